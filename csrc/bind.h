@@ -1,0 +1,52 @@
+/* bind.h: the array checks every binding uses, so error messages have one shape:
+ *   TypeError:  "`x` must be float32, got float64"
+ *   ValueError: "`x` must be 2-D, got shape (3,)", "`x` contains NaN at flat index 7", ...
+ * Only module.c and bind_*.c include this (they are the only files that see Python.h).
+ *
+ * Each op family's bindings live in csrc/bind_<family>.c and export one method table
+ * `gb_<family>_methods[]` (NULL-terminated); module.c concatenates them into the module's table.
+ */
+#ifndef GLMBENCH_BIND_H
+#define GLMBENCH_BIND_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#ifndef GLMBENCH_IMPORT_ARRAY
+#define NO_IMPORT_ARRAY
+#endif
+#define PY_ARRAY_UNIQUE_SYMBOL glmbench_ARRAY_API
+#include <numpy/arrayobject.h>
+
+#include "common.h"
+
+/* How to treat a non-C-contiguous input. */
+enum {
+    GB_COPY = 0,    /* read-only input: make a C-contiguous copy (strided views are accepted) */
+    GB_REQUIRE = 1  /* must already be C-contiguous (e.g. a buffer written in place) */
+};
+
+/* Check `obj` is an ndarray of dtype `typenum` with `ndim` dims (ndim < 0: any) and return a
+ * NEW reference to a C-contiguous array (a copy if mode == GB_COPY and it was strided).
+ * On failure sets TypeError/ValueError naming `name` and returns NULL. Never casts dtypes. */
+PyArrayObject *gb_array(PyObject *obj, const char *name, int typenum, int ndim, int mode);
+
+/* Like gb_array but accepts any of the listed typenums (terminated by -1), e.g. weights in
+ * float32/float16/uint16(bf16). */
+PyArrayObject *gb_array_any(PyObject *obj, const char *name, const int *typenums, int ndim, int mode);
+
+/* ValueError unless arr.shape[axis] == expected; `what` says what it must match. */
+int gb_check_dim(PyArrayObject *arr, const char *name, int axis, npy_intp expected, const char *what);
+
+/* ValueError if a float32/float64 array holds NaN or inf (names the first flat index). */
+int gb_check_finite(PyArrayObject *arr, const char *name);
+
+/* Raise the Python exception matching a C-core status with gb_last_error()'s message. */
+PyObject *gb_raise_status(int status);
+
+/* "(3, 4)" style shape string into buf. */
+const char *gb_shape_str(PyArrayObject *arr, char *buf, size_t n);
+
+/* A new C-contiguous float32 array of the given shape (uninitialised). */
+PyArrayObject *gb_new_f32(int ndim, const npy_intp *dims);
+
+#endif

@@ -1,0 +1,21 @@
+/* norm.c: RMSNorm over the last axis, one row per OpenMP iteration. */
+#include "norm.h"
+
+#include <math.h>
+
+#include "common.h"
+
+int gb_rms_norm(const float *x, const float *w, float *y, int64_t rows, int64_t dim, float eps) {
+    if (dim <= 0) return gb_error(GB_EVALUE, "rms_norm: dim must be > 0, got %ld", (long)dim);
+    if (!(eps >= 0.0f)) return gb_error(GB_EVALUE, "`eps` must be >= 0, got %g", (double)eps);
+#pragma omp parallel for schedule(static) if (rows * dim > 32768)
+    for (int64_t t = 0; t < rows; t++) {
+        const float *xr = x + t * dim;
+        float *yr = y + t * dim;
+        double ss = 0.0;
+        for (int64_t i = 0; i < dim; i++) ss += (double)xr[i] * xr[i];
+        float inv = (float)(1.0 / sqrt(ss / (double)dim + (double)eps));
+        for (int64_t i = 0; i < dim; i++) yr[i] = xr[i] * inv * w[i];
+    }
+    return GB_OK;
+}

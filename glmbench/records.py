@@ -1,0 +1,168 @@
+"""Result records: the one tidy format every sweep, measurement and report reads and writes.
+
+A record is a flat dict. Field names follow llama-bench where they overlap (`model_type`,
+`n_prompt`, `n_gen`, `n_depth`, `n_batch`, `avg_ts`, `stddev_ts`, `n_threads`, `type_k`,
+`type_v`), plus ours:
+
+  evidence      "measured" | "predicted" | "calibrated"   (required on every record)
+  model         built-in name or config path
+  device        what ran it or what it was predicted for ("RTX 3090", "AMD EPYC (2 threads)")
+  n_cards, split, link_gbps   the rig (split: "none" | "layer" | "tensor")
+  weights       weight format ("bf16", "q4_0", "iq4_xs", ...)
+  mla_strategy  "naive" | "absorbed" | "flash" | "" for GQA models
+  runtime       runtime-profile name for predictions ("ideal", "typical", "calibrated:<file>")
+  test          "tg" (decode), "pp" (prefill), "mem", "serve"
+
+Files are written atomically (temp file in the same folder, fsync, os.replace), so a reader never
+sees half a file and an interrupted run loses at most the point in flight. `ResultStore` lets a
+sweep resume: it reloads finished points and skips them.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import tempfile
+from typing import Callable, Iterable, Sequence
+
+EVIDENCE = ("measured", "predicted", "calibrated")
+
+# Columns that lead every CSV, in this order; the remaining keys follow alphabetically.
+LEAD_COLUMNS = (
+    "evidence", "test", "model", "model_type", "device", "n_cards", "split", "link_gbps",
+    "weights", "type_k", "type_v", "mla_strategy", "runtime", "n_prompt", "n_gen", "n_depth",
+    "n_batch", "avg_ts", "stddev_ts",
+)
+
+
+def validate(record: dict) -> dict:
+    """Raise ValueError unless the record says what kind of number it is."""
+    if not isinstance(record, dict):
+        raise TypeError(f"a record must be a dict, got {type(record).__name__}")
+    ev = record.get("evidence")
+    if ev not in EVIDENCE:
+        raise ValueError(f"record field `evidence` must be one of {EVIDENCE}, got {ev!r}")
+    return record
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=os.path.basename(path), dir=folder)
+    try:
+        with os.fdopen(fd, "w", newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def columns(records: Sequence[dict]) -> list[str]:
+    keys = set()
+    for r in records:
+        keys.update(r)
+    lead = [c for c in LEAD_COLUMNS if c in keys]
+    return lead + sorted(keys - set(lead))
+
+
+def to_csv(records: Sequence[dict]) -> str:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=columns(records), extrasaction="raise", lineterminator="\n")
+    w.writeheader()
+    for r in records:
+        w.writerow({k: ("" if v is None else v) for k, v in r.items()})
+    return buf.getvalue()
+
+
+def to_json(records: Sequence[dict]) -> str:
+    return json.dumps(list(records), indent=1, sort_keys=False, default=_json_default) + "\n"
+
+
+def _json_default(o):
+    try:  # numpy scalars
+        return o.item()
+    except AttributeError:
+        raise TypeError(f"cannot write {type(o).__name__} to JSON") from None
+
+
+def write_records(path: str | os.PathLike, records: Iterable[dict]) -> None:
+    """Write records to `path` (.csv or .json, by extension), atomically."""
+    recs = [validate(r) for r in records]
+    p = os.fspath(path)
+    if p.endswith(".csv"):
+        atomic_write_text(p, to_csv(recs))
+    elif p.endswith(".json"):
+        atomic_write_text(p, to_json(recs))
+    else:
+        raise ValueError(f"`path` must end in .csv or .json, got {p!r}")
+
+
+def _parse_cell(s: str):
+    if s == "":
+        return None
+    for conv in (int, float):
+        try:
+            return conv(s)
+        except ValueError:
+            pass
+    if s in ("True", "False"):
+        return s == "True"
+    return s
+
+
+def read_records(path: str | os.PathLike) -> list[dict]:
+    """Read a .csv or .json records file written by write_records (or by hand)."""
+    p = os.fspath(path)
+    with open(p, newline="") as f:
+        text = f.read()
+    if p.endswith(".json"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{p}: not valid JSON (line {e.lineno}: {e.msg})") from None
+        if not isinstance(data, list):
+            raise ValueError(f"{p}: expected a JSON list of records, got {type(data).__name__}")
+        recs = data
+    elif p.endswith(".csv"):
+        recs = [{k: _parse_cell(v) for k, v in row.items()} for row in csv.DictReader(io.StringIO(text))]
+    else:
+        raise ValueError(f"`path` must end in .csv or .json, got {p!r}")
+    for i, r in enumerate(recs):
+        try:
+            validate(r)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"{p}: record {i + 1}: {e}") from None
+    return recs
+
+
+class ResultStore:
+    """A JSON records file that a sweep appends to point by point and can resume from.
+
+    `key(record)` names a point (e.g. (test, model, n_depth)); `done(key)` says whether it is
+    already stored; `add(record)` stores one point and rewrites the file atomically, so killing
+    the process loses at most the point being computed.
+    """
+
+    def __init__(self, path: str | os.PathLike, key: Callable[[dict], tuple]):
+        self.path = os.fspath(path)
+        if not self.path.endswith(".json"):
+            raise ValueError(f"ResultStore `path` must end in .json, got {self.path!r}")
+        self.key = key
+        self.records: list[dict] = read_records(self.path) if os.path.exists(self.path) else []
+        self._keys = {self.key(r) for r in self.records}
+
+    def done(self, key: tuple) -> bool:
+        return key in self._keys
+
+    def add(self, record: dict) -> None:
+        validate(record)
+        k = self.key(record)
+        self.records = [r for r in self.records if self.key(r) != k] + [record]
+        self._keys.add(k)
+        write_records(self.path, self.records)
