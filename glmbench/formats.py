@@ -52,6 +52,34 @@ WEIGHT_FORMATS = {f.name: f for f in (
 KV_FORMATS = {n: WEIGHT_FORMATS[n] for n in ("f32", "f16", "bf16", "q8_0", "q4_0")}
 
 
+# Formats llama.cpp substitutes for a matrix whose rows are not a whole number of 256-weight
+# super-blocks (src/llama-quant.cpp, the `convert_incompatible_tensor` switch). Used only for
+# such fallbacks, so they are not in WEIGHT_FORMATS.
+#   q5_0   32: f16 d + 4 bytes high bits + 16 bytes nibbles = 22 bytes (5.5)
+#   q5_1   32: f16 d, f16 m + 4 + 16                         = 24 bytes (6.0)
+#   iq4_nl 32: f16 d + 16 bytes nibbles                      = 18 bytes (4.5)
+FALLBACK_FORMATS = {f.name: f for f in (
+    Format("q5_0", 32, 22, True),
+    Format("q5_1", 32, 24, True),
+    Format("iq4_nl", 32, 18, True),
+)}
+_FALLBACK = {"q2_K": "iq4_nl", "iq4_xs": "iq4_nl", "q4_K": "q5_0", "q5_K": "q5_1", "q6_K": "q8_0"}
+
+
+def row_format(fmt: Format, n_cols: int) -> Format:
+    """The format a matrix with rows of `n_cols` weights is actually stored in when its file is
+    asked for `fmt`: `fmt` itself when the rows are whole blocks, else llama.cpp's fallback,
+    else f16 (where llama.cpp would refuse the tensor, we keep it unquantized)."""
+    if n_cols % fmt.block == 0:
+        return fmt
+    fb = _FALLBACK.get(fmt.name)
+    if fb is not None:
+        f = FALLBACK_FORMATS.get(fb) or WEIGHT_FORMATS[fb]
+        if n_cols % f.block == 0:
+            return f
+    return WEIGHT_FORMATS["f16"]
+
+
 def weight_format(name: str) -> Format:
     try:
         return WEIGHT_FORMATS[name]

@@ -1,0 +1,636 @@
+"""Architecture configs: read a Hugging Face `config.json` into a `ModelConfig`, and derive the
+exact figures everything else builds on (parameters, weight bytes, KV bytes per token, FLOPs).
+
+Families (HF `model_type`), with the field names HF uses in each:
+
+  glm4_moe_lite  MLA + MoE, sigmoid router with e_score_correction_bias (noaux_tc)
+  deepseek_v2    MLA + MoE, softmax router; q_lora_rank null -> a direct q_proj
+  qwen3          dense GQA, per-head RMSNorm on q and k
+  qwen3_moe      GQA + MoE, softmax router, no shared expert; decoder_sparse_step, mlp_only_layers
+  llama, mistral dense GQA
+  seed_oss       dense GQA with q/k/v bias (attention_out_bias for o_proj)
+
+Structural sizes (hidden_size, heads, layers, MLA ranks, expert counts...) are required: a
+missing one is a ValueError naming it. Behavioural fields that HF's config classes default
+(eps, rope_theta, bias flags, routing knobs) take the HF default when absent; the defaults below
+are copied from transformers 5.x `configuration_<family>.py` for each family.
+
+Conventions (stated once, used everywhere):
+  * num_hidden_layers excludes GLM's multi-token-prediction layer (num_nextn_predict_layers),
+    which normal decoding never runs; it is neither counted nor cached.
+  * total_params counts every tensor of the checkpoint except that MTP layer; active_params
+    counts what one token touches: all of it except the routed experts it was not sent to.
+    Embeddings and lm_head are included unless `embeddings=False`.
+  * depth d = tokens already in the cache; the new token attends to d + 1 keys.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from . import formats
+
+_DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "models")
+
+FAMILIES = {
+    "glm4_moe_lite": "mla",
+    "deepseek_v2": "mla",
+    "qwen3": "gqa",
+    "qwen3_moe": "gqa",
+    "llama": "gqa",
+    "mistral": "gqa",
+    "seed_oss": "gqa",
+}
+
+# HF config-class defaults for optional behavioural fields (transformers 5.x).
+_DEFAULTS: dict[str, dict[str, Any]] = {
+    "glm4_moe_lite": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=False, n_group=1,
+                          topk_group=1, norm_topk_prob=True, routed_scaling_factor=1.8, n_shared_experts=1,
+                          rope_interleave=True, topk_method="noaux_tc"),
+    "deepseek_v2": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False, n_group=1,
+                        topk_group=1, norm_topk_prob=False, routed_scaling_factor=1.0, n_shared_experts=2,
+                        first_k_dense_replace=0, topk_method="greedy", scoring_func="softmax"),
+    "qwen3": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False, head_dim=128),
+    "qwen3_moe": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False, head_dim=128,
+                      norm_topk_prob=False, decoder_sparse_step=1, mlp_only_layers=[]),
+    "llama": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False),
+    "mistral": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, num_key_value_heads=8, sliding_window=4096),
+    "seed_oss": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=True, attention_out_bias=False,
+                     head_dim=128, num_key_value_heads=8),
+}
+
+# The MLA latent norms (q_a_layernorm, kv_a_layernorm) are built without an eps argument in HF's
+# DeepSeek-V2/V3 and GLM-4-MoE-Lite modeling code, so they use the RMSNorm class default 1e-6.
+LATENT_NORM_EPS = 1e-6
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    name: str
+    model_type: str
+    attention: str                  # "mla" | "gqa"
+    n_layers: int
+    hidden_size: int
+    vocab_size: int
+    tie_word_embeddings: bool
+    rms_norm_eps: float
+    n_heads: int
+    n_kv_heads: int                 # GQA: K/V heads; MLA: HF's num_key_value_heads (= n_heads), unused by the cache
+    head_dim: int                   # query/key head dim (MLA: qk_nope + qk_rope)
+    attention_bias: bool            # q/k/v (GQA) or q_a/kv_a (MLA) projections carry a bias
+    qk_norm: bool                   # per-head RMSNorm on q and k (Qwen3)
+    rope_theta: float
+    rope_layout: str                # "interleaved" | "half"
+    rope_dim: int                   # rotated dims per head
+    q_lora_rank: int | None
+    kv_lora_rank: int
+    qk_nope_head_dim: int
+    qk_rope_head_dim: int
+    v_head_dim: int
+    intermediate_size: int
+    n_routed_experts: int
+    n_experts_per_tok: int
+    n_shared_experts: int
+    moe_intermediate_size: int
+    shared_expert_intermediate_size: int
+    first_k_dense_replace: int
+    router_scoring: str             # "sigmoid" | "softmax" | "" (dense)
+    router_bias: bool               # e_score_correction_bias (chooses experts only)
+    n_group: int
+    topk_group: int
+    norm_topk_prob: bool
+    routed_scaling_factor: float
+    hf: dict = field(repr=False, compare=False)
+    # additions beyond docs/API.md's list
+    moe_layers: tuple = ()          # indices of MoE layers
+    attention_out_bias: bool = False
+    topk_method: str = ""           # "noaux_tc" | "greedy" | "group_limited_greedy" | "" (softmax top-k)
+    rope_scaling: dict | None = field(default=None, compare=False)
+    sliding_window: int | None = None
+    max_position_embeddings: int = 0
+    latent_norm_eps: float = LATENT_NORM_EPS
+    hidden_act: str = "silu"
+
+    # ---- structure --------------------------------------------------------------------------
+    def is_moe_layer(self, i: int) -> bool:
+        if not 0 <= i < self.n_layers:
+            raise ValueError(f"layer index `i` must be in [0, {self.n_layers}), got {i}")
+        return i in self._moe_set
+
+    @property
+    def _moe_set(self) -> frozenset:
+        return frozenset(self.moe_layers)
+
+    @property
+    def n_moe_layers(self) -> int:
+        return len(self.moe_layers)
+
+    @property
+    def n_dense_layers(self) -> int:
+        return self.n_layers - len(self.moe_layers)
+
+    @property
+    def softmax_scale(self) -> float:
+        """1/sqrt(query-key head dim), times YaRN's mscale^2 when the config uses YaRN with
+        mscale_all_dim (DeepSeek-V2; HF modeling_deepseek_v2 / yarn_get_mscale)."""
+        s = self.head_dim ** -0.5
+        rs = self.rope_scaling or {}
+        if self.attention == "mla" and rs.get("mscale_all_dim"):
+            factor = float(rs.get("factor", 1.0))
+            m = 0.1 * rs["mscale_all_dim"] * math.log(factor) + 1.0 if factor > 1 else 1.0
+            s *= m * m
+        return s
+
+    # ---- KV cache ---------------------------------------------------------------------------
+    def kv_elems_per_token_per_layer(self) -> int:
+        """Values cached per token per layer: MLA latent + shared rope key; GQA K and V."""
+        if self.attention == "mla":
+            return self.kv_lora_rank + self.qk_rope_head_dim
+        return self.n_kv_heads * (self.head_dim + self.v_head_dim)
+
+    def kv_rows_per_layer(self) -> list[int]:
+        """Lengths of the rows one token stores per layer (each row is a whole number of blocks in
+        a quantized cache): MLA stores the latent and the rope key as two rows; GQA one K row and one
+        V row per KV head."""
+        if self.attention == "mla":
+            return [self.kv_lora_rank, self.qk_rope_head_dim]
+        return [self.head_dim] * self.n_kv_heads + [self.v_head_dim] * self.n_kv_heads
+
+    def kv_bytes_per_token(self, kv_format: str = "bf16", *, expanded: bool = False) -> int:
+        """Exact cache bytes per token over all layers. `expanded=True` gives what an MLA model
+        would cache without the latent trick (full per-head K and V), for comparison."""
+        fmt = formats.kv_format(kv_format)
+        if expanded and self.attention == "mla":
+            rows = [self.head_dim] * self.n_heads + [self.v_head_dim] * self.n_heads
+        else:
+            rows = self.kv_rows_per_layer()
+        return self.n_layers * sum(fmt.nbytes(r) for r in rows)
+
+    # ---- parameters ---------------------------------------------------------------------------
+    def attention_params(self) -> int:
+        """Weights (and biases) of one attention sub-layer, excluding the pre-attention norm."""
+        return sum(_numel(s) for s in self._attention_tensors().values())
+
+    def expert_params(self) -> int:
+        """One routed expert (gate, up, down)."""
+        return 3 * self.hidden_size * self.moe_intermediate_size
+
+    def shared_expert_params(self) -> int:
+        return 3 * self.hidden_size * self.shared_expert_intermediate_size
+
+    def router_params(self) -> int:
+        return self.n_routed_experts * self.hidden_size + (self.n_routed_experts if self.router_bias else 0)
+
+    def dense_mlp_params(self) -> int:
+        return 3 * self.hidden_size * self.intermediate_size
+
+    def embedding_params(self) -> int:
+        """Input embedding plus lm_head (once if tied)."""
+        return self.vocab_size * self.hidden_size * (1 if self.tie_word_embeddings else 2)
+
+    def total_params(self) -> int:
+        per_layer = self.attention_params() + 2 * self.hidden_size   # + input/post-attention norms
+        moe = self.router_params() + self.n_routed_experts * self.expert_params() + self.shared_expert_params()
+        return (self.embedding_params() + self.hidden_size                 # final norm
+                + self.n_layers * per_layer
+                + self.n_dense_layers * self.dense_mlp_params()
+                + self.n_moe_layers * moe)
+
+    def active_params(self, *, embeddings: bool = True) -> int:
+        idle = self.n_moe_layers * (self.n_routed_experts - self.n_experts_per_tok) * self.expert_params()
+        p = self.total_params() - idle
+        return p if embeddings else p - self.embedding_params()
+
+    def tensor_shapes(self) -> dict[str, tuple]:
+        """Every checkpoint tensor by HF name -> shape (routed experts stacked as
+        `mlp.experts.{gate,up,down}_proj` [E, F, D] / [E, D, F], the layout glmbench's MoE ops take)."""
+        D, V = self.hidden_size, self.vocab_size
+        t: dict[str, tuple] = {"model.embed_tokens.weight": (V, D), "model.norm.weight": (D,)}
+        if not self.tie_word_embeddings:
+            t["lm_head.weight"] = (V, D)
+        att = self._attention_tensors()
+        for i in range(self.n_layers):
+            p = f"model.layers.{i}."
+            t[p + "input_layernorm.weight"] = (D,)
+            t[p + "post_attention_layernorm.weight"] = (D,)
+            for k, s in att.items():
+                t[p + "self_attn." + k] = s
+            if self.is_moe_layer(i):
+                E, F = self.n_routed_experts, self.moe_intermediate_size
+                t[p + "mlp.gate.weight"] = (E, D)
+                if self.router_bias:
+                    t[p + "mlp.gate.e_score_correction_bias"] = (E,)
+                t[p + "mlp.experts.gate_proj"] = (E, F, D)
+                t[p + "mlp.experts.up_proj"] = (E, F, D)
+                t[p + "mlp.experts.down_proj"] = (E, D, F)
+                if self.shared_expert_intermediate_size:
+                    Fs = self.shared_expert_intermediate_size
+                    for n, s in (("gate_proj", (Fs, D)), ("up_proj", (Fs, D)), ("down_proj", (D, Fs))):
+                        t[p + f"mlp.shared_experts.{n}.weight"] = s
+            else:
+                F = self.intermediate_size
+                for n, s in (("gate_proj", (F, D)), ("up_proj", (F, D)), ("down_proj", (D, F))):
+                    t[p + f"mlp.{n}.weight"] = s
+        return t
+
+    def _attention_tensors(self) -> dict[str, tuple]:
+        D, H = self.hidden_size, self.n_heads
+        t: dict[str, tuple] = {}
+        if self.attention == "mla":
+            qk = self.qk_nope_head_dim + self.qk_rope_head_dim
+            if self.q_lora_rank:
+                t["q_a_proj.weight"] = (self.q_lora_rank, D)
+                if self.attention_bias:
+                    t["q_a_proj.bias"] = (self.q_lora_rank,)
+                t["q_a_layernorm.weight"] = (self.q_lora_rank,)
+                t["q_b_proj.weight"] = (H * qk, self.q_lora_rank)
+            else:
+                t["q_proj.weight"] = (H * qk, D)
+            kv_a = self.kv_lora_rank + self.qk_rope_head_dim
+            t["kv_a_proj_with_mqa.weight"] = (kv_a, D)
+            if self.attention_bias:
+                t["kv_a_proj_with_mqa.bias"] = (kv_a,)
+            t["kv_a_layernorm.weight"] = (self.kv_lora_rank,)
+            t["kv_b_proj.weight"] = (H * (self.qk_nope_head_dim + self.v_head_dim), self.kv_lora_rank)
+            t["o_proj.weight"] = (D, H * self.v_head_dim)
+            if self.attention_out_bias:
+                t["o_proj.bias"] = (D,)
+        else:
+            Hk, Dh, Dv = self.n_kv_heads, self.head_dim, self.v_head_dim
+            for n, rows in (("q_proj", H * Dh), ("k_proj", Hk * Dh), ("v_proj", Hk * Dv)):
+                t[n + ".weight"] = (rows, D)
+                if self.attention_bias:
+                    t[n + ".bias"] = (rows,)
+            t["o_proj.weight"] = (D, H * Dv)
+            if self.attention_out_bias:
+                t["o_proj.bias"] = (D,)
+            if self.qk_norm:
+                t["q_norm.weight"] = (Dh,)
+                t["k_norm.weight"] = (Dh,)
+        return t
+
+    def weight_bytes(self, weight_format: str = "bf16") -> int:
+        """Exact bytes of the checkpoint stored as a GGUF-style file in `weight_format`.
+
+        As llama.cpp's quantizer does (src/llama-quant.cpp): only tensors of 2+ dimensions are
+        quantized; 1-D tensors (norms, biases, the router's score bias) stay f32, and so does the
+        router weight (`ffn_gate_inp` is never quantized). A matrix whose rows are not a whole
+        number of the format's blocks falls back as llama.cpp's `llama_tensor_get_type` does
+        (formats.row_format)."""
+        fmt = formats.weight_format(weight_format)
+        f32 = formats.weight_format("f32")
+        total = 0
+        for name, shape in self.tensor_shapes().items():
+            if len(shape) == 1 or name.endswith("mlp.gate.weight"):
+                total += f32.nbytes(_numel(shape))
+            else:
+                cols = shape[-1]
+                rows = _numel(shape) // cols
+                total += rows * formats.row_format(fmt, cols).nbytes(cols)
+        return total
+
+    # ---- FLOPs --------------------------------------------------------------------------------
+    def attention_flops_per_layer(self, depth: int, mla_strategy: str = "absorbed", n_tokens: int = 1) -> float:
+        """FLOPs of the attention core (scores and weighted values, plus MLA's kv_b work) for
+        `n_tokens` new queries on top of `depth` cached tokens, causal. A multiply-add is 2 FLOPs;
+        softmax exponentials are not counted (a few per score, negligible beside 2*Dh)."""
+        _check_count("depth", depth)
+        _check_count("n_tokens", n_tokens, minimum=1)
+        # keys seen, summed over the new queries: query j (0-based) sees depth + j + 1 keys
+        keys = n_tokens * depth + n_tokens * (n_tokens + 1) / 2
+        if self.sliding_window:
+            w = self.sliding_window
+            keys = sum(min(depth + j + 1, w) for j in range(n_tokens)) if n_tokens < 4096 else min(keys, n_tokens * w)
+        H = self.n_heads
+        if self.attention == "gqa":
+            return 2.0 * H * (self.head_dim + self.v_head_dim) * keys
+        R, Dr, Dn, Dv = self.kv_lora_rank, self.qk_rope_head_dim, self.qk_nope_head_dim, self.v_head_dim
+        kvb = R * H * (Dn + Dv)
+        if mla_strategy == "naive":
+            # expand every cached latent (and the new ones) through kv_b, then plain MHA
+            return 2.0 * kvb * (depth + n_tokens) + 2.0 * H * (Dn + Dr + Dv) * keys
+        if mla_strategy in ("absorbed", "flash"):
+            # fold kv_b into the query (Dn -> R per head) and the output (R -> Dv per head);
+            # attention is MQA over R + Dr wide keys and R wide values
+            return 2.0 * kvb * n_tokens + 2.0 * H * (R + Dr + R) * keys
+        raise ValueError(f"`mla_strategy` must be 'naive', 'absorbed' or 'flash', got {mla_strategy!r}")
+
+    def matmul_params_per_token(self) -> int:
+        """Weights one token multiplies through (active, excluding embedding lookup and MLA's kv_b,
+        whose cost depends on the attention strategy)."""
+        p = self.active_params(embeddings=False) + self.vocab_size * self.hidden_size   # lm_head
+        if self.attention == "mla":
+            p -= self.n_layers * self.kv_lora_rank * self.n_heads * (self.qk_nope_head_dim + self.v_head_dim)
+        return p
+
+    def flops_per_token(self, depth: int = 0, mla_strategy: str = "absorbed") -> float:
+        """FLOPs to decode one token with `depth` tokens cached: 2 per weight it multiplies
+        through (norm weights and biases included, a negligible over-count) plus attention."""
+        return (2.0 * self.matmul_params_per_token()
+                + self.n_layers * self.attention_flops_per_layer(depth, mla_strategy))
+
+    def summary(self) -> dict:
+        """The row `glmbench models --json` prints."""
+        return {
+            "name": self.name,
+            "model_type": self.model_type,
+            "family": _family_label(self),
+            "attention": self.attention,
+            "n_layers": self.n_layers,
+            "hidden_size": self.hidden_size,
+            "moe": self.n_routed_experts > 0,
+            "total_params": self.total_params(),
+            "active_params": self.active_params(),
+            "kv_bytes_per_token": {f: self.kv_bytes_per_token(f) for f in formats.KV_FORMATS},
+        }
+
+
+def _family_label(cfg: ModelConfig) -> str:
+    attn = "MLA" if cfg.attention == "mla" else "GQA"
+    return f"MoE + {attn}" if cfg.n_routed_experts else f"dense {attn}"
+
+
+def _numel(shape) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _check_count(name, v, minimum=0):
+    if isinstance(v, bool) or not isinstance(v, (int,)) and not (isinstance(v, float) and v.is_integer()):
+        try:
+            import numpy as np
+            if isinstance(v, np.integer):
+                v = int(v)
+            else:
+                raise TypeError
+        except TypeError:
+            raise TypeError(f"`{name}` must be an integer, got {v!r}") from None
+    if v < minimum:
+        raise ValueError(f"`{name}` must be >= {minimum}, got {v}")
+
+
+# ---- loading --------------------------------------------------------------------------------------
+def builtin_names() -> list[str]:
+    return sorted(f[:-5] for f in os.listdir(_DATA) if f.endswith(".json"))
+
+
+def builtin_path(name: str) -> str:
+    return os.path.join(_DATA, name.lower() + ".json")
+
+
+def load(src) -> ModelConfig:
+    """A built-in name ("glm-4.7-flash"), a path to a config.json (or a folder holding one), or
+    an already-parsed dict -> ModelConfig. A ModelConfig passes through unchanged."""
+    if isinstance(src, ModelConfig):
+        return src
+    if isinstance(src, Mapping):
+        hf = dict(src)
+        name = str(hf.get("_name_or_path") or hf.get("name") or hf.get("model_type") or "config")
+        return from_hf(hf, name)
+    if isinstance(src, (str, os.PathLike)):
+        s = os.fspath(src)
+        if s.lower() in builtin_names():
+            return from_hf(_read_json(builtin_path(s)), s.lower())
+        path = os.path.join(s, "config.json") if os.path.isdir(s) else s
+        if not os.path.isfile(path):
+            raise ValueError(f"config {s!r} is neither a built-in model ({', '.join(builtin_names())}) "
+                             f"nor an existing config.json path")
+        stem = os.path.basename(os.path.dirname(os.path.abspath(path))) if os.path.basename(path) == "config.json" \
+            else os.path.splitext(os.path.basename(path))[0]
+        return from_hf(_read_json(path), stem)
+    raise TypeError(f"config must be a built-in name, a path or a dict, got {type(src).__name__}")
+
+
+def _read_json(path: str) -> dict:
+    try:
+        with open(path) as f:
+            d = json.load(f)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: not valid JSON (line {e.lineno}: {e.msg})") from None
+    if not isinstance(d, dict):
+        raise ValueError(f"{path}: expected a JSON object, got {type(d).__name__}")
+    return d
+
+
+class _Reader:
+    """Typed access to the HF dict; every error names the field and its value."""
+
+    def __init__(self, hf: dict, model_type: str):
+        self.hf, self.mt = hf, model_type
+        self.defaults = _DEFAULTS[model_type]
+
+    def raw(self, key, required=True):
+        if key in self.hf:
+            return self.hf[key]
+        if key in self.defaults:
+            return self.defaults[key]
+        if required:
+            raise ValueError(f"config field `{key}` is missing (model_type {self.mt!r})")
+        return None
+
+    def int(self, key, minimum=1, required=True, allow_none=False):
+        v = self.raw(key, required)
+        if v is None:
+            if allow_none or not required:
+                return None
+            raise ValueError(f"config field `{key}` must be an integer, got None")
+        if isinstance(v, bool) or not isinstance(v, int):
+            if isinstance(v, float) and v.is_integer():
+                v = int(v)
+            else:
+                raise ValueError(f"config field `{key}` must be an integer, got {v!r}")
+        if v < minimum:
+            raise ValueError(f"config field `{key}` must be >= {minimum}, got {v}")
+        return v
+
+    def float(self, key, positive=True, required=True):
+        v = self.raw(key, required)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise ValueError(f"config field `{key}` must be a finite number, got {v!r}")
+        if positive and v <= 0:
+            raise ValueError(f"config field `{key}` must be > 0, got {v}")
+        return float(v)
+
+    def bool(self, key, required=True):
+        v = self.raw(key, required)
+        if not isinstance(v, bool):
+            raise ValueError(f"config field `{key}` must be true or false, got {v!r}")
+        return v
+
+
+def _rope(r: _Reader) -> tuple[float, dict | None]:
+    """rope_theta and the scaling dict, from either the v4 layout (rope_theta, rope_scaling) or
+    transformers v5's rope_parameters; HF's default theta is 10000."""
+    hf = r.hf
+    rp = hf.get("rope_parameters")
+    if rp is not None and not isinstance(rp, dict):
+        raise ValueError(f"config field `rope_parameters` must be an object, got {rp!r}")
+    theta = hf.get("rope_theta", (rp or {}).get("rope_theta", 10000.0))
+    if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not theta > 0:
+        raise ValueError(f"config field `rope_theta` must be a positive number, got {theta!r}")
+    scaling = hf.get("rope_scaling")
+    if scaling is None and rp and rp.get("rope_type", "default") != "default":
+        scaling = dict(rp)
+    if scaling is not None and not isinstance(scaling, dict):
+        raise ValueError(f"config field `rope_scaling` must be an object or null, got {scaling!r}")
+    return float(theta), scaling
+
+
+def from_hf(hf: dict, name: str = "config") -> ModelConfig:
+    mt = hf.get("model_type")
+    if mt not in FAMILIES:
+        raise ValueError(f"config field `model_type` = {mt!r} is not a supported family; "
+                         f"supported: {', '.join(FAMILIES)}")
+    r = _Reader(hf, mt)
+    attention = FAMILIES[mt]
+    L = r.int("num_hidden_layers")
+    D = r.int("hidden_size")
+    V = r.int("vocab_size")
+    H = r.int("num_attention_heads")
+    eps = r.float("rms_norm_eps")
+    tie = r.bool("tie_word_embeddings")
+    theta, scaling = _rope(r)
+    act = r.raw("hidden_act", required=False) or "silu"
+    if act != "silu":
+        raise ValueError(f"config field `hidden_act` = {act!r} is not supported (SwiGLU with silu only)")
+    kw: dict[str, Any] = dict(name=name, model_type=mt, attention=attention, n_layers=L, hidden_size=D,
+                              vocab_size=V, tie_word_embeddings=tie, rms_norm_eps=eps, n_heads=H,
+                              rope_theta=theta, rope_scaling=scaling, hf=hf, hidden_act=act,
+                              max_position_embeddings=r.int("max_position_embeddings", required=False) or 0)
+
+    if attention == "mla":
+        q_lora = r.int("q_lora_rank", allow_none=True)
+        R = r.int("kv_lora_rank")
+        Dn = r.int("qk_nope_head_dim")
+        Dr = r.int("qk_rope_head_dim", minimum=2)
+        Dv = r.int("v_head_dim")
+        if Dr % 2:
+            raise ValueError(f"config field `qk_rope_head_dim` must be even (rotated in pairs), got {Dr}")
+        n_kv = r.int("num_key_value_heads", required=False) or H
+        bias = r.bool("attention_bias")
+        kw.update(n_kv_heads=n_kv, head_dim=Dn + Dr, attention_bias=bias, attention_out_bias=bias, qk_norm=False,
+                  rope_layout="interleaved", rope_dim=Dr, q_lora_rank=q_lora, kv_lora_rank=R,
+                  qk_nope_head_dim=Dn, qk_rope_head_dim=Dr, v_head_dim=Dv, sliding_window=None)
+    else:
+        n_kv = r.int("num_key_value_heads", required=False) or H
+        if H % n_kv:
+            raise ValueError(f"config field `num_attention_heads`={H} is not a multiple of "
+                             f"`num_key_value_heads`={n_kv}")
+        hd = r.int("head_dim", required=False)
+        if hd is None:
+            if D % H:
+                raise ValueError(f"config field `hidden_size`={D} is not a multiple of `num_attention_heads`={H} "
+                                 f"and no `head_dim` is given")
+            hd = D // H
+        prf = r.hf.get("partial_rotary_factor", 1.0)
+        if isinstance(prf, bool) or not isinstance(prf, (int, float)) or not 0 < prf <= 1:
+            raise ValueError(f"config field `partial_rotary_factor` must be in (0, 1], got {prf!r}")
+        rope_dim = int(hd * prf)
+        if rope_dim % 2:
+            raise ValueError(f"rotated dims head_dim*partial_rotary_factor = {rope_dim} must be even")
+        bias = r.bool("attention_bias", required=False) if mt != "mistral" else False
+        out_bias = r.bool("attention_out_bias") if mt == "seed_oss" else bool(bias)
+        sw = None
+        if mt in ("qwen3", "qwen3_moe"):
+            if r.hf.get("use_sliding_window", False):
+                sw = r.int("sliding_window")
+        elif mt == "mistral":
+            sw = r.int("sliding_window", allow_none=True)
+        if sw is not None and mt != "mistral":
+            raise ValueError(f"config field `use_sliding_window` = true is not supported for {mt!r} "
+                             f"(per-layer windows are not modelled)")
+        kw.update(n_kv_heads=n_kv, head_dim=hd, attention_bias=bool(bias), attention_out_bias=out_bias,
+                  qk_norm=mt in ("qwen3", "qwen3_moe"), rope_layout="half", rope_dim=rope_dim,
+                  q_lora_rank=None, kv_lora_rank=0, qk_nope_head_dim=0, qk_rope_head_dim=0, v_head_dim=hd,
+                  sliding_window=sw)
+
+    # ---- MLP / MoE
+    F = r.int("intermediate_size", required=False) or 0
+    if mt in ("glm4_moe_lite", "deepseek_v2"):
+        E = r.int("n_routed_experts")
+        k = r.int("num_experts_per_tok")
+        Fe = r.int("moe_intermediate_size")
+        n_shared = r.int("n_shared_experts", minimum=0)
+        if mt == "glm4_moe_lite":
+            types = hf.get("mlp_layer_types")
+            if types is not None:
+                if not isinstance(types, list) or len(types) != L or any(t not in ("dense", "sparse") for t in types):
+                    raise ValueError(f"config field `mlp_layer_types` must list 'dense'/'sparse' for each of "
+                                     f"{L} layers, got {types!r}")
+                moe_layers = tuple(i for i, t in enumerate(types) if t == "sparse")
+            else:
+                fk = r.int("first_k_dense_replace", minimum=0, required=False)
+                moe_layers = tuple(range(1 if fk is None else fk, L))
+            scoring, rbias = "sigmoid", True
+            method = r.raw("topk_method")
+            if method != "noaux_tc":
+                raise ValueError(f"config field `topk_method` = {method!r}: glm4_moe_lite routes with 'noaux_tc'")
+        else:
+            fk = r.int("first_k_dense_replace", minimum=0)
+            freq = r.int("moe_layer_freq", required=False) or 1
+            moe_layers = tuple(i for i in range(fk, L) if i % freq == 0)
+            scoring = r.raw("scoring_func")
+            if scoring != "softmax":
+                raise ValueError(f"config field `scoring_func` = {scoring!r}: deepseek_v2 routes with 'softmax'")
+            rbias = False
+            method = r.raw("topk_method")
+            if method not in ("greedy", "group_limited_greedy"):
+                raise ValueError(f"config field `topk_method` = {method!r} is not 'greedy' or 'group_limited_greedy'")
+        n_group = r.int("n_group", required=False) or 1
+        topk_group = r.int("topk_group", required=False) or 1
+        kw.update(n_routed_experts=E, n_experts_per_tok=k, n_shared_experts=n_shared, moe_intermediate_size=Fe,
+                  shared_expert_intermediate_size=n_shared * Fe,
+                  first_k_dense_replace=moe_layers[0] if moe_layers else L,
+                  router_scoring=scoring, router_bias=rbias, n_group=n_group, topk_group=topk_group,
+                  norm_topk_prob=r.bool("norm_topk_prob"),
+                  routed_scaling_factor=r.float("routed_scaling_factor"), topk_method=method, moe_layers=moe_layers)
+    elif mt == "qwen3_moe":
+        E = r.int("num_experts")
+        k = r.int("num_experts_per_tok")
+        Fe = r.int("moe_intermediate_size")
+        step = r.int("decoder_sparse_step")
+        only = r.raw("mlp_only_layers")
+        if not isinstance(only, list) or any(isinstance(i, bool) or not isinstance(i, int) for i in only):
+            raise ValueError(f"config field `mlp_only_layers` must be a list of layer indices, got {only!r}")
+        # Qwen3MoeDecoderLayer: sparse iff not in mlp_only_layers and (i + 1) % decoder_sparse_step == 0
+        moe_layers = tuple(i for i in range(L) if i not in only and (i + 1) % step == 0)
+        n_group, topk_group = 1, 1
+        kw.update(n_routed_experts=E, n_experts_per_tok=k, n_shared_experts=0, moe_intermediate_size=Fe,
+                  shared_expert_intermediate_size=0, first_k_dense_replace=moe_layers[0] if moe_layers else L,
+                  router_scoring="softmax", router_bias=False, n_group=1, topk_group=1,
+                  norm_topk_prob=r.bool("norm_topk_prob"), routed_scaling_factor=1.0, topk_method="",
+                  moe_layers=moe_layers)
+    else:
+        E = k = n_group = topk_group = 0
+        moe_layers = ()
+        kw.update(n_routed_experts=0, n_experts_per_tok=0, n_shared_experts=0, moe_intermediate_size=0,
+                  shared_expert_intermediate_size=0, first_k_dense_replace=L, router_scoring="",
+                  router_bias=False, n_group=1, topk_group=1, norm_topk_prob=False, routed_scaling_factor=1.0,
+                  topk_method="", moe_layers=())
+    if len(moe_layers) < L and F < 1:
+        raise ValueError(f"config field `intermediate_size` is missing or < 1 ({F!r}) but "
+                         f"{L - len(moe_layers)} layer(s) have a dense MLP")
+    kw["intermediate_size"] = F
+    if E:
+        if k > E:
+            raise ValueError(f"config field `num_experts_per_tok`={k} is larger than the {E} routed experts")
+        if E % n_group:
+            raise ValueError(f"config field `n_group`={n_group} does not divide the {E} routed experts")
+        if topk_group > n_group:
+            raise ValueError(f"config field `topk_group`={topk_group} is larger than `n_group`={n_group}")
+        if topk_group * (E // n_group) < k:
+            raise ValueError(f"config field `topk_group`={topk_group} keeps {topk_group * (E // n_group)} experts, "
+                             f"fewer than `num_experts_per_tok`={k}")
+    if kw["rope_dim"] > kw["head_dim"]:
+        raise ValueError(f"rotated dims {kw['rope_dim']} are larger than the head dim {kw['head_dim']}")
+    return ModelConfig(**kw)
+
+
+def models_table(names=None) -> list[dict]:
+    """Rows for `glmbench models --json`: one summary per built-in (or given) model."""
+    return [load(n).summary() for n in (builtin_names() if names is None else names)]

@@ -1,0 +1,250 @@
+import json
+
+import pytest
+
+from glmbench import configs, formats
+
+ALL = ["deepseek-v2-lite", "glm-4.7-flash", "mistral-small-24b", "qwen3-30b-a3b", "qwen3-32b", "seed-oss-36b"]
+
+
+def test_builtin_names():
+    assert configs.builtin_names() == ALL
+    for n in ALL:
+        assert configs.load(n).name == n
+    assert configs.load("GLM-4.7-Flash").name == "glm-4.7-flash"
+
+
+# KV bytes per token, by hand: layers x values cached per token and layer x bytes per value.
+KV_F16 = {
+    "glm-4.7-flash": 47 * (512 + 64) * 2,             # 54,144 (REFERENCE.md section 2)
+    "deepseek-v2-lite": 27 * (512 + 64) * 2,          # 31,104
+    "qwen3-32b": 64 * 8 * (128 + 128) * 2,            # 262,144 = 256 KiB
+    "seed-oss-36b": 64 * 8 * (128 + 128) * 2,         # 262,144
+    "mistral-small-24b": 40 * 8 * (128 + 128) * 2,    # 163,840 = 160 KiB
+    "qwen3-30b-a3b": 48 * 4 * (128 + 128) * 2,        # 98,304
+}
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_kv_bytes_per_token_every_builtin(name):
+    c = configs.load(name)
+    assert c.kv_bytes_per_token("f16") == KV_F16[name]
+    assert c.kv_bytes_per_token("bf16") == KV_F16[name]
+    assert c.kv_bytes_per_token("f32") == 2 * KV_F16[name]
+
+
+def test_kv_bytes_quantized_by_rows():
+    glm = configs.load("glm-4.7-flash")
+    assert glm.kv_bytes_per_token() == 54144
+    # q8_0: latent row 512 = 16 blocks, rope row 64 = 2 blocks, 34 bytes each
+    assert glm.kv_bytes_per_token("q8_0") == 47 * (16 + 2) * 34 == 28764
+    assert glm.kv_bytes_per_token("q4_0") == 47 * (16 + 2) * 18
+    q = configs.load("qwen3-32b")
+    # q8_0: 8 K rows + 8 V rows of 128 = 4 blocks each
+    assert q.kv_bytes_per_token("q8_0") == 64 * 16 * 4 * 34 == 139264
+    # GLM without the latent trick: 20 heads x (256 K + 256 V) x 2 bytes x 47 layers = 940 KiB
+    assert glm.kv_bytes_per_token("f16", expanded=True) == 47 * 20 * 512 * 2 == 940 * 1024
+    assert glm.kv_elems_per_token_per_layer() == 576
+    assert q.kv_elems_per_token_per_layer() == 2048
+
+
+def test_glm_fields():
+    c = configs.load("glm-4.7-flash")
+    assert (c.attention, c.n_layers, c.hidden_size, c.n_heads, c.head_dim) == ("mla", 47, 2048, 20, 256)
+    assert (c.q_lora_rank, c.kv_lora_rank, c.qk_nope_head_dim, c.qk_rope_head_dim, c.v_head_dim) == (768, 512, 192, 64, 256)
+    assert (c.n_routed_experts, c.n_experts_per_tok, c.n_shared_experts) == (64, 4, 1)
+    assert c.shared_expert_intermediate_size == 1536 and c.moe_intermediate_size == 1536
+    assert c.first_k_dense_replace == 1 and not c.is_moe_layer(0) and c.is_moe_layer(1) and c.is_moe_layer(46)
+    assert (c.router_scoring, c.router_bias, c.norm_topk_prob, c.routed_scaling_factor) == ("sigmoid", True, True, 1.8)
+    assert (c.rope_layout, c.rope_dim, c.rope_theta) == ("interleaved", 64, 1e6)
+    assert c.rms_norm_eps == 1e-5 and c.latent_norm_eps == 1e-6
+    assert c.softmax_scale == 1 / 16
+    assert not c.tie_word_embeddings
+    with pytest.raises(ValueError, match="layer index"):
+        c.is_moe_layer(47)
+
+
+def test_other_families_fields():
+    d = configs.load("deepseek-v2-lite")
+    assert d.q_lora_rank is None and d.router_scoring == "softmax" and not d.router_bias
+    assert d.n_shared_experts == 2 and d.shared_expert_intermediate_size == 2 * 1408
+    assert "q_proj.weight" in d._attention_tensors() and "q_a_proj.weight" not in d._attention_tensors()
+    # YaRN mscale: 0.1 * 0.707 * ln(40) + 1, squared, on 1/sqrt(192)
+    m = 0.1 * 0.707 * __import__("math").log(40) + 1
+    assert d.softmax_scale == pytest.approx(192 ** -0.5 * m * m)
+    q = configs.load("qwen3-32b")
+    assert q.qk_norm and q.rope_layout == "half" and q.rope_dim == 128 and q.n_routed_experts == 0
+    s = configs.load("seed-oss-36b")
+    assert s.attention_bias and not s.attention_out_bias and not s.qk_norm
+    assert "q_proj.bias" in s._attention_tensors() and "o_proj.bias" not in s._attention_tensors()
+    m3 = configs.load("qwen3-30b-a3b")
+    assert m3.n_moe_layers == 48 and m3.n_shared_experts == 0 and m3.norm_topk_prob
+    assert configs.load("mistral-small-24b").sliding_window is None
+
+
+def test_glm_params_by_hand():
+    c = configs.load("glm-4.7-flash")
+    D, V = 2048, 154880
+    attn = (D * 768 + 768 + 768 * 20 * 256          # q_a, q_a_layernorm, q_b
+            + D * 576 + 512 + 512 * 20 * (192 + 256)  # kv_a_proj_with_mqa, kv_a_layernorm, kv_b
+            + 20 * 256 * D)                           # o_proj
+    expert = 3 * D * 1536
+    moe = 64 * D + 64 + 64 * expert + expert          # router, score bias, 64 routed, 1 shared
+    total = 2 * V * D + D + 47 * (attn + 2 * D) + 3 * D * 10240 + 46 * moe
+    assert c.attention_params() == attn
+    assert c.total_params() == total == 29_943_393_920
+    active = total - 46 * (64 - 4) * expert
+    assert c.active_params() == active
+    assert c.active_params(embeddings=False) == active - 2 * V * D
+    assert sum(configs._numel(s) for s in c.tensor_shapes().values()) == total
+
+
+def test_qwen3_32b_params_and_bytes_by_hand():
+    c = configs.load("qwen3-32b")
+    D, V, L = 5120, 151936, 64
+    attn = D * 64 * 128 + 2 * D * 8 * 128 + 64 * 128 * D + 2 * 128
+    vectors = D + L * (2 * D + 2 * 128)              # final norm, layer norms, q/k norms
+    total = 2 * V * D + D + L * (attn + 2 * D + 3 * D * 25600)
+    assert c.total_params() == c.active_params() == total == 32_762_123_264
+    assert c.weight_bytes("bf16") == (total - vectors) * 2 + vectors * 4
+    # every row is a whole number of q8_0 blocks: 34 bytes per 32 weights
+    assert c.weight_bytes("q8_0") == (total - vectors) // 32 * 34 + vectors * 4
+
+
+def test_weight_bytes_fallback_rows():
+    c = configs.load("deepseek-v2-lite")
+    # 1408- and 10944-wide down_proj rows are not whole 256-blocks: llama.cpp stores them q5_0
+    assert formats.row_format(formats.weight_format("q4_K"), 1408).name == "q5_0"
+    assert formats.row_format(formats.weight_format("q4_K"), 2048).name == "q4_K"
+    assert formats.row_format(formats.weight_format("q4_0"), 100).name == "f16"
+    D, L, E = 2048, 27, 64
+    # routed down_proj (1408 wide) and the dense layer's (10944) are stored q5_0; the shared
+    # experts' down_proj is 2 x 1408 = 2816 = 11 x 256 wide, so it stays q4_K
+    fb_cols = E * D * 1408 * 26 + D * 10944
+    router = 26 * E * D                                             # kept f32
+    vectors = D + L * (2 * D + 512)
+    q4k = c.total_params() - fb_cols - router - vectors
+    assert c.weight_bytes("q4_K") == q4k // 256 * 144 + fb_cols // 32 * 22 + (router + vectors) * 4
+
+
+def test_flops_per_token_and_mla_strategies():
+    q = configs.load("qwen3-32b")
+    D, V = 5120, 151936
+    d = 4095                                        # the new token sees 4096 keys
+    # 2 FLOPs per weight multiplied (all but the embedding table) + 64 layers x 64 heads x (QK + PV)
+    assert q.flops_per_token(d) == 2 * (q.total_params() - V * D) + 64 * 2 * 64 * (128 + 128) * 4096
+    g = configs.load("glm-4.7-flash")
+    kvb = 512 * 20 * (192 + 256)
+    absorbed = 2 * kvb + 2 * 20 * (512 + 64 + 512) * 4096
+    naive = 2 * kvb * 4096 + 2 * 20 * (192 + 64 + 256) * 4096
+    assert g.attention_flops_per_layer(d, "absorbed") == absorbed
+    assert g.attention_flops_per_layer(d, "flash") == absorbed
+    assert g.attention_flops_per_layer(d, "naive") == naive
+    assert naive / absorbed > 40
+    assert g.flops_per_token(d) == 2 * (g.active_params(embeddings=False) + 154880 * 2048 - 47 * kvb) + 47 * absorbed
+    # prefill of 3 tokens from empty: causal key counts 1 + 2 + 3
+    assert q.attention_flops_per_layer(0, n_tokens=3) == 2 * 64 * 256 * 6
+    with pytest.raises(ValueError, match="mla_strategy"):
+        g.attention_flops_per_layer(0, "fast")
+    with pytest.raises(ValueError, match="depth"):
+        g.flops_per_token(-1)
+
+
+def test_load_path_and_dict(tmp_path):
+    hf = json.load(open(configs.builtin_path("qwen3-32b")))
+    p = tmp_path / "mymodel" / "config.json"
+    p.parent.mkdir()
+    p.write_text(json.dumps(hf))
+    a, b, c = configs.load(str(p)), configs.load(p.parent), configs.load(hf)
+    assert a.name == b.name == "mymodel"
+    assert a == b == configs.load("qwen3-32b").__class__(**{**configs.load("qwen3-32b").__dict__, "name": "mymodel"})
+    assert c.total_params() == a.total_params()
+    assert configs.load(a) is a
+    # transformers v5 layout: rope_theta inside rope_parameters
+    v5 = {k: v for k, v in hf.items() if k != "rope_theta"}
+    v5["rope_parameters"] = {"rope_type": "default", "rope_theta": 5e5}
+    assert configs.load(v5).rope_theta == 5e5
+    # HF defaults for behavioural fields
+    d = {k: v for k, v in hf.items() if k not in ("rms_norm_eps", "tie_word_embeddings", "rope_theta")}
+    c2 = configs.load(d)
+    assert (c2.rms_norm_eps, c2.tie_word_embeddings, c2.rope_theta) == (1e-6, False, 10000.0)
+    # the input dict is not modified
+    assert "rope_theta" not in d and d == {k: v for k, v in hf.items() if k not in ("rms_norm_eps", "tie_word_embeddings", "rope_theta")}
+
+
+def test_tied_embeddings_counted_once():
+    hf = json.load(open(configs.builtin_path("qwen3-32b")))
+    untied = configs.load(hf)
+    tied = configs.load({**hf, "tie_word_embeddings": True})
+    assert untied.total_params() - tied.total_params() == 151936 * 5120
+    assert "lm_head.weight" not in tied.tensor_shapes()
+
+
+def test_qwen3_moe_sparse_layers():
+    hf = json.load(open(configs.builtin_path("qwen3-30b-a3b")))
+    c = configs.load({**hf, "decoder_sparse_step": 2, "mlp_only_layers": [1]})
+    # sparse iff (i + 1) % 2 == 0 and i not in [1]: 3, 5, 7, ... 47
+    assert c.moe_layers == tuple(range(3, 48, 2))
+    assert c.n_dense_layers == 48 - 23
+
+
+def _bad(name, **changes):
+    hf = json.load(open(configs.builtin_path(name)))
+    for k, v in changes.items():
+        if v is KeyError:
+            hf.pop(k)
+        else:
+            hf[k] = v
+    return hf
+
+
+@pytest.mark.parametrize("name,changes,match", [
+    ("qwen3-32b", {"model_type": "gpt2"}, r"model_type.*'gpt2'"),
+    ("qwen3-32b", {"model_type": KeyError}, r"model_type.*None"),
+    ("qwen3-32b", {"hidden_size": KeyError}, r"`hidden_size` is missing"),
+    ("qwen3-32b", {"num_attention_heads": 60}, r"`num_attention_heads`=60 .*`num_key_value_heads`=8"),
+    ("qwen3-32b", {"num_hidden_layers": 0}, r"`num_hidden_layers` must be >= 1, got 0"),
+    ("qwen3-32b", {"hidden_size": "big"}, r"`hidden_size` must be an integer, got 'big'"),
+    ("qwen3-32b", {"rms_norm_eps": -1}, r"`rms_norm_eps` must be > 0, got -1"),
+    ("qwen3-32b", {"partial_rotary_factor": 1.5}, r"`partial_rotary_factor`.*1.5"),
+    ("qwen3-32b", {"use_sliding_window": True, "sliding_window": 4096}, r"use_sliding_window"),
+    ("qwen3-32b", {"hidden_act": "gelu"}, r"`hidden_act` = 'gelu'"),
+    ("qwen3-32b", {"intermediate_size": KeyError}, r"`intermediate_size`"),
+    ("mistral-small-24b", {"head_dim": KeyError, "num_attention_heads": 48, "num_key_value_heads": 8},
+     r"`hidden_size`=5120 is not a multiple of `num_attention_heads`=48"),
+    ("glm-4.7-flash", {"num_experts_per_tok": 65}, r"`num_experts_per_tok`=65 .* 64 routed experts"),
+    ("glm-4.7-flash", {"kv_lora_rank": KeyError}, r"`kv_lora_rank` is missing"),
+    ("glm-4.7-flash", {"qk_rope_head_dim": 63}, r"`qk_rope_head_dim` must be even"),
+    ("glm-4.7-flash", {"n_group": 3}, r"`n_group`=3 does not divide"),
+    ("glm-4.7-flash", {"n_group": 8, "topk_group": 9}, r"`topk_group`=9 is larger than `n_group`=8"),
+    ("glm-4.7-flash", {"topk_method": "greedy"}, r"`topk_method` = 'greedy'"),
+    ("glm-4.7-flash", {"mlp_layer_types": ["dense"]}, r"`mlp_layer_types`"),
+    ("qwen3-30b-a3b", {"num_experts_per_tok": 129}, r"`num_experts_per_tok`=129"),
+    ("qwen3-30b-a3b", {"mlp_only_layers": "none"}, r"`mlp_only_layers`"),
+    ("deepseek-v2-lite", {"scoring_func": "sigmoid"}, r"`scoring_func` = 'sigmoid'"),
+    ("deepseek-v2-lite", {"rope_scaling": "yarn"}, r"`rope_scaling`"),
+])
+def test_bad_configs(name, changes, match):
+    with pytest.raises(ValueError, match=match):
+        configs.load(_bad(name, **changes))
+
+
+def test_bad_sources(tmp_path):
+    with pytest.raises(ValueError, match="neither a built-in"):
+        configs.load("no-such-model")
+    with pytest.raises(TypeError, match="int"):
+        configs.load(3)
+    p = tmp_path / "bad.json"
+    p.write_text("{not json")
+    with pytest.raises(ValueError, match="not valid JSON"):
+        configs.load(str(p))
+
+
+def test_models_table():
+    rows = configs.models_table()
+    assert [r["name"] for r in rows] == ALL
+    glm = rows[ALL.index("glm-4.7-flash")]
+    assert glm["family"] == "MoE + MLA" and glm["n_layers"] == 47
+    assert glm["kv_bytes_per_token"] == {"f32": 108288, "f16": 54144, "bf16": 54144, "q8_0": 28764, "q4_0": 15228}
+    assert rows[ALL.index("qwen3-32b")]["family"] == "dense GQA"
+    json.dumps(rows)   # the CLI prints it as JSON
