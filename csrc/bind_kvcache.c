@@ -1,11 +1,266 @@
-/* bind_kvcache.c: Python bindings for the paged KV cache (see bind_norm.c for the pattern). */
+/* bind_kvcache.c: the KV cache as a Python type, `_core.KVCacheBase` (glmbench/kvcache.py
+ * subclasses it to add the named constructors). See bind_norm.c for the argument-check pattern.
+ * The attention bindings reach the C struct through gb_kvcache_from_py(). */
 #include "bind.h"
+
+#include <string.h>
+
+#include "kvcache.h"
+#include "quant.h"
+
+typedef struct {
+    PyObject_HEAD
+    gb_kvcache *c;
+} KVCacheObject;
+
+static PyTypeObject KVCacheType;
+
+static const struct { const char *name; int fmt; } kv_formats[] = {
+    {"f32", GB_F32}, {"f16", GB_F16}, {"bf16", GB_BF16}, {"q8_0", GB_Q8_0}, {"q4_0", GB_Q4_0}, {NULL, 0}};
+
+static const char *kv_fmt_name(int fmt) {
+    for (int i = 0; kv_formats[i].name; i++)
+        if (kv_formats[i].fmt == fmt) return kv_formats[i].name;
+    return "?";
+}
+
+gb_kvcache *gb_kvcache_from_py(PyObject *obj, const char *name) {
+    if (!PyObject_TypeCheck(obj, &KVCacheType)) {
+        PyErr_Format(PyExc_TypeError, "`%s` must be a glmbench.KVCache, got %s", name, Py_TYPE(obj)->tp_name);
+        return NULL;
+    }
+    gb_kvcache *c = ((KVCacheObject *)obj)->c;
+    if (!c) PyErr_Format(PyExc_ValueError, "`%s` is an uninitialised KVCache", name);
+    return c;
+}
+
+static PyObject *kv_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    KVCacheObject *self = (KVCacheObject *)type->tp_alloc(type, 0);
+    if (self) self->c = NULL;
+    return (PyObject *)self;
+}
+
+static void kv_dealloc(KVCacheObject *self) {
+    gb_kvcache_destroy(self->c);
+    self->c = NULL;
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* KVCacheBase(kind, n_layers, capacity_tokens, n_heads, dk, dv, dtype, block_size) */
+static int kv_init(KVCacheObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"kind", "n_layers", "capacity_tokens", "n_heads", "dk", "dv", "dtype", "block_size", NULL};
+    const char *kind, *dtype;
+    long long n_layers, capacity, n_heads, dk, dv, block_size;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "sLLLLLsL:KVCache", kwlist, &kind, &n_layers, &capacity, &n_heads, &dk,
+                                     &dv, &dtype, &block_size))
+        return -1;
+    int k;
+    if (!strcmp(kind, "gqa")) k = GB_KV_GQA;
+    else if (!strcmp(kind, "mla")) k = GB_KV_MLA;
+    else {
+        PyErr_Format(PyExc_ValueError, "`kind` must be 'gqa' or 'mla', got '%s'", kind);
+        return -1;
+    }
+    int fmt = -1;
+    for (int i = 0; kv_formats[i].name; i++)
+        if (!strcmp(dtype, kv_formats[i].name)) fmt = kv_formats[i].fmt;
+    if (fmt < 0) {
+        PyErr_Format(PyExc_ValueError, "`dtype` must be one of f32, f16, bf16, q8_0, q4_0, got '%s'", dtype);
+        return -1;
+    }
+    gb_kvcache *c = NULL;
+    int st = gb_kvcache_create(&c, k, fmt, n_layers, capacity, n_heads, dk, dv, block_size);
+    if (st != GB_OK) {
+        gb_raise_status(st);
+        return -1;
+    }
+    gb_kvcache_destroy(self->c);
+    self->c = c;
+    return 0;
+}
+
+#define KV_SELF                                                                                \
+    gb_kvcache *c = self->c;                                                                   \
+    if (!c) {                                                                                  \
+        PyErr_SetString(PyExc_ValueError, "uninitialised KVCache");                            \
+        return NULL;                                                                           \
+    }
+
+static PyObject *kv_append(KVCacheObject *self, PyObject *args, PyObject *kw) {
+    KV_SELF
+    int mla = c->kind == GB_KV_MLA;
+    static char *kwlist[] = {"layer", "a", "b", NULL};
+    long long layer;
+    PyObject *ao, *bo;
+    PyArrayObject *a = NULL, *b = NULL;
+    PyObject *ret = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "LOO:append", kwlist, &layer, &ao, &bo)) return NULL;
+    const char *an = mla ? "latent" : "k", *bn = mla ? "k_rope" : "v";
+    int nd = mla ? 2 : 3;
+    if (!(a = gb_array(ao, an, NPY_FLOAT32, nd, GB_COPY))) goto done;
+    if (!(b = gb_array(bo, bn, NPY_FLOAT32, nd, GB_COPY))) goto done;
+    if (layer < 0 || layer >= c->n_layers) {
+        PyErr_Format(PyExc_ValueError, "`layer`=%lld is out of range for a cache of %ld layers", layer, (long)c->n_layers);
+        goto done;
+    }
+    if (gb_check_dim(b, bn, 0, PyArray_DIM(a, 0), mla ? "latent.shape[0] (tokens)" : "k.shape[0] (tokens)") < 0) goto done;
+    if (mla) {
+        if (gb_check_dim(a, an, 1, c->dk, "the cache's kv_lora_rank") < 0) goto done;
+        if (gb_check_dim(b, bn, 1, c->dv, "the cache's rope_dim") < 0) goto done;
+    } else {
+        if (gb_check_dim(a, an, 1, c->n_heads, "the cache's n_kv_heads") < 0) goto done;
+        if (gb_check_dim(a, an, 2, c->dk, "the cache's head_dim") < 0) goto done;
+        if (gb_check_dim(b, bn, 1, c->n_heads, "the cache's n_kv_heads") < 0) goto done;
+        if (gb_check_dim(b, bn, 2, c->dv, "the cache's v_head_dim") < 0) goto done;
+    }
+    if (gb_check_finite(a, an) < 0 || gb_check_finite(b, bn) < 0) goto done;
+    int st;
+    Py_BEGIN_ALLOW_THREADS
+    st = gb_kvcache_append(c, layer, (const float *)PyArray_DATA(a), (const float *)PyArray_DATA(b), PyArray_DIM(a, 0));
+    Py_END_ALLOW_THREADS
+    if (st != GB_OK) {
+        gb_raise_status(st);
+        goto done;
+    }
+    ret = Py_None;
+    Py_INCREF(ret);
+done:
+    Py_XDECREF(a);
+    Py_XDECREF(b);
+    return ret;
+}
+
+static int layer_arg(gb_kvcache *c, PyObject *args, const char *fn, long long *layer) {
+    char f[64];
+    snprintf(f, sizeof f, "L:%s", fn);
+    if (!PyArg_ParseTuple(args, f, layer)) return -1;
+    if (*layer < 0 || *layer >= c->n_layers) {
+        PyErr_Format(PyExc_ValueError, "`layer`=%lld is out of range for a cache of %ld layers", *layer, (long)c->n_layers);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *kv_length(KVCacheObject *self, PyObject *args) {
+    KV_SELF
+    long long layer;
+    if (layer_arg(c, args, "length", &layer) < 0) return NULL;
+    return PyLong_FromLongLong(c->len[layer]);
+}
+
+static PyObject *kv_read(KVCacheObject *self, PyObject *args) {
+    KV_SELF
+    long long layer;
+    if (layer_arg(c, args, "read", &layer) < 0) return NULL;
+    npy_intp T = c->len[layer];
+    PyArrayObject *a = NULL, *b = NULL;
+    if (c->kind == GB_KV_MLA) {
+        npy_intp da[2] = {T, c->dk}, db[2] = {T, c->dv};
+        a = gb_new_f32(2, da);
+        b = gb_new_f32(2, db);
+    } else {
+        npy_intp da[3] = {T, c->n_heads, c->dk}, db[3] = {T, c->n_heads, c->dv};
+        a = gb_new_f32(3, da);
+        b = gb_new_f32(3, db);
+    }
+    if (!a || !b) goto fail;
+    int st;
+    Py_BEGIN_ALLOW_THREADS
+    st = gb_kvcache_read(c, layer, (float *)PyArray_DATA(a), (float *)PyArray_DATA(b));
+    Py_END_ALLOW_THREADS
+    if (st != GB_OK) {
+        gb_raise_status(st);
+        goto fail;
+    }
+    return Py_BuildValue("(NN)", a, b);
+fail:
+    Py_XDECREF(a);
+    Py_XDECREF(b);
+    return NULL;
+}
+
+static PyObject *kv_reset(KVCacheObject *self, PyObject *noargs) {
+    KV_SELF
+    gb_kvcache_reset(c);
+    Py_RETURN_NONE;
+}
+
+static PyObject *kv_fill_synthetic(KVCacheObject *self, PyObject *args, PyObject *kw) {
+    KV_SELF
+    static char *kwlist[] = {"n_tokens", "seed", NULL};
+    long long n, seed = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "L|L:fill_synthetic", kwlist, &n, &seed)) return NULL;
+    int st;
+    Py_BEGIN_ALLOW_THREADS
+    st = gb_kvcache_fill_synthetic(c, n, (uint64_t)seed);
+    Py_END_ALLOW_THREADS
+    if (st != GB_OK) return gb_raise_status(st);
+    Py_RETURN_NONE;
+}
+
+static PyObject *kv_get(KVCacheObject *self, void *which) {
+    KV_SELF
+    switch ((int)(intptr_t)which) {
+    case 0: return PyLong_FromLongLong(gb_kvcache_bytes_per_token(c));
+    case 1: return PyLong_FromLongLong(gb_kvcache_bytes_per_token(c) / c->n_layers * gb_kvcache_tokens_held(c));
+    case 2: return PyLong_FromLongLong(c->n_obtained * c->block_bytes);
+    case 3: return PyLong_FromLongLong(c->capacity);
+    case 4: return PyUnicode_FromString(kv_fmt_name(c->fmt));
+    case 5: return PyUnicode_FromString(c->kind == GB_KV_MLA ? "mla" : "gqa");
+    case 6: return PyLong_FromLongLong(c->n_layers);
+    case 7: return PyLong_FromLongLong(c->block_size);
+    case 8: return Py_BuildValue("(LLL)", (long long)c->n_heads, (long long)c->dk, (long long)c->dv);
+    case 9: return PyLong_FromLongLong((c->n_obtained - c->n_pool) * c->block_bytes);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyGetSetDef kv_getset[] = {
+    {"bytes_per_token", (getter)kv_get, NULL, "exact bytes per token, all layers, in the storage format", (void *)0},
+    {"bytes_used", (getter)kv_get, NULL, "bytes of the tokens held (per-layer bytes per token x tokens, summed over layers)", (void *)1},
+    {"bytes_allocated", (getter)kv_get, NULL, "bytes of every block obtained from the system (held by layers or pooled)", (void *)2},
+    {"capacity_tokens", (getter)kv_get, NULL, "tokens each layer can hold", (void *)3},
+    {"dtype", (getter)kv_get, NULL, "storage format name", (void *)4},
+    {"kind", (getter)kv_get, NULL, "'gqa' or 'mla'", (void *)5},
+    {"n_layers", (getter)kv_get, NULL, "layers", (void *)6},
+    {"block_size", (getter)kv_get, NULL, "tokens per block", (void *)7},
+    {"_dims", (getter)kv_get, NULL, "(n_heads, dk, dv) as stored", (void *)8},
+    {"bytes_in_blocks", (getter)kv_get, NULL, "bytes of the blocks held by layers now (whole blocks)", (void *)9},
+    {NULL}};
+
+static PyMethodDef kv_methods[] = {
+    {"append", (PyCFunction)(void (*)(void))kv_append, METH_VARARGS | METH_KEYWORDS,
+     "append(layer, a, b): GQA a=k[T, Hkv, Dh], b=v[T, Hkv, Dv]; MLA a=latent[T, R], b=k_rope[T, Dr] (float32)"},
+    {"length", (PyCFunction)kv_length, METH_VARARGS, "length(layer) -> tokens held"},
+    {"read", (PyCFunction)kv_read, METH_VARARGS, "read(layer) -> (a, b) float32 copies of what is stored"},
+    {"reset", (PyCFunction)kv_reset, METH_NOARGS, "reset(): every layer to 0 tokens (blocks go back to the pool)"},
+    {"fill_synthetic", (PyCFunction)(void (*)(void))kv_fill_synthetic, METH_VARARGS | METH_KEYWORDS,
+     "fill_synthetic(n_tokens, seed=0): every layer to n_tokens of random finite entries"},
+    {NULL, NULL, 0, NULL}};
+
+static PyTypeObject KVCacheType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "glmbench._core.KVCacheBase",
+    .tp_basicsize = sizeof(KVCacheObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "Paged KV cache (C). Use glmbench.KVCache.gqa(...) / .mla(...).",
+    .tp_new = kv_new,
+    .tp_init = (initproc)kv_init,
+    .tp_dealloc = (destructor)kv_dealloc,
+    .tp_methods = kv_methods,
+    .tp_getset = kv_getset,
+};
 
 PyMethodDef gb_kvcache_methods[] = {
     {NULL, NULL, 0, NULL}};
 
-/* Called from PyInit__core: add the cache type(s) to the module. */
+/* Called from PyInit__core: add the cache type to the module. */
 int gb_kvcache_add_types(PyObject *module) {
-    (void)module;
+    if (PyType_Ready(&KVCacheType) < 0) return -1;
+    Py_INCREF(&KVCacheType);
+    if (PyModule_AddObject(module, "KVCacheBase", (PyObject *)&KVCacheType) < 0) {
+        Py_DECREF(&KVCacheType);
+        return -1;
+    }
     return 0;
 }

@@ -1,0 +1,237 @@
+/* kvcache.c: the paged KV cache (layout in kvcache.h). Blocks come from the system on first use
+ * and are recycled through the cache's pool; every byte is returned in gb_kvcache_destroy. */
+#include "kvcache.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "quant.h"
+
+/* 64-byte alignment: a block starts on a cache line, so whole-line loads never straddle two. */
+#define GB_KV_ALIGN 64
+
+static const char *fmt_name(int fmt) {
+    switch (fmt) {
+    case GB_F32: return "f32";
+    case GB_F16: return "f16";
+    case GB_BF16: return "bf16";
+    case GB_Q8_0: return "q8_0";
+    case GB_Q4_0: return "q4_0";
+    default: return "?";
+    }
+}
+
+int gb_kvcache_create(gb_kvcache **out, int kind, int fmt, int64_t n_layers, int64_t capacity, int64_t n_heads,
+                      int64_t dk, int64_t dv, int64_t block_size) {
+    *out = NULL;
+    const char *kn = kind == GB_KV_MLA ? "kv_lora_rank" : "head_dim";
+    const char *vn = kind == GB_KV_MLA ? "rope_dim" : "v_head_dim";
+    if (kind != GB_KV_GQA && kind != GB_KV_MLA) return gb_error(GB_EVALUE, "unknown cache kind %d", kind);
+    if (n_layers < 1) return gb_error(GB_EVALUE, "`n_layers` must be >= 1, got %ld", (long)n_layers);
+    if (capacity < 1) return gb_error(GB_EVALUE, "`capacity_tokens` must be >= 1, got %ld", (long)capacity);
+    if (n_heads < 1) return gb_error(GB_EVALUE, "`n_kv_heads` must be >= 1, got %ld", (long)n_heads);
+    if (dk < 1) return gb_error(GB_EVALUE, "`%s` must be >= 1, got %ld", kn, (long)dk);
+    if (dv < 1) return gb_error(GB_EVALUE, "`%s` must be >= 1, got %ld", vn, (long)dv);
+    if (block_size < 1) return gb_error(GB_EVALUE, "`block_size` must be >= 1, got %ld", (long)block_size);
+    int64_t kb = gb_row_bytes(fmt, dk), vb = gb_row_bytes(fmt, dv);
+    if (kb < 0)
+        return gb_error(GB_EVALUE, "`dtype`=%s stores rows in blocks of 32; `%s`=%ld is not a multiple of 32",
+                        fmt_name(fmt), kn, (long)dk);
+    if (vb < 0)
+        return gb_error(GB_EVALUE, "`dtype`=%s stores rows in blocks of 32; `%s`=%ld is not a multiple of 32",
+                        fmt_name(fmt), vn, (long)dv);
+    gb_kvcache *c = (gb_kvcache *)calloc(1, sizeof *c);
+    if (!c) return gb_error(GB_ENOMEM, "KV cache: out of memory");
+    c->kind = kind;
+    c->fmt = fmt;
+    c->n_layers = n_layers;
+    c->capacity = capacity;
+    c->block_size = block_size;
+    c->n_heads = kind == GB_KV_MLA ? 1 : n_heads;
+    c->dk = dk;
+    c->dv = dv;
+    if (kind == GB_KV_MLA) {
+        c->k_row_bytes = kb + vb; /* one row: latent then rope key */
+        c->v_row_bytes = 0;
+    } else {
+        c->k_row_bytes = kb;
+        c->v_row_bytes = vb;
+    }
+    c->block_bytes = block_size * c->n_heads * (c->k_row_bytes + c->v_row_bytes);
+    c->block_bytes = (c->block_bytes + GB_KV_ALIGN - 1) / GB_KV_ALIGN * GB_KV_ALIGN;
+    c->max_blocks = (capacity + block_size - 1) / block_size;
+    c->len = (int64_t *)calloc((size_t)n_layers, sizeof(int64_t));
+    c->table = (uint8_t **)calloc((size_t)(n_layers * c->max_blocks), sizeof(uint8_t *));
+    c->pool = (uint8_t **)calloc((size_t)(n_layers * c->max_blocks), sizeof(uint8_t *));
+    if (!c->len || !c->table || !c->pool) {
+        gb_kvcache_destroy(c);
+        return gb_error(GB_ENOMEM, "KV cache: out of memory for the block tables");
+    }
+    *out = c;
+    return GB_OK;
+}
+
+void gb_kvcache_destroy(gb_kvcache *c) {
+    if (!c) return;
+    if (c->table)
+        for (int64_t i = 0; i < c->n_layers * c->max_blocks; i++) free(c->table[i]);
+    if (c->pool)
+        for (int64_t i = 0; i < c->n_pool; i++) free(c->pool[i]);
+    free(c->table);
+    free(c->pool);
+    free(c->len);
+    free(c);
+}
+
+int64_t gb_kvcache_bytes_per_token(const gb_kvcache *c) {
+    return c->n_layers * c->n_heads * (c->k_row_bytes + c->v_row_bytes);
+}
+
+int64_t gb_kvcache_tokens_held(const gb_kvcache *c) {
+    int64_t n = 0;
+    for (int64_t l = 0; l < c->n_layers; l++) n += c->len[l];
+    return n;
+}
+
+/* Make sure `layer` has blocks for tokens [0, n). */
+static int ensure_blocks(gb_kvcache *c, int64_t layer, int64_t n) {
+    int64_t need = (n + c->block_size - 1) / c->block_size;
+    uint8_t **tab = c->table + layer * c->max_blocks;
+    for (int64_t b = 0; b < need; b++) {
+        if (tab[b]) continue;
+        if (c->n_pool > 0) {
+            tab[b] = c->pool[--c->n_pool];
+            continue;
+        }
+        tab[b] = (uint8_t *)aligned_alloc(GB_KV_ALIGN, (size_t)c->block_bytes);
+        if (!tab[b]) return gb_error(GB_ENOMEM, "KV cache: out of memory allocating a block of %ld bytes", (long)c->block_bytes);
+        c->n_obtained++;
+    }
+    return GB_OK;
+}
+
+/* Slots past a layer's length hold all-ones bytes: NaN in f32, f16 and bf16 and a NaN scale in
+ * q8_0/q4_0, so a kernel that reads past the length shows it in the tests (FlashMLA does the same
+ * with its padding). Done when a block joins a layer. */
+static int ensure_blocks_poisoned(gb_kvcache *c, int64_t layer, int64_t n) {
+    uint8_t **tab = c->table + layer * c->max_blocks;
+    int64_t have = 0;
+    while (have < c->max_blocks && tab[have]) have++;
+    int st = ensure_blocks(c, layer, n);
+    int64_t need = (n + c->block_size - 1) / c->block_size;
+    for (int64_t b = have; b < need && tab[b]; b++) memset(tab[b], 0xff, (size_t)c->block_bytes);
+    return st;
+}
+
+static uint8_t *k_ptr_w(gb_kvcache *c, int64_t layer, int64_t head, int64_t t) {
+    return (uint8_t *)gb_kvcache_k_ptr(c, layer, head, t);
+}
+static uint8_t *v_ptr_w(gb_kvcache *c, int64_t layer, int64_t head, int64_t t) {
+    return (uint8_t *)gb_kvcache_v_ptr(c, layer, head, t);
+}
+
+static int check_layer(const gb_kvcache *c, int64_t layer) {
+    if (layer < 0 || layer >= c->n_layers)
+        return gb_error(GB_EVALUE, "`layer`=%ld is out of range for a cache of %ld layers", (long)layer, (long)c->n_layers);
+    return GB_OK;
+}
+
+/* Encode token t's rows; a: this token's a-part, b: its b-part (shapes as in append). */
+static void write_token(gb_kvcache *c, int64_t layer, int64_t t, const float *a, const float *b) {
+    if (c->kind == GB_KV_MLA) {
+        uint8_t *dst = k_ptr_w(c, layer, 0, t);
+        gb_encode_row(c->fmt, a, dst, c->dk);
+        gb_encode_row(c->fmt, b, dst + gb_row_bytes(c->fmt, c->dk), c->dv);
+    } else {
+        for (int64_t h = 0; h < c->n_heads; h++) {
+            gb_encode_row(c->fmt, a + h * c->dk, k_ptr_w(c, layer, h, t), c->dk);
+            gb_encode_row(c->fmt, b + h * c->dv, v_ptr_w(c, layer, h, t), c->dv);
+        }
+    }
+}
+
+int gb_kvcache_append(gb_kvcache *c, int64_t layer, const float *a, const float *b, int64_t T) {
+    int st;
+    if ((st = check_layer(c, layer))) return st;
+    if (T < 0) return gb_error(GB_EVALUE, "cannot append %ld tokens", (long)T);
+    int64_t L = c->len[layer];
+    if (L + T > c->capacity)
+        return gb_error(GB_EFULL, "KV cache full: layer %ld holds %ld of %ld tokens, cannot append %ld", (long)layer,
+                        (long)L, (long)c->capacity, (long)T);
+    if ((st = ensure_blocks_poisoned(c, layer, L + T))) return st;
+    int64_t as = c->n_heads * c->dk, bs = c->n_heads * c->dv;
+#pragma omp parallel for schedule(static) if (T * as > 65536)
+    for (int64_t i = 0; i < T; i++) write_token(c, layer, L + i, a + i * as, b + i * bs);
+    c->len[layer] = L + T;
+    return GB_OK;
+}
+
+int gb_kvcache_read(const gb_kvcache *c, int64_t layer, float *a, float *b) {
+    int st;
+    if ((st = check_layer(c, layer))) return st;
+    int64_t as = c->n_heads * c->dk, bs = c->n_heads * c->dv;
+    for (int64_t t = 0; t < c->len[layer]; t++) {
+        if (c->kind == GB_KV_MLA) {
+            const uint8_t *src = gb_kvcache_k_ptr(c, layer, 0, t);
+            gb_decode_row(c->fmt, src, a + t * as, c->dk);
+            gb_decode_row(c->fmt, src + gb_row_bytes(c->fmt, c->dk), b + t * bs, c->dv);
+        } else {
+            for (int64_t h = 0; h < c->n_heads; h++) {
+                gb_decode_row(c->fmt, gb_kvcache_k_ptr(c, layer, h, t), a + t * as + h * c->dk, c->dk);
+                gb_decode_row(c->fmt, gb_kvcache_v_ptr(c, layer, h, t), b + t * bs + h * c->dv, c->dv);
+            }
+        }
+    }
+    return GB_OK;
+}
+
+void gb_kvcache_reset(gb_kvcache *c) {
+    for (int64_t i = 0; i < c->n_layers * c->max_blocks; i++)
+        if (c->table[i]) {
+            c->pool[c->n_pool++] = c->table[i];
+            c->table[i] = NULL;
+        }
+    memset(c->len, 0, (size_t)c->n_layers * sizeof(int64_t));
+}
+
+/* splitmix64 (Steele, Lea, Flood 2014): a good 64-bit mixer from a counter, so each (layer, token)
+ * gets its own stream and the result does not depend on which thread writes it. */
+static inline uint64_t splitmix64(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+int gb_kvcache_fill_synthetic(gb_kvcache *c, int64_t n, uint64_t seed) {
+    if (n < 0 || n > c->capacity)
+        return gb_error(GB_EVALUE, "`n_tokens`=%ld must be in [0, capacity_tokens=%ld]", (long)n, (long)c->capacity);
+    gb_kvcache_reset(c);
+    int st;
+    for (int64_t l = 0; l < c->n_layers; l++)
+        if ((st = ensure_blocks_poisoned(c, l, n))) return st;
+    int64_t as = c->n_heads * c->dk, bs = c->n_heads * c->dv;
+    int failed = 0;
+#pragma omp parallel
+    {
+        float *buf = (float *)malloc((size_t)(as + bs) * sizeof(float));
+        if (!buf) {
+#pragma omp atomic write
+            failed = 1;
+        }
+#pragma omp for schedule(static) collapse(2)
+        for (int64_t l = 0; l < c->n_layers; l++)
+            for (int64_t t = 0; t < n; t++) {
+                if (!buf) continue;
+                uint64_t s = seed * 0x2545f4914f6cdd1dull ^ ((uint64_t)l << 40) ^ (uint64_t)t;
+                for (int64_t i = 0; i < as + bs; i++)
+                    buf[i] = (float)((int64_t)(splitmix64(&s) >> 40) - (1 << 23)) * (1.0f / (1 << 23));
+                write_token(c, l, t, buf, buf + as);
+            }
+        free(buf);
+    }
+    if (failed) return gb_error(GB_ENOMEM, "fill_synthetic: out of memory");
+    for (int64_t l = 0; l < c->n_layers; l++) c->len[l] = n;
+    return GB_OK;
+}

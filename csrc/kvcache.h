@@ -1,0 +1,75 @@
+/* kvcache.h: the paged KV cache (pure C; bindings in bind_kvcache.c).
+ *
+ * A cache holds n_layers independent sequences of tokens. Each layer owns a block table of up to
+ * ceil(capacity / block_size) blocks; a block holds block_size tokens and is taken on demand from
+ * the cache's pool (blocks freed by reset() go back to the pool, not to the system).
+ *
+ * Storage per token, in the cache's row format (csrc/quant.h codec: f32, f16, bf16, q8_0, q4_0):
+ *   GQA  K: n_heads rows of dk, V: n_heads rows of dv. Block layout: K[head][slot][dk] then
+ *        V[head][slot][dv], so one head's keys of a block are one contiguous run (a tile decodes
+ *        as a single long row, and a decode split streams memory in order).
+ *   MLA  one row of dk + dv = kv_lora_rank latent followed by the rope key (the absorbed kernel
+ *        reads the 576-wide key and its first 512 as the value from the same row).
+ *        Block layout: [slot][dk + dv].
+ * For q8_0/q4_0 every stored row part must be a whole number of 32-element blocks.
+ */
+#ifndef GLMBENCH_KVCACHE_H
+#define GLMBENCH_KVCACHE_H
+#include <stdint.h>
+
+enum { GB_KV_GQA = 0, GB_KV_MLA = 1 };
+
+typedef struct gb_kvcache {
+    int kind;               /* GB_KV_GQA | GB_KV_MLA */
+    int fmt;                /* GB_F32 | GB_F16 | GB_BF16 | GB_Q8_0 | GB_Q4_0 */
+    int64_t n_layers, capacity, block_size;
+    int64_t n_heads;        /* GQA: kv heads; MLA: 1 */
+    int64_t dk, dv;         /* GQA: head_dim, v_head_dim; MLA: kv_lora_rank, rope_dim */
+    int64_t k_row_bytes;    /* GQA: one head's key row; MLA: the whole dk+dv row */
+    int64_t v_row_bytes;    /* GQA: one head's value row; MLA: 0 */
+    int64_t block_bytes;
+    int64_t max_blocks;     /* per layer */
+    int64_t *len;           /* [n_layers] tokens held */
+    uint8_t **table;        /* [n_layers * max_blocks], NULL where not allocated */
+    uint8_t **pool;         /* free blocks */
+    int64_t n_pool;
+    int64_t n_obtained;     /* blocks obtained from the system (held + pooled) */
+} gb_kvcache;
+
+/* Create a cache; *out is NULL on failure. */
+int gb_kvcache_create(gb_kvcache **out, int kind, int fmt, int64_t n_layers, int64_t capacity, int64_t n_heads,
+                      int64_t dk, int64_t dv, int64_t block_size);
+void gb_kvcache_destroy(gb_kvcache *c);
+
+/* Bytes per token summed over layers, in the storage format. */
+int64_t gb_kvcache_bytes_per_token(const gb_kvcache *c);
+int64_t gb_kvcache_tokens_held(const gb_kvcache *c);
+
+/* Append T tokens to `layer`. GQA: a = K[T][n_heads][dk], b = V[T][n_heads][dv].
+ * MLA: a = latent[T][dk], b = rope key[T][dv]. Fails (GB_EFULL) without writing anything when
+ * the tokens do not fit. */
+int gb_kvcache_append(gb_kvcache *c, int64_t layer, const float *a, const float *b, int64_t T);
+
+/* Decode everything held at `layer` into float32: a, b in the shapes append takes. */
+int gb_kvcache_read(const gb_kvcache *c, int64_t layer, float *a, float *b);
+
+void gb_kvcache_reset(gb_kvcache *c);
+
+/* Every layer to exactly n tokens of pseudo-random finite values in [-1, 1), deterministic in
+ * (seed, layer, token) and independent of the thread count. */
+int gb_kvcache_fill_synthetic(gb_kvcache *c, int64_t n, uint64_t seed);
+
+/* Pointer to the stored bytes of key rows for (layer, head, token t): GQA rows of one head from t
+ * to the end of t's block are contiguous (k_row_bytes apart); MLA rows likewise. */
+static inline const uint8_t *gb_kvcache_k_ptr(const gb_kvcache *c, int64_t layer, int64_t head, int64_t t) {
+    const uint8_t *blk = c->table[layer * c->max_blocks + t / c->block_size];
+    int64_t s = t % c->block_size;
+    return blk + (head * c->block_size + s) * c->k_row_bytes;
+}
+static inline const uint8_t *gb_kvcache_v_ptr(const gb_kvcache *c, int64_t layer, int64_t head, int64_t t) {
+    const uint8_t *blk = c->table[layer * c->max_blocks + t / c->block_size];
+    int64_t s = t % c->block_size;
+    return blk + c->n_heads * c->block_size * c->k_row_bytes + (head * c->block_size + s) * c->v_row_bytes;
+}
+
+#endif

@@ -1,0 +1,108 @@
+"""The paged KV cache (C type in csrc/kvcache.c, bindings in csrc/bind_kvcache.c).
+
+One cache holds `n_layers` sequences. Each layer takes fixed-size blocks of `block_size` tokens
+from the cache's pool as it grows, up to `capacity_tokens`; `reset()` returns them to the pool.
+
+    GQA: per token and layer, K [n_kv_heads, head_dim] and V [n_kv_heads, v_head_dim]
+    MLA: per token and layer, one row of kv_lora_rank latent (already kv_a_layernorm-ed) followed
+         by the rope key of rope_dim (already rotated): 512 + 64 = 576 values for GLM-4.7-Flash
+
+Storage formats: f32, f16, bf16, q8_0, q4_0 (ggml blocks of 32, csrc/quant.h row codec; each
+stored row part must then be a multiple of 32). Byte accounting is exact in the storage format:
+
+    bytes_per_token   all layers, e.g. GLM-4.7-Flash bf16: 47 x 576 x 2 = 54,144
+    bytes_used        per-layer bytes per token x tokens held, summed over layers
+    bytes_allocated   every block obtained from the system (held by a layer or pooled)
+    bytes_in_blocks   whole blocks currently held by layers (>= bytes_used)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ._loader import _core
+
+__all__ = ["KVCache"]
+
+
+class KVCache(_core.KVCacheBase):
+    """Paged KV cache; construct with KVCache.gqa(...) or KVCache.mla(...)."""
+
+    @classmethod
+    def gqa(cls, n_layers: int, capacity_tokens: int, n_kv_heads: int, head_dim: int,
+            v_head_dim: int | None = None, dtype: str = "f32", block_size: int = 64) -> "KVCache":
+        v = head_dim if v_head_dim is None else v_head_dim
+        return cls("gqa", _int(n_layers, "n_layers"), _int(capacity_tokens, "capacity_tokens"),
+                   _int(n_kv_heads, "n_kv_heads"), _int(head_dim, "head_dim"), _int(v, "v_head_dim"),
+                   _str(dtype), _int(block_size, "block_size"))
+
+    @classmethod
+    def mla(cls, n_layers: int, capacity_tokens: int, kv_lora_rank: int, rope_dim: int,
+            dtype: str = "f32", block_size: int = 64) -> "KVCache":
+        return cls("mla", _int(n_layers, "n_layers"), _int(capacity_tokens, "capacity_tokens"), 1,
+                   _int(kv_lora_rank, "kv_lora_rank"), _int(rope_dim, "rope_dim"), _str(dtype),
+                   _int(block_size, "block_size"))
+
+    # The stored dimensions under their architecture's names.
+    @property
+    def n_kv_heads(self) -> int:
+        return self._dims[0]
+
+    @property
+    def head_dim(self) -> int:
+        return self._dims[1]
+
+    @property
+    def v_head_dim(self) -> int:
+        return self._dims[2]
+
+    @property
+    def kv_lora_rank(self) -> int:
+        return self._dims[1]
+
+    @property
+    def rope_dim(self) -> int:
+        return self._dims[2]
+
+    def append(self, layer, a, b=None):  # noqa: D401 - signature documented in the module
+        """GQA: append(layer, k[T, Hkv, Dh], v[T, Hkv, Dv]); MLA: append(layer, latent[T, R], k_rope[T, Dr]).
+        float32, copied into the cache's format; raises ValueError when the layer is full."""
+        if b is None:
+            raise TypeError("append() needs both parts: (k, v) for GQA, (latent, k_rope) for MLA")
+        return super().append(_layer(layer), a, b)
+
+    def length(self, layer) -> int:
+        return super().length(_layer(layer))
+
+    def read(self, layer):
+        return super().read(_layer(layer))
+
+    def fill_synthetic(self, n_tokens, seed=0) -> None:
+        return super().fill_synthetic(_int(n_tokens, "n_tokens", 0), int(seed) & 0x7FFFFFFFFFFFFFFF)
+
+    def __repr__(self) -> str:
+        if self.kind == "mla":
+            dims = f"kv_lora_rank={self.kv_lora_rank}, rope_dim={self.rope_dim}"
+        else:
+            dims = f"n_kv_heads={self.n_kv_heads}, head_dim={self.head_dim}, v_head_dim={self.v_head_dim}"
+        return (f"KVCache.{self.kind}(n_layers={self.n_layers}, capacity_tokens={self.capacity_tokens}, {dims}, "
+                f"dtype={self.dtype!r}, block_size={self.block_size})")
+
+
+def _int(v, name, lo=1):
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+        raise TypeError(f"`{name}` must be an int, got {type(v).__name__} {v!r}")
+    if v < lo:
+        raise ValueError(f"`{name}` must be >= {lo}, got {v}")
+    return int(v)
+
+
+def _layer(v):
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+        raise TypeError(f"`layer` must be an int, got {type(v).__name__} {v!r}")
+    return int(v)
+
+
+def _str(v):
+    if not isinstance(v, str):
+        raise TypeError(f"`dtype` must be a str (f32, f16, bf16, q8_0, q4_0), got {type(v).__name__} {v!r}")
+    return v
