@@ -1,0 +1,509 @@
+"""Charts from record lists (glmbench/records.py), drawn with matplotlib's object API.
+
+Figures are built as `matplotlib.figure.Figure` objects, never through pyplot: no global state,
+no backend switch, nothing left open when a sweep draws hundreds of them, and the same code works
+in a script (PNG through Agg) and in a notebook (the figure is displayed like any object).
+
+Conventions every chart follows:
+  - measured points are markers, predictions are lines, calibrated predictions are lines with
+    a band (the record fields `avg_ts_lo` / `avg_ts_hi` when present);
+  - colour names the model, line style the rig (one card solid, two cards dashed, ...);
+  - context and prompt length sit on a log2 axis with ticks at 1K, 2K, ... 128K;
+  - a footer names the evidence kind(s), hardware, weight format, KV format and runtime of
+    what is drawn, so a PNG that travels alone still says what it is.
+
+Fields read, beyond those every record has (records.py): tg: n_depth, avg_ts; pp: n_prompt,
+avg_ts, ttft_s (else n_prompt / avg_ts for a prompt ingested from empty); mem: n_depth,
+mem_bytes, capacity_bytes, fits; serve: concurrency, n_depth, aggregate_tok_s, per_stream_tok_s.
+"""
+from __future__ import annotations
+
+import math
+import os
+from collections import defaultdict
+from typing import Iterable, Sequence
+
+from matplotlib.figure import Figure
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+from .records import EVIDENCE, validate
+
+GIB = 1024 ** 3
+
+# One colour per model (tab10 order, colour-blind friendlier than the default cycle), one line
+# style per rig.
+_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf", "#7f7f7f")
+_STYLES = ("-", "--", ":", "-.")
+_MARKERS = {"measured": "o", "calibrated": "s", "predicted": None}
+
+# The fields that make one line on a chart: the same model on the same rig, formats and runtime.
+RIG_FIELDS = ("device", "n_cards", "split", "link_gbps", "weights", "type_k", "runtime")
+
+
+# ---- helpers ----------------------------------------------------------------------------------
+def tokens_label(n: float) -> str:
+    """1024 -> '1K', 131072 -> '128K', 1048576 -> '1M', 512 -> '512'."""
+    n = float(n)
+    if n >= 1024 ** 2 and n % (1024 ** 2) == 0:
+        return f"{int(n // 1024 ** 2)}M"
+    if n >= 1024 and n % 1024 == 0:
+        return f"{int(n // 1024)}K"
+    if n >= 1000:
+        return f"{n / 1024:.1f}K"
+    return f"{n:g}"
+
+
+def approx_tokens(x: float) -> str:
+    """A context length read off an interpolated curve, to the precision it deserves:
+    24612 -> '25K', 3310 -> '3.3K', 700 -> '700'."""
+    x = float(x)
+    if x >= 10 * 1024:
+        return f"{round(x / 1024):.0f}K"
+    if x >= 1024:
+        return f"{x / 1024:.1f}K"
+    return f"{round(x):.0f}"
+
+
+def _log2_token_axis(ax, values: Iterable[float], label: str) -> None:
+    vals = [float(v) for v in values if v is not None and float(v) > 0]
+    if not vals:
+        return
+    lo = 2 ** math.floor(math.log2(min(vals)))
+    hi = 2 ** math.ceil(math.log2(max(vals)))
+    ticks = []
+    t = lo
+    while t <= hi:
+        ticks.append(t)
+        t *= 2
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: tokens_label(v)))
+    if len(ticks) > 10:  # keep labels readable on a narrow panel
+        for lab in ax.get_xticklabels():
+            lab.set_rotation(45)
+    ax.set_xlim(min(vals) / 1.15, max(vals) * 1.15)
+    ax.set_xlabel(label)
+
+
+def _as_records(records: Sequence[dict]) -> list[dict]:
+    if isinstance(records, dict) or not hasattr(records, "__iter__"):
+        raise TypeError(f"`records` must be a list of record dicts, got {type(records).__name__}")
+    return [validate(r) for r in records]
+
+
+def _select(records, test: str) -> list[dict]:
+    return [r for r in records if r.get("test") == test]
+
+
+def rig_label(r: dict) -> str:
+    """'1× RTX 3090' or '2× RTX 3090 (layer split, 1.4 GB/s)'."""
+    n = r.get("n_cards") or 1
+    dev = r.get("device") or "?"
+    s = f"{n}× {dev}"
+    if n and int(n) > 1:
+        extra = [f"{r['split']} split"] if r.get("split") not in (None, "", "none") else []
+        if r.get("link_gbps") not in (None, ""):
+            extra.append(f"{float(r['link_gbps']):g} GB/s")
+        if extra:
+            s += " (" + ", ".join(extra) + ")"
+    return s
+
+
+def _rig_key(r: dict) -> tuple:
+    return tuple(r.get(f) for f in RIG_FIELDS)
+
+
+class _Styler:
+    """Stable colour per model and line style per rig within one figure."""
+
+    def __init__(self, records):
+        self.models = sorted({str(r.get("model")) for r in records})
+        rigs = sorted({_rig_key(r) for r in records}, key=lambda k: tuple(str(x) for x in k))
+        self.rigs = {k: i for i, k in enumerate(rigs)}
+
+    def colour(self, model) -> str:
+        return _COLOURS[self.models.index(str(model)) % len(_COLOURS)]
+
+    def style(self, r) -> str:
+        return _STYLES[self.rigs[_rig_key(r)] % len(_STYLES)]
+
+
+def _series(records, x_field: str) -> dict[tuple, list[dict]]:
+    """Group records into lines: (model, rig..., evidence) -> records sorted by x."""
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    for r in records:
+        if r.get(x_field) is None:
+            continue
+        groups[(str(r.get("model")),) + _rig_key(r) + (r["evidence"],)].append(r)
+    for k in groups:
+        groups[k].sort(key=lambda r: float(r[x_field]))
+    return dict(sorted(groups.items(), key=lambda kv: tuple(str(x) for x in kv[0])))
+
+
+def _distinct(records, field) -> list[str]:
+    return sorted({str(r.get(field)) for r in records if r.get(field) not in (None, "")})
+
+
+def provenance(records: Sequence[dict]) -> str:
+    """One line naming what the records are: evidence, hardware, weights, KV, runtime."""
+    ev = [e for e in EVIDENCE if any(r["evidence"] == e for r in records)]
+    parts = ["evidence: " + " + ".join(ev) if ev else "evidence: none"]
+    devs = sorted({rig_label(r) for r in records})
+    if devs:
+        parts.append("hardware: " + "; ".join(devs))
+    w = _distinct(records, "weights")
+    parts.append("weights: " + (", ".join(w) if w else "?"))
+    kv = _distinct(records, "type_k")
+    parts.append("KV: " + (", ".join(kv) if kv else "?"))
+    rt = _distinct(records, "runtime")
+    if rt:
+        parts.append("runtime: " + ", ".join(rt))
+    return "  |  ".join(parts)
+
+
+def _new_figure(n_panels: int = 1, width: float = 8.0, height: float = 5.0) -> tuple[Figure, list]:
+    fig = Figure(figsize=(width * n_panels if n_panels > 1 else width, height), dpi=110,
+                 layout="constrained")
+    axes = fig.subplots(1, n_panels, squeeze=False)[0]
+    for ax in axes:
+        ax.grid(True, which="major", alpha=0.3)
+    return fig, list(axes)
+
+
+def _footer(fig: Figure, records) -> None:
+    fig.get_layout_engine().set(h_pad=0.1)
+    text = provenance(records)
+    fig.supxlabel(text, fontsize=7.5, color="0.3", wrap=True)
+
+
+def _plot_series(ax, styler, recs, xf, yf, *, label):
+    r0 = recs[0]
+    ev = r0["evidence"]
+    xs = [float(r[xf]) for r in recs]
+    ys = [float(r[yf]) if r.get(yf) is not None else math.nan for r in recs]
+    c = styler.colour(r0.get("model"))
+    if ev == "measured":
+        yerr = None
+        if all(r.get("stddev_ts") is not None for r in recs) and yf == "avg_ts":
+            yerr = [float(r["stddev_ts"]) for r in recs]
+        ax.errorbar(xs, ys, yerr=yerr, fmt=_MARKERS["measured"], color=c, ms=6, capsize=3,
+                    mfc="white", mew=1.6, label=label + " (measured)", zorder=3)
+        return
+    ax.plot(xs, ys, styler.style(r0), color=c, lw=2, marker=_MARKERS.get(ev), ms=4,
+            label=label + ("" if ev == "predicted" else f" ({ev})"))
+    lo, hi = yf + "_lo", yf + "_hi"
+    if all(r.get(lo) is not None and r.get(hi) is not None for r in recs):
+        ax.fill_between(xs, [float(r[lo]) for r in recs], [float(r[hi]) for r in recs],
+                        color=c, alpha=0.15, lw=0)
+
+
+def _finish_legend(ax, **kw):
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        ax.legend(fontsize=8, framealpha=0.9, **kw)
+
+
+# ---- crossover ----------------------------------------------------------------------------------
+def crossovers(records: Sequence[dict], x_field: str = "n_depth", y_field: str = "avg_ts") -> list[dict]:
+    """Every context where one model overtakes another on the same rig (predicted lines only).
+
+    Returns dicts {rig label, models (a, b), x, faster_before, faster_after}; x interpolated by
+    glmbench.costmodel.crossover on the shared grid of the two lines.
+    """
+    from .costmodel import crossover  # the cost model owns the interpolation rule
+
+    recs = [r for r in _as_records(records) if r["evidence"] != "measured"
+            and r.get(x_field) is not None and r.get(y_field) is not None]
+    by_rig: dict[tuple, dict[str, dict[float, float]]] = defaultdict(lambda: defaultdict(dict))
+    labels = {}
+    for r in recs:
+        k = _rig_key(r) + (r["evidence"],)
+        by_rig[k][str(r["model"])][float(r[x_field])] = float(r[y_field])
+        labels[k] = rig_label(r)
+    out = []
+    for k, models in by_rig.items():
+        names = sorted(models)
+        for i, a in enumerate(names):
+            for b in names[i + 1:]:
+                xs = sorted(set(models[a]) & set(models[b]))
+                if len(xs) < 2:
+                    continue
+                ya = [models[a][x] for x in xs]
+                yb = [models[b][x] for x in xs]
+                for x in crossover(xs, ya, yb):
+                    before = [j for j, xv in enumerate(xs) if xv < x]
+                    j = before[-1] if before else 0
+                    first = a if ya[j] > yb[j] else b
+                    out.append({"rig": labels[k], "models": (a, b), "x": float(x),
+                                "faster_before": first, "faster_after": b if first == a else a,
+                                "evidence": k[-1], "weights": k[4], "kv": k[5], "runtime": k[6]})
+    return out
+
+
+# ---- charts -------------------------------------------------------------------------------------
+def generation_vs_context(records: Sequence[dict], *, title: str | None = None) -> Figure:
+    """Decode tokens/s vs context depth, every model and rig; crossovers marked and labelled."""
+    recs = _select(_as_records(records), "tg")
+    if not recs:
+        raise ValueError("no decode (test='tg') records to plot")
+    styler = _Styler(recs)
+    fig, (ax,) = _new_figure()
+    for key, s in _series(recs, "n_depth").items():
+        _plot_series(ax, styler, s, "n_depth", "avg_ts", label=f"{s[0]['model']} · {rig_label(s[0])}")
+    _mark_spill(ax, recs, "n_depth", "avg_ts")
+    xlo, xhi = (math.log(min(float(r["n_depth"]) for r in recs if r["n_depth"])),
+                math.log(max(float(r["n_depth"]) for r in recs)))
+    for i, c in enumerate(crossovers(recs)):
+        ax.axvline(c["x"], color="0.35", lw=1, ls=(0, (4, 3)), zorder=1)
+        # the label goes on whichever side of the line has more room, so it stays inside the axes
+        right = (math.log(c["x"]) - xlo) / max(xhi - xlo, 1e-9) > 0.5
+        # one label per crossover, stacked so that rigs crossing at nearly the same depth stay legible
+        ax.annotate(f"crossover ≈ {approx_tokens(c['x'])} on {c['rig']}:\n"
+                    f"{c['faster_after']} faster beyond",
+                    xy=(c["x"], 0.98), xycoords=("data", "axes fraction"), va="top",
+                    ha="right" if right else "left", fontsize=7.5,
+                    xytext=(-4 if right else 4, -30 * i), textcoords="offset points",
+                    bbox=dict(boxstyle="round,pad=0.25", fc="white", ec="0.6", alpha=0.9))
+    _log2_token_axis(ax, [r["n_depth"] for r in recs], "context already in the cache (tokens, log scale)")
+    ax.set_ylabel("generation speed (tokens/s, one stream)")
+    ax.set_ylim(bottom=0)
+    ax.set_title(title or "Generation speed vs context")
+    _finish_legend(ax, loc="lower left")
+    _footer(fig, recs)
+    return fig
+
+
+def _mark_spill(ax, recs, xf, yf):
+    """Points the model does not fit on the rig (fits=False) get a grey cross: the number
+    assumes a spill the runtime may refuse, so it must not read as a normal point."""
+    bad = [r for r in recs if r.get("fits") is False and r.get(yf) is not None]
+    if bad:
+        ax.plot([float(r[xf]) for r in bad], [float(r[yf]) for r in bad], "x", color="0.25",
+                ms=7, mew=1.5, label="does not fit in memory", zorder=4)
+
+
+def prefill_vs_prompt(records: Sequence[dict], *, title: str | None = None) -> Figure:
+    """Two panels: prefill tokens/s vs prompt length, and time to first token vs prompt length."""
+    recs = [r for r in _select(_as_records(records), "pp") if not r.get("n_depth")]
+    if not recs:
+        raise ValueError("no prefill (test='pp', n_depth=0) records to plot")
+    styler = _Styler(recs)
+    fig, (ax1, ax2) = _new_figure(2, width=6.0, height=4.8)
+    # a prompt ingested from an empty cache: TTFT is its prefill time (REFERENCE.md section 7)
+    tt = [dict(r, ttft_s=r["ttft_s"] if r.get("ttft_s") is not None else
+               (float(r["n_prompt"]) / float(r["avg_ts"]) if r.get("avg_ts") else None)) for r in recs]
+    for key, s in _series(recs, "n_prompt").items():
+        _plot_series(ax1, styler, s, "n_prompt", "avg_ts", label=f"{s[0]['model']} · {rig_label(s[0])}")
+    for key, s in _series(tt, "n_prompt").items():
+        _plot_series(ax2, styler, s, "n_prompt", "ttft_s", label=f"{s[0]['model']} · {rig_label(s[0])}")
+    _mark_spill(ax1, recs, "n_prompt", "avg_ts")
+    _mark_spill(ax2, tt, "n_prompt", "ttft_s")
+    xs = [r["n_prompt"] for r in recs]
+    _log2_token_axis(ax1, xs, "prompt length (tokens, log scale)")
+    _log2_token_axis(ax2, xs, "prompt length (tokens, log scale)")
+    ax1.set_ylabel("prefill speed (tokens/s)")
+    ax1.set_ylim(bottom=0)
+    ax1.set_title("Prefill speed vs prompt length")
+    ax2.set_yscale("log")
+    ax2.set_ylabel("time to first token (s, log scale)")
+    ax2.set_title("Time to first token vs prompt length")
+    _finish_legend(ax1, loc="best")
+    _finish_legend(ax2, loc="upper left")
+    if title:
+        fig.suptitle(title)
+    _footer(fig, recs)
+    return fig
+
+
+def memory_vs_context(records: Sequence[dict], *, title: str | None = None) -> Figure:
+    """Memory per card vs context, each rig's per-card ceiling drawn, the spill point marked."""
+    recs = [r for r in _select(_as_records(records), "mem") if r.get("mem_bytes") is not None]
+    if not recs:
+        raise ValueError("no memory (test='mem') records to plot")
+    styler = _Styler(recs)
+    fig, (ax,) = _new_figure()
+    gib = [dict(r, mem_gib=float(r["mem_bytes"]) / GIB) for r in recs]
+    for i, (key, s) in enumerate(_series(gib, "n_depth").items()):
+        _plot_series(ax, styler, s, "n_depth", "mem_gib", label=f"{s[0]['model']} · {rig_label(s[0])}")
+        # spill point: the first context that no longer fits, interpolated between grid points
+        cap = s[0].get("capacity_bytes")
+        if cap:
+            cap_gib = float(cap) / GIB
+            for a, b in zip(s, s[1:]):
+                if a["mem_gib"] <= cap_gib < b["mem_gib"]:
+                    t = (cap_gib - a["mem_gib"]) / (b["mem_gib"] - a["mem_gib"])
+                    x = math.exp(math.log(a["n_depth"]) + t * (math.log(b["n_depth"]) - math.log(a["n_depth"])))
+                    ax.plot([x], [cap_gib], marker="v", color=styler.colour(s[0]["model"]), ms=10,
+                            mec="black", zorder=5)
+                    ax.annotate(f"spills ≈ {approx_tokens(x)}", xy=(x, cap_gib),
+                                xytext=(0, -16 - 11 * (i % 4)), textcoords="offset points",
+                                ha="center", fontsize=7.5,
+                                color=styler.colour(s[0]["model"]))
+                    break
+    caps = {}
+    for r in recs:
+        if r.get("capacity_bytes"):
+            caps[float(r["capacity_bytes"]) / GIB] = r.get("device") or "card"
+    for cap_gib, dev in sorted(caps.items()):
+        ax.axhline(cap_gib, color="black", lw=1.2, ls="-", alpha=0.7)
+        ax.annotate(f"{dev}: {cap_gib:.1f} GiB per card", xy=(0.01, cap_gib), xycoords=("axes fraction", "data"),
+                    xytext=(0, 3), textcoords="offset points", fontsize=8)
+    _log2_token_axis(ax, [r["n_depth"] for r in recs], "context (tokens, log scale)")
+    ax.set_ylabel("memory on the fullest card (GiB)")
+    ax.set_ylim(bottom=0)
+    ax.set_title(title or "Memory vs context")
+    _finish_legend(ax, loc="upper left")
+    _footer(fig, recs)
+    return fig
+
+
+def throughput_vs_concurrency(records: Sequence[dict], *, title: str | None = None) -> Figure:
+    """Aggregate generated tokens/s over all streams vs the number of concurrent streams."""
+    recs = [r for r in _select(_as_records(records), "serve") if r.get("concurrency") is not None]
+    if not recs:
+        raise ValueError("no serving (test='serve') records to plot")
+    styler = _Styler(recs)
+    fig, (ax,) = _new_figure()
+    depths = sorted({r.get("n_depth") for r in recs if r.get("n_depth") is not None})
+    for key, s in _series(recs, "concurrency").items():
+        ok = [r for r in s if r.get("fits") is not False]
+        if ok:
+            ctx = f" @ {tokens_label(s[0]['n_depth'])} ctx" if len(depths) > 1 and s[0].get("n_depth") else ""
+            _plot_series(ax, styler, ok, "concurrency", "aggregate_tok_s",
+                         label=f"{s[0]['model']} · {rig_label(s[0])}{ctx}")
+    bad = [r for r in recs if r.get("fits") is False]
+    if bad:
+        # streams that do not fit have no throughput: mark where each line ends
+        ax.plot([float(r["concurrency"]) for r in bad], [0] * len(bad), "x", color="0.25", ms=7,
+                mew=1.5, label="does not fit in memory", clip_on=False, zorder=4)
+    cs = sorted({float(r["concurrency"]) for r in recs})
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_locator(FixedLocator(cs))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}"))
+    ax.set_xlabel("concurrent streams (log scale)")
+    ax.set_ylabel("throughput (generated tokens/s, all streams)")
+    ax.set_ylim(bottom=0)
+    ctx = f" at {tokens_label(depths[0])} context per stream" if len(depths) == 1 and depths[0] else ""
+    ax.set_title(title or f"Throughput vs concurrency{ctx}")
+    _finish_legend(ax, loc="upper left")
+    _footer(fig, recs)
+    return fig
+
+
+def one_vs_two_cards(records: Sequence[dict], *, short_depth: int | None = None,
+                     long_depth: int | None = None, title: str | None = None) -> Figure:
+    """Three panels, one card vs two per model: a short single stream, a long-context single
+    stream (decode tokens/s at the smallest and largest depth both rigs have) and batched
+    throughput (the best aggregate tokens/s of the serve records)."""
+    recs = _as_records(records)
+    tg = [r for r in _select(recs, "tg") if r["evidence"] != "measured" and r.get("avg_ts") is not None]
+    serve = [r for r in _select(recs, "serve") if r.get("aggregate_tok_s") is not None
+             and r.get("fits") is not False]
+    if not tg:
+        raise ValueError("no predicted decode (test='tg') records to compare one card with two")
+    cards = sorted({int(r.get("n_cards") or 1) for r in tg})
+    if len(cards) < 2:
+        raise ValueError(f"one vs two cards needs records for at least two card counts, got n_cards={cards}")
+    depths = sorted({int(r["n_depth"]) for r in tg})
+    short_depth = depths[0] if short_depth is None else int(short_depth)
+    long_depth = depths[-1] if long_depth is None else int(long_depth)
+    models = sorted({str(r["model"]) for r in tg})
+    styler = _Styler(tg)
+
+    def pick(rs, model, n, **eq):
+        m = [r for r in rs if str(r["model"]) == model and int(r.get("n_cards") or 1) == n
+             and all(r.get(k) == v for k, v in eq.items())]
+        return m
+
+    panels = [(f"short single stream\n(decode at {tokens_label(short_depth)} context)", "tg", short_depth),
+              (f"long context\n(decode at {tokens_label(long_depth)} context)", "tg", long_depth),
+              ("batched throughput\n(best over concurrency)", "serve", None)]
+    fig, axes = _new_figure(3, width=4.2, height=4.6)
+    width = 0.8 / len(cards)
+    for ax, (name, test, depth) in zip(axes, panels):
+        for j, n in enumerate(cards):
+            for i, model in enumerate(models):
+                if test == "tg":
+                    m = pick(tg, model, n, n_depth=depth)
+                    val = float(m[0]["avg_ts"]) if m else None
+                    fits = m[0].get("fits") is not False if m else True
+                else:
+                    m = pick(serve, model, n)
+                    val = max(float(r["aggregate_tok_s"]) for r in m) if m else None
+                    fits = True
+                x = i + (j - (len(cards) - 1) / 2) * width
+                if val is None:
+                    ax.text(x, 0, "n/a", ha="center", va="bottom", fontsize=7, rotation=90)
+                    continue
+                ax.bar(x, val, width * 0.95, color=styler.colour(model), alpha=1.0 if j == 0 else 0.55,
+                       hatch=None if fits else "xx", edgecolor="black", lw=0.6,
+                       label=f"{n} card{'s' if n > 1 else ''}" if i == 0 else None)
+                ax.annotate(f"{val:.0f}" + ("" if fits else "\nspills"), xy=(x, val), xytext=(0, 2),
+                            textcoords="offset points", ha="center", va="bottom", fontsize=7)
+        ax.set_xticks(range(len(models)), models, fontsize=8)
+        ax.set_title(name, fontsize=10)
+        ax.set_ylim(bottom=0, top=ax.get_ylim()[1] * 1.12)
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.grid(False, axis="x")
+    axes[0].set_ylabel("tokens/s (one stream)")
+    axes[1].set_ylabel("tokens/s (one stream)")
+    axes[2].set_ylabel("tokens/s (all streams)")
+    handles = [h for h in axes[0].get_legend_handles_labels()[0]]
+    if handles:
+        axes[0].legend(fontsize=8, loc="upper right", title="darker = fewer cards", title_fontsize=7)
+    fig.suptitle(title or "One card vs two")
+    _footer(fig, tg + serve)
+    return fig
+
+
+# ---- everything at once -------------------------------------------------------------------------
+CHARTS = {
+    "generation_vs_context": generation_vs_context,
+    "prefill_vs_prompt": prefill_vs_prompt,
+    "memory_vs_context": memory_vs_context,
+    "one_vs_two_cards": one_vs_two_cards,
+    "throughput_vs_concurrency": throughput_vs_concurrency,
+}
+
+
+def all_charts(records: Sequence[dict]) -> dict[str, Figure]:
+    """Every chart the records have data for, by name (a chart without data is left out)."""
+    recs = _as_records(records)
+    out = {}
+    for name, fn in CHARTS.items():
+        try:
+            out[name] = fn(recs)
+        except ValueError as e:
+            if not str(e).startswith(("no ", "one vs two cards needs")):
+                raise
+    return out
+
+
+def save_charts(records: Sequence[dict], folder: str | os.PathLike) -> list[str]:
+    """Write every chart the records support as `<folder>/<name>.png`; returns the paths."""
+    paths = []
+    for name, fig in all_charts(records).items():
+        paths.append(save_figure(fig, os.path.join(os.fspath(folder), name + ".png")))
+    return paths
+
+
+def save_figure(fig: Figure, path: str | os.PathLike) -> str:
+    """Save a figure as PNG atomically (temp file + rename), like every result file."""
+    import tempfile
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".png", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            fig.savefig(f, format="png")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
