@@ -20,3 +20,4 @@ def get_num_threads() -> int:
 
 
 from .ops import *  # noqa: E402,F401,F403
+from .model import Model  # noqa: E402,F401  (issue 4: glmbench.Model)

@@ -590,7 +590,8 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
                   norm_topk_prob=r.bool("norm_topk_prob"),
                   routed_scaling_factor=r.float("routed_scaling_factor"), topk_method=method, moe_layers=moe_layers)
     elif mt == "qwen3_moe":
-        E = r.int("num_experts")
+        # transformers 5.x writes the expert count as `num_local_experts` (its attribute_map alias)
+        E = r.int("num_local_experts" if "num_experts" not in hf and "num_local_experts" in hf else "num_experts")
         k = r.int("num_experts_per_tok")
         Fe = r.int("moe_intermediate_size")
         step = r.int("decoder_sparse_step")

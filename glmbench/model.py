@@ -1,0 +1,450 @@
+"""Whole models on the C core: embeddings -> decoder layers -> final norm -> lm_head.
+
+    m = glmbench.Model("glm-4.7-flash" | ModelConfig | config dict, weights=None | {hf_name: array},
+                       weight_format="bf16", kv_dtype="bf16", max_context=4096, seed=0,
+                       mla_strategy="flash")
+    logits = m.prefill(tokens)        # [T, vocab]; continues from what the cache holds
+    logits = m.decode(token)          # [vocab]
+    m.reset()
+
+A decoder layer is pre-norm (REFERENCE.md section 1): h = x + Attn(RMSNorm(x)); y = h + MLP(RMSNorm(h)).
+Attention is `attention.mla_block` or `attention.gqa_block`; the MLP is `ops.swiglu` for dense
+layers and `ops.moe` (router + routed experts + shared experts) for MoE layers.
+
+Weights are kept under their HF names relative to `model.layers.{i}.` (plus `model.embed_tokens.weight`,
+`model.norm.weight`, `lm_head.weight`). Routed experts are held as three stacked tensors
+`mlp.experts.gate` [E, F, D], `mlp.experts.up` [E, F, D], `mlp.experts.down` [E, D, F] (the layout
+`ops.moe` reads); HF's fused `mlp.experts.gate_up_proj` [E, 2F, D] / `mlp.experts.down_proj`
+[E, D, F] (transformers 5.x) and per-expert `mlp.experts.{e}.gate_proj.weight` (4.x) are both
+accepted on input.
+
+Matrices are stored in the weight format (f32 float32, f16 float16, bf16 uint16 bits); norm
+weights, router weights and biases stay float32 (they are tiny, and the ops read them as f32).
+
+Random weights: every tensor is drawn from its own stream, seeded by (seed, tensor name), so a
+layer built alone (layer sampling in glmbench.measure) equals the same layer in the full model,
+and each tensor is generated straight into its format (no float32 copy of the whole model).
+Matrices are N(0, 1/fan_in) so every projection keeps activations at unit scale through all layers.
+"""
+from __future__ import annotations
+
+import time
+import zlib
+from typing import Callable, Iterable, Mapping
+
+import numpy as np
+
+from . import ops as _ops
+
+__all__ = ["Model", "Layer", "build_layer", "random_weight", "to_format", "layer_kinds"]
+
+WEIGHT_FORMATS = ("f32", "f16", "bf16")
+MLA_STRATEGIES = ("naive", "absorbed", "flash")
+
+
+# ---- configs ------------------------------------------------------------------------------
+def _load_config(config):
+    from . import configs
+    if isinstance(config, configs.ModelConfig):
+        return config
+    return configs.load(config)
+
+
+def layer_kinds(cfg) -> list[str]:
+    """'moe' or 'dense' for each decoder layer."""
+    return ["moe" if cfg.n_routed_experts and cfg.is_moe_layer(i) else "dense" for i in range(cfg.n_layers)]
+
+
+def _shared_width(cfg) -> int:
+    if not cfg.n_shared_experts:
+        return 0
+    w = getattr(cfg, "shared_expert_intermediate_size", None)
+    return int(w) if w else int(cfg.moe_intermediate_size) * int(cfg.n_shared_experts)
+
+
+# ---- weight formats -----------------------------------------------------------------------
+def _f32_to_bf16(a: np.ndarray) -> np.ndarray:
+    """float32 -> bfloat16 bits (uint16), round to nearest even; NaN stays NaN."""
+    u = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32)
+    r = ((u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)).astype(np.uint16)
+    nan = np.isnan(a)
+    if nan.any():
+        r[nan] = 0x7FC0
+    return r
+
+
+def to_format(a, fmt: str) -> np.ndarray:
+    """A float array as stored in weight format `fmt` ("f32" float32, "f16" float16, "bf16" uint16 bits)."""
+    if fmt == "f32":
+        return np.ascontiguousarray(a, dtype=np.float32)
+    if fmt == "f16":
+        return np.ascontiguousarray(a, dtype=np.float16)
+    if fmt == "bf16":
+        if isinstance(a, np.ndarray) and a.dtype == np.uint16:
+            return np.ascontiguousarray(a)
+        return _f32_to_bf16(np.asarray(a, dtype=np.float32))
+    raise ValueError(f"`weight_format` must be one of {WEIGHT_FORMATS}, got {fmt!r}")
+
+
+def _to_f32(a: np.ndarray) -> np.ndarray:
+    if a.dtype == np.uint16:  # bfloat16 bits
+        return (a.astype(np.uint32) << np.uint32(16)).view(np.float32)
+    return np.asarray(a, dtype=np.float32)
+
+
+def _rng(seed: int, name: str) -> np.random.Generator:
+    return np.random.default_rng([int(seed) & 0xFFFFFFFF, zlib.crc32(name.encode())])
+
+
+# Rows generated per chunk: bounds the float32 temporary to ~64 MB whatever the tensor size.
+_CHUNK_ELEMS = 1 << 24
+
+
+def random_weight(name: str, shape: tuple, fmt: str, seed: int, std: float) -> np.ndarray:
+    """N(0, std^2) tensor `shape` in format `fmt`, from the stream of (seed, name)."""
+    dtype = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16}[fmt]
+    out = np.empty(shape, dtype=dtype)
+    flat = out.reshape(-1)
+    g = _rng(seed, name)
+    for s in range(0, flat.size, _CHUNK_ELEMS):
+        e = min(flat.size, s + _CHUNK_ELEMS)
+        chunk = g.standard_normal(e - s, dtype=np.float32)
+        chunk *= np.float32(std)
+        flat[s:e] = to_format(chunk, fmt)
+    return out
+
+
+# ---- one decoder layer --------------------------------------------------------------------
+def _layer_shapes(cfg, kind: str) -> dict:
+    """HF-named matrices of one decoder layer -> (shape, fan_in); norms and router listed apart."""
+    D = cfg.hidden_size
+    s = {}
+    if cfg.attention == "mla":
+        H, Dn, Dr, Dv, R = cfg.n_heads, cfg.qk_nope_head_dim, cfg.qk_rope_head_dim, cfg.v_head_dim, cfg.kv_lora_rank
+        if cfg.q_lora_rank:
+            s["self_attn.q_a_proj.weight"] = (cfg.q_lora_rank, D)
+            s["self_attn.q_b_proj.weight"] = (H * (Dn + Dr), cfg.q_lora_rank)
+        else:
+            s["self_attn.q_proj.weight"] = (H * (Dn + Dr), D)
+        s["self_attn.kv_a_proj_with_mqa.weight"] = (R + Dr, D)
+        s["self_attn.kv_b_proj.weight"] = (H * (Dn + Dv), R)
+        s["self_attn.o_proj.weight"] = (D, H * Dv)
+    else:
+        Hq, Hk, Dh = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
+        s["self_attn.q_proj.weight"] = (Hq * Dh, D)
+        s["self_attn.k_proj.weight"] = (Hk * Dh, D)
+        s["self_attn.v_proj.weight"] = (Hk * Dh, D)
+        s["self_attn.o_proj.weight"] = (D, Hq * Dh)
+    if kind == "dense":
+        F = cfg.intermediate_size
+        s["mlp.gate_proj.weight"] = (F, D)
+        s["mlp.up_proj.weight"] = (F, D)
+        s["mlp.down_proj.weight"] = (D, F)
+    else:
+        E, F = cfg.n_routed_experts, cfg.moe_intermediate_size
+        s["mlp.experts.gate"] = (E, F, D)
+        s["mlp.experts.up"] = (E, F, D)
+        s["mlp.experts.down"] = (E, D, F)
+        Fs = _shared_width(cfg)
+        if Fs:
+            s["mlp.shared_experts.gate_proj.weight"] = (Fs, D)
+            s["mlp.shared_experts.up_proj.weight"] = (Fs, D)
+            s["mlp.shared_experts.down_proj.weight"] = (D, Fs)
+    return s
+
+
+def _layer_vectors(cfg, kind: str) -> dict:
+    """float32 vectors of one layer: name -> (shape, init) with init "ones" | "bias" | ("normal", std)."""
+    D = cfg.hidden_size
+    v = {"input_layernorm.weight": ((D,), "ones"), "post_attention_layernorm.weight": ((D,), "ones")}
+    if cfg.attention == "mla":
+        if cfg.q_lora_rank:
+            v["self_attn.q_a_layernorm.weight"] = ((cfg.q_lora_rank,), "ones")
+        v["self_attn.kv_a_layernorm.weight"] = ((cfg.kv_lora_rank,), "ones")
+    else:
+        if cfg.qk_norm:
+            v["self_attn.q_norm.weight"] = ((cfg.head_dim,), "ones")
+            v["self_attn.k_norm.weight"] = ((cfg.head_dim,), "ones")
+        if cfg.attention_bias:
+            v["self_attn.q_proj.bias"] = ((cfg.n_heads * cfg.head_dim,), "bias")
+            v["self_attn.k_proj.bias"] = ((cfg.n_kv_heads * cfg.head_dim,), "bias")
+            v["self_attn.v_proj.bias"] = ((cfg.n_kv_heads * cfg.head_dim,), "bias")
+    if kind == "moe":
+        v["mlp.gate.weight"] = ((cfg.n_routed_experts, D), ("normal", 1.0 / np.sqrt(D)))
+        if cfg.router_bias:
+            # Spread comparable to the sigmoid scores themselves, so the bias really changes
+            # which experts are chosen (it is what noaux_tc load balancing learns).
+            v["mlp.gate.e_score_correction_bias"] = ((cfg.n_routed_experts,), ("normal", 0.1))
+    return v
+
+
+class Layer:
+    """One decoder layer: its weights (HF names relative to `model.layers.{index}.`) and forward."""
+
+    def __init__(self, cfg, index: int, kind: str, weights: dict):
+        self.cfg, self.index, self.kind = cfg, int(index), kind
+        self.w = weights
+        self.attn = {k[len("self_attn."):]: v for k, v in weights.items() if k.startswith("self_attn.")}
+        if kind == "moe":
+            self._route = dict(
+                top_k=int(cfg.n_experts_per_tok), scoring=cfg.router_scoring,
+                bias=weights.get("mlp.gate.e_score_correction_bias"),
+                n_group=int(cfg.n_group or 1), topk_group=int(cfg.topk_group or 1),
+                norm_topk_prob=bool(cfg.norm_topk_prob),
+                routed_scaling_factor=float(cfg.routed_scaling_factor or 1.0))
+            sh = "mlp.shared_experts."
+            self._shared = ((weights[sh + "gate_proj.weight"], weights[sh + "up_proj.weight"],
+                             weights[sh + "down_proj.weight"]) if sh + "gate_proj.weight" in weights else None)
+        self.last_counts = None  # tokens per expert in the last MoE call (how many experts were read)
+
+    @property
+    def nbytes(self) -> int:
+        return int(sum(a.nbytes for a in self.w.values()))
+
+    def forward(self, x, cache, cache_layer: int, positions, mla_strategy: str = "flash"):
+        cfg, w = self.cfg, self.w
+        eps = float(cfg.rms_norm_eps)
+        h = _ops.rms_norm(x, w["input_layernorm.weight"], eps)
+        if cfg.attention == "mla":
+            a = _attention().mla_block(h, self.attn, cache, cache_layer, positions, cfg, strategy=mla_strategy)
+        else:
+            a = _attention().gqa_block(h, self.attn, cache, cache_layer, positions, cfg)
+        x = x + a
+        h = _ops.rms_norm(x, w["post_attention_layernorm.weight"], eps)
+        if self.kind == "dense":
+            m = _ops.swiglu(h, w["mlp.gate_proj.weight"], w["mlp.up_proj.weight"], w["mlp.down_proj.weight"])
+        else:
+            m, self.last_counts = _ops.moe(h, w["mlp.gate.weight"], w["mlp.experts.gate"], w["mlp.experts.up"],
+                                           w["mlp.experts.down"], shared=self._shared, **self._route)
+        return x + m
+
+
+def _attention():
+    from . import attention
+    return attention
+
+
+def build_layer(cfg, index: int, weight_format: str = "bf16", seed: int = 0, *, kind: str | None = None) -> Layer:
+    """Layer `index` of `cfg` with random weights (the same tensors the full Model would draw)."""
+    if kind is None:
+        kind = layer_kinds(cfg)[index]
+    w = {}
+    for name, shape in _layer_shapes(cfg, kind).items():
+        fan_in = shape[-1]
+        w[name] = random_weight(f"model.layers.{index}.{name}", shape, weight_format, seed, 1.0 / np.sqrt(fan_in))
+    for name, (shape, init) in _layer_vectors(cfg, kind).items():
+        if init == "ones":
+            w[name] = np.ones(shape, np.float32)
+        else:
+            std = 0.02 if init == "bias" else init[1]
+            w[name] = random_weight(f"model.layers.{index}.{name}", shape, "f32", seed, std)
+    return Layer(cfg, index, kind, w)
+
+
+def _layer_from_hf(cfg, index: int, kind: str, src: Mapping, fmt: str) -> Layer:
+    p = f"model.layers.{index}."
+    w = {}
+    shapes = _layer_shapes(cfg, kind)
+    vectors = _layer_vectors(cfg, kind)
+
+    def get(name):
+        key = p + name
+        if key not in src:
+            raise ValueError(f"`weights` lacks {key!r} (needed by layer {index}, a {kind} layer of "
+                             f"{cfg.model_type})")
+        return _np(src[key], key)
+
+    if kind == "moe":
+        E, F = cfg.n_routed_experts, cfg.moe_intermediate_size
+        if p + "mlp.experts.gate_up_proj" in src:
+            gu = get("mlp.experts.gate_up_proj")
+            _expect(gu, (E, 2 * F, cfg.hidden_size), p + "mlp.experts.gate_up_proj")
+            fused = {"mlp.experts.gate": gu[:, :F], "mlp.experts.up": gu[:, F:],
+                     "mlp.experts.down": get("mlp.experts.down_proj")}
+        elif p + "mlp.experts.0.gate_proj.weight" in src:
+            fused = {f"mlp.experts.{part}": np.stack([get(f"mlp.experts.{e}.{part}_proj.weight") for e in range(E)])
+                     for part in ("gate", "up", "down")}
+        else:
+            raise ValueError(f"`weights` has no experts for layer {index}: expected {p + 'mlp.experts.gate_up_proj'!r} "
+                             f"(transformers 5.x) or {p + 'mlp.experts.0.gate_proj.weight'!r} (4.x)")
+    for name, shape in shapes.items():
+        a = fused[name] if name in ("mlp.experts.gate", "mlp.experts.up", "mlp.experts.down") else get(name)
+        _expect(a, shape, p + name)
+        w[name] = to_format(a, fmt)
+    for name, (shape, init) in vectors.items():
+        if name.endswith("e_score_correction_bias") and p + name not in src:
+            w[name] = np.zeros(shape, np.float32)  # checkpoints without the bias route on scores alone
+            continue
+        a = get(name)
+        _expect(a, shape, p + name)
+        w[name] = np.ascontiguousarray(_to_f32(a), dtype=np.float32)
+    return Layer(cfg, index, kind, w)
+
+
+def _np(a, name: str) -> np.ndarray:
+    if hasattr(a, "detach"):  # a torch tensor
+        a = a.detach().cpu().float().numpy()
+    a = np.asarray(a)
+    if a.dtype.kind not in "fu":
+        raise TypeError(f"weight {name!r} must be a float array (or uint16 bfloat16 bits), got {a.dtype}")
+    return a
+
+
+def _expect(a: np.ndarray, shape: tuple, name: str) -> None:
+    if tuple(a.shape) != tuple(shape):
+        raise ValueError(f"weight {name!r} has shape {tuple(a.shape)}, expected {tuple(shape)} from the config")
+
+
+# ---- the model ----------------------------------------------------------------------------
+class Model:
+    """A whole decoder-only model on the C core, with its KV cache (see the module docstring).
+
+    layers: None (all), or a list of layer indices to build: a *sampled* model that runs only
+    those layers (glmbench.measure times full-size layers this way when the model does not fit
+    in RAM; its logits are not the full model's).
+    """
+
+    def __init__(self, config, weights: Mapping | None = None, *, weight_format: str = "f32",
+                 kv_dtype: str = "f32", max_context: int = 4096, seed: int = 0, mla_strategy: str = "flash",
+                 layers: Iterable[int] | None = None, progress: Callable[[int, int], None] | None = None):
+        cfg = _load_config(config)
+        self.config = cfg
+        if weight_format not in WEIGHT_FORMATS:
+            raise ValueError(f"`weight_format` must be one of {WEIGHT_FORMATS}, got {weight_format!r}"
+                             " (q8_0/q4_0 model weights are not supported yet)")
+        if mla_strategy not in MLA_STRATEGIES:
+            raise ValueError(f"`mla_strategy` must be one of {MLA_STRATEGIES}, got {mla_strategy!r}")
+        if isinstance(max_context, bool) or not isinstance(max_context, (int, np.integer)) or max_context < 1:
+            raise ValueError(f"`max_context` must be a positive int, got {max_context!r}")
+        if weights is not None and not isinstance(weights, Mapping):
+            raise TypeError(f"`weights` must be None or a dict of HF-named arrays, got {type(weights).__name__}")
+        self.weight_format, self.kv_dtype, self.mla_strategy = weight_format, kv_dtype, mla_strategy
+        self.max_context, self.seed = int(max_context), int(seed)
+        kinds = layer_kinds(cfg)
+        if layers is None:
+            idx = list(range(cfg.n_layers))
+        else:
+            idx = [int(i) for i in layers]
+            bad = [i for i in idx if not 0 <= i < cfg.n_layers]
+            if bad or not idx or len(set(idx)) != len(idx):
+                raise ValueError(f"`layers` must be distinct indices in [0, {cfg.n_layers}), got {list(layers)}")
+        self.layer_indices = idx
+        self.sampled = layers is not None and len(idx) < cfg.n_layers
+
+        D, V = cfg.hidden_size, cfg.vocab_size
+        if weights is None:
+            self.embed = random_weight("model.embed_tokens.weight", (V, D), weight_format, seed, 1.0)
+            self.lm_head = (self.embed if cfg.tie_word_embeddings else
+                            random_weight("lm_head.weight", (V, D), weight_format, seed, 1.0 / np.sqrt(D)))
+            self.final_norm = np.ones(D, np.float32)
+            self.layers = []
+            for n, i in enumerate(idx):
+                self.layers.append(build_layer(cfg, i, weight_format, seed, kind=kinds[i]))
+                if progress:
+                    progress(n + 1, len(idx))
+        else:
+            def get(key):
+                if key not in weights:
+                    raise ValueError(f"`weights` lacks {key!r}")
+                return _np(weights[key], key)
+            emb = get("model.embed_tokens.weight")
+            _expect(emb, (V, D), "model.embed_tokens.weight")
+            self.embed = to_format(emb, weight_format)
+            if cfg.tie_word_embeddings and "lm_head.weight" not in weights:
+                self.lm_head = self.embed
+            else:
+                head = get("lm_head.weight")
+                _expect(head, (V, D), "lm_head.weight")
+                self.lm_head = to_format(head, weight_format)
+            fn = get("model.norm.weight")
+            _expect(fn, (D,), "model.norm.weight")
+            self.final_norm = np.ascontiguousarray(_to_f32(fn))
+            self.layers = [_layer_from_hf(cfg, i, kinds[i], weights, weight_format) for i in idx]
+
+        from .kvcache import KVCache
+        n = len(idx)
+        if cfg.attention == "mla":
+            self.cache = KVCache.mla(n, self.max_context, cfg.kv_lora_rank, cfg.qk_rope_head_dim, dtype=kv_dtype)
+        else:
+            self.cache = KVCache.gqa(n, self.max_context, cfg.n_kv_heads, cfg.head_dim, dtype=kv_dtype)
+        self.layer_times: list[float] | None = None  # seconds per built layer in the last call, if timing
+
+    # -- state ---------------------------------------------------------------------------
+    @property
+    def n_past(self) -> int:
+        """Tokens held in the KV cache (the position of the next token)."""
+        return self.cache.length(0)
+
+    def reset(self) -> None:
+        self.cache.reset()
+
+    def fill_synthetic(self, n_tokens: int, seed: int = 0) -> None:
+        """Fill the cache to `n_tokens` random finite entries (decode cost at depth does not depend on them)."""
+        self.cache.reset()
+        self.cache.fill_synthetic(int(n_tokens), seed=seed)
+
+    # -- bytes ---------------------------------------------------------------------------
+    @property
+    def weight_bytes(self) -> int:
+        """Bytes of every weight array this object holds (sampled models: only the built layers)."""
+        b = self.embed.nbytes + self.final_norm.nbytes + sum(l.nbytes for l in self.layers)
+        return int(b + (0 if self.lm_head is self.embed else self.lm_head.nbytes))
+
+    # -- forward -------------------------------------------------------------------------
+    def _check_tokens(self, tokens) -> np.ndarray:
+        t = np.asarray(tokens)
+        if t.ndim == 0:
+            t = t.reshape(1)
+        if t.ndim != 1 or t.size == 0:
+            raise ValueError(f"`tokens` must be a non-empty 1-D sequence of token ids, got shape {t.shape}")
+        if t.dtype.kind not in "iu":
+            raise TypeError(f"`tokens` must be integers, got {t.dtype}")
+        V = self.config.vocab_size
+        bad = (t < 0) | (t >= V)
+        if bad.any():
+            j = int(np.argmax(bad))
+            raise ValueError(f"`tokens`[{j}] = {int(t[j])} is outside the vocabulary [0, {V})")
+        if self.n_past + t.size > self.max_context:
+            raise ValueError(f"context full: the cache holds {self.n_past} of max_context={self.max_context} "
+                             f"tokens, cannot add {t.size}")
+        return t.astype(np.int64)
+
+    def embed_tokens(self, tokens: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(_to_f32(self.embed[tokens]), dtype=np.float32)
+
+    def forward_layers(self, x: np.ndarray, positions: np.ndarray, timer: bool = False) -> np.ndarray:
+        times = [] if timer else None
+        for j, layer in enumerate(self.layers):
+            t0 = time.perf_counter() if timer else 0.0
+            x = layer.forward(x, self.cache, j, positions, self.mla_strategy)
+            if timer:
+                times.append(time.perf_counter() - t0)
+        self.layer_times = times
+        return x
+
+    def head(self, x: np.ndarray) -> np.ndarray:
+        h = _ops.rms_norm(x, self.final_norm, float(self.config.rms_norm_eps))
+        return _ops.linear(h, self.lm_head)
+
+    def prefill(self, tokens, *, logits: str = "all", timer: bool = False) -> np.ndarray:
+        """Ingest `tokens` after what the cache holds. logits="all" -> [T, vocab]; "last" -> [vocab]."""
+        if logits not in ("all", "last"):
+            raise ValueError(f"`logits` must be 'all' or 'last', got {logits!r}")
+        t = self._check_tokens(tokens)
+        pos = np.arange(self.n_past, self.n_past + t.size, dtype=np.int64)
+        x = self.forward_layers(self.embed_tokens(t), pos, timer)
+        if logits == "last":
+            return self.head(np.ascontiguousarray(x[-1:]))[0]
+        return self.head(x)
+
+    def decode(self, token, *, timer: bool = False) -> np.ndarray:
+        """One token -> logits [vocab]."""
+        t = self._check_tokens(token)
+        if t.size != 1:
+            raise ValueError(f"`token` must be a single token id, got {t.size} tokens")
+        return self.prefill(t, timer=timer)[0]
+
+    def __repr__(self) -> str:
+        c = self.config
+        return (f"Model({c.name!r}, {len(self.layers)}/{c.n_layers} layers, weights={self.weight_format}, "
+                f"kv={self.kv_dtype}, max_context={self.max_context}, n_past={self.n_past})")

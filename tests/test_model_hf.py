@@ -1,0 +1,153 @@
+"""Oracle 2: whole tiny models built with HF transformers (torch CPU, float32), their weights copied
+into glmbench.Model, logits compared for a prefill and 8 decode steps.
+
+The tiny configs keep every structural feature of the real ones (MLA with and without q_lora,
+nope/rope/v head dims all different, a dense first layer then MoE, shared experts, group-limited
+routing with a randomised e_score_correction_bias, GQA with q/k norm) at hidden size 64.
+"""
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="HF oracle tests need torch (pip install torch==2.13.0, CPU build)")
+transformers = pytest.importorskip("transformers", reason="HF oracle tests need transformers")
+
+import glmbench  # noqa: E402
+from glmbench import configs  # noqa: E402
+
+# Logits of a float32 model through 2-3 layers: HF and glmbench differ only in summation order
+# (OpenBLAS vs torch GEMM, online vs two-pass softmax), ~1e-6 relative per op. 1e-4 is the issue's bar.
+RTOL = 1e-4
+
+TINY = {
+    "glm4_moe_lite": dict(
+        vocab_size=160, hidden_size=64, intermediate_size=96, moe_intermediate_size=32, num_hidden_layers=3,
+        num_attention_heads=4, num_key_value_heads=4, n_shared_experts=1, n_routed_experts=8,
+        routed_scaling_factor=1.8, kv_lora_rank=32, q_lora_rank=48, qk_rope_head_dim=8, v_head_dim=16,
+        qk_nope_head_dim=12, n_group=2, topk_group=1, num_experts_per_tok=2, first_k_dense_replace=1,
+        norm_topk_prob=True, rms_norm_eps=1e-5, rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+    "deepseek_v2": dict(
+        vocab_size=160, hidden_size=64, intermediate_size=96, moe_intermediate_size=32, num_hidden_layers=3,
+        num_attention_heads=4, num_key_value_heads=4, n_shared_experts=2, n_routed_experts=8, kv_lora_rank=32,
+        q_lora_rank=None, qk_rope_head_dim=8, v_head_dim=16, qk_nope_head_dim=12, num_experts_per_tok=3,
+        first_k_dense_replace=1, topk_method="greedy", norm_topk_prob=False, routed_scaling_factor=1.0,
+        rms_norm_eps=1e-6, rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+    "qwen3": dict(
+        vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=16, rms_norm_eps=1e-6,
+        rope_parameters={"rope_type": "default", "rope_theta": 1000000.0}),
+    "qwen3_moe": dict(
+        vocab_size=160, hidden_size=64, intermediate_size=96, moe_intermediate_size=32, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=16, num_experts=8, num_experts_per_tok=2,
+        norm_topk_prob=True, rms_norm_eps=1e-6, rope_parameters={"rope_type": "default", "rope_theta": 1000000.0}),
+}
+
+
+def tiny_hf_model(model_type, seed=0):
+    """A tiny random HF model in float32, eager attention, with weights re-drawn at unit scale."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+    try:
+        cfg = AutoConfig.for_model(model_type, **TINY[model_type])
+    except (KeyError, ValueError) as e:
+        pytest.skip(f"transformers {transformers.__version__} lacks model type {model_type!r}: {e}")
+    cfg._attn_implementation = "eager"
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32).eval()
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.ndim == 1:  # RMSNorm weights: around 1, not exactly, so a skipped norm weight shows
+                p.copy_(1.0 + 0.1 * torch.randn(p.shape, generator=g))
+            else:  # N(0, 1/fan_in): activations stay at unit scale, routers see O(1) logits
+                p.copy_(torch.randn(p.shape, generator=g) / p.shape[-1] ** 0.5)
+        for name, b in model.named_buffers():
+            if name.endswith("e_score_correction_bias"):
+                # Same spread as the sigmoid scores: the bias changes which experts win.
+                b.copy_(0.1 * torch.randn(b.shape, generator=g))
+    return cfg, model
+
+
+def hf_logits(model, prompt, steps):
+    """Logits of a prefill of `prompt` and then one decode step per token of `steps` (teacher forcing)."""
+    out = []
+    with torch.no_grad():
+        r = model(torch.tensor([prompt]), use_cache=True)
+        out.append(r.logits[0].numpy().copy())
+        cache = r.cache if hasattr(r, "cache") and r.cache is not None else r.past_key_values
+        for t in steps:
+            r = model(torch.tensor([[t]]), cache=cache, use_cache=True)
+            cache = r.cache if hasattr(r, "cache") and r.cache is not None else r.past_key_values
+            out.append(r.logits[0, -1].numpy().copy())
+    return out
+
+
+def rel_err(a, b):
+    return float(np.max(np.abs(np.asarray(a, np.float64) - b)) / np.max(np.abs(b)))
+
+
+def glm_logits(m, prompt, steps):
+    out = [m.prefill(np.array(prompt))]
+    for t in steps:
+        out.append(m.decode(t))
+    return out
+
+
+CASES = [("glm4_moe_lite", s) for s in ("naive", "absorbed", "flash")] + \
+        [("deepseek_v2", s) for s in ("naive", "absorbed", "flash")] + [("qwen3", ""), ("qwen3_moe", "")]
+
+
+@pytest.mark.parametrize("model_type,strategy", CASES)
+def test_logits_match_hf(model_type, strategy):
+    hf_cfg, hf = tiny_hf_model(model_type)
+    cfg = configs.load(hf_cfg.to_dict())
+    assert cfg.model_type == model_type
+    assert cfg.attention == ("mla" if strategy else "gqa")
+    weights = {k: v.numpy() for k, v in hf.state_dict().items()}
+    before = {k: v.copy() for k, v in weights.items()}
+    m = glmbench.Model(cfg, weights=weights, weight_format="f32", kv_dtype="f32", max_context=32,
+                       mla_strategy=strategy or "flash")
+    rng = np.random.default_rng(7)
+    prompt = rng.integers(0, cfg.vocab_size, 7).tolist()
+    steps = rng.integers(0, cfg.vocab_size, 8).tolist()
+    want = hf_logits(hf, prompt, steps)
+    got = glm_logits(m, prompt, steps)
+    assert got[0].shape == (7, cfg.vocab_size) and got[1].shape == (cfg.vocab_size,)
+    for i, (a, b) in enumerate(zip(got, want)):
+        assert np.all(np.isfinite(a))
+        err = rel_err(a, b)
+        assert err < RTOL, f"{model_type} {'prefill' if i == 0 else f'decode step {i}'}: relative error {err:.2e}"
+    assert m.n_past == 15
+    for k in weights:  # inputs are never modified
+        np.testing.assert_array_equal(weights[k], before[k])
+    # reset and replay: the same logits again (the cache really was emptied)
+    m.reset()
+    np.testing.assert_allclose(m.prefill(np.array(prompt)), got[0], rtol=0, atol=1e-6 * np.abs(got[0]).max())
+
+
+def test_moe_layers_really_route_by_bias():
+    """The e_score_correction_bias must change which experts run (else the GLM case above would not
+    test it): routing the tiny model's MoE input with and without the bias picks different experts."""
+    hf_cfg, hf = tiny_hf_model("glm4_moe_lite")
+    cfg = configs.load(hf_cfg.to_dict())
+    w = {k: v.numpy() for k, v in hf.state_dict().items()}
+    x = np.random.default_rng(3).standard_normal((64, cfg.hidden_size)).astype(np.float32)
+    kw = dict(top_k=cfg.n_experts_per_tok, scoring="sigmoid", n_group=cfg.n_group, topk_group=cfg.topk_group)
+    with_bias, _ = glmbench.ops.moe_route(x, w["model.layers.1.mlp.gate.weight"],
+                                      bias=w["model.layers.1.mlp.gate.e_score_correction_bias"], **kw)
+    without, _ = glmbench.ops.moe_route(x, w["model.layers.1.mlp.gate.weight"], **kw)
+    assert np.any(np.sort(with_bias, 1) != np.sort(without, 1))
+
+
+def test_bf16_weights_match_hf_with_rounded_weights():
+    """weight_format="bf16" equals HF float32 run on the same weights rounded to bfloat16:
+    the bf16 kernels widen each weight exactly and accumulate in float32."""
+    hf_cfg, hf = tiny_hf_model("qwen3")
+    with torch.no_grad():
+        for p in hf.parameters():
+            if p.ndim == 2:
+                p.copy_(p.to(torch.bfloat16).to(torch.float32))
+    cfg = configs.load(hf_cfg.to_dict())
+    m = glmbench.Model(cfg, weights={k: v.numpy() for k, v in hf.state_dict().items()}, weight_format="bf16",
+                       max_context=32)
+    prompt, steps = [3, 1, 4, 1, 5, 9], [2, 6, 5]
+    for a, b in zip(glm_logits(m, prompt, steps), hf_logits(hf, prompt, steps)):
+        assert rel_err(a, b) < RTOL
