@@ -1,0 +1,213 @@
+"""Quantized weights: ggml's q8_0 and q4_0 block formats, byte for byte, and the kernels that read
+them directly (csrc/quant.c). See docs/QUANT.md for the formats, the kernels, the measured costs and
+the accuracy bounds.
+
+    qt = quantize(w, "q4_0")            # w float32 [..., K], K % 32 == 0 -> QTensor
+    qt.nbytes, qt.shape, qt.fmt         # exact bytes in the ggml layout; logical float shape
+    qt.dequantize()                     # float32 [..., K]
+    linear(x, qt, bias=None)            # x [T, K] or [K] . W^T -> [T, N] or [N]
+    quantize_q8_0(w) / quantize_q4_0(w) # the raw ggml bytes, uint8 [..., K/32 * 34 or 18]
+
+`glmbench.linear`, `glmbench.swiglu` and `glmbench.moe_experts` accept a QTensor in place of a
+float weight and come here.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ._loader import _core
+
+__all__ = ["QTensor", "quantize", "dequantize", "quantize_q8_0", "quantize_q4_0", "linear", "swiglu",
+           "moe_experts", "FORMATS", "kernels"]
+
+# C-core format ids (csrc/common.h) and ggml block sizes (elements, bytes)
+FORMATS = {"q8_0": (8, 32, 34), "q4_0": (9, 32, 18)}
+_COMPUTE = {"auto": 0, "f32": 1, "q8": 2}
+_VERSIONS = {"auto": 0, "ref_f32": 1, "avx512_f32": 2, "ref_q8": 3, "avx2_q8": 4, "vnni_q8": 5, "blas_f32": 6}
+
+
+def _fmt_id(fmt: str) -> int:
+    if fmt not in FORMATS:
+        raise ValueError(f"`fmt` must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    return FORMATS[fmt][0]
+
+
+def row_bytes(fmt: str, k: int) -> int:
+    """Exact bytes of a row of k elements (k a multiple of 32)."""
+    _fmt_id(fmt)
+    _, qk, bb = FORMATS[fmt]
+    if k % qk:
+        raise ValueError(f"{fmt} stores blocks of {qk}; row length {k} is not a multiple")
+    return k // qk * bb
+
+
+class QTensor:
+    """A float tensor of logical shape [..., K] held as ggml blocks: `data` is uint8 [..., row_bytes].
+    Indexing the leading axes (qt[e], qt[a:b]) returns QTensor views (e.g. one expert of [E, F, D])."""
+
+    __slots__ = ("data", "fmt", "shape")
+
+    def __init__(self, data: np.ndarray, fmt: str, shape):
+        _fmt_id(fmt)
+        shape = tuple(int(s) for s in shape)
+        if not isinstance(data, np.ndarray) or data.dtype != np.uint8:
+            raise TypeError(f"`data` must be a uint8 numpy.ndarray, got {getattr(data, 'dtype', type(data).__name__)}")
+        if len(shape) < 1:
+            raise ValueError(f"`shape` must have at least 1 dimension, got {shape}")
+        want = shape[:-1] + (row_bytes(fmt, shape[-1]),)
+        if data.shape != want:
+            raise ValueError(f"`data` has shape {data.shape}; a {fmt} tensor of shape {shape} needs {want}")
+        self.data, self.fmt, self.shape = data, fmt, shape
+
+    @classmethod
+    def from_bytes(cls, buf, fmt: str, shape) -> "QTensor":
+        """Wrap raw ggml bytes (e.g. a GGUF tensor's data, no copy) as a QTensor of logical `shape`."""
+        shape = tuple(int(s) for s in shape)
+        a = np.frombuffer(buf, dtype=np.uint8) if not isinstance(buf, np.ndarray) else buf.view(np.uint8).reshape(-1)
+        rb = row_bytes(fmt, shape[-1])
+        n = int(np.prod(shape[:-1], dtype=np.int64)) * rb
+        if a.size != n:
+            raise ValueError(f"`buf` holds {a.size} bytes; a {fmt} tensor of shape {shape} needs {n}")
+        return cls(a.reshape(shape[:-1] + (rb,)), fmt, shape)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.data.nbytes)
+
+    @property
+    def bits_per_weight(self) -> float:
+        _, qk, bb = FORMATS[self.fmt]
+        return 8.0 * bb / qk
+
+    def dequantize(self) -> np.ndarray:
+        return dequantize(self)
+
+    def __getitem__(self, idx) -> "QTensor":
+        if self.ndim < 2:
+            raise IndexError("a 1-D QTensor cannot be indexed (blocks span the last axis)")
+        if not isinstance(idx, tuple):
+            idx = (idx,)
+        if len(idx) > self.ndim - 1 or any(i is Ellipsis or i is None for i in idx):
+            raise IndexError("QTensor indexing is limited to the leading axes (ints and slices)")
+        data = self.data[idx]
+        return QTensor(data, self.fmt, data.shape[:-1] + (self.shape[-1],))
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        return f"QTensor({self.fmt}, shape={self.shape}, nbytes={self.nbytes})"
+
+
+def _as_f32_2d(x, name="x"):
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"`{name}` must be a numpy.ndarray, got {type(x).__name__}")
+    if x.dtype != np.float32:
+        raise TypeError(f"`{name}` must be float32, got {x.dtype}")
+    if x.ndim < 1:
+        raise ValueError(f"`{name}` must have at least 1 dimension, got shape {x.shape}")
+    return x.reshape(-1, x.shape[-1])
+
+
+def quantize(x: np.ndarray, fmt: str = "q8_0") -> QTensor:
+    """float32 [..., K] (K % 32 == 0, finite) -> QTensor in ggml's `fmt` layout. The input is not
+    modified. ValueError for NaN/inf or a block whose scale overflows float16."""
+    fid = _fmt_id(fmt)
+    x2 = _as_f32_2d(x)
+    data = _core.quantize(x2, fid)
+    return QTensor(data.reshape(x.shape[:-1] + (data.shape[-1],)), fmt, x.shape)
+
+
+def dequantize(qt: QTensor) -> np.ndarray:
+    """QTensor -> float32 [..., K]."""
+    if not isinstance(qt, QTensor):
+        raise TypeError(f"`qt` must be a QTensor, got {type(qt).__name__}")
+    k = qt.shape[-1]
+    y = _core.dequantize(qt.data.reshape(-1, qt.data.shape[-1]), _fmt_id(qt.fmt), k)
+    return y.reshape(qt.shape)
+
+
+def quantize_q8_0(x: np.ndarray) -> np.ndarray:
+    """float32 [..., K] -> the raw ggml q8_0 bytes, uint8 [..., K/32*34]."""
+    return quantize(x, "q8_0").data
+
+
+def quantize_q4_0(x: np.ndarray) -> np.ndarray:
+    """float32 [..., K] -> the raw ggml q4_0 bytes, uint8 [..., K/32*18]."""
+    return quantize(x, "q4_0").data
+
+
+def kernels() -> dict:
+    """{kernel version name: compiled in on this build} (csrc/quant.h lists what each does)."""
+    return dict(_core.qversions())
+
+
+def linear(x: np.ndarray, weight: QTensor, bias=None, *, compute: str = "auto", kernel: str = "auto") -> np.ndarray:
+    """y = x . W^T (+ bias) with W a 2-D QTensor [N, K], read in its block format.
+
+    compute="auto": T < 16 rows quantize x to q8_0 and use integer block dots (ggml's CPU path,
+    AVX-512 VNNI here); T >= 16 dequantizes panels of W and uses OpenBLAS sgemm. "f32": float32
+    activations against weights decoded in registers. "q8": always the q8_0-activation path.
+    `kernel` forces a numbered version (see kernels()); for tests and benchmarks.
+    """
+    if not isinstance(weight, QTensor):
+        raise TypeError(f"`weight` must be a QTensor, got {type(weight).__name__}")
+    if weight.ndim != 2:
+        raise ValueError(f"`weight` must be 2-D [N, K], got shape {weight.shape}")
+    if compute not in _COMPUTE:
+        raise ValueError(f"`compute` must be one of {', '.join(_COMPUTE)}, got {compute!r}")
+    if kernel not in _VERSIONS:
+        raise ValueError(f"`kernel` must be one of {', '.join(_VERSIONS)}, got {kernel!r}")
+    x2 = _as_f32_2d(x)
+    n, k = weight.shape
+    if x2.shape[1] != k:
+        raise ValueError(f"`x` has shape {x.shape}: its last axis must be {k} to match the weight's in_features")
+    y = _core.qlinear(x2, weight.data, _fmt_id(weight.fmt), k, bias, _COMPUTE[compute], _VERSIONS[kernel])
+    return y.reshape(x.shape[:-1] + (n,))
+
+
+def _silu(v):
+    return v / (np.float32(1) + np.exp(-v))
+
+
+def swiglu(x, w_gate: QTensor, w_up: QTensor, w_down: QTensor, **kw) -> np.ndarray:
+    """down(silu(gate x) * up x) with quantized weights (SiLU and the product in float32)."""
+    g = linear(x, w_gate, **kw)
+    u = linear(x, w_up, **kw)
+    with np.errstate(over="ignore"):  # exp(-v) -> inf for v << 0 gives silu = -0, the right limit
+        h = (_silu(g) * u).astype(np.float32)
+    return linear(h, w_down, **kw)
+
+
+def moe_experts(x, topk_idx, topk_weight, w_gate: QTensor, w_up: QTensor, w_down: QTensor, **kw):
+    """Routed experts with quantized weights [E, F, D] / [E, D, F]: the tokens routed to each expert
+    are gathered and run as one quantized SwiGLU, so each chosen expert's weights are read once per
+    call. Returns (y [T, D] float32, counts [E] int64), as glmbench.moe_experts."""
+    for name, w in (("w_gate", w_gate), ("w_up", w_up), ("w_down", w_down)):
+        if not isinstance(w, QTensor) or w.ndim != 3:
+            raise TypeError(f"`{name}` must be a 3-D QTensor [E, ., .], got {w!r}")
+    x2 = _as_f32_2d(x)
+    T, D = x2.shape
+    E, F, D2 = w_gate.shape
+    if D2 != D or w_up.shape != (E, F, D) or w_down.shape != (E, D, F):
+        raise ValueError(f"expert shapes do not match: x {x.shape}, w_gate {w_gate.shape}, w_up {w_up.shape}, "
+                         f"w_down {w_down.shape} (want [E, F, D], [E, F, D], [E, D, F])")
+    idx = np.asarray(topk_idx)
+    wts = np.asarray(topk_weight)
+    if idx.shape != wts.shape or idx.ndim != 2 or idx.shape[0] != T:
+        raise ValueError(f"`topk_idx` {idx.shape} and `topk_weight` {wts.shape} must both be [T={T}, k]")
+    if idx.dtype.kind not in "iu":
+        raise TypeError(f"`topk_idx` must be an integer array, got {idx.dtype}")
+    if idx.size and (idx.min() < 0 or idx.max() >= E):
+        raise ValueError(f"`topk_idx` must be in [0, {E}), got values in [{idx.min()}, {idx.max()}]")
+    y = np.zeros((T, D), np.float32)
+    counts = np.bincount(idx.reshape(-1), minlength=E).astype(np.int64)
+    for e in np.flatnonzero(counts):
+        rows, slot = np.nonzero(idx == e)
+        h = swiglu(np.ascontiguousarray(x2[rows]), w_gate[e], w_up[e], w_down[e], **kw)
+        np.add.at(y, rows, h * wts[rows, slot, None].astype(np.float32))
+    return y.reshape(x.shape[:-1] + (D,)), counts

@@ -1,0 +1,246 @@
+"""ggml q8_0 / q4_0: byte layout against a NumPy reimplementation of ggml's reference quantizers,
+round-trip error bounds in float64, the quantized linear kernels (every compiled version) against
+the float64 reference on the dequantized weights, and QTensor dispatch through glmbench ops."""
+import numpy as np
+import pytest
+
+import glmbench
+from glmbench import formats, quant
+from glmbench import reference as ref
+
+FMTS = ["q8_0", "q4_0"]
+U = 2.0 ** -24  # float32 unit roundoff
+# float16 scale: rel. rounding error <= 2^-11 (normal range)
+F16_REL = 2.0 ** -11
+
+
+def _data(rng, shape, scale=1.0):
+    x = rng.standard_normal(shape) * scale
+    # heavy-tailed blocks as real weights have: a few outliers per row
+    x.flat[rng.integers(0, x.size, max(1, x.size // 50))] *= 8
+    return x.astype(np.float32)
+
+
+# ---- bytes ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("fmt", FMTS)
+@pytest.mark.parametrize("shape", [(32,), (1, 64), (7, 256), (3, 5, 96), (2, 2048)])
+def test_bytes_match_ggml_reference(rng, fmt, shape):
+    x = _data(rng, shape, 3.0)
+    x0 = x.copy()
+    q = getattr(quant, f"quantize_{fmt}")(x)
+    want = getattr(ref, f"quantize_{fmt}")(x)
+    assert q.dtype == np.uint8 and q.shape == want.shape
+    np.testing.assert_array_equal(q, want)
+    np.testing.assert_array_equal(x, x0)
+
+
+@pytest.mark.parametrize("fmt", FMTS)
+def test_layout_by_hand(fmt):
+    # one block, values chosen so every step is exact: amax 127 (q8_0: d = 1) / max -8 (q4_0: d = 1)
+    x = np.zeros(32, np.float32)
+    if fmt == "q8_0":
+        x[0], x[1], x[2], x[3], x[31] = 127, -2.5, 2.5, 0.49, -127  # roundf: -3, 3 (half away), 0
+        q = quant.quantize_q8_0(x)
+        assert q.shape == (34,)
+        assert q[:2].view(np.float16)[0] == 1.0
+        assert list(q[2:].view(np.int8)[[0, 1, 2, 3, 31]]) == [127, -3, 3, 0, -127]
+    else:
+        x[0], x[1], x[16], x[17] = -8, 7, 3.5, -0.6  # d = -8/-8 = 1 -> q = trunc(x + 8.5)
+        q = quant.quantize_q4_0(x)
+        assert q.shape == (18,)
+        assert q[:2].view(np.float16)[0] == 1.0
+        nib = q[2:]
+        assert nib[0] == (0 | (12 << 4))   # x0 = -8 -> 0 (low), x16 = 3.5 -> 12 (high)
+        assert nib[1] == (15 | (7 << 4))   # x1 = 7 -> 15, x17 = -0.6 -> trunc(7.9) = 7
+        assert nib[2] == (8 | (8 << 4))    # zeros -> 8
+
+
+def test_q4_0_ties_pick_first_signed_max():
+    x = np.zeros(32, np.float32)
+    x[3], x[9] = -2.0, 2.0  # equal magnitude: the first (negative) one sets d = -2/-8 = +0.25
+    assert quant.quantize_q4_0(x)[:2].view(np.float16)[0] == np.float16(0.25)
+    x[3], x[9] = 2.0, -2.0
+    assert quant.quantize_q4_0(x)[:2].view(np.float16)[0] == np.float16(-0.25)
+
+
+@pytest.mark.parametrize("fmt", FMTS)
+def test_zero_and_tiny_blocks(fmt):
+    x = np.zeros((2, 64), np.float32)
+    x[1, 40] = 1e-30  # scale underflows float16 to 0: the block decodes to zeros, no NaN
+    qt = quant.quantize(x, fmt)
+    np.testing.assert_array_equal(qt.data, getattr(ref, f"quantize_{fmt}")(x))
+    y = qt.dequantize()
+    assert np.all(np.isfinite(y)) and np.all(np.abs(y) <= 1e-30)
+
+
+# ---- round trip ------------------------------------------------------------------------------
+def test_q8_0_round_trip_bound(rng):
+    x = _data(rng, (64, 512), 2.0)
+    y = quant.quantize(x, "q8_0").dequantize().astype(np.float64)
+    xb = x.astype(np.float64).reshape(64, -1, 32)
+    d = np.abs(xb).max(-1, keepdims=True) / 127
+    d16 = ref.block_scales(quant.quantize_q8_0(x), "q8_0")[..., None]
+    q = np.rint(y.reshape(xb.shape) / np.where(d16 == 0, 1, d16))
+    err = np.abs(xb - y.reshape(xb.shape))
+    # rounding to the grid of step d costs d/2; storing d in float16 moves each point by |q||d - d16|
+    bound = d / 2 + np.abs(q) * np.abs(d - d16) + 4 * U * np.abs(xb)
+    assert np.all(err <= bound)
+    assert np.all(err <= d * (0.5 + 127 * F16_REL) + 4 * U * np.abs(xb))
+
+
+def test_q4_0_round_trip_bound(rng):
+    x = _data(rng, (64, 512), 2.0)
+    y = quant.quantize(x, "q4_0").dequantize().astype(np.float64).reshape(64, -1, 32)
+    xb = x.astype(np.float64).reshape(64, -1, 32)
+    first = np.abs(xb).argmax(-1)[..., None]
+    d = np.abs(np.take_along_axis(xb, first, -1)) / 8  # step |max|/8, grid -8..7
+    d16 = np.abs(ref.block_scales(quant.quantize_q4_0(x), "q4_0"))[..., None]
+    err = np.abs(xb - y)
+    drift = 8 * np.abs(d - d16) + 4 * U * np.abs(xb)
+    # on the grid's side of max: within half a step; on the other side the grid stops at 7 steps,
+    # so values beyond 7.5 steps (only the opposite sign of max can be there) are clipped: one step
+    side = np.sign(xb) * np.sign(np.take_along_axis(xb, first, -1))
+    inner = (np.abs(xb) <= 7.5 * d) | (side >= 0)
+    assert np.all(err[inner] <= np.broadcast_to(d / 2 + drift, xb.shape)[inner])
+    assert np.all(err <= d + drift)
+
+
+@pytest.mark.parametrize("fmt", FMTS)
+def test_dequantize_matches_reference(rng, fmt):
+    x = _data(rng, (5, 3, 128), 10.0)
+    qt = quant.quantize(x, fmt)
+    y = qt.dequantize()
+    assert y.dtype == np.float32 and y.shape == x.shape
+    # d16 * q is exact in float32 (11-bit x 8-bit significands)
+    np.testing.assert_array_equal(y.astype(np.float64), ref.dequantize(qt.data, fmt))
+    np.testing.assert_array_equal(quant.dequantize(qt), y)
+
+
+# ---- QTensor and bytes -------------------------------------------------------------------------
+@pytest.mark.parametrize("fmt", FMTS)
+def test_qtensor_bytes_and_views(rng, fmt):
+    x = _data(rng, (4, 6, 64))
+    qt = quant.quantize(x, fmt)
+    assert qt.shape == (4, 6, 64) and qt.fmt == fmt
+    assert qt.nbytes == 4 * 6 * formats.weight_format(fmt).nbytes(64)
+    assert qt.bits_per_weight == formats.weight_format(fmt).bits_per_weight
+    e = qt[2]
+    assert isinstance(e, quant.QTensor) and e.shape == (6, 64)
+    np.testing.assert_array_equal(e.dequantize(), qt.dequantize()[2])
+    np.testing.assert_array_equal(qt[1:3, 2].dequantize(), qt.dequantize()[1:3, 2])
+    back = quant.QTensor.from_bytes(qt.data.tobytes(), fmt, (4, 6, 64))
+    np.testing.assert_array_equal(back.dequantize(), qt.dequantize())
+    with pytest.raises(ValueError, match="needs"):
+        quant.QTensor.from_bytes(qt.data.tobytes()[:-1], fmt, (4, 6, 64))
+
+
+def test_strided_input_is_accepted(rng):
+    big = _data(rng, (8, 128))
+    x = big[::2, ::2]
+    np.testing.assert_array_equal(quant.quantize_q8_0(x), ref.quantize_q8_0(np.ascontiguousarray(x)))
+
+
+# ---- bad input --------------------------------------------------------------------------------
+def test_bad_input():
+    x = np.ones((2, 64), np.float32)
+    x[1, 5] = np.nan
+    with pytest.raises(ValueError, match=r"`x` contains NaN at flat index 69"):
+        quant.quantize(x, "q8_0")
+    x[1, 5] = np.inf
+    with pytest.raises(ValueError, match=r"`x` contains inf"):
+        quant.quantize(x, "q4_0")
+    with pytest.raises(ValueError, match=r"`x` last axis must be a multiple of 32 \(ggml blocks\), got 40"):
+        quant.quantize(np.ones((2, 40), np.float32), "q8_0")
+    with pytest.raises(TypeError, match=r"`x` must be float32, got float64"):
+        quant.quantize(np.ones((2, 64)), "q8_0")
+    with pytest.raises(ValueError, match=r"`fmt` must be one of q8_0, q4_0, got 'q5_0'"):
+        quant.quantize(np.ones((2, 64), np.float32), "q5_0")
+    big = np.full((1, 32), 1e6, np.float32)  # q4_0 scale 1e6/8 > 65504: float16 overflow
+    with pytest.raises(ValueError, match=r"overflows float16"):
+        quant.quantize(big, "q4_0")
+    quant.quantize(big, "q8_0")  # 1e6/127 fits
+    qt = quant.quantize(np.ones((3, 64), np.float32), "q4_0")
+    with pytest.raises(ValueError, match=r"`x` has shape \(2, 32\): its last axis must be 64"):
+        quant.linear(np.ones((2, 32), np.float32), qt)
+    with pytest.raises(ValueError, match=r"`bias` has shape \(4,\)"):
+        quant.linear(np.ones((2, 64), np.float32), qt, np.ones(4, np.float32))
+    with pytest.raises(TypeError, match=r"`weight` must be a QTensor"):
+        quant.linear(np.ones((2, 64), np.float32), np.ones((3, 64), np.float32))
+    with pytest.raises(ValueError, match=r"`kernel` must be one of"):
+        quant.linear(np.ones((2, 64), np.float32), qt, kernel="fast")
+
+
+# ---- quantized linear ------------------------------------------------------------------------
+AVAILABLE = [k for k, ok in quant.kernels().items() if ok]
+F32_KERNELS = [k for k in AVAILABLE if k.endswith("f32")]
+Q8_KERNELS = [k for k in AVAILABLE if k.endswith("q8")]
+
+
+def _case(rng, T, N, K, fmt, bias):
+    x = _data(rng, (T, K))
+    w = _data(rng, (N, K), 0.05)
+    qt = quant.quantize(w, fmt)
+    b = rng.standard_normal(N).astype(np.float32) if bias else None
+    return x, qt, b
+
+
+@pytest.mark.parametrize("kernel", F32_KERNELS)
+@pytest.mark.parametrize("fmt", FMTS)
+@pytest.mark.parametrize("T,N,K,bias", [(1, 33, 64, False), (3, 70, 96, True), (17, 40, 256, False), (2, 9, 1024, True)])
+def test_linear_f32_kernels_match_reference(rng, kernel, fmt, T, N, K, bias):
+    x, qt, b = _case(rng, T, N, K, fmt, bias)
+    x0, w0 = x.copy(), qt.data.copy()
+    y = quant.linear(x, qt, b, kernel=kernel)
+    want = ref.qlinear(x, qt.data, fmt, b)
+    # weights decode exactly (d16 * q fits float32); the only error is float32 summation:
+    # Higham's gamma_n bound, n = K products plus the block scale and bias steps
+    mag = np.abs(x.astype(np.float64)) @ np.abs(ref.dequantize(qt.data, fmt)).T + (0 if b is None else np.abs(b))
+    assert np.all(np.abs(y - want) <= (K + 4) * U * mag + 1e-30)
+    np.testing.assert_array_equal(x, x0)
+    np.testing.assert_array_equal(qt.data, w0)
+
+
+@pytest.mark.parametrize("kernel", Q8_KERNELS)
+@pytest.mark.parametrize("fmt", FMTS)
+@pytest.mark.parametrize("T,N,K,bias", [(1, 33, 64, False), (3, 70, 96, True), (5, 40, 256, False), (2, 9, 1024, True)])
+def test_linear_q8_kernels(rng, kernel, fmt, T, N, K, bias):
+    x, qt, b = _case(rng, T, N, K, fmt, bias)
+    y = quant.linear(x, qt, b, kernel=kernel).astype(np.float64)
+    # 1) against the exact float64 result on the q8_0-quantized activations: the block dots are
+    # exact integers, so only the float32 sums over K/32 blocks remain, plus the zero-point
+    # correction (8 * sum x for q4_0, 128 * sum x for q8_0 in the VNNI kernel) that cancels
+    xq = ref.dequantize(ref.quantize_q8_0(x), "q8_0")
+    wd = ref.dequantize(qt.data, fmt)
+    want_q = ref.qlinear_q8_activations(x, qt.data, fmt, b)
+    nb = K // 32
+    zp = 128 if fmt == "q8_0" else 8
+    mag = np.abs(xq) @ np.abs(wd).T + (0 if b is None else np.abs(b))
+    corr = zp * (np.abs(xq) @ np.abs(np.repeat(ref.block_scales(qt.data, fmt), 32, -1)).T)
+    assert np.all(np.abs(y - want_q) <= 4 * (nb + 4) * U * (mag + corr))
+    # 2) against the float64 result on the unquantized activations: the activation rounding
+    # (|x - xq| <= dx/2 per element, dx = amax/127 of its block) times |w|, summed
+    want = ref.qlinear(x, qt.data, fmt, b)
+    bound = np.abs(x.astype(np.float64) - xq) @ np.abs(wd).T
+    assert np.all(np.abs(y - want) <= bound + 4 * (nb + 4) * U * (mag + corr))
+
+
+@pytest.mark.parametrize("fmt", FMTS)
+def test_linear_auto_and_1d(rng, fmt):
+    x, qt, b = _case(rng, 20, 24, 128, fmt, True)
+    want = ref.qlinear(x, qt.data, fmt, b)
+    mag = np.abs(x.astype(np.float64)) @ np.abs(ref.dequantize(qt.data, fmt)).T + np.abs(b)
+    y = quant.linear(x, qt, b)  # T=20 >= 16: dequantized panels + sgemm (float32 numerics)
+    assert np.all(np.abs(y - want) <= (128 + 4) * U * mag)
+    y1 = quant.linear(x[3], qt, b)  # 1-D x -> 1-D y
+    assert y1.shape == (24,)
+    np.testing.assert_allclose(y1, want[3], rtol=0, atol=float(0.02 * mag[3].max()))
+    y0 = quant.linear(np.zeros((0, 128), np.float32), qt)
+    assert y0.shape == (0, 24)
+
+
+def test_linear_kernels_agree_with_each_other(rng):
+    # the same integer dots in different instruction sets: equal up to float32 summation order
+    x, qt, _ = _case(rng, 3, 64, 512, "q4_0", False)
+    ys = [quant.linear(x, qt, kernel=k) for k in Q8_KERNELS]
+    for y in ys[1:]:
+        np.testing.assert_allclose(y, ys[0], rtol=1e-5, atol=1e-5 * np.abs(ys[0]).max())
