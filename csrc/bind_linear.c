@@ -1,5 +1,107 @@
-/* bind_linear.c: Python bindings for the linear family (see bind_norm.c for the pattern). */
+/* bind_linear.c: Python bindings for linear.c (see bind_norm.c for the pattern). Weight dtype
+ * picks the format: float32 -> f32 (OpenBLAS), float16 -> f16, uint16 -> bf16 bits. */
 #include "bind.h"
+#include "linear.h"
+
+static const int weight_types[] = {NPY_FLOAT32, NPY_FLOAT16, NPY_UINT16, -1};
+
+static int weight_fmt(PyArrayObject *w) {
+    switch (PyArray_TYPE(w)) {
+    case NPY_FLOAT16: return GB_F16;
+    case NPY_UINT16: return GB_BF16;
+    default: return GB_F32;
+    }
+}
+
+static PyObject *py_linear(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"x", "weight", "bias", NULL};
+    PyObject *xo, *wo, *bo = Py_None;
+    PyArrayObject *x = NULL, *w = NULL, *b = NULL, *y = NULL;
+    PyObject *ret = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|O:linear", kwlist, &xo, &wo, &bo)) return NULL;
+    if (!(x = gb_array(xo, "x", NPY_FLOAT32, 2, GB_COPY))) goto done;
+    if (!(w = gb_array_any(wo, "weight", weight_types, 2, GB_COPY))) goto done;
+    if (gb_check_dim(w, "weight", 1, PyArray_DIM(x, 1), "x.shape[-1] (in features)") < 0) goto done;
+    if (bo != Py_None) {
+        if (!(b = gb_array(bo, "bias", NPY_FLOAT32, 1, GB_COPY))) goto done;
+        if (gb_check_dim(b, "bias", 0, PyArray_DIM(w, 0), "weight.shape[0] (out features)") < 0) goto done;
+        if (gb_check_finite(b, "bias") < 0) goto done;
+    }
+    if (gb_check_finite(x, "x") < 0) goto done;
+    npy_intp dims[2] = {PyArray_DIM(x, 0), PyArray_DIM(w, 0)};
+    if (!(y = gb_new_f32(2, dims))) goto done;
+    int st, fmt = weight_fmt(w);
+    Py_BEGIN_ALLOW_THREADS
+    st = gb_linear((const float *)PyArray_DATA(x), dims[0], PyArray_DIM(x, 1), PyArray_DATA(w), fmt, dims[1],
+                   b ? (const float *)PyArray_DATA(b) : NULL, (float *)PyArray_DATA(y));
+    Py_END_ALLOW_THREADS
+    if (st != GB_OK) {
+        gb_raise_status(st);
+        goto done;
+    }
+    ret = (PyObject *)y;
+    y = NULL;
+done:
+    Py_XDECREF(x);
+    Py_XDECREF(w);
+    Py_XDECREF(b);
+    Py_XDECREF(y);
+    return ret;
+}
+
+static PyObject *py_swiglu(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"x", "w_gate", "w_up", "w_down", NULL};
+    PyObject *xo, *go, *uo, *dob;
+    PyArrayObject *x = NULL, *g = NULL, *u = NULL, *d = NULL, *y = NULL;
+    PyObject *ret = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOO:swiglu", kwlist, &xo, &go, &uo, &dob)) return NULL;
+    if (!(x = gb_array(xo, "x", NPY_FLOAT32, 2, GB_COPY))) goto done;
+    if (!(g = gb_array_any(go, "w_gate", weight_types, 2, GB_COPY))) goto done;
+    if (!(u = gb_array_any(uo, "w_up", weight_types, 2, GB_COPY))) goto done;
+    if (!(d = gb_array_any(dob, "w_down", weight_types, 2, GB_COPY))) goto done;
+    npy_intp D = PyArray_DIM(x, 1), F = PyArray_DIM(g, 0);
+    if (gb_check_dim(g, "w_gate", 1, D, "x.shape[1] (hidden)") < 0) goto done;
+    if (gb_check_dim(u, "w_up", 0, F, "w_gate.shape[0] (intermediate)") < 0) goto done;
+    if (gb_check_dim(u, "w_up", 1, D, "x.shape[1] (hidden)") < 0) goto done;
+    if (gb_check_dim(d, "w_down", 0, D, "x.shape[1] (hidden)") < 0) goto done;
+    if (gb_check_dim(d, "w_down", 1, F, "w_gate.shape[0] (intermediate)") < 0) goto done;
+    if (gb_check_finite(x, "x") < 0) goto done;
+    if (!(y = gb_new_f32(2, PyArray_DIMS(x)))) goto done;
+    int st;
+    Py_BEGIN_ALLOW_THREADS
+    st = gb_swiglu((const float *)PyArray_DATA(x), PyArray_DIM(x, 0), D, PyArray_DATA(g), weight_fmt(g),
+                   PyArray_DATA(u), weight_fmt(u), PyArray_DATA(d), weight_fmt(d), F, (float *)PyArray_DATA(y));
+    Py_END_ALLOW_THREADS
+    if (st != GB_OK) {
+        gb_raise_status(st);
+        goto done;
+    }
+    ret = (PyObject *)y;
+    y = NULL;
+done:
+    Py_XDECREF(x);
+    Py_XDECREF(g);
+    Py_XDECREF(u);
+    Py_XDECREF(d);
+    Py_XDECREF(y);
+    return ret;
+}
+
+static PyObject *py_set_portable(PyObject *self, PyObject *args) {
+    int on;
+    if (!PyArg_ParseTuple(args, "p:_linear_set_portable", &on)) return NULL;
+    gb_linear_set_portable(on);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_has_avx512(PyObject *self, PyObject *noargs) { return PyBool_FromLong(gb_linear_has_avx512()); }
 
 PyMethodDef gb_linear_methods[] = {
+    {"linear", (PyCFunction)(void (*)(void))py_linear, METH_VARARGS | METH_KEYWORDS,
+     "linear(x[T, K] f32, weight[N, K] f32|f16|u16(bf16), bias[N] f32 | None) -> [T, N] f32"},
+    {"swiglu", (PyCFunction)(void (*)(void))py_swiglu, METH_VARARGS | METH_KEYWORDS,
+     "swiglu(x[T, D] f32, w_gate[F, D], w_up[F, D], w_down[D, F]) -> [T, D] f32"},
+    {"_linear_set_portable", py_set_portable, METH_VARARGS,
+     "_linear_set_portable(on): use the portable C kernels instead of AVX-512 (tests)."},
+    {"_linear_has_avx512", py_has_avx512, METH_NOARGS, "_linear_has_avx512() -> bool"},
     {NULL, NULL, 0, NULL}};

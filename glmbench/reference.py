@@ -19,6 +19,60 @@ def rms_norm(x, weight, eps=1e-6):
     return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * _f64(weight)
 
 
+def weight_f64(w):
+    """A weight array as float64: float32/float16 directly, uint16 as bfloat16 bits."""
+    w = np.asarray(w)
+    if w.dtype == np.uint16:
+        return (w.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    return w.astype(np.float64)
+
+
+def to_bf16(a):
+    """float32 -> bfloat16 bits (uint16), round to nearest even (as torch); NaN stays NaN."""
+    u = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32)
+    r = ((u + np.uint32(0x7FFF) + ((u >> 16) & np.uint32(1))) >> 16).astype(np.uint16)
+    nan = np.isnan(np.asarray(a, dtype=np.float32))
+    return np.where(nan, (u >> 16).astype(np.uint16) | np.uint16(0x40), r)
+
+
+# ---- rope ---------------------------------------------------------------------------------
+def rope(x, positions, *, theta, rot_dim, rot_offset=0, layout="interleaved"):
+    x = _f64(x)
+    y = x.copy()
+    half = rot_dim // 2
+    inv = theta ** (-2.0 * np.arange(half) / rot_dim)
+    ang = np.asarray(positions, dtype=np.float64)[:, None] * inv[None, :]  # [T, half]
+    c, s = np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]
+    seg = x[..., rot_offset:rot_offset + rot_dim]
+    if layout == "interleaved":
+        a, b = seg[..., 0::2], seg[..., 1::2]
+        out = np.empty_like(seg)
+        out[..., 0::2] = a * c - b * s
+        out[..., 1::2] = b * c + a * s
+    elif layout == "half":
+        a, b = seg[..., :half], seg[..., half:]
+        out = np.concatenate([a * c - b * s, b * c + a * s], axis=-1)
+    else:
+        raise ValueError(f"`layout` must be 'interleaved' or 'half', got {layout!r}")
+    y[..., rot_offset:rot_offset + rot_dim] = out
+    return y
+
+
+# ---- linear -------------------------------------------------------------------------------
+def linear(x, weight, bias=None):
+    y = _f64(x) @ weight_f64(weight).T
+    return y if bias is None else y + _f64(bias)
+
+
+# ---- swiglu -------------------------------------------------------------------------------
+def silu(g):
+    return g / (1.0 + np.exp(-g))
+
+
+def swiglu(x, w_gate, w_up, w_down):
+    return linear(silu(linear(x, w_gate)) * linear(x, w_up), w_down)
+
+
 # ---- quant --------------------------------------------------------------------------------
 # ggml's reference quantizers (ggml-quants.c quantize_row_q8_0_ref / quantize_row_q4_0_ref),
 # reimplemented from their definition. The ENCODING is defined by float32 arithmetic (the scale

@@ -1,0 +1,39 @@
+/* linear.h: y = x W^T (+ b) with W in HF layout [N, K], and the SwiGLU feed-forward built on it.
+ *
+ * Kernels (one dispatcher, gb_linear):
+ *   f32 weights          OpenBLAS: sgemv for T == 1, sgemm otherwise.
+ *   f16/bf16, T <= 8     gemv16: hand-written, one pass over W converting 16 weights at a time
+ *                        to float32 in registers and FMA-ing them against every token's x (the
+ *                        weights are read once whatever T is, so decode is bandwidth-bound);
+ *                        OpenMP over blocks of output rows; AVX-512 path plus a portable path.
+ *   f16/bf16, T > 8      panel: convert a panel of weight rows (~8 MiB of float32, stays in L3)
+ *                        to float32 scratch, then OpenBLAS sgemm on it; the conversion is
+ *                        10 bytes of traffic per weight against 2T FLOPs, so prefill stays
+ *                        compute-bound.
+ * All accumulate in float32. Weight formats are GB_F32/GB_F16/GB_BF16 from common.h. */
+#ifndef GLMBENCH_LINEAR_H
+#define GLMBENCH_LINEAR_H
+#include <stdint.h>
+
+/* Token count up to which 16-bit weights use the gemv16 kernel instead of panel + sgemm. */
+#define GB_GEMV_MAX_T 8
+
+/* y[T, N] = x[T, K] . w[N, K]^T + bias[N] (bias may be NULL). All contiguous. */
+int gb_linear(const float *x, int64_t T, int64_t K, const void *w, int wfmt, int64_t N, const float *bias,
+              float *y);
+
+/* y[T, D] = down(silu(gate x) * up x) with w_gate, w_up [F, D] and w_down [D, F]. For one token
+ * and equal gate/up formats, gate and up are computed in one fused pass (one parallel region,
+ * x read once per pair of rows). Needs T*F*4 bytes of scratch (tokens are chunked to bound it). */
+int gb_swiglu(const float *x, int64_t T, int64_t D, const void *w_gate, int fmt_gate, const void *w_up, int fmt_up,
+              const void *w_down, int fmt_down, int64_t F, float *y);
+
+/* 1: use the portable C kernels even where AVX-512 was compiled in (tests check both paths). */
+void gb_linear_set_portable(int on);
+/* 1 if the AVX-512 kernels were compiled in. */
+int gb_linear_has_avx512(void);
+
+/* Bytes per weight element of a format (4 or 2); 0 for formats linear does not take. */
+int gb_weight_elem_bytes(int fmt);
+
+#endif
