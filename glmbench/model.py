@@ -55,13 +55,6 @@ def layer_kinds(cfg) -> list[str]:
     return ["moe" if cfg.n_routed_experts and cfg.is_moe_layer(i) else "dense" for i in range(cfg.n_layers)]
 
 
-def _shared_width(cfg) -> int:
-    if not cfg.n_shared_experts:
-        return 0
-    w = getattr(cfg, "shared_expert_intermediate_size", None)
-    return int(w) if w else int(cfg.moe_intermediate_size) * int(cfg.n_shared_experts)
-
-
 # ---- weight formats -----------------------------------------------------------------------
 def _f32_to_bf16(a: np.ndarray) -> np.ndarray:
     """float32 -> bfloat16 bits (uint16), round to nearest even; NaN stays NaN."""
@@ -115,67 +108,30 @@ def random_weight(name: str, shape: tuple, fmt: str, seed: int, std: float) -> n
 
 
 # ---- one decoder layer --------------------------------------------------------------------
-def _layer_shapes(cfg, kind: str) -> dict:
-    """HF-named matrices of one decoder layer -> (shape, fan_in); norms and router listed apart."""
-    D = cfg.hidden_size
-    s = {}
-    if cfg.attention == "mla":
-        H, Dn, Dr, Dv, R = cfg.n_heads, cfg.qk_nope_head_dim, cfg.qk_rope_head_dim, cfg.v_head_dim, cfg.kv_lora_rank
-        if cfg.q_lora_rank:
-            s["self_attn.q_a_proj.weight"] = (cfg.q_lora_rank, D)
-            s["self_attn.q_b_proj.weight"] = (H * (Dn + Dr), cfg.q_lora_rank)
-        else:
-            s["self_attn.q_proj.weight"] = (H * (Dn + Dr), D)
-        s["self_attn.kv_a_proj_with_mqa.weight"] = (R + Dr, D)
-        s["self_attn.kv_b_proj.weight"] = (H * (Dn + Dv), R)
-        s["self_attn.o_proj.weight"] = (D, H * Dv)
-    else:
-        Hq, Hk, Dh = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
-        s["self_attn.q_proj.weight"] = (Hq * Dh, D)
-        s["self_attn.k_proj.weight"] = (Hk * Dh, D)
-        s["self_attn.v_proj.weight"] = (Hk * Dh, D)
-        s["self_attn.o_proj.weight"] = (D, Hq * Dh)
-    if kind == "dense":
-        F = cfg.intermediate_size
-        s["mlp.gate_proj.weight"] = (F, D)
-        s["mlp.up_proj.weight"] = (F, D)
-        s["mlp.down_proj.weight"] = (D, F)
-    else:
-        E, F = cfg.n_routed_experts, cfg.moe_intermediate_size
-        s["mlp.experts.gate"] = (E, F, D)
-        s["mlp.experts.up"] = (E, F, D)
-        s["mlp.experts.down"] = (E, D, F)
-        Fs = _shared_width(cfg)
-        if Fs:
-            s["mlp.shared_experts.gate_proj.weight"] = (Fs, D)
-            s["mlp.shared_experts.up_proj.weight"] = (Fs, D)
-            s["mlp.shared_experts.down_proj.weight"] = (D, Fs)
-    return s
+def _layer_tensors(cfg, index: int) -> dict:
+    """HF names (relative to `model.layers.{index}.`) -> shape, from ModelConfig.tensor_shapes so
+    the model holds exactly the tensors whose bytes the config counts."""
+    p = f"model.layers.{index}."
+    return {k[len(p):]: s for k, s in cfg.tensor_shapes().items() if k.startswith(p)}
 
 
-def _layer_vectors(cfg, kind: str) -> dict:
-    """float32 vectors of one layer: name -> (shape, init) with init "ones" | "bias" | ("normal", std)."""
-    D = cfg.hidden_size
-    v = {"input_layernorm.weight": ((D,), "ones"), "post_attention_layernorm.weight": ((D,), "ones")}
-    if cfg.attention == "mla":
-        if cfg.q_lora_rank:
-            v["self_attn.q_a_layernorm.weight"] = ((cfg.q_lora_rank,), "ones")
-        v["self_attn.kv_a_layernorm.weight"] = ((cfg.kv_lora_rank,), "ones")
-    else:
-        if cfg.qk_norm:
-            v["self_attn.q_norm.weight"] = ((cfg.head_dim,), "ones")
-            v["self_attn.k_norm.weight"] = ((cfg.head_dim,), "ones")
-        if cfg.attention_bias:
-            v["self_attn.q_proj.bias"] = ((cfg.n_heads * cfg.head_dim,), "bias")
-            v["self_attn.k_proj.bias"] = ((cfg.n_kv_heads * cfg.head_dim,), "bias")
-            v["self_attn.v_proj.bias"] = ((cfg.n_kv_heads * cfg.head_dim,), "bias")
-    if kind == "moe":
-        v["mlp.gate.weight"] = ((cfg.n_routed_experts, D), ("normal", 1.0 / np.sqrt(D)))
-        if cfg.router_bias:
-            # Spread comparable to the sigmoid scores themselves, so the bias really changes
-            # which experts are chosen (it is what noaux_tc load balancing learns).
-            v["mlp.gate.e_score_correction_bias"] = ((cfg.n_routed_experts,), ("normal", 0.1))
-    return v
+def _is_f32(name: str, shape: tuple) -> bool:
+    """Stays float32 whatever the weight format: 1-D tensors and the router (as llama.cpp keeps them)."""
+    return len(shape) == 1 or name == "mlp.gate.weight"
+
+
+def _init_std(name: str, shape: tuple, cfg) -> float | None:
+    """Std of the random init; None means ones (norm weights)."""
+    if name.endswith("e_score_correction_bias"):
+        # Spread comparable to the sigmoid scores themselves, so the bias really changes which
+        # experts are chosen (it is what noaux_tc load balancing learns).
+        return 0.1
+    if len(shape) == 1:
+        return None if name.endswith("norm.weight") else 0.02
+    return 1.0 / np.sqrt(shape[-1])
+
+
+_EXPERTS = ("mlp.experts.gate_proj", "mlp.experts.up_proj", "mlp.experts.down_proj")
 
 
 class Layer:
@@ -214,8 +170,8 @@ class Layer:
         if self.kind == "dense":
             m = _ops.swiglu(h, w["mlp.gate_proj.weight"], w["mlp.up_proj.weight"], w["mlp.down_proj.weight"])
         else:
-            m, self.last_counts = _ops.moe(h, w["mlp.gate.weight"], w["mlp.experts.gate"], w["mlp.experts.up"],
-                                           w["mlp.experts.down"], shared=self._shared, **self._route)
+            m, self.last_counts = _ops.moe(h, w["mlp.gate.weight"], *(w[n] for n in _EXPERTS),
+                                           shared=self._shared, **self._route)
         return x + m
 
 
@@ -224,28 +180,22 @@ def _attention():
     return attention
 
 
-def build_layer(cfg, index: int, weight_format: str = "bf16", seed: int = 0, *, kind: str | None = None) -> Layer:
+def build_layer(cfg, index: int, weight_format: str = "bf16", seed: int = 0) -> Layer:
     """Layer `index` of `cfg` with random weights (the same tensors the full Model would draw)."""
-    if kind is None:
-        kind = layer_kinds(cfg)[index]
+    kind = layer_kinds(cfg)[index]
     w = {}
-    for name, shape in _layer_shapes(cfg, kind).items():
-        fan_in = shape[-1]
-        w[name] = random_weight(f"model.layers.{index}.{name}", shape, weight_format, seed, 1.0 / np.sqrt(fan_in))
-    for name, (shape, init) in _layer_vectors(cfg, kind).items():
-        if init == "ones":
+    for name, shape in _layer_tensors(cfg, index).items():
+        std = _init_std(name, shape, cfg)
+        if std is None:
             w[name] = np.ones(shape, np.float32)
         else:
-            std = 0.02 if init == "bias" else init[1]
-            w[name] = random_weight(f"model.layers.{index}.{name}", shape, "f32", seed, std)
+            fmt = "f32" if _is_f32(name, shape) else weight_format
+            w[name] = random_weight(f"model.layers.{index}.{name}", shape, fmt, seed, std)
     return Layer(cfg, index, kind, w)
 
 
 def _layer_from_hf(cfg, index: int, kind: str, src: Mapping, fmt: str) -> Layer:
     p = f"model.layers.{index}."
-    w = {}
-    shapes = _layer_shapes(cfg, kind)
-    vectors = _layer_vectors(cfg, kind)
 
     def get(name):
         key = p + name
@@ -254,30 +204,29 @@ def _layer_from_hf(cfg, index: int, kind: str, src: Mapping, fmt: str) -> Layer:
                              f"{cfg.model_type})")
         return _np(src[key], key)
 
+    experts = {}
     if kind == "moe":
         E, F = cfg.n_routed_experts, cfg.moe_intermediate_size
-        if p + "mlp.experts.gate_up_proj" in src:
+        if p + "mlp.experts.gate_up_proj" in src:  # transformers 5.x: gate and up fused on the rows
             gu = get("mlp.experts.gate_up_proj")
             _expect(gu, (E, 2 * F, cfg.hidden_size), p + "mlp.experts.gate_up_proj")
-            fused = {"mlp.experts.gate": gu[:, :F], "mlp.experts.up": gu[:, F:],
-                     "mlp.experts.down": get("mlp.experts.down_proj")}
-        elif p + "mlp.experts.0.gate_proj.weight" in src:
-            fused = {f"mlp.experts.{part}": np.stack([get(f"mlp.experts.{e}.{part}_proj.weight") for e in range(E)])
-                     for part in ("gate", "up", "down")}
+            experts = {_EXPERTS[0]: gu[:, :F], _EXPERTS[1]: gu[:, F:], _EXPERTS[2]: get("mlp.experts.down_proj")}
+        elif p + "mlp.experts.gate_proj" in src:   # already stacked (ModelConfig.tensor_shapes names)
+            experts = {n: get(n) for n in _EXPERTS}
+        elif p + "mlp.experts.0.gate_proj.weight" in src:  # transformers 4.x: one module per expert
+            experts = {f"mlp.experts.{part}_proj": np.stack([get(f"mlp.experts.{e}.{part}_proj.weight")
+                                                             for e in range(E)]) for part in ("gate", "up", "down")}
         else:
             raise ValueError(f"`weights` has no experts for layer {index}: expected {p + 'mlp.experts.gate_up_proj'!r} "
                              f"(transformers 5.x) or {p + 'mlp.experts.0.gate_proj.weight'!r} (4.x)")
-    for name, shape in shapes.items():
-        a = fused[name] if name in ("mlp.experts.gate", "mlp.experts.up", "mlp.experts.down") else get(name)
-        _expect(a, shape, p + name)
-        w[name] = to_format(a, fmt)
-    for name, (shape, init) in vectors.items():
+    w = {}
+    for name, shape in _layer_tensors(cfg, index).items():
         if name.endswith("e_score_correction_bias") and p + name not in src:
             w[name] = np.zeros(shape, np.float32)  # checkpoints without the bias route on scores alone
             continue
-        a = get(name)
+        a = experts[name] if name in experts else get(name)
         _expect(a, shape, p + name)
-        w[name] = np.ascontiguousarray(_to_f32(a), dtype=np.float32)
+        w[name] = np.ascontiguousarray(_to_f32(a)) if _is_f32(name, shape) else to_format(a, fmt)
     return Layer(cfg, index, kind, w)
 
 
@@ -339,7 +288,7 @@ class Model:
             self.final_norm = np.ones(D, np.float32)
             self.layers = []
             for n, i in enumerate(idx):
-                self.layers.append(build_layer(cfg, i, weight_format, seed, kind=kinds[i]))
+                self.layers.append(build_layer(cfg, i, weight_format, seed))
                 if progress:
                     progress(n + 1, len(idx))
         else:
@@ -366,8 +315,9 @@ class Model:
         if cfg.attention == "mla":
             self.cache = KVCache.mla(n, self.max_context, cfg.kv_lora_rank, cfg.qk_rope_head_dim, dtype=kv_dtype)
         else:
-            self.cache = KVCache.gqa(n, self.max_context, cfg.n_kv_heads, cfg.head_dim, dtype=kv_dtype)
-        self.layer_times: list[float] | None = None  # seconds per built layer in the last call, if timing
+            self.cache = KVCache.gqa(n, self.max_context, cfg.n_kv_heads, cfg.head_dim, cfg.v_head_dim,
+                                     dtype=kv_dtype)
+        self.last_timing: dict = {}
 
     # -- state ---------------------------------------------------------------------------
     @property
@@ -412,37 +362,46 @@ class Model:
     def embed_tokens(self, tokens: np.ndarray) -> np.ndarray:
         return np.ascontiguousarray(_to_f32(self.embed[tokens]), dtype=np.float32)
 
-    def forward_layers(self, x: np.ndarray, positions: np.ndarray, timer: bool = False) -> np.ndarray:
-        times = [] if timer else None
+    def forward_layers(self, x: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        times = []
         for j, layer in enumerate(self.layers):
-            t0 = time.perf_counter() if timer else 0.0
+            t0 = time.perf_counter()
             x = layer.forward(x, self.cache, j, positions, self.mla_strategy)
-            if timer:
-                times.append(time.perf_counter() - t0)
-        self.layer_times = times
+            times.append(time.perf_counter() - t0)
+        self.last_timing["layer_s"] = times
         return x
 
     def head(self, x: np.ndarray) -> np.ndarray:
         h = _ops.rms_norm(x, self.final_norm, float(self.config.rms_norm_eps))
         return _ops.linear(h, self.lm_head)
 
-    def prefill(self, tokens, *, logits: str = "all", timer: bool = False) -> np.ndarray:
-        """Ingest `tokens` after what the cache holds. logits="all" -> [T, vocab]; "last" -> [vocab]."""
+    def prefill(self, tokens, *, logits: str = "all") -> np.ndarray:
+        """Ingest `tokens` after what the cache holds. logits="all" -> [T, vocab]; "last" -> [vocab]
+        (what generation needs: the lm_head runs on the last token only).
+
+        Afterwards `last_timing` holds the seconds spent in the embedding lookup, in each built
+        layer (a list) and in the final norm + lm_head (glmbench.measure reads it)."""
         if logits not in ("all", "last"):
             raise ValueError(f"`logits` must be 'all' or 'last', got {logits!r}")
         t = self._check_tokens(tokens)
         pos = np.arange(self.n_past, self.n_past + t.size, dtype=np.int64)
-        x = self.forward_layers(self.embed_tokens(t), pos, timer)
-        if logits == "last":
-            return self.head(np.ascontiguousarray(x[-1:]))[0]
-        return self.head(x)
+        t0 = time.perf_counter()
+        x = self.embed_tokens(t)
+        t1 = time.perf_counter()
+        self.last_timing = {"embed_s": t1 - t0}
+        x = self.forward_layers(x, pos)
+        t2 = time.perf_counter()
+        out = self.head(np.ascontiguousarray(x[-1:]))[0] if logits == "last" else self.head(x)
+        t3 = time.perf_counter()
+        self.last_timing.update(head_s=t3 - t2, total_s=t3 - t0)
+        return out
 
-    def decode(self, token, *, timer: bool = False) -> np.ndarray:
+    def decode(self, token) -> np.ndarray:
         """One token -> logits [vocab]."""
         t = self._check_tokens(token)
         if t.size != 1:
             raise ValueError(f"`token` must be a single token id, got {t.size} tokens")
-        return self.prefill(t, timer=timer)[0]
+        return self.prefill(t, logits="last")
 
     def __repr__(self) -> str:
         c = self.config
