@@ -137,18 +137,21 @@ static int check_layer(const gb_kvcache *c, int64_t layer) {
     return GB_OK;
 }
 
-/* Encode token t's rows; a: this token's a-part, b: its b-part (shapes as in append). */
-static void write_token(gb_kvcache *c, int64_t layer, int64_t t, const float *a, const float *b) {
+/* Encode token t's rows; a: this token's a-part, b: its b-part (shapes as in append). Nonzero if
+ * a q8_0/q4_0 block scale overflowed float16 (gb_encode_row's status). */
+static int write_token(gb_kvcache *c, int64_t layer, int64_t t, const float *a, const float *b) {
+    int bad = 0;
     if (c->kind == GB_KV_MLA) {
         uint8_t *dst = k_ptr_w(c, layer, 0, t);
-        gb_encode_row(c->fmt, a, dst, c->dk);
-        gb_encode_row(c->fmt, b, dst + gb_row_bytes(c->fmt, c->dk), c->dv);
+        bad |= gb_encode_row(c->fmt, a, dst, c->dk);
+        bad |= gb_encode_row(c->fmt, b, dst + gb_row_bytes(c->fmt, c->dk), c->dv);
     } else {
         for (int64_t h = 0; h < c->n_heads; h++) {
-            gb_encode_row(c->fmt, a + h * c->dk, k_ptr_w(c, layer, h, t), c->dk);
-            gb_encode_row(c->fmt, b + h * c->dv, v_ptr_w(c, layer, h, t), c->dv);
+            bad |= gb_encode_row(c->fmt, a + h * c->dk, k_ptr_w(c, layer, h, t), c->dk);
+            bad |= gb_encode_row(c->fmt, b + h * c->dv, v_ptr_w(c, layer, h, t), c->dv);
         }
     }
+    return bad;
 }
 
 int gb_kvcache_append(gb_kvcache *c, int64_t layer, const float *a, const float *b, int64_t T) {
@@ -161,8 +164,12 @@ int gb_kvcache_append(gb_kvcache *c, int64_t layer, const float *a, const float 
                         (long)L, (long)c->capacity, (long)T);
     if ((st = ensure_blocks_poisoned(c, layer, L + T))) return st;
     int64_t as = c->n_heads * c->dk, bs = c->n_heads * c->dv;
-#pragma omp parallel for schedule(static) if (T * as > 65536)
-    for (int64_t i = 0; i < T; i++) write_token(c, layer, L + i, a + i * as, b + i * bs);
+    int bad = 0;
+#pragma omp parallel for schedule(static) if (T * as > 65536) reduction(| : bad)
+    for (int64_t i = 0; i < T; i++) bad |= write_token(c, layer, L + i, a + i * as, b + i * bs);
+    if (bad) /* the length is not advanced: the rows written stay beyond it, unread */
+        return gb_error(GB_EVALUE, "cannot store these values in a %s KV cache: a block scale overflows float16 "
+                        "(largest |value| above %s)", c->fmt == GB_Q8_0 ? "q8_0" : "q4_0", c->fmt == GB_Q8_0 ? "8.3e6" : "5.2e5");
     c->len[layer] = L + T;
     return GB_OK;
 }
