@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import quant as _quant
 from ._loader import _core
 
 __all__ = ["rms_norm"]
@@ -77,7 +78,10 @@ def linear(x: np.ndarray, weight, bias: np.ndarray | None = None) -> np.ndarray:
         if x.ndim == 1:
             return _core.linear(x[None, :], weight, bias)[0]
         return _core.linear(x, weight, bias)
-    raise TypeError(f"`weight` must be a numpy.ndarray (float32, float16 or uint16 bf16), got {type(weight).__name__}")
+    if isinstance(weight, _quant.QTensor):  # ggml q8_0/q4_0 blocks: glmbench/quant.py
+        return _quant.linear(x, weight, bias)
+    raise TypeError(f"`weight` must be a numpy.ndarray (float32, float16 or uint16 bf16) or a quant.QTensor, "
+                    f"got {type(weight).__name__}")
 
 
 # ---- swiglu ------------------------------------------------------------------------------
@@ -90,6 +94,8 @@ def swiglu(x: np.ndarray, w_gate: np.ndarray, w_up: np.ndarray, w_down: np.ndarr
     and up in the same format, gate and up are computed in one fused pass."""
     if not isinstance(x, np.ndarray):
         raise TypeError(f"`x` must be a numpy.ndarray, got {type(x).__name__}")
+    if any(isinstance(w, _quant.QTensor) for w in (w_gate, w_up, w_down)):  # glmbench/quant.py
+        return _quant.swiglu(x, w_gate, w_up, w_down)
     if x.ndim == 1:
         return _core.swiglu(x[None, :], w_gate, w_up, w_down)[0]
     return _core.swiglu(x, w_gate, w_up, w_down)
