@@ -174,13 +174,21 @@ def _silu(v):
     return v / (np.float32(1) + np.exp(-v))
 
 
-def swiglu(x, w_gate: QTensor, w_up: QTensor, w_down: QTensor, **kw) -> np.ndarray:
-    """down(silu(gate x) * up x) with quantized weights (SiLU and the product in float32)."""
-    g = linear(x, w_gate, **kw)
-    u = linear(x, w_up, **kw)
+def _any_linear(x, w, **kw):
+    if isinstance(w, QTensor):
+        return linear(x, w, **kw)
+    from .ops import linear as _float_linear  # float weights (f32/f16/bf16)
+    return _float_linear(x, w)
+
+
+def swiglu(x, w_gate, w_up, w_down, **kw) -> np.ndarray:
+    """down(silu(gate x) * up x) where any of the weights may be a QTensor (SiLU and the product
+    in float32). x [T, D] or [D]."""
+    g = _any_linear(x, w_gate, **kw)
+    u = _any_linear(x, w_up, **kw)
     with np.errstate(over="ignore"):  # exp(-v) -> inf for v << 0 gives silu = -0, the right limit
         h = (_silu(g) * u).astype(np.float32)
-    return linear(h, w_down, **kw)
+    return _any_linear(h, w_down, **kw)
 
 
 def moe_experts(x, topk_idx, topk_weight, w_gate: QTensor, w_up: QTensor, w_down: QTensor, **kw):

@@ -244,3 +244,50 @@ def test_linear_kernels_agree_with_each_other(rng):
     ys = [quant.linear(x, qt, kernel=k) for k in Q8_KERNELS]
     for y in ys[1:]:
         np.testing.assert_allclose(y, ys[0], rtol=1e-5, atol=1e-5 * np.abs(ys[0]).max())
+
+
+# ---- dispatch through glmbench ops ----------------------------------------------------------
+@pytest.mark.parametrize("fmt", FMTS)
+def test_ops_accept_qtensor(rng, fmt):
+    x = _data(rng, (2, 64))
+    wg, wu, wd = _data(rng, (96, 64), 0.1), _data(rng, (96, 64), 0.1), _data(rng, (64, 96), 0.1)
+    qg, qu, qd = (quant.quantize(w, fmt) for w in (wg, wu, wd))
+    b = rng.standard_normal(96).astype(np.float32)
+    np.testing.assert_array_equal(glmbench.linear(x, qg, b), quant.linear(x, qg, b))
+    np.testing.assert_array_equal(glmbench.linear(x[0], qg), quant.linear(x[0], qg))
+    # swiglu on quantized weights vs the float64 reference on the dequantized ones, through the
+    # q8_0-activation path: each linear carries the activation rounding (~1/254 of a block's amax)
+    dg, du, dd = (ref.dequantize(q.data, fmt) for q in (qg, qu, qd))
+    g, u = x.astype(np.float64) @ dg.T, x.astype(np.float64) @ du.T
+    want = (g / (1 + np.exp(-g)) * u) @ dd.T
+    y = glmbench.swiglu(x, qg, qu, qd)
+    np.testing.assert_allclose(y, want, rtol=0, atol=0.03 * np.abs(want).max())
+    # the f32 path has no activation rounding: float32 summation only
+    y32 = quant.swiglu(x, qg, qu, qd, compute="f32")
+    np.testing.assert_allclose(y32, want, rtol=0, atol=1e-5 * np.abs(want).max())
+    # mixed: quantized gate/up, float32 down
+    ym = glmbench.swiglu(x, qg, qu, dd.astype(np.float32))
+    np.testing.assert_allclose(ym, want, rtol=0, atol=0.03 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("fmt", FMTS)
+def test_moe_experts_quantized(rng, fmt):
+    T, D, F, E, k = 5, 64, 96, 6, 2
+    x = _data(rng, (T, D))
+    qg = quant.quantize(_data(rng, (E, F, D), 0.1), fmt)
+    qu = quant.quantize(_data(rng, (E, F, D), 0.1), fmt)
+    qd = quant.quantize(_data(rng, (E, D, F), 0.1), fmt)
+    idx = np.array([[0, 3], [3, 5], [1, 0], [5, 3], [2, 4]], np.int32)
+    wts = rng.random((T, k)).astype(np.float32)
+    y, counts = quant.moe_experts(x, idx, wts, qg, qu, qd, compute="f32")
+    np.testing.assert_array_equal(counts, np.bincount(idx.ravel(), minlength=E))
+    want = np.zeros((T, D))
+    dg, du, dd = (ref.dequantize(q.data, fmt) for q in (qg, qu, qd))
+    for t in range(T):
+        for j in range(k):
+            e = idx[t, j]
+            g, u = dg[e] @ x[t].astype(np.float64), du[e] @ x[t].astype(np.float64)
+            want[t] += wts[t, j] * (dd[e] @ (g / (1 + np.exp(-g)) * u))
+    np.testing.assert_allclose(y, want, rtol=0, atol=1e-5 * np.abs(want).max())
+    with pytest.raises(ValueError, match=r"`topk_idx` must be in \[0, 6\)"):
+        quant.moe_experts(x, idx + 3, wts, qg, qu, qd)
