@@ -291,3 +291,108 @@ def test_moe_experts_quantized(rng, fmt):
     np.testing.assert_allclose(y, want, rtol=0, atol=1e-5 * np.abs(want).max())
     with pytest.raises(ValueError, match=r"`topk_idx` must be in \[0, 6\)"):
         quant.moe_experts(x, idx + 3, wts, qg, qu, qd)
+
+
+# ---- KV cache in the block formats --------------------------------------------------------------
+KV_FMTS = ["f32", "f16", "bf16", "q8_0", "q4_0"]
+
+
+def _codec(x, fmt):
+    """What a cache row should hold after encode + decode, computed independently of the C codec."""
+    if fmt == "f32":
+        return x.astype(np.float64)
+    if fmt == "f16":
+        return x.astype(np.float16).astype(np.float64)
+    if fmt == "bf16":
+        from glmbench.model import to_format
+        return (to_format(x, "bf16").astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    return ref.dequantize(getattr(ref, f"quantize_{fmt}")(x), fmt)
+
+
+@pytest.mark.parametrize("fmt", KV_FMTS)
+def test_kv_cache_bytes_exact(fmt):
+    from glmbench.kvcache import KVCache
+    per = {"f32": 4.0, "f16": 2.0, "bf16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32}[fmt]
+    # GLM-4.7-Flash: 47 layers x (512 latent + 64 rope key); q8_0 = 47 x 576/32 x 34 = 28,764 B
+    glm = KVCache.mla(47, 256, 512, 64, dtype=fmt)
+    assert glm.bytes_per_token == 47 * int(576 * per) == 47 * formats.kv_format(fmt).nbytes(576)
+    # Qwen3-32B: 64 layers x 8 kv heads x (K 128 + V 128)
+    qw = KVCache.gqa(64, 256, 8, 128, dtype=fmt)
+    assert qw.bytes_per_token == 64 * 8 * 2 * formats.kv_format(fmt).nbytes(128)
+    glm.fill_synthetic(100)
+    assert glm.bytes_used == 100 * glm.bytes_per_token
+
+
+@pytest.mark.parametrize("fmt", KV_FMTS)
+@pytest.mark.parametrize("kind", ["gqa", "mla"])
+def test_kv_cache_stores_codec_rows(rng, fmt, kind):
+    from glmbench.kvcache import KVCache
+    if kind == "mla":
+        c = KVCache.mla(2, 128, 512, 64, dtype=fmt)
+        a, b = _data(rng, (7, 512)), _data(rng, (7, 64))
+    else:
+        c = KVCache.gqa(2, 128, 2, 64, 96, dtype=fmt)
+        a, b = _data(rng, (7, 2, 64)), _data(rng, (7, 2, 96))
+    c.append(1, a, b)
+    ra, rb = c.read(1)
+    np.testing.assert_array_equal(ra.astype(np.float64), _codec(a, fmt))
+    np.testing.assert_array_equal(rb.astype(np.float64), _codec(b, fmt))
+
+
+@pytest.mark.parametrize("fmt", ["q8_0", "q4_0"])
+def test_kv_cache_scale_overflow_is_an_error(fmt):
+    from glmbench.kvcache import KVCache
+    c = KVCache.mla(1, 64, 512, 64, dtype=fmt)
+    lat = np.ones((1, 512), np.float32)
+    lat[0, 3] = 1e7  # scale 1e7/127 or 1e7/8 overflows float16
+    with pytest.raises(ValueError, match="overflows float16"):
+        c.append(0, lat, np.ones((1, 64), np.float32))
+    assert c.length(0) == 0
+
+
+def _attention64(q, K, V, scale):
+    """float64 causal GQA attention; the T queries are the last T cached tokens."""
+    T, Hq, _ = q.shape
+    L, Hkv, _ = K.shape
+    out = np.zeros((T, Hq, V.shape[2]))
+    for t in range(T):
+        n = L - T + t + 1
+        for h in range(Hq):
+            s = K[:n, h * Hkv // Hq] @ q[t, h].astype(np.float64) * scale
+            p = np.exp(s - s.max())
+            out[t, h] = (p / p.sum()) @ V[:n, h * Hkv // Hq]
+    return out
+
+
+def _gqa_attention(q, cache, layer):
+    try:
+        from glmbench.attention import gqa_attention
+    except ImportError:  # the wrapper module lands with core part B; the C op is already there
+        from glmbench._core import gqa_attention
+    return gqa_attention(q, cache, layer)
+
+
+@pytest.mark.parametrize("fmt", KV_FMTS)
+def test_gqa_attention_on_quantized_cache(rng, fmt):
+    from glmbench.kvcache import KVCache
+    L, Hkv, Hq, Dh, T = 200, 2, 8, 128, 3
+    k, v = _data(rng, (L, Hkv, Dh)), _data(rng, (L, Hkv, Dh))
+    q = _data(rng, (T, Hq, Dh))
+    c = KVCache.gqa(1, 256, Hkv, Dh, dtype=fmt)
+    c.append(0, k, v)
+    y = _gqa_attention(q, c, 0).astype(np.float64)
+    K, V = (a.astype(np.float64) for a in c.read(0))
+    scale = 1 / np.sqrt(Dh)
+    # 1) attention reads what the cache stores: float64 attention on the decoded rows, float32 slack
+    np.testing.assert_allclose(y, _attention64(q, K, V, scale), rtol=0, atol=2e-5 * np.abs(V).max())
+    # 2) against the float32-cache result, a bound from the stored errors themselves: logits move by
+    # at most delta = scale * sum|q||dK| (per query head), which scales each softmax weight by at
+    # most e^{+-2 delta}, so |dp|_1 <= e^{2 delta} - 1; the output moves by <= |dp|_1 max|V| + max|dV|
+    exact = _attention64(q, k.astype(np.float64), v.astype(np.float64), scale)
+    dK, dV = np.abs(K - k), np.abs(V - v)
+    for t in range(T):
+        for h in range(Hq):
+            g = h * Hkv // Hq
+            delta = scale * (dK[:, g] @ np.abs(q[t, h])).max()
+            bound = np.expm1(2 * delta) * np.abs(v[:, g]).max() + dV[:, g].max()
+            assert np.abs(y[t, h] - exact[t, h]).max() <= bound + 2e-5 * np.abs(v).max()
