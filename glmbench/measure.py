@@ -1,0 +1,345 @@
+"""Real timings of whole models on this machine's CPU (evidence="measured"). Definitions in docs/MEASURE.md.
+
+    recs = measure("glm-4.7-flash", depths=(0, 4096), n_prompt=512, n_gen=16, weights="bf16", kv="bf16",
+                   out="results/glm.json")
+
+Tests (one record each, llama-bench field names where they overlap):
+  tg   decode: n_gen tokens one at a time with n_depth tokens already cached (`tg@d`)
+  pp   prefill: a chunk of n_prompt tokens on top of n_depth cached ones (`pp n @ d`); at depth 0
+       the record also carries ttft_s, the time to first token for an n_prompt-token prompt
+  mem  bytes held for weights and the KV cache (exact counts of the arrays / cache blocks) next
+       to the process's RSS
+
+Full or sampled. A model whose weights and cache do not fit in this machine's memory is measured
+by layer sampling: k distinct full-size layers of each kind (dense-FFN, MoE) are built and timed
+(every layer of a kind that has k or fewer), each step's time is scaled to all layers:
+
+    t_step = t_embed + t_head + sum over kinds of (layers of that kind) x (mean time of its sampled layers)
+
+and the record says `sampled: true`, which layers were timed, and the spread between them.
+Decode and prefill at depth d fill the cache with synthetic entries (KVCache.fill_synthetic):
+attention costs the same whatever the values; records say `kv_fill: "synthetic"`.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import platform
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from . import records as _records
+
+__all__ = ["measure", "choose_layers", "sample_layers", "scaled_seconds", "decode_bytes_per_token",
+           "cpu_name", "rss_bytes"]
+
+TESTS = ("tg", "pp", "mem")
+# The full model must leave this share of available memory free (activations, Python, the OS).
+FIT_FRACTION = 0.7
+
+
+# ---- this machine -------------------------------------------------------------------------
+def cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _proc_status(field: str) -> int:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def rss_bytes() -> tuple[int, int]:
+    """(current, peak) resident set size of this process in bytes (0 where /proc is missing)."""
+    return _proc_status("VmRSS"), _proc_status("VmHWM")
+
+
+def available_bytes() -> int:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES"))
+
+
+# ---- what to build ------------------------------------------------------------------------
+def choose_layers(cfg, weights: str, kv: str, capacity: int, available: int | None = None) -> str:
+    """"full" when the whole model (weights + a cache of `capacity` tokens) fits in FIT_FRACTION of
+    the available memory, else "sampled"."""
+    need = cfg.weight_bytes(weights) + cfg.kv_bytes_per_token(kv) * int(capacity)
+    avail = available_bytes() if available is None else int(available)
+    return "full" if need <= FIT_FRACTION * avail else "sampled"
+
+
+def sample_layers(cfg, k: int) -> list[int]:
+    """k layer indices of each kind, spread evenly over that kind's layers (all of them if <= k)."""
+    from .model import layer_kinds
+    kinds = layer_kinds(cfg)
+    out = []
+    for kind in ("dense", "moe"):
+        idx = [i for i, t in enumerate(kinds) if t == kind]
+        if len(idx) <= k:
+            out += idx
+        else:  # first, last and evenly between: early and late layers both get timed
+            out += [idx[int(round(j * (len(idx) - 1) / (k - 1)))] for j in range(k)]
+    return sorted(set(out))
+
+
+def scaled_seconds(timing: dict, built_kinds: Sequence[str], layer_counts: dict) -> float:
+    """One step's time for the whole model from a step of a sampled model: each kind's mean
+    per-layer time times the number of layers of that kind, plus embedding and head."""
+    t = timing["embed_s"] + timing["head_s"]
+    per = {}
+    for kind, s in zip(built_kinds, timing["layer_s"]):
+        per.setdefault(kind, []).append(s)
+    for kind, n in layer_counts.items():
+        if n:
+            if kind not in per:
+                raise ValueError(f"no sampled layer of kind {kind!r} to scale {n} layers from")
+            t += n * float(np.mean(per[kind]))
+    return t
+
+
+def decode_bytes_per_token(cfg, weights: str = "bf16", kv: str = "bf16", depth: int = 0) -> int:
+    """Bytes one decode step must read at least: every weight it multiplies through (routed experts:
+    only the n_experts_per_tok chosen ones; the embedding: one row), the norms, and the whole
+    KV cache at `depth` tokens. The floor of decode time is this over the memory bandwidth."""
+    from . import formats
+    fmt, f32 = formats.weight_format(weights), formats.weight_format("f32")
+    total = 0
+    for name, shape in cfg.tensor_shapes().items():
+        n = int(np.prod(shape))
+        if len(shape) == 1 or name.endswith("mlp.gate.weight"):
+            b = f32.nbytes(n)
+        else:
+            cols = shape[-1]
+            b = (n // cols) * formats.row_format(fmt, cols).nbytes(cols)
+        if name == "model.embed_tokens.weight":
+            b //= shape[0]  # one row looked up
+            if cfg.tie_word_embeddings:  # the same table is also the lm_head, read whole
+                b += (n // shape[-1]) * formats.row_format(fmt, shape[-1]).nbytes(shape[-1])
+        elif ".mlp.experts." in name:
+            b = b * cfg.n_experts_per_tok // cfg.n_routed_experts
+        total += b
+    return total + cfg.kv_bytes_per_token(kv) * int(depth)
+
+
+# ---- measuring ----------------------------------------------------------------------------
+def _check_args(depths, n_prompt, n_gen, repeats, warmup, tests, layers, threads):
+    depths = tuple(depths) if isinstance(depths, Iterable) and not isinstance(depths, str) else (depths,)
+    if not depths:
+        raise ValueError("`depths` must list at least one depth, got an empty sequence")
+    for d in depths:
+        if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 0:
+            raise ValueError(f"`depths` must be integers >= 0, got {d!r}")
+    for name, v, lo in (("n_prompt", n_prompt, 1), ("n_gen", n_gen, 1), ("repeats", repeats, 1),
+                        ("warmup", warmup, 0)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
+            raise ValueError(f"`{name}` must be an integer >= {lo}, got {v!r}")
+    tests = (tests,) if isinstance(tests, str) else tuple(tests)
+    bad = [t for t in tests if t not in TESTS]
+    if bad or not tests:
+        raise ValueError(f"`tests` must be a non-empty subset of {TESTS}, got {tests!r}")
+    if isinstance(layers, str) and layers.strip().isdigit():
+        layers = int(layers)
+    if isinstance(layers, (int, np.integer)) and not isinstance(layers, bool):
+        if layers < 2:
+            raise ValueError(f"`layers` as a number is k sampled layers of each kind and must be >= 2, got {layers}")
+        layers = int(layers)
+    elif layers not in ("auto", "full", "sampled"):
+        raise ValueError(f"`layers` must be 'auto', 'full', 'sampled' or a number k >= 2, got {layers!r}")
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1):
+        raise ValueError(f"`threads` must be None or an integer >= 1, got {threads!r}")
+    return tuple(int(d) for d in depths), tests, layers
+
+
+def _key(r: dict) -> tuple:
+    return (r.get("test"), r.get("model"), r.get("weights"), r.get("type_k"), r.get("mla_strategy"),
+            r.get("n_prompt"), r.get("n_gen"), r.get("n_depth"), r.get("n_threads"), r.get("layers_mode"),
+            r.get("repetitions"))
+
+
+def _stats(ts: list[float]) -> dict:
+    a = np.asarray(ts, np.float64)
+    return dict(avg_ts=float(a.mean()), stddev_ts=float(a.std(ddof=1)) if a.size > 1 else 0.0,
+                median_ts=float(np.median(a)), min_ts=float(a.min()), max_ts=float(a.max()))
+
+
+def measure(model, *, depths=(4096,), n_prompt: int = 512, n_gen: int = 16, weights: str = "bf16",
+            kv: str = "bf16", mla_strategy: str = "flash", threads: int | None = None, repeats: int = 3,
+            layers="auto", out=None, progress: bool = True, tests=TESTS, warmup: int = 1,
+            seed: int = 0) -> list[dict]:
+    """Measure `model` (built-in name, config.json path, dict or ModelConfig) on this CPU with random
+    seeded weights. One record per (test, depth) plus one "mem" record; see the module docstring.
+
+    layers: "auto" (full if it fits in memory, else sampled with k=2), "full", "sampled" (k=2),
+            or a number k >= 2 of layers of each kind to sample.
+    out:    a .json path: finished points are stored as they complete and skipped on a rerun.
+    warmup: untimed runs before the `repeats` timed ones, per point.
+    """
+    from . import configs, get_num_threads, set_num_threads
+    from . import formats
+    from .model import Model, layer_kinds
+
+    depths, tests, layers = _check_args(depths, n_prompt, n_gen, repeats, warmup, tests, layers, threads)
+    cfg = configs.load(model)
+    formats.weight_format(weights)  # named ValueError for an unknown format
+    formats.kv_format(kv)
+    if threads is not None:
+        set_num_threads(int(threads))
+    n_threads = get_num_threads()
+    capacity = max(depths) + max(n_prompt if "pp" in tests else 0, n_gen + warmup if "tg" in tests else 0, 1)
+    if layers == "auto":
+        mode = choose_layers(cfg, weights, kv, capacity)
+        k = 2
+    elif layers == "full":
+        mode, k = "full", 0
+    else:
+        mode, k = "sampled", (2 if layers == "sampled" else layers)
+    idx = None if mode == "full" else sample_layers(cfg, k)
+    if idx is not None and len(idx) == cfg.n_layers:
+        mode, idx = "full", None  # k covers every layer: nothing is scaled
+
+    kinds = layer_kinds(cfg)
+    counts = {kind: kinds.count(kind) for kind in ("dense", "moe")}
+    cpu = cpu_name()
+    base = dict(
+        evidence="measured", model=cfg.name, model_type=cfg.model_type,
+        device=f"CPU: {cpu} ({n_threads} threads)", cpu_info=cpu, n_cards=1, split="none",
+        weights=weights, type_k=kv, type_v=kv, mla_strategy=mla_strategy if cfg.attention == "mla" else "",
+        runtime="glmbench", n_threads=n_threads, repetitions=int(repeats), warmup=int(warmup),
+        layers_mode=mode, sampled=mode == "sampled", n_layers=cfg.n_layers,
+        layers_timed=",".join(map(str, idx if idx is not None else range(cfg.n_layers))),
+        model_size=cfg.weight_bytes(weights), model_n_params=cfg.total_params())
+    from . import __version__
+    base["glmbench_version"] = __version__
+
+    points = []
+    for d in depths:
+        if "pp" in tests:
+            points.append(dict(base, test="pp", n_prompt=int(n_prompt), n_gen=0, n_depth=d))
+        if "tg" in tests:
+            points.append(dict(base, test="tg", n_prompt=0, n_gen=int(n_gen), n_depth=d))
+    if "mem" in tests:
+        points.append(dict(base, test="mem", n_prompt=0, n_gen=0, n_depth=max(depths)))
+    store = _records.ResultStore(out, _key) if out is not None else None
+    todo = [p for p in points if store is None or not store.done(_key(p))]
+    results = {}
+    if todo:
+        bar = _bar(progress, sum(1 if p["test"] == "mem" else warmup + repeats for p in todo), cfg.name)
+        if bar is not None:
+            bar.set_postfix_str(f"building {len(idx) if idx else cfg.n_layers} layers")
+        m = Model(cfg, weight_format=weights, kv_dtype=kv, max_context=capacity, seed=seed,
+                  mla_strategy=mla_strategy, layers=idx)
+        built_kinds = [l.kind for l in m.layers]
+        rng = np.random.default_rng(seed)
+        try:
+            for p in todo:
+                if bar is not None:
+                    bar.set_postfix_str(f"{p['test']}@{p['n_depth']}")
+                r = _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar)
+                r["test_time"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+                results[_key(r)] = r
+                if store is not None:
+                    store.add(r)
+        finally:
+            if bar is not None:
+                bar.close()
+    out_recs = []
+    for p in points:
+        k_ = _key(p)
+        out_recs.append(results[k_] if k_ in results else next(r for r in store.records if _key(r) == k_))
+    return out_recs
+
+
+def _bar(progress, total, name):
+    if not progress:
+        return None
+    from tqdm.auto import tqdm
+    return tqdm(total=total, desc=f"measure {name}", unit="run", leave=True)
+
+
+def _step_seconds(m, built_kinds, counts) -> float:
+    return m.last_timing["total_s"] if not m.sampled else scaled_seconds(m.last_timing, built_kinds, counts)
+
+
+def _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar) -> dict:
+    cfg, d = m.config, p["n_depth"]
+    r = dict(p)
+    if p["test"] == "mem":
+        m.fill_synthetic(d)
+        rss, peak = rss_bytes()
+        r.update(weight_bytes=m.weight_bytes, kv_bytes=m.cache.bytes_used,
+                 kv_bytes_allocated=m.cache.bytes_allocated, kv_bytes_per_token=m.cache.bytes_per_token,
+                 weight_bytes_model=cfg.weight_bytes(p["weights"]),
+                 kv_bytes_model=cfg.kv_bytes_per_token(p["type_k"]) * d,
+                 rss_bytes=rss, rss_peak_bytes=peak,
+                 # The C core keeps no workspace ledger: what RSS holds beyond the weights and the
+                 # cache (activations, Python, NumPy, OpenBLAS buffers) is reported as one figure.
+                 other_rss_bytes=max(0, rss - m.weight_bytes - m.cache.bytes_allocated),
+                 kv_fill="synthetic" if d else "none",
+                 avg_ts=None, stddev_ts=None)
+        m.reset()
+        if bar is not None:
+            bar.update(1)
+        return r
+    tok_s, secs, per_layer = [], [], {}
+    for rep in range(warmup + repeats):
+        if d:
+            m.fill_synthetic(d)
+        else:
+            m.reset()
+        if p["test"] == "tg":
+            toks = rng.integers(0, cfg.vocab_size, p["n_gen"])
+            t = 0.0
+            for tok in toks:
+                m.decode(int(tok))
+                t += _step_seconds(m, built_kinds, counts)
+                if rep >= warmup:
+                    for j, s in enumerate(m.last_timing["layer_s"]):
+                        per_layer.setdefault(j, []).append(s)
+            n = p["n_gen"]
+        else:
+            m.prefill(rng.integers(0, cfg.vocab_size, p["n_prompt"]), logits="last")
+            t = _step_seconds(m, built_kinds, counts)
+            if rep >= warmup:
+                for j, s in enumerate(m.last_timing["layer_s"]):
+                    per_layer.setdefault(j, []).append(s)
+            n = p["n_prompt"]
+        if rep >= warmup:
+            tok_s.append(n / t)
+            secs.append(t)
+        if bar is not None:
+            bar.update(1)
+    m.reset()
+    r.update(_stats(tok_s))
+    r["avg_ns"] = float(np.mean(secs) * 1e9)
+    r["stddev_ns"] = float(np.std(secs, ddof=1) * 1e9) if len(secs) > 1 else 0.0
+    r["kv_fill"] = "synthetic" if d else "none"
+    if p["test"] == "pp" and d == 0:
+        r["ttft_s"] = float(np.median(secs))
+    # Per-layer times by kind: median over steps for each built layer, then across layers.
+    for kind in ("dense", "moe"):
+        med = [float(np.median(per_layer[j])) for j, kd in enumerate(built_kinds) if kd == kind and j in per_layer]
+        if med:
+            c = float(np.median(med))
+            r[f"layer_ms_{kind}"] = 1e3 * c
+            r[f"layer_spread_{kind}"] = (max(med) - min(med)) / c if c > 0 else 0.0
+            r[f"layers_timed_{kind}"] = len(med)
+    return r

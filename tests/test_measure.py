@@ -1,0 +1,143 @@
+"""glmbench.measure on tiny models: records, sampling arithmetic, resume, bad input.
+No timing is asserted (speed is shown by bench/bench_models.py), only that numbers are real and
+consistent: positive rates, spreads, exact byte counts."""
+import json
+
+import numpy as np
+import pytest
+
+from glmbench import configs, measure as M, records
+from glmbench.model import layer_kinds
+
+
+def tiny_glm(n_layers=6):
+    hf = dict(configs.load("glm-4.7-flash").hf)
+    hf.update(vocab_size=96, hidden_size=64, intermediate_size=80, num_attention_heads=4, num_key_value_heads=4,
+              kv_lora_rank=32, qk_rope_head_dim=8, qk_nope_head_dim=12, v_head_dim=16, q_lora_rank=48,
+              moe_intermediate_size=32, n_routed_experts=8, num_experts_per_tok=2, num_hidden_layers=n_layers)
+    return configs.load(hf)
+
+
+def tiny_qwen():
+    hf = dict(configs.load("qwen3-32b").hf)
+    hf.update(vocab_size=96, hidden_size=64, intermediate_size=80, num_attention_heads=4, num_key_value_heads=2,
+              head_dim=16, num_hidden_layers=3)
+    return configs.load(hf)
+
+
+KW = dict(depths=(0, 24), n_prompt=6, n_gen=3, repeats=2, warmup=1, progress=False)
+
+
+def test_sampled_records(tmp_path):
+    cfg = tiny_glm()
+    recs = M.measure(cfg, layers=2, weights="bf16", kv="bf16", **KW)
+    assert [(r["test"], r["n_depth"]) for r in recs] == [("pp", 0), ("tg", 0), ("pp", 24), ("tg", 24), ("mem", 24)]
+    for r in recs:
+        records.validate(r)
+        assert r["evidence"] == "measured" and r["sampled"] is True and r["layers_mode"] == "sampled"
+        # the one dense layer is timed whole; 2 of the 5 MoE layers (first and last) are sampled
+        assert r["layers_timed"] == "0,1,5"
+        assert r["weights"] == "bf16" and r["type_k"] == r["type_v"] == "bf16" and r["mla_strategy"] == "flash"
+        assert r["device"].startswith("CPU: ") and r["n_threads"] >= 1
+    for r in recs[:4]:
+        assert r["avg_ts"] > 0 and r["stddev_ts"] >= 0 and r["min_ts"] <= r["median_ts"] <= r["max_ts"]
+        assert r["layers_timed_moe"] == 2 and r["layers_timed_dense"] == 1 and r["layer_spread_moe"] >= 0
+        assert r["kv_fill"] == ("synthetic" if r["n_depth"] else "none")
+    assert recs[0]["ttft_s"] > 0 and "ttft_s" not in recs[2]
+    mem = recs[4]
+    # exact byte counts: 3 built layers of (32 latent + 8 rope) bf16 values per token
+    assert mem["kv_bytes"] == 3 * 24 * 40 * 2
+    assert mem["kv_bytes_model"] == cfg.kv_bytes_per_token("bf16") * 24
+    assert mem["weight_bytes_model"] == cfg.weight_bytes("bf16") > mem["weight_bytes"] > 0
+    assert mem["rss_bytes"] > 0
+    # CSV and JSON round trips keep the llama-bench fields
+    records.write_records(tmp_path / "m.csv", recs)
+    back = records.read_records(tmp_path / "m.csv")
+    assert back[1]["n_gen"] == 3 and back[1]["avg_ts"] == pytest.approx(recs[1]["avg_ts"])
+
+
+def test_full_mode_when_it_fits():
+    recs = M.measure(tiny_qwen(), layers="auto", tests=("tg",), **KW)
+    assert all(r["layers_mode"] == "full" and r["sampled"] is False for r in recs)
+    assert recs[0]["layers_timed"] == "0,1,2" and recs[0]["mla_strategy"] == ""
+
+
+def test_resume_skips_finished_points(tmp_path, monkeypatch):
+    out = tmp_path / "run.json"
+    cfg = tiny_qwen()
+    first = M.measure(cfg, depths=(0,), n_prompt=4, n_gen=2, repeats=1, warmup=0, progress=False, out=out,
+                      tests=("tg", "pp"))
+    assert len(json.loads(out.read_text())) == 2
+
+    def boom(*a, **k):
+        raise AssertionError("a finished point was measured again")
+    monkeypatch.setattr("glmbench.model.Model.__init__", boom)
+    again = M.measure(cfg, depths=(0,), n_prompt=4, n_gen=2, repeats=1, warmup=0, progress=False, out=out,
+                      tests=("tg", "pp"))
+    assert again == json.loads(json.dumps(first))
+    monkeypatch.undo()
+    # a new depth measures only the new points, and the file then holds all four
+    more = M.measure(cfg, depths=(0, 8), n_prompt=4, n_gen=2, repeats=1, warmup=0, progress=False, out=out,
+                     tests=("tg", "pp"))
+    assert [r["n_depth"] for r in more] == [0, 0, 8, 8]
+    assert more[:2] == again
+    assert len(records.read_records(out)) == 4
+
+
+def test_sampling_arithmetic():
+    cfg = tiny_glm(10)
+    assert layer_kinds(cfg).count("moe") == 9
+    assert M.sample_layers(cfg, 2) == [0, 1, 9]
+    assert M.sample_layers(cfg, 3) == [0, 1, 5, 9]
+    timing = {"embed_s": 0.5, "head_s": 1.0, "layer_s": [2.0, 3.0, 5.0]}
+    # 1 dense layer at 2 s + 9 MoE layers at the mean of 3 and 5 s + embed + head
+    assert M.scaled_seconds(timing, ["dense", "moe", "moe"], {"dense": 1, "moe": 9}) == 0.5 + 1.0 + 2.0 + 9 * 4.0
+    with pytest.raises(ValueError, match="no sampled layer of kind 'dense'"):
+        M.scaled_seconds(timing, ["moe", "moe", "moe"], {"dense": 1, "moe": 9})
+
+
+def test_auto_decides_from_memory():
+    glm = configs.load("glm-4.7-flash")
+    assert M.choose_layers(glm, "bf16", "bf16", 8192, available=24 * 2**30) == "sampled"
+    assert M.choose_layers(glm, "bf16", "bf16", 8192, available=512 * 2**30) == "full"
+    assert M.choose_layers(tiny_qwen(), "bf16", "bf16", 64, available=2**30) == "full"
+
+
+def test_decode_bytes_per_token_counts_active_weights():
+    glm = configs.load("glm-4.7-flash")
+    b0 = M.decode_bytes_per_token(glm, "bf16", "bf16", 0)
+    # ~3.1 B weights touched per token (REFERENCE: ~3.2 B active incl. one embedding table) at 2 bytes
+    active = glm.active_params(embeddings=False) + glm.vocab_size * glm.hidden_size  # + lm_head
+    assert abs(b0 - 2 * active) / (2 * active) < 0.01
+    # KV at depth: exactly 54,144 bytes per cached token (47 x 576 x 2)
+    assert M.decode_bytes_per_token(glm, "bf16", "bf16", 4096) - b0 == 54144 * 4096
+    qwen = configs.load("qwen3-32b")
+    # a dense model reads everything but the embedding table (one row of it)
+    emb = qwen.vocab_size * qwen.hidden_size * 2
+    assert M.decode_bytes_per_token(qwen, "bf16", "bf16", 0) == qwen.weight_bytes("bf16") - emb + 2 * qwen.hidden_size
+
+
+def test_bad_arguments():
+    cfg = tiny_qwen()
+    for kw, msg in [
+        (dict(depths=()), "`depths` must list at least one depth"),
+        (dict(depths=(-1,)), r"`depths` must be integers >= 0, got -1"),
+        (dict(n_gen=0), r"`n_gen` must be an integer >= 1, got 0"),
+        (dict(repeats=1.5), r"`repeats` must be an integer >= 1, got 1.5"),
+        (dict(tests=("tg", "speed")), r"`tests` must be a non-empty subset"),
+        (dict(layers=1), r"`layers` as a number is k sampled layers of each kind and must be >= 2, got 1"),
+        (dict(layers="most"), r"`layers` must be 'auto', 'full', 'sampled' or a number k >= 2, got 'most'"),
+        (dict(threads=0), r"`threads` must be None or an integer >= 1, got 0"),
+        (dict(weights="q3"), r"unknown weight format 'q3'"),
+        (dict(kv="q2"), r"unknown KV-cache format 'q2'"),
+        (dict(out="x.csv"), r"ResultStore `path` must end in .json"),
+    ]:
+        with pytest.raises(ValueError, match=msg):
+            M.measure(cfg, progress=False, **kw)
+
+
+def test_layers_given_as_text_like_the_cli():
+    recs = M.measure(tiny_glm(), layers="3", tests=("tg",), depths=(0,), n_gen=2, repeats=1, warmup=0,
+                     progress=False)
+    assert recs[0]["layers_timed"] == "0,1,3,5" and recs[0]["sampled"]
+    assert np.isfinite(recs[0]["avg_ts"])
