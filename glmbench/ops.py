@@ -99,3 +99,62 @@ def swiglu(x: np.ndarray, w_gate: np.ndarray, w_up: np.ndarray, w_down: np.ndarr
     if x.ndim == 1:
         return _core.swiglu(x[None, :], w_gate, w_up, w_down)[0]
     return _core.swiglu(x, w_gate, w_up, w_down)
+
+
+# ---- moe ---------------------------------------------------------------------------------
+__all__ += ["moe_route", "moe_experts", "moe"]
+
+_SCORING = {"sigmoid": 0, "softmax": 1}
+
+
+def moe_route(x: np.ndarray, router_weight: np.ndarray, *, top_k: int, scoring: str = "sigmoid",
+              bias: np.ndarray | None = None, n_group: int = 1, topk_group: int = 1,
+              norm_topk_prob: bool = True, routed_scaling_factor: float = 1.0):
+    """Route tokens x[T, D] f32 with router_weight[E, D] f32 -> (topk_idx[T, k] int32,
+    topk_weight[T, k] float32).
+
+    scoring="sigmoid" (GLM-4.7-Flash, DeepSeek-V3 noaux_tc): s = sigmoid(logits); choice = s + bias
+      (bias[E] only chooses); experts in groups of E/n_group, group score = sum of the group's top-2
+      choices; keep the topk_group best groups; top_k experts by choice among them; weights = s of
+      the chosen. Experts outside the kept groups are excluded (HF fills them with 0.0 instead;
+      the two differ only if every kept choice is negative).
+    scoring="softmax" (DeepSeek-V2, Qwen3-MoE): s = softmax(logits), top_k of s; n_group must be 1.
+    Then w /= (sum w + 1e-20) if norm_topk_prob, and w *= routed_scaling_factor.
+    Logits and scores are computed in float64 (HF uses float32), so choices equal
+    glmbench.reference.moe_route exactly except below ~1e-15 relative. Ties go to the LOWER expert
+    (and group) index; each row is ordered by descending choice score.
+    """
+    if scoring not in _SCORING:
+        raise ValueError(f"`scoring` must be 'sigmoid' or 'softmax', got {scoring!r}")
+    if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)):
+        raise TypeError(f"`top_k` must be an int, got {top_k!r}")
+    return _core.moe_route(x, router_weight, int(top_k), _SCORING[scoring], bias, int(n_group), int(topk_group),
+                           bool(norm_topk_prob), float(routed_scaling_factor))
+
+
+def moe_experts(x: np.ndarray, topk_idx: np.ndarray, topk_weight: np.ndarray, w_gate: np.ndarray,
+                w_up: np.ndarray, w_down: np.ndarray):
+    """Routed experts: y[t] = sum_j topk_weight[t, j] * SwiGLU_{topk_idx[t, j]}(x[t]).
+
+    x[T, D] f32, topk_idx[T, k] int32, topk_weight[T, k] f32, w_gate/w_up[E, F, D], w_down[E, D, F]
+    (float32, float16 or uint16 bf16; strided weights are copied on every call) ->
+    (y[T, D] f32, counts[E] int64: (token, slot) pairs per expert). Grouped by expert: each chosen
+    expert runs once over all its tokens (GEMM when it has more than 8), so its weights are read
+    once per call; contributions are added in ascending expert order (thread-count independent).
+    """
+    return _core.moe_experts(x, topk_idx, topk_weight, w_gate, w_up, w_down)
+
+
+def moe(x: np.ndarray, router_weight: np.ndarray, w_gate: np.ndarray, w_up: np.ndarray, w_down: np.ndarray, *,
+        shared=None, **route_kwargs):
+    """The MoE feed-forward: route (moe_route, with route_kwargs), the routed experts
+    (moe_experts), plus the shared expert(s) if `shared` = (g[Fs, D], u[Fs, D], d[D, Fs]) (several
+    shared experts are one SwiGLU of width n_shared * F, as HF stores them).
+    -> (y[T, D] f32, counts[E] int64)."""
+    idx, w = moe_route(x, router_weight, **route_kwargs)
+    y, counts = moe_experts(x, idx, w, w_gate, w_up, w_down)
+    if shared is not None:
+        if not (isinstance(shared, (tuple, list)) and len(shared) == 3):
+            raise TypeError(f"`shared` must be None or a (w_gate, w_up, w_down) tuple, got {type(shared).__name__}")
+        y += swiglu(x, *shared)
+    return y, counts

@@ -73,6 +73,195 @@ def swiglu(x, w_gate, w_up, w_down):
     return linear(silu(linear(x, w_gate)) * linear(x, w_up), w_down)
 
 
+# ---- moe ----------------------------------------------------------------------------------
+def _top_lower(v, k):
+    """Indices of the k largest v, descending; equal values in ascending index order."""
+    return np.argsort(-v, kind="stable")[:k]
+
+
+def moe_route(x, router_weight, *, top_k, scoring="sigmoid", bias=None, n_group=1, topk_group=1,
+              norm_topk_prob=True, routed_scaling_factor=1.0):
+    logits = _f64(x) @ _f64(router_weight).T
+    T, E = logits.shape
+    if scoring == "sigmoid":
+        s = 1.0 / (1.0 + np.exp(-logits))
+    elif scoring == "softmax":
+        e = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        s = e / e.sum(axis=-1, keepdims=True)
+    else:
+        raise ValueError(f"`scoring` must be 'sigmoid' or 'softmax', got {scoring!r}")
+    choice = s + (_f64(bias) if bias is not None else 0.0)
+    gs = E // n_group
+    idx = np.zeros((T, top_k), np.int32)
+    w = np.zeros((T, top_k), np.float64)
+    for t in range(T):
+        c = choice[t].copy()
+        if n_group > 1:
+            grp = c.reshape(n_group, gs)
+            gscore = np.array([np.sort(g)[::-1][:2].sum() for g in grp])
+            keep = _top_lower(gscore, topk_group)
+            mask = np.zeros(n_group, bool)
+            mask[keep] = True
+            c = np.where(np.repeat(mask, gs), c, -np.inf)
+        chosen = _top_lower(c, top_k)
+        idx[t] = chosen
+        w[t] = s[t, chosen]
+    if norm_topk_prob:
+        w = w / (w.sum(axis=-1, keepdims=True) + 1e-20)
+    return idx, w * routed_scaling_factor
+
+
+def moe_experts(x, topk_idx, topk_weight, w_gate, w_up, w_down):
+    x = _f64(x)
+    E = np.shape(w_gate)[0]
+    y = np.zeros_like(x)
+    counts = np.bincount(np.asarray(topk_idx).ravel(), minlength=E).astype(np.int64)
+    for e in range(E):
+        rows, slots = np.nonzero(np.asarray(topk_idx) == e)
+        if rows.size:
+            out = swiglu(x[rows], w_gate[e], w_up[e], w_down[e])
+            np.add.at(y, rows, _f64(topk_weight)[rows, slots][:, None] * out)
+    return y, counts
+
+
+def moe(x, router_weight, w_gate, w_up, w_down, *, shared=None, **route_kwargs):
+    idx, w = moe_route(x, router_weight, **route_kwargs)
+    y, counts = moe_experts(x, idx, w, w_gate, w_up, w_down)
+    if shared is not None:
+        y = y + swiglu(x, *shared)
+    return y, counts
+
+
+# ---- gqa ----------------------------------------------------------------------------------
+def attention(q, k, v, scale=None):
+    """Causal softmax attention with one K/V head per query head: q[T, H, Dk], k[L, H, Dk],
+    v[L, H, Dv] -> [T, H, Dv]. The T queries are the LAST T of the L positions: query i sees keys
+    0 .. L-T+i. scale defaults to 1/sqrt(Dk)."""
+    q, k, v = _f64(q), _f64(k), _f64(v)
+    T, L = q.shape[0], k.shape[0]
+    scale = q.shape[-1] ** -0.5 if scale is None else float(scale)
+    s = np.einsum("thd,lhd->htl", q, k) * scale
+    future = np.arange(L)[None, :] > (L - T + np.arange(T))[:, None]   # [T, L]
+    s[:, future] = -np.inf
+    s -= s.max(axis=-1, keepdims=True)
+    p = np.exp(s)
+    p /= p.sum(axis=-1, keepdims=True)
+    return np.einsum("htl,lhd->thd", p, v)
+
+
+def gqa_attention(q, k, v, scale=None):
+    """q[T, Hq, Dh], k[L, Hkv, Dh], v[L, Hkv, Dv]: query head j reads KV head j // (Hq / Hkv)
+    (HF repeat_kv)."""
+    g = q.shape[1] // k.shape[1]
+    return attention(q, np.repeat(_f64(k), g, axis=1), np.repeat(_f64(v), g, axis=1), scale)
+
+
+def _bias(w, name):
+    b = w.get(name)
+    return None if b is None else _f64(b)
+
+
+def gqa_block(x, w, positions, cfg, k_past=None, v_past=None):
+    """A whole GQA attention sub-layer from its definition (HF Qwen3/Llama): x[T, D] at
+    positions[T] after P cached tokens (k_past/v_past [P, Hkv, Dh], already normed and roped).
+    w: HF names relative to `self_attn.`. Returns (y[T, D], k_all[P+T], v_all[P+T])."""
+    x = _f64(x)
+    T = x.shape[0]
+    Hq, Hkv, Dh, Dv = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.v_head_dim
+    q = linear(x, w["q_proj.weight"], _bias(w, "q_proj.bias")).reshape(T, Hq, Dh)
+    k = linear(x, w["k_proj.weight"], _bias(w, "k_proj.bias")).reshape(T, Hkv, Dh)
+    v = linear(x, w["v_proj.weight"], _bias(w, "v_proj.bias")).reshape(T, Hkv, Dv)
+    if cfg.qk_norm:
+        q = rms_norm(q, w["q_norm.weight"], cfg.rms_norm_eps)
+        k = rms_norm(k, w["k_norm.weight"], cfg.rms_norm_eps)
+    q = rope(q, positions, theta=cfg.rope_theta, rot_dim=cfg.rope_dim, layout=cfg.rope_layout)
+    k = rope(k, positions, theta=cfg.rope_theta, rot_dim=cfg.rope_dim, layout=cfg.rope_layout)
+    if k_past is not None:
+        k = np.concatenate([_f64(k_past), k])
+        v = np.concatenate([_f64(v_past), v])
+    o = gqa_attention(q, k, v, cfg.softmax_scale)
+    return linear(o.reshape(T, Hq * Dv), w["o_proj.weight"], _bias(w, "o_proj.bias")), k, v
+
+
+# ---- mla ----------------------------------------------------------------------------------
+def mla_attention(q_nope, q_rope, latent, k_rope, kv_b_weight, v_head_dim, scale=None):
+    """MLA attention from the definition (the "naive" strategy): kv_b[H*(Dn+Dv), R] expands each
+    cached latent[L, R] to per-head k_nope (Dn) and v (Dv); every head's key is [k_nope, k_rope]
+    with the one shared k_rope[L, Dr]; q = [q_nope[T, H, Dn], q_rope[T, H, Dr]]; causal over the
+    last T positions; scale defaults to 1/sqrt(Dn + Dr). -> [T, H, Dv]."""
+    q_nope, q_rope = _f64(q_nope), _f64(q_rope)
+    T, H, Dn = q_nope.shape
+    L = np.shape(latent)[0]
+    kv = (_f64(latent) @ weight_f64(kv_b_weight).T).reshape(L, H, Dn + v_head_dim)
+    kr = np.broadcast_to(_f64(k_rope)[:, None, :], (L, H, np.shape(k_rope)[-1]))
+    k = np.concatenate([kv[..., :Dn], kr], axis=-1)
+    q = np.concatenate([q_nope, q_rope], axis=-1)
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    return attention(q, k, kv[..., Dn:], scale)
+
+
+def mla_block(x, w, positions, cfg, latent_past=None, k_rope_past=None):
+    """A whole MLA attention sub-layer from its definition (GLM-4.7-Flash / DeepSeek-V2, HF names
+    relative to `self_attn.`): q = q_b(RMSNorm(q_a x)) (or q_proj x without q_lora); c = kv_a x ->
+    latent = RMSNorm(c[:R]) (eps 1e-6), k_rope = rope(c[R:]); rope on q's last Dr dims; attention as
+    mla_attention with cfg.softmax_scale; o_proj. The rope vectors stay in OUR layout (HF's
+    glm4_moe_lite stores them de-interleaved; q.k is the same). Returns
+    (y[T, D], latent_all[P+T, R], k_rope_all[P+T, Dr])."""
+    x = _f64(x)
+    T = x.shape[0]
+    H, Dn, Dr, Dv, R = cfg.n_heads, cfg.qk_nope_head_dim, cfg.qk_rope_head_dim, cfg.v_head_dim, cfg.kv_lora_rank
+    eps = cfg.latent_norm_eps
+    if cfg.q_lora_rank:
+        qa = rms_norm(linear(x, w["q_a_proj.weight"], _bias(w, "q_a_proj.bias")), w["q_a_layernorm.weight"], eps)
+        q = linear(qa, w["q_b_proj.weight"])
+    else:
+        q = linear(x, w["q_proj.weight"])
+    q = q.reshape(T, H, Dn + Dr)
+    c = linear(x, w["kv_a_proj_with_mqa.weight"], _bias(w, "kv_a_proj_with_mqa.bias"))
+    latent = rms_norm(c[:, :R], w["kv_a_layernorm.weight"], eps)
+    kr = rope(c[:, None, R:], positions, theta=cfg.rope_theta, rot_dim=Dr, layout=cfg.rope_layout)[:, 0]
+    q_rope = rope(q[..., Dn:], positions, theta=cfg.rope_theta, rot_dim=Dr, layout=cfg.rope_layout)
+    if latent_past is not None:
+        latent = np.concatenate([_f64(latent_past), latent])
+        kr = np.concatenate([_f64(k_rope_past), kr])
+    o = mla_attention(q[..., :Dn], q_rope, latent, kr, w["kv_b_proj.weight"], Dv, cfg.softmax_scale)
+    return linear(o.reshape(T, H * Dv), w["o_proj.weight"], _bias(w, "o_proj.bias")), latent, kr
+
+
+# ---- kvcache ------------------------------------------------------------------------------
+def kv_round(x, dtype):
+    """The values a KV cache of storage format `dtype` gives back for float32 x (rows along the
+    last axis): f32 unchanged, f16/bf16 rounded to nearest even, q8_0/q4_0 through the ggml
+    block quantizers. float64."""
+    x = np.asarray(x, dtype=np.float32)
+    if dtype == "f32":
+        return x.astype(np.float64)
+    if dtype == "f16":
+        return x.astype(np.float16).astype(np.float64)
+    if dtype == "bf16":
+        return weight_f64(to_bf16(x))
+    if dtype in ("q8_0", "q4_0"):
+        qz = quantize_q8_0 if dtype == "q8_0" else quantize_q4_0
+        return dequantize(qz(x), dtype).reshape(x.shape)
+    raise ValueError(f"unknown KV-cache format {dtype!r}")
+
+
+def kv_bytes_per_token(kind, n_layers, dims, dtype):
+    """Exact cache bytes per token over all layers. kind="gqa": dims=(n_kv_heads, head_dim,
+    v_head_dim), one K and one V row per head; kind="mla": dims=(kv_lora_rank, rope_dim)."""
+    per = {"f32": (1, 4), "f16": (1, 2), "bf16": (1, 2), "q8_0": (32, 34), "q4_0": (32, 18)}[dtype]
+
+    def row(n):
+        if n % per[0]:
+            raise ValueError(f"{dtype} rows must be a multiple of {per[0]}, got {n}")
+        return n // per[0] * per[1]
+    if kind == "gqa":
+        h, dk, dv = dims
+        return n_layers * h * (row(dk) + row(dv))
+    r, dr = dims
+    return n_layers * (row(r) + row(dr))
+
+
 # ---- quant --------------------------------------------------------------------------------
 # ggml's reference quantizers (ggml-quants.c quantize_row_q8_0_ref / quantize_row_q4_0_ref),
 # reimplemented from their definition. The ENCODING is defined by float32 arithmetic (the scale

@@ -1,0 +1,35 @@
+/* moe.h: mixture-of-experts routing and expert dispatch. */
+#ifndef GLMBENCH_MOE_H
+#define GLMBENCH_MOE_H
+#include <stdint.h>
+
+enum { GB_SCORE_SIGMOID = 0, GB_SCORE_SOFTMAX = 1 };
+
+/* Router: logits = x[T, D] . w_router[E, D]^T, then per token
+ *   sigmoid (GLM-4.7-Flash, DeepSeek-V3 "noaux_tc"): s = sigmoid(logits); choice = s + bias (bias
+ *     only chooses); groups of E/n_group experts scored by the sum of their top-2 choices (top-1
+ *     when a group holds one expert); the topk_group best groups are kept; top_k experts by choice
+ *     among the kept groups; weights = s of the chosen.
+ *   softmax (DeepSeek-V2, Qwen3-MoE): s = softmax(logits); choice = s (+ bias if given); top_k.
+ *     n_group must be 1.
+ * then, if norm_topk_prob, w /= (sum w + 1e-20); w *= scaling.
+ * Logits, scores and choices are float64 (x and the router weight promoted), so choices equal the
+ * float64 reference except on differences below ~1e-15 relative. Ties go to the LOWER expert
+ * (and group) index; each output row is ordered by descending choice.
+ * Experts outside the kept groups are excluded outright (vLLM's -inf masking; HF's deepseek_v3
+ * fills them with 0.0 instead, which differs only if every kept choice is negative). */
+int gb_moe_route(const float *x, int64_t T, int64_t D, const float *w_router, int64_t E, int64_t top_k,
+                 int scoring, const float *bias, int64_t n_group, int64_t topk_group, int norm_topk_prob,
+                 double scaling, int32_t *topk_idx, float *topk_weight);
+
+/* y[T, D] = sum_j topk_weight[t, j] * Expert_{topk_idx[t, j]}(x[t]), Expert_e = SwiGLU with
+ * w_gate[e], w_up[e] ([F, D] each) and w_down[e] ([D, F]), in formats fmt_gate/fmt_up/fmt_down.
+ * Grouped by expert: the tokens routed to each expert are gathered and the expert runs once over
+ * them (GEMM when > GB_GEMV_MAX_T of them), so its weights are read once per call; results are
+ * scatter-added in ascending expert order (deterministic whatever the thread count).
+ * counts[e] = number of (token, slot) pairs routed to e. Indices must lie in [0, E). */
+int gb_moe_experts(const float *x, int64_t T, int64_t D, const int32_t *topk_idx, const float *topk_weight,
+                   int64_t top_k, const void *w_gate, int fmt_gate, const void *w_up, int fmt_up,
+                   const void *w_down, int fmt_down, int64_t E, int64_t F, float *y, int64_t *counts);
+
+#endif
