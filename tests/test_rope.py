@@ -1,0 +1,117 @@
+import numpy as np
+import pytest
+
+import glmbench
+from glmbench import reference as ref
+
+EPS32 = np.finfo(np.float32).eps
+
+
+def _tol(x):
+    # One float32 rotation: cos/sin rounded to float32 (1/2 ulp each), two products and a sum,
+    # each rounded once; 4 ulps of the largest |x| bounds the absolute error of every output.
+    return 4 * EPS32 * max(1.0, float(np.abs(x).max()))
+
+
+@pytest.mark.parametrize("layout", ["interleaved", "half"])
+@pytest.mark.parametrize("T,H,Dh,rot_dim,off,theta", [
+    (1, 1, 2, 2, 0, 10000.0),          # smallest
+    (5, 3, 40, 16, 8, 1e6),            # partial slice in the middle
+    (7, 20, 64, 64, 0, 1e6),           # GLM-4.7-Flash q_rope (20 heads x 64 rope dims)
+    (6, 20, 256, 64, 192, 1e6),        # GLM-4.7-Flash full q head: nope 192 then rope 64
+    (4, 64, 128, 128, 0, 1e6),         # Qwen3-32B q (64 heads x 128)
+    (3, 1, 576, 64, 512, 1e6),         # MLA cache row: latent 512 then rope key 64
+    (9, 3, 11, 6, 5, 500.0),           # odd head dim, slice at the end
+])
+def test_rope_matches_reference(rng, layout, T, H, Dh, rot_dim, off, theta):
+    x = rng.standard_normal((T, H, Dh)).astype(np.float32)
+    pos = rng.integers(0, 202752, T).astype(np.int64)
+    pos[0] = 0
+    x0, p0 = x.copy(), pos.copy()
+    y = glmbench.rope(x, pos, theta=theta, rot_dim=rot_dim, rot_offset=off, layout=layout)
+    r = ref.rope(x, pos, theta=theta, rot_dim=rot_dim, rot_offset=off, layout=layout)
+    assert y.dtype == np.float32 and y.shape == x.shape
+    np.testing.assert_allclose(y, r, rtol=0, atol=_tol(x))
+    # the part outside the slice is copied bit for bit, and position 0 is the identity
+    np.testing.assert_array_equal(y[..., :off], x[..., :off])
+    np.testing.assert_array_equal(y[..., off + rot_dim:], x[..., off + rot_dim:])
+    np.testing.assert_array_equal(y[0], x[0])
+    np.testing.assert_array_equal(x, x0)
+    np.testing.assert_array_equal(pos, p0)
+
+
+def test_rope_known_values():
+    # position 1, theta 100, rot_dim 4: pair 0 turns by 1 rad, pair 1 by 100**(-1/2) = 0.1 rad
+    x = np.array([[[1.0, 0.0, 1.0, 0.0]]], np.float32)
+    y = glmbench.rope(x, np.array([1]), theta=100.0, rot_dim=4, layout="interleaved")
+    np.testing.assert_allclose(y[0, 0], [np.cos(1), np.sin(1), np.cos(0.1), np.sin(0.1)], atol=1e-7)
+    # half layout pairs (x0, x2) and (x1, x3)
+    x = np.array([[[1.0, 1.0, 0.0, 0.0]]], np.float32)
+    y = glmbench.rope(x, np.array([1]), theta=100.0, rot_dim=4, layout="half")
+    np.testing.assert_allclose(y[0, 0], [np.cos(1), np.cos(0.1), np.sin(1), np.sin(0.1)], atol=1e-7)
+
+
+def test_rope_interleaved_equals_hf_deinterleaved_rotate_half(rng):
+    """HF glm4_moe_lite (rope_interleave=True) = our interleaved result, evens then odds; and that
+    is rotate_half applied to the de-interleaved input (see glmbench.ops.rope)."""
+    T, H, r = 5, 4, 64
+    x = rng.standard_normal((T, H, r)).astype(np.float32)
+    pos = np.arange(100, 100 + T)
+    ours = glmbench.rope(x, pos, theta=1e6, rot_dim=r, layout="interleaved")
+    hf = np.concatenate([ours[..., 0::2], ours[..., 1::2]], axis=-1)
+    deint = np.concatenate([x[..., 0::2], x[..., 1::2]], axis=-1)
+    half = glmbench.rope(np.ascontiguousarray(deint), pos, theta=1e6, rot_dim=r, layout="half")
+    np.testing.assert_allclose(hf, half, rtol=0, atol=_tol(x))
+    # attention scores are unchanged by the permutation
+    k = glmbench.rope(x[::-1].copy(), pos, theta=1e6, rot_dim=r, layout="interleaved")
+    khf = np.concatenate([k[..., 0::2], k[..., 1::2]], axis=-1)
+    np.testing.assert_allclose(np.einsum("thd,shd->hts", ours, k), np.einsum("thd,shd->hts", hf, khf), rtol=1e-5,
+                               atol=1e-5)
+
+
+def test_rope_relative_position_property(rng):
+    # q(m).k(n) depends only on m - n: the defining property of rope
+    q = rng.standard_normal((1, 1, 64)).astype(np.float32)
+    k = rng.standard_normal((1, 1, 64)).astype(np.float32)
+    for layout in ("interleaved", "half"):
+        def score(m, n):
+            a = glmbench.rope(q, np.array([m]), theta=1e6, rot_dim=64, layout=layout)
+            b = glmbench.rope(k, np.array([n]), theta=1e6, rot_dim=64, layout=layout)
+            return float((a * b).sum())
+        assert abs(score(10, 3) - score(1007, 1000)) < 1e-4
+
+
+def test_rope_strided_input(rng):
+    big = rng.standard_normal((8, 6, 80)).astype(np.float32)
+    x = big[::2, ::2, 4:68]
+    pos = np.arange(4, dtype=np.int64) * 3
+    y = glmbench.rope(x, pos, theta=1e6, rot_dim=32, rot_offset=16, layout="interleaved")
+    np.testing.assert_allclose(y, ref.rope(x, pos, theta=1e6, rot_dim=32, rot_offset=16), rtol=0, atol=_tol(x))
+    pos_strided = np.arange(8, dtype=np.int64)[::2]
+    y2 = glmbench.rope(x, pos_strided, theta=1e6, rot_dim=32, rot_offset=16)
+    np.testing.assert_allclose(y2, ref.rope(x, pos_strided, theta=1e6, rot_dim=32, rot_offset=16), atol=_tol(x))
+
+
+def test_rope_bad_input():
+    x = np.zeros((2, 3, 8), np.float32)
+    pos = np.arange(2, dtype=np.int64)
+    with pytest.raises(TypeError, match=r"`x` must be float32, got float64"):
+        glmbench.rope(x.astype(np.float64), pos, theta=1e4, rot_dim=8)
+    with pytest.raises(TypeError, match=r"`positions` must be int64, got int32"):
+        glmbench.rope(x, pos.astype(np.int32), theta=1e4, rot_dim=8)
+    with pytest.raises(ValueError, match=r"`x` must be 3-D, got shape \(2, 8\)"):
+        glmbench.rope(x[:, 0], pos, theta=1e4, rot_dim=8)
+    with pytest.raises(ValueError, match=r"`positions` has shape \(3,\)"):
+        glmbench.rope(x, np.arange(3), theta=1e4, rot_dim=8)
+    with pytest.raises(ValueError, match=r"`rot_dim` must be a positive even number, got 7"):
+        glmbench.rope(x, pos, theta=1e4, rot_dim=7)
+    with pytest.raises(ValueError, match=r"`rot_offset`=4 \+ `rot_dim`=8 must lie within the head dim 8"):
+        glmbench.rope(x, pos, theta=1e4, rot_dim=8, rot_offset=4)
+    with pytest.raises(ValueError, match=r"`theta` must be > 0, got -1"):
+        glmbench.rope(x, pos, theta=-1.0, rot_dim=8)
+    with pytest.raises(ValueError, match=r"`layout` must be 'interleaved' or 'half', got 'neox'"):
+        glmbench.rope(x, pos, theta=1e4, rot_dim=8, layout="neox")
+    bad = x.copy()
+    bad[1, 2, 3] = np.nan
+    with pytest.raises(ValueError, match=r"`x` contains NaN at flat index 43"):
+        glmbench.rope(bad, pos, theta=1e4, rot_dim=8)
