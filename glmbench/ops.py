@@ -142,6 +142,8 @@ def moe_experts(x: np.ndarray, topk_idx: np.ndarray, topk_weight: np.ndarray, w_
     expert runs once over all its tokens (GEMM when it has more than 8), so its weights are read
     once per call; contributions are added in ascending expert order (thread-count independent).
     """
+    if any(isinstance(w, _quant.QTensor) for w in (w_gate, w_up, w_down)):  # glmbench/quant.py
+        return _quant.moe_experts(x, topk_idx, topk_weight, w_gate, w_up, w_down)
     return _core.moe_experts(x, topk_idx, topk_weight, w_gate, w_up, w_down)
 
 
