@@ -1,0 +1,174 @@
+"""KV-cache format trade-off, measured on this CPU: decode attention speed and cache bytes for each
+cache format (f32, f16, bf16, q8_0, q4_0) at several depths, for GLM-4.7-Flash (MLA: one 576-wide
+latent+rope row per token and layer) and Qwen3-32B (GQA: 8 kv heads x (K 128 + V 128)).
+
+    python bench/bench_quant_kv.py                       # depths 4K 16K 64K, both models, all formats
+    python bench/bench_quant_kv.py --depths 4096 --repeats 3 --out bench/results/quant_kv.csv
+
+What one step is: one decode token at depth d in ONE layer -- append the new token's cache row
+(quantized on append) and run attention over the d+1 cached tokens (dequantized inside the kernel).
+tok/s is that step scaled to all layers (n_layers x the one-layer time): the attention share of
+decode, not whole-model decode (weights are not read here). Every format is validated against a
+float64 attention on the rows the cache actually holds before it is timed.
+
+Columns: ms/layer, tok/s (attention, all layers), KV GiB (all layers at depth d, exact bytes in the
+format), GB/s (cache bytes read per step / step time), speed ratio to f16.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import time
+
+import numpy as np
+
+import glmbench
+from glmbench import configs, records
+from glmbench.kvcache import KVCache
+
+FORMATS = ("f16", "bf16", "q8_0", "q4_0", "f32")
+
+
+def _gqa_op():
+    try:
+        from glmbench.attention import gqa_attention
+        return gqa_attention
+    except ImportError:
+        from glmbench._core import gqa_attention
+        return gqa_attention
+
+
+def _mla_op():
+    try:
+        from glmbench.attention import mla_attention
+        return mla_attention
+    except ImportError:
+        return None
+
+
+def _softmax_attention64(q, K, V, scale):
+    """float64, one query per head (the last token), all cached tokens visible. q [H, D], K [L, G, D]."""
+    H, G = q.shape[0], K.shape[1]
+    out = np.zeros((H, V.shape[2]))
+    for h in range(H):
+        s = K[:, h * G // H] @ q[h] * scale
+        p = np.exp(s - s.max())
+        out[h] = (p / p.sum()) @ V[:, h * G // H]
+    return out
+
+
+class Case:
+    """One (model, format, depth): a one-layer cache holding `depth` tokens and a step function."""
+
+    def __init__(self, cfg, fmt, depth, rng, strategy):
+        self.cfg, self.fmt, self.depth = cfg, fmt, depth
+        f32 = np.float32
+        if cfg.attention == "mla":
+            R, Dr, H = cfg.kv_lora_rank, cfg.qk_rope_head_dim, cfg.n_heads
+            Dn, Dv = cfg.qk_nope_head_dim, cfg.v_head_dim
+            self.cache = KVCache.mla(1, depth + 8, R, Dr, dtype=fmt)
+            self.new = (rng.uniform(-1, 1, (1, R)).astype(f32), rng.uniform(-1, 1, (1, Dr)).astype(f32))
+            self.q = (rng.standard_normal((1, H, Dn)).astype(f32), rng.standard_normal((1, H, Dr)).astype(f32))
+            self.kv_b = (rng.standard_normal((H * (Dn + Dv), R)) / np.sqrt(R)).astype(f32)
+            op = _mla_op()
+            self.run = lambda: op(self.q[0], self.q[1], self.cache, 0, self.kv_b, v_head_dim=Dv, strategy=strategy)
+        else:
+            G, Dh, H = cfg.n_kv_heads, cfg.head_dim, cfg.n_heads
+            self.cache = KVCache.gqa(1, depth + 8, G, Dh, dtype=fmt)
+            self.new = (rng.uniform(-1, 1, (1, G, Dh)).astype(f32), rng.uniform(-1, 1, (1, G, Dh)).astype(f32))
+            self.q = rng.standard_normal((1, H, Dh)).astype(f32)
+            op = _gqa_op()
+            self.run = lambda: op(self.q, self.cache, 0)
+        self.cache.fill_synthetic(depth, seed=1)
+        self.cache.append(0, *self.new)  # the token being decoded: depth + 1 rows
+
+    def validate(self):
+        """The kernel against float64 attention on the rows the cache holds (GQA only here: the MLA
+        kernels are validated by core part B's tests against their float64 reference)."""
+        if self.cfg.attention != "gqa":
+            return None
+        K, V = (a.astype(np.float64) for a in self.cache.read(0))
+        want = _softmax_attention64(self.q[0].astype(np.float64), K, V, 1 / np.sqrt(self.cfg.head_dim))
+        got = self.run()[0].astype(np.float64)
+        err = float(np.abs(got - want).max() / np.abs(V).max())
+        if err > 1e-4:  # float32 accumulation over <= 64K rows of magnitude <= 1
+            raise AssertionError(f"{self.cfg.name} {self.fmt} depth {self.depth}: attention off by {err:.2e}")
+        return err
+
+    def time_step(self, repeats):
+        """Seconds per one-layer decode step: append (timed on a scratch cache) + attention."""
+        scratch = (KVCache.mla(1, 64, self.cfg.kv_lora_rank, self.cfg.qk_rope_head_dim, dtype=self.fmt)
+                   if self.cfg.attention == "mla" else
+                   KVCache.gqa(1, 64, self.cfg.n_kv_heads, self.cfg.head_dim, dtype=self.fmt))
+        t_app = []
+        for _ in range(32):
+            t0 = time.perf_counter()
+            scratch.append(0, *self.new)
+            t_app.append(time.perf_counter() - t0)
+        self.run()  # warm
+        t_att = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            self.run()
+            t_att.append(time.perf_counter() - t0)
+        return [min(t_app) + t for t in t_att]
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--models", nargs="+", default=["glm-4.7-flash", "qwen3-32b"])
+    ap.add_argument("--depths", nargs="+", type=int, default=[4096, 16384, 65536])
+    ap.add_argument("--formats", nargs="+", default=list(FORMATS), choices=FORMATS)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--strategy", default="flash", help="MLA strategy (naive|absorbed|flash)")
+    ap.add_argument("--out", default=os.path.join("bench", "results", "quant_kv.csv"))
+    args = ap.parse_args(argv)
+    if args.threads:
+        glmbench.set_num_threads(args.threads)
+    threads = glmbench.get_num_threads()
+    device = f"{platform.processor() or platform.machine()} ({threads} threads)"
+    rng = np.random.default_rng(0)
+    out = []
+    print(f"{'model':15s} {'depth':>6s} {'fmt':5s} {'ms/layer':>9s} {'tok/s':>8s} {'KV GiB':>8s} {'GB/s':>6s} {'vs f16':>7s}")
+    for name in args.models:
+        cfg = configs.load(name)
+        if cfg.attention == "mla" and _mla_op() is None:
+            print(f"{name:15s} skipped: glmbench.attention.mla_attention is not available yet", file=sys.stderr)
+            continue
+        for depth in args.depths:
+            base = None
+            for fmt in (["f16"] + [f for f in args.formats if f != "f16"]) if "f16" in args.formats else args.formats:
+                case = Case(cfg, fmt, depth, rng, args.strategy)
+                case.validate()
+                ts = case.time_step(args.repeats)
+                t = min(ts)
+                per_layer_bytes = case.cache.bytes_per_token * (depth + 1)  # one-layer cache
+                tok_s = 1.0 / (t * cfg.n_layers)
+                if fmt == "f16":
+                    base = tok_s
+                rec = {
+                    "evidence": "measured", "test": "tg_attn", "model": name, "model_type": cfg.model_type,
+                    "device": device, "n_threads": threads, "type_k": fmt, "type_v": fmt,
+                    "mla_strategy": args.strategy if cfg.attention == "mla" else "", "n_gen": 1, "n_depth": depth,
+                    "avg_ts": tok_s, "stddev_ts": (statistics.stdev([1 / (x * cfg.n_layers) for x in ts]) if len(ts) > 1 else 0.0),
+                    "layer_ms": t * 1e3, "kv_bytes": per_layer_bytes * cfg.n_layers,
+                    "kv_bytes_per_token": per_layer_bytes // (depth + 1) * cfg.n_layers,
+                    "read_gbs": per_layer_bytes / t / 1e9, "ratio_to_f16": (tok_s / base) if base else None,
+                }
+                out.append(rec)
+                ratio = f"{tok_s / base:6.2f}x" if base else "     -"
+                print(f"{name:15s} {depth:6d} {fmt:5s} {t * 1e3:9.3f} {tok_s:8.2f} {rec['kv_bytes'] / 2**30:8.3f} "
+                      f"{rec['read_gbs']:6.1f} {ratio}", flush=True)
+                del case
+    if args.out and out:
+        records.write_records(args.out, out)
+        print(f"wrote {len(out)} records to {args.out}")
+    return out
+
+
+if __name__ == "__main__":
+    main()
