@@ -1,0 +1,1051 @@
+"""The cost model: predicted decode, prefill, memory and serving for any model on any rig.
+
+Every op of a step gets FLOPs and bytes from the architecture (configs.ModelConfig) and the
+storage formats (formats.py); its time on one card is
+
+    t = max(tensor_flops / (peak[dtype] * eff_c[class]) + vector_flops / (peak_fp32 * eff_c["vector"]),
+            bytes / (bandwidth * eff_m[class]))
+        + kernels * launch_us                          (when the runtime profile counts launches)
+
+with the efficiencies from a runtime profile (data/runtime/{ideal,typical}.json). Layers of one
+kind (dense or MoE) cost the same, so each kind is costed once and multiplied. docs/COSTMODEL.md
+explains the model, its assumptions and where it agrees with the study.
+
+Conventions: depth d = tokens already cached; a decode step of batch B runs B independent streams,
+each at depth d, one new token each; a prefill chunk of n tokens runs in ubatches of the
+runtime's n_ubatch (each ubatch reads the weights once) and produces logits for its last token
+only (as llama.cpp does for a prompt). Activations move and cross links as float32 (llama.cpp).
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from . import configs, formats, hardware
+from .hardware import GIB, Rig
+
+_RUNTIME_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "runtime")
+
+SPLITS = ("none", "layer", "tensor")
+MLA_STRATEGIES = ("naive", "absorbed", "flash")
+CLASSES = ("matmul", "attention", "vector")
+
+ACT_BYTES = 4          # float32 activations (llama.cpp keeps the hidden state in f32)
+SCORE_BYTES = 4        # materialized attention scores/probabilities are f32
+Q_TILE = 128           # queries per flash-attention tile in prefill (FlashAttention-2's Br = 128)
+DEQUANT_OPS = 2        # vector ops to dequantize one stored value (unpack + scale), per read
+SOFTMAX_OPS = 5        # max, sub, exp, sum, scale per score
+
+
+models_table = configs.models_table
+
+
+# ---- runtime profiles ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RuntimeProfile:
+    name: str
+    compute_efficiency: dict = field(compare=False)
+    memory_efficiency: dict = field(compare=False)
+    launch_overhead: bool = True
+    overhead_gib_per_card: float = 0.0
+    n_ubatch: int = 512
+    quantized_matmul: str = "int8"        # dtype whose peak bounds quantized-weight matmuls
+    embeddings_on_host: bool = True
+    description: str = field(default="", compare=False)
+    sources: dict = field(default_factory=dict, compare=False)
+
+    def __hash__(self):
+        return hash((self.name, tuple(sorted(self.compute_efficiency.items())),
+                     tuple(sorted(self.memory_efficiency.items())), self.launch_overhead,
+                     self.overhead_gib_per_card, self.n_ubatch, self.quantized_matmul, self.embeddings_on_host))
+
+
+def list_runtimes() -> list[str]:
+    return sorted(f[:-5] for f in os.listdir(_RUNTIME_DIR) if f.endswith(".json"))
+
+
+def runtime_from_dict(d: dict, where: str = "runtime") -> RuntimeProfile:
+    if not isinstance(d, dict):
+        raise ValueError(f"{where}: expected a table of fields, got {type(d).__name__}")
+    known = {"name", "description", "compute_efficiency", "memory_efficiency", "launch_overhead",
+             "overhead_gib_per_card", "n_ubatch", "quantized_matmul", "embeddings_on_host", "sources"}
+    unknown = sorted(set(d) - known)
+    if unknown:
+        raise ValueError(f"{where}: unknown field `{unknown[0]}` (known: {', '.join(sorted(known))})")
+    for k in ("name", "compute_efficiency", "memory_efficiency"):
+        if k not in d:
+            raise ValueError(f"{where}: field `{k}` is missing")
+    effs = {}
+    for k in ("compute_efficiency", "memory_efficiency"):
+        e = d[k]
+        if not isinstance(e, dict):
+            raise ValueError(f"{where}: field `{k}` must be a table of {', '.join(CLASSES)}, got {e!r}")
+        for c in CLASSES:
+            if c not in e:
+                raise ValueError(f"{where}: field `{k}.{c}` is missing")
+            v = e[c]
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1:
+                raise ValueError(f"{where}: field `{k}.{c}` must be in (0, 1], got {v!r}")
+        extra = sorted(set(e) - set(CLASSES))
+        if extra:
+            raise ValueError(f"{where}: field `{k}.{extra[0]}` is not an op class ({', '.join(CLASSES)})")
+        effs[k] = {c: float(e[c]) for c in CLASSES}
+    lo = d.get("launch_overhead", True)
+    if not isinstance(lo, bool):
+        raise ValueError(f"{where}: field `launch_overhead` must be true or false, got {lo!r}")
+    ov = d.get("overhead_gib_per_card", 0.0)
+    if isinstance(ov, bool) or not isinstance(ov, (int, float)) or not 0 <= ov < 1000:
+        raise ValueError(f"{where}: field `overhead_gib_per_card` must be in [0, 1000), got {ov!r}")
+    ub = d.get("n_ubatch", 512)
+    if isinstance(ub, bool) or not isinstance(ub, int) or ub < 1:
+        raise ValueError(f"{where}: field `n_ubatch` must be an integer >= 1, got {ub!r}")
+    qm = d.get("quantized_matmul", "int8")
+    if qm not in hardware.DTYPES:
+        raise ValueError(f"{where}: field `quantized_matmul` must be one of {hardware.DTYPES}, got {qm!r}")
+    eh = d.get("embeddings_on_host", True)
+    if not isinstance(eh, bool):
+        raise ValueError(f"{where}: field `embeddings_on_host` must be true or false, got {eh!r}")
+    name = d["name"]
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"{where}: field `name` must be a non-empty string, got {name!r}")
+    return RuntimeProfile(name=name, compute_efficiency=effs["compute_efficiency"],
+                          memory_efficiency=effs["memory_efficiency"], launch_overhead=lo,
+                          overhead_gib_per_card=float(ov), n_ubatch=ub, quantized_matmul=qm,
+                          embeddings_on_host=eh, description=str(d.get("description", "")),
+                          sources=dict(d.get("sources", {})))
+
+
+@functools.lru_cache(maxsize=None)
+def _builtin_runtime(name: str) -> RuntimeProfile:
+    with open(os.path.join(_RUNTIME_DIR, name + ".json")) as f:
+        return runtime_from_dict(json.load(f), where=name)
+
+
+def load_runtime(src) -> RuntimeProfile:
+    """"ideal" / "typical", a .json/.toml path, a dict, or a RuntimeProfile."""
+    if isinstance(src, RuntimeProfile):
+        return src
+    if isinstance(src, dict):
+        return runtime_from_dict(src)
+    if isinstance(src, (str, os.PathLike)):
+        s = os.fspath(src)
+        if s in list_runtimes():
+            return _builtin_runtime(s)
+        if s.endswith((".json", ".toml")):
+            if not os.path.isfile(s):
+                raise ValueError(f"runtime profile file {s!r} does not exist")
+            return runtime_from_dict(hardware._read_table(s), where=s)
+        raise ValueError(f"unknown runtime profile {s!r}; built-in: {', '.join(list_runtimes())}, or a .json/.toml path")
+    raise TypeError(f"`runtime` must be a name, a path, a dict or a RuntimeProfile, got {type(src).__name__}")
+
+
+# ---- setup -------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Setup:
+    """What runs where: a model, a rig, how the model is split over its cards, the formats, the
+    MLA strategy (ignored for GQA models) and the runtime profile. `expert_skew`: None for uniform
+    routing, a float s for a Zipf(s) expert popularity, or a per-expert histogram (counts)."""
+    model: Any
+    rig: Any = "rtx-3090"
+    split: str = "none"
+    weights: str = "q4_K"
+    kv: str = "f16"
+    mla_strategy: str = "flash"
+    runtime: Any = "typical"
+    expert_skew: Any = None
+
+    def __post_init__(self):
+        s = object.__setattr__
+        cfg = configs.load(self.model)
+        s(self, "model", cfg)
+        rig = self.rig
+        if not isinstance(rig, Rig):
+            rig = Rig(hardware.get_gpu(rig))
+        s(self, "rig", rig)
+        if self.split not in SPLITS:
+            raise ValueError(f"`split` must be one of {SPLITS}, got {self.split!r}")
+        if self.split == "none" and rig.n_cards > 1:
+            raise ValueError(f"`split`='none' runs on one card but the rig has {rig.n_cards}; "
+                             f"use split='layer' or 'tensor', or a 1-card Rig")
+        if self.split != "none" and rig.n_cards == 1:
+            raise ValueError(f"`split`={self.split!r} needs a rig of 2 or more cards, got 1")
+        if self.split == "layer" and rig.n_cards > cfg.n_layers:
+            raise ValueError(f"`split`='layer' over {rig.n_cards} cards needs at least as many layers, got {cfg.n_layers}")
+        if self.split == "tensor":
+            heads = cfg.n_heads if cfg.attention == "mla" else cfg.n_kv_heads
+            what = "num_attention_heads" if cfg.attention == "mla" else "num_key_value_heads"
+            if heads % rig.n_cards:
+                raise ValueError(f"`split`='tensor' over {rig.n_cards} cards needs {what}={heads} to divide evenly")
+        formats.weight_format(self.weights)
+        formats.kv_format(self.kv)
+        if self.mla_strategy not in MLA_STRATEGIES:
+            raise ValueError(f"`mla_strategy` must be one of {MLA_STRATEGIES}, got {self.mla_strategy!r}")
+        s(self, "runtime", load_runtime(self.runtime))
+        s(self, "expert_skew", _check_skew(self.expert_skew, cfg))
+
+    @property
+    def gpu(self):
+        return self.rig.gpu
+
+    @property
+    def n_cards(self) -> int:
+        return self.rig.n_cards
+
+    @property
+    def label(self) -> str:
+        parts = [self.model.name, self.rig.name]
+        if self.split != "none":
+            parts.append(f"{self.split} split")
+        parts.append(f"{self.weights}/{self.kv}")
+        if self.model.attention == "mla":
+            parts.append(f"MLA {self.mla_strategy}")
+        parts.append(self.runtime.name)
+        return ", ".join(parts)
+
+    def replace(self, **changes) -> "Setup":
+        return dataclasses.replace(self, **changes)
+
+
+def _check_skew(skew, cfg):
+    if skew is None:
+        return None
+    if not cfg.n_routed_experts:
+        raise ValueError(f"`expert_skew` applies to MoE models; {cfg.name} is dense")
+    if isinstance(skew, bool):
+        raise ValueError(f"`expert_skew` must be None, a Zipf exponent >= 0 or a histogram, got {skew!r}")
+    if isinstance(skew, (int, float)):
+        if not math.isfinite(skew) or skew < 0:
+            raise ValueError(f"`expert_skew` Zipf exponent must be >= 0, got {skew!r}")
+        return float(skew)
+    try:
+        h = tuple(float(x) for x in skew)
+    except (TypeError, ValueError):
+        raise ValueError(f"`expert_skew` must be None, a Zipf exponent >= 0 or a histogram, got {skew!r}") from None
+    if len(h) != cfg.n_routed_experts:
+        raise ValueError(f"`expert_skew` histogram has {len(h)} entries; {cfg.name} has {cfg.n_routed_experts} experts")
+    if any(not math.isfinite(x) or x < 0 for x in h) or sum(h) <= 0:
+        raise ValueError("`expert_skew` histogram needs finite counts >= 0 with a positive sum")
+    return h
+
+
+# ---- MoE: distinct experts -------------------------------------------------------------------------
+def expected_distinct_experts(n_experts: int, top_k: int, n_tokens: int, skew=None) -> float:
+    """Expected number of distinct experts that n_tokens tokens, each routed to top_k of n_experts,
+    touch. Uniform routing: N (1 - (1 - k/N)^T). With a popularity p_e (a histogram, or Zipf with
+    exponent s: p_e ~ (e+1)^-s), expert e is picked by a token with probability min(1, k p_e), and
+    the expectation is sum_e 1 - (1 - min(1, k p_e))^T (tokens independent)."""
+    if n_tokens <= 0 or n_experts <= 0:
+        return 0.0
+    N, k, T = n_experts, top_k, n_tokens
+    if skew is None or (isinstance(skew, float) and skew == 0.0):
+        return N * (1.0 - (1.0 - k / N) ** T)
+    if isinstance(skew, float):
+        w = [(e + 1) ** -skew for e in range(N)]
+    else:
+        w = list(skew)
+    tot = sum(w)
+    return sum(1.0 - (1.0 - min(1.0, k * x / tot)) ** T for x in w)
+
+
+# ---- op costs --------------------------------------------------------------------------------------
+@dataclass
+class OpCost:
+    name: str           # "attn.qkv", "moe.experts", ...
+    card: int
+    count: int          # layers (times ubatches) this line aggregates
+    flops: float        # tensor + vector FLOPs, all counted
+    bytes: float
+    seconds: float      # busy time on `card`
+    compute_s: float
+    memory_s: float
+    launch_s: float
+
+    @property
+    def bound(self) -> str:
+        if self.name.startswith("link"):
+            return "link"
+        if self.launch_s > max(self.compute_s, self.memory_s):
+            return "launch"
+        return "compute" if self.compute_s >= self.memory_s else "memory"
+
+
+@dataclass
+class StepCost:
+    seconds: float                  # wall time of the step
+    tokens: int                     # tokens it produces (decode) or ingests (prefill)
+    ops: list                       # OpCost lines; their seconds are busy time per card
+    kind: str = "decode"
+    depth: int = 0
+    batch: int = 1
+
+    @property
+    def tok_s(self) -> float:
+        return self.tokens / self.seconds if self.seconds > 0 else math.inf
+
+    def breakdown(self) -> dict:
+        """Seconds per op name, summed over layers and cards."""
+        out: dict[str, float] = {}
+        for o in self.ops:
+            out[o.name] = out.get(o.name, 0.0) + o.seconds
+        return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+    def terms(self) -> dict:
+        """Seconds per (op, bound), e.g. {"moe.experts (memory)": 0.004, ...}, largest first."""
+        out: dict[str, float] = {}
+        for o in self.ops:
+            k = f"{o.name} ({o.bound})"
+            out[k] = out.get(k, 0.0) + o.seconds
+        return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+    @property
+    def dominant(self) -> str:
+        t = self.terms()
+        return next(iter(t)) if t else ""
+
+    @property
+    def flops(self) -> float:
+        return sum(o.flops for o in self.ops)
+
+    @property
+    def bytes(self) -> float:
+        return sum(o.bytes for o in self.ops)
+
+
+class _Op:
+    """One op of one layer (or of the head) on one card: raw counts before timing."""
+    __slots__ = ("name", "cls", "dtype", "tflops", "vflops", "bytes", "kernels")
+
+    def __init__(self, name, cls, dtype, tflops, vflops, nbytes, kernels):
+        self.name, self.cls, self.dtype = name, cls, dtype
+        self.tflops, self.vflops, self.bytes, self.kernels = tflops, vflops, nbytes, kernels
+
+
+def _time(op: _Op, gpu, rt: RuntimeProfile):
+    ce, me = rt.compute_efficiency, rt.memory_efficiency
+    tc = 0.0
+    if op.tflops:
+        tc += op.tflops / (gpu.tflops[op.dtype] * 1e12 * ce[op.cls])
+    if op.vflops:
+        tc += op.vflops / (gpu.tflops["fp32"] * 1e12 * ce["vector"])
+    tm = op.bytes / (gpu.bandwidth_gbs * 1e9 * me[op.cls])
+    tl = op.kernels * gpu.launch_us * 1e-6 if rt.launch_overhead else 0.0
+    return max(tc, tm) + tl, tc, tm, tl
+
+
+@functools.lru_cache(maxsize=256)
+def _layer_weight_bytes(cfg: configs.ModelConfig, weights: str) -> dict:
+    """Stored bytes per tensor group of one dense layer, one MoE layer, and the head, in `weights`
+    (configs.ModelConfig.weight_bytes rules: 1-D tensors and the router stay f32)."""
+    fmt = formats.weight_format(weights)
+    f32 = formats.weight_format("f32")
+
+    def mat(rows, cols):
+        return rows * formats.row_format(fmt, cols).nbytes(cols)
+
+    att = {}
+    for name, shape in cfg._attention_tensors().items():
+        if len(shape) == 1:
+            att[name] = f32.nbytes(shape[0])
+        else:
+            att[name] = mat(*shape)
+    D = cfg.hidden_size
+    out = {"attn": att, "norms": 2 * f32.nbytes(D)}
+    if cfg.intermediate_size:
+        F = cfg.intermediate_size
+        out["mlp"] = 2 * mat(F, D) + mat(D, F)
+    if cfg.n_routed_experts:
+        Fe = cfg.moe_intermediate_size
+        out["expert"] = 2 * mat(Fe, D) + mat(D, Fe)
+        out["router"] = f32.nbytes(cfg.n_routed_experts * D) + (f32.nbytes(cfg.n_routed_experts) if cfg.router_bias else 0)
+        Fs = cfg.shared_expert_intermediate_size
+        out["shared"] = 2 * mat(Fs, D) + mat(D, Fs) if Fs else 0
+    out["embed"] = mat(cfg.vocab_size, D)
+    out["lm_head"] = 0 if cfg.tie_word_embeddings else mat(cfg.vocab_size, D)
+    out["final_norm"] = f32.nbytes(D)
+    return out
+
+
+def _wdtype(setup: Setup) -> str:
+    f = formats.weight_format(setup.weights)
+    if f.dequant:
+        return setup.runtime.quantized_matmul
+    return {"f32": "fp32", "f16": "fp16", "bf16": "bf16"}[f.name]
+
+
+def _matmul(name, T, n_out, n_in, wbytes, setup, share=1.0, kernels=1):
+    """y[T, n_out] = x[T, n_in] W^T with W stored in `wbytes` bytes; `share` of it on this card."""
+    quant = formats.weight_format(setup.weights).dequant
+    return _Op(name, "matmul", _wdtype(setup), 2.0 * T * n_out * n_in * share,
+               DEQUANT_OPS * n_out * n_in * share if quant else 0.0,
+               wbytes * share + ACT_BYTES * T * (n_in + n_out * share), kernels)
+
+
+@dataclass(frozen=True)
+class _Attn:
+    """Attention work of one step, summed over its streams."""
+    n_q: int            # new query tokens (= tokens written to the cache)
+    keys: float         # sum over queries of keys each sees
+    read: float         # cached tokens read, summed over streams and tile passes
+    expanded: float     # tokens whose latent a naive MLA step expands (sum over streams)
+    prefill: bool = False
+
+
+def _decode_work(cfg, depth, batch) -> _Attn:
+    span = depth + 1
+    if cfg.sliding_window:
+        span = min(span, cfg.sliding_window)
+    return _Attn(batch, batch * span, batch * span, batch * span)
+
+
+def _prefill_work(cfg, depth, n) -> _Attn:
+    keys = n * depth + n * (n + 1) / 2
+    tiles = -(-n // Q_TILE)
+    # tile t reads the cache up to its last query: depth + min(n, (t+1) Q) tokens
+    read = sum(depth + min(n, (t + 1) * Q_TILE) for t in range(tiles))
+    if cfg.sliding_window:
+        w = cfg.sliding_window
+        keys = min(keys, n * w)
+        read = min(read, tiles * (w + Q_TILE))
+    return _Attn(n, keys, read, depth + n, True)
+
+
+def _attention_ops(setup: Setup, T: int, work: _Attn, share: float) -> list:
+    cfg = setup.model
+    kvf = formats.kv_format(setup.kv)
+    deq = DEQUANT_OPS if kvf.dequant else 0
+    H = cfg.n_heads * share
+    wb = _layer_weight_bytes(cfg, setup.weights)["attn"]
+    D = cfg.hidden_size
+    ops = []
+    if cfg.attention == "gqa":
+        Hq, Hk, Dh, Dv = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.v_head_dim
+        qkv_w = sum(v for k, v in wb.items() if k.split(".")[0] in ("q_proj", "k_proj", "v_proj"))
+        ops.append(_matmul("attn.qkv", T, (Hq + Hk) * Dh + Hk * Dv, D, qkv_w, setup, share, kernels=3))
+        nk = 2 + (2 if cfg.qk_norm else 0)            # rope q, k (+ q/k norm)
+        ops.append(_Op("attn.rope_norm", "vector", "fp32", 0.0, (6 + (4 if cfg.qk_norm else 0)) * T * (Hq + Hk) * Dh * share,
+                       2 * ACT_BYTES * T * (Hq + Hk) * Dh * share, nk))
+        row = sum(kvf.nbytes(r) for r in cfg.kv_rows_per_layer()) * share
+        elems = cfg.kv_elems_per_token_per_layer() * share
+        ops.append(_Op("attn.kv_write", "vector", "fp32", 0.0, deq * elems * work.n_q,
+                       work.n_q * (row + ACT_BYTES * elems), 2))
+        ops.append(_Op("attn.core", "attention", "fp16", 2.0 * H * (Dh + Dv) * work.keys,
+                       SOFTMAX_OPS * H * work.keys + deq * elems * work.read,
+                       row * work.read + ACT_BYTES * T * H * (Dh + Dv), 2))
+        ops.append(_matmul("attn.o_proj", T, D, Hq * Dv, wb["o_proj.weight"], setup, share))
+        return ops
+
+    # MLA
+    R, Dr, Dn, Dv = cfg.kv_lora_rank, cfg.qk_rope_head_dim, cfg.qk_nope_head_dim, cfg.v_head_dim
+    Hf = cfg.n_heads
+    if cfg.q_lora_rank:
+        # q_a is tiny and replicated under tensor split; q_b is split by heads
+        ops.append(_matmul("attn.q_a", T, cfg.q_lora_rank, D, wb["q_a_proj.weight"], setup, 1.0))
+        ops.append(_Op("attn.rope_norm", "vector", "fp32", 0.0, 4 * T * cfg.q_lora_rank, 2 * ACT_BYTES * T * cfg.q_lora_rank, 1))
+        ops.append(_matmul("attn.q_b", T, Hf * (Dn + Dr), cfg.q_lora_rank, wb["q_b_proj.weight"], setup, share))
+    else:
+        ops.append(_matmul("attn.q_proj", T, Hf * (Dn + Dr), D, wb["q_proj.weight"], setup, share))
+    # the latent and the rope key are computed once per token and, under tensor split, on every card
+    ops.append(_matmul("attn.kv_a", T, R + Dr, D, wb["kv_a_proj_with_mqa.weight"], setup, 1.0))
+    row = kvf.nbytes(R) + kvf.nbytes(Dr)
+    ops.append(_Op("attn.rope_norm", "vector", "fp32", 0.0, 4 * T * R + 6 * T * (Hf * share + 1) * Dr + deq * T * (R + Dr),
+                   2 * ACT_BYTES * T * (R + Dr + Hf * share * Dr) + row * work.n_q, 4))
+    kvb_w = wb["kv_b_proj.weight"] * share
+    kvb = R * Hf * (Dn + Dv) * share             # kv_b weights on this card
+    strat = setup.mla_strategy
+    if strat == "naive":
+        # every step expands every cached latent through kv_b (f16 K and V written, then read)
+        E = work.expanded
+        exp_bytes = 2 * H * (Dn + Dv)                  # per token, f16
+        ops.append(_Op("attn.kv_b_expand", "matmul", _wdtype(setup), 2.0 * kvb * E,
+                       (DEQUANT_OPS * kvb if formats.weight_format(setup.weights).dequant else 0) + deq * R * E,
+                       kvb_w + row * E + exp_bytes * E, 2))
+        kq = 2.0 * H * (Dn + Dr) * work.keys
+        pv = 2.0 * H * Dv * work.keys
+        ops.append(_Op("attn.core", "attention", "fp16", kq + pv, SOFTMAX_OPS * H * work.keys,
+                       2 * H * (Dn + Dr + Dv) * work.read + 4 * SCORE_BYTES * H * work.keys
+                       + ACT_BYTES * T * H * (Dn + Dr + Dv), 4))
+    elif strat == "flash" and work.prefill and _expand_once_wins(setup, T, work, share):
+        ops.extend(_mla_expand_once_ops(setup, T, work, share))
+    else:
+        # absorbed: q_nope (Dn) -> latent query (R) per head through kv_b's K part, MQA over the
+        # latent cache (R + Dr wide keys, R wide values), latent output -> Dv through kv_b's V part
+        ops.append(_Op("attn.absorb_q", "matmul", _wdtype(setup), 2.0 * T * H * Dn * R,
+                       DEQUANT_OPS * H * Dn * R if formats.weight_format(setup.weights).dequant else 0.0,
+                       kvb_w * Dn / (Dn + Dv) + ACT_BYTES * T * H * (Dn + R), 1))
+        flops = 2.0 * H * (R + Dr + R) * work.keys
+        vec = SOFTMAX_OPS * H * work.keys + deq * (R + Dr) * work.read
+        if strat == "absorbed":
+            # unfused: K.Q and P.V are separate kernels, each reading the latent cache, with f32
+            # scores written, softmaxed in place (read + write) and read back
+            nbytes = 2 * row * work.read + 4 * SCORE_BYTES * H * work.keys
+            kernels = 4
+        else:
+            # flash: one fused pass over the cache, split over it (split-K) and combined
+            nbytes = row * work.read
+            kernels = 2
+        ops.append(_Op("attn.core", "attention", "fp16", flops, vec, nbytes + ACT_BYTES * T * H * (R + Dr + R), kernels))
+        ops.append(_Op("attn.absorb_out", "matmul", _wdtype(setup), 2.0 * T * H * R * Dv,
+                       DEQUANT_OPS * H * R * Dv if formats.weight_format(setup.weights).dequant else 0.0,
+                       kvb_w * Dv / (Dn + Dv) + ACT_BYTES * T * H * (R + Dv), 1))
+    ops.append(_matmul("attn.o_proj", T, D, Hf * Dv, wb["o_proj.weight"], setup, share))
+    return ops
+
+
+def _mla_expand_once_ops(setup: Setup, T: int, work: _Attn, share: float) -> list:
+    """MLA prefill as fused attention over K/V expanded once per ubatch (the form ik_llama.cpp's
+    mla=3 and vLLM/SGLang use for prompts): kv_b expands the d + n cached latents to per-head
+    k_nope and v (f16), then plain flash attention with 2 (Dn + Dr + Dv) FLOPs per key and head
+    instead of the absorbed 2 (2R + Dr)."""
+    cfg = setup.model
+    kvf = formats.kv_format(setup.kv)
+    deq = DEQUANT_OPS if kvf.dequant else 0
+    R, Dr, Dn, Dv = cfg.kv_lora_rank, cfg.qk_rope_head_dim, cfg.qk_nope_head_dim, cfg.v_head_dim
+    H = cfg.n_heads * share
+    kvb = R * cfg.n_heads * (Dn + Dv) * share
+    kvb_w = _layer_weight_bytes(cfg, setup.weights)["attn"]["kv_b_proj.weight"] * share
+    row = kvf.nbytes(R) + kvf.nbytes(Dr)
+    E = work.expanded
+    quant = formats.weight_format(setup.weights).dequant
+    return [
+        _Op("attn.kv_b_expand", "matmul", _wdtype(setup), 2.0 * kvb * E,
+            (DEQUANT_OPS * kvb if quant else 0.0) + deq * R * E, kvb_w + row * E + 2 * H * (Dn + Dv) * E, 2),
+        _Op("attn.core", "attention", "fp16", 2.0 * H * (Dn + Dr + Dv) * work.keys, SOFTMAX_OPS * H * work.keys,
+            (2 * H * (Dn + Dv) + 2 * Dr) * work.read + ACT_BYTES * T * H * (Dn + Dr + Dv), 2),
+    ]
+
+
+def _expand_once_wins(setup: Setup, T: int, work: _Attn, share: float) -> bool:
+    """A runtime picks the cheaper fused prefill form per ubatch; so does the model."""
+    gpu, rt = setup.gpu, setup.runtime
+    cfg = setup.model
+    R, Dr, Dn, Dv = cfg.kv_lora_rank, cfg.qk_rope_head_dim, cfg.qk_nope_head_dim, cfg.v_head_dim
+    H = cfg.n_heads * share
+    kvf = formats.kv_format(setup.kv)
+    row = kvf.nbytes(R) + kvf.nbytes(Dr)
+    absorbed = [
+        _Op("", "matmul", _wdtype(setup), 2.0 * T * H * (Dn + Dv) * R, 0.0, 0.0, 2),
+        _Op("", "attention", "fp16", 2.0 * H * (R + Dr + R) * work.keys, SOFTMAX_OPS * H * work.keys,
+            row * work.read, 2),
+    ]
+    once = _mla_expand_once_ops(setup, T, work, share)
+    return sum(_time(o, gpu, rt)[0] for o in once) < sum(_time(o, gpu, rt)[0] for o in absorbed)
+
+
+def _ffn_ops(setup: Setup, T: int, moe: bool, share: float) -> list:
+    cfg = setup.model
+    D = cfg.hidden_size
+    wb = _layer_weight_bytes(cfg, setup.weights)
+    ops = [_Op("norms", "vector", "fp32", 0.0, 2 * 4 * T * D, 2 * (2 * ACT_BYTES * T * D) + wb["norms"], 4)]
+    if not moe:
+        F = cfg.intermediate_size
+        ops.append(_matmul("mlp", T, 3 * F, D, wb["mlp"], setup, share, kernels=4))
+        return ops
+    E, k, Fe = cfg.n_routed_experts, cfg.n_experts_per_tok, cfg.moe_intermediate_size
+    # the router runs in f32 on every card (replicated under tensor split)
+    ops.append(_Op("moe.router", "matmul", "fp32", 2.0 * T * E * D, 8 * T * E,
+                   wb["router"] + ACT_BYTES * T * (D + 2 * E), 5))
+    u = expected_distinct_experts(E, k, T, setup.expert_skew)
+    quant = formats.weight_format(setup.weights).dequant
+    ops.append(_Op("moe.experts", "matmul", _wdtype(setup), 2.0 * T * k * 3 * D * Fe * share,
+                   (DEQUANT_OPS * u * 3 * D * Fe * share if quant else 0.0) + 4 * T * k * Fe * share,
+                   u * wb["expert"] * share + ACT_BYTES * T * k * (2 * D + 3 * Fe * share), 5))
+    if cfg.shared_expert_intermediate_size:
+        ops.append(_matmul("moe.shared", T, 3 * cfg.shared_expert_intermediate_size, D, wb["shared"], setup, share, kernels=4))
+    return ops
+
+
+def _head_ops(setup: Setup, T_out: int, share: float) -> list:
+    cfg = setup.model
+    D, V = cfg.hidden_size, cfg.vocab_size
+    wb = _layer_weight_bytes(cfg, setup.weights)
+    lm = wb["lm_head"] or wb["embed"]
+    return [_Op("head.norm", "vector", "fp32", 0.0, 4 * T_out * D, 2 * ACT_BYTES * T_out * D + wb["final_norm"], 1),
+            _matmul("head.lm_head", T_out, V, D, lm, setup, share)]
+
+
+def _layer_counts(setup: Setup) -> list:
+    """Per card: (n dense layers, n MoE layers, holds the head)."""
+    cfg, N = setup.model, setup.n_cards
+    moe = set(cfg.moe_layers)
+    if setup.split != "layer":
+        nm = len(moe)
+        return [(cfg.n_layers - nm, nm, True)] * (1 if setup.split == "none" else N)
+    out, start = [], 0
+    for c in range(N):
+        # llama.cpp splits layers in proportion to each card's memory: equal cards, equal shares
+        n = cfg.n_layers // N + (1 if c < cfg.n_layers % N else 0)
+        layers = range(start, start + n)
+        start += n
+        nm = sum(1 for i in layers if i in moe)
+        out.append((n - nm, nm, c == N - 1))
+    return out
+
+
+def _card_ops(setup: Setup, T: int, work: _Attn, T_out: int) -> list:
+    """[(card, [(count, _Op), ...]), ...] for one pass of T tokens through the whole model."""
+    share = 1.0 / setup.n_cards if setup.split == "tensor" else 1.0
+    attn = _attention_ops(setup, T, work, share)
+    dense = _ffn_ops(setup, T, False, share) if setup.model.intermediate_size and setup.model.n_dense_layers else []
+    moe = _ffn_ops(setup, T, True, share) if setup.model.n_moe_layers else []
+    head = _head_ops(setup, T_out, share)
+    out = []
+    for c, (nd, nm, has_head) in enumerate(_layer_counts(setup)):
+        lines = [(nd + nm, o) for o in attn] + [(nd, o) for o in dense] + [(nm, o) for o in moe]
+        if has_head:
+            lines += [(1, o) for o in head]
+        out.append((c, [(n, o) for n, o in lines if n]))
+    return out
+
+
+def allreduce_seconds(nbytes: float, n_cards: int, link_gbps: float, latency_us: float) -> float:
+    """Ring all-reduce of `nbytes` over n cards: 2(n-1) steps, each one latency plus a 1/n
+    slice of the data, so 2(n-1) latencies + 2(n-1)/n * bytes / bandwidth."""
+    if n_cards <= 1:
+        return 0.0
+    steps = 2 * (n_cards - 1)
+    return steps * latency_us * 1e-6 + steps / n_cards * nbytes / (link_gbps * 1e9)
+
+
+def transfer_seconds(nbytes: float, link_gbps: float, latency_us: float) -> float:
+    return latency_us * 1e-6 + nbytes / (link_gbps * 1e9)
+
+
+def _pass(setup: Setup, T: int, work: _Attn, T_out: int):
+    """One pass of T tokens: (per-card busy seconds, link seconds per boundary or per pass, OpCosts)."""
+    gpu, rt = setup.gpu, setup.runtime
+    costs, card_s = [], []
+    for c, lines in _card_ops(setup, T, work, T_out):
+        tot = 0.0
+        for n, op in lines:
+            s, tc, tm, tl = _time(op, gpu, rt)
+            tot += n * s
+            costs.append(OpCost(op.name, c, n, n * (op.tflops + op.vflops), n * op.bytes, n * s, n * tc, n * tm, n * tl))
+        card_s.append(tot)
+    rig = setup.rig
+    link = 0.0
+    if setup.split == "layer":
+        link = transfer_seconds(ACT_BYTES * T * setup.model.hidden_size, rig.link_gbps, rig.link_latency_us)
+        for c in range(setup.n_cards - 1):
+            costs.append(OpCost("link.activations", c, 1, 0.0, ACT_BYTES * T * setup.model.hidden_size, link, 0.0, 0.0, 0.0))
+    elif setup.split == "tensor":
+        cfg = setup.model
+        # two all-reduces of the hidden state per layer (after o_proj and after the MLP), and the
+        # vocabulary-split logits gathered once
+        ar = allreduce_seconds(ACT_BYTES * T * cfg.hidden_size, setup.n_cards, rig.link_gbps, rig.link_latency_us)
+        gather = allreduce_seconds(ACT_BYTES * T_out * cfg.vocab_size / 2, setup.n_cards, rig.link_gbps, rig.link_latency_us)
+        link = 2 * cfg.n_layers * ar + gather
+        costs.append(OpCost("link.allreduce", 0, 2 * cfg.n_layers, 0.0,
+                            2 * cfg.n_layers * ACT_BYTES * T * cfg.hidden_size, 2 * cfg.n_layers * ar, 0.0, 0.0, 0.0))
+        costs.append(OpCost("link.logits", 0, 1, 0.0, ACT_BYTES * T_out * cfg.vocab_size, gather, 0.0, 0.0, 0.0))
+    return card_s, link, costs
+
+
+def _sequential_seconds(setup, card_s, link):
+    if setup.split == "layer":
+        return sum(card_s) + (setup.n_cards - 1) * link
+    if setup.split == "tensor":
+        return max(card_s) + link
+    return card_s[0]
+
+
+def _check_int(name, v, minimum):
+    if isinstance(v, bool) or not isinstance(v, int):
+        try:
+            import numpy as np
+            if isinstance(v, np.integer):
+                v = int(v)
+            else:
+                raise TypeError
+        except TypeError:
+            raise TypeError(f"`{name}` must be an integer, got {v!r}") from None
+    if v < minimum:
+        raise ValueError(f"`{name}` must be >= {minimum}, got {v}")
+    return v
+
+
+def _setup(s) -> Setup:
+    if not isinstance(s, Setup):
+        raise TypeError(f"`setup` must be a costmodel.Setup, got {type(s).__name__}")
+    return s
+
+
+def decode(setup: Setup, depth: int, batch: int = 1) -> StepCost:
+    """One decode step: `batch` streams, each with `depth` tokens cached, one new token each."""
+    setup = _setup(setup)
+    depth = _check_int("depth", depth, 0)
+    batch = _check_int("batch", batch, 1)
+    card_s, link, costs = _pass(setup, batch, _decode_work(setup.model, depth, batch), batch)
+    return StepCost(_sequential_seconds(setup, card_s, link), batch, costs, "decode", depth, batch)
+
+
+def decode_stages(setup: Setup, depth: int, batch: int = 1) -> tuple[list, float]:
+    """Per-card busy seconds of a decode step and the per-boundary (layer split) or per-step
+    (tensor split) link seconds, for pipelining estimates."""
+    card_s, link, _ = _pass(setup, batch, _decode_work(setup.model, depth, batch), batch)
+    return card_s, link
+
+
+def prefill(setup: Setup, n_tokens: int, depth: int = 0) -> StepCost:
+    """Ingest a chunk of `n_tokens` on top of `depth` cached tokens (one stream), in ubatches of
+    the runtime's n_ubatch; logits for the last token only. Under layer split the ubatches
+    pipeline through the cards (llama.cpp's pipeline parallelism)."""
+    setup = _setup(setup)
+    n = _check_int("n_tokens", n_tokens, 1)
+    depth = _check_int("depth", depth, 0)
+    ub = setup.runtime.n_ubatch
+    n_ub = -(-n // ub)
+    cfg = setup.model
+    all_costs, stages, links = [], [], []
+    for u in range(n_ub):
+        T = min(ub, n - u * ub)
+        card_s, link, costs = _pass(setup, T, _prefill_work(cfg, depth + u * ub, T), 1 if u == n_ub - 1 else 0)
+        stages.append(card_s)
+        links.append(link)
+        all_costs.extend(costs)
+    if setup.split == "layer":
+        # pipeline: card c starts ubatch u when it has finished u-1 and card c-1 has sent u
+        N = setup.n_cards
+        fin = [0.0] * N
+        for u in range(n_ub):
+            ready = 0.0
+            for c in range(N):
+                start = max(fin[c], ready)
+                fin[c] = start + stages[u][c]
+                ready = fin[c] + links[u]
+        seconds = fin[-1]
+    else:
+        seconds = sum(_sequential_seconds(setup, s, l) for s, l in zip(stages, links))
+    return StepCost(seconds, n, _merge(all_costs), "prefill", depth, 1)
+
+
+def _merge(costs):
+    out: dict = {}
+    for o in costs:
+        k = (o.name, o.card)
+        if k in out:
+            m = out[k]
+            m.count += o.count
+            m.flops += o.flops
+            m.bytes += o.bytes
+            m.seconds += o.seconds
+            m.compute_s += o.compute_s
+            m.memory_s += o.memory_s
+            m.launch_s += o.launch_s
+        else:
+            out[k] = dataclasses.replace(o)
+    return list(out.values())
+
+
+def ttft(setup: Setup, prompt_len: int) -> float:
+    """Time to first token for a prompt of `prompt_len` tokens from an empty cache."""
+    return prefill(setup, prompt_len, 0).seconds
+
+
+# ---- memory ------------------------------------------------------------------------------------------
+@dataclass
+class CardMemory:
+    weights: int
+    kv: int
+    workspace: int
+    overhead: int
+    capacity: int
+
+    @property
+    def total(self) -> int:
+        return self.weights + self.kv + self.workspace + self.overhead
+
+    @property
+    def fits(self) -> bool:
+        return self.total <= self.capacity
+
+    @property
+    def free(self) -> int:
+        return self.capacity - self.total
+
+
+@dataclass
+class Memory:
+    cards: list
+    context: int
+    batch: int
+
+    @property
+    def fits(self) -> bool:
+        return all(c.fits for c in self.cards)
+
+    def _sum(self, k):
+        return sum(getattr(c, k) for c in self.cards)
+
+    weights = property(lambda self: self._sum("weights"))
+    kv = property(lambda self: self._sum("kv"))
+    workspace = property(lambda self: self._sum("workspace"))
+    overhead = property(lambda self: self._sum("overhead"))
+    total = property(lambda self: self._sum("total"))
+    capacity = property(lambda self: self._sum("capacity"))
+
+
+def _memory_terms(setup: Setup, batch: int):
+    """Per card: (weight bytes, workspace bytes, overhead bytes, KV bytes per token of context,
+    expansion-buffer bytes per token of context)."""
+    cfg = setup.model
+    N = setup.n_cards
+    wb = _layer_weight_bytes(cfg, setup.weights)
+    attn_w = sum(wb["attn"].values())
+    dense_w = wb["norms"] + wb.get("mlp", 0)
+    moe_w = wb["norms"] + wb.get("router", 0) + cfg.n_routed_experts * wb.get("expert", 0) + wb.get("shared", 0)
+    if cfg.tie_word_embeddings:
+        head_w = wb["final_norm"] + wb["embed"]      # the table is the lm_head: it lives on the card
+    else:
+        head_w = wb["final_norm"] + wb["lm_head"] + (0 if setup.runtime.embeddings_on_host else wb["embed"])
+    kvf = formats.kv_format(setup.kv)
+    kv_layer = sum(kvf.nbytes(r) for r in cfg.kv_rows_per_layer())
+    D = cfg.hidden_size
+    # activations of one ubatch (f32): residual, normed input, q/k/v (or MLA's q, latent query,
+    # latent and output), FFN intermediate (gate, up) and router scores; plus the logits buffer
+    # (llama.cpp: vocab x outputs, one output per stream)
+    F_act = max(cfg.intermediate_size if cfg.n_dense_layers else 0,
+                cfg.n_experts_per_tok * cfg.moe_intermediate_size + cfg.shared_expert_intermediate_size)
+    if cfg.attention == "mla":
+        qkv = cfg.n_heads * (cfg.head_dim + cfg.kv_lora_rank + cfg.v_head_dim) + cfg.kv_lora_rank + cfg.qk_rope_head_dim
+    else:
+        qkv = cfg.n_heads * cfg.head_dim + cfg.n_kv_heads * (cfg.head_dim + cfg.v_head_dim) + cfg.n_heads * cfg.v_head_dim
+    act = ACT_BYTES * max(setup.runtime.n_ubatch, batch) * (3 * D + qkv + 2 * F_act + cfg.n_routed_experts)
+    logits = ACT_BYTES * cfg.vocab_size * batch
+    overhead = int(setup.runtime.overhead_gib_per_card * GIB)
+    tp = setup.split == "tensor"
+    out = []
+    for nd, nm, has_head in _layer_counts(setup):
+        layers = nd + nm
+        if tp:
+            w = (layers * attn_w + nd * dense_w + nm * moe_w + head_w) / N
+            # an MLA latent is shared by all heads: every card caches all of it
+            kv_tok = kv_layer * layers / (1 if cfg.attention == "mla" else N)
+        else:
+            w = layers * attn_w + nd * dense_w + nm * moe_w + (head_w if has_head else 0)
+            kv_tok = kv_layer * layers
+        expand_tok = 0.0
+        if cfg.attention == "mla" and setup.mla_strategy == "naive":
+            # the expanded f16 K and V of one layer at a time, for every stream
+            expand_tok = 2 * cfg.n_heads * (cfg.head_dim + cfg.v_head_dim) / (N if tp else 1)
+        ws = act + (logits if (has_head or tp) else 0)
+        out.append((int(w), ws, overhead, batch * kv_tok, batch * expand_tok))
+    return out
+
+
+def memory(setup: Setup, context: int, batch: int = 1) -> Memory:
+    """Bytes per card holding `batch` streams of `context` tokens each: weights, KV cache,
+    workspace (activations of one ubatch, the logits buffer, naive MLA's expanded K/V) and the
+    runtime's fixed overhead, against the card's capacity."""
+    setup = _setup(setup)
+    context = _check_int("context", context, 0)
+    batch = _check_int("batch", batch, 1)
+    cfg = setup.model
+    cap = setup.gpu.memory_bytes
+    span = min(context, cfg.sliding_window) if cfg.sliding_window else context
+    cards = [CardMemory(weights=w, kv=math.ceil(kv * span), workspace=math.ceil(ws + ex * span), overhead=ov, capacity=cap)
+             for w, ws, ov, kv, ex in _memory_terms(setup, batch)]
+    return Memory(cards, context, batch)
+
+
+def max_context(setup: Setup, batch: int = 1) -> int:
+    """The largest context (tokens per stream) whose memory fits on every card; 0 if even an
+    empty cache does not fit. Not capped at the model's max_position_embeddings."""
+    setup = _setup(setup)
+    batch = _check_int("batch", batch, 1)
+    cap = setup.gpu.memory_bytes
+    best = math.inf
+    for w, ws, ov, kv, ex in _memory_terms(setup, batch):
+        room = cap - (w + math.ceil(ws) + ov)
+        if room < 0:
+            return 0
+        per_tok = kv + ex
+        best = min(best, room // per_tok if per_tok else math.inf)
+    if math.isinf(best):
+        return 2 ** 62
+    if setup.model.sliding_window and best >= setup.model.sliding_window:
+        return 2 ** 62     # the cache stops growing at the window
+    n = int(best)
+    # guard against rounding in the int() conversions of memory()
+    while n > 0 and not memory(setup, n, batch).fits:
+        n -= 1
+    return n
+
+
+def spill_context(setup: Setup, batch: int = 1) -> int:
+    """The context beyond which the model no longer fits on one card of the rig (where a second
+    card becomes necessary)."""
+    one = setup.replace(rig=Rig(setup.gpu, 1), split="none")
+    return max_context(one, batch)
+
+
+def max_batch(setup: Setup, context: int) -> int:
+    """How many streams of `context` tokens fit at once."""
+    lo, hi = 0, 1
+    while memory(setup, context, hi).fits:
+        lo, hi = hi, hi * 2
+        if hi > 1 << 20:
+            return lo
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if memory(setup, context, mid).fits:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+# ---- serving -----------------------------------------------------------------------------------------
+def serve(setup: Setup, concurrency: int, context: int) -> dict:
+    """Steady-state continuous batching: `concurrency` streams generating at `context` tokens each.
+    Streams beyond what the KV memory holds wait (they do not run), so the aggregate comes from
+    the streams that fit. Under layer split the batch may also run as n_cards micro-batches in
+    a pipeline; the better of the two schedules is reported. Prefill of arriving requests is not
+    included (see decide() for whole requests)."""
+    setup = _setup(setup)
+    C = _check_int("concurrency", concurrency, 1)
+    context = _check_int("context", context, 0)
+    fit = min(C, max_batch(setup, context))
+    res = {"concurrency": C, "context": context, "streams": fit, "fits": fit == C, "setup": setup.label}
+    if fit == 0:
+        mem = memory(setup, context, 1)
+        why = "weights" if memory(setup, 0, 1).fits is False else "kv_memory"
+        res.update(aggregate_tok_s=0.0, per_stream_tok_s=0.0, limited_by=f"memory ({why})",
+                   step_seconds=math.inf, memory_per_card=[c.total for c in mem.cards])
+        return res
+    step = decode(setup, context, fit)
+    agg = step.tok_s
+    schedule = "one batch"
+    if setup.split == "layer" and fit >= setup.n_cards:
+        N = setup.n_cards
+        m = -(-fit // N)
+        stages, link = decode_stages(setup, context, m)
+        round_s = N * max(max(stages), link)
+        if fit / round_s > agg:
+            agg, schedule = fit / round_s, f"{N} pipelined micro-batches"
+    res.update(aggregate_tok_s=agg, per_stream_tok_s=agg / fit, step_seconds=fit / agg,
+               limited_by="kv_memory" if fit < C else step.dominant, schedule=schedule,
+               memory_per_card=[c.total for c in memory(setup, context, fit).cards])
+    return res
+
+
+# ---- crossovers and decisions ------------------------------------------------------------------------
+def crossover(xs: Sequence[float], ya: Sequence[float], yb: Sequence[float]) -> list[float]:
+    """Every x where ya - yb changes sign, linearly interpolated between samples; an x where the
+    curves meet exactly and then part to opposite sides is reported once. Empty when they never
+    cross; curves that touch without crossing give nothing."""
+    xs, ya, yb = list(map(float, xs)), list(map(float, ya)), list(map(float, yb))
+    if not (len(xs) == len(ya) == len(yb)):
+        raise ValueError(f"`xs`, `ya`, `yb` must have equal lengths, got {len(xs)}, {len(ya)}, {len(yb)}")
+    if any(b <= a for a, b in zip(xs, xs[1:])):
+        raise ValueError("`xs` must be strictly increasing")
+    if any(not math.isfinite(v) for v in xs + ya + yb):
+        raise ValueError("`xs`, `ya`, `yb` must be finite")
+    d = [a - b for a, b in zip(ya, yb)]
+    out = []
+    prev = None          # index of the last nonzero difference
+    for i, v in enumerate(d):
+        if v == 0:
+            continue
+        if prev is not None and (d[prev] > 0) != (v > 0):
+            if i - prev == 1:
+                x0, x1 = xs[prev], xs[i]
+                out.append(x0 + (x1 - x0) * d[prev] / (d[prev] - v))
+            else:
+                # they met at one or more samples in between: report the middle of that stretch
+                out.append((xs[prev + 1] + xs[i - 1]) / 2)
+        prev = i
+    return out
+
+
+@dataclass(frozen=True)
+class Workload:
+    prompt: int
+    output: int
+    concurrency: int = 1
+    objective: str = ""       # "latency" | "throughput" | "" (latency for 1 stream, else throughput)
+
+    def __post_init__(self):
+        _check_int("prompt", self.prompt, 1)
+        _check_int("output", self.output, 1)
+        _check_int("concurrency", self.concurrency, 1)
+        obj = self.objective or ("latency" if self.concurrency == 1 else "throughput")
+        if obj not in ("latency", "throughput"):
+            raise ValueError(f"`objective` must be 'latency' or 'throughput', got {self.objective!r}")
+        object.__setattr__(self, "objective", obj)
+
+
+def _mean_decode(setup, d0, n_out, batch, points=5):
+    """Mean decode step seconds over depths d0 .. d0 + n_out - 1 (trapezoid over a few depths;
+    decode time is close to linear in depth)."""
+    if n_out == 1:
+        return decode(setup, d0, batch).seconds, decode(setup, d0, batch)
+    ds = [d0 + round(i * (n_out - 1) / (points - 1)) for i in range(points)]
+    ts = [decode(setup, d, batch).seconds for d in ds]
+    area = sum((ds[i + 1] - ds[i]) * (ts[i] + ts[i + 1]) / 2 for i in range(points - 1))
+    return area / (ds[-1] - ds[0]), decode(setup, ds[points // 2], batch)
+
+
+def _share(step: StepCost, top=2) -> str:
+    t = step.terms()
+    tot = sum(t.values()) or 1.0
+    return ", ".join(f"{k} {100 * v / tot:.0f}%" for k, v in list(t.items())[:top])
+
+
+def decide(workload, setups: Sequence[Setup]) -> list[dict]:
+    """Rank setups for a workload (prompt, output, concurrency[, objective]) by latency (one
+    stream) or throughput (several), setups that fit in memory first. Each row gives the figures
+    and the reasons: what does not fit, and which terms dominate prefill and decode."""
+    if isinstance(workload, dict):
+        workload = Workload(**workload)
+    if not isinstance(workload, Workload):
+        raise TypeError(f"`workload` must be a dict or a Workload, got {type(workload).__name__}")
+    if not setups:
+        raise ValueError("`setups` is empty")
+    P, O, C = workload.prompt, workload.output, workload.concurrency
+    rows = []
+    for s in setups:
+        s = _setup(s)
+        ctx = P + O
+        mem = memory(s, ctx, C)
+        fit = min(C, max_batch(s, ctx))
+        reasons = []
+        row = {"setup": s.label, "model": s.model.name, "rig": s.rig.name, "split": s.split,
+               "weights": s.weights, "kv": s.kv, "runtime": s.runtime.name,
+               "memory_per_card_gib": [round(c.total / GIB, 2) for c in mem.cards],
+               "capacity_gib": round(s.gpu.memory_bytes / GIB, 2), "fits": fit >= 1, "streams_at_once": fit}
+        if fit == 0:
+            worst = max(mem.cards, key=lambda c: c.total - c.capacity)
+            reasons.append(f"does not fit: needs {worst.total / GIB:.1f} GiB on a card of {worst.capacity / GIB:.1f} GiB "
+                           f"(weights {worst.weights / GIB:.1f}, KV {worst.kv / GIB:.1f})")
+            row.update(ttft_s=math.inf, tpot_s=math.inf, e2e_s=math.inf, throughput_tok_s=0.0, reasons=reasons)
+            rows.append(row)
+            continue
+        pf = prefill(s, P, 0)
+        t_first = pf.seconds
+        tpot, mid = _mean_decode(s, P, O, 1)
+        e2e = t_first + (O - 1) * tpot       # the prefill step already produced the first token
+        # C requests: each prefilled in turn, then decoded together in waves of what fits
+        waves = -(-C // fit)
+        tpot_c, mid_c = _mean_decode(s, P, O, fit) if fit > 1 else (tpot, mid)
+        total = waves * (fit * t_first + O * tpot_c)
+        thr = C * O / total
+        reasons.append(f"prefill {P}: {pf.tokens / pf.seconds:.0f} tok/s, mostly {_share(pf)}")
+        reasons.append(f"decode at {P + O // 2}: {1 / tpot:.1f} tok/s, mostly {_share(mid)}")
+        if fit < C:
+            reasons.append(f"KV memory holds {fit} of {C} streams at {ctx} tokens: {waves} waves")
+        if C > 1:
+            reasons.append(f"{fit} streams together: {fit / tpot_c:.0f} tok/s while decoding, {_share(mid_c, 1)}")
+        row.update(ttft_s=t_first, tpot_s=tpot, e2e_s=e2e, throughput_tok_s=thr, reasons=reasons)
+        rows.append(row)
+    key = (lambda r: (not r["fits"], r["e2e_s"])) if workload.objective == "latency" \
+        else (lambda r: (not r["fits"], -r["throughput_tok_s"]))
+    rows.sort(key=key)
+    for i, r in enumerate(rows):
+        r["rank"] = i + 1
+        r["objective"] = workload.objective
+    return rows
