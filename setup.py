@@ -57,6 +57,41 @@ def _find_nvcc():
     return None
 
 
+def _cuda_home(nvcc):
+    """The CUDA root that holds cuda_runtime.h (nvcc may be a wrapper script, not a symlink)."""
+    cands = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"),
+             os.path.dirname(os.path.dirname(os.path.realpath(nvcc))), "/usr/local/cuda"]
+    for home in cands:
+        if home and os.path.exists(os.path.join(home, "include", "cuda_runtime.h")):
+            return home
+    return None
+
+
+def _find_cublas(cuda_home):
+    """(include_dir, lib_dir, [link names]) for cuBLAS + cuBLASLt, or None. Looks in the CUDA
+    root, then in the NVIDIA wheels (nvidia-cublas: nvidia/cu13/..., nvidia/cublas/... for cu12)
+    on sys.path, which is where PyTorch's CUDA builds put it."""
+    roots = [(os.path.join(cuda_home, "include"), os.path.join(cuda_home, "lib64"))]
+    for p in sys.path:
+        for sub in ("cu13", "cublas"):
+            d = os.path.join(p or ".", "nvidia", sub)
+            roots.append((os.path.join(d, "include"), os.path.join(d, "lib")))
+    for inc, lib in roots:
+        if not os.path.exists(os.path.join(inc, "cublas_v2.h")):
+            continue
+        names = []
+        for base in ("cublas", "cublasLt"):
+            plain = os.path.join(lib, f"lib{base}.so")
+            versioned = sorted(glob.glob(os.path.join(lib, f"lib{base}.so.[0-9]*")), key=len)
+            if os.path.exists(plain):
+                names.append(base)
+            elif versioned:
+                names.append(":" + os.path.basename(versioned[0]))  # gcc -l:libcublas.so.13
+        if len(names) == 2:
+            return inc, lib, names
+    return None
+
+
 def cuda_extension():
     """The CUDA extension, or None with one clear line saying why it is skipped."""
     mode = _flag("GLMBENCH_CUDA")
@@ -65,53 +100,90 @@ def cuda_extension():
         return None
     nvcc = _find_nvcc()
     cu_sources = sorted(glob.glob(os.path.join("kernels", "*.cu")))
-    if nvcc is None or not cu_sources:
-        why = "nvcc not found" if nvcc is None else "no kernels/*.cu sources"
+    cuda_home = _cuda_home(nvcc) if nvcc else None
+    if nvcc is None or not cu_sources or cuda_home is None:
+        why = ("nvcc not found" if nvcc is None else "no kernels/*.cu sources" if not cu_sources
+               else f"no CUDA headers (cuda_runtime.h) beside {nvcc}; set CUDA_HOME")
         if mode == "1":
             raise RuntimeError(f"GLMBENCH_CUDA=1 but {why}")
         print(f"glmbench: {why}, building CPU-only (set GLMBENCH_CUDA=1 to require CUDA)",
               file=sys.stderr)
         return None
-    cuda_home = os.path.dirname(os.path.dirname(os.path.realpath(nvcc)))
     c_sources = sorted(glob.glob(os.path.join("kernels", "*.c")))
+    libs, lib_dirs = ["cudart"], [os.path.join(cuda_home, "lib64")]
+    nvcc_flags = []
+    cublas = _find_cublas(cuda_home)
+    if cublas:
+        inc, lib, names = cublas
+        nvcc_flags += ["-DGB_HAVE_CUBLAS", "-I" + inc]
+        libs += names
+        if lib not in lib_dirs:
+            lib_dirs.append(lib)
+    else:
+        print("glmbench: cuBLAS headers not found (CUDA root or the nvidia-cublas wheel): "
+              "linear layers use the built-in tensor-core GEMM; `pip install nvidia-cublas` adds cuBLAS",
+              file=sys.stderr)
     ext = Extension(
         "glmbench._cuda",
         sources=c_sources + cu_sources,
-        include_dirs=["kernels", "csrc", numpy.get_include(), os.path.join(cuda_home, "include")],
-        library_dirs=[os.path.join(cuda_home, "lib64"), os.path.join(cuda_home, "lib64", "stubs")],
-        libraries=["cudart", "cublas", "cublasLt"],
-        runtime_library_dirs=[os.path.join(cuda_home, "lib64")],
-        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_2_0_API_VERSION")],
+        include_dirs=["kernels"],
+        library_dirs=lib_dirs,
+        libraries=libs + ["stdc++"],
+        runtime_library_dirs=lib_dirs,
         extra_compile_args=["-std=c11", "-O3", "-Wall"],
     )
     ext._nvcc = nvcc
+    ext._nvcc_flags = nvcc_flags
     return ext
 
 
 class BuildExt(build_ext):
-    """build_ext that hands .cu files to nvcc and everything else to the C compiler."""
+    """build_ext that hands .cu files to nvcc (in parallel, one process per core) and everything
+    else to the C compiler. An object is rebuilt when its source or a kernels/ header is newer,
+    or when the nvcc command changed (its hash is in the object's name)."""
 
     def build_extension(self, ext):
         nvcc = getattr(ext, "_nvcc", None)
         if nvcc is None:
             return super().build_extension(ext)
-        archs = _flag("GLMBENCH_CUDA_ARCHS", "80;86;90").split(";")
+        import concurrent.futures
+        import hashlib
+        import subprocess
+
+        archs = [a for a in _flag("GLMBENCH_CUDA_ARCHS", "80;86;90").split(";") if a]
         cu = [s for s in ext.sources if s.endswith(".cu")]
         ext.sources = [s for s in ext.sources if not s.endswith(".cu")]
         objdir = os.path.join(self.build_temp, "cuda")
         os.makedirs(objdir, exist_ok=True)
-        objs = []
+        opt = ["-O0", "-g", "-G"] if _flag("GLMBENCH_DEBUG") == "1" else ["-O3", "-lineinfo"]
+        base = [nvcc, "-c", "-std=c++17", "-Xcompiler", "-fPIC", "-Ikernels",
+                "--expt-relaxed-constexpr"] + opt + list(ext._nvcc_flags)
+        for a in archs:
+            base += ["-gencode", f"arch=compute_{a},code=sm_{a}"]
+        tag = hashlib.sha1(" ".join(base).encode()).hexdigest()[:8]
+        headers = glob.glob("kernels/*.h") + glob.glob("kernels/*.cuh")
+        jobs, objs = [], []
         for src in cu:
-            obj = os.path.join(objdir, os.path.basename(src) + ".o")
-            if not os.path.exists(obj) or os.path.getmtime(obj) < max(
-                    os.path.getmtime(p) for p in [src] + glob.glob("kernels/*.h") + glob.glob("kernels/*.cuh")):
-                cmd = [nvcc, "-c", src, "-o", obj, "-O3", "-std=c++17", "-Xcompiler", "-fPIC",
-                       "-Ikernels", "-Icsrc", "--expt-relaxed-constexpr"]
-                for a in archs:
-                    cmd += ["-gencode", f"arch=compute_{a},code=sm_{a}"]
-                print(" ".join(cmd))
-                self.spawn(cmd)
+            obj = os.path.join(objdir, f"{os.path.basename(src)}.{tag}.o")
             objs.append(obj)
+            if not os.path.exists(obj) or os.path.getmtime(obj) < max(
+                    os.path.getmtime(p) for p in [src] + headers):
+                jobs.append(base + [src, "-o", obj])
+
+        def run(cmd):
+            print(" ".join(cmd), flush=True)
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            return cmd, r
+
+        failed = []
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
+            for cmd, r in pool.map(run, jobs):
+                if r.stdout or r.stderr:
+                    print(r.stdout + r.stderr, file=sys.stderr)
+                if r.returncode != 0:
+                    failed.append(cmd[-3])
+        if failed:
+            raise RuntimeError(f"nvcc failed on {', '.join(failed)} (messages above)")
         ext.extra_objects = list(ext.extra_objects or []) + objs
         super().build_extension(ext)
 

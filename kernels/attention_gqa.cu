@@ -1,0 +1,318 @@
+/* attention_gqa.cu: causal GQA attention over the paged cache (kvcache.cu's layout), bf16 storage,
+ * fp32 softmax and accumulation. The T queries are the last T of the L cached tokens: query t sits
+ * at position L - T + t and sees tokens 0..L-T+t (docs/API.md gqa_attention).
+ *   gqa_kernel1  flash tiles on CUDA cores: a block holds 16 consecutive queries of one q head,
+ *                K/V tiles of 32 tokens go through shared memory (rows padded one word against
+ *                bank conflicts); lane-per-key scores, online softmax, lane-per-dim accumulation.
+ *                Any Dh, Dv <= 256 (even). Prefill, and the generic decode path.
+ *   gqa_kernel2  split-K decode (flash-decoding), Dh = Dv = 128: a block owns one KV head and one
+ *                block of the cache, and all G = Hq/Hkv query heads of the group use each K/V read
+ *                (G padded to 1, 2, 4, 8 or 16 at compile time).
+ *   gqa_combine_kernel1  merges the split partials: out = sum_s e^(m_s - M) acc_s / sum_s e^(m_s - M) l_s.
+ * Launcher (version 0): kernel2 when T <= 4, Dh = Dv = 128 and G <= 16; else kernel1. Splits
+ * (n_splits = 0): about two blocks per SM of an H100/H200 (132 SMs), at least 64 keys per split. */
+#include <math.h>
+
+#include "common.cuh"
+
+#define Q1_QB 16 /* queries per block, kernel1 */
+#define Q1_KT 32 /* keys per tile, kernel1 */
+#define GQA_MAX_SPLITS 64
+#define GQA_TARGET_BLOCKS 264
+
+static int64_t auto_splits(int64_t n_units, int64_t L) {
+    int64_t s = GQA_TARGET_BLOCKS / (n_units > 0 ? n_units : 1);
+    int64_t by_len = cdiv(L, 64);
+    if (s > by_len) s = by_len;
+    if (s > GQA_MAX_SPLITS) s = GQA_MAX_SPLITS;
+    return s < 1 ? 1 : s;
+}
+
+extern "C" size_t gbc_gqa_workspace_bytes(int64_t T, int64_t Hq, int64_t Dv, int64_t n_splits) {
+    int64_t S = n_splits > 0 ? n_splits : GQA_MAX_SPLITS;
+    return (size_t)(T * Hq * S) * (size_t)(Dv + 2) * sizeof(float);
+}
+
+template <int DVL>
+__global__ void gqa_kernel1(const bf16 *__restrict__ q, const bf16 *__restrict__ kp, const bf16 *__restrict__ vp,
+                            const int32_t *__restrict__ table, int64_t page_size, bf16 *__restrict__ out,
+                            float *__restrict__ ws_m, float *__restrict__ ws_l, float *__restrict__ ws_acc, int64_t T,
+                            int64_t L, int Hq, int Hkv, int Dh, int Dv, float scale, int S, int64_t chunk) {
+    extern __shared__ __align__(16) unsigned char smraw[];
+    const int kw = Dh / 2 + 1; /* K row in 32-bit words, padded by one */
+    const int vw = Dv / 2;
+    uint32_t *qs = (uint32_t *)smraw;       /* [QB][Dh/2] bf16 pairs */
+    uint32_t *ks = qs + Q1_QB * (Dh / 2);   /* [KT][kw] */
+    uint32_t *vs = ks + Q1_KT * kw;         /* [KT][vw] */
+    const int s = blockIdx.x, h = blockIdx.y;
+    const int64_t t0 = (int64_t)blockIdx.z * Q1_QB;
+    const int hkv = h / (Hq / Hkv);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+
+    for (int i = threadIdx.x; i < Q1_QB * (Dh / 2); i += blockDim.x) {
+        int64_t t = t0 + i / (Dh / 2);
+        qs[i] = t < T ? ((const uint32_t *)(q + (t * Hq + h) * (int64_t)Dh))[i % (Dh / 2)] : 0u;
+    }
+    int64_t k_begin = (int64_t)s * chunk, k_end = min(L, k_begin + chunk);
+    int64_t p_last = L - T + min(t0 + Q1_QB, T) - 1;
+    k_end = min(k_end, p_last + 1);
+
+    float m[4], l[4], acc[4][DVL];
+#pragma unroll
+    for (int qi = 0; qi < 4; qi++) {
+        m[qi] = -INFINITY;
+        l[qi] = 0.0f;
+#pragma unroll
+        for (int d = 0; d < DVL; d++) acc[qi][d] = 0.0f;
+    }
+    for (int64_t kt = k_begin; kt < k_end; kt += Q1_KT) {
+        __syncthreads();
+        for (int i = threadIdx.x; i < Q1_KT * (Dh / 2); i += blockDim.x) {
+            int j = i / (Dh / 2), w = i % (Dh / 2);
+            int64_t tok = kt + j;
+            uint32_t val = 0u;
+            if (tok < k_end) {
+                int64_t row = (int64_t)table[tok / page_size] * page_size + tok % page_size;
+                val = ((const uint32_t *)(kp + (row * Hkv + hkv) * (int64_t)Dh))[w];
+            }
+            ks[j * kw + w] = val;
+        }
+        for (int i = threadIdx.x; i < Q1_KT * vw; i += blockDim.x) {
+            int j = i / vw, w = i % vw;
+            int64_t tok = kt + j;
+            uint32_t val = 0u;
+            if (tok < k_end) {
+                int64_t row = (int64_t)table[tok / page_size] * page_size + tok % page_size;
+                val = ((const uint32_t *)(vp + (row * Hkv + hkv) * (int64_t)Dv))[w];
+            }
+            vs[j * vw + w] = val;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int qi = 0; qi < 4; qi++) {
+            int qrow = warp * 4 + qi;
+            int64_t t = t0 + qrow;
+            if (t >= T) continue; /* warp-uniform */
+            int64_t p = L - T + t, tok = kt + lane;
+            float sc = -INFINITY;
+            if (tok < k_end && tok <= p) {
+                const __nv_bfloat162 *qv = (const __nv_bfloat162 *)(qs + qrow * (Dh / 2));
+                const __nv_bfloat162 *kv = (const __nv_bfloat162 *)(ks + lane * kw);
+                float dot = 0.0f;
+                for (int w = 0; w < Dh / 2; w++) {
+                    float2 a = __bfloat1622float2(qv[w]), b = __bfloat1622float2(kv[w]);
+                    dot += a.x * b.x + a.y * b.y;
+                }
+                sc = dot * scale;
+            }
+            float mnew = fmaxf(m[qi], warp_max(sc));
+            if (mnew == -INFINITY) continue; /* no visible key yet (warp-uniform) */
+            float pj = sc == -INFINITY ? 0.0f : expf(sc - mnew);
+            float alpha = expf(m[qi] - mnew);
+            l[qi] = l[qi] * alpha + warp_sum(pj);
+#pragma unroll
+            for (int d = 0; d < DVL; d++) acc[qi][d] *= alpha;
+            const bf16 *vrow = (const bf16 *)vs;
+            for (int j = 0; j < Q1_KT; j++) {
+                float pb = __shfl_sync(0xffffffffu, pj, j);
+                if (pb == 0.0f) continue; /* uniform: the same broadcast value in every lane */
+#pragma unroll
+                for (int d = 0; d < DVL; d++) {
+                    int dim = lane + 32 * d;
+                    if (dim < Dv) acc[qi][d] += pb * bf2f(vrow[j * Dv + dim]);
+                }
+            }
+            m[qi] = mnew;
+        }
+    }
+#pragma unroll
+    for (int qi = 0; qi < 4; qi++) {
+        int64_t t = t0 + warp * 4 + qi;
+        if (t >= T) continue;
+        if (S == 1) {
+            float inv = 1.0f / l[qi];
+#pragma unroll
+            for (int d = 0; d < DVL; d++) {
+                int dim = lane + 32 * d;
+                if (dim < Dv) out[(t * Hq + h) * (int64_t)Dv + dim] = f2bf(acc[qi][d] * inv);
+            }
+        } else {
+            int64_t idx = (t * Hq + h) * S + s;
+            if (lane == 0) {
+                ws_m[idx] = m[qi];
+                ws_l[idx] = l[qi];
+            }
+#pragma unroll
+            for (int d = 0; d < DVL; d++) {
+                int dim = lane + 32 * d;
+                if (dim < Dv) ws_acc[idx * Dv + dim] = acc[qi][d];
+            }
+        }
+    }
+}
+
+/* Dh = Dv = 128: each lane holds 4 dims (8 bytes of each K and V row). */
+template <int G>
+__global__ void __launch_bounds__(128) gqa_kernel2(const bf16 *__restrict__ q, const bf16 *__restrict__ kp,
+                                                   const bf16 *__restrict__ vp, const int32_t *__restrict__ table,
+                                                   int64_t page_size, bf16 *__restrict__ out, float *__restrict__ ws_m,
+                                                   float *__restrict__ ws_l, float *__restrict__ ws_acc, int64_t T,
+                                                   int64_t L, int Hq, int Hkv, int Greal, float scale, int S,
+                                                   int64_t chunk) {
+    const int D = 128;
+    __shared__ float sm_m[4][G], sm_l[4][G];
+    __shared__ float sm_acc[4][G][D];
+    const int s = blockIdx.x, hkv = blockIdx.y;
+    const int64_t t = blockIdx.z, p = L - T + t;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    float qf[G][4], m[G], l[G], acc[G][4];
+#pragma unroll
+    for (int g = 0; g < G; g++) {
+        m[g] = -INFINITY;
+        l[g] = 0.0f;
+        float2 a = make_float2(0.f, 0.f), b = make_float2(0.f, 0.f);
+        if (g < Greal) {
+            const __nv_bfloat162 *qr = (const __nv_bfloat162 *)(q + (t * Hq + hkv * Greal + g) * (int64_t)D) + 2 * lane;
+            a = __bfloat1622float2(qr[0]);
+            b = __bfloat1622float2(qr[1]);
+        }
+        /* fold the softmax scale into q once */
+        qf[g][0] = a.x * scale; qf[g][1] = a.y * scale; qf[g][2] = b.x * scale; qf[g][3] = b.y * scale;
+#pragma unroll
+        for (int d = 0; d < 4; d++) acc[g][d] = 0.0f;
+    }
+    int64_t k_begin = (int64_t)s * chunk, k_end = min(min(L, k_begin + chunk), p + 1);
+    for (int64_t tok = k_begin + warp; tok < k_end; tok += 4) {
+        int64_t row = (int64_t)table[tok / page_size] * page_size + tok % page_size;
+        uint2 kraw = ((const uint2 *)(kp + (row * Hkv + hkv) * (int64_t)D))[lane];
+        uint2 vraw = ((const uint2 *)(vp + (row * Hkv + hkv) * (int64_t)D))[lane];
+        float2 k01 = __bfloat1622float2(*(__nv_bfloat162 *)&kraw.x), k23 = __bfloat1622float2(*(__nv_bfloat162 *)&kraw.y);
+        float2 v01 = __bfloat1622float2(*(__nv_bfloat162 *)&vraw.x), v23 = __bfloat1622float2(*(__nv_bfloat162 *)&vraw.y);
+#pragma unroll
+        for (int g = 0; g < G; g++) {
+            float sc = warp_sum(qf[g][0] * k01.x + qf[g][1] * k01.y + qf[g][2] * k23.x + qf[g][3] * k23.y);
+            float mnew = fmaxf(m[g], sc);
+            float alpha = expf(m[g] - mnew), pj = expf(sc - mnew);
+            l[g] = l[g] * alpha + pj;
+            acc[g][0] = acc[g][0] * alpha + pj * v01.x;
+            acc[g][1] = acc[g][1] * alpha + pj * v01.y;
+            acc[g][2] = acc[g][2] * alpha + pj * v23.x;
+            acc[g][3] = acc[g][3] * alpha + pj * v23.y;
+            m[g] = mnew;
+        }
+    }
+#pragma unroll
+    for (int g = 0; g < G; g++) {
+        if (lane == 0) {
+            sm_m[warp][g] = m[g];
+            sm_l[warp][g] = l[g];
+        }
+#pragma unroll
+        for (int d = 0; d < 4; d++) sm_acc[warp][g][4 * lane + d] = acc[g][d];
+    }
+    __syncthreads();
+    const int dim = threadIdx.x; /* 128 threads, one dim each */
+    for (int g = 0; g < Greal; g++) {
+        float M = fmaxf(fmaxf(sm_m[0][g], sm_m[1][g]), fmaxf(sm_m[2][g], sm_m[3][g]));
+        float lsum = 0.0f, a = 0.0f;
+        if (M != -INFINITY)
+            for (int w = 0; w < 4; w++) {
+                float e = expf(sm_m[w][g] - M);
+                lsum += e * sm_l[w][g];
+                a += e * sm_acc[w][g][dim];
+            }
+        int h = hkv * Greal + g;
+        if (S == 1) {
+            out[(t * Hq + h) * (int64_t)D + dim] = f2bf(a / lsum);
+        } else {
+            int64_t idx = (t * Hq + h) * S + s;
+            if (dim == 0) {
+                ws_m[idx] = M;
+                ws_l[idx] = lsum;
+            }
+            ws_acc[idx * D + dim] = a;
+        }
+    }
+}
+
+__global__ void gqa_combine_kernel1(const float *__restrict__ ws_m, const float *__restrict__ ws_l,
+                                    const float *__restrict__ ws_acc, bf16 *__restrict__ out, int S, int Dv) {
+    int64_t r = blockIdx.x; /* (t * H + h) */
+    const float *mr = ws_m + r * S, *lr = ws_l + r * S;
+    float M = -INFINITY;
+    for (int s = 0; s < S; s++) M = fmaxf(M, mr[s]);
+    float den = 0.0f;
+    for (int s = 0; s < S; s++) den += mr[s] == -INFINITY ? 0.0f : expf(mr[s] - M) * lr[s];
+    for (int d = threadIdx.x; d < Dv; d += blockDim.x) {
+        float num = 0.0f;
+        for (int s = 0; s < S; s++)
+            if (mr[s] != -INFINITY) num += expf(mr[s] - M) * ws_acc[(r * S + s) * Dv + d];
+        out[r * Dv + d] = f2bf(num / den);
+    }
+}
+
+int gbc_attention_combine(float *ws, bf16 *out, int64_t rows, int S, int Dv) {
+    float *ws_m = ws, *ws_l = ws + rows * S, *ws_acc = ws + 2 * rows * S;
+    gqa_combine_kernel1<<<(unsigned)rows, 128, 0, gbc_stream>>>(ws_m, ws_l, ws_acc, out, S, Dv);
+    LAUNCH_CHECK("gqa_combine_kernel1");
+    return GBC_OK;
+}
+
+extern "C" int gbc_gqa_attention(const void *q, const void *k_pages, const void *v_pages, const int32_t *table,
+                                 int64_t page_size, void *out, int64_t T, int64_t L, int64_t Hq, int64_t Hkv, int64_t Dh,
+                                 int64_t Dv, float scale, int64_t n_splits, void *ws, size_t ws_bytes, int version) {
+    if (T < 0 || L < T) return VALUE_ERROR("gqa_attention: need 0 <= T <= L, got T=%ld L=%ld", (long)T, (long)L);
+    if (Hq <= 0 || Hkv <= 0 || Hq % Hkv)
+        return VALUE_ERROR("gqa_attention: `q_heads`=%ld is not a multiple of `kv_heads`=%ld", (long)Hq, (long)Hkv);
+    if (Dh <= 0 || Dv <= 0 || Dh % 2 || Dv % 2 || Dh > 256 || Dv > 256)
+        return VALUE_ERROR("gqa_attention: head dims must be even and <= 256, got Dh=%ld Dv=%ld", (long)Dh, (long)Dv);
+    if (page_size <= 0) return VALUE_ERROR("gqa_attention: `page_size` must be > 0, got %ld", (long)page_size);
+    if (n_splits < 0 || n_splits > GQA_MAX_SPLITS)
+        return VALUE_ERROR("gqa_attention: `n_splits`=%ld must be in 0..%d", (long)n_splits, GQA_MAX_SPLITS);
+    if (version < 0 || version > 2) return VALUE_ERROR("gqa_attention: `version` must be 0, 1 or 2, got %d", version);
+    GBC_INIT();
+    if (T == 0) return GBC_OK;
+    int64_t G = Hq / Hkv;
+    bool k2_ok = T <= 4 && Dh == 128 && Dv == 128 && G <= 16 && aligned16(q) && aligned16(k_pages) && aligned16(v_pages);
+    if (version == 0) version = k2_ok ? 2 : 1;
+    if (version == 2 && !k2_ok)
+        return VALUE_ERROR("gqa_attention version 2 needs T <= 4, Dh = Dv = 128 and G <= 16, got T=%ld Dh=%ld Dv=%ld G=%ld",
+                           (long)T, (long)Dh, (long)Dv, (long)G);
+    int64_t units = version == 2 ? Hkv * T : Hq * cdiv(T, Q1_QB);
+    int64_t S = n_splits ? n_splits : auto_splits(units, L);
+    if (S > 1 && gbc_gqa_workspace_bytes(T, Hq, Dv, S) > ws_bytes)
+        return VALUE_ERROR("gqa_attention: workspace of %zu bytes is too small, %zu needed", ws_bytes,
+                           gbc_gqa_workspace_bytes(T, Hq, Dv, S));
+    if (cdiv(T, Q1_QB) > 65535) return VALUE_ERROR("gqa_attention: T=%ld too large", (long)T);
+    int64_t chunk = cdiv(L, S);
+    int64_t rows = T * Hq;
+    float *wsf = (float *)ws;
+    float *ws_m = wsf, *ws_l = wsf ? wsf + rows * S : nullptr, *ws_acc = wsf ? wsf + 2 * rows * S : nullptr;
+    const bf16 *qb = (const bf16 *)q, *kb = (const bf16 *)k_pages, *vb = (const bf16 *)v_pages;
+    bf16 *ob = (bf16 *)out;
+    if (version == 1) {
+        dim3 grid((unsigned)S, (unsigned)Hq, (unsigned)cdiv(T, Q1_QB));
+        size_t smem = (size_t)(Q1_QB * (Dh / 2) + Q1_KT * (Dh / 2 + 1) + Q1_KT * (Dv / 2)) * 4;
+        if (Dv <= 128)
+            gqa_kernel1<4><<<grid, 128, smem, gbc_stream>>>(qb, kb, vb, table, page_size, ob, ws_m, ws_l, ws_acc, T, L,
+                                                           (int)Hq, (int)Hkv, (int)Dh, (int)Dv, scale, (int)S, chunk);
+        else
+            gqa_kernel1<8><<<grid, 128, smem, gbc_stream>>>(qb, kb, vb, table, page_size, ob, ws_m, ws_l, ws_acc, T, L,
+                                                           (int)Hq, (int)Hkv, (int)Dh, (int)Dv, scale, (int)S, chunk);
+        LAUNCH_CHECK("gqa_kernel1");
+    } else {
+        dim3 grid((unsigned)S, (unsigned)Hkv, (unsigned)T);
+#define GB_K2(GG)                                                                                                \
+    gqa_kernel2<GG><<<grid, 128, 0, gbc_stream>>>(qb, kb, vb, table, page_size, ob, ws_m, ws_l, ws_acc, T, L, \
+                                                  (int)Hq, (int)Hkv, (int)G, scale, (int)S, chunk)
+        if (G == 1) GB_K2(1);
+        else if (G == 2) GB_K2(2);
+        else if (G <= 4) GB_K2(4);
+        else if (G <= 8) GB_K2(8);
+        else GB_K2(16);
+#undef GB_K2
+        LAUNCH_CHECK("gqa_kernel2");
+    }
+    if (S > 1) return gbc_attention_combine(wsf, ob, rows, (int)S, (int)Dv);
+    return GBC_OK;
+}

@@ -1,0 +1,310 @@
+/* attention_mla.cu: MLA (DeepSeek-V2/V3, GLM-4.7-Flash) attention pieces on the device.
+ * The cache row is [R latent | Dr rope key] bf16 (kvcache.cu layout; 512 + 64 = 576 for GLM).
+ *   mla_kernel1        absorbed attention, split-K: a block owns one query token, up to 32 heads
+ *                      and one block of the cache; every latent row read from memory serves all
+ *                      its heads (GLM: all 20). Tiles of 32 cached rows go through shared memory;
+ *                      scores lane-per-key (rows padded one word), online softmax per head, then
+ *                      each thread accumulates 2 latent columns for every head in registers.
+ *                      CUDA cores only: the FLOPs per byte of MLA decode (20 heads x 1088 MACs per
+ *                      1152-byte row) make it compute-bound on fp32 units; a tensor-core (mma)
+ *                      version is the next step (docs/CUDA.md). Decode (T = 1) and absorbed
+ *                      prefill (T > 1, causal) alike.
+ *   combine            attention_gqa.cu's gqa_combine_kernel1 (same partial layout).
+ *   mla_absorb_q_kernel1  q_lat[t, h, :] = q_nope[t, h, :] . W_uk[h]   (thread per latent column)
+ *   mla_absorb_o_kernel1  out[t, h, v] = o_lat[t, h, :] . W_uv[h, v, :]  (warp per output)
+ *   mla_split_kv_kernel1 / concat_heads_kernel1: naive MLA's assembly of full K, V and q.
+ * Naive MLA = paged_gather + linear (kv_b expansion) + split_kv + gqa_attention (G = 1), composed
+ * in glmbench/cuda.py. */
+#include <math.h>
+
+#include "common.cuh"
+
+#define MLA_KT 32
+#define MLA_HG 32 /* heads per block */
+#define MLA_MAX_SPLITS 64
+#define MLA_THREADS 256
+
+int gbc_attention_combine(float *ws, bf16 *out, int64_t rows, int S, int Dv);
+
+extern "C" size_t gbc_mla_workspace_bytes(int64_t T, int64_t H, int64_t R, int64_t n_splits) {
+    int64_t S = n_splits > 0 ? n_splits : MLA_MAX_SPLITS;
+    return (size_t)(T * H * S) * (size_t)(R + 2) * sizeof(float);
+}
+
+static size_t mla_smem_bytes(int64_t R, int64_t Dr) {
+    int64_t W = (R + Dr) / 2;             /* words per row */
+    return (size_t)(MLA_HG * W            /* q */
+                    + MLA_KT * (W + 1)    /* tile, padded */
+                    + MLA_HG * MLA_KT     /* p */
+                    + 3 * MLA_HG) * 4;    /* m, l, alpha */
+}
+
+__global__ void __launch_bounds__(MLA_THREADS) mla_kernel1(
+    const bf16 *__restrict__ q_lat, const bf16 *__restrict__ q_rope, const bf16 *__restrict__ pages,
+    const int32_t *__restrict__ table, int64_t page_size, bf16 *__restrict__ o_lat, float *__restrict__ ws_m,
+    float *__restrict__ ws_l, float *__restrict__ ws_acc, int64_t T, int64_t L, int H, int R, int Dr, float scale, int S,
+    int64_t chunk) {
+    extern __shared__ __align__(16) unsigned char smraw[];
+    const int W = (R + Dr) / 2, KW = W + 1;
+    uint32_t *qs = (uint32_t *)smraw;     /* [HG][W] */
+    uint32_t *kv = qs + MLA_HG * W;       /* [KT][KW] */
+    float *ps = (float *)(kv + MLA_KT * KW); /* [HG][KT] */
+    float *ms = ps + MLA_HG * MLA_KT, *ls = ms + MLA_HG, *as = ls + MLA_HG;
+    const int s = blockIdx.x;
+    const int64_t t = blockIdx.y, p = L - T + t;
+    const int h0 = blockIdx.z * MLA_HG, nh = min(MLA_HG, H - h0);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = MLA_THREADS / 32;
+
+    for (int i = threadIdx.x; i < nh * W; i += MLA_THREADS) {
+        int hh = i / W, w = i % W;
+        int64_t h = h0 + hh;
+        qs[i] = w < R / 2 ? ((const uint32_t *)(q_lat + (t * H + h) * (int64_t)R))[w]
+                          : ((const uint32_t *)(q_rope + (t * H + h) * (int64_t)Dr))[w - R / 2];
+    }
+    if (threadIdx.x < MLA_HG) {
+        ms[threadIdx.x] = -INFINITY;
+        ls[threadIdx.x] = 0.0f;
+    }
+    float acc[MLA_HG][2];
+#pragma unroll
+    for (int hh = 0; hh < MLA_HG; hh++) acc[hh][0] = acc[hh][1] = 0.0f;
+
+    int64_t k_begin = (int64_t)s * chunk, k_end = min(min(L, k_begin + chunk), p + 1);
+    for (int64_t kt = k_begin; kt < k_end; kt += MLA_KT) {
+        __syncthreads(); /* previous tile's readers are done */
+        for (int i = threadIdx.x; i < MLA_KT * W; i += MLA_THREADS) {
+            int j = i / W, w = i % W;
+            int64_t tok = kt + j;
+            uint32_t v = 0u;
+            if (tok < k_end) {
+                int64_t row = (int64_t)table[tok / page_size] * page_size + tok % page_size;
+                v = ((const uint32_t *)(pages + row * (int64_t)(R + Dr)))[w];
+            }
+            kv[j * KW + w] = v;
+        }
+        __syncthreads();
+        /* scores: warp per head, lane per cached row */
+        for (int hh = warp; hh < nh; hh += nwarps) {
+            int64_t tok = kt + lane;
+            float sc = -INFINITY;
+            if (tok < k_end) {
+                const __nv_bfloat162 *qv = (const __nv_bfloat162 *)(qs + hh * W);
+                const __nv_bfloat162 *kr = (const __nv_bfloat162 *)(kv + lane * KW);
+                float dot = 0.0f;
+                for (int w = 0; w < W; w++) {
+                    float2 a = __bfloat1622float2(qv[w]), b = __bfloat1622float2(kr[w]);
+                    dot += a.x * b.x + a.y * b.y;
+                }
+                sc = dot * scale;
+            }
+            float mold = ms[hh];
+            float mnew = fmaxf(mold, warp_max(sc));
+            float pj = 0.0f, alpha = 1.0f;
+            if (mnew != -INFINITY) {
+                pj = sc == -INFINITY ? 0.0f : expf(sc - mnew);
+                alpha = expf(mold - mnew);
+            }
+            float psum = warp_sum(pj);
+            ps[hh * MLA_KT + lane] = pj;
+            if (lane == 0) {
+                ls[hh] = ls[hh] * alpha + psum;
+                ms[hh] = mnew;
+                as[hh] = alpha;
+            }
+        }
+        __syncthreads();
+        /* values: thread owns latent columns c0 = tid and c0 + 256 for every head */
+        const bf16 *kvb = (const bf16 *)kv;
+#pragma unroll
+        for (int hh = 0; hh < MLA_HG; hh++) {
+            if (hh >= nh) break;
+            float al = as[hh];
+            acc[hh][0] *= al;
+            acc[hh][1] *= al;
+        }
+        int nt = (int)min((int64_t)MLA_KT, k_end - kt);
+        for (int j = 0; j < nt; j++) {
+            int c0 = threadIdx.x, c1 = threadIdx.x + MLA_THREADS;
+            float v0 = c0 < R ? bf2f(kvb[j * 2 * KW + c0]) : 0.0f;
+            float v1 = c1 < R ? bf2f(kvb[j * 2 * KW + c1]) : 0.0f;
+#pragma unroll
+            for (int hh = 0; hh < MLA_HG; hh++) {
+                if (hh >= nh) break;
+                float pj = ps[hh * MLA_KT + j];
+                acc[hh][0] += pj * v0;
+                acc[hh][1] += pj * v1;
+            }
+        }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int hh = 0; hh < MLA_HG; hh++) {
+        if (hh >= nh) break;
+        int64_t h = h0 + hh;
+        int64_t idx = (t * H + h) * S + s;
+        for (int c = 0; c < 2; c++) {
+            int col = threadIdx.x + c * MLA_THREADS;
+            if (col >= R) continue;
+            if (S == 1) o_lat[(t * H + h) * (int64_t)R + col] = f2bf(acc[hh][c] / ls[hh]);
+            else ws_acc[idx * R + col] = acc[hh][c];
+        }
+        if (S > 1 && threadIdx.x == 0) {
+            ws_m[idx] = ms[hh];
+            ws_l[idx] = ls[hh];
+        }
+    }
+}
+
+extern "C" int gbc_mla_absorbed_attention(const void *q_lat, const void *q_rope, const void *pages, const int32_t *table,
+                                          int64_t page_size, void *o_lat, int64_t T, int64_t L, int64_t H, int64_t R,
+                                          int64_t Dr, float scale, int64_t n_splits, void *ws, size_t ws_bytes,
+                                          int version) {
+    if (T < 0 || L < T) return VALUE_ERROR("mla_attention: need 0 <= T <= L, got T=%ld L=%ld", (long)T, (long)L);
+    if (H <= 0) return VALUE_ERROR("mla_attention: `n_heads` must be > 0, got %ld", (long)H);
+    if (R <= 0 || R % 2 || R > 2 * MLA_THREADS || Dr < 0 || Dr % 2)
+        return VALUE_ERROR("mla_attention: need an even kv_lora_rank <= %d and an even rope dim, got R=%ld Dr=%ld",
+                           2 * MLA_THREADS, (long)R, (long)Dr);
+    if (page_size <= 0) return VALUE_ERROR("mla_attention: `page_size` must be > 0, got %ld", (long)page_size);
+    if (n_splits < 0 || n_splits > MLA_MAX_SPLITS)
+        return VALUE_ERROR("mla_attention: `n_splits`=%ld must be in 0..%d", (long)n_splits, MLA_MAX_SPLITS);
+    if (version != 0 && version != 1) return VALUE_ERROR("mla_attention: `version` must be 0 or 1, got %d", version);
+    GBC_INIT();
+    if (T == 0) return GBC_OK;
+    size_t smem = mla_smem_bytes(R, Dr);
+    static size_t smem_set = 0;
+    if (smem > 48 * 1024 && smem > smem_set) {
+        CUDA_CHECK(cudaFuncSetAttribute(mla_kernel1, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        smem_set = smem;
+    }
+    int64_t hgroups = cdiv(H, MLA_HG);
+    int64_t S = n_splits;
+    if (S == 0) {
+        S = 264 / (T * hgroups);
+        if (S > cdiv(L, 4 * MLA_KT)) S = cdiv(L, 4 * MLA_KT);
+        if (S > MLA_MAX_SPLITS) S = MLA_MAX_SPLITS;
+        if (S < 1) S = 1;
+    }
+    if (S > 1 && gbc_mla_workspace_bytes(T, H, R, S) > ws_bytes)
+        return VALUE_ERROR("mla_attention: workspace of %zu bytes is too small, %zu needed", ws_bytes,
+                           gbc_mla_workspace_bytes(T, H, R, S));
+    if (T > 65535) return VALUE_ERROR("mla_attention: T=%ld > 65535", (long)T);
+    int64_t rows = T * H, chunk = cdiv(L, S);
+    float *wsf = (float *)ws;
+    dim3 grid((unsigned)S, (unsigned)T, (unsigned)hgroups);
+    mla_kernel1<<<grid, MLA_THREADS, smem, gbc_stream>>>(
+        (const bf16 *)q_lat, (const bf16 *)q_rope, (const bf16 *)pages, table, page_size, (bf16 *)o_lat, wsf,
+        wsf ? wsf + rows * S : nullptr, wsf ? wsf + 2 * rows * S : nullptr, T, L, (int)H, (int)R, (int)Dr, scale, (int)S,
+        chunk);
+    LAUNCH_CHECK("mla_kernel1");
+    if (S > 1) return gbc_attention_combine(wsf, (bf16 *)o_lat, rows, (int)S, (int)R);
+    return GBC_OK;
+}
+
+__global__ void mla_absorb_q_kernel1(const bf16 *__restrict__ q_nope, const bf16 *__restrict__ kv_b, bf16 *__restrict__ q_lat,
+                                     int H, int Dn, int Dv, int R) {
+    extern __shared__ float qn[]; /* [Dn] */
+    int h = blockIdx.x;
+    int64_t t = blockIdx.y;
+    const bf16 *qr = q_nope + (t * H + h) * (int64_t)Dn;
+    for (int n = threadIdx.x; n < Dn; n += blockDim.x) qn[n] = bf2f(qr[n]);
+    __syncthreads();
+    const bf16 *wk = kv_b + (int64_t)h * (Dn + Dv) * R;
+    for (int r = threadIdx.x; r < R; r += blockDim.x) {
+        float s = 0.0f;
+        for (int n = 0; n < Dn; n++) s += qn[n] * bf2f(wk[(int64_t)n * R + r]);
+        q_lat[(t * H + h) * (int64_t)R + r] = f2bf(s);
+    }
+}
+
+__global__ void mla_absorb_o_kernel1(const bf16 *__restrict__ o_lat, const bf16 *__restrict__ kv_b, bf16 *__restrict__ out,
+                                     int H, int Dn, int Dv, int R) {
+    int lane = threadIdx.x & 31;
+    int v = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    int h = blockIdx.y;
+    int64_t t = blockIdx.z;
+    if (v >= Dv) return;
+    const bf16 *orow = o_lat + (t * H + h) * (int64_t)R;
+    const bf16 *wrow = kv_b + ((int64_t)h * (Dn + Dv) + Dn + v) * R;
+    float s = 0.0f;
+    for (int r = lane; r < R; r += 32) s += bf2f(orow[r]) * bf2f(wrow[r]);
+    s = warp_sum(s);
+    if (lane == 0) out[(t * H + h) * (int64_t)Dv + v] = f2bf(s);
+}
+
+static int check_mla_dims(const char *what, int64_t T, int64_t H, int64_t Dn, int64_t Dv, int64_t R) {
+    if (T < 0 || T > 65535 || H <= 0 || H > 65535 || Dn <= 0 || Dv <= 0 || R <= 0)
+        return VALUE_ERROR("%s: bad sizes T=%ld H=%ld Dn=%ld Dv=%ld R=%ld", what, (long)T, (long)H, (long)Dn, (long)Dv, (long)R);
+    return GBC_OK;
+}
+
+extern "C" int gbc_mla_absorb_q(const void *q_nope, const void *kv_b, void *q_lat, int64_t T, int64_t H, int64_t Dn,
+                                int64_t Dv, int64_t R) {
+    int st = check_mla_dims("mla_absorb_q", T, H, Dn, Dv, R);
+    if (st) return st;
+    if (Dn > 4096) return VALUE_ERROR("mla_absorb_q: Dn=%ld > 4096", (long)Dn);
+    GBC_INIT();
+    if (T == 0) return GBC_OK;
+    mla_absorb_q_kernel1<<<dim3((unsigned)H, (unsigned)T), 256, Dn * sizeof(float), gbc_stream>>>(
+        (const bf16 *)q_nope, (const bf16 *)kv_b, (bf16 *)q_lat, (int)H, (int)Dn, (int)Dv, (int)R);
+    LAUNCH_CHECK("mla_absorb_q_kernel1");
+    return GBC_OK;
+}
+
+extern "C" int gbc_mla_absorb_o(const void *o_lat, const void *kv_b, void *out, int64_t T, int64_t H, int64_t Dn,
+                                int64_t Dv, int64_t R) {
+    int st = check_mla_dims("mla_absorb_o", T, H, Dn, Dv, R);
+    if (st) return st;
+    GBC_INIT();
+    if (T == 0) return GBC_OK;
+    mla_absorb_o_kernel1<<<dim3((unsigned)cdiv(Dv, 8), (unsigned)H, (unsigned)T), 256, 0, gbc_stream>>>(
+        (const bf16 *)o_lat, (const bf16 *)kv_b, (bf16 *)out, (int)H, (int)Dn, (int)Dv, (int)R);
+    LAUNCH_CHECK("mla_absorb_o_kernel1");
+    return GBC_OK;
+}
+
+__global__ void mla_split_kv_kernel1(const bf16 *__restrict__ kvx, const bf16 *__restrict__ rope, bf16 *__restrict__ k,
+                                     bf16 *__restrict__ v, int64_t L, int H, int Dn, int Dr, int Dv) {
+    int64_t per = (int64_t)H * (Dn + Dr + Dv);
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < L * per; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t l = i / per, r = i % per;
+        int h = (int)(r / (Dn + Dr + Dv)), c = (int)(r % (Dn + Dr + Dv));
+        const bf16 *src = kvx + (l * H + h) * (int64_t)(Dn + Dv);
+        if (c < Dn) k[(l * H + h) * (int64_t)(Dn + Dr) + c] = src[c];
+        else if (c < Dn + Dr) k[(l * H + h) * (int64_t)(Dn + Dr) + c] = rope[l * Dr + (c - Dn)];
+        else v[(l * H + h) * (int64_t)Dv + (c - Dn - Dr)] = src[Dn + (c - Dn - Dr)];
+    }
+}
+
+extern "C" int gbc_mla_split_kv(const void *kv, const void *rope, void *k, void *v, int64_t L, int64_t H, int64_t Dn,
+                                int64_t Dr, int64_t Dv) {
+    if (L < 0 || H <= 0 || Dn <= 0 || Dr < 0 || Dv <= 0)
+        return VALUE_ERROR("mla_split_kv: bad sizes L=%ld H=%ld Dn=%ld Dr=%ld Dv=%ld", (long)L, (long)H, (long)Dn, (long)Dr, (long)Dv);
+    GBC_INIT();
+    if (L == 0) return GBC_OK;
+    int64_t n = L * H * (Dn + Dr + Dv), b = cdiv(n, 256);
+    mla_split_kv_kernel1<<<(unsigned)(b < 65536 ? b : 65536), 256, 0, gbc_stream>>>(
+        (const bf16 *)kv, (const bf16 *)rope, (bf16 *)k, (bf16 *)v, L, (int)H, (int)Dn, (int)Dr, (int)Dv);
+    LAUNCH_CHECK("mla_split_kv_kernel1");
+    return GBC_OK;
+}
+
+__global__ void concat_heads_kernel1(const bf16 *__restrict__ a, const bf16 *__restrict__ b, bf16 *__restrict__ y,
+                                     int64_t rows, int Da, int Db) {
+    int64_t per = Da + Db;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < rows * per; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t r = i / per;
+        int c = (int)(i % per);
+        y[i] = c < Da ? a[r * Da + c] : b[r * Db + (c - Da)];
+    }
+}
+
+extern "C" int gbc_concat_heads(const void *a, const void *b, void *y, int64_t rows, int64_t Da, int64_t Db) {
+    if (rows < 0 || Da <= 0 || Db < 0) return VALUE_ERROR("concat_heads: bad sizes rows=%ld Da=%ld Db=%ld", (long)rows, (long)Da, (long)Db);
+    GBC_INIT();
+    if (rows == 0) return GBC_OK;
+    int64_t n = rows * (Da + Db), bl = cdiv(n, 256);
+    concat_heads_kernel1<<<(unsigned)(bl < 65536 ? bl : 65536), 256, 0, gbc_stream>>>((const bf16 *)a, (const bf16 *)b,
+                                                                                      (bf16 *)y, rows, (int)Da, (int)Db);
+    LAUNCH_CHECK("concat_heads_kernel1");
+    return GBC_OK;
+}
