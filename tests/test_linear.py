@@ -1,0 +1,193 @@
+import numpy as np
+import pytest
+
+import glmbench
+from glmbench import _core
+from glmbench import reference as ref
+
+EPS32 = float(np.finfo(np.float32).eps)
+
+
+def make_weight(w32, fmt):
+    """(stored weight, the same rounded weight as float64) for fmt in f32/f16/bf16."""
+    if fmt == "f32":
+        w = w32
+    elif fmt == "f16":
+        w = w32.astype(np.float16)
+    else:
+        w = ref.to_bf16(w32)
+    return w, ref.weight_f64(w)
+
+
+def assert_dot_close(y, x, w64, bias=None):
+    """Compare against the float64 product on the SAME rounded weights, so only float32
+    accumulation error is left. Rounding errors of a length-K float32 sum of products grow like
+    sqrt(K) (random signs; blocked/vector sums do no worse) relative to sum|w_i x_i|, so the bound
+    per output is 4 * eps32 * sqrt(K) * (|x| @ |w|^T) + one rounding of the result."""
+    x64 = np.asarray(x, np.float64).reshape(-1, w64.shape[1])
+    r = x64 @ w64.T + (0.0 if bias is None else np.asarray(bias, np.float64))
+    mag = np.abs(x64) @ np.abs(w64).T + (0.0 if bias is None else np.abs(bias))
+    tol = 4 * EPS32 * np.sqrt(w64.shape[1]) * mag + EPS32 * np.abs(r)
+    err = np.abs(np.asarray(y, np.float64).reshape(r.shape) - r)
+    assert (err <= tol).all(), f"max err {err.max():.3g}, worst err/tol {(err / tol).max():.3g}"
+
+
+@pytest.fixture(params=["avx512", "portable"])
+def kernel_path(request):
+    if request.param == "avx512" and not _core._linear_has_avx512():
+        pytest.skip("AVX-512 kernels not compiled in (GLMBENCH_NATIVE=0 or no AVX-512 on this CPU)")
+    _core._linear_set_portable(request.param == "portable")
+    yield request.param
+    _core._linear_set_portable(False)
+
+
+@pytest.mark.parametrize("fmt", ["f32", "f16", "bf16"])
+@pytest.mark.parametrize("T", [1, 2, 3, 4, 5, 8, 9, 33])
+@pytest.mark.parametrize("N,K", [(1, 1), (5, 17), (19, 37), (13, 64), (77, 513)])
+def test_linear_odd_sizes(rng, kernel_path, fmt, T, N, K):
+    x = rng.standard_normal((T, K)).astype(np.float32)
+    w, w64 = make_weight(rng.standard_normal((N, K)).astype(np.float32), fmt)
+    x0, wc = x.copy(), w.copy()
+    y = glmbench.linear(x, w)
+    assert y.shape == (T, N) and y.dtype == np.float32
+    assert_dot_close(y, x, w64)
+    np.testing.assert_array_equal(x, x0)
+    np.testing.assert_array_equal(w, wc)
+
+
+# Real projection shapes [N, K]. GLM-4.7-Flash: q_a 768x2048, kv_a 576x2048, q_b 5120x768,
+# o_proj 2048x5120, expert gate 1536x2048 and down 2048x1536. Qwen3-32B: k/v_proj 1024x5120 and a
+# 512-row slice of q_proj/gate (x5120); the full 25600-row FFN would cost ~0.5 GB in a test.
+REAL = [(768, 2048), (576, 2048), (5120, 768), (2048, 5120), (1536, 2048), (2048, 1536), (1024, 5120), (512, 5120)]
+
+
+@pytest.mark.parametrize("N,K", REAL)
+@pytest.mark.parametrize("fmt", ["f32", "bf16", "f16"])
+def test_linear_real_shapes(rng, fmt, N, K):
+    w, w64 = make_weight((rng.standard_normal((N, K)) / np.sqrt(K)).astype(np.float32), fmt)
+    for T in (1, 6, 40):  # decode GEMV, small-batch GEMV, prefill GEMM (panel path)
+        x = rng.standard_normal((T, K)).astype(np.float32)
+        assert_dot_close(glmbench.linear(x, w), x, w64)
+
+
+def test_linear_1d_bias_and_strided(rng):
+    K, N = 96, 40
+    w32 = rng.standard_normal((N, K)).astype(np.float32)
+    b = rng.standard_normal(N).astype(np.float32)
+    for fmt in ("f32", "f16", "bf16"):
+        w, w64 = make_weight(w32, fmt)
+        x = rng.standard_normal(K).astype(np.float32)
+        y = glmbench.linear(x, w, b)
+        assert y.shape == (N,)
+        assert_dot_close(y, x, w64, b)
+        big = rng.standard_normal((24, 2 * K)).astype(np.float32)
+        xs = big[::2, ::2]  # strided rows and columns
+        assert_dot_close(glmbench.linear(xs, w, b), xs, w64, b)
+        wbig = np.zeros((N, 2 * K), w.dtype)
+        wbig[:, ::2] = w
+        ws = wbig[:, ::2]  # strided weight: copied, same answer
+        assert not ws.flags.c_contiguous
+        assert_dot_close(glmbench.linear(xs, ws, b), xs, w64, b)
+
+
+def test_linear_bf16_is_the_top_half_of_float32():
+    # bf16 weights are exactly the float32 bit patterns' high halves: exact small products
+    w = np.array([[1.0, -2.0, 0.5], [3.0, 0.25, -1.0]], np.float32)
+    x = np.array([[1.0, 1.0, 2.0]], np.float32)
+    for wq in (ref.to_bf16(w), w.astype(np.float16), w):
+        np.testing.assert_array_equal(glmbench.linear(x, wq), [[0.0, 1.25]])
+
+
+def test_linear_zero_tokens():
+    y = glmbench.linear(np.zeros((0, 8), np.float32), np.ones((3, 8), np.float32))
+    assert y.shape == (0, 3)
+
+
+def test_linear_bad_input(rng):
+    x = np.ones((2, 4), np.float32)
+    w = np.ones((3, 4), np.float32)
+    with pytest.raises(TypeError, match=r"`x` must be float32, got float64"):
+        glmbench.linear(x.astype(np.float64), w)
+    with pytest.raises(TypeError, match=r"`weight` must be float32, float16 or uint16 \(bfloat16 bits\), got int32"):
+        glmbench.linear(x, w.astype(np.int32))
+    with pytest.raises(TypeError, match=r"`weight` must be a numpy.ndarray"):
+        glmbench.linear(x, [[1.0] * 4] * 3)
+    with pytest.raises(ValueError, match=r"`weight` has shape \(3, 5\): axis 1 must be 4"):
+        glmbench.linear(x, np.ones((3, 5), np.float32))
+    with pytest.raises(ValueError, match=r"`weight` must be 2-D, got shape \(3, 4, 1\)"):
+        glmbench.linear(x, np.ones((3, 4, 1), np.float32))
+    with pytest.raises(ValueError, match=r"`x` must be 2-D, got shape \(1, 2, 4\)"):
+        glmbench.linear(x[None], w)
+    with pytest.raises(ValueError, match=r"`bias` has shape \(4,\): axis 0 must be 3"):
+        glmbench.linear(x, w, np.ones(4, np.float32))
+    with pytest.raises(TypeError, match=r"`bias` must be float32, got float16"):
+        glmbench.linear(x, w, np.ones(3, np.float16))
+    bad = x.copy()
+    bad[1, 1] = np.nan
+    with pytest.raises(ValueError, match=r"`x` contains NaN at flat index 5"):
+        glmbench.linear(bad, w)
+    bad[1, 1] = np.inf
+    with pytest.raises(ValueError, match=r"`x` contains inf at flat index 5"):
+        glmbench.linear(bad, ref.to_bf16(w))
+
+
+# ---- swiglu ---------------------------------------------------------------------------------
+
+def assert_swiglu_close(y, x, g64, u64, d64):
+    """Two chained float32 products (x -> gate/up over D, h -> down over F). Each contributes
+    ~eps32*sqrt(length) of its row magnitude; the bound compares normwise against the float64
+    result on the same rounded weights, scaled by the magnitude |h| @ |d|^T."""
+    x64 = np.asarray(x, np.float64)
+    r = ref.swiglu(x64, g64, u64, d64)
+    h = ref.silu(x64 @ g64.T) * (x64 @ u64.T)
+    D, F = g64.shape[1], g64.shape[0]
+    mag = np.abs(h) @ np.abs(d64).T
+    tol = 8 * EPS32 * (np.sqrt(D) + np.sqrt(F)) * mag + EPS32 * np.abs(r)
+    err = np.abs(y - r)
+    assert (err <= tol).all(), f"max err {err.max():.3g}, worst err/tol {(err / tol).max():.3g}"
+
+
+@pytest.mark.parametrize("fmt", ["f32", "f16", "bf16"])
+@pytest.mark.parametrize("T,D,F", [(1, 1, 1), (1, 17, 9), (3, 33, 20), (9, 40, 70), (1, 2048, 1536), (12, 2048, 1536)])
+def test_swiglu_matches_reference(rng, kernel_path, fmt, T, D, F):
+    if kernel_path == "portable" and D * F > 1e6:
+        pytest.skip("portable path checked on the small shapes (it is slow at GLM size)")
+    x = rng.standard_normal((T, D)).astype(np.float32)
+    g, g64 = make_weight((rng.standard_normal((F, D)) / np.sqrt(D)).astype(np.float32), fmt)
+    u, u64 = make_weight((rng.standard_normal((F, D)) / np.sqrt(D)).astype(np.float32), fmt)
+    d, d64 = make_weight((rng.standard_normal((D, F)) / np.sqrt(F)).astype(np.float32), fmt)
+    copies = [a.copy() for a in (x, g, u, d)]
+    y = glmbench.swiglu(x, g, u, d)
+    assert y.shape == (T, D) and y.dtype == np.float32
+    assert_swiglu_close(y, x, g64, u64, d64)
+    for a, c in zip((x, g, u, d), copies):
+        np.testing.assert_array_equal(a, c)
+
+
+def test_swiglu_mixed_formats_and_1d(rng):
+    D, F = 48, 40
+    x = rng.standard_normal(D).astype(np.float32)
+    g, g64 = make_weight(rng.standard_normal((F, D)).astype(np.float32), "bf16")
+    u, u64 = make_weight(rng.standard_normal((F, D)).astype(np.float32), "f16")
+    d, d64 = make_weight(rng.standard_normal((D, F)).astype(np.float32), "f32")
+    y = glmbench.swiglu(x, g, u, d)
+    assert y.shape == (D,)
+    assert_swiglu_close(y[None], x[None], g64, u64, d64)
+    xs = rng.standard_normal((10, 2 * D)).astype(np.float32)[:, ::2]
+    assert_swiglu_close(glmbench.swiglu(xs, g, u, d), xs, g64, u64, d64)
+
+
+def test_swiglu_bad_input():
+    x = np.ones((2, 4), np.float32)
+    g = np.ones((6, 4), np.float32)
+    d = np.ones((4, 6), np.float32)
+    with pytest.raises(ValueError, match=r"`w_up` has shape \(5, 4\): axis 0 must be 6"):
+        glmbench.swiglu(x, g, np.ones((5, 4), np.float32), d)
+    with pytest.raises(ValueError, match=r"`w_down` has shape \(6, 4\): axis 0 must be 4"):
+        glmbench.swiglu(x, g, g, np.ones((6, 4), np.float32))
+    with pytest.raises(TypeError, match=r"`w_gate` must be float32, float16 or uint16 \(bfloat16 bits\), got float64"):
+        glmbench.swiglu(x, g.astype(np.float64), g, d)
+    bad = x.copy()
+    bad[0, 0] = np.nan
+    with pytest.raises(ValueError, match=r"`x` contains NaN at flat index 0"):
+        glmbench.swiglu(bad, g, g, d)
