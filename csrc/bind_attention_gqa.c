@@ -1,5 +1,53 @@
-/* bind_attention_gqa.c: Python bindings for the attention_gqa family (see bind_norm.c for the pattern). */
+/* bind_attention_gqa.c: Python binding for GQA attention over the KV cache (pattern: bind_norm.c). */
 #include "bind.h"
 
+#include "attention_gqa.h"
+#include "kvcache.h"
+
+extern gb_kvcache *gb_kvcache_from_py(PyObject *obj, const char *name); /* bind_kvcache.c */
+
+static PyObject *py_gqa_attention(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"q", "cache", "layer", "scale", "n_splits", NULL};
+    PyObject *qo, *co;
+    long long layer, n_splits = 0;
+    double scale = 0.0;
+    PyArrayObject *q = NULL, *y = NULL;
+    PyObject *ret = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOL|dL:gqa_attention", kwlist, &qo, &co, &layer, &scale, &n_splits))
+        return NULL;
+    gb_kvcache *c = gb_kvcache_from_py(co, "cache");
+    if (!c) return NULL;
+    if (c->kind != GB_KV_GQA) {
+        PyErr_SetString(PyExc_ValueError, "`cache` must be a GQA cache (KVCache.gqa), got an MLA cache");
+        return NULL;
+    }
+    if (!(q = gb_array(qo, "q", NPY_FLOAT32, 3, GB_COPY))) goto done;
+    if (gb_check_dim(q, "q", 2, c->dk, "the cache's head_dim") < 0) goto done;
+    if (gb_check_finite(q, "q") < 0) goto done;
+    if (!(scale >= 0.0) || !isfinite(scale)) {
+        PyErr_Format(PyExc_ValueError, "`scale` must be a positive finite number, got %g", scale);
+        goto done;
+    }
+    npy_intp dims[3] = {PyArray_DIM(q, 0), PyArray_DIM(q, 1), c->dv};
+    if (!(y = gb_new_f32(3, dims))) goto done;
+    int st;
+    Py_BEGIN_ALLOW_THREADS
+    st = gb_gqa_attention(c, layer, (const float *)PyArray_DATA(q), PyArray_DIM(q, 0), PyArray_DIM(q, 1), (float)scale,
+                          n_splits, (float *)PyArray_DATA(y));
+    Py_END_ALLOW_THREADS
+    if (st != GB_OK) {
+        gb_raise_status(st);
+        goto done;
+    }
+    ret = (PyObject *)y;
+    y = NULL;
+done:
+    Py_XDECREF(q);
+    Py_XDECREF(y);
+    return ret;
+}
+
 PyMethodDef gb_attention_gqa_methods[] = {
+    {"gqa_attention", (PyCFunction)(void (*)(void))py_gqa_attention, METH_VARARGS | METH_KEYWORDS,
+     "gqa_attention(q[T, Hq, Dh] f32, cache, layer, scale=0 (1/sqrt(Dh)), n_splits=0 (auto)) -> [T, Hq, Dv] f32"},
     {NULL, NULL, 0, NULL}};

@@ -1,5 +1,81 @@
-/* bind_attention_mla.c: Python bindings for the attention_mla family (see bind_norm.c for the pattern). */
+/* bind_attention_mla.c: Python binding for MLA attention over the KV cache (pattern: bind_norm.c). */
 #include "bind.h"
 
+#include <string.h>
+
+#include "attention_mla.h"
+#include "kvcache.h"
+
+extern gb_kvcache *gb_kvcache_from_py(PyObject *obj, const char *name); /* bind_kvcache.c */
+
+static PyObject *py_mla_attention(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"q_nope", "q_rope", "cache", "layer", "kv_b_weight", "v_head_dim", "scale", "strategy",
+                             "n_splits", NULL};
+    PyObject *qno, *qro, *co, *wo;
+    long long layer, v_head_dim, n_splits = 0;
+    double scale = 0.0;
+    const char *strategy = "flash";
+    PyArrayObject *qn = NULL, *qr = NULL, *w = NULL, *y = NULL;
+    PyObject *ret = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOLOL|dsL:mla_attention", kwlist, &qno, &qro, &co, &layer, &wo,
+                                     &v_head_dim, &scale, &strategy, &n_splits))
+        return NULL;
+    int strat;
+    if (!strcmp(strategy, "naive")) strat = GB_MLA_NAIVE;
+    else if (!strcmp(strategy, "absorbed")) strat = GB_MLA_ABSORBED;
+    else if (!strcmp(strategy, "flash")) strat = GB_MLA_FLASH;
+    else {
+        PyErr_Format(PyExc_ValueError, "`strategy` must be 'naive', 'absorbed' or 'flash', got '%s'", strategy);
+        return NULL;
+    }
+    gb_kvcache *c = gb_kvcache_from_py(co, "cache");
+    if (!c) return NULL;
+    if (c->kind != GB_KV_MLA) {
+        PyErr_SetString(PyExc_ValueError, "`cache` must be an MLA cache (KVCache.mla), got a GQA cache");
+        return NULL;
+    }
+    if (v_head_dim < 1) {
+        PyErr_Format(PyExc_ValueError, "`v_head_dim` must be >= 1, got %lld", v_head_dim);
+        return NULL;
+    }
+    if (!(qn = gb_array(qno, "q_nope", NPY_FLOAT32, 3, GB_COPY))) goto done;
+    if (!(qr = gb_array(qro, "q_rope", NPY_FLOAT32, 3, GB_COPY))) goto done;
+    if (!(w = gb_array(wo, "kv_b_weight", NPY_FLOAT32, 2, GB_COPY))) goto done;
+    const npy_intp T = PyArray_DIM(qn, 0), H = PyArray_DIM(qn, 1), Dn = PyArray_DIM(qn, 2);
+    if (gb_check_dim(qr, "q_rope", 0, T, "q_nope.shape[0] (tokens)") < 0) goto done;
+    if (gb_check_dim(qr, "q_rope", 1, H, "q_nope.shape[1] (heads)") < 0) goto done;
+    if (gb_check_dim(qr, "q_rope", 2, c->dv, "the cache's rope_dim") < 0) goto done;
+    if (gb_check_dim(w, "kv_b_weight", 1, c->dk, "the cache's kv_lora_rank") < 0) goto done;
+    if (gb_check_dim(w, "kv_b_weight", 0, H * (Dn + v_head_dim), "heads x (qk_nope_head_dim + v_head_dim)") < 0) goto done;
+    if (gb_check_finite(qn, "q_nope") < 0 || gb_check_finite(qr, "q_rope") < 0) goto done;
+    if (!(scale >= 0.0) || !isfinite(scale)) {
+        PyErr_Format(PyExc_ValueError, "`scale` must be a positive finite number, got %g", scale);
+        goto done;
+    }
+    npy_intp dims[3] = {T, H, v_head_dim};
+    if (!(y = gb_new_f32(3, dims))) goto done;
+    int st;
+    Py_BEGIN_ALLOW_THREADS
+    st = gb_mla_attention(c, layer, (const float *)PyArray_DATA(qn), (const float *)PyArray_DATA(qr), T, H, Dn,
+                          v_head_dim, (const float *)PyArray_DATA(w), (float)scale, strat, n_splits,
+                          (float *)PyArray_DATA(y));
+    Py_END_ALLOW_THREADS
+    if (st != GB_OK) {
+        gb_raise_status(st);
+        goto done;
+    }
+    ret = (PyObject *)y;
+    y = NULL;
+done:
+    Py_XDECREF(qn);
+    Py_XDECREF(qr);
+    Py_XDECREF(w);
+    Py_XDECREF(y);
+    return ret;
+}
+
 PyMethodDef gb_attention_mla_methods[] = {
+    {"mla_attention", (PyCFunction)(void (*)(void))py_mla_attention, METH_VARARGS | METH_KEYWORDS,
+     "mla_attention(q_nope[T,H,Dn], q_rope[T,H,Dr], cache, layer, kv_b_weight[H*(Dn+Dv), R] f32, v_head_dim, "
+     "scale=0, strategy='flash', n_splits=0) -> [T, H, Dv] f32"},
     {NULL, NULL, 0, NULL}};

@@ -1,0 +1,409 @@
+/* attention_gqa.c: the online-softmax attention core (shared with MLA) and GQA over the paged cache.
+ *
+ * Versions of the tile kernel (one launcher, gb_attn_tile):
+ *   tile_avx512  scores as a (5 rows x 4 keys) register block of 16-lane partial dot products,
+ *                reduced four at a time; p*V as (10 rows x 32 dims) accumulators; vector exp.
+ *   tile_scalar  plain loops, for builds without AVX-512 (GLMBENCH_NATIVE=0).
+ * Each key/value row of a tile is read once per row group; the query rows of one KV head (the G
+ * query heads of a group, times the chunk's tokens) all share that read.
+ */
+#include "attention_gqa.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "quant.h"
+
+#ifdef __AVX512F__
+#include <immintrin.h>
+#endif
+
+#define AI static inline __attribute__((always_inline))
+
+/* ---- tile rows as float32 ------------------------------------------------------------------ */
+
+const float *gb_attn_rows(int fmt, const uint8_t *src, int64_t n, float *scratch) {
+    if (fmt == GB_F32) return (const float *)src;
+    int64_t i = 0;
+#ifdef __AVX512F__
+    const uint16_t *h = (const uint16_t *)src;
+    if (fmt == GB_BF16) {
+        for (; i + 16 <= n; i += 16) {
+            __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(h + i)));
+            _mm512_storeu_ps(scratch + i, _mm512_castsi512_ps(_mm512_slli_epi32(w, 16)));
+        }
+        for (; i < n; i++) scratch[i] = gb_bf16_to_f32(h[i]);
+        return scratch;
+    }
+    if (fmt == GB_F16) {
+        for (; i + 16 <= n; i += 16)
+            _mm512_storeu_ps(scratch + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h + i))));
+        for (; i < n; i++) scratch[i] = gb_f16_to_f32(h[i]);
+        return scratch;
+    }
+#endif
+    gb_decode_row(fmt, src, scratch, n);
+    return scratch;
+}
+
+/* ---- the tile kernel ----------------------------------------------------------------------- */
+
+#ifdef __AVX512F__
+/* e^x for the x <= 0 of a softmax: Cody-Waite reduction x = n ln2 + r (|r| <= ln2/2, ln2 split in
+ * Cephes' two parts so n*C1 is exact), e^r by its degree-7 Taylor polynomial (truncation error
+ * < 0.35^8/8! = 6e-9 relative), 2^n by scalef. x < -87 (e^x near FLT_MIN, and the -inf of masked
+ * keys) gives exactly 0. */
+AI __m512 exp512(__m512 x) {
+    const __m512 lo = _mm512_set1_ps(-87.0f);
+    __mmask16 keep = _mm512_cmp_ps_mask(x, lo, _CMP_GE_OQ);
+    x = _mm512_max_ps(x, lo);
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    return _mm512_maskz_mov_ps(keep, _mm512_scalef_ps(p, n));
+}
+
+static inline __mmask16 tail_mask(int64_t left) { return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u); }
+
+/* Sum each of a, b, c, d across its 16 lanes; the four sums land in s[0..3]. */
+AI void reduce4(__m512 a, __m512 b, __m512 c, __m512 d, float *s) {
+    __m512 ab = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
+    __m512 cd = _mm512_add_ps(_mm512_shuffle_f32x4(c, d, 0x44), _mm512_shuffle_f32x4(c, d, 0xEE));
+    __m512 x = _mm512_add_ps(_mm512_shuffle_f32x4(ab, cd, 0x88), _mm512_shuffle_f32x4(ab, cd, 0xDD));
+    x = _mm512_add_ps(x, _mm512_permute_ps(x, 0x4E));
+    x = _mm512_add_ps(x, _mm512_permute_ps(x, 0xB1));
+    _mm_storeu_ps(s, _mm512_castps512_ps128(_mm512_maskz_compress_ps(0x1111, x)));
+}
+
+/* s[i * sld + t] = q_i . k_t for RB query rows x TB keys. The accumulators are named variables
+ * (a00..a43) selected by the compile-time RB/TB: GCC spills arrays of vectors, not scalars. */
+#define SC_RT(i, t, X) if (RB > i && TB > t) { X(i, t) }
+#define SC_ROW(i, X) SC_RT(i, 0, X) SC_RT(i, 1, X) SC_RT(i, 2, X) SC_RT(i, 3, X)
+#define SC_ALL(X) SC_ROW(0, X) SC_ROW(1, X) SC_ROW(2, X) SC_ROW(3, X) SC_ROW(4, X)
+#define SC_ZERO(i, t) a##i##t = _mm512_setzero_ps();
+#define SC_FMA(i, t) a##i##t = _mm512_fmadd_ps(q##i, k##t, a##i##t);
+#define SC_LOADQ(i) if (RB > i) q##i = LOADQ(q + i * dk + d);
+#define SC_LOADK(t) if (TB > t) k##t = LOADK(k + t * ks + d);
+#define SC_STEP                                                                                     \
+    SC_LOADK(0) SC_LOADK(1) SC_LOADK(2) SC_LOADK(3)                                                 \
+    SC_LOADQ(0) SC_LOADQ(1) SC_LOADQ(2) SC_LOADQ(3) SC_LOADQ(4)                                     \
+    SC_ALL(SC_FMA)
+#define SC_RED(i)                                                                                   \
+    if (RB > i) {                                                                                   \
+        if (TB == 4) reduce4(a##i##0, a##i##1, a##i##2, a##i##3, s + i * sld);                     \
+        else {                                                                                      \
+            if (TB > 0) s[i * sld + 0] = _mm512_reduce_add_ps(a##i##0);                             \
+            if (TB > 1) s[i * sld + 1] = _mm512_reduce_add_ps(a##i##1);                             \
+            if (TB > 2) s[i * sld + 2] = _mm512_reduce_add_ps(a##i##2);                             \
+        }                                                                                           \
+    }
+AI void score_mk(const float *q, int64_t dk, const float *k, int64_t ks, float *s, int64_t sld, const int RB,
+                 const int TB) {
+    __m512 a00, a01, a02, a03, a10, a11, a12, a13, a20, a21, a22, a23, a30, a31, a32, a33, a40, a41, a42, a43;
+    __m512 q0, q1, q2, q3, q4, k0, k1, k2, k3;
+    a00 = a01 = a02 = a03 = a10 = a11 = a12 = a13 = a20 = a21 = a22 = a23 = a30 = a31 = a32 = a33 = a40 = a41 =
+        a42 = a43 = q0 = q1 = q2 = q3 = q4 = k0 = k1 = k2 = k3 = _mm512_setzero_ps();
+    int64_t d = 0;
+#define LOADQ(p) _mm512_loadu_ps(p)
+#define LOADK(p) _mm512_loadu_ps(p)
+    for (; d + 16 <= dk; d += 16) { SC_STEP }
+#undef LOADQ
+#undef LOADK
+    if (d < dk) {
+        __mmask16 mk = tail_mask(dk - d);
+#define LOADQ(p) _mm512_maskz_loadu_ps(mk, p)
+#define LOADK(p) _mm512_maskz_loadu_ps(mk, p)
+        SC_STEP
+#undef LOADQ
+#undef LOADK
+    }
+    SC_RED(0) SC_RED(1) SC_RED(2) SC_RED(3) SC_RED(4)
+}
+
+#define SCORE_ROWS(RB)                                                                                 \
+    do {                                                                                               \
+        int64_t j = 0;                                                                                 \
+        for (; j + 4 <= nt; j += 4) score_mk(qr, dk, k + j * ks, ks, sr + j, GB_ATTN_TILE, RB, 4);     \
+        switch (nt - j) {                                                                              \
+        case 3: score_mk(qr, dk, k + j * ks, ks, sr + j, GB_ATTN_TILE, RB, 3); break;                  \
+        case 2: score_mk(qr, dk, k + j * ks, ks, sr + j, GB_ATTN_TILE, RB, 2); break;                  \
+        case 1: score_mk(qr, dk, k + j * ks, ks, sr + j, GB_ATTN_TILE, RB, 1); break;                  \
+        }                                                                                              \
+    } while (0)
+
+static void scores_avx512(const float *q, int64_t nr, int64_t dk, const float *k, int64_t ks, int64_t nt, float *s) {
+    for (int64_t r = 0; r < nr; r += 5) {
+        const float *qr = q + r * dk;
+        float *sr = s + r * GB_ATTN_TILE;
+        switch (nr - r >= 5 ? 5 : nr - r) {
+        case 5: SCORE_ROWS(5); break;
+        case 4: SCORE_ROWS(4); break;
+        case 3: SCORE_ROWS(3); break;
+        case 2: SCORE_ROWS(2); break;
+        case 1: SCORE_ROWS(1); break;
+        }
+    }
+}
+
+/* o[i] = alpha[i] o[i] + sum_j p[i][j] v[j] over dims [d, d + 32) for RB rows (named accumulators
+ * c00..c91, as in score_mk). */
+#define PV_ALL(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9)
+#define PV_INIT(i)                                                                                 \
+    if (RB > i) {                                                                                  \
+        __m512 a = _mm512_set1_ps(alpha[i]);                                                       \
+        c##i##0 = _mm512_mul_ps(a, _mm512_maskz_loadu_ps(m0, o + i * dv + d));                     \
+        c##i##1 = _mm512_mul_ps(a, _mm512_maskz_loadu_ps(m1, o + i * dv + d + 16));                \
+    }
+#define PV_FMA(i)                                                                                  \
+    if (RB > i) {                                                                                  \
+        __m512 pb = _mm512_set1_ps(p[i * GB_ATTN_TILE + j]);                                       \
+        c##i##0 = _mm512_fmadd_ps(pb, v0, c##i##0);                                                \
+        c##i##1 = _mm512_fmadd_ps(pb, v1, c##i##1);                                                \
+    }
+#define PV_STORE(i)                                                                                \
+    if (RB > i) {                                                                                  \
+        _mm512_mask_storeu_ps(o + i * dv + d, m0, c##i##0);                                        \
+        _mm512_mask_storeu_ps(o + i * dv + d + 16, m1, c##i##1);                                   \
+    }
+AI void pv_mk(const float *p, int64_t nt, const float *v, int64_t vs, float *o, int64_t dv, int64_t d,
+              const float *alpha, const int RB) {
+    __mmask16 m0 = tail_mask(dv - d), m1 = dv - d > 16 ? tail_mask(dv - d - 16) : 0;
+    __m512 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51, c60, c61, c70, c71, c80, c81, c90, c91;
+    c00 = c01 = c10 = c11 = c20 = c21 = c30 = c31 = c40 = c41 = c50 = c51 = c60 = c61 = c70 = c71 = c80 = c81 =
+        c90 = c91 = _mm512_setzero_ps();
+    PV_ALL(PV_INIT)
+    for (int64_t j = 0; j < nt; j++) {
+        __m512 v0 = _mm512_maskz_loadu_ps(m0, v + j * vs + d), v1 = _mm512_maskz_loadu_ps(m1, v + j * vs + d + 16);
+        PV_ALL(PV_FMA)
+    }
+    PV_ALL(PV_STORE)
+}
+
+static void pv_avx512(const float *p, int64_t nr, int64_t nt, const float *v, int64_t vs, float *o, int64_t dv,
+                      const float *alpha) {
+    for (int64_t d = 0; d < dv; d += 32)
+        for (int64_t r = 0; r < nr; r += 10) {
+            const float *pr = p + r * GB_ATTN_TILE;
+            float *orow = o + r * dv;
+            switch (nr - r >= 10 ? 10 : nr - r) {
+            case 10: pv_mk(pr, nt, v, vs, orow, dv, d, alpha + r, 10); break;
+            case 9: pv_mk(pr, nt, v, vs, orow, dv, d, alpha + r, 9); break;
+            case 8: pv_mk(pr, nt, v, vs, orow, dv, d, alpha + r, 8); break;
+            case 7: pv_mk(pr, nt, v, vs, orow, dv, d, alpha + r, 7); break;
+            case 6: pv_mk(pr, nt, v, vs, orow, dv, d, alpha + r, 6); break;
+            case 5: pv_mk(pr, nt, v, vs, orow, dv, d, alpha + r, 5); break;
+            case 4: pv_mk(pr, nt, v, vs, orow, dv, d, alpha + r, 4); break;
+            case 3: pv_mk(pr, nt, v, vs, orow, dv, d, alpha + r, 3); break;
+            case 2: pv_mk(pr, nt, v, vs, orow, dv, d, alpha + r, 2); break;
+            case 1: pv_mk(pr, nt, v, vs, orow, dv, d, alpha + r, 1); break;
+            }
+        }
+}
+
+/* Online-softmax update of one row's scores s[0, nt) with nv valid keys: s becomes p. */
+static void softmax_row(float *s, int64_t nt, int64_t nv, float *m, float *l, float *alpha) {
+    __m512 mx = _mm512_set1_ps(-INFINITY);
+    for (int64_t j = 0; j < nv; j += 16) mx = _mm512_max_ps(mx, _mm512_mask_loadu_ps(mx, tail_mask(nv - j), s + j));
+    float mnew = fmaxf(*m, _mm512_reduce_max_ps(mx));
+    *alpha = *m == -INFINITY ? 0.0f : expf(*m - mnew);
+    __m512 sum = _mm512_setzero_ps(), mb = _mm512_set1_ps(mnew);
+    for (int64_t j = 0; j < nt; j += 16) {
+        __mmask16 valid = j < nv ? tail_mask(nv - j) : 0;
+        __m512 p = _mm512_maskz_mov_ps(valid, exp512(_mm512_sub_ps(_mm512_loadu_ps(s + j), mb)));
+        _mm512_mask_storeu_ps(s + j, tail_mask(nt - j), p);
+        sum = _mm512_add_ps(sum, p);
+    }
+    *l = *l * *alpha + _mm512_reduce_add_ps(sum);
+    *m = mnew;
+}
+#endif /* __AVX512F__ */
+
+static void tile_scalar(const float *q, int64_t nr, int64_t dk, const float *k, int64_t ks, const float *v,
+                        int64_t vs, int64_t dv, int64_t nt, int64_t t0, const int64_t *lim, float *m, float *l,
+                        float *o, float *s) {
+    for (int64_t r = 0; r < nr; r++) {
+        int64_t nv = lim ? lim[r] - t0 : nt;
+        if (nv > nt) nv = nt;
+        float *sr = s + r * GB_ATTN_TILE, mx = -INFINITY;
+        for (int64_t j = 0; j < nv; j++) {
+            float acc = 0.0f;
+            for (int64_t d = 0; d < dk; d++) acc += q[r * dk + d] * k[j * ks + d];
+            sr[j] = acc;
+            mx = fmaxf(mx, acc);
+        }
+        float mnew = fmaxf(m[r], mx), alpha = m[r] == -INFINITY ? 0.0f : expf(m[r] - mnew), sum = 0.0f;
+        for (int64_t j = 0; j < nv; j++) sum += (sr[j] = expf(sr[j] - mnew));
+        l[r] = l[r] * alpha + sum;
+        m[r] = mnew;
+        float *orow = o + r * dv;
+        for (int64_t d = 0; d < dv; d++) orow[d] *= alpha;
+        for (int64_t j = 0; j < nv; j++)
+            for (int64_t d = 0; d < dv; d++) orow[d] += sr[j] * v[j * vs + d];
+    }
+}
+
+void gb_attn_tile(const float *q, int64_t nr, int64_t dk, const float *k, int64_t ks, const float *v, int64_t vs,
+                  int64_t dv, int64_t nt, int64_t t0, const int64_t *lim, float *m, float *l, float *o, float *sbuf) {
+    int64_t r0 = 0;
+    if (lim)
+        while (r0 < nr && lim[r0] <= t0) r0++; /* rows that see none of these keys */
+    if (r0 == nr || nt <= 0) return;
+    q += r0 * dk;
+    nr -= r0;
+    m += r0;
+    l += r0;
+    o += r0 * dv;
+    if (lim) lim += r0;
+#ifdef __AVX512F__
+    float *alpha = sbuf + nr * GB_ATTN_TILE;
+    scores_avx512(q, nr, dk, k, ks, nt, sbuf);
+    for (int64_t r = 0; r < nr; r++) {
+        int64_t nv = lim ? lim[r] - t0 : nt;
+        softmax_row(sbuf + r * GB_ATTN_TILE, nt, nv > nt ? nt : nv, m + r, l + r, alpha + r);
+    }
+    pv_avx512(sbuf, nr, nt, v, vs, o, dv, alpha);
+#else
+    tile_scalar(q, nr, dk, k, ks, v, vs, dv, nt, t0, lim, m, l, o, sbuf);
+#endif
+}
+
+void gb_attn_combine(int64_t nr, int64_t dv, int64_t n_splits, int64_t split_stride, const float *m, const float *l,
+                     const float *o, float *out, int64_t out_stride) {
+    for (int64_t r = 0; r < nr; r++) {
+        float M = -INFINITY;
+        for (int64_t s = 0; s < n_splits; s++) M = fmaxf(M, m[s * split_stride + r]);
+        float *y = out + r * out_stride;
+        double den = 0.0;
+        for (int64_t d = 0; d < dv; d++) y[d] = 0.0f;
+        for (int64_t s = 0; s < n_splits; s++) {
+            const int64_t i = s * split_stride + r;
+            if (m[i] == -INFINITY) continue; /* a split this row cannot see */
+            const float w = expf(m[i] - M);
+            den += (double)w * l[i];
+            const float *os = o + i * dv;
+            for (int64_t d = 0; d < dv; d++) y[d] += w * os[d];
+        }
+        const float inv = (float)(1.0 / den);
+        for (int64_t d = 0; d < dv; d++) y[d] *= inv;
+    }
+}
+
+int64_t gb_attn_default_splits(int64_t work_items, int64_t n_tokens, int64_t min_tokens) {
+    int64_t nth = omp_get_max_threads();
+    if (work_items >= 2 * nth) return 1;
+    int64_t s = (2 * nth + work_items - 1) / work_items;
+    int64_t most = n_tokens / (min_tokens > 0 ? min_tokens : 1);
+    if (s > most) s = most;
+    return s < 1 ? 1 : s;
+}
+
+/* ---- GQA over the paged cache -------------------------------------------------------------- */
+
+int gb_gqa_attention(const gb_kvcache *c, int64_t layer, const float *q, int64_t T, int64_t Hq, float scale,
+                     int64_t n_splits, float *out) {
+    if (c->kind != GB_KV_GQA) return gb_error(GB_EVALUE, "`cache` must be a GQA cache, got an MLA cache");
+    if (layer < 0 || layer >= c->n_layers)
+        return gb_error(GB_EVALUE, "`layer`=%ld is out of range for a cache of %ld layers", (long)layer, (long)c->n_layers);
+    const int64_t Hkv = c->n_heads, Dh = c->dk, Dv = c->dv, L = c->len[layer], bs = c->block_size;
+    if (Hq < 1 || Hq % Hkv)
+        return gb_error(GB_EVALUE, "`q` has %ld heads, which is not a multiple of the cache's n_kv_heads=%ld", (long)Hq,
+                        (long)Hkv);
+    if (T > L)
+        return gb_error(GB_EVALUE,
+                        "`q` has %ld tokens but layer %ld holds only %ld: append the new tokens' K/V before attending",
+                        (long)T, (long)layer, (long)L);
+    if (T == 0) return GB_OK;
+    if (!(scale > 0.0f)) scale = 1.0f / sqrtf((float)Dh);
+    const int64_t G = Hq / Hkv, nr = T * G;
+    const int nth = omp_get_max_threads();
+    /* Row blocks of up to 64 rows bound the per-thread state (64 x (Dh + Dv + tile) floats). */
+    int64_t rblk = nr < 64 ? nr : 64;
+    const int64_t nrb = (nr + rblk - 1) / rblk;
+    int64_t S = n_splits > 0 ? n_splits : gb_attn_default_splits(Hkv * nrb, L, 256);
+    if (S > L) S = L;
+    const int64_t nw = Hkv * nrb * S;
+    float *pm = (float *)malloc((size_t)(S * Hkv * nr) * sizeof(float));
+    float *pl = (float *)malloc((size_t)(S * Hkv * nr) * sizeof(float));
+    float *po = (float *)malloc((size_t)(S * Hkv * nr * Dv) * sizeof(float));
+    int64_t *lim = (int64_t *)malloc((size_t)nr * sizeof(int64_t));
+    int failed = 0;
+    if (!pm || !pl || !po || !lim) {
+        failed = 1;
+        goto done;
+    }
+    for (int64_t r = 0; r < nr; r++) lim[r] = L - T + r / G + 1;
+#pragma omp parallel num_threads(nw < nth ? (int)nw : nth)
+    {
+        float *qs = (float *)malloc((size_t)(rblk * Dh) * sizeof(float));
+        float *sbuf = (float *)malloc((size_t)(rblk * (GB_ATTN_TILE + 1)) * sizeof(float));
+        float *kbuf = (float *)malloc((size_t)(GB_ATTN_TILE * Dh) * sizeof(float));
+        float *vbuf = (float *)malloc((size_t)(GB_ATTN_TILE * Dv) * sizeof(float));
+        int ok = qs && sbuf && kbuf && vbuf;
+        if (!ok) {
+#pragma omp atomic write
+            failed = 1;
+        }
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t w = 0; w < nw; w++) {
+            if (!ok) continue;
+            const int64_t h = w / (nrb * S), rb = (w / S) % nrb, s = w % S;
+            const int64_t r0 = rb * rblk, rn = r0 + rblk <= nr ? rblk : nr - r0;
+            for (int64_t rr = 0; rr < rn; rr++) {
+                const int64_t r = r0 + rr, i = r / G, g = r % G;
+                const float *src = q + (i * Hq + h * G + g) * Dh;
+                for (int64_t d = 0; d < Dh; d++) qs[rr * Dh + d] = src[d] * scale;
+            }
+            const int64_t base = (s * Hkv + h) * nr + r0;
+            float *m = pm + base, *l = pl + base, *o = po + base * Dv;
+            for (int64_t rr = 0; rr < rn; rr++) {
+                m[rr] = -INFINITY;
+                l[rr] = 0.0f;
+            }
+            memset(o, 0, (size_t)(rn * Dv) * sizeof(float));
+            int64_t t = s * L / S, t1 = (s + 1) * L / S;
+            if (t1 > lim[r0 + rn - 1]) t1 = lim[r0 + rn - 1];
+            const int64_t *lr = T > 1 ? lim + r0 : NULL; /* decode: the one query sees every key */
+            while (t < t1) {
+                int64_t n = t1 - t, inblk = bs - t % bs;
+                if (n > GB_ATTN_TILE) n = GB_ATTN_TILE;
+                if (n > inblk) n = inblk;
+                const float *kr = gb_attn_rows(c->fmt, gb_kvcache_k_ptr(c, layer, h, t), n * Dh, kbuf);
+                const float *vr = gb_attn_rows(c->fmt, gb_kvcache_v_ptr(c, layer, h, t), n * Dv, vbuf);
+                gb_attn_tile(qs, rn, Dh, kr, Dh, vr, Dv, Dv, n, t, lr, m, l, o, sbuf);
+                t += n;
+            }
+        }
+        free(qs);
+        free(sbuf);
+        free(kbuf);
+        free(vbuf);
+    }
+    if (failed) goto done;
+    /* Combine the splits: kv head h, token i -> query heads h*G .. h*G+G-1 of token i. */
+#pragma omp parallel for schedule(static) collapse(2) if (T * Hq * Dv > 65536)
+    for (int64_t h = 0; h < Hkv; h++)
+        for (int64_t i = 0; i < T; i++) {
+            const int64_t base = h * nr + i * G;
+            gb_attn_combine(G, Dv, S, Hkv * nr, pm + base, pl + base, po + base * Dv, out + (i * Hq + h * G) * Dv,
+                                    Dv);
+        }
+done:
+    free(pm);
+    free(pl);
+    free(po);
+    free(lim);
+    if (failed) return gb_error(GB_ENOMEM, "gqa_attention: out of memory");
+    return GB_OK;
+}

@@ -1,0 +1,45 @@
+/* attention_gqa.h: flash-form GQA attention over the paged KV cache, and the online-softmax core
+ * it shares with MLA (attention_mla.c).
+ *
+ * Core: a set of nr query rows (already multiplied by the softmax scale) keeps a running state
+ * (m = max score, l = sum of exp, o = unnormalised sum of p * v). gb_attn_tile folds one tile of
+ * keys/values into it; gb_attn_combine merges the states of several splits of the cache
+ * (flash-decoding) and normalises. Memory is O(rows x (dv + tile)), never O(rows x tokens).
+ */
+#ifndef GLMBENCH_ATTENTION_GQA_H
+#define GLMBENCH_ATTENTION_GQA_H
+#include <stdint.h>
+
+#include "kvcache.h"
+
+/* Tokens per tile: 32 keys of 576 floats (MLA) stay in L2 with room for the queries. */
+#define GB_ATTN_TILE 32
+
+/* Fold keys/values [t0, t0 + nt) into the state of rows [0, nr).
+ *   q[nr][dk], k rows at k + j*ks (dk used), v rows at v + j*vs (dv used)
+ *   lim: row r may see keys with index < lim[r] (causal); NULL = all; rows must be ordered so
+ *        lim is nondecreasing; a row with lim[r] <= t0 is left untouched.
+ *   m[nr] (start -INFINITY), l[nr] (start 0), o[nr][dv] (start 0); sbuf: nr * GB_ATTN_TILE floats. */
+void gb_attn_tile(const float *q, int64_t nr, int64_t dk, const float *k, int64_t ks, const float *v, int64_t vs,
+                  int64_t dv, int64_t nt, int64_t t0, const int64_t *lim, float *m, float *l, float *o, float *sbuf);
+
+/* Rows of a cache tile as float32: the stored bytes themselves for f32, else decoded into
+ * `scratch` (n elements). */
+const float *gb_attn_rows(int fmt, const uint8_t *src, int64_t n, float *scratch);
+
+/* out[r * out_stride + :dv] = sum_s e^(m_s - M) o_s / sum_s e^(m_s - M) l_s over n_splits states laid out
+ * as m[s * split_stride + r], l[s * split_stride + r], o[(s * split_stride + r) * dv]. */
+void gb_attn_combine(int64_t nr, int64_t dv, int64_t n_splits, int64_t split_stride, const float *m, const float *l,
+                     const float *o, float *out, int64_t out_stride);
+
+/* Splits used when n_splits <= 0: enough (head x row-block x split) work items for the threads,
+ * each split at least `min_tokens` long. */
+int64_t gb_attn_default_splits(int64_t work_items, int64_t n_tokens, int64_t min_tokens);
+
+/* GQA attention for the LAST T tokens held in cache layer `layer`:
+ *   q[T][Hq][Dh] -> out[T][Hq][Dv]; query head j uses kv head j / (Hq / Hkv); causal;
+ *   scale <= 0 means 1/sqrt(Dh); n_splits <= 0 picks a default (flash-decoding split of the cache). */
+int gb_gqa_attention(const gb_kvcache *c, int64_t layer, const float *q, int64_t T, int64_t Hq, float scale,
+                     int64_t n_splits, float *out);
+
+#endif

@@ -1,0 +1,241 @@
+/* attention_mla.c: MLA naive / absorbed / flash (see attention_mla.h). The attention itself runs
+ * on the online-softmax core of attention_gqa.c; the kv_b products go to OpenBLAS sgemm. */
+#include "attention_mla.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attention_gqa.h"
+#include "common.h"
+
+/* Tokens decompressed per step by the naive strategy: 256 x H*(Dn+Dv) floats (9 MB for GLM-4.7-Flash)
+ * bounds its memory whatever the depth, while the sgemm stays large enough to run at speed. */
+#define GB_MLA_NAIVE_CHUNK 256
+
+static int check_common(const gb_kvcache *c, int64_t layer, int64_t T, int64_t H, int64_t Dn, int64_t Dv) {
+    if (c->kind != GB_KV_MLA) return gb_error(GB_EVALUE, "`cache` must be an MLA cache (KVCache.mla), got a GQA cache");
+    if (layer < 0 || layer >= c->n_layers)
+        return gb_error(GB_EVALUE, "`layer`=%ld is out of range for a cache of %ld layers", (long)layer, (long)c->n_layers);
+    if (H < 1 || Dn < 0 || Dv < 1)
+        return gb_error(GB_EVALUE, "bad MLA head shape: H=%ld, Dn=%ld, Dv=%ld", (long)H, (long)Dn, (long)Dv);
+    if (T > c->len[layer])
+        return gb_error(GB_EVALUE,
+                        "`q_nope` has %ld tokens but layer %ld holds only %ld: append the new tokens' latents before attending",
+                        (long)T, (long)layer, (long)c->len[layer]);
+    return GB_OK;
+}
+
+/* Rows [t0, t0 + n) of the cache as float32 [n][R + Dr], decoded into dst. */
+static void cache_rows(const gb_kvcache *c, int64_t layer, int64_t t0, int64_t n, float *dst) {
+    const int64_t Dq = c->dk + c->dv, bs = c->block_size;
+    for (int64_t t = t0; t < t0 + n;) {
+        int64_t m = t0 + n - t, inblk = bs - t % bs;
+        if (m > inblk) m = inblk;
+        float *d = dst + (t - t0) * Dq;
+        const float *src = gb_attn_rows(c->fmt, gb_kvcache_k_ptr(c, layer, 0, t), m * Dq, d);
+        if (src != d) memcpy(d, src, (size_t)(m * Dq) * sizeof(float));
+        t += m;
+    }
+}
+
+/* ---- naive --------------------------------------------------------------------------------- */
+
+static int mla_naive(const gb_kvcache *c, int64_t layer, const float *q_nope, const float *q_rope, int64_t T,
+                     int64_t H, int64_t Dn, int64_t Dv, const float *kv_b, float scale, float *out) {
+    const int64_t R = c->dk, Dr = c->dv, Dq = R + Dr, Dk = Dn + Dr, W = Dn + Dv, L = c->len[layer];
+    const int64_t NC = GB_MLA_NAIVE_CHUNK;
+    const int nth = omp_get_max_threads();
+    /* Rows per work item: a head's T query rows, cut so there are work items for every thread. */
+    int64_t rblk = T < 64 ? T : 64;
+    const int64_t nrb = (T + rblk - 1) / rblk, nw = H * nrb;
+    float *qh = (float *)malloc((size_t)(H * T * Dk) * sizeof(float));     /* [H][T][Dk], scaled */
+    float *m = (float *)malloc((size_t)(H * T) * sizeof(float));
+    float *l = (float *)malloc((size_t)(H * T) * sizeof(float));
+    float *o = (float *)calloc((size_t)(H * T * Dv), sizeof(float));
+    float *cbuf = (float *)malloc((size_t)(NC * Dq) * sizeof(float));       /* decoded cache rows */
+    float *kv = (float *)malloc((size_t)(NC * H * W) * sizeof(float));      /* [NC][H][Dn + Dv] */
+    float *kh = (float *)malloc((size_t)(H * NC * Dk) * sizeof(float));     /* [H][NC][Dn + Dr] */
+    int64_t *lim = (int64_t *)malloc((size_t)T * sizeof(int64_t));
+    int st = GB_OK;
+    if (!qh || !m || !l || !o || !cbuf || !kv || !kh || !lim) {
+        st = gb_error(GB_ENOMEM, "mla_attention(naive): out of memory");
+        goto done;
+    }
+    for (int64_t h = 0; h < H; h++)
+        for (int64_t t = 0; t < T; t++) {
+            float *d = qh + (h * T + t) * Dk;
+            for (int64_t i = 0; i < Dn; i++) d[i] = q_nope[(t * H + h) * Dn + i] * scale;
+            for (int64_t i = 0; i < Dr; i++) d[Dn + i] = q_rope[(t * H + h) * Dr + i] * scale;
+            m[h * T + t] = -INFINITY;
+            l[h * T + t] = 0.0f;
+        }
+    for (int64_t t = 0; t < T; t++) lim[t] = L - T + t + 1;
+    for (int64_t c0 = 0; c0 < L; c0 += NC) {
+        const int64_t n = L - c0 < NC ? L - c0 : NC;
+        cache_rows(c, layer, c0, n, cbuf);
+        /* kv[j] = kv_b . latent[j]: every head's k_nope and v for this chunk */
+        scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)n, (blasint)(H * W), (blasint)R, 1.0f, cbuf,
+                          (blasint)Dq, kv_b, (blasint)R, 0.0f, kv, (blasint)(H * W));
+#pragma omp parallel num_threads(nw < nth ? (int)nw : nth)
+        {
+            float *sbuf = (float *)malloc((size_t)(rblk * (GB_ATTN_TILE + 1)) * sizeof(float));
+#pragma omp for schedule(static)
+            for (int64_t h = 0; h < H; h++)
+                for (int64_t j = 0; j < n; j++) {
+                    memcpy(kh + (h * NC + j) * Dk, kv + (j * H + h) * W, (size_t)Dn * sizeof(float));
+                    memcpy(kh + (h * NC + j) * Dk + Dn, cbuf + j * Dq + R, (size_t)Dr * sizeof(float));
+                }
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t w = 0; w < nw; w++) {
+                if (!sbuf) continue;
+                const int64_t h = w / nrb, r0 = (w % nrb) * rblk, rn = r0 + rblk <= T ? rblk : T - r0;
+                const int64_t *lr = T > 1 ? lim + r0 : NULL;
+                int64_t end = n;
+                if (lim[r0 + rn - 1] - c0 < end) end = lim[r0 + rn - 1] - c0;
+                for (int64_t j = 0; j < end; j += GB_ATTN_TILE) {
+                    const int64_t nt = end - j < GB_ATTN_TILE ? end - j : GB_ATTN_TILE;
+                    gb_attn_tile(qh + (h * T + r0) * Dk, rn, Dk, kh + (h * NC + j) * Dk, Dk, kv + j * H * W + h * W + Dn,
+                                 H * W, Dv, nt, c0 + j, lr, m + h * T + r0, l + h * T + r0, o + (h * T + r0) * Dv, sbuf);
+                }
+            }
+            if (!sbuf) {
+#pragma omp atomic write
+                st = GB_ENOMEM;
+            }
+            free(sbuf);
+        }
+        if (st != GB_OK) {
+            st = gb_error(GB_ENOMEM, "mla_attention(naive): out of memory");
+            goto done;
+        }
+    }
+    for (int64_t h = 0; h < H; h++)
+        for (int64_t t = 0; t < T; t++) {
+            const float inv = 1.0f / l[h * T + t];
+            for (int64_t i = 0; i < Dv; i++) out[(t * H + h) * Dv + i] = o[(h * T + t) * Dv + i] * inv;
+        }
+done:
+    free(qh);
+    free(m);
+    free(l);
+    free(o);
+    free(cbuf);
+    free(kv);
+    free(kh);
+    free(lim);
+    return st;
+}
+
+/* ---- absorbed and flash -------------------------------------------------------------------- */
+
+static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope, const float *q_rope, int64_t T,
+                        int64_t H, int64_t Dn, int64_t Dv, const float *kv_b, float scale, int split_cache,
+                        int64_t n_splits, float *out) {
+    const int64_t R = c->dk, Dr = c->dv, Dq = R + Dr, W = Dn + Dv, L = c->len[layer], bs = c->block_size;
+    const int64_t nr = T * H; /* row r = t*H + h: lim is nondecreasing in r */
+    const int nth = omp_get_max_threads();
+    int64_t rblk, S;
+    if (split_cache) {
+        rblk = nr < 64 ? nr : 64;
+        const int64_t nrb = (nr + rblk - 1) / rblk;
+        S = n_splits > 0 ? n_splits : gb_attn_default_splits(nrb, L, 256);
+    } else {
+        /* one pass over the cache per row block; enough row blocks for the threads */
+        rblk = (nr + nth - 1) / nth;
+        if (rblk > 64) rblk = 64;
+        rblk = (rblk + 4) / 5 * 5; /* whole 5-row register blocks of the score kernel */
+        S = 1;
+    }
+    if (S > L) S = L;
+    if (S < 1) S = 1;
+    const int64_t nrb = (nr + rblk - 1) / rblk, nw = nrb * S;
+    float *qa = (float *)malloc((size_t)(nr * Dq) * sizeof(float));
+    float *pm = (float *)malloc((size_t)(S * nr) * sizeof(float));
+    float *pl = (float *)malloc((size_t)(S * nr) * sizeof(float));
+    float *po = (float *)malloc((size_t)(S * nr * R) * sizeof(float));
+    float *olat = (float *)malloc((size_t)(nr * R) * sizeof(float));
+    int64_t *lim = (int64_t *)malloc((size_t)nr * sizeof(int64_t));
+    int failed = 0;
+    if (!qa || !pm || !pl || !po || !olat || !lim) {
+        failed = 1;
+        goto done;
+    }
+    /* q_lat[t, h] = scale * W_k,h^T q_nope[t, h] (T x Dn times Dn x R per head); rope part scaled. */
+    for (int64_t h = 0; h < H; h++)
+        scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)T, (blasint)R, (blasint)Dn, scale,
+                          q_nope + h * Dn, (blasint)(H * Dn), kv_b + h * W * R, (blasint)R, 0.0f, qa + h * Dq,
+                          (blasint)(H * Dq));
+    for (int64_t r = 0; r < nr; r++) {
+        for (int64_t i = 0; i < Dr; i++) qa[r * Dq + R + i] = q_rope[r * Dr + i] * scale;
+        lim[r] = L - T + r / H + 1;
+    }
+#pragma omp parallel num_threads(nw < nth ? (int)nw : nth)
+    {
+        float *sbuf = (float *)malloc((size_t)(rblk * (GB_ATTN_TILE + 1)) * sizeof(float));
+        float *kbuf = (float *)malloc((size_t)(GB_ATTN_TILE * Dq) * sizeof(float));
+        int ok = sbuf && kbuf;
+        if (!ok) {
+#pragma omp atomic write
+            failed = 1;
+        }
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t w = 0; w < nw; w++) {
+            if (!ok) continue;
+            const int64_t rb = w / S, s = w % S, r0 = rb * rblk, rn = r0 + rblk <= nr ? rblk : nr - r0;
+            float *m = pm + s * nr + r0, *l = pl + s * nr + r0, *o = po + (s * nr + r0) * R;
+            for (int64_t i = 0; i < rn; i++) {
+                m[i] = -INFINITY;
+                l[i] = 0.0f;
+            }
+            memset(o, 0, (size_t)(rn * R) * sizeof(float));
+            int64_t t = s * L / S, t1 = (s + 1) * L / S;
+            if (t1 > lim[r0 + rn - 1]) t1 = lim[r0 + rn - 1];
+            const int64_t *lr = T > 1 ? lim + r0 : NULL;
+            while (t < t1) {
+                int64_t n = t1 - t, inblk = bs - t % bs;
+                if (n > GB_ATTN_TILE) n = GB_ATTN_TILE;
+                if (n > inblk) n = inblk;
+                /* one decoded row serves as the key [c, k_rope] and, its first R, the value c */
+                const float *kr = gb_attn_rows(c->fmt, gb_kvcache_k_ptr(c, layer, 0, t), n * Dq, kbuf);
+                gb_attn_tile(qa + r0 * Dq, rn, Dq, kr, Dq, kr, Dq, R, n, t, lr, m, l, o, sbuf);
+                t += n;
+            }
+        }
+        free(sbuf);
+        free(kbuf);
+    }
+    if (failed) goto done;
+#pragma omp parallel for schedule(static) if (nr * R > 65536)
+    for (int64_t r = 0; r < nr; r++) gb_attn_combine(1, R, S, nr, pm + r, pl + r, po + r * R, olat + r * R, R);
+    /* out[t, h] = W_v,h o_lat[t, h] (T x R times R x Dv per head) */
+    for (int64_t h = 0; h < H; h++)
+        scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)T, (blasint)Dv, (blasint)R, 1.0f, olat + h * R,
+                          (blasint)(H * R), kv_b + (h * W + Dn) * R, (blasint)R, 0.0f, out + h * Dv, (blasint)(H * Dv));
+done:
+    free(qa);
+    free(pm);
+    free(pl);
+    free(po);
+    free(olat);
+    free(lim);
+    if (failed) return gb_error(GB_ENOMEM, "mla_attention: out of memory");
+    return GB_OK;
+}
+
+int gb_mla_attention(const gb_kvcache *c, int64_t layer, const float *q_nope, const float *q_rope, int64_t T,
+                     int64_t H, int64_t Dn, int64_t Dv, const float *kv_b, float scale, int strategy,
+                     int64_t n_splits, float *out) {
+    int st = check_common(c, layer, T, H, Dn, Dv);
+    if (st) return st;
+    if (T == 0) return GB_OK;
+    if (!(scale > 0.0f)) scale = 1.0f / sqrtf((float)(Dn + c->dv));
+    switch (strategy) {
+    case GB_MLA_NAIVE: return mla_naive(c, layer, q_nope, q_rope, T, H, Dn, Dv, kv_b, scale, out);
+    case GB_MLA_ABSORBED: return mla_absorbed(c, layer, q_nope, q_rope, T, H, Dn, Dv, kv_b, scale, 0, 1, out);
+    case GB_MLA_FLASH: return mla_absorbed(c, layer, q_nope, q_rope, T, H, Dn, Dv, kv_b, scale, 1, n_splits, out);
+    }
+    return gb_error(GB_EVALUE, "unknown MLA strategy %d", strategy);
+}

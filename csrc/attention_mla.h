@@ -1,0 +1,30 @@
+/* attention_mla.h: Multi-head Latent Attention (DeepSeek-V2 / GLM-4.7-Flash) over an MLA cache that
+ * holds, per token, the latent c (kv_lora_rank R, after kv_a_layernorm) and the shared rope key
+ * (Dr, already rotated). kv_b [H*(Dn+Dv)][R] expands c to head h's k_nope = W_k,h c (rows
+ * h*(Dn+Dv) .. +Dn) and v = W_v,h c (the next Dv rows).
+ *
+ * Strategies (same numbers up to float32 rounding):
+ *   GB_MLA_NAIVE     decompress the cache to per-head K = [k_nope, k_rope] and V every call (in chunks
+ *                    of tokens, so memory stays bounded), then ordinary attention per head.
+ *   GB_MLA_ABSORBED  q_lat,h = W_k,h^T q_nope,h; attention as MQA over [c, k_rope] (R + Dr) keys and
+ *                    c (R) values, all H heads sharing each cached row; out_h = W_v,h o_lat,h.
+ *                    Threads split the query rows (heads); each reads the whole cache.
+ *   GB_MLA_FLASH     absorbed, with the cache split across threads (partial softmax per split, then
+ *                    a combine: flash-decoding).
+ */
+#ifndef GLMBENCH_ATTENTION_MLA_H
+#define GLMBENCH_ATTENTION_MLA_H
+#include <stdint.h>
+
+#include "kvcache.h"
+
+enum { GB_MLA_NAIVE = 0, GB_MLA_ABSORBED = 1, GB_MLA_FLASH = 2 };
+
+/* q_nope[T][H][Dn], q_rope[T][H][Dr] for the LAST T tokens held at `layer`; kv_b float32
+ * [H*(Dn+Dv)][R]; scale <= 0 means 1/sqrt(Dn + Dr); n_splits <= 0 picks a default (flash only).
+ * -> out[T][H][Dv]. */
+int gb_mla_attention(const gb_kvcache *c, int64_t layer, const float *q_nope, const float *q_rope, int64_t T,
+                     int64_t H, int64_t Dn, int64_t Dv, const float *kv_b, float scale, int strategy,
+                     int64_t n_splits, float *out);
+
+#endif
