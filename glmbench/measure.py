@@ -248,6 +248,11 @@ def measure(model, *, depths=(4096,), n_prompt: int = 512, n_gen: int = 16, weig
         m = Model(cfg, weight_format=weights, kv_dtype=kv, max_context=capacity, seed=seed,
                   mla_strategy=mla_strategy, layers=idx)
         built_kinds = [l.kind for l in m.layers]
+        # Validate before timing: one step must give finite logits, or the numbers mean nothing.
+        check = m.decode(0)
+        if not np.all(np.isfinite(check)):
+            raise RuntimeError(f"{cfg.name}: the validation step gave non-finite logits; not timing it")
+        m.reset()
         rng = np.random.default_rng(seed)
         try:
             for p in todo:

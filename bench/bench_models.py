@@ -1,0 +1,76 @@
+"""Decode speed of whole models vs the memory-bandwidth floor on this machine (issue 4).
+
+    python bench/bench_models.py                       # GLM-4.7-Flash and Qwen3-32B, tg16 @ 4096, bf16
+    python bench/bench_models.py --depths 0,4096 --models glm-4.7-flash --out bench/results/models.json
+
+For each model and depth: the measured decode time per token (glmbench.measure, layer-sampled when
+the model does not fit in RAM, cache filled synthetically to the depth) and its floor, the bytes a
+token must read (active weights: only the chosen experts of each MoE layer and one embedding row,
+plus the whole KV cache at that depth; measure.decode_bytes_per_token) divided by the memory
+bandwidth measured in the same run (glmbench.bench.measure_ceilings). Target: ratio <= 1.4.
+One line per case; a validation pass (finite logits) runs inside measure before any timing counts.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+import glmbench
+from glmbench import configs, measure as M, records
+
+TARGET = 1.4
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--models", default="glm-4.7-flash,qwen3-32b")
+    ap.add_argument("--depths", default="4096")
+    ap.add_argument("--n-gen", type=int, default=16)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--weights", default="bf16")
+    ap.add_argument("--kv", default="bf16")
+    ap.add_argument("--layers", default="auto", help="'auto', 'full', 'sampled' or k layers of each kind")
+    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--out", default=None, help="write the records (with floor and ratio) to this .json/.csv")
+    a = ap.parse_args(argv)
+    try:
+        from glmbench.bench import measure_ceilings
+    except ImportError as e:
+        print(f"bench_models: glmbench.bench.measure_ceilings is not available ({e}); it measures the "
+              f"bandwidth the floor divides by", file=sys.stderr)
+        return 2
+    if a.threads:
+        glmbench.set_num_threads(a.threads)
+    depths = [int(d) for d in a.depths.split(",")]
+    ceil = measure_ceilings()
+    bw = float(ceil["bandwidth_gbs"]) * 1e9
+    print(f"# {ceil.get('cpu', M.cpu_name())}, {ceil.get('threads', glmbench.get_num_threads())} threads: "
+          f"memory bandwidth {bw / 1e9:.1f} GB/s (measured now)")
+    print(f"{'model':<16} {'depth':>6} {'mode':<8} {'tok/s':>8} {'ms/tok':>9} {'floor ms':>9} {'ratio':>6}  spread")
+    out, worst = [], 0.0
+    for name in a.models.split(","):
+        cfg = configs.load(name)
+        recs = M.measure(cfg, depths=depths, n_gen=a.n_gen, weights=a.weights, kv=a.kv, repeats=a.repeats,
+                         layers=a.layers, tests=("tg",), progress=True)
+        for r in recs:
+            d = r["n_depth"]
+            nbytes = M.decode_bytes_per_token(cfg, a.weights, a.kv, d)
+            floor_s = nbytes / bw
+            ms = 1e3 / r["median_ts"]
+            ratio = ms / (1e3 * floor_s)
+            worst = max(worst, ratio)
+            spread = ", ".join(f"{k[len('layer_spread_'):]} {100 * v:.0f}%" for k, v in r.items()
+                               if k.startswith("layer_spread_"))
+            print(f"{name:<16} {d:>6} {r['layers_mode']:<8} {r['median_ts']:>8.3f} {ms:>9.1f} "
+                  f"{1e3 * floor_s:>9.1f} {ratio:>6.2f}  layers {r['layers_timed']} ({spread})", flush=True)
+            out.append(dict(r, bytes_per_token=nbytes, bandwidth_gbs=bw / 1e9, floor_ms=1e3 * floor_s,
+                            ms_per_token=ms, ratio_to_floor=ratio, target_ratio=TARGET))
+    print(f"# worst ratio {worst:.2f} (target <= {TARGET})")
+    if a.out:
+        records.write_records(a.out, out)
+        print(f"# wrote {len(out)} records to {a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
