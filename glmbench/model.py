@@ -38,7 +38,7 @@ from . import ops as _ops
 
 __all__ = ["Model", "Layer", "build_layer", "random_weight", "to_format", "layer_kinds"]
 
-WEIGHT_FORMATS = ("f32", "f16", "bf16")
+WEIGHT_FORMATS = ("f32", "f16", "bf16", "q8_0", "q4_0")  # q8_0/q4_0: ggml blocks, glmbench/quant.py
 MLA_STRATEGIES = ("naive", "absorbed", "flash")
 
 
@@ -76,10 +76,15 @@ def to_format(a, fmt: str) -> np.ndarray:
         if isinstance(a, np.ndarray) and a.dtype == np.uint16:
             return np.ascontiguousarray(a)
         return _f32_to_bf16(np.asarray(a, dtype=np.float32))
+    if fmt in ("q8_0", "q4_0"):  # ggml blocks (glmbench/quant.py): a QTensor
+        from .quant import quantize
+        return quantize(np.ascontiguousarray(_to_f32(np.asarray(a))), fmt)
     raise ValueError(f"`weight_format` must be one of {WEIGHT_FORMATS}, got {fmt!r}")
 
 
 def _to_f32(a: np.ndarray) -> np.ndarray:
+    if hasattr(a, "dequantize"):  # a quant.QTensor (e.g. rows of a quantized embedding)
+        return a.dequantize()
     if a.dtype == np.uint16:  # bfloat16 bits
         return (a.astype(np.uint32) << np.uint32(16)).view(np.float32)
     return np.asarray(a, dtype=np.float32)
@@ -95,6 +100,11 @@ _CHUNK_ELEMS = 1 << 24
 
 def random_weight(name: str, shape: tuple, fmt: str, seed: int, std: float) -> np.ndarray:
     """N(0, std^2) tensor `shape` in format `fmt`, from the stream of (seed, name)."""
+    if fmt in ("q8_0", "q4_0"):  # the same values, quantized chunk by chunk (glmbench/quant.py)
+        from .quant import quantize_chunks
+        g, n = _rng(seed, name), int(np.prod(shape))
+        return quantize_chunks((g.standard_normal(min(_CHUNK_ELEMS, n - s), dtype=np.float32) * np.float32(std)
+                                for s in range(0, n, _CHUNK_ELEMS)), shape, fmt)
     dtype = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16}[fmt]
     out = np.empty(shape, dtype=dtype)
     flat = out.reshape(-1)
@@ -189,9 +199,14 @@ def build_layer(cfg, index: int, weight_format: str = "bf16", seed: int = 0) -> 
         if std is None:
             w[name] = np.ones(shape, np.float32)
         else:
-            fmt = "f32" if _is_f32(name, shape) else weight_format
+            fmt = "f32" if _is_f32(name, shape) else _matrix_format(name, weight_format, shape)
             w[name] = random_weight(f"model.layers.{index}.{name}", shape, fmt, seed, std)
     return Layer(cfg, index, kind, w)
+
+
+def _matrix_format(name: str, fmt: str, shape: tuple) -> str:
+    from .quant import matrix_format  # q8_0/q4_0 models: kv_b_proj bf16, rows not of whole blocks f16
+    return matrix_format(name, fmt, shape)
 
 
 def _layer_from_hf(cfg, index: int, kind: str, src: Mapping, fmt: str) -> Layer:
@@ -226,7 +241,7 @@ def _layer_from_hf(cfg, index: int, kind: str, src: Mapping, fmt: str) -> Layer:
             continue
         a = experts[name] if name in experts else get(name)
         _expect(a, shape, p + name)
-        w[name] = np.ascontiguousarray(_to_f32(a)) if _is_f32(name, shape) else to_format(a, fmt)
+        w[name] = np.ascontiguousarray(_to_f32(a)) if _is_f32(name, shape) else to_format(a, _matrix_format(name, fmt, shape))
     return Layer(cfg, index, kind, w)
 
 
@@ -259,8 +274,7 @@ class Model:
         cfg = _load_config(config)
         self.config = cfg
         if weight_format not in WEIGHT_FORMATS:
-            raise ValueError(f"`weight_format` must be one of {WEIGHT_FORMATS}, got {weight_format!r}"
-                             " (q8_0/q4_0 model weights are not supported yet)")
+            raise ValueError(f"`weight_format` must be one of {WEIGHT_FORMATS}, got {weight_format!r}")
         if mla_strategy not in MLA_STRATEGIES:
             raise ValueError(f"`mla_strategy` must be one of {MLA_STRATEGIES}, got {mla_strategy!r}")
         if isinstance(max_context, bool) or not isinstance(max_context, (int, np.integer)) or max_context < 1:
