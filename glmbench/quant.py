@@ -18,7 +18,7 @@ import numpy as np
 from ._loader import _core
 
 __all__ = ["QTensor", "quantize", "dequantize", "quantize_q8_0", "quantize_q4_0", "linear", "swiglu",
-           "moe_experts", "FORMATS", "kernels"]
+           "moe_experts", "FORMATS", "kernels", "quantize_chunks", "matrix_format"]
 
 # C-core format ids (csrc/common.h) and ggml block sizes (elements, bytes)
 FORMATS = {"q8_0": (8, 32, 34), "q4_0": (9, 32, 18)}
@@ -170,6 +170,50 @@ def linear(x: np.ndarray, weight: QTensor, bias=None, *, compute: str = "auto", 
     return y.reshape(x.shape[:-1] + (n,))
 
 
+def quantize_chunks(chunks, shape, fmt: str) -> QTensor:
+    """Quantize a float32 tensor of `shape` handed over as flat chunks (any sizes, in order) without
+    ever holding it whole in float32: how huge random weights are generated straight into blocks
+    (glmbench.model.random_weight). Rows are quantized as soon as they are complete."""
+    fid = _fmt_id(fmt)
+    shape = tuple(int(s) for s in shape)
+    k = shape[-1]
+    rows = int(np.prod(shape[:-1], dtype=np.int64))
+    data = np.empty((rows, row_bytes(fmt, k)), np.uint8)
+    r, carry = 0, np.empty(0, np.float32)
+    for c in chunks:
+        c = np.asarray(c, dtype=np.float32).reshape(-1)
+        if carry.size:
+            c = np.concatenate([carry, c])
+        n = c.size // k
+        if r + n > rows:
+            raise ValueError(f"`chunks` hold more than the {rows * k} elements of shape {shape}")
+        if n:
+            data[r:r + n] = _core.quantize(c[:n * k].reshape(n, k), fid)
+            r += n
+        carry = c[n * k:].copy()
+    if r != rows or carry.size:
+        raise ValueError(f"`chunks` hold {r * k + carry.size} elements; shape {shape} needs {rows * k}")
+    return QTensor(data.reshape(shape[:-1] + (data.shape[1],)), fmt, shape)
+
+
+# Matrices that stay 16-bit in a quantized model: kv_b_proj is read as a dense matrix by the MLA
+# kernels (absorbed into the query and the output), not through linear(); it is 4.6M weights per
+# GLM-4.7-Flash layer, 1.5% of the model.
+KEEP_FLOAT = ("kv_b_proj.weight",)
+
+
+def matrix_format(name: str, fmt: str, shape=None) -> str:
+    """The storage format of matrix `name` (of `shape`) in a model whose weight format is `fmt`:
+    `fmt`, except kv_b_proj (bf16, see KEEP_FLOAT) and rows that are not whole blocks of 32 (f16,
+    as formats.row_format falls back for q8_0/q4_0)."""
+    if fmt in FORMATS:
+        if name.endswith(KEEP_FLOAT):
+            return "bf16"
+        if shape is not None and shape[-1] % FORMATS[fmt][1]:
+            return "f16"
+    return fmt
+
+
 def _silu(v):
     return v / (np.float32(1) + np.exp(-v))
 
@@ -196,8 +240,8 @@ def moe_experts(x, topk_idx, topk_weight, w_gate: QTensor, w_up: QTensor, w_down
     are gathered and run as one quantized SwiGLU, so each chosen expert's weights are read once per
     call. Returns (y [T, D] float32, counts [E] int64), as glmbench.moe_experts."""
     for name, w in (("w_gate", w_gate), ("w_up", w_up), ("w_down", w_down)):
-        if not isinstance(w, QTensor) or w.ndim != 3:
-            raise TypeError(f"`{name}` must be a 3-D QTensor [E, ., .], got {w!r}")
+        if not isinstance(w, (QTensor, np.ndarray)) or w.ndim != 3:
+            raise TypeError(f"`{name}` must be a 3-D QTensor or array [E, ., .], got {type(w).__name__}")
     x2 = _as_f32_2d(x)
     T, D = x2.shape
     E, F, D2 = w_gate.shape
