@@ -592,7 +592,7 @@ def _card_ops(setup: Setup, T: int, work: _Attn, T_out: int) -> list:
     attn = _attention_ops(setup, T, work, share)
     dense = _ffn_ops(setup, T, False, share) if setup.model.intermediate_size and setup.model.n_dense_layers else []
     moe = _ffn_ops(setup, T, True, share) if setup.model.n_moe_layers else []
-    head = _head_ops(setup, T_out, share)
+    head = _head_ops(setup, T_out, share) if T_out else []
     out = []
     for c, (nd, nm, has_head) in enumerate(_layer_counts(setup)):
         lines = [(nd + nm, o) for o in attn] + [(nd, o) for o in dense] + [(nm, o) for o in moe]

@@ -1,0 +1,332 @@
+import json
+import math
+
+import pytest
+
+from glmbench import configs, costmodel as cm, hardware as hw
+
+GIB = 2 ** 30
+BUILTINS = configs.builtin_names()
+
+
+def _op(step, name):
+    """The one OpCost line called `name` (single card)."""
+    lines = [o for o in step.ops if o.name == name]
+    assert len(lines) == 1, [o.name for o in step.ops]
+    return lines[0]
+
+
+def test_gemv_flops_bytes_and_time_by_hand():
+    # Qwen3-32B decode, one token, bf16 weights, ideal runtime: the MLP of each layer is a GEMV
+    # of x[5120] through gate+up [2 x 25600, 5120] and down [5120, 25600]
+    s = cm.Setup("qwen3-32b", "rtx-3090", weights="bf16", kv="f16", runtime="ideal")
+    mlp = _op(cm.decode(s, 0), "mlp")
+    assert mlp.count == 64
+    assert mlp.flops == 64 * 2 * 3 * 25600 * 5120                 # no dequantization for bf16
+    weight = 3 * 25600 * 5120 * 2
+    act = 4 * (5120 + 3 * 25600)                                  # f32 x in, gate|up|down rows out
+    assert mlp.bytes == 64 * (weight + act)
+    # memory-bound: 2 FLOP per 2 bytes is far below the 3090's 71e12 / 936e9 = 76 FLOP/byte
+    assert mlp.seconds == pytest.approx(64 * (weight + act) / 936e9)
+    assert mlp.bound == "memory" and mlp.launch_s == 0
+
+
+def test_quantized_gemv_pays_dequantization():
+    q = cm.Setup("qwen3-32b", "rtx-3090", weights="q8_0", runtime="ideal")
+    mlp = _op(cm.decode(q, 0), "mlp")
+    n = 3 * 25600 * 5120
+    assert mlp.flops == 64 * (2 * n + cm.DEQUANT_OPS * n)
+    assert mlp.bytes == 64 * (n // 32 * 34 + 4 * (5120 + 3 * 25600))
+
+
+def test_absorbed_vs_naive_mla_flops_by_hand():
+    d, keys = 4095, 4096                                         # the new token sees 4096 keys
+    H, R, Dr, Dn, Dv = 20, 512, 64, 192, 256
+    kvb = R * H * (Dn + Dv)
+    base = dict(model="glm-4.7-flash", rig="rtx-3090", weights="bf16", kv="f16", runtime="ideal")
+    ab = cm.decode(cm.Setup(**base, mla_strategy="absorbed"), d)
+    nv = cm.decode(cm.Setup(**base, mla_strategy="naive"), d)
+    fl = cm.decode(cm.Setup(**base, mla_strategy="flash"), d)
+    absorbed = (_op(ab, "attn.absorb_q").flops + _op(ab, "attn.core").flops + _op(ab, "attn.absorb_out").flops) / 47
+    # fold kv_b into q and out (2 kvb per token), MQA over 576-wide keys and 512-wide values,
+    # 5 softmax ops per score and head
+    assert absorbed == 2 * kvb + 2 * H * (R + Dr + R) * keys + 5 * H * keys
+    naive = (_op(nv, "attn.kv_b_expand").flops + _op(nv, "attn.core").flops) / 47
+    # expand all 4096 latents through kv_b, then MHA over 256-wide keys and values
+    assert naive == 2 * kvb * keys + 2 * H * (Dn + Dr + Dv) * keys + 5 * H * keys
+    assert naive / absorbed > 30
+    # flash does the absorbed arithmetic but reads the latent cache once, without f32 scores
+    assert _op(fl, "attn.core").flops == _op(ab, "attn.core").flops
+    row = 512 * 2 + 64 * 2
+    assert _op(fl, "attn.core").bytes == 47 * (row * keys + 4 * 1 * 20 * (R + Dr + R))
+    assert _op(ab, "attn.core").bytes == 47 * (2 * row * keys + 4 * 4 * 20 * keys + 4 * 20 * (R + Dr + R))
+    assert ab.seconds > fl.seconds and nv.seconds > ab.seconds
+    # the configs module agrees on the attention arithmetic
+    cfg = configs.load("glm-4.7-flash")
+    assert absorbed - 5 * H * keys == cfg.attention_flops_per_layer(d, "absorbed")
+    assert naive - 5 * H * keys == cfg.attention_flops_per_layer(d, "naive")
+
+
+def test_memory_of_a_known_config():
+    s = cm.Setup("qwen3-32b", "rtx-3090", weights="q8_0", kv="f16", runtime="typical")
+    m = cm.memory(s, 4096)
+    cfg = configs.load("qwen3-32b")
+    (c,) = m.cards
+    # the embedding table stays in host memory (llama.cpp); everything else is on the card
+    embed = 151936 * 5120 // 32 * 34
+    assert c.weights == cfg.weight_bytes("q8_0") - embed
+    assert c.kv == 4096 * 64 * 8 * 256 * 2 == GIB                 # 256 KiB per token
+    assert c.overhead == GIB // 2
+    qkv = 64 * 128 + 8 * 256 + 64 * 128                           # q, k+v, attention output
+    assert c.workspace == 4 * 512 * (3 * 5120 + qkv + 2 * 25600) + 4 * 151936
+    assert c.total == c.weights + c.kv + c.workspace + c.overhead
+    assert c.capacity == 24 * GIB and m.fits == (c.total <= 24 * GIB)
+    assert m.total == c.total
+
+
+def test_max_context_and_spill():
+    for name in ("glm-4.7-flash", "qwen3-32b"):
+        for rig, split in ((hw.Rig("rtx-3090"), "none"), (hw.study_rig(), "layer"), (hw.study_rig(), "tensor")):
+            s = cm.Setup(name, rig, split=split, weights="iq4_xs")
+            n = cm.max_context(s)
+            assert n > 0
+            assert cm.memory(s, n).fits and not cm.memory(s, n + 1).fits
+    one = cm.Setup("qwen3-32b", "rtx-3090", weights="iq4_xs")
+    two = cm.Setup("qwen3-32b", hw.study_rig(), split="layer", weights="iq4_xs")
+    assert cm.spill_context(two) == cm.max_context(one)
+    assert cm.max_context(two) > 3 * cm.max_context(one)
+    # Qwen3-32B in bf16 (65 GB) does not fit a 24 GiB card at all
+    assert cm.max_context(cm.Setup("qwen3-32b", "rtx-3090", weights="bf16")) == 0
+    assert not cm.memory(cm.Setup("qwen3-32b", "rtx-3090", weights="bf16"), 0).fits
+
+
+def test_tensor_split_memory_kv_per_card():
+    q = cm.memory(cm.Setup("qwen3-32b", hw.study_rig(), split="tensor", weights="q4_K"), 8192)
+    g = cm.memory(cm.Setup("glm-4.7-flash", hw.study_rig(), split="tensor", weights="q4_K"), 8192)
+    # GQA: each card caches half of the 8 KV heads; MLA: the latent serves all heads, so both
+    # cards cache all of it
+    assert [c.kv for c in q.cards] == [8192 * 262144 // 2] * 2
+    assert [c.kv for c in g.cards] == [8192 * 54144] * 2
+    l = cm.memory(cm.Setup("glm-4.7-flash", hw.study_rig(), split="layer", weights="q4_K"), 8192)
+    # layer split: 24 + 23 layers
+    assert [c.kv for c in l.cards] == [8192 * 24 * 1152, 8192 * 23 * 1152]
+
+
+def test_two_card_allreduce_by_hand():
+    # ring all-reduce on 2 cards: 2 steps, each a latency plus half the data
+    assert cm.allreduce_seconds(8192, 2, 1.4, 30) == pytest.approx(2 * 30e-6 + 8192 / 1.4e9)
+    assert cm.allreduce_seconds(8192, 4, 1.4, 30) == pytest.approx(6 * 30e-6 + 6 / 4 * 8192 / 1.4e9)
+    assert cm.allreduce_seconds(8192, 1, 1.4, 30) == 0
+    s = cm.Setup("qwen3-32b", hw.study_rig(), split="tensor", weights="q4_K")
+    st = cm.decode(s, 0)
+    ar = _op(st, "link.allreduce")
+    # 64 layers x 2 all-reduces of one f32 hidden state (5120 x 4 bytes)
+    assert ar.count == 128 and ar.seconds == pytest.approx(128 * (60e-6 + 20480 / 1.4e9))
+    lg = _op(st, "link.logits")
+    assert lg.seconds == pytest.approx(2 * 30e-6 + 4 * 151936 / 2 / 1.4e9)
+    card = max(sum(o.seconds for o in st.ops if o.card == c and not o.name.startswith("link")) for c in (0, 1))
+    assert st.seconds == pytest.approx(card + ar.seconds + lg.seconds)
+
+
+def test_layer_split_decode_is_sequential_plus_one_transfer():
+    one = cm.Setup("glm-4.7-flash", "rtx-3090", weights="iq4_xs")
+    two = cm.Setup("glm-4.7-flash", hw.study_rig(), split="layer", weights="iq4_xs")
+    for d in (0, 8192):
+        a, b = cm.decode(one, d), cm.decode(two, d)
+        link = 30e-6 + 4 * 2048 / 1.4e9
+        assert b.seconds == pytest.approx(a.seconds + link, rel=1e-9)
+    # prefill pipelines the ubatches through the two cards, so it gains
+    assert cm.prefill(two, 4096).seconds < 0.8 * cm.prefill(one, 4096).seconds
+
+
+def test_expected_distinct_experts():
+    f = cm.expected_distinct_experts
+    assert f(64, 4, 1) == pytest.approx(4)
+    assert f(64, 4, 2) == pytest.approx(64 * (1 - (60 / 64) ** 2))
+    assert f(64, 4, 10_000) == pytest.approx(64)
+    assert f(64, 4, 0) == 0
+    assert f(64, 4, 8, [1.0] * 64) == pytest.approx(f(64, 4, 8))
+    assert f(64, 4, 8, 1.0) < f(64, 4, 8)                        # skewed routing reads fewer experts
+    assert f(64, 4, 8, [1] * 8 + [0] * 56) == pytest.approx(8 * (1 - 0.5 ** 8))
+    # the decode step reads that many experts' weights
+    s = cm.Setup("glm-4.7-flash", "rtx-3090", weights="q8_0", runtime="ideal")
+    ex = _op(cm.decode(s, 0, batch=8), "moe.experts")
+    per_expert = 3 * 2048 * 1536 // 32 * 34
+    assert ex.bytes == pytest.approx(46 * (f(64, 4, 8) * per_expert + 4 * 8 * 4 * (2 * 2048 + 3 * 1536)))
+    skewed = _op(cm.decode(s.replace(expert_skew=1.2), 0, batch=8), "moe.experts")
+    assert skewed.bytes < ex.bytes
+
+
+def _every_setup():
+    out = []
+    for name in BUILTINS:
+        for strat in ("naive", "absorbed", "flash"):
+            if strat != "flash" and configs.load(name).attention != "mla":
+                continue
+            for rig, split in ((hw.Rig("rtx-3090"), "none"), (hw.study_rig(), "layer"),
+                               (hw.Rig("h100-sxm", 2), "tensor")):
+                for kv in ("f16", "q8_0"):
+                    out.append(cm.Setup(name, rig, split=split, weights="q4_K", kv=kv, mla_strategy=strat))
+    return out
+
+
+DEPTHS = [0, 1, 100, 1000, 4096, 8192, 32768, 65536, 131072]
+
+
+def test_decode_time_never_decreases_with_depth():
+    for s in _every_setup():
+        for b in (1, 8):
+            t = [cm.decode(s, d, b).seconds for d in DEPTHS]
+            assert all(x <= y for x, y in zip(t, t[1:])), (s.label, b, t)
+        p = [cm.prefill(s, 512, d).seconds for d in DEPTHS[::2]]
+        assert all(x <= y for x, y in zip(p, p[1:])), (s.label, p)
+
+
+def test_ideal_never_slower_than_typical():
+    for s in _every_setup():
+        i = s.replace(runtime="ideal")
+        for d in (0, 4096, 65536):
+            assert cm.decode(i, d).seconds <= cm.decode(s, d).seconds
+            assert cm.decode(i, d, 16).seconds <= cm.decode(s, d, 16).seconds
+            assert cm.prefill(i, 1024, d).seconds <= cm.prefill(s, 1024, d).seconds
+        assert cm.max_context(i) >= cm.max_context(s)
+
+
+def test_more_bandwidth_never_slower():
+    base = hw.get_gpu("rtx-3090")
+    fast = hw.GPU(**{**base.__dict__, "bandwidth_gbs": 2 * base.bandwidth_gbs, "key": "fast"})
+    for s in _every_setup()[::3]:
+        rig = s.rig
+        faster = s.replace(rig=hw.Rig(fast, rig.n_cards, rig.link_gbps, rig.link_latency_us)) if rig.gpu.name == "RTX 3090" else s
+        wider = s.replace(rig=hw.Rig(rig.gpu, rig.n_cards, 10 * rig.link_gbps, rig.link_latency_us)) if rig.n_cards > 1 else s
+        for d in (0, 8192, 65536):
+            for b in (1, 16):
+                t = cm.decode(s, d, b).seconds
+                assert cm.decode(faster, d, b).seconds <= t
+                assert cm.decode(wider, d, b).seconds <= t
+            assert cm.prefill(faster, 512, d).seconds <= cm.prefill(s, 512, d).seconds
+            assert cm.prefill(wider, 512, d).seconds <= cm.prefill(s, 512, d).seconds
+
+
+def test_step_cost_fields():
+    s = cm.Setup("glm-4.7-flash", hw.study_rig(), split="layer", weights="iq4_xs")
+    st = cm.decode(s, 8192, 4)
+    assert st.tokens == 4 and st.tok_s == pytest.approx(4 / st.seconds)
+    assert st.dominant in st.terms() and st.breakdown()
+    assert {o.card for o in st.ops} == {0, 1}
+    pf = cm.prefill(s, 1000, 0)
+    assert pf.tokens == 1000 and cm.ttft(s, 1000) == pf.seconds
+    # lm_head runs for the last token only: 1 of 1000
+    lm = [o for o in pf.ops if o.name == "head.lm_head"][0]
+    assert lm.count == 1
+
+
+def test_serve_is_kv_limited():
+    s = cm.Setup("qwen3-32b", "rtx-3090", weights="iq4_xs")
+    r = cm.serve(s, 64, 16384)
+    fit = cm.max_batch(s, 16384)
+    assert 0 < fit < 64
+    assert r["streams"] == fit and not r["fits"] and r["limited_by"] == "kv_memory"
+    assert r["aggregate_tok_s"] == pytest.approx(cm.decode(s, 16384, fit).tok_s)
+    assert r["per_stream_tok_s"] == pytest.approx(r["aggregate_tok_s"] / fit)
+    ok = cm.serve(s, 2, 1024)
+    assert ok["fits"] and ok["streams"] == 2
+    none = cm.serve(cm.Setup("qwen3-32b", "rtx-3090", weights="bf16"), 4, 1024)
+    assert none["aggregate_tok_s"] == 0 and none["limited_by"].startswith("memory")
+    # more streams never lower the aggregate while they fit
+    g = cm.Setup("glm-4.7-flash", hw.study_rig(), split="layer", weights="iq4_xs")
+    agg = [cm.serve(g, c, 4096)["aggregate_tok_s"] for c in (1, 2, 4, 8, 16, 32)]
+    assert all(x <= y for x, y in zip(agg, agg[1:]))
+
+
+def test_crossover():
+    xs = [0, 1, 2, 3, 4]
+    assert cm.crossover(xs, [5, 4, 3, 2, 1], [1, 2, 3, 4, 5]) == [2.0]
+    assert cm.crossover(xs, [5, 4, 3.5, 2, 1], [1, 2, 3, 4, 5]) == [pytest.approx(2 + 0.5 / 2.5)]
+    assert cm.crossover(xs, [1, 1, 1, 1, 1], [0, 0, 0, 0, 0]) == []
+    assert cm.crossover(xs, [1, -1, 1, -1, 1], [0] * 5) == [0.5, 1.5, 2.5, 3.5]
+    assert cm.crossover(xs, [1, 0, 1, 2, 3], [0] * 5) == []               # touches, no crossing
+    assert cm.crossover(xs, [1, 0, 0, -1, -2], [0] * 5) == [1.5]          # meets over [1, 2], then parts
+    assert cm.crossover([], [], []) == []
+    with pytest.raises(ValueError, match="equal lengths"):
+        cm.crossover([0, 1], [1], [1, 2])
+    with pytest.raises(ValueError, match="increasing"):
+        cm.crossover([0, 0], [1, 2], [2, 1])
+
+
+def test_decide_ranks_with_reasons():
+    one = cm.Setup("glm-4.7-flash", "rtx-3090", weights="iq4_xs")
+    two = cm.Setup("glm-4.7-flash", hw.study_rig(), split="layer", weights="iq4_xs")
+    big = cm.Setup("qwen3-32b", "rtx-3090", weights="bf16")
+    rows = cm.decide({"prompt": 512, "output": 128}, [big, two, one])
+    assert [r["rank"] for r in rows] == [1, 2, 3]
+    assert rows[-1]["setup"] == big.label and not rows[-1]["fits"]
+    assert "does not fit" in rows[-1]["reasons"][0]
+    assert all(r["objective"] == "latency" for r in rows)
+    assert rows[0]["e2e_s"] <= rows[1]["e2e_s"]
+    r = rows[0]
+    assert r["e2e_s"] == pytest.approx(r["ttft_s"] + 127 * r["tpot_s"])
+    assert any(x.startswith("decode at") for x in r["reasons"])
+    thr = cm.decide(cm.Workload(512, 128, concurrency=16), [one, two])
+    assert thr[0]["objective"] == "throughput"
+    assert thr[0]["throughput_tok_s"] >= thr[1]["throughput_tok_s"] > 0
+    with pytest.raises(ValueError, match="`objective`"):
+        cm.decide({"prompt": 1, "output": 1, "objective": "cost"}, [one])
+    with pytest.raises(ValueError, match="`prompt` must be >= 1"):
+        cm.decide({"prompt": 0, "output": 1}, [one])
+
+
+def test_setup_errors():
+    with pytest.raises(ValueError, match="`split`='none' runs on one card but the rig has 2"):
+        cm.Setup("qwen3-32b", hw.study_rig())
+    with pytest.raises(ValueError, match="needs a rig of 2 or more cards"):
+        cm.Setup("qwen3-32b", "rtx-3090", split="layer")
+    with pytest.raises(ValueError, match="`split` must be one of"):
+        cm.Setup("qwen3-32b", "rtx-3090", split="row")
+    with pytest.raises(ValueError, match="unknown weight format 'q3_K'"):
+        cm.Setup("qwen3-32b", "rtx-3090", weights="q3_K")
+    with pytest.raises(ValueError, match="unknown KV-cache format 'q4_K'"):
+        cm.Setup("qwen3-32b", "rtx-3090", kv="q4_K")
+    with pytest.raises(ValueError, match="`mla_strategy`"):
+        cm.Setup("glm-4.7-flash", "rtx-3090", mla_strategy="fast")
+    with pytest.raises(ValueError, match="num_key_value_heads=4 to divide"):
+        cm.Setup("qwen3-30b-a3b", hw.Rig("rtx-3090", 8, link_gbps=10), split="tensor")
+    with pytest.raises(ValueError, match="histogram has 3 entries"):
+        cm.Setup("glm-4.7-flash", "rtx-3090", expert_skew=[1, 2, 3])
+    with pytest.raises(ValueError, match="dense"):
+        cm.Setup("qwen3-32b", "rtx-3090", expert_skew=1.0)
+    with pytest.raises(ValueError, match="unknown runtime profile 'fast'"):
+        cm.Setup("qwen3-32b", "rtx-3090", runtime="fast")
+    s = cm.Setup("qwen3-32b", "rtx-3090")
+    with pytest.raises(ValueError, match="`depth` must be >= 0, got -1"):
+        cm.decode(s, -1)
+    with pytest.raises(TypeError, match="`batch` must be an integer"):
+        cm.decode(s, 0, 1.5)
+    with pytest.raises(ValueError, match="`n_tokens` must be >= 1"):
+        cm.prefill(s, 0)
+    with pytest.raises(TypeError, match="costmodel.Setup"):
+        cm.decode("qwen3-32b", 0)
+
+
+def test_runtime_profiles(tmp_path):
+    assert cm.list_runtimes() == ["ideal", "typical"]
+    t = cm.load_runtime("typical")
+    assert t.launch_overhead and 0 < t.memory_efficiency["attention"] < 1 and t.sources
+    i = cm.load_runtime("ideal")
+    assert not i.launch_overhead and set(i.compute_efficiency.values()) == {1.0}
+    good = json.loads(open(cm.os.path.join(cm._RUNTIME_DIR, "typical.json")).read())
+    p = tmp_path / "mine.json"
+    p.write_text(json.dumps({**good, "name": "mine"}))
+    assert cm.load_runtime(str(p)).name == "mine"
+    for change, match in [({"memory_efficiency": {**good["memory_efficiency"], "matmul": 1.5}}, r"`memory_efficiency.matmul` must be in \(0, 1\], got 1.5"),
+                          ({"compute_efficiency": {"matmul": 0.5}}, r"`compute_efficiency.attention` is missing"),
+                          ({"n_ubatch": 0}, r"`n_ubatch` must be an integer >= 1, got 0"),
+                          ({"overhead_gib_per_card": -1}, r"`overhead_gib_per_card`"),
+                          ({"quantized_matmul": "int4"}, r"`quantized_matmul`"),
+                          ({"efficiency": 1}, r"unknown field `efficiency`")]:
+        with pytest.raises(ValueError, match=match):
+            cm.load_runtime({**good, **change})
+
+
+def test_models_table_alias():
+    assert cm.models_table() == configs.models_table()
