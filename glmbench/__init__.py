@@ -20,4 +20,6 @@ def get_num_threads() -> int:
 
 
 from .ops import *  # noqa: E402,F401,F403
+from .kvcache import KVCache  # noqa: E402,F401
+from .attention import gqa_attention, mla_attention, gqa_block, mla_block  # noqa: E402,F401
 from .model import Model  # noqa: E402,F401  (issue 4: glmbench.Model)

@@ -1,0 +1,232 @@
+"""Attention over the paged KV cache, and whole attention sub-layers (C kernels: csrc/attention_*.c).
+
+Ops (float32; the T queries are the LAST T tokens already appended to `cache` at `layer`; causal):
+
+    gqa_attention(q[T, Hq, Dh], cache, layer, *, scale=None, n_splits=None) -> [T, Hq, Dv]
+    mla_attention(q_nope[T, H, Dn], q_rope[T, H, Dr], cache, layer, kv_b_weight[H*(Dn+Dv), R], *,
+                  v_head_dim, scale=None, strategy="flash", n_splits=None) -> [T, H, Dv]
+
+Both run the flash (online-softmax) form: memory O(chunk x head dim), never O(chunk x depth).
+`n_splits` cuts the cache into that many parts with a partial softmax each, combined at the end
+(flash-decoding); None picks enough parts to keep every thread busy. MLA strategies give the same
+numbers up to float32 rounding:
+
+    naive     decompress the latent cache to per-head K = [k_nope, k_rope] and V with kv_b on every
+              call (256 tokens at a time), then per-head attention. ~H*(Dn+Dv)*R FLOP/token extra.
+    absorbed  fold kv_b's K part into the query (q_lat = W_k^T q_nope) and its V part into the output;
+              attention is MQA over (R + Dr)-dim keys and R-dim values, all H heads sharing each
+              cached row read. Threads split the heads.
+    flash     absorbed, with the cache split across threads (flash-decoding) for long contexts.
+
+Sub-layers (weights by HF names relative to `model.layers.{i}.self_attn.`; cfg: configs.ModelConfig):
+
+    gqa_block(x[T, D], w, cache, layer, positions[T], cfg) -> [T, D]
+    mla_block(x[T, D], w, cache, layer, positions[T], cfg, strategy="flash") -> [T, D]
+
+Each appends the new tokens' K/V (or latent + rope key) to `cache` at `layer` and attends.
+"""
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from . import ops
+from ._loader import _core
+
+__all__ = ["gqa_attention", "mla_attention", "gqa_block", "mla_block", "MLA_STRATEGIES"]
+
+MLA_STRATEGIES = ("naive", "absorbed", "flash")
+
+
+def _opt_scale(scale):
+    if scale is None:
+        return 0.0  # the C core's "default": 1/sqrt(query-key head dim)
+    s = float(scale)
+    if not (s > 0.0 and np.isfinite(s)):
+        raise ValueError(f"`scale` must be a positive finite number, got {scale!r}")
+    return s
+
+
+def _opt_splits(n_splits):
+    if n_splits is None:
+        return 0
+    if isinstance(n_splits, (bool, np.bool_)) or not isinstance(n_splits, (int, np.integer)) or n_splits < 1:
+        raise ValueError(f"`n_splits` must be None or an int >= 1, got {n_splits!r}")
+    return int(n_splits)
+
+
+def _layer(layer):
+    if isinstance(layer, (bool, np.bool_)) or not isinstance(layer, (int, np.integer)):
+        raise TypeError(f"`layer` must be an int, got {type(layer).__name__} {layer!r}")
+    return int(layer)
+
+
+def gqa_attention(q: np.ndarray, cache, layer: int, *, scale: float | None = None,
+                  n_splits: int | None = None) -> np.ndarray:
+    """Causal GQA attention of q[T, Hq, Dh] float32 against cache layer `layer` (its last T tokens
+    are the queries' own). Query head j reads KV head j // (Hq / n_kv_heads). scale defaults to
+    1/sqrt(Dh). -> [T, Hq, Dv] float32."""
+    return _core.gqa_attention(q, cache, _layer(layer), _opt_scale(scale), _opt_splits(n_splits))
+
+
+# kv_b in float32 for the kernels' sgemm: 16-bit and quantized weights are converted once per weight
+# array and kept while that array lives (a per-call conversion would re-read the whole matrix).
+_F32 = {}
+
+
+def _kv_b_f32(w):
+    if isinstance(w, np.ndarray) and w.dtype == np.float32:
+        return w
+    key_obj = w.data if hasattr(w, "fmt") and hasattr(w, "data") else w
+    hit = _F32.get(id(key_obj))
+    if hit is not None and hit[0]() is key_obj:
+        return hit[1]
+    if isinstance(w, np.ndarray):
+        if w.dtype == np.uint16:  # bfloat16 bits
+            f = (w.astype(np.uint32) << np.uint32(16)).view(np.float32)
+        elif w.dtype == np.float16:
+            f = w.astype(np.float32)
+        else:
+            raise TypeError(f"`kv_b_weight` must be float32, float16 or uint16 (bfloat16), got {w.dtype}")
+    elif hasattr(w, "fmt") and hasattr(w, "data"):
+        from .quant import dequantize
+        f = dequantize(w)
+    else:
+        raise TypeError(f"`kv_b_weight` must be a numpy.ndarray or a QTensor, got {type(w).__name__}")
+    f = np.ascontiguousarray(f, dtype=np.float32)
+    try:
+        ref = weakref.ref(key_obj, lambda _r, k=id(key_obj): _F32.pop(k, None))
+        _F32[id(key_obj)] = (ref, f)
+    except TypeError:
+        pass
+    return f
+
+
+def mla_attention(q_nope: np.ndarray, q_rope: np.ndarray, cache, layer: int, kv_b_weight, *,
+                  v_head_dim: int, scale: float | None = None, strategy: str = "flash",
+                  n_splits: int | None = None) -> np.ndarray:
+    """MLA attention (see the module docstring for the strategies). q_nope[T, H, Dn], q_rope[T, H, Dr]
+    float32 (q_rope already rotated, in the same layout as the cached rope keys); kv_b_weight
+    [H*(Dn+Dv), R] (HF kv_b_proj.weight; float32, float16, bf16 as uint16, or a QTensor);
+    scale defaults to 1/sqrt(Dn + Dr). -> [T, H, Dv] float32."""
+    if strategy not in MLA_STRATEGIES:
+        raise ValueError(f"`strategy` must be one of {', '.join(MLA_STRATEGIES)}, got {strategy!r}")
+    if isinstance(v_head_dim, (bool, np.bool_)) or not isinstance(v_head_dim, (int, np.integer)):
+        raise TypeError(f"`v_head_dim` must be an int, got {type(v_head_dim).__name__} {v_head_dim!r}")
+    return _core.mla_attention(q_nope, q_rope, cache, _layer(layer), _kv_b_f32(kv_b_weight), int(v_head_dim),
+                               _opt_scale(scale), strategy, _opt_splits(n_splits))
+
+
+# ---- sub-layers -----------------------------------------------------------------------------
+
+def _positions(positions, T):
+    p = np.asarray(positions)
+    if p.dtype.kind not in "iu":
+        raise TypeError(f"`positions` must be integers, got {p.dtype}")
+    if p.shape != (T,):
+        raise ValueError(f"`positions` must have shape ({T},) to match x, got {p.shape}")
+    return np.ascontiguousarray(p, dtype=np.int64)
+
+
+def _x2d(x, D):
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"`x` must be a numpy.ndarray, got {type(x).__name__}")
+    if x.dtype != np.float32:
+        raise TypeError(f"`x` must be float32, got {x.dtype}")
+    if x.ndim != 2 or x.shape[1] != D:
+        raise ValueError(f"`x` must have shape (T, {D}) (hidden_size), got {x.shape}")
+    return x
+
+
+def _need(w, name):
+    try:
+        return w[name]
+    except KeyError:
+        raise KeyError(f"attention weights lack {name!r} (names are relative to 'model.layers.<i>.self_attn.')") from None
+
+
+def _check_cache(cache, layer, kind, T):
+    if getattr(cache, "kind", None) != kind:
+        raise ValueError(f"`cache` must be a {kind.upper()} KVCache, got {cache!r}")
+    layer = _layer(layer)
+    if not 0 <= layer < cache.n_layers:
+        raise ValueError(f"`layer`={layer} is out of range for a cache of {cache.n_layers} layers")
+    held = cache.length(layer)
+    if held + T > cache.capacity_tokens:
+        raise ValueError(f"KV cache full: layer {layer} holds {held} of {cache.capacity_tokens} tokens, cannot append {T}")
+    return layer
+
+
+def gqa_block(x: np.ndarray, w: dict, cache, layer: int, positions, cfg) -> np.ndarray:
+    """Dense GQA attention sub-layer (Llama/Qwen3/Mistral/Seed-OSS): q, k, v projections (+ biases
+    when present in `w`), optional per-head q_norm/k_norm (cfg.qk_norm, Qwen3: before rope), rope on
+    the first cfg.rope_dim dims in cfg.rope_layout, append K/V, attention with cfg.softmax_scale, o_proj.
+    x[T, hidden] float32 (already input_layernorm-ed) -> [T, hidden]."""
+    T = _x2d(x, cfg.hidden_size).shape[0]
+    pos = _positions(positions, T)
+    Hq, Hkv, Dh, Dv = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.v_head_dim or cfg.head_dim
+    if Hq % Hkv:
+        raise ValueError(f"cfg.n_heads={Hq} is not a multiple of cfg.n_kv_heads={Hkv}")
+    layer = _check_cache(cache, layer, "gqa", T)
+    if (cache.n_kv_heads, cache.head_dim, cache.v_head_dim) != (Hkv, Dh, Dv):
+        raise ValueError(f"`cache` holds {cache.n_kv_heads} KV heads of {cache.head_dim}/{cache.v_head_dim} dims; "
+                         f"cfg needs {Hkv} of {Dh}/{Dv}")
+    q = ops.linear(x, _need(w, "q_proj.weight"), w.get("q_proj.bias")).reshape(T, Hq, Dh)
+    k = ops.linear(x, _need(w, "k_proj.weight"), w.get("k_proj.bias")).reshape(T, Hkv, Dh)
+    v = ops.linear(x, _need(w, "v_proj.weight"), w.get("v_proj.bias")).reshape(T, Hkv, Dv)
+    if cfg.qk_norm:
+        q = ops.rms_norm(q, _need(w, "q_norm.weight"), cfg.rms_norm_eps)
+        k = ops.rms_norm(k, _need(w, "k_norm.weight"), cfg.rms_norm_eps)
+    rot = dict(theta=cfg.rope_theta, rot_dim=cfg.rope_dim, layout=cfg.rope_layout)
+    q = ops.rope(q, pos, **rot)
+    k = ops.rope(k, pos, **rot)
+    cache.append(layer, k, v)
+    o = gqa_attention(q, cache, layer, scale=cfg.softmax_scale)
+    return ops.linear(o.reshape(T, Hq * Dv), _need(w, "o_proj.weight"), w.get("o_proj.bias"))
+
+
+def _hf_deinterleaves(cfg) -> bool:
+    """HF glm4_moe_lite / deepseek_v3 with rope_interleave (default True) write the rotated rope dims
+    de-interleaved (evens then odds; modeling_glm4_moe_lite.apply_rotary_pos_emb_interleave,
+    transformers 5.24); deepseek_v2 keeps them interleaved. q.k is the same either way; following
+    HF makes our cache hold the same rope keys as HF's."""
+    hf = getattr(cfg, "hf", None) or {}
+    return (cfg.rope_layout == "interleaved" and cfg.model_type in ("glm4_moe_lite", "deepseek_v3")
+            and bool(hf.get("rope_interleave", True)))
+
+
+def mla_block(x: np.ndarray, w: dict, cache, layer: int, positions, cfg, strategy: str = "flash") -> np.ndarray:
+    """MLA attention sub-layer as GLM-4.7-Flash / DeepSeek-V2 define it (REFERENCE.md section 1):
+    q = q_b(RMSNorm(q_a x)) (q_proj x when cfg.q_lora_rank is None); [c, k_rope] = kv_a_proj_with_mqa x;
+    latent = kv_a_layernorm(c) (eps cfg.latent_norm_eps = 1e-6); rope (cfg.rope_layout) on the Dr rope
+    dims of q and on k_rope; append (latent, k_rope); attention (`strategy`) with cfg.softmax_scale
+    (1/sqrt(Dn + Dr), times YaRN mscale^2 where configured); o_proj.
+    x[T, hidden] float32 (already input_layernorm-ed) -> [T, hidden]."""
+    if strategy not in MLA_STRATEGIES:
+        raise ValueError(f"`strategy` must be one of {', '.join(MLA_STRATEGIES)}, got {strategy!r}")
+    T = _x2d(x, cfg.hidden_size).shape[0]
+    pos = _positions(positions, T)
+    H, Dn, Dr, Dv, R = cfg.n_heads, cfg.qk_nope_head_dim, cfg.qk_rope_head_dim, cfg.v_head_dim, cfg.kv_lora_rank
+    layer = _check_cache(cache, layer, "mla", T)
+    if (cache.kv_lora_rank, cache.rope_dim) != (R, Dr):
+        raise ValueError(f"`cache` holds latents of {cache.kv_lora_rank} + {cache.rope_dim}; cfg needs {R} + {Dr}")
+    eps = getattr(cfg, "latent_norm_eps", 1e-6)
+    if cfg.q_lora_rank:
+        qa = ops.linear(x, _need(w, "q_a_proj.weight"), w.get("q_a_proj.bias"))
+        q = ops.linear(ops.rms_norm(qa, _need(w, "q_a_layernorm.weight"), eps), _need(w, "q_b_proj.weight"))
+    else:
+        q = ops.linear(x, _need(w, "q_proj.weight"))
+    q = q.reshape(T, H, Dn + Dr)
+    ckv = ops.linear(x, _need(w, "kv_a_proj_with_mqa.weight"), w.get("kv_a_proj_with_mqa.bias"))
+    latent = ops.rms_norm(ckv[:, :R], _need(w, "kv_a_layernorm.weight"), eps)
+    rot = dict(theta=cfg.rope_theta, rot_dim=Dr, layout=cfg.rope_layout)
+    q_rope = ops.rope(q[..., Dn:], pos, **rot)
+    k_rope = ops.rope(ckv[:, None, R:], pos, **rot)[:, 0, :]
+    if _hf_deinterleaves(cfg):
+        q_rope = np.concatenate([q_rope[..., 0::2], q_rope[..., 1::2]], axis=-1)
+        k_rope = np.concatenate([k_rope[..., 0::2], k_rope[..., 1::2]], axis=-1)
+    cache.append(layer, latent, k_rope)
+    o = mla_attention(q[..., :Dn], q_rope, cache, layer, _need(w, "kv_b_proj.weight"), v_head_dim=Dv,
+                      scale=cfg.softmax_scale, strategy=strategy)
+    return ops.linear(o.reshape(T, H * Dv), _need(w, "o_proj.weight"), w.get("o_proj.bias"))
