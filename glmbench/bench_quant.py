@@ -1,0 +1,104 @@
+"""Quantized-kernel cases for the kernels benchmark (`python -m glmbench.bench kernels`), and the
+per-element costs the cost model uses (`python -m glmbench.bench_quant`).
+
+Cases: decode-sized GEMV (T=1) and prefill-sized GEMM (T=512) on q8_0/q4_0 weights at the shapes
+of GLM-4.7-Flash's expert and Qwen3-32B's FFN, for the best integer kernel and the float32 one,
+with float32 OpenBLAS on the same shape as the NumPy baseline; row dequantization (what the
+quantized KV cache does inside attention); row quantization (what append does).
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from . import quant
+
+# (label, N, K): GLM-4.7-Flash routed expert gate (1536 x 2048), Qwen3-32B FFN up (25600 x 5120)
+SHAPES = (("glm-expert", 1536, 2048), ("qwen3-32b-ffn", 25600, 5120))
+
+
+def _weights(n, k, seed=0):
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal((n, k), dtype=np.float32) / np.float32(np.sqrt(k)))
+
+
+def cases():
+    from .bench import Case  # the harness (glmbench/bench.py) owns the Case type
+
+    out = []
+    avail = quant.kernels()
+    q8_kernel = "vnni_q8" if avail.get("vnni_q8") else ("avx2_q8" if avail.get("avx2_q8") else "ref_q8")
+    f32_kernel = "avx512_f32" if avail.get("avx512_f32") else "ref_f32"
+    rng = np.random.default_rng(1)
+    for label, n, k in SHAPES:
+        w = _weights(n, k)
+        for fmt in ("q8_0", "q4_0"):
+            qt = quant.quantize(w, fmt)
+            x1 = rng.standard_normal((1, k), dtype=np.float32)
+            for kern in (q8_kernel, f32_kernel):
+                out.append(Case(f"qlinear {fmt} {kern} T=1 {label} {n}x{k}",
+                                run=lambda qt=qt, x=x1, kern=kern: quant.linear(x, qt, kernel=kern),
+                                numpy_run=lambda w=w, x=x1: x @ w.T,
+                                flops=2.0 * n * k, bytes=float(qt.nbytes + 4 * (k + n)), bound="memory"))
+            if label == "glm-expert":  # T=512 on the small shape keeps the case short
+                x = rng.standard_normal((512, k), dtype=np.float32)
+                out.append(Case(f"qlinear {fmt} blas_f32 T=512 {label} {n}x{k}",
+                                run=lambda qt=qt, x=x: quant.linear(x, qt),
+                                numpy_run=lambda w=w, x=x: x @ w.T,
+                                flops=2.0 * 512 * n * k, bytes=float(qt.nbytes + 4 * 512 * (k + n)), bound="compute"))
+        del w
+    x = rng.standard_normal((256, 1024), dtype=np.float32)  # ~1 MB of output: L2-resident
+    for fmt in ("q8_0", "q4_0"):
+        qt = quant.quantize(x, fmt)
+        out.append(Case(f"dequantize {fmt} 256x1024", run=qt.dequantize, numpy_run=None, flops=float(x.size),
+                        bytes=float(qt.nbytes + x.nbytes), bound="memory"))
+        out.append(Case(f"quantize {fmt} 256x1024", run=lambda fmt=fmt: quant.quantize(x, fmt), numpy_run=None,
+                        flops=float(x.size), bytes=float(qt.nbytes + x.nbytes), bound="compute"))
+    return out
+
+
+def _best(f, repeats=9):
+    f()
+    ts = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        f()
+        ts.append(time.perf_counter() - t0)
+    return min(ts)
+
+
+def element_costs(threads: int = 1) -> dict:
+    """Measured ns per element on this CPU (one thread by default): the dequantization cost the cost
+    model adds per weight or cache element read in each format. Keys: "<op> <fmt> <kernel>"."""
+    import glmbench
+    prev = glmbench.get_num_threads()
+    glmbench.set_num_threads(threads)
+    try:
+        res = {}
+        n, k = 4096, 2048  # 8M weights: 4.6 MB q4_0 (L3-sized, so the compute side shows)
+        w = _weights(n, k)
+        x = np.random.default_rng(2).standard_normal((1, k), dtype=np.float32)
+        res["gemv f32 openblas"] = _best(lambda: x @ w.T) / (n * k) * 1e9
+        avail = [kk for kk, ok in quant.kernels().items() if ok and kk != "blas_f32"]
+        for fmt in ("q8_0", "q4_0"):
+            qt = quant.quantize(w, fmt)
+            for kern in avail:
+                res[f"gemv {fmt} {kern}"] = _best(lambda: quant.linear(x, qt, kernel=kern)) / (n * k) * 1e9
+        a = np.random.default_rng(3).standard_normal((256, 1024), dtype=np.float32)
+        for fmt in ("q8_0", "q4_0"):
+            qa = quant.quantize(a, fmt)
+            res[f"dequantize {fmt}"] = _best(qa.dequantize, 31) / a.size * 1e9
+            res[f"quantize {fmt}"] = _best(lambda: quant.quantize(a, fmt), 31) / a.size * 1e9
+        return res
+    finally:
+        glmbench.set_num_threads(prev)
+
+
+if __name__ == "__main__":
+    import argparse
+    ap = argparse.ArgumentParser(description="ns per element of the quantized kernels on this CPU")
+    ap.add_argument("--threads", type=int, default=1)
+    args = ap.parse_args()
+    for name, ns in element_costs(args.threads).items():
+        print(f"{name:28s} {ns:8.4f} ns/elem  {1 / ns:7.2f} Gelem/s")
