@@ -1,0 +1,266 @@
+import numpy as np
+import pytest
+
+import glmbench
+from glmbench import reference as ref
+
+EPS32 = float(np.finfo(np.float32).eps)
+
+# Router configurations of the real models (REFERENCE.md sections 1-2) plus a grouped one
+# (DeepSeek-V3 style n_group 8 / topk_group 4) so the group-limited path is exercised.
+ROUTERS = {
+    "glm-4.7-flash": dict(E=64, D=2048, top_k=4, scoring="sigmoid", bias=True, n_group=1, topk_group=1,
+                          norm_topk_prob=True, routed_scaling_factor=1.8),
+    "grouped": dict(E=64, D=96, top_k=8, scoring="sigmoid", bias=True, n_group=8, topk_group=4,
+                    norm_topk_prob=True, routed_scaling_factor=2.5),
+    "grouped-small-groups": dict(E=12, D=40, top_k=3, scoring="sigmoid", bias=True, n_group=6, topk_group=2,
+                                 norm_topk_prob=False, routed_scaling_factor=1.0),
+    "qwen3-30b-a3b": dict(E=128, D=2048, top_k=8, scoring="softmax", bias=False, n_group=1, topk_group=1,
+                          norm_topk_prob=True, routed_scaling_factor=1.0),
+    "deepseek-v2-lite": dict(E=64, D=2048, top_k=6, scoring="softmax", bias=False, n_group=1, topk_group=1,
+                             norm_topk_prob=False, routed_scaling_factor=1.0),
+}
+
+
+def _route_kwargs(cfg, bias):
+    kw = {k: cfg[k] for k in ("top_k", "scoring", "n_group", "topk_group", "norm_topk_prob", "routed_scaling_factor")}
+    kw["bias"] = bias
+    return kw
+
+
+@pytest.mark.parametrize("name", list(ROUTERS))
+def test_route_matches_reference_exactly(rng, name):
+    cfg = ROUTERS[name]
+    E, D, T = cfg["E"], cfg["D"], 300
+    for trial in range(3):
+        x = rng.standard_normal((T, D)).astype(np.float32)
+        wr = (rng.standard_normal((E, D)) * (0.3 + trial) / np.sqrt(D)).astype(np.float32)
+        bias = (rng.standard_normal(E) * 0.05).astype(np.float32) if cfg["bias"] else None
+        kw = _route_kwargs(cfg, bias)
+        copies = [a.copy() for a in (x, wr) + ((bias,) if bias is not None else ())]
+        idx, w = glmbench.moe_route(x, wr, **kw)
+        ridx, rw = ref.moe_route(x, wr, **kw)
+        assert idx.dtype == np.int32 and w.dtype == np.float32 and idx.shape == (T, cfg["top_k"])
+        np.testing.assert_array_equal(idx, ridx)
+        # weights: float64 all the way, one rounding to float32 at the end
+        np.testing.assert_allclose(w, rw, rtol=EPS32, atol=0)
+        for a, c in zip((x, wr) + ((bias,) if bias is not None else ()), copies):
+            np.testing.assert_array_equal(a, c)
+        if cfg["norm_topk_prob"]:
+            np.testing.assert_allclose(w.sum(1), cfg["routed_scaling_factor"], rtol=1e-6)
+
+
+def test_route_bias_only_chooses():
+    # expert 3 has the lowest score but a large bias: it is chosen, weighted by its unbiased score
+    x = np.ones((1, 1), np.float32)
+    wr = np.array([[2.0], [1.0], [0.5], [-1.0]], np.float32)
+    bias = np.array([0.0, 0.0, 0.0, 10.0], np.float32)
+    idx, w = glmbench.moe_route(x, wr, top_k=2, scoring="sigmoid", bias=bias, norm_topk_prob=False)
+    assert idx.tolist() == [[3, 0]]
+    np.testing.assert_allclose(w[0], [1 / (1 + np.e), 1 / (1 + np.exp(-2.0))], rtol=1e-7)
+
+
+def test_route_exact_ties_go_to_lower_index():
+    # integer inputs make every logit exact, so these are true ties in float32 and float64 alike
+    E, D = 8, 3
+    x = np.array([[1, 2, 0], [0, 0, 0], [1, 1, 1]], np.float32)
+    wr = np.array([[1, 0, 0], [0, 1, 0], [0, 1, 0], [1, 0, 0], [2, 0, 0], [0, 0, 1], [0, 2, 0], [0, 0, 0]],
+                  np.float32)
+    # token 0 logits [1,2,2,1,2,0,4,0]; token 1 all 0; token 2 [1,1,1,1,2,1,2,0]
+    expect = {
+        "sigmoid": [[6, 1, 2, 4], [0, 1, 2, 3], [4, 6, 0, 1]],
+        "softmax": [[6, 1, 2, 4], [0, 1, 2, 3], [4, 6, 0, 1]],
+    }
+    for scoring, want in expect.items():
+        idx, w = glmbench.moe_route(x, wr, top_k=4, scoring=scoring)
+        assert idx.tolist() == want, scoring
+        ridx, _ = ref.moe_route(x, wr, top_k=4, scoring=scoring)
+        assert ridx.tolist() == want, scoring
+        np.testing.assert_allclose(w[1], 0.25, rtol=1e-7)  # four equal scores renormalised
+    # ties in the bias alone (x = 0: every score is 0.5, choice = 0.5 + bias)
+    bias = np.array([0, 1, 1, 0, 1, 0, 0, 1], np.float32) * 0.125
+    idx, w = glmbench.moe_route(np.zeros((1, D), np.float32), wr, top_k=4, scoring="sigmoid", bias=bias,
+                                routed_scaling_factor=1.8)
+    assert idx.tolist() == [[1, 2, 4, 7]]
+    np.testing.assert_allclose(w, 0.45, rtol=1e-7)
+
+
+def test_route_group_limited_and_group_ties():
+    E = 8  # 4 groups of 2
+    x = np.ones((1, 1), np.float32)
+    # logits chosen so group scores (sum of top-2 sigmoids) rank group 2 > 0 = 3 > 1
+    lg = np.array([1.0, 0.0, -3.0, -3.0, 2.0, 1.0, 0.0, 1.0], np.float32)
+    wr = lg[:, None]
+    idx, _ = glmbench.moe_route(x, wr, top_k=2, n_group=4, topk_group=1)
+    assert idx.tolist() == [[4, 5]]                      # only group 2 may be used
+    idx, _ = glmbench.moe_route(x, wr, top_k=3, n_group=4, topk_group=2)
+    assert idx.tolist() == [[4, 0, 5]]                   # groups 2 and 0 (0 beats tied 3)
+    idx, _ = glmbench.moe_route(x, wr, top_k=3, n_group=1, topk_group=1)
+    assert idx.tolist() == [[4, 0, 5]]                   # ungrouped: 0, 5, 7 tie at logit 1
+    for kw in (dict(top_k=2, n_group=4, topk_group=1), dict(top_k=3, n_group=4, topk_group=2)):
+        assert ref.moe_route(x, wr, **kw)[0].tolist() == glmbench.moe_route(x, wr, **kw)[0].tolist()
+
+
+def test_route_bad_input(rng):
+    x = np.ones((2, 4), np.float32)
+    wr = np.ones((6, 4), np.float32)
+    with pytest.raises(ValueError, match=r"`top_k` must be in \[1, n_experts=6\], got 7"):
+        glmbench.moe_route(x, wr, top_k=7)
+    with pytest.raises(ValueError, match=r"`top_k` must be in \[1, n_experts=6\], got 0"):
+        glmbench.moe_route(x, wr, top_k=0)
+    with pytest.raises(TypeError, match=r"`top_k` must be an int, got 2.0"):
+        glmbench.moe_route(x, wr, top_k=2.0)
+    with pytest.raises(ValueError, match=r"`n_group`=4 must be >= 1 and divide n_experts=6"):
+        glmbench.moe_route(x, wr, top_k=2, n_group=4)
+    with pytest.raises(ValueError, match=r"`topk_group` must be in \[1, n_group=3\], got 4"):
+        glmbench.moe_route(x, wr, top_k=2, n_group=3, topk_group=4)
+    with pytest.raises(ValueError, match=r"`top_k`=3 exceeds the 2 experts in topk_group=1 groups of 2"):
+        glmbench.moe_route(x, wr, top_k=3, n_group=3, topk_group=1)
+    with pytest.raises(ValueError, match=r"`n_group`=2: group-limited routing is implemented for scoring='sigmoid'"):
+        glmbench.moe_route(x, wr, top_k=2, scoring="softmax", n_group=2, topk_group=1)
+    with pytest.raises(ValueError, match=r"`scoring` must be 'sigmoid' or 'softmax', got 'relu'"):
+        glmbench.moe_route(x, wr, top_k=2, scoring="relu")
+    with pytest.raises(ValueError, match=r"`router_weight` has shape \(6, 5\): axis 1 must be 4"):
+        glmbench.moe_route(x, np.ones((6, 5), np.float32), top_k=2)
+    with pytest.raises(TypeError, match=r"`router_weight` must be float32, got uint16"):
+        glmbench.moe_route(x, np.ones((6, 4), np.uint16), top_k=2)
+    with pytest.raises(ValueError, match=r"`bias` has shape \(5,\): axis 0 must be 6"):
+        glmbench.moe_route(x, wr, top_k=2, bias=np.zeros(5, np.float32))
+    bad = wr.copy()
+    bad[2, 1] = np.nan
+    with pytest.raises(ValueError, match=r"`router_weight` contains NaN at flat index 9"):
+        glmbench.moe_route(x, bad, top_k=2)
+    with pytest.raises(ValueError, match=r"`x` contains inf at flat index 3"):
+        glmbench.moe_route(np.array([[0, 0, 0, np.inf]] * 2, np.float32), wr, top_k=2)
+    with pytest.raises(ValueError, match=r"`routed_scaling_factor` must be finite, got nan"):
+        glmbench.moe_route(x, wr, top_k=2, routed_scaling_factor=float("nan"))
+
+
+# ---- experts ----------------------------------------------------------------------------------
+
+def make_experts(rng, E, F, D, fmt):
+    ws, w64 = [], []
+    for shape, fan_in in (((E, F, D), D), ((E, F, D), D), ((E, D, F), F)):
+        a = (rng.standard_normal(shape) / np.sqrt(fan_in)).astype(np.float32)
+        q = a if fmt == "f32" else a.astype(np.float16) if fmt == "f16" else ref.to_bf16(a)
+        ws.append(q)
+        w64.append(ref.weight_f64(q))
+    return ws, w64
+
+
+def assert_moe_close(y, ry, F, D):
+    # each token sums top_k SwiGLU outputs: two chained float32 products per expert (see
+    # test_linear.assert_swiglu_close); normwise against the float64 result on the same weights
+    scale = np.abs(ry).max() + 1e-30
+    err = np.abs(y - ry).max() / scale
+    assert err <= 16 * EPS32 * (np.sqrt(D) + np.sqrt(F)), err
+
+
+@pytest.mark.parametrize("fmt", ["f32", "f16", "bf16"])
+@pytest.mark.parametrize("T,E,F,D,k", [(1, 4, 8, 16, 2), (1, 7, 9, 33, 3), (5, 6, 12, 20, 2), (40, 8, 24, 48, 4),
+                                       (200, 16, 10, 30, 4)])
+def test_experts_match_reference(rng, fmt, T, E, F, D, k):
+    x = rng.standard_normal((T, D)).astype(np.float32)
+    (g, u, d), (g64, u64, d64) = make_experts(rng, E, F, D, fmt)
+    wr = rng.standard_normal((E, D)).astype(np.float32)
+    idx, w = glmbench.moe_route(x, wr, top_k=k)
+    copies = [a.copy() for a in (x, idx, w, g, u, d)]
+    y, counts = glmbench.moe_experts(x, idx, w, g, u, d)
+    ry, rcounts = ref.moe_experts(x, idx, w, g64, u64, d64)
+    assert y.shape == (T, D) and y.dtype == np.float32 and counts.dtype == np.int64
+    np.testing.assert_array_equal(counts, rcounts)
+    assert counts.sum() == T * k
+    assert_moe_close(y, ry, F, D)
+    for a, c in zip((x, idx, w, g, u, d), copies):
+        np.testing.assert_array_equal(a, c)
+
+
+def test_experts_glm_shape_bf16(rng):
+    """GLM-4.7-Flash expert size (1536 x 2048), 4 experts to keep the test small; 1 token (the
+    decode path) and 24 tokens (several experts get > 8 tokens: the GEMM path)."""
+    E, F, D = 4, 1536, 2048
+    (g, u, d), (g64, u64, d64) = make_experts(rng, E, F, D, "bf16")
+    for T in (1, 24):
+        x = rng.standard_normal((T, D)).astype(np.float32)
+        idx = np.stack([rng.permutation(E)[:2] for _ in range(T)]).astype(np.int32)
+        w = rng.random((T, 2)).astype(np.float32)
+        y, counts = glmbench.moe_experts(x, idx, w, g, u, d)
+        ry, rcounts = ref.moe_experts(x, idx, w, g64, u64, d64)
+        np.testing.assert_array_equal(counts, rcounts)
+        assert_moe_close(y, ry, F, D)
+
+
+def test_experts_unrouted_and_repeated(rng):
+    # experts nobody chose contribute nothing; an expert listed twice for a token counts twice
+    T, E, F, D = 3, 5, 6, 8
+    x = rng.standard_normal((T, D)).astype(np.float32)
+    (g, u, d), (g64, u64, d64) = make_experts(rng, E, F, D, "f32")
+    idx = np.array([[1, 1], [3, 1], [1, 3]], np.int32)
+    w = np.array([[0.5, 0.25], [1.0, 2.0], [0.0, 1.0]], np.float32)
+    y, counts = glmbench.moe_experts(x, idx, w, g, u, d)
+    assert counts.tolist() == [0, 4, 0, 2, 0]
+    ry, _ = ref.moe_experts(x, idx, w, g64, u64, d64)
+    assert_moe_close(y, ry, F, D)
+    np.testing.assert_allclose(y[0], 0.75 * ref.swiglu(x[:1], g64[1], u64[1], d64[1])[0], rtol=1e-5, atol=1e-6)
+
+
+def test_moe_with_shared_expert_glm_config(rng):
+    """The whole MoE block with GLM-4.7-Flash's router settings (64 experts, top-4, sigmoid +
+    bias, scaling 1.8, one shared expert), at reduced widths."""
+    T, E, F, D = 17, 64, 16, 64
+    x = rng.standard_normal((T, D)).astype(np.float32)
+    wr = (rng.standard_normal((E, D)) / 8).astype(np.float32)
+    bias = (rng.standard_normal(E) * 0.01).astype(np.float32)
+    (g, u, d), (g64, u64, d64) = make_experts(rng, E, F, D, "bf16")
+    (sg, su, sd), (sg64, su64, sd64) = make_experts(rng, 1, F, D, "bf16")
+    kw = dict(top_k=4, scoring="sigmoid", bias=bias, routed_scaling_factor=1.8)
+    y, counts = glmbench.moe(x, wr, g, u, d, shared=(sg[0], su[0], sd[0]), **kw)
+    ry, rcounts = ref.moe(x, wr, g64, u64, d64, shared=(sg64[0], su64[0], sd64[0]), **kw)
+    np.testing.assert_array_equal(counts, rcounts)
+    assert_moe_close(y, ry, F, D)
+    y2, _ = glmbench.moe(x, wr, g, u, d, **kw)
+    np.testing.assert_allclose(y - y2, ref.swiglu(x, sg64[0], su64[0], sd64[0]), rtol=1e-4, atol=1e-5)
+
+
+def test_experts_strided_inputs(rng):
+    T, E, F, D = 6, 4, 10, 12
+    big = rng.standard_normal((2 * T, 2 * D)).astype(np.float32)
+    x = big[::2, ::2]
+    (g, u, d), (g64, u64, d64) = make_experts(rng, E, F, D, "f16")
+    idx = np.asfortranarray(rng.integers(0, E, (T, 2)).astype(np.int32))
+    w = np.asfortranarray(rng.random((T, 2)).astype(np.float32))
+    gs = np.zeros((E, F, 2 * D), np.float16)
+    gs[..., ::2] = g
+    y, counts = glmbench.moe_experts(x, idx, w, gs[..., ::2], u, d)
+    ry, rcounts = ref.moe_experts(x, idx, w, g64, u64, d64)
+    np.testing.assert_array_equal(counts, rcounts)
+    assert_moe_close(y, ry, F, D)
+
+
+def test_experts_bad_input(rng):
+    T, E, F, D = 2, 3, 4, 5
+    x = np.ones((T, D), np.float32)
+    g = np.ones((E, F, D), np.float32)
+    d = np.ones((E, D, F), np.float32)
+    idx = np.zeros((T, 2), np.int32)
+    w = np.ones((T, 2), np.float32)
+    with pytest.raises(ValueError, match=r"`topk_idx`\[1, 0\] = 3 is not an expert index in \[0, 3\)"):
+        glmbench.moe_experts(x, np.array([[0, 1], [3, 0]], np.int32), w, g, g, d)
+    with pytest.raises(ValueError, match=r"`topk_idx`\[0, 1\] = -1 is not an expert index"):
+        glmbench.moe_experts(x, np.array([[0, -1], [1, 0]], np.int32), w, g, g, d)
+    with pytest.raises(TypeError, match=r"`topk_idx` must be int32, got int64"):
+        glmbench.moe_experts(x, idx.astype(np.int64), w, g, g, d)
+    with pytest.raises(ValueError, match=r"`topk_weight` has shape \(2, 3\): axis 1 must be 2"):
+        glmbench.moe_experts(x, idx, np.ones((T, 3), np.float32), g, g, d)
+    with pytest.raises(ValueError, match=r"`w_up` has shape \(2, 4, 5\): axis 0 must be 3"):
+        glmbench.moe_experts(x, idx, w, g, np.ones((2, F, D), np.float32), d)
+    with pytest.raises(ValueError, match=r"`w_down` has shape \(3, 4, 5\): axis 1 must be 5"):
+        glmbench.moe_experts(x, idx, w, g, g, np.ones((E, F, D), np.float32))
+    with pytest.raises(ValueError, match=r"`w_gate` must be 3-D, got shape \(4, 5\)"):
+        glmbench.moe_experts(x, idx, w, g[0], g, d)
+    badw = w.copy()
+    badw[1, 1] = np.nan
+    with pytest.raises(ValueError, match=r"`topk_weight` contains NaN at flat index 3"):
+        glmbench.moe_experts(x, idx, badw, g, g, d)
+    with pytest.raises(TypeError, match=r"`shared` must be None or a \(w_gate, w_up, w_down\) tuple"):
+        glmbench.moe(x, np.ones((E, D), np.float32), g, g, d, top_k=1, shared=g)
