@@ -136,6 +136,13 @@ def load_runtime(src) -> RuntimeProfile:
         s = os.fspath(src)
         if s in list_runtimes():
             return _builtin_runtime(s)
+        if s.startswith("calibrated:"):
+            # a profile written by calibration; its name records where it came from
+            path = s[len("calibrated:"):]
+            if not os.path.isfile(path):
+                raise ValueError(f"calibrated runtime profile {path!r} does not exist")
+            d = hardware._read_table(path)
+            return runtime_from_dict({**d, "name": s} if isinstance(d, dict) else d, where=path)
         if s.endswith((".json", ".toml")):
             if not os.path.isfile(s):
                 raise ValueError(f"runtime profile file {s!r} does not exist")

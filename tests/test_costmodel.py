@@ -318,6 +318,9 @@ def test_runtime_profiles(tmp_path):
     p = tmp_path / "mine.json"
     p.write_text(json.dumps({**good, "name": "mine"}))
     assert cm.load_runtime(str(p)).name == "mine"
+    assert cm.load_runtime(f"calibrated:{p}").name == f"calibrated:{p}"
+    with pytest.raises(ValueError, match="does not exist"):
+        cm.load_runtime("calibrated:/no/such.json")
     for change, match in [({"memory_efficiency": {**good["memory_efficiency"], "matmul": 1.5}}, r"`memory_efficiency.matmul` must be in \(0, 1\], got 1.5"),
                           ({"compute_efficiency": {"matmul": 0.5}}, r"`compute_efficiency.attention` is missing"),
                           ({"n_ubatch": 0}, r"`n_ubatch` must be an integer >= 1, got 0"),

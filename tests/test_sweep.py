@@ -1,0 +1,67 @@
+import json
+
+import pytest
+
+from glmbench import costmodel as cm, hardware as hw, records, sweep
+
+SETUPS = [dict(rig="rtx-3090"), dict(rig=hw.study_rig(), split="layer")]
+DEPTHS = [1024, 8192, 65536]
+
+
+def test_predict_records_are_tidy_and_complete():
+    recs = sweep.predict(["glm-4.7-flash", "qwen3-32b"], SETUPS, DEPTHS)
+    assert len(recs) == 2 * 2 * 3 * 3
+    for r in recs:
+        records.validate(r)
+        assert r["evidence"] == "predicted" and r["runtime"] == "typical" and r["hardware"] == "rtx-3090"
+        for k in ("model", "model_type", "device", "n_cards", "split", "weights", "type_k", "type_v",
+                  "mla_strategy", "n_depth", "n_prompt", "n_gen", "n_batch", "test"):
+            assert k in r
+    tg = [r for r in recs if r["test"] == "tg" and r["model"] == "qwen3-32b" and r["n_cards"] == 1]
+    s = cm.Setup("qwen3-32b", "rtx-3090")
+    assert [r["avg_ts"] for r in tg] == [cm.decode(s, d).tok_s for d in DEPTHS]
+    assert all(r["mla_strategy"] == "" for r in tg)
+    pp = [r for r in recs if r["test"] == "pp" and r["model"] == "glm-4.7-flash" and r["n_cards"] == 2]
+    assert [r["n_prompt"] for r in pp] == [512] * 3 and pp[0]["link_gbps"] == 1.4 and pp[0]["mla_strategy"] == "flash"
+    mem = [r for r in recs if r["test"] == "mem" and r["model"] == "qwen3-32b" and r["n_cards"] == 1]
+    assert [r["fits"] for r in mem] == [True, True, False]
+    assert mem[0]["mem_bytes"] == cm.memory(s, 1024).total
+    # the records round-trip through CSV and JSON
+    json.loads(records.to_json(recs))
+    records.to_csv(recs)
+
+
+def test_predict_serve_and_setups_as_given():
+    s = cm.Setup("glm-4.7-flash", hw.study_rig(), split="layer", weights="iq4_xs", runtime="ideal")
+    recs = sweep.predict(None, [s], [4096], tests=("serve",), concurrency=(1, 8))
+    assert [r["concurrency"] for r in recs] == [1, 8]
+    assert recs[1]["aggregate_tok_s"] == pytest.approx(cm.serve(s, 8, 4096)["aggregate_tok_s"])
+    assert recs[0]["runtime"] == "ideal" and recs[0]["weights"] == "iq4_xs"
+
+
+def test_predict_resumes(tmp_path):
+    out = tmp_path / "pred.json"
+    first = sweep.predict(["qwen3-32b"], SETUPS, DEPTHS, tests=("tg",), out=out)
+    stored = records.read_records(out)
+    assert len(stored) == len(first) == 6
+    # mark a stored point: a resumed sweep keeps it instead of recomputing
+    stored[0]["avg_ts"] = -1.0
+    records.write_records(out, stored)
+    again = sweep.predict(["qwen3-32b"], SETUPS, DEPTHS + [131072], tests=("tg",), out=out)
+    assert len(again) == 8 and again[0]["avg_ts"] == -1.0
+    assert len(records.read_records(out)) == 8
+    with pytest.raises(ValueError, match=r"\.json"):
+        sweep.predict(["qwen3-32b"], SETUPS, DEPTHS, out=tmp_path / "x.csv")
+
+
+def test_predict_errors():
+    with pytest.raises(ValueError, match="`tests`"):
+        sweep.predict(["qwen3-32b"], SETUPS, DEPTHS, tests=("decode",))
+    with pytest.raises(ValueError, match="`depths` must be >= 0, got -5"):
+        sweep.predict(["qwen3-32b"], SETUPS, [-5])
+    with pytest.raises(ValueError, match="`setups` is empty"):
+        sweep.predict(["qwen3-32b"], [], DEPTHS)
+    with pytest.raises(TypeError, match="costmodel.Setup or a dict"):
+        sweep.predict(["qwen3-32b"], ["rtx-3090"], DEPTHS)
+    with pytest.raises(ValueError, match="neither a built-in"):
+        sweep.predict(["qwen9"], SETUPS, DEPTHS)
