@@ -1,0 +1,244 @@
+"""The paged KV cache: exact byte accounting, storage round trips against the reference rounding,
+paging, the full-cache error, bad input, fill_synthetic, and no leaks."""
+import gc
+import os
+
+import numpy as np
+import pytest
+
+import glmbench
+from glmbench import reference as ref
+from glmbench.kvcache import KVCache
+
+FORMATS = ["f32", "f16", "bf16", "q8_0", "q4_0"]
+
+
+def _rss_kb():
+    with open(f"/proc/{os.getpid()}/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
+
+
+# ---- byte accounting ----------------------------------------------------------------------------
+
+def test_real_model_bytes_per_token():
+    # REFERENCE.md section 2: GLM-4.7-Flash 47 x 576 x 2 = 54,144 B; Qwen3-32B 64 x 8 x 128 x 2 x 2 = 256 KiB.
+    assert KVCache.mla(47, 16, 512, 64, dtype="bf16").bytes_per_token == 54_144
+    assert KVCache.gqa(64, 16, 8, 128, dtype="bf16").bytes_per_token == 262_144
+    assert KVCache.gqa(40, 16, 8, 128, dtype="f16").bytes_per_token == 160 * 1024   # Mistral-Small-24B
+    # q8_0: 34 bytes per 32 values; q4_0: 18 bytes per 32
+    assert KVCache.mla(47, 16, 512, 64, dtype="q8_0").bytes_per_token == 47 * 18 * 34
+    assert KVCache.mla(47, 16, 512, 64, dtype="q4_0").bytes_per_token == 47 * 18 * 18
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_bytes_match_reference_and_configs(fmt):
+    c = KVCache.gqa(3, 100, 2, 64, 32, dtype=fmt, block_size=16)
+    assert c.bytes_per_token == ref.kv_bytes_per_token("gqa", 3, (2, 64, 32), fmt)
+    m = KVCache.mla(5, 100, 64, 32, dtype=fmt)
+    assert m.bytes_per_token == ref.kv_bytes_per_token("mla", 5, (64, 32), fmt)
+    from glmbench import configs
+    for name in ("glm-4.7-flash", "qwen3-32b", "deepseek-v2-lite"):
+        cfg = configs.load(name)
+        if cfg.attention == "mla":
+            cc = KVCache.mla(cfg.n_layers, 8, cfg.kv_lora_rank, cfg.qk_rope_head_dim, dtype=fmt)
+        else:
+            cc = KVCache.gqa(cfg.n_layers, 8, cfg.n_kv_heads, cfg.head_dim, cfg.v_head_dim, dtype=fmt)
+        assert cc.bytes_per_token == cfg.kv_bytes_per_token(fmt)
+
+
+def test_bytes_used_and_allocated_follow_the_blocks(rng):
+    c = KVCache.gqa(2, 100, 2, 8, dtype="f16", block_size=16)
+    per_layer = c.bytes_per_token // 2
+    assert (c.bytes_used, c.bytes_allocated, c.bytes_in_blocks) == (0, 0, 0)
+    k = rng.standard_normal((5, 2, 8)).astype(np.float32)
+    c.append(0, k, k)
+    block = 16 * per_layer   # 16 tokens x (2 heads x (8 + 8) values x 2 bytes) = 1024, already 64-aligned
+    assert c.bytes_used == 5 * per_layer
+    assert c.bytes_allocated == block
+    c.append(0, np.zeros((12, 2, 8), np.float32), np.zeros((12, 2, 8), np.float32))   # 17 tokens: 2 blocks
+    c.append(1, k, k)
+    assert c.bytes_used == 22 * per_layer
+    assert c.bytes_allocated == c.bytes_in_blocks == 3 * block
+    c.reset()
+    assert c.bytes_used == 0 and c.bytes_in_blocks == 0
+    assert c.bytes_allocated == 3 * block      # blocks went back to the pool, not the system
+    c.append(1, k, k)
+    assert c.bytes_allocated == 3 * block      # ... and are reused
+    assert [c.length(0), c.length(1)] == [0, 5]
+
+
+# ---- round trips ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_gqa_round_trip_matches_reference_rounding(rng, fmt):
+    c = KVCache.gqa(2, 50, 3, 64, 32, dtype=fmt, block_size=8)
+    k = rng.standard_normal((13, 3, 64)).astype(np.float32)
+    v = rng.standard_normal((13, 3, 32)).astype(np.float32)
+    k0, v0 = k.copy(), v.copy()
+    c.append(1, k[:6], v[:6])
+    c.append(1, k[6:], v[6:])
+    a, b = c.read(1)
+    assert a.dtype == np.float32 and a.shape == k.shape and b.shape == v.shape
+    # the stored values are exactly the reference rounding of each row (f16/bf16 nearest-even; ggml blocks)
+    np.testing.assert_array_equal(a, ref.kv_round(k, fmt).astype(np.float32))
+    np.testing.assert_array_equal(b, ref.kv_round(v, fmt).astype(np.float32))
+    np.testing.assert_array_equal(k, k0)
+    np.testing.assert_array_equal(v, v0)
+    assert c.length(0) == 0 and c.read(0)[0].shape == (0, 3, 64)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_mla_round_trip_matches_reference_rounding(rng, fmt):
+    c = KVCache.mla(1, 200, 512, 64, dtype=fmt)
+    lat = rng.standard_normal((70, 512)).astype(np.float32)
+    kr = rng.standard_normal((70, 64)).astype(np.float32)
+    c.append(0, lat, kr)
+    a, b = c.read(0)
+    np.testing.assert_array_equal(a, ref.kv_round(lat, fmt).astype(np.float32))
+    np.testing.assert_array_equal(b, ref.kv_round(kr, fmt).astype(np.float32))
+
+
+def test_strided_inputs_are_accepted(rng):
+    c = KVCache.mla(1, 10, 16, 8)
+    big = rng.standard_normal((6, 48)).astype(np.float32)
+    c.append(0, big[::2, :32:2], big[::2, 32:40])
+    a, b = c.read(0)
+    np.testing.assert_array_equal(a, big[::2, :32:2])
+    np.testing.assert_array_equal(b, big[::2, 32:40])
+
+
+def test_layers_are_independent(rng):
+    c = KVCache.gqa(3, 20, 1, 4)
+    x = [rng.standard_normal((n, 1, 4)).astype(np.float32) for n in (3, 0, 7)]
+    for layer, a in enumerate(x):
+        c.append(layer, a, -a)
+    for layer, a in enumerate(x):
+        assert c.length(layer) == len(a)
+        np.testing.assert_array_equal(c.read(layer)[0], a)
+        np.testing.assert_array_equal(c.read(layer)[1], -a)
+
+
+def test_properties_and_repr():
+    c = KVCache.gqa(4, 1000, 8, 128, dtype="bf16", block_size=32)
+    assert (c.kind, c.n_layers, c.capacity_tokens, c.block_size, c.dtype) == ("gqa", 4, 1000, 32, "bf16")
+    assert (c.n_kv_heads, c.head_dim, c.v_head_dim) == (8, 128, 128)
+    m = KVCache.mla(2, 10, 512, 64)
+    assert (m.kind, m.kv_lora_rank, m.rope_dim, m.dtype, m.block_size) == ("mla", 512, 64, "f32", 64)
+    assert "KVCache.mla" in repr(m) and "kv_lora_rank=512" in repr(m)
+    assert isinstance(c, glmbench.KVCache)
+
+
+# ---- errors ---------------------------------------------------------------------------------
+
+def test_full_cache_message_and_nothing_written():
+    c = KVCache.gqa(4, 4096, 1, 4, block_size=64)
+    z = np.zeros((4090, 1, 4), np.float32)
+    c.append(3, z, z)
+    e8 = np.ones((8, 1, 4), np.float32)
+    with pytest.raises(ValueError, match=r"^KV cache full: layer 3 holds 4090 of 4096 tokens, cannot append 8$"):
+        c.append(3, e8, e8)
+    assert c.length(3) == 4090
+    c.append(3, e8[:6], e8[:6])     # exactly to capacity is fine
+    assert c.length(3) == 4096
+
+
+def test_bad_construction():
+    with pytest.raises(ValueError, match=r"`dtype` must be one of .*got 'q5_K'"):
+        KVCache.gqa(1, 8, 1, 8, dtype="q5_K")
+    with pytest.raises(ValueError, match=r"`dtype`=q8_0 stores rows in blocks of 32; `head_dim`=40"):
+        KVCache.gqa(1, 8, 1, 40, dtype="q8_0")
+    with pytest.raises(ValueError, match=r"`rope_dim`=48 is not a multiple of 32"):
+        KVCache.mla(1, 8, 512, 48, dtype="q4_0")
+    with pytest.raises(ValueError, match=r"`capacity_tokens` must be >= 1, got 0"):
+        KVCache.gqa(1, 0, 1, 8)
+    with pytest.raises(ValueError, match=r"`n_layers` must be >= 1, got -2"):
+        KVCache.mla(-2, 8, 16, 8)
+    with pytest.raises(TypeError, match=r"`head_dim` must be an int, got float 8.0"):
+        KVCache.gqa(1, 8, 1, 8.0)
+    with pytest.raises(TypeError, match=r"`dtype` must be a str"):
+        KVCache.gqa(1, 8, 1, 8, dtype=np.float16)
+
+
+def test_bad_append():
+    c = KVCache.gqa(2, 8, 2, 4)
+    k = np.zeros((3, 2, 4), np.float32)
+    with pytest.raises(TypeError, match=r"`k` must be float32, got float64"):
+        c.append(0, k.astype(np.float64), k)
+    with pytest.raises(ValueError, match=r"`v` has shape \(3, 2, 5\): axis 2 must be 4"):
+        c.append(0, k, np.zeros((3, 2, 5), np.float32))
+    with pytest.raises(ValueError, match=r"`k` has shape \(3, 3, 4\): axis 1 must be 2 to match the cache's n_kv_heads"):
+        c.append(0, np.zeros((3, 3, 4), np.float32), k)
+    with pytest.raises(ValueError, match=r"`v` has shape \(2, 2, 4\): axis 0 must be 3"):
+        c.append(0, k, k[:2])
+    with pytest.raises(ValueError, match=r"`layer`=2 is out of range for a cache of 2 layers"):
+        c.append(2, k, k)
+    with pytest.raises(ValueError, match=r"`layer`=-1 is out of range"):
+        c.length(-1)
+    with pytest.raises(ValueError, match=r"`layer`=5 is out of range"):
+        c.read(5)
+    bad = k.copy()
+    bad[1, 1, 2] = np.nan
+    with pytest.raises(ValueError, match=r"`v` contains NaN at flat index 14"):
+        c.append(0, k, bad)
+    with pytest.raises(ValueError, match=r"`k` must be 3-D, got shape \(2, 4\)"):
+        c.append(0, k[0], k)
+    m = KVCache.mla(1, 8, 16, 8)
+    with pytest.raises(ValueError, match=r"`latent` has shape \(1, 15\): axis 1 must be 16"):
+        m.append(0, np.zeros((1, 15), np.float32), np.zeros((1, 8), np.float32))
+    with pytest.raises(ValueError, match=r"`k_rope` contains inf"):
+        m.append(0, np.zeros((1, 16), np.float32), np.full((1, 8), np.inf, np.float32))
+    with pytest.raises(TypeError, match=r"`layer` must be an int"):
+        m.append("0", np.zeros((1, 16), np.float32), np.zeros((1, 8), np.float32))
+    assert c.length(0) == 0 and m.length(0) == 0   # nothing half-written
+
+
+# ---- fill_synthetic -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("fmt", ["f32", "bf16", "q4_0"])
+def test_fill_synthetic(fmt):
+    c = KVCache.mla(3, 300, 64, 32, dtype=fmt, block_size=16)
+    c.append(0, np.zeros((5, 64), np.float32), np.zeros((5, 32), np.float32))
+    c.fill_synthetic(200, seed=7)
+    assert [c.length(i) for i in range(3)] == [200] * 3
+    assert c.bytes_used == 200 * c.bytes_per_token
+    a, b = c.read(1)
+    assert np.isfinite(a).all() and np.isfinite(b).all()
+    assert np.abs(a).max() <= 1.0 and a.std() > 0.3          # uniform in [-1, 1): std 0.577
+    assert not np.array_equal(c.read(0)[0], a)                # each layer its own values
+    n0 = glmbench.get_num_threads()
+    glmbench.set_num_threads(1)
+    try:
+        d = KVCache.mla(3, 300, 64, 32, dtype=fmt, block_size=16)
+        d.fill_synthetic(200, seed=7)
+    finally:
+        glmbench.set_num_threads(n0)
+    np.testing.assert_array_equal(d.read(1)[0], a)            # deterministic, thread-count independent
+    d.fill_synthetic(200, seed=8)
+    assert not np.array_equal(d.read(1)[0], a)
+    with pytest.raises(ValueError, match=r"`n_tokens`=301 must be in \[0, capacity_tokens=300\]"):
+        c.fill_synthetic(301)
+
+
+# ---- memory ---------------------------------------------------------------------------------
+
+def test_no_leak_over_1000_cycles(rng):
+    k = rng.standard_normal((40, 2, 64)).astype(np.float32)
+
+    def cycle():
+        c = KVCache.gqa(2, 256, 2, 64, dtype="bf16", block_size=16)
+        c.append(0, k, k)
+        c.append(1, k, k)
+        c.read(1)
+        m = KVCache.mla(1, 128, 64, 32, dtype="q8_0")
+        m.fill_synthetic(100)
+        del c, m
+
+    for _ in range(50):
+        cycle()
+    gc.collect()
+    before = _rss_kb()
+    for _ in range(1000):
+        cycle()
+    gc.collect()
+    # each cycle allocates ~60 KB of blocks; a leak of even one block per cycle would add > 5 MB
+    assert _rss_kb() - before < 2048
