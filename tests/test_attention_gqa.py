@@ -1,0 +1,235 @@
+"""GQA attention over the paged cache and the gqa_block sub-layer, against the float64 reference
+(glmbench.reference.gqa_attention / gqa_block) on the values the cache actually stores."""
+import gc
+import json
+import os
+
+import numpy as np
+import pytest
+
+import glmbench
+from glmbench import configs
+from glmbench import reference as ref
+from glmbench.attention import gqa_attention, gqa_block
+from glmbench.kvcache import KVCache
+
+# float32 scores and an online softmax vs float64: each output is a convex combination of V rows,
+# so its error is a few float32 roundings of |v| (~1) per step of the running max/sum; 2e-5 bounds
+# the sums over a few hundred keys with a margin of ~10x over what we observe.
+ATOL = 2e-5
+
+
+def _filled(rng, Hkv, Dh, Dv, P, T, fmt="f32", bs=16, layers=2, layer=1):
+    c = KVCache.gqa(layers, P + T + 5, Hkv, Dh, Dv, dtype=fmt, block_size=bs)
+    k = rng.standard_normal((P + T, Hkv, Dh)).astype(np.float32)
+    v = rng.standard_normal((P + T, Hkv, Dv)).astype(np.float32)
+    if P:
+        c.append(layer, k[:P], v[:P])
+    c.append(layer, k[P:], v[P:])
+    return c
+
+
+SHAPES = [  # Hq, Hkv, Dh, Dv, P (cached before), T (new tokens)
+    (64, 8, 128, 128, 50, 1),      # Qwen3-32B decode
+    (64, 8, 128, 128, 0, 9),       # Qwen3-32B prefill from an empty cache
+    (20, 1, 64, 64, 37, 3),        # 20:1 ratio
+    (8, 2, 256, 256, 21, 5),       # head dim 256
+    (4, 4, 64, 64, 70, 1),         # MHA
+    (6, 3, 24, 40, 33, 7),         # odd dims, Dv != Dh
+    (5, 5, 7, 3, 0, 1),            # a single token into an empty cache
+]
+
+
+@pytest.mark.parametrize("Hq,Hkv,Dh,Dv,P,T", SHAPES)
+def test_matches_reference(rng, Hq, Hkv, Dh, Dv, P, T):
+    c = _filled(rng, Hkv, Dh, Dv, P, T)
+    q = rng.standard_normal((T, Hq, Dh)).astype(np.float32)
+    q0 = q.copy()
+    k, v = c.read(1)
+    y = gqa_attention(q, c, 1)
+    assert y.shape == (T, Hq, Dv) and y.dtype == np.float32
+    np.testing.assert_allclose(y, ref.gqa_attention(q, k, v), rtol=0, atol=ATOL)
+    np.testing.assert_array_equal(q, q0)
+    y2 = gqa_attention(q, c, 1, scale=0.3)
+    np.testing.assert_allclose(y2, ref.gqa_attention(q, k, v, scale=0.3), rtol=0, atol=ATOL)
+
+
+@pytest.mark.parametrize("fmt", ["f16", "bf16", "q8_0", "q4_0"])
+def test_cache_formats_against_the_stored_values(rng, fmt):
+    c = _filled(rng, 2, 64, 32, 90, 4, fmt=fmt, bs=32)
+    q = rng.standard_normal((4, 8, 64)).astype(np.float32)
+    k, v = c.read(1)   # the rounded values: the kernel must attend to exactly these
+    np.testing.assert_allclose(gqa_attention(q, c, 1), ref.gqa_attention(q, k, v), rtol=0, atol=ATOL)
+
+
+@pytest.mark.parametrize("splits", [1, 2, 3, 7, 1000])
+def test_split_cache_combine_equals_one_pass(rng, splits):
+    c = _filled(rng, 2, 64, 64, 300, 6, bs=64)
+    q = rng.standard_normal((6, 4, 64)).astype(np.float32)
+    k, v = c.read(1)
+    r = ref.gqa_attention(q, k, v)
+    np.testing.assert_allclose(gqa_attention(q, c, 1, n_splits=splits), r, rtol=0, atol=ATOL)
+    qd = q[-1:]
+    cd = KVCache.gqa(1, 400, 2, 64)
+    cd.append(0, k, v)
+    np.testing.assert_allclose(gqa_attention(qd, cd, 0, n_splits=splits), ref.gqa_attention(qd, k, v), atol=ATOL)
+
+
+def test_prefill_in_chunks_equals_one_chunk(rng):
+    Hq, Hkv, D, n = 8, 2, 64, 45
+    k = rng.standard_normal((n, Hkv, D)).astype(np.float32)
+    v = rng.standard_normal((n, Hkv, D)).astype(np.float32)
+    q = rng.standard_normal((n, Hq, D)).astype(np.float32)
+    one = KVCache.gqa(1, 64, Hkv, D, block_size=8)
+    one.append(0, k, v)
+    y_one = gqa_attention(q, one, 0)
+    many = KVCache.gqa(1, 64, Hkv, D, block_size=8)
+    parts = []
+    for a, b in [(0, 1), (1, 14), (14, 15), (15, 40), (40, 45)]:
+        many.append(0, k[a:b], v[a:b])
+        parts.append(gqa_attention(q[a:b], many, 0))
+    np.testing.assert_allclose(np.concatenate(parts), y_one, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(y_one, ref.gqa_attention(q, k, v), rtol=0, atol=ATOL)
+
+
+def test_strided_query(rng):
+    c = _filled(rng, 2, 32, 32, 10, 3)
+    big = rng.standard_normal((3, 8, 64)).astype(np.float32)
+    q = big[:, ::2, ::2]
+    k, v = c.read(1)
+    np.testing.assert_allclose(gqa_attention(q, c, 1), ref.gqa_attention(q, k, v), rtol=0, atol=ATOL)
+
+
+def test_thread_count_does_not_change_results(rng):
+    c = _filled(rng, 8, 128, 128, 700, 1, fmt="bf16", bs=64)
+    q = rng.standard_normal((1, 64, 128)).astype(np.float32)
+    n0 = glmbench.get_num_threads()
+    try:
+        glmbench.set_num_threads(1)
+        y1 = gqa_attention(q, c, 1)
+        glmbench.set_num_threads(2)
+        y2 = gqa_attention(q, c, 1)
+    finally:
+        glmbench.set_num_threads(n0)
+    np.testing.assert_allclose(y1, y2, rtol=0, atol=1e-6)
+
+
+def test_bad_input(rng):
+    c = _filled(rng, 2, 16, 16, 4, 2)
+    q = rng.standard_normal((2, 4, 16)).astype(np.float32)
+    with pytest.raises(TypeError, match=r"`q` must be float32, got float64"):
+        gqa_attention(q.astype(np.float64), c, 1)
+    with pytest.raises(ValueError, match=r"`q` must be 3-D, got shape \(4, 16\)"):
+        gqa_attention(q[0], c, 1)
+    with pytest.raises(ValueError, match=r"`q` has shape \(2, 4, 8\): axis 2 must be 16 to match the cache's head_dim"):
+        gqa_attention(q[..., :8], c, 1)
+    with pytest.raises(ValueError, match=r"`q` has 3 heads, which is not a multiple of the cache's n_kv_heads=2"):
+        gqa_attention(q[:, :3], c, 1)
+    with pytest.raises(ValueError, match=r"`q` has 7 tokens but layer 1 holds only 6"):
+        gqa_attention(np.zeros((7, 4, 16), np.float32), c, 1)
+    with pytest.raises(ValueError, match=r"`layer`=2 is out of range for a cache of 2 layers"):
+        gqa_attention(q, c, 2)
+    bad = q.copy()
+    bad[1, 2, 3] = np.nan
+    with pytest.raises(ValueError, match=r"`q` contains NaN at flat index 99"):
+        gqa_attention(bad, c, 1)
+    with pytest.raises(ValueError, match=r"`scale` must be a positive finite number, got -1"):
+        gqa_attention(q, c, 1, scale=-1)
+    with pytest.raises(ValueError, match=r"`n_splits` must be None or an int >= 1, got 0"):
+        gqa_attention(q, c, 1, n_splits=0)
+    with pytest.raises(TypeError, match=r"`cache` must be a glmbench.KVCache, got dict"):
+        gqa_attention(q, {}, 1)
+    with pytest.raises(ValueError, match=r"`cache` must be a GQA cache"):
+        gqa_attention(q, KVCache.mla(1, 4, 16, 8), 0)
+    assert c.length(1) == 6
+
+
+def test_no_leak_over_1000_calls(rng):
+    c = _filled(rng, 2, 64, 64, 100, 4, fmt="bf16")
+    q = rng.standard_normal((4, 8, 64)).astype(np.float32)
+    for _ in range(50):
+        gqa_attention(q, c, 1, n_splits=3)
+    gc.collect()
+    with open(f"/proc/{os.getpid()}/statm") as f:
+        before = int(f.read().split()[1])
+    for _ in range(1000):
+        gqa_attention(q, c, 1, n_splits=3)
+    gc.collect()
+    with open(f"/proc/{os.getpid()}/statm") as f:
+        after = int(f.read().split()[1])
+    # one leaked output (8 KB) per call would be 8 MB
+    assert (after - before) * os.sysconf("SC_PAGE_SIZE") < 2 << 20
+
+
+# ---- gqa_block ------------------------------------------------------------------------------
+
+def tiny_cfg(name, **over):
+    with open(configs.builtin_path(name)) as f:
+        hf = json.load(f)
+    hf.update(hidden_size=48, num_attention_heads=6, num_key_value_heads=2, head_dim=16, num_hidden_layers=2,
+              vocab_size=64, intermediate_size=64)
+    hf.update(over)
+    return configs.load(hf)
+
+
+def tiny_weights(rng, cfg, bias=False):
+    D, Hq, Hkv, Dh = cfg.hidden_size, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
+    s = D ** -0.5
+    w = {"q_proj.weight": rng.standard_normal((Hq * Dh, D)) * s,
+         "k_proj.weight": rng.standard_normal((Hkv * Dh, D)) * s,
+         "v_proj.weight": rng.standard_normal((Hkv * Dh, D)) * s,
+         "o_proj.weight": rng.standard_normal((D, Hq * Dh)) * (Hq * Dh) ** -0.5}
+    if cfg.qk_norm:
+        w["q_norm.weight"] = 1 + 0.1 * rng.standard_normal(Dh)
+        w["k_norm.weight"] = 1 + 0.1 * rng.standard_normal(Dh)
+    if bias:
+        for n, size in (("q_proj", Hq * Dh), ("k_proj", Hkv * Dh), ("v_proj", Hkv * Dh)):
+            w[n + ".bias"] = 0.1 * rng.standard_normal(size)
+    return {k: np.asarray(a, np.float32) for k, a in w.items()}
+
+
+@pytest.mark.parametrize("name,over,bias", [
+    ("qwen3-32b", {}, False),                                  # q/k norm, half rope
+    ("seed-oss-36b", {}, True),                                # attention bias on q/k/v, rope 1e7
+    ("mistral-small-24b", {"sliding_window": None}, False),
+])
+def test_block_matches_reference_over_chunks(rng, name, over, bias):
+    cfg = tiny_cfg(name, **over)
+    w = tiny_weights(rng, cfg, bias)
+    w0 = {k: a.copy() for k, a in w.items()}
+    x = rng.standard_normal((13, cfg.hidden_size)).astype(np.float32)
+    cache = KVCache.gqa(2, 32, cfg.n_kv_heads, cfg.head_dim, dtype="f32", block_size=4)
+    ys, kp, vp = [], None, None
+    for a, b in [(0, 6), (6, 7), (7, 13)]:
+        pos = np.arange(a, b) + 100      # positions need not start at 0
+        y = gqa_block(x[a:b], w, cache, 1, pos, cfg)
+        r, kp, vp = ref.gqa_block(x[a:b], w, pos, cfg, kp, vp)
+        # the reference's float64 K/V vs our float32 through two linears and rope: ~1e-6
+        np.testing.assert_allclose(y, r, rtol=0, atol=5e-5)
+        ys.append(y)
+    k, v = cache.read(1)
+    np.testing.assert_allclose(k, kp, rtol=0, atol=1e-5)
+    np.testing.assert_allclose(v, vp, rtol=0, atol=1e-5)
+    for kk in w:
+        np.testing.assert_array_equal(w[kk], w0[kk])
+
+
+def test_block_bad_input(rng):
+    cfg = tiny_cfg("qwen3-32b")
+    w = tiny_weights(rng, cfg)
+    cache = KVCache.gqa(2, 8, cfg.n_kv_heads, cfg.head_dim)
+    x = rng.standard_normal((3, cfg.hidden_size)).astype(np.float32)
+    with pytest.raises(ValueError, match=r"`positions` must have shape \(3,\)"):
+        gqa_block(x, w, cache, 0, np.arange(4), cfg)
+    with pytest.raises(TypeError, match=r"`x` must be float32, got float64"):
+        gqa_block(x.astype(np.float64), w, cache, 0, np.arange(3), cfg)
+    with pytest.raises(ValueError, match=r"`cache` holds 4 KV heads"):
+        gqa_block(x, w, KVCache.gqa(1, 8, 4, cfg.head_dim), 0, np.arange(3), cfg)
+    with pytest.raises(ValueError, match=r"`layer`=2 is out of range"):
+        gqa_block(x, w, cache, 2, np.arange(3), cfg)
+    with pytest.raises(KeyError, match=r"q_norm.weight"):
+        gqa_block(x, {k: a for k, a in w.items() if k != "q_norm.weight"}, cache, 0, np.arange(3), cfg)
+    gqa_block(x, w, cache, 0, np.arange(3), cfg)
+    with pytest.raises(ValueError, match=r"KV cache full: layer 0 holds 3 of 8 tokens, cannot append 6"):
+        gqa_block(np.concatenate([x, x]), w, cache, 0, np.arange(6), cfg)
+    assert cache.length(0) == 3
