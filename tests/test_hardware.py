@@ -13,7 +13,7 @@ def test_builtin_gpus():
     assert g.memory_bytes == 24 * 2 ** 30
     assert hw.get_gpu("RTX 3090") == g
     h = hw.get_gpu("h200-sxm")
-    assert (h.memory_gib, h.bandwidth_gbs, h.tflops["bf16"]) == (141, 4800, 989)
+    assert (h.memory_gib, h.bandwidth_gbs, h.tflops["bf16"]) == (140.4, 4800, 989)
     for name in hw.list_gpus():
         p = hw.get_gpu(name)
         assert p.source and p.launch_us > 0 and p.link_gbps > 0
