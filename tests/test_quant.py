@@ -396,3 +396,69 @@ def test_gqa_attention_on_quantized_cache(rng, fmt):
             delta = scale * (dK[:, g] @ np.abs(q[t, h])).max()
             bound = np.expm1(2 * delta) * np.abs(v[:, g]).max() + dV[:, g].max()
             assert np.abs(y[t, h] - exact[t, h]).max() <= bound + 2e-5 * np.abs(v).max()
+
+
+# ---- whole tiny models: quantized weights or cache against the float32 model -----------------
+def _tiny(name):
+    """A built-in config shrunk to test size with its structure kept (MLA/GQA, MoE, shared experts);
+    cached rows and matrix rows are multiples of 32 so every tensor can be quantized."""
+    from glmbench import configs
+    hf = dict(configs.load(name).hf)
+    hf.update(vocab_size=96, hidden_size=64, intermediate_size=96, num_attention_heads=4)
+    if hf["model_type"] in ("glm4_moe_lite", "deepseek_v2"):
+        hf.update(num_key_value_heads=4, kv_lora_rank=64, qk_rope_head_dim=32, qk_nope_head_dim=32, v_head_dim=32,
+                  moe_intermediate_size=32, n_routed_experts=8, num_experts_per_tok=2, n_group=1, topk_group=1,
+                  num_hidden_layers=3)
+        if hf.get("q_lora_rank"):
+            hf["q_lora_rank"] = 64
+    elif hf["model_type"] == "qwen3_moe":
+        hf.update(num_key_value_heads=2, head_dim=32, moe_intermediate_size=32, num_experts=8,
+                  num_experts_per_tok=2, num_hidden_layers=2)
+    else:
+        hf.update(num_key_value_heads=2, head_dim=32, num_hidden_layers=2)
+    return configs.load(hf)
+
+
+def _format_rel_error(fmt, rng):
+    """Relative RMS error of one encode/decode in `fmt` on N(0,1) data: the format's own noise."""
+    x = rng.standard_normal((64, 256)).astype(np.float32)
+    return float(np.sqrt(np.mean((_codec(x, fmt) - x) ** 2)))
+
+
+# A logit's error is a sum over a few layers of the per-matrix (or per-cached-row) rounding noise
+# passed through normalised layers: on these 2-3-layer models it stays within this many times the
+# format's own relative RMS error (measured 1.7x-6.2x over every model and format below).
+LOGIT_NOISE_FACTOR = 8.0
+
+
+@pytest.mark.parametrize("name", ["glm-4.7-flash", "qwen3-32b", "qwen3-30b-a3b", "deepseek-v2-lite"])
+@pytest.mark.parametrize("weights,kv", [("q8_0", "f32"), ("q4_0", "f32"), ("f32", "q8_0"), ("f32", "q4_0"),
+                                        ("f32", "f16"), ("f32", "bf16")])
+def test_tiny_model_logits_within_bounds(rng, name, weights, kv):
+    from glmbench.model import Model
+    cfg = _tiny(name)
+    toks = np.array([3, 17, 42, 5, 88, 9, 61, 2, 33, 70, 11, 4])
+    base = Model(cfg, weight_format="f32", kv_dtype="f32", max_context=32, seed=1)
+    want = np.concatenate([base.prefill(toks), base.decode(7)[None]])
+    m = Model(cfg, weight_format=weights, kv_dtype=kv, max_context=32, seed=1)
+    if weights != "f32":  # the matrices really are held in blocks, and counted as such
+        assert isinstance(m.lm_head, quant.QTensor) and m.lm_head.fmt == weights
+        # exactly the config's checkpoint bytes, except kv_b_proj, kept in bf16 (quant.KEEP_FLOAT)
+        kv_b = [s for n, s in cfg.tensor_shapes().items() if n.endswith("kv_b_proj.weight")]
+        extra = sum(r * c * 2 - r * formats.weight_format(weights).nbytes(c) for r, c in kv_b)
+        assert m.weight_bytes == cfg.weight_bytes(weights) + extra
+    got = np.concatenate([m.prefill(toks), m.decode(7)[None]])
+    assert np.all(np.isfinite(got))
+    per_token = np.sqrt(np.mean((got - want) ** 2, -1) / np.mean(want ** 2, -1))
+    eps = _format_rel_error(weights if weights != "f32" else kv, rng)
+    if cfg.n_routed_experts and weights != "f32":
+        # Quantized weights move the router's input, and where two experts' scores nearly tie the
+        # choice flips: that token then runs different experts and its logits jump (a real effect
+        # of quantizing MoE models, not noise growth). So the typical token is held to the bound,
+        # and every token to staying sane.
+        assert np.median(per_token) <= LOGIT_NOISE_FACTOR * eps, f"{per_token} vs format noise {eps:.4f}"
+        assert per_token.max() < 1.5
+    else:
+        rel = np.sqrt(np.mean((got - want) ** 2) / np.mean(want ** 2))
+        assert rel <= LOGIT_NOISE_FACTOR * eps, f"relative RMS logit error {rel:.4f} vs format noise {eps:.4f}"
+    assert np.median(per_token) > 0.1 * eps  # the format really was applied (f32 would give ~1e-7)
