@@ -452,7 +452,7 @@ def _attention_ops(setup: Setup, T: int, work: _Attn, share: float) -> list:
     if cfg.q_lora_rank:
         # q_a is tiny and replicated under tensor split; q_b is split by heads
         ops.append(_matmul("attn.q_a", T, cfg.q_lora_rank, D, wb["q_a_proj.weight"], setup, 1.0))
-        ops.append(_Op("attn.rope_norm", "vector", "fp32", 0.0, 4 * T * cfg.q_lora_rank, 2 * ACT_BYTES * T * cfg.q_lora_rank, 1))
+        ops.append(_Op("attn.q_a_norm", "vector", "fp32", 0.0, 4 * T * cfg.q_lora_rank, 2 * ACT_BYTES * T * cfg.q_lora_rank, 1))
         ops.append(_matmul("attn.q_b", T, Hf * (Dn + Dr), cfg.q_lora_rank, wb["q_b_proj.weight"], setup, share))
     else:
         ops.append(_matmul("attn.q_proj", T, Hf * (Dn + Dr), D, wb["q_proj.weight"], setup, share))
