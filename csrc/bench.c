@@ -1,0 +1,120 @@
+/* bench.c: memory bandwidth (STREAM-like triad, read-only sum) and float32 FMA peak. */
+#include "bench.h"
+
+#include <omp.h>
+#include <stdlib.h>
+
+#include "common.h"
+
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+#include <immintrin.h>
+#endif
+
+int gb_bench_bandwidth(int64_t n, int reps, double *triad_gbs, double *read_gbs) {
+    if (n < 1024 || reps < 1)
+        return gb_error(GB_EVALUE, "bench: need n >= 1024 and reps >= 1, got n=%ld reps=%d", (long)n, reps);
+    size_t bytes = ((size_t)n * sizeof(float) + 63) & ~(size_t)63;
+    float *a = (float *)aligned_alloc(64, bytes), *b = (float *)aligned_alloc(64, bytes);
+    float *c = (float *)aligned_alloc(64, bytes);
+    if (!a || !b || !c) {
+        free(a);
+        free(b);
+        free(c);
+        return gb_error(GB_ENOMEM, "bench: cannot allocate 3 x %zu bytes", bytes);
+    }
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i++) {
+        a[i] = 0.0f;
+        b[i] = 1.0f;
+        c[i] = 2.0f;
+    }
+    const float s = 3.0f;
+    double best_triad = 1e30, best_read = 1e30, sink = 0.0;
+    for (int r = 0; r < reps; r++) {
+        double t0 = omp_get_wtime();
+#pragma omp parallel for schedule(static)
+        for (int64_t i = 0; i < n; i++) a[i] = b[i] + s * c[i];
+        double t1 = omp_get_wtime();
+        double sum = 0.0;
+#pragma omp parallel
+        {
+            /* 8 partial sums per thread keep the adds off the critical path (the loop is then
+             * bound by the loads, not by the add latency) */
+            float p[8] = {0};
+#pragma omp for schedule(static) nowait
+            for (int64_t i = 0; i < n / 8 * 8; i += 8)
+                for (int j = 0; j < 8; j++) p[j] += b[i + j] + c[i + j];
+            float q = 0.f;
+            for (int j = 0; j < 8; j++) q += p[j];
+#pragma omp atomic
+            sum += q;
+        }
+        double t2 = omp_get_wtime();
+        sink += sum + a[r % n];
+        if (t1 - t0 < best_triad) best_triad = t1 - t0;
+        if (t2 - t1 < best_read) best_read = t2 - t1;
+    }
+    *triad_gbs = 12.0 * (double)n / best_triad / 1e9;
+    *read_gbs = 8.0 * (double)(n / 8 * 8) / best_read / 1e9;
+    free(a);
+    free(b);
+    free(c);
+    return sink == -1.0 ? GB_EINTERNAL : GB_OK; /* keep the sums live */
+}
+
+int gb_bench_fma(int64_t iters, int reps, double *gflops, int *vector_bits) {
+    if (iters < 1 || reps < 1)
+        return gb_error(GB_EVALUE, "bench: need iters >= 1 and reps >= 1, got %ld, %d", (long)iters, reps);
+    double best = 1e30, flops_per_thread = 0.0, sink = 0.0;
+    int nthreads = 1;
+    for (int r = 0; r < reps; r++) {
+        double t0 = omp_get_wtime();
+#pragma omp parallel reduction(+ : sink)
+        {
+#pragma omp single
+            nthreads = omp_get_num_threads();
+#if defined(__AVX512F__)
+            /* 16 independent chains: 4-cycle FMA latency x up to 2 FMA issues per cycle needs >= 8 */
+            __m512 acc[16];
+            const __m512 m = _mm512_set1_ps(0.999999f), k = _mm512_set1_ps(1e-7f);
+            for (int j = 0; j < 16; j++) acc[j] = _mm512_set1_ps((float)(j + omp_get_thread_num()));
+            for (int64_t i = 0; i < iters; i++)
+                for (int j = 0; j < 16; j++) acc[j] = _mm512_fmadd_ps(acc[j], m, k);
+            __m512 s = acc[0];
+            for (int j = 1; j < 16; j++) s = _mm512_add_ps(s, acc[j]);
+            sink += _mm512_reduce_add_ps(s);
+#elif defined(__AVX2__) && defined(__FMA__)
+            __m256 acc[12];
+            const __m256 m = _mm256_set1_ps(0.999999f), k = _mm256_set1_ps(1e-7f);
+            for (int j = 0; j < 12; j++) acc[j] = _mm256_set1_ps((float)(j + omp_get_thread_num()));
+            for (int64_t i = 0; i < iters; i++)
+                for (int j = 0; j < 12; j++) acc[j] = _mm256_fmadd_ps(acc[j], m, k);
+            float tmp[8];
+            __m256 s = acc[0];
+            for (int j = 1; j < 12; j++) s = _mm256_add_ps(s, acc[j]);
+            _mm256_storeu_ps(tmp, s);
+            for (int j = 0; j < 8; j++) sink += tmp[j];
+#else
+            float acc[8];
+            for (int j = 0; j < 8; j++) acc[j] = (float)(j + omp_get_thread_num());
+            for (int64_t i = 0; i < iters; i++)
+                for (int j = 0; j < 8; j++) acc[j] = acc[j] * 0.999999f + 1e-7f;
+            for (int j = 0; j < 8; j++) sink += acc[j];
+#endif
+        }
+        double dt = omp_get_wtime() - t0;
+        if (dt < best) best = dt;
+    }
+#if defined(__AVX512F__)
+    flops_per_thread = (double)iters * 16 * 16 * 2;
+    *vector_bits = 512;
+#elif defined(__AVX2__) && defined(__FMA__)
+    flops_per_thread = (double)iters * 12 * 8 * 2;
+    *vector_bits = 256;
+#else
+    flops_per_thread = (double)iters * 8 * 2;
+    *vector_bits = 32;
+#endif
+    *gflops = flops_per_thread * nthreads / best / 1e9;
+    return sink == -1.0 ? GB_EINTERNAL : GB_OK;
+}

@@ -1,0 +1,17 @@
+/* bench.h: this machine's ceilings, measured in C so the numbers do not depend on NumPy. */
+#ifndef GLMBENCH_BENCH_H
+#define GLMBENCH_BENCH_H
+#include <stdint.h>
+
+/* STREAM-like triad a[i] = b[i] + s * c[i] over three float32 arrays of n elements each, OpenMP
+ * over i (first-touch initialised by the same threads). Best of `reps` runs. Bytes counted as
+ * STREAM does: 12 per element (read b, read c, write a; write-allocate traffic not counted).
+ * *read_gbs gets a read-only sum over b and c (8 bytes per element), the pattern GEMV sees. */
+int gb_bench_bandwidth(int64_t n, int reps, double *triad_gbs, double *read_gbs);
+
+/* float32 FMA peak: every OpenMP thread runs `iters` iterations of a register-resident loop of
+ * independent vector FMA chains (AVX-512: 16 zmm accumulators; AVX2+FMA: 12 ymm; else scalar).
+ * Best of `reps`; *gflops counts 2 FLOPs per lane per FMA. *vector_bits gets 512, 256 or 32. */
+int gb_bench_fma(int64_t iters, int reps, double *gflops, int *vector_bits);
+
+#endif
