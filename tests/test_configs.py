@@ -248,3 +248,17 @@ def test_models_table():
     assert glm["kv_bytes_per_token"] == {"f32": 108288, "f16": 54144, "bf16": 54144, "q8_0": 28764, "q4_0": 15228}
     assert rows[ALL.index("qwen3-32b")]["family"] == "dense GQA"
     json.dumps(rows)   # the CLI prints it as JSON
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_total_params_match_hf_transformers(name):
+    # oracle 2: build the HF model on the meta device (no memory, no weights) and count
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    d = {k: v for k, v in json.load(open(configs.builtin_path(name))).items() if not k.startswith("_")}
+    with torch.device("meta"):
+        m = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**d))
+    n = sum(p.numel() for p in m.parameters())
+    # GLM's e_score_correction_bias is a buffer in HF, a checkpoint tensor for us
+    n += sum(b.numel() for k, b in m.named_buffers() if k.endswith("e_score_correction_bias"))
+    assert configs.load(name).total_params() == n
