@@ -462,3 +462,37 @@ def test_tiny_model_logits_within_bounds(rng, name, weights, kv):
         rel = np.sqrt(np.mean((got - want) ** 2) / np.mean(want ** 2))
         assert rel <= LOGIT_NOISE_FACTOR * eps, f"relative RMS logit error {rel:.4f} vs format noise {eps:.4f}"
     assert np.median(per_token) > 0.1 * eps  # the format really was applied (f32 would give ~1e-7)
+
+
+def _rss_pages():
+    import os
+    with open(f"/proc/{os.getpid()}/statm") as f:
+        return int(f.read().split()[1])
+
+
+def test_no_leak_over_1000_calls(rng):
+    import gc
+    import os
+    x = _data(rng, (4, 256))
+    w = _data(rng, (64, 256), 0.1)
+    qt = quant.quantize(w, "q4_0")
+    b = np.ones(64, np.float32)
+
+    def calls():
+        quant.quantize(x, "q8_0")
+        qt.dequantize()
+        quant.linear(x, qt, b)                       # q8 path: the activation buffers
+        quant.linear(x, qt, b, kernel="blas_f32")    # the float32 panel
+        try:
+            quant.quantize(np.full((1, 32), np.nan, np.float32), "q4_0")
+        except ValueError:
+            pass
+    for _ in range(50):
+        calls()
+    gc.collect()
+    before = _rss_pages()
+    for _ in range(1000):
+        calls()
+    gc.collect()
+    # each call allocates >= 4 KB of outputs or buffers: one leak per call would be > 4 MB per 1000
+    assert (_rss_pages() - before) * os.sysconf("SC_PAGE_SIZE") < 2 << 20
