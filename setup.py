@@ -139,8 +139,7 @@ def cuda_extension():
 
 class BuildExt(build_ext):
     """build_ext that hands .cu files to nvcc (in parallel, one process per core) and everything
-    else to the C compiler. An object is rebuilt when its source or a kernels/ header is newer,
-    or when the nvcc command changed (its hash is in the object's name)."""
+    else to the C compiler."""
 
     def build_extension(self, ext):
         nvcc = getattr(ext, "_nvcc", None)
@@ -160,19 +159,29 @@ class BuildExt(build_ext):
                 "--expt-relaxed-constexpr"] + opt + list(ext._nvcc_flags)
         for a in archs:
             base += ["-gencode", f"arch=compute_{a},code=sm_{a}"]
-        tag = hashlib.sha1(" ".join(base).encode()).hexdigest()[:8]
-        headers = glob.glob("kernels/*.h") + glob.glob("kernels/*.cuh")
+        # The object's name carries a hash of the nvcc command, the source and every kernels/
+        # header, so a changed flag or file always rebuilds it (mtimes are not enough when several
+        # builds share this tree), and a finished object is renamed into place whole.
+        headers = sorted(glob.glob("kernels/*.h") + glob.glob("kernels/*.cuh"))
+        common = hashlib.sha1(" ".join(base).encode())
+        for h in headers:
+            with open(h, "rb") as f:
+                common.update(f.read())
         jobs, objs = [], []
         for src in cu:
-            obj = os.path.join(objdir, f"{os.path.basename(src)}.{tag}.o")
+            digest = common.copy()
+            with open(src, "rb") as f:
+                digest.update(f.read())
+            obj = os.path.join(objdir, f"{os.path.basename(src)}.{digest.hexdigest()[:12]}.o")
             objs.append(obj)
-            if not os.path.exists(obj) or os.path.getmtime(obj) < max(
-                    os.path.getmtime(p) for p in [src] + headers):
-                jobs.append(base + [src, "-o", obj])
+            if not os.path.exists(obj):
+                jobs.append(base + [src, "-o", obj + f".tmp{os.getpid()}"])
 
         def run(cmd):
             print(" ".join(cmd), flush=True)
             r = subprocess.run(cmd, capture_output=True, text=True)
+            if r.returncode == 0:
+                os.replace(cmd[-1], cmd[-1].rsplit(".tmp", 1)[0])
             return cmd, r
 
         failed = []
@@ -185,6 +194,7 @@ class BuildExt(build_ext):
         if failed:
             raise RuntimeError(f"nvcc failed on {', '.join(failed)} (messages above)")
         ext.extra_objects = list(ext.extra_objects or []) + objs
+        ext.depends = list(ext.depends or []) + objs  # a new object relinks the module
         super().build_extension(ext)
 
 

@@ -258,6 +258,16 @@ int gbc_attention_combine(float *ws, bf16 *out, int64_t rows, int S, int Dv) {
     return GBC_OK;
 }
 
+extern "C" int gbc_gqa_plan(int64_t T, int64_t L, int64_t Hq, int64_t Hkv, int64_t Dh, int64_t Dv, int version,
+                            int *version_out, int64_t *splits_out) {
+    if (Hkv <= 0 || Hq % Hkv) return VALUE_ERROR("gqa_plan: `q_heads`=%ld is not a multiple of `kv_heads`=%ld", (long)Hq, (long)Hkv);
+    bool k2_ok = T <= 4 && Dh == 128 && Dv == 128 && Hq / Hkv <= 16;
+    int v = version ? version : (k2_ok ? 2 : 1);
+    *version_out = v;
+    *splits_out = auto_splits(v == 2 ? Hkv * T : Hq * cdiv(T, Q1_QB), L);
+    return GBC_OK;
+}
+
 extern "C" int gbc_gqa_attention(const void *q, const void *k_pages, const void *v_pages, const int32_t *table,
                                  int64_t page_size, void *out, int64_t T, int64_t L, int64_t Hq, int64_t Hkv, int64_t Dh,
                                  int64_t Dv, float scale, int64_t n_splits, void *ws, size_t ws_bytes, int version) {

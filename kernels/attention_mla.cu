@@ -31,6 +31,15 @@ extern "C" size_t gbc_mla_workspace_bytes(int64_t T, int64_t H, int64_t R, int64
     return (size_t)(T * H * S) * (size_t)(R + 2) * sizeof(float);
 }
 
+/* About two blocks per SM of an H100/H200 (132 SMs), at least 4 tiles of cache per split. */
+extern "C" int64_t gbc_mla_plan(int64_t T, int64_t L, int64_t H) {
+    int64_t units = (T > 0 ? T : 1) * cdiv(H > 0 ? H : 1, MLA_HG);
+    int64_t S = 264 / units;
+    if (S > cdiv(L, 4 * MLA_KT)) S = cdiv(L, 4 * MLA_KT);
+    if (S > MLA_MAX_SPLITS) S = MLA_MAX_SPLITS;
+    return S < 1 ? 1 : S;
+}
+
 static size_t mla_smem_bytes(int64_t R, int64_t Dr) {
     int64_t W = (R + Dr) / 2;             /* words per row */
     return (size_t)(MLA_HG * W            /* q */
@@ -177,13 +186,7 @@ extern "C" int gbc_mla_absorbed_attention(const void *q_lat, const void *q_rope,
         smem_set = smem;
     }
     int64_t hgroups = cdiv(H, MLA_HG);
-    int64_t S = n_splits;
-    if (S == 0) {
-        S = 264 / (T * hgroups);
-        if (S > cdiv(L, 4 * MLA_KT)) S = cdiv(L, 4 * MLA_KT);
-        if (S > MLA_MAX_SPLITS) S = MLA_MAX_SPLITS;
-        if (S < 1) S = 1;
-    }
+    int64_t S = n_splits ? n_splits : gbc_mla_plan(T, L, H);
     if (S > 1 && gbc_mla_workspace_bytes(T, H, R, S) > ws_bytes)
         return VALUE_ERROR("mla_attention: workspace of %zu bytes is too small, %zu needed", ws_bytes,
                            gbc_mla_workspace_bytes(T, H, R, S));

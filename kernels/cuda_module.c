@@ -332,6 +332,22 @@ static PyObject *py_gqa_workspace_bytes(PyObject *self, PyObject *args) {
     return PyLong_FromSize_t(gbc_gqa_workspace_bytes(T, Hq, Dv, S));
 }
 
+static PyObject *py_gqa_plan(PyObject *self, PyObject *args) {
+    i64 T, L, Hq, Hkv, Dh, Dv, S = 0;
+    int v, vo = 0;
+    if (!PyArg_ParseTuple(args, "LLLLLLi:gqa_plan", &T, &L, &Hq, &Hkv, &Dh, &Dv, &v)) return NULL;
+    int64_t s64 = 0;
+    RUN(gbc_gqa_plan(T, L, Hq, Hkv, Dh, Dv, v, &vo, &s64));
+    S = s64;
+    return Py_BuildValue("(iL)", vo, S);
+}
+
+static PyObject *py_mla_plan(PyObject *self, PyObject *args) {
+    i64 T, L, H;
+    if (!PyArg_ParseTuple(args, "LLL:mla_plan", &T, &L, &H)) return NULL;
+    return PyLong_FromLongLong(gbc_mla_plan(T, L, H));
+}
+
 static PyObject *py_gqa_attention(PyObject *self, PyObject *args) {
     ptr_t q, kp, vp, table, out, ws;
     i64 ps, T, L, Hq, Hkv, Dh, Dv, S, wsb;
@@ -436,6 +452,8 @@ static PyMethodDef cuda_methods[] = {
     MV(paged_append, "paged_append(pages, table, page_size, row_width, col_off, src, src_width, T, start)"),
     MV(paged_gather, "paged_gather(pages, table, page_size, row_width, col_off, dst, width, L)"),
     MV(gqa_workspace_bytes, "gqa_workspace_bytes(T, Hq, Dv, n_splits) -> int"),
+    MV(gqa_plan, "gqa_plan(T, L, Hq, Hkv, Dh, Dv, version) -> (version, n_splits) that version 0 / n_splits 0 choose"),
+    MV(mla_plan, "mla_plan(T, L, H) -> n_splits that n_splits 0 chooses"),
     MV(gqa_attention, "gqa_attention(q, k_pages, v_pages, table, page_size, out, T, L, Hq, Hkv, Dh, Dv, scale, n_splits, ws, ws_bytes, version)"),
     MV(mla_workspace_bytes, "mla_workspace_bytes(T, H, R, n_splits) -> int"),
     MV(mla_absorbed_attention, "mla_absorbed_attention(q_lat, q_rope, pages, table, page_size, o_lat, T, L, H, R, Dr, scale, n_splits, ws, ws_bytes, version)"),

@@ -106,6 +106,9 @@ int gbc_paged_gather(const void *pages, const int32_t *table, int64_t page_size,
  * last T of the L cached tokens (causal). out[T, Hq, Dv] bf16. ws: fp32 workspace of
  * gbc_gqa_workspace_bytes(). n_splits 0 = choose. */
 size_t gbc_gqa_workspace_bytes(int64_t T, int64_t Hq, int64_t Dv, int64_t n_splits);
+/* What version 0 / n_splits 0 would choose for these sizes (assuming 16-byte aligned buffers). */
+int gbc_gqa_plan(int64_t T, int64_t L, int64_t Hq, int64_t Hkv, int64_t Dh, int64_t Dv, int version,
+                 int *version_out, int64_t *splits_out);
 int gbc_gqa_attention(const void *q, const void *k_pages, const void *v_pages, const int32_t *table,
                       int64_t page_size, void *out, int64_t T, int64_t L, int64_t Hq, int64_t Hkv,
                       int64_t Dh, int64_t Dv, float scale, int64_t n_splits, void *ws, size_t ws_bytes,
@@ -115,6 +118,7 @@ int gbc_gqa_attention(const void *q, const void *k_pages, const void *v_pages, c
 /* Absorbed MLA over the latent cache: pages [., page, R + Dr] bf16 (latent then rope key).
  * q_lat[T, H, R] and q_rope[T, H, Dr] bf16 -> o_lat[T, H, R] bf16. */
 size_t gbc_mla_workspace_bytes(int64_t T, int64_t H, int64_t R, int64_t n_splits);
+int64_t gbc_mla_plan(int64_t T, int64_t L, int64_t H); /* n_splits 0 would choose this */
 int gbc_mla_absorbed_attention(const void *q_lat, const void *q_rope, const void *pages, const int32_t *table,
                                int64_t page_size, void *o_lat, int64_t T, int64_t L, int64_t H, int64_t R,
                                int64_t Dr, float scale, int64_t n_splits, void *ws, size_t ws_bytes,

@@ -102,6 +102,7 @@ extern "C" int gbc_linear(const void *x, const void *w, const void *bias, void *
                           int version) {
     if (T < 0 || N <= 0 || K <= 0)
         return VALUE_ERROR("linear: bad shape T=%ld N=%ld K=%ld", (long)T, (long)N, (long)K);
+    if (version < 0 || version > 4) return VALUE_ERROR("linear: `version` must be 0..4, got %d", version);
     GBC_INIT();
     if (T == 0) return GBC_OK;
     bool gemv_ok = T <= 8 && K % 8 == 0 && aligned16(x) && aligned16(w);

@@ -239,6 +239,7 @@ extern "C" int gbc_moe_grouped_linear(const void *xs, const void *w, void *ys, c
                                       const int32_t *n_tiles, int64_t rows, int64_t E, int64_t N, int64_t K, int version) {
     if (rows < 0 || E < 1 || N <= 0 || K <= 0)
         return VALUE_ERROR("moe_grouped_linear: bad shape rows=%ld E=%ld N=%ld K=%ld", (long)rows, (long)E, (long)N, (long)K);
+    if (version < 0 || version > 2) return VALUE_ERROR("moe_grouped_linear: `version` must be 0, 1 or 2, got %d", version);
     GBC_INIT();
     if (rows == 0) return GBC_OK;
     bool gemv_ok = K % 8 == 0 && aligned16(xs) && aligned16(w);

@@ -45,6 +45,7 @@ extern "C" int gbc_rms_norm(const void *x, const void *w, void *y, int64_t rows,
     if (dim <= 0) return VALUE_ERROR("rms_norm: `dim` must be > 0, got %ld", (long)dim);
     if (rows < 0 || rows > 2147483647) return VALUE_ERROR("rms_norm: `rows`=%ld out of range", (long)rows);
     if (!(eps >= 0.0f)) return VALUE_ERROR("rms_norm: `eps` must be >= 0, got %g", (double)eps);
+    if (version < 0 || version > 2) return VALUE_ERROR("rms_norm: `version` must be 0, 1 or 2, got %d", version);
     GBC_INIT();
     if (rows == 0) return GBC_OK;
     bool vec_ok = dim % 8 == 0 && aligned16(x) && aligned16(w) && aligned16(y);
