@@ -141,6 +141,30 @@ def _series(records, x_field: str) -> dict[tuple, list[dict]]:
     return dict(sorted(groups.items(), key=lambda kv: tuple(str(x) for x in kv[0])))
 
 
+def _fits_index(records) -> dict:
+    idx = {}
+    for r in records:
+        if r.get("test") == "mem" and r.get("fits") is not None and (r.get("n_batch") or 1) == 1 \
+                and r.get("n_depth") is not None:
+            idx[(str(r.get("model")),) + _rig_key(r) + (r["evidence"], int(r["n_depth"]))] = r["fits"]
+    return idx
+
+
+def _with_fits(recs, all_records, context) -> list[dict]:
+    """Copies of `recs` that say whether their point fits in memory: a decode or prefill record
+    has no `fits` of its own, so it takes the one of the memory record of the same setup at the
+    same context (`context(r)` tokens), when the records have one."""
+    idx = _fits_index(all_records)
+    out = []
+    for r in recs:
+        if r.get("fits") is None:
+            f = idx.get((str(r.get("model")),) + _rig_key(r) + (r["evidence"], int(context(r))))
+            if f is not None:
+                r = dict(r, fits=f)
+        out.append(r)
+    return out
+
+
 def _distinct(records, field) -> list[str]:
     return sorted({str(r.get(field)) for r in records if r.get(field) not in (None, "")})
 
@@ -244,7 +268,8 @@ def crossovers(records: Sequence[dict], x_field: str = "n_depth", y_field: str =
 # ---- charts -------------------------------------------------------------------------------------
 def generation_vs_context(records: Sequence[dict], *, title: str | None = None) -> Figure:
     """Decode tokens/s vs context depth, every model and rig; crossovers marked and labelled."""
-    recs = _select(_as_records(records), "tg")
+    every = _as_records(records)
+    recs = _with_fits(_select(every, "tg"), every, lambda r: r["n_depth"])
     if not recs:
         raise ValueError("no decode (test='tg') records to plot")
     styler = _Styler(recs)
@@ -269,7 +294,7 @@ def generation_vs_context(records: Sequence[dict], *, title: str | None = None) 
     ax.set_ylabel("generation speed (tokens/s, one stream)")
     ax.set_ylim(bottom=0)
     ax.set_title(title or "Generation speed vs context")
-    _finish_legend(ax, loc="lower left")
+    _finish_legend(ax, loc="best")
     _footer(fig, recs)
     return fig
 
@@ -285,7 +310,9 @@ def _mark_spill(ax, recs, xf, yf):
 
 def prefill_vs_prompt(records: Sequence[dict], *, title: str | None = None) -> Figure:
     """Two panels: prefill tokens/s vs prompt length, and time to first token vs prompt length."""
-    recs = [r for r in _select(_as_records(records), "pp") if not r.get("n_depth")]
+    every = _as_records(records)
+    recs = _with_fits([r for r in _select(every, "pp") if not r.get("n_depth")], every,
+                      lambda r: r["n_prompt"])
     if not recs:
         raise ValueError("no prefill (test='pp', n_depth=0) records to plot")
     styler = _Styler(recs)
@@ -324,7 +351,8 @@ def memory_vs_context(records: Sequence[dict], *, title: str | None = None) -> F
     styler = _Styler(recs)
     fig, (ax,) = _new_figure()
     gib = [dict(r, mem_gib=float(r["mem_bytes"]) / GIB) for r in recs]
-    for i, (key, s) in enumerate(_series(gib, "n_depth").items()):
+    n_spills = 0
+    for key, s in _series(gib, "n_depth").items():
         _plot_series(ax, styler, s, "n_depth", "mem_gib", label=f"{s[0]['model']} · {rig_label(s[0])}")
         # spill point: the first context that no longer fits, interpolated between grid points
         cap = s[0].get("capacity_bytes")
@@ -332,14 +360,16 @@ def memory_vs_context(records: Sequence[dict], *, title: str | None = None) -> F
             cap_gib = float(cap) / GIB
             for a, b in zip(s, s[1:]):
                 if a["mem_gib"] <= cap_gib < b["mem_gib"]:
+                    # memory grows linearly with context (KV bytes per token), so interpolate in tokens
                     t = (cap_gib - a["mem_gib"]) / (b["mem_gib"] - a["mem_gib"])
-                    x = math.exp(math.log(a["n_depth"]) + t * (math.log(b["n_depth"]) - math.log(a["n_depth"])))
+                    x = a["n_depth"] + t * (b["n_depth"] - a["n_depth"])
                     ax.plot([x], [cap_gib], marker="v", color=styler.colour(s[0]["model"]), ms=10,
                             mec="black", zorder=5)
                     ax.annotate(f"spills ≈ {approx_tokens(x)}", xy=(x, cap_gib),
-                                xytext=(0, -16 - 11 * (i % 4)), textcoords="offset points",
-                                ha="center", fontsize=7.5,
+                                xytext=(-8, 9 + 12 * n_spills), textcoords="offset points",
+                                ha="right", va="bottom", fontsize=8, fontweight="bold",
                                 color=styler.colour(s[0]["model"]))
+                    n_spills += 1
                     break
     caps = {}
     for r in recs:
@@ -398,7 +428,8 @@ def one_vs_two_cards(records: Sequence[dict], *, short_depth: int | None = None,
     stream (decode tokens/s at the smallest and largest depth both rigs have) and batched
     throughput (the best aggregate tokens/s of the serve records)."""
     recs = _as_records(records)
-    tg = [r for r in _select(recs, "tg") if r["evidence"] != "measured" and r.get("avg_ts") is not None]
+    tg = _with_fits([r for r in _select(recs, "tg") if r["evidence"] != "measured" and r.get("avg_ts") is not None],
+                    recs, lambda r: r["n_depth"])
     serve = [r for r in _select(recs, "serve") if r.get("aggregate_tok_s") is not None
              and r.get("fits") is not False]
     if not tg:

@@ -1,0 +1,559 @@
+"""The study as one call: predict a grid, draw every chart, write the records and `report.md`.
+
+    from glmbench import report
+    study = report.Study()                      # GLM-4.7-Flash vs Qwen3-32B, q4_K, 1 and 2 x RTX 3090
+    result = report.run(study, "glmbench-report")
+
+Every number in the report comes from the records it writes next to it (records.csv/.json) or
+from the cost model's `decide` on the same setups (decisions.json); nothing is typed in by hand.
+The defaults are the study of issue 5: ~4.5-bit weights (q4_K), f16 KV cache, one and two
+RTX 3090 cards over the 1.4 GB/s link the study measured between them, depths 1K to 128K.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import json
+import math
+import os
+from dataclasses import dataclass
+from typing import Sequence
+
+from . import records as rec
+
+GIB = 1024 ** 3
+
+
+def _pow2_range(lo: int, hi: int) -> tuple:
+    out, x = [], lo
+    while x <= hi:
+        out.append(x)
+        x *= 2
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A shape of work for the decision table: `prompt` tokens in, `output` tokens out,
+    `concurrency` requests at once (latency is what matters for one, throughput for several)."""
+    name: str
+    prompt: int
+    output: int
+    concurrency: int = 1
+
+
+# The workload shapes the decision table ranks setups for. Lengths are round numbers chosen to
+# span the study's range (a chat turn to a prompt near 128K), not taken from a trace.
+WORKLOADS = (
+    Workload("chat turn", 1024, 256),
+    Workload("coding agent step", 16384, 1024),
+    Workload("long document Q&A", 65536, 512),
+    Workload("whole-book prompt", 120 * 1024, 512),
+    Workload("batch serving, short", 2048, 256, 16),
+    Workload("batch serving, long", 16384, 512, 8),
+)
+
+
+@dataclass(frozen=True)
+class Study:
+    """Everything the report varies. Each model runs on `hardware` with every card count in
+    `cards` (one card unsplit; more cards split by `split` over a `link_gbps` link)."""
+    models: tuple = ("glm-4.7-flash", "qwen3-32b")
+    hardware: str = "rtx-3090"
+    cards: tuple = (1, 2)
+    link_gbps: float = 1.4          # what the study measured between its two RTX 3090s (REFERENCE.md s.3)
+    link_latency_us: float | None = None   # None: hardware.STUDY_LINK_LATENCY_US
+    split: str = "layer"
+    weights: str = "q4_K"
+    kv: str = "f16"
+    depths: tuple = _pow2_range(1024, 131072)
+    prompts: tuple | None = None    # prefill / TTFT prompt lengths; None: the depths
+    runtime: str = "typical"
+    mla_strategy: str = "flash"
+    concurrency: tuple = (1, 2, 4, 8, 16, 32, 64)
+    serve_context: int = 4096
+    workloads: tuple = WORKLOADS
+
+    def __post_init__(self):
+        s = object.__setattr__
+        models = (self.models,) if isinstance(self.models, str) else tuple(self.models)
+        if not models:
+            raise ValueError("`models` is empty: name at least one model")
+        s(self, "models", models)
+        for name in ("cards", "depths", "concurrency"):
+            vals = getattr(self, name)
+            vals = (vals,) if isinstance(vals, int) else tuple(vals)
+            if not vals:
+                raise ValueError(f"`{name}` is empty")
+            for v in vals:
+                if isinstance(v, bool) or not isinstance(v, int) or v < (0 if name == "depths" else 1):
+                    raise ValueError(f"`{name}` must hold whole numbers >= {0 if name == 'depths' else 1}, got {v!r}")
+            s(self, name, tuple(sorted(set(vals))))
+        if self.prompts is not None:
+            p = tuple(sorted(set(int(x) for x in self.prompts)))
+            if not p or p[0] < 1:
+                raise ValueError(f"`prompts` must hold whole numbers >= 1, got {self.prompts!r}")
+            s(self, "prompts", p)
+        if not (isinstance(self.link_gbps, (int, float)) and self.link_gbps > 0):
+            raise ValueError(f"`link_gbps` must be > 0, got {self.link_gbps!r}")
+        if isinstance(self.serve_context, bool) or not isinstance(self.serve_context, int) or self.serve_context < 0:
+            raise ValueError(f"`serve_context` must be a whole number >= 0, got {self.serve_context!r}")
+
+    @property
+    def prompt_lengths(self) -> tuple:
+        return self.prompts or tuple(d for d in self.depths if d > 0)
+
+    def rigs(self) -> list:
+        from . import hardware
+        lat = hardware.STUDY_LINK_LATENCY_US if self.link_latency_us is None else self.link_latency_us
+        gpu = hardware.get_gpu(self.hardware)
+        return [hardware.Rig(gpu, n, link_gbps=self.link_gbps if n > 1 else None,
+                             link_latency_us=lat if n > 1 else None) for n in self.cards]
+
+    def setup_templates(self) -> list[dict]:
+        """Setup fields without the model (sweep.predict combines them with every model)."""
+        return [dict(rig=r, split="none" if r.n_cards == 1 else self.split, weights=self.weights,
+                     kv=self.kv, mla_strategy=self.mla_strategy, runtime=self.runtime) for r in self.rigs()]
+
+    def setups(self) -> list:
+        from . import costmodel as cm
+        return [cm.Setup(model=m, **t) for m in self.models for t in self.setup_templates()]
+
+    def command(self) -> str:
+        """The `glmbench report` command line that reproduces this study."""
+        d = Study()
+        parts = ["glmbench report"]
+        if self.models != d.models:
+            parts += [f"--model {m}" for m in self.models]
+        for flag, name in (("--hardware", "hardware"), ("--link", "link_gbps"), ("--split", "split"),
+                           ("--weights", "weights"), ("--kv", "kv"), ("--runtime", "runtime")):
+            if getattr(self, name) != getattr(d, name):
+                parts.append(f"{flag} {getattr(self, name)}")
+        if self.cards != d.cards:
+            parts.append("--cards " + ",".join(map(str, self.cards)))
+        if self.depths != d.depths:
+            parts.append("--depths " + ",".join(map(str, self.depths)))
+        if self.concurrency != d.concurrency:
+            parts.append("--concurrency " + ",".join(map(str, self.concurrency)))
+        if self.serve_context != d.serve_context:
+            parts.append(f"--serve-context {self.serve_context}")
+        return " ".join(parts)
+
+
+# ---- predictions ------------------------------------------------------------------------------
+def sweep(study: Study, tests: Sequence[str] = ("tg", "pp", "mem", "serve"), *, progress: bool = True) -> list[dict]:
+    """Predicted records for the study: tg and mem at every depth, pp from an empty cache at
+    every prompt length (its `seconds` is the TTFT), serve at every concurrency."""
+    from . import sweep as sw
+    bad = [t for t in tests if t not in sw.TESTS]
+    if bad or not tests:
+        raise ValueError(f"`tests` must be a non-empty subset of {sw.TESTS}, got {tuple(tests)!r}")
+    templates = study.setup_templates()
+    calls = []
+    per_depth = [t for t in tests if t in ("tg", "mem")]
+    if per_depth:
+        calls.append(dict(depths=study.depths, tests=tuple(per_depth)))
+    if "pp" in tests:
+        calls += [dict(depths=(0,), tests=("pp",), n_prompt=n) for n in study.prompt_lengths]
+    if "serve" in tests:
+        calls.append(dict(depths=(study.serve_context,), tests=("serve",), concurrency=study.concurrency))
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+        bar = tqdm(total=len(calls), desc="predict", unit="grid")
+    out = []
+    try:
+        for kw in calls:
+            out += sw.predict(list(study.models), templates, **kw)
+            if bar is not None:
+                bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+    return out
+
+
+def decisions(study: Study) -> list[dict]:
+    """costmodel.decide for each workload of the study over all its setups: one dict per
+    workload with the ranked rows."""
+    from . import costmodel as cm
+    setups = study.setups()
+    out = []
+    for w in study.workloads:
+        rows = cm.decide(cm.Workload(w.prompt, w.output, w.concurrency), setups)
+        out.append({"workload": dataclasses.asdict(w), "ranking": rows})
+    return out
+
+
+# ---- the report ---------------------------------------------------------------------------------
+def run(study: Study | None = None, out: str | os.PathLike = "glmbench-report", *,
+        extra_records: Sequence[dict] = (), progress: bool = True) -> dict:
+    """Predict, draw, write. Returns {"out", "report", "charts": [paths], "n_records"}.
+
+    extra_records (e.g. measured ones from `glmbench measure`) are drawn with the predictions and
+    written with them; they must say their evidence like every record."""
+    from . import plots
+    study = Study() if study is None else study
+    if not isinstance(study, Study):
+        raise TypeError(f"`study` must be a report.Study, got {type(study).__name__}")
+    out = os.fspath(out)
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise ValueError(f"`out` must be a folder, but {out!r} is a file")
+    extra = [rec.validate(dict(r)) for r in extra_records]
+    records = sweep(study, progress=progress) + extra
+    decs = decisions(study)
+    os.makedirs(out, exist_ok=True)
+    rec.write_records(os.path.join(out, "records.csv"), records)
+    rec.write_records(os.path.join(out, "records.json"), records)
+    rec.atomic_write_text(os.path.join(out, "decisions.json"), json.dumps(decs, indent=1, default=_jsonable) + "\n")
+    charts = plots.save_charts(records, out)
+    text = render(records, study, decs, [os.path.basename(p) for p in charts])
+    path = os.path.join(out, "report.md")
+    rec.atomic_write_text(path, text)
+    return {"out": out, "report": path, "charts": charts, "n_records": len(records)}
+
+
+def _jsonable(o):
+    if isinstance(o, float) and math.isinf(o):
+        return None
+    try:
+        return o.item()
+    except AttributeError:
+        return str(o)
+
+
+def _tok(n) -> str:
+    from .plots import tokens_label
+    return tokens_label(n)
+
+
+def _rig(r) -> str:
+    from .plots import rig_label
+    return rig_label(r)
+
+
+def _md_table(rows: list[list], header: list[str]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _num(v, digits=1) -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "–"
+    return f"{v:,.{digits}f}"
+
+
+def render(records: Sequence[dict], study: Study, decs: Sequence[dict], charts: Sequence[str]) -> str:
+    """report.md from the records and decisions (pure: no files read or written)."""
+    from . import plots
+    from .configs import load
+    pred = [r for r in records if r["evidence"] == "predicted"]
+    kinds = sorted({r["evidence"] for r in records})
+    when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    from . import __version__
+    L = ["# glmbench report", ""]
+    L.append(f"Generated {when} by glmbench {__version__}: `{study.command()}`")
+    L.append("")
+    L.append(f"**Evidence:** {' + '.join(kinds)}. Predictions come from the cost model "
+             f"(`glmbench.costmodel`, runtime profile `{study.runtime}`), not from running the GPUs; "
+             "measured points, where present, come from `glmbench measure` on the machine they name.")
+    L.append("")
+    L.append(f"**Setup:** {', '.join(study.models)}; weights `{study.weights}`, KV cache `{study.kv}`; "
+             f"{', '.join(_rig_name(study, n) for n in study.cards)}; "
+             f"depths {_tok(study.depths[0])} to {_tok(study.depths[-1])}.")
+    L.append("")
+    L.append("Files: `records.csv` and `records.json` (every number below), `decisions.json` "
+             "(the decision table in full), and the charts: " + ", ".join(f"`{c}`" for c in charts) + ".")
+    L.append("")
+
+    # -- generation and crossovers
+    tg = [r for r in pred if r["test"] == "tg"]
+    mem = [r for r in pred if r["test"] == "mem"]
+    fits = {(r["setup"], r["n_depth"]): r.get("fits") for r in mem if r.get("n_batch", 1) == 1}
+    if tg:
+        L += ["## Generation speed vs context", "", "![generation speed](generation_vs_context.png)", ""]
+        cx = plots.crossovers(tg)
+        if cx:
+            rows = []
+            for c in cx:
+                rows.append([c["rig"], " vs ".join(c["models"]), f"≈ {plots.approx_tokens(c['x'])}",
+                             c["faster_before"], c["faster_after"]])
+            L += ["**Crossovers found** (where one model's decode speed overtakes the other's):", "",
+                  _md_table(rows, ["rig", "models", "context", "faster before", "faster after"]), ""]
+        else:
+            L.append(f"**No crossover** between {_tok(study.depths[0])} and {_tok(study.depths[-1])}: "
+                     + _no_cross_sentence(tg) + "")
+            L.append("")
+        show = _pick_depths(study.depths)
+        rows = []
+        for s in _setups_of(tg):
+            byd = {r["n_depth"]: r for r in tg if r["setup"] == s}
+            r0 = next(iter(byd.values()))
+            cells = []
+            for d in show:
+                r = byd.get(d)
+                mark = "" if fits.get((s, d)) is not False else " (spills)"
+                cells.append(_num(r["avg_ts"]) + mark if r else "–")
+            rows.append([r0["model"], _rig(r0)] + cells)
+        L += ["Decode tokens/s, one stream (`tg` at depth; *spills*: the weights and cache do not fit "
+              "on the card(s), so the figure is what the speed would be if they did):", "",
+              _md_table(rows, ["model", "rig"] + [f"@{_tok(d)}" for d in show]), ""]
+
+    # -- prefill
+    pp = [r for r in pred if r["test"] == "pp" and not r.get("n_depth")]
+    if pp:
+        L += ["## Prefill speed and time to first token", "", "![prefill](prefill_vs_prompt.png)", ""]
+        show = _pick_depths(study.prompt_lengths)
+        rows = []
+        for s in _setups_of(pp):
+            byp = {r["n_prompt"]: r for r in pp if r["setup"] == s}
+            r0 = next(iter(byp.values()))
+            rows.append([r0["model"], _rig(r0)] + [
+                f"{_num(byp[p]['avg_ts'], 0)} tok/s, {_num(byp[p]['seconds'], 2)} s" if p in byp else "–" for p in show])
+        L += ["Prefill speed and time to first token for a prompt of each length from an empty cache:", "",
+              _md_table(rows, ["model", "rig"] + [f"{_tok(p)} prompt" for p in show]), ""]
+
+    # -- memory
+    if mem:
+        L += ["## Memory ceilings", "", "![memory](memory_vs_context.png)", ""]
+        from . import costmodel as cm
+        rows = []
+        for s in study.setups():
+            cfg = s.model
+            m0 = cm.memory(s, 0)
+            ctx = cm.max_context(s)
+            native = cfg.max_position_embeddings
+            limit = (f"{_tok(ctx)} tokens" if ctx < 2 ** 40 else "unlimited") if ctx else "does not fit"
+            if ctx and native and ctx > native:
+                limit += f" (beyond the model's {_tok(native)} positions)"
+            rows.append([cfg.name, s.rig.name if s.n_cards == 1 else f"{s.rig.name}, {s.split} split",
+                         f"{max(c.weights for c in m0.cards) / GIB:.1f}",
+                         f"{cfg.kv_bytes_per_token(study.kv) / 1024:.1f}",
+                         f"{s.gpu.memory_bytes / GIB:.1f}", limit])
+        L += ["Longest context one stream can hold (weights, KV cache, workspace and runtime overhead "
+              "on the fullest card, against its capacity):", "",
+              _md_table(rows, ["model", "rig", "weights on fullest card (GiB)", f"KV per token, {study.kv} (KiB)",
+                               "card (GiB)", "max context"]), ""]
+
+    # -- one vs two
+    serve = [r for r in pred if r["test"] == "serve"]
+    if len(study.cards) > 1 and tg:
+        L += ["## One card vs two", "", "![one vs two cards](one_vs_two_cards.png)", ""]
+        lo, hi = study.depths[0], study.depths[-1]
+        rows = []
+        for m in study.models:
+            name = _model_name(m)
+            for n in study.cards:
+                t = {r["n_depth"]: r for r in tg if r["model"] == name and r["n_cards"] == n}
+                sv = [r for r in serve if r["model"] == name and r["n_cards"] == n and r.get("fits") is not False]
+                best = max(sv, key=lambda r: r["aggregate_tok_s"]) if sv else None
+                f_hi = fits.get((t[hi]["setup"], hi)) if hi in t else None
+                rows.append([name, n, _num(t[lo]["avg_ts"]) if lo in t else "–",
+                             (_num(t[hi]["avg_ts"]) + (" (spills)" if f_hi is False else "")) if hi in t else "–",
+                             f"{_num(best['aggregate_tok_s'], 0)} at {best['concurrency']} streams" if best else "–"])
+        L += [f"Decode tokens/s for one stream at {_tok(lo)} and {_tok(hi)}, and the best batched throughput "
+              f"at {_tok(study.serve_context)} context per stream:", "",
+              _md_table(rows, ["model", "cards", f"single stream @{_tok(lo)}", f"single stream @{_tok(hi)}",
+                               "batched (all streams)"]), ""]
+    if serve:
+        L += ["## Throughput vs concurrency", "", "![throughput](throughput_vs_concurrency.png)", ""]
+
+    # -- decisions
+    if decs:
+        L += ["## Decision table", "",
+              "The cost model's ranking (`costmodel.decide`) of every setup above for each shape of work: "
+              "end-to-end latency for one request, throughput for several. Setups that do not fit rank last.", ""]
+        rows = []
+        for d in decs:
+            w, ranking = d["workload"], d["ranking"]
+            best = ranking[0]
+            second = ranking[1] if len(ranking) > 1 else None
+            shape = f"{w['name']}: {_tok(w['prompt'])} in, {w['output']} out" + (
+                f", {w['concurrency']} requests" if w["concurrency"] > 1 else "")
+            if not best["fits"]:
+                rows.append([shape, "nothing fits", "–", "–", "–", best["reasons"][0]])
+                continue
+            fig = _figure(best)
+            ratio = "–"
+            if second and second["fits"]:
+                x = (second["e2e_s"] / best["e2e_s"] if best["objective"] == "latency"
+                     else best["throughput_tok_s"] / second["throughput_tok_s"])
+                what = "faster than" if best["objective"] == "latency" else "more throughput than"
+                ratio = (f"{100 * (x - 1):.0f}% {what}" if x < 1.995 else f"{x:.1f}× {'as fast as' if best['objective'] == 'latency' else 'the throughput of'}")
+                ratio += f" {second['model']} on {_decision_rig(second)}"
+            elif second:
+                ratio = f"{second['setup'].split(',')[0]} on {_decision_rig(second)} does not fit"
+            others = []
+            for r in ranking:
+                if r["model"] != best["model"] and r["model"] not in [o["model"] for o in others]:
+                    others.append(r)
+            other = "; ".join(
+                (f"{o['model']} on {_decision_rig(o)}: {_figure(o, short=True)}" if o["fits"]
+                 else f"{o['model']}: does not fit") + _beyond_native(o["model"], w) for o in others) or "–"
+            note = "; ".join(best["reasons"][:2])
+            note = _beyond_native(best["model"], w).strip(" ()") + ("; " if _beyond_native(best["model"], w) else "") + note
+            rows.append([shape, f"{best['model']} on {_decision_rig(best)}", fig, ratio, other, note])
+        L += [_md_table(rows, ["workload", "best setup", "its figure", "vs runner-up",
+                               "best of each other model", "why (cost-model terms)"]), ""]
+
+    # -- definitions
+    L += ["## What the numbers mean", "",
+          "- **Decode (generation) speed at depth d**: tokens per second generating one token at a time with d "
+          "tokens already in the cache (llama-bench's `tg@d`).",
+          "- **Prefill speed**: tokens per second ingesting a prompt; **time to first token (TTFT)** for a prompt "
+          "of length L: the time to ingest L tokens from an empty cache.",
+          "- **Throughput**: generated tokens per second over all concurrent streams.",
+          "- **Memory**: weights + KV cache + workspace + runtime overhead on the fullest card.",
+          "- **predicted** = the cost model; **measured** = real kernels timed on the named machine; "
+          "**calibrated** = a prediction fitted to measurements.", ""]
+    return "\n".join(L)
+
+
+def _beyond_native(model: str, w: dict) -> str:
+    """' (beyond its native 40K positions)' when the request is longer than the model's
+    max_position_embeddings: the cost model would still price it, the model may not handle it."""
+    from .configs import load
+    native = load(model).max_position_embeddings
+    if native and w["prompt"] + w["output"] > native:
+        return f" (beyond its native {_tok(native)} positions)"
+    return ""
+
+
+def _rig_name(study: Study, n: int) -> str:
+    from .hardware import get_gpu
+    g = get_gpu(study.hardware).name
+    return f"1× {g}" if n == 1 else f"{n}× {g} ({study.split} split, {study.link_gbps:g} GB/s link)"
+
+
+def _model_name(m) -> str:
+    from .configs import load
+    return load(m).name
+
+
+def _decision_rig(row) -> str:
+    return row["rig"] + (f" ({row['split']} split)" if row["split"] != "none" else "")
+
+
+def _figure(row, short: bool = False) -> str:
+    if row["objective"] == "latency":
+        if short:
+            return f"{row['e2e_s']:.1f} s"
+        return f"{row['e2e_s']:.1f} s end to end (TTFT {row['ttft_s']:.2f} s, {1 / row['tpot_s']:.0f} tok/s)"
+    return f"{row['throughput_tok_s']:.0f} tok/s over all requests"
+
+
+def _setups_of(recs) -> list[str]:
+    seen = []
+    for r in recs:
+        if r["setup"] not in seen:
+            seen.append(r["setup"])
+    return seen
+
+
+def _pick_depths(depths: Sequence[int]) -> list[int]:
+    """At most five columns: the first, the last and three spread between."""
+    ds = sorted(d for d in depths)
+    if len(ds) <= 5:
+        return ds
+    idx = sorted({0, len(ds) - 1, len(ds) // 4, len(ds) // 2, (3 * len(ds)) // 4})
+    return [ds[i] for i in idx]
+
+
+def _no_cross_sentence(tg) -> str:
+    by = {}
+    for r in tg:
+        by.setdefault(_rig(r), {}).setdefault(r["model"], []).append(r["avg_ts"])
+    parts = []
+    for rig, models in by.items():
+        if len(models) < 2:
+            continue
+        order = sorted(models, key=lambda m: -min(models[m]))
+        top = order[0]
+        if all(min(models[top]) > max(models[m]) for m in order[1:]) or all(
+                a > b for m in order[1:] for a, b in zip(models[top], models[m])):
+            parts.append(f"{top} is faster at every depth on {rig}")
+    return ("; ".join(parts) + ".") if parts else "the models keep their order at every depth."
+
+
+# ---- compare ------------------------------------------------------------------------------------
+# What a point is (compare matches A and B on these) and what is measured at it, per test.
+POINT_FIELDS = ("test", "model", "n_prompt", "n_gen", "n_depth", "n_batch", "concurrency")
+SETUP_FIELDS = ("evidence", "device", "n_cards", "split", "link_gbps", "weights", "type_k", "type_v",
+                "mla_strategy", "runtime", "n_threads")
+VALUE_FIELDS = {"tg": ("avg_ts", "tok/s"), "pp": ("avg_ts", "tok/s"), "serve": ("aggregate_tok_s", "tok/s"),
+                "mem": ("mem_bytes", "bytes")}
+
+
+def _mem_value(r):
+    if r.get("mem_bytes") is not None:
+        return r["mem_bytes"]
+    if r.get("weight_bytes") is not None and r.get("kv_bytes") is not None:  # measured: exact arrays
+        return r["weight_bytes"] + r["kv_bytes"]
+    return None
+
+
+def test_label(r: dict) -> str:
+    """llama-bench style: 'tg1@d4096', 'pp512', 'pp512@d4096', 'mem@d128K', 'serve16@d4096'."""
+    t = r.get("test")
+    d = r.get("n_depth") or 0
+    at = f"@d{d}" if d else ""
+    if t == "tg":
+        return f"tg{r.get('n_gen') or ''}{at}"
+    if t == "pp":
+        return f"pp{r.get('n_prompt') or ''}{at}"
+    if t == "serve":
+        return f"serve{r.get('concurrency') or ''}{at}"
+    return f"{t}{at}"
+
+
+def compare(a: Sequence[dict], b: Sequence[dict]) -> tuple[list[dict], dict]:
+    """Match the points of two record lists and give B/A for each (compare-llama-bench style).
+
+    Returns (rows, differences): rows with the point, the value in A and B and their ratio;
+    differences: the setup fields that are constant within each file but differ between them
+    (what the comparison is about, e.g. {"device": ("RTX 3090", "RTX 4090")})."""
+    a = [rec.validate(r) for r in a]
+    b = [rec.validate(r) for r in b]
+    varying = [f for f in SETUP_FIELDS
+               if len({_h(r.get(f)) for r in a}) > 1 or len({_h(r.get(f)) for r in b}) > 1]
+    header = {}
+    for f in SETUP_FIELDS:
+        if f in varying:
+            continue
+        va = a[0].get(f) if a else None
+        vb = b[0].get(f) if b else None
+        if va != vb:
+            header[f] = (va, vb)
+    key_fields = [f for f in POINT_FIELDS if f != "test"] + varying
+
+    def key(r):
+        return (r.get("test"),) + tuple(_h(r.get(f)) for f in key_fields)
+
+    bmap = {}
+    for r in b:
+        bmap.setdefault(key(r), r)
+    rows = []
+    for ra in a:
+        rb = bmap.get(key(ra))
+        t = ra.get("test")
+        if rb is None or t not in VALUE_FIELDS:
+            continue
+        field, unit = VALUE_FIELDS[t]
+        va = _mem_value(ra) if t == "mem" else ra.get(field)
+        vb = _mem_value(rb) if t == "mem" else rb.get(field)
+        if va is None or vb is None:
+            continue
+        row = {"model": ra.get("model"), "test": test_label(ra)}
+        for f in varying:
+            row[f] = ra.get(f)
+        row["unit"] = unit
+        row["A"] = float(va)
+        row["B"] = float(vb)
+        row["B/A"] = float(vb) / float(va) if float(va) else math.nan
+        rows.append(row)
+    return rows, header
+
+
+def _h(v):
+    return json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v
