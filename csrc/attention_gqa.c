@@ -344,7 +344,7 @@ int gb_gqa_attention(const gb_kvcache *c, int64_t layer, const float *q, int64_t
         goto done;
     }
     for (int64_t r = 0; r < nr; r++) lim[r] = L - T + r / G + 1;
-#pragma omp parallel num_threads(nw < nth ? (int)nw : nth)
+#pragma omp parallel num_threads(nw < nth ? (int)nw : nth) if (T * Hq * L * (Dh + Dv) >= GB_ATTN_PAR_MIN)
     {
         float *qs = (float *)malloc((size_t)(rblk * Dh) * sizeof(float));
         float *sbuf = (float *)malloc((size_t)(rblk * (GB_ATTN_TILE + 1)) * sizeof(float));

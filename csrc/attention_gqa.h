@@ -32,6 +32,11 @@ const float *gb_attn_rows(int fmt, const uint8_t *src, int64_t n, float *scratch
 void gb_attn_combine(int64_t nr, int64_t dv, int64_t n_splits, int64_t split_stride, const float *m, const float *l,
                      const float *o, float *out, int64_t out_stride);
 
+/* Multiply-adds below which an attention call runs on one thread: starting a team and meeting at its
+ * barrier costs ~10 us on an idle machine and milliseconds when the cores are shared, more than the
+ * work itself for short caches. */
+#define GB_ATTN_PAR_MIN (1 << 20)
+
 /* Splits used when n_splits <= 0: enough (head x row-block x split) work items for the threads,
  * each split at least `min_tokens` long. */
 int64_t gb_attn_default_splits(int64_t work_items, int64_t n_tokens, int64_t min_tokens);

@@ -41,6 +41,49 @@ static void cache_rows(const gb_kvcache *c, int64_t layer, int64_t t0, int64_t n
     }
 }
 
+/* Below this many multiply-adds a product runs in our own loops instead of OpenBLAS: handing a
+ * decode-sized GEMV to OpenBLAS's thread pool right after an OpenMP region makes the two pools spin
+ * against each other (measured: 20+ ms per call on 2 loaded cores, vs 20 us in-loop). */
+#define GB_MLA_BLAS_MIN (1 << 22)
+
+/* C[i][j] = alpha * sum_k A[i][k] * B[k][j]  (B row-major [K][N]) */
+static void gemm_nn(int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda, const float *B,
+                    int64_t ldb, float *C, int64_t ldc) {
+    if (M * N * K >= GB_MLA_BLAS_MIN) {
+        scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)M, (blasint)N, (blasint)K, alpha, A,
+                          (blasint)lda, B, (blasint)ldb, 0.0f, C, (blasint)ldc);
+        return;
+    }
+    for (int64_t i = 0; i < M; i++) {
+        float *c = C + i * ldc;
+        for (int64_t j = 0; j < N; j++) c[j] = 0.0f;
+        for (int64_t k = 0; k < K; k++) {
+            const float a = alpha * A[i * lda + k];
+            const float *b = B + k * ldb;
+#pragma omp simd
+            for (int64_t j = 0; j < N; j++) c[j] += a * b[j];
+        }
+    }
+}
+
+/* C[i][j] = alpha * sum_k A[i][k] * B[j][k]  (B row-major [N][K], i.e. A . B^T) */
+static void gemm_nt(int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda, const float *B,
+                    int64_t ldb, float *C, int64_t ldc) {
+    if (M * N * K >= GB_MLA_BLAS_MIN) {
+        scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)M, (blasint)N, (blasint)K, alpha, A,
+                          (blasint)lda, B, (blasint)ldb, 0.0f, C, (blasint)ldc);
+        return;
+    }
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            float acc = 0.0f;
+            const float *a = A + i * lda, *b = B + j * ldb;
+#pragma omp simd reduction(+ : acc)
+            for (int64_t k = 0; k < K; k++) acc += a[k] * b[k];
+            C[i * ldc + j] = alpha * acc;
+        }
+}
+
 /* ---- naive --------------------------------------------------------------------------------- */
 
 static int mla_naive(const gb_kvcache *c, int64_t layer, const float *q_nope, const float *q_rope, int64_t T,
@@ -77,9 +120,8 @@ static int mla_naive(const gb_kvcache *c, int64_t layer, const float *q_nope, co
         const int64_t n = L - c0 < NC ? L - c0 : NC;
         cache_rows(c, layer, c0, n, cbuf);
         /* kv[j] = kv_b . latent[j]: every head's k_nope and v for this chunk */
-        scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)n, (blasint)(H * W), (blasint)R, 1.0f, cbuf,
-                          (blasint)Dq, kv_b, (blasint)R, 0.0f, kv, (blasint)(H * W));
-#pragma omp parallel num_threads(nw < nth ? (int)nw : nth)
+        gemm_nt(n, H * W, R, 1.0f, cbuf, Dq, kv_b, R, kv, H * W);
+#pragma omp parallel num_threads(nw < nth ? (int)nw : nth) if (n * H * T * (Dk + Dv) >= GB_ATTN_PAR_MIN)
         {
             float *sbuf = (float *)malloc((size_t)(rblk * (GB_ATTN_TILE + 1)) * sizeof(float));
 #pragma omp for schedule(static)
@@ -164,15 +206,15 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
         goto done;
     }
     /* q_lat[t, h] = scale * W_k,h^T q_nope[t, h] (T x Dn times Dn x R per head); rope part scaled. */
+    const int small = T * Dn * R < GB_MLA_BLAS_MIN; /* per head; small ones run one head per thread */
+#pragma omp parallel for schedule(static) if (small && H * T * Dn * R > (1 << 18))
     for (int64_t h = 0; h < H; h++)
-        scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)T, (blasint)R, (blasint)Dn, scale,
-                          q_nope + h * Dn, (blasint)(H * Dn), kv_b + h * W * R, (blasint)R, 0.0f, qa + h * Dq,
-                          (blasint)(H * Dq));
+        gemm_nn(T, R, Dn, scale, q_nope + h * Dn, H * Dn, kv_b + h * W * R, R, qa + h * Dq, H * Dq);
     for (int64_t r = 0; r < nr; r++) {
         for (int64_t i = 0; i < Dr; i++) qa[r * Dq + R + i] = q_rope[r * Dr + i] * scale;
         lim[r] = L - T + r / H + 1;
     }
-#pragma omp parallel num_threads(nw < nth ? (int)nw : nth)
+#pragma omp parallel num_threads(nw < nth ? (int)nw : nth) if (nr * L * (Dq + R) >= GB_ATTN_PAR_MIN)
     {
         float *sbuf = (float *)malloc((size_t)(rblk * (GB_ATTN_TILE + 1)) * sizeof(float));
         float *kbuf = (float *)malloc((size_t)(GB_ATTN_TILE * Dq) * sizeof(float));
@@ -211,9 +253,9 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
 #pragma omp parallel for schedule(static) if (nr * R > 65536)
     for (int64_t r = 0; r < nr; r++) gb_attn_combine(1, R, S, nr, pm + r, pl + r, po + r * R, olat + r * R, R);
     /* out[t, h] = W_v,h o_lat[t, h] (T x R times R x Dv per head) */
+#pragma omp parallel for schedule(static) if (small && H * T * Dv * R > (1 << 18))
     for (int64_t h = 0; h < H; h++)
-        scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)T, (blasint)Dv, (blasint)R, 1.0f, olat + h * R,
-                          (blasint)(H * R), kv_b + (h * W + Dn) * R, (blasint)R, 0.0f, out + h * Dv, (blasint)(H * Dv));
+        gemm_nt(T, Dv, R, 1.0f, olat + h * R, H * R, kv_b + (h * W + Dn) * R, R, out + h * Dv, H * Dv);
 done:
     free(qa);
     free(pm);
