@@ -246,7 +246,9 @@ def measure(model, *, depths=(4096,), n_prompt: int = 512, n_gen: int = 16, weig
         if bar is not None:
             bar.set_postfix_str(f"building {len(idx) if idx else cfg.n_layers} layers")
         m = Model(cfg, weight_format=weights, kv_dtype=kv, max_context=capacity, seed=seed,
-                  mla_strategy=mla_strategy, layers=idx)
+                  mla_strategy=mla_strategy, layers=idx,
+                  progress=None if bar is None else
+                  (lambda i, n: bar.set_postfix_str(f"built {i}/{n} layers", refresh=True)))
         built_kinds = [l.kind for l in m.layers]
         # Validate before timing: one step must give finite logits, or the numbers mean nothing.
         check = m.decode(0)
