@@ -403,10 +403,11 @@ def throughput_vs_concurrency(records: Sequence[dict], *, title: str | None = No
             _plot_series(ax, styler, ok, "concurrency", "aggregate_tok_s",
                          label=f"{s[0]['model']} · {rig_label(s[0])}{ctx}")
     bad = [r for r in recs if r.get("fits") is False]
-    if bad:
-        # streams that do not fit have no throughput: mark where each line ends
-        ax.plot([float(r["concurrency"]) for r in bad], [0] * len(bad), "x", color="0.25", ms=7,
-                mew=1.5, label="does not fit in memory", clip_on=False, zorder=4)
+    for i, r in enumerate(bad):
+        # a concurrency whose streams do not all fit in memory: a cross at zero in the model's
+        # colour, since the throughput of the streams that fit is not what was asked
+        ax.plot([float(r["concurrency"])], [0], "x", color=styler.colour(r.get("model")), ms=8, mew=2,
+                label="not all streams fit in memory" if i == 0 else None, clip_on=False, zorder=4)
     cs = sorted({float(r["concurrency"]) for r in recs})
     ax.set_xscale("log", base=2)
     ax.xaxis.set_major_locator(FixedLocator(cs))

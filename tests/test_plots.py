@@ -1,0 +1,186 @@
+"""glmbench.plots on hand-made records (so every expected position is known exactly) and on one
+small real cost-model sweep. What is checked is what a reader relies on: lines vs markers by
+evidence, the crossover where the two lines cross, the spill point where memory meets the card,
+log2 context ticks, units on the axes, and the footer naming evidence, hardware and formats."""
+import math
+
+import pytest
+from matplotlib.figure import Figure
+
+from glmbench import plots, records
+
+GIB = 1024 ** 3
+DEPTHS = [1024 * 2 ** k for k in range(8)]  # 1K .. 128K
+BASE = dict(evidence="predicted", device="RTX 3090", weights="q4_K", type_k="f16", type_v="f16",
+            runtime="typical", n_cards=1, split="none")
+
+
+def tg_records():
+    # model "a" falls linearly in depth, "b" is flat at 50: they cross where 100 - d/1024 = 50,
+    # i.e. at d = 51200 (between the 32K and 64K samples, linear in d between them as well).
+    out = []
+    for d in DEPTHS:
+        out.append(dict(BASE, test="tg", model="a", n_depth=d, avg_ts=max(100 - d / 1024, 1.0)))
+        out.append(dict(BASE, test="tg", model="b", n_depth=d, avg_ts=50.0))
+    return out
+
+
+def mem_records():
+    # 10 GiB of weights + 100 KiB per token: crosses a 20 GiB card at 10 GiB / 100 KiB = 104857.6 tokens
+    return [dict(BASE, test="mem", model="a", n_depth=d, mem_bytes=10 * GIB + 100 * 1024 * d,
+                 capacity_bytes=20 * GIB, fits=10 * GIB + 100 * 1024 * d <= 20 * GIB) for d in DEPTHS]
+
+
+def texts(fig):
+    out = [t.get_text() for t in fig.texts]
+    for ax in fig.axes:
+        out += [t.get_text() for t in ax.texts] + [ax.get_title(), ax.get_xlabel(), ax.get_ylabel()]
+    if fig._supxlabel is not None:
+        out.append(fig._supxlabel.get_text())
+    return "\n".join(out)
+
+
+def test_tokens_label():
+    assert [plots.tokens_label(x) for x in (512, 1024, 2048, 131072, 1 << 20)] == ["512", "1K", "2K", "128K", "1M"]
+    assert plots.approx_tokens(51200) == "50K" and plots.approx_tokens(3380) == "3.3K"
+
+
+def test_generation_crossover_marked_where_lines_cross():
+    recs = tg_records()
+    before = [dict(r) for r in recs]
+    cx = plots.crossovers(recs)
+    assert len(cx) == 1
+    assert cx[0]["x"] == pytest.approx(51200)
+    assert cx[0]["faster_before"] == "a" and cx[0]["faster_after"] == "b"
+    fig = plots.generation_vs_context(recs)
+    assert isinstance(fig, Figure)
+    ax = fig.axes[0]
+    vlines = [l for l in ax.lines if len(set(l.get_xdata())) == 1 and len(l.get_xdata()) == 2]
+    assert [l.get_xdata()[0] for l in vlines] == [pytest.approx(51200)]
+    t = texts(fig)
+    assert "crossover ≈ 50K" in t and "b faster beyond" in t
+    assert "tokens/s" in ax.get_ylabel() and "tokens" in ax.get_xlabel()
+    # log2 context axis with 1K ... 128K ticks
+    assert ax.get_xscale() == "log"
+    assert [plots.tokens_label(x) for x in ax.get_xticks()] == ["1K", "2K", "4K", "8K", "16K", "32K", "64K", "128K"]
+    # footer names evidence, hardware, formats and runtime
+    for s in ("evidence: predicted", "RTX 3090", "weights: q4_K", "KV: f16", "runtime: typical"):
+        assert s in t
+    assert recs == before  # records are not modified
+
+
+def test_measured_are_markers_predicted_are_lines():
+    recs = tg_records() + [dict(BASE, evidence="measured", test="tg", model="a", n_depth=d, avg_ts=90.0,
+                                stddev_ts=2.0) for d in (1024, 4096)]
+    fig = plots.generation_vs_context(recs)
+    ax = fig.axes[0]
+    measured = [l for l in ax.lines if l.get_marker() == "o"]
+    assert len(measured) == 1 and measured[0].get_linestyle() == "None"
+    assert list(measured[0].get_xdata()) == [1024, 4096]
+    predicted = [l for l in ax.lines if l.get_linestyle() in ("-", "--") and len(l.get_xdata()) == len(DEPTHS)]
+    assert len(predicted) == 2
+    assert "evidence: measured + predicted" in texts(fig)
+    labels = ax.get_legend_handles_labels()[1]
+    assert any("(measured)" in s for s in labels)
+
+
+def test_calibrated_band():
+    recs = [dict(BASE, evidence="calibrated", test="tg", model="a", n_depth=d, avg_ts=50.0, avg_ts_lo=45.0,
+                 avg_ts_hi=55.0) for d in DEPTHS]
+    ax = plots.generation_vs_context(recs).axes[0]
+    assert len(ax.collections) == 1  # the fill_between band
+    verts = ax.collections[0].get_paths()[0].vertices
+    assert verts[:, 1].min() == pytest.approx(45.0) and verts[:, 1].max() == pytest.approx(55.0)
+
+
+def test_memory_ceiling_and_spill_point():
+    fig = plots.memory_vs_context(mem_records())
+    ax = fig.axes[0]
+    ceiling = [l for l in ax.lines if len(set(l.get_ydata())) == 1 and l.get_ydata()[0] == pytest.approx(20.0)]
+    assert ceiling, "the card's capacity is drawn as a horizontal line"
+    spill = [l for l in ax.lines if l.get_marker() == "v"]
+    assert len(spill) == 1
+    # memory is linear in context, so the spill point is exact: 10 GiB / 100 KiB per token
+    assert spill[0].get_xdata()[0] == pytest.approx(10 * GIB / (100 * 1024))
+    t = texts(fig)
+    assert "spills ≈ 102K" in t and "GiB" in ax.get_ylabel() and "20.0 GiB per card" in t
+
+
+def test_tg_points_that_do_not_fit_are_crossed():
+    recs = tg_records() + mem_records()
+    ax = plots.generation_vs_context(recs).axes[0]
+    crosses = [l for l in ax.lines if l.get_marker() == "x"]
+    assert len(crosses) == 1
+    # model a's memory exceeds the card from 128K on (the 64K point still fits)
+    assert list(crosses[0].get_xdata()) == [131072]
+
+
+def test_prefill_ttft_from_empty_cache():
+    recs = [dict(BASE, test="pp", model="a", n_depth=0, n_prompt=n, avg_ts=1000.0) for n in DEPTHS]
+    recs.append(dict(BASE, test="pp", model="a", n_depth=4096, n_prompt=512, avg_ts=10.0))  # not a TTFT point
+    fig = plots.prefill_vs_prompt(recs)
+    ax1, ax2 = fig.axes[:2]
+    line = [l for l in ax2.lines if len(l.get_xdata()) == len(DEPTHS)][0]
+    # TTFT of an L-token prompt at 1000 tok/s is L / 1000 seconds
+    assert list(line.get_ydata()) == pytest.approx([n / 1000 for n in DEPTHS])
+    assert ax2.get_yscale() == "log" and "(s" in ax2.get_ylabel() and "tokens/s" in ax1.get_ylabel()
+
+
+def test_throughput_and_one_vs_two():
+    recs = []
+    for n in (1, 2):
+        rig = dict(BASE, n_cards=n, split="none" if n == 1 else "layer", link_gbps=None if n == 1 else 1.4)
+        for m, speed in (("a", 100.0), ("b", 30.0)):
+            for d in (1024, 131072):
+                recs.append(dict(rig, test="tg", model=m, n_depth=d, avg_ts=speed * (1 if d == 1024 else 0.5)))
+            for c in (1, 2, 4, 8):
+                recs.append(dict(rig, test="serve", model=m, n_depth=4096, concurrency=c,
+                                 aggregate_tok_s=speed * c * n, fits=not (n == 1 and c == 8)))
+    fig = plots.throughput_vs_concurrency(recs)
+    ax = fig.axes[0]
+    assert "concurrent streams" in ax.get_xlabel() and "tokens/s" in ax.get_ylabel()
+    assert "4K context per stream" in ax.get_title()
+    assert len([l for l in ax.lines if l.get_marker() == "x"]) == 2  # a and b on one card at 8 streams
+    fig = plots.one_vs_two_cards(recs)
+    assert len(fig.axes) == 3
+    heights = [[round(p.get_height(), 6) for p in ax.patches] for ax in fig.axes]
+    # panel order: short (1K), long (128K), batched (best fitting aggregate); bars: cards x models
+    assert heights[0] == [100.0, 30.0, 100.0, 30.0]
+    assert heights[1] == [50.0, 15.0, 50.0, 15.0]
+    assert heights[2] == [400.0, 120.0, 1600.0, 480.0]
+    assert "2× RTX 3090 (layer split, 1.4 GB/s)" in texts(fig)
+
+
+def test_bad_input():
+    with pytest.raises(TypeError, match="`records` must be a list"):
+        plots.generation_vs_context({"evidence": "predicted"})
+    with pytest.raises(ValueError, match="evidence"):
+        plots.generation_vs_context([{"test": "tg", "n_depth": 1, "avg_ts": 1.0}])
+    with pytest.raises(ValueError, match="no decode"):
+        plots.generation_vs_context(mem_records())
+    with pytest.raises(ValueError, match="at least two card counts"):
+        plots.one_vs_two_cards(tg_records())
+    assert set(plots.all_charts(tg_records())) == {"generation_vs_context"}
+
+
+def test_save_charts_writes_pngs(tmp_path):
+    paths = plots.save_charts(tg_records() + mem_records(), tmp_path / "charts")
+    assert sorted(p.rsplit("/", 1)[1] for p in paths) == ["generation_vs_context.png", "memory_vs_context.png"]
+    for p in paths:
+        data = open(p, "rb").read()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+    assert not [f for f in (tmp_path / "charts").iterdir() if f.name.startswith(".tmp-")]
+
+
+def test_real_sweep_draws():
+    """The cost model's records draw without error and keep their evidence."""
+    from glmbench import report
+    study = report.Study(depths=(1024, 8192, 65536), concurrency=(1, 4), prompts=(1024, 8192), workloads=())
+    recs = report.sweep(study, progress=False)
+    assert all(r["evidence"] == "predicted" for r in recs)
+    charts = plots.all_charts(recs)
+    assert set(charts) == set(plots.CHARTS)
+    for fig in charts.values():
+        assert "evidence: predicted" in texts(fig)
+    records.validate(recs[0])
+    assert not math.isnan(recs[0]["avg_ts"])
