@@ -94,6 +94,13 @@ static PyObject *py_set_portable(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+static PyObject *py_set_gemv_max_t(PyObject *self, PyObject *args) {
+    long long t;
+    if (!PyArg_ParseTuple(args, "L:_linear_set_gemv_max_t", &t)) return NULL;
+    gb_linear_set_gemv_max_t(t);
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_has_avx512(PyObject *self, PyObject *noargs) { return PyBool_FromLong(gb_linear_has_avx512()); }
 
 PyMethodDef gb_linear_methods[] = {
@@ -103,5 +110,7 @@ PyMethodDef gb_linear_methods[] = {
      "swiglu(x[T, D] f32, w_gate[F, D], w_up[F, D], w_down[D, F]) -> [T, D] f32"},
     {"_linear_set_portable", py_set_portable, METH_VARARGS,
      "_linear_set_portable(on): use the portable C kernels instead of AVX-512 (tests)."},
+    {"_linear_set_gemv_max_t", py_set_gemv_max_t, METH_VARARGS,
+     "_linear_set_gemv_max_t(t): largest token count using the GEMV kernel for 16-bit weights (0: default)."},
     {"_linear_has_avx512", py_has_avx512, METH_NOARGS, "_linear_has_avx512() -> bool"},
     {NULL, NULL, 0, NULL}};

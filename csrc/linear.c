@@ -2,7 +2,7 @@
  *
  * Kernel versions behind gb_linear:
  *   1 blas     f32 weights: OpenBLAS sgemv/sgemm
- *   2 gemv16   16-bit (and f32, for fused SwiGLU) weights, T <= GB_GEMV_MAX_T: tile4 (a register
+ *   2 gemv16   16-bit (and f32, for fused SwiGLU) weights, T <= GB_GEMV_MAX_T (32): tile4 (a register
  *              tile of 4 rows x up to 4 tokens), AVX-512 or portable
  *   3 panel    16-bit weights, T > GB_GEMV_MAX_T: rows converted to float32 in panels, then sgemm
  */
@@ -34,6 +34,9 @@
 #define PAR_MIN_WEIGHTS (1 << 16)
 
 static int use_portable = 0;
+static int64_t gemv_max_t = GB_GEMV_MAX_T;
+
+void gb_linear_set_gemv_max_t(int64_t t) { gemv_max_t = t < 1 ? GB_GEMV_MAX_T : t; }
 
 void gb_linear_set_portable(int on) { use_portable = on ? 1 : 0; }
 int gb_linear_has_avx512(void) { return GB_HAVE_AVX512; }
@@ -275,7 +278,7 @@ int gb_linear(const float *x, int64_t T, int64_t K, const void *w, int wfmt, int
         else
             scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)T, (blasint)N, (blasint)K, 1.0f, x,
                         (blasint)K, (const float *)w, (blasint)K, 0.0f, y, (blasint)N);
-    } else if (T <= GB_GEMV_MAX_T) {
+    } else if (T <= gemv_max_t) {
         gemv16(x, T, K, w, wfmt, N, y);
     } else {
         st = panel_gemm(x, T, K, w, wfmt, N, y);

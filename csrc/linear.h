@@ -2,11 +2,12 @@
  *
  * Kernels (one dispatcher, gb_linear):
  *   f32 weights          OpenBLAS: sgemv for T == 1, sgemm otherwise.
- *   f16/bf16, T <= 8     gemv16: hand-written, one pass over W converting 16 weights at a time
- *                        to float32 in registers and FMA-ing them against every token's x (the
- *                        weights are read once whatever T is, so decode is bandwidth-bound);
- *                        OpenMP over blocks of output rows; AVX-512 path plus a portable path.
- *   f16/bf16, T > 8      panel: convert a panel of weight rows (~8 MiB of float32, stays in L3)
+ *   f16/bf16, T <= 32    gemv16: hand-written, one pass over W converting 16 weights at a time
+ *                        to float32 in registers and FMA-ing them against every token's x in
+ *                        4-row x 4-token register tiles (the weights are read from memory once
+ *                        whatever T is, so decode is bandwidth-bound); OpenMP over blocks of
+ *                        output rows; AVX-512 path plus a portable path.
+ *   f16/bf16, T > 32     panel: convert a panel of weight rows (~8 MiB of float32, stays in L3)
  *                        to float32 scratch, then OpenBLAS sgemm on it; the conversion is
  *                        10 bytes of traffic per weight against 2T FLOPs, so prefill stays
  *                        compute-bound.
@@ -15,8 +16,12 @@
 #define GLMBENCH_LINEAR_H
 #include <stdint.h>
 
-/* Token count up to which 16-bit weights use the gemv16 kernel instead of panel + sgemm. */
-#define GB_GEMV_MAX_T 8
+/* Token count up to which 16-bit weights use the gemv16 kernel instead of panel + sgemm.
+ * Measured on Zen 4 (1 thread, bf16, 1536x2048 / 2048x1536 / 1024x5120): the register tiles run
+ * at 75-90 GFLOP/s for T = 8..32 where panel + sgemm manages 10-65 (the conversion is not
+ * amortised over so few tokens); from T = 64 the two are level and sgemm wins beyond. This is
+ * also the MoE prefill regime: 512 tokens x top-4 over 64 experts is ~32 tokens per expert. */
+#define GB_GEMV_MAX_T 32
 
 /* y[T, N] = x[T, K] . w[N, K]^T + bias[N] (bias may be NULL). All contiguous. */
 int gb_linear(const float *x, int64_t T, int64_t K, const void *w, int wfmt, int64_t N, const float *bias,
@@ -30,6 +35,8 @@ int gb_swiglu(const float *x, int64_t T, int64_t D, const void *w_gate, int fmt_
 
 /* 1: use the portable C kernels even where AVX-512 was compiled in (tests check both paths). */
 void gb_linear_set_portable(int on);
+/* Largest T that uses gemv16 for 16-bit weights (benchmarks and tests; < 1 restores the default). */
+void gb_linear_set_gemv_max_t(int64_t t);
 /* 1 if the AVX-512 kernels were compiled in. */
 int gb_linear_has_avx512(void);
 

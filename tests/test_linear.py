@@ -42,7 +42,7 @@ def kernel_path(request):
 
 
 @pytest.mark.parametrize("fmt", ["f32", "f16", "bf16"])
-@pytest.mark.parametrize("T", [1, 2, 3, 4, 5, 8, 9, 33])
+@pytest.mark.parametrize("T", [1, 2, 3, 4, 5, 8, 9, 32, 33])
 @pytest.mark.parametrize("N,K", [(1, 1), (5, 17), (19, 37), (13, 64), (77, 513)])
 def test_linear_odd_sizes(rng, kernel_path, fmt, T, N, K):
     x = rng.standard_normal((T, K)).astype(np.float32)
@@ -68,6 +68,23 @@ def test_linear_real_shapes(rng, fmt, N, K):
     for T in (1, 6, 40):  # decode GEMV, small-batch GEMV, prefill GEMM (panel path)
         x = rng.standard_normal((T, K)).astype(np.float32)
         assert_dot_close(glmbench.linear(x, w), x, w64)
+
+
+@pytest.mark.parametrize("fmt", ["f16", "bf16"])
+def test_linear_both_16bit_kernels_agree(rng, fmt):
+    # the register-tile kernel (T <= 32 by default) and panel + sgemm (forced with gemv_max_t=1)
+    K, N = 300, 70
+    w, w64 = make_weight(rng.standard_normal((N, K)).astype(np.float32), fmt)
+    for T in (2, 9, 32):
+        x = rng.standard_normal((T, K)).astype(np.float32)
+        tile = glmbench.linear(x, w)
+        _core._linear_set_gemv_max_t(1)
+        try:
+            panel = glmbench.linear(x, w)
+        finally:
+            _core._linear_set_gemv_max_t(0)
+        assert_dot_close(tile, x, w64)
+        assert_dot_close(panel, x, w64)
 
 
 def test_linear_1d_bias_and_strided(rng):

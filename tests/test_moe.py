@@ -175,19 +175,26 @@ def test_experts_match_reference(rng, fmt, T, E, F, D, k):
         np.testing.assert_array_equal(a, c)
 
 
-def test_experts_glm_shape_bf16(rng):
+@pytest.mark.parametrize("gemv_max_t", [0, 1])
+def test_experts_glm_shape_bf16(rng, gemv_max_t):
     """GLM-4.7-Flash expert size (1536 x 2048), 4 experts to keep the test small; 1 token (the
-    decode path) and 24 tokens (several experts get > 8 tokens: the GEMM path)."""
+    decode path) and 24 tokens (~12 per expert: the register-tile kernel by default, panel +
+    sgemm when gemv_max_t=1 forces it)."""
+    from glmbench import _core
     E, F, D = 4, 1536, 2048
     (g, u, d), (g64, u64, d64) = make_experts(rng, E, F, D, "bf16")
-    for T in (1, 24):
-        x = rng.standard_normal((T, D)).astype(np.float32)
-        idx = np.stack([rng.permutation(E)[:2] for _ in range(T)]).astype(np.int32)
-        w = rng.random((T, 2)).astype(np.float32)
-        y, counts = glmbench.moe_experts(x, idx, w, g, u, d)
-        ry, rcounts = ref.moe_experts(x, idx, w, g64, u64, d64)
-        np.testing.assert_array_equal(counts, rcounts)
-        assert_moe_close(y, ry, F, D)
+    _core._linear_set_gemv_max_t(gemv_max_t)
+    try:
+        for T in (1, 24):
+            x = rng.standard_normal((T, D)).astype(np.float32)
+            idx = np.stack([rng.permutation(E)[:2] for _ in range(T)]).astype(np.int32)
+            w = rng.random((T, 2)).astype(np.float32)
+            y, counts = glmbench.moe_experts(x, idx, w, g, u, d)
+            ry, rcounts = ref.moe_experts(x, idx, w, g64, u64, d64)
+            np.testing.assert_array_equal(counts, rcounts)
+            assert_moe_close(y, ry, F, D)
+    finally:
+        _core._linear_set_gemv_max_t(0)
 
 
 def test_experts_unrouted_and_repeated(rng):
