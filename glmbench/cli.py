@@ -251,8 +251,7 @@ def cmd_measure(args) -> int:
         rec.write_records(out, recs)
     if out:
         print(f"wrote {len(recs)} records to {out}", file=sys.stderr)
-    if args.json or args.csv or not out:
-        _emit_records(recs, args)
+    _emit_records(recs, args)
     return 0
 
 
@@ -282,25 +281,29 @@ def cmd_models(args) -> int:
 def cmd_hardware(args) -> int:
     from . import hardware
     names = hardware.list_gpus()
-    rows = [_gpu_row(hardware.get_gpu(n)) for n in names]
+    gpus = [hardware.get_gpu(n) for n in names]
     if args.json:
-        print(json.dumps(rows, indent=1, default=str))
-    elif args.csv:
+        print(json.dumps([_gpu_row(g, True) for g in gpus], indent=1, default=str))
+        return 0
+    rows = [_gpu_row(g, False) for g in gpus]
+    if args.csv:
         sys.stdout.write(rec.to_csv(rows) if rows else "")
     else:
-        print(format_table(rows))
+        print(format_table(rows, list(rows[0]) if rows else None))
     return 0
 
 
-def _gpu_row(gpu) -> dict:
+def _gpu_row(gpu, full: bool) -> dict:
+    """JSON: every field of the profile (its sources included); table: the ceilings."""
     import dataclasses
-    if dataclasses.is_dataclass(gpu):
-        d = dataclasses.asdict(gpu)
-    elif hasattr(gpu, "to_dict"):
-        d = gpu.to_dict()
-    else:
-        d = dict(vars(gpu))
-    return {k: v for k, v in d.items() if not isinstance(v, (dict, list, tuple))}
+    d = dataclasses.asdict(gpu)
+    if full:
+        return d
+    t = d.get("tflops") or {}
+    return {"key": d["key"], "name": d["name"], "memory (GiB)": d["memory_gib"],
+            "bandwidth (GB/s)": d["bandwidth_gbs"], "bf16 (TFLOPS)": t.get("bf16"),
+            "fp32 (TFLOPS)": t.get("fp32"), "int8 (TOPS)": t.get("int8"),
+            "link (GB/s)": d.get("link_gbps"), "launch (us)": d.get("launch_us")}
 
 
 def cmd_compare(args) -> int:
@@ -318,7 +321,8 @@ def cmd_compare(args) -> int:
         print(f"A: {args.a}\nB: {args.b}")
         for k, (va, vb) in header.items():
             print(f"  {k}: A={_fmt(va)}  B={_fmt(vb)}")
-        print(format_table(rows, list(rows[0])))
+        shown = [dict(r, **{"B/A": f"{r['B/A']:.3f}"}) for r in rows]
+        print(format_table(shown, list(rows[0])))
     return 0
 
 

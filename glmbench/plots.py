@@ -57,6 +57,10 @@ def approx_tokens(x: float) -> str:
     """A context length read off an interpolated curve, to the precision it deserves:
     24612 -> '25K', 3310 -> '3.3K', 700 -> '700'."""
     x = float(x)
+    if x >= 10 * 1024 ** 2:
+        return f"{round(x / 1024 ** 2):.0f}M"
+    if x >= 1024 ** 2:
+        return f"{x / 1024 ** 2:.1f}M"
     if x >= 10 * 1024:
         return f"{round(x / 1024):.0f}K"
     if x >= 1024:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import functools
 import json
 import math
 import os
@@ -103,12 +104,27 @@ class Study:
     def prompt_lengths(self) -> tuple:
         return self.prompts or tuple(d for d in self.depths if d > 0)
 
-    def rigs(self) -> list:
+    @functools.cached_property
+    def _rigs(self) -> tuple:
+        # built once: a "host" profile measures this machine's ceilings, which takes seconds
         from . import hardware
         lat = hardware.STUDY_LINK_LATENCY_US if self.link_latency_us is None else self.link_latency_us
         gpu = hardware.get_gpu(self.hardware)
-        return [hardware.Rig(gpu, n, link_gbps=self.link_gbps if n > 1 else None,
-                             link_latency_us=lat if n > 1 else None) for n in self.cards]
+        return tuple(hardware.Rig(gpu, n, link_gbps=self.link_gbps if n > 1 else None,
+                                  link_latency_us=lat if n > 1 else None) for n in self.cards)
+
+    def rigs(self) -> list:
+        return list(self._rigs)
+
+    @functools.cached_property
+    def configs(self) -> dict:
+        """Model name (as records carry it) -> ModelConfig, for every model of the study."""
+        from .configs import load
+        out = {}
+        for m in self.models:
+            cfg = load(m)
+            out[cfg.name] = cfg
+        return out
 
     def setup_templates(self) -> list[dict]:
         """Setup fields without the model (sweep.predict combines them with every model)."""
@@ -117,7 +133,7 @@ class Study:
 
     def setups(self) -> list:
         from . import costmodel as cm
-        return [cm.Setup(model=m, **t) for m in self.models for t in self.setup_templates()]
+        return [cm.Setup(model=cfg, **t) for cfg in self.configs.values() for t in self.setup_templates()]
 
     def command(self) -> str:
         """The `glmbench report` command line that reproduces this study."""
@@ -247,7 +263,6 @@ def _num(v, digits=1) -> str:
 def render(records: Sequence[dict], study: Study, decs: Sequence[dict], charts: Sequence[str]) -> str:
     """report.md from the records and decisions (pure: no files read or written)."""
     from . import plots
-    from .configs import load
     pred = [r for r in records if r["evidence"] == "predicted"]
     kinds = sorted({r["evidence"] for r in records})
     when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -256,10 +271,10 @@ def render(records: Sequence[dict], study: Study, decs: Sequence[dict], charts: 
     L.append(f"Generated {when} by glmbench {__version__}: `{study.command()}`")
     L.append("")
     L.append(f"**Evidence:** {' + '.join(kinds)}. Predictions come from the cost model "
-             f"(`glmbench.costmodel`, runtime profile `{study.runtime}`), not from running the GPUs; "
+             f"(`glmbench.costmodel`, runtime profile `{study.runtime}`), not from running the hardware they name; "
              "measured points, where present, come from `glmbench measure` on the machine they name.")
     L.append("")
-    L.append(f"**Setup:** {', '.join(study.models)}; weights `{study.weights}`, KV cache `{study.kv}`; "
+    L.append(f"**Setup:** {', '.join(study.configs)}; weights `{study.weights}`, KV cache `{study.kv}`; "
              f"{', '.join(_rig_name(study, n) for n in study.cards)}; "
              f"depths {_tok(study.depths[0])} to {_tok(study.depths[-1])}.")
     L.append("")
@@ -310,7 +325,7 @@ def render(records: Sequence[dict], study: Study, decs: Sequence[dict], charts: 
             byp = {r["n_prompt"]: r for r in pp if r["setup"] == s}
             r0 = next(iter(byp.values()))
             rows.append([r0["model"], _rig(r0)] + [
-                f"{_num(byp[p]['avg_ts'], 0)} tok/s, {_num(byp[p]['seconds'], 2)} s" if p in byp else "–" for p in show])
+                f"{_num(byp[p]['avg_ts'], 0)} tok/s, {_secs(byp[p]['seconds'])}" if p in byp else "–" for p in show])
         L += ["Prefill speed and time to first token for a prompt of each length from an empty cache:", "",
               _md_table(rows, ["model", "rig"] + [f"{_tok(p)} prompt" for p in show]), ""]
 
@@ -324,7 +339,7 @@ def render(records: Sequence[dict], study: Study, decs: Sequence[dict], charts: 
             m0 = cm.memory(s, 0)
             ctx = cm.max_context(s)
             native = cfg.max_position_embeddings
-            limit = (f"{_tok(ctx)} tokens" if ctx < 2 ** 40 else "unlimited") if ctx else "does not fit"
+            limit = (f"{plots.approx_tokens(ctx)} tokens" if ctx < 2 ** 40 else "unlimited") if ctx else "does not fit"
             if ctx and native and ctx > native:
                 limit += f" (beyond the model's {_tok(native)} positions)"
             rows.append([cfg.name, s.rig.name if s.n_cards == 1 else f"{s.rig.name}, {s.split} split",
@@ -342,8 +357,7 @@ def render(records: Sequence[dict], study: Study, decs: Sequence[dict], charts: 
         L += ["## One card vs two", "", "![one vs two cards](one_vs_two_cards.png)", ""]
         lo, hi = study.depths[0], study.depths[-1]
         rows = []
-        for m in study.models:
-            name = _model_name(m)
+        for name in study.configs:
             for n in study.cards:
                 t = {r["n_depth"]: r for r in tg if r["model"] == name and r["n_cards"] == n}
                 sv = [r for r in serve if r["model"] == name and r["n_cards"] == n and r.get("fits") is not False]
@@ -390,9 +404,9 @@ def render(records: Sequence[dict], study: Study, decs: Sequence[dict], charts: 
                     others.append(r)
             other = "; ".join(
                 (f"{o['model']} on {_decision_rig(o)}: {_figure(o, short=True)}" if o["fits"]
-                 else f"{o['model']}: does not fit") + _beyond_native(o["model"], w) for o in others) or "–"
+                 else f"{o['model']}: does not fit") + _beyond_native(study.configs.get(o["model"]), w) for o in others) or "–"
             note = "; ".join(best["reasons"][:2])
-            note = _beyond_native(best["model"], w).strip(" ()") + ("; " if _beyond_native(best["model"], w) else "") + note
+            note = _beyond_native(study.configs.get(best["model"]), w).strip(" ()") + ("; " if _beyond_native(study.configs.get(best["model"]), w) else "") + note
             rows.append([shape, f"{best['model']} on {_decision_rig(best)}", fig, ratio, other, note])
         L += [_md_table(rows, ["workload", "best setup", "its figure", "vs runner-up",
                                "best of each other model", "why (cost-model terms)"]), ""]
@@ -410,11 +424,10 @@ def render(records: Sequence[dict], study: Study, decs: Sequence[dict], charts: 
     return "\n".join(L)
 
 
-def _beyond_native(model: str, w: dict) -> str:
+def _beyond_native(cfg, w: dict) -> str:
     """' (beyond its native 40K positions)' when the request is longer than the model's
     max_position_embeddings: the cost model would still price it, the model may not handle it."""
-    from .configs import load
-    native = load(model).max_position_embeddings
+    native = getattr(cfg, "max_position_embeddings", None)
     if native and w["prompt"] + w["output"] > native:
         return f" (beyond its native {_tok(native)} positions)"
     return ""
@@ -426,11 +439,6 @@ def _rig_name(study: Study, n: int) -> str:
     return f"1× {g}" if n == 1 else f"{n}× {g} ({study.split} split, {study.link_gbps:g} GB/s link)"
 
 
-def _model_name(m) -> str:
-    from .configs import load
-    return load(m).name
-
-
 def _decision_rig(row) -> str:
     return row["rig"] + (f" ({row['split']} split)" if row["split"] != "none" else "")
 
@@ -438,9 +446,16 @@ def _decision_rig(row) -> str:
 def _figure(row, short: bool = False) -> str:
     if row["objective"] == "latency":
         if short:
-            return f"{row['e2e_s']:.1f} s"
-        return f"{row['e2e_s']:.1f} s end to end (TTFT {row['ttft_s']:.2f} s, {1 / row['tpot_s']:.0f} tok/s)"
+            return _secs(row["e2e_s"])
+        return f"{_secs(row['e2e_s'])} end to end (TTFT {_secs(row['ttft_s'])}, {1 / row['tpot_s']:.0f} tok/s)"
     return f"{row['throughput_tok_s']:.0f} tok/s over all requests"
+
+
+def _secs(x) -> str:
+    """Seconds to three significant figures: 0.000412 s, 0.0823 s, 3.04 s, 288 s."""
+    if x is None or not math.isfinite(x):
+        return "–"
+    return f"{x:.3g} s" if x < 1000 else f"{x:,.0f} s"
 
 
 def _setups_of(recs) -> list[str]:
@@ -523,7 +538,7 @@ def compare(a: Sequence[dict], b: Sequence[dict]) -> tuple[list[dict], dict]:
             continue
         va = a[0].get(f) if a else None
         vb = b[0].get(f) if b else None
-        if va != vb:
+        if _h(va) != _h(vb):
             header[f] = (va, vb)
     key_fields = [f for f in POINT_FIELDS if f != "test"] + varying
 
@@ -556,4 +571,7 @@ def compare(a: Sequence[dict], b: Sequence[dict]) -> tuple[list[dict], dict]:
 
 
 def _h(v):
+    # CSV cannot tell an empty string from a missing value: both mean "not set" here
+    if v == "":
+        return None
     return json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v
