@@ -41,10 +41,22 @@ static void cache_rows(const gb_kvcache *c, int64_t layer, int64_t t0, int64_t n
     }
 }
 
-/* Below this many multiply-adds a product runs in our own loops instead of OpenBLAS: handing a
- * decode-sized GEMV to OpenBLAS's thread pool right after an OpenMP region makes the two pools spin
- * against each other (measured: 20+ ms per call on 2 loaded cores, vs 20 us in-loop). */
-#define GB_MLA_BLAS_MIN (1 << 22)
+/* Per-head products run as one single-threaded OpenBLAS call per head, the heads split across our
+ * OpenMP threads (OpenBLAS set to 1 thread around the team by blas_solo/blas_restore; this
+ * OpenBLAS build has no thread-local setting). Handing each head's
+ * product to OpenBLAS's own thread pool instead made the two pools spin against each other: ~0.5 s
+ * of hand-offs for 5 ms of arithmetic in a T=128 prefill on 2 shared cores. Below GB_MLA_BLAS_MIN
+ * multiply-adds (decode-sized GEMVs) our own loops are cheaper than the call. */
+#define GB_MLA_BLAS_MIN (1 << 16)
+
+static int blas_solo(void) {
+    int prev = scipy_openblas_get_num_threads();
+    if (prev > 1) scipy_openblas_set_num_threads(1);
+    return prev;
+}
+static void blas_restore(int prev) {
+    if (prev > 1) scipy_openblas_set_num_threads(prev);
+}
 
 /* C[i][j] = alpha * sum_k A[i][k] * B[k][j]  (B row-major [K][N]) */
 static void gemm_nn(int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda, const float *B,
@@ -120,7 +132,10 @@ static int mla_naive(const gb_kvcache *c, int64_t layer, const float *q_nope, co
         const int64_t n = L - c0 < NC ? L - c0 : NC;
         cache_rows(c, layer, c0, n, cbuf);
         /* kv[j] = kv_b . latent[j]: every head's k_nope and v for this chunk */
-        gemm_nt(n, H * W, R, 1.0f, cbuf, Dq, kv_b, R, kv, H * W);
+        const int prev = blas_solo();
+#pragma omp parallel for schedule(static) if (n * H * W * R > (1 << 18))
+        for (int64_t h = 0; h < H; h++) gemm_nt(n, W, R, 1.0f, cbuf, Dq, kv_b + h * W * R, R, kv + h * W, H * W);
+        blas_restore(prev);
 #pragma omp parallel num_threads(nw < nth ? (int)nw : nth) if (n * H * T * (Dk + Dv) >= GB_ATTN_PAR_MIN)
         {
             float *sbuf = (float *)malloc((size_t)(rblk * (GB_ATTN_TILE + 1)) * sizeof(float));
@@ -206,10 +221,11 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
         goto done;
     }
     /* q_lat[t, h] = scale * W_k,h^T q_nope[t, h] (T x Dn times Dn x R per head); rope part scaled. */
-    const int small = T * Dn * R < GB_MLA_BLAS_MIN; /* per head; small ones run one head per thread */
-#pragma omp parallel for schedule(static) if (small && H * T * Dn * R > (1 << 18))
+    int prev = blas_solo();
+#pragma omp parallel for schedule(static) if (H * T * Dn * R > (1 << 18))
     for (int64_t h = 0; h < H; h++)
         gemm_nn(T, R, Dn, scale, q_nope + h * Dn, H * Dn, kv_b + h * W * R, R, qa + h * Dq, H * Dq);
+    blas_restore(prev);
     for (int64_t r = 0; r < nr; r++) {
         for (int64_t i = 0; i < Dr; i++) qa[r * Dq + R + i] = q_rope[r * Dr + i] * scale;
         lim[r] = L - T + r / H + 1;
@@ -253,9 +269,11 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
 #pragma omp parallel for schedule(static) if (nr * R > 65536)
     for (int64_t r = 0; r < nr; r++) gb_attn_combine(1, R, S, nr, pm + r, pl + r, po + r * R, olat + r * R, R);
     /* out[t, h] = W_v,h o_lat[t, h] (T x R times R x Dv per head) */
-#pragma omp parallel for schedule(static) if (small && H * T * Dv * R > (1 << 18))
+    prev = blas_solo();
+#pragma omp parallel for schedule(static) if (H * T * Dv * R > (1 << 18))
     for (int64_t h = 0; h < H; h++)
         gemm_nt(T, Dv, R, 1.0f, olat + h * R, H * R, kv_b + (h * W + Dn) * R, R, out + h * Dv, H * Dv);
+    blas_restore(prev);
 done:
     free(qa);
     free(pm);

@@ -1,0 +1,164 @@
+"""Attention cases for the kernels benchmark (`python -m glmbench.bench kernels`; only these:
+`python -m glmbench.bench kernels --only attn`).
+
+One layer's attention at the shapes that decide decode speed at depth:
+  GLM-4.7-Flash MLA (20 heads, latent 512 + rope 64, nope 192, v 256), bf16 latent cache,
+      strategies absorbed / flash / naive, decode (T=1) at depths 4K and 32K, prefill chunk of 512;
+  Qwen3-32B GQA (64 query / 8 KV heads of 128), bf16 cache, same depths and chunk.
+The cache is filled with KVCache.fill_synthetic (attention's cost does not depend on the values).
+
+Declared work (the minimum: each cached row read once, no expanded K/V written):
+  GQA      flops 2 Hq (Dh + Dv) keys;        bytes = the cache rows read (bf16) + q and out
+  absorbed flops 2 H (R + Dr + R) keys + 2 T H (Dn + Dv) R for folding kv_b into q and out;
+           bytes = latent rows read (bf16) + kv_b (float32, what the kernel reads)
+  naive    flops absorbed's attention on per-head K/V: 2 H (Dn + Dr + Dv) keys + 2 L H (Dn + Dv) R
+           to decompress every cached latent
+where keys = T d + T (T + 1) / 2 for T new tokens on d cached ones (causal). GQA decode and all
+prefill is declared memory-bound, absorbed/flash MLA decode compute-bound (20 heads share each row).
+
+The NumPy twins do the same work the way NumPy must: the bf16 cache is converted to float32 on every
+call (NumPy has no bf16 matmul), then matmul / softmax / matmul per KV head (GQA) or over the latent
+(absorbed MLA) or on kv_b-decompressed K/V (naive MLA). The naive twin at 32K is skipped (its
+expanded K/V would be 1.2 GB).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .attention import gqa_attention, mla_attention
+from .kvcache import KVCache
+
+GLM = dict(H=20, Dn=192, Dr=64, Dv=256, R=512)
+QWEN = dict(Hq=64, Hkv=8, Dh=128)
+
+
+def _keys(T: int, d: int) -> float:
+    return float(T * d + T * (T + 1) // 2)
+
+
+def _bf16_rows(cache: KVCache, layer: int = 0):
+    """The cache's stored values as bfloat16 bits (uint16), what a NumPy twin gets to start from."""
+    a, b = cache.read(layer)
+    to = lambda x: (np.ascontiguousarray(x).view(np.uint32) >> 16).astype(np.uint16)  # noqa: E731 (exact: values are bf16)
+    return to(a), to(b)
+
+
+def _f32(u16: np.ndarray) -> np.ndarray:
+    return (u16.astype(np.uint32) << np.uint32(16)).view(np.float32)
+
+
+def _np_softmax_rows(s, mask=None):
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    s = s - s.max(axis=-1, keepdims=True)
+    p = np.exp(s)
+    return p / p.sum(axis=-1, keepdims=True)
+
+
+def _causal(T: int, L: int):
+    return np.arange(L)[None, :] <= (L - T + np.arange(T))[:, None]    # [T, L]
+
+
+# ---- GQA ------------------------------------------------------------------------------------
+
+def _gqa_case(Case, d: int, T: int, rng):
+    Hq, Hkv, Dh = QWEN["Hq"], QWEN["Hkv"], QWEN["Dh"]
+    L = d + T
+    cache = KVCache.gqa(1, L, Hkv, Dh, dtype="bf16")
+    cache.fill_synthetic(L, seed=1)
+    k16, v16 = _bf16_rows(cache)
+    q = rng.standard_normal((T, Hq, Dh), dtype=np.float32)
+    G, scale = Hq // Hkv, Dh ** -0.5
+    mask = _causal(T, L) if T > 1 else None
+
+    def np_run():
+        k = _f32(k16).transpose(1, 2, 0)                          # [Hkv, Dh, L]
+        v = _f32(v16).transpose(1, 0, 2)                          # [Hkv, L, Dv]
+        qq = q.reshape(T, Hkv, G, Dh).transpose(1, 0, 2, 3).reshape(Hkv, T * G, Dh)
+        s = (qq * np.float32(scale)) @ k                          # [Hkv, T*G, L]
+        if mask is not None:
+            s = s.reshape(Hkv, T, G, L)
+            p = _np_softmax_rows(s, mask[None, :, None, :]).reshape(Hkv, T * G, L)
+        else:
+            p = _np_softmax_rows(s)
+        o = (p @ v).reshape(Hkv, T, G, Dh).transpose(1, 0, 2, 3)  # [T, Hkv, G, Dv]
+        return o.reshape(T, Hq, Dh)
+
+    keys = _keys(T, d)
+    kind = "decode" if T == 1 else f"prefill T={T}"
+    tag = ("attention", f"gqa_decode_{d // 1024}k") if T == 1 else ("attention", "gqa_prefill")
+    return Case(f"attn gqa qwen3-32b {kind} d={d} bf16",
+                run=lambda: gqa_attention(q, cache, 0), numpy_run=np_run,
+                flops=2.0 * Hq * 2 * Dh * keys,
+                bytes=float(L * Hkv * 2 * Dh * 2 + 2 * q.nbytes), bound="memory", tags=tag)
+
+
+# ---- MLA ------------------------------------------------------------------------------------
+
+def _mla_cases(Case, d: int, T: int, strategies, rng, numpy_naive: bool):
+    H, Dn, Dr, Dv, R = GLM["H"], GLM["Dn"], GLM["Dr"], GLM["Dv"], GLM["R"]
+    L, W = d + T, Dn + Dv
+    cache = KVCache.mla(1, L, R, Dr, dtype="bf16")
+    cache.fill_synthetic(L, seed=2)
+    lat16, kr16 = _bf16_rows(cache)
+    qn = rng.standard_normal((T, H, Dn), dtype=np.float32)
+    qr = rng.standard_normal((T, H, Dr), dtype=np.float32)
+    kv_b = (rng.standard_normal((H * W, R), dtype=np.float32) / np.float32(np.sqrt(R)))
+    wk = kv_b.reshape(H, W, R)[:, :Dn, :]                         # [H, Dn, R]
+    wv = kv_b.reshape(H, W, R)[:, Dn:, :]                         # [H, Dv, R]
+    scale = np.float32((Dn + Dr) ** -0.5)
+    mask = _causal(T, L) if T > 1 else None
+
+    def np_absorbed():
+        c = np.concatenate([_f32(lat16), _f32(kr16)], axis=1)      # [L, R + Dr]
+        q_lat = np.einsum("thn,hnr->thr", qn, wk)
+        qf = np.concatenate([q_lat, qr], axis=-1).reshape(T * H, R + Dr) * scale
+        s = (qf @ c.T).reshape(T, H, L)
+        p = _np_softmax_rows(s, mask[:, None, :] if mask is not None else None)
+        o_lat = p.reshape(T * H, L) @ c[:, :R]
+        return np.einsum("thr,hdr->thd", o_lat.reshape(T, H, R), wv)
+
+    def np_naive():
+        lat = _f32(lat16)
+        kv = (lat @ kv_b.T).reshape(L, H, W)
+        k = np.concatenate([kv[..., :Dn], np.broadcast_to(_f32(kr16)[:, None, :], (L, H, Dr))], axis=-1)
+        qf = np.concatenate([qn, qr], axis=-1) * scale              # [T, H, Dn + Dr]
+        s = np.einsum("thd,lhd->htl", qf, k)
+        p = _np_softmax_rows(s, mask[None] if mask is not None else None)
+        return np.einsum("htl,lhd->thd", p, kv[..., Dn:])
+
+    keys = _keys(T, d)
+    kind = "decode" if T == 1 else f"prefill T={T}"
+    out = []
+    for s in strategies:
+        if s == "naive":
+            flops = 2.0 * H * (Dn + Dr + Dv) * keys + 2.0 * L * H * W * R
+            twin = np_naive if numpy_naive else None
+            bound = "compute"
+        else:
+            flops = 2.0 * H * (R + Dr + R) * keys + 2.0 * T * H * W * R
+            twin = np_absorbed
+            bound = "compute" if T == 1 else "memory"
+        tag = ("attention", f"mla_{s}_decode_{d // 1024}k") if T == 1 else ("attention", f"mla_{s}_prefill")
+        out.append(Case(f"attn mla glm-4.7-flash {s} {kind} d={d} bf16",
+                        run=lambda s=s: mla_attention(qn, qr, cache, 0, kv_b, v_head_dim=Dv, strategy=s),
+                        numpy_run=twin, flops=flops,
+                        bytes=float(L * (R + Dr) * 2 + kv_b.nbytes + 2 * (qn.nbytes + qr.nbytes)),
+                        bound=bound, tags=tag))
+    return out
+
+
+def cases(quick: bool = False):
+    """Decode at 4K and 32K and a prefill chunk of 512 (quick: decode at 4K, prefill of 128)."""
+    from .bench import Case  # the harness (glmbench/bench.py) owns the Case type
+
+    rng = np.random.default_rng(7)
+    depths = (4096,) if quick else (4096, 32768)
+    T_pre = 128 if quick else 512
+    out = []
+    for d in depths:
+        out += _mla_cases(Case, d, 1, ("absorbed", "flash", "naive"), rng, numpy_naive=d <= 4096)
+        out.append(_gqa_case(Case, d, 1, rng))
+    out += _mla_cases(Case, 0, T_pre, ("absorbed", "flash", "naive"), rng, numpy_naive=True)
+    out.append(_gqa_case(Case, 0, T_pre, rng))
+    return out
