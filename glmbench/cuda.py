@@ -92,11 +92,16 @@ def set_poison(on: bool) -> None:
     _State.poison = bool(on)
 
 
-def _free_ptr(ptr):
+def _free_ptr(lib, ptr):
+    """Finalizer of a DeviceArray: frees with the library that allocated it; deferred while a
+    graph is being captured (cudaFree would break the capture)."""
     if _State.capturing:
-        _State.deferred.append(ptr)
-    else:
-        _C.free(ptr)
+        _State.deferred.append((lib, ptr))
+        return
+    try:
+        lib.free(ptr)
+    except RuntimeError:  # a finalizer cannot raise; at exit the context may already be gone
+        pass
 
 
 class DeviceArray:
@@ -114,8 +119,9 @@ class DeviceArray:
         self.shape, self.dtype, self._base = shape, dtype, _base
         self._finalizer = None
         if _ptr is None:
-            self.ptr = _lib().malloc(max(1, self.nbytes))
-            self._finalizer = weakref.finalize(self, _free_ptr, self.ptr)
+            lib = _lib()
+            self.ptr = lib.malloc(max(1, self.nbytes))
+            self._finalizer = weakref.finalize(self, _free_ptr, lib, self.ptr)
         else:
             self.ptr = int(_ptr)
 
@@ -655,11 +661,12 @@ class _Arena:
 
 
 class Graph:
-    """An instantiated CUDA graph and the device arrays it reads and writes."""
+    """An instantiated CUDA graph and the device arrays it reads and writes: those it allocated
+    (`arena`) and, through the captured function's closure (`fn`), its inputs."""
 
-    def __init__(self, handle, arena, result):
-        self.handle, self.arena, self.result = handle, arena, result
-        self._fin = weakref.finalize(self, _C.graph_destroy, handle)
+    def __init__(self, handle, arena, result, fn):
+        self.handle, self.arena, self.result, self.fn = handle, arena, result, fn
+        self._fin = weakref.finalize(self, _lib().graph_destroy, handle)
 
     def launch(self) -> None:
         _lib().graph_launch(self.handle)
@@ -687,9 +694,9 @@ def capture(fn) -> Graph:
     finally:
         _State.arena, _State.capturing = None, False
         pending, _State.deferred = _State.deferred, []
-        for p in pending:
-            lib.free(p)
-    return Graph(handle, arena, result)
+        for owner, p in pending:
+            owner.free(p)
+    return Graph(handle, arena, result, fn)
 
 
 def time_ms(fn_or_graph, *, warmup: int = 3, iters: int = 20, repeats: int = 5) -> dict:
@@ -734,9 +741,10 @@ class CudaModel:
     and the expert-score bias fp32), a paged bf16 KV cache, and the same layer structure as
     glmbench.model.Model: h = x + Attn(RMSNorm(x)); y = h + MLP(RMSNorm(h)).
 
-    decode(token, pos) and prefill(tokens, start) run one step; `decode_graph(depth)` captures a
-    decode step at a given depth as a CUDA graph (the cache is filled synthetically to `depth`
-    and every replay writes the same slot), which is how decode is timed.
+    `forward(x, pos)` runs the layers on embedded tokens (appending to the cache); `decode_graph(depth)`
+    and `prefill_graph(n, depth)` capture one step at a given depth as a CUDA graph (the cache is
+    filled synthetically to `depth` and every replay writes the same slots): that is how steps are
+    timed.
     Weights are drawn on the device (a counter-based hash, uniform with the std of N(0, 1/fan_in)),
     so a 60 GB model is never built on the host."""
 
@@ -822,7 +830,6 @@ class CudaModel:
                 q = linear(h, self._lw(i, "self_attn.q_proj.weight"))
             q = q.reshape(T, H, Dn + Dr)
             c = linear(h, self._lw(i, "self_attn.kv_a_proj_with_mqa.weight"))
-            lib = _lib()
             q_nope, q_rope_in = empty((T, H, Dn)), empty((T, H, Dr))
             _split_cols(q.reshape(T * H, Dn + Dr), q_nope, q_rope_in, Dn, Dr)
             lat_in, kr_in = empty((T, R)), empty((T, 1, Dr))
@@ -833,7 +840,6 @@ class CudaModel:
             self.cache.append(i, latent, kr.reshape(T, Dr))
             o = mla_attention(q_nope, q_rope, self.cache, i, self._lw(i, "self_attn.kv_b_proj.weight"),
                               v_head_dim=Dv, scale=cfg.softmax_scale, strategy=self.mla_strategy)
-            del lib
             return linear(o.reshape(T, H * Dv), self._lw(i, "self_attn.o_proj.weight"))
         Hq, Hkv, Dh, Dv = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.v_head_dim
         b = lambda n: self._lw(i, f"self_attn.{n}.bias")  # noqa: E731
@@ -885,6 +891,24 @@ class CudaModel:
             _lib().copy(x.ptr + t * D * 2, emb.ptr + int(tok) * D * 2, D * 2)
         return x
 
+    def prefill(self, tokens) -> DeviceArray:
+        """Run host token ids through the model after what the cache holds -> logits[T, vocab]."""
+        start = self.cache.length(0)
+        pos = to_device(np.arange(start, start + len(tokens), dtype=np.int64))
+        return self.forward(self.embed(tokens), pos)
+
+    def decode(self, token: int) -> DeviceArray:
+        """One token -> logits[1, vocab]."""
+        return self.prefill([int(token)])
+
+    def reset(self) -> None:
+        self.cache.reset()
+
+    def host_weights(self) -> dict:
+        """The weights as host arrays under their HF names (bf16 as uint16 bits), e.g. to build the
+        same model on the C core (glmbench.Model(cfg, weights=...)) and compare."""
+        return {n: (a.raw() if a.dtype == "bf16" else a.to_numpy()) for n, a in self.w.items()}
+
     def decode_graph(self, depth: int, token: int = 0) -> Graph:
         """A decode step with `depth` tokens already cached, captured as a CUDA graph. Each replay
         appends the new token at slot `depth` of every layer and attends depth + 1 keys."""
@@ -899,8 +923,9 @@ class CudaModel:
 
         return capture(step)
 
-    def prefill_fn(self, n_tokens: int, depth: int = 0):
-        """A function running a prefill of n_tokens on top of `depth` cached tokens (for time_ms)."""
+    def prefill_graph(self, n_tokens: int, depth: int = 0) -> Graph:
+        """A prefill of n_tokens on top of `depth` cached tokens, captured as a CUDA graph (so the
+        timing holds no host allocation or launch gaps); each replay rewrites the same slots."""
         self.cache.fill_synthetic(depth, seed=depth)
         pos = to_device(np.arange(depth, depth + n_tokens, dtype=np.int64))
         x = self.embed(np.arange(n_tokens) % self.cfg.vocab_size)
@@ -910,7 +935,7 @@ class CudaModel:
                 self.cache.set_length(l, depth)
             return self.forward(x, pos)
 
-        return step
+        return capture(step)
 
 
 def _split_cols(src: DeviceArray, a: DeviceArray, b: DeviceArray, da: int, db: int):
@@ -963,8 +988,9 @@ def measure(model, *, depths=(4096,), n_prompt: int = 512, tests=("tg", "pp", "m
                          step_ms_max=t["max_ms"])
                 del g
             elif test == "pp":
-                fn = m.prefill_fn(n_prompt, d)
-                t = time_ms(fn, warmup=1, iters=1, repeats=repeats)
+                g = m.prefill_graph(n_prompt, d)
+                t = time_ms(g, warmup=1, iters=1, repeats=repeats)
+                del g
                 r.update(avg_ts=n_prompt * 1e3 / t["median_ms"], step_ms=t["median_ms"])
             else:
                 m.cache.fill_synthetic(d)

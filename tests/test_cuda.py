@@ -170,3 +170,120 @@ def test_gpu_gqa_decode_over_a_shuffled_poisoned_cache(rng):
         out = cuda.gqa_attention(cuda.to_device(q), cache, 0, version=version).to_numpy()
         assert np.isfinite(out).all()   # a NaN here means a read past the 300 cached tokens
         assert _rel(out, ref.gqa_attention(q, k, v)) < 1e-2
+
+
+# ---- the Python side on a CPU emulator of glmbench._cuda ---------------------------------
+# tests/cuda_emulator.py runs each op as glmbench.reference on the same bf16 bits: these tests
+# check the wrappers (addresses, offsets, sizes, order), capture/replay and CudaModel's wiring,
+# NOT the CUDA kernels (those are checked by the GPU tests above and bench/gpu_check.sh).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture
+def emu():
+    import cuda_emulator
+    restore = cuda_emulator.install()
+    yield cuda._C
+    cuda.set_poison(False)
+    restore()
+
+
+def _tiny(kind):
+    from glmbench import configs
+    if kind == "glm":
+        hf = {k: v for k, v in configs.load("glm-4.7-flash").hf.items() if not k.startswith("_")}
+        hf.update(vocab_size=97, hidden_size=64, intermediate_size=96, moe_intermediate_size=32, num_hidden_layers=3,
+                  num_attention_heads=4, num_key_value_heads=4, q_lora_rank=48, kv_lora_rank=32, qk_nope_head_dim=16,
+                  qk_rope_head_dim=8, v_head_dim=24, n_routed_experts=8, num_experts_per_tok=2)
+    else:
+        hf = {k: v for k, v in configs.load("qwen3-32b").hf.items() if not k.startswith("_")}
+        hf.update(vocab_size=97, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=8,
+                  num_key_value_heads=2, head_dim=16)
+    return configs.load(hf)
+
+
+def test_emulated_ops_match_the_reference(emu, rng):
+    cuda.set_poison(True)
+    x, w = _bf(rng, 5, 64), _bf(rng, 64)
+    np.testing.assert_allclose(cuda.rms_norm(cuda.to_device(x), cuda.to_device(w)).to_numpy(),
+                               ref.rms_norm(x, w), rtol=1e-2, atol=1e-2)
+    W, b = _bf(rng, 24, 64), _bf(rng, 24)
+    y = cuda.linear(cuda.to_device(x[0]), cuda.to_device(W), cuda.to_device(b))
+    assert y.shape == (24,)
+    np.testing.assert_allclose(y.to_numpy(), ref.linear(x[:1], W, b)[0], rtol=1e-2, atol=1e-2)
+    # MoE: the permute / grouped GEMM / un-permute plumbing against the dense reference
+    E, F, k = 6, 16, 2
+    g, u, d = _bf(rng, E, F, 64, scale=0.2), _bf(rng, E, F, 64, scale=0.2), _bf(rng, E, 64, F, scale=0.2)
+    wr = rng.standard_normal((E, 64)).astype(np.float32)
+    y, counts = cuda.moe(cuda.to_device(x), cuda.to_device(wr, "f32"), *(cuda.to_device(a) for a in (g, u, d)),
+                         top_k=k, scoring="softmax")
+    want, want_counts = ref.moe(x, wr, g, u, d, top_k=k, scoring="softmax")
+    np.testing.assert_array_equal(counts.to_numpy(), want_counts)
+    assert _rel(y.to_numpy(), want) < 2e-2
+
+
+def test_emulated_paged_cache_and_attention_strategies(emu, rng):
+    cuda.set_poison(True)
+    # GQA over a shuffled, poisoned, multi-layer cache: the layer offsets must be right
+    cache = cuda.PagedCache.gqa(3, 200, 2, 16, block_size=16, shuffle_seed=5)
+    k, v, q = _bf(rng, 37, 2, 16), _bf(rng, 37, 2, 16), _bf(rng, 3, 8, 16)
+    cache.append(2, cuda.to_device(k[:20]), cuda.to_device(v[:20]))
+    cache.append(2, cuda.to_device(k[20:]), cuda.to_device(v[20:]))
+    rk, rv = cache.read(2)
+    np.testing.assert_array_equal(rk, k)
+    np.testing.assert_array_equal(rv, v)
+    assert cache.length(0) == 0 and cache.length(2) == 37
+    out = cuda.gqa_attention(cuda.to_device(q), cache, 2).to_numpy()
+    assert _rel(out, ref.gqa_attention(q, k, v)) < 1e-2
+    with pytest.raises(ValueError, match=r"KV cache full: layer 2 holds 37 of 208 tokens, cannot append 200"):
+        cache.append(2, cuda.to_device(_bf(rng, 200, 2, 16)), cuda.to_device(_bf(rng, 200, 2, 16)))
+    # MLA: the three strategies agree with the definition
+    H, Dn, Dr, Dv, R, L, T = 4, 16, 8, 24, 32, 50, 3
+    lat, kr = _bf(rng, L, R), _bf(rng, L, Dr)
+    kvb, qn, qr = _bf(rng, H * (Dn + Dv), R, scale=0.2), _bf(rng, T, H, Dn), _bf(rng, T, H, Dr)
+    mc = cuda.PagedCache.mla(2, 64, R, Dr, block_size=16, shuffle_seed=1)
+    mc.append(1, cuda.to_device(lat), cuda.to_device(kr))
+    want = ref.mla_attention(qn, qr, lat, kr, kvb, Dv)
+    for strat in cuda.MLA_STRATEGIES:
+        out = cuda.mla_attention(cuda.to_device(qn), cuda.to_device(qr), mc, 1, cuda.to_device(kvb), v_head_dim=Dv,
+                                 strategy=strat).to_numpy()
+        assert _rel(out, want) < 2e-2, strat
+
+
+def test_emulated_capture_replays_and_never_touches_the_host(emu, rng):
+    x, w = _bf(rng, 4, 32), _bf(rng, 32)
+    dx, dw = cuda.to_device(x), cuda.to_device(w)
+    g = cuda.capture(lambda: cuda.rms_norm(cuda.add(dx, dx), dw))
+    emu.upload(dx.ptr, cuda.f32_to_bf16(x * 0.5))     # new input between replays
+    g.launch()
+    np.testing.assert_allclose(g.result.to_numpy(), ref.rms_norm(x, w), rtol=1e-2, atol=1e-2)
+    with pytest.raises(RuntimeError, match="operation not permitted when stream is capturing"):
+        cuda.capture(lambda: cuda.to_device(x))
+    t = cuda.time_ms(g, warmup=1, iters=2, repeats=2)
+    assert t["median_ms"] >= 0 and t["iters"] == 2
+
+
+@pytest.mark.parametrize("kind", ["glm", "qwen"])
+def test_emulated_cuda_model_matches_the_c_core_model(emu, kind):
+    """CudaModel's layer wiring (MLA/GQA blocks, dense and MoE MLPs, shared expert, caches) against
+    glmbench.Model on the same weights; the emulator rounds every op's output to bf16 as the GPU
+    does, the C core keeps float32, so they agree to bf16 accuracy, not bit for bit."""
+    cfg = _tiny(kind)
+    m = cuda.CudaModel(cfg, max_context=64, seed=3)
+    cpu = glmbench.model.Model(cfg, weights=m.host_weights(), weight_format="bf16", kv_dtype="f32", max_context=64)
+    toks = [5, 17, 3, 88, 41]
+    got = m.prefill(toks).to_numpy()
+    want = cpu.prefill(np.array(toks))
+    assert got.shape == (5, cfg.vocab_size)
+    assert _rel(got, want) < 5e-2
+    got = m.decode(7).to_numpy()[0]
+    want = cpu.decode(7)
+    assert _rel(got, want) < 5e-2
+    # a decode step at depth as a graph: replays give the same logits, the cache stays at depth + 1
+    g = m.decode_graph(20)
+    first = g.result.to_numpy()
+    g.launch()
+    np.testing.assert_array_equal(g.result.to_numpy(), first)
+    assert m.cache.length(0) == 21
+    gp = m.prefill_graph(6, 10)
+    assert gp.result.shape == (6, cfg.vocab_size) and np.isfinite(gp.result.to_numpy()).all()

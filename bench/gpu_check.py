@@ -1,0 +1,620 @@
+"""One-call GPU check (run through bench/gpu_check.sh): validate every CUDA kernel against the
+float64 reference on fresh random data, time each one against ceilings measured in the same run,
+time the PyTorch peers on the same shapes, and sweep whole models over depths.
+
+    python bench/gpu_check.py --out DIR [--budget-s 420] [--quick] [--no-models] [--no-peers]
+
+Method (../.library/device/METHOD.md, ../shared/STYLE.md):
+  * validate before timing: every output buffer is NaN-poisoned before the kernel runs
+    (cuda.set_poison), every cache page past the cached tokens holds bf16 NaN and the block table
+    is shuffled, so a missed write or a stray read shows as NaN; then ||out - ref|| / ||ref|| against
+    a bound per op (bf16 storage, fp32 accumulation: 4e-3 for one rounding of the output, 1e-2
+    where intermediates are rounded to bf16 as well);
+  * inputs are random normals on the bf16 grid (the reference sees exactly what the kernel sees),
+    never zeros;
+  * time with CUDA events around graph replays (capture), median of 5, inputs rotated over enough
+    copies to exceed 4x the L2 cache, so the memory-bound numbers are DRAM numbers;
+  * ceilings: our 16-byte copy kernel and cudaMemcpy (bytes read + written), cuBLAS bf16 GEMM
+    8192^3 -- all in this run on this card.
+Output: validation.csv, kernels.csv, peers.csv, models.csv (records, evidence=measured), log.txt
+in --out; a short table last on stdout.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import gc
+import io
+import math
+import os
+import sys
+import time
+import traceback
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import glmbench  # noqa: E402
+from glmbench import cuda, records  # noqa: E402
+from glmbench import reference as ref  # noqa: E402
+
+T0 = time.time()
+LOG = []
+
+
+def log(*a):
+    s = " ".join(str(x) for x in a)
+    print(s, flush=True)
+    LOG.append(s)
+
+
+class Table:
+    """Rows written to CSV (atomically) after every add, so a run cut short keeps what it did."""
+
+    def __init__(self, path):
+        self.path, self.rows = path, []
+
+    def add(self, **row):
+        self.rows.append(row)
+        keys = []
+        for r in self.rows:
+            keys += [k for k in r if k not in keys]
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=keys, lineterminator="\n")
+        w.writeheader()
+        for r in self.rows:
+            w.writerow({k: ("" if v is None else v) for k, v in r.items()})
+        records.atomic_write_text(self.path, buf.getvalue())
+
+
+def bf(rng, *shape, scale=1.0):
+    return cuda.bf16_to_f32(cuda.f32_to_bf16(rng.standard_normal(shape).astype(np.float32) * scale))
+
+
+def rel(out, want):
+    out, want = np.asarray(out, np.float64), np.asarray(want, np.float64)
+    if not np.all(np.isfinite(out)):
+        return float("nan")
+    return float(np.linalg.norm(out - want) / max(np.linalg.norm(want), 1e-300))
+
+
+# ---- validation -----------------------------------------------------------------------------
+def validate(tab, quick):
+    rng = np.random.default_rng(int(time.time()))  # fresh data every run
+    cuda.set_poison(True)
+
+    def check(op, version, shape, err, bound, note=""):
+        ok = err == err and err <= bound  # NaN fails
+        tab.add(op=op, version=version, shape=shape, rel_err=f"{err:.3e}", bound=bound, ok=ok, note=note)
+        log(f"  {'ok  ' if ok else 'FAIL'} {op:<28} v{version} {shape:<34} rel_err {err:.2e} (bound {bound:g}) {note}")
+
+    def guard(name, fn):
+        try:
+            fn()
+        except Exception as e:  # a crash is a failed check, recorded with its message
+            tab.add(op=name, version="", shape="", rel_err="", bound="", ok=False, note=f"{type(e).__name__}: {e}")
+            log(f"  FAIL {name}: {type(e).__name__}: {e}")
+            traceback.print_exc()
+
+    # rms_norm
+    def t_norm():
+        for rows, dim, versions in ((7, 2048, (1, 2)), (3, 5120, (1, 2)), (5, 513, (1,)), (64, 128, (1, 2))):
+            x, w = bf(rng, rows, dim), bf(rng, dim)
+            want = ref.rms_norm(x, w, 1e-5)
+            for v in versions:
+                y = cuda.rms_norm(cuda.to_device(x), cuda.to_device(w), 1e-5, version=v).to_numpy()
+                check("rms_norm", v, f"{rows}x{dim}", rel(y, want), 4e-3)
+    guard("rms_norm", t_norm)
+
+    def t_rope():
+        for layout, T, H, Dh, rd, off in (("interleaved", 5, 20, 64, 64, 0), ("half", 7, 8, 128, 128, 0),
+                                          ("interleaved", 3, 4, 256, 64, 192), ("half", 2, 3, 96, 32, 16)):
+            x = bf(rng, T, H, Dh)
+            pos = rng.integers(0, 200_000, T).astype(np.int64)
+            want = ref.rope(x, pos, theta=1e6, rot_dim=rd, rot_offset=off, layout=layout)
+            y = cuda.rope(cuda.to_device(x), cuda.to_device(pos), theta=1e6, rot_dim=rd, rot_offset=off,
+                          layout=layout).to_numpy()
+            check(f"rope[{layout}]", 1, f"T{T} H{H} Dh{Dh} rot{rd}@{off}", rel(y, want), 4e-3, "positions to 2e5")
+    guard("rope", t_rope)
+
+    def t_linear():
+        cases = [(1, 2048, 5120, (1, 2, 3, 4)), (3, 768, 2048, (1, 2, 3, 4)), (8, 512, 1024, (2, 3, 4)),
+                 (70, 300, 264, (1, 3, 4)), (257, 1000, 777, (1, 3, 4)), (512, 2048, 2048, (3, 4))]
+        for T, N, K, versions in cases:
+            x, w, b = bf(rng, T, K), bf(rng, N, K, scale=K ** -0.5), bf(rng, N, scale=0.1)
+            want = ref.linear(x, w, b)
+            for v in versions:
+                if v == 4 and not cuda.have_cublas():
+                    continue
+                if v == 2 and K % 8:
+                    continue
+                y = cuda.linear(cuda.to_device(x), cuda.to_device(w), cuda.to_device(b), version=v).to_numpy()
+                check("linear(+bias)", v, f"T{T} N{N} K{K}", rel(y, want), 4e-3)
+    guard("linear", t_linear)
+
+    def t_swiglu():
+        T, D, F = 9, 512, 1536
+        x, g, u, d = bf(rng, T, D), bf(rng, F, D, scale=D ** -0.5), bf(rng, F, D, scale=D ** -0.5), bf(rng, D, F, scale=F ** -0.5)
+        y = cuda.swiglu(*(cuda.to_device(a) for a in (x, g, u, d))).to_numpy()
+        # gate/up outputs and their product are rounded to bf16 before the down projection
+        check("swiglu", 0, f"T{T} D{D} F{F}", rel(y, ref.swiglu(x, g, u, d)), 1e-2)
+    guard("swiglu", t_swiglu)
+
+    def t_route():
+        for scoring, E, k, ng, tg, bias in (("sigmoid", 64, 4, 1, 1, True), ("sigmoid", 64, 8, 8, 4, True),
+                                            ("softmax", 128, 8, 1, 1, False), ("softmax", 16, 2, 4, 2, False)):
+            T, D = 37, 512
+            x = bf(rng, T, D)
+            wr = (rng.standard_normal((E, D)) * D ** -0.5).astype(np.float32)
+            b = (rng.standard_normal(E) * 0.1).astype(np.float32) if bias else None
+            kw = dict(top_k=k, scoring=scoring, n_group=ng, topk_group=tg, norm_topk_prob=True,
+                      routed_scaling_factor=1.8)
+            ri, rw = ref.moe_route(x, wr, bias=b, **kw)
+            idx, w = cuda.moe_route(cuda.to_device(x), cuda.to_device(wr, "f32"),
+                                    bias=None if b is None else cuda.to_device(b, "f32"), **kw)
+            idx, w = idx.to_numpy(), w.to_numpy()
+            # fp32 logits vs fp64: a choice can flip only where two scores are within ~1e-5;
+            # rows whose k-th and (k+1)-th reference choices are that close are not compared.
+            logits = x.astype(np.float64) @ wr.T.astype(np.float64)
+            s = 1 / (1 + np.exp(-logits)) if scoring == "sigmoid" else np.exp(logits - logits.max(1, keepdims=True))
+            if scoring == "softmax":
+                s /= s.sum(1, keepdims=True)
+            c = np.sort(s + (b if b is not None else 0), axis=1)[:, ::-1]
+            clear = (c[:, k - 1] - c[:, k]) > 1e-5
+            same = np.all(idx[clear] == ri[clear])
+            err = rel(w[clear], rw[clear]) if same else float("nan")
+            check(f"moe_route[{scoring}]", 1, f"T{T} E{E} k{k} g{ng}/{tg}", err, 1e-4,
+                  f"indices equal on {clear.sum()}/{T} rows")
+    guard("moe_route", t_route)
+
+    def t_experts():
+        for T, E, k, D, F, versions in ((1, 64, 4, 2048, 1536, (1, 2)), (5, 8, 2, 256, 96, (1, 2)),
+                                        (150, 16, 4, 512, 256, (2,))):
+            x = bf(rng, T, D)
+            g, u = bf(rng, E, F, D, scale=D ** -0.5), bf(rng, E, F, D, scale=D ** -0.5)
+            d = bf(rng, E, D, F, scale=F ** -0.5)
+            idx = np.stack([rng.choice(E, k, replace=False) for _ in range(T)]).astype(np.int32)
+            w = rng.random((T, k)).astype(np.float32)
+            want, counts_ref = ref.moe_experts(x, idx, w, g, u, d)
+            dg, du, dd = cuda.to_device(g), cuda.to_device(u), cuda.to_device(d)
+            for v in versions:
+                y, counts = cuda.moe_experts(cuda.to_device(x), cuda.to_device(idx, "i32"), cuda.to_device(w, "f32"),
+                                             dg, du, dd, version=v)
+                same = np.array_equal(counts.to_numpy(), counts_ref)
+                check("moe_experts", v, f"T{T} E{E} k{k} D{D} F{F}", rel(y.to_numpy(), want) if same else float("nan"),
+                      1e-2, "counts equal" if same else "COUNTS DIFFER")
+    guard("moe_experts", t_experts)
+
+    def t_cache():
+        cache = cuda.PagedCache.mla(2, 500, 512, 64, block_size=64, shuffle_seed=1)
+        lat, kr = bf(rng, 130, 512), bf(rng, 130, 64)
+        cache.append(1, cuda.to_device(lat[:57]), cuda.to_device(kr[:57]))
+        cache.append(1, cuda.to_device(lat[57:]), cuda.to_device(kr[57:]))
+        a, b = cache.read(1)
+        exact = np.array_equal(a, lat) and np.array_equal(b, kr) and cache.length(0) == 0
+        check("paged_append[mla]", 1, "2 appends, 130 rows", 0.0 if exact else float("nan"), 0.0, "bit-exact")
+    guard("paged_append", t_cache)
+
+    def t_gqa():
+        cases = [(1, 1000, 64, 8, 128, 128), (4, 777, 32, 8, 128, 128), (1, 3000, 80, 8, 128, 128),
+                 (2, 500, 16, 16, 256, 256), (300, 300, 8, 2, 128, 128), (100, 400, 12, 4, 64, 96)]
+        for T, L, Hq, Hkv, Dh, Dv in cases:
+            k, v, q = bf(rng, L, Hkv, Dh), bf(rng, L, Hkv, Dv), bf(rng, T, Hq, Dh)
+            want = ref.gqa_attention(q, k, v)
+            cache = cuda.PagedCache.gqa(1, L + 100, Hkv, Dh, Dv, block_size=64, shuffle_seed=2)
+            cache.append(0, cuda.to_device(k), cuda.to_device(v))
+            versions = (1, 2) if (T <= 4 and Dh == Dv == 128) else (1,)
+            for ver in versions:
+                for splits in (1, 0):
+                    out = cuda.gqa_attention(cuda.to_device(q), cache, 0, n_splits=splits, version=ver).to_numpy()
+                    check("gqa_attention", ver, f"T{T} L{L} Hq{Hq} Hkv{Hkv} Dh{Dh} Dv{Dv}", rel(out, want), 1e-2,
+                          f"splits={'auto' if splits == 0 else splits}")
+    guard("gqa_attention", t_gqa)
+
+    def t_mla():
+        H, Dn, Dr, Dv, R = 20, 192, 64, 256, 512
+        for T, L in ((1, 700), (3, 2000), (1, 5), (200, 200)):
+            lat, kr = bf(rng, L, R), bf(rng, L, Dr)
+            kvb = bf(rng, H * (Dn + Dv), R, scale=R ** -0.5)
+            qn, qr = bf(rng, T, H, Dn), bf(rng, T, H, Dr)
+            want = ref.mla_attention(qn, qr, lat, kr, kvb, Dv, 1 / 16)
+            cache = cuda.PagedCache.mla(1, L + 64, R, Dr, block_size=64, shuffle_seed=3)
+            cache.append(0, cuda.to_device(lat), cuda.to_device(kr))
+            dkvb = cuda.to_device(kvb)
+            for strat in ("naive", "absorbed", "flash"):
+                if strat == "naive" and T * L > 500_000:
+                    continue
+                out = cuda.mla_attention(cuda.to_device(qn), cuda.to_device(qr), cache, 0, dkvb, v_head_dim=Dv,
+                                         scale=1 / 16, strategy=strat).to_numpy()
+                # q_lat, p and o_lat are rounded to bf16 on the way (as FlashMLA does with p)
+                check(f"mla_attention[{strat}]", 1, f"T{T} L{L} H{H} R{R}", rel(out, want), 2e-2)
+    guard("mla_attention", t_mla)
+
+    def t_graph():
+        x, w = bf(rng, 4, 1024), bf(rng, 1024)
+        dx, dw = cuda.to_device(x), cuda.to_device(w)
+        g = cuda.capture(lambda: cuda.rms_norm(dx, dw, 1e-6))
+        g.launch()
+        cuda.synchronize()
+        check("graph replay (rms_norm)", 0, "4x1024", rel(g.result.to_numpy(), ref.rms_norm(x, w, 1e-6)), 4e-3)
+    guard("graph", t_graph)
+    cuda.set_poison(False)
+    n_bad = sum(1 for r in tab.rows if not r["ok"])
+    log(f"validation: {len(tab.rows) - n_bad} passed, {n_bad} failed")
+    return n_bad
+
+
+# ---- timing ---------------------------------------------------------------------------------
+def rotated(make, nbytes_one, l2):
+    """Enough independent input sets that one pass over them exceeds 4x L2 (at most 64)."""
+    n = max(1, min(64, math.ceil(4 * l2 / max(nbytes_one, 1))))
+    return [make(i) for i in range(n)]
+
+
+def time_sets(fns):
+    """Median device ms of one call, with the calls of all sets captured in one graph."""
+    g = cuda.capture(lambda: [f() for f in fns])
+    t = cuda.time_ms(g, warmup=2, iters=max(1, 20 // len(fns)), repeats=5)
+    return t["median_ms"] / len(fns), t
+
+
+def kernels(tab, ceil, quick, budget):
+    info = cuda.device_info()
+    l2 = info["l2_bytes"]
+    rng = np.random.default_rng(7)
+    bw = ceil["copy_gbs"]
+
+    def row(op, version, shape, ms, nbytes=0.0, flops=0.0, note=""):
+        gbs = nbytes / ms / 1e6 if nbytes else None
+        tfs = flops / ms / 1e9 if flops else None
+        tab.add(op=op, version=version, shape=shape, ms=f"{ms:.4f}", gbs=None if gbs is None else f"{gbs:.0f}",
+                pct_copy=None if gbs is None else f"{100 * gbs / bw:.0f}",
+                tflops=None if tfs is None else f"{tfs:.1f}",
+                pct_gemm=None if tfs is None or not ceil.get("gemm_tflops") else f"{100 * tfs / ceil['gemm_tflops']:.0f}",
+                note=note)
+        extra = (f" {gbs:7.0f} GB/s ({100 * gbs / bw:3.0f}% copy)" if gbs else "") + (f" {tfs:7.1f} TFLOP/s" if tfs else "")
+        log(f"  {op:<26} v{version} {shape:<30} {ms * 1e3:9.1f} us{extra} {note}")
+
+    def rand_dev(shape, scale=1.0):
+        a = cuda.empty(shape)
+        cuda._lib().random_bf16(a.ptr, a.size, int(rng.integers(1 << 62)), scale)
+        return a
+
+    # GEMV (decode) and GEMM (prefill)
+    for T, N, K in ((1, 25600, 5120), (1, 2048, 5120), (4, 25600, 5120)):
+        for v in (2, 4) if cuda.have_cublas() else (2,):
+            sets = rotated(lambda i: (rand_dev((T, K)), rand_dev((N, K), K ** -0.5)), N * K * 2, l2)
+            ms, _ = time_sets([lambda s=s: cuda.linear(s[0], s[1], version=v) for s in sets])
+            row("linear", v, f"T{T} N{N} K{K}", ms, nbytes=N * K * 2, flops=2 * T * N * K)
+    for T, N, K in ((4096, 25600, 5120), (4096, 2048, 2048)):
+        x, w = rand_dev((T, K)), rand_dev((N, K), K ** -0.5)
+        for v in (3, 4) if cuda.have_cublas() else (3,):
+            ms, _ = time_sets([lambda: cuda.linear(x, w, version=v)])
+            row("linear", v, f"T{T} N{N} K{K}", ms, flops=2 * T * N * K)
+    if time.time() - T0 > budget:
+        return
+    # small ops at decode and prefill sizes
+    for rows, dim in ((1, 2048), (4096, 5120)):
+        x, w = rand_dev((rows, dim)), rand_dev((dim,))
+        for v in (1, 2):
+            ms, _ = time_sets([lambda: cuda.rms_norm(x, w, version=v)])
+            row("rms_norm", v, f"{rows}x{dim}", ms, nbytes=2 * rows * dim * 2)
+    x = rand_dev((4096, 64, 128))
+    pos = cuda.to_device(np.arange(4096, dtype=np.int64))
+    ms, _ = time_sets([lambda: cuda.rope(x, pos, theta=1e6, rot_dim=128, layout="half")])
+    row("rope[half]", 1, "T4096 H64 Dh128", ms, nbytes=2 * x.nbytes)
+
+    # MoE layer, GLM-4.7-Flash shapes: decode (T=1) and prefill (T=4096)
+    E, k, D, F = 64, 4, 2048, 1536
+    wg, wu, wd = rand_dev((E, F, D), D ** -0.5), rand_dev((E, F, D), D ** -0.5), rand_dev((E, D, F), F ** -0.5)
+    wr = cuda.to_device((rng.standard_normal((E, D)) * D ** -0.5).astype(np.float32), "f32")
+    for T in (1, 4096):
+        x = rand_dev((T, D))
+        for v in (1, 2) if T == 1 else (2,):
+            def f(x=x, v=v):
+                idx, w = cuda.moe_route(x, wr, top_k=k, scoring="sigmoid", routed_scaling_factor=1.8)
+                return cuda.moe_experts(x, idx, w, wg, wu, wd, version=v)
+            ms, _ = time_sets([f])
+            chosen = min(E, T * k)
+            row("moe (route+experts)", v, f"T{T} E{E} k{k} D{D} F{F}", ms, nbytes=chosen * 3 * F * D * 2,
+                flops=T * k * 6 * F * D, note="bytes: chosen experts' weights")
+    if time.time() - T0 > budget:
+        return
+    # attention at depth
+    depths = (1024, 8192, 32768) if quick else (1024, 4096, 16384, 32768, 65536, 131072)
+    Hq, Hkv, Dh = 64, 8, 128  # Qwen3-32B
+    for L in depths:
+        kv_bytes = L * Hkv * Dh * 2 * 2
+
+        def mk(i):
+            c = cuda.PagedCache.gqa(1, L + 64, Hkv, Dh, poison=False, shuffle_seed=i)
+            c.fill_synthetic(L, seed=i)
+            return c, rand_dev((1, Hq, Dh))
+        sets = rotated(mk, kv_bytes, l2)
+        for v in (1, 2):
+            ms, _ = time_sets([lambda s=s: cuda.gqa_attention(s[1], s[0], 0, version=v) for s in sets])
+            row("gqa decode (Qwen3-32B)", v, f"L{L} Hq{Hq} Hkv{Hkv}", ms, nbytes=kv_bytes,
+                flops=4 * Hq * Dh * L)
+        del sets
+        H, R, Dr = 20, 512, 64  # GLM-4.7-Flash
+        lat_bytes = L * (R + Dr) * 2
+
+        def mk2(i):
+            c = cuda.PagedCache.mla(1, L + 64, R, Dr, poison=False, shuffle_seed=i)
+            c.fill_synthetic(L, seed=i, scale=0.1)
+            return c, rand_dev((1, H, R)), rand_dev((1, H, Dr))
+        sets = rotated(mk2, lat_bytes, l2)
+
+        def mla_core(s):
+            c, ql, qr = s
+            S = cuda._lib().mla_plan(1, L, H)
+            wsb = cuda._lib().mla_workspace_bytes(1, H, R, S)
+            ws = cuda.empty((wsb // 4,), "f32")
+            o = cuda.empty((1, H, R))
+            cuda._lib().mla_absorbed_attention(ql.ptr, qr.ptr, c.layer_pages(0).ptr, c.layer_table(0).ptr,
+                                                  c.block_size, o.ptr, 1, L, H, R, Dr, 1 / 16, S, ws.ptr, wsb, 0)
+            return o
+        ms, _ = time_sets([lambda s=s: mla_core(s) for s in sets])
+        row("mla absorbed split-K (GLM)", 1, f"L{L} H{H} R{R}", ms, nbytes=lat_bytes, flops=2 * H * (R + Dr + R) * L,
+            note="attention kernel + combine")
+        del sets
+        gc.collect()
+        if time.time() - T0 > budget:
+            return
+    # prefill attention, T = 4096 from empty
+    T = 2048 if quick else 4096
+    c = cuda.PagedCache.gqa(1, T, Hkv, Dh, poison=False)
+    c.fill_synthetic(T)
+    q = rand_dev((T, Hq, Dh))
+    ms, _ = time_sets([lambda: cuda.gqa_attention(q, c, 0, version=1)])
+    row("gqa prefill (Qwen3-32B)", 1, f"T{T} causal", ms, flops=4 * Hq * Dh * T * T / 2)
+
+
+def ceilings(tab):
+    c = cuda.copy_bandwidth(2 << 30)
+    out = {"copy_gbs": max(c["kernel_gbs"], c["memcpy_gbs"])}
+    tab.add(op="copy (16-byte kernel)", version="", shape="2 GiB", ms="", gbs=f"{c['kernel_gbs']:.0f}", note="read+write")
+    tab.add(op="copy (cudaMemcpy d2d)", version="", shape="2 GiB", ms="", gbs=f"{c['memcpy_gbs']:.0f}", note="read+write")
+    log(f"  copy ceiling: kernel {c['kernel_gbs']:.0f} GB/s, cudaMemcpy {c['memcpy_gbs']:.0f} GB/s")
+    if cuda.have_cublas():
+        n = 8192
+        rng = np.random.default_rng(3)
+        a = cuda.to_device(rng.standard_normal((n, n)).astype(np.float32))
+        b = cuda.to_device(rng.standard_normal((n, n)).astype(np.float32) / math.sqrt(n))
+        g = cuda.capture(lambda: cuda.linear(a, b, version=4))
+        t = cuda.time_ms(g, warmup=3, iters=10, repeats=5)
+        out["gemm_tflops"] = 2 * n ** 3 / t["median_ms"] / 1e9
+        tab.add(op="cuBLAS bf16 GEMM", version=4, shape="8192^3", ms=f"{t['median_ms']:.4f}",
+                tflops=f"{out['gemm_tflops']:.1f}", note="random data")
+        log(f"  GEMM ceiling: cuBLAS bf16 8192^3 {out['gemm_tflops']:.0f} TFLOP/s")
+    return out
+
+
+# ---- peers ----------------------------------------------------------------------------------
+def peers(tab, quick, budget):
+    try:
+        import torch
+        import torch.nn.functional as F
+    except Exception as e:  # noqa: BLE001
+        log(f"  PyTorch not importable ({e}); no peers")
+        return
+    if not torch.cuda.is_available():
+        log("  PyTorch sees no GPU; no peers")
+        return
+    dev = "cuda"
+
+    def t_torch(fn, iters=20):
+        for _ in range(3):
+            fn()
+        torch.cuda.synchronize()
+        ts = []
+        for _ in range(5):
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            for _ in range(iters):
+                fn()
+            b.record()
+            b.synchronize()
+            ts.append(a.elapsed_time(b) / iters)
+        return float(np.median(ts))
+
+    Hq, Hkv, Dh = 64, 8, 128
+    depths = (1024, 8192, 32768) if quick else (1024, 4096, 16384, 32768, 65536, 131072)
+    for L in depths:
+        n = max(1, min(16, math.ceil(4 * 60e6 / (L * Hkv * Dh * 4))))
+        sets = [(torch.randn(1, Hq, 1, Dh, device=dev, dtype=torch.bfloat16),
+                 torch.randn(1, Hkv, L, Dh, device=dev, dtype=torch.bfloat16),
+                 torch.randn(1, Hkv, L, Dh, device=dev, dtype=torch.bfloat16)) for _ in range(n)]
+        ms = t_torch(lambda: [F.scaled_dot_product_attention(q, k, v, enable_gqa=True) for q, k, v in sets]) / n
+        gbs = L * Hkv * Dh * 4 / ms / 1e6
+        tab.add(peer="torch sdpa", op="gqa decode (Qwen3-32B)", shape=f"L{L}", ms=f"{ms:.4f}", gbs=f"{gbs:.0f}")
+        log(f"  torch sdpa gqa decode L{L}: {ms * 1e3:.1f} us {gbs:.0f} GB/s")
+        sets = None
+        if time.time() - T0 > budget:
+            return
+    T = 2048 if quick else 4096
+    q = torch.randn(1, Hq, T, Dh, device=dev, dtype=torch.bfloat16)
+    k = torch.randn(1, Hkv, T, Dh, device=dev, dtype=torch.bfloat16)
+    v = torch.randn(1, Hkv, T, Dh, device=dev, dtype=torch.bfloat16)
+    ms = t_torch(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True), iters=5)
+    tab.add(peer="torch sdpa", op="gqa prefill (Qwen3-32B)", shape=f"T{T} causal", ms=f"{ms:.4f}",
+            tflops=f"{4 * Hq * Dh * T * T / 2 / ms / 1e9:.1f}")
+    log(f"  torch sdpa gqa prefill T{T}: {ms:.3f} ms")
+    q = k = v = None
+    torch.cuda.empty_cache()
+
+
+def hf_peer(tab, names, budget):
+    """HF transformers forward of the same architectures, 2 decoder layers each (random bf16 init on
+    the GPU), against CudaModel with the same 2 layers: prefill 512 tokens, and one decode step
+    after it (HF eager with its DynamicCache; ours as a graph replay and eagerly)."""
+    try:
+        import torch
+        import transformers
+    except Exception as e:  # noqa: BLE001
+        log(f"  transformers not importable ({e}); no HF peer")
+        return
+    from glmbench import configs
+    for name in names:
+        if time.time() - T0 > budget:
+            return
+        try:
+            cfg = configs.load(name)
+            hf = {k: v for k, v in cfg.hf.items() if not k.startswith("_")}
+            hf["num_hidden_layers"] = 2
+            hf.pop("num_nextn_predict_layers", None)
+            conf = transformers.AutoConfig.for_model(hf["model_type"], **{k: v for k, v in hf.items() if k != "model_type"})
+            with torch.device("cuda"):
+                try:
+                    model = transformers.AutoModelForCausalLM.from_config(conf, dtype=torch.bfloat16).eval()
+                except TypeError:  # transformers 4.x spells it torch_dtype
+                    model = transformers.AutoModelForCausalLM.from_config(conf, torch_dtype=torch.bfloat16).eval()
+            ids = torch.randint(0, cfg.vocab_size, (1, 512), device="cuda")
+            with torch.no_grad():
+                model(ids)  # warm-up
+                torch.cuda.synchronize()
+                a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                a.record()
+                out = model(ids, use_cache=True)
+                b.record()
+                b.synchronize()
+                pp_ms = a.elapsed_time(b)
+                past = out.past_key_values
+                tok = ids[:, -1:]
+                ts = []
+                for _ in range(10):
+                    a.record()
+                    model(tok, past_key_values=past, use_cache=True)
+                    b.record()
+                    b.synchronize()
+                    ts.append(a.elapsed_time(b))
+                tg_ms = float(np.median(ts))
+            del model, out, past
+            torch.cuda.empty_cache()
+            m = cuda.CudaModel(cfg, max_context=1024, layers=2)
+            gp = m.prefill_graph(512, 0)
+            ours_pp = cuda.time_ms(gp, warmup=1, iters=1, repeats=3)["median_ms"]
+            del gp
+            g = m.decode_graph(512)
+            ours_tg = cuda.time_ms(g, iters=10, repeats=5)["median_ms"]
+            del g, m
+            gc.collect()
+            tab.add(peer="HF transformers (eager)", op=f"{name} 2 layers pp512", ms=f"{pp_ms:.3f}", ours_ms=f"{ours_pp:.3f}")
+            tab.add(peer="HF transformers (eager)", op=f"{name} 2 layers tg@512", ms=f"{tg_ms:.3f}",
+                    ours_ms=f"{ours_tg:.3f}", note="ours: CUDA graph replay")
+            log(f"  HF {name} 2 layers: pp512 {pp_ms:.2f} ms (ours {ours_pp:.2f}), tg@512 {tg_ms:.2f} ms (ours {ours_tg:.2f})")
+        except Exception as e:  # noqa: BLE001
+            tab.add(peer="HF transformers", op=name, note=f"{type(e).__name__}: {e}")
+            log(f"  HF peer {name} failed: {type(e).__name__}: {e}")
+
+
+# ---- whole models ---------------------------------------------------------------------------
+def models(path, names, ceil, quick, budget):
+    from glmbench import configs
+    from glmbench.measure import decode_bytes_per_token
+    recs = []
+    info = cuda.device_info()
+    depths = (1024, 4096, 32768) if quick else (1024, 4096, 16384, 32768, 65536, 131072)
+    pp_depths = (0, 4096) if quick else (0, 4096, 32768)
+    n_prompt = 512
+    for name in names:
+        if time.time() - T0 > budget:
+            log(f"  budget spent: {name} skipped")
+            break
+        cfg = configs.load(name)
+        base = dict(evidence="measured", model=cfg.name, model_type=cfg.model_type, device=f"GPU: {info['name']}",
+                    n_cards=1, split="none", weights="bf16", type_k="bf16", type_v="bf16",
+                    mla_strategy="flash" if cfg.attention == "mla" else "", runtime="glmbench-cuda",
+                    glmbench_version=glmbench.__version__, copy_gbs=round(ceil["copy_gbs"]))
+        t_build = time.time()
+        m = cuda.CudaModel(cfg, max_context=max(depths) + n_prompt + 8)
+        free, total = cuda.mem_info()
+        r = dict(base, test="mem", n_depth=max(depths), n_prompt=0, n_gen=0, weight_bytes=m.weight_bytes,
+                 kv_bytes=m.cache.bytes_per_token * max(depths), kv_bytes_allocated=m.cache.bytes_allocated,
+                 device_bytes_used=m.device_bytes_used, device_free_bytes=free, device_total_bytes=total,
+                 build_s=round(time.time() - t_build, 2))
+        recs.append(r)
+        records.write_records(path, recs)
+        log(f"  {name}: weights {m.weight_bytes / 1e9:.1f} GB, cache {m.cache.bytes_allocated / 1e9:.1f} GB, "
+            f"device used {m.device_bytes_used / 1e9:.1f} GB")
+        for d in depths:
+            if time.time() - T0 > budget:
+                break
+            g = m.decode_graph(d)
+            logits = g.result.to_numpy()
+            finite = bool(np.all(np.isfinite(logits)))
+            t = cuda.time_ms(g, warmup=2, iters=5, repeats=5)
+            floor_b = decode_bytes_per_token(cfg, "bf16", "bf16", d)
+            floor_ms = floor_b / ceil["copy_gbs"] / 1e6
+            r = dict(base, test="tg", n_depth=d, n_prompt=0, n_gen=1, avg_ts=1e3 / t["median_ms"],
+                     step_ms=t["median_ms"], step_ms_min=t["min_ms"], step_ms_max=t["max_ms"], floor_bytes=floor_b,
+                     floor_ms=floor_ms, x_floor=t["median_ms"] / floor_ms, logits_finite=finite)
+            recs.append(r)
+            records.write_records(path, recs)
+            log(f"  {name} tg@{d}: {t['median_ms']:.3f} ms = {1e3 / t['median_ms']:.1f} tok/s, "
+                f"{t['median_ms'] / floor_ms:.2f}x the bytes/bandwidth floor{'' if finite else ' NON-FINITE LOGITS'}")
+            del g
+            gc.collect()
+        for d in pp_depths:
+            if time.time() - T0 > budget:
+                break
+            g = m.prefill_graph(n_prompt, d)
+            t = cuda.time_ms(g, warmup=1, iters=1, repeats=3)
+            del g
+            r = dict(base, test="pp", n_depth=d, n_prompt=n_prompt, n_gen=0, avg_ts=n_prompt * 1e3 / t["median_ms"],
+                     step_ms=t["median_ms"])
+            recs.append(r)
+            records.write_records(path, recs)
+            log(f"  {name} pp{n_prompt}@{d}: {t['median_ms']:.2f} ms = {n_prompt * 1e3 / t['median_ms']:.0f} tok/s")
+        del m
+        gc.collect()
+    return recs
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--budget-s", type=float, default=420.0, help="stop starting new sections after this")
+    ap.add_argument("--quick", action="store_true", help="fewer depths")
+    ap.add_argument("--no-models", action="store_true")
+    ap.add_argument("--no-peers", action="store_true")
+    ap.add_argument("--models", default="glm-4.7-flash,qwen3-32b")
+    a = ap.parse_args(argv)
+    os.makedirs(a.out, exist_ok=True)
+    names = [n for n in a.models.split(",") if n]
+    info = cuda.device_info()
+    free, total = cuda.mem_info()
+    log(f"device: {info['name']} cc {info['compute_capability']} SMs {info['sm_count']} L2 {info['l2_bytes'] >> 20} MiB "
+        f"memory {total / 2**30:.1f} GiB ({free / 2**30:.1f} free); cuBLAS {'yes' if cuda.have_cublas() else 'no'}")
+    status = 0
+    try:
+        log("== validation (fresh random data, poisoned outputs and cache padding)")
+        n_bad = validate(Table(os.path.join(a.out, "validation.csv")), a.quick)
+        status = 1 if n_bad else 0
+        ktab = Table(os.path.join(a.out, "kernels.csv"))
+        log("== ceilings")
+        ceil = ceilings(ktab)
+        log("== kernels")
+        kernels(ktab, ceil, a.quick, a.budget_s * 0.45)
+        if not a.no_peers:
+            ptab = Table(os.path.join(a.out, "peers.csv"))
+            log("== peers: PyTorch SDPA")
+            peers(ptab, a.quick, a.budget_s * 0.55)
+        if not a.no_models:
+            log("== whole models")
+            models(os.path.join(a.out, "models.csv"), names, ceil, a.quick, a.budget_s * 0.9)
+        if not a.no_peers:
+            log("== peers: HF transformers (2 layers)")
+            hf_peer(ptab, names, a.budget_s)
+    except Exception:
+        log(traceback.format_exc())
+        status = 2
+    finally:
+        log(f"elapsed {time.time() - T0:.0f} s")
+        records.atomic_write_text(os.path.join(a.out, "log.txt"), "\n".join(LOG) + "\n")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# bench/gpu_check.sh: all the GPU work of glmbench in one call (planned for < 8 minutes on an H200):
+# build the CPU core and the CUDA kernels for this card, run tests/test_cuda.py (its GPU checks run
+# here), then bench/gpu_check.py: validate every kernel against the float64 reference, time each
+# against the copy and cuBLAS-GEMM ceilings measured in the same run and against PyTorch peers,
+# and sweep GLM-4.7-Flash and Qwen3-32B over depths. Results: $OUT (the device tool's folder) or
+# bench/results/<date>_<card>/ -- validation.csv kernels.csv peers.csv models.csv log.txt
+# build.log pytest.log (7 files). Extra arguments go to gpu_check.py (e.g. --quick).
+#
+# The device image has nvcc, PyTorch (whose nvidia-cublas wheel gives cuBLAS), NumPy, setuptools
+# and pytest, but not scipy-openblas32: carry its wheel in .whl/ (docs/CUDA.md says how).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+START=$(date +%s)
+export PYTHONUNBUFFERED=1
+PY=${PYTHON:-python3}
+if ! $PY -c "import scipy_openblas32" 2>/dev/null; then
+  if ls .whl/*.whl >/dev/null 2>&1; then
+    $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 3
+    export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+  else
+    echo "gpu_check.sh: scipy-openblas32 is not installed and .whl/ holds no wheel (see docs/CUDA.md)"
+    exit 3
+  fi
+fi
+CARD=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | tr ' ' '-')
+DEST=${OUT:-bench/results/$(date -u +%Y-%m-%d)_${CARD:-gpu}}
+mkdir -p "$DEST"
+# This card's architecture only: a third of the compile time of CI's three.
+CAP=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d .)
+export GLMBENCH_CUDA=1 GLMBENCH_CUDA_ARCHS=${GLMBENCH_CUDA_ARCHS:-${CAP:-90}}
+{ nvidia-smi; echo; } > "$DEST/build.log" 2>&1
+echo "gpu_check.sh: building for sm_$GLMBENCH_CUDA_ARCHS"
+if ! $PY setup.py build_ext --inplace >> "$DEST/build.log" 2>&1; then
+  tail -40 "$DEST/build.log"
+  echo "gpu_check.sh: build failed ($(( $(date +%s) - START )) s)"
+  exit 4
+fi
+echo "gpu_check.sh: built in $(( $(date +%s) - START )) s"
+$PY -m pytest -q -p no:cacheprovider tests/test_cuda.py > "$DEST/pytest.log" 2>&1
+tail -3 "$DEST/pytest.log"
+$PY bench/gpu_check.py --out "$DEST" --budget-s "${BUDGET_S:-390}" "$@"
+rc=$?
+echo "gpu_check.sh: $(( $(date +%s) - START )) s in all, results in $DEST (exit $rc)"
+exit $rc
