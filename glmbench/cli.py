@@ -125,6 +125,19 @@ def _emit_records(records, args, out_path=None):
         print(format_table(records))
 
 
+def _plain_csv(rows: list[dict]) -> str:
+    """CSV of a summary table, columns in the table's own order (records.to_csv puts the
+    llama-bench columns first, which a models or hardware table does not have)."""
+    import csv
+    import io
+    buf = io.StringIO()
+    if rows:
+        w = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+    return buf.getvalue()
+
+
 def _fmt(v) -> str:
     if v is None:
         return ""
@@ -272,7 +285,7 @@ def cmd_models(args) -> int:
             "KV @128K f16 (GiB)": f"{kv['f16'] * 131072 / 1024 ** 3:.2f}",
         })
     if args.csv:
-        sys.stdout.write(rec.to_csv(table) if table else "")
+        sys.stdout.write(_plain_csv(table))
         return 0
     print(format_table(table, list(table[0]) if table else None))
     return 0
@@ -287,7 +300,7 @@ def cmd_hardware(args) -> int:
         return 0
     rows = [_gpu_row(g, False) for g in gpus]
     if args.csv:
-        sys.stdout.write(rec.to_csv(rows) if rows else "")
+        sys.stdout.write(_plain_csv(rows))
     else:
         print(format_table(rows, list(rows[0]) if rows else None))
     return 0
@@ -316,7 +329,7 @@ def cmd_compare(args) -> int:
         print(json.dumps({"a": args.a, "b": args.b, "differences": header, "rows": rows}, indent=1,
                          default=str))
     elif args.csv:
-        sys.stdout.write(rec.to_csv(rows))
+        sys.stdout.write(_plain_csv(rows))
     else:
         print(f"A: {args.a}\nB: {args.b}")
         for k, (va, vb) in header.items():

@@ -164,6 +164,7 @@ def sweep(study: Study, tests: Sequence[str] = ("tg", "pp", "mem", "serve"), *, 
     bad = [t for t in tests if t not in sw.TESTS]
     if bad or not tests:
         raise ValueError(f"`tests` must be a non-empty subset of {sw.TESTS}, got {tuple(tests)!r}")
+    study.setups()  # every model, format and GPU checked before any work (and any progress bar)
     templates = study.setup_templates()
     calls = []
     per_depth = [t for t in tests if t in ("tg", "mem")]

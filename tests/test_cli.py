@@ -1,0 +1,262 @@
+"""The `glmbench` command: every subcommand end to end on small grids, output formats, the
+report folder, and user errors (one line on stderr, exit status 2, no traceback). Commands run
+in-process through cli.main (fast); two run as real processes (`python -m glmbench`, the
+console script) to check the entry points themselves."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from glmbench import cli, configs, records, report
+
+SMALL = ["--depths", "1K,8K,64K", "--concurrency", "1,4"]
+
+
+def run(capsys, *argv):
+    rc = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def one_line_error(rc, err):
+    assert rc == 2
+    lines = [l for l in err.splitlines() if l.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+def tiny_config(path, n_layers=3):
+    hf = dict(configs.load("glm-4.7-flash").hf)
+    hf.update(vocab_size=96, hidden_size=64, intermediate_size=80, num_attention_heads=4, num_key_value_heads=4,
+              kv_lora_rank=32, qk_rope_head_dim=8, qk_nope_head_dim=12, v_head_dim=16, q_lora_rank=48,
+              moe_intermediate_size=32, n_routed_experts=8, num_experts_per_tok=2, num_hidden_layers=n_layers)
+    path.write_text(json.dumps(hf))
+    return str(path)
+
+
+# ---- argument parsing ----------------------------------------------------------------------------
+def test_token_counts():
+    assert cli.parse_tokens("4096") == 4096 and cli.parse_tokens("4K") == 4096 and cli.parse_tokens("128k") == 131072
+    assert cli.parse_tokens("1M") == 1 << 20 and cli.parse_tokens("1.5K") == 1536
+    assert cli.parse_token_list("1K..8K") == [1024, 2048, 4096, 8192]
+    assert cli.parse_token_list("512, 1K..2K,512") == [512, 1024, 2048]
+    for bad in ("", "x", "4Q", "-3", "0.5"):
+        with pytest.raises(ValueError):
+            cli.parse_token_list(bad) if bad == "" else cli.parse_tokens(bad)
+    with pytest.raises(ValueError, match="must go from a positive count up"):
+        cli.parse_token_list("8K..1K")
+
+
+@pytest.mark.parametrize("cmd", ["report", "sweep", "measure", "models", "hardware", "compare", "plot"])
+def test_help_for_every_command(capsys, cmd):
+    with pytest.raises(SystemExit) as e:
+        cli.main([cmd, "--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: glmbench {cmd}")
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["report", "--depths", "3X"], "not a token count: '3X'"),
+    (["report", "--cards", "0"], "expected positive whole numbers"),
+    (["report", "--link", "-1"], "must be > 0"),
+    (["report", "--weights", "q3_X"], "unknown weight format 'q3_X'"),
+    (["report", "--kv", "q9"], "unknown KV-cache format 'q9'"),
+    (["report", "--hardware", "gtx-480"], "unknown GPU 'gtx-480'"),
+    (["sweep", "--model", "nope"], "config 'nope' is neither a built-in model"),
+    (["sweep", "--tests", "tg,xx"], "`tests` must be a non-empty subset"),
+    (["models", "nope"], "config 'nope'"),
+    (["compare", "missing-a.json", "missing-b.json"], "no such file: missing-a.json"),
+    (["plot", "missing.csv"], "no such file: missing.csv"),
+    (["bogus"], "invalid choice: 'bogus'"),
+    (["measure", "glm-4.7-flash", "--n-gen", "0"], "`n_gen` must be an integer >= 1, got 0"),
+    (["measure", "glm-4.7-flash", "--layers", "some"], "--layers must be 'auto' or a whole number"),
+])
+def test_user_errors_are_one_line(capsys, tmp_path, monkeypatch, argv, msg):
+    monkeypatch.chdir(tmp_path)
+    rc, out, err = run(capsys, *argv)
+    line = one_line_error(rc, err)
+    assert msg in line
+    assert out == ""
+    assert not (tmp_path / "glmbench-report").exists()
+
+
+def test_no_command_prints_help(capsys):
+    rc, out, err = run(capsys)
+    assert rc == 2 and "COMMAND" in out
+
+
+# ---- models, hardware ----------------------------------------------------------------------------
+def test_models(capsys):
+    rc, out, _ = run(capsys, "models", "--json")
+    assert rc == 0
+    rows = json.loads(out)
+    assert [r["name"] for r in rows] == configs.builtin_names()
+    glm = next(r for r in rows if r["name"] == "glm-4.7-flash")
+    # 47 layers x (512 latent + 64 rope) x 2 bytes (REFERENCE.md section 2)
+    assert glm["kv_bytes_per_token"]["f16"] == 54144
+    rc, out, _ = run(capsys, "models", "qwen3-32b")
+    lines = out.strip().splitlines()
+    assert rc == 0 and len(lines) == 3 and "qwen3-32b" in lines[2]
+    # 256 KiB per token, 32 GiB at 128K
+    assert "| 256.0 |" in lines[2].replace("  ", " ") or " 256.0 " in lines[2]
+    assert "32.00" in lines[2]
+    rc, out, _ = run(capsys, "models", "--csv")
+    assert rc == 0 and out.splitlines()[0].startswith("model,family,")
+
+
+def test_hardware(capsys):
+    from glmbench import hardware
+    rc, out, _ = run(capsys, "hardware", "--json")
+    rows = json.loads(out)
+    assert rc == 0 and [r["key"] for r in rows] == hardware.list_gpus()
+    r3090 = next(r for r in rows if r["key"] == "rtx-3090")
+    assert r3090["memory_gib"] == 24 and r3090["bandwidth_gbs"] == 936 and r3090["source"]
+    rc, out, _ = run(capsys, "hardware")
+    assert rc == 0 and "RTX 3090" in out and "bandwidth (GB/s)" in out
+
+
+# ---- sweep, compare, plot ------------------------------------------------------------------------
+def test_sweep_formats_and_compare(capsys, tmp_path):
+    a, b = tmp_path / "a.json", tmp_path / "b.csv"
+    rc, _, err = run(capsys, "sweep", "-q", "--depths", "1K,32K", "--tests", "tg,mem", "--out", str(a))
+    assert rc == 0 and "wrote 16 records" in err
+    rc, _, _ = run(capsys, "sweep", "-q", "--depths", "1K,32K", "--tests", "tg,mem", "--hardware", "rtx-4090",
+                   "--out", str(b))
+    assert rc == 0
+    ra, rb = records.read_records(a), records.read_records(b)
+    assert len(ra) == len(rb) == 2 * 2 * 2 * 2  # models x rigs x tests x depths
+    assert {r["device"] for r in ra} == {"RTX 3090"} and {r["device"] for r in rb} == {"RTX 4090"}
+
+    rc, out, _ = run(capsys, "compare", str(a), str(b), "--json")
+    assert rc == 0
+    res = json.loads(out)
+    assert res["differences"] == {"device": ["RTX 3090", "RTX 4090"]}
+    assert len(res["rows"]) == len(ra)  # every point matched, across .json and .csv
+    for row in res["rows"]:
+        assert row["B/A"] == pytest.approx(row["B"] / row["A"])
+    # the ratio is what the two files say for that point
+    ta = next(r for r in ra if r["test"] == "tg" and r["model"] == "qwen3-32b" and r["n_cards"] == 2 and r["n_depth"] == 32768)
+    tb = next(r for r in rb if r["test"] == "tg" and r["model"] == "qwen3-32b" and r["n_cards"] == 2 and r["n_depth"] == 32768)
+    row = next(r for r in res["rows"] if r["model"] == "qwen3-32b" and r["test"] == "tg1@d32768" and r["n_cards"] == 2)
+    assert row["A"] == pytest.approx(ta["avg_ts"]) and row["B"] == pytest.approx(tb["avg_ts"])
+    rc, out, _ = run(capsys, "compare", str(a), str(b))
+    assert rc == 0 and "device: A=RTX 3090  B=RTX 4090" in out and "B/A" in out
+
+    rc, out, _ = run(capsys, "sweep", "-q", "--depths", "1K", "--cards", "1", "--tests", "tg", "--json")
+    recs = json.loads(out)
+    assert rc == 0 and len(recs) == 2 and all(r["evidence"] == "predicted" and r["test"] == "tg" for r in recs)
+    rc, out, _ = run(capsys, "sweep", "-q", "--depths", "1K", "--cards", "2", "--tests", "serve", "--concurrency",
+                     "1,8", "--csv")
+    lines = out.strip().splitlines()
+    assert rc == 0 and lines[0].startswith("evidence,test,") and len(lines) == 1 + 2 * 2
+
+    rc, out, _ = run(capsys, "plot", str(a), "--out", str(tmp_path / "charts"))
+    assert rc == 0
+    pngs = sorted(os.path.basename(p) for p in out.split())
+    assert pngs == ["generation_vs_context.png", "memory_vs_context.png", "one_vs_two_cards.png"]
+
+
+def test_compare_needs_common_points(capsys, tmp_path):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    records.write_records(a, [dict(evidence="predicted", test="tg", model="x", n_depth=1, avg_ts=1.0)])
+    records.write_records(b, [dict(evidence="predicted", test="tg", model="y", n_depth=1, avg_ts=1.0)])
+    rc, _, err = run(capsys, "compare", str(a), str(b))
+    assert "no points in common" in one_line_error(rc, err)
+    bad = tmp_path / "bad.json"
+    bad.write_text('[{"test": "tg"}]')
+    rc, _, err = run(capsys, "plot", str(bad))
+    assert "record 1: record field `evidence` must be one of" in one_line_error(rc, err)
+
+
+# ---- report --------------------------------------------------------------------------------------
+def test_report_folder(capsys, tmp_path):
+    out = tmp_path / "rep"
+    rc, stdout, _ = run(capsys, "report", "-q", "--out", str(out), *SMALL)
+    assert rc == 0 and "report written to" in stdout
+    names = sorted(os.listdir(out))
+    assert names == sorted(["report.md", "records.csv", "records.json", "decisions.json",
+                            "generation_vs_context.png", "prefill_vs_prompt.png", "memory_vs_context.png",
+                            "one_vs_two_cards.png", "throughput_vs_concurrency.png"])
+    recs = records.read_records(out / "records.json")
+    assert records.read_records(out / "records.csv")[0]["evidence"] == "predicted"
+    assert {r["model"] for r in recs} == {"glm-4.7-flash", "qwen3-32b"}
+    assert {r["test"] for r in recs} == {"tg", "pp", "mem", "serve"}
+    assert {(r["n_cards"], r["split"]) for r in recs} == {(1, "none"), (2, "layer")}
+    assert {r["weights"] for r in recs} == {"q4_K"} and {r["type_k"] for r in recs} == {"f16"}
+    assert {r["link_gbps"] for r in recs if r["n_cards"] == 2} == {1.4}
+    md = (out / "report.md").read_text()
+    for section in ("## Generation speed vs context", "## Prefill speed and time to first token",
+                    "## Memory ceilings", "## One card vs two", "## Throughput vs concurrency",
+                    "## Decision table", "**Evidence:** predicted"):
+        assert section in md
+    # the decode table quotes the records: GLM-4.7-Flash on one card at 1K
+    glm = next(r for r in recs if r["test"] == "tg" and r["model"] == "glm-4.7-flash" and r["n_cards"] == 1
+               and r["n_depth"] == 1024)
+    assert f"| glm-4.7-flash | 1× RTX 3090 | {glm['avg_ts']:,.1f} |" in md
+    # the memory ceiling quotes the cost model: Qwen3-32B on one 24 GiB card runs out near 26K
+    from glmbench import costmodel as cm
+    ctx = cm.max_context(cm.Setup("qwen3-32b", "rtx-3090", weights="q4_K", kv="f16"))
+    from glmbench.plots import approx_tokens
+    assert f"{approx_tokens(ctx)} tokens" in md
+    decs = json.loads((out / "decisions.json").read_text())
+    assert [d["workload"]["name"] for d in decs] == [w.name for w in report.WORKLOADS]
+    for d in decs:
+        assert len(d["ranking"]) == 4 and [r["rank"] for r in d["ranking"]] == [1, 2, 3, 4]
+        assert f"{d['ranking'][0]['model']} on " in md
+
+
+def test_report_with_measured_points(capsys, tmp_path):
+    cfg = tiny_config(tmp_path / "tiny.json")
+    m = tmp_path / "m.json"
+    rc, out, _ = run(capsys, "measure", cfg, "-q", "--depths", "64,256", "--n-prompt", "16", "--n-gen", "2",
+                     "--repeats", "2", "--out", str(m))
+    assert rc == 0 and "| measured |" in out
+    meas = records.read_records(m)
+    assert {r["test"] for r in meas} == {"tg", "pp", "mem"} and all(r["evidence"] == "measured" for r in meas)
+    # a prediction for the same tiny model, drawn with the measured points: a 1-card fake profile
+    # stands in for this CPU so the test does not spend seconds measuring its ceilings
+    prof = tmp_path / "cpu.json"
+    prof.write_text(json.dumps({"name": "test CPU", "memory_gib": 8, "bandwidth_gbs": 20,
+                                "tflops": {"fp16": 0.5, "bf16": 0.5, "fp32": 0.5, "int8": 0.5},
+                                "launch_us": 2, "source": "test"}))
+    rc, _, err = run(capsys, "report", "-q", "--out", str(tmp_path / "rep"), "--model", cfg, "--hardware", str(prof),
+                     "--cards", "1", "--weights", "bf16", "--kv", "bf16", "--depths", "64,256", "--measured", str(m))
+    assert rc == 0, err
+    recs = records.read_records(tmp_path / "rep" / "records.json")
+    assert {r["evidence"] for r in recs} == {"predicted", "measured"}
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "**Evidence:** measured + predicted" in md and "## One card vs two" not in md
+
+
+def test_measure_resumes(capsys, tmp_path):
+    cfg = tiny_config(tmp_path / "tiny.json")
+    out = tmp_path / "m.json"
+    args = ["measure", cfg, "-q", "--depths", "32", "--n-prompt", "8", "--n-gen", "2", "--repeats", "2",
+            "--out", str(out)]
+    assert run(capsys, *args)[0] == 0
+    first = records.read_records(out)
+    rc, stdout, _ = run(capsys, *args, "--json")
+    assert rc == 0
+    # a rerun finds every point done and returns the stored records unchanged
+    assert json.loads(stdout) == first
+
+
+# ---- entry points --------------------------------------------------------------------------------
+def test_python_dash_m(tmp_path):
+    p = subprocess.run([sys.executable, "-m", "glmbench", "report", "--cards", "0"], capture_output=True,
+                       text=True, cwd=tmp_path)
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.strip().count("\n") == 0 and "expected positive whole numbers" in p.stderr
+    p = subprocess.run([sys.executable, "-m", "glmbench", "models"], capture_output=True, text=True, cwd=tmp_path)
+    assert p.returncode == 0 and "glm-4.7-flash" in p.stdout
+
+
+@pytest.mark.skipif(shutil.which("glmbench") is None, reason="the console script is not installed on PATH")
+def test_console_script(tmp_path):
+    p = subprocess.run(["glmbench", "--version"], capture_output=True, text=True, cwd=tmp_path)
+    assert p.returncode == 0 and p.stdout.startswith("glmbench ")
