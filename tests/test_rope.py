@@ -59,6 +59,12 @@ def test_rope_interleaved_equals_hf_deinterleaved_rotate_half(rng):
     pos = np.arange(100, 100 + T)
     ours = glmbench.rope(x, pos, theta=1e6, rot_dim=r, layout="interleaved")
     hf = np.concatenate([ours[..., 0::2], ours[..., 1::2]], axis=-1)
+    # transformers 5.24 glm4_moe_lite apply_rotary_pos_emb_interleave, transliterated to NumPy:
+    # q1, q2 = q[..., 0::2], q[..., 1::2]; cat([q1*cos - q2*sin, q2*cos + q1*sin])
+    ang = pos[:, None].astype(np.float64) * (1e6 ** (-np.arange(0, r, 2) / r))[None]
+    c, s = np.cos(ang)[:, None], np.sin(ang)[:, None]
+    q1, q2 = x[..., 0::2].astype(np.float64), x[..., 1::2].astype(np.float64)
+    np.testing.assert_allclose(hf, np.concatenate([q1 * c - q2 * s, q2 * c + q1 * s], -1), rtol=0, atol=_tol(x))
     deint = np.concatenate([x[..., 0::2], x[..., 1::2]], axis=-1)
     half = glmbench.rope(np.ascontiguousarray(deint), pos, theta=1e6, rot_dim=r, layout="half")
     np.testing.assert_allclose(hf, half, rtol=0, atol=_tol(x))
