@@ -61,8 +61,10 @@ def main(argv=None) -> int:
             worst = max(worst, ratio)
             spread = ", ".join(f"{k[len('layer_spread_'):]} {100 * v:.0f}%" for k, v in r.items()
                                if k.startswith("layer_spread_"))
+            per = ", ".join(f"{k[len('layer_ms_'):]} {v:.1f} ms" for k, v in r.items() if k.startswith("layer_ms_"))
             print(f"{name:<16} {d:>6} {r['layers_mode']:<8} {r['median_ts']:>8.3f} {ms:>9.1f} "
-                  f"{1e3 * floor_s:>9.1f} {ratio:>6.2f}  layers {r['layers_timed']} ({spread})", flush=True)
+                  f"{1e3 * floor_s:>9.1f} {ratio:>6.2f}  layers {r['layers_timed']} ({spread}); "
+                  f"per layer {per}; lm_head {r['head_ms']:.1f} ms", flush=True)
             out.append(dict(r, bytes_per_token=nbytes, bandwidth_gbs=bw / 1e9, floor_ms=1e3 * floor_s,
                             ms_per_token=ms, ratio_to_floor=ratio, target_ratio=TARGET))
     print(f"# worst ratio {worst:.2f} (target <= {TARGET})")

@@ -286,6 +286,13 @@ def _step_seconds(m, built_kinds, counts) -> float:
     return m.last_timing["total_s"] if not m.sampled else scaled_seconds(m.last_timing, built_kinds, counts)
 
 
+def _collect(timing, per_layer, ends):
+    for j, s in enumerate(timing["layer_s"]):
+        per_layer.setdefault(j, []).append(s)
+    for k in ends:
+        ends[k].append(timing[k])
+
+
 def _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar) -> dict:
     cfg, d = m.config, p["n_depth"]
     r = dict(p)
@@ -306,7 +313,7 @@ def _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar) -> dict:
         if bar is not None:
             bar.update(1)
         return r
-    tok_s, secs, per_layer = [], [], {}
+    tok_s, secs, per_layer, ends = [], [], {}, {"embed_s": [], "head_s": []}
     for rep in range(warmup + repeats):
         if d:
             m.fill_synthetic(d)
@@ -319,15 +326,13 @@ def _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar) -> dict:
                 m.decode(int(tok))
                 t += _step_seconds(m, built_kinds, counts)
                 if rep >= warmup:
-                    for j, s in enumerate(m.last_timing["layer_s"]):
-                        per_layer.setdefault(j, []).append(s)
+                    _collect(m.last_timing, per_layer, ends)
             n = p["n_gen"]
         else:
             m.prefill(rng.integers(0, cfg.vocab_size, p["n_prompt"]), logits="last")
             t = _step_seconds(m, built_kinds, counts)
             if rep >= warmup:
-                for j, s in enumerate(m.last_timing["layer_s"]):
-                    per_layer.setdefault(j, []).append(s)
+                _collect(m.last_timing, per_layer, ends)
             n = p["n_prompt"]
         if rep >= warmup:
             tok_s.append(n / t)
@@ -341,6 +346,9 @@ def _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar) -> dict:
     r["kv_fill"] = "synthetic" if d else "none"
     if p["test"] == "pp" and d == 0:
         r["ttft_s"] = float(np.median(secs))
+    # Embedding lookup and final norm + lm_head, timed apart from the layers (median per step).
+    r["embed_ms"] = 1e3 * float(np.median(ends["embed_s"]))
+    r["head_ms"] = 1e3 * float(np.median(ends["head_s"]))
     # Per-layer times by kind: median over steps for each built layer, then across layers.
     for kind in ("dense", "moe"):
         med = [float(np.median(per_layer[j])) for j, kd in enumerate(built_kinds) if kd == kind and j in per_layer]

@@ -43,6 +43,7 @@ def test_sampled_records(tmp_path):
         assert r["avg_ts"] > 0 and r["stddev_ts"] >= 0 and r["min_ts"] <= r["median_ts"] <= r["max_ts"]
         assert r["layers_timed_moe"] == 2 and r["layers_timed_dense"] == 1 and r["layer_spread_moe"] >= 0
         assert r["kv_fill"] == ("synthetic" if r["n_depth"] else "none")
+        assert r["head_ms"] > 0 and r["embed_ms"] > 0
     assert recs[0]["ttft_s"] > 0 and "ttft_s" not in recs[2]
     mem = recs[4]
     # exact byte counts: 3 built layers of (32 latent + 8 rope) bf16 values per token
