@@ -49,6 +49,11 @@ const float *gb_attn_rows(int fmt, const uint8_t *src, int64_t n, float *scratch
     return scratch;
 }
 
+void gb_attn_prefetch(const void *p, int64_t bytes) {
+    const char *c = (const char *)p;
+    for (int64_t i = 0; i < bytes; i += 64) __builtin_prefetch(c + i, 0, 3);
+}
+
 /* ---- the tile kernel ----------------------------------------------------------------------- */
 
 #ifdef __AVX512F__
@@ -379,6 +384,12 @@ int gb_gqa_attention(const gb_kvcache *c, int64_t layer, const float *q, int64_t
                 int64_t n = t1 - t, inblk = bs - t % bs;
                 if (n > GB_ATTN_TILE) n = GB_ATTN_TILE;
                 if (n > inblk) n = inblk;
+                if (t + n < t1) { /* the next tile's rows, while this one computes */
+                    int64_t nn = t1 - t - n < GB_ATTN_TILE ? t1 - t - n : GB_ATTN_TILE, ib = bs - (t + n) % bs;
+                    if (nn > ib) nn = ib;
+                    gb_attn_prefetch(gb_kvcache_k_ptr(c, layer, h, t + n), nn * c->k_row_bytes);
+                    gb_attn_prefetch(gb_kvcache_v_ptr(c, layer, h, t + n), nn * c->v_row_bytes);
+                }
                 const float *kr = gb_attn_rows(c->fmt, gb_kvcache_k_ptr(c, layer, h, t), n * Dh, kbuf);
                 const float *vr = gb_attn_rows(c->fmt, gb_kvcache_v_ptr(c, layer, h, t), n * Dv, vbuf);
                 gb_attn_tile(qs, rn, Dh, kr, Dh, vr, Dv, Dv, n, t, lr, m, l, o, sbuf);

@@ -32,6 +32,11 @@ const float *gb_attn_rows(int fmt, const uint8_t *src, int64_t n, float *scratch
 void gb_attn_combine(int64_t nr, int64_t dv, int64_t n_splits, int64_t split_stride, const float *m, const float *l,
                      const float *o, float *out, int64_t out_stride);
 
+/* Ask for `bytes` at p to be brought into the cache while the current tile computes (software
+ * prefetch: the hardware stream prefetcher stops at 4 KB page edges, and a tile of one head's keys
+ * is 8-16 KB of a block). */
+void gb_attn_prefetch(const void *p, int64_t bytes);
+
 /* Multiply-adds below which an attention call runs on one thread: starting a team and meeting at its
  * barrier costs ~10 us on an idle machine and milliseconds when the cores are shared, more than the
  * work itself for short caches. */

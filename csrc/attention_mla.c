@@ -256,6 +256,11 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
                 int64_t n = t1 - t, inblk = bs - t % bs;
                 if (n > GB_ATTN_TILE) n = GB_ATTN_TILE;
                 if (n > inblk) n = inblk;
+                if (t + n < t1) { /* the next tile's rows, while this one computes */
+                    int64_t nn = t1 - t - n < GB_ATTN_TILE ? t1 - t - n : GB_ATTN_TILE, ib = bs - (t + n) % bs;
+                    if (nn > ib) nn = ib;
+                    gb_attn_prefetch(gb_kvcache_k_ptr(c, layer, 0, t + n), nn * c->k_row_bytes);
+                }
                 /* one decoded row serves as the key [c, k_rope] and, its first R, the value c */
                 const float *kr = gb_attn_rows(c->fmt, gb_kvcache_k_ptr(c, layer, 0, t), n * Dq, kbuf);
                 gb_attn_tile(qa + r0 * Dq, rn, Dq, kr, Dq, kr, Dq, R, n, t, lr, m, l, o, sbuf);
