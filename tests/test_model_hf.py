@@ -5,6 +5,8 @@ The tiny configs keep every structural feature of the real ones (MLA with and wi
 nope/rope/v head dims all different, a dense first layer then MoE, shared experts, group-limited
 routing with a randomised e_score_correction_bias, GQA with q/k norm) at hidden size 64.
 """
+import inspect
+
 import numpy as np
 import pytest
 
@@ -68,14 +70,14 @@ def tiny_hf_model(model_type, seed=0):
 
 def hf_logits(model, prompt, steps):
     """Logits of a prefill of `prompt` and then one decode step per token of `steps` (teacher forcing)."""
+    # transformers 5.x names the cache `cache` (`past_key_values` is deprecated); 4.x only knows the latter
+    kw = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
     out = []
     with torch.no_grad():
         r = model(torch.tensor([prompt]), use_cache=True)
         out.append(r.logits[0].numpy().copy())
-        cache = r.cache if hasattr(r, "cache") and r.cache is not None else r.past_key_values
         for t in steps:
-            r = model(torch.tensor([[t]]), cache=cache, use_cache=True)
-            cache = r.cache if hasattr(r, "cache") and r.cache is not None else r.past_key_values
+            r = model(torch.tensor([[t]]), use_cache=True, **{kw: getattr(r, kw)})
             out.append(r.logits[0, -1].numpy().copy())
     return out
 
