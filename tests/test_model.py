@@ -27,7 +27,7 @@ def tiny(name, **over):
     return configs.load(hf)
 
 
-NAMES = ["glm-4.7-flash", "deepseek-v2-lite", "qwen3-32b", "qwen3-30b-a3b", "mistral-small-24b"]
+NAMES = ["glm-4.7-flash", "deepseek-v2-lite", "qwen3-32b", "qwen3-30b-a3b", "mistral-small-24b", "seed-oss-36b"]
 
 
 @pytest.mark.parametrize("name", NAMES)
