@@ -289,7 +289,7 @@ def generation_vs_context(records: Sequence[dict], *, title: str | None = None) 
         right = (math.log(c["x"]) - xlo) / max(xhi - xlo, 1e-9) > 0.5
         # one label per crossover, stacked so that rigs crossing at nearly the same depth stay legible
         ax.annotate(f"crossover ≈ {approx_tokens(c['x'])} on {c['rig']}:\n"
-                    f"{c['faster_after']} faster beyond",
+                    f"{c['faster_after']} overtakes {c['faster_before']}",
                     xy=(c["x"], 0.98), xycoords=("data", "axes fraction"), va="top",
                     ha="right" if right else "left", fontsize=7.5,
                     xytext=(-4 if right else 4, -30 * i), textcoords="offset points",

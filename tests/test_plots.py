@@ -58,7 +58,7 @@ def test_generation_crossover_marked_where_lines_cross():
     vlines = [l for l in ax.lines if len(set(l.get_xdata())) == 1 and len(l.get_xdata()) == 2]
     assert [l.get_xdata()[0] for l in vlines] == [pytest.approx(51200)]
     t = texts(fig)
-    assert "crossover ≈ 50K" in t and "b faster beyond" in t
+    assert "crossover ≈ 50K" in t and "b overtakes a" in t
     assert "tokens/s" in ax.get_ylabel() and "tokens" in ax.get_xlabel()
     # log2 context axis with 1K ... 128K ticks
     assert ax.get_xscale() == "log"
