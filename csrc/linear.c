@@ -291,8 +291,11 @@ int gb_linear(const float *x, int64_t T, int64_t K, const void *w, int wfmt, int
 
 /* ---- SwiGLU ---------------------------------------------------------------------------------- */
 
-/* h[f] = silu(gate_f . x) * (up_f . x) for one token, gate and up rows read in the same pass. */
-static void gate_up_fused(const float *x, int64_t D, const void *wg, const void *wu, int fmt, int64_t F, float *h) {
+/* h[t, f] = silu(gate_f . x_t) * (up_f . x_t) for T <= gemv_max_t tokens: gate and up rows are
+ * read in the same pass (rows f, f+1 of both form one 4-row register tile), silu is applied in
+ * registers' wake, and there is one parallel region instead of two plus a serial silu loop. */
+static void gate_up_fused(const float *x, int64_t T, int64_t D, const void *wg, const void *wu, int fmt, int64_t F,
+                          float *h) {
     const int64_t nb = (F + GEMV_ROW_BLOCK - 1) / GEMV_ROW_BLOCK;
 #pragma omp parallel for schedule(static) if (2 * F * D >= PAR_MIN_WEIGHTS)
     for (int64_t b = 0; b < nb; b++) {
@@ -300,21 +303,39 @@ static void gate_up_fused(const float *x, int64_t D, const void *wg, const void 
         int64_t f = f0;
 #if GB_HAVE_AVX512
         if (!use_portable) {
-            float o[4];
+            float o[4 * 4];
             for (; f + 2 <= f1; f += 2) {
                 const void *g0 = row_ptr(wg, fmt, f * D), *u0 = row_ptr(wu, fmt, f * D);
                 const void *g1 = row_ptr(wg, fmt, (f + 1) * D), *u1 = row_ptr(wu, fmt, (f + 1) * D);
-                if (fmt == GB_BF16) tile4_avx512(x, 1, D, GB_BF16, g0, u0, g1, u1, o, 1);
-                else if (fmt == GB_F16) tile4_avx512(x, 1, D, GB_F16, g0, u0, g1, u1, o, 1);
-                else tile4_avx512(x, 1, D, GB_F32, g0, u0, g1, u1, o, 1);
-                h[f] = silu(o[0]) * o[1];
-                h[f + 1] = silu(o[2]) * o[3];
+                for (int64_t t0 = 0; t0 < T; t0 += 4) {
+                    const int64_t tt = T - t0 < 4 ? T - t0 : 4;
+                    const float *xt = x + t0 * D;
+#define GB_TILE(TT, FMT) tile4_avx512(xt, TT, D, FMT, g0, u0, g1, u1, o, 4)
+#define GB_TILE_FMT(TT) \
+    do { \
+        if (fmt == GB_BF16) GB_TILE(TT, GB_BF16); \
+        else if (fmt == GB_F16) GB_TILE(TT, GB_F16); \
+        else GB_TILE(TT, GB_F32); \
+    } while (0)
+                    switch (tt) { /* constant token count per case: registers */
+                    case 1: GB_TILE_FMT(1); break;
+                    case 2: GB_TILE_FMT(2); break;
+                    case 3: GB_TILE_FMT(3); break;
+                    default: GB_TILE_FMT(4); break;
+                    }
+#undef GB_TILE_FMT
+#undef GB_TILE
+                    for (int64_t t = 0; t < tt; t++) {
+                        h[(t0 + t) * F + f] = silu(o[t * 4 + 0]) * o[t * 4 + 1];
+                        h[(t0 + t) * F + f + 1] = silu(o[t * 4 + 2]) * o[t * 4 + 3];
+                    }
+                }
             }
         }
 #endif
-        for (; f < f1; f++) {
-            h[f] = silu(dot_row(x, D, wg, fmt, f * D)) * dot_row(x, D, wu, fmt, f * D);
-        }
+        for (; f < f1; f++)
+            for (int64_t t = 0; t < T; t++)
+                h[t * F + f] = silu(dot_row(x + t * D, D, wg, fmt, f * D)) * dot_row(x + t * D, D, wu, fmt, f * D);
     }
 }
 
@@ -326,11 +347,13 @@ int gb_swiglu(const float *x, int64_t T, int64_t D, const void *w_gate, int fmt_
         return gb_error(GB_EVALUE, "swiglu: sizes must be positive, got T=%ld D=%ld F=%ld", (long)T, (long)D, (long)F);
     if (T == 0) return GB_OK;
     int st = GB_OK;
-    if (T == 1 && fmt_gate == fmt_up) {
-        float *h = (float *)malloc((size_t)F * sizeof(float));
+    /* f32 gate/up go to OpenBLAS from 2 tokens on; 16-bit ones use the fused tiles up to
+     * gemv_max_t tokens (the same range in which gb_linear would pick gemv16 for them) */
+    if (fmt_gate == fmt_up && (T == 1 || (fmt_gate != GB_F32 && T <= gemv_max_t))) {
+        float *h = (float *)malloc((size_t)(T * F) * sizeof(float));
         if (!h) return gb_error(GB_ENOMEM, "swiglu: out of memory");
-        gate_up_fused(x, D, w_gate, w_up, fmt_gate, F, h);
-        st = gb_linear(h, 1, F, w_down, fmt_down, D, NULL, y);
+        gate_up_fused(x, T, D, w_gate, w_up, fmt_gate, F, h);
+        st = gb_linear(h, T, F, w_down, fmt_down, D, NULL, y);
         free(h);
         return st;
     }

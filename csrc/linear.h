@@ -27,9 +27,10 @@
 int gb_linear(const float *x, int64_t T, int64_t K, const void *w, int wfmt, int64_t N, const float *bias,
               float *y);
 
-/* y[T, D] = down(silu(gate x) * up x) with w_gate, w_up [F, D] and w_down [D, F]. For one token
- * and equal gate/up formats, gate and up are computed in one fused pass (one parallel region,
- * x read once per pair of rows). Needs T*F*4 bytes of scratch (tokens are chunked to bound it). */
+/* y[T, D] = down(silu(gate x) * up x) with w_gate, w_up [F, D] and w_down [D, F]. When gate and
+ * up share a format and T is 1 (any format) or <= GB_GEMV_MAX_T (16-bit), gate, up and silu run
+ * as one fused pass (one parallel region; each gate/up row pair is one register tile). Needs
+ * T*F*4 bytes of scratch (tokens are chunked to bound it). */
 int gb_swiglu(const float *x, int64_t T, int64_t D, const void *w_gate, int fmt_gate, const void *w_up, int fmt_up,
               const void *w_down, int fmt_down, int64_t F, float *y);
 

@@ -165,7 +165,8 @@ def assert_swiglu_close(y, x, g64, u64, d64):
 
 
 @pytest.mark.parametrize("fmt", ["f32", "f16", "bf16"])
-@pytest.mark.parametrize("T,D,F", [(1, 1, 1), (1, 17, 9), (3, 33, 20), (9, 40, 70), (1, 2048, 1536), (12, 2048, 1536)])
+@pytest.mark.parametrize("T,D,F", [(1, 1, 1), (1, 17, 9), (3, 33, 20), (9, 40, 70), (40, 24, 36), (1, 2048, 1536),
+                                   (12, 2048, 1536)])
 def test_swiglu_matches_reference(rng, kernel_path, fmt, T, D, F):
     if kernel_path == "portable" and D * F > 1e6:
         pytest.skip("portable path checked on the small shapes (it is slow at GLM size)")
