@@ -16,6 +16,8 @@ Method (../.library/device/METHOD.md, ../shared/STYLE.md):
     copies to exceed 4x the L2 cache, so the memory-bound numbers are DRAM numbers;
   * ceilings: our 16-byte copy kernel and cudaMemcpy (bytes read + written), cuBLAS bf16 GEMM
     8192^3 -- all in this run on this card.
+  * --emulate runs all of it on a CPU stand-in with tiny sizes (tests/cuda_emulator.py) to check
+    this script itself before a GPU session; it measures nothing.
 Output: validation.csv, kernels.csv, peers.csv, models.csv (records, evidence=measured), log.txt
 in --out; a short table last on stdout.
 """
@@ -41,6 +43,29 @@ from glmbench import reference as ref  # noqa: E402
 
 T0 = time.time()
 LOG = []
+
+# Sizes: FULL for a real card; TINY for --emulate (tests/cuda_emulator.py on the CPU), which runs
+# the whole script quickly to catch mistakes in this file before a GPU session spends its time.
+FULL = dict(copy_bytes=2 << 30, gemm_n=8192,
+            gemv=[(1, 25600, 5120), (1, 2048, 5120), (4, 25600, 5120)],
+            gemm=[(4096, 25600, 5120), (4096, 2048, 2048)],
+            norm=[(1, 2048), (4096, 5120)], rope=(4096, 64, 128),
+            moe=(64, 4, 2048, 1536), moe_T=(1, 4096),
+            gqa=(64, 8, 128), mla=(20, 512, 64),
+            depths=(1024, 4096, 16384, 32768, 65536, 131072), depths_quick=(1024, 8192, 32768),
+            prefill_T=4096, prefill_T_quick=2048,
+            model_depths=(1024, 4096, 16384, 32768, 65536, 131072), model_depths_quick=(1024, 4096, 32768),
+            pp_depths=(0, 4096, 32768), pp_depths_quick=(0, 4096), n_prompt=512, hf_prompt=512)
+TINY = dict(copy_bytes=1 << 20, gemm_n=128,
+            gemv=[(1, 256, 128), (4, 64, 64)], gemm=[(64, 128, 64)],
+            norm=[(1, 64), (16, 128)], rope=(16, 4, 32),
+            moe=(8, 2, 64, 32), moe_T=(1, 16),
+            gqa=(8, 2, 128), mla=(4, 32, 8),
+            depths=(64, 200), depths_quick=(64,), prefill_T=32, prefill_T_quick=16,
+            model_depths=(16, 40), model_depths_quick=(16,), pp_depths=(0, 8), pp_depths_quick=(0,),
+            n_prompt=8, hf_prompt=8)
+P = FULL
+EMULATED = False
 
 
 def log(*a):
@@ -282,12 +307,12 @@ def kernels(tab, ceil, quick, budget):
         return a
 
     # GEMV (decode) and GEMM (prefill)
-    for T, N, K in ((1, 25600, 5120), (1, 2048, 5120), (4, 25600, 5120)):
+    for T, N, K in P["gemv"]:
         for v in (2, 4) if cuda.have_cublas() else (2,):
             sets = rotated(lambda i: (rand_dev((T, K)), rand_dev((N, K), K ** -0.5)), N * K * 2, l2)
             ms, _ = time_sets([lambda s=s: cuda.linear(s[0], s[1], version=v) for s in sets])
             row("linear", v, f"T{T} N{N} K{K}", ms, nbytes=N * K * 2, flops=2 * T * N * K)
-    for T, N, K in ((4096, 25600, 5120), (4096, 2048, 2048)):
+    for T, N, K in P["gemm"]:
         x, w = rand_dev((T, K)), rand_dev((N, K), K ** -0.5)
         for v in (3, 4) if cuda.have_cublas() else (3,):
             ms, _ = time_sets([lambda: cuda.linear(x, w, version=v)])
@@ -295,21 +320,22 @@ def kernels(tab, ceil, quick, budget):
     if time.time() - T0 > budget:
         return
     # small ops at decode and prefill sizes
-    for rows, dim in ((1, 2048), (4096, 5120)):
+    for rows, dim in P["norm"]:
         x, w = rand_dev((rows, dim)), rand_dev((dim,))
         for v in (1, 2):
             ms, _ = time_sets([lambda: cuda.rms_norm(x, w, version=v)])
             row("rms_norm", v, f"{rows}x{dim}", ms, nbytes=2 * rows * dim * 2)
-    x = rand_dev((4096, 64, 128))
-    pos = cuda.to_device(np.arange(4096, dtype=np.int64))
-    ms, _ = time_sets([lambda: cuda.rope(x, pos, theta=1e6, rot_dim=128, layout="half")])
-    row("rope[half]", 1, "T4096 H64 Dh128", ms, nbytes=2 * x.nbytes)
+    T, H, Dh = P["rope"]
+    x = rand_dev((T, H, Dh))
+    pos = cuda.to_device(np.arange(T, dtype=np.int64))
+    ms, _ = time_sets([lambda: cuda.rope(x, pos, theta=1e6, rot_dim=Dh, layout="half")])
+    row("rope[half]", 1, f"T{T} H{H} Dh{Dh}", ms, nbytes=2 * x.nbytes)
 
     # MoE layer, GLM-4.7-Flash shapes: decode (T=1) and prefill (T=4096)
-    E, k, D, F = 64, 4, 2048, 1536
+    E, k, D, F = P["moe"]
     wg, wu, wd = rand_dev((E, F, D), D ** -0.5), rand_dev((E, F, D), D ** -0.5), rand_dev((E, D, F), F ** -0.5)
     wr = cuda.to_device((rng.standard_normal((E, D)) * D ** -0.5).astype(np.float32), "f32")
-    for T in (1, 4096):
+    for T in P["moe_T"]:
         x = rand_dev((T, D))
         for v in (1, 2) if T == 1 else (2,):
             def f(x=x, v=v):
@@ -322,8 +348,8 @@ def kernels(tab, ceil, quick, budget):
     if time.time() - T0 > budget:
         return
     # attention at depth
-    depths = (1024, 8192, 32768) if quick else (1024, 4096, 16384, 32768, 65536, 131072)
-    Hq, Hkv, Dh = 64, 8, 128  # Qwen3-32B
+    depths = P["depths_quick"] if quick else P["depths"]
+    Hq, Hkv, Dh = P["gqa"]  # Qwen3-32B
     for L in depths:
         kv_bytes = L * Hkv * Dh * 2 * 2
 
@@ -337,7 +363,7 @@ def kernels(tab, ceil, quick, budget):
             row("gqa decode (Qwen3-32B)", v, f"L{L} Hq{Hq} Hkv{Hkv}", ms, nbytes=kv_bytes,
                 flops=4 * Hq * Dh * L)
         del sets
-        H, R, Dr = 20, 512, 64  # GLM-4.7-Flash
+        H, R, Dr = P["mla"]  # GLM-4.7-Flash
         lat_bytes = L * (R + Dr) * 2
 
         def mk2(i):
@@ -362,8 +388,8 @@ def kernels(tab, ceil, quick, budget):
         gc.collect()
         if time.time() - T0 > budget:
             return
-    # prefill attention, T = 4096 from empty
-    T = 2048 if quick else 4096
+    # prefill attention from empty
+    T = P["prefill_T_quick"] if quick else P["prefill_T"]
     c = cuda.PagedCache.gqa(1, T, Hkv, Dh, poison=False)
     c.fill_synthetic(T)
     q = rand_dev((T, Hq, Dh))
@@ -372,22 +398,23 @@ def kernels(tab, ceil, quick, budget):
 
 
 def ceilings(tab):
-    c = cuda.copy_bandwidth(2 << 30)
+    c = cuda.copy_bandwidth(P["copy_bytes"])
     out = {"copy_gbs": max(c["kernel_gbs"], c["memcpy_gbs"])}
-    tab.add(op="copy (16-byte kernel)", version="", shape="2 GiB", ms="", gbs=f"{c['kernel_gbs']:.0f}", note="read+write")
-    tab.add(op="copy (cudaMemcpy d2d)", version="", shape="2 GiB", ms="", gbs=f"{c['memcpy_gbs']:.0f}", note="read+write")
+    size = f"{c['nbytes'] / 2**20:.0f} MiB"
+    tab.add(op="copy (16-byte kernel)", version="", shape=size, ms="", gbs=f"{c['kernel_gbs']:.0f}", note="read+write")
+    tab.add(op="copy (cudaMemcpy d2d)", version="", shape=size, ms="", gbs=f"{c['memcpy_gbs']:.0f}", note="read+write")
     log(f"  copy ceiling: kernel {c['kernel_gbs']:.0f} GB/s, cudaMemcpy {c['memcpy_gbs']:.0f} GB/s")
     if cuda.have_cublas():
-        n = 8192
+        n = P["gemm_n"]
         rng = np.random.default_rng(3)
         a = cuda.to_device(rng.standard_normal((n, n)).astype(np.float32))
         b = cuda.to_device(rng.standard_normal((n, n)).astype(np.float32) / math.sqrt(n))
         g = cuda.capture(lambda: cuda.linear(a, b, version=4))
         t = cuda.time_ms(g, warmup=3, iters=10, repeats=5)
         out["gemm_tflops"] = 2 * n ** 3 / t["median_ms"] / 1e9
-        tab.add(op="cuBLAS bf16 GEMM", version=4, shape="8192^3", ms=f"{t['median_ms']:.4f}",
+        tab.add(op="cuBLAS bf16 GEMM", version=4, shape=f"{n}^3", ms=f"{t['median_ms']:.4f}",
                 tflops=f"{out['gemm_tflops']:.1f}", note="random data")
-        log(f"  GEMM ceiling: cuBLAS bf16 8192^3 {out['gemm_tflops']:.0f} TFLOP/s")
+        log(f"  GEMM ceiling: cuBLAS bf16 {n}^3 {out['gemm_tflops']:.0f} TFLOP/s")
     return out
 
 
@@ -419,9 +446,8 @@ def peers(tab, quick, budget):
             ts.append(a.elapsed_time(b) / iters)
         return float(np.median(ts))
 
-    Hq, Hkv, Dh = 64, 8, 128
-    depths = (1024, 8192, 32768) if quick else (1024, 4096, 16384, 32768, 65536, 131072)
-    for L in depths:
+    Hq, Hkv, Dh = P["gqa"]
+    for L in P["depths_quick"] if quick else P["depths"]:
         n = max(1, min(16, math.ceil(4 * 60e6 / (L * Hkv * Dh * 4))))
         sets = [(torch.randn(1, Hq, 1, Dh, device=dev, dtype=torch.bfloat16),
                  torch.randn(1, Hkv, L, Dh, device=dev, dtype=torch.bfloat16),
@@ -433,7 +459,7 @@ def peers(tab, quick, budget):
         sets = None
         if time.time() - T0 > budget:
             return
-    T = 2048 if quick else 4096
+    T = P["prefill_T_quick"] if quick else P["prefill_T"]
     q = torch.randn(1, Hq, T, Dh, device=dev, dtype=torch.bfloat16)
     k = torch.randn(1, Hkv, T, Dh, device=dev, dtype=torch.bfloat16)
     v = torch.randn(1, Hkv, T, Dh, device=dev, dtype=torch.bfloat16)
@@ -456,11 +482,15 @@ def hf_peer(tab, names, budget):
         log(f"  transformers not importable ({e}); no HF peer")
         return
     from glmbench import configs
+    if not torch.cuda.is_available():
+        log("  PyTorch sees no GPU; no HF peer")
+        return
     for name in names:
         if time.time() - T0 > budget:
             return
         try:
-            cfg = configs.load(name)
+            cfg = name if isinstance(name, configs.ModelConfig) else configs.load(name)
+            name = cfg.name
             hf = {k: v for k, v in cfg.hf.items() if not k.startswith("_")}
             hf["num_hidden_layers"] = 2
             hf.pop("num_nextn_predict_layers", None)
@@ -470,7 +500,8 @@ def hf_peer(tab, names, budget):
                     model = transformers.AutoModelForCausalLM.from_config(conf, dtype=torch.bfloat16).eval()
                 except TypeError:  # transformers 4.x spells it torch_dtype
                     model = transformers.AutoModelForCausalLM.from_config(conf, torch_dtype=torch.bfloat16).eval()
-            ids = torch.randint(0, cfg.vocab_size, (1, 512), device="cuda")
+            n = P["hf_prompt"]
+            ids = torch.randint(0, cfg.vocab_size, (1, n), device="cuda")
             with torch.no_grad():
                 model(ids)  # warm-up
                 torch.cuda.synchronize()
@@ -492,18 +523,18 @@ def hf_peer(tab, names, budget):
                 tg_ms = float(np.median(ts))
             del model, out, past
             torch.cuda.empty_cache()
-            m = cuda.CudaModel(cfg, max_context=1024, layers=2)
-            gp = m.prefill_graph(512, 0)
+            m = cuda.CudaModel(cfg, max_context=2 * n + 8, layers=2)
+            gp = m.prefill_graph(n, 0)
             ours_pp = cuda.time_ms(gp, warmup=1, iters=1, repeats=3)["median_ms"]
             del gp
-            g = m.decode_graph(512)
+            g = m.decode_graph(n)
             ours_tg = cuda.time_ms(g, iters=10, repeats=5)["median_ms"]
             del g, m
             gc.collect()
-            tab.add(peer="HF transformers (eager)", op=f"{name} 2 layers pp512", ms=f"{pp_ms:.3f}", ours_ms=f"{ours_pp:.3f}")
-            tab.add(peer="HF transformers (eager)", op=f"{name} 2 layers tg@512", ms=f"{tg_ms:.3f}",
+            tab.add(peer="HF transformers (eager)", op=f"{name} 2 layers pp{n}", ms=f"{pp_ms:.3f}", ours_ms=f"{ours_pp:.3f}")
+            tab.add(peer="HF transformers (eager)", op=f"{name} 2 layers tg@{n}", ms=f"{tg_ms:.3f}",
                     ours_ms=f"{ours_tg:.3f}", note="ours: CUDA graph replay")
-            log(f"  HF {name} 2 layers: pp512 {pp_ms:.2f} ms (ours {ours_pp:.2f}), tg@512 {tg_ms:.2f} ms (ours {ours_tg:.2f})")
+            log(f"  HF {name} 2 layers: pp{n} {pp_ms:.2f} ms (ours {ours_pp:.2f}), tg@{n} {tg_ms:.2f} ms (ours {ours_tg:.2f})")
         except Exception as e:  # noqa: BLE001
             tab.add(peer="HF transformers", op=name, note=f"{type(e).__name__}: {e}")
             log(f"  HF peer {name} failed: {type(e).__name__}: {e}")
@@ -515,18 +546,21 @@ def models(path, names, ceil, quick, budget):
     from glmbench.measure import decode_bytes_per_token
     recs = []
     info = cuda.device_info()
-    depths = (1024, 4096, 32768) if quick else (1024, 4096, 16384, 32768, 65536, 131072)
-    pp_depths = (0, 4096) if quick else (0, 4096, 32768)
-    n_prompt = 512
+    depths = P["model_depths_quick"] if quick else P["model_depths"]
+    pp_depths = P["pp_depths_quick"] if quick else P["pp_depths"]
+    n_prompt = P["n_prompt"]
     for name in names:
+        cfg = name if isinstance(name, configs.ModelConfig) else configs.load(name)
+        name = cfg.name
         if time.time() - T0 > budget:
             log(f"  budget spent: {name} skipped")
             break
-        cfg = configs.load(name)
         base = dict(evidence="measured", model=cfg.name, model_type=cfg.model_type, device=f"GPU: {info['name']}",
                     n_cards=1, split="none", weights="bf16", type_k="bf16", type_v="bf16",
                     mla_strategy="flash" if cfg.attention == "mla" else "", runtime="glmbench-cuda",
                     glmbench_version=glmbench.__version__, copy_gbs=round(ceil["copy_gbs"]))
+        if EMULATED:
+            base.update(device="CPU emulator (not a measurement)", emulated=True)
         t_build = time.time()
         m = cuda.CudaModel(cfg, max_context=max(depths) + n_prompt + 8)
         free, total = cuda.mem_info()
@@ -580,9 +614,20 @@ def main(argv=None):
     ap.add_argument("--no-models", action="store_true")
     ap.add_argument("--no-peers", action="store_true")
     ap.add_argument("--models", default="glm-4.7-flash,qwen3-32b")
+    ap.add_argument("--emulate", action="store_true",
+                    help="run on tests/cuda_emulator.py with tiny sizes: checks this script, not the kernels")
     a = ap.parse_args(argv)
     os.makedirs(a.out, exist_ok=True)
     names = [n for n in a.models.split(",") if n]
+    global P, EMULATED
+    if a.emulate:
+        EMULATED = True
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+        import cuda_emulator
+        cuda_emulator.install()
+        P = TINY
+        names = [cuda_emulator.tiny_config("glm"), cuda_emulator.tiny_config("qwen")]
+        log("EMULATED: glmbench._cuda replaced by the CPU emulator; no number below is a GPU measurement")
     info = cuda.device_info()
     free, total = cuda.mem_info()
     log(f"device: {info['name']} cc {info['compute_capability']} SMs {info['sm_count']} L2 {info['l2_bytes'] >> 20} MiB "

@@ -189,17 +189,8 @@ def emu():
 
 
 def _tiny(kind):
-    from glmbench import configs
-    if kind == "glm":
-        hf = {k: v for k, v in configs.load("glm-4.7-flash").hf.items() if not k.startswith("_")}
-        hf.update(vocab_size=97, hidden_size=64, intermediate_size=96, moe_intermediate_size=32, num_hidden_layers=3,
-                  num_attention_heads=4, num_key_value_heads=4, q_lora_rank=48, kv_lora_rank=32, qk_nope_head_dim=16,
-                  qk_rope_head_dim=8, v_head_dim=24, n_routed_experts=8, num_experts_per_tok=2)
-    else:
-        hf = {k: v for k, v in configs.load("qwen3-32b").hf.items() if not k.startswith("_")}
-        hf.update(vocab_size=97, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=8,
-                  num_key_value_heads=2, head_dim=16)
-    return configs.load(hf)
+    import cuda_emulator
+    return cuda_emulator.tiny_config(kind)
 
 
 def test_emulated_ops_match_the_reference(emu, rng):
