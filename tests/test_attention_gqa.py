@@ -233,3 +233,35 @@ def test_block_bad_input(rng):
     with pytest.raises(ValueError, match=r"KV cache full: layer 0 holds 3 of 8 tokens, cannot append 6"):
         gqa_block(np.concatenate([x, x]), w, cache, 0, np.arange(6), cfg)
     assert cache.length(0) == 3
+
+
+# ---- oracle 2: HF transformers' attention module ----------------------------------------------
+
+def test_block_matches_hf_qwen3(rng):
+    """Qwen3Attention (eager, float32: q/k norm, half rope, GQA 6:2) on a tiny config vs gqa_block
+    fed in chunks; HF runs the whole sequence with an explicit causal mask."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from transformers.models.qwen3 import modeling_qwen3 as hfm
+    from transformers.models.qwen3.configuration_qwen3 import Qwen3Config
+
+    d = dict(vocab_size=64, hidden_size=48, intermediate_size=64, num_hidden_layers=2, num_attention_heads=6,
+             num_key_value_heads=2, head_dim=16, rms_norm_eps=1e-6, max_position_embeddings=256,
+             rope_parameters={"rope_type": "default", "rope_theta": 1e6})
+    hcfg = Qwen3Config(**d)
+    hcfg._attn_implementation = "eager"
+    attn = hfm.Qwen3Attention(hcfg, layer_idx=0).float().eval()
+    rot = hfm.Qwen3RotaryEmbedding(hcfg)
+    cfg = configs.load(dict(d, model_type="qwen3"))
+    w = tiny_weights(rng, cfg)
+    attn.load_state_dict({k: torch.from_numpy(a) for k, a in w.items()}, strict=True)
+    n = 9
+    x = rng.standard_normal((n, 48)).astype(np.float32)
+    pos = np.arange(n)
+    with torch.no_grad():
+        xt = torch.from_numpy(x)[None]
+        mask = torch.full((n, n), float("-inf")).triu(1)[None, None]
+        y_hf = attn(xt, rot(xt, torch.from_numpy(pos)[None]), mask)[0][0].numpy()
+    cache = KVCache.gqa(1, 16, 2, 16, block_size=4)
+    ys = [gqa_block(x[a:b], w, cache, 0, pos[a:b], cfg) for a, b in [(0, 3), (3, 4), (4, 9)]]
+    np.testing.assert_allclose(np.concatenate(ys), y_hf, rtol=0, atol=2e-5)

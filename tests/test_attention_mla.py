@@ -278,3 +278,40 @@ def test_block_bad_input(rng):
     with pytest.raises(ValueError, match=r"KV cache full: layer 0 holds 3 of 4 tokens, cannot append 3"):
         mla_block(x, w, cache, 0, np.arange(3, 6), cfg)
     assert cache.length(0) == 3
+
+
+# ---- oracle 2: HF transformers' attention module ----------------------------------------------
+
+def test_block_matches_hf_glm4_moe_lite(rng):
+    """Glm4MoeLiteAttention (eager, float32) on a tiny config vs mla_block fed in three chunks. HF
+    runs the whole sequence at once with an explicit causal mask; our chunks must give its rows."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from transformers.models.glm4_moe_lite import modeling_glm4_moe_lite as hfm
+    from transformers.models.glm4_moe_lite.configuration_glm4_moe_lite import Glm4MoeLiteConfig
+
+    d = dict(vocab_size=64, hidden_size=64, intermediate_size=64, moe_intermediate_size=32, num_hidden_layers=2,
+             num_attention_heads=4, num_key_value_heads=4, n_routed_experts=4, num_experts_per_tok=2,
+             kv_lora_rank=32, q_lora_rank=48, qk_rope_head_dim=8, v_head_dim=16, qk_nope_head_dim=12,
+             rms_norm_eps=1e-5, rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+             max_position_embeddings=256)
+    hcfg = Glm4MoeLiteConfig(**d)
+    hcfg._attn_implementation = "eager"
+    attn = hfm.Glm4MoeLiteAttention(hcfg, layer_idx=0).float().eval()
+    rot = hfm.Glm4MoeLiteRotaryEmbedding(hcfg)
+    w = tiny_weights(rng, tiny_cfg("glm-4.7-flash"))
+    attn.load_state_dict({k: torch.from_numpy(a) for k, a in w.items()}, strict=True)
+    cfg = configs.load(dict(d, model_type="glm4_moe_lite"))
+    n = 10
+    x = rng.standard_normal((n, 64)).astype(np.float32)
+    pos = np.arange(n)
+    with torch.no_grad():
+        xt = torch.from_numpy(x)[None]
+        cos_sin = rot(xt, torch.from_numpy(pos)[None])
+        mask = torch.full((n, n), float("-inf")).triu(1)[None, None]
+        y_hf = attn(xt, cos_sin, mask)[0][0].numpy()
+    for s in MLA_STRATEGIES:
+        cache = KVCache.mla(1, 16, 32, 8, block_size=4)
+        ys = [mla_block(x[a:b], w, cache, 0, pos[a:b], cfg, strategy=s) for a, b in [(0, 4), (4, 5), (5, 10)]]
+        # float32 both sides, different summation orders: ~1e-6 of |y| ~ 0.3
+        np.testing.assert_allclose(np.concatenate(ys), y_hf, rtol=0, atol=2e-5, err_msg=s)
