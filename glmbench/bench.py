@@ -435,6 +435,15 @@ def targets(rows: list[dict]) -> list[str]:
          lambda r: r["vs_numpy"] >= 1.0, "vs_numpy")
     line("MoE experts clearly (>= 2x) faster than NumPy", [r for r in ok if "moe" in r["tags"]],
          lambda r: r["vs_numpy"] >= 2.0, "vs_numpy")
+    # attention targets (cases and tags from glmbench/bench_attention.py)
+    line("GQA decode at 32K >= 70% of triad bandwidth", [r for r in ok if "gqa_decode_32k" in r["tags"]],
+         lambda r: r["pct"] >= 70, "pct")
+    line("absorbed MLA decode at 32K >= 50% of FMA peak",
+         [r for r in ok if {"mla_absorbed_decode_32k", "mla_flash_decode_32k"} & set(r["tags"])],
+         lambda r: r["pct"] >= 50, "pct")
+    line("attention clearly (>= 2x) faster than NumPy",
+         [r for r in ok if "attention" in r["tags"] and r["vs_numpy"] is not None],
+         lambda r: r["vs_numpy"] >= 2.0, "vs_numpy")
     bad = [r["name"] for r in ok if r["check"] not in ("ok", "-")]
     out.append(f"- validation against the NumPy twins: {'all agree' if not bad else 'MISMATCH in ' + ', '.join(bad)}")
     errs = [r["name"] for r in rows if "error" in r]
