@@ -245,8 +245,14 @@ def cmd_sweep(args) -> int:
     from . import report
     study = _study_from_args(args)
     tests = tuple(t.strip() for t in args.tests.split(",") if t.strip())
-    recs = report.sweep(study, tests=tests, progress=not args.quiet)
-    _emit_records(recs, args, args.out)
+    out = args.out
+    if out and not out.endswith((".json", ".csv")):
+        raise UserError(f"--out must end in .json or .csv, got {out!r}")
+    resumable = out if out and out.endswith(".json") else None
+    recs = report.sweep(study, tests=tests, progress=not args.quiet, out=resumable)
+    if resumable:
+        print(f"wrote {len(recs)} records to {out}", file=sys.stderr)
+    _emit_records(recs, args, None if resumable else out)
     return 0
 
 
@@ -403,7 +409,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--threads", type=int, default=None, help="threads (default: all cores)")
     sp.add_argument("--repeats", type=int, default=3, help="repeats per point (default: 3)")
     sp.add_argument("--layers", default="auto",
-                    help="how many layers to build and time ('auto' fits this machine's memory, or a number)")
+                    help="auto (the whole model if it fits in memory, else sampled), full, sampled, or "
+                         "a number k of layers of each kind to build and time (default: auto)")
     sp.add_argument("--out", metavar="FILE.json|FILE.csv", help="write the records (a .json file resumes)")
     sp.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     fmt_opts(sp)
@@ -433,11 +440,11 @@ def main(argv: list[str] | None = None) -> int:
         if not getattr(args, "command", None):
             parser.print_help()
             return EXIT_USAGE
-        if getattr(args, "layers", None) not in (None, "auto"):
+        if getattr(args, "layers", None) not in (None, "auto", "full", "sampled"):
             try:
                 args.layers = int(args.layers)
             except ValueError:
-                raise UserError(f"--layers must be 'auto' or a whole number, got {args.layers!r}") from None
+                raise UserError(f"--layers must be auto, full, sampled or a whole number, got {args.layers!r}") from None
         return args.func(args)
     except UserError as e:
         return _fail(str(e))

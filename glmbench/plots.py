@@ -411,7 +411,9 @@ def throughput_vs_concurrency(records: Sequence[dict], *, title: str | None = No
         # a concurrency whose streams do not all fit in memory: a cross at zero in the model's
         # colour, since the throughput of the streams that fit is not what was asked
         ax.plot([float(r["concurrency"])], [0], "x", color=styler.colour(r.get("model")), ms=8, mew=2,
-                label="not all streams fit in memory" if i == 0 else None, clip_on=False, zorder=4)
+                clip_on=False, zorder=4)
+    if bad:
+        ax.plot([], [], "x", color="0.3", ms=8, mew=2, label="not all streams fit in memory (model colour)")
     cs = sorted({float(r["concurrency"]) for r in recs})
     ax.set_xscale("log", base=2)
     ax.xaxis.set_major_locator(FixedLocator(cs))

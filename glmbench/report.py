@@ -157,9 +157,13 @@ class Study:
 
 
 # ---- predictions ------------------------------------------------------------------------------
-def sweep(study: Study, tests: Sequence[str] = ("tg", "pp", "mem", "serve"), *, progress: bool = True) -> list[dict]:
+def sweep(study: Study, tests: Sequence[str] = ("tg", "pp", "mem", "serve"), *, progress: bool = True,
+          out=None) -> list[dict]:
     """Predicted records for the study: tg and mem at every depth, pp from an empty cache at
-    every prompt length (its `seconds` is the TTFT), serve at every concurrency."""
+    every prompt length (its `seconds` is the TTFT), serve at every concurrency.
+
+    out: a .json path passed to sweep.predict: points already there are reused, and the file
+    holds every finished point if the sweep is interrupted."""
     from . import sweep as sw
     bad = [t for t in tests if t not in sw.TESTS]
     if bad or not tests:
@@ -178,16 +182,16 @@ def sweep(study: Study, tests: Sequence[str] = ("tg", "pp", "mem", "serve"), *, 
     if progress:
         from tqdm.auto import tqdm
         bar = tqdm(total=len(calls), desc="predict", unit="grid")
-    out = []
+    recs: list[dict] = []
     try:
         for kw in calls:
-            out += sw.predict(list(study.models), templates, **kw)
+            recs += sw.predict(list(study.models), templates, out=out, **kw)
             if bar is not None:
                 bar.update(1)
     finally:
         if bar is not None:
             bar.close()
-    return out
+    return recs
 
 
 def decisions(study: Study) -> list[dict]:

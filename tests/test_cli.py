@@ -74,7 +74,7 @@ def test_help_for_every_command(capsys, cmd):
     (["plot", "missing.csv"], "no such file: missing.csv"),
     (["bogus"], "invalid choice: 'bogus'"),
     (["measure", "glm-4.7-flash", "--n-gen", "0"], "`n_gen` must be an integer >= 1, got 0"),
-    (["measure", "glm-4.7-flash", "--layers", "some"], "--layers must be 'auto' or a whole number"),
+    (["measure", "glm-4.7-flash", "--layers", "some"], "--layers must be auto, full, sampled or a whole number"),
 ])
 def test_user_errors_are_one_line(capsys, tmp_path, monkeypatch, argv, msg):
     monkeypatch.chdir(tmp_path)

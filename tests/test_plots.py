@@ -140,7 +140,9 @@ def test_throughput_and_one_vs_two():
     ax = fig.axes[0]
     assert "concurrent streams" in ax.get_xlabel() and "tokens/s" in ax.get_ylabel()
     assert "4K context per stream" in ax.get_title()
-    assert len([l for l in ax.lines if l.get_marker() == "x"]) == 2  # a and b on one card at 8 streams
+    crosses = [l for l in ax.lines if l.get_marker() == "x" and len(l.get_xdata())]
+    assert [list(l.get_xdata()) for l in crosses] == [[8.0], [8.0]]  # a and b on one card at 8 streams
+    assert {l.get_color() for l in crosses} == {plots._COLOURS[0], plots._COLOURS[1]}
     fig = plots.one_vs_two_cards(recs)
     assert len(fig.axes) == 3
     heights = [[round(p.get_height(), 6) for p in ax.patches] for ax in fig.axes]
