@@ -260,3 +260,34 @@ def test_python_dash_m(tmp_path):
 def test_console_script(tmp_path):
     p = subprocess.run(["glmbench", "--version"], capture_output=True, text=True, cwd=tmp_path)
     assert p.returncode == 0 and p.stdout.startswith("glmbench ")
+
+
+def test_sweep_resumes_from_its_json(capsys, tmp_path):
+    out = tmp_path / "s.json"
+    args = ["sweep", "-q", "--depths", "1K,4K", "--cards", "1", "--tests", "tg", "--out", str(out), "--json"]
+    assert run(capsys, *args)[0] == 0
+    recs = records.read_records(out)
+    assert len(recs) == 4
+    # a finished point is not recomputed: mark one and rerun
+    recs[0]["avg_ts"] = -1.0
+    records.write_records(out, recs)
+    rc, stdout, _ = run(capsys, *args)
+    assert rc == 0 and json.loads(stdout)[0]["avg_ts"] == -1.0
+    assert len(records.read_records(out)) == 4
+
+
+def test_report_states_crossovers_from_records():
+    # hand-made decode records that cross at 50K (see tests/test_plots.py): the report's table
+    # must say so, with the model that is faster on each side
+    study = report.Study(models=("glm-4.7-flash", "qwen3-32b"), cards=(1,), depths=tuple(1024 * 2 ** k for k in range(8)),
+                         workloads=())
+    recs = []
+    for d in study.depths:
+        for m, v in (("glm-4.7-flash", 100 - d / 1024), ("qwen3-32b", 50.0)):
+            recs.append(dict(evidence="predicted", test="tg", model=m, setup=f"{m}, RTX 3090", device="RTX 3090",
+                             n_cards=1, split="none", weights="q4_K", type_k="f16", runtime="typical", n_depth=d,
+                             avg_ts=max(v, 1.0)))
+    md = report.render(recs, study, [], ["generation_vs_context.png"])
+    assert "**Crossovers found**" in md
+    assert "| 1× RTX 3090 | glm-4.7-flash vs qwen3-32b | ≈ 50K | glm-4.7-flash | qwen3-32b |" in md
+    assert "| glm-4.7-flash | 1× RTX 3090 | 99.0 |" in md  # 100 - 1024/1024 at 1K
