@@ -44,6 +44,10 @@ def test_random_model_runs_and_counts_its_bytes(name, fmt):
     assert one.shape == (cfg.vocab_size,) and np.all(np.isfinite(one))
     assert m.n_past == 6
     assert len(m.last_timing["layer_s"]) == cfg.n_layers
+    for layer in m.layers:  # one decoded token runs exactly its top-k experts in each MoE layer
+        if layer.kind == "moe":
+            assert layer.last_counts.sum() == cfg.n_experts_per_tok
+            assert np.count_nonzero(layer.last_counts) == cfg.n_experts_per_tok
 
 
 def test_prefill_then_decode_equals_one_prefill():
