@@ -12,14 +12,14 @@ Attention is `attention.mla_block` or `attention.gqa_block`; the MLP is `ops.swi
 layers and `ops.moe` (router + routed experts + shared experts) for MoE layers.
 
 Weights are kept under their HF names relative to `model.layers.{i}.` (plus `model.embed_tokens.weight`,
-`model.norm.weight`, `lm_head.weight`). Routed experts are held as three stacked tensors
-`mlp.experts.gate` [E, F, D], `mlp.experts.up` [E, F, D], `mlp.experts.down` [E, D, F] (the layout
-`ops.moe` reads); HF's fused `mlp.experts.gate_up_proj` [E, 2F, D] / `mlp.experts.down_proj`
-[E, D, F] (transformers 5.x) and per-expert `mlp.experts.{e}.gate_proj.weight` (4.x) are both
-accepted on input.
+`model.norm.weight`, `lm_head.weight`); the set of tensors is ModelConfig.tensor_shapes(). Routed
+experts are held as three stacked tensors `mlp.experts.gate_proj` [E, F, D], `mlp.experts.up_proj`
+[E, F, D], `mlp.experts.down_proj` [E, D, F] (the layout `ops.moe` reads); HF's fused
+`mlp.experts.gate_up_proj` [E, 2F, D] + `mlp.experts.down_proj` (transformers 5.x) and per-expert
+`mlp.experts.{e}.gate_proj.weight` (4.x) are accepted on input.
 
-Matrices are stored in the weight format (f32 float32, f16 float16, bf16 uint16 bits); norm
-weights, router weights and biases stay float32 (they are tiny, and the ops read them as f32).
+Matrices are stored in the weight format (f32 float32, f16 float16, bf16 uint16 bits, q8_0/q4_0
+quant.QTensor); norm weights, router weights and biases stay float32 (tiny, and the ops read them as f32).
 
 Random weights: every tensor is drawn from its own stream, seeded by (seed, tensor name), so a
 layer built alone (layer sampling in glmbench.measure) equals the same layer in the full model,
@@ -67,7 +67,10 @@ def _f32_to_bf16(a: np.ndarray) -> np.ndarray:
 
 
 def to_format(a, fmt: str) -> np.ndarray:
-    """A float array as stored in weight format `fmt` ("f32" float32, "f16" float16, "bf16" uint16 bits)."""
+    """A float array (or uint16 bfloat16 bits) as stored in weight format `fmt` ("f32" float32,
+    "f16" float16, "bf16" uint16 bits, "q8_0"/"q4_0" quant.QTensor)."""
+    if isinstance(a, np.ndarray) and a.dtype == np.uint16 and fmt != "bf16":
+        a = _to_f32(a)  # bfloat16 bits: widen exactly before converting, never cast the integers
     if fmt == "f32":
         return np.ascontiguousarray(a, dtype=np.float32)
     if fmt == "f16":
@@ -94,7 +97,7 @@ def _rng(seed: int, name: str) -> np.random.Generator:
     return np.random.default_rng([int(seed) & 0xFFFFFFFF, zlib.crc32(name.encode())])
 
 
-# Rows generated per chunk: bounds the float32 temporary to ~64 MB whatever the tensor size.
+# Elements generated per chunk: bounds the float32 temporary to 64 MB whatever the tensor size.
 _CHUNK_ELEMS = 1 << 24
 
 
@@ -249,7 +252,7 @@ def _np(a, name: str) -> np.ndarray:
     if hasattr(a, "detach"):  # a torch tensor
         a = a.detach().cpu().float().numpy()
     a = np.asarray(a)
-    if a.dtype.kind not in "fu":
+    if a.dtype.kind != "f" and a.dtype != np.uint16:
         raise TypeError(f"weight {name!r} must be a float array (or uint16 bfloat16 bits), got {a.dtype}")
     return a
 

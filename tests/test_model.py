@@ -127,6 +127,14 @@ def test_hf_weights_wrong_or_missing():
         w.update({f"model.layers.{l.index}.{k}": v for k, v in l.w.items()})
     m = Model(cfg, weights=w, max_context=8)
     np.testing.assert_array_equal(m.prefill([1, 2]), src.prefill([1, 2]))
+    # bf16 bits given for an f32 model are widened, not cast as integers
+    w16 = {k: (to_format(v, "bf16") if v.ndim == 2 else v) for k, v in w.items()}
+    m16 = Model(cfg, weights=w16, weight_format="f32", max_context=8)
+    assert m16.layers[0].w["self_attn.q_proj.weight"].dtype == np.float32
+    np.testing.assert_allclose(m16.layers[0].w["self_attn.q_proj.weight"], w["model.layers.0.self_attn.q_proj.weight"],
+                               rtol=2 ** -8)
+    with pytest.raises(TypeError, match=r"weight 'model.norm.weight' must be a float array .* got int64"):
+        Model(cfg, weights=dict(w, **{"model.norm.weight": np.ones(64, np.int64)}))
     bad = dict(w)
     del bad["model.layers.1.self_attn.k_proj.weight"]
     with pytest.raises(ValueError, match=r"`weights` lacks 'model.layers.1.self_attn.k_proj.weight'"):
