@@ -2,7 +2,8 @@
 
 Figures are built as `matplotlib.figure.Figure` objects, never through pyplot: no global state,
 no backend switch, nothing left open when a sweep draws hundreds of them, and the same code works
-in a script (PNG through Agg) and in a notebook (the figure is displayed like any object).
+in a script (PNG through Agg) and in a notebook (after `%matplotlib inline`, a figure that ends a
+cell is shown).
 
 Conventions every chart follows:
   - measured points are markers, predictions are lines, calibrated predictions are lines with
@@ -199,9 +200,9 @@ def _new_figure(n_panels: int = 1, width: float = 8.0, height: float = 5.0) -> t
     return fig, list(axes)
 
 
-def _footer(fig: Figure, records) -> None:
+def _footer(fig: Figure, records, note: str = "") -> None:
     fig.get_layout_engine().set(h_pad=0.1)
-    text = provenance(records)
+    text = provenance(records) + (f"\n{note}" if note else "")
     fig.supxlabel(text, fontsize=7.5, color="0.3", wrap=True)
 
 
@@ -278,11 +279,12 @@ def generation_vs_context(records: Sequence[dict], *, title: str | None = None) 
         raise ValueError("no decode (test='tg') records to plot")
     styler = _Styler(recs)
     fig, (ax,) = _new_figure()
-    for key, s in _series(recs, "n_depth").items():
+    drawn = [r for r in recs if r["n_depth"]]
+    for key, s in _series(drawn, "n_depth").items():
         _plot_series(ax, styler, s, "n_depth", "avg_ts", label=f"{s[0]['model']} · {rig_label(s[0])}")
-    _mark_spill(ax, recs, "n_depth", "avg_ts")
-    xlo, xhi = (math.log(min(float(r["n_depth"]) for r in recs if r["n_depth"])),
-                math.log(max(float(r["n_depth"]) for r in recs)))
+    _mark_spill(ax, drawn, "n_depth", "avg_ts")
+    positive = [float(r["n_depth"]) for r in recs if r["n_depth"]]
+    xlo, xhi = (math.log(min(positive)), math.log(max(positive))) if positive else (0.0, 1.0)
     for i, c in enumerate(crossovers(recs)):
         ax.axvline(c["x"], color="0.35", lw=1, ls=(0, (4, 3)), zorder=1)
         # the label goes on whichever side of the line has more room, so it stays inside the axes
@@ -299,7 +301,9 @@ def generation_vs_context(records: Sequence[dict], *, title: str | None = None) 
     ax.set_ylim(bottom=0)
     ax.set_title(title or "Generation speed vs context")
     _finish_legend(ax, loc="best")
-    _footer(fig, recs)
+    # a log axis has no place for an empty cache: say so rather than drop the points silently
+    zero = sum(1 for r in recs if not r["n_depth"])
+    _footer(fig, recs, f"{zero} point(s) at depth 0 are not drawn (log axis); they are in the records" if zero else "")
     return fig
 
 
