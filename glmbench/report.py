@@ -226,17 +226,32 @@ def run(study: Study | None = None, out: str | os.PathLike = "glmbench-report", 
     os.makedirs(out, exist_ok=True)
     rec.write_records(os.path.join(out, "records.csv"), records)
     rec.write_records(os.path.join(out, "records.json"), records)
-    rec.atomic_write_text(os.path.join(out, "decisions.json"), json.dumps(decs, indent=1, default=_jsonable) + "\n")
+    rec.atomic_write_text(os.path.join(out, "decisions.json"),
+                          json.dumps(_finite(decs), indent=1, default=_jsonable) + "\n")
     charts = plots.save_charts(records, out)
+    # a chart this study has no data for must not survive from an earlier report in the folder
+    for name in plots.CHARTS:
+        stale = os.path.join(out, name + ".png")
+        if stale not in charts and os.path.exists(stale):
+            os.unlink(stale)
     text = render(records, study, decs, [os.path.basename(p) for p in charts])
     path = os.path.join(out, "report.md")
     rec.atomic_write_text(path, text)
     return {"out": out, "report": path, "charts": charts, "n_records": len(records)}
 
 
-def _jsonable(o):
-    if isinstance(o, float) and math.isinf(o):
+def _finite(o):
+    """JSON has no Infinity: a setup that does not fit has ttft_s = inf in decide(); write null."""
+    if isinstance(o, float) and not math.isfinite(o):
         return None
+    if isinstance(o, dict):
+        return {k: _finite(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [_finite(v) for v in o]
+    return o
+
+
+def _jsonable(o):
     try:
         return o.item()
     except AttributeError:

@@ -291,3 +291,20 @@ def test_report_states_crossovers_from_records():
     assert "**Crossovers found**" in md
     assert "| 1× RTX 3090 | glm-4.7-flash vs qwen3-32b | ≈ 50K | glm-4.7-flash | qwen3-32b |" in md
     assert "| glm-4.7-flash | 1× RTX 3090 | 99.0 |" in md  # 100 - 1024/1024 at 1K
+
+
+def test_report_json_is_strict_and_stale_charts_go(capsys, tmp_path):
+    out = tmp_path / "rep"
+    out.mkdir()
+    (out / "one_vs_two_cards.png").write_bytes(b"old")
+    # one card only: no one-vs-two chart; Qwen3-32B cannot hold a 120K prompt, so decide() has inf
+    rc, _, err = run(capsys, "report", "-q", "--out", str(out), "--cards", "1", "--depths", "1K,8K",
+                     "--concurrency", "1,2")
+    assert rc == 0, err
+    assert not (out / "one_vs_two_cards.png").exists()
+    text = (out / "decisions.json").read_text()
+    json.loads(text, parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
+    decs = json.loads(text)
+    book = next(d for d in decs if d["workload"]["name"] == "whole-book prompt")
+    qwen = next(r for r in book["ranking"] if r["model"] == "qwen3-32b")
+    assert qwen["fits"] is False and qwen["ttft_s"] is None
