@@ -193,18 +193,30 @@ def measure(model, *, depths=(4096,), n_prompt: int = 512, n_gen: int = 16, weig
     out:    a .json path: finished points are stored as they complete and skipped on a rerun.
     warmup: untimed runs before the `repeats` timed ones, per point.
     """
-    from . import configs, get_num_threads, set_num_threads
-    from . import formats
-    from .model import Model, layer_kinds
+    from . import configs, formats, get_num_threads, set_num_threads
 
     depths, tests, layers = _check_args(depths, n_prompt, n_gen, repeats, warmup, tests, layers, threads)
     cfg = configs.load(model)
     formats.weight_format(weights)  # named ValueError for an unknown format
     formats.kv_format(kv)
+    threads_before = get_num_threads()
     if threads is not None:
         set_num_threads(int(threads))
+    try:
+        return _measure(cfg, depths, tests, layers, n_prompt, n_gen, weights, kv, mla_strategy, repeats, out,
+                        progress, warmup, seed)
+    finally:
+        if threads is not None:
+            set_num_threads(threads_before)
+
+
+def _measure(cfg, depths, tests, layers, n_prompt, n_gen, weights, kv, mla_strategy, repeats, out, progress,
+             warmup, seed):
+    from . import get_num_threads
+    from .model import Model, layer_kinds
     n_threads = get_num_threads()
-    capacity = max(depths) + max(n_prompt if "pp" in tests else 0, n_gen + warmup if "tg" in tests else 0, 1)
+    # every run refills the cache to its depth, so the deepest point plus one run's new tokens
+    capacity = max(depths) + max(n_prompt if "pp" in tests else 0, n_gen if "tg" in tests else 0, 1)
     if layers == "auto":
         mode = choose_layers(cfg, weights, kv, capacity)
         k = 2
@@ -221,7 +233,7 @@ def measure(model, *, depths=(4096,), n_prompt: int = 512, n_gen: int = 16, weig
     cpu = cpu_name()
     base = dict(
         evidence="measured", model=cfg.name, model_type=cfg.model_type,
-        device=f"CPU: {cpu} ({n_threads} threads)", cpu_info=cpu, n_cards=1, split="none",
+        device=f"CPU: {cpu} ({n_threads} thread{'s' if n_threads != 1 else ''})", cpu_info=cpu, n_cards=1, split="none",
         weights=weights, type_k=kv, type_v=kv, mla_strategy=mla_strategy if cfg.attention == "mla" else "",
         runtime="glmbench", n_threads=n_threads, repetitions=int(repeats), warmup=int(warmup),
         layers_mode=mode, sampled=mode == "sampled", n_layers=cfg.n_layers,

@@ -137,6 +137,15 @@ def test_bad_arguments():
             M.measure(cfg, progress=False, **kw)
 
 
+def test_threads_are_restored():
+    import glmbench
+    before = glmbench.get_num_threads()
+    recs = M.measure(tiny_qwen(), threads=1, tests=("tg",), depths=(0,), n_gen=2, repeats=1, warmup=0,
+                     progress=False)
+    assert recs[0]["n_threads"] == 1 and recs[0]["device"].endswith("(1 thread)")
+    assert glmbench.get_num_threads() == before
+
+
 def test_layers_given_as_text_like_the_cli():
     recs = M.measure(tiny_glm(), layers="3", tests=("tg",), depths=(0,), n_gen=2, repeats=1, warmup=0,
                      progress=False)
