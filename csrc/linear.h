@@ -34,7 +34,8 @@ int gb_linear(const float *x, int64_t T, int64_t K, const void *w, int wfmt, int
 int gb_swiglu(const float *x, int64_t T, int64_t D, const void *w_gate, int fmt_gate, const void *w_up, int fmt_up,
               const void *w_down, int fmt_down, int64_t F, float *y);
 
-/* 1: use the portable C kernels even where AVX-512 was compiled in (tests check both paths). */
+/* Process-wide switches for tests and benchmarks (plain globals: set them while no op runs).
+ * 1: use the portable C kernels even where AVX-512 was compiled in (tests check both paths). */
 void gb_linear_set_portable(int on);
 /* Largest T that uses gemv16 for 16-bit weights (benchmarks and tests; < 1 restores the default). */
 void gb_linear_set_gemv_max_t(int64_t t);

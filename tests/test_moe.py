@@ -31,10 +31,11 @@ def _route_kwargs(cfg, bias):
 @pytest.mark.parametrize("name", list(ROUTERS))
 def test_route_matches_reference_exactly(rng, name):
     cfg = ROUTERS[name]
-    E, D, T = cfg["E"], cfg["D"], 300
-    for trial in range(3):
+    E, D = cfg["E"], cfg["D"]
+    # T=300 goes through dgemm, T <= 8 through the direct float64 dot products (decode)
+    for trial, T in enumerate((300, 300, 8, 1, 1, 1)):
         x = rng.standard_normal((T, D)).astype(np.float32)
-        wr = (rng.standard_normal((E, D)) * (0.3 + trial) / np.sqrt(D)).astype(np.float32)
+        wr = (rng.standard_normal((E, D)) * (0.3 + trial % 3) / np.sqrt(D)).astype(np.float32)
         bias = (rng.standard_normal(E) * 0.05).astype(np.float32) if cfg["bias"] else None
         kw = _route_kwargs(cfg, bias)
         copies = [a.copy() for a in (x, wr) + ((bias,) if bias is not None else ())]
@@ -128,8 +129,13 @@ def test_route_bad_input(rng):
         glmbench.moe_route(x, wr, top_k=2, bias=np.zeros(5, np.float32))
     bad = wr.copy()
     bad[2, 1] = np.nan
-    with pytest.raises(ValueError, match=r"`router_weight` contains NaN at flat index 9"):
+    with pytest.raises(ValueError, match=r"`router_weight` contains NaN or inf \(the logit of token 0, expert 2 is nan\)"):
         glmbench.moe_route(x, bad, top_k=2)
+    bad[2, 1] = np.inf
+    with pytest.raises(ValueError, match=r"`router_weight` contains NaN or inf \(the logit of token 0, expert 2 is inf\)"):
+        glmbench.moe_route(x, bad, top_k=2)
+    with pytest.raises(ValueError, match=r"`router_weight` contains NaN or inf"):
+        glmbench.moe_route(np.ones((20, 4), np.float32), bad, top_k=2)  # the dgemm path too
     with pytest.raises(ValueError, match=r"`x` contains inf at flat index 3"):
         glmbench.moe_route(np.array([[0, 0, 0, np.inf]] * 2, np.float32), wr, top_k=2)
     with pytest.raises(ValueError, match=r"`routed_scaling_factor` must be finite, got nan"):
