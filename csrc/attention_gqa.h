@@ -37,6 +37,15 @@ void gb_attn_combine(int64_t nr, int64_t dv, int64_t n_splits, int64_t split_str
  * is 8-16 KB of a block). */
 void gb_attn_prefetch(const void *p, int64_t bytes);
 
+/* Tokens in the tile that starts at t: up to GB_ATTN_TILE, never past t1 or the end of t's block
+ * (0 when t >= t1). */
+static inline int64_t gb_attn_tile_len(int64_t t, int64_t t1, int64_t block_size) {
+    int64_t n = t1 - t, inblk = block_size - t % block_size;
+    if (n > GB_ATTN_TILE) n = GB_ATTN_TILE;
+    if (n > inblk) n = inblk;
+    return n > 0 ? n : 0;
+}
+
 /* Multiply-adds below which an attention call runs on one thread: starting a team and meeting at its
  * barrier costs ~10 us on an idle machine and milliseconds when the cores are shared, more than the
  * work itself for short caches. */
