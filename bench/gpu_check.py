@@ -229,7 +229,11 @@ def validate(tab, quick):
             want = ref.gqa_attention(q, k, v)
             cache = cuda.PagedCache.gqa(1, L + 100, Hkv, Dh, Dv, block_size=64, shuffle_seed=2)
             cache.append(0, cuda.to_device(k), cuda.to_device(v))
-            versions = (1, 2) if (T <= 4 and Dh == Dv == 128) else (1,)
+            versions = [1]
+            if T <= 4 and Dh == Dv == 128:
+                versions.append(2)
+            if T <= 4 and Dh % 16 == 0 and Dv % 32 == 0 and Dh <= 256 and Dv <= 256:
+                versions.append(3)
             for ver in versions:
                 for splits in (1, 0):
                     out = cuda.gqa_attention(cuda.to_device(q), cache, 0, n_splits=splits, version=ver).to_numpy()
@@ -247,13 +251,13 @@ def validate(tab, quick):
             cache = cuda.PagedCache.mla(1, L + 64, R, Dr, block_size=64, shuffle_seed=3)
             cache.append(0, cuda.to_device(lat), cuda.to_device(kr))
             dkvb = cuda.to_device(kvb)
-            for strat in ("naive", "absorbed", "flash"):
+            for strat, ver in (("naive", 0), ("absorbed", 1), ("absorbed", 2), ("flash", 1), ("flash", 2)):
                 if strat == "naive" and T * L > 500_000:
                     continue
                 out = cuda.mla_attention(cuda.to_device(qn), cuda.to_device(qr), cache, 0, dkvb, v_head_dim=Dv,
-                                         scale=1 / 16, strategy=strat).to_numpy()
+                                         scale=1 / 16, strategy=strat, version=ver).to_numpy()
                 # q_lat, p and o_lat are rounded to bf16 on the way (as FlashMLA does with p)
-                check(f"mla_attention[{strat}]", 1, f"T{T} L{L} H{H} R{R}", rel(out, want), 2e-2)
+                check(f"mla_attention[{strat}]", ver, f"T{T} L{L} H{H} R{R}", rel(out, want), 2e-2)
     guard("mla_attention", t_mla)
 
     def t_graph():
@@ -358,7 +362,7 @@ def kernels(tab, ceil, quick, budget):
             c.fill_synthetic(L, seed=i)
             return c, rand_dev((1, Hq, Dh))
         sets = rotated(mk, kv_bytes, l2)
-        for v in (1, 2):
+        for v in (1, 2, 3):
             ms, _ = time_sets([lambda s=s: cuda.gqa_attention(s[1], s[0], 0, version=v) for s in sets])
             row("gqa decode (Qwen3-32B)", v, f"L{L} Hq{Hq} Hkv{Hkv}", ms, nbytes=kv_bytes,
                 flops=4 * Hq * Dh * L)
@@ -372,18 +376,19 @@ def kernels(tab, ceil, quick, budget):
             return c, rand_dev((1, H, R)), rand_dev((1, H, Dr))
         sets = rotated(mk2, lat_bytes, l2)
 
-        def mla_core(s):
+        def mla_core(s, v):
             c, ql, qr = s
             S = cuda._lib().mla_plan(1, L, H)
             wsb = cuda._lib().mla_workspace_bytes(1, H, R, S)
             ws = cuda.empty((wsb // 4,), "f32")
             o = cuda.empty((1, H, R))
             cuda._lib().mla_absorbed_attention(ql.ptr, qr.ptr, c.layer_pages(0).ptr, c.layer_table(0).ptr,
-                                                  c.block_size, o.ptr, 1, L, H, R, Dr, 1 / 16, S, ws.ptr, wsb, 0)
+                                               c.block_size, o.ptr, 1, L, H, R, Dr, 1 / 16, S, ws.ptr, wsb, v)
             return o
-        ms, _ = time_sets([lambda s=s: mla_core(s) for s in sets])
-        row("mla absorbed split-K (GLM)", 1, f"L{L} H{H} R{R}", ms, nbytes=lat_bytes, flops=2 * H * (R + Dr + R) * L,
-            note="attention kernel + combine")
+        for v in (1, 2):
+            ms, _ = time_sets([lambda s=s: mla_core(s, v) for s in sets])
+            row("mla absorbed split-K (GLM)", v, f"L{L} H{H} R{R}", ms, nbytes=lat_bytes,
+                flops=2 * H * (R + Dr + R) * L, note="attention kernel + combine")
         del sets
         gc.collect()
         if time.time() - T0 > budget:

@@ -574,13 +574,14 @@ MLA_STRATEGIES = ("naive", "absorbed", "flash")
 
 def mla_attention(q_nope: DeviceArray, q_rope: DeviceArray, cache: PagedCache, layer: int, kv_b_weight: DeviceArray,
                   *, v_head_dim: int, scale: float | None = None, strategy: str = "flash",
-                  n_splits: int | None = None) -> DeviceArray:
+                  n_splits: int | None = None, version: int = 0) -> DeviceArray:
     """MLA attention over the latent cache (docs/API.md mla_attention). q_nope[T, H, Dn],
     q_rope[T, H, Dr] (already roped), kv_b_weight[H*(Dn+Dv), R] -> [T, H, Dv].
       naive     expand the whole cache through kv_b (a GEMM), then per-head attention (G = 1)
       absorbed  fold kv_b into q and out; MQA over the latent cache, all heads share each row read;
                 one split (one pass over the cache per block)
-      flash     absorbed with split-K over the cache and a combine step (n_splits None = choose)."""
+      flash     absorbed with split-K over the cache and a combine step (n_splits None = choose).
+    version: the absorbed kernel (attention_mla.cu: 1 CUDA cores, 2 tensor cores; 0 = choose)."""
     _check(q_nope, "q_nope", "bf16", 3)
     _check(q_rope, "q_rope", "bf16", 3)
     _check(kv_b_weight, "kv_b_weight", "bf16", 2)
@@ -611,7 +612,7 @@ def mla_attention(q_nope: DeviceArray, q_rope: DeviceArray, cache: PagedCache, l
         q = empty((T, H, Dn + Dr))
         lib.concat_heads(q_nope.ptr, q_rope.ptr, q.ptr, T * H, Dn, Dr)
         one_page = _single_page_table()
-        return _gqa(q, k, v, one_page, L, T, L, H, H, Dn + Dr, Dv, scale, n_splits or 0, 1)
+        return _gqa(q, k, v, one_page, L, T, L, H, H, Dn + Dr, Dv, scale, n_splits or 0, 0)
     q_lat = empty((T, H, R))
     lib.mla_absorb_q(q_nope.ptr, kv_b_weight.ptr, q_lat.ptr, T, H, Dn, Dv, R)
     S = 1 if strategy == "absorbed" else int(n_splits or lib.mla_plan(T, L, H))
@@ -619,7 +620,7 @@ def mla_attention(q_nope: DeviceArray, q_rope: DeviceArray, cache: PagedCache, l
     ws = empty((max(1, ws_bytes // 4),), "f32") if ws_bytes else None
     o_lat = empty((T, H, R))
     lib.mla_absorbed_attention(q_lat.ptr, q_rope.ptr, pages.ptr, table.ptr, cache.block_size, o_lat.ptr, T, L, H, R,
-                               Dr, scale, S, _ptr(ws), ws_bytes, 0)
+                               Dr, scale, S, _ptr(ws), ws_bytes, int(version))
     out = empty((T, H, Dv))
     lib.mla_absorb_o(o_lat.ptr, kv_b_weight.ptr, out.ptr, T, H, Dn, Dv, R)
     return out

@@ -8,12 +8,20 @@
  *   gqa_kernel2  split-K decode (flash-decoding), Dh = Dv = 128: a block owns one KV head and one
  *                block of the cache, and all G = Hq/Hkv query heads of the group use each K/V read
  *                (G padded to 1, 2, 4, 8 or 16 at compile time).
+ *   gqa_kernel3  split-K decode on tensor cores (mma.sync m16n8k16, mma.cuh): the G query heads of a
+ *                group are the M rows of one 16-row tile (padded), 64-token K/V tiles through shared
+ *                memory (rows padded 16 bytes): S = Q.K^T, online softmax per head in shared memory
+ *                (P rounded to bf16), O = O * alpha + P.V with O in registers. Dh % 16 == 0,
+ *                Dv % 32 == 0, both <= 256, G <= 16. Each K/V byte is read once for all G heads
+ *                and no warp shuffles per token (kernel 2 does ~5 per head per token).
  *   gqa_combine_kernel1  merges the split partials: out = sum_s e^(m_s - M) acc_s / sum_s e^(m_s - M) l_s.
- * Launcher (version 0): kernel2 when T <= 4, Dh = Dv = 128 and G <= 16; else kernel1. Splits
+ * Launcher (version 0): kernel3 when T <= 4 and its shape rules hold; else kernel2 when T <= 4,
+ * Dh = Dv = 128 and G <= 16; else kernel1. Splits
  * (n_splits = 0): about two blocks per SM of an H100/H200 (132 SMs), at least 64 keys per split. */
 #include <math.h>
 
 #include "common.cuh"
+#include "mma.cuh"
 
 #define Q1_QB 16 /* queries per block, kernel1 */
 #define Q1_KT 32 /* keys per tile, kernel1 */
@@ -235,6 +243,184 @@ __global__ void __launch_bounds__(128) gqa_kernel2(const bf16 *__restrict__ q, c
     }
 }
 
+
+#define G3_NT 64
+#define G3_PAD 8
+
+static size_t gqa3_smem_bytes(int64_t Dh, int64_t Dv) {
+    return (size_t)(16 * (Dh + G3_PAD) * 2 + G3_NT * (Dh + G3_PAD) * 2 + G3_NT * (Dv + G3_PAD) * 2 +
+                    16 * (G3_NT + 1) * 4 + 16 * (G3_NT + 8) * 2 + 3 * 16 * 4);
+}
+
+__global__ void __launch_bounds__(128) gqa_kernel3(const bf16 *__restrict__ q, const bf16 *__restrict__ kp,
+                                                   const bf16 *__restrict__ vp, const int32_t *__restrict__ table,
+                                                   int64_t page_size, bf16 *__restrict__ out, float *__restrict__ ws_m,
+                                                   float *__restrict__ ws_l, float *__restrict__ ws_acc, int64_t T,
+                                                   int64_t L, int Hq, int Hkv, int G, int Dh, int Dv, float scale,
+                                                   int S, int64_t chunk) {
+    extern __shared__ __align__(16) unsigned char smraw[];
+    const int LK = Dh + G3_PAD, LV = Dv + G3_PAD;
+    bf16 *qs = (bf16 *)smraw;                        /* [16][LK] */
+    bf16 *ks = qs + 16 * LK;                         /* [NT][LK] */
+    bf16 *vs = ks + G3_NT * LK;                      /* [NT][LV] */
+    float *ss = (float *)(vs + G3_NT * LV);          /* [16][NT + 1] */
+    bf16 *ps = (bf16 *)(ss + 16 * (G3_NT + 1));      /* [16][NT + 8] */
+    float *m_s = (float *)(ps + 16 * (G3_NT + 8));
+    float *l_s = m_s + 16, *a_s = l_s + 16;
+    const uint16_t *qh = (const uint16_t *)qs, *kh = (const uint16_t *)ks, *vh = (const uint16_t *)vs;
+    const uint16_t *ph = (const uint16_t *)ps;
+    const int s = blockIdx.x, hkv = blockIdx.y;
+    const int64_t t = blockIdx.z, p = L - T + t;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, c = lane & 3;
+
+    for (int i = tid; i < 16 * (Dh / 2); i += 128) {
+        int r = i / (Dh / 2), w = i % (Dh / 2);
+        uint32_t v = 0u;
+        if (r < G) v = ((const uint32_t *)(q + (t * Hq + (int64_t)hkv * G + r) * (int64_t)Dh))[w];
+        ((uint32_t *)(qs + r * LK))[w] = v;
+    }
+    if (tid < 16) {
+        m_s[tid] = -INFINITY;
+        l_s[tid] = 0.0f;
+    }
+    const int ncol = Dv / 4, ntile = ncol / 8; /* per warp: <= 64 columns, <= 8 tiles */
+    float o[8][4];
+#pragma unroll
+    for (int j = 0; j < 8; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) o[j][e] = 0.0f;
+
+    int64_t k_begin = (int64_t)s * chunk, k_end = min(min(L, k_begin + chunk), p + 1);
+    for (int64_t kt = k_begin; kt < k_end; kt += G3_NT) {
+        __syncthreads();
+        for (int i = tid; i < G3_NT * (Dh / 8); i += 128) {
+            int j = i / (Dh / 8), q8 = i % (Dh / 8);
+            int64_t tok = kt + j;
+            uint4 v = make_uint4(0u, 0u, 0u, 0u);
+            if (tok < k_end) {
+                int64_t row = (int64_t)table[tok / page_size] * page_size + tok % page_size;
+                v = ((const uint4 *)(kp + (row * Hkv + hkv) * (int64_t)Dh))[q8];
+            }
+            *(uint4 *)(ks + j * LK + q8 * 8) = v;
+        }
+        for (int i = tid; i < G3_NT * (Dv / 8); i += 128) {
+            int j = i / (Dv / 8), q8 = i % (Dv / 8);
+            int64_t tok = kt + j;
+            uint4 v = make_uint4(0u, 0u, 0u, 0u);
+            if (tok < k_end) {
+                int64_t row = (int64_t)table[tok / page_size] * page_size + tok % page_size;
+                v = ((const uint4 *)(vp + (row * Hkv + hkv) * (int64_t)Dv))[q8];
+            }
+            *(uint4 *)(vs + j * LV + q8 * 8) = v;
+        }
+        __syncthreads();
+        /* S = Q . K^T: 8 n-tiles of 8 tokens, warp -> tiles 2w and 2w + 1 */
+#pragma unroll
+        for (int u = 0; u < 2; u++) {
+            const int nt = 2 * warp + u;
+            const uint16_t *kb = kh + (nt * 8) * LK;
+            float acc[4] = {0.f, 0.f, 0.f, 0.f};
+            for (int k0 = 0; k0 < Dh; k0 += 16) {
+                uint32_t a[4], b[2];
+                a[0] = *(const uint32_t *)(qh + g * LK + k0 + 2 * c);
+                a[1] = *(const uint32_t *)(qh + (g + 8) * LK + k0 + 2 * c);
+                a[2] = *(const uint32_t *)(qh + g * LK + k0 + 8 + 2 * c);
+                a[3] = *(const uint32_t *)(qh + (g + 8) * LK + k0 + 8 + 2 * c);
+                b[0] = *(const uint32_t *)(kb + g * LK + k0 + 2 * c);
+                b[1] = *(const uint32_t *)(kb + g * LK + k0 + 8 + 2 * c);
+                mma_16816(acc, a, b);
+            }
+            int col = nt * 8 + 2 * c;
+            ss[g * (G3_NT + 1) + col] = acc[0] * scale;
+            ss[g * (G3_NT + 1) + col + 1] = acc[1] * scale;
+            ss[(g + 8) * (G3_NT + 1) + col] = acc[2] * scale;
+            ss[(g + 8) * (G3_NT + 1) + col + 1] = acc[3] * scale;
+        }
+        __syncthreads();
+        { /* online softmax: 8 consecutive lanes per head row, 8 tokens each */
+            const int r = tid >> 3, part = tid & 7;
+            float sv[8], mx = -INFINITY;
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                int j = part * 8 + e;
+                sv[e] = kt + j < k_end ? ss[r * (G3_NT + 1) + j] : -INFINITY;
+                mx = fmaxf(mx, sv[e]);
+            }
+#pragma unroll
+            for (int o2 = 1; o2 < 8; o2 <<= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o2));
+            float mold = m_s[r], mnew = fmaxf(mold, mx), psum = 0.0f;
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                bf16 pb = f2bf(sv[e] == -INFINITY ? 0.0f : expf(sv[e] - mnew));
+                ps[r * (G3_NT + 8) + part * 8 + e] = pb;
+                psum += bf2f(pb);
+            }
+#pragma unroll
+            for (int o2 = 1; o2 < 8; o2 <<= 1) psum += __shfl_xor_sync(0xffffffffu, psum, o2);
+            __syncwarp();
+            if (part == 0) {
+                float alpha = mold == -INFINITY ? 0.0f : expf(mold - mnew);
+                l_s[r] = l_s[r] * alpha + psum;
+                m_s[r] = mnew;
+                a_s[r] = alpha;
+            }
+        }
+        __syncthreads();
+        { /* O = O * alpha + P . V; warp -> columns [warp * ncol, +ncol) */
+            float al0 = a_s[g], al1 = a_s[g + 8];
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                o[j][0] *= al0;
+                o[j][1] *= al0;
+                o[j][2] *= al1;
+                o[j][3] *= al1;
+            }
+#pragma unroll
+            for (int k0 = 0; k0 < G3_NT; k0 += 16) {
+                uint32_t a[4];
+                a[0] = *(const uint32_t *)(ph + g * (G3_NT + 8) + k0 + 2 * c);
+                a[1] = *(const uint32_t *)(ph + (g + 8) * (G3_NT + 8) + k0 + 2 * c);
+                a[2] = *(const uint32_t *)(ph + g * (G3_NT + 8) + k0 + 8 + 2 * c);
+                a[3] = *(const uint32_t *)(ph + (g + 8) * (G3_NT + 8) + k0 + 8 + 2 * c);
+#pragma unroll
+                for (int j = 0; j < 8; j++) {
+                    if (j >= ntile) break;
+                    int n = warp * ncol + j * 8 + g;
+                    uint32_t b[2];
+                    b[0] = pack2(vh + (k0 + 2 * c) * LV + n, vh + (k0 + 2 * c + 1) * LV + n);
+                    b[1] = pack2(vh + (k0 + 2 * c + 8) * LV + n, vh + (k0 + 2 * c + 9) * LV + n);
+                    mma_16816(o[j], a, b);
+                }
+            }
+        }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+        int r = g + 8 * half;
+        if (r >= G) continue;
+        int64_t h = (int64_t)hkv * G + r, idx = (t * Hq + h) * S + s;
+        float inv = S == 1 ? 1.0f / l_s[r] : 1.0f;
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            if (j >= ntile) break;
+            int col = warp * ncol + j * 8 + 2 * c;
+            float v0 = o[j][2 * half], v1 = o[j][2 * half + 1];
+            if (S == 1) {
+                *(__nv_bfloat162 *)(out + (t * Hq + h) * (int64_t)Dv + col) = __floats2bfloat162_rn(v0 * inv, v1 * inv);
+            } else {
+                ws_acc[idx * Dv + col] = v0;
+                ws_acc[idx * Dv + col + 1] = v1;
+            }
+        }
+    }
+    if (S > 1 && tid < G) {
+        int64_t idx = (t * Hq + (int64_t)hkv * G + tid) * S + s;
+        ws_m[idx] = m_s[tid];
+        ws_l[idx] = l_s[tid];
+    }
+}
+
 __global__ void gqa_combine_kernel1(const float *__restrict__ ws_m, const float *__restrict__ ws_l,
                                     const float *__restrict__ ws_acc, bf16 *__restrict__ out, int S, int Dv) {
     int64_t r = blockIdx.x; /* (t * H + h) */
@@ -262,9 +448,10 @@ extern "C" int gbc_gqa_plan(int64_t T, int64_t L, int64_t Hq, int64_t Hkv, int64
                             int *version_out, int64_t *splits_out) {
     if (Hkv <= 0 || Hq % Hkv) return VALUE_ERROR("gqa_plan: `q_heads`=%ld is not a multiple of `kv_heads`=%ld", (long)Hq, (long)Hkv);
     bool k2_ok = T <= 4 && Dh == 128 && Dv == 128 && Hq / Hkv <= 16;
-    int v = version ? version : (k2_ok ? 2 : 1);
+    bool k3_ok = T <= 4 && Dh % 16 == 0 && Dv % 32 == 0 && Dh <= 256 && Dv <= 256 && Hq / Hkv <= 16;
+    int v = version ? version : (k3_ok ? 3 : k2_ok ? 2 : 1);
     *version_out = v;
-    *splits_out = auto_splits(v == 2 ? Hkv * T : Hq * cdiv(T, Q1_QB), L);
+    *splits_out = auto_splits(v >= 2 ? Hkv * T : Hq * cdiv(T, Q1_QB), L);
     return GBC_OK;
 }
 
@@ -279,16 +466,21 @@ extern "C" int gbc_gqa_attention(const void *q, const void *k_pages, const void 
     if (page_size <= 0) return VALUE_ERROR("gqa_attention: `page_size` must be > 0, got %ld", (long)page_size);
     if (n_splits < 0 || n_splits > GQA_MAX_SPLITS)
         return VALUE_ERROR("gqa_attention: `n_splits`=%ld must be in 0..%d", (long)n_splits, GQA_MAX_SPLITS);
-    if (version < 0 || version > 2) return VALUE_ERROR("gqa_attention: `version` must be 0, 1 or 2, got %d", version);
+    if (version < 0 || version > 3) return VALUE_ERROR("gqa_attention: `version` must be 0..3, got %d", version);
     GBC_INIT();
     if (T == 0) return GBC_OK;
     int64_t G = Hq / Hkv;
-    bool k2_ok = T <= 4 && Dh == 128 && Dv == 128 && G <= 16 && aligned16(q) && aligned16(k_pages) && aligned16(v_pages);
-    if (version == 0) version = k2_ok ? 2 : 1;
+    bool al = aligned16(q) && aligned16(k_pages) && aligned16(v_pages) && aligned16(out);
+    bool k2_ok = T <= 4 && Dh == 128 && Dv == 128 && G <= 16 && al;
+    bool k3_ok = T <= 4 && Dh % 16 == 0 && Dv % 32 == 0 && G <= 16 && al;
+    if (version == 0) version = k3_ok ? 3 : k2_ok ? 2 : 1;
     if (version == 2 && !k2_ok)
         return VALUE_ERROR("gqa_attention version 2 needs T <= 4, Dh = Dv = 128 and G <= 16, got T=%ld Dh=%ld Dv=%ld G=%ld",
                            (long)T, (long)Dh, (long)Dv, (long)G);
-    int64_t units = version == 2 ? Hkv * T : Hq * cdiv(T, Q1_QB);
+    if (version == 3 && !k3_ok)
+        return VALUE_ERROR("gqa_attention version 3 needs T <= 4, Dh %% 16 == 0, Dv %% 32 == 0 and G <= 16, got T=%ld "
+                           "Dh=%ld Dv=%ld G=%ld", (long)T, (long)Dh, (long)Dv, (long)G);
+    int64_t units = version >= 2 ? Hkv * T : Hq * cdiv(T, Q1_QB);
     int64_t S = n_splits ? n_splits : auto_splits(units, L);
     if (S > 1 && gbc_gqa_workspace_bytes(T, Hq, Dv, S) > ws_bytes)
         return VALUE_ERROR("gqa_attention: workspace of %zu bytes is too small, %zu needed", ws_bytes,
@@ -310,6 +502,17 @@ extern "C" int gbc_gqa_attention(const void *q, const void *k_pages, const void 
             gqa_kernel1<8><<<grid, 128, smem, gbc_stream>>>(qb, kb, vb, table, page_size, ob, ws_m, ws_l, ws_acc, T, L,
                                                            (int)Hq, (int)Hkv, (int)Dh, (int)Dv, scale, (int)S, chunk);
         LAUNCH_CHECK("gqa_kernel1");
+    } else if (version == 3) {
+        dim3 grid((unsigned)S, (unsigned)Hkv, (unsigned)T);
+        size_t smem = gqa3_smem_bytes(Dh, Dv);
+        static size_t smem_set = 0;
+        if (smem > 48 * 1024 && smem > smem_set) {
+            CUDA_CHECK(cudaFuncSetAttribute(gqa_kernel3, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+            smem_set = smem;
+        }
+        gqa_kernel3<<<grid, 128, smem, gbc_stream>>>(qb, kb, vb, table, page_size, ob, ws_m, ws_l, ws_acc, T, L, (int)Hq,
+                                                     (int)Hkv, (int)G, (int)Dh, (int)Dv, scale, (int)S, chunk);
+        LAUNCH_CHECK("gqa_kernel3");
     } else {
         dim3 grid((unsigned)S, (unsigned)Hkv, (unsigned)T);
 #define GB_K2(GG)                                                                                                \

@@ -9,6 +9,14 @@
  *                      1152-byte row) make it compute-bound on fp32 units; a tensor-core (mma)
  *                      version is the next step (docs/CUDA.md). Decode (T = 1) and absorbed
  *                      prefill (T > 1, causal) alike.
+ *   mla_kernel2        the same work on tensor cores (mma.sync m16n8k16, mma.cuh), FlashMLA's shape:
+ *                      the heads are the M dimension (20 padded to 32 = two 16-row tiles), a tile of
+ *                      32 cached rows is N for the scores and K for P.V. Per tile: S = Q.K^T (each
+ *                      of 8 warps one 16x8 block over the 576-wide rows), online softmax per head in
+ *                      shared memory (P rounded to bf16 for the second product, as FlashMLA does),
+ *                      O = O * alpha + P.V with O[32 x 512] fp32 in registers (each warp 64 columns).
+ *                      Rows padded 16 bytes against bank conflicts; ~80 KB shared, 2 blocks per SM on
+ *                      sm_80/sm_90. Needs R % 64 == 0, R <= 512, (R + Dr) % 16 == 0.
  *   combine            attention_gqa.cu's gqa_combine_kernel1 (same partial layout).
  *   mla_absorb_q_kernel1  q_lat[t, h, :] = q_nope[t, h, :] . W_uk[h]   (thread per latent column)
  *   mla_absorb_o_kernel1  out[t, h, v] = o_lat[t, h, :] . W_uv[h, v, :]  (warp per output)
@@ -18,6 +26,7 @@
 #include <math.h>
 
 #include "common.cuh"
+#include "mma.cuh"
 
 #define MLA_KT 32
 #define MLA_HG 32 /* heads per block */
@@ -164,6 +173,195 @@ __global__ void __launch_bounds__(MLA_THREADS) mla_kernel1(
     }
 }
 
+
+#define M2_NT 32   /* cached rows per tile */
+#define M2_ROWS 32 /* query rows (heads) per block: two m16 tiles */
+#define M2_PAD 8   /* bf16 of padding per shared row (16 bytes) */
+
+static size_t mla2_smem_bytes(int64_t R, int64_t Dr) {
+    int64_t LD = R + Dr + M2_PAD;
+    return (size_t)(2 * M2_ROWS * LD * 2              /* q, tile */
+                    + M2_ROWS * (M2_NT + 1) * 4       /* scores */
+                    + M2_ROWS * (M2_NT + 8) * 2       /* p */
+                    + 3 * M2_ROWS * 4);               /* m, l, alpha */
+}
+
+__global__ void __launch_bounds__(256, 2) mla_kernel2(
+    const bf16 *__restrict__ q_lat, const bf16 *__restrict__ q_rope, const bf16 *__restrict__ pages,
+    const int32_t *__restrict__ table, int64_t page_size, bf16 *__restrict__ o_lat, float *__restrict__ ws_m,
+    float *__restrict__ ws_l, float *__restrict__ ws_acc, int64_t T, int64_t L, int H, int R, int Dr, float scale, int S,
+    int64_t chunk) {
+    extern __shared__ __align__(16) unsigned char smraw[];
+    const int W = R + Dr, LD = W + M2_PAD;
+    bf16 *qs = (bf16 *)smraw;                                /* [32][LD] */
+    bf16 *ks = qs + M2_ROWS * LD;                            /* [NT][LD] */
+    float *ss = (float *)(ks + M2_NT * LD);                  /* [32][NT + 1] */
+    bf16 *ps = (bf16 *)(ss + M2_ROWS * (M2_NT + 1));         /* [32][NT + 8] */
+    float *m_s = (float *)(ps + M2_ROWS * (M2_NT + 8));
+    float *l_s = m_s + M2_ROWS, *a_s = l_s + M2_ROWS;
+    const uint16_t *qh = (const uint16_t *)qs, *kh = (const uint16_t *)ks, *ph = (const uint16_t *)ps;
+    const int s = blockIdx.x;
+    const int64_t t = blockIdx.y, p = L - T + t;
+    const int h0 = blockIdx.z * M2_ROWS, nh = min(M2_ROWS, H - h0);
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, c = lane & 3;
+
+    for (int i = tid; i < M2_ROWS * (W / 2); i += 256) {
+        int r = i / (W / 2), w = i % (W / 2);
+        uint32_t v = 0u;
+        if (r < nh) {
+            int64_t h = h0 + r;
+            v = w < R / 2 ? ((const uint32_t *)(q_lat + (t * H + h) * (int64_t)R))[w]
+                          : ((const uint32_t *)(q_rope + (t * H + h) * (int64_t)Dr))[w - R / 2];
+        }
+        ((uint32_t *)(qs + r * LD))[w] = v;
+    }
+    if (tid < M2_ROWS) {
+        m_s[tid] = -INFINITY;
+        l_s[tid] = 0.0f;
+    }
+    const int ncol = R / 8;      /* O columns per warp */
+    const int ntile = ncol / 8;  /* their n8 tiles, <= 8 */
+    float o[2][8][4];
+#pragma unroll
+    for (int mt = 0; mt < 2; mt++)
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) o[mt][j][e] = 0.0f;
+
+    int64_t k_begin = (int64_t)s * chunk, k_end = min(min(L, k_begin + chunk), p + 1);
+    for (int64_t kt = k_begin; kt < k_end; kt += M2_NT) {
+        __syncthreads(); /* the previous tile's readers are done */
+        for (int i = tid; i < M2_NT * (W / 8); i += 256) {
+            int j = i / (W / 8), q8 = i % (W / 8);
+            int64_t tok = kt + j;
+            uint4 v = make_uint4(0u, 0u, 0u, 0u);
+            if (tok < k_end) {
+                int64_t row = (int64_t)table[tok / page_size] * page_size + tok % page_size;
+                v = ((const uint4 *)(pages + row * (int64_t)W))[q8];
+            }
+            *(uint4 *)(ks + j * LD + q8 * 8) = v;
+        }
+        __syncthreads();
+        { /* S = Q . K^T: warp -> m-tile (warp & 1), n-tile of 8 rows (warp >> 1) */
+            const int mt = warp & 1, nt = warp >> 1;
+            const uint16_t *qa = qh + (mt * 16) * LD, *kb = kh + (nt * 8) * LD;
+            float acc[4] = {0.f, 0.f, 0.f, 0.f};
+            for (int k0 = 0; k0 < W; k0 += 16) {
+                uint32_t a[4], b[2];
+                a[0] = *(const uint32_t *)(qa + g * LD + k0 + 2 * c);
+                a[1] = *(const uint32_t *)(qa + (g + 8) * LD + k0 + 2 * c);
+                a[2] = *(const uint32_t *)(qa + g * LD + k0 + 8 + 2 * c);
+                a[3] = *(const uint32_t *)(qa + (g + 8) * LD + k0 + 8 + 2 * c);
+                b[0] = *(const uint32_t *)(kb + g * LD + k0 + 2 * c);
+                b[1] = *(const uint32_t *)(kb + g * LD + k0 + 8 + 2 * c);
+                mma_16816(acc, a, b);
+            }
+            int r0 = mt * 16 + g, col = nt * 8 + 2 * c;
+            ss[r0 * (M2_NT + 1) + col] = acc[0] * scale;
+            ss[r0 * (M2_NT + 1) + col + 1] = acc[1] * scale;
+            ss[(r0 + 8) * (M2_NT + 1) + col] = acc[2] * scale;
+            ss[(r0 + 8) * (M2_NT + 1) + col + 1] = acc[3] * scale;
+        }
+        __syncthreads();
+        { /* online softmax: 8 consecutive lanes per head row, 4 cached rows each */
+            const int r = tid >> 3, part = tid & 7;
+            float sv[4], mx = -INFINITY;
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                int j = part * 4 + e;
+                sv[e] = kt + j < k_end ? ss[r * (M2_NT + 1) + j] : -INFINITY;
+                mx = fmaxf(mx, sv[e]);
+            }
+#pragma unroll
+            for (int o2 = 1; o2 < 8; o2 <<= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o2));
+            float mold = m_s[r], mnew = fmaxf(mold, mx), psum = 0.0f;
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                bf16 pb = f2bf(sv[e] == -INFINITY ? 0.0f : expf(sv[e] - mnew));
+                ps[r * (M2_NT + 8) + part * 4 + e] = pb;
+                psum += bf2f(pb); /* the sum of what P.V will use */
+            }
+#pragma unroll
+            for (int o2 = 1; o2 < 8; o2 <<= 1) psum += __shfl_xor_sync(0xffffffffu, psum, o2);
+            __syncwarp();
+            if (part == 0) {
+                float alpha = mold == -INFINITY ? 0.0f : expf(mold - mnew);
+                l_s[r] = l_s[r] * alpha + psum;
+                m_s[r] = mnew;
+                a_s[r] = alpha;
+            }
+        }
+        __syncthreads();
+        { /* O = O * alpha + P . V, V = the first R columns of the tile; warp -> columns [warp*ncol, +ncol) */
+            float al[2][2];
+#pragma unroll
+            for (int mt = 0; mt < 2; mt++) {
+                al[mt][0] = a_s[mt * 16 + g];
+                al[mt][1] = a_s[mt * 16 + g + 8];
+            }
+#pragma unroll
+            for (int mt = 0; mt < 2; mt++)
+#pragma unroll
+                for (int j = 0; j < 8; j++) {
+                    o[mt][j][0] *= al[mt][0];
+                    o[mt][j][1] *= al[mt][0];
+                    o[mt][j][2] *= al[mt][1];
+                    o[mt][j][3] *= al[mt][1];
+                }
+#pragma unroll
+            for (int k0 = 0; k0 < M2_NT; k0 += 16) {
+                uint32_t a[2][4];
+#pragma unroll
+                for (int mt = 0; mt < 2; mt++) {
+                    const uint16_t *pa = ph + (mt * 16) * (M2_NT + 8);
+                    a[mt][0] = *(const uint32_t *)(pa + g * (M2_NT + 8) + k0 + 2 * c);
+                    a[mt][1] = *(const uint32_t *)(pa + (g + 8) * (M2_NT + 8) + k0 + 2 * c);
+                    a[mt][2] = *(const uint32_t *)(pa + g * (M2_NT + 8) + k0 + 8 + 2 * c);
+                    a[mt][3] = *(const uint32_t *)(pa + (g + 8) * (M2_NT + 8) + k0 + 8 + 2 * c);
+                }
+#pragma unroll
+                for (int j = 0; j < 8; j++) {
+                    if (j >= ntile) break;
+                    int n = warp * ncol + j * 8 + g;
+                    uint32_t b[2];
+                    b[0] = pack2(kh + (k0 + 2 * c) * LD + n, kh + (k0 + 2 * c + 1) * LD + n);
+                    b[1] = pack2(kh + (k0 + 2 * c + 8) * LD + n, kh + (k0 + 2 * c + 9) * LD + n);
+                    mma_16816(o[0][j], a[0], b);
+                    mma_16816(o[1][j], a[1], b);
+                }
+            }
+        }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int mt = 0; mt < 2; mt++)
+#pragma unroll
+        for (int half = 0; half < 2; half++) {
+            int r = mt * 16 + g + 8 * half;
+            if (r >= nh) continue;
+            int64_t h = h0 + r, idx = (t * H + h) * S + s;
+            float inv = S == 1 ? 1.0f / l_s[r] : 1.0f;
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                if (j >= ntile) break;
+                int col = warp * ncol + j * 8 + 2 * c;
+                float v0 = o[mt][j][2 * half], v1 = o[mt][j][2 * half + 1];
+                if (S == 1) {
+                    *(__nv_bfloat162 *)(o_lat + (t * H + h) * (int64_t)R + col) = __floats2bfloat162_rn(v0 * inv, v1 * inv);
+                } else {
+                    ws_acc[idx * R + col] = v0;
+                    ws_acc[idx * R + col + 1] = v1;
+                }
+            }
+        }
+    if (S > 1 && tid < nh) {
+        int64_t idx = (t * H + h0 + tid) * S + s;
+        ws_m[idx] = m_s[tid];
+        ws_l[idx] = l_s[tid];
+    }
+}
+
 extern "C" int gbc_mla_absorbed_attention(const void *q_lat, const void *q_rope, const void *pages, const int32_t *table,
                                           int64_t page_size, void *o_lat, int64_t T, int64_t L, int64_t H, int64_t R,
                                           int64_t Dr, float scale, int64_t n_splits, void *ws, size_t ws_bytes,
@@ -176,14 +374,23 @@ extern "C" int gbc_mla_absorbed_attention(const void *q_lat, const void *q_rope,
     if (page_size <= 0) return VALUE_ERROR("mla_attention: `page_size` must be > 0, got %ld", (long)page_size);
     if (n_splits < 0 || n_splits > MLA_MAX_SPLITS)
         return VALUE_ERROR("mla_attention: `n_splits`=%ld must be in 0..%d", (long)n_splits, MLA_MAX_SPLITS);
-    if (version != 0 && version != 1) return VALUE_ERROR("mla_attention: `version` must be 0 or 1, got %d", version);
+    if (version < 0 || version > 2) return VALUE_ERROR("mla_attention: `version` must be 0, 1 or 2, got %d", version);
+    bool k2_ok = R % 64 == 0 && (R + Dr) % 16 == 0 && aligned16(pages) && aligned16(q_lat) && aligned16(q_rope) &&
+                 aligned16(o_lat);
+    if (version == 0) version = k2_ok ? 2 : 1;
+    if (version == 2 && !k2_ok)
+        return VALUE_ERROR("mla_attention version 2 needs kv_lora_rank %% 64 == 0, (R + Dr) %% 16 == 0 and aligned "
+                           "buffers, got R=%ld Dr=%ld", (long)R, (long)Dr);
     GBC_INIT();
     if (T == 0) return GBC_OK;
-    size_t smem = mla_smem_bytes(R, Dr);
-    static size_t smem_set = 0;
-    if (smem > 48 * 1024 && smem > smem_set) {
-        CUDA_CHECK(cudaFuncSetAttribute(mla_kernel1, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        smem_set = smem;
+    size_t smem = version == 2 ? mla2_smem_bytes(R, Dr) : mla_smem_bytes(R, Dr);
+    static size_t smem_set[3] = {0, 0, 0};
+    if (smem > 48 * 1024 && smem > smem_set[version]) {
+        if (version == 2)
+            CUDA_CHECK(cudaFuncSetAttribute(mla_kernel2, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        else
+            CUDA_CHECK(cudaFuncSetAttribute(mla_kernel1, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        smem_set[version] = smem;
     }
     int64_t hgroups = cdiv(H, MLA_HG);
     int64_t S = n_splits ? n_splits : gbc_mla_plan(T, L, H);
@@ -194,6 +401,15 @@ extern "C" int gbc_mla_absorbed_attention(const void *q_lat, const void *q_rope,
     int64_t rows = T * H, chunk = cdiv(L, S);
     float *wsf = (float *)ws;
     dim3 grid((unsigned)S, (unsigned)T, (unsigned)hgroups);
+    if (version == 2) {
+        mla_kernel2<<<grid, 256, smem, gbc_stream>>>(
+            (const bf16 *)q_lat, (const bf16 *)q_rope, (const bf16 *)pages, table, page_size, (bf16 *)o_lat, wsf,
+            wsf ? wsf + rows * S : nullptr, wsf ? wsf + 2 * rows * S : nullptr, T, L, (int)H, (int)R, (int)Dr, scale,
+            (int)S, chunk);
+        LAUNCH_CHECK("mla_kernel2");
+        if (S > 1) return gbc_attention_combine(wsf, (bf16 *)o_lat, rows, (int)S, (int)R);
+        return GBC_OK;
+    }
     mla_kernel1<<<grid, MLA_THREADS, smem, gbc_stream>>>(
         (const bf16 *)q_lat, (const bf16 *)q_rope, (const bf16 *)pages, table, page_size, (bf16 *)o_lat, wsf,
         wsf ? wsf + rows * S : nullptr, wsf ? wsf + 2 * rows * S : nullptr, T, L, (int)H, (int)R, (int)Dr, scale, (int)S,

@@ -103,6 +103,9 @@ extern "C" int gbc_linear(const void *x, const void *w, const void *bias, void *
     if (T < 0 || N <= 0 || K <= 0)
         return VALUE_ERROR("linear: bad shape T=%ld N=%ld K=%ld", (long)T, (long)N, (long)K);
     if (version < 0 || version > 4) return VALUE_ERROR("linear: `version` must be 0..4, got %d", version);
+    if (version == 4 && !gbc_have_cublas())
+        return VALUE_ERROR("linear version 4 (cuBLAS) is not available: glmbench._cuda was built without cuBLAS "
+                           "headers (see docs/CUDA.md)");
     GBC_INIT();
     if (T == 0) return GBC_OK;
     bool gemv_ok = T <= 8 && K % 8 == 0 && aligned16(x) && aligned16(w);
