@@ -169,6 +169,10 @@ def gqa_block(x: np.ndarray, w: dict, cache, layer: int, positions, cfg) -> np.n
     if Hq % Hkv:
         raise ValueError(f"cfg.n_heads={Hq} is not a multiple of cfg.n_kv_heads={Hkv}")
     layer = _check_cache(cache, layer, "gqa", T)
+    win = getattr(cfg, "sliding_window", None)
+    if win and cache.length(layer) + T > win:
+        raise NotImplementedError(f"sliding-window attention (cfg.sliding_window={win}) is not implemented: "
+                                  f"layer {layer} would hold {cache.length(layer) + T} tokens, past the window")
     if (cache.n_kv_heads, cache.head_dim, cache.v_head_dim) != (Hkv, Dh, Dv):
         raise ValueError(f"`cache` holds {cache.n_kv_heads} KV heads of {cache.head_dim}/{cache.v_head_dim} dims; "
                          f"cfg needs {Hkv} of {Dh}/{Dv}")

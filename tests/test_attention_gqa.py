@@ -265,3 +265,14 @@ def test_block_matches_hf_qwen3(rng):
     cache = KVCache.gqa(1, 16, 2, 16, block_size=4)
     ys = [gqa_block(x[a:b], w, cache, 0, pos[a:b], cfg) for a, b in [(0, 3), (3, 4), (4, 9)]]
     np.testing.assert_allclose(np.concatenate(ys), y_hf, rtol=0, atol=2e-5)
+
+
+def test_block_sliding_window_is_reported_missing(rng):
+    cfg = tiny_cfg("mistral-small-24b", sliding_window=4)
+    w = tiny_weights(rng, cfg)
+    cache = KVCache.gqa(1, 8, cfg.n_kv_heads, cfg.head_dim)
+    x = rng.standard_normal((3, cfg.hidden_size)).astype(np.float32)
+    gqa_block(x, w, cache, 0, np.arange(3), cfg)          # inside the window: exact causal attention
+    with pytest.raises(NotImplementedError, match=r"sliding-window attention \(cfg.sliding_window=4\)"):
+        gqa_block(x, w, cache, 0, np.arange(3, 6), cfg)
+    assert cache.length(0) == 3
