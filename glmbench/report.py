@@ -317,9 +317,10 @@ def render(records: Sequence[dict], study: Study, decs: Sequence[dict], charts: 
             L += ["**Crossovers found** (where one model's decode speed overtakes the other's):", "",
                   _md_table(rows, ["rig", "models", "context", "faster before", "faster after"]), ""]
         else:
-            L.append(f"**No crossover** between {_tok(study.depths[0])} and {_tok(study.depths[-1])}: "
-                     + _no_cross_sentence(tg) + "")
-            L.append("")
+            if len({r["model"] for r in tg}) > 1:
+                L.append(f"**No crossover** between {_tok(study.depths[0])} and {_tok(study.depths[-1])}: "
+                         + _no_cross_sentence(tg))
+                L.append("")
         show = _pick_depths(study.depths)
         rows = []
         for s in _setups_of(tg):
@@ -431,6 +432,16 @@ def render(records: Sequence[dict], study: Study, decs: Sequence[dict], charts: 
         L += [_md_table(rows, ["workload", "best setup", "its figure", "vs runner-up",
                                "best of each other model", "why (cost-model terms)"]), ""]
 
+    # -- measured against predicted
+    rows = _measured_vs_predicted(records)
+    if rows:
+        L += ["## Measured vs predicted", "",
+              "Every measured point that has a prediction for the same model, test, prompt and depth "
+              "(predicted / measured > 1: the cost model is optimistic). The devices are shown: a "
+              "prediction for a GPU next to a CPU measurement is not a check of the model.", "",
+              _md_table(rows, ["model", "test", "measured on", "measured (tok/s)", "predicted for",
+                               "predicted (tok/s)", "predicted / measured"]), ""]
+
     # -- definitions
     L += ["## What the numbers mean", "",
           "- **Decode (generation) speed at depth d**: tokens per second generating one token at a time with d "
@@ -493,6 +504,23 @@ def _pick_depths(depths: Sequence[int]) -> list[int]:
         return ds
     idx = sorted({0, len(ds) - 1, len(ds) // 4, len(ds) // 2, (3 * len(ds)) // 4})
     return [ds[i] for i in idx]
+
+
+def _measured_vs_predicted(records) -> list[list]:
+    pred = {}
+    for r in records:
+        if r["evidence"] == "predicted" and r.get("test") in ("tg", "pp") and r.get("avg_ts"):
+            k = (r["model"], r["test"], r.get("n_depth") or 0, r.get("n_prompt") or 0 if r["test"] == "pp" else 0)
+            pred.setdefault(k, []).append(r)
+    rows = []
+    for m in records:
+        if m["evidence"] != "measured" or m.get("test") not in ("tg", "pp") or not m.get("avg_ts"):
+            continue
+        k = (m["model"], m["test"], m.get("n_depth") or 0, m.get("n_prompt") or 0 if m["test"] == "pp" else 0)
+        for p in pred.get(k, []):
+            rows.append([m["model"], test_label(m), m.get("device", "?"), _num(m["avg_ts"], 2), _rig(p),
+                         _num(p["avg_ts"], 2), f"{p['avg_ts'] / m['avg_ts']:.2f}"])
+    return rows
 
 
 def _no_cross_sentence(tg) -> str:

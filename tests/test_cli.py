@@ -231,6 +231,11 @@ def test_report_with_measured_points(capsys, tmp_path):
     assert {r["evidence"] for r in recs} == {"predicted", "measured"}
     md = (tmp_path / "rep" / "report.md").read_text()
     assert "**Evidence:** measured + predicted" in md and "## One card vs two" not in md
+    # each measured decode point sits next to the prediction at its depth, with the ratio
+    assert "## Measured vs predicted" in md and "No crossover" not in md
+    for m in (r for r in meas if r["test"] == "tg"):
+        p = next(r for r in recs if r["evidence"] == "predicted" and r["test"] == "tg" and r["n_depth"] == m["n_depth"])
+        assert f"| {p['avg_ts'] / m['avg_ts']:.2f} |" in md
 
 
 def test_measure_resumes(capsys, tmp_path):
