@@ -465,8 +465,7 @@ def _beyond_native(cfg, w: dict) -> str:
 
 
 def _rig_name(study: Study, n: int) -> str:
-    from .hardware import get_gpu
-    g = get_gpu(study.hardware).name
+    g = study.rigs()[0].gpu.name
     return f"1× {g}" if n == 1 else f"{n}× {g} ({study.split} split, {study.link_gbps:g} GB/s link)"
 
 
