@@ -2,7 +2,7 @@
  *
  * Kernel versions behind gb_linear:
  *   1 blas     f32 weights: OpenBLAS sgemv/sgemm
- *   2 gemv16   16-bit (and f32, for fused SwiGLU) weights, T <= GB_GEMV_MAX_T (32): tile4 (a register
+ *   2 gemv16   16-bit (and f32, for fused SwiGLU) weights, T <= GB_GEMV_MAX_T (64): tile4 (a register
  *              tile of 4 rows x up to 4 tokens), AVX-512 or portable
  *   3 panel    16-bit weights, T > GB_GEMV_MAX_T: rows converted to float32 in panels, then sgemm
  */

@@ -2,12 +2,12 @@
  *
  * Kernels (one dispatcher, gb_linear):
  *   f32 weights          OpenBLAS: sgemv for T == 1, sgemm otherwise.
- *   f16/bf16, T <= 32    gemv16: hand-written, one pass over W converting 16 weights at a time
+ *   f16/bf16, T <= 64    gemv16: hand-written, one pass over W converting 16 weights at a time
  *                        to float32 in registers and FMA-ing them against every token's x in
  *                        4-row x 4-token register tiles (the weights are read from memory once
  *                        whatever T is, so decode is bandwidth-bound); OpenMP over blocks of
  *                        output rows; AVX-512 path plus a portable path.
- *   f16/bf16, T > 32     panel: convert a panel of weight rows (~8 MiB of float32, stays in L3)
+ *   f16/bf16, T > 64     panel: convert a panel of weight rows (~8 MiB of float32, stays in L3)
  *                        to float32 scratch, then OpenBLAS sgemm on it; the conversion is
  *                        10 bytes of traffic per weight against 2T FLOPs, so prefill stays
  *                        compute-bound.
@@ -17,11 +17,12 @@
 #include <stdint.h>
 
 /* Token count up to which 16-bit weights use the gemv16 kernel instead of panel + sgemm.
- * Measured on Zen 4 (1 thread, bf16, 1536x2048 / 2048x1536 / 1024x5120): the register tiles run
- * at 75-90 GFLOP/s for T = 8..32 where panel + sgemm manages 10-65 (the conversion is not
- * amortised over so few tokens); from T = 64 the two are level and sgemm wins beyond. This is
- * also the MoE prefill regime: 512 tokens x top-4 over 64 experts is ~32 tokens per expert. */
-#define GB_GEMV_MAX_T 32
+ * Measured on Zen 4 (1 thread, CPU time, bf16, 1536x2048 / 2048x1536 / 1024x5120): the register
+ * tiles run at 55-90 GFLOP/s for T = 8..64 where panel + sgemm manages 17-76 (the conversion is
+ * not amortised over so few tokens: 17-33 at T = 8, 46-64 at T = 32); at T = 512 sgemm reaches
+ * ~95. This is also the MoE prefill regime: 512 tokens x top-4 over 64 experts is ~32 tokens per
+ * expert. */
+#define GB_GEMV_MAX_T 64
 
 /* y[T, N] = x[T, K] . w[N, K]^T + bias[N] (bias may be NULL). All contiguous. */
 int gb_linear(const float *x, int64_t T, int64_t K, const void *w, int wfmt, int64_t N, const float *bias,

@@ -65,9 +65,9 @@ def linear(x: np.ndarray, weight, bias: np.ndarray | None = None) -> np.ndarray:
     """y = x @ weight.T (+ bias). x: [T, K] or [K] float32; weight: [N, K] (HF layout) float32,
     float16, or bfloat16 bits as uint16; bias: [N] float32 or None -> [T, N] or [N] float32.
 
-    float32 weights go to OpenBLAS (sgemv / sgemm). 16-bit weights: T <= 32 uses the hand-written
+    float32 weights go to OpenBLAS (sgemv / sgemm). 16-bit weights: T <= 64 uses the hand-written
     GEMV/register-tile kernel (weights read once, converted in registers; decode is
-    bandwidth-bound); T > 32 converts ~8 MiB panels of rows to float32 and calls sgemm.
+    bandwidth-bound); T > 64 converts ~8 MiB panels of rows to float32 and calls sgemm.
     Accumulation is float32.
     x may be strided (copied). A strided weight is accepted but copied on every call (a full
     extra read and write of the matrix): pass contiguous weights. NaN/inf in x -> ValueError.
@@ -140,7 +140,7 @@ def moe_experts(x: np.ndarray, topk_idx: np.ndarray, topk_weight: np.ndarray, w_
     x[T, D] f32, topk_idx[T, k] int32, topk_weight[T, k] f32, w_gate/w_up[E, F, D], w_down[E, D, F]
     (float32, float16 or uint16 bf16; strided weights are copied on every call) ->
     (y[T, D] f32, counts[E] int64: (token, slot) pairs per expert). Grouped by expert: each chosen
-    expert runs once over all its tokens (register-tile kernel up to 32 tokens, then sgemm), so its weights are read
+    expert runs once over all its tokens (register-tile kernel up to 64 tokens, then sgemm), so its weights are read
     once per call; contributions are added in ascending expert order (thread-count independent).
     """
     if any(isinstance(w, _quant.QTensor) for w in (w_gate, w_up, w_down)):  # glmbench/quant.py
