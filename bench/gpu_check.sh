@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # bench/gpu_check.sh: all the GPU work of glmbench in one call, planned for under 8 minutes on an
-# H200 (1-2 min of build, then a 330 s budget for the checks): build the CPU core and the CUDA
-# kernels for this card, run tests/test_cuda.py (its GPU checks run here), then bench/gpu_check.py:
-# validate every kernel against the float64 reference, time each against the copy and cuBLAS-GEMM ceilings measured in the same run and against PyTorch peers,
-# and sweep GLM-4.7-Flash and Qwen3-32B over depths. Results: $OUT (the device tool's folder) or
-# bench/results/<date>_<card>/ -- validation.csv kernels.csv peers.csv models.csv log.txt
-# build.log pytest.log (7 files). Extra arguments go to gpu_check.py (e.g. --quick).
+# H200 (1-2 min of build, then a 330 s budget for the checks). It builds the CPU core and the CUDA
+# kernels for this card, runs tests/test_cuda.py (its GPU checks run here), then bench/gpu_check.py:
+# validate every kernel against the float64 reference; time each against the copy and cuBLAS-GEMM
+# ceilings measured in the same run and against PyTorch peers; sweep GLM-4.7-Flash and Qwen3-32B
+# over depths. Results: $OUT (the device tool's folder) or bench/results/<date>_<card>/ --
+# validation.csv kernels.csv peers.csv models.csv log.txt build.log pytest.log (7 files).
+# Extra arguments go to gpu_check.py (e.g. --quick).
 #
 # The device image has nvcc, PyTorch (whose nvidia-cublas wheel gives cuBLAS), NumPy, setuptools
 # and pytest, but not scipy-openblas32: carry its wheel in .whl/ (docs/CUDA.md says how).
