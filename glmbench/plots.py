@@ -479,7 +479,9 @@ def one_vs_two_cards(records: Sequence[dict], *, short_depth: int | None = None,
                 if val is None:
                     ax.text(x, 0, "n/a", ha="center", va="bottom", fontsize=7, rotation=90)
                     continue
-                ax.bar(x, val, width * 0.95, color=styler.colour(model), alpha=1.0 if j == 0 else 0.55,
+                # fewer cards darker, evenly graded so 1, 2 and 4 cards stay distinguishable
+                alpha = 1.0 - 0.65 * j / max(len(cards) - 1, 1)
+                ax.bar(x, val, width * 0.95, color=styler.colour(model), alpha=alpha,
                        hatch=None if fits else "xx", edgecolor="black", lw=0.6,
                        label=f"{n} card{'s' if n > 1 else ''}" if i == 0 else None)
                 ax.annotate(f"{val:.0f}" + ("" if fits else "\nspills"), xy=(x, val), xytext=(0, 2),
@@ -495,7 +497,8 @@ def one_vs_two_cards(records: Sequence[dict], *, short_depth: int | None = None,
     handles = [h for h in axes[0].get_legend_handles_labels()[0]]
     if handles:
         axes[0].legend(fontsize=8, loc="upper right", title="darker = fewer cards", title_fontsize=7)
-    fig.suptitle(title or "One card vs two")
+    fig.suptitle(title or ("One card vs two" if cards == [1, 2] else
+                           "Cards: " + " vs ".join(str(n) for n in cards)))
     _footer(fig, tg + serve)
     return fig
 

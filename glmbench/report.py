@@ -375,7 +375,8 @@ def render(records: Sequence[dict], study: Study, decs: Sequence[dict], charts: 
     # -- one vs two
     serve = [r for r in pred if r["test"] == "serve"]
     if len(study.cards) > 1 and tg:
-        L += ["## One card vs two", "", "![one vs two cards](one_vs_two_cards.png)", ""]
+        head = "One card vs two" if study.cards == (1, 2) else "Cards: " + " vs ".join(map(str, study.cards))
+        L += [f"## {head}", "", "![one vs two cards](one_vs_two_cards.png)", ""]
         lo, hi = study.depths[0], study.depths[-1]
         rows = []
         for name in study.configs:
