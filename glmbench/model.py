@@ -208,7 +208,7 @@ def build_layer(cfg, index: int, weight_format: str = "bf16", seed: int = 0) -> 
 
 
 def _matrix_format(name: str, fmt: str, shape: tuple) -> str:
-    from .quant import matrix_format  # q8_0/q4_0 models: kv_b_proj bf16, rows not of whole blocks f16
+    from .quant import matrix_format  # q8_0/q4_0 models: rows that are not whole blocks stay f16
     return matrix_format(name, fmt, shape)
 
 

@@ -196,18 +196,17 @@ def quantize_chunks(chunks, shape, fmt: str) -> QTensor:
     return QTensor(data.reshape(shape[:-1] + (data.shape[1],)), fmt, shape)
 
 
-# Matrices that stay 16-bit in a quantized model: kv_b_proj is read as a dense matrix by the MLA
-# kernels (absorbed into the query and the output), not through linear(); it is 4.6M weights per
-# GLM-4.7-Flash layer, 1.5% of the model.
-KEEP_FLOAT = ("kv_b_proj.weight",)
+# Matrices that stay 16-bit in a quantized model (none: kv_b_proj, which the MLA kernels read as a
+# dense float32 matrix, is quantized like llama.cpp does and glmbench.attention decodes it once).
+KEEP_FLOAT = ()
 
 
 def matrix_format(name: str, fmt: str, shape=None) -> str:
     """The storage format of matrix `name` (of `shape`) in a model whose weight format is `fmt`:
-    `fmt`, except kv_b_proj (bf16, see KEEP_FLOAT) and rows that are not whole blocks of 32 (f16,
-    as formats.row_format falls back for q8_0/q4_0)."""
+    `fmt`, except names in KEEP_FLOAT (bf16) and rows that are not whole blocks of 32 (f16, as
+    formats.row_format falls back for q8_0/q4_0)."""
     if fmt in FORMATS:
-        if name.endswith(KEEP_FLOAT):
+        if KEEP_FLOAT and name.endswith(KEEP_FLOAT):
             return "bf16"
         if shape is not None and shape[-1] % FORMATS[fmt][1]:
             return "f16"
