@@ -394,6 +394,20 @@ def render(records: Sequence[dict], study: Study, decs: Sequence[dict], charts: 
                                "batched (all streams)"]), ""]
     if serve:
         L += ["## Throughput vs concurrency", "", "![throughput](throughput_vs_concurrency.png)", ""]
+        rows = []
+        for s in _setups_of(serve):
+            pts = sorted((r for r in serve if r["setup"] == s), key=lambda r: r["concurrency"])
+            ok = [r for r in pts if r.get("fits") is not False]
+            full = [r for r in pts if r.get("fits") is False]
+            best = max(ok, key=lambda r: r["aggregate_tok_s"]) if ok else None
+            rows.append([pts[0]["model"], _rig(pts[0]),
+                         f"{_num(best['aggregate_tok_s'], 0)} at {best['concurrency']}" if best else "–",
+                         f"{_num(best['per_stream_tok_s'], 1)}" if best and best.get("per_stream_tok_s") else "–",
+                         str(full[0]["concurrency"]) if full else f"all up to {pts[-1]['concurrency']} fit"])
+        L += [f"Aggregate decode throughput with every stream at {_tok(study.serve_context)} of context "
+              "(prefill of arriving requests not included):", "",
+              _md_table(rows, ["model", "rig", "best tok/s (at streams)", "per stream there (tok/s)",
+                               "first concurrency that does not fit"]), ""]
 
     # -- decisions
     if decs:

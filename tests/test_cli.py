@@ -203,6 +203,15 @@ def test_report_folder(capsys, tmp_path):
     ctx = cm.max_context(cm.Setup("qwen3-32b", "rtx-3090", weights="q4_K", kv="f16"))
     from glmbench.plots import approx_tokens
     assert f"{approx_tokens(ctx)} tokens" in md
+    # the throughput table: best fitting aggregate and the first concurrency that does not fit
+    for n in (1, 2):
+        pts = sorted((r for r in recs if r["test"] == "serve" and r["model"] == "qwen3-32b" and r["n_cards"] == n),
+                     key=lambda r: r["concurrency"])
+        best = max((r for r in pts if r["fits"]), key=lambda r: r["aggregate_tok_s"])
+        full = [r["concurrency"] for r in pts if not r["fits"]]
+        tail = f"{full[0]} |" if full else f"all up to {pts[-1]['concurrency']} fit |"
+        assert f" | {best['aggregate_tok_s']:,.0f} at {best['concurrency']} | " in md
+        assert any(l.startswith(f"| qwen3-32b | {n}× RTX 3090") and l.endswith(tail) for l in md.splitlines())
     decs = json.loads((out / "decisions.json").read_text())
     assert [d["workload"]["name"] for d in decs] == [w.name for w in report.WORKLOADS]
     for d in decs:
