@@ -624,14 +624,13 @@ int gb_qlinear(int fmt, const float *x, const void *w, const float *bias, float 
             rows[t].d = (float *)(buf + t * stride + K);
             rows[t].s = rows[t].d + nb;
         }
-#pragma omp parallel if (N * K * T > 65536)
-        {
-#pragma omp for schedule(static)
-            for (int64_t t = 0; t < T; t++) prepare_xq(x + t * K, K, interleave, &rows[t]);
-#pragma omp for schedule(static, GB_QROWS_CHUNK)
-            for (int64_t n = 0; n < N; n++)
-                for (int64_t t = 0; t < T; t++) y[t * N + n] = dot(wb + n * rb, &rows[t], nb);
-        }
+        /* a decode row or a few: quantize them here, so the parallel region has one barrier (a
+         * barrier costs a scheduler time slice whenever another job holds one of the cores) */
+#pragma omp parallel for schedule(static) if (T * K > 65536)
+        for (int64_t t = 0; t < T; t++) prepare_xq(x + t * K, K, interleave, &rows[t]);
+#pragma omp parallel for schedule(static, GB_QROWS_CHUNK) if (N * K * T > 65536)
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t t = 0; t < T; t++) y[t * N + n] = dot(wb + n * rb, &rows[t], nb);
         free(buf);
         free(rows);
     }
