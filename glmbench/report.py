@@ -293,6 +293,12 @@ def render(records: Sequence[dict], study: Study, decs: Sequence[dict], charts: 
     L.append(f"**Evidence:** {' + '.join(kinds)}. Predictions come from the cost model "
              f"(`glmbench.costmodel`, runtime profile `{study.runtime}`), not from running the hardware they name; "
              "measured points, where present, come from `glmbench measure` on the machine they name.")
+    rt = study.setups()[0].runtime
+    if rt.description:
+        L.append("")
+        L.append(f"Runtime profile `{rt.name}`: {rt.description.rstrip('.')}. Efficiencies: compute "
+                 + ", ".join(f"{k} {v:g}" for k, v in rt.compute_efficiency.items()) + "; memory "
+                 + ", ".join(f"{k} {v:g}" for k, v in rt.memory_efficiency.items()) + ".")
     L.append("")
     L.append(f"**Setup:** {', '.join(study.configs)}; weights `{study.weights}`, KV cache `{study.kv}`; "
              f"{', '.join(_rig_name(study, n) for n in study.cards)}; "
