@@ -27,8 +27,8 @@
 
 const float *gb_attn_rows(int fmt, const uint8_t *src, int64_t n, float *scratch) {
     if (fmt == GB_F32) return (const float *)src;
-    int64_t i = 0;
 #ifdef __AVX512F__
+    int64_t i = 0;
     const uint16_t *h = (const uint16_t *)src;
     if (fmt == GB_BF16) {
         for (; i + 16 <= n; i += 16) {

@@ -11,9 +11,12 @@
 #include "attention_gqa.h"
 #include "common.h"
 
-/* Tokens decompressed per step by the naive strategy: 256 x H*(Dn+Dv) floats (9 MB for GLM-4.7-Flash)
- * bounds its memory whatever the depth, while the sgemm stays large enough to run at speed. */
-#define GB_MLA_NAIVE_CHUNK 256
+/* Tokens decompressed per step by the naive strategy: 1024 x H*(Dn+Dv) floats (37 MB for GLM-4.7-Flash,
+ * plus 21 MB of per-head keys) bounds its memory whatever the depth, while each step's sgemm
+ * (9.4 GFLOP) is long enough that OpenBLAS's own threads run it at full speed. */
+#define GB_MLA_NAIVE_CHUNK 1024
+/* A chunk product at least this large goes to OpenBLAS whole, with its threads. */
+#define GB_MLA_BLAS_THREADED (1 << 26)
 
 static int check_common(const gb_kvcache *c, int64_t layer, int64_t T, int64_t H, int64_t Dn, int64_t Dv) {
     if (c->kind != GB_KV_MLA) return gb_error(GB_EVALUE, "`cache` must be an MLA cache (KVCache.mla), got a GQA cache");
@@ -132,10 +135,15 @@ static int mla_naive(const gb_kvcache *c, int64_t layer, const float *q_nope, co
         const int64_t n = L - c0 < NC ? L - c0 : NC;
         cache_rows(c, layer, c0, n, cbuf);
         /* kv[j] = kv_b . latent[j]: every head's k_nope and v for this chunk */
-        const int prev = blas_solo();
+        if (n * H * W * R >= GB_MLA_BLAS_THREADED) {
+            scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)n, (blasint)(H * W), (blasint)R, 1.0f,
+                              cbuf, (blasint)Dq, kv_b, (blasint)R, 0.0f, kv, (blasint)(H * W));
+        } else {
+            const int prev = blas_solo();
 #pragma omp parallel for schedule(static) if (n * H * W * R > (1 << 18))
-        for (int64_t h = 0; h < H; h++) gemm_nt(n, W, R, 1.0f, cbuf, Dq, kv_b + h * W * R, R, kv + h * W, H * W);
-        blas_restore(prev);
+            for (int64_t h = 0; h < H; h++) gemm_nt(n, W, R, 1.0f, cbuf, Dq, kv_b + h * W * R, R, kv + h * W, H * W);
+            blas_restore(prev);
+        }
 #pragma omp parallel num_threads(nw < nth ? (int)nw : nth) if (n * H * T * (Dk + Dv) >= GB_ATTN_PAR_MIN)
         {
             float *sbuf = (float *)malloc((size_t)(rblk * (GB_ATTN_TILE + 1)) * sizeof(float));

@@ -13,8 +13,9 @@ Declared work (the minimum: each cached row read once, no expanded K/V written):
            bytes = latent rows read (bf16) + kv_b (float32, what the kernel reads)
   naive    flops absorbed's attention on per-head K/V: 2 H (Dn + Dr + Dv) keys + 2 L H (Dn + Dv) R
            to decompress every cached latent
-where keys = T d + T (T + 1) / 2 for T new tokens on d cached ones (causal). GQA decode and all
-prefill is declared memory-bound, absorbed/flash MLA decode compute-bound (20 heads share each row).
+where keys = T d + T (T + 1) / 2 for T new tokens on d cached ones (causal). GQA decode is declared
+memory-bound; absorbed/flash MLA decode (20 heads share each row), naive MLA and every prefill
+(each cached row meets T x heads queries) compute-bound.
 
 The NumPy twins do the same work the way NumPy must: the bf16 cache is converted to float32 on every
 call (NumPy has no bf16 matmul), then matmul / softmax / matmul per KV head (GQA) or over the latent
@@ -90,7 +91,7 @@ def _gqa_case(Case, d: int, T: int, rng):
     return Case(f"attn gqa qwen3-32b {kind} d={d} bf16",
                 run=lambda: gqa_attention(q, cache, 0), numpy_run=np_run,
                 flops=2.0 * Hq * 2 * Dh * keys,
-                bytes=float(L * Hkv * 2 * Dh * 2 + 2 * q.nbytes), bound="memory", tags=tag)
+                bytes=float(L * Hkv * 2 * Dh * 2 + 2 * q.nbytes), bound="memory" if T == 1 else "compute", tags=tag)
 
 
 # ---- MLA ------------------------------------------------------------------------------------
@@ -138,7 +139,7 @@ def _mla_cases(Case, d: int, T: int, strategies, rng, numpy_naive: bool):
         else:
             flops = 2.0 * H * (R + Dr + R) * keys + 2.0 * T * H * W * R
             twin = np_absorbed
-            bound = "compute" if T == 1 else "memory"
+            bound = "compute"
         tag = ("attention", f"mla_{s}_decode_{d // 1024}k") if T == 1 else ("attention", f"mla_{s}_prefill")
         out.append(Case(f"attn mla glm-4.7-flash {s} {kind} d={d} bf16",
                         run=lambda s=s: mla_attention(qn, qr, cache, 0, kv_b, v_head_dim=Dv, strategy=s),
