@@ -349,9 +349,10 @@ def moe_route(x: DeviceArray, router_weight: DeviceArray, *, top_k: int, scoring
     if scoring not in _SCORING:
         raise ValueError(f"`scoring` must be 'sigmoid' or 'softmax', got {scoring!r}")
     T, k = x.shape[0], int(top_k)
-    idx, w = empty((T, k), "i32"), empty((T, k), "f32")
+    idx, w, logits = empty((T, k), "i32"), empty((T, k), "f32"), empty((max(T, 1), E), "f32")
     _lib().moe_route(x.ptr, router_weight.ptr, _ptr(bias), idx.ptr, w.ptr, T, D, E, k, _SCORING[scoring],
-                     int(n_group), int(topk_group), int(bool(norm_topk_prob)), float(routed_scaling_factor), 0)
+                     int(n_group), int(topk_group), int(bool(norm_topk_prob)), float(routed_scaling_factor),
+                     logits.ptr, 0)
     return idx, w
 
 

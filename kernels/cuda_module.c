@@ -252,15 +252,15 @@ static PyObject *py_add(PyObject *self, PyObject *args) {
 }
 
 static PyObject *py_moe_route(PyObject *self, PyObject *args) {
-    ptr_t x, wr, bias, idx, wt;
+    ptr_t x, wr, bias, idx, wt, ws;
     i64 T, D, E, k, ng, tg;
     int scoring, norm, v;
     float scale;
-    if (!PyArg_ParseTuple(args, "KKKKKLLLLiLLifi:moe_route", &x, &wr, &bias, &idx, &wt, &T, &D, &E, &k, &scoring, &ng, &tg,
-                          &norm, &scale, &v))
+    if (!PyArg_ParseTuple(args, "KKKKKLLLLiLLifKi:moe_route", &x, &wr, &bias, &idx, &wt, &T, &D, &E, &k, &scoring, &ng,
+                          &tg, &norm, &scale, &ws, &v))
         return NULL;
     RUN(gbc_moe_route(P(x), (const float *)P(wr), (const float *)P(bias), (int32_t *)P(idx), (float *)P(wt), T, D, E, k,
-                      scoring, ng, tg, norm, scale, v));
+                      scoring, ng, tg, norm, scale, (float *)P(ws), v));
     Py_RETURN_NONE;
 }
 
@@ -443,7 +443,7 @@ static PyMethodDef cuda_methods[] = {
     MV(linear, "linear(x, w, bias, y, T, N, K, version)"),
     MV(silu_mul, "silu_mul(g, u, h, T, F, ld_in, version)"),
     MV(add, "add(a, b, y, n)"),
-    MV(moe_route, "moe_route(x, w_r, bias, idx, w, T, D, E, k, scoring, n_group, topk_group, norm, scale, version)"),
+    MV(moe_route, "moe_route(x, w_r, bias, idx, w, T, D, E, k, scoring, n_group, topk_group, norm, scale, logits_ws, version)"),
     MV(moe_max_tiles, "moe_max_tiles(rows, E) -> int"),
     MV(moe_permute, "moe_permute(idx, T, k, E, counts, offsets, sorted_tok, slot_of, tiles, n_tiles)"),
     MV(moe_gather, "moe_gather(x, sorted_tok, xs, rows, D)"),

@@ -12,7 +12,9 @@
 #define GT_BK 32
 #define GT_LD (GT_BK + 8) /* +8 bf16 = 16 bytes of padding against bank conflicts */
 
-struct GemmTileSmem {
+/* WMMA loads and stores need 32-byte aligned tile pointers: every fragment below starts at a
+ * multiple of 16 rows (1280 bytes) and 16 columns (32 bytes) from this base. */
+struct __align__(128) GemmTileSmem {
     bf16 a[GT_BM][GT_LD];
     bf16 b[GT_BN][GT_LD];
     float c[GT_BM][GT_BN + 4];

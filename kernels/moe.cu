@@ -1,8 +1,9 @@
 /* moe.cu: mixture-of-experts on the device, in the order a layer runs it:
- *   moe_route_kernel1     one block per token: fp32 logits (warp per expert, bf16 x . fp32 W_r), then
- *                         sigmoid(+bias chooses) or softmax, group-limited top-k (group score = sum
- *                         of its top-2 choice scores), ties to the lower index, weights renormalised
- *                         (w / (sum + 1e-20)) and scaled, as glmbench.reference / docs/API.md moe_route
+ *   moe_logits_kernel1    fp32 logits, one warp per (token, expert): bf16 x . fp32 W_r
+ *   moe_route_kernel1     one block per token: sigmoid(+bias chooses) or softmax, group-limited
+ *                         top-k (group score = sum of its top-2 choice scores), ties to the lower
+ *                         index, weights renormalised (w / (sum + 1e-20)) and scaled, as
+ *                         glmbench.reference / docs/API.md moe_route
  *   moe_permute_kernel1   stable counting sort of the T*k assignments by expert (one thread per
  *                         expert), offsets, and the 64-row tile schedule of the grouped GEMM
  *   moe_gather_kernel1    xs[i] = x[sorted_tok[i]]
@@ -17,21 +18,30 @@
 #define MOE_MAX_E 1024
 #define MOE_MAX_K 32
 
-__global__ void moe_route_kernel1(const bf16 *__restrict__ x, const float *__restrict__ w_r, const float *__restrict__ bias,
-                                  int32_t *__restrict__ topk_idx, float *__restrict__ topk_w, int64_t D, int E, int k,
+/* Router logits: one warp per (token, expert), 8 experts per block, so the router matrix (fp32,
+ * 512 KB for GLM) streams through the whole GPU instead of one block. */
+__global__ void moe_logits_kernel1(const bf16 *__restrict__ x, const float *__restrict__ w_r, float *__restrict__ logits,
+                                   int64_t D, int E) {
+    int lane = threadIdx.x & 31;
+    int e = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    int64_t t = blockIdx.y;
+    if (e >= E) return;
+    const bf16 *xr = x + t * D;
+    const float *wr = w_r + (int64_t)e * D;
+    float s = 0.0f;
+    for (int64_t d = lane; d < D; d += 32) s += bf2f(xr[d]) * wr[d];
+    s = warp_sum(s);
+    if (lane == 0) logits[t * E + e] = s;
+}
+
+__global__ void moe_route_kernel1(const float *__restrict__ logits, const float *__restrict__ bias,
+                                  int32_t *__restrict__ topk_idx, float *__restrict__ topk_w, int E, int k,
                                   int scoring, int n_group, int topk_group, int norm_topk, float scale) {
     extern __shared__ float sh[];
     float *score = sh;      /* unbiased: sigmoid or softmax probability */
     float *choice = sh + E; /* what chooses: score + bias; -inf once masked or taken */
-    int t = blockIdx.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    const bf16 *xr = x + (int64_t)t * D;
-    for (int e = warp; e < E; e += nw) {
-        const float *wr = w_r + (int64_t)e * D;
-        float s = 0.0f;
-        for (int64_t d = lane; d < D; d += 32) s += bf2f(xr[d]) * wr[d];
-        s = warp_sum(s);
-        if (lane == 0) score[e] = s;
-    }
+    int t = blockIdx.x;
+    for (int e = threadIdx.x; e < E; e += blockDim.x) score[e] = logits[(int64_t)t * E + e];
     __syncthreads();
     if (threadIdx.x != 0) return;
     /* One thread from here: E <= 1024 and k <= 32, a few thousand compares per token. */
@@ -99,7 +109,7 @@ __global__ void moe_route_kernel1(const bf16 *__restrict__ x, const float *__res
 
 extern "C" int gbc_moe_route(const void *x, const float *w_r, const float *bias, int32_t *topk_idx, float *topk_w,
                              int64_t T, int64_t D, int64_t E, int64_t k, int scoring, int64_t n_group,
-                             int64_t topk_group, int norm_topk, float scale, int version) {
+                             int64_t topk_group, int norm_topk, float scale, float *logits_ws, int version) {
     if (T < 0 || D <= 0) return VALUE_ERROR("moe_route: bad shape T=%ld D=%ld", (long)T, (long)D);
     if (E < 1 || E > MOE_MAX_E) return VALUE_ERROR("moe_route: number of experts E=%ld must be in 1..%d", (long)E, MOE_MAX_E);
     if (k < 1 || k > E || k > MOE_MAX_K) return VALUE_ERROR("moe_route: `top_k`=%ld must be in 1..min(E=%ld, %d)", (long)k, (long)E, MOE_MAX_K);
@@ -114,9 +124,13 @@ extern "C" int gbc_moe_route(const void *x, const float *w_r, const float *bias,
     if (version != 0 && version != 1) return VALUE_ERROR("moe_route: `version` must be 0 or 1, got %d", version);
     GBC_INIT();
     if (T == 0) return GBC_OK;
-    moe_route_kernel1<<<(unsigned)T, 256, 2 * E * sizeof(float), gbc_stream>>>(
-        (const bf16 *)x, w_r, bias, topk_idx, topk_w, D, (int)E, (int)k, scoring, (int)n_group, (int)topk_group,
-        norm_topk, scale);
+    if (T > 65535) return VALUE_ERROR("moe_route: T=%ld > 65535", (long)T);
+    if (!logits_ws) return VALUE_ERROR("moe_route: the logits workspace (T*E floats) is missing");
+    moe_logits_kernel1<<<dim3((unsigned)cdiv(E, 8), (unsigned)T), 256, 0, gbc_stream>>>((const bf16 *)x, w_r, logits_ws, D,
+                                                                                       (int)E);
+    LAUNCH_CHECK("moe_logits_kernel1");
+    moe_route_kernel1<<<(unsigned)T, 32, 2 * E * sizeof(float), gbc_stream>>>(
+        logits_ws, bias, topk_idx, topk_w, (int)E, (int)k, scoring, (int)n_group, (int)topk_group, norm_topk, scale);
     LAUNCH_CHECK("moe_route_kernel1");
     return GBC_OK;
 }

@@ -191,7 +191,8 @@ class Emulator:
     def _add(self, a, b, y, n):
         self._put_bf(y, self._bf(a, n) + self._bf(b, n))
 
-    def _moe_route(self, x, wr, bias, idx, w, T, D, E, k, scoring, ng, tg, norm, scale, v):
+    def _moe_route(self, x, wr, bias, idx, w, T, D, E, k, scoring, ng, tg, norm, scale, ws, v):
+        self._a(ws, np.float32, T * E)  # the logits workspace must exist and be large enough
         X = self._bf(x, T * D).reshape(T, D)
         W = self._a(wr, np.float32, E * D).reshape(E, D)
         B = self._a(bias, np.float32, E) if bias else None

@@ -63,9 +63,9 @@ def test_bad_sizes_are_value_errors_before_any_device_call():
     with pytest.raises(ValueError, match=r"`q_heads`=20 is not a multiple of `kv_heads`=8"):
         _cuda.gqa_attention(0, 0, 0, 0, 64, 0, 1, 10, 20, 8, 128, 128, 1.0, 0, 0, 0, 0)
     with pytest.raises(ValueError, match=r"`top_k`=9 must be in 1..min\(E=8"):
-        _cuda.moe_route(0, 0, 0, 0, 0, 1, 16, 8, 9, 0, 1, 1, 1, 1.0, 0)
+        _cuda.moe_route(0, 0, 0, 0, 0, 1, 16, 8, 9, 0, 1, 1, 1, 1.0, 0, 0)
     with pytest.raises(ValueError, match=r"`n_group`=3 must divide E=8"):
-        _cuda.moe_route(0, 0, 0, 0, 0, 1, 16, 8, 2, 0, 3, 1, 1, 1.0, 0)
+        _cuda.moe_route(0, 0, 0, 0, 0, 1, 16, 8, 2, 0, 3, 1, 1, 1.0, 0, 0)
     with pytest.raises(ValueError, match=r"`version` must be 0..4, got 7"):
         _cuda.linear(0, 0, 0, 0, 1, 8, 8, 7)
     with pytest.raises(ValueError, match=r"columns \[60, 70\) do not fit a row of 64"):
