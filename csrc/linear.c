@@ -24,9 +24,9 @@
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
-/* Rows per OpenMP work item in the GEMV kernels: 16 rows of 2048 bf16 weights are 64 KiB, large
+/* Rows per OpenMP work item in the GEMV kernels (GB_ROW_BLOCK in linear.h): 16 rows of 2048 bf16 weights are 64 KiB, large
  * enough that the hardware prefetcher streams, small enough for even splits of 1536-row experts. */
-#define GEMV_ROW_BLOCK 16
+#define GEMV_ROW_BLOCK GB_ROW_BLOCK
 /* Float32 bytes per conversion panel in version 3: fits beside sgemm's own packing in the 32 MiB
  * L3, so sgemm reads the panel from cache rather than DRAM. */
 #define PANEL_BYTES (8 << 20)
@@ -37,6 +37,7 @@ static int use_portable = 0;
 static int64_t gemv_max_t = GB_GEMV_MAX_T;
 
 void gb_linear_set_gemv_max_t(int64_t t) { gemv_max_t = t < 1 ? GB_GEMV_MAX_T : t; }
+int64_t gb_linear_gemv_max_t(void) { return gemv_max_t; }
 
 void gb_linear_set_portable(int on) { use_portable = on ? 1 : 0; }
 int gb_linear_has_avx512(void) { return GB_HAVE_AVX512; }
@@ -173,7 +174,7 @@ static void convert_row(const void *w, int fmt, int64_t o, int64_t K, float *dst
 /* ---- version 2: gemv16 over rows [r0, r1) ------------------------------------------------ */
 #if GB_HAVE_AVX512
 ALWAYS_INLINE void gemv_rows_avx512_fmt(const float *x, int64_t T, int64_t K, const void *w, int fmt, int64_t r0,
-                                        int64_t r1, float *y, int64_t N) {
+                                        int64_t r1, float *y, int64_t ldy) {
     int64_t r = r0;
     for (; r + 4 <= r1; r += 4) {
         const void *p0 = row_ptr(w, fmt, r * K), *p1 = row_ptr(w, fmt, (r + 1) * K);
@@ -181,37 +182,37 @@ ALWAYS_INLINE void gemv_rows_avx512_fmt(const float *x, int64_t T, int64_t K, co
         /* tokens in groups of 4; the 4 rows (<= 40 KiB) stay in L1/L2 between groups */
         for (int64_t t0 = 0; t0 < T; t0 += 4) {
             const float *xt = x + t0 * K;
-            float *yt = y + t0 * N + r;
+            float *yt = y + t0 * ldy + (r - r0);
             switch (T - t0 < 4 ? T - t0 : 4) { /* constant token count per case: registers */
-            case 1: tile4_avx512(xt, 1, K, fmt, p0, p1, p2, p3, yt, N); break;
-            case 2: tile4_avx512(xt, 2, K, fmt, p0, p1, p2, p3, yt, N); break;
-            case 3: tile4_avx512(xt, 3, K, fmt, p0, p1, p2, p3, yt, N); break;
-            default: tile4_avx512(xt, 4, K, fmt, p0, p1, p2, p3, yt, N); break;
+            case 1: tile4_avx512(xt, 1, K, fmt, p0, p1, p2, p3, yt, ldy); break;
+            case 2: tile4_avx512(xt, 2, K, fmt, p0, p1, p2, p3, yt, ldy); break;
+            case 3: tile4_avx512(xt, 3, K, fmt, p0, p1, p2, p3, yt, ldy); break;
+            default: tile4_avx512(xt, 4, K, fmt, p0, p1, p2, p3, yt, ldy); break;
             }
         }
     }
     for (; r < r1; r++)
-        for (int64_t t = 0; t < T; t++) y[t * N + r] = dot1_avx512(x + t * K, K, w, fmt, r * K);
+        for (int64_t t = 0; t < T; t++) y[t * ldy + (r - r0)] = dot1_avx512(x + t * K, K, w, fmt, r * K);
 }
 
 static void gemv_rows_avx512(const float *x, int64_t T, int64_t K, const void *w, int fmt, int64_t r0, int64_t r1,
-                             float *y, int64_t N) {
-    if (fmt == GB_BF16) gemv_rows_avx512_fmt(x, T, K, w, GB_BF16, r0, r1, y, N);
-    else if (fmt == GB_F16) gemv_rows_avx512_fmt(x, T, K, w, GB_F16, r0, r1, y, N);
-    else gemv_rows_avx512_fmt(x, T, K, w, GB_F32, r0, r1, y, N);
+                             float *y, int64_t ldy) {
+    if (fmt == GB_BF16) gemv_rows_avx512_fmt(x, T, K, w, GB_BF16, r0, r1, y, ldy);
+    else if (fmt == GB_F16) gemv_rows_avx512_fmt(x, T, K, w, GB_F16, r0, r1, y, ldy);
+    else gemv_rows_avx512_fmt(x, T, K, w, GB_F32, r0, r1, y, ldy);
 }
 #endif
 
-static void gemv_rows(const float *x, int64_t T, int64_t K, const void *w, int fmt, int64_t r0, int64_t r1, float *y,
-                      int64_t N) {
+void gb_gemv_rows(const float *x, int64_t T, int64_t K, const void *w, int fmt, int64_t r0, int64_t r1, float *y,
+                  int64_t ldy) {
 #if GB_HAVE_AVX512
     if (!use_portable) {
-        gemv_rows_avx512(x, T, K, w, fmt, r0, r1, y, N);
+        gemv_rows_avx512(x, T, K, w, fmt, r0, r1, y, ldy);
         return;
     }
 #endif
     for (int64_t r = r0; r < r1; r++)
-        for (int64_t t = 0; t < T; t++) y[t * N + r] = dot_portable(x + t * K, K, w, fmt, r * K);
+        for (int64_t t = 0; t < T; t++) y[t * ldy + (r - r0)] = dot_portable(x + t * K, K, w, fmt, r * K);
 }
 
 /* One row's dot product (element offset o), with whichever kernel is active. */
@@ -233,7 +234,7 @@ static void gemv16(const float *x, int64_t T, int64_t K, const void *w, int fmt,
 #pragma omp parallel for schedule(static) if (N * K >= PAR_MIN_WEIGHTS)
     for (int64_t b = 0; b < nb; b++) {
         int64_t r0 = b * GEMV_ROW_BLOCK, r1 = r0 + GEMV_ROW_BLOCK < N ? r0 + GEMV_ROW_BLOCK : N;
-        gemv_rows(x, T, K, w, fmt, r0, r1, y, N);
+        gb_gemv_rows(x, T, K, w, fmt, r0, r1, y + r0, N);
     }
 }
 
@@ -294,22 +295,18 @@ int gb_linear(const float *x, int64_t T, int64_t K, const void *w, int wfmt, int
 /* h[t, f] = silu(gate_f . x_t) * (up_f . x_t) for T <= gemv_max_t tokens: gate and up rows are
  * read in the same pass (rows f, f+1 of both form one 4-row register tile), silu is applied in
  * registers' wake, and there is one parallel region instead of two plus a serial silu loop. */
-static void gate_up_fused(const float *x, int64_t T, int64_t D, const void *wg, const void *wu, int fmt, int64_t F,
-                          float *h) {
-    const int64_t nb = (F + GEMV_ROW_BLOCK - 1) / GEMV_ROW_BLOCK;
-#pragma omp parallel for schedule(static) if (2 * F * D >= PAR_MIN_WEIGHTS)
-    for (int64_t b = 0; b < nb; b++) {
-        int64_t f0 = b * GEMV_ROW_BLOCK, f1 = f0 + GEMV_ROW_BLOCK < F ? f0 + GEMV_ROW_BLOCK : F;
-        int64_t f = f0;
+void gb_gate_up_rows(const float *x, int64_t T, int64_t D, const void *wg, const void *wu, int fmt, int64_t F,
+                     int64_t f0, int64_t f1, float *h) {
+    int64_t f = f0;
 #if GB_HAVE_AVX512
-        if (!use_portable) {
-            float o[4 * 4];
-            for (; f + 2 <= f1; f += 2) {
-                const void *g0 = row_ptr(wg, fmt, f * D), *u0 = row_ptr(wu, fmt, f * D);
-                const void *g1 = row_ptr(wg, fmt, (f + 1) * D), *u1 = row_ptr(wu, fmt, (f + 1) * D);
-                for (int64_t t0 = 0; t0 < T; t0 += 4) {
-                    const int64_t tt = T - t0 < 4 ? T - t0 : 4;
-                    const float *xt = x + t0 * D;
+    if (!use_portable) {
+        float o[4 * 4];
+        for (; f + 2 <= f1; f += 2) {
+            const void *g0 = row_ptr(wg, fmt, f * D), *u0 = row_ptr(wu, fmt, f * D);
+            const void *g1 = row_ptr(wg, fmt, (f + 1) * D), *u1 = row_ptr(wu, fmt, (f + 1) * D);
+            for (int64_t t0 = 0; t0 < T; t0 += 4) {
+                const int64_t tt = T - t0 < 4 ? T - t0 : 4;
+                const float *xt = x + t0 * D;
 #define GB_TILE(TT, FMT) tile4_avx512(xt, TT, D, FMT, g0, u0, g1, u1, o, 4)
 #define GB_TILE_FMT(TT) \
     do { \
@@ -317,25 +314,37 @@ static void gate_up_fused(const float *x, int64_t T, int64_t D, const void *wg, 
         else if (fmt == GB_F16) GB_TILE(TT, GB_F16); \
         else GB_TILE(TT, GB_F32); \
     } while (0)
-                    switch (tt) { /* constant token count per case: registers */
-                    case 1: GB_TILE_FMT(1); break;
-                    case 2: GB_TILE_FMT(2); break;
-                    case 3: GB_TILE_FMT(3); break;
-                    default: GB_TILE_FMT(4); break;
-                    }
+                switch (tt) { /* constant token count per case: registers */
+                case 1: GB_TILE_FMT(1); break;
+                case 2: GB_TILE_FMT(2); break;
+                case 3: GB_TILE_FMT(3); break;
+                default: GB_TILE_FMT(4); break;
+                }
 #undef GB_TILE_FMT
 #undef GB_TILE
-                    for (int64_t t = 0; t < tt; t++) {
-                        h[(t0 + t) * F + f] = silu(o[t * 4 + 0]) * o[t * 4 + 1];
-                        h[(t0 + t) * F + f + 1] = silu(o[t * 4 + 2]) * o[t * 4 + 3];
-                    }
+                for (int64_t t = 0; t < tt; t++) {
+                    h[(t0 + t) * F + f] = silu(o[t * 4 + 0]) * o[t * 4 + 1];
+                    h[(t0 + t) * F + f + 1] = silu(o[t * 4 + 2]) * o[t * 4 + 3];
                 }
             }
         }
+    }
 #endif
-        for (; f < f1; f++)
-            for (int64_t t = 0; t < T; t++)
-                h[t * F + f] = silu(dot_row(x + t * D, D, wg, fmt, f * D)) * dot_row(x + t * D, D, wu, fmt, f * D);
+    for (; f < f1; f++)
+        for (int64_t t = 0; t < T; t++)
+            h[t * F + f] = silu(dot_row(x + t * D, D, wg, fmt, f * D)) * dot_row(x + t * D, D, wu, fmt, f * D);
+}
+
+/* h[t, f] = silu(gate_f . x_t) * (up_f . x_t) for T <= gemv_max_t tokens: gate and up rows are
+ * read in the same pass (rows f, f+1 of both form one 4-row register tile), silu is applied as
+ * the tile is stored, and there is one parallel region instead of two plus a serial silu loop. */
+static void gate_up_fused(const float *x, int64_t T, int64_t D, const void *wg, const void *wu, int fmt, int64_t F,
+                          float *h) {
+    const int64_t nb = (F + GEMV_ROW_BLOCK - 1) / GEMV_ROW_BLOCK;
+#pragma omp parallel for schedule(static) if (2 * F * D >= PAR_MIN_WEIGHTS)
+    for (int64_t b = 0; b < nb; b++) {
+        int64_t f0 = b * GEMV_ROW_BLOCK, f1 = f0 + GEMV_ROW_BLOCK < F ? f0 + GEMV_ROW_BLOCK : F;
+        gb_gate_up_rows(x, T, D, wg, wu, fmt, F, f0, f1, h);
     }
 }
 

@@ -35,6 +35,18 @@ int gb_linear(const float *x, int64_t T, int64_t K, const void *w, int wfmt, int
 int gb_swiglu(const float *x, int64_t T, int64_t D, const void *w_gate, int fmt_gate, const void *w_up, int fmt_up,
               const void *w_down, int fmt_down, int64_t F, float *y);
 
+/* Building blocks for fused callers (moe.c), to run inside the caller's own parallel loop:
+ * rows [r0, r1) of the gemv16 kernel, y[t * ldy + (r - r0)] = w[r, :] . x[t, :], T <= 64 tokens
+ * in register tiles (any weight format, f32 included); and the fused gate/up/silu rows of
+ * SwiGLU, h[t * F + f] for f in [f0, f1). Work items of GB_ROW_BLOCK rows are the usual split. */
+#define GB_ROW_BLOCK 16
+void gb_gemv_rows(const float *x, int64_t T, int64_t K, const void *w, int fmt, int64_t r0, int64_t r1, float *y,
+                  int64_t ldy);
+void gb_gate_up_rows(const float *x, int64_t T, int64_t D, const void *wg, const void *wu, int fmt, int64_t F,
+                     int64_t f0, int64_t f1, float *h);
+/* The current token limit of gemv16 (GB_GEMV_MAX_T unless a test changed it). */
+int64_t gb_linear_gemv_max_t(void);
+
 /* Process-wide switches for tests and benchmarks (plain globals: set them while no op runs).
  * 1: use the portable C kernels even where AVX-512 was compiled in (tests check both paths). */
 void gb_linear_set_portable(int on);

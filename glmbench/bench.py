@@ -150,6 +150,9 @@ def run_case(case: Case, ceilings: dict, repeats: int, min_seconds: float) -> di
         del ref
         t_np = time_best(case.numpy_run, repeats, min_seconds)
     del out
+    # NumPy's bundled OpenBLAS keeps its worker threads spinning for a while after a call; let
+    # them go to sleep so they do not take a core from the timed glmbench calls (2-core machine)
+    time.sleep(0.2)
     t = time_best(case.run, repeats, min_seconds)
     gbs = case.bytes / t / 1e9
     gfs = case.flops / t / 1e9
