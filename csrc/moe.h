@@ -25,8 +25,10 @@ int gb_moe_route(const float *x, int64_t T, int64_t D, const float *w_router, in
 /* y[T, D] = sum_j topk_weight[t, j] * Expert_{topk_idx[t, j]}(x[t]), Expert_e = SwiGLU with
  * w_gate[e], w_up[e] ([F, D] each) and w_down[e] ([D, F]), in formats fmt_gate/fmt_up/fmt_down.
  * Grouped by expert: the tokens routed to each expert are gathered and the expert runs once over
- * them (see gb_linear for the kernel chosen by token count), so its weights are read once per call; results are
- * scatter-added in ascending expert order (deterministic whatever the thread count).
+ * them, so its weights are read once per call. When every expert has <= 64 tokens (decode, and
+ * MoE prefill chunks) and gate/up share a format, all experts run in two parallel regions of
+ * register-tile kernels; otherwise one expert at a time through gb_swiglu (sgemm for big groups).
+ * Contributions are added in ascending expert order (deterministic for any thread count).
  * counts[e] = number of (token, slot) pairs routed to e. Indices must lie in [0, E). */
 int gb_moe_experts(const float *x, int64_t T, int64_t D, const int32_t *topk_idx, const float *topk_weight,
                    int64_t top_k, const void *w_gate, int fmt_gate, const void *w_up, int fmt_up,
