@@ -451,8 +451,8 @@ def targets(rows: list[dict]) -> list[str]:
             return
         met = [r for r in sel if test(r)]
         worst = min(sel, key=lambda r: r[want])
-        out.append(f"- {label}: {'MET' if len(met) == len(sel) else 'NOT MET'} in {len(met)}/{len(sel)} cases "
-                   f"(worst: {worst['name']}, {worst[want]:.1f}{'%' if want == 'pct' else 'x'})")
+        out.append(f"- {label}: {'MET' if len(met) == len(sel) else 'NOT MET'} ({len(met)} of {len(sel)} cases meet it; "
+                   f"worst: {worst['name']}, {worst[want]:.1f}{'%' if want == 'pct' else 'x'})")
 
     line("bf16 decode GEMV >= 80% of triad bandwidth", [r for r in ok if "gemv_bf16" in r["tags"]],
          lambda r: r["pct"] >= 80, "pct")
