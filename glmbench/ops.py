@@ -31,6 +31,13 @@ __all__ += ["rope"]
 _ROPE_LAYOUTS = {"interleaved": 0, "half": 1}
 
 
+def _int_arg(name: str, v) -> int:
+    """An integer argument (Python or NumPy int, not bool), else TypeError naming it."""
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        raise TypeError(f"`{name}` must be an int, got {v!r}")
+    return int(v)
+
+
 def rope(x: np.ndarray, positions: np.ndarray, *, theta: float, rot_dim: int, rot_offset: int = 0,
          layout: str = "interleaved") -> np.ndarray:
     """Rotary embedding of x[T, H, Dh] float32 at positions[T] int64; returns a new [T, H, Dh].
@@ -54,7 +61,8 @@ def rope(x: np.ndarray, positions: np.ndarray, *, theta: float, rot_dim: int, ro
     """
     if layout not in _ROPE_LAYOUTS:
         raise ValueError(f"`layout` must be 'interleaved' or 'half', got {layout!r}")
-    return _core.rope(x, positions, float(theta), int(rot_dim), int(rot_offset), _ROPE_LAYOUTS[layout])
+    return _core.rope(x, positions, float(theta), _int_arg("rot_dim", rot_dim), _int_arg("rot_offset", rot_offset),
+                      _ROPE_LAYOUTS[layout])
 
 
 # ---- linear ------------------------------------------------------------------------------
@@ -127,10 +135,9 @@ def moe_route(x: np.ndarray, router_weight: np.ndarray, *, top_k: int, scoring: 
     """
     if scoring not in _SCORING:
         raise ValueError(f"`scoring` must be 'sigmoid' or 'softmax', got {scoring!r}")
-    if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)):
-        raise TypeError(f"`top_k` must be an int, got {top_k!r}")
-    return _core.moe_route(x, router_weight, int(top_k), _SCORING[scoring], bias, int(n_group), int(topk_group),
-                           bool(norm_topk_prob), float(routed_scaling_factor))
+    return _core.moe_route(x, router_weight, _int_arg("top_k", top_k), _SCORING[scoring], bias,
+                           _int_arg("n_group", n_group), _int_arg("topk_group", topk_group), bool(norm_topk_prob),
+                           float(routed_scaling_factor))
 
 
 def moe_experts(x: np.ndarray, topk_idx: np.ndarray, topk_weight: np.ndarray, w_gate: np.ndarray,

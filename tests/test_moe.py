@@ -111,6 +111,8 @@ def test_route_bad_input(rng):
         glmbench.moe_route(x, wr, top_k=0)
     with pytest.raises(TypeError, match=r"`top_k` must be an int, got 2.0"):
         glmbench.moe_route(x, wr, top_k=2.0)
+    with pytest.raises(TypeError, match=r"`n_group` must be an int, got 2.5"):
+        glmbench.moe_route(x, wr, top_k=2, n_group=2.5)
     with pytest.raises(ValueError, match=r"`n_group`=4 must be >= 1 and divide n_experts=6"):
         glmbench.moe_route(x, wr, top_k=2, n_group=4)
     with pytest.raises(ValueError, match=r"`topk_group` must be in \[1, n_group=3\], got 4"):

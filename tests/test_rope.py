@@ -109,6 +109,8 @@ def test_rope_bad_input():
         glmbench.rope(x[:, 0], pos, theta=1e4, rot_dim=8)
     with pytest.raises(ValueError, match=r"`positions` has shape \(3,\)"):
         glmbench.rope(x, np.arange(3), theta=1e4, rot_dim=8)
+    with pytest.raises(TypeError, match=r"`rot_dim` must be an int, got 8.0"):
+        glmbench.rope(x, pos, theta=1e4, rot_dim=8.0)
     with pytest.raises(ValueError, match=r"`rot_dim` must be a positive even number, got 7"):
         glmbench.rope(x, pos, theta=1e4, rot_dim=7)
     with pytest.raises(ValueError, match=r"`rot_offset`=4 \+ `rot_dim`=8 must lie within the head dim 8"):
