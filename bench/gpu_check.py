@@ -105,7 +105,7 @@ def rel(out, want):
 
 
 # ---- validation -----------------------------------------------------------------------------
-def validate(tab, quick):
+def validate(tab, quick, model_names=()):
     rng = np.random.default_rng(int(time.time()))  # fresh data every run
     cuda.set_poison(True)
 
@@ -165,6 +165,34 @@ def validate(tab, quick):
         # gate/up outputs and their product are rounded to bf16 before the down projection
         check("swiglu", 0, f"T{T} D{D} F{F}", rel(y, ref.swiglu(x, g, u, d)), 1e-2)
     guard("swiglu", t_swiglu)
+
+    def t_swiglu_fused():
+        for T, D, F in ((1, 2048, 10240), (5, 512, 1536)):
+            x, g, u = bf(rng, T, D), bf(rng, F, D, scale=D ** -0.5), bf(rng, F, D, scale=D ** -0.5)
+            d = bf(rng, D, F, scale=F ** -0.5)
+            y = cuda.swiglu(*(cuda.to_device(a) for a in (x, g, u, d)), fused=True).to_numpy()
+            check("swiglu (fused gate/up/silu)", 1, f"T{T} D{D} F{F}", rel(y, ref.swiglu(x, g, u, d)), 1e-2)
+    guard("swiglu_fused", t_swiglu_fused)
+
+    def t_prepare():
+        T, H, Dn, Dr, R, start = 3, 20, 192, 64, 512, 70
+        q, c, w = bf(rng, T, H, Dn + Dr), bf(rng, T, R + Dr), bf(rng, R)
+        pos = (start + np.arange(T)).astype(np.int64)
+        cache = cuda.PagedCache.mla(1, 256, R, Dr, block_size=64, shuffle_seed=4)
+        cache.set_length(0, start)  # rows before `start` stay NaN-poisoned: only the new rows are read back
+        qn, qr = cuda.empty((T, H, Dn)), cuda.empty((T, H, Dr))
+        dq, dc, dw, dpos = cuda.to_device(q), cuda.to_device(c), cuda.to_device(w), cuda.to_device(pos)  # held alive
+        cuda._lib().mla_prepare(dq.ptr, dc.ptr, dw.ptr, 1e-6, dpos.ptr, 1e6, 0, cache.layer_pages(0).ptr,
+                                cache.layer_table(0).ptr, cache.block_size, start, qn.ptr, qr.ptr, T, H, Dn, Dr, R)
+        cache.set_length(0, start + T)
+        lat, kr = cache.read(0)
+        want_qr = ref.rope(q[..., Dn:], pos, theta=1e6, rot_dim=Dr)
+        want_lat = ref.rms_norm(c[:, :R], w, 1e-6)
+        want_kr = ref.rope(c[:, None, R:], pos, theta=1e6, rot_dim=Dr)[:, 0]
+        err = max(rel(qn.to_numpy(), q[..., :Dn]), rel(qr.to_numpy(), want_qr), rel(lat[start:], want_lat),
+                  rel(kr[start:], want_kr))
+        check("mla_prepare (fused glue)", 1, f"T{T} H{H} start{start}", err, 4e-3, "q split/rope, norm+rope+append")
+    guard("mla_prepare", t_prepare)
 
     def t_route():
         for scoring, E, k, ng, tg, bias in (("sigmoid", 64, 4, 1, 1, True), ("sigmoid", 64, 8, 8, 4, True),
@@ -259,6 +287,34 @@ def validate(tab, quick):
                 # q_lat, p and o_lat are rounded to bf16 on the way (as FlashMLA does with p)
                 check(f"mla_attention[{strat}]", ver, f"T{T} L{L} H{H} R{R}", rel(out, want), 2e-2)
     guard("mla_attention", t_mla)
+
+    def t_models():
+        # Whole-model wiring at full width, 2 decoder layers (GLM: one dense, one MoE): CudaModel
+        # against the C-core Model on the same weights (float32 activations there, bf16 here).
+        from glmbench import configs
+        from glmbench.model import Model
+        for name in model_names:
+            cfg = name if isinstance(name, configs.ModelConfig) else configs.load(name)
+            m = cuda.CudaModel(cfg, max_context=64, layers=2, seed=5)
+            m.pin_routing()  # near-ties in the router would compare roundings, not wiring
+            hw = m.host_weights()
+            hf = {k: v for k, v in cfg.hf.items() if not k.startswith("_")}
+            hf["num_hidden_layers"] = 2
+            cpu = Model(configs.load(hf), weights=hw, weight_format="bf16", kv_dtype="f32", max_context=64)
+            toks = [int(t) for t in rng.integers(0, cfg.vocab_size, 6)]
+            got, want = m.prefill(toks).to_numpy(), cpu.prefill(np.array(toks))
+            check(f"CudaModel vs C core [{cfg.name}]", 0, "2 layers, pp6", rel(got, want), 5e-2)
+            got, want = m.decode(toks[0]).to_numpy()[0], cpu.decode(toks[0])
+            check(f"CudaModel vs C core [{cfg.name}]", 0, "2 layers, tg@6", rel(got, want), 5e-2)
+            u = cuda.CudaModel(cfg, max_context=64, layers=2, seed=5, fused=False)
+            u.pin_routing()
+            m.reset()
+            # both round activations to bf16 at different points: ~1e-2 apart, as each is from the C core
+            check(f"CudaModel fused vs unfused [{cfg.name}]", 0, "2 layers, pp6",
+                  rel(m.prefill(toks).to_numpy(), u.prefill(toks).to_numpy()), 5e-2)
+            del m, u, cpu, hw
+            gc.collect()
+    guard("models", t_models)
 
     def t_graph():
         x, w = bf(rng, 4, 1024), bf(rng, 1024)
@@ -640,7 +696,7 @@ def main(argv=None):
     status = 0
     try:
         log("== validation (fresh random data, poisoned outputs and cache padding)")
-        n_bad = validate(Table(os.path.join(a.out, "validation.csv")), a.quick)
+        n_bad = validate(Table(os.path.join(a.out, "validation.csv")), a.quick, names)
         status = 1 if n_bad else 0
         ktab = Table(os.path.join(a.out, "kernels.csv"))
         log("== ceilings")

@@ -324,10 +324,26 @@ def add(a: DeviceArray, b: DeviceArray) -> DeviceArray:
 
 
 def swiglu(x: DeviceArray, w_gate: DeviceArray, w_up: DeviceArray, w_down: DeviceArray, *,
-           version: int = 0) -> DeviceArray:
-    """down(silu(gate x) * up x): x[T, D], w_gate/w_up[F, D], w_down[D, F] -> [T, D]."""
-    return linear(silu_mul(linear(x, w_gate, version=version), linear(x, w_up, version=version)), w_down,
-                  version=version)
+           version: int = 0, fused: bool | None = None) -> DeviceArray:
+    """down(silu(gate x) * up x): x[T, D], w_gate/w_up[F, D], w_down[D, F] -> [T, D].
+    fused (default: when T <= 8 and D % 8 == 0): gate, up and silu in one GEMV pass
+    (linear.cu swiglu_gemv_kernel1); else two linears and silu_mul."""
+    _check(x, "x", "bf16", 2)
+    for n, a in (("w_gate", w_gate), ("w_up", w_up), ("w_down", w_down)):
+        _check(a, n, "bf16", 2)
+    T, D = x.shape
+    F = w_gate.shape[0]
+    if w_gate.shape != (F, D) or w_up.shape != (F, D) or w_down.shape != (D, F):
+        raise ValueError(f"swiglu needs w_gate/w_up [F, {D}] and w_down [{D}, F]; got {w_gate.shape}, {w_up.shape}, "
+                         f"{w_down.shape}")
+    if fused is None:
+        fused = T <= 8 and D % 8 == 0
+    if fused:
+        h = empty((T, F))
+        _lib().swiglu_gemv(x.ptr, w_gate.ptr, w_up.ptr, h.ptr, T, F, D)
+    else:
+        h = silu_mul(linear(x, w_gate, version=version), linear(x, w_up, version=version))
+    return linear(h, w_down, version=version)
 
 
 # ---- moe ------------------------------------------------------------------------------------
@@ -361,7 +377,9 @@ def moe_experts(x: DeviceArray, topk_idx: DeviceArray, topk_weight: DeviceArray,
                 version: int = 0) -> tuple[DeviceArray, DeviceArray]:
     """Routed experts grouped by expert: permute rows by expert (stable), grouped GEMMs (each chosen
     expert's weights stream once per call for up to 64 rows), SwiGLU, un-permute with the routing
-    weights (+ shared_out[T, D], e.g. the shared expert's output). -> (y[T, D], counts[E] i64)."""
+    weights (+ shared_out[T, D], e.g. the shared expert's output). -> (y[T, D], counts[E] i64).
+    version 1: GEMV form, gather+gate+up+silu fused (decode; the default for <= 32 rows);
+    version 2: tensor-core tiles over the tile schedule (prefill)."""
     _check(x, "x", "bf16", 2)
     _check(topk_idx, "topk_idx", "i32", 2)
     _check(topk_weight, "topk_weight", "f32", 2)
@@ -387,12 +405,18 @@ def moe_experts(x: DeviceArray, topk_idx: DeviceArray, topk_weight: DeviceArray,
     sorted_tok, slot_of = empty((max(rows, 1),), "i32"), empty((max(rows, 1),), "i32")
     tiles, n_tiles = empty((2 * max_tiles,), "i32"), empty((1,), "i32")
     L.moe_permute(topk_idx.ptr, T, k, E, counts.ptr, offsets.ptr, sorted_tok.ptr, slot_of.ptr, tiles.ptr, n_tiles.ptr)
-    xs = empty((rows, D))
-    L.moe_gather(x.ptr, sorted_tok.ptr, xs.ptr, rows, D)
-    g, u = empty((rows, F)), empty((rows, F))
-    L.moe_grouped_linear(xs.ptr, w_gate.ptr, g.ptr, offsets.ptr, tiles.ptr, n_tiles.ptr, rows, E, F, D, int(version))
-    L.moe_grouped_linear(xs.ptr, w_up.ptr, u.ptr, offsets.ptr, tiles.ptr, n_tiles.ptr, rows, E, F, D, int(version))
-    h = silu_mul(g, u)
+    if version == 0:
+        version = 1 if rows <= 32 and D % 8 == 0 and F % 8 == 0 else 2
+    if version == 1:  # decode: gather + gate + up + silu in one GEMV pass (moe.cu moe_swiglu_kernel1)
+        h = empty((rows, F))
+        L.moe_swiglu(x.ptr, sorted_tok.ptr, w_gate.ptr, w_up.ptr, h.ptr, offsets.ptr, rows, E, F, D)
+    else:
+        xs = empty((rows, D))
+        L.moe_gather(x.ptr, sorted_tok.ptr, xs.ptr, rows, D)
+        g, u = empty((rows, F)), empty((rows, F))
+        L.moe_grouped_linear(xs.ptr, w_gate.ptr, g.ptr, offsets.ptr, tiles.ptr, n_tiles.ptr, rows, E, F, D, int(version))
+        L.moe_grouped_linear(xs.ptr, w_up.ptr, u.ptr, offsets.ptr, tiles.ptr, n_tiles.ptr, rows, E, F, D, int(version))
+        h = silu_mul(g, u)
     ys = empty((rows, D))
     L.moe_grouped_linear(h.ptr, w_down.ptr, ys.ptr, offsets.ptr, tiles.ptr, n_tiles.ptr, rows, E, D, F, int(version))
     y = empty((T, D))
@@ -400,11 +424,12 @@ def moe_experts(x: DeviceArray, topk_idx: DeviceArray, topk_weight: DeviceArray,
     return y, counts
 
 
-def moe(x, router_weight, w_gate, w_up, w_down, *, shared=None, version: int = 0, **route_kwargs):
+def moe(x, router_weight, w_gate, w_up, w_down, *, shared=None, version: int = 0, fused: bool | None = None,
+        **route_kwargs):
     """Router + routed experts + shared expert (shared = (gate[Fs, D], up[Fs, D], down[D, Fs])).
     -> (y[T, D], counts[E] i64)."""
     idx, w = moe_route(x, router_weight, **route_kwargs)
-    s = swiglu(x, *shared) if shared is not None else None
+    s = swiglu(x, *shared, fused=fused) if shared is not None else None
     return moe_experts(x, idx, w, w_gate, w_up, w_down, shared_out=s, version=version)
 
 
@@ -748,13 +773,14 @@ class CudaModel:
     filled synthetically to `depth` and every replay writes the same slots): that is how steps are
     timed.
     Weights are drawn on the device (a counter-based hash, uniform with the std of N(0, 1/fan_in)),
-    so a 60 GB model is never built on the host."""
+    so a 60 GB model is never built on the host. fused=False takes the unfused path everywhere
+    (separate split/norm/rope/append launches for MLA, unfused SwiGLU) for checking the fused one."""
 
     def __init__(self, config, *, max_context: int = 4096, mla_strategy: str = "flash", seed: int = 0,
-                 block_size: int = 64, layers: int | None = None):
+                 block_size: int = 64, layers: int | None = None, fused: bool = True):
         from . import configs
         cfg = config if isinstance(config, configs.ModelConfig) else configs.load(config)
-        self.cfg, self.mla_strategy = cfg, mla_strategy
+        self.cfg, self.mla_strategy, self.fused = cfg, mla_strategy, bool(fused)
         if mla_strategy not in MLA_STRATEGIES:
             raise ValueError(f"`mla_strategy` must be one of {MLA_STRATEGIES}, got {mla_strategy!r}")
         self.n_layers = cfg.n_layers if layers is None else int(layers)
@@ -832,6 +858,11 @@ class CudaModel:
                 q = linear(h, self._lw(i, "self_attn.q_proj.weight"))
             q = q.reshape(T, H, Dn + Dr)
             c = linear(h, self._lw(i, "self_attn.kv_a_proj_with_mqa.weight"))
+            if self.fused:
+                q_nope, q_rope = self._mla_prepare(i, q, c, pos)
+                o = mla_attention(q_nope, q_rope, self.cache, i, self._lw(i, "self_attn.kv_b_proj.weight"),
+                                  v_head_dim=Dv, scale=cfg.softmax_scale, strategy=self.mla_strategy)
+                return linear(o.reshape(T, H * Dv), self._lw(i, "self_attn.o_proj.weight"))
             q_nope, q_rope_in = empty((T, H, Dn)), empty((T, H, Dr))
             _split_cols(q.reshape(T * H, Dn + Dr), q_nope, q_rope_in, Dn, Dr)
             lat_in, kr_in = empty((T, R)), empty((T, 1, Dr))
@@ -857,15 +888,34 @@ class CudaModel:
         o = gqa_attention(q, self.cache, i, scale=cfg.softmax_scale)
         return linear(o.reshape(T, Hq * Dv), self._lw(i, "self_attn.o_proj.weight"), b("o_proj"))
 
+    def _mla_prepare(self, i, q, c, pos):
+        """attention_mla.cu mla_prepare: q split and roped, latent normed and k_rope roped into the
+        cache, in one launch (the unfused path takes nine)."""
+        cfg = self.cfg
+        T, H = q.shape[0], q.shape[1]
+        Dn, Dr, R = cfg.qk_nope_head_dim, cfg.qk_rope_head_dim, cfg.kv_lora_rank
+        n = self.cache.length(i)
+        if n + T > self.cache.capacity_tokens:
+            raise ValueError(f"KV cache full: layer {i} holds {n} of {self.cache.capacity_tokens} tokens, cannot append {T}")
+        q_nope, q_rope = empty((T, H, Dn)), empty((T, H, Dr))
+        _lib().mla_prepare(q.ptr, c.ptr, self._lw(i, "self_attn.kv_a_layernorm.weight").ptr, float(cfg.latent_norm_eps),
+                           pos.ptr, float(cfg.rope_theta), _LAYOUTS[cfg.rope_layout], self.cache.layer_pages(i).ptr,
+                           self.cache.layer_table(i).ptr, self.cache.block_size, n, q_nope.ptr, q_rope.ptr, T, H, Dn,
+                           Dr, R)
+        self.cache.lengths[i] = n + T
+        return q_nope, q_rope
+
     def _mlp(self, i, h):
         cfg = self.cfg
+        fused = None if self.fused else False
         if not (cfg.n_routed_experts and cfg.is_moe_layer(i)):
             return swiglu(h, self._lw(i, "mlp.gate_proj.weight"), self._lw(i, "mlp.up_proj.weight"),
-                          self._lw(i, "mlp.down_proj.weight"))
+                          self._lw(i, "mlp.down_proj.weight"), fused=fused)
         shared = None
         if self._lw(i, "mlp.shared_experts.gate_proj.weight") is not None:
             shared = tuple(self._lw(i, f"mlp.shared_experts.{n}.weight") for n in ("gate_proj", "up_proj", "down_proj"))
-        y, _ = moe(h, self._lw(i, "mlp.gate.weight"), *self._expert_stack(i), shared=shared,
+        y, _ = moe(h, self._lw(i, "mlp.gate.weight"), *self._expert_stack(i), shared=shared, fused=fused,
+                   version=0 if self.fused else 2,
                    top_k=int(cfg.n_experts_per_tok), scoring=cfg.router_scoring,
                    bias=self._lw(i, "mlp.gate.e_score_correction_bias"), n_group=int(cfg.n_group or 1),
                    topk_group=int(cfg.topk_group or 1), norm_topk_prob=bool(cfg.norm_topk_prob),
@@ -905,6 +955,18 @@ class CudaModel:
 
     def reset(self) -> None:
         self.cache.reset()
+
+    def pin_routing(self, bias: float = 10.0) -> None:
+        """Make every token choose experts 0..k-1 (a +bias on their expert-score bias; sigmoid routers
+        with a bias only). For comparing two implementations whose bf16 roundings differ: a near-tie
+        in the router would otherwise send them to different experts and the comparison would test
+        the tie, not the wiring. Routing itself is checked by moe_route's own tests."""
+        k = int(self.cfg.n_experts_per_tok or 0)
+        for name, a in self.w.items():
+            if name.endswith("e_score_correction_bias"):
+                b = np.zeros(a.shape, np.float32)
+                b[:k] = bias
+                _lib().upload(a.ptr, b)
 
     def host_weights(self) -> dict:
         """The weights as host arrays under their HF names (bf16 as uint16 bits), e.g. to build the

@@ -21,6 +21,10 @@
  *   mla_absorb_q_kernel1  q_lat[t, h, :] = q_nope[t, h, :] . W_uk[h]   (thread per latent column)
  *   mla_absorb_o_kernel1  out[t, h, v] = o_lat[t, h, :] . W_uv[h, v, :]  (warp per output)
  *   mla_split_kv_kernel1 / concat_heads_kernel1: naive MLA's assembly of full K, V and q.
+ *   mla_prepare_kernel1  decode/prefill glue in one launch instead of nine: from q_b's output
+ *                      q[T, H, Dn+Dr] and kv_a's output c[T, R+Dr]: q_nope (copy), q_rope (roped),
+ *                      latent = RMSNorm(c[:R]) * w and k_rope = rope(c[R:]) appended to the cache.
+ *                      Same arithmetic as norm.cu + rope.cu (fp32 sum of squares, fp64 angle).
  * Naive MLA = paged_gather + linear (kv_b expansion) + split_kv + gqa_attention (G = 1), composed
  * in glmbench/cuda.py. */
 #include <math.h>
@@ -525,5 +529,80 @@ extern "C" int gbc_concat_heads(const void *a, const void *b, void *y, int64_t r
     concat_heads_kernel1<<<(unsigned)(bl < 65536 ? bl : 65536), 256, 0, gbc_stream>>>((const bf16 *)a, (const bf16 *)b,
                                                                                       (bf16 *)y, rows, (int)Da, (int)Db);
     LAUNCH_CHECK("concat_heads_kernel1");
+    return GBC_OK;
+}
+
+__device__ __forceinline__ void rope_pair_idx(int i, int rot_dim, int layout, int *a, int *b) {
+    *a = layout == 0 ? 2 * i : i;
+    *b = layout == 0 ? 2 * i + 1 : i + rot_dim / 2;
+}
+
+__device__ __forceinline__ void rope_apply(float x0, float x1, int64_t pos, int i, int rot_dim, double log2_theta,
+                                           float *y0, float *y1) {
+    double freq = exp2(-2.0 * (double)i / (double)rot_dim * log2_theta), sn, cs;
+    sincos((double)pos * freq, &sn, &cs);
+    *y0 = (float)((double)x0 * cs - (double)x1 * sn);
+    *y1 = (float)((double)x1 * cs + (double)x0 * sn);
+}
+
+__global__ void mla_prepare_kernel1(const bf16 *__restrict__ q, const bf16 *__restrict__ c, const bf16 *__restrict__ w,
+                                    float eps, const int64_t *__restrict__ pos, double log2_theta, int layout,
+                                    bf16 *__restrict__ pages, const int32_t *__restrict__ table, int64_t page_size,
+                                    int64_t start, bf16 *__restrict__ q_nope, bf16 *__restrict__ q_rope, int H, int Dn,
+                                    int Dr, int R) {
+    const int64_t t = blockIdx.y;
+    const int tid = threadIdx.x;
+    if ((int)blockIdx.x < H) { /* one block per head: q_nope copy and q_rope */
+        const int h = blockIdx.x;
+        const bf16 *qr = q + (t * H + h) * (int64_t)(Dn + Dr);
+        for (int i = tid; i < Dn; i += blockDim.x) q_nope[(t * H + h) * (int64_t)Dn + i] = qr[i];
+        bf16 *out = q_rope + (t * H + h) * (int64_t)Dr;
+        for (int i = tid; i < Dr / 2; i += blockDim.x) {
+            int a, b;
+            float y0, y1;
+            rope_pair_idx(i, Dr, layout, &a, &b);
+            rope_apply(bf2f(qr[Dn + a]), bf2f(qr[Dn + b]), pos[t], i, Dr, log2_theta, &y0, &y1);
+            out[a] = f2bf(y0);
+            out[b] = f2bf(y1);
+        }
+        return;
+    }
+    /* the cache row of token start + t: RMSNorm'd latent, then the roped key */
+    const bf16 *cr = c + t * (int64_t)(R + Dr);
+    int64_t tok = start + t;
+    bf16 *row = pages + ((int64_t)table[tok / page_size] * page_size + tok % page_size) * (int64_t)(R + Dr);
+    float ss = 0.0f;
+    for (int i = tid; i < R; i += blockDim.x) {
+        float v = bf2f(cr[i]);
+        ss += v * v;
+    }
+    float inv = rsqrtf(block_sum(ss) / (float)R + eps);
+    for (int i = tid; i < R; i += blockDim.x) row[i] = f2bf(bf2f(cr[i]) * inv * bf2f(w[i]));
+    for (int i = tid; i < Dr / 2; i += blockDim.x) {
+        int a, b;
+        float y0, y1;
+        rope_pair_idx(i, Dr, layout, &a, &b);
+        rope_apply(bf2f(cr[R + a]), bf2f(cr[R + b]), pos[t], i, Dr, log2_theta, &y0, &y1);
+        row[R + a] = f2bf(y0);
+        row[R + b] = f2bf(y1);
+    }
+}
+
+extern "C" int gbc_mla_prepare(const void *q, const void *c, const void *kv_norm_w, float eps, const int64_t *pos,
+                               double theta, int layout, void *pages, const int32_t *table, int64_t page_size,
+                               int64_t start, void *q_nope, void *q_rope, int64_t T, int64_t H, int64_t Dn, int64_t Dr,
+                               int64_t R) {
+    if (T < 0 || T > 65535 || H <= 0 || H > 65534 || Dn <= 0 || Dr <= 0 || Dr % 2 || R <= 0)
+        return VALUE_ERROR("mla_prepare: bad sizes T=%ld H=%ld Dn=%ld Dr=%ld R=%ld", (long)T, (long)H, (long)Dn, (long)Dr,
+                           (long)R);
+    if (!(theta > 1.0)) return VALUE_ERROR("mla_prepare: `theta` must be > 1, got %g", theta);
+    if (layout != 0 && layout != 1) return VALUE_ERROR("mla_prepare: `layout` must be 0 or 1, got %d", layout);
+    if (page_size <= 0 || start < 0) return VALUE_ERROR("mla_prepare: bad page_size=%ld start=%ld", (long)page_size, (long)start);
+    GBC_INIT();
+    if (T == 0) return GBC_OK;
+    mla_prepare_kernel1<<<dim3((unsigned)(H + 1), (unsigned)T), 128, 0, gbc_stream>>>(
+        (const bf16 *)q, (const bf16 *)c, (const bf16 *)kv_norm_w, eps, pos, log2(theta), layout, (bf16 *)pages, table,
+        page_size, start, (bf16 *)q_nope, (bf16 *)q_rope, (int)H, (int)Dn, (int)Dr, (int)R);
+    LAUNCH_CHECK("mla_prepare_kernel1");
     return GBC_OK;
 }

@@ -251,6 +251,36 @@ static PyObject *py_add(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+static PyObject *py_swiglu_gemv(PyObject *self, PyObject *args) {
+    ptr_t x, g, u, h;
+    i64 T, F, K;
+    if (!PyArg_ParseTuple(args, "KKKKLLL:swiglu_gemv", &x, &g, &u, &h, &T, &F, &K)) return NULL;
+    RUN(gbc_swiglu_gemv(P(x), P(g), P(u), P(h), T, F, K));
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_moe_swiglu(PyObject *self, PyObject *args) {
+    ptr_t x, st, g, u, h, off;
+    i64 rows, E, F, D;
+    if (!PyArg_ParseTuple(args, "KKKKKKLLLL:moe_swiglu", &x, &st, &g, &u, &h, &off, &rows, &E, &F, &D)) return NULL;
+    RUN(gbc_moe_swiglu(P(x), (const int32_t *)P(st), P(g), P(u), P(h), (const int32_t *)P(off), rows, E, F, D));
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_mla_prepare(PyObject *self, PyObject *args) {
+    ptr_t q, c, w, pos, pages, table, qn, qr;
+    float eps;
+    double theta;
+    int layout;
+    i64 ps, start, T, H, Dn, Dr, R;
+    if (!PyArg_ParseTuple(args, "KKKfKdiKKLLKKLLLLL:mla_prepare", &q, &c, &w, &eps, &pos, &theta, &layout, &pages, &table,
+                          &ps, &start, &qn, &qr, &T, &H, &Dn, &Dr, &R))
+        return NULL;
+    RUN(gbc_mla_prepare(P(q), P(c), P(w), eps, (const int64_t *)P(pos), theta, layout, P(pages),
+                        (const int32_t *)P(table), ps, start, P(qn), P(qr), T, H, Dn, Dr, R));
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_moe_route(PyObject *self, PyObject *args) {
     ptr_t x, wr, bias, idx, wt, ws;
     i64 T, D, E, k, ng, tg;
@@ -444,6 +474,9 @@ static PyMethodDef cuda_methods[] = {
     MV(silu_mul, "silu_mul(g, u, h, T, F, ld_in, version)"),
     MV(add, "add(a, b, y, n)"),
     MV(moe_route, "moe_route(x, w_r, bias, idx, w, T, D, E, k, scoring, n_group, topk_group, norm, scale, logits_ws, version)"),
+    MV(swiglu_gemv, "swiglu_gemv(x, wg, wu, h, T, F, K): fused decode SwiGLU middle, T <= 8"),
+    MV(moe_swiglu, "moe_swiglu(x, sorted_tok, wg, wu, h, offsets, rows, E, F, D): fused decode expert middle"),
+    MV(mla_prepare, "mla_prepare(q, c, kv_norm_w, eps, pos, theta, layout, pages, table, page_size, start, q_nope, q_rope, T, H, Dn, Dr, R)"),
     MV(moe_max_tiles, "moe_max_tiles(rows, E) -> int"),
     MV(moe_permute, "moe_permute(idx, T, k, E, counts, offsets, sorted_tok, slot_of, tiles, n_tiles)"),
     MV(moe_gather, "moe_gather(x, sorted_tok, xs, rows, D)"),

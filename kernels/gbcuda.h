@@ -67,6 +67,8 @@ int gbc_linear(const void *x, const void *w, const void *bias, void *y, int64_t 
  * ld = 2F (fused gate_up). */
 int gbc_silu_mul(const void *g, const void *u, void *h, int64_t T, int64_t F, int64_t ld_in, int version);
 int gbc_add(const void *a, const void *b, void *y, int64_t n);  /* y = a + b (residuals) */
+/* h[T, F] = silu(x . wg^T) * (x . wu^T) in one pass, T <= 8 (decode SwiGLU). */
+int gbc_swiglu_gemv(const void *x, const void *wg, const void *wu, void *h, int64_t T, int64_t F, int64_t K);
 /* Peak references measured in the same run as the kernels: a device copy and a cuBLAS GEMM. */
 int gbc_copy_bench(void *dst, const void *src, size_t n);
 
@@ -88,6 +90,10 @@ int gbc_moe_gather(const void *x, const int32_t *sorted_tok, void *xs, int64_t r
 int gbc_moe_grouped_linear(const void *xs, const void *w, void *ys, const int32_t *offsets,
                            const int32_t *tiles, const int32_t *n_tiles, int64_t rows, int64_t E,
                            int64_t N, int64_t K, int version);
+/* Decode: h[rows, F] = silu(x[sorted_tok[row]] . Wg[e(row)]^T) * (x[...] . Wu[e(row)]^T), the
+ * gather, both grouped GEMVs and silu_mul in one launch. */
+int gbc_moe_swiglu(const void *x, const int32_t *sorted_tok, const void *wg, const void *wu, void *h,
+                   const int32_t *offsets, int64_t rows, int64_t E, int64_t F, int64_t D);
 /* y[t, :] = sum_j topk_w[t, j] * ys[slot_of[t*k + j], :] (+ shared[t, :] if not NULL). */
 int gbc_moe_unpermute(const void *ys, const int32_t *slot_of, const float *topk_w, const void *shared,
                       void *y, int64_t T, int64_t k, int64_t D);
@@ -135,6 +141,12 @@ int gbc_mla_absorb_o(const void *o_lat, const void *kv_b, void *out, int64_t T, 
  * rope[L, Dr]: k[L, H, Dn+Dr] = [k_nope, rope], v[L, H, Dv]. */
 int gbc_mla_split_kv(const void *kv, const void *rope, void *k, void *v, int64_t L, int64_t H, int64_t Dn,
                      int64_t Dr, int64_t Dv);
+/* One launch for the glue between the projections and attention: q_nope[T, H, Dn] = q[..., :Dn];
+ * q_rope[T, H, Dr] = rope(q[..., Dn:]); cache row of token start+t = [RMSNorm(c[t, :R]) * w,
+ * rope(c[t, R:])]. layout 0 interleaved, 1 half. */
+int gbc_mla_prepare(const void *q, const void *c, const void *kv_norm_w, float eps, const int64_t *pos, double theta,
+                    int layout, void *pages, const int32_t *table, int64_t page_size, int64_t start, void *q_nope,
+                    void *q_rope, int64_t T, int64_t H, int64_t Dn, int64_t Dr, int64_t R);
 /* q[T, H, Dn+Dr] = [q_nope, q_rope] */
 int gbc_concat_heads(const void *a, const void *b, void *y, int64_t rows, int64_t Da, int64_t Db);
 

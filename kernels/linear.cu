@@ -5,6 +5,9 @@
  *   linear_kernel3  tensor-core tiles (WMMA 64x64x32, gemm_tile.cuh): prefill without cuBLAS
  *   version 4       cuBLAS cublasGemmEx, bf16 in/out, CUBLAS_COMPUTE_32F (when built with cuBLAS)
  * Launcher (version 0): T <= 8 -> 2; else 4 if cuBLAS was found at build time, else 3.
+ *   swiglu_gemv_kernel1  decode SwiGLU middle in one pass, T <= 8: h[t, f] = silu(x[t].wg[f]) * (x[t].wu[f]),
+ *                   a warp per f reading both weight rows (the gate and up GEMVs and silu_mul fused;
+ *                   g and u stay fp32, where the unfused path rounds them to bf16)
  * Also: silu_mul (SwiGLU's middle), add (residuals), copy_kernel (the copy-bandwidth ceiling). */
 #include "common.cuh"
 #include "gemm_tile.cuh"
@@ -218,5 +221,57 @@ extern "C" int gbc_copy_bench(void *dst, const void *src, size_t n) {
     CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     copy_kernel<<<(unsigned)(sms * 8), 256, 0, gbc_stream>>>((uint4 *)dst, (const uint4 *)src, (int64_t)(n / 16));
     LAUNCH_CHECK("copy_kernel");
+    return GBC_OK;
+}
+
+template <int TT>
+__global__ void swiglu_gemv_kernel1(const bf16 *__restrict__ x, const bf16 *__restrict__ wg, const bf16 *__restrict__ wu,
+                                    bf16 *__restrict__ h, int64_t F, int64_t K) {
+    int lane = threadIdx.x & 31;
+    int64_t f = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (f >= F) return;
+    const bf16x8 *gr = (const bf16x8 *)(wg + f * K), *ur = (const bf16x8 *)(wu + f * K);
+    float ag[TT], au[TT];
+#pragma unroll
+    for (int t = 0; t < TT; t++) ag[t] = au[t] = 0.0f;
+    for (int64_t i = lane; i < K / 8; i += 32) {
+        float gf[8], uf[8];
+        bf16x8 gv = gr[i], uv = ur[i];
+        unpack8(gv, gf);
+        unpack8(uv, uf);
+#pragma unroll
+        for (int t = 0; t < TT; t++) {
+            float xf[8];
+            unpack8(((const bf16x8 *)(x + t * K))[i], xf);
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                ag[t] += gf[e] * xf[e];
+                au[t] += uf[e] * xf[e];
+            }
+        }
+    }
+#pragma unroll
+    for (int t = 0; t < TT; t++) {
+        float g = warp_sum(ag[t]), u = warp_sum(au[t]);
+        if (lane == 0) h[t * F + f] = f2bf(g / (1.0f + expf(-g)) * u);
+    }
+}
+
+extern "C" int gbc_swiglu_gemv(const void *x, const void *wg, const void *wu, void *h, int64_t T, int64_t F, int64_t K) {
+    if (T < 0 || T > 8 || F <= 0 || K <= 0 || K % 8)
+        return VALUE_ERROR("swiglu_gemv: needs T <= 8 and K %% 8 == 0, got T=%ld F=%ld K=%ld", (long)T, (long)F, (long)K);
+    if (!aligned16(x) || !aligned16(wg) || !aligned16(wu)) return VALUE_ERROR("swiglu_gemv: buffers must be 16-byte aligned");
+    GBC_INIT();
+    if (T == 0) return GBC_OK;
+    unsigned blocks = (unsigned)cdiv(F, 8);
+    const bf16 *xb = (const bf16 *)x, *gb = (const bf16 *)wg, *ub = (const bf16 *)wu;
+    bf16 *hb = (bf16 *)h;
+    switch (T) {
+#define GB_SW(TT) \
+    case TT: swiglu_gemv_kernel1<TT><<<blocks, 256, 0, gbc_stream>>>(xb, gb, ub, hb, F, K); break;
+        GB_SW(1) GB_SW(2) GB_SW(3) GB_SW(4) GB_SW(5) GB_SW(6) GB_SW(7) GB_SW(8)
+#undef GB_SW
+    }
+    LAUNCH_CHECK("swiglu_gemv_kernel1");
     return GBC_OK;
 }

@@ -10,6 +10,8 @@
  *   moe_grouped_kernel1   decode GEMV: one warp per (row, output), the row's expert found in offsets
  *   moe_grouped_kernel2   prefill: tensor-core 64x64 tiles (gemm_tile.cuh) over the tile schedule,
  *                         so each expert's weights stream once per 64 rows routed to it
+ *   moe_swiglu_kernel1    decode: gather + gate + up + silu_mul in one launch: h[row, f] =
+ *                         silu(x[tok(row)].Wg[e][f]) * (x[tok(row)].Wu[e][f]), a warp per (row, f)
  *   moe_unpermute_kernel1 y[t] = sum_j w[t, j] ys[slot_of[t*k + j]] (+ shared expert's y), fp32 sum
  * The shared expert is a dense SwiGLU through linear.cu; its output is added in the un-permute. */
 #include "common.cuh"
@@ -297,5 +299,47 @@ extern "C" int gbc_moe_unpermute(const void *ys, const int32_t *slot_of, const f
     moe_unpermute_kernel1<<<(unsigned)T, 256, 0, gbc_stream>>>((const bf16 *)ys, slot_of, topk_w, (const bf16 *)shared,
                                                                (bf16 *)y, (int)k, D);
     LAUNCH_CHECK("moe_unpermute_kernel1");
+    return GBC_OK;
+}
+
+__global__ void moe_swiglu_kernel1(const bf16 *__restrict__ x, const int32_t *__restrict__ sorted_tok,
+                                   const bf16 *__restrict__ wg, const bf16 *__restrict__ wu, bf16 *__restrict__ h,
+                                   const int32_t *__restrict__ offsets, int E, int64_t F, int64_t D) {
+    int lane = threadIdx.x & 31;
+    int32_t row = blockIdx.y;
+    int64_t f = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (f >= F) return;
+    int e = expert_of_row(offsets, E, row);
+    const bf16x8 *gr = (const bf16x8 *)(wg + ((int64_t)e * F + f) * D);
+    const bf16x8 *ur = (const bf16x8 *)(wu + ((int64_t)e * F + f) * D);
+    const bf16x8 *xr = (const bf16x8 *)(x + (int64_t)sorted_tok[row] * D);
+    float ag = 0.0f, au = 0.0f;
+    for (int64_t i = lane; i < D / 8; i += 32) {
+        float gf[8], uf[8], xf[8];
+        unpack8(gr[i], gf);
+        unpack8(ur[i], uf);
+        unpack8(xr[i], xf);
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            ag += gf[j] * xf[j];
+            au += uf[j] * xf[j];
+        }
+    }
+    ag = warp_sum(ag);
+    au = warp_sum(au);
+    if (lane == 0) h[(int64_t)row * F + f] = f2bf(ag / (1.0f + expf(-ag)) * au);
+}
+
+extern "C" int gbc_moe_swiglu(const void *x, const int32_t *sorted_tok, const void *wg, const void *wu, void *h,
+                              const int32_t *offsets, int64_t rows, int64_t E, int64_t F, int64_t D) {
+    if (rows < 0 || rows > 65535 || E < 1 || F <= 0 || D <= 0 || D % 8)
+        return VALUE_ERROR("moe_swiglu: needs rows <= 65535 and D %% 8 == 0, got rows=%ld F=%ld D=%ld", (long)rows, (long)F,
+                           (long)D);
+    if (!aligned16(x) || !aligned16(wg) || !aligned16(wu)) return VALUE_ERROR("moe_swiglu: buffers must be 16-byte aligned");
+    GBC_INIT();
+    if (rows == 0) return GBC_OK;
+    moe_swiglu_kernel1<<<dim3((unsigned)cdiv(F, 8), (unsigned)rows), 256, 0, gbc_stream>>>(
+        (const bf16 *)x, sorted_tok, (const bf16 *)wg, (const bf16 *)wu, (bf16 *)h, offsets, (int)E, F, D);
+    LAUNCH_CHECK("moe_swiglu_kernel1");
     return GBC_OK;
 }

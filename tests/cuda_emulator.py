@@ -315,6 +315,40 @@ class Emulator:
         self._put_bf(k, np.concatenate([KV[..., :Dn], np.broadcast_to(RP, (L, H, Dr))], -1))
         self._put_bf(v, KV[..., Dn:])
 
+    def _swiglu_gemv(self, x, g, u, h, T, F, K):
+        X = self._bf(x, T * K).reshape(T, K)
+        G = X @ self._bf(g, F * K).reshape(F, K).T
+        U = X @ self._bf(u, F * K).reshape(F, K).T
+        self._put_bf(h, ref.silu(G) * U)
+
+    def _moe_swiglu(self, x, st, g, u, h, offsets, rows, E, F, D):
+        tok = self._a(st, np.int32, rows)
+        off = self._a(offsets, np.int32, E + 1)
+        X = self._bf(x, (int(tok.max()) + 1) * D).reshape(-1, D)[tok]
+        out = np.empty((rows, F))
+        for e in range(E):
+            r0, r1 = off[e], off[e + 1]
+            if r1 > r0:
+                G = X[r0:r1] @ self._bf(g + e * F * D * 2, F * D).reshape(F, D).T
+                U = X[r0:r1] @ self._bf(u + e * F * D * 2, F * D).reshape(F, D).T
+                out[r0:r1] = ref.silu(G) * U
+        self._put_bf(h, out)
+
+    def _mla_prepare(self, q, c, w, eps, pos, theta, layout, pages, table, ps, start, qn, qr, T, H, Dn, Dr, R):
+        lay = "interleaved" if layout == 0 else "half"
+        Q = self._bf(q, T * H * (Dn + Dr)).reshape(T, H, Dn + Dr)
+        C = self._bf(c, T * (R + Dr)).reshape(T, R + Dr)
+        p = self._a(pos, np.int64, T)
+        self._put_bf(qn, Q[..., :Dn])
+        self._put_bf(qr, ref.rope(Q[..., Dn:], p, theta=theta, rot_dim=Dr, layout=lay))
+        lat = ref.rms_norm(C[:, :R], self._bf(w, R), eps)
+        kr = ref.rope(C[:, None, R:], p, theta=theta, rot_dim=Dr, layout=lay)[:, 0]
+        rows = self._rows(table, ps, start + T)[start:]
+        n_rows = int(rows.max()) + 1
+        P = self._a(pages, np.uint16, n_rows * (R + Dr)).reshape(n_rows, R + Dr)
+        P[rows, :R] = _to_bf16(lat)
+        P[rows, R:] = _to_bf16(kr)
+
     def _concat_heads(self, a, b, y, rows, Da, Db):
         self._put_bf(y, np.concatenate([self._bf(a, rows * Da).reshape(rows, Da),
                                         self._bf(b, rows * Db).reshape(rows, Db)], -1))
