@@ -261,6 +261,19 @@ def cmd_measure(args) -> int:
     out = args.out
     if out and not out.endswith((".json", ".csv")):
         raise UserError(f"--out must end in .json or .csv, got {out!r}")
+    if getattr(args, "device", "cpu") == "cuda":  # the GPU path (glmbench/cuda.py, docs/CUDA.md)
+        from . import cuda
+        if args.weights != "bf16" or args.kv != "bf16":
+            raise UserError(f"--device cuda runs bf16 weights and cache only, got --weights {args.weights} --kv {args.kv}")
+        if not cuda.available():
+            raise UserError("--device cuda: no CUDA device (or glmbench._cuda was not built); see docs/CUDA.md")
+        recs = cuda.measure(args.model, depths=tuple(args.depths), n_prompt=args.n_prompt,
+                            mla_strategy=args.mla_strategy, repeats=args.repeats,
+                            out=out if out and out.endswith(".json") else None)
+        if out and out.endswith(".csv"):
+            rec.write_records(out, recs)
+        _emit_records(recs, args)
+        return 0
     recs = measure.measure(
         args.model, depths=tuple(args.depths), n_prompt=args.n_prompt, n_gen=args.n_gen,
         weights=args.weights, kv=args.kv, mla_strategy=args.mla_strategy, threads=args.threads,
@@ -407,6 +420,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--mla-strategy", default="flash", choices=("naive", "absorbed", "flash"),
                     help="MLA attention form (default: flash)")
     sp.add_argument("--threads", type=int, default=None, help="threads (default: all cores)")
+    sp.add_argument("--device", default="cpu", choices=("cpu", "cuda"),
+                    help="cpu (default), or cuda: the whole model on the GPU, bf16 (docs/CUDA.md)")
     sp.add_argument("--repeats", type=int, default=3, help="repeats per point (default: 3)")
     sp.add_argument("--layers", default="auto",
                     help="auto (the whole model if it fits in memory, else sampled), full, sampled, or "

@@ -286,3 +286,30 @@ def test_emulated_cuda_model_matches_the_c_core_model(emu, kind):
     assert m.cache.length(0) == 21
     gp = m.prefill_graph(6, 10)
     assert gp.result.shape == (6, cfg.vocab_size) and np.isfinite(gp.result.to_numpy()).all()
+
+
+def test_cli_measure_device_cuda(emu, tmp_path, capsys):
+    """`glmbench measure --device cuda` on the emulator: the GPU records (tg, pp, mem) with the
+    same fields as the CPU path; evidence=measured is what a real card would write (the emulator's
+    device name says what it was)."""
+    import json
+    from glmbench import cli
+    cfg = _tiny("glm")
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps({k: v for k, v in cfg.hf.items() if not k.startswith("_")}))
+    out = tmp_path / "r.json"
+    assert cli.main(["measure", str(path), "--device", "cuda", "--depths", "16", "--n-prompt", "8", "--repeats", "1",
+                     "--out", str(out), "--json", "-q"]) == 0
+    recs = json.loads(capsys.readouterr().out)
+    assert sorted(r["test"] for r in recs) == ["mem", "pp", "tg"]
+    tg = next(r for r in recs if r["test"] == "tg")
+    assert tg["device"] == "GPU: CPU emulator" and tg["n_depth"] == 16 and tg["avg_ts"] > 0
+    assert out.exists()
+    assert cli.main(["measure", str(path), "--device", "cuda", "--kv", "q8_0", "-q"]) != 0
+
+
+@pytest.mark.skipif(GPU, reason="checks the behaviour without a device")
+def test_cli_measure_device_cuda_without_a_device(capsys):
+    from glmbench import cli
+    assert cli.main(["measure", "qwen3-32b", "--device", "cuda", "-q"]) != 0
+    assert "no CUDA device" in capsys.readouterr().err
