@@ -12,8 +12,15 @@ int gb_rms_norm(const float *x, const float *w, float *y, int64_t rows, int64_t 
     for (int64_t t = 0; t < rows; t++) {
         const float *xr = x + t * dim;
         float *yr = y + t * dim;
+        /* 16 independent float64 partial sums: the compiler vectorises them (no -ffast-math
+         * needed, since each lane is its own sum) and float64 keeps long rows exact enough. */
+        double part[16] = {0};
+        int64_t i = 0;
+        for (; i + 16 <= dim; i += 16)
+            for (int j = 0; j < 16; j++) part[j] += (double)xr[i + j] * (double)xr[i + j];
         double ss = 0.0;
-        for (int64_t i = 0; i < dim; i++) ss += (double)xr[i] * xr[i];
+        for (int j = 0; j < 16; j++) ss += part[j];
+        for (; i < dim; i++) ss += (double)xr[i] * xr[i];
         float inv = (float)(1.0 / sqrt(ss / (double)dim + (double)eps));
         for (int64_t i = 0; i < dim; i++) yr[i] = xr[i] * inv * w[i];
     }
