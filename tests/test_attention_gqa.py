@@ -198,6 +198,7 @@ def test_block_matches_reference_over_chunks(rng, name, over, bias):
     w = tiny_weights(rng, cfg, bias)
     w0 = {k: a.copy() for k, a in w.items()}
     x = rng.standard_normal((13, cfg.hidden_size)).astype(np.float32)
+    x0 = x.copy()
     cache = KVCache.gqa(2, 32, cfg.n_kv_heads, cfg.head_dim, dtype="f32", block_size=4)
     ys, kp, vp = [], None, None
     for a, b in [(0, 6), (6, 7), (7, 13)]:
@@ -212,6 +213,7 @@ def test_block_matches_reference_over_chunks(rng, name, over, bias):
     np.testing.assert_allclose(v, vp, rtol=0, atol=1e-5)
     for kk in w:
         np.testing.assert_array_equal(w[kk], w0[kk])
+    np.testing.assert_array_equal(x, x0)
 
 
 def test_block_bad_input(rng):

@@ -223,6 +223,7 @@ def test_block_matches_reference_over_chunks(rng, name, strategy):
     w = tiny_weights(rng, cfg)
     w0 = {k: a.copy() for k, a in w.items()}
     x = rng.standard_normal((11, cfg.hidden_size)).astype(np.float32)
+    x0 = x.copy()
     cache = KVCache.mla(2, 16, cfg.kv_lora_rank, cfg.qk_rope_head_dim, block_size=4)
     lp = kp = None
     for a, b in [(0, 5), (5, 6), (6, 11)]:
@@ -238,6 +239,7 @@ def test_block_matches_reference_over_chunks(rng, name, strategy):
     np.testing.assert_allclose(kr, kp, rtol=0, atol=1e-5)
     for k in w:
         np.testing.assert_array_equal(w[k], w0[k])
+    np.testing.assert_array_equal(x, x0)
 
 
 def test_block_with_real_glm_head_shapes(rng):
