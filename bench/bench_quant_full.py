@@ -49,9 +49,12 @@ def main(argv=None):
     ap.add_argument("--context", type=int, default=256)
     ap.add_argument("--prompt", type=int, default=8)
     ap.add_argument("--gen", type=int, default=4)
+    ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--margin-gb", type=float, default=1.5, help="free memory to leave to other jobs")
     ap.add_argument("--out", default=os.path.join("bench", "results", "quant_full.json"))
     args = ap.parse_args(argv)
+    if args.threads:
+        glmbench.set_num_threads(args.threads)
     try:
         with open("/proc/self/oom_score_adj", "w") as f:
             f.write("1000")
