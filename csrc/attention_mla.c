@@ -44,7 +44,7 @@ static void cache_rows(const gb_kvcache *c, int64_t layer, int64_t t0, int64_t n
     }
 }
 
-/* Per-head products run as one single-threaded OpenBLAS call per head, the heads split across our
+/* Per-head products of 8 or more query tokens run as one single-threaded OpenBLAS call per head, the heads split across our
  * OpenMP threads (OpenBLAS set to 1 thread around the team by blas_solo/blas_restore; this
  * OpenBLAS build has no thread-local setting). Handing each head's
  * product to OpenBLAS's own thread pool instead made the two pools spin against each other: ~0.5 s
@@ -61,48 +61,115 @@ static void blas_restore(int prev) {
     if (prev > 1) scipy_openblas_set_num_threads(prev);
 }
 
-/* C[i][j] = alpha * sum_k A[i][k] * B[k][j]  (B row-major [K][N]) */
-static void gemm_nn(int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda, const float *B,
-                    int64_t ldb, float *C, int64_t ldc) {
-    if (M * N * K >= GB_MLA_BLAS_MIN) {
-        scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)M, (blasint)N, (blasint)K, alpha, A,
-                          (blasint)lda, B, (blasint)ldb, 0.0f, C, (blasint)ldc);
-        return;
+/* kv_b may be float32, float16 or bfloat16 (GB_F32/GB_F16/GB_BF16), row-major [H*(Dn+Dv)][R]. The small
+ * (decode) products read it in its own format, a row at a time (decode reads the weight once, so
+ * 16-bit halves the bytes); the large ones convert the head's rows to float32 once for sgemm. */
+static inline const uint8_t *wrow(const void *B, int bfmt, int64_t row, int64_t ld) {
+    return (const uint8_t *)B + (size_t)(row * ld) * (bfmt == GB_F32 ? 4 : 2);
+}
+
+/* rows [0, n) of B (n x len, leading dimension ld) as a float32 matrix with leading dimension *ldo:
+ * B itself for float32, else a converted copy in *tmp (caller frees); NULL when out of memory. */
+static const float *rows_f32(const void *B, int bfmt, int64_t n, int64_t len, int64_t ld, float **tmp, int64_t *ldo) {
+    *tmp = NULL;
+    if (bfmt == GB_F32) {
+        *ldo = ld;
+        return (const float *)B;
     }
-    for (int64_t i = 0; i < M; i++) {
-        float *c = C + i * ldc;
-        for (int64_t j = 0; j < N; j++) c[j] = 0.0f;
-        for (int64_t k = 0; k < K; k++) {
+    float *t = (float *)malloc((size_t)(n * len) * sizeof(float));
+    if (!t) return NULL;
+    for (int64_t i = 0; i < n; i++) gb_attn_rows(bfmt, wrow(B, bfmt, i, ld), len, t + i * len);
+    *tmp = t;
+    *ldo = len;
+    return t;
+}
+
+/* C[i][j] = alpha * sum_k A[i][k] * B[k][j]  (B row-major [K][N] in format bfmt) */
+static void gemm_nn(int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda, const void *B,
+                    int bfmt, int64_t ldb, float *C, int64_t ldc) {
+    if (M >= 8 && M * N * K >= GB_MLA_BLAS_MIN) {
+        float *tmp;
+        int64_t ldf;
+        const float *Bf = rows_f32(B, bfmt, K, N, ldb, &tmp, &ldf);
+        if (Bf) {
+            scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)M, (blasint)N, (blasint)K, alpha, A,
+                              (blasint)lda, Bf, (blasint)ldf, 0.0f, C, (blasint)ldc);
+            free(tmp);
+            return;
+        } /* out of memory for the copy: the row-at-a-time loop below needs none */
+    }
+    float *rowbuf = bfmt == GB_F32 ? NULL : (float *)malloc((size_t)N * sizeof(float));
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) C[i * ldc + j] = 0.0f;
+    for (int64_t k = 0; k < K; k++) { /* each weight row read (and converted) once */
+        const float *b = (const float *)wrow(B, bfmt, k, ldb);
+        if (bfmt != GB_F32) {
+            if (!rowbuf) { /* no buffer: element by element */
+                for (int64_t j = 0; j < N; j++) {
+                    float e;
+                    gb_attn_rows(bfmt, wrow(B, bfmt, k, ldb) + 2 * j, 1, &e);
+                    for (int64_t i = 0; i < M; i++) C[i * ldc + j] += alpha * A[i * lda + k] * e;
+                }
+                continue;
+            }
+            b = gb_attn_rows(bfmt, wrow(B, bfmt, k, ldb), N, rowbuf);
+        }
+        for (int64_t i = 0; i < M; i++) {
             const float a = alpha * A[i * lda + k];
-            const float *b = B + k * ldb;
+            float *c = C + i * ldc;
 #pragma omp simd
             for (int64_t j = 0; j < N; j++) c[j] += a * b[j];
         }
     }
+    free(rowbuf);
 }
 
-/* C[i][j] = alpha * sum_k A[i][k] * B[j][k]  (B row-major [N][K], i.e. A . B^T) */
-static void gemm_nt(int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda, const float *B,
-                    int64_t ldb, float *C, int64_t ldc) {
-    if (M * N * K >= GB_MLA_BLAS_MIN) {
-        scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)M, (blasint)N, (blasint)K, alpha, A,
-                          (blasint)lda, B, (blasint)ldb, 0.0f, C, (blasint)ldc);
-        return;
+/* C[i][j] = alpha * sum_k A[i][k] * B[j][k]  (B row-major [N][K] in format bfmt, i.e. A . B^T) */
+static void gemm_nt(int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda, const void *B,
+                    int bfmt, int64_t ldb, float *C, int64_t ldc) {
+    if (M >= 8 && M * N * K >= GB_MLA_BLAS_MIN) {
+        float *tmp;
+        int64_t ldf;
+        const float *Bf = rows_f32(B, bfmt, N, K, ldb, &tmp, &ldf);
+        if (Bf) {
+            scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)M, (blasint)N, (blasint)K, alpha, A,
+                              (blasint)lda, Bf, (blasint)ldf, 0.0f, C, (blasint)ldc);
+            free(tmp);
+            return;
+        }
     }
-    for (int64_t i = 0; i < M; i++)
-        for (int64_t j = 0; j < N; j++) {
+    float *rowbuf = bfmt == GB_F32 ? NULL : (float *)malloc((size_t)K * sizeof(float));
+    for (int64_t j = 0; j < N; j++) {
+        const float *b = (const float *)wrow(B, bfmt, j, ldb);
+        if (bfmt != GB_F32) {
+            if (!rowbuf) { /* no buffer: element by element */
+                for (int64_t i = 0; i < M; i++) {
+                    float acc = 0.0f, e;
+                    for (int64_t k = 0; k < K; k++) {
+                        gb_attn_rows(bfmt, wrow(B, bfmt, j, ldb) + 2 * k, 1, &e);
+                        acc += A[i * lda + k] * e;
+                    }
+                    C[i * ldc + j] = alpha * acc;
+                }
+                continue;
+            }
+            b = gb_attn_rows(bfmt, wrow(B, bfmt, j, ldb), K, rowbuf);
+        }
+        for (int64_t i = 0; i < M; i++) {
             float acc = 0.0f;
-            const float *a = A + i * lda, *b = B + j * ldb;
+            const float *a = A + i * lda;
 #pragma omp simd reduction(+ : acc)
             for (int64_t k = 0; k < K; k++) acc += a[k] * b[k];
             C[i * ldc + j] = alpha * acc;
         }
+    }
+    free(rowbuf);
 }
 
 /* ---- naive --------------------------------------------------------------------------------- */
 
 static int mla_naive(const gb_kvcache *c, int64_t layer, const float *q_nope, const float *q_rope, int64_t T,
-                     int64_t H, int64_t Dn, int64_t Dv, const float *kv_b, float scale, float *out) {
+                     int64_t H, int64_t Dn, int64_t Dv, const void *kv_b, int wfmt, float scale, float *out) {
     const int64_t R = c->dk, Dr = c->dv, Dq = R + Dr, Dk = Dn + Dr, W = Dn + Dv, L = c->len[layer];
     const int64_t NC = GB_MLA_NAIVE_CHUNK;
     const int nth = omp_get_max_threads();
@@ -117,6 +184,7 @@ static int mla_naive(const gb_kvcache *c, int64_t layer, const float *q_nope, co
     float *kv = (float *)malloc((size_t)(NC * H * W) * sizeof(float));      /* [NC][H][Dn + Dv] */
     float *kh = (float *)malloc((size_t)(H * NC * Dk) * sizeof(float));     /* [H][NC][Dn + Dr] */
     int64_t *lim = (int64_t *)malloc((size_t)T * sizeof(int64_t));
+    float *kvb_tmp = NULL;
     int st = GB_OK;
     if (!qh || !m || !l || !o || !cbuf || !kv || !kh || !lim) {
         st = gb_error(GB_ENOMEM, "mla_attention(naive): out of memory");
@@ -131,17 +199,22 @@ static int mla_naive(const gb_kvcache *c, int64_t layer, const float *q_nope, co
             l[h * T + t] = 0.0f;
         }
     for (int64_t t = 0; t < T; t++) lim[t] = L - T + t + 1;
+    /* the whole kv_b in float32 for the chunk sgemm (converted once per call when 16-bit) */
+    int64_t ldk;
+    const float *kvb32 = (L < NC ? L : NC) * H * W * R >= GB_MLA_BLAS_THREADED
+                             ? rows_f32(kv_b, wfmt, H * W, R, R, &kvb_tmp, &ldk) : NULL;
     for (int64_t c0 = 0; c0 < L; c0 += NC) {
         const int64_t n = L - c0 < NC ? L - c0 : NC;
         cache_rows(c, layer, c0, n, cbuf);
         /* kv[j] = kv_b . latent[j]: every head's k_nope and v for this chunk */
-        if (n * H * W * R >= GB_MLA_BLAS_THREADED) {
+        if (n * H * W * R >= GB_MLA_BLAS_THREADED && kvb32) {
             scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)n, (blasint)(H * W), (blasint)R, 1.0f,
-                              cbuf, (blasint)Dq, kv_b, (blasint)R, 0.0f, kv, (blasint)(H * W));
+                              cbuf, (blasint)Dq, kvb32, (blasint)R, 0.0f, kv, (blasint)(H * W));
         } else {
             const int prev = blas_solo();
 #pragma omp parallel for schedule(static) if (n * H * W * R > (1 << 18))
-            for (int64_t h = 0; h < H; h++) gemm_nt(n, W, R, 1.0f, cbuf, Dq, kv_b + h * W * R, R, kv + h * W, H * W);
+            for (int64_t h = 0; h < H; h++)
+                gemm_nt(n, W, R, 1.0f, cbuf, Dq, wrow(kv_b, wfmt, h * W, R), wfmt, R, kv + h * W, H * W);
             blas_restore(prev);
         }
 #pragma omp parallel num_threads(nw < nth ? (int)nw : nth) if (n * H * T * (Dk + Dv) >= GB_ATTN_PAR_MIN)
@@ -191,13 +264,14 @@ done:
     free(kv);
     free(kh);
     free(lim);
+    free(kvb_tmp);
     return st;
 }
 
 /* ---- absorbed and flash -------------------------------------------------------------------- */
 
 static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope, const float *q_rope, int64_t T,
-                        int64_t H, int64_t Dn, int64_t Dv, const float *kv_b, float scale, int split_cache,
+                        int64_t H, int64_t Dn, int64_t Dv, const void *kv_b, int wfmt, float scale, int split_cache,
                         int64_t n_splits, float *out) {
     const int64_t R = c->dk, Dr = c->dv, Dq = R + Dr, W = Dn + Dv, L = c->len[layer], bs = c->block_size;
     const int64_t nr = T * H; /* row r = t*H + h: lim is nondecreasing in r */
@@ -232,7 +306,7 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
     int prev = blas_solo();
 #pragma omp parallel for schedule(static) if (H * T * Dn * R > (1 << 18))
     for (int64_t h = 0; h < H; h++)
-        gemm_nn(T, R, Dn, scale, q_nope + h * Dn, H * Dn, kv_b + h * W * R, R, qa + h * Dq, H * Dq);
+        gemm_nn(T, R, Dn, scale, q_nope + h * Dn, H * Dn, wrow(kv_b, wfmt, h * W, R), wfmt, R, qa + h * Dq, H * Dq);
     blas_restore(prev);
     for (int64_t r = 0; r < nr; r++) {
         for (int64_t i = 0; i < Dr; i++) qa[r * Dq + R + i] = q_rope[r * Dr + i] * scale;
@@ -285,7 +359,7 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
     prev = blas_solo();
 #pragma omp parallel for schedule(static) if (H * T * Dv * R > (1 << 18))
     for (int64_t h = 0; h < H; h++)
-        gemm_nt(T, Dv, R, 1.0f, olat + h * R, H * R, kv_b + (h * W + Dn) * R, R, out + h * Dv, H * Dv);
+        gemm_nt(T, Dv, R, 1.0f, olat + h * R, H * R, wrow(kv_b, wfmt, h * W + Dn, R), wfmt, R, out + h * Dv, H * Dv);
     blas_restore(prev);
 done:
     free(qa);
@@ -299,16 +373,16 @@ done:
 }
 
 int gb_mla_attention(const gb_kvcache *c, int64_t layer, const float *q_nope, const float *q_rope, int64_t T,
-                     int64_t H, int64_t Dn, int64_t Dv, const float *kv_b, float scale, int strategy,
+                     int64_t H, int64_t Dn, int64_t Dv, const void *kv_b, int wfmt, float scale, int strategy,
                      int64_t n_splits, float *out) {
     int st = check_common(c, layer, T, H, Dn, Dv);
     if (st) return st;
     if (T == 0) return GB_OK;
     if (!(scale > 0.0f)) scale = 1.0f / sqrtf((float)(Dn + c->dv));
     switch (strategy) {
-    case GB_MLA_NAIVE: return mla_naive(c, layer, q_nope, q_rope, T, H, Dn, Dv, kv_b, scale, out);
-    case GB_MLA_ABSORBED: return mla_absorbed(c, layer, q_nope, q_rope, T, H, Dn, Dv, kv_b, scale, 0, 1, out);
-    case GB_MLA_FLASH: return mla_absorbed(c, layer, q_nope, q_rope, T, H, Dn, Dv, kv_b, scale, 1, n_splits, out);
+    case GB_MLA_NAIVE: return mla_naive(c, layer, q_nope, q_rope, T, H, Dn, Dv, kv_b, wfmt, scale, out);
+    case GB_MLA_ABSORBED: return mla_absorbed(c, layer, q_nope, q_rope, T, H, Dn, Dv, kv_b, wfmt, scale, 0, 1, out);
+    case GB_MLA_FLASH: return mla_absorbed(c, layer, q_nope, q_rope, T, H, Dn, Dv, kv_b, wfmt, scale, 1, n_splits, out);
     }
     return gb_error(GB_EVALUE, "unknown MLA strategy %d", strategy);
 }

@@ -20,11 +20,11 @@
 
 enum { GB_MLA_NAIVE = 0, GB_MLA_ABSORBED = 1, GB_MLA_FLASH = 2 };
 
-/* q_nope[T][H][Dn], q_rope[T][H][Dr] for the LAST T tokens held at `layer`; kv_b float32
- * [H*(Dn+Dv)][R]; scale <= 0 means 1/sqrt(Dn + Dr); n_splits <= 0 picks a default (flash only).
+/* q_nope[T][H][Dn], q_rope[T][H][Dr] for the LAST T tokens held at `layer`; kv_b [H*(Dn+Dv)][R] in
+ * format wfmt (GB_F32, GB_F16 or GB_BF16); scale <= 0 means 1/sqrt(Dn + Dr); n_splits <= 0 picks a default (flash only).
  * -> out[T][H][Dv]. */
 int gb_mla_attention(const gb_kvcache *c, int64_t layer, const float *q_nope, const float *q_rope, int64_t T,
-                     int64_t H, int64_t Dn, int64_t Dv, const float *kv_b, float scale, int strategy,
+                     int64_t H, int64_t Dn, int64_t Dv, const void *kv_b, int wfmt, float scale, int strategy,
                      int64_t n_splits, float *out);
 
 #endif

@@ -40,7 +40,9 @@ static PyObject *py_mla_attention(PyObject *self, PyObject *args, PyObject *kw) 
     }
     if (!(qn = gb_array(qno, "q_nope", NPY_FLOAT32, 3, GB_COPY))) goto done;
     if (!(qr = gb_array(qro, "q_rope", NPY_FLOAT32, 3, GB_COPY))) goto done;
-    if (!(w = gb_array(wo, "kv_b_weight", NPY_FLOAT32, 2, GB_COPY))) goto done;
+    static const int wtypes[] = {NPY_FLOAT32, NPY_FLOAT16, NPY_UINT16, -1};
+    if (!(w = gb_array_any(wo, "kv_b_weight", wtypes, 2, GB_COPY))) goto done;
+    const int wfmt = PyArray_TYPE(w) == NPY_FLOAT32 ? GB_F32 : (PyArray_TYPE(w) == NPY_FLOAT16 ? GB_F16 : GB_BF16);
     const npy_intp T = PyArray_DIM(qn, 0), H = PyArray_DIM(qn, 1), Dn = PyArray_DIM(qn, 2);
     if (gb_check_dim(qr, "q_rope", 0, T, "q_nope.shape[0] (tokens)") < 0) goto done;
     if (gb_check_dim(qr, "q_rope", 1, H, "q_nope.shape[1] (heads)") < 0) goto done;
@@ -57,7 +59,7 @@ static PyObject *py_mla_attention(PyObject *self, PyObject *args, PyObject *kw) 
     int st;
     Py_BEGIN_ALLOW_THREADS
     st = gb_mla_attention(c, layer, (const float *)PyArray_DATA(qn), (const float *)PyArray_DATA(qr), T, H, Dn,
-                          v_head_dim, (const float *)PyArray_DATA(w), (float)scale, strat, n_splits,
+                          v_head_dim, PyArray_DATA(w), wfmt, (float)scale, strat, n_splits,
                           (float *)PyArray_DATA(y));
     Py_END_ALLOW_THREADS
     if (st != GB_OK) {
@@ -76,6 +78,7 @@ done:
 
 PyMethodDef gb_attention_mla_methods[] = {
     {"mla_attention", (PyCFunction)(void (*)(void))py_mla_attention, METH_VARARGS | METH_KEYWORDS,
-     "mla_attention(q_nope[T,H,Dn], q_rope[T,H,Dr], cache, layer, kv_b_weight[H*(Dn+Dv), R] f32, v_head_dim, "
+     "mla_attention(q_nope[T,H,Dn], q_rope[T,H,Dr], cache, layer, kv_b_weight[H*(Dn+Dv), R] f32/f16/bf16(uint16), "
+     "v_head_dim, "
      "scale=0, strategy='flash', n_splits=0) -> [T, H, Dv] f32"},
     {NULL, NULL, 0, NULL}};

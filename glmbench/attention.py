@@ -70,36 +70,27 @@ def gqa_attention(q: np.ndarray, cache, layer: int, *, scale: float | None = Non
     return _core.gqa_attention(q, cache, _layer(layer), _opt_scale(scale), _opt_splits(n_splits))
 
 
-# kv_b in float32 for the kernels' sgemm: 16-bit and quantized weights are converted once per weight
-# array and kept while that array lives (a per-call conversion would re-read the whole matrix).
+# kv_b goes to the C core as float32, float16 or bfloat16 (uint16) as stored; a quantized QTensor is
+# dequantized to float32 once per weight and kept while that weight lives (a per-call conversion
+# would re-read and re-write the whole matrix every token).
 _F32 = {}
 
 
-def _kv_b_f32(w):
-    if isinstance(w, np.ndarray) and w.dtype == np.float32:
-        return w
-    key_obj = w.data if hasattr(w, "fmt") and hasattr(w, "data") else w
+def _kv_b_arg(w):
+    if isinstance(w, np.ndarray):
+        if w.dtype in (np.float32, np.float16, np.uint16):
+            return w
+        raise TypeError(f"`kv_b_weight` must be float32, float16 or uint16 (bfloat16), got {w.dtype}")
+    if not (hasattr(w, "fmt") and hasattr(w, "data")):
+        raise TypeError(f"`kv_b_weight` must be a numpy.ndarray or a QTensor, got {type(w).__name__}")
+    key_obj = w.data
     hit = _F32.get(id(key_obj))
     if hit is not None and hit[0]() is key_obj:
         return hit[1]
-    if isinstance(w, np.ndarray):
-        if w.dtype == np.uint16:  # bfloat16 bits
-            f = (w.astype(np.uint32) << np.uint32(16)).view(np.float32)
-        elif w.dtype == np.float16:
-            f = w.astype(np.float32)
-        else:
-            raise TypeError(f"`kv_b_weight` must be float32, float16 or uint16 (bfloat16), got {w.dtype}")
-    elif hasattr(w, "fmt") and hasattr(w, "data"):
-        from .quant import dequantize
-        f = dequantize(w)
-    else:
-        raise TypeError(f"`kv_b_weight` must be a numpy.ndarray or a QTensor, got {type(w).__name__}")
-    f = np.ascontiguousarray(f, dtype=np.float32)
-    try:
-        ref = weakref.ref(key_obj, lambda _r, k=id(key_obj): _F32.pop(k, None))
-        _F32[id(key_obj)] = (ref, f)
-    except TypeError:
-        pass
+    from .quant import dequantize
+    f = np.ascontiguousarray(dequantize(w), dtype=np.float32)
+    ref = weakref.ref(key_obj, lambda _r, k=id(key_obj): _F32.pop(k, None))
+    _F32[id(key_obj)] = (ref, f)
     return f
 
 
@@ -114,7 +105,7 @@ def mla_attention(q_nope: np.ndarray, q_rope: np.ndarray, cache, layer: int, kv_
         raise ValueError(f"`strategy` must be one of {', '.join(MLA_STRATEGIES)}, got {strategy!r}")
     if isinstance(v_head_dim, (bool, np.bool_)) or not isinstance(v_head_dim, (int, np.integer)):
         raise TypeError(f"`v_head_dim` must be an int, got {type(v_head_dim).__name__} {v_head_dim!r}")
-    return _core.mla_attention(q_nope, q_rope, cache, _layer(layer), _kv_b_f32(kv_b_weight), int(v_head_dim),
+    return _core.mla_attention(q_nope, q_rope, cache, _layer(layer), _kv_b_arg(kv_b_weight), int(v_head_dim),
                                _opt_scale(scale), strategy, _opt_splits(n_splits))
 
 

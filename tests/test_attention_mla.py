@@ -94,6 +94,19 @@ def test_kv_b_in_16_bit_formats(rng):
                                    ref.mla_attention(qn, qr, lat, kr, wh, 16), atol=ATOL)
 
 
+@pytest.mark.parametrize("wdt", ["bf16", "f16"])
+def test_kv_b_16_bit_on_the_gemm_paths(rng, wdt):
+    # T=9 query tokens take the per-head sgemm path (weights converted once per call), and with GLM's
+    # 20 x 448 x 512 kv_b a 20-token cache takes naive's whole-matrix chunk sgemm
+    c, qn, qr, w = _case(rng, 20, 192, 64, 256, 512, 11, 9)
+    lat, kr = c.read(1)
+    w16 = ref.to_bf16(w) if wdt == "bf16" else w.astype(np.float16)
+    r = ref.mla_attention(qn, qr, lat, kr, ref.weight_f64(w16), 256)
+    for s in MLA_STRATEGIES:
+        np.testing.assert_allclose(mla_attention(qn, qr, c, 1, w16, v_head_dim=256, strategy=s), r, atol=ATOL,
+                                   err_msg=s)
+
+
 def test_chunks_equal_one_pass(rng):
     H, Dn, Dr, Dv, R, n = 4, 24, 8, 16, 32, 37
     lat = rng.standard_normal((n, R)).astype(np.float32)
