@@ -18,8 +18,9 @@ Method (../.library/device/METHOD.md, ../shared/STYLE.md):
     8192^3 -- all in this run on this card.
   * --emulate runs all of it on a CPU stand-in with tiny sizes (tests/cuda_emulator.py) to check
     this script itself before a GPU session; it measures nothing.
-Output: validation.csv, kernels.csv, peers.csv, models.csv (records, evidence=measured), log.txt
-in --out; a short table last on stdout.
+Output in --out: validation.csv, kernels.csv, peers.csv (SDPA; peers_hf.csv when the HF peer runs
+in another process), models.csv (records, evidence=measured), log.txt (appended by each process).
+Kernels that fail validation are neither timed nor used by the model sweep (load_failures).
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ import gc
 import io
 import math
 import os
+import re
 import sys
 import time
 import traceback
@@ -77,8 +79,11 @@ def log(*a):
 class Table:
     """Rows written to CSV (atomically) after every add, so a run cut short keeps what it did."""
 
-    def __init__(self, path):
+    def __init__(self, path, resume=False):
         self.path, self.rows = path, []
+        if resume and os.path.exists(path):
+            with open(path) as f:
+                self.rows = [dict(r, ok=r.get("ok") == "True") if "ok" in r else dict(r) for r in csv.DictReader(f)]
 
     def add(self, **row):
         self.rows.append(row)
@@ -105,7 +110,7 @@ def rel(out, want):
 
 
 # ---- validation -----------------------------------------------------------------------------
-def validate(tab, quick, model_names=()):
+def validate(tab, quick, model_names=(), start=0):
     rng = np.random.default_rng(int(time.time()))  # fresh data every run
     cuda.set_poison(True)
 
@@ -114,13 +119,7 @@ def validate(tab, quick, model_names=()):
         tab.add(op=op, version=version, shape=shape, rel_err=f"{err:.3e}", bound=bound, ok=ok, note=note)
         log(f"  {'ok  ' if ok else 'FAIL'} {op:<28} v{version} {shape:<34} rel_err {err:.2e} (bound {bound:g}) {note}")
 
-    def guard(name, fn):
-        try:
-            fn()
-        except Exception as e:  # a crash is a failed check, recorded with its message
-            tab.add(op=name, version="", shape="", rel_err="", bound="", ok=False, note=f"{type(e).__name__}: {e}")
-            log(f"  FAIL {name}: {type(e).__name__}: {e}")
-            traceback.print_exc()
+    groups = []  # (name, check function), run in order below
 
     # rms_norm
     def t_norm():
@@ -130,7 +129,7 @@ def validate(tab, quick, model_names=()):
             for v in versions:
                 y = cuda.rms_norm(cuda.to_device(x), cuda.to_device(w), 1e-5, version=v).to_numpy()
                 check("rms_norm", v, f"{rows}x{dim}", rel(y, want), 4e-3)
-    guard("rms_norm", t_norm)
+    groups.append(("rms_norm", t_norm))
 
     def t_rope():
         for layout, T, H, Dh, rd, off in (("interleaved", 5, 20, 64, 64, 0), ("half", 7, 8, 128, 128, 0),
@@ -141,7 +140,7 @@ def validate(tab, quick, model_names=()):
             y = cuda.rope(cuda.to_device(x), cuda.to_device(pos), theta=1e6, rot_dim=rd, rot_offset=off,
                           layout=layout).to_numpy()
             check(f"rope[{layout}]", 1, f"T{T} H{H} Dh{Dh} rot{rd}@{off}", rel(y, want), 4e-3, "positions to 2e5")
-    guard("rope", t_rope)
+    groups.append(("rope", t_rope))
 
     def t_linear():
         cases = [(1, 2048, 5120, (1, 2, 3, 4)), (3, 768, 2048, (1, 2, 3, 4)), (8, 512, 1024, (2, 3, 4)),
@@ -156,7 +155,7 @@ def validate(tab, quick, model_names=()):
                     continue
                 y = cuda.linear(cuda.to_device(x), cuda.to_device(w), cuda.to_device(b), version=v).to_numpy()
                 check("linear(+bias)", v, f"T{T} N{N} K{K}", rel(y, want), 4e-3)
-    guard("linear", t_linear)
+    groups.append(("linear", t_linear))
 
     def t_swiglu():
         T, D, F = 9, 512, 1536
@@ -164,7 +163,7 @@ def validate(tab, quick, model_names=()):
         y = cuda.swiglu(*(cuda.to_device(a) for a in (x, g, u, d))).to_numpy()
         # gate/up outputs and their product are rounded to bf16 before the down projection
         check("swiglu", 0, f"T{T} D{D} F{F}", rel(y, ref.swiglu(x, g, u, d)), 1e-2)
-    guard("swiglu", t_swiglu)
+    groups.append(("swiglu", t_swiglu))
 
     def t_swiglu_fused():
         for T, D, F in ((1, 2048, 10240), (5, 512, 1536)):
@@ -172,7 +171,7 @@ def validate(tab, quick, model_names=()):
             d = bf(rng, D, F, scale=F ** -0.5)
             y = cuda.swiglu(*(cuda.to_device(a) for a in (x, g, u, d)), fused=True).to_numpy()
             check("swiglu (fused gate/up/silu)", 1, f"T{T} D{D} F{F}", rel(y, ref.swiglu(x, g, u, d)), 1e-2)
-    guard("swiglu_fused", t_swiglu_fused)
+    groups.append(("swiglu_fused", t_swiglu_fused))
 
     def t_prepare():
         T, H, Dn, Dr, R, start = 3, 20, 192, 64, 512, 70
@@ -192,7 +191,7 @@ def validate(tab, quick, model_names=()):
         err = max(rel(qn.to_numpy(), q[..., :Dn]), rel(qr.to_numpy(), want_qr), rel(lat[start:], want_lat),
                   rel(kr[start:], want_kr))
         check("mla_prepare (fused glue)", 1, f"T{T} H{H} start{start}", err, 4e-3, "q split/rope, norm+rope+append")
-    guard("mla_prepare", t_prepare)
+    groups.append(("mla_prepare", t_prepare))
 
     def t_route():
         for scoring, E, k, ng, tg, bias in (("sigmoid", 64, 4, 1, 1, True), ("sigmoid", 64, 8, 8, 4, True),
@@ -219,7 +218,7 @@ def validate(tab, quick, model_names=()):
             err = rel(w[clear], rw[clear]) if same else float("nan")
             check(f"moe_route[{scoring}]", 1, f"T{T} E{E} k{k} g{ng}/{tg}", err, 1e-4,
                   f"indices equal on {clear.sum()}/{T} rows")
-    guard("moe_route", t_route)
+    groups.append(("moe_route", t_route))
 
     def t_experts():
         for T, E, k, D, F, versions in ((1, 64, 4, 2048, 1536, (1, 2)), (5, 8, 2, 256, 96, (1, 2)),
@@ -237,7 +236,7 @@ def validate(tab, quick, model_names=()):
                 same = np.array_equal(counts.to_numpy(), counts_ref)
                 check("moe_experts", v, f"T{T} E{E} k{k} D{D} F{F}", rel(y.to_numpy(), want) if same else float("nan"),
                       1e-2, "counts equal" if same else "COUNTS DIFFER")
-    guard("moe_experts", t_experts)
+    groups.append(("moe_experts", t_experts))
 
     def t_cache():
         cache = cuda.PagedCache.mla(2, 500, 512, 64, block_size=64, shuffle_seed=1)
@@ -247,7 +246,7 @@ def validate(tab, quick, model_names=()):
         a, b = cache.read(1)
         exact = np.array_equal(a, lat) and np.array_equal(b, kr) and cache.length(0) == 0
         check("paged_append[mla]", 1, "2 appends, 130 rows", 0.0 if exact else float("nan"), 0.0, "bit-exact")
-    guard("paged_append", t_cache)
+    groups.append(("paged_append", t_cache))
 
     def t_gqa():
         cases = [(1, 1000, 64, 8, 128, 128), (4, 777, 32, 8, 128, 128), (1, 3000, 80, 8, 128, 128),
@@ -267,7 +266,7 @@ def validate(tab, quick, model_names=()):
                     out = cuda.gqa_attention(cuda.to_device(q), cache, 0, n_splits=splits, version=ver).to_numpy()
                     check("gqa_attention", ver, f"T{T} L{L} Hq{Hq} Hkv{Hkv} Dh{Dh} Dv{Dv}", rel(out, want), 1e-2,
                           f"splits={'auto' if splits == 0 else splits}")
-    guard("gqa_attention", t_gqa)
+    groups.append(("gqa_attention", t_gqa))
 
     def t_mla():
         H, Dn, Dr, Dv, R = 20, 192, 64, 256, 512
@@ -286,7 +285,7 @@ def validate(tab, quick, model_names=()):
                                          scale=1 / 16, strategy=strat, version=ver).to_numpy()
                 # q_lat, p and o_lat are rounded to bf16 on the way (as FlashMLA does with p)
                 check(f"mla_attention[{strat}]", ver, f"T{T} L{L} H{H} R{R}", rel(out, want), 2e-2)
-    guard("mla_attention", t_mla)
+    groups.append(("mla_attention", t_mla))
 
     def t_models():
         # Whole-model wiring at full width, 2 decoder layers (GLM: one dense, one MoE): CudaModel
@@ -314,7 +313,7 @@ def validate(tab, quick, model_names=()):
                   rel(m.prefill(toks).to_numpy(), u.prefill(toks).to_numpy()), 5e-2)
             del m, u, cpu, hw
             gc.collect()
-    guard("models", t_models)
+    groups.append(("models", t_models))
 
     def t_graph():
         x, w = bf(rng, 4, 1024), bf(rng, 1024)
@@ -323,11 +322,56 @@ def validate(tab, quick, model_names=()):
         g.launch()
         cuda.synchronize()
         check("graph replay (rms_norm)", 0, "4x1024", rel(g.result.to_numpy(), ref.rms_norm(x, w, 1e-6)), 4e-3)
-    guard("graph", t_graph)
+    groups.append(("graph", t_graph))
+    for gi in range(start, len(groups)):
+        name, fn = groups[gi]
+        try:
+            fn()
+        except Exception as e:  # a crash is a failed check, recorded with its message
+            tab.add(op=name, version="", shape="", rel_err="", bound="", ok=False, note=f"{type(e).__name__}: {e}")
+            log(f"  FAIL {name}: {type(e).__name__}: {e}")
+            traceback.print_exc()
+            if re.search(r"CUDA error 7\d\d ", str(e)):
+                # a sticky error (illegal address, launch failure...): this process's context is
+                # gone; gpu_check.sh starts a new one at the next group
+                return None, gi + 1
     cuda.set_poison(False)
     n_bad = sum(1 for r in tab.rows if not r["ok"])
     log(f"validation: {len(tab.rows) - n_bad} passed, {n_bad} failed")
-    return n_bad
+    return n_bad, None
+
+
+FAILED = set()  # (op, version) that failed validation in this run: not timed, not used by models
+
+
+def load_failures(out):
+    """Read validation.csv (written by the validate section, maybe by another process) and steer
+    the rest of the run away from what failed: such kernels are not timed, and the models use the
+    fallback versions / the unfused path."""
+    path = os.path.join(out, "validation.csv")
+    if not os.path.exists(path):
+        return
+    with open(path) as f:
+        for r in csv.DictReader(f):
+            if r["ok"] != "True":
+                FAILED.add((r["op"], r["version"]))
+    if FAILED:
+        log(f"  failed validation, skipped below: {sorted(FAILED)}")
+    if failed("gqa_attention", 3):
+        cuda.prefer("gqa", 1 if failed("gqa_attention", 2) else 2)
+    if failed("mla_attention[flash]", 2) or failed("mla_attention[absorbed]", 2):
+        cuda.prefer("mla", 1)
+
+
+def failed(op, version):
+    """Failed its own check, or sits in a check group that crashed (version "" rows: which version
+    crashed is not known, so none of the group's is trusted)."""
+    return (op, str(version)) in FAILED or any(v == "" and op.startswith(g) for g, v in FAILED)
+
+
+def fused_ok():
+    return not (any(op.startswith(("mla_prepare", "swiglu (fused", "swiglu_fused", "CudaModel fused"))
+                    for op, _ in FAILED) or failed("moe_experts", 1))
 
 
 # ---- timing ---------------------------------------------------------------------------------
@@ -369,12 +413,16 @@ def kernels(tab, ceil, quick, budget):
     # GEMV (decode) and GEMM (prefill)
     for T, N, K in P["gemv"]:
         for v in (2, 4) if cuda.have_cublas() else (2,):
+            if failed("linear(+bias)", v):
+                continue
             sets = rotated(lambda i: (rand_dev((T, K)), rand_dev((N, K), K ** -0.5)), N * K * 2, l2)
             ms, _ = time_sets([lambda s=s: cuda.linear(s[0], s[1], version=v) for s in sets])
             row("linear", v, f"T{T} N{N} K{K}", ms, nbytes=N * K * 2, flops=2 * T * N * K)
     for T, N, K in P["gemm"]:
         x, w = rand_dev((T, K)), rand_dev((N, K), K ** -0.5)
         for v in (3, 4) if cuda.have_cublas() else (3,):
+            if failed("linear(+bias)", v):
+                continue
             ms, _ = time_sets([lambda: cuda.linear(x, w, version=v)])
             row("linear", v, f"T{T} N{N} K{K}", ms, flops=2 * T * N * K)
     if time.time() - T0 > budget:
@@ -383,6 +431,8 @@ def kernels(tab, ceil, quick, budget):
     for rows, dim in P["norm"]:
         x, w = rand_dev((rows, dim)), rand_dev((dim,))
         for v in (1, 2):
+            if failed("rms_norm", v):
+                continue
             ms, _ = time_sets([lambda: cuda.rms_norm(x, w, version=v)])
             row("rms_norm", v, f"{rows}x{dim}", ms, nbytes=2 * rows * dim * 2)
     T, H, Dh = P["rope"]
@@ -398,6 +448,9 @@ def kernels(tab, ceil, quick, budget):
     for T in P["moe_T"]:
         x = rand_dev((T, D))
         for v in (1, 2) if T == 1 else (2,):
+            if failed("moe_experts", v):
+                continue
+
             def f(x=x, v=v):
                 idx, w = cuda.moe_route(x, wr, top_k=k, scoring="sigmoid", routed_scaling_factor=1.8)
                 return cuda.moe_experts(x, idx, w, wg, wu, wd, version=v)
@@ -419,6 +472,8 @@ def kernels(tab, ceil, quick, budget):
             return c, rand_dev((1, Hq, Dh))
         sets = rotated(mk, kv_bytes, l2)
         for v in (1, 2, 3):
+            if failed("gqa_attention", v):
+                continue
             ms, _ = time_sets([lambda s=s: cuda.gqa_attention(s[1], s[0], 0, version=v) for s in sets])
             row("gqa decode (Qwen3-32B)", v, f"L{L} Hq{Hq} Hkv{Hkv}", ms, nbytes=kv_bytes,
                 flops=4 * Hq * Dh * L)
@@ -442,6 +497,8 @@ def kernels(tab, ceil, quick, budget):
                                                c.block_size, o.ptr, 1, L, H, R, Dr, 1 / 16, S, ws.ptr, wsb, v)
             return o
         for v in (1, 2):
+            if failed("mla_attention[flash]", v):
+                continue
             ms, _ = time_sets([lambda s=s: mla_core(s, v) for s in sets])
             row("mla absorbed split-K (GLM)", v, f"L{L} H{H} R{R}", ms, nbytes=lat_bytes,
                 flops=2 * H * (R + Dr + R) * L, note="attention kernel + combine")
@@ -454,8 +511,9 @@ def kernels(tab, ceil, quick, budget):
     c = cuda.PagedCache.gqa(1, T, Hkv, Dh, poison=False)
     c.fill_synthetic(T)
     q = rand_dev((T, Hq, Dh))
-    ms, _ = time_sets([lambda: cuda.gqa_attention(q, c, 0, version=1)])
-    row("gqa prefill (Qwen3-32B)", 1, f"T{T} causal", ms, flops=4 * Hq * Dh * T * T / 2)
+    if not failed("gqa_attention", 1):
+        ms, _ = time_sets([lambda: cuda.gqa_attention(q, c, 0, version=1)])
+        row("gqa prefill (Qwen3-32B)", 1, f"T{T} causal", ms, flops=4 * Hq * Dh * T * T / 2)
 
 
 def ceilings(tab):
@@ -584,7 +642,7 @@ def hf_peer(tab, names, budget):
                 tg_ms = float(np.median(ts))
             del model, out, past
             torch.cuda.empty_cache()
-            m = cuda.CudaModel(cfg, max_context=2 * n + 8, layers=2)
+            m = cuda.CudaModel(cfg, max_context=2 * n + 8, layers=2, fused=fused_ok())
             gp = m.prefill_graph(n, 0)
             ours_pp = cuda.time_ms(gp, warmup=1, iters=1, repeats=3)["median_ms"]
             del gp
@@ -619,11 +677,12 @@ def models(path, names, ceil, quick, budget):
         base = dict(evidence="measured", model=cfg.name, model_type=cfg.model_type, device=f"GPU: {info['name']}",
                     n_cards=1, split="none", weights="bf16", type_k="bf16", type_v="bf16",
                     mla_strategy="flash" if cfg.attention == "mla" else "", runtime="glmbench-cuda",
-                    glmbench_version=glmbench.__version__, copy_gbs=round(ceil["copy_gbs"]))
+                    glmbench_version=glmbench.__version__, copy_gbs=round(ceil["copy_gbs"]),
+                    fused=fused_ok(), attention_versions=str(cuda._PREFER or "launcher default"))
         if EMULATED:
             base.update(device="CPU emulator (not a measurement)", emulated=True)
         t_build = time.time()
-        m = cuda.CudaModel(cfg, max_context=max(depths) + n_prompt + 8)
+        m = cuda.CudaModel(cfg, max_context=max(depths) + n_prompt + 8, fused=fused_ok())
         free, total = cuda.mem_info()
         r = dict(base, test="mem", n_depth=max(depths), n_prompt=0, n_gen=0, weight_bytes=m.weight_bytes,
                  kv_bytes=m.cache.bytes_per_token * max(depths), kv_bytes_allocated=m.cache.bytes_allocated,
@@ -667,17 +726,28 @@ def models(path, names, ceil, quick, budget):
     return recs
 
 
+SECTIONS = ("validate", "kernels", "peers", "models", "hf")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True)
     ap.add_argument("--budget-s", type=float, default=420.0, help="stop starting new sections after this")
+    ap.add_argument("--only", default=",".join(SECTIONS),
+                    help=f"comma list of sections to run (default: all of {','.join(SECTIONS)}); gpu_check.sh runs "
+                         "them in three processes so that a kernel fault (a sticky CUDA error) in one cannot stop "
+                         "the others")
     ap.add_argument("--quick", action="store_true", help="fewer depths")
-    ap.add_argument("--no-models", action="store_true")
-    ap.add_argument("--no-peers", action="store_true")
+    ap.add_argument("--start-group", type=int, default=0, help="validation: resume at this check group "
+                    "(after a sticky CUDA error ended the previous process)")
     ap.add_argument("--models", default="glm-4.7-flash,qwen3-32b")
     ap.add_argument("--emulate", action="store_true",
                     help="run on tests/cuda_emulator.py with tiny sizes: checks this script, not the kernels")
     a = ap.parse_args(argv)
+    only = [x for x in a.only.split(",") if x]
+    bad = [x for x in only if x not in SECTIONS]
+    if bad:
+        ap.error(f"--only: unknown sections {bad}; choose from {SECTIONS}")
     os.makedirs(a.out, exist_ok=True)
     names = [n for n in a.models.split(",") if n]
     global P, EMULATED
@@ -692,25 +762,37 @@ def main(argv=None):
     info = cuda.device_info()
     free, total = cuda.mem_info()
     log(f"device: {info['name']} cc {info['compute_capability']} SMs {info['sm_count']} L2 {info['l2_bytes'] >> 20} MiB "
-        f"memory {total / 2**30:.1f} GiB ({free / 2**30:.1f} free); cuBLAS {'yes' if cuda.have_cublas() else 'no'}")
+        f"memory {total / 2**30:.1f} GiB ({free / 2**30:.1f} free); cuBLAS {'yes' if cuda.have_cublas() else 'no'}; "
+        f"sections {','.join(only)}")
     status = 0
     try:
-        log("== validation (fresh random data, poisoned outputs and cache padding)")
-        n_bad = validate(Table(os.path.join(a.out, "validation.csv")), a.quick, names)
-        status = 1 if n_bad else 0
-        ktab = Table(os.path.join(a.out, "kernels.csv"))
-        log("== ceilings")
-        ceil = ceilings(ktab)
-        log("== kernels")
-        kernels(ktab, ceil, a.quick, a.budget_s * 0.45)
-        if not a.no_peers:
-            ptab = Table(os.path.join(a.out, "peers.csv"))
+        if "validate" in only:
+            log("== validation (fresh random data, poisoned outputs and cache padding)"
+                + (f", from check group {a.start_group}" if a.start_group else ""))
+            vtab = Table(os.path.join(a.out, "validation.csv"), resume=a.start_group > 0)
+            n_bad, next_group = validate(vtab, a.quick, names, a.start_group)
+            if next_group is not None:
+                log(f"sticky CUDA error: validation continues in a new process at group {next_group}")
+                print(f"NEXT_GROUP={next_group}")
+                return 3
+            status = 1 if n_bad else 0
+        load_failures(a.out)
+        ceil = None
+        if "kernels" in only or "models" in only:
+            ktab = Table(os.path.join(a.out, "kernels.csv" if "kernels" in only else "ceilings.tmp.csv"))
+            log("== ceilings")
+            ceil = ceilings(ktab)
+        if "kernels" in only:
+            log("== kernels")
+            kernels(ktab, ceil, a.quick, a.budget_s * 0.6)
+        ptab = Table(os.path.join(a.out, "peers.csv" if "peers" in only else "peers_hf.csv"))
+        if "peers" in only:
             log("== peers: PyTorch SDPA")
-            peers(ptab, a.quick, a.budget_s * 0.55)
-        if not a.no_models:
+            peers(ptab, a.quick, a.budget_s * 0.9)
+        if "models" in only:
             log("== whole models")
-            models(os.path.join(a.out, "models.csv"), names, ceil, a.quick, a.budget_s * 0.9)
-        if not a.no_peers:
+            models(os.path.join(a.out, "models.csv"), names, ceil, a.quick, a.budget_s * 0.8)
+        if "hf" in only:
             log("== peers: HF transformers (2 layers)")
             hf_peer(ptab, names, a.budget_s)
     except Exception:
@@ -718,7 +800,11 @@ def main(argv=None):
         status = 2
     finally:
         log(f"elapsed {time.time() - T0:.0f} s")
-        records.atomic_write_text(os.path.join(a.out, "log.txt"), "\n".join(LOG) + "\n")
+        with open(os.path.join(a.out, "log.txt"), "a") as f:  # one log for the three processes
+            f.write("\n".join(LOG) + "\n")
+        tmp = os.path.join(a.out, "ceilings.tmp.csv")
+        if os.path.exists(tmp):
+            os.unlink(tmp)
     return status
 
 

@@ -35,7 +35,7 @@ __all__ = [
     "DeviceArray", "empty", "to_device", "set_poison",
     "rms_norm", "rope", "linear", "silu_mul", "add", "swiglu",
     "moe_route", "moe_experts", "moe", "PagedCache", "gqa_attention", "mla_attention",
-    "capture", "Graph", "time_ms", "copy_bandwidth", "CudaModel", "measure",
+    "capture", "Graph", "time_ms", "copy_bandwidth", "CudaModel", "measure", "prefer",
 ]
 
 _ITEMSIZE = {"bf16": 2, "f32": 4, "i32": 4, "i64": 8}
@@ -231,6 +231,18 @@ def to_device(a, dtype=None) -> DeviceArray:
     if d.nbytes:
         _lib().upload(d.ptr, host)
     return d
+
+
+_PREFER = {}
+
+
+def prefer(op: str, version: int) -> None:
+    """Use `version` wherever `op` ("gqa" or "mla" attention) is called with version=0 (e.g. the
+    CUDA-core kernel when the tensor-core one failed validation on this card); 0 restores the
+    launcher's choice."""
+    if op not in ("gqa", "mla"):
+        raise ValueError(f"`op` must be 'gqa' or 'mla', got {op!r}")
+    _PREFER[op] = int(version)
 
 
 def _check(a, name, dtype, ndim=None):
@@ -584,7 +596,7 @@ def _gqa(q, kp, vp, table, page_size, T, L, Hq, Hkv, Dh, Dv, scale, n_splits, ve
     lib = _lib()
     if Hq % Hkv:
         raise ValueError(f"`q_heads`={Hq} is not a multiple of `kv_heads`={Hkv}")
-    v, S = lib.gqa_plan(T, L, Hq, Hkv, Dh, Dv, int(version))
+    v, S = lib.gqa_plan(T, L, Hq, Hkv, Dh, Dv, int(version) or _PREFER.get("gqa", 0))
     S = int(n_splits) or S
     ws_bytes = lib.gqa_workspace_bytes(T, Hq, Dv, S) if S > 1 else 0
     ws = empty((max(1, ws_bytes // 4),), "f32") if ws_bytes else None
@@ -646,7 +658,7 @@ def mla_attention(q_nope: DeviceArray, q_rope: DeviceArray, cache: PagedCache, l
     ws = empty((max(1, ws_bytes // 4),), "f32") if ws_bytes else None
     o_lat = empty((T, H, R))
     lib.mla_absorbed_attention(q_lat.ptr, q_rope.ptr, pages.ptr, table.ptr, cache.block_size, o_lat.ptr, T, L, H, R,
-                               Dr, scale, S, _ptr(ws), ws_bytes, int(version))
+                               Dr, scale, S, _ptr(ws), ws_bytes, int(version) or _PREFER.get("mla", 0))
     out = empty((T, H, Dv))
     lib.mla_absorb_o(o_lat.ptr, kv_b_weight.ptr, out.ptr, T, H, Dn, Dv, R)
     return out

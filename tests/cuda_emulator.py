@@ -11,6 +11,7 @@ and graph_launch replays the record.
 from __future__ import annotations
 
 import bisect
+import os
 import time
 
 import numpy as np
@@ -273,6 +274,9 @@ class Emulator:
         return ver, max(1, min(264 // max(units, 1), -(-L // 64), 64))
 
     def _gqa_attention(self, q, kp, vp, table, ps, out, T, L, Hq, Hkv, Dh, Dv, scale, S, ws, wsb, v):
+        if os.environ.get("GLMBENCH_EMU_STICKY") == f"gqa_attention:{v}":  # fault injection (gpu_check's restart)
+            raise RuntimeError("CUDA error 700 (cudaErrorIllegalAddress): an illegal memory access was encountered, "
+                               "in launch of gqa_kernel (emulator)")
         if S > 1 and self.gqa_workspace_bytes(T, Hq, Dv, S) > wsb:
             raise ValueError("gqa_attention: workspace too small (emulator)")
         rows = self._rows(table, ps, L)
