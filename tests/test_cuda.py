@@ -313,3 +313,230 @@ def test_cli_measure_device_cuda_without_a_device(capsys):
     from glmbench import cli
     assert cli.main(["measure", "qwen3-32b", "--device", "cuda", "-q"]) != 0
     assert "no CUDA device" in capsys.readouterr().err
+
+
+# ---- the tensor-core kernels' index arithmetic, replayed in Python ---------------------------
+# A line-by-line transliteration of attention_mla.cu's mla_kernel2 and attention_gqa.cu's
+# gqa_kernel3 (warps, lanes, shared-memory offsets, fragment loads) with mma.sync m16n8k16
+# modelled from the fragment layout written in kernels/mma.cuh. It checks that the kernels use
+# that layout consistently (a transposed tile or a wrong offset fails here); whether the layout
+# matches the hardware is checked only on a GPU (bench/gpu_check.sh).
+def _mma(acc, a, b):
+    """acc[32][4] += A . B with A, B gathered from the per-lane fragments a[32][4][2], b[32][2][2]."""
+    A, B = np.zeros((16, 16)), np.zeros((16, 8))
+    for lane in range(32):
+        g, c = lane >> 2, lane & 3
+        for e in range(2):
+            A[g, 2 * c + e], A[g + 8, 2 * c + e] = a[lane][0][e], a[lane][1][e]
+            A[g, 2 * c + 8 + e], A[g + 8, 2 * c + 8 + e] = a[lane][2][e], a[lane][3][e]
+            B[2 * c + e, g], B[2 * c + 8 + e, g] = b[lane][0][e], b[lane][1][e]
+    C = A @ B
+    for lane in range(32):
+        g, c = lane >> 2, lane & 3
+        acc[lane] += [C[g, 2 * c], C[g, 2 * c + 1], C[g + 8, 2 * c], C[g + 8, 2 * c + 1]]
+
+
+def _pair(buf, i):
+    return (buf[i], buf[i + 1])
+
+
+def _bfr(x):
+    return cuda.bf16_to_f32(cuda.f32_to_bf16(np.asarray(x, np.float32)))
+
+
+def _sim_mla_kernel2(qlat, qrope, lat_rows, T_, L, scale, NT=32, ROWS=32, PAD=8):
+    """One split (S = 1), one head group, query token t = T_-1 at position L-1: returns o_lat[H, R]."""
+    H, R = qlat.shape
+    Dr = qrope.shape[1]
+    W, LD = R + Dr, R + Dr + PAD
+    qs = np.zeros(ROWS * LD)
+    for r in range(H):
+        qs[r * LD:r * LD + W] = np.concatenate([qlat[r], qrope[r]])
+    m_s, l_s = np.full(ROWS, -np.inf), np.zeros(ROWS)
+    ncol, ntile = R // 8, R // 64
+    o = np.zeros((8, 32, 2, 8, 4))  # [warp][lane][mt][j][e]
+    p = L - 1
+    k_end = min(L, p + 1)
+    for kt in range(0, k_end, NT):
+        ks = np.zeros(NT * LD)
+        for j in range(NT):
+            if kt + j < k_end:
+                ks[j * LD:j * LD + W] = lat_rows[kt + j]
+        ss = np.zeros((ROWS, NT + 1))
+        for warp in range(8):
+            mt, nt = warp & 1, warp >> 1
+            acc = np.zeros((32, 4))
+            for k0 in range(0, W, 16):
+                a = [[None] * 4 for _ in range(32)]
+                b = [[None] * 2 for _ in range(32)]
+                for lane in range(32):
+                    g, c = lane >> 2, lane & 3
+                    qa, kb = (mt * 16) * LD, (nt * 8) * LD
+                    a[lane] = [_pair(qs, qa + g * LD + k0 + 2 * c), _pair(qs, qa + (g + 8) * LD + k0 + 2 * c),
+                               _pair(qs, qa + g * LD + k0 + 8 + 2 * c), _pair(qs, qa + (g + 8) * LD + k0 + 8 + 2 * c)]
+                    b[lane] = [_pair(ks, kb + g * LD + k0 + 2 * c), _pair(ks, kb + g * LD + k0 + 8 + 2 * c)]
+                _mma(acc, a, b)
+            for lane in range(32):
+                g, c = lane >> 2, lane & 3
+                r0, col = mt * 16 + g, nt * 8 + 2 * c
+                ss[r0, col], ss[r0, col + 1] = acc[lane][0] * scale, acc[lane][1] * scale
+                ss[r0 + 8, col], ss[r0 + 8, col + 1] = acc[lane][2] * scale, acc[lane][3] * scale
+        ps, a_s = np.zeros((ROWS, NT + 8)), np.zeros(ROWS)
+        for r in range(ROWS):
+            sv = np.array([ss[r, j] if kt + j < k_end else -np.inf for j in range(NT)])
+            mnew = max(m_s[r], sv.max())
+            pb = _bfr(np.where(np.isinf(sv), 0.0, np.exp(sv - mnew)))
+            ps[r, :NT] = pb
+            alpha = 0.0 if m_s[r] == -np.inf else np.exp(m_s[r] - mnew)
+            l_s[r] = l_s[r] * alpha + pb.sum()
+            m_s[r], a_s[r] = mnew, alpha
+        psf = ps.ravel()
+        for warp in range(8):
+            for lane in range(32):
+                g = lane >> 2
+                for mt in range(2):
+                    o[warp, lane, mt, :, 0:2] *= a_s[mt * 16 + g]
+                    o[warp, lane, mt, :, 2:4] *= a_s[mt * 16 + g + 8]
+            for k0 in range(0, NT, 16):
+                for j in range(ntile):
+                    b = [None] * 32
+                    a = {0: [None] * 32, 1: [None] * 32}
+                    for lane in range(32):
+                        g, c = lane >> 2, lane & 3
+                        for mt in range(2):
+                            pa, st = (mt * 16) * (NT + 8), NT + 8
+                            a[mt][lane] = [_pair(psf, pa + g * st + k0 + 2 * c), _pair(psf, pa + (g + 8) * st + k0 + 2 * c),
+                                           _pair(psf, pa + g * st + k0 + 8 + 2 * c),
+                                           _pair(psf, pa + (g + 8) * st + k0 + 8 + 2 * c)]
+                        n = warp * ncol + j * 8 + g
+                        b[lane] = [(ks[(k0 + 2 * c) * LD + n], ks[(k0 + 2 * c + 1) * LD + n]),
+                                   (ks[(k0 + 2 * c + 8) * LD + n], ks[(k0 + 2 * c + 9) * LD + n])]
+                    for mt in range(2):
+                        acc = o[warp, :, mt, j, :].copy()
+                        _mma(acc, a[mt], b)
+                        o[warp, :, mt, j, :] = acc
+    out = np.full((H, R), np.nan)
+    for warp in range(8):
+        for lane in range(32):
+            g, c = lane >> 2, lane & 3
+            for mt in range(2):
+                for half in range(2):
+                    r = mt * 16 + g + 8 * half
+                    if r >= H:
+                        continue
+                    for j in range(ntile):
+                        col = warp * ncol + j * 8 + 2 * c
+                        out[r, col] = o[warp, lane, mt, j, 2 * half] / l_s[r]
+                        out[r, col + 1] = o[warp, lane, mt, j, 2 * half + 1] / l_s[r]
+    return out
+
+
+@pytest.mark.parametrize("H,R,Dr,L", [(20, 64, 16, 45),     # two tiles, the second partial; one n8 tile per warp
+                                      (20, 512, 64, 33)])   # GLM's shape: 8 n8 tiles per warp, 36 k-steps
+def test_mla_kernel2_index_math_in_python(rng, H, R, Dr, L):
+    qlat, qrope = _bfr(rng.standard_normal((H, R))), _bfr(rng.standard_normal((H, Dr)))
+    rows = _bfr(rng.standard_normal((L, R + Dr)))
+    got = _sim_mla_kernel2(qlat, qrope, rows, 1, L, 0.1)
+    q = np.concatenate([qlat, qrope], 1)[None]
+    k = np.broadcast_to(rows[:, None, :], (L, H, R + Dr))
+    v = np.broadcast_to(rows[:, None, :R], (L, H, R))
+    want = ref.attention(q, k, v, 0.1)[0]
+    assert np.isfinite(got).all()      # every output element written
+    assert _rel(got, want) < 1e-2      # P is rounded to bf16, as in the kernel
+
+
+def _sim_gqa_kernel3(q, k, v, L, scale, NT=64, PAD=8):
+    """gqa_kernel3 for one KV head, one split (S = 1), the query at position L-1: q[G, Dh],
+    k[L, Dh], v[L, Dv] -> out[G, Dv]."""
+    G, Dh = q.shape
+    Dv = v.shape[1]
+    LK, LV = Dh + PAD, Dv + PAD
+    qs = np.zeros(16 * LK)
+    for r in range(G):
+        qs[r * LK:r * LK + Dh] = q[r]
+    m_s, l_s = np.full(16, -np.inf), np.zeros(16)
+    ncol = Dv // 4
+    ntile = ncol // 8
+    o = np.zeros((4, 32, 8, 4))
+    k_end = L
+    for kt in range(0, k_end, NT):
+        ks, vs = np.zeros(NT * LK), np.zeros(NT * LV)
+        for j in range(NT):
+            if kt + j < k_end:
+                ks[j * LK:j * LK + Dh], vs[j * LV:j * LV + Dv] = k[kt + j], v[kt + j]
+        ss = np.zeros((16, NT + 1))
+        for warp in range(4):
+            for u in range(2):
+                nt = 2 * warp + u
+                acc = np.zeros((32, 4))
+                for k0 in range(0, Dh, 16):
+                    a, b = [None] * 32, [None] * 32
+                    for lane in range(32):
+                        g, c = lane >> 2, lane & 3
+                        kb = (nt * 8) * LK
+                        a[lane] = [_pair(qs, g * LK + k0 + 2 * c), _pair(qs, (g + 8) * LK + k0 + 2 * c),
+                                   _pair(qs, g * LK + k0 + 8 + 2 * c), _pair(qs, (g + 8) * LK + k0 + 8 + 2 * c)]
+                        b[lane] = [_pair(ks, kb + g * LK + k0 + 2 * c), _pair(ks, kb + g * LK + k0 + 8 + 2 * c)]
+                    _mma(acc, a, b)
+                for lane in range(32):
+                    g, c = lane >> 2, lane & 3
+                    col = nt * 8 + 2 * c
+                    ss[g, col], ss[g, col + 1] = acc[lane][0] * scale, acc[lane][1] * scale
+                    ss[g + 8, col], ss[g + 8, col + 1] = acc[lane][2] * scale, acc[lane][3] * scale
+        ps, a_s = np.zeros((16, NT + 8)), np.zeros(16)
+        for r in range(16):
+            sv = np.array([ss[r, j] if kt + j < k_end else -np.inf for j in range(NT)])
+            mnew = max(m_s[r], sv.max())
+            pb = _bfr(np.where(np.isinf(sv), 0.0, np.exp(sv - mnew)))
+            ps[r, :NT] = pb
+            alpha = 0.0 if m_s[r] == -np.inf else np.exp(m_s[r] - mnew)
+            l_s[r] = l_s[r] * alpha + pb.sum()
+            m_s[r], a_s[r] = mnew, alpha
+        psf = ps.ravel()
+        for warp in range(4):
+            for lane in range(32):
+                g = lane >> 2
+                o[warp, lane, :, 0:2] *= a_s[g]
+                o[warp, lane, :, 2:4] *= a_s[g + 8]
+            for k0 in range(0, NT, 16):
+                a = [None] * 32
+                for lane in range(32):
+                    g, c = lane >> 2, lane & 3
+                    st = NT + 8
+                    a[lane] = [_pair(psf, g * st + k0 + 2 * c), _pair(psf, (g + 8) * st + k0 + 2 * c),
+                               _pair(psf, g * st + k0 + 8 + 2 * c), _pair(psf, (g + 8) * st + k0 + 8 + 2 * c)]
+                for j in range(ntile):
+                    b = [None] * 32
+                    for lane in range(32):
+                        g, c = lane >> 2, lane & 3
+                        n = warp * ncol + j * 8 + g
+                        b[lane] = [(vs[(k0 + 2 * c) * LV + n], vs[(k0 + 2 * c + 1) * LV + n]),
+                                   (vs[(k0 + 2 * c + 8) * LV + n], vs[(k0 + 2 * c + 9) * LV + n])]
+                    acc = o[warp, :, j, :].copy()
+                    _mma(acc, a, b)
+                    o[warp, :, j, :] = acc
+    out = np.full((G, Dv), np.nan)
+    for warp in range(4):
+        for lane in range(32):
+            g, c = lane >> 2, lane & 3
+            for half in range(2):
+                r = g + 8 * half
+                if r >= G:
+                    continue
+                for j in range(ntile):
+                    col = warp * ncol + j * 8 + 2 * c
+                    out[r, col] = o[warp, lane, j, 2 * half] / l_s[r]
+                    out[r, col + 1] = o[warp, lane, j, 2 * half + 1] / l_s[r]
+    return out
+
+
+@pytest.mark.parametrize("G,Dh,Dv,L", [(8, 128, 128, 100),   # Qwen3-32B's group, two tiles
+                                       (5, 64, 96, 20),      # odd group, Dv = 96: 3 n8 tiles per warp
+                                       (1, 256, 256, 70)])   # naive MLA's per-head attention
+def test_gqa_kernel3_index_math_in_python(rng, G, Dh, Dv, L):
+    q, k, v = (_bfr(rng.standard_normal(s)) for s in ((G, Dh), (L, Dh), (L, Dv)))
+    got = _sim_gqa_kernel3(q, k, v, L, Dh ** -0.5)
+    want = ref.attention(q[None], np.broadcast_to(k[:, None], (L, G, Dh)), np.broadcast_to(v[:, None], (L, G, Dv)),
+                         Dh ** -0.5)[0]
+    assert np.isfinite(got).all()
+    assert _rel(got, want) < 1e-2
