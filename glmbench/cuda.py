@@ -297,8 +297,11 @@ def rope(x: DeviceArray, positions: DeviceArray, *, theta: float, rot_dim: int, 
     return y
 
 
-def linear(x: DeviceArray, weight: DeviceArray, bias: DeviceArray | None = None, *, version: int = 0) -> DeviceArray:
-    """x[T, K] or [K] bf16, weight[N, K] bf16 (HF layout), bias[N] bf16 -> [T, N] or [N]."""
+def linear(x: DeviceArray, weight: DeviceArray, bias: DeviceArray | None = None, *, norm: DeviceArray | None = None,
+           eps: float = 1e-6, residual: DeviceArray | None = None, version: int = 0) -> DeviceArray:
+    """x[T, K] or [K] bf16, weight[N, K] bf16 (HF layout), bias[N] bf16 -> [T, N] or [N].
+    norm[K]: RMSNorm x first (with eps); residual[T, N]: added to the output. Both are fused into
+    the decode GEMV when T <= 8 (linear.cu linear_kernel2), else done as separate launches."""
     _check(x, "x", "bf16")
     _check(weight, "weight", "bf16", 2)
     if x.ndim not in (1, 2):
@@ -309,9 +312,26 @@ def linear(x: DeviceArray, weight: DeviceArray, bias: DeviceArray | None = None,
         _check(bias, "bias", "bf16", 1)
         _dim(bias, "bias", 0, N, "weight.shape[0]")
     T = 1 if x.ndim == 1 else x.shape[0]
-    y = empty((N,) if x.ndim == 1 else (T, N))
-    _lib().linear(x.ptr, weight.ptr, _ptr(bias), y.ptr, T, N, K, int(version))
-    return y
+    out_shape = (N,) if x.ndim == 1 else (T, N)
+    if norm is not None:
+        _check(norm, "norm", "bf16", 1)
+        _dim(norm, "norm", 0, K, "weight.shape[1]")
+    if residual is not None:
+        _check(residual, "residual", "bf16")
+        if residual.shape != out_shape:
+            raise ValueError(f"`residual` must have shape {out_shape}, got {residual.shape}")
+    if norm is None and residual is None:
+        y = empty(out_shape)
+        _lib().linear(x.ptr, weight.ptr, _ptr(bias), y.ptr, T, N, K, int(version))
+        return y
+    if T <= 8 and K % 8 == 0 and version in (0, 2):
+        y = empty(out_shape)
+        _lib().linear_ex(x.ptr, weight.ptr, _ptr(bias), y.ptr, T, N, K, _ptr(norm), float(eps), _ptr(residual),
+                         int(version))
+        return y
+    h = rms_norm(x, norm, eps) if norm is not None else x
+    y = linear(h, weight, bias, version=version)
+    return add(y, residual) if residual is not None else y
 
 
 def silu_mul(g: DeviceArray, u: DeviceArray) -> DeviceArray:
@@ -336,8 +356,8 @@ def add(a: DeviceArray, b: DeviceArray) -> DeviceArray:
 
 
 def swiglu(x: DeviceArray, w_gate: DeviceArray, w_up: DeviceArray, w_down: DeviceArray, *,
-           version: int = 0, fused: bool | None = None) -> DeviceArray:
-    """down(silu(gate x) * up x): x[T, D], w_gate/w_up[F, D], w_down[D, F] -> [T, D].
+           version: int = 0, fused: bool | None = None, residual: DeviceArray | None = None) -> DeviceArray:
+    """down(silu(gate x) * up x) (+ residual): x[T, D], w_gate/w_up[F, D], w_down[D, F] -> [T, D].
     fused (default: when T <= 8 and D % 8 == 0): gate, up and silu in one GEMV pass
     (linear.cu swiglu_gemv_kernel1); else two linears and silu_mul."""
     _check(x, "x", "bf16", 2)
@@ -355,7 +375,7 @@ def swiglu(x: DeviceArray, w_gate: DeviceArray, w_up: DeviceArray, w_down: Devic
         _lib().swiglu_gemv(x.ptr, w_gate.ptr, w_up.ptr, h.ptr, T, F, D)
     else:
         h = silu_mul(linear(x, w_gate, version=version), linear(x, w_up, version=version))
-    return linear(h, w_down, version=version)
+    return linear(h, w_down, residual=residual, version=version)
 
 
 # ---- moe ------------------------------------------------------------------------------------
@@ -386,7 +406,7 @@ def moe_route(x: DeviceArray, router_weight: DeviceArray, *, top_k: int, scoring
 
 def moe_experts(x: DeviceArray, topk_idx: DeviceArray, topk_weight: DeviceArray, w_gate: DeviceArray,
                 w_up: DeviceArray, w_down: DeviceArray, *, shared_out: DeviceArray | None = None,
-                version: int = 0) -> tuple[DeviceArray, DeviceArray]:
+                residual: DeviceArray | None = None, version: int = 0) -> tuple[DeviceArray, DeviceArray]:
     """Routed experts grouped by expert: permute rows by expert (stable), grouped GEMMs (each chosen
     expert's weights stream once per call for up to 64 rows), SwiGLU, un-permute with the routing
     weights (+ shared_out[T, D], e.g. the shared expert's output). -> (y[T, D], counts[E] i64).
@@ -406,10 +426,11 @@ def moe_experts(x: DeviceArray, topk_idx: DeviceArray, topk_weight: DeviceArray,
     if w_up.shape != (E, F, D) or w_down.shape != (E, D, F):
         raise ValueError(f"expert weights must be w_gate/w_up [E, F, D] = {(E, F, D)} and w_down [E, D, F]; "
                          f"got w_up {w_up.shape}, w_down {w_down.shape}")
-    if shared_out is not None:
-        _check(shared_out, "shared_out", "bf16", 2)
-        if shared_out.shape != (T, D):
-            raise ValueError(f"`shared_out` must have shape {(T, D)}, got {shared_out.shape}")
+    for n, a in (("shared_out", shared_out), ("residual", residual)):
+        if a is not None:
+            _check(a, n, "bf16", 2)
+            if a.shape != (T, D):
+                raise ValueError(f"`{n}` must have shape {(T, D)}, got {a.shape}")
     L = _lib()
     rows = T * k
     max_tiles = L.moe_max_tiles(rows, E)
@@ -432,17 +453,17 @@ def moe_experts(x: DeviceArray, topk_idx: DeviceArray, topk_weight: DeviceArray,
     ys = empty((rows, D))
     L.moe_grouped_linear(h.ptr, w_down.ptr, ys.ptr, offsets.ptr, tiles.ptr, n_tiles.ptr, rows, E, D, F, int(version))
     y = empty((T, D))
-    L.moe_unpermute(ys.ptr, slot_of.ptr, topk_weight.ptr, _ptr(shared_out), y.ptr, T, k, D)
+    L.moe_unpermute(ys.ptr, slot_of.ptr, topk_weight.ptr, _ptr(shared_out), _ptr(residual), y.ptr, T, k, D)
     return y, counts
 
 
 def moe(x, router_weight, w_gate, w_up, w_down, *, shared=None, version: int = 0, fused: bool | None = None,
-        **route_kwargs):
-    """Router + routed experts + shared expert (shared = (gate[Fs, D], up[Fs, D], down[D, Fs])).
-    -> (y[T, D], counts[E] i64)."""
+        residual: DeviceArray | None = None, **route_kwargs):
+    """Router + routed experts + shared expert (shared = (gate[Fs, D], up[Fs, D], down[D, Fs]))
+    (+ residual, added in the un-permute). -> (y[T, D], counts[E] i64)."""
     idx, w = moe_route(x, router_weight, **route_kwargs)
     s = swiglu(x, *shared, fused=fused) if shared is not None else None
-    return moe_experts(x, idx, w, w_gate, w_up, w_down, shared_out=s, version=version)
+    return moe_experts(x, idx, w, w_gate, w_up, w_down, shared_out=s, residual=residual, version=version)
 
 
 # ---- paged KV cache -------------------------------------------------------------------------
@@ -795,6 +816,9 @@ class CudaModel:
         self.cfg, self.mla_strategy, self.fused = cfg, mla_strategy, bool(fused)
         if mla_strategy not in MLA_STRATEGIES:
             raise ValueError(f"`mla_strategy` must be one of {MLA_STRATEGIES}, got {mla_strategy!r}")
+        if getattr(cfg, "rope_scaling", None):
+            raise ValueError(f"CudaModel: {cfg.name} uses rope_scaling {cfg.rope_scaling!r}, which the CUDA rope "
+                             "kernels do not implement (plain theta^(-2i/d) frequencies only)")
         self.n_layers = cfg.n_layers if layers is None else int(layers)
         free0, _ = mem_info()
         self.w = {}
@@ -857,48 +881,62 @@ class CudaModel:
         self._experts[i] = (gate, up, down)
         return self._experts[i]
 
-    def _attention(self, i, h, pos):
-        cfg, T = self.cfg, h.shape[0]
+    def _attention(self, i, x, pos):
+        """x + Attn(RMSNorm(x)). Fused decode (T <= 8): the input norm and the q_a norm ride in the
+        next GEMV, the residual in o_proj's; otherwise separate launches."""
+        cfg, T = self.cfg, x.shape[0]
+        eps = float(cfg.rms_norm_eps)
+        fuse = self.fused and T <= 8
+        ln = self._lw(i, "input_layernorm.weight")
+        h = None if fuse else rms_norm(x, ln, eps)
+
+        def proj(name, bias=None):  # a projection of RMSNorm(x)
+            w = self._lw(i, f"self_attn.{name}.weight")
+            return linear(x, w, bias, norm=ln, eps=eps) if fuse else linear(h, w, bias)
+
+        def out(o, bias=None):  # o_proj and the residual
+            w = self._lw(i, "self_attn.o_proj.weight")
+            return linear(o, w, bias, residual=x) if fuse else add(x, linear(o, w, bias))
+
         if cfg.attention == "mla":
             H, Dn, Dr, Dv, R = cfg.n_heads, cfg.qk_nope_head_dim, cfg.qk_rope_head_dim, cfg.v_head_dim, cfg.kv_lora_rank
-            eps = cfg.latent_norm_eps
+            leps = cfg.latent_norm_eps
             if cfg.q_lora_rank:
-                qa = rms_norm(linear(h, self._lw(i, "self_attn.q_a_proj.weight")),
-                              self._lw(i, "self_attn.q_a_layernorm.weight"), eps)
-                q = linear(qa, self._lw(i, "self_attn.q_b_proj.weight"))
+                qa = proj("q_a_proj")
+                qln = self._lw(i, "self_attn.q_a_layernorm.weight")
+                qb = self._lw(i, "self_attn.q_b_proj.weight")
+                q = linear(qa, qb, norm=qln, eps=leps) if fuse else linear(rms_norm(qa, qln, leps), qb)
             else:
-                q = linear(h, self._lw(i, "self_attn.q_proj.weight"))
+                q = proj("q_proj")
             q = q.reshape(T, H, Dn + Dr)
-            c = linear(h, self._lw(i, "self_attn.kv_a_proj_with_mqa.weight"))
+            c = proj("kv_a_proj_with_mqa")
             if self.fused:
                 q_nope, q_rope = self._mla_prepare(i, q, c, pos)
-                o = mla_attention(q_nope, q_rope, self.cache, i, self._lw(i, "self_attn.kv_b_proj.weight"),
-                                  v_head_dim=Dv, scale=cfg.softmax_scale, strategy=self.mla_strategy)
-                return linear(o.reshape(T, H * Dv), self._lw(i, "self_attn.o_proj.weight"))
-            q_nope, q_rope_in = empty((T, H, Dn)), empty((T, H, Dr))
-            _split_cols(q.reshape(T * H, Dn + Dr), q_nope, q_rope_in, Dn, Dr)
-            lat_in, kr_in = empty((T, R)), empty((T, 1, Dr))
-            _split_cols(c, lat_in, kr_in, R, Dr)
-            latent = rms_norm(lat_in, self._lw(i, "self_attn.kv_a_layernorm.weight"), eps)
-            kr = rope(kr_in, pos, theta=cfg.rope_theta, rot_dim=Dr, layout=cfg.rope_layout)
-            q_rope = rope(q_rope_in, pos, theta=cfg.rope_theta, rot_dim=Dr, layout=cfg.rope_layout)
-            self.cache.append(i, latent, kr.reshape(T, Dr))
+            else:
+                q_nope, q_rope_in = empty((T, H, Dn)), empty((T, H, Dr))
+                _split_cols(q.reshape(T * H, Dn + Dr), q_nope, q_rope_in, Dn, Dr)
+                lat_in, kr_in = empty((T, R)), empty((T, 1, Dr))
+                _split_cols(c, lat_in, kr_in, R, Dr)
+                latent = rms_norm(lat_in, self._lw(i, "self_attn.kv_a_layernorm.weight"), leps)
+                kr = rope(kr_in, pos, theta=cfg.rope_theta, rot_dim=Dr, layout=cfg.rope_layout)
+                q_rope = rope(q_rope_in, pos, theta=cfg.rope_theta, rot_dim=Dr, layout=cfg.rope_layout)
+                self.cache.append(i, latent, kr.reshape(T, Dr))
             o = mla_attention(q_nope, q_rope, self.cache, i, self._lw(i, "self_attn.kv_b_proj.weight"),
                               v_head_dim=Dv, scale=cfg.softmax_scale, strategy=self.mla_strategy)
-            return linear(o.reshape(T, H * Dv), self._lw(i, "self_attn.o_proj.weight"))
+            return out(o.reshape(T, H * Dv))
         Hq, Hkv, Dh, Dv = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.v_head_dim
         b = lambda n: self._lw(i, f"self_attn.{n}.bias")  # noqa: E731
-        q = linear(h, self._lw(i, "self_attn.q_proj.weight"), b("q_proj")).reshape(T, Hq, Dh)
-        k = linear(h, self._lw(i, "self_attn.k_proj.weight"), b("k_proj")).reshape(T, Hkv, Dh)
-        v = linear(h, self._lw(i, "self_attn.v_proj.weight"), b("v_proj")).reshape(T, Hkv, Dv)
+        q = proj("q_proj", b("q_proj")).reshape(T, Hq, Dh)
+        k = proj("k_proj", b("k_proj")).reshape(T, Hkv, Dh)
+        v = proj("v_proj", b("v_proj")).reshape(T, Hkv, Dv)
         if cfg.qk_norm:
-            q = rms_norm(q, self._lw(i, "self_attn.q_norm.weight"), cfg.rms_norm_eps)
-            k = rms_norm(k, self._lw(i, "self_attn.k_norm.weight"), cfg.rms_norm_eps)
+            q = rms_norm(q, self._lw(i, "self_attn.q_norm.weight"), eps)
+            k = rms_norm(k, self._lw(i, "self_attn.k_norm.weight"), eps)
         q = rope(q, pos, theta=cfg.rope_theta, rot_dim=cfg.rope_dim, layout=cfg.rope_layout)
         k = rope(k, pos, theta=cfg.rope_theta, rot_dim=cfg.rope_dim, layout=cfg.rope_layout)
         self.cache.append(i, k, v)
         o = gqa_attention(q, self.cache, i, scale=cfg.softmax_scale)
-        return linear(o.reshape(T, Hq * Dv), self._lw(i, "self_attn.o_proj.weight"), b("o_proj"))
+        return out(o.reshape(T, Hq * Dv), b("o_proj"))
 
     def _mla_prepare(self, i, q, c, pos):
         """attention_mla.cu mla_prepare: q split and roped, latent normed and k_rope roped into the
@@ -917,34 +955,38 @@ class CudaModel:
         self.cache.lengths[i] = n + T
         return q_nope, q_rope
 
-    def _mlp(self, i, h):
+    def _mlp(self, i, x):
+        """x + MLP(RMSNorm(x)); fused: the residual rides in the down GEMV or the MoE un-permute."""
         cfg = self.cfg
+        h = rms_norm(x, self._lw(i, "post_attention_layernorm.weight"), float(cfg.rms_norm_eps))
+        fuse = self.fused and x.shape[0] <= 8
         fused = None if self.fused else False
+        res = x if fuse else None
         if not (cfg.n_routed_experts and cfg.is_moe_layer(i)):
-            return swiglu(h, self._lw(i, "mlp.gate_proj.weight"), self._lw(i, "mlp.up_proj.weight"),
-                          self._lw(i, "mlp.down_proj.weight"), fused=fused)
+            y = swiglu(h, self._lw(i, "mlp.gate_proj.weight"), self._lw(i, "mlp.up_proj.weight"),
+                       self._lw(i, "mlp.down_proj.weight"), fused=fused, residual=res)
+            return y if fuse else add(x, y)
         shared = None
         if self._lw(i, "mlp.shared_experts.gate_proj.weight") is not None:
             shared = tuple(self._lw(i, f"mlp.shared_experts.{n}.weight") for n in ("gate_proj", "up_proj", "down_proj"))
         y, _ = moe(h, self._lw(i, "mlp.gate.weight"), *self._expert_stack(i), shared=shared, fused=fused,
-                   version=0 if self.fused else 2,
+                   residual=res, version=0 if self.fused else 2,
                    top_k=int(cfg.n_experts_per_tok), scoring=cfg.router_scoring,
                    bias=self._lw(i, "mlp.gate.e_score_correction_bias"), n_group=int(cfg.n_group or 1),
                    topk_group=int(cfg.topk_group or 1), norm_topk_prob=bool(cfg.norm_topk_prob),
                    routed_scaling_factor=float(cfg.routed_scaling_factor or 1.0))
-        return y
+        return y if fuse else add(x, y)
 
     def forward(self, x: DeviceArray, pos: DeviceArray) -> DeviceArray:
         """x[T, D] embedded tokens at positions pos[T] (i64, on the device) -> logits[T, vocab]."""
-        eps = float(self.cfg.rms_norm_eps)
         for i in range(self.n_layers):
-            h = rms_norm(x, self._lw(i, "input_layernorm.weight"), eps)
-            x = add(x, self._attention(i, h, pos))
-            h = rms_norm(x, self._lw(i, "post_attention_layernorm.weight"), eps)
-            x = add(x, self._mlp(i, h))
-        x = rms_norm(x, self.w["model.norm.weight"], eps)
+            x = self._attention(i, x, pos)
+            x = self._mlp(i, x)
         head = self.w.get("lm_head.weight", self.w["model.embed_tokens.weight"])
-        return linear(x, head)
+        fn, eps = self.w["model.norm.weight"], float(self.cfg.rms_norm_eps)
+        if self.fused and x.shape[0] <= 8:
+            return linear(x, head, norm=fn, eps=eps)
+        return linear(rms_norm(x, fn, eps), head)
 
     def embed(self, tokens) -> DeviceArray:
         """Rows of the embedding table (device copies; tokens are host ints)."""

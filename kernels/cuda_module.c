@@ -234,6 +234,16 @@ static PyObject *py_linear(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+static PyObject *py_linear_ex(PyObject *self, PyObject *args) {
+    ptr_t x, w, b, y, nw, res;
+    i64 T, N, K;
+    float eps;
+    int v;
+    if (!PyArg_ParseTuple(args, "KKKKLLLKfKi:linear_ex", &x, &w, &b, &y, &T, &N, &K, &nw, &eps, &res, &v)) return NULL;
+    RUN(gbc_linear_ex(P(x), P(w), P(b), P(y), T, N, K, P(nw), eps, P(res), v));
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_silu_mul(PyObject *self, PyObject *args) {
     ptr_t g, u, h;
     i64 T, F, ld;
@@ -332,10 +342,11 @@ static PyObject *py_moe_grouped_linear(PyObject *self, PyObject *args) {
 }
 
 static PyObject *py_moe_unpermute(PyObject *self, PyObject *args) {
-    ptr_t ys, slot_of, wt, shared, y;
+    ptr_t ys, slot_of, wt, shared, res, y;
     i64 T, k, D;
-    if (!PyArg_ParseTuple(args, "KKKKKLLL:moe_unpermute", &ys, &slot_of, &wt, &shared, &y, &T, &k, &D)) return NULL;
-    RUN(gbc_moe_unpermute(P(ys), (const int32_t *)P(slot_of), (const float *)P(wt), P(shared), P(y), T, k, D));
+    if (!PyArg_ParseTuple(args, "KKKKKKLLL:moe_unpermute", &ys, &slot_of, &wt, &shared, &res, &y, &T, &k, &D))
+        return NULL;
+    RUN(gbc_moe_unpermute(P(ys), (const int32_t *)P(slot_of), (const float *)P(wt), P(shared), P(res), P(y), T, k, D));
     Py_RETURN_NONE;
 }
 
@@ -471,6 +482,7 @@ static PyMethodDef cuda_methods[] = {
     MV(rms_norm, "rms_norm(x, w, y, rows, dim, eps, version)"),
     MV(rope, "rope(x, pos, y, T, H, Dh, theta, rot_dim, rot_offset, layout, version)"),
     MV(linear, "linear(x, w, bias, y, T, N, K, version)"),
+    MV(linear_ex, "linear_ex(x, w, bias, y, T, N, K, norm_w, eps, residual, version): GEMV with fused RMSNorm/residual"),
     MV(silu_mul, "silu_mul(g, u, h, T, F, ld_in, version)"),
     MV(add, "add(a, b, y, n)"),
     MV(moe_route, "moe_route(x, w_r, bias, idx, w, T, D, E, k, scoring, n_group, topk_group, norm, scale, logits_ws, version)"),
@@ -481,7 +493,7 @@ static PyMethodDef cuda_methods[] = {
     MV(moe_permute, "moe_permute(idx, T, k, E, counts, offsets, sorted_tok, slot_of, tiles, n_tiles)"),
     MV(moe_gather, "moe_gather(x, sorted_tok, xs, rows, D)"),
     MV(moe_grouped_linear, "moe_grouped_linear(xs, w, ys, offsets, tiles, n_tiles, rows, E, N, K, version)"),
-    MV(moe_unpermute, "moe_unpermute(ys, slot_of, w, shared, y, T, k, D)"),
+    MV(moe_unpermute, "moe_unpermute(ys, slot_of, w, shared, residual, y, T, k, D)"),
     MV(paged_append, "paged_append(pages, table, page_size, row_width, col_off, src, src_width, T, start)"),
     MV(paged_gather, "paged_gather(pages, table, page_size, row_width, col_off, dst, width, L)"),
     MV(gqa_workspace_bytes, "gqa_workspace_bytes(T, Hq, Dv, n_splits) -> int"),

@@ -63,6 +63,10 @@ int gbc_rope(const void *x, const int64_t *pos, void *y, int64_t T, int64_t H, i
 /* ---- linear.cu: y[T, N] = x[T, K] . w[N, K]^T (+ bias[N]); all bf16 ------------------------ */
 int gbc_linear(const void *x, const void *w, const void *bias, void *y, int64_t T, int64_t N, int64_t K,
                int version);
+/* The decode GEMV with fusions: y = RMSNorm(x; norm_w, eps) . w^T (+ bias) (+ residual[T, N]);
+ * norm_w / residual NULL to skip; only version 0/2 (T <= 8). */
+int gbc_linear_ex(const void *x, const void *w, const void *bias, void *y, int64_t T, int64_t N, int64_t K,
+                  const void *norm_w, float eps, const void *residual, int version);
 /* h[T, F] = silu(g[T, F]) * u[T, F]; g and u may be the two halves of one [T, 2F] row when
  * ld = 2F (fused gate_up). */
 int gbc_silu_mul(const void *g, const void *u, void *h, int64_t T, int64_t F, int64_t ld_in, int version);
@@ -94,9 +98,10 @@ int gbc_moe_grouped_linear(const void *xs, const void *w, void *ys, const int32_
  * gather, both grouped GEMVs and silu_mul in one launch. */
 int gbc_moe_swiglu(const void *x, const int32_t *sorted_tok, const void *wg, const void *wu, void *h,
                    const int32_t *offsets, int64_t rows, int64_t E, int64_t F, int64_t D);
-/* y[t, :] = sum_j topk_w[t, j] * ys[slot_of[t*k + j], :] (+ shared[t, :] if not NULL). */
+/* y[t, :] = sum_j topk_w[t, j] * ys[slot_of[t*k + j], :] (+ shared[t, :]) (+ residual[t, :]);
+ * shared / residual NULL to skip. */
 int gbc_moe_unpermute(const void *ys, const int32_t *slot_of, const float *topk_w, const void *shared,
-                      void *y, int64_t T, int64_t k, int64_t D);
+                      const void *residual, void *y, int64_t T, int64_t k, int64_t D);
 
 /* ---- kvcache.cu: paged rows -------------------------------------------------------------- */
 /* pages: [n_pages, page_size, row_width] bf16; table[i] = page holding tokens

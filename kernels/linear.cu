@@ -1,7 +1,9 @@
 /* linear.cu: y[T, N] = x[T, K] . w[N, K]^T (+ bias), bf16 storage, fp32 accumulation.
  *   linear_kernel1  one thread per output, fp32 loop over K (a plain reference on the device)
  *   linear_kernel2  decode GEMV for T <= 8: one warp per weight row, 16-byte loads, 4 loads in
- *                   flight per lane; all T rows of x share each weight read (bandwidth-bound)
+ *                   flight per lane; all T rows of x share each weight read (bandwidth-bound).
+ *                   Optionally fused (gbc_linear_ex): RMSNorm of x before (each block recomputes the
+ *                   row scale; the norm weight is folded into the weight row) and a residual after.
  *   linear_kernel3  tensor-core tiles (WMMA 64x64x32, gemm_tile.cuh): prefill without cuBLAS
  *   version 4       cuBLAS cublasGemmEx, bf16 in/out, CUBLAS_COMPUTE_32F (when built with cuBLAS)
  * Launcher (version 0): T <= 8 -> 2; else 4 if cuBLAS was found at build time, else 3.
@@ -28,9 +30,23 @@ __global__ void linear_kernel1(const bf16 *__restrict__ x, const bf16 *__restric
     y[idx] = f2bf(s);
 }
 
-template <int TT>
+template <int TT, bool NORM>
 __global__ void linear_kernel2(const bf16 *__restrict__ x, const bf16 *__restrict__ w, const bf16 *__restrict__ bias,
-                               bf16 *__restrict__ y, int64_t N, int64_t K) {
+                               bf16 *__restrict__ y, int64_t N, int64_t K, const bf16 *__restrict__ norm_w, float eps,
+                               const bf16 *__restrict__ residual) {
+    __shared__ float inv[TT];
+    if (NORM) { /* every block recomputes RMSNorm's scale of the T rows of x (a few KB, from L2) */
+        for (int t = 0; t < TT; t++) {
+            float ss = 0.0f;
+            for (int64_t i = threadIdx.x; i < K; i += blockDim.x) {
+                float v = bf2f(x[t * K + i]);
+                ss += v * v;
+            }
+            ss = block_sum(ss);
+            if (threadIdx.x == 0) inv[t] = rsqrtf(ss / (float)K + eps);
+        }
+        __syncthreads();
+    }
     int lane = threadIdx.x & 31;
     int64_t n = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5);
     if (n >= N) return;
@@ -49,6 +65,12 @@ __global__ void linear_kernel2(const bf16 *__restrict__ x, const bf16 *__restric
         for (int u = 0; u < U; u++) {
             float wf[8];
             unpack8(wv[u], wf);
+            if (NORM) { /* fold the norm weight into the weight row: (x * inv * g) . w = inv * x . (g * w) */
+                float gf[8];
+                unpack8(((const bf16x8 *)norm_w)[i + 32 * u], gf);
+#pragma unroll
+                for (int e = 0; e < 8; e++) wf[e] *= gf[e];
+            }
 #pragma unroll
             for (int t = 0; t < TT; t++) {
                 float xf[8];
@@ -61,6 +83,12 @@ __global__ void linear_kernel2(const bf16 *__restrict__ x, const bf16 *__restric
     for (; i < n8; i += 32) {
         float wf[8];
         unpack8(wr[i], wf);
+        if (NORM) {
+            float gf[8];
+            unpack8(((const bf16x8 *)norm_w)[i], gf);
+#pragma unroll
+            for (int e = 0; e < 8; e++) wf[e] *= gf[e];
+        }
 #pragma unroll
         for (int t = 0; t < TT; t++) {
             float xf[8];
@@ -72,7 +100,9 @@ __global__ void linear_kernel2(const bf16 *__restrict__ x, const bf16 *__restric
 #pragma unroll
     for (int t = 0; t < TT; t++) {
         float s = warp_sum(acc[t]);
-        if (lane == 0) y[t * N + n] = f2bf(s + (bias ? bf2f(bias[n]) : 0.0f));
+        if (NORM) s *= inv[t];
+        if (lane == 0)
+            y[t * N + n] = f2bf(s + (bias ? bf2f(bias[n]) : 0.0f) + (residual ? bf2f(residual[t * N + n]) : 0.0f));
     }
 }
 
@@ -103,17 +133,27 @@ static unsigned grid_for(int64_t n, int threads) {
 
 extern "C" int gbc_linear(const void *x, const void *w, const void *bias, void *y, int64_t T, int64_t N, int64_t K,
                           int version) {
+    return gbc_linear_ex(x, w, bias, y, T, N, K, nullptr, 0.0f, nullptr, version);
+}
+
+extern "C" int gbc_linear_ex(const void *x, const void *w, const void *bias, void *y, int64_t T, int64_t N, int64_t K,
+                             const void *norm_w, float eps, const void *residual, int version) {
     if (T < 0 || N <= 0 || K <= 0)
         return VALUE_ERROR("linear: bad shape T=%ld N=%ld K=%ld", (long)T, (long)N, (long)K);
     if (version < 0 || version > 4) return VALUE_ERROR("linear: `version` must be 0..4, got %d", version);
     if (version == 4 && !gbc_have_cublas())
         return VALUE_ERROR("linear version 4 (cuBLAS) is not available: glmbench._cuda was built without cuBLAS "
                            "headers (see docs/CUDA.md)");
+    bool gemv_ok = T <= 8 && K % 8 == 0 && aligned16(x) && aligned16(w) && (!norm_w || aligned16(norm_w));
+    if ((norm_w || residual) && !(gemv_ok && (version == 0 || version == 2)))
+        return VALUE_ERROR("linear: a fused norm or residual needs the GEMV (version 2: T <= 8, K %% 8 == 0, aligned), "
+                           "got T=%ld K=%ld version=%d", (long)T, (long)K, version);
+    if (norm_w && !(eps >= 0.0f)) return VALUE_ERROR("linear: `eps` must be >= 0, got %g", (double)eps);
     GBC_INIT();
     if (T == 0) return GBC_OK;
-    bool gemv_ok = T <= 8 && K % 8 == 0 && aligned16(x) && aligned16(w);
     if (version == 0) version = gemv_ok ? 2 : (gbc_have_cublas() ? 4 : 3);
     const bf16 *xb = (const bf16 *)x, *wb = (const bf16 *)w, *bb = (const bf16 *)bias;
+    const bf16 *nb = (const bf16 *)norm_w, *rb = (const bf16 *)residual;
     bf16 *yb = (bf16 *)y;
     switch (version) {
     case 1:
@@ -127,8 +167,11 @@ extern "C" int gbc_linear(const void *x, const void *w, const void *bias, void *
         const int warps = 8;
         unsigned blocks = (unsigned)cdiv(N, warps);
         switch (T) {
-#define GB_GEMV_CASE(TT) \
-    case TT: linear_kernel2<TT><<<blocks, 32 * warps, 0, gbc_stream>>>(xb, wb, bb, yb, N, K); break;
+#define GB_GEMV_CASE(TT)                                                                                          \
+    case TT:                                                                                                      \
+        if (nb) linear_kernel2<TT, true><<<blocks, 32 * warps, 0, gbc_stream>>>(xb, wb, bb, yb, N, K, nb, eps, rb); \
+        else linear_kernel2<TT, false><<<blocks, 32 * warps, 0, gbc_stream>>>(xb, wb, bb, yb, N, K, nb, eps, rb);   \
+        break;
             GB_GEMV_CASE(1) GB_GEMV_CASE(2) GB_GEMV_CASE(3) GB_GEMV_CASE(4)
             GB_GEMV_CASE(5) GB_GEMV_CASE(6) GB_GEMV_CASE(7) GB_GEMV_CASE(8)
 #undef GB_GEMV_CASE

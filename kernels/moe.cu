@@ -12,7 +12,8 @@
  *                         so each expert's weights stream once per 64 rows routed to it
  *   moe_swiglu_kernel1    decode: gather + gate + up + silu_mul in one launch: h[row, f] =
  *                         silu(x[tok(row)].Wg[e][f]) * (x[tok(row)].Wu[e][f]), a warp per (row, f)
- *   moe_unpermute_kernel1 y[t] = sum_j w[t, j] ys[slot_of[t*k + j]] (+ shared expert's y), fp32 sum
+ *   moe_unpermute_kernel1 y[t] = sum_j w[t, j] ys[slot_of[t*k + j]] (+ shared expert's y, + the
+ *                         residual stream), fp32 sum
  * The shared expert is a dense SwiGLU through linear.cu; its output is added in the un-permute. */
 #include "common.cuh"
 #include "gemm_tile.cuh"
@@ -282,22 +283,22 @@ extern "C" int gbc_moe_grouped_linear(const void *xs, const void *w, void *ys, c
 
 __global__ void moe_unpermute_kernel1(const bf16 *__restrict__ ys, const int32_t *__restrict__ slot_of,
                                       const float *__restrict__ topk_w, const bf16 *__restrict__ shared,
-                                      bf16 *__restrict__ y, int k, int64_t D) {
+                                      const bf16 *__restrict__ residual, bf16 *__restrict__ y, int k, int64_t D) {
     int64_t t = blockIdx.x;
     for (int64_t d = threadIdx.x; d < D; d += blockDim.x) {
-        float s = shared ? bf2f(shared[t * D + d]) : 0.0f;
+        float s = (shared ? bf2f(shared[t * D + d]) : 0.0f) + (residual ? bf2f(residual[t * D + d]) : 0.0f);
         for (int j = 0; j < k; j++) s += topk_w[t * k + j] * bf2f(ys[(int64_t)slot_of[t * k + j] * D + d]);
         y[t * D + d] = f2bf(s);
     }
 }
 
-extern "C" int gbc_moe_unpermute(const void *ys, const int32_t *slot_of, const float *topk_w, const void *shared, void *y,
-                                 int64_t T, int64_t k, int64_t D) {
+extern "C" int gbc_moe_unpermute(const void *ys, const int32_t *slot_of, const float *topk_w, const void *shared,
+                                 const void *residual, void *y, int64_t T, int64_t k, int64_t D) {
     if (T < 0 || k < 1 || D <= 0) return VALUE_ERROR("moe_unpermute: bad shape T=%ld k=%ld D=%ld", (long)T, (long)k, (long)D);
     GBC_INIT();
     if (T == 0) return GBC_OK;
     moe_unpermute_kernel1<<<(unsigned)T, 256, 0, gbc_stream>>>((const bf16 *)ys, slot_of, topk_w, (const bf16 *)shared,
-                                                               (bf16 *)y, (int)k, D);
+                                                               (const bf16 *)residual, (bf16 *)y, (int)k, D);
     LAUNCH_CHECK("moe_unpermute_kernel1");
     return GBC_OK;
 }

@@ -175,6 +175,19 @@ class Emulator:
         self._put_bf(y, ref.rope(xs, p, theta=theta, rot_dim=rd, rot_offset=off,
                                  layout="interleaved" if layout == 0 else "half"))
 
+    def _linear_ex(self, x, w, b, y, T, N, K, nw, eps, res, v):
+        if not (T <= 8 and K % 8 == 0 and v in (0, 2)):
+            raise ValueError("linear: a fused norm or residual needs the GEMV (emulator)")
+        X = self._bf(x, T * K).reshape(T, K)
+        if nw:
+            X = ref.rms_norm(X, self._bf(nw, K), eps)
+        out = X @ self._bf(w, N * K).reshape(N, K).T
+        if b:
+            out = out + self._bf(b, N)
+        if res:
+            out = out + self._bf(res, T * N).reshape(T, N)
+        self._put_bf(y, out)
+
     def _linear(self, x, w, b, y, T, N, K, v):
         if not 0 <= v <= 4:
             raise ValueError(f"linear: `version` must be 0..4, got {v}")
@@ -235,13 +248,15 @@ class Emulator:
                 out[off[e]:off[e + 1]] = X[off[e]:off[e + 1]] @ self._bf(w + e * N * K * 2, N * K).reshape(N, K).T
         self._put_bf(ys, out)
 
-    def _moe_unpermute(self, ys, slot_of, w, shared, y, T, k, D):
+    def _moe_unpermute(self, ys, slot_of, w, shared, residual, y, T, k, D):
         s = self._a(slot_of, np.int32, T * k).reshape(T, k)
         Y = self._bf(ys, T * k * D).reshape(T * k, D)
         W = self._a(w, np.float32, T * k).reshape(T, k).astype(np.float64)
         out = np.einsum("tk,tkd->td", W, Y[s])
         if shared:
             out = out + self._bf(shared, T * D).reshape(T, D)
+        if residual:
+            out = out + self._bf(residual, T * D).reshape(T, D)
         self._put_bf(y, out)
 
     def _rows(self, table, page_size, n):
