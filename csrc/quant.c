@@ -259,15 +259,15 @@ int gb_decode_row(int fmt, const void *src, float *y, int64_t n) {
 int gb_quantize_rows(int fmt, const float *x, void *dst, int64_t rows, int64_t k) {
     const int64_t rb = gb_row_bytes(fmt, k);
     if (rb < 0 || rows < 0) return gb_error(GB_EVALUE, "format %d cannot store rows of %ld elements", fmt, (long)k);
-    int st = GB_OK;
-#pragma omp parallel for schedule(static) if (rows * k > 65536)
-    for (int64_t r = 0; r < rows; r++) {
-        if (gb_encode_row(fmt, x + r * k, (char *)dst + r * rb, k) != GB_OK) {
-#pragma omp critical(gb_quant_err)
-            if (st == GB_OK) st = gb_error(GB_EVALUE, "row %ld: %s", (long)r, "a block scale overflows float16 (largest |x| above 8.3e6 for q8_0, 5.2e5 for q4_0)");
-        }
-    }
-    return st;
+    int64_t bad = rows; /* the first failing row; the message is written after the loop, on the
+                         * calling thread (gb_error's buffer is thread-local) */
+#pragma omp parallel for schedule(static) if (rows * k > 65536) reduction(min : bad)
+    for (int64_t r = 0; r < rows; r++)
+        if (gb_encode_row(fmt, x + r * k, (char *)dst + r * rb, k) != GB_OK && r < bad) bad = r;
+    if (bad < rows)
+        return gb_error(GB_EVALUE, "row %ld: a block scale overflows float16 (largest |x| above %s)", (long)bad,
+                        fmt == GB_Q8_0 ? "8.3e6" : "5.2e5");
+    return GB_OK;
 }
 
 int gb_dequantize_rows(int fmt, const void *src, float *y, int64_t rows, int64_t k) {

@@ -493,3 +493,10 @@ def test_no_leak_over_1000_calls(rng):
     gc.collect()
     # each call allocates >= 4 KB of outputs or buffers: one leak per call would be > 4 MB per 1000
     assert (_rss_pages() - before) * os.sysconf("SC_PAGE_SIZE") < 2 << 20
+
+
+def test_overflow_message_from_a_parallel_quantize():
+    x = np.ones((512, 256), np.float32)  # big enough for the OpenMP loop
+    x[300, 7] = 1e6
+    with pytest.raises(ValueError, match=r"`x` cannot be quantized: row 300: a block scale overflows float16"):
+        quant.quantize(x, "q4_0")
