@@ -250,7 +250,8 @@ def validate(tab, quick, model_names=(), start=0):
 
     def t_gqa():
         cases = [(1, 1000, 64, 8, 128, 128), (4, 777, 32, 8, 128, 128), (1, 3000, 80, 8, 128, 128),
-                 (2, 500, 16, 16, 256, 256), (300, 300, 8, 2, 128, 128), (100, 400, 12, 4, 64, 96)]
+                 (2, 500, 16, 16, 256, 256), (300, 300, 8, 2, 128, 128), (100, 400, 12, 4, 64, 96),
+                 (130, 1000, 16, 2, 128, 128), (64, 64, 4, 4, 64, 64)]
         for T, L, Hq, Hkv, Dh, Dv in cases:
             k, v, q = bf(rng, L, Hkv, Dh), bf(rng, L, Hkv, Dv), bf(rng, T, Hq, Dh)
             want = ref.gqa_attention(q, k, v)
@@ -261,8 +262,10 @@ def validate(tab, quick, model_names=(), start=0):
                 versions.append(2)
             if T <= 4 and Dh % 16 == 0 and Dv % 32 == 0 and Dh <= 256 and Dv <= 256:
                 versions.append(3)
+            if Dh % 16 == 0 and Dv % 16 == 0 and Dh <= 128 and Dv <= 128:
+                versions.append(4)
             for ver in versions:
-                for splits in (1, 0):
+                for splits in ((1, 0) if ver != 4 else (1,)):  # kernel 4 has no split-K
                     out = cuda.gqa_attention(cuda.to_device(q), cache, 0, n_splits=splits, version=ver).to_numpy()
                     check("gqa_attention", ver, f"T{T} L{L} Hq{Hq} Hkv{Hkv} Dh{Dh} Dv{Dv}", rel(out, want), 1e-2,
                           f"splits={'auto' if splits == 0 else splits}")
@@ -511,9 +514,11 @@ def kernels(tab, ceil, quick, budget):
     c = cuda.PagedCache.gqa(1, T, Hkv, Dh, poison=False)
     c.fill_synthetic(T)
     q = rand_dev((T, Hq, Dh))
-    if not failed("gqa_attention", 1):
-        ms, _ = time_sets([lambda: cuda.gqa_attention(q, c, 0, version=1)])
-        row("gqa prefill (Qwen3-32B)", 1, f"T{T} causal", ms, flops=4 * Hq * Dh * T * T / 2)
+    for v in (1, 4):
+        if failed("gqa_attention", v):
+            continue
+        ms, _ = time_sets([lambda: cuda.gqa_attention(q, c, 0, version=v)])
+        row("gqa prefill (Qwen3-32B)", v, f"T{T} causal", ms, flops=4 * Hq * Dh * T * T / 2)
 
 
 def ceilings(tab):

@@ -14,9 +14,15 @@
  *                (P rounded to bf16), O = O * alpha + P.V with O in registers. Dh % 16 == 0,
  *                Dv % 32 == 0, both <= 256, G <= 16. Each K/V byte is read once for all G heads
  *                and no warp shuffles per token (kernel 2 does ~5 per head per token).
+ *   gqa_kernel4  prefill on tensor cores, FlashAttention-2's shape: a block = 64 consecutive queries
+ *                of one q head (16 rows per warp, Q fragments in registers), 64-token K/V tiles
+ *                through shared memory; S stays in registers, online softmax per row across each
+ *                quad of lanes, P goes from the accumulator layout straight into A fragments
+ *                (bf16), O = O * alpha + P.V in registers; causal per element. Dh, Dv % 16 == 0,
+ *                both <= 128. No split-K (enough blocks at prefill sizes); no cp.async pipeline.
  *   gqa_combine_kernel1  merges the split partials: out = sum_s e^(m_s - M) acc_s / sum_s e^(m_s - M) l_s.
- * Launcher (version 0): kernel3 when T <= 4 and its shape rules hold; else kernel2 when T <= 4,
- * Dh = Dv = 128 and G <= 16; else kernel1. Splits
+ * Launcher (version 0): decode (T <= 4): kernel3 when its shape rules hold, else kernel2 when
+ * Dh = Dv = 128 and G <= 16, else kernel1; prefill: kernel4 when its shape rules hold, else kernel1. Splits
  * (n_splits = 0): about two blocks per SM of an H100/H200 (132 SMs), at least 64 keys per split. */
 #include <math.h>
 
@@ -421,6 +427,158 @@ __global__ void __launch_bounds__(128) gqa_kernel3(const bf16 *__restrict__ q, c
     }
 }
 
+
+#define G4_Q 64  /* queries per block */
+#define G4_NT 64 /* keys per tile */
+
+__device__ __forceinline__ uint32_t pack_bf2(float lo, float hi) {
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *(uint32_t *)&v;
+}
+
+__global__ void __launch_bounds__(128) gqa_kernel4(const bf16 *__restrict__ q, const bf16 *__restrict__ kp,
+                                                   const bf16 *__restrict__ vp, const int32_t *__restrict__ table,
+                                                   int64_t page_size, bf16 *__restrict__ out, int64_t T, int64_t L,
+                                                   int Hq, int Hkv, int Dh, int Dv, float scale) {
+    __shared__ __align__(16) bf16 ks[G4_NT * (128 + G3_PAD)];
+    __shared__ __align__(16) bf16 vs[G4_NT * (128 + G3_PAD)];
+    const int LK = Dh + G3_PAD, LV = Dv + G3_PAD;
+    const uint16_t *kh = (const uint16_t *)ks, *vh = (const uint16_t *)vs;
+    const int h = blockIdx.y, hkv = h / (Hq / Hkv);
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, c = lane & 3;
+    const int64_t q0 = (int64_t)blockIdx.x * G4_Q + warp * 16;    /* this warp's first query */
+    const int64_t r0 = q0 + g, r1 = q0 + g + 8;                   /* the two rows this thread holds */
+    const int64_t p0 = r0 < T ? L - T + r0 : -1, p1 = r1 < T ? L - T + r1 : -1; /* their positions */
+    const int nk = Dh / 16, nv = Dv / 8;
+    uint32_t qa[8][4];
+#pragma unroll
+    for (int kk = 0; kk < 8; kk++) {
+        if (kk >= nk) break;
+        const int k0 = kk * 16;
+        const bf16 *qr0 = q + (r0 * Hq + h) * (int64_t)Dh, *qr1 = q + (r1 * Hq + h) * (int64_t)Dh;
+        qa[kk][0] = r0 < T ? *(const uint32_t *)(qr0 + k0 + 2 * c) : 0u;
+        qa[kk][1] = r1 < T ? *(const uint32_t *)(qr1 + k0 + 2 * c) : 0u;
+        qa[kk][2] = r0 < T ? *(const uint32_t *)(qr0 + k0 + 8 + 2 * c) : 0u;
+        qa[kk][3] = r1 < T ? *(const uint32_t *)(qr1 + k0 + 8 + 2 * c) : 0u;
+    }
+    float o[16][4];
+#pragma unroll
+    for (int j = 0; j < 16; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) o[j][e] = 0.0f;
+    float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;
+    /* keys up to the block's last visible position */
+    const int64_t k_end = min(L, L - T + min((int64_t)(blockIdx.x + 1) * G4_Q, T));
+    for (int64_t kt = 0; kt < k_end; kt += G4_NT) {
+        __syncthreads();
+        for (int i = tid; i < G4_NT * (Dh / 8); i += 128) {
+            int j = i / (Dh / 8), q8 = i % (Dh / 8);
+            int64_t tok = kt + j;
+            uint4 v = make_uint4(0u, 0u, 0u, 0u);
+            if (tok < k_end) {
+                int64_t row = (int64_t)table[tok / page_size] * page_size + tok % page_size;
+                v = ((const uint4 *)(kp + (row * Hkv + hkv) * (int64_t)Dh))[q8];
+            }
+            *(uint4 *)(ks + j * LK + q8 * 8) = v;
+        }
+        for (int i = tid; i < G4_NT * (Dv / 8); i += 128) {
+            int j = i / (Dv / 8), q8 = i % (Dv / 8);
+            int64_t tok = kt + j;
+            uint4 v = make_uint4(0u, 0u, 0u, 0u);
+            if (tok < k_end) {
+                int64_t row = (int64_t)table[tok / page_size] * page_size + tok % page_size;
+                v = ((const uint4 *)(vp + (row * Hkv + hkv) * (int64_t)Dv))[q8];
+            }
+            *(uint4 *)(vs + j * LV + q8 * 8) = v;
+        }
+        __syncthreads();
+        float sc[8][4];
+#pragma unroll
+        for (int nt = 0; nt < 8; nt++) {
+            sc[nt][0] = sc[nt][1] = sc[nt][2] = sc[nt][3] = 0.0f;
+#pragma unroll
+            for (int kk = 0; kk < 8; kk++) {
+                if (kk >= nk) break;
+                uint32_t b[2];
+                b[0] = *(const uint32_t *)(kh + (nt * 8 + g) * LK + kk * 16 + 2 * c);
+                b[1] = *(const uint32_t *)(kh + (nt * 8 + g) * LK + kk * 16 + 8 + 2 * c);
+                mma_16816(sc[nt], qa[kk], b);
+            }
+        }
+        float mx0 = -INFINITY, mx1 = -INFINITY;
+#pragma unroll
+        for (int nt = 0; nt < 8; nt++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                int64_t tok = kt + nt * 8 + 2 * c + e;
+                sc[nt][e] = (tok < k_end && tok <= p0) ? sc[nt][e] * scale : -INFINITY;
+                sc[nt][2 + e] = (tok < k_end && tok <= p1) ? sc[nt][2 + e] * scale : -INFINITY;
+                mx0 = fmaxf(mx0, sc[nt][e]);
+                mx1 = fmaxf(mx1, sc[nt][2 + e]);
+            }
+        /* the four lanes of a quad hold one row's 64 scores between them */
+        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+        float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
+        float al0 = mn0 == -INFINITY ? 1.0f : (m0 == -INFINITY ? 0.0f : expf(m0 - mn0));
+        float al1 = mn1 == -INFINITY ? 1.0f : (m1 == -INFINITY ? 0.0f : expf(m1 - mn1));
+        uint32_t pa[4][4];
+        float s0 = 0.0f, s1 = 0.0f;
+#pragma unroll
+        for (int nt = 0; nt < 8; nt++) {
+            float pv[4];
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                pv[e] = sc[nt][e] == -INFINITY ? 0.0f : bf2f(f2bf(expf(sc[nt][e] - mn0)));
+                pv[2 + e] = sc[nt][2 + e] == -INFINITY ? 0.0f : bf2f(f2bf(expf(sc[nt][2 + e] - mn1)));
+            }
+            s0 += pv[0] + pv[1];
+            s1 += pv[2] + pv[3];
+            /* accumulator layout -> A layout: n-tiles 2kk and 2kk+1 are k-step kk's two halves */
+            pa[nt >> 1][(nt & 1) * 2 + 0] = pack_bf2(pv[0], pv[1]);
+            pa[nt >> 1][(nt & 1) * 2 + 1] = pack_bf2(pv[2], pv[3]);
+        }
+        s0 += __shfl_xor_sync(0xffffffffu, s0, 1);
+        s0 += __shfl_xor_sync(0xffffffffu, s0, 2);
+        s1 += __shfl_xor_sync(0xffffffffu, s1, 1);
+        s1 += __shfl_xor_sync(0xffffffffu, s1, 2);
+        l0 = l0 * al0 + s0;
+        l1 = l1 * al1 + s1;
+        m0 = mn0;
+        m1 = mn1;
+#pragma unroll
+        for (int j = 0; j < 16; j++) {
+            o[j][0] *= al0;
+            o[j][1] *= al0;
+            o[j][2] *= al1;
+            o[j][3] *= al1;
+        }
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++) {
+#pragma unroll
+            for (int j = 0; j < 16; j++) {
+                if (j >= nv) break;
+                int n = j * 8 + g;
+                uint32_t b[2];
+                b[0] = pack2(vh + (kk * 16 + 2 * c) * LV + n, vh + (kk * 16 + 2 * c + 1) * LV + n);
+                b[1] = pack2(vh + (kk * 16 + 2 * c + 8) * LV + n, vh + (kk * 16 + 2 * c + 9) * LV + n);
+                mma_16816(o[j], pa[kk], b);
+            }
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < 16; j++) {
+        if (j >= nv) break;
+        int col = j * 8 + 2 * c;
+        if (r0 < T)
+            *(__nv_bfloat162 *)(out + (r0 * Hq + h) * (int64_t)Dv + col) = __floats2bfloat162_rn(o[j][0] / l0, o[j][1] / l0);
+        if (r1 < T)
+            *(__nv_bfloat162 *)(out + (r1 * Hq + h) * (int64_t)Dv + col) = __floats2bfloat162_rn(o[j][2] / l1, o[j][3] / l1);
+    }
+}
+
 __global__ void gqa_combine_kernel1(const float *__restrict__ ws_m, const float *__restrict__ ws_l,
                                     const float *__restrict__ ws_acc, bf16 *__restrict__ out, int S, int Dv) {
     int64_t r = blockIdx.x; /* (t * H + h) */
@@ -449,9 +607,10 @@ extern "C" int gbc_gqa_plan(int64_t T, int64_t L, int64_t Hq, int64_t Hkv, int64
     if (Hkv <= 0 || Hq % Hkv) return VALUE_ERROR("gqa_plan: `q_heads`=%ld is not a multiple of `kv_heads`=%ld", (long)Hq, (long)Hkv);
     bool k2_ok = T <= 4 && Dh == 128 && Dv == 128 && Hq / Hkv <= 16;
     bool k3_ok = T <= 4 && Dh % 16 == 0 && Dv % 32 == 0 && Dh <= 256 && Dv <= 256 && Hq / Hkv <= 16;
-    int v = version ? version : (k3_ok ? 3 : k2_ok ? 2 : 1);
+    bool k4_ok = T > 4 && Dh % 16 == 0 && Dv % 16 == 0 && Dh <= 128 && Dv <= 128;
+    int v = version ? version : (k3_ok ? 3 : k2_ok ? 2 : k4_ok ? 4 : 1);
     *version_out = v;
-    *splits_out = auto_splits(v >= 2 ? Hkv * T : Hq * cdiv(T, Q1_QB), L);
+    *splits_out = v == 4 ? 1 : auto_splits(v >= 2 ? Hkv * T : Hq * cdiv(T, Q1_QB), L);
     return GBC_OK;
 }
 
@@ -466,14 +625,25 @@ extern "C" int gbc_gqa_attention(const void *q, const void *k_pages, const void 
     if (page_size <= 0) return VALUE_ERROR("gqa_attention: `page_size` must be > 0, got %ld", (long)page_size);
     if (n_splits < 0 || n_splits > GQA_MAX_SPLITS)
         return VALUE_ERROR("gqa_attention: `n_splits`=%ld must be in 0..%d", (long)n_splits, GQA_MAX_SPLITS);
-    if (version < 0 || version > 3) return VALUE_ERROR("gqa_attention: `version` must be 0..3, got %d", version);
+    if (version < 0 || version > 4) return VALUE_ERROR("gqa_attention: `version` must be 0..4, got %d", version);
     GBC_INIT();
     if (T == 0) return GBC_OK;
     int64_t G = Hq / Hkv;
     bool al = aligned16(q) && aligned16(k_pages) && aligned16(v_pages) && aligned16(out);
     bool k2_ok = T <= 4 && Dh == 128 && Dv == 128 && G <= 16 && al;
     bool k3_ok = T <= 4 && Dh % 16 == 0 && Dv % 32 == 0 && G <= 16 && al;
-    if (version == 0) version = k3_ok ? 3 : k2_ok ? 2 : 1;
+    bool k4_ok = Dh % 16 == 0 && Dv % 16 == 0 && Dh <= 128 && Dv <= 128 && al;
+    if (version == 0) version = k3_ok ? 3 : k2_ok ? 2 : (T > 4 && k4_ok) ? 4 : 1;
+    if (version == 4 && !k4_ok)
+        return VALUE_ERROR("gqa_attention version 4 needs Dh, Dv %% 16 == 0 and <= 128, got Dh=%ld Dv=%ld", (long)Dh, (long)Dv);
+    if (version == 4) {
+        if (cdiv(T, G4_Q) > 2147483647 || Hq > 65535) return VALUE_ERROR("gqa_attention: T=%ld too large", (long)T);
+        gqa_kernel4<<<dim3((unsigned)cdiv(T, G4_Q), (unsigned)Hq), 128, 0, gbc_stream>>>(
+            (const bf16 *)q, (const bf16 *)k_pages, (const bf16 *)v_pages, table, page_size, (bf16 *)out, T, L, (int)Hq,
+            (int)Hkv, (int)Dh, (int)Dv, scale);
+        LAUNCH_CHECK("gqa_kernel4");
+        return GBC_OK;
+    }
     if (version == 2 && !k2_ok)
         return VALUE_ERROR("gqa_attention version 2 needs T <= 4, Dh = Dv = 128 and G <= 16, got T=%ld Dh=%ld Dv=%ld G=%ld",
                            (long)T, (long)Dh, (long)Dv, (long)G);

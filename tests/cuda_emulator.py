@@ -284,7 +284,10 @@ class Emulator:
             raise ValueError(f"gqa_plan: `q_heads`={Hq} is not a multiple of `kv_heads`={Hkv}")
         k2 = T <= 4 and Dh == 128 and Dv == 128 and Hq // Hkv <= 16
         k3 = T <= 4 and Dh % 16 == 0 and Dv % 32 == 0 and Dh <= 256 and Dv <= 256 and Hq // Hkv <= 16
-        ver = v or (3 if k3 else 2 if k2 else 1)
+        k4 = T > 4 and Dh % 16 == 0 and Dv % 16 == 0 and Dh <= 128 and Dv <= 128
+        ver = v or (3 if k3 else 2 if k2 else 4 if k4 else 1)
+        if ver == 4:
+            return ver, 1
         units = Hkv * T if ver >= 2 else Hq * -(-T // 16)
         return ver, max(1, min(264 // max(units, 1), -(-L // 64), 64))
 

@@ -48,7 +48,9 @@ def test_pure_size_helpers_need_no_device():
     v, s = _cuda.gqa_plan(1, 32768, 64, 8, 120, 120, 0)
     assert v == 1                           # a head dim the tensor-core tiles do not cover
     v, s = _cuda.gqa_plan(512, 512, 64, 8, 128, 128, 0)
-    assert v == 1 and s == 1                # prefill: flash tiles, enough blocks without splits
+    assert v == 4 and s == 1                # prefill: tensor-core flash tiles, no split-K
+    v, s = _cuda.gqa_plan(512, 512, 16, 16, 256, 256, 0)
+    assert v == 1 and s == 1                # head dims past kernel 4's 128: CUDA-core flash tiles
     assert _cuda.mla_plan(1, 32768, 20) == 64
     assert _cuda.mla_plan(1, 100, 20) == 1  # under 4 tiles of 32 rows: one split
 
@@ -538,5 +540,115 @@ def test_gqa_kernel3_index_math_in_python(rng, G, Dh, Dv, L):
     got = _sim_gqa_kernel3(q, k, v, L, Dh ** -0.5)
     want = ref.attention(q[None], np.broadcast_to(k[:, None], (L, G, Dh)), np.broadcast_to(v[:, None], (L, G, Dv)),
                          Dh ** -0.5)[0]
+    assert np.isfinite(got).all()
+    assert _rel(got, want) < 1e-2
+
+
+def _sim_gqa_kernel4(q, k, v, L, scale, Q=64, NT=64, PAD=8):
+    """gqa_kernel4 for one q head: q[T, Dh] (the last T of L positions), k[L, Dh], v[L, Dv] -> [T, Dv]."""
+    T, Dh = q.shape
+    Dv = v.shape[1]
+    LK, LV = Dh + PAD, Dv + PAD
+    nk, nv = Dh // 16, Dv // 8
+    out = np.full((T, Dv), np.nan)
+    for bx in range(-(-T // Q)):
+        k_end = min(L, L - T + min((bx + 1) * Q, T))
+        for warp in range(4):
+            q0 = bx * Q + warp * 16
+            qa = [[None] * nk for _ in range(32)]
+            st = []
+            for lane in range(32):
+                g, c = lane >> 2, lane & 3
+                r0, r1 = q0 + g, q0 + g + 8
+                z = (0.0, 0.0)
+                for kk in range(nk):
+                    k0 = kk * 16
+                    qa[lane][kk] = [tuple(q[r0, k0 + 2 * c:k0 + 2 * c + 2]) if r0 < T else z,
+                                    tuple(q[r1, k0 + 2 * c:k0 + 2 * c + 2]) if r1 < T else z,
+                                    tuple(q[r0, k0 + 8 + 2 * c:k0 + 10 + 2 * c]) if r0 < T else z,
+                                    tuple(q[r1, k0 + 8 + 2 * c:k0 + 10 + 2 * c]) if r1 < T else z]
+                st.append(dict(r0=r0, r1=r1, p0=L - T + r0 if r0 < T else -1, p1=L - T + r1 if r1 < T else -1,
+                               m0=-np.inf, m1=-np.inf, l0=0.0, l1=0.0))
+            o = np.zeros((32, nv, 4))
+            for kt in range(0, k_end, NT):
+                ks, vs = np.zeros(NT * LK), np.zeros(NT * LV)
+                for j in range(NT):
+                    if kt + j < k_end:
+                        ks[j * LK:j * LK + Dh], vs[j * LV:j * LV + Dv] = k[kt + j], v[kt + j]
+                sc = np.zeros((8, 32, 4))
+                for nt in range(8):
+                    for kk in range(nk):
+                        b = [None] * 32
+                        for lane in range(32):
+                            g, c = lane >> 2, lane & 3
+                            b[lane] = [_pair(ks, (nt * 8 + g) * LK + kk * 16 + 2 * c),
+                                       _pair(ks, (nt * 8 + g) * LK + kk * 16 + 8 + 2 * c)]
+                        acc = sc[nt].copy()
+                        _mma(acc, [qa[lane][kk] for lane in range(32)], b)
+                        sc[nt] = acc
+                mx = np.full((32, 2), -np.inf)
+                for lane in range(32):
+                    c = lane & 3
+                    for nt in range(8):
+                        for e in range(2):
+                            tok = kt + nt * 8 + 2 * c + e
+                            sc[nt, lane, e] = sc[nt, lane, e] * scale if tok < k_end and tok <= st[lane]["p0"] else -np.inf
+                            sc[nt, lane, 2 + e] = (sc[nt, lane, 2 + e] * scale if tok < k_end and tok <= st[lane]["p1"]
+                                                   else -np.inf)
+                    mx[lane] = [sc[:, lane, 0:2].max(), sc[:, lane, 2:4].max()]
+                for lane in range(32):  # quad reductions (lanes 4g .. 4g+3)
+                    quad = [lane ^ 0, lane ^ 1, lane ^ 2, lane ^ 3]
+                    st[lane]["mx"] = mx[quad].max(axis=0)
+                pa = [[[None] * 4 for _ in range(4)] for _ in range(32)]
+                sums = np.zeros((32, 2))
+                for lane in range(32):
+                    S_ = st[lane]
+                    mn = np.maximum([S_["m0"], S_["m1"]], S_["mx"])
+                    al = [1.0 if mn[r] == -np.inf else (0.0 if [S_["m0"], S_["m1"]][r] == -np.inf
+                                                        else np.exp([S_["m0"], S_["m1"]][r] - mn[r])) for r in range(2)]
+                    S_["mn"], S_["al"] = mn, al
+                    for nt in range(8):
+                        pv = [0.0 if sc[nt, lane, e] == -np.inf else _bfr([np.exp(sc[nt, lane, e] - mn[e // 2])])[0]
+                              for e in range(4)]
+                        sums[lane] += [pv[0] + pv[1], pv[2] + pv[3]]
+                        pa[lane][nt >> 1][(nt & 1) * 2 + 0] = (pv[0], pv[1])
+                        pa[lane][nt >> 1][(nt & 1) * 2 + 1] = (pv[2], pv[3])
+                for lane in range(32):
+                    S_ = st[lane]
+                    tot = sums[[lane ^ 0, lane ^ 1, lane ^ 2, lane ^ 3]].sum(axis=0)
+                    S_["l0"] = S_["l0"] * S_["al"][0] + tot[0]
+                    S_["l1"] = S_["l1"] * S_["al"][1] + tot[1]
+                    S_["m0"], S_["m1"] = S_["mn"]
+                    o[lane, :, 0:2] *= S_["al"][0]
+                    o[lane, :, 2:4] *= S_["al"][1]
+                for kk in range(4):
+                    for j in range(nv):
+                        b = [None] * 32
+                        for lane in range(32):
+                            g, c = lane >> 2, lane & 3
+                            n = j * 8 + g
+                            b[lane] = [(vs[(kk * 16 + 2 * c) * LV + n], vs[(kk * 16 + 2 * c + 1) * LV + n]),
+                                       (vs[(kk * 16 + 2 * c + 8) * LV + n], vs[(kk * 16 + 2 * c + 9) * LV + n])]
+                        acc = o[:, j, :].copy()
+                        _mma(acc, [pa[lane][kk] for lane in range(32)], b)
+                        o[:, j, :] = acc
+            for lane in range(32):
+                g, c = lane >> 2, lane & 3
+                S_ = st[lane]
+                for j in range(nv):
+                    col = j * 8 + 2 * c
+                    if S_["r0"] < T:
+                        out[S_["r0"], col:col + 2] = o[lane, j, 0:2] / S_["l0"]
+                    if S_["r1"] < T:
+                        out[S_["r1"], col:col + 2] = o[lane, j, 2:4] / S_["l1"]
+    return out
+
+
+@pytest.mark.parametrize("T,L,Dh,Dv", [(20, 90, 32, 16),    # one block, a 90-token cache: two key tiles
+                                       (70, 70, 16, 32)])   # two blocks (the second partial), prefill from empty
+def test_gqa_kernel4_index_math_in_python(rng, T, L, Dh, Dv):
+    q, k, v = (_bfr(rng.standard_normal(s)) for s in ((T, Dh), (L, Dh), (L, Dv)))
+    got = _sim_gqa_kernel4(q, k, v, L, Dh ** -0.5)
+    want = ref.attention(q[:, None], k[:, None], v[:, None], Dh ** -0.5)[:, 0]
     assert np.isfinite(got).all()
     assert _rel(got, want) < 1e-2
