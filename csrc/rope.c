@@ -1,5 +1,6 @@
 /* rope.c: rotary embedding. One OpenMP iteration per token: the token's cos/sin table (rot_dim/2
- * pairs) is built once in float64 and shared by all its heads. */
+ * pairs) is built once in float64 (times attention_factor, then rounded to float32) and shared by
+ * all its heads. */
 #include "rope.h"
 
 #include <math.h>
@@ -9,7 +10,8 @@
 #include "common.h"
 
 int gb_rope(const float *x, float *y, const int64_t *pos, int64_t T, int64_t H, int64_t Dh,
-            double theta, int64_t rot_dim, int64_t rot_off, int layout) {
+            double theta, int64_t rot_dim, int64_t rot_off, int layout, const double *inv_freq_in,
+            double attention_factor) {
     if (layout != GB_ROPE_INTERLEAVED && layout != GB_ROPE_HALF)
         return gb_error(GB_EVALUE, "`layout` must be 0 (interleaved) or 1 (half), got %d", layout);
     if (!(theta > 0.0) || !isfinite(theta)) return gb_error(GB_EVALUE, "`theta` must be > 0, got %g", theta);
@@ -18,10 +20,19 @@ int gb_rope(const float *x, float *y, const int64_t *pos, int64_t T, int64_t H, 
     if (rot_off < 0 || rot_off + rot_dim > Dh)
         return gb_error(GB_EVALUE, "`rot_offset`=%ld + `rot_dim`=%ld must lie within the head dim %ld",
                         (long)rot_off, (long)rot_dim, (long)Dh);
+    if (!(attention_factor > 0.0) || !isfinite(attention_factor))
+        return gb_error(GB_EVALUE, "`attention_factor` must be a finite number > 0, got %g", attention_factor);
     const int64_t half = rot_dim / 2;
+    if (inv_freq_in)
+        for (int64_t i = 0; i < half; i++)
+            if (!(inv_freq_in[i] > 0.0) || !isfinite(inv_freq_in[i]))
+                return gb_error(GB_EVALUE, "`inv_freq` must be finite and > 0, got %g at index %ld", inv_freq_in[i],
+                                (long)i);
     double *inv_freq = (double *)malloc((size_t)half * sizeof(double));
     if (!inv_freq) return gb_error(GB_ENOMEM, "rope: out of memory");
-    for (int64_t i = 0; i < half; i++) inv_freq[i] = pow(theta, -2.0 * (double)i / (double)rot_dim);
+    for (int64_t i = 0; i < half; i++)
+        inv_freq[i] = inv_freq_in ? inv_freq_in[i] : pow(theta, -2.0 * (double)i / (double)rot_dim);
+    const double af = attention_factor;
     int status = GB_OK;
 
 #pragma omp parallel if (T * H * Dh > 16384)
@@ -37,8 +48,8 @@ int gb_rope(const float *x, float *y, const int64_t *pos, int64_t T, int64_t H, 
             float *c = cs, *s = cs + half;
             for (int64_t i = 0; i < half; i++) {
                 double a = (double)pos[t] * inv_freq[i];
-                c[i] = (float)cos(a);
-                s[i] = (float)sin(a);
+                c[i] = (float)(cos(a) * af);
+                s[i] = (float)(sin(a) * af);
             }
             for (int64_t h = 0; h < H; h++) {
                 const float *xr = x + (t * H + h) * Dh;

@@ -173,7 +173,8 @@ def gqa_block(x: np.ndarray, w: dict, cache, layer: int, positions, cfg) -> np.n
     if cfg.qk_norm:
         q = ops.rms_norm(q, _need(w, "q_norm.weight"), cfg.rms_norm_eps)
         k = ops.rms_norm(k, _need(w, "k_norm.weight"), cfg.rms_norm_eps)
-    rot = dict(theta=cfg.rope_theta, rot_dim=cfg.rope_dim, layout=cfg.rope_layout)
+    rot = dict(theta=cfg.rope_theta, rot_dim=cfg.rope_dim, layout=cfg.rope_layout, inv_freq=cfg.rope_inv_freq(),
+               attention_factor=cfg.rope_attention_factor())
     q = ops.rope(q, pos, **rot)
     k = ops.rope(k, pos, **rot)
     cache.append(layer, k, v)
@@ -215,7 +216,8 @@ def mla_block(x: np.ndarray, w: dict, cache, layer: int, positions, cfg, strateg
     q = q.reshape(T, H, Dn + Dr)
     ckv = ops.linear(x, _need(w, "kv_a_proj_with_mqa.weight"), w.get("kv_a_proj_with_mqa.bias"))
     latent = ops.rms_norm(ckv[:, :R], _need(w, "kv_a_layernorm.weight"), eps)
-    rot = dict(theta=cfg.rope_theta, rot_dim=Dr, layout=cfg.rope_layout)
+    rot = dict(theta=cfg.rope_theta, rot_dim=Dr, layout=cfg.rope_layout, inv_freq=cfg.rope_inv_freq(),
+               attention_factor=cfg.rope_attention_factor())
     q_rope = ops.rope(q[..., Dn:], pos, **rot)
     k_rope = ops.rope(ckv[:, None, R:], pos, **rot)[:, 0, :]
     if _hf_deinterleaves(cfg):

@@ -25,11 +25,14 @@ Conventions (stated once, used everywhere):
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping
+
+import numpy as np
 
 from . import formats
 
@@ -132,17 +135,50 @@ class ModelConfig:
     def n_dense_layers(self) -> int:
         return self.n_layers - len(self.moe_layers)
 
+    def __post_init__(self):
+        self._rope_params  # validate rope_scaling now: a bad or unsupported one fails at load
+
     @property
     def softmax_scale(self) -> float:
         """1/sqrt(query-key head dim), times YaRN's mscale^2 when the config uses YaRN with
         mscale_all_dim (DeepSeek-V2; HF modeling_deepseek_v2 / yarn_get_mscale)."""
         s = self.head_dim ** -0.5
         rs = self.rope_scaling or {}
-        if self.attention == "mla" and rs.get("mscale_all_dim"):
+        if self.attention == "mla" and self.rope_type != "default" and rs.get("mscale_all_dim"):
             factor = float(rs.get("factor", 1.0))
             m = 0.1 * rs["mscale_all_dim"] * math.log(factor) + 1.0 if factor > 1 else 1.0
             s *= m * m
         return s
+
+    # ---- rope scaling -----------------------------------------------------------------------
+    @property
+    def rope_type(self) -> str:
+        """"default" (plain rope), "linear" or "yarn": rope_scaling's `rope_type` (or v4 `type`)."""
+        rs = self.rope_scaling or {}
+        return rs.get("rope_type") or rs.get("type") or "default"
+
+    def rope_inv_freq(self) -> np.ndarray | None:
+        """Per-pair inverse frequencies float64 [rope_dim/2] for ops.rope's `inv_freq` (read-only), or
+        None for plain rope (theta**(-2i/rope_dim)). As transformers 5.24 modeling_rope_utils
+        computes them (there in float32): linear = plain / factor; yarn = plain blended with
+        plain / factor by a ramp over the pair index (see _yarn)."""
+        return self._rope_params[0]
+
+    def rope_attention_factor(self) -> float:
+        """The factor on rope's cos and sin (HF's `attention_scaling`): 1.0 except for YaRN, where
+        it is rope_scaling's `attention_factor`, else mscale(factor, mscale)/mscale(factor,
+        mscale_all_dim) when both are set (1.0 for DeepSeek-V2-Lite: mscale == mscale_all_dim), else
+        mscale(factor) = 0.1 ln(factor) + 1."""
+        return self._rope_params[1]
+
+    @property
+    def _rope_params(self) -> tuple:
+        """(inv_freq or None, attention_factor), memoised on the inputs (every attention layer asks)."""
+        if self.rope_type == "default":
+            return None, 1.0
+        orig = (self.hf or {}).get("original_max_position_embeddings")
+        return _rope_params(json.dumps(self.rope_scaling, sort_keys=True, default=repr), self.rope_theta,
+                            self.rope_dim, self.max_position_embeddings, json.dumps(orig, default=repr))
 
     # ---- KV cache ---------------------------------------------------------------------------
     def kv_elems_per_token_per_layer(self) -> int:
@@ -463,6 +499,82 @@ class _Reader:
         return v
 
 
+@functools.lru_cache(maxsize=64)
+def _rope_params(scaling_json: str, theta: float, dim: int, max_pos: int, orig_json: str) -> tuple:
+    """ModelConfig._rope_params from hashable inputs (the scaling dict and the top-level
+    original_max_position_embeddings as JSON); the returned inv_freq is read-only (shared)."""
+    rs = json.loads(scaling_json)
+    t = rs.get("rope_type") or rs.get("type") or "default"
+    plain = theta ** (-2.0 * np.arange(dim // 2) / dim)
+    if t == "linear":
+        inv, af = plain / _scaling_num(rs, "factor"), 1.0
+    elif t == "yarn":
+        orig = json.loads(orig_json)
+        inv, af = _yarn(rs, plain, theta, dim, max_pos, {} if orig is None else
+                        {"original_max_position_embeddings": orig})
+    else:
+        raise ValueError(f"config field `rope_scaling` rope_type = {t!r} is not supported "
+                         f"(supported: default, linear, yarn)")
+    inv.setflags(write=False)
+    return inv, float(af)
+
+
+def _scaling_num(rs: dict, key: str, default=None, positive=True) -> float:
+    """A number from the rope_scaling dict (finite; > 0 when `positive`), else a ValueError naming it."""
+    v = rs.get(key, default)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or (positive and v <= 0):
+        raise ValueError(f"config field `rope_scaling.{key}` must be a finite number{' > 0' if positive else ''}, "
+                         f"got {v!r}")
+    return float(v)
+
+
+def _yarn_mscale(scale: float, m: float = 1.0) -> float:
+    return 1.0 if scale <= 1 else 0.1 * m * math.log(scale) + 1.0
+
+
+def _yarn(rs: dict, plain: np.ndarray, theta: float, dim: int, max_pos: int, hf: dict) -> tuple:
+    """YaRN (arXiv 2309.00071) as transformers 5.24 `_compute_yarn_parameters` defines it, in float64:
+    pairs whose wavelength fits beta_fast times into the original context keep their frequency,
+    those fitting fewer than beta_slow times are divided by `factor`, and a linear ramp over the
+    pair index blends the two in between. Returns (inv_freq [dim/2], attention_factor)."""
+    # HF standardize_rope_params: a top-level original_max_position_embeddings wins, then the
+    # scaling dict's, then max_position_embeddings.
+    orig = hf.get("original_max_position_embeddings", rs.get("original_max_position_embeddings", max_pos))
+    if isinstance(orig, bool) or not isinstance(orig, (int, float)) or not orig > 0:
+        raise ValueError(f"config field `rope_scaling.original_max_position_embeddings` must be > 0, got {orig!r}")
+    if rs.get("factor") is None:  # DeepSeek-V3 style: the ratio of the two context lengths
+        if not max_pos:
+            raise ValueError("config field `rope_scaling.factor` is missing and there is no "
+                             "`max_position_embeddings` to derive it from")
+        factor = max_pos / orig
+    else:
+        factor = _scaling_num(rs, "factor")
+    if rs.get("attention_factor") is not None:
+        af = _scaling_num(rs, "attention_factor")
+    else:
+        m, m_all = rs.get("mscale"), rs.get("mscale_all_dim")
+        if m and m_all:
+            af = _yarn_mscale(factor, _scaling_num(rs, "mscale")) / _yarn_mscale(factor, _scaling_num(rs, "mscale_all_dim"))
+        else:
+            af = _yarn_mscale(factor)
+    beta_fast = _scaling_num(rs, "beta_fast") if rs.get("beta_fast") else 32.0
+    beta_slow = _scaling_num(rs, "beta_slow") if rs.get("beta_slow") else 1.0
+
+    def correction_dim(n_rot):  # the (fractional) dim index whose wavelength fits n_rot times in orig
+        return dim * math.log(orig / (n_rot * 2 * math.pi)) / (2 * math.log(theta))
+
+    low, high = correction_dim(beta_fast), correction_dim(beta_slow)
+    if rs.get("truncate", True):
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, dim - 1)
+    if low == high:
+        high += 0.001
+    # HF compares the pair index i (0 <= i < dim/2) with these dim-index bounds, as here
+    ramp = np.clip((np.arange(dim // 2, dtype=np.float64) - low) / (high - low), 0.0, 1.0)
+    inv = plain / factor * ramp + plain * (1.0 - ramp)
+    return inv, af
+
+
 def _rope(r: _Reader) -> tuple[float, dict | None]:
     """rope_theta and the scaling dict, from either the v4 layout (rope_theta, rope_scaling) or
     transformers v5's rope_parameters; HF's default theta is 10000."""
@@ -474,7 +586,7 @@ def _rope(r: _Reader) -> tuple[float, dict | None]:
     if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not theta > 0:
         raise ValueError(f"config field `rope_theta` must be a positive number, got {theta!r}")
     scaling = hf.get("rope_scaling")
-    if scaling is None and rp and rp.get("rope_type", "default") != "default":
+    if scaling is None and rp and (rp.get("rope_type") or rp.get("type") or "default") != "default":
         scaling = dict(rp)
     if scaling is not None and not isinstance(scaling, dict):
         raise ValueError(f"config field `rope_scaling` must be an object or null, got {scaling!r}")

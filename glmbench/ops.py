@@ -39,12 +39,19 @@ def _int_arg(name: str, v) -> int:
 
 
 def rope(x: np.ndarray, positions: np.ndarray, *, theta: float, rot_dim: int, rot_offset: int = 0,
-         layout: str = "interleaved") -> np.ndarray:
+         layout: str = "interleaved", inv_freq: np.ndarray | None = None,
+         attention_factor: float = 1.0) -> np.ndarray:
     """Rotary embedding of x[T, H, Dh] float32 at positions[T] int64; returns a new [T, H, Dh].
 
     Rotates x[..., rot_offset:rot_offset+rot_dim] (partial rope); the rest is copied unchanged.
-    Pair i (0 <= i < rot_dim/2) turns by the angle positions[t] * theta**(-2i/rot_dim); the angle,
-    cos and sin are computed in float64, the rotation in float32.
+    Pair i (0 <= i < rot_dim/2) turns by the angle positions[t] * inv_freq[i], where inv_freq
+    defaults to theta**(-2i/rot_dim); the angle, cos and sin are computed in float64, the rotation
+    in float32.
+
+    inv_freq: None, or float64 [rot_dim/2], finite and > 0 -- scaled frequencies (YaRN, linear;
+        see ModelConfig.rope_inv_freq). theta is then unused (still validated).
+    attention_factor: cos and sin are multiplied by it (HF's `attention_scaling`, YaRN's mscale
+        ratio; ModelConfig.rope_attention_factor), so the rotated slice is scaled by it; finite, > 0.
 
     layout="interleaved": pair i is (x[2i], x[2i+1]) and the output keeps that order. This is
         DeepSeek-V2's original `apply_rotary_emb` (view_as_complex) and llama.cpp's deepseek2 rope.
@@ -61,8 +68,10 @@ def rope(x: np.ndarray, positions: np.ndarray, *, theta: float, rot_dim: int, ro
     """
     if layout not in _ROPE_LAYOUTS:
         raise ValueError(f"`layout` must be 'interleaved' or 'half', got {layout!r}")
+    if isinstance(attention_factor, bool) or not isinstance(attention_factor, (int, float, np.integer, np.floating)):
+        raise TypeError(f"`attention_factor` must be a number, got {attention_factor!r}")
     return _core.rope(x, positions, float(theta), _int_arg("rot_dim", rot_dim), _int_arg("rot_offset", rot_offset),
-                      _ROPE_LAYOUTS[layout])
+                      _ROPE_LAYOUTS[layout], inv_freq=inv_freq, attention_factor=float(attention_factor))
 
 
 # ---- linear ------------------------------------------------------------------------------

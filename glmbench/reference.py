@@ -36,13 +36,16 @@ def to_bf16(a):
 
 
 # ---- rope ---------------------------------------------------------------------------------
-def rope(x, positions, *, theta, rot_dim, rot_offset=0, layout="interleaved"):
+def rope(x, positions, *, theta, rot_dim, rot_offset=0, layout="interleaved", inv_freq=None, attention_factor=1.0):
+    """Pair i turns by positions * inv_freq[i] (default theta**(-2i/rot_dim)); cos and sin are
+    multiplied by attention_factor (HF's YaRN attention scaling)."""
     x = _f64(x)
     y = x.copy()
     half = rot_dim // 2
-    inv = theta ** (-2.0 * np.arange(half) / rot_dim)
+    inv = theta ** (-2.0 * np.arange(half) / rot_dim) if inv_freq is None else _f64(inv_freq)
     ang = np.asarray(positions, dtype=np.float64)[:, None] * inv[None, :]  # [T, half]
-    c, s = np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]
+    c = np.cos(ang)[:, None, :] * attention_factor
+    s = np.sin(ang)[:, None, :] * attention_factor
     seg = x[..., rot_offset:rot_offset + rot_dim]
     if layout == "interleaved":
         a, b = seg[..., 0::2], seg[..., 1::2]
@@ -174,8 +177,10 @@ def gqa_block(x, w, positions, cfg, k_past=None, v_past=None):
     if cfg.qk_norm:
         q = rms_norm(q, w["q_norm.weight"], cfg.rms_norm_eps)
         k = rms_norm(k, w["k_norm.weight"], cfg.rms_norm_eps)
-    q = rope(q, positions, theta=cfg.rope_theta, rot_dim=cfg.rope_dim, layout=cfg.rope_layout)
-    k = rope(k, positions, theta=cfg.rope_theta, rot_dim=cfg.rope_dim, layout=cfg.rope_layout)
+    rot = dict(theta=cfg.rope_theta, rot_dim=cfg.rope_dim, layout=cfg.rope_layout, inv_freq=cfg.rope_inv_freq(),
+               attention_factor=cfg.rope_attention_factor())
+    q = rope(q, positions, **rot)
+    k = rope(k, positions, **rot)
     if k_past is not None:
         k = np.concatenate([_f64(k_past), k])
         v = np.concatenate([_f64(v_past), v])
@@ -219,8 +224,10 @@ def mla_block(x, w, positions, cfg, latent_past=None, k_rope_past=None):
     q = q.reshape(T, H, Dn + Dr)
     c = linear(x, w["kv_a_proj_with_mqa.weight"], _bias(w, "kv_a_proj_with_mqa.bias"))
     latent = rms_norm(c[:, :R], w["kv_a_layernorm.weight"], eps)
-    kr = rope(c[:, None, R:], positions, theta=cfg.rope_theta, rot_dim=Dr, layout=cfg.rope_layout)[:, 0]
-    q_rope = rope(q[..., Dn:], positions, theta=cfg.rope_theta, rot_dim=Dr, layout=cfg.rope_layout)
+    rot = dict(theta=cfg.rope_theta, rot_dim=Dr, layout=cfg.rope_layout, inv_freq=cfg.rope_inv_freq(),
+               attention_factor=cfg.rope_attention_factor())
+    kr = rope(c[:, None, R:], positions, **rot)[:, 0]
+    q_rope = rope(q[..., Dn:], positions, **rot)
     if latent_past is not None:
         latent = np.concatenate([_f64(latent_past), latent])
         kr = np.concatenate([_f64(k_rope_past), kr])

@@ -44,11 +44,12 @@ TINY = {
 }
 
 
-def tiny_hf_model(model_type, seed=0):
-    """A tiny random HF model in float32, eager attention, with weights re-drawn at unit scale."""
+def tiny_hf_model(model_type, seed=0, **overrides):
+    """A tiny random HF model in float32, eager attention, with weights re-drawn at unit scale.
+    `overrides` replace entries of TINY[model_type]."""
     from transformers import AutoConfig, AutoModelForCausalLM
     try:
-        cfg = AutoConfig.for_model(model_type, **TINY[model_type])
+        cfg = AutoConfig.for_model(model_type, **{**TINY[model_type], **overrides})
     except (KeyError, ValueError) as e:
         pytest.skip(f"transformers {transformers.__version__} lacks model type {model_type!r}: {e}")
     cfg._attn_implementation = "eager"
@@ -153,3 +154,80 @@ def test_bf16_weights_match_hf_with_rounded_weights():
     prompt, steps = [3, 1, 4, 1, 5, 9], [2, 6, 5]
     for a, b in zip(glm_logits(m, prompt, steps), hf_logits(hf, prompt, steps)):
         assert rel_err(a, b) < RTOL
+
+
+# ---- scaled rope (YaRN, linear) ---------------------------------------------------------------
+# original_max_position_embeddings 16 with theta 100 over 16 rope dims puts YaRN's ramp at pairs
+# 0..2 (pair 1 half-way), so some pairs keep their frequency, one is blended and the rest are
+# divided by `factor`; mscale != mscale_all_dim makes the cos/sin attention factor != 1 and the
+# softmax scale gains mscale_all_dim's mscale^2. A 24-token prefill runs past the original context.
+_YARN = {"rope_type": "yarn", "rope_theta": 100.0, "factor": 4.0, "original_max_position_embeddings": 16,
+         "beta_fast": 32, "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 0.8}
+SCALED = [
+    ("deepseek_v2", "naive", dict(qk_rope_head_dim=16, max_position_embeddings=64, rope_parameters=_YARN)),
+    ("deepseek_v2", "absorbed", dict(qk_rope_head_dim=16, max_position_embeddings=64, rope_parameters=_YARN)),
+    ("deepseek_v2", "flash", dict(qk_rope_head_dim=16, max_position_embeddings=64, rope_parameters=_YARN)),
+    # glm4_moe_lite: de-interleaved rope keys; DeepSeek-V2-Lite's own mscale == mscale_all_dim
+    ("glm4_moe_lite", "flash", dict(qk_rope_head_dim=16, max_position_embeddings=64,
+                                    rope_parameters={**_YARN, "mscale": 0.707, "mscale_all_dim": 0.707})),
+    # GQA, no mscale: attention factor 0.1 ln(factor) + 1; truncate=False keeps fractional bounds
+    ("qwen3", "", dict(max_position_embeddings=64, rope_parameters={
+        "rope_type": "yarn", "rope_theta": 100.0, "factor": 4.0, "original_max_position_embeddings": 16,
+        "truncate": False})),
+    ("qwen3", "", dict(rope_parameters={"rope_type": "linear", "rope_theta": 1000.0, "factor": 3.0})),
+]
+
+
+@pytest.mark.parametrize("model_type,strategy,over", SCALED, ids=[f"{m}-{s}-{o['rope_parameters']['rope_type']}"
+                                                                  for m, s, o in SCALED])
+def test_scaled_rope_logits_match_hf(model_type, strategy, over):
+    hf_cfg, hf = tiny_hf_model(model_type, **over)
+    cfg = configs.load(hf_cfg.to_dict())
+    rt = over["rope_parameters"]["rope_type"]
+    assert cfg.rope_type == rt
+    # our float64 frequencies and factor are HF's (float32) ones
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+    inv, af = ROPE_INIT_FUNCTIONS[rt](hf_cfg)
+    np.testing.assert_allclose(cfg.rope_inv_freq(), inv.double().numpy(), rtol=1e-6)
+    assert cfg.rope_attention_factor() == pytest.approx(af, rel=1e-12)
+    if rt == "yarn":  # the ramp really blends: neither all plain nor all divided by factor
+        plain = cfg.rope_theta ** (-2.0 * np.arange(cfg.rope_dim // 2) / cfg.rope_dim)
+        ratio = plain / cfg.rope_inv_freq()
+        assert ratio.min() == pytest.approx(1) and ratio.max() == pytest.approx(4)
+        assert np.any((ratio > 1.01) & (ratio < 3.99))
+        if model_type != "glm4_moe_lite":
+            assert af != pytest.approx(1.0)
+    weights = {k: v.numpy() for k, v in hf.state_dict().items()}
+    m = glmbench.Model(cfg, weights=weights, weight_format="f32", kv_dtype="f32", max_context=32,
+                       mla_strategy=strategy or "flash")
+    rng = np.random.default_rng(11)
+    prompt = rng.integers(0, cfg.vocab_size, 24).tolist()
+    steps = rng.integers(0, cfg.vocab_size, 8).tolist()
+    want = hf_logits(hf, prompt, steps)
+    got = glm_logits(m, prompt, steps)
+    for i, (a, b) in enumerate(zip(got, want)):
+        err = rel_err(a, b)
+        assert err < RTOL, f"{model_type} {rt} {'prefill' if i == 0 else f'decode step {i}'}: relative error {err:.2e}"
+    # and the scaling matters: plain rope gives different logits
+    plain_cfg = configs.load({**hf_cfg.to_dict(), "rope_parameters": {"rope_type": "default",
+                                                                      "rope_theta": cfg.rope_theta}})
+    assert plain_cfg.rope_inv_freq() is None
+    m2 = glmbench.Model(plain_cfg, weights=weights, weight_format="f32", kv_dtype="f32", max_context=32,
+                        mla_strategy=strategy or "flash")
+    assert rel_err(m2.prefill(np.array(prompt)), want[0]) > 100 * RTOL
+
+
+@pytest.mark.parametrize("rope,match", [
+    ({"rope_type": "dynamic", "factor": 2.0}, r"`rope_scaling` rope_type = 'dynamic' is not supported"),
+    ({"rope_type": "llama3", "factor": 8.0}, r"rope_type = 'llama3'"),
+    ({"type": "longrope"}, r"rope_type = 'longrope'"),
+    ({"rope_type": "yarn", "factor": -1.0, "original_max_position_embeddings": 16}, r"`rope_scaling.factor`"),
+    ({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 0},
+     r"`rope_scaling.original_max_position_embeddings`"),
+    ({"rope_type": "linear"}, r"`rope_scaling.factor` must be a finite number > 0, got None"),
+])
+def test_unsupported_rope_scaling_fails_at_load(rope, match):
+    d = {**TINY["deepseek_v2"], "model_type": "deepseek_v2", "rope_scaling": rope}
+    d.pop("rope_parameters")
+    with pytest.raises(ValueError, match=match):
+        configs.load(d)

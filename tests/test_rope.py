@@ -123,3 +123,91 @@ def test_rope_bad_input():
     bad[1, 2, 3] = np.nan
     with pytest.raises(ValueError, match=r"`x` contains NaN at flat index 43"):
         glmbench.rope(bad, pos, theta=1e4, rot_dim=8)
+
+
+@pytest.mark.parametrize("layout", ["interleaved", "half"])
+@pytest.mark.parametrize("af", [1.0, 0.75, 1.1386])
+def test_rope_inv_freq_and_attention_factor_match_reference(rng, layout, af):
+    T, H, Dh, r, off = 6, 3, 40, 16, 8
+    x = rng.standard_normal((T, H, Dh)).astype(np.float32)
+    pos = rng.integers(0, 163840, T).astype(np.int64)
+    inv = 1e4 ** (-np.arange(r // 2) * 2.0 / r) / np.linspace(1, 40, r // 2)  # YaRN-like: divided by up to 40
+    x0, inv0 = x.copy(), inv.copy()
+    y = glmbench.rope(x, pos, theta=1e4, rot_dim=r, rot_offset=off, layout=layout, inv_freq=inv, attention_factor=af)
+    want = ref.rope(x, pos, theta=1e4, rot_dim=r, rot_offset=off, layout=layout, inv_freq=inv, attention_factor=af)
+    np.testing.assert_allclose(y, want, rtol=0, atol=_tol(x) * max(1.0, af))
+    np.testing.assert_array_equal(y[..., :off], x[..., :off])
+    np.testing.assert_array_equal(y[..., off + r:], x[..., off + r:])
+    np.testing.assert_array_equal(x, x0)
+    np.testing.assert_array_equal(inv, inv0)
+    # theta is unused once inv_freq is given; the default inv_freq is theta**(-2i/rot_dim), bit for bit
+    np.testing.assert_array_equal(
+        y, glmbench.rope(x, pos, theta=5.0, rot_dim=r, rot_offset=off, layout=layout, inv_freq=inv,
+                         attention_factor=af))
+    plain = 1e4 ** (-2.0 * np.arange(r // 2) / r)
+    np.testing.assert_array_equal(glmbench.rope(x, pos, theta=1e4, rot_dim=r, rot_offset=off, layout=layout),
+                                  glmbench.rope(x, pos, theta=1e4, rot_dim=r, rot_offset=off, layout=layout,
+                                                inv_freq=plain))
+    # the attention factor scales the rotated slice (position 0: x itself, scaled)
+    p0 = np.zeros(T, np.int64)
+    z = glmbench.rope(x, p0, theta=1e4, rot_dim=r, rot_offset=off, layout=layout, inv_freq=inv, attention_factor=af)
+    np.testing.assert_allclose(z[..., off:off + r], x[..., off:off + r] * np.float32(af), rtol=1e-7, atol=0)
+
+
+def test_rope_inv_freq_strided_and_read_only(rng):
+    x = rng.standard_normal((4, 2, 8)).astype(np.float32)
+    pos = np.arange(4, dtype=np.int64) * 7
+    big = np.array([1.0, -9, 0.5, -9, 0.25, -9, 0.125, -9])
+    ro = big[::2].copy()
+    ro.setflags(write=False)
+    want = ref.rope(x, pos, theta=1e4, rot_dim=8, inv_freq=ro, attention_factor=2.0)
+    for f in (big[::2], ro):
+        y = glmbench.rope(x, pos, theta=1e4, rot_dim=8, inv_freq=f, attention_factor=2.0)
+        np.testing.assert_allclose(y, want, rtol=0, atol=2 * _tol(x))
+
+
+def test_rope_inv_freq_bad_input():
+    x = np.zeros((2, 3, 8), np.float32)
+    pos = np.arange(2, dtype=np.int64)
+    good = np.array([1.0, 0.1, 0.01, 0.001])
+    with pytest.raises(TypeError, match=r"`inv_freq` must be float64, got float32"):
+        glmbench.rope(x, pos, theta=1e4, rot_dim=8, inv_freq=good.astype(np.float32))
+    with pytest.raises(TypeError, match=r"`inv_freq` must be"):
+        glmbench.rope(x, pos, theta=1e4, rot_dim=8, inv_freq=[1.0, 0.1, 0.01, 0.001])
+    with pytest.raises(ValueError, match=r"`inv_freq` must be 1-D, got shape \(1, 4\)"):
+        glmbench.rope(x, pos, theta=1e4, rot_dim=8, inv_freq=good[None])
+    with pytest.raises(ValueError, match=r"`inv_freq` has shape \(4,\): axis 0 must be 3 to match rot_dim/2"):
+        glmbench.rope(x, pos, theta=1e4, rot_dim=6, inv_freq=good)
+    with pytest.raises(ValueError, match=r"`inv_freq` contains NaN at flat index 2"):
+        glmbench.rope(x, pos, theta=1e4, rot_dim=8, inv_freq=np.array([1.0, 0.1, np.nan, 0.001]))
+    with pytest.raises(ValueError, match=r"`inv_freq` contains inf at flat index 0"):
+        glmbench.rope(x, pos, theta=1e4, rot_dim=8, inv_freq=np.array([np.inf, 0.1, 0.01, 0.001]))
+    with pytest.raises(ValueError, match=r"`inv_freq` must be finite and > 0, got 0 at index 1"):
+        glmbench.rope(x, pos, theta=1e4, rot_dim=8, inv_freq=np.array([1.0, 0.0, 0.01, 0.001]))
+    with pytest.raises(ValueError, match=r"`inv_freq` must be finite and > 0, got -0.01 at index 2"):
+        glmbench.rope(x, pos, theta=1e4, rot_dim=8, inv_freq=np.array([1.0, 0.1, -0.01, 0.001]))
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match=r"`attention_factor` must be a finite number > 0, got"):
+            glmbench.rope(x, pos, theta=1e4, rot_dim=8, attention_factor=bad)
+    with pytest.raises(TypeError, match=r"`attention_factor` must be a number, got '1'"):
+        glmbench.rope(x, pos, theta=1e4, rot_dim=8, attention_factor="1")
+
+
+def test_config_rope_parameters():
+    """ModelConfig.rope_inv_freq / rope_attention_factor for the built-ins (DeepSeek-V2-Lite: YaRN
+    factor 40 over original 4096 positions, mscale == mscale_all_dim -> attention factor 1)."""
+    from glmbench import configs
+    d = configs.load("deepseek-v2-lite")
+    assert d.rope_type == "yarn" and d.rope_attention_factor() == 1.0
+    inv = d.rope_inv_freq()
+    plain = 1e4 ** (-2.0 * np.arange(32) / 64)
+    assert inv.dtype == np.float64 and inv.shape == (32,) and not inv.flags.writeable
+    # correction range: dims [floor(10.2), ceil(23.0)] = [10, 23] -> pairs <= 10 keep their
+    # frequency, pairs >= 23 are divided by 40, pairs 11..22 are blended
+    np.testing.assert_array_equal(inv[:11], plain[:11])
+    np.testing.assert_allclose(inv[23:], plain[23:] / 40, rtol=1e-15)
+    ramp = (np.arange(11, 23) - 10) / 13
+    np.testing.assert_allclose(inv[11:23], plain[11:23] * (1 - ramp) + plain[11:23] / 40 * ramp, rtol=1e-15)
+    for name in ("glm-4.7-flash", "qwen3-32b"):
+        c = configs.load(name)
+        assert c.rope_type == "default" and c.rope_inv_freq() is None and c.rope_attention_factor() == 1.0
