@@ -16,7 +16,9 @@
  *                      shared memory (P rounded to bf16 for the second product, as FlashMLA does),
  *                      O = O * alpha + P.V with O[32 x 512] fp32 in registers (each warp 64 columns).
  *                      Rows padded 16 bytes against bank conflicts; ~80 KB shared, 2 blocks per SM on
- *                      sm_80/sm_90. Needs R % 64 == 0, R <= 512, (R + Dr) % 16 == 0.
+ *                      sm_80/sm_90. The next tile is loaded into registers while this one is
+ *                      computed (a two-stage software pipeline). Needs R % 64 == 0, R + Dr <= 576,
+ *                      (R + Dr) % 16 == 0.
  *   combine            attention_gqa.cu's gqa_combine_kernel1 (same partial layout).
  *   mla_absorb_q_kernel1  q_lat[t, h, :] = q_nope[t, h, :] . W_uk[h]   (thread per latent column)
  *   mla_absorb_o_kernel1  out[t, h, v] = o_lat[t, h, :] . W_uv[h, v, :]  (warp per output)
@@ -34,7 +36,7 @@
 
 #define MLA_KT 32
 #define MLA_HG 32 /* heads per block */
-#define MLA_MAX_SPLITS 64
+#define MLA_MAX_SPLITS 132
 #define MLA_THREADS 256
 
 int gbc_attention_combine(float *ws, bf16 *out, int64_t rows, int S, int Dv);
@@ -44,10 +46,11 @@ extern "C" size_t gbc_mla_workspace_bytes(int64_t T, int64_t H, int64_t R, int64
     return (size_t)(T * H * S) * (size_t)(R + 2) * sizeof(float);
 }
 
-/* About two blocks per SM of an H100/H200 (132 SMs), at least 4 tiles of cache per split. */
+/* About one block per SM of an H100/H200 (132 SMs; kernel 2 pipelines its own loads), at least 4
+ * tiles of cache per split: more splits would add partials (20 heads x 514 floats each) to move. */
 extern "C" int64_t gbc_mla_plan(int64_t T, int64_t L, int64_t H) {
     int64_t units = (T > 0 ? T : 1) * cdiv(H > 0 ? H : 1, MLA_HG);
-    int64_t S = 264 / units;
+    int64_t S = 132 / units;
     if (S > cdiv(L, 4 * MLA_KT)) S = cdiv(L, 4 * MLA_KT);
     if (S > MLA_MAX_SPLITS) S = MLA_MAX_SPLITS;
     return S < 1 ? 1 : S;
@@ -190,7 +193,9 @@ static size_t mla2_smem_bytes(int64_t R, int64_t Dr) {
                     + 3 * M2_ROWS * 4);               /* m, l, alpha */
 }
 
-__global__ void __launch_bounds__(256, 2) mla_kernel2(
+#define M2_PRE 9 /* 16-byte chunks per thread per tile: 32 rows x 576 / 8 / 256 threads */
+
+__global__ void __launch_bounds__(256, 1) mla_kernel2(
     const bf16 *__restrict__ q_lat, const bf16 *__restrict__ q_rope, const bf16 *__restrict__ pages,
     const int32_t *__restrict__ table, int64_t page_size, bf16 *__restrict__ o_lat, float *__restrict__ ws_m,
     float *__restrict__ ws_l, float *__restrict__ ws_acc, int64_t T, int64_t L, int H, int R, int Dr, float scale, int S,
@@ -234,19 +239,36 @@ __global__ void __launch_bounds__(256, 2) mla_kernel2(
             for (int e = 0; e < 4; e++) o[mt][j][e] = 0.0f;
 
     int64_t k_begin = (int64_t)s * chunk, k_end = min(min(L, k_begin + chunk), p + 1);
+    /* Software pipeline: the next tile's rows are loaded into registers while this tile is
+     * computed, so each block keeps its share of memory busy (one block per SM at the chosen
+     * number of splits). */
+    uint4 pre[M2_PRE];
+    const int chunks = W / 8;
+    auto load_tile = [&](int64_t kt) {
+#pragma unroll
+        for (int u = 0; u < M2_PRE; u++) {
+            int i = tid + u * 256;
+            uint4 v = make_uint4(0u, 0u, 0u, 0u);
+            if (i < M2_NT * chunks) {
+                int64_t tok = kt + i / chunks;
+                if (tok < k_end) {
+                    int64_t row = (int64_t)table[tok / page_size] * page_size + tok % page_size;
+                    v = ((const uint4 *)(pages + row * (int64_t)W))[i % chunks];
+                }
+            }
+            pre[u] = v;
+        }
+    };
+    if (k_begin < k_end) load_tile(k_begin);
     for (int64_t kt = k_begin; kt < k_end; kt += M2_NT) {
         __syncthreads(); /* the previous tile's readers are done */
-        for (int i = tid; i < M2_NT * (W / 8); i += 256) {
-            int j = i / (W / 8), q8 = i % (W / 8);
-            int64_t tok = kt + j;
-            uint4 v = make_uint4(0u, 0u, 0u, 0u);
-            if (tok < k_end) {
-                int64_t row = (int64_t)table[tok / page_size] * page_size + tok % page_size;
-                v = ((const uint4 *)(pages + row * (int64_t)W))[q8];
-            }
-            *(uint4 *)(ks + j * LD + q8 * 8) = v;
+#pragma unroll
+        for (int u = 0; u < M2_PRE; u++) {
+            int i = tid + u * 256;
+            if (i < M2_NT * chunks) *(uint4 *)(ks + (i / chunks) * LD + (i % chunks) * 8) = pre[u];
         }
         __syncthreads();
+        if (kt + M2_NT < k_end) load_tile(kt + M2_NT); /* in flight during the products below */
         { /* S = Q . K^T: warp -> m-tile (warp & 1), n-tile of 8 rows (warp >> 1) */
             const int mt = warp & 1, nt = warp >> 1;
             const uint16_t *qa = qh + (mt * 16) * LD, *kb = kh + (nt * 8) * LD;
@@ -379,12 +401,12 @@ extern "C" int gbc_mla_absorbed_attention(const void *q_lat, const void *q_rope,
     if (n_splits < 0 || n_splits > MLA_MAX_SPLITS)
         return VALUE_ERROR("mla_attention: `n_splits`=%ld must be in 0..%d", (long)n_splits, MLA_MAX_SPLITS);
     if (version < 0 || version > 2) return VALUE_ERROR("mla_attention: `version` must be 0, 1 or 2, got %d", version);
-    bool k2_ok = R % 64 == 0 && (R + Dr) % 16 == 0 && aligned16(pages) && aligned16(q_lat) && aligned16(q_rope) &&
-                 aligned16(o_lat);
+    bool k2_ok = R % 64 == 0 && (R + Dr) % 16 == 0 && M2_NT * (R + Dr) / 8 <= M2_PRE * 256 && aligned16(pages) &&
+                 aligned16(q_lat) && aligned16(q_rope) && aligned16(o_lat);
     if (version == 0) version = k2_ok ? 2 : 1;
     if (version == 2 && !k2_ok)
-        return VALUE_ERROR("mla_attention version 2 needs kv_lora_rank %% 64 == 0, (R + Dr) %% 16 == 0 and aligned "
-                           "buffers, got R=%ld Dr=%ld", (long)R, (long)Dr);
+        return VALUE_ERROR("mla_attention version 2 needs kv_lora_rank %% 64 == 0, (R + Dr) %% 16 == 0, R + Dr <= 576 "
+                           "and aligned buffers, got R=%ld Dr=%ld", (long)R, (long)Dr);
     GBC_INIT();
     if (T == 0) return GBC_OK;
     size_t smem = version == 2 ? mla2_smem_bytes(R, Dr) : mla_smem_bytes(R, Dr);

@@ -305,10 +305,10 @@ class Emulator:
         self._put_bf(out, ref.gqa_attention(Q, K, V, scale))
 
     def mla_workspace_bytes(self, T, H, R, S):
-        return T * H * (S if S > 0 else 64) * (R + 2) * 4
+        return T * H * (S if S > 0 else 132) * (R + 2) * 4
 
     def mla_plan(self, T, L, H):
-        return max(1, min(264 // (max(T, 1) * -(-H // 32)), -(-L // 128), 64))
+        return max(1, min(132 // (max(T, 1) * -(-H // 32)), -(-L // 128), 132))
 
     def _mla_absorbed_attention(self, ql, qr, pages, table, ps, ol, T, L, H, R, Dr, scale, S, ws, wsb, v):
         if S > 1 and self.mla_workspace_bytes(T, H, R, S) > wsb:

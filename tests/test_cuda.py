@@ -51,7 +51,7 @@ def test_pure_size_helpers_need_no_device():
     assert v == 4 and s == 1                # prefill: tensor-core flash tiles, no split-K
     v, s = _cuda.gqa_plan(512, 512, 16, 16, 256, 256, 0)
     assert v == 1 and s == 1                # head dims past kernel 4's 128: CUDA-core flash tiles
-    assert _cuda.mla_plan(1, 32768, 20) == 64
+    assert _cuda.mla_plan(1, 32768, 20) == 132  # one block per SM of a 132-SM card
     assert _cuda.mla_plan(1, 100, 20) == 1  # under 4 tiles of 32 rows: one split
 
 
