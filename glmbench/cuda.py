@@ -1010,6 +1010,49 @@ class CudaModel:
     def reset(self) -> None:
         self.cache.reset()
 
+    def load_hf_weights(self, src) -> None:
+        """Replace the random weights with HF-named host arrays (a transformers state_dict as NumPy,
+        or glmbench.model's names): matrices go to bf16 (round to nearest even), the router and its
+        bias stay fp32. Routed experts may come fused (`mlp.experts.gate_up_proj` [E, 2F, D],
+        transformers 5.x), stacked (`mlp.experts.gate_proj`), or per expert (4.x)."""
+        lib = _lib()
+
+        def put(name, a):
+            d = self.w[name]
+            a = np.asarray(a.detach().cpu().float().numpy() if hasattr(a, "detach") else a)
+            if tuple(a.shape) != d.shape:
+                raise ValueError(f"weight {name!r} has shape {tuple(a.shape)}, expected {d.shape} from the config")
+            host = np.ascontiguousarray(a, np.float32) if d.dtype == "f32" else (
+                a if a.dtype == np.uint16 else f32_to_bf16(a))
+            lib.upload(d.ptr, np.ascontiguousarray(host))
+
+        for name in self.w:
+            if name in src:
+                put(name, src[name])
+                continue
+            base, _, part = name.rpartition("mlp.experts.")
+            if part in ("gate_proj", "up_proj", "down_proj"):
+                fused = base + "mlp.experts.gate_up_proj"
+                if part != "down_proj" and fused in src:
+                    gu = np.asarray(src[fused].detach().cpu().float().numpy() if hasattr(src[fused], "detach")
+                                    else src[fused])
+                    F = gu.shape[1] // 2
+                    put(name, gu[:, :F] if part == "gate_proj" else gu[:, F:])
+                    continue
+                per = [base + f"mlp.experts.{e}.{part}.weight" for e in range(self.w[name].shape[0])]
+                if all(k in src for k in per):
+                    put(name, np.stack([np.asarray(src[k].detach().cpu().float().numpy() if hasattr(src[k], "detach")
+                                                   else src[k]) for k in per]))
+                    continue
+            if name.endswith("e_score_correction_bias"):
+                put(name, np.zeros(self.w[name].shape, np.float32))  # checkpoints without it route on scores
+                continue
+            if name == "lm_head.weight" and self.cfg.tie_word_embeddings and "model.embed_tokens.weight" in src:
+                put(name, src["model.embed_tokens.weight"])
+                continue
+            raise ValueError(f"`src` lacks {name!r}")
+        self._experts.clear()
+
     def pin_routing(self, bias: float = 10.0) -> None:
         """Make every token choose experts 0..k-1 (a +bias on their expert-score bias; sigmoid routers
         with a bias only). For comparing two implementations whose bf16 roundings differ: a near-tie

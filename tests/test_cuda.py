@@ -652,3 +652,49 @@ def test_gqa_kernel4_index_math_in_python(rng, T, L, Dh, Dv):
     want = ref.attention(q[:, None], k[:, None], v[:, None], Dh ** -0.5)[:, 0]
     assert np.isfinite(got).all()
     assert _rel(got, want) < 1e-2
+
+
+@pytest.mark.parametrize("kind", ["glm", "qwen"])
+def test_emulated_cuda_model_matches_hf_transformers(emu, kind):
+    """Oracle 2 for the GPU model's wiring: a tiny HF transformers model (float32, CPU), its weights
+    loaded into CudaModel (bf16), logits of a prefill and decode steps compared. The HF weights are
+    rounded to bf16 first, so only CudaModel's bf16 activations separate them (~1e-2); routing is
+    pinned in both (a near-tie would otherwise be decided by rounding)."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from glmbench import configs
+    hf_dims = {k: v for k, v in _tiny(kind).hf.items() if not k.startswith("_")}
+    model_type = hf_dims.pop("model_type")
+    try:
+        hc = transformers.AutoConfig.for_model(model_type, **hf_dims)
+    except (KeyError, ValueError) as e:
+        pytest.skip(f"transformers {transformers.__version__} lacks {model_type!r}: {e}")
+    hc._attn_implementation = "eager"
+    torch.manual_seed(0)
+    hf = transformers.AutoModelForCausalLM.from_config(hc, dtype=torch.float32).eval()
+    g = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for name, p in hf.named_parameters():
+            p.copy_(1.0 + 0.1 * torch.randn(p.shape, generator=g) if p.ndim == 1
+                    else torch.randn(p.shape, generator=g) / p.shape[-1] ** 0.5)
+            if not name.endswith("mlp.gate.weight"):  # what CudaModel stores in bf16, HF gets rounded
+                p.copy_(p.to(torch.bfloat16).to(torch.float32))
+        k = hc.to_dict().get("num_experts_per_tok") or 0
+        for name, b in hf.named_buffers():
+            if name.endswith("e_score_correction_bias"):
+                b.zero_()
+                b[:k] = 10.0
+    cfg = configs.load(hc.to_dict())
+    m = cuda.CudaModel(cfg, max_context=32)
+    m.load_hf_weights({k: v.numpy() for k, v in hf.state_dict().items()})
+    prompt, steps = [3, 17, 41, 5, 88, 60, 2], [11, 70, 9]
+    kw = "cache" if "cache" in __import__("inspect").signature(hf.forward).parameters else "past_key_values"
+    with torch.no_grad():
+        r = hf(torch.tensor([prompt]), use_cache=True)
+        want = [r.logits[0].numpy()]
+        for t in steps:
+            r = hf(torch.tensor([[t]]), use_cache=True, **{kw: getattr(r, kw)})
+            want.append(r.logits[0, -1].numpy())
+    got = [m.prefill(prompt).to_numpy()] + [m.decode(t).to_numpy()[0] for t in steps]
+    for i, (a, b) in enumerate(zip(got, want)):
+        assert _rel(a, b) < 3e-2, f"{kind} step {i}: {_rel(a, b):.3e}"
