@@ -698,3 +698,90 @@ def test_emulated_cuda_model_matches_hf_transformers(emu, kind):
     got = [m.prefill(prompt).to_numpy()] + [m.decode(t).to_numpy()[0] for t in steps]
     for i, (a, b) in enumerate(zip(got, want)):
         assert _rel(a, b) < 3e-2, f"{kind} step {i}: {_rel(a, b):.3e}"
+
+
+def _sim_gqa_kernel1_and_combine(q, k_rows, v_rows, L, Hq, Hkv, scale, S, QB=16, KT=32):
+    """gqa_kernel1 (CUDA-core flash tiles) over S splits, then gqa_combine_kernel1: q[T, Hq, Dh],
+    k_rows[L, Hkv, Dh], v_rows[L, Hkv, Dv] -> out[T, Hq, Dv]; the workspace laid out as the kernels
+    index it (m, l, then acc, row (t * Hq + h) * S + s)."""
+    T, _, Dh = q.shape
+    Dv = v_rows.shape[2]
+    chunk = -(-L // S)
+    rows = T * Hq
+    ws_m, ws_l = np.full(rows * S, np.nan), np.full(rows * S, np.nan)
+    ws_acc = np.full(rows * S * Dv, np.nan)
+    KW2, DVL = Dh + 2, (4 if Dv <= 128 else 8)   # K row stride in bf16 (Dh/2 + 1 words)
+    for s in range(S):
+        for h in range(Hq):
+            hkv = h // (Hq // Hkv)
+            for z in range(-(-T // QB)):
+                t0 = z * QB
+                qs = np.zeros(QB * Dh)
+                for i in range(QB * Dh):
+                    t = t0 + i // Dh
+                    qs[i] = q[t, h, i % Dh] if t < T else 0.0
+                k_begin, k_end = s * chunk, min(L, s * chunk + chunk)
+                k_end = min(k_end, L - T + min(t0 + QB, T) - 1 + 1)
+                m, l = np.full(16, -np.inf), np.zeros(16)          # [warp * 4 + qi]
+                acc = np.zeros((16, 32, DVL))                      # [query][lane][d]
+                for kt in range(k_begin, k_end, KT):
+                    ks, vs = np.zeros(KT * KW2), np.zeros(KT * Dv)
+                    for j in range(KT):
+                        if kt + j < k_end:
+                            ks[j * KW2:j * KW2 + Dh] = k_rows[kt + j, hkv]
+                            vs[j * Dv:(j + 1) * Dv] = v_rows[kt + j, hkv]
+                    for warp in range(4):
+                        for qi in range(4):
+                            qrow = warp * 4 + qi
+                            t = t0 + qrow
+                            if t >= T:
+                                continue
+                            p = L - T + t
+                            sc = np.full(32, -np.inf)
+                            for lane in range(32):
+                                tok = kt + lane
+                                if tok < k_end and tok <= p:
+                                    sc[lane] = qs[qrow * Dh:(qrow + 1) * Dh] @ ks[lane * KW2:lane * KW2 + Dh] * scale
+                            mnew = max(m[qrow], sc.max())
+                            if mnew == -np.inf:
+                                continue
+                            pj = np.where(sc == -np.inf, 0.0, np.exp(sc - mnew))
+                            alpha = np.exp(m[qrow] - mnew)
+                            l[qrow] = l[qrow] * alpha + pj.sum()
+                            acc[qrow] *= alpha
+                            for j in range(KT):
+                                if pj[j] == 0.0:
+                                    continue
+                                for lane in range(32):
+                                    for d in range(DVL):
+                                        dim = lane + 32 * d
+                                        if dim < Dv:
+                                            acc[qrow, lane, d] += pj[j] * vs[j * Dv + dim]
+                            m[qrow] = mnew
+                for qrow in range(16):
+                    t = t0 + qrow
+                    if t >= T:
+                        continue
+                    idx = (t * Hq + h) * S + s
+                    ws_m[idx], ws_l[idx] = m[qrow], l[qrow]
+                    for lane in range(32):
+                        for d in range(DVL):
+                            dim = lane + 32 * d
+                            if dim < Dv:
+                                ws_acc[idx * Dv + dim] = acc[qrow, lane, d]
+    out = np.zeros((rows, Dv))
+    for r in range(rows):
+        mr, lr = ws_m[r * S:(r + 1) * S], ws_l[r * S:(r + 1) * S]
+        M = mr.max()
+        w = np.where(mr == -np.inf, 0.0, np.exp(mr - M))
+        out[r] = (w[:, None] * ws_acc[r * S * Dv:(r + 1) * S * Dv].reshape(S, Dv)).sum(0) / (w * lr).sum()
+    return out.reshape(T, Hq, Dv)
+
+
+@pytest.mark.parametrize("T,L,Hq,Hkv,Dh,Dv,S", [(3, 70, 4, 2, 16, 24, 3),    # decode-like, 3 splits (one empty for late rows)
+                                               (20, 40, 2, 1, 8, 8, 1)])     # prefill: two query blocks, causal
+def test_gqa_kernel1_and_combine_index_math_in_python(rng, T, L, Hq, Hkv, Dh, Dv, S):
+    q, k, v = (_bfr(rng.standard_normal(s)) for s in ((T, Hq, Dh), (L, Hkv, Dh), (L, Hkv, Dv)))
+    got = _sim_gqa_kernel1_and_combine(q, k, v, L, Hq, Hkv, Dh ** -0.5, S)
+    assert np.isfinite(got).all()
+    assert _rel(got, ref.gqa_attention(q, k, v)) < 1e-6   # fp32/fp64 throughout: only summation order differs
