@@ -785,3 +785,70 @@ def test_gqa_kernel1_and_combine_index_math_in_python(rng, T, L, Hq, Hkv, Dh, Dv
     got = _sim_gqa_kernel1_and_combine(q, k, v, L, Hq, Hkv, Dh ** -0.5, S)
     assert np.isfinite(got).all()
     assert _rel(got, ref.gqa_attention(q, k, v)) < 1e-6   # fp32/fp64 throughout: only summation order differs
+
+
+def _sim_mla_kernel1(qlat, qrope, rows_, L, T, t, scale, S, s, KT=32, HG=32, THREADS=256):
+    """mla_kernel1 (CUDA cores) for query token t of T, split s of S, head group 0: returns the
+    block's (m[H], l[H], acc[H, R]) partials as it writes them to the workspace."""
+    H, R = qlat.shape
+    Dr = qrope.shape[1]
+    W2 = R + Dr                       # row in bf16; the shared tile row is W + 1 words = W2 + 2 bf16
+    KW2 = W2 + 2
+    nh = min(HG, H)
+    qs = np.concatenate([qlat, qrope], 1)
+    ms, ls = np.full(HG, -np.inf), np.zeros(HG)
+    acc = np.zeros((THREADS, HG, 2))
+    chunk = -(-L // S)
+    p = L - T + t
+    k_begin = s * chunk
+    k_end = min(min(L, k_begin + chunk), p + 1)
+    for kt in range(k_begin, k_end, KT):
+        kv = np.zeros(KT * KW2)
+        for j in range(KT):
+            if kt + j < k_end:
+                kv[j * KW2:j * KW2 + W2] = rows_[kt + j]
+        ps, as_ = np.zeros((HG, KT)), np.ones(HG)
+        for hh in range(nh):  # warp per head, lane per cached row
+            sc = np.array([qs[hh] @ kv[lane * KW2:lane * KW2 + W2] * scale if kt + lane < k_end else -np.inf
+                           for lane in range(32)])
+            mnew = max(ms[hh], sc.max())
+            pj, alpha = np.zeros(32), 1.0
+            if mnew != -np.inf:
+                pj = np.where(sc == -np.inf, 0.0, np.exp(sc - mnew))
+                alpha = np.exp(ms[hh] - mnew)
+            ps[hh] = pj
+            ls[hh] = ls[hh] * alpha + pj.sum()
+            ms[hh], as_[hh] = mnew, alpha
+        nt = min(KT, k_end - kt)
+        for tid in range(THREADS):
+            for hh in range(nh):
+                acc[tid, hh] *= as_[hh]
+            for j in range(nt):
+                c0, c1 = tid, tid + THREADS
+                v0 = kv[j * KW2 + c0] if c0 < R else 0.0
+                v1 = kv[j * KW2 + c1] if c1 < R else 0.0
+                for hh in range(nh):
+                    acc[tid, hh] += ps[hh, j] * np.array([v0, v1])
+    out = np.zeros((H, R))
+    for hh in range(nh):
+        for tid in range(THREADS):
+            for c in range(2):
+                col = tid + c * THREADS
+                if col < R:
+                    out[hh, col] = acc[tid, hh, c]
+    return ms[:nh], ls[:nh], out
+
+
+def test_mla_kernel1_index_math_in_python(rng):
+    H, R, Dr, L, S = 5, 40, 8, 50, 2
+    qlat, qrope = _bfr(rng.standard_normal((H, R))), _bfr(rng.standard_normal((H, Dr)))
+    rows_ = _bfr(rng.standard_normal((L, R + Dr)))
+    parts = [_sim_mla_kernel1(qlat, qrope, rows_, L, 1, 0, 0.2, S, s) for s in range(S)]
+    M = np.max([m for m, _, _ in parts], axis=0)
+    num = sum(np.exp(m - M)[:, None] * a for m, _, a in parts)
+    den = sum(np.exp(m - M) * l for m, l, _ in parts)
+    got = num / den[:, None]
+    q = np.concatenate([qlat, qrope], 1)[None]
+    want = ref.attention(q, np.broadcast_to(rows_[:, None], (L, H, R + Dr)),
+                         np.broadcast_to(rows_[:, None, :R], (L, H, R)), 0.2)[0]
+    assert _rel(got, want) < 1e-6
