@@ -5,6 +5,7 @@ Environment flags (no side effects: no git, no network):
   GLMBENCH_NATIVE=0   do not pass -march=native (portable binary)
   GLMBENCH_CUDA=0|1   0: never build the CUDA extension; 1: require it (fail if nvcc is missing);
                       unset: build it when nvcc is found, else print one line and build CPU-only
+  GLMBENCH_CUBLAS_DIR folder of an nvidia-cublas wheel (include/, lib/) when cuBLAS is not in the CUDA root
   GLMBENCH_CUDA_ARCHS semicolon list of SM versions for nvcc (default "80;86;90")
   GLMBENCH_DEBUG=1    -O0 -g instead of -O3
 """
@@ -72,6 +73,11 @@ def _find_cublas(cuda_home):
     root, then in the NVIDIA wheels (nvidia-cublas: nvidia/cu13/..., nvidia/cublas/... for cu12)
     on sys.path, which is where PyTorch's CUDA builds put it."""
     roots = [(os.path.join(cuda_home, "include"), os.path.join(cuda_home, "lib64"))]
+    # pip builds in an isolated environment that cannot see the user's nvidia-cublas wheel:
+    # GLMBENCH_CUBLAS_DIR names its folder (the one holding include/cublas_v2.h and lib/).
+    if _flag("GLMBENCH_CUBLAS_DIR"):
+        d = _flag("GLMBENCH_CUBLAS_DIR")
+        roots.insert(0, (os.path.join(d, "include"), os.path.join(d, "lib")))
     for p in sys.path:
         for sub in ("cu13", "cublas"):
             d = os.path.join(p or ".", "nvidia", sub)
