@@ -126,10 +126,11 @@ def test_bf16_conversion_matches_the_reference_rounding():
 
 
 @pytest.mark.skipif(not glmbench.HAS_CUDA, reason="glmbench._cuda not built")
-def test_import_in_a_fresh_process_does_not_touch_the_device():
+def test_import_in_a_fresh_process_does_not_touch_the_device(tmp_path):
     # Importing must succeed on a machine without a driver (CI): the device is opened lazily.
+    # (cwd elsewhere, so the installed package is imported, not the source tree.)
     r = subprocess.run([sys.executable, "-c", "import glmbench, glmbench.cuda; print(glmbench.HAS_CUDA)"],
-                       capture_output=True, text=True, timeout=120, env=dict(os.environ))
+                       capture_output=True, text=True, timeout=120, env=dict(os.environ), cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "True"
 
