@@ -7,7 +7,7 @@
  *                        4-row x 4-token register tiles (the weights are read from memory once
  *                        whatever T is, so decode is bandwidth-bound); OpenMP over blocks of
  *                        output rows; AVX-512 path plus a portable path.
- *   f16/bf16, T > 64     panel: convert a panel of weight rows (~8 MiB of float32, stays in L3)
+ *   f16/bf16, T > 64     panel: convert a panel of weight rows (up to 24 MiB of float32)
  *                        to float32 scratch, then OpenBLAS sgemm on it; the conversion is
  *                        10 bytes of traffic per weight against 2T FLOPs, so prefill stays
  *                        compute-bound.
