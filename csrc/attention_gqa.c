@@ -387,6 +387,7 @@ static void gqa_decode_g8_bf16(const gb_kvcache *c, int64_t layer, int64_t h, in
                 __m512 k0 = bf16x16(k0p + d), k1 = bf16x16(k1p + d);
                 for (int g = 0; g < 8; g++) {
                     __m512 qg = _mm512_loadu_ps(q + g * Dh + d);
+                    __asm__("" : "+v"(qg)); /* one load feeding both FMAs (GCC would fold it into each) */
                     a[2 * g] = _mm512_fmadd_ps(qg, k0, a[2 * g]);
                     a[2 * g + 1] = _mm512_fmadd_ps(qg, k1, a[2 * g + 1]);
                 }
