@@ -43,6 +43,15 @@ int gb_check_finite(PyArrayObject *arr, const char *name);
 /* Raise the Python exception matching a C-core status with gb_last_error()'s message. */
 PyObject *gb_raise_status(int status);
 
+/* The last step of a binding: a failed C call (status != GB_OK) raises; otherwise the output
+ * array is handed to the caller and *out cleared, so the `done:` label does not release it. */
+static inline PyObject *gb_result(int status, PyArrayObject **out) {
+    if (status != GB_OK) return gb_raise_status(status);
+    PyObject *r = (PyObject *)*out;
+    *out = NULL;
+    return r;
+}
+
 /* "(3, 4)" style shape string into buf. */
 const char *gb_shape_str(PyArrayObject *arr, char *buf, size_t n);
 

@@ -35,12 +35,7 @@ static PyObject *py_gqa_attention(PyObject *self, PyObject *args, PyObject *kw) 
     st = gb_gqa_attention(c, layer, (const float *)PyArray_DATA(q), PyArray_DIM(q, 0), PyArray_DIM(q, 1), (float)scale,
                           n_splits, (float *)PyArray_DATA(y));
     Py_END_ALLOW_THREADS
-    if (st != GB_OK) {
-        gb_raise_status(st);
-        goto done;
-    }
-    ret = (PyObject *)y;
-    y = NULL;
+    ret = gb_result(st, &y);
 done:
     Py_XDECREF(q);
     Py_XDECREF(y);

@@ -62,12 +62,7 @@ static PyObject *py_mla_attention(PyObject *self, PyObject *args, PyObject *kw) 
                           v_head_dim, PyArray_DATA(w), wfmt, (float)scale, strat, n_splits,
                           (float *)PyArray_DATA(y));
     Py_END_ALLOW_THREADS
-    if (st != GB_OK) {
-        gb_raise_status(st);
-        goto done;
-    }
-    ret = (PyObject *)y;
-    y = NULL;
+    ret = gb_result(st, &y);
 done:
     Py_XDECREF(qn);
     Py_XDECREF(qr);

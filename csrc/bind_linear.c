@@ -35,12 +35,7 @@ static PyObject *py_linear(PyObject *self, PyObject *args, PyObject *kw) {
     st = gb_linear((const float *)PyArray_DATA(x), dims[0], PyArray_DIM(x, 1), PyArray_DATA(w), fmt, dims[1],
                    b ? (const float *)PyArray_DATA(b) : NULL, (float *)PyArray_DATA(y));
     Py_END_ALLOW_THREADS
-    if (st != GB_OK) {
-        gb_raise_status(st);
-        goto done;
-    }
-    ret = (PyObject *)y;
-    y = NULL;
+    ret = gb_result(st, &y);
 done:
     Py_XDECREF(x);
     Py_XDECREF(w);
@@ -72,12 +67,7 @@ static PyObject *py_swiglu(PyObject *self, PyObject *args, PyObject *kw) {
     st = gb_swiglu((const float *)PyArray_DATA(x), PyArray_DIM(x, 0), D, PyArray_DATA(g), weight_fmt(g),
                    PyArray_DATA(u), weight_fmt(u), PyArray_DATA(d), weight_fmt(d), F, (float *)PyArray_DATA(y));
     Py_END_ALLOW_THREADS
-    if (st != GB_OK) {
-        gb_raise_status(st);
-        goto done;
-    }
-    ret = (PyObject *)y;
-    y = NULL;
+    ret = gb_result(st, &y);
 done:
     Py_XDECREF(x);
     Py_XDECREF(g);

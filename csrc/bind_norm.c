@@ -1,6 +1,6 @@
 /* bind_norm.c: Python bindings for norm.c. The pattern every bind_<family>.c follows:
  * parse -> gb_array checks (dtype, ndim, contiguity; named in errors) -> shape and NaN checks ->
- * allocate output -> release the GIL around the C call -> status to exception. Owned references
+ * allocate output -> release the GIL around the C call -> gb_result (status to exception, or the output). Owned references
  * start NULL and one `done:` label releases them all. */
 #include "bind.h"
 #include "norm.h"
@@ -22,12 +22,7 @@ static PyObject *py_rms_norm(PyObject *self, PyObject *args, PyObject *kw) {
     st = gb_rms_norm((const float *)PyArray_DATA(x), (const float *)PyArray_DATA(w), (float *)PyArray_DATA(y),
                      PyArray_DIM(x, 0), PyArray_DIM(x, 1), (float)eps);
     Py_END_ALLOW_THREADS
-    if (st != GB_OK) {
-        gb_raise_status(st);
-        goto done;
-    }
-    ret = (PyObject *)y;
-    y = NULL;
+    ret = gb_result(st, &y);
 done:
     Py_XDECREF(x);
     Py_XDECREF(w);

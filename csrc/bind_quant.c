@@ -65,12 +65,7 @@ static PyObject *py_dequantize(PyObject *self, PyObject *args, PyObject *kw) {
     Py_BEGIN_ALLOW_THREADS
     st = gb_dequantize_rows(fmt, PyArray_DATA(q), (float *)PyArray_DATA(y), dims[0], k);
     Py_END_ALLOW_THREADS
-    if (st != GB_OK) {
-        gb_raise_status(st);
-        goto done;
-    }
-    ret = (PyObject *)y;
-    y = NULL;
+    ret = gb_result(st, &y);
 done:
     Py_XDECREF(q);
     Py_XDECREF(y);
@@ -108,12 +103,7 @@ static PyObject *py_qlinear(PyObject *self, PyObject *args, PyObject *kw) {
     st = gb_qlinear(fmt, (const float *)PyArray_DATA(x), PyArray_DATA(w), b ? (const float *)PyArray_DATA(b) : NULL,
                     (float *)PyArray_DATA(y), T, N, k, compute, version);
     Py_END_ALLOW_THREADS
-    if (st != GB_OK) {
-        gb_raise_status(st);
-        goto done;
-    }
-    ret = (PyObject *)y;
-    y = NULL;
+    ret = gb_result(st, &y);
 done:
     Py_XDECREF(x);
     Py_XDECREF(w);

@@ -32,12 +32,7 @@ static PyObject *py_rope(PyObject *self, PyObject *args, PyObject *kw) {
                  PyArray_DIM(x, 0), PyArray_DIM(x, 1), PyArray_DIM(x, 2), theta, rot_dim, rot_off, layout, inv_freq,
                  attention_factor);
     Py_END_ALLOW_THREADS
-    if (st != GB_OK) {
-        gb_raise_status(st);
-        goto done;
-    }
-    ret = (PyObject *)y;
-    y = NULL;
+    ret = gb_result(st, &y);
 done:
     Py_XDECREF(x);
     Py_XDECREF(p);
