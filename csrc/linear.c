@@ -94,6 +94,25 @@ ALWAYS_INLINE float dot1_avx512(const float *x, int64_t K, const void *w, int fm
     return _mm512_reduce_add_ps(acc);
 }
 
+/* dot(row at element offset o, x) with two accumulators, for one token (T = 1, decode). Rows are
+ * read one after another, so a thread's rows form one sequential stream: measured cold (2 threads,
+ * bf16 from DRAM, shapes 2048x1536 to 2048x5120, interleaved with a pure-read kernel in the same
+ * run) 0.89-0.99 of the pure read, against 0.77-0.85 for the 4-row tile with or without
+ * software prefetch, whose four row streams the hardware prefetcher follows less well. */
+ALWAYS_INLINE float dot1x2_avx512(const float *x, int64_t K, const void *w, int fmt, int64_t o) {
+    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+    int64_t k = 0;
+    for (; k + 32 <= K; k += 32) {
+        a0 = _mm512_fmadd_ps(ldw(w, o + k, fmt), _mm512_loadu_ps(x + k), a0);
+        a1 = _mm512_fmadd_ps(ldw(w, o + k + 16, fmt), _mm512_loadu_ps(x + k + 16), a1);
+    }
+    for (; k < K; k += 16) {
+        __mmask16 m = K - k >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (K - k)) - 1u);
+        a0 = _mm512_fmadd_ps(ldw_mask(w, o + k, m, fmt), _mm512_maskz_loadu_ps(m, x + k), a0);
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
+}
+
 /* y[t*ldy + j] = dot(row p_j, x[t]) for 4 rows and TT <= 4 tokens (a constant after inlining):
  * a 4 x TT register tile, so each converted weight vector feeds TT FMAs and each x vector 4. */
 /* The 4 sums of a0..a3 as one vector [sum a0, sum a1, sum a2, sum a3]. */
@@ -239,6 +258,10 @@ static void convert_row(const void *w, int fmt, int64_t o, int64_t K, float *dst
 ALWAYS_INLINE void gemv_rows_avx512_fmt(const float *x, int64_t T, int64_t K, const void *w, int fmt, int64_t r0,
                                         int64_t r1, float *y, int64_t ldy) {
     int64_t r = r0;
+    if (T == 1) { /* decode: one sequential stream (dot1x2_avx512) */
+        for (; r < r1; r++) y[r - r0] = dot1x2_avx512(x, K, w, fmt, r * K);
+        return;
+    }
     for (; r + 4 <= r1; r += 4) {
         const void *p0 = row_ptr(w, fmt, r * K), *p1 = row_ptr(w, fmt, (r + 1) * K);
         const void *p2 = row_ptr(w, fmt, (r + 2) * K), *p3 = row_ptr(w, fmt, (r + 3) * K);
@@ -369,6 +392,23 @@ void gb_gate_up_rows(const float *x, int64_t T, int64_t D, const void *wg, const
                      int64_t f0, int64_t f1, float *h) {
     int64_t f = f0;
 #if GB_HAVE_AVX512
+    if (!use_portable && T == 1) { /* decode: the block's gate rows, then its up rows, each a sequential stream */
+#define GB_GU1(FMT) \
+    do { \
+        float g[GB_ROW_BLOCK]; \
+        for (; f < f1;) { \
+            const int64_t n = f1 - f < GB_ROW_BLOCK ? f1 - f : GB_ROW_BLOCK; \
+            for (int64_t i = 0; i < n; i++) g[i] = dot1x2_avx512(x, D, wg, FMT, (f + i) * D); \
+            for (int64_t i = 0; i < n; i++) h[f + i] = silu(g[i]) * dot1x2_avx512(x, D, wu, FMT, (f + i) * D); \
+            f += n; \
+        } \
+    } while (0)
+        if (fmt == GB_BF16) GB_GU1(GB_BF16);
+        else if (fmt == GB_F16) GB_GU1(GB_F16);
+        else GB_GU1(GB_F32);
+#undef GB_GU1
+        return;
+    }
     if (!use_portable) {
         float o[4 * 4];
         for (; f + 2 <= f1; f += 2) {
