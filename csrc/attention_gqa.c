@@ -292,6 +292,172 @@ void gb_attn_tile(const float *q, int64_t nr, int64_t dk, const float *k, int64_
 #endif
 }
 
+/* ---- bfloat16 dot-product tile ---------------------------------------------------------------- */
+
+#if defined(__AVX512BF16__) && defined(__AVX512F__)
+static int bf16_on = 1;
+int gb_attn_bf16_ok(void) { return bf16_on; }
+void gb_attn_set_bf16(int on) { bf16_on = on ? 1 : 0; }
+
+/* s[i * GB_ATTN_TILE + t] = qb_i . k_t for RB rows x TB keys, 32 bf16 pairs per step (masked tail). */
+#define BS_RT(i, t, X) if (RB > i && TB > t) { X(i, t) }
+#define BS_ROW(i, X) BS_RT(i, 0, X) BS_RT(i, 1, X) BS_RT(i, 2, X) BS_RT(i, 3, X)
+#define BS_ALL(X) BS_ROW(0, X) BS_ROW(1, X) BS_ROW(2, X) BS_ROW(3, X) BS_ROW(4, X)
+#define BS_DP(i, t) a##i##t = _mm512_dpbf16_ps(a##i##t, (__m512bh)q##i, (__m512bh)k##t);
+#define BS_LOADQ(i) if (RB > i) q##i = LOAD16(q + i * dk + d);
+#define BS_LOADK(t) if (TB > t) k##t = LOAD16(k + t * ks + d);
+#define BS_STEP BS_LOADK(0) BS_LOADK(1) BS_LOADK(2) BS_LOADK(3) \
+    BS_LOADQ(0) BS_LOADQ(1) BS_LOADQ(2) BS_LOADQ(3) BS_LOADQ(4) BS_ALL(BS_DP)
+AI void score_bf16_mk(const uint16_t *q, int64_t dk, const uint16_t *k, int64_t ks, float *s, const int RB,
+                      const int TB) {
+    __m512 a00, a01, a02, a03, a10, a11, a12, a13, a20, a21, a22, a23, a30, a31, a32, a33, a40, a41, a42, a43;
+    __m512i q0, q1, q2, q3, q4, k0, k1, k2, k3;
+    a00 = a01 = a02 = a03 = a10 = a11 = a12 = a13 = a20 = a21 = a22 = a23 = a30 = a31 = a32 = a33 = a40 = a41 =
+        a42 = a43 = _mm512_setzero_ps();
+    q0 = q1 = q2 = q3 = q4 = k0 = k1 = k2 = k3 = _mm512_setzero_si512();
+    int64_t d = 0;
+#define LOAD16(p) _mm512_loadu_si512((const void *)(p))
+    for (; d + 32 <= dk; d += 32) { BS_STEP }
+#undef LOAD16
+    if (d < dk) {
+        const __mmask32 mk = (__mmask32)((1ull << (dk - d)) - 1ull);
+#define LOAD16(p) _mm512_maskz_loadu_epi16(mk, (const void *)(p))
+        BS_STEP
+#undef LOAD16
+    }
+    const int64_t sld = GB_ATTN_TILE;
+    SC_RED(0) SC_RED(1) SC_RED(2) SC_RED(3) SC_RED(4)
+}
+
+#define SCORE_BF16_ROWS(RB)                                                                            \
+    do {                                                                                               \
+        int64_t j = 0;                                                                                 \
+        for (; j + 4 <= nt; j += 4) score_bf16_mk(qr, dk, k + j * ks, ks, sr + j, RB, 4);              \
+        switch (nt - j) {                                                                              \
+        case 3: score_bf16_mk(qr, dk, k + j * ks, ks, sr + j, RB, 3); break;                           \
+        case 2: score_bf16_mk(qr, dk, k + j * ks, ks, sr + j, RB, 2); break;                           \
+        case 1: score_bf16_mk(qr, dk, k + j * ks, ks, sr + j, RB, 1); break;                           \
+        }                                                                                              \
+    } while (0)
+
+/* o[i] (pair-interleaved, dims [d, d + 32)) = alpha[i] o[i] + sum over key pairs of (p_j, p_j+1) .
+ * (v_j, v_j+1): unpacklo/hi_epi16 of rows j and j+1 put the pair (v_j[x], v_j+1[x]) in one 32-bit
+ * lane, lane 4L+u of lo holding x = 8L+u and of hi x = 8L+4+u (L = the 128-bit lane); o keeps that
+ * order until gb_attn_bf16_unpermute. pp[i][jp] holds (p_2jp, p_2jp+1) as two bf16 in one word. */
+#define PB_ALL(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9)
+#define PB_INIT(i) if (RB > i) { __m512 a = _mm512_set1_ps(alpha[i]);                              \
+        c##i##0 = _mm512_mul_ps(a, _mm512_loadu_ps(o + i * dv + d));                                  \
+        c##i##1 = _mm512_mul_ps(a, _mm512_loadu_ps(o + i * dv + d + 16)); }
+#define PB_DP(i) if (RB > i) { __m512i pb = _mm512_set1_epi32((int)pp[i * (GB_ATTN_TILE / 2) + jp]);   \
+        c##i##0 = _mm512_dpbf16_ps(c##i##0, (__m512bh)pb, (__m512bh)lo);                              \
+        c##i##1 = _mm512_dpbf16_ps(c##i##1, (__m512bh)pb, (__m512bh)hi); }
+#define PB_STORE(i) if (RB > i) { _mm512_storeu_ps(o + i * dv + d, c##i##0);                         \
+        _mm512_storeu_ps(o + i * dv + d + 16, c##i##1); }
+AI void pv_bf16_mk(const uint32_t *pp, int64_t nt, const uint16_t *v, int64_t vs, float *o, int64_t dv, int64_t d,
+                   const float *alpha, const int RB) {
+    __m512 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51, c60, c61, c70, c71, c80, c81, c90, c91;
+    c00 = c01 = c10 = c11 = c20 = c21 = c30 = c31 = c40 = c41 = c50 = c51 = c60 = c61 = c70 = c71 = c80 = c81 =
+        c90 = c91 = _mm512_setzero_ps();
+    PB_ALL(PB_INIT)
+    for (int64_t jp = 0; 2 * jp < nt; jp++) {
+        const __m512i va = _mm512_loadu_si512((const void *)(v + 2 * jp * vs + d));
+        const __m512i vb = 2 * jp + 1 < nt ? _mm512_loadu_si512((const void *)(v + (2 * jp + 1) * vs + d))
+                                           : _mm512_setzero_si512(); /* odd tile: never read past it */
+        const __m512i lo = _mm512_unpacklo_epi16(va, vb), hi = _mm512_unpackhi_epi16(va, vb);
+        PB_ALL(PB_DP)
+    }
+    PB_ALL(PB_STORE)
+}
+
+void gb_attn_tile_bf16(const uint16_t *qb, int64_t nr, int64_t dk, const uint16_t *k, int64_t ks, const uint16_t *v,
+                       int64_t vs, int64_t dv, int64_t nt, int64_t t0, const int64_t *lim, float *m, float *l,
+                       float *o, float *sbuf) {
+    int64_t r0 = 0;
+    if (lim)
+        while (r0 < nr && lim[r0] <= t0) r0++;
+    if (r0 == nr || nt <= 0) return;
+    const int64_t nr_all = nr;
+    qb += r0 * dk;
+    nr -= r0;
+    m += r0;
+    l += r0;
+    o += r0 * dv;
+    if (lim) lim += r0;
+    float *s = sbuf, *alpha = sbuf + nr_all * GB_ATTN_TILE;
+    uint32_t *pp = (uint32_t *)(alpha + nr_all); /* nr x GB_ATTN_TILE / 2 words (caller: sbuf of nr*(1.5T+1)) */
+    for (int64_t r = 0; r < nr; r += 5) {
+        const uint16_t *qr = qb + r * dk;
+        float *sr = s + r * GB_ATTN_TILE;
+        switch (nr - r >= 5 ? 5 : nr - r) {
+        case 5: SCORE_BF16_ROWS(5); break;
+        case 4: SCORE_BF16_ROWS(4); break;
+        case 3: SCORE_BF16_ROWS(3); break;
+        case 2: SCORE_BF16_ROWS(2); break;
+        case 1: SCORE_BF16_ROWS(1); break;
+        }
+    }
+    for (int64_t r = 0; r < nr; r++) {
+        int64_t nv = lim ? lim[r] - t0 : nt;
+        float *sr = s + r * GB_ATTN_TILE;
+        softmax_row(sr, nt, nv > nt ? nt : nv, m + r, l + r, alpha + r);
+        for (int64_t j = nt; j < GB_ATTN_TILE; j++) sr[j] = 0.0f; /* the pair of an odd tile's last key */
+        /* p as bf16 pairs: cvtne2ps puts its second operand in the low half, in order */
+        _mm512_storeu_si512((void *)(pp + r * (GB_ATTN_TILE / 2)),
+                            (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(sr + 16), _mm512_loadu_ps(sr)));
+    }
+    for (int64_t d = 0; d < dv; d += 32)
+        for (int64_t r = 0; r < nr; r += 10) {
+            const uint32_t *pr = pp + r * (GB_ATTN_TILE / 2);
+            float *orow = o + r * dv;
+            switch (nr - r >= 10 ? 10 : nr - r) {
+            case 10: pv_bf16_mk(pr, nt, v, vs, orow, dv, d, alpha + r, 10); break;
+            case 9: pv_bf16_mk(pr, nt, v, vs, orow, dv, d, alpha + r, 9); break;
+            case 8: pv_bf16_mk(pr, nt, v, vs, orow, dv, d, alpha + r, 8); break;
+            case 7: pv_bf16_mk(pr, nt, v, vs, orow, dv, d, alpha + r, 7); break;
+            case 6: pv_bf16_mk(pr, nt, v, vs, orow, dv, d, alpha + r, 6); break;
+            case 5: pv_bf16_mk(pr, nt, v, vs, orow, dv, d, alpha + r, 5); break;
+            case 4: pv_bf16_mk(pr, nt, v, vs, orow, dv, d, alpha + r, 4); break;
+            case 3: pv_bf16_mk(pr, nt, v, vs, orow, dv, d, alpha + r, 3); break;
+            case 2: pv_bf16_mk(pr, nt, v, vs, orow, dv, d, alpha + r, 2); break;
+            case 1: pv_bf16_mk(pr, nt, v, vs, orow, dv, d, alpha + r, 1); break;
+            }
+        }
+}
+
+void gb_attn_bf16_unpermute(float *o, int64_t nr, int64_t dv) {
+    for (int64_t r = 0; r < nr; r++)
+        for (int64_t d = 0; d < dv; d += 32) {
+            float *p = o + r * dv + d;
+            /* lo = [L0 L1 L2 L3], hi = [H0 H1 H2 H3] (128-bit lanes) -> [L0 H0 L1 H1], [L2 H2 L3 H3] */
+            const __m512 lo = _mm512_loadu_ps(p), hi = _mm512_loadu_ps(p + 16);
+            const __m512 a = _mm512_shuffle_f32x4(lo, hi, 0x44), b = _mm512_shuffle_f32x4(lo, hi, 0xEE);
+            _mm512_storeu_ps(p, _mm512_shuffle_f32x4(a, a, 0xD8));
+            _mm512_storeu_ps(p + 16, _mm512_shuffle_f32x4(b, b, 0xD8));
+        }
+}
+
+void gb_attn_to_bf16(const float *x, int64_t n, uint16_t *out) {
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        _mm512_storeu_si512((void *)(out + i),
+                            (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + i + 16), _mm512_loadu_ps(x + i)));
+    for (; i < n; i++) out[i] = gb_f32_to_bf16(x[i]);
+}
+#else
+int gb_attn_bf16_ok(void) { return 0; }
+void gb_attn_set_bf16(int on) { (void)on; }
+void gb_attn_tile_bf16(const uint16_t *qb, int64_t nr, int64_t dk, const uint16_t *k, int64_t ks, const uint16_t *v,
+                       int64_t vs, int64_t dv, int64_t nt, int64_t t0, const int64_t *lim, float *m, float *l,
+                       float *o, float *sbuf) {
+    (void)qb; (void)nr; (void)dk; (void)k; (void)ks; (void)v; (void)vs; (void)dv; (void)nt; (void)t0; (void)lim;
+    (void)m; (void)l; (void)o; (void)sbuf; /* never called: gb_attn_bf16_ok() is 0 in this build */
+}
+void gb_attn_bf16_unpermute(float *o, int64_t nr, int64_t dv) { (void)o; (void)nr; (void)dv; }
+void gb_attn_to_bf16(const float *x, int64_t n, uint16_t *out) {
+    for (int64_t i = 0; i < n; i++) out[i] = gb_f32_to_bf16(x[i]);
+}
+#endif
+
 void gb_attn_combine(int64_t nr, int64_t dv, int64_t n_splits, int64_t split_stride, const float *m, const float *l,
                      const float *o, float *out, int64_t out_stride) {
     for (int64_t r = 0; r < nr; r++) {

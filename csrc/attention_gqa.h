@@ -23,6 +23,27 @@
 void gb_attn_tile(const float *q, int64_t nr, int64_t dk, const float *k, int64_t ks, const float *v, int64_t vs,
                   int64_t dv, int64_t nt, int64_t t0, const int64_t *lim, float *m, float *l, float *o, float *sbuf);
 
+/* ---- bfloat16 dot-product tile (AVX512_BF16: vdpbf16ps, 32 multiply-adds per instruction) ----
+ * The tile kernel above widens bf16 keys and values to float32 and multiplies in float32. This one
+ * reads bf16 rows straight from the cache and multiplies pairs of bf16 in the instruction, with
+ * float32 accumulation: twice the multiply-adds per instruction and no widening pass. The query
+ * and the softmax weights p are rounded to bf16 first (relative error <= 2^-9 each), as FlashMLA
+ * does on GPUs and llama.cpp does for its f16 cache on CPUs; scores, the softmax and o stay float32.
+ *   qb[nr][dk] bf16 (scaled), k rows at k + j*ks, v rows at v + j*vs (bf16 elements, dv % 32 == 0);
+ *   lim/m/l as gb_attn_tile; o[nr][dv] is kept in the kernel's pair-interleaved order (see
+ *   gb_attn_bf16_unpermute): start it at 0, and unpermute after the last tile (or after combining
+ *   splits, which works lane by lane); sbuf: nr * GB_ATTN_TILE floats + nr * GB_ATTN_TILE / 2 words.
+ * gb_attn_bf16_ok(): compiled in (AVX512_BF16) and not switched off by gb_attn_set_bf16(0). */
+int gb_attn_bf16_ok(void);
+void gb_attn_set_bf16(int on);
+void gb_attn_tile_bf16(const uint16_t *qb, int64_t nr, int64_t dk, const uint16_t *k, int64_t ks, const uint16_t *v,
+                       int64_t vs, int64_t dv, int64_t nt, int64_t t0, const int64_t *lim, float *m, float *l,
+                       float *o, float *sbuf);
+/* Rows [0, nr) of o[nr][dv] from the bf16 tile's order back to natural order, in place. */
+void gb_attn_bf16_unpermute(float *o, int64_t nr, int64_t dv);
+/* float32 -> bf16 (round to nearest even), n elements. */
+void gb_attn_to_bf16(const float *x, int64_t n, uint16_t *out);
+
 /* Rows of a cache tile as float32: the stored bytes themselves for f32, else decoded into
  * `scratch` (n elements). */
 const float *gb_attn_rows(int fmt, const uint8_t *src, int64_t n, float *scratch);

@@ -10,6 +10,7 @@
 
 #include "attention_gqa.h"
 #include "common.h"
+#include "linear.h"
 
 /* Tokens decompressed per step by the naive strategy: 1024 x H*(Dn+Dv) floats (37 MB for GLM-4.7-Flash,
  * plus 21 MB of per-head keys) bounds its memory whatever the depth, while each step's sgemm
@@ -167,6 +168,48 @@ static void gemm_nt(int64_t M, int64_t N, int64_t K, float alpha, const float *A
     free(rowbuf);
 }
 
+/* ---- decode (T = 1) products with kv_b ------------------------------------------------------
+ * q_lat[h] = scale * W_k,h^T q_nope[h]: kv_b rows h*W .. h*W+Dn-1 (R wide) summed with weights
+ * q_nope[h][k], accumulated in registers 256 columns at a time, widening 16-bit rows as they are
+ * read (gemm_nn's convert-then-axpy costs a store and a reload per weight). out[h] = W_v,h o_lat[h]
+ * is a GEMV over kv_b rows h*W+Dn .. h*W+W-1 (gb_gemv_rows, one sequential stream per head). */
+#if defined(__AVX512F__)
+#include <immintrin.h>
+static inline __m512 ld16w(const void *w, int fmt, int64_t i) {
+    if (fmt == GB_F32) return _mm512_loadu_ps((const float *)w + i);
+    const __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)w + i));
+    if (fmt == GB_BF16) return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    return _mm512_cvtph_ps(h);
+}
+#endif
+
+/* y[0, R) = alpha * sum_k a[k] * B[k][:] for B [K][R] in format fmt (row stride R). */
+static void absorb_rows(const float *a, int64_t K, float alpha, const void *B, int fmt, int64_t R, float *y) {
+    int64_t c0 = 0;
+#if defined(__AVX512F__)
+    for (; c0 + 256 <= R; c0 += 256) {
+        __m512 acc[16];
+        for (int i = 0; i < 16; i++) acc[i] = _mm512_setzero_ps();
+        for (int64_t k = 0; k < K; k++) {
+            const __m512 ak = _mm512_set1_ps(a[k]);
+            const int64_t o = k * R + c0;
+            for (int i = 0; i < 16; i++) acc[i] = _mm512_fmadd_ps(ak, ld16w(B, fmt, o + 16 * i), acc[i]);
+        }
+        for (int i = 0; i < 16; i++) _mm512_storeu_ps(y + c0 + 16 * i, _mm512_mul_ps(_mm512_set1_ps(alpha), acc[i]));
+    }
+#endif
+    if (c0 < R) { /* columns left over (and builds without AVX-512): row by row */
+        for (int64_t j = c0; j < R; j++) y[j] = 0.0f;
+        for (int64_t k = 0; k < K; k++) {
+            const float ak = alpha * a[k];
+            for (int64_t j = c0; j < R; j++) {
+                float e;
+                y[j] += ak * *gb_attn_rows(fmt, wrow(B, fmt, k * R + j, 1), 1, &e); /* f32: the element itself */
+            }
+        }
+    }
+}
+
 /* ---- naive --------------------------------------------------------------------------------- */
 
 static int mla_naive(const gb_kvcache *c, int64_t layer, const float *q_nope, const float *q_rope, int64_t T,
@@ -304,6 +347,9 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
     if (S > L) S = L;
     if (S < 1) S = 1;
     const int64_t nrb = (nr + rblk - 1) / rblk, nw = nrb * S;
+    /* bf16 cache: the bf16 dot-product tile (gb_attn_tile_bf16) reads the rows as stored */
+    const int bf16 = c->fmt == GB_BF16 && R % 32 == 0 && gb_attn_bf16_ok();
+    uint16_t *qb = bf16 ? (uint16_t *)malloc((size_t)(nr * Dq) * sizeof(uint16_t)) : NULL;
     float *qa = (float *)malloc((size_t)(nr * Dq) * sizeof(float));
     float *pm = (float *)malloc((size_t)(S * nr) * sizeof(float));
     float *pl = (float *)malloc((size_t)(S * nr) * sizeof(float));
@@ -311,25 +357,35 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
     float *olat = (float *)malloc((size_t)(nr * R) * sizeof(float));
     int64_t *lim = (int64_t *)malloc((size_t)nr * sizeof(int64_t));
     int failed = 0;
-    if (!qa || !pm || !pl || !po || !olat || !lim) {
+    if (!qa || !pm || !pl || !po || !olat || !lim || (bf16 && !qb)) {
         failed = 1;
         goto done;
     }
-    /* q_lat[t, h] = scale * W_k,h^T q_nope[t, h] (T x Dn times Dn x R per head); rope part scaled. */
-    int prev = blas_solo();
+    /* q_lat[t, h] = scale * W_k,h^T q_nope[t, h] (T x Dn times Dn x R per head); rope part scaled.
+     * OpenBLAS is set to one thread around the per-head products only when they call it (T >= 8):
+     * setting its thread count costs more than a decode step's products. */
+    const int blas_used = T >= 8;
+    int prev = blas_used ? blas_solo() : 1;
+    if (T == 1) {
+#pragma omp parallel for schedule(static) if (H * Dn * R > (1 << 18))
+        for (int64_t h = 0; h < H; h++) absorb_rows(q_nope + h * Dn, Dn, scale, wrow(kv_b, wfmt, h * W, R), wfmt, R, qa + h * Dq);
+    } else {
 #pragma omp parallel for schedule(static) if (H * T * Dn * R > (1 << 18))
-    for (int64_t h = 0; h < H; h++)
-        gemm_nn(T, R, Dn, scale, q_nope + h * Dn, H * Dn, wrow(kv_b, wfmt, h * W, R), wfmt, R, qa + h * Dq, H * Dq);
-    blas_restore(prev);
+        for (int64_t h = 0; h < H; h++)
+            gemm_nn(T, R, Dn, scale, q_nope + h * Dn, H * Dn, wrow(kv_b, wfmt, h * W, R), wfmt, R, qa + h * Dq, H * Dq);
+    }
+    if (blas_used) blas_restore(prev);
     for (int64_t r = 0; r < nr; r++) {
         for (int64_t i = 0; i < Dr; i++) qa[r * Dq + R + i] = q_rope[r * Dr + i] * scale;
         lim[r] = L - T + r / H + 1;
     }
+    if (bf16) gb_attn_to_bf16(qa, nr * Dq, qb);
 #pragma omp parallel num_threads(nw < nth ? (int)nw : nth) if (nr * L * (Dq + R) >= GB_ATTN_PAR_MIN)
     {
-        float *sbuf = (float *)malloc((size_t)(rblk * (GB_ATTN_TILE + 1)) * sizeof(float));
-        float *kbuf = (float *)malloc((size_t)(GB_ATTN_TILE * Dq) * sizeof(float));
-        int ok = sbuf && kbuf;
+        /* scores, alpha and (bf16) the packed p pairs */
+        float *sbuf = (float *)malloc((size_t)(rblk * (GB_ATTN_TILE + 1 + GB_ATTN_TILE / 2)) * sizeof(float));
+        float *kbuf = bf16 ? NULL : (float *)malloc((size_t)(GB_ATTN_TILE * Dq) * sizeof(float));
+        int ok = sbuf && (bf16 || kbuf);
         if (!ok) {
 #pragma omp atomic write
             failed = 1;
@@ -356,9 +412,15 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
                     if (nn > ib) nn = ib;
                     gb_attn_prefetch(gb_kvcache_k_ptr(c, layer, 0, t + n), nn * c->k_row_bytes);
                 }
-                /* one decoded row serves as the key [c, k_rope] and, its first R, the value c */
-                const float *kr = gb_attn_rows(c->fmt, gb_kvcache_k_ptr(c, layer, 0, t), n * Dq, kbuf);
-                gb_attn_tile(qa + r0 * Dq, rn, Dq, kr, Dq, kr, Dq, R, n, t, lr, m, l, o, sbuf);
+                /* one row serves as the key [c, k_rope] and, its first R, the value c */
+                if (bf16) {
+                    const uint16_t *kr = (const uint16_t *)gb_kvcache_k_ptr(c, layer, 0, t);
+                    const int64_t ks = c->k_row_bytes / 2;
+                    gb_attn_tile_bf16(qb + r0 * Dq, rn, Dq, kr, ks, kr, ks, R, n, t, lr, m, l, o, sbuf);
+                } else {
+                    const float *kr = gb_attn_rows(c->fmt, gb_kvcache_k_ptr(c, layer, 0, t), n * Dq, kbuf);
+                    gb_attn_tile(qa + r0 * Dq, rn, Dq, kr, Dq, kr, Dq, R, n, t, lr, m, l, o, sbuf);
+                }
                 t += n;
             }
         }
@@ -368,13 +430,21 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
     if (failed) goto done;
 #pragma omp parallel for schedule(static) if (nr * R > 65536)
     for (int64_t r = 0; r < nr; r++) gb_attn_combine(1, R, S, nr, pm + r, pl + r, po + r * R, olat + r * R, R);
+    if (bf16) gb_attn_bf16_unpermute(olat, nr, R); /* the combine works lane by lane: unpermute once, after it */
     /* out[t, h] = W_v,h o_lat[t, h] (T x R times R x Dv per head) */
-    prev = blas_solo();
+    prev = blas_used ? blas_solo() : 1;
+    if (T == 1) {
+#pragma omp parallel for schedule(static) if (H * Dv * R > (1 << 18))
+        for (int64_t h = 0; h < H; h++)
+            gb_gemv_rows(olat + h * R, 1, R, kv_b, wfmt, h * W + Dn, h * W + W, out + h * Dv, Dv);
+    } else {
 #pragma omp parallel for schedule(static) if (H * T * Dv * R > (1 << 18))
-    for (int64_t h = 0; h < H; h++)
-        gemm_nt(T, Dv, R, 1.0f, olat + h * R, H * R, wrow(kv_b, wfmt, h * W + Dn, R), wfmt, R, out + h * Dv, H * Dv);
-    blas_restore(prev);
+        for (int64_t h = 0; h < H; h++)
+            gemm_nt(T, Dv, R, 1.0f, olat + h * R, H * R, wrow(kv_b, wfmt, h * W + Dn, R), wfmt, R, out + h * Dv, H * Dv);
+    }
+    if (blas_used) blas_restore(prev);
 done:
+    free(qb);
     free(qa);
     free(pm);
     free(pl);

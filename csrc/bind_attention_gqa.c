@@ -42,7 +42,19 @@ done:
     return ret;
 }
 
+static PyObject *py_attn_set_bf16(PyObject *self, PyObject *args) {
+    int on;
+    if (!PyArg_ParseTuple(args, "p:_attn_set_bf16", &on)) return NULL;
+    gb_attn_set_bf16(on);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_attn_bf16(PyObject *self, PyObject *noargs) { return PyBool_FromLong(gb_attn_bf16_ok()); }
+
 PyMethodDef gb_attention_gqa_methods[] = {
+    {"_attn_set_bf16", py_attn_set_bf16, METH_VARARGS,
+     "_attn_set_bf16(on): bf16 caches use the bf16 dot-product tile (default on where compiled in; tests)."},
+    {"_attn_bf16", py_attn_bf16, METH_NOARGS, "_attn_bf16() -> bool: the bf16 dot-product tile is compiled in and on."},
     {"gqa_attention", (PyCFunction)(void (*)(void))py_gqa_attention, METH_VARARGS | METH_KEYWORDS,
      "gqa_attention(q[T, Hq, Dh] f32, cache, layer, scale=0 (1/sqrt(Dh)), n_splits=0 (auto)) -> [T, Hq, Dv] f32"},
     {NULL, NULL, 0, NULL}};

@@ -19,6 +19,16 @@ from glmbench.kvcache import KVCache
 ATOL = 3e-5
 
 
+@pytest.fixture
+def f32_tile():
+    """bf16 caches through the float32 tile (the bf16 dot-product tile off): exact to ATOL."""
+    from glmbench import _core
+    was = _core._attn_bf16()
+    _core._attn_set_bf16(False)
+    yield
+    _core._attn_set_bf16(was)
+
+
 def _case(rng, H, Dn, Dr, Dv, R, P, T, fmt="f32", bs=16):
     c = KVCache.mla(2, P + T + 3, R, Dr, dtype=fmt, block_size=bs)
     lat = rng.standard_normal((P + T, R)).astype(np.float32)
@@ -54,7 +64,7 @@ def test_matches_reference(rng, H, Dn, Dr, Dv, R, P, T, strategy):
         np.testing.assert_array_equal(a, b)
 
 
-def test_strategies_agree_and_scale(rng):
+def test_strategies_agree_and_scale(rng, f32_tile):
     c, qn, qr, w = _case(rng, 20, 192, 64, 256, 512, 150, 3, fmt="bf16", bs=64)
     ys = {s: mla_attention(qn, qr, c, 1, w, v_head_dim=256, strategy=s, scale=0.05) for s in MLA_STRATEGIES}
     lat, kr = c.read(1)
@@ -66,12 +76,54 @@ def test_strategies_agree_and_scale(rng):
 
 
 @pytest.mark.parametrize("fmt", ["f16", "bf16", "q8_0", "q4_0"])
-def test_cache_formats_against_the_stored_values(rng, fmt):
+def test_cache_formats_against_the_stored_values(rng, fmt, f32_tile):
     c, qn, qr, w = _case(rng, 4, 32, 32, 32, 64, 100, 3, fmt=fmt, bs=32)
     lat, kr = c.read(1)
     r = ref.mla_attention(qn, qr, lat, kr, w, 32)
     for s in MLA_STRATEGIES:
         np.testing.assert_allclose(mla_attention(qn, qr, c, 1, w, v_head_dim=32, strategy=s), r, rtol=0, atol=ATOL)
+
+
+# The bf16 dot-product tile (bf16 caches, AVX512_BF16) rounds the absorbed query and the softmax
+# weights p to bf16 (relative error <= 2^-9 each). p's rounding moves each output by at most
+# 2^-9 max|v|; the query's moves the scores by ~2^-9 |q . k| / sqrt(dims) (random rounding
+# errors) and so the outputs, measured here at 1-3e-3 of their largest magnitude. 1e-2 leaves
+# a 3x margin and is still far below what a wrong lane order or a lost key would give (O(1)).
+BF16_TILE_REL = 1e-2
+
+BF16_SHAPES = [  # H, Dn, Dr, Dv, R, P, T, block_size
+    (20, 192, 64, 256, 512, 4095, 1, 64),   # GLM-4.7-Flash decode at 4K: splits, whole tiles + an odd last one
+    (20, 192, 64, 256, 512, 33, 6, 16),     # GLM prefill onto a short cache: causal rows, odd tiles
+    (16, 128, 64, 128, 512, 200, 1, 256),   # DeepSeek-V2-Lite decode
+    (3, 8, 6, 8, 32, 45, 4, 16),            # R + Dr = 38: a masked tail in the score dot products
+    (4, 16, 8, 16, 64, 0, 1, 16),           # a single key (a pair with no partner)
+]
+
+
+@pytest.mark.parametrize("H,Dn,Dr,Dv,R,P,T,bs", BF16_SHAPES)
+def test_bf16_tile_against_reference(rng, H, Dn, Dr, Dv, R, P, T, bs):
+    from glmbench import _core
+    if not _core._attn_bf16():
+        pytest.skip("the bf16 dot-product tile is not compiled in (no AVX512_BF16 at build time)")
+    c, qn, qr, w = _case(rng, H, Dn, Dr, Dv, R, P, T, fmt="bf16", bs=bs)
+    lat, kr = c.read(1)
+    r = ref.mla_attention(qn, qr, lat, kr, w, Dv)
+    tol = BF16_TILE_REL * np.abs(r).max()
+    got = {s: mla_attention(qn, qr, c, 1, w, v_head_dim=Dv, strategy=s) for s in ("absorbed", "flash")}
+    for s, y in got.items():
+        np.testing.assert_allclose(y, r, rtol=0, atol=tol, err_msg=s)
+    # absorbed and flash split the cache differently, so p is rounded against other running maxima
+    np.testing.assert_allclose(got["absorbed"], got["flash"], rtol=0, atol=tol)
+    _core._attn_set_bf16(False)
+    try:
+        exact = mla_attention(qn, qr, c, 1, w, v_head_dim=Dv, strategy="flash")
+    finally:
+        _core._attn_set_bf16(True)
+    np.testing.assert_allclose(exact, r, rtol=0, atol=ATOL)
+    # the bf16 tile really ran: its rounding shows, at the size the bound expects (one key alone
+    # has p = 1, exact in bf16, and its output is the value row whatever the score)
+    d = np.abs(got["flash"] - exact).max()
+    assert d <= tol and (d > 1e-6 or P + T == 1), d
 
 
 @pytest.mark.parametrize("splits", [1, 2, 5, 1000])
@@ -269,7 +321,10 @@ def test_block_with_real_glm_head_shapes(rng):
     for s, y in fresh.items():
         # bf16 cache: the latent is rounded to 8 bits of mantissa before attention (~4e-3 relative)
         np.testing.assert_allclose(y, r, rtol=0, atol=2e-2 * np.abs(r).max(), err_msg=s)
-    np.testing.assert_allclose(fresh["naive"], fresh["flash"], rtol=0, atol=1e-5)
+    # naive widens the cache and multiplies in float32; absorbed/flash on a bf16 cache also round
+    # the query and p to bf16 (the bf16 dot-product tile), within BF16_TILE_REL of the output scale
+    tol = BF16_TILE_REL * np.abs(fresh["naive"]).max() if glmbench._core._attn_bf16() else 1e-5
+    np.testing.assert_allclose(fresh["naive"], fresh["flash"], rtol=0, atol=tol)
 
 
 def test_block_bad_input(rng):

@@ -448,11 +448,12 @@ def test_tiny_model_logits_within_bounds(rng, name, weights, kv):
     assert np.all(np.isfinite(got))
     per_token = np.sqrt(np.mean((got - want) ** 2, -1) / np.mean(want ** 2, -1))
     eps = _format_rel_error(weights if weights != "f32" else kv, rng)
-    if cfg.n_routed_experts and weights != "f32":
-        # Quantized weights move the router's input, and where two experts' scores nearly tie the
-        # choice flips: that token then runs different experts and its logits jump (a real effect
-        # of quantizing MoE models, not noise growth). So the typical token is held to the bound,
-        # and every token to staying sane.
+    if cfg.n_routed_experts:
+        # Quantized weights or cache move the router's input, and where two experts' scores nearly
+        # tie the choice flips: that token then runs different experts and its logits jump (a real
+        # effect of rounding MoE models, not noise growth; seen with the bf16 cache on GLM's decode
+        # step, whose bf16 attention tile rounds the query too). So the typical token is held to
+        # the bound, and every token to staying sane.
         assert np.median(per_token) <= LOGIT_NOISE_FACTOR * eps, f"{per_token} vs format noise {eps:.4f}"
         assert per_token.max() < 1.5
     else:
