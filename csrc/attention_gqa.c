@@ -643,10 +643,10 @@ int gb_gqa_attention(const gb_kvcache *c, int64_t layer, const float *q, int64_t
     int64_t S = n_splits > 0 ? n_splits : gb_attn_default_splits(Hkv * nrb, L, 256);
     if (S > L) S = L;
     const int64_t nw = Hkv * nrb * S;
-    float *pm = (float *)malloc((size_t)(S * Hkv * nr) * sizeof(float));
-    float *pl = (float *)malloc((size_t)(S * Hkv * nr) * sizeof(float));
-    float *po = (float *)malloc((size_t)(S * Hkv * nr * Dv) * sizeof(float));
-    int64_t *lim = (int64_t *)malloc((size_t)nr * sizeof(int64_t));
+    float *pm = (float *)gb_ws_malloc((size_t)(S * Hkv * nr) * sizeof(float));
+    float *pl = (float *)gb_ws_malloc((size_t)(S * Hkv * nr) * sizeof(float));
+    float *po = (float *)gb_ws_malloc((size_t)(S * Hkv * nr * Dv) * sizeof(float));
+    int64_t *lim = (int64_t *)gb_ws_malloc((size_t)nr * sizeof(int64_t));
     int failed = 0;
     if (!pm || !pl || !po || !lim) {
         failed = 1;
@@ -657,10 +657,10 @@ int gb_gqa_attention(const gb_kvcache *c, int64_t layer, const float *q, int64_t
     (void)fast_g8;
 #pragma omp parallel num_threads(nw < nth ? (int)nw : nth) if (T * Hq * L * (Dh + Dv) >= GB_ATTN_PAR_MIN)
     {
-        float *qs = (float *)malloc((size_t)(rblk * Dh) * sizeof(float));
-        float *sbuf = (float *)malloc((size_t)(rblk * (GB_ATTN_TILE + 1)) * sizeof(float));
-        float *kbuf = (float *)malloc((size_t)(GB_ATTN_TILE * Dh) * sizeof(float));
-        float *vbuf = (float *)malloc((size_t)(GB_ATTN_TILE * Dv) * sizeof(float));
+        float *qs = (float *)gb_ws_malloc((size_t)(rblk * Dh) * sizeof(float));
+        float *sbuf = (float *)gb_ws_malloc((size_t)(rblk * (GB_ATTN_TILE + 1)) * sizeof(float));
+        float *kbuf = (float *)gb_ws_malloc((size_t)(GB_ATTN_TILE * Dh) * sizeof(float));
+        float *vbuf = (float *)gb_ws_malloc((size_t)(GB_ATTN_TILE * Dv) * sizeof(float));
         int ok = qs && sbuf && kbuf && vbuf;
         if (!ok) {
 #pragma omp atomic write
@@ -716,10 +716,10 @@ int gb_gqa_attention(const gb_kvcache *c, int64_t layer, const float *q, int64_t
                 t += n;
             }
         }
-        free(qs);
-        free(sbuf);
-        free(kbuf);
-        free(vbuf);
+        gb_ws_free(qs);
+        gb_ws_free(sbuf);
+        gb_ws_free(kbuf);
+        gb_ws_free(vbuf);
     }
     if (failed) goto done;
     /* Combine the splits: kv head h, token i -> query heads h*G .. h*G+G-1 of token i. */
@@ -731,10 +731,10 @@ int gb_gqa_attention(const gb_kvcache *c, int64_t layer, const float *q, int64_t
                                     Dv);
         }
 done:
-    free(pm);
-    free(pl);
-    free(po);
-    free(lim);
+    gb_ws_free(pm);
+    gb_ws_free(pl);
+    gb_ws_free(po);
+    gb_ws_free(lim);
     if (failed) return gb_error(GB_ENOMEM, "gqa_attention: out of memory");
     return GB_OK;
 }

@@ -71,14 +71,14 @@ static inline const uint8_t *wrow(const void *B, int bfmt, int64_t row, int64_t 
 }
 
 /* rows [0, n) of B (n x len, leading dimension ld) as a float32 matrix with leading dimension *ldo:
- * B itself for float32, else a converted copy in *tmp (caller frees); NULL when out of memory. */
+ * B itself for float32, else a converted copy in *tmp (caller gb_ws_frees it); NULL when out of memory. */
 static const float *rows_f32(const void *B, int bfmt, int64_t n, int64_t len, int64_t ld, float **tmp, int64_t *ldo) {
     *tmp = NULL;
     if (bfmt == GB_F32) {
         *ldo = ld;
         return (const float *)B;
     }
-    float *t = (float *)malloc((size_t)(n * len) * sizeof(float));
+    float *t = (float *)gb_ws_malloc((size_t)(n * len) * sizeof(float));
     if (!t) return NULL;
     for (int64_t i = 0; i < n; i++) gb_attn_rows(bfmt, wrow(B, bfmt, i, ld), len, t + i * len);
     *tmp = t;
@@ -96,11 +96,11 @@ static void gemm_nn(int64_t M, int64_t N, int64_t K, float alpha, const float *A
         if (Bf) {
             scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)M, (blasint)N, (blasint)K, alpha, A,
                               (blasint)lda, Bf, (blasint)ldf, 0.0f, C, (blasint)ldc);
-            free(tmp);
+            gb_ws_free(tmp);
             return;
         } /* out of memory for the copy: the row-at-a-time loop below needs none */
     }
-    float *rowbuf = bfmt == GB_F32 ? NULL : (float *)malloc((size_t)N * sizeof(float));
+    float *rowbuf = bfmt == GB_F32 ? NULL : (float *)gb_ws_malloc((size_t)N * sizeof(float));
     for (int64_t i = 0; i < M; i++)
         for (int64_t j = 0; j < N; j++) C[i * ldc + j] = 0.0f;
     for (int64_t k = 0; k < K; k++) { /* each weight row read (and converted) once */
@@ -123,7 +123,7 @@ static void gemm_nn(int64_t M, int64_t N, int64_t K, float alpha, const float *A
             for (int64_t j = 0; j < N; j++) c[j] += a * b[j];
         }
     }
-    free(rowbuf);
+    gb_ws_free(rowbuf);
 }
 
 /* C[i][j] = alpha * sum_k A[i][k] * B[j][k]  (B row-major [N][K] in format bfmt, i.e. A . B^T) */
@@ -136,11 +136,11 @@ static void gemm_nt(int64_t M, int64_t N, int64_t K, float alpha, const float *A
         if (Bf) {
             scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)M, (blasint)N, (blasint)K, alpha, A,
                               (blasint)lda, Bf, (blasint)ldf, 0.0f, C, (blasint)ldc);
-            free(tmp);
+            gb_ws_free(tmp);
             return;
         }
     }
-    float *rowbuf = bfmt == GB_F32 ? NULL : (float *)malloc((size_t)K * sizeof(float));
+    float *rowbuf = bfmt == GB_F32 ? NULL : (float *)gb_ws_malloc((size_t)K * sizeof(float));
     for (int64_t j = 0; j < N; j++) {
         const float *b = (const float *)wrow(B, bfmt, j, ldb);
         if (bfmt != GB_F32) {
@@ -165,7 +165,7 @@ static void gemm_nt(int64_t M, int64_t N, int64_t K, float alpha, const float *A
             C[i * ldc + j] = alpha * acc;
         }
     }
-    free(rowbuf);
+    gb_ws_free(rowbuf);
 }
 
 /* ---- decode (T = 1) products with kv_b ------------------------------------------------------
@@ -220,14 +220,14 @@ static int mla_naive(const gb_kvcache *c, int64_t layer, const float *q_nope, co
     /* Rows per work item: a head's T query rows, cut so there are work items for every thread. */
     int64_t rblk = T < 64 ? T : 64;
     const int64_t nrb = (T + rblk - 1) / rblk, nw = H * nrb;
-    float *qh = (float *)malloc((size_t)(H * T * Dk) * sizeof(float));     /* [H][T][Dk], scaled */
-    float *m = (float *)malloc((size_t)(H * T) * sizeof(float));
-    float *l = (float *)malloc((size_t)(H * T) * sizeof(float));
-    float *o = (float *)calloc((size_t)(H * T * Dv), sizeof(float));
-    float *cbuf = (float *)malloc((size_t)(NC * Dq) * sizeof(float));       /* decoded cache rows */
-    float *kv = (float *)malloc((size_t)(NC * H * W) * sizeof(float));      /* [NC][H][Dn + Dv] */
-    float *kh = (float *)malloc((size_t)(H * NC * Dk) * sizeof(float));     /* [H][NC][Dn + Dr] */
-    int64_t *lim = (int64_t *)malloc((size_t)T * sizeof(int64_t));
+    float *qh = (float *)gb_ws_malloc((size_t)(H * T * Dk) * sizeof(float));     /* [H][T][Dk], scaled */
+    float *m = (float *)gb_ws_malloc((size_t)(H * T) * sizeof(float));
+    float *l = (float *)gb_ws_malloc((size_t)(H * T) * sizeof(float));
+    float *o = (float *)gb_ws_calloc((size_t)(H * T * Dv), sizeof(float));
+    float *cbuf = (float *)gb_ws_malloc((size_t)(NC * Dq) * sizeof(float));       /* decoded cache rows */
+    float *kv = (float *)gb_ws_malloc((size_t)(NC * H * W) * sizeof(float));      /* [NC][H][Dn + Dv] */
+    float *kh = (float *)gb_ws_malloc((size_t)(H * NC * Dk) * sizeof(float));     /* [H][NC][Dn + Dr] */
+    int64_t *lim = (int64_t *)gb_ws_malloc((size_t)T * sizeof(int64_t));
     float *kvb_tmp = NULL;
     int st = GB_OK;
     if (!qh || !m || !l || !o || !cbuf || !kv || !kh || !lim) {
@@ -275,7 +275,7 @@ static int mla_naive(const gb_kvcache *c, int64_t layer, const float *q_nope, co
         }
 #pragma omp parallel num_threads(nw < nth ? (int)nw : nth) if (n * H * T * (Dk + Dv) >= GB_ATTN_PAR_MIN)
         {
-            float *sbuf = (float *)malloc((size_t)(rblk * (GB_ATTN_TILE + 1)) * sizeof(float));
+            float *sbuf = (float *)gb_ws_malloc((size_t)(rblk * (GB_ATTN_TILE + 1)) * sizeof(float));
 #pragma omp for schedule(static)
             for (int64_t h = 0; h < H; h++)
                 for (int64_t j = 0; j < n; j++) {
@@ -299,7 +299,7 @@ static int mla_naive(const gb_kvcache *c, int64_t layer, const float *q_nope, co
 #pragma omp atomic write
                 st = GB_ENOMEM;
             }
-            free(sbuf);
+            gb_ws_free(sbuf);
         }
         if (st != GB_OK) {
             st = gb_error(GB_ENOMEM, "mla_attention(naive): out of memory");
@@ -312,15 +312,15 @@ static int mla_naive(const gb_kvcache *c, int64_t layer, const float *q_nope, co
             for (int64_t i = 0; i < Dv; i++) out[(t * H + h) * Dv + i] = o[(h * T + t) * Dv + i] * inv;
         }
 done:
-    free(qh);
-    free(m);
-    free(l);
-    free(o);
-    free(cbuf);
-    free(kv);
-    free(kh);
-    free(lim);
-    free(kvb_tmp);
+    gb_ws_free(qh);
+    gb_ws_free(m);
+    gb_ws_free(l);
+    gb_ws_free(o);
+    gb_ws_free(cbuf);
+    gb_ws_free(kv);
+    gb_ws_free(kh);
+    gb_ws_free(lim);
+    gb_ws_free(kvb_tmp);
     return st;
 }
 
@@ -349,13 +349,13 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
     const int64_t nrb = (nr + rblk - 1) / rblk, nw = nrb * S;
     /* bf16 cache: the bf16 dot-product tile (gb_attn_tile_bf16) reads the rows as stored */
     const int bf16 = c->fmt == GB_BF16 && R % 32 == 0 && gb_attn_bf16_ok();
-    uint16_t *qb = bf16 ? (uint16_t *)malloc((size_t)(nr * Dq) * sizeof(uint16_t)) : NULL;
-    float *qa = (float *)malloc((size_t)(nr * Dq) * sizeof(float));
-    float *pm = (float *)malloc((size_t)(S * nr) * sizeof(float));
-    float *pl = (float *)malloc((size_t)(S * nr) * sizeof(float));
-    float *po = (float *)malloc((size_t)(S * nr * R) * sizeof(float));
-    float *olat = (float *)malloc((size_t)(nr * R) * sizeof(float));
-    int64_t *lim = (int64_t *)malloc((size_t)nr * sizeof(int64_t));
+    uint16_t *qb = bf16 ? (uint16_t *)gb_ws_malloc((size_t)(nr * Dq) * sizeof(uint16_t)) : NULL;
+    float *qa = (float *)gb_ws_malloc((size_t)(nr * Dq) * sizeof(float));
+    float *pm = (float *)gb_ws_malloc((size_t)(S * nr) * sizeof(float));
+    float *pl = (float *)gb_ws_malloc((size_t)(S * nr) * sizeof(float));
+    float *po = (float *)gb_ws_malloc((size_t)(S * nr * R) * sizeof(float));
+    float *olat = (float *)gb_ws_malloc((size_t)(nr * R) * sizeof(float));
+    int64_t *lim = (int64_t *)gb_ws_malloc((size_t)nr * sizeof(int64_t));
     int failed = 0;
     if (!qa || !pm || !pl || !po || !olat || !lim || (bf16 && !qb)) {
         failed = 1;
@@ -383,8 +383,8 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
 #pragma omp parallel num_threads(nw < nth ? (int)nw : nth) if (nr * L * (Dq + R) >= GB_ATTN_PAR_MIN)
     {
         /* scores, alpha and (bf16) the packed p pairs */
-        float *sbuf = (float *)malloc((size_t)(rblk * (GB_ATTN_TILE + 1 + GB_ATTN_TILE / 2)) * sizeof(float));
-        float *kbuf = bf16 ? NULL : (float *)malloc((size_t)(GB_ATTN_TILE * Dq) * sizeof(float));
+        float *sbuf = (float *)gb_ws_malloc((size_t)(rblk * (GB_ATTN_TILE + 1 + GB_ATTN_TILE / 2)) * sizeof(float));
+        float *kbuf = bf16 ? NULL : (float *)gb_ws_malloc((size_t)(GB_ATTN_TILE * Dq) * sizeof(float));
         int ok = sbuf && (bf16 || kbuf);
         if (!ok) {
 #pragma omp atomic write
@@ -424,8 +424,8 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
                 t += n;
             }
         }
-        free(sbuf);
-        free(kbuf);
+        gb_ws_free(sbuf);
+        gb_ws_free(kbuf);
     }
     if (failed) goto done;
 #pragma omp parallel for schedule(static) if (nr * R > 65536)
@@ -444,13 +444,13 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
     }
     if (blas_used) blas_restore(prev);
 done:
-    free(qb);
-    free(qa);
-    free(pm);
-    free(pl);
-    free(po);
-    free(olat);
-    free(lim);
+    gb_ws_free(qb);
+    gb_ws_free(qa);
+    gb_ws_free(pm);
+    gb_ws_free(pl);
+    gb_ws_free(po);
+    gb_ws_free(olat);
+    gb_ws_free(lim);
     if (failed) return gb_error(GB_ENOMEM, "mla_attention: out of memory");
     return GB_OK;
 }

@@ -14,12 +14,12 @@ int gb_bench_bandwidth(int64_t n, int reps, double *triad_gbs, double *read_gbs)
     if (n < 1024 || reps < 1)
         return gb_error(GB_EVALUE, "bench: need n >= 1024 and reps >= 1, got n=%ld reps=%d", (long)n, reps);
     size_t bytes = ((size_t)n * sizeof(float) + 63) & ~(size_t)63;
-    float *a = (float *)aligned_alloc(64, bytes), *b = (float *)aligned_alloc(64, bytes);
-    float *c = (float *)aligned_alloc(64, bytes);
+    float *a = (float *)gb_ws_aligned_alloc(64, bytes), *b = (float *)gb_ws_aligned_alloc(64, bytes);
+    float *c = (float *)gb_ws_aligned_alloc(64, bytes);
     if (!a || !b || !c) {
-        free(a);
-        free(b);
-        free(c);
+        gb_ws_free(a);
+        gb_ws_free(b);
+        gb_ws_free(c);
         return gb_error(GB_ENOMEM, "bench: cannot allocate 3 x %zu bytes", bytes);
     }
 #pragma omp parallel for schedule(static)
@@ -56,9 +56,9 @@ int gb_bench_bandwidth(int64_t n, int reps, double *triad_gbs, double *read_gbs)
     }
     *triad_gbs = 12.0 * (double)n / best_triad / 1e9;
     *read_gbs = 8.0 * (double)(n / 8 * 8) / best_read / 1e9;
-    free(a);
-    free(b);
-    free(c);
+    gb_ws_free(a);
+    gb_ws_free(b);
+    gb_ws_free(c);
     return sink == -1.0 ? GB_EINTERNAL : GB_OK; /* keep the sums live */
 }
 

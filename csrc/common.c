@@ -1,8 +1,11 @@
-/* common.c: the thread-local error buffer and scalar half-precision conversions. */
+/* common.c: the thread-local error buffer, the workspace ledger and scalar half-precision
+ * conversions. */
 #include "common.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static _Thread_local char gb_errbuf[512];
@@ -16,6 +19,70 @@ int gb_error(int status, const char *fmt, ...) {
 }
 
 const char *gb_last_error(void) { return gb_errbuf[0] ? gb_errbuf : "unknown error in glmbench C core"; }
+
+/* ---- workspace ledger ------------------------------------------------------------------------
+ * Block layout: [padding][ws_header][the caller's bytes]. The header sits right before the
+ * returned pointer; its size is a multiple of alignof(max_align_t), so a malloc block keeps
+ * malloc's alignment, and an aligned block puts the header at the end of `align` bytes of padding
+ * (the padding is a multiple of `align`). `offset` leads back to the start for free(), which
+ * releases aligned_alloc blocks too. */
+typedef struct {
+    _Alignas(max_align_t) size_t bytes; /* requested by the caller: what the counters hold */
+    size_t offset;                      /* returned pointer - start of the underlying block */
+} ws_header;
+
+#define WS_HDR sizeof(ws_header)
+
+static atomic_size_t ws_current, ws_peak, ws_blocks;
+
+static void *ws_track(void *base, size_t offset, size_t bytes) {
+    if (!base) return NULL;
+    char *p = (char *)base + offset;
+    ws_header *h = (ws_header *)p - 1;
+    h->bytes = bytes;
+    h->offset = offset;
+    atomic_fetch_add_explicit(&ws_blocks, 1, memory_order_relaxed);
+    size_t cur = atomic_fetch_add_explicit(&ws_current, bytes, memory_order_relaxed) + bytes;
+    size_t peak = atomic_load_explicit(&ws_peak, memory_order_relaxed);
+    /* atomic max: a failed exchange reloads `peak`; stop once it is at least ours */
+    while (cur > peak && !atomic_compare_exchange_weak_explicit(&ws_peak, &peak, cur, memory_order_relaxed,
+                                                                memory_order_relaxed)) {
+    }
+    return p;
+}
+
+void *gb_ws_malloc(size_t bytes) {
+    if (bytes > SIZE_MAX - WS_HDR) return NULL;
+    return ws_track(malloc(WS_HDR + bytes), WS_HDR, bytes);
+}
+
+void *gb_ws_calloc(size_t n, size_t size) {
+    if (size && n > (SIZE_MAX - WS_HDR) / size) return NULL;
+    return ws_track(calloc(1, WS_HDR + n * size), WS_HDR, n * size);
+}
+
+void *gb_ws_aligned_alloc(size_t align, size_t bytes) {
+    if (align == 0 || (align & (align - 1))) return NULL; /* not a power of two */
+    if (align <= _Alignof(max_align_t)) return gb_ws_malloc(bytes);
+    const size_t pad = (WS_HDR + align - 1) & ~(align - 1);
+    if (bytes > SIZE_MAX - pad - align) return NULL;
+    const size_t total = (pad + bytes + align - 1) & ~(align - 1); /* C11: a multiple of align */
+    return ws_track(aligned_alloc(align, total), pad, bytes);
+}
+
+void gb_ws_free(void *p) {
+    if (!p) return;
+    ws_header *h = (ws_header *)p - 1;
+    const size_t bytes = h->bytes, offset = h->offset;
+    atomic_fetch_sub_explicit(&ws_current, bytes, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&ws_blocks, 1, memory_order_relaxed);
+    free((char *)p - offset);
+}
+
+size_t gb_ws_current(void) { return atomic_load_explicit(&ws_current, memory_order_relaxed); }
+size_t gb_ws_peak(void) { return atomic_load_explicit(&ws_peak, memory_order_relaxed); }
+size_t gb_ws_blocks(void) { return atomic_load_explicit(&ws_blocks, memory_order_relaxed); }
+void gb_ws_reset_peak(void) { atomic_store_explicit(&ws_peak, gb_ws_current(), memory_order_relaxed); }
 
 /* IEEE binary16 <-> binary32, portable (the vector paths use F16C where compiled for it). */
 float gb_f16_to_f32(uint16_t h) {

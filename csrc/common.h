@@ -4,6 +4,11 @@
  * Convention: every C-core entry point returns an int status (GB_OK on success). On failure it
  * calls gb_error(status, fmt, ...) which records a message in a thread-local buffer; the binding
  * turns (status, message) into a Python exception. Library code never exit()s or abort()s.
+ *
+ * Workspace ledger: kernel scratch is allocated with gb_ws_malloc / gb_ws_calloc /
+ * gb_ws_aligned_alloc and released with gb_ws_free (never with free()), so the C core can say how
+ * many bytes of workspace it holds now and at most (gb_ws_current, gb_ws_peak). Memory that the
+ * KV cache owns (kvcache.c's blocks and tables, counted as KV bytes) stays on malloc/free.
  */
 #ifndef GLMBENCH_COMMON_H
 #define GLMBENCH_COMMON_H
@@ -50,6 +55,21 @@ static inline uint16_t gb_f32_to_bf16(float f) {
     uint32_t rounding = 0x7fffu + ((v.u >> 16) & 1u);
     return (uint16_t)((v.u + rounding) >> 16);
 }
+
+/* ---- workspace ledger (common.c) ----------------------------------------------------------
+ * Each block carries a header in front of the returned pointer that records its size; the
+ * pointer keeps malloc's alignment (alignof(max_align_t)) or, for gb_ws_aligned_alloc, `align`
+ * (a power of two; the kernels use 64). The counters are atomic (the kernels allocate from OpenMP
+ * threads) and count the bytes requested, not the headers. All return NULL when out of memory;
+ * gb_ws_free(NULL) does nothing. */
+void *gb_ws_malloc(size_t bytes);
+void *gb_ws_calloc(size_t n, size_t size);
+void *gb_ws_aligned_alloc(size_t align, size_t bytes);
+void gb_ws_free(void *p);
+size_t gb_ws_current(void);   /* bytes in live workspace blocks */
+size_t gb_ws_peak(void);      /* the most gb_ws_current has been since the last reset */
+size_t gb_ws_blocks(void);    /* live workspace blocks */
+void gb_ws_reset_peak(void);  /* peak := current */
 
 float gb_f16_to_f32(uint16_t h);
 uint16_t gb_f32_to_f16(float f);

@@ -222,7 +222,7 @@ int gb_kvcache_fill_synthetic(gb_kvcache *c, int64_t n, uint64_t seed) {
     int failed = 0;
 #pragma omp parallel
     {
-        float *buf = (float *)malloc((size_t)(as + bs) * sizeof(float));
+        float *buf = (float *)gb_ws_malloc((size_t)(as + bs) * sizeof(float));
         if (!buf) {
 #pragma omp atomic write
             failed = 1;
@@ -236,7 +236,7 @@ int gb_kvcache_fill_synthetic(gb_kvcache *c, int64_t n, uint64_t seed) {
                     buf[i] = (float)((int64_t)(splitmix64(&s) >> 40) - (1 << 23)) * (1.0f / (1 << 23));
                 write_token(c, l, t, buf, buf + as);
             }
-        free(buf);
+        gb_ws_free(buf);
     }
     if (failed) return gb_error(GB_ENOMEM, "fill_synthetic: out of memory");
     for (int64_t l = 0; l < c->n_layers; l++) c->len[l] = n;

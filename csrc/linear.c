@@ -336,7 +336,7 @@ static int panel_gemm(const float *x, int64_t T, int64_t K, const void *w, int f
     nb = nb < 16 ? 16 : nb & ~(int64_t)15;
     if (nb > N) nb = N;
     size_t bytes = ((size_t)(nb * K) * sizeof(float) + 63) & ~(size_t)63;
-    float *buf = (float *)aligned_alloc(64, bytes);
+    float *buf = (float *)gb_ws_aligned_alloc(64, bytes);
     if (!buf) return gb_error(GB_ENOMEM, "linear: cannot allocate a %zu-byte weight panel", bytes);
     for (int64_t r0 = 0; r0 < N; r0 += nb) {
         int64_t n = N - r0 < nb ? N - r0 : nb;
@@ -350,7 +350,7 @@ static int panel_gemm(const float *x, int64_t T, int64_t K, const void *w, int f
         scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)T, (blasint)n, (blasint)K, 1.0f, x,
                     (blasint)K, buf, (blasint)K, 0.0f, y + r0, (blasint)N);
     }
-    free(buf);
+    gb_ws_free(buf);
     return GB_OK;
 }
 
@@ -469,11 +469,11 @@ int gb_swiglu(const float *x, int64_t T, int64_t D, const void *w_gate, int fmt_
     /* f32 gate/up go to OpenBLAS from 2 tokens on; 16-bit ones use the fused tiles up to
      * gemv_max_t tokens (the same range in which gb_linear would pick gemv16 for them) */
     if (fmt_gate == fmt_up && (T == 1 || (fmt_gate != GB_F32 && T <= gemv_max_t))) {
-        float *h = (float *)malloc((size_t)(T * F) * sizeof(float));
+        float *h = (float *)gb_ws_malloc((size_t)(T * F) * sizeof(float));
         if (!h) return gb_error(GB_ENOMEM, "swiglu: out of memory");
         gate_up_fused(x, T, D, w_gate, w_up, fmt_gate, F, h);
         st = gb_linear(h, T, F, w_down, fmt_down, D, NULL, y);
-        free(h);
+        gb_ws_free(h);
         return st;
     }
     /* Token chunks bound the two [chunk, F] scratch buffers (2 x 512 x 25600 x 4 B = 105 MB for
@@ -481,11 +481,11 @@ int gb_swiglu(const float *x, int64_t T, int64_t D, const void *w_gate, int fmt_
      * rather than 256 tokens halve that work: measured at T = 512 (2 threads, bf16), GLM layer 0
      * 408 -> 368 ms and Qwen3-32B 3.01 -> 2.54 s. */
     const int64_t TC = T < 512 ? T : 512;
-    float *g = (float *)malloc((size_t)(TC * F) * sizeof(float));
-    float *u = (float *)malloc((size_t)(TC * F) * sizeof(float));
+    float *g = (float *)gb_ws_malloc((size_t)(TC * F) * sizeof(float));
+    float *u = (float *)gb_ws_malloc((size_t)(TC * F) * sizeof(float));
     if (!g || !u) {
-        free(g);
-        free(u);
+        gb_ws_free(g);
+        gb_ws_free(u);
         return gb_error(GB_ENOMEM, "swiglu: out of memory for %ld x %ld scratch", (long)TC, (long)F);
     }
     for (int64_t t0 = 0; t0 < T && st == GB_OK; t0 += TC) {
@@ -498,7 +498,7 @@ int gb_swiglu(const float *x, int64_t T, int64_t D, const void *w_gate, int fmt_
         silu_mul(g, u, tc * F);
         st = gb_linear(g, tc, F, w_down, fmt_down, D, NULL, y + t0 * D);
     }
-    free(g);
-    free(u);
+    gb_ws_free(g);
+    gb_ws_free(u);
     return st;
 }

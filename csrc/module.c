@@ -1,5 +1,5 @@
 /* module.c: the glmbench._core module. Holds the array checks from bind.h, the thread-count
- * controls, and the module's method table, assembled from each family's table in bind_*.c. */
+ * controls, the workspace ledger's readout (common.c), and the module's method table, assembled from each family's table in bind_*.c. */
 #define GLMBENCH_IMPORT_ARRAY
 #include "bind.h"
 
@@ -151,9 +151,29 @@ static PyObject *py_get_num_threads(PyObject *self, PyObject *noargs) {
     return PyLong_FromLong(omp_get_max_threads());
 }
 
+/* ---- workspace ledger (common.c) -------------------------------------------------------- */
+
+static PyObject *py_workspace_bytes(PyObject *self, PyObject *noargs) {
+    return Py_BuildValue("(nn)", (Py_ssize_t)gb_ws_current(), (Py_ssize_t)gb_ws_peak());
+}
+
+static PyObject *py_workspace_blocks(PyObject *self, PyObject *noargs) {
+    return PyLong_FromSize_t(gb_ws_blocks());
+}
+
+static PyObject *py_reset_workspace_peak(PyObject *self, PyObject *noargs) {
+    gb_ws_reset_peak();
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef core_methods[] = {
     {"set_num_threads", py_set_num_threads, METH_VARARGS, "set_num_threads(n): OpenMP and OpenBLAS threads."},
     {"get_num_threads", py_get_num_threads, METH_NOARGS, "get_num_threads() -> int"},
+    {"workspace_bytes", py_workspace_bytes, METH_NOARGS,
+     "workspace_bytes() -> (current, peak): bytes of scratch the C kernels hold now, and the most since the last "
+     "reset_workspace_peak() (the KV cache is not workspace)"},
+    {"workspace_blocks", py_workspace_blocks, METH_NOARGS, "workspace_blocks() -> int: live workspace blocks"},
+    {"reset_workspace_peak", py_reset_workspace_peak, METH_NOARGS, "reset_workspace_peak(): peak := current"},
     {NULL, NULL, 0, NULL}};
 
 /* ---- the method table, assembled from the families ------------------------------------- */

@@ -76,15 +76,15 @@ int gb_moe_route(const float *x, int64_t T, int64_t D, const float *w_router, in
     const int64_t gs = E / n_group;
     int status = GB_OK;
     const int direct = T <= ROUTER_DIRECT_MAX_T;
-    double *xd = direct ? NULL : (double *)malloc((size_t)(T * D) * sizeof(double));
-    double *wd = direct ? NULL : (double *)malloc((size_t)(E * D) * sizeof(double));
-    double *logits = (double *)malloc((size_t)(T * E) * sizeof(double));
-    double *s = (double *)malloc((size_t)E * sizeof(double));
-    double *choice = (double *)malloc((size_t)E * sizeof(double));
-    double *gscore = (double *)malloc((size_t)n_group * sizeof(double));
-    unsigned char *ok = (unsigned char *)malloc((size_t)E);
-    unsigned char *gok = (unsigned char *)malloc((size_t)n_group);
-    double *wk = (double *)malloc((size_t)top_k * sizeof(double));
+    double *xd = direct ? NULL : (double *)gb_ws_malloc((size_t)(T * D) * sizeof(double));
+    double *wd = direct ? NULL : (double *)gb_ws_malloc((size_t)(E * D) * sizeof(double));
+    double *logits = (double *)gb_ws_malloc((size_t)(T * E) * sizeof(double));
+    double *s = (double *)gb_ws_malloc((size_t)E * sizeof(double));
+    double *choice = (double *)gb_ws_malloc((size_t)E * sizeof(double));
+    double *gscore = (double *)gb_ws_malloc((size_t)n_group * sizeof(double));
+    unsigned char *ok = (unsigned char *)gb_ws_malloc((size_t)E);
+    unsigned char *gok = (unsigned char *)gb_ws_malloc((size_t)n_group);
+    double *wk = (double *)gb_ws_malloc((size_t)top_k * sizeof(double));
     if ((!direct && (!xd || !wd)) || !logits || !s || !choice || !gscore || !ok || !gok || !wk) {
         status = gb_error(GB_ENOMEM, "moe_route: out of memory");
         goto done;
@@ -156,15 +156,15 @@ int gb_moe_route(const float *x, int64_t T, int64_t D, const float *w_router, in
         for (int64_t j = 0; j < top_k; j++) wout[j] = (float)(wk[j] * norm * scaling);
     }
 done:
-    free(xd);
-    free(wd);
-    free(logits);
-    free(s);
-    free(choice);
-    free(gscore);
-    free(ok);
-    free(gok);
-    free(wk);
+    gb_ws_free(xd);
+    gb_ws_free(wd);
+    gb_ws_free(logits);
+    gb_ws_free(s);
+    gb_ws_free(choice);
+    gb_ws_free(gscore);
+    gb_ws_free(ok);
+    gb_ws_free(gok);
+    gb_ws_free(wk);
     return status;
 }
 
@@ -181,9 +181,9 @@ static int experts_tiled(const float *x, int64_t D, const int64_t *tok, const fl
                          int fmt_d, int64_t E, int64_t F, float *y) {
     const int64_t P = start[E];
     const int eg = gb_weight_elem_bytes(fmt_gu), ed = gb_weight_elem_bytes(fmt_d);
-    float *xs = (float *)malloc((size_t)(P * D) * sizeof(float));
-    float *h = (float *)malloc((size_t)(P * F) * sizeof(float));
-    int64_t *hit = (int64_t *)malloc((size_t)E * sizeof(int64_t));
+    float *xs = (float *)gb_ws_malloc((size_t)(P * D) * sizeof(float));
+    float *h = (float *)gb_ws_malloc((size_t)(P * F) * sizeof(float));
+    int64_t *hit = (int64_t *)gb_ws_malloc((size_t)E * sizeof(int64_t));
     int status = GB_OK;
     if (!xs || !h || !hit) {
         status = gb_error(GB_ENOMEM, "moe_experts: out of memory for %ld x (%ld + %ld) scratch", (long)P, (long)D,
@@ -206,7 +206,7 @@ static int experts_tiled(const float *x, int64_t D, const int64_t *tok, const fl
     }
 #pragma omp parallel if (par)
     {
-        float *tmp = (float *)malloc((size_t)(maxn * GB_ROW_BLOCK) * sizeof(float));
+        float *tmp = (float *)gb_ws_malloc((size_t)(maxn * GB_ROW_BLOCK) * sizeof(float));
         if (!tmp) {
 #pragma omp atomic write
             status = GB_ENOMEM;
@@ -226,13 +226,13 @@ static int experts_tiled(const float *x, int64_t D, const int64_t *tok, const fl
                 }
             }
         }
-        free(tmp);
+        gb_ws_free(tmp);
     }
     if (status != GB_OK) status = gb_error(status, "moe_experts: out of memory");
 done:
-    free(xs);
-    free(h);
-    free(hit);
+    gb_ws_free(xs);
+    gb_ws_free(h);
+    gb_ws_free(hit);
     return status;
 }
 
@@ -258,13 +258,13 @@ int gb_moe_experts(const float *x, int64_t T, int64_t D, const int32_t *topk_idx
     if (P == 0) return GB_OK;
 
     int status = GB_OK;
-    int64_t *start = (int64_t *)malloc((size_t)(E + 1) * sizeof(int64_t));
-    int64_t *tok = (int64_t *)malloc((size_t)P * sizeof(int64_t));
-    float *wt = (float *)malloc((size_t)P * sizeof(float));
+    int64_t *start = (int64_t *)gb_ws_malloc((size_t)(E + 1) * sizeof(int64_t));
+    int64_t *tok = (int64_t *)gb_ws_malloc((size_t)P * sizeof(int64_t));
+    float *wt = (float *)gb_ws_malloc((size_t)P * sizeof(float));
     int64_t maxn = 0;
     for (int64_t e = 0; e < E; e++) maxn = counts[e] > maxn ? counts[e] : maxn;
-    float *xe = (float *)malloc((size_t)(maxn * D) * sizeof(float));
-    float *ye = (float *)malloc((size_t)(maxn * D) * sizeof(float));
+    float *xe = (float *)gb_ws_malloc((size_t)(maxn * D) * sizeof(float));
+    float *ye = (float *)gb_ws_malloc((size_t)(maxn * D) * sizeof(float));
     if (!start || !tok || !wt || !xe || !ye) {
         status = gb_error(GB_ENOMEM, "moe_experts: out of memory");
         goto done;
@@ -273,7 +273,7 @@ int gb_moe_experts(const float *x, int64_t T, int64_t D, const int32_t *topk_idx
     start[0] = 0;
     for (int64_t e = 0; e < E; e++) start[e + 1] = start[e] + counts[e];
     {
-        int64_t *fill = (int64_t *)calloc((size_t)E, sizeof(int64_t));
+        int64_t *fill = (int64_t *)gb_ws_calloc((size_t)E, sizeof(int64_t));
         if (!fill) {
             status = gb_error(GB_ENOMEM, "moe_experts: out of memory");
             goto done;
@@ -284,7 +284,7 @@ int gb_moe_experts(const float *x, int64_t T, int64_t D, const int32_t *topk_idx
             tok[q] = p / top_k;
             wt[q] = topk_weight[p];
         }
-        free(fill);
+        gb_ws_free(fill);
     }
     if (fmt_gate == fmt_up && maxn <= gb_linear_gemv_max_t()) {
         status = experts_tiled(x, D, tok, wt, start, counts, maxn, w_gate, w_up, w_down, fmt_gate, fmt_down, E, F, y);
@@ -307,10 +307,10 @@ int gb_moe_experts(const float *x, int64_t T, int64_t D, const int32_t *topk_idx
         }
     }
 done:
-    free(start);
-    free(tok);
-    free(wt);
-    free(xe);
-    free(ye);
+    gb_ws_free(start);
+    gb_ws_free(tok);
+    gb_ws_free(wt);
+    gb_ws_free(xe);
+    gb_ws_free(ye);
     return status;
 }

@@ -559,7 +559,7 @@ static int qlinear_blas(int fmt, const float *x, const void *w, float *y, int64_
     int64_t pr = (1 << 20) / K;
     if (pr < 16) pr = 16;
     if (pr > N) pr = N;
-    float *panel = (float *)malloc((size_t)(pr * K) * sizeof(float));
+    float *panel = (float *)gb_ws_malloc((size_t)(pr * K) * sizeof(float));
     if (!panel) return gb_error(GB_ENOMEM, "qlinear: cannot allocate a %ld x %ld float32 panel", (long)pr, (long)K);
     for (int64_t n0 = 0; n0 < N; n0 += pr) {
         const int64_t nr = n0 + pr <= N ? pr : N - n0;
@@ -567,7 +567,7 @@ static int qlinear_blas(int fmt, const float *x, const void *w, float *y, int64_
         scipy_cblas_sgemm(GB_CblasRowMajor, GB_CblasNoTrans, GB_CblasTrans, (int)T, (int)nr, (int)K, 1.0f, x, (int)K, panel,
                           (int)K, 0.0f, y + n0, (int)N);
     }
-    free(panel);
+    gb_ws_free(panel);
     return GB_OK;
 }
 
@@ -612,11 +612,11 @@ int gb_qlinear(int fmt, const float *x, const void *w, const float *bias, float 
 #endif
         /* per row: K int8 + nb scales + nb sums; 64-byte aligned for the zmm loads */
         const int64_t stride = ((K + 8 * nb) + 63) / 64 * 64;
-        char *buf = (char *)aligned_alloc(64, (size_t)(T * stride));
-        xq_row *rows = (xq_row *)malloc((size_t)T * sizeof(xq_row));
+        char *buf = (char *)gb_ws_aligned_alloc(64, (size_t)(T * stride));
+        xq_row *rows = (xq_row *)gb_ws_malloc((size_t)T * sizeof(xq_row));
         if (!buf || !rows) {
-            free(buf);
-            free(rows);
+            gb_ws_free(buf);
+            gb_ws_free(rows);
             return gb_error(GB_ENOMEM, "qlinear: cannot allocate the quantized activations (%ld rows of %ld)", (long)T, (long)K);
         }
         for (int64_t t = 0; t < T; t++) {
@@ -631,8 +631,8 @@ int gb_qlinear(int fmt, const float *x, const void *w, const float *bias, float 
 #pragma omp parallel for schedule(static, GB_QROWS_CHUNK) if (N * K * T > 65536)
         for (int64_t n = 0; n < N; n++)
             for (int64_t t = 0; t < T; t++) y[t * N + n] = dot(wb + n * rb, &rows[t], nb);
-        free(buf);
-        free(rows);
+        gb_ws_free(buf);
+        gb_ws_free(rows);
     }
     if (st == GB_OK && bias)
         for (int64_t t = 0; t < T; t++)

@@ -28,7 +28,7 @@ int gb_rope(const float *x, float *y, const int64_t *pos, int64_t T, int64_t H, 
             if (!(inv_freq_in[i] > 0.0) || !isfinite(inv_freq_in[i]))
                 return gb_error(GB_EVALUE, "`inv_freq` must be finite and > 0, got %g at index %ld", inv_freq_in[i],
                                 (long)i);
-    double *inv_freq = (double *)malloc((size_t)half * sizeof(double));
+    double *inv_freq = (double *)gb_ws_malloc((size_t)half * sizeof(double));
     if (!inv_freq) return gb_error(GB_ENOMEM, "rope: out of memory");
     for (int64_t i = 0; i < half; i++)
         inv_freq[i] = inv_freq_in ? inv_freq_in[i] : pow(theta, -2.0 * (double)i / (double)rot_dim);
@@ -37,7 +37,7 @@ int gb_rope(const float *x, float *y, const int64_t *pos, int64_t T, int64_t H, 
 
 #pragma omp parallel if (T * H * Dh > 16384)
     {
-        float *cs = (float *)malloc((size_t)rot_dim * sizeof(float));
+        float *cs = (float *)gb_ws_malloc((size_t)rot_dim * sizeof(float));
         if (!cs) {
 #pragma omp atomic write
             status = GB_ENOMEM;
@@ -76,9 +76,9 @@ int gb_rope(const float *x, float *y, const int64_t *pos, int64_t T, int64_t H, 
                 }
             }
         }
-        free(cs);
+        gb_ws_free(cs);
     }
-    free(inv_freq);
+    gb_ws_free(inv_freq);
     if (status != GB_OK) return gb_error(status, "rope: out of memory");
     return GB_OK;
 }

@@ -7,8 +7,9 @@ Tests (one record each, llama-bench field names where they overlap):
   tg   decode: n_gen tokens one at a time with n_depth tokens already cached (`tg@d`)
   pp   prefill: a chunk of n_prompt tokens on top of n_depth cached ones (`pp n @ d`); at depth 0
        the record also carries ttft_s, the time to first token for an n_prompt-token prompt
-  mem  bytes held for weights and the KV cache (exact counts of the arrays / cache blocks) next
-       to the process's RSS
+  mem  bytes held for weights and the KV cache (exact counts of the arrays / cache blocks), the
+       peak workspace of the C kernels over one decode step and one n_prompt prefill at the
+       depth (the core's ledger), next to the process's RSS
 
 Full or sampled. A model whose weights and cache do not fit in this machine's memory is measured
 by layer sampling: k distinct full-size layers of each kind (dense-FFN, MoE) are built and timed
@@ -216,7 +217,8 @@ def _measure(cfg, depths, tests, layers, n_prompt, n_gen, weights, kv, mla_strat
     from .model import Model, layer_kinds
     n_threads = get_num_threads()
     # every run refills the cache to its depth, so the deepest point plus one run's new tokens
-    capacity = max(depths) + max(n_prompt if "pp" in tests else 0, n_gen if "tg" in tests else 0, 1)
+    # ("mem" runs a decode step and an n_prompt prefill for the workspace peak)
+    capacity = max(depths) + max(n_prompt if "pp" in tests or "mem" in tests else 0, n_gen if "tg" in tests else 0, 1)
     if layers == "auto":
         mode = choose_layers(cfg, weights, kv, capacity)
         k = 2
@@ -249,7 +251,8 @@ def _measure(cfg, depths, tests, layers, n_prompt, n_gen, weights, kv, mla_strat
         if "tg" in tests:
             points.append(dict(base, test="tg", n_prompt=0, n_gen=int(n_gen), n_depth=d))
     if "mem" in tests:
-        points.append(dict(base, test="mem", n_prompt=0, n_gen=0, n_depth=max(depths)))
+        points.append(dict(base, test="mem", n_prompt=0, n_gen=0, n_depth=max(depths),
+                           workspace_n_prompt=int(n_prompt)))
     store = _records.ResultStore(out, _key) if out is not None else None
     todo = [p for p in points if store is None or not store.done(_key(p))]
     results = {}
@@ -305,6 +308,25 @@ def _collect(timing, per_layer, ends):
         ends[k].append(timing[k])
 
 
+def _workspace_peak(m, d, n_prompt, rng) -> int:
+    """The most workspace (bytes of C-kernel scratch, csrc/common.c's ledger) held at once during
+    one decode step at depth d, and during one n_prompt-token prefill at depth d. Each step's
+    scratch is freed before the next op, so this is the largest single op's need and a sampled
+    model gives the full model's figure (up to how the router spreads tokens over experts)."""
+    from . import reset_workspace_peak, workspace_bytes
+    peak = 0
+    for n in (1, n_prompt):
+        m.fill_synthetic(d)  # before the reset: filling uses scratch of its own
+        reset_workspace_peak()
+        toks = rng.integers(0, m.config.vocab_size, n)
+        if n == 1:
+            m.decode(int(toks[0]))
+        else:
+            m.prefill(toks, logits="last")
+        peak = max(peak, workspace_bytes()[1])
+    return int(peak)
+
+
 def _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar) -> dict:
     cfg, d = m.config, p["n_depth"]
     r = dict(p)
@@ -316,11 +338,15 @@ def _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar) -> dict:
                  weight_bytes_model=cfg.weight_bytes(p["weights"]),
                  kv_bytes_model=cfg.kv_bytes_per_token(p["type_k"]) * d,
                  rss_bytes=rss, rss_peak_bytes=peak,
-                 # The C core keeps no workspace ledger: what RSS holds beyond the weights and the
-                 # cache (activations, Python, NumPy, OpenBLAS buffers) is reported as one figure.
+                 # What RSS holds beyond the weights and the cache, as one figure: NumPy activations,
+                 # Python, OpenBLAS buffers, the allocator's retained pages. The C kernels' own
+                 # scratch is freed before each op returns (0 at this reading); its peak is
+                 # workspace_bytes_peak, from the core's ledger.
                  other_rss_bytes=max(0, rss - m.weight_bytes - m.cache.bytes_allocated),
                  kv_fill="synthetic" if d else "none",
                  avg_ts=None, stddev_ts=None)
+        # after the readings above: these runs grow the cache past d
+        r["workspace_bytes_peak"] = _workspace_peak(m, d, p["workspace_n_prompt"], rng)
         m.reset()
         if bar is not None:
             bar.update(1)

@@ -12,6 +12,9 @@ A record is a flat dict. Field names follow llama-bench where they overlap (`mod
   mla_strategy  "naive" | "absorbed" | "flash" | "" for GQA models
   runtime       runtime-profile name for predictions ("ideal", "typical", "calibrated:<file>")
   test          "tg" (decode), "pp" (prefill), "mem", "serve"
+                measured "mem" records carry byte counts (docs/MEASURE.md): weight_bytes, kv_bytes,
+                kv_bytes_allocated, workspace_bytes_peak (C-kernel scratch, the core's ledger),
+                rss_bytes, rss_peak_bytes, other_rss_bytes
 
 Files are written atomically (temp file in the same folder, fsync, os.replace), so a reader never
 sees half a file and an interrupted run loses at most the point in flight. `ResultStore` lets a

@@ -51,6 +51,7 @@ def test_sampled_records(tmp_path):
     assert mem["kv_bytes_model"] == cfg.kv_bytes_per_token("bf16") * 24
     assert mem["weight_bytes_model"] == cfg.weight_bytes("bf16") > mem["weight_bytes"] > 0
     assert mem["rss_bytes"] > 0
+    assert mem["workspace_bytes_peak"] > 0 and mem["workspace_n_prompt"] == 6
     # CSV and JSON round trips keep the llama-bench fields
     records.write_records(tmp_path / "m.csv", recs)
     back = records.read_records(tmp_path / "m.csv")
