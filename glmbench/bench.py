@@ -101,6 +101,13 @@ def measure_ceilings(quick: bool = False) -> dict:
             "threads": _core.get_num_threads(), "cpu": cpu_model()}
 
 
+def probe_bandwidth(reps: int = 3) -> float:
+    """Triad GB/s now (best of `reps` passes over arrays of 4x the L3, ~0.1-0.2 s): the bandwidth
+    measure() pairs with each timed repeat when asked to (bandwidth_probe=True)."""
+    n = max(1 << 24, 4 * _l3_bytes() // 4)
+    return float(_core.bench_bandwidth(n, int(reps))[0])
+
+
 # ---- timing and validation --------------------------------------------------------------------
 
 def time_best(fn: Callable[[], Any], repeats: int = 5, min_seconds: float = 0.3, max_calls: int = 2000) -> float:

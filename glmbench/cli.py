@@ -277,7 +277,7 @@ def cmd_measure(args) -> int:
     recs = measure.measure(
         args.model, depths=tuple(args.depths), n_prompt=args.n_prompt, n_gen=args.n_gen,
         weights=args.weights, kv=args.kv, mla_strategy=args.mla_strategy, threads=args.threads,
-        repeats=args.repeats, layers=args.layers,
+        repeats=args.repeats, layers=args.layers, bandwidth_probe=args.bandwidth_probe,
         out=out if out and out.endswith(".json") else None, progress=not args.quiet)
     if out and out.endswith(".csv"):
         rec.write_records(out, recs)
@@ -426,6 +426,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--layers", default="auto",
                     help="auto (the whole model if it fits in memory, else sampled), full, sampled, or "
                          "a number k of layers of each kind to build and time (default: auto)")
+    sp.add_argument("--bandwidth-probe", action="store_true",
+                    help="measure the memory bandwidth after each timed repeat and record it (CPU)")
     sp.add_argument("--out", metavar="FILE.json|FILE.csv", help="write the records (a .json file resumes)")
     sp.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     fmt_opts(sp)

@@ -18,6 +18,13 @@ by layer sampling: k distinct full-size layers of each kind (dense-FFN, MoE) are
     t_step = t_embed + t_head + sum over kinds of (layers of that kind) x (mean time of its sampled layers)
 
 and the record says `sampled: true`, which layers were timed, and the spread between them.
+
+Every tg/pp record carries its timed repeats as llama-bench does (`samples_ns`, `samples_ts`). With
+`bandwidth_probe=True` the memory bandwidth (triad, glmbench.bench.probe_bandwidth) is measured
+after each timed repeat, so each repeat has the bandwidth the machine gave at that moment
+(`bandwidth_gbs_samples`; `bandwidth_gbs` is their median): on a shared machine, whose bandwidth
+moves by tens of percent within minutes, a decode time compared with a floor measured at another
+moment says more about the neighbours than about the code (bench/bench_models.py pairs them).
 Decode and prefill at depth d fill the cache with synthetic entries (KVCache.fill_synthetic):
 attention costs the same whatever the values; records say `kv_fill: "synthetic"`.
 """
@@ -185,7 +192,7 @@ def _stats(ts: list[float]) -> dict:
 def measure(model, *, depths=(4096,), n_prompt: int = 512, n_gen: int = 16, weights: str = "bf16",
             kv: str = "bf16", mla_strategy: str = "flash", threads: int | None = None, repeats: int = 3,
             layers="auto", out=None, progress: bool = True, tests=TESTS, warmup: int = 1,
-            seed: int = 0) -> list[dict]:
+            seed: int = 0, bandwidth_probe: bool = False) -> list[dict]:
     """Measure `model` (built-in name, config.json path, dict or ModelConfig) on this CPU with random
     seeded weights. One record per (test, depth) plus one "mem" record; see the module docstring.
 
@@ -193,6 +200,7 @@ def measure(model, *, depths=(4096,), n_prompt: int = 512, n_gen: int = 16, weig
             or a number k >= 2 of layers of each kind to sample.
     out:    a .json path: finished points are stored as they complete and skipped on a rerun.
     warmup: untimed runs before the `repeats` timed ones, per point.
+    bandwidth_probe: measure the memory bandwidth after each timed repeat (see the module docstring).
     """
     from . import configs, formats, get_num_threads, set_num_threads
 
@@ -205,14 +213,14 @@ def measure(model, *, depths=(4096,), n_prompt: int = 512, n_gen: int = 16, weig
         set_num_threads(int(threads))
     try:
         return _measure(cfg, depths, tests, layers, n_prompt, n_gen, weights, kv, mla_strategy, repeats, out,
-                        progress, warmup, seed)
+                        progress, warmup, seed, bool(bandwidth_probe))
     finally:
         if threads is not None:
             set_num_threads(threads_before)
 
 
 def _measure(cfg, depths, tests, layers, n_prompt, n_gen, weights, kv, mla_strategy, repeats, out, progress,
-             warmup, seed):
+             warmup, seed, bandwidth_probe=False):
     from . import get_num_threads
     from .model import Model, layer_kinds
     n_threads = get_num_threads()
@@ -275,7 +283,7 @@ def _measure(cfg, depths, tests, layers, n_prompt, n_gen, weights, kv, mla_strat
             for p in todo:
                 if bar is not None:
                     bar.set_postfix_str(f"{p['test']}@{p['n_depth']}")
-                r = _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar)
+                r = _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar, bandwidth_probe)
                 r["test_time"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
                 results[_key(r)] = r
                 if store is not None:
@@ -327,7 +335,7 @@ def _workspace_peak(m, d, n_prompt, rng) -> int:
     return int(peak)
 
 
-def _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar) -> dict:
+def _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar, bandwidth_probe=False) -> dict:
     cfg, d = m.config, p["n_depth"]
     r = dict(p)
     if p["test"] == "mem":
@@ -351,7 +359,9 @@ def _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar) -> dict:
         if bar is not None:
             bar.update(1)
         return r
-    tok_s, secs, per_layer, ends = [], [], {}, {"embed_s": [], "head_s": []}
+    tok_s, secs, per_layer, ends, bws = [], [], {}, {"embed_s": [], "head_s": []}, []
+    if bandwidth_probe:
+        from .bench import probe_bandwidth
     for rep in range(warmup + repeats):
         if d:
             m.fill_synthetic(d)
@@ -375,12 +385,19 @@ def _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar) -> dict:
         if rep >= warmup:
             tok_s.append(n / t)
             secs.append(t)
+            if bandwidth_probe:
+                bws.append(probe_bandwidth())
         if bar is not None:
             bar.update(1)
     m.reset()
     r.update(_stats(tok_s))
     r["avg_ns"] = float(np.mean(secs) * 1e9)
     r["stddev_ns"] = float(np.std(secs, ddof=1) * 1e9) if len(secs) > 1 else 0.0
+    r["samples_ns"] = [float(x * 1e9) for x in secs]  # llama-bench's per-repeat fields
+    r["samples_ts"] = [float(x) for x in tok_s]
+    if bandwidth_probe:
+        r["bandwidth_gbs_samples"] = [float(b) for b in bws]
+        r["bandwidth_gbs"] = float(np.median(bws))
     r["kv_fill"] = "synthetic" if d else "none"
     if p["test"] == "pp" and d == 0:
         r["ttft_s"] = float(np.median(secs))

@@ -78,8 +78,9 @@ def to_csv(records: Sequence[dict]) -> str:
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=columns(records), extrasaction="raise", lineterminator="\n")
     w.writeheader()
-    for r in records:
-        w.writerow({k: ("" if v is None else v) for k, v in r.items()})
+    for r in records:  # list fields (samples_ns, ...) as JSON arrays in their cell
+        w.writerow({k: ("" if v is None else json.dumps(v) if isinstance(v, (list, tuple)) else v)
+                    for k, v in r.items()})
     return buf.getvalue()
 
 
@@ -116,6 +117,11 @@ def _parse_cell(s: str):
             pass
     if s in ("True", "False"):
         return s == "True"
+    if s.startswith("[") and s.endswith("]"):  # a list field written by to_csv
+        try:
+            return json.loads(s)
+        except json.JSONDecodeError:
+            pass
     return s
 
 

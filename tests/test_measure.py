@@ -52,10 +52,31 @@ def test_sampled_records(tmp_path):
     assert mem["weight_bytes_model"] == cfg.weight_bytes("bf16") > mem["weight_bytes"] > 0
     assert mem["rss_bytes"] > 0
     assert mem["workspace_bytes_peak"] > 0 and mem["workspace_n_prompt"] == 6
-    # CSV and JSON round trips keep the llama-bench fields
+    for r in recs[:4]:  # llama-bench's per-repeat samples, consistent with the summary fields
+        assert len(r["samples_ns"]) == len(r["samples_ts"]) == 2
+        assert np.mean(r["samples_ns"]) == pytest.approx(r["avg_ns"])
+        n = r["n_gen"] or r["n_prompt"]
+        assert [n / (ns / 1e9) for ns in r["samples_ns"]] == pytest.approx(r["samples_ts"])
+        assert "bandwidth_gbs_samples" not in r  # only when asked for
+    # CSV and JSON round trips keep the llama-bench fields (lists as JSON arrays in CSV cells)
     records.write_records(tmp_path / "m.csv", recs)
     back = records.read_records(tmp_path / "m.csv")
     assert back[1]["n_gen"] == 3 and back[1]["avg_ts"] == pytest.approx(recs[1]["avg_ts"])
+    assert back[1]["samples_ns"] == pytest.approx(recs[1]["samples_ns"])
+
+
+def test_bandwidth_probe_pairs_each_repeat(monkeypatch):
+    from glmbench import bench
+    seen = iter([11.0, 13.0, 17.0, 19.0])  # a stand-in probe: which value lands where is checked
+    monkeypatch.setattr(bench, "probe_bandwidth", lambda: next(seen))
+    recs = M.measure(tiny_qwen(), tests=("tg",), bandwidth_probe=True, **KW)
+    assert [r["bandwidth_gbs_samples"] for r in recs] == [[11.0, 13.0], [17.0, 19.0]]
+    assert [r["bandwidth_gbs"] for r in recs] == [12.0, 18.0]
+
+
+def test_probe_bandwidth_measures():
+    from glmbench import bench
+    assert 0.5 < bench.probe_bandwidth(reps=1) < 5000  # GB/s of a real triad pass on any machine
 
 
 def test_full_mode_when_it_fits():
