@@ -620,6 +620,118 @@ static void gqa_decode_g8_bf16(const gb_kvcache *c, int64_t layer, int64_t h, in
 
 /* ---- GQA over the paged cache -------------------------------------------------------------- */
 
+#if defined(__AVX512BF16__) && defined(__AVX512F__)
+/* gqa_decode_g8_bf16 with bf16 dot products (vdpbf16ps, the bf16 tile's arithmetic: qb and p rounded
+ * to bf16, float32 accumulation): scores as (8 heads x 2 keys) blocks of 32-pair partial dots,
+ * p.V on key pairs (unpacklo/hi_epi16 of rows 2j and 2j+1), o kept in the bf16 tile's
+ * pair-interleaved order (gb_attn_bf16_unpermute after the combine). Half the multiply
+ * instructions of the float32 kernel, which at 8 query heads per KV head is compute-bound. */
+static void gqa_decode_g8_bf16dp(const gb_kvcache *c, int64_t layer, int64_t h, int64_t t, int64_t t1,
+                                 const uint16_t *qb, float *m, float *l, float *o) {
+    const int64_t Dh = c->dk, Dv = c->dv, bs = c->block_size;
+    uint32_t PP[DEC_TILE / 2 * 8] __attribute__((aligned(64)));
+    float al[16] __attribute__((aligned(64)));
+    __m512 mv = _mm512_set1_ps(-INFINITY), lv = _mm512_setzero_ps();
+    const int PF = 2;
+    const __mmask32 tailm = (__mmask32)((Dh % 32) ? ((1ull << (Dh % 32)) - 1ull) : 0xFFFFFFFFull);
+    while (t < t1) {
+        int64_t nt = t1 - t, inblk = bs - t % bs;
+        if (nt > DEC_TILE) nt = DEC_TILE;
+        if (nt > inblk) nt = inblk;
+        const char *kf = NULL, *vf = NULL;
+        int64_t nf = 0;
+        {
+            int64_t u = t + PF * DEC_TILE;
+            if (u < t1) {
+                nf = bs - u % bs;
+                if (nf > DEC_TILE) nf = DEC_TILE;
+                if (nf > t1 - u) nf = t1 - u;
+                kf = (const char *)gb_kvcache_k_ptr(c, layer, h, u);
+                vf = (const char *)gb_kvcache_v_ptr(c, layer, h, u);
+            }
+        }
+        const uint16_t *K = (const uint16_t *)gb_kvcache_k_ptr(c, layer, h, t);
+        const uint16_t *V = (const uint16_t *)gb_kvcache_v_ptr(c, layer, h, t);
+        const int64_t np = (nt + 1) / 2;
+        __m512 S[DEC_TILE / 2];
+        for (int64_t j = 0; j < np; j++) {
+            const uint16_t *k0p = K + (2 * j) * Dh, *k1p = K + (2 * j + 1 < nt ? 2 * j + 1 : 2 * j) * Dh;
+            __m512 a[16];
+            for (int i = 0; i < 16; i++) a[i] = _mm512_setzero_ps();
+            for (int64_t d = 0; d < Dh; d += 32) {
+                const __mmask32 mk = d + 32 <= Dh ? (__mmask32)0xFFFFFFFFu : tailm;
+                const __m512i k0 = _mm512_maskz_loadu_epi16(mk, k0p + d), k1 = _mm512_maskz_loadu_epi16(mk, k1p + d);
+                for (int g = 0; g < 8; g++) {
+                    __m512i qg = _mm512_maskz_loadu_epi16(mk, qb + g * Dh + d);
+                    __asm__("" : "+v"(qg)); /* one load feeding both products */
+                    a[2 * g] = _mm512_dpbf16_ps(a[2 * g], (__m512bh)qg, (__m512bh)k0);
+                    a[2 * g + 1] = _mm512_dpbf16_ps(a[2 * g + 1], (__m512bh)qg, (__m512bh)k1);
+                }
+            }
+            S[j] = reduce16(a);
+            if (2 * j < nf) {
+                int64_t nb = (2 * j + 2 <= nf ? 2 : 1) * c->k_row_bytes, vb = (2 * j + 2 <= nf ? 2 : 1) * c->v_row_bytes;
+                for (int64_t i = 0; i < nb; i += 64) __builtin_prefetch(kf + 2 * j * c->k_row_bytes + i, 0, DEC_PF_LOC);
+                for (int64_t i = 0; i < vb; i += 64) __builtin_prefetch(vf + 2 * j * c->v_row_bytes + i, 0, DEC_PF_LOC);
+            }
+        }
+        __m512 mx = _mm512_set1_ps(-INFINITY);
+        for (int64_t j = 0; j < np; j++) {
+            __mmask16 valid = (__mmask16)(2 * j + 1 < nt ? 0xFFFF : 0x5555);
+            S[j] = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), valid, S[j]);
+            mx = _mm512_max_ps(mx, S[j]);
+        }
+        mx = _mm512_max_ps(mx, _mm512_permute_ps(mx, 0xB1));
+        __m512 mnew = _mm512_max_ps(mv, mx);
+        __m512 alpha = exp512(_mm512_sub_ps(mv, mnew));
+        mv = mnew;
+        __m512 sum = _mm512_setzero_ps();
+        for (int64_t j = 0; j < np; j++) {
+            __m512 p = exp512(_mm512_sub_ps(S[j], mnew));
+            sum = _mm512_add_ps(sum, p);
+            /* lanes (2g, 2g+1) = head g's p for keys 2j, 2j+1: as bf16, word g is that pair */
+            _mm256_store_si256((__m256i *)(PP + j * 8), (__m256i)_mm512_cvtneps_pbh(p));
+        }
+        lv = _mm512_fmadd_ps(lv, alpha, sum);
+        _mm512_store_ps(al, alpha);
+        for (int64_t dc = 0; dc < Dv; dc += 32) {
+            __m512 cc[16];
+            for (int g = 0; g < 8; g++) {
+                __m512 ab = _mm512_set1_ps(al[2 * g]);
+                cc[2 * g] = _mm512_mul_ps(ab, _mm512_loadu_ps(o + g * Dv + dc));
+                cc[2 * g + 1] = _mm512_mul_ps(ab, _mm512_loadu_ps(o + g * Dv + dc + 16));
+            }
+            for (int64_t j = 0; j < np; j++) {
+                const __m512i va = _mm512_loadu_si512((const void *)(V + 2 * j * Dv + dc));
+                const __m512i vb = 2 * j + 1 < nt ? _mm512_loadu_si512((const void *)(V + (2 * j + 1) * Dv + dc))
+                                                  : _mm512_setzero_si512();
+                const __m512i lo = _mm512_unpacklo_epi16(va, vb), hi = _mm512_unpackhi_epi16(va, vb);
+                for (int g = 0; g < 8; g++) {
+                    const __m512i pb = _mm512_set1_epi32((int)PP[j * 8 + g]);
+                    cc[2 * g] = _mm512_dpbf16_ps(cc[2 * g], (__m512bh)pb, (__m512bh)lo);
+                    cc[2 * g + 1] = _mm512_dpbf16_ps(cc[2 * g + 1], (__m512bh)pb, (__m512bh)hi);
+                }
+            }
+            for (int g = 0; g < 8; g++) {
+                _mm512_storeu_ps(o + g * Dv + dc, cc[2 * g]);
+                _mm512_storeu_ps(o + g * Dv + dc + 16, cc[2 * g + 1]);
+            }
+        }
+        t += nt;
+    }
+    float mf[16], lf[16];
+    _mm512_storeu_ps(mf, mv);
+    _mm512_storeu_ps(lf, lv);
+    for (int g = 0; g < 8; g++) {
+        m[g] = mf[2 * g];
+        l[g] = lf[2 * g] + lf[2 * g + 1];
+    }
+}
+#define GB_HAVE_G8_DP 1
+#else
+#define GB_HAVE_G8_DP 0
+#endif
+
 int gb_gqa_attention(const gb_kvcache *c, int64_t layer, const float *q, int64_t T, int64_t Hq, float scale,
                      int64_t n_splits, float *out) {
     if (c->kind != GB_KV_GQA) return gb_error(GB_EVALUE, "`cache` must be a GQA cache, got an MLA cache");
@@ -654,6 +766,8 @@ int gb_gqa_attention(const gb_kvcache *c, int64_t layer, const float *q, int64_t
     }
     for (int64_t r = 0; r < nr; r++) lim[r] = L - T + r / G + 1;
     const int fast_g8 = T == 1 && G == 8 && c->fmt == GB_BF16 && Dh % 16 == 0 && Dv % 32 == 0;
+    /* ... with bf16 dot products where compiled in and on (o then in the bf16 tile's lane order) */
+    const int g8_dp = fast_g8 && GB_HAVE_G8_DP && gb_attn_bf16_ok();
     (void)fast_g8;
 #pragma omp parallel num_threads(nw < nth ? (int)nw : nth) if (T * Hq * L * (Dh + Dv) >= GB_ATTN_PAR_MIN)
     {
@@ -661,7 +775,8 @@ int gb_gqa_attention(const gb_kvcache *c, int64_t layer, const float *q, int64_t
         float *sbuf = (float *)gb_ws_malloc((size_t)(rblk * (GB_ATTN_TILE + 1)) * sizeof(float));
         float *kbuf = (float *)gb_ws_malloc((size_t)(GB_ATTN_TILE * Dh) * sizeof(float));
         float *vbuf = (float *)gb_ws_malloc((size_t)(GB_ATTN_TILE * Dv) * sizeof(float));
-        int ok = qs && sbuf && kbuf && vbuf;
+        uint16_t *qb = g8_dp ? (uint16_t *)gb_ws_malloc((size_t)(rblk * Dh) * sizeof(uint16_t)) : NULL;
+        int ok = qs && sbuf && kbuf && vbuf && (!g8_dp || qb);
         if (!ok) {
 #pragma omp atomic write
             failed = 1;
@@ -689,6 +804,13 @@ int gb_gqa_attention(const gb_kvcache *c, int64_t layer, const float *q, int64_t
             const int64_t *lr = T > 1 ? lim + r0 : NULL; /* decode: the one query sees every key */
 #ifdef __AVX512F__
             if (fast_g8) {
+#if GB_HAVE_G8_DP
+                if (g8_dp) {
+                    gb_attn_to_bf16(qs, rn * Dh, qb);
+                    if (t < t1) gqa_decode_g8_bf16dp(c, layer, h, t, t1, qb, m, l, o);
+                    continue;
+                }
+#endif
                 if (t < t1) gqa_decode_g8_bf16(c, layer, h, t, t1, qs, m, l, o);
                 continue;
             }
@@ -720,6 +842,7 @@ int gb_gqa_attention(const gb_kvcache *c, int64_t layer, const float *q, int64_t
         gb_ws_free(sbuf);
         gb_ws_free(kbuf);
         gb_ws_free(vbuf);
+        gb_ws_free(qb);
     }
     if (failed) goto done;
     /* Combine the splits: kv head h, token i -> query heads h*G .. h*G+G-1 of token i. */
@@ -730,6 +853,7 @@ int gb_gqa_attention(const gb_kvcache *c, int64_t layer, const float *q, int64_t
             gb_attn_combine(G, Dv, S, Hkv * nr, pm + base, pl + base, po + base * Dv, out + (i * Hq + h * G) * Dv,
                                     Dv);
         }
+    if (g8_dp) gb_attn_bf16_unpermute(out, T * Hq, Dv); /* the combine works lane by lane */
 done:
     gb_ws_free(pm);
     gb_ws_free(pl);

@@ -62,6 +62,43 @@ def test_cache_formats_against_the_stored_values(rng, fmt):
     np.testing.assert_allclose(gqa_attention(q, c, 1), ref.gqa_attention(q, k, v), rtol=0, atol=ATOL)
 
 
+# The bf16 decode kernel for 8 query heads per KV head (bf16 cache, T = 1) comes in two
+# arithmetics: float32 (each K/V row widened) and, with AVX512_BF16, bf16 dot products (the query
+# and p rounded to bf16, float32 accumulation; tests/test_attention_mla.py BF16_TILE_REL explains
+# the 1e-2 of the output scale).
+BF16_DP_REL = 1e-2
+G8_SHAPES = [  # Hkv, Dh, P (cached before the new token), block_size
+    (8, 128, 4095, 64),   # Qwen3-32B at 4K: splits, an odd last tile
+    (2, 128, 70, 16),     # short blocks
+    (1, 96, 40, 16),      # Dh = 96: a masked tail in the bf16 dot products
+    (4, 64, 0, 64),       # one key
+]
+
+
+@pytest.mark.parametrize("Hkv,Dh,P,bs", G8_SHAPES)
+def test_g8_bf16_decode_both_arithmetics(rng, Hkv, Dh, P, bs):
+    from glmbench import _core
+    c = _filled(rng, Hkv, Dh, Dh, P, 1, fmt="bf16", bs=bs)
+    q = rng.standard_normal((1, 8 * Hkv, Dh)).astype(np.float32)
+    k, v = c.read(1)
+    r = ref.gqa_attention(q, k, v)
+    was = _core._attn_bf16()
+    try:
+        _core._attn_set_bf16(False)
+        exact = gqa_attention(q, c, 1)
+        _core._attn_set_bf16(True)
+        dp = gqa_attention(q, c, 1)
+    finally:
+        _core._attn_set_bf16(was)
+    np.testing.assert_allclose(exact, r, rtol=0, atol=ATOL)
+    if not _core._attn_bf16():
+        return  # no AVX512_BF16 in this build: both calls ran the float32 kernel
+    tol = BF16_DP_REL * np.abs(r).max()
+    np.testing.assert_allclose(dp, r, rtol=0, atol=tol)
+    d = np.abs(dp - exact).max()
+    assert d <= tol and (d > 1e-6 or P == 0), d  # the bf16 arithmetic really ran (one key: p = 1, exact)
+
+
 @pytest.mark.parametrize("splits", [1, 2, 3, 7, 1000])
 def test_split_cache_combine_equals_one_pass(rng, splits):
     c = _filled(rng, 2, 64, 64, 300, 6, bs=64)
