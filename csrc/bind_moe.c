@@ -14,16 +14,18 @@ static int weight_fmt(PyArrayObject *w) {
 
 static PyObject *py_moe_route(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"x", "router_weight", "top_k", "scoring", "bias", "n_group", "topk_group",
-                             "norm_topk_prob", "routed_scaling_factor", NULL};
+                             "group_score", "norm_topk_prob", "routed_scaling_factor", NULL};
     PyObject *xo, *wo, *bo = Py_None;
     long long top_k, n_group = 1, topk_group = 1;
-    int scoring, norm = 1;
+    int scoring, group_score = -1, norm = 1;
     double scaling = 1.0;
     PyArrayObject *x = NULL, *w = NULL, *b = NULL, *idx = NULL, *wt = NULL;
     PyObject *ret = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOLi|OLLpd:moe_route", kwlist, &xo, &wo, &top_k, &scoring, &bo,
-                                     &n_group, &topk_group, &norm, &scaling))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOLi|OLLipd:moe_route", kwlist, &xo, &wo, &top_k, &scoring, &bo,
+                                     &n_group, &topk_group, &group_score, &norm, &scaling))
         return NULL;
+    if (group_score < 0) /* not given: the rule of the scoring's model family */
+        group_score = scoring == GB_SCORE_SOFTMAX ? GB_GROUP_MAX : GB_GROUP_TOP2_SUM;
     if (!(x = gb_array(xo, "x", NPY_FLOAT32, 2, GB_COPY))) goto done;
     if (!(w = gb_array(wo, "router_weight", NPY_FLOAT32, 2, GB_COPY))) goto done;
     if (gb_check_dim(w, "router_weight", 1, PyArray_DIM(x, 1), "x.shape[1] (hidden)") < 0) goto done;
@@ -45,7 +47,7 @@ static PyObject *py_moe_route(PyObject *self, PyObject *args, PyObject *kw) {
     int st;
     Py_BEGIN_ALLOW_THREADS
     st = gb_moe_route((const float *)PyArray_DATA(x), T, PyArray_DIM(x, 1), (const float *)PyArray_DATA(w), E, top_k,
-                      scoring, b ? (const float *)PyArray_DATA(b) : NULL, n_group, topk_group, norm, scaling,
+                      scoring, b ? (const float *)PyArray_DATA(b) : NULL, n_group, topk_group, group_score, norm, scaling,
                       (int32_t *)PyArray_DATA(idx), (float *)PyArray_DATA(wt));
     Py_END_ALLOW_THREADS
     if (st != GB_OK) {
@@ -123,7 +125,8 @@ done:
 PyMethodDef gb_moe_methods[] = {
     {"moe_route", (PyCFunction)(void (*)(void))py_moe_route, METH_VARARGS | METH_KEYWORDS,
      "moe_route(x[T, D] f32, router_weight[E, D] f32, top_k, scoring 0=sigmoid|1=softmax, bias[E] | None, "
-     "n_group=1, topk_group=1, norm_topk_prob=True, routed_scaling_factor=1.0) -> (idx[T, k] i32, w[T, k] f32)"},
+     "n_group=1, topk_group=1, group_score 0=top2_sum|1=max (default: 0 for sigmoid, 1 for softmax), "
+     "norm_topk_prob=True, routed_scaling_factor=1.0) -> (idx[T, k] i32, w[T, k] f32)"},
     {"moe_experts", (PyCFunction)(void (*)(void))py_moe_experts, METH_VARARGS | METH_KEYWORDS,
      "moe_experts(x[T, D] f32, topk_idx[T, k] i32, topk_weight[T, k] f32, w_gate[E, F, D], w_up[E, F, D], "
      "w_down[E, D, F]) -> (y[T, D] f32, counts[E] i64)"},

@@ -50,8 +50,8 @@ static int64_t argmax_lower(const double *v, const unsigned char *ok, int64_t n)
 }
 
 int gb_moe_route(const float *x, int64_t T, int64_t D, const float *w_router, int64_t E, int64_t top_k,
-                 int scoring, const float *bias, int64_t n_group, int64_t topk_group, int norm_topk_prob,
-                 double scaling, int32_t *topk_idx, float *topk_weight) {
+                 int scoring, const float *bias, int64_t n_group, int64_t topk_group, int group_score,
+                 int norm_topk_prob, double scaling, int32_t *topk_idx, float *topk_weight) {
     if (scoring != GB_SCORE_SIGMOID && scoring != GB_SCORE_SOFTMAX)
         return gb_error(GB_EVALUE, "`scoring` must be 'sigmoid' or 'softmax' (got code %d)", scoring);
     if (E <= 0 || D <= 0) return gb_error(GB_EVALUE, "moe_route: E=%ld and D=%ld must be > 0", (long)E, (long)D);
@@ -66,9 +66,14 @@ int gb_moe_route(const float *x, int64_t T, int64_t D, const float *w_router, in
     if (topk_group * (E / n_group) < top_k)
         return gb_error(GB_EVALUE, "`top_k`=%ld exceeds the %ld experts in topk_group=%ld groups of %ld", (long)top_k,
                         (long)(topk_group * (E / n_group)), (long)topk_group, (long)(E / n_group));
-    if (scoring == GB_SCORE_SOFTMAX && n_group != 1)
-        return gb_error(GB_EVALUE, "`n_group`=%ld: group-limited routing is implemented for scoring='sigmoid' only",
-                        (long)n_group);
+    if (group_score != GB_GROUP_TOP2_SUM && group_score != GB_GROUP_MAX)
+        return gb_error(GB_EVALUE, "`group_score` must be 'top2_sum' or 'max' (got code %d)", group_score);
+    if (scoring == GB_SCORE_SIGMOID && group_score != GB_GROUP_TOP2_SUM)
+        return gb_error(GB_EVALUE, "`group_score`='max' goes with scoring='softmax' (DeepSeek-V2 group_limited_greedy); "
+                                   "scoring='sigmoid' (noaux_tc) scores groups by 'top2_sum'");
+    if (scoring == GB_SCORE_SOFTMAX && group_score != GB_GROUP_MAX)
+        return gb_error(GB_EVALUE, "`group_score`='top2_sum' goes with scoring='sigmoid' (noaux_tc); "
+                                   "scoring='softmax' (DeepSeek-V2 group_limited_greedy) scores groups by 'max'");
     if (!isfinite(scaling))
         return gb_error(GB_EVALUE, "`routed_scaling_factor` must be finite, got %g", scaling);
     if (T == 0) return GB_OK;
@@ -126,7 +131,7 @@ int gb_moe_route(const float *x, int64_t T, int64_t D, const float *w_router, in
                 const double *c = choice + g * gs;
                 int64_t b1 = argmax_lower(c, NULL, gs);
                 double v = c[b1];
-                if (gs > 1) { /* second best: the best of the rest */
+                if (group_score == GB_GROUP_TOP2_SUM && gs > 1) { /* second best: the best of the rest */
                     int64_t b2 = -1;
                     for (int64_t i = 0; i < gs; i++)
                         if (i != b1 && (b2 < 0 || c[i] > c[b2])) b2 = i;

@@ -4,23 +4,29 @@
 #include <stdint.h>
 
 enum { GB_SCORE_SIGMOID = 0, GB_SCORE_SOFTMAX = 1 };
+/* How a group of experts is scored for group-limited routing (n_group > 1); fixed by the
+ * model's topk_method: noaux_tc sums the top-2 choices, group_limited_greedy takes the max. */
+enum { GB_GROUP_TOP2_SUM = 0, GB_GROUP_MAX = 1 };
 
 /* Router: logits = x[T, D] . w_router[E, D]^T, then per token
  *   sigmoid (GLM-4.7-Flash, DeepSeek-V3 "noaux_tc"): s = sigmoid(logits); choice = s + bias (bias
  *     only chooses); groups of E/n_group experts scored by the sum of their top-2 choices (top-1
  *     when a group holds one expert); the topk_group best groups are kept; top_k experts by choice
  *     among the kept groups; weights = s of the chosen.
- *   softmax (DeepSeek-V2, Qwen3-MoE): s = softmax(logits); choice = s (+ bias if given); top_k.
- *     n_group must be 1.
+ *     group_score must be GB_GROUP_TOP2_SUM.
+ *   softmax (DeepSeek-V2 "greedy" with n_group = 1, "group_limited_greedy", Qwen3-MoE):
+ *     s = softmax(logits); choice = s (+ bias if given); with n_group > 1 each group is scored by
+ *     its MAX choice and the topk_group best groups are kept; top_k experts by choice among the
+ *     kept groups; weights = s of the chosen. group_score must be GB_GROUP_MAX.
  * then, if norm_topk_prob, w /= (sum w + 1e-20); w *= scaling.
  * Logits, scores and choices are float64 (x and the router weight promoted), so choices equal the
  * float64 reference except on differences below ~1e-15 relative. Ties go to the LOWER expert
  * (and group) index; each output row is ordered by descending choice.
  * Experts outside the kept groups are excluded outright (vLLM's -inf masking; HF's deepseek_v3
- * fills them with 0.0 instead, which differs only if every kept choice is negative). */
+ * and deepseek_v2 fill them with 0.0 instead, which differs only if every kept choice is <= 0). */
 int gb_moe_route(const float *x, int64_t T, int64_t D, const float *w_router, int64_t E, int64_t top_k,
-                 int scoring, const float *bias, int64_t n_group, int64_t topk_group, int norm_topk_prob,
-                 double scaling, int32_t *topk_idx, float *topk_weight);
+                 int scoring, const float *bias, int64_t n_group, int64_t topk_group, int group_score,
+                 int norm_topk_prob, double scaling, int32_t *topk_idx, float *topk_weight);
 
 /* y[T, D] = sum_j topk_weight[t, j] * Expert_{topk_idx[t, j]}(x[t]), Expert_e = SwiGLU with
  * w_gate[e], w_up[e] ([F, D] each) and w_down[e] ([D, F]), in formats fmt_gate/fmt_up/fmt_down.

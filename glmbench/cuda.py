@@ -29,6 +29,7 @@ import numpy as np
 
 from ._loader import HAS_CUDA
 from ._loader import _cuda as _C
+from .model import route_groups
 
 __all__ = [
     "HAS_CUDA", "available", "device_info", "mem_info", "synchronize", "have_cublas",
@@ -383,10 +384,12 @@ _SCORING = {"sigmoid": 0, "softmax": 1}
 
 
 def moe_route(x: DeviceArray, router_weight: DeviceArray, *, top_k: int, scoring: str = "sigmoid",
-              bias: DeviceArray | None = None, n_group: int = 1, topk_group: int = 1, norm_topk_prob: bool = True,
-              routed_scaling_factor: float = 1.0) -> tuple[DeviceArray, DeviceArray]:
+              bias: DeviceArray | None = None, n_group: int = 1, topk_group: int = 1, group_score: str | None = None,
+              norm_topk_prob: bool = True, routed_scaling_factor: float = 1.0) -> tuple[DeviceArray, DeviceArray]:
     """x[T, D] bf16, router_weight[E, D] f32, bias[E] f32 -> (topk_idx[T, k] i32, topk_weight[T, k] f32),
-    the semantics of docs/API.md moe_route (ties to the lower index, rows by descending choice)."""
+    the semantics of docs/API.md moe_route (ties to the lower index, rows by descending choice).
+    The kernel scores groups by their top-2 sum only: group_score="max" (DeepSeek-V2
+    group_limited_greedy) with n_group > 1 raises NotImplementedError."""
     _check(x, "x", "bf16", 2)
     _check(router_weight, "router_weight", "f32", 2)
     E, D = router_weight.shape
@@ -396,6 +399,15 @@ def moe_route(x: DeviceArray, router_weight: DeviceArray, *, top_k: int, scoring
         _dim(bias, "bias", 0, E, "router_weight.shape[0]")
     if scoring not in _SCORING:
         raise ValueError(f"`scoring` must be 'sigmoid' or 'softmax', got {scoring!r}")
+    rule = group_score if group_score is not None else ("max" if scoring == "softmax" else "top2_sum")
+    if rule not in ("top2_sum", "max"):
+        raise ValueError(f"`group_score` must be 'top2_sum', 'max' or None, got {group_score!r}")
+    if (scoring == "softmax") != (rule == "max"):
+        raise ValueError(f"`group_score`={rule!r} does not go with scoring={scoring!r} "
+                         f"(sigmoid groups by 'top2_sum', softmax by 'max')")
+    if rule == "max" and int(n_group) > 1:
+        raise NotImplementedError(f"`group_score`='max' with n_group={int(n_group)} (DeepSeek-V2 group_limited_greedy) "
+                                  f"is not implemented on CUDA; route on the CPU (glmbench.moe_route)")
     T, k = x.shape[0], int(top_k)
     idx, w, logits = empty((T, k), "i32"), empty((T, k), "f32"), empty((max(T, 1), E), "f32")
     _lib().moe_route(x.ptr, router_weight.ptr, _ptr(bias), idx.ptr, w.ptr, T, D, E, k, _SCORING[scoring],
@@ -972,8 +984,7 @@ class CudaModel:
         y, _ = moe(h, self._lw(i, "mlp.gate.weight"), *self._expert_stack(i), shared=shared, fused=fused,
                    residual=res, version=0 if self.fused else 2,
                    top_k=int(cfg.n_experts_per_tok), scoring=cfg.router_scoring,
-                   bias=self._lw(i, "mlp.gate.e_score_correction_bias"), n_group=int(cfg.n_group or 1),
-                   topk_group=int(cfg.topk_group or 1), norm_topk_prob=bool(cfg.norm_topk_prob),
+                   bias=self._lw(i, "mlp.gate.e_score_correction_bias"), **route_groups(cfg),
                    routed_scaling_factor=float(cfg.routed_scaling_factor or 1.0))
         return y if fuse else add(x, y)
 

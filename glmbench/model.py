@@ -36,7 +36,7 @@ import numpy as np
 
 from . import ops as _ops
 
-__all__ = ["Model", "Layer", "build_layer", "random_weight", "to_format", "layer_kinds"]
+__all__ = ["Model", "Layer", "build_layer", "random_weight", "to_format", "layer_kinds", "route_groups"]
 
 WEIGHT_FORMATS = ("f32", "f16", "bf16", "q8_0", "q4_0")  # q8_0/q4_0: ggml blocks, glmbench/quant.py
 MLA_STRATEGIES = ("naive", "absorbed", "flash")
@@ -147,6 +147,20 @@ def _init_std(name: str, shape: tuple, cfg) -> float | None:
 _EXPERTS = ("mlp.experts.gate_proj", "mlp.experts.up_proj", "mlp.experts.down_proj")
 
 
+def route_groups(cfg) -> dict:
+    """n_group, topk_group, group_score and norm_topk_prob for moe_route, as HF's router for
+    cfg.topk_method uses them: noaux_tc scores groups by the sum of their top-2 choices,
+    group_limited_greedy (DeepSeek-V2) by their max; greedy ignores n_group/topk_group (plain top-k
+    over all experts). HF's DeepseekV2TopkRouter never renormalises (it drops norm_topk_prob), so
+    deepseek_v2 routes with norm_topk_prob=False whatever the config says."""
+    method = cfg.topk_method
+    grouped = method in ("noaux_tc", "group_limited_greedy")
+    return dict(n_group=int(cfg.n_group or 1) if grouped else 1,
+                topk_group=int(cfg.topk_group or 1) if grouped else 1,
+                group_score={"noaux_tc": "top2_sum", "group_limited_greedy": "max"}.get(method),
+                norm_topk_prob=bool(cfg.norm_topk_prob) and cfg.model_type != "deepseek_v2")
+
+
 class Layer:
     """One decoder layer: its weights (HF names relative to `model.layers.{index}.`) and forward."""
 
@@ -155,12 +169,9 @@ class Layer:
         self.w = weights
         self.attn = {k[len("self_attn."):]: v for k, v in weights.items() if k.startswith("self_attn.")}
         if kind == "moe":
-            self._route = dict(
-                top_k=int(cfg.n_experts_per_tok), scoring=cfg.router_scoring,
-                bias=weights.get("mlp.gate.e_score_correction_bias"),
-                n_group=int(cfg.n_group or 1), topk_group=int(cfg.topk_group or 1),
-                norm_topk_prob=bool(cfg.norm_topk_prob),
-                routed_scaling_factor=float(cfg.routed_scaling_factor or 1.0))
+            self._route = dict(top_k=int(cfg.n_experts_per_tok), scoring=cfg.router_scoring,
+                               bias=weights.get("mlp.gate.e_score_correction_bias"), **route_groups(cfg),
+                               routed_scaling_factor=float(cfg.routed_scaling_factor or 1.0))
             sh = "mlp.shared_experts."
             self._shared = ((weights[sh + "gate_proj.weight"], weights[sh + "up_proj.weight"],
                              weights[sh + "down_proj.weight"]) if sh + "gate_proj.weight" in weights else None)

@@ -123,20 +123,28 @@ def swiglu(x: np.ndarray, w_gate: np.ndarray, w_up: np.ndarray, w_down: np.ndarr
 __all__ += ["moe_route", "moe_experts", "moe"]
 
 _SCORING = {"sigmoid": 0, "softmax": 1}
+_GROUP_SCORE = {"top2_sum": 0, "max": 1}
 
 
 def moe_route(x: np.ndarray, router_weight: np.ndarray, *, top_k: int, scoring: str = "sigmoid",
               bias: np.ndarray | None = None, n_group: int = 1, topk_group: int = 1,
-              norm_topk_prob: bool = True, routed_scaling_factor: float = 1.0):
+              group_score: str | None = None, norm_topk_prob: bool = True, routed_scaling_factor: float = 1.0):
     """Route tokens x[T, D] f32 with router_weight[E, D] f32 -> (topk_idx[T, k] int32,
     topk_weight[T, k] float32).
 
     scoring="sigmoid" (GLM-4.7-Flash, DeepSeek-V3 noaux_tc): s = sigmoid(logits); choice = s + bias
       (bias[E] only chooses); experts in groups of E/n_group, group score = sum of the group's top-2
-      choices; keep the topk_group best groups; top_k experts by choice among them; weights = s of
-      the chosen. Experts outside the kept groups are excluded (HF fills them with 0.0 instead;
-      the two differ only if every kept choice is negative).
-    scoring="softmax" (DeepSeek-V2, Qwen3-MoE): s = softmax(logits), top_k of s; n_group must be 1.
+      choices (group_score="top2_sum"); keep the topk_group best groups; top_k experts by choice
+      among them; weights = s of the chosen.
+    scoring="softmax" (DeepSeek-V2, Qwen3-MoE): s = softmax(logits) over all E experts; choice = s;
+      with n_group > 1 (DeepSeek-V2 topk_method="group_limited_greedy") a group's score is the MAX
+      of its choices (group_score="max"), the topk_group best groups are kept, then top_k by choice
+      among them; weights = s of the chosen (the full softmax, not re-normalised over kept groups).
+      n_group = 1 is plain top-k ("greedy", Qwen3-MoE).
+    group_score: "top2_sum" | "max" | None; None takes the rule of the scoring ("top2_sum" for
+      sigmoid, "max" for softmax); the other combinations raise ValueError.
+    Experts outside the kept groups are excluded (HF fills them with 0.0 instead; the two differ
+    only if every kept choice is <= 0, which softmax scores never are).
     Then w /= (sum w + 1e-20) if norm_topk_prob, and w *= routed_scaling_factor.
     Logits and scores are computed in float64 (HF uses float32), so choices equal
     glmbench.reference.moe_route exactly except below ~1e-15 relative. Ties go to the LOWER expert
@@ -144,8 +152,11 @@ def moe_route(x: np.ndarray, router_weight: np.ndarray, *, top_k: int, scoring: 
     """
     if scoring not in _SCORING:
         raise ValueError(f"`scoring` must be 'sigmoid' or 'softmax', got {scoring!r}")
+    if group_score is not None and group_score not in _GROUP_SCORE:
+        raise ValueError(f"`group_score` must be 'top2_sum', 'max' or None, got {group_score!r}")
     return _core.moe_route(x, router_weight, _int_arg("top_k", top_k), _SCORING[scoring], bias,
-                           _int_arg("n_group", n_group), _int_arg("topk_group", topk_group), bool(norm_topk_prob),
+                           _int_arg("n_group", n_group), _int_arg("topk_group", topk_group),
+                           -1 if group_score is None else _GROUP_SCORE[group_score], bool(norm_topk_prob),
                            float(routed_scaling_factor))
 
 

@@ -83,7 +83,15 @@ def _top_lower(v, k):
 
 
 def moe_route(x, router_weight, *, top_k, scoring="sigmoid", bias=None, n_group=1, topk_group=1,
-              norm_topk_prob=True, routed_scaling_factor=1.0):
+              group_score=None, norm_topk_prob=True, routed_scaling_factor=1.0):
+    """group_score: "top2_sum" (noaux_tc: sum of a group's top-2 choices, with sigmoid) or "max"
+    (DeepSeek-V2 group_limited_greedy: a group's best choice, with softmax); None takes the one that
+    goes with `scoring`."""
+    rule = group_score if group_score is not None else ("max" if scoring == "softmax" else "top2_sum")
+    if rule not in ("top2_sum", "max"):
+        raise ValueError(f"`group_score` must be 'top2_sum', 'max' or None, got {group_score!r}")
+    if (scoring == "softmax") != (rule == "max"):
+        raise ValueError(f"`group_score`={rule!r} does not go with scoring={scoring!r}")
     logits = _f64(x) @ _f64(router_weight).T
     T, E = logits.shape
     if scoring == "sigmoid":
@@ -101,7 +109,10 @@ def moe_route(x, router_weight, *, top_k, scoring="sigmoid", bias=None, n_group=
         c = choice[t].copy()
         if n_group > 1:
             grp = c.reshape(n_group, gs)
-            gscore = np.array([np.sort(g)[::-1][:2].sum() for g in grp])
+            if rule == "max":
+                gscore = grp.max(axis=1)
+            else:
+                gscore = np.array([np.sort(g)[::-1][:2].sum() for g in grp])
             keep = _top_lower(gscore, topk_group)
             mask = np.zeros(n_group, bool)
             mask[keep] = True

@@ -218,6 +218,21 @@ def test_emulated_ops_match_the_reference(emu, rng):
     assert _rel(y.to_numpy(), want) < 2e-2
 
 
+def test_emulated_route_rejects_group_limited_greedy(emu, rng):
+    """The CUDA router scores groups by their top-2 sum only: DeepSeek-V2's group_limited_greedy
+    (softmax, max-scored groups) must raise, not route by the wrong rule."""
+    x, wr = cuda.to_device(_bf(rng, 3, 64)), cuda.to_device(rng.standard_normal((8, 64)).astype(np.float32), "f32")
+    with pytest.raises(NotImplementedError, match=r"`group_score`='max' with n_group=4"):
+        cuda.moe_route(x, wr, top_k=3, scoring="softmax", n_group=4, topk_group=2)
+    with pytest.raises(ValueError, match=r"`group_score`='max' does not go with scoring='sigmoid'"):
+        cuda.moe_route(x, wr, top_k=3, n_group=4, topk_group=2, group_score="max")
+    with pytest.raises(ValueError, match=r"`group_score` must be 'top2_sum', 'max' or None, got 'min'"):
+        cuda.moe_route(x, wr, top_k=3, group_score="min")
+    idx, _ = cuda.moe_route(x, wr, top_k=3, scoring="softmax", group_score="max")  # n_group 1: plain top-k
+    np.testing.assert_array_equal(idx.to_numpy(), ref.moe_route(x.to_numpy(), wr.to_numpy(), top_k=3,
+                                                                scoring="softmax")[0])
+
+
 def test_emulated_paged_cache_and_attention_strategies(emu, rng):
     cuda.set_poison(True)
     # GQA over a shuffled, poisoned, multi-layer cache: the layer offsets must be right

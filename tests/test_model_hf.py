@@ -3,7 +3,8 @@ into glmbench.Model, logits compared for a prefill and 8 decode steps.
 
 The tiny configs keep every structural feature of the real ones (MLA with and without q_lora,
 nope/rope/v head dims all different, a dense first layer then MoE, shared experts, group-limited
-routing with a randomised e_score_correction_bias, GQA with q/k norm) at hidden size 64.
+routing with a randomised e_score_correction_bias (noaux_tc) and DeepSeek-V2's group_limited_greedy,
+GQA with q/k norm) at hidden size 64.
 """
 import inspect
 
@@ -138,6 +139,75 @@ def test_moe_layers_really_route_by_bias():
                                       bias=w["model.layers.1.mlp.gate.e_score_correction_bias"], **kw)
     without, _ = glmbench.ops.moe_route(x, w["model.layers.1.mlp.gate.weight"], **kw)
     assert np.any(np.sort(with_bias, 1) != np.sort(without, 1))
+
+
+# DeepSeek-V2's topk_method="group_limited_greedy": softmax over all 8 experts, 4 groups of 2
+# scored by their max, 2 groups kept, top-3 among them. top_k must exceed topk_group: with the max
+# rule the best top_k experts always lie in the best top_k groups, so top_k <= topk_group would
+# route exactly like plain greedy. HF's DeepseekV2TopkRouter drops norm_topk_prob (never
+# renormalises) and multiplies by routed_scaling_factor; the second case checks both.
+GLG = dict(topk_method="group_limited_greedy", n_group=4, topk_group=2, num_experts_per_tok=3)
+GLG_CASES = [("naive", {}), ("absorbed", {}), ("flash", {}),
+             ("flash", dict(norm_topk_prob=True, routed_scaling_factor=2.5))]
+
+
+@pytest.mark.parametrize("strategy,over", GLG_CASES, ids=[f"{s}-{'norm-scaled' if o else 'plain'}" for s, o in GLG_CASES])
+def test_deepseek_v2_group_limited_greedy_matches_hf(strategy, over):
+    hf_cfg, hf = tiny_hf_model("deepseek_v2", **GLG, **over)
+    if getattr(hf_cfg, "topk_method", None) != "group_limited_greedy" or \
+            not hasattr(hf.model.layers[1].mlp.gate, "topk_group"):
+        pytest.skip(f"transformers {transformers.__version__}: deepseek_v2 has no group_limited_greedy router")
+    cfg = configs.load(hf_cfg.to_dict())
+    assert (cfg.topk_method, cfg.n_group, cfg.topk_group, cfg.n_experts_per_tok) == ("group_limited_greedy", 4, 2, 3)
+    # the inputs of HF's MoE routers, to show below that group limiting changed some choices
+    seen = []
+    hooks = [layer.mlp.gate.register_forward_hook(lambda mod, args, out: seen.append(args[0].reshape(
+        -1, cfg.hidden_size).numpy().copy())) for layer in hf.model.layers[cfg.first_k_dense_replace:]]
+    weights = {k: v.numpy() for k, v in hf.state_dict().items()}
+    m = glmbench.Model(cfg, weights=weights, weight_format="f32", kv_dtype="f32", max_context=32,
+                       mla_strategy=strategy)
+    rng = np.random.default_rng(7)
+    prompt = rng.integers(0, cfg.vocab_size, 7).tolist()
+    steps = rng.integers(0, cfg.vocab_size, 8).tolist()
+    want = hf_logits(hf, prompt, steps)
+    for h in hooks:
+        h.remove()
+    got = glm_logits(m, prompt, steps)
+    for i, (a, b) in enumerate(zip(got, want)):
+        err = rel_err(a, b)
+        assert err < RTOL, f"group_limited_greedy {'prefill' if i == 0 else f'decode step {i}'}: relative error {err:.2e}"
+    # group limiting really bites: for some token plain greedy top-3 picks a different set
+    from glmbench import reference as ref
+    from glmbench.model import route_groups
+    assert route_groups(cfg) == dict(n_group=4, topk_group=2, group_score="max", norm_topk_prob=False)
+    differs = 0
+    for j, xin in enumerate(seen):
+        layer = cfg.first_k_dense_replace + j % (cfg.n_layers - cfg.first_k_dense_replace)
+        wr = weights[f"model.layers.{layer}.mlp.gate.weight"]
+        grouped, _ = ref.moe_route(xin, wr, top_k=3, scoring="softmax", n_group=4, topk_group=2)
+        plain, _ = ref.moe_route(xin, wr, top_k=3, scoring="softmax")
+        differs += int(np.sum(np.any(np.sort(grouped, 1) != np.sort(plain, 1), axis=1)))
+    assert len(seen) == 2 * 9 and differs > 0
+    # and it matters for the logits: the same model routed greedily is far from HF
+    greedy = configs.load({**hf_cfg.to_dict(), "topk_method": "greedy"})
+    m2 = glmbench.Model(greedy, weights=weights, weight_format="f32", kv_dtype="f32", max_context=32,
+                        mla_strategy=strategy)
+    assert rel_err(m2.prefill(np.array(prompt)), want[0]) > 100 * RTOL
+
+
+def test_route_groups_follow_topk_method():
+    """model.route_groups: the group rule comes from topk_method; greedy ignores n_group/topk_group
+    (as HF does) and deepseek_v2 never renormalises."""
+    from glmbench.model import route_groups
+    base = {**TINY["deepseek_v2"], "model_type": "deepseek_v2"}
+    greedy = configs.load({**base, "n_group": 4, "topk_group": 2, "norm_topk_prob": True})
+    assert route_groups(greedy) == dict(n_group=1, topk_group=1, group_score=None, norm_topk_prob=False)
+    glg = configs.load({**base, **GLG})
+    assert route_groups(glg) == dict(n_group=4, topk_group=2, group_score="max", norm_topk_prob=False)
+    glm = configs.load({**TINY["glm4_moe_lite"], "model_type": "glm4_moe_lite", "topk_method": "noaux_tc"})
+    assert route_groups(glm) == dict(n_group=2, topk_group=1, group_score="top2_sum", norm_topk_prob=True)
+    qwen = configs.load({**TINY["qwen3_moe"], "model_type": "qwen3_moe"})
+    assert route_groups(qwen) == dict(n_group=1, topk_group=1, group_score=None, norm_topk_prob=True)
 
 
 def test_bf16_weights_match_hf_with_rounded_weights():

@@ -19,6 +19,9 @@ ROUTERS = {
                           norm_topk_prob=True, routed_scaling_factor=1.0),
     "deepseek-v2-lite": dict(E=64, D=2048, top_k=6, scoring="softmax", bias=False, n_group=1, topk_group=1,
                              norm_topk_prob=False, routed_scaling_factor=1.0),
+    # DeepSeek-V2 (group_limited_greedy): 160 experts in 8 groups of 20, 3 groups kept, top-6, x16
+    "deepseek-v2": dict(E=160, D=256, top_k=6, scoring="softmax", bias=False, n_group=8, topk_group=3,
+                        norm_topk_prob=False, routed_scaling_factor=16.0),
 }
 
 
@@ -102,6 +105,78 @@ def test_route_group_limited_and_group_ties():
         assert ref.moe_route(x, wr, **kw)[0].tolist() == glmbench.moe_route(x, wr, **kw)[0].tolist()
 
 
+# group_limited_greedy over a spread of shapes: (E, n_group, topk_group, top_k); norm on and off;
+# T=1 (direct float64 dot products) and T=37 (dgemm)
+GLG = [(8, 4, 2, 2), (8, 4, 1, 2), (12, 6, 2, 3), (16, 2, 1, 8), (16, 8, 7, 5), (64, 8, 3, 6), (160, 8, 3, 6),
+       (30, 10, 4, 12)]
+
+
+@pytest.mark.parametrize("E,n_group,topk_group,top_k", GLG)
+@pytest.mark.parametrize("norm", [False, True])
+def test_route_group_limited_greedy_matches_reference(rng, E, n_group, topk_group, top_k, norm):
+    D = 48
+    limited = 0
+    for T in (1, 37, 1, 37):
+        x = rng.standard_normal((T, D)).astype(np.float32)
+        wr = (rng.standard_normal((E, D)) * 1.5 / np.sqrt(D)).astype(np.float32)
+        kw = dict(top_k=top_k, scoring="softmax", n_group=n_group, topk_group=topk_group, norm_topk_prob=norm,
+                  routed_scaling_factor=2.5)
+        copies = (x.copy(), wr.copy())
+        idx, w = glmbench.moe_route(x, wr, **kw)
+        idx2, w2 = glmbench.moe_route(x, wr, group_score="max", **kw)  # the default for softmax, spelt out
+        np.testing.assert_array_equal(idx, idx2)
+        np.testing.assert_array_equal(w, w2)
+        ridx, rw = ref.moe_route(x, wr, **kw)
+        assert idx.dtype == np.int32 and w.dtype == np.float32 and idx.shape == (T, top_k)
+        np.testing.assert_array_equal(idx, ridx)
+        np.testing.assert_allclose(w, rw, rtol=EPS32, atol=0)
+        np.testing.assert_array_equal(x, copies[0])
+        np.testing.assert_array_equal(wr, copies[1])
+        # each token's experts lie in at most topk_group groups
+        assert all(len(set((row // (E // n_group)).tolist())) <= topk_group for row in idx)
+        # weights are the full softmax (not re-normalised over the kept groups) unless norm
+        lg = x.astype(np.float64) @ wr.astype(np.float64).T
+        p = np.exp(lg - lg.max(1, keepdims=True))
+        p /= p.sum(1, keepdims=True)
+        want = np.take_along_axis(p, idx, 1)
+        if norm:
+            want /= want.sum(1, keepdims=True)
+        np.testing.assert_allclose(w, want * 2.5, rtol=4 * EPS32)
+        plain, _ = ref.moe_route(x, wr, top_k=top_k, scoring="softmax", norm_topk_prob=norm)
+        limited += int(np.any(np.sort(plain, 1) != np.sort(idx, 1)))
+    # With the max rule the best top_k experts always lie in the best top_k groups, so the limit can
+    # only bite when top_k > topk_group (and topk_group < n_group); then it did for some token.
+    if top_k > topk_group and topk_group < n_group:
+        assert limited > 0
+    else:
+        assert limited == 0
+
+
+def test_route_group_limited_greedy_by_hand_and_ties():
+    # 4 groups of 2, integer logits: exact ties in float32 and float64 alike
+    x = np.ones((1, 1), np.float32)
+    lg = np.array([1.0, 3.0, 3.0, 0.0, 2.0, 2.0, 3.0, -1.0], np.float32)
+    wr = lg[:, None]
+    p = np.exp(lg.astype(np.float64) - 3.0)
+    p /= p.sum()
+    # group maxes [3, 3, 2, 3]: groups 0 and 1 win the tie with group 3 (lower index). Top-2 sums
+    # ([4, 3, 4, 2]) would keep groups 0 and 2; ungrouped top-3 would be [1, 2, 6].
+    for fn in (glmbench.moe_route, ref.moe_route):
+        idx, w = fn(x, wr, top_k=3, scoring="softmax", n_group=4, topk_group=2, norm_topk_prob=False)
+        assert idx.tolist() == [[1, 2, 0]]
+        np.testing.assert_allclose(w[0], p[[1, 2, 0]], rtol=1e-7)
+        idx, w = fn(x, wr, top_k=2, scoring="softmax", n_group=4, topk_group=1, norm_topk_prob=True,
+                    routed_scaling_factor=2.0)
+        assert idx.tolist() == [[1, 0]]
+        np.testing.assert_allclose(w[0], 2.0 * p[[1, 0]] / p[[1, 0]].sum(), rtol=1e-7)
+        idx, _ = fn(x, wr, top_k=3, scoring="softmax", norm_topk_prob=False)
+        assert idx.tolist() == [[1, 2, 6]]
+        # a bias (if given) chooses, as for sigmoid: group 3's max becomes the best
+        b = np.array([0, 0, 0, 0, 0, 0, 0.5, 0], np.float32)
+        idx, _ = fn(x, wr, top_k=2, scoring="softmax", bias=b, n_group=4, topk_group=1)
+        assert idx.tolist() == [[6, 7]]
+
+
 def test_route_bad_input(rng):
     x = np.ones((2, 4), np.float32)
     wr = np.ones((6, 4), np.float32)
@@ -119,8 +194,21 @@ def test_route_bad_input(rng):
         glmbench.moe_route(x, wr, top_k=2, n_group=3, topk_group=4)
     with pytest.raises(ValueError, match=r"`top_k`=3 exceeds the 2 experts in topk_group=1 groups of 2"):
         glmbench.moe_route(x, wr, top_k=3, n_group=3, topk_group=1)
-    with pytest.raises(ValueError, match=r"`n_group`=2: group-limited routing is implemented for scoring='sigmoid'"):
-        glmbench.moe_route(x, wr, top_k=2, scoring="softmax", n_group=2, topk_group=1)
+    with pytest.raises(ValueError, match=r"`group_score` must be 'top2_sum', 'max' or None, got 'min'"):
+        glmbench.moe_route(x, wr, top_k=2, scoring="softmax", n_group=2, topk_group=1, group_score="min")
+    with pytest.raises(ValueError, match=r"`group_score`='max' goes with scoring='softmax'"):
+        glmbench.moe_route(x, wr, top_k=2, n_group=2, topk_group=1, group_score="max")
+    with pytest.raises(ValueError, match=r"`group_score`='top2_sum' goes with scoring='sigmoid'"):
+        glmbench.moe_route(x, wr, top_k=2, scoring="softmax", n_group=2, topk_group=1, group_score="top2_sum")
+    with pytest.raises(ValueError, match=r"`group_score`='top2_sum' goes with scoring='sigmoid'"):
+        glmbench.moe_route(x, wr, top_k=2, scoring="softmax", group_score="top2_sum")  # n_group 1 too
+    from glmbench import _core
+    with pytest.raises(ValueError, match=r"`group_score` must be 'top2_sum' or 'max' \(got code 7\)"):
+        _core.moe_route(x, wr, 2, 1, None, 2, 1, 7)
+    for bad_kw in (dict(group_score="min"), dict(scoring="softmax", group_score="top2_sum"),
+                   dict(scoring="sigmoid", group_score="max")):
+        with pytest.raises(ValueError, match=r"`group_score`"):
+            ref.moe_route(x, wr, top_k=2, **bad_kw)
     with pytest.raises(ValueError, match=r"`scoring` must be 'sigmoid' or 'softmax', got 'relu'"):
         glmbench.moe_route(x, wr, top_k=2, scoring="relu")
     with pytest.raises(ValueError, match=r"`router_weight` has shape \(6, 5\): axis 1 must be 4"):
