@@ -9,10 +9,11 @@ token must read (active weights: only the chosen experts of each MoE layer and o
 plus the whole KV cache at that depth; measure.decode_bytes_per_token) divided by the memory
 bandwidth. Target: ratio <= 1.4.
 
-The bandwidth is measured after every timed repeat (measure(..., bandwidth_probe=True)): this
-shared VM's bandwidth moves by tens of percent within minutes, so each repeat's time is divided by
-the floor at the bandwidth measured next to it, and the ratio reported is the median of those
-per-repeat ratios (`ratio`). `ratio_maxbw` divides by the floor at the highest bandwidth seen in the
+The bandwidth is measured right after every timed decode step (measure(..., bandwidth_probe=True):
+a ~10 ms triad, not counted in the step) and each repeat takes the median of its steps' probes:
+this shared VM's bandwidth moves by tens of percent within seconds to minutes, so each repeat's
+time is divided by the floor at the bandwidth measured alongside it, and the ratio reported is the
+median of those per-repeat ratios (`ratio`). `ratio_maxbw` divides by the floor at the highest bandwidth seen in the
 whole run instead: the conservative figure, shown beside it.
 One line per case; a validation pass (finite logits) runs inside measure before any timing counts.
 """
@@ -52,7 +53,7 @@ def main(argv=None) -> int:
     ceil = measure_ceilings()
     bw0 = float(ceil["bandwidth_gbs"])
     print(f"# {ceil.get('cpu', M.cpu_name())}, {ceil.get('threads', glmbench.get_num_threads())} threads: "
-          f"memory bandwidth {bw0:.1f} GB/s at the start; measured again after every timed repeat")
+          f"memory bandwidth {bw0:.1f} GB/s at the start; probed again after every timed decode step")
     print(f"{'model':<16} {'depth':>6} {'mode':<8} {'tok/s':>8} {'ms/tok':>9} {'GB/s':>11} {'floor ms':>9} "
           f"{'ratio':>6} {'maxbw':>6}  spread")
     out, worst, rows = [], 0.0, []

@@ -6,8 +6,15 @@
 /* STREAM-like triad a[i] = b[i] + s * c[i] over three float32 arrays of n elements each, OpenMP
  * over i (first-touch initialised by the same threads). Best of `reps` runs. Bytes counted as
  * STREAM does: 12 per element (read b, read c, write a; write-allocate traffic not counted).
- * *read_gbs gets a read-only sum over b and c (8 bytes per element), the pattern GEMV sees. */
+ * *read_gbs gets a read-only sum over b and c (8 bytes per element, AVX-512 loads into independent
+ * accumulators where compiled for it), the pattern a decode GEMV sees. */
 int gb_bench_bandwidth(int64_t n, int reps, double *triad_gbs, double *read_gbs);
+
+/* gb_bench_bandwidth's triad and read-only passes on caller-owned arrays (a written, b and c
+ * read; n elements each), best of `reps` each: a probe cheap enough to run between decode steps,
+ * the arrays allocated and first touched once by the caller. */
+int gb_bench_probe(float *a, const float *b, const float *c, int64_t n, int reps, double *triad_gbs,
+                   double *read_gbs);
 
 /* float32 FMA peak: every OpenMP thread runs `iters` iterations of a register-resident loop of
  * independent vector FMA chains (AVX-512: 16 zmm accumulators; AVX2+FMA: 12 ymm; else scalar).

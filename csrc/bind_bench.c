@@ -15,6 +15,41 @@ static PyObject *py_bench_bandwidth(PyObject *self, PyObject *args, PyObject *kw
     return Py_BuildValue("(dd)", triad, rd);
 }
 
+static PyObject *py_bench_probe(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"a", "b", "c", "reps", NULL};
+    PyObject *ao, *bo, *co;
+    int reps, st = GB_OK;
+    double gbs = 0, rgbs = 0;
+    PyArrayObject *a = NULL, *b = NULL, *c = NULL;
+    PyObject *ret = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOi:bench_probe", kwlist, &ao, &bo, &co, &reps)) return NULL;
+    if (!(a = gb_array(ao, "a", NPY_FLOAT32, 1, GB_REQUIRE)) || !(b = gb_array(bo, "b", NPY_FLOAT32, 1, GB_REQUIRE)) ||
+        !(c = gb_array(co, "c", NPY_FLOAT32, 1, GB_REQUIRE)))
+        goto done;
+    if (PyArray_DIM(b, 0) != PyArray_DIM(a, 0) || PyArray_DIM(c, 0) != PyArray_DIM(a, 0)) {
+        PyErr_SetString(PyExc_ValueError, "`a`, `b` and `c` must have the same length");
+        goto done;
+    }
+    if (!PyArray_ISWRITEABLE(a)) {
+        PyErr_SetString(PyExc_ValueError, "`a` must be writeable (the triad writes it)");
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    st = gb_bench_probe((float *)PyArray_DATA(a), (const float *)PyArray_DATA(b), (const float *)PyArray_DATA(c),
+                        PyArray_DIM(a, 0), reps, &gbs, &rgbs);
+    Py_END_ALLOW_THREADS
+    if (st != GB_OK) {
+        gb_raise_status(st);
+        goto done;
+    }
+    ret = Py_BuildValue("(dd)", gbs, rgbs);
+done:
+    Py_XDECREF(a);
+    Py_XDECREF(b);
+    Py_XDECREF(c);
+    return ret;
+}
+
 static PyObject *py_bench_fma(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"iters", "reps", NULL};
     long long iters;
@@ -31,6 +66,9 @@ static PyObject *py_bench_fma(PyObject *self, PyObject *args, PyObject *kw) {
 PyMethodDef gb_bench_methods[] = {
     {"bench_bandwidth", (PyCFunction)(void (*)(void))py_bench_bandwidth, METH_VARARGS | METH_KEYWORDS,
      "bench_bandwidth(n, reps) -> (triad_gbs, read_gbs): float32 arrays of n elements, best of reps"},
+    {"bench_probe", (PyCFunction)(void (*)(void))py_bench_probe, METH_VARARGS | METH_KEYWORDS,
+     "bench_probe(a, b, c, reps) -> (triad_gbs, read_gbs): a = b + 3c, then a read of b and c, over caller-owned "
+     "contiguous float32 arrays; best of reps each"},
     {"bench_fma", (PyCFunction)(void (*)(void))py_bench_fma, METH_VARARGS | METH_KEYWORDS,
      "bench_fma(iters, reps) -> (gflops, vector_bits): register-resident FMA loop on every thread"},
     {NULL, NULL, 0, NULL}};

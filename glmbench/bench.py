@@ -101,11 +101,19 @@ def measure_ceilings(quick: bool = False) -> dict:
             "threads": _core.get_num_threads(), "cpu": cpu_model()}
 
 
-def probe_bandwidth(reps: int = 3) -> float:
-    """Triad GB/s now (best of `reps` passes over arrays of 4x the L3, ~0.1-0.2 s): the bandwidth
-    measure() pairs with each timed repeat when asked to (bandwidth_probe=True)."""
-    n = max(1 << 24, 4 * _l3_bytes() // 4)
-    return float(_core.bench_bandwidth(n, int(reps))[0])
+_PROBE: list = []  # the probe's three arrays, allocated and touched once per process
+
+
+def probe_bandwidth(reps: int = 2) -> tuple[float, float]:
+    """(triad GB/s, read-only GB/s) now: best of `reps` passes of each over three float32 arrays
+    of twice the L3 each (allocated once; ~10-25 ms a call), cheap enough to run after every
+    decode step. measure() pairs it with each step when asked to (bandwidth_probe=True)."""
+    if not _PROBE:
+        n = max(1 << 22, 2 * _l3_bytes() // 4)
+        _PROBE.extend([np.zeros(n, np.float32), np.ones(n, np.float32), np.full(n, 2.0, np.float32)])
+    a, b, c = _PROBE
+    triad, read = _core.bench_probe(a, b, c, int(reps))
+    return float(triad), float(read)
 
 
 # ---- timing and validation --------------------------------------------------------------------

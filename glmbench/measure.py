@@ -20,11 +20,12 @@ by layer sampling: k distinct full-size layers of each kind (dense-FFN, MoE) are
 and the record says `sampled: true`, which layers were timed, and the spread between them.
 
 Every tg/pp record carries its timed repeats as llama-bench does (`samples_ns`, `samples_ts`). With
-`bandwidth_probe=True` the memory bandwidth (triad, glmbench.bench.probe_bandwidth) is measured
-after each timed repeat, so each repeat has the bandwidth the machine gave at that moment
-(`bandwidth_gbs_samples`; `bandwidth_gbs` is their median): on a shared machine, whose bandwidth
-moves by tens of percent within minutes, a decode time compared with a floor measured at another
-moment says more about the neighbours than about the code (bench/bench_models.py pairs them).
+`bandwidth_probe=True` the memory bandwidth (a triad, glmbench.bench.probe_bandwidth, ~10 ms) is
+measured right after every decode step of a timed repeat (after the prefill for pp), and each
+repeat gets the median of its probes (`bandwidth_gbs_samples`; `bandwidth_gbs` is their median):
+on a shared machine, whose bandwidth moves by tens of percent within seconds to minutes, a decode
+time compared with a floor measured at another moment says more about the neighbours than about
+the code (bench/bench_models.py pairs them). Probe time is not counted in the step times.
 Decode and prefill at depth d fill the cache with synthetic entries (KVCache.fill_synthetic):
 attention costs the same whatever the values; records say `kv_fill: "synthetic"`.
 """
@@ -369,24 +370,29 @@ def _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar, bandwidth_p
             m.reset()
         if p["test"] == "tg":
             toks = rng.integers(0, cfg.vocab_size, p["n_gen"])
-            t = 0.0
+            t, probes = 0.0, []
             for tok in toks:
                 m.decode(int(tok))
                 t += _step_seconds(m, built_kinds, counts)
                 if rep >= warmup:
                     _collect(m.last_timing, per_layer, ends)
+                    if bandwidth_probe:
+                        probes.append(probe_bandwidth()[0])  # triad
             n = p["n_gen"]
         else:
             m.prefill(rng.integers(0, cfg.vocab_size, p["n_prompt"]), logits="last")
             t = _step_seconds(m, built_kinds, counts)
+            probes = []
             if rep >= warmup:
                 _collect(m.last_timing, per_layer, ends)
+                if bandwidth_probe:
+                    probes.append(probe_bandwidth()[0])
             n = p["n_prompt"]
         if rep >= warmup:
             tok_s.append(n / t)
             secs.append(t)
             if bandwidth_probe:
-                bws.append(probe_bandwidth())
+                bws.append(float(np.median(probes)))
         if bar is not None:
             bar.update(1)
     m.reset()

@@ -67,16 +67,28 @@ def test_sampled_records(tmp_path):
 
 def test_bandwidth_probe_pairs_each_repeat(monkeypatch):
     from glmbench import bench
-    seen = iter([11.0, 13.0, 17.0, 19.0])  # a stand-in probe: which value lands where is checked
-    monkeypatch.setattr(bench, "probe_bandwidth", lambda: next(seen))
+    # a stand-in probe: one value per timed decode step (n_gen=3 per repeat, 2 repeats, 2 depths);
+    # each repeat gets the median of its steps' probes
+    seen = iter([11.0, 30.0, 12.0, 13.0, 1.0, 14.0, 17.0, 17.5, 90.0, 19.0, 20.0, 18.0])
+    monkeypatch.setattr(bench, "probe_bandwidth", lambda: (next(seen), 0.0))
     recs = M.measure(tiny_qwen(), tests=("tg",), bandwidth_probe=True, **KW)
-    assert [r["bandwidth_gbs_samples"] for r in recs] == [[11.0, 13.0], [17.0, 19.0]]
-    assert [r["bandwidth_gbs"] for r in recs] == [12.0, 18.0]
+    assert [r["bandwidth_gbs_samples"] for r in recs] == [[12.0, 13.0], [17.5, 19.0]]
+    assert [r["bandwidth_gbs"] for r in recs] == [12.5, 18.25]
+    assert next(seen, None) is None  # exactly one probe per timed step, none during warm-up
 
 
 def test_probe_bandwidth_measures():
-    from glmbench import bench
-    assert 0.5 < bench.probe_bandwidth(reps=1) < 5000  # GB/s of a real triad pass on any machine
+    from glmbench import _core, bench
+    triad, read = bench.probe_bandwidth(reps=1)
+    assert 0.5 < triad < 5000 and 0.5 < read < 5000  # GB/s of real passes on any machine
+    a, b, c = np.zeros(4096, np.float32), np.ones(4096, np.float32), np.full(4096, 2.0, np.float32)
+    assert min(_core.bench_probe(a, b, c, 2)) > 0
+    np.testing.assert_array_equal(a, 7.0)  # a = b + 3c: the triad really ran over the arrays
+    np.testing.assert_array_equal(b, 1.0)  # and the read pass left b and c alone
+    with pytest.raises(ValueError, match="same length"):
+        _core.bench_probe(a, b[:-1], c, 1)
+    with pytest.raises(ValueError, match="n >= 1024"):
+        _core.bench_probe(a[:8], b[:8], c[:8], 1)
 
 
 def test_full_mode_when_it_fits():
