@@ -10,7 +10,7 @@ plus the whole KV cache at that depth; measure.decode_bytes_per_token) divided b
 bandwidth. Target: ratio <= 1.4.
 
 The bandwidth is measured right after every timed decode step (measure(..., bandwidth_probe=True):
-a ~10 ms triad, not counted in the step) and each repeat takes the median of its steps' probes:
+one ~6 ms triad pass, not counted in the step) and each repeat takes the mean of its steps' probes:
 this shared VM's bandwidth moves by tens of percent within seconds to minutes, so each repeat's
 time is divided by the floor at the bandwidth measured alongside it, and the ratio reported is the
 median of those per-repeat ratios (`ratio`). `ratio_maxbw` divides by the floor at the highest bandwidth seen in the

@@ -104,10 +104,12 @@ def measure_ceilings(quick: bool = False) -> dict:
 _PROBE: list = []  # the probe's three arrays, allocated and touched once per process
 
 
-def probe_bandwidth(reps: int = 2) -> tuple[float, float]:
+def probe_bandwidth(reps: int = 1) -> tuple[float, float]:
     """(triad GB/s, read-only GB/s) now: best of `reps` passes of each over three float32 arrays
-    of twice the L3 each (allocated once; ~10-25 ms a call), cheap enough to run after every
-    decode step. measure() pairs it with each step when asked to (bandwidth_probe=True)."""
+    of twice the L3 each (allocated once; ~10 ms a call at reps=1), cheap enough to run after every
+    decode step. measure() pairs it with each step when asked to (bandwidth_probe=True), with one
+    pass each: a best-of would pick the machine's quiet moments, while the step it is paired with
+    runs through the noisy ones too."""
     if not _PROBE:
         n = max(1 << 22, 2 * _l3_bytes() // 4)
         _PROBE.extend([np.zeros(n, np.float32), np.ones(n, np.float32), np.full(n, 2.0, np.float32)])

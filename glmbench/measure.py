@@ -21,8 +21,9 @@ and the record says `sampled: true`, which layers were timed, and the spread bet
 
 Every tg/pp record carries its timed repeats as llama-bench does (`samples_ns`, `samples_ts`). With
 `bandwidth_probe=True` the memory bandwidth (a triad, glmbench.bench.probe_bandwidth, ~10 ms) is
-measured right after every decode step of a timed repeat (after the prefill for pp), and each
-repeat gets the median of its probes (`bandwidth_gbs_samples`; `bandwidth_gbs` is their median):
+measured right after every decode step of a timed repeat (after the prefill for pp), one pass, and
+each repeat gets the mean of its probes, as its time is the sum of its steps (`bandwidth_gbs_samples`;
+`bandwidth_gbs` is their median):
 on a shared machine, whose bandwidth moves by tens of percent within seconds to minutes, a decode
 time compared with a floor measured at another moment says more about the neighbours than about
 the code (bench/bench_models.py pairs them). Probe time is not counted in the step times.
@@ -391,8 +392,8 @@ def _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar, bandwidth_p
         if rep >= warmup:
             tok_s.append(n / t)
             secs.append(t)
-            if bandwidth_probe:
-                bws.append(float(np.median(probes)))
+            if bandwidth_probe:  # the mean, as the repeat's time is the sum over its steps
+                bws.append(float(np.mean(probes)))
         if bar is not None:
             bar.update(1)
     m.reset()

@@ -68,12 +68,12 @@ def test_sampled_records(tmp_path):
 def test_bandwidth_probe_pairs_each_repeat(monkeypatch):
     from glmbench import bench
     # a stand-in probe: one value per timed decode step (n_gen=3 per repeat, 2 repeats, 2 depths);
-    # each repeat gets the median of its steps' probes
-    seen = iter([11.0, 30.0, 12.0, 13.0, 1.0, 14.0, 17.0, 17.5, 90.0, 19.0, 20.0, 18.0])
+    # each repeat gets the mean of its steps' probes
+    seen = iter([11.0, 30.0, 13.0, 13.0, 1.0, 16.0, 17.0, 17.5, 90.5, 19.0, 20.0, 18.0])
     monkeypatch.setattr(bench, "probe_bandwidth", lambda: (next(seen), 0.0))
     recs = M.measure(tiny_qwen(), tests=("tg",), bandwidth_probe=True, **KW)
-    assert [r["bandwidth_gbs_samples"] for r in recs] == [[12.0, 13.0], [17.5, 19.0]]
-    assert [r["bandwidth_gbs"] for r in recs] == [12.5, 18.25]
+    assert [r["bandwidth_gbs_samples"] for r in recs] == [[18.0, 10.0], [41.666666666666664, 19.0]]
+    assert [r["bandwidth_gbs"] for r in recs] == [14.0, (41.666666666666664 + 19.0) / 2]
     assert next(seen, None) is None  # exactly one probe per timed step, none during warm-up
 
 
