@@ -37,6 +37,8 @@
 #define PF_MAX_K 2048
 /* Below this many weights a parallel region costs more than it saves. */
 #define PAR_MIN_WEIGHTS (1 << 16)
+/* Rows per dynamically scheduled chunk of the decode GEMV (gemv16, T = 1). */
+#define GEMV1_CHUNK 128
 
 static int use_portable = 0;
 static int64_t gemv_max_t = GB_GEMV_MAX_T;
@@ -383,17 +385,29 @@ static float dot_row(const float *x, int64_t K, const void *w, int fmt, int64_t 
 static void gemv16(const float *x, int64_t T, int64_t K, const void *w, int fmt, int64_t N, float *y) {
     const int64_t nb = (N + GEMV_ROW_BLOCK - 1) / GEMV_ROW_BLOCK;
 #if GB_HAVE_AVX512
-    /* decode: each thread's share of the rows as two streams; rows shorter than 1024 stay one stream
-     * (5120x768: 0.90-1.02 of the one-stream speed in three A/B runs, against 1.0-1.17 at K >= 1536) */
-    if (T == 1 && !use_portable && K >= 1024) {
-#pragma omp parallel if (N * K >= PAR_MIN_WEIGHTS)
-        {
-            const int nt = omp_get_num_threads(), id = omp_get_thread_num();
-            const int64_t lo = N * id / nt, hi = N * (id + 1) / nt;
-            if (fmt == GB_BF16) gemv1_halves_avx512(x, K, w, GB_BF16, lo, hi, y);
-            else if (fmt == GB_F16) gemv1_halves_avx512(x, K, w, GB_F16, lo, hi, y);
-            else gemv1_halves_avx512(x, K, w, GB_F32, lo, hi, y);
+    /* decode: chunks of GEMV1_CHUNK rows handed out dynamically (a thread slowed by a neighbour on
+     * its core takes fewer), each chunk read as two halves side by side (dot2x2_avx512); rows
+     * shorter than 1024 one chunk row after another (5120x768: 0.90-1.02 of the one-stream speed
+     * with halves, against 1.0-1.17 at K >= 1536). Dynamic chunks of 128 over static halves of each
+     * thread's share, cold, in one run with a pure-read kernel (mean of 12 calls): 8192x5120 0.92 ->
+     * 0.98, 2048x1536 0.99 -> 1.11, 25600x5120 1.01 -> 1.07 of the read. */
+    if (T == 1 && !use_portable) {
+        const int64_t nc = (N + GEMV1_CHUNK - 1) / GEMV1_CHUNK;
+#define GB_GEMV1(FMT) \
+    _Pragma("omp parallel for schedule(dynamic, 1) if (N * K >= PAR_MIN_WEIGHTS)") \
+    for (int64_t c = 0; c < nc; c++) { \
+        const int64_t r0 = c * GEMV1_CHUNK, r1 = r0 + GEMV1_CHUNK < N ? r0 + GEMV1_CHUNK : N; \
+        if (K >= 1024) gemv1_halves_avx512(x, K, w, FMT, r0, r1, y); \
+        else for (int64_t r = r0; r < r1; r++) y[r] = dot1x2_avx512(x, K, w, FMT, r * K); \
+    }
+        if (fmt == GB_BF16) {
+            GB_GEMV1(GB_BF16)
+        } else if (fmt == GB_F16) {
+            GB_GEMV1(GB_F16)
+        } else {
+            GB_GEMV1(GB_F32)
         }
+#undef GB_GEMV1
         return;
     }
 #endif
@@ -523,7 +537,8 @@ void gb_gate_up_rows(const float *x, int64_t T, int64_t D, const void *wg, const
 static void gate_up_fused(const float *x, int64_t T, int64_t D, const void *wg, const void *wu, int fmt, int64_t F,
                           float *h) {
     const int64_t nb = (F + GEMV_ROW_BLOCK - 1) / GEMV_ROW_BLOCK;
-#pragma omp parallel for schedule(static) if (2 * F * D >= PAR_MIN_WEIGHTS)
+    /* dynamic 64-row chunks, as the decode GEMV (gemv16): a slowed thread takes fewer */
+#pragma omp parallel for schedule(dynamic, 4) if (2 * F * D >= PAR_MIN_WEIGHTS)
     for (int64_t b = 0; b < nb; b++) {
         int64_t f0 = b * GEMV_ROW_BLOCK, f1 = f0 + GEMV_ROW_BLOCK < F ? f0 + GEMV_ROW_BLOCK : F;
         gb_gate_up_rows(x, T, D, wg, wu, fmt, F, f0, f1, h);

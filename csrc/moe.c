@@ -202,7 +202,9 @@ static int experts_tiled(const float *x, int64_t D, const int64_t *tok, const fl
 
     const int64_t nbf = (F + GB_ROW_BLOCK - 1) / GB_ROW_BLOCK, nbd = (D + GB_ROW_BLOCK - 1) / GB_ROW_BLOCK;
     const int par = nh * F * D >= (1 << 16);
-#pragma omp parallel for schedule(static) if (par)
+    /* dynamic chunks (4 blocks of 16 rows), as the decode GEMV: a thread slowed by a neighbour on
+     * its core takes fewer; each item writes its own rows of h, so the schedule changes nothing */
+#pragma omp parallel for schedule(dynamic, 4) if (par)
     for (int64_t it = 0; it < nh * nbf; it++) {
         const int64_t e = hit[it / nbf], f0 = (it % nbf) * GB_ROW_BLOCK;
         const int64_t f1 = f0 + GB_ROW_BLOCK < F ? f0 + GB_ROW_BLOCK : F;
@@ -216,7 +218,7 @@ static int experts_tiled(const float *x, int64_t D, const int64_t *tok, const fl
 #pragma omp atomic write
             status = GB_ENOMEM;
         }
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, 2) /* each block's sums in expert order, on whichever thread */
         for (int64_t b = 0; b < nbd; b++) {
             if (!tmp) continue;
             const int64_t r0 = b * GB_ROW_BLOCK, r1 = r0 + GB_ROW_BLOCK < D ? r0 + GB_ROW_BLOCK : D;
