@@ -516,31 +516,83 @@ AI __m512 reduce16(const __m512 *a) {
     return _mm512_add_ps(_mm512_shuffle_f32x4(d0, d1, 0x88), _mm512_shuffle_f32x4(d0, d1, 0xDD));
 }
 
+/* The tile of kv head h that starts at t: its length (returned), and the rows of the tile PF tiles
+ * ahead to prefetch during this one (*kf, *vf, *nf rows; NULL/0 past t1). */
+static inline int64_t g8_tile(const gb_kvcache *c, int64_t layer, int64_t h, int64_t t, int64_t t1, int PF,
+                              const char **kf, const char **vf, int64_t *nf) {
+    const int64_t bs = c->block_size;
+    int64_t nt = t1 - t, inblk = bs - t % bs;
+    if (nt > DEC_TILE) nt = DEC_TILE;
+    if (nt > inblk) nt = inblk;
+    *kf = *vf = NULL;
+    *nf = 0;
+    const int64_t u = t + PF * DEC_TILE;
+    if (u < t1) {
+        int64_t n = bs - u % bs;
+        if (n > DEC_TILE) n = DEC_TILE;
+        if (n > t1 - u) n = t1 - u;
+        *nf = n;
+        *kf = (const char *)gb_kvcache_k_ptr(c, layer, h, u);
+        *vf = (const char *)gb_kvcache_v_ptr(c, layer, h, u);
+    }
+    return nt;
+}
+
+/* Prefetch rows 2j, 2j+1 of the tile ahead (spread over the score loop). */
+AI void g8_prefetch_pair(const gb_kvcache *c, const char *kf, const char *vf, int64_t nf, int64_t j) {
+    if (2 * j >= nf) return;
+    const int64_t nb = (2 * j + 2 <= nf ? 2 : 1) * c->k_row_bytes, vb = (2 * j + 2 <= nf ? 2 : 1) * c->v_row_bytes;
+    for (int64_t i = 0; i < nb; i += 64) __builtin_prefetch(kf + 2 * j * c->k_row_bytes + i, 0, DEC_PF_LOC);
+    for (int64_t i = 0; i < vb; i += 64) __builtin_prefetch(vf + 2 * j * c->v_row_bytes + i, 0, DEC_PF_LOC);
+}
+
+/* Online softmax over a tile's np score vectors S[j] (lane 2g+t = head g, key 2j+t; an odd tile's
+ * last key masked): updates the running max *mv and sum *lv, writes p to P[j * 16 + lane], and
+ * returns the factor the old o must be scaled by (lane 2g: head g). */
+AI __m512 g8_softmax(__m512 *S, int64_t np, int64_t nt, __m512 *mv, __m512 *lv, float *P) {
+    __m512 mx = _mm512_set1_ps(-INFINITY);
+    for (int64_t j = 0; j < np; j++) {
+        __mmask16 valid = (__mmask16)(2 * j + 1 < nt ? 0xFFFF : 0x5555);
+        S[j] = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), valid, S[j]);
+        mx = _mm512_max_ps(mx, S[j]);
+    }
+    mx = _mm512_max_ps(mx, _mm512_permute_ps(mx, 0xB1));
+    const __m512 mnew = _mm512_max_ps(*mv, mx);
+    const __m512 alpha = exp512(_mm512_sub_ps(*mv, mnew)); /* -inf - finite -> 0 */
+    *mv = mnew;
+    __m512 sum = _mm512_setzero_ps();
+    for (int64_t j = 0; j < np; j++) {
+        __m512 p = exp512(_mm512_sub_ps(S[j], mnew));
+        _mm512_store_ps(P + j * 16, p);
+        sum = _mm512_add_ps(sum, p);
+    }
+    *lv = _mm512_fmadd_ps(*lv, alpha, sum);
+    return alpha;
+}
+
+/* The 8 heads' running max and sum out of the lane-pair vectors. */
+AI void g8_finish(__m512 mv, __m512 lv, float *m, float *l) {
+    float mf[16], lf[16];
+    _mm512_storeu_ps(mf, mv);
+    _mm512_storeu_ps(lf, lv);
+    for (int g = 0; g < 8; g++) {
+        m[g] = mf[2 * g];
+        l[g] = lf[2 * g] + lf[2 * g + 1];
+    }
+}
+
 /* Keys [t, t1) of kv head h into the state of its 8 query heads: q[8][Dh] (scaled), m[8], l[8], o[8][Dv]. */
 static void gqa_decode_g8_bf16(const gb_kvcache *c, int64_t layer, int64_t h, int64_t t, int64_t t1,
                                const float *q, float *m, float *l, float *o) {
-    const int64_t Dh = c->dk, Dv = c->dv, bs = c->block_size;
+    const int64_t Dh = c->dk, Dv = c->dv;
     float P[DEC_TILE / 2 * 16] __attribute__((aligned(64)));
     float al[16] __attribute__((aligned(64)));
     __m512 mv = _mm512_set1_ps(-INFINITY), lv = _mm512_setzero_ps();
     const int PF = 2; /* tiles ahead: 2 measured best (1: -3%, 3-4: -10-40%) */
     while (t < t1) {
-        int64_t nt = t1 - t, inblk = bs - t % bs;
-        if (nt > DEC_TILE) nt = DEC_TILE;
-        if (nt > inblk) nt = inblk;
-        /* the tile PF tiles ahead, prefetched a pair of rows per score block (spread over the tile) */
-        const char *kf = NULL, *vf = NULL;
-        int64_t nf = 0;
-        {
-            int64_t u = t + PF * DEC_TILE;
-            if (u < t1) {
-                nf = bs - u % bs;
-                if (nf > DEC_TILE) nf = DEC_TILE;
-                if (nf > t1 - u) nf = t1 - u;
-                kf = (const char *)gb_kvcache_k_ptr(c, layer, h, u);
-                vf = (const char *)gb_kvcache_v_ptr(c, layer, h, u);
-            }
-        }
+        const char *kf, *vf;
+        int64_t nf;
+        const int64_t nt = g8_tile(c, layer, h, t, t1, PF, &kf, &vf, &nf);
         const uint16_t *K = (const uint16_t *)gb_kvcache_k_ptr(c, layer, h, t);
         const uint16_t *V = (const uint16_t *)gb_kvcache_v_ptr(c, layer, h, t);
         const int64_t np = (nt + 1) / 2;
@@ -559,31 +611,9 @@ static void gqa_decode_g8_bf16(const gb_kvcache *c, int64_t layer, int64_t h, in
                 }
             }
             S[j] = reduce16(a);
-            if (2 * j < nf) {
-                int64_t nb = (2 * j + 2 <= nf ? 2 : 1) * c->k_row_bytes, vb = (2 * j + 2 <= nf ? 2 : 1) * c->v_row_bytes;
-                for (int64_t i = 0; i < nb; i += 64) __builtin_prefetch(kf + 2 * j * c->k_row_bytes + i, 0, DEC_PF_LOC);
-                for (int64_t i = 0; i < vb; i += 64) __builtin_prefetch(vf + 2 * j * c->v_row_bytes + i, 0, DEC_PF_LOC);
-            }
+            g8_prefetch_pair(c, kf, vf, nf, j);
         }
-        /* online softmax, lanes 2g+t */
-        __m512 mx = _mm512_set1_ps(-INFINITY);
-        for (int64_t j = 0; j < np; j++) {
-            __mmask16 valid = (__mmask16)(2 * j + 1 < nt ? 0xFFFF : 0x5555);
-            S[j] = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), valid, S[j]);
-            mx = _mm512_max_ps(mx, S[j]);
-        }
-        mx = _mm512_max_ps(mx, _mm512_permute_ps(mx, 0xB1));
-        __m512 mnew = _mm512_max_ps(mv, mx);
-        __m512 alpha = exp512(_mm512_sub_ps(mv, mnew)); /* -inf - finite -> 0 */
-        mv = mnew;
-        __m512 sum = _mm512_setzero_ps();
-        for (int64_t j = 0; j < np; j++) {
-            __m512 p = exp512(_mm512_sub_ps(S[j], mnew));
-            _mm512_store_ps(P + j * 16, p);
-            sum = _mm512_add_ps(sum, p);
-        }
-        lv = _mm512_fmadd_ps(lv, alpha, sum);
-        _mm512_store_ps(al, alpha);
+        _mm512_store_ps(al, g8_softmax(S, np, nt, &mv, &lv, P));
         /* p.V */
         for (int64_t dc = 0; dc < Dv; dc += 32) {
             __m512 cc[16];
@@ -608,13 +638,7 @@ static void gqa_decode_g8_bf16(const gb_kvcache *c, int64_t layer, int64_t h, in
         }
         t += nt;
     }
-    float mf[16], lf[16];
-    _mm512_storeu_ps(mf, mv);
-    _mm512_storeu_ps(lf, lv);
-    for (int g = 0; g < 8; g++) {
-        m[g] = mf[2 * g];
-        l[g] = lf[2 * g] + lf[2 * g + 1];
-    }
+    g8_finish(mv, lv, m, l);
 }
 #endif
 
@@ -628,28 +652,17 @@ static void gqa_decode_g8_bf16(const gb_kvcache *c, int64_t layer, int64_t h, in
  * instructions of the float32 kernel, which at 8 query heads per KV head is compute-bound. */
 static void gqa_decode_g8_bf16dp(const gb_kvcache *c, int64_t layer, int64_t h, int64_t t, int64_t t1,
                                  const uint16_t *qb, float *m, float *l, float *o) {
-    const int64_t Dh = c->dk, Dv = c->dv, bs = c->block_size;
+    const int64_t Dh = c->dk, Dv = c->dv;
+    float P[DEC_TILE / 2 * 16] __attribute__((aligned(64)));
     uint32_t PP[DEC_TILE / 2 * 8] __attribute__((aligned(64)));
     float al[16] __attribute__((aligned(64)));
     __m512 mv = _mm512_set1_ps(-INFINITY), lv = _mm512_setzero_ps();
     const int PF = 2;
     const __mmask32 tailm = (__mmask32)((Dh % 32) ? ((1ull << (Dh % 32)) - 1ull) : 0xFFFFFFFFull);
     while (t < t1) {
-        int64_t nt = t1 - t, inblk = bs - t % bs;
-        if (nt > DEC_TILE) nt = DEC_TILE;
-        if (nt > inblk) nt = inblk;
-        const char *kf = NULL, *vf = NULL;
-        int64_t nf = 0;
-        {
-            int64_t u = t + PF * DEC_TILE;
-            if (u < t1) {
-                nf = bs - u % bs;
-                if (nf > DEC_TILE) nf = DEC_TILE;
-                if (nf > t1 - u) nf = t1 - u;
-                kf = (const char *)gb_kvcache_k_ptr(c, layer, h, u);
-                vf = (const char *)gb_kvcache_v_ptr(c, layer, h, u);
-            }
-        }
+        const char *kf, *vf;
+        int64_t nf;
+        const int64_t nt = g8_tile(c, layer, h, t, t1, PF, &kf, &vf, &nf);
         const uint16_t *K = (const uint16_t *)gb_kvcache_k_ptr(c, layer, h, t);
         const uint16_t *V = (const uint16_t *)gb_kvcache_v_ptr(c, layer, h, t);
         const int64_t np = (nt + 1) / 2;
@@ -669,31 +682,12 @@ static void gqa_decode_g8_bf16dp(const gb_kvcache *c, int64_t layer, int64_t h, 
                 }
             }
             S[j] = reduce16(a);
-            if (2 * j < nf) {
-                int64_t nb = (2 * j + 2 <= nf ? 2 : 1) * c->k_row_bytes, vb = (2 * j + 2 <= nf ? 2 : 1) * c->v_row_bytes;
-                for (int64_t i = 0; i < nb; i += 64) __builtin_prefetch(kf + 2 * j * c->k_row_bytes + i, 0, DEC_PF_LOC);
-                for (int64_t i = 0; i < vb; i += 64) __builtin_prefetch(vf + 2 * j * c->v_row_bytes + i, 0, DEC_PF_LOC);
-            }
+            g8_prefetch_pair(c, kf, vf, nf, j);
         }
-        __m512 mx = _mm512_set1_ps(-INFINITY);
-        for (int64_t j = 0; j < np; j++) {
-            __mmask16 valid = (__mmask16)(2 * j + 1 < nt ? 0xFFFF : 0x5555);
-            S[j] = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), valid, S[j]);
-            mx = _mm512_max_ps(mx, S[j]);
-        }
-        mx = _mm512_max_ps(mx, _mm512_permute_ps(mx, 0xB1));
-        __m512 mnew = _mm512_max_ps(mv, mx);
-        __m512 alpha = exp512(_mm512_sub_ps(mv, mnew));
-        mv = mnew;
-        __m512 sum = _mm512_setzero_ps();
-        for (int64_t j = 0; j < np; j++) {
-            __m512 p = exp512(_mm512_sub_ps(S[j], mnew));
-            sum = _mm512_add_ps(sum, p);
-            /* lanes (2g, 2g+1) = head g's p for keys 2j, 2j+1: as bf16, word g is that pair */
-            _mm256_store_si256((__m256i *)(PP + j * 8), (__m256i)_mm512_cvtneps_pbh(p));
-        }
-        lv = _mm512_fmadd_ps(lv, alpha, sum);
-        _mm512_store_ps(al, alpha);
+        _mm512_store_ps(al, g8_softmax(S, np, nt, &mv, &lv, P));
+        /* lanes (2g, 2g+1) of pair j's p are head g's p for keys 2j, 2j+1: as bf16, word g is that pair */
+        for (int64_t j = 0; j < np; j++)
+            _mm256_store_si256((__m256i *)(PP + j * 8), (__m256i)_mm512_cvtneps_pbh(_mm512_load_ps(P + j * 16)));
         for (int64_t dc = 0; dc < Dv; dc += 32) {
             __m512 cc[16];
             for (int g = 0; g < 8; g++) {
@@ -719,13 +713,7 @@ static void gqa_decode_g8_bf16dp(const gb_kvcache *c, int64_t layer, int64_t h, 
         }
         t += nt;
     }
-    float mf[16], lf[16];
-    _mm512_storeu_ps(mf, mv);
-    _mm512_storeu_ps(lf, lv);
-    for (int g = 0; g < 8; g++) {
-        m[g] = mf[2 * g];
-        l[g] = lf[2 * g] + lf[2 * g + 1];
-    }
+    g8_finish(mv, lv, m, l);
 }
 #define GB_HAVE_G8_DP 1
 #else

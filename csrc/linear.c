@@ -116,50 +116,28 @@ ALWAYS_INLINE float dot1x2_avx512(const float *x, int64_t K, const void *w, int 
     return _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
 }
 
-/* Two row dots in one pass (rows at element offsets o and q, usually far apart): two independent
- * memory streams per thread. When the memory system is loaded and its latency grows, one stream
- * per core cannot keep enough reads in flight. Measured cold, 2 threads, bf16, two-stream over
+/* Two row dots in one pass (row o1 of w1 and row o2 of w2: far-apart rows of one matrix, or the
+ * gate and up rows of SwiGLU): two independent memory streams per thread. When the memory system
+ * is loaded and its latency grows, one stream per core cannot keep enough reads in flight. Measured cold, 2 threads, bf16, two-stream over
  * one-stream time in the same process (three A/B runs): 2048x1536 1.03-1.17x, 2048x5120
  * 0.97-1.29x, 8192x5120 1.00-1.08x, 25600x5120 1.01-1.08x; 5120x768 0.90-1.02x (short rows: see
  * gemv16). */
-ALWAYS_INLINE void dot2x2_avx512(const float *x, int64_t K, const void *w, int fmt, int64_t o, int64_t q,
-                                 float *yo, float *yq) {
+ALWAYS_INLINE void dot2x2_avx512(const float *x, int64_t K, const void *w1, int64_t o1, const void *w2, int64_t o2,
+                                 int fmt, float *y1, float *y2) {
     __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps();
     int64_t k = 0;
     for (; k + 32 <= K; k += 32) {
         const __m512 x0 = _mm512_loadu_ps(x + k), x1 = _mm512_loadu_ps(x + k + 16);
-        a0 = _mm512_fmadd_ps(ldw(w, o + k, fmt), x0, a0);
-        b0 = _mm512_fmadd_ps(ldw(w, q + k, fmt), x0, b0);
-        a1 = _mm512_fmadd_ps(ldw(w, o + k + 16, fmt), x1, a1);
-        b1 = _mm512_fmadd_ps(ldw(w, q + k + 16, fmt), x1, b1);
+        a0 = _mm512_fmadd_ps(ldw(w1, o1 + k, fmt), x0, a0);
+        b0 = _mm512_fmadd_ps(ldw(w2, o2 + k, fmt), x0, b0);
+        a1 = _mm512_fmadd_ps(ldw(w1, o1 + k + 16, fmt), x1, a1);
+        b1 = _mm512_fmadd_ps(ldw(w2, o2 + k + 16, fmt), x1, b1);
     }
     for (; k < K; k += 16) {
         __mmask16 m = K - k >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (K - k)) - 1u);
         const __m512 xv = _mm512_maskz_loadu_ps(m, x + k);
-        a0 = _mm512_fmadd_ps(ldw_mask(w, o + k, m, fmt), xv, a0);
-        b0 = _mm512_fmadd_ps(ldw_mask(w, q + k, m, fmt), xv, b0);
-    }
-    *yo = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
-    *yq = _mm512_reduce_add_ps(_mm512_add_ps(b0, b1));
-}
-
-/* dot2x2_avx512 for row o of w1 and row o of w2 (gate and up of SwiGLU). */
-ALWAYS_INLINE void dot2x2_avx512_2w(const float *x, int64_t K, const void *w1, const void *w2, int fmt, int64_t o,
-                                    float *y1, float *y2) {
-    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps();
-    int64_t k = 0;
-    for (; k + 32 <= K; k += 32) {
-        const __m512 x0 = _mm512_loadu_ps(x + k), x1 = _mm512_loadu_ps(x + k + 16);
-        a0 = _mm512_fmadd_ps(ldw(w1, o + k, fmt), x0, a0);
-        b0 = _mm512_fmadd_ps(ldw(w2, o + k, fmt), x0, b0);
-        a1 = _mm512_fmadd_ps(ldw(w1, o + k + 16, fmt), x1, a1);
-        b1 = _mm512_fmadd_ps(ldw(w2, o + k + 16, fmt), x1, b1);
-    }
-    for (; k < K; k += 16) {
-        __mmask16 m = K - k >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (K - k)) - 1u);
-        const __m512 xv = _mm512_maskz_loadu_ps(m, x + k);
-        a0 = _mm512_fmadd_ps(ldw_mask(w1, o + k, m, fmt), xv, a0);
-        b0 = _mm512_fmadd_ps(ldw_mask(w2, o + k, m, fmt), xv, b0);
+        a0 = _mm512_fmadd_ps(ldw_mask(w1, o1 + k, m, fmt), xv, a0);
+        b0 = _mm512_fmadd_ps(ldw_mask(w2, o2 + k, m, fmt), xv, b0);
     }
     *y1 = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
     *y2 = _mm512_reduce_add_ps(_mm512_add_ps(b0, b1));
@@ -170,7 +148,7 @@ ALWAYS_INLINE void dot2x2_avx512_2w(const float *x, int64_t K, const void *w1, c
 ALWAYS_INLINE void gemv1_halves_avx512(const float *x, int64_t K, const void *w, int fmt, int64_t r0, int64_t r1,
                                        float *y) {
     const int64_t h = (r1 - r0) / 2;
-    for (int64_t i = 0; i < h; i++) dot2x2_avx512(x, K, w, fmt, (r0 + i) * K, (r0 + h + i) * K, y + r0 + i, y + r0 + h + i);
+    for (int64_t i = 0; i < h; i++) dot2x2_avx512(x, K, w, (r0 + i) * K, w, (r0 + h + i) * K, fmt, y + r0 + i, y + r0 + h + i);
     if (r0 + 2 * h < r1) y[r1 - 1] = dot1x2_avx512(x, K, w, fmt, (r1 - 1) * K);
 }
 
@@ -485,7 +463,7 @@ void gb_gate_up_rows(const float *x, int64_t T, int64_t D, const void *wg, const
     do { \
         for (; f < f1; f++) { \
             float g, u; \
-            dot2x2_avx512_2w(x, D, wg, wu, FMT, f * D, &g, &u); \
+            dot2x2_avx512(x, D, wg, f * D, wu, f * D, FMT, &g, &u); \
             h[f] = silu(g) * u; \
         } \
     } while (0)
