@@ -488,6 +488,13 @@ int64_t gb_attn_default_splits(int64_t work_items, int64_t n_tokens, int64_t min
     return s < 1 ? 1 : s;
 }
 
+/* the G=8 decode kernel's bf16 dot-product arithmetic is compiled in */
+#if defined(__AVX512BF16__) && defined(__AVX512F__)
+#define GB_HAVE_G8_DP 1
+#else
+#define GB_HAVE_G8_DP 0
+#endif
+
 #ifdef __AVX512F__
 /* ---- bf16 decode for groups of 8 query heads ------------------------------------------------
  * One query (T = 1), G = 8 query heads per KV head, bf16 cache: each K/V row is loaded and widened
@@ -581,84 +588,26 @@ AI void g8_finish(__m512 mv, __m512 lv, float *m, float *l) {
     }
 }
 
-/* Keys [t, t1) of kv head h into the state of its 8 query heads: q[8][Dh] (scaled), m[8], l[8], o[8][Dv]. */
-static void gqa_decode_g8_bf16(const gb_kvcache *c, int64_t layer, int64_t h, int64_t t, int64_t t1,
-                               const float *q, float *m, float *l, float *o) {
+/* Keys [t, t1) of kv head h into the state of its 8 query heads: m[8], l[8], o[8][Dv]; q is the 8
+ * scaled queries [8][Dh], float32 (DP = 0) or bf16 (DP = 1; a constant after inlining).
+ *   DP = 0: float32 arithmetic, each K/V row widened once and shared by the 8 heads.
+ *   DP = 1: bf16 dot products (vdpbf16ps, the bf16 tile's arithmetic: q and p rounded to bf16,
+ *           float32 accumulation): scores as (8 heads x 2 keys) blocks of 32-pair partial dots,
+ *           p.V on key pairs (unpacklo/hi_epi16 of rows 2j and 2j+1), o kept in the bf16 tile's
+ *           pair-interleaved order (gb_attn_bf16_unpermute after the combine). Half the multiply
+ *           instructions of DP = 0, which at 8 query heads per KV head is compute-bound. */
+AI void gqa_decode_g8(const gb_kvcache *c, int64_t layer, int64_t h, int64_t t, int64_t t1, const void *q, float *m,
+                      float *l, float *o, const int DP) {
     const int64_t Dh = c->dk, Dv = c->dv;
-    float P[DEC_TILE / 2 * 16] __attribute__((aligned(64)));
-    float al[16] __attribute__((aligned(64)));
-    __m512 mv = _mm512_set1_ps(-INFINITY), lv = _mm512_setzero_ps();
-    const int PF = 2; /* tiles ahead: 2 measured best (1: -3%, 3-4: -10-40%) */
-    while (t < t1) {
-        const char *kf, *vf;
-        int64_t nf;
-        const int64_t nt = g8_tile(c, layer, h, t, t1, PF, &kf, &vf, &nf);
-        const uint16_t *K = (const uint16_t *)gb_kvcache_k_ptr(c, layer, h, t);
-        const uint16_t *V = (const uint16_t *)gb_kvcache_v_ptr(c, layer, h, t);
-        const int64_t np = (nt + 1) / 2;
-        __m512 S[DEC_TILE / 2];
-        for (int64_t j = 0; j < np; j++) {
-            const uint16_t *k0p = K + (2 * j) * Dh, *k1p = K + (2 * j + 1 < nt ? 2 * j + 1 : 2 * j) * Dh;
-            __m512 a[16];
-            for (int i = 0; i < 16; i++) a[i] = _mm512_setzero_ps();
-            for (int64_t d = 0; d < Dh; d += 16) {
-                __m512 k0 = bf16x16(k0p + d), k1 = bf16x16(k1p + d);
-                for (int g = 0; g < 8; g++) {
-                    __m512 qg = _mm512_loadu_ps(q + g * Dh + d);
-                    __asm__("" : "+v"(qg)); /* one load feeding both FMAs (GCC would fold it into each) */
-                    a[2 * g] = _mm512_fmadd_ps(qg, k0, a[2 * g]);
-                    a[2 * g + 1] = _mm512_fmadd_ps(qg, k1, a[2 * g + 1]);
-                }
-            }
-            S[j] = reduce16(a);
-            g8_prefetch_pair(c, kf, vf, nf, j);
-        }
-        _mm512_store_ps(al, g8_softmax(S, np, nt, &mv, &lv, P));
-        /* p.V */
-        for (int64_t dc = 0; dc < Dv; dc += 32) {
-            __m512 cc[16];
-            for (int g = 0; g < 8; g++) {
-                __m512 ab = _mm512_set1_ps(al[2 * g]);
-                cc[2 * g] = _mm512_mul_ps(ab, _mm512_loadu_ps(o + g * Dv + dc));
-                cc[2 * g + 1] = _mm512_mul_ps(ab, _mm512_loadu_ps(o + g * Dv + dc + 16));
-            }
-            for (int64_t u = 0; u < nt; u++) {
-                __m512 v0 = bf16x16(V + u * Dv + dc), v1 = bf16x16(V + u * Dv + dc + 16);
-                const float *pu = P + (u >> 1) * 16 + (u & 1);
-                for (int g = 0; g < 8; g++) {
-                    __m512 pb = _mm512_set1_ps(pu[2 * g]);
-                    cc[2 * g] = _mm512_fmadd_ps(pb, v0, cc[2 * g]);
-                    cc[2 * g + 1] = _mm512_fmadd_ps(pb, v1, cc[2 * g + 1]);
-                }
-            }
-            for (int g = 0; g < 8; g++) {
-                _mm512_storeu_ps(o + g * Dv + dc, cc[2 * g]);
-                _mm512_storeu_ps(o + g * Dv + dc + 16, cc[2 * g + 1]);
-            }
-        }
-        t += nt;
-    }
-    g8_finish(mv, lv, m, l);
-}
-#endif
-
-/* ---- GQA over the paged cache -------------------------------------------------------------- */
-
-#if defined(__AVX512BF16__) && defined(__AVX512F__)
-/* gqa_decode_g8_bf16 with bf16 dot products (vdpbf16ps, the bf16 tile's arithmetic: qb and p rounded
- * to bf16, float32 accumulation): scores as (8 heads x 2 keys) blocks of 32-pair partial dots,
- * p.V on key pairs (unpacklo/hi_epi16 of rows 2j and 2j+1), o kept in the bf16 tile's
- * pair-interleaved order (gb_attn_bf16_unpermute after the combine). Half the multiply
- * instructions of the float32 kernel, which at 8 query heads per KV head is compute-bound. */
-static void gqa_decode_g8_bf16dp(const gb_kvcache *c, int64_t layer, int64_t h, int64_t t, int64_t t1,
-                                 const uint16_t *qb, float *m, float *l, float *o) {
-    const int64_t Dh = c->dk, Dv = c->dv;
+    const float *qf = (const float *)q;
+    const uint16_t *qb = (const uint16_t *)q;
     float P[DEC_TILE / 2 * 16] __attribute__((aligned(64)));
     uint32_t PP[DEC_TILE / 2 * 8] __attribute__((aligned(64)));
     float al[16] __attribute__((aligned(64)));
     __m512 mv = _mm512_set1_ps(-INFINITY), lv = _mm512_setzero_ps();
-    const int PF = 2;
+    const int PF = 2; /* tiles ahead: 2 measured best (1: -3%, 3-4: -10-40%) */
     const __mmask32 tailm = (__mmask32)((Dh % 32) ? ((1ull << (Dh % 32)) - 1ull) : 0xFFFFFFFFull);
+    (void)qf, (void)qb, (void)PP, (void)tailm;
     while (t < t1) {
         const char *kf, *vf;
         int64_t nf;
@@ -671,23 +620,40 @@ static void gqa_decode_g8_bf16dp(const gb_kvcache *c, int64_t layer, int64_t h, 
             const uint16_t *k0p = K + (2 * j) * Dh, *k1p = K + (2 * j + 1 < nt ? 2 * j + 1 : 2 * j) * Dh;
             __m512 a[16];
             for (int i = 0; i < 16; i++) a[i] = _mm512_setzero_ps();
-            for (int64_t d = 0; d < Dh; d += 32) {
-                const __mmask32 mk = d + 32 <= Dh ? (__mmask32)0xFFFFFFFFu : tailm;
-                const __m512i k0 = _mm512_maskz_loadu_epi16(mk, k0p + d), k1 = _mm512_maskz_loadu_epi16(mk, k1p + d);
-                for (int g = 0; g < 8; g++) {
-                    __m512i qg = _mm512_maskz_loadu_epi16(mk, qb + g * Dh + d);
-                    __asm__("" : "+v"(qg)); /* one load feeding both products */
-                    a[2 * g] = _mm512_dpbf16_ps(a[2 * g], (__m512bh)qg, (__m512bh)k0);
-                    a[2 * g + 1] = _mm512_dpbf16_ps(a[2 * g + 1], (__m512bh)qg, (__m512bh)k1);
+            if (!DP) {
+                for (int64_t d = 0; d < Dh; d += 16) {
+                    __m512 k0 = bf16x16(k0p + d), k1 = bf16x16(k1p + d);
+                    for (int g = 0; g < 8; g++) {
+                        __m512 qg = _mm512_loadu_ps(qf + g * Dh + d);
+                        __asm__("" : "+v"(qg)); /* one load feeding both FMAs (GCC would fold it into each) */
+                        a[2 * g] = _mm512_fmadd_ps(qg, k0, a[2 * g]);
+                        a[2 * g + 1] = _mm512_fmadd_ps(qg, k1, a[2 * g + 1]);
+                    }
                 }
             }
+#if GB_HAVE_G8_DP
+            if (DP) {
+                for (int64_t d = 0; d < Dh; d += 32) {
+                    const __mmask32 mk = d + 32 <= Dh ? (__mmask32)0xFFFFFFFFu : tailm;
+                    const __m512i k0 = _mm512_maskz_loadu_epi16(mk, k0p + d), k1 = _mm512_maskz_loadu_epi16(mk, k1p + d);
+                    for (int g = 0; g < 8; g++) {
+                        __m512i qg = _mm512_maskz_loadu_epi16(mk, qb + g * Dh + d);
+                        __asm__("" : "+v"(qg)); /* one load feeding both products */
+                        a[2 * g] = _mm512_dpbf16_ps(a[2 * g], (__m512bh)qg, (__m512bh)k0);
+                        a[2 * g + 1] = _mm512_dpbf16_ps(a[2 * g + 1], (__m512bh)qg, (__m512bh)k1);
+                    }
+                }
+            }
+#endif
             S[j] = reduce16(a);
             g8_prefetch_pair(c, kf, vf, nf, j);
         }
         _mm512_store_ps(al, g8_softmax(S, np, nt, &mv, &lv, P));
-        /* lanes (2g, 2g+1) of pair j's p are head g's p for keys 2j, 2j+1: as bf16, word g is that pair */
-        for (int64_t j = 0; j < np; j++)
-            _mm256_store_si256((__m256i *)(PP + j * 8), (__m256i)_mm512_cvtneps_pbh(_mm512_load_ps(P + j * 16)));
+#if GB_HAVE_G8_DP
+        if (DP) /* lanes (2g, 2g+1) of pair j's p are head g's p for keys 2j, 2j+1: as bf16, word g is that pair */
+            for (int64_t j = 0; j < np; j++)
+                _mm256_store_si256((__m256i *)(PP + j * 8), (__m256i)_mm512_cvtneps_pbh(_mm512_load_ps(P + j * 16)));
+#endif
         for (int64_t dc = 0; dc < Dv; dc += 32) {
             __m512 cc[16];
             for (int g = 0; g < 8; g++) {
@@ -695,17 +661,32 @@ static void gqa_decode_g8_bf16dp(const gb_kvcache *c, int64_t layer, int64_t h, 
                 cc[2 * g] = _mm512_mul_ps(ab, _mm512_loadu_ps(o + g * Dv + dc));
                 cc[2 * g + 1] = _mm512_mul_ps(ab, _mm512_loadu_ps(o + g * Dv + dc + 16));
             }
-            for (int64_t j = 0; j < np; j++) {
-                const __m512i va = _mm512_loadu_si512((const void *)(V + 2 * j * Dv + dc));
-                const __m512i vb = 2 * j + 1 < nt ? _mm512_loadu_si512((const void *)(V + (2 * j + 1) * Dv + dc))
-                                                  : _mm512_setzero_si512();
-                const __m512i lo = _mm512_unpacklo_epi16(va, vb), hi = _mm512_unpackhi_epi16(va, vb);
-                for (int g = 0; g < 8; g++) {
-                    const __m512i pb = _mm512_set1_epi32((int)PP[j * 8 + g]);
-                    cc[2 * g] = _mm512_dpbf16_ps(cc[2 * g], (__m512bh)pb, (__m512bh)lo);
-                    cc[2 * g + 1] = _mm512_dpbf16_ps(cc[2 * g + 1], (__m512bh)pb, (__m512bh)hi);
+            if (!DP) {
+                for (int64_t u = 0; u < nt; u++) {
+                    __m512 v0 = bf16x16(V + u * Dv + dc), v1 = bf16x16(V + u * Dv + dc + 16);
+                    const float *pu = P + (u >> 1) * 16 + (u & 1);
+                    for (int g = 0; g < 8; g++) {
+                        __m512 pb = _mm512_set1_ps(pu[2 * g]);
+                        cc[2 * g] = _mm512_fmadd_ps(pb, v0, cc[2 * g]);
+                        cc[2 * g + 1] = _mm512_fmadd_ps(pb, v1, cc[2 * g + 1]);
+                    }
                 }
             }
+#if GB_HAVE_G8_DP
+            if (DP) {
+                for (int64_t j = 0; j < np; j++) {
+                    const __m512i va = _mm512_loadu_si512((const void *)(V + 2 * j * Dv + dc));
+                    const __m512i vb = 2 * j + 1 < nt ? _mm512_loadu_si512((const void *)(V + (2 * j + 1) * Dv + dc))
+                                                      : _mm512_setzero_si512(); /* odd tile: never read past it */
+                    const __m512i lo = _mm512_unpacklo_epi16(va, vb), hi = _mm512_unpackhi_epi16(va, vb);
+                    for (int g = 0; g < 8; g++) {
+                        const __m512i pb = _mm512_set1_epi32((int)PP[j * 8 + g]);
+                        cc[2 * g] = _mm512_dpbf16_ps(cc[2 * g], (__m512bh)pb, (__m512bh)lo);
+                        cc[2 * g + 1] = _mm512_dpbf16_ps(cc[2 * g + 1], (__m512bh)pb, (__m512bh)hi);
+                    }
+                }
+            }
+#endif
             for (int g = 0; g < 8; g++) {
                 _mm512_storeu_ps(o + g * Dv + dc, cc[2 * g]);
                 _mm512_storeu_ps(o + g * Dv + dc + 16, cc[2 * g + 1]);
@@ -715,10 +696,20 @@ static void gqa_decode_g8_bf16dp(const gb_kvcache *c, int64_t layer, int64_t h, 
     }
     g8_finish(mv, lv, m, l);
 }
-#define GB_HAVE_G8_DP 1
-#else
-#define GB_HAVE_G8_DP 0
+
+static void gqa_decode_g8_bf16(const gb_kvcache *c, int64_t layer, int64_t h, int64_t t, int64_t t1, const float *q,
+                               float *m, float *l, float *o) {
+    gqa_decode_g8(c, layer, h, t, t1, q, m, l, o, 0);
+}
+#if GB_HAVE_G8_DP
+static void gqa_decode_g8_bf16dp(const gb_kvcache *c, int64_t layer, int64_t h, int64_t t, int64_t t1,
+                                 const uint16_t *qb, float *m, float *l, float *o) {
+    gqa_decode_g8(c, layer, h, t, t1, qb, m, l, o, 1);
+}
 #endif
+#endif /* __AVX512F__ */
+
+/* ---- GQA over the paged cache -------------------------------------------------------------- */
 
 int gb_gqa_attention(const gb_kvcache *c, int64_t layer, const float *q, int64_t T, int64_t Hq, float scale,
                      int64_t n_splits, float *out) {
