@@ -109,6 +109,30 @@ def rel(out, want):
     return float(np.linalg.norm(out - want) / max(np.linalg.norm(want), 1e-300))
 
 
+def route_margin(s, choice, k, n_group, topk_group, rule):
+    """For each token of a router with scores s[T, E] and choices[T, E] (float64, before group
+    limiting): the smallest gap between neighbouring choices among the first k + 1 of the kept
+    groups (they decide which experts and in what order), and with n_group > 1 the gap between
+    the topk_group-th and the next group score (by `rule`, "top2_sum" | "max"): the closest call
+    that a fp32 router could decide otherwise than the float64 reference."""
+    T, E = choice.shape
+    gs = E // n_group
+    c = choice.copy()
+    margin = np.full(T, np.inf)
+    if n_group > 1 and topk_group < n_group:
+        grp = np.sort(c.reshape(T, n_group, gs), axis=2)[:, :, ::-1]
+        g = grp[:, :, 0] + grp[:, :, 1] if rule == "top2_sum" and gs > 1 else grp[:, :, 0]
+        order = np.argsort(-g, axis=1, kind="stable")
+        gsorted = np.take_along_axis(g, order, axis=1)
+        margin = gsorted[:, topk_group - 1] - gsorted[:, topk_group]
+        kept = np.zeros((T, n_group), bool)
+        np.put_along_axis(kept, order[:, :topk_group], True, axis=1)
+        c[~np.repeat(kept, gs, axis=1)] = -np.inf
+    cs = np.sort(c, axis=1)[:, ::-1][:, :k + 1]
+    gaps = cs[:, :-1] - cs[:, 1:]  # -inf past the kept experts gives an inf gap: no competitor
+    return np.minimum(margin, np.nan_to_num(gaps, nan=np.inf, posinf=np.inf).min(axis=1))
+
+
 # ---- validation -----------------------------------------------------------------------------
 def validate(tab, quick, model_names=(), start=0):
     rng = np.random.default_rng(int(time.time()))  # fresh data every run
@@ -194,32 +218,42 @@ def validate(tab, quick, model_names=(), start=0):
     groups.append(("mla_prepare", t_prepare))
 
     def t_route():
-        for scoring, E, k, ng, tg, bias in (("sigmoid", 64, 4, 1, 1, True), ("sigmoid", 64, 8, 8, 4, True),
-                                            ("softmax", 128, 8, 1, 1, False)):
-            # softmax with n_group > 1 is DeepSeek-V2's group_limited_greedy (group score = max),
-            # which the CUDA router does not implement (cuda.moe_route raises NotImplementedError)
+        # (scoring, E, k, n_group, topk_group, bias, norm, scale): GLM-4.7-Flash (sigmoid + bias,
+        # plain and noaux_tc groups by top-2 sum), Qwen3-MoE (softmax top-k), DeepSeek-V2
+        # group_limited_greedy (softmax, 8 groups of 20 scored by their max, 3 kept, top-6, no
+        # renormalisation, x16); k > topk_group, else the max rule picks what plain top-k picks.
+        for scoring, E, k, ng, tg, bias, norm, scale in (("sigmoid", 64, 4, 1, 1, True, True, 1.8),
+                                                         ("sigmoid", 64, 8, 8, 4, True, True, 1.8),
+                                                         ("softmax", 128, 8, 1, 1, False, True, 1.8),
+                                                         ("softmax", 160, 6, 8, 3, False, False, 16.0)):
             T, D = 37, 512
             x = bf(rng, T, D)
             wr = (rng.standard_normal((E, D)) * D ** -0.5).astype(np.float32)
             b = (rng.standard_normal(E) * 0.1).astype(np.float32) if bias else None
-            kw = dict(top_k=k, scoring=scoring, n_group=ng, topk_group=tg, norm_topk_prob=True,
-                      routed_scaling_factor=1.8)
+            kw = dict(top_k=k, scoring=scoring, n_group=ng, topk_group=tg, norm_topk_prob=norm,
+                      routed_scaling_factor=scale)
             ri, rw = ref.moe_route(x, wr, bias=b, **kw)
             idx, w = cuda.moe_route(cuda.to_device(x), cuda.to_device(wr, "f32"),
                                     bias=None if b is None else cuda.to_device(b, "f32"), **kw)
             idx, w = idx.to_numpy(), w.to_numpy()
             # fp32 logits vs fp64: a choice can flip only where two scores are within ~1e-5;
-            # rows whose k-th and (k+1)-th reference choices are that close are not compared.
+            # rows where the ordered top-k or the kept groups hang on a gap that small are not compared.
             logits = x.astype(np.float64) @ wr.T.astype(np.float64)
             s = 1 / (1 + np.exp(-logits)) if scoring == "sigmoid" else np.exp(logits - logits.max(1, keepdims=True))
             if scoring == "softmax":
                 s /= s.sum(1, keepdims=True)
-            c = np.sort(s + (b if b is not None else 0), axis=1)[:, ::-1]
-            clear = (c[:, k - 1] - c[:, k]) > 1e-5
+            rule = "top2_sum" if scoring == "sigmoid" else "max"
+            clear = route_margin(s, s + (b if b is not None else 0), k, ng, tg, rule) > 1e-5
             same = np.all(idx[clear] == ri[clear])
             err = rel(w[clear], rw[clear]) if same else float("nan")
-            check(f"moe_route[{scoring}]", 1, f"T{T} E{E} k{k} g{ng}/{tg}", err, 1e-4,
-                  f"indices equal on {clear.sum()}/{T} rows")
+            note = f"indices equal on {clear.sum()}/{T} rows"
+            if ng > 1 and rule == "max":
+                # the case must exercise the limit: tokens whose experts differ from plain top-k
+                plain, _ = ref.moe_route(x, wr, top_k=k, scoring=scoring)
+                bites = int(np.any(np.sort(ri, 1) != np.sort(plain, 1), axis=1).sum())
+                note += f"; the group limit changes {bites}/{T} tokens' experts"
+                err = err if bites else float("nan")
+            check(f"moe_route[{scoring}]", 1, f"T{T} E{E} k{k} g{ng}/{tg}", err, 1e-4, note)
     groups.append(("moe_route", t_route))
 
     def t_experts():

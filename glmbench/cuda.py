@@ -381,6 +381,7 @@ def swiglu(x: DeviceArray, w_gate: DeviceArray, w_up: DeviceArray, w_down: Devic
 
 # ---- moe ------------------------------------------------------------------------------------
 _SCORING = {"sigmoid": 0, "softmax": 1}
+_GROUP_SCORE = {"top2_sum": 0, "max": 1}
 
 
 def moe_route(x: DeviceArray, router_weight: DeviceArray, *, top_k: int, scoring: str = "sigmoid",
@@ -388,8 +389,9 @@ def moe_route(x: DeviceArray, router_weight: DeviceArray, *, top_k: int, scoring
               norm_topk_prob: bool = True, routed_scaling_factor: float = 1.0) -> tuple[DeviceArray, DeviceArray]:
     """x[T, D] bf16, router_weight[E, D] f32, bias[E] f32 -> (topk_idx[T, k] i32, topk_weight[T, k] f32),
     the semantics of docs/API.md moe_route (ties to the lower index, rows by descending choice).
-    The kernel scores groups by their top-2 sum only: group_score="max" (DeepSeek-V2
-    group_limited_greedy) with n_group > 1 raises NotImplementedError."""
+    group_score: "top2_sum" (sigmoid, noaux_tc) | "max" (softmax, DeepSeek-V2 group_limited_greedy)
+    | None, which takes the rule of the scoring as glmbench.moe_route does; the other pairs raise
+    ValueError."""
     _check(x, "x", "bf16", 2)
     _check(router_weight, "router_weight", "f32", 2)
     E, D = router_weight.shape
@@ -400,19 +402,16 @@ def moe_route(x: DeviceArray, router_weight: DeviceArray, *, top_k: int, scoring
     if scoring not in _SCORING:
         raise ValueError(f"`scoring` must be 'sigmoid' or 'softmax', got {scoring!r}")
     rule = group_score if group_score is not None else ("max" if scoring == "softmax" else "top2_sum")
-    if rule not in ("top2_sum", "max"):
+    if rule not in _GROUP_SCORE:
         raise ValueError(f"`group_score` must be 'top2_sum', 'max' or None, got {group_score!r}")
     if (scoring == "softmax") != (rule == "max"):
         raise ValueError(f"`group_score`={rule!r} does not go with scoring={scoring!r} "
                          f"(sigmoid groups by 'top2_sum', softmax by 'max')")
-    if rule == "max" and int(n_group) > 1:
-        raise NotImplementedError(f"`group_score`='max' with n_group={int(n_group)} (DeepSeek-V2 group_limited_greedy) "
-                                  f"is not implemented on CUDA; route on the CPU (glmbench.moe_route)")
     T, k = x.shape[0], int(top_k)
     idx, w, logits = empty((T, k), "i32"), empty((T, k), "f32"), empty((max(T, 1), E), "f32")
     _lib().moe_route(x.ptr, router_weight.ptr, _ptr(bias), idx.ptr, w.ptr, T, D, E, k, _SCORING[scoring],
-                     int(n_group), int(topk_group), int(bool(norm_topk_prob)), float(routed_scaling_factor),
-                     logits.ptr, 0)
+                     int(n_group), int(topk_group), _GROUP_SCORE[rule], int(bool(norm_topk_prob)),
+                     float(routed_scaling_factor), logits.ptr, 0)
     return idx, w
 
 

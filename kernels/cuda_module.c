@@ -294,13 +294,13 @@ static PyObject *py_mla_prepare(PyObject *self, PyObject *args) {
 static PyObject *py_moe_route(PyObject *self, PyObject *args) {
     ptr_t x, wr, bias, idx, wt, ws;
     i64 T, D, E, k, ng, tg;
-    int scoring, norm, v;
+    int scoring, gscore, norm, v;
     float scale;
-    if (!PyArg_ParseTuple(args, "KKKKKLLLLiLLifKi:moe_route", &x, &wr, &bias, &idx, &wt, &T, &D, &E, &k, &scoring, &ng,
-                          &tg, &norm, &scale, &ws, &v))
+    if (!PyArg_ParseTuple(args, "KKKKKLLLLiLLiifKi:moe_route", &x, &wr, &bias, &idx, &wt, &T, &D, &E, &k, &scoring, &ng,
+                          &tg, &gscore, &norm, &scale, &ws, &v))
         return NULL;
     RUN(gbc_moe_route(P(x), (const float *)P(wr), (const float *)P(bias), (int32_t *)P(idx), (float *)P(wt), T, D, E, k,
-                      scoring, ng, tg, norm, scale, (float *)P(ws), v));
+                      scoring, ng, tg, gscore, norm, scale, (float *)P(ws), v));
     Py_RETURN_NONE;
 }
 
@@ -485,7 +485,8 @@ static PyMethodDef cuda_methods[] = {
     MV(linear_ex, "linear_ex(x, w, bias, y, T, N, K, norm_w, eps, residual, version): GEMV with fused RMSNorm/residual"),
     MV(silu_mul, "silu_mul(g, u, h, T, F, ld_in, version)"),
     MV(add, "add(a, b, y, n)"),
-    MV(moe_route, "moe_route(x, w_r, bias, idx, w, T, D, E, k, scoring, n_group, topk_group, norm, scale, logits_ws, version)"),
+    MV(moe_route, "moe_route(x, w_r, bias, idx, w, T, D, E, k, scoring 0=sigmoid|1=softmax, n_group, topk_group, "
+                  "group_score 0=top2_sum|1=max, norm, scale, logits_ws, version)"),
     MV(swiglu_gemv, "swiglu_gemv(x, wg, wu, h, T, F, K): fused decode SwiGLU middle, T <= 8"),
     MV(moe_swiglu, "moe_swiglu(x, sorted_tok, wg, wu, h, offsets, rows, E, F, D): fused decode expert middle"),
     MV(mla_prepare, "mla_prepare(q, c, kv_norm_w, eps, pos, theta, layout, pages, table, page_size, start, q_nope, q_rope, T, H, Dn, Dr, R)"),

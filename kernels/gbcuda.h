@@ -77,11 +77,14 @@ int gbc_swiglu_gemv(const void *x, const void *wg, const void *wu, void *h, int6
 int gbc_copy_bench(void *dst, const void *src, size_t n);
 
 /* ---- moe.cu ------------------------------------------------------------------------------ */
-/* scoring 0 = sigmoid (+ bias chooses), 1 = softmax. logits fp32 from bf16 x and fp32 w_r, into
- * logits_ws[T, E] (device workspace). */
+/* scoring 0 = sigmoid (+ bias chooses), 1 = softmax. group_score: how a group is scored when
+ * n_group > 1, 0 = the sum of its top-2 choices (goes with sigmoid: noaux_tc), 1 = its max choice
+ * (goes with softmax: DeepSeek-V2 group_limited_greedy); other pairs are a ValueError, as on the
+ * CPU. logits fp32 from bf16 x and fp32 w_r, into logits_ws[T, E] (device workspace). */
 int gbc_moe_route(const void *x, const float *w_r, const float *bias, int32_t *topk_idx, float *topk_w,
                   int64_t T, int64_t D, int64_t E, int64_t k, int scoring, int64_t n_group,
-                  int64_t topk_group, int norm_topk, float scale, float *logits_ws, int version);
+                  int64_t topk_group, int group_score, int norm_topk, float scale, float *logits_ws,
+                  int version);
 /* Stable counting sort of the T*k assignments by expert (ties keep token order). Outputs (device):
  * counts[E] int64, offsets[E+1] int32, sorted_tok[T*k] int32 (source token of each sorted row),
  * slot_of[T*k] int32 (sorted row of assignment t*k+j), tiles[2 * gbc_moe_max_tiles(T*k, E)] int32

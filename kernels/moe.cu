@@ -1,9 +1,11 @@
 /* moe.cu: mixture-of-experts on the device, in the order a layer runs it:
  *   moe_logits_kernel1    fp32 logits, one warp per (token, expert): bf16 x . fp32 W_r
  *   moe_route_kernel1     one block per token: sigmoid(+bias chooses) or softmax, group-limited
- *                         top-k (group score = sum of its top-2 choice scores), ties to the lower
- *                         index, weights renormalised (w / (sum + 1e-20)) and scaled, as
- *                         glmbench.reference / docs/API.md moe_route
+ *                         top-k (group score = sum of its top-2 choices with sigmoid, noaux_tc; its
+ *                         max choice with softmax, DeepSeek-V2 group_limited_greedy), ties to the
+ *                         lower index (experts and groups), weights renormalised
+ *                         (w / (sum + 1e-20)) if asked and scaled, as glmbench.reference /
+ *                         docs/API.md moe_route
  *   moe_permute_kernel1   stable counting sort of the T*k assignments by expert (one thread per
  *                         expert), offsets, and the 64-row tile schedule of the grouped GEMM
  *   moe_gather_kernel1    xs[i] = x[sorted_tok[i]]
@@ -39,7 +41,8 @@ __global__ void moe_logits_kernel1(const bf16 *__restrict__ x, const float *__re
 
 __global__ void moe_route_kernel1(const float *__restrict__ logits, const float *__restrict__ bias,
                                   int32_t *__restrict__ topk_idx, float *__restrict__ topk_w, int E, int k,
-                                  int scoring, int n_group, int topk_group, int norm_topk, float scale) {
+                                  int scoring, int n_group, int topk_group, int group_score, int norm_topk,
+                                  float scale) {
     extern __shared__ float sh[];
     float *score = sh;      /* unbiased: sigmoid or softmax probability */
     float *choice = sh + E; /* what chooses: score + bias; -inf once masked or taken */
@@ -72,12 +75,12 @@ __global__ void moe_route_kernel1(const float *__restrict__ logits, const float 
                 float c = choice[e];
                 if (c > a) { b = a; a = c; } else if (c > b) b = c;
             }
-            gscore[g] = gs >= 2 ? a + b : a;
+            gscore[g] = group_score == 0 && gs >= 2 ? a + b : a; /* 0: top-2 sum, 1: max */
             keep[g] = false;
         }
         for (int r = 0; r < topk_group; r++) {
             int best = -1;
-            for (int g = 0; g < n_group; g++)
+            for (int g = 0; g < n_group; g++) /* strict > keeps the lower group on ties, as the CPU */
                 if (!keep[g] && (best < 0 || gscore[g] > gscore[best])) best = g;
             keep[best] = true;
         }
@@ -112,7 +115,8 @@ __global__ void moe_route_kernel1(const float *__restrict__ logits, const float 
 
 extern "C" int gbc_moe_route(const void *x, const float *w_r, const float *bias, int32_t *topk_idx, float *topk_w,
                              int64_t T, int64_t D, int64_t E, int64_t k, int scoring, int64_t n_group,
-                             int64_t topk_group, int norm_topk, float scale, float *logits_ws, int version) {
+                             int64_t topk_group, int group_score, int norm_topk, float scale, float *logits_ws,
+                             int version) {
     if (T < 0 || D <= 0) return VALUE_ERROR("moe_route: bad shape T=%ld D=%ld", (long)T, (long)D);
     if (E < 1 || E > MOE_MAX_E) return VALUE_ERROR("moe_route: number of experts E=%ld must be in 1..%d", (long)E, MOE_MAX_E);
     if (k < 1 || k > E || k > MOE_MAX_K) return VALUE_ERROR("moe_route: `top_k`=%ld must be in 1..min(E=%ld, %d)", (long)k, (long)E, MOE_MAX_K);
@@ -124,6 +128,15 @@ extern "C" int gbc_moe_route(const void *x, const float *w_r, const float *bias,
     if (topk_group * (E / n_group) < k)
         return VALUE_ERROR("moe_route: `topk_group`=%ld groups of %ld experts hold fewer than top_k=%ld", (long)topk_group,
                            (long)(E / n_group), (long)k);
+    if (group_score != 0 && group_score != 1)
+        return VALUE_ERROR("moe_route: `group_score` must be 0 (top2_sum) or 1 (max), got %d", group_score);
+    /* the pairs the CPU router accepts (csrc/moe.c), whatever n_group */
+    if (scoring == 0 && group_score != 0)
+        return VALUE_ERROR("moe_route: `group_score`=1 (max) goes with scoring=1 (softmax, DeepSeek-V2 "
+                           "group_limited_greedy); scoring=0 (sigmoid, noaux_tc) scores groups by 0 (top2_sum)");
+    if (scoring == 1 && group_score != 1)
+        return VALUE_ERROR("moe_route: `group_score`=0 (top2_sum) goes with scoring=0 (sigmoid, noaux_tc); "
+                           "scoring=1 (softmax, DeepSeek-V2 group_limited_greedy) scores groups by 1 (max)");
     if (version != 0 && version != 1) return VALUE_ERROR("moe_route: `version` must be 0 or 1, got %d", version);
     GBC_INIT();
     if (T == 0) return GBC_OK;
@@ -133,7 +146,8 @@ extern "C" int gbc_moe_route(const void *x, const float *w_r, const float *bias,
                                                                                        (int)E);
     LAUNCH_CHECK("moe_logits_kernel1");
     moe_route_kernel1<<<(unsigned)T, 32, 2 * E * sizeof(float), gbc_stream>>>(
-        logits_ws, bias, topk_idx, topk_w, (int)E, (int)k, scoring, (int)n_group, (int)topk_group, norm_topk, scale);
+        logits_ws, bias, topk_idx, topk_w, (int)E, (int)k, scoring, (int)n_group, (int)topk_group, group_score, norm_topk,
+        scale);
     LAUNCH_CHECK("moe_route_kernel1");
     return GBC_OK;
 }

@@ -205,13 +205,16 @@ class Emulator:
     def _add(self, a, b, y, n):
         self._put_bf(y, self._bf(a, n) + self._bf(b, n))
 
-    def _moe_route(self, x, wr, bias, idx, w, T, D, E, k, scoring, ng, tg, norm, scale, ws, v):
+    def _moe_route(self, x, wr, bias, idx, w, T, D, E, k, scoring, ng, tg, gscore, norm, scale, ws, v):
         self._a(ws, np.float32, T * E)  # the logits workspace must exist and be large enough
+        if gscore not in (0, 1):  # the launcher's check (kernels/moe.cu); ref checks the pairing
+            raise ValueError(f"moe_route: `group_score` must be 0 (top2_sum) or 1 (max), got {gscore}")
         X = self._bf(x, T * D).reshape(T, D)
         W = self._a(wr, np.float32, E * D).reshape(E, D)
         B = self._a(bias, np.float32, E) if bias else None
         i, ww = ref.moe_route(X, W, top_k=k, scoring="sigmoid" if scoring == 0 else "softmax", bias=B, n_group=ng,
-                              topk_group=tg, norm_topk_prob=bool(norm), routed_scaling_factor=scale)
+                              topk_group=tg, group_score="top2_sum" if gscore == 0 else "max",
+                              norm_topk_prob=bool(norm), routed_scaling_factor=scale)
         self._a(idx, np.int32, T * k)[:] = i.ravel()
         self._a(w, np.float32, T * k)[:] = ww.ravel()
 

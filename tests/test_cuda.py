@@ -65,9 +65,15 @@ def test_bad_sizes_are_value_errors_before_any_device_call():
     with pytest.raises(ValueError, match=r"`q_heads`=20 is not a multiple of `kv_heads`=8"):
         _cuda.gqa_attention(0, 0, 0, 0, 64, 0, 1, 10, 20, 8, 128, 128, 1.0, 0, 0, 0, 0)
     with pytest.raises(ValueError, match=r"`top_k`=9 must be in 1..min\(E=8"):
-        _cuda.moe_route(0, 0, 0, 0, 0, 1, 16, 8, 9, 0, 1, 1, 1, 1.0, 0, 0)
+        _cuda.moe_route(0, 0, 0, 0, 0, 1, 16, 8, 9, 0, 1, 1, 0, 1, 1.0, 0, 0)
     with pytest.raises(ValueError, match=r"`n_group`=3 must divide E=8"):
-        _cuda.moe_route(0, 0, 0, 0, 0, 1, 16, 8, 2, 0, 3, 1, 1, 1.0, 0, 0)
+        _cuda.moe_route(0, 0, 0, 0, 0, 1, 16, 8, 2, 0, 3, 1, 0, 1, 1.0, 0, 0)
+    with pytest.raises(ValueError, match=r"`group_score` must be 0 \(top2_sum\) or 1 \(max\), got 2"):
+        _cuda.moe_route(0, 0, 0, 0, 0, 1, 16, 8, 2, 1, 4, 2, 2, 1, 1.0, 0, 0)
+    with pytest.raises(ValueError, match=r"`group_score`=1 \(max\) goes with scoring=1 \(softmax"):
+        _cuda.moe_route(0, 0, 0, 0, 0, 1, 16, 8, 2, 0, 4, 2, 1, 1, 1.0, 0, 0)
+    with pytest.raises(ValueError, match=r"`group_score`=0 \(top2_sum\) goes with scoring=0 \(sigmoid"):
+        _cuda.moe_route(0, 0, 0, 0, 0, 1, 16, 8, 2, 1, 1, 1, 0, 1, 1.0, 0, 0)  # n_group 1 too, as the CPU
     with pytest.raises(ValueError, match=r"`version` must be 0..4, got 7"):
         _cuda.linear(0, 0, 0, 0, 1, 8, 8, 7)
     with pytest.raises(ValueError, match=r"columns \[60, 70\) do not fit a row of 64"):
@@ -218,19 +224,55 @@ def test_emulated_ops_match_the_reference(emu, rng):
     assert _rel(y.to_numpy(), want) < 2e-2
 
 
-def test_emulated_route_rejects_group_limited_greedy(emu, rng):
-    """The CUDA router scores groups by their top-2 sum only: DeepSeek-V2's group_limited_greedy
-    (softmax, max-scored groups) must raise, not route by the wrong rule."""
-    x, wr = cuda.to_device(_bf(rng, 3, 64)), cuda.to_device(rng.standard_normal((8, 64)).astype(np.float32), "f32")
-    with pytest.raises(NotImplementedError, match=r"`group_score`='max' with n_group=4"):
-        cuda.moe_route(x, wr, top_k=3, scoring="softmax", n_group=4, topk_group=2)
+def test_emulated_route_group_limited_greedy(emu, rng):
+    """DeepSeek-V2's group_limited_greedy (softmax, groups scored by their max) reaches the router
+    with its rule: 16 experts in 4 groups of 4, 2 groups kept, top-3 (top_k > topk_group, else the
+    max rule never changes the choice), on tokens where the limit really changes the experts."""
+    E, D, T, k = 16, 64, 40, 3
+    x, wr = _bf(rng, T, D), (rng.standard_normal((E, D)) * 0.5).astype(np.float32)
+    dx, dwr = cuda.to_device(x), cuda.to_device(wr, "f32")
+    kw = dict(top_k=k, scoring="softmax", n_group=4, topk_group=2)
+    for extra in (dict(), dict(group_score="max"), dict(norm_topk_prob=False, routed_scaling_factor=16.0)):
+        idx, w = cuda.moe_route(dx, dwr, **kw, **extra)
+        ridx, rw = ref.moe_route(x, wr, **kw, **extra)
+        np.testing.assert_array_equal(idx.to_numpy(), ridx)
+        np.testing.assert_allclose(w.to_numpy(), rw, rtol=1e-6)
+    plain, _ = ref.moe_route(x, wr, top_k=k, scoring="softmax")
+    top2, _ = ref.moe_route(x, wr, top_k=k, scoring="sigmoid", n_group=4, topk_group=2)
+    assert np.any(np.sort(ridx, 1) != np.sort(plain, 1), axis=1).sum() > 0  # the group limit changed some
     with pytest.raises(ValueError, match=r"`group_score`='max' does not go with scoring='sigmoid'"):
-        cuda.moe_route(x, wr, top_k=3, n_group=4, topk_group=2, group_score="max")
+        cuda.moe_route(dx, dwr, top_k=3, n_group=4, topk_group=2, group_score="max")
+    with pytest.raises(ValueError, match=r"`group_score`='top2_sum' does not go with scoring='softmax'"):
+        cuda.moe_route(dx, dwr, top_k=3, scoring="softmax", n_group=4, topk_group=2, group_score="top2_sum")
     with pytest.raises(ValueError, match=r"`group_score` must be 'top2_sum', 'max' or None, got 'min'"):
-        cuda.moe_route(x, wr, top_k=3, group_score="min")
-    idx, _ = cuda.moe_route(x, wr, top_k=3, scoring="softmax", group_score="max")  # n_group 1: plain top-k
-    np.testing.assert_array_equal(idx.to_numpy(), ref.moe_route(x.to_numpy(), wr.to_numpy(), top_k=3,
-                                                                scoring="softmax")[0])
+        cuda.moe_route(dx, dwr, top_k=3, group_score="min")
+    idx, _ = cuda.moe_route(dx, dwr, top_k=3, n_group=4, topk_group=2)  # sigmoid: top-2 sum, as before
+    np.testing.assert_array_equal(idx.to_numpy(), top2)
+    idx, _ = cuda.moe_route(dx, dwr, top_k=3, scoring="softmax", group_score="max")  # n_group 1: plain top-k
+    np.testing.assert_array_equal(idx.to_numpy(), plain)
+
+
+def test_emulated_cuda_model_routes_by_route_groups(emu, monkeypatch):
+    """CudaModel routes a deepseek_v2 group_limited_greedy layer as model.route_groups says (and as
+    the CPU Layer does): max-scored groups, n_group/topk_group from the config, no renormalisation."""
+    from glmbench import configs
+    hf = {k: v for k, v in configs.load("deepseek-v2-lite").hf.items() if not k.startswith("_")}
+    hf.update(vocab_size=97, hidden_size=64, intermediate_size=96, moe_intermediate_size=32, num_hidden_layers=2,
+              num_attention_heads=4, num_key_value_heads=4, kv_lora_rank=32, qk_nope_head_dim=16,
+              qk_rope_head_dim=8, v_head_dim=16, n_routed_experts=8, num_experts_per_tok=3, rope_scaling=None,
+              topk_method="group_limited_greedy", n_group=4, topk_group=2, routed_scaling_factor=16.0)
+    cfg = configs.load(hf)
+    seen = []
+    route = cuda.moe_route
+    monkeypatch.setattr(cuda, "moe_route", lambda *a, **kw: seen.append(kw) or route(*a, **kw))
+    m = cuda.CudaModel(cfg, max_context=16, seed=3)
+    logits = m.prefill([5, 17, 3]).to_numpy()
+    assert np.isfinite(logits).all()
+    assert len(seen) == 1  # first_k_dense_replace=1: the second layer is the MoE one
+    assert {k: seen[0][k] for k in ("scoring", "n_group", "topk_group", "group_score", "norm_topk_prob",
+                                    "routed_scaling_factor")} == dict(
+        scoring="softmax", n_group=4, topk_group=2, group_score="max", norm_topk_prob=False,
+        routed_scaling_factor=16.0)
 
 
 def test_emulated_paged_cache_and_attention_strategies(emu, rng):
