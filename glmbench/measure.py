@@ -41,7 +41,7 @@ import numpy as np
 
 from . import records as _records
 
-__all__ = ["measure", "choose_layers", "sample_layers", "scaled_seconds", "decode_bytes_per_token",
+__all__ = ["measure", "attn_arithmetic", "choose_layers", "sample_layers", "scaled_seconds", "decode_bytes_per_token",
            "cpu_name", "rss_bytes"]
 
 TESTS = ("tg", "pp", "mem")
@@ -248,6 +248,7 @@ def _measure(cfg, depths, tests, layers, n_prompt, n_gen, weights, kv, mla_strat
         device=f"CPU: {cpu} ({n_threads} thread{'s' if n_threads != 1 else ''})", cpu_info=cpu, n_cards=1, split="none",
         weights=weights, type_k=kv, type_v=kv, mla_strategy=mla_strategy if cfg.attention == "mla" else "",
         runtime="glmbench", n_threads=n_threads, repetitions=int(repeats), warmup=int(warmup),
+        attn_arithmetic=attn_arithmetic(kv),
         layers_mode=mode, sampled=mode == "sampled", n_layers=cfg.n_layers,
         layers_timed=",".join(map(str, idx if idx is not None else range(cfg.n_layers))),
         model_size=cfg.weight_bytes(weights), model_n_params=cfg.total_params())
@@ -298,6 +299,15 @@ def _measure(cfg, depths, tests, layers, n_prompt, n_gen, weights, kv, mla_strat
         k_ = _key(p)
         out_recs.append(results[k_] if k_ in results else next(r for r in store.records if _key(r) == k_))
     return out_recs
+
+
+def attn_arithmetic(kv: str) -> str:
+    """How attention multiplies on this build for a `kv` cache: "bf16-dot" (a bf16 cache on a CPU
+    with AVX512_BF16: query and p rounded to bf16, pairs multiplied with float32 accumulation;
+    absorbed/flash MLA and GQA decode with 8 query heads per KV head) or "f32" (float32 products of
+    the stored values; every other case, and what _core._attn_set_bf16(False) forces)."""
+    from . import _core
+    return "bf16-dot" if kv == "bf16" and _core._attn_bf16() else "f32"
 
 
 def _bar(progress, total, name):

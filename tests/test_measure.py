@@ -39,6 +39,7 @@ def test_sampled_records(tmp_path):
         assert r["layers_timed"] == "0,1,5"
         assert r["weights"] == "bf16" and r["type_k"] == r["type_v"] == "bf16" and r["mla_strategy"] == "flash"
         assert r["device"].startswith("CPU: ") and r["n_threads"] >= 1
+        assert r["attn_arithmetic"] == M.attn_arithmetic("bf16")
     for r in recs[:4]:
         assert r["avg_ts"] > 0 and r["stddev_ts"] >= 0 and r["min_ts"] <= r["median_ts"] <= r["max_ts"]
         assert r["layers_timed_moe"] == 2 and r["layers_timed_dense"] == 1 and r["layer_spread_moe"] >= 0
@@ -75,6 +76,19 @@ def test_bandwidth_probe_pairs_each_repeat(monkeypatch):
     assert [r["bandwidth_gbs_samples"] for r in recs] == [[18.0, 10.0], [41.666666666666664, 19.0]]
     assert [r["bandwidth_gbs"] for r in recs] == [14.0, (41.666666666666664 + 19.0) / 2]
     assert next(seen, None) is None  # exactly one probe per timed step, none during warm-up
+
+
+def test_attn_arithmetic_names_what_runs():
+    from glmbench import _core
+    was = _core._attn_bf16()
+    try:
+        assert M.attn_arithmetic("f16") == M.attn_arithmetic("f32") == "f32"
+        _core._attn_set_bf16(False)
+        assert M.attn_arithmetic("bf16") == "f32"
+        _core._attn_set_bf16(True)
+        assert M.attn_arithmetic("bf16") == ("bf16-dot" if _core._attn_bf16() else "f32")
+    finally:
+        _core._attn_set_bf16(was)
 
 
 def test_probe_bandwidth_measures():
