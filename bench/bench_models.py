@@ -13,8 +13,8 @@ The bandwidth is measured right after every timed decode step (measure(..., band
 one ~6 ms triad pass, not counted in the step) and each repeat takes the mean of its steps' probes:
 this shared VM's bandwidth moves by tens of percent within seconds to minutes, so each repeat's
 time is divided by the floor at the bandwidth measured alongside it, and the ratio reported is the
-median of those per-repeat ratios (`ratio`). `ratio_maxbw` divides by the floor at the highest bandwidth seen in the
-whole run instead: the conservative figure, shown beside it.
+median of those per-repeat ratios (`ratio`). `ratio_maxbw` divides by the floor at the highest
+bandwidth seen in the whole run instead: the conservative figure, shown beside it.
 One line per case; a validation pass (finite logits) runs inside measure before any timing counts.
 """
 from __future__ import annotations
