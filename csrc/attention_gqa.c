@@ -65,29 +65,6 @@ void gb_attn_prefetch(const void *p, int64_t bytes) {
 /* ---- the tile kernel ----------------------------------------------------------------------- */
 
 #ifdef __AVX512F__
-/* e^x for the x <= 0 of a softmax: Cody-Waite reduction x = n ln2 + r (|r| <= ln2/2, ln2 split in
- * Cephes' two parts so n*C1 is exact), e^r by its degree-7 Taylor polynomial (truncation error
- * < 0.35^8/8! = 6e-9 relative), 2^n by scalef. x < -87 (e^x near FLT_MIN, and the -inf of masked
- * keys) gives exactly 0. */
-AI __m512 exp512(__m512 x) {
-    const __m512 lo = _mm512_set1_ps(-87.0f);
-    __mmask16 keep = _mm512_cmp_ps_mask(x, lo, _CMP_GE_OQ);
-    x = _mm512_max_ps(x, lo);
-    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-    __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    return _mm512_maskz_mov_ps(keep, _mm512_scalef_ps(p, n));
-}
-
 static inline __mmask16 tail_mask(int64_t left) { return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u); }
 
 /* Sum each of a, b, c, d across its 16 lanes; the four sums land in s[0..3]. */
@@ -234,7 +211,7 @@ static void softmax_row(float *s, int64_t nt, int64_t nv, float *m, float *l, fl
     __m512 sum = _mm512_setzero_ps(), mb = _mm512_set1_ps(mnew);
     for (int64_t j = 0; j < nt; j += 16) {
         __mmask16 valid = j < nv ? tail_mask(nv - j) : 0;
-        __m512 p = _mm512_maskz_mov_ps(valid, exp512(_mm512_sub_ps(_mm512_loadu_ps(s + j), mb)));
+        __m512 p = _mm512_maskz_mov_ps(valid, gb_exp512(_mm512_sub_ps(_mm512_loadu_ps(s + j), mb)));
         _mm512_mask_storeu_ps(s + j, tail_mask(nt - j), p);
         sum = _mm512_add_ps(sum, p);
     }
@@ -565,11 +542,11 @@ AI __m512 g8_softmax(__m512 *S, int64_t np, int64_t nt, __m512 *mv, __m512 *lv, 
     }
     mx = _mm512_max_ps(mx, _mm512_permute_ps(mx, 0xB1));
     const __m512 mnew = _mm512_max_ps(*mv, mx);
-    const __m512 alpha = exp512(_mm512_sub_ps(*mv, mnew)); /* -inf - finite -> 0 */
+    const __m512 alpha = gb_exp512(_mm512_sub_ps(*mv, mnew)); /* -inf - finite -> 0 */
     *mv = mnew;
     __m512 sum = _mm512_setzero_ps();
     for (int64_t j = 0; j < np; j++) {
-        __m512 p = exp512(_mm512_sub_ps(S[j], mnew));
+        __m512 p = gb_exp512(_mm512_sub_ps(S[j], mnew));
         _mm512_store_ps(P + j * 16, p);
         sum = _mm512_add_ps(sum, p);
     }

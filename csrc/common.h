@@ -74,4 +74,30 @@ void gb_ws_reset_peak(void);  /* peak := current */
 float gb_f16_to_f32(uint16_t h);
 uint16_t gb_f32_to_f16(float f);
 
+#ifdef __AVX512F__
+#include <immintrin.h>
+/* e^x for x <= 0 (a softmax; SwiGLU's exp(-|g|)): Cody-Waite reduction x = n ln2 + r (|r| <= ln2/2,
+ * ln2 split in Cephes' two parts so n*C1 is exact), e^r by its degree-7 Taylor polynomial
+ * (truncation error < 0.35^8/8! = 6e-9 relative), 2^n by scalef. x < -87 (e^x near FLT_MIN, and the
+ * -inf of masked keys) gives exactly 0. */
+static inline __attribute__((always_inline)) __m512 gb_exp512(__m512 x) {
+    const __m512 lo = _mm512_set1_ps(-87.0f);
+    __mmask16 keep = _mm512_cmp_ps_mask(x, lo, _CMP_GE_OQ);
+    x = _mm512_max_ps(x, lo);
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    return _mm512_maskz_mov_ps(keep, _mm512_scalef_ps(p, n));
+}
+#endif
+
 #endif

@@ -234,28 +234,10 @@ static void convert_row_avx512(const void *w, int fmt, int64_t o, int64_t K, flo
 #endif
 
 #if GB_HAVE_AVX512
-/* exp(v) for v <= 0 to ~2 ulp: v = n ln2 + r, |r| <= ln2/2, a degree-6 polynomial for e^r, then
- * scalef by 2^n (which underflows to 0 for very negative v, as expf does). */
-ALWAYS_INLINE __m512 exp_avx512(__m512 v) {
-    v = _mm512_max_ps(v, _mm512_set1_ps(-104.0f));
-    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(v, _mm512_set1_ps(1.44269504088896341f)),
-                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), v);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-    __m512 p = _mm512_set1_ps(1.0f / 720.0f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    return _mm512_scalef_ps(p, n);
-}
-
 /* silu(g) * u = g * u / (1 + exp(-g)), with exp taken of -|g| so it cannot overflow:
  * for g >= 0 the factor is 1 / (1 + e), for g < 0 it is e / (1 + e), e = exp(-|g|). */
 ALWAYS_INLINE __m512 silu_mul_avx512(__m512 g, __m512 u) {
-    const __m512 e = exp_avx512(_mm512_sub_ps(_mm512_setzero_ps(), _mm512_abs_ps(g)));
+    const __m512 e = gb_exp512(_mm512_sub_ps(_mm512_setzero_ps(), _mm512_abs_ps(g)));
     const __m512 den = _mm512_add_ps(_mm512_set1_ps(1.0f), e);
     const __mmask16 neg = _mm512_cmp_ps_mask(g, _mm512_setzero_ps(), _CMP_LT_OQ);
     const __m512 num = _mm512_mask_mul_ps(_mm512_mul_ps(g, u), neg, _mm512_mul_ps(g, u), e);

@@ -313,27 +313,29 @@ static void prepare_xq(const float *x, int64_t K, int pair_interleave, xq_row *r
     }
 }
 
-/* version 3: portable scalar integer block dots */
+/* version 3: portable scalar integer block dots; block i alone also ends the SIMD versions' odd counts */
+static inline float block_q8_0(const gb_block_q8_0 *b, const xq_row *x, int64_t i) {
+    int s = 0;
+    for (int j = 0; j < GB_QK; j++) s += (int)b[i].qs[j] * (int)x->qs[i * GB_QK + j];
+    return f16_to_f32(b[i].d) * x->d[i] * (float)s;
+}
+
+static inline float block_q4_0(const gb_block_q4_0 *b, const xq_row *x, int64_t i) {
+    int s = 0;
+    for (int j = 0; j < GB_QK / 2; j++)
+        s += ((b[i].qs[j] & 0x0f) - 8) * (int)x->qs[i * GB_QK + j] + ((b[i].qs[j] >> 4) - 8) * (int)x->qs[i * GB_QK + j + 16];
+    return f16_to_f32(b[i].d) * x->d[i] * (float)s;
+}
+
 static float dot_q8_0_ref(const void *wrow, const xq_row *x, int64_t nb) {
-    const gb_block_q8_0 *b = (const gb_block_q8_0 *)wrow;
     float acc = 0.0f;
-    for (int64_t i = 0; i < nb; i++) {
-        int s = 0;
-        for (int j = 0; j < GB_QK; j++) s += (int)b[i].qs[j] * (int)x->qs[i * GB_QK + j];
-        acc += f16_to_f32(b[i].d) * x->d[i] * (float)s;
-    }
+    for (int64_t i = 0; i < nb; i++) acc += block_q8_0((const gb_block_q8_0 *)wrow, x, i);
     return acc;
 }
 
 static float dot_q4_0_ref(const void *wrow, const xq_row *x, int64_t nb) {
-    const gb_block_q4_0 *b = (const gb_block_q4_0 *)wrow;
     float acc = 0.0f;
-    for (int64_t i = 0; i < nb; i++) {
-        int s = 0;
-        for (int j = 0; j < GB_QK / 2; j++)
-            s += ((b[i].qs[j] & 0x0f) - 8) * (int)x->qs[i * GB_QK + j] + ((b[i].qs[j] >> 4) - 8) * (int)x->qs[i * GB_QK + j + 16];
-        acc += f16_to_f32(b[i].d) * x->d[i] * (float)s;
-    }
+    for (int64_t i = 0; i < nb; i++) acc += block_q4_0((const gb_block_q4_0 *)wrow, x, i);
     return acc;
 }
 
@@ -409,9 +411,7 @@ static float dot_q8_0_vnni(const void *wrow, const xq_row *x, int64_t nb) {
     }
     float r = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)) - 128.0f * (corr[0] + corr[1]);
     if (i < nb) { /* odd block count: the last block without the pair layout */
-        int s = 0;
-        for (int j = 0; j < GB_QK; j++) s += (int)b[i].qs[j] * (int)x->qs[i * GB_QK + j];
-        r += f16_to_f32(b[i].d) * x->d[i] * (float)s;
+        r += block_q8_0(b, x, i);
     }
     return r;
 }
@@ -437,10 +437,7 @@ static float dot_q4_0_vnni(const void *wrow, const xq_row *x, int64_t nb) {
     }
     float r = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)) - 8.0f * (corr[0] + corr[1]);
     if (i < nb) {
-        int s = 0;
-        for (int j = 0; j < GB_QK / 2; j++)
-            s += ((b[i].qs[j] & 0x0f) - 8) * (int)x->qs[i * GB_QK + j] + ((b[i].qs[j] >> 4) - 8) * (int)x->qs[i * GB_QK + j + 16];
-        r += f16_to_f32(b[i].d) * x->d[i] * (float)s;
+        r += block_q4_0(b, x, i);
     }
     return r;
 }

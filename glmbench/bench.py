@@ -25,7 +25,6 @@ import datetime as _dt
 import importlib
 import inspect
 import os
-import platform
 import sys
 import time
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ._loader import _core
+from .measure import cpu_name  # the CPU's model name, one definition
 
 __all__ = ["Case", "measure_ceilings", "run_cases", "kernel_cases", "main"]
 
@@ -59,17 +59,6 @@ class Case:
 
 
 # ---- ceilings ---------------------------------------------------------------------------------
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
 
 def _l3_bytes() -> int:
     for idx in range(6):
@@ -98,7 +87,7 @@ def measure_ceilings(quick: bool = False) -> dict:
     # machine is one that ran undisturbed (0.1 s runs measured 40% low under load here)
     gf, bits = _core.bench_fma(2_000_000, 10 if quick else 40)
     return {"bandwidth_gbs": triad, "bandwidth_read_gbs": read, "fma_gflops": gf, "fma_vector_bits": bits,
-            "threads": _core.get_num_threads(), "cpu": cpu_model()}
+            "threads": _core.get_num_threads(), "cpu": cpu_name()}
 
 
 _PROBE: list = []  # the probe's three arrays, allocated and touched once per process
