@@ -84,6 +84,13 @@ static PyObject *py_set_portable(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+static PyObject *py_set_pairs(PyObject *self, PyObject *args) {
+    int on;
+    if (!PyArg_ParseTuple(args, "p:_linear_set_pairs", &on)) return NULL;
+    gb_linear_set_pairs(on);
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_set_gemv_max_t(PyObject *self, PyObject *args) {
     long long t;
     if (!PyArg_ParseTuple(args, "L:_linear_set_gemv_max_t", &t)) return NULL;
@@ -100,6 +107,8 @@ PyMethodDef gb_linear_methods[] = {
      "swiglu(x[T, D] f32, w_gate[F, D], w_up[F, D], w_down[D, F]) -> [T, D] f32"},
     {"_linear_set_portable", py_set_portable, METH_VARARGS,
      "_linear_set_portable(on): use the portable C kernels instead of AVX-512 (tests)."},
+    {"_linear_set_pairs", py_set_pairs, METH_VARARGS,
+     "_linear_set_pairs(on): bf16 decode GEMVs with the pair kernels (default) or the widening loads (tests, A/B)."},
     {"_linear_set_gemv_max_t", py_set_gemv_max_t, METH_VARARGS,
      "_linear_set_gemv_max_t(t): largest token count using the GEMV kernel for 16-bit weights (0: default)."},
     {"_linear_has_avx512", py_has_avx512, METH_NOARGS, "_linear_has_avx512() -> bool"},

@@ -47,12 +47,14 @@
 #define GEMV1_CHUNK 128
 
 static int use_portable = 0;
+static int use_pairs = 1; /* bf16 pair kernels for T = 1 (gb_linear_set_pairs) */
 static int64_t gemv_max_t = GB_GEMV_MAX_T;
 
 void gb_linear_set_gemv_max_t(int64_t t) { gemv_max_t = t < 1 ? GB_GEMV_MAX_T : t; }
 int64_t gb_linear_gemv_max_t(void) { return gemv_max_t; }
 
 void gb_linear_set_portable(int on) { use_portable = on ? 1 : 0; }
+void gb_linear_set_pairs(int on) { use_pairs = on ? 1 : 0; }
 int gb_linear_has_avx512(void) { return GB_HAVE_AVX512; }
 
 int gb_weight_elem_bytes(int fmt) {
@@ -156,13 +158,112 @@ ALWAYS_INLINE void dot2x2_avx512(const float *x, int64_t K, const void *w1, int6
     *y2 = _mm512_reduce_add_ps(_mm512_add_ps(b0, b1));
 }
 
+/* ---- bf16 pairs (T = 1) ----------------------------------------------------------------------
+ * A bf16 weight is the high half of a float32. A 32-bit lane holding two bf16 weights (w[2j] in
+ * its low half, w[2j+1] in its high half) gives w[2j+1] as a float32 when its low half is masked
+ * off, and w[2j] when it is shifted up by 16 bits. So 32 weights cost one 64-byte load and two
+ * integer ops, where ldw needs two widening loads (vpmovzxwd, a shuffle) and two shifts; x is
+ * permuted once per call to match (pair_x). The products are the same float32 products as ldw's;
+ * only the order of the sums changes. The decode GEMV's compute per byte roughly halves, which
+ * matters when the memory runs fast: L3-warm GEMVs ran at only ~1.7-2x the DRAM read rate with
+ * ldw, so the arithmetic could not fully hide behind the loads. */
+#define PAIR_MAX_K 16384 /* x permuted on the stack: longer rows use ldw */
+
+/* xp[32b + j] = x[32b + 2j], xp[32b + 16 + j] = x[32b + 2j + 1] for j < 16; a tail of K % 32
+ * copied as it is. */
+ALWAYS_INLINE void pair_x(const float *x, int64_t K, float *xp) {
+    const __m512i ie = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i io = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    int64_t k = 0;
+    for (; k + 32 <= K; k += 32) {
+        const __m512 a = _mm512_loadu_ps(x + k), b = _mm512_loadu_ps(x + k + 16);
+        _mm512_storeu_ps(xp + k, _mm512_permutex2var_ps(a, ie, b));
+        _mm512_storeu_ps(xp + k + 16, _mm512_permutex2var_ps(a, io, b));
+    }
+    for (; k < K; k++) xp[k] = x[k];
+}
+
+/* 32 bf16 weights from element i of w: the even-indexed ones (*ev) and the odd-indexed ones (*od). */
+ALWAYS_INLINE void ldpair(const void *w, int64_t i, __m512 *ev, __m512 *od) {
+    __m512i v = _mm512_loadu_si512((const void *)((const uint16_t *)w + i));
+    __asm__("" : "+v"(v)); /* one load into a register: gcc would otherwise fold it into both ops (two loads) */
+    *ev = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+    *od = _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32((int)0xffff0000u)));
+}
+
+/* The K % 32 tail of a bf16 row against xp's tail (x as it is), 16 at a time. */
+ALWAYS_INLINE __m512 pair_tail(const float *xp, int64_t k, int64_t K, const void *w, int64_t o, __m512 acc) {
+    for (; k < K; k += 16) {
+        __mmask16 m = K - k >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (K - k)) - 1u);
+        acc = _mm512_fmadd_ps(ldw_mask(w, o + k, m, GB_BF16), _mm512_maskz_loadu_ps(m, xp + k), acc);
+    }
+    return acc;
+}
+
+/* dot(bf16 row at element o, x), xp = pair_x(x): one sequential stream, four accumulators. */
+ALWAYS_INLINE float dotp1(const float *xp, int64_t K, const void *w, int64_t o) {
+    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
+    __m512 e, d;
+    int64_t k = 0;
+    for (; k + 64 <= K; k += 64) {
+        ldpair(w, o + k, &e, &d);
+        a0 = _mm512_fmadd_ps(e, _mm512_loadu_ps(xp + k), a0);
+        a1 = _mm512_fmadd_ps(d, _mm512_loadu_ps(xp + k + 16), a1);
+        ldpair(w, o + k + 32, &e, &d);
+        a2 = _mm512_fmadd_ps(e, _mm512_loadu_ps(xp + k + 32), a2);
+        a3 = _mm512_fmadd_ps(d, _mm512_loadu_ps(xp + k + 48), a3);
+    }
+    for (; k + 32 <= K; k += 32) {
+        ldpair(w, o + k, &e, &d);
+        a0 = _mm512_fmadd_ps(e, _mm512_loadu_ps(xp + k), a0);
+        a1 = _mm512_fmadd_ps(d, _mm512_loadu_ps(xp + k + 16), a1);
+    }
+    a0 = pair_tail(xp, k, K, w, o, a0);
+    return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+}
+
+/* dotp1 for two rows side by side (two streams; the rows of dot2x2_avx512), with its prefetch. */
+ALWAYS_INLINE void dotp2(const float *xp, int64_t K, const void *w1, int64_t o1, const void *w2, int64_t o2,
+                         float *y1, float *y2) {
+    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps();
+    __m512 e, d;
+    const char *p1 = (const char *)w1 + o1 * 2 + DOT2_PF, *p2 = (const char *)w2 + o2 * 2 + DOT2_PF;
+    const int pf = K >= DOT2_PF_MIN_K;
+    int64_t k = 0;
+    for (; k + 32 <= K; k += 32) {
+        if (pf) { /* a hint: past the end of the weights it is dropped, never faults */
+            _mm_prefetch(p1 + k * 2, _MM_HINT_T1);
+            _mm_prefetch(p2 + k * 2, _MM_HINT_T1);
+        }
+        __m512 xe = _mm512_loadu_ps(xp + k), xo = _mm512_loadu_ps(xp + k + 16);
+        __asm__("" : "+v"(xe), "+v"(xo)); /* loaded once for both rows */
+        ldpair(w1, o1 + k, &e, &d);
+        a0 = _mm512_fmadd_ps(e, xe, a0);
+        a1 = _mm512_fmadd_ps(d, xo, a1);
+        ldpair(w2, o2 + k, &e, &d);
+        b0 = _mm512_fmadd_ps(e, xe, b0);
+        b1 = _mm512_fmadd_ps(d, xo, b1);
+    }
+    a0 = pair_tail(xp, k, K, w1, o1, a0);
+    b0 = pair_tail(xp, k, K, w2, o2, b0);
+    *y1 = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
+    *y2 = _mm512_reduce_add_ps(_mm512_add_ps(b0, b1));
+}
+
+/* The decode GEMV's rows [r0, r1) for bf16 (gemv1_halves_avx512 with pairs). */
+ALWAYS_INLINE void gemvp_halves(const float *xp, int64_t K, const void *w, int64_t r0, int64_t r1, float *y) {
+    const int64_t h = (r1 - r0) / 2;
+    for (int64_t i = 0; i < h; i++) dotp2(xp, K, w, (r0 + i) * K, w, (r0 + h + i) * K, y + i, y + h + i);
+    if (2 * h < r1 - r0) y[r1 - r0 - 1] = dotp1(xp, K, w, (r1 - 1) * K);
+}
+
 /* Decode GEMV (T = 1) over rows [r0, r1): the range cut in two halves read side by side
  * (dot2x2_avx512), each half one sequential stream. */
 ALWAYS_INLINE void gemv1_halves_avx512(const float *x, int64_t K, const void *w, int fmt, int64_t r0, int64_t r1,
                                        float *y) {
     const int64_t h = (r1 - r0) / 2;
-    for (int64_t i = 0; i < h; i++) dot2x2_avx512(x, K, w, (r0 + i) * K, w, (r0 + h + i) * K, fmt, y + r0 + i, y + r0 + h + i);
-    if (r0 + 2 * h < r1) y[r1 - 1] = dot1x2_avx512(x, K, w, fmt, (r1 - 1) * K);
+    for (int64_t i = 0; i < h; i++) dot2x2_avx512(x, K, w, (r0 + i) * K, w, (r0 + h + i) * K, fmt, y + i, y + h + i);
+    if (2 * h < r1 - r0) y[r1 - r0 - 1] = dot1x2_avx512(x, K, w, fmt, (r1 - 1) * K);
 }
 
 /* y[t*ldy + j] = dot(row p_j, x[t]) for 4 rows and TT <= 4 tokens (a constant after inlining):
@@ -292,6 +393,12 @@ static void convert_row(const void *w, int fmt, int64_t o, int64_t K, float *dst
 ALWAYS_INLINE void gemv_rows_avx512_fmt(const float *x, int64_t T, int64_t K, const void *w, int fmt, int64_t r0,
                                         int64_t r1, float *y, int64_t ldy) {
     int64_t r = r0;
+    if (T == 1 && fmt == GB_BF16 && use_pairs && K <= PAIR_MAX_K) { /* decode, bf16: pairs */
+        float xp[K];
+        pair_x(x, K, xp);
+        for (; r < r1; r++) y[r - r0] = dotp1(xp, K, w, r * K);
+        return;
+    }
     if (T == 1) { /* decode: one sequential stream (dot1x2_avx512) */
         for (; r < r1; r++) y[r - r0] = dot1x2_avx512(x, K, w, fmt, r * K);
         return;
@@ -341,6 +448,22 @@ void gb_gemv_rows(const float *x, int64_t T, int64_t K, const void *w, int fmt, 
         for (int64_t t = 0; t < T; t++) y[t * ldy + (r - r0)] = dot_portable(x + t * K, K, w, fmt, r * K);
 }
 
+void gb_gemv1_rows(const float *x, int64_t K, const void *w, int fmt, int64_t r0, int64_t r1, float *y) {
+#if GB_HAVE_AVX512
+    if (!use_portable && K >= 1024) {
+        if (fmt == GB_BF16 && use_pairs && K <= PAIR_MAX_K) {
+            float xp[K];
+            pair_x(x, K, xp);
+            gemvp_halves(xp, K, w, r0, r1, y);
+        } else if (fmt == GB_BF16) gemv1_halves_avx512(x, K, w, GB_BF16, r0, r1, y);
+        else if (fmt == GB_F16) gemv1_halves_avx512(x, K, w, GB_F16, r0, r1, y);
+        else gemv1_halves_avx512(x, K, w, GB_F32, r0, r1, y);
+        return;
+    }
+#endif
+    gb_gemv_rows(x, 1, K, w, fmt, r0, r1, y, 1);
+}
+
 /* One row's dot product (element offset o), with whichever kernel is active. */
 static float dot_row(const float *x, int64_t K, const void *w, int fmt, int64_t o) {
     float r;
@@ -364,13 +487,25 @@ static void gemv16(const float *x, int64_t T, int64_t K, const void *w, int fmt,
      * with halves, against 1.0-1.17 at K >= 1536). Dynamic chunks of 128 over static halves of each
      * thread's share, cold, in one run with a pure-read kernel (mean of 12 calls): 8192x5120 0.92 ->
      * 0.98, 2048x1536 0.99 -> 1.11, 25600x5120 1.01 -> 1.07 of the read. */
+    if (T == 1 && !use_portable && fmt == GB_BF16 && use_pairs && K <= PAIR_MAX_K) { /* bf16 pairs */
+        const int64_t nc = (N + GEMV1_CHUNK - 1) / GEMV1_CHUNK;
+        float xp[K]; /* shared by the threads */
+        pair_x(x, K, xp);
+#pragma omp parallel for schedule(dynamic, 1) if (N * K >= PAR_MIN_WEIGHTS)
+        for (int64_t c = 0; c < nc; c++) {
+            const int64_t r0 = c * GEMV1_CHUNK, r1 = r0 + GEMV1_CHUNK < N ? r0 + GEMV1_CHUNK : N;
+            if (K >= 1024) gemvp_halves(xp, K, w, r0, r1, y + r0);
+            else for (int64_t r = r0; r < r1; r++) y[r] = dotp1(xp, K, w, r * K);
+        }
+        return;
+    }
     if (T == 1 && !use_portable) {
         const int64_t nc = (N + GEMV1_CHUNK - 1) / GEMV1_CHUNK;
 #define GB_GEMV1(FMT) \
     _Pragma("omp parallel for schedule(dynamic, 1) if (N * K >= PAR_MIN_WEIGHTS)") \
     for (int64_t c = 0; c < nc; c++) { \
         const int64_t r0 = c * GEMV1_CHUNK, r1 = r0 + GEMV1_CHUNK < N ? r0 + GEMV1_CHUNK : N; \
-        if (K >= 1024) gemv1_halves_avx512(x, K, w, FMT, r0, r1, y); \
+        if (K >= 1024) gemv1_halves_avx512(x, K, w, FMT, r0, r1, y + r0); \
         else for (int64_t r = r0; r < r1; r++) y[r] = dot1x2_avx512(x, K, w, FMT, r * K); \
     }
         if (fmt == GB_BF16) {
@@ -453,6 +588,16 @@ void gb_gate_up_rows(const float *x, int64_t T, int64_t D, const void *wg, const
                      int64_t f0, int64_t f1, float *h) {
     int64_t f = f0;
 #if GB_HAVE_AVX512
+    if (!use_portable && T == 1 && fmt == GB_BF16 && use_pairs && D <= PAIR_MAX_K) { /* decode, bf16: pairs */
+        float xp[D];
+        pair_x(x, D, xp);
+        for (; f < f1; f++) {
+            float g, u;
+            dotp2(xp, D, wg, f * D, wu, f * D, &g, &u);
+            h[f] = silu(g) * u;
+        }
+        return;
+    }
     if (!use_portable && T == 1) { /* decode: gate row f and up row f side by side, two sequential streams */
 #define GB_GU1(FMT) \
     do { \

@@ -42,6 +42,9 @@ int gb_swiglu(const float *x, int64_t T, int64_t D, const void *w_gate, int fmt_
 #define GB_ROW_BLOCK 16
 void gb_gemv_rows(const float *x, int64_t T, int64_t K, const void *w, int fmt, int64_t r0, int64_t r1, float *y,
                   int64_t ldy);
+/* Rows [r0, r1) of one token's GEMV (decode), y[r - r0] = w[r, :] . x, read as the decode GEMV
+ * reads them: the range in two halves side by side, two sequential streams (bf16: the pair kernels). */
+void gb_gemv1_rows(const float *x, int64_t K, const void *w, int fmt, int64_t r0, int64_t r1, float *y);
 void gb_gate_up_rows(const float *x, int64_t T, int64_t D, const void *wg, const void *wu, int fmt, int64_t F,
                      int64_t f0, int64_t f1, float *h);
 /* The current token limit of gemv16 (GB_GEMV_MAX_T unless a test changed it). */
@@ -50,6 +53,9 @@ int64_t gb_linear_gemv_max_t(void);
 /* Process-wide switches for tests and benchmarks (plain globals: set them while no op runs).
  * 1: use the portable C kernels even where AVX-512 was compiled in (tests check both paths). */
 void gb_linear_set_portable(int on);
+/* 0: bf16 decode (T = 1) reads weights with the widening loads instead of the pair kernels (A/B
+ * benchmarks and tests; 1, the default, restores them). */
+void gb_linear_set_pairs(int on);
 /* Largest T that uses gemv16 for 16-bit weights (benchmarks and tests; < 1 restores the default). */
 void gb_linear_set_gemv_max_t(int64_t t);
 /* 1 if the AVX-512 kernels were compiled in. */

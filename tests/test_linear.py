@@ -70,6 +70,29 @@ def test_linear_real_shapes(rng, fmt, N, K):
         assert_dot_close(glmbench.linear(x, w), x, w64)
 
 
+@pytest.mark.parametrize("N,K", [(7, 32), (9, 48), (70, 700), (130, 1040), (257, 2048), (33, 16385), (3, 17000)])
+def test_linear_bf16_decode_pair_kernels(rng, N, K):
+    # T = 1 bf16 reads 32 weights per load and splits them into even/odd halves (pair kernels);
+    # the widening-load kernels stay behind _linear_set_pairs(False). Both are the float32 products
+    # of the same weights: K % 32 tails, short rows (< 1024: one stream), halves with an odd row,
+    # and rows longer than the stack-permuted x allows (> 16384: widening loads).
+    if not _core._linear_has_avx512():
+        pytest.skip("AVX-512 kernels not compiled in")
+    w, w64 = make_weight((rng.standard_normal((N, K)) / np.sqrt(K)).astype(np.float32), "bf16")
+    x = rng.standard_normal((1, K)).astype(np.float32)
+    g, u = (make_weight(rng.standard_normal((N, K)).astype(np.float32), "bf16")[0] for _ in range(2))
+    d = make_weight(rng.standard_normal((K, N)).astype(np.float32), "bf16")[0]
+    out = {}
+    for pairs in (True, False):
+        _core._linear_set_pairs(pairs)
+        try:
+            out[pairs] = glmbench.linear(x, w), glmbench.swiglu(x, g, u, d)
+        finally:
+            _core._linear_set_pairs(True)
+        assert_dot_close(out[pairs][0], x, w64)
+    np.testing.assert_allclose(out[True][1], out[False][1], rtol=1e-4, atol=1e-4 * np.abs(out[False][1]).max())
+
+
 @pytest.mark.parametrize("fmt", ["f16", "bf16"])
 def test_linear_both_16bit_kernels_agree(rng, fmt):
     # the register-tile kernel (T <= 64 by default) and panel + sgemm (forced with gemv_max_t=1)

@@ -305,6 +305,14 @@ def test_experts_unrouted_and_repeated(rng):
     ry, _ = ref.moe_experts(x, idx, w, g64, u64, d64)
     assert_moe_close(y, ry, F, D)
     np.testing.assert_allclose(y[0], 0.75 * ref.swiglu(x[:1], g64[1], u64[1], d64[1])[0], rtol=1e-5, atol=1e-6)
+    # one token (the decode path, which reads each hit expert once): repeated and distinct experts
+    for fmt in ("f32", "bf16"):
+        (g, u, d), (g64, u64, d64) = make_experts(rng, E, F, D, fmt)
+        for row, wr in (([1, 1], [0.5, 0.25]), ([4, 0], [0.3, 0.7])):
+            i1, w1 = np.array([row], np.int32), np.array([wr], np.float32)
+            y1, c1 = glmbench.moe_experts(x[:1], i1, w1, g, u, d)
+            assert c1.sum() == 2
+            assert_moe_close(y1, ref.moe_experts(x[:1], i1, w1, g64, u64, d64)[0], F, D)
 
 
 def test_moe_with_shared_expert_glm_config(rng):
