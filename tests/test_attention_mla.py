@@ -64,6 +64,19 @@ def test_matches_reference(rng, H, Dn, Dr, Dv, R, P, T, strategy):
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("T", [1, 3])
+def test_bf16_kv_b_matches_reference(rng, T, f32_tile):
+    # kv_b stored as bf16 (as models load it): the absorbed query's per-head product reads 32
+    # weights per load, even and odd columns apart, and writes them back in column order
+    c, qn, qr, w = _case(rng, 20, 192, 64, 256, 512, 300, T, fmt="f32", bs=64)
+    wb = ref.to_bf16(w)
+    lat, kr = c.read(1)
+    r = ref.mla_attention(qn, qr, lat, kr, ref.weight_f64(wb), 256)
+    for s in MLA_STRATEGIES:
+        np.testing.assert_allclose(mla_attention(qn, qr, c, 1, wb, v_head_dim=256, strategy=s), r, rtol=0,
+                                   atol=ATOL, err_msg=s)
+
+
 def test_strategies_agree_and_scale(rng, f32_tile):
     c, qn, qr, w = _case(rng, 20, 192, 64, 256, 512, 150, 3, fmt="bf16", bs=64)
     ys = {s: mla_attention(qn, qr, c, 1, w, v_head_dim=256, strategy=s, scale=0.05) for s in MLA_STRATEGIES}
