@@ -65,11 +65,13 @@ done:
 }
 
 static PyObject *py_moe_experts(PyObject *self, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"x", "topk_idx", "topk_weight", "w_gate", "w_up", "w_down", NULL};
-    PyObject *xo, *io, *wo, *go, *uo, *dob;
+    static char *kwlist[] = {"x", "topk_idx", "topk_weight", "w_gate", "w_up", "w_down", "shared", NULL};
+    PyObject *xo, *io, *wo, *go, *uo, *dob, *so = Py_None;
     PyArrayObject *x = NULL, *idx = NULL, *wt = NULL, *g = NULL, *u = NULL, *d = NULL, *y = NULL, *cnt = NULL;
+    PyArrayObject *sg = NULL, *su = NULL, *sd = NULL;
+    gb_shared_expert shared, *shp = NULL;
     PyObject *ret = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOOO:moe_experts", kwlist, &xo, &io, &wo, &go, &uo, &dob))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOOO|O:moe_experts", kwlist, &xo, &io, &wo, &go, &uo, &dob, &so))
         return NULL;
     if (!(x = gb_array(xo, "x", NPY_FLOAT32, 2, GB_COPY))) goto done;
     if (!(idx = gb_array(io, "topk_idx", NPY_INT32, 2, GB_COPY))) goto done;
@@ -93,6 +95,29 @@ static PyObject *py_moe_experts(PyObject *self, PyObject *args, PyObject *kw) {
         PyErr_Format(PyExc_ValueError, "`topk_idx` must have at least one column, got shape (%ld, %ld)", (long)T, (long)k);
         goto done;
     }
+    if (so != Py_None) { /* (w_gate[Fs, D], w_up[Fs, D], w_down[D, Fs]) of the shared expert(s) */
+        if (!PyTuple_Check(so) || PyTuple_GET_SIZE(so) != 3) {
+            PyErr_Format(PyExc_TypeError, "`shared` must be None or a tuple (w_gate, w_up, w_down), got %s",
+                         Py_TYPE(so)->tp_name);
+            goto done;
+        }
+        if (!(sg = gb_array_any(PyTuple_GET_ITEM(so, 0), "shared w_gate", weight_types, 2, GB_COPY))) goto done;
+        if (!(su = gb_array_any(PyTuple_GET_ITEM(so, 1), "shared w_up", weight_types, 2, GB_COPY))) goto done;
+        if (!(sd = gb_array_any(PyTuple_GET_ITEM(so, 2), "shared w_down", weight_types, 2, GB_COPY))) goto done;
+        const npy_intp Fs = PyArray_DIM(sg, 0);
+        if (gb_check_dim(sg, "shared w_gate", 1, D, "x.shape[1] (hidden)") < 0) goto done;
+        if (gb_check_dim(su, "shared w_up", 0, Fs, "shared w_gate.shape[0] (intermediate)") < 0) goto done;
+        if (gb_check_dim(su, "shared w_up", 1, D, "x.shape[1] (hidden)") < 0) goto done;
+        if (gb_check_dim(sd, "shared w_down", 0, D, "x.shape[1] (hidden)") < 0) goto done;
+        if (gb_check_dim(sd, "shared w_down", 1, Fs, "shared w_gate.shape[0] (intermediate)") < 0) goto done;
+        if (Fs < 1) {
+            PyErr_SetString(PyExc_ValueError, "`shared` w_gate has no rows");
+            goto done;
+        }
+        shared = (gb_shared_expert){PyArray_DATA(sg), PyArray_DATA(su), PyArray_DATA(sd), weight_fmt(sg),
+                                    weight_fmt(su), weight_fmt(sd), Fs};
+        shp = &shared;
+    }
     if (gb_check_finite(x, "x") < 0) goto done;
     if (gb_check_finite(wt, "topk_weight") < 0) goto done;
     npy_intp ydims[2] = {T, D}, cdims[1] = {E};
@@ -102,7 +127,7 @@ static PyObject *py_moe_experts(PyObject *self, PyObject *args, PyObject *kw) {
     Py_BEGIN_ALLOW_THREADS
     st = gb_moe_experts((const float *)PyArray_DATA(x), T, D, (const int32_t *)PyArray_DATA(idx),
                         (const float *)PyArray_DATA(wt), k, PyArray_DATA(g), weight_fmt(g), PyArray_DATA(u),
-                        weight_fmt(u), PyArray_DATA(d), weight_fmt(d), E, F, (float *)PyArray_DATA(y),
+                        weight_fmt(u), PyArray_DATA(d), weight_fmt(d), E, F, shp, (float *)PyArray_DATA(y),
                         (int64_t *)PyArray_DATA(cnt));
     Py_END_ALLOW_THREADS
     if (st != GB_OK) {
@@ -119,6 +144,9 @@ done:
     Py_XDECREF(d);
     Py_XDECREF(y);
     Py_XDECREF(cnt);
+    Py_XDECREF(sg);
+    Py_XDECREF(su);
+    Py_XDECREF(sd);
     return ret;
 }
 
@@ -129,5 +157,6 @@ PyMethodDef gb_moe_methods[] = {
      "norm_topk_prob=True, routed_scaling_factor=1.0) -> (idx[T, k] i32, w[T, k] f32)"},
     {"moe_experts", (PyCFunction)(void (*)(void))py_moe_experts, METH_VARARGS | METH_KEYWORDS,
      "moe_experts(x[T, D] f32, topk_idx[T, k] i32, topk_weight[T, k] f32, w_gate[E, F, D], w_up[E, F, D], "
-     "w_down[E, D, F]) -> (y[T, D] f32, counts[E] i64)"},
+     "w_down[E, D, F], shared=None | (w_gate[Fs, D], w_up[Fs, D], w_down[D, Fs])) -> (y[T, D] f32, counts[E] i64); "
+     "the shared expert is added with weight 1 after the routed ones"},
     {NULL, NULL, 0, NULL}};

@@ -243,57 +243,87 @@ done:
     return status;
 }
 
-/* Decode (every hit expert has one token, token 0: T = 1): each hit expert's three matrices are
- * read as whole-row streams in chunks handed out dynamically. Region 1: gate/up/silu, items of
- * (expert, MOE1_CHUNK rows of F), gate row f and up row f side by side. Region 2: the down
- * projection, items of (expert, MOE1_CHUNK rows of D) read as two halves (gb_gemv1_rows) into that
- * expert's own output row; then y = sum of weight x output in ascending expert order, as
- * experts_tiled adds them. experts_tiled's down items (16 rows of D for every hit expert in turn)
- * jumped between the experts' matrices every 48 KB: at GLM-4.7-Flash's shape (4 experts of
- * 2048 x 1536) it ran at ~0.6 of the read bandwidth when the memory was fast. */
+/* Decode (every hit expert has one token, token 0: T = 1): each hit expert's three matrices, and
+ * the shared expert's, are read as whole-row streams in chunks handed out dynamically. Region 1:
+ * gate/up/silu, items of (expert, MOE1_CHUNK rows of F), gate row f and up row f side by side.
+ * Region 2: the down projection, items of (expert, MOE1_CHUNK rows of D) read as two halves
+ * (gb_gemv1_rows) into that expert's own output row; then y = sum of weight x output in ascending
+ * expert order, as experts_tiled adds them, and the shared expert's output last (weight 1).
+ * experts_tiled's down items (16 rows of D for every hit expert in turn) jumped between the
+ * experts' matrices every 48 KB: at GLM-4.7-Flash's shape (4 experts of 2048 x 1536) it ran at
+ * ~0.6 of the read bandwidth when the memory was fast; in-process A/B at ~31 GB/s 26.6 -> 28.5 GB/s.
+ * The shared expert in the same regions saves a SwiGLU call's two joins and load imbalance. */
 #define MOE1_CHUNK 128
+typedef struct {
+    const void *g, *u, *d;
+    int fgu, fd;
+    int64_t F, hoff; /* width, offset of its h in the scratch */
+    float w;
+} moe1_mat;
+
 static int experts_decode(const float *x, int64_t D, const float *wt, const int64_t *start, const int64_t *counts,
                           const void *wg, const void *wu, const void *wd, int fmt_gu, int fmt_d, int64_t E, int64_t F,
-                          float *y) {
+                          const gb_shared_expert *sh, float *y) {
     const int eg = gb_weight_elem_bytes(fmt_gu), ed = gb_weight_elem_bytes(fmt_d);
-    int64_t hit[E > 0 ? E : 1], nh = 0;
+    moe1_mat mat[E + 1];
+    int64_t n = 0, hsum = 0;
     for (int64_t e = 0; e < E; e++)
-        if (counts[e]) hit[nh++] = e;
-    float *h = (float *)gb_ws_malloc((size_t)(nh * F) * sizeof(float));
-    float *ye = (float *)gb_ws_malloc((size_t)(nh * D) * sizeof(float));
-    if (!h || !ye) {
+        if (counts[e]) {
+            mat[n] = (moe1_mat){(const char *)wg + (size_t)(e * F * D) * eg, (const char *)wu + (size_t)(e * F * D) * eg,
+                                (const char *)wd + (size_t)(e * D * F) * ed, fmt_gu, fmt_d, F, hsum, wt[start[e]]};
+            hsum += F;
+            n++;
+        }
+    if (sh) {
+        mat[n++] = (moe1_mat){sh->gate, sh->up, sh->down, sh->fmt_gate, sh->fmt_down, sh->F, hsum, 1.0f};
+        hsum += sh->F;
+    }
+    /* work items: (matrix, first row) for region 1 and region 2 */
+    int64_t n1 = 0, n2 = 0;
+    for (int64_t j = 0; j < n; j++) n1 += (mat[j].F + MOE1_CHUNK - 1) / MOE1_CHUNK;
+    n2 = n * ((D + MOE1_CHUNK - 1) / MOE1_CHUNK);
+    float *h = (float *)gb_ws_malloc((size_t)hsum * sizeof(float));
+    float *ye = (float *)gb_ws_malloc((size_t)(n * D) * sizeof(float));
+    int64_t *it1 = (int64_t *)gb_ws_malloc((size_t)(2 * n1) * sizeof(int64_t));
+    if (!h || !ye || !it1) {
         gb_ws_free(h);
         gb_ws_free(ye);
-        return gb_error(GB_ENOMEM, "moe_experts: out of memory for %ld x (%ld + %ld) scratch", (long)nh, (long)D,
+        gb_ws_free(it1);
+        return gb_error(GB_ENOMEM, "moe_experts: out of memory for %ld x (%ld + %ld) scratch", (long)n, (long)D,
                         (long)F);
     }
-    const int64_t cf = (F + MOE1_CHUNK - 1) / MOE1_CHUNK, cd = (D + MOE1_CHUNK - 1) / MOE1_CHUNK;
-    const int par = nh * F * D >= (1 << 16);
+    for (int64_t j = 0, q = 0; j < n; j++)
+        for (int64_t f0 = 0; f0 < mat[j].F; f0 += MOE1_CHUNK, q++) {
+            it1[2 * q] = j;
+            it1[2 * q + 1] = f0;
+        }
+    const int par = hsum * D >= (1 << 16);
 #pragma omp parallel for schedule(dynamic, 1) if (par)
-    for (int64_t it = 0; it < nh * cf; it++) {
-        const int64_t j = it / cf, e = hit[j], f0 = (it % cf) * MOE1_CHUNK;
-        const int64_t f1 = f0 + MOE1_CHUNK < F ? f0 + MOE1_CHUNK : F;
-        gb_gate_up_rows(x, 1, D, (const char *)wg + (size_t)(e * F * D) * eg, (const char *)wu + (size_t)(e * F * D) * eg,
-                        fmt_gu, F, f0, f1, h + j * F);
+    for (int64_t q = 0; q < n1; q++) {
+        const moe1_mat *m = &mat[it1[2 * q]];
+        const int64_t f0 = it1[2 * q + 1], f1 = f0 + MOE1_CHUNK < m->F ? f0 + MOE1_CHUNK : m->F;
+        gb_gate_up_rows(x, 1, D, m->g, m->u, m->fgu, m->F, f0, f1, h + m->hoff);
     }
+    const int64_t cd = (D + MOE1_CHUNK - 1) / MOE1_CHUNK;
 #pragma omp parallel for schedule(dynamic, 1) if (par)
-    for (int64_t it = 0; it < nh * cd; it++) {
-        const int64_t j = it / cd, e = hit[j], r0 = (it % cd) * MOE1_CHUNK;
-        const int64_t r1 = r0 + MOE1_CHUNK < D ? r0 + MOE1_CHUNK : D;
-        gb_gemv1_rows(h + j * F, F, (const char *)wd + (size_t)(e * D * F) * ed, fmt_d, r0, r1, ye + j * D + r0);
+    for (int64_t q = 0; q < n2; q++) {
+        const int64_t j = q / cd, r0 = (q % cd) * MOE1_CHUNK, r1 = r0 + MOE1_CHUNK < D ? r0 + MOE1_CHUNK : D;
+        gb_gemv1_rows(h + mat[j].hoff, mat[j].F, mat[j].d, mat[j].fd, r0, r1, ye + j * D + r0);
     }
-    for (int64_t j = 0; j < nh; j++) {
-        const float w = wt[start[hit[j]]], *src = ye + j * D;
+    for (int64_t j = 0; j < n; j++) {
+        const float w = mat[j].w, *src = ye + j * D;
         for (int64_t d = 0; d < D; d++) y[d] += w * src[d];
     }
     gb_ws_free(h);
     gb_ws_free(ye);
+    gb_ws_free(it1);
     return GB_OK;
 }
 
 int gb_moe_experts(const float *x, int64_t T, int64_t D, const int32_t *topk_idx, const float *topk_weight,
                    int64_t top_k, const void *w_gate, int fmt_gate, const void *w_up, int fmt_up,
-                   const void *w_down, int fmt_down, int64_t E, int64_t F, float *y, int64_t *counts) {
+                   const void *w_down, int fmt_down, int64_t E, int64_t F, const gb_shared_expert *shared,
+                   float *y, int64_t *counts) {
     const int eg = gb_weight_elem_bytes(fmt_gate), eu = gb_weight_elem_bytes(fmt_up), ed = gb_weight_elem_bytes(fmt_down);
     if (!eg || !eu || !ed)
         return gb_error(GB_ETYPE, "moe_experts: unsupported weight format (%d, %d, %d)", fmt_gate, fmt_up, fmt_down);
@@ -341,13 +371,14 @@ int gb_moe_experts(const float *x, int64_t T, int64_t D, const int32_t *topk_idx
         }
         gb_ws_free(fill);
     }
-    if (fmt_gate == fmt_up && T == 1 && maxn == 1) { /* decode, no expert named twice */
-        status = experts_decode(x, D, wt, start, counts, w_gate, w_up, w_down, fmt_gate, fmt_down, E, F, y);
+    if (fmt_gate == fmt_up && T == 1 && maxn == 1 && (!shared || shared->fmt_gate == shared->fmt_up)) {
+        /* decode, no expert named twice */
+        status = experts_decode(x, D, wt, start, counts, w_gate, w_up, w_down, fmt_gate, fmt_down, E, F, shared, y);
         goto done;
     }
     if (fmt_gate == fmt_up && maxn <= gb_linear_gemv_max_t()) {
         status = experts_tiled(x, D, tok, wt, start, counts, maxn, w_gate, w_up, w_down, fmt_gate, fmt_down, E, F, y);
-        goto done;
+        goto shared_add;
     }
     for (int64_t e = 0; e < E && status == GB_OK; e++) {
         const int64_t n = counts[e];
@@ -364,6 +395,19 @@ int gb_moe_experts(const float *x, int64_t T, int64_t D, const int32_t *topk_idx
             const float *src = ye + i * D, w = we[i];
             for (int64_t d = 0; d < D; d++) yr[d] += w * src[d];
         }
+    }
+shared_add:
+    if (status == GB_OK && shared) { /* after the routed experts, as the decode path adds it */
+        float *ys = (float *)gb_ws_malloc((size_t)(T * D) * sizeof(float));
+        if (!ys) {
+            status = gb_error(GB_ENOMEM, "moe_experts: out of memory for the shared expert");
+            goto done;
+        }
+        status = gb_swiglu(x, T, D, shared->gate, shared->fmt_gate, shared->up, shared->fmt_up, shared->down,
+                           shared->fmt_down, shared->F, ys);
+        if (status == GB_OK)
+            for (int64_t i = 0; i < T * D; i++) y[i] += ys[i];
+        gb_ws_free(ys);
     }
 done:
     gb_ws_free(start);

@@ -36,8 +36,20 @@ int gb_moe_route(const float *x, int64_t T, int64_t D, const float *w_router, in
  * register-tile kernels; otherwise one expert at a time through gb_swiglu (sgemm for big groups).
  * Contributions are added in ascending expert order (deterministic for any thread count).
  * counts[e] = number of (token, slot) pairs routed to e. Indices must lie in [0, E). */
+/* The shared expert(s) of a MoE block (GLM-4.7-Flash, DeepSeek-V2): one SwiGLU of width F over
+ * every token, gate/up [F, D] and down [D, F], added with weight 1 after the routed experts. */
+typedef struct {
+    const void *gate, *up, *down;
+    int fmt_gate, fmt_up, fmt_down;
+    int64_t F;
+} gb_shared_expert;
+
+/* shared may be NULL. Decode (T = 1, no expert named twice, gate/up in one format; shared gate/up
+ * in one format): every matrix, the shared expert's included, is one set of row-chunk work items
+ * in the same two parallel regions (no separate SwiGLU call and its two joins). */
 int gb_moe_experts(const float *x, int64_t T, int64_t D, const int32_t *topk_idx, const float *topk_weight,
                    int64_t top_k, const void *w_gate, int fmt_gate, const void *w_up, int fmt_up,
-                   const void *w_down, int fmt_down, int64_t E, int64_t F, float *y, int64_t *counts);
+                   const void *w_down, int fmt_down, int64_t E, int64_t F, const gb_shared_expert *shared,
+                   float *y, int64_t *counts);
 
 #endif

@@ -181,10 +181,14 @@ def moe(x: np.ndarray, router_weight: np.ndarray, w_gate: np.ndarray, w_up: np.n
     (moe_experts), plus the shared expert(s) if `shared` = (g[Fs, D], u[Fs, D], d[D, Fs]) (several
     shared experts are one SwiGLU of width n_shared * F, as HF stores them).
     -> (y[T, D] f32, counts[E] int64)."""
+    if shared is not None and not (isinstance(shared, (tuple, list)) and len(shared) == 3):
+        raise TypeError(f"`shared` must be None or a (w_gate, w_up, w_down) tuple, got {type(shared).__name__}")
     idx, w = moe_route(x, router_weight, **route_kwargs)
+    if shared is not None and all(isinstance(a, np.ndarray) for a in (w_gate, w_up, w_down, *shared)):
+        # the C core adds the shared expert after the routed ones; at decode it reads its matrices
+        # in the same parallel regions as the routed experts'
+        return _core.moe_experts(x, idx, w, w_gate, w_up, w_down, tuple(shared))
     y, counts = moe_experts(x, idx, w, w_gate, w_up, w_down)
     if shared is not None:
-        if not (isinstance(shared, (tuple, list)) and len(shared) == 3):
-            raise TypeError(f"`shared` must be None or a (w_gate, w_up, w_down) tuple, got {type(shared).__name__}")
         y += swiglu(x, *shared)
     return y, counts

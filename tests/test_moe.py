@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 
 import glmbench
+from glmbench import _core
 from glmbench import reference as ref
 
 EPS32 = float(np.finfo(np.float32).eps)
@@ -315,10 +316,13 @@ def test_experts_unrouted_and_repeated(rng):
             assert_moe_close(y1, ref.moe_experts(x[:1], i1, w1, g64, u64, d64)[0], F, D)
 
 
-def test_moe_with_shared_expert_glm_config(rng):
+@pytest.mark.parametrize("T,F,D", [(17, 16, 64), (1, 16, 64), (1, 160, 1100)])
+def test_moe_with_shared_expert_glm_config(rng, T, F, D):
     """The whole MoE block with GLM-4.7-Flash's router settings (64 experts, top-4, sigmoid +
-    bias, scaling 1.8, one shared expert), at reduced widths."""
-    T, E, F, D = 17, 64, 16, 64
+    bias, scaling 1.8, one shared expert), at reduced widths. T = 1 is decode, where the shared
+    expert's matrices are work items next to the routed experts' (rows of 1100: the two-stream
+    kernels, odd chunk counts)."""
+    E = 64
     x = rng.standard_normal((T, D)).astype(np.float32)
     wr = (rng.standard_normal((E, D)) / 8).astype(np.float32)
     bias = (rng.standard_normal(E) * 0.01).astype(np.float32)
@@ -346,6 +350,26 @@ def test_experts_strided_inputs(rng):
     ry, rcounts = ref.moe_experts(x, idx, w, g64, u64, d64)
     np.testing.assert_array_equal(counts, rcounts)
     assert_moe_close(y, ry, F, D)
+
+
+def test_moe_shared_bad_input(rng):
+    E, F, D = 4, 6, 8
+    x = np.ones((1, D), np.float32)
+    (g, u, d), _ = make_experts(rng, E, F, D, "bf16")
+    idx, w = np.array([[0, 2]], np.int32), np.ones((1, 2), np.float32)
+    sg, sd = np.ones((5, D), np.float32), np.ones((D, 5), np.float32)
+    with pytest.raises(ValueError, match=r"shared w_down.*axis 1 must be 5"):
+        _core.moe_experts(x, idx, w, g, u, d, (sg, sg, np.ones((D, 4), np.float32)))
+    with pytest.raises(ValueError, match=r"shared w_gate.*axis 1 must be 8"):
+        _core.moe_experts(x, idx, w, g, u, d, (np.ones((5, 7), np.float32), sg, sd))
+    with pytest.raises(TypeError, match=r"`shared` must be None or a tuple"):
+        _core.moe_experts(x, idx, w, g, u, d, [sg, sg, sd])
+    with pytest.raises(TypeError, match=r"`shared` must be None or a \(w_gate, w_up, w_down\) tuple"):
+        glmbench.moe(x, np.ones((E, D), np.float32), g, u, d, shared=(sg, sg), top_k=2)
+    # f32 gate with a bf16 up: not the fused decode path, same answer
+    y, _ = _core.moe_experts(x, idx, w, g, u, d, (sg, ref.to_bf16(sg), sd))
+    y2, _ = _core.moe_experts(x, idx, w, g, u, d)
+    np.testing.assert_allclose(y - y2, ref.swiglu(x, sg, ref.weight_f64(ref.to_bf16(sg)), sd), rtol=1e-5)
 
 
 def test_experts_bad_input(rng):
