@@ -35,6 +35,7 @@ from typing import Callable, Iterable, Mapping
 import numpy as np
 
 from . import ops as _ops
+from ._loader import _core
 
 __all__ = ["Model", "Layer", "build_layer", "random_weight", "to_format", "layer_kinds", "route_groups"]
 
@@ -176,12 +177,96 @@ class Layer:
             self._shared = ((weights[sh + "gate_proj.weight"], weights[sh + "up_proj.weight"],
                              weights[sh + "down_proj.weight"]) if sh + "gate_proj.weight" in weights else None)
         self.last_counts = None  # tokens per expert in the last MoE call (how many experts were read)
+        self._plan = None  # _core.layer_forward's capsule (False: forward_py runs)
 
     @property
     def nbytes(self) -> int:
         return int(sum(a.nbytes for a in self.w.values()))
 
     def forward(self, x, cache, cache_layer: int, positions, mla_strategy: str = "flash"):
+        """The layer on x[T, hidden] at positions[T], appending to `cache` layer `cache_layer`. Runs as
+        one C call (csrc/layer.c, `_core.layer_forward`) when every matrix is an ndarray and the
+        config has no sliding window; otherwise, and as the readable definition, `forward_py`."""
+        if mla_strategy not in MLA_STRATEGIES:
+            raise ValueError(f"`strategy` must be one of {', '.join(MLA_STRATEGIES)}, got {mla_strategy!r}")
+        plan = self._c_plan()
+        if plan is None:
+            return self.forward_py(x, cache, cache_layer, positions, mla_strategy)
+        if not isinstance(x, np.ndarray):
+            raise TypeError(f"`x` must be a numpy.ndarray, got {type(x).__name__}")
+        p = np.asarray(positions)
+        if p.dtype.kind not in "iu":
+            raise TypeError(f"`positions` must be integers, got {p.dtype}")
+        if getattr(cache, "kind", None) != self.cfg.attention:
+            raise ValueError(f"`cache` must be a {self.cfg.attention.upper()} KVCache, got {cache!r}")
+        y, counts = _core.layer_forward(plan, x, cache, int(cache_layer), p.astype(np.int64, copy=False),
+                                        MLA_STRATEGIES.index(mla_strategy))
+        if self.kind == "moe":
+            self.last_counts = counts
+        return y
+
+    def _c_plan(self):
+        """The capsule `_core.layer_forward` runs (built on first use), or None where forward_py must
+        run: quantized matrices (quant.QTensor), sliding-window attention, a tensor missing."""
+        if self._plan is None:
+            self._plan = False
+            try:
+                spec = self._c_spec()
+            except KeyError:
+                spec = None  # forward_py names the missing tensor
+            if spec is not None:
+                self._plan = _core.layer_plan(spec)
+        return self._plan or None
+
+    def _c_spec(self) -> dict | None:
+        cfg, w, a = self.cfg, self.w, self.attn
+        if getattr(cfg, "sliding_window", None) or not all(isinstance(v, np.ndarray) for v in w.values()):
+            return None
+        from .attention import _hf_deinterleaves
+        mla = cfg.attention == "mla"
+        s = dict(attention=int(mla), D=int(cfg.hidden_size), eps=float(cfg.rms_norm_eps),
+                 ln_in=w["input_layernorm.weight"], ln_post=w["post_attention_layernorm.weight"],
+                 theta=float(cfg.rope_theta), attn_factor=float(cfg.rope_attention_factor()),
+                 scale=float(cfg.softmax_scale or 0.0), rope_layout=_ops._ROPE_LAYOUTS[cfg.rope_layout],
+                 inv_freq=cfg.rope_inv_freq(), wo=a["o_proj.weight"], bo=a.get("o_proj.bias"))
+        if mla:
+            s.update(rot_dim=int(cfg.qk_rope_head_dim), H=int(cfg.n_heads), Dn=int(cfg.qk_nope_head_dim),
+                     Dr=int(cfg.qk_rope_head_dim), Dvm=int(cfg.v_head_dim), R=int(cfg.kv_lora_rank),
+                     QL=int(cfg.q_lora_rank or 0), latent_eps=float(getattr(cfg, "latent_norm_eps", 1e-6)),
+                     deinterleave=int(_hf_deinterleaves(cfg)), kv_a=a["kv_a_proj_with_mqa.weight"],
+                     kv_a_bias=a.get("kv_a_proj_with_mqa.bias"), kv_a_ln=a["kv_a_layernorm.weight"],
+                     kv_b=a["kv_b_proj.weight"])
+            if cfg.q_lora_rank:
+                s.update(q_a=a["q_a_proj.weight"], q_b=a["q_b_proj.weight"], q_a_bias=a.get("q_a_proj.bias"),
+                         q_a_ln=a["q_a_layernorm.weight"])
+            else:
+                s.update(q_proj=a["q_proj.weight"])
+        else:
+            s.update(rot_dim=int(cfg.rope_dim), Hq=int(cfg.n_heads), Hkv=int(cfg.n_kv_heads), Dh=int(cfg.head_dim),
+                     Dv=int(cfg.v_head_dim or cfg.head_dim), wq=a["q_proj.weight"], wk=a["k_proj.weight"],
+                     wv=a["v_proj.weight"], bq=a.get("q_proj.bias"), bk=a.get("k_proj.bias"),
+                     bv=a.get("v_proj.bias"))
+            if cfg.qk_norm:
+                s.update(q_norm=a["q_norm.weight"], k_norm=a["k_norm.weight"])
+        if self.kind == "dense":
+            g = w["mlp.gate_proj.weight"]
+            s.update(moe=0, F=int(g.shape[0]), gate=g, up=w["mlp.up_proj.weight"], down=w["mlp.down_proj.weight"])
+        else:
+            r = self._route
+            eg = w["mlp.experts.gate_proj"]
+            gs = r["group_score"] or ("max" if r["scoring"] == "softmax" else "top2_sum")
+            s.update(moe=1, router=w["mlp.gate.weight"], rbias=r["bias"], E=int(eg.shape[0]), Fe=int(eg.shape[1]),
+                     eg=eg, eu=w["mlp.experts.up_proj"], ed=w["mlp.experts.down_proj"], top_k=r["top_k"],
+                     scoring=_ops._SCORING[r["scoring"]], n_group=int(r["n_group"]), topk_group=int(r["topk_group"]),
+                     group_score=_ops._GROUP_SCORE[gs], norm_topk=int(r["norm_topk_prob"]),
+                     rscale=float(r["routed_scaling_factor"]), has_shared=int(self._shared is not None))
+            if self._shared is not None:
+                sg, su, sd = self._shared
+                s.update(Fs=int(sg.shape[0]), sg=sg, su=su, sd=sd)
+        return s
+
+    def forward_py(self, x, cache, cache_layer: int, positions, mla_strategy: str = "flash"):
+        """The layer as a sequence of Python-level op calls (the definition layer.c follows)."""
         cfg, w = self.cfg, self.w
         eps = float(cfg.rms_norm_eps)
         h = _ops.rms_norm(x, w["input_layernorm.weight"], eps)

@@ -1,0 +1,316 @@
+/* bind_layer.c: Python bindings for layer.c.
+ *
+ *   layer_plan(spec: dict) -> capsule    every array and size of one layer, checked once
+ *   layer_forward(plan, x[T, D] f32, cache, layer, positions[T] int64, strategy=2)
+ *       -> (y[T, D] f32, counts[E] int64 or None)
+ *
+ * glmbench/model.py builds the spec (Layer._c_plan); the capsule keeps a reference to every array
+ * it points into, so the weights live as long as the plan. */
+#include "bind.h"
+#include "layer.h"
+
+extern gb_kvcache *gb_kvcache_from_py(PyObject *obj, const char *name); /* bind_kvcache.c */
+
+#define PLAN_NAME "glmbench.layer_plan"
+#define MAX_REFS 48
+
+typedef struct {
+    gb_layer L;
+    PyObject *refs[MAX_REFS];
+    int nrefs;
+} plan_t;
+
+static const int wtypes[] = {NPY_FLOAT32, NPY_FLOAT16, NPY_UINT16, -1};
+
+static void plan_free(PyObject *cap) {
+    plan_t *p = (plan_t *)PyCapsule_GetPointer(cap, PLAN_NAME);
+    if (!p) return;
+    for (int i = 0; i < p->nrefs; i++) Py_XDECREF(p->refs[i]);
+    PyMem_Free(p);
+}
+
+static int get_i64(PyObject *d, const char *key, int64_t *out) {
+    PyObject *v = PyDict_GetItemString(d, key);
+    if (!v) {
+        PyErr_Format(PyExc_KeyError, "layer spec lacks %s", key);
+        return -1;
+    }
+    long long x = PyLong_AsLongLong(v);
+    if (x == -1 && PyErr_Occurred()) return -1;
+    *out = (int64_t)x;
+    return 0;
+}
+
+static int get_f64(PyObject *d, const char *key, double *out) {
+    PyObject *v = PyDict_GetItemString(d, key);
+    if (!v) {
+        PyErr_Format(PyExc_KeyError, "layer spec lacks %s", key);
+        return -1;
+    }
+    double x = PyFloat_AsDouble(v);
+    if (x == -1.0 && PyErr_Occurred()) return -1;
+    *out = x;
+    return 0;
+}
+
+/* spec[key] as a C-contiguous array of one of `types` (or float32 when types is NULL) with the
+ * given dims (dims[i] < 0: any); absent or None -> *out = NULL when optional. */
+static int get_arr(plan_t *p, PyObject *d, const char *key, const int *types, int ndim, const npy_intp *dims,
+                   int optional, const void **out, int *fmt) {
+    PyObject *v = PyDict_GetItemString(d, key);
+    *out = NULL;
+    if (!v || v == Py_None) {
+        if (optional) return 0;
+        PyErr_Format(PyExc_KeyError, "layer spec lacks %s", key);
+        return -1;
+    }
+    PyArrayObject *a = types ? gb_array_any(v, key, types, ndim, GB_COPY) : gb_array(v, key, NPY_FLOAT32, ndim, GB_COPY);
+    if (!a) return -1;
+    for (int i = 0; i < ndim; i++)
+        if (dims[i] >= 0 && gb_check_dim(a, key, i, dims[i], "the layer's config") < 0) {
+            Py_DECREF(a);
+            return -1;
+        }
+    if (p->nrefs >= MAX_REFS) {
+        Py_DECREF(a);
+        PyErr_SetString(PyExc_RuntimeError, "layer_plan: too many arrays");
+        return -1;
+    }
+    p->refs[p->nrefs++] = (PyObject *)a;
+    *out = PyArray_DATA(a);
+    if (fmt) *fmt = PyArray_TYPE(a) == NPY_FLOAT16 ? GB_F16 : PyArray_TYPE(a) == NPY_UINT16 ? GB_BF16 : GB_F32;
+    return 0;
+}
+
+#define I64(key, dst) do { if (get_i64(spec, key, &(dst)) < 0) goto fail; } while (0)
+#define F64(key, dst) do { if (get_f64(spec, key, &(dst)) < 0) goto fail; } while (0)
+#define W2(key, m, n0, n1) do { npy_intp dd[2] = {n0, n1}; \
+        if (get_arr(p, spec, key, wtypes, 2, dd, 0, &(m).p, &(m).fmt) < 0) goto fail; } while (0)
+#define W2OPT(key, m, n0, n1) do { npy_intp dd[2] = {n0, n1}; \
+        if (get_arr(p, spec, key, wtypes, 2, dd, 1, &(m).p, &(m).fmt) < 0) goto fail; } while (0)
+#define W3(key, m, n0, n1, n2) do { npy_intp dd[3] = {n0, n1, n2}; \
+        if (get_arr(p, spec, key, wtypes, 3, dd, 0, &(m).p, &(m).fmt) < 0) goto fail; } while (0)
+#define V1(key, dst, n, opt) do { npy_intp dd[1] = {n}; const void *pp_; \
+        if (get_arr(p, spec, key, NULL, 1, dd, opt, &pp_, NULL) < 0) goto fail; \
+        (dst) = (const float *)pp_; } while (0)
+
+static PyObject *py_layer_plan(PyObject *self, PyObject *args) {
+    PyObject *spec;
+    if (!PyArg_ParseTuple(args, "O!:layer_plan", &PyDict_Type, &spec)) return NULL;
+    plan_t *p = (plan_t *)PyMem_Calloc(1, sizeof(plan_t));
+    if (!p) return PyErr_NoMemory();
+    gb_layer *L = &p->L;
+    int64_t att, moe, layout, deint, gs, norm, scoring, has_shared;
+    double eps, theta, af, scale, leps, rscale;
+    I64("attention", att);
+    I64("D", L->D);
+    F64("eps", eps);
+    F64("theta", theta);
+    F64("attn_factor", af);
+    F64("scale", scale);
+    I64("rot_dim", L->rot_dim);
+    I64("rope_layout", layout);
+    L->attention = (int)att;
+    L->eps = (float)eps;
+    L->theta = theta;
+    L->attn_factor = af;
+    L->scale = (float)scale;
+    L->rope_layout = (int)layout;
+    const int64_t D = L->D;
+    V1("ln_in", L->ln_in, D, 0);
+    V1("ln_post", L->ln_post, D, 0);
+    {
+        PyObject *v = PyDict_GetItemString(spec, "inv_freq");
+        if (v && v != Py_None) {
+            PyArrayObject *a = gb_array(v, "inv_freq", NPY_FLOAT64, 1, GB_COPY);
+            if (!a) goto fail;
+            if (gb_check_dim(a, "inv_freq", 0, L->rot_dim / 2, "rot_dim / 2") < 0) {
+                Py_DECREF(a);
+                goto fail;
+            }
+            p->refs[p->nrefs++] = (PyObject *)a;
+            L->inv_freq = (const double *)PyArray_DATA(a);
+        }
+    }
+    if (att == GB_LAYER_MLA) {
+        I64("H", L->H);
+        I64("Dn", L->Dn);
+        I64("Dr", L->Dr);
+        I64("Dvm", L->Dvm);
+        I64("R", L->R);
+        I64("QL", L->QL);
+        F64("latent_eps", leps);
+        I64("deinterleave", deint);
+        L->latent_eps = (float)leps;
+        L->deinterleave = (int)deint;
+        const int64_t H = L->H, Dq = L->Dn + L->Dr;
+        if (L->QL) {
+            W2("q_a", L->q_a, L->QL, D);
+            W2("q_b", L->q_b, H * Dq, L->QL);
+            V1("q_a_bias", L->q_a_bias, L->QL, 1);
+            V1("q_a_ln", L->q_a_ln, L->QL, 0);
+        } else
+            W2("q_proj", L->q_proj, H * Dq, D);
+        W2("kv_a", L->kv_a, L->R + L->Dr, D);
+        V1("kv_a_bias", L->kv_a_bias, L->R + L->Dr, 1);
+        V1("kv_a_ln", L->kv_a_ln, L->R, 0);
+        W2("kv_b", L->kv_b, H * (L->Dn + L->Dvm), L->R);
+        W2("wo", L->wo, D, H * L->Dvm);
+        if (L->Dr % 2 || L->Dr > 4096) {
+            PyErr_Format(PyExc_ValueError, "layer spec: rope dims Dr=%lld must be even (and <= 4096)", (long long)L->Dr);
+            goto fail;
+        }
+    } else if (att == GB_LAYER_GQA) {
+        I64("Hq", L->Hq);
+        I64("Hkv", L->Hkv);
+        I64("Dh", L->Dh);
+        I64("Dv", L->Dv);
+        W2("wq", L->wq, L->Hq * L->Dh, D);
+        W2("wk", L->wk, L->Hkv * L->Dh, D);
+        W2("wv", L->wv, L->Hkv * L->Dv, D);
+        V1("bq", L->bq, L->Hq * L->Dh, 1);
+        V1("bk", L->bk, L->Hkv * L->Dh, 1);
+        V1("bv", L->bv, L->Hkv * L->Dv, 1);
+        V1("q_norm", L->q_norm, L->Dh, 1);
+        V1("k_norm", L->k_norm, L->Dh, 1);
+        W2("wo", L->wo, D, L->Hq * L->Dv);
+        if (L->Hkv < 1 || L->Hq % L->Hkv) {
+            PyErr_Format(PyExc_ValueError, "layer spec: Hq=%lld is not a multiple of Hkv=%lld", (long long)L->Hq,
+                         (long long)L->Hkv);
+            goto fail;
+        }
+    } else {
+        PyErr_Format(PyExc_ValueError, "layer spec: attention must be 0 (gqa) or 1 (mla), got %lld", (long long)att);
+        goto fail;
+    }
+    V1("bo", L->bo, D, 1);
+    I64("moe", moe);
+    L->moe = (int)moe;
+    if (moe) {
+        I64("E", L->E);
+        I64("Fe", L->Fe);
+        I64("top_k", L->top_k);
+        I64("scoring", scoring);
+        I64("n_group", L->n_group);
+        I64("topk_group", L->topk_group);
+        I64("group_score", gs);
+        I64("norm_topk", norm);
+        F64("rscale", rscale);
+        I64("has_shared", has_shared);
+        L->scoring = (int)scoring;
+        L->group_score = (int)gs;
+        L->norm_topk = (int)norm;
+        L->rscale = rscale;
+        L->has_shared = (int)has_shared;
+        {
+            npy_intp dd[2] = {L->E, D};
+            const void *pp_;
+            if (get_arr(p, spec, "router", NULL, 2, dd, 0, &pp_, NULL) < 0) goto fail;
+            L->router = (const float *)pp_;
+        }
+        V1("rbias", L->rbias, L->E, 1);
+        W3("eg", L->eg, L->E, L->Fe, D);
+        W3("eu", L->eu, L->E, L->Fe, D);
+        W3("ed", L->ed, L->E, D, L->Fe);
+        if (L->eg.fmt != L->eu.fmt) {
+            PyErr_SetString(PyExc_ValueError, "layer spec: routed gate and up weights must share a format");
+            goto fail;
+        }
+        if (L->has_shared) {
+            gb_wmat sg, su, sd;
+            int64_t Fs;
+            I64("Fs", Fs);
+            W2("sg", sg, Fs, D);
+            W2("su", su, Fs, D);
+            W2("sd", sd, D, Fs);
+            L->shared = (gb_shared_expert){sg.p, su.p, sd.p, sg.fmt, su.fmt, sd.fmt, Fs};
+        }
+        if (L->top_k < 1 || L->top_k > L->E) {
+            PyErr_Format(PyExc_ValueError, "layer spec: top_k=%lld must be in [1, E=%lld]", (long long)L->top_k,
+                         (long long)L->E);
+            goto fail;
+        }
+    } else {
+        I64("F", L->F);
+        W2("gate", L->gate, L->F, D);
+        W2("up", L->up, L->F, D);
+        W2("down", L->down, D, L->F);
+    }
+    PyObject *cap = PyCapsule_New(p, PLAN_NAME, plan_free);
+    if (!cap) goto fail;
+    return cap;
+fail:
+    for (int i = 0; i < p->nrefs; i++) Py_XDECREF(p->refs[i]);
+    PyMem_Free(p);
+    return NULL;
+}
+
+static PyObject *py_layer_forward(PyObject *self, PyObject *args) {
+    PyObject *cap, *xo, *co, *po;
+    long long layer;
+    int strategy = 2;
+    if (!PyArg_ParseTuple(args, "OOOLO|i:layer_forward", &cap, &xo, &co, &layer, &po, &strategy)) return NULL;
+    plan_t *p = (plan_t *)PyCapsule_GetPointer(cap, PLAN_NAME);
+    if (!p) return NULL;
+    const gb_layer *L = &p->L;
+    gb_kvcache *c = gb_kvcache_from_py(co, "cache");
+    if (!c) return NULL;
+    PyArrayObject *x = NULL, *pos = NULL, *y = NULL, *cnt = NULL;
+    PyObject *ret = NULL;
+    if (!(x = gb_array(xo, "x", NPY_FLOAT32, 2, GB_COPY))) goto done;
+    if (gb_check_dim(x, "x", 1, L->D, "hidden_size")) goto done;
+    const npy_intp T = PyArray_DIM(x, 0);
+    if (!(pos = gb_array(po, "positions", NPY_INT64, 1, GB_COPY))) goto done;
+    if (gb_check_dim(pos, "positions", 0, T, "x.shape[0] (tokens)")) goto done;
+    if (gb_check_finite(x, "x") < 0) goto done;
+    if (layer < 0 || layer >= c->n_layers) {
+        PyErr_Format(PyExc_ValueError, "`layer`=%lld is out of range for a cache of %lld layers", layer,
+                     (long long)c->n_layers);
+        goto done;
+    }
+    const int mla = L->attention == GB_LAYER_MLA;
+    if (mla ? (c->kind != GB_KV_MLA || c->dk != L->R || c->dv != L->Dr)
+            : (c->kind != GB_KV_GQA || c->n_heads != L->Hkv || c->dk != L->Dh || c->dv != L->Dv)) {
+        PyErr_Format(PyExc_ValueError, "`cache` (%s, %lld heads of %lld/%lld dims) does not match the layer (%s)",
+                     c->kind == GB_KV_MLA ? "mla" : "gqa", (long long)c->n_heads, (long long)c->dk, (long long)c->dv,
+                     mla ? "mla" : "gqa");
+        goto done;
+    }
+    if (c->len[layer] + T > c->capacity) {
+        PyErr_Format(PyExc_ValueError, "KV cache full: layer %lld holds %lld of %lld tokens, cannot append %lld", layer,
+                     (long long)c->len[layer], (long long)c->capacity, (long long)T);
+        goto done;
+    }
+    if (strategy < 0 || strategy > 2) {
+        PyErr_Format(PyExc_ValueError, "`strategy` must be 0 (naive), 1 (absorbed) or 2 (flash), got %d", strategy);
+        goto done;
+    }
+    npy_intp yd[2] = {T, L->D}, cd[1] = {L->moe ? L->E : 0};
+    if (!(y = gb_new_f32(2, yd))) goto done;
+    if (L->moe && !(cnt = (PyArrayObject *)PyArray_ZEROS(1, cd, NPY_INT64, 0))) goto done;
+    int st;
+    Py_BEGIN_ALLOW_THREADS
+    st = gb_layer_forward(L, c, layer, (const float *)PyArray_DATA(x), T, (const int64_t *)PyArray_DATA(pos), strategy,
+                          (float *)PyArray_DATA(y), cnt ? (int64_t *)PyArray_DATA(cnt) : NULL);
+    Py_END_ALLOW_THREADS
+    if (st != GB_OK) {
+        gb_raise_status(st);
+        goto done;
+    }
+    ret = Py_BuildValue("(OO)", y, cnt ? (PyObject *)cnt : Py_None);
+done:
+    Py_XDECREF(x);
+    Py_XDECREF(pos);
+    Py_XDECREF(y);
+    Py_XDECREF(cnt);
+    return ret;
+}
+
+PyMethodDef gb_layer_methods[] = {
+    {"layer_plan", py_layer_plan, METH_VARARGS,
+     "layer_plan(spec: dict) -> capsule: one decoder layer's arrays and sizes, checked once "
+     "(glmbench.model.Layer builds the spec)."},
+    {"layer_forward", py_layer_forward, METH_VARARGS,
+     "layer_forward(plan, x[T, D] f32, cache, layer, positions[T] int64, strategy=2) -> (y[T, D] f32, "
+     "counts[E] int64 | None): the whole layer in one call, appending to the cache."},
+    {NULL, NULL, 0, NULL}};

@@ -1,0 +1,175 @@
+/* layer.c: one decoder layer in one call (see layer.h). Each step names the Python line of
+ * glmbench/model.py / attention.py / ops.py it mirrors; the kernels are the same ones. */
+#include "layer.h"
+
+#include <string.h>
+
+#include "attention_gqa.h"
+#include "attention_mla.h"
+#include "common.h"
+#include "linear.h"
+#include "norm.h"
+#include "rope.h"
+
+/* The rotated rope dims of rows [n][Dr] rewritten evens then odds (HF glm4_moe_lite). */
+static void deinterleave_rows(float *a, int64_t n, int64_t Dr) {
+    float tmp[Dr];
+    for (int64_t r = 0; r < n; r++) {
+        float *p = a + r * Dr;
+        for (int64_t i = 0; i < Dr / 2; i++) {
+            tmp[i] = p[2 * i];
+            tmp[Dr / 2 + i] = p[2 * i + 1];
+        }
+        memcpy(p, tmp, (size_t)Dr * sizeof(float));
+    }
+}
+
+/* dst[r][0, w) = src[r][off, off + w) for n rows of stride ld. */
+static void take_cols(float *dst, const float *src, int64_t n, int64_t ld, int64_t off, int64_t w) {
+    for (int64_t r = 0; r < n; r++) memcpy(dst + r * w, src + r * ld + off, (size_t)w * sizeof(float));
+}
+
+/* attention.mla_block: h (already input_layernorm-ed) -> a[T, D] */
+static int mla_block(const gb_layer *L, gb_kvcache *c, int64_t layer, const float *h, int64_t T, const int64_t *pos,
+                     int strategy, float *a) {
+    const int64_t H = L->H, Dn = L->Dn, Dr = L->Dr, Dq = Dn + Dr, R = L->R, D = L->D;
+    float *q = (float *)gb_ws_malloc((size_t)(T * H * Dq) * sizeof(float));
+    float *qa = L->QL ? (float *)gb_ws_malloc((size_t)(T * L->QL) * sizeof(float)) : NULL;
+    float *ckv = (float *)gb_ws_malloc((size_t)(T * (R + Dr)) * sizeof(float));
+    float *lat = (float *)gb_ws_malloc((size_t)(T * R) * sizeof(float));
+    float *kr = (float *)gb_ws_malloc((size_t)(T * Dr) * sizeof(float));
+    float *kr2 = (float *)gb_ws_malloc((size_t)(T * Dr) * sizeof(float));
+    float *qn = (float *)gb_ws_malloc((size_t)(T * H * Dn) * sizeof(float));
+    float *qr = (float *)gb_ws_malloc((size_t)(T * H * Dr) * sizeof(float));
+    float *qr2 = (float *)gb_ws_malloc((size_t)(T * H * Dr) * sizeof(float));
+    float *o = (float *)gb_ws_malloc((size_t)(T * H * L->Dvm) * sizeof(float));
+    int st = GB_OK;
+    if (!q || (L->QL && !qa) || !ckv || !lat || !kr || !kr2 || !qn || !qr || !qr2 || !o) {
+        st = gb_error(GB_ENOMEM, "layer: out of memory for the MLA scratch");
+        goto done;
+    }
+    /* q = q_b(RMSNorm(q_a x)) or q_proj x */
+    if (L->QL) {
+        if ((st = gb_linear(h, T, D, L->q_a.p, L->q_a.fmt, L->QL, L->q_a_bias, qa))) goto done;
+        if ((st = gb_rms_norm(qa, L->q_a_ln, qa, T, L->QL, L->latent_eps))) goto done;
+        if ((st = gb_linear(qa, T, L->QL, L->q_b.p, L->q_b.fmt, H * Dq, NULL, q))) goto done;
+    } else if ((st = gb_linear(h, T, D, L->q_proj.p, L->q_proj.fmt, H * Dq, NULL, q))) goto done;
+    /* [c, k_rope] = kv_a x; latent = kv_a_layernorm(c) */
+    if ((st = gb_linear(h, T, D, L->kv_a.p, L->kv_a.fmt, R + Dr, L->kv_a_bias, ckv))) goto done;
+    take_cols(lat, ckv, T, R + Dr, 0, R);
+    if ((st = gb_rms_norm(lat, L->kv_a_ln, lat, T, R, L->latent_eps))) goto done;
+    /* rope on q's last Dr dims and on k_rope */
+    take_cols(qr, q, T * H, Dq, Dn, Dr);
+    take_cols(qn, q, T * H, Dq, 0, Dn);
+    if ((st = gb_rope(qr, qr2, pos, T, H, Dr, L->theta, Dr, 0, L->rope_layout, L->inv_freq, L->attn_factor))) goto done;
+    take_cols(kr, ckv, T, R + Dr, R, Dr);
+    if ((st = gb_rope(kr, kr2, pos, T, 1, Dr, L->theta, Dr, 0, L->rope_layout, L->inv_freq, L->attn_factor))) goto done;
+    if (L->deinterleave) {
+        deinterleave_rows(qr2, T * H, Dr);
+        deinterleave_rows(kr2, T, Dr);
+    }
+    if ((st = gb_kvcache_append(c, layer, lat, kr2, T))) goto done;
+    if ((st = gb_mla_attention(c, layer, qn, qr2, T, H, Dn, L->Dvm, L->kv_b.p, L->kv_b.fmt, L->scale, strategy, 0, o)))
+        goto done;
+    st = gb_linear(o, T, H * L->Dvm, L->wo.p, L->wo.fmt, D, L->bo, a);
+done:
+    gb_ws_free(q);
+    gb_ws_free(qa);
+    gb_ws_free(ckv);
+    gb_ws_free(lat);
+    gb_ws_free(kr);
+    gb_ws_free(kr2);
+    gb_ws_free(qn);
+    gb_ws_free(qr);
+    gb_ws_free(qr2);
+    gb_ws_free(o);
+    return st;
+}
+
+/* attention.gqa_block: h -> a[T, D] */
+static int gqa_block(const gb_layer *L, gb_kvcache *c, int64_t layer, const float *h, int64_t T, const int64_t *pos,
+                     float *a) {
+    const int64_t Hq = L->Hq, Hkv = L->Hkv, Dh = L->Dh, Dv = L->Dv, D = L->D;
+    float *q = (float *)gb_ws_malloc((size_t)(T * Hq * Dh) * sizeof(float));
+    float *k = (float *)gb_ws_malloc((size_t)(T * Hkv * Dh) * sizeof(float));
+    float *v = (float *)gb_ws_malloc((size_t)(T * Hkv * Dv) * sizeof(float));
+    float *q2 = (float *)gb_ws_malloc((size_t)(T * Hq * Dh) * sizeof(float));
+    float *k2 = (float *)gb_ws_malloc((size_t)(T * Hkv * Dh) * sizeof(float));
+    float *o = (float *)gb_ws_malloc((size_t)(T * Hq * Dv) * sizeof(float));
+    int st = GB_OK;
+    if (!q || !k || !v || !q2 || !k2 || !o) {
+        st = gb_error(GB_ENOMEM, "layer: out of memory for the GQA scratch");
+        goto done;
+    }
+    if ((st = gb_linear(h, T, D, L->wq.p, L->wq.fmt, Hq * Dh, L->bq, q))) goto done;
+    if ((st = gb_linear(h, T, D, L->wk.p, L->wk.fmt, Hkv * Dh, L->bk, k))) goto done;
+    if ((st = gb_linear(h, T, D, L->wv.p, L->wv.fmt, Hkv * Dv, L->bv, v))) goto done;
+    if (L->q_norm && (st = gb_rms_norm(q, L->q_norm, q, T * Hq, Dh, L->eps))) goto done;
+    if (L->k_norm && (st = gb_rms_norm(k, L->k_norm, k, T * Hkv, Dh, L->eps))) goto done;
+    if ((st = gb_rope(q, q2, pos, T, Hq, Dh, L->theta, L->rot_dim, 0, L->rope_layout, L->inv_freq, L->attn_factor)))
+        goto done;
+    if ((st = gb_rope(k, k2, pos, T, Hkv, Dh, L->theta, L->rot_dim, 0, L->rope_layout, L->inv_freq, L->attn_factor)))
+        goto done;
+    if ((st = gb_kvcache_append(c, layer, k2, v, T))) goto done;
+    if ((st = gb_gqa_attention(c, layer, q2, T, Hq, L->scale, 0, o))) goto done;
+    st = gb_linear(o, T, Hq * Dv, L->wo.p, L->wo.fmt, D, L->bo, a);
+done:
+    gb_ws_free(q);
+    gb_ws_free(k);
+    gb_ws_free(v);
+    gb_ws_free(q2);
+    gb_ws_free(k2);
+    gb_ws_free(o);
+    return st;
+}
+
+/* ops.moe: route, then the routed and shared experts -> m[T, D] */
+static int moe_block(const gb_layer *L, const float *h, int64_t T, float *m, int64_t *counts) {
+    int32_t *idx = (int32_t *)gb_ws_malloc((size_t)(T * L->top_k) * sizeof(int32_t));
+    float *wt = (float *)gb_ws_malloc((size_t)(T * L->top_k) * sizeof(float));
+    int64_t *cnt = counts ? counts : (int64_t *)gb_ws_malloc((size_t)L->E * sizeof(int64_t));
+    int st = GB_OK;
+    if (!idx || !wt || !cnt) {
+        st = gb_error(GB_ENOMEM, "layer: out of memory for the router's output");
+        goto done;
+    }
+    if ((st = gb_moe_route(h, T, L->D, L->router, L->E, L->top_k, L->scoring, L->rbias, L->n_group, L->topk_group,
+                           L->group_score, L->norm_topk, L->rscale, idx, wt)))
+        goto done;
+    st = gb_moe_experts(h, T, L->D, idx, wt, L->top_k, L->eg.p, L->eg.fmt, L->eu.p, L->eu.fmt, L->ed.p, L->ed.fmt, L->E,
+                        L->Fe, L->has_shared ? &L->shared : NULL, m, cnt);
+done:
+    gb_ws_free(idx);
+    gb_ws_free(wt);
+    if (!counts) gb_ws_free(cnt);
+    return st;
+}
+
+int gb_layer_forward(const gb_layer *L, gb_kvcache *c, int64_t layer, const float *x, int64_t T, const int64_t *pos,
+                     int mla_strategy, float *y, int64_t *counts) {
+    if (T <= 0) return T == 0 ? GB_OK : gb_error(GB_EVALUE, "layer: T=%ld must be >= 0", (long)T);
+    const int64_t D = L->D;
+    float *h = (float *)gb_ws_malloc((size_t)(T * D) * sizeof(float));
+    float *a = (float *)gb_ws_malloc((size_t)(T * D) * sizeof(float));
+    int st = GB_OK;
+    if (!h || !a) {
+        st = gb_error(GB_ENOMEM, "layer: out of memory for %ld x %ld activations", (long)T, (long)D);
+        goto done;
+    }
+    /* h = input_layernorm(x); x = x + attn(h) */
+    if ((st = gb_rms_norm(x, L->ln_in, h, T, D, L->eps))) goto done;
+    st = L->attention == GB_LAYER_MLA ? mla_block(L, c, layer, h, T, pos, mla_strategy, a)
+                                      : gqa_block(L, c, layer, h, T, pos, a);
+    if (st) goto done;
+    for (int64_t i = 0; i < T * D; i++) a[i] = x[i] + a[i];
+    /* h = post_attention_layernorm(x); y = x + mlp(h) */
+    if ((st = gb_rms_norm(a, L->ln_post, h, T, D, L->eps))) goto done;
+    if (L->moe) st = moe_block(L, h, T, y, counts);
+    else st = gb_swiglu(h, T, D, L->gate.p, L->gate.fmt, L->up.p, L->up.fmt, L->down.p, L->down.fmt, L->F, y);
+    if (st) goto done;
+    for (int64_t i = 0; i < T * D; i++) y[i] = a[i] + y[i];
+done:
+    gb_ws_free(h);
+    gb_ws_free(a);
+    return st;
+}

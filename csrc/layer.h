@@ -1,0 +1,75 @@
+/* layer.h: one whole decoder layer in one C call (the path of a token through a layer, without
+ * the Python interpreter between the kernels).
+ *
+ * glmbench/model.py's Layer.forward_py runs the same layer as a sequence of Python calls to the
+ * op kernels; it stays the readable definition (and the path for quantized weights). This file
+ * runs the same kernels in the same order with the same arithmetic, so both paths give the same
+ * numbers (tests/test_layer.py compares them). Why it exists: at decode every weight matrix is
+ * streamed from DRAM once, which evicts the interpreter's own working set from the caches, and
+ * each Python step after a stream then runs cold; measured at GLM-4.7-Flash's MoE layer (4K
+ * context, 2 threads) that glue cost ~230 us of a ~5.1 ms layer.
+ *
+ * Layer = x + MLP(RMSNorm_post(x + Attn(RMSNorm_in(x)))), attention MLA (GLM-4.7-Flash,
+ * DeepSeek-V2) or GQA (Qwen3, Llama, Mistral, Seed-OSS), MLP dense SwiGLU or MoE (router, routed
+ * experts, shared expert). */
+#ifndef GLMBENCH_LAYER_H
+#define GLMBENCH_LAYER_H
+#include <stdint.h>
+
+#include "kvcache.h"
+#include "moe.h"
+
+/* A weight matrix: data and format (GB_F32/GB_F16/GB_BF16); p == NULL: absent. */
+typedef struct {
+    const void *p;
+    int fmt;
+} gb_wmat;
+
+enum { GB_LAYER_GQA = 0, GB_LAYER_MLA = 1 };
+
+typedef struct {
+    int attention; /* GB_LAYER_GQA | GB_LAYER_MLA */
+    int64_t D;     /* hidden size */
+    float eps;     /* rms_norm_eps */
+    const float *ln_in, *ln_post;
+    /* rope (gb_rope's arguments); scale: the softmax scale (0: the kernel's default) */
+    double theta, attn_factor;
+    int64_t rot_dim;
+    int rope_layout;
+    const double *inv_freq; /* NULL: theta^(-2i/rot_dim) */
+    float scale;
+    /* GQA: q/k/v [Hq*Dh | Hkv*Dh | Hkv*Dv, D], optional biases, optional per-head q/k RMSNorm */
+    int64_t Hq, Hkv, Dh, Dv;
+    gb_wmat wq, wk, wv;
+    const float *bq, *bk, *bv, *q_norm, *k_norm;
+    /* MLA: QL = q_lora_rank (0: one q_proj [H*(Dn+Dr), D]); q_a [QL, D], q_b [H*(Dn+Dr), QL],
+     * kv_a [R+Dr, D], kv_b [H*(Dn+Dvm), R]; deinterleave: write the rotated rope dims evens then
+     * odds (HF glm4_moe_lite, see attention._hf_deinterleaves) */
+    int64_t H, Dn, Dr, Dvm, R, QL;
+    gb_wmat q_a, q_b, q_proj, kv_a, kv_b;
+    const float *q_a_bias, *kv_a_bias, *q_a_ln, *kv_a_ln;
+    float latent_eps;
+    int deinterleave;
+    /* o_proj [D, heads*Dv] */
+    gb_wmat wo;
+    const float *bo;
+    /* MLP: dense gate/up [F, D], down [D, F]; or MoE */
+    int moe;
+    int64_t F;
+    gb_wmat gate, up, down;
+    const float *router, *rbias; /* router [E, D] float32; rbias [E] or NULL */
+    int64_t E, Fe, top_k, n_group, topk_group;
+    int scoring, group_score, norm_topk;
+    double rscale;
+    gb_wmat eg, eu, ed; /* [E, Fe, D], [E, Fe, D], [E, D, Fe] */
+    int has_shared;
+    gb_shared_expert shared;
+} gb_layer;
+
+/* y[T, D] = the layer applied to x[T, D] at positions pos[T], appending the T tokens' keys to
+ * cache layer `layer` (kind and dims must match: the binding checks). counts[E] (MoE only, may be
+ * NULL) = (token, slot) pairs per expert. mla_strategy: GB_MLA_NAIVE/ABSORBED/FLASH. */
+int gb_layer_forward(const gb_layer *L, gb_kvcache *c, int64_t layer, const float *x, int64_t T, const int64_t *pos,
+                     int mla_strategy, float *y, int64_t *counts);
+
+#endif

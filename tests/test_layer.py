@@ -1,0 +1,118 @@
+"""The whole-layer C path (csrc/layer.c, Layer.forward) against the Python-level definition
+(Layer.forward_py) it follows: the same kernels in the same order, so the outputs, the expert
+counts and the cache contents must be identical, for every family and weight format."""
+import json
+
+import numpy as np
+import pytest
+
+from glmbench import _core, configs
+from glmbench import model as M
+from glmbench.kvcache import KVCache
+
+MLA_TINY = dict(hidden_size=64, num_attention_heads=4, num_key_value_heads=4, kv_lora_rank=32, qk_rope_head_dim=8,
+                qk_nope_head_dim=12, v_head_dim=16, intermediate_size=64, moe_intermediate_size=32,
+                n_routed_experts=8, num_experts_per_tok=2, vocab_size=64)
+GQA_TINY = dict(hidden_size=48, num_attention_heads=6, num_key_value_heads=2, head_dim=16, intermediate_size=64,
+                vocab_size=64, moe_intermediate_size=24, num_experts=8, num_experts_per_tok=2)
+
+
+def tiny(name, **over):
+    with open(configs.builtin_path(name)) as f:
+        hf = json.load(f)
+    if "kv_lora_rank" in hf:
+        hf.update(MLA_TINY)
+        if hf.get("q_lora_rank"):
+            hf["q_lora_rank"] = 48
+    else:
+        hf.update(GQA_TINY)
+    hf.update(num_hidden_layers=3, **over)
+    if "first_k_dense_replace" in hf:
+        hf["first_k_dense_replace"] = 1
+    return configs.load(hf)
+
+
+def make_cache(cfg, n, kv):
+    if cfg.attention == "mla":
+        return KVCache.mla(n, 32, cfg.kv_lora_rank, cfg.qk_rope_head_dim, dtype=kv, block_size=4)
+    return KVCache.gqa(n, 32, cfg.n_kv_heads, cfg.head_dim, cfg.v_head_dim or cfg.head_dim, dtype=kv, block_size=4)
+
+
+CASES = [("glm-4.7-flash", {}), ("deepseek-v2-lite", {}), ("qwen3-32b", {}), ("qwen3-30b-a3b", {}),
+         ("mistral-small-24b", {}), ("seed-oss-36b", {}),
+         ("glm-4.7-flash", {"attention_bias": True})]
+
+
+@pytest.mark.parametrize("name,over", CASES)
+@pytest.mark.parametrize("fmt,kv", [("f32", "f32"), ("bf16", "bf16")])
+def test_c_layer_equals_python_layer(rng, name, over, fmt, kv):
+    cfg = tiny(name, **over)
+    layers = [M.build_layer(cfg, i, fmt, seed=3) for i in range(cfg.n_layers)]
+    for L in layers:
+        if over.get("attention_bias"):  # biases the checkpoint would carry: q_a and kv_a
+            for k in ("q_a_proj", "kv_a_proj_with_mqa"):
+                n = L.attn[k + ".weight"].shape[0]
+                L.attn[k + ".bias"] = L.w[f"self_attn.{k}.bias"] = (0.1 * rng.standard_normal(n)).astype(np.float32)
+        assert L._c_plan() is not None, "every matrix is an ndarray: the C path must run"
+    strategies = M.MLA_STRATEGIES if cfg.attention == "mla" else ("flash",)
+    for strategy in strategies:
+        c_cache, py_cache = make_cache(cfg, len(layers), kv), make_cache(cfg, len(layers), kv)
+        x0 = rng.standard_normal((5, cfg.hidden_size)).astype(np.float32)
+        pos = 0
+        for T in (5, 1, 1):  # a prefill, then two decode steps
+            x = x0[:T].copy()
+            xc, xp = x, x
+            for j, L in enumerate(layers):
+                before = xc.copy()
+                out = L.forward(xc, c_cache, j, np.arange(pos, pos + T), strategy)
+                np.testing.assert_array_equal(xc, before)  # the input is not modified
+                xc, cc = out, L.last_counts
+                xp = L.forward_py(xp, py_cache, j, np.arange(pos, pos + T), strategy)
+                np.testing.assert_array_equal(xc, xp, err_msg=f"{name} {fmt} layer {j} T={T} {strategy}")
+                if L.kind == "moe":
+                    np.testing.assert_array_equal(cc, L.last_counts)
+            pos += T
+        for j in range(len(layers)):
+            for a, b in zip(c_cache.read(j), py_cache.read(j)):
+                np.testing.assert_array_equal(a, b)
+
+
+def test_quantized_layers_run_the_python_path():
+    cfg = tiny("glm-4.7-flash")
+    L = M.build_layer(cfg, 1, "q8_0", seed=0)
+    assert L._c_plan() is None
+    c = make_cache(cfg, 1, "f32")
+    y = L.forward(np.ones((1, cfg.hidden_size), np.float32), c, 0, [0])
+    assert y.shape == (1, cfg.hidden_size) and np.isfinite(y).all()
+
+
+def test_c_layer_bad_input(rng):
+    cfg = tiny("qwen3-32b")
+    L = M.build_layer(cfg, 0, "bf16", seed=0)
+    c = make_cache(cfg, 1, "bf16")
+    x = np.ones((2, cfg.hidden_size), np.float32)
+    with pytest.raises(ValueError, match=r"`x` must have shape|axis 1 must be 48"):
+        L.forward(np.ones((2, 47), np.float32), c, 0, [0, 1])
+    with pytest.raises(TypeError, match=r"`x` must be float32"):
+        L.forward(x.astype(np.float64), c, 0, [0, 1])
+    with pytest.raises(ValueError, match=r"NaN"):
+        L.forward(np.full_like(x, np.nan), c, 0, [0, 1])
+    with pytest.raises(ValueError, match=r"`positions`.*axis 0 must be 2"):
+        L.forward(x, c, 0, [0])
+    with pytest.raises(TypeError, match=r"`positions` must be integers"):
+        L.forward(x, c, 0, [0.0, 1.0])
+    with pytest.raises(ValueError, match=r"`layer`=3 is out of range"):
+        L.forward(x, c, 3, [0, 1])
+    with pytest.raises(ValueError, match=r"must be a GQA KVCache"):
+        L.forward(x, KVCache.mla(1, 8, 32, 8), 0, [0, 1])
+    with pytest.raises(ValueError, match=r"does not match the layer"):
+        L.forward(x, KVCache.gqa(1, 8, 3, 16), 0, [0, 1])
+    with pytest.raises(ValueError, match=r"`strategy` must be one of"):
+        L.forward(x, c, 0, [0, 1], "fast")
+    small = make_cache(cfg, 1, "bf16")
+    L.forward(np.ones((30, cfg.hidden_size), np.float32), small, 0, np.arange(30))
+    with pytest.raises(ValueError, match=r"KV cache full: layer 0 holds 30 of 32 tokens, cannot append 3"):
+        L.forward(np.ones((3, cfg.hidden_size), np.float32), small, 0, [30, 31, 32])
+    assert small.length(0) == 30
+    with pytest.raises(KeyError, match=r"layer spec lacks D"):
+        _core.layer_plan({"attention": 0})
