@@ -32,13 +32,14 @@ void gb_attn_tile(const float *q, int64_t nr, int64_t dk, const float *k, int64_
  *   qb[nr][dk] bf16 (scaled), k rows at k + j*ks, v rows at v + j*vs (bf16 elements, dv % 32 == 0);
  *   lim/m/l as gb_attn_tile; o[nr][dv] is kept in the kernel's pair-interleaved order (see
  *   gb_attn_bf16_unpermute): start it at 0, and unpermute after the last tile (or after combining
- *   splits, which works lane by lane); sbuf: nr * GB_ATTN_TILE floats + nr * GB_ATTN_TILE / 2 words.
+ *   splits, which works lane by lane); sbuf: nr * GB_ATTN_TILE floats + nr * GB_ATTN_TILE / 2 words;
+ *   pf (may be NULL): pf_bytes to prefetch (the next tile's rows), spread over the micro-kernels.
  * gb_attn_bf16_ok(): compiled in (AVX512_BF16) and not switched off by gb_attn_set_bf16(0). */
 int gb_attn_bf16_ok(void);
 void gb_attn_set_bf16(int on);
 void gb_attn_tile_bf16(const uint16_t *qb, int64_t nr, int64_t dk, const uint16_t *k, int64_t ks, const uint16_t *v,
                        int64_t vs, int64_t dv, int64_t nt, int64_t t0, const int64_t *lim, float *m, float *l,
-                       float *o, float *sbuf);
+                       float *o, float *sbuf, const void *pf, int64_t pf_bytes);
 /* Rows [0, nr) of o[nr][dv] from the bf16 tile's order back to natural order, in place. */
 void gb_attn_bf16_unpermute(float *o, int64_t nr, int64_t dv);
 /* float32 -> bf16 (round to nearest even), n elements. */

@@ -448,16 +448,28 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
                 int64_t n = t1 - t, inblk = bs - t % bs;
                 if (n > GB_ATTN_TILE) n = GB_ATTN_TILE;
                 if (n > inblk) n = inblk;
-                if (t + n < t1) { /* the next tile's rows, while this one computes */
+                const void *pf = NULL;
+                int64_t pf_bytes = 0;
+                if (t + n < t1) {
+                    /* the next tile's rows, while this one computes. The bf16 tile spreads these
+                     * prefetches over its micro-kernels: issued all at once they stall the core
+                     * on its few miss buffers, and the tiles ran as if the cache rows were not
+                     * prefetched at all. In-process A/B, GLM-4.7-Flash decode (cold kv_b and
+                     * cache): 1K 0.65 -> 0.63 ms, 4K 1.25-1.33 -> 1.13-1.20, 32K 5.7 -> 4.7. */
                     int64_t nn = t1 - t - n < GB_ATTN_TILE ? t1 - t - n : GB_ATTN_TILE, ib = bs - (t + n) % bs;
                     if (nn > ib) nn = ib;
-                    gb_attn_prefetch(gb_kvcache_k_ptr(c, layer, 0, t + n), nn * c->k_row_bytes);
+                    pf = gb_kvcache_k_ptr(c, layer, 0, t + n);
+                    pf_bytes = nn * c->k_row_bytes;
+                    if (!bf16) {
+                        gb_attn_prefetch(pf, pf_bytes);
+                        pf = NULL;
+                    }
                 }
                 /* one row serves as the key [c, k_rope] and, its first R, the value c */
                 if (bf16) {
                     const uint16_t *kr = (const uint16_t *)gb_kvcache_k_ptr(c, layer, 0, t);
                     const int64_t ks = c->k_row_bytes / 2;
-                    gb_attn_tile_bf16(qb + r0 * Dq, rn, Dq, kr, ks, kr, ks, R, n, t, lr, m, l, o, sbuf);
+                    gb_attn_tile_bf16(qb + r0 * Dq, rn, Dq, kr, ks, kr, ks, R, n, t, lr, m, l, o, sbuf, pf, pf_bytes);
                 } else {
                     const float *kr = gb_attn_rows(c->fmt, gb_kvcache_k_ptr(c, layer, 0, t), n * Dq, kbuf);
                     gb_attn_tile(qa + r0 * Dq, rn, Dq, kr, Dq, kr, Dq, R, n, t, lr, m, l, o, sbuf);
