@@ -167,7 +167,7 @@ ALWAYS_INLINE void dot2x2_avx512(const float *x, int64_t K, const void *w1, int6
  * only the order of the sums changes. The decode GEMV's compute per byte roughly halves, which
  * matters when the memory runs fast: L3-warm GEMVs ran at only ~1.7-2x the DRAM read rate with
  * ldw, so the arithmetic could not fully hide behind the loads. */
-#define PAIR_MAX_K 16384 /* x permuted on the stack: longer rows use ldw */
+#define PAIR_MAX_K 32768 /* x permuted on the stack (128 KB at most; Qwen3-32B down_proj rows are 25600): longer rows use ldw */
 
 /* xp[32b + j] = x[32b + 2j], xp[32b + 16 + j] = x[32b + 2j + 1] for j < 16; a tail of K % 32
  * copied as it is. */

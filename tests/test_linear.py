@@ -70,12 +70,12 @@ def test_linear_real_shapes(rng, fmt, N, K):
         assert_dot_close(glmbench.linear(x, w), x, w64)
 
 
-@pytest.mark.parametrize("N,K", [(7, 32), (9, 48), (70, 700), (130, 1040), (257, 2048), (33, 16385), (3, 17000)])
+@pytest.mark.parametrize("N,K", [(7, 32), (9, 48), (70, 700), (130, 1040), (257, 2048), (33, 16385), (3, 32769)])
 def test_linear_bf16_decode_pair_kernels(rng, N, K):
     # T = 1 bf16 reads 32 weights per load and splits them into even/odd halves (pair kernels);
     # the widening-load kernels stay behind _linear_set_pairs(False). Both are the float32 products
     # of the same weights: K % 32 tails, short rows (< 1024: one stream), halves with an odd row,
-    # and rows longer than the stack-permuted x allows (> 16384: widening loads).
+    # and rows longer than the stack-permuted x allows (> 32768: widening loads).
     if not _core._linear_has_avx512():
         pytest.skip("AVX-512 kernels not compiled in")
     w, w64 = make_weight((rng.standard_normal((N, K)) / np.sqrt(K)).astype(np.float32), "bf16")
