@@ -250,6 +250,53 @@ ALWAYS_INLINE void dotp2(const float *xp, int64_t K, const void *w1, int64_t o1,
     *y2 = _mm512_reduce_add_ps(_mm512_add_ps(b0, b1));
 }
 
+/* dotp1 for four rows side by side (four streams: rows from four far-apart places). Where rows are
+ * long (K >= QUAD_MIN_K), in-process A/B against the two-stream kernel, cold bf16 GEMVs, 2 threads:
+ * 2048x5120 32.2 -> 34.8, 33.4 -> 39.5 and 27.8 -> 30.0 GB/s, 8192x5120 37.3 -> 43.5 and
+ * 28.6 -> 29.8 (probes read 33-58 GB/s in those runs); rows of 2048: no difference. With the memory
+ * fast, two streams per core could not keep enough reads in flight. */
+#define QUAD_MIN_K 4096
+ALWAYS_INLINE void dotp4(const float *xp, int64_t K, const uint16_t *w0, const uint16_t *w1, const uint16_t *w2,
+                         const uint16_t *w3, float *y0, float *y1, float *y2, float *y3) {
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, b0 = a0, b1 = a0, c0 = a0, c1 = a0, d0 = a0, d1 = a0;
+    __m512 e, d;
+    int64_t k = 0;
+    for (; k + 32 <= K; k += 32) {
+        __m512 xe = _mm512_loadu_ps(xp + k), xo = _mm512_loadu_ps(xp + k + 16);
+        __asm__("" : "+v"(xe), "+v"(xo)); /* loaded once for the four rows */
+        ldpair(w0, k, &e, &d);
+        a0 = _mm512_fmadd_ps(e, xe, a0);
+        a1 = _mm512_fmadd_ps(d, xo, a1);
+        ldpair(w1, k, &e, &d);
+        b0 = _mm512_fmadd_ps(e, xe, b0);
+        b1 = _mm512_fmadd_ps(d, xo, b1);
+        ldpair(w2, k, &e, &d);
+        c0 = _mm512_fmadd_ps(e, xe, c0);
+        c1 = _mm512_fmadd_ps(d, xo, c1);
+        ldpair(w3, k, &e, &d);
+        d0 = _mm512_fmadd_ps(e, xe, d0);
+        d1 = _mm512_fmadd_ps(d, xo, d1);
+    }
+    a0 = pair_tail(xp, k, K, w0, 0, a0);
+    b0 = pair_tail(xp, k, K, w1, 0, b0);
+    c0 = pair_tail(xp, k, K, w2, 0, c0);
+    d0 = pair_tail(xp, k, K, w3, 0, d0);
+    *y0 = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
+    *y1 = _mm512_reduce_add_ps(_mm512_add_ps(b0, b1));
+    *y2 = _mm512_reduce_add_ps(_mm512_add_ps(c0, c1));
+    *y3 = _mm512_reduce_add_ps(_mm512_add_ps(d0, d1));
+}
+
+/* The decode GEMV's rows [r0, r1) for bf16 in four quarters read side by side. */
+ALWAYS_INLINE void gemvp_quarters(const float *xp, int64_t K, const void *w, int64_t r0, int64_t r1, float *y) {
+    const uint16_t *W = (const uint16_t *)w;
+    const int64_t q = (r1 - r0) / 4;
+    for (int64_t i = 0; i < q; i++)
+        dotp4(xp, K, W + (r0 + i) * K, W + (r0 + q + i) * K, W + (r0 + 2 * q + i) * K, W + (r0 + 3 * q + i) * K, y + i,
+              y + q + i, y + 2 * q + i, y + 3 * q + i);
+    for (int64_t r = r0 + 4 * q; r < r1; r++) y[r - r0] = dotp1(xp, K, w, r * K);
+}
+
 /* The decode GEMV's rows [r0, r1) for bf16 (gemv1_halves_avx512 with pairs). */
 ALWAYS_INLINE void gemvp_halves(const float *xp, int64_t K, const void *w, int64_t r0, int64_t r1, float *y) {
     const int64_t h = (r1 - r0) / 2;
@@ -454,7 +501,8 @@ void gb_gemv1_rows(const float *x, int64_t K, const void *w, int fmt, int64_t r0
         if (fmt == GB_BF16 && use_pairs && K <= PAIR_MAX_K) {
             float xp[K];
             pair_x(x, K, xp);
-            gemvp_halves(xp, K, w, r0, r1, y);
+            if (K >= QUAD_MIN_K) gemvp_quarters(xp, K, w, r0, r1, y);
+            else gemvp_halves(xp, K, w, r0, r1, y);
         } else if (fmt == GB_BF16) gemv1_halves_avx512(x, K, w, GB_BF16, r0, r1, y);
         else if (fmt == GB_F16) gemv1_halves_avx512(x, K, w, GB_F16, r0, r1, y);
         else gemv1_halves_avx512(x, K, w, GB_F32, r0, r1, y);
@@ -494,7 +542,8 @@ static void gemv16(const float *x, int64_t T, int64_t K, const void *w, int fmt,
 #pragma omp parallel for schedule(dynamic, 1) if (N * K >= PAR_MIN_WEIGHTS)
         for (int64_t c = 0; c < nc; c++) {
             const int64_t r0 = c * GEMV1_CHUNK, r1 = r0 + GEMV1_CHUNK < N ? r0 + GEMV1_CHUNK : N;
-            if (K >= 1024) gemvp_halves(xp, K, w, r0, r1, y + r0);
+            if (K >= QUAD_MIN_K) gemvp_quarters(xp, K, w, r0, r1, y + r0);
+            else if (K >= 1024) gemvp_halves(xp, K, w, r0, r1, y + r0);
             else for (int64_t r = r0; r < r1; r++) y[r] = dotp1(xp, K, w, r * K);
         }
         return;
@@ -591,6 +640,18 @@ void gb_gate_up_rows(const float *x, int64_t T, int64_t D, const void *wg, const
     if (!use_portable && T == 1 && fmt == GB_BF16 && use_pairs && D <= PAIR_MAX_K) { /* decode, bf16: pairs */
         float xp[D];
         pair_x(x, D, xp);
+        if (D >= QUAD_MIN_K) { /* gate and up rows f and f + q: four streams */
+            const uint16_t *G = (const uint16_t *)wg, *U = (const uint16_t *)wu;
+            const int64_t q = (f1 - f0) / 2;
+            for (int64_t i = 0; i < q; i++) {
+                float g0, u0, g1, u1;
+                dotp4(xp, D, G + (f0 + i) * D, U + (f0 + i) * D, G + (f0 + q + i) * D, U + (f0 + q + i) * D, &g0, &u0,
+                      &g1, &u1);
+                h[f0 + i] = silu(g0) * u0;
+                h[f0 + q + i] = silu(g1) * u1;
+            }
+            f = f0 + 2 * q;
+        }
         for (; f < f1; f++) {
             float g, u;
             dotp2(xp, D, wg, f * D, wu, f * D, &g, &u);
@@ -655,6 +716,15 @@ void gb_gate_up_rows(const float *x, int64_t T, int64_t D, const void *wg, const
 static void gate_up_fused(const float *x, int64_t T, int64_t D, const void *wg, const void *wu, int fmt, int64_t F,
                           float *h) {
     const int64_t nb = (F + GEMV_ROW_BLOCK - 1) / GEMV_ROW_BLOCK;
+    if (T == 1) { /* decode: chunks of GEMV1_CHUNK rows, as the decode GEMV (long streams) */
+        const int64_t nc = (F + GEMV1_CHUNK - 1) / GEMV1_CHUNK;
+#pragma omp parallel for schedule(dynamic, 1) if (2 * F * D >= PAR_MIN_WEIGHTS)
+        for (int64_t c = 0; c < nc; c++) {
+            const int64_t f0 = c * GEMV1_CHUNK, f1 = f0 + GEMV1_CHUNK < F ? f0 + GEMV1_CHUNK : F;
+            gb_gate_up_rows(x, 1, D, wg, wu, fmt, F, f0, f1, h);
+        }
+        return;
+    }
     /* dynamic 64-row chunks, as the decode GEMV (gemv16): a slowed thread takes fewer */
 #pragma omp parallel for schedule(dynamic, 4) if (2 * F * D >= PAR_MIN_WEIGHTS)
     for (int64_t b = 0; b < nb; b++) {

@@ -352,6 +352,17 @@ def test_experts_strided_inputs(rng):
     assert_moe_close(y, ry, F, D)
 
 
+def test_experts_decode_long_down_rows(rng):
+    # one token, experts whose down rows are >= 4096 long: the four-stream pair kernel (and
+    # chunks with a remainder row) of gb_gemv1_rows, against the float64 reference
+    E, F, D = 4, 4100, 72
+    x = rng.standard_normal((1, D)).astype(np.float32)
+    (g, u, d), (g64, u64, d64) = make_experts(rng, E, F, D, "bf16")
+    idx, w = np.array([[2, 0]], np.int32), np.array([[0.7, 0.3]], np.float32)
+    y, _ = glmbench.moe_experts(x, idx, w, g, u, d)
+    assert_moe_close(y, ref.moe_experts(x, idx, w, g64, u64, d64)[0], F, D)
+
+
 def test_moe_shared_bad_input(rng):
     E, F, D = 4, 6, 8
     x = np.ones((1, D), np.float32)
