@@ -191,6 +191,14 @@ ALWAYS_INLINE void ldpair(const void *w, int64_t i, __m512 *ev, __m512 *od) {
     *od = _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32((int)0xffff0000u)));
 }
 
+/* *a0 += even weights x xe, *a1 += odd weights x xo for the 32 bf16 weights at element i of w. */
+ALWAYS_INLINE void pair_fma(const void *w, int64_t i, __m512 xe, __m512 xo, __m512 *a0, __m512 *a1) {
+    __m512 e, d;
+    ldpair(w, i, &e, &d);
+    *a0 = _mm512_fmadd_ps(e, xe, *a0);
+    *a1 = _mm512_fmadd_ps(d, xo, *a1);
+}
+
 /* The K % 32 tail of a bf16 row against xp's tail (x as it is), 16 at a time. */
 ALWAYS_INLINE __m512 pair_tail(const float *xp, int64_t k, int64_t K, const void *w, int64_t o, __m512 acc) {
     for (; k < K; k += 16) {
@@ -203,21 +211,12 @@ ALWAYS_INLINE __m512 pair_tail(const float *xp, int64_t k, int64_t K, const void
 /* dot(bf16 row at element o, x), xp = pair_x(x): one sequential stream, four accumulators. */
 ALWAYS_INLINE float dotp1(const float *xp, int64_t K, const void *w, int64_t o) {
     __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
-    __m512 e, d;
     int64_t k = 0;
     for (; k + 64 <= K; k += 64) {
-        ldpair(w, o + k, &e, &d);
-        a0 = _mm512_fmadd_ps(e, _mm512_loadu_ps(xp + k), a0);
-        a1 = _mm512_fmadd_ps(d, _mm512_loadu_ps(xp + k + 16), a1);
-        ldpair(w, o + k + 32, &e, &d);
-        a2 = _mm512_fmadd_ps(e, _mm512_loadu_ps(xp + k + 32), a2);
-        a3 = _mm512_fmadd_ps(d, _mm512_loadu_ps(xp + k + 48), a3);
+        pair_fma(w, o + k, _mm512_loadu_ps(xp + k), _mm512_loadu_ps(xp + k + 16), &a0, &a1);
+        pair_fma(w, o + k + 32, _mm512_loadu_ps(xp + k + 32), _mm512_loadu_ps(xp + k + 48), &a2, &a3);
     }
-    for (; k + 32 <= K; k += 32) {
-        ldpair(w, o + k, &e, &d);
-        a0 = _mm512_fmadd_ps(e, _mm512_loadu_ps(xp + k), a0);
-        a1 = _mm512_fmadd_ps(d, _mm512_loadu_ps(xp + k + 16), a1);
-    }
+    for (; k + 32 <= K; k += 32) pair_fma(w, o + k, _mm512_loadu_ps(xp + k), _mm512_loadu_ps(xp + k + 16), &a0, &a1);
     a0 = pair_tail(xp, k, K, w, o, a0);
     return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
 }
@@ -226,7 +225,6 @@ ALWAYS_INLINE float dotp1(const float *xp, int64_t K, const void *w, int64_t o) 
 ALWAYS_INLINE void dotp2(const float *xp, int64_t K, const void *w1, int64_t o1, const void *w2, int64_t o2,
                          float *y1, float *y2) {
     __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps();
-    __m512 e, d;
     const char *p1 = (const char *)w1 + o1 * 2 + DOT2_PF, *p2 = (const char *)w2 + o2 * 2 + DOT2_PF;
     const int pf = K >= DOT2_PF_MIN_K;
     int64_t k = 0;
@@ -237,12 +235,8 @@ ALWAYS_INLINE void dotp2(const float *xp, int64_t K, const void *w1, int64_t o1,
         }
         __m512 xe = _mm512_loadu_ps(xp + k), xo = _mm512_loadu_ps(xp + k + 16);
         __asm__("" : "+v"(xe), "+v"(xo)); /* loaded once for both rows */
-        ldpair(w1, o1 + k, &e, &d);
-        a0 = _mm512_fmadd_ps(e, xe, a0);
-        a1 = _mm512_fmadd_ps(d, xo, a1);
-        ldpair(w2, o2 + k, &e, &d);
-        b0 = _mm512_fmadd_ps(e, xe, b0);
-        b1 = _mm512_fmadd_ps(d, xo, b1);
+        pair_fma(w1, o1 + k, xe, xo, &a0, &a1);
+        pair_fma(w2, o2 + k, xe, xo, &b0, &b1);
     }
     a0 = pair_tail(xp, k, K, w1, o1, a0);
     b0 = pair_tail(xp, k, K, w2, o2, b0);
@@ -259,23 +253,14 @@ ALWAYS_INLINE void dotp2(const float *xp, int64_t K, const void *w1, int64_t o1,
 ALWAYS_INLINE void dotp4(const float *xp, int64_t K, const uint16_t *w0, const uint16_t *w1, const uint16_t *w2,
                          const uint16_t *w3, float *y0, float *y1, float *y2, float *y3) {
     __m512 a0 = _mm512_setzero_ps(), a1 = a0, b0 = a0, b1 = a0, c0 = a0, c1 = a0, d0 = a0, d1 = a0;
-    __m512 e, d;
     int64_t k = 0;
     for (; k + 32 <= K; k += 32) {
         __m512 xe = _mm512_loadu_ps(xp + k), xo = _mm512_loadu_ps(xp + k + 16);
         __asm__("" : "+v"(xe), "+v"(xo)); /* loaded once for the four rows */
-        ldpair(w0, k, &e, &d);
-        a0 = _mm512_fmadd_ps(e, xe, a0);
-        a1 = _mm512_fmadd_ps(d, xo, a1);
-        ldpair(w1, k, &e, &d);
-        b0 = _mm512_fmadd_ps(e, xe, b0);
-        b1 = _mm512_fmadd_ps(d, xo, b1);
-        ldpair(w2, k, &e, &d);
-        c0 = _mm512_fmadd_ps(e, xe, c0);
-        c1 = _mm512_fmadd_ps(d, xo, c1);
-        ldpair(w3, k, &e, &d);
-        d0 = _mm512_fmadd_ps(e, xe, d0);
-        d1 = _mm512_fmadd_ps(d, xo, d1);
+        pair_fma(w0, k, xe, xo, &a0, &a1);
+        pair_fma(w1, k, xe, xo, &b0, &b1);
+        pair_fma(w2, k, xe, xo, &c0, &c1);
+        pair_fma(w3, k, xe, xo, &d0, &d1);
     }
     a0 = pair_tail(xp, k, K, w0, 0, a0);
     b0 = pair_tail(xp, k, K, w1, 0, b0);
