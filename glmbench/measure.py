@@ -249,6 +249,9 @@ def _measure(cfg, depths, tests, layers, n_prompt, n_gen, weights, kv, mla_strat
         weights=weights, type_k=kv, type_v=kv, mla_strategy=mla_strategy if cfg.attention == "mla" else "",
         runtime="glmbench", n_threads=n_threads, repetitions=int(repeats), warmup=int(warmup),
         attn_arithmetic=attn_arithmetic(kv),
+        # how a layer runs: one C call (csrc/layer.c) or op by op from Python (quantized matrices,
+        # sliding-window attention: Layer.forward_py)
+        layer_exec="python-ops" if weights in ("q8_0", "q4_0") or cfg.sliding_window else "c-layer",
         layers_mode=mode, sampled=mode == "sampled", n_layers=cfg.n_layers,
         layers_timed=",".join(map(str, idx if idx is not None else range(cfg.n_layers))),
         model_size=cfg.weight_bytes(weights), model_n_params=cfg.total_params())

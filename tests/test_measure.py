@@ -40,6 +40,7 @@ def test_sampled_records(tmp_path):
         assert r["weights"] == "bf16" and r["type_k"] == r["type_v"] == "bf16" and r["mla_strategy"] == "flash"
         assert r["device"].startswith("CPU: ") and r["n_threads"] >= 1
         assert r["attn_arithmetic"] == M.attn_arithmetic("bf16")
+        assert r["layer_exec"] == "c-layer"  # bf16 matrices: each layer is one C call (test_layer.py)
     for r in recs[:4]:
         assert r["avg_ts"] > 0 and r["stddev_ts"] >= 0 and r["min_ts"] <= r["median_ts"] <= r["max_ts"]
         assert r["layers_timed_moe"] == 2 and r["layers_timed_dense"] == 1 and r["layer_spread_moe"] >= 0
