@@ -64,11 +64,12 @@ def test_matches_reference(rng, H, Dn, Dr, Dv, R, P, T, strategy):
         np.testing.assert_array_equal(a, b)
 
 
-@pytest.mark.parametrize("T", [1, 3])
-def test_bf16_kv_b_matches_reference(rng, T, f32_tile):
+@pytest.mark.parametrize("T,R", [(1, 512), (3, 512), (1, 800)])
+def test_bf16_kv_b_matches_reference(rng, T, R, f32_tile):
     # kv_b stored as bf16 (as models load it): the absorbed query's per-head product reads 32
     # weights per load, even and odd columns apart, and writes them back in column order
-    c, qn, qr, w = _case(rng, 20, 192, 64, 256, 512, 300, T, fmt="f32", bs=64)
+    # (R = 800: a 512-column pass, a 256-column pass and a 32-column scalar tail)
+    c, qn, qr, w = _case(rng, 20, 192, 64, 256, R, 300, T, fmt="f32", bs=64)
     wb = ref.to_bf16(w)
     lat, kr = c.read(1)
     r = ref.mla_attention(qn, qr, lat, kr, ref.weight_f64(wb), 256)
