@@ -276,11 +276,6 @@ static PyObject *py_layer_forward(PyObject *self, PyObject *args) {
                      mla ? "mla" : "gqa");
         goto done;
     }
-    if (c->len[layer] + T > c->capacity) {
-        PyErr_Format(PyExc_ValueError, "KV cache full: layer %lld holds %lld of %lld tokens, cannot append %lld", layer,
-                     (long long)c->len[layer], (long long)c->capacity, (long long)T);
-        goto done;
-    }
     if (strategy < 0 || strategy > 2) {
         PyErr_Format(PyExc_ValueError, "`strategy` must be 0 (naive), 1 (absorbed) or 2 (flash), got %d", strategy);
         goto done;

@@ -289,6 +289,15 @@ ALWAYS_INLINE void gemvp_halves(const float *xp, int64_t K, const void *w, int64
     if (2 * h < r1 - r0) y[r1 - r0 - 1] = dotp1(xp, K, w, (r1 - 1) * K);
 }
 
+/* The decode GEMV's rows [r0, r1) for bf16 (y[r - r0]), xp = pair_x(x): four streams for rows of
+ * QUAD_MIN_K and longer, two from 1024, one row after another below. */
+ALWAYS_INLINE void gemvp_rows(const float *xp, int64_t K, const void *w, int64_t r0, int64_t r1, float *y) {
+    if (K >= QUAD_MIN_K) gemvp_quarters(xp, K, w, r0, r1, y);
+    else if (K >= 1024) gemvp_halves(xp, K, w, r0, r1, y);
+    else
+        for (int64_t r = r0; r < r1; r++) y[r - r0] = dotp1(xp, K, w, r * K);
+}
+
 /* Decode GEMV (T = 1) over rows [r0, r1): the range cut in two halves read side by side
  * (dot2x2_avx512), each half one sequential stream. */
 ALWAYS_INLINE void gemv1_halves_avx512(const float *x, int64_t K, const void *w, int fmt, int64_t r0, int64_t r1,
@@ -482,13 +491,14 @@ void gb_gemv_rows(const float *x, int64_t T, int64_t K, const void *w, int fmt, 
 
 void gb_gemv1_rows(const float *x, int64_t K, const void *w, int fmt, int64_t r0, int64_t r1, float *y) {
 #if GB_HAVE_AVX512
+    if (!use_portable && fmt == GB_BF16 && use_pairs && K <= PAIR_MAX_K) {
+        float xp[K];
+        pair_x(x, K, xp);
+        gemvp_rows(xp, K, w, r0, r1, y);
+        return;
+    }
     if (!use_portable && K >= 1024) {
-        if (fmt == GB_BF16 && use_pairs && K <= PAIR_MAX_K) {
-            float xp[K];
-            pair_x(x, K, xp);
-            if (K >= QUAD_MIN_K) gemvp_quarters(xp, K, w, r0, r1, y);
-            else gemvp_halves(xp, K, w, r0, r1, y);
-        } else if (fmt == GB_BF16) gemv1_halves_avx512(x, K, w, GB_BF16, r0, r1, y);
+        if (fmt == GB_BF16) gemv1_halves_avx512(x, K, w, GB_BF16, r0, r1, y);
         else if (fmt == GB_F16) gemv1_halves_avx512(x, K, w, GB_F16, r0, r1, y);
         else gemv1_halves_avx512(x, K, w, GB_F32, r0, r1, y);
         return;
@@ -527,9 +537,7 @@ static void gemv16(const float *x, int64_t T, int64_t K, const void *w, int fmt,
 #pragma omp parallel for schedule(dynamic, 1) if (N * K >= PAR_MIN_WEIGHTS)
         for (int64_t c = 0; c < nc; c++) {
             const int64_t r0 = c * GEMV1_CHUNK, r1 = r0 + GEMV1_CHUNK < N ? r0 + GEMV1_CHUNK : N;
-            if (K >= QUAD_MIN_K) gemvp_quarters(xp, K, w, r0, r1, y + r0);
-            else if (K >= 1024) gemvp_halves(xp, K, w, r0, r1, y + r0);
-            else for (int64_t r = r0; r < r1; r++) y[r] = dotp1(xp, K, w, r * K);
+            gemvp_rows(xp, K, w, r0, r1, y + r0);
         }
         return;
     }

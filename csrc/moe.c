@@ -173,8 +173,9 @@ done:
     return status;
 }
 
-/* Every expert in two parallel regions, used when each has at most gemv_max_t tokens (decode,
- * and MoE prefill: 512 tokens x top-4 over 64 experts is ~32 each). Region 1: gate/up/silu for
+/* Every expert in two parallel regions, used when each has at most gemv_max_t tokens (MoE
+ * prefill: 512 tokens x top-4 over 64 experts is ~32 each; decode goes to experts_decode unless a
+ * token names an expert twice). Region 1: gate/up/silu for
  * every (expert, 16-row block of F) work item into h[q, F], q = the slot in the expert-sorted
  * token list. Region 2: each 16-row block of D runs the down projection of every hit expert in
  * ascending expert order and adds weight x result into its rows of y; a thread owns its rows, so
