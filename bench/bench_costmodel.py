@@ -7,7 +7,8 @@ and memory at each point). Target: under 1 second. Not a test; run it on a quiet
 import sys
 import time
 
-from glmbench import hardware, sweep
+from glmbench.predict import hardware
+from glmbench.predict import sweep
 
 MODELS = ["glm-4.7-flash", "qwen3-32b"]
 SETUPS = [
@@ -38,7 +39,7 @@ def main():
 def study():
     """The default study of docs/COSTMODEL.md: GLM-4.7-Flash vs Qwen3-32B, q4_K weights (4.5 bpw),
     f16 cache, 1 RTX 3090 and 2 over 1.4 GB/s (layer and tensor split), both runtime profiles."""
-    from glmbench import costmodel as cm
+    from glmbench.predict import costmodel as cm
     K = 1024
     depths = [0, 1 * K, 4 * K, 8 * K, 16 * K, 32 * K, 64 * K, 128 * K]
     rig = hardware.study_rig()

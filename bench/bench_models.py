@@ -24,7 +24,9 @@ import statistics
 import sys
 
 import glmbench
-from glmbench import configs, measure as M, records
+from glmbench.models import configs
+from glmbench import measure as M
+from glmbench.results import records
 
 TARGET = 1.4
 

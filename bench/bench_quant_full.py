@@ -1,5 +1,5 @@
 """A full-size model with quantized weights, built and decoded on this machine without layer
-sampling: every layer is generated straight into ggml blocks (glmbench.quant.quantize_chunks), so
+sampling: every layer is generated straight into ggml blocks (glmbench.core.quant.quantize_chunks), so
 the float model never exists in memory. Reports the bytes held, the measured RSS (current and
 peak), build time and decode speed.
 
@@ -21,8 +21,9 @@ import time
 import numpy as np
 
 import glmbench
-from glmbench import configs, records
-from glmbench.model import Model
+from glmbench.models import configs
+from glmbench.results import records
+from glmbench.models.model import Model
 
 
 def _status_kb(field: str) -> int:
@@ -75,7 +76,7 @@ def main(argv=None):
             print(f"  built {i}/{n} layers, RSS {_status_kb('VmRSS') / 2**20:.2f} GiB, "
                   f"{time.perf_counter() - t0:.0f} s", flush=True)
 
-    m = Model(cfg, weight_format=args.weights, kv_dtype=args.kv, max_context=args.context, seed=0, progress=progress)
+    m = Model(cfg, weights=args.weights, kv=args.kv, max_context=args.context, seed=0, progress=progress)
     build_s = time.perf_counter() - t0
     rss_built = _status_kb("VmRSS") * 1024
     assert not m.sampled and len(m.layers) == cfg.n_layers

@@ -26,24 +26,25 @@ import time
 import numpy as np
 
 import glmbench
-from glmbench import configs, records
-from glmbench.kvcache import KVCache
+from glmbench.models import configs
+from glmbench.results import records
+from glmbench.core.kvcache import KVCache
 
 FORMATS = ("f16", "bf16", "q8_0", "q4_0", "f32")
 
 
 def _gqa_op():
     try:
-        from glmbench.attention import gqa_attention
+        from glmbench.core.attention import gqa_attention
         return gqa_attention
     except ImportError:
-        from glmbench._core import gqa_attention
+        from glmbench.core._core import gqa_attention
         return gqa_attention
 
 
 def _mla_op():
     try:
-        from glmbench.attention import mla_attention
+        from glmbench.core.attention import mla_attention
         return mla_attention
     except ImportError:
         return None
@@ -69,7 +70,7 @@ class Case:
         if cfg.attention == "mla":
             R, Dr, H = cfg.kv_lora_rank, cfg.qk_rope_head_dim, cfg.n_heads
             Dn, Dv = cfg.qk_nope_head_dim, cfg.v_head_dim
-            self.cache = KVCache.mla(1, depth + 8, R, Dr, dtype=fmt)
+            self.cache = KVCache.mla(1, depth + 8, R, Dr, kv=fmt)
             self.new = (rng.uniform(-1, 1, (1, R)).astype(f32), rng.uniform(-1, 1, (1, Dr)).astype(f32))
             self.q = (rng.standard_normal((1, H, Dn)).astype(f32), rng.standard_normal((1, H, Dr)).astype(f32))
             self.kv_b = (rng.standard_normal((H * (Dn + Dv), R)) / np.sqrt(R)).astype(f32)
@@ -77,7 +78,7 @@ class Case:
             self.run = lambda: op(self.q[0], self.q[1], self.cache, 0, self.kv_b, v_head_dim=Dv, strategy=strategy)
         else:
             G, Dh, H = cfg.n_kv_heads, cfg.head_dim, cfg.n_heads
-            self.cache = KVCache.gqa(1, depth + 8, G, Dh, dtype=fmt)
+            self.cache = KVCache.gqa(1, depth + 8, G, Dh, kv=fmt)
             self.new = (rng.uniform(-1, 1, (1, G, Dh)).astype(f32), rng.uniform(-1, 1, (1, G, Dh)).astype(f32))
             self.q = rng.standard_normal((1, H, Dh)).astype(f32)
             op = _gqa_op()
@@ -111,9 +112,9 @@ class Case:
 
     def time_append(self):
         """Seconds to append one token's row (on a scratch cache, so the timed cache stays put)."""
-        scratch = (KVCache.mla(1, 64, self.cfg.kv_lora_rank, self.cfg.qk_rope_head_dim, dtype=self.fmt)
+        scratch = (KVCache.mla(1, 64, self.cfg.kv_lora_rank, self.cfg.qk_rope_head_dim, kv=self.fmt)
                    if self.cfg.attention == "mla" else
-                   KVCache.gqa(1, 64, self.cfg.n_kv_heads, self.cfg.head_dim, dtype=self.fmt))
+                   KVCache.gqa(1, 64, self.cfg.n_kv_heads, self.cfg.head_dim, kv=self.fmt))
         ts = []
         for _ in range(32):
             t0 = time.perf_counter()
@@ -147,7 +148,7 @@ def main(argv=None):
     for name in args.models:
         cfg = configs.load(name)
         if cfg.attention == "mla" and _mla_op() is None:
-            print(f"{name:15s} skipped: glmbench.attention.mla_attention is not available yet", file=sys.stderr)
+            print(f"{name:15s} skipped: glmbench.core.attention.mla_attention is not available yet", file=sys.stderr)
             continue
         for depth in args.depths:
             fmts = (["f16"] + [f for f in args.formats if f != "f16"]) if "f16" in args.formats else list(args.formats)

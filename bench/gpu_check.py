@@ -40,8 +40,9 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import glmbench  # noqa: E402
-from glmbench import cuda, records  # noqa: E402
-from glmbench import reference as ref  # noqa: E402
+from glmbench import cuda
+from glmbench.results import records  # noqa: E402
+from glmbench.core import reference as ref  # noqa: E402
 
 T0 = time.time()
 LOG = []
@@ -329,8 +330,8 @@ def validate(tab, quick, model_names=(), start=0):
     def t_models():
         # Whole-model wiring at full width, 2 decoder layers (GLM: one dense, one MoE): CudaModel
         # against the C-core Model on the same weights (float32 activations there, bf16 here).
-        from glmbench import configs
-        from glmbench.model import Model
+        from glmbench.models import configs
+        from glmbench.models.model import Model
         for name in model_names:
             cfg = name if isinstance(name, configs.ModelConfig) else configs.load(name)
             m = cuda.CudaModel(cfg, max_context=64, layers=2, seed=5)
@@ -338,7 +339,7 @@ def validate(tab, quick, model_names=(), start=0):
             hw = m.host_weights()
             hf = {k: v for k, v in cfg.hf.items() if not k.startswith("_")}
             hf["num_hidden_layers"] = 2
-            cpu = Model(configs.load(hf), weights=hw, weight_format="bf16", kv_dtype="f32", max_context=64)
+            cpu = Model(configs.load(hf), state_dict=hw, weights="bf16", kv="f32", max_context=64)
             toks = [int(t) for t in rng.integers(0, cfg.vocab_size, 6)]
             got, want = m.prefill(toks).to_numpy(), cpu.prefill(np.array(toks))
             check(f"CudaModel vs C core [{cfg.name}]", 0, "2 layers, pp6", rel(got, want), 5e-2)
@@ -362,7 +363,7 @@ def validate(tab, quick, model_names=(), start=0):
         import transformers
         sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
         import cuda_emulator
-        from glmbench import configs
+        from glmbench.models import configs
         for kind in ("glm", "qwen"):
             dims = {k: v for k, v in cuda_emulator.tiny_config(kind).hf.items() if not k.startswith("_")}
             hc = transformers.AutoConfig.for_model(dims.pop("model_type"), **dims)
@@ -687,7 +688,7 @@ def hf_peer(tab, names, budget):
     except Exception as e:  # noqa: BLE001
         log(f"  transformers not importable ({e}); no HF peer")
         return
-    from glmbench import configs
+    from glmbench.models import configs
     if not torch.cuda.is_available():
         log("  PyTorch sees no GPU; no HF peer")
         return
@@ -748,7 +749,7 @@ def hf_peer(tab, names, budget):
 
 # ---- whole models ---------------------------------------------------------------------------
 def models(path, names, ceil, quick, budget):
-    from glmbench import configs
+    from glmbench.models import configs
     from glmbench.measure import decode_bytes_per_token
     recs = []
     info = cuda.device_info()
@@ -845,7 +846,7 @@ def main(argv=None):
         cuda_emulator.install()
         P = TINY
         names = [cuda_emulator.tiny_config("glm"), cuda_emulator.tiny_config("qwen")]
-        log("EMULATED: glmbench._cuda replaced by the CPU emulator; no number below is a GPU measurement")
+        log("EMULATED: glmbench.cuda._cuda replaced by the CPU emulator; no number below is a GPU measurement")
     info = cuda.device_info()
     free, total = cuda.mem_info()
     log(f"device: {info['name']} cc {info['compute_capability']} SMs {info['sm_count']} L2 {info['l2_bytes'] >> 20} MiB "

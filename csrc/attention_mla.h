@@ -18,7 +18,10 @@
 
 #include "kvcache.h"
 
-enum { GB_MLA_NAIVE = 0, GB_MLA_ABSORBED = 1, GB_MLA_FLASH = 2 };
+enum { GB_MLA_NAIVE = 0, GB_MLA_ABSORBED = 1, GB_MLA_FLASH = 2, GB_MLA_N_STRATEGIES = 3 };
+/* Their names, indexed by the enum: the bindings parse names with this table and the module
+ * exports it as `_core.MLA_STRATEGIES` (glmbench.vocab.MLA_STRATEGIES must equal it; a test checks). */
+static const char *const gb_mla_strategy_names[GB_MLA_N_STRATEGIES] = {"naive", "absorbed", "flash"};
 
 /* q_nope[T][H][Dn], q_rope[T][H][Dr] for the LAST T tokens held at `layer`; kv_b [H*(Dn+Dv)][R] in
  * format wfmt (GB_F32, GB_F16 or GB_BF16); scale <= 0 means 1/sqrt(Dn + Dr); n_splits <= 0 picks a default (flash only).

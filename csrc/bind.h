@@ -52,6 +52,10 @@ static inline PyObject *gb_result(int status, PyArrayObject **out) {
     return r;
 }
 
+/* An MLA strategy name ("naive", "absorbed", "flash") -> its GB_MLA_* index, or -1 with a
+ * ValueError naming the argument and the choices. */
+int gb_mla_strategy(const char *name);
+
 /* "(3, 4)" style shape string into buf. */
 const char *gb_shape_str(PyArrayObject *arr, char *buf, size_t n);
 

@@ -20,14 +20,8 @@ static PyObject *py_mla_attention(PyObject *self, PyObject *args, PyObject *kw) 
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOLOL|dsL:mla_attention", kwlist, &qno, &qro, &co, &layer, &wo,
                                      &v_head_dim, &scale, &strategy, &n_splits))
         return NULL;
-    int strat;
-    if (!strcmp(strategy, "naive")) strat = GB_MLA_NAIVE;
-    else if (!strcmp(strategy, "absorbed")) strat = GB_MLA_ABSORBED;
-    else if (!strcmp(strategy, "flash")) strat = GB_MLA_FLASH;
-    else {
-        PyErr_Format(PyExc_ValueError, "`strategy` must be 'naive', 'absorbed' or 'flash', got '%s'", strategy);
-        return NULL;
-    }
+    const int strat = gb_mla_strategy(strategy);
+    if (strat < 0) return NULL;
     gb_kvcache *c = gb_kvcache_from_py(co, "cache");
     if (!c) return NULL;
     if (c->kind != GB_KV_MLA) {

@@ -46,9 +46,9 @@ static void kv_dealloc(KVCacheObject *self) {
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* KVCacheBase(kind, n_layers, capacity_tokens, n_heads, dk, dv, dtype, block_size) */
+/* KVCacheBase(kind, n_layers, capacity_tokens, n_heads, dk, dv, kv, block_size) */
 static int kv_init(KVCacheObject *self, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"kind", "n_layers", "capacity_tokens", "n_heads", "dk", "dv", "dtype", "block_size", NULL};
+    static char *kwlist[] = {"kind", "n_layers", "capacity_tokens", "n_heads", "dk", "dv", "kv", "block_size", NULL};
     const char *kind, *dtype;
     long long n_layers, capacity, n_heads, dk, dv, block_size;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "sLLLLLsL:KVCache", kwlist, &kind, &n_layers, &capacity, &n_heads, &dk,
@@ -65,7 +65,7 @@ static int kv_init(KVCacheObject *self, PyObject *args, PyObject *kw) {
     for (int i = 0; kv_formats[i].name; i++)
         if (!strcmp(dtype, kv_formats[i].name)) fmt = kv_formats[i].fmt;
     if (fmt < 0) {
-        PyErr_Format(PyExc_ValueError, "`dtype` must be one of f32, f16, bf16, q8_0, q4_0, got '%s'", dtype);
+        PyErr_Format(PyExc_ValueError, "`kv` (the cache format) must be one of f32, f16, bf16, q8_0, q4_0, got '%s'", dtype);
         return -1;
     }
     gb_kvcache *c = NULL;
@@ -220,7 +220,7 @@ static PyGetSetDef kv_getset[] = {
     {"bytes_used", (getter)kv_get, NULL, "bytes of the tokens held (per-layer bytes per token x tokens, summed over layers)", (void *)1},
     {"bytes_allocated", (getter)kv_get, NULL, "bytes of every block obtained from the system (held by layers or pooled)", (void *)2},
     {"capacity_tokens", (getter)kv_get, NULL, "tokens each layer can hold", (void *)3},
-    {"dtype", (getter)kv_get, NULL, "storage format name", (void *)4},
+    {"kv", (getter)kv_get, NULL, "storage format name (f32, f16, bf16, q8_0, q4_0)", (void *)4},
     {"kind", (getter)kv_get, NULL, "'gqa' or 'mla'", (void *)5},
     {"n_layers", (getter)kv_get, NULL, "layers", (void *)6},
     {"block_size", (getter)kv_get, NULL, "tokens per block", (void *)7},

@@ -1,7 +1,7 @@
 /* bind_layer.c: Python bindings for layer.c.
  *
  *   layer_plan(spec: dict) -> capsule    every array and size of one layer, checked once
- *   layer_forward(plan, x[T, D] f32, cache, layer, positions[T] int64, strategy=2)
+ *   layer_forward(plan, x[T, D] f32, cache, layer, positions[T] int64, strategy='flash')
  *       -> (y[T, D] f32, counts[E] int64 or None)
  *
  * glmbench/model.py builds the spec (Layer._c_plan); the capsule keeps a reference to every array
@@ -248,8 +248,10 @@ fail:
 static PyObject *py_layer_forward(PyObject *self, PyObject *args) {
     PyObject *cap, *xo, *co, *po;
     long long layer;
-    int strategy = 2;
-    if (!PyArg_ParseTuple(args, "OOOLO|i:layer_forward", &cap, &xo, &co, &layer, &po, &strategy)) return NULL;
+    const char *strategy_name = "flash";
+    if (!PyArg_ParseTuple(args, "OOOLO|s:layer_forward", &cap, &xo, &co, &layer, &po, &strategy_name)) return NULL;
+    const int strategy = gb_mla_strategy(strategy_name);
+    if (strategy < 0) return NULL;
     plan_t *p = (plan_t *)PyCapsule_GetPointer(cap, PLAN_NAME);
     if (!p) return NULL;
     const gb_layer *L = &p->L;
@@ -274,10 +276,6 @@ static PyObject *py_layer_forward(PyObject *self, PyObject *args) {
         PyErr_Format(PyExc_ValueError, "`cache` (%s, %lld heads of %lld/%lld dims) does not match the layer (%s)",
                      c->kind == GB_KV_MLA ? "mla" : "gqa", (long long)c->n_heads, (long long)c->dk, (long long)c->dv,
                      mla ? "mla" : "gqa");
-        goto done;
-    }
-    if (strategy < 0 || strategy > 2) {
-        PyErr_Format(PyExc_ValueError, "`strategy` must be 0 (naive), 1 (absorbed) or 2 (flash), got %d", strategy);
         goto done;
     }
     npy_intp yd[2] = {T, L->D}, cd[1] = {L->moe ? L->E : 0};
@@ -306,6 +304,6 @@ PyMethodDef gb_layer_methods[] = {
      "layer_plan(spec: dict) -> capsule: one decoder layer's arrays and sizes, checked once "
      "(glmbench.model.Layer builds the spec)."},
     {"layer_forward", py_layer_forward, METH_VARARGS,
-     "layer_forward(plan, x[T, D] f32, cache, layer, positions[T] int64, strategy=2) -> (y[T, D] f32, "
+     "layer_forward(plan, x[T, D] f32, cache, layer, positions[T] int64, strategy='flash') -> (y[T, D] f32, "
      "counts[E] int64 | None): the whole layer in one call, appending to the cache."},
     {NULL, NULL, 0, NULL}};

@@ -36,10 +36,10 @@ int gb_kvcache_create(gb_kvcache **out, int kind, int fmt, int64_t n_layers, int
     if (block_size < 1) return gb_error(GB_EVALUE, "`block_size` must be >= 1, got %ld", (long)block_size);
     int64_t kb = gb_row_bytes(fmt, dk), vb = gb_row_bytes(fmt, dv);
     if (kb < 0)
-        return gb_error(GB_EVALUE, "`dtype`=%s stores rows in blocks of 32; `%s`=%ld is not a multiple of 32",
+        return gb_error(GB_EVALUE, "`kv`=%s stores rows in blocks of 32; `%s`=%ld is not a multiple of 32",
                         fmt_name(fmt), kn, (long)dk);
     if (vb < 0)
-        return gb_error(GB_EVALUE, "`dtype`=%s stores rows in blocks of 32; `%s`=%ld is not a multiple of 32",
+        return gb_error(GB_EVALUE, "`kv`=%s stores rows in blocks of 32; `%s`=%ld is not a multiple of 32",
                         fmt_name(fmt), vn, (long)dv);
     gb_kvcache *c = (gb_kvcache *)calloc(1, sizeof *c);
     if (!c) return gb_error(GB_ENOMEM, "KV cache: out of memory");

@@ -2,6 +2,7 @@
  * controls, the workspace ledger's readout (common.c), and the module's method table, assembled from each family's table in bind_*.c. */
 #define GLMBENCH_IMPORT_ARRAY
 #include "bind.h"
+#include "attention_mla.h"
 
 #include <math.h>
 #include <omp.h>
@@ -202,6 +203,14 @@ static struct PyModuleDef coremodule = {PyModuleDef_HEAD_INIT, "_core",
 /* Types (e.g. the KV cache) register themselves through this hook, defined in bind_kvcache.c. */
 extern int gb_kvcache_add_types(PyObject *module);
 
+int gb_mla_strategy(const char *name) {
+    for (int i = 0; i < GB_MLA_N_STRATEGIES; i++)
+        if (!strcmp(name, gb_mla_strategy_names[i])) return i;
+    PyErr_Format(PyExc_ValueError, "`strategy` must be one of %s, %s, %s, got '%s'", gb_mla_strategy_names[0],
+                 gb_mla_strategy_names[1], gb_mla_strategy_names[2], name);
+    return -1;
+}
+
 PyMODINIT_FUNC PyInit__core(void) {
     size_t n = 0;
     for (PyMethodDef **t = family_tables; *t; t++)
@@ -217,6 +226,25 @@ PyMODINIT_FUNC PyInit__core(void) {
     PyObject *m = PyModule_Create(&coremodule);
     if (!m) return NULL;
     if (gb_kvcache_add_types(m) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    PyObject *names = PyTuple_New(GB_MLA_N_STRATEGIES);
+    if (!names) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    for (int s = 0; s < GB_MLA_N_STRATEGIES; s++) {
+        PyObject *u = PyUnicode_FromString(gb_mla_strategy_names[s]);
+        if (!u) {
+            Py_DECREF(names);
+            Py_DECREF(m);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(names, s, u);
+    }
+    if (PyModule_AddObject(m, "MLA_STRATEGIES", names) < 0) {
+        Py_DECREF(names);
         Py_DECREF(m);
         return NULL;
     }

@@ -1,43 +1,51 @@
 """glmbench: which model, on which cards, for which shape of work.
 
 Every number glmbench shows is one of three kinds and says which (`evidence`):
-  measured   real kernels run on this machine's CPU or on a GPU
-  predicted  the cost model (glmbench.costmodel) from an architecture config and a hardware profile
+  measured   real kernels run on this machine's CPU (glmbench.core, glmbench.measure) or a GPU (glmbench.cuda)
+  predicted  the cost model (glmbench.predict) from an architecture config and a hardware profile
   calibrated a prediction fitted to measurements, with its error shown
-"""
-from ._loader import HAS_CUDA, _core
 
+The package, bottom to top (docs/ARCHITECTURE.md):
+  vocab     shared words: enums, formats, defaults, point keys, argument checks
+  models    configs (HF config.json -> ModelConfig) and Model (a forward pass on the C core)
+  core      the C core's ops, KV cache, attention, quantized weights, and their float64 reference
+  cuda      the CUDA ops and CudaModel
+  predict   hardware profiles, the cost model, predicted sweeps      (never imports core/measure)
+  measure   real timings: one protocol, a CPU and a CUDA backend
+  results   records: format, atomic files, resumable stores, compare
+  report    the study, report.md, charts;  cli: the `glmbench` command;  bench: kernel benchmarks
+
+Importing glmbench loads nothing compiled: the C-core names below (glmbench.linear, glmbench.Model,
+glmbench.set_num_threads, ...) load glmbench.core on first use.
+"""
 __version__ = "0.1.0"
 
+# name -> module that defines it; resolved on first access (PEP 562), so `import glmbench.predict`
+# works where the C core was not built.
+_CORE_API = {
+    **{n: "glmbench.core.ops" for n in ("rms_norm", "rope", "linear", "swiglu", "moe_route", "moe_experts", "moe",
+                                       "set_num_threads", "get_num_threads", "workspace_bytes",
+                                       "reset_workspace_peak", "workspace_blocks")},
+    "KVCache": "glmbench.core.kvcache",
+    **{n: "glmbench.core.attention" for n in ("gqa_attention", "mla_attention", "gqa_block", "mla_block")},
+    "Model": "glmbench.models.model",
+}
 
-def set_num_threads(n: int) -> None:
-    """Threads used by the C core (OpenMP) and by OpenBLAS."""
-    _core.set_num_threads(int(n))
-
-
-def get_num_threads() -> int:
-    return _core.get_num_threads()
-
-
-def workspace_bytes() -> tuple[int, int]:
-    """(current, peak) bytes of scratch the C kernels hold: now, and the most since the last
-    reset_workspace_peak() (or since import). Kernels free their scratch before returning, so
-    between calls `current` is 0 unless another thread is inside an op. The KV cache's blocks and
-    NumPy arrays (weights, activations, outputs) are not workspace."""
-    return _core.workspace_bytes()
+__all__ = ["__version__", "HAS_CUDA", *_CORE_API]
 
 
-def reset_workspace_peak() -> None:
-    """Start a new peak window: peak := current. Read it after the ops with workspace_bytes()[1]."""
-    _core.reset_workspace_peak()
+def __getattr__(name):
+    if name in _CORE_API:
+        import importlib
+        value = getattr(importlib.import_module(_CORE_API[name]), name)
+        globals()[name] = value
+        return value
+    if name == "HAS_CUDA":
+        from glmbench.cuda import HAS_CUDA
+        globals()["HAS_CUDA"] = HAS_CUDA
+        return HAS_CUDA
+    raise AttributeError(f"module 'glmbench' has no attribute {name!r}")
 
 
-def workspace_blocks() -> int:
-    """Live workspace blocks (0 between ops, when nothing leaked)."""
-    return _core.workspace_blocks()
-
-
-from .ops import *  # noqa: E402,F401,F403
-from .kvcache import KVCache  # noqa: E402,F401
-from .attention import gqa_attention, mla_attention, gqa_block, mla_block  # noqa: E402,F401
-from .model import Model  # noqa: E402,F401  (issue 4: glmbench.Model)
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

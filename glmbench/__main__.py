@@ -1,6 +1,6 @@
 """`python -m glmbench` runs the same command as the `glmbench` console script."""
 import sys
 
-from .cli import main
+from glmbench.cli import main
 
 sys.exit(main())

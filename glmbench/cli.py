@@ -19,7 +19,9 @@ import os
 import re
 import sys
 
-from . import records as rec
+from glmbench import vocab
+from glmbench.report import Study
+from glmbench.results import records as rec
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -183,31 +185,35 @@ def _table_columns(rows):
 
 
 # ---- study options shared by report and sweep ----------------------------------------------------
-DEFAULT_MODELS = ("glm-4.7-flash", "qwen3-32b")
+# The study's defaults are Study's own (glmbench/report/__init__.py): the CLI reads them from there.
+_STUDY = Study()
+DEFAULT_MODELS = _STUDY.models
 
 
 def _add_study_options(p, *, report: bool):
     g = p.add_argument_group("study")
     g.add_argument("--model", action="append", metavar="NAME|config.json",
                    help=f"model to include; repeat for several (default: {' and '.join(DEFAULT_MODELS)})")
-    g.add_argument("--hardware", default="rtx-3090", metavar="GPU|profile.json",
+    d = _STUDY
+    g.add_argument("--hardware", default=d.hardware, metavar="GPU|profile.json",
                    help="GPU (see `glmbench hardware`), a hardware profile .json/.toml, or 'host' for "
-                        "this machine's CPU (default: rtx-3090)")
-    g.add_argument("--cards", type=INTS, default=[1, 2], metavar="N[,N...]",
-                   help="card counts to compare (default: 1,2)")
-    g.add_argument("--link", type=POSITIVE, default=1.4, metavar="GB/s",
-                   help="card-to-card bandwidth for multi-card rigs (default: 1.4, what the study measured)")
-    g.add_argument("--split", default="layer", choices=("layer", "tensor"),
-                   help="how a multi-card rig splits the model (default: layer)")
-    g.add_argument("--weights", default="q4_K", metavar="FORMAT", help="weight format (default: q4_K, 4.5 bits)")
-    g.add_argument("--kv", default="f16", metavar="FORMAT", help="KV-cache format (default: f16)")
-    g.add_argument("--depths", type=DEPTHS, default=parse_token_list("1K..128K"), metavar="LIST",
+                        f"this machine's CPU (default: {d.hardware})")
+    g.add_argument("--cards", type=INTS, default=list(d.cards), metavar="N[,N...]",
+                   help=f"card counts to compare (default: {','.join(map(str, d.cards))})")
+    g.add_argument("--link", type=POSITIVE, default=d.link_gbps, metavar="GB/s",
+                   help=f"card-to-card bandwidth for multi-card rigs (default: {d.link_gbps:g}, what the study measured)")
+    g.add_argument("--split", default=d.split, choices=("layer", "tensor"),
+                   help=f"how a multi-card rig splits the model (default: {d.split})")
+    g.add_argument("--weights", default=d.weights, metavar="FORMAT",
+                   help=f"weight format (default: {d.weights}, 4.5 bits)")
+    g.add_argument("--kv", default=d.kv, metavar="FORMAT", help=f"KV-cache format (default: {d.kv})")
+    g.add_argument("--depths", type=DEPTHS, default=list(d.depths), metavar="LIST",
                    help="context depths, e.g. 1K..128K or 512,4K,32K (default: 1K..128K)")
-    g.add_argument("--runtime", default="typical", metavar="PROFILE",
-                   help="runtime profile of the cost model: ideal, typical, or calibrated:<file> (default: typical)")
-    g.add_argument("--concurrency", type=INTS, default=[1, 2, 4, 8, 16, 32, 64], metavar="LIST",
+    g.add_argument("--runtime", default=d.runtime, metavar="PROFILE",
+                   help=f"runtime profile of the cost model: ideal, typical, or calibrated:<file> (default: {d.runtime})")
+    g.add_argument("--concurrency", type=INTS, default=list(d.concurrency), metavar="LIST",
                    help="concurrent streams for the serving tests (default: 1,2,4,...,64)")
-    g.add_argument("--serve-context", type=_argtype(parse_tokens, "tokens"), default=4096, metavar="TOKENS",
+    g.add_argument("--serve-context", type=_argtype(parse_tokens, "tokens"), default=d.serve_context, metavar="TOKENS",
                    help="context per stream for the serving tests (default: 4K)")
     if report:
         g.add_argument("--measured", action="append", metavar="FILE",
@@ -215,7 +221,6 @@ def _add_study_options(p, *, report: bool):
 
 
 def _study_from_args(args):
-    from .report import Study
     kw = dict(hardware=args.hardware, cards=tuple(args.cards), link_gbps=args.link, split=args.split,
               weights=args.weights, kv=args.kv, depths=tuple(args.depths), runtime=args.runtime)
     if args.model:
@@ -229,7 +234,7 @@ def _study_from_args(args):
 
 # ---- commands -----------------------------------------------------------------------------------
 def cmd_report(args) -> int:
-    from . import report
+    from glmbench import report
     study = _study_from_args(args)
     extra = []
     for path in args.measured or []:
@@ -242,7 +247,7 @@ def cmd_report(args) -> int:
 
 
 def cmd_sweep(args) -> int:
-    from . import report
+    from glmbench import report
     study = _study_from_args(args)
     tests = tuple(t.strip() for t in args.tests.split(",") if t.strip())
     out = args.out
@@ -257,26 +262,30 @@ def cmd_sweep(args) -> int:
 
 
 def cmd_measure(args) -> int:
-    from . import measure
+    from glmbench import measure
     out = args.out
     if out and not out.endswith((".json", ".csv")):
         raise UserError(f"--out must end in .json or .csv, got {out!r}")
-    if getattr(args, "device", "cpu") == "cuda":  # the GPU path (glmbench/cuda.py, docs/CUDA.md)
-        from . import cuda
-        if args.weights != "bf16" or args.kv != "bf16":
-            raise UserError(f"--device cuda runs bf16 weights and cache only, got --weights {args.weights} --kv {args.kv}")
+    if getattr(args, "device", "cpu") == "cuda":  # the GPU path (measure/cuda.py, docs/CUDA.md)
+        from glmbench import cuda
+        from glmbench.measure import cuda as cuda_backend
+        weights = args.weights or cuda_backend.WEIGHTS
+        kv = args.kv or cuda_backend.KV
+        if (weights, kv) != (cuda_backend.WEIGHTS, cuda_backend.KV):
+            raise UserError(f"--device cuda runs bf16 weights and cache only, got --weights {weights} --kv {kv}")
         if not cuda.available():
-            raise UserError("--device cuda: no CUDA device (or glmbench._cuda was not built); see docs/CUDA.md")
-        recs = cuda.measure(args.model, depths=tuple(args.depths), n_prompt=args.n_prompt,
-                            mla_strategy=args.mla_strategy, repeats=args.repeats,
-                            out=out if out and out.endswith(".json") else None)
+            raise UserError("--device cuda: no CUDA device (or glmbench.cuda._cuda was not built); see docs/CUDA.md")
+        recs = measure.measure(args.model, device="cuda", depths=tuple(args.depths), n_prompt=args.n_prompt,
+                               mla_strategy=args.mla_strategy, repeats=args.repeats,
+                               out=out if out and out.endswith(".json") else None)
         if out and out.endswith(".csv"):
             rec.write_records(out, recs)
         _emit_records(recs, args)
         return 0
     recs = measure.measure(
         args.model, depths=tuple(args.depths), n_prompt=args.n_prompt, n_gen=args.n_gen,
-        weights=args.weights, kv=args.kv, mla_strategy=args.mla_strategy, threads=args.threads,
+        weights=args.weights or vocab.DEFAULTS["measured_weights"], kv=args.kv or vocab.DEFAULTS["kv"],
+        mla_strategy=args.mla_strategy, threads=args.threads,
         repeats=args.repeats, layers=args.layers, bandwidth_probe=args.bandwidth_probe,
         out=out if out and out.endswith(".json") else None, progress=not args.quiet)
     if out and out.endswith(".csv"):
@@ -288,7 +297,7 @@ def cmd_measure(args) -> int:
 
 
 def cmd_models(args) -> int:
-    from . import configs
+    from glmbench.models import configs
     names = args.names or None
     rows = configs.models_table(names)
     if args.json:
@@ -311,7 +320,7 @@ def cmd_models(args) -> int:
 
 
 def cmd_hardware(args) -> int:
-    from . import hardware
+    from glmbench.predict import hardware
     names = hardware.list_gpus()
     gpus = [hardware.get_gpu(n) for n in names]
     if args.json:
@@ -339,7 +348,7 @@ def _gpu_row(gpu, full: bool) -> dict:
 
 
 def cmd_compare(args) -> int:
-    from .report import compare
+    from glmbench.results.compare import compare
     a, b = _read(args.a), _read(args.b)
     rows, header = compare(a, b)
     if not rows:
@@ -359,7 +368,7 @@ def cmd_compare(args) -> int:
 
 
 def cmd_plot(args) -> int:
-    from . import plots
+    from glmbench.report import plots
     recs = _read(args.file)
     out = args.out or os.path.splitext(args.file)[0] + "-charts"
     paths = plots.save_charts(recs, out)
@@ -381,7 +390,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="glmbench", description=(
         "Which model, on which cards, for which shape of work: GLM-4.7-Flash (MoE + MLA) vs dense "
         "GQA models, measured on this CPU, predicted by a cost model for GPUs, or calibrated."))
-    from . import __version__
+    from glmbench import __version__
     p.add_argument("--version", action="version", version=f"glmbench {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
@@ -415,9 +424,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--depths", type=DEPTHS, default=[4096], metavar="LIST", help="cache depths (default: 4K)")
     sp.add_argument("--n-prompt", type=int, default=512, help="prefill chunk in tokens (default: 512)")
     sp.add_argument("--n-gen", type=int, default=16, help="tokens generated per repeat (default: 16)")
-    sp.add_argument("--weights", default="bf16", help="weight format (default: bf16)")
-    sp.add_argument("--kv", default="bf16", help="KV-cache format (default: bf16)")
-    sp.add_argument("--mla-strategy", default="flash", choices=("naive", "absorbed", "flash"),
+    sp.add_argument("--weights", default=None,
+                    help=f"weight format (default: {vocab.DEFAULTS['measured_weights']}; --device cuda: bf16)")
+    sp.add_argument("--kv", default=None, help=f"KV-cache format (default: {vocab.DEFAULTS['kv']}; --device cuda: bf16)")
+    sp.add_argument("--mla-strategy", default=vocab.DEFAULTS["mla_strategy"], choices=vocab.MLA_STRATEGIES,
                     help="MLA attention form (default: flash)")
     sp.add_argument("--threads", type=int, default=None, help="threads (default: all cores)")
     sp.add_argument("--device", default="cpu", choices=("cpu", "cuda"),

@@ -1,6 +1,6 @@
-"""A CPU stand-in for glmbench._cuda, for testing the PYTHON side (glmbench/cuda.py and
+"""A CPU stand-in for glmbench.cuda._cuda, for testing the PYTHON side (glmbench/cuda.py and
 bench/gpu_check.py) on machines without a GPU. It proves nothing about the CUDA kernels: each op
-here is glmbench.reference on the same bf16 bits, so it only checks that the wrappers pass the
+here is glmbench.core.reference on the same bf16 bits, so it only checks that the wrappers pass the
 right addresses, sizes and order, that capture() replays what it recorded, and that nothing
 copies to or from the host while a graph is being captured (a real GPU refuses that too).
 
@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from glmbench import reference as ref
+from glmbench.core import reference as ref
 
 
 def _bf16_to_f64(u):
@@ -381,7 +381,7 @@ class Emulator:
 
 def tiny_config(kind):
     """A tiny GLM-4.7-Flash-like (MLA + MoE, first layer dense) or Qwen3-like (GQA, q/k norm) config."""
-    from glmbench import configs
+    from glmbench.models import configs
     if kind == "glm":
         hf = {k: v for k, v in configs.load("glm-4.7-flash").hf.items() if not k.startswith("_")}
         hf.update(vocab_size=97, hidden_size=64, intermediate_size=96, moe_intermediate_size=32, num_hidden_layers=3,

@@ -1,5 +1,5 @@
 """GQA attention over the paged cache and the gqa_block sub-layer, against the float64 reference
-(glmbench.reference.gqa_attention / gqa_block) on the values the cache actually stores."""
+(glmbench.core.reference.gqa_attention / gqa_block) on the values the cache actually stores."""
 import gc
 import json
 import os
@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 import glmbench
-from glmbench import configs
-from glmbench import reference as ref
-from glmbench.attention import gqa_attention, gqa_block
-from glmbench.kvcache import KVCache
+from glmbench.models import configs
+from glmbench.core import reference as ref
+from glmbench.core.attention import gqa_attention, gqa_block
+from glmbench.core.kvcache import KVCache
 
 # float32 scores and an online softmax vs float64: each output is a convex combination of V rows,
 # so its error is a few float32 roundings of |v| (~1) per step of the running max/sum; 2e-5 bounds
@@ -20,7 +20,7 @@ ATOL = 2e-5
 
 
 def _filled(rng, Hkv, Dh, Dv, P, T, fmt="f32", bs=16, layers=2, layer=1):
-    c = KVCache.gqa(layers, P + T + 5, Hkv, Dh, Dv, dtype=fmt, block_size=bs)
+    c = KVCache.gqa(layers, P + T + 5, Hkv, Dh, Dv, kv=fmt, block_size=bs)
     k = rng.standard_normal((P + T, Hkv, Dh)).astype(np.float32)
     v = rng.standard_normal((P + T, Hkv, Dv)).astype(np.float32)
     if P:
@@ -77,7 +77,7 @@ G8_SHAPES = [  # Hkv, Dh, P (cached before the new token), block_size
 
 @pytest.mark.parametrize("Hkv,Dh,P,bs", G8_SHAPES)
 def test_g8_bf16_decode_both_arithmetics(rng, Hkv, Dh, P, bs):
-    from glmbench import _core
+    from glmbench.core import _core
     c = _filled(rng, Hkv, Dh, Dh, P, 1, fmt="bf16", bs=bs)
     q = rng.standard_normal((1, 8 * Hkv, Dh)).astype(np.float32)
     k, v = c.read(1)
@@ -107,7 +107,7 @@ def test_split_cache_combine_equals_one_pass(rng, splits):
     r = ref.gqa_attention(q, k, v)
     np.testing.assert_allclose(gqa_attention(q, c, 1, n_splits=splits), r, rtol=0, atol=ATOL)
     qd = q[-1:]
-    cd = KVCache.gqa(1, 400, 2, 64)
+    cd = KVCache.gqa(1, 400, 2, 64, kv="f32")
     cd.append(0, k, v)
     np.testing.assert_allclose(gqa_attention(qd, cd, 0, n_splits=splits), ref.gqa_attention(qd, k, v), atol=ATOL)
 
@@ -117,10 +117,10 @@ def test_prefill_in_chunks_equals_one_chunk(rng):
     k = rng.standard_normal((n, Hkv, D)).astype(np.float32)
     v = rng.standard_normal((n, Hkv, D)).astype(np.float32)
     q = rng.standard_normal((n, Hq, D)).astype(np.float32)
-    one = KVCache.gqa(1, 64, Hkv, D, block_size=8)
+    one = KVCache.gqa(1, 64, Hkv, D, block_size=8, kv="f32")
     one.append(0, k, v)
     y_one = gqa_attention(q, one, 0)
-    many = KVCache.gqa(1, 64, Hkv, D, block_size=8)
+    many = KVCache.gqa(1, 64, Hkv, D, block_size=8, kv="f32")
     parts = []
     for a, b in [(0, 1), (1, 14), (14, 15), (15, 40), (40, 45)]:
         many.append(0, k[a:b], v[a:b])
@@ -177,7 +177,7 @@ def test_bad_input(rng):
     with pytest.raises(TypeError, match=r"`cache` must be a glmbench.KVCache, got dict"):
         gqa_attention(q, {}, 1)
     with pytest.raises(ValueError, match=r"`cache` must be a GQA cache"):
-        gqa_attention(q, KVCache.mla(1, 4, 16, 8), 0)
+        gqa_attention(q, KVCache.mla(1, 4, 16, 8, kv="f32"), 0)
     assert c.length(1) == 6
 
 
@@ -236,7 +236,7 @@ def test_block_matches_reference_over_chunks(rng, name, over, bias):
     w0 = {k: a.copy() for k, a in w.items()}
     x = rng.standard_normal((13, cfg.hidden_size)).astype(np.float32)
     x0 = x.copy()
-    cache = KVCache.gqa(2, 32, cfg.n_kv_heads, cfg.head_dim, dtype="f32", block_size=4)
+    cache = KVCache.gqa(2, 32, cfg.n_kv_heads, cfg.head_dim, kv="f32", block_size=4)
     ys, kp, vp = [], None, None
     for a, b in [(0, 6), (6, 7), (7, 13)]:
         pos = np.arange(a, b) + 100      # positions need not start at 0
@@ -256,14 +256,14 @@ def test_block_matches_reference_over_chunks(rng, name, over, bias):
 def test_block_bad_input(rng):
     cfg = tiny_cfg("qwen3-32b")
     w = tiny_weights(rng, cfg)
-    cache = KVCache.gqa(2, 8, cfg.n_kv_heads, cfg.head_dim)
+    cache = KVCache.gqa(2, 8, cfg.n_kv_heads, cfg.head_dim, kv="f32")
     x = rng.standard_normal((3, cfg.hidden_size)).astype(np.float32)
     with pytest.raises(ValueError, match=r"`positions` must have shape \(3,\)"):
         gqa_block(x, w, cache, 0, np.arange(4), cfg)
     with pytest.raises(TypeError, match=r"`x` must be float32, got float64"):
         gqa_block(x.astype(np.float64), w, cache, 0, np.arange(3), cfg)
     with pytest.raises(ValueError, match=r"`cache` holds 4 KV heads"):
-        gqa_block(x, w, KVCache.gqa(1, 8, 4, cfg.head_dim), 0, np.arange(3), cfg)
+        gqa_block(x, w, KVCache.gqa(1, 8, 4, cfg.head_dim, kv="f32"), 0, np.arange(3), cfg)
     with pytest.raises(ValueError, match=r"`layer`=2 is out of range"):
         gqa_block(x, w, cache, 2, np.arange(3), cfg)
     with pytest.raises(KeyError, match=r"q_norm.weight"):
@@ -301,7 +301,7 @@ def test_block_matches_hf_qwen3(rng):
         xt = torch.from_numpy(x)[None]
         mask = torch.full((n, n), float("-inf")).triu(1)[None, None]
         y_hf = attn(xt, rot(xt, torch.from_numpy(pos)[None]), mask)[0][0].numpy()
-    cache = KVCache.gqa(1, 16, 2, 16, block_size=4)
+    cache = KVCache.gqa(1, 16, 2, 16, block_size=4, kv="f32")
     ys = [gqa_block(x[a:b], w, cache, 0, pos[a:b], cfg) for a, b in [(0, 3), (3, 4), (4, 9)]]
     np.testing.assert_allclose(np.concatenate(ys), y_hf, rtol=0, atol=2e-5)
 
@@ -309,7 +309,7 @@ def test_block_matches_hf_qwen3(rng):
 def test_block_sliding_window_is_reported_missing(rng):
     cfg = tiny_cfg("mistral-small-24b", sliding_window=4)
     w = tiny_weights(rng, cfg)
-    cache = KVCache.gqa(1, 8, cfg.n_kv_heads, cfg.head_dim)
+    cache = KVCache.gqa(1, 8, cfg.n_kv_heads, cfg.head_dim, kv="f32")
     x = rng.standard_normal((3, cfg.hidden_size)).astype(np.float32)
     gqa_block(x, w, cache, 0, np.arange(3), cfg)          # inside the window: exact causal attention
     with pytest.raises(NotImplementedError, match=r"sliding-window attention \(cfg.sliding_window=4\)"):

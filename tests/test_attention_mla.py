@@ -1,5 +1,5 @@
 """MLA attention (naive / absorbed / flash) over the latent cache and the mla_block sub-layer,
-against the float64 reference (glmbench.reference.mla_attention / mla_block) and each other."""
+against the float64 reference (glmbench.core.reference.mla_attention / mla_block) and each other."""
 import gc
 import json
 import os
@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 import glmbench
-from glmbench import configs
-from glmbench import reference as ref
-from glmbench.attention import MLA_STRATEGIES, mla_attention, mla_block
-from glmbench.kvcache import KVCache
+from glmbench.models import configs
+from glmbench.core import reference as ref
+from glmbench.core.attention import MLA_STRATEGIES, mla_attention, mla_block
+from glmbench.core.kvcache import KVCache
 
 # The absorbed form reassociates (q W_k^T) c instead of q (W_k c) and runs R + Dr = 576-long float32
 # dot products; with |q|, |c| ~ 1 and W ~ 1/sqrt(R) the scores carry ~1e-6 relative error and the
@@ -22,7 +22,7 @@ ATOL = 3e-5
 @pytest.fixture
 def f32_tile():
     """bf16 caches through the float32 tile (the bf16 dot-product tile off): exact to ATOL."""
-    from glmbench import _core
+    from glmbench.core import _core
     was = _core._attn_bf16()
     _core._attn_set_bf16(False)
     yield
@@ -30,7 +30,7 @@ def f32_tile():
 
 
 def _case(rng, H, Dn, Dr, Dv, R, P, T, fmt="f32", bs=16):
-    c = KVCache.mla(2, P + T + 3, R, Dr, dtype=fmt, block_size=bs)
+    c = KVCache.mla(2, P + T + 3, R, Dr, kv=fmt, block_size=bs)
     lat = rng.standard_normal((P + T, R)).astype(np.float32)
     kr = rng.standard_normal((P + T, Dr)).astype(np.float32)
     if P:
@@ -116,7 +116,7 @@ BF16_SHAPES = [  # H, Dn, Dr, Dv, R, P, T, block_size
 
 @pytest.mark.parametrize("H,Dn,Dr,Dv,R,P,T,bs", BF16_SHAPES)
 def test_bf16_tile_against_reference(rng, H, Dn, Dr, Dv, R, P, T, bs):
-    from glmbench import _core
+    from glmbench.core import _core
     if not _core._attn_bf16():
         pytest.skip("the bf16 dot-product tile is not compiled in (no AVX512_BF16 at build time)")
     c, qn, qr, w = _case(rng, H, Dn, Dr, Dv, R, P, T, fmt="bf16", bs=bs)
@@ -181,10 +181,10 @@ def test_chunks_equal_one_pass(rng):
     qr = rng.standard_normal((n, H, Dr)).astype(np.float32)
     w = (rng.standard_normal((H * (Dn + Dv), R)) / np.sqrt(R)).astype(np.float32)
     for s in MLA_STRATEGIES:
-        one = KVCache.mla(1, 64, R, Dr, block_size=8)
+        one = KVCache.mla(1, 64, R, Dr, block_size=8, kv="f32")
         one.append(0, lat, kr)
         y_one = mla_attention(qn, qr, one, 0, w, v_head_dim=Dv, strategy=s)
-        many = KVCache.mla(1, 64, R, Dr, block_size=8)
+        many = KVCache.mla(1, 64, R, Dr, block_size=8, kv="f32")
         parts = []
         for a, b in [(0, 1), (1, 9), (9, 10), (10, 37)]:
             many.append(0, lat[a:b], kr[a:b])
@@ -242,7 +242,7 @@ def test_bad_input(rng):
     with pytest.raises(ValueError, match=r"`q_rope` contains inf at flat index 0"):
         call(qr=bad)
     with pytest.raises(ValueError, match=r"`cache` must be an MLA cache"):
-        call(c=KVCache.gqa(2, 8, 1, 8))
+        call(c=KVCache.gqa(2, 8, 1, 8, kv="f32"))
     with pytest.raises(TypeError, match=r"`kv_b_weight` must be float32, float16 or uint16"):
         call(w=w.astype(np.float64))
     with pytest.raises(ValueError, match=r"`v_head_dim` must be >= 1, got 0"):
@@ -303,7 +303,7 @@ def test_block_matches_reference_over_chunks(rng, name, strategy):
     w0 = {k: a.copy() for k, a in w.items()}
     x = rng.standard_normal((11, cfg.hidden_size)).astype(np.float32)
     x0 = x.copy()
-    cache = KVCache.mla(2, 16, cfg.kv_lora_rank, cfg.qk_rope_head_dim, block_size=4)
+    cache = KVCache.mla(2, 16, cfg.kv_lora_rank, cfg.qk_rope_head_dim, block_size=4, kv="f32")
     lp = kp = None
     for a, b in [(0, 5), (5, 6), (6, 11)]:
         pos = np.arange(a, b)
@@ -329,7 +329,7 @@ def test_block_with_real_glm_head_shapes(rng):
     x = rng.standard_normal((3, cfg.hidden_size)).astype(np.float32)
     fresh = {}
     for s in MLA_STRATEGIES:
-        cc = KVCache.mla(1, 8, 512, 64, dtype="bf16")
+        cc = KVCache.mla(1, 8, 512, 64, kv="bf16")
         fresh[s] = mla_block(x, w, cc, 0, np.arange(3), cfg, strategy=s)
     r, _, _ = ref.mla_block(x, w, np.arange(3), cfg)
     for s, y in fresh.items():
@@ -337,21 +337,21 @@ def test_block_with_real_glm_head_shapes(rng):
         np.testing.assert_allclose(y, r, rtol=0, atol=2e-2 * np.abs(r).max(), err_msg=s)
     # naive widens the cache and multiplies in float32; absorbed/flash on a bf16 cache also round
     # the query and p to bf16 (the bf16 dot-product tile), within BF16_TILE_REL of the output scale
-    tol = BF16_TILE_REL * np.abs(fresh["naive"]).max() if glmbench._core._attn_bf16() else 1e-5
+    tol = BF16_TILE_REL * np.abs(fresh["naive"]).max() if glmbench.core._core._attn_bf16() else 1e-5
     np.testing.assert_allclose(fresh["naive"], fresh["flash"], rtol=0, atol=tol)
 
 
 def test_block_bad_input(rng):
     cfg = tiny_cfg("glm-4.7-flash")
     w = tiny_weights(rng, cfg)
-    cache = KVCache.mla(1, 4, cfg.kv_lora_rank, cfg.qk_rope_head_dim)
+    cache = KVCache.mla(1, 4, cfg.kv_lora_rank, cfg.qk_rope_head_dim, kv="f32")
     x = rng.standard_normal((3, cfg.hidden_size)).astype(np.float32)
     with pytest.raises(ValueError, match=r"`strategy` must be one of"):
         mla_block(x, w, cache, 0, np.arange(3), cfg, strategy="turbo")
     with pytest.raises(ValueError, match=r"`cache` holds latents of 16 \+ 8"):
-        mla_block(x, w, KVCache.mla(1, 4, 16, 8), 0, np.arange(3), cfg)
+        mla_block(x, w, KVCache.mla(1, 4, 16, 8, kv="f32"), 0, np.arange(3), cfg)
     with pytest.raises(ValueError, match=r"`cache` must be a MLA KVCache"):
-        mla_block(x, w, KVCache.gqa(1, 4, 1, 8), 0, np.arange(3), cfg)
+        mla_block(x, w, KVCache.gqa(1, 4, 1, 8, kv="f32"), 0, np.arange(3), cfg)
     with pytest.raises(TypeError, match=r"`positions` must be integers, got float64"):
         mla_block(x, w, cache, 0, np.arange(3.0), cfg)
     xn = x.copy()
@@ -395,7 +395,7 @@ def test_block_matches_hf_glm4_moe_lite(rng):
         mask = torch.full((n, n), float("-inf")).triu(1)[None, None]
         y_hf = attn(xt, cos_sin, mask)[0][0].numpy()
     for s in MLA_STRATEGIES:
-        cache = KVCache.mla(1, 16, 32, 8, block_size=4)
+        cache = KVCache.mla(1, 16, 32, 8, block_size=4, kv="f32")
         ys = [mla_block(x[a:b], w, cache, 0, pos[a:b], cfg, strategy=s) for a, b in [(0, 4), (4, 5), (5, 10)]]
         # float32 both sides, different summation orders: ~1e-6 of |y| ~ 0.3
         np.testing.assert_allclose(np.concatenate(ys), y_hf, rtol=0, atol=2e-5, err_msg=s)

@@ -10,7 +10,10 @@ import sys
 
 import pytest
 
-from glmbench import cli, configs, records, report
+from glmbench import cli
+from glmbench.models import configs
+from glmbench.results import records
+from glmbench import report
 
 SMALL = ["--depths", "1K,8K,64K", "--concurrency", "1,4"]
 
@@ -110,7 +113,7 @@ def test_models(capsys):
 
 
 def test_hardware(capsys):
-    from glmbench import hardware
+    from glmbench.predict import hardware
     rc, out, _ = run(capsys, "hardware", "--json")
     rows = json.loads(out)
     assert rc == 0 and [r["key"] for r in rows] == hardware.list_gpus()
@@ -199,9 +202,9 @@ def test_report_folder(capsys, tmp_path):
                and r["n_depth"] == 1024)
     assert f"| glm-4.7-flash | 1× RTX 3090 | {glm['avg_ts']:,.1f} |" in md
     # the memory ceiling quotes the cost model: Qwen3-32B on one 24 GiB card runs out near 26K
-    from glmbench import costmodel as cm
+    from glmbench.predict import costmodel as cm
     ctx = cm.max_context(cm.Setup("qwen3-32b", "rtx-3090", weights="q4_K", kv="f16"))
-    from glmbench.plots import approx_tokens
+    from glmbench.report.plots import approx_tokens
     assert f"{approx_tokens(ctx)} tokens" in md
     # the throughput table: best fitting aggregate and the first concurrency that does not fit
     for n in (1, 2):

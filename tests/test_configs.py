@@ -2,7 +2,8 @@ import json
 
 import pytest
 
-from glmbench import configs, formats
+from glmbench.models import configs
+from glmbench import vocab
 
 ALL = ["deepseek-v2-lite", "glm-4.7-flash", "mistral-small-24b", "qwen3-30b-a3b", "qwen3-32b", "seed-oss-36b"]
 
@@ -114,9 +115,9 @@ def test_qwen3_32b_params_and_bytes_by_hand():
 def test_weight_bytes_fallback_rows():
     c = configs.load("deepseek-v2-lite")
     # 1408- and 10944-wide down_proj rows are not whole 256-blocks: llama.cpp stores them q5_0
-    assert formats.row_format(formats.weight_format("q4_K"), 1408).name == "q5_0"
-    assert formats.row_format(formats.weight_format("q4_K"), 2048).name == "q4_K"
-    assert formats.row_format(formats.weight_format("q4_0"), 100).name == "f16"
+    assert vocab.row_format(vocab.weight_format("q4_K"), 1408).name == "q5_0"
+    assert vocab.row_format(vocab.weight_format("q4_K"), 2048).name == "q4_K"
+    assert vocab.row_format(vocab.weight_format("q4_0"), 100).name == "f16"
     D, L, E = 2048, 27, 64
     # routed down_proj (1408 wide) and the dense layer's (10944) are stored q5_0; the shared
     # experts' down_proj is 2 x 1408 = 2816 = 11 x 256 wide, so it stays q4_K

@@ -3,7 +3,9 @@ import math
 
 import pytest
 
-from glmbench import configs, costmodel as cm, hardware as hw
+from glmbench.models import configs
+from glmbench.predict import costmodel as cm
+from glmbench.predict import hardware as hw
 
 GIB = 2 ** 30
 BUILTINS = configs.builtin_names()

@@ -1,5 +1,5 @@
-"""glmbench._cuda and glmbench.cuda: build and import checks that run anywhere, and numeric
-checks against glmbench.reference that run only where a CUDA device answers (they skip with
+"""glmbench.cuda._cuda and glmbench.cuda: build and import checks that run anywhere, and numeric
+checks against glmbench.core.reference that run only where a CUDA device answers (they skip with
 the reason otherwise). The full validation and timing on a GPU is bench/gpu_check.sh."""
 import os
 import subprocess
@@ -10,7 +10,7 @@ import pytest
 
 import glmbench
 from glmbench import cuda
-from glmbench import reference as ref
+from glmbench.core import reference as ref
 
 EXPECTED = [
     "device_count", "device_info", "mem_info", "have_cublas", "malloc", "free", "upload", "download", "copy",
@@ -22,14 +22,14 @@ EXPECTED = [
     "mla_split_kv", "concat_heads",
 ]
 
-needs_ext = pytest.mark.skipif(not glmbench.HAS_CUDA, reason="glmbench._cuda not built (no nvcc at build time)")
+needs_ext = pytest.mark.skipif(not glmbench.HAS_CUDA, reason="glmbench.cuda._cuda not built (no nvcc at build time)")
 GPU = cuda.available()
 needs_gpu = pytest.mark.skipif(not GPU, reason="no CUDA device here; bench/gpu_check.sh validates on a GPU")
 
 
 @needs_ext
 def test_extension_has_every_function():
-    from glmbench import _cuda
+    from glmbench.cuda import _cuda
     missing = [f for f in EXPECTED if not callable(getattr(_cuda, f, None))]
     assert missing == []
     assert isinstance(_cuda.have_cublas(), bool)
@@ -37,7 +37,7 @@ def test_extension_has_every_function():
 
 @needs_ext
 def test_pure_size_helpers_need_no_device():
-    from glmbench import _cuda
+    from glmbench.cuda import _cuda
     # 64 rows per tile: 100 rows over 8 experts need at most ceil(100/64) + 8 tiles
     assert _cuda.moe_max_tiles(100, 8) == 2 + 8
     # partials are (Dv accumulators + m + l) floats per (token, head, split)
@@ -57,7 +57,7 @@ def test_pure_size_helpers_need_no_device():
 
 @needs_ext
 def test_bad_sizes_are_value_errors_before_any_device_call():
-    from glmbench import _cuda
+    from glmbench.cuda import _cuda
     with pytest.raises(ValueError, match=r"`dim` must be > 0, got 0"):
         _cuda.rms_norm(0, 0, 0, 1, 0, 1e-5, 0)
     with pytest.raises(ValueError, match=r"`rot_dim` must be even"):
@@ -83,7 +83,7 @@ def test_bad_sizes_are_value_errors_before_any_device_call():
 @needs_ext
 @pytest.mark.skipif(GPU, reason="checks the behaviour without a device")
 def test_without_a_device_every_call_raises_the_cuda_error():
-    from glmbench import _cuda
+    from glmbench.cuda import _cuda
     calls = [
         lambda: _cuda.device_count(),
         lambda: _cuda.malloc(1024),
@@ -131,7 +131,7 @@ def test_bf16_conversion_matches_the_reference_rounding():
     assert np.isnan(back[~np.isfinite(x) & np.isnan(x)]).all()
 
 
-@pytest.mark.skipif(not glmbench.HAS_CUDA, reason="glmbench._cuda not built")
+@pytest.mark.skipif(not glmbench.HAS_CUDA, reason="glmbench.cuda._cuda not built")
 def test_import_in_a_fresh_process_does_not_touch_the_device(tmp_path):
     # Importing must succeed on a machine without a driver (CI): the device is opened lazily.
     # (cwd elsewhere, so the installed package is imported, not the source tree.)
@@ -183,8 +183,8 @@ def test_gpu_gqa_decode_over_a_shuffled_poisoned_cache(rng):
         assert _rel(out, ref.gqa_attention(q, k, v)) < 1e-2
 
 
-# ---- the Python side on a CPU emulator of glmbench._cuda ---------------------------------
-# tests/cuda_emulator.py runs each op as glmbench.reference on the same bf16 bits: these tests
+# ---- the Python side on a CPU emulator of glmbench.cuda._cuda ---------------------------------
+# tests/cuda_emulator.py runs each op as glmbench.core.reference on the same bf16 bits: these tests
 # check the wrappers (addresses, offsets, sizes, order), capture/replay and CudaModel's wiring,
 # NOT the CUDA kernels (those are checked by the GPU tests above and bench/gpu_check.sh).
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -255,7 +255,7 @@ def test_emulated_route_group_limited_greedy(emu, rng):
 def test_emulated_cuda_model_routes_by_route_groups(emu, monkeypatch):
     """CudaModel routes a deepseek_v2 group_limited_greedy layer as model.route_groups says (and as
     the CPU Layer does): max-scored groups, n_group/topk_group from the config, no renormalisation."""
-    from glmbench import configs
+    from glmbench.models import configs
     hf = {k: v for k, v in configs.load("deepseek-v2-lite").hf.items() if not k.startswith("_")}
     hf.update(vocab_size=97, hidden_size=64, intermediate_size=96, moe_intermediate_size=32, num_hidden_layers=2,
               num_attention_heads=4, num_key_value_heads=4, kv_lora_rank=32, qk_nope_head_dim=16,
@@ -324,7 +324,7 @@ def test_emulated_cuda_model_matches_the_c_core_model(emu, kind):
     cfg = _tiny(kind)
     m = cuda.CudaModel(cfg, max_context=64, seed=3)
     m.pin_routing()
-    cpu = glmbench.model.Model(cfg, weights=m.host_weights(), weight_format="bf16", kv_dtype="f32", max_context=64)
+    cpu = glmbench.models.model.Model(cfg, state_dict=m.host_weights(), weights="bf16", kv="f32", max_context=64)
     toks = [5, 17, 3, 88, 41]
     got = m.prefill(toks).to_numpy()
     want = cpu.prefill(np.array(toks))
@@ -720,7 +720,7 @@ def test_emulated_cuda_model_matches_hf_transformers(emu, kind):
     pinned in both (a near-tie would otherwise be decided by rounding)."""
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
-    from glmbench import configs
+    from glmbench.models import configs
     hf_dims = {k: v for k, v in _tiny(kind).hf.items() if not k.startswith("_")}
     model_type = hf_dims.pop("model_type")
     try:

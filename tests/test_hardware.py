@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from glmbench import hardware as hw
+from glmbench.predict import hardware as hw
 
 
 def test_builtin_gpus():
@@ -98,20 +98,21 @@ def test_rig():
         hw.Rig("rtx-3090", 2, link_gbps=-2)
 
 
-def test_host_cpu_from_ceilings():
-    c = hw.host_cpu(ceilings={"bandwidth_gbs": 40.0, "fma_gflops": 150.0, "threads": 2, "cpu": "EPYC"})
-    assert c.kind == "cpu" and c.bandwidth_gbs == 40.0
+def test_cpu_profile_from_ceilings():
+    c = hw.cpu_profile({"bandwidth_gbs": 40.0, "fma_gflops": 150.0, "threads": 2, "cpu": "EPYC"},
+                       launch_us=2.0, source="test")
+    assert c.kind == "cpu" and c.bandwidth_gbs == 40.0 and c.key == "host"
     assert c.peak_flops("fp32") == pytest.approx(150e9) and c.peak_flops("bf16") == c.peak_flops("fp32")
     assert c.memory_gib > 0 and c.name == "EPYC (2 threads)"
     with pytest.raises(ValueError, match="`fma_gflops` is missing"):
-        hw.host_cpu(ceilings={"bandwidth_gbs": 40.0})
-    with pytest.raises(ValueError, match="needs `ceilings`"):
-        hw.host_cpu(measure=False)
+        hw.cpu_profile({"bandwidth_gbs": 40.0}, launch_us=2.0, source="test")
 
 
-def test_host_cpu_without_bench(monkeypatch):
-    import sys
-    # simulate a build without the kernels benchmark: a clear error, not an AttributeError
-    monkeypatch.setitem(sys.modules, "glmbench.bench", None)
-    with pytest.raises(RuntimeError, match="measure_ceilings"):
-        hw.host_cpu()
+def test_host_is_resolved_on_the_measured_side():
+    # the prediction side measures nothing: "host" names a profile the measured side builds
+    with pytest.raises(ValueError, match="host_profile"):
+        hw.get_gpu("host")
+    assert hw.is_host("Host") and hw.is_host("cpu") and not hw.is_host("rtx-3090")
+    from glmbench.measure.machine import host_profile
+    h = host_profile({"bandwidth_gbs": 30.0, "fma_gflops": 100.0, "threads": 2, "cpu": "X"})
+    assert h.kind == "cpu" and h.launch_us == 2.0 and "measure_ceilings" in h.source

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import glmbench
-from glmbench import reference as ref
-from glmbench.kvcache import KVCache
+from glmbench.core import reference as ref
+from glmbench.core.kvcache import KVCache
 
 FORMATS = ["f32", "f16", "bf16", "q8_0", "q4_0"]
 
@@ -22,32 +22,32 @@ def _rss_kb():
 
 def test_real_model_bytes_per_token():
     # REFERENCE.md section 2: GLM-4.7-Flash 47 x 576 x 2 = 54,144 B; Qwen3-32B 64 x 8 x 128 x 2 x 2 = 256 KiB.
-    assert KVCache.mla(47, 16, 512, 64, dtype="bf16").bytes_per_token == 54_144
-    assert KVCache.gqa(64, 16, 8, 128, dtype="bf16").bytes_per_token == 262_144
-    assert KVCache.gqa(40, 16, 8, 128, dtype="f16").bytes_per_token == 160 * 1024   # Mistral-Small-24B
+    assert KVCache.mla(47, 16, 512, 64, kv="bf16").bytes_per_token == 54_144
+    assert KVCache.gqa(64, 16, 8, 128, kv="bf16").bytes_per_token == 262_144
+    assert KVCache.gqa(40, 16, 8, 128, kv="f16").bytes_per_token == 160 * 1024   # Mistral-Small-24B
     # q8_0: 34 bytes per 32 values; q4_0: 18 bytes per 32
-    assert KVCache.mla(47, 16, 512, 64, dtype="q8_0").bytes_per_token == 47 * 18 * 34
-    assert KVCache.mla(47, 16, 512, 64, dtype="q4_0").bytes_per_token == 47 * 18 * 18
+    assert KVCache.mla(47, 16, 512, 64, kv="q8_0").bytes_per_token == 47 * 18 * 34
+    assert KVCache.mla(47, 16, 512, 64, kv="q4_0").bytes_per_token == 47 * 18 * 18
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_bytes_match_reference_and_configs(fmt):
-    c = KVCache.gqa(3, 100, 2, 64, 32, dtype=fmt, block_size=16)
+    c = KVCache.gqa(3, 100, 2, 64, 32, kv=fmt, block_size=16)
     assert c.bytes_per_token == ref.kv_bytes_per_token("gqa", 3, (2, 64, 32), fmt)
-    m = KVCache.mla(5, 100, 64, 32, dtype=fmt)
+    m = KVCache.mla(5, 100, 64, 32, kv=fmt)
     assert m.bytes_per_token == ref.kv_bytes_per_token("mla", 5, (64, 32), fmt)
-    from glmbench import configs
+    from glmbench.models import configs
     for name in ("glm-4.7-flash", "qwen3-32b", "deepseek-v2-lite"):
         cfg = configs.load(name)
         if cfg.attention == "mla":
-            cc = KVCache.mla(cfg.n_layers, 8, cfg.kv_lora_rank, cfg.qk_rope_head_dim, dtype=fmt)
+            cc = KVCache.mla(cfg.n_layers, 8, cfg.kv_lora_rank, cfg.qk_rope_head_dim, kv=fmt)
         else:
-            cc = KVCache.gqa(cfg.n_layers, 8, cfg.n_kv_heads, cfg.head_dim, cfg.v_head_dim, dtype=fmt)
+            cc = KVCache.gqa(cfg.n_layers, 8, cfg.n_kv_heads, cfg.head_dim, cfg.v_head_dim, kv=fmt)
         assert cc.bytes_per_token == cfg.kv_bytes_per_token(fmt)
 
 
 def test_bytes_used_and_allocated_follow_the_blocks(rng):
-    c = KVCache.gqa(2, 100, 2, 8, dtype="f16", block_size=16)
+    c = KVCache.gqa(2, 100, 2, 8, kv="f16", block_size=16)
     per_layer = c.bytes_per_token // 2
     assert (c.bytes_used, c.bytes_allocated, c.bytes_in_blocks) == (0, 0, 0)
     k = rng.standard_normal((5, 2, 8)).astype(np.float32)
@@ -71,7 +71,7 @@ def test_bytes_used_and_allocated_follow_the_blocks(rng):
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_gqa_round_trip_matches_reference_rounding(rng, fmt):
-    c = KVCache.gqa(2, 50, 3, 64, 32, dtype=fmt, block_size=8)
+    c = KVCache.gqa(2, 50, 3, 64, 32, kv=fmt, block_size=8)
     k = rng.standard_normal((13, 3, 64)).astype(np.float32)
     v = rng.standard_normal((13, 3, 32)).astype(np.float32)
     k0, v0 = k.copy(), v.copy()
@@ -89,7 +89,7 @@ def test_gqa_round_trip_matches_reference_rounding(rng, fmt):
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_mla_round_trip_matches_reference_rounding(rng, fmt):
-    c = KVCache.mla(1, 200, 512, 64, dtype=fmt)
+    c = KVCache.mla(1, 200, 512, 64, kv=fmt)
     lat = rng.standard_normal((70, 512)).astype(np.float32)
     kr = rng.standard_normal((70, 64)).astype(np.float32)
     c.append(0, lat, kr)
@@ -99,7 +99,7 @@ def test_mla_round_trip_matches_reference_rounding(rng, fmt):
 
 
 def test_strided_inputs_are_accepted(rng):
-    c = KVCache.mla(1, 10, 16, 8)
+    c = KVCache.mla(1, 10, 16, 8, kv="f32")
     big = rng.standard_normal((6, 48)).astype(np.float32)
     c.append(0, big[::2, :32:2], big[::2, 32:40])
     a, b = c.read(0)
@@ -108,7 +108,7 @@ def test_strided_inputs_are_accepted(rng):
 
 
 def test_layers_are_independent(rng):
-    c = KVCache.gqa(3, 20, 1, 4)
+    c = KVCache.gqa(3, 20, 1, 4, kv="f32")
     x = [rng.standard_normal((n, 1, 4)).astype(np.float32) for n in (3, 0, 7)]
     for layer, a in enumerate(x):
         c.append(layer, a, -a)
@@ -119,11 +119,11 @@ def test_layers_are_independent(rng):
 
 
 def test_properties_and_repr():
-    c = KVCache.gqa(4, 1000, 8, 128, dtype="bf16", block_size=32)
-    assert (c.kind, c.n_layers, c.capacity_tokens, c.block_size, c.dtype) == ("gqa", 4, 1000, 32, "bf16")
+    c = KVCache.gqa(4, 1000, 8, 128, kv="bf16", block_size=32)
+    assert (c.kind, c.n_layers, c.capacity_tokens, c.block_size, c.kv) == ("gqa", 4, 1000, 32, "bf16")
     assert (c.n_kv_heads, c.head_dim, c.v_head_dim) == (8, 128, 128)
-    m = KVCache.mla(2, 10, 512, 64)
-    assert (m.kind, m.kv_lora_rank, m.rope_dim, m.dtype, m.block_size) == ("mla", 512, 64, "f32", 64)
+    m = KVCache.mla(2, 10, 512, 64, kv="f32")
+    assert (m.kind, m.kv_lora_rank, m.rope_dim, m.kv, m.block_size) == ("mla", 512, 64, "f32", 64)
     assert "KVCache.mla" in repr(m) and "kv_lora_rank=512" in repr(m)
     assert isinstance(c, glmbench.KVCache)
 
@@ -131,7 +131,7 @@ def test_properties_and_repr():
 # ---- errors ---------------------------------------------------------------------------------
 
 def test_full_cache_message_and_nothing_written():
-    c = KVCache.gqa(4, 4096, 1, 4, block_size=64)
+    c = KVCache.gqa(4, 4096, 1, 4, block_size=64, kv="f32")
     z = np.zeros((4090, 1, 4), np.float32)
     c.append(3, z, z)
     e8 = np.ones((8, 1, 4), np.float32)
@@ -143,24 +143,24 @@ def test_full_cache_message_and_nothing_written():
 
 
 def test_bad_construction():
-    with pytest.raises(ValueError, match=r"`dtype` must be one of .*got 'q5_K'"):
-        KVCache.gqa(1, 8, 1, 8, dtype="q5_K")
-    with pytest.raises(ValueError, match=r"`dtype`=q8_0 stores rows in blocks of 32; `head_dim`=40"):
-        KVCache.gqa(1, 8, 1, 40, dtype="q8_0")
+    with pytest.raises(ValueError, match=r"`kv` \(the cache format\) must be one of .*got 'q5_K'"):
+        KVCache.gqa(1, 8, 1, 8, kv="q5_K")
+    with pytest.raises(ValueError, match=r"`kv`=q8_0 stores rows in blocks of 32; `head_dim`=40"):
+        KVCache.gqa(1, 8, 1, 40, kv="q8_0")
     with pytest.raises(ValueError, match=r"`rope_dim`=48 is not a multiple of 32"):
-        KVCache.mla(1, 8, 512, 48, dtype="q4_0")
+        KVCache.mla(1, 8, 512, 48, kv="q4_0")
     with pytest.raises(ValueError, match=r"`capacity_tokens` must be >= 1, got 0"):
-        KVCache.gqa(1, 0, 1, 8)
+        KVCache.gqa(1, 0, 1, 8, kv="f32")
     with pytest.raises(ValueError, match=r"`n_layers` must be >= 1, got -2"):
-        KVCache.mla(-2, 8, 16, 8)
+        KVCache.mla(-2, 8, 16, 8, kv="f32")
     with pytest.raises(TypeError, match=r"`head_dim` must be an int, got float 8.0"):
-        KVCache.gqa(1, 8, 1, 8.0)
-    with pytest.raises(TypeError, match=r"`dtype` must be a str"):
-        KVCache.gqa(1, 8, 1, 8, dtype=np.float16)
+        KVCache.gqa(1, 8, 1, 8.0, kv="f32")
+    with pytest.raises(TypeError, match=r"`kv` \(the cache format\) must be a str"):
+        KVCache.gqa(1, 8, 1, 8, kv=np.float16)
 
 
 def test_bad_append():
-    c = KVCache.gqa(2, 8, 2, 4)
+    c = KVCache.gqa(2, 8, 2, 4, kv="f32")
     k = np.zeros((3, 2, 4), np.float32)
     with pytest.raises(TypeError, match=r"`k` must be float32, got float64"):
         c.append(0, k.astype(np.float64), k)
@@ -182,7 +182,7 @@ def test_bad_append():
         c.append(0, k, bad)
     with pytest.raises(ValueError, match=r"`k` must be 3-D, got shape \(2, 4\)"):
         c.append(0, k[0], k)
-    m = KVCache.mla(1, 8, 16, 8)
+    m = KVCache.mla(1, 8, 16, 8, kv="f32")
     with pytest.raises(ValueError, match=r"`latent` has shape \(1, 15\): axis 1 must be 16"):
         m.append(0, np.zeros((1, 15), np.float32), np.zeros((1, 8), np.float32))
     with pytest.raises(ValueError, match=r"`k_rope` contains inf"):
@@ -196,7 +196,7 @@ def test_bad_append():
 
 @pytest.mark.parametrize("fmt", ["f32", "bf16", "q4_0"])
 def test_fill_synthetic(fmt):
-    c = KVCache.mla(3, 300, 64, 32, dtype=fmt, block_size=16)
+    c = KVCache.mla(3, 300, 64, 32, kv=fmt, block_size=16)
     c.append(0, np.zeros((5, 64), np.float32), np.zeros((5, 32), np.float32))
     c.fill_synthetic(200, seed=7)
     assert [c.length(i) for i in range(3)] == [200] * 3
@@ -208,7 +208,7 @@ def test_fill_synthetic(fmt):
     n0 = glmbench.get_num_threads()
     glmbench.set_num_threads(1)
     try:
-        d = KVCache.mla(3, 300, 64, 32, dtype=fmt, block_size=16)
+        d = KVCache.mla(3, 300, 64, 32, kv=fmt, block_size=16)
         d.fill_synthetic(200, seed=7)
     finally:
         glmbench.set_num_threads(n0)
@@ -225,11 +225,11 @@ def test_no_leak_over_1000_cycles(rng):
     k = rng.standard_normal((40, 2, 64)).astype(np.float32)
 
     def cycle():
-        c = KVCache.gqa(2, 256, 2, 64, dtype="bf16", block_size=16)
+        c = KVCache.gqa(2, 256, 2, 64, kv="bf16", block_size=16)
         c.append(0, k, k)
         c.append(1, k, k)
         c.read(1)
-        m = KVCache.mla(1, 128, 64, 32, dtype="q8_0")
+        m = KVCache.mla(1, 128, 64, 32, kv="q8_0")
         m.fill_synthetic(100)
         del c, m
 

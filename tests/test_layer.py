@@ -6,9 +6,10 @@ import json
 import numpy as np
 import pytest
 
-from glmbench import _core, configs
-from glmbench import model as M
-from glmbench.kvcache import KVCache
+from glmbench.core import _core
+from glmbench.models import configs
+from glmbench.models import model as M
+from glmbench.core.kvcache import KVCache
 
 MLA_TINY = dict(hidden_size=64, num_attention_heads=4, num_key_value_heads=4, kv_lora_rank=32, qk_rope_head_dim=8,
                 qk_nope_head_dim=12, v_head_dim=16, intermediate_size=64, moe_intermediate_size=32,
@@ -34,8 +35,8 @@ def tiny(name, **over):
 
 def make_cache(cfg, n, kv):
     if cfg.attention == "mla":
-        return KVCache.mla(n, 32, cfg.kv_lora_rank, cfg.qk_rope_head_dim, dtype=kv, block_size=4)
-    return KVCache.gqa(n, 32, cfg.n_kv_heads, cfg.head_dim, cfg.v_head_dim or cfg.head_dim, dtype=kv, block_size=4)
+        return KVCache.mla(n, 32, cfg.kv_lora_rank, cfg.qk_rope_head_dim, kv=kv, block_size=4)
+    return KVCache.gqa(n, 32, cfg.n_kv_heads, cfg.head_dim, cfg.v_head_dim or cfg.head_dim, kv=kv, block_size=4)
 
 
 CASES = [("glm-4.7-flash", {}), ("deepseek-v2-lite", {}), ("qwen3-32b", {}), ("qwen3-30b-a3b", {}),
@@ -104,10 +105,10 @@ def test_c_layer_bad_input(rng):
     with pytest.raises(ValueError, match=r"`layer`=3 is out of range"):
         L.forward(x, c, 3, [0, 1])
     with pytest.raises(ValueError, match=r"must be a GQA KVCache"):
-        L.forward(x, KVCache.mla(1, 8, 32, 8), 0, [0, 1])
+        L.forward(x, KVCache.mla(1, 8, 32, 8, kv="f32"), 0, [0, 1])
     with pytest.raises(ValueError, match=r"does not match the layer"):
-        L.forward(x, KVCache.gqa(1, 8, 3, 16), 0, [0, 1])
-    with pytest.raises(ValueError, match=r"`strategy` must be one of"):
+        L.forward(x, KVCache.gqa(1, 8, 3, 16, kv="f32"), 0, [0, 1])
+    with pytest.raises(ValueError, match=r"`mla_strategy` must be one of"):
         L.forward(x, c, 0, [0, 1], "fast")
     small = make_cache(cfg, 1, "bf16")
     L.forward(np.ones((30, cfg.hidden_size), np.float32), small, 0, np.arange(30))

@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 
 import glmbench
-from glmbench import _core
-from glmbench import reference as ref
+from glmbench.core import _core
+from glmbench.core import reference as ref
 
 EPS32 = float(np.finfo(np.float32).eps)
 

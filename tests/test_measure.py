@@ -6,8 +6,10 @@ import json
 import numpy as np
 import pytest
 
-from glmbench import configs, measure as M, records
-from glmbench.model import layer_kinds
+from glmbench.models import configs
+from glmbench import measure as M
+from glmbench.results import records
+from glmbench.models.model import layer_kinds
 
 
 def tiny_glm(n_layers=6):
@@ -68,11 +70,11 @@ def test_sampled_records(tmp_path):
 
 
 def test_bandwidth_probe_pairs_each_repeat(monkeypatch):
-    from glmbench import bench
+    from glmbench.measure import cpu as cpu_backend
     # a stand-in probe: one value per timed decode step (n_gen=3 per repeat, 2 repeats, 2 depths);
     # each repeat gets the mean of its steps' probes
     seen = iter([11.0, 30.0, 13.0, 13.0, 1.0, 16.0, 17.0, 17.5, 90.5, 19.0, 20.0, 18.0])
-    monkeypatch.setattr(bench, "probe_bandwidth", lambda: (next(seen), 0.0))
+    monkeypatch.setattr(cpu_backend, "probe_bandwidth", lambda: (next(seen), 0.0))
     recs = M.measure(tiny_qwen(), tests=("tg",), bandwidth_probe=True, **KW)
     assert [r["bandwidth_gbs_samples"] for r in recs] == [[18.0, 10.0], [41.666666666666664, 19.0]]
     assert [r["bandwidth_gbs"] for r in recs] == [14.0, (41.666666666666664 + 19.0) / 2]
@@ -80,7 +82,7 @@ def test_bandwidth_probe_pairs_each_repeat(monkeypatch):
 
 
 def test_attn_arithmetic_names_what_runs():
-    from glmbench import _core
+    from glmbench.core import _core
     was = _core._attn_bf16()
     try:
         assert M.attn_arithmetic("f16") == M.attn_arithmetic("f32") == "f32"
@@ -93,7 +95,8 @@ def test_attn_arithmetic_names_what_runs():
 
 
 def test_probe_bandwidth_measures():
-    from glmbench import _core, bench
+    from glmbench.core import _core
+    from glmbench import bench
     triad, read = bench.probe_bandwidth(reps=1)
     assert 0.5 < triad < 5000 and 0.5 < read < 5000  # GB/s of real passes on any machine
     a, b, c = np.zeros(4096, np.float32), np.ones(4096, np.float32), np.full(4096, 2.0, np.float32)
@@ -121,7 +124,7 @@ def test_resume_skips_finished_points(tmp_path, monkeypatch):
 
     def boom(*a, **k):
         raise AssertionError("a finished point was measured again")
-    monkeypatch.setattr("glmbench.model.Model.__init__", boom)
+    monkeypatch.setattr("glmbench.models.model.Model.__init__", boom)
     again = M.measure(cfg, depths=(0,), n_prompt=4, n_gen=2, repeats=1, warmup=0, progress=False, out=out,
                       tests=("tg", "pp"))
     assert again == json.loads(json.dumps(first))

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 import glmbench
-from glmbench import configs
-from glmbench.model import Model, build_layer, layer_kinds, to_format
+from glmbench.models import configs
+from glmbench.models.model import Model, build_layer, layer_kinds, to_format
 
 
 def tiny(name, **over):
@@ -34,7 +34,7 @@ NAMES = ["glm-4.7-flash", "deepseek-v2-lite", "qwen3-32b", "qwen3-30b-a3b", "mis
 @pytest.mark.parametrize("fmt", ["f32", "bf16"])
 def test_random_model_runs_and_counts_its_bytes(name, fmt):
     cfg = tiny(name)
-    m = Model(cfg, weight_format=fmt, kv_dtype="f32", max_context=16, seed=1)
+    m = Model(cfg, weights=fmt, kv="f32", max_context=16, seed=1)
     # The arrays held are exactly the checkpoint the config counts (norms/router f32, matrices in fmt).
     assert m.weight_bytes == cfg.weight_bytes(fmt)
     logits = m.prefill(np.arange(5))
@@ -54,7 +54,7 @@ def test_prefill_then_decode_equals_one_prefill():
     """The cache carries the context: prefill(p) + decode(t) == prefill(p + [t]) on the last token."""
     for name in ("glm-4.7-flash", "qwen3-32b"):
         cfg = tiny(name)
-        m = Model(cfg, max_context=16, seed=3)
+        m = Model(cfg, max_context=16, seed=3, weights="f32", kv="f32")
         whole = m.prefill(np.array([5, 9, 2, 7, 1]))
         m.reset()
         assert m.n_past == 0
@@ -65,9 +65,9 @@ def test_prefill_then_decode_equals_one_prefill():
 
 def test_seeded_weights_are_per_tensor():
     cfg = tiny("glm-4.7-flash")
-    a = Model(cfg, seed=5, weight_format="bf16", max_context=8)
-    b = Model(cfg, seed=5, weight_format="bf16", max_context=8)
-    c = Model(cfg, seed=6, weight_format="bf16", max_context=8)
+    a = Model(cfg, seed=5, weights="bf16", max_context=8, kv="f32")
+    b = Model(cfg, seed=5, weights="bf16", max_context=8, kv="f32")
+    c = Model(cfg, seed=6, weights="bf16", max_context=8, kv="f32")
     for la, lb, lc in zip(a.layers, b.layers, c.layers):
         for k in la.w:
             np.testing.assert_array_equal(la.w[k], lb.w[k])
@@ -83,7 +83,7 @@ def test_seeded_weights_are_per_tensor():
 
 def test_activations_stay_at_unit_scale_through_many_layers():
     cfg = tiny("qwen3-32b", num_hidden_layers=24)
-    m = Model(cfg, max_context=8, seed=0)
+    m = Model(cfg, max_context=8, seed=0, weights="f32", kv="f32")
     x = m.embed_tokens(np.arange(4))
     x = m.forward_layers(x, np.arange(4))
     rms = float(np.sqrt(np.mean(x.astype(np.float64) ** 2)))
@@ -94,8 +94,8 @@ def test_activations_stay_at_unit_scale_through_many_layers():
 def test_sampled_model_builds_only_its_layers():
     cfg = tiny("glm-4.7-flash", num_hidden_layers=6)
     assert layer_kinds(cfg) == ["dense"] + ["moe"] * 5
-    full = Model(cfg, max_context=64, seed=2)
-    part = Model(cfg, layers=[0, 2, 5], max_context=64, seed=2)
+    full = Model(cfg, max_context=64, seed=2, weights="f32", kv="f32")
+    part = Model(cfg, layers=[0, 2, 5], max_context=64, seed=2, weights="f32", kv="f32")
     assert part.sampled and not full.sampled
     assert part.cache.n_layers == 3
     assert [l.index for l in part.layers] == [0, 2, 5]
@@ -106,7 +106,7 @@ def test_sampled_model_builds_only_its_layers():
     assert np.all(np.isfinite(part.decode(3)))
     assert part.n_past == 41
     with pytest.raises(ValueError, match=r"`layers` must be distinct indices in \[0, 6\)"):
-        Model(cfg, layers=[0, 6])
+        Model(cfg, layers=[0, 6], weights="f32", kv="f32")
 
 
 def test_bf16_rounding_is_nearest_even():
@@ -121,40 +121,40 @@ def test_bf16_rounding_is_nearest_even():
 
 def test_hf_weights_wrong_or_missing():
     cfg = tiny("qwen3-32b")
-    src = Model(cfg, max_context=8, seed=0)
+    src = Model(cfg, max_context=8, seed=0, weights="f32", kv="f32")
     w = {"model.embed_tokens.weight": src.embed, "lm_head.weight": src.lm_head, "model.norm.weight": src.final_norm}
     for l in src.layers:
         w.update({f"model.layers.{l.index}.{k}": v for k, v in l.w.items()})
-    m = Model(cfg, weights=w, max_context=8)
+    m = Model(cfg, state_dict=w, max_context=8, weights="f32", kv="f32")
     np.testing.assert_array_equal(m.prefill([1, 2]), src.prefill([1, 2]))
     # bf16 bits given for an f32 model are widened, not cast as integers
     w16 = {k: (to_format(v, "bf16") if v.ndim == 2 else v) for k, v in w.items()}
-    m16 = Model(cfg, weights=w16, weight_format="f32", max_context=8)
+    m16 = Model(cfg, state_dict=w16, weights="f32", max_context=8, kv="f32")
     assert m16.layers[0].w["self_attn.q_proj.weight"].dtype == np.float32
     np.testing.assert_allclose(m16.layers[0].w["self_attn.q_proj.weight"], w["model.layers.0.self_attn.q_proj.weight"],
                                rtol=2 ** -8)
     with pytest.raises(TypeError, match=r"weight 'model.norm.weight' must be a float array .* got int64"):
-        Model(cfg, weights=dict(w, **{"model.norm.weight": np.ones(64, np.int64)}))
+        Model(cfg, state_dict=dict(w, **{"model.norm.weight": np.ones(64, np.int64)}), weights="f32", kv="f32")
     bad = dict(w)
     del bad["model.layers.1.self_attn.k_proj.weight"]
-    with pytest.raises(ValueError, match=r"`weights` lacks 'model.layers.1.self_attn.k_proj.weight'"):
-        Model(cfg, weights=bad)
+    with pytest.raises(ValueError, match=r"`state_dict` lacks 'model.layers.1.self_attn.k_proj.weight'"):
+        Model(cfg, state_dict=bad, weights="f32", kv="f32")
     bad = dict(w, **{"model.layers.0.mlp.up_proj.weight": np.zeros((3, 3), np.float32)})
     with pytest.raises(ValueError, match=r"'model.layers.0.mlp.up_proj.weight' has shape \(3, 3\), expected \(80, 64\)"):
-        Model(cfg, weights=bad)
-    with pytest.raises(TypeError, match="`weights` must be None or a dict"):
-        Model(cfg, weights=[1, 2])
+        Model(cfg, state_dict=bad, weights="f32", kv="f32")
+    with pytest.raises(TypeError, match="`state_dict` must be None or a dict"):
+        Model(cfg, state_dict=[1, 2], weights="f32", kv="f32")
 
 
 def test_bad_arguments():
     cfg = tiny("qwen3-32b")
-    with pytest.raises(ValueError, match="`weight_format` must be one of .* got 'q3'"):
-        Model(cfg, weight_format="q3")
+    with pytest.raises(ValueError, match="`weights` must be one of .* got 'q3'"):
+        Model(cfg, weights="q3", kv="f32")
     with pytest.raises(ValueError, match="`mla_strategy` must be one of .* got 'fast'"):
-        Model(cfg, mla_strategy="fast")
+        Model(cfg, mla_strategy="fast", weights="f32", kv="f32")
     with pytest.raises(ValueError, match="`max_context` must be a positive int, got 0"):
-        Model(cfg, max_context=0)
-    m = Model(cfg, max_context=6)
+        Model(cfg, max_context=0, weights="f32", kv="f32")
+    m = Model(cfg, max_context=6, weights="f32", kv="f32")
     toks = np.array([1, 2, 3])
     with pytest.raises(ValueError, match=r"`tokens`\[1\] = 96 is outside the vocabulary \[0, 96\)"):
         m.prefill([1, 96])
@@ -175,7 +175,7 @@ def test_bad_arguments():
 
 def test_builtin_names_and_package_export():
     assert glmbench.Model is Model
-    m = Model(tiny("deepseek-v2-lite"), weight_format="f16", max_context=8)
+    m = Model(tiny("deepseek-v2-lite"), weights="f16", max_context=8, kv="f32")
     assert m.layers[0].kind == "dense" and m.layers[1].kind == "moe"
     assert m.layers[1].w["mlp.experts.gate_proj"].dtype == np.float16
     assert m.layers[1].w["mlp.gate.weight"].dtype == np.float32  # routers stay f32

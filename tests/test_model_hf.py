@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch", reason="HF oracle tests need torch (pip ins
 transformers = pytest.importorskip("transformers", reason="HF oracle tests need transformers")
 
 import glmbench  # noqa: E402
-from glmbench import configs  # noqa: E402
+from glmbench.models import configs  # noqa: E402
 
 # Logits of a float32 model through 2-3 layers: HF and glmbench differ only in summation order
 # (OpenBLAS vs torch GEMM, online vs two-pass softmax), ~1e-6 relative per op. 1e-4 is the issue's bar.
@@ -107,7 +107,7 @@ def test_logits_match_hf(model_type, strategy):
     assert cfg.attention == ("mla" if strategy else "gqa")
     weights = {k: v.numpy() for k, v in hf.state_dict().items()}
     before = {k: v.copy() for k, v in weights.items()}
-    m = glmbench.Model(cfg, weights=weights, weight_format="f32", kv_dtype="f32", max_context=32,
+    m = glmbench.Model(cfg, state_dict=weights, weights="f32", kv="f32", max_context=32,
                        mla_strategy=strategy or "flash")
     rng = np.random.default_rng(7)
     prompt = rng.integers(0, cfg.vocab_size, 7).tolist()
@@ -135,9 +135,9 @@ def test_moe_layers_really_route_by_bias():
     w = {k: v.numpy() for k, v in hf.state_dict().items()}
     x = np.random.default_rng(3).standard_normal((64, cfg.hidden_size)).astype(np.float32)
     kw = dict(top_k=cfg.n_experts_per_tok, scoring="sigmoid", n_group=cfg.n_group, topk_group=cfg.topk_group)
-    with_bias, _ = glmbench.ops.moe_route(x, w["model.layers.1.mlp.gate.weight"],
+    with_bias, _ = glmbench.core.ops.moe_route(x, w["model.layers.1.mlp.gate.weight"],
                                       bias=w["model.layers.1.mlp.gate.e_score_correction_bias"], **kw)
-    without, _ = glmbench.ops.moe_route(x, w["model.layers.1.mlp.gate.weight"], **kw)
+    without, _ = glmbench.core.ops.moe_route(x, w["model.layers.1.mlp.gate.weight"], **kw)
     assert np.any(np.sort(with_bias, 1) != np.sort(without, 1))
 
 
@@ -164,7 +164,7 @@ def test_deepseek_v2_group_limited_greedy_matches_hf(strategy, over):
     hooks = [layer.mlp.gate.register_forward_hook(lambda mod, args, out: seen.append(args[0].reshape(
         -1, cfg.hidden_size).numpy().copy())) for layer in hf.model.layers[cfg.first_k_dense_replace:]]
     weights = {k: v.numpy() for k, v in hf.state_dict().items()}
-    m = glmbench.Model(cfg, weights=weights, weight_format="f32", kv_dtype="f32", max_context=32,
+    m = glmbench.Model(cfg, state_dict=weights, weights="f32", kv="f32", max_context=32,
                        mla_strategy=strategy)
     rng = np.random.default_rng(7)
     prompt = rng.integers(0, cfg.vocab_size, 7).tolist()
@@ -177,8 +177,8 @@ def test_deepseek_v2_group_limited_greedy_matches_hf(strategy, over):
         err = rel_err(a, b)
         assert err < RTOL, f"group_limited_greedy {'prefill' if i == 0 else f'decode step {i}'}: relative error {err:.2e}"
     # group limiting really bites: for some token plain greedy top-3 picks a different set
-    from glmbench import reference as ref
-    from glmbench.model import route_groups
+    from glmbench.core import reference as ref
+    from glmbench.models.model import route_groups
     assert route_groups(cfg) == dict(n_group=4, topk_group=2, group_score="max", norm_topk_prob=False)
     differs = 0
     for j, xin in enumerate(seen):
@@ -190,7 +190,7 @@ def test_deepseek_v2_group_limited_greedy_matches_hf(strategy, over):
     assert len(seen) == 2 * 9 and differs > 0
     # and it matters for the logits: the same model routed greedily is far from HF
     greedy = configs.load({**hf_cfg.to_dict(), "topk_method": "greedy"})
-    m2 = glmbench.Model(greedy, weights=weights, weight_format="f32", kv_dtype="f32", max_context=32,
+    m2 = glmbench.Model(greedy, state_dict=weights, weights="f32", kv="f32", max_context=32,
                         mla_strategy=strategy)
     assert rel_err(m2.prefill(np.array(prompt)), want[0]) > 100 * RTOL
 
@@ -198,7 +198,7 @@ def test_deepseek_v2_group_limited_greedy_matches_hf(strategy, over):
 def test_route_groups_follow_topk_method():
     """model.route_groups: the group rule comes from topk_method; greedy ignores n_group/topk_group
     (as HF does) and deepseek_v2 never renormalises."""
-    from glmbench.model import route_groups
+    from glmbench.models.model import route_groups
     base = {**TINY["deepseek_v2"], "model_type": "deepseek_v2"}
     greedy = configs.load({**base, "n_group": 4, "topk_group": 2, "norm_topk_prob": True})
     assert route_groups(greedy) == dict(n_group=1, topk_group=1, group_score=None, norm_topk_prob=False)
@@ -219,8 +219,8 @@ def test_bf16_weights_match_hf_with_rounded_weights():
             if p.ndim == 2:
                 p.copy_(p.to(torch.bfloat16).to(torch.float32))
     cfg = configs.load(hf_cfg.to_dict())
-    m = glmbench.Model(cfg, weights={k: v.numpy() for k, v in hf.state_dict().items()}, weight_format="bf16",
-                       max_context=32)
+    m = glmbench.Model(cfg, state_dict={k: v.numpy() for k, v in hf.state_dict().items()}, weights="bf16",
+                       max_context=32, kv="f32")
     prompt, steps = [3, 1, 4, 1, 5, 9], [2, 6, 5]
     for a, b in zip(glm_logits(m, prompt, steps), hf_logits(hf, prompt, steps)):
         assert rel_err(a, b) < RTOL
@@ -268,7 +268,7 @@ def test_scaled_rope_logits_match_hf(model_type, strategy, over):
         if model_type != "glm4_moe_lite":
             assert af != pytest.approx(1.0)
     weights = {k: v.numpy() for k, v in hf.state_dict().items()}
-    m = glmbench.Model(cfg, weights=weights, weight_format="f32", kv_dtype="f32", max_context=32,
+    m = glmbench.Model(cfg, state_dict=weights, weights="f32", kv="f32", max_context=32,
                        mla_strategy=strategy or "flash")
     rng = np.random.default_rng(11)
     prompt = rng.integers(0, cfg.vocab_size, 24).tolist()
@@ -282,7 +282,7 @@ def test_scaled_rope_logits_match_hf(model_type, strategy, over):
     plain_cfg = configs.load({**hf_cfg.to_dict(), "rope_parameters": {"rope_type": "default",
                                                                       "rope_theta": cfg.rope_theta}})
     assert plain_cfg.rope_inv_freq() is None
-    m2 = glmbench.Model(plain_cfg, weights=weights, weight_format="f32", kv_dtype="f32", max_context=32,
+    m2 = glmbench.Model(plain_cfg, state_dict=weights, weights="f32", kv="f32", max_context=32,
                         mla_strategy=strategy or "flash")
     assert rel_err(m2.prefill(np.array(prompt)), want[0]) > 100 * RTOL
 

@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 
 import glmbench
-from glmbench import _core
-from glmbench import reference as ref
+from glmbench.core import _core
+from glmbench.core import reference as ref
 
 EPS32 = float(np.finfo(np.float32).eps)
 
@@ -203,7 +203,7 @@ def test_route_bad_input(rng):
         glmbench.moe_route(x, wr, top_k=2, scoring="softmax", n_group=2, topk_group=1, group_score="top2_sum")
     with pytest.raises(ValueError, match=r"`group_score`='top2_sum' goes with scoring='sigmoid'"):
         glmbench.moe_route(x, wr, top_k=2, scoring="softmax", group_score="top2_sum")  # n_group 1 too
-    from glmbench import _core
+    from glmbench.core import _core
     with pytest.raises(ValueError, match=r"`group_score` must be 'top2_sum' or 'max' \(got code 7\)"):
         _core.moe_route(x, wr, 2, 1, None, 2, 1, 7)
     for bad_kw in (dict(group_score="min"), dict(scoring="softmax", group_score="top2_sum"),
@@ -277,7 +277,7 @@ def test_experts_glm_shape_bf16(rng, gemv_max_t):
     """GLM-4.7-Flash expert size (1536 x 2048), 4 experts to keep the test small; 1 token (the
     decode path) and 24 tokens (~12 per expert: the register-tile kernel by default, panel +
     sgemm when gemv_max_t=1 forces it)."""
-    from glmbench import _core
+    from glmbench.core import _core
     E, F, D = 4, 1536, 2048
     (g, u, d), (g64, u64, d64) = make_experts(rng, E, F, D, "bf16")
     _core._linear_set_gemv_max_t(gemv_max_t)

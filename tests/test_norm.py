@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 import glmbench
-from glmbench import reference as ref
+from glmbench.core import reference as ref
 
 # float32 output of a float64-accumulated row: error is one rounding of each product, ~1e-7
 # relative; 2e-6 leaves room for the float32 multiply by the weight.

@@ -1,4 +1,4 @@
-"""glmbench.plots on hand-made records (so every expected position is known exactly) and on one
+"""glmbench.report.plots on hand-made records (so every expected position is known exactly) and on one
 small real cost-model sweep. What is checked is what a reader relies on: lines vs markers by
 evidence, the crossover where the two lines cross, the spill point where memory meets the card,
 log2 context ticks, units on the axes, and the footer naming evidence, hardware and formats."""
@@ -7,7 +7,8 @@ import math
 import pytest
 from matplotlib.figure import Figure
 
-from glmbench import plots, records
+from glmbench.report import plots
+from glmbench.results import records
 
 GIB = 1024 ** 3
 DEPTHS = [1024 * 2 ** k for k in range(8)]  # 1K .. 128K

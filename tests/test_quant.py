@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 
 import glmbench
-from glmbench import formats, quant
-from glmbench import reference as ref
+from glmbench import vocab
+from glmbench.core import quant
+from glmbench.core import reference as ref
 
 FMTS = ["q8_0", "q4_0"]
 U = 2.0 ** -24  # float32 unit roundoff
@@ -122,8 +123,8 @@ def test_qtensor_bytes_and_views(rng, fmt):
     x = _data(rng, (4, 6, 64))
     qt = quant.quantize(x, fmt)
     assert qt.shape == (4, 6, 64) and qt.fmt == fmt
-    assert qt.nbytes == 4 * 6 * formats.weight_format(fmt).nbytes(64)
-    assert qt.bits_per_weight == formats.weight_format(fmt).bits_per_weight
+    assert qt.nbytes == 4 * 6 * vocab.weight_format(fmt).nbytes(64)
+    assert qt.bits_per_weight == vocab.weight_format(fmt).bits_per_weight
     e = qt[2]
     assert isinstance(e, quant.QTensor) and e.shape == (6, 64)
     np.testing.assert_array_equal(e.dequantize(), qt.dequantize()[2])
@@ -304,21 +305,21 @@ def _codec(x, fmt):
     if fmt == "f16":
         return x.astype(np.float16).astype(np.float64)
     if fmt == "bf16":
-        from glmbench.model import to_format
+        from glmbench.models.model import to_format
         return (to_format(x, "bf16").astype(np.uint32) << 16).view(np.float32).astype(np.float64)
     return ref.dequantize(getattr(ref, f"quantize_{fmt}")(x), fmt)
 
 
 @pytest.mark.parametrize("fmt", KV_FMTS)
 def test_kv_cache_bytes_exact(fmt):
-    from glmbench.kvcache import KVCache
+    from glmbench.core.kvcache import KVCache
     per = {"f32": 4.0, "f16": 2.0, "bf16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32}[fmt]
     # GLM-4.7-Flash: 47 layers x (512 latent + 64 rope key); q8_0 = 47 x 576/32 x 34 = 28,764 B
-    glm = KVCache.mla(47, 256, 512, 64, dtype=fmt)
-    assert glm.bytes_per_token == 47 * int(576 * per) == 47 * formats.kv_format(fmt).nbytes(576)
+    glm = KVCache.mla(47, 256, 512, 64, kv=fmt)
+    assert glm.bytes_per_token == 47 * int(576 * per) == 47 * vocab.kv_format(fmt).nbytes(576)
     # Qwen3-32B: 64 layers x 8 kv heads x (K 128 + V 128)
-    qw = KVCache.gqa(64, 256, 8, 128, dtype=fmt)
-    assert qw.bytes_per_token == 64 * 8 * 2 * formats.kv_format(fmt).nbytes(128)
+    qw = KVCache.gqa(64, 256, 8, 128, kv=fmt)
+    assert qw.bytes_per_token == 64 * 8 * 2 * vocab.kv_format(fmt).nbytes(128)
     glm.fill_synthetic(100)
     assert glm.bytes_used == 100 * glm.bytes_per_token
 
@@ -326,12 +327,12 @@ def test_kv_cache_bytes_exact(fmt):
 @pytest.mark.parametrize("fmt", KV_FMTS)
 @pytest.mark.parametrize("kind", ["gqa", "mla"])
 def test_kv_cache_stores_codec_rows(rng, fmt, kind):
-    from glmbench.kvcache import KVCache
+    from glmbench.core.kvcache import KVCache
     if kind == "mla":
-        c = KVCache.mla(2, 128, 512, 64, dtype=fmt)
+        c = KVCache.mla(2, 128, 512, 64, kv=fmt)
         a, b = _data(rng, (7, 512)), _data(rng, (7, 64))
     else:
-        c = KVCache.gqa(2, 128, 2, 64, 96, dtype=fmt)
+        c = KVCache.gqa(2, 128, 2, 64, 96, kv=fmt)
         a, b = _data(rng, (7, 2, 64)), _data(rng, (7, 2, 96))
     c.append(1, a, b)
     ra, rb = c.read(1)
@@ -341,8 +342,8 @@ def test_kv_cache_stores_codec_rows(rng, fmt, kind):
 
 @pytest.mark.parametrize("fmt", ["q8_0", "q4_0"])
 def test_kv_cache_scale_overflow_is_an_error(fmt):
-    from glmbench.kvcache import KVCache
-    c = KVCache.mla(1, 64, 512, 64, dtype=fmt)
+    from glmbench.core.kvcache import KVCache
+    c = KVCache.mla(1, 64, 512, 64, kv=fmt)
     lat = np.ones((1, 512), np.float32)
     lat[0, 3] = 1e7  # scale 1e7/127 or 1e7/8 overflows float16
     with pytest.raises(ValueError, match="overflows float16"):
@@ -366,19 +367,19 @@ def _attention64(q, K, V, scale):
 
 def _gqa_attention(q, cache, layer):
     try:
-        from glmbench.attention import gqa_attention
+        from glmbench.core.attention import gqa_attention
     except ImportError:  # the wrapper module lands with core part B; the C op is already there
-        from glmbench._core import gqa_attention
+        from glmbench.core._core import gqa_attention
     return gqa_attention(q, cache, layer)
 
 
 @pytest.mark.parametrize("fmt", KV_FMTS)
 def test_gqa_attention_on_quantized_cache(rng, fmt):
-    from glmbench.kvcache import KVCache
+    from glmbench.core.kvcache import KVCache
     L, Hkv, Hq, Dh, T = 200, 2, 8, 128, 3
     k, v = _data(rng, (L, Hkv, Dh)), _data(rng, (L, Hkv, Dh))
     q = _data(rng, (T, Hq, Dh))
-    c = KVCache.gqa(1, 256, Hkv, Dh, dtype=fmt)
+    c = KVCache.gqa(1, 256, Hkv, Dh, kv=fmt)
     c.append(0, k, v)
     y = _gqa_attention(q, c, 0).astype(np.float64)
     K, V = (a.astype(np.float64) for a in c.read(0))
@@ -402,7 +403,7 @@ def test_gqa_attention_on_quantized_cache(rng, fmt):
 def _tiny(name):
     """A built-in config shrunk to test size with its structure kept (MLA/GQA, MoE, shared experts);
     cached rows and matrix rows are multiples of 32 so every tensor can be quantized."""
-    from glmbench import configs
+    from glmbench.models import configs
     hf = dict(configs.load(name).hf)
     hf.update(vocab_size=96, hidden_size=64, intermediate_size=96, num_attention_heads=4)
     if hf["model_type"] in ("glm4_moe_lite", "deepseek_v2"):
@@ -435,12 +436,12 @@ LOGIT_NOISE_FACTOR = 8.0
 @pytest.mark.parametrize("weights,kv", [("q8_0", "f32"), ("q4_0", "f32"), ("f32", "q8_0"), ("f32", "q4_0"),
                                         ("f32", "f16"), ("f32", "bf16")])
 def test_tiny_model_logits_within_bounds(rng, name, weights, kv):
-    from glmbench.model import Model
+    from glmbench.models.model import Model
     cfg = _tiny(name)
     toks = np.array([3, 17, 42, 5, 88, 9, 61, 2, 33, 70, 11, 4])
-    base = Model(cfg, weight_format="f32", kv_dtype="f32", max_context=32, seed=1)
+    base = Model(cfg, weights="f32", kv="f32", max_context=32, seed=1)
     want = np.concatenate([base.prefill(toks), base.decode(7)[None]])
-    m = Model(cfg, weight_format=weights, kv_dtype=kv, max_context=32, seed=1)
+    m = Model(cfg, weights=weights, kv=kv, max_context=32, seed=1)
     if weights != "f32":  # the matrices really are held in blocks, and counted as such
         assert isinstance(m.lm_head, quant.QTensor) and m.lm_head.fmt == weights
         assert m.weight_bytes == cfg.weight_bytes(weights)  # exactly the checkpoint the config counts

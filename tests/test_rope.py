@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 import glmbench
-from glmbench import reference as ref
+from glmbench.core import reference as ref
 
 EPS32 = np.finfo(np.float32).eps
 
@@ -53,7 +53,7 @@ def test_rope_known_values():
 
 def test_rope_interleaved_equals_hf_deinterleaved_rotate_half(rng):
     """HF glm4_moe_lite (rope_interleave=True) = our interleaved result, evens then odds; and that
-    is rotate_half applied to the de-interleaved input (see glmbench.ops.rope)."""
+    is rotate_half applied to the de-interleaved input (see glmbench.core.ops.rope)."""
     T, H, r = 5, 4, 64
     x = rng.standard_normal((T, H, r)).astype(np.float32)
     pos = np.arange(100, 100 + T)
@@ -196,7 +196,7 @@ def test_rope_inv_freq_bad_input():
 def test_config_rope_parameters():
     """ModelConfig.rope_inv_freq / rope_attention_factor for the built-ins (DeepSeek-V2-Lite: YaRN
     factor 40 over original 4096 positions, mscale == mscale_all_dim -> attention factor 1)."""
-    from glmbench import configs
+    from glmbench.models import configs
     d = configs.load("deepseek-v2-lite")
     assert d.rope_type == "yarn" and d.rope_attention_factor() == 1.0
     inv = d.rope_inv_freq()

@@ -2,7 +2,10 @@ import json
 
 import pytest
 
-from glmbench import costmodel as cm, hardware as hw, records, sweep
+from glmbench.predict import costmodel as cm
+from glmbench.predict import hardware as hw
+from glmbench.results import records
+from glmbench.predict import sweep
 
 SETUPS = [dict(rig="rtx-3090"), dict(rig=hw.study_rig(), split="layer")]
 DEPTHS = [1024, 8192, 65536]

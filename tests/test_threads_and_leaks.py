@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import glmbench
-from glmbench import reference as ref
+from glmbench.core import reference as ref
 
 
 def _cases(rng):

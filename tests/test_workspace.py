@@ -9,11 +9,11 @@ import pytest
 
 import glmbench
 from glmbench import measure as M
-from glmbench import reference as ref
-from glmbench.attention import MLA_STRATEGIES, gqa_attention, mla_attention
-from glmbench.kvcache import KVCache
-from glmbench.model import Model
-from glmbench.quant import quantize
+from glmbench.core import reference as ref
+from glmbench.core.attention import MLA_STRATEGIES, gqa_attention, mla_attention
+from glmbench.core.kvcache import KVCache
+from glmbench.models.model import Model
+from glmbench.core.quant import quantize
 
 from test_measure import tiny_glm, tiny_qwen
 
@@ -31,7 +31,7 @@ def _ledger():
 
 def _mla_case(rng, T=1, P=300, H=20, Dn=192, Dr=64, Dv=256, R=512):
     """GLM-4.7-Flash attention shapes over a P + T token latent cache."""
-    c = KVCache.mla(1, P + T, R, Dr, dtype="bf16")
+    c = KVCache.mla(1, P + T, R, Dr, kv="bf16")
     c.append(0, rng.standard_normal((P + T, R)).astype(np.float32), rng.standard_normal((P + T, Dr)).astype(np.float32))
     qn = rng.standard_normal((T, H, Dn)).astype(np.float32)
     qr = rng.standard_normal((T, H, Dr)).astype(np.float32)
@@ -40,7 +40,7 @@ def _mla_case(rng, T=1, P=300, H=20, Dn=192, Dr=64, Dv=256, R=512):
 
 
 def _gqa_case(rng, T=8, P=600, Hq=8, Hkv=2, Dh=64):
-    c = KVCache.gqa(1, P + T, Hkv, Dh, dtype="bf16")
+    c = KVCache.gqa(1, P + T, Hkv, Dh, kv="bf16")
     kv = rng.standard_normal((2, P + T, Hkv, Dh)).astype(np.float32)
     c.append(0, kv[0], kv[1])
     return (rng.standard_normal((T, Hq, Dh)).astype(np.float32), c, 0), {}
@@ -86,7 +86,7 @@ def test_every_op_gives_back_its_scratch(rng):
         assert (cur, glmbench.workspace_blocks()) == start, name
         assert peak > cur, f"{name} took no workspace (peak {peak})"
     # the cache's own blocks are not workspace; its synthetic fill's row buffers are, and go back
-    c = KVCache.gqa(2, 256, 4, 64, dtype="bf16")
+    c = KVCache.gqa(2, 256, 4, 64, kv="bf16")
     glmbench.reset_workspace_peak()
     c.fill_synthetic(200)
     assert _ledger() == start and glmbench.workspace_bytes()[1] > 0 and c.bytes_allocated > 0
@@ -147,7 +147,7 @@ def test_counters_exact_with_openmp_threads(rng, restore_threads):
     glmbench.set_num_threads(2)
     start = _ledger()
     ops = _scratch_ops(rng)
-    c = KVCache.mla(4, 512, 64, 16, dtype="f16")
+    c = KVCache.mla(4, 512, 64, 16, kv="f16")
     for _ in range(20):  # per-thread buffers inside parallel regions, allocated and freed at once
         for name, fn, args, kw in ops:
             fn(*args, **kw)
@@ -200,7 +200,7 @@ def test_mem_record_carries_the_workspace_peak():
     assert rec["other_rss_bytes"] >= 0
     # a dense model's scratch does not depend on the token values: the record is the larger of one
     # decode step's and one n_prompt prefill's peak at that depth, as measured here by hand
-    m = Model(cfg, weight_format="bf16", kv_dtype="bf16", max_context=depth + n_prompt + 1)
+    m = Model(cfg, weights="bf16", kv="bf16", max_context=depth + n_prompt + 1)
     peaks = []
     for toks in ([1], list(range(n_prompt))):
         m.fill_synthetic(depth)

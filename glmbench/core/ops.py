@@ -1,4 +1,4 @@
-"""Typed wrappers over glmbench._core: each documents shapes and dtypes and allocates outputs.
+"""Typed wrappers over glmbench.core._core: each documents shapes and dtypes and allocates outputs.
 Inputs are never modified. float32 activations; weights float32, float16 or bfloat16 (uint16).
 
 Families (one section each, in the same order as csrc/): norm, rope, linear, swiglu, moe,
@@ -8,10 +8,39 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import quant as _quant
-from ._loader import _core
+from glmbench.core import quant as _quant
+from glmbench.core._loader import _core
 
-__all__ = ["rms_norm"]
+__all__ = ["set_num_threads", "get_num_threads", "workspace_bytes", "reset_workspace_peak",
+           "workspace_blocks", "rms_norm"]
+
+
+# ---- threads and workspace ----------------------------------------------------------------
+def set_num_threads(n: int) -> None:
+    """Threads used by the C core (OpenMP) and by OpenBLAS."""
+    _core.set_num_threads(int(n))
+
+
+def get_num_threads() -> int:
+    return _core.get_num_threads()
+
+
+def workspace_bytes() -> tuple[int, int]:
+    """(current, peak) bytes of scratch the C kernels hold: now, and the most since the last
+    reset_workspace_peak() (or since import). Kernels free their scratch before returning, so
+    between calls `current` is 0 unless another thread is inside an op. The KV cache's blocks and
+    NumPy arrays (weights, activations, outputs) are not workspace."""
+    return _core.workspace_bytes()
+
+
+def reset_workspace_peak() -> None:
+    """Start a new peak window: peak := current. Read it after the ops with workspace_bytes()[1]."""
+    _core.reset_workspace_peak()
+
+
+def workspace_blocks() -> int:
+    """Live workspace blocks (0 between ops, when nothing leaked)."""
+    return _core.workspace_blocks()
 
 
 # ---- norm ---------------------------------------------------------------------------------
@@ -147,7 +176,7 @@ def moe_route(x: np.ndarray, router_weight: np.ndarray, *, top_k: int, scoring: 
     only if every kept choice is <= 0, which softmax scores never are).
     Then w /= (sum w + 1e-20) if norm_topk_prob, and w *= routed_scaling_factor.
     Logits and scores are computed in float64 (HF uses float32), so choices equal
-    glmbench.reference.moe_route exactly except below ~1e-15 relative. Ties go to the LOWER expert
+    glmbench.core.reference.moe_route exactly except below ~1e-15 relative. Ties go to the LOWER expert
     (and group) index; each row is ordered by descending choice score.
     """
     if scoring not in _SCORING:

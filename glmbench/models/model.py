@@ -1,7 +1,7 @@
 """Whole models on the C core: embeddings -> decoder layers -> final norm -> lm_head.
 
-    m = glmbench.Model("glm-4.7-flash" | ModelConfig | config dict, weights=None | {hf_name: array},
-                       weight_format="bf16", kv_dtype="bf16", max_context=4096, seed=0,
+    m = glmbench.Model("glm-4.7-flash" | ModelConfig | config dict, state_dict=None | {hf_name: array},
+                       weights="bf16", kv="bf16", max_context=4096, seed=0,
                        mla_strategy="flash")
     logits = m.prefill(tokens)        # [T, vocab]; continues from what the cache holds
     logits = m.decode(token)          # [vocab]
@@ -34,39 +34,26 @@ from typing import Callable, Iterable, Mapping
 
 import numpy as np
 
-from . import ops as _ops
-from ._loader import _core
+from glmbench import vocab
+from glmbench.core import ops as _ops
+from glmbench.models.configs import layer_kinds, route_groups
+from glmbench.core._loader import _core
 
 __all__ = ["Model", "Layer", "build_layer", "random_weight", "to_format", "layer_kinds", "route_groups"]
 
-WEIGHT_FORMATS = ("f32", "f16", "bf16", "q8_0", "q4_0")  # q8_0/q4_0: ggml blocks, glmbench/quant.py
-MLA_STRATEGIES = ("naive", "absorbed", "flash")
+WEIGHT_FORMATS = vocab.EXECUTABLE_WEIGHT_FORMATS  # q8_0/q4_0: ggml blocks, glmbench/core/quant.py
+MLA_STRATEGIES = vocab.MLA_STRATEGIES
 
 
 # ---- configs ------------------------------------------------------------------------------
 def _load_config(config):
-    from . import configs
+    from glmbench.models import configs
     if isinstance(config, configs.ModelConfig):
         return config
     return configs.load(config)
 
 
-def layer_kinds(cfg) -> list[str]:
-    """'moe' or 'dense' for each decoder layer."""
-    return ["moe" if cfg.n_routed_experts and cfg.is_moe_layer(i) else "dense" for i in range(cfg.n_layers)]
-
-
 # ---- weight formats -----------------------------------------------------------------------
-def _f32_to_bf16(a: np.ndarray) -> np.ndarray:
-    """float32 -> bfloat16 bits (uint16), round to nearest even; NaN stays NaN."""
-    u = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32)
-    r = ((u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)).astype(np.uint16)
-    nan = np.isnan(a)
-    if nan.any():
-        r[nan] = 0x7FC0
-    return r
-
-
 def to_format(a, fmt: str) -> np.ndarray:
     """A float array (or uint16 bfloat16 bits) as stored in weight format `fmt` ("f32" float32,
     "f16" float16, "bf16" uint16 bits, "q8_0"/"q4_0" quant.QTensor)."""
@@ -79,11 +66,11 @@ def to_format(a, fmt: str) -> np.ndarray:
     if fmt == "bf16":
         if isinstance(a, np.ndarray) and a.dtype == np.uint16:
             return np.ascontiguousarray(a)
-        return _f32_to_bf16(np.asarray(a, dtype=np.float32))
+        return vocab.to_bf16(np.asarray(a, dtype=np.float32))
     if fmt in ("q8_0", "q4_0"):  # ggml blocks (glmbench/quant.py): a QTensor
-        from .quant import quantize
+        from glmbench.core.quant import quantize
         return quantize(np.ascontiguousarray(_to_f32(np.asarray(a))), fmt)
-    raise ValueError(f"`weight_format` must be one of {WEIGHT_FORMATS}, got {fmt!r}")
+    raise ValueError(f"`weights` must be one of {WEIGHT_FORMATS}, got {fmt!r}")
 
 
 def _to_f32(a: np.ndarray) -> np.ndarray:
@@ -105,7 +92,7 @@ _CHUNK_ELEMS = 1 << 24
 def random_weight(name: str, shape: tuple, fmt: str, seed: int, std: float) -> np.ndarray:
     """N(0, std^2) tensor `shape` in format `fmt`, from the stream of (seed, name)."""
     if fmt in ("q8_0", "q4_0"):  # the same values, quantized chunk by chunk (glmbench/quant.py)
-        from .quant import quantize_chunks
+        from glmbench.core.quant import quantize_chunks
         g, n = _rng(seed, name), int(np.prod(shape))
         return quantize_chunks((g.standard_normal(min(_CHUNK_ELEMS, n - s), dtype=np.float32) * np.float32(std)
                                 for s in range(0, n, _CHUNK_ELEMS)), shape, fmt)
@@ -148,20 +135,6 @@ def _init_std(name: str, shape: tuple, cfg) -> float | None:
 _EXPERTS = ("mlp.experts.gate_proj", "mlp.experts.up_proj", "mlp.experts.down_proj")
 
 
-def route_groups(cfg) -> dict:
-    """n_group, topk_group, group_score and norm_topk_prob for moe_route, as HF's router for
-    cfg.topk_method uses them: noaux_tc scores groups by the sum of their top-2 choices,
-    group_limited_greedy (DeepSeek-V2) by their max; greedy ignores n_group/topk_group (plain top-k
-    over all experts). HF's DeepseekV2TopkRouter never renormalises (it drops norm_topk_prob), so
-    deepseek_v2 routes with norm_topk_prob=False whatever the config says."""
-    method = cfg.topk_method
-    grouped = method in ("noaux_tc", "group_limited_greedy")
-    return dict(n_group=int(cfg.n_group or 1) if grouped else 1,
-                topk_group=int(cfg.topk_group or 1) if grouped else 1,
-                group_score={"noaux_tc": "top2_sum", "group_limited_greedy": "max"}.get(method),
-                norm_topk_prob=bool(cfg.norm_topk_prob) and cfg.model_type != "deepseek_v2")
-
-
 class Layer:
     """One decoder layer: its weights (HF names relative to `model.layers.{index}.`) and forward."""
 
@@ -187,8 +160,7 @@ class Layer:
         """The layer on x[T, hidden] at positions[T], appending to `cache` layer `cache_layer`. Runs as
         one C call (csrc/layer.c, `_core.layer_forward`) when every matrix is an ndarray and the
         config has no sliding window; otherwise, and as the readable definition, `forward_py`."""
-        if mla_strategy not in MLA_STRATEGIES:
-            raise ValueError(f"`strategy` must be one of {', '.join(MLA_STRATEGIES)}, got {mla_strategy!r}")
+        vocab.mla_strategy(mla_strategy)
         plan = self._c_plan()
         if plan is None:
             return self.forward_py(x, cache, cache_layer, positions, mla_strategy)
@@ -200,7 +172,7 @@ class Layer:
         if getattr(cache, "kind", None) != self.cfg.attention:
             raise ValueError(f"`cache` must be a {self.cfg.attention.upper()} KVCache, got {cache!r}")
         y, counts = _core.layer_forward(plan, x, cache, int(cache_layer), p.astype(np.int64, copy=False),
-                                        MLA_STRATEGIES.index(mla_strategy))
+                                        mla_strategy)
         if self.kind == "moe":
             self.last_counts = counts
         return y
@@ -222,7 +194,7 @@ class Layer:
         cfg, w, a = self.cfg, self.w, self.attn
         if getattr(cfg, "sliding_window", None) or not all(isinstance(v, np.ndarray) for v in w.values()):
             return None
-        from .attention import _hf_deinterleaves
+        from glmbench.core.attention import _hf_deinterleaves
         mla = cfg.attention == "mla"
         s = dict(attention=int(mla), D=int(cfg.hidden_size), eps=float(cfg.rms_norm_eps),
                  ln_in=w["input_layernorm.weight"], ln_post=w["post_attention_layernorm.weight"],
@@ -285,7 +257,7 @@ class Layer:
 
 
 def _attention():
-    from . import attention
+    from glmbench.core import attention
     return attention
 
 
@@ -304,7 +276,7 @@ def build_layer(cfg, index: int, weight_format: str = "bf16", seed: int = 0) -> 
 
 
 def _matrix_format(name: str, fmt: str, shape: tuple) -> str:
-    from .quant import matrix_format  # q8_0/q4_0 models: rows that are not whole blocks stay f16
+    from glmbench.core.quant import matrix_format  # q8_0/q4_0 models: rows that are not whole blocks stay f16
     return matrix_format(name, fmt, shape)
 
 
@@ -314,7 +286,7 @@ def _layer_from_hf(cfg, index: int, kind: str, src: Mapping, fmt: str) -> Layer:
     def get(name):
         key = p + name
         if key not in src:
-            raise ValueError(f"`weights` lacks {key!r} (needed by layer {index}, a {kind} layer of "
+            raise ValueError(f"`state_dict` lacks {key!r} (needed by layer {index}, a {kind} layer of "
                              f"{cfg.model_type})")
         return _np(src[key], key)
 
@@ -331,7 +303,7 @@ def _layer_from_hf(cfg, index: int, kind: str, src: Mapping, fmt: str) -> Layer:
             experts = {f"mlp.experts.{part}_proj": np.stack([get(f"mlp.experts.{e}.{part}_proj.weight")
                                                              for e in range(E)]) for part in ("gate", "up", "down")}
         else:
-            raise ValueError(f"`weights` has no experts for layer {index}: expected {p + 'mlp.experts.gate_up_proj'!r} "
+            raise ValueError(f"`state_dict` has no experts for layer {index}: expected {p + 'mlp.experts.gate_up_proj'!r} "
                              f"(transformers 5.x) or {p + 'mlp.experts.0.gate_proj.weight'!r} (4.x)")
     w = {}
     for name, shape in _layer_tensors(cfg, index).items():
@@ -367,20 +339,22 @@ class Model:
     in RAM; its logits are not the full model's).
     """
 
-    def __init__(self, config, weights: Mapping | None = None, *, weight_format: str = "f32",
-                 kv_dtype: str = "f32", max_context: int = 4096, seed: int = 0, mla_strategy: str = "flash",
+    def __init__(self, config, state_dict: Mapping | None = None, *,
+                 weights: str = vocab.DEFAULTS["measured_weights"], kv: str = vocab.DEFAULTS["kv"],
+                 max_context: int = 4096, seed: int = 0, mla_strategy: str = vocab.DEFAULTS["mla_strategy"],
                  layers: Iterable[int] | None = None, progress: Callable[[int, int], None] | None = None):
         cfg = _load_config(config)
         self.config = cfg
-        if weight_format not in WEIGHT_FORMATS:
-            raise ValueError(f"`weight_format` must be one of {WEIGHT_FORMATS}, got {weight_format!r}")
-        if mla_strategy not in MLA_STRATEGIES:
-            raise ValueError(f"`mla_strategy` must be one of {MLA_STRATEGIES}, got {mla_strategy!r}")
+        if weights not in WEIGHT_FORMATS:
+            raise ValueError(f"`weights` must be one of {WEIGHT_FORMATS}, got {weights!r}")
+        vocab.mla_strategy(mla_strategy)
+        vocab.kv_format(kv)
         if isinstance(max_context, bool) or not isinstance(max_context, (int, np.integer)) or max_context < 1:
             raise ValueError(f"`max_context` must be a positive int, got {max_context!r}")
-        if weights is not None and not isinstance(weights, Mapping):
-            raise TypeError(f"`weights` must be None or a dict of HF-named arrays, got {type(weights).__name__}")
-        self.weight_format, self.kv_dtype, self.mla_strategy = weight_format, kv_dtype, mla_strategy
+        if state_dict is not None and not isinstance(state_dict, Mapping):
+            raise TypeError(f"`state_dict` must be None or a dict of HF-named arrays, got {type(state_dict).__name__}")
+        weight_format, kv_dtype = weights, kv
+        self.weights, self.kv, self.mla_strategy = weights, kv, mla_strategy
         self.max_context, self.seed = int(max_context), int(seed)
         kinds = layer_kinds(cfg)
         if layers is None:
@@ -394,6 +368,7 @@ class Model:
         self.sampled = layers is not None and len(idx) < cfg.n_layers
 
         D, V = cfg.hidden_size, cfg.vocab_size
+        weights = state_dict
         if weights is None:
             self.embed = random_weight("model.embed_tokens.weight", (V, D), weight_format, seed, 1.0)
             self.lm_head = (self.embed if cfg.tie_word_embeddings else
@@ -407,7 +382,7 @@ class Model:
         else:
             def get(key):
                 if key not in weights:
-                    raise ValueError(f"`weights` lacks {key!r}")
+                    raise ValueError(f"`state_dict` lacks {key!r}")
                 return _np(weights[key], key)
             emb = get("model.embed_tokens.weight")
             _expect(emb, (V, D), "model.embed_tokens.weight")
@@ -423,13 +398,13 @@ class Model:
             self.final_norm = np.ascontiguousarray(_to_f32(fn))
             self.layers = [_layer_from_hf(cfg, i, kinds[i], weights, weight_format) for i in idx]
 
-        from .kvcache import KVCache
+        from glmbench.core.kvcache import KVCache
         n = len(idx)
         if cfg.attention == "mla":
-            self.cache = KVCache.mla(n, self.max_context, cfg.kv_lora_rank, cfg.qk_rope_head_dim, dtype=kv_dtype)
+            self.cache = KVCache.mla(n, self.max_context, cfg.kv_lora_rank, cfg.qk_rope_head_dim, kv=kv_dtype)
         else:
             self.cache = KVCache.gqa(n, self.max_context, cfg.n_kv_heads, cfg.head_dim, cfg.v_head_dim,
-                                     dtype=kv_dtype)
+                                     kv=kv_dtype)
         self.last_timing: dict = {}
 
     # -- state ---------------------------------------------------------------------------
@@ -518,5 +493,5 @@ class Model:
 
     def __repr__(self) -> str:
         c = self.config
-        return (f"Model({c.name!r}, {len(self.layers)}/{c.n_layers} layers, weights={self.weight_format}, "
-                f"kv={self.kv_dtype}, max_context={self.max_context}, n_past={self.n_past})")
+        return (f"Model({c.name!r}, {len(self.layers)}/{c.n_layers} layers, weights={self.weights}, "
+                f"kv={self.kv}, max_context={self.max_context}, n_past={self.n_past})")

@@ -20,7 +20,9 @@ import os
 from dataclasses import dataclass
 from typing import Sequence
 
-from . import records as rec
+from glmbench import vocab
+from glmbench.results import records as rec
+from glmbench.results.compare import compare, measured_predicted_pairs, test_label  # noqa: F401
 
 GIB = 1024 ** 3
 
@@ -64,13 +66,13 @@ class Study:
     cards: tuple = (1, 2)
     link_gbps: float = 1.4          # what the study measured between its two RTX 3090s (REFERENCE.md s.3)
     link_latency_us: float | None = None   # None: hardware.STUDY_LINK_LATENCY_US
-    split: str = "layer"
-    weights: str = "q4_K"
-    kv: str = "f16"
+    split: str = vocab.DEFAULTS["split"]
+    weights: str = vocab.DEFAULTS["weights"]
+    kv: str = vocab.DEFAULTS["kv"]
     depths: tuple = _pow2_range(1024, 131072)
     prompts: tuple | None = None    # prefill / TTFT prompt lengths; None: the depths
-    runtime: str = "typical"
-    mla_strategy: str = "flash"
+    runtime: str = vocab.DEFAULTS["runtime"]
+    mla_strategy: str = vocab.DEFAULTS["mla_strategy"]
     concurrency: tuple = (1, 2, 4, 8, 16, 32, 64)
     serve_context: int = 4096
     workloads: tuple = WORKLOADS
@@ -107,9 +109,13 @@ class Study:
     @functools.cached_property
     def _rigs(self) -> tuple:
         # built once: a "host" profile measures this machine's ceilings, which takes seconds
-        from . import hardware
+        from glmbench.predict import hardware
         lat = hardware.STUDY_LINK_LATENCY_US if self.link_latency_us is None else self.link_latency_us
-        gpu = hardware.get_gpu(self.hardware)
+        if hardware.is_host(self.hardware):  # this machine's CPU, measured now (needs the C core)
+            from glmbench.measure.machine import host_profile
+            gpu = host_profile()
+        else:
+            gpu = hardware.get_gpu(self.hardware)
         return tuple(hardware.Rig(gpu, n, link_gbps=self.link_gbps if n > 1 else None,
                                   link_latency_us=lat if n > 1 else None) for n in self.cards)
 
@@ -119,7 +125,7 @@ class Study:
     @functools.cached_property
     def configs(self) -> dict:
         """Model name (as records carry it) -> ModelConfig, for every model of the study."""
-        from .configs import load
+        from glmbench.models.configs import load
         out = {}
         for m in self.models:
             cfg = load(m)
@@ -132,7 +138,7 @@ class Study:
                      kv=self.kv, mla_strategy=self.mla_strategy, runtime=self.runtime) for r in self.rigs()]
 
     def setups(self) -> list:
-        from . import costmodel as cm
+        from glmbench.predict import costmodel as cm
         return [cm.Setup(model=cfg, **t) for cfg in self.configs.values() for t in self.setup_templates()]
 
     def command(self) -> str:
@@ -164,7 +170,7 @@ def sweep(study: Study, tests: Sequence[str] = ("tg", "pp", "mem", "serve"), *, 
 
     out: a .json path passed to sweep.predict: points already there are reused, and the file
     holds every finished point if the sweep is interrupted."""
-    from . import sweep as sw
+    from glmbench.predict import sweep as sw
     bad = [t for t in tests if t not in sw.TESTS]
     if bad or not tests:
         raise ValueError(f"`tests` must be a non-empty subset of {sw.TESTS}, got {tuple(tests)!r}")
@@ -197,7 +203,7 @@ def sweep(study: Study, tests: Sequence[str] = ("tg", "pp", "mem", "serve"), *, 
 def decisions(study: Study) -> list[dict]:
     """costmodel.decide for each workload of the study over all its setups: one dict per
     workload with the ranked rows."""
-    from . import costmodel as cm
+    from glmbench.predict import costmodel as cm
     setups = study.setups()
     out = []
     for w in study.workloads:
@@ -213,7 +219,7 @@ def run(study: Study | None = None, out: str | os.PathLike = "glmbench-report", 
 
     extra_records (e.g. measured ones from `glmbench measure`) are drawn with the predictions and
     written with them; they must say their evidence like every record."""
-    from . import plots
+    from glmbench.report import plots
     study = Study() if study is None else study
     if not isinstance(study, Study):
         raise TypeError(f"`study` must be a report.Study, got {type(study).__name__}")
@@ -259,12 +265,12 @@ def _jsonable(o):
 
 
 def _tok(n) -> str:
-    from .plots import tokens_label
+    from glmbench.report.plots import tokens_label
     return tokens_label(n)
 
 
 def _rig(r) -> str:
-    from .plots import rig_label
+    from glmbench.report.plots import rig_label
     return rig_label(r)
 
 
@@ -282,16 +288,16 @@ def _num(v, digits=1) -> str:
 
 def render(records: Sequence[dict], study: Study, decs: Sequence[dict], charts: Sequence[str]) -> str:
     """report.md from the records and decisions (pure: no files read or written)."""
-    from . import plots
+    from glmbench.report import plots
     pred = [r for r in records if r["evidence"] == "predicted"]
     kinds = sorted({r["evidence"] for r in records})
     when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    from . import __version__
+    from glmbench import __version__
     L = ["# glmbench report", ""]
     L.append(f"Generated {when} by glmbench {__version__}: `{study.command()}`")
     L.append("")
     L.append(f"**Evidence:** {' + '.join(kinds)}. Predictions come from the cost model "
-             f"(`glmbench.costmodel`, runtime profile `{study.runtime}`), not from running the hardware they name; "
+             f"(`glmbench.predict.costmodel`, runtime profile `{study.runtime}`), not from running the hardware they name; "
              "measured points, where present, come from `glmbench measure` on the machine they name.")
     rt = study.setups()[0].runtime
     if rt.description:
@@ -359,7 +365,7 @@ def render(records: Sequence[dict], study: Study, decs: Sequence[dict], charts: 
     # -- memory
     if mem:
         L += ["## Memory ceilings", "", "![memory](memory_vs_context.png)", ""]
-        from . import costmodel as cm
+        from glmbench.predict import costmodel as cm
         rows = []
         for s in study.setups():
             cfg = s.model
@@ -527,20 +533,9 @@ def _pick_depths(depths: Sequence[int]) -> list[int]:
 
 
 def _measured_vs_predicted(records) -> list[list]:
-    pred = {}
-    for r in records:
-        if r["evidence"] == "predicted" and r.get("test") in ("tg", "pp") and r.get("avg_ts"):
-            k = (r["model"], r["test"], r.get("n_depth") or 0, r.get("n_prompt") or 0 if r["test"] == "pp" else 0)
-            pred.setdefault(k, []).append(r)
-    rows = []
-    for m in records:
-        if m["evidence"] != "measured" or m.get("test") not in ("tg", "pp") or not m.get("avg_ts"):
-            continue
-        k = (m["model"], m["test"], m.get("n_depth") or 0, m.get("n_prompt") or 0 if m["test"] == "pp" else 0)
-        for p in pred.get(k, []):
-            rows.append([m["model"], test_label(m), m.get("device", "?"), _num(m["avg_ts"], 2), _rig(p),
-                         _num(p["avg_ts"], 2), f"{p['avg_ts'] / m['avg_ts']:.2f}"])
-    return rows
+    return [[m["model"], test_label(m), m.get("device", "?"), _num(m["avg_ts"], 2), _rig(p),
+             _num(p["avg_ts"], 2), f"{p['avg_ts'] / m['avg_ts']:.2f}"]
+            for m, p in measured_predicted_pairs(records)]
 
 
 def _no_cross_sentence(tg) -> str:
@@ -557,89 +552,3 @@ def _no_cross_sentence(tg) -> str:
                 a > b for m in order[1:] for a, b in zip(models[top], models[m])):
             parts.append(f"{top} is faster at every depth on {rig}")
     return ("; ".join(parts) + ".") if parts else "the models keep their order at every depth."
-
-
-# ---- compare ------------------------------------------------------------------------------------
-# What a point is (compare matches A and B on these) and what is measured at it, per test.
-POINT_FIELDS = ("test", "model", "n_prompt", "n_gen", "n_depth", "n_batch", "concurrency")
-SETUP_FIELDS = ("evidence", "device", "n_cards", "split", "link_gbps", "weights", "type_k", "type_v",
-                "mla_strategy", "runtime", "n_threads")
-VALUE_FIELDS = {"tg": ("avg_ts", "tok/s"), "pp": ("avg_ts", "tok/s"), "serve": ("aggregate_tok_s", "tok/s"),
-                "mem": ("mem_bytes", "bytes")}
-
-
-def _mem_value(r):
-    if r.get("mem_bytes") is not None:
-        return r["mem_bytes"]
-    if r.get("weight_bytes") is not None and r.get("kv_bytes") is not None:  # measured: exact arrays
-        return r["weight_bytes"] + r["kv_bytes"]
-    return None
-
-
-def test_label(r: dict) -> str:
-    """llama-bench style: 'tg1@d4096', 'pp512', 'pp512@d4096', 'mem@d128K', 'serve16@d4096'."""
-    t = r.get("test")
-    d = r.get("n_depth") or 0
-    at = f"@d{d}" if d else ""
-    if t == "tg":
-        return f"tg{r.get('n_gen') or ''}{at}"
-    if t == "pp":
-        return f"pp{r.get('n_prompt') or ''}{at}"
-    if t == "serve":
-        return f"serve{r.get('concurrency') or ''}{at}"
-    return f"{t}{at}"
-
-
-def compare(a: Sequence[dict], b: Sequence[dict]) -> tuple[list[dict], dict]:
-    """Match the points of two record lists and give B/A for each (compare-llama-bench style).
-
-    Returns (rows, differences): rows with the point, the value in A and B and their ratio;
-    differences: the setup fields that are constant within each file but differ between them
-    (what the comparison is about, e.g. {"device": ("RTX 3090", "RTX 4090")})."""
-    a = [rec.validate(r) for r in a]
-    b = [rec.validate(r) for r in b]
-    varying = [f for f in SETUP_FIELDS
-               if len({_h(r.get(f)) for r in a}) > 1 or len({_h(r.get(f)) for r in b}) > 1]
-    header = {}
-    for f in SETUP_FIELDS:
-        if f in varying:
-            continue
-        va = a[0].get(f) if a else None
-        vb = b[0].get(f) if b else None
-        if _h(va) != _h(vb):
-            header[f] = (va, vb)
-    key_fields = [f for f in POINT_FIELDS if f != "test"] + varying
-
-    def key(r):
-        return (r.get("test"),) + tuple(_h(r.get(f)) for f in key_fields)
-
-    bmap = {}
-    for r in b:
-        bmap.setdefault(key(r), r)
-    rows = []
-    for ra in a:
-        rb = bmap.get(key(ra))
-        t = ra.get("test")
-        if rb is None or t not in VALUE_FIELDS:
-            continue
-        field, unit = VALUE_FIELDS[t]
-        va = _mem_value(ra) if t == "mem" else ra.get(field)
-        vb = _mem_value(rb) if t == "mem" else rb.get(field)
-        if va is None or vb is None:
-            continue
-        row = {"model": ra.get("model"), "test": test_label(ra)}
-        for f in varying:
-            row[f] = ra.get(f)
-        row["unit"] = unit
-        row["A"] = float(va)
-        row["B"] = float(vb)
-        row["B/A"] = float(vb) / float(va) if float(va) else math.nan
-        rows.append(row)
-    return rows, header
-
-
-def _h(v):
-    # CSV cannot tell an empty string from a missing value: both mean "not set" here
-    if v == "":
-        return None
-    return json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v

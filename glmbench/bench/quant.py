@@ -1,5 +1,5 @@
 """Quantized-kernel cases for the kernels benchmark (`python -m glmbench.bench kernels`), and the
-per-element costs the cost model uses (`python -m glmbench.bench_quant`).
+per-element costs the cost model uses (`python -m glmbench.bench.quant`).
 
 Cases: decode-sized GEMV (T=1) and prefill-sized GEMM (T=512) on q8_0/q4_0 weights at the shapes
 of GLM-4.7-Flash's expert and Qwen3-32B's FFN, for the best integer kernel and the float32 one,
@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from . import quant
+from glmbench.core import quant
 
 # (label, N, K): GLM-4.7-Flash routed expert gate (1536 x 2048), Qwen3-32B FFN up (25600 x 5120)
 SHAPES = (("glm-expert", 1536, 2048), ("qwen3-32b-ffn", 25600, 5120))
@@ -25,7 +25,7 @@ def _weights(n, k, seed=0):
 
 def cases(quick: bool = False):
     """quick: only the small (GLM expert) shape."""
-    from .bench import Case  # the harness (glmbench/bench.py) owns the Case type
+    from glmbench.bench import Case  # the harness (glmbench/bench.py) owns the Case type
 
     out = []
     avail = quant.kernels()

@@ -1,7 +1,7 @@
 """The cost model: predicted decode, prefill, memory and serving for any model on any rig.
 
 Every op of a step gets FLOPs and bytes from the architecture (configs.ModelConfig) and the
-storage formats (formats.py); its time on one card is
+storage formats (vocab.py); its time on one card is
 
     t = max(tensor_flops / (peak[dtype] * eff_c[class]) + vector_flops / (peak_fp32 * eff_c["vector"]),
             bytes / (bandwidth * eff_m[class]))
@@ -26,13 +26,15 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from . import configs, formats, hardware
-from .hardware import GIB, Rig
+from glmbench.models import configs
+from glmbench import vocab
+from glmbench.predict import hardware
+from glmbench.predict.hardware import GIB, Rig
 
-_RUNTIME_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "runtime")
+_RUNTIME_DIR = os.path.join(vocab.DATA_DIR, "runtime")
 
-SPLITS = ("none", "layer", "tensor")
-MLA_STRATEGIES = ("naive", "absorbed", "flash")
+SPLITS = vocab.SPLITS
+MLA_STRATEGIES = vocab.MLA_STRATEGIES
 CLASSES = ("matmul", "attention", "vector")
 
 ACT_BYTES = 4          # float32 activations (llama.cpp keeps the hidden state in f32)
@@ -188,10 +190,9 @@ class Setup:
             what = "num_attention_heads" if cfg.attention == "mla" else "num_key_value_heads"
             if heads % rig.n_cards:
                 raise ValueError(f"`split`='tensor' over {rig.n_cards} cards needs {what}={heads} to divide evenly")
-        formats.weight_format(self.weights)
-        formats.kv_format(self.kv)
-        if self.mla_strategy not in MLA_STRATEGIES:
-            raise ValueError(f"`mla_strategy` must be one of {MLA_STRATEGIES}, got {self.mla_strategy!r}")
+        vocab.weight_format(self.weights)
+        vocab.kv_format(self.kv)
+        vocab.mla_strategy(self.mla_strategy)
         s(self, "runtime", load_runtime(self.runtime))
         s(self, "expert_skew", _check_skew(self.expert_skew, cfg))
 
@@ -348,11 +349,11 @@ def _time(op: _Op, gpu, rt: RuntimeProfile):
 def _layer_weight_bytes(cfg: configs.ModelConfig, weights: str) -> dict:
     """Stored bytes per tensor group of one dense layer, one MoE layer, and the head, in `weights`
     (configs.ModelConfig.weight_bytes rules: 1-D tensors and the router stay f32)."""
-    fmt = formats.weight_format(weights)
-    f32 = formats.weight_format("f32")
+    fmt = vocab.weight_format(weights)
+    f32 = vocab.weight_format("f32")
 
     def mat(rows, cols):
-        return rows * formats.row_format(fmt, cols).nbytes(cols)
+        return rows * vocab.row_format(fmt, cols).nbytes(cols)
 
     att = {}
     for name, shape in cfg._attention_tensors().items():
@@ -378,7 +379,7 @@ def _layer_weight_bytes(cfg: configs.ModelConfig, weights: str) -> dict:
 
 
 def _wdtype(setup: Setup) -> str:
-    f = formats.weight_format(setup.weights)
+    f = vocab.weight_format(setup.weights)
     if f.dequant:
         return setup.runtime.quantized_matmul
     return {"f32": "fp32", "f16": "fp16", "bf16": "bf16"}[f.name]
@@ -386,7 +387,7 @@ def _wdtype(setup: Setup) -> str:
 
 def _matmul(name, T, n_out, n_in, wbytes, setup, share=1.0, kernels=1):
     """y[T, n_out] = x[T, n_in] W^T with W stored in `wbytes` bytes; `share` of it on this card."""
-    quant = formats.weight_format(setup.weights).dequant
+    quant = vocab.weight_format(setup.weights).dequant
     return _Op(name, "matmul", _wdtype(setup), 2.0 * T * n_out * n_in * share,
                DEQUANT_OPS * n_out * n_in * share if quant else 0.0,
                wbytes * share + ACT_BYTES * T * (n_in + n_out * share), kernels)
@@ -423,7 +424,7 @@ def _prefill_work(cfg, depth, n) -> _Attn:
 
 def _attention_ops(setup: Setup, T: int, work: _Attn, share: float) -> list:
     cfg = setup.model
-    kvf = formats.kv_format(setup.kv)
+    kvf = vocab.kv_format(setup.kv)
     deq = DEQUANT_OPS if kvf.dequant else 0
     H = cfg.n_heads * share
     wb = _layer_weight_bytes(cfg, setup.weights)["attn"]
@@ -469,7 +470,7 @@ def _attention_ops(setup: Setup, T: int, work: _Attn, share: float) -> list:
         E = work.expanded
         exp_bytes = 2 * H * (Dn + Dv)                  # per token, f16
         ops.append(_Op("attn.kv_b_expand", "matmul", _wdtype(setup), 2.0 * kvb * E,
-                       (DEQUANT_OPS * kvb if formats.weight_format(setup.weights).dequant else 0) + deq * R * E,
+                       (DEQUANT_OPS * kvb if vocab.weight_format(setup.weights).dequant else 0) + deq * R * E,
                        kvb_w + row * E + exp_bytes * E, 2))
         kq = 2.0 * H * (Dn + Dr) * work.keys
         pv = 2.0 * H * Dv * work.keys
@@ -482,7 +483,7 @@ def _attention_ops(setup: Setup, T: int, work: _Attn, share: float) -> list:
         # absorbed: q_nope (Dn) -> latent query (R) per head through kv_b's K part, MQA over the
         # latent cache (R + Dr wide keys, R wide values), latent output -> Dv through kv_b's V part
         ops.append(_Op("attn.absorb_q", "matmul", _wdtype(setup), 2.0 * T * H * Dn * R,
-                       DEQUANT_OPS * H * Dn * R if formats.weight_format(setup.weights).dequant else 0.0,
+                       DEQUANT_OPS * H * Dn * R if vocab.weight_format(setup.weights).dequant else 0.0,
                        kvb_w * Dn / (Dn + Dv) + ACT_BYTES * T * H * (Dn + R), 1))
         flops = 2.0 * H * (R + Dr + R) * work.keys
         vec = SOFTMAX_OPS * H * work.keys + deq * (R + Dr) * work.read
@@ -497,7 +498,7 @@ def _attention_ops(setup: Setup, T: int, work: _Attn, share: float) -> list:
             kernels = 2
         ops.append(_Op("attn.core", "attention", "fp16", flops, vec, nbytes + ACT_BYTES * T * H * (R + Dr + R), kernels))
         ops.append(_Op("attn.absorb_out", "matmul", _wdtype(setup), 2.0 * T * H * R * Dv,
-                       DEQUANT_OPS * H * R * Dv if formats.weight_format(setup.weights).dequant else 0.0,
+                       DEQUANT_OPS * H * R * Dv if vocab.weight_format(setup.weights).dequant else 0.0,
                        kvb_w * Dv / (Dn + Dv) + ACT_BYTES * T * H * (R + Dv), 1))
     ops.append(_matmul("attn.o_proj", T, D, Hf * Dv, wb["o_proj.weight"], setup, share))
     return ops
@@ -509,7 +510,7 @@ def _mla_expand_once_ops(setup: Setup, T: int, work: _Attn, share: float) -> lis
     k_nope and v (f16), then plain flash attention with 2 (Dn + Dr + Dv) FLOPs per key and head
     instead of the absorbed 2 (2R + Dr)."""
     cfg = setup.model
-    kvf = formats.kv_format(setup.kv)
+    kvf = vocab.kv_format(setup.kv)
     deq = DEQUANT_OPS if kvf.dequant else 0
     R, Dr, Dn, Dv = cfg.kv_lora_rank, cfg.qk_rope_head_dim, cfg.qk_nope_head_dim, cfg.v_head_dim
     H = cfg.n_heads * share
@@ -517,7 +518,7 @@ def _mla_expand_once_ops(setup: Setup, T: int, work: _Attn, share: float) -> lis
     kvb_w = _layer_weight_bytes(cfg, setup.weights)["attn"]["kv_b_proj.weight"] * share
     row = kvf.nbytes(R) + kvf.nbytes(Dr)
     E = work.expanded
-    quant = formats.weight_format(setup.weights).dequant
+    quant = vocab.weight_format(setup.weights).dequant
     return [
         _Op("attn.kv_b_expand", "matmul", _wdtype(setup), 2.0 * kvb * E,
             (DEQUANT_OPS * kvb if quant else 0.0) + deq * R * E, kvb_w + row * E + 2 * H * (Dn + Dv) * E, 2),
@@ -532,7 +533,7 @@ def _expand_once_wins(setup: Setup, T: int, work: _Attn, share: float) -> bool:
     cfg = setup.model
     R, Dr, Dn, Dv = cfg.kv_lora_rank, cfg.qk_rope_head_dim, cfg.qk_nope_head_dim, cfg.v_head_dim
     H = cfg.n_heads * share
-    kvf = formats.kv_format(setup.kv)
+    kvf = vocab.kv_format(setup.kv)
     row = kvf.nbytes(R) + kvf.nbytes(Dr)
     absorbed = [
         _Op("", "matmul", _wdtype(setup), 2.0 * T * H * (Dn + Dv) * R, 0.0, 0.0, 2),
@@ -557,7 +558,7 @@ def _ffn_ops(setup: Setup, T: int, moe: bool, share: float) -> list:
     ops.append(_Op("moe.router", "matmul", "fp32", 2.0 * T * E * D, 8 * T * E,
                    wb["router"] + ACT_BYTES * T * (D + 2 * E), 5))
     u = expected_distinct_experts(E, k, T, setup.expert_skew)
-    quant = formats.weight_format(setup.weights).dequant
+    quant = vocab.weight_format(setup.weights).dequant
     ops.append(_Op("moe.experts", "matmul", _wdtype(setup), 2.0 * T * k * 3 * D * Fe * share,
                    (DEQUANT_OPS * u * 3 * D * Fe * share if quant else 0.0) + 4 * T * k * Fe * share,
                    u * wb["expert"] * share + ACT_BYTES * T * k * (2 * D + 3 * Fe * share), 5))
@@ -809,7 +810,7 @@ def _memory_terms(setup: Setup, batch: int):
         head_w = wb["final_norm"] + wb["embed"]      # the table is the lm_head: it lives on the card
     else:
         head_w = wb["final_norm"] + wb["lm_head"] + (0 if setup.runtime.embeddings_on_host else wb["embed"])
-    kvf = formats.kv_format(setup.kv)
+    kvf = vocab.kv_format(setup.kv)
     kv_layer = sum(kvf.nbytes(r) for r in cfg.kv_rows_per_layer())
     D = cfg.hidden_size
     # activations of one ubatch (f32): residual, normed input, q/k/v (or MLA's q, latent query,

@@ -27,7 +27,7 @@ from typing import Iterable, Sequence
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
-from .records import EVIDENCE, validate
+from glmbench.results.records import EVIDENCE, validate
 
 GIB = 1024 ** 3
 
@@ -238,9 +238,9 @@ def crossovers(records: Sequence[dict], x_field: str = "n_depth", y_field: str =
     """Every context where one model overtakes another on the same rig (predicted lines only).
 
     Returns dicts {rig label, models (a, b), x, faster_before, faster_after}; x interpolated by
-    glmbench.costmodel.crossover on the shared grid of the two lines.
+    glmbench.predict.costmodel.crossover on the shared grid of the two lines.
     """
-    from .costmodel import crossover  # the cost model owns the interpolation rule
+    from glmbench.predict.costmodel import crossover  # the cost model owns the interpolation rule
 
     recs = [r for r in _as_records(records) if r["evidence"] != "measured"
             and r.get(x_field) is not None and r.get(y_field) is not None]

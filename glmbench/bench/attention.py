@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .attention import gqa_attention, mla_attention
-from .kvcache import KVCache
+from glmbench.core.attention import gqa_attention, mla_attention
+from glmbench.core.kvcache import KVCache
 
 GLM = dict(H=20, Dn=192, Dr=64, Dv=256, R=512)
 QWEN = dict(Hq=64, Hkv=8, Dh=128)
@@ -64,7 +64,7 @@ def _rtol(bf16_arith: bool) -> float:
     """Agreement with the float32 NumPy twin: 1e-3 of the output scale for float32 arithmetic;
     1e-2 where the kernel multiplies in bf16 (bf16 cache, AVX512_BF16: absorbed/flash MLA, GQA
     decode with 8 query heads per KV head; query and p rounded to bf16, see docs/API.md)."""
-    from . import _core
+    from glmbench.core import _core
     return 1e-2 if bf16_arith and _core._attn_bf16() else 1e-3
 
 
@@ -73,7 +73,7 @@ def _rtol(bf16_arith: bool) -> float:
 def _gqa_case(Case, d: int, T: int, rng):
     Hq, Hkv, Dh = QWEN["Hq"], QWEN["Hkv"], QWEN["Dh"]
     L = d + T
-    cache = KVCache.gqa(1, L, Hkv, Dh, dtype="bf16")
+    cache = KVCache.gqa(1, L, Hkv, Dh, kv="bf16")
     cache.fill_synthetic(L, seed=1)
     k16, v16 = _bf16_rows(cache)
     q = rng.standard_normal((T, Hq, Dh), dtype=np.float32)
@@ -107,7 +107,7 @@ def _gqa_case(Case, d: int, T: int, rng):
 def _mla_cases(Case, d: int, T: int, strategies, rng, numpy_naive: bool):
     H, Dn, Dr, Dv, R = GLM["H"], GLM["Dn"], GLM["Dr"], GLM["Dv"], GLM["R"]
     L, W = d + T, Dn + Dv
-    cache = KVCache.mla(1, L, R, Dr, dtype="bf16")
+    cache = KVCache.mla(1, L, R, Dr, kv="bf16")
     cache.fill_synthetic(L, seed=2)
     lat16, kr16 = _bf16_rows(cache)
     qn = rng.standard_normal((T, H, Dn), dtype=np.float32)
@@ -159,7 +159,7 @@ def _mla_cases(Case, d: int, T: int, strategies, rng, numpy_naive: bool):
 
 def cases(quick: bool = False):
     """Decode at 4K and 32K and a prefill chunk of 512 (quick: decode at 4K, prefill of 128)."""
-    from .bench import Case  # the harness (glmbench/bench.py) owns the Case type
+    from glmbench.bench import Case  # the harness (glmbench/bench.py) owns the Case type
 
     rng = np.random.default_rng(7)
     depths = (4096,) if quick else (4096, 32768)

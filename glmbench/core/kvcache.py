@@ -7,7 +7,7 @@ from the cache's pool as it grows, up to `capacity_tokens`; `reset()` returns th
     MLA: per token and layer, one row of kv_lora_rank latent (already kv_a_layernorm-ed) followed
          by the rope key of rope_dim (already rotated): 512 + 64 = 576 values for GLM-4.7-Flash
 
-Storage formats: f32, f16, bf16, q8_0, q4_0 (ggml blocks of 32, csrc/quant.h row codec; each
+Storage formats (`kv`, f16 by default as everywhere in glmbench): f32, f16, bf16, q8_0, q4_0 (ggml blocks of 32, csrc/quant.h row codec; each
 stored row part must then be a multiple of 32). Byte accounting is exact in the storage format:
 
     bytes_per_token   all layers, e.g. GLM-4.7-Flash bf16: 47 x 576 x 2 = 54,144
@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._loader import _core
+from glmbench import vocab
+from glmbench.core._loader import _core
 
 __all__ = ["KVCache"]
 
@@ -29,17 +30,17 @@ class KVCache(_core.KVCacheBase):
 
     @classmethod
     def gqa(cls, n_layers: int, capacity_tokens: int, n_kv_heads: int, head_dim: int,
-            v_head_dim: int | None = None, dtype: str = "f32", block_size: int = 64) -> "KVCache":
+            v_head_dim: int | None = None, kv: str = vocab.DEFAULTS["kv"], block_size: int = 64) -> "KVCache":
         v = head_dim if v_head_dim is None else v_head_dim
         return cls("gqa", _int(n_layers, "n_layers"), _int(capacity_tokens, "capacity_tokens"),
                    _int(n_kv_heads, "n_kv_heads"), _int(head_dim, "head_dim"), _int(v, "v_head_dim"),
-                   _str(dtype), _int(block_size, "block_size"))
+                   _str(kv), _int(block_size, "block_size"))
 
     @classmethod
     def mla(cls, n_layers: int, capacity_tokens: int, kv_lora_rank: int, rope_dim: int,
-            dtype: str = "f32", block_size: int = 64) -> "KVCache":
+            kv: str = vocab.DEFAULTS["kv"], block_size: int = 64) -> "KVCache":
         return cls("mla", _int(n_layers, "n_layers"), _int(capacity_tokens, "capacity_tokens"), 1,
-                   _int(kv_lora_rank, "kv_lora_rank"), _int(rope_dim, "rope_dim"), _str(dtype),
+                   _int(kv_lora_rank, "kv_lora_rank"), _int(rope_dim, "rope_dim"), _str(kv),
                    _int(block_size, "block_size"))
 
     # The stored dimensions under their architecture's names.
@@ -85,7 +86,7 @@ class KVCache(_core.KVCacheBase):
         else:
             dims = f"n_kv_heads={self.n_kv_heads}, head_dim={self.head_dim}, v_head_dim={self.v_head_dim}"
         return (f"KVCache.{self.kind}(n_layers={self.n_layers}, capacity_tokens={self.capacity_tokens}, {dims}, "
-                f"dtype={self.dtype!r}, block_size={self.block_size})")
+                f"kv={self.kv!r}, block_size={self.block_size})")
 
 
 def _int(v, name, lo=1):
@@ -104,5 +105,5 @@ def _layer(v):
 
 def _str(v):
     if not isinstance(v, str):
-        raise TypeError(f"`dtype` must be a str (f32, f16, bf16, q8_0, q4_0), got {type(v).__name__} {v!r}")
+        raise TypeError(f"`kv` (the cache format) must be a str (f32, f16, bf16, q8_0, q4_0), got {type(v).__name__} {v!r}")
     return v

@@ -27,7 +27,9 @@ import math
 import os
 from dataclasses import dataclass, field
 
-_DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "hardware")
+from glmbench import vocab
+
+_DATA = os.path.join(vocab.DATA_DIR, "hardware")
 
 DTYPES = ("fp16", "bf16", "fp32", "int8")
 GIB = 1 << 30
@@ -169,15 +171,16 @@ def list_gpus() -> list[str]:
 
 
 def get_gpu(name) -> GPU:
-    """A built-in GPU by key or display name ("rtx-3090" or "RTX 3090"); "host"/"cpu" measures
-    this machine; a path loads a profile file; a GPU passes through."""
+    """A built-in GPU by key or display name ("rtx-3090" or "RTX 3090"); "host"/"cpu" (this
+    machine, measured) is resolved on the measured side and refused here; a path loads a profile file; a GPU passes through."""
     if isinstance(name, GPU):
         return name
     if not isinstance(name, (str, os.PathLike)):
         raise TypeError(f"`gpu` must be a name, a profile path or a GPU, got {type(name).__name__}")
     s = os.fspath(name)
-    if _norm(s) in ("host", "cpu", "host-cpu"):
-        return host_cpu()
+    if _norm(s) in HOST_NAMES:
+        raise ValueError(f"{s!r} is this machine's CPU, measured now: resolve it with "
+                         "glmbench.measure.machine.host_profile() (the CLI and report do) and pass the profile")
     k = _norm(s)
     if k in list_gpus():
         return profile_from_dict(_read_table(os.path.join(_DATA, k + ".json")), where=k, key=k)
@@ -186,26 +189,18 @@ def get_gpu(name) -> GPU:
     raise ValueError(f"unknown GPU {s!r}; built-in: {', '.join(list_gpus())}, or a .toml/.json profile path")
 
 
-# The CPU "launch" is an OpenMP fork/join: a few microseconds on a 2-16 core machine (assumption).
-_CPU_LAUNCH_US = 2.0
+HOST_NAMES = ("host", "cpu", "host-cpu")
 
 
-def host_cpu(measure: bool = True, ceilings: dict | None = None) -> GPU:
-    """This machine's CPU as a profile. Its ceilings come from `glmbench.bench.measure_ceilings()`
-    (STREAM-like triad bandwidth and a register-resident FMA loop), measured now unless given.
-    The same FMA peak stands for every dtype: glmbench's CPU kernels convert to f32 and multiply
-    there."""
-    if ceilings is None:
-        if not measure:
-            raise ValueError("host_cpu(measure=False) needs `ceilings` "
-                             "({'bandwidth_gbs', 'fma_gflops', 'threads', 'cpu'})")
-        try:
-            from . import bench
-            fn = bench.measure_ceilings
-        except (ImportError, AttributeError) as e:
-            raise RuntimeError("host_cpu() needs glmbench.bench.measure_ceilings() (the kernels "
-                               f"benchmark), which is not available here: {e}") from None
-        ceilings = fn()
+def is_host(name) -> bool:
+    """True for the names that mean "this machine's CPU, measured now" (resolved on the measured
+    side: glmbench.measure.machine.host_profile)."""
+    return isinstance(name, (str, os.PathLike)) and _norm(os.fspath(name)) in HOST_NAMES
+
+
+def cpu_profile(ceilings: dict, *, launch_us: float, source: str) -> GPU:
+    """A CPU as a profile from its measured ceilings ({'bandwidth_gbs', 'fma_gflops', 'threads',
+    'cpu'}); the numbers are given, nothing is measured here."""
     if not isinstance(ceilings, dict):
         raise ValueError(f"`ceilings` must be a dict, got {type(ceilings).__name__}")
     for k in ("bandwidth_gbs", "fma_gflops"):
@@ -221,8 +216,8 @@ def host_cpu(measure: bool = True, ceilings: dict | None = None) -> GPU:
         mem = 0.0
     t = gf / 1000.0
     return GPU(name=f"{cpu} ({threads} threads)", memory_gib=mem, bandwidth_gbs=bw,
-               tflops={"fp16": t, "bf16": t, "fp32": t, "int8": t}, launch_us=_CPU_LAUNCH_US,
-               source="measured by glmbench.bench.measure_ceilings()", kind="cpu", key="host")
+               tflops={"fp16": t, "bf16": t, "fp32": t, "int8": t}, launch_us=launch_us,
+               source=source, kind="cpu", key="host")
 
 
 @dataclass(frozen=True)

@@ -34,9 +34,9 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from . import formats
+from glmbench import vocab
 
-_DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "models")
+_DATA = os.path.join(vocab.DATA_DIR, "models")
 
 FAMILIES = {
     "glm4_moe_lite": "mla",
@@ -198,7 +198,7 @@ class ModelConfig:
     def kv_bytes_per_token(self, kv_format: str = "bf16", *, expanded: bool = False) -> int:
         """Exact cache bytes per token over all layers. `expanded=True` gives what an MLA model
         would cache without the latent trick (full per-head K and V), for comparison."""
-        fmt = formats.kv_format(kv_format)
+        fmt = vocab.kv_format(kv_format)
         if expanded and self.attention == "mla":
             rows = [self.head_dim] * self.n_heads + [self.v_head_dim] * self.n_heads
         else:
@@ -315,9 +315,9 @@ class ModelConfig:
         quantized; 1-D tensors (norms, biases, the router's score bias) stay f32, and so does the
         router weight (`ffn_gate_inp` is never quantized). A matrix whose rows are not a whole
         number of the format's blocks falls back as llama.cpp's `llama_tensor_get_type` does
-        (formats.row_format)."""
-        fmt = formats.weight_format(weight_format)
-        f32 = formats.weight_format("f32")
+        (vocab.row_format)."""
+        fmt = vocab.weight_format(weight_format)
+        f32 = vocab.weight_format("f32")
         total = 0
         for name, shape in self.tensor_shapes().items():
             if len(shape) == 1 or name.endswith("mlp.gate.weight"):
@@ -325,7 +325,7 @@ class ModelConfig:
             else:
                 cols = shape[-1]
                 rows = _numel(shape) // cols
-                total += rows * formats.row_format(fmt, cols).nbytes(cols)
+                total += rows * vocab.row_format(fmt, cols).nbytes(cols)
         return total
 
     # ---- FLOPs --------------------------------------------------------------------------------
@@ -380,7 +380,7 @@ class ModelConfig:
             "moe": self.n_routed_experts > 0,
             "total_params": self.total_params(),
             "active_params": self.active_params(),
-            "kv_bytes_per_token": {f: self.kv_bytes_per_token(f) for f in formats.KV_FORMATS},
+            "kv_bytes_per_token": {f: self.kv_bytes_per_token(f) for f in vocab.KV_FORMATS},
         }
 
 
@@ -747,3 +747,23 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
 def models_table(names=None) -> list[dict]:
     """Rows for `glmbench models --json`: one summary per built-in (or given) model."""
     return [load(n).summary() for n in (builtin_names() if names is None else names)]
+
+
+# ---- what a config implies for the forward pass ------------------------------------------------
+def layer_kinds(cfg) -> list[str]:
+    """'moe' or 'dense' for each decoder layer."""
+    return ["moe" if cfg.n_routed_experts and cfg.is_moe_layer(i) else "dense" for i in range(cfg.n_layers)]
+
+
+def route_groups(cfg) -> dict:
+    """n_group, topk_group, group_score and norm_topk_prob for moe_route, as HF's router for
+    cfg.topk_method uses them: noaux_tc scores groups by the sum of their top-2 choices,
+    group_limited_greedy (DeepSeek-V2) by their max; greedy ignores n_group/topk_group (plain top-k
+    over all experts). HF's DeepseekV2TopkRouter never renormalises (it drops norm_topk_prob), so
+    deepseek_v2 routes with norm_topk_prob=False whatever the config says."""
+    method = cfg.topk_method
+    grouped = method in ("noaux_tc", "group_limited_greedy")
+    return dict(n_group=int(cfg.n_group or 1) if grouped else 1,
+                topk_group=int(cfg.topk_group or 1) if grouped else 1,
+                group_score={"noaux_tc": "top2_sum", "group_limited_greedy": "max"}.get(method),
+                norm_topk_prob=bool(cfg.norm_topk_prob) and cfg.model_type != "deepseek_v2")

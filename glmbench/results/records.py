@@ -29,7 +29,7 @@ import os
 import tempfile
 from typing import Callable, Iterable, Sequence
 
-EVIDENCE = ("measured", "predicted", "calibrated")
+from glmbench.vocab import EVIDENCE  # noqa: E402  (one definition, at the bottom of the package)
 
 # Columns that lead every CSV, in this order; the remaining keys follow alphabetically.
 LEAD_COLUMNS = (

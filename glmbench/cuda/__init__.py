@@ -1,4 +1,4 @@
-"""glmbench.cuda: the CUDA kernels (kernels/*.cu, built into glmbench._cuda) on device arrays.
+"""glmbench.cuda: the CUDA kernels (kernels/*.cu, built into glmbench.cuda._cuda) on device arrays.
 
 Storage is bf16 for activations, weights and caches, fp32 for router weights and routing
 weights, int64 for positions, int32 for expert indices; every kernel accumulates in fp32. The ops
@@ -27,9 +27,15 @@ import weakref
 
 import numpy as np
 
-from ._loader import HAS_CUDA
-from ._loader import _cuda as _C
-from .model import route_groups
+from glmbench import vocab
+from glmbench.models.configs import route_groups
+
+try:  # built only where nvcc was found (setup.py); HAS_CUDA says which
+    from glmbench.cuda import _cuda as _C
+    HAS_CUDA = True
+except ImportError:
+    _C = None
+    HAS_CUDA = False
 
 __all__ = [
     "HAS_CUDA", "available", "device_info", "mem_info", "synchronize", "have_cublas",
@@ -47,7 +53,7 @@ F32_NAN = 0x7FC00000
 
 def _lib():
     if _C is None:
-        raise RuntimeError("glmbench._cuda was not built (nvcc was not found when glmbench was installed, "
+        raise RuntimeError("glmbench.cuda._cuda was not built (nvcc was not found when glmbench was installed, "
                            "or GLMBENCH_CUDA=0); see docs/CUDA.md")
     return _C
 
@@ -189,16 +195,8 @@ class DeviceArray:
         return f"DeviceArray(shape={self.shape}, dtype={self.dtype!r}, ptr=0x{self.ptr:x})"
 
 
-def f32_to_bf16(a) -> np.ndarray:
-    """float32 -> bfloat16 bits, round to nearest even, NaN kept (as torch and the C core)."""
-    a = np.ascontiguousarray(a, dtype=np.float32)
-    u = a.view(np.uint32)
-    r = ((u + np.uint32(0x7FFF) + ((u >> 16) & np.uint32(1))) >> 16).astype(np.uint16)
-    return np.where(np.isnan(a), ((u >> 16) | np.uint32(0x40)).astype(np.uint16), r)
-
-
-def bf16_to_f32(b) -> np.ndarray:
-    return (np.asarray(b, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+f32_to_bf16 = vocab.to_bf16   # the one bf16 rounding (round to nearest even, NaN kept)
+bf16_to_f32 = vocab.bf16_to_f32
 
 
 def empty(shape, dtype="bf16") -> DeviceArray:
@@ -639,7 +637,7 @@ def _gqa(q, kp, vp, table, page_size, T, L, Hq, Hkv, Dh, Dv, scale, n_splits, ve
     return out
 
 
-MLA_STRATEGIES = ("naive", "absorbed", "flash")
+MLA_STRATEGIES = vocab.MLA_STRATEGIES
 
 
 def mla_attention(q_nope: DeviceArray, q_rope: DeviceArray, cache: PagedCache, layer: int, kv_b_weight: DeviceArray,
@@ -657,8 +655,7 @@ def mla_attention(q_nope: DeviceArray, q_rope: DeviceArray, cache: PagedCache, l
     _check(kv_b_weight, "kv_b_weight", "bf16", 2)
     if cache.kind != "mla":
         raise ValueError(f"mla_attention needs an MLA cache, got a {cache.kind} cache")
-    if strategy not in MLA_STRATEGIES:
-        raise ValueError(f"`strategy` must be one of {MLA_STRATEGIES}, got {strategy!r}")
+    vocab.mla_strategy(strategy, "strategy")
     R, Dr = cache.dims
     T, H, Dn = q_nope.shape
     Dv = int(v_head_dim)
@@ -810,7 +807,7 @@ def copy_bandwidth(nbytes: int = 2 << 30) -> dict:
 class CudaModel:
     """A whole model resident on the GPU with random bf16 weights (norm weights 1; router weights
     and the expert-score bias fp32), a paged bf16 KV cache, and the same layer structure as
-    glmbench.model.Model: h = x + Attn(RMSNorm(x)); y = h + MLP(RMSNorm(h)).
+    glmbench.models.model.Model: h = x + Attn(RMSNorm(x)); y = h + MLP(RMSNorm(h)).
 
     `forward(x, pos)` runs the layers on embedded tokens (appending to the cache); `decode_graph(depth)`
     and `prefill_graph(n, depth)` capture one step at a given depth as a CUDA graph (the cache is
@@ -822,11 +819,10 @@ class CudaModel:
 
     def __init__(self, config, *, max_context: int = 4096, mla_strategy: str = "flash", seed: int = 0,
                  block_size: int = 64, layers: int | None = None, fused: bool = True):
-        from . import configs
+        from glmbench.models import configs
         cfg = config if isinstance(config, configs.ModelConfig) else configs.load(config)
         self.cfg, self.mla_strategy, self.fused = cfg, mla_strategy, bool(fused)
-        if mla_strategy not in MLA_STRATEGIES:
-            raise ValueError(f"`mla_strategy` must be one of {MLA_STRATEGIES}, got {mla_strategy!r}")
+        vocab.mla_strategy(mla_strategy)
         if getattr(cfg, "rope_scaling", None):
             raise ValueError(f"CudaModel: {cfg.name} uses rope_scaling {cfg.rope_scaling!r}, which the CUDA rope "
                              "kernels do not implement (plain theta^(-2i/d) frequencies only)")
@@ -847,10 +843,10 @@ class CudaModel:
                 lib.fill_u16(a.ptr, 0x3F80, a.size)  # bf16 1.0
             elif f32:
                 host = np.random.default_rng([seed, i]).standard_normal(a.size).astype(np.float32)
-                # bias spread like the sigmoid scores it shifts (as glmbench.model does)
+                # bias spread like the sigmoid scores it shifts (as glmbench.models.model does)
                 host *= 0.1 if name.endswith("e_score_correction_bias") else 1.0 / math.sqrt(shape[-1])
                 lib.upload(a.ptr, host.reshape(shape))
-            elif len(shape) == 1:  # biases: small, as glmbench.model's 0.02
+            elif len(shape) == 1:  # biases: small, as glmbench.models.model's 0.02
                 lib.random_bf16(a.ptr, a.size, seed * 1000003 + i, 0.02 * math.sqrt(3.0))
             else:
                 # uniform(-s, s) has std s / sqrt(3): match N(0, 1/fan_in)
@@ -1022,7 +1018,7 @@ class CudaModel:
 
     def load_hf_weights(self, src) -> None:
         """Replace the random weights with HF-named host arrays (a transformers state_dict as NumPy,
-        or glmbench.model's names): matrices go to bf16 (round to nearest even), the router and its
+        or glmbench.models.model's names): matrices go to bf16 (round to nearest even), the router and its
         bias stay fp32. Routed experts may come fused (`mlp.experts.gate_up_proj` [E, 2F, D],
         transformers 5.x), stacked (`mlp.experts.gate_proj`), or per expert (4.x)."""
         lib = _lib()
@@ -1077,7 +1073,7 @@ class CudaModel:
 
     def host_weights(self) -> dict:
         """The weights as host arrays under their HF names (bf16 as uint16 bits), e.g. to build the
-        same model on the C core (glmbench.Model(cfg, weights=...)) and compare."""
+        same model on the C core (glmbench.Model(cfg, state_dict=...)) and compare."""
         return {n: (a.raw() if a.dtype == "bf16" else a.to_numpy()) for n, a in self.w.items()}
 
     def decode_graph(self, depth: int, token: int = 0) -> Graph:
@@ -1118,58 +1114,3 @@ def _split_cols(src: DeviceArray, a: DeviceArray, b: DeviceArray, da: int, db: i
     t = _single_page_table()
     lib.paged_gather(src.ptr, t.ptr, rows, da + db, 0, a.ptr, da, rows)
     lib.paged_gather(src.ptr, t.ptr, rows, da + db, da, b.ptr, db, rows)
-
-
-def measure(model, *, depths=(4096,), n_prompt: int = 512, tests=("tg", "pp", "mem"), mla_strategy: str = "flash",
-            repeats: int = 5, iters: int = 10, seed: int = 0, layers: int | None = None, out=None) -> list[dict]:
-    """Measure a whole model on the GPU: the records glmbench.measure writes for the CPU, with
-    `device` set to the card. tg: decode at each depth as a CUDA graph replay; pp: a prefill of
-    n_prompt tokens at each depth; mem: cudaMemGetInfo around building the model and its cache.
-    `out` (.json) makes it resumable through records.ResultStore."""
-    from . import __version__, configs
-    from . import records as _records
-    cfg = configs.load(model)
-    dev = device_info()
-    base = dict(evidence="measured", model=cfg.name, model_type=cfg.model_type, device=f"GPU: {dev['name']}",
-                n_cards=1, split="none", weights="bf16", type_k="bf16", type_v="bf16",
-                mla_strategy=mla_strategy if cfg.attention == "mla" else "", runtime="glmbench-cuda",
-                repetitions=repeats, glmbench_version=__version__, n_layers=cfg.n_layers,
-                layers_timed=cfg.n_layers if layers is None else int(layers))
-    key = lambda r: (r["model"], r["test"], r["n_depth"], r.get("n_prompt", 0), r["mla_strategy"])  # noqa: E731
-    store = _records.ResultStore(out, key) if out is not None else None
-    capacity = max(depths) + max(n_prompt, 1) + 1
-    m = CudaModel(cfg, max_context=capacity, mla_strategy=mla_strategy, seed=seed, layers=layers)
-    recs = []
-    for d in depths:
-        for test in tests:
-            r = dict(base, test=test, n_depth=int(d), n_prompt=n_prompt if test == "pp" else 0,
-                     n_gen=1 if test == "tg" else 0)
-            if test == "mem" and d != max(depths):
-                continue
-            if store is not None and store.done(key(r)):
-                recs.append(next(x for x in store.records if key(x) == key(r)))
-                continue
-            if test == "tg":
-                g = m.decode_graph(d)
-                logits = g.result.to_numpy()
-                if not np.all(np.isfinite(logits)):
-                    raise RuntimeError(f"{cfg.name}: decode at depth {d} gave non-finite logits; not timing it")
-                t = time_ms(g, iters=iters, repeats=repeats)
-                r.update(avg_ts=1e3 / t["median_ms"], step_ms=t["median_ms"], step_ms_min=t["min_ms"],
-                         step_ms_max=t["max_ms"])
-                del g
-            elif test == "pp":
-                g = m.prefill_graph(n_prompt, d)
-                t = time_ms(g, warmup=1, iters=1, repeats=repeats)
-                del g
-                r.update(avg_ts=n_prompt * 1e3 / t["median_ms"], step_ms=t["median_ms"])
-            else:
-                m.cache.fill_synthetic(d)
-                free, total = mem_info()
-                r.update(weight_bytes=m.weight_bytes, kv_bytes=m.cache.bytes_per_token * d,
-                         kv_bytes_allocated=m.cache.bytes_allocated, device_bytes_used=m.device_bytes_used,
-                         device_free_bytes=free, device_total_bytes=total)
-            if store is not None:
-                store.add(r)
-            recs.append(r)
-    return recs

@@ -7,8 +7,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Iterable, Sequence
 
-from . import costmodel as cm
-from . import records as rec
+from glmbench.predict import costmodel as cm
+from glmbench.results import records as rec
 
 TESTS = ("tg", "pp", "mem", "serve")
 

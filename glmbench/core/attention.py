@@ -31,12 +31,13 @@ import weakref
 
 import numpy as np
 
-from . import ops
-from ._loader import _core
+from glmbench import vocab
+from glmbench.core import ops
+from glmbench.core._loader import _core
 
 __all__ = ["gqa_attention", "mla_attention", "gqa_block", "mla_block", "MLA_STRATEGIES"]
 
-MLA_STRATEGIES = ("naive", "absorbed", "flash")
+MLA_STRATEGIES = vocab.MLA_STRATEGIES
 
 
 def _opt_scale(scale):
@@ -87,7 +88,7 @@ def _kv_b_arg(w):
     hit = _F32.get(id(key_obj))
     if hit is not None and hit[0]() is key_obj:
         return hit[1]
-    from .quant import dequantize
+    from glmbench.core.quant import dequantize
     f = np.ascontiguousarray(dequantize(w), dtype=np.float32)
     ref = weakref.ref(key_obj, lambda _r, k=id(key_obj): _F32.pop(k, None))
     _F32[id(key_obj)] = (ref, f)
@@ -101,8 +102,7 @@ def mla_attention(q_nope: np.ndarray, q_rope: np.ndarray, cache, layer: int, kv_
     float32 (q_rope already rotated, in the same layout as the cached rope keys); kv_b_weight
     [H*(Dn+Dv), R] (HF kv_b_proj.weight; float32, float16, bf16 as uint16, or a QTensor);
     scale defaults to 1/sqrt(Dn + Dr). -> [T, H, Dv] float32."""
-    if strategy not in MLA_STRATEGIES:
-        raise ValueError(f"`strategy` must be one of {', '.join(MLA_STRATEGIES)}, got {strategy!r}")
+    vocab.mla_strategy(strategy, "strategy")
     if isinstance(v_head_dim, (bool, np.bool_)) or not isinstance(v_head_dim, (int, np.integer)):
         raise TypeError(f"`v_head_dim` must be an int, got {type(v_head_dim).__name__} {v_head_dim!r}")
     return _core.mla_attention(q_nope, q_rope, cache, _layer(layer), _kv_b_arg(kv_b_weight), int(v_head_dim),
@@ -199,8 +199,7 @@ def mla_block(x: np.ndarray, w: dict, cache, layer: int, positions, cfg, strateg
     dims of q and on k_rope; append (latent, k_rope); attention (`strategy`) with cfg.softmax_scale
     (1/sqrt(Dn + Dr), times YaRN mscale^2 where configured); o_proj.
     x[T, hidden] float32 (already input_layernorm-ed) -> [T, hidden]."""
-    if strategy not in MLA_STRATEGIES:
-        raise ValueError(f"`strategy` must be one of {', '.join(MLA_STRATEGIES)}, got {strategy!r}")
+    vocab.mla_strategy(strategy, "strategy")
     T = _x2d(x, cfg.hidden_size).shape[0]
     pos = _positions(positions, T)
     H, Dn, Dr, Dv, R = cfg.n_heads, cfg.qk_nope_head_dim, cfg.qk_rope_head_dim, cfg.v_head_dim, cfg.kv_lora_rank

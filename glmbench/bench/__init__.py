@@ -32,8 +32,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ._loader import _core
-from .measure import cpu_name  # the CPU's model name, one definition
+from glmbench.core._loader import _core
+from glmbench.measure.machine import cpu_name, measure_ceilings, probe_bandwidth  # noqa: F401
 
 __all__ = ["Case", "measure_ceilings", "run_cases", "kernel_cases", "main"]
 
@@ -56,56 +56,6 @@ class Case:
     def __post_init__(self):
         if self.bound not in ("memory", "compute"):
             raise ValueError(f"`bound` must be 'memory' or 'compute', got {self.bound!r}")
-
-
-# ---- ceilings ---------------------------------------------------------------------------------
-
-def _l3_bytes() -> int:
-    for idx in range(6):
-        base = f"/sys/devices/system/cpu/cpu0/cache/index{idx}"
-        try:
-            with open(f"{base}/level") as f:
-                if f.read().strip() != "3":
-                    continue
-            with open(f"{base}/size") as f:
-                s = f.read().strip().upper()
-            mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(s[-1], 1)
-            return int(s.rstrip("KMG")) * mult
-        except (OSError, ValueError):
-            continue
-    return 32 << 20  # assumption when sysfs does not say
-
-
-def measure_ceilings(quick: bool = False) -> dict:
-    """{"bandwidth_gbs": triad GB/s, "bandwidth_read_gbs": read-only GB/s, "fma_gflops",
-    "fma_vector_bits", "threads", "cpu"} for this machine at the current thread count."""
-    # STREAM's rule: each array at least 4x the last-level cache, so no pass is served from it.
-    n = max(1 << 24, 4 * _l3_bytes() // 4)
-    triad, read = _core.bench_bandwidth(n, 4 if quick else 10)
-    # 2M iterations x 16 chains x 16 lanes x 2 = 1 GFLOP per thread, ~10 ms: long against the
-    # fork/join, short against a scheduler time slice, so the best of many runs on a shared
-    # machine is one that ran undisturbed (0.1 s runs measured 40% low under load here)
-    gf, bits = _core.bench_fma(2_000_000, 10 if quick else 40)
-    return {"bandwidth_gbs": triad, "bandwidth_read_gbs": read, "fma_gflops": gf, "fma_vector_bits": bits,
-            "threads": _core.get_num_threads(), "cpu": cpu_name()}
-
-
-_PROBE: list = []  # the probe's three arrays, allocated and touched once per process
-
-
-def probe_bandwidth(reps: int = 1) -> tuple[float, float]:
-    """(triad GB/s, read-only GB/s) now: best of `reps` passes of each over three float32 arrays
-    of twice the L3 each (allocated once; ~10 ms a call at reps=1), cheap enough to run after every
-    decode step. measure() pairs it with each step when asked to (bandwidth_probe=True), with one
-    pass each: a best-of would pick the machine's quiet moments, while the step it is paired with
-    runs through the noisy ones too."""
-    if not _PROBE:
-        n = max(1 << 22, 2 * _l3_bytes() // 4)
-        _PROBE.extend([np.full(n, 0.0, np.float32), np.ones(n, np.float32), np.full(n, 2.0, np.float32)])
-        _core.bench_probe(*_PROBE, 1)  # untimed: the first pass over fresh pages measures page faults
-    a, b, c = _PROBE
-    triad, read = _core.bench_probe(a, b, c, int(reps))
-    return float(triad), float(read)
 
 
 # ---- timing and validation --------------------------------------------------------------------
@@ -191,7 +141,7 @@ QWEN_PROJ = {"q_proj": (8192, 5120), "k_proj": (1024, 5120), "v_proj": (1024, 51
 
 
 def _bf16(a: np.ndarray) -> np.ndarray:
-    from .reference import to_bf16
+    from glmbench.core.reference import to_bf16
     return to_bf16(a)
 
 
@@ -338,7 +288,7 @@ def _moe_cases(model: str, D: int, E: int, F: int, k: int, scoring: str, scale: 
 
 def _norm_rope_cases(T: int, rng) -> list[Case]:
     import glmbench
-    from . import reference  # noqa: F401  (keeps the import graph obvious; NumPy twins below)
+    from glmbench.core import reference  # noqa: F401  (keeps the import graph obvious; NumPy twins below)
     out = []
     for model, D in (("glm", 2048), ("qwen3-32b", 5120)):
         x = rng.standard_normal((T, D), dtype=np.float32)
@@ -508,7 +458,7 @@ def kernels(quick: bool = False, out: str | None = None, only: str | None = None
         ["", f"Command: python -m glmbench.bench kernels{' --quick' if quick else ''}; run time {time.time() - t0:.0f} s"]
     print("\n".join(tail), file=stream, flush=True)
     if out:
-        from .records import atomic_write_text
+        from glmbench.results.records import atomic_write_text
         body = [format_row(r) for r in rows if "error" not in r]
         body += [f"| {r['name']} | FAILED: {r['error']} | | | | | |" for r in rows if "error" in r]
         atomic_write_text(out, "\n".join(head + [HEADER] + body + tail) + "\n")

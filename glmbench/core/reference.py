@@ -1,5 +1,5 @@
 """float64 NumPy reference of every op: the first oracle. Written for clarity, not speed; each
-function mirrors one C-core op in glmbench.ops and takes/returns the same shapes.
+function mirrors one C-core op in glmbench.core.ops and takes/returns the same shapes.
 
 Sections are owned by op family (norm, rope, linear, swiglu, moe, gqa, mla, kvcache, quant);
 keep each op's reference next to its siblings.

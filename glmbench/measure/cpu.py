@@ -32,60 +32,24 @@ attention costs the same whatever the values; records say `kv_fill: "synthetic"`
 """
 from __future__ import annotations
 
-import datetime as _dt
-import os
-import platform
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import numpy as np
 
-from . import records as _records
+from glmbench import vocab
+from glmbench.measure import protocol
+from glmbench.measure.machine import available_bytes, cpu_name, probe_bandwidth, rss_bytes  # noqa: F401
+from glmbench.core import _core
+from glmbench.core.ops import get_num_threads, reset_workspace_peak, set_num_threads, workspace_bytes
+from glmbench.models import configs
+from glmbench.models.model import Model, layer_kinds
 
 __all__ = ["measure", "attn_arithmetic", "choose_layers", "sample_layers", "scaled_seconds", "decode_bytes_per_token",
            "cpu_name", "rss_bytes"]
 
-TESTS = ("tg", "pp", "mem")
+TESTS = vocab.MEASURED_TESTS
 # The full model must leave this share of available memory free (activations, Python, the OS).
 FIT_FRACTION = 0.7
-
-
-# ---- this machine -------------------------------------------------------------------------
-def cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def _proc_status(field: str) -> int:
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
-
-
-def rss_bytes() -> tuple[int, int]:
-    """(current, peak) resident set size of this process in bytes (0 where /proc is missing)."""
-    return _proc_status("VmRSS"), _proc_status("VmHWM")
-
-
-def available_bytes() -> int:
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES"))
 
 
 # ---- what to build ------------------------------------------------------------------------
@@ -99,7 +63,6 @@ def choose_layers(cfg, weights: str, kv: str, capacity: int, available: int | No
 
 def sample_layers(cfg, k: int) -> list[int]:
     """k layer indices of each kind, spread evenly over that kind's layers (all of them if <= k)."""
-    from .model import layer_kinds
     kinds = layer_kinds(cfg)
     out = []
     for kind in ("dense", "moe"):
@@ -130,8 +93,7 @@ def decode_bytes_per_token(cfg, weights: str = "bf16", kv: str = "bf16", depth: 
     """Bytes one decode step must read at least: every weight it multiplies through (routed experts:
     only the n_experts_per_tok chosen ones; the embedding: one row), the norms, and the whole
     KV cache at `depth` tokens. The floor of decode time is this over the memory bandwidth."""
-    from . import formats
-    fmt, f32 = formats.weight_format(weights), formats.weight_format("f32")
+    fmt, f32 = vocab.weight_format(weights), vocab.weight_format("f32")
     total = 0
     for name, shape in cfg.tensor_shapes().items():
         n = int(np.prod(shape))
@@ -139,11 +101,11 @@ def decode_bytes_per_token(cfg, weights: str = "bf16", kv: str = "bf16", depth: 
             b = f32.nbytes(n)
         else:
             cols = shape[-1]
-            b = (n // cols) * formats.row_format(fmt, cols).nbytes(cols)
+            b = (n // cols) * vocab.row_format(fmt, cols).nbytes(cols)
         if name == "model.embed_tokens.weight":
             b //= shape[0]  # one row looked up
             if cfg.tie_word_embeddings:  # the same table is also the lm_head, read whole
-                b += (n // shape[-1]) * formats.row_format(fmt, shape[-1]).nbytes(shape[-1])
+                b += (n // shape[-1]) * vocab.row_format(fmt, shape[-1]).nbytes(shape[-1])
         elif ".mlp.experts." in name:
             b = b * cfg.n_experts_per_tok // cfg.n_routed_experts
         total += b
@@ -151,21 +113,7 @@ def decode_bytes_per_token(cfg, weights: str = "bf16", kv: str = "bf16", depth: 
 
 
 # ---- measuring ----------------------------------------------------------------------------
-def _check_args(depths, n_prompt, n_gen, repeats, warmup, tests, layers, threads):
-    depths = tuple(depths) if isinstance(depths, Iterable) and not isinstance(depths, str) else (depths,)
-    if not depths:
-        raise ValueError("`depths` must list at least one depth, got an empty sequence")
-    for d in depths:
-        if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 0:
-            raise ValueError(f"`depths` must be integers >= 0, got {d!r}")
-    for name, v, lo in (("n_prompt", n_prompt, 1), ("n_gen", n_gen, 1), ("repeats", repeats, 1),
-                        ("warmup", warmup, 0)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
-            raise ValueError(f"`{name}` must be an integer >= {lo}, got {v!r}")
-    tests = (tests,) if isinstance(tests, str) else tuple(tests)
-    bad = [t for t in tests if t not in TESTS]
-    if bad or not tests:
-        raise ValueError(f"`tests` must be a non-empty subset of {TESTS}, got {tests!r}")
+def _check_layers(layers, threads):
     if isinstance(layers, str) and layers.strip().isdigit():
         layers = int(layers)
     if isinstance(layers, (int, np.integer)) and not isinstance(layers, bool):
@@ -176,23 +124,12 @@ def _check_args(depths, n_prompt, n_gen, repeats, warmup, tests, layers, threads
         raise ValueError(f"`layers` must be 'auto', 'full', 'sampled' or a number k >= 2, got {layers!r}")
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1):
         raise ValueError(f"`threads` must be None or an integer >= 1, got {threads!r}")
-    return tuple(int(d) for d in depths), tests, layers
+    return layers
 
 
-def _key(r: dict) -> tuple:
-    return (r.get("test"), r.get("model"), r.get("weights"), r.get("type_k"), r.get("mla_strategy"),
-            r.get("n_prompt"), r.get("n_gen"), r.get("n_depth"), r.get("n_threads"), r.get("layers_mode"),
-            r.get("repetitions"))
-
-
-def _stats(ts: list[float]) -> dict:
-    a = np.asarray(ts, np.float64)
-    return dict(avg_ts=float(a.mean()), stddev_ts=float(a.std(ddof=1)) if a.size > 1 else 0.0,
-                median_ts=float(np.median(a)), min_ts=float(a.min()), max_ts=float(a.max()))
-
-
-def measure(model, *, depths=(4096,), n_prompt: int = 512, n_gen: int = 16, weights: str = "bf16",
-            kv: str = "bf16", mla_strategy: str = "flash", threads: int | None = None, repeats: int = 3,
+def measure(model, *, depths=(4096,), n_prompt: int = 512, n_gen: int = 16,
+            weights: str = vocab.DEFAULTS["measured_weights"], kv: str = vocab.DEFAULTS["kv"],
+            mla_strategy: str = vocab.DEFAULTS["mla_strategy"], threads: int | None = None, repeats: int = 3,
             layers="auto", out=None, progress: bool = True, tests=TESTS, warmup: int = 1,
             seed: int = 0, bandwidth_probe: bool = False) -> list[dict]:
     """Measure `model` (built-in name, config.json path, dict or ModelConfig) on this CPU with random
@@ -204,12 +141,15 @@ def measure(model, *, depths=(4096,), n_prompt: int = 512, n_gen: int = 16, weig
     warmup: untimed runs before the `repeats` timed ones, per point.
     bandwidth_probe: measure the memory bandwidth after each timed repeat (see the module docstring).
     """
-    from . import configs, formats, get_num_threads, set_num_threads
 
-    depths, tests, layers = _check_args(depths, n_prompt, n_gen, repeats, warmup, tests, layers, threads)
+    depths, tests = protocol.check_args(depths, n_prompt, n_gen, repeats, warmup, tests)
+    layers = _check_layers(layers, threads)
     cfg = configs.load(model)
-    formats.weight_format(weights)  # named ValueError for an unknown format
-    formats.kv_format(kv)
+    if weights not in vocab.EXECUTABLE_WEIGHT_FORMATS:
+        vocab.weight_format(weights)  # named ValueError for an unknown format
+        raise ValueError(f"weights {weights!r} have no CPU kernel; measured formats: "
+                         f"{', '.join(vocab.EXECUTABLE_WEIGHT_FORMATS)}")
+    vocab.kv_format(kv)
     threads_before = get_num_threads()
     if threads is not None:
         set_num_threads(int(threads))
@@ -223,8 +163,6 @@ def measure(model, *, depths=(4096,), n_prompt: int = 512, n_gen: int = 16, weig
 
 def _measure(cfg, depths, tests, layers, n_prompt, n_gen, weights, kv, mla_strategy, repeats, out, progress,
              warmup, seed, bandwidth_probe=False):
-    from . import get_num_threads
-    from .model import Model, layer_kinds
     n_threads = get_num_threads()
     # every run refills the cache to its depth, so the deepest point plus one run's new tokens
     # ("mem" runs a decode step and an n_prompt prefill for the workspace peak)
@@ -243,38 +181,27 @@ def _measure(cfg, depths, tests, layers, n_prompt, n_gen, weights, kv, mla_strat
     kinds = layer_kinds(cfg)
     counts = {kind: kinds.count(kind) for kind in ("dense", "moe")}
     cpu = cpu_name()
-    base = dict(
-        evidence="measured", model=cfg.name, model_type=cfg.model_type,
-        device=f"CPU: {cpu} ({n_threads} thread{'s' if n_threads != 1 else ''})", cpu_info=cpu, n_cards=1, split="none",
-        weights=weights, type_k=kv, type_v=kv, mla_strategy=mla_strategy if cfg.attention == "mla" else "",
-        runtime="glmbench", n_threads=n_threads, repetitions=int(repeats), warmup=int(warmup),
-        attn_arithmetic=attn_arithmetic(kv),
+    base = protocol.base_record(
+        cfg, device=f"CPU: {cpu} ({n_threads} thread{'s' if n_threads != 1 else ''})", weights=weights, kv=kv,
+        mla_strategy=mla_strategy, runtime="glmbench", repeats=repeats,
+        cpu_info=cpu, n_threads=n_threads, warmup=int(warmup), attn_arithmetic=attn_arithmetic(kv),
         # how a layer runs: one C call (csrc/layer.c) or op by op from Python (quantized matrices,
         # sliding-window attention: Layer.forward_py)
         layer_exec="python-ops" if weights in ("q8_0", "q4_0") or cfg.sliding_window else "c-layer",
-        layers_mode=mode, sampled=mode == "sampled", n_layers=cfg.n_layers,
+        layers_mode=mode, sampled=mode == "sampled",
         layers_timed=",".join(map(str, idx if idx is not None else range(cfg.n_layers))),
         model_size=cfg.weight_bytes(weights), model_n_params=cfg.total_params())
-    from . import __version__
-    base["glmbench_version"] = __version__
 
-    points = []
-    for d in depths:
-        if "pp" in tests:
-            points.append(dict(base, test="pp", n_prompt=int(n_prompt), n_gen=0, n_depth=d))
-        if "tg" in tests:
-            points.append(dict(base, test="tg", n_prompt=0, n_gen=int(n_gen), n_depth=d))
-    if "mem" in tests:
-        points.append(dict(base, test="mem", n_prompt=0, n_gen=0, n_depth=max(depths),
-                           workspace_n_prompt=int(n_prompt)))
-    store = _records.ResultStore(out, _key) if out is not None else None
-    todo = [p for p in points if store is None or not store.done(_key(p))]
-    results = {}
-    if todo:
-        bar = _bar(progress, sum(1 if p["test"] == "mem" else warmup + repeats for p in todo), cfg.name)
-        if bar is not None:
-            bar.set_postfix_str(f"building {len(idx) if idx else cfg.n_layers} layers")
-        m = Model(cfg, weight_format=weights, kv_dtype=kv, max_context=capacity, seed=seed,
+    points = protocol.plan(base, depths, tests, n_prompt, n_gen, workspace_n_prompt=int(n_prompt))
+    store = protocol.store_for(out)
+    todo = protocol.todo(points, store)
+    if not todo:
+        return protocol.run(points, store, None)
+    bar = _bar(progress, sum(1 if p["test"] == "mem" else warmup + repeats for p in todo), cfg.name)
+    if bar is not None:
+        bar.set_postfix_str(f"building {len(idx) if idx else cfg.n_layers} layers")
+    try:
+        m = Model(cfg, weights=weights, kv=kv, max_context=capacity, seed=seed,
                   mla_strategy=mla_strategy, layers=idx,
                   progress=None if bar is None else
                   (lambda i, n: bar.set_postfix_str(f"built {i}/{n} layers", refresh=True)))
@@ -285,23 +212,12 @@ def _measure(cfg, depths, tests, layers, n_prompt, n_gen, weights, kv, mla_strat
             raise RuntimeError(f"{cfg.name}: the validation step gave non-finite logits; not timing it")
         m.reset()
         rng = np.random.default_rng(seed)
-        try:
-            for p in todo:
-                if bar is not None:
-                    bar.set_postfix_str(f"{p['test']}@{p['n_depth']}")
-                r = _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar, bandwidth_probe)
-                r["test_time"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-                results[_key(r)] = r
-                if store is not None:
-                    store.add(r)
-        finally:
-            if bar is not None:
-                bar.close()
-    out_recs = []
-    for p in points:
-        k_ = _key(p)
-        out_recs.append(results[k_] if k_ in results else next(r for r in store.records if _key(r) == k_))
-    return out_recs
+        return protocol.run(
+            points, store, lambda p: _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar, bandwidth_probe),
+            on_point=None if bar is None else (lambda p: bar.set_postfix_str(f"{p['test']}@{p['n_depth']}")))
+    finally:
+        if bar is not None:
+            bar.close()
 
 
 def attn_arithmetic(kv: str) -> str:
@@ -309,7 +225,6 @@ def attn_arithmetic(kv: str) -> str:
     with AVX512_BF16: query and p rounded to bf16, pairs multiplied with float32 accumulation;
     absorbed/flash MLA and GQA decode with 8 query heads per KV head) or "f32" (float32 products of
     the stored values; every other case, and what _core._attn_set_bf16(False) forces)."""
-    from . import _core
     return "bf16-dot" if kv == "bf16" and _core._attn_bf16() else "f32"
 
 
@@ -336,7 +251,6 @@ def _workspace_peak(m, d, n_prompt, rng) -> int:
     one decode step at depth d, and during one n_prompt-token prefill at depth d. Each step's
     scratch is freed before the next op, so this is the largest single op's need and a sampled
     model gives the full model's figure (up to how the router spreads tokens over experts)."""
-    from . import reset_workspace_peak, workspace_bytes
     peak = 0
     for n in (1, n_prompt):
         m.fill_synthetic(d)  # before the reset: filling uses scratch of its own
@@ -375,8 +289,6 @@ def _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar, bandwidth_p
             bar.update(1)
         return r
     tok_s, secs, per_layer, ends, bws = [], [], {}, {"embed_s": [], "head_s": []}, []
-    if bandwidth_probe:
-        from .bench import probe_bandwidth
     for rep in range(warmup + repeats):
         if d:
             m.fill_synthetic(d)
@@ -410,7 +322,7 @@ def _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar, bandwidth_p
         if bar is not None:
             bar.update(1)
     m.reset()
-    r.update(_stats(tok_s))
+    r.update(protocol.stats(tok_s))
     r["avg_ns"] = float(np.mean(secs) * 1e9)
     r["stddev_ns"] = float(np.std(secs, ddof=1) * 1e9) if len(secs) > 1 else 0.0
     r["samples_ns"] = [float(x * 1e9) for x in secs]  # llama-bench's per-repeat fields

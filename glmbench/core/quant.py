@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._loader import _core
+from glmbench.core._loader import _core
 
 __all__ = ["QTensor", "quantize", "dequantize", "quantize_q8_0", "quantize_q4_0", "linear", "swiglu",
            "moe_experts", "FORMATS", "kernels", "quantize_chunks", "matrix_format"]
@@ -173,7 +173,7 @@ def linear(x: np.ndarray, weight: QTensor, bias=None, *, compute: str = "auto", 
 def quantize_chunks(chunks, shape, fmt: str) -> QTensor:
     """Quantize a float32 tensor of `shape` handed over as flat chunks (any sizes, in order) without
     ever holding it whole in float32: how huge random weights are generated straight into blocks
-    (glmbench.model.random_weight). Rows are quantized as soon as they are complete."""
+    (glmbench.models.model.random_weight). Rows are quantized as soon as they are complete."""
     fid = _fmt_id(fmt)
     shape = tuple(int(s) for s in shape)
     k = shape[-1]
@@ -197,7 +197,7 @@ def quantize_chunks(chunks, shape, fmt: str) -> QTensor:
 
 
 # Matrices that stay 16-bit in a quantized model (none: kv_b_proj, which the MLA kernels read as a
-# dense float32 matrix, is quantized like llama.cpp does and glmbench.attention decodes it once).
+# dense float32 matrix, is quantized like llama.cpp does and glmbench.core.attention decodes it once).
 KEEP_FLOAT = ()
 
 
@@ -220,8 +220,10 @@ def _silu(v):
 def _any_linear(x, w, **kw):
     if isinstance(w, QTensor):
         return linear(x, w, **kw)
-    from .ops import linear as _float_linear  # float weights (f32/f16/bf16)
-    return _float_linear(x, w)
+    # float weights (f32/f16/bf16): the C core's linear directly (ops.linear dispatches here for
+    # QTensor weights, so this module does not import ops)
+    x = np.asarray(x, dtype=np.float32)
+    return _core.linear(x[None, :], w, None)[0] if x.ndim == 1 else _core.linear(x, w, None)
 
 
 def swiglu(x, w_gate, w_up, w_down, **kw) -> np.ndarray:

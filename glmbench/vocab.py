@@ -1,0 +1,219 @@
+"""The shared vocabulary at the bottom of the package: the words that the predicted side (cost
+model) and the measured side (CPU and CUDA) both use, so a measured record and a predicted
+record of the same point are spelled the same and join on one key. Imports nothing of glmbench.
+
+  enums        EVIDENCE, TESTS, SPLITS, MLA_STRATEGIES (and the C core's index of each strategy)
+  defaults     DEFAULTS: one default per concept for every entry point (CLI, API, records)
+  formats      Format, WEIGHT_FORMATS, KV_FORMATS: exact bytes; row_format, tensor_format (which
+               tensors stay f32); weight_format / kv_format resolve a name once
+  points       point_key(record): the identity of a measured or predicted point
+  checks       check_int, check_tokens: argument checks with the value in the message
+  bf16         to_bf16 / bf16_to_f32: the one round-to-nearest-even bf16 conversion
+
+Storage formats: exact bytes, shared by the configs, the cost model and the quantized kernels.
+Block layouts are ggml's (REFERENCE.md section 4; ggml-common.h):
+  q8_0   32 weights per block: f16 scale + 32 x int8                       = 34 bytes (8.5 bpw)
+  q4_0   32 weights per block: f16 scale + 16 bytes of nibbles             = 18 bytes (4.5 bpw)
+  q2_K   256 per super-block                                               = 84 bytes (2.625)
+  q4_K   256 per super-block: f16 d, f16 dmin, 12 bytes scales, 128 nibbles = 144 bytes (4.5)
+  q5_K   256: q4_K + 32 bytes of high bits                                 = 176 bytes (5.5)
+  q6_K   256: 128 low nibbles, 64 high bits, 16 int8 scales, f16 d        = 210 bytes (6.5625)
+  iq4_xs 256: f16 d, u16 scales_h, 4 bytes scales_l, 128 nibbles           = 136 bytes (4.25)
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+# Built-in model configs, hardware profiles and runtime profiles (package data).
+DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+
+# ---- enums ------------------------------------------------------------------------------------
+EVIDENCE = ("measured", "predicted", "calibrated")
+# Record tests: tg decode, pp prefill, mem bytes held (measured and predicted), serve (predicted).
+TESTS = ("tg", "pp", "mem", "serve")
+MEASURED_TESTS = ("tg", "pp", "mem")
+SPLITS = ("none", "layer", "tensor")
+# How MLA attends (docs/COSTMODEL.md): naive expands the latent cache per head; absorbed folds
+# kv_b into the query and the output; flash is absorbed with split-K tiles. The C core exports the
+# same tuple in its enum's order (csrc/attention_mla.h, `_core.MLA_STRATEGIES`); the bindings
+# take the names, and tests/test_layout.py checks the two tuples agree.
+MLA_STRATEGIES = ("naive", "absorbed", "flash")
+
+# ---- defaults: one per concept, for the CLI, the API and the records ---------------------------
+# The KV cache is f16 by default everywhere, as llama.cpp's -ctk/-ctv. Weights: the predicted
+# study uses ~4.5-bit files (q4_K, what people download); measured runs need a format the C core
+# executes (f32, f16, bf16, q8_0, q4_0; random weights), bf16 by default.
+DEFAULTS = {
+    "kv": "f16",
+    "weights": "q4_K",
+    "measured_weights": "bf16",
+    "mla_strategy": "flash",
+    "runtime": "typical",
+    "split": "layer",
+}
+
+
+@dataclass(frozen=True)
+class Format:
+    name: str
+    block: int          # elements per block (1 for plain floats)
+    block_bytes: int    # bytes per block
+    dequant: bool       # needs a dequantization step before use
+
+    @property
+    def bits_per_weight(self) -> float:
+        return 8.0 * self.block_bytes / self.block
+
+    def nbytes(self, n_elements: int) -> int:
+        """Exact bytes for a row of n_elements (which must be a whole number of blocks)."""
+        n = int(n_elements)
+        if n < 0:
+            raise ValueError(f"`n_elements` must be >= 0, got {n}")
+        if n % self.block:
+            raise ValueError(f"{self.name} stores blocks of {self.block} elements; {n} is not a multiple")
+        return n // self.block * self.block_bytes
+
+
+WEIGHT_FORMATS = {f.name: f for f in (
+    Format("f32", 1, 4, False),
+    Format("f16", 1, 2, False),
+    Format("bf16", 1, 2, False),
+    Format("q8_0", 32, 34, True),
+    Format("q4_0", 32, 18, True),
+    Format("q2_K", 256, 84, True),
+    Format("q4_K", 256, 144, True),
+    Format("q5_K", 256, 176, True),
+    Format("q6_K", 256, 210, True),
+    Format("iq4_xs", 256, 136, True),
+)}
+
+# KV-cache types runtimes commonly offer (llama.cpp's -ctk/-ctv), plus f32 for reference runs.
+KV_FORMATS = {n: WEIGHT_FORMATS[n] for n in ("f32", "f16", "bf16", "q8_0", "q4_0")}
+
+
+# Formats llama.cpp substitutes for a matrix whose rows are not a whole number of 256-weight
+# super-blocks (src/llama-quant.cpp, the `convert_incompatible_tensor` switch). Used only for
+# such fallbacks, so they are not in WEIGHT_FORMATS.
+#   q5_0   32: f16 d + 4 bytes high bits + 16 bytes nibbles = 22 bytes (5.5)
+#   q5_1   32: f16 d, f16 m + 4 + 16                         = 24 bytes (6.0)
+#   iq4_nl 32: f16 d + 16 bytes nibbles                      = 18 bytes (4.5)
+FALLBACK_FORMATS = {f.name: f for f in (
+    Format("q5_0", 32, 22, True),
+    Format("q5_1", 32, 24, True),
+    Format("iq4_nl", 32, 18, True),
+)}
+_FALLBACK = {"q2_K": "iq4_nl", "iq4_xs": "iq4_nl", "q4_K": "q5_0", "q5_K": "q5_1", "q6_K": "q8_0"}
+
+
+def row_format(fmt: Format, n_cols: int) -> Format:
+    """The format a matrix with rows of `n_cols` weights is actually stored in when its file is
+    asked for `fmt`: `fmt` itself when the rows are whole blocks, else llama.cpp's fallback,
+    else f16 (where llama.cpp would refuse the tensor, we keep it unquantized)."""
+    if n_cols % fmt.block == 0:
+        return fmt
+    fb = _FALLBACK.get(fmt.name)
+    if fb is not None:
+        f = FALLBACK_FORMATS.get(fb) or WEIGHT_FORMATS[fb]
+        if n_cols % f.block == 0:
+            return f
+    return WEIGHT_FORMATS["f16"]
+
+
+def weight_format(name: str) -> Format:
+    try:
+        return WEIGHT_FORMATS[name]
+    except KeyError:
+        raise ValueError(f"unknown weight format {name!r}; known: {', '.join(WEIGHT_FORMATS)}") from None
+
+
+def kv_format(name: str) -> Format:
+    try:
+        return KV_FORMATS[name]
+    except KeyError:
+        raise ValueError(f"unknown KV-cache format {name!r}; known: {', '.join(KV_FORMATS)}") from None
+
+
+# Weight formats the C core executes (quantized ones through glmbench.core.quant).
+EXECUTABLE_WEIGHT_FORMATS = ("f32", "f16", "bf16", "q8_0", "q4_0")
+
+
+def tensor_format(fmt: Format, shape: tuple, *, router: bool = False) -> Format:
+    """The format one tensor of a model stored as `fmt` is held in: 1-D tensors (norm weights,
+    biases) and the MoE router stay f32, as llama.cpp keeps them; a matrix uses row_format (its
+    rows must be whole blocks). The one statement of this rule, for the configs' byte counts, the
+    cost model, the measured models and the records."""
+    if len(shape) < 2 or router:
+        return WEIGHT_FORMATS["f32"]
+    return row_format(fmt, int(shape[-1]))
+
+
+def mla_strategy(name: str, arg: str = "mla_strategy") -> str:
+    """`name` if it is an MLA strategy, else a ValueError naming the argument `arg`."""
+    if name not in MLA_STRATEGIES:
+        raise ValueError(f"`{arg}` must be one of {', '.join(MLA_STRATEGIES)}, got {name!r}")
+    return name
+
+
+# ---- points -------------------------------------------------------------------------------------
+# What identifies a point, measured or predicted: the test and its shape, the model, how it runs
+# (cards, split) and its formats and MLA strategy (record field names are llama-bench's where they
+# overlap; `n_batch` and `concurrency` are the streams of a serving point). Resumable stores key
+# finished points on these plus what made the number (measure/protocol.py, predict/sweep.py).
+POINT_FIELDS = ("test", "model", "n_cards", "split", "weights", "type_k", "type_v", "mla_strategy",
+                "n_prompt", "n_gen", "n_depth", "n_batch", "concurrency")
+
+
+def point_key(record: dict, fields: tuple = POINT_FIELDS) -> tuple:
+    """The identity of a record's point (a missing field reads as None, "" as None: CSV cannot
+    tell them apart)."""
+    return tuple(None if record.get(f) == "" else record.get(f) for f in fields)
+
+
+def join_key(record: dict) -> tuple:
+    """The key on which the report pairs a measured record with the predictions of its point: the
+    model, the test, the depth and (for pp) the prompt. A measurement of tg16 at depth d pairs with
+    the tg1 prediction at d: a decode step's rate does not depend on how many are averaged; the
+    hardware and formats are the report's own (it predicts for the measured setup)."""
+    t = record.get("test")
+    return (record.get("model"), t, record.get("n_depth") or 0, (record.get("n_prompt") or 0) if t == "pp" else 0)
+
+
+# ---- argument checks ------------------------------------------------------------------------------
+def check_int(name: str, v, lo: int = 0, hi: int | None = None) -> int:
+    """`v` as an int in [lo, hi], or a ValueError that names the argument and shows the value."""
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        if isinstance(v, float) and v.is_integer():
+            v = int(v)
+        else:
+            raise ValueError(f"`{name}` must be a whole number >= {lo}, got {v!r}")
+    v = int(v)
+    if v < lo or (hi is not None and v > hi):
+        rng = f">= {lo}" if hi is None else f"in [{lo}, {hi}]"
+        raise ValueError(f"`{name}` must be {rng}, got {v}")
+    return v
+
+
+def check_positive(name: str, v) -> float:
+    """A finite number > 0, or a ValueError naming it."""
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not math.isfinite(v) or v <= 0:
+        raise ValueError(f"`{name}` must be a finite number > 0, got {v!r}")
+    return float(v)
+
+
+# ---- bfloat16 -------------------------------------------------------------------------------------
+def to_bf16(a) -> np.ndarray:
+    """float32 -> bfloat16 bits (uint16), round to nearest even as torch and the C core do; a NaN
+    stays a (quiet) NaN with its sign and payload's high bits."""
+    f = np.ascontiguousarray(a, dtype=np.float32)
+    u = f.view(np.uint32)
+    r = ((u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)).astype(np.uint16)
+    return np.where(np.isnan(f), ((u >> np.uint32(16)) | np.uint32(0x40)).astype(np.uint16), r)
+
+
+def bf16_to_f32(b) -> np.ndarray:
+    """bfloat16 bits (uint16) -> float32, exact."""
+    return (np.asarray(b, dtype=np.uint16).astype(np.uint32) << np.uint32(16)).view(np.float32)
