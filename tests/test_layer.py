@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from glmbench.core import _core
+from glmbench.core._loader import _core
 from glmbench.models import configs
 from glmbench.models import model as M
 from glmbench.core.kvcache import KVCache
@@ -41,7 +41,8 @@ def make_cache(cfg, n, kv):
 
 CASES = [("glm-4.7-flash", {}), ("deepseek-v2-lite", {}), ("qwen3-32b", {}), ("qwen3-30b-a3b", {}),
          ("mistral-small-24b", {}), ("seed-oss-36b", {}),
-         ("glm-4.7-flash", {"attention_bias": True})]
+         ("glm-4.7-flash", {"attention_bias": True}),
+         ("glm-4.7-flash", {"rope_interleave": False})]  # MLA with half-split rope (HF rotate_half)
 
 
 @pytest.mark.parametrize("name,over", CASES)

@@ -210,6 +210,40 @@ def test_route_groups_follow_topk_method():
     assert route_groups(qwen) == dict(n_group=1, topk_group=1, group_score=None, norm_topk_prob=True)
 
 
+@pytest.mark.parametrize("strategy", ["naive", "absorbed", "flash"])
+@pytest.mark.parametrize("interleave", [True, False])
+def test_glm4_moe_lite_rope_interleave_matches_hf(interleave, strategy):
+    """HF glm4_moe_lite's `rope_interleave`: true rotates the pairs (x[2i], x[2i+1]) of q/k's rope dims
+    (apply_rotary_pos_emb_interleave, written de-interleaved), false the pairs (x[i], x[i + Dr/2])
+    (apply_rotary_pos_emb with rotate_half). 16 rope dims so the two pairings really differ."""
+    hf_cfg, hf = tiny_hf_model("glm4_moe_lite", qk_rope_head_dim=16, rope_interleave=interleave)
+    assert hf_cfg.rope_interleave is interleave
+    d = hf_cfg.to_dict()
+    cfg = configs.load(d)
+    assert cfg.rope_layout == ("interleaved" if interleave else "half")
+    weights = {k: v.numpy() for k, v in hf.state_dict().items()}
+    m = glmbench.Model(cfg, state_dict=weights, weights="f32", kv="f32", max_context=32, mla_strategy=strategy)
+    rng = np.random.default_rng(5)
+    prompt = rng.integers(0, cfg.vocab_size, 7).tolist()
+    steps = rng.integers(0, cfg.vocab_size, 8).tolist()
+    want = hf_logits(hf, prompt, steps)
+    got = glm_logits(m, prompt, steps)
+    for i, (a, b) in enumerate(zip(got, want)):
+        err = rel_err(a, b)
+        assert err < RTOL, (f"rope_interleave={interleave} {strategy} "
+                            f"{'prefill' if i == 0 else f'decode step {i}'}: relative error {err:.2e}")
+    # the field matters: the other value gives other logits on the same weights
+    other = configs.load({**d, "rope_interleave": not interleave})
+    m2 = glmbench.Model(other, state_dict=weights, weights="f32", kv="f32", max_context=32, mla_strategy=strategy)
+    assert rel_err(m2.prefill(np.array(prompt)), want[0]) > 100 * RTOL
+
+
+def test_glm4_moe_lite_rope_interleave_must_be_bool():
+    d = {**TINY["glm4_moe_lite"], "model_type": "glm4_moe_lite", "rope_interleave": "no"}
+    with pytest.raises(ValueError, match=r"`rope_interleave` must be true or false, got 'no'"):
+        configs.load(d)
+
+
 def test_bf16_weights_match_hf_with_rounded_weights():
     """weight_format="bf16" equals HF float32 run on the same weights rounded to bfloat16:
     the bf16 kernels widen each weight exactly and accumulate in float32."""

@@ -186,7 +186,8 @@ def _hf_deinterleaves(cfg) -> bool:
     """HF glm4_moe_lite / deepseek_v3 with rope_interleave (default True) write the rotated rope dims
     de-interleaved (evens then odds; modeling_glm4_moe_lite.apply_rotary_pos_emb_interleave,
     transformers 5.24); deepseek_v2 keeps them interleaved. q.k is the same either way; following
-    HF makes our cache hold the same rope keys as HF's."""
+    HF makes our cache hold the same rope keys as HF's. glm4_moe_lite with rope_interleave false
+    loads as rope_layout "half" (HF's rotate_half, no permutation; configs.from_hf)."""
     hf = getattr(cfg, "hf", None) or {}
     return (cfg.rope_layout == "interleaved" and cfg.model_type in ("glm4_moe_lite", "deepseek_v3")
             and bool(hf.get("rope_interleave", True)))

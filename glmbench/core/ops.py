@@ -92,8 +92,8 @@ def rope(x: np.ndarray, positions: np.ndarray, *, theta: float, rot_dim: int, ro
         Because HF permutes q_rope and k_rope the same way, q.k (and so attention) is identical;
         only the stored/raw rope vectors differ by that permutation. HF also computes its cos/sin
         in float32, so at large positions (e.g. 1e5) its angles differ from ours by ~1e-2 rad.
-    layout="half": pair i is (x[i], x[i + rot_dim/2]) -- HF `rotate_half` (Llama, Qwen3), equal to
-        HF's output in place (no permutation).
+    layout="half": pair i is (x[i], x[i + rot_dim/2]) -- HF `rotate_half` (Llama, Qwen3, and
+        glm4_moe_lite with `rope_interleave=False`), equal to HF's output in place (no permutation).
     """
     if layout not in _ROPE_LAYOUTS:
         raise ValueError(f"`layout` must be 'interleaved' or 'half', got {layout!r}")

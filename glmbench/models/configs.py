@@ -625,8 +625,13 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
             raise ValueError(f"config field `qk_rope_head_dim` must be even (rotated in pairs), got {Dr}")
         n_kv = r.int("num_key_value_heads", required=False) or H
         bias = r.bool("attention_bias")
+        # HF glm4_moe_lite: rope_interleave true (default) rotates pairs (x[2i], x[2i+1])
+        # (apply_rotary_pos_emb_interleave, output written de-interleaved, see
+        # attention._hf_deinterleaves); false rotates pairs (x[i], x[i + Dr/2]) (rotate_half).
+        # deepseek_v2 has no such field and always rotates interleaved pairs.
+        interleave = r.bool("rope_interleave") if mt == "glm4_moe_lite" else True
         kw.update(n_kv_heads=n_kv, head_dim=Dn + Dr, attention_bias=bias, attention_out_bias=bias, qk_norm=False,
-                  rope_layout="interleaved", rope_dim=Dr, q_lora_rank=q_lora, kv_lora_rank=R,
+                  rope_layout="interleaved" if interleave else "half", rope_dim=Dr, q_lora_rank=q_lora, kv_lora_rank=R,
                   qk_nope_head_dim=Dn, qk_rope_head_dim=Dr, v_head_dim=Dv, sliding_window=None)
     else:
         n_kv = r.int("num_key_value_heads", required=False) or H
