@@ -535,20 +535,7 @@ def save_charts(records: Sequence[dict], folder: str | os.PathLike) -> list[str]
 
 
 def save_figure(fig: Figure, path: str | os.PathLike) -> str:
-    """Save a figure as PNG atomically (temp file + rename), like every result file."""
-    import tempfile
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".png", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            fig.savefig(f, format="png")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
+    """Save a figure as PNG atomically (temp file + rename), like every result file, with an
+    ordinary file's mode (0644 under umask 022)."""
+    from glmbench.results.records import atomic_write
+    return atomic_write(path, lambda f: fig.savefig(f, format="png"), binary=True)

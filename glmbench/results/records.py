@@ -26,7 +26,7 @@ import csv
 import io
 import json
 import os
-import tempfile
+import secrets
 from typing import Callable, Iterable, Sequence
 
 from glmbench.vocab import EVIDENCE  # noqa: E402  (one definition, at the bottom of the package)
@@ -49,14 +49,34 @@ def validate(record: dict) -> dict:
     return record
 
 
-def atomic_write_text(path: str | os.PathLike, text: str) -> None:
-    path = os.fspath(path)
+def _create_beside(path: str) -> tuple[int, str]:
+    """Create a new, empty temp file in `path`'s folder; returns (fd, temp path).
+
+    Opened with mode 0o666 and O_EXCL, so the kernel applies the umask (and a folder's default
+    ACL) exactly as for an ordinary `open(path, "w")`: 0644 under the usual umask 022. (mkstemp
+    creates 0600, and os.replace keeps the temp file's mode, which left result files unreadable
+    by anyone else.)"""
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=os.path.basename(path), dir=folder)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        tmp = os.path.join(folder, f".tmp-{os.getpid()}-{secrets.token_hex(4)}-{os.path.basename(path)}")
+        try:
+            return os.open(tmp, flags, 0o666), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"could not create a temp file beside {path}")
+
+
+def atomic_write(path: str | os.PathLike, write: Callable, *, binary: bool = False) -> str:
+    """Write a file atomically: `write(f)` fills a temp file in the same folder, which is fsynced
+    and renamed over `path`, so a reader never sees half a file. The file gets the mode an
+    ordinary new file gets (0o666 less the umask). Returns the path."""
+    path = os.fspath(path)
+    fd, tmp = _create_beside(path)
     try:
-        with os.fdopen(fd, "w", newline="") as f:
-            f.write(text)
+        with (os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", newline="")) as f:
+            write(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -64,6 +84,11 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+    return path
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    atomic_write(path, lambda f: f.write(text))
 
 
 def columns(records: Sequence[dict]) -> list[str]:
