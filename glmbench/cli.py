@@ -14,12 +14,19 @@ stderr and exit status 2; nothing else is printed. GLMBENCH_TRACEBACK=1 shows th
 from __future__ import annotations
 
 import argparse
+import csv
+import dataclasses
+import io
 import json
 import os
 import re
 import sys
 
-from glmbench import vocab
+from glmbench import __version__, report, vocab
+from glmbench.models import configs
+from glmbench.predict import hardware
+from glmbench.report import plots
+from glmbench.results.compare import compare
 from glmbench.report import Study
 from glmbench.results import records as rec
 
@@ -130,8 +137,6 @@ def _emit_records(records, args, out_path=None):
 def _plain_csv(rows: list[dict]) -> str:
     """CSV of a summary table, columns in the table's own order (records.to_csv puts the
     llama-bench columns first, which a models or hardware table does not have)."""
-    import csv
-    import io
     buf = io.StringIO()
     if rows:
         w = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
@@ -234,7 +239,6 @@ def _study_from_args(args):
 
 # ---- commands -----------------------------------------------------------------------------------
 def cmd_report(args) -> int:
-    from glmbench import report
     study = _study_from_args(args)
     extra = []
     for path in args.measured or []:
@@ -247,7 +251,6 @@ def cmd_report(args) -> int:
 
 
 def cmd_sweep(args) -> int:
-    from glmbench import report
     study = _study_from_args(args)
     tests = tuple(t.strip() for t in args.tests.split(",") if t.strip())
     out = args.out
@@ -262,7 +265,7 @@ def cmd_sweep(args) -> int:
 
 
 def cmd_measure(args) -> int:
-    from glmbench import measure
+    from glmbench import measure  # the measured side needs the C core: imported only for this command
     out = args.out
     if out and not out.endswith((".json", ".csv")):
         raise UserError(f"--out must end in .json or .csv, got {out!r}")
@@ -297,7 +300,6 @@ def cmd_measure(args) -> int:
 
 
 def cmd_models(args) -> int:
-    from glmbench.models import configs
     names = args.names or None
     rows = configs.models_table(names)
     if args.json:
@@ -320,7 +322,6 @@ def cmd_models(args) -> int:
 
 
 def cmd_hardware(args) -> int:
-    from glmbench.predict import hardware
     names = hardware.list_gpus()
     gpus = [hardware.get_gpu(n) for n in names]
     if args.json:
@@ -336,7 +337,6 @@ def cmd_hardware(args) -> int:
 
 def _gpu_row(gpu, full: bool) -> dict:
     """JSON: every field of the profile (its sources included); table: the ceilings."""
-    import dataclasses
     d = dataclasses.asdict(gpu)
     if full:
         return d
@@ -348,7 +348,6 @@ def _gpu_row(gpu, full: bool) -> dict:
 
 
 def cmd_compare(args) -> int:
-    from glmbench.results.compare import compare
     a, b = _read(args.a), _read(args.b)
     rows, header = compare(a, b)
     if not rows:
@@ -368,7 +367,6 @@ def cmd_compare(args) -> int:
 
 
 def cmd_plot(args) -> int:
-    from glmbench.report import plots
     recs = _read(args.file)
     out = args.out or os.path.splitext(args.file)[0] + "-charts"
     paths = plots.save_charts(recs, out)
@@ -390,7 +388,6 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="glmbench", description=(
         "Which model, on which cards, for which shape of work: GLM-4.7-Flash (MoE + MLA) vs dense "
         "GQA models, measured on this CPU, predicted by a cost model for GPUs, or calibrated."))
-    from glmbench import __version__
     p.add_argument("--version", action="version", version=f"glmbench {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 

@@ -141,14 +141,28 @@ def kv_format(name: str) -> Format:
 EXECUTABLE_WEIGHT_FORMATS = ("f32", "f16", "bf16", "q8_0", "q4_0")
 
 
-def tensor_format(fmt: Format, shape: tuple, *, router: bool = False) -> Format:
-    """The format one tensor of a model stored as `fmt` is held in: 1-D tensors (norm weights,
-    biases) and the MoE router stay f32, as llama.cpp keeps them; a matrix uses row_format (its
-    rows must be whole blocks). The one statement of this rule, for the configs' byte counts, the
-    cost model, the measured models and the records."""
-    if len(shape) < 2 or router:
+ROUTER_SUFFIX = "mlp.gate.weight"  # the MoE router (llama.cpp's ffn_gate_inp), never quantized
+
+
+def tensor_format(fmt: Format | str, name: str, shape) -> Format:
+    """The format tensor `name` of `shape` is held in, in a model stored as `fmt`: 1-D tensors
+    (norm weights, biases, the router's score bias) and the MoE router stay f32, as llama.cpp's
+    quantizer keeps them (src/llama-quant.cpp); a matrix uses row_format (rows that are not whole
+    blocks fall back). The one statement of this rule, for the configs' byte counts, the cost
+    model, the measured models and their floors."""
+    fmt = weight_format(fmt) if isinstance(fmt, str) else fmt
+    shape = tuple(shape)
+    if len(shape) < 2 or name.endswith(ROUTER_SUFFIX):
         return WEIGHT_FORMATS["f32"]
     return row_format(fmt, int(shape[-1]))
+
+
+def tensor_nbytes(fmt: Format | str, name: str, shape) -> int:
+    """Exact stored bytes of tensor `name` of `shape` (tensor_format's rule)."""
+    shape = tuple(int(s) for s in shape)
+    n = math.prod(shape)
+    f = tensor_format(fmt, name, shape)
+    return f.nbytes(n) if len(shape) < 2 else (n // shape[-1]) * f.nbytes(shape[-1])
 
 
 def mla_strategy(name: str, arg: str = "mla_strategy") -> str:
@@ -180,6 +194,27 @@ def join_key(record: dict) -> tuple:
     hardware and formats are the report's own (it predicts for the measured setup)."""
     t = record.get("test")
     return (record.get("model"), t, record.get("n_depth") or 0, (record.get("n_prompt") or 0) if t == "pp" else 0)
+
+
+# ---- workloads ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Workload:
+    """A shape of work: `prompt` tokens in, `output` tokens out, `concurrency` requests at once.
+    `objective`: "latency" (what matters for one stream) or "throughput" (for several); "" picks
+    by concurrency. `name` labels it in the report's decision table."""
+    prompt: int
+    output: int
+    concurrency: int = 1
+    objective: str = ""
+    name: str = ""
+
+    def __post_init__(self):
+        for f, lo in (("prompt", 1), ("output", 1), ("concurrency", 1)):
+            object.__setattr__(self, f, check_int(f, getattr(self, f), lo))
+        obj = self.objective or ("latency" if self.concurrency == 1 else "throughput")
+        if obj not in ("latency", "throughput"):
+            raise ValueError(f"`objective` must be 'latency' or 'throughput', got {self.objective!r}")
+        object.__setattr__(self, "objective", obj)
 
 
 # ---- argument checks ------------------------------------------------------------------------------

@@ -182,7 +182,7 @@ def test_report_folder(capsys, tmp_path):
     rc, stdout, _ = run(capsys, "report", "-q", "--out", str(out), *SMALL)
     assert rc == 0 and "report written to" in stdout
     names = sorted(os.listdir(out))
-    assert names == sorted(["report.md", "records.csv", "records.json", "decisions.json",
+    assert names == sorted(["report.md", "records.csv", "records.json", "decisions.json", "ceilings.json",
                             "generation_vs_context.png", "prefill_vs_prompt.png", "memory_vs_context.png",
                             "one_vs_two_cards.png", "throughput_vs_concurrency.png"])
     recs = records.read_records(out / "records.json")
@@ -206,6 +206,10 @@ def test_report_folder(capsys, tmp_path):
     ctx = cm.max_context(cm.Setup("qwen3-32b", "rtx-3090", weights="q4_K", kv="f16"))
     from glmbench.report.plots import approx_tokens
     assert f"{approx_tokens(ctx)} tokens" in md
+    # ... through ceilings.json, which holds every number of that table
+    ceils = json.loads((out / "ceilings.json").read_text())
+    q1 = next(c for c in ceils if c["model"] == "qwen3-32b" and c["n_cards"] == 1)
+    assert q1["max_context"] == ctx and q1["evidence"] == "predicted" and q1["capacity_bytes"] == 24 * 2 ** 30
     # the throughput table: best fitting aggregate and the first concurrency that does not fit
     for n in (1, 2):
         pts = sorted((r for r in recs if r["test"] == "serve" and r["model"] == "qwen3-32b" and r["n_cards"] == n),

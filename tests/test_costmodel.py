@@ -63,10 +63,6 @@ def test_absorbed_vs_naive_mla_flops_by_hand():
     assert _op(fl, "attn.core").bytes == 47 * (row * keys + 4 * 1 * 20 * (R + Dr + R))
     assert _op(ab, "attn.core").bytes == 47 * (2 * row * keys + 4 * 4 * 20 * keys + 4 * 20 * (R + Dr + R))
     assert ab.seconds > fl.seconds and nv.seconds > ab.seconds
-    # the configs module agrees on the attention arithmetic
-    cfg = configs.load("glm-4.7-flash")
-    assert absorbed - 5 * H * keys == cfg.attention_flops_per_layer(d, "absorbed")
-    assert naive - 5 * H * keys == cfg.attention_flops_per_layer(d, "naive")
 
 
 def test_memory_of_a_known_config():

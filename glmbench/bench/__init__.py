@@ -15,8 +15,8 @@ against its NumPy twin before it is timed; the "check" column says whether they 
 The NumPy twins do what NumPy must do with the same inputs: 16-bit weights are converted to
 float32 on every call (NumPy has no bf16 matmul), MoE loops over the chosen experts.
 
-Op families contribute more cases from glmbench/bench_<family>.py modules exposing
-`cases() -> list[Case]` (bench_attention, bench_quant), imported when present.
+Op families contribute more cases from glmbench/bench/<family>.py modules exposing
+`cases() -> list[Case]` (bench.attention, bench.quant); the unit of work is bench/case.py.
 """
 from __future__ import annotations
 
@@ -27,35 +27,19 @@ import inspect
 import os
 import sys
 import time
-from dataclasses import dataclass, field
+
 from typing import Any, Callable
 
 import numpy as np
 
+import glmbench
+from glmbench import vocab
 from glmbench.core._loader import _core
-from glmbench.measure.machine import cpu_name, measure_ceilings, probe_bandwidth  # noqa: F401
+from glmbench.results.records import atomic_write_text
+from glmbench.bench.case import Case  # noqa: F401  (the benchmark's unit, used by the family modules)
+from glmbench.measure.machine import _l3_bytes, cpu_name, measure_ceilings, probe_bandwidth  # noqa: F401
 
 __all__ = ["Case", "measure_ceilings", "run_cases", "kernel_cases", "main"]
-
-
-@dataclass
-class Case:
-    """One timed op. `flops` and `bytes` are what the op must do and move at minimum (weights read
-    once, activations in and out), so GB/s and GFLOP/s compare with the machine's ceilings."""
-    name: str
-    run: Callable[[], Any]
-    numpy_run: Callable[[], Any] | None
-    flops: float
-    bytes: float
-    bound: str = "memory"
-    tags: tuple = field(default_factory=tuple)   # e.g. ("gemv_bf16",) for the targets summary
-    # agreement with numpy_run required by the "check" column, relative to the largest |value|;
-    # a twin that is a different computation (e.g. float32 weights for a quantized op) sets more
-    rtol: float = 1e-3
-
-    def __post_init__(self):
-        if self.bound not in ("memory", "compute"):
-            raise ValueError(f"`bound` must be 'memory' or 'compute', got {self.bound!r}")
 
 
 # ---- timing and validation --------------------------------------------------------------------
@@ -141,8 +125,7 @@ QWEN_PROJ = {"q_proj": (8192, 5120), "k_proj": (1024, 5120), "v_proj": (1024, 51
 
 
 def _bf16(a: np.ndarray) -> np.ndarray:
-    from glmbench.core.reference import to_bf16
-    return to_bf16(a)
+    return vocab.to_bf16(a)
 
 
 def _f32(w: np.ndarray) -> np.ndarray:
@@ -179,7 +162,6 @@ class _Cycle:
 
 
 def _linear_cases(model: str, proj: dict, T: int, rng) -> list[Case]:
-    import glmbench
     out = []
     for name, (N, K) in proj.items():
         w = _weights(rng, (N, K), K)
@@ -196,7 +178,6 @@ def _linear_cases(model: str, proj: dict, T: int, rng) -> list[Case]:
 
 
 def _f32_linear_cases(rng) -> list[Case]:
-    import glmbench
     N, K = GLM_PROJ["o_proj"]
     w = rng.standard_normal((N, K), dtype=np.float32)
     ws = _copies(w)
@@ -212,7 +193,6 @@ def _f32_linear_cases(rng) -> list[Case]:
 
 
 def _swiglu_cases(model: str, D: int, F: int, Ts, rng) -> list[Case]:
-    import glmbench
     g, u = _weights(rng, (F, D), D), _weights(rng, (F, D), D)
     d = _weights(rng, (D, F), F)
     out = []
@@ -256,7 +236,6 @@ def _np_experts(x, idx, w, g, u, d):
 
 
 def _moe_cases(model: str, D: int, E: int, F: int, k: int, scoring: str, scale: float, Ts, rng) -> list[Case]:
-    import glmbench
     # One random expert copied E times: distinct memory per expert (nothing is shared in cache),
     # without generating E x 3 x F x D random numbers.
     g1, u1, d1 = _weights(rng, (F, D), D), _weights(rng, (F, D), D), _weights(rng, (D, F), F)
@@ -287,8 +266,6 @@ def _moe_cases(model: str, D: int, E: int, F: int, k: int, scoring: str, scale: 
 
 
 def _norm_rope_cases(T: int, rng) -> list[Case]:
-    import glmbench
-    from glmbench.core import reference  # noqa: F401  (keeps the import graph obvious; NumPy twins below)
     out = []
     for model, D in (("glm", 2048), ("qwen3-32b", 5120)):
         x = rng.standard_normal((T, D), dtype=np.float32)
@@ -351,9 +328,9 @@ def kernel_cases(quick: bool = False):
 
 
 def _family_groups(quick: bool):
-    """Cases other op families contribute (glmbench/bench_<family>.py with cases())."""
+    """Cases other op families contribute (glmbench/bench/<family>.py with cases())."""
     groups, notes = [], []
-    for mod in ("bench_attention", "bench_quant"):
+    for mod in ("bench.attention", "bench.quant"):
         try:
             m = importlib.import_module(f"glmbench.{mod}")
         except ModuleNotFoundError as e:
@@ -419,7 +396,7 @@ def targets(rows: list[dict]) -> list[str]:
          lambda r: r["vs_numpy"] >= 1.0, "vs_numpy")
     line("MoE experts clearly (>= 2x) faster than NumPy", [r for r in ok if "moe" in r["tags"]],
          lambda r: r["vs_numpy"] >= 2.0, "vs_numpy")
-    # attention targets (cases and tags from glmbench/bench_attention.py)
+    # attention targets (cases and tags from glmbench/bench/attention.py)
     line("GQA decode at 32K >= 70% of triad bandwidth", [r for r in ok if "gqa_decode_32k" in r["tags"]],
          lambda r: r["pct"] >= 70, "pct")
     line("absorbed MLA decode at 32K >= 50% of FMA peak",
@@ -437,7 +414,6 @@ def targets(rows: list[dict]) -> list[str]:
 
 
 def kernels(quick: bool = False, out: str | None = None, only: str | None = None, stream=sys.stdout) -> list[dict]:
-    import glmbench
     t0 = time.time()
     ceil = measure_ceilings(quick=quick)
     when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -458,7 +434,6 @@ def kernels(quick: bool = False, out: str | None = None, only: str | None = None
         ["", f"Command: python -m glmbench.bench kernels{' --quick' if quick else ''}; run time {time.time() - t0:.0f} s"]
     print("\n".join(tail), file=stream, flush=True)
     if out:
-        from glmbench.results.records import atomic_write_text
         body = [format_row(r) for r in rows if "error" not in r]
         body += [f"| {r['name']} | FAILED: {r['error']} | | | | | |" for r in rows if "error" in r]
         atomic_write_text(out, "\n".join(head + [HEADER] + body + tail) + "\n")

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from glmbench.bench.case import Case
+from glmbench.core import _core
 from glmbench.core.attention import gqa_attention, mla_attention
 from glmbench.core.kvcache import KVCache
 
@@ -64,7 +66,6 @@ def _rtol(bf16_arith: bool) -> float:
     """Agreement with the float32 NumPy twin: 1e-3 of the output scale for float32 arithmetic;
     1e-2 where the kernel multiplies in bf16 (bf16 cache, AVX512_BF16: absorbed/flash MLA, GQA
     decode with 8 query heads per KV head; query and p rounded to bf16, see docs/API.md)."""
-    from glmbench.core import _core
     return 1e-2 if bf16_arith and _core._attn_bf16() else 1e-3
 
 
@@ -159,7 +160,6 @@ def _mla_cases(Case, d: int, T: int, strategies, rng, numpy_naive: bool):
 
 def cases(quick: bool = False):
     """Decode at 4K and 32K and a prefill chunk of 512 (quick: decode at 4K, prefill of 128)."""
-    from glmbench.bench import Case  # the harness (glmbench/bench.py) owns the Case type
 
     rng = np.random.default_rng(7)
     depths = (4096,) if quick else (4096, 32768)

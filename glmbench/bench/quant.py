@@ -12,6 +12,8 @@ import time
 
 import numpy as np
 
+import glmbench
+from glmbench.bench.case import Case
 from glmbench.core import quant
 
 # (label, N, K): GLM-4.7-Flash routed expert gate (1536 x 2048), Qwen3-32B FFN up (25600 x 5120)
@@ -25,7 +27,6 @@ def _weights(n, k, seed=0):
 
 def cases(quick: bool = False):
     """quick: only the small (GLM expert) shape."""
-    from glmbench.bench import Case  # the harness (glmbench/bench.py) owns the Case type
 
     out = []
     avail = quant.kernels()
@@ -78,7 +79,6 @@ def _best(f, repeats=9):
 def element_costs(threads: int = 1) -> dict:
     """Measured ns per element on this CPU (one thread by default): the dequantization cost the cost
     model adds per weight or cache element read in each format. Keys: "<op> <fmt> <kernel>"."""
-    import glmbench
     prev = glmbench.get_num_threads()
     glmbench.set_num_threads(threads)
     try:

@@ -36,6 +36,6 @@ else:
     _blas_error = None
 
 try:
-    from glmbench.core import _core  # noqa: E402
+    from glmbench.core import _core  # noqa: E402,F401
 except ImportError as e:
     raise _unavailable(_blas_error or f"the extension was not built or does not load ({e})") from None

@@ -33,6 +33,7 @@ import numpy as np
 
 from glmbench import vocab
 from glmbench.core import ops
+from glmbench.core.quant import dequantize
 from glmbench.core._loader import _core
 
 __all__ = ["gqa_attention", "mla_attention", "gqa_block", "mla_block", "MLA_STRATEGIES"]
@@ -88,7 +89,6 @@ def _kv_b_arg(w):
     hit = _F32.get(id(key_obj))
     if hit is not None and hit[0]() is key_obj:
         return hit[1]
-    from glmbench.core.quant import dequantize
     f = np.ascontiguousarray(dequantize(w), dtype=np.float32)
     ref = weakref.ref(key_obj, lambda _r, k=id(key_obj): _F32.pop(k, None))
     _F32[id(key_obj)] = (ref, f)

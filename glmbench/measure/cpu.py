@@ -35,6 +35,7 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from glmbench import vocab
 from glmbench.measure import protocol
@@ -93,19 +94,15 @@ def decode_bytes_per_token(cfg, weights: str = "bf16", kv: str = "bf16", depth: 
     """Bytes one decode step must read at least: every weight it multiplies through (routed experts:
     only the n_experts_per_tok chosen ones; the embedding: one row), the norms, and the whole
     KV cache at `depth` tokens. The floor of decode time is this over the memory bandwidth."""
-    fmt, f32 = vocab.weight_format(weights), vocab.weight_format("f32")
+    fmt = vocab.weight_format(weights)
     total = 0
     for name, shape in cfg.tensor_shapes().items():
-        n = int(np.prod(shape))
-        if len(shape) == 1 or name.endswith("mlp.gate.weight"):
-            b = f32.nbytes(n)
-        else:
-            cols = shape[-1]
-            b = (n // cols) * vocab.row_format(fmt, cols).nbytes(cols)
+        b = vocab.tensor_nbytes(fmt, name, shape)
         if name == "model.embed_tokens.weight":
+            whole = b
             b //= shape[0]  # one row looked up
             if cfg.tie_word_embeddings:  # the same table is also the lm_head, read whole
-                b += (n // shape[-1]) * vocab.row_format(fmt, shape[-1]).nbytes(shape[-1])
+                b += whole
         elif ".mlp.experts." in name:
             b = b * cfg.n_experts_per_tok // cfg.n_routed_experts
         total += b
@@ -231,7 +228,6 @@ def attn_arithmetic(kv: str) -> str:
 def _bar(progress, total, name):
     if not progress:
         return None
-    from tqdm.auto import tqdm
     return tqdm(total=total, desc=f"measure {name}", unit="run", leave=True)
 
 

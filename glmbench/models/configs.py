@@ -315,58 +315,9 @@ class ModelConfig:
         quantized; 1-D tensors (norms, biases, the router's score bias) stay f32, and so does the
         router weight (`ffn_gate_inp` is never quantized). A matrix whose rows are not a whole
         number of the format's blocks falls back as llama.cpp's `llama_tensor_get_type` does
-        (vocab.row_format)."""
+        (vocab.tensor_format)."""
         fmt = vocab.weight_format(weight_format)
-        f32 = vocab.weight_format("f32")
-        total = 0
-        for name, shape in self.tensor_shapes().items():
-            if len(shape) == 1 or name.endswith("mlp.gate.weight"):
-                total += f32.nbytes(_numel(shape))
-            else:
-                cols = shape[-1]
-                rows = _numel(shape) // cols
-                total += rows * vocab.row_format(fmt, cols).nbytes(cols)
-        return total
-
-    # ---- FLOPs --------------------------------------------------------------------------------
-    def attention_flops_per_layer(self, depth: int, mla_strategy: str = "absorbed", n_tokens: int = 1) -> float:
-        """FLOPs of the attention core (scores and weighted values, plus MLA's kv_b work) for
-        `n_tokens` new queries on top of `depth` cached tokens, causal. A multiply-add is 2 FLOPs;
-        softmax exponentials are not counted (a few per score, negligible beside 2*Dh)."""
-        _check_count("depth", depth)
-        _check_count("n_tokens", n_tokens, minimum=1)
-        # keys seen, summed over the new queries: query j (0-based) sees depth + j + 1 keys
-        keys = n_tokens * depth + n_tokens * (n_tokens + 1) / 2
-        if self.sliding_window:
-            w = self.sliding_window
-            keys = sum(min(depth + j + 1, w) for j in range(n_tokens)) if n_tokens < 4096 else min(keys, n_tokens * w)
-        H = self.n_heads
-        if self.attention == "gqa":
-            return 2.0 * H * (self.head_dim + self.v_head_dim) * keys
-        R, Dr, Dn, Dv = self.kv_lora_rank, self.qk_rope_head_dim, self.qk_nope_head_dim, self.v_head_dim
-        kvb = R * H * (Dn + Dv)
-        if mla_strategy == "naive":
-            # expand every cached latent (and the new ones) through kv_b, then plain MHA
-            return 2.0 * kvb * (depth + n_tokens) + 2.0 * H * (Dn + Dr + Dv) * keys
-        if mla_strategy in ("absorbed", "flash"):
-            # fold kv_b into the query (Dn -> R per head) and the output (R -> Dv per head);
-            # attention is MQA over R + Dr wide keys and R wide values
-            return 2.0 * kvb * n_tokens + 2.0 * H * (R + Dr + R) * keys
-        raise ValueError(f"`mla_strategy` must be 'naive', 'absorbed' or 'flash', got {mla_strategy!r}")
-
-    def matmul_params_per_token(self) -> int:
-        """Weights one token multiplies through (active, excluding embedding lookup and MLA's kv_b,
-        whose cost depends on the attention strategy)."""
-        p = self.active_params(embeddings=False) + self.vocab_size * self.hidden_size   # lm_head
-        if self.attention == "mla":
-            p -= self.n_layers * self.kv_lora_rank * self.n_heads * (self.qk_nope_head_dim + self.v_head_dim)
-        return p
-
-    def flops_per_token(self, depth: int = 0, mla_strategy: str = "absorbed") -> float:
-        """FLOPs to decode one token with `depth` tokens cached: 2 per weight it multiplies
-        through (norm weights and biases included, a negligible over-count) plus attention."""
-        return (2.0 * self.matmul_params_per_token()
-                + self.n_layers * self.attention_flops_per_layer(depth, mla_strategy))
+        return sum(vocab.tensor_nbytes(fmt, name, shape) for name, shape in self.tensor_shapes().items())
 
     def summary(self) -> dict:
         """The row `glmbench models --json` prints."""

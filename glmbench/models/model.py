@@ -116,11 +116,6 @@ def _layer_tensors(cfg, index: int) -> dict:
     return {k[len(p):]: s for k, s in cfg.tensor_shapes().items() if k.startswith(p)}
 
 
-def _is_f32(name: str, shape: tuple) -> bool:
-    """Stays float32 whatever the weight format: 1-D tensors and the router (as llama.cpp keeps them)."""
-    return len(shape) == 1 or name == "mlp.gate.weight"
-
-
 def _init_std(name: str, shape: tuple, cfg) -> float | None:
     """Std of the random init; None means ones (norm weights)."""
     if name.endswith("e_score_correction_bias"):
@@ -270,14 +265,9 @@ def build_layer(cfg, index: int, weight_format: str = "bf16", seed: int = 0) -> 
         if std is None:
             w[name] = np.ones(shape, np.float32)
         else:
-            fmt = "f32" if _is_f32(name, shape) else _matrix_format(name, weight_format, shape)
+            fmt = vocab.tensor_format(weight_format, name, shape).name
             w[name] = random_weight(f"model.layers.{index}.{name}", shape, fmt, seed, std)
     return Layer(cfg, index, kind, w)
-
-
-def _matrix_format(name: str, fmt: str, shape: tuple) -> str:
-    from glmbench.core.quant import matrix_format  # q8_0/q4_0 models: rows that are not whole blocks stay f16
-    return matrix_format(name, fmt, shape)
 
 
 def _layer_from_hf(cfg, index: int, kind: str, src: Mapping, fmt: str) -> Layer:
@@ -312,7 +302,7 @@ def _layer_from_hf(cfg, index: int, kind: str, src: Mapping, fmt: str) -> Layer:
             continue
         a = experts[name] if name in experts else get(name)
         _expect(a, shape, p + name)
-        w[name] = np.ascontiguousarray(_to_f32(a)) if _is_f32(name, shape) else to_format(a, _matrix_format(name, fmt, shape))
+        w[name] = to_format(a, vocab.tensor_format(fmt, name, shape).name)
     return Layer(cfg, index, kind, w)
 
 

@@ -162,11 +162,14 @@ class Setup:
     model: Any
     rig: Any = "rtx-3090"
     split: str = "none"
-    weights: str = "q4_K"
-    kv: str = "f16"
-    mla_strategy: str = "flash"
-    runtime: Any = "typical"
+    weights: str = vocab.DEFAULTS["weights"]
+    kv: str = vocab.DEFAULTS["kv"]
+    mla_strategy: str = vocab.DEFAULTS["mla_strategy"]
+    runtime: Any = vocab.DEFAULTS["runtime"]
     expert_skew: Any = None
+    # the formats resolved once from `weights` and `kv` (vocab.Format: block, bytes, dequant)
+    weight_fmt: Any = field(init=False, repr=False, compare=False, default=None)
+    kv_fmt: Any = field(init=False, repr=False, compare=False, default=None)
 
     def __post_init__(self):
         s = object.__setattr__
@@ -190,8 +193,8 @@ class Setup:
             what = "num_attention_heads" if cfg.attention == "mla" else "num_key_value_heads"
             if heads % rig.n_cards:
                 raise ValueError(f"`split`='tensor' over {rig.n_cards} cards needs {what}={heads} to divide evenly")
-        vocab.weight_format(self.weights)
-        vocab.kv_format(self.kv)
+        s(self, "weight_fmt", vocab.weight_format(self.weights))
+        s(self, "kv_fmt", vocab.kv_format(self.kv))
         vocab.mla_strategy(self.mla_strategy)
         s(self, "runtime", load_runtime(self.runtime))
         s(self, "expert_skew", _check_skew(self.expert_skew, cfg))
@@ -348,19 +351,14 @@ def _time(op: _Op, gpu, rt: RuntimeProfile):
 @functools.lru_cache(maxsize=256)
 def _layer_weight_bytes(cfg: configs.ModelConfig, weights: str) -> dict:
     """Stored bytes per tensor group of one dense layer, one MoE layer, and the head, in `weights`
-    (configs.ModelConfig.weight_bytes rules: 1-D tensors and the router stay f32)."""
+    (vocab.tensor_format: 1-D tensors and the router stay f32)."""
     fmt = vocab.weight_format(weights)
     f32 = vocab.weight_format("f32")
 
     def mat(rows, cols):
-        return rows * vocab.row_format(fmt, cols).nbytes(cols)
+        return vocab.tensor_nbytes(fmt, "", (rows, cols))
 
-    att = {}
-    for name, shape in cfg._attention_tensors().items():
-        if len(shape) == 1:
-            att[name] = f32.nbytes(shape[0])
-        else:
-            att[name] = mat(*shape)
+    att = {name: vocab.tensor_nbytes(fmt, name, shape) for name, shape in cfg._attention_tensors().items()}
     D = cfg.hidden_size
     out = {"attn": att, "norms": 2 * f32.nbytes(D)}
     if cfg.intermediate_size:
@@ -369,7 +367,8 @@ def _layer_weight_bytes(cfg: configs.ModelConfig, weights: str) -> dict:
     if cfg.n_routed_experts:
         Fe = cfg.moe_intermediate_size
         out["expert"] = 2 * mat(Fe, D) + mat(D, Fe)
-        out["router"] = f32.nbytes(cfg.n_routed_experts * D) + (f32.nbytes(cfg.n_routed_experts) if cfg.router_bias else 0)
+        out["router"] = (vocab.tensor_nbytes(fmt, vocab.ROUTER_SUFFIX, (cfg.n_routed_experts, D))
+                         + (f32.nbytes(cfg.n_routed_experts) if cfg.router_bias else 0))
         Fs = cfg.shared_expert_intermediate_size
         out["shared"] = 2 * mat(Fs, D) + mat(D, Fs) if Fs else 0
     out["embed"] = mat(cfg.vocab_size, D)
@@ -379,7 +378,7 @@ def _layer_weight_bytes(cfg: configs.ModelConfig, weights: str) -> dict:
 
 
 def _wdtype(setup: Setup) -> str:
-    f = vocab.weight_format(setup.weights)
+    f = setup.weight_fmt
     if f.dequant:
         return setup.runtime.quantized_matmul
     return {"f32": "fp32", "f16": "fp16", "bf16": "bf16"}[f.name]
@@ -387,7 +386,7 @@ def _wdtype(setup: Setup) -> str:
 
 def _matmul(name, T, n_out, n_in, wbytes, setup, share=1.0, kernels=1):
     """y[T, n_out] = x[T, n_in] W^T with W stored in `wbytes` bytes; `share` of it on this card."""
-    quant = vocab.weight_format(setup.weights).dequant
+    quant = setup.weight_fmt.dequant
     return _Op(name, "matmul", _wdtype(setup), 2.0 * T * n_out * n_in * share,
                DEQUANT_OPS * n_out * n_in * share if quant else 0.0,
                wbytes * share + ACT_BYTES * T * (n_in + n_out * share), kernels)
@@ -424,7 +423,7 @@ def _prefill_work(cfg, depth, n) -> _Attn:
 
 def _attention_ops(setup: Setup, T: int, work: _Attn, share: float) -> list:
     cfg = setup.model
-    kvf = vocab.kv_format(setup.kv)
+    kvf = setup.kv_fmt
     deq = DEQUANT_OPS if kvf.dequant else 0
     H = cfg.n_heads * share
     wb = _layer_weight_bytes(cfg, setup.weights)["attn"]
@@ -470,7 +469,7 @@ def _attention_ops(setup: Setup, T: int, work: _Attn, share: float) -> list:
         E = work.expanded
         exp_bytes = 2 * H * (Dn + Dv)                  # per token, f16
         ops.append(_Op("attn.kv_b_expand", "matmul", _wdtype(setup), 2.0 * kvb * E,
-                       (DEQUANT_OPS * kvb if vocab.weight_format(setup.weights).dequant else 0) + deq * R * E,
+                       (DEQUANT_OPS * kvb if setup.weight_fmt.dequant else 0) + deq * R * E,
                        kvb_w + row * E + exp_bytes * E, 2))
         kq = 2.0 * H * (Dn + Dr) * work.keys
         pv = 2.0 * H * Dv * work.keys
@@ -483,7 +482,7 @@ def _attention_ops(setup: Setup, T: int, work: _Attn, share: float) -> list:
         # absorbed: q_nope (Dn) -> latent query (R) per head through kv_b's K part, MQA over the
         # latent cache (R + Dr wide keys, R wide values), latent output -> Dv through kv_b's V part
         ops.append(_Op("attn.absorb_q", "matmul", _wdtype(setup), 2.0 * T * H * Dn * R,
-                       DEQUANT_OPS * H * Dn * R if vocab.weight_format(setup.weights).dequant else 0.0,
+                       DEQUANT_OPS * H * Dn * R if setup.weight_fmt.dequant else 0.0,
                        kvb_w * Dn / (Dn + Dv) + ACT_BYTES * T * H * (Dn + R), 1))
         flops = 2.0 * H * (R + Dr + R) * work.keys
         vec = SOFTMAX_OPS * H * work.keys + deq * (R + Dr) * work.read
@@ -498,7 +497,7 @@ def _attention_ops(setup: Setup, T: int, work: _Attn, share: float) -> list:
             kernels = 2
         ops.append(_Op("attn.core", "attention", "fp16", flops, vec, nbytes + ACT_BYTES * T * H * (R + Dr + R), kernels))
         ops.append(_Op("attn.absorb_out", "matmul", _wdtype(setup), 2.0 * T * H * R * Dv,
-                       DEQUANT_OPS * H * R * Dv if vocab.weight_format(setup.weights).dequant else 0.0,
+                       DEQUANT_OPS * H * R * Dv if setup.weight_fmt.dequant else 0.0,
                        kvb_w * Dv / (Dn + Dv) + ACT_BYTES * T * H * (R + Dv), 1))
     ops.append(_matmul("attn.o_proj", T, D, Hf * Dv, wb["o_proj.weight"], setup, share))
     return ops
@@ -510,7 +509,7 @@ def _mla_expand_once_ops(setup: Setup, T: int, work: _Attn, share: float) -> lis
     k_nope and v (f16), then plain flash attention with 2 (Dn + Dr + Dv) FLOPs per key and head
     instead of the absorbed 2 (2R + Dr)."""
     cfg = setup.model
-    kvf = vocab.kv_format(setup.kv)
+    kvf = setup.kv_fmt
     deq = DEQUANT_OPS if kvf.dequant else 0
     R, Dr, Dn, Dv = cfg.kv_lora_rank, cfg.qk_rope_head_dim, cfg.qk_nope_head_dim, cfg.v_head_dim
     H = cfg.n_heads * share
@@ -518,7 +517,7 @@ def _mla_expand_once_ops(setup: Setup, T: int, work: _Attn, share: float) -> lis
     kvb_w = _layer_weight_bytes(cfg, setup.weights)["attn"]["kv_b_proj.weight"] * share
     row = kvf.nbytes(R) + kvf.nbytes(Dr)
     E = work.expanded
-    quant = vocab.weight_format(setup.weights).dequant
+    quant = setup.weight_fmt.dequant
     return [
         _Op("attn.kv_b_expand", "matmul", _wdtype(setup), 2.0 * kvb * E,
             (DEQUANT_OPS * kvb if quant else 0.0) + deq * R * E, kvb_w + row * E + 2 * H * (Dn + Dv) * E, 2),
@@ -533,7 +532,7 @@ def _expand_once_wins(setup: Setup, T: int, work: _Attn, share: float) -> bool:
     cfg = setup.model
     R, Dr, Dn, Dv = cfg.kv_lora_rank, cfg.qk_rope_head_dim, cfg.qk_nope_head_dim, cfg.v_head_dim
     H = cfg.n_heads * share
-    kvf = vocab.kv_format(setup.kv)
+    kvf = setup.kv_fmt
     row = kvf.nbytes(R) + kvf.nbytes(Dr)
     absorbed = [
         _Op("", "matmul", _wdtype(setup), 2.0 * T * H * (Dn + Dv) * R, 0.0, 0.0, 2),
@@ -558,7 +557,7 @@ def _ffn_ops(setup: Setup, T: int, moe: bool, share: float) -> list:
     ops.append(_Op("moe.router", "matmul", "fp32", 2.0 * T * E * D, 8 * T * E,
                    wb["router"] + ACT_BYTES * T * (D + 2 * E), 5))
     u = expected_distinct_experts(E, k, T, setup.expert_skew)
-    quant = vocab.weight_format(setup.weights).dequant
+    quant = setup.weight_fmt.dequant
     ops.append(_Op("moe.experts", "matmul", _wdtype(setup), 2.0 * T * k * 3 * D * Fe * share,
                    (DEQUANT_OPS * u * 3 * D * Fe * share if quant else 0.0) + 4 * T * k * Fe * share,
                    u * wb["expert"] * share + ACT_BYTES * T * k * (2 * D + 3 * Fe * share), 5))
@@ -810,7 +809,7 @@ def _memory_terms(setup: Setup, batch: int):
         head_w = wb["final_norm"] + wb["embed"]      # the table is the lm_head: it lives on the card
     else:
         head_w = wb["final_norm"] + wb["lm_head"] + (0 if setup.runtime.embeddings_on_host else wb["embed"])
-    kvf = vocab.kv_format(setup.kv)
+    kvf = setup.kv_fmt
     kv_layer = sum(kvf.nbytes(r) for r in cfg.kv_rows_per_layer())
     D = cfg.hidden_size
     # activations of one ubatch (f32): residual, normed input, q/k/v (or MLA's q, latent query,
@@ -970,21 +969,7 @@ def crossover(xs: Sequence[float], ya: Sequence[float], yb: Sequence[float]) -> 
     return out
 
 
-@dataclass(frozen=True)
-class Workload:
-    prompt: int
-    output: int
-    concurrency: int = 1
-    objective: str = ""       # "latency" | "throughput" | "" (latency for 1 stream, else throughput)
-
-    def __post_init__(self):
-        _check_int("prompt", self.prompt, 1)
-        _check_int("output", self.output, 1)
-        _check_int("concurrency", self.concurrency, 1)
-        obj = self.objective or ("latency" if self.concurrency == 1 else "throughput")
-        if obj not in ("latency", "throughput"):
-            raise ValueError(f"`objective` must be 'latency' or 'throughput', got {self.objective!r}")
-        object.__setattr__(self, "objective", obj)
+Workload = vocab.Workload
 
 
 def _mean_decode(setup, d0, n_out, batch, points=5):
@@ -1009,7 +994,7 @@ def decide(workload, setups: Sequence[Setup]) -> list[dict]:
     stream) or throughput (several), setups that fit in memory first. Each row gives the figures
     and the reasons: what does not fit, and which terms dominate prefill and decode."""
     if isinstance(workload, dict):
-        workload = Workload(**workload)
+        workload = vocab.Workload(**workload)
     if not isinstance(workload, Workload):
         raise TypeError(f"`workload` must be a dict or a Workload, got {type(workload).__name__}")
     if not setups:

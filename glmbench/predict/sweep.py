@@ -4,8 +4,10 @@ alone says what produced it. With `out` (.json) the sweep resumes: finished poin
 skipped; the file is rewritten atomically after each setup."""
 from __future__ import annotations
 
-import dataclasses
+import os
 from typing import Iterable, Sequence
+
+from tqdm import tqdm
 
 from glmbench.predict import costmodel as cm
 from glmbench.results import records as rec
@@ -93,12 +95,10 @@ def predict(models, setups, depths: Sequence[int], tests: Sequence[str] = ("tg",
         path = str(out)
         if not path.endswith(".json"):
             raise ValueError(f"`out` must end in .json (a resumable records file), got {path!r}")
-        import os
         if os.path.exists(path):
             done = {_key(r): r for r in rec.read_records(path)}
     it = grid
     if progress:
-        from tqdm import tqdm
         it = tqdm(grid, desc="predict", unit="setup")
     recs: list[dict] = []
     for s in it:

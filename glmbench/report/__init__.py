@@ -11,7 +11,6 @@ RTX 3090 cards over the 1.4 GB/s link the study measured between them, depths 1K
 """
 from __future__ import annotations
 
-import dataclasses
 import datetime as _dt
 import functools
 import json
@@ -21,8 +20,16 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from glmbench import vocab
+from glmbench import __version__
+from glmbench.models.configs import load
+from glmbench.predict import costmodel as cm
+from glmbench.predict import hardware
+from glmbench.predict import sweep as sw
+from glmbench.report import plots
+from glmbench.report.plots import rig_label, tokens_label
 from glmbench.results import records as rec
 from glmbench.results.compare import compare, measured_predicted_pairs, test_label  # noqa: F401
+from tqdm.auto import tqdm
 
 GIB = 1024 ** 3
 
@@ -35,25 +42,16 @@ def _pow2_range(lo: int, hi: int) -> tuple:
     return tuple(out)
 
 
-@dataclass(frozen=True)
-class Workload:
-    """A shape of work for the decision table: `prompt` tokens in, `output` tokens out,
-    `concurrency` requests at once (latency is what matters for one, throughput for several)."""
-    name: str
-    prompt: int
-    output: int
-    concurrency: int = 1
-
-
 # The workload shapes the decision table ranks setups for. Lengths are round numbers chosen to
 # span the study's range (a chat turn to a prompt near 128K), not taken from a trace.
+Workload = vocab.Workload
 WORKLOADS = (
-    Workload("chat turn", 1024, 256),
-    Workload("coding agent step", 16384, 1024),
-    Workload("long document Q&A", 65536, 512),
-    Workload("whole-book prompt", 120 * 1024, 512),
-    Workload("batch serving, short", 2048, 256, 16),
-    Workload("batch serving, long", 16384, 512, 8),
+    Workload(1024, 256, name="chat turn"),
+    Workload(16384, 1024, name="coding agent step"),
+    Workload(65536, 512, name="long document Q&A"),
+    Workload(120 * 1024, 512, name="whole-book prompt"),
+    Workload(2048, 256, 16, name="batch serving, short"),
+    Workload(16384, 512, 8, name="batch serving, long"),
 )
 
 
@@ -109,9 +107,9 @@ class Study:
     @functools.cached_property
     def _rigs(self) -> tuple:
         # built once: a "host" profile measures this machine's ceilings, which takes seconds
-        from glmbench.predict import hardware
         lat = hardware.STUDY_LINK_LATENCY_US if self.link_latency_us is None else self.link_latency_us
         if hardware.is_host(self.hardware):  # this machine's CPU, measured now (needs the C core)
+            # the measured side, imported only here: predictions for GPUs never load it
             from glmbench.measure.machine import host_profile
             gpu = host_profile()
         else:
@@ -125,7 +123,6 @@ class Study:
     @functools.cached_property
     def configs(self) -> dict:
         """Model name (as records carry it) -> ModelConfig, for every model of the study."""
-        from glmbench.models.configs import load
         out = {}
         for m in self.models:
             cfg = load(m)
@@ -138,7 +135,6 @@ class Study:
                      kv=self.kv, mla_strategy=self.mla_strategy, runtime=self.runtime) for r in self.rigs()]
 
     def setups(self) -> list:
-        from glmbench.predict import costmodel as cm
         return [cm.Setup(model=cfg, **t) for cfg in self.configs.values() for t in self.setup_templates()]
 
     def command(self) -> str:
@@ -170,7 +166,6 @@ def sweep(study: Study, tests: Sequence[str] = ("tg", "pp", "mem", "serve"), *, 
 
     out: a .json path passed to sweep.predict: points already there are reused, and the file
     holds every finished point if the sweep is interrupted."""
-    from glmbench.predict import sweep as sw
     bad = [t for t in tests if t not in sw.TESTS]
     if bad or not tests:
         raise ValueError(f"`tests` must be a non-empty subset of {sw.TESTS}, got {tuple(tests)!r}")
@@ -186,7 +181,6 @@ def sweep(study: Study, tests: Sequence[str] = ("tg", "pp", "mem", "serve"), *, 
         calls.append(dict(depths=(study.serve_context,), tests=("serve",), concurrency=study.concurrency))
     bar = None
     if progress:
-        from tqdm.auto import tqdm
         bar = tqdm(total=len(calls), desc="predict", unit="grid")
     recs: list[dict] = []
     try:
@@ -203,13 +197,29 @@ def sweep(study: Study, tests: Sequence[str] = ("tg", "pp", "mem", "serve"), *, 
 def decisions(study: Study) -> list[dict]:
     """costmodel.decide for each workload of the study over all its setups: one dict per
     workload with the ranked rows."""
-    from glmbench.predict import costmodel as cm
     setups = study.setups()
     out = []
     for w in study.workloads:
-        rows = cm.decide(cm.Workload(w.prompt, w.output, w.concurrency), setups)
-        out.append({"workload": dataclasses.asdict(w), "ranking": rows})
+        rows = cm.decide(w, setups)
+        out.append({"workload": {"name": w.name, "prompt": w.prompt, "output": w.output,
+                                 "concurrency": w.concurrency}, "ranking": rows})
     return out
+
+
+def ceilings(study: Study) -> list[dict]:
+    """The memory ceiling of every setup of the study, as the cost model predicts it: the weights
+    on the fullest card, the KV bytes per token, the card's capacity and the longest context one
+    stream can hold (costmodel.max_context). The report's memory table is these rows
+    (ceilings.json beside report.md)."""
+    rows = []
+    for s in study.setups():
+        cfg = s.model
+        rows.append({"evidence": "predicted", "model": cfg.name, "rig": s.rig.name, "n_cards": s.n_cards,
+                     "split": s.split, "weights": s.weights, "kv": s.kv, "runtime": s.runtime.name,
+                     "weights_bytes_fullest_card": max(c.weights for c in cm.memory(s, 0).cards),
+                     "kv_bytes_per_token": cfg.kv_bytes_per_token(s.kv), "capacity_bytes": s.gpu.memory_bytes,
+                     "max_context": cm.max_context(s), "native_context": cfg.max_position_embeddings})
+    return rows
 
 
 # ---- the report ---------------------------------------------------------------------------------
@@ -219,7 +229,6 @@ def run(study: Study | None = None, out: str | os.PathLike = "glmbench-report", 
 
     extra_records (e.g. measured ones from `glmbench measure`) are drawn with the predictions and
     written with them; they must say their evidence like every record."""
-    from glmbench.report import plots
     study = Study() if study is None else study
     if not isinstance(study, Study):
         raise TypeError(f"`study` must be a report.Study, got {type(study).__name__}")
@@ -229,6 +238,7 @@ def run(study: Study | None = None, out: str | os.PathLike = "glmbench-report", 
     extra = [rec.validate(dict(r)) for r in extra_records]
     records = sweep(study, progress=progress) + extra
     decs = decisions(study)
+    ceils = ceilings(study)
     os.makedirs(out, exist_ok=True)
     rec.write_records(os.path.join(out, "records.csv"), records)
     rec.write_records(os.path.join(out, "records.json"), records)
@@ -240,7 +250,8 @@ def run(study: Study | None = None, out: str | os.PathLike = "glmbench-report", 
         stale = os.path.join(out, name + ".png")
         if stale not in charts and os.path.exists(stale):
             os.unlink(stale)
-    text = render(records, study, decs, [os.path.basename(p) for p in charts])
+    rec.atomic_write_text(os.path.join(out, "ceilings.json"), json.dumps(_finite(ceils), indent=1) + "\n")
+    text = render(records, study, decs, [os.path.basename(p) for p in charts], ceils)
     path = os.path.join(out, "report.md")
     rec.atomic_write_text(path, text)
     return {"out": out, "report": path, "charts": charts, "n_records": len(records)}
@@ -265,12 +276,10 @@ def _jsonable(o):
 
 
 def _tok(n) -> str:
-    from glmbench.report.plots import tokens_label
     return tokens_label(n)
 
 
 def _rig(r) -> str:
-    from glmbench.report.plots import rig_label
     return rig_label(r)
 
 
@@ -286,13 +295,14 @@ def _num(v, digits=1) -> str:
     return f"{v:,.{digits}f}"
 
 
-def render(records: Sequence[dict], study: Study, decs: Sequence[dict], charts: Sequence[str]) -> str:
-    """report.md from the records and decisions (pure: no files read or written)."""
-    from glmbench.report import plots
+def render(records: Sequence[dict], study: Study, decs: Sequence[dict], charts: Sequence[str],
+           ceils: Sequence[dict] | None = None) -> str:
+    """report.md from the records, the decisions and the memory ceilings (pure: no files read or
+    written, no number computed here: each comes from `records`, `decs` (decisions()) or `ceils`
+    (ceilings()); without `ceils` the memory table is left out)."""
     pred = [r for r in records if r["evidence"] == "predicted"]
     kinds = sorted({r["evidence"] for r in records})
     when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    from glmbench import __version__
     L = ["# glmbench report", ""]
     L.append(f"Generated {when} by glmbench {__version__}: `{study.command()}`")
     L.append("")
@@ -365,20 +375,15 @@ def render(records: Sequence[dict], study: Study, decs: Sequence[dict], charts: 
     # -- memory
     if mem:
         L += ["## Memory ceilings", "", "![memory](memory_vs_context.png)", ""]
-        from glmbench.predict import costmodel as cm
         rows = []
-        for s in study.setups():
-            cfg = s.model
-            m0 = cm.memory(s, 0)
-            ctx = cm.max_context(s)
-            native = cfg.max_position_embeddings
+        for c in ceils or ():
+            ctx, native = c["max_context"], c["native_context"]
             limit = (f"{plots.approx_tokens(ctx)} tokens" if ctx < 2 ** 40 else "unlimited") if ctx else "does not fit"
             if ctx and native and ctx > native:
                 limit += f" (beyond the model's {_tok(native)} positions)"
-            rows.append([cfg.name, s.rig.name if s.n_cards == 1 else f"{s.rig.name}, {s.split} split",
-                         f"{max(c.weights for c in m0.cards) / GIB:.1f}",
-                         f"{cfg.kv_bytes_per_token(study.kv) / 1024:.1f}",
-                         f"{s.gpu.memory_bytes / GIB:.1f}", limit])
+            rows.append([c["model"], c["rig"] if c["n_cards"] == 1 else f"{c['rig']}, {c['split']} split",
+                         f"{c['weights_bytes_fullest_card'] / GIB:.1f}", f"{c['kv_bytes_per_token'] / 1024:.1f}",
+                         f"{c['capacity_bytes'] / GIB:.1f}", limit])
         L += ["Longest context one stream can hold (weights, KV cache, workspace and runtime overhead "
               "on the fullest card, against its capacity):", "",
               _md_table(rows, ["model", "rig", "weights on fullest card (GiB)", f"KV per token, {study.kv} (KiB)",
