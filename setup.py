@@ -20,8 +20,6 @@ import os
 import shutil
 import sys
 
-import numpy
-import scipy_openblas32
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
@@ -34,6 +32,9 @@ def _flag(name, default=None):
 
 
 def core_extension():
+    # build requirements of the C core only (pyproject's build-system installs them)
+    import numpy
+    import scipy_openblas32
     cflags = ["-std=c11", "-fopenmp", "-Wall", "-Wno-unused-function", "-fno-strict-aliasing"]
     if _flag("GLMBENCH_DEBUG") == "1":
         cflags += ["-O0", "-g"]

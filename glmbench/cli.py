@@ -388,7 +388,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="glmbench", description=(
         "Which model, on which cards, for which shape of work: GLM-4.7-Flash (MoE + MLA) vs dense "
         "GQA models, measured on this CPU, predicted by a cost model for GPUs, or calibrated."))
-    p.add_argument("--version", action="version", version=f"glmbench {__version__}")
+    p.add_argument("--version", action="version", version=f"glmbench {__version__} ({_built()})")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     def add(name, help_, fn):
@@ -472,7 +472,8 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except UserError as e:
         return _fail(str(e))
-    except (ValueError, TypeError, KeyError, OSError) as e:
+    except (ValueError, TypeError, KeyError, OSError, ImportError) as e:
+        # ImportError: a measured command where the C core was not built (core/_loader.py says why)
         if os.environ.get("GLMBENCH_TRACEBACK") == "1":
             raise
         msg = e.args[0] if isinstance(e, KeyError) and e.args else e
@@ -481,6 +482,16 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("glmbench: interrupted (finished points are saved; rerun to resume)", file=sys.stderr)
         return EXIT_INTERRUPTED
+
+
+def _built() -> str:
+    """Which compiled parts this install has, found without importing them (a prediction-only
+    install has neither; pip shows the build's warning only with -v, so `--version` says it)."""
+    import importlib.util
+    core = importlib.util.find_spec("glmbench.core._core") is not None
+    cu = importlib.util.find_spec("glmbench.cuda._cuda") is not None
+    return (f"C core: {'built' if core else 'not built, measured ops unavailable'}; "
+            f"CUDA: {'built' if cu else 'not built'}")
 
 
 def _fail(msg: str) -> int:

@@ -35,7 +35,12 @@ from typing import Callable, Iterable, Mapping
 import numpy as np
 
 from glmbench import vocab
+from glmbench.core import attention
 from glmbench.core import ops as _ops
+from glmbench.core.attention import _hf_deinterleaves
+from glmbench.core.kvcache import KVCache
+from glmbench.core.quant import quantize, quantize_chunks
+from glmbench.models import configs
 from glmbench.models.configs import layer_kinds, route_groups
 from glmbench.core._loader import _core
 
@@ -47,7 +52,6 @@ MLA_STRATEGIES = vocab.MLA_STRATEGIES
 
 # ---- configs ------------------------------------------------------------------------------
 def _load_config(config):
-    from glmbench.models import configs
     if isinstance(config, configs.ModelConfig):
         return config
     return configs.load(config)
@@ -68,7 +72,6 @@ def to_format(a, fmt: str) -> np.ndarray:
             return np.ascontiguousarray(a)
         return vocab.to_bf16(np.asarray(a, dtype=np.float32))
     if fmt in ("q8_0", "q4_0"):  # ggml blocks (glmbench/quant.py): a QTensor
-        from glmbench.core.quant import quantize
         return quantize(np.ascontiguousarray(_to_f32(np.asarray(a))), fmt)
     raise ValueError(f"`weights` must be one of {WEIGHT_FORMATS}, got {fmt!r}")
 
@@ -92,7 +95,6 @@ _CHUNK_ELEMS = 1 << 24
 def random_weight(name: str, shape: tuple, fmt: str, seed: int, std: float) -> np.ndarray:
     """N(0, std^2) tensor `shape` in format `fmt`, from the stream of (seed, name)."""
     if fmt in ("q8_0", "q4_0"):  # the same values, quantized chunk by chunk (glmbench/quant.py)
-        from glmbench.core.quant import quantize_chunks
         g, n = _rng(seed, name), int(np.prod(shape))
         return quantize_chunks((g.standard_normal(min(_CHUNK_ELEMS, n - s), dtype=np.float32) * np.float32(std)
                                 for s in range(0, n, _CHUNK_ELEMS)), shape, fmt)
@@ -189,7 +191,6 @@ class Layer:
         cfg, w, a = self.cfg, self.w, self.attn
         if getattr(cfg, "sliding_window", None) or not all(isinstance(v, np.ndarray) for v in w.values()):
             return None
-        from glmbench.core.attention import _hf_deinterleaves
         mla = cfg.attention == "mla"
         s = dict(attention=int(mla), D=int(cfg.hidden_size), eps=float(cfg.rms_norm_eps),
                  ln_in=w["input_layernorm.weight"], ln_post=w["post_attention_layernorm.weight"],
@@ -238,9 +239,9 @@ class Layer:
         eps = float(cfg.rms_norm_eps)
         h = _ops.rms_norm(x, w["input_layernorm.weight"], eps)
         if cfg.attention == "mla":
-            a = _attention().mla_block(h, self.attn, cache, cache_layer, positions, cfg, strategy=mla_strategy)
+            a = attention.mla_block(h, self.attn, cache, cache_layer, positions, cfg, strategy=mla_strategy)
         else:
-            a = _attention().gqa_block(h, self.attn, cache, cache_layer, positions, cfg)
+            a = attention.gqa_block(h, self.attn, cache, cache_layer, positions, cfg)
         x = x + a
         h = _ops.rms_norm(x, w["post_attention_layernorm.weight"], eps)
         if self.kind == "dense":
@@ -249,11 +250,6 @@ class Layer:
             m, self.last_counts = _ops.moe(h, w["mlp.gate.weight"], *(w[n] for n in _EXPERTS),
                                            shared=self._shared, **self._route)
         return x + m
-
-
-def _attention():
-    from glmbench.core import attention
-    return attention
 
 
 def build_layer(cfg, index: int, weight_format: str = "bf16", seed: int = 0) -> Layer:
@@ -388,7 +384,6 @@ class Model:
             self.final_norm = np.ascontiguousarray(_to_f32(fn))
             self.layers = [_layer_from_hf(cfg, i, kinds[i], weights, weight_format) for i in idx]
 
-        from glmbench.core.kvcache import KVCache
         n = len(idx)
         if cfg.attention == "mla":
             self.cache = KVCache.mla(n, self.max_context, cfg.kv_lora_rank, cfg.qk_rope_head_dim, kv=kv_dtype)
