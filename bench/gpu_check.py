@@ -40,7 +40,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import glmbench  # noqa: E402
-from glmbench import cuda
+from glmbench import cuda  # noqa: E402
 from glmbench.results import records  # noqa: E402
 from glmbench.core import reference as ref  # noqa: E402
 

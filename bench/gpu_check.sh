@@ -24,6 +24,9 @@ if ! $PY -c "import scipy_openblas32" 2>/dev/null; then
     exit 3
   fi
 fi
+# glmbench is built in place here, not installed: the tests that start a fresh Python elsewhere
+# (test_import_in_a_fresh_process_does_not_touch_the_device) import it from this checkout.
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 CARD=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | tr ' ' '-')
 DEST=${OUT:-bench/results/$(date -u +%Y-%m-%d)_${CARD:-gpu}}
 mkdir -p "$DEST"

@@ -1,8 +1,9 @@
-"""A CPU stand-in for glmbench.cuda._cuda, for testing the PYTHON side (glmbench/cuda.py and
-bench/gpu_check.py) on machines without a GPU. It proves nothing about the CUDA kernels: each op
-here is glmbench.core.reference on the same bf16 bits, so it only checks that the wrappers pass the
-right addresses, sizes and order, that capture() replays what it recorded, and that nothing
-copies to or from the host while a graph is being captured (a real GPU refuses that too).
+"""A CPU stand-in for glmbench.cuda._cuda, for testing the PYTHON side (glmbench/cuda/__init__.py,
+glmbench/measure/cuda.py and bench/gpu_check.py) on machines without a GPU. It proves nothing
+about the CUDA kernels: each op here is glmbench.core.reference on the same bf16 bits, so it only
+checks that the wrappers pass the right addresses, sizes and order, that capture() replays what it
+recorded, and that nothing copies to or from the host while a graph is being captured (a real GPU
+refuses that too).
 
 Device memory is a set of NumPy byte buffers at fake 256-byte-aligned addresses; pointer
 arithmetic into them works as on a device. Under capture, every call is recorded instead of run,

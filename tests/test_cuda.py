@@ -324,7 +324,8 @@ def test_emulated_cuda_model_matches_the_c_core_model(emu, kind):
     cfg = _tiny(kind)
     m = cuda.CudaModel(cfg, max_context=64, seed=3)
     m.pin_routing()
-    cpu = glmbench.models.model.Model(cfg, state_dict=m.host_weights(), weights="bf16", kv="f32", max_context=64)
+    from glmbench.models.model import Model
+    cpu = Model(cfg, state_dict=m.host_weights(), weights="bf16", kv="f32", max_context=64)
     toks = [5, 17, 3, 88, 41]
     got = m.prefill(toks).to_numpy()
     want = cpu.prefill(np.array(toks))
@@ -365,7 +366,101 @@ def test_cli_measure_device_cuda(emu, tmp_path, capsys):
     tg = next(r for r in recs if r["test"] == "tg")
     assert tg["device"] == "GPU: CPU emulator" and tg["n_depth"] == 16 and tg["avg_ts"] > 0
     assert out.exists()
+    # --out resumes: a rerun builds nothing and prints the stored records
+    orig = cuda.CudaModel.__init__
+    cuda.CudaModel.__init__ = _boom
+    try:
+        assert cli.main(["measure", str(path), "--device", "cuda", "--depths", "16", "--n-prompt", "8",
+                         "--repeats", "1", "--out", str(out), "--json", "-q"]) == 0
+    finally:
+        cuda.CudaModel.__init__ = orig
+    assert json.loads(capsys.readouterr().out) == recs
     assert cli.main(["measure", str(path), "--device", "cuda", "--kv", "q8_0", "-q"]) != 0
+
+
+def _boom(*a, **k):
+    raise AssertionError("a finished point was measured again")
+
+
+# What only the CPU backend records: its threads, how its layers run, the per-layer split of a
+# step, the process's RSS and the C kernels' workspace ledger.
+CPU_ONLY = {"cpu_info", "n_threads", "warmup", "attn_arithmetic", "layer_exec", "embed_ms", "head_ms",
+            *(f"{f}_{k}" for f in ("layer_ms", "layer_spread", "layers_timed") for k in ("dense", "moe")),
+            "rss_bytes", "rss_peak_bytes", "other_rss_bytes", "workspace_bytes_peak", "workspace_n_prompt"}
+
+
+@pytest.mark.parametrize("kind", ["glm", "qwen"])
+def test_emulated_measure_cuda_records_match_the_cpu_backend(emu, kind, tmp_path, monkeypatch):
+    """glmbench.measure.cuda.measure (through measure(device="cuda")) on the emulator: the same
+    points in the same order as the CPU backend, the same point keys, every field the CPU record
+    has but its CPU-only ones, with the same values where they describe the model; and resume."""
+    import json
+    from glmbench import measure as M
+    from glmbench import vocab
+    from glmbench.results import records
+    cfg = _tiny(kind)
+    kw = dict(depths=(0, 16), n_prompt=8, n_gen=1, repeats=2)
+    cpu_recs = M.measure(cfg, device="cpu", weights="bf16", kv="bf16", layers="full", warmup=0, progress=False, **kw)
+    out = tmp_path / "gpu.json"
+    gpu = M.measure(cfg, device="cuda", iters=2, out=out, **kw)
+    assert [(r["test"], r["n_depth"], r["n_prompt"], r["n_gen"]) for r in gpu] == \
+        [(r["test"], r["n_depth"], r["n_prompt"], r["n_gen"]) for r in cpu_recs] == \
+        [("pp", 0, 8, 0), ("tg", 0, 0, 1), ("pp", 16, 8, 0), ("tg", 16, 0, 1), ("mem", 16, 0, 0)]
+    same = ("evidence", "model", "model_type", "n_cards", "split", "weights", "type_k", "type_v", "mla_strategy",
+            "repetitions", "n_layers", "glmbench_version", "sampled", "layers_mode", "layers_timed", "model_size",
+            "model_n_params", "kv_fill", "weight_bytes_model", "kv_bytes_model", "kv_bytes_per_token")
+    for g, c in zip(gpu, cpu_recs):
+        records.validate(g)
+        assert vocab.point_key(g) == vocab.point_key(c)
+        assert sorted(set(c) - set(g) - CPU_ONLY) == [], g["test"]
+        assert {f: g.get(f) for f in same if f in c} == {f: c[f] for f in same if f in c}, g["test"]
+        assert g["device"] == "GPU: CPU emulator" and g["runtime"] == "glmbench-cuda" and g["test_time"]
+        assert g["mla_strategy"] == ("flash" if kind == "glm" else "") and g["layers_mode"] == "full"
+        if g["test"] == "mem":
+            assert g["weight_bytes"] > 0 and g["kv_bytes"] == g["kv_bytes_per_token"] * 16
+            assert g["device_total_bytes"] > 0 and g["avg_ts"] is None
+            continue
+        assert g["avg_ts"] > 0 and g["min_ts"] <= g["median_ts"] <= g["max_ts"] and g["stddev_ts"] >= 0
+        assert len(g["samples_ns"]) == len(g["samples_ts"]) == 2
+        assert np.mean(g["samples_ns"]) == pytest.approx(g["avg_ns"])
+        n = g["n_gen"] or g["n_prompt"]
+        assert [n / (ns / 1e9) for ns in g["samples_ns"]] == pytest.approx(g["samples_ts"])
+        assert g["step_ms_min"] <= g["step_ms"] <= g["step_ms_max"]
+    assert gpu[0]["ttft_s"] > 0 and "ttft_s" not in gpu[2]
+    assert len(records.read_records(out)) == 5
+    # resume: every point is in `out`, so nothing is built and the stored records come back
+    monkeypatch.setattr(cuda.CudaModel, "__init__", _boom)
+    again = M.measure(cfg, device="cuda", iters=2, out=out, **kw)
+    assert again == json.loads(json.dumps(gpu))
+    monkeypatch.undo()
+    # a new depth measures only its points (and the mem point moves to the deepest depth)
+    timed = []
+    from glmbench.measure import protocol
+    run = protocol.run
+    monkeypatch.setattr(protocol, "run", lambda pts, store, tp, **k: run(
+        pts, store, tp and (lambda p: timed.append((p["test"], p["n_depth"])) or tp(p)), **k))
+    more = M.measure(cfg, device="cuda", iters=2, out=out, **dict(kw, depths=(0, 16, 24)))
+    assert timed == [("pp", 24), ("tg", 24), ("mem", 24)]
+    assert more[:4] == again[:4] and len(records.read_records(out)) == 8
+    # the first k layers only: another point for the resume key, never a stored full-model one
+    part = M.measure(cfg, device="cuda", iters=1, out=out, depths=(0,), tests=("tg",), repeats=1, layers=1)
+    assert part[0]["layers_mode"] == "first1" and part[0]["layers_timed"] == "0"
+    assert timed[-1] == ("tg", 0)
+
+
+def test_measure_cuda_checks_its_arguments(emu):
+    from glmbench.measure import cuda as cuda_backend
+    cfg = _tiny("qwen")
+    with pytest.raises(ValueError, match=r"`n_gen` must be 1 on the CUDA path"):
+        cuda_backend.measure(cfg, depths=(0,), n_gen=16)
+    with pytest.raises(ValueError, match=r"`layers` must be None \(all 2\) or an integer in 1..2, got 3"):
+        cuda_backend.measure(cfg, depths=(0,), layers=3)
+    with pytest.raises(ValueError, match=r"runs bf16 weights and a bf16 cache, got weights='bf16', kv='q8_0'"):
+        cuda_backend.measure(cfg, depths=(0,), kv="q8_0")
+    with pytest.raises(ValueError, match=r"`iters` must be an integer >= 1, got 0"):
+        cuda_backend.measure(cfg, depths=(0,), iters=0)
+    with pytest.raises(ValueError, match=r"`depths` must be integers >= 0"):
+        cuda_backend.measure(cfg, depths=(-1,))
 
 
 @pytest.mark.skipif(GPU, reason="checks the behaviour without a device")

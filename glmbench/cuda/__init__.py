@@ -17,7 +17,8 @@ versions in its header. `capture(fn)` records fn's launches as a CUDA graph (dec
 timed that way); `time_ms` times a function or graph with CUDA events.
 
 Whole models (random bf16 weights resident on the card, decode at depth as a graph, prefill,
-cudaMemGetInfo memory) are in `CudaModel` and `measure` at the end of this file.
+cudaMemGetInfo memory) are in `CudaModel` at the end of this file; their timing records
+(`glmbench measure --device cuda`) are glmbench.measure.cuda's.
 """
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ __all__ = [
     "DeviceArray", "empty", "to_device", "set_poison",
     "rms_norm", "rope", "linear", "silu_mul", "add", "swiglu",
     "moe_route", "moe_experts", "moe", "PagedCache", "gqa_attention", "mla_attention",
-    "capture", "Graph", "time_ms", "copy_bandwidth", "CudaModel", "measure", "prefer",
+    "capture", "Graph", "time_ms", "copy_bandwidth", "CudaModel", "prefer",
 ]
 
 _ITEMSIZE = {"bf16": 2, "f32": 4, "i32": 4, "i64": 8}
@@ -769,7 +770,7 @@ def capture(fn) -> Graph:
 
 def time_ms(fn_or_graph, *, warmup: int = 3, iters: int = 20, repeats: int = 5) -> dict:
     """Median and spread of the device time of one call, from CUDA events around `iters` calls
-    (a Graph is launched; a function is called)."""
+    (a Graph is launched; a function is called); `samples_ms` holds each repeat's time per call."""
     lib = _lib()
     run = fn_or_graph.launch if isinstance(fn_or_graph, Graph) else fn_or_graph
     for _ in range(warmup):
@@ -788,7 +789,7 @@ def time_ms(fn_or_graph, *, warmup: int = 3, iters: int = 20, repeats: int = 5) 
         lib.event_destroy(a)
         lib.event_destroy(b)
     return {"median_ms": statistics.median(ts), "min_ms": min(ts), "max_ms": max(ts), "repeats": repeats,
-            "iters": iters}
+            "iters": iters, "samples_ms": ts}
 
 
 def copy_bandwidth(nbytes: int = 2 << 30) -> dict:
