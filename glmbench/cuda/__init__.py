@@ -29,6 +29,7 @@ import weakref
 import numpy as np
 
 from glmbench import vocab
+from glmbench.models import configs
 from glmbench.models.configs import route_groups
 
 try:  # built only where nvcc was found (setup.py); HAS_CUDA says which
@@ -820,7 +821,6 @@ class CudaModel:
 
     def __init__(self, config, *, max_context: int = 4096, mla_strategy: str = "flash", seed: int = 0,
                  block_size: int = 64, layers: int | None = None, fused: bool = True):
-        from glmbench.models import configs
         cfg = config if isinstance(config, configs.ModelConfig) else configs.load(config)
         self.cfg, self.mla_strategy, self.fused = cfg, mla_strategy, bool(fused)
         vocab.mla_strategy(mla_strategy)
