@@ -485,13 +485,16 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _built() -> str:
-    """Which compiled parts this install has, found without importing them (a prediction-only
-    install has neither; pip shows the build's warning only with -v, so `--version` says it)."""
-    import importlib.util
-    core = importlib.util.find_spec("glmbench.core._core") is not None
-    cu = importlib.util.find_spec("glmbench.cuda._cuda") is not None
-    return (f"C core: {'built' if core else 'not built, measured ops unavailable'}; "
-            f"CUDA: {'built' if cu else 'not built'}")
+    """Which compiled parts this install has, found by their files, without importing anything
+    (a prediction-only install has neither; pip shows the build's warning only with -v, so
+    `--version` says it)."""
+    import importlib.machinery
+    here = os.path.dirname(os.path.abspath(__file__))
+
+    def has(sub, name):
+        return any(os.path.exists(os.path.join(here, sub, name + s)) for s in importlib.machinery.EXTENSION_SUFFIXES)
+    return (f"C core: {'built' if has('core', '_core') else 'not built, measured ops unavailable'}; "
+            f"CUDA: {'built' if has('cuda', '_cuda') else 'not built'}")
 
 
 def _fail(msg: str) -> int:
