@@ -3,11 +3,11 @@
     python bench/bench_models.py                       # GLM-4.7-Flash and Qwen3-32B, tg16 @ 4096, bf16
     python bench/bench_models.py --depths 0,4096 --models glm-4.7-flash --out bench/results/models.json
 
-For each model and depth: the measured decode time per token (glmbench.measure, layer-sampled when
+For each model and depth: the measured decode time per token (glmbench.measure.measure, layer-sampled when
 the model does not fit in RAM, cache filled synthetically to the depth) and its floor, the bytes a
 token must read (active weights: only the chosen experts of each MoE layer and one embedding row,
 plus the whole KV cache at that depth; measure.decode_bytes_per_token) divided by the memory
-bandwidth. Target: ratio <= 1.4.
+bandwidth (glmbench.measure.machine.measure_ceilings at the start). Target: ratio <= 1.4.
 
 The bandwidth is measured right after every timed decode step (measure(..., bandwidth_probe=True):
 one ~6 ms triad pass, not counted in the step) and each repeat takes the mean of its steps' probes:
@@ -26,6 +26,7 @@ import sys
 import glmbench
 from glmbench.models import configs
 from glmbench import measure as M
+from glmbench.measure.machine import measure_ceilings
 from glmbench.results import records
 
 TARGET = 1.4
@@ -38,17 +39,11 @@ def main(argv=None) -> int:
     ap.add_argument("--n-gen", type=int, default=16)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--weights", default="bf16")
-    ap.add_argument("--kv", default="bf16")
+    ap.add_argument("--kv", default="bf16", help="KV-cache format (default bf16, as the recorded results; glmbench measure's default is f16)")
     ap.add_argument("--layers", default="auto", help="'auto', 'full', 'sampled' or k layers of each kind")
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--out", default=None, help="write the records (with floor and ratio) to this .json/.csv")
     a = ap.parse_args(argv)
-    try:
-        from glmbench.bench import measure_ceilings
-    except ImportError as e:
-        print(f"bench_models: glmbench.bench.measure_ceilings is not available ({e}); it measures the "
-              f"bandwidth the floor divides by", file=sys.stderr)
-        return 2
     if a.threads:
         glmbench.set_num_threads(a.threads)
     depths = [int(d) for d in a.depths.split(",")]
