@@ -90,7 +90,8 @@ def scaled_seconds(timing: dict, built_kinds: Sequence[str], layer_counts: dict)
     return t
 
 
-def decode_bytes_per_token(cfg, weights: str = "bf16", kv: str = "bf16", depth: int = 0) -> int:
+def decode_bytes_per_token(cfg, weights: str = vocab.DEFAULTS["measured_weights"], kv: str = vocab.DEFAULTS["kv"],
+                           depth: int = 0) -> int:
     """Bytes one decode step must read at least: every weight it multiplies through (routed experts:
     only the n_experts_per_tok chosen ones; the embedding: one row), the norms, and the whole
     KV cache at `depth` tokens. The floor of decode time is this over the memory bandwidth."""

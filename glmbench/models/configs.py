@@ -195,10 +195,10 @@ class ModelConfig:
             return [self.kv_lora_rank, self.qk_rope_head_dim]
         return [self.head_dim] * self.n_kv_heads + [self.v_head_dim] * self.n_kv_heads
 
-    def kv_bytes_per_token(self, kv_format: str = "bf16", *, expanded: bool = False) -> int:
+    def kv_bytes_per_token(self, kv: str = vocab.DEFAULTS["kv"], *, expanded: bool = False) -> int:
         """Exact cache bytes per token over all layers. `expanded=True` gives what an MLA model
         would cache without the latent trick (full per-head K and V), for comparison."""
-        fmt = vocab.kv_format(kv_format)
+        fmt = vocab.kv_format(kv)
         if expanded and self.attention == "mla":
             rows = [self.head_dim] * self.n_heads + [self.v_head_dim] * self.n_heads
         else:
@@ -308,15 +308,15 @@ class ModelConfig:
                 t["k_norm.weight"] = (Dh,)
         return t
 
-    def weight_bytes(self, weight_format: str = "bf16") -> int:
-        """Exact bytes of the checkpoint stored as a GGUF-style file in `weight_format`.
+    def weight_bytes(self, weights: str = vocab.DEFAULTS["measured_weights"]) -> int:
+        """Exact bytes of the checkpoint stored as a GGUF-style file in format `weights`.
 
         As llama.cpp's quantizer does (src/llama-quant.cpp): only tensors of 2+ dimensions are
         quantized; 1-D tensors (norms, biases, the router's score bias) stay f32, and so does the
         router weight (`ffn_gate_inp` is never quantized). A matrix whose rows are not a whole
         number of the format's blocks falls back as llama.cpp's `llama_tensor_get_type` does
         (vocab.tensor_format)."""
-        fmt = vocab.weight_format(weight_format)
+        fmt = vocab.weight_format(weights)
         return sum(vocab.tensor_nbytes(fmt, name, shape) for name, shape in self.tensor_shapes().items())
 
     def summary(self) -> dict:

@@ -1,7 +1,7 @@
 """Whole models on the C core: embeddings -> decoder layers -> final norm -> lm_head.
 
     m = glmbench.Model("glm-4.7-flash" | ModelConfig | config dict, state_dict=None | {hf_name: array},
-                       weights="bf16", kv="bf16", max_context=4096, seed=0,
+                       weights="bf16", kv="f16", max_context=4096, seed=0,
                        mla_strategy="flash")
     logits = m.prefill(tokens)        # [T, vocab]; continues from what the cache holds
     logits = m.decode(token)          # [vocab]
@@ -252,7 +252,7 @@ class Layer:
         return x + m
 
 
-def build_layer(cfg, index: int, weight_format: str = "bf16", seed: int = 0) -> Layer:
+def build_layer(cfg, index: int, weights: str = vocab.DEFAULTS["measured_weights"], seed: int = 0) -> Layer:
     """Layer `index` of `cfg` with random weights (the same tensors the full Model would draw)."""
     kind = layer_kinds(cfg)[index]
     w = {}
@@ -261,7 +261,7 @@ def build_layer(cfg, index: int, weight_format: str = "bf16", seed: int = 0) -> 
         if std is None:
             w[name] = np.ones(shape, np.float32)
         else:
-            fmt = vocab.tensor_format(weight_format, name, shape).name
+            fmt = vocab.tensor_format(weights, name, shape).name
             w[name] = random_weight(f"model.layers.{index}.{name}", shape, fmt, seed, std)
     return Layer(cfg, index, kind, w)
 
@@ -339,7 +339,6 @@ class Model:
             raise ValueError(f"`max_context` must be a positive int, got {max_context!r}")
         if state_dict is not None and not isinstance(state_dict, Mapping):
             raise TypeError(f"`state_dict` must be None or a dict of HF-named arrays, got {type(state_dict).__name__}")
-        weight_format, kv_dtype = weights, kv
         self.weights, self.kv, self.mla_strategy = weights, kv, mla_strategy
         self.max_context, self.seed = int(max_context), int(seed)
         kinds = layer_kinds(cfg)
@@ -354,42 +353,41 @@ class Model:
         self.sampled = layers is not None and len(idx) < cfg.n_layers
 
         D, V = cfg.hidden_size, cfg.vocab_size
-        weights = state_dict
-        if weights is None:
-            self.embed = random_weight("model.embed_tokens.weight", (V, D), weight_format, seed, 1.0)
+        if state_dict is None:
+            self.embed = random_weight("model.embed_tokens.weight", (V, D), weights, seed, 1.0)
             self.lm_head = (self.embed if cfg.tie_word_embeddings else
-                            random_weight("lm_head.weight", (V, D), weight_format, seed, 1.0 / np.sqrt(D)))
+                            random_weight("lm_head.weight", (V, D), weights, seed, 1.0 / np.sqrt(D)))
             self.final_norm = np.ones(D, np.float32)
             self.layers = []
             for n, i in enumerate(idx):
-                self.layers.append(build_layer(cfg, i, weight_format, seed))
+                self.layers.append(build_layer(cfg, i, weights, seed))
                 if progress:
                     progress(n + 1, len(idx))
         else:
             def get(key):
-                if key not in weights:
+                if key not in state_dict:
                     raise ValueError(f"`state_dict` lacks {key!r}")
-                return _np(weights[key], key)
+                return _np(state_dict[key], key)
             emb = get("model.embed_tokens.weight")
             _expect(emb, (V, D), "model.embed_tokens.weight")
-            self.embed = to_format(emb, weight_format)
-            if cfg.tie_word_embeddings and "lm_head.weight" not in weights:
+            self.embed = to_format(emb, weights)
+            if cfg.tie_word_embeddings and "lm_head.weight" not in state_dict:
                 self.lm_head = self.embed
             else:
                 head = get("lm_head.weight")
                 _expect(head, (V, D), "lm_head.weight")
-                self.lm_head = to_format(head, weight_format)
+                self.lm_head = to_format(head, weights)
             fn = get("model.norm.weight")
             _expect(fn, (D,), "model.norm.weight")
             self.final_norm = np.ascontiguousarray(_to_f32(fn))
-            self.layers = [_layer_from_hf(cfg, i, kinds[i], weights, weight_format) for i in idx]
+            self.layers = [_layer_from_hf(cfg, i, kinds[i], state_dict, weights) for i in idx]
 
         n = len(idx)
         if cfg.attention == "mla":
-            self.cache = KVCache.mla(n, self.max_context, cfg.kv_lora_rank, cfg.qk_rope_head_dim, kv=kv_dtype)
+            self.cache = KVCache.mla(n, self.max_context, cfg.kv_lora_rank, cfg.qk_rope_head_dim, kv=kv)
         else:
             self.cache = KVCache.gqa(n, self.max_context, cfg.n_kv_heads, cfg.head_dim, cfg.v_head_dim,
-                                     kv=kv_dtype)
+                                     kv=kv)
         self.last_timing: dict = {}
 
     # -- state ---------------------------------------------------------------------------
