@@ -9,6 +9,7 @@ import platform
 import numpy as np
 
 from glmbench.core._loader import _core
+from glmbench.predict import hardware
 
 # ---- facts -----------------------------------------------------------------------
 def cpu_name() -> str:
@@ -109,6 +110,5 @@ def host_profile(ceilings: dict | None = None):
     """This machine's CPU as a hardware profile (glmbench.predict.hardware.GPU, kind "cpu"), from
     its ceilings measured now (measure_ceilings()) unless given. The same FMA peak stands for every
     dtype: glmbench's CPU kernels convert to f32 and multiply there."""
-    from glmbench.predict import hardware
     return hardware.cpu_profile(measure_ceilings() if ceilings is None else ceilings,
                                 launch_us=_CPU_LAUNCH_US, source="measured by glmbench.measure.machine.measure_ceilings()")

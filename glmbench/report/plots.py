@@ -27,7 +27,8 @@ from typing import Iterable, Sequence
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
-from glmbench.results.records import EVIDENCE, validate
+from glmbench.predict.costmodel import crossover  # the cost model owns the interpolation rule
+from glmbench.results.records import EVIDENCE, atomic_write, validate
 
 GIB = 1024 ** 3
 
@@ -240,8 +241,6 @@ def crossovers(records: Sequence[dict], x_field: str = "n_depth", y_field: str =
     Returns dicts {rig label, models (a, b), x, faster_before, faster_after}; x interpolated by
     glmbench.predict.costmodel.crossover on the shared grid of the two lines.
     """
-    from glmbench.predict.costmodel import crossover  # the cost model owns the interpolation rule
-
     recs = [r for r in _as_records(records) if r["evidence"] != "measured"
             and r.get(x_field) is not None and r.get(y_field) is not None]
     by_rig: dict[tuple, dict[str, dict[float, float]]] = defaultdict(lambda: defaultdict(dict))
@@ -537,5 +536,4 @@ def save_charts(records: Sequence[dict], folder: str | os.PathLike) -> list[str]
 def save_figure(fig: Figure, path: str | os.PathLike) -> str:
     """Save a figure as PNG atomically (temp file + rename), like every result file, with an
     ordinary file's mode (0644 under umask 022)."""
-    from glmbench.results.records import atomic_write
     return atomic_write(path, lambda f: fig.savefig(f, format="png"), binary=True)
