@@ -219,16 +219,15 @@ class Workload:
 
 # ---- argument checks ------------------------------------------------------------------------------
 def check_int(name: str, v, lo: int = 0, hi: int | None = None) -> int:
-    """`v` as an int in [lo, hi], or a ValueError that names the argument and shows the value."""
+    """`v` as an int in [lo, hi]: a TypeError naming the argument if it is not a whole number
+    (bool included), a ValueError showing the value if it is out of range."""
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-        if isinstance(v, float) and v.is_integer():
-            v = int(v)
-        else:
-            raise ValueError(f"`{name}` must be a whole number >= {lo}, got {v!r}")
+        raise TypeError(f"`{name}` must be an integer, got {v!r}")
     v = int(v)
-    if v < lo or (hi is not None and v > hi):
-        rng = f">= {lo}" if hi is None else f"in [{lo}, {hi}]"
-        raise ValueError(f"`{name}` must be {rng}, got {v}")
+    if v < lo:
+        raise ValueError(f"`{name}` must be >= {lo}, got {v}")
+    if hi is not None and v > hi:
+        raise ValueError(f"`{name}` must be <= {hi}, got {v}")
     return v
 
 

@@ -347,20 +347,6 @@ def _numel(shape) -> int:
     return n
 
 
-def _check_count(name, v, minimum=0):
-    if isinstance(v, bool) or not isinstance(v, (int,)) and not (isinstance(v, float) and v.is_integer()):
-        try:
-            import numpy as np
-            if isinstance(v, np.integer):
-                v = int(v)
-            else:
-                raise TypeError
-        except TypeError:
-            raise TypeError(f"`{name}` must be an integer, got {v!r}") from None
-    if v < minimum:
-        raise ValueError(f"`{name}` must be >= {minimum}, got {v}")
-
-
 # ---- loading --------------------------------------------------------------------------------------
 def builtin_names() -> list[str]:
     return sorted(f[:-5] for f in os.listdir(_DATA) if f.endswith(".json"))

@@ -660,19 +660,7 @@ def _sequential_seconds(setup, card_s, link):
     return card_s[0]
 
 
-def _check_int(name, v, minimum):
-    if isinstance(v, bool) or not isinstance(v, int):
-        try:
-            import numpy as np
-            if isinstance(v, np.integer):
-                v = int(v)
-            else:
-                raise TypeError
-        except TypeError:
-            raise TypeError(f"`{name}` must be an integer, got {v!r}") from None
-    if v < minimum:
-        raise ValueError(f"`{name}` must be >= {minimum}, got {v}")
-    return v
+_check_int = vocab.check_int
 
 
 def _setup(s) -> Setup:
