@@ -21,6 +21,7 @@ import json
 import os
 import re
 import sys
+import tempfile
 
 from glmbench import __version__, report, vocab
 from glmbench.models import configs
@@ -127,7 +128,7 @@ POSITIVE = _argtype(positive_float, "value")
 
 
 # ---- output paths: checked before any work ---------------------------------------------------------
-def _check_folder(folder: str, opt: str) -> None:
+def _check_folder(folder: str, opt: str, shown: str | None = None) -> None:
     """`folder` exists or can be created (its nearest existing ancestor is a writable folder)."""
     probe = os.path.abspath(folder or ".")
     while not os.path.exists(probe):
@@ -136,9 +137,13 @@ def _check_folder(folder: str, opt: str) -> None:
             break
         probe = parent
     if not os.path.isdir(probe):
-        raise UserError(f"{opt} {folder!r}: {probe} is a file, not a folder")
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise UserError(f"{opt} {folder!r}: cannot write in {probe} (permission denied)")
+        raise UserError(f"{opt} {shown or repr(folder)}: {probe} is a file, not a folder")
+    try:  # the one sure test (permissions, read-only mounts, /proc, root): create a file there
+        fd, tmp = tempfile.mkstemp(prefix=".glmbench-probe-", dir=probe)
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as e:
+        raise UserError(f"{opt} {shown or repr(folder)}: cannot write in {probe} ({e.strerror or e})") from None
 
 
 def _not_a_result(path: str) -> str | None:
@@ -169,7 +174,7 @@ def _check_out_file(path: str, opt: str = "--out", force: bool = False, suffixes
         raise UserError(f"{opt} must end in {' or '.join(suffixes)}, got {path!r}")
     if os.path.isdir(path):
         raise UserError(f"{opt} {path!r} is a folder; give a file name ending in {' or '.join(suffixes)}")
-    _check_folder(os.path.dirname(path) or ".", opt)
+    _check_folder(os.path.dirname(path) or ".", opt, repr(path))
     if os.path.exists(path):
         why = _not_a_result(path)
         if why is not None:
@@ -216,8 +221,8 @@ def _resume_line(path: str, before: list[dict], recs: list[dict], key) -> str:
     n = rec.resume_summary(before, recs, key)
     held = len(rec.read_records(path))
     other = held - len(recs)
-    return (f"{path}: {n['computed']} computed, {n['replaced']} recomputed (inputs changed: old records replaced), "
-            f"{n['reused']} reused; the file holds {held} records"
+    return (f"wrote {len(recs)} records to {path} ({n['computed']} computed, {n['replaced']} recomputed because "
+            f"their inputs changed, replacing the old records, {n['reused']} reused); the file holds {held} records"
             + (f" ({other} of points outside this run)" if other else ""))
 
 
@@ -377,7 +382,6 @@ def cmd_sweep(args) -> int:
 
 def cmd_measure(args) -> int:
     from glmbench import measure  # the measured side needs the C core: imported only for this command
-    from glmbench.measure import protocol
     out = args.out
     if out and _check_out_file(out, force=args.force):
         os.unlink(out)  # --force: not a records file, replaced rather than resumed from
@@ -395,7 +399,7 @@ def cmd_measure(args) -> int:
         recs = measure.measure(args.model, device="cuda", depths=tuple(args.depths), n_prompt=args.n_prompt,
                                mla_strategy=args.mla_strategy, repeats=args.repeats,
                                out=resumable)
-        _measured_out(out, resumable, before, recs, protocol.resume_key)
+        _measured_out(out, resumable, before, recs, measure.protocol.resume_key)
         _emit_records(recs, args)
         return 0
     recs = measure.measure(
@@ -404,7 +408,7 @@ def cmd_measure(args) -> int:
         mla_strategy=args.mla_strategy, threads=args.threads,
         repeats=args.repeats, layers=args.layers, bandwidth_probe=args.bandwidth_probe,
         out=resumable, progress=not args.quiet)
-    _measured_out(out, resumable, before, recs, protocol.resume_key)
+    _measured_out(out, resumable, before, recs, measure.protocol.resume_key)
     _emit_records(recs, args)
     return 0
 
