@@ -638,7 +638,7 @@ def main(argv: list[str] | None = None) -> int:
         # /dev/null so the interpreter's own flush at exit does not complain again
         try:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except (OSError, ValueError):
+        except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
             pass
         return EXIT_BROKEN_PIPE
     except UserError as e:
