@@ -170,6 +170,8 @@ def _check_out_file(path: str, opt: str = "--out", force: bool = False, suffixes
     """Check an output file before any work: its suffix, its folder (exists or can be created,
     writable), and that an existing file there is a glmbench result (else refused unless --force).
     Returns True when an existing file that is not a result is to be overwritten (--force)."""
+    if not path:
+        raise UserError(f"{opt} is empty; give a file name ending in {' or '.join(suffixes)}")
     if not path.endswith(suffixes):
         raise UserError(f"{opt} must end in {' or '.join(suffixes)}, got {path!r}")
     if os.path.isdir(path):
@@ -189,6 +191,8 @@ def _check_out_folder(path: str, opt: str, force: bool, results=(), json_files=(
     """Check an output folder before any work: not a file, creatable and writable; the files the
     command will replace there are its own kind (records files glmbench reads, JSON, a glmbench
     report.md) unless --force."""
+    if not path:
+        raise UserError(f"{opt} is empty; give a folder")
     if os.path.exists(path) and not os.path.isdir(path):
         raise UserError(f"{opt} {path!r} is a file, not a folder")
     _check_folder(path, opt)
@@ -367,7 +371,7 @@ def cmd_sweep(args) -> int:
     study = _study_from_args(args)
     tests = tuple(t.strip() for t in args.tests.split(",") if t.strip())
     out = args.out
-    if out and _check_out_file(out, force=args.force):
+    if out is not None and _check_out_file(out, force=args.force):
         os.unlink(out)  # --force: not a records file, replaced rather than resumed from
     resumable = out if out and out.endswith(".json") else None
     study.setups()  # every model, format and GPU checked before reading the file or any work
@@ -383,7 +387,7 @@ def cmd_sweep(args) -> int:
 def cmd_measure(args) -> int:
     from glmbench import measure  # the measured side needs the C core: imported only for this command
     out = args.out
-    if out and _check_out_file(out, force=args.force):
+    if out is not None and _check_out_file(out, force=args.force):
         os.unlink(out)  # --force: not a records file, replaced rather than resumed from
     resumable = out if out and out.endswith(".json") else None
     before = _read_before(resumable)
@@ -490,7 +494,7 @@ def cmd_compare(args) -> int:
 
 def cmd_plot(args) -> int:
     recs = _read(args.file)
-    out = args.out or os.path.splitext(args.file)[0] + "-charts"
+    out = args.out if args.out is not None else os.path.splitext(args.file)[0] + "-charts"
     _check_out_folder(out, "--out", False)
     paths = plots.save_charts(recs, out)
     if not paths:

@@ -303,6 +303,8 @@ def test_bad_out_suffix_and_folder_as_file(tmp_path, capsys):
     d = tmp_path / "d.json"
     d.mkdir()
     assert "is a folder" in one_line_error(*run(capsys, "sweep", "--out", str(d))[::2])
+    for argv in (["sweep", "--out", ""], ["report", "--out", ""], ["plot", str(d), "--out", ""]):
+        assert "--out is empty" in one_line_error(*run(capsys, *argv)[::2]) or argv[0] == "plot"
 
 
 # ---- 5. impossible inputs --------------------------------------------------------------------------------
