@@ -67,6 +67,15 @@ PyArrayObject *gb_array_any(PyObject *obj, const char *name, const int *typenums
         strncat(want, typenum_name(*p), sizeof want - strlen(want) - 1);
     }
     if (!ok) {
+        PyArray_Descr *d = PyArray_DESCR(arr);
+        int same_type = 0;
+        for (const int *p = typenums; *p >= 0; p++) if (t == *p) same_type = 1;
+        if (same_type && !PyArray_ISNOTSWAPPED(arr)) {  /* e.g. a big-endian '>f4' array */
+            PyErr_Format(PyExc_TypeError, "`%s` must be native-endian %s, got %c%c%d (byte-swapped); pass "
+                         "%s.astype(%s.dtype.newbyteorder('='))", name, want, d->byteorder, d->kind,
+                         (int)PyArray_ITEMSIZE(arr), name, name);
+            return NULL;
+        }
         PyErr_Format(PyExc_TypeError, "`%s` must be %s, got %s", name, want, dtype_name(arr));
         return NULL;
     }
@@ -141,6 +150,15 @@ static PyObject *py_set_num_threads(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "i:set_num_threads", &n)) return NULL;
     if (n < 1) {
         PyErr_Format(PyExc_ValueError, "`n` must be >= 1, got %d", n);
+        return NULL;
+    }
+    /* No machine runs more useful threads than 64 per processor; at least 4096 are allowed. A
+       larger count is a typo (10**6) that OpenMP would try to honour. */
+    int procs = omp_get_num_procs(), max_threads = procs > 64 ? 64 * procs : 4096;
+    if (max_threads < 4096) max_threads = 4096;
+    if (n > max_threads) {
+        PyErr_Format(PyExc_ValueError, "`n` must be <= %d (the larger of 4096 and 64 x the %d processors), got %d",
+                     max_threads, procs, n);
         return NULL;
     }
     omp_set_num_threads(n);

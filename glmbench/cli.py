@@ -21,6 +21,7 @@ import json
 import os
 import re
 import sys
+import tempfile
 
 from glmbench import __version__, report, vocab
 from glmbench.models import configs
@@ -52,12 +53,17 @@ _TOKENS = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]?)\s*$")
 def parse_tokens(text: str) -> int:
     """'4096' -> 4096, '4K' -> 4096, '128k' -> 131072, '1M' -> 1048576 (binary K, as llama-bench's
     depths and every context length in the model cards are powers of two)."""
+    if _TOKENS.match(str(text).strip().lstrip("-")) and str(text).strip().startswith("-"):
+        raise ValueError(f"must be >= 0, got {text!r}")
     m = _TOKENS.match(str(text))
     if not m:
         raise ValueError(f"not a token count: {text!r} (write e.g. 4096, 4K or 128K)")
     n = float(m.group(1)) * {"": 1, "k": 1024, "m": 1024 ** 2}[m.group(2).lower()]
     if n != int(n) or n < 0:
         raise ValueError(f"not a whole, non-negative token count: {text!r}")
+    if n > vocab.MAX_TOKENS:
+        raise ValueError(f"{text!r} is more tokens than any model has positions or memory for "
+                         f"(at most {vocab.MAX_TOKENS:,})")
     return int(n)
 
 
@@ -109,6 +115,8 @@ def positive_float(text: str) -> float:
         v = float(text)
     except ValueError:
         raise ValueError(f"not a number: {text!r}") from None
+    if v != v or v in (float("inf"), float("-inf")):
+        raise ValueError(f"must be finite, got {text!r}")
     if not v > 0:
         raise ValueError(f"must be > 0, got {text!r}")
     return v
@@ -117,6 +125,113 @@ def positive_float(text: str) -> float:
 DEPTHS = _argtype(parse_token_list, "token counts")
 INTS = _argtype(parse_int_list, "counts")
 POSITIVE = _argtype(positive_float, "value")
+
+
+# ---- output paths: checked before any work ---------------------------------------------------------
+def _check_folder(folder: str, opt: str, shown: str | None = None) -> None:
+    """`folder` exists or can be created (its nearest existing ancestor is a writable folder)."""
+    probe = os.path.abspath(folder or ".")
+    while not os.path.exists(probe):
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            break
+        probe = parent
+    if not os.path.isdir(probe):
+        raise UserError(f"{opt} {shown or repr(folder)}: {probe} is a file, not a folder")
+    try:  # the one sure test (permissions, read-only mounts, /proc, root): create a file there
+        fd, tmp = tempfile.mkstemp(prefix=".glmbench-probe-", dir=probe)
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as e:
+        raise UserError(f"{opt} {shown or repr(folder)}: cannot write in {probe} ({e.strerror or e})") from None
+
+
+def _not_a_result(path: str) -> str | None:
+    """Why the existing file `path` is not a glmbench records file (None when it is one, or empty)."""
+    try:
+        with open(path, newline="") as f:
+            text = f.read()
+    except UnicodeDecodeError:
+        return "not text"
+    except OSError as e:
+        return e.strerror or str(e)
+    if not text.strip():
+        return None
+    try:
+        recs = rec.read_records(path)
+    except (ValueError, TypeError, KeyError) as e:
+        return str(e)
+    if not recs and path.endswith(".csv") and "evidence" not in text.splitlines()[0].split(","):
+        return "its header has no `evidence` column"
+    return None
+
+
+def _check_out_file(path: str, opt: str = "--out", force: bool = False, suffixes=(".json", ".csv")) -> bool:
+    """Check an output file before any work: its suffix, its folder (exists or can be created,
+    writable), and that an existing file there is a glmbench result (else refused unless --force).
+    Returns True when an existing file that is not a result is to be overwritten (--force)."""
+    if not path:
+        raise UserError(f"{opt} is empty; give a file name ending in {' or '.join(suffixes)}")
+    if not path.endswith(suffixes):
+        raise UserError(f"{opt} must end in {' or '.join(suffixes)}, got {path!r}")
+    if os.path.isdir(path):
+        raise UserError(f"{opt} {path!r} is a folder; give a file name ending in {' or '.join(suffixes)}")
+    _check_folder(os.path.dirname(path) or ".", opt, repr(path))
+    if os.path.exists(path):
+        why = _not_a_result(path)
+        if why is not None:
+            if not force:
+                raise UserError(f"{opt} {path!r} exists and is not a glmbench result file ({why}); "
+                                "refusing to overwrite it (pass --force to replace it)")
+            return True
+    return False
+
+
+def _check_out_folder(path: str, opt: str, force: bool, results=(), json_files=(), markdown=()) -> None:
+    """Check an output folder before any work: not a file, creatable and writable; the files the
+    command will replace there are its own kind (records files glmbench reads, JSON, a glmbench
+    report.md) unless --force."""
+    if not path:
+        raise UserError(f"{opt} is empty; give a folder")
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise UserError(f"{opt} {path!r} is a file, not a folder")
+    _check_folder(path, opt)
+    if force or not os.path.isdir(path):
+        return
+    for name in (*results, *json_files, *markdown):
+        f = os.path.join(path, name)
+        if not os.path.isfile(f):
+            continue
+        why = None
+        if name in results:
+            why = _not_a_result(f)
+        else:
+            try:
+                with open(f) as fh:
+                    text = fh.read()
+                if name in json_files:
+                    json.loads(text)
+                elif not text.startswith("# glmbench"):
+                    why = "not a glmbench report"
+            except (OSError, UnicodeDecodeError, ValueError) as e:
+                why = f"not JSON ({e})" if name in json_files else str(e)
+        if why is not None:
+            raise UserError(f"{opt} {path!r} holds {name}, which is not glmbench's ({why}); refusing to "
+                            "overwrite it (pass --force to replace it)")
+
+
+def _resume_line(path: str, before: list[dict], recs: list[dict], key) -> str:
+    """What a resumed run did with its file, and what the file holds now."""
+    n = rec.resume_summary(before, recs, key)
+    held = len(rec.read_records(path))
+    other = held - len(recs)
+    return (f"wrote {len(recs)} records to {path} ({n['computed']} computed, {n['replaced']} recomputed because "
+            f"their inputs changed, replacing the old records, {n['reused']} reused); the file holds {held} records"
+            + (f" ({other} of points outside this run)" if other else ""))
+
+
+def _read_before(path) -> list[dict]:
+    return rec.read_records(path) if path and os.path.exists(path) and os.path.getsize(path) else []
 
 
 # ---- output helpers -----------------------------------------------------------------------------
@@ -180,7 +295,7 @@ def _numeric(s: str) -> bool:
 
 
 _SHOW = ("evidence", "test", "model", "device", "n_cards", "weights", "type_k", "runtime", "n_prompt",
-         "n_depth", "concurrency", "avg_ts", "stddev_ts", "ttft_s", "mem_bytes", "fits", "aggregate_tok_s")
+         "n_depth", "concurrency", "avg_ts", "stddev_ts", "ttft_s", "mem_bytes", "fits", "beyond_native", "aggregate_tok_s")
 
 
 def _table_columns(rows):
@@ -240,10 +355,12 @@ def _study_from_args(args):
 # ---- commands -----------------------------------------------------------------------------------
 def cmd_report(args) -> int:
     study = _study_from_args(args)
+    out = args.out
+    _check_out_folder(out, "--out", args.force, results=("records.csv", "records.json"),
+                      json_files=("decisions.json", "ceilings.json"), markdown=("report.md",))
     extra = []
     for path in args.measured or []:
         extra += _read(path)
-    out = args.out
     result = report.run(study, out, extra_records=extra, progress=not args.quiet)
     print(f"report written to {os.path.join(out, 'report.md')} "
           f"({len(result['charts'])} charts, {result['n_records']} records)")
@@ -254,12 +371,15 @@ def cmd_sweep(args) -> int:
     study = _study_from_args(args)
     tests = tuple(t.strip() for t in args.tests.split(",") if t.strip())
     out = args.out
-    if out and not out.endswith((".json", ".csv")):
-        raise UserError(f"--out must end in .json or .csv, got {out!r}")
+    if out is not None and _check_out_file(out, force=args.force):
+        os.unlink(out)  # --force: not a records file, replaced rather than resumed from
     resumable = out if out and out.endswith(".json") else None
+    study.setups()  # every model, format and GPU checked before reading the file or any work
+    before = _read_before(resumable)
     recs = report.sweep(study, tests=tests, progress=not args.quiet, out=resumable)
     if resumable:
-        print(f"wrote {len(recs)} records to {out}", file=sys.stderr)
+        from glmbench.predict import sweep as sw
+        print(_resume_line(out, before, recs, sw._key), file=sys.stderr)
     _emit_records(recs, args, None if resumable else out)
     return 0
 
@@ -267,8 +387,10 @@ def cmd_sweep(args) -> int:
 def cmd_measure(args) -> int:
     from glmbench import measure  # the measured side needs the C core: imported only for this command
     out = args.out
-    if out and not out.endswith((".json", ".csv")):
-        raise UserError(f"--out must end in .json or .csv, got {out!r}")
+    if out is not None and _check_out_file(out, force=args.force):
+        os.unlink(out)  # --force: not a records file, replaced rather than resumed from
+    resumable = out if out and out.endswith(".json") else None
+    before = _read_before(resumable)
     if getattr(args, "device", "cpu") == "cuda":  # the GPU path (measure/cuda.py, docs/CUDA.md)
         from glmbench import cuda
         from glmbench.measure import cuda as cuda_backend
@@ -280,9 +402,8 @@ def cmd_measure(args) -> int:
             raise UserError("--device cuda: no CUDA device (or glmbench.cuda._cuda was not built); see docs/CUDA.md")
         recs = measure.measure(args.model, device="cuda", depths=tuple(args.depths), n_prompt=args.n_prompt,
                                mla_strategy=args.mla_strategy, repeats=args.repeats,
-                               out=out if out and out.endswith(".json") else None)
-        if out and out.endswith(".csv"):
-            rec.write_records(out, recs)
+                               out=resumable)
+        _measured_out(out, resumable, before, recs, measure.protocol.resume_key)
         _emit_records(recs, args)
         return 0
     recs = measure.measure(
@@ -290,13 +411,18 @@ def cmd_measure(args) -> int:
         weights=args.weights or vocab.DEFAULTS["measured_weights"], kv=args.kv or vocab.DEFAULTS["kv"],
         mla_strategy=args.mla_strategy, threads=args.threads,
         repeats=args.repeats, layers=args.layers, bandwidth_probe=args.bandwidth_probe,
-        out=out if out and out.endswith(".json") else None, progress=not args.quiet)
-    if out and out.endswith(".csv"):
-        rec.write_records(out, recs)
-    if out:
-        print(f"wrote {len(recs)} records to {out}", file=sys.stderr)
+        out=resumable, progress=not args.quiet)
+    _measured_out(out, resumable, before, recs, measure.protocol.resume_key)
     _emit_records(recs, args)
     return 0
+
+
+def _measured_out(out, resumable, before, recs, key) -> None:
+    if resumable:
+        print(_resume_line(out, before, recs, key), file=sys.stderr)
+    elif out:
+        rec.write_records(out, recs)
+        print(f"wrote {len(recs)} records to {out}", file=sys.stderr)
 
 
 def cmd_models(args) -> int:
@@ -368,10 +494,12 @@ def cmd_compare(args) -> int:
 
 def cmd_plot(args) -> int:
     recs = _read(args.file)
-    out = args.out or os.path.splitext(args.file)[0] + "-charts"
+    out = args.out if args.out is not None else os.path.splitext(args.file)[0] + "-charts"
+    _check_out_folder(out, "--out", False)
     paths = plots.save_charts(recs, out)
     if not paths:
         raise UserError(f"{args.file}: nothing to draw (no tg, pp, mem or serve records)")
+    plots.remove_stale_charts(out, paths)  # the folder holds only the current charts
     for p in paths:
         print(p)
     return 0
@@ -405,6 +533,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_study_options(sp, report=True)
     sp.add_argument("--out", default="glmbench-report", metavar="DIR",
                     help="folder to write (default: ./glmbench-report)")
+    sp.add_argument("--force", action="store_true",
+                    help="overwrite records/report files in DIR even if they are not glmbench's")
     sp.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
 
     sp = add("sweep", "predicted records for models x card counts x depths (the cost model)", cmd_sweep)
@@ -412,7 +542,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--tests", default="tg,pp,mem", metavar="LIST",
                     help="tests to predict: tg (decode at each depth), pp (prefill from empty at each depth "
                          "as the prompt length), mem, serve (default: tg,pp,mem)")
-    sp.add_argument("--out", metavar="FILE.json|FILE.csv", help="write the records to a file")
+    sp.add_argument("--out", metavar="FILE.json|FILE.csv",
+                    help="write the records to a file (a .json file resumes: a point is reused only if "
+                         "its inputs are unchanged)")
+    sp.add_argument("--force", action="store_true", help="overwrite --out even if it is not a glmbench result file")
     sp.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     fmt_opts(sp)
 
@@ -435,7 +568,10 @@ def build_parser() -> argparse.ArgumentParser:
                          "a number k of layers of each kind to build and time (default: auto)")
     sp.add_argument("--bandwidth-probe", action="store_true",
                     help="measure the memory bandwidth after each timed repeat and record it (CPU)")
-    sp.add_argument("--out", metavar="FILE.json|FILE.csv", help="write the records (a .json file resumes)")
+    sp.add_argument("--out", metavar="FILE.json|FILE.csv",
+                    help="write the records (a .json file resumes: a point is reused only if its config, "
+                         "settings, threads and code are unchanged)")
+    sp.add_argument("--force", action="store_true", help="overwrite --out even if it is not a glmbench result file")
     sp.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     fmt_opts(sp)
 
@@ -457,10 +593,39 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _join_dash_values(parser, argv: list[str]) -> list[str]:
+    """`--depths -4K` -> `--depths=-4K`: argparse reads a value that starts with '-' as an option
+    (and says "expected one argument"); joined, the option's own check names the problem."""
+    takes_value, every = set(), set()
+    for sp in [parser] + [a for act in parser._actions if isinstance(act, argparse._SubParsersAction)
+                          for a in act.choices.values()]:
+        for act in sp._actions:
+            every.update(act.option_strings)
+            if act.option_strings and act.nargs is None and isinstance(act, argparse._StoreAction):
+                takes_value.update(act.option_strings)
+    out, i = [], 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            out += argv[i:]
+            break
+        if a in takes_value and i + 1 < len(argv) and argv[i + 1].startswith("-") and argv[i + 1] != "--" \
+                and argv[i + 1].split("=", 1)[0] not in every:
+            out.append(f"{a}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(a)
+        i += 1
+    return out
+
+
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a Unix tool whose reader went away
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(_join_dash_values(parser, list(sys.argv[1:] if argv is None else argv)))
         if not getattr(args, "command", None):
             parser.print_help()
             return EXIT_USAGE
@@ -469,7 +634,17 @@ def main(argv: list[str] | None = None) -> int:
                 args.layers = int(args.layers)
             except ValueError:
                 raise UserError(f"--layers must be auto, full, sampled or a whole number, got {args.layers!r}") from None
-        return args.func(args)
+        rc = args.func(args)
+        sys.stdout.flush()  # a closed pipe shows here, not at exit
+        return rc
+    except BrokenPipeError:
+        # the reader (`| head`) went away: stop quietly, as Unix tools do; point stdout at
+        # /dev/null so the interpreter's own flush at exit does not complain again
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+            pass
+        return EXIT_BROKEN_PIPE
     except UserError as e:
         return _fail(str(e))
     except (ValueError, TypeError, KeyError, OSError, ImportError) as e:
@@ -477,6 +652,8 @@ def main(argv: list[str] | None = None) -> int:
         if os.environ.get("GLMBENCH_TRACEBACK") == "1":
             raise
         msg = e.args[0] if isinstance(e, KeyError) and e.args else e
+        if isinstance(e, OSError) and e.strerror:  # not "[Errno 2] ...": what failed, on which path
+            msg = e.strerror + (f": {e.filename}" if e.filename else "")
         prog = f"glmbench {args.command}" if "args" in locals() and getattr(args, "command", None) else "glmbench"
         return _fail(f"{prog}: {msg}")
     except KeyboardInterrupt:

@@ -6,7 +6,8 @@ record of the same point are spelled the same and join on one key. Imports nothi
   defaults     DEFAULTS: one default per concept for every entry point (CLI, API, records)
   formats      Format, WEIGHT_FORMATS, KV_FORMATS: exact bytes; row_format, tensor_format (which
                tensors stay f32); weight_format / kv_format resolve a name once
-  points       point_key(record): the identity of a measured or predicted point
+  points       point_key(record): the identity of a measured or predicted point;
+               fingerprint(*parts): a stable hash of everything that determined a point's number
   checks       check_int, check_tokens: argument checks with the value in the message
   bf16         to_bf16 / bf16_to_f32: the one round-to-nearest-even bf16 conversion
 
@@ -22,8 +23,12 @@ Block layouts are ggml's (REFERENCE.md section 4; ggml-common.h):
 """
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -196,6 +201,41 @@ def join_key(record: dict) -> tuple:
     return (record.get("model"), t, record.get("n_depth") or 0, (record.get("n_prompt") or 0) if t == "pp" else 0)
 
 
+def _canonical(o):
+    """`o` as plain JSON values with a fixed order: dataclasses (every field, the class name
+    first), mappings (keys sorted as strings), sequences, NumPy scalars and arrays."""
+    if o is None or isinstance(o, (bool, str)):
+        return o
+    if isinstance(o, (int, np.integer)):
+        return int(o)
+    if isinstance(o, (float, np.floating)):
+        f = float(o)
+        return f if math.isfinite(f) else repr(f)  # nan/inf as text: JSON has no such numbers
+    if dataclasses.is_dataclass(o) and not isinstance(o, type):
+        return {"__class__": type(o).__name__,
+                **{f.name: _canonical(getattr(o, f.name)) for f in dataclasses.fields(o)}}
+    if isinstance(o, Mapping):
+        return {str(k): _canonical(v) for k, v in sorted(o.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(o, np.ndarray):
+        return {"__array__": o.dtype.str, "shape": list(o.shape), "data": _canonical(o.tolist())}
+    if isinstance(o, (list, tuple, set, frozenset)):
+        items = [_canonical(v) for v in o]
+        return sorted(items, key=repr) if isinstance(o, (set, frozenset)) else items
+    if isinstance(o, os.PathLike):
+        return os.fspath(o)
+    raise TypeError(f"fingerprint: cannot hash a {type(o).__name__}")
+
+
+def fingerprint(*parts) -> str:
+    """A stable hash (16 hex digits of SHA-256) of everything that determined a point's number:
+    the resolved model config, the hardware profile and rig, the runtime profile, formats, MLA
+    strategy and, for measurements, the code version and threads (measure/protocol.py,
+    predict/sweep.py). Equal inputs give an equal fingerprint in every process and on every
+    machine; a resumable store reuses a point only when its record's `fingerprint` is equal."""
+    text = json.dumps([_canonical(p) for p in parts], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 # ---- workloads ------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Workload:
@@ -215,6 +255,32 @@ class Workload:
         if obj not in ("latency", "throughput"):
             raise ValueError(f"`objective` must be 'latency' or 'throughput', got {self.objective!r}")
         object.__setattr__(self, "objective", obj)
+
+
+# ---- bounds: what no real model or context can be ---------------------------------------------
+# Generous on purpose (each is >= 16x the largest released model's figure), so they only catch
+# typos and nonsense (`vocab_size: 1e30`, a depth of 1e20), never a real or future model.
+# The longest context priced or measured: 2^32 tokens. The longest native context of a released
+# model is ~10M tokens, and a 2^32-token cache of even a small model is hundreds of TB.
+MAX_TOKENS = 2 ** 32
+MAX_CONFIG = {
+    "vocab_size": 2 ** 24,              # 16.8M; the largest vocabularies are ~262K
+    "hidden_size": 2 ** 20,             # 1M; the widest models are 16-25K
+    "intermediate_size": 2 ** 22,       # 4M; the widest dense MLPs are ~53K-74K
+    "moe_intermediate_size": 2 ** 22,
+    "num_hidden_layers": 2 ** 14,       # 16384; the deepest models have ~128 layers
+    "num_attention_heads": 2 ** 14,     # 16384; real models have <= 128
+    "num_key_value_heads": 2 ** 14,
+    "head_dim": 2 ** 14,                # real heads are 64-256 wide
+    "kv_lora_rank": 2 ** 16, "q_lora_rank": 2 ** 16,
+    "qk_nope_head_dim": 2 ** 14, "qk_rope_head_dim": 2 ** 14, "v_head_dim": 2 ** 14,
+    "n_routed_experts": 2 ** 16,        # 65536; the most experts released are 384-512
+    "num_experts": 2 ** 16, "num_local_experts": 2 ** 16,
+    "num_experts_per_tok": 2 ** 16, "n_shared_experts": 2 ** 16,
+    "n_group": 2 ** 16, "topk_group": 2 ** 16,
+    "max_position_embeddings": MAX_TOKENS,
+    "sliding_window": MAX_TOKENS,
+}
 
 
 # ---- argument checks ------------------------------------------------------------------------------

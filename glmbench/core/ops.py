@@ -6,8 +6,11 @@ attention (GQA, MLA), KV cache, quant.
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
+from glmbench import vocab
 from glmbench.core import quant as _quant
 from glmbench.core._loader import _core
 
@@ -16,9 +19,20 @@ __all__ = ["set_num_threads", "get_num_threads", "workspace_bytes", "reset_works
 
 
 # ---- threads and workspace ----------------------------------------------------------------
+def max_threads() -> int:
+    """The most threads set_num_threads accepts: the larger of 4096 and 64 per processor (no
+    machine runs more useful threads; a larger count is a typo that OpenMP would try to honour).
+    csrc/module.c applies the same bound."""
+    return max(4096, 64 * (os.cpu_count() or 1))
+
+
 def set_num_threads(n: int) -> None:
-    """Threads used by the C core (OpenMP) and by OpenBLAS."""
-    _core.set_num_threads(int(n))
+    """Threads used by the C core (OpenMP) and by OpenBLAS: 1 to max_threads()."""
+    hi = max_threads()
+    n = vocab.check_int("n", n, 1)
+    if n > hi:
+        raise ValueError(f"`n` must be <= {hi} (the larger of 4096 and 64 x the {os.cpu_count()} processors), got {n}")
+    _core.set_num_threads(n)
 
 
 def get_num_threads() -> int:

@@ -182,6 +182,7 @@ def _measure(cfg, depths, tests, layers, n_prompt, n_gen, weights, kv, mla_strat
     base = protocol.base_record(
         cfg, device=f"CPU: {cpu} ({n_threads} thread{'s' if n_threads != 1 else ''})", weights=weights, kv=kv,
         mla_strategy=mla_strategy, runtime="glmbench", repeats=repeats,
+        code=protocol.code_version(_core), settings={"seed": int(seed), "bandwidth_probe": bool(bandwidth_probe)},
         cpu_info=cpu, n_threads=n_threads, warmup=int(warmup), attn_arithmetic=attn_arithmetic(kv),
         # how a layer runs: one C call (csrc/layer.c) or op by op from Python (quantized matrices,
         # sliding-window attention: Layer.forward_py)

@@ -48,6 +48,8 @@ def measure(model, *, depths=(4096,), n_prompt: int = 512, n_gen: int = 1, tests
     dev = cuda.device_info()
     base = protocol.base_record(cfg, device=f"GPU: {dev['name']}", weights=weights, kv=kv,
                                 mla_strategy=mla_strategy, runtime="glmbench-cuda", repeats=repeats,
+                                code=protocol.code_version(getattr(cuda, "_C", None)),
+                                settings={"seed": int(seed)},
                                 iters=int(iters), sampled=False,
                                 # part of the resume key: a run of the first k layers is another point
                                 layers_mode="full" if n_built == cfg.n_layers else f"first{n_built}",

@@ -419,6 +419,9 @@ class _Reader:
                 raise ValueError(f"config field `{key}` must be an integer, got {v!r}")
         if v < minimum:
             raise ValueError(f"config field `{key}` must be >= {minimum}, got {v}")
+        hi = vocab.MAX_CONFIG.get(key)
+        if hi is not None and v > hi:
+            raise ValueError(f"config field `{key}` = {v:,} is larger than any real model's (at most {hi:,})")
         return v
 
     def float(self, key, positive=True, required=True):

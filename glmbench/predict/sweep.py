@@ -1,7 +1,14 @@
 """Predicted sweeps: models x setups x depths through the cost model, as tidy records
 (glmbench/records.py) with evidence="predicted", the profile names and every input, so a record
-alone says what produced it. With `out` (.json) the sweep resumes: finished points are kept and
-skipped; the file is rewritten atomically after each setup."""
+alone says what produced it. With `out` (.json) the sweep resumes: a finished point is reused
+only when its record's `fingerprint` (vocab.fingerprint of the resolved config, the hardware
+profile and rig, the runtime profile, formats, MLA strategy and the glmbench version) equals the
+one this run computes; a point whose inputs changed is recomputed and replaces the old record, so
+the file holds one record per point. The file is rewritten atomically after each setup.
+
+Every tg/pp/serve/mem record says whether its context fits in the rig's memory (`fits`) and
+whether it is longer than the model's native positions (`beyond_native`, with `native_context`):
+the cost model still prices such a point, and the record says it is one no real run could make."""
 from __future__ import annotations
 
 import os
@@ -9,10 +16,15 @@ from typing import Iterable, Sequence
 
 from tqdm import tqdm
 
+from glmbench import __version__, vocab
 from glmbench.predict import costmodel as cm
 from glmbench.results import records as rec
 
 TESTS = ("tg", "pp", "mem", "serve")
+# The deepest context a sweep prices: 2^32 tokens (4.3G). The longest native context of any
+# released model is ~10M tokens and a 2^32-token KV cache of even a small model is hundreds of
+# TB, so anything deeper is a typo (1e20), not a question.
+MAX_DEPTH = vocab.MAX_TOKENS
 
 
 def _setups(models, setups) -> list:
@@ -64,7 +76,18 @@ def setup_fields(s: cm.Setup) -> dict:
         "runtime": s.runtime.name,
         "expert_skew": None if skew is None else (skew if isinstance(skew, float) else "histogram"),
         "setup": s.label,
+        "native_context": cfg.max_position_embeddings or None,
+        "fingerprint": setup_fingerprint(s),
     }
+
+
+def setup_fingerprint(s: cm.Setup) -> str:
+    """What determines every number of a setup's points (vocab.fingerprint): the resolved model
+    config (every ModelConfig field, the raw HF dict included), the rig (GPU profile: every
+    field; cards; link), the split, formats, MLA strategy, runtime profile (every field), expert
+    skew and the glmbench version (the cost model's code)."""
+    return vocab.fingerprint("predicted", __version__, s.model, s.rig, s.split, s.weights, s.kv,
+                             s.mla_strategy, s.runtime, s.expert_skew)
 
 
 def _key(r: dict) -> tuple:
@@ -90,6 +113,10 @@ def predict(models, setups, depths: Sequence[int], tests: Sequence[str] = ("tg",
     batch = cm._check_int("batch", batch, 1)
     concurrency = [cm._check_int("concurrency", c, 1) for c in concurrency]
     grid = _setups(models, setups)
+    for d in depths:
+        if d > MAX_DEPTH:
+            raise ValueError(f"`depths` must be <= {MAX_DEPTH:,} tokens (no model has positions or memory for "
+                             f"more), got {d:,}")
     done: dict = {}
     if out is not None:
         path = str(out)
@@ -122,10 +149,10 @@ def _point(s, t, d, base, n_prompt, batch, concurrency, store):
         return out
     if t == "tg":
         r = {**base, "test": "tg", "n_depth": d, "n_prompt": 0, "n_gen": 1, "n_batch": batch}
-        out.append(_cached(store, r, lambda: _step(cm.decode(s, d, batch), r)))
+        out.append(_cached(store, r, lambda: _step(cm.decode(s, d, batch), r, s, d + 1, batch)))
     elif t == "pp":
         r = {**base, "test": "pp", "n_depth": d, "n_prompt": n_prompt, "n_gen": 0, "n_batch": 1}
-        out.append(_cached(store, r, lambda: _step(cm.prefill(s, n_prompt, d), r)))
+        out.append(_cached(store, r, lambda: _step(cm.prefill(s, n_prompt, d), r, s, d + n_prompt, 1)))
     else:
         r = {**base, "test": "mem", "n_depth": d, "n_prompt": 0, "n_gen": 0, "n_batch": batch}
         out.append(_cached(store, r, lambda: _mem(s, d, batch, r)))
@@ -133,26 +160,38 @@ def _point(s, t, d, base, n_prompt, batch, concurrency, store):
 
 
 def _cached(done, r, compute):
-    k = _key(r)
-    if k in done:
-        return done[k]
+    """The stored record of `r`'s point if it was made from the same inputs (same fingerprint),
+    else a new one."""
+    old = done.get(_key(r))
+    if old is not None and old.get("fingerprint") == r["fingerprint"]:
+        return old
     return compute()
 
 
-def _step(st: cm.StepCost, r: dict) -> dict:
-    return {**r, "avg_ts": st.tok_s, "stddev_ts": None, "seconds": st.seconds, "dominant": st.dominant,
-            "flops": st.flops, "bytes": st.bytes}
+def _flags(r: dict, context: int, fits: bool) -> dict:
+    """`fits` (the weights and `context` tokens of cache per stream fit the rig) and
+    `beyond_native` (context longer than the model's max_position_embeddings)."""
+    native = r.get("native_context")
+    return {**r, "fits": bool(fits), "beyond_native": bool(native) and context > native}
+
+
+def _step(st: cm.StepCost, r: dict, s=None, context: int = 0, batch: int = 1) -> dict:
+    out = {**r, "avg_ts": st.tok_s, "stddev_ts": None, "seconds": st.seconds, "dominant": st.dominant,
+           "flops": st.flops, "bytes": st.bytes}
+    return out if s is None else _flags(out, context, cm.memory(s, context, batch).fits)
 
 
 def _mem(s, d, batch, r):
     m = cm.memory(s, d, batch)
     return {**r, "mem_bytes": max(c.total for c in m.cards), "mem_total_bytes": m.total,
             "weights_bytes": m.weights, "kv_bytes": m.kv, "workspace_bytes": m.workspace,
-            "overhead_bytes": m.overhead, "capacity_bytes": s.gpu.memory_bytes, "fits": m.fits}
+            "overhead_bytes": m.overhead, "capacity_bytes": s.gpu.memory_bytes, "fits": m.fits,
+            "beyond_native": bool(r.get("native_context")) and d > r["native_context"]}
 
 
 def _serve(s, d, c, r):
     x = cm.serve(s, c, d)
     return {**r, "avg_ts": x["aggregate_tok_s"], "stddev_ts": None, "aggregate_tok_s": x["aggregate_tok_s"],
             "per_stream_tok_s": x["per_stream_tok_s"], "streams": x["streams"], "fits": x["fits"],
-            "limited_by": x["limited_by"]}
+            "limited_by": x["limited_by"],
+            "beyond_native": bool(r.get("native_context")) and d + 1 > r["native_context"]}

@@ -246,10 +246,7 @@ def run(study: Study | None = None, out: str | os.PathLike = "glmbench-report", 
                           json.dumps(_finite(decs), indent=1, default=_jsonable) + "\n")
     charts = plots.save_charts(records, out)
     # a chart this study has no data for must not survive from an earlier report in the folder
-    for name in plots.CHARTS:
-        stale = os.path.join(out, name + ".png")
-        if stale not in charts and os.path.exists(stale):
-            os.unlink(stale)
+    plots.remove_stale_charts(out, charts)
     rec.atomic_write_text(os.path.join(out, "ceilings.json"), json.dumps(_finite(ceils), indent=1) + "\n")
     text = render(records, study, decs, [os.path.basename(p) for p in charts], ceils)
     path = os.path.join(out, "report.md")

@@ -533,6 +533,20 @@ def save_charts(records: Sequence[dict], folder: str | os.PathLike) -> list[str]
     return paths
 
 
+def remove_stale_charts(folder: str | os.PathLike, keep: Sequence[str]) -> list[str]:
+    """Delete `<folder>/<chart>.png` for every chart name glmbench draws (CHARTS) that is not in
+    `keep` (paths just written): a folder of charts holds only the current ones. Other files are
+    left alone. Returns the paths removed."""
+    keep = {os.path.abspath(p) for p in keep}
+    gone = []
+    for name in CHARTS:
+        p = os.path.join(os.fspath(folder), name + ".png")
+        if os.path.abspath(p) not in keep and os.path.isfile(p):
+            os.unlink(p)
+            gone.append(p)
+    return gone
+
+
 def save_figure(fig: Figure, path: str | os.PathLike) -> str:
     """Save a figure as PNG atomically (temp file + rename), like every result file, with an
     ordinary file's mode (0644 under umask 022)."""

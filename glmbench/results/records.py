@@ -178,9 +178,11 @@ def read_records(path: str | os.PathLike) -> list[dict]:
 class ResultStore:
     """A JSON records file that a sweep appends to point by point and can resume from.
 
-    `key(record)` names a point (e.g. (test, model, n_depth)); `done(key)` says whether it is
-    already stored; `add(record)` stores one point and rewrites the file atomically, so killing
-    the process loses at most the point being computed.
+    `key(record)` names a point (e.g. (test, model, n_depth)); `done(key, fingerprint)` says
+    whether it is already stored (from the same inputs, when a fingerprint is given: a record
+    whose `fingerprint` differs is not done); `add(record)` stores one point, replacing any record
+    of the same key, and rewrites the file atomically, so killing the process loses at most the
+    point being computed. The file holds one record per key (the last one read or added).
     """
 
     def __init__(self, path: str | os.PathLike, key: Callable[[dict], tuple]):
@@ -188,15 +190,44 @@ class ResultStore:
         if not self.path.endswith(".json"):
             raise ValueError(f"ResultStore `path` must end in .json, got {self.path!r}")
         self.key = key
-        self.records: list[dict] = read_records(self.path) if os.path.exists(self.path) else []
-        self._keys = {self.key(r) for r in self.records}
+        self._by_key: dict = {}
+        for r in read_records(self.path) if os.path.exists(self.path) else []:
+            self._by_key.pop(self.key(r), None)  # a later record of a key wins, in file order
+            self._by_key[self.key(r)] = r
 
-    def done(self, key: tuple) -> bool:
-        return key in self._keys
+    @property
+    def records(self) -> list[dict]:
+        return list(self._by_key.values())
+
+    def get(self, key: tuple) -> dict | None:
+        return self._by_key.get(key)
+
+    def done(self, key: tuple, fingerprint: str | None = None) -> bool:
+        r = self._by_key.get(key)
+        return r is not None and (fingerprint is None or r.get("fingerprint") == fingerprint)
 
     def add(self, record: dict) -> None:
         validate(record)
         k = self.key(record)
-        self.records = [r for r in self.records if self.key(r) != k] + [record]
-        self._keys.add(k)
+        self._by_key.pop(k, None)
+        self._by_key[k] = record
         write_records(self.path, self.records)
+
+
+def resume_summary(before: Sequence[dict], after: Sequence[dict], key: Callable[[dict], tuple]) -> dict:
+    """How a resumed run used its file: of the records `after` it returned, how many it `reused`
+    (the stored record, unchanged), `replaced` (a record of the same point from other inputs was
+    there) and `computed` (new points)."""
+    old = {}
+    for r in before:
+        old[key(r)] = r
+    out = {"reused": 0, "computed": 0, "replaced": 0}
+    for r in after:
+        o = old.get(key(r))
+        if o is None:
+            out["computed"] += 1
+        elif o == r:
+            out["reused"] += 1
+        else:
+            out["replaced"] += 1
+    return out
