@@ -146,6 +146,8 @@ def _add(w, gname, a, types):
     t = T.F32
     if types is not None and a.ndim >= 2 and "ffn_gate_inp" not in gname:
         t = types(gname, a.shape)
+        if a.shape[-1] % gguf.GGML_QUANT_SIZES[t][0]:
+            t = T.F16  # rows that are not whole blocks (llama.cpp falls back too)
     if t == T.F32:
         w.add_tensor(gname, a)
     elif t == T.F16:

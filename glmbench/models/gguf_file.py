@@ -460,6 +460,19 @@ class FileWeights:
         """Bytes a runtime loads: everything but the skipped MTP layers."""
         return self.total_bytes - self.skipped_bytes
 
+    @property
+    def weight_format(self) -> str:
+        """The vocab weight format standing for the file's main matrix type where one name is needed
+        (records, the cost model's matmul dtype): the type itself when vocab knows it (Q4_K ->
+        q4_K), else q8_0 for 32-weight blocks and q4_K for 256-weight super-blocks. Bytes never
+        come from it: they are the file's own (bytes_of)."""
+        from glmbench import vocab
+        t = self.main_type
+        name = t.lower().replace("_k", "_K")
+        if name in vocab.WEIGHT_FORMATS:
+            return name
+        return "q4_K" if t.endswith("_K") or t.startswith(("IQ", "TQ")) else "q8_0"
+
     def bytes_of(self) -> dict:
         return {n: b for n, _, b in self.tensors}
 
