@@ -18,7 +18,8 @@ experts are held as three stacked tensors `mlp.experts.gate_proj` [E, F, D], `ml
 `mlp.experts.gate_up_proj` [E, 2F, D] + `mlp.experts.down_proj` (transformers 5.x) and per-expert
 `mlp.experts.{e}.gate_proj.weight` (4.x) are accepted on input.
 
-Matrices are stored in the weight format (f32 float32, f16 float16, bf16 uint16 bits, q8_0/q4_0
+weights="stored" (with a state_dict, e.g. from models/checkpoint.py) keeps each matrix in the
+format it comes in (f32, f16, bf16 bits, q8_0/q4_0 QTensor). Otherwise matrices are stored in the weight format (f32 float32, f16 float16, bf16 uint16 bits, q8_0/q4_0
 quant.QTensor); norm weights, router weights and biases stay float32 (tiny, and the ops read them as f32).
 
 Random weights: every tensor is drawn from its own stream, seeded by (seed, tensor name), so a
