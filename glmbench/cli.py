@@ -408,8 +408,8 @@ def cmd_measure(args) -> int:
         return 0
     recs = measure.measure(
         args.model, depths=tuple(args.depths), n_prompt=args.n_prompt, n_gen=args.n_gen,
-        weights=args.weights or vocab.DEFAULTS["measured_weights"], kv=args.kv or vocab.DEFAULTS["kv"],
-        mla_strategy=args.mla_strategy, threads=args.threads,
+        weights=args.weights, kv=args.kv or vocab.DEFAULTS["kv"],
+        mla_strategy=args.mla_strategy, threads=args.threads, routing_stats=args.routing_stats,
         repeats=args.repeats, layers=args.layers, bandwidth_probe=args.bandwidth_probe,
         out=resumable, progress=not args.quiet)
     _measured_out(out, resumable, before, recs, measure.protocol.resume_key)
@@ -550,12 +550,15 @@ def build_parser() -> argparse.ArgumentParser:
     fmt_opts(sp)
 
     sp = add("measure", "time a model's layers on this machine's CPU (evidence=measured)", cmd_measure)
-    sp.add_argument("model", metavar="MODEL", help="built-in name or config.json (weights are random, seeded)")
+    sp.add_argument("model", metavar="MODEL",
+                    help="built-in name or config.json (weights random, seeded), or real weights: a .gguf file "
+                         "or an HF folder with *.safetensors (run as stored)")
     sp.add_argument("--depths", type=DEPTHS, default=[4096], metavar="LIST", help="cache depths (default: 4K)")
     sp.add_argument("--n-prompt", type=int, default=512, help="prefill chunk in tokens (default: 512)")
     sp.add_argument("--n-gen", type=int, default=16, help="tokens generated per repeat (default: 16)")
     sp.add_argument("--weights", default=None,
-                    help=f"weight format (default: {vocab.DEFAULTS['measured_weights']}; --device cuda: bf16)")
+                    help=f"weight format (default: {vocab.DEFAULTS['measured_weights']}, or as stored for a "
+                         f"checkpoint; --device cuda: bf16)")
     sp.add_argument("--kv", default=None, help=f"KV-cache format (default: {vocab.DEFAULTS['kv']}; --device cuda: bf16)")
     sp.add_argument("--mla-strategy", default=vocab.DEFAULTS["mla_strategy"], choices=vocab.MLA_STRATEGIES,
                     help="MLA attention form (default: flash)")
@@ -566,6 +569,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--layers", default="auto",
                     help="auto (the whole model if it fits in memory, else sampled), full, sampled, or "
                          "a number k of layers of each kind to build and time (default: auto)")
+    sp.add_argument("--routing-stats", action="store_true",
+                    help="real weights only (a .gguf or an HF safetensors folder): record each MoE layer's "
+                         "tokens per expert over the timed decode steps (routing_counts)")
     sp.add_argument("--bandwidth-probe", action="store_true",
                     help="measure the memory bandwidth after each timed repeat and record it (CPU)")
     sp.add_argument("--out", metavar="FILE.json|FILE.csv",

@@ -42,8 +42,8 @@ from glmbench.measure import protocol
 from glmbench.measure.machine import available_bytes, cpu_name, probe_bandwidth, rss_bytes  # noqa: F401
 from glmbench.core import _core
 from glmbench.core.ops import get_num_threads, reset_workspace_peak, set_num_threads, workspace_bytes
-from glmbench.models import configs
-from glmbench.models.model import Model, layer_kinds
+from glmbench.models import checkpoint, configs
+from glmbench.models.model import STORED, Model, layer_kinds, stored_format
 
 __all__ = ["measure", "attn_arithmetic", "choose_layers", "sample_layers", "scaled_seconds", "decode_bytes_per_token",
            "cpu_name", "rss_bytes"]
@@ -126,10 +126,10 @@ def _check_layers(layers, threads):
 
 
 def measure(model, *, depths=(4096,), n_prompt: int = 512, n_gen: int = 16,
-            weights: str = vocab.DEFAULTS["measured_weights"], kv: str = vocab.DEFAULTS["kv"],
+            weights: str | None = None, kv: str = vocab.DEFAULTS["kv"],
             mla_strategy: str = vocab.DEFAULTS["mla_strategy"], threads: int | None = None, repeats: int = 3,
             layers="auto", out=None, progress: bool = True, tests=TESTS, warmup: int = 1,
-            seed: int = 0, bandwidth_probe: bool = False) -> list[dict]:
+            seed: int = 0, bandwidth_probe: bool = False, routing_stats: bool = False) -> list[dict]:
     """Measure `model` (built-in name, config.json path, dict or ModelConfig) on this CPU with random
     seeded weights. One record per (test, depth) plus one "mem" record; see the module docstring.
 
@@ -138,12 +138,29 @@ def measure(model, *, depths=(4096,), n_prompt: int = 512, n_gen: int = 16,
     out:    a .json path: finished points are stored as they complete and skipped on a rerun.
     warmup: untimed runs before the `repeats` timed ones, per point.
     bandwidth_probe: measure the memory bandwidth after each timed repeat (see the module docstring).
+    weights: None -> the measured default (bf16) for random weights; a GGUF file or an HF
+            safetensors folder (models/checkpoint.py) runs its real weights as stored.
+    routing_stats: (real weights, MoE) each tg record gains `routing_counts` {layer: tokens per
+            expert} over its timed decode steps (token ids drawn at random: no tokenizer), which
+            `routing_histogram` sums for the cost model's Setup(expert_skew=...).
     """
 
     depths, tests = protocol.check_args(depths, n_prompt, n_gen, repeats, warmup, tests)
     layers = _check_layers(layers, threads)
-    cfg = configs.load(model)
-    if weights not in vocab.EXECUTABLE_WEIGHT_FORMATS:
+    state = None
+    if checkpoint.is_checkpoint(model):  # real weights: a GGUF file or an HF safetensors folder
+        cfg, state = checkpoint.state_dict(model)
+        if weights is None or weights == STORED:
+            weights = STORED
+    else:
+        if routing_stats:
+            raise ValueError("`routing_stats` needs real weights (a GGUF file or an HF safetensors folder): "
+                             "random weights route uniformly by construction")
+        cfg = configs.load(model)
+        weights = weights or vocab.DEFAULTS["measured_weights"]
+    if weights == STORED:
+        pass
+    elif weights not in vocab.EXECUTABLE_WEIGHT_FORMATS:
         vocab.weight_format(weights)  # named ValueError for an unknown format
         raise ValueError(f"weights {weights!r} have no CPU kernel; measured formats: "
                          f"{', '.join(vocab.EXECUTABLE_WEIGHT_FORMATS)}")
@@ -153,19 +170,21 @@ def measure(model, *, depths=(4096,), n_prompt: int = 512, n_gen: int = 16,
         set_num_threads(int(threads))
     try:
         return _measure(cfg, depths, tests, layers, n_prompt, n_gen, weights, kv, mla_strategy, repeats, out,
-                        progress, warmup, seed, bool(bandwidth_probe))
+                        progress, warmup, seed, bool(bandwidth_probe), state, bool(routing_stats))
     finally:
         if threads is not None:
             set_num_threads(threads_before)
 
 
 def _measure(cfg, depths, tests, layers, n_prompt, n_gen, weights, kv, mla_strategy, repeats, out, progress,
-             warmup, seed, bandwidth_probe=False):
+             warmup, seed, bandwidth_probe=False, state=None, routing_stats=False):
     n_threads = get_num_threads()
     # every run refills the cache to its depth, so the deepest point plus one run's new tokens
     # ("mem" runs a decode step and an n_prompt prefill for the workspace peak)
     capacity = max(depths) + max(n_prompt if "pp" in tests or "mem" in tests else 0, n_gen if "tg" in tests else 0, 1)
-    if layers == "auto":
+    if layers == "auto" and state is not None:
+        mode, k = "full", 0  # the checkpoint is memory-mapped: its real layers, all of them
+    elif layers == "auto":
         mode = choose_layers(cfg, weights, kv, capacity)
         k = 2
     elif layers == "full":
@@ -179,17 +198,21 @@ def _measure(cfg, depths, tests, layers, n_prompt, n_gen, weights, kv, mla_strat
     kinds = layer_kinds(cfg)
     counts = {kind: kinds.count(kind) for kind in ("dense", "moe")}
     cpu = cpu_name()
+    rec_weights = weights
+    if weights == STORED:  # the record names the file's main type (the cost model's name for it)
+        rec_weights = cfg.file_weights.weight_format if cfg.file_weights is not None else _main_stored(state)
     base = protocol.base_record(
-        cfg, device=f"CPU: {cpu} ({n_threads} thread{'s' if n_threads != 1 else ''})", weights=weights, kv=kv,
+        cfg, device=f"CPU: {cpu} ({n_threads} thread{'s' if n_threads != 1 else ''})", weights=rec_weights, kv=kv,
         mla_strategy=mla_strategy, runtime="glmbench", repeats=repeats,
         code=protocol.code_version(_core), settings={"seed": int(seed), "bandwidth_probe": bool(bandwidth_probe)},
         cpu_info=cpu, n_threads=n_threads, warmup=int(warmup), attn_arithmetic=attn_arithmetic(kv),
         # how a layer runs: one C call (csrc/layer.c) or op by op from Python (quantized matrices,
         # sliding-window attention: Layer.forward_py)
-        layer_exec="python-ops" if weights in ("q8_0", "q4_0") or cfg.sliding_window else "c-layer",
+        layer_exec="python-ops" if weights in ("q8_0", "q4_0", STORED) or cfg.sliding_window else "c-layer",
         layers_mode=mode, sampled=mode == "sampled",
         layers_timed=",".join(map(str, idx if idx is not None else range(cfg.n_layers))),
-        model_size=cfg.weight_bytes(weights), model_n_params=cfg.total_params())
+        model_size=_model_bytes(cfg, weights, state), model_n_params=cfg.total_params(),
+        **({"weights_source": "checkpoint", "stored_weights": weights == STORED} if state is not None else {}))
 
     points = protocol.plan(base, depths, tests, n_prompt, n_gen, workspace_n_prompt=int(n_prompt))
     store = protocol.store_for(out)
@@ -200,7 +223,7 @@ def _measure(cfg, depths, tests, layers, n_prompt, n_gen, weights, kv, mla_strat
     if bar is not None:
         bar.set_postfix_str(f"building {len(idx) if idx else cfg.n_layers} layers")
     try:
-        m = Model(cfg, weights=weights, kv=kv, max_context=capacity, seed=seed,
+        m = Model(cfg, state, weights=weights, kv=kv, max_context=capacity, seed=seed,
                   mla_strategy=mla_strategy, layers=idx,
                   progress=None if bar is None else
                   (lambda i, n: bar.set_postfix_str(f"built {i}/{n} layers", refresh=True)))
@@ -212,7 +235,8 @@ def _measure(cfg, depths, tests, layers, n_prompt, n_gen, weights, kv, mla_strat
         m.reset()
         rng = np.random.default_rng(seed)
         return protocol.run(
-            points, store, lambda p: _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar, bandwidth_probe),
+            points, store, lambda p: _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar, bandwidth_probe,
+                                                routing_stats),
             on_point=None if bar is None else (lambda p: bar.set_postfix_str(f"{p['test']}@{p['n_depth']}")))
     finally:
         if bar is not None:
@@ -262,15 +286,48 @@ def _workspace_peak(m, d, n_prompt, rng) -> int:
     return int(peak)
 
 
-def _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar, bandwidth_probe=False) -> dict:
+def _model_bytes(cfg, weights, state) -> int:
+    if cfg.file_weights is not None and weights == STORED:
+        return int(cfg.file_weights.model_bytes)
+    if weights == STORED:
+        return int(sum(getattr(a, "nbytes", 0) for a in state.values()))
+    return cfg.weight_bytes(weights)
+
+
+def _main_stored(state) -> str:
+    by: dict = {}
+    for a in state.values():
+        if getattr(a, "ndim", 0) >= 2:
+            f = stored_format(a)
+            by[f] = by.get(f, 0) + a.nbytes
+    return max(by, key=by.get) if by else "f32"
+
+
+def routing_histogram(records) -> list | None:
+    """Tokens per expert summed over every MoE layer and every tg record that carries
+    `routing_counts` (measure(..., routing_stats=True)); None when none does. Setup(expert_skew=)
+    takes it as the routing distribution."""
+    total = None
+    for r in records:
+        for counts in (r.get("routing_counts") or {}).values():
+            c = np.asarray(counts, dtype=np.int64)
+            total = c if total is None else total + c
+    return None if total is None else [int(x) for x in total]
+
+
+def _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar, bandwidth_probe=False,
+               routing_stats=False) -> dict:
     cfg, d = m.config, p["n_depth"]
     r = dict(p)
+    routed = {l.index: np.zeros(cfg.n_routed_experts, np.int64) for l in m.layers if l.kind == "moe"} \
+        if routing_stats and p["test"] == "tg" else {}
     if p["test"] == "mem":
         m.fill_synthetic(d)
         rss, peak = rss_bytes()
         r.update(weight_bytes=m.weight_bytes, kv_bytes=m.cache.bytes_used,
                  kv_bytes_allocated=m.cache.bytes_allocated, kv_bytes_per_token=m.cache.bytes_per_token,
-                 weight_bytes_model=cfg.weight_bytes(p["weights"]),
+                 weight_bytes_model=_model_bytes(cfg, m.weights, None) if m.weights == STORED and
+                 cfg.file_weights is not None else cfg.weight_bytes(p["weights"]),
                  kv_bytes_model=cfg.kv_bytes_per_token(p["type_k"]) * d,
                  rss_bytes=rss, rss_peak_bytes=peak,
                  # What RSS holds beyond the weights and the cache, as one figure: NumPy activations,
@@ -298,6 +355,10 @@ def _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar, bandwidth_p
             for tok in toks:
                 m.decode(int(tok))
                 t += _step_seconds(m, built_kinds, counts)
+                if rep >= warmup and routed:
+                    for l in m.layers:
+                        if l.index in routed and l.last_counts is not None:
+                            routed[l.index] += np.asarray(l.last_counts, dtype=np.int64)
                 if rep >= warmup:
                     _collect(m.last_timing, per_layer, ends)
                     if bandwidth_probe:
@@ -329,6 +390,9 @@ def _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar, bandwidth_p
         r["bandwidth_gbs_samples"] = [float(b) for b in bws]
         r["bandwidth_gbs"] = float(np.median(bws))
     r["kv_fill"] = "synthetic" if d else "none"
+    if routed:
+        r["routing_counts"] = {str(i): [int(x) for x in c] for i, c in routed.items()}
+        r["routing_tokens"] = "random token ids"
     if p["test"] == "pp" and d == 0:
         r["ttft_s"] = float(np.median(secs))
     # Embedding lookup and final norm + lm_head, timed apart from the layers (median per step).

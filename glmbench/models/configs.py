@@ -25,6 +25,7 @@ Conventions (stated once, used everywhere):
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
@@ -35,6 +36,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from glmbench import vocab
+from glmbench.models import gguf_file
 
 _DATA = os.path.join(vocab.DATA_DIR, "models")
 
@@ -116,6 +118,9 @@ class ModelConfig:
     max_position_embeddings: int = 0
     latent_norm_eps: float = LATENT_NORM_EPS
     hidden_act: str = "silu"
+    # a model file's real bytes (models/gguf_file.FileWeights): every tensor's stored type; the
+    # cost model's weight bytes come from it when present, whatever format `weights` names
+    file_weights: Any = None
 
     # ---- structure --------------------------------------------------------------------------
     def is_moe_layer(self, i: int) -> bool:
@@ -370,6 +375,8 @@ def load(src) -> ModelConfig:
         if s.lower() in builtin_names():
             return from_hf(_read_json(builtin_path(s)), s.lower())
         path = os.path.join(s, "config.json") if os.path.isdir(s) else s
+        if os.path.isfile(path) and gguf_file.is_gguf(path):
+            return load_gguf(path)
         if not os.path.isfile(path):
             raise ValueError(f"config {s!r} is neither a built-in model ({', '.join(builtin_names())}) "
                              f"nor an existing config.json path")
@@ -379,12 +386,32 @@ def load(src) -> ModelConfig:
     raise TypeError(f"config must be a built-in name, a path or a dict, got {type(src).__name__}")
 
 
+def load_gguf(path) -> ModelConfig:
+    """A GGUF file -> ModelConfig from its metadata, with `file_weights` holding every tensor's
+    stored type and bytes (models/gguf_file.py; memory-mapped, no tensor data read). Named after
+    the file (a GGUF's name usually carries its quantization, e.g. GLM-4.7-Flash-Q4_K_M)."""
+    p = os.fspath(path)
+    g = gguf_file.read(p)
+    hf = gguf_file.hf_config(g)
+    try:
+        cfg = from_hf(hf, os.path.splitext(os.path.basename(p))[0])
+    except gguf_file.GGUFError:
+        raise
+    except ValueError as e:
+        raise gguf_file.GGUFError(f"{p}: {e} (read from the GGUF metadata, architecture "
+                                  f"{g.architecture!r})") from None
+    fw = gguf_file.file_weights(g, cfg.tensor_shapes(), cfg.n_layers)
+    return dataclasses.replace(cfg, file_weights=fw)
+
+
 def _read_json(path: str) -> dict:
     try:
-        with open(path) as f:
+        with open(path, encoding="utf-8") as f:
             d = json.load(f)
     except json.JSONDecodeError as e:
         raise ValueError(f"{path}: not valid JSON (line {e.lineno}: {e.msg})") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not a JSON config.json (binary content) nor a GGUF file (no GGUF magic)") from None
     if not isinstance(d, dict):
         raise ValueError(f"{path}: expected a JSON object, got {type(d).__name__}")
     return d

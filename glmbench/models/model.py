@@ -18,7 +18,8 @@ experts are held as three stacked tensors `mlp.experts.gate_proj` [E, F, D], `ml
 `mlp.experts.gate_up_proj` [E, 2F, D] + `mlp.experts.down_proj` (transformers 5.x) and per-expert
 `mlp.experts.{e}.gate_proj.weight` (4.x) are accepted on input.
 
-Matrices are stored in the weight format (f32 float32, f16 float16, bf16 uint16 bits, q8_0/q4_0
+weights="stored" (with a state_dict, e.g. from models/checkpoint.py) keeps each matrix in the
+format it comes in (f32, f16, bf16 bits, q8_0/q4_0 QTensor). Otherwise matrices are stored in the weight format (f32 float32, f16 float16, bf16 uint16 bits, q8_0/q4_0
 quant.QTensor); norm weights, router weights and biases stay float32 (tiny, and the ops read them as f32).
 
 Random weights: every tensor is drawn from its own stream, seeded by (seed, tensor name), so a
@@ -39,14 +40,33 @@ from glmbench.core import attention
 from glmbench.core import ops as _ops
 from glmbench.core.attention import _hf_deinterleaves
 from glmbench.core.kvcache import KVCache
-from glmbench.core.quant import quantize, quantize_chunks
+from glmbench.core.quant import QTensor, quantize, quantize_chunks
 from glmbench.models import configs
 from glmbench.models.configs import layer_kinds, route_groups
 from glmbench.core._loader import _core
 
-__all__ = ["Model", "Layer", "build_layer", "random_weight", "to_format", "layer_kinds", "route_groups"]
+__all__ = ["Model", "Layer", "build_layer", "random_weight", "to_format", "layer_kinds", "route_groups", "STORED",
+           "stored_format"]
 
 WEIGHT_FORMATS = vocab.EXECUTABLE_WEIGHT_FORMATS  # q8_0/q4_0: ggml blocks, glmbench/core/quant.py
+# weights="stored": a given state_dict's tensors are kept in the format they come in (a checkpoint's
+# f32/f16/bf16 arrays and q8_0/q4_0 QTensors, models/checkpoint.py); 1-D tensors and the router f32
+STORED = "stored"
+
+
+def stored_format(a) -> str:
+    """The executable format an array (or QTensor) is held in as given."""
+    if isinstance(a, QTensor):
+        return a.fmt
+    return {np.dtype(np.float16): "f16", np.dtype(np.uint16): "bf16"}.get(getattr(a, "dtype", None), "f32")
+
+
+def _tensor_fmt(weights: str, name: str, shape, a) -> str:
+    if weights == STORED:
+        if len(shape) < 2 or name.endswith(vocab.ROUTER_SUFFIX):
+            return "f32"
+        return stored_format(a)
+    return vocab.tensor_format(weights, name, shape).name
 MLA_STRATEGIES = vocab.MLA_STRATEGIES
 
 
@@ -61,6 +81,10 @@ def _load_config(config):
 def to_format(a, fmt: str) -> np.ndarray:
     """A float array (or uint16 bfloat16 bits) as stored in weight format `fmt` ("f32" float32,
     "f16" float16, "bf16" uint16 bits, "q8_0"/"q4_0" quant.QTensor)."""
+    if isinstance(a, QTensor):
+        if a.fmt == fmt:
+            return a  # already stored in this format (a GGUF's q8_0/q4_0 blocks, as read)
+        a = a.dequantize()
     if isinstance(a, np.ndarray) and a.dtype == np.uint16 and fmt != "bf16":
         a = _to_f32(a)  # bfloat16 bits: widen exactly before converting, never cast the integers
     if fmt == "f32":
@@ -298,11 +322,13 @@ def _layer_from_hf(cfg, index: int, kind: str, src: Mapping, fmt: str) -> Layer:
             continue
         a = experts[name] if name in experts else get(name)
         _expect(a, shape, p + name)
-        w[name] = to_format(a, vocab.tensor_format(fmt, name, shape).name)
+        w[name] = to_format(a, _tensor_fmt(fmt, name, shape, a))
     return Layer(cfg, index, kind, w)
 
 
 def _np(a, name: str) -> np.ndarray:
+    if isinstance(a, QTensor):
+        return a
     if hasattr(a, "detach"):  # a torch tensor
         a = a.detach().cpu().float().numpy()
     a = np.asarray(a)
@@ -331,8 +357,11 @@ class Model:
                  layers: Iterable[int] | None = None, progress: Callable[[int, int], None] | None = None):
         cfg = _load_config(config)
         self.config = cfg
-        if weights not in WEIGHT_FORMATS:
-            raise ValueError(f"`weights` must be one of {WEIGHT_FORMATS}, got {weights!r}")
+        if weights == STORED and state_dict is None:
+            raise ValueError("`weights`='stored' keeps a state_dict's own formats; it needs a `state_dict`")
+        if weights not in WEIGHT_FORMATS and weights != STORED:
+            raise ValueError(f"`weights` must be one of {WEIGHT_FORMATS} (or 'stored' with a state_dict), "
+                             f"got {weights!r}")
         vocab.mla_strategy(mla_strategy)
         vocab.kv_format(kv)
         if isinstance(max_context, bool) or not isinstance(max_context, (int, np.integer)) or max_context < 1:
@@ -370,13 +399,13 @@ class Model:
                 return _np(state_dict[key], key)
             emb = get("model.embed_tokens.weight")
             _expect(emb, (V, D), "model.embed_tokens.weight")
-            self.embed = to_format(emb, weights)
+            self.embed = to_format(emb, _tensor_fmt(weights, "model.embed_tokens.weight", emb.shape, emb))
             if cfg.tie_word_embeddings and "lm_head.weight" not in state_dict:
                 self.lm_head = self.embed
             else:
                 head = get("lm_head.weight")
                 _expect(head, (V, D), "lm_head.weight")
-                self.lm_head = to_format(head, weights)
+                self.lm_head = to_format(head, _tensor_fmt(weights, "lm_head.weight", head.shape, head))
             fn = get("model.norm.weight")
             _expect(fn, (D,), "model.norm.weight")
             self.final_norm = np.ascontiguousarray(_to_f32(fn))

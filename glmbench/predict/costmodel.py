@@ -193,6 +193,9 @@ class Setup:
             what = "num_attention_heads" if cfg.attention == "mla" else "num_key_value_heads"
             if heads % rig.n_cards:
                 raise ValueError(f"`split`='tensor' over {rig.n_cards} cards needs {what}={heads} to divide evenly")
+        if cfg.file_weights is not None:
+            # a model file: its own tensors' types and bytes (the `weights` asked for does not apply)
+            s(self, "weights", cfg.file_weights.weight_format)
         s(self, "weight_fmt", vocab.weight_format(self.weights))
         s(self, "kv_fmt", vocab.kv_format(self.kv))
         vocab.mla_strategy(self.mla_strategy)
@@ -351,7 +354,11 @@ def _time(op: _Op, gpu, rt: RuntimeProfile):
 @functools.lru_cache(maxsize=256)
 def _layer_weight_bytes(cfg: configs.ModelConfig, weights: str) -> dict:
     """Stored bytes per tensor group of one dense layer, one MoE layer, and the head, in `weights`
-    (vocab.tensor_format: 1-D tensors and the router stay f32)."""
+    (vocab.tensor_format: 1-D tensors and the router stay f32). A config read from a model file
+    (cfg.file_weights) gives the file's real bytes instead, whatever `weights` says: see
+    _file_layer_weight_bytes."""
+    if getattr(cfg, "file_weights", None) is not None:
+        return _file_layer_weight_bytes(cfg)
     fmt = vocab.weight_format(weights)
     f32 = vocab.weight_format("f32")
 
@@ -374,6 +381,34 @@ def _layer_weight_bytes(cfg: configs.ModelConfig, weights: str) -> dict:
     out["embed"] = mat(cfg.vocab_size, D)
     out["lm_head"] = 0 if cfg.tie_word_embeddings else mat(cfg.vocab_size, D)
     out["final_norm"] = f32.nbytes(D)
+    return out
+
+
+def _file_layer_weight_bytes(cfg) -> dict:
+    """_layer_weight_bytes from a file's real tensor bytes: each group is the mean over the layers of
+    its kind (dense or MoE), so n_layers x group sums to the file's exact bytes (a file that mixes
+    types per layer, like llama.cpp's Q4_K_M, is exact in total and averaged per layer). Tensors the
+    config does not name (`extra_bytes`) are counted with the head; MTP layers are not counted."""
+    fw = cfg.file_weights
+    b = fw.bytes_of()
+    dense = [i for i in range(cfg.n_layers) if i not in set(cfg.moe_layers)]
+    moe = list(cfg.moe_layers)
+
+    def mean(layers, names):
+        return sum(b.get(f"model.layers.{i}.{n}", 0) for i in layers for n in names) / max(1, len(layers))
+
+    allL = range(cfg.n_layers)
+    att = {name: mean(allL, ["self_attn." + name]) for name in cfg._attention_tensors()}
+    out = {"attn": att, "norms": mean(allL, ["input_layernorm.weight", "post_attention_layernorm.weight"])}
+    if cfg.intermediate_size:
+        out["mlp"] = mean(dense, [f"mlp.{n}_proj.weight" for n in ("gate", "up", "down")])
+    if cfg.n_routed_experts:
+        out["expert"] = mean(moe, [f"mlp.experts.{n}_proj" for n in ("gate", "up", "down")]) / cfg.n_routed_experts
+        out["router"] = mean(moe, ["mlp.gate.weight", "mlp.gate.e_score_correction_bias"])
+        out["shared"] = mean(moe, [f"mlp.shared_experts.{n}_proj.weight" for n in ("gate", "up", "down")])
+    out["embed"] = b.get("model.embed_tokens.weight", 0)
+    out["lm_head"] = b.get("lm_head.weight", 0)
+    out["final_norm"] = b.get("model.norm.weight", 0) + fw.extra_bytes
     return out
 
 

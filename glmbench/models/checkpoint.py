@@ -1,0 +1,189 @@
+"""Real weights from model files: an HF safetensors folder or a GGUF file -> (ModelConfig, state
+dict of HF-named arrays) -> glmbench.Model.
+
+    m = load_model("path/to/hf-folder" | "model.gguf", kv="f16", max_context=4096)
+    cfg, sd = state_dict("model.gguf")        # HF names; experts stacked [E, F, D]
+
+Formats used as stored (Model(weights="stored")): f32, f16, bf16 (uint16 bits) and ggml q8_0 /
+q4_0 blocks (a GGUF's bytes wrapped as core.quant.QTensor, memory-mapped, the same block layout:
+f16 scale then 32 int8, or f16 scale then 16 bytes of nibbles, low nibbles the first 16 weights).
+Every other GGUF type (K-quants, IQ types, q4_1, q5_0, MXFP4...) is dequantized to f32 with
+gguf.quants.dequantize, and a warning names the types and tensors. `weights=` a format converts
+every matrix to it instead.
+
+GGUF layout undone here (see models/gguf_file.py): the llama architecture's permuted q/k rows;
+deepseek2's split attn_k_b / attn_v_b joined back into kv_b_proj (dequantized if quantized: the
+join transposes k_b).
+
+Errors (ValueError naming the file and the tensor): a missing tensor, a shape that disagrees with
+the config, an unknown type, a safetensors header whose offsets disagree with its dtypes and
+shapes or run past the end of the file.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import struct
+import warnings
+
+import numpy as np
+
+from glmbench.core.quant import QTensor
+from glmbench.models import configs, gguf_file
+from glmbench.models.model import STORED, Model
+
+__all__ = ["state_dict", "load_model", "is_checkpoint", "read_safetensors", "CheckpointError"]
+
+EXACT_GGUF = {"F32", "F16", "BF16", "Q8_0", "Q4_0"}
+
+
+class CheckpointError(ValueError):
+    """A model file whose weights cannot be loaded; the message names the file and the tensor."""
+
+
+def is_checkpoint(src) -> bool:
+    """True for a GGUF file or a folder holding *.safetensors (real weights to load)."""
+    if not isinstance(src, (str, os.PathLike)):
+        return False
+    p = os.fspath(src)
+    return (os.path.isfile(p) and gguf_file.is_gguf(p)) or (os.path.isdir(p) and bool(glob.glob(os.path.join(p, "*.safetensors"))))
+
+
+def load_model(path, *, weights: str = STORED, **kw) -> Model:
+    """glmbench.Model with the real weights of `path` (a GGUF file, or an HF folder with config.json
+    and *.safetensors). `kw` goes to Model (kv, max_context, mla_strategy...)."""
+    cfg, sd = state_dict(path)
+    return Model(cfg, sd, weights=weights, **kw)
+
+
+def state_dict(path):
+    """(ModelConfig, {HF name: array or QTensor}) of a GGUF file or an HF safetensors folder."""
+    p = os.fspath(path)
+    if os.path.isfile(p) and gguf_file.is_gguf(p):
+        return _gguf_state_dict(p)
+    if os.path.isdir(p):
+        return configs.load(p), _safetensors_folder(p)
+    if os.path.isfile(p) and p.endswith(".safetensors"):
+        raise CheckpointError(f"{p}: give the folder holding config.json and the .safetensors files, not one file")
+    raise CheckpointError(f"{p}: neither a GGUF file nor a folder with config.json and *.safetensors")
+
+
+# ---- safetensors ----------------------------------------------------------------------------------
+_ST_DTYPES = {"F32": np.float32, "F16": np.float16, "BF16": np.uint16, "F64": np.float64}
+_ST_SIZES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1,
+             "F8_E4M3": 1, "F8_E5M2": 1, "U16": 2, "U32": 4, "U64": 8}
+
+
+def read_safetensors(path) -> dict:
+    """{name: memory-mapped array} of one .safetensors file (BF16 as uint16 bits). The header is
+    first checked by the safetensors package (safe_open), then every entry's dtype, shape and
+    offsets against each other and the file's size."""
+    p = os.fspath(path)
+    try:
+        from safetensors import safe_open
+        with safe_open(p, framework="numpy") as f:
+            names = list(f.keys())
+    except Exception as e:  # safetensors raises SafetensorError / OSError with its own message
+        raise CheckpointError(f"{p}: not a readable safetensors file: {e}") from None
+    size = os.path.getsize(p)
+    with open(p, "rb") as fh:
+        n = struct.unpack("<Q", fh.read(8))[0]
+        header = json.loads(fh.read(n))
+    base, out = 8 + n, {}
+    for name in names:
+        e = header[name]
+        dt, shape, (a, b) = e.get("dtype"), tuple(e.get("shape", ())), e.get("data_offsets", (0, 0))
+        if dt not in _ST_DTYPES:
+            raise CheckpointError(f"{p}: tensor {name!r} has dtype {dt!r}; supported: {', '.join(_ST_DTYPES)}")
+        want = int(np.prod(shape, dtype=np.int64)) * _ST_SIZES[dt]
+        if b - a != want:
+            raise CheckpointError(f"{p}: tensor {name!r} header field 'data_offsets' = [{a}, {b}] spans {b - a} "
+                                  f"bytes but dtype {dt} x shape {list(shape)} needs {want}")
+        if base + b > size:
+            raise CheckpointError(f"{p}: tensor {name!r} header field 'data_offsets' ends at byte {base + b}, past "
+                                  f"the end of the file ({size} bytes)")
+        if want == 0:
+            out[name] = np.zeros(shape, _ST_DTYPES[dt])
+            continue
+        out[name] = np.memmap(p, dtype=_ST_DTYPES[dt], mode="r", offset=base + a, shape=shape)
+    return out
+
+
+def _safetensors_folder(folder: str) -> dict:
+    files = sorted(glob.glob(os.path.join(folder, "*.safetensors")))
+    if not files:
+        raise CheckpointError(f"{folder}: no *.safetensors files")
+    sd: dict = {}
+    for f in files:
+        for k, v in read_safetensors(f).items():
+            if k in sd:
+                raise CheckpointError(f"{f}: tensor {k!r} also appears in another file of {folder}")
+            sd[k] = v
+    return sd
+
+
+# ---- GGUF ------------------------------------------------------------------------------------------
+def _gguf_state_dict(path: str):
+    cfg = configs.load_gguf(path)
+    g = gguf_file.read(path)
+    shapes = cfg.tensor_shapes()
+    where = gguf_file.expected_gguf_tensors(g, shapes, cfg.n_layers)
+    if cfg.hf.get("gguf_rope_freqs"):
+        raise CheckpointError(f"{path}: tensor 'rope_freqs.weight' (llama3-style rope factors) is not supported "
+                              f"for running the weights (predictions from this file are unaffected)")
+    converted: dict = {}
+    sd = {}
+    arch = g.architecture
+    for hf, names in where.items():
+        if len(names) == 2:  # deepseek2: kv_b_proj stored as attn_k_b [H, R, Dn] + attn_v_b [H, Dv, R]
+            kb, vb = (_dequant(g, n, converted) for n in names)
+            kb = kb.transpose(0, 2, 1)
+            H = kb.shape[0]
+            sd[hf] = np.ascontiguousarray(np.concatenate([kb, vb], axis=1).reshape(H * (kb.shape[1] + vb.shape[1]), -1))
+            continue
+        t = g.tensors[names[0]]
+        a = _tensor(g, t, converted)
+        if arch == "llama" and hf.endswith(("self_attn.q_proj.weight", "self_attn.k_proj.weight")):
+            n_head = cfg.n_heads if hf.endswith("q_proj.weight") else cfg.n_kv_heads
+            a = _unpermute(a, n_head)
+        sd[hf] = a
+    if converted:
+        lst = "; ".join(f"{k}: {len(v)} tensor(s), e.g. {v[0]!r}" for k, v in sorted(converted.items()))
+        warnings.warn(f"{path}: ggml types run dequantized to f32 (not executed as stored): {lst}", stacklevel=3)
+    return cfg, sd
+
+
+def _tensor(g, t, converted):
+    data = g.tensor_data(t.name)
+    if t.type_name in ("F32", "F16", "BF16"):
+        return data
+    if t.type_name in ("Q8_0", "Q4_0"):
+        return QTensor(data, t.type_name.lower(), t.shape)
+    return _dequant(g, t.name, converted)
+
+
+def _dequant(g, name, converted) -> np.ndarray:
+    t = g.tensors[name]
+    data = g.tensor_data(name)
+    if t.type_name == "F32":
+        return np.asarray(data)
+    if t.type_name == "F16":
+        return data.astype(np.float32)
+    if t.type_name == "BF16":
+        return (data.astype(np.uint32) << np.uint32(16)).view(np.float32)
+    if t.type_name not in ("Q8_0", "Q4_0"):
+        converted.setdefault(t.type_name, []).append(name)
+    import gguf
+    try:
+        out = gguf.quants.dequantize(np.asarray(data), gguf.GGMLQuantizationType(t.ggml_type))
+    except NotImplementedError:
+        raise CheckpointError(f"{g.path}: tensor {name!r} has ggml type {t.type_name}, which the gguf package "
+                              f"cannot dequantize") from None
+    return np.ascontiguousarray(out.reshape(t.shape), dtype=np.float32)
+
+
+def _unpermute(a, n_head):
+    if isinstance(a, QTensor):
+        return QTensor(np.ascontiguousarray(gguf_file.un_permute(a.data, n_head)), a.fmt, a.shape)
+    return np.ascontiguousarray(gguf_file.un_permute(np.asarray(a), n_head))

@@ -1,0 +1,547 @@
+"""GGUF files (llama.cpp's model format): the header read memory-mapped, the metadata turned into
+an HF-style config dict, and every tensor's stored type and exact bytes.
+
+    g = read("model.gguf")            # GGUFFile: metadata, tensors (name -> GGUFTensor); no tensor data read
+    hf = hf_config(g)                 # an HF config.json-like dict (configs.from_hf reads it)
+    fw = file_weights(g, shapes, L)   # FileWeights: each HF-named tensor's stored type and bytes
+
+The type table (ggml type -> block size, block bytes), the value types and the key names come
+from the `gguf` package (gguf.GGML_QUANT_SIZES, gguf.GGUFValueType, gguf.Keys) and the tensor names
+from its TensorNameMap (HF name -> `blk.N.attn_q.weight`...). The header itself is parsed here:
+gguf.GGUFReader builds a NumPy view per element of every metadata array, which takes seconds on a
+150k-token vocabulary (bench/bench_gguf.py measures both), while metadata reading must stay well
+under a second whatever the file's size.
+
+Conventions of llama.cpp's converter (convert_hf_to_gguf.py) that are undone when reading:
+  * dims are stored fastest-first: a NumPy/HF shape is the reversed ggml `ne`;
+  * `llama` q_proj/k_proj rows are permuted (LlamaModel.permute) so that ggml's interleaved rope
+    (LLAMA_ROPE_TYPE_NORM) equals HF's rotate_half: un_permute() restores HF's order;
+  * `deepseek2` files written after llama.cpp's MLA change store kv_b_proj split as attn_k_b
+    [H, R, Dn] (transposed) and attn_v_b [H, Dv, R]; key_length/value_length then describe the
+    latent (kv_lora_rank + rope dims, kv_lora_rank) and key_length_mla/value_length_mla the heads;
+  * block_count includes the multi-token-prediction layers (nextn_predict_layers), which decoding
+    never runs: they are not part of the config, and their bytes are reported apart.
+
+Every error is a GGUFError (a ValueError) naming the file and the field or tensor.
+"""
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+def _gg():
+    """The gguf package, imported on first use (0.2 s; `import glmbench` stays light)."""
+    import gguf
+    return gguf
+
+__all__ = ["GGUFError", "GGUFFile", "GGUFTensor", "FileWeights", "read", "is_gguf", "hf_config", "file_weights",
+           "gguf_name", "un_permute", "ARCHITECTURES", "MAGIC"]
+
+MAGIC = b"GGUF"
+ARCHITECTURES = ("deepseek2", "qwen3", "qwen3moe", "qwen2", "llama", "glm4moe")
+# GGUF value types by id (the values of gguf.GGUFValueType; tests/test_gguf.py checks they agree)
+_STRING, _ARRAY = 8, 9
+_U64 = struct.Struct("<Q")
+_SCALAR = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
+_NP = {0: "<u1", 1: "<i1", 2: "<u2", 3: "<i2", 4: "<u4", 5: "<i4", 6: "<f4", 7: "?", 10: "<u8", 11: "<i8", 12: "<f8"}
+
+
+class GGUFError(ValueError):
+    """A GGUF file that cannot be read: the message names the file and the field or tensor."""
+
+
+@dataclass(frozen=True)
+class GGUFTensor:
+    name: str
+    ggml_type: int
+    type_name: str           # gguf.GGMLQuantizationType name: "Q4_K", "F16", "BF16"...
+    shape: tuple             # NumPy order (the reversed ggml ne)
+    offset: int              # absolute byte offset of the data in the file
+    n_bytes: int             # exact stored bytes (GGML_QUANT_SIZES)
+
+
+class GGUFFile:
+    """The parsed header of a GGUF file. `metadata`: key -> value (strings decoded, numeric arrays
+    as NumPy arrays; string arrays as tuples, decoded on first access of `array(key)`)."""
+
+    def __init__(self, path, version, metadata, arrays, tensors, data_offset, size):
+        self.path, self.version, self.metadata = path, version, metadata
+        self._arrays = arrays                     # key -> (offset, count) of string arrays not yet decoded
+        self.tensors: dict[str, GGUFTensor] = tensors
+        self.data_offset, self.file_size = data_offset, size
+
+    @property
+    def architecture(self) -> str:
+        return self.metadata.get("general.architecture", "")
+
+    def get(self, key: str, default=None):
+        return self.metadata.get(key, default)
+
+    def array(self, key: str):
+        """A metadata array (string arrays decoded now; e.g. tokenizer.ggml.tokens)."""
+        if key in self._arrays:
+            off, count = self._arrays.pop(key)
+            with open(self.path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+                out = []
+                for _ in range(count):
+                    n = struct.unpack_from("<Q", mm, off)[0]
+                    out.append(bytes(mm[off + 8: off + 8 + n]).decode("utf-8", "replace"))
+                    off += 8 + n
+            self.metadata[key] = tuple(out)
+        return self.metadata[key]
+
+    @property
+    def tensor_bytes(self) -> int:
+        return sum(t.n_bytes for t in self.tensors.values())
+
+    def tensor_data(self, name: str) -> np.ndarray:
+        """The stored data of tensor `name`, memory-mapped (read-only, nothing copied): float32 /
+        float16 arrays of its shape for F32/F16, uint16 bfloat16 bits for BF16, else uint8 ggml
+        blocks [..., row bytes]."""
+        t = self.tensors.get(name)
+        if t is None:
+            raise GGUFError(f"{self.path}: no tensor {name!r}")
+        mm = np.memmap(self.path, dtype=np.uint8, mode="r", offset=t.offset, shape=(t.n_bytes,))
+        gg = _gg()
+        T = gg.GGMLQuantizationType
+        if t.ggml_type in (T.F32, T.F16, T.BF16):
+            dt = {T.F32: np.float32, T.F16: np.float16, T.BF16: np.uint16}[T(t.ggml_type)]
+            return mm.view(dt).reshape(t.shape)
+        block, bb = gg.GGML_QUANT_SIZES[T(t.ggml_type)]
+        return mm.reshape(t.shape[:-1] + (t.shape[-1] // block * bb,))
+
+
+def is_gguf(path) -> bool:
+    """True when `path` is a file starting with the GGUF magic (or named *.gguf)."""
+    p = os.fspath(path)
+    if not os.path.isfile(p):
+        return False
+    if p.lower().endswith(".gguf"):
+        return True
+    try:
+        with open(p, "rb") as f:
+            return f.read(4) == MAGIC
+    except OSError:
+        return False
+
+
+class _Cursor:
+    def __init__(self, mm, path, size):
+        self.mm, self.path, self.size, self.pos = mm, path, size, 0
+
+    def need(self, n, what):
+        if self.pos + n > self.size:
+            raise GGUFError(f"{self.path}: truncated: {what} needs bytes {self.pos}..{self.pos + n} "
+                            f"but the file has {self.size}")
+
+    def scalar(self, fmt, what):
+        n = struct.calcsize(fmt)
+        self.need(n, what)
+        v = struct.unpack_from(fmt, self.mm, self.pos)[0]
+        self.pos += n
+        return v
+
+    def string(self, what):
+        n = self.scalar("<Q", what + " (length)")
+        if n > self.size:
+            raise GGUFError(f"{self.path}: corrupt: {what} claims a string of {n} bytes (file is {self.size})")
+        self.need(n, what)
+        b = bytes(self.mm[self.pos:self.pos + n])
+        self.pos += n
+        try:
+            return b.decode("utf-8")
+        except UnicodeDecodeError:
+            raise GGUFError(f"{self.path}: {what} is not valid UTF-8") from None
+
+    def value(self, vtype, key):
+        what = f"metadata {key!r}"
+        vt = vtype
+        if vt not in _SCALAR and vt not in (_STRING, _ARRAY):
+            raise GGUFError(f"{self.path}: metadata {key!r} has unknown value type {vtype}")
+        if vt == _STRING:
+            return self.string(what)
+        if vt == _ARRAY:
+            et = self.scalar("<I", what + " (array type)")
+            count = self.scalar("<Q", what + " (array length)")
+            if et not in _NP and et not in (_STRING, _ARRAY):
+                raise GGUFError(f"{self.path}: metadata {key!r} is an array of unknown value type {et}")
+            if count > self.size:
+                raise GGUFError(f"{self.path}: corrupt: metadata {key!r} claims {count} items (file is {self.size} bytes)")
+            if et in _NP:
+                dt = np.dtype(_NP[et])
+                self.need(count * dt.itemsize, what)
+                a = np.frombuffer(self.mm, dtype=dt, count=count, offset=self.pos).copy()
+                self.pos += count * dt.itemsize
+                return a
+            if et == _STRING:  # skip over now (lengths only); decoded by GGUFFile.array
+                start = pos = self.pos
+                u, mm = _U64.unpack_from, self.mm
+                try:
+                    for _ in range(count):   # the hot loop of a 150k-token vocabulary: nothing else in it
+                        pos += 8 + u(mm, pos)[0]
+                except struct.error:
+                    pos = self.size + 1
+                if pos > self.size:
+                    raise GGUFError(f"{self.path}: truncated: {what} ({count} strings from byte {start}) runs past "
+                                    f"the end of the file ({self.size} bytes)")
+                self.pos = pos
+                return ("__strings__", start, count)
+            raise GGUFError(f"{self.path}: metadata {key!r}: nested arrays are not supported")
+        v = self.scalar(_SCALAR[vt], what)
+        if vt == 6:  # float32: the shortest decimal that rounds to it (1e-05, not 9.99999974e-06)
+            v = float(str(np.float32(v)))
+        return v
+
+
+def read(path) -> GGUFFile:
+    """Parse the header of GGUF file `path` (memory-mapped; no tensor data is read). Checks the
+    magic, the version, every metadata value, every tensor's type and that its data lies inside
+    the file; a GGUFError names the file and the field or tensor otherwise."""
+    p = os.fspath(path)
+    try:
+        size = os.path.getsize(p)
+        f = open(p, "rb")
+    except OSError as e:
+        raise GGUFError(f"{p}: cannot open: {e.strerror}") from None
+    with f:
+        if size < 24:
+            head = f.read(4)
+            if head != MAGIC:
+                raise GGUFError(f"{p}: not a GGUF file (magic {head!r}, expected {MAGIC!r})")
+            raise GGUFError(f"{p}: truncated: the GGUF header needs 24 bytes, the file has {size}")
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            return _parse(mm, p, size)
+
+
+def _parse(mm, p, size) -> GGUFFile:
+    c = _Cursor(mm, p, size)
+    if mm[:4] != MAGIC:
+        raise GGUFError(f"{p}: not a GGUF file (magic {bytes(mm[:4])!r}, expected {MAGIC!r})")
+    c.pos = 4
+    version = c.scalar("<I", "version")
+    if version & 0xFFFF == 0:
+        raise GGUFError(f"{p}: big-endian GGUF files are not supported")
+    if version not in (2, 3):
+        raise GGUFError(f"{p}: GGUF version {version} is not supported (2 or 3)")
+    n_tensors = c.scalar("<Q", "tensor_count")
+    n_kv = c.scalar("<Q", "metadata_kv_count")
+    if n_tensors > size or n_kv > size:
+        raise GGUFError(f"{p}: corrupt header: tensor_count={n_tensors}, metadata_kv_count={n_kv}")
+    meta, arrays = {}, {}
+    for i in range(n_kv):
+        key = c.string(f"metadata key #{i}")
+        vtype = c.scalar("<I", f"metadata {key!r} (type)")
+        v = c.value(vtype, key)
+        if isinstance(v, tuple) and v and v[0] == "__strings__":
+            arrays[key] = (v[1], v[2])
+            v = None
+        meta[key] = v
+    align = meta.get("general.alignment", 32)
+    if isinstance(align, bool) or not isinstance(align, int) or align < 1 or align & (align - 1):
+        raise GGUFError(f"{p}: metadata 'general.alignment' must be a power of two, got {align!r}")
+    infos = []
+    gg = _gg()
+    T = gg.GGMLQuantizationType
+    for i in range(n_tensors):
+        name = c.string(f"tensor #{i} name")
+        nd = c.scalar("<I", f"tensor {name!r} n_dims")
+        if not 1 <= nd <= 4:
+            raise GGUFError(f"{p}: tensor {name!r} has {nd} dimensions (1 to 4 allowed)")
+        ne = [c.scalar("<Q", f"tensor {name!r} dims") for _ in range(nd)]
+        tid = c.scalar("<I", f"tensor {name!r} type")
+        off = c.scalar("<Q", f"tensor {name!r} offset")
+        try:
+            tt = T(tid)
+        except ValueError:
+            raise GGUFError(f"{p}: tensor {name!r} has unknown ggml type {tid}") from None
+        block, bb = gg.GGML_QUANT_SIZES[tt]
+        if ne[0] % block:
+            raise GGUFError(f"{p}: tensor {name!r} rows of {ne[0]} are not whole {tt.name} blocks of {block}")
+        n = 1
+        for d in ne:
+            n *= d
+        infos.append((name, int(tid), tt.name, tuple(reversed(ne)), off, n // block * bb))
+    data_offset = (c.pos + align - 1) // align * align
+    tensors = {}
+    for name, tid, tname, shape, off, nb in infos:
+        if name in tensors:
+            raise GGUFError(f"{p}: tensor {name!r} appears twice")
+        start = data_offset + off
+        if start + nb > size:
+            raise GGUFError(f"{p}: truncated: tensor {name!r} ({tname}, {nb} bytes at {start}) runs past the "
+                            f"end of the file ({size} bytes)")
+        tensors[name] = GGUFTensor(name, tid, tname, shape, start, nb)
+    return GGUFFile(p, version, meta, arrays, tensors, data_offset, size)
+
+
+# ---- metadata -> HF config ----------------------------------------------------------------------
+class _Meta:
+    def __init__(self, g: GGUFFile):
+        self.g, self.arch = g, g.architecture
+
+    def __call__(self, key, default=None, *, required=False, kind=int):
+        k = key.format(arch=self.arch) if "{arch}" in key else f"{self.arch}.{key}"
+        v = self.g.metadata.get(k)
+        if v is None:
+            if required:
+                raise GGUFError(f"{self.g.path}: metadata {k!r} is missing ({self.arch} needs it)")
+            return default
+        if kind is int:
+            if isinstance(v, np.ndarray):   # per-layer arrays (e.g. head_count_kv): all equal here
+                if v.size == 0 or (v != v.flat[0]).any():
+                    raise GGUFError(f"{self.g.path}: metadata {k!r} varies per layer ({v.tolist()}); not supported")
+                v = v.flat[0]
+            if isinstance(v, (bool, str)) or not float(v).is_integer():
+                raise GGUFError(f"{self.g.path}: metadata {k!r} must be an integer, got {v!r}")
+            return int(v)
+        if kind is float:
+            if isinstance(v, (bool, str, np.ndarray)):
+                raise GGUFError(f"{self.g.path}: metadata {k!r} must be a number, got {v!r}")
+            return float(v)
+        if kind is bool:
+            if not isinstance(v, (bool, np.bool_)):
+                raise GGUFError(f"{self.g.path}: metadata {k!r} must be a bool, got {v!r}")
+            return bool(v)
+        return v
+
+
+def hf_config(g: GGUFFile) -> dict:
+    """The GGUF metadata as an HF config.json-like dict (`model_type` and the fields
+    glmbench.models.configs.from_hf reads). deepseek2 files become `glm4_moe_lite` when the
+    router is sigmoid (expert_gating_func 2: GLM-4.7-Flash, and DeepSeek-V3 routes the same
+    way) and `deepseek_v2` when it is softmax; qwen3moe -> qwen3_moe, qwen2 -> qwen2,
+    llama -> llama, glm4moe -> glm4_moe."""
+    arch = g.architecture
+    if not arch:
+        raise GGUFError(f"{g.path}: metadata 'general.architecture' is missing")
+    if arch not in ARCHITECTURES:
+        raise GGUFError(f"{g.path}: metadata 'general.architecture' = {arch!r} is not supported "
+                        f"(supported: {', '.join(ARCHITECTURES)})")
+    m = _Meta(g)
+    ts = g.tensors
+    nextn = m("nextn_predict_layers", 0)
+    L = m("block_count", required=True) - nextn
+    D = m("embedding_length", required=True)
+    H = m("attention.head_count", required=True)
+    emb = ts.get("token_embd.weight")
+    V = m("vocab_size")
+    if V is None:
+        if emb is None:
+            raise GGUFError(f"{g.path}: neither metadata '{arch}.vocab_size' nor tensor 'token_embd.weight' gives "
+                            f"the vocabulary size")
+        V = emb.shape[0]
+    hf = {"_name_or_path": g.get("general.name") or os.path.splitext(os.path.basename(g.path))[0],
+          "num_hidden_layers": L, "hidden_size": D, "num_attention_heads": H, "vocab_size": V,
+          "rms_norm_eps": m("attention.layer_norm_rms_epsilon", 1e-6, kind=float),
+          "rope_theta": m("rope.freq_base", 10000.0, kind=float),
+          "tie_word_embeddings": "output.weight" not in ts,
+          "max_position_embeddings": m("context_length", 0), "hidden_act": "silu",
+          "gguf_architecture": arch, "num_nextn_predict_layers": nextn}
+    st = m("rope.scaling.type", kind=str)
+    if st and st != "none":
+        rs = {"rope_type": st, "factor": m("rope.scaling.factor", 1.0, kind=float)}
+        orig = m("rope.scaling.original_context_length")
+        if orig:
+            rs["original_max_position_embeddings"] = orig
+        lm = m("rope.scaling.yarn_log_multiplier", kind=float)
+        if lm:  # the converter writes 0.1 * mscale_all_dim (DeepSeek: mscale == mscale_all_dim)
+            rs["mscale"] = rs["mscale_all_dim"] = lm / 0.1
+        for k in ("beta_fast", "beta_slow"):
+            v = m(f"rope.scaling.yarn_{k}", kind=float)
+            if v:
+                rs[k] = v
+        hf["rope_scaling"] = rs
+    if "rope_freqs.weight" in ts:
+        hf["gguf_rope_freqs"] = True  # llama3-style per-pair factors stored as a tensor
+    F = m("feed_forward_length", 0)
+    if F:
+        hf["intermediate_size"] = F
+    blk = lambda i, n: f"blk.{i}.{n}.weight"
+    if arch == "deepseek2":
+        Dr = m("rope.dimension_count", required=True)
+        if m("attention.key_length_mla") is not None:
+            qk, Dv = m("attention.key_length_mla"), m("attention.value_length_mla", required=True)
+        else:
+            qk, Dv = m("attention.key_length", required=True), m("attention.value_length", required=True)
+        gating = m("expert_gating_func", 1)
+        if gating not in (1, 2):
+            raise GGUFError(f"{g.path}: metadata 'deepseek2.expert_gating_func' = {gating} is not 1 (softmax) "
+                            f"or 2 (sigmoid)")
+        n_group = m("expert_group_count", 1) or 1
+        hf.update(q_lora_rank=m("attention.q_lora_rank") or None, kv_lora_rank=m("attention.kv_lora_rank", required=True),
+                  qk_rope_head_dim=Dr, qk_nope_head_dim=qk - Dr, v_head_dim=Dv, num_key_value_heads=H,
+                  n_routed_experts=m("expert_count", required=True), num_experts_per_tok=m("expert_used_count", required=True),
+                  moe_intermediate_size=m("expert_feed_forward_length", required=True),
+                  n_shared_experts=m("expert_shared_count", 0), first_k_dense_replace=m("leading_dense_block_count", 0),
+                  routed_scaling_factor=m("expert_weights_scale", 1.0, kind=float),
+                  norm_topk_prob=m("expert_weights_norm", False, kind=bool), n_group=n_group,
+                  topk_group=m("expert_group_used_count", 1) or 1,
+                  attention_bias=blk(0, "attn_kv_a_mqa").replace("weight", "bias") in ts)
+        if gating == 2:
+            hf.update(model_type="glm4_moe_lite", topk_method="noaux_tc", rope_interleave=True)
+        else:
+            hf.update(model_type="deepseek_v2", scoring_func="softmax",
+                      topk_method="group_limited_greedy" if n_group > 1 else "greedy")
+        return hf
+    # GQA families
+    n_kv = m("attention.head_count_kv", H)
+    hd = m("attention.key_length") or (D // H)
+    hf.update(num_key_value_heads=n_kv, head_dim=hd,
+              attention_bias=blk(0, "attn_q").replace("weight", "bias") in ts)
+    rd = m("rope.dimension_count")
+    if rd and rd != hd:
+        hf["partial_rotary_factor"] = rd / hd
+    if arch in ("qwen3moe", "glm4moe"):
+        E = m("expert_count", required=True)
+        hf.update(num_experts_per_tok=m("expert_used_count", required=True),
+                  moe_intermediate_size=m("expert_feed_forward_length", required=True))
+        dense = [i for i in range(L) if blk(i, "ffn_gate_exps") not in ts]
+        if arch == "qwen3moe":
+            # llama.cpp's qwen3moe graph always renormalises the top-k weights
+            hf.update(model_type="qwen3_moe", num_experts=E, decoder_sparse_step=1, mlp_only_layers=dense,
+                      norm_topk_prob=m("expert_weights_norm", True, kind=bool))
+        else:
+            hf.update(model_type="glm4_moe", n_routed_experts=E, n_shared_experts=m("expert_shared_count", 0),
+                      first_k_dense_replace=m("leading_dense_block_count", 0),
+                      routed_scaling_factor=m("expert_weights_scale", 1.0, kind=float),
+                      norm_topk_prob=m("expert_weights_norm", True, kind=bool),
+                      n_group=m("expert_group_count", 1) or 1, topk_group=m("expert_group_used_count", 1) or 1,
+                      use_qk_norm=blk(0, "attn_q_norm") in ts)
+        return hf
+    hf["model_type"] = {"qwen3": "qwen3", "qwen2": "qwen2", "llama": "llama"}[arch]
+    return hf
+
+
+# ---- tensor names ---------------------------------------------------------------------------------
+def _name_map(arch: str, n_blocks: int):
+    gg = _gg()
+    enum = {v: k for k, v in gg.MODEL_ARCH_NAMES.items()}[arch]
+    return gg.get_tensor_name_map(enum, n_blocks)
+
+
+def gguf_name(hf_name: str, arch: str, n_blocks: int, _maps={}) -> str | None:
+    """The GGUF name of an HF-named tensor (glmbench's names: stacked experts as
+    `mlp.experts.gate_proj`), through gguf's TensorNameMap; None when it has none."""
+    if hf_name.endswith(".e_score_correction_bias"):   # the converter's rename, then exp_probs_b
+        return hf_name.split(".mlp.")[0].replace("model.layers.", "blk.") + ".exp_probs_b.bias"
+    key = (arch, n_blocks)
+    if key not in _maps:
+        _maps[key] = _name_map(arch, n_blocks)
+    base, suffix = hf_name, ".weight"
+    for s in (".weight", ".bias"):
+        if hf_name.endswith(s):
+            base, suffix = hf_name[: -len(s)], s
+            break
+    g = _maps[key].get_name(base)
+    return None if g is None else g + suffix
+
+
+def un_permute(w: np.ndarray, n_head: int) -> np.ndarray:
+    """Undo llama.cpp's LlamaModel.permute on q_proj/k_proj rows [n_head * Dh, ...]: the converter
+    wrote w.reshape(n_head, 2, Dh/2, ...).swapaxes(1, 2) (interleaving each head's two halves)."""
+    rows = w.shape[0]
+    return (w.reshape(n_head, rows // n_head // 2, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape))
+
+
+# ---- bytes ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class FileWeights:
+    """What a model file really stores: every HF-named tensor's type and exact bytes. `extra_bytes`:
+    tensors the config does not name (e.g. rope_freqs, a kept attn_kv_b next to k_b/v_b), loaded
+    with the model; `skipped_bytes`: multi-token-prediction layers, never run by decoding."""
+    path: str
+    kind: str                                         # "gguf"
+    main_type: str                                    # the type holding most matrix bytes ("Q4_K")
+    total_bytes: int                                  # every tensor of the file
+    tensors: tuple = field(compare=False, repr=False)  # ((hf_name, type_name, n_bytes), ...)
+    extra_bytes: int = 0
+    skipped_bytes: int = 0
+
+    @property
+    def model_bytes(self) -> int:
+        """Bytes a runtime loads: everything but the skipped MTP layers."""
+        return self.total_bytes - self.skipped_bytes
+
+    @property
+    def weight_format(self) -> str:
+        """The vocab weight format standing for the file's main matrix type where one name is needed
+        (records, the cost model's matmul dtype): the type itself when vocab knows it (Q4_K ->
+        q4_K), else q8_0 for 32-weight blocks and q4_K for 256-weight super-blocks. Bytes never
+        come from it: they are the file's own (bytes_of)."""
+        from glmbench import vocab
+        t = self.main_type
+        name = t.lower().replace("_k", "_K")
+        if name in vocab.WEIGHT_FORMATS:
+            return name
+        return "q4_K" if t.endswith("_K") or t.startswith(("IQ", "TQ")) else "q8_0"
+
+    def bytes_of(self) -> dict:
+        return {n: b for n, _, b in self.tensors}
+
+    def types(self) -> dict:
+        return {n: t for n, t, _ in self.tensors}
+
+    def type_counts(self) -> dict:
+        out: dict = {}
+        for _, t, b in self.tensors:
+            out[t] = out.get(t, 0) + b
+        return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+def expected_gguf_tensors(g: GGUFFile, shapes: dict, n_layers: int) -> dict:
+    """HF name -> the GGUF tensor names that hold it (kv_b_proj: attn_kv_b, or attn_k_b + attn_v_b),
+    checked against the file: a missing tensor or a shape that disagrees with the config is a
+    GGUFError naming both names."""
+    arch, ts = g.architecture, g.tensors
+    nb = n_layers + int(g.get(f"{arch}.nextn_predict_layers") or 0)
+    out = {}
+    for hf, shape in shapes.items():
+        name = gguf_name(hf, arch, nb)
+        if name is None:
+            raise GGUFError(f"{g.path}: no GGUF name for tensor {hf!r} (architecture {arch})")
+        if name not in ts:
+            if hf.endswith(".e_score_correction_bias") or (hf == "lm_head.weight" and "output.weight" not in ts):
+                continue  # routed on scores alone / tied embeddings
+            if hf.endswith("self_attn.kv_b_proj.weight"):
+                kb, vb = name.replace("attn_kv_b", "attn_k_b"), name.replace("attn_kv_b", "attn_v_b")
+                if kb in ts and vb in ts:
+                    out[hf] = (kb, vb)
+                    continue
+                raise GGUFError(f"{g.path}: tensor {name!r} (or the split {kb!r} + {vb!r}) is missing "
+                                f"(HF {hf!r})")
+            raise GGUFError(f"{g.path}: tensor {name!r} is missing (HF {hf!r}, shape {tuple(shape)} from the config)")
+        if tuple(ts[name].shape) != tuple(shape):
+            raise GGUFError(f"{g.path}: tensor {name!r} has shape {tuple(ts[name].shape)}, the config "
+                            f"({hf!r}) expects {tuple(shape)}")
+        out[hf] = (name,)
+    return out
+
+
+def file_weights(g: GGUFFile, shapes: dict, n_layers: int) -> FileWeights:
+    """Each HF-named tensor of `shapes` (ModelConfig.tensor_shapes()) -> its stored type and bytes."""
+    where = expected_gguf_tensors(g, shapes, n_layers)
+    used, rows = set(), []
+    for hf, names in where.items():
+        ts = [g.tensors[n] for n in names]
+        used.update(names)
+        rows.append((hf, ts[0].type_name, sum(t.n_bytes for t in ts)))
+    skipped = extra = 0
+    for n, t in g.tensors.items():
+        if n in used:
+            continue
+        parts = n.split(".")
+        if parts[0] == "blk" and len(parts) > 2 and parts[1].isdigit() and int(parts[1]) >= n_layers:
+            skipped += t.n_bytes
+        else:
+            extra += t.n_bytes
+    by_type: dict = {}
+    for hf, t, b in rows:
+        if len(shapes[hf]) >= 2:
+            by_type[t] = by_type.get(t, 0) + b
+    main = max(by_type, key=by_type.get) if by_type else "F32"
+    return FileWeights(g.path, "gguf", main, g.tensor_bytes, tuple(rows), extra, skipped)

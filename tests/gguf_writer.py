@@ -1,0 +1,157 @@
+"""Write a tiny HF model as a GGUF file the way llama.cpp's convert_hf_to_gguf.py does (test helper).
+
+The metadata keys, tensor names and layout follow the converter (llama.cpp, late 2025):
+  * TextModel.set_gguf_parameters: block_count, context_length, embedding_length,
+    feed_forward_length, head_count(_kv), rope.freq_base, layer_norm_rms_epsilon, key/value_length
+    (when head_dim is given), expert_count / expert_used_count, vocab_size;
+  * LlamaModel.modify_tensors permutes q_proj/k_proj rows (LlamaModel.permute);
+  * DeepseekV2Model: num_key_value_heads written as 1 (MLA as MQA), key_length = kv_lora_rank +
+    rope dims, value_length = kv_lora_rank, key_length_mla / value_length_mla = the heads' dims,
+    kv_b_proj split into attn_k_b [H, R, Dn] (transposed) and attn_v_b [H, Dv, R],
+    e_score_correction_bias -> exp_probs_b.bias, expert_gating_func 2 (sigmoid) / 1 (softmax);
+  * routed experts stacked [E, F, D] as ffn_{gate,up,down}_exps;
+  * every tensor's ggml dims are the reversed NumPy shape (GGUFWriter does this).
+Tensor names come from gguf's TensorNameMap (the converter's map_tensor_name).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import gguf
+
+T = gguf.GGMLQuantizationType
+
+
+def _np(t):
+    return t.detach().cpu().float().numpy() if hasattr(t, "detach") else np.asarray(t, dtype=np.float32)
+
+
+def permute(w, n_head, n_head_kv=None):
+    """llama.cpp convert_hf_to_gguf.py LlamaModel.permute, on NumPy."""
+    if n_head_kv is not None and n_head != n_head_kv:
+        n_head = n_head_kv
+    return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+ARCH = {"llama": "llama", "mistral": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "qwen3_moe": "qwen3moe",
+        "deepseek_v2": "deepseek2", "glm4_moe_lite": "deepseek2", "glm4_moe": "glm4moe"}
+
+
+def hf_tensors(cfg, state_dict) -> dict:
+    """HF state_dict (transformers 5.x names) -> {hf name: float32 array}, experts stacked per layer
+    as `mlp.experts.{gate,up,down}_proj` [E, F, D] (what the converter writes)."""
+    out = {}
+    for k, v in state_dict.items():
+        a = _np(v)
+        if k.endswith("mlp.experts.gate_up_proj"):
+            F = a.shape[1] // 2
+            p = k[: -len("gate_up_proj")]
+            out[p + "gate_proj"], out[p + "up_proj"] = a[:, :F], a[:, F:]
+        else:
+            out[k] = a
+    return out
+
+
+def write(path, cfg, state_dict, *, types=None, split_kv_b=True, name="tiny", extra_tensors=()):
+    """Write HF model (`cfg` a transformers config, `state_dict` its tensors) to GGUF at `path`.
+    `types`: function (gguf name, shape) -> GGMLQuantizationType (default F32; 1-D tensors and the
+    router always F32 as llama.cpp's quantizer keeps them)."""
+    mt = cfg.model_type
+    arch = ARCH[mt]
+    hp = cfg.to_dict()
+    w = gguf.GGUFWriter(str(path), arch)
+    L, D, H = hp["num_hidden_layers"], hp["hidden_size"], hp["num_attention_heads"]
+    w.add_name(name)
+    w.add_block_count(L)
+    w.add_context_length(hp.get("max_position_embeddings", 4096))
+    w.add_embedding_length(D)
+    if hp.get("intermediate_size"):
+        w.add_feed_forward_length(hp["intermediate_size"])
+    w.add_head_count(H)
+    rp = hp.get("rope_parameters") or {}
+    w.add_rope_freq_base(float(hp.get("rope_theta", rp.get("rope_theta", 10000.0))))
+    w.add_layer_norm_rms_eps(float(hp["rms_norm_eps"]))
+    w.add_vocab_size(hp["vocab_size"])
+    w.add_file_type(0)
+    sd = hf_tensors(cfg, state_dict)
+    if arch == "deepseek2":
+        R, Dr, Dn, Dv = hp["kv_lora_rank"], hp["qk_rope_head_dim"], hp["qk_nope_head_dim"], hp["v_head_dim"]
+        w.add_head_count_kv(1)
+        if hp.get("q_lora_rank"):
+            w.add_q_lora_rank(hp["q_lora_rank"])
+        w.add_kv_lora_rank(R)
+        w.add_key_length(R + Dr)
+        w.add_value_length(R)
+        w.add_key_length_mla(Dn + Dr)
+        w.add_value_length_mla(Dv)
+        w.add_rope_dimension_count(Dr)
+        w.add_leading_dense_block_count(hp["first_k_dense_replace"])
+        w.add_expert_count(hp["n_routed_experts"])
+        w.add_expert_used_count(hp["num_experts_per_tok"])
+        w.add_expert_feed_forward_length(hp["moe_intermediate_size"])
+        w.add_expert_shared_count(hp["n_shared_experts"])
+        w.add_expert_weights_scale(float(hp["routed_scaling_factor"]))
+        w.add_expert_weights_norm(bool(hp["norm_topk_prob"]))
+        w.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID if mt == "glm4_moe_lite"
+                                 else gguf.ExpertGatingFuncType.SOFTMAX)
+        if hp.get("n_group"):
+            w.add_expert_group_count(hp["n_group"])
+            w.add_expert_group_used_count(hp["topk_group"])
+    else:
+        w.add_head_count_kv(hp["num_key_value_heads"])
+        if hp.get("head_dim"):
+            w.add_key_length(hp["head_dim"])
+            w.add_value_length(hp["head_dim"])
+        if mt == "qwen3_moe":
+            w.add_expert_count(hp.get("num_experts") or hp["num_local_experts"])
+            w.add_expert_used_count(hp["num_experts_per_tok"])
+            w.add_expert_feed_forward_length(hp["moe_intermediate_size"])
+    # a small tokenizer, as the converter writes one (its arrays are what makes headers slow)
+    w.add_tokenizer_model("gpt2")
+    w.add_token_list([f"t{i}" for i in range(hp["vocab_size"])])
+    w.add_token_types([1] * hp["vocab_size"])
+
+    names = gguf.get_tensor_name_map(gguf.MODEL_ARCH[{v: k for k, v in gguf.MODEL_ARCH_NAMES.items()}[arch].name],
+                                     L)
+    for k, a in sd.items():
+        if k.endswith("rotary_emb.inv_freq"):
+            continue
+        if k.endswith("e_score_correction_bias"):
+            gname = k.split(".mlp.")[0].replace("model.layers.", "blk.") + ".exp_probs_b.bias"
+        else:
+            base, suf = (k[:-7], ".weight") if k.endswith(".weight") else (k[:-5], ".bias") if k.endswith(".bias") else (k, ".weight")
+            g = names.get_name(base)
+            assert g is not None, k
+            gname = g + suf
+        if arch == "llama" and k.endswith(("q_proj.weight", "k_proj.weight")):
+            a = permute(a, H, H if k.endswith("q_proj.weight") else hp["num_key_value_heads"])
+        if arch == "deepseek2" and k.endswith("kv_b_proj.weight") and split_kv_b:
+            kv_b = a.reshape(H, Dn + Dv, a.shape[-1])
+            k_b, v_b = kv_b[:, :Dn], kv_b[:, Dn:]
+            _add(w, gname.replace("attn_kv_b", "attn_k_b"), np.ascontiguousarray(k_b.transpose(0, 2, 1)), types)
+            _add(w, gname.replace("attn_kv_b", "attn_v_b"), np.ascontiguousarray(v_b), types)
+            continue
+        _add(w, gname, a, types)
+    for gname, a in extra_tensors:
+        _add(w, gname, a, types)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
+def _add(w, gname, a, types):
+    a = np.ascontiguousarray(a, dtype=np.float32)
+    t = T.F32
+    if types is not None and a.ndim >= 2 and "ffn_gate_inp" not in gname:
+        t = types(gname, a.shape)
+        if a.shape[-1] % gguf.GGML_QUANT_SIZES[t][0]:
+            t = T.F16  # rows that are not whole blocks (llama.cpp falls back too)
+    if t == T.F32:
+        w.add_tensor(gname, a)
+    elif t == T.F16:
+        w.add_tensor(gname, a.astype(np.float16))
+    else:
+        q = gguf.quants.quantize(a, t)
+        w.add_tensor(gname, q, raw_shape=q.shape, raw_dtype=t)

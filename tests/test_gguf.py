@@ -1,0 +1,284 @@
+"""Model files as inputs: GGUF (written here the way llama.cpp's converter writes them,
+tests/gguf_writer.py) and HF safetensors folders (transformers' save_pretrained). Their metadata
+must give the HF config's ModelConfig, their real bytes the weight bytes, their weights HF's
+logits; bad files one clear error naming the file and the field."""
+import json
+import os
+import struct
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+gguf = pytest.importorskip("gguf", reason="GGUF tests need the gguf package")
+torch = pytest.importorskip("torch", reason="HF oracle tests need torch")
+pytest.importorskip("transformers", reason="HF oracle tests need transformers")
+
+import gguf_writer  # noqa: E402
+from test_model_hf import TINY, hf_logits, rel_err, tiny_hf_model  # noqa: E402
+
+from glmbench.models import configs, gguf_file  # noqa: E402
+from glmbench.predict import costmodel  # noqa: E402
+
+T = gguf.GGMLQuantizationType
+RTOL = 1e-4
+TINY_LLAMA = dict(vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+                  num_key_value_heads=2, rms_norm_eps=1e-6, rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+FAMILIES = ["glm4_moe_lite", "deepseek_v2", "qwen3", "qwen3_moe", "llama"]
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _hf(mt, **kw):
+    if mt == "llama":
+        TINY.setdefault("llama", TINY_LLAMA)
+    return tiny_hf_model(mt, **kw)
+
+
+def _write(tmp_path, mt, name="m.gguf", **kw):
+    cfg, model = _hf(mt)
+    p = tmp_path / name
+    gguf_writer.write(p, cfg, model.state_dict(), **kw)
+    return cfg, model, str(p)
+
+
+def _compare_fields(a, b):
+    import dataclasses
+    return {f.name: (getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a)
+            if f.compare and f.name not in ("name", "file_weights") and getattr(a, f.name) != getattr(b, f.name)}
+
+
+def test_value_type_ids_are_ggufs():
+    assert gguf_file._STRING == gguf.GGUFValueType.STRING and gguf_file._ARRAY == gguf.GGUFValueType.ARRAY
+    for name in ("UINT8", "INT8", "UINT16", "INT16", "UINT32", "INT32", "FLOAT32", "BOOL", "UINT64", "INT64", "FLOAT64"):
+        assert int(getattr(gguf.GGUFValueType, name)) in gguf_file._SCALAR
+
+
+@pytest.mark.parametrize("mt", FAMILIES)
+def test_metadata_gives_the_hf_config(tmp_path, mt):
+    hf_cfg, _, p = _write(tmp_path, mt)
+    cfg = configs.load(p)
+    want = configs.from_hf(hf_cfg.to_dict(), "hf")
+    assert cfg.model_type == mt
+    assert _compare_fields(cfg, want) == {}
+    assert cfg.name == "m"  # named after the file
+    assert cfg.kv_bytes_per_token("f16") == want.kv_bytes_per_token("f16")
+    assert cfg.kv_bytes_per_token("f32") == want.kv_bytes_per_token("f32")
+
+
+@pytest.mark.parametrize("mt", ["glm4_moe_lite", "qwen3_moe", "llama"])
+def test_weight_bytes_are_the_files_tensors(tmp_path, mt):
+    """Bytes from the file's own tensors (mixed types: q8_0, q4_0, q5_0, f16, f32), checked against
+    gguf's GGUFReader (an independent reader) and threaded into the cost model's memory."""
+    types = lambda n, s: T.Q8_0 if "attn" in n else T.Q4_0 if "exps" in n else T.Q5_0 if "ffn" in n else T.F16
+    hf_cfg, _, p = _write(tmp_path, mt, types=types)
+    cfg = configs.load(p)
+    r = gguf.GGUFReader(p)
+    total = sum(int(t.n_bytes) for t in r.tensors)
+    assert cfg.file_weights.total_bytes == total
+    assert sum(b for _, _, b in cfg.file_weights.tensors) + cfg.file_weights.extra_bytes == total
+    by_name = {t.name: int(t.n_bytes) for t in r.tensors}
+    assert cfg.file_weights.bytes_of()["model.embed_tokens.weight"] == by_name["token_embd.weight"]
+    assert len({t for _, t, _ in cfg.file_weights.tensors}) >= 3
+    # the ideal single-format figure differs from the file's real one
+    ideal = configs.from_hf(hf_cfg.to_dict(), "hf")
+    assert ideal.weight_bytes("q4_0") != total
+    # the cost model's memory: weights on one card = the file's bytes, exactly
+    s = costmodel.Setup(p, "rtx-3090")
+    mem = costmodel.memory(s, 1024)
+    on_host = by_name["token_embd.weight"] if s.runtime.embeddings_on_host and not cfg.tie_word_embeddings else 0
+    assert abs(mem.cards[0].weights - (total - on_host)) <= 1
+    s2 = costmodel.Setup(ideal, "rtx-3090", weights="q4_0")
+    assert costmodel.memory(s2, 1024).cards[0].weights != mem.cards[0].weights
+    # KV bytes in the prediction: the config's exact bytes per token
+    assert mem.cards[0].kv == cfg.kv_bytes_per_token("f16") * 1024
+    assert s.weights == cfg.file_weights.weight_format
+
+
+@pytest.mark.parametrize("mt,split", [("glm4_moe_lite", True), ("glm4_moe_lite", False), ("deepseek_v2", True),
+                                      ("qwen3", False), ("qwen3_moe", False), ("llama", False)])
+def test_f32_gguf_logits_match_hf(tmp_path, mt, split):
+    from glmbench.models import checkpoint
+    hf_cfg, hf, p = _write(tmp_path, mt, split_kv_b=split)
+    m = checkpoint.load_model(p, kv="f32", max_context=32)
+    prompt, steps = [3, 17, 42, 5, 99, 1, 7], [7, 11, 13, 2]
+    want = hf_logits(hf, prompt, steps)
+    got = [m.prefill(np.array(prompt))] + [m.decode(t) for t in steps]
+    for a, b in zip(got, want):
+        assert rel_err(a, b) < RTOL
+
+
+def test_llama_permutation_is_undone(tmp_path):
+    """Loading without un-permuting would give other logits: the test above really checks it."""
+    w = np.arange(4 * 16 * 3, dtype=np.float32).reshape(64, 3)
+    np.testing.assert_array_equal(gguf_file.un_permute(gguf_writer.permute(w, 4), 4), w)
+    assert not np.array_equal(gguf_writer.permute(w, 4), w)
+
+
+def test_q8_0_q4_0_blocks_are_glmbench_qtensors(tmp_path):
+    from glmbench.core.quant import QTensor
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((8, 96)).astype(np.float32)
+    for t, f in ((T.Q8_0, "q8_0"), (T.Q4_0, "q4_0")):
+        q = gguf.quants.quantize(a, t)
+        np.testing.assert_array_equal(QTensor(q, f, a.shape).dequantize(), gguf.quants.dequantize(q, t))
+
+
+@pytest.mark.parametrize("mt", ["glm4_moe_lite", "qwen3_moe", "llama"])
+def test_quantized_gguf_runs_as_stored(tmp_path, mt, monkeypatch):
+    """q8_0/q4_0 tensors kept as QTensors, q5_0 dequantized with a warning naming it; the logits
+    equal those of the same model built from the file's dequantized f32 values (the quantized
+    kernels forced to f32 activations, so the only difference is summation order)."""
+    import functools
+    import glmbench
+    from glmbench.core import quant
+    from glmbench.core.quant import QTensor
+    monkeypatch.setattr(quant, "linear", functools.partial(quant.linear, compute="f32"))
+    from glmbench.models import checkpoint
+    types = lambda n, s: T.Q8_0 if "attn" in n or "token" in n else T.Q4_0 if "ffn" in n else T.Q5_0
+    _, _, p = _write(tmp_path, mt, types=types)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        cfg, sd = checkpoint.state_dict(p)
+    msgs = [str(x.message) for x in w if "dequantized" in str(x.message)]
+    assert len(msgs) == 1 and "Q5_0" in msgs[0] and p in msgs[0]
+    fmts = {getattr(v, "fmt", None) for v in sd.values()}
+    assert {"q8_0", "q4_0"} <= fmts
+    m = glmbench.Model(cfg, sd, weights="stored", kv="f32", max_context=16)
+    assert isinstance(m.embed, QTensor) and m.embed.fmt == "q8_0"
+    deq = {k: (v.dequantize() if isinstance(v, QTensor) else np.asarray(v, np.float32)) for k, v in sd.items()}
+    ref = glmbench.Model(cfg, deq, weights="f32", kv="f32", max_context=16)
+    prompt = np.array([1, 5, 9, 33])
+    a, b = m.prefill(prompt), ref.prefill(prompt)
+    assert rel_err(a, b) < RTOL
+
+
+def test_safetensors_folder_logits_match_hf(tmp_path):
+    from glmbench.models import checkpoint
+    for dtype, tol in ((torch.float32, RTOL), (torch.bfloat16, None)):
+        hf_cfg, hf = _hf("qwen3_moe")
+        d = tmp_path / str(dtype).split(".")[-1]
+        hf.to(dtype).save_pretrained(d)
+        m = checkpoint.load_model(str(d), kv="f32", max_context=16)
+        assert m.config.name == d.name
+        prompt = [4, 8, 15, 16, 23]
+        if tol:
+            assert rel_err(m.prefill(np.array(prompt)), hf_logits(hf, prompt, [])[0]) < tol
+        else:  # bf16 kept as stored (uint16 bits): HF's bf16 model computed in f32 is the oracle
+            assert m.layers[0].w["self_attn.q_proj.weight"].dtype == np.uint16
+            hf32 = hf.to(torch.float32)
+            # the bf16 GEMV kernels block their f32 sums differently from torch (measured 1.2e-4)
+            assert rel_err(m.prefill(np.array(prompt)), hf_logits(hf32, prompt, [])[0]) < 5 * RTOL
+
+
+# ---- bad input -------------------------------------------------------------------------------------
+def _err(fn, *a):
+    with pytest.raises(ValueError) as e:
+        fn(*a)
+    return str(e.value)
+
+
+def test_bad_gguf_files_name_file_and_field(tmp_path):
+    _, _, p = _write(tmp_path, "qwen3")
+    raw = open(p, "rb").read()
+    bad = tmp_path / "magic.gguf"
+    bad.write_bytes(b"GGML" + raw[4:])
+    assert "not a GGUF file" in _err(configs.load, str(bad)) and str(bad) in _err(configs.load, str(bad))
+    for n in (10, 200, len(raw) // 2, len(raw) - 1):
+        t = tmp_path / f"trunc{n}.gguf"
+        t.write_bytes(raw[:n])
+        msg = _err(configs.load, str(t))
+        assert str(t) in msg and "truncated" in msg
+    # unknown ggml type: patch the type field of one tensor's info
+    name = b"blk.0.attn_q.weight"
+    i = raw.index(name) + len(name)
+    nd = struct.unpack_from("<I", raw, i)[0]
+    j = i + 4 + 8 * nd
+    u = tmp_path / "type.gguf"
+    u.write_bytes(raw[:j] + struct.pack("<I", 77) + raw[j + 4:])
+    msg = _err(configs.load, str(u))
+    assert str(u) in msg and "blk.0.attn_q.weight" in msg and "unknown ggml type 77" in msg
+    # unknown architecture
+    arch = b"qwen3"
+    k = raw.index(b"general.architecture") + len(b"general.architecture") + 4 + 8
+    assert raw[k:k + 5] == arch
+    a = tmp_path / "arch.gguf"
+    a.write_bytes(raw[:k] + b"qwenX" + raw[k + 5:])
+    msg = _err(configs.load, str(a))
+    assert str(a) in msg and "general.architecture" in msg and "qwenX" in msg
+
+
+def test_missing_tensor_and_wrong_shape_name_the_tensor(tmp_path):
+    cfg, model = _hf("qwen3")
+    sd = dict(model.state_dict())
+    sd.pop("model.layers.1.mlp.up_proj.weight")
+    p = tmp_path / "missing.gguf"
+    gguf_writer.write(p, cfg, sd)
+    msg = _err(configs.load, str(p))
+    assert "blk.1.ffn_up.weight" in msg and "missing" in msg
+    sd = dict(model.state_dict())
+    sd["model.layers.0.self_attn.o_proj.weight"] = sd["model.layers.0.self_attn.o_proj.weight"][:, :32]
+    p = tmp_path / "shape.gguf"
+    gguf_writer.write(p, cfg, sd)
+    msg = _err(configs.load, str(p))
+    assert "blk.0.attn_output.weight" in msg and "(64, 32)" in msg
+
+
+def test_safetensors_header_that_lies(tmp_path):
+    from glmbench.models import checkpoint
+    hf_cfg, hf = _hf("qwen3")
+    hf.save_pretrained(tmp_path / "ok")
+    f = next((tmp_path / "ok").glob("*.safetensors"))
+    raw = f.read_bytes()
+    n = struct.unpack_from("<Q", raw)[0]
+    header = json.loads(raw[8:8 + n])
+    name = "model.layers.0.self_attn.q_proj.weight"
+    header[name]["shape"] = [header[name]["shape"][0] * 2, header[name]["shape"][1]]  # claims twice the data
+    h = json.dumps(header).encode()
+    f.write_bytes(struct.pack("<Q", len(h)) + h + raw[8 + n:])
+    msg = _err(checkpoint.state_dict, str(tmp_path / "ok"))
+    assert str(f) in msg
+    f.write_bytes(raw[: len(raw) // 2])  # truncated data
+    assert str(f) in _err(checkpoint.state_dict, str(tmp_path / "ok"))
+
+
+def test_cli_gguf_errors_are_one_line(tmp_path):
+    bad = tmp_path / "x.gguf"
+    bad.write_bytes(b"\xac\x00\x01" * 20)
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    for cmd in (["sweep", "--model", str(bad), "-q", "--out", str(tmp_path / "o.json")], ["models", str(bad)]):
+        r = subprocess.run([sys.executable, "-m", "glmbench", *cmd], capture_output=True, text=True, env=env)
+        assert r.returncode == 2, r.stderr
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and str(bad) in lines[0] and "not a GGUF file" in lines[0]
+
+
+def test_cli_sweep_takes_a_gguf(tmp_path):
+    _, _, p = _write(tmp_path, "glm4_moe_lite", types=lambda n, s: T.Q8_0)
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    out = tmp_path / "s.json"
+    r = subprocess.run([sys.executable, "-m", "glmbench", "sweep", "--model", p, "-q", "--cards", "1",
+                        "--tests", "tg,mem", "--out", str(out)], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    recs = json.loads(out.read_text())
+    recs = recs if isinstance(recs, list) else recs["records"]
+    assert {x["model"] for x in recs} == {"m"} and {x["weights"] for x in recs} == {"q8_0"}
+
+
+def test_routing_stats_feed_the_cost_model(tmp_path):
+    from glmbench.measure import cpu
+    _, _, p = _write(tmp_path, "qwen3_moe")
+    recs = cpu.measure(p, depths=(0,), n_gen=6, n_prompt=4, repeats=1, warmup=0, tests=("tg",), progress=False,
+                       routing_stats=True, kv="f32")
+    tg = [r for r in recs if r["test"] == "tg"][0]
+    cfg = configs.load(p)
+    assert set(tg["routing_counts"]) == {str(i) for i in cfg.moe_layers}
+    for c in tg["routing_counts"].values():  # 6 decode steps x top-k per MoE layer
+        assert len(c) == cfg.n_routed_experts and sum(c) == 6 * cfg.n_experts_per_tok
+    hist = cpu.routing_histogram(recs)
+    assert sum(hist) == 6 * cfg.n_experts_per_tok * cfg.n_moe_layers
+    s = costmodel.Setup(p, "rtx-3090", expert_skew=hist)
+    assert s.expert_skew == tuple(float(x) for x in hist)
+    with pytest.raises(ValueError, match="real weights"):
+        cpu.measure("qwen3-30b-a3b", routing_stats=True, progress=False)
