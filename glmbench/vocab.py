@@ -175,10 +175,13 @@ def mla_strategy(name: str, arg: str = "mla_strategy") -> str:
 # ---- points -------------------------------------------------------------------------------------
 # What identifies a point, measured or predicted: the test and its shape, the model, how it runs
 # (cards, split) and its formats and MLA strategy (record field names are llama-bench's where they
-# overlap; `n_batch` and `concurrency` are the streams of a serving point). Resumable stores key
-# finished points on these plus what made the number (measure/protocol.py, predict/sweep.py).
+# overlap; `n_streams` is how many independent streams a step runs (a decode step of 4 streams) and
+# `concurrency` the requests in flight of a serving point; llama-bench's own `n_batch` and
+# `n_ubatch` are its logical and physical batch sizes, how a runtime ran, not what point it is).
+# Resumable stores key finished points on these plus what made the number (measure/protocol.py,
+# predict/sweep.py).
 POINT_FIELDS = ("test", "model", "n_cards", "split", "weights", "type_k", "type_v", "mla_strategy",
-                "n_prompt", "n_gen", "n_depth", "n_batch", "concurrency")
+                "n_prompt", "n_gen", "n_depth", "n_streams", "concurrency")
 
 
 def point_key(record: dict, fields: tuple = POINT_FIELDS) -> tuple:

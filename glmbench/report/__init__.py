@@ -327,7 +327,7 @@ def render(records: Sequence[dict], study: Study, decs: Sequence[dict], charts: 
     # -- generation and crossovers
     tg = [r for r in pred if r["test"] == "tg"]
     mem = [r for r in pred if r["test"] == "mem"]
-    fits = {(r["setup"], r["n_depth"]): r.get("fits") for r in mem if r.get("n_batch", 1) == 1}
+    fits = {(r["setup"], r["n_depth"]): r.get("fits") for r in mem if r.get("n_streams", 1) == 1}
     if tg:
         L += ["## Generation speed vs context", "", "![generation speed](generation_vs_context.png)", ""]
         cx = plots.crossovers(tg)

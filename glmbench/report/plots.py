@@ -149,7 +149,7 @@ def _series(records, x_field: str) -> dict[tuple, list[dict]]:
 def _fits_index(records) -> dict:
     idx = {}
     for r in records:
-        if r.get("test") == "mem" and r.get("fits") is not None and (r.get("n_batch") or 1) == 1 \
+        if r.get("test") == "mem" and r.get("fits") is not None and (r.get("n_streams") or 1) == 1 \
                 and r.get("n_depth") is not None:
             idx[(str(r.get("model")),) + _rig_key(r) + (r["evidence"], int(r["n_depth"]))] = r["fits"]
     return idx
