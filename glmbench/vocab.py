@@ -191,12 +191,21 @@ def point_key(record: dict, fields: tuple = POINT_FIELDS) -> tuple:
 
 
 def join_key(record: dict) -> tuple:
-    """The key on which the report pairs a measured record with the predictions of its point: the
-    model, the test, the depth and (for pp) the prompt. A measurement of tg16 at depth d pairs with
-    the tg1 prediction at d: a decode step's rate does not depend on how many are averaged; the
-    hardware and formats are the report's own (it predicts for the measured setup)."""
+    """The one matching rule for records of the same point, in every file and tool: `glmbench
+    compare` (which adds the setup fields that vary within a file) and the report's
+    measured-vs-predicted table both match on it. The model, the test, the depth, the streams (a
+    missing `n_streams` is 1), the prompt for pp (and pg), the concurrency for serve. The tokens
+    generated are not part of it: a measurement of tg128 at depth d pairs with the tg1 prediction
+    at d (a decode step's rate barely moves over 128 tokens of a deep cache); the hardware and
+    formats are not either (compare shows them as the difference between files; the report
+    predicts for the measured setup)."""
     t = record.get("test")
-    return (record.get("model"), t, record.get("n_depth") or 0, (record.get("n_prompt") or 0) if t == "pp" else 0)
+
+    def v(f, default=0):
+        x = record.get(f)
+        return default if x in (None, "") else x
+    return (record.get("model"), t, v("n_depth"), v("n_prompt") if t in ("pp", "pg") else 0,
+            v("n_gen") if t == "pg" else 0, v("n_streams", 1), v("concurrency", None) if t == "serve" else None)
 
 
 # ---- workloads ------------------------------------------------------------------------------------
