@@ -115,6 +115,13 @@ def positive_float(text: str) -> float:
     return v
 
 
+def _positive_tokens(text: str) -> int:
+    n = parse_tokens(text)
+    if n < 1:
+        raise ValueError(f"must be >= 1, got {text!r}")
+    return n
+
+
 DEPTHS = _argtype(parse_token_list, "token counts")
 INTS = _argtype(parse_int_list, "counts")
 POSITIVE = _argtype(positive_float, "value")
@@ -221,6 +228,12 @@ def _add_study_options(p, *, report: bool):
                    help="concurrent streams for the serving tests (default: 1,2,4,...,64)")
     g.add_argument("--serve-context", type=_argtype(parse_tokens, "tokens"), default=d.serve_context, metavar="TOKENS",
                    help="context per stream for the serving tests (default: 4K)")
+    g.add_argument("--n-prompt", type=_argtype(_positive_tokens, "tokens"), default=d.n_prompt, metavar="N",
+                   help="pp of N tokens at each depth, as sweep-bench and llama-bench -p N -d do (default: pp from "
+                        "an empty cache at each depth as the prompt length)")
+    g.add_argument("--n-gen", type=_argtype(_positive_tokens, "tokens"), default=d.n_gen, metavar="N",
+                   help=f"tokens of each tg point: tg<N> @ d, the mean rate over its N steps as llama-bench counts "
+                        f"it (default: {d.n_gen})")
     if report:
         g.add_argument("--measured", action="append", metavar="FILE",
                        help="measured records to draw as markers and set beside the predictions: `glmbench measure`'s, "
@@ -230,7 +243,8 @@ def _add_study_options(p, *, report: bool):
 
 def _study_from_args(args):
     kw = dict(hardware=args.hardware, cards=tuple(args.cards), link_gbps=args.link, split=args.split,
-              weights=args.weights, kv=args.kv, depths=tuple(args.depths), runtime=args.runtime)
+              weights=args.weights, kv=args.kv, depths=tuple(args.depths), runtime=args.runtime,
+              n_prompt=args.n_prompt, n_gen=args.n_gen)
     if args.model:
         kw["models"] = tuple(args.model)
     if getattr(args, "concurrency", None):
@@ -425,7 +439,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_study_options(sp, report=False)
     sp.add_argument("--tests", default="tg,pp,mem", metavar="LIST",
                     help="tests to predict: tg (decode at each depth), pp (prefill from empty at each depth "
-                         "as the prompt length), mem, serve (default: tg,pp,mem)")
+                         "as the prompt length; with --n-prompt N: N tokens at each depth), mem, serve "
+                         "(default: tg,pp,mem)")
     sp.add_argument("--out", metavar="FILE.json|FILE.csv", help="write the records to a file")
     sp.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     fmt_opts(sp)
