@@ -211,14 +211,15 @@ def _stem(filename: str) -> str:
 
 
 def _tokens(s: str) -> list[str]:
-    return [t for t in re.split(r"[-_\s/]+", s.lower()) if t]
+    # dashes, underscores, spaces, slashes, and dots that are not a version's ("Model.Q4_K_M", not "4.7")
+    return [t for t in re.split(r"[-_\s/]+|\.(?!\d)|(?<!\d)\.", s.lower()) if t]
 
 
 # llama.cpp architecture names that one built-in family owns, and the HF model_type it is; the
 # others (deepseek2: DeepSeek-V2/V3, GLM-4.7-Flash, Kimi, ...; llama: Llama, Mistral, ...) are
 # shared by many families, so an architecture and a size do not say which model it is.
 _ARCH_FAMILY = {"qwen3": "qwen3", "qwen3moe": "qwen3_moe", "seed_oss": "seed_oss"}
-_SHARED_ARCHS = ("deepseek2", "deepseek3", "llama", "glm4moe", "deepseek2-lite")
+_SHARED_ARCHS = ("deepseek2", "llama")
 
 
 def identify_model(filename: str | None = None, model_type: str | None = None) -> tuple[str | None, str]:
@@ -250,10 +251,11 @@ def identify_model(filename: str | None = None, model_type: str | None = None) -
                 return cands[0], f"architecture {arch} {size}"
             why.append(f"architecture '{arch} {size}' matches " + ("no built-in model" if not cands else
                                                                     "several: " + ", ".join(cands)))
-        else:
+        elif arch in _SHARED_ARCHS:
             why.append(f"'{' '.join(parts[:2])}' could be more than one model (llama.cpp's `{arch}` architecture "
-                       "is shared by several model families)" if arch in _SHARED_ARCHS or arch
-                       else "no architecture")
+                       "is shared by several model families)")
+        else:
+            why.append(f"architecture '{arch}' is none of the built-in models'" if arch else "no architecture")
     return None, "; ".join(why) or "the file names no model"
 
 
@@ -305,6 +307,8 @@ def _num(ctx, line, field, v, *, integer=False, required=True, positive=False, m
             v = float(v.strip())
         except ValueError:
             _fail(ctx.path, line, f"field `{field}` must be a number, got {v!r}")
+    if isinstance(v, float) and math.isnan(v) and not required:
+        return None  # an optional statistic a tool could not compute (a mean TPOT of one-token outputs)
     if not isinstance(v, (int, float)) or not math.isfinite(v):
         _fail(ctx.path, line, f"field `{field}` must be a finite number, got {v!r}")
     if positive and not v > 0:
