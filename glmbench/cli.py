@@ -5,7 +5,7 @@
   glmbench measure   real timings of a model's layers on this machine's CPU
   glmbench models    built-in model configs
   glmbench hardware  built-in hardware profiles
-  glmbench compare   two result files side by side, with ratios (like compare-llama-bench)
+  glmbench compare   result files side by side, with ratios to the first (like compare-llama-bench)
   glmbench plot      charts from a result file
 
 User errors (a bad option, a missing file, a model or GPU nobody knows) end with one line on
@@ -27,7 +27,8 @@ from glmbench import __version__, report, vocab
 from glmbench.models import configs
 from glmbench.predict import hardware
 from glmbench.report import plots
-from glmbench.results.compare import compare
+from glmbench.results import importers
+from glmbench.results.compare import compare, file_letters
 from glmbench.report import Study
 from glmbench.results import records as rec
 
@@ -120,6 +121,13 @@ def positive_float(text: str) -> float:
     if not v > 0:
         raise ValueError(f"must be > 0, got {text!r}")
     return v
+
+
+def _positive_tokens(text: str) -> int:
+    n = parse_tokens(text)
+    if n < 1:
+        raise ValueError(f"must be >= 1, got {text!r}")
+    return n
 
 
 DEPTHS = _argtype(parse_token_list, "token counts")
@@ -335,14 +343,23 @@ def _add_study_options(p, *, report: bool):
                    help="concurrent streams for the serving tests (default: 1,2,4,...,64)")
     g.add_argument("--serve-context", type=_argtype(parse_tokens, "tokens"), default=d.serve_context, metavar="TOKENS",
                    help="context per stream for the serving tests (default: 4K)")
+    g.add_argument("--n-prompt", type=_argtype(_positive_tokens, "tokens"), default=d.n_prompt, metavar="N",
+                   help="pp of N tokens at each depth, as sweep-bench and llama-bench -p N -d do (default: pp from "
+                        "an empty cache at each depth as the prompt length)")
+    g.add_argument("--n-gen", type=_argtype(_positive_tokens, "tokens"), default=d.n_gen, metavar="N",
+                   help=f"tokens of each tg point: tg<N> @ d, the mean rate over its N steps as llama-bench counts "
+                        f"it (default: {d.n_gen})")
     if report:
         g.add_argument("--measured", action="append", metavar="FILE",
-                       help="measured records (from `glmbench measure`) to draw as markers; repeatable")
+                       help="measured records to draw as markers and set beside the predictions: `glmbench measure`'s, "
+                            "or llama-bench/sweep-bench/batched-bench/vllm/sglang output (a file that names no model "
+                            "takes the one --model); repeatable")
 
 
 def _study_from_args(args):
     kw = dict(hardware=args.hardware, cards=tuple(args.cards), link_gbps=args.link, split=args.split,
-              weights=args.weights, kv=args.kv, depths=tuple(args.depths), runtime=args.runtime)
+              weights=args.weights, kv=args.kv, depths=tuple(args.depths), runtime=args.runtime,
+              n_prompt=args.n_prompt, n_gen=args.n_gen)
     if args.model:
         kw["models"] = tuple(args.model)
     if getattr(args, "concurrency", None):
@@ -359,8 +376,11 @@ def cmd_report(args) -> int:
     _check_out_folder(out, "--out", args.force, results=("records.csv", "records.json"),
                       json_files=("decisions.json", "ceilings.json"), markdown=("report.md",))
     extra = []
+    # a file that does not say which model it measured (a sweep-bench table) is the study's model
+    # when the study has one
+    one = study.models[0] if len(study.models) == 1 else None
     for path in args.measured or []:
-        extra += _read(path)
+        extra += _read(path, default_model=one)
     result = report.run(study, out, extra_records=extra, progress=not args.quiet)
     print(f"report written to {os.path.join(out, 'report.md')} "
           f"({len(result['charts'])} charts, {result['n_records']} records)")
@@ -474,26 +494,32 @@ def _gpu_row(gpu, full: bool) -> dict:
 
 
 def cmd_compare(args) -> int:
-    a, b = _read(args.a), _read(args.b)
-    rows, header = compare(a, b)
+    if len(args.files) < 2:
+        raise UserError("glmbench compare: give at least two result files (the first is the baseline)")
+    recs = [_read(f, model=args.model) for f in args.files]
+    rows, header = compare(*recs)
     if not rows:
-        raise UserError(f"no points in common between {args.a} and {args.b} (same test, model and depth)")
+        raise UserError(f"no points in common between {args.files[0]} and "
+                        f"{' or '.join(args.files[1:])} (same test, model, depth, prompt and streams)")
+    letters = file_letters(len(args.files))
     if args.json:
-        print(json.dumps({"a": args.a, "b": args.b, "differences": header, "rows": rows}, indent=1,
-                         default=str))
+        print(json.dumps({"a": args.files[0], "b": args.files[1], "files": dict(zip(letters, args.files)),
+                          "differences": header, "rows": rows}, indent=1, default=str))
     elif args.csv:
         sys.stdout.write(_plain_csv(rows))
     else:
-        print(f"A: {args.a}\nB: {args.b}")
-        for k, (va, vb) in header.items():
-            print(f"  {k}: A={_fmt(va)}  B={_fmt(vb)}")
-        shown = [dict(r, **{"B/A": f"{r['B/A']:.3f}"}) for r in rows]
+        for L, f in zip(letters, args.files):
+            print(f"{L}: {f}")
+        for k, vals in header.items():
+            print(f"  {k}: " + "  ".join(f"{L}={_fmt(v)}" for L, v in zip(letters, vals)))
+        ratios = [f"{L}/A" for L in letters[1:]]
+        shown = [dict(r, **{q: ("–" if r[q] is None else f"{r[q]:.3f}") for q in ratios}) for r in rows]
         print(format_table(shown, list(rows[0])))
     return 0
 
 
 def cmd_plot(args) -> int:
-    recs = _read(args.file)
+    recs = _read(args.file, model=args.model)
     out = args.out if args.out is not None else os.path.splitext(args.file)[0] + "-charts"
     _check_out_folder(out, "--out", False)
     paths = plots.save_charts(recs, out)
@@ -505,10 +531,12 @@ def cmd_plot(args) -> int:
     return 0
 
 
-def _read(path) -> list[dict]:
+def _read(path, *, model=None, default_model=None) -> list[dict]:
+    """Records from a result file of any format glmbench reads (results/importers.py: glmbench's
+    own records, llama-bench json/jsonl/csv/md/sql, sweep-bench, batched-bench, vllm, sglang)."""
     if not os.path.exists(path):
         raise UserError(f"no such file: {path}")
-    return rec.read_records(path)
+    return importers.read(path, model=model, default_model=default_model)
 
 
 # ---- parser -------------------------------------------------------------------------------------
@@ -541,7 +569,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_study_options(sp, report=False)
     sp.add_argument("--tests", default="tg,pp,mem", metavar="LIST",
                     help="tests to predict: tg (decode at each depth), pp (prefill from empty at each depth "
-                         "as the prompt length), mem, serve (default: tg,pp,mem)")
+                         "as the prompt length; with --n-prompt N: N tokens at each depth), mem, serve "
+                         "(default: tg,pp,mem)")
     sp.add_argument("--out", metavar="FILE.json|FILE.csv",
                     help="write the records to a file (a .json file resumes: a point is reused only if "
                          "its inputs are unchanged)")
@@ -588,13 +617,19 @@ def build_parser() -> argparse.ArgumentParser:
     sp = add("hardware", "list the built-in hardware profiles", cmd_hardware)
     fmt_opts(sp)
 
-    sp = add("compare", "two result files side by side, with B/A ratios", cmd_compare)
-    sp.add_argument("a", metavar="A", help="baseline records (.json or .csv)")
-    sp.add_argument("b", metavar="B", help="records to compare with the baseline")
+    formats = ("glmbench records, llama-bench -o json/jsonl/csv/md/sql, llama-sweep-bench, llama-batched-bench, "
+               "vllm bench serve --save-result, sglang bench_serving; the format is told from the content")
+    model_help = ("the model the files measured, for a file that does not say (a sweep-bench table; llama-bench's "
+                  "'deepseek2 30B.A3B'): a built-in name or a config.json; overrides what an imported file says")
+    sp = add("compare", "result files side by side, with ratios to the first (B/A, C/A, ...)", cmd_compare)
+    sp.add_argument("files", nargs="+", metavar="FILE",
+                    help=f"the baseline, then the files to compare with it ({formats})")
+    sp.add_argument("--model", metavar="NAME|config.json", help=model_help)
     fmt_opts(sp)
 
     sp = add("plot", "draw every chart a result file has data for", cmd_plot)
-    sp.add_argument("file", metavar="FILE", help="records (.json or .csv)")
+    sp.add_argument("file", metavar="FILE", help=f"records ({formats})")
+    sp.add_argument("--model", metavar="NAME|config.json", help=model_help)
     sp.add_argument("--out", metavar="DIR", help="folder for the PNGs (default: FILE without extension + '-charts')")
     return p
 

@@ -180,10 +180,13 @@ def mla_strategy(name: str, arg: str = "mla_strategy") -> str:
 # ---- points -------------------------------------------------------------------------------------
 # What identifies a point, measured or predicted: the test and its shape, the model, how it runs
 # (cards, split) and its formats and MLA strategy (record field names are llama-bench's where they
-# overlap; `n_batch` and `concurrency` are the streams of a serving point). Resumable stores key
-# finished points on these plus what made the number (measure/protocol.py, predict/sweep.py).
+# overlap; `n_streams` is how many independent streams a step runs (a decode step of 4 streams) and
+# `concurrency` the requests in flight of a serving point; llama-bench's own `n_batch` and
+# `n_ubatch` are its logical and physical batch sizes, how a runtime ran, not what point it is).
+# Resumable stores key finished points on these plus what made the number (measure/protocol.py,
+# predict/sweep.py).
 POINT_FIELDS = ("test", "model", "n_cards", "split", "weights", "type_k", "type_v", "mla_strategy",
-                "n_prompt", "n_gen", "n_depth", "n_batch", "concurrency")
+                "n_prompt", "n_gen", "n_depth", "n_streams", "concurrency")
 
 
 def point_key(record: dict, fields: tuple = POINT_FIELDS) -> tuple:
@@ -193,12 +196,21 @@ def point_key(record: dict, fields: tuple = POINT_FIELDS) -> tuple:
 
 
 def join_key(record: dict) -> tuple:
-    """The key on which the report pairs a measured record with the predictions of its point: the
-    model, the test, the depth and (for pp) the prompt. A measurement of tg16 at depth d pairs with
-    the tg1 prediction at d: a decode step's rate does not depend on how many are averaged; the
-    hardware and formats are the report's own (it predicts for the measured setup)."""
+    """The one matching rule for records of the same point, in every file and tool: `glmbench
+    compare` (which adds the setup fields that vary within a file) and the report's
+    measured-vs-predicted table both match on it. The model, the test, the depth, the streams (a
+    missing `n_streams` is 1), the prompt for pp (and pg), the concurrency for serve. The tokens
+    generated are not part of it: a measurement of tg128 at depth d pairs with the tg1 prediction
+    at d (a decode step's rate barely moves over 128 tokens of a deep cache); the hardware and
+    formats are not either (compare shows them as the difference between files; the report
+    predicts for the measured setup)."""
     t = record.get("test")
-    return (record.get("model"), t, record.get("n_depth") or 0, (record.get("n_prompt") or 0) if t == "pp" else 0)
+
+    def v(f, default=0):
+        x = record.get(f)
+        return default if x in (None, "") else x
+    return (record.get("model"), t, v("n_depth"), v("n_prompt") if t in ("pp", "pg") else 0,
+            v("n_gen") if t == "pg" else 0, v("n_streams", 1), v("concurrency", None) if t == "serve" else None)
 
 
 def _canonical(o):

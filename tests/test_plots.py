@@ -180,6 +180,9 @@ def test_real_sweep_draws():
     from glmbench import report
     study = report.Study(depths=(1024, 8192, 65536), concurrency=(1, 4), prompts=(1024, 8192), workloads=())
     recs = report.sweep(study, progress=False)
+    # pp of 512 tokens at every depth (--n-prompt) draws prefill vs context
+    recs += report.sweep(report.Study(depths=(1024, 8192, 65536), n_prompt=512, workloads=()), tests=("pp",),
+                         progress=False)
     assert all(r["evidence"] == "predicted" for r in recs)
     charts = plots.all_charts(recs)
     assert set(charts) == set(plots.CHARTS)

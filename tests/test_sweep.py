@@ -18,7 +18,7 @@ def test_predict_records_are_tidy_and_complete():
         records.validate(r)
         assert r["evidence"] == "predicted" and r["runtime"] == "typical" and r["hardware"] == "rtx-3090"
         for k in ("model", "model_type", "device", "n_cards", "split", "weights", "type_k", "type_v",
-                  "mla_strategy", "n_depth", "n_prompt", "n_gen", "n_batch", "test"):
+                  "mla_strategy", "n_depth", "n_prompt", "n_gen", "n_streams", "test"):
             assert k in r
     tg = [r for r in recs if r["test"] == "tg" and r["model"] == "qwen3-32b" and r["n_cards"] == 1]
     s = cm.Setup("qwen3-32b", "rtx-3090")

@@ -91,26 +91,29 @@ def setup_fingerprint(s: cm.Setup) -> str:
 
 
 def _key(r: dict) -> tuple:
-    return (r["test"], r["setup"], r["n_depth"], r.get("n_prompt"), r.get("n_batch"), r.get("concurrency"))
+    return (r["test"], r["setup"], r["n_depth"], r.get("n_prompt"), r.get("n_gen"), r.get("n_streams"),
+            r.get("concurrency"))
 
 
 def predict(models, setups, depths: Sequence[int], tests: Sequence[str] = ("tg", "pp", "mem"), *,
-            n_prompt: int = 512, batch: int = 1, concurrency: Sequence[int] = (1, 2, 4, 8, 16, 32, 64),
-            out=None, progress: bool = False) -> list[dict]:
+            n_prompt: int = 512, n_gen: int = 1, n_streams: int = 1,
+            concurrency: Sequence[int] = (1, 2, 4, 8, 16, 32, 64), out=None, progress: bool = False) -> list[dict]:
     """Predict every (model, setup, depth) point.
 
     models: names/paths/configs, each combined with every setup (a Setup, whose model is
       replaced, or a dict of Setup fields); None to take the setups as they are.
-    tests: "tg" (decode one token at depth, `batch` streams), "pp" (prefill `n_prompt` tokens at
-      depth), "mem" (memory at context = depth, `batch` streams), "serve" (continuous batching of
-      each `concurrency` at context = depth).
+    tests: "tg" (generate `n_gen` tokens from depth, `n_streams` streams: llama-bench's tg<n_gen> @ d,
+      whose rate is the mean over the steps d .. d+n_gen-1), "pp" (prefill `n_prompt` tokens at
+      depth), "mem" (memory at context = depth, `n_streams` streams), "serve" (continuous batching
+      of each `concurrency` at context = depth).
     """
     bad = [t for t in tests if t not in TESTS]
     if bad or not tests:
         raise ValueError(f"`tests` must be a non-empty subset of {TESTS}, got {tuple(tests)!r}")
     depths = [cm._check_int("depths", d, 0) for d in depths]
     n_prompt = cm._check_int("n_prompt", n_prompt, 1)
-    batch = cm._check_int("batch", batch, 1)
+    n_gen = cm._check_int("n_gen", n_gen, 1)
+    n_streams = cm._check_int("n_streams", n_streams, 1)
     concurrency = [cm._check_int("concurrency", c, 1) for c in concurrency]
     grid = _setups(models, setups)
     for d in depths:
@@ -132,7 +135,7 @@ def predict(models, setups, depths: Sequence[int], tests: Sequence[str] = ("tg",
         base = setup_fields(s)
         for t in tests:
             for d in depths:
-                recs.extend(_point(s, t, d, base, n_prompt, batch, concurrency, done))
+                recs.extend(_point(s, t, d, base, n_prompt, n_gen, n_streams, concurrency, done))
         if out is not None:
             # one atomic rewrite per setup: an interrupted sweep keeps every finished setup
             keys = {_key(r) for r in recs}
@@ -140,23 +143,46 @@ def predict(models, setups, depths: Sequence[int], tests: Sequence[str] = ("tg",
     return recs
 
 
-def _point(s, t, d, base, n_prompt, batch, concurrency, store):
+def _point(s, t, d, base, n_prompt, n_gen, n_streams, concurrency, store):
     out = []
     if t == "serve":
         for c in concurrency:
-            r = {**base, "test": "serve", "n_depth": d, "n_prompt": 0, "n_gen": 1, "n_batch": c, "concurrency": c}
+            r = {**base, "test": "serve", "n_depth": d, "n_prompt": 0, "n_gen": 1, "n_streams": c, "concurrency": c}
             out.append(_cached(store, r, lambda r=r, c=c: _serve(s, d, c, r)))
         return out
     if t == "tg":
-        r = {**base, "test": "tg", "n_depth": d, "n_prompt": 0, "n_gen": 1, "n_batch": batch}
-        out.append(_cached(store, r, lambda: _step(cm.decode(s, d, batch), r, s, d + 1, batch)))
+        r = {**base, "test": "tg", "n_depth": d, "n_prompt": 0, "n_gen": n_gen, "n_streams": n_streams}
+        out.append(_cached(store, r, lambda: _flags(_generate(s, d, n_gen, n_streams, r), d + n_gen,
+                                                    cm.memory(s, d + n_gen, n_streams).fits)))
     elif t == "pp":
-        r = {**base, "test": "pp", "n_depth": d, "n_prompt": n_prompt, "n_gen": 0, "n_batch": 1}
+        r = {**base, "test": "pp", "n_depth": d, "n_prompt": n_prompt, "n_gen": 0, "n_streams": 1}
         out.append(_cached(store, r, lambda: _step(cm.prefill(s, n_prompt, d), r, s, d + n_prompt, 1)))
     else:
-        r = {**base, "test": "mem", "n_depth": d, "n_prompt": 0, "n_gen": 0, "n_batch": batch}
-        out.append(_cached(store, r, lambda: _mem(s, d, batch, r)))
+        r = {**base, "test": "mem", "n_depth": d, "n_prompt": 0, "n_gen": 0, "n_streams": n_streams}
+        out.append(_cached(store, r, lambda: _mem(s, d, n_streams, r)))
     return out
+
+
+# Steps priced for a tg of n_gen tokens: all of them up to this many, else this many evenly spaced
+# from the first to the last (a decode step's time is close to affine in the depth, whose mean
+# over evenly spaced steps that include both ends is the mean over all of them).
+_GEN_SAMPLES = 9
+
+
+def _generate(s, d, n_gen, n_streams, r):
+    """tg<n_gen> @ d: n_gen decode steps at depths d .. d+n_gen-1; tok/s is the tokens they make
+    (n_gen per stream) over their summed time, as llama-bench and sweep-bench count it."""
+    if n_gen == 1:
+        return _step(cm.decode(s, d, n_streams), r)
+    k = min(n_gen, _GEN_SAMPLES)
+    depths = sorted({d + round(i * (n_gen - 1) / (k - 1)) for i in range(k)})
+    steps = [cm.decode(s, x, n_streams) for x in depths]
+    mean = sum(st.seconds for st in steps) / len(steps)
+    first = steps[0]
+    total = mean * n_gen
+    return {**r, "avg_ts": first.tokens * n_gen / total, "stddev_ts": None, "seconds": total,
+            "dominant": first.dominant, "flops": sum(st.flops for st in steps) / len(steps) * n_gen,
+            "bytes": sum(st.bytes for st in steps) / len(steps) * n_gen}
 
 
 def _cached(done, r, compute):

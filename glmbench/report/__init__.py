@@ -69,6 +69,8 @@ class Study:
     kv: str = vocab.DEFAULTS["kv"]
     depths: tuple = _pow2_range(1024, 131072)
     prompts: tuple | None = None    # prefill / TTFT prompt lengths; None: the depths
+    n_prompt: int | None = None     # set: pp of n_prompt tokens at every depth (sweep-bench, llama-bench -d)
+    n_gen: int = 1                  # tokens of each tg point (tg<n_gen> @ d, the mean over its steps)
     runtime: str = vocab.DEFAULTS["runtime"]
     mla_strategy: str = vocab.DEFAULTS["mla_strategy"]
     concurrency: tuple = (1, 2, 4, 8, 16, 32, 64)
@@ -95,6 +97,12 @@ class Study:
             if not p or p[0] < 1:
                 raise ValueError(f"`prompts` must hold whole numbers >= 1, got {self.prompts!r}")
             s(self, "prompts", p)
+        for name, lo in (("n_prompt", 1), ("n_gen", 1)):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < lo):
+                raise ValueError(f"`{name}` must be a whole number >= {lo}, got {v!r}")
+        if self.n_gen is None:
+            raise ValueError("`n_gen` must be a whole number >= 1, got None")
         if not (isinstance(self.link_gbps, (int, float)) and self.link_gbps > 0):
             raise ValueError(f"`link_gbps` must be > 0, got {self.link_gbps!r}")
         if isinstance(self.serve_context, bool) or not isinstance(self.serve_context, int) or self.serve_context < 0:
@@ -155,14 +163,19 @@ class Study:
             parts.append("--concurrency " + ",".join(map(str, self.concurrency)))
         if self.serve_context != d.serve_context:
             parts.append(f"--serve-context {self.serve_context}")
+        if self.n_prompt is not None:
+            parts.append(f"--n-prompt {self.n_prompt}")
+        if self.n_gen != d.n_gen:
+            parts.append(f"--n-gen {self.n_gen}")
         return " ".join(parts)
 
 
 # ---- predictions ------------------------------------------------------------------------------
 def sweep(study: Study, tests: Sequence[str] = ("tg", "pp", "mem", "serve"), *, progress: bool = True,
           out=None) -> list[dict]:
-    """Predicted records for the study: tg and mem at every depth, pp from an empty cache at
-    every prompt length (its `seconds` is the TTFT), serve at every concurrency.
+    """Predicted records for the study: tg (of `n_gen` tokens) and mem at every depth; pp from
+    an empty cache at every prompt length (its `seconds` is the TTFT), or, with `study.n_prompt`,
+    pp of n_prompt tokens at every depth; serve at every concurrency.
 
     out: a .json path passed to sweep.predict: points already there are reused, and the file
     holds every finished point if the sweep is interrupted."""
@@ -174,8 +187,10 @@ def sweep(study: Study, tests: Sequence[str] = ("tg", "pp", "mem", "serve"), *, 
     calls = []
     per_depth = [t for t in tests if t in ("tg", "mem")]
     if per_depth:
-        calls.append(dict(depths=study.depths, tests=tuple(per_depth)))
-    if "pp" in tests:
+        calls.append(dict(depths=study.depths, tests=tuple(per_depth), n_gen=study.n_gen))
+    if "pp" in tests and study.n_prompt is not None:
+        calls.append(dict(depths=study.depths, tests=("pp",), n_prompt=study.n_prompt))
+    elif "pp" in tests:
         calls += [dict(depths=(0,), tests=("pp",), n_prompt=n) for n in study.prompt_lengths]
     if "serve" in tests:
         calls.append(dict(depths=(study.serve_context,), tests=("serve",), concurrency=study.concurrency))
@@ -324,7 +339,7 @@ def render(records: Sequence[dict], study: Study, decs: Sequence[dict], charts: 
     # -- generation and crossovers
     tg = [r for r in pred if r["test"] == "tg"]
     mem = [r for r in pred if r["test"] == "mem"]
-    fits = {(r["setup"], r["n_depth"]): r.get("fits") for r in mem if r.get("n_batch", 1) == 1}
+    fits = {(r["setup"], r["n_depth"]): r.get("fits") for r in mem if r.get("n_streams", 1) == 1}
     if tg:
         L += ["## Generation speed vs context", "", "![generation speed](generation_vs_context.png)", ""]
         cx = plots.crossovers(tg)
@@ -368,6 +383,23 @@ def render(records: Sequence[dict], study: Study, decs: Sequence[dict], charts: 
                 f"{_num(byp[p]['avg_ts'], 0)} tok/s, {_secs(byp[p]['seconds'])}" if p in byp else "–" for p in show])
         L += ["Prefill speed and time to first token for a prompt of each length from an empty cache:", "",
               _md_table(rows, ["model", "rig"] + [f"{_tok(p)} prompt" for p in show]), ""]
+
+    # -- prefill at depth (--n-prompt)
+    pp_at = [r for r in pred if r["test"] == "pp" and study.n_prompt is not None and r.get("n_prompt") == study.n_prompt]
+    if pp_at:
+        L += [f"## Prefill of {study.n_prompt} tokens vs context", ""]
+        if "prefill_vs_context.png" in charts:
+            L += ["![prefill vs context](prefill_vs_context.png)", ""]
+        show = _pick_depths(study.depths)
+        rows = []
+        for s in _setups_of(pp_at):
+            byd = {r["n_depth"]: r for r in pp_at if r["setup"] == s}
+            r0 = next(iter(byd.values()))
+            rows.append([r0["model"], _rig(r0)] + [
+                f"{_num(byd[d]['avg_ts'], 0)} tok/s, {_secs(byd[d]['seconds'])}" if d in byd else "–" for d in show])
+        L += [f"Prefill speed and time of a {study.n_prompt}-token chunk with d tokens already in the cache "
+              f"(sweep-bench's S_PP at N_KV, llama-bench's pp{study.n_prompt} @ d):", "",
+              _md_table(rows, ["model", "rig"] + [f"@{_tok(d)}" for d in show]), ""]
 
     # -- memory
     if mem:
@@ -535,7 +567,7 @@ def _pick_depths(depths: Sequence[int]) -> list[int]:
 
 
 def _measured_vs_predicted(records) -> list[list]:
-    return [[m["model"], test_label(m), m.get("device", "?"), _num(m["avg_ts"], 2), _rig(p),
+    return [[m["model"], test_label(m), m.get("device") or m.get("tool") or "?", _num(m["avg_ts"], 2), _rig(p),
              _num(p["avg_ts"], 2), f"{p['avg_ts'] / m['avg_ts']:.2f}"]
             for m, p in measured_predicted_pairs(records)]
 

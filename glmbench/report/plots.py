@@ -102,6 +102,12 @@ def _select(records, test: str) -> list[dict]:
     return [r for r in records if r.get("test") == test]
 
 
+def _one_stream(records) -> list[dict]:
+    """The records of one stream (`n_streams` absent or 1): a batched-bench row of B streams is
+    an aggregate rate, not a point of a one-stream curve."""
+    return [r for r in records if (r.get("n_streams") or 1) == 1]
+
+
 def rig_label(r: dict) -> str:
     """'1× RTX 3090' or '2× RTX 3090 (layer split, 1.4 GB/s)'."""
     n = r.get("n_cards") or 1
@@ -150,7 +156,7 @@ def _series(records, x_field: str) -> dict[tuple, list[dict]]:
 def _fits_index(records) -> dict:
     idx = {}
     for r in records:
-        if r.get("test") == "mem" and r.get("fits") is not None and (r.get("n_batch") or 1) == 1 \
+        if r.get("test") == "mem" and r.get("fits") is not None and (r.get("n_streams") or 1) == 1 \
                 and r.get("n_depth") is not None:
             idx[(str(r.get("model")),) + _rig_key(r) + (r["evidence"], int(r["n_depth"]))] = r["fits"]
     return idx
@@ -273,7 +279,7 @@ def crossovers(records: Sequence[dict], x_field: str = "n_depth", y_field: str =
 def generation_vs_context(records: Sequence[dict], *, title: str | None = None) -> Figure:
     """Decode tokens/s vs context depth, every model and rig; crossovers marked and labelled."""
     every = _as_records(records)
-    recs = _with_fits(_select(every, "tg"), every, lambda r: r["n_depth"])
+    recs = _with_fits(_one_stream(_select(every, "tg")), every, lambda r: r["n_depth"])
     if not recs:
         raise ValueError("no decode (test='tg') records to plot")
     styler = _Styler(recs)
@@ -318,7 +324,7 @@ def _mark_spill(ax, recs, xf, yf):
 def prefill_vs_prompt(records: Sequence[dict], *, title: str | None = None) -> Figure:
     """Two panels: prefill tokens/s vs prompt length, and time to first token vs prompt length."""
     every = _as_records(records)
-    recs = _with_fits([r for r in _select(every, "pp") if not r.get("n_depth")], every,
+    recs = _with_fits([r for r in _one_stream(_select(every, "pp")) if not r.get("n_depth")], every,
                       lambda r: r["n_prompt"])
     if not recs:
         raise ValueError("no prefill (test='pp', n_depth=0) records to plot")
@@ -347,6 +353,38 @@ def prefill_vs_prompt(records: Sequence[dict], *, title: str | None = None) -> F
     if title:
         fig.suptitle(title)
     _footer(fig, recs)
+    return fig
+
+
+def prefill_vs_context(records: Sequence[dict], *, title: str | None = None) -> Figure:
+    """Prefill tokens/s of a prompt of n_prompt tokens vs the context already cached (sweep-bench's
+    S_PP against N_KV; llama-bench's pp<n> @ d<depth>; `glmbench sweep --n-prompt N`), one line per
+    model, rig and prompt length. Needs pp records at two or more depths of one prompt length."""
+    every = _as_records(records)
+    pp = _one_stream(_select(every, "pp"))
+    by_prompt: dict = defaultdict(set)
+    for r in pp:
+        if r.get("n_depth") is not None and r.get("n_prompt"):
+            by_prompt[(str(r.get("model")),) + _rig_key(r) + (r["evidence"], r["n_prompt"])].add(int(r["n_depth"]))
+    keep = {k[-1] for k, ds in by_prompt.items() if len(ds) > 1 and any(ds)}
+    recs = _with_fits([r for r in pp if r.get("n_prompt") in keep and r.get("n_depth") is not None], every,
+                      lambda r: r["n_depth"] + r["n_prompt"])
+    if not recs:
+        raise ValueError("no prefill (test='pp') records at two or more depths of one prompt length to plot")
+    styler = _Styler(recs)
+    fig, (ax,) = _new_figure()
+    drawn = [r for r in recs if r["n_depth"]]
+    for n in sorted(keep):
+        for key, s in _series([r for r in drawn if r["n_prompt"] == n], "n_depth").items():
+            _plot_series(ax, styler, s, "n_depth", "avg_ts", label=f"{s[0]['model']} · {rig_label(s[0])} · pp{n}")
+    _mark_spill(ax, drawn, "n_depth", "avg_ts")
+    _log2_token_axis(ax, [r["n_depth"] for r in drawn], "context already in the cache (tokens, log scale)")
+    ax.set_ylabel("prefill speed (tokens/s)")
+    ax.set_ylim(bottom=0)
+    ax.set_title(title or "Prefill speed vs context")
+    _finish_legend(ax, loc="best")
+    zero = sum(1 for r in recs if not r["n_depth"])
+    _footer(fig, recs, f"{zero} point(s) at depth 0 are not drawn (log axis); they are in the records" if zero else "")
     return fig
 
 
@@ -506,6 +544,7 @@ def one_vs_two_cards(records: Sequence[dict], *, short_depth: int | None = None,
 CHARTS = {
     "generation_vs_context": generation_vs_context,
     "prefill_vs_prompt": prefill_vs_prompt,
+    "prefill_vs_context": prefill_vs_context,
     "memory_vs_context": memory_vs_context,
     "one_vs_two_cards": one_vs_two_cards,
     "throughput_vs_concurrency": throughput_vs_concurrency,

@@ -1,7 +1,7 @@
 """Record logic shared by `glmbench compare` and the report: which records are the same point,
 and the value each test is compared on.
 
-  compare(a, b)                     compare-llama-bench style: B/A per point two files share
+  compare(a, b, *more)              compare-llama-bench style: B/A, C/A... per point the files share
   measured_predicted_pairs(records) each measured tg/pp record with the predicted ones of its point
                                     (vocab.join_key), for the report's measured-vs-predicted table
 """
@@ -14,7 +14,8 @@ from typing import Sequence
 from glmbench import vocab
 from glmbench.results import records as rec
 
-__all__ = ["compare", "measured_predicted_pairs", "test_label", "POINT_FIELDS", "SETUP_FIELDS", "VALUE_FIELDS"]
+__all__ = ["compare", "measured_predicted_pairs", "test_label", "file_letters", "POINT_FIELDS", "SETUP_FIELDS",
+           "VALUE_FIELDS"]
 
 
 def measured_predicted_pairs(records: Sequence[dict]) -> list[tuple[dict, dict]]:
@@ -30,12 +31,15 @@ def measured_predicted_pairs(records: Sequence[dict]) -> list[tuple[dict, dict]]
 
 
 # ---- compare ------------------------------------------------------------------------------------
-# What a point is (compare matches A and B on these) and what is measured at it, per test.
-POINT_FIELDS = ("test", "model", "n_prompt", "n_gen", "n_depth", "n_batch", "concurrency")
-SETUP_FIELDS = ("evidence", "device", "n_cards", "split", "link_gbps", "weights", "type_k", "type_v",
-                "mla_strategy", "runtime", "n_threads")
-VALUE_FIELDS = {"tg": ("avg_ts", "tok/s"), "pp": ("avg_ts", "tok/s"), "serve": ("aggregate_tok_s", "tok/s"),
-                "mem": ("mem_bytes", "bytes")}
+# What a point is: vocab.join_key, the rule the report's measured-vs-predicted table uses too (its
+# fields are these). What is set up differently between (or within) files: the setup fields; one
+# that varies within a file joins the key, one constant in each file but different between them
+# is the comparison's subject (the header). What is measured at a point, per test: VALUE_FIELDS.
+POINT_FIELDS = ("test", "model", "n_depth", "n_prompt", "n_gen", "n_streams", "concurrency")
+SETUP_FIELDS = ("evidence", "tool", "device", "n_cards", "split", "link_gbps", "weights", "type_k", "type_v",
+                "mla_strategy", "runtime", "n_threads", "n_batch", "n_ubatch", "flash_attn")
+VALUE_FIELDS = {"tg": ("avg_ts", "tok/s"), "pp": ("avg_ts", "tok/s"), "pg": ("avg_ts", "tok/s"),
+                "serve": ("aggregate_tok_s", "tok/s"), "mem": ("mem_bytes", "bytes")}
 
 
 def _mem_value(r):
@@ -46,8 +50,19 @@ def _mem_value(r):
     return None
 
 
+def _value(r):
+    t = r.get("test")
+    if t == "mem":
+        return _mem_value(r)
+    v = r.get(VALUE_FIELDS[t][0])
+    if v is None and t == "serve":
+        v = r.get("avg_ts")
+    return v
+
+
 def test_label(r: dict) -> str:
-    """llama-bench style: 'tg1@d4096', 'pp512', 'pp512@d4096', 'mem@d128K', 'serve16@d4096'."""
+    """llama-bench style: 'tg1@d4096', 'pp512', 'pp512@d4096', 'pp512+tg128', 'mem@d128K',
+    'serve16@d4096'."""
     t = r.get("test")
     d = r.get("n_depth") or 0
     at = f"@d{d}" if d else ""
@@ -55,55 +70,76 @@ def test_label(r: dict) -> str:
         return f"tg{r.get('n_gen') or ''}{at}"
     if t == "pp":
         return f"pp{r.get('n_prompt') or ''}{at}"
+    if t == "pg":
+        return f"pp{r.get('n_prompt') or ''}+tg{r.get('n_gen') or ''}{at}"
     if t == "serve":
         return f"serve{r.get('concurrency') or ''}{at}"
     return f"{t}{at}"
 
 
-def compare(a: Sequence[dict], b: Sequence[dict]) -> tuple[list[dict], dict]:
-    """Match the points of two record lists and give B/A for each (compare-llama-bench style).
+def file_letters(n: int) -> list[str]:
+    """'A', 'B', ... 'Z', 'AA', ...: the column of each file in a comparison."""
+    out = []
+    for i in range(n):
+        s, i = "", i + 1
+        while i:
+            i, r = divmod(i - 1, 26)
+            s = chr(65 + r) + s
+        out.append(s)
+    return out
 
-    Returns (rows, differences): rows with the point, the value in A and B and their ratio;
+
+def compare(a: Sequence[dict], b: Sequence[dict], *more: Sequence[dict]) -> tuple[list[dict], dict]:
+    """Match the points of two or more record lists and give each one's value over the first's
+    (compare-llama-bench style: B/A, C/A, ...). Points are matched by vocab.join_key (so a tg1
+    prediction pairs with a tg128 measurement at the same depth) plus the setup fields that vary
+    within a file.
+
+    Returns (rows, differences): one row per point of the first file that at least one other file
+    has, with the value in each file (None where a file lacks the point) and the ratios;
     differences: the setup fields that are constant within each file but differ between them
     (what the comparison is about, e.g. {"device": ("RTX 3090", "RTX 4090")})."""
-    a = [rec.validate(r) for r in a]
-    b = [rec.validate(r) for r in b]
-    varying = [f for f in SETUP_FIELDS
-               if len({_h(r.get(f)) for r in a}) > 1 or len({_h(r.get(f)) for r in b}) > 1]
+    files = [[rec.validate(r) for r in f] for f in (a, b) + more]
+    letters = file_letters(len(files))
+    varying = [f for f in SETUP_FIELDS if any(len({_h(r.get(f)) for r in fl}) > 1 for fl in files)]
     header = {}
     for f in SETUP_FIELDS:
         if f in varying:
             continue
-        va = a[0].get(f) if a else None
-        vb = b[0].get(f) if b else None
-        if _h(va) != _h(vb):
-            header[f] = (va, vb)
-    key_fields = [f for f in POINT_FIELDS if f != "test"] + varying
+        vals = tuple(fl[0].get(f) if fl else None for fl in files)
+        if len({_h(v) for v in vals}) > 1:
+            header[f] = vals
 
     def key(r):
-        return (r.get("test"),) + tuple(_h(r.get(f)) for f in key_fields)
+        return vocab.join_key(r) + tuple(_h(r.get(f)) for f in varying)
 
-    bmap = {}
-    for r in b:
-        bmap.setdefault(key(r), r)
+    maps = []
+    for fl in files[1:]:
+        m = {}
+        for r in fl:
+            if r.get("test") in VALUE_FIELDS and _value(r) is not None:
+                m.setdefault(key(r), r)
+        maps.append(m)
     rows = []
-    for ra in a:
-        rb = bmap.get(key(ra))
+    for ra in files[0]:
         t = ra.get("test")
-        if rb is None or t not in VALUE_FIELDS:
+        if t not in VALUE_FIELDS or _value(ra) is None:
             continue
-        field, unit = VALUE_FIELDS[t]
-        va = _mem_value(ra) if t == "mem" else ra.get(field)
-        vb = _mem_value(rb) if t == "mem" else rb.get(field)
-        if va is None or vb is None:
+        k = key(ra)
+        others = [m.get(k) for m in maps]
+        if not any(o is not None for o in others):
             continue
-        row = {"model": ra.get("model"), "test": test_label(ra)}
+        va = float(_value(ra))
+        labels = list(dict.fromkeys(test_label(r) for r in [ra] + [o for o in others if o is not None]))
+        row = {"model": ra.get("model"), "test": " / ".join(labels)}
         for f in varying:
             row[f] = ra.get(f)
-        row["unit"] = unit
-        row["A"] = float(va)
-        row["B"] = float(vb)
-        row["B/A"] = float(vb) / float(va) if float(va) else math.nan
+        row["unit"] = VALUE_FIELDS[t][1]
+        row[letters[0]] = va
+        for L, o in zip(letters[1:], others):
+            row[L] = float(_value(o)) if o is not None else None
+        for L in letters[1:]:
+            row[f"{L}/A"] = (row[L] / va if va else math.nan) if row[L] is not None else None
         rows.append(row)
     return rows, header
 

@@ -1,8 +1,8 @@
 """Result records: the one tidy format every sweep, measurement and report reads and writes.
 
 A record is a flat dict. Field names follow llama-bench where they overlap (`model_type`,
-`n_prompt`, `n_gen`, `n_depth`, `n_batch`, `avg_ts`, `stddev_ts`, `n_threads`, `type_k`,
-`type_v`), plus ours:
+`n_prompt`, `n_gen`, `n_depth`, `n_batch`, `n_ubatch`, `avg_ts`, `stddev_ts`, `n_threads`, `type_k`,
+`type_v`, `flash_attn`; `n_batch` is llama-bench's logical batch size), plus ours:
 
   evidence      "measured" | "predicted" | "calibrated"   (required on every record)
   model         built-in name or config path
@@ -10,6 +10,8 @@ A record is a flat dict. Field names follow llama-bench where they overlap (`mod
   n_cards, split, link_gbps   the rig (split: "none" | "layer" | "tensor")
   weights       weight format ("bf16", "q4_0", "iq4_xs", ...)
   mla_strategy  "naive" | "absorbed" | "flash" | "" for GQA models
+  n_streams     independent streams a step runs (tg/mem at several streams; 1 when absent)
+  concurrency   requests in flight (serve)
   runtime       runtime-profile name for predictions ("ideal", "typical", "calibrated:<file>")
   test          "tg" (decode), "pp" (prefill), "mem", "serve"
                 measured "mem" records carry byte counts (docs/MEASURE.md): weight_bytes, kv_bytes,
@@ -35,7 +37,7 @@ from glmbench.vocab import EVIDENCE  # noqa: E402  (one definition, at the botto
 LEAD_COLUMNS = (
     "evidence", "test", "model", "model_type", "device", "n_cards", "split", "link_gbps",
     "weights", "type_k", "type_v", "mla_strategy", "runtime", "n_prompt", "n_gen", "n_depth",
-    "n_batch", "avg_ts", "stddev_ts",
+    "n_streams", "avg_ts", "stddev_ts",
 )
 
 

@@ -1,0 +1,106 @@
+"""Results in, from the command line: `glmbench compare`, `plot` and `report --measured` read
+llama-bench / sweep-bench / batched-bench / vllm / sglang output; `sweep` and `report` take
+--n-prompt and --n-gen. The samples live in <repo>/../shared/formats (skipped when absent)."""
+import json
+import os
+import pathlib
+
+import pytest
+
+from glmbench.results import records
+
+from test_cli import one_line_error, run
+
+FORMATS = pathlib.Path(__file__).resolve().parent.parent.parent / "shared" / "formats"
+needs_samples = pytest.mark.skipif(not FORMATS.is_dir(), reason=f"{FORMATS} (the shared format samples) is absent")
+
+
+def sample(name):
+    return str(FORMATS / name)
+
+
+def test_sweep_contract_n_prompt_and_n_gen(capsys):
+    rc, out, _ = run(capsys, "sweep", "-q", "--model", "glm-4.7-flash", "--cards", "2", "--depths", "0,4K,32K",
+                     "--tests", "tg,pp", "--n-prompt", "2048", "--n-gen", "128", "--json")
+    assert rc == 0
+    recs = json.loads(out)
+    for r in recs:
+        assert {"test", "n_depth", "n_prompt", "avg_ts", "evidence"} <= set(r) and r["evidence"] == "predicted"
+    pp = [r for r in recs if r["test"] == "pp"]
+    tg = [r for r in recs if r["test"] == "tg"]
+    assert sorted(r["n_depth"] for r in pp) == [0, 4096, 32768] and {r["n_prompt"] for r in pp} == {2048}
+    assert {r["n_gen"] for r in tg} == {128}
+    # deeper cache, slower prefill of the same chunk
+    pps = sorted(pp, key=lambda r: r["n_depth"])
+    assert pps[0]["avg_ts"] > pps[1]["avg_ts"] > pps[2]["avg_ts"]
+    # without --n-prompt, pp is from an empty cache at each depth as the prompt length (as before)
+    rc, out, _ = run(capsys, "sweep", "-q", "--model", "glm-4.7-flash", "--cards", "1", "--depths", "1K,4K",
+                     "--tests", "pp", "--json")
+    assert rc == 0 and sorted((r["n_depth"], r["n_prompt"]) for r in json.loads(out)) == [(0, 1024), (0, 4096)]
+    rc, _, err = run(capsys, "sweep", "-q", "--n-prompt", "0")
+    assert "--n-prompt" in one_line_error(rc, err)
+
+
+@needs_samples
+def test_compare_llama_bench_files_with_a_prediction(capsys, tmp_path):
+    pred = tmp_path / "pred.json"
+    rc, _, _ = run(capsys, "sweep", "-q", "--model", "glm-4.7-flash", "--hardware", "rtx-4090", "--cards", "2",
+                   "--depths", "0,8K,32K", "--tests", "tg,pp", "--n-prompt", "512", "--out", str(pred))
+    assert rc == 0
+    # the md table cannot tell its model (deepseek2 30B.A3B): one line naming the file, line and --model
+    rc, _, err = run(capsys, "compare", str(pred), sample("llama-bench.json"), sample("llama-bench.md"))
+    msg = one_line_error(rc, err)
+    assert "llama-bench.md:3:" in msg and "--model" in msg
+    rc, out, _ = run(capsys, "compare", str(pred), sample("llama-bench.json"), sample("llama-bench.md"),
+                     "--model", "glm-4.7-flash", "--json")
+    assert rc == 0
+    res = json.loads(out)
+    assert list(res["files"]) == ["A", "B", "C"] and res["differences"]["evidence"] == ["predicted", "measured", "measured"]
+    assert len(res["rows"]) == 6  # every llama-bench test pairs with its prediction: tg1 with tg128
+    meas = {(r["test"], r["n_depth"]): r["avg_ts"] for r in records.read_records(pred)}
+    for row in res["rows"]:
+        assert row["B/A"] == pytest.approx(row["B"] / row["A"]) and row["C"] == pytest.approx(row["B"], abs=0.005)
+    row = next(r for r in res["rows"] if r["test"] == "tg1@d8192 / tg128@d8192")
+    assert row["A"] == pytest.approx(meas[("tg", 8192)]) and row["B"] == pytest.approx(119.356570)
+    rc, out, _ = run(capsys, "compare", str(pred), sample("llama-bench.csv"))
+    assert rc == 0 and "C/A" not in out and "B/A" in out and "tool: A=  B=llama-bench" in out
+
+
+@needs_samples
+def test_plot_and_report_take_sweep_bench(capsys, tmp_path):
+    rc, _, err = run(capsys, "plot", sample("sweep-bench.md"), "--out", str(tmp_path / "c"))
+    assert "sweep-bench.md:6: cannot tell which model" in one_line_error(rc, err)
+    rc, out, _ = run(capsys, "plot", sample("sweep-bench.md"), "--model", "qwen3-32b", "--out", str(tmp_path / "c"))
+    assert rc == 0
+    assert sorted(os.path.basename(p) for p in out.split()) == [
+        "generation_vs_context.png", "prefill_vs_context.png", "prefill_vs_prompt.png"]
+    rep = tmp_path / "rep"
+    rc, _, _ = run(capsys, "report", "-q", "--model", "qwen3-32b", "--cards", "1", "--depths", "0,2K,4K,8K,16K",
+                   "--n-prompt", "512", "--n-gen", "128", "--concurrency", "1,2", "--measured", sample("sweep-bench.md"),
+                   "--out", str(rep))
+    assert rc == 0
+    md = (rep / "report.md").read_text()
+    assert "`glmbench report --model qwen3-32b --cards 1" in md and "--n-prompt 512 --n-gen 128" in md
+    assert "## Prefill of 512 tokens vs context" in md and "(prefill_vs_context.png)" in md
+    assert "## Measured vs predicted" in md
+    # each sweep-bench row at a depth the study predicts is one line: tg128 and pp512 at that depth
+    for d in (2048, 4096, 8192, 16384):
+        assert f"| qwen3-32b | tg128@d{d} | llama-sweep-bench (ik_llama.cpp) |" in md
+        assert f"| qwen3-32b | pp512@d{d} | llama-sweep-bench (ik_llama.cpp) |" in md
+    recs = records.read_records(rep / "records.json")
+    assert sum(r["evidence"] == "measured" for r in recs) == 18
+
+
+@needs_samples
+def test_compare_serving_and_plot_batched(capsys, tmp_path):
+    # vllm's 4 streams at ~1K-token prompts and sglang's 8 at ~0.8K / 4 at 2K are not the same point
+    rc, _, err = run(capsys, "compare", sample("vllm-bench-serve.json"), sample("sglang-bench-serving.jsonl"),
+                     "--model", "qwen3-32b")
+    assert "no points in common" in one_line_error(rc, err)
+    rc, out, _ = run(capsys, "compare", sample("vllm-bench-serve.json"), sample("vllm-bench-serve.json"), "--json")
+    assert rc == 0 and [r["test"] for r in json.loads(out)["rows"]] == ["serve4@d1062"]
+    # batched-bench: the one-stream rows (B = 1) draw on the one-stream charts, the others do not
+    rc, out, _ = run(capsys, "plot", sample("llama-batched-bench.md"), "--model", "qwen3-32b", "--out",
+                     str(tmp_path / "b"))
+    assert rc == 0 and sorted(os.path.basename(p) for p in out.split()) == [
+        "generation_vs_context.png", "prefill_vs_prompt.png"]
