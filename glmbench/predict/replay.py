@@ -249,6 +249,7 @@ class ReplayResult:
         span = self.makespan_s
         row = {"requests": len(idx), "tokens": tot_w, "prompt_tokens": sum(self.prompt[i] for i in idx),
                "output_tokens": sum(self.output[i] for i in idx), "rejected": len(idx) - len(served),
+               "rejected_tok": sum(w_tok[i] for i in idx if self.rejected[i]) / tot_w if tot_w else math.nan,
                "cached_share": (sum(self.cached_tokens[i] for i in idx) / max(1, sum(self.prompt[i] for i in idx))),
                "preemptions": sum(self.preemptions[i] for i in idx),
                "slo_attainment": len(ok) / len(idx) if idx else math.nan,
@@ -592,21 +593,26 @@ def replay(trace, setup: cm.Setup, config: ServerConfig | None = None, *,
 
 # ---- which setup serves a trace best ------------------------------------------------------------------
 def _rank_key(row) -> tuple:
-    """Higher is better: the share of tokens in requests that met both targets, then the lower
-    token-weighted mean end-to-end latency (rejected requests count as missing the targets)."""
+    """Higher is better: the share of tokens in requests that met both targets, then the smaller
+    share of tokens in rejected requests (so that rejecting the long ones does not look fast),
+    then the lower token-weighted mean end-to-end latency of the served ones."""
     att = row.get("slo_attainment_tok", math.nan)
+    rej = row.get("rejected_tok", math.nan)
     e2e = row.get("e2e_s_mean_tok", math.nan)
-    return (-1.0 if math.isnan(att) else round(att, 3), -(math.inf if math.isnan(e2e) else e2e))
+    return (-1.0 if math.isnan(att) else round(att, 3), -(1.0 if math.isnan(rej) else round(rej, 3)),
+            -(math.inf if math.isnan(e2e) else e2e))
 
 
 def _winner(rows) -> dict:
     best = max(rows, key=_rank_key)
     others = [r for r in rows if r is not best]
     tie = any(_rank_key(r) == _rank_key(best) for r in others)
-    return {"winner": best["setup"], "tie": tie,
-            "by": "SLO attainment (tokens)" if others and any(round(r.get("slo_attainment_tok", -1), 3) !=
-                                                              round(best.get("slo_attainment_tok", -1), 3) for r in others)
-            else "token-weighted mean end-to-end latency"}
+    by = "token-weighted mean end-to-end latency"
+    for k, what in ((0, "SLO attainment (tokens)"), (1, "rejected tokens")):
+        if others and all(_rank_key(r)[k] != _rank_key(best)[k] for r in others):
+            by = what
+            break
+    return {"winner": best["setup"], "tie": tie, "by": by}
 
 
 def crossovers(winners: Sequence[dict]) -> list[dict]:
@@ -658,7 +664,7 @@ def study(trace, setups: Sequence[cm.Setup], config: ServerConfig | None = None,
                  "tokens": rows[0]["tokens"] if rows else 0}
             if n:
                 w.update(_winner(rows))
-                w["scores"] = {r["setup"]: {"slo_attainment_tok": r["slo_attainment_tok"],
+                w["scores"] = {r["setup"]: {"slo_attainment_tok": r["slo_attainment_tok"], "rejected_tok": r["rejected_tok"],
                                             "e2e_s_mean_tok": r["e2e_s_mean_tok"]} for r in rows}
             else:
                 w.update(winner="", tie=False, by="")
