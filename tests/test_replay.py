@@ -208,3 +208,38 @@ def test_bad_arguments():
         rp.ServerConfig(max_num_seqs=0)
     with pytest.raises(ValueError, match="ttft_slo_s"):
         rp.replay(traces.from_requests([(0, 10, 2)]), SETUP, ttft_slo_s=0)
+
+
+def _rows(winner_by_bucket, a, b):
+    rows = []
+    for name, lo, _ in rp.BUCKETS:
+        w = winner_by_bucket.get(name)
+        if w is None:
+            continue
+        for s in (a, b):
+            good = s == w
+            rows.append({"prefix_cache": False, "bucket": name, "setup": s, "requests": 5,
+                         "slo_attainment_tok": 0.9 if good else 0.5, "rejected_tok": 0.0, "e2e_s_mean_tok": 1.0})
+    return rows
+
+
+def test_pair_verdicts():
+    a, b = "A", "B"
+    crossing = {"a": a, "b": b, "depths": [1024, 131072], "crossovers": [20000.0], "faster_before": a, "faster_after": b}
+    v = rp._pair_verdict(crossing, _rows({"<4K": a, "8-16K": a, "16-32K": b, "64-128K": b}, a, b), False)
+    assert v["holds"] and "takes over from 16-32K" in v["verdict"]
+    v = rp._pair_verdict(crossing, _rows({"<4K": a, "16-32K": a}, a, b), False)
+    assert not v["holds"] and "A wins every bucket" in v["verdict"]
+    flat = {**crossing, "crossovers": [], "faster_after": a}
+    assert rp._pair_verdict(flat, _rows({"<4K": a, "16-32K": a}, a, b), False)["holds"]
+    v = rp._pair_verdict(flat, _rows({"<4K": a, "16-32K": b}, a, b), False)
+    assert not v["holds"] and "16-32K" in v["verdict"]
+
+
+def test_synthetic_pairs_differ_in_one_thing():
+    qwen = cm.Setup("qwen3-32b", "rtx-3090")
+    qwen2 = cm.Setup("qwen3-32b", Rig(get_gpu("rtx-3090"), 2, link_gbps=1.4), split="layer")
+    pairs = rp.synthetic_crossovers([SETUP, TWO, qwen, qwen2])
+    assert len(pairs) == 4          # not glm-1-card vs qwen-2-cards, nor glm-2 vs qwen-1
+    for p in pairs:
+        assert p["faster_before"] in (p["a"], p["b"]) and p["depths"][0] < p["depths"][1]

@@ -599,7 +599,8 @@ def _rank_key(row) -> tuple:
     att = row.get("slo_attainment_tok", math.nan)
     rej = row.get("rejected_tok", math.nan)
     e2e = row.get("e2e_s_mean_tok", math.nan)
-    return (-1.0 if math.isnan(att) else round(att, 3), -(1.0 if math.isnan(rej) else round(rej, 3)),
+    # shares compared to the percent: a difference below that falls through to the next criterion
+    return (-1.0 if math.isnan(att) else round(att, 2), -(1.0 if math.isnan(rej) else round(rej, 2)),
             -(math.inf if math.isnan(e2e) else e2e))
 
 
@@ -626,6 +627,68 @@ def crossovers(winners: Sequence[dict]) -> list[dict]:
             out.append({"at_tokens": w["bucket_lo"], "bucket": w["bucket"], "from": prev["winner"], "to": w["winner"]})
         prev = w
     return out
+
+
+SYNTHETIC_DEPTHS = tuple(1024 * 2 ** k for k in range(8))     # 1K .. 128K, the study's grid
+
+
+def synthetic_crossovers(setups: Sequence[cm.Setup], depths: Sequence[int] = SYNTHETIC_DEPTHS) -> list[dict]:
+    """The study's kind of comparison for each pair of setups that differ in one thing (the same
+    model on other cards, or another model on the same rig): one stream's decode speed
+    (costmodel.decode, batch 1) over the depths where both fit (costmodel.max_context), and every
+    context where one overtakes the other. Each: {a, b, depths, crossovers: [tokens],
+    faster_before (at the shortest depth), faster_after (at the longest)}."""
+    out = []
+    fit = {s.label: cm.max_context(s, 1) for s in setups}
+    speed = {s.label: {d: cm.decode(s, d, 1).tok_s for d in depths if d <= fit[s.label]} for s in setups}
+    for i, sa in enumerate(setups):
+        for sb in setups[i + 1:]:
+            if sa.model.name != sb.model.name and sa.rig != sb.rig:
+                continue
+            a, b = sa.label, sb.label
+            xs = sorted(set(speed[a]) & set(speed[b]))
+            if len(xs) < 2:
+                continue
+            ya, yb = [speed[a][x] for x in xs], [speed[b][x] for x in xs]
+            out.append({"a": a, "b": b, "depths": [xs[0], xs[-1]], "crossovers": cm.crossover(xs, ya, yb),
+                        "faster_before": a if ya[0] >= yb[0] else b, "faster_after": a if ya[-1] >= yb[-1] else b})
+    return out
+
+
+def _pair_verdict(syn: dict, bucket_rows: Sequence[dict], prefix_cache: bool) -> dict:
+    """Does the synthetic comparison of two setups hold on the trace? Judge the buckets with the
+    two setups alone. With a synthetic crossover, it holds when the trace's winner switches the
+    same way; without one, when the setup faster at every depth wins every bucket."""
+    a, b = syn["faster_before"], syn["faster_after"]
+    ws = []
+    for name, lo, _ in BUCKETS:
+        rows = [r for r in bucket_rows if r["prefix_cache"] == prefix_cache and r["bucket"] == name
+                and r["setup"] in (syn["a"], syn["b"]) and r.get("requests")]
+        if len(rows) == 2:
+            ws.append({"bucket": name, "bucket_lo": lo, "requests": rows[0]["requests"], **_winner(rows)})
+    cr = crossovers(ws)
+    lo_d, hi_d = syn["depths"]
+    if not ws:
+        holds, verdict = False, "cannot tell: no bucket of the trace holds requests"
+    elif syn["crossovers"]:
+        same = [c for c in cr if c["from"] == a and c["to"] == b]
+        holds = bool(same)
+        x = ", ".join(f"~{v:,.0f}" for v in syn["crossovers"])
+        if same:
+            verdict = (f"synthetic crossover at {x} tokens ({b} faster beyond) holds: on the trace {b} takes over "
+                       f"from {same[0]['bucket']}")
+        else:
+            who = sorted({w["winner"] for w in ws})
+            verdict = (f"synthetic crossover at {x} tokens ({b} faster beyond) does not hold: on the trace "
+                       + (f"{who[0]} wins every bucket" if len(who) == 1 else
+                          "; ".join(f"{c['to']} from {c['bucket']}" for c in cr)))
+    else:
+        lost = [w["bucket"] for w in ws if w["winner"] != a]
+        holds = not lost
+        verdict = (f"no synthetic crossover ({a} decodes one stream faster at every depth from {lo_d:,} to {hi_d:,} "
+                   f"where both fit): " + ("holds, it wins every bucket of the trace" if holds else
+                                           f"does not hold, the other wins {', '.join(lost)} on the trace"))
+    return {**syn, "holds": holds, "trace_winners": ws, "trace_crossovers": cr, "verdict": verdict}
 
 
 def study(trace, setups: Sequence[cm.Setup], config: ServerConfig | None = None, *, rate_scale: float = 1.0,
@@ -693,12 +756,16 @@ def study(trace, setups: Sequence[cm.Setup], config: ServerConfig | None = None,
     cr = cross[str(main)]
     reason.append("the per-bucket winner never changes on this trace" if not cr else
                   "; ".join(f"from {c['bucket']} ({c['at_tokens']} tokens) {c['to']} wins over {c['from']}" for c in cr))
+    synthetic = [_pair_verdict(c, bucket_rows, main and tr.has_prefixes) for c in synthetic_crossovers(setups)]
+    for v in synthetic:
+        reason.append(f"{v['a']} vs {v['b']}: {v['verdict']}")
     decision = {"setup": best["setup"], "prefix_cache": main and tr.has_prefixes, "reasons": reason}
     return {"trace": {**tr.summary(), "attribution": tr.attribution, "rate_scale": tr.meta.get("rate_scale", 1.0)},
             "server": {"max_num_seqs": cfg.max_num_seqs, "max_batched_tokens": cfg.max_batched_tokens,
                        "step_costs": cfg.step_costs, "kv_tokens": cfg.kv_tokens},
             "slo": {"ttft_s": ttft_slo_s, "tpot_s": tpot_slo_s}, "runs": runs, "buckets": bucket_rows,
-            "winners": winners, "crossovers": cross, "decision": decision, "_results": results}
+            "winners": winners, "crossovers": cross, "synthetic_crossovers": synthetic, "decision": decision,
+            "_results": results}
 
 
 def batched_throughput(setup: cm.Setup, streams: int, prompt: int = 4096, output: int = 256,

@@ -180,6 +180,22 @@ def render(res: dict, charts: Sequence[str] = ()) -> str:
         else:
             L.append(f"Crossover {what}: " + "; ".join(f"at {c['at_tokens']:,} tokens ({c['bucket']}) from "
                                                       f"{c['from']} to {c['to']}" for c in cr) + ".")
+    syn = res.get("synthetic_crossovers") or []
+    if syn:
+        L.append("")
+        L.append("Does the synthetic comparison hold on this trace? (one stream's decode speed vs context from the "
+                 "cost model, against the trace's per-bucket winner between the same two setups)")
+        L.append("")
+        L.append("| setups | synthetic (one stream) | on this trace | holds |")
+        L.append("|---|---|---|---|")
+        for v in syn:
+            synthetic = (f"crossover at {', '.join(f'~{x:,.0f}' for x in v['crossovers'])} tokens" if v["crossovers"]
+                         else f"{v['faster_before']} faster from {v['depths'][0]:,} to {v['depths'][1]:,} tokens")
+            won = {}
+            for w in v["trace_winners"]:
+                won.setdefault(w["winner"], []).append(w["bucket"])
+            trace = "; ".join(f"{k} wins {', '.join(b)}" for k, b in won.items()) or "–"
+            L.append(f"| {v['a']} vs {v['b']} | {synthetic} | {trace} | {'yes' if v['holds'] else 'no'} |")
     sp = res.get("study_point")
     if sp:
         L.append("")
