@@ -120,3 +120,15 @@ def test_charts_have_labelled_axes(ladder):
             assert ax.get_xlabel() and ax.get_ylabel()
     assert "(tokens)" in plots.trace_winners(res).axes[0].get_xlabel()
     assert "(s)" in plots.trace_latency(res).axes[0].get_ylabel()
+
+
+def test_trace_no_setup_fits_and_runtime_choice(capsys, ladder):
+    rc, text, err = run(capsys, "trace", ladder, "--model", "qwen3-32b", "--weights", "bf16", "--cards", "1", "--json", "-q")
+    assert rc == 0, err
+    res = json.loads(text)
+    assert res["decision"]["setup"] == "" and "no setup serves" in res["decision"]["reasons"][0]
+    assert res["runs"][0]["rejected"] == res["runs"][0]["requests"] == 14
+    rc, text, err = run(capsys, "trace", ladder, "--model", "glm-4.7-flash", "--cards", "1", "--runtime", "ideal",
+                        "--json", "-q")
+    assert rc == 0, err
+    assert json.loads(text)["runs"][0]["setup"].endswith("ideal")

@@ -279,6 +279,8 @@ class ReplayResult:
                "busy_s": self.busy_s, "max_running": self.max_running,
                "ttft_slo_s": self.ttft_slo_s, "tpot_slo_s": self.tpot_slo_s}
         row.update(self._stats(list(range(len(self)))))
+        why = [w for w in self.rejected if w]
+        row["rejected_why"] = max(set(why), key=why.count) if why else ""
         span = self.makespan_s
         row["throughput_tok_s"] = row["output_tokens"] / span if span > 0 else math.nan
         row["decode_tok_s"] = self.decode_only_tokens / self.decode_only_s if self.decode_only_s > 0 else math.nan
@@ -355,7 +357,8 @@ def replay(trace, setup: cm.Setup, config: ServerConfig | None = None, *,
     for i in range(N):
         r = _Req(i, tr.prompt[i], tr.output[i], tr.hash_ids[i] if use_cache else None)
         if cap == 0:
-            rejected[i] = "the weights do not fit"
+            rejected[i] = ("the KV pool was set to 0 tokens" if cfg.kv_tokens is not None else
+                           "the weights, workspace and overhead leave no room for a KV cache")
         elif r.L + r.O - 1 > cap:
             rejected[i] = f"needs {r.L + r.O - 1} KV tokens, the pool holds {cap}"
         elif r.L + r.O > ctx_limit:
@@ -741,25 +744,35 @@ def study(trace, setups: Sequence[cm.Setup], config: ServerConfig | None = None,
     won_tok = sum(w["tokens"] for w in ws if w["winner"] == best["setup"])
     tot_tok = sum(w["tokens"] for w in ws) or 1
     reason = []
-    if all(r["slo_attainment_tok"] == 0 for r in rows):
-        reason.append(f"no setup meets TTFT <= {ttft_slo_s:g} s and TPOT <= {tpot_slo_s:g} s for any request at this "
-                      f"rate (the queue grows: scale the rate down with --rate-scale); ranked by token-weighted "
-                      f"mean end-to-end latency")
+    none_served = all(r["rejected"] == r["requests"] for r in rows)
+    if none_served:
+        reason.append("no setup serves any request of this trace")
+    elif all(r["slo_attainment_tok"] == 0 for r in rows):
+        reason.append(f"no setup meets both TTFT <= {ttft_slo_s:g} s and TPOT <= {tpot_slo_s:g} s for any request at "
+                      f"this rate (this one: median TTFT {best['ttft_s_p50']:.3g} s, median TPOT "
+                      f"{best['tpot_s_p50']:.3g} s); ranked by rejected tokens, then token-weighted mean "
+                      f"end-to-end latency")
     else:
         reason.append(f"meets TTFT <= {ttft_slo_s:g} s and TPOT <= {tpot_slo_s:g} s for "
                       f"{100 * best['slo_attainment_tok']:.1f}% of tokens")
     for r in sorted(rows, key=_rank_key, reverse=True):
+        if r["rejected"] == r["requests"]:
+            reason.append(f"{r['setup']}: rejects every request ({r['rejected_why']})")
+            continue
         reason.append(f"{r['setup']}: SLO {100 * r['slo_attainment_tok']:.1f}% of tokens, mean e2e "
                       f"{r['e2e_s_mean_tok']:.1f} s (token-weighted), p90 TTFT {r['ttft_s_p90']:.2f} s, "
-                      f"{r['throughput_tok_s']:.0f} output tok/s, {r['rejected']} rejected")
-    reason.append(f"wins buckets holding {100 * won_tok / tot_tok:.0f}% of the trace's tokens")
+                      f"{r['throughput_tok_s']:.0f} output tok/s, {r['rejected']} rejected"
+                      + (f" ({r['rejected_why']}, ...)" if r["rejected"] else ""))
     cr = cross[str(main)]
-    reason.append("the per-bucket winner never changes on this trace" if not cr else
-                  "; ".join(f"from {c['bucket']} ({c['at_tokens']} tokens) {c['to']} wins over {c['from']}" for c in cr))
+    if not none_served:
+        reason.append(f"wins buckets holding {100 * won_tok / tot_tok:.0f}% of the trace's tokens")
+        reason.append("the per-bucket winner never changes on this trace" if not cr else
+                      "; ".join(f"from {c['bucket']} ({c['at_tokens']} tokens) {c['to']} wins over {c['from']}" for c in cr))
     synthetic = [_pair_verdict(c, bucket_rows, main and tr.has_prefixes) for c in synthetic_crossovers(setups)]
     for v in synthetic:
         reason.append(f"{v['a']} vs {v['b']}: {v['verdict']}")
-    decision = {"setup": best["setup"], "prefix_cache": main and tr.has_prefixes, "reasons": reason}
+    decision = {"setup": "" if none_served else best["setup"], "prefix_cache": main and tr.has_prefixes,
+                "reasons": reason}
     return {"trace": {**tr.summary(), "attribution": tr.attribution, "rate_scale": tr.meta.get("rate_scale", 1.0)},
             "server": {"max_num_seqs": cfg.max_num_seqs, "max_batched_tokens": cfg.max_batched_tokens,
                        "step_costs": cfg.step_costs, "kv_tokens": cfg.kv_tokens},

@@ -144,7 +144,10 @@ def render(res: dict, charts: Sequence[str] = ()) -> str:
              f"tokens in requests meeting both targets, then the smaller share in rejected requests (too long for the "
              f"setup's KV pool or the model's context), then the lower token-weighted mean end-to-end latency.")
     L.append("")
-    L.append(f"**Decision: {dec['setup']}**" + (" (with prefix caching)" if dec["prefix_cache"] else "") + ".")
+    if dec["setup"]:
+        L.append(f"**Decision: {dec['setup']}**" + (" (with prefix caching)" if dec["prefix_cache"] else "") + ".")
+    else:
+        L.append("**Decision: none of these setups can serve this trace.**")
     L.append("")
     for r in dec["reasons"]:
         L.append(f"- {r}")
