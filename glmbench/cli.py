@@ -381,9 +381,66 @@ def cmd_report(args) -> int:
     one = study.models[0] if len(study.models) == 1 else None
     for path in args.measured or []:
         extra += _read(path, default_model=one)
-    result = report.run(study, out, extra_records=extra, progress=not args.quiet)
+    trace, opts = (None, None)
+    if getattr(args, "trace", None):
+        trace, opts = args.trace, _trace_options(args)
+    result = report.run(study, out, extra_records=extra, progress=not args.quiet, trace=trace, trace_options=opts)
     print(f"report written to {os.path.join(out, 'report.md')} "
           f"({len(result['charts'])} charts, {result['n_records']} records)")
+    return 0
+
+
+def _add_trace_options(p):
+    from glmbench.predict import replay as rp
+    g = p.add_argument_group("trace replay")
+    g.add_argument("--rate-scale", type=POSITIVE, default=1.0, metavar="X",
+                   help="requests arrive X times as fast as in the trace (default: 1)")
+    g.add_argument("--no-prefix-cache", action="store_true",
+                   help="replay without prefix caching only (default: with and without, when the trace has block hashes)")
+    g.add_argument("--ttft-slo", type=POSITIVE, default=rp.DEFAULT_TTFT_SLO_S, metavar="S",
+                   help=f"time-to-first-token target in seconds (default: {rp.DEFAULT_TTFT_SLO_S:g})")
+    g.add_argument("--tpot-slo", type=POSITIVE, default=rp.DEFAULT_TPOT_SLO_S, metavar="S",
+                   help=f"time-per-output-token target in seconds (default: {rp.DEFAULT_TPOT_SLO_S:g})")
+    d = rp.ServerConfig()
+    g.add_argument("--max-num-seqs", type=_argtype(_positive_int, "a whole number >= 1"), default=d.max_num_seqs,
+                   metavar="N", help=f"requests running at once (default: {d.max_num_seqs})")
+    g.add_argument("--max-batched-tokens", type=_argtype(_positive_int, "a whole number >= 1"),
+                   default=d.max_batched_tokens, metavar="N",
+                   help=f"tokens per step, decodes plus prompt chunks (default: {d.max_batched_tokens})")
+
+
+def _positive_int(text: str) -> int:
+    v = int(text)
+    if v < 1:
+        raise ValueError(text)
+    return v
+
+
+def _trace_options(args) -> dict:
+    from glmbench.predict import replay as rp
+    cfg = rp.ServerConfig(max_num_seqs=args.max_num_seqs, max_batched_tokens=args.max_batched_tokens)
+    return dict(rate_scale=args.rate_scale, prefix_cache=(False,) if args.no_prefix_cache else (True, False),
+                ttft_slo_s=args.ttft_slo, tpot_slo_s=args.tpot_slo, config=cfg)
+
+
+def cmd_trace(args) -> int:
+    from glmbench.report import workload
+    study = _study_from_args(args)
+    if args.out:
+        _check_out_folder(args.out, "--out", False)
+    res = workload.trace_study(study, args.trace, progress=not args.quiet, **_trace_options(args))
+    if args.out:
+        workload.write(res, args.out)
+    if args.json:
+        print(json.dumps(workload._finite(workload.public(res)), indent=1))
+        return 0
+    if args.csv:
+        print(workload._csv(res["buckets"]), end="")
+        return 0
+    print(workload.render(res))
+    if args.out:
+        print(f"trace replay written to {args.out} (trace.json, trace_runs.csv, trace_buckets.csv, "
+              f"trace_requests.csv, trace_winners.png, trace_latency.png)")
     return 0
 
 
@@ -563,6 +620,21 @@ def build_parser() -> argparse.ArgumentParser:
                     help="folder to write (default: ./glmbench-report)")
     sp.add_argument("--force", action="store_true",
                     help="overwrite records/report files in DIR even if they are not glmbench's")
+    sp.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+
+    sp.add_argument("--trace", metavar="NAME|FILE",
+                    help="also replay a serving trace on the study's setups and add a section (see `glmbench trace`)")
+    _add_trace_options(sp)
+
+    sp = add("trace", "replay a serving trace (built-in name or file) on the study's setups: per length bucket, "
+             "which setup wins; where the crossover lands; one decision", cmd_trace)
+    sp.add_argument("trace", metavar="NAME|FILE",
+                    help="mooncake-conversation, mooncake-synthetic, azure-code-2023, azure-conv-2023, or a "
+                         ".jsonl/.csv trace (Mooncake, Azure, or arrival_s,prompt_tokens,output_tokens)")
+    _add_study_options(sp, report=False)
+    _add_trace_options(sp)
+    fmt_opts(sp)
+    sp.add_argument("--out", metavar="DIR", help="also write trace.json, CSVs and the two charts into DIR")
     sp.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
 
     sp = add("sweep", "predicted records for models x card counts x depths (the cost model)", cmd_sweep)

@@ -15,8 +15,9 @@ PKG = ROOT / "glmbench"
 # The prediction side: what `glmbench report/sweep/models/hardware/compare/plot` stand on.
 PREDICTION = ("glmbench", "glmbench.vocab", "glmbench.models", "glmbench.models.configs", "glmbench.predict",
               "glmbench.predict.hardware", "glmbench.predict.costmodel", "glmbench.predict.sweep",
+              "glmbench.predict.traces", "glmbench.predict.replay",
               "glmbench.results", "glmbench.results.records", "glmbench.results.compare", "glmbench.results.importers",
-              "glmbench.report",
+              "glmbench.report", "glmbench.report.workload",
               "glmbench.report.plots", "glmbench.cli")
 # What the prediction side must not load: compiled code and the measured side.
 MEASURED = ("glmbench.core", "glmbench.cuda", "glmbench.measure", "glmbench.models.model", "glmbench.bench")

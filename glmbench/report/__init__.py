@@ -239,11 +239,17 @@ def ceilings(study: Study) -> list[dict]:
 
 # ---- the report ---------------------------------------------------------------------------------
 def run(study: Study | None = None, out: str | os.PathLike = "glmbench-report", *,
-        extra_records: Sequence[dict] = (), progress: bool = True) -> dict:
+        extra_records: Sequence[dict] = (), progress: bool = True, trace=None,
+        trace_options: dict | None = None) -> dict:
     """Predict, draw, write. Returns {"out", "report", "charts": [paths], "n_records"}.
 
     extra_records (e.g. measured ones from `glmbench measure`) are drawn with the predictions and
-    written with them; they must say their evidence like every record."""
+    written with them; they must say their evidence like every record.
+
+    trace (a built-in trace name or a trace file): also replay it on the study's setups and add
+    a "Real workload" section to report.md, its files (trace.json, trace_*.csv) and its two
+    charts (report/workload.py; `trace_options` go to workload.trace_study). Without it the
+    report is what it always was."""
     study = Study() if study is None else study
     if not isinstance(study, Study):
         raise TypeError(f"`study` must be a report.Study, got {type(study).__name__}")
@@ -264,6 +270,20 @@ def run(study: Study | None = None, out: str | os.PathLike = "glmbench-report", 
     plots.remove_stale_charts(out, charts)
     rec.atomic_write_text(os.path.join(out, "ceilings.json"), json.dumps(_finite(ceils), indent=1) + "\n")
     text = render(records, study, decs, [os.path.basename(p) for p in charts], ceils)
+    from glmbench.report import workload
+    trace_files = []
+    if trace is not None:
+        res = workload.trace_study(study, trace, progress=progress, **(trace_options or {}))
+        trace_files = workload.write(res, out)
+        tcharts = [p for p in trace_files if p.endswith(".png")]
+        charts = charts + tcharts
+        text = text.rstrip("\n") + "\n\n" + workload.render(res, tcharts)
+    else:
+        # a trace section's files must not survive from an earlier `--trace` report in the folder
+        for name in workload.FILES:
+            stale = os.path.join(out, name)
+            if os.path.exists(stale):
+                os.unlink(stale)
     path = os.path.join(out, "report.md")
     rec.atomic_write_text(path, text)
     return {"out": out, "report": path, "charts": charts, "n_records": len(records)}

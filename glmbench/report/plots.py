@@ -590,3 +590,94 @@ def save_figure(fig: Figure, path: str | os.PathLike) -> str:
     """Save a figure as PNG atomically (temp file + rename), like every result file, with an
     ordinary file's mode (0644 under umask 022)."""
     return atomic_write(path, lambda f: fig.savefig(f, format="png"), binary=True)
+
+
+# ---- trace replays (glmbench.predict.replay.study results; not records, not in CHARTS) ---------------
+TRACE_CHARTS = ("trace_winners", "trace_latency")
+
+
+def _trace_footer(fig: Figure, res: dict) -> None:
+    t = res["trace"]
+    s = res["slo"]
+    note = (f"replay of {t['trace']} ({t['requests']} requests, rate x{t.get('rate_scale', 1.0):g}) on the cost model; "
+            f"targets TTFT <= {s['ttft_s']:g} s, TPOT <= {s['tpot_s']:g} s; "
+            f"server: {res['server']['max_num_seqs']} seqs, {res['server']['max_batched_tokens']}-token steps")
+    fig.get_layout_engine().set(h_pad=0.1)
+    fig.supxlabel(note, fontsize=7.5, color="0.3", wrap=True)
+
+
+def trace_winners(res: dict, *, title: str | None = None) -> Figure:
+    """Per input-length bucket: the trace's tokens in it (bar height) and the setup that wins it,
+    token-weighted (bar colour); one panel per prefix-cache mode."""
+    from glmbench.predict.replay import BUCKETS
+    modes = sorted({w["prefix_cache"] for w in res["winners"]}, reverse=True)
+    setups = [r["setup"] for r in res["runs"] if r["prefix_cache"] == res["runs"][0]["prefix_cache"]]
+    colour = {s: _COLOURS[i % len(_COLOURS)] for i, s in enumerate(setups)}
+    fig, axes = _new_figure(len(modes), width=7.0, height=5.0)
+    names = [b[0] for b in BUCKETS]
+    for ax, p in zip(axes, modes):
+        ws = {w["bucket"]: w for w in res["winners"] if w["prefix_cache"] == p}
+        for i, n in enumerate(names):
+            w = ws.get(n)
+            if not w or not w["requests"]:
+                continue
+            ax.bar(i, w["tokens"] / 1e6, color=colour.get(w["winner"], "0.6"), edgecolor="black", lw=0.6,
+                   hatch="//" if w.get("tie") else None)
+            ax.text(i, w["tokens"] / 1e6, f"{w['requests']} req", ha="center", va="bottom", fontsize=7)
+        ax.set_xticks(range(len(names)), names)
+        ax.set_xlabel("prompt length bucket (tokens)")
+        ax.set_ylabel("tokens in the bucket (millions, prompt + output)")
+        ax.set_title("with prefix caching" if p else "without prefix caching", fontsize=10)
+    from matplotlib.patches import Patch
+    handles = [Patch(facecolor=colour[s], edgecolor="black", label=s) for s in setups]
+    fig.legend(handles=handles, fontsize=7.5, title="wins the bucket (token-weighted)", title_fontsize=8,
+               loc="outside upper center", ncols=min(2, len(handles)))
+    fig.suptitle(title or f"Which setup wins each length bucket on {res['trace']['trace']}")
+    _trace_footer(fig, res)
+    return fig
+
+
+def trace_latency(res: dict, *, prefix_cache: bool | None = None, title: str | None = None) -> Figure:
+    """TTFT and TPOT percentiles (p50, p90, p99; request-weighted) per length bucket and setup."""
+    from glmbench.predict.replay import BUCKETS
+    if prefix_cache is None:
+        prefix_cache = res["decision"]["prefix_cache"]
+    rows = [b for b in res["buckets"] if b["prefix_cache"] == prefix_cache]
+    if not rows:
+        raise ValueError("no bucket rows for that prefix-cache mode")
+    setups = list(dict.fromkeys(r["setup"] for r in rows))
+    names = [b[0] for b in BUCKETS]
+    fig, axes = _new_figure(2, width=7.0, height=5.0)
+    styles = {50: "-", 90: "--", 99: ":"}
+    for ax, metric, label in ((axes[0], "ttft_s", "time to first token (s)"),
+                              (axes[1], "tpot_s", "time per output token (s)")):
+        for k, s in enumerate(setups):
+            by = {r["bucket"]: r for r in rows if r["setup"] == s}
+            for q, ls in styles.items():
+                xs, ys = [], []
+                for i, n in enumerate(names):
+                    v = by.get(n, {}).get(f"{metric}_p{q}")
+                    if v is not None and not math.isnan(v) and v > 0:
+                        xs.append(i)
+                        ys.append(v)
+                if xs:
+                    ax.plot(xs, ys, ls, color=_COLOURS[k % len(_COLOURS)], marker="o", ms=3, lw=1.6,
+                            label=f"{s} p{q}" if ax is axes[0] else None)
+        ax.set_yscale("log")
+        ax.set_xticks(range(len(names)), names)
+        ax.set_xlabel("prompt length bucket (tokens)")
+        ax.set_ylabel(label)
+        tgt = res["slo"]["ttft_s" if metric == "ttft_s" else "tpot_s"]
+        ax.axhline(tgt, color="0.4", lw=1, ls="-.")
+        ax.annotate(f"target {tgt:g} s", (0, tgt), fontsize=7, color="0.3", va="bottom")
+    fig.legend(fontsize=7, loc="outside upper center", ncols=3)
+    fig.suptitle(title or (f"Latency percentiles on {res['trace']['trace']} "
+                           f"({'with' if prefix_cache else 'without'} prefix caching)"))
+    _trace_footer(fig, res)
+    return fig
+
+
+def save_trace_charts(res: dict, folder: str | os.PathLike) -> list[str]:
+    folder = os.fspath(folder)
+    return [save_figure(trace_winners(res), os.path.join(folder, "trace_winners.png")),
+            save_figure(trace_latency(res), os.path.join(folder, "trace_latency.png"))]

@@ -1,0 +1,795 @@
+"""Replay a serving trace on a setup: a discrete-event simulation of a continuous-batching server
+whose step times come from the cost model.
+
+The server (vLLM's scheduler, in its simplest form):
+- Each step runs every decoding request one token, plus prompt chunks (chunked prefill) in the
+  rest of a token budget of `max_batched_tokens` per step: first the prompts already started,
+  then new requests from the queue in arrival order (first come, first served; the queue's head
+  blocks the rest). At most `max_num_seqs` requests run at once.
+- KV memory is a pool of tokens: `kv_tokens`, by default what the memory model
+  (costmodel.max_context) leaves for `max_num_seqs` streams next to the weights, the workspace
+  and the runtime's overhead. A new request is admitted only when its whole (uncached) prompt
+  fits: otherwise it waits. Decoding grows each request by one token per step; when the pool is
+  full, cached prefix blocks nobody uses are evicted (least recently used first), then the
+  request admitted last is preempted (its cache is dropped; it goes back to the queue's head and
+  later recomputes its prompt and the tokens it had generated, as vLLM's recompute preemption).
+  A request that could not fit even alone (prompt + output > pool, or > the model's context) is
+  rejected and counts as missing every target.
+- Prefix caching (traces with block hashes, e.g. Mooncake's 512-token blocks): the full blocks of
+  a prompt are cached when its prefill completes; a new request reuses the longest leading run of
+  its blocks found in the cache (at least one token is always computed); cached blocks in use are
+  never evicted.
+
+Step times (costmodel, the same functions as every other prediction):
+- a step with decoders costs costmodel.decode(setup, mean depth, n decoders): the attention work
+  of streams at different depths is the sum of their depths (read and scored tokens), which is
+  that of the same number of streams all at the mean depth; a fractional mean is interpolated
+  linearly between the two integer depths around it;
+- each prompt chunk of n tokens on top of d cached costs costmodel.prefill(setup, n, d), run after
+  the decode pass (llama.cpp's server order; a runtime fusing both into one pass would share the
+  weight reads, so a mixed step is an upper bound for it).
+- `step_costs="exact"` calls the cost model for every distinct step (memoized); the default
+  `"interpolated"` samples it on a grid (depths every `DEPTH_GRID` tokens, batch sizes 1..16 then
+  about +19% apart, chunk lengths at the ends of each of the runtime's ubatches) and interpolates
+  linearly, and advances runs of decode-only steps in one move, so a 12K-request trace replays in
+  seconds (bench/bench_replay.py). tests/test_replay.py checks that the two agree.
+
+Times: TTFT = first token (end of the step that completes the prefill) - arrival; TPOT = (finish -
+first token) / (output - 1); end-to-end = finish - arrival; queueing = first admission - arrival.
+"""
+from __future__ import annotations
+
+import heapq
+import math
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from glmbench.predict import costmodel as cm
+from glmbench.predict import traces as traces_mod
+
+# input-length buckets (prompt tokens): lower edge inclusive, upper edge exclusive
+BUCKETS = (("<4K", 0, 4096), ("4-8K", 4096, 8192), ("8-16K", 8192, 16384), ("16-32K", 16384, 32768),
+           ("32-64K", 32768, 65536), ("64-128K", 65536, 131072), (">=128K", 131072, math.inf))
+DEPTH_GRID = 2048
+DEFAULT_TTFT_SLO_S = 10.0
+DEFAULT_TPOT_SLO_S = 0.1
+STEP_COSTS = ("interpolated", "exact")
+
+
+def bucket_of(prompt: int) -> int:
+    for i, (_, lo, hi) in enumerate(BUCKETS):
+        if lo <= prompt < hi:
+            return i
+    raise ValueError(f"prompt length {prompt} falls in no bucket")
+
+
+# ---- step costs ------------------------------------------------------------------------------------
+class StepCosts:
+    """Seconds of decode and prefill steps for one setup, from costmodel.decode / costmodel.prefill."""
+
+    def __init__(self, setup: cm.Setup, mode: str = "interpolated"):
+        if mode not in STEP_COSTS:
+            raise ValueError(f"`step_costs` must be one of {STEP_COSTS}, got {mode!r}")
+        self.setup, self.mode = setup, mode
+        self._dec: dict = {}
+        self._pf: dict = {}
+        ub = setup.runtime.n_ubatch
+        self._ub = ub
+        self.calls = 0
+
+    # the cost model at integer points, memoized
+    def _decode_at(self, batch: int, depth: int) -> float:
+        k = (batch, depth)
+        t = self._dec.get(k)
+        if t is None:
+            t = self._dec[k] = cm.decode(self.setup, depth, batch).seconds
+            self.calls += 1
+        return t
+
+    def _prefill_at(self, n: int, depth: int) -> float:
+        k = (n, depth)
+        t = self._pf.get(k)
+        if t is None:
+            t = self._pf[k] = cm.prefill(self.setup, n, depth).seconds
+            self.calls += 1
+        return t
+
+    @staticmethod
+    def _batch_nodes(b: int):
+        if b <= 16:
+            return b, b, 0.0
+        lo = 16
+        while True:
+            hi = max(lo + 1, round(lo * 1.19))
+            if hi >= b:
+                return lo, hi, (b - lo) / (hi - lo)
+            lo = hi
+
+    def decode(self, batch: int, mean_depth: float) -> float:
+        """One decode step of `batch` streams whose depths average `mean_depth`."""
+        if self.mode == "exact":
+            f = math.floor(mean_depth)
+            t0 = self._decode_at(batch, f)
+            if mean_depth == f:
+                return t0
+            return t0 + (mean_depth - f) * (self._decode_at(batch, f + 1) - t0)
+        b0, b1, wb = self._batch_nodes(batch)
+        g = DEPTH_GRID
+        d0 = int(mean_depth // g) * g
+        wd = (mean_depth - d0) / g
+
+        def at(b):
+            a = self._decode_at(b, d0)
+            return a + wd * (self._decode_at(b, d0 + g) - a) if wd else a
+        t = at(b0)
+        return t + wb * (at(b1) - t) if wb else t
+
+    def decode_run(self, batch: int, mean_depth: float, k: int) -> float:
+        """k decode steps in a row, the mean depth one token deeper each step."""
+        if self.mode == "exact":
+            return sum(self.decode(batch, mean_depth + j) for j in range(k))
+        # piecewise linear in depth: exact within one grid cell, the midpoint rule across cells
+        return k * self.decode(batch, mean_depth + (k - 1) / 2)
+
+    def prefill(self, n: int, depth: int) -> float:
+        """A prompt chunk of `n` tokens on top of `depth` cached."""
+        if self.mode == "exact":
+            return self._prefill_at(n, depth)
+        ub, g = self._ub, DEPTH_GRID
+        # within one ubatch count the time is close to linear in n; it jumps at each ubatch edge
+        u = -(-n // ub)
+        n1 = u * ub
+        n0 = (u - 1) * ub + 1
+        wn = (n - n0) / (n1 - n0) if n1 > n0 else 0.0
+        d0 = depth // g * g
+        wd = (depth - d0) / g
+
+        def at(m):
+            a = self._prefill_at(m, d0)
+            return a + wd * (self._prefill_at(m, d0 + g) - a) if wd else a
+        t = at(n0)
+        return t + wn * (at(n1) - t) if wn else t
+
+
+# ---- the server ------------------------------------------------------------------------------------
+@dataclass
+class ServerConfig:
+    max_num_seqs: int = 64
+    max_batched_tokens: int = 2048
+    prefix_cache: bool = True
+    kv_tokens: int | None = None        # None: from the memory model
+    step_costs: str = "interpolated"
+
+    def __post_init__(self):
+        for f, lo in (("max_num_seqs", 1), ("max_batched_tokens", 1)):
+            v = getattr(self, f)
+            if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+                raise ValueError(f"`{f}` must be a whole number >= {lo}, got {v!r}")
+        if self.kv_tokens is not None and (isinstance(self.kv_tokens, bool) or not isinstance(self.kv_tokens, int)
+                                           or self.kv_tokens < 0):
+            raise ValueError(f"`kv_tokens` must be a whole number >= 0 or None, got {self.kv_tokens!r}")
+        if self.step_costs not in STEP_COSTS:
+            raise ValueError(f"`step_costs` must be one of {STEP_COSTS}, got {self.step_costs!r}")
+
+
+def kv_pool_tokens(setup: cm.Setup, max_num_seqs: int) -> int:
+    """Tokens of KV cache the memory model leaves for `max_num_seqs` streams (0: the weights do
+    not fit)."""
+    n = cm.max_context(setup, max_num_seqs)
+    return n * max_num_seqs if n < 2 ** 62 else 2 ** 62
+
+
+@dataclass
+class ReplayResult:
+    trace: str
+    setup: str
+    prefix_cache: bool
+    kv_tokens: int
+    arrival: list
+    prompt: list
+    output: list
+    admitted: list          # first admission time (nan: rejected)
+    first_token: list
+    finish: list
+    cached_tokens: list     # prompt tokens found in the prefix cache at first admission
+    preemptions: list
+    rejected: list          # "" or why
+    steps: int = 0
+    busy_s: float = 0.0
+    decode_only_s: float = 0.0
+    decode_only_tokens: int = 0
+    max_running: int = 0
+    cost_model_calls: int = 0
+    ttft_slo_s: float = DEFAULT_TTFT_SLO_S
+    tpot_slo_s: float = DEFAULT_TPOT_SLO_S
+    meta: dict = field(default_factory=dict)
+
+    def __len__(self):
+        return len(self.arrival)
+
+    # per request
+    def queueing(self, i):
+        return self.admitted[i] - self.arrival[i]
+
+    def ttft(self, i):
+        return self.first_token[i] - self.arrival[i]
+
+    def tpot(self, i):
+        o = self.output[i]
+        return (self.finish[i] - self.first_token[i]) / (o - 1) if o > 1 else math.nan
+
+    def e2e(self, i):
+        return self.finish[i] - self.arrival[i]
+
+    def meets(self, i, ttft_slo=None, tpot_slo=None):
+        if self.rejected[i]:
+            return False
+        a = self.ttft_slo_s if ttft_slo is None else ttft_slo
+        b = self.tpot_slo_s if tpot_slo is None else tpot_slo
+        tp = self.tpot(i)
+        return self.ttft(i) <= a and (math.isnan(tp) or tp <= b)
+
+    def requests(self) -> list[dict]:
+        out = []
+        for i in range(len(self)):
+            out.append({"request": i, "arrival_s": self.arrival[i], "prompt_tokens": self.prompt[i],
+                        "output_tokens": self.output[i], "bucket": BUCKETS[bucket_of(self.prompt[i])][0],
+                        "cached_tokens": self.cached_tokens[i], "preemptions": self.preemptions[i],
+                        "rejected": self.rejected[i], "queueing_s": self.queueing(i), "ttft_s": self.ttft(i),
+                        "tpot_s": self.tpot(i), "e2e_s": self.e2e(i), "meets_slo": self.meets(i)})
+        return out
+
+    def _stats(self, idx) -> dict:
+        served = [i for i in idx if not self.rejected[i]]
+        w_tok = {i: self.prompt[i] + self.output[i] for i in idx}
+        tot_w = sum(w_tok.values())
+        ok = [i for i in idx if self.meets(i)]
+        span = self.makespan_s
+        row = {"requests": len(idx), "tokens": tot_w, "prompt_tokens": sum(self.prompt[i] for i in idx),
+               "output_tokens": sum(self.output[i] for i in idx), "rejected": len(idx) - len(served),
+               "rejected_tok": sum(w_tok[i] for i in idx if self.rejected[i]) / tot_w if tot_w else math.nan,
+               "cached_share": (sum(self.cached_tokens[i] for i in idx) / max(1, sum(self.prompt[i] for i in idx))),
+               "preemptions": sum(self.preemptions[i] for i in idx),
+               "slo_attainment": len(ok) / len(idx) if idx else math.nan,
+               "slo_attainment_tok": sum(w_tok[i] for i in ok) / tot_w if tot_w else math.nan,
+               "goodput_req_s": len(ok) / span if span > 0 else math.nan,
+               "goodput_tok_s": sum(self.output[i] for i in ok) / span if span > 0 else math.nan}
+        for name, fn in (("queueing_s", self.queueing), ("ttft_s", self.ttft), ("tpot_s", self.tpot), ("e2e_s", self.e2e)):
+            pairs = [(fn(i), w_tok[i]) for i in served]
+            pairs = [(v, w) for v, w in pairs if not math.isnan(v)]
+            vals = [v for v, _ in pairs]
+            row[f"{name}_mean"] = sum(vals) / len(vals) if vals else math.nan
+            tw = sum(w for _, w in pairs)
+            row[f"{name}_mean_tok"] = sum(v * w for v, w in pairs) / tw if tw else math.nan
+            for q in (50, 90, 99):
+                row[f"{name}_p{q}"] = weighted_quantile(pairs, q / 100, weighted=False)
+                row[f"{name}_p{q}_tok"] = weighted_quantile(pairs, q / 100, weighted=True)
+        return row
+
+    @property
+    def makespan_s(self) -> float:
+        done = [f for f, r in zip(self.finish, self.rejected) if not r]
+        return (max(done) - min(self.arrival)) if done else 0.0
+
+    def summary(self) -> dict:
+        row = {"trace": self.trace, "setup": self.setup, "prefix_cache": self.prefix_cache,
+               "kv_tokens": self.kv_tokens, "makespan_s": self.makespan_s, "steps": self.steps,
+               "busy_s": self.busy_s, "max_running": self.max_running,
+               "ttft_slo_s": self.ttft_slo_s, "tpot_slo_s": self.tpot_slo_s}
+        row.update(self._stats(list(range(len(self)))))
+        why = [w for w in self.rejected if w]
+        row["rejected_why"] = max(set(why), key=why.count) if why else ""
+        span = self.makespan_s
+        row["throughput_tok_s"] = row["output_tokens"] / span if span > 0 else math.nan
+        row["decode_tok_s"] = self.decode_only_tokens / self.decode_only_s if self.decode_only_s > 0 else math.nan
+        return row
+
+    def buckets(self) -> list[dict]:
+        groups: dict = {}
+        for i, p in enumerate(self.prompt):
+            groups.setdefault(bucket_of(p), []).append(i)
+        out = []
+        for b, (name, lo, hi) in enumerate(BUCKETS):
+            idx = groups.get(b, [])
+            row = {"trace": self.trace, "setup": self.setup, "prefix_cache": self.prefix_cache,
+                   "bucket": name, "bucket_lo": lo}
+            if idx:
+                row.update(self._stats(idx))
+            else:
+                row.update(requests=0, tokens=0)
+            out.append(row)
+        return out
+
+
+def weighted_quantile(pairs, q, weighted=True) -> float:
+    """The q-quantile of (value, weight) pairs: the smallest value whose cumulative share (by
+    weight, or by count when `weighted` is False) reaches q (nearest rank)."""
+    if not pairs:
+        return math.nan
+    s = sorted(pairs)
+    if not weighted:
+        k = max(0, math.ceil(q * len(s)) - 1)
+        return s[k][0]
+    tot = sum(w for _, w in s)
+    acc = 0.0
+    for v, w in s:
+        acc += w
+        if acc >= q * tot - 1e-9 * tot:
+            return v
+    return s[-1][0]
+
+
+class _Req:
+    __slots__ = ("i", "L", "O", "H", "g", "target", "done", "priv", "hit_blocks", "held", "seq",
+                 "j", "c", "state", "epoch")
+
+    def __init__(self, i, L, O, H):
+        self.i, self.L, self.O, self.H = i, L, O, H
+        self.g = 0              # tokens generated so far
+        self.state = "new"      # new | waiting | prefill | decode | done
+        self.epoch = 0
+        self.held = []
+
+
+def replay(trace, setup: cm.Setup, config: ServerConfig | None = None, *,
+           ttft_slo_s: float = DEFAULT_TTFT_SLO_S, tpot_slo_s: float = DEFAULT_TPOT_SLO_S,
+           costs: StepCosts | None = None, progress: bool = False) -> ReplayResult:
+    """Serve `trace` (a traces.Trace, a built-in name or a file) on `setup`; see the module text."""
+    tr = traces_mod.load(trace)
+    cm._setup(setup)
+    cfg = config or ServerConfig()
+    for nm, v in (("ttft_slo_s", ttft_slo_s), ("tpot_slo_s", tpot_slo_s)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+            raise ValueError(f"`{nm}` must be a positive number of seconds, got {v!r}")
+    sc = costs or StepCosts(setup, cfg.step_costs)
+    cap = cfg.kv_tokens if cfg.kv_tokens is not None else kv_pool_tokens(setup, cfg.max_num_seqs)
+    bt = tr.block_tokens
+    use_cache = cfg.prefix_cache and tr.has_prefixes
+    N = len(tr)
+    arr = tr.arrival_s
+    nan = math.nan
+    admitted, first, finish = [nan] * N, [nan] * N, [nan] * N
+    cached_tok, preempts, rejected = [0] * N, [0] * N, [""] * N
+    ctx_limit = setup.model.max_position_embeddings or math.inf
+    reqs = []
+    for i in range(N):
+        r = _Req(i, tr.prompt[i], tr.output[i], tr.hash_ids[i] if use_cache else None)
+        if cap == 0:
+            rejected[i] = ("the KV pool was set to 0 tokens" if cfg.kv_tokens is not None else
+                           "the weights, workspace and overhead leave no room for a KV cache")
+        elif r.L + r.O - 1 > cap:
+            rejected[i] = f"needs {r.L + r.O - 1} KV tokens, the pool holds {cap}"
+        elif r.L + r.O > ctx_limit:
+            rejected[i] = f"{r.L + r.O} tokens exceed the model's context of {ctx_limit}"
+        reqs.append(r)
+
+    # prefix cache: id -> [refcount]; evictable (refcount 0) ids in LRU order
+    cache: dict = {}
+    lru: OrderedDict = OrderedDict()
+    cache_tok = 0
+    lru_tok = 0
+    # memory: private tokens of prefilling requests; decoders' private tokens = P_dec + n_dec * D
+    priv_pf = 0
+    P_dec = 0
+    S_dec = 0            # sum over decoders of (c - j): their depths sum to S_dec + n_dec * D
+    n_dec = 0
+    D = 0                # decode steps so far (every decoder advances one token per step)
+    fin_heap: list = []  # (D at which it finishes, seq, epoch, req)
+    prefilling: list = []
+    order: list = []     # (seq, req) in admission order, for the preemption victim
+    waiting: deque = deque()
+    seq = 0
+    now = 0.0
+    nxt = 0
+    remaining = sum(1 for i in range(N) if not rejected[i])
+    steps = 0
+    busy = dec_only_s = 0.0
+    dec_only_tok = 0
+    max_running = 0
+
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+        bar = tqdm(total=remaining, desc=f"replay {tr.name}", unit="req", leave=False)
+
+    def used():
+        return priv_pf + P_dec + n_dec * D + cache_tok
+
+    def evict(need):
+        nonlocal cache_tok, lru_tok
+        while cap - used() < need and lru:
+            h, _ = lru.popitem(last=False)
+            del cache[h]
+            cache_tok -= bt
+            lru_tok -= bt
+
+    def release_blocks(r):
+        nonlocal lru_tok
+        # the tail block first, so that eviction takes a prompt's end before its shared start
+        for h in reversed(r.held):
+            e = cache[h]
+            e[0] -= 1
+            if e[0] == 0:
+                lru[h] = True
+                lru_tok += bt
+        r.held = []
+
+    def drop_from_decode(r):
+        nonlocal P_dec, S_dec, n_dec
+        P_dec -= r.priv - r.j
+        S_dec -= r.c - r.j
+        n_dec -= 1
+        r.g += D - r.j
+        r.epoch += 1
+
+    def preempt_one():
+        nonlocal priv_pf
+        while order:
+            s, r = order.pop()
+            if r.seq != s or r.state not in ("prefill", "decode"):
+                continue
+            if r.state == "decode":
+                drop_from_decode(r)
+            else:
+                priv_pf -= r.priv
+                prefilling.remove(r)
+            release_blocks(r)
+            preempts[r.i] += 1
+            r.state = "waiting"
+            waiting.appendleft(r)
+            return True
+        return False
+
+    def finish_req(r, t):
+        nonlocal remaining
+        finish[r.i] = t
+        r.state = "done"
+        release_blocks(r)
+        remaining -= 1
+        if bar is not None:
+            bar.update(1)
+
+    while remaining:
+        while nxt < N and arr[nxt] <= now:
+            if not rejected[nxt]:
+                reqs[nxt].state = "waiting"
+                waiting.append(reqs[nxt])
+            nxt += 1
+        if not (prefilling or n_dec or waiting):
+            now = max(now, arr[nxt])
+            continue
+        # 1. room for every decoder's next token: evict unused prefix blocks, then preempt
+        while n_dec and cap - used() < n_dec:
+            evict(n_dec)
+            if cap - used() < n_dec:
+                preempt_one()
+        # 2. prompt chunks in the rest of the token budget
+        budget = cfg.max_batched_tokens - n_dec
+        chunks = []
+        for r in prefilling:
+            if budget <= 0:
+                break
+            c = min(r.target - r.done, budget)
+            chunks.append((r, c, r.done))
+            budget -= c
+        while waiting and budget > 0 and len(prefilling) + n_dec < cfg.max_num_seqs:
+            r = waiting[0]
+            target = r.L + r.g
+            hb = 0
+            if r.H is not None:
+                full = min(r.L // bt, (target - 1) // bt)
+                while hb < full and r.H[hb] in cache:
+                    hb += 1
+            hit = hb * bt
+            need = target - hit
+            hit_lru = sum(bt for h in r.H[:hb] if h in lru) if hb else 0
+            if cap - used() + lru_tok - hit_lru < need:
+                break          # waits: the head of the queue does not fit yet
+            waiting.popleft()
+            for h in r.H[:hb] if hb else ():
+                e = cache[h]
+                if e[0] == 0:
+                    del lru[h]
+                    lru_tok -= bt
+                e[0] += 1
+            r.held = list(r.H[:hb]) if hb else []
+            evict(need)
+            r.target, r.done, r.hit_blocks, r.priv = target, hit, hb, need
+            priv_pf += need
+            seq += 1
+            r.seq = seq
+            order.append((seq, r))
+            r.state = "prefill"
+            prefilling.append(r)
+            if math.isnan(admitted[r.i]):
+                admitted[r.i] = now
+                cached_tok[r.i] = hit
+            c = min(need, budget)
+            chunks.append((r, c, r.done))
+            budget -= c
+        running = len(prefilling) + n_dec
+        if running > max_running:
+            max_running = running
+        if not chunks and not n_dec:
+            # nothing runs (the budget is all decoders' or the queue's head waits): next arrival
+            if nxt >= N:
+                raise RuntimeError("replay stalled: requests wait with nothing running")  # cannot happen
+            now = max(now, arr[nxt])
+            continue
+        if chunks:
+            t = sc.decode(n_dec, S_dec / n_dec + D) if n_dec else 0.0
+            for r, c, d in chunks:
+                t += sc.prefill(c, d)
+            k = 1
+        else:
+            # decode-only: run until the next finish, the pool's end or the next arrival
+            k = fin_heap[0][0] - D
+            free = cap - used()
+            k = min(k, free // n_dec) if n_dec else k
+            k = max(k, 1)
+            mean = S_dec / n_dec + D
+            if nxt < N and not waiting:
+                if sc.mode == "exact":
+                    acc, kk = 0.0, 0
+                    while kk < k and now + acc < arr[nxt]:
+                        acc += sc.decode(n_dec, mean + kk)
+                        kk += 1
+                    k = max(kk, 1)
+                else:
+                    t1 = sc.decode(n_dec, mean)
+                    k = max(1, min(k, math.ceil((arr[nxt] - now) / t1)))
+            t = sc.decode_run(n_dec, mean, k)
+            dec_only_s += t
+            dec_only_tok += k * n_dec
+        now += t
+        busy += t
+        steps += k
+        if n_dec:
+            D += k
+        # decoders that finished
+        while fin_heap and fin_heap[0][0] <= D:
+            _, _, ep, r = heapq.heappop(fin_heap)
+            if r.epoch != ep or r.state != "decode":
+                continue
+            drop_from_decode(r)
+            finish_req(r, now)
+        # prompts that completed
+        for r, c, d in chunks:
+            r.done += c
+            if r.done < r.target:
+                continue
+            prefilling.remove(r)
+            priv_pf -= r.priv
+            r.g += 1
+            if math.isnan(first[r.i]):
+                first[r.i] = now
+            if r.H is not None:
+                for b in range(r.hit_blocks, r.L // bt):
+                    h = r.H[b]
+                    if h in cache:
+                        continue        # computed by another request meanwhile: this copy stays private
+                    cache[h] = [1]
+                    cache_tok += bt
+                    r.priv -= bt
+                    r.held.append(h)
+            if r.g >= r.O:
+                # its private tokens go with it; its blocks stay cached
+                finish_req(r, now)
+                continue
+            r.state = "decode"
+            r.j, r.c = D, r.target
+            P_dec += r.priv - r.j
+            S_dec += r.c - r.j
+            n_dec += 1
+            r.epoch += 1
+            heapq.heappush(fin_heap, (D + r.O - r.g, r.seq, r.epoch, r))
+    if bar is not None:
+        bar.close()
+    return ReplayResult(tr.name, setup.label, use_cache, cap, list(arr), list(tr.prompt), list(tr.output),
+                        admitted, first, finish, cached_tok, preempts, rejected, steps, busy, dec_only_s,
+                        dec_only_tok, max_running, sc.calls, ttft_slo_s, tpot_slo_s,
+                        meta={"rate_scale": tr.meta.get("rate_scale", 1.0), "max_num_seqs": cfg.max_num_seqs,
+                              "max_batched_tokens": cfg.max_batched_tokens, "step_costs": sc.mode})
+
+
+# ---- which setup serves a trace best ------------------------------------------------------------------
+def _rank_key(row) -> tuple:
+    """Higher is better: the share of tokens in requests that met both targets, then the smaller
+    share of tokens in rejected requests (so that rejecting the long ones does not look fast),
+    then the lower token-weighted mean end-to-end latency of the served ones."""
+    att = row.get("slo_attainment_tok", math.nan)
+    rej = row.get("rejected_tok", math.nan)
+    e2e = row.get("e2e_s_mean_tok", math.nan)
+    # shares compared to the percent: a difference below that falls through to the next criterion
+    return (-1.0 if math.isnan(att) else round(att, 2), -(1.0 if math.isnan(rej) else round(rej, 2)),
+            -(math.inf if math.isnan(e2e) else e2e))
+
+
+def _winner(rows) -> dict:
+    best = max(rows, key=_rank_key)
+    others = [r for r in rows if r is not best]
+    tie = any(_rank_key(r) == _rank_key(best) for r in others)
+    by = "token-weighted mean end-to-end latency"
+    for k, what in ((0, "SLO attainment (tokens)"), (1, "rejected tokens")):
+        if others and all(_rank_key(r)[k] != _rank_key(best)[k] for r in others):
+            by = what
+            break
+    return {"winner": best["setup"], "tie": tie, "by": by}
+
+
+def crossovers(winners: Sequence[dict]) -> list[dict]:
+    """Where the per-bucket winner changes, walking up the buckets that hold requests."""
+    out = []
+    prev = None
+    for w in winners:
+        if w["requests"] == 0:
+            continue
+        if prev is not None and w["winner"] != prev["winner"]:
+            out.append({"at_tokens": w["bucket_lo"], "bucket": w["bucket"], "from": prev["winner"], "to": w["winner"]})
+        prev = w
+    return out
+
+
+SYNTHETIC_DEPTHS = tuple(1024 * 2 ** k for k in range(8))     # 1K .. 128K, the study's grid
+
+
+def synthetic_crossovers(setups: Sequence[cm.Setup], depths: Sequence[int] = SYNTHETIC_DEPTHS) -> list[dict]:
+    """The study's kind of comparison for each pair of setups that differ in one thing (the same
+    model on other cards, or another model on the same rig): one stream's decode speed
+    (costmodel.decode, batch 1) over the depths where both fit (costmodel.max_context), and every
+    context where one overtakes the other. Each: {a, b, depths, crossovers: [tokens],
+    faster_before (at the shortest depth), faster_after (at the longest)}."""
+    out = []
+    fit = {s.label: cm.max_context(s, 1) for s in setups}
+    speed = {s.label: {d: cm.decode(s, d, 1).tok_s for d in depths if d <= fit[s.label]} for s in setups}
+    for i, sa in enumerate(setups):
+        for sb in setups[i + 1:]:
+            if sa.model.name != sb.model.name and sa.rig != sb.rig:
+                continue
+            a, b = sa.label, sb.label
+            xs = sorted(set(speed[a]) & set(speed[b]))
+            if len(xs) < 2:
+                continue
+            ya, yb = [speed[a][x] for x in xs], [speed[b][x] for x in xs]
+            out.append({"a": a, "b": b, "depths": [xs[0], xs[-1]], "crossovers": cm.crossover(xs, ya, yb),
+                        "faster_before": a if ya[0] >= yb[0] else b, "faster_after": a if ya[-1] >= yb[-1] else b})
+    return out
+
+
+def _pair_verdict(syn: dict, bucket_rows: Sequence[dict], prefix_cache: bool) -> dict:
+    """Does the synthetic comparison of two setups hold on the trace? Judge the buckets with the
+    two setups alone. With a synthetic crossover, it holds when the trace's winner switches the
+    same way; without one, when the setup faster at every depth wins every bucket."""
+    a, b = syn["faster_before"], syn["faster_after"]
+    ws = []
+    for name, lo, _ in BUCKETS:
+        rows = [r for r in bucket_rows if r["prefix_cache"] == prefix_cache and r["bucket"] == name
+                and r["setup"] in (syn["a"], syn["b"]) and r.get("requests")]
+        if len(rows) == 2:
+            ws.append({"bucket": name, "bucket_lo": lo, "requests": rows[0]["requests"], **_winner(rows)})
+    cr = crossovers(ws)
+    lo_d, hi_d = syn["depths"]
+    if not ws:
+        holds, verdict = False, "cannot tell: no bucket of the trace holds requests"
+    elif syn["crossovers"]:
+        same = [c for c in cr if c["from"] == a and c["to"] == b]
+        holds = bool(same)
+        x = ", ".join(f"~{v:,.0f}" for v in syn["crossovers"])
+        if same:
+            verdict = (f"synthetic crossover at {x} tokens ({b} faster beyond) holds: on the trace {b} takes over "
+                       f"from {same[0]['bucket']}")
+        else:
+            who = sorted({w["winner"] for w in ws})
+            verdict = (f"synthetic crossover at {x} tokens ({b} faster beyond) does not hold: on the trace "
+                       + (f"{who[0]} wins every bucket" if len(who) == 1 else
+                          "; ".join(f"{c['to']} from {c['bucket']}" for c in cr)))
+    else:
+        lost = [w["bucket"] for w in ws if w["winner"] != a]
+        holds = not lost
+        verdict = (f"no synthetic crossover ({a} decodes one stream faster at every depth from {lo_d:,} to {hi_d:,} "
+                   f"where both fit): " + ("holds, it wins every bucket of the trace" if holds else
+                                           f"does not hold, the other wins {', '.join(lost)} on the trace"))
+    return {**syn, "holds": holds, "trace_winners": ws, "trace_crossovers": cr, "verdict": verdict}
+
+
+def study(trace, setups: Sequence[cm.Setup], config: ServerConfig | None = None, *, rate_scale: float = 1.0,
+          prefix_cache: Sequence[bool] = (True, False), ttft_slo_s: float = DEFAULT_TTFT_SLO_S,
+          tpot_slo_s: float = DEFAULT_TPOT_SLO_S, progress: bool = False) -> dict:
+    """Replay `trace` on every setup, with and without prefix caching: per-run summaries, per-bucket
+    rows, the per-bucket winner (token-weighted), where the winner changes, and one decision for
+    the whole trace with its reason. JSON-able (NaN where a figure does not exist)."""
+    tr = traces_mod.load(trace)
+    if rate_scale != 1.0:
+        tr = tr.scaled(rate_scale)
+    if not setups:
+        raise ValueError("`setups` is empty")
+    cfg = config or ServerConfig()
+    modes = [bool(p) for p in prefix_cache]
+    if not tr.has_prefixes:
+        modes = [False]          # no block hashes: caching changes nothing
+    runs, bucket_rows, results = [], [], {}
+    jobs = [(s, p) for p in modes for s in setups]
+    it = jobs
+    if progress:
+        from tqdm.auto import tqdm
+        it = tqdm(jobs, desc=f"replay {tr.name}", unit="run")
+    for s, p in it:
+        c = ServerConfig(cfg.max_num_seqs, cfg.max_batched_tokens, p, cfg.kv_tokens, cfg.step_costs)
+        res = replay(tr, s, c, ttft_slo_s=ttft_slo_s, tpot_slo_s=tpot_slo_s)
+        results[(s.label, p)] = res
+        runs.append(res.summary())
+        bucket_rows += res.buckets()
+    winners = []
+    for p in modes:
+        for b, (name, lo, _) in enumerate(BUCKETS):
+            rows = [r for r in bucket_rows if r["prefix_cache"] == (p and tr.has_prefixes) and r["bucket"] == name]
+            n = rows[0]["requests"] if rows else 0
+            w = {"prefix_cache": p, "bucket": name, "bucket_lo": lo, "requests": n,
+                 "tokens": rows[0]["tokens"] if rows else 0}
+            if n:
+                w.update(_winner(rows))
+                w["scores"] = {r["setup"]: {"slo_attainment_tok": r["slo_attainment_tok"], "rejected_tok": r["rejected_tok"],
+                                            "e2e_s_mean_tok": r["e2e_s_mean_tok"]} for r in rows}
+            else:
+                w.update(winner="", tie=False, by="")
+            winners.append(w)
+    cross = {str(p): crossovers([w for w in winners if w["prefix_cache"] == p]) for p in modes}
+    # the decision: the server a deployment would run (prefix caching on when the trace has hashes)
+    main = modes[0]
+    rows = [r for r in runs if r["prefix_cache"] == (main and tr.has_prefixes)]
+    best = max(rows, key=_rank_key)
+    ws = [w for w in winners if w["prefix_cache"] == main and w["requests"]]
+    won_tok = sum(w["tokens"] for w in ws if w["winner"] == best["setup"])
+    tot_tok = sum(w["tokens"] for w in ws) or 1
+    reason = []
+    none_served = all(r["rejected"] == r["requests"] for r in rows)
+    if none_served:
+        reason.append("no setup serves any request of this trace")
+    elif all(r["slo_attainment_tok"] == 0 for r in rows):
+        reason.append(f"no setup meets both TTFT <= {ttft_slo_s:g} s and TPOT <= {tpot_slo_s:g} s for any request at "
+                      f"this rate (this one: median TTFT {best['ttft_s_p50']:.3g} s, median TPOT "
+                      f"{best['tpot_s_p50']:.3g} s); ranked by rejected tokens, then token-weighted mean "
+                      f"end-to-end latency")
+    else:
+        reason.append(f"meets TTFT <= {ttft_slo_s:g} s and TPOT <= {tpot_slo_s:g} s for "
+                      f"{100 * best['slo_attainment_tok']:.1f}% of tokens")
+    for r in sorted(rows, key=_rank_key, reverse=True):
+        if r["rejected"] == r["requests"]:
+            reason.append(f"{r['setup']}: rejects every request ({r['rejected_why']})")
+            continue
+        reason.append(f"{r['setup']}: SLO {100 * r['slo_attainment_tok']:.1f}% of tokens, mean e2e "
+                      f"{r['e2e_s_mean_tok']:.1f} s (token-weighted), p90 TTFT {r['ttft_s_p90']:.2f} s, "
+                      f"{r['throughput_tok_s']:.0f} output tok/s, {r['rejected']} rejected"
+                      + (f" ({r['rejected_why']}, ...)" if r["rejected"] else ""))
+    cr = cross[str(main)]
+    if not none_served:
+        reason.append(f"wins buckets holding {100 * won_tok / tot_tok:.0f}% of the trace's tokens")
+        reason.append("the per-bucket winner never changes on this trace" if not cr else
+                      "; ".join(f"from {c['bucket']} ({c['at_tokens']} tokens) {c['to']} wins over {c['from']}" for c in cr))
+    synthetic = [_pair_verdict(c, bucket_rows, main and tr.has_prefixes) for c in synthetic_crossovers(setups)]
+    for v in synthetic:
+        reason.append(f"{v['a']} vs {v['b']}: {v['verdict']}")
+    decision = {"setup": "" if none_served else best["setup"], "prefix_cache": main and tr.has_prefixes,
+                "reasons": reason}
+    return {"trace": {**tr.summary(), "attribution": tr.attribution, "rate_scale": tr.meta.get("rate_scale", 1.0)},
+            "server": {"max_num_seqs": cfg.max_num_seqs, "max_batched_tokens": cfg.max_batched_tokens,
+                       "step_costs": cfg.step_costs, "kv_tokens": cfg.kv_tokens},
+            "slo": {"ttft_s": ttft_slo_s, "tpot_s": tpot_slo_s}, "runs": runs, "buckets": bucket_rows,
+            "winners": winners, "crossovers": cross, "synthetic_crossovers": synthetic, "decision": decision,
+            "_results": results}
+
+
+def batched_throughput(setup: cm.Setup, streams: int, prompt: int = 4096, output: int = 256,
+                       config: ServerConfig | None = None) -> dict:
+    """`streams` requests of `prompt` tokens arriving together, each generating `output`: the
+    aggregate output tokens per second while they decode together (decode-only steps) and over
+    the whole run. The study's batched figure (two RTX 3090s, about 500 tok/s in aggregate) is
+    one such point."""
+    tr = traces_mod.from_requests([(0.0, prompt, output)] * streams, name=f"{streams} x {prompt}+{output}")
+    cfg = config or ServerConfig(max_num_seqs=max(streams, 1), prefix_cache=False)
+    res = replay(tr, setup, cfg)
+    s = res.summary()
+    return {"setup": setup.label, "streams": streams, "prompt": prompt, "output": output,
+            "decode_tok_s": s["decode_tok_s"], "throughput_tok_s": s["throughput_tok_s"],
+            "max_running": s["max_running"], "rejected": s["rejected"]}

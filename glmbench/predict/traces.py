@@ -1,0 +1,265 @@
+"""Serving traces: when each request arrived, how long its prompt was, how many tokens it
+generated, and (Mooncake) which 512-token prompt blocks it shares with others.
+
+Readers:
+- Mooncake JSONL (`timestamp` in ms, `input_length`, `output_length`, `hash_ids`: one id per
+  512-token block of the prompt, the last one partial; equal leading ids = a shared prefix);
+- Azure LLM inference CSV (`TIMESTAMP,ContextTokens,GeneratedTokens`, wall-clock timestamps);
+- a plain CSV or JSONL with `arrival_s`, `prompt_tokens`, `output_tokens` (and, in JSONL,
+  optional `hash_ids` of `block_tokens` tokens each, 512 unless a line says otherwise).
+
+`load(name_or_path)` takes a built-in name (`TRACES`: the four public traces shipped in
+glmbench/data/traces/ with their licenses, see its README.md) or a file. A malformed line raises
+ValueError naming the file and the line. Inputs are never modified: rows are sorted by arrival
+in the returned Trace only.
+"""
+from __future__ import annotations
+
+import csv
+import datetime
+import json
+import math
+import os
+from dataclasses import dataclass, field
+
+from glmbench import vocab
+
+TRACE_DIR = os.path.join(vocab.DATA_DIR, "traces")
+MOONCAKE_BLOCK = 512      # tokens per hash block in the Mooncake traces (FAST'25 release README)
+
+# name -> (file, reader, license file, attribution)
+TRACES = {
+    "mooncake-conversation": ("mooncake_conversation_trace.jsonl", "mooncake", "LICENSE-Apache-2.0_Mooncake.txt",
+                              "Mooncake FAST'25 conversation trace (kvcache-ai/Mooncake, Apache-2.0): "
+                              "one hour of Kimi requests, real timestamps"),
+    "mooncake-synthetic": ("mooncake_synthetic_trace.jsonl", "mooncake", "LICENSE-Apache-2.0_Mooncake.txt",
+                           "Mooncake FAST'25 synthetic trace (kvcache-ai/Mooncake, Apache-2.0): "
+                           "public-dataset lengths, Poisson arrivals"),
+    "azure-code-2023": ("AzureLLMInferenceTrace_code.csv", "azure", "LICENSE-CC-BY-4.0_AzurePublicDataset.txt",
+                        "Azure LLM inference trace 2023, code (Azure/AzurePublicDataset, CC-BY-4.0); "
+                        "Patel et al., Splitwise, ISCA 2024"),
+    "azure-conv-2023": ("AzureLLMInferenceTrace_conv.csv", "azure", "LICENSE-CC-BY-4.0_AzurePublicDataset.txt",
+                        "Azure LLM inference trace 2023, conversation (Azure/AzurePublicDataset, CC-BY-4.0); "
+                        "Patel et al., Splitwise, ISCA 2024"),
+}
+
+
+@dataclass
+class Trace:
+    """Requests sorted by arrival. `hash_ids[i]` is a tuple of block ids (or None: no prefix
+    information); `block_tokens` is the tokens per block those ids stand for."""
+    name: str
+    source: str
+    arrival_s: list
+    prompt: list
+    output: list
+    hash_ids: list
+    block_tokens: int = MOONCAKE_BLOCK
+    attribution: str = ""
+    meta: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.arrival_s)
+
+    @property
+    def has_prefixes(self) -> bool:
+        return any(h for h in self.hash_ids)
+
+    @property
+    def duration_s(self) -> float:
+        return self.arrival_s[-1] - self.arrival_s[0] if self.arrival_s else 0.0
+
+    def scaled(self, rate_scale: float) -> "Trace":
+        """The same requests arriving `rate_scale` times as fast (arrival times divided by it)."""
+        if isinstance(rate_scale, bool) or not isinstance(rate_scale, (int, float)) or not (
+                math.isfinite(rate_scale) and rate_scale > 0):
+            raise ValueError(f"`rate_scale` must be a positive number, got {rate_scale!r}")
+        return Trace(self.name, self.source, [a / rate_scale for a in self.arrival_s], list(self.prompt),
+                     list(self.output), list(self.hash_ids), self.block_tokens, self.attribution,
+                     {**self.meta, "rate_scale": self.meta.get("rate_scale", 1.0) * rate_scale})
+
+    def summary(self) -> dict:
+        n = len(self)
+        tot_in = sum(self.prompt)
+        return {"trace": self.name, "requests": n, "duration_s": self.duration_s,
+                "mean_prompt": tot_in / n if n else 0.0, "mean_output": sum(self.output) / n if n else 0.0,
+                "max_prompt": max(self.prompt) if n else 0, "prompt_tokens": tot_in,
+                "output_tokens": sum(self.output), "prefix_blocks": self.has_prefixes}
+
+
+def from_requests(requests, name: str = "hand-built", block_tokens: int = MOONCAKE_BLOCK) -> Trace:
+    """A trace from (arrival_s, prompt_tokens, output_tokens[, hash_ids]) tuples (tests, notebooks)."""
+    rows = []
+    for i, r in enumerate(requests):
+        if len(r) not in (3, 4):
+            raise ValueError(f"{name}: request {i}: expected (arrival_s, prompt, output[, hash_ids]), got {r!r}")
+        where = f"{name}: request {i}"
+        rows.append(_row(where, r[0], r[1], r[2], r[3] if len(r) == 4 else None, block_tokens))
+    return _trace(name, "python", rows, block_tokens)
+
+
+def list_traces() -> list[str]:
+    return sorted(TRACES)
+
+
+def load(src, name: str | None = None) -> Trace:
+    """A built-in trace by name (`TRACES`) or a trace file (.jsonl Mooncake or plain, .csv Azure
+    or plain)."""
+    if isinstance(src, Trace):
+        return src
+    if not isinstance(src, (str, os.PathLike)):
+        raise TypeError(f"a trace is a built-in name or a file path, got {type(src).__name__}")
+    s = os.fspath(src)
+    if s in TRACES:
+        fname, kind, lic, attribution = TRACES[s]
+        t = read(os.path.join(TRACE_DIR, fname), name=s)
+        t.attribution = attribution
+        t.meta["license_file"] = os.path.join(TRACE_DIR, lic)
+        return t
+    if not os.path.exists(s):
+        raise ValueError(f"unknown trace {s!r}: not a built-in ({', '.join(list_traces())}) and no such file")
+    return read(s, name=name)
+
+
+def read(path, name: str | None = None) -> Trace:
+    path = os.fspath(path)
+    name = name or os.path.splitext(os.path.basename(path))[0]
+    if os.path.isdir(path):
+        raise ValueError(f"{path}: is a folder, expected a .jsonl or .csv trace file")
+    with open(path, encoding="utf-8", newline="") as f:
+        if path.endswith((".jsonl", ".json")):
+            return _read_jsonl(path, f, name)
+        if path.endswith(".csv"):
+            return _read_csv(path, f, name)
+    raise ValueError(f"{path}: trace files end in .jsonl (Mooncake or plain) or .csv (Azure or plain)")
+
+
+# ---- parsing ---------------------------------------------------------------------------------------
+def _int(where, field_, v, minimum):
+    if isinstance(v, bool) or not isinstance(v, int):
+        if isinstance(v, float) and v.is_integer():
+            v = int(v)
+        elif isinstance(v, str) and v.strip().lstrip("-").isdigit():
+            v = int(v)
+        else:
+            raise ValueError(f"{where}: `{field_}` must be a whole number, got {v!r}")
+    if v < minimum:
+        raise ValueError(f"{where}: `{field_}` must be >= {minimum}, got {v}")
+    return v
+
+
+def _num(where, field_, v):
+    if isinstance(v, str):
+        try:
+            v = float(v)
+        except ValueError:
+            raise ValueError(f"{where}: `{field_}` must be a number, got {v!r}") from None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+        raise ValueError(f"{where}: `{field_}` must be a finite number >= 0, got {v!r}")
+    return float(v)
+
+
+def _row(where, arrival, prompt, output, hash_ids, block_tokens):
+    a = _num(where, "arrival", arrival)
+    p = _int(where, "prompt tokens", prompt, 1)
+    # a request that generated nothing still ran its prefill, which yields the first token
+    o = _int(where, "output tokens", output, 0)
+    h = None
+    if hash_ids is not None:
+        if not isinstance(hash_ids, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in hash_ids):
+            raise ValueError(f"{where}: `hash_ids` must be a list of whole numbers, got {str(hash_ids)[:60]}")
+        need = -(-p // block_tokens)
+        if len(hash_ids) != need:
+            raise ValueError(f"{where}: `hash_ids` has {len(hash_ids)} blocks but {p} prompt tokens "
+                             f"make {need} blocks of {block_tokens}")
+        h = tuple(hash_ids)
+    return a, p, o, h
+
+
+def _trace(name, source, rows, block_tokens, meta=None):
+    rows.sort(key=lambda r: r[0])       # stable: equal arrivals keep file order
+    t0 = rows[0][0] if rows else 0.0
+    return Trace(name, source, [r[0] - t0 for r in rows], [r[1] for r in rows], [max(1, r[2]) for r in rows],
+                 [r[3] for r in rows], block_tokens, meta={**(meta or {}),
+                                                           "zero_output_requests": sum(r[2] == 0 for r in rows)})
+
+
+def _read_jsonl(path, f, name):
+    rows = []
+    kind = None
+    for lineno, line in enumerate(f, 1):
+        if not line.strip():
+            continue
+        where = f"{path}:{lineno}"
+        try:
+            d = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{where}: not valid JSON ({e.msg})") from None
+        if not isinstance(d, dict):
+            raise ValueError(f"{where}: expected a JSON object, got {type(d).__name__}")
+        k = "mooncake" if "timestamp" in d else "plain" if "arrival_s" in d else None
+        if k is None:
+            raise ValueError(f"{where}: expected Mooncake fields (timestamp, input_length, output_length, hash_ids) "
+                             f"or plain ones (arrival_s, prompt_tokens, output_tokens)")
+        if kind is None:
+            kind = k
+        elif k != kind:
+            raise ValueError(f"{where}: a {k} line in a {kind} trace")
+        if kind == "mooncake":
+            for key in ("input_length", "output_length"):
+                if key not in d:
+                    raise ValueError(f"{where}: field `{key}` is missing")
+            rows.append(_row(where, _num(where, "timestamp", d["timestamp"]) / 1000.0, d["input_length"],
+                             d["output_length"], d.get("hash_ids"), MOONCAKE_BLOCK))
+        else:
+            for key in ("prompt_tokens", "output_tokens"):
+                if key not in d:
+                    raise ValueError(f"{where}: field `{key}` is missing")
+            bt = _int(where, "block_tokens", d.get("block_tokens", MOONCAKE_BLOCK), 1)
+            rows.append(_row(where, d["arrival_s"], d["prompt_tokens"], d["output_tokens"], d.get("hash_ids"), bt))
+    if not rows:
+        raise ValueError(f"{path}: the trace holds no requests")
+    return _trace(name, path, rows, MOONCAKE_BLOCK, {"format": kind})
+
+
+def _azure_time(where, s):
+    # 7 fractional digits (100 ns); datetime takes at most 6
+    s = s.strip()
+    head, _, frac = s.partition(".")
+    try:
+        t = datetime.datetime.strptime(head, "%Y-%m-%d %H:%M:%S")
+    except ValueError:
+        raise ValueError(f"{where}: `TIMESTAMP` must look like 2023-11-16 18:17:03.9799600, got {s!r}") from None
+    if frac and not frac.isdigit():
+        raise ValueError(f"{where}: `TIMESTAMP` must look like 2023-11-16 18:17:03.9799600, got {s!r}")
+    return t.replace(tzinfo=datetime.timezone.utc).timestamp() + (int(frac) / 10 ** len(frac) if frac else 0.0)
+
+
+def _read_csv(path, f, name):
+    reader = csv.reader(f)
+    try:
+        header = [h.strip() for h in next(reader)]
+    except StopIteration:
+        raise ValueError(f"{path}: empty file") from None
+    azure = ["TIMESTAMP", "ContextTokens", "GeneratedTokens"]
+    plain = ["arrival_s", "prompt_tokens", "output_tokens"]
+    if all(c in header for c in azure):
+        kind, cols = "azure", [header.index(c) for c in azure]
+    elif all(c in header for c in plain):
+        kind, cols = "plain", [header.index(c) for c in plain]
+    else:
+        raise ValueError(f"{path}:1: header must hold {','.join(azure)} (Azure) or {','.join(plain)} (plain), "
+                         f"got {','.join(header)}")
+    rows = []
+    for lineno, rec in enumerate(reader, 2):
+        if not rec or not "".join(rec).strip():
+            continue
+        where = f"{path}:{lineno}"
+        if len(rec) != len(header):
+            raise ValueError(f"{where}: expected {len(header)} fields, got {len(rec)}")
+        a, p, o = (rec[i].strip() for i in cols)
+        arrival = _azure_time(where, a) if kind == "azure" else a
+        rows.append(_row(where, arrival, p, o, None, MOONCAKE_BLOCK))
+    if not rows:
+        raise ValueError(f"{path}: the trace holds no requests")
+    return _trace(name, path, rows, MOONCAKE_BLOCK, {"format": kind})

@@ -1,0 +1,217 @@
+"""Real workloads: replay a trace on the study's setups and say which one serves it best, per
+length bucket and overall (`glmbench trace`, `glmbench report --trace`, notebook 05).
+
+The simulation lives in glmbench.predict.replay; this module builds the setups from a Study,
+adds the study's batched point, writes the files and formats the markdown (formatting only:
+every number comes from the replay's result, written next to it as trace.json / CSV).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+from typing import Sequence
+
+from glmbench.predict import costmodel as cm
+from glmbench.predict import hardware
+from glmbench.predict import replay as rp
+from glmbench.results import records as rec
+
+# The study's batched figure: GLM-4.7-Flash on two RTX 3090, about 500 tok/s in aggregate
+# (concurrency not stated; docs/COSTMODEL.md, "~500 tok/s batched on two cards").
+STUDY_BATCHED_TOK_S = 500.0
+STUDY_POINT_STREAMS = (1, 8, 32)
+STUDY_POINT_PROMPT = 4096
+STUDY_POINT_OUTPUT = 256
+# what write() puts in a report folder
+FILES = ("trace.json", "trace_runs.csv", "trace_buckets.csv", "trace_requests.csv", "trace_winners.png",
+         "trace_latency.png")
+
+
+def study_setup(study) -> cm.Setup:
+    """The study's own setup: GLM-4.7-Flash on the study's two RTX 3090 (its measured link),
+    split and formats as the Study says."""
+    return cm.Setup("glm-4.7-flash", hardware.study_rig(), split=study.split, weights=study.weights, kv=study.kv,
+                    mla_strategy=study.mla_strategy, runtime=study.runtime)
+
+
+def study_point(study, config: rp.ServerConfig | None = None) -> dict:
+    """Simulated aggregate throughput of the study's setup for a few streams of 4K prompts
+    arriving together, beside the study's ~500 tok/s."""
+    s = study_setup(study)
+    rows = [rp.batched_throughput(s, n, STUDY_POINT_PROMPT, STUDY_POINT_OUTPUT) for n in STUDY_POINT_STREAMS]
+    return {"setup": s.label, "reference_tok_s": STUDY_BATCHED_TOK_S, "points": rows}
+
+
+def trace_study(study, trace, *, rate_scale: float = 1.0, prefix_cache: Sequence[bool] = (True, False),
+                ttft_slo_s: float = rp.DEFAULT_TTFT_SLO_S, tpot_slo_s: float = rp.DEFAULT_TPOT_SLO_S,
+                config: rp.ServerConfig | None = None, progress: bool = True) -> dict:
+    """replay.study on every setup of `study` (models x cards), plus the study's batched point and
+    the aggregate throughput of the study's setup on this trace."""
+    setups = study.setups()
+    res = rp.study(trace, setups, config, rate_scale=rate_scale, prefix_cache=prefix_cache,
+                   ttft_slo_s=ttft_slo_s, tpot_slo_s=tpot_slo_s, progress=progress)
+    sp = study_point(study, config)
+    # the study's setup on this trace: one of the study's setups when it has it, else replayed
+    mine = [r for r in res["runs"] if r["setup"] == sp["setup"] and r["prefix_cache"] == res["decision"]["prefix_cache"]]
+    if not mine:
+        from glmbench.predict import traces
+        tr = traces.load(trace)
+        tr = tr.scaled(rate_scale) if rate_scale != 1.0 else tr
+        c = config or rp.ServerConfig()
+        c = rp.ServerConfig(c.max_num_seqs, c.max_batched_tokens, res["decision"]["prefix_cache"], c.kv_tokens, c.step_costs)
+        mine = [rp.replay(tr, study_setup(study), c, ttft_slo_s=ttft_slo_s, tpot_slo_s=tpot_slo_s).summary()]
+    sp["on_trace"] = {k: mine[0][k] for k in ("throughput_tok_s", "decode_tok_s", "max_running", "slo_attainment_tok")}
+    res["study_point"] = sp
+    return res
+
+
+def public(res: dict) -> dict:
+    """The JSON-able part of a trace study (drops the per-request result objects)."""
+    return {k: v for k, v in res.items() if not k.startswith("_")}
+
+
+def _finite(o):
+    if isinstance(o, float):
+        return o if math.isfinite(o) else None
+    if isinstance(o, dict):
+        return {str(k): _finite(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [_finite(v) for v in o]
+    return o
+
+
+def write(res: dict, out: str | os.PathLike, *, charts: bool = True) -> list[str]:
+    """trace.json (everything), trace_runs.csv, trace_buckets.csv, trace_requests.csv (one row per
+    request and run) and the two charts into folder `out`; returns the written paths."""
+    from glmbench.report import plots
+    out = os.fspath(out)
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise ValueError(f"`out` must be a folder, but {out!r} is a file")
+    os.makedirs(out, exist_ok=True)
+    paths = []
+    p = os.path.join(out, "trace.json")
+    rec.atomic_write_text(p, json.dumps(_finite(public(res)), indent=1) + "\n")
+    paths.append(p)
+    for name, rows in (("trace_runs.csv", res["runs"]), ("trace_buckets.csv", res["buckets"])):
+        p = os.path.join(out, name)
+        rec.atomic_write_text(p, _csv(rows))
+        paths.append(p)
+    req_rows = []
+    for (label, pc), r in res.get("_results", {}).items():
+        for row in r.requests():
+            req_rows.append({"setup": label, "prefix_cache": pc, **row})
+    if req_rows:
+        p = os.path.join(out, "trace_requests.csv")
+        rec.atomic_write_text(p, _csv(req_rows))
+        paths.append(p)
+    if charts:
+        paths += plots.save_trace_charts(res, out)
+    return paths
+
+
+def _csv(rows: Sequence[dict]) -> str:
+    import csv
+    import io
+    cols = list(dict.fromkeys(k for r in rows for k in r if not isinstance(r[k], (dict, list))))
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(cols)
+    for r in rows:
+        w.writerow(["" if r.get(c) is None or (isinstance(r.get(c), float) and math.isnan(r[c]))
+                    else (f"{r[c]:.6g}" if isinstance(r.get(c), float) else r.get(c, "")) for c in cols])
+    return buf.getvalue()
+
+
+def _n(v, digits=1):
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "–"
+    return f"{v:,.{digits}f}"
+
+
+def render(res: dict, charts: Sequence[str] = ()) -> str:
+    """A markdown section: the trace, the per-bucket winners, the crossover, the decision, the
+    study's batched point."""
+    t, slo, dec = res["trace"], res["slo"], res["decision"]
+    L = [f"## Real workload: {t['trace']}", ""]
+    L.append(f"{t['requests']:,} requests over {t['duration_s']:,.0f} s (rate x{t['rate_scale']:g}), mean prompt "
+             f"{t['mean_prompt']:,.0f} and output {t['mean_output']:,.0f} tokens, longest prompt {t['max_prompt']:,}"
+             + (f". {t['attribution']}." if t.get("attribution") else "."))
+    L.append(f"Replayed on the cost model (glmbench.predict.replay): continuous batching, "
+             f"{res['server']['max_batched_tokens']}-token chunked-prefill steps, up to {res['server']['max_num_seqs']} "
+             f"requests at once, the KV pool from the memory model. Targets: TTFT <= {slo['ttft_s']:g} s, "
+             f"TPOT <= {slo['tpot_s']:g} s. A bucket's winner is the setup with the larger share of the bucket's "
+             f"tokens in requests meeting both targets, then the smaller share in rejected requests (too long for the "
+             f"setup's KV pool or the model's context), then the lower token-weighted mean end-to-end latency.")
+    L.append("")
+    if dec["setup"]:
+        L.append(f"**Decision: {dec['setup']}**" + (" (with prefix caching)" if dec["prefix_cache"] else "") + ".")
+    else:
+        L.append("**Decision: none of these setups can serve this trace.**")
+    L.append("")
+    for r in dec["reasons"]:
+        L.append(f"- {r}")
+    L.append("")
+    L.append("| setup | prefix cache | requests | rejected | SLO met (tokens) | mean e2e, token-weighted (s) | "
+             "TTFT p50 / p90 / p99 (s) | TPOT p50 / p90 (s) | output tok/s | cached prompt share |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|")
+    for r in res["runs"]:
+        L.append(f"| {r['setup']} | {'on' if r['prefix_cache'] else 'off'} | {r['requests']:,} | {r['rejected']:,} | "
+                 f"{_n(100 * r['slo_attainment_tok'])}% | {_n(r['e2e_s_mean_tok'])} | {_n(r['ttft_s_p50'], 2)} / "
+                 f"{_n(r['ttft_s_p90'], 2)} / {_n(r['ttft_s_p99'], 2)} | {_n(r['tpot_s_p50'], 3)} / {_n(r['tpot_s_p90'], 3)} | "
+                 f"{_n(r['throughput_tok_s'], 0)} | {_n(100 * r['cached_share'])}% |")
+    L.append("")
+    L.append("Per input-length bucket (winner token-weighted):")
+    L.append("")
+    modes = sorted({w["prefix_cache"] for w in res["winners"]}, reverse=True)
+    L.append("| bucket | requests | tokens | " + " | ".join(f"winner ({'prefix cache' if p else 'no prefix cache'})"
+                                                           for p in modes) + " |")
+    L.append("|---|---|---|" + "---|" * len(modes))
+    by = {(w["prefix_cache"], w["bucket"]): w for w in res["winners"]}
+    for name, _, _ in rp.BUCKETS:
+        w0 = by[(modes[0], name)]
+        if not w0["requests"]:
+            continue
+        cells = [by[(p, name)]["winner"] + (" (tie)" if by[(p, name)]["tie"] else "") for p in modes]
+        L.append(f"| {name} | {w0['requests']:,} | {w0['tokens']:,} | " + " | ".join(cells) + " |")
+    L.append("")
+    for p in modes:
+        cr = res["crossovers"][str(p)]
+        what = "with prefix caching" if p else "without prefix caching"
+        if not cr:
+            L.append(f"Crossover {what}: none on this trace (one setup wins every bucket that holds requests).")
+        else:
+            L.append(f"Crossover {what}: " + "; ".join(f"at {c['at_tokens']:,} tokens ({c['bucket']}) from "
+                                                      f"{c['from']} to {c['to']}" for c in cr) + ".")
+    syn = res.get("synthetic_crossovers") or []
+    if syn:
+        L.append("")
+        L.append("Does the synthetic comparison hold on this trace? (one stream's decode speed vs context from the "
+                 "cost model, against the trace's per-bucket winner between the same two setups)")
+        L.append("")
+        L.append("| setups | synthetic (one stream) | on this trace | holds |")
+        L.append("|---|---|---|---|")
+        for v in syn:
+            synthetic = (f"crossover at {', '.join(f'~{x:,.0f}' for x in v['crossovers'])} tokens" if v["crossovers"]
+                         else f"{v['faster_before']} faster from {v['depths'][0]:,} to {v['depths'][1]:,} tokens")
+            won = {}
+            for w in v["trace_winners"]:
+                won.setdefault(w["winner"], []).append(w["bucket"])
+            trace = "; ".join(f"{k} wins {', '.join(b)}" for k, b in won.items()) or "–"
+            L.append(f"| {v['a']} vs {v['b']} | {synthetic} | {trace} | {'yes' if v['holds'] else 'no'} |")
+    sp = res.get("study_point")
+    if sp:
+        L.append("")
+        L.append(f"The study's batched point ({sp['setup']}; the study reports about {sp['reference_tok_s']:.0f} tok/s "
+                 f"in aggregate on two RTX 3090): simulated aggregate decode throughput for streams of "
+                 f"{STUDY_POINT_PROMPT:,}-token prompts arriving together: " +
+                 ", ".join(f"{p['streams']} streams {p['decode_tok_s']:,.0f} tok/s" for p in sp["points"]) +
+                 f"; on this trace it averages {_n(sp['on_trace']['throughput_tok_s'], 0)} output tok/s "
+                 f"({_n(sp['on_trace']['decode_tok_s'], 0)} tok/s in decode-only steps, up to "
+                 f"{sp['on_trace']['max_running']} requests at once).")
+    if charts:
+        L.append("")
+        for c in charts:
+            L.append(f"![{os.path.splitext(os.path.basename(c))[0]}]({os.path.basename(c)})")
+    L.append("")
+    return "\n".join(L)

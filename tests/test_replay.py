@@ -1,0 +1,245 @@
+"""The replay simulator on hand-built traces whose answer is known: every expected time is added up
+here from the cost model's own step times (costmodel.decode / costmodel.prefill), following the
+schedule by hand, never by running the simulator."""
+import math
+
+import pytest
+
+from glmbench.predict import costmodel as cm
+from glmbench.predict import replay as rp
+from glmbench.predict import traces
+from glmbench.predict.hardware import Rig, get_gpu
+
+SETUP = cm.Setup("glm-4.7-flash", "rtx-3090")
+TWO = cm.Setup("glm-4.7-flash", Rig(get_gpu("rtx-3090"), 2, link_gbps=1.4), split="layer")
+
+
+def dec(depth, batch, s=SETUP):
+    return cm.decode(s, depth, batch).seconds
+
+
+def pf(n, depth, s=SETUP):
+    return cm.prefill(s, n, depth).seconds
+
+
+def exact(**kw):
+    kw.setdefault("prefix_cache", False)
+    return rp.ServerConfig(step_costs="exact", **kw)
+
+
+def run(reqs, cfg, s=SETUP):
+    return rp.replay(traces.from_requests(reqs), s, cfg)
+
+
+@pytest.mark.parametrize("s", [SETUP, TWO], ids=["1card", "2cards"])
+def test_one_request(s):
+    L, O = 1000, 10
+    r = run([(0.0, L, O)], exact(max_batched_tokens=2048), s)
+    ttft = pf(L, 0, s)
+    decode = sum(dec(L + j, 1, s) for j in range(O - 1))
+    assert r.ttft(0) == pytest.approx(ttft, rel=1e-12)
+    assert r.e2e(0) == pytest.approx(ttft + decode, rel=1e-12)
+    assert r.tpot(0) == pytest.approx(decode / (O - 1), rel=1e-12)
+    assert r.queueing(0) == 0.0
+    assert r.preemptions == [0]
+
+
+def test_one_long_request_is_prefilled_in_chunks():
+    L, O = 5000, 3
+    r = run([(2.5, L, O)], exact(max_batched_tokens=2048))
+    ttft = pf(2048, 0) + pf(2048, 2048) + pf(904, 4096)
+    assert r.ttft(0) == pytest.approx(ttft, rel=1e-12)
+    assert r.e2e(0) == pytest.approx(ttft + dec(L, 1) + dec(L + 1, 1), rel=1e-12)
+    assert r.arrival[0] == 0.0          # a trace's time starts at its first arrival
+
+
+def test_two_requests_arriving_together_share_steps():
+    L, O = 1000, 5
+    r = run([(0.0, L, O), (0.0, L, O)], exact(max_batched_tokens=2048))
+    t1 = pf(L, 0) + pf(L, 0)           # one step holds both prompts
+    end = t1 + sum(dec(L + j, 2) for j in range(O - 1))
+    for i in (0, 1):
+        assert r.ttft(i) == pytest.approx(t1, rel=1e-12)
+        assert r.e2e(i) == pytest.approx(end, rel=1e-12)
+
+
+def test_two_requests_with_a_budget_that_splits_the_second_prompt():
+    L, O = 1000, 3
+    r = run([(0.0, L, O), (0.0, L, O)], exact(max_batched_tokens=1500))
+    s1 = pf(1000, 0) + pf(500, 0)                # A whole, B's first 500
+    s2 = dec(1000, 1) + pf(500, 500)             # A's 2nd token with B's rest
+    # then both decode: A at depth 1001 (its last token), B at 1000: mean 1000.5, interpolated
+    s3 = dec(1000, 2) + 0.5 * (dec(1001, 2) - dec(1000, 2))
+    s4 = dec(1001, 1)                            # B's last token alone
+    assert r.ttft(0) == pytest.approx(s1, rel=1e-12)
+    assert r.ttft(1) == pytest.approx(s1 + s2, rel=1e-12)
+    assert r.e2e(0) == pytest.approx(s1 + s2 + s3, rel=1e-12)
+    assert r.e2e(1) == pytest.approx(s1 + s2 + s3 + s4, rel=1e-12)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_a_cache_that_fits_exactly_n_requests(n):
+    L, O = 1000, 5
+    per = L + O - 1                 # the last generated token is never written to the cache
+    r = run([(0.0, L, O)] * (n + 1), exact(kv_tokens=n * per, max_batched_tokens=4096))
+    first = n * pf(L, 0)
+    wave1 = first + sum(dec(L + j, n) for j in range(O - 1))
+    for i in range(n):
+        assert r.ttft(i) == pytest.approx(first, rel=1e-12)
+        assert r.e2e(i) == pytest.approx(wave1, rel=1e-12)
+    # the (n+1)-th waits for the first wave to leave, then runs alone
+    last = n
+    assert r.queueing(last) == pytest.approx(wave1, rel=1e-12)
+    assert r.ttft(last) == pytest.approx(wave1 + pf(L, 0), rel=1e-12)
+    assert r.e2e(last) == pytest.approx(wave1 + pf(L, 0) + sum(dec(L + j, 1) for j in range(O - 1)), rel=1e-12)
+    assert sum(r.preemptions) == 0
+    assert r.max_running == n
+
+
+def test_one_token_less_preempts_and_still_finishes():
+    L, O = 1000, 5
+    per = L + O - 1
+    r = run([(0.0, L, O)] * 2, exact(kv_tokens=2 * per - 1, max_batched_tokens=4096))
+    assert sum(r.preemptions) >= 1
+    assert r.preemptions[0] == 0            # the request admitted last is the victim
+    assert all(math.isfinite(f) for f in r.finish)
+    assert not any(r.rejected)
+
+
+def test_a_request_larger_than_the_pool_is_rejected():
+    r = run([(0.0, 1000, 5), (0.0, 100, 5)], exact(kv_tokens=500))
+    assert r.rejected[0] and not r.rejected[1]
+    assert not r.meets(0)
+    assert r.ttft(1) == pytest.approx(pf(100, 0), rel=1e-12)
+
+
+def test_a_prefix_shared_by_every_request():
+    # block 0 (512 tokens) is everyone's system prompt; each request arrives after the last left
+    bt = 512
+    L, O = 2 * bt, 2
+    reqs = [(100.0 * k, L, O, [0, k + 1]) for k in range(4)]
+    on = run(reqs, exact(prefix_cache=True))
+    off = run(reqs, exact(prefix_cache=False))
+    for k in range(4):
+        assert off.ttft(k) == pytest.approx(pf(L, 0), rel=1e-12)
+        want = pf(L, 0) if k == 0 else pf(L - bt, bt)
+        assert on.ttft(k) == pytest.approx(want, rel=1e-12)
+        assert on.e2e(k) == pytest.approx(want + dec(L, 1), rel=1e-12)
+        assert on.cached_tokens[k] == (0 if k == 0 else bt)
+
+
+def test_an_identical_prompt_still_computes_its_last_block():
+    bt = 512
+    reqs = [(0.0, 2 * bt, 2, [7, 8]), (100.0, 2 * bt, 2, [7, 8])]
+    r = run(reqs, exact(prefix_cache=True))
+    # both blocks are cached, but at least one token must be computed: the last block is
+    assert r.ttft(1) == pytest.approx(pf(bt, bt), rel=1e-12)
+
+
+def test_lru_eviction_keeps_the_blocks_used_last():
+    bt = 512
+    L = 2 * bt
+    # the pool holds one request's prompt plus one spare block: caching B evicts A's blocks
+    # tail first, so A's shared head (block 0) survives and C (same head as A) hits it
+    reqs = [(0.0, L, 1, [0, 1]), (100.0, L, 1, [5, 6]), (200.0, L, 1, [0, 9])]
+    r = run(reqs, exact(prefix_cache=True, kv_tokens=3 * bt))
+    assert r.cached_tokens == [0, 0, bt]
+    assert r.ttft(2) == pytest.approx(pf(L - bt, bt), rel=1e-12)
+
+
+def test_interpolated_step_costs_agree_with_exact():
+    tr = traces.load("mooncake-conversation")
+    small = traces.from_requests([(tr.arrival_s[i] * 4, tr.prompt[i], tr.output[i], list(tr.hash_ids[i]))
+                                  for i in range(150)])
+    a = rp.replay(small, SETUP, rp.ServerConfig(step_costs="exact"))
+    b = rp.replay(small, SETUP, rp.ServerConfig(step_costs="interpolated"))
+    sa, sb = a.summary(), b.summary()
+    for k in ("e2e_s_mean", "ttft_s_mean", "tpot_s_mean", "makespan_s"):
+        assert sb[k] == pytest.approx(sa[k], rel=0.02), k
+    assert b.cost_model_calls < a.cost_model_calls
+
+
+def test_stats_buckets_and_weights():
+    reqs = [(0.0, 1000, 10), (0.0, 5000, 10), (0.0, 20000, 10), (0.0, 200000, 10)]
+    r = run(reqs, exact(kv_tokens=300000))
+    rows = {b["bucket"]: b for b in r.buckets()}
+    assert [b[0] for b in rp.BUCKETS] == ["<4K", "4-8K", "8-16K", "16-32K", "32-64K", "64-128K", ">=128K"]
+    assert rows["<4K"]["requests"] == 1 and rows["4-8K"]["requests"] == 1 and rows["8-16K"]["requests"] == 0
+    assert rows[">=128K"]["tokens"] == 200010
+    s = r.summary()
+    assert s["requests"] == 4 and s["output_tokens"] == 40
+    assert s["throughput_tok_s"] == pytest.approx(40 / max(r.finish))
+    # the token-weighted mean leans to the long request
+    assert s["e2e_s_mean_tok"] > s["e2e_s_mean"]
+
+
+def test_weighted_quantile():
+    pairs = [(1.0, 1), (2.0, 1), (3.0, 8)]
+    assert rp.weighted_quantile(pairs, 0.5, weighted=False) == 2.0
+    assert rp.weighted_quantile(pairs, 0.5, weighted=True) == 3.0
+    assert rp.weighted_quantile(pairs, 0.1, weighted=True) == 1.0
+    assert math.isnan(rp.weighted_quantile([], 0.5))
+
+
+def test_study_decides_and_names_the_crossover():
+    reqs = [(i * 2.0, p, 64) for i, p in enumerate([1000, 3000, 6000, 12000, 24000, 48000, 100000] * 3)]
+    tr = traces.from_requests(reqs, name="ladder")
+    res = rp.study(tr, [SETUP, TWO])
+    assert res["decision"]["setup"] in (SETUP.label, TWO.label)
+    assert res["decision"]["reasons"]
+    ws = [w for w in res["winners"] if w["requests"]]
+    assert len(ws) == 6 and all(w["winner"] in (SETUP.label, TWO.label) for w in ws)
+    cr = res["crossovers"]["False"]
+    assert cr == rp.crossovers(ws)
+    for c in cr:
+        assert c["from"] != c["to"]
+
+
+def test_batched_point_runs_the_streams_together():
+    b = rp.batched_throughput(TWO, 8, prompt=4096, output=64)
+    assert b["max_running"] == 8 and b["rejected"] == 0
+    assert b["decode_tok_s"] > rp.batched_throughput(TWO, 1, prompt=4096, output=64)["decode_tok_s"]
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="step_costs"):
+        rp.ServerConfig(step_costs="fast")
+    with pytest.raises(ValueError, match="max_num_seqs"):
+        rp.ServerConfig(max_num_seqs=0)
+    with pytest.raises(ValueError, match="ttft_slo_s"):
+        rp.replay(traces.from_requests([(0, 10, 2)]), SETUP, ttft_slo_s=0)
+
+
+def _rows(winner_by_bucket, a, b):
+    rows = []
+    for name, lo, _ in rp.BUCKETS:
+        w = winner_by_bucket.get(name)
+        if w is None:
+            continue
+        for s in (a, b):
+            good = s == w
+            rows.append({"prefix_cache": False, "bucket": name, "setup": s, "requests": 5,
+                         "slo_attainment_tok": 0.9 if good else 0.5, "rejected_tok": 0.0, "e2e_s_mean_tok": 1.0})
+    return rows
+
+
+def test_pair_verdicts():
+    a, b = "A", "B"
+    crossing = {"a": a, "b": b, "depths": [1024, 131072], "crossovers": [20000.0], "faster_before": a, "faster_after": b}
+    v = rp._pair_verdict(crossing, _rows({"<4K": a, "8-16K": a, "16-32K": b, "64-128K": b}, a, b), False)
+    assert v["holds"] and "takes over from 16-32K" in v["verdict"]
+    v = rp._pair_verdict(crossing, _rows({"<4K": a, "16-32K": a}, a, b), False)
+    assert not v["holds"] and "A wins every bucket" in v["verdict"]
+    flat = {**crossing, "crossovers": [], "faster_after": a}
+    assert rp._pair_verdict(flat, _rows({"<4K": a, "16-32K": a}, a, b), False)["holds"]
+    v = rp._pair_verdict(flat, _rows({"<4K": a, "16-32K": b}, a, b), False)
+    assert not v["holds"] and "16-32K" in v["verdict"]
+
+
+def test_synthetic_pairs_differ_in_one_thing():
+    qwen = cm.Setup("qwen3-32b", "rtx-3090")
+    qwen2 = cm.Setup("qwen3-32b", Rig(get_gpu("rtx-3090"), 2, link_gbps=1.4), split="layer")
+    pairs = rp.synthetic_crossovers([SETUP, TWO, qwen, qwen2])
+    assert len(pairs) == 4          # not glm-1-card vs qwen-2-cards, nor glm-2 vs qwen-1
+    for p in pairs:
+        assert p["faster_before"] in (p["a"], p["b"]) and p["depths"][0] < p["depths"][1]

@@ -1,0 +1,123 @@
+"""Trace readers: the four shipped traces by name, Mooncake/Azure/plain files, and a malformed
+line named by file and line."""
+import hashlib
+import os
+
+import pytest
+
+from glmbench.predict import traces
+
+SHIPPED = {"mooncake-conversation": 12031, "mooncake-synthetic": 3993, "azure-code-2023": 8819,
+           "azure-conv-2023": 19366}
+
+
+@pytest.mark.parametrize("name", sorted(SHIPPED))
+def test_shipped_traces_load_by_name(name):
+    t = traces.load(name)
+    assert len(t) == SHIPPED[name]
+    assert t.arrival_s[0] == 0.0 and all(b >= a for a, b in zip(t.arrival_s, t.arrival_s[1:]))
+    assert min(t.prompt) >= 1 and min(t.output) >= 1
+    assert t.attribution and os.path.isfile(t.meta["license_file"])
+    assert t.has_prefixes == name.startswith("mooncake")
+    # an hour or so of requests
+    assert 900 < t.duration_s < 4000
+
+
+def test_mooncake_conversation_matches_the_paper():
+    t = traces.load("mooncake-conversation")
+    s = t.summary()
+    # FAST'25 Table 2: average input 12,035, output 343
+    assert round(s["mean_prompt"]) == 12035 and round(s["mean_output"]) == 343
+    assert all(h[0] == 0 for h in t.hash_ids)        # block 0 is shared by every request
+
+
+def test_shipped_files_are_the_shared_copies():
+    shared = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "traces")
+    if not os.path.isdir(shared):
+        pytest.skip("../shared/traces is not here")
+    for name, (fname, *_rest) in traces.TRACES.items():
+        a = open(os.path.join(traces.TRACE_DIR, fname), "rb").read()
+        b = open(os.path.join(shared, fname), "rb").read()
+        assert hashlib.sha256(a).hexdigest() == hashlib.sha256(b).hexdigest(), name
+    for lic in ("LICENSE-Apache-2.0_Mooncake.txt", "LICENSE-CC-BY-4.0_AzurePublicDataset.txt", "README.md"):
+        assert os.path.isfile(os.path.join(traces.TRACE_DIR, lic))
+
+
+def test_azure_timestamps_keep_seven_digits(tmp_path):
+    p = tmp_path / "az.csv"
+    p.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.9799600,4808,10\n"
+                 "2023-11-16 18:17:04.0319601,3180,8\n")
+    t = traces.read(p)
+    assert t.prompt == [4808, 3180] and t.output == [10, 8]
+    assert t.arrival_s[1] == pytest.approx(0.0520001, abs=1e-6)
+    assert t.hash_ids == [None, None]
+
+
+def test_plain_csv_and_jsonl(tmp_path):
+    c = tmp_path / "plain.csv"
+    c.write_text("arrival_s,prompt_tokens,output_tokens\n0.5,100,10\n0.0,200,0\n")
+    t = traces.read(c)
+    # sorted by arrival; zero outputs still run the prefill (one token), and are counted
+    assert t.prompt == [200, 100] and t.output == [1, 10] and t.meta["zero_output_requests"] == 1
+    j = tmp_path / "plain.jsonl"
+    j.write_text('{"arrival_s": 0, "prompt_tokens": 1000, "output_tokens": 3, "hash_ids": [1, 2]}\n'
+                 '{"arrival_s": 1.5, "prompt_tokens": 10, "output_tokens": 3}\n')
+    t = traces.read(j)
+    assert t.hash_ids == [(1, 2), None] and t.has_prefixes
+
+
+def test_mooncake_file(tmp_path):
+    j = tmp_path / "m.jsonl"
+    j.write_text('{"timestamp": 0, "input_length": 600, "output_length": 5, "hash_ids": [0, 1]}\n'
+                 '{"timestamp": 1500, "input_length": 10, "output_length": 2, "hash_ids": [0]}\n')
+    before = j.read_bytes()
+    t = traces.read(j)
+    assert t.arrival_s == [0.0, 1.5] and t.prompt == [600, 10]
+    assert j.read_bytes() == before
+    s = t.scaled(3.0)
+    assert s.arrival_s == [0.0, 0.5] and t.arrival_s == [0.0, 1.5]
+
+
+@pytest.mark.parametrize("text, line, what", [
+    ('{"timestamp": 0, "input_length": 600, "output_length": 5, "hash_ids": [0, 1]}\n{"timestamp": 1\n', 2, "JSON"),
+    ('{"timestamp": 0, "input_length": 600, "output_length": 5, "hash_ids": [0]}\n', 1, "hash_ids"),
+    ('{"timestamp": 0, "input_length": -3, "output_length": 5}\n', 1, "prompt tokens"),
+    ('{"timestamp": 0, "output_length": 5}\n', 1, "input_length"),
+    ('{"timestamp": "x", "input_length": 3, "output_length": 5}\n', 1, "timestamp"),
+    ('[1, 2]\n', 1, "object"),
+    ('{"foo": 1}\n', 1, "Mooncake"),
+])
+def test_malformed_jsonl_names_file_and_line(tmp_path, text, line, what):
+    p = tmp_path / "bad.jsonl"
+    p.write_text(text)
+    with pytest.raises(ValueError, match=rf"bad\.jsonl:{line}: .*{what}"):
+        traces.read(p)
+
+
+@pytest.mark.parametrize("text, line, what", [
+    ("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.97,10,2\n2023-11-16,10,2\n", 3, "TIMESTAMP"),
+    ("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.97,ten,2\n", 2, "prompt tokens"),
+    ("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.97,10\n", 2, "fields"),
+    ("a,b,c\n1,2,3\n", 1, "header"),
+    ("arrival_s,prompt_tokens,output_tokens\n-1,10,2\n", 2, "arrival"),
+])
+def test_malformed_csv_names_file_and_line(tmp_path, text, line, what):
+    p = tmp_path / "bad.csv"
+    p.write_text(text)
+    with pytest.raises(ValueError, match=rf"bad\.csv:{line}: .*{what}"):
+        traces.read(p)
+
+
+def test_unknown_name_and_bad_paths(tmp_path):
+    with pytest.raises(ValueError, match="unknown trace"):
+        traces.load("no-such-trace")
+    with pytest.raises(ValueError, match="folder"):
+        traces.read(tmp_path)
+    p = tmp_path / "t.txt"
+    p.write_text("x")
+    with pytest.raises(ValueError, match=r"\.jsonl"):
+        traces.read(p)
+    e = tmp_path / "e.jsonl"
+    e.write_text("\n")
+    with pytest.raises(ValueError, match="no requests"):
+        traces.read(e)

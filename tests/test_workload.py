@@ -1,0 +1,134 @@
+"""`glmbench trace` and `glmbench report --trace`: the trace section end to end on small traces,
+its files and charts, bad input as one line on stderr, and the default report left as it was."""
+import json
+import os
+
+import pytest
+
+from glmbench import cli
+from glmbench.report import Study, workload
+from glmbench.predict import replay as rp
+
+SMALL = ["--model", "glm-4.7-flash", "--depths", "1K,8K", "--concurrency", "1,4"]
+
+
+def run(capsys, *argv):
+    rc = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+@pytest.fixture
+def ladder(tmp_path):
+    p = tmp_path / "ladder.csv"
+    rows = ["arrival_s,prompt_tokens,output_tokens"]
+    for i, n in enumerate([500, 3000, 6000, 12000, 24000, 50000, 90000] * 2):
+        rows.append(f"{3.0 * i},{n},32")
+    p.write_text("\n".join(rows) + "\n")
+    return str(p)
+
+
+def test_trace_command(capsys, tmp_path, ladder):
+    out = tmp_path / "tr"
+    rc, text, err = run(capsys, "trace", ladder, *SMALL, "--out", str(out), "-q")
+    assert rc == 0, err
+    assert "**Decision:" in text and "Crossover" in text and "study's batched point" in text
+    for name in workload.FILES:
+        assert (out / name).is_file(), name
+    res = json.loads((out / "trace.json").read_text())
+    assert res["trace"]["requests"] == 14
+    assert res["decision"]["setup"] in {r["setup"] for r in res["runs"]}
+    # no block hashes: only the no-cache replay
+    assert {r["prefix_cache"] for r in res["runs"]} == {False}
+    assert len(res["runs"]) == 2           # 1 and 2 cards
+
+
+def test_trace_json_csv_and_options(capsys, tmp_path):
+    p = tmp_path / "m.jsonl"
+    p.write_text("".join(f'{{"timestamp": {1000 * i}, "input_length": 1024, "output_length": 8, "hash_ids": [0, {i + 1}]}}\n'
+                         for i in range(6)))
+    rc, text, err = run(capsys, "trace", str(p), *SMALL, "--cards", "2", "--json", "-q", "--rate-scale", "2",
+                        "--ttft-slo", "5", "--tpot-slo", "0.5", "--max-num-seqs", "8", "--max-batched-tokens", "1024")
+    assert rc == 0, err
+    res = json.loads(text)
+    assert res["trace"]["rate_scale"] == 2.0 and res["slo"] == {"ttft_s": 5.0, "tpot_s": 0.5}
+    assert res["server"]["max_num_seqs"] == 8 and res["server"]["max_batched_tokens"] == 1024
+    assert {r["prefix_cache"] for r in res["runs"]} == {True, False}
+    rc, text, err = run(capsys, "trace", str(p), *SMALL, "--cards", "2", "--csv", "-q", "--no-prefix-cache")
+    assert rc == 0, err
+    assert text.splitlines()[0].startswith("trace,setup,prefix_cache,bucket")
+    assert all(",False," in l for l in text.splitlines()[1:])
+
+
+@pytest.mark.parametrize("content, where", [
+    ("arrival_s,prompt_tokens,output_tokens\n0,100,5\n1,abc,5\n", "bad.csv:3"),
+    ("TIMESTAMP,ContextTokens,GeneratedTokens\nnot a time,100,5\n", "bad.csv:2"),
+])
+def test_trace_bad_file_is_one_line(capsys, tmp_path, content, where):
+    p = tmp_path / "bad.csv"
+    p.write_text(content)
+    rc, _, err = run(capsys, "trace", str(p), *SMALL, "-q")
+    assert rc == 2
+    lines = [l for l in err.splitlines() if l.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and where in lines[0], err
+
+
+def test_trace_unknown_name_and_bad_option(capsys):
+    rc, _, err = run(capsys, "trace", "no-such-trace", *SMALL, "-q")
+    assert rc == 2 and "unknown trace" in err
+    rc, _, err = run(capsys, "trace", "azure-code-2023", *SMALL, "--rate-scale", "0", "-q")
+    assert rc == 2
+
+
+def test_report_with_a_trace_adds_a_section_and_nothing_else_changes(capsys, tmp_path, ladder):
+    plain, traced = tmp_path / "plain", tmp_path / "traced"
+    rc, _, err = run(capsys, "report", *SMALL, "--out", str(plain), "-q")
+    assert rc == 0, err
+    rc, _, err = run(capsys, "report", *SMALL, "--out", str(traced), "-q", "--trace", ladder)
+    assert rc == 0, err
+    a = (plain / "report.md").read_text().splitlines()
+    b = (traced / "report.md").read_text().splitlines()
+    # the same report (but its timestamp line), then the trace section
+    drop = lambda ls: [l for l in ls if not l.startswith("Generated ")]
+    assert drop(b)[:len(drop(a))] == drop(a)
+    assert "## Real workload: ladder" in b
+    assert "![trace_winners](trace_winners.png)" in b
+    assert (plain / "records.csv").read_text() == (traced / "records.csv").read_text()
+    for name in workload.FILES:
+        assert (traced / name).is_file() and not (plain / name).exists()
+    # a report without --trace into the traced folder drops the stale trace files
+    rc, _, err = run(capsys, "report", *SMALL, "--out", str(traced), "-q")
+    assert rc == 0, err
+    assert not any((traced / name).exists() for name in workload.FILES)
+    assert drop((traced / "report.md").read_text().splitlines()) == drop(a)
+
+
+def test_study_point_is_the_studys_setup():
+    sp = workload.study_point(Study())
+    assert "2 x RTX 3090 @ 1.4 GB/s" in sp["setup"] and "glm-4.7-flash" in sp["setup"]
+    assert sp["reference_tok_s"] == workload.STUDY_BATCHED_TOK_S
+    tok = [p["decode_tok_s"] for p in sp["points"]]
+    assert tok == sorted(tok) and all(t > 0 for t in tok)
+
+
+def test_charts_have_labelled_axes(ladder):
+    from glmbench.report import plots
+    st = Study(models=("glm-4.7-flash",), depths=(1024,), concurrency=(1,))
+    res = workload.trace_study(st, ladder, progress=False)
+    for fig in (plots.trace_winners(res), plots.trace_latency(res)):
+        for ax in fig.axes:
+            assert ax.get_xlabel() and ax.get_ylabel()
+    assert "(tokens)" in plots.trace_winners(res).axes[0].get_xlabel()
+    assert "(s)" in plots.trace_latency(res).axes[0].get_ylabel()
+
+
+def test_trace_no_setup_fits_and_runtime_choice(capsys, ladder):
+    rc, text, err = run(capsys, "trace", ladder, "--model", "qwen3-32b", "--weights", "bf16", "--cards", "1", "--json", "-q")
+    assert rc == 0, err
+    res = json.loads(text)
+    assert res["decision"]["setup"] == "" and "no setup serves" in res["decision"]["reasons"][0]
+    assert res["runs"][0]["rejected"] == res["runs"][0]["requests"] == 14
+    rc, text, err = run(capsys, "trace", ladder, "--model", "glm-4.7-flash", "--cards", "1", "--runtime", "ideal",
+                        "--json", "-q")
+    assert rc == 0, err
+    assert json.loads(text)["runs"][0]["setup"].endswith("ideal")
