@@ -1,5 +1,6 @@
 """Predicted sweeps: models x setups x depths through the cost model, as tidy records
-(glmbench/records.py) with evidence="predicted", the profile names and every input, so a record
+(glmbench/records.py) with evidence="predicted" ("calibrated" for a calibrated runtime profile,
+with its leave-one-out error as `cv_error` and the band avg_ts_lo/avg_ts_hi), the profile names and every input, so a record
 alone says what produced it. With `out` (.json) the sweep resumes: finished points are kept and
 skipped; the file is rewritten atomically after each setup."""
 from __future__ import annotations
@@ -47,8 +48,8 @@ def setup_fields(s: cm.Setup) -> dict:
     """The inputs of a setup as record fields."""
     rig, cfg = s.rig, s.model
     skew = s.expert_skew
-    return {
-        "evidence": "predicted",
+    out = {
+        "evidence": "calibrated" if s.runtime.calibrated else "predicted",
         "model": cfg.name,
         "model_type": cfg.model_type,
         "device": rig.gpu.name,
@@ -65,6 +66,19 @@ def setup_fields(s: cm.Setup) -> dict:
         "expert_skew": None if skew is None else (skew if isinstance(skew, float) else "histogram"),
         "setup": s.label,
     }
+    if s.runtime.calibrated:
+        # the calibrated profile's leave-one-out error: the band its predictions carry
+        out["cv_error"] = s.runtime.cv_error
+    return out
+
+
+def _band(r: dict) -> dict:
+    """avg_ts_lo / avg_ts_hi for a calibrated speed: avg_ts x (1 -/+ cv_error)."""
+    e = r.get("cv_error")
+    v = r.get("avg_ts")
+    if e is None or v is None:
+        return r
+    return {**r, "avg_ts_lo": v * max(0.0, 1 - e), "avg_ts_hi": v * (1 + e)}
 
 
 def _key(r: dict) -> tuple:
@@ -140,8 +154,8 @@ def _cached(done, r, compute):
 
 
 def _step(st: cm.StepCost, r: dict) -> dict:
-    return {**r, "avg_ts": st.tok_s, "stddev_ts": None, "seconds": st.seconds, "dominant": st.dominant,
-            "flops": st.flops, "bytes": st.bytes}
+    return _band({**r, "avg_ts": st.tok_s, "stddev_ts": None, "seconds": st.seconds, "dominant": st.dominant,
+                  "flops": st.flops, "bytes": st.bytes})
 
 
 def _mem(s, d, batch, r):
@@ -153,6 +167,6 @@ def _mem(s, d, batch, r):
 
 def _serve(s, d, c, r):
     x = cm.serve(s, c, d)
-    return {**r, "avg_ts": x["aggregate_tok_s"], "stddev_ts": None, "aggregate_tok_s": x["aggregate_tok_s"],
-            "per_stream_tok_s": x["per_stream_tok_s"], "streams": x["streams"], "fits": x["fits"],
-            "limited_by": x["limited_by"]}
+    return _band({**r, "avg_ts": x["aggregate_tok_s"], "stddev_ts": None, "aggregate_tok_s": x["aggregate_tok_s"],
+                  "per_stream_tok_s": x["per_stream_tok_s"], "streams": x["streams"], "fits": x["fits"],
+                  "limited_by": x["limited_by"]})

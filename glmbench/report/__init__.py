@@ -300,7 +300,7 @@ def render(records: Sequence[dict], study: Study, decs: Sequence[dict], charts: 
     """report.md from the records, the decisions and the memory ceilings (pure: no files read or
     written, no number computed here: each comes from `records`, `decs` (decisions()) or `ceils`
     (ceilings()); without `ceils` the memory table is left out)."""
-    pred = [r for r in records if r["evidence"] == "predicted"]
+    pred = [r for r in records if r["evidence"] in ("predicted", "calibrated")]
     kinds = sorted({r["evidence"] for r in records})
     when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     L = ["# glmbench report", ""]
