@@ -18,13 +18,13 @@ The parameters a fit may move (every one physical: efficiencies in (0, 1], overh
   step_overhead_us, layer_overhead_us
   link_efficiency                       when a point runs on several cards
 
-Only what the points identify is fitted: the Jacobian of log(predicted) with respect to the log of
-each parameter (its sensitivity) is taken at the start, and parameters are chosen greedily, each
-the one whose sensitivity is largest after removing the directions already chosen, until what is
-left is small (below SELECT_TOL of the largest) or there are as many parameters as points. Two
-depths of one test identify about two numbers. The others keep their typical value, and the
-profile says which is which. The fit minimizes the squared log residuals (scipy least_squares,
-bounded); the leave-one-out error refits without each point (choosing again) and predicts it.
+Only what the points identify is fitted (fit_profile): the sensitivity of log(predicted) to each
+parameter (a column of the Jacobian) decides; a parameter whose column is small, or lies in the
+span of those already chosen (its remainder below SELECT_TOL of the largest column), is not fitted,
+and there are never more fitted parameters than points. Two depths of one test identify about two
+numbers. The others keep their typical value, and the profile says which is which. The fit
+minimizes the squared log residuals (scipy least_squares, bounded); the leave-one-out error refits
+without each point (choosing again) and predicts it.
 """
 from __future__ import annotations
 
@@ -272,48 +272,23 @@ def _residuals(points, profile) -> np.ndarray:
 
 
 def sensitivities(points, profile, names) -> np.ndarray:
-    """d log(predicted) / d log(parameter), one column per name (central differences, 1%)."""
+    """The change of log(predicted) per unit of each parameter's fit coordinate (_coords: log of
+    an efficiency; an overhead over max(itself, 50 us)), by central differences of 1%."""
     J = np.zeros((len(points), len(names)))
     h = 0.01
     for j, n in enumerate(names):
         v = _get(profile, n)
-        if not _is_eff(n) and v <= 0:
-            v = 10.0                       # an overhead at 0: its sensitivity around 10 us
-            base = _set(profile, {n: v})
+        if _is_eff(n):
+            up_v, lo_v = min(v * (1 + h), 1.0), v * (1 - h)
+            step = math.log(up_v) - math.log(lo_v)
         else:
-            base = profile
-        up_v = min(v * (1 + h), 1.0) if _is_eff(n) else v * (1 + h)
-        lo_v = v * (1 - h)
-        up = _residuals(points, _set(base, {n: up_v}))
-        lo = _residuals(points, _set(base, {n: lo_v}))
-        J[:, j] = (up - lo) / (math.log(up_v) - math.log(lo_v))
+            sc = max(v, 50.0)
+            up_v, lo_v = v + h * sc, max(v - h * sc, 0.0)
+            step = (up_v - lo_v) / sc
+        up = _residuals(points, _set(profile, {n: up_v}))
+        lo = _residuals(points, _set(profile, {n: lo_v}))
+        J[:, j] = (up - lo) / step
     return J
-
-
-def select(J: np.ndarray, names: Sequence[str], max_params: int, tol: float = SELECT_TOL) -> list[str]:
-    """Greedy choice of identifiable parameters: each round the column with the largest norm
-    after projecting out the chosen ones (ties within 5% go to the earlier, PRIORITY order),
-    until that norm falls below `tol` of the largest column's or max_params are chosen."""
-    norms = np.linalg.norm(J, axis=0)
-    top = float(norms.max()) if norms.size else 0.0
-    if top <= 1e-9:
-        return []
-    chosen: list[int] = []
-    Q = np.zeros((J.shape[0], 0))
-    while len(chosen) < max_params:
-        best, best_v, best_norm = None, None, 0.0
-        for j in range(J.shape[1]):
-            if j in chosen:
-                continue
-            v = J[:, j] - Q @ (Q.T @ J[:, j])
-            nv = float(np.linalg.norm(v))
-            if best is None or nv > best_norm * 1.05:
-                best, best_v, best_norm = j, v, nv
-        if best is None or best_norm < tol * top:
-            break
-        chosen.append(best)
-        Q = np.column_stack([Q, best_v / best_norm])
-    return [names[j] for j in sorted(chosen)]
 
 
 RIDGE = 1e-3          # weight of the pull toward the starting values in the first (all-parameter) fit
@@ -372,10 +347,12 @@ def fit_profile(points: Sequence[Point], base="typical", max_params: int | None 
     1. Every candidate parameter is fitted at once with a small pull toward its starting value
        (RIDGE), from several starts: the directions the points determine move, the others stay.
     2. The parameters are taken in the order of how far that fit moved them; each is kept if its
-       sensitivity there is not already covered by those kept (select's rule: its component
+       sensitivity there is not already covered by those kept (its component
        outside their span is at least SELECT_TOL of the largest column), up to one per point.
     3. Those are fitted again without the pull, every other parameter back at its starting
-       (typical) value."""
+       (typical) value.
+    4. A chosen parameter is swapped for another when that lowers the squared log error by a
+       fifth or more and the set stays identifiable (at most two swaps)."""
     start, why = base_profile(points, base)
     every = candidates(points)
     cap = len(points) if max_params is None else min(max_params, len(points))
@@ -406,6 +383,29 @@ def fit_profile(points: Sequence[Point], base="typical", max_params: int | None 
     alt = _fit(points, start, chosen, starts=(1.0, 0.3))
     if _cost(points, alt) < _cost(points, prof):
         prof = alt
+    # 4. one parameter swapped for another the points are sensitive to, when that fits clearly
+    #    better (the first fit can stop where a term does not bind): at most two swaps
+    cost = _cost(points, prof)
+    for _ in range(2):
+        if cost < 1e-12:
+            break
+        best = None
+        for c in chosen:
+            for u in names:
+                if u in chosen:
+                    continue
+                trial_names = [n for n in chosen if n != c] + [u]
+                Jt = sensitivities(points, prof, trial_names)
+                if np.linalg.matrix_rank(Jt, tol=SELECT_TOL * top) < len(trial_names):
+                    continue
+                trial = _fit(points, start, trial_names, x_from=prof, starts=(1.0, 0.3))
+                tc = _cost(points, trial)
+                if tc < cost * 0.8 and (best is None or tc < best[0]):
+                    best = (tc, trial_names, trial)
+        if best is None:
+            break
+        cost, chosen, prof = best
+        chosen = [n for n in names if n in chosen]
     kept = [n for n in every if n not in chosen]
     return prof, chosen, kept, start, why
 
