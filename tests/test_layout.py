@@ -15,6 +15,7 @@ PKG = ROOT / "glmbench"
 # The prediction side: what `glmbench report/sweep/models/hardware/compare/plot` stand on.
 PREDICTION = ("glmbench", "glmbench.vocab", "glmbench.models", "glmbench.models.configs", "glmbench.predict",
               "glmbench.predict.hardware", "glmbench.predict.costmodel", "glmbench.predict.sweep",
+              "glmbench.predict.calibrate", "glmbench.predict.crossover", "glmbench.report.findings",
               "glmbench.results", "glmbench.results.records", "glmbench.results.compare", "glmbench.report",
               "glmbench.report.plots", "glmbench.cli")
 # What the prediction side must not load: compiled code and the measured side.

@@ -18,7 +18,7 @@ from glmbench import vocab
 from glmbench.predict import costmodel as cm
 
 DEPTHS = tuple(sorted({int(round(1024 * 2 ** (i / 2))) for i in range(0, 15)}))   # 1K .. 128K, x sqrt(2)
-EFFICIENCIES = tuple(round(0.05 * (1 / 0.05) ** (i / 11), 4) for i in range(12))   # 0.05 .. 1, log-spaced
+EFFICIENCIES = tuple(round(0.02 * (1 / 0.02) ** (i / 13), 4) for i in range(14))   # 0.02 .. 1, log-spaced
 DENSE_MODELS = ("qwen3-32b", "mistral-small-24b", "seed-oss-36b")
 
 
