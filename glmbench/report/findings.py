@@ -53,12 +53,12 @@ def _pct(x) -> str:
 
 def findings(study) -> dict:
     """{"rows": [{finding, study, typical, calibrated, agree, why}], "records": [...],
-    "crossover": curve rows, "study_era": sentence, "runtimes": [...]}; None for a study of fewer
-    than two positive depths."""
+    "crossover": curve rows, "study_era": sentence, "runtimes": [...]}; None for a study without
+    GLM-4.7-Flash or with fewer than two positive depths."""
     rts = runtimes(study)
     rigs = study.rigs()
-    if len([d for d in study.depths if d > 0]) < 2:
-        return None          # a crossover needs at least two depths
+    if MLA_MODEL not in study.configs or len([d for d in study.depths if d > 0]) < 2:
+        return None          # the study's findings are about GLM-4.7-Flash; a crossover needs two depths
     deep, first = study.depths[-1], study.depths[0]
     dense = [m for m in cx.DENSE_MODELS]
     recs: list[dict] = []
