@@ -7,6 +7,7 @@
   glmbench hardware  built-in hardware profiles
   glmbench compare   result files side by side, with ratios to the first (like compare-llama-bench)
   glmbench plot      charts from a result file
+  glmbench calibrate fit a runtime profile to measured records (the residuals, MAPE, leave-one-out error)
 
 User errors (a bad option, a missing file, a model or GPU nobody knows) end with one line on
 stderr and exit status 2; nothing else is printed. GLMBENCH_TRACEBACK=1 shows the traceback.
@@ -338,7 +339,9 @@ def _add_study_options(p, *, report: bool):
     g.add_argument("--depths", type=DEPTHS, default=list(d.depths), metavar="LIST",
                    help="context depths, e.g. 1K..128K or 512,4K,32K (default: 1K..128K)")
     g.add_argument("--runtime", default=d.runtime, metavar="PROFILE",
-                   help=f"runtime profile of the cost model: ideal, typical, or calibrated:<file> (default: {d.runtime})")
+                   help="runtime profile of the cost model: ideal, typical, a shipped calibrated profile "
+                        "(ik-llama-before-mla-fix, ik-llama-mla-fixed, llama-cpp-1x3090), or calibrated:<file> "
+                        f"(default: {d.runtime})")
     g.add_argument("--concurrency", type=INTS, default=list(d.concurrency), metavar="LIST",
                    help="concurrent streams for the serving tests (default: 1,2,4,...,64)")
     g.add_argument("--serve-context", type=_argtype(parse_tokens, "tokens"), default=d.serve_context, metavar="TOKENS",
@@ -458,6 +461,21 @@ def cmd_sweep(args) -> int:
         from glmbench.predict import sweep as sw
         print(_resume_line(out, before, recs, sw._key), file=sys.stderr)
     _emit_records(recs, args, None if resumable else out)
+    return 0
+
+
+def cmd_calibrate(args) -> int:
+    from glmbench.predict import calibrate as cal  # scipy: loaded only for this command
+    if not args.out.endswith(".json"):
+        raise UserError(f"--out must end in .json (a runtime profile), got {args.out!r}")
+    pts = cal.load_points(args.files, model=args.model, hardware_=args.hardware, cards=args.cards,
+                          link=args.link, split=args.split, weights=args.weights, kv=args.kv,
+                          mla_strategy=args.mla_strategy)
+    name = args.name or os.path.splitext(os.path.basename(args.out))[0]
+    fit = cal.calibrate(pts, name=name, base=args.base)
+    print(fit.table())
+    cal.write_profile(args.out, fit)
+    print(f"wrote the calibrated profile to {args.out} (use it as --runtime calibrated:{args.out})", file=sys.stderr)
     return 0
 
 
@@ -681,6 +699,21 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--force", action="store_true", help="overwrite --out even if it is not a glmbench result file")
     sp.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     fmt_opts(sp)
+
+    sp = add("calibrate", "fit a runtime profile to measured records; print every point's residual, "
+                          "the MAPE and the leave-one-out error", cmd_calibrate)
+    sp.add_argument("files", nargs="+", metavar="FILE", help="measured records (.json or .csv, evidence=measured)")
+    sp.add_argument("--model", metavar="NAME|config.json", help="the model that ran (default: each record's `model`)")
+    sp.add_argument("--hardware", metavar="GPU|profile.json", help="the GPU it ran on (default: each record's `hardware`)")
+    sp.add_argument("--cards", type=int, metavar="N", help="cards it ran on (default: each record's `n_cards`, else 1)")
+    sp.add_argument("--link", type=POSITIVE, metavar="GB/s", help="card-to-card bandwidth (default: each record's `link_gbps`)")
+    sp.add_argument("--split", choices=("layer", "tensor"), help="how the cards split the model (default: the record's, else layer)")
+    sp.add_argument("--weights", metavar="FORMAT", help="weight format (default: each record's `weights`)")
+    sp.add_argument("--kv", metavar="FORMAT", help="KV-cache format (default: each record's `type_k`, else f16)")
+    sp.add_argument("--mla-strategy", choices=vocab.MLA_STRATEGIES, help="MLA attention form (default: the record's, else flash)")
+    sp.add_argument("--base", default="typical", metavar="PROFILE", help="profile the fit starts from (default: typical)")
+    sp.add_argument("--name", metavar="NAME", help="the profile's name (default: the --out file's name)")
+    sp.add_argument("--out", required=True, metavar="PROFILE.json", help="where to write the calibrated profile")
 
     sp = add("models", "list the built-in model configs", cmd_models)
     sp.add_argument("names", nargs="*", metavar="NAME|config.json", help="only these models")

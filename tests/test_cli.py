@@ -184,7 +184,8 @@ def test_report_folder(capsys, tmp_path):
     names = sorted(os.listdir(out))
     assert names == sorted(["report.md", "records.csv", "records.json", "decisions.json", "ceilings.json",
                             "generation_vs_context.png", "prefill_vs_prompt.png", "memory_vs_context.png",
-                            "one_vs_two_cards.png", "throughput_vs_concurrency.png"])
+                            "one_vs_two_cards.png", "throughput_vs_concurrency.png", "findings.json",
+                            "mla_crossover.png"])
     recs = records.read_records(out / "records.json")
     assert records.read_records(out / "records.csv")[0]["evidence"] == "predicted"
     assert {r["model"] for r in recs} == {"glm-4.7-flash", "qwen3-32b"}

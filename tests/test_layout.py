@@ -15,9 +15,10 @@ PKG = ROOT / "glmbench"
 # The prediction side: what `glmbench report/sweep/models/hardware/compare/plot` stand on.
 PREDICTION = ("glmbench", "glmbench.vocab", "glmbench.models", "glmbench.models.configs", "glmbench.predict",
               "glmbench.predict.hardware", "glmbench.predict.costmodel", "glmbench.predict.sweep",
-              "glmbench.predict.traces", "glmbench.predict.replay",
+              "glmbench.predict.traces", "glmbench.predict.replay", "glmbench.predict.calibrate",
+              "glmbench.predict.crossover",
               "glmbench.results", "glmbench.results.records", "glmbench.results.compare", "glmbench.results.importers",
-              "glmbench.report", "glmbench.report.workload",
+              "glmbench.report", "glmbench.report.workload", "glmbench.report.findings",
               "glmbench.report.plots", "glmbench.cli")
 # What the prediction side must not load: compiled code and the measured side.
 MEASURED = ("glmbench.core", "glmbench.cuda", "glmbench.measure", "glmbench.models.model", "glmbench.bench")

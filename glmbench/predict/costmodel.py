@@ -50,6 +50,21 @@ models_table = configs.models_table
 # ---- runtime profiles ------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class RuntimeProfile:
+    """How a runtime uses the hardware: efficiencies per op class (compute and memory, each in
+    (0, 1]) and, for calibrated profiles (glmbench.predict.calibrate), what replaces the counted
+    kernel launches and what the measurements say about particular kernels:
+
+      mla_attention_efficiency  {strategy: e}: the memory efficiency of MLA attention run as that
+                                strategy (replaces memory_efficiency.attention for MLA models)
+      kv_attention_efficiency   {kv format: f}: a factor in (0, 1] on the attention efficiencies
+                                (compute and memory) over a cache in that format (quantized-cache
+                                kernels that dequantize in the inner loop run slower)
+      step_overhead_us          fixed seconds per pass (a decode step or a prefill ubatch) per card
+      layer_overhead_us         fixed seconds per layer per pass
+      link_efficiency           the fraction of the rig's link bandwidth transfers reach
+
+    Their defaults ({}, 0, 0, 1) leave a profile's predictions as they were without them.
+    `calibration` holds what a fit recorded (sources, points, residuals, errors)."""
     name: str
     compute_efficiency: dict = field(compare=False)
     memory_efficiency: dict = field(compare=False)
@@ -60,22 +75,83 @@ class RuntimeProfile:
     embeddings_on_host: bool = True
     description: str = field(default="", compare=False)
     sources: dict = field(default_factory=dict, compare=False)
+    mla_attention_efficiency: dict = field(default_factory=dict, compare=False)
+    kv_attention_efficiency: dict = field(default_factory=dict, compare=False)
+    step_overhead_us: float = 0.0
+    layer_overhead_us: float = 0.0
+    link_efficiency: float = 1.0
+    calibration: dict = field(default_factory=dict, compare=False)
 
     def __hash__(self):
         return hash((self.name, tuple(sorted(self.compute_efficiency.items())),
                      tuple(sorted(self.memory_efficiency.items())), self.launch_overhead,
-                     self.overhead_gib_per_card, self.n_ubatch, self.quantized_matmul, self.embeddings_on_host))
+                     self.overhead_gib_per_card, self.n_ubatch, self.quantized_matmul, self.embeddings_on_host,
+                     tuple(sorted(self.mla_attention_efficiency.items())),
+                     tuple(sorted(self.kv_attention_efficiency.items())), self.step_overhead_us,
+                     self.layer_overhead_us, self.link_efficiency))
+
+    @property
+    def calibrated(self) -> bool:
+        return bool(self.calibration)
+
+    @property
+    def cv_error(self):
+        """The leave-one-out mean absolute percentage error of a calibrated profile (a fraction),
+        or None for a profile that was not fitted."""
+        v = self.calibration.get("loo_mape") if self.calibration else None
+        return float(v) if isinstance(v, (int, float)) else None
+
+    def attention_efficiency(self, cfg, strategy: str, kv: str) -> tuple:
+        """(compute, memory) efficiency of attention for a model, MLA strategy and KV format."""
+        ce, me = self.compute_efficiency["attention"], self.memory_efficiency["attention"]
+        if cfg.attention == "mla" and strategy in self.mla_attention_efficiency:
+            me = self.mla_attention_efficiency[strategy]
+        f = self.kv_attention_efficiency.get(kv, 1.0)
+        return ce * f, me * f
+
+    def to_dict(self) -> dict:
+        """The profile as the JSON fields runtime_from_dict reads."""
+        d = {"name": self.name, "description": self.description,
+             "compute_efficiency": dict(self.compute_efficiency), "memory_efficiency": dict(self.memory_efficiency),
+             "launch_overhead": self.launch_overhead, "overhead_gib_per_card": self.overhead_gib_per_card,
+             "n_ubatch": self.n_ubatch, "quantized_matmul": self.quantized_matmul,
+             "embeddings_on_host": self.embeddings_on_host, "mla_attention_efficiency": dict(self.mla_attention_efficiency),
+             "kv_attention_efficiency": dict(self.kv_attention_efficiency), "step_overhead_us": self.step_overhead_us,
+             "layer_overhead_us": self.layer_overhead_us, "link_efficiency": self.link_efficiency,
+             "sources": dict(self.sources)}
+        if self.calibration:
+            d["calibration"] = self.calibration
+        return d
 
 
 def list_runtimes() -> list[str]:
     return sorted(f[:-5] for f in os.listdir(_RUNTIME_DIR) if f.endswith(".json"))
 
 
+_CALIBRATED_DIR = os.path.join(vocab.DATA_DIR, "calibrated")
+
+
+def list_calibrated() -> list[str]:
+    """The calibrated profiles shipped with glmbench (data/calibrated/*.json, fitted by
+    `glmbench calibrate` to the measurements in data/measured/), usable by name."""
+    if not os.path.isdir(_CALIBRATED_DIR):
+        return []
+    return sorted(f[:-5] for f in os.listdir(_CALIBRATED_DIR) if f.endswith(".json"))
+
+
+@functools.lru_cache(maxsize=None)
+def _shipped_calibrated(name: str) -> RuntimeProfile:
+    path = os.path.join(_CALIBRATED_DIR, name + ".json")
+    return runtime_from_dict(hardware._read_table(path), where=path)
+
+
 def runtime_from_dict(d: dict, where: str = "runtime") -> RuntimeProfile:
     if not isinstance(d, dict):
         raise ValueError(f"{where}: expected a table of fields, got {type(d).__name__}")
     known = {"name", "description", "compute_efficiency", "memory_efficiency", "launch_overhead",
-             "overhead_gib_per_card", "n_ubatch", "quantized_matmul", "embeddings_on_host", "sources"}
+             "overhead_gib_per_card", "n_ubatch", "quantized_matmul", "embeddings_on_host", "sources",
+             "mla_attention_efficiency", "kv_attention_efficiency", "step_overhead_us", "layer_overhead_us",
+             "link_efficiency", "calibration"}
     unknown = sorted(set(d) - known)
     if unknown:
         raise ValueError(f"{where}: unknown field `{unknown[0]}` (known: {', '.join(sorted(known))})")
@@ -115,11 +191,40 @@ def runtime_from_dict(d: dict, where: str = "runtime") -> RuntimeProfile:
     name = d["name"]
     if not isinstance(name, str) or not name:
         raise ValueError(f"{where}: field `name` must be a non-empty string, got {name!r}")
+
+    def table(key, keys, what):
+        t = d.get(key, {})
+        if not isinstance(t, dict):
+            raise ValueError(f"{where}: field `{key}` must be a table of {what}, got {t!r}")
+        out = {}
+        for k, v in t.items():
+            if k not in keys:
+                raise ValueError(f"{where}: field `{key}.{k}` is not one of {', '.join(keys)}")
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1:
+                raise ValueError(f"{where}: field `{key}.{k}` must be in (0, 1], got {v!r}")
+            out[k] = float(v)
+        return out
+
+    mla = table("mla_attention_efficiency", MLA_STRATEGIES, "MLA strategies")
+    kva = table("kv_attention_efficiency", tuple(vocab.KV_FORMATS), "KV formats")
+    over = {}
+    for k in ("step_overhead_us", "layer_overhead_us"):
+        v = d.get(k, 0.0)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < 1e7:
+            raise ValueError(f"{where}: field `{k}` must be >= 0 (microseconds), got {v!r}")
+        over[k] = float(v)
+    le = d.get("link_efficiency", 1.0)
+    if isinstance(le, bool) or not isinstance(le, (int, float)) or not 0 < le <= 1:
+        raise ValueError(f"{where}: field `link_efficiency` must be in (0, 1], got {le!r}")
+    cal = d.get("calibration", {})
+    if not isinstance(cal, dict):
+        raise ValueError(f"{where}: field `calibration` must be a table, got {cal!r}")
     return RuntimeProfile(name=name, compute_efficiency=effs["compute_efficiency"],
                           memory_efficiency=effs["memory_efficiency"], launch_overhead=lo,
                           overhead_gib_per_card=float(ov), n_ubatch=ub, quantized_matmul=qm,
                           embeddings_on_host=eh, description=str(d.get("description", "")),
-                          sources=dict(d.get("sources", {})))
+                          sources=dict(d.get("sources", {})), mla_attention_efficiency=mla,
+                          kv_attention_efficiency=kva, link_efficiency=float(le), calibration=dict(cal), **over)
 
 
 @functools.lru_cache(maxsize=None)
@@ -138,18 +243,24 @@ def load_runtime(src) -> RuntimeProfile:
         s = os.fspath(src)
         if s in list_runtimes():
             return _builtin_runtime(s)
+        if s in list_calibrated():
+            return _shipped_calibrated(s)
         if s.startswith("calibrated:"):
             # a profile written by calibration; its name records where it came from
             path = s[len("calibrated:"):]
+            if not os.path.isfile(path) and path in list_calibrated():
+                return _shipped_calibrated(path)
             if not os.path.isfile(path):
-                raise ValueError(f"calibrated runtime profile {path!r} does not exist")
+                raise ValueError(f"calibrated runtime profile {path!r} does not exist "
+                                 f"(shipped: {', '.join(list_calibrated()) or 'none'})")
             d = hardware._read_table(path)
             return runtime_from_dict({**d, "name": s} if isinstance(d, dict) else d, where=path)
         if s.endswith((".json", ".toml")):
             if not os.path.isfile(s):
                 raise ValueError(f"runtime profile file {s!r} does not exist")
             return runtime_from_dict(hardware._read_table(s), where=s)
-        raise ValueError(f"unknown runtime profile {s!r}; built-in: {', '.join(list_runtimes())}, or a .json/.toml path")
+        raise ValueError(f"unknown runtime profile {s!r}; built-in: {', '.join(list_runtimes() + list_calibrated())}, "
+                         f"calibrated:<file>, or a .json/.toml path")
     raise TypeError(f"`runtime` must be a name, a path, a dict or a RuntimeProfile, got {type(src).__name__}")
 
 
@@ -283,6 +394,8 @@ class OpCost:
     def bound(self) -> str:
         if self.name.startswith("link"):
             return "link"
+        if self.name == "overhead":
+            return "overhead"
         if self.launch_s > max(self.compute_s, self.memory_s):
             return "launch"
         return "compute" if self.compute_s >= self.memory_s else "memory"
@@ -339,14 +452,19 @@ class _Op:
         self.tflops, self.vflops, self.bytes, self.kernels = tflops, vflops, nbytes, kernels
 
 
-def _time(op: _Op, gpu, rt: RuntimeProfile):
+def _time(op: _Op, gpu, rt: RuntimeProfile, attn=None):
+    """attn: (compute, memory) efficiency of attention ops for this setup
+    (RuntimeProfile.attention_efficiency); None: the profile's attention class."""
     ce, me = rt.compute_efficiency, rt.memory_efficiency
+    e_c, e_m = ce[op.cls], me[op.cls]
+    if attn is not None and op.cls == "attention":
+        e_c, e_m = attn
     tc = 0.0
     if op.tflops:
-        tc += op.tflops / (gpu.tflops[op.dtype] * 1e12 * ce[op.cls])
+        tc += op.tflops / (gpu.tflops[op.dtype] * 1e12 * e_c)
     if op.vflops:
         tc += op.vflops / (gpu.tflops["fp32"] * 1e12 * ce["vector"])
-    tm = op.bytes / (gpu.bandwidth_gbs * 1e9 * me[op.cls])
+    tm = op.bytes / (gpu.bandwidth_gbs * 1e9 * e_m)
     tl = op.kernels * gpu.launch_us * 1e-6 if rt.launch_overhead else 0.0
     return max(tc, tm) + tl, tc, tm, tl
 
@@ -575,7 +693,12 @@ def _expand_once_wins(setup: Setup, T: int, work: _Attn, share: float) -> bool:
             row * work.read, 2),
     ]
     once = _mla_expand_once_ops(setup, T, work, share)
-    return sum(_time(o, gpu, rt)[0] for o in once) < sum(_time(o, gpu, rt)[0] for o in absorbed)
+    attn = _attn_eff(setup)
+    return sum(_time(o, gpu, rt, attn)[0] for o in once) < sum(_time(o, gpu, rt, attn)[0] for o in absorbed)
+
+
+def _attn_eff(setup: Setup) -> tuple:
+    return setup.runtime.attention_efficiency(setup.model, setup.mla_strategy, setup.kv_fmt.name)
 
 
 def _ffn_ops(setup: Setup, T: int, moe: bool, share: float) -> list:
@@ -660,26 +783,35 @@ def transfer_seconds(nbytes: float, link_gbps: float, latency_us: float) -> floa
 def _pass(setup: Setup, T: int, work: _Attn, T_out: int):
     """One pass of T tokens: (per-card busy seconds, link seconds per boundary or per pass, OpCosts)."""
     gpu, rt = setup.gpu, setup.runtime
+    attn = _attn_eff(setup)
     costs, card_s = [], []
+    counts = _layer_counts(setup)
     for c, lines in _card_ops(setup, T, work, T_out):
         tot = 0.0
         for n, op in lines:
-            s, tc, tm, tl = _time(op, gpu, rt)
+            s, tc, tm, tl = _time(op, gpu, rt, attn)
             tot += n * s
             costs.append(OpCost(op.name, c, n, n * (op.tflops + op.vflops), n * op.bytes, n * s, n * tc, n * tm, n * tl))
+        if rt.step_overhead_us or rt.layer_overhead_us:
+            # a calibrated profile's fixed costs (in place of counted launches): per pass and per layer
+            n_layers = counts[c][0] + counts[c][1]
+            ov = (rt.step_overhead_us + rt.layer_overhead_us * n_layers) * 1e-6
+            tot += ov
+            costs.append(OpCost("overhead", c, 1, 0.0, 0.0, ov, 0.0, 0.0, ov))
         card_s.append(tot)
     rig = setup.rig
     link = 0.0
+    link_gbps = rig.link_gbps * rt.link_efficiency if rig.link_gbps else rig.link_gbps
     if setup.split == "layer":
-        link = transfer_seconds(ACT_BYTES * T * setup.model.hidden_size, rig.link_gbps, rig.link_latency_us)
+        link = transfer_seconds(ACT_BYTES * T * setup.model.hidden_size, link_gbps, rig.link_latency_us)
         for c in range(setup.n_cards - 1):
             costs.append(OpCost("link.activations", c, 1, 0.0, ACT_BYTES * T * setup.model.hidden_size, link, 0.0, 0.0, 0.0))
     elif setup.split == "tensor":
         cfg = setup.model
         # two all-reduces of the hidden state per layer (after o_proj and after the MLP), and the
         # vocabulary-split logits gathered once
-        ar = allreduce_seconds(ACT_BYTES * T * cfg.hidden_size, setup.n_cards, rig.link_gbps, rig.link_latency_us)
-        gather = allreduce_seconds(ACT_BYTES * T_out * cfg.vocab_size / 2, setup.n_cards, rig.link_gbps, rig.link_latency_us)
+        ar = allreduce_seconds(ACT_BYTES * T * cfg.hidden_size, setup.n_cards, link_gbps, rig.link_latency_us)
+        gather = allreduce_seconds(ACT_BYTES * T_out * cfg.vocab_size / 2, setup.n_cards, link_gbps, rig.link_latency_us)
         link = 2 * cfg.n_layers * ar + gather
         costs.append(OpCost("link.allreduce", 0, 2 * cfg.n_layers, 0.0,
                             2 * cfg.n_layers * ACT_BYTES * T * cfg.hidden_size, 2 * cfg.n_layers * ar, 0.0, 0.0, 0.0))

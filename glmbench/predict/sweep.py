@@ -1,5 +1,6 @@
 """Predicted sweeps: models x setups x depths through the cost model, as tidy records
-(glmbench/records.py) with evidence="predicted", the profile names and every input, so a record
+(glmbench/records.py) with evidence="predicted" ("calibrated" for a calibrated runtime profile,
+with its leave-one-out error as `cv_error` and the band avg_ts_lo/avg_ts_hi), the profile names and every input, so a record
 alone says what produced it. With `out` (.json) the sweep resumes: a finished point is reused
 only when its record's `fingerprint` (vocab.fingerprint of the resolved config, the hardware
 profile and rig, the runtime profile, formats, MLA strategy and the glmbench version) equals the
@@ -59,8 +60,8 @@ def setup_fields(s: cm.Setup) -> dict:
     """The inputs of a setup as record fields."""
     rig, cfg = s.rig, s.model
     skew = s.expert_skew
-    return {
-        "evidence": "predicted",
+    out = {
+        "evidence": "calibrated" if s.runtime.calibrated else "predicted",
         "model": cfg.name,
         "model_type": cfg.model_type,
         "device": rig.gpu.name,
@@ -79,6 +80,19 @@ def setup_fields(s: cm.Setup) -> dict:
         "native_context": cfg.max_position_embeddings or None,
         "fingerprint": setup_fingerprint(s),
     }
+    if s.runtime.calibrated:
+        # the calibrated profile's leave-one-out error: the band its predictions carry
+        out["cv_error"] = s.runtime.cv_error
+    return out
+
+
+def _band(r: dict) -> dict:
+    """avg_ts_lo / avg_ts_hi for a calibrated speed: avg_ts x (1 -/+ cv_error)."""
+    e = r.get("cv_error")
+    v = r.get("avg_ts")
+    if e is None or v is None:
+        return r
+    return {**r, "avg_ts_lo": v * max(0.0, 1 - e), "avg_ts_hi": v * (1 + e)}
 
 
 def setup_fingerprint(s: cm.Setup) -> str:
@@ -180,9 +194,9 @@ def _generate(s, d, n_gen, n_streams, r):
     mean = sum(st.seconds for st in steps) / len(steps)
     first = steps[0]
     total = mean * n_gen
-    return {**r, "avg_ts": first.tokens * n_gen / total, "stddev_ts": None, "seconds": total,
-            "dominant": first.dominant, "flops": sum(st.flops for st in steps) / len(steps) * n_gen,
-            "bytes": sum(st.bytes for st in steps) / len(steps) * n_gen}
+    return _band({**r, "avg_ts": first.tokens * n_gen / total, "stddev_ts": None, "seconds": total,
+                  "dominant": first.dominant, "flops": sum(st.flops for st in steps) / len(steps) * n_gen,
+                  "bytes": sum(st.bytes for st in steps) / len(steps) * n_gen})
 
 
 def _cached(done, r, compute):
@@ -202,8 +216,8 @@ def _flags(r: dict, context: int, fits: bool) -> dict:
 
 
 def _step(st: cm.StepCost, r: dict, s=None, context: int = 0, batch: int = 1) -> dict:
-    out = {**r, "avg_ts": st.tok_s, "stddev_ts": None, "seconds": st.seconds, "dominant": st.dominant,
-           "flops": st.flops, "bytes": st.bytes}
+    out = _band({**r, "avg_ts": st.tok_s, "stddev_ts": None, "seconds": st.seconds, "dominant": st.dominant,
+                 "flops": st.flops, "bytes": st.bytes})
     return out if s is None else _flags(out, context, cm.memory(s, context, batch).fits)
 
 
@@ -217,7 +231,7 @@ def _mem(s, d, batch, r):
 
 def _serve(s, d, c, r):
     x = cm.serve(s, c, d)
-    return {**r, "avg_ts": x["aggregate_tok_s"], "stddev_ts": None, "aggregate_tok_s": x["aggregate_tok_s"],
-            "per_stream_tok_s": x["per_stream_tok_s"], "streams": x["streams"], "fits": x["fits"],
-            "limited_by": x["limited_by"],
-            "beyond_native": bool(r.get("native_context")) and d + 1 > r["native_context"]}
+    return _band({**r, "avg_ts": x["aggregate_tok_s"], "stddev_ts": None, "aggregate_tok_s": x["aggregate_tok_s"],
+                  "per_stream_tok_s": x["per_stream_tok_s"], "streams": x["streams"], "fits": x["fits"],
+                  "limited_by": x["limited_by"],
+                  "beyond_native": bool(r.get("native_context")) and d + 1 > r["native_context"]})

@@ -25,6 +25,7 @@ from glmbench.models.configs import load
 from glmbench.predict import costmodel as cm
 from glmbench.predict import hardware
 from glmbench.predict import sweep as sw
+from glmbench.report import findings as findings_mod
 from glmbench.report import plots
 from glmbench.report.plots import rig_label, tokens_label
 from glmbench.results import records as rec
@@ -265,11 +266,22 @@ def run(study: Study | None = None, out: str | os.PathLike = "glmbench-report", 
     rec.write_records(os.path.join(out, "records.json"), records)
     rec.atomic_write_text(os.path.join(out, "decisions.json"),
                           json.dumps(_finite(decs), indent=1, default=_jsonable) + "\n")
+    finds = findings_mod.findings(study)
     charts = plots.save_charts(records, out)
+    for stale in ("mla_crossover.png", "findings.json"):
+        if finds is None and os.path.exists(os.path.join(out, stale)):
+            os.unlink(os.path.join(out, stale))
+    if finds is not None:
+        fig = plots.mla_crossover(finds["crossover"], title=(
+            f"Crossover depth vs MLA attention efficiency: {findings_mod.MLA_MODEL} vs each dense model, "
+            f"{study.weights}/{study.kv} (markers: each profile's own value)"))
+        charts.append(plots.save_figure(fig, os.path.join(out, "mla_crossover.png")))
+        rec.atomic_write_text(os.path.join(out, "findings.json"),
+                              json.dumps(_finite(finds), indent=1, default=_jsonable) + "\n")
     # a chart this study has no data for must not survive from an earlier report in the folder
     plots.remove_stale_charts(out, charts)
     rec.atomic_write_text(os.path.join(out, "ceilings.json"), json.dumps(_finite(ceils), indent=1) + "\n")
-    text = render(records, study, decs, [os.path.basename(p) for p in charts], ceils)
+    text = render(records, study, decs, [os.path.basename(p) for p in charts], ceils, finds)
     from glmbench.report import workload
     trace_files = []
     if trace is not None:
@@ -328,11 +340,11 @@ def _num(v, digits=1) -> str:
 
 
 def render(records: Sequence[dict], study: Study, decs: Sequence[dict], charts: Sequence[str],
-           ceils: Sequence[dict] | None = None) -> str:
+           ceils: Sequence[dict] | None = None, finds: dict | None = None) -> str:
     """report.md from the records, the decisions and the memory ceilings (pure: no files read or
     written, no number computed here: each comes from `records`, `decs` (decisions()) or `ceils`
     (ceilings()); without `ceils` the memory table is left out)."""
-    pred = [r for r in records if r["evidence"] == "predicted"]
+    pred = [r for r in records if r["evidence"] in ("predicted", "calibrated")]
     kinds = sorted({r["evidence"] for r in records})
     when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     L = ["# glmbench report", ""]
@@ -476,6 +488,7 @@ def render(records: Sequence[dict], study: Study, decs: Sequence[dict], charts: 
                                "first concurrency that does not fit"]), ""]
 
     # -- decisions
+    band = study.setups()[0].runtime.cv_error      # a calibrated profile's leave-one-out error, else None
     if decs:
         L += ["## Decision table", "",
               "The cost model's ranking (`costmodel.decide`) of every setup above for each shape of work: "
@@ -498,6 +511,9 @@ def render(records: Sequence[dict], study: Study, decs: Sequence[dict], charts: 
                 what = "faster than" if best["objective"] == "latency" else "more throughput than"
                 ratio = (f"{100 * (x - 1):.0f}% {what}" if x < 1.995 else f"{x:.1f}× {'as fast as' if best['objective'] == 'latency' else 'the throughput of'}")
                 ratio += f" {second['model']} on {_decision_rig(second)}"
+                if band and x - 1 <= band:
+                    # within the calibrated prediction's error band: not a win
+                    ratio = f"tie with {second['model']} on {_decision_rig(second)} ({100 * (x - 1):.0f}% apart, inside the ±{100 * band:.0f}% band)"
             elif second:
                 ratio = f"{second['setup'].split(',')[0]} on {_decision_rig(second)} does not fit"
             others = []
@@ -512,6 +528,37 @@ def render(records: Sequence[dict], study: Study, decs: Sequence[dict], charts: 
             rows.append([shape, f"{best['model']} on {_decision_rig(best)}", fig, ratio, other, note])
         L += [_md_table(rows, ["workload", "best setup", "its figure", "vs runner-up",
                                "best of each other model", "why (cost-model terms)"]), ""]
+
+    # -- the study, point by point (report/findings.py; every number from its records)
+    if finds:
+        L += ["## The study, point by point", "",
+              "Each finding of the study beside what glmbench predicts for it: the `typical` profile and every "
+              "calibrated profile shipped with glmbench (fitted by `glmbench calibrate` to the published measurements "
+              "of REFERENCE.md section 6; their leave-one-out error is their band, and a difference inside the band "
+              "is a tie). The records behind every figure are in `findings.json`.", ""]
+        for i, f in enumerate(finds["rows"], 1):
+            L += [f"{i}. **{f['finding']}** (study: {f['study']}). **Agree: {f['agree']}.**",
+                  f"   - typical: {f['typical']}.",
+                  f"   - calibrated: {f['calibrated']}.",
+                  f"   - why: {f['why']}.", ""]
+        L += ["## Crossover depth vs MLA attention efficiency", "", "![crossover vs MLA efficiency](mla_crossover.png)", "",
+              "Where the dense model's decode speed catches up with GLM-4.7-Flash's, as a function of the memory "
+              "efficiency of the runtime's MLA attention kernel (the fraction of the card's bandwidth its cache reads "
+              "reach) and of the MLA strategy; each profile's own value is a marker on its line:", ""]
+        rows = []
+        for rt in finds["runtimes"]:
+            own = [r for r in finds["crossover"] if r["own"] and r["runtime"] == rt["name"]
+                   and r["mla_strategy"] == study.mla_strategy]
+            cells = []
+            for n in study.cards:
+                xs = [r for r in own if r["n_cards"] == n]
+                cells.append("; ".join(f"{r['dense_model']}: {_cross(r)}" for r in xs) or "–")
+            rows.append([f"`{rt['name']}`", rt["evidence"], _num(rt["mla_attention_efficiency"], 3),
+                         "–" if rt["cv_error"] is None else f"±{100 * rt['cv_error']:.0f}%"] + cells)
+        L += [_md_table(rows, ["runtime", "evidence", f"MLA efficiency ({study.mla_strategy})", "band"]
+                        + [f"crossover, {n} card{'s' if n > 1 else ''}" for n in study.cards]), ""]
+        if finds.get("study_era"):
+            L += [finds["study_era"], ""]
 
     # -- measured against predicted
     rows = _measured_vs_predicted(records)
@@ -534,6 +581,13 @@ def render(records: Sequence[dict], study: Study, decs: Sequence[dict], charts: 
           "- **predicted** = the cost model; **measured** = real kernels timed on the named machine; "
           "**calibrated** = a prediction fitted to measurements.", ""]
     return "\n".join(L)
+
+
+def _cross(r) -> str:
+    x = r["crossover_depth"]
+    if x is None:
+        return f"none up to {_tok(r['max_depth'])}"
+    return "from the start" if x == 0.0 else f"≈ {plots.approx_tokens(x)}"
 
 
 def _beyond_native(cfg, w: dict) -> str:

@@ -23,7 +23,7 @@ def measured_predicted_pairs(records: Sequence[dict]) -> list[tuple[dict, dict]]
     of the same point (vocab.join_key), in the measured records' order."""
     pred = {}
     for r in records:
-        if r["evidence"] == "predicted" and r.get("test") in ("tg", "pp") and r.get("avg_ts"):
+        if r["evidence"] in ("predicted", "calibrated") and r.get("test") in ("tg", "pp") and r.get("avg_ts"):
             pred.setdefault(vocab.join_key(r), []).append(r)
     return [(m, p) for m in records
             if m["evidence"] == "measured" and m.get("test") in ("tg", "pp") and m.get("avg_ts")

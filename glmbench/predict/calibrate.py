@@ -1,0 +1,511 @@
+"""Calibration: fit a runtime profile to measured points, and say how far off it still is.
+
+    from glmbench.predict import calibrate
+    pts = calibrate.load_points(["my-llama-bench.json"], model="glm-4.7-flash", hardware="rtx-3090",
+                                cards=2, link=1.4, weights="iq4_xs")
+    fit = calibrate.calibrate(pts, name="my-runtime")
+    fit.profile            # a RuntimeProfile (evidence "calibrated" in sweeps)
+    fit.table()            # every point: measured, predicted, residual; MAPE; leave-one-out error
+
+The profile starts from `typical` with its counted kernel launches (unsourced) replaced by a fixed
+cost per pass and per layer (`step_overhead_us`, `layer_overhead_us`, set to what the counted
+launches cost for the first point's model, so an unfitted profile predicts what `typical` does).
+The parameters a fit may move (every one physical: efficiencies in (0, 1], overheads >= 0):
+
+  memory_efficiency.<class>, compute_efficiency.<class>   class: matmul, attention, vector
+  mla_attention_efficiency.<strategy>   memory efficiency of MLA attention, per strategy in the points
+  kv_attention_efficiency.<format>      per quantized KV format in the points
+  step_overhead_us, layer_overhead_us
+  link_efficiency                       when a point runs on several cards
+
+Only what the points identify is fitted (fit_profile): the sensitivity of log(predicted) to each
+parameter (a column of the Jacobian) decides; a parameter whose column is small, or lies in the
+span of those already chosen (its remainder below SELECT_TOL of the largest column), is not fitted,
+and there are never more fitted parameters than points. Two depths of one test identify about two
+numbers. The others keep their typical value, and the profile says which is which. The fit
+minimizes the squared log residuals (scipy least_squares, bounded); the leave-one-out error refits
+without each point (choosing again) and predicts it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+from scipy.optimize import least_squares
+
+from glmbench import vocab
+from glmbench.models import configs
+from glmbench.predict import costmodel as cm
+from glmbench.predict import hardware
+from glmbench.results import records as rec
+
+SELECT_TOL = 0.05      # a direction smaller than this share of the largest sensitivity is not fitted
+MIN_EFF = 1e-3         # the lower bound of a fitted efficiency
+MAX_OVERHEAD_US = 1e6  # the upper bound of a fitted overhead
+# The order in which parameters win ties (equal sensitivity): the ones a runtime most plausibly
+# differs in first.
+PRIORITY = ("layer_overhead_us", "mla_attention_efficiency", "compute_efficiency.matmul",
+            "compute_efficiency.attention", "memory_efficiency.matmul", "memory_efficiency.attention",
+            "kv_attention_efficiency", "step_overhead_us", "link_efficiency", "memory_efficiency.vector",
+            "compute_efficiency.vector")
+
+
+class CalibrationError(ValueError):
+    """Bad input to a calibration: names the file and line (or record) it comes from."""
+
+
+# ---- measured points ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Point:
+    """One measured record, resolved to the setup it ran on."""
+    where: str                 # "file:line"
+    setup: cm.Setup            # the runtime of this setup is replaced by each candidate profile
+    test: str                  # "tg" | "pp"
+    n_depth: int
+    n_prompt: int
+    n_gen: int
+    measured: float            # tok/s
+    record: dict = field(compare=False, repr=False)
+
+    @property
+    def label(self) -> str:
+        what = f"pp{self.n_prompt}" if self.test == "pp" else f"tg{self.n_gen}"
+        return f"{self.setup.model.name} {what} @ d{self.n_depth}"
+
+
+def _record_lines(path: str, text: str, n: int) -> list[int]:
+    """The line each record starts on: CSV rows (the header is line 1), or the objects of a JSON
+    list, found by decoding them one after another."""
+    if path.endswith(".csv"):
+        return list(range(2, n + 2))
+    dec = json.JSONDecoder()
+    lines, i = [], text.index("[") + 1
+    while len(lines) < n:
+        while text[i] in " \t\r\n,":
+            i += 1
+        lines.append(text.count("\n", 0, i) + 1)
+        _, i = dec.raw_decode(text, i)
+    return lines
+
+
+def read_measured(path) -> list[tuple[str, dict]]:
+    """[(where, record)] of a glmbench records file (.json or .csv); where = 'file:line'.
+    Raises CalibrationError naming the file (and line) for a missing, empty or unreadable file."""
+    p = os.fspath(path)
+    if not os.path.isfile(p):
+        raise CalibrationError(f"{p}: no such file")
+    with open(p, newline="") as f:
+        text = f.read()
+    if not text.strip():
+        raise CalibrationError(f"{p}:1: the file is empty (expected glmbench records, .json or .csv)")
+    if not p.endswith((".json", ".csv")):
+        raise CalibrationError(f"{p}:1: not a glmbench records file (expected .json or .csv records; "
+                               "import other tools' output with their reader first)")
+    try:
+        recs = rec.read_records(p)
+    except (ValueError, TypeError) as e:
+        msg = str(e)
+        raise CalibrationError(msg if msg.startswith(p) else f"{p}: {msg}") from None
+    if not recs:
+        raise CalibrationError(f"{p}:1: no records in the file")
+    lines = _record_lines(p, text, len(recs))
+    return [(f"{p}:{ln}", r) for ln, r in zip(lines, recs)]
+
+
+def _int_field(where, r, k, lo, default=None):
+    v = r.get(k, default)
+    if v is None:
+        raise CalibrationError(f"{where}: record has no `{k}`")
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+        raise CalibrationError(f"{where}: field `{k}` must be a whole number >= {lo}, got {v!r}")
+    return v
+
+
+def point_from_record(where: str, r: dict, *, model=None, hardware_=None, cards=None, link=None,
+                      split=None, weights=None, kv=None, mla_strategy=None) -> Point:
+    """A Point from one measured record; the keyword arguments, when given, override the record's
+    fields (what a record cannot tell, such as which model a `deepseek2 30B.A3B` is)."""
+    if r.get("evidence") != "measured":
+        raise CalibrationError(f"{where}: record evidence is {r.get('evidence')!r}; calibrate fits measured points only")
+    test = r.get("test")
+    if test not in ("tg", "pp"):
+        raise CalibrationError(f"{where}: field `test` must be 'tg' or 'pp' to calibrate speed, got {test!r}")
+    v = r.get("avg_ts")
+    if v is None:
+        raise CalibrationError(f"{where}: record has no speed (`avg_ts`)")
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+        raise CalibrationError(f"{where}: field `avg_ts` must be a speed > 0 (tokens/s), got {v!r}")
+    if r.get("n_depth") is None:
+        raise CalibrationError(f"{where}: record has no depth (`n_depth`)")
+    depth = _int_field(where, r, "n_depth", 0)
+    n_prompt = _int_field(where, r, "n_prompt", 1) if test == "pp" else 0
+    n_gen = _int_field(where, r, "n_gen", 1, default=1) if test == "tg" else 0
+    m = model or r.get("model")
+    if not m:
+        raise CalibrationError(f"{where}: the record does not say which model ran; pass --model")
+    hw = hardware_ or r.get("hardware") or r.get("device")
+    if not hw:
+        raise CalibrationError(f"{where}: the record does not say which hardware ran it; pass --hardware")
+    n = cards if cards is not None else r.get("n_cards", 1) or 1
+    try:
+        gpu = hardware.get_gpu(hw)
+        lg = link if link is not None else r.get("link_gbps")
+        lat = r.get("link_latency_us") if link is None else None
+        if n > 1 and lat is None:
+            lat = hardware.STUDY_LINK_LATENCY_US   # as `glmbench sweep --link` uses
+        rig = hardware.Rig(gpu, int(n), link_gbps=lg if n > 1 else None, link_latency_us=lat if n > 1 else None)
+        sp = split or (r.get("split") if r.get("split") not in (None, "") else None) or ("none" if n == 1 else "layer")
+        if n == 1:
+            sp = "none"
+        w = weights or r.get("weights") or vocab.DEFAULTS["weights"]
+        k = kv or r.get("type_k") or vocab.DEFAULTS["kv"]
+        cfg = configs.load(m)
+        st = mla_strategy or r.get("mla_strategy") or vocab.DEFAULTS["mla_strategy"]
+        setup = cm.Setup(cfg, rig, split=sp, weights=str(w), kv=str(k), mla_strategy=st, runtime="typical")
+    except (ValueError, TypeError, KeyError, OSError) as e:
+        msg = e.args[0] if isinstance(e, KeyError) and e.args else e
+        raise CalibrationError(f"{where}: {msg}") from None
+    return Point(where, setup, test, depth, n_prompt, n_gen, float(v), r)
+
+
+def load_points(paths: Sequence, **overrides) -> list[Point]:
+    """Every measured tg/pp record of the files as a Point (read_measured, point_from_record)."""
+    if not paths:
+        raise CalibrationError("no measurement files given")
+    out = []
+    for p in paths:
+        for where, r in read_measured(p):
+            out.append(point_from_record(where, r, **overrides))
+    return out
+
+
+def predict_point(pt: Point, profile: cm.RuntimeProfile) -> float:
+    """tok/s the profile predicts for the point: pp n at depth, or the mean speed of n_gen
+    tokens generated from depth on (the mean step time over the depths they see)."""
+    s = dataclasses.replace(pt.setup, runtime=profile)
+    if pt.test == "pp":
+        return cm.prefill(s, pt.n_prompt, pt.n_depth).tok_s
+    if pt.n_gen == 1:
+        return cm.decode(s, pt.n_depth).tok_s
+    return 1.0 / cm._mean_decode(s, pt.n_depth, pt.n_gen, 1)[0]
+
+
+# ---- parameters --------------------------------------------------------------------------------
+def _get(p: cm.RuntimeProfile, name: str) -> float:
+    head, _, key = name.partition(".")
+    v = getattr(p, head)
+    return v[key] if key else v
+
+
+def _set(p: cm.RuntimeProfile, values: dict) -> cm.RuntimeProfile:
+    ch: dict = {}
+    for name, v in values.items():
+        head, _, key = name.partition(".")
+        if key:
+            d = ch.setdefault(head, dict(getattr(p, head)))
+            d[key] = float(v)
+        else:
+            ch[head] = float(v)
+    return dataclasses.replace(p, **ch)
+
+
+def _is_eff(name: str) -> bool:
+    return not name.endswith("_us")
+
+
+def candidates(points: Sequence[Point]) -> list[str]:
+    """The parameters these points could move, in PRIORITY order."""
+    names = [f"{k}.{c}" for k in ("memory_efficiency", "compute_efficiency") for c in cm.CLASSES]
+    names += ["step_overhead_us", "layer_overhead_us"]
+    names += sorted({f"mla_attention_efficiency.{p.setup.mla_strategy}" for p in points if p.setup.model.attention == "mla"})
+    names += sorted({f"kv_attention_efficiency.{p.setup.kv_fmt.name}" for p in points if p.setup.kv_fmt.dequant})
+    if any(p.setup.n_cards > 1 for p in points):
+        names.append("link_efficiency")
+
+    def rank(n):
+        for i, pre in enumerate(PRIORITY):
+            if n == pre or n.startswith(pre + "."):
+                return i
+        return len(PRIORITY)
+    return sorted(names, key=lambda n: (rank(n), n))
+
+
+def base_profile(points: Sequence[Point], base="typical") -> tuple[cm.RuntimeProfile, dict]:
+    """The starting profile and where each starting value comes from: `base` with its counted
+    launches (if it counts them) turned into fixed per-pass and per-layer costs for the first
+    point's model and GPU, and each MLA strategy of the points at base's attention memory
+    efficiency."""
+    b = cm.load_runtime(base)
+    why = {}
+    step_us = layer_us = 0.0
+    if b.launch_overhead:
+        s0 = dataclasses.replace(points[0].setup, runtime=b)
+        st = cm.decode(s0, 0)
+        head = sum(o.launch_s for o in st.ops if o.name.startswith("head."))
+        layers = sum(o.launch_s for o in st.ops if not o.name.startswith(("head.", "link")))
+        step_us = 1e6 * head
+        layer_us = 1e6 * layers / s0.model.n_layers
+        src = (f"{b.name}'s counted kernel launches for {s0.model.name} on {s0.gpu.name} "
+               f"({s0.gpu.launch_us:g} us each): {layer_us:.1f} us per layer, {step_us:.1f} us per step")
+        why["layer_overhead_us"] = why["step_overhead_us"] = src
+    mla = dict(b.mla_attention_efficiency)
+    for p in points:
+        s = p.setup.mla_strategy
+        if p.setup.model.attention == "mla" and s not in mla:
+            mla[s] = b.memory_efficiency["attention"]
+            why[f"mla_attention_efficiency.{s}"] = f"{b.name}'s memory_efficiency.attention"
+    prof = dataclasses.replace(b, launch_overhead=False, step_overhead_us=b.step_overhead_us + step_us,
+                               layer_overhead_us=b.layer_overhead_us + layer_us, mla_attention_efficiency=mla,
+                               calibration={})
+    return prof, why
+
+
+def _residuals(points, profile) -> np.ndarray:
+    return np.array([math.log(predict_point(p, profile) / p.measured) for p in points])
+
+
+def sensitivities(points, profile, names) -> np.ndarray:
+    """The change of log(predicted) per unit of each parameter's fit coordinate (_coords: log of
+    an efficiency; an overhead over max(itself, 50 us)), by central differences of 1%."""
+    J = np.zeros((len(points), len(names)))
+    h = 0.01
+    for j, n in enumerate(names):
+        v = _get(profile, n)
+        if _is_eff(n):
+            up_v, lo_v = min(v * (1 + h), 1.0), v * (1 - h)
+            step = math.log(up_v) - math.log(lo_v)
+        else:
+            sc = max(v, 50.0)
+            up_v, lo_v = v + h * sc, max(v - h * sc, 0.0)
+            step = (up_v - lo_v) / sc
+        up = _residuals(points, _set(profile, {n: up_v}))
+        lo = _residuals(points, _set(profile, {n: lo_v}))
+        J[:, j] = (up - lo) / step
+    return J
+
+
+RIDGE = 1e-3          # weight of the pull toward the starting values in the first (all-parameter) fit
+
+
+def _coords(n, v, v0):
+    """A parameter's fit coordinate: log for efficiencies, microseconds / scale for overheads."""
+    return math.log(v) if _is_eff(n) else v / max(v0, 50.0)
+
+
+def _fit(points, start, names, *, x_from=None, ridge=0.0, starts=(1.0,)):
+    """Least squares of the log residuals over `names` (efficiencies in log space, bounded to
+    [MIN_EFF, 1]; overheads in microseconds, bounded to [0, MAX_OVERHEAD_US]), plus `ridge`
+    times the squared distance from `start` (what the points do not pin down stays there).
+    x_from: the profile whose values start the fit (default `start`); `starts`: factors on the
+    starting efficiencies, each a separate start (the time of an op is the max of its compute and
+    memory terms, so a fit started where a term does not bind cannot move it); the best wins."""
+    if not names:
+        return start
+    src = start if x_from is None else x_from
+    v0 = [_get(start, n) for n in names]
+
+    def unpack(x):
+        return {n: (math.exp(v) if _is_eff(n) else v * max(b, 50.0)) for n, v, b in zip(names, x, v0)}
+
+    lo = np.array([math.log(MIN_EFF) if _is_eff(n) else 0.0 for n in names])
+    hi = np.array([0.0 if _is_eff(n) else MAX_OVERHEAD_US / max(b, 50.0) for n, b in zip(names, v0)])
+    u0 = np.array([_coords(n, min(max(b, MIN_EFF), 1.0) if _is_eff(n) else b, b) for n, b in zip(names, v0)])
+    w = math.sqrt(ridge)
+
+    def fun(x):
+        r = _residuals(points, _set(start, unpack(x)))
+        return np.concatenate([r, w * (x - u0)]) if ridge else r
+
+    best = None
+    for f in starts:
+        x0 = []
+        for n, b in zip(names, v0):
+            v = _get(src, n)
+            x0.append(_coords(n, min(max(v * f, MIN_EFF), 1.0), b) if _is_eff(n) else _coords(n, v, b))
+        x0 = np.clip(np.array(x0), lo, hi)
+        res = least_squares(fun, x0, bounds=(lo, hi), method="trf", xtol=1e-10, ftol=1e-12, gtol=1e-12, max_nfev=150)
+        if best is None or res.cost < best.cost:
+            best = res
+    return _set(start, unpack(best.x))
+
+
+def _cost(points, prof) -> float:
+    r = _residuals(points, prof)
+    return float(r @ r)
+
+
+def fit_profile(points: Sequence[Point], base="typical", max_params: int | None = None):
+    """(profile, fitted names, kept names, start profile, why).
+
+    1. Every candidate parameter is fitted at once with a small pull toward its starting value
+       (RIDGE), from several starts: the directions the points determine move, the others stay.
+    2. The parameters are taken in the order of how far that fit moved them; each is kept if its
+       sensitivity there is not already covered by those kept (its component
+       outside their span is at least SELECT_TOL of the largest column), up to one per point.
+    3. Those are fitted again without the pull, every other parameter back at its starting
+       (typical) value.
+    4. A chosen parameter is swapped for another when that lowers the squared log error by a
+       fifth or more and the set stays identifiable (at most two swaps)."""
+    start, why = base_profile(points, base)
+    every = candidates(points)
+    cap = len(points) if max_params is None else min(max_params, len(points))
+    # a parameter the points are not sensitive to at the start (an op class that never binds)
+    # cannot be identified: it is not fitted at all
+    J0 = sensitivities(points, start, every)
+    n0 = np.linalg.norm(J0, axis=0)
+    names = [n for n, v in zip(every, n0) if n0.size and v >= SELECT_TOL * n0.max()]
+    ridge = _fit(points, start, names, ridge=RIDGE, starts=(1.0, 0.3))
+    J = sensitivities(points, ridge, names)
+    top = float(np.linalg.norm(J, axis=0).max()) if J.size else 0.0
+    moved = sorted(names, key=lambda n: -abs(_coords(n, max(_get(ridge, n), MIN_EFF) if _is_eff(n) else _get(ridge, n), _get(start, n))
+                                            - _coords(n, max(_get(start, n), MIN_EFF) if _is_eff(n) else _get(start, n), _get(start, n))))
+    chosen: list[str] = []
+    Q = np.zeros((len(points), 0))
+    for n in moved:
+        if len(chosen) >= cap or top <= 1e-9:
+            break
+        col = J[:, names.index(n)]
+        v = col - Q @ (Q.T @ col)
+        nv = float(np.linalg.norm(v))
+        if nv < SELECT_TOL * top:
+            continue
+        chosen.append(n)
+        Q = np.column_stack([Q, v / nv])
+    chosen = [n for n in names if n in chosen]
+    prof = _fit(points, start, chosen, x_from=ridge, starts=(1.0,))
+    alt = _fit(points, start, chosen, starts=(1.0, 0.3))
+    if _cost(points, alt) < _cost(points, prof):
+        prof = alt
+    # 4. one parameter swapped for another the points are sensitive to, when that fits clearly
+    #    better (the first fit can stop where a term does not bind): at most two swaps
+    cost = _cost(points, prof)
+    for _ in range(2):
+        if cost < 1e-12:
+            break
+        best = None
+        for c in chosen:
+            for u in names:
+                if u in chosen:
+                    continue
+                trial_names = [n for n in chosen if n != c] + [u]
+                Jt = sensitivities(points, prof, trial_names)
+                if np.linalg.matrix_rank(Jt, tol=SELECT_TOL * top) < len(trial_names):
+                    continue
+                trial = _fit(points, start, trial_names, x_from=prof, starts=(1.0, 0.3))
+                tc = _cost(points, trial)
+                if tc < cost * 0.8 and (best is None or tc < best[0]):
+                    best = (tc, trial_names, trial)
+        if best is None:
+            break
+        cost, chosen, prof = best
+        chosen = [n for n in names if n in chosen]
+    kept = [n for n in every if n not in chosen]
+    return prof, chosen, kept, start, why
+
+
+@dataclass
+class Calibration:
+    profile: cm.RuntimeProfile
+    points: list
+    fitted: list
+    kept: list
+    predicted: list
+    loo_predicted: list
+
+    @property
+    def residuals(self) -> list[float]:
+        return [p / pt.measured - 1 for p, pt in zip(self.predicted, self.points)]
+
+    @property
+    def mape(self) -> float:
+        return float(np.mean([abs(r) for r in self.residuals]))
+
+    @property
+    def loo_errors(self) -> list:
+        return [None if q is None else q / pt.measured - 1 for q, pt in zip(self.loo_predicted, self.points)]
+
+    @property
+    def loo_mape(self):
+        e = [abs(x) for x in self.loo_errors if x is not None]
+        return float(np.mean(e)) if e else None
+
+    def table(self) -> str:
+        """Every point's residual, the MAPE and the leave-one-out error, as text."""
+        lines = [f"{'point':<38} {'measured':>10} {'predicted':>10} {'residual':>9} {'left out':>9}  where"]
+        for pt, p, r, l in zip(self.points, self.predicted, self.residuals, self.loo_errors):
+            lo = "–" if l is None else f"{100 * l:+.1f}%"
+            lines.append(f"{pt.label:<38} {pt.measured:>10.1f} {p:>10.1f} {100 * r:>+8.1f}% {lo:>9}  {pt.where}")
+        loo = "–" if self.loo_mape is None else f"{100 * self.loo_mape:.1f}%"
+        lines.append(f"MAPE {100 * self.mape:.1f}% over {len(self.points)} points; leave-one-out error {loo}")
+        lines.append("fitted: " + (", ".join(f"{n} = {_get(self.profile, n):.4g}" for n in self.fitted) or "nothing"))
+        lines.append("kept (typical value): " + ", ".join(self.kept))
+        return "\n".join(lines)
+
+
+def calibrate(points: Sequence[Point], *, name: str = "calibrated", base="typical", description: str = "",
+              loo: bool = True) -> Calibration:
+    """Fit a profile to the points (fit_profile), with each point's residual, the MAPE and the
+    leave-one-out predictions; the profile's `calibration` field records all of it and where the
+    measurements came from."""
+    points = list(points)
+    if len(points) < 1:
+        raise CalibrationError("no measured points to calibrate against")
+    prof, fitted, kept, start, why = fit_profile(points, base)
+    predicted = [predict_point(p, prof) for p in points]
+    loo_pred: list = [None] * len(points)
+    if loo and len(points) >= 2:
+        for i in range(len(points)):
+            rest = points[:i] + points[i + 1:]
+            q, *_ = fit_profile(rest, base)
+            loo_pred[i] = predict_point(points[i], q)
+    cal = Calibration(prof, points, fitted, kept, predicted, loo_pred)
+    b = cm.load_runtime(base)
+    sources = dict(b.sources)
+    files = sorted({p.where.rsplit(":", 1)[0] for p in points})
+    for n in fitted:
+        sources[n] = f"fitted to {len(points)} measured points ({', '.join(os.path.basename(f) for f in files)})"
+    for n in kept:
+        sources.setdefault(n, why.get(n, f"{b.name}'s value"))
+        if n in why:
+            sources[n] = why[n]
+        sources[n] = "kept: " + sources[n]
+    sources["launch_overhead"] = "off: replaced by step_overhead_us and layer_overhead_us"
+    meas_src = []
+    for p in points:
+        s = p.record.get("source")
+        if s and s not in meas_src:
+            meas_src.append(s)
+    calib = {
+        "base": b.name,
+        "files": files,
+        "measurement_sources": meas_src,
+        "fitted": {n: _get(prof, n) for n in fitted},
+        "kept": {n: _get(prof, n) for n in kept},
+        "mape": cal.mape,
+        "loo_mape": cal.loo_mape,
+        "points": [{"where": pt.where, "model": pt.setup.model.name, "setup": pt.setup.replace(runtime=prof).label,
+                    "test": pt.test, "n_depth": pt.n_depth, "n_prompt": pt.n_prompt, "n_gen": pt.n_gen,
+                    "measured_ts": pt.measured, "predicted_ts": q, "residual": q / pt.measured - 1,
+                    "loo_predicted_ts": l, "loo_error": None if l is None else l / pt.measured - 1}
+                   for pt, q, l in zip(points, predicted, loo_pred)],
+    }
+    desc = description or (f"Fitted by glmbench calibrate to {len(points)} measured points "
+                           f"({', '.join(os.path.basename(f) for f in files)}), starting from `{b.name}`: "
+                           f"fitted {', '.join(fitted) or 'nothing'}; every other parameter keeps its value.")
+    cal.profile = dataclasses.replace(prof, name=name, description=desc, sources=sources, calibration=calib)
+    return cal
+
+
+def write_profile(path, cal: Calibration) -> str:
+    """The calibrated profile as JSON (runtime_from_dict reads it back), written atomically."""
+    d = cal.profile.to_dict()
+    cm.runtime_from_dict(d, where=os.fspath(path))     # what is written must load
+    rec.atomic_write_text(path, json.dumps(d, indent=1) + "\n")
+    return os.fspath(path)

@@ -1,0 +1,93 @@
+"""Where an MLA model's decode speed meets a dense model's, as a function of how well the
+runtime runs MLA attention.
+
+The study found GLM-4.7-Flash and a dense model crossing near 64K of context; the `typical`
+profile finds no crossover up to 128K. Both can be right: the depth where the dense model catches
+up depends on the memory efficiency of the runtime's MLA attention kernel (the fraction of the
+card's bandwidth its cache reads reach, RuntimeProfile.mla_attention_efficiency) and on the MLA
+strategy (naive expands every cached latent, absorbed reads the cache twice, flash once).
+`crossover_depth` finds the depth for one pair of setups; `mla_crossover_curves` sweeps the
+efficiency for each strategy and runtime profile, and marks each profile's own value.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Sequence
+
+from glmbench import vocab
+from glmbench.predict import costmodel as cm
+
+DEPTHS = tuple(sorted({int(round(1024 * 2 ** (i / 2))) for i in range(0, 15)}))   # 1K .. 128K, x sqrt(2)
+EFFICIENCIES = tuple(round(0.02 * (1 / 0.02) ** (i / 13), 4) for i in range(14))   # 0.02 .. 1, log-spaced
+DENSE_MODELS = ("qwen3-32b", "mistral-small-24b", "seed-oss-36b")
+
+
+def with_mla_efficiency(runtime, strategy: str, efficiency: float) -> cm.RuntimeProfile:
+    """The profile with MLA attention run as `strategy` at memory efficiency `efficiency`."""
+    rt = cm.load_runtime(runtime)
+    if not 0 < efficiency <= 1:
+        raise ValueError(f"`efficiency` must be in (0, 1], got {efficiency!r}")
+    return dataclasses.replace(rt, mla_attention_efficiency={**rt.mla_attention_efficiency, strategy: float(efficiency)})
+
+
+def mla_efficiency_of(runtime, strategy: str) -> float:
+    """The memory efficiency a profile's MLA attention runs at (its fitted value, else its
+    attention class's)."""
+    rt = cm.load_runtime(runtime)
+    return rt.mla_attention_efficiency.get(strategy, rt.memory_efficiency["attention"])
+
+
+def crossover_depth(mla_setup: cm.Setup, dense_setup: cm.Setup, depths: Sequence[int] = DEPTHS, *,
+                    dense_speeds: Sequence[float] | None = None):
+    """The first depth where the dense model's one-stream decode becomes at least as fast as the
+    MLA model's (interpolated between depths, costmodel.crossover): a float; 0.0 when the dense
+    model is already as fast at the first depth; None when the MLA model stays faster at every
+    depth of the grid."""
+    depths = list(depths)
+    ya = [cm.decode(mla_setup, d).tok_s for d in depths]
+    yb = list(dense_speeds) if dense_speeds is not None else [cm.decode(dense_setup, d).tok_s for d in depths]
+    if yb[0] >= ya[0]:
+        return 0.0
+    xs = cm.crossover(depths, ya, yb)
+    return xs[0] if xs else None
+
+
+def mla_crossover_curves(rigs: Sequence, runtimes: Sequence, *, mla_model: str = "glm-4.7-flash",
+                         dense_models: Sequence[str] = DENSE_MODELS, weights: str = vocab.DEFAULTS["weights"],
+                         kv: str = vocab.DEFAULTS["kv"], split: str = vocab.DEFAULTS["split"],
+                         strategies: Sequence[str] | None = None, efficiencies: Sequence[float] = EFFICIENCIES,
+                         depths: Sequence[int] = DEPTHS) -> list[dict]:
+    """One row per (rig, dense model, runtime, strategy, efficiency): the crossover depth
+    (crossover_depth) of `mla_model` against the dense model. Each runtime's own efficiency for
+    each strategy is added to the grid and flagged `own: True` (the point to mark on its curve).
+    strategies: None = every MLA strategy for a profile that was not fitted, and for a calibrated
+    profile the strategies it was fitted for (its measurements say nothing about the others)."""
+    rows = []
+    for rig in rigs:
+        sp = "none" if rig.n_cards == 1 else split
+        for rt_src in runtimes:
+            rt = cm.load_runtime(rt_src)
+            dense = {m: cm.Setup(m, rig, split=sp, weights=weights, kv=kv, runtime=rt) for m in dense_models}
+            dense_y = {m: [cm.decode(s, d).tok_s for d in depths] for m, s in dense.items()}
+            strats = strategies
+            if strats is None:
+                strats = sorted(rt.mla_attention_efficiency) if rt.calibrated and rt.mla_attention_efficiency \
+                    else list(vocab.MLA_STRATEGIES)
+            for st in strats:
+                own = mla_efficiency_of(rt, st)
+                grid = sorted(set(efficiencies) | {own})
+                for e in grid:
+                    mla = cm.Setup(mla_model, rig, split=sp, weights=weights, kv=kv, mla_strategy=st,
+                                   runtime=with_mla_efficiency(rt, st, e))
+                    for m in dense_models:
+                        x = crossover_depth(mla, dense[m], depths, dense_speeds=dense_y[m])
+                        rows.append({"mla_model": mla.model.name, "dense_model": dense[m].model.name,
+                                     "n_cards": rig.n_cards, "rig": rig.name, "split": sp, "runtime": rt.name,
+                                     "evidence": "calibrated" if rt.calibrated else "predicted",
+                                     "mla_strategy": st, "mla_attention_efficiency": e, "own": e == own,
+                                     "crossover_depth": x, "max_depth": depths[-1], "weights": weights, "kv": kv})
+    return rows
+
+
+__all__ = ["crossover_depth", "mla_crossover_curves", "with_mla_efficiency", "mla_efficiency_of",
+           "DEPTHS", "EFFICIENCIES", "DENSE_MODELS"]

@@ -1,0 +1,156 @@
+"""Calibration (glmbench/predict/calibrate.py, `glmbench calibrate`): a known profile is recovered,
+the shipped measurements and profiles hold together, bad input gets one clear error."""
+import json
+import os
+
+import pytest
+
+from glmbench import cli
+from glmbench.predict import calibrate as cal
+from glmbench.predict import costmodel as cm
+from glmbench.predict import sweep as sw
+from glmbench.results import records as rec
+
+MEASURED = os.path.join(os.path.dirname(cm.__file__), "..", "data", "measured")
+SHIPPED = ("ik-llama-before-mla-fix", "ik-llama-mla-fixed", "llama-cpp-1x3090")
+
+
+def _grid(path, models=("glm-4.7-flash", "qwen3-32b")):
+    recs = []
+    for m in models:
+        for t, d, n in [("tg", 0, 0), ("tg", 8192, 0), ("tg", 32768, 0), ("pp", 0, 512), ("pp", 8192, 512), ("pp", 0, 2048)]:
+            recs.append(dict(evidence="measured", model=m, hardware="rtx-3090", n_cards=1, weights="q4_K", test=t,
+                             n_depth=d, n_prompt=n, n_gen=1 if t == "tg" else 0, avg_ts=1.0))
+    rec.write_records(path, recs)
+    return recs
+
+
+def test_recovers_a_known_profile(tmp_path):
+    path = str(tmp_path / "synthetic.json")
+    recs = _grid(path)
+    start, _ = cal.base_profile(cal.load_points([path]))
+    true = {"layer_overhead_us": 60.0, "mla_attention_efficiency.flash": 0.3, "compute_efficiency.matmul": 0.3,
+            "compute_efficiency.attention": 0.4, "memory_efficiency.matmul": 0.6, "memory_efficiency.attention": 0.35}
+    known = cal._set(start, true)
+    for r, p in zip(recs, cal.load_points([path])):
+        r["avg_ts"] = cal.predict_point(p, known)
+    rec.write_records(path, recs)
+    fit = cal.calibrate(cal.load_points([path]), loo=False)
+    assert set(true) <= set(fit.fitted), fit.table()
+    for k, v in true.items():
+        assert cal._get(fit.profile, k) == pytest.approx(v, rel=0.02), k
+    assert fit.mape < 0.01
+    # what was not fitted kept the starting (typical) value
+    for k in fit.kept:
+        assert cal._get(fit.profile, k) == pytest.approx(cal._get(start, k), rel=1e-12), k
+
+
+def test_two_depths_of_one_test_fit_two_numbers(tmp_path):
+    fit = cal.calibrate(cal.load_points([os.path.join(MEASURED, "llama-cpp-1x3090.json")]))
+    assert len(fit.fitted) == 2 and fit.kept
+    assert fit.loo_mape is not None and len(fit.loo_errors) == 2
+    prof = fit.profile
+    assert not prof.launch_overhead and prof.calibration["points"][0]["where"].endswith(":2")
+    assert prof.calibration["measurement_sources"] and "REFERENCE.md" in prof.calibration["measurement_sources"][0]
+    for k in fit.fitted:
+        assert "fitted" in prof.sources[k]
+    for k in fit.kept:
+        assert prof.sources[k].startswith("kept")
+
+
+def test_profiles_stay_physical_and_load():
+    for name in SHIPPED:
+        rt = cm.load_runtime(name)
+        assert cm.load_runtime(f"calibrated:{name}") is rt and rt.calibrated and rt.cv_error is not None
+        for k in ("compute_efficiency", "memory_efficiency"):
+            assert all(0 < v <= 1 for v in getattr(rt, k).values())
+        assert all(0 < v <= 1 for v in rt.mla_attention_efficiency.values())
+        assert rt.step_overhead_us >= 0 and rt.layer_overhead_us >= 0 and 0 < rt.link_efficiency <= 1
+
+
+def test_ideal_is_never_slower_than_a_shipped_measurement():
+    files = sorted(f for f in os.listdir(MEASURED) if f.endswith(".json"))
+    assert len(files) == 3
+    n = 0
+    for f in files:
+        for p in cal.load_points([os.path.join(MEASURED, f)]):
+            assert cal.predict_point(p, cm.load_runtime("ideal")) > p.measured, p.where
+            n += 1
+    assert n == 10
+
+
+def test_the_shipped_profiles_are_the_fit_of_the_shipped_measurements():
+    # regenerating the profile reproduces the shipped one (no hand edits)
+    name = "llama-cpp-1x3090"
+    fit = cal.calibrate(cal.load_points([os.path.join(MEASURED, name + ".json")]), name=name)
+    shipped = cm.load_runtime(name)
+    for k, v in shipped.calibration["fitted"].items():
+        assert cal._get(fit.profile, k) == pytest.approx(v, rel=1e-6)
+
+
+def test_calibrated_sweep_records_say_so():
+    rt = cm.load_runtime("ik-llama-mla-fixed")
+    s = cm.Setup("glm-4.7-flash", "rtx-3090", weights="iq4_xs", runtime=rt)
+    recs = sw.predict(None, [s], depths=[0, 4096], tests=("tg", "pp", "mem"))
+    for r in recs:
+        assert r["evidence"] == "calibrated" and r["cv_error"] == rt.cv_error
+    tg = [r for r in recs if r["test"] == "tg"]
+    assert all(r["avg_ts_lo"] < r["avg_ts"] < r["avg_ts_hi"] for r in tg)
+    typical = sw.predict(None, [s.replace(runtime="typical")], depths=[0], tests=("tg",))
+    assert typical[0]["evidence"] == "predicted" and "cv_error" not in typical[0] and "avg_ts_lo" not in typical[0]
+
+
+@pytest.mark.parametrize("content,match", [
+    ("", r":1: the file is empty"),
+    ("[]", r":1: no records in the file"),
+    ('[{"evidence": "measured", "test": "tg", "model": "glm-4.7-flash", "hardware": "rtx-3090", "n_depth": 0}]',
+     r":1: record has no speed"),
+    ('[\n {"evidence": "measured", "test": "tg", "model": "glm-4.7-flash", "hardware": "rtx-3090", "n_depth": 0, "avg_ts": 10},\n'
+     ' {"evidence": "measured", "test": "tg", "model": "glm-4.7-flash", "hardware": "rtx-3090", "avg_ts": 10}\n]',
+     r":3: record has no depth"),
+    ('[{"evidence": "measured", "test": "tg", "model": "glm-4.7-flash", "hardware": "rtx-3090", "n_depth": 0, "avg_ts": 0}]',
+     r"`avg_ts` must be a speed > 0"),
+    ('[{"evidence": "measured", "test": "tg", "model": "glm-4.7-flash", "hardware": "rtx-3090", "n_depth": 0, "avg_ts": -5}]',
+     r"`avg_ts` must be a speed > 0"),
+    ('{"results": []}', r"expected a JSON list of records"),
+])
+def test_bad_input_one_error_naming_file_and_line(tmp_path, capsys, content, match):
+    f = tmp_path / "in.json"
+    f.write_text(content)
+    out = tmp_path / "p.json"
+    with pytest.raises(cal.CalibrationError, match=match):
+        cal.load_points([str(f)])
+    assert cli.main(["calibrate", str(f), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(f) in err[0]
+    assert not out.exists()
+
+
+def test_unknown_format_and_csv_lines(tmp_path, capsys):
+    f = tmp_path / "bench.txt"
+    f.write_text("| model | size |\n")
+    assert cli.main(["calibrate", str(f), "--out", str(tmp_path / "p.json")]) == 2
+    assert "not a glmbench records file" in capsys.readouterr().err
+    c = tmp_path / "m.csv"
+    c.write_text("evidence,test,model,hardware,n_depth,avg_ts\nmeasured,tg,glm-4.7-flash,rtx-3090,0,100\n"
+                 "measured,tg,glm-4.7-flash,rtx-3090,,100\n")
+    with pytest.raises(cal.CalibrationError, match=r"m\.csv:3: record has no depth"):
+        cal.load_points([str(c)])
+
+
+def test_script_contract(tmp_path, capsys):
+    src = os.path.join(MEASURED, "ik-llama-mla-fixed.json")
+    p = str(tmp_path / "p.json")
+    assert cli.main(["calibrate", src, "--model", "glm-4.7-flash", "--hardware", "rtx-3090", "--cards", "2",
+                     "--link", "1.4", "--weights", "iq4_xs", "--out", p]) == 0
+    printed = capsys.readouterr().out
+    assert "MAPE" in printed and "leave-one-out" in printed and printed.count(src) == 4
+    d = json.load(open(p))
+    assert d["calibration"]["files"] == [src] and d["launch_overhead"] is False
+    assert cli.main(["sweep", "--model", "glm-4.7-flash", "--cards", "2", "--weights", "iq4_xs", "--depths", "0,4K",
+                     "--runtime", f"calibrated:{p}", "--tests", "tg,pp", "--json", "-q"]) == 0
+    recs = json.loads(capsys.readouterr().out)
+    assert {r["test"] for r in recs} == {"tg", "pp"}
+    for r in recs:
+        assert {"test", "n_depth", "n_prompt", "avg_ts", "evidence"} <= set(r) and r["evidence"] == "calibrated"
+        assert r["runtime"] == f"calibrated:{p}" and r["cv_error"] == pytest.approx(d["calibration"]["loo_mape"])
