@@ -331,6 +331,10 @@ class Model:
                  layers: Iterable[int] | None = None, progress: Callable[[int, int], None] | None = None):
         cfg = _load_config(config)
         self.config = cfg
+        lacks = cfg.forward_unsupported()
+        if lacks:
+            raise ValueError(f"glmbench.Model cannot run {cfg.name} ({cfg.model_type}): its forward pass lacks "
+                             f"{'; '.join(lacks)} (predictions take this config)")
         if weights not in WEIGHT_FORMATS:
             raise ValueError(f"`weights` must be one of {WEIGHT_FORMATS}, got {weights!r}")
         vocab.mla_strategy(mla_strategy)

@@ -194,6 +194,7 @@ class Setup:
             if heads % rig.n_cards:
                 raise ValueError(f"`split`='tensor' over {rig.n_cards} cards needs {what}={heads} to divide evenly")
         s(self, "weight_fmt", vocab.weight_format(self.weights))
+        s(self, "weights", self.weight_fmt.name)      # the canonical spelling ("Q8_0" -> "q8_0")
         s(self, "kv_fmt", vocab.kv_format(self.kv))
         vocab.mla_strategy(self.mla_strategy)
         s(self, "runtime", load_runtime(self.runtime))
@@ -349,39 +350,89 @@ def _time(op: _Op, gpu, rt: RuntimeProfile):
 
 
 @functools.lru_cache(maxsize=256)
+def _weight_table(cfg: configs.ModelConfig, weights: str) -> dict:
+    """Stored bytes of every layer's tensor groups and of the head, in `weights` (vocab.tensor_format
+    per tensor: 1-D tensors and the router stay unquantized; a llama.cpp mix gives each tensor its
+    own type). {"layers": [{"attn": {name: bytes}, "norms", "mlp", "experts" (all routed experts),
+    "router", "shared"}, ...], "embed", "lm_head", "final_norm"}."""
+    fmt, ctx = vocab.weight_format(weights), cfg.tensor_context()
+    layers = [{"attn": {}, "norms": 0, "mlp": 0, "experts": 0, "router": 0, "shared": 0} for _ in range(cfg.n_layers)]
+    head = {"embed": 0, "lm_head": 0, "final_norm": 0}
+    for name, shape in cfg.tensor_shapes().items():
+        b = vocab.tensor_nbytes(fmt, name, shape, ctx)
+        if not name.startswith("model.layers."):
+            head[{"model.embed_tokens.weight": "embed", "lm_head.weight": "lm_head"}.get(name, "final_norm")] += b
+            continue
+        i, rest = name[len("model.layers."):].split(".", 1)
+        L = layers[int(i)]
+        if rest.startswith("self_attn."):
+            L["attn"][rest[len("self_attn."):]] = b
+        elif rest.endswith("layernorm.weight"):
+            L["norms"] += b
+        elif rest.startswith("mlp.experts."):
+            L["experts"] += b
+        elif rest.startswith("mlp.shared_experts."):
+            L["shared"] += b
+        elif rest.startswith("mlp.gate."):
+            L["router"] += b
+        else:
+            L["mlp"] += b
+    return {"layers": layers, **head}
+
+
+def _mean(values):
+    """The mean of per-layer byte counts: an int when they are all equal (a plain format), else a float."""
+    values = list(values)
+    if not values:
+        return 0
+    return values[0] if all(v == values[0] for v in values) else sum(values) / len(values)
+
+
+@functools.lru_cache(maxsize=256)
 def _layer_weight_bytes(cfg: configs.ModelConfig, weights: str) -> dict:
-    """Stored bytes per tensor group of one dense layer, one MoE layer, and the head, in `weights`
-    (vocab.tensor_format: 1-D tensors and the router stay f32)."""
-    fmt = vocab.weight_format(weights)
-    f32 = vocab.weight_format("f32")
-
-    def mat(rows, cols):
-        return vocab.tensor_nbytes(fmt, "", (rows, cols))
-
-    att = {name: vocab.tensor_nbytes(fmt, name, shape) for name, shape in cfg._attention_tensors().items()}
-    D = cfg.hidden_size
-    out = {"attn": att, "norms": 2 * f32.nbytes(D)}
+    """Stored bytes per tensor group of one dense layer, one MoE layer (one routed expert), and the
+    head, in `weights`; the mean over the layers of its kind where a llama.cpp mix gives layers
+    different types (the per-layer figures: _weight_table)."""
+    t = _weight_table(cfg, weights)
+    layers = t["layers"]
+    dense = [layers[i] for i in range(cfg.n_layers) if not cfg.is_moe_layer(i)]
+    moe = [layers[i] for i in cfg.moe_layers]
+    att = {k: _mean(L["attn"][k] for L in layers) for k in layers[0]["attn"]}
+    out = {"attn": att, "norms": _mean(L["norms"] for L in layers)}
     if cfg.intermediate_size:
-        F = cfg.intermediate_size
-        out["mlp"] = 2 * mat(F, D) + mat(D, F)
+        out["mlp"] = _mean(L["mlp"] for L in dense) if dense else \
+            _weight_bytes_uniform(cfg, weights, "mlp")
     if cfg.n_routed_experts:
-        Fe = cfg.moe_intermediate_size
-        out["expert"] = 2 * mat(Fe, D) + mat(D, Fe)
-        out["router"] = (vocab.tensor_nbytes(fmt, vocab.ROUTER_SUFFIX, (cfg.n_routed_experts, D))
-                         + (f32.nbytes(cfg.n_routed_experts) if cfg.router_bias else 0))
-        Fs = cfg.shared_expert_intermediate_size
-        out["shared"] = 2 * mat(Fs, D) + mat(D, Fs) if Fs else 0
-    out["embed"] = mat(cfg.vocab_size, D)
-    out["lm_head"] = 0 if cfg.tie_word_embeddings else mat(cfg.vocab_size, D)
-    out["final_norm"] = f32.nbytes(D)
+        E = cfg.n_routed_experts
+        per = [L["experts"] for L in moe]
+        out["expert"] = _mean(v // E if v % E == 0 else v / E for v in per)
+        out["router"] = _mean(L["router"] for L in moe)
+        out["shared"] = _mean(L["shared"] for L in moe)
+    out["embed"] = t["embed"]
+    out["lm_head"] = t["lm_head"]
+    out["final_norm"] = t["final_norm"]
     return out
+
+
+def _weight_bytes_uniform(cfg, weights, what):
+    """A dense MLP's bytes for a model whose layers are all MoE (the cost model never runs it)."""
+    F, D = cfg.intermediate_size, cfg.hidden_size
+    fmt = vocab.weight_format(weights)
+    base = fmt.base if isinstance(fmt, vocab.Mix) else fmt
+    return 2 * vocab.tensor_nbytes(base, "", (F, D)) + vocab.tensor_nbytes(base, "", (D, F))
+
+
+def _layer_total(cfg, weights) -> list:
+    """Stored bytes of each decoder layer (all its tensors)."""
+    return [sum(L["attn"].values()) + L["norms"] + L["mlp"] + L["experts"] + L["router"] + L["shared"]
+            for L in _weight_table(cfg, weights)["layers"]]
 
 
 def _wdtype(setup: Setup) -> str:
     f = setup.weight_fmt
     if f.dequant:
         return setup.runtime.quantized_matmul
-    return {"f32": "fp32", "f16": "fp16", "bf16": "bf16"}[f.name]
+    return {"f32": "fp32", "f64": "fp32", "f16": "fp16", "bf16": "bf16"}[f.name]
 
 
 def _matmul(name, T, n_out, n_in, wbytes, setup, share=1.0, kernels=1):
@@ -402,23 +453,40 @@ class _Attn:
     prefill: bool = False
 
 
-def _decode_work(cfg, depth, batch) -> _Attn:
+@dataclass(frozen=True)
+class _Works:
+    """The attention work of a step for the full-attention layers and for the windowed ones."""
+    full: _Attn
+    windowed: _Attn | None = None
+
+
+def _decode_attn(depth, batch, window) -> _Attn:
     span = depth + 1
-    if cfg.sliding_window:
-        span = min(span, cfg.sliding_window)
+    if window:
+        span = min(span, window)
     return _Attn(batch, batch * span, batch * span, batch * span)
 
 
-def _prefill_work(cfg, depth, n) -> _Attn:
+def _prefill_attn(depth, n, window) -> _Attn:
     keys = n * depth + n * (n + 1) / 2
     tiles = -(-n // Q_TILE)
     # tile t reads the cache up to its last query: depth + min(n, (t+1) Q) tokens
     read = sum(depth + min(n, (t + 1) * Q_TILE) for t in range(tiles))
-    if cfg.sliding_window:
-        w = cfg.sliding_window
+    if window:
+        w = window
         keys = min(keys, n * w)
         read = min(read, tiles * (w + Q_TILE))
     return _Attn(n, keys, read, depth + n, True)
+
+
+def _decode_work(cfg, depth, batch) -> _Works:
+    w = cfg.sliding_window if cfg.windowed_layers else None
+    return _Works(_decode_attn(depth, batch, None), _decode_attn(depth, batch, w) if w else None)
+
+
+def _prefill_work(cfg, depth, n) -> _Works:
+    w = cfg.sliding_window if cfg.windowed_layers else None
+    return _Works(_prefill_attn(depth, n, None), _prefill_attn(depth, n, w) if w else None)
 
 
 def _attention_ops(setup: Setup, T: int, work: _Attn, share: float) -> list:
@@ -593,16 +661,34 @@ def _layer_counts(setup: Setup) -> list:
     return out
 
 
-def _card_ops(setup: Setup, T: int, work: _Attn, T_out: int) -> list:
+def _layer_ranges(setup: Setup) -> list:
+    """Per card: the decoder layers it holds (every layer on every card unless split by layers)."""
+    cfg, N = setup.model, setup.n_cards
+    if setup.split != "layer":
+        return [range(cfg.n_layers)] * (1 if setup.split == "none" else N)
+    out, start = [], 0
+    for c in range(N):
+        n = cfg.n_layers // N + (1 if c < cfg.n_layers % N else 0)
+        out.append(range(start, start + n))
+        start += n
+    return out
+
+
+def _card_ops(setup: Setup, T: int, work: _Works, T_out: int) -> list:
     """[(card, [(count, _Op), ...]), ...] for one pass of T tokens through the whole model."""
     share = 1.0 / setup.n_cards if setup.split == "tensor" else 1.0
-    attn = _attention_ops(setup, T, work, share)
-    dense = _ffn_ops(setup, T, False, share) if setup.model.intermediate_size and setup.model.n_dense_layers else []
-    moe = _ffn_ops(setup, T, True, share) if setup.model.n_moe_layers else []
+    cfg = setup.model
+    win = frozenset(cfg.windowed_layers)
+    attn = _attention_ops(setup, T, work.full, share) if len(win) < cfg.n_layers else []
+    attn_w = _attention_ops(setup, T, work.windowed, share) if win else []
+    dense = _ffn_ops(setup, T, False, share) if cfg.intermediate_size and cfg.n_dense_layers else []
+    moe = _ffn_ops(setup, T, True, share) if cfg.n_moe_layers else []
     head = _head_ops(setup, T_out, share) if T_out else []
     out = []
-    for c, (nd, nm, has_head) in enumerate(_layer_counts(setup)):
-        lines = [(nd + nm, o) for o in attn] + [(nd, o) for o in dense] + [(nm, o) for o in moe]
+    for c, ((nd, nm, has_head), rng) in enumerate(zip(_layer_counts(setup), _layer_ranges(setup))):
+        n_win = sum(1 for i in rng if i in win)
+        lines = [(nd + nm - n_win, o) for o in attn] + [(n_win, o) for o in attn_w] + \
+            [(nd, o) for o in dense] + [(nm, o) for o in moe]
         if has_head:
             lines += [(1, o) for o in head]
         out.append((c, [(n, o) for n, o in lines if n]))
@@ -622,7 +708,7 @@ def transfer_seconds(nbytes: float, link_gbps: float, latency_us: float) -> floa
     return latency_us * 1e-6 + nbytes / (link_gbps * 1e9)
 
 
-def _pass(setup: Setup, T: int, work: _Attn, T_out: int):
+def _pass(setup: Setup, T: int, work: _Works, T_out: int):
     """One pass of T tokens: (per-card busy seconds, link seconds per boundary or per pass, OpCosts)."""
     gpu, rt = setup.gpu, setup.runtime
     costs, card_s = [], []
@@ -797,14 +883,12 @@ class Memory:
 
 
 def _memory_terms(setup: Setup, batch: int):
-    """Per card: (weight bytes, workspace bytes, overhead bytes, KV bytes per token of context,
-    expansion-buffer bytes per token of context)."""
+    """Per card: (weight bytes, workspace bytes, overhead bytes, KV bytes per token of context of
+    the full-attention layers, expansion-buffer bytes per token of context, KV bytes per token
+    of the windowed layers, which stop growing at the window)."""
     cfg = setup.model
     N = setup.n_cards
     wb = _layer_weight_bytes(cfg, setup.weights)
-    attn_w = sum(wb["attn"].values())
-    dense_w = wb["norms"] + wb.get("mlp", 0)
-    moe_w = wb["norms"] + wb.get("router", 0) + cfg.n_routed_experts * wb.get("expert", 0) + wb.get("shared", 0)
     if cfg.tie_word_embeddings:
         head_w = wb["final_norm"] + wb["embed"]      # the table is the lm_head: it lives on the card
     else:
@@ -826,21 +910,26 @@ def _memory_terms(setup: Setup, batch: int):
     overhead = int(setup.runtime.overhead_gib_per_card * GIB)
     tp = setup.split == "tensor"
     out = []
-    for nd, nm, has_head in _layer_counts(setup):
-        layers = nd + nm
+    per_layer = _layer_total(cfg, setup.weights)
+    win = frozenset(cfg.windowed_layers)
+    for (nd, nm, has_head), rng in zip(_layer_counts(setup), _layer_ranges(setup)):
+        n_win = sum(1 for i in rng if i in win)
+        layers = nd + nm - n_win            # layers whose cache grows with the context
         if tp:
-            w = (layers * attn_w + nd * dense_w + nm * moe_w + head_w) / N
+            w = (sum(per_layer) + head_w) / N
             # an MLA latent is shared by all heads: every card caches all of it
             kv_tok = kv_layer * layers / (1 if cfg.attention == "mla" else N)
+            kv_win = kv_layer * n_win / (1 if cfg.attention == "mla" else N)
         else:
-            w = layers * attn_w + nd * dense_w + nm * moe_w + (head_w if has_head else 0)
+            w = sum(per_layer[i] for i in rng) + (head_w if has_head else 0)
             kv_tok = kv_layer * layers
+            kv_win = kv_layer * n_win
         expand_tok = 0.0
         if cfg.attention == "mla" and setup.mla_strategy == "naive":
             # the expanded f16 K and V of one layer at a time, for every stream
             expand_tok = 2 * cfg.n_heads * (cfg.head_dim + cfg.v_head_dim) / (N if tp else 1)
         ws = act + (logits if (has_head or tp) else 0)
-        out.append((int(w), ws, overhead, batch * kv_tok, batch * expand_tok))
+        out.append((int(w), ws, overhead, batch * kv_tok, batch * expand_tok, batch * kv_win))
     return out
 
 
@@ -854,8 +943,9 @@ def memory(setup: Setup, context: int, batch: int = 1) -> Memory:
     cfg = setup.model
     cap = setup.gpu.memory_bytes
     span = min(context, cfg.sliding_window) if cfg.sliding_window else context
-    cards = [CardMemory(weights=w, kv=math.ceil(kv * span), workspace=math.ceil(ws + ex * span), overhead=ov, capacity=cap)
-             for w, ws, ov, kv, ex in _memory_terms(setup, batch)]
+    cards = [CardMemory(weights=w, kv=math.ceil(kv * context + kvw * span), workspace=math.ceil(ws + ex * span),
+                        overhead=ov, capacity=cap)
+             for w, ws, ov, kv, ex, kvw in _memory_terms(setup, batch)]
     return Memory(cards, context, batch)
 
 
@@ -866,16 +956,20 @@ def max_context(setup: Setup, batch: int = 1) -> int:
     batch = _check_int("batch", batch, 1)
     cap = setup.gpu.memory_bytes
     best = math.inf
-    for w, ws, ov, kv, ex in _memory_terms(setup, batch):
+    window = setup.model.sliding_window if setup.model.windowed_layers else None
+    for w, ws, ov, kv, ex, kvw in _memory_terms(setup, batch):
         room = cap - (w + math.ceil(ws) + ov)
         if room < 0:
             return 0
-        per_tok = kv + ex
-        best = min(best, room // per_tok if per_tok else math.inf)
+        per_tok = kv + ex + kvw
+        n = room // per_tok if per_tok else math.inf
+        if window and n >= window:
+            # past the window only the full-attention layers' caches grow
+            grow = kv + ex
+            n = (room - kvw * window) // grow if grow else math.inf
+        best = min(best, n)
     if math.isinf(best):
         return 2 ** 62
-    if setup.model.sliding_window and best >= setup.model.sliding_window:
-        return 2 ** 62     # the cache stops growing at the window
     n = int(best)
     # guard against rounding in the int() conversions of memory()
     while n > 0 and not memory(setup, n, batch).fits:

@@ -9,6 +9,7 @@ from typing import Iterable, Sequence
 
 from tqdm import tqdm
 
+from glmbench import vocab
 from glmbench.predict import costmodel as cm
 from glmbench.results import records as rec
 
@@ -47,7 +48,7 @@ def setup_fields(s: cm.Setup) -> dict:
     """The inputs of a setup as record fields."""
     rig, cfg = s.rig, s.model
     skew = s.expert_skew
-    return {
+    out = {
         "evidence": "predicted",
         "model": cfg.name,
         "model_type": cfg.model_type,
@@ -65,6 +66,9 @@ def setup_fields(s: cm.Setup) -> dict:
         "expert_skew": None if skew is None else (skew if isinstance(skew, float) else "histogram"),
         "setup": s.label,
     }
+    if isinstance(s.weight_fmt, vocab.Mix):   # per-tensor types from llama.cpp's rules, no file
+        out["weights_note"] = s.weight_fmt.note
+    return out
 
 
 def _key(r: dict) -> tuple:
