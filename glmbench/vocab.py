@@ -467,7 +467,9 @@ def mla_strategy(name: str, arg: str = "mla_strategy") -> str:
 # overlap; `n_batch` and `concurrency` are the streams of a serving point). Resumable stores key
 # finished points on these plus what made the number (measure/protocol.py, predict/sweep.py).
 POINT_FIELDS = ("test", "model", "n_cards", "split", "weights", "type_k", "type_v", "mla_strategy",
-                "n_prompt", "n_gen", "n_depth", "n_batch", "concurrency")
+                "n_prompt", "n_gen", "n_depth", "n_batch", "concurrency",
+                # llama.cpp's partial offload (absent: everything on the cards)
+                "n_gpu_layers", "n_cpu_moe", "override_tensor")
 
 
 def point_key(record: dict, fields: tuple = POINT_FIELDS) -> tuple:

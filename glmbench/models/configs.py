@@ -458,7 +458,9 @@ def load(src) -> ModelConfig:
         return src
     if isinstance(src, Mapping):
         hf = dict(src)
-        name = str(hf.get("_name_or_path") or hf.get("name") or hf.get("model_type") or "config")
+        nop = hf.get("_name_or_path")
+        name = (_hub_name(nop) if isinstance(nop, str) and nop.strip() else None) \
+            or str(hf.get("name") or hf.get("model_type") or "config")
         return from_hf(hf, name)
     if isinstance(src, (str, os.PathLike)):
         s = os.fspath(src)
@@ -468,10 +470,48 @@ def load(src) -> ModelConfig:
         if not os.path.isfile(path):
             raise ValueError(f"config {s!r} is neither a built-in model ({', '.join(builtin_names())}) "
                              f"nor an existing config.json path")
-        stem = os.path.basename(os.path.dirname(os.path.abspath(path))) if os.path.basename(path) == "config.json" \
-            else os.path.splitext(os.path.basename(path))[0]
-        return from_hf(_read_json(path), stem)
+        hf = _read_json(path)
+        return from_hf(hf, _name_from_path(path, hf))
     raise TypeError(f"config must be a built-in name, a path or a dict, got {type(src).__name__}")
+
+
+def _hf_cache_name(path: str) -> str | None:
+    """"org/name" for a path inside an HF hub cache (.../models--org--name/snapshots/<hash>/...)."""
+    parts = os.path.normpath(path).replace("\\", "/").split("/")
+    for j in range(len(parts) - 2, -1, -1):
+        if parts[j].startswith("models--") and parts[j + 1] == "snapshots":
+            return parts[j][len("models--"):].replace("--", "/", 1)
+    return None
+
+
+def _hub_name(nop: str) -> str | None:
+    """A model name from a config's `_name_or_path`: a hub id ("org/name") as it is, a local path by
+    its HF-cache name or its folder (never a snapshot hash)."""
+    nop = nop.strip().rstrip("/\\")
+    if not nop:
+        return None
+    cached = _hf_cache_name(nop)
+    if cached:
+        return cached
+    if os.path.isabs(nop) or nop.startswith(".") or nop.count("/") > 1 or "\\" in nop:
+        return os.path.basename(nop) or None
+    return nop
+
+
+def _name_from_path(path: str, hf: dict) -> str:
+    """The name of a model read from `path`: its HF-cache name (org/name), else the config's
+    `_name_or_path` when that is a hub id, else its folder (config.json) or file stem."""
+    cached = _hf_cache_name(os.path.abspath(path))
+    if cached:
+        return cached
+    nop = hf.get("_name_or_path")
+    if isinstance(nop, str) and nop.strip():
+        n = _hub_name(nop)
+        if n and not os.path.isabs(nop.strip()) and not nop.strip().startswith("."):
+            return n
+    if os.path.basename(path) == "config.json":
+        return os.path.basename(os.path.dirname(os.path.abspath(path)))
+    return os.path.splitext(os.path.basename(path))[0]
 
 
 def _read_json(path: str) -> dict:

@@ -66,6 +66,9 @@ def setup_fields(s: cm.Setup) -> dict:
         "expert_skew": None if skew is None else (skew if isinstance(skew, float) else "histogram"),
         "setup": s.label,
     }
+    if s.offload is not None:   # llama.cpp's partial offload to the host
+        out.update(s.offload.fields())
+        out["host"] = s.host.key or s.host.name
     if isinstance(s.weight_fmt, vocab.Mix):   # per-tensor types from llama.cpp's rules, no file
         out["weights_note"] = s.weight_fmt.note
     return out
@@ -152,7 +155,10 @@ def _mem(s, d, batch, r):
     m = cm.memory(s, d, batch)
     return {**r, "mem_bytes": max(c.total for c in m.cards), "mem_total_bytes": m.total,
             "weights_bytes": m.weights, "kv_bytes": m.kv, "workspace_bytes": m.workspace,
-            "overhead_bytes": m.overhead, "capacity_bytes": s.gpu.memory_bytes, "fits": m.fits}
+            "overhead_bytes": m.overhead, "capacity_bytes": s.gpu.memory_bytes, "fits": m.fits,
+            **({} if m.host is None else {"card_bytes": [c.total for c in m.cards], "host_bytes": m.host.total,
+                                          "host_weights_bytes": m.host.weights, "host_kv_bytes": m.host.kv,
+                                          "host_capacity_bytes": m.host.capacity})}
 
 
 def _serve(s, d, c, r):
