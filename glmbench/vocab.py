@@ -4,8 +4,10 @@ record of the same point are spelled the same and join on one key. Imports nothi
 
   enums        EVIDENCE, TESTS, SPLITS, MLA_STRATEGIES (and the C core's index of each strategy)
   defaults     DEFAULTS: one default per concept for every entry point (CLI, API, records)
-  formats      Format, WEIGHT_FORMATS, KV_FORMATS: exact bytes; row_format, tensor_format (which
-               tensors stay f32); weight_format / kv_format resolve a name once
+  formats      Format, GGML_TYPES (every ggml type), WEIGHT_FORMATS (+ vLLM fp8/awq/gptq), KV_FORMATS:
+               exact bytes; MIXES: llama.cpp's named mixes (Q4_K_M, ...) resolved per tensor by
+               mix_type; row_format, tensor_format (which tensors stay unquantized, a mix's types);
+               weight_format / kv_format resolve a name once (case-insensitive)
   points       point_key(record): the identity of a measured or predicted point
   checks       check_int, check_tokens: argument checks with the value in the message
   bf16         to_bf16 / bf16_to_f32: the one round-to-nearest-even bf16 conversion

@@ -335,6 +335,8 @@ class Model:
         if lacks:
             raise ValueError(f"glmbench.Model cannot run {cfg.name} ({cfg.model_type}): its forward pass lacks "
                              f"{'; '.join(lacks)} (predictions take this config)")
+        if isinstance(weights, str) and weights.lower() in {f.lower() for f in WEIGHT_FORMATS}:
+            weights = vocab.weight_format(weights).name      # names are case-insensitive ("Q8_0")
         if weights not in WEIGHT_FORMATS:
             raise ValueError(f"`weights` must be one of {WEIGHT_FORMATS}, got {weights!r}")
         vocab.mla_strategy(mla_strategy)
