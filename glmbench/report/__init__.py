@@ -404,6 +404,10 @@ def render(records: Sequence[dict], study: Study, decs: Sequence[dict], charts: 
     L.append(f"**Setup:** {', '.join(study.configs)}; weights `{study.weights}`, KV cache `{study.kv}`; "
              f"{', '.join(_rig_name(study, n) for n in study.cards)}; "
              f"depths {_tok(study.depths[0])} to {_tok(study.depths[-1])}.")
+    wf = vocab.weight_format(study.weights)
+    if isinstance(wf, vocab.Mix):
+        L.append("")
+        L.append(f"Weights `{wf.name}`: {wf.note}.")
     L.append("")
     L.append("Files: `records.csv` and `records.json` (every number below), `decisions.json` "
              "(the decision table in full), and the charts: " + ", ".join(f"`{c}`" for c in charts) + ".")
