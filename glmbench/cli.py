@@ -352,7 +352,24 @@ def _add_study_options(p, *, report: bool):
     g.add_argument("--n-gen", type=_argtype(_positive_tokens, "tokens"), default=d.n_gen, metavar="N",
                    help=f"tokens of each tg point: tg<N> @ d, the mean rate over its N steps as llama-bench counts "
                         f"it (default: {d.n_gen})")
+    o = p.add_argument_group("partial offload (llama.cpp's, on one-card setups)")
+    o.add_argument("--n-gpu-layers", "-ngl", type=int, default=None, metavar="N",
+                   help="the last N decoder layers on the card, the rest (and their KV cache) in host memory; "
+                        "the output layer is on the card when N > the layer count (default: all)")
+    o.add_argument("--n-cpu-moe", type=int, default=0, metavar="N",
+                   help="the routed-expert tensors of the first N layers in host memory")
+    o.add_argument("--cpu-moe", action="store_true", help="every layer's routed experts in host memory")
+    o.add_argument("--override-tensor", "-ot", action="append", default=[], metavar="PATTERN=CPU",
+                   help="keep the expert tensors whose GGUF name matches the regex PATTERN in host memory "
+                        "(e.g. 'blk\\.[0-9]\\.ffn_.*_exps=CPU'); repeatable")
+    o.add_argument("--host", default=None, metavar="NAME|host|profile.json",
+                   help="the host that holds and runs offloaded weights: "
+                        f"{', '.join(hardware.list_hosts())}, 'host' (this machine, measured) or a "
+                        f"profile file (default: {hardware.DEFAULT_HOST})")
     if report:
+        o.add_argument("--offload", action="store_true",
+                       help="add to the memory section, for one card, the fastest offload setting that fits "
+                            "each context")
         g.add_argument("--measured", action="append", metavar="FILE",
                        help="measured records to draw as markers and set beside the predictions: `glmbench measure`'s, "
                             "or llama-bench/sweep-bench/batched-bench/vllm/sglang output (a file that names no model "
@@ -369,6 +386,23 @@ def _study_from_args(args):
         kw["concurrency"] = tuple(args.concurrency)
     if getattr(args, "serve_context", None) is not None:
         kw["serve_context"] = args.serve_context
+    ot = []
+    for spec in args.override_tensor:
+        pat, eq, buf = spec.rpartition("=")
+        if not eq or not pat:
+            raise UserError(f"--override-tensor {spec!r}: expected PATTERN=CPU")
+        if buf.upper() != "CPU":
+            raise UserError(f"--override-tensor {spec!r}: only CPU (host memory) is modelled, got {buf!r}")
+        ot.append(pat)
+    if args.n_gpu_layers is not None or args.n_cpu_moe or args.cpu_moe or ot:
+        n_cpu_moe = args.n_cpu_moe
+        if args.cpu_moe:
+            n_cpu_moe = max(configs.load(m).n_layers for m in kw.get("models", Study().models))
+        kw["offload"] = dict(n_gpu_layers=args.n_gpu_layers, n_cpu_moe=n_cpu_moe, override_tensor=tuple(ot))
+    if args.host is not None:
+        kw["host"] = args.host
+    if getattr(args, "offload", False):
+        kw["offload_table"] = True
     return Study(**kw)
 
 

@@ -4,8 +4,10 @@ record of the same point are spelled the same and join on one key. Imports nothi
 
   enums        EVIDENCE, TESTS, SPLITS, MLA_STRATEGIES (and the C core's index of each strategy)
   defaults     DEFAULTS: one default per concept for every entry point (CLI, API, records)
-  formats      Format, WEIGHT_FORMATS, KV_FORMATS: exact bytes; row_format, tensor_format (which
-               tensors stay f32); weight_format / kv_format resolve a name once
+  formats      Format, GGML_TYPES (every ggml type), WEIGHT_FORMATS (+ vLLM fp8/awq/gptq), KV_FORMATS:
+               exact bytes; MIXES: llama.cpp's named mixes (Q4_K_M, ...) resolved per tensor by
+               mix_type; row_format, tensor_format (which tensors stay unquantized, a mix's types);
+               weight_format / kv_format resolve a name once (case-insensitive)
   points       point_key(record): the identity of a measured or predicted point;
                fingerprint(*parts): a stable hash of everything that determined a point's number
   checks       check_int, check_tokens: argument checks with the value in the message
@@ -64,10 +66,20 @@ DEFAULTS = {
 
 @dataclass(frozen=True)
 class Format:
+    """A storage type: `block` elements take `block_bytes` bytes (a float only for 4-bit groups
+    with packed 4-bit zero points, AWQ/GPTQ: 64 + 2 + 0.5 bytes per 128). A matrix also pays
+    `row_bytes` per row (per-channel scales), `col_bytes` per input column (GPTQ's g_idx) and
+    `tensor_bytes` once (a per-tensor scale). `kind`: "ggml" (a GGUF tensor type; unquantized
+    tensors stay f32) or "vllm" (a vLLM checkpoint format; unquantized tensors stay bf16)."""
     name: str
     block: int          # elements per block (1 for plain floats)
-    block_bytes: int    # bytes per block
+    block_bytes: float  # bytes per block
     dequant: bool       # needs a dequantization step before use
+    row_bytes: int = 0
+    col_bytes: int = 0
+    tensor_bytes: int = 0
+    kind: str = "ggml"
+    ggml_type: int | None = None   # the GGUF/ggml type id (ggml.h enum ggml_type)
 
     @property
     def bits_per_weight(self) -> float:
@@ -80,66 +92,171 @@ class Format:
             raise ValueError(f"`n_elements` must be >= 0, got {n}")
         if n % self.block:
             raise ValueError(f"{self.name} stores blocks of {self.block} elements; {n} is not a multiple")
-        return n // self.block * self.block_bytes
+        v = n // self.block * self.block_bytes
+        return (v if isinstance(v, int) else math.ceil(v)) + self.row_bytes
+
+    def matrix_nbytes(self, rows: int, cols: int) -> int:
+        """Exact bytes of one [rows, cols] matrix (rows of whole blocks), scales included."""
+        rows, cols = int(rows), int(cols)
+        if cols % self.block:
+            raise ValueError(f"{self.name} stores blocks of {self.block} elements; {cols} is not a multiple")
+        v = rows * (cols // self.block) * self.block_bytes
+        return ((v if isinstance(v, int) else math.ceil(v)) + rows * self.row_bytes + cols * self.col_bytes
+                + self.tensor_bytes)
 
 
-WEIGHT_FORMATS = {f.name: f for f in (
-    Format("f32", 1, 4, False),
-    Format("f16", 1, 2, False),
-    Format("bf16", 1, 2, False),
-    Format("q8_0", 32, 34, True),
-    Format("q4_0", 32, 18, True),
-    Format("q2_K", 256, 84, True),
-    Format("q4_K", 256, 144, True),
-    Format("q5_K", 256, 176, True),
-    Format("q6_K", 256, 210, True),
-    Format("iq4_xs", 256, 136, True),
+# Every ggml type: (GGUF name, ggml type id, elements per block, bytes per block), as the `gguf`
+# package's GGML_QUANT_SIZES gives them (gguf 0.19; tests/test_formats.py checks this table equals
+# the installed package's, so vocab needs no import of it). Block layouts: ggml-common.h.
+GGML_TYPE_TABLE = (
+    ("F32", 0, 1, 4), ("F16", 1, 1, 2), ("Q4_0", 2, 32, 18), ("Q4_1", 3, 32, 20), ("Q5_0", 6, 32, 22),
+    ("Q5_1", 7, 32, 24), ("Q8_0", 8, 32, 34), ("Q8_1", 9, 32, 40), ("Q2_K", 10, 256, 84), ("Q3_K", 11, 256, 110),
+    ("Q4_K", 12, 256, 144), ("Q5_K", 13, 256, 176), ("Q6_K", 14, 256, 210), ("Q8_K", 15, 256, 292),
+    ("IQ2_XXS", 16, 256, 66), ("IQ2_XS", 17, 256, 74), ("IQ3_XXS", 18, 256, 98), ("IQ1_S", 19, 256, 50),
+    ("IQ4_NL", 20, 32, 18), ("IQ3_S", 21, 256, 110), ("IQ2_S", 22, 256, 82), ("IQ4_XS", 23, 256, 136),
+    ("I8", 24, 1, 1), ("I16", 25, 1, 2), ("I32", 26, 1, 4), ("I64", 27, 1, 8), ("F64", 28, 1, 8),
+    ("IQ1_M", 29, 256, 56), ("BF16", 30, 1, 2), ("TQ1_0", 34, 256, 54), ("TQ2_0", 35, 256, 66),
+    ("MXFP4", 39, 32, 17), ("NVFP4", 40, 64, 36), ("Q1_0", 41, 128, 18),
+)
+
+
+def _ggml_name(gguf_name: str) -> str:
+    """ggml's own spelling (ggml type_name): lower case, K-quants with a capital K (q4_K)."""
+    n = gguf_name.lower()
+    return n[:-2] + "_K" if n.endswith("_k") else n
+
+
+GGML_TYPES = {f.name: f for f in (
+    Format(_ggml_name(g), b, s, b > 1, ggml_type=t) for g, t, b, s in GGML_TYPE_TABLE)}
+GGML_TYPES_BY_ID = {f.ggml_type: f for f in GGML_TYPES.values()}
+
+# vLLM's common checkpoint formats (what `vllm serve` loads; unquantized tensors stay bf16):
+#   fp8              e4m3 weights, one f32 scale per tensor (per expert for stacked experts)
+#   fp8_per_channel  e4m3 weights, one f32 scale per output row
+#   awq              int4 weight-only, groups of 128 input weights: 64 bytes packed int4, an f16
+#                    scale and a packed 4-bit zero point (qzeros int32 [in/128, out/8]) = 66.5 bytes
+#   gptq             as awq, plus g_idx (an int32 per input column); desc_act=False layout
+VLLM_FORMATS = {f.name: f for f in (
+    Format("fp8", 1, 1, True, tensor_bytes=4, kind="vllm"),
+    Format("fp8_per_channel", 1, 1, True, row_bytes=4, kind="vllm"),
+    Format("awq", 128, 66.5, True, kind="vllm"),
+    Format("gptq", 128, 66.5, True, col_bytes=4, kind="vllm"),
 )}
+_INTEGER_TYPES = ("i8", "i16", "i32", "i64")
+
+# Weight formats: every ggml float/quantized type (not the integer ones) and vLLM's formats.
+WEIGHT_FORMATS = {**{n: f for n, f in GGML_TYPES.items() if n not in _INTEGER_TYPES}, **VLLM_FORMATS}
 
 # KV-cache types runtimes commonly offer (llama.cpp's -ctk/-ctv), plus f32 for reference runs.
 KV_FORMATS = {n: WEIGHT_FORMATS[n] for n in ("f32", "f16", "bf16", "q8_0", "q4_0")}
 
+# Kept for callers of the former name: the formats llama.cpp falls back to (now in GGML_TYPES).
+FALLBACK_FORMATS = {n: GGML_TYPES[n] for n in ("q5_0", "q5_1", "iq4_nl")}
 
-# Formats llama.cpp substitutes for a matrix whose rows are not a whole number of 256-weight
-# super-blocks (src/llama-quant.cpp, the `convert_incompatible_tensor` switch). Used only for
-# such fallbacks, so they are not in WEIGHT_FORMATS.
-#   q5_0   32: f16 d + 4 bytes high bits + 16 bytes nibbles = 22 bytes (5.5)
-#   q5_1   32: f16 d, f16 m + 4 + 16                         = 24 bytes (6.0)
-#   iq4_nl 32: f16 d + 16 bytes nibbles                      = 18 bytes (4.5)
-FALLBACK_FORMATS = {f.name: f for f in (
-    Format("q5_0", 32, 22, True),
-    Format("q5_1", 32, 24, True),
-    Format("iq4_nl", 32, 18, True),
-)}
-_FALLBACK = {"q2_K": "iq4_nl", "iq4_xs": "iq4_nl", "q4_K": "q5_0", "q5_K": "q5_1", "q6_K": "q8_0"}
+# Formats llama.cpp substitutes for a matrix whose rows are not a whole number of its type's
+# blocks (src/llama-quant.cpp, the `convert_incompatible_tensor` switch); then f16 if that fails.
+_FALLBACK = {"tq1_0": "q4_0", "tq2_0": "q4_0",
+             **{n: "iq4_nl" for n in ("iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs", "iq3_s", "iq1_s", "iq1_m",
+                                      "q2_K", "q3_K", "iq4_xs")},
+             "q4_K": "q5_0", "q5_K": "q5_1", "q6_K": "q8_0"}
 
 
 def row_format(fmt: Format, n_cols: int) -> Format:
     """The format a matrix with rows of `n_cols` weights is actually stored in when its file is
     asked for `fmt`: `fmt` itself when the rows are whole blocks, else llama.cpp's fallback,
-    else f16 (where llama.cpp would refuse the tensor, we keep it unquantized)."""
+    else f16 (where llama.cpp would refuse the tensor, we keep it unquantized; a vLLM format
+    keeps such a matrix in bf16)."""
     if n_cols % fmt.block == 0:
         return fmt
+    if fmt.kind == "vllm":
+        return GGML_TYPES["bf16"]
     fb = _FALLBACK.get(fmt.name)
     if fb is not None:
-        f = FALLBACK_FORMATS.get(fb) or WEIGHT_FORMATS[fb]
+        f = GGML_TYPES[fb]
         if n_cols % f.block == 0:
             return f
-    return WEIGHT_FORMATS["f16"]
+    return GGML_TYPES["f16"]
 
 
-def weight_format(name: str) -> Format:
-    try:
-        return WEIGHT_FORMATS[name]
-    except KeyError:
-        raise ValueError(f"unknown weight format {name!r}; known: {', '.join(WEIGHT_FORMATS)}") from None
+# ---- llama.cpp's named mixes (llama-quantize's ftypes) --------------------------------------------
+@dataclass(frozen=True)
+class TensorContext:
+    """What llama.cpp's quantizer looks at besides a tensor's name and shape: the layer count, the
+    GQA ratio n_head / n_head_kv, the routed-expert count, and whether the file has its own
+    output (lm_head) tensor (a tied model quantizes token_embd with the output's rule)."""
+    n_layers: int
+    n_gqa: int = 1
+    n_expert: int = 0
+    has_output: bool = True
 
 
-def kv_format(name: str) -> Format:
-    try:
-        return KV_FORMATS[name]
-    except KeyError:
-        raise ValueError(f"unknown KV-cache format {name!r}; known: {', '.join(KV_FORMATS)}") from None
+@dataclass(frozen=True)
+class Mix:
+    """A llama.cpp file type (llama-quantize's Q4_K_M, IQ4_XS, ...): most tensors in `base`, some
+    bumped by llama_tensor_get_type's rules (src/llama-quant.cpp; see mix_type). Without a file,
+    the per-tensor types are an approximation: the rules as stated there, without an imatrix, and
+    without the rules for one model size (LLaMA-2-70B's attn_v) or Falcon."""
+    name: str           # the canonical spelling: "Q4_K_M"; "mix:Q2_K" where a type has the name
+    ftype: str          # llama.cpp's ftype name: "Q4_K_M", "Q2_K"
+    base: Format
+    kind: str = "mix"
+
+    @property
+    def dequant(self) -> bool:
+        return self.base.dequant
+
+    @property
+    def block(self) -> int:
+        return self.base.block
+
+    @property
+    def note(self) -> str:
+        return (f"{self.ftype}: per-tensor types from llama.cpp's quantizer rules (llama_tensor_get_type, "
+                f"no imatrix) applied to the config; an approximation of a real file's types")
+
+
+# ftype -> base type (llama_model_quantize_impl's switch)
+_MIX_BASE = {
+    "Q4_0": "q4_0", "Q4_1": "q4_1", "Q5_0": "q5_0", "Q5_1": "q5_1", "Q8_0": "q8_0",
+    "Q2_K": "q2_K", "Q2_K_S": "q2_K", "Q3_K_S": "q3_K", "Q3_K_M": "q3_K", "Q3_K_L": "q3_K",
+    "Q4_K_S": "q4_K", "Q4_K_M": "q4_K", "Q5_K_S": "q5_K", "Q5_K_M": "q5_K", "Q6_K": "q6_K",
+    "IQ2_XXS": "iq2_xxs", "IQ2_XS": "iq2_xs", "IQ2_S": "iq2_xs", "IQ2_M": "iq2_s",
+    "IQ3_XXS": "iq3_xxs", "IQ3_XS": "iq3_s", "IQ3_S": "iq3_s", "IQ3_M": "iq3_s",
+    "IQ1_S": "iq1_s", "IQ1_M": "iq1_m", "IQ4_NL": "iq4_nl", "IQ4_XS": "iq4_xs",
+    "TQ1_0": "tq1_0", "TQ2_0": "tq2_0", "MXFP4_MOE": "mxfp4",
+}
+MIXES = {m.name: m for m in (
+    Mix(("mix:" + ft) if ft.lower() in {n.lower() for n in WEIGHT_FORMATS} else ft, ft, GGML_TYPES[b])
+    for ft, b in _MIX_BASE.items())}
+
+# case-insensitive lookup: a ggml type or vLLM format by its name ("Q8_0" = "q8_0": that type on
+# every quantized tensor, as `llama-quantize --pure`), a mix by its ftype name ("q4_k_m") or, for
+# every mix, "mix:<ftype>" ("mix:Q2_K": llama.cpp's Q2_K file, not the pure q2_K type)
+_BY_LOWER = {**{n.lower(): f for n, f in WEIGHT_FORMATS.items()},
+             **{m.name.lower(): m for m in MIXES.values()},
+             **{"mix:" + m.ftype.lower(): m for m in MIXES.values()}}
+
+
+def weight_format(name) -> Format | Mix:
+    """A weight format by name, case-insensitive: a ggml type (q4_K, Q8_0, IQ4_XS, mxfp4: that type
+    on every quantized tensor), a vLLM format (fp8, fp8_per_channel, awq, gptq) or a llama.cpp mix
+    (Q4_K_M, q3_k_s, mix:Q2_K). A Format or Mix passes through."""
+    if isinstance(name, (Format, Mix)):
+        return name
+    f = _BY_LOWER.get(str(name).strip().lower()) if isinstance(name, str) else None
+    if f is None:
+        raise ValueError(f"unknown weight format {name!r}; known: ggml types {', '.join(WEIGHT_FORMATS)}; "
+                         f"llama.cpp mixes {', '.join(MIXES)} (case-insensitive)")
+    return f
+
+
+def kv_format(name) -> Format:
+    f = KV_FORMATS.get(name) if isinstance(name, str) else None
+    if f is None and isinstance(name, str):
+        f = {n.lower(): v for n, v in KV_FORMATS.items()}.get(name.strip().lower())
+    if f is None:
+        raise ValueError(f"unknown KV-cache format {name!r}; known: {', '.join(KV_FORMATS)}")
+    return f
 
 
 # Weight formats the C core executes (quantized ones through glmbench.core.quant).
@@ -148,26 +265,200 @@ EXECUTABLE_WEIGHT_FORMATS = ("f32", "f16", "bf16", "q8_0", "q4_0")
 
 ROUTER_SUFFIX = "mlp.gate.weight"  # the MoE router (llama.cpp's ffn_gate_inp), never quantized
 
+# HF tensor names -> llama.cpp's (gguf's tensor names, without "blk.N."), for the mix rules
+_HF_TO_GGUF = {
+    "input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm",
+    "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
+    "self_attn.o_proj": "attn_output", "self_attn.q_a_proj": "attn_q_a", "self_attn.q_b_proj": "attn_q_b",
+    "self_attn.kv_a_proj_with_mqa": "attn_kv_a_mqa", "self_attn.kv_b_proj": "attn_kv_b",
+    "self_attn.q_norm": "attn_q_norm", "self_attn.k_norm": "attn_k_norm",
+    "self_attn.q_a_layernorm": "attn_q_a_norm", "self_attn.kv_a_layernorm": "attn_kv_a_norm",
+    "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down",
+    "mlp.experts.gate_proj": "ffn_gate_exps", "mlp.experts.up_proj": "ffn_up_exps",
+    "mlp.experts.down_proj": "ffn_down_exps", "mlp.shared_experts.gate_proj": "ffn_gate_shexp",
+    "mlp.shared_experts.up_proj": "ffn_up_shexp", "mlp.shared_experts.down_proj": "ffn_down_shexp",
+    "mlp.gate": "ffn_gate_inp", "mlp.gate.e_score_correction_bias": "exp_probs_b",
+}
 
-def tensor_format(fmt: Format | str, name: str, shape) -> Format:
-    """The format tensor `name` of `shape` is held in, in a model stored as `fmt`: 1-D tensors
-    (norm weights, biases, the router's score bias) and the MoE router stay f32, as llama.cpp's
-    quantizer keeps them (src/llama-quant.cpp); a matrix uses row_format (rows that are not whole
-    blocks fall back). The one statement of this rule, for the configs' byte counts, the cost
-    model, the measured models and their floors."""
-    fmt = weight_format(fmt) if isinstance(fmt, str) else fmt
+
+def gguf_tensor_name(name: str) -> tuple[str, int | None]:
+    """(llama.cpp tensor name without the layer prefix, layer index or None) for an HF or a GGUF
+    tensor name: "model.layers.3.self_attn.v_proj.weight" -> ("attn_v.weight", 3),
+    "lm_head.weight" -> ("output.weight", None); a GGUF name passes ("blk.3.attn_v.weight")."""
+    top = {"model.embed_tokens.weight": "token_embd.weight", "lm_head.weight": "output.weight",
+           "model.norm.weight": "output_norm.weight"}
+    if name in top:
+        return top[name], None
+    for prefix in ("model.layers.", "blk."):
+        if name.startswith(prefix):
+            i, _, rest = name[len(prefix):].partition(".")
+            if not i.isdigit():
+                break
+            if prefix == "blk.":
+                return rest, int(i)
+            if rest in _HF_TO_GGUF:            # stacked experts, the score-correction bias
+                base = _HF_TO_GGUF[rest]
+                return base + (".bias" if base == "exp_probs_b" else ".weight"), int(i)
+            stem, _, suffix = rest.rpartition(".")
+            if stem in _HF_TO_GGUF:
+                return f"{_HF_TO_GGUF[stem]}.{suffix}", int(i)
+            return rest, int(i)
+    return name, None
+
+
+def _use_more_bits(i: int, n: int) -> bool:
+    return i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2
+
+
+def mix_type(mix: Mix, name: str, shape, ctx: TensorContext) -> Format:
+    """The ggml type llama.cpp's quantizer gives matrix `name` (HF or GGUF name) of `shape` in a file
+    of type `mix`: llama_tensor_get_type (src/llama-quant.cpp, 2025) as far as its rules can be
+    stated from a config: output/token_embd, attn_v and ffn_down bumps on the first/last layers
+    (use_more_bits), attn_output, the 8-expert and the GQA >= 4 cases, IQ1/IQ2 rules and MXFP4_MOE;
+    assumed: no imatrix, not Falcon, not the 70B attn_v rule. Rows that are not whole blocks fall
+    back (row_format)."""
+    ft, t = mix.ftype, mix.base.name
+    g = GGML_TYPES
+    gn, layer = gguf_tensor_name(name)
+    shape = tuple(int(s) for s in shape)
+    nx = shape[-1]
+    n_layers, gqa, n_exp = ctx.n_layers, ctx.n_gqa, ctx.n_expert
+    i = layer if layer is not None else 0
+    iq12 = ft in ("IQ2_XXS", "IQ2_XS", "IQ1_S", "IQ2_S", "IQ2_M", "IQ1_M")
+    iq2sm = ft in ("IQ2_S", "IQ2_M")
+    if gn == "output.weight" or (not ctx.has_output and gn == "token_embd.weight"):
+        if ft == "MXFP4_MOE" or nx % g[t].block:
+            t = "q8_0"
+        elif iq12:
+            t = "q5_K"
+        elif t != "q8_0":
+            t = "q6_K"
+    elif ft == "MXFP4_MOE":
+        t = "mxfp4" if len(shape) > 2 and shape[0] > 1 else "q8_0"
+    elif gn == "token_embd.weight":
+        if ft in ("IQ2_XXS", "IQ2_XS", "IQ1_S", "IQ1_M"):
+            t = "q2_K"
+        elif ft in ("IQ2_S", "IQ2_M", "IQ3_XXS"):
+            t = "iq3_s"
+        elif ft in ("TQ1_0", "TQ2_0"):
+            t = "q4_K"
+    elif iq12:
+        if "attn_v.weight" in gn:
+            t = "q4_K" if gqa >= 4 or n_exp >= 4 else ("iq3_s" if iq2sm else "q2_K")
+        elif n_exp == 8 and "attn_k.weight" in gn:
+            t = "q4_K"
+        elif "ffn_down" in gn:
+            if i < n_layers // 8:
+                t = "iq3_s" if iq2sm else "q2_K"
+        elif "attn_output.weight" in gn:
+            if n_exp == 8:
+                t = "q5_K"
+            elif ft in ("IQ1_S", "IQ1_M"):
+                t = "iq2_xxs"
+            elif iq2sm:
+                t = "iq3_s"
+    elif "attn_v.weight" in gn:
+        if ft == "Q2_K":
+            t = "q4_K" if gqa >= 4 else "q3_K"
+        elif ft == "Q2_K_S" and gqa >= 4:
+            t = "q4_K"
+        elif ft == "IQ3_XXS":
+            t = "q4_K" if gqa >= 4 else "iq3_s"
+        elif ft in ("IQ3_XS", "IQ3_S") and gqa >= 4:
+            t = "q4_K"
+        elif ft == "IQ3_M":
+            t = "q4_K"
+        elif ft == "Q3_K_M":
+            t = "q5_K" if i < 2 else "q4_K"
+        elif ft == "Q3_K_L":
+            t = "q5_K"
+        elif ft in ("IQ4_NL", "IQ4_XS") and gqa >= 4:
+            t = "q5_K"
+        elif ft in ("Q4_K_M", "Q5_K_M") and _use_more_bits(i, n_layers):
+            t = "q6_K"
+        elif ft == "Q4_K_S" and i < 4:
+            t = "q5_K"
+        if n_exp == 8:
+            t = "q8_0"
+    elif "attn_k.weight" in gn:
+        if n_exp == 8:
+            t = "q8_0"
+        elif ft == "IQ3_XS":
+            t = "iq3_xxs"
+        elif ft == "IQ3_XXS":
+            t = "iq2_s"
+    elif "attn_q.weight" in gn:
+        if ft == "IQ3_XS":
+            t = "iq3_xxs"
+        elif ft == "IQ3_XXS":
+            t = "iq2_s"
+    elif "ffn_down" in gn:
+        if ft == "Q2_K":
+            t = "q3_K"
+        elif ft == "Q2_K_S":
+            if i < n_layers // 8:
+                t = "q4_K"
+        elif ft == "IQ3_XXS":
+            t = "q4_K" if i < n_layers // 8 else "q3_K"
+        elif ft == "Q3_K_M":
+            t = "q5_K" if i < n_layers // 16 else "q4_K"
+        elif ft == "IQ3_M" and (i < n_layers // 8 or (n_exp == 8 and _use_more_bits(i, n_layers))):
+            t = "q4_K"
+        elif ft == "Q3_K_L":
+            t = "q5_K"
+        elif ft == "Q4_K_M":
+            if _use_more_bits(i, n_layers):
+                t = "q6_K"
+        elif i < n_layers // 8 and ft in ("IQ4_NL", "IQ4_XS"):
+            t = "q5_K"
+        elif ft == "Q5_K_M" and _use_more_bits(i, n_layers):
+            t = "q6_K"
+        elif ft == "Q4_K_S" and i < n_layers // 8:
+            t = "q5_K"
+    elif "attn_output.weight" in gn:
+        if n_exp == 8:
+            if ft in ("Q2_K", "IQ3_XS", "IQ3_XXS", "Q3_K_S", "Q3_K_M", "IQ4_NL", "Q4_K_S", "Q4_K_M", "IQ3_S",
+                      "IQ3_M", "IQ4_XS"):
+                t = "q5_K"
+        else:
+            t = {"Q2_K": "q3_K", "IQ3_XXS": "iq3_s", "Q3_K_M": "q4_K", "Q3_K_L": "q5_K", "IQ3_M": "q4_K"}.get(ft, t)
+    elif ("ffn_gate" in gn or "ffn_up" in gn) and ft == "IQ3_XS":
+        if n_layers // 8 <= i < 7 * n_layers // 8:
+            t = "iq3_xxs"
+    return row_format(g[t], nx)
+
+
+def tensor_format(fmt, name: str, shape, ctx: TensorContext | None = None) -> Format:
+    """The format tensor `name` of `shape` is held in, in a model stored as `fmt` (a Format, a Mix
+    or a name): 1-D tensors (norm weights, biases, the router's score bias) and the MoE router stay
+    unquantized (f32 in a GGUF, as llama.cpp's quantizer keeps them, src/llama-quant.cpp; bf16 in
+    a vLLM checkpoint, which also keeps the embeddings and lm_head unquantized); a matrix uses
+    row_format (rows that are not whole blocks fall back), or, in a llama.cpp mix, mix_type (which
+    needs `ctx`). The one statement of this rule, for the configs' byte counts, the cost model,
+    the measured models and their floors."""
+    fmt = weight_format(fmt)
     shape = tuple(shape)
-    if len(shape) < 2 or name.endswith(ROUTER_SUFFIX):
-        return WEIGHT_FORMATS["f32"]
+    unq = GGML_TYPES["bf16" if fmt.kind == "vllm" else "f32"]
+    if len(shape) < 2 or name.endswith(ROUTER_SUFFIX) or name.endswith("ffn_gate_inp.weight"):
+        return unq
+    if isinstance(fmt, Mix):
+        if ctx is None:
+            raise ValueError(f"weight format {fmt.name} is a llama.cpp mix: its per-tensor types need the model "
+                             f"(a TensorContext: layers, GQA ratio, experts)")
+        return mix_type(fmt, name, shape, ctx)
+    if fmt.kind == "vllm" and gguf_tensor_name(name)[0] in ("token_embd.weight", "output.weight"):
+        return unq
     return row_format(fmt, int(shape[-1]))
 
 
-def tensor_nbytes(fmt: Format | str, name: str, shape) -> int:
-    """Exact stored bytes of tensor `name` of `shape` (tensor_format's rule)."""
+def tensor_nbytes(fmt, name: str, shape, ctx: TensorContext | None = None) -> int:
+    """Exact stored bytes of tensor `name` of `shape` (tensor_format's rule; a 3-D tensor is a stack
+    of matrices, each with its own scales)."""
     shape = tuple(int(s) for s in shape)
-    n = math.prod(shape)
-    f = tensor_format(fmt, name, shape)
-    return f.nbytes(n) if len(shape) < 2 else (n // shape[-1]) * f.nbytes(shape[-1])
+    f = tensor_format(fmt, name, shape, ctx)
+    if len(shape) < 2:
+        return f.nbytes(math.prod(shape))
+    return math.prod(shape[:-2]) * f.matrix_nbytes(shape[-2], shape[-1])
 
 
 def mla_strategy(name: str, arg: str = "mla_strategy") -> str:
@@ -186,7 +477,9 @@ def mla_strategy(name: str, arg: str = "mla_strategy") -> str:
 # Resumable stores key finished points on these plus what made the number (measure/protocol.py,
 # predict/sweep.py).
 POINT_FIELDS = ("test", "model", "n_cards", "split", "weights", "type_k", "type_v", "mla_strategy",
-                "n_prompt", "n_gen", "n_depth", "n_streams", "concurrency")
+                "n_prompt", "n_gen", "n_depth", "n_streams", "concurrency",
+                # llama.cpp's partial offload (absent: everything on the cards)
+                "n_gpu_layers", "n_cpu_moe", "override_tensor")
 
 
 def point_key(record: dict, fields: tuple = POINT_FIELDS) -> tuple:

@@ -281,8 +281,8 @@ def test_setup_errors():
         cm.Setup("qwen3-32b", "rtx-3090", split="layer")
     with pytest.raises(ValueError, match="`split` must be one of"):
         cm.Setup("qwen3-32b", "rtx-3090", split="row")
-    with pytest.raises(ValueError, match="unknown weight format 'q3_K'"):
-        cm.Setup("qwen3-32b", "rtx-3090", weights="q3_K")
+    with pytest.raises(ValueError, match="unknown weight format 'q3_X'"):
+        cm.Setup("qwen3-32b", "rtx-3090", weights="q3_X")
     with pytest.raises(ValueError, match="unknown KV-cache format 'q4_K'"):
         cm.Setup("qwen3-32b", "rtx-3090", kv="q4_K")
     with pytest.raises(ValueError, match="`mla_strategy`"):

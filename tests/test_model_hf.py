@@ -42,6 +42,29 @@ TINY = {
         vocab_size=160, hidden_size=64, intermediate_size=96, moe_intermediate_size=32, num_hidden_layers=2,
         num_attention_heads=4, num_key_value_heads=2, head_dim=16, num_experts=8, num_experts_per_tok=2,
         norm_topk_prob=True, rms_norm_eps=1e-6, rope_parameters={"rope_type": "default", "rope_theta": 1000000.0}),
+    # Llama 3.1's rope scaling (llama3): original context 64 with theta 500 over 16 rope dims puts pairs in all
+    # three bands (kept, blended, divided by factor)
+    "llama": dict(
+        vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=16, rms_norm_eps=1e-5, max_position_embeddings=128,
+        rope_parameters={"rope_type": "llama3", "rope_theta": 500.0, "factor": 8.0, "low_freq_factor": 1.0,
+                         "high_freq_factor": 4.0, "original_max_position_embeddings": 64}),
+    "qwen2": dict(
+        vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, rms_norm_eps=1e-6, rope_parameters={"rope_type": "default", "rope_theta": 1000000.0}),
+    "deepseek_v3": dict(
+        vocab_size=160, hidden_size=64, intermediate_size=96, moe_intermediate_size=32, num_hidden_layers=3,
+        num_attention_heads=4, num_key_value_heads=4, n_shared_experts=1, n_routed_experts=8,
+        routed_scaling_factor=2.5, kv_lora_rank=32, q_lora_rank=48, qk_rope_head_dim=8, v_head_dim=16,
+        qk_nope_head_dim=12, n_group=2, topk_group=1, num_experts_per_tok=2, first_k_dense_replace=1,
+        norm_topk_prob=True, rms_norm_eps=1e-6, rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+    # GLM-4.5-Air's shape: GQA with q/k/v bias, half the head rotated, sigmoid router (noaux_tc)
+    "glm4_moe": dict(
+        vocab_size=160, hidden_size=64, intermediate_size=96, moe_intermediate_size=32, num_hidden_layers=3,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=16, n_shared_experts=1, n_routed_experts=8,
+        routed_scaling_factor=1.0, n_group=2, topk_group=1, num_experts_per_tok=2, first_k_dense_replace=1,
+        norm_topk_prob=True, attention_bias=True, use_qk_norm=False, rms_norm_eps=1e-5,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}),
 }
 
 
@@ -96,7 +119,8 @@ def glm_logits(m, prompt, steps):
 
 
 CASES = [("glm4_moe_lite", s) for s in ("naive", "absorbed", "flash")] + \
-        [("deepseek_v2", s) for s in ("naive", "absorbed", "flash")] + [("qwen3", ""), ("qwen3_moe", "")]
+        [("deepseek_v2", s) for s in ("naive", "absorbed", "flash")] + [("qwen3", ""), ("qwen3_moe", "")] + \
+        [("deepseek_v3", "flash"), ("llama", ""), ("qwen2", ""), ("glm4_moe", "")]
 
 
 @pytest.mark.parametrize("model_type,strategy", CASES)
@@ -279,6 +303,7 @@ SCALED = [
         "rope_type": "yarn", "rope_theta": 100.0, "factor": 4.0, "original_max_position_embeddings": 16,
         "truncate": False})),
     ("qwen3", "", dict(rope_parameters={"rope_type": "linear", "rope_theta": 1000.0, "factor": 3.0})),
+    ("llama", "", dict(rope_parameters=TINY["llama"]["rope_parameters"])),
 ]
 
 
@@ -294,12 +319,13 @@ def test_scaled_rope_logits_match_hf(model_type, strategy, over):
     inv, af = ROPE_INIT_FUNCTIONS[rt](hf_cfg)
     np.testing.assert_allclose(cfg.rope_inv_freq(), inv.double().numpy(), rtol=1e-6)
     assert cfg.rope_attention_factor() == pytest.approx(af, rel=1e-12)
-    if rt == "yarn":  # the ramp really blends: neither all plain nor all divided by factor
+    if rt in ("yarn", "llama3"):  # the ramp really blends: neither all plain nor all divided by factor
         plain = cfg.rope_theta ** (-2.0 * np.arange(cfg.rope_dim // 2) / cfg.rope_dim)
         ratio = plain / cfg.rope_inv_freq()
-        assert ratio.min() == pytest.approx(1) and ratio.max() == pytest.approx(4)
-        assert np.any((ratio > 1.01) & (ratio < 3.99))
-        if model_type != "glm4_moe_lite":
+        f = over["rope_parameters"]["factor"]
+        assert ratio.min() == pytest.approx(1) and ratio.max() == pytest.approx(f)
+        assert np.any((ratio > 1.01) & (ratio < f - 0.01))
+        if model_type not in ("glm4_moe_lite", "llama"):   # llama3 keeps cos/sin unscaled
             assert af != pytest.approx(1.0)
     weights = {k: v.numpy() for k, v in hf.state_dict().items()}
     m = glmbench.Model(cfg, state_dict=weights, weights="f32", kv="f32", max_context=32,
@@ -321,10 +347,19 @@ def test_scaled_rope_logits_match_hf(model_type, strategy, over):
     assert rel_err(m2.prefill(np.array(prompt)), want[0]) > 100 * RTOL
 
 
+@pytest.mark.parametrize("rope", [{"rope_type": "dynamic", "factor": 2.0}, {"type": "longrope"}])
+def test_rope_scaling_the_forward_lacks_still_predicts(rope):
+    """A rope type only changes numerics: the config loads and predicts; the Model refuses it."""
+    d = {**TINY["deepseek_v2"], "model_type": "deepseek_v2", "rope_scaling": rope}
+    d.pop("rope_parameters")
+    cfg = configs.load(d)
+    assert cfg.weight_bytes("q8_0") > 0 and cfg.kv_bytes_per_token() > 0
+    with pytest.raises(ValueError, match=f"rope_type '{cfg.rope_type}'"):
+        glmbench.Model(cfg, weights="f32")
+
+
 @pytest.mark.parametrize("rope,match", [
-    ({"rope_type": "dynamic", "factor": 2.0}, r"`rope_scaling` rope_type = 'dynamic' is not supported"),
-    ({"rope_type": "llama3", "factor": 8.0}, r"rope_type = 'llama3'"),
-    ({"type": "longrope"}, r"rope_type = 'longrope'"),
+    ({"rope_type": "llama3", "factor": 8.0}, r"`rope_scaling.low_freq_factor`"),
     ({"rope_type": "yarn", "factor": -1.0, "original_max_position_embeddings": 16}, r"`rope_scaling.factor`"),
     ({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 0},
      r"`rope_scaling.original_max_position_embeddings`"),

@@ -158,6 +158,9 @@ def measure(model, *, depths=(4096,), n_prompt: int = 512, n_gen: int = 16,
                              "random weights route uniformly by construction")
         cfg = configs.load(model)
         weights = weights or vocab.DEFAULTS["measured_weights"]
+    if weights != STORED:
+        weights = _canonical(weights, vocab.weight_format)
+    kv = _canonical(kv, vocab.kv_format)
     if weights == STORED:
         pass
     elif weights not in vocab.EXECUTABLE_WEIGHT_FORMATS:
@@ -407,3 +410,12 @@ def _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar, bandwidth_p
             r[f"layer_spread_{kind}"] = (max(med) - min(med)) / c if c > 0 else 0.0
             r[f"layers_timed_{kind}"] = len(med)
     return r
+
+
+def _canonical(name, resolve):
+    """A format name in its canonical spelling ("Q8_0" -> "q8_0"; names are case-insensitive), or as
+    given when it is not one (the caller's check names it)."""
+    try:
+        return resolve(name).name
+    except (ValueError, TypeError):
+        return name

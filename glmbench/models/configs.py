@@ -48,7 +48,14 @@ FAMILIES = {
     "llama": "gqa",
     "mistral": "gqa",
     "seed_oss": "gqa",
+    "qwen2": "gqa",
+    "glm4_moe": "gqa",
+    "deepseek_v3": "mla",
+    "gemma3_text": "gqa",
+    "gpt_oss": "gqa",
 }
+# multimodal wrappers whose text model is one of the families (the config's `text_config`)
+_WRAPPERS = {"gemma3": "gemma3_text"}
 
 # HF config-class defaults for optional behavioural fields (transformers 5.x).
 _DEFAULTS: dict[str, dict[str, Any]] = {
@@ -65,11 +72,26 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     "mistral": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, num_key_value_heads=8, sliding_window=4096),
     "seed_oss": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=True, attention_out_bias=False,
                      head_dim=128, num_key_value_heads=8),
+    "qwen2": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, max_window_layers=28),
+    "glm4_moe": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=False, n_group=1, topk_group=1,
+                     norm_topk_prob=True, routed_scaling_factor=1.0, n_shared_experts=1, first_k_dense_replace=1,
+                     partial_rotary_factor=0.5, use_qk_norm=False, topk_method="noaux_tc"),
+    "deepseek_v3": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False, n_group=8,
+                        topk_group=4, norm_topk_prob=True, routed_scaling_factor=2.5, n_shared_experts=1,
+                        first_k_dense_replace=3, rope_interleave=True, topk_method="noaux_tc", scoring_func="sigmoid"),
+    "gemma3_text": dict(rms_norm_eps=1e-6, tie_word_embeddings=True, attention_bias=False, head_dim=256,
+                        num_key_value_heads=4, sliding_window=4096, sliding_window_pattern=6,
+                        hidden_activation="gelu_pytorch_tanh"),
+    "gpt_oss": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=True, head_dim=64,
+                    num_key_value_heads=8, sliding_window=128, num_experts_per_tok=4, num_local_experts=128),
 }
 
 # The MLA latent norms (q_a_layernorm, kv_a_layernorm) are built without an eps argument in HF's
 # DeepSeek-V2/V3 and GLM-4-MoE-Lite modeling code, so they use the RMSNorm class default 1e-6.
 LATENT_NORM_EPS = 1e-6
+
+# rope_scaling types the forward pass implements (others only change numerics: predictions take them)
+ROPE_TYPES = ("default", "linear", "yarn", "llama3")
 
 
 @dataclass(frozen=True)
@@ -121,6 +143,12 @@ class ModelConfig:
     # a model file's real bytes (models/gguf_file.FileWeights): every tensor's stored type; the
     # cost model's weight bytes come from it when present, whatever format `weights` names
     file_weights: Any = None
+    # layers whose attention is windowed (sliding_window tokens): every layer when None and
+    # sliding_window is set (Mistral), else the config's layer pattern (Gemma 3, GPT-OSS, Qwen2)
+    window_layers: tuple | None = None
+    n_layer_norms: int = 2          # RMSNorms per layer (Gemma 3: 4, around attention and MLP)
+    expert_bias: bool = False       # biases on the router and every expert's matrices (GPT-OSS)
+    attention_sinks: bool = False   # a learned sink logit per head (GPT-OSS)
 
     # ---- structure --------------------------------------------------------------------------
     def is_moe_layer(self, i: int) -> bool:
@@ -141,7 +169,35 @@ class ModelConfig:
         return self.n_layers - len(self.moe_layers)
 
     def __post_init__(self):
-        self._rope_params  # validate rope_scaling now: a bad or unsupported one fails at load
+        # validate rope_scaling now: a bad one of a supported type fails at load; a type the forward
+        # pass does not implement only changes numerics, so predictions take it (Model refuses it)
+        if self.rope_type in ROPE_TYPES:
+            self._rope_params
+
+    @property
+    def windowed_layers(self) -> tuple:
+        """Indices of the layers that attend within sliding_window tokens (and cache only those)."""
+        if not self.sliding_window:
+            return ()
+        return tuple(range(self.n_layers)) if self.window_layers is None else tuple(self.window_layers)
+
+    def forward_unsupported(self) -> list:
+        """What glmbench.Model's forward pass does not implement for this config (empty: it runs).
+        Each only changes numerics: predictions take the config as it is."""
+        out = []
+        if self.hidden_act != "silu":
+            out.append(f"hidden_act {self.hidden_act!r} (SwiGLU with silu only)")
+        if self.rope_type not in ROPE_TYPES:
+            out.append(f"rope_type {self.rope_type!r} (supported: {', '.join(ROPE_TYPES)})")
+        if self.n_layer_norms != 2:
+            out.append(f"{self.n_layer_norms} norms per layer (Gemma 3's sandwich norms)")
+        if self.model_type == "gemma3_text":
+            out.append("Gemma 3's scaled embeddings, (1 + w) norms and query_pre_attn_scalar")
+        if self.expert_bias or self.attention_sinks:
+            out.append("GPT-OSS's attention sinks, expert biases and clamped SwiGLU")
+        if self.window_layers is not None and self.sliding_window:
+            out.append("per-layer sliding windows")
+        return out
 
     @property
     def softmax_scale(self) -> float:
@@ -216,14 +272,16 @@ class ModelConfig:
         return sum(_numel(s) for s in self._attention_tensors().values())
 
     def expert_params(self) -> int:
-        """One routed expert (gate, up, down)."""
-        return 3 * self.hidden_size * self.moe_intermediate_size
+        """One routed expert (gate, up, down; with GPT-OSS's biases)."""
+        b = 2 * self.moe_intermediate_size + self.hidden_size if self.expert_bias else 0
+        return 3 * self.hidden_size * self.moe_intermediate_size + b
 
     def shared_expert_params(self) -> int:
         return 3 * self.hidden_size * self.shared_expert_intermediate_size
 
     def router_params(self) -> int:
-        return self.n_routed_experts * self.hidden_size + (self.n_routed_experts if self.router_bias else 0)
+        return self.n_routed_experts * self.hidden_size + (self.n_routed_experts if self.router_bias else 0) \
+            + (self.n_routed_experts if self.expert_bias else 0)
 
     def dense_mlp_params(self) -> int:
         return 3 * self.hidden_size * self.intermediate_size
@@ -233,7 +291,7 @@ class ModelConfig:
         return self.vocab_size * self.hidden_size * (1 if self.tie_word_embeddings else 2)
 
     def total_params(self) -> int:
-        per_layer = self.attention_params() + 2 * self.hidden_size   # + input/post-attention norms
+        per_layer = self.attention_params() + self.n_layer_norms * self.hidden_size   # + the layer's norms
         moe = self.router_params() + self.n_routed_experts * self.expert_params() + self.shared_expert_params()
         return (self.embedding_params() + self.hidden_size                 # final norm
                 + self.n_layers * per_layer
@@ -257,6 +315,9 @@ class ModelConfig:
             p = f"model.layers.{i}."
             t[p + "input_layernorm.weight"] = (D,)
             t[p + "post_attention_layernorm.weight"] = (D,)
+            if self.n_layer_norms == 4:
+                t[p + "pre_feedforward_layernorm.weight"] = (D,)
+                t[p + "post_feedforward_layernorm.weight"] = (D,)
             for k, s in att.items():
                 t[p + "self_attn." + k] = s
             if self.is_moe_layer(i):
@@ -267,6 +328,11 @@ class ModelConfig:
                 t[p + "mlp.experts.gate_proj"] = (E, F, D)
                 t[p + "mlp.experts.up_proj"] = (E, F, D)
                 t[p + "mlp.experts.down_proj"] = (E, D, F)
+                if self.expert_bias:
+                    t[p + "mlp.gate.bias"] = (E,)
+                    t[p + "mlp.experts.gate_proj_bias"] = (E, F)
+                    t[p + "mlp.experts.up_proj_bias"] = (E, F)
+                    t[p + "mlp.experts.down_proj_bias"] = (E, D)
                 if self.shared_expert_intermediate_size:
                     Fs = self.shared_expert_intermediate_size
                     for n, s in (("gate_proj", (Fs, D)), ("up_proj", (Fs, D)), ("down_proj", (D, Fs))):
@@ -311,18 +377,33 @@ class ModelConfig:
             if self.qk_norm:
                 t["q_norm.weight"] = (Dh,)
                 t["k_norm.weight"] = (Dh,)
+            if self.attention_sinks:
+                t["sinks"] = (H,)
         return t
 
+    def tensor_context(self) -> vocab.TensorContext:
+        """What llama.cpp's quantizer looks at besides a tensor's name and shape (vocab.mix_type)."""
+        gqa = self.n_heads // self.n_kv_heads if self.attention == "gqa" and self.n_kv_heads else 1
+        return vocab.TensorContext(n_layers=self.n_layers, n_gqa=gqa, n_expert=self.n_routed_experts,
+                                   has_output=not self.tie_word_embeddings)
+
+    def tensor_formats(self, weights: str = vocab.DEFAULTS["measured_weights"]) -> dict:
+        """Every checkpoint tensor by HF name -> the vocab.Format it is stored in (vocab.tensor_format;
+        for a llama.cpp mix, the quantizer's per-tensor rules, an approximation without a file)."""
+        fmt, ctx = vocab.weight_format(weights), self.tensor_context()
+        return {n: vocab.tensor_format(fmt, n, s, ctx) for n, s in self.tensor_shapes().items()}
+
     def weight_bytes(self, weights: str = vocab.DEFAULTS["measured_weights"]) -> int:
-        """Exact bytes of the checkpoint stored as a GGUF-style file in format `weights`.
+        """Exact bytes of the checkpoint stored as a GGUF-style file in format `weights` (a ggml type,
+        a llama.cpp mix such as Q4_K_M, or a vLLM format).
 
         As llama.cpp's quantizer does (src/llama-quant.cpp): only tensors of 2+ dimensions are
         quantized; 1-D tensors (norms, biases, the router's score bias) stay f32, and so does the
         router weight (`ffn_gate_inp` is never quantized). A matrix whose rows are not a whole
         number of the format's blocks falls back as llama.cpp's `llama_tensor_get_type` does
-        (vocab.tensor_format)."""
-        fmt = vocab.weight_format(weights)
-        return sum(vocab.tensor_nbytes(fmt, name, shape) for name, shape in self.tensor_shapes().items())
+        (vocab.tensor_format; a mix's per-tensor types: vocab.mix_type)."""
+        fmt, ctx = vocab.weight_format(weights), self.tensor_context()
+        return sum(vocab.tensor_nbytes(fmt, name, shape, ctx) for name, shape in self.tensor_shapes().items())
 
     def summary(self) -> dict:
         """The row `glmbench models --json` prints."""
@@ -368,7 +449,9 @@ def load(src) -> ModelConfig:
         return src
     if isinstance(src, Mapping):
         hf = dict(src)
-        name = str(hf.get("_name_or_path") or hf.get("name") or hf.get("model_type") or "config")
+        nop = hf.get("_name_or_path")
+        name = (_hub_name(nop) if isinstance(nop, str) and nop.strip() else None) \
+            or str(hf.get("name") or hf.get("model_type") or "config")
         return from_hf(hf, name)
     if isinstance(src, (str, os.PathLike)):
         s = os.fspath(src)
@@ -380,9 +463,8 @@ def load(src) -> ModelConfig:
         if not os.path.isfile(path):
             raise ValueError(f"config {s!r} is neither a built-in model ({', '.join(builtin_names())}) "
                              f"nor an existing config.json path")
-        stem = os.path.basename(os.path.dirname(os.path.abspath(path))) if os.path.basename(path) == "config.json" \
-            else os.path.splitext(os.path.basename(path))[0]
-        return from_hf(_read_json(path), stem)
+        hf = _read_json(path)
+        return from_hf(hf, _name_from_path(path, hf))
     raise TypeError(f"config must be a built-in name, a path or a dict, got {type(src).__name__}")
 
 
@@ -402,6 +484,45 @@ def load_gguf(path) -> ModelConfig:
                                   f"{g.architecture!r})") from None
     fw = gguf_file.file_weights(g, cfg.tensor_shapes(), cfg.n_layers)
     return dataclasses.replace(cfg, file_weights=fw)
+
+
+def _hf_cache_name(path: str) -> str | None:
+    """"org/name" for a path inside an HF hub cache (.../models--org--name/snapshots/<hash>/...)."""
+    parts = os.path.normpath(path).replace("\\", "/").split("/")
+    for j in range(len(parts) - 2, -1, -1):
+        if parts[j].startswith("models--") and parts[j + 1] == "snapshots":
+            return parts[j][len("models--"):].replace("--", "/", 1)
+    return None
+
+
+def _hub_name(nop: str) -> str | None:
+    """A model name from a config's `_name_or_path`: a hub id ("org/name") as it is, a local path by
+    its HF-cache name or its folder (never a snapshot hash)."""
+    nop = nop.strip().rstrip("/\\")
+    if not nop:
+        return None
+    cached = _hf_cache_name(nop)
+    if cached:
+        return cached
+    if os.path.isabs(nop) or nop.startswith(".") or nop.count("/") > 1 or "\\" in nop:
+        return os.path.basename(nop) or None
+    return nop
+
+
+def _name_from_path(path: str, hf: dict) -> str:
+    """The name of a model read from `path`: its HF-cache name (org/name), else the config's
+    `_name_or_path` when that is a hub id, else its folder (config.json) or file stem."""
+    cached = _hf_cache_name(os.path.abspath(path))
+    if cached:
+        return cached
+    nop = hf.get("_name_or_path")
+    if isinstance(nop, str) and nop.strip():
+        n = _hub_name(nop)
+        if n and not os.path.isabs(nop.strip()) and not nop.strip().startswith("."):
+            return n
+    if os.path.basename(path) == "config.json":
+        return os.path.basename(os.path.dirname(os.path.abspath(path)))
+    return os.path.splitext(os.path.basename(path))[0]
 
 
 def _read_json(path: str) -> dict:
@@ -479,11 +600,32 @@ def _rope_params(scaling_json: str, theta: float, dim: int, max_pos: int, orig_j
         orig = json.loads(orig_json)
         inv, af = _yarn(rs, plain, theta, dim, max_pos, {} if orig is None else
                         {"original_max_position_embeddings": orig})
+    elif t == "llama3":
+        inv, af = _llama3(rs, plain), 1.0
     else:
-        raise ValueError(f"config field `rope_scaling` rope_type = {t!r} is not supported "
-                         f"(supported: default, linear, yarn)")
+        raise ValueError(f"config field `rope_scaling` rope_type = {t!r} is not supported by the forward pass "
+                         f"(supported: {', '.join(ROPE_TYPES)}); predictions do not depend on it")
     inv.setflags(write=False)
     return inv, float(af)
+
+
+def _llama3(rs: dict, plain: np.ndarray) -> np.ndarray:
+    """Llama 3.1's rope scaling as transformers 5.24 `_compute_llama3_parameters` defines it, in
+    float64: wavelengths longer than original/low_freq_factor are divided by `factor`, shorter than
+    original/high_freq_factor kept, and those between blended by a smooth factor."""
+    factor = _scaling_num(rs, "factor")
+    low = _scaling_num(rs, "low_freq_factor")
+    high = _scaling_num(rs, "high_freq_factor")
+    old = _scaling_num(rs, "original_max_position_embeddings")
+    if high <= low:
+        raise ValueError(f"config field `rope_scaling.high_freq_factor`={high} must be > `low_freq_factor`={low}")
+    wavelen = 2 * math.pi / plain
+    low_wl, high_wl = old / low, old / high
+    inv = np.where(wavelen > low_wl, plain / factor, plain)
+    smooth = (old / wavelen - low) / (high - low)
+    smoothed = (1 - smooth) * inv / factor + smooth * inv
+    medium = ~(wavelen < high_wl) & ~(wavelen > low_wl)
+    return np.where(medium, smoothed, inv)
 
 
 def _scaling_num(rs: dict, key: str, default=None, positive=True) -> float:
@@ -542,6 +684,19 @@ def _yarn(rs: dict, plain: np.ndarray, theta: float, dim: int, max_pos: int, hf:
     return inv, af
 
 
+def _layer_types(r: _Reader, L: int, windowed) -> tuple:
+    """Indices of the windowed layers: from the config's `layer_types` ("sliding_attention" /
+    "full_attention" per layer) when it has one, else `windowed(i)` (the family's HF default)."""
+    lt = r.hf.get("layer_types")
+    if lt is None:
+        return tuple(i for i in range(L) if windowed(i))
+    ok = ("sliding_attention", "full_attention", "chunked_attention")
+    if not isinstance(lt, list) or len(lt) != L or any(t not in ok for t in lt):
+        raise ValueError(f"config field `layer_types` must list 'sliding_attention'/'full_attention' for each of "
+                         f"{L} layers, got {lt!r}")
+    return tuple(i for i, t in enumerate(lt) if t != "full_attention")
+
+
 def _rope(r: _Reader) -> tuple[float, dict | None]:
     """rope_theta and the scaling dict, from either the v4 layout (rope_theta, rope_scaling) or
     transformers v5's rope_parameters; HF's default theta is 10000."""
@@ -549,6 +704,8 @@ def _rope(r: _Reader) -> tuple[float, dict | None]:
     rp = hf.get("rope_parameters")
     if rp is not None and not isinstance(rp, dict):
         raise ValueError(f"config field `rope_parameters` must be an object, got {rp!r}")
+    if rp and isinstance(rp.get("full_attention"), dict):   # Gemma 3: per layer type; the global layers'
+        rp = rp["full_attention"]
     theta = hf.get("rope_theta", (rp or {}).get("rope_theta", 10000.0))
     if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not theta > 0:
         raise ValueError(f"config field `rope_theta` must be a positive number, got {theta!r}")
@@ -562,6 +719,12 @@ def _rope(r: _Reader) -> tuple[float, dict | None]:
 
 def from_hf(hf: dict, name: str = "config") -> ModelConfig:
     mt = hf.get("model_type")
+    if mt in _WRAPPERS:   # a multimodal config: its text model
+        tc = hf.get("text_config")
+        if not isinstance(tc, dict):
+            raise ValueError(f"config field `text_config` of a {mt!r} config must be an object, got {tc!r}")
+        hf = {**tc, "model_type": _WRAPPERS[mt]}
+        mt = hf["model_type"]
     if mt not in FAMILIES:
         raise ValueError(f"config field `model_type` = {mt!r} is not a supported family; "
                          f"supported: {', '.join(FAMILIES)}")
@@ -574,9 +737,10 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
     eps = r.float("rms_norm_eps")
     tie = r.bool("tie_word_embeddings")
     theta, scaling = _rope(r)
-    act = r.raw("hidden_act", required=False) or "silu"
-    if act != "silu":
-        raise ValueError(f"config field `hidden_act` = {act!r} is not supported (SwiGLU with silu only)")
+    # the MLP's activation only changes numerics: predictions take any (Model runs silu only)
+    act = r.raw("hidden_activation" if mt == "gemma3_text" else "hidden_act", required=False) or "silu"
+    if not isinstance(act, str):
+        raise ValueError(f"config field `hidden_act` must be a string, got {act!r}")
     kw: dict[str, Any] = dict(name=name, model_type=mt, attention=attention, n_layers=L, hidden_size=D,
                               vocab_size=V, tie_word_embeddings=tie, rms_norm_eps=eps, n_heads=H,
                               rope_theta=theta, rope_scaling=scaling, hf=hf, hidden_act=act,
@@ -596,7 +760,7 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
         # (apply_rotary_pos_emb_interleave, output written de-interleaved, see
         # attention._hf_deinterleaves); false rotates pairs (x[i], x[i + Dr/2]) (rotate_half).
         # deepseek_v2 has no such field and always rotates interleaved pairs.
-        interleave = r.bool("rope_interleave") if mt == "glm4_moe_lite" else True
+        interleave = r.bool("rope_interleave") if mt in ("glm4_moe_lite", "deepseek_v3") else True
         kw.update(n_kv_heads=n_kv, head_dim=Dn + Dr, attention_bias=bias, attention_out_bias=bias, qk_norm=False,
                   rope_layout="interleaved" if interleave else "half", rope_dim=Dr, q_lora_rank=q_lora, kv_lora_rank=R,
                   qk_nope_head_dim=Dn, qk_rope_head_dim=Dr, v_head_dim=Dv, sliding_window=None)
@@ -611,36 +775,54 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
                 raise ValueError(f"config field `hidden_size`={D} is not a multiple of `num_attention_heads`={H} "
                                  f"and no `head_dim` is given")
             hd = D // H
-        prf = r.hf.get("partial_rotary_factor", 1.0)
+        rp = r.hf.get("rope_parameters") if isinstance(r.hf.get("rope_parameters"), dict) else {}
+        prf = r.hf.get("partial_rotary_factor", rp.get("partial_rotary_factor",
+                                                          r.defaults.get("partial_rotary_factor", 1.0)))
         if isinstance(prf, bool) or not isinstance(prf, (int, float)) or not 0 < prf <= 1:
             raise ValueError(f"config field `partial_rotary_factor` must be in (0, 1], got {prf!r}")
         rope_dim = int(hd * prf)
         if rope_dim % 2:
             raise ValueError(f"rotated dims head_dim*partial_rotary_factor = {rope_dim} must be even")
-        bias = r.bool("attention_bias", required=False) if mt != "mistral" else False
-        out_bias = r.bool("attention_out_bias") if mt == "seed_oss" else bool(bias)
-        sw = None
-        if mt in ("qwen3", "qwen3_moe"):
+        if mt == "mistral":
+            bias = False
+        elif mt == "qwen2":
+            bias = True              # Qwen2Attention: q/k/v always carry a bias, o_proj none
+        else:
+            bias = r.bool("attention_bias", required=False)
+        out_bias = r.bool("attention_out_bias") if mt == "seed_oss" else \
+            False if mt in ("qwen2", "glm4_moe") else bool(bias)
+        sw, win_layers = None, None
+        if mt == "mistral":
+            sw = r.int("sliding_window", allow_none=True)
+        elif mt in ("qwen2", "qwen3", "qwen3_moe"):
             if r.hf.get("use_sliding_window", False):
                 sw = r.int("sliding_window")
-        elif mt == "mistral":
-            sw = r.int("sliding_window", allow_none=True)
-        if sw is not None and mt != "mistral":
-            raise ValueError(f"config field `use_sliding_window` = true is not supported for {mt!r} "
-                             f"(per-layer windows are not modelled)")
+                # HF Qwen2/Qwen3: layers from max_window_layers on use the window
+                mwl = r.int("max_window_layers", minimum=0, required=False)
+                win_layers = _layer_types(r, L, lambda i: mwl is not None and i >= mwl)
+        elif mt == "gemma3_text":
+            sw = r.int("sliding_window")
+            pat = r.int("sliding_window_pattern" if "sliding_window_pattern" in hf else "_sliding_window_pattern",
+                        required=False) or r.defaults["sliding_window_pattern"]
+            win_layers = _layer_types(r, L, lambda i: (i + 1) % pat != 0)
+        elif mt == "gpt_oss":
+            sw = r.int("sliding_window")
+            win_layers = _layer_types(r, L, lambda i: i % 2 == 0)
+        qk_norm = mt in ("qwen3", "qwen3_moe", "gemma3_text") or (mt == "glm4_moe" and r.bool("use_qk_norm"))
         kw.update(n_kv_heads=n_kv, head_dim=hd, attention_bias=bool(bias), attention_out_bias=out_bias,
-                  qk_norm=mt in ("qwen3", "qwen3_moe"), rope_layout="half", rope_dim=rope_dim,
+                  qk_norm=qk_norm, rope_layout="half", rope_dim=rope_dim,
                   q_lora_rank=None, kv_lora_rank=0, qk_nope_head_dim=0, qk_rope_head_dim=0, v_head_dim=hd,
-                  sliding_window=sw)
+                  sliding_window=sw, window_layers=win_layers,
+                  n_layer_norms=4 if mt == "gemma3_text" else 2, attention_sinks=mt == "gpt_oss")
 
     # ---- MLP / MoE
     F = r.int("intermediate_size", required=False) or 0
-    if mt in ("glm4_moe_lite", "deepseek_v2"):
+    if mt in ("glm4_moe_lite", "deepseek_v2", "deepseek_v3", "glm4_moe"):
         E = r.int("n_routed_experts")
         k = r.int("num_experts_per_tok")
         Fe = r.int("moe_intermediate_size")
         n_shared = r.int("n_shared_experts", minimum=0)
-        if mt == "glm4_moe_lite":
+        if mt in ("glm4_moe_lite", "deepseek_v3", "glm4_moe"):
             types = hf.get("mlp_layer_types")
             if types is not None:
                 if not isinstance(types, list) or len(types) != L or any(t not in ("dense", "sparse") for t in types):
@@ -650,10 +832,13 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
             else:
                 fk = r.int("first_k_dense_replace", minimum=0, required=False)
                 moe_layers = tuple(range(1 if fk is None else fk, L))
+            if types is None and mt == "deepseek_v3":
+                freq = r.int("moe_layer_freq", required=False) or 1
+                moe_layers = tuple(i for i in moe_layers if i % freq == 0)
             scoring, rbias = "sigmoid", True
             method = r.raw("topk_method")
             if method != "noaux_tc":
-                raise ValueError(f"config field `topk_method` = {method!r}: glm4_moe_lite routes with 'noaux_tc'")
+                raise ValueError(f"config field `topk_method` = {method!r}: {mt} routes with 'noaux_tc'")
         else:
             fk = r.int("first_k_dense_replace", minimum=0)
             freq = r.int("moe_layer_freq", required=False) or 1
@@ -673,6 +858,18 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
                   router_scoring=scoring, router_bias=rbias, n_group=n_group, topk_group=topk_group,
                   norm_topk_prob=r.bool("norm_topk_prob"),
                   routed_scaling_factor=r.float("routed_scaling_factor"), topk_method=method, moe_layers=moe_layers)
+    elif mt == "gpt_oss":
+        # every layer MoE: num_local_experts experts of intermediate_size, softmax over the top-k
+        # router logits (a biased router), no shared expert
+        E = r.int("num_local_experts" if "num_local_experts" in hf or "num_experts" not in hf else "num_experts")
+        k = r.int("num_experts_per_tok")
+        Fe = r.int("intermediate_size")
+        moe_layers = tuple(range(L))
+        n_group, topk_group = 1, 1
+        kw.update(n_routed_experts=E, n_experts_per_tok=k, n_shared_experts=0, moe_intermediate_size=Fe,
+                  shared_expert_intermediate_size=0, first_k_dense_replace=0, router_scoring="softmax",
+                  router_bias=False, n_group=1, topk_group=1, norm_topk_prob=True, routed_scaling_factor=1.0,
+                  topk_method="", moe_layers=moe_layers, expert_bias=True)
     elif mt == "qwen3_moe":
         # transformers 5.x writes the expert count as `num_local_experts` (its attribute_map alias)
         E = r.int("num_local_experts" if "num_experts" not in hf and "num_local_experts" in hf else "num_experts")

@@ -357,6 +357,12 @@ class Model:
                  layers: Iterable[int] | None = None, progress: Callable[[int, int], None] | None = None):
         cfg = _load_config(config)
         self.config = cfg
+        lacks = cfg.forward_unsupported()
+        if lacks:
+            raise ValueError(f"glmbench.Model cannot run {cfg.name} ({cfg.model_type}): its forward pass lacks "
+                             f"{'; '.join(lacks)} (predictions take this config)")
+        if isinstance(weights, str) and weights.lower() in {f.lower() for f in WEIGHT_FORMATS}:
+            weights = vocab.weight_format(weights).name      # names are case-insensitive ("Q8_0")
         if weights == STORED and state_dict is None:
             raise ValueError("`weights`='stored' keeps a state_dict's own formats; it needs a `state_dict`")
         if weights not in WEIGHT_FORMATS and weights != STORED:

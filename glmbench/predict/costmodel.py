@@ -23,6 +23,7 @@ import functools
 import json
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -264,6 +265,81 @@ def load_runtime(src) -> RuntimeProfile:
     raise TypeError(f"`runtime` must be a name, a path, a dict or a RuntimeProfile, got {type(src).__name__}")
 
 
+# ---- partial offload (llama.cpp) ----------------------------------------------------------------------
+# llama.cpp copies host-held weights to the card for an op of at least this many tokens (the CUDA
+# backend's offload_op, GGML_OP_OFFLOAD's min batch size 32) and runs it there; below it (decode),
+# the CPU runs the op where its weights are.
+OP_OFFLOAD_MIN_BATCH = 32
+_EXPERT_PARTS = ("gate", "up", "down")
+
+
+@dataclass(frozen=True)
+class Offload:
+    """Where llama.cpp keeps each tensor on one card and its host:
+    n_gpu_layers   -ngl: the last N decoder layers on the card (None: all, as -ngl 999); the output
+                   layer (final norm, lm_head) is on the card only when N > n_layers (llama.cpp counts
+                   it as layer n_layers); a layer on the host runs there, its KV cache in host memory
+    n_cpu_moe      --n-cpu-moe N: the routed-expert tensors (ffn_{gate,up,down}_exps) of the first N
+                   layers in host memory (n_layers: --cpu-moe); shared experts and the rest stay
+    override_tensor -ot PATTERN=CPU: regexes searched in each tensor's GGUF name
+                   (blk.3.ffn_down_exps.weight); the matching expert tensors in host memory
+    Token embeddings are in host memory in any case (llama.cpp's input layer)."""
+    n_gpu_layers: int | None = None
+    n_cpu_moe: int = 0
+    override_tensor: tuple = ()
+
+    def __post_init__(self):
+        if self.n_gpu_layers is not None:
+            object.__setattr__(self, "n_gpu_layers", vocab.check_int("n_gpu_layers", self.n_gpu_layers, 0))
+        object.__setattr__(self, "n_cpu_moe", vocab.check_int("n_cpu_moe", self.n_cpu_moe, 0))
+        ot = self.override_tensor
+        ot = (ot,) if isinstance(ot, str) else tuple(ot)
+        for pat in ot:
+            if not isinstance(pat, str):
+                raise ValueError(f"`override_tensor` must hold regex strings, got {pat!r}")
+            try:
+                re.compile(pat)
+            except re.error as e:
+                raise ValueError(f"`override_tensor` pattern {pat!r} is not a valid regex: {e}") from None
+        object.__setattr__(self, "override_tensor", ot)
+
+    def check(self, cfg) -> None:
+        """Errors that need the model: --n-cpu-moe on a dense model, an override matching a tensor that
+        is not a routed expert."""
+        if self.n_cpu_moe and not cfg.n_routed_experts:
+            raise ValueError(f"`n_cpu_moe` keeps expert tensors in host memory; {cfg.name} is dense (has none)")
+        for pat in self.override_tensor:
+            rx = re.compile(pat)
+            hits = [g for g in (vocab.gguf_tensor_name(n) for n in cfg.tensor_shapes())
+                    if rx.search(_gguf_full(*g))]
+            bad = [_gguf_full(*g) for g in hits if not g[0].startswith(tuple(f"ffn_{p}_exps" for p in _EXPERT_PARTS))]
+            if bad:
+                raise ValueError(f"`override_tensor` pattern {pat!r} matches {bad[0]}: only routed-expert tensors "
+                                 f"(ffn_*_exps) can be kept in host memory in this model")
+            if not hits:
+                raise ValueError(f"`override_tensor` pattern {pat!r} matches no tensor of {cfg.name} "
+                                 f"(GGUF names such as blk.0.ffn_up_exps.weight)")
+
+    @property
+    def label(self) -> str:
+        parts = []
+        if self.n_gpu_layers is not None:
+            parts.append(f"ngl {self.n_gpu_layers}")
+        if self.n_cpu_moe:
+            parts.append(f"n-cpu-moe {self.n_cpu_moe}")
+        parts += [f"-ot {p}=CPU" for p in self.override_tensor]
+        return ", ".join(parts) or "no offload"
+
+    def fields(self) -> dict:
+        """Record fields (llama-bench's names where it has them)."""
+        return {"n_gpu_layers": self.n_gpu_layers, "n_cpu_moe": self.n_cpu_moe,
+                "override_tensor": ";".join(f"{p}=CPU" for p in self.override_tensor) or None}
+
+
+def _gguf_full(name: str, layer) -> str:
+    return name if layer is None else f"blk.{layer}.{name}"
+
+
 # ---- setup -------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Setup:
@@ -278,6 +354,10 @@ class Setup:
     mla_strategy: str = vocab.DEFAULTS["mla_strategy"]
     runtime: Any = vocab.DEFAULTS["runtime"]
     expert_skew: Any = None
+    # llama.cpp's partial offload (an Offload or a dict of its fields; None: everything on the cards)
+    # and the host whose memory and CPU hold and run what is offloaded (hardware.get_host)
+    offload: Any = None
+    host: Any = None
     # the formats resolved once from `weights` and `kv` (vocab.Format: block, bytes, dequant)
     weight_fmt: Any = field(init=False, repr=False, compare=False, default=None)
     kv_fmt: Any = field(init=False, repr=False, compare=False, default=None)
@@ -308,10 +388,24 @@ class Setup:
             # a model file: its own tensors' types and bytes (the `weights` asked for does not apply)
             s(self, "weights", cfg.file_weights.weight_format)
         s(self, "weight_fmt", vocab.weight_format(self.weights))
+        s(self, "weights", self.weight_fmt.name)      # the canonical spelling ("Q8_0" -> "q8_0")
         s(self, "kv_fmt", vocab.kv_format(self.kv))
         vocab.mla_strategy(self.mla_strategy)
         s(self, "runtime", load_runtime(self.runtime))
         s(self, "expert_skew", _check_skew(self.expert_skew, cfg))
+        if self.offload is not None:
+            off = self.offload
+            if isinstance(off, dict):
+                off = Offload(**off)
+            if not isinstance(off, Offload):
+                raise TypeError(f"`offload` must be None, an Offload or a dict of its fields, got {type(off).__name__}")
+            if rig.n_cards != 1:
+                raise ValueError(f"`offload` is modelled for one card; the rig has {rig.n_cards}")
+            off.check(cfg)
+            s(self, "offload", off)
+            s(self, "host", hardware.get_host(self.host))
+        elif self.host is not None:
+            s(self, "host", hardware.get_host(self.host))
 
     @property
     def gpu(self):
@@ -330,6 +424,8 @@ class Setup:
         if self.model.attention == "mla":
             parts.append(f"MLA {self.mla_strategy}")
         parts.append(self.runtime.name)
+        if self.offload is not None:
+            parts.append(f"{self.offload.label}, host {self.host.key or self.host.name}")
         return ", ".join(parts)
 
     def replace(self, **changes) -> "Setup":
@@ -470,35 +566,77 @@ def _time(op: _Op, gpu, rt: RuntimeProfile, attn=None):
 
 
 @functools.lru_cache(maxsize=256)
+def _weight_table(cfg: configs.ModelConfig, weights: str) -> dict:
+    """Stored bytes of every layer's tensor groups and of the head, in `weights` (vocab.tensor_format
+    per tensor: 1-D tensors and the router stay unquantized; a llama.cpp mix gives each tensor its
+    own type; a model file's config, cfg.file_weights: the file's bytes). {"layers": [{"attn": {name: bytes},
+    "norms", "mlp", "experts" (all routed experts), "router", "shared"}, ...], "embed", "lm_head", "final_norm"}."""
+    fmt, ctx = vocab.weight_format(weights), cfg.tensor_context()
+    layers = [{"attn": {}, "norms": 0, "mlp": 0, "experts": 0, "router": 0, "shared": 0} for _ in range(cfg.n_layers)]
+    head = {"embed": 0, "lm_head": 0, "final_norm": 0}
+    # a config read from a model file: every tensor's real bytes (tensors the config does not name,
+    # `extra_bytes`, are counted with the head; MTP layers are not counted)
+    fw = getattr(cfg, "file_weights", None)
+    real = fw.bytes_of() if fw is not None else {}
+    if fw is not None:
+        head["final_norm"] += fw.extra_bytes
+    for name, shape in cfg.tensor_shapes().items():
+        b = real[name] if name in real else vocab.tensor_nbytes(fmt, name, shape, ctx)
+        if not name.startswith("model.layers."):
+            head[{"model.embed_tokens.weight": "embed", "lm_head.weight": "lm_head"}.get(name, "final_norm")] += b
+            continue
+        i, rest = name[len("model.layers."):].split(".", 1)
+        L = layers[int(i)]
+        if rest.startswith("self_attn."):
+            L["attn"][rest[len("self_attn."):]] = b
+        elif rest.endswith("layernorm.weight"):
+            L["norms"] += b
+        elif rest.startswith("mlp.experts."):
+            L["experts"] += b
+        elif rest.startswith("mlp.shared_experts."):
+            L["shared"] += b
+        elif rest.startswith("mlp.gate."):
+            L["router"] += b
+        else:
+            L["mlp"] += b
+    return {"layers": layers, **head}
+
+
+def _mean(values):
+    """The mean of per-layer byte counts: an int when they are all equal (a plain format), else a float."""
+    values = list(values)
+    if not values:
+        return 0
+    return values[0] if all(v == values[0] for v in values) else sum(values) / len(values)
+
+
+@functools.lru_cache(maxsize=256)
 def _layer_weight_bytes(cfg: configs.ModelConfig, weights: str) -> dict:
-    """Stored bytes per tensor group of one dense layer, one MoE layer, and the head, in `weights`
-    (vocab.tensor_format: 1-D tensors and the router stay f32). A config read from a model file
+    """Stored bytes per tensor group of one dense layer, one MoE layer (one routed expert), and the
+    head, in `weights`; the mean over the layers of its kind where a llama.cpp mix gives layers
+    different types (the per-layer figures: _weight_table). A config read from a model file
     (cfg.file_weights) gives the file's real bytes instead, whatever `weights` says: see
     _file_layer_weight_bytes."""
     if getattr(cfg, "file_weights", None) is not None:
         return _file_layer_weight_bytes(cfg)
-    fmt = vocab.weight_format(weights)
-    f32 = vocab.weight_format("f32")
-
-    def mat(rows, cols):
-        return vocab.tensor_nbytes(fmt, "", (rows, cols))
-
-    att = {name: vocab.tensor_nbytes(fmt, name, shape) for name, shape in cfg._attention_tensors().items()}
-    D = cfg.hidden_size
-    out = {"attn": att, "norms": 2 * f32.nbytes(D)}
+    t = _weight_table(cfg, weights)
+    layers = t["layers"]
+    dense = [layers[i] for i in range(cfg.n_layers) if not cfg.is_moe_layer(i)]
+    moe = [layers[i] for i in cfg.moe_layers]
+    att = {k: _mean(L["attn"][k] for L in layers) for k in layers[0]["attn"]}
+    out = {"attn": att, "norms": _mean(L["norms"] for L in layers)}
     if cfg.intermediate_size:
-        F = cfg.intermediate_size
-        out["mlp"] = 2 * mat(F, D) + mat(D, F)
+        out["mlp"] = _mean(L["mlp"] for L in dense) if dense else \
+            _weight_bytes_uniform(cfg, weights, "mlp")
     if cfg.n_routed_experts:
-        Fe = cfg.moe_intermediate_size
-        out["expert"] = 2 * mat(Fe, D) + mat(D, Fe)
-        out["router"] = (vocab.tensor_nbytes(fmt, vocab.ROUTER_SUFFIX, (cfg.n_routed_experts, D))
-                         + (f32.nbytes(cfg.n_routed_experts) if cfg.router_bias else 0))
-        Fs = cfg.shared_expert_intermediate_size
-        out["shared"] = 2 * mat(Fs, D) + mat(D, Fs) if Fs else 0
-    out["embed"] = mat(cfg.vocab_size, D)
-    out["lm_head"] = 0 if cfg.tie_word_embeddings else mat(cfg.vocab_size, D)
-    out["final_norm"] = f32.nbytes(D)
+        E = cfg.n_routed_experts
+        per = [L["experts"] for L in moe]
+        out["expert"] = _mean(v // E if v % E == 0 else v / E for v in per)
+        out["router"] = _mean(L["router"] for L in moe)
+        out["shared"] = _mean(L["shared"] for L in moe)
+    out["embed"] = t["embed"]
+    out["lm_head"] = t["lm_head"]
+    out["final_norm"] = t["final_norm"]
     return out
 
 
@@ -530,11 +668,173 @@ def _file_layer_weight_bytes(cfg) -> dict:
     return out
 
 
+def _weight_bytes_uniform(cfg, weights, what):
+    """A dense MLP's bytes for a model whose layers are all MoE (the cost model never runs it)."""
+    F, D = cfg.intermediate_size, cfg.hidden_size
+    fmt = vocab.weight_format(weights)
+    base = fmt.base if isinstance(fmt, vocab.Mix) else fmt
+    return 2 * vocab.tensor_nbytes(base, "", (F, D)) + vocab.tensor_nbytes(base, "", (D, F))
+
+
+def _layer_total(cfg, weights) -> list:
+    """Stored bytes of each decoder layer (all its tensors)."""
+    return [sum(L["attn"].values()) + L["norms"] + L["mlp"] + L["experts"] + L["router"] + L["shared"]
+            for L in _weight_table(cfg, weights)["layers"]]
+
+
+@dataclass(frozen=True)
+class _Placement:
+    on_card: tuple          # per decoder layer: the layer runs on the card
+    host_experts: tuple     # per decoder layer: bytes of its routed-expert tensors in host memory
+    experts: tuple          # per decoder layer: bytes of all its routed-expert tensors
+    output_on_card: bool
+
+
+@functools.lru_cache(maxsize=256)
+def _placement(setup: Setup) -> _Placement:
+    """Which layer runs where and which expert bytes live in host memory (Offload's rules)."""
+    cfg, off = setup.model, setup.offload
+    L = cfg.n_layers
+    ngl = L + 1 if off.n_gpu_layers is None else off.n_gpu_layers
+    first_on_card = max(L - ngl, 0)
+    fmt, ctx = vocab.weight_format(setup.weights), cfg.tensor_context()
+    rx = [re.compile(p) for p in off.override_tensor]
+    host_e, all_e = [], []
+    for i in range(L):
+        h = a = 0
+        if cfg.is_moe_layer(i) and cfg.n_routed_experts:
+            for part in _EXPERT_PARTS:
+                name = f"model.layers.{i}.mlp.experts.{part}_proj"
+                b = vocab.tensor_nbytes(fmt, name, cfg.tensor_shapes()[name], ctx)
+                a += b
+                gg = f"blk.{i}.ffn_{part}_exps.weight"
+                if i < off.n_cpu_moe or any(r.search(gg) for r in rx):
+                    h += b
+        host_e.append(h)
+        all_e.append(a)
+    return _Placement(tuple(i >= first_on_card for i in range(L)), tuple(host_e), tuple(all_e), ngl > L)
+
+
+def _scaled(op: "_Op", f: float, name: str | None = None) -> "_Op":
+    return _Op(name or op.name, op.cls, op.dtype, op.tflops * f, op.vflops * f, op.bytes * f, op.kernels)
+
+
+def _host_time(op: "_Op", host) -> tuple:
+    """(seconds, compute, memory) of an op on the host CPU: its FLOPs at the host's matmul rate for
+    the dtype (vector work at its fp32 rate) against its bytes at the host's streamed bandwidth."""
+    tc = 0.0
+    if op.tflops:
+        tc += op.tflops / (host.tflops[op.dtype] * 1e12)
+    if op.vflops:
+        tc += op.vflops / (host.tflops["fp32"] * 1e12)
+    tm = op.bytes / (host.bandwidth_gbs * 1e9)
+    return max(tc, tm), tc, tm
+
+
+def _pcie(setup: Setup) -> tuple:
+    """(GB/s, latency us) of the host <-> card link: the host profile's, else the card's link, else
+    PCIe 4.0 x16's ~25 GB/s and 10 us."""
+    h, g = setup.host, setup.gpu
+    bw = h.pcie_gbps or g.link_gbps or 25.0
+    lat = h.pcie_latency_us if h.pcie_latency_us is not None else (g.link_latency_us if g.link_latency_us is not None else 10.0)
+    return bw, lat
+
+
+def _pass_offload(setup: Setup, T: int, work, T_out: int):
+    """One pass of T tokens with part of the model in host memory (llama.cpp's scheduler, one card):
+    ops whose weights are on the card run there; below OP_OFFLOAD_MIN_BATCH tokens, ops whose
+    weights are in host memory run on the host CPU (its bandwidth and FLOP/s) and the hidden state
+    crosses PCIe to them and back; from OP_OFFLOAD_MIN_BATCH tokens on, host-held weights are copied
+    to the card each pass and run there. A layer on the host keeps its KV cache there, so its
+    attention runs on the host. The card, the host and the link work one after another."""
+    cfg, gpu, rt, host = setup.model, setup.gpu, setup.runtime, setup.host
+    pl = _placement(setup)
+    upload = T >= OP_OFFLOAD_MIN_BATCH
+    win = frozenset(cfg.windowed_layers)
+    attn = _attention_ops(setup, T, work.full, 1.0) if len(win) < cfg.n_layers else []
+    attn_w = _attention_ops(setup, T, work.windowed, 1.0) if win else []
+    dense = _ffn_ops(setup, T, False, 1.0) if cfg.intermediate_size and cfg.n_dense_layers else []
+    moe = _ffn_ops(setup, T, True, 1.0) if cfg.n_moe_layers else []
+    head = _head_ops(setup, T_out, 1.0) if T_out else []
+    bw, lat = _pcie(setup)
+    hid = ACT_BYTES * T * cfg.hidden_size
+    route = 8 * T * cfg.n_experts_per_tok          # expert ids and weights (int32 + f32)
+    layer_bytes = _layer_total(cfg, setup.weights)
+    costs, total = [], 0.0
+
+    def on_card(op):
+        nonlocal total
+        sec, tc, tm, tl = _time(op, gpu, rt)
+        total += sec
+        costs.append(OpCost(op.name, 0, 1, op.tflops + op.vflops, op.bytes, sec, tc, tm, tl))
+
+    def on_host(op):
+        nonlocal total
+        sec, tc, tm = _host_time(op, host)
+        total += sec
+        costs.append(OpCost(op.name + " (host)", 0, 1, op.tflops + op.vflops, op.bytes, sec, tc, tm, 0.0))
+
+    def cross(name, nbytes):
+        nonlocal total
+        sec = transfer_seconds(nbytes, bw, lat)
+        total += sec
+        costs.append(OpCost(name, 0, 1, 0.0, nbytes, sec, 0.0, 0.0, 0.0))
+
+    where = "host"                                   # the embeddings are looked up in host memory
+    for i in range(cfg.n_layers):
+        a_ops = attn_w if i in win else attn
+        f_ops = moe if cfg.is_moe_layer(i) and cfg.n_routed_experts else dense
+        if not pl.on_card[i]:
+            if where == "card":
+                cross("link.pcie_activations", hid)
+                where = "host"
+            if upload:
+                # matmul weights copied to the card and run there; attention over the host-held cache
+                cross("link.pcie_weights", layer_bytes[i])
+                for op in a_ops + f_ops:
+                    (on_card if op.cls == "matmul" else on_host)(op)
+                cross("link.pcie_activations", 2 * hid)
+            else:
+                for op in a_ops + f_ops:
+                    on_host(op)
+            continue
+        if where == "host" and i > 0:
+            cross("link.pcie_activations", hid)
+        where = "card"
+        for op in a_ops:
+            on_card(op)
+        frac = pl.host_experts[i] / pl.experts[i] if pl.experts[i] else 0.0
+        for op in f_ops:
+            if op.name != "moe.experts" or not frac:
+                on_card(op)
+            elif upload:
+                cross("link.pcie_weights", pl.host_experts[i])
+                on_card(op)
+            else:
+                if frac < 1:
+                    on_card(_scaled(op, 1 - frac))
+                cross("link.pcie_activations", hid + route)
+                on_host(_scaled(op, frac))
+                cross("link.pcie_activations", hid)
+    if head:
+        if pl.output_on_card:
+            if where == "host":
+                cross("link.pcie_activations", ACT_BYTES * T_out * cfg.hidden_size)
+            for op in head:
+                on_card(op)
+        else:
+            if where == "card":
+                cross("link.pcie_activations", ACT_BYTES * T_out * cfg.hidden_size)
+            for op in head:
+                on_host(op)
+    return [total], 0.0, _merge(costs)
+
+
 def _wdtype(setup: Setup) -> str:
     f = setup.weight_fmt
     if f.dequant:
         return setup.runtime.quantized_matmul
-    return {"f32": "fp32", "f16": "fp16", "bf16": "bf16"}[f.name]
+    return {"f32": "fp32", "f64": "fp32", "f16": "fp16", "bf16": "bf16"}[f.name]
 
 
 def _matmul(name, T, n_out, n_in, wbytes, setup, share=1.0, kernels=1):
@@ -555,23 +855,40 @@ class _Attn:
     prefill: bool = False
 
 
-def _decode_work(cfg, depth, batch) -> _Attn:
+@dataclass(frozen=True)
+class _Works:
+    """The attention work of a step for the full-attention layers and for the windowed ones."""
+    full: _Attn
+    windowed: _Attn | None = None
+
+
+def _decode_attn(depth, batch, window) -> _Attn:
     span = depth + 1
-    if cfg.sliding_window:
-        span = min(span, cfg.sliding_window)
+    if window:
+        span = min(span, window)
     return _Attn(batch, batch * span, batch * span, batch * span)
 
 
-def _prefill_work(cfg, depth, n) -> _Attn:
+def _prefill_attn(depth, n, window) -> _Attn:
     keys = n * depth + n * (n + 1) / 2
     tiles = -(-n // Q_TILE)
     # tile t reads the cache up to its last query: depth + min(n, (t+1) Q) tokens
     read = sum(depth + min(n, (t + 1) * Q_TILE) for t in range(tiles))
-    if cfg.sliding_window:
-        w = cfg.sliding_window
+    if window:
+        w = window
         keys = min(keys, n * w)
         read = min(read, tiles * (w + Q_TILE))
     return _Attn(n, keys, read, depth + n, True)
+
+
+def _decode_work(cfg, depth, batch) -> _Works:
+    w = cfg.sliding_window if cfg.windowed_layers else None
+    return _Works(_decode_attn(depth, batch, None), _decode_attn(depth, batch, w) if w else None)
+
+
+def _prefill_work(cfg, depth, n) -> _Works:
+    w = cfg.sliding_window if cfg.windowed_layers else None
+    return _Works(_prefill_attn(depth, n, None), _prefill_attn(depth, n, w) if w else None)
 
 
 def _attention_ops(setup: Setup, T: int, work: _Attn, share: float) -> list:
@@ -751,16 +1068,34 @@ def _layer_counts(setup: Setup) -> list:
     return out
 
 
-def _card_ops(setup: Setup, T: int, work: _Attn, T_out: int) -> list:
+def _layer_ranges(setup: Setup) -> list:
+    """Per card: the decoder layers it holds (every layer on every card unless split by layers)."""
+    cfg, N = setup.model, setup.n_cards
+    if setup.split != "layer":
+        return [range(cfg.n_layers)] * (1 if setup.split == "none" else N)
+    out, start = [], 0
+    for c in range(N):
+        n = cfg.n_layers // N + (1 if c < cfg.n_layers % N else 0)
+        out.append(range(start, start + n))
+        start += n
+    return out
+
+
+def _card_ops(setup: Setup, T: int, work: _Works, T_out: int) -> list:
     """[(card, [(count, _Op), ...]), ...] for one pass of T tokens through the whole model."""
     share = 1.0 / setup.n_cards if setup.split == "tensor" else 1.0
-    attn = _attention_ops(setup, T, work, share)
-    dense = _ffn_ops(setup, T, False, share) if setup.model.intermediate_size and setup.model.n_dense_layers else []
-    moe = _ffn_ops(setup, T, True, share) if setup.model.n_moe_layers else []
+    cfg = setup.model
+    win = frozenset(cfg.windowed_layers)
+    attn = _attention_ops(setup, T, work.full, share) if len(win) < cfg.n_layers else []
+    attn_w = _attention_ops(setup, T, work.windowed, share) if win else []
+    dense = _ffn_ops(setup, T, False, share) if cfg.intermediate_size and cfg.n_dense_layers else []
+    moe = _ffn_ops(setup, T, True, share) if cfg.n_moe_layers else []
     head = _head_ops(setup, T_out, share) if T_out else []
     out = []
-    for c, (nd, nm, has_head) in enumerate(_layer_counts(setup)):
-        lines = [(nd + nm, o) for o in attn] + [(nd, o) for o in dense] + [(nm, o) for o in moe]
+    for c, ((nd, nm, has_head), rng) in enumerate(zip(_layer_counts(setup), _layer_ranges(setup))):
+        n_win = sum(1 for i in rng if i in win)
+        lines = [(nd + nm - n_win, o) for o in attn] + [(n_win, o) for o in attn_w] + \
+            [(nd, o) for o in dense] + [(nm, o) for o in moe]
         if has_head:
             lines += [(1, o) for o in head]
         out.append((c, [(n, o) for n, o in lines if n]))
@@ -780,8 +1115,10 @@ def transfer_seconds(nbytes: float, link_gbps: float, latency_us: float) -> floa
     return latency_us * 1e-6 + nbytes / (link_gbps * 1e9)
 
 
-def _pass(setup: Setup, T: int, work: _Attn, T_out: int):
+def _pass(setup: Setup, T: int, work: _Works, T_out: int):
     """One pass of T tokens: (per-card busy seconds, link seconds per boundary or per pass, OpCosts)."""
+    if setup.offload is not None:
+        return _pass_offload(setup, T, work, T_out)
     gpu, rt = setup.gpu, setup.runtime
     attn = _attn_eff(setup)
     costs, card_s = [], []
@@ -935,10 +1272,11 @@ class Memory:
     cards: list
     context: int
     batch: int
+    host: Any = None        # HostMemory with an offload: what lives in system memory
 
     @property
     def fits(self) -> bool:
-        return all(c.fits for c in self.cards)
+        return all(c.fits for c in self.cards) and (self.host is None or self.host.fits)
 
     def _sum(self, k):
         return sum(getattr(c, k) for c in self.cards)
@@ -952,14 +1290,12 @@ class Memory:
 
 
 def _memory_terms(setup: Setup, batch: int):
-    """Per card: (weight bytes, workspace bytes, overhead bytes, KV bytes per token of context,
-    expansion-buffer bytes per token of context)."""
+    """Per card: (weight bytes, workspace bytes, overhead bytes, KV bytes per token of context of
+    the full-attention layers, expansion-buffer bytes per token of context, KV bytes per token
+    of the windowed layers, which stop growing at the window)."""
     cfg = setup.model
     N = setup.n_cards
     wb = _layer_weight_bytes(cfg, setup.weights)
-    attn_w = sum(wb["attn"].values())
-    dense_w = wb["norms"] + wb.get("mlp", 0)
-    moe_w = wb["norms"] + wb.get("router", 0) + cfg.n_routed_experts * wb.get("expert", 0) + wb.get("shared", 0)
     if cfg.tie_word_embeddings:
         head_w = wb["final_norm"] + wb["embed"]      # the table is the lm_head: it lives on the card
     else:
@@ -981,22 +1317,64 @@ def _memory_terms(setup: Setup, batch: int):
     overhead = int(setup.runtime.overhead_gib_per_card * GIB)
     tp = setup.split == "tensor"
     out = []
-    for nd, nm, has_head in _layer_counts(setup):
-        layers = nd + nm
+    per_layer = _layer_total(cfg, setup.weights)
+    win = frozenset(cfg.windowed_layers)
+    if setup.offload is not None:   # one card: what is not in host memory (_host_memory_terms)
+        pl = _placement(setup)
+        card = [i for i in range(cfg.n_layers) if pl.on_card[i]]
+        w = sum(per_layer[i] - pl.host_experts[i] for i in card) + (head_w if pl.output_on_card else 0)
+        n_win = sum(1 for i in card if i in win)
+        ws = act + (logits if pl.output_on_card else 0)
+        return [(int(w), ws, overhead, batch * kv_layer * (len(card) - n_win), 0.0, batch * kv_layer * n_win)]
+    for (nd, nm, has_head), rng in zip(_layer_counts(setup), _layer_ranges(setup)):
+        n_win = sum(1 for i in rng if i in win)
+        layers = nd + nm - n_win            # layers whose cache grows with the context
         if tp:
-            w = (layers * attn_w + nd * dense_w + nm * moe_w + head_w) / N
+            w = (sum(per_layer) + head_w) / N
             # an MLA latent is shared by all heads: every card caches all of it
             kv_tok = kv_layer * layers / (1 if cfg.attention == "mla" else N)
+            kv_win = kv_layer * n_win / (1 if cfg.attention == "mla" else N)
         else:
-            w = layers * attn_w + nd * dense_w + nm * moe_w + (head_w if has_head else 0)
+            w = sum(per_layer[i] for i in rng) + (head_w if has_head else 0)
             kv_tok = kv_layer * layers
+            kv_win = kv_layer * n_win
         expand_tok = 0.0
         if cfg.attention == "mla" and setup.mla_strategy == "naive":
             # the expanded f16 K and V of one layer at a time, for every stream
             expand_tok = 2 * cfg.n_heads * (cfg.head_dim + cfg.v_head_dim) / (N if tp else 1)
         ws = act + (logits if (has_head or tp) else 0)
-        out.append((int(w), ws, overhead, batch * kv_tok, batch * expand_tok))
+        out.append((int(w), ws, overhead, batch * kv_tok, batch * expand_tok, batch * kv_win))
     return out
+
+
+def _host_memory_terms(setup: Setup, batch: int) -> tuple:
+    """With an offload: (weight bytes in host memory, KV bytes per token of context of the host's
+    full-attention layers, of its windowed layers)."""
+    cfg = setup.model
+    pl = _placement(setup)
+    t = _weight_table(cfg, setup.weights)
+    total = sum(_layer_total(cfg, setup.weights)) + t["embed"] + t["lm_head"] + t["final_norm"]
+    card_w = _memory_terms(setup, batch)[0][0]
+    kv_layer = sum(setup.kv_fmt.nbytes(r) for r in cfg.kv_rows_per_layer())
+    host_layers = [i for i in range(cfg.n_layers) if not pl.on_card[i]]
+    win = frozenset(cfg.windowed_layers)
+    n_win = sum(1 for i in host_layers if i in win)
+    return total - card_w, batch * kv_layer * (len(host_layers) - n_win), batch * kv_layer * n_win
+
+
+@dataclass
+class HostMemory:
+    weights: int
+    kv: int
+    capacity: int          # 0: unknown (not checked)
+
+    @property
+    def total(self) -> int:
+        return self.weights + self.kv
+
+    @property
+    def fits(self) -> bool:
+        return not self.capacity or self.total <= self.capacity
 
 
 def memory(setup: Setup, context: int, batch: int = 1) -> Memory:
@@ -1009,9 +1387,13 @@ def memory(setup: Setup, context: int, batch: int = 1) -> Memory:
     cfg = setup.model
     cap = setup.gpu.memory_bytes
     span = min(context, cfg.sliding_window) if cfg.sliding_window else context
-    cards = [CardMemory(weights=w, kv=math.ceil(kv * span), workspace=math.ceil(ws + ex * span), overhead=ov, capacity=cap)
-             for w, ws, ov, kv, ex in _memory_terms(setup, batch)]
-    return Memory(cards, context, batch)
+    cards = [CardMemory(weights=w, kv=math.ceil(kv * context + kvw * span), workspace=math.ceil(ws + ex * span),
+                        overhead=ov, capacity=cap)
+             for w, ws, ov, kv, ex, kvw in _memory_terms(setup, batch)]
+    if setup.offload is None:
+        return Memory(cards, context, batch)
+    hw, hkv, hkvw = _host_memory_terms(setup, batch)
+    return Memory(cards, context, batch, HostMemory(hw, math.ceil(hkv * context + hkvw * span), setup.host.memory_bytes))
 
 
 def max_context(setup: Setup, batch: int = 1) -> int:
@@ -1021,16 +1403,29 @@ def max_context(setup: Setup, batch: int = 1) -> int:
     batch = _check_int("batch", batch, 1)
     cap = setup.gpu.memory_bytes
     best = math.inf
-    for w, ws, ov, kv, ex in _memory_terms(setup, batch):
+    window = setup.model.sliding_window if setup.model.windowed_layers else None
+    for w, ws, ov, kv, ex, kvw in _memory_terms(setup, batch):
         room = cap - (w + math.ceil(ws) + ov)
         if room < 0:
             return 0
-        per_tok = kv + ex
-        best = min(best, room // per_tok if per_tok else math.inf)
+        per_tok = kv + ex + kvw
+        n = room // per_tok if per_tok else math.inf
+        if window and n >= window:
+            # past the window only the full-attention layers' caches grow
+            grow = kv + ex
+            n = (room - kvw * window) // grow if grow else math.inf
+        best = min(best, n)
+    if setup.offload is not None and setup.host.memory_bytes:
+        hw, hkv, hkvw = _host_memory_terms(setup, batch)
+        room = setup.host.memory_bytes - hw
+        if room < 0:
+            return 0
+        n = room // (hkv + hkvw) if hkv + hkvw else math.inf
+        if window and n >= window:
+            n = (room - hkvw * window) // hkv if hkv else math.inf
+        best = min(best, n)
     if math.isinf(best):
         return 2 ** 62
-    if setup.model.sliding_window and best >= setup.model.sliding_window:
-        return 2 ** 62     # the cache stops growing at the window
     n = int(best)
     # guard against rounding in the int() conversions of memory()
     while n > 0 and not memory(setup, n, batch).fits:

@@ -257,3 +257,108 @@ class Rig:
 def study_rig() -> Rig:
     """The study's machine: two RTX 3090 that measured ~1.4 GB/s between them."""
     return Rig(get_gpu("rtx-3090"), 2, link_gbps=STUDY_LINK_GBPS, link_latency_us=STUDY_LINK_LATENCY_US)
+
+
+# ---- the host (CPU + system memory) for partial offload ------------------------------------------
+_HOSTS = os.path.join(vocab.DATA_DIR, "hosts")
+DEFAULT_HOST = "desktop-ddr5"
+
+
+@dataclass(frozen=True)
+class Host:
+    """The machine a card sits in, for weights kept in system memory (llama.cpp's partial offload):
+    its streamed memory bandwidth (GB/s, what a STREAM-like triad reaches, not the datasheet peak),
+    the FLOP/s its CPU matmuls reach per dtype (TFLOPS), its cores and memory, and the PCIe link to
+    the card (GB/s per direction, latency per transfer)."""
+    name: str
+    memory_gib: float
+    bandwidth_gbs: float
+    tflops: dict = field(compare=False)
+    cores: int = 0
+    pcie_gbps: float | None = None       # None: the card profile's link_gbps
+    pcie_latency_us: float | None = None
+    source: str = field(default="", compare=False)
+    key: str = ""
+
+    @property
+    def memory_bytes(self) -> int:
+        return int(self.memory_gib * GIB)
+
+    def __hash__(self):
+        return hash((self.name, self.memory_gib, self.bandwidth_gbs, self.cores, self.pcie_gbps,
+                     self.pcie_latency_us, self.key, tuple(sorted(self.tflops.items()))))
+
+
+def host_from_dict(d: dict, where: str = "host", key: str = "") -> Host:
+    """A host profile from a table of its fields (unknown ones rejected)."""
+    if not isinstance(d, dict):
+        raise ValueError(f"{where}: expected a table of fields, got {type(d).__name__}")
+    known = {"name", "memory_gib", "bandwidth_gbs", "tflops", "cores", "pcie_gbps", "pcie_latency_us", "source"}
+    unknown = sorted(set(d) - known)
+    if unknown:
+        raise ValueError(f"{where}: unknown field `{unknown[0]}` (known: {', '.join(sorted(known))})")
+    for k in ("name", "bandwidth_gbs", "tflops"):
+        if k not in d:
+            raise ValueError(f"{where}: field `{k}` is missing")
+    tf = d["tflops"]
+    if not isinstance(tf, dict) or "fp32" not in tf:
+        raise ValueError(f"{where}: field `tflops` must be a table with at least `fp32`, got {tf!r}")
+    bad = sorted(set(tf) - set(DTYPES))
+    if bad:
+        raise ValueError(f"{where}: field `tflops.{bad[0]}` is not one of {', '.join(DTYPES)}")
+    t = {k: _num(where, f"tflops.{k}", v) for k, v in tf.items()}
+    for k in ("fp16", "bf16", "int8"):
+        t.setdefault(k, t["fp32"])
+    cores = d.get("cores", 0)
+    if isinstance(cores, bool) or not isinstance(cores, int) or cores < 0:
+        raise ValueError(f"{where}: field `cores` must be a whole number >= 0, got {cores!r}")
+    pg = d.get("pcie_gbps")
+    pl = d.get("pcie_latency_us")
+    return Host(name=str(d["name"]), memory_gib=_num(where, "memory_gib", d.get("memory_gib", 0.0), strict=False),
+                bandwidth_gbs=_num(where, "bandwidth_gbs", d["bandwidth_gbs"]), tflops=t, cores=cores,
+                pcie_gbps=None if pg is None else _num(where, "pcie_gbps", pg),
+                pcie_latency_us=None if pl is None else _num(where, "pcie_latency_us", pl, strict=False),
+                source=str(d.get("source", "")), key=key)
+
+
+def list_hosts() -> list[str]:
+    return sorted(f[:-5] for f in os.listdir(_HOSTS) if f.endswith(".json"))
+
+
+def host_from_cpu(cpu: GPU) -> Host:
+    """A host profile from a CPU profile (cpu_profile / glmbench.measure.machine.host_profile: this
+    machine measured): its bandwidth, FLOP/s and memory; PCIe from the card's profile."""
+    if not isinstance(cpu, GPU) or cpu.kind != "cpu":
+        raise ValueError(f"`cpu` must be a CPU profile (kind 'cpu'), got {cpu!r}")
+    return Host(name=cpu.name, memory_gib=cpu.memory_gib, bandwidth_gbs=cpu.bandwidth_gbs, tflops=dict(cpu.tflops),
+                cores=0, source=cpu.source, key=cpu.key)
+
+
+def get_host(src=None) -> Host:
+    """A host profile: a Host, a built-in name (desktop-ddr5, workstation-ddr5; None: the default
+    desktop), a CPU profile (this machine, measured: `host` is resolved on the measured side by
+    glmbench.measure.machine.host_profile), or a .json/.toml path."""
+    if src is None:
+        src = DEFAULT_HOST
+    if isinstance(src, Host):
+        return src
+    if isinstance(src, GPU):
+        return host_from_cpu(src)
+    if isinstance(src, dict):
+        return host_from_dict(src)
+    if isinstance(src, (str, os.PathLike)):
+        s = os.fspath(src)
+        if _norm(s) in list_hosts():
+            p = os.path.join(_HOSTS, _norm(s) + ".json")
+            with open(p) as f:
+                return host_from_dict(json.load(f), where=p, key=_norm(s))
+        if is_host(s):
+            raise ValueError("host profile 'host' (this machine) is measured: resolve it with "
+                             "glmbench.measure.machine.host_profile() and pass the result")
+        if s.endswith((".json", ".toml")):
+            if not os.path.isfile(s):
+                raise ValueError(f"host profile file {s!r} does not exist")
+            return host_from_dict(_read_table(s), where=s, key=s)
+        raise ValueError(f"unknown host profile {s!r}; built-in: {', '.join(list_hosts())}, 'host' (this machine), "
+                         f"or a .json/.toml path")
+    raise TypeError(f"`host` must be a name, a path, a dict or a Host, got {type(src).__name__}")

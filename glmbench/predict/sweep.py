@@ -83,6 +83,11 @@ def setup_fields(s: cm.Setup) -> dict:
     if s.runtime.calibrated:
         # the calibrated profile's leave-one-out error: the band its predictions carry
         out["cv_error"] = s.runtime.cv_error
+    if s.offload is not None:   # llama.cpp's partial offload to the host
+        out.update(s.offload.fields())
+        out["host"] = s.host.key or s.host.name
+    if isinstance(s.weight_fmt, vocab.Mix):   # per-tensor types from llama.cpp's rules, no file
+        out["weights_note"] = s.weight_fmt.note
     return out
 
 
@@ -101,7 +106,7 @@ def setup_fingerprint(s: cm.Setup) -> str:
     field; cards; link), the split, formats, MLA strategy, runtime profile (every field), expert
     skew and the glmbench version (the cost model's code)."""
     return vocab.fingerprint("predicted", __version__, s.model, s.rig, s.split, s.weights, s.kv,
-                             s.mla_strategy, s.runtime, s.expert_skew)
+                             s.mla_strategy, s.runtime, s.expert_skew, s.offload, s.host)
 
 
 def _key(r: dict) -> tuple:
@@ -226,7 +231,10 @@ def _mem(s, d, batch, r):
     return {**r, "mem_bytes": max(c.total for c in m.cards), "mem_total_bytes": m.total,
             "weights_bytes": m.weights, "kv_bytes": m.kv, "workspace_bytes": m.workspace,
             "overhead_bytes": m.overhead, "capacity_bytes": s.gpu.memory_bytes, "fits": m.fits,
-            "beyond_native": bool(r.get("native_context")) and d > r["native_context"]}
+            "beyond_native": bool(r.get("native_context")) and d > r["native_context"],
+            **({} if m.host is None else {"card_bytes": [c.total for c in m.cards], "host_bytes": m.host.total,
+                                          "host_weights_bytes": m.host.weights, "host_kv_bytes": m.host.kv,
+                                          "host_capacity_bytes": m.host.capacity})}
 
 
 def _serve(s, d, c, r):

@@ -77,6 +77,12 @@ class Study:
     concurrency: tuple = (1, 2, 4, 8, 16, 32, 64)
     serve_context: int = 4096
     workloads: tuple = WORKLOADS
+    # llama.cpp's partial offload on one-card setups (costmodel.Offload fields; None: none), the
+    # host that holds what is offloaded (hardware.get_host; "host": this machine, measured), and
+    # whether the report adds, for one card, the fastest offload setting that fits each context
+    offload: dict | None = None
+    host: str | None = None
+    offload_table: bool = False
 
     def __post_init__(self):
         s = object.__setattr__
@@ -108,6 +114,9 @@ class Study:
             raise ValueError(f"`link_gbps` must be > 0, got {self.link_gbps!r}")
         if isinstance(self.serve_context, bool) or not isinstance(self.serve_context, int) or self.serve_context < 0:
             raise ValueError(f"`serve_context` must be a whole number >= 0, got {self.serve_context!r}")
+        if self.offload is not None:
+            off = self.offload if isinstance(self.offload, cm.Offload) else cm.Offload(**dict(self.offload))
+            s(self, "offload", off)
 
     @property
     def prompt_lengths(self) -> tuple:
@@ -138,10 +147,25 @@ class Study:
             out[cfg.name] = cfg
         return out
 
+    @functools.cached_property
+    def host_profile(self):
+        """The host of offloaded setups (hardware.Host): resolved once; `host` measures this machine."""
+        if hardware.is_host(self.host):
+            from glmbench.measure.machine import host_profile   # the measured side, only for `host`
+            return hardware.host_from_cpu(host_profile())
+        return hardware.get_host(self.host)
+
     def setup_templates(self) -> list[dict]:
-        """Setup fields without the model (sweep.predict combines them with every model)."""
-        return [dict(rig=r, split="none" if r.n_cards == 1 else self.split, weights=self.weights,
-                     kv=self.kv, mla_strategy=self.mla_strategy, runtime=self.runtime) for r in self.rigs()]
+        """Setup fields without the model (sweep.predict combines them with every model); the
+        offload, when the study has one, on its one-card setups."""
+        out = []
+        for r in self.rigs():
+            t = dict(rig=r, split="none" if r.n_cards == 1 else self.split, weights=self.weights,
+                     kv=self.kv, mla_strategy=self.mla_strategy, runtime=self.runtime)
+            if self.offload is not None and r.n_cards == 1:
+                t.update(offload=self.offload, host=self.host_profile)
+            out.append(t)
+        return out
 
     def setups(self) -> list:
         return [cm.Setup(model=cfg, **t) for cfg in self.configs.values() for t in self.setup_templates()]
@@ -168,6 +192,17 @@ class Study:
             parts.append(f"--n-prompt {self.n_prompt}")
         if self.n_gen != d.n_gen:
             parts.append(f"--n-gen {self.n_gen}")
+        if self.offload is not None:
+            o = self.offload
+            if o.n_gpu_layers is not None:
+                parts.append(f"--n-gpu-layers {o.n_gpu_layers}")
+            if o.n_cpu_moe:
+                parts.append(f"--n-cpu-moe {o.n_cpu_moe}")
+            parts += [f"--override-tensor '{p}=CPU'" for p in o.override_tensor]
+        if self.host is not None:
+            parts.append(f"--host {self.host}")
+        if self.offload_table:
+            parts.append("--offload")
         return " ".join(parts)
 
 
@@ -238,6 +273,52 @@ def ceilings(study: Study) -> list[dict]:
     return rows
 
 
+OFFLOAD_PROMPT = 512   # the prefill the offload table reports (tokens on top of the context)
+
+
+def offload_settings(cfg) -> list:
+    """The offload settings the offload table tries for a model, fastest-leaning first: for an MoE
+    model --n-cpu-moe 0..n_layers (the experts of the first N layers in host memory), for a dense
+    one -ngl from all layers (and the output) down to 0."""
+    if cfg.n_routed_experts:
+        return [cm.Offload(n_cpu_moe=n) for n in range(cfg.n_layers + 1)]
+    return [cm.Offload(n_gpu_layers=n) for n in range(cfg.n_layers + 1, -1, -1)]
+
+
+def offload_rows(study: Study) -> list[dict]:
+    """For each model on one card of the study's hardware: at each depth, the offload setting with
+    the fastest predicted decode whose card and host memory hold that context (None when nothing
+    fits), with its card and host bytes, decode tok/s at the depth and prefill tok/s of
+    OFFLOAD_PROMPT tokens on top of it. The report's offload table is these rows (offload.json)."""
+    rig = study.rigs()[0] if study.rigs()[0].n_cards == 1 else hardware.Rig(study.rigs()[0].gpu, 1)
+    host = study.host_profile
+    rows = []
+    for cfg in study.configs.values():
+        setups = [cm.Setup(cfg, rig, "none", study.weights, study.kv, study.mla_strategy, study.runtime,
+                           offload=o, host=host) for o in offload_settings(cfg)]
+        for d in study.depths:
+            best = None
+            for s in setups:
+                m = cm.memory(s, d)
+                if not m.fits:
+                    continue
+                tg = cm.decode(s, d).tok_s
+                if best is None or tg > best[1]:
+                    best = (s, tg, m)
+            row = {"evidence": "predicted", "model": cfg.name, "rig": rig.name, "host": host.key or host.name,
+                   "weights": study.weights, "kv": study.kv, "n_depth": d,
+                   "capacity_bytes": rig.gpu.memory_bytes, "host_capacity_bytes": host.memory_bytes}
+            if best is None:
+                row.update(setting=None, fits=False)
+            else:
+                s, tg, m = best
+                row.update(setting=s.offload.label, fits=True, **s.offload.fields(), card_bytes=m.cards[0].total,
+                           host_bytes=m.host.total, tg_tok_s=tg, n_prompt=OFFLOAD_PROMPT,
+                           pp_tok_s=cm.prefill(s, OFFLOAD_PROMPT, d).tok_s)
+            rows.append(row)
+    return rows
+
+
 # ---- the report ---------------------------------------------------------------------------------
 def run(study: Study | None = None, out: str | os.PathLike = "glmbench-report", *,
         extra_records: Sequence[dict] = (), progress: bool = True, trace=None,
@@ -281,7 +362,11 @@ def run(study: Study | None = None, out: str | os.PathLike = "glmbench-report", 
     # a chart this study has no data for must not survive from an earlier report in the folder
     plots.remove_stale_charts(out, charts)
     rec.atomic_write_text(os.path.join(out, "ceilings.json"), json.dumps(_finite(ceils), indent=1) + "\n")
-    text = render(records, study, decs, [os.path.basename(p) for p in charts], ceils, finds)
+    offl = None
+    if study.offload_table:
+        offl = offload_rows(study)
+        rec.atomic_write_text(os.path.join(out, "offload.json"), json.dumps(_finite(offl), indent=1) + "\n")
+    text = render(records, study, decs, [os.path.basename(p) for p in charts], ceils, finds, offl)
     from glmbench.report import workload
     trace_files = []
     if trace is not None:
@@ -340,7 +425,8 @@ def _num(v, digits=1) -> str:
 
 
 def render(records: Sequence[dict], study: Study, decs: Sequence[dict], charts: Sequence[str],
-           ceils: Sequence[dict] | None = None, finds: dict | None = None) -> str:
+           ceils: Sequence[dict] | None = None, finds: dict | None = None,
+           offload: Sequence[dict] | None = None) -> str:
     """report.md from the records, the decisions and the memory ceilings (pure: no files read or
     written, no number computed here: each comes from `records`, `decs` (decisions()) or `ceils`
     (ceilings()); without `ceils` the memory table is left out)."""
@@ -363,6 +449,10 @@ def render(records: Sequence[dict], study: Study, decs: Sequence[dict], charts: 
     L.append(f"**Setup:** {', '.join(study.configs)}; weights `{study.weights}`, KV cache `{study.kv}`; "
              f"{', '.join(_rig_name(study, n) for n in study.cards)}; "
              f"depths {_tok(study.depths[0])} to {_tok(study.depths[-1])}.")
+    wf = vocab.weight_format(study.weights)
+    if isinstance(wf, vocab.Mix):
+        L.append("")
+        L.append(f"Weights `{wf.name}`: {wf.note}.")
     L.append("")
     L.append("Files: `records.csv` and `records.json` (every number below), `decisions.json` "
              "(the decision table in full), and the charts: " + ", ".join(f"`{c}`" for c in charts) + ".")
@@ -449,6 +539,22 @@ def render(records: Sequence[dict], study: Study, decs: Sequence[dict], charts: 
               "on the fullest card, against its capacity):", "",
               _md_table(rows, ["model", "rig", "weights on fullest card (GiB)", f"KV per token, {study.kv} (KiB)",
                                "card (GiB)", "max context"]), ""]
+    if offload:
+        r0 = offload[0]
+        L += [f"### Partial offload on one {r0['rig']} ({r0['capacity_bytes'] / GIB:.0f} GiB)", "",
+              f"The fastest llama.cpp offload setting whose card and host memory hold each context (weights "
+              f"`{study.weights}`, host `{r0['host']}`: offloaded work runs at its memory bandwidth and "
+              f"compute, activations cross PCIe; decode at the context, prefill of {r0.get('n_prompt') or OFFLOAD_PROMPT} "
+              f"tokens on top of it):", ""]
+        rows = []
+        for r in offload:
+            if not r["fits"]:
+                rows.append([r["model"], _tok(r["n_depth"]), "does not fit", "–", "–", "–", "–"])
+                continue
+            rows.append([r["model"], _tok(r["n_depth"]), r["setting"], f"{r['card_bytes'] / GIB:.1f}",
+                         f"{r['host_bytes'] / GIB:.1f}", _num(r["tg_tok_s"]), _num(r["pp_tok_s"], 0)])
+        L += [_md_table(rows, ["model", "context", "setting", "card (GiB)", "host (GiB)", "decode (tok/s)",
+                               "prefill (tok/s)"]), ""]
 
     # -- one vs two
     serve = [r for r in pred if r["test"] == "serve"]
