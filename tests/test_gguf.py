@@ -31,9 +31,19 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _hf(mt, **kw):
-    if mt == "llama":
-        TINY.setdefault("llama", TINY_LLAMA)
-    return tiny_hf_model(mt, **kw)
+    if mt != "llama":
+        return tiny_hf_model(mt, **kw)
+    # plain rope: a llama3-scaled GGUF carries its factors in a rope_freqs tensor, which the
+    # reader predicts from but does not run (checkpoint.py refuses it)
+    saved = TINY.get("llama")
+    TINY["llama"] = TINY_LLAMA
+    try:
+        return tiny_hf_model(mt, **kw)
+    finally:
+        if saved is None:
+            TINY.pop("llama", None)
+        else:
+            TINY["llama"] = saved
 
 
 def _write(tmp_path, mt, name="m.gguf", **kw):
