@@ -1,7 +1,10 @@
 /* kvcache.c: the paged KV cache (layout in kvcache.h). Blocks come from the system on first use
  * and are recycled through the cache's pool; every byte is returned in gb_kvcache_destroy. */
+#define _GNU_SOURCE /* pthread_rwlockattr_setkind_np (glibc): writer-preferring lock */
 #include "kvcache.h"
 
+#include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,6 +71,22 @@ int gb_kvcache_create(gb_kvcache **out, int kind, int fmt, int64_t n_layers, int
         gb_kvcache_destroy(c);
         return gb_error(GB_ENOMEM, "KV cache: out of memory for the block tables");
     }
+    pthread_rwlock_t *lock = (pthread_rwlock_t *)malloc(sizeof *lock);
+    pthread_rwlockattr_t attr;
+    int lst = lock ? pthread_rwlockattr_init(&attr) : ENOMEM;
+    if (!lst) {
+#if defined(__GLIBC__)
+        pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+#endif
+        lst = pthread_rwlock_init(lock, &attr);
+        pthread_rwlockattr_destroy(&attr);
+    }
+    if (lst) {
+        free(lock);
+        gb_kvcache_destroy(c);
+        return gb_error(GB_ENOMEM, "KV cache: cannot create its lock (%s)", strerror(lst));
+    }
+    c->lock = lock;
     *out = c;
     return GB_OK;
 }
@@ -81,8 +100,24 @@ void gb_kvcache_destroy(gb_kvcache *c) {
     free(c->table);
     free(c->pool);
     free(c->len);
+    if (c->lock) {
+        pthread_rwlock_destroy((pthread_rwlock_t *)c->lock);
+        free(c->lock);
+    }
     free(c);
 }
+
+int gb_kvcache_lock(gb_kvcache *c, int exclusive) {
+    pthread_rwlock_t *l = (pthread_rwlock_t *)c->lock;
+    return exclusive ? pthread_rwlock_wrlock(l) : pthread_rwlock_rdlock(l);
+}
+
+int gb_kvcache_trylock(gb_kvcache *c, int exclusive) {
+    pthread_rwlock_t *l = (pthread_rwlock_t *)c->lock;
+    return exclusive ? pthread_rwlock_trywrlock(l) : pthread_rwlock_tryrdlock(l);
+}
+
+void gb_kvcache_unlock(gb_kvcache *c) { pthread_rwlock_unlock((pthread_rwlock_t *)c->lock); }
 
 int64_t gb_kvcache_bytes_per_token(const gb_kvcache *c) {
     return c->n_layers * c->n_heads * (c->k_row_bytes + c->v_row_bytes);
