@@ -283,6 +283,7 @@ def cmd_measure(args) -> int:
                                out=out if out and out.endswith(".json") else None)
         if out and out.endswith(".csv"):
             rec.write_records(out, recs)
+        _warn_unstable(recs, measure.protocol)
         _emit_records(recs, args)
         return 0
     recs = measure.measure(
@@ -290,13 +291,21 @@ def cmd_measure(args) -> int:
         weights=args.weights or vocab.DEFAULTS["measured_weights"], kv=args.kv or vocab.DEFAULTS["kv"],
         mla_strategy=args.mla_strategy, threads=args.threads,
         repeats=args.repeats, layers=args.layers, bandwidth_probe=args.bandwidth_probe,
-        out=out if out and out.endswith(".json") else None, progress=not args.quiet)
+        retries=args.retries, out=out if out and out.endswith(".json") else None, progress=not args.quiet)
     if out and out.endswith(".csv"):
         rec.write_records(out, recs)
     if out:
         print(f"wrote {len(recs)} records to {out}", file=sys.stderr)
+    _warn_unstable(recs, measure.protocol)
     _emit_records(recs, args)
     return 0
+
+
+def _warn_unstable(recs, protocol) -> None:
+    """One `warning:` line on stderr per record marked unstable (protocol: glmbench.measure.protocol,
+    handed over by cmd_measure, the one command that loads the measured side)."""
+    for r in protocol.unstable(recs):
+        print(protocol.warning_line(r), file=sys.stderr)
 
 
 def cmd_models(args) -> int:
@@ -435,6 +444,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "a number k of layers of each kind to build and time (default: auto)")
     sp.add_argument("--bandwidth-probe", action="store_true",
                     help="measure the memory bandwidth after each timed repeat and record it (CPU)")
+    sp.add_argument("--retries", type=int, default=0, metavar="N",
+                    help="time a point marked unstable (the machine was busy) again, up to N times (CPU; default: 0)")
     sp.add_argument("--out", metavar="FILE.json|FILE.csv", help="write the records (a .json file resumes)")
     sp.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     fmt_opts(sp)
