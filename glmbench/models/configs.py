@@ -389,7 +389,11 @@ def load(src) -> ModelConfig:
                              f"nor an existing config.json path")
         stem = os.path.basename(os.path.dirname(os.path.abspath(path))) if os.path.basename(path) == "config.json" \
             else os.path.splitext(os.path.basename(path))[0]
-        return from_hf(_read_json(path), stem)
+        hf = _read_json(path)
+        try:
+            return from_hf(hf, stem)
+        except (ValueError, TypeError) as e:  # name the file: the field alone does not say which config
+            raise type(e)(f"{path}: {e}") from None
     raise TypeError(f"config must be a built-in name, a path or a dict, got {type(src).__name__}")
 
 
@@ -399,6 +403,8 @@ def _read_json(path: str) -> dict:
             d = json.load(f)
     except json.JSONDecodeError as e:
         raise ValueError(f"{path}: not valid JSON (line {e.lineno}: {e.msg})") from None
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not UTF-8 text (byte {e.start}: {e.reason})") from None
     if not isinstance(d, dict):
         raise ValueError(f"{path}: expected a JSON object, got {type(d).__name__}")
     return d
