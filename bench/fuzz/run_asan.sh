@@ -15,6 +15,10 @@ B=$ROOT/build-asan
 cd "$ROOT"
 LIBASAN=$(gcc -print-file-name=libasan.so)
 [ -e "$LIBASAN" ] || { echo "run_asan.sh: gcc has no libasan.so ($LIBASAN)" >&2; exit 2; }
+# libstdc++ right after libasan: matplotlib's C++ (pybind11) throws at import, and ASan's
+# __cxa_throw interceptor needs the real one loaded (else "CHECK failed: real___cxa_throw")
+LIBSTDCXX=$(gcc -print-file-name=libstdc++.so.6)
+PRELOAD="$LIBASAN $LIBSTDCXX"
 
 echo "building the C core with -fsanitize=address into $B ..." >&2
 rm -rf "$B/tree" "$B/lib"
@@ -26,9 +30,21 @@ mkdir -p "$B/tree"
 cp "$SO" "$B/tree/glmbench/core/"
 nm -D "$B/tree/glmbench/core/"_core*.so | grep -q __asan_init || { echo "run_asan.sh: not an ASan build" >&2; exit 2; }
 
-rm -f "$B/fuzz-findings.jsonl"
-echo "fuzzing ($N inputs per target) with $LIBASAN preloaded ..." >&2
-GLMBENCH_FUZZ_ASAN=1 PYTHONPATH="$B/tree" LD_PRELOAD="$LIBASAN" \
-  ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1:halt_on_error=1:abort_on_error=1 \
-  python -W ignore "$ROOT/bench/fuzz/fuzz_glmbench.py" --n "$N" --out "$B/fuzz-summary.json" \
-  --log "$B/fuzz-findings.jsonl" "$@"
+rm -f "$B"/fuzz-findings.jsonl "$B"/fuzz-summary-*.json "$B"/asan-*.log
+TARGETS=$(PYTHONPATH="$B/tree" python -c "import runpy; m = runpy.run_path('$ROOT/bench/fuzz/fuzz_glmbench.py', run_name='x'); print(' '.join(list(m['TARGETS']) + list(m['READERS'])))")
+echo "fuzzing ($N inputs per target, one process per target) with $PRELOAD preloaded ..." >&2
+status=0
+for t in $TARGETS; do
+  if GLMBENCH_FUZZ_ASAN=1 PYTHONPATH="$B/tree" LD_PRELOAD="$PRELOAD" \
+      ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1:halt_on_error=1:abort_on_error=1 \
+      python -W ignore "$ROOT/bench/fuzz/fuzz_glmbench.py" --target "$t" --n "$N" --out "$B/fuzz-summary-$t.json" \
+      --log "$B/fuzz-findings.jsonl" "$@" 2> "$B/asan-$t.log"; then
+    :
+  else
+    rc=$?
+    status=1
+    echo "$t: exit $rc (findings in $B/fuzz-findings.jsonl; an ASan report in $B/asan-$t.log)" >&2
+    grep -A12 "ERROR: AddressSanitizer" "$B/asan-$t.log" | grep -v "^    #[1-9][0-9] " >&2 || true
+  fi
+done
+exit $status
