@@ -112,8 +112,8 @@ def _mutate_array(R, a):
         return b
     if k == 8 and a.size and a.dtype.kind in "iu":
         b = a.copy()
-        b.flat[int(R.integers(0, a.size))] = R.choice([-1, 2**31 - 1, 1000, -(2**31)] if a.dtype.itemsize >= 4
-                                                      else [255, 127])
+        info = np.iinfo(a.dtype)  # an extreme of the array's own integer type
+        b.flat[int(R.integers(0, a.size))] = R.choice([info.min, info.max, min(info.max, 1000), max(info.min, -1)])
         return b
     if k == 9:
         return a.tolist()
