@@ -13,6 +13,8 @@
 
 /* 64-byte alignment: a block starts on a cache line, so whole-line loads never straddle two. */
 #define GB_KV_ALIGN 64
+/* Most bytes of block tables (table + pool: 16 bytes per block and layer) a cache may take. */
+#define GB_KV_MAX_TABLE_BYTES (INT64_C(1) << 30)
 
 static const char *fmt_name(int fmt) {
     switch (fmt) {
@@ -44,6 +46,16 @@ int gb_kvcache_create(gb_kvcache **out, int kind, int fmt, int64_t n_layers, int
     if (vb < 0)
         return gb_error(GB_EVALUE, "`kv`=%s stores rows in blocks of 32; `%s`=%ld is not a multiple of 32",
                         fmt_name(fmt), vn, (long)dv);
+    /* The block table and the pool hold one pointer each per block of every layer: bounded, so a
+     * capacity no model has is an error at once, not gigabytes of zeroed tables (found by
+     * bench/fuzz) or an n_layers x blocks product that overflows. */
+    const int64_t blocks = (capacity + block_size - 1) / block_size;
+    if (blocks > GB_KV_MAX_TABLE_BYTES / 16 / n_layers)
+        return gb_error(GB_EVALUE,
+                        "KV cache: %ld layers x %ld blocks (capacity_tokens=%ld / block_size=%ld) need %.3g GiB of "
+                        "block tables, more than the %d GiB allowed: a smaller capacity_tokens or a larger block_size",
+                        (long)n_layers, (long)blocks, (long)capacity, (long)block_size,
+                        16.0 * (double)n_layers * (double)blocks / (double)(1 << 30), (int)(GB_KV_MAX_TABLE_BYTES >> 30));
     gb_kvcache *c = (gb_kvcache *)calloc(1, sizeof *c);
     if (!c) return gb_error(GB_ENOMEM, "KV cache: out of memory");
     c->kind = kind;

@@ -57,6 +57,16 @@ def test_rope_offset_overflow_is_an_error():
             _core.rope(x, pos, 10000.0, rot_dim, off, 0, None, 1.0)
 
 
+def test_kvcache_block_tables_are_bounded():
+    """KVCache(7 layers, 2**31 tokens) zeroed 3.6 GB of block tables (minutes under ASan); a
+    layers x blocks product could overflow int64."""
+    from glmbench.core.kvcache import KVCache
+    for layers, cap, bs in ((7, 2**31, 64), (2**40, 2**40, 1), (1, 2**62, 1)):
+        with pytest.raises(ValueError, match="block tables"):
+            KVCache.mla(layers, cap, 32, 32, kv="f32", block_size=bs)
+    assert KVCache.mla(47, 131072, 512, 64, kv="bf16").capacity_tokens == 131072  # real sizes still fine
+
+
 def test_bench_counts_are_bounded():
     """bench_fma(2**62, 1) looped for hours and bench_bandwidth(2**40, 1) asked for 12 TB."""
     from glmbench.core._loader import _core
@@ -84,4 +94,7 @@ def test_readers_name_the_file(tmp_path):
     csv = tmp_path / "r.csv"
     csv.write_text("test,model\ntg\n")
     with pytest.raises(ValueError, match=r"r.csv: line 2: 1 cells where the header has 2"):
+        records.read_records(csv)
+    csv.write_bytes(b"test,model\ntg,a\rb\n")  # a bare CR inside an unquoted cell: csv.Error
+    with pytest.raises(ValueError, match=r"r.csv: line \d+: not valid CSV"):
         records.read_records(csv)

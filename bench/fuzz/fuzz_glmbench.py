@@ -56,7 +56,8 @@ class Finding(Exception):
 
 class Hang(Exception):
     """An input ran past --timeout seconds (raised from SIGALRM inside Python code; a C loop that
-    never returns to the interpreter is caught by faulthandler at 3x the timeout, ending the run)."""
+    never returns to the interpreter is caught by faulthandler at max(3x the timeout, 30 s),
+    ending the run)."""
 
 
 def _alarm(signum, frame):
@@ -585,7 +586,7 @@ def fuzz(target: str, n: int, seed: int, timeout: float, log) -> dict:
         timeout = min(timeout, 1.0)
     for i in range(n):
         R = np.random.default_rng([seed, i, sum(map(ord, target))])
-        faulthandler.dump_traceback_later(3 * timeout, exit=True)
+        faulthandler.dump_traceback_later(max(3 * timeout, 30.0), exit=True)
         signal.setitimer(signal.ITIMER_REAL, timeout)
         try:
             ok = run_reader_input(R, target, tmp) if target in READERS else run_binding_input(R, target)

@@ -4,6 +4,7 @@
 # next to a copy of the Python package that imports it.
 #
 #   bench/fuzz/run_asan.sh [N] [fuzz_glmbench.py options...]     # N inputs per target (default 10000)
+#   FUZZ_TARGETS="rope kvcache" bench/fuzz/run_asan.sh [N]        # some targets only
 #
 # Writes build-asan/fuzz-summary.json and build-asan/fuzz-findings.jsonl; ASan reports go to stderr
 # (a memory error ends the process there, with the stack).
@@ -30,8 +31,10 @@ mkdir -p "$B/tree"
 cp "$SO" "$B/tree/glmbench/core/"
 nm -D "$B/tree/glmbench/core/"_core*.so | grep -q __asan_init || { echo "run_asan.sh: not an ASan build" >&2; exit 2; }
 
-rm -f "$B"/fuzz-findings.jsonl "$B"/fuzz-summary-*.json "$B"/asan-*.log
-TARGETS=$(PYTHONPATH="$B/tree" python -c "import runpy; m = runpy.run_path('$ROOT/bench/fuzz/fuzz_glmbench.py', run_name='x'); print(' '.join(list(m['TARGETS']) + list(m['READERS'])))")
+# FUZZ_TARGETS="rope kvcache" bench/fuzz/run_asan.sh N: only those (the others' results are kept)
+TARGETS=${FUZZ_TARGETS:-$(PYTHONPATH="$B/tree" python -c "import runpy; m = runpy.run_path('$ROOT/bench/fuzz/fuzz_glmbench.py', run_name='x'); print(' '.join(list(m['TARGETS']) + list(m['READERS'])))")}
+for t in $TARGETS; do rm -f "$B/fuzz-summary-$t.json" "$B/asan-$t.log"; done
+[ -n "${FUZZ_TARGETS:-}" ] || rm -f "$B/fuzz-findings.jsonl"
 echo "fuzzing ($N inputs per target, one process per target) with $PRELOAD preloaded ..." >&2
 status=0
 for t in $TARGETS; do

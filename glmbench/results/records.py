@@ -169,11 +169,14 @@ def read_records(path: str | os.PathLike) -> list[dict]:
     elif p.endswith(".csv"):
         recs = []
         rows = csv.DictReader(io.StringIO(text))
-        for row in rows:
-            if None in row or None in row.values():  # more cells than the header, or fewer
-                n = sum(v is not None for k, v in row.items() if k is not None) + len(row.get(None) or ())
-                raise ValueError(f"{p}: line {rows.line_num}: {n} cells where the header has {len(rows.fieldnames)}")
-            recs.append({k: _parse_cell(v) for k, v in row.items()})
+        try:
+            for row in rows:
+                if None in row or None in row.values():  # more cells than the header, or fewer
+                    n = sum(v is not None for k, v in row.items() if k is not None) + len(row.get(None) or ())
+                    raise ValueError(f"{p}: line {rows.line_num}: {n} cells where the header has {len(rows.fieldnames)}")
+                recs.append({k: _parse_cell(v) for k, v in row.items()})
+        except csv.Error as e:  # not a ValueError: name the file and line like the others
+            raise ValueError(f"{p}: line {rows.line_num}: not valid CSV ({e})") from None
     else:
         raise ValueError(f"`path` must end in .csv or .json, got {p!r}")
     for i, r in enumerate(recs):
