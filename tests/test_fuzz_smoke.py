@@ -91,6 +91,14 @@ def test_readers_name_the_file(tmp_path):
     cfg.write_text('{"model_type": "glm4_moe_lite", "num_key_value_heads": "x"}')
     with pytest.raises(ValueError, match="cfg.json: config field"):
         configs.load(cfg)
+    # rope_theta = 1 with YaRN scaling divided by log(1) (ZeroDivisionError)
+    import json
+    with open(configs.builtin_path("deepseek-v2-lite")) as f:
+        hf = json.load(f)
+    assert hf["rope_scaling"]["type"] == "yarn"
+    cfg.write_text(json.dumps(dict(hf, rope_theta=1)))
+    with pytest.raises(ValueError, match="cfg.json: .*rope_theta"):
+        configs.load(cfg)
     csv = tmp_path / "r.csv"
     csv.write_text("test,model\ntg\n")
     with pytest.raises(ValueError, match=r"r.csv: line 2: 1 cells where the header has 2"):

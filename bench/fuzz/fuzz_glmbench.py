@@ -539,6 +539,11 @@ def _read(reader, path):
 _DOCS: list = []
 
 
+def _layers_beyond(doc, limit=10**6) -> bool:
+    v = doc.get("num_hidden_layers") if isinstance(doc, dict) else None
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and v > limit
+
+
 def run_reader_input(R, target, tmp):
     if not _DOCS:
         _DOCS.extend(_seed_docs())
@@ -548,6 +553,11 @@ def run_reader_input(R, target, tmp):
         for _ in range(int(R.integers(1, 3))):
             doc = _mutate_doc(R, doc)
     data = _text(R, reader, suffix, doc)
+    if reader == "config" and _layers_beyond(doc):
+        # known finding (bench/fuzz/results.md), bounded by issue 16 item 5 in another branch:
+        # configs.load builds a tuple over every layer in C (tuple(range(L))), which no alarm
+        # interrupts; skipped so the run goes on, and counted
+        return "known: num_hidden_layers beyond 10**6"
     path = os.path.join(tmp, f"input{suffix}")
     with open(path, "wb") as f:
         f.write(data)

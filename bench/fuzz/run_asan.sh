@@ -29,7 +29,8 @@ SO=$(ls "$B"/lib/glmbench/core/_core*.so)
 mkdir -p "$B/tree"
 (cd "$ROOT" && find glmbench \( -name '*.py' -o -name '*.json' -o -name '*.toml' \) -exec cp --parents {} "$B/tree" \;)
 cp "$SO" "$B/tree/glmbench/core/"
-nm -D "$B/tree/glmbench/core/"_core*.so | grep -q __asan_init || { echo "run_asan.sh: not an ASan build" >&2; exit 2; }
+# (no grep -q: its early exit would SIGPIPE nm and fail the pipeline under pipefail)
+nm -D "$B/tree/glmbench/core/"_core*.so | grep __asan_init > /dev/null || { echo "run_asan.sh: not an ASan build" >&2; exit 2; }
 
 # FUZZ_TARGETS="rope kvcache" bench/fuzz/run_asan.sh N: only those (the others' results are kept)
 TARGETS=${FUZZ_TARGETS:-$(PYTHONPATH="$B/tree" python -c "import runpy; m = runpy.run_path('$ROOT/bench/fuzz/fuzz_glmbench.py', run_name='x'); print(' '.join(list(m['TARGETS']) + list(m['READERS'])))")}

@@ -516,6 +516,8 @@ def _yarn(rs: dict, plain: np.ndarray, theta: float, dim: int, max_pos: int, hf:
             af = _yarn_mscale(factor)
     beta_fast = _scaling_num(rs, "beta_fast") if rs.get("beta_fast") else 32.0
     beta_slow = _scaling_num(rs, "beta_slow") if rs.get("beta_slow") else 1.0
+    if not theta > 1:  # log(theta) divides below (found by bench/fuzz: rope_theta = 1)
+        raise ValueError(f"config field `rope_theta` must be > 1 with YaRN rope scaling, got {theta!r}")
 
     def correction_dim(n_rot):  # the (fractional) dim index whose wavelength fits n_rot times in orig
         return dim * math.log(orig / (n_rot * 2 * math.pi)) / (2 * math.log(theta))
