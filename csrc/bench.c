@@ -50,9 +50,16 @@ static double read_pass(const float *b, const float *c, int64_t n) {
     return sum;
 }
 
+/* Upper bounds: what no ceiling measurement needs, so a mistyped count is an error, not an hour's
+ * loop or an allocation the machine cannot back (found by bench/fuzz). */
+#define GB_BENCH_MAX_N (INT64_C(1) << 31)     /* elements per array: 8 GiB of float32 */
+#define GB_BENCH_MAX_REPS 1000
+#define GB_BENCH_MAX_ITERS (INT64_C(1) << 32) /* FMA loop iterations per thread and rep */
+
 int gb_bench_bandwidth(int64_t n, int reps, double *triad_gbs, double *read_gbs) {
-    if (n < 1024 || reps < 1)
-        return gb_error(GB_EVALUE, "bench: need n >= 1024 and reps >= 1, got n=%ld reps=%d", (long)n, reps);
+    if (n < 1024 || reps < 1 || n > GB_BENCH_MAX_N || reps > GB_BENCH_MAX_REPS)
+        return gb_error(GB_EVALUE, "bench: need 1024 <= n <= %ld and 1 <= reps <= %d, got n=%ld reps=%d",
+                        (long)GB_BENCH_MAX_N, GB_BENCH_MAX_REPS, (long)n, reps);
     size_t bytes = ((size_t)n * sizeof(float) + 63) & ~(size_t)63;
     float *a = (float *)gb_ws_aligned_alloc(64, bytes), *b = (float *)gb_ws_aligned_alloc(64, bytes);
     float *c = (float *)gb_ws_aligned_alloc(64, bytes);
@@ -77,8 +84,9 @@ int gb_bench_bandwidth(int64_t n, int reps, double *triad_gbs, double *read_gbs)
 
 int gb_bench_probe(float *a, const float *b, const float *c, int64_t n, int reps, double *triad_gbs,
                    double *read_gbs) {
-    if (n < 1024 || reps < 1)
-        return gb_error(GB_EVALUE, "bench: need n >= 1024 and reps >= 1, got n=%ld reps=%d", (long)n, reps);
+    if (n < 1024 || reps < 1 || reps > GB_BENCH_MAX_REPS)
+        return gb_error(GB_EVALUE, "bench: need n >= 1024 and 1 <= reps <= %d, got n=%ld reps=%d", GB_BENCH_MAX_REPS,
+                        (long)n, reps);
     const float s = 3.0f;
     double best = 1e30, best_read = 1e30, sink = 0.0;
     for (int r = 0; r < reps; r++) {
@@ -97,8 +105,9 @@ int gb_bench_probe(float *a, const float *b, const float *c, int64_t n, int reps
 }
 
 int gb_bench_fma(int64_t iters, int reps, double *gflops, int *vector_bits) {
-    if (iters < 1 || reps < 1)
-        return gb_error(GB_EVALUE, "bench: need iters >= 1 and reps >= 1, got %ld, %d", (long)iters, reps);
+    if (iters < 1 || reps < 1 || iters > GB_BENCH_MAX_ITERS || reps > GB_BENCH_MAX_REPS)
+        return gb_error(GB_EVALUE, "bench: need 1 <= iters <= %ld and 1 <= reps <= %d, got %ld, %d",
+                        (long)GB_BENCH_MAX_ITERS, GB_BENCH_MAX_REPS, (long)iters, reps);
     double best = 1e30, flops_per_thread = 0.0, sink = 0.0;
     int nthreads = 1;
     for (int r = 0; r < reps; r++) {

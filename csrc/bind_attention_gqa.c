@@ -5,6 +5,7 @@
 #include "kvcache.h"
 
 extern gb_kvcache *gb_kvcache_from_py(PyObject *obj, const char *name); /* bind_kvcache.c */
+extern int gb_kvcache_lock_error(int err);                              /* bind_kvcache.c */
 
 static PyObject *py_gqa_attention(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"q", "cache", "layer", "scale", "n_splits", NULL};
@@ -30,11 +31,18 @@ static PyObject *py_gqa_attention(PyObject *self, PyObject *args, PyObject *kw) 
     }
     npy_intp dims[3] = {PyArray_DIM(q, 0), PyArray_DIM(q, 1), c->dv};
     if (!(y = gb_new_f32(3, dims))) goto done;
-    int st;
+    int st = GB_OK, err;
     Py_BEGIN_ALLOW_THREADS
-    st = gb_gqa_attention(c, layer, (const float *)PyArray_DATA(q), PyArray_DIM(q, 0), PyArray_DIM(q, 1), (float)scale,
-                          n_splits, (float *)PyArray_DATA(y));
+    if (!(err = gb_kvcache_lock(c, 0))) { /* shared: attention only reads the cache */
+        st = gb_gqa_attention(c, layer, (const float *)PyArray_DATA(q), PyArray_DIM(q, 0), PyArray_DIM(q, 1), (float)scale,
+                              n_splits, (float *)PyArray_DATA(y));
+        gb_kvcache_unlock(c);
+    }
     Py_END_ALLOW_THREADS
+    if (err) {
+        gb_kvcache_lock_error(err);
+        goto done;
+    }
     ret = gb_result(st, &y);
 done:
     Py_XDECREF(q);

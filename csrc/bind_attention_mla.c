@@ -7,6 +7,7 @@
 #include "kvcache.h"
 
 extern gb_kvcache *gb_kvcache_from_py(PyObject *obj, const char *name); /* bind_kvcache.c */
+extern int gb_kvcache_lock_error(int err);                              /* bind_kvcache.c */
 
 static PyObject *py_mla_attention(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"q_nope", "q_rope", "cache", "layer", "kv_b_weight", "v_head_dim", "scale", "strategy",
@@ -50,12 +51,19 @@ static PyObject *py_mla_attention(PyObject *self, PyObject *args, PyObject *kw) 
     }
     npy_intp dims[3] = {T, H, v_head_dim};
     if (!(y = gb_new_f32(3, dims))) goto done;
-    int st;
+    int st = GB_OK, err;
     Py_BEGIN_ALLOW_THREADS
-    st = gb_mla_attention(c, layer, (const float *)PyArray_DATA(qn), (const float *)PyArray_DATA(qr), T, H, Dn,
-                          v_head_dim, PyArray_DATA(w), wfmt, (float)scale, strat, n_splits,
-                          (float *)PyArray_DATA(y));
+    if (!(err = gb_kvcache_lock(c, 0))) { /* shared: attention only reads the cache */
+        st = gb_mla_attention(c, layer, (const float *)PyArray_DATA(qn), (const float *)PyArray_DATA(qr), T, H, Dn,
+                              v_head_dim, PyArray_DATA(w), wfmt, (float)scale, strat, n_splits,
+                              (float *)PyArray_DATA(y));
+        gb_kvcache_unlock(c);
+    }
     Py_END_ALLOW_THREADS
+    if (err) {
+        gb_kvcache_lock_error(err);
+        goto done;
+    }
     ret = gb_result(st, &y);
 done:
     Py_XDECREF(qn);

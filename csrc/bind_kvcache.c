@@ -1,8 +1,17 @@
 /* bind_kvcache.c: the KV cache as a Python type, `_core.KVCacheBase` (glmbench/kvcache.py
  * subclasses it to add the named constructors). See bind_norm.c for the argument-check pattern.
- * The attention bindings reach the C struct through gb_kvcache_from_py(). */
+ * The attention bindings reach the C struct through gb_kvcache_from_py().
+ *
+ * Threads: every binding that touches a cache's mutable state (lengths, block tables, pool,
+ * stored rows) holds the cache's lock (kvcache.h) around it: shared to read, exclusive to change.
+ * The rule that keeps this deadlock-free: never wait for a cache's lock while holding the GIL
+ * (the holder may need the GIL to finish). The long calls take it inside their
+ * Py_BEGIN_ALLOW_THREADS section; the short ones (sizes, length, reset) try it with the GIL held
+ * and wait with the GIL released only when another thread has it (gb_kvcache_acquire). No Python
+ * code runs while a binding holds a cache's lock. */
 #include "bind.h"
 
+#include <errno.h>
 #include <string.h>
 
 #include "kvcache.h"
@@ -34,6 +43,24 @@ gb_kvcache *gb_kvcache_from_py(PyObject *obj, const char *name) {
     return c;
 }
 
+/* A failed lock call as a RuntimeError (e.g. EDEADLK: this thread holds it already). */
+int gb_kvcache_lock_error(int err) {
+    PyErr_Format(PyExc_RuntimeError, "KVCache: cannot take the cache's lock (%s)", strerror(err));
+    return -1;
+}
+
+/* Take the cache's lock for a short section that runs no Python code: tried with the GIL held,
+ * waited for with the GIL released when another thread has it. 0, or -1 with an exception set. */
+int gb_kvcache_acquire(gb_kvcache *c, int exclusive) {
+    int err = gb_kvcache_trylock(c, exclusive);
+    if (err == EBUSY || err == EAGAIN) {
+        Py_BEGIN_ALLOW_THREADS
+        err = gb_kvcache_lock(c, exclusive);
+        Py_END_ALLOW_THREADS
+    }
+    return err ? gb_kvcache_lock_error(err) : 0;
+}
+
 static PyObject *kv_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     KVCacheObject *self = (KVCacheObject *)type->tp_alloc(type, 0);
     if (self) self->c = NULL;
@@ -54,6 +81,11 @@ static int kv_init(KVCacheObject *self, PyObject *args, PyObject *kw) {
     if (!PyArg_ParseTupleAndKeywords(args, kw, "sLLLLLsL:KVCache", kwlist, &kind, &n_layers, &capacity, &n_heads, &dk,
                                      &dv, &dtype, &block_size))
         return -1;
+    if (self->c) {
+        /* another thread may be using the old cache: replacing it under them would free it */
+        PyErr_SetString(PyExc_RuntimeError, "KVCache is already initialised: make a new cache instead of calling __init__ again");
+        return -1;
+    }
     int k;
     if (!strcmp(kind, "gqa")) k = GB_KV_GQA;
     else if (!strcmp(kind, "mla")) k = GB_KV_MLA;
@@ -74,7 +106,6 @@ static int kv_init(KVCacheObject *self, PyObject *args, PyObject *kw) {
         gb_raise_status(st);
         return -1;
     }
-    gb_kvcache_destroy(self->c);
     self->c = c;
     return 0;
 }
@@ -114,10 +145,17 @@ static PyObject *kv_append(KVCacheObject *self, PyObject *args, PyObject *kw) {
         if (gb_check_dim(b, bn, 2, c->dv, "the cache's v_head_dim") < 0) goto done;
     }
     if (gb_check_finite(a, an) < 0 || gb_check_finite(b, bn) < 0) goto done;
-    int st;
+    int st, err;
     Py_BEGIN_ALLOW_THREADS
-    st = gb_kvcache_append(c, layer, (const float *)PyArray_DATA(a), (const float *)PyArray_DATA(b), PyArray_DIM(a, 0));
+    if (!(err = gb_kvcache_lock(c, 1))) {
+        st = gb_kvcache_append(c, layer, (const float *)PyArray_DATA(a), (const float *)PyArray_DATA(b), PyArray_DIM(a, 0));
+        gb_kvcache_unlock(c);
+    }
     Py_END_ALLOW_THREADS
+    if (err) {
+        gb_kvcache_lock_error(err);
+        goto done;
+    }
     if (st != GB_OK) {
         gb_raise_status(st);
         goto done;
@@ -145,43 +183,89 @@ static PyObject *kv_length(KVCacheObject *self, PyObject *args) {
     KV_SELF
     long long layer;
     if (layer_arg(c, args, "length", &layer) < 0) return NULL;
-    return PyLong_FromLongLong(c->len[layer]);
+    if (gb_kvcache_acquire(c, 0) < 0) return NULL;
+    long long n = c->len[layer];
+    gb_kvcache_unlock(c);
+    return PyLong_FromLongLong(n);
 }
 
+static void free_capsule(PyObject *cap) { free(PyCapsule_GetPointer(cap, "glmbench.kv_read")); }
+
+/* A float32 array over a malloc'd buffer it then owns (freed with the array). */
+static PyObject *array_owning(float *buf, int nd, npy_intp *dims) {
+    PyObject *arr = PyArray_SimpleNewFromData(nd, dims, NPY_FLOAT32, buf);
+    if (!arr) {
+        free(buf);
+        return NULL;
+    }
+    PyObject *cap = PyCapsule_New(buf, "glmbench.kv_read", free_capsule);
+    if (!cap) {
+        free(buf);
+        Py_DECREF(arr);
+        return NULL;
+    }
+    if (PyArray_SetBaseObject((PyArrayObject *)arr, cap) < 0) { /* steals cap even on failure */
+        Py_DECREF(arr);
+        return NULL;
+    }
+    return arr;
+}
+
+/* The length is read and the rows decoded under one hold of the lock, into buffers sized then
+ * (plain malloc: no Python code runs while the lock is held), so a concurrent append or reset
+ * can never make the copy longer or shorter than the buffers. */
 static PyObject *kv_read(KVCacheObject *self, PyObject *args) {
     KV_SELF
     long long layer;
     if (layer_arg(c, args, "read", &layer) < 0) return NULL;
-    npy_intp T = c->len[layer];
-    PyArrayObject *a = NULL, *b = NULL;
-    if (c->kind == GB_KV_MLA) {
-        npy_intp da[2] = {T, c->dk}, db[2] = {T, c->dv};
-        a = gb_new_f32(2, da);
-        b = gb_new_f32(2, db);
-    } else {
-        npy_intp da[3] = {T, c->n_heads, c->dk}, db[3] = {T, c->n_heads, c->dv};
-        a = gb_new_f32(3, da);
-        b = gb_new_f32(3, db);
-    }
-    if (!a || !b) goto fail;
-    int st;
+    const int64_t as = c->n_heads * c->dk, bs = c->n_heads * c->dv;
+    float *a = NULL, *b = NULL;
+    int64_t T = 0;
+    int st = GB_OK, err;
     Py_BEGIN_ALLOW_THREADS
-    st = gb_kvcache_read(c, layer, (float *)PyArray_DATA(a), (float *)PyArray_DATA(b));
-    Py_END_ALLOW_THREADS
-    if (st != GB_OK) {
-        gb_raise_status(st);
-        goto fail;
+    if (!(err = gb_kvcache_lock(c, 0))) {
+        T = c->len[layer];
+        a = (float *)malloc((size_t)(T * as > 0 ? T * as : 1) * sizeof(float));
+        b = (float *)malloc((size_t)(T * bs > 0 ? T * bs : 1) * sizeof(float));
+        if (a && b) st = gb_kvcache_read(c, layer, a, b);
+        gb_kvcache_unlock(c);
     }
-    return Py_BuildValue("(NN)", a, b);
-fail:
-    Py_XDECREF(a);
-    Py_XDECREF(b);
-    return NULL;
+    Py_END_ALLOW_THREADS
+    if (err) return gb_kvcache_lock_error(err), NULL;
+    if (!a || !b) {
+        free(a);
+        free(b);
+        return PyErr_NoMemory();
+    }
+    if (st != GB_OK) {
+        free(a);
+        free(b);
+        return gb_raise_status(st);
+    }
+    int mla = c->kind == GB_KV_MLA;
+    npy_intp da[3] = {T, c->n_heads, c->dk}, db[3] = {T, c->n_heads, c->dv};
+    if (mla) {
+        da[1] = c->dk;
+        db[1] = c->dv;
+    }
+    PyObject *pa = array_owning(a, mla ? 2 : 3, da);
+    if (!pa) {
+        free(b);
+        return NULL;
+    }
+    PyObject *pb = array_owning(b, mla ? 2 : 3, db);
+    if (!pb) {
+        Py_DECREF(pa);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", pa, pb);
 }
 
 static PyObject *kv_reset(KVCacheObject *self, PyObject *noargs) {
     KV_SELF
+    if (gb_kvcache_acquire(c, 1) < 0) return NULL;
     gb_kvcache_reset(c);
+    gb_kvcache_unlock(c);
     Py_RETURN_NONE;
 }
 
@@ -190,10 +274,14 @@ static PyObject *kv_fill_synthetic(KVCacheObject *self, PyObject *args, PyObject
     static char *kwlist[] = {"n_tokens", "seed", NULL};
     long long n, seed = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "L|L:fill_synthetic", kwlist, &n, &seed)) return NULL;
-    int st;
+    int st = GB_OK, err;
     Py_BEGIN_ALLOW_THREADS
-    st = gb_kvcache_fill_synthetic(c, n, (uint64_t)seed);
+    if (!(err = gb_kvcache_lock(c, 1))) {
+        st = gb_kvcache_fill_synthetic(c, n, (uint64_t)seed);
+        gb_kvcache_unlock(c);
+    }
     Py_END_ALLOW_THREADS
+    if (err) return gb_kvcache_lock_error(err), NULL;
     if (st != GB_OK) return gb_raise_status(st);
     Py_RETURN_NONE;
 }
@@ -201,16 +289,21 @@ static PyObject *kv_fill_synthetic(KVCacheObject *self, PyObject *args, PyObject
 static PyObject *kv_get(KVCacheObject *self, void *which) {
     KV_SELF
     switch ((int)(intptr_t)which) {
+    case 1: case 2: case 9: { /* the changing sizes: read together under the lock */
+        if (gb_kvcache_acquire(c, 0) < 0) return NULL;
+        long long held = gb_kvcache_tokens_held(c), obtained = c->n_obtained, pooled = c->n_pool;
+        gb_kvcache_unlock(c);
+        long long v = (int)(intptr_t)which == 1 ? gb_kvcache_bytes_per_token(c) / c->n_layers * held
+                    : (int)(intptr_t)which == 2 ? obtained * c->block_bytes : (obtained - pooled) * c->block_bytes;
+        return PyLong_FromLongLong(v);
+    }
     case 0: return PyLong_FromLongLong(gb_kvcache_bytes_per_token(c));
-    case 1: return PyLong_FromLongLong(gb_kvcache_bytes_per_token(c) / c->n_layers * gb_kvcache_tokens_held(c));
-    case 2: return PyLong_FromLongLong(c->n_obtained * c->block_bytes);
     case 3: return PyLong_FromLongLong(c->capacity);
     case 4: return PyUnicode_FromString(kv_fmt_name(c->fmt));
     case 5: return PyUnicode_FromString(c->kind == GB_KV_MLA ? "mla" : "gqa");
     case 6: return PyLong_FromLongLong(c->n_layers);
     case 7: return PyLong_FromLongLong(c->block_size);
     case 8: return Py_BuildValue("(LLL)", (long long)c->n_heads, (long long)c->dk, (long long)c->dv);
-    case 9: return PyLong_FromLongLong((c->n_obtained - c->n_pool) * c->block_bytes);
     }
     Py_RETURN_NONE;
 }

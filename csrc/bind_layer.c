@@ -10,6 +10,7 @@
 #include "layer.h"
 
 extern gb_kvcache *gb_kvcache_from_py(PyObject *obj, const char *name); /* bind_kvcache.c */
+extern int gb_kvcache_lock_error(int err);                              /* bind_kvcache.c */
 
 #define PLAN_NAME "glmbench.layer_plan"
 #define MAX_REFS 48
@@ -281,11 +282,18 @@ static PyObject *py_layer_forward(PyObject *self, PyObject *args) {
     npy_intp yd[2] = {T, L->D}, cd[1] = {L->moe ? L->E : 0};
     if (!(y = gb_new_f32(2, yd))) goto done;
     if (L->moe && !(cnt = (PyArrayObject *)PyArray_ZEROS(1, cd, NPY_INT64, 0))) goto done;
-    int st;
+    int st = GB_OK, err;
     Py_BEGIN_ALLOW_THREADS
-    st = gb_layer_forward(L, c, layer, (const float *)PyArray_DATA(x), T, (const int64_t *)PyArray_DATA(pos), strategy,
-                          (float *)PyArray_DATA(y), cnt ? (int64_t *)PyArray_DATA(cnt) : NULL);
+    if (!(err = gb_kvcache_lock(c, 1))) { /* exclusive: the layer appends */
+        st = gb_layer_forward(L, c, layer, (const float *)PyArray_DATA(x), T, (const int64_t *)PyArray_DATA(pos), strategy,
+                              (float *)PyArray_DATA(y), cnt ? (int64_t *)PyArray_DATA(cnt) : NULL);
+        gb_kvcache_unlock(c);
+    }
     Py_END_ALLOW_THREADS
+    if (err) {
+        gb_kvcache_lock_error(err);
+        goto done;
+    }
     if (st != GB_OK) {
         gb_raise_status(st);
         goto done;

@@ -1,7 +1,10 @@
 /* kvcache.c: the paged KV cache (layout in kvcache.h). Blocks come from the system on first use
  * and are recycled through the cache's pool; every byte is returned in gb_kvcache_destroy. */
+#define _GNU_SOURCE /* pthread_rwlockattr_setkind_np (glibc): writer-preferring lock */
 #include "kvcache.h"
 
+#include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,6 +13,8 @@
 
 /* 64-byte alignment: a block starts on a cache line, so whole-line loads never straddle two. */
 #define GB_KV_ALIGN 64
+/* Most bytes of block tables (table + pool: 16 bytes per block and layer) a cache may take. */
+#define GB_KV_MAX_TABLE_BYTES (INT64_C(1) << 30)
 
 static const char *fmt_name(int fmt) {
     switch (fmt) {
@@ -41,6 +46,16 @@ int gb_kvcache_create(gb_kvcache **out, int kind, int fmt, int64_t n_layers, int
     if (vb < 0)
         return gb_error(GB_EVALUE, "`kv`=%s stores rows in blocks of 32; `%s`=%ld is not a multiple of 32",
                         fmt_name(fmt), vn, (long)dv);
+    /* The block table and the pool hold one pointer each per block of every layer: bounded, so a
+     * capacity no model has is an error at once, not gigabytes of zeroed tables (found by
+     * bench/fuzz) or an n_layers x blocks product that overflows. */
+    const int64_t blocks = (capacity + block_size - 1) / block_size;
+    if (blocks > GB_KV_MAX_TABLE_BYTES / 16 / n_layers)
+        return gb_error(GB_EVALUE,
+                        "KV cache: %ld layers x %ld blocks (capacity_tokens=%ld / block_size=%ld) need %.3g GiB of "
+                        "block tables, more than the %d GiB allowed: a smaller capacity_tokens or a larger block_size",
+                        (long)n_layers, (long)blocks, (long)capacity, (long)block_size,
+                        16.0 * (double)n_layers * (double)blocks / (double)(1 << 30), (int)(GB_KV_MAX_TABLE_BYTES >> 30));
     gb_kvcache *c = (gb_kvcache *)calloc(1, sizeof *c);
     if (!c) return gb_error(GB_ENOMEM, "KV cache: out of memory");
     c->kind = kind;
@@ -68,6 +83,22 @@ int gb_kvcache_create(gb_kvcache **out, int kind, int fmt, int64_t n_layers, int
         gb_kvcache_destroy(c);
         return gb_error(GB_ENOMEM, "KV cache: out of memory for the block tables");
     }
+    pthread_rwlock_t *lock = (pthread_rwlock_t *)malloc(sizeof *lock);
+    pthread_rwlockattr_t attr;
+    int lst = lock ? pthread_rwlockattr_init(&attr) : ENOMEM;
+    if (!lst) {
+#if defined(__GLIBC__)
+        pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+#endif
+        lst = pthread_rwlock_init(lock, &attr);
+        pthread_rwlockattr_destroy(&attr);
+    }
+    if (lst) {
+        free(lock);
+        gb_kvcache_destroy(c);
+        return gb_error(GB_ENOMEM, "KV cache: cannot create its lock (%s)", strerror(lst));
+    }
+    c->lock = lock;
     *out = c;
     return GB_OK;
 }
@@ -81,8 +112,24 @@ void gb_kvcache_destroy(gb_kvcache *c) {
     free(c->table);
     free(c->pool);
     free(c->len);
+    if (c->lock) {
+        pthread_rwlock_destroy((pthread_rwlock_t *)c->lock);
+        free(c->lock);
+    }
     free(c);
 }
+
+int gb_kvcache_lock(gb_kvcache *c, int exclusive) {
+    pthread_rwlock_t *l = (pthread_rwlock_t *)c->lock;
+    return exclusive ? pthread_rwlock_wrlock(l) : pthread_rwlock_rdlock(l);
+}
+
+int gb_kvcache_trylock(gb_kvcache *c, int exclusive) {
+    pthread_rwlock_t *l = (pthread_rwlock_t *)c->lock;
+    return exclusive ? pthread_rwlock_trywrlock(l) : pthread_rwlock_tryrdlock(l);
+}
+
+void gb_kvcache_unlock(gb_kvcache *c) { pthread_rwlock_unlock((pthread_rwlock_t *)c->lock); }
 
 int64_t gb_kvcache_bytes_per_token(const gb_kvcache *c) {
     return c->n_layers * c->n_heads * (c->k_row_bytes + c->v_row_bytes);

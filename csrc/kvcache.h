@@ -34,6 +34,7 @@ typedef struct gb_kvcache {
     uint8_t **pool;         /* free blocks */
     int64_t n_pool;
     int64_t n_obtained;     /* blocks obtained from the system (held + pooled) */
+    void *lock;             /* a pthread_rwlock_t (kvcache.c): shared for readers, exclusive for writers */
 } gb_kvcache;
 
 /* Create a cache; *out is NULL on failure. */
@@ -54,6 +55,16 @@ int gb_kvcache_append(gb_kvcache *c, int64_t layer, const float *a, const float 
 int gb_kvcache_read(const gb_kvcache *c, int64_t layer, float *a, float *b);
 
 void gb_kvcache_reset(gb_kvcache *c);
+
+/* Concurrent use (one cache, several threads). The functions above do not lock: a caller that may
+ * share a cache between threads (every Python binding does) holds the cache's lock around them:
+ * shared (exclusive = 0) for what only reads it (read, attention, the sizes), exclusive for what
+ * changes it (append, reset, fill_synthetic, a layer's forward). Writers are preferred, so a
+ * stream of readers cannot starve a reset. trylock returns 0 when taken, nonzero when another
+ * thread holds it in a conflicting mode. Not recursive: never take it twice in one thread. */
+int gb_kvcache_lock(gb_kvcache *c, int exclusive);
+int gb_kvcache_trylock(gb_kvcache *c, int exclusive);
+void gb_kvcache_unlock(gb_kvcache *c);
 
 /* Every layer to exactly n tokens of pseudo-random finite values in [-1, 1), deterministic in
  * (seed, layer, token) and independent of the thread count. */

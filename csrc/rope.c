@@ -17,7 +17,7 @@ int gb_rope(const float *x, float *y, const int64_t *pos, int64_t T, int64_t H, 
     if (!(theta > 0.0) || !isfinite(theta)) return gb_error(GB_EVALUE, "`theta` must be > 0, got %g", theta);
     if (rot_dim <= 0 || rot_dim % 2)
         return gb_error(GB_EVALUE, "`rot_dim` must be a positive even number, got %ld", (long)rot_dim);
-    if (rot_off < 0 || rot_off + rot_dim > Dh)
+    if (rot_off < 0 || rot_dim > Dh || rot_off > Dh - rot_dim) /* no rot_off + rot_dim: it can overflow */
         return gb_error(GB_EVALUE, "`rot_offset`=%ld + `rot_dim`=%ld must lie within the head dim %ld",
                         (long)rot_off, (long)rot_dim, (long)Dh);
     if (!(attention_factor > 0.0) || !isfinite(attention_factor))

@@ -533,6 +533,7 @@ def cmd_measure(args) -> int:
                                mla_strategy=args.mla_strategy, repeats=args.repeats,
                                out=resumable)
         _measured_out(out, resumable, before, recs, measure.protocol.resume_key)
+        _warn_unstable(recs, measure.protocol)
         _emit_records(recs, args)
         return 0
     recs = measure.measure(
@@ -540,8 +541,9 @@ def cmd_measure(args) -> int:
         weights=args.weights, kv=args.kv or vocab.DEFAULTS["kv"],
         mla_strategy=args.mla_strategy, threads=args.threads, routing_stats=args.routing_stats,
         repeats=args.repeats, layers=args.layers, bandwidth_probe=args.bandwidth_probe,
-        out=resumable, progress=not args.quiet)
+        retries=args.retries, out=resumable, progress=not args.quiet)
     _measured_out(out, resumable, before, recs, measure.protocol.resume_key)
+    _warn_unstable(recs, measure.protocol)
     _emit_records(recs, args)
     return 0
 
@@ -552,6 +554,13 @@ def _measured_out(out, resumable, before, recs, key) -> None:
     elif out:
         rec.write_records(out, recs)
         print(f"wrote {len(recs)} records to {out}", file=sys.stderr)
+
+
+def _warn_unstable(recs, protocol) -> None:
+    """One `warning:` line on stderr per record marked unstable (protocol: glmbench.measure.protocol,
+    handed over by cmd_measure, the one command that loads the measured side)."""
+    for r in protocol.unstable(recs):
+        print(protocol.warning_line(r), file=sys.stderr)
 
 
 def cmd_models(args) -> int:
@@ -727,6 +736,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "tokens per expert over the timed decode steps (routing_counts)")
     sp.add_argument("--bandwidth-probe", action="store_true",
                     help="measure the memory bandwidth after each timed repeat and record it (CPU)")
+    sp.add_argument("--retries", type=int, default=0, metavar="N",
+                    help="time a point marked unstable (the machine was busy) again, up to N times (CPU; default: 0)")
     sp.add_argument("--out", metavar="FILE.json|FILE.csv",
                     help="write the records (a .json file resumes: a point is reused only if its config, "
                          "settings, threads and code are unchanged)")

@@ -27,18 +27,24 @@ each repeat gets the mean of its probes, as its time is the sum of its steps (`b
 on a shared machine, whose bandwidth moves by tens of percent within seconds to minutes, a decode
 time compared with a floor measured at another moment says more about the neighbours than about
 the code (bench/bench_models.py pairs them). Probe time is not counted in the step times.
+Stability: every tg/pp point also probes the bandwidth (best of 3 passes) right before and right
+after its timed repeats and adds up the process's CPU time and the wall time of its timed steps;
+with the spread of its repeats these mark the record `stable: false` and say why in
+`unstable_reason` when a neighbour took the machine meanwhile (protocol.stability, its thresholds;
+`retries=n` times such a point again up to n times).
 Decode and prefill at depth d fill the cache with synthetic entries (KVCache.fill_synthetic):
 attention costs the same whatever the values; records say `kv_fill: "synthetic"`.
 """
 from __future__ import annotations
 
+import time
 from typing import Sequence
 
 import numpy as np
 from tqdm.auto import tqdm
 
 from glmbench import vocab
-from glmbench.measure import protocol
+from glmbench.measure import machine, protocol
 from glmbench.measure.machine import available_bytes, cpu_name, probe_bandwidth, rss_bytes  # noqa: F401
 from glmbench.core import _core
 from glmbench.core.ops import get_num_threads, reset_workspace_peak, set_num_threads, workspace_bytes
@@ -49,6 +55,15 @@ __all__ = ["measure", "attn_arithmetic", "choose_layers", "sample_layers", "scal
            "cpu_name", "rss_bytes"]
 
 TESTS = vocab.MEASURED_TESTS
+# The clocks of the stability check (tests replace them): process CPU time of every thread, and wall time.
+_cpu_clock = time.process_time
+_wall_clock = time.perf_counter
+
+
+def _probe_gbs() -> float:
+    """The stability check's bandwidth reading (triad GB/s, best of 3 passes; tests replace it)."""
+    return machine.probe_bandwidth(3)[0]
+
 # The full model must leave this share of available memory free (activations, Python, the OS).
 FIT_FRACTION = 0.7
 
@@ -129,7 +144,8 @@ def measure(model, *, depths=(4096,), n_prompt: int = 512, n_gen: int = 16,
             weights: str | None = None, kv: str = vocab.DEFAULTS["kv"],
             mla_strategy: str = vocab.DEFAULTS["mla_strategy"], threads: int | None = None, repeats: int = 3,
             layers="auto", out=None, progress: bool = True, tests=TESTS, warmup: int = 1,
-            seed: int = 0, bandwidth_probe: bool = False, routing_stats: bool = False) -> list[dict]:
+            seed: int = 0, bandwidth_probe: bool = False, routing_stats: bool = False,
+            retries: int = 0) -> list[dict]:
     """Measure `model` (built-in name, config.json path, dict or ModelConfig) on this CPU with random
     seeded weights. One record per (test, depth) plus one "mem" record; see the module docstring.
 
@@ -143,10 +159,13 @@ def measure(model, *, depths=(4096,), n_prompt: int = 512, n_gen: int = 16,
     routing_stats: (real weights, MoE) each tg record gains `routing_counts` {layer: tokens per
             expert} over its timed decode steps (token ids drawn at random: no tokenizer), which
             `routing_histogram` sums for the cost model's Setup(expert_skew=...).
+    retries: time a point marked unstable (`stable: false`) again, up to this many more times.
     """
 
     depths, tests = protocol.check_args(depths, n_prompt, n_gen, repeats, warmup, tests)
     layers = _check_layers(layers, threads)
+    if isinstance(retries, bool) or not isinstance(retries, (int, np.integer)) or not 0 <= retries <= 10:
+        raise ValueError(f"`retries` must be an integer in [0, 10], got {retries!r}")
     state = None
     if checkpoint.is_checkpoint(model):  # real weights: a GGUF file or an HF safetensors folder
         cfg, state = checkpoint.state_dict(model)
@@ -173,14 +192,14 @@ def measure(model, *, depths=(4096,), n_prompt: int = 512, n_gen: int = 16,
         set_num_threads(int(threads))
     try:
         return _measure(cfg, depths, tests, layers, n_prompt, n_gen, weights, kv, mla_strategy, repeats, out,
-                        progress, warmup, seed, bool(bandwidth_probe), state, bool(routing_stats))
+                        progress, warmup, seed, bool(bandwidth_probe), state, bool(routing_stats), int(retries))
     finally:
         if threads is not None:
             set_num_threads(threads_before)
 
 
 def _measure(cfg, depths, tests, layers, n_prompt, n_gen, weights, kv, mla_strategy, repeats, out, progress,
-             warmup, seed, bandwidth_probe=False, state=None, routing_stats=False):
+             warmup, seed, bandwidth_probe=False, state=None, routing_stats=False, retries=0):
     n_threads = get_num_threads()
     # every run refills the cache to its depth, so the deepest point plus one run's new tokens
     # ("mem" runs a decode step and an n_prompt prefill for the workspace peak)
@@ -240,7 +259,8 @@ def _measure(cfg, depths, tests, layers, n_prompt, n_gen, weights, kv, mla_strat
         return protocol.run(
             points, store, lambda p: _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar, bandwidth_probe,
                                                 routing_stats),
-            on_point=None if bar is None else (lambda p: bar.set_postfix_str(f"{p['test']}@{p['n_depth']}")))
+            on_point=None if bar is None else (lambda p: bar.set_postfix_str(f"{p['test']}@{p['n_depth']}")),
+            retries=retries)
     finally:
         if bar is not None:
             bar.close()
@@ -347,7 +367,11 @@ def _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar, bandwidth_p
             bar.update(1)
         return r
     tok_s, secs, per_layer, ends, bws = [], [], {}, {"embed_s": [], "head_s": []}, []
+    cpu_s = wall_s = 0.0
+    probe_before = None
     for rep in range(warmup + repeats):
+        if rep == warmup:
+            probe_before = _probe_gbs()
         if d:
             m.fill_synthetic(d)
         else:
@@ -356,7 +380,10 @@ def _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar, bandwidth_p
             toks = rng.integers(0, cfg.vocab_size, p["n_gen"])
             t, probes = 0.0, []
             for tok in toks:
+                c0, w0 = _cpu_clock(), _wall_clock()
                 m.decode(int(tok))
+                if rep >= warmup:
+                    cpu_s, wall_s = cpu_s + _cpu_clock() - c0, wall_s + _wall_clock() - w0
                 t += _step_seconds(m, built_kinds, counts)
                 if rep >= warmup and routed:
                     for l in m.layers:
@@ -368,7 +395,11 @@ def _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar, bandwidth_p
                         probes.append(probe_bandwidth()[0])  # triad
             n = p["n_gen"]
         else:
-            m.prefill(rng.integers(0, cfg.vocab_size, p["n_prompt"]), logits="last")
+            toks = rng.integers(0, cfg.vocab_size, p["n_prompt"])
+            c0, w0 = _cpu_clock(), _wall_clock()
+            m.prefill(toks, logits="last")
+            if rep >= warmup:
+                cpu_s, wall_s = cpu_s + _cpu_clock() - c0, wall_s + _wall_clock() - w0
             t = _step_seconds(m, built_kinds, counts)
             probes = []
             if rep >= warmup:
@@ -383,8 +414,11 @@ def _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar, bandwidth_p
                 bws.append(float(np.mean(probes)))
         if bar is not None:
             bar.update(1)
+    probe_after = _probe_gbs()
     m.reset()
     r.update(protocol.stats(tok_s))
+    r.update(protocol.stability(tok_s, probe_before=probe_before, probe_after=probe_after, cpu_s=cpu_s,
+                                wall_s=wall_s, threads=p["n_threads"]))
     r["avg_ns"] = float(np.mean(secs) * 1e9)
     r["stddev_ns"] = float(np.std(secs, ddof=1) * 1e9) if len(secs) > 1 else 0.0
     r["samples_ns"] = [float(x * 1e9) for x in secs]  # llama-bench's per-repeat fields

@@ -84,6 +84,7 @@ def measure(model, *, depths=(4096,), n_prompt: int = 512, n_gen: int = 1, tests
         secs = [ms / 1e3 for ms in t["samples_ms"]]
         rates = [n / s for s in secs]
         r.update(protocol.stats(rates))
+        r.update(protocol.stability(rates))  # spread of the repeats only: no host-side probe of a GPU
         r.update(avg_ns=float(np.mean(secs) * 1e9),
                  stddev_ns=float(np.std(secs, ddof=1) * 1e9) if len(secs) > 1 else 0.0,
                  samples_ns=[float(s * 1e9) for s in secs], samples_ts=[float(x) for x in rates],

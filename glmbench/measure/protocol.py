@@ -11,7 +11,10 @@ measured record from either is shaped like a predicted one and joins it on vocab
                compiled extension that ran it, and the backend's other settings) and `code_version`
   run          reuse a point a ResultStore holds only if its fingerprint is this run's; time the rest
                through the backend's `time_point(point) -> record` (a changed point replaces its old
-               record), store each as it finishes, return all in plan order
+               record), store each as it finishes, return all in plan order (an unstable point is
+               retimed up to `retries` times)
+  stability    whether the machine stayed the same during a point (repeat spread, bandwidth before
+               and after, CPU time vs wall): `stable`, `unstable_reason` and the evidence fields
 """
 from __future__ import annotations
 
@@ -112,14 +115,22 @@ def todo(points: list[dict], store) -> list[dict]:
     return [p for p in points if store is None or not store.done(resume_key(p), p.get("fingerprint"))]
 
 
-def run(points: list[dict], store, time_point: Callable[[dict], dict], on_point=None) -> list[dict]:
+def run(points: list[dict], store, time_point: Callable[[dict], dict], on_point=None,
+        retries: int = 0) -> list[dict]:
     """Time the points `store` does not hold yet (or holds from other inputs: those records are
-    replaced); return every point's record in plan order."""
+    replaced); return every point's record in plan order.
+    A record marked `stable: false` is timed again, up to `retries` more times; the first stable
+    attempt is kept (else the last), with `attempts` saying how many were made."""
     results = {}
     for p in todo(points, store):
         if on_point is not None:
             on_point(p)
-        r = time_point(p)
+        for attempt in range(1, int(retries) + 2):
+            r = time_point(p)
+            if r.get("stable") is not False:
+                break
+        if "stable" in r:
+            r["attempts"] = attempt
         r["test_time"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         results[resume_key(r)] = r
         if store is not None:
@@ -135,3 +146,57 @@ def stats(ts: list[float]) -> dict:
     a = np.asarray(ts, np.float64)
     return dict(avg_ts=float(a.mean()), stddev_ts=float(a.std(ddof=1)) if a.size > 1 else 0.0,
                 median_ts=float(np.median(a)), min_ts=float(a.min()), max_ts=float(a.max()))
+
+
+# ---- stability: was the machine the same machine for the whole point? ------------------------
+# On a shared machine a neighbour can take the cores or the memory bandwidth for seconds at a
+# time; a point timed then is not a property of the code. Three signals, each cheap:
+#   spread     the slowest and fastest timed repeat (taken one after another, over seconds)
+#   probe      the memory bandwidth (machine.probe_bandwidth, best of 3 passes) right before and
+#              right after the point's timed repeats
+#   cpu share  the process's CPU time over (threads x wall time) of the timed steps: well below 1
+#              means the threads were waiting for a core, not computing
+# A point any signal trips is kept, marked `stable: false` with `unstable_reason` saying which and
+# by how much; measure(..., retries=n) times it again up to n times first (docs/MEASURE.md).
+SPREAD_MAX = 1.5        # fastest / slowest repeat
+PROBE_DRIFT_MAX = 1.3   # larger / smaller of the bandwidth before and after
+CPU_SHARE_MIN = 0.5     # CPU time / (threads x wall)
+
+
+def stability(samples_ts=None, *, probe_before: float | None = None, probe_after: float | None = None,
+              cpu_s: float | None = None, wall_s: float | None = None, threads: int | None = None) -> dict:
+    """The stability fields of a measured record from what a backend saw during the point's timed
+    repeats; any argument left None is a signal not measured (the CUDA backend: spread only)."""
+    reasons, out = [], {}
+    ts = [float(x) for x in samples_ts or () if x is not None and np.isfinite(x) and x > 0]
+    if len(ts) > 1:
+        spread = max(ts) / min(ts)
+        out["spread_ts"] = float(spread)
+        if spread > SPREAD_MAX:
+            reasons.append(f"repeats {min(ts):.3g}-{max(ts):.3g} tok/s ({spread:.1f}x apart)")
+    if probe_before is not None and probe_after is not None:
+        out["probe_gbs_before"], out["probe_gbs_after"] = float(probe_before), float(probe_after)
+        lo, hi = sorted((float(probe_before), float(probe_after)))
+        if lo <= 0 or hi / lo > PROBE_DRIFT_MAX:
+            reasons.append(f"bandwidth {probe_before:.3g} -> {probe_after:.3g} GB/s across the point")
+    if cpu_s is not None and wall_s is not None and threads:
+        share = float(cpu_s) / (int(threads) * float(wall_s)) if wall_s > 0 else 1.0
+        out["cpu_share"] = share
+        if share < CPU_SHARE_MIN:
+            reasons.append(f"CPU time {share:.2f} of {int(threads)} threads x wall (cores taken)")
+    out["stable"] = not reasons
+    out["unstable_reason"] = "; ".join(reasons)
+    return out
+
+
+def unstable(records) -> list[dict]:
+    """The records marked `stable: false` (a record without the field is taken as stable)."""
+    return [r for r in records if r.get("stable") is False]
+
+
+def warning_line(r: dict) -> str:
+    """One line for the user about an unstable record."""
+    label = f"{r.get('test')}@{r.get('n_depth')}" if r.get("test") != "pp" else f"pp{r.get('n_prompt')}@{r.get('n_depth')}"
+    tries = f" after {r['attempts']} attempts" if r.get("attempts", 1) > 1 else ""
+    return (f"warning: {r.get('model')} {label} is unstable{tries}: {r.get('unstable_reason')} "
+            "(another process took the machine; rerun it on a quiet machine)")

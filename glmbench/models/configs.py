@@ -464,7 +464,10 @@ def load(src) -> ModelConfig:
             raise ValueError(f"config {s!r} is neither a built-in model ({', '.join(builtin_names())}) "
                              f"nor an existing config.json path")
         hf = _read_json(path)
-        return from_hf(hf, _name_from_path(path, hf))
+        try:
+            return from_hf(hf, _name_from_path(path, hf))
+        except (ValueError, TypeError) as e:  # name the file: the field alone does not say which config
+            raise type(e)(f"{path}: {e}") from None
     raise TypeError(f"config must be a built-in name, a path or a dict, got {type(src).__name__}")
 
 
@@ -531,8 +534,9 @@ def _read_json(path: str) -> dict:
             d = json.load(f)
     except json.JSONDecodeError as e:
         raise ValueError(f"{path}: not valid JSON (line {e.lineno}: {e.msg})") from None
-    except UnicodeDecodeError:
-        raise ValueError(f"{path}: not a JSON config.json (binary content) nor a GGUF file (no GGUF magic)") from None
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not UTF-8 text (byte {e.start}: {e.reason}): not a JSON config.json, "
+                         "nor a GGUF file (no GGUF magic)") from None
     if not isinstance(d, dict):
         raise ValueError(f"{path}: expected a JSON object, got {type(d).__name__}")
     return d
@@ -668,6 +672,8 @@ def _yarn(rs: dict, plain: np.ndarray, theta: float, dim: int, max_pos: int, hf:
             af = _yarn_mscale(factor)
     beta_fast = _scaling_num(rs, "beta_fast") if rs.get("beta_fast") else 32.0
     beta_slow = _scaling_num(rs, "beta_slow") if rs.get("beta_slow") else 1.0
+    if not theta > 1:  # log(theta) divides below (found by bench/fuzz: rope_theta = 1)
+        raise ValueError(f"config field `rope_theta` must be > 1 with YaRN rope scaling, got {theta!r}")
 
     def correction_dim(n_rot):  # the (fractional) dim index whose wavelength fits n_rot times in orig
         return dim * math.log(orig / (n_rot * 2 * math.pi)) / (2 * math.log(theta))

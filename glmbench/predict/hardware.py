@@ -144,12 +144,16 @@ def _read_table(path: str) -> dict:
                 return tomllib.load(f)
         except tomllib.TOMLDecodeError as e:
             raise ValueError(f"{path}: not valid TOML ({e})") from None
+        except UnicodeDecodeError as e:
+            raise ValueError(f"{path}: not UTF-8 text (byte {e.start}: {e.reason})") from None
     if path.endswith(".json"):
         try:
             with open(path) as f:
                 return json.load(f)
         except json.JSONDecodeError as e:
             raise ValueError(f"{path}: not valid JSON (line {e.lineno}: {e.msg})") from None
+        except UnicodeDecodeError as e:
+            raise ValueError(f"{path}: not UTF-8 text (byte {e.start}: {e.reason})") from None
     raise ValueError(f"profile path must end in .toml or .json, got {path!r}")
 
 

@@ -674,7 +674,14 @@ def render(records: Sequence[dict], study: Study, decs: Sequence[dict], charts: 
               "(predicted / measured > 1: the cost model is optimistic). The devices are shown: a "
               "prediction for a GPU next to a CPU measurement is not a check of the model.", "",
               _md_table(rows, ["model", "test", "measured on", "measured (tok/s)", "predicted for",
-                               "predicted (tok/s)", "predicted / measured"]), ""]
+                               "predicted (tok/s)", "predicted / measured", "stable"]), ""]
+        shaky = list({id(m): m for m, _ in measured_predicted_pairs(records) if m.get("stable") is False}.values())
+        if shaky:
+            L += [f"**{len(shaky)} measured point{'s' if len(shaky) != 1 else ''} marked unstable** (\\*): another "
+                  "process took the machine while {} timed (the reason is in each row); their ratios say "
+                  "more about the neighbours than about the cost model. Rerun them on a quiet machine "
+                  "(`glmbench measure --retries N` retimes such points).".format("it was" if len(shaky) == 1 else "they were"),
+                  ""]
 
     # -- definitions
     L += ["## What the numbers mean", "",
@@ -747,8 +754,16 @@ def _pick_depths(depths: Sequence[int]) -> list[int]:
 
 
 def _measured_vs_predicted(records) -> list[list]:
-    return [[m["model"], test_label(m), m.get("device") or m.get("tool") or "?", _num(m["avg_ts"], 2), _rig(p),
-             _num(p["avg_ts"], 2), f"{p['avg_ts'] / m['avg_ts']:.2f}"]
+    def stable(m):
+        if m.get("stable") is False:
+            return "no: " + str(m.get("unstable_reason") or "marked unstable")
+        return "yes" if m.get("stable") is True else "not checked"
+
+    def star(m):
+        return "\\*" if m.get("stable") is False else ""
+
+    return [[m["model"], test_label(m), m.get("device") or m.get("tool") or "?", _num(m["avg_ts"], 2) + star(m), _rig(p),
+             _num(p["avg_ts"], 2), f"{p['avg_ts'] / m['avg_ts']:.2f}", stable(m)]
             for m, p in measured_predicted_pairs(records)]
 
 

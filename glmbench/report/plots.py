@@ -7,7 +7,8 @@ cell is shown).
 
 Conventions every chart follows:
   - measured points are markers, predictions are lines, calibrated predictions are lines with
-    a band (the record fields `avg_ts_lo` / `avg_ts_hi` when present);
+    a band (the record fields `avg_ts_lo` / `avg_ts_hi` when present); a measured point marked
+    `stable: false` (the machine was busy while it was timed) is a cross, labelled as unstable;
   - colour names the model, line style the rig (one card solid, two cards dashed, ...);
   - context and prompt length sit on a log2 axis with ticks at 1K, 2K, ... 128K;
   - a footer names the evidence kind(s), hardware, weight format, KV format and runtime of
@@ -36,7 +37,7 @@ GIB = 1024 ** 3
 # style per rig.
 _COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf", "#7f7f7f")
 _STYLES = ("-", "--", ":", "-.")
-_MARKERS = {"measured": "o", "calibrated": "s", "predicted": None}
+_MARKERS = {"measured": "o", "unstable": "x", "calibrated": "s", "predicted": None}
 
 # The fields that make one line on a chart: the same model on the same rig, formats and runtime.
 RIG_FIELDS = ("device", "n_cards", "split", "link_gbps", "weights", "type_k", "runtime")
@@ -220,11 +221,19 @@ def _plot_series(ax, styler, recs, xf, yf, *, label):
     ys = [float(r[yf]) if r.get(yf) is not None else math.nan for r in recs]
     c = styler.colour(r0.get("model"))
     if ev == "measured":
-        yerr = None
-        if all(r.get("stddev_ts") is not None for r in recs) and yf == "avg_ts":
-            yerr = [float(r["stddev_ts"]) for r in recs]
-        ax.errorbar(xs, ys, yerr=yerr, fmt=_MARKERS["measured"], color=c, ms=6, capsize=3,
-                    mfc="white", mew=1.6, label=label + " (measured)", zorder=3)
+        # points marked unstable (another process took the machine: glmbench.measure.protocol.stability)
+        # are drawn apart, as crosses, so no one reads them as the code's speed
+        for shaky in (False, True):
+            sel = [i for i, r in enumerate(recs) if (r.get("stable") is False) == shaky]
+            if not sel:
+                continue
+            yerr = None
+            if all(recs[i].get("stddev_ts") is not None for i in sel) and yf == "avg_ts":
+                yerr = [float(recs[i]["stddev_ts"]) for i in sel]
+            ax.errorbar([xs[i] for i in sel], [ys[i] for i in sel], yerr=yerr,
+                        fmt=_MARKERS["unstable" if shaky else "measured"], color=c, ms=7 if shaky else 6,
+                        capsize=3, mfc="white", mew=1.6, zorder=3,
+                        label=label + (" (measured, unstable: machine busy)" if shaky else " (measured)"))
         return
     ax.plot(xs, ys, styler.style(r0), color=c, lw=2, marker=_MARKERS.get(ev), ms=4,
             label=label + ("" if ev == "predicted" else f" ({ev})"))

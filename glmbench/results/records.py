@@ -155,8 +155,11 @@ def _parse_cell(s: str):
 def read_records(path: str | os.PathLike) -> list[dict]:
     """Read a .csv or .json records file written by write_records (or by hand)."""
     p = os.fspath(path)
-    with open(p, newline="") as f:
-        text = f.read()
+    try:
+        with open(p, newline="") as f:
+            text = f.read()
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{p}: not UTF-8 text (byte {e.start}: {e.reason})") from None
     if p.endswith(".json"):
         try:
             data = json.loads(text)
@@ -166,7 +169,16 @@ def read_records(path: str | os.PathLike) -> list[dict]:
             raise ValueError(f"{p}: expected a JSON list of records, got {type(data).__name__}")
         recs = data
     elif p.endswith(".csv"):
-        recs = [{k: _parse_cell(v) for k, v in row.items()} for row in csv.DictReader(io.StringIO(text))]
+        recs = []
+        rows = csv.DictReader(io.StringIO(text))
+        try:
+            for row in rows:
+                if None in row or None in row.values():  # more cells than the header, or fewer
+                    n = sum(v is not None for k, v in row.items() if k is not None) + len(row.get(None) or ())
+                    raise ValueError(f"{p}: line {rows.line_num}: {n} cells where the header has {len(rows.fieldnames)}")
+                recs.append({k: _parse_cell(v) for k, v in row.items()})
+        except csv.Error as e:  # not a ValueError: name the file and line like the others
+            raise ValueError(f"{p}: line {rows.line_num}: not valid CSV ({e})") from None
     else:
         raise ValueError(f"`path` must end in .csv or .json, got {p!r}")
     for i, r in enumerate(recs):

@@ -1,0 +1,108 @@
+"""A quick run of the fuzz harness (bench/fuzz/fuzz_glmbench.py) on every target: 30 seeded inputs
+each, no ASan (the real run, 10,000 inputs per target against an ASan build, is
+bench/fuzz/run_asan.sh; results in bench/fuzz/results.md). Checks the harness still builds valid
+calls for every binding and reader, and that none of its inputs breaks a rule."""
+import importlib.util
+import os
+
+import pytest
+
+HARNESS = os.path.join(os.path.dirname(__file__), os.pardir, "bench", "fuzz", "fuzz_glmbench.py")
+
+
+@pytest.fixture(scope="module")
+def fz():
+    spec = importlib.util.spec_from_file_location("fuzz_glmbench", HARNESS)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _targets():
+    spec = importlib.util.spec_from_file_location("fuzz_glmbench_names", HARNESS)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return list(mod.TARGETS) + list(mod.READERS)
+
+
+@pytest.mark.parametrize("target", _targets())
+def test_fuzz_target_smoke(fz, target):
+    s = fz.fuzz(target, 30, seed=1, timeout=20.0, log=None)
+    assert s["inputs"] == 30 and sum(s["outcomes"].values()) == 30
+    assert s["findings"] == []
+    # the harness reaches both the valid path and the error paths
+    assert s["outcomes"].get("ok", 0) > 0 and len(s["outcomes"]) > 1
+
+
+def test_every_binding_has_a_target(fz):
+    """A new binding in csrc/ must get a generator in the harness."""
+    from glmbench.core._loader import _core
+    import inspect
+    src = inspect.getsource(fz)
+    names = [n for n in dir(_core) if callable(getattr(_core, n)) and not n.startswith("__")]
+    missing = [n for n in names if f'"{n}"' not in src and n != "KVCacheBase"]
+    assert not missing, f"bindings without a fuzz target: {missing}"
+
+
+# ---- what the fuzzer found (bench/fuzz/results.md), fixed, kept fixed ---------------------------
+def test_rope_offset_overflow_is_an_error():
+    """rot_offset + rot_dim overflowed int64 and passed the range check: memcpy of a negative size
+    (ASan: negative-size-param in csrc/rope.c)."""
+    import numpy as np
+    from glmbench.core._loader import _core
+    x = np.zeros((1, 1, 8), np.float32)
+    pos = np.zeros(1, np.int64)
+    for rot_dim, off in ((2**62, 2**62), (2, 2**63 - 1), (8, 1), (10, 0)):
+        with pytest.raises(ValueError, match="within the head dim"):
+            _core.rope(x, pos, 10000.0, rot_dim, off, 0, None, 1.0)
+
+
+def test_kvcache_block_tables_are_bounded():
+    """KVCache(7 layers, 2**31 tokens) zeroed 3.6 GB of block tables (minutes under ASan); a
+    layers x blocks product could overflow int64."""
+    from glmbench.core.kvcache import KVCache
+    for layers, cap, bs in ((7, 2**31, 64), (2**40, 2**40, 1), (1, 2**62, 1)):
+        with pytest.raises(ValueError, match="block tables"):
+            KVCache.mla(layers, cap, 32, 32, kv="f32", block_size=bs)
+    assert KVCache.mla(47, 131072, 512, 64, kv="bf16").capacity_tokens == 131072  # real sizes still fine
+
+
+def test_bench_counts_are_bounded():
+    """bench_fma(2**62, 1) looped for hours and bench_bandwidth(2**40, 1) asked for 12 TB."""
+    from glmbench.core._loader import _core
+    for call in (lambda: _core.bench_fma(2**62, 1), lambda: _core.bench_fma(1000, 10**6),
+                 lambda: _core.bench_bandwidth(2**40, 1), lambda: _core.bench_bandwidth(4096, 10**6)):
+        with pytest.raises(ValueError, match="bench: need"):
+            call()
+
+
+def test_readers_name_the_file(tmp_path):
+    """Non-UTF-8 bytes gave a bare UnicodeDecodeError; a config's field error did not say which
+    file; a CSV row with too few cells gave a TypeError from int(None)."""
+    from glmbench.models import configs
+    from glmbench.predict import hardware
+    from glmbench.results import records
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(b'{"name": "\xff"}')
+    for read in (configs.load, hardware.load_profile, records.read_records):
+        with pytest.raises(ValueError, match="bad.json: not UTF-8"):
+            read(bad)
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text('{"model_type": "glm4_moe_lite", "num_key_value_heads": "x"}')
+    with pytest.raises(ValueError, match="cfg.json: config field"):
+        configs.load(cfg)
+    # rope_theta = 1 with YaRN scaling divided by log(1) (ZeroDivisionError)
+    import json
+    with open(configs.builtin_path("deepseek-v2-lite")) as f:
+        hf = json.load(f)
+    assert hf["rope_scaling"]["type"] == "yarn"
+    cfg.write_text(json.dumps(dict(hf, rope_theta=1)))
+    with pytest.raises(ValueError, match="cfg.json: .*rope_theta"):
+        configs.load(cfg)
+    csv = tmp_path / "r.csv"
+    csv.write_text("test,model\ntg\n")
+    with pytest.raises(ValueError, match=r"r.csv: line 2: 1 cells where the header has 2"):
+        records.read_records(csv)
+    csv.write_bytes(b"test,model\ntg,a\rb\n")  # a bare CR inside an unquoted cell: csv.Error
+    with pytest.raises(ValueError, match=r"r.csv: line \d+: not valid CSV"):
+        records.read_records(csv)
