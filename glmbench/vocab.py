@@ -602,6 +602,20 @@ def check_int(name: str, v, lo: int = 0, hi: int | None = None) -> int:
     return v
 
 
+def check_table(d, where: str, known, required) -> dict:
+    """`d` as a table of fields (a profile read from a file or given as a dict): a ValueError
+    naming `where` when it is not a dict, has a field not in `known`, or lacks one of `required`."""
+    if not isinstance(d, dict):
+        raise ValueError(f"{where}: expected a table of fields, got {type(d).__name__}")
+    unknown = sorted(set(d) - set(known))
+    if unknown:
+        raise ValueError(f"{where}: unknown field `{unknown[0]}` (known: {', '.join(sorted(known))})")
+    for k in required:
+        if k not in d:
+            raise ValueError(f"{where}: field `{k}` is missing")
+    return d
+
+
 def check_positive(name: str, v) -> float:
     """A finite number > 0, or a ValueError naming it."""
     if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not math.isfinite(v) or v <= 0:

@@ -147,18 +147,11 @@ def _shipped_calibrated(name: str) -> RuntimeProfile:
 
 
 def runtime_from_dict(d: dict, where: str = "runtime") -> RuntimeProfile:
-    if not isinstance(d, dict):
-        raise ValueError(f"{where}: expected a table of fields, got {type(d).__name__}")
-    known = {"name", "description", "compute_efficiency", "memory_efficiency", "launch_overhead",
-             "overhead_gib_per_card", "n_ubatch", "quantized_matmul", "embeddings_on_host", "sources",
-             "mla_attention_efficiency", "kv_attention_efficiency", "step_overhead_us", "layer_overhead_us",
-             "link_efficiency", "calibration"}
-    unknown = sorted(set(d) - known)
-    if unknown:
-        raise ValueError(f"{where}: unknown field `{unknown[0]}` (known: {', '.join(sorted(known))})")
-    for k in ("name", "compute_efficiency", "memory_efficiency"):
-        if k not in d:
-            raise ValueError(f"{where}: field `{k}` is missing")
+    vocab.check_table(d, where, required=("name", "compute_efficiency", "memory_efficiency"),
+                      known={"name", "description", "compute_efficiency", "memory_efficiency", "launch_overhead",
+                             "overhead_gib_per_card", "n_ubatch", "quantized_matmul", "embeddings_on_host", "sources",
+                             "mla_attention_efficiency", "kv_attention_efficiency", "step_overhead_us",
+                             "layer_overhead_us", "link_efficiency", "calibration"})
     effs = {}
     for k in ("compute_efficiency", "memory_efficiency"):
         e = d[k]

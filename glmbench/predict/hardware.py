@@ -89,15 +89,9 @@ def _num(where, key, v, *, minimum=0.0, strict=True):
 
 def profile_from_dict(d: dict, where: str = "profile", key: str = "") -> GPU:
     """Validate a profile dict (see the module docstring) -> GPU."""
-    if not isinstance(d, dict):
-        raise ValueError(f"{where}: expected a table of fields, got {type(d).__name__}")
-    known = {"name", "memory_gib", "bandwidth_gbs", "tflops", "launch_us", "link_gbps", "link_latency_us", "source"}
-    unknown = sorted(set(d) - known)
-    if unknown:
-        raise ValueError(f"{where}: unknown field `{unknown[0]}` (known: {', '.join(sorted(known))})")
-    for k in ("name", "memory_gib", "bandwidth_gbs", "tflops", "launch_us"):
-        if k not in d:
-            raise ValueError(f"{where}: field `{k}` is missing")
+    vocab.check_table(d, where, known={"name", "memory_gib", "bandwidth_gbs", "tflops", "launch_us", "link_gbps",
+                                       "link_latency_us", "source"},
+                      required=("name", "memory_gib", "bandwidth_gbs", "tflops", "launch_us"))
     name = d["name"]
     if not isinstance(name, str) or not name.strip():
         raise ValueError(f"{where}: field `name` must be a non-empty string, got {name!r}")
@@ -295,15 +289,9 @@ class Host:
 
 def host_from_dict(d: dict, where: str = "host", key: str = "") -> Host:
     """A host profile from a table of its fields (unknown ones rejected)."""
-    if not isinstance(d, dict):
-        raise ValueError(f"{where}: expected a table of fields, got {type(d).__name__}")
-    known = {"name", "memory_gib", "bandwidth_gbs", "tflops", "cores", "pcie_gbps", "pcie_latency_us", "source"}
-    unknown = sorted(set(d) - known)
-    if unknown:
-        raise ValueError(f"{where}: unknown field `{unknown[0]}` (known: {', '.join(sorted(known))})")
-    for k in ("name", "bandwidth_gbs", "tflops"):
-        if k not in d:
-            raise ValueError(f"{where}: field `{k}` is missing")
+    vocab.check_table(d, where, known={"name", "memory_gib", "bandwidth_gbs", "tflops", "cores", "pcie_gbps",
+                                       "pcie_latency_us", "source"},
+                      required=("name", "bandwidth_gbs", "tflops"))
     tf = d["tflops"]
     if not isinstance(tf, dict) or "fp32" not in tf:
         raise ValueError(f"{where}: field `tflops` must be a table with at least `fp32`, got {tf!r}")
