@@ -366,6 +366,9 @@ def _add_study_options(p, *, report: bool):
                    help="the host that holds and runs offloaded weights: "
                         f"{', '.join(hardware.list_hosts())}, 'host' (this machine, measured) or a "
                         f"profile file (default: {hardware.DEFAULT_HOST})")
+    g.add_argument("--routing", metavar="FILE",
+                   help="measured records with `routing_counts` (glmbench measure FILE --routing-stats): the "
+                        "one --model's experts are routed with those frequencies instead of uniformly")
     if report:
         o.add_argument("--offload", action="store_true",
                        help="add to the memory section, for one card, the fastest offload setting that fits "
@@ -386,6 +389,10 @@ def _study_from_args(args):
         kw["concurrency"] = tuple(args.concurrency)
     if getattr(args, "serve_context", None) is not None:
         kw["serve_context"] = args.serve_context
+    if getattr(args, "routing", None):
+        if not os.path.isfile(args.routing):
+            raise UserError(f"--routing {args.routing}: no such file")
+        kw["routing"] = args.routing
     ot = []
     for spec in args.override_tensor:
         pat, eq, buf = spec.rpartition("=")

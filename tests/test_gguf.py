@@ -292,3 +292,28 @@ def test_routing_stats_feed_the_cost_model(tmp_path):
     assert s.expert_skew == tuple(float(x) for x in hist)
     with pytest.raises(ValueError, match="real weights"):
         cpu.measure("qwen3-30b-a3b", routing_stats=True, progress=False)
+
+
+def test_routing_file_on_the_cli(tmp_path, capsys):
+    """`glmbench measure FILE --routing-stats --out m.json` then `glmbench sweep --model FILE
+    --routing m.json`: the measured histogram is the sweep's routing distribution (records say
+    expert_skew "histogram"), and a skewed histogram predicts other numbers than uniform routing."""
+    import json as _json
+
+    from glmbench import cli
+    _, _, p = _write(tmp_path, "qwen3_moe")
+    m = tmp_path / "m.json"
+    assert cli.main(["measure", p, "--depths", "0", "--n-gen", "4", "--n-prompt", "4", "--repeats", "1",
+                     "--routing-stats", "--kv", "f32", "-q", "--out", str(m)]) == 0
+    capsys.readouterr()
+    base = ["sweep", "--model", p, "--cards", "1", "--depths", "1K", "--tests", "tg", "--json", "-q"]
+    assert cli.main(base + ["--routing", str(m)]) == 0
+    routed = _json.loads(capsys.readouterr().out)
+    assert cli.main(base) == 0
+    uniform = _json.loads(capsys.readouterr().out)
+    routed = routed if isinstance(routed, list) else routed["records"]
+    uniform = uniform if isinstance(uniform, list) else uniform["records"]
+    assert {r["expert_skew"] for r in routed} == {"histogram"} and {r["expert_skew"] for r in uniform} == {None}
+    # two models with one histogram: refused with the reason
+    assert cli.main(base + ["--model", "qwen3-32b", "--routing", str(m)]) == 2
+    assert "one MoE model" in capsys.readouterr().err

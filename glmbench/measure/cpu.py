@@ -49,6 +49,7 @@ from glmbench.measure.machine import available_bytes, cpu_name, probe_bandwidth,
 from glmbench.core import _core
 from glmbench.core.ops import get_num_threads, reset_workspace_peak, set_num_threads, workspace_bytes
 from glmbench.models import checkpoint, configs
+from glmbench.results.records import routing_histogram  # noqa: F401  (measure's API)
 from glmbench.models.model import STORED, Model, layer_kinds, stored_format
 
 __all__ = ["measure", "attn_arithmetic", "choose_layers", "sample_layers", "scaled_seconds", "decode_bytes_per_token",
@@ -324,18 +325,6 @@ def _main_stored(state) -> str:
             f = stored_format(a)
             by[f] = by.get(f, 0) + a.nbytes
     return max(by, key=by.get) if by else "f32"
-
-
-def routing_histogram(records) -> list | None:
-    """Tokens per expert summed over every MoE layer and every tg record that carries
-    `routing_counts` (measure(..., routing_stats=True)); None when none does. Setup(expert_skew=)
-    takes it as the routing distribution."""
-    total = None
-    for r in records:
-        for counts in (r.get("routing_counts") or {}).values():
-            c = np.asarray(counts, dtype=np.int64)
-            total = c if total is None else total + c
-    return None if total is None else [int(x) for x in total]
 
 
 def _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar, bandwidth_probe=False,

@@ -83,6 +83,9 @@ class Study:
     offload: dict | None = None
     host: str | None = None
     offload_table: bool = False
+    # measured routing (records with `routing_counts`, from `glmbench measure FILE --routing-stats`):
+    # the one model's experts are chosen with those frequencies (Setup.expert_skew); None: uniform
+    routing: str | None = None
 
     def __post_init__(self):
         s = object.__setattr__
@@ -121,6 +124,18 @@ class Study:
     @property
     def prompt_lengths(self) -> tuple:
         return self.prompts or tuple(d for d in self.depths if d > 0)
+
+    @functools.cached_property
+    def routing_histogram(self) -> list:
+        """Tokens per expert from the `routing` file (results.records.routing_histogram)."""
+        if len(self.models) != 1:
+            raise ValueError(f"`routing` is one MoE model's measured expert histogram; the study has "
+                             f"{len(self.models)} models: give one")
+        h = rec.routing_histogram(rec.read_records(self.routing))
+        if h is None:
+            raise ValueError(f"{self.routing}: no record carries `routing_counts` "
+                             "(measure a model file with `glmbench measure FILE --routing-stats`)")
+        return h
 
     @functools.cached_property
     def _rigs(self) -> tuple:
@@ -164,6 +179,8 @@ class Study:
                      kv=self.kv, mla_strategy=self.mla_strategy, runtime=self.runtime)
             if self.offload is not None and r.n_cards == 1:
                 t.update(offload=self.offload, host=self.host_profile)
+            if self.routing is not None:
+                t["expert_skew"] = self.routing_histogram
             out.append(t)
         return out
 
@@ -203,6 +220,8 @@ class Study:
             parts.append(f"--host {self.host}")
         if self.offload_table:
             parts.append("--offload")
+        if self.routing is not None:
+            parts.append(f"--routing {self.routing}")
         return " ".join(parts)
 
 

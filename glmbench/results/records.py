@@ -245,3 +245,17 @@ def resume_summary(before: Sequence[dict], after: Sequence[dict], key: Callable[
         else:
             out["replaced"] += 1
     return out
+
+
+def routing_histogram(records) -> list | None:
+    """Tokens per expert summed over every MoE layer and every record that carries
+    `routing_counts` (`glmbench measure FILE --routing-stats`); None when none does. The cost
+    model's Setup(expert_skew=) takes it as the routing distribution (`--routing FILE`)."""
+    total = None
+    for r in records:
+        for counts in (r.get("routing_counts") or {}).values():
+            c = [int(x) for x in counts]
+            if total is not None and len(c) != len(total):
+                raise ValueError(f"`routing_counts` of different expert counts ({len(total)} and {len(c)})")
+            total = c if total is None else [a + b for a, b in zip(total, c)]
+    return total
