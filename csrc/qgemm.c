@@ -316,12 +316,50 @@ static int resolve(int version) {
     return version;
 }
 
-/* y[T, N] (rows ldy apart) from prepared activations; one OpenMP region. */
+/* Groups per step: decode-sized T gets 4 (4 independent accumulator chains per token), prefill 2. */
+static inline int step_groups(int64_t T) { return T < 4 ? 4 : 2; }
+
+/* One step (ng groups of 16 rows starting at group s * ng) for tokens tc..te of a. */
+static void gemm_step(int fmt, int version, const xact *a, const uint8_t *packed, int64_t N, float *y, int64_t ldy, int64_t s,
+                      int ng, int64_t tc, int64_t te) {
+    const int64_t nb = a->nb, gbytes = nb * blk_bytes(fmt) * NR, G = (N + NR - 1) / NR;
+    const int64_t g0 = s * ng;
+    const int gn = (int)(g0 + ng <= G ? ng : G - g0);
+    const int64_t n0 = g0 * NR;
+    const uint8_t *gp = packed + g0 * gbytes;
+    if (version == GB_QG_REF) {
+        for (int gi = 0; gi < gn; gi++) {
+            const int64_t nl = N - (g0 + gi) * NR;
+            tile_ref(fmt, gp + gi * gbytes, a, tc, te - tc, nl < NR ? nl : NR, y + tc * ldy + n0 + gi * NR, ldy);
+        }
+        return;
+    }
+#ifdef GB_HAVE_QG_VNNI
+    const __mmask16 full = 0xffff, mN = (__mmask16)(N % NR ? (1u << (N % NR)) - 1 : 0xffff);
+    for (int64_t t0 = tc; t0 < te; t0 += 4) {
+        const int64_t tt = te - t0 < 4 ? te - t0 : 4;
+        float *yt = y + t0 * ldy + n0;
+        if (gn == ng) {
+            const __mmask16 m = g0 + gn == G ? mN : full;
+            if (fmt == GB_Q8_0) tile_vnni_q8_ng(ng, gp, gbytes, a, t0, tt, yt, ldy, m);
+            else tile_vnni_q4_ng(ng, gp, gbytes, a, t0, tt, yt, ldy, m);
+        } else {
+            for (int gi = 0; gi < gn; gi++) {
+                const __mmask16 m = g0 + gi == G - 1 ? mN : full;
+                if (fmt == GB_Q8_0) tile_vnni_q8_ng(1, gp + gi * gbytes, gbytes, a, t0, tt, yt + gi * NR, ldy, m);
+                else tile_vnni_q4_ng(1, gp + gi * gbytes, gbytes, a, t0, tt, yt + gi * NR, ldy, m);
+            }
+        }
+    }
+#endif
+}
+
+/* y[T, N] (rows ldy apart) from prepared activations; one OpenMP region. Token chunks of
+ * GB_QG_TCHUNK keep the activations in L2 while every step's weights stream past. */
 static void gemm_core(int fmt, int version, const xact *a, const uint8_t *packed, int64_t N, float *y, int64_t ldy) {
-    const int64_t T = a->rows, nb = a->nb, gbytes = nb * blk_bytes(fmt) * NR, G = (N + NR - 1) / NR;
+    const int64_t T = a->rows, G = (N + NR - 1) / NR;
     if (T == 0 || N == 0) return;
-    /* decode-sized T: 4 groups per step (4 independent accumulator chains per token); prefill: 2 */
-    const int ng = T < 4 ? 4 : 2;
+    const int ng = step_groups(T);
     const int64_t steps = (G + ng - 1) / ng;
     const int64_t tcs = T <= GB_QG_TCHUNK ? T : GB_QG_TCHUNK;
 #pragma omp parallel if (N * a->K * T > 65536)
@@ -329,36 +367,7 @@ static void gemm_core(int fmt, int version, const xact *a, const uint8_t *packed
         for (int64_t tc = 0; tc < T; tc += tcs) {
             const int64_t te = tc + tcs < T ? tc + tcs : T;
 #pragma omp for schedule(static) nowait
-            for (int64_t s = 0; s < steps; s++) {
-                const int64_t g0 = s * ng;
-                const int gn = (int)(g0 + ng <= G ? ng : G - g0);
-                const int64_t n0 = g0 * NR;
-                const int64_t nl = N - (g0 + gn - 1) * NR, nlast = nl < NR ? nl : NR; /* valid rows of the step's last group */
-                const uint8_t *gp = packed + g0 * gbytes;
-                if (version == GB_QG_REF) {
-                    for (int gi = 0; gi < gn; gi++)
-                        tile_ref(fmt, gp + gi * gbytes, a, tc, te - tc, gi == gn - 1 ? nlast : NR, y + tc * ldy + n0 + gi * NR, ldy);
-                    continue;
-                }
-#ifdef GB_HAVE_QG_VNNI
-                const __mmask16 full = 0xffff, mN = (__mmask16)(N % NR ? (1u << (N % NR)) - 1 : 0xffff);
-                for (int64_t t0 = tc; t0 < te; t0 += 4) {
-                    const int64_t tt = te - t0 < 4 ? te - t0 : 4;
-                    float *yt = y + t0 * ldy + n0;
-                    if (gn == ng) {
-                        const __mmask16 m = g0 + gn == G ? mN : full;
-                        if (fmt == GB_Q8_0) tile_vnni_q8_ng(ng, gp, gbytes, a, t0, tt, yt, ldy, m);
-                        else tile_vnni_q4_ng(ng, gp, gbytes, a, t0, tt, yt, ldy, m);
-                    } else {
-                        for (int gi = 0; gi < gn; gi++) {
-                            const __mmask16 m = g0 + gi == G - 1 ? mN : full;
-                            if (fmt == GB_Q8_0) tile_vnni_q8_ng(1, gp + gi * gbytes, gbytes, a, t0, tt, yt + gi * NR, ldy, m);
-                            else tile_vnni_q4_ng(1, gp + gi * gbytes, gbytes, a, t0, tt, yt + gi * NR, ldy, m);
-                        }
-                    }
-                }
-#endif
-            }
+            for (int64_t s = 0; s < steps; s++) gemm_step(fmt, version, a, packed, N, y, ldy, s, ng, tc, te);
         }
     }
 }
@@ -384,6 +393,16 @@ int gb_qgemm(int fmt, const float *x, const void *packed, const float *bias, flo
 
 /* ---- routed experts -------------------------------------------------------------------------- */
 
+/* The rows of expert e inside activations gathered expert by expert. */
+static inline xact xact_view(const xact *a, int64_t off, int64_t rows) {
+    xact v = *a;
+    v.qs = a->qs + off * a->K;
+    v.d = a->d + off * a->nb;
+    v.c = a->c + off * a->nb;
+    v.rows = rows;
+    return v;
+}
+
 int gb_qmoe(int fmt, const float *x, const int64_t *topk_idx, const float *topk_weight, int64_t T, int64_t k,
             const void *gate, const void *up, const void *down, int64_t E, int64_t F, int64_t D, float *y,
             int64_t *counts, int version) {
@@ -398,90 +417,116 @@ int gb_qmoe(int fmt, const float *x, const int64_t *topk_idx, const float *topk_
     memset(y, 0, (size_t)(T * D) * sizeof(float));
     for (int64_t e = 0; e < E; e++) counts[e] = 0;
     for (int64_t i = 0; i < T * k; i++) counts[topk_idx[i]]++;
-    if (T == 0) return GB_OK;
-    /* per-expert lists of (token, weight), in token order */
+    if (T == 0 || k == 0) return GB_OK;
+    const int64_t R = T * k, nbD = D / QK;
+    /* rows grouped expert by expert: off[e] .. off[e+1]; pos[t*k+j] = the row of (t, j) */
     int64_t *off = (int64_t *)gb_ws_calloc((size_t)(E + 1), sizeof(int64_t));
-    int64_t *tok = (int64_t *)gb_ws_malloc((size_t)(T * k) * sizeof(int64_t));
-    float *tw = (float *)gb_ws_malloc((size_t)(T * k) * sizeof(float));
-    int64_t maxc = 0;
-    for (int64_t e = 0; e < E; e++) maxc = counts[e] > maxc ? counts[e] : maxc;
-    float *g = (float *)gb_ws_malloc((size_t)(maxc * F) * sizeof(float));
-    float *u = (float *)gb_ws_malloc((size_t)(maxc * F) * sizeof(float));
-    float *o = (float *)gb_ws_malloc((size_t)(maxc * D) * sizeof(float));
+    int64_t *pos = (int64_t *)gb_ws_malloc((size_t)R * sizeof(int64_t));
+    int64_t *tok = (int64_t *)gb_ws_malloc((size_t)R * sizeof(int64_t));
+    int64_t *fill = (int64_t *)gb_ws_calloc((size_t)E, sizeof(int64_t));
+    /* work items: (expert, matrix, step) for gate+up, then (expert, step) for down */
+    int64_t *items = (int64_t *)gb_ws_malloc((size_t)(2 * E + 1) * sizeof(int64_t));
+    float *g = (float *)gb_ws_malloc((size_t)(R * F) * sizeof(float));
+    float *u = (float *)gb_ws_malloc((size_t)(R * F) * sizeof(float));
+    float *o = (float *)gb_ws_malloc((size_t)(R * D) * sizeof(float));
+    xact xa = {0}, ga = {0}, ha = {0};
     int st = GB_OK;
-    xact xa = {0}, ha = {0};
-    if (!off || !tok || !tw || !g || !u || !o) {
-        st = gb_error(GB_ENOMEM, "qmoe: cannot allocate the expert buffers (%ld tokens, F=%ld)", (long)maxc, (long)F);
+    if (!off || !pos || !tok || !fill || !items || !g || !u || !o) {
+        st = gb_error(GB_ENOMEM, "qmoe: cannot allocate the expert buffers (%ld rows, F=%ld)", (long)R, (long)F);
         goto done;
     }
     for (int64_t e = 0; e < E; e++) off[e + 1] = off[e] + counts[e];
-    {
-        int64_t *fill = (int64_t *)gb_ws_calloc((size_t)E, sizeof(int64_t));
-        if (!fill) {
-            st = gb_error(GB_ENOMEM, "qmoe: out of memory");
-            goto done;
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t j = 0; j < k; j++) {
+            const int64_t e = topk_idx[t * k + j], p = off[e] + fill[e]++;
+            pos[t * k + j] = p;
+            tok[p] = t;
         }
-        for (int64_t t = 0; t < T; t++)
-            for (int64_t j = 0; j < k; j++) {
-                const int64_t e = topk_idx[t * k + j], p = off[e] + fill[e]++;
-                tok[p] = t;
-                tw[p] = topk_weight[t * k + j];
-            }
-        gb_ws_free(fill);
-    }
-    /* every token's activations quantized once, shared by all its experts' gate and up */
+    /* each token's activations quantized once, then gathered expert by expert */
     if ((st = xact_prepare(fmt, x, D, NULL, T, D, &xa)) != GB_OK) goto done;
-    {
-        xact sub = xa;
-        int8_t *sq = (int8_t *)gb_ws_aligned_alloc(64, (size_t)(maxc * D + 64));
-        float *sd = (float *)gb_ws_malloc((size_t)(maxc * xa.nb) * sizeof(float));
-        int32_t *sc = (int32_t *)gb_ws_malloc((size_t)(maxc * xa.nb) * sizeof(int32_t));
-        if (!sq || !sd || !sc) {
-            gb_ws_free(sq);
-            gb_ws_free(sd);
-            gb_ws_free(sc);
-            st = gb_error(GB_ENOMEM, "qmoe: out of memory");
-            goto done;
+    if ((st = xact_alloc(&ga, R, D)) != GB_OK) goto done;
+    if ((st = xact_alloc(&ha, R, F)) != GB_OK) goto done;
+    /* step counts per expert for gate/up (N = F) and down (N = D), prefix sums in items */
+    const int64_t GF = (F + NR - 1) / NR, GD = (D + NR - 1) / NR;
+    int64_t nup = 0, ndn = 0;
+    for (int64_t e = 0; e < E; e++) {
+        items[e] = nup;
+        items[E + e] = ndn;
+        if (counts[e]) {
+            const int ng = step_groups(counts[e]);
+            nup += 2 * ((GF + ng - 1) / ng);
+            ndn += (GD + ng - 1) / ng;
         }
-        for (int64_t e = 0; e < E && st == GB_OK; e++) {
-            const int64_t c = counts[e];
-            if (!c) continue;
-            /* gather this expert's tokens' quantized rows (D bytes + 2 nb words each) */
-            for (int64_t i = 0; i < c; i++) {
-                const int64_t t = tok[off[e] + i];
-                memcpy(sq + i * D, xa.qs + t * D, (size_t)D);
-                memcpy(sd + i * xa.nb, xa.d + t * xa.nb, (size_t)xa.nb * sizeof(float));
-                memcpy(sc + i * xa.nb, xa.c + t * xa.nb, (size_t)xa.nb * sizeof(int32_t));
-            }
-            sub.qs = sq;
-            sub.d = sd;
-            sub.c = sc;
-            sub.rows = c;
-            gemm_core(fmt, version, &sub, (const uint8_t *)gate + e * pgu, F, g, F);
-            gemm_core(fmt, version, &sub, (const uint8_t *)up + e * pgu, F, u, F);
-            for (int64_t i = 0; i < c * F; i++) {
-                const float v = g[i];
-                g[i] = v / (1.0f + expf(-v)) * u[i];
-            }
-            if ((st = xact_prepare(fmt, g, F, NULL, c, F, &ha)) != GB_OK) break;
-            gemm_core(fmt, version, &ha, (const uint8_t *)down + e * pd, D, o, D);
-            xact_free(&ha);
-            for (int64_t i = 0; i < c; i++) {
-                float *yr = y + tok[off[e] + i] * D;
-                const float wgt = tw[off[e] + i];
-                for (int64_t d = 0; d < D; d++) yr[d] += wgt * o[i * D + d];
-            }
-        }
-        gb_ws_free(sq);
-        gb_ws_free(sd);
-        gb_ws_free(sc);
     }
+    items[2 * E] = 0;
+    const int nbF = (int)(F / QK);
+    int fail = 0;
+#pragma omp parallel
+    {
+#pragma omp for schedule(static)
+        for (int64_t p = 0; p < R; p++) {
+            const int64_t t = tok[p];
+            memcpy(ga.qs + p * D, xa.qs + t * D, (size_t)D);
+            memcpy(ga.d + p * nbD, xa.d + t * nbD, (size_t)nbD * sizeof(float));
+            memcpy(ga.c + p * nbD, xa.c + t * nbD, (size_t)nbD * sizeof(int32_t));
+        }
+        /* gate and up of every expert: one pool of steps (dynamic: experts differ in rows) */
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t it = 0; it < nup; it++) {
+            int64_t e = 0;
+            while (e + 1 < E && items[e + 1] <= it) e++;
+            while (!counts[e]) e++;
+            const int ng = step_groups(counts[e]);
+            const int64_t per = (GF + ng - 1) / ng, r = it - items[e];
+            const int which = r >= per; /* 0 gate, 1 up */
+            const xact v = xact_view(&ga, off[e], counts[e]);
+            gemm_step(fmt, version, &v, (const uint8_t *)(which ? up : gate) + e * pgu, F, (which ? u : g) + off[e] * F, F,
+                      r - which * per, ng, 0, counts[e]);
+        }
+        /* h = silu(g) * u, quantized to q8_0 per row for down */
+        gb_block_q8_0 *tmp = (gb_block_q8_0 *)malloc((size_t)nbF * sizeof(gb_block_q8_0));
+        if (!tmp) {
+#pragma omp atomic write
+            fail = 1;
+        }
+#pragma omp for schedule(static)
+        for (int64_t p = 0; p < R; p++) {
+            float *gr = g + p * F;
+            const float *ur = u + p * F;
+            for (int64_t i = 0; i < F; i++) gr[i] = gr[i] / (1.0f + expf(-gr[i])) * ur[i];
+            if (tmp) xact_row(fmt, gr, &ha, p, tmp);
+        }
+        free(tmp);
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t it = 0; it < ndn; it++) {
+            int64_t e = 0;
+            while (e + 1 < E && items[E + e + 1] <= it) e++;
+            while (!counts[e]) e++;
+            const int ng = step_groups(counts[e]);
+            const xact v = xact_view(&ha, off[e], counts[e]);
+            gemm_step(fmt, version, &v, (const uint8_t *)down + e * pd, D, o + off[e] * D, D, it - items[E + e], ng, 0, counts[e]);
+        }
+        /* y[t] = sum_j w[t, j] o[pos[t, j]] */
+#pragma omp for schedule(static)
+        for (int64_t t = 0; t < T; t++) {
+            float *yr = y + t * D;
+            for (int64_t j = 0; j < k; j++) {
+                const float wgt = topk_weight[t * k + j];
+                const float *orow = o + pos[t * k + j] * D;
+                for (int64_t d = 0; d < D; d++) yr[d] += wgt * orow[d];
+            }
+        }
+    }
+    if (fail) st = gb_error(GB_ENOMEM, "qmoe: out of memory");
 done:
     xact_free(&xa);
+    xact_free(&ga);
     xact_free(&ha);
     gb_ws_free(off);
+    gb_ws_free(pos);
     gb_ws_free(tok);
-    gb_ws_free(tw);
+    gb_ws_free(fill);
+    gb_ws_free(items);
     gb_ws_free(g);
     gb_ws_free(u);
     gb_ws_free(o);
