@@ -145,6 +145,8 @@ def test_quantized_gguf_runs_as_stored(tmp_path, mt, monkeypatch):
     from glmbench.core import quant
     from glmbench.core.quant import QTensor
     monkeypatch.setattr(quant, "linear", functools.partial(quant.linear, compute="f32"))
+    # quantized experts too (their default is the C driver on q8_0 activations)
+    monkeypatch.setattr(quant, "moe_experts", functools.partial(quant.moe_experts, compute="f32"))
     from glmbench.models import checkpoint
     types = lambda n, s: T.Q8_0 if "attn" in n or "token" in n else T.Q4_0 if "ffn" in n else T.Q5_0
     _, _, p = _write(tmp_path, mt, types=types)

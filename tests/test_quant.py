@@ -174,7 +174,7 @@ def test_bad_input():
 # ---- quantized linear ------------------------------------------------------------------------
 AVAILABLE = [k for k, ok in quant.kernels().items() if ok]
 F32_KERNELS = [k for k in AVAILABLE if k.endswith("f32")]
-Q8_KERNELS = [k for k in AVAILABLE if k.endswith("q8")]
+Q8_KERNELS = [k for k in AVAILABLE if k.endswith("q8") or k.startswith("qgemm_")]
 
 
 def _case(rng, T, N, K, fmt, bias):
@@ -203,10 +203,16 @@ def test_linear_f32_kernels_match_reference(rng, kernel, fmt, T, N, K, bias):
 
 @pytest.mark.parametrize("kernel", Q8_KERNELS)
 @pytest.mark.parametrize("fmt", FMTS)
-@pytest.mark.parametrize("T,N,K,bias", [(1, 33, 64, False), (3, 70, 96, True), (5, 40, 256, False), (2, 9, 1024, True)])
+@pytest.mark.parametrize("T,N,K,bias", [(1, 33, 64, False), (3, 70, 96, True), (5, 40, 256, False), (2, 9, 1024, True),
+                                          (17, 47, 160, True), (33, 130, 320, False), (131, 21, 96, True)])
 def test_linear_q8_kernels(rng, kernel, fmt, T, N, K, bias):
     x, qt, b = _case(rng, T, N, K, fmt, bias)
     y = quant.linear(x, qt, b, kernel=kernel).astype(np.float64)
+    _check_q8(y, x, qt, fmt, b)
+
+
+def _check_q8(y, x, qt, fmt, b):
+    K = x.shape[1]
     # 1) against the exact float64 result on the q8_0-quantized activations: the block dots are
     # exact integers, so only the float32 sums over K/32 blocks remain, plus the zero-point
     # correction (8 * sum x for q4_0, 128 * sum x for q8_0 in the VNNI kernel) that cancels
@@ -230,8 +236,10 @@ def test_linear_auto_and_1d(rng, fmt):
     x, qt, b = _case(rng, 20, 24, 128, fmt, True)
     want = ref.qlinear(x, qt.data, fmt, b)
     mag = np.abs(x.astype(np.float64)) @ np.abs(ref.dequantize(qt.data, fmt)).T + np.abs(b)
-    y = quant.linear(x, qt, b)  # T=20 >= 16: dequantized panels + sgemm (float32 numerics)
+    y = quant.linear(x, qt, b, compute="f32")  # T=20 >= 16: dequantized panels + sgemm (float32 numerics)
     assert np.all(np.abs(y - want) <= (128 + 4) * U * mag)
+    _check_q8(quant.linear(x, qt, b).astype(np.float64), x, qt, fmt, b)  # auto: integer GEMM, repacked
+    assert qt.packed is not None
     y1 = quant.linear(x[3], qt, b)  # 1-D x -> 1-D y
     assert y1.shape == (24,)
     np.testing.assert_allclose(y1, want[3], rtol=0, atol=float(0.02 * mag[3].max()))
@@ -292,6 +300,57 @@ def test_moe_experts_quantized(rng, fmt):
     np.testing.assert_allclose(y, want, rtol=0, atol=1e-5 * np.abs(want).max())
     with pytest.raises(ValueError, match=r"`topk_idx` must be in \[0, 6\)"):
         quant.moe_experts(x, idx + 3, wts, qg, qu, qd)
+
+
+@pytest.mark.parametrize("fmt", FMTS)
+@pytest.mark.parametrize("kernel", [k for k in AVAILABLE if k.startswith("qgemm_")])
+def test_moe_experts_quantized_in_c(rng, fmt, kernel):
+    # the C driver (gb_qmoe) against the Python loop over experts on the same integer GEMM, and
+    # against float64 on the dequantized weights (q8_0 activations: ~1% here)
+    T, D, F, E, k = 37, 96, 160, 7, 3
+    x = _data(rng, (T, D))
+    ws = [quant.quantize(_data(rng, s, 0.1), fmt) for s in ((E, F, D), (E, F, D), (E, D, F))]
+    dg, du, dd = (ref.dequantize(q.data, fmt) for q in ws)
+    idx = np.stack([rng.permutation(E)[:k] for _ in range(T)]).astype(np.int64)
+    idx[:, 0] = 2  # one expert with every token, and expert 6 with none
+    idx[idx == 6] = 5 if fmt == "q8_0" else 4
+    idx[:, 1:] = np.where(idx[:, 1:] == 2, 0, idx[:, 1:])
+    wts = rng.random((T, k)).astype(np.float32)
+    y, counts = quant.moe_experts(x, idx, wts, *ws, kernel=kernel)
+    np.testing.assert_array_equal(counts, np.bincount(idx.ravel(), minlength=E))
+    assert counts[6] == 0 and all(w.packed is not None for w in ws)
+    # the Python loop (per-expert 2-D views of the same packed tensors -> qgemm)
+    loop = np.zeros((T, D), np.float32)
+    for e in np.flatnonzero(counts):
+        rows, slot = np.nonzero(idx == e)
+        h = quant.swiglu(np.ascontiguousarray(x[rows]), ws[0][e], ws[1][e], ws[2][e], kernel=kernel)
+        np.add.at(loop, rows, h * wts[rows, slot, None])
+    np.testing.assert_allclose(y, loop, rtol=0, atol=2e-3 * np.abs(loop).max())
+    want = np.zeros((T, D))
+    x64 = x.astype(np.float64)
+    for t in range(T):
+        for j in range(k):
+            e = idx[t, j]
+            g, u = dg[e] @ x64[t], du[e] @ x64[t]
+            want[t] += wts[t, j] * (dd[e] @ (g / (1 + np.exp(-g)) * u))
+    np.testing.assert_allclose(y, want, rtol=0, atol=0.03 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("fmt", FMTS)
+def test_repack_round_trip_and_views(rng, fmt):
+    q = quant.quantize(_data(rng, (3, 37, 96)), fmt)
+    raw = q.data.copy()
+    nbytes = q.nbytes
+    assert q.repack() is q and q.packed is not None
+    np.testing.assert_array_equal(q.data, raw)  # the ggml bytes, rebuilt from the packed form
+    assert q.nbytes == nbytes and q.shape == (3, 37, 96)
+    np.testing.assert_array_equal(q[1].data, raw[1])
+    assert q[1].shape == (37, 96) and q[1:].shape == (2, 37, 96)
+    np.testing.assert_array_equal(q[1:][1].dequantize(), ref.dequantize(raw[2], fmt))
+    with pytest.raises(IndexError, match="matrices only"):
+        q[1, 2]
+    with pytest.raises(ValueError, match="1-D"):
+        quant.quantize(_data(rng, (64,)), fmt).repack()
 
 
 # ---- KV cache in the block formats --------------------------------------------------------------

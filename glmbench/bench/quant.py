@@ -2,9 +2,11 @@
 per-element costs the cost model uses (`python -m glmbench.bench.quant`).
 
 Cases: decode-sized GEMV (T=1) and prefill-sized GEMM (T=512) on q8_0/q4_0 weights at the shapes
-of GLM-4.7-Flash's expert and Qwen3-32B's FFN, for the best integer kernel and the float32 one,
-with float32 OpenBLAS on the same shape as the NumPy baseline; row dequantization (what the
-quantized KV cache does inside attention); row quantization (what append does).
+of GLM-4.7-Flash's expert and Qwen3-32B's FFN: the integer GEMM on repacked weights (qgemm_vnni,
+what the model uses), the older row-major integer kernel and the float32 one, with float32 OpenBLAS
+on the same shape as the NumPy baseline; GLM-4.7-Flash's 64 routed experts (top-4) in q8_0/q4_0 at
+T=1 and T=512 through the C driver (gb_qmoe); row dequantization (what the quantized KV cache does
+inside attention); row quantization (what append does).
 """
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ def cases(quick: bool = False):
     out = []
     avail = quant.kernels()
     q8_kernel = "vnni_q8" if avail.get("vnni_q8") else ("avx2_q8" if avail.get("avx2_q8") else "ref_q8")
+    qg_kernel = "qgemm_vnni" if avail.get("qgemm_vnni") else "qgemm_ref"
     f32_kernel = "avx512_f32" if avail.get("avx512_f32") else "ref_f32"
     rng = np.random.default_rng(1)
     for label, n, k in SHAPES[:1] if quick else SHAPES:
@@ -42,20 +45,29 @@ def cases(quick: bool = False):
             wd = qt.dequantize()
             x1 = rng.standard_normal((1, k), dtype=np.float32)
             x1q = quant.quantize(x1, "q8_0").dequantize()
-            for kern in (q8_kernel, f32_kernel):
-                xr = x1q if kern.endswith("q8") else x1
+            qp = quant.quantize(w, fmt).repack()  # the packed copy the integer GEMM reads
+            for kern in (qg_kernel, q8_kernel, f32_kernel):
+                xr = x1 if kern.endswith("f32") else x1q
                 out.append(Case(f"qlinear {fmt} {kern} T=1 {label} {n}x{k}",
-                                run=lambda qt=qt, x=x1, kern=kern: quant.linear(x, qt, kernel=kern),
+                                run=lambda qt=(qp if kern.startswith("qgemm") else qt), x=x1, kern=kern:
+                                quant.linear(x, qt, kernel=kern),
                                 numpy_run=lambda wd=wd, x=xr: x @ wd.T,
                                 flops=2.0 * n * k, bytes=float(qt.nbytes + 4 * (k + n)), bound="memory"))
             if label == "glm-expert":  # T=512 on the small shape keeps the case short
                 x = rng.standard_normal((512, k), dtype=np.float32)
+                xq = quant.quantize(x, "q8_0").dequantize()
+                out.append(Case(f"qlinear {fmt} {qg_kernel} T=512 {label} {n}x{k}",
+                                run=lambda qp=qp, x=x: quant.linear(x, qp, kernel=qg_kernel),
+                                numpy_run=lambda wd=wd, x=xq: x @ wd.T,
+                                flops=2.0 * 512 * n * k, bytes=float(qt.nbytes + 4 * 512 * (k + n)), bound="compute",
+                                tags=(f"qgemm_{fmt}",)))
                 out.append(Case(f"qlinear {fmt} blas_f32 T=512 {label} {n}x{k}",
-                                run=lambda qt=qt, x=x: quant.linear(x, qt),
+                                run=lambda qt=qt, x=x: quant.linear(x, qt, compute="f32"),
                                 numpy_run=lambda wd=wd, x=x: x @ wd.T,
                                 flops=2.0 * 512 * n * k, bytes=float(qt.nbytes + 4 * 512 * (k + n)), bound="compute"))
             del wd
         del w
+    out += _moe_cases(quick, rng)
     x = rng.standard_normal((256, 1024), dtype=np.float32)  # ~1 MB of output: L2-resident
     for fmt in ("q8_0", "q4_0"):
         qt = quant.quantize(x, fmt)
@@ -63,6 +75,46 @@ def cases(quick: bool = False):
                         bytes=float(qt.nbytes + x.nbytes), bound="memory"))
         out.append(Case(f"quantize {fmt} 256x1024", run=lambda fmt=fmt: quant.quantize(x, fmt), numpy_run=None,
                         flops=float(x.size), bytes=float(qt.nbytes + x.nbytes), bound="compute"))
+    return out
+
+
+def _moe_cases(quick, rng):
+    """GLM-4.7-Flash's routed experts (E=64, 2048 -> 1536 -> 2048, top-4) with q8_0/q4_0 weights.
+    One random expert is copied E times (distinct memory per expert, so nothing is shared in
+    cache, without E x 3 x F x D random numbers). The NumPy twin computes with the dequantized
+    single expert in float32 (it reads one expert's memory for all: a baseline, not a peer)."""
+    D, F, E, k = 2048, 1536, 16 if quick else 64, 4
+    out = []
+    g1, u1 = _weights(F, D, 10), _weights(F, D, 11)
+    d1 = _weights(D, F, 12)
+    for fmt in ("q8_0", "q4_0"):
+        qs = []
+        for w1 in (g1, u1, d1):
+            q1 = quant.quantize(w1, fmt)
+            data = np.empty((E,) + q1.data.shape, np.uint8)
+            data[:] = q1.data
+            qs.append(quant.QTensor(data, fmt, (E,) + w1.shape).repack())
+        fg, fu, fd = (quant.quantize(w1, fmt).dequantize() for w1 in (g1, u1, d1))
+        ebytes = float(sum(q[0].nbytes for q in qs))
+        for T in (1, 128 if quick else 512):
+            x = rng.standard_normal((T, D), dtype=np.float32)
+            idx = np.stack([rng.permutation(E)[:k] for _ in range(T)]).astype(np.int64)
+            wts = rng.random((T, k)).astype(np.float32)
+            hit = len(np.unique(idx))
+
+            def np_run(x=x, idx=idx, wts=wts, fg=fg, fu=fu, fd=fd):
+                y = np.zeros_like(x)
+                for e in np.unique(idx):
+                    rows, slots = np.nonzero(idx == e)
+                    xe = x[rows]
+                    g = xe @ fg.T
+                    h = g / (np.float32(1) + np.exp(-g)) * (xe @ fu.T)
+                    np.add.at(y, rows, wts[rows, slots][:, None] * (h @ fd.T))
+                return y
+            out.append(Case(f"moe experts {fmt} T={T} glm E={E}x{F} top{k} ({hit} hit)",
+                            run=lambda x=x, idx=idx, wts=wts, qs=qs: quant.moe_experts(x, idx, wts, *qs)[0],
+                            numpy_run=np_run, flops=6.0 * T * k * F * D, bytes=hit * ebytes + 8.0 * T * D,
+                            bound="memory" if T <= 8 else "compute", tags=("moe", f"moe_{fmt}"), rtol=0.05))
     return out
 
 

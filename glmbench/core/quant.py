@@ -24,6 +24,8 @@ __all__ = ["QTensor", "quantize", "dequantize", "quantize_q8_0", "quantize_q4_0"
 FORMATS = {"q8_0": (8, 32, 34), "q4_0": (9, 32, 18)}
 _COMPUTE = {"auto": 0, "f32": 1, "q8": 2}
 _VERSIONS = {"auto": 0, "ref_f32": 1, "avx512_f32": 2, "ref_q8": 3, "avx2_q8": 4, "vnni_q8": 5, "blas_f32": 6}
+# the integer GEMM on repacked weights (csrc/qgemm.c): portable scalar, AVX-512 VNNI
+_QGEMM = {"qgemm_ref": 1, "qgemm_vnni": 2}
 
 
 def _fmt_id(fmt: str) -> int:
@@ -45,7 +47,7 @@ class QTensor:
     """A float tensor of logical shape [..., K] held as ggml blocks: `data` is uint8 [..., row_bytes].
     Indexing the leading axes (qt[e], qt[a:b]) returns QTensor views (e.g. one expert of [E, F, D])."""
 
-    __slots__ = ("data", "fmt", "shape")
+    __slots__ = ("_data", "_packed", "fmt", "shape")
 
     def __init__(self, data: np.ndarray, fmt: str, shape):
         _fmt_id(fmt)
@@ -57,7 +59,34 @@ class QTensor:
         want = shape[:-1] + (row_bytes(fmt, shape[-1]),)
         if data.shape != want:
             raise ValueError(f"`data` has shape {data.shape}; a {fmt} tensor of shape {shape} needs {want}")
-        self.data, self.fmt, self.shape = data, fmt, shape
+        self._data, self._packed, self.fmt, self.shape = data, None, fmt, shape
+
+    @property
+    def data(self) -> np.ndarray:
+        """The ggml bytes, uint8 [..., row_bytes]. After repack() they are rebuilt from the packed
+        buffer on each access (a copy; the tensor holds one form at a time)."""
+        if self._data is not None:
+            return self._data
+        n, k = (self.shape[-2], self.shape[-1]) if self.ndim >= 2 else (1, self.shape[-1])
+        out = _core.qunpack(self._packed, _fmt_id(self.fmt), k, n)
+        return out.reshape(self.shape[:-1] + (row_bytes(self.fmt, k),))
+
+    @property
+    def packed(self):
+        """The 16-row interleaved buffer the integer GEMM reads (csrc/qgemm.h), uint8
+        [..., packed_bytes] per matrix, or None before repack()."""
+        return self._packed
+
+    def repack(self) -> "QTensor":
+        """Convert to the packed layout in place, once (the ggml bytes are dropped: same memory,
+        plus up to 15 zero rows per matrix); linear() and moe_experts() do this on first use.
+        The tensor's values, shape and `data` (rebuilt on access) are unchanged. Returns self."""
+        if self._packed is None:
+            if self.ndim < 2:
+                raise ValueError("a 1-D QTensor is not a matrix and cannot be repacked")
+            self._packed = _core.qrepack(self._data, _fmt_id(self.fmt), self.shape[-1])
+            self._data = None
+        return self
 
     @classmethod
     def from_bytes(cls, buf, fmt: str, shape) -> "QTensor":
@@ -76,7 +105,10 @@ class QTensor:
 
     @property
     def nbytes(self) -> int:
-        return int(self.data.nbytes)
+        """Bytes of the ggml form (the packed form holds the same plus padding rows)."""
+        if self._data is not None:
+            return int(self._data.nbytes)
+        return int(np.prod(self.shape[:-1], dtype=np.int64)) * row_bytes(self.fmt, self.shape[-1])
 
     @property
     def bits_per_weight(self) -> float:
@@ -93,8 +125,16 @@ class QTensor:
             idx = (idx,)
         if len(idx) > self.ndim - 1 or any(i is Ellipsis or i is None for i in idx):
             raise IndexError("QTensor indexing is limited to the leading axes (ints and slices)")
-        data = self.data[idx]
-        return QTensor(data, self.fmt, data.shape[:-1] + (self.shape[-1],))
+        if self._data is not None:
+            data = self._data[idx]
+            return QTensor(data, self.fmt, data.shape[:-1] + (self.shape[-1],))
+        if len(idx) > self.ndim - 2:
+            raise IndexError("a repacked QTensor is indexed over its matrices only (the axes before the last two)")
+        p = self._packed[idx]
+        out = QTensor.__new__(QTensor)
+        out._data, out._packed, out.fmt = None, p, self.fmt
+        out.shape = p.shape[:-1] + self.shape[-2:]
+        return out
 
     def __len__(self) -> int:
         return self.shape[0]
@@ -127,7 +167,8 @@ def dequantize(qt: QTensor) -> np.ndarray:
     if not isinstance(qt, QTensor):
         raise TypeError(f"`qt` must be a QTensor, got {type(qt).__name__}")
     k = qt.shape[-1]
-    y = _core.dequantize(qt.data.reshape(-1, qt.data.shape[-1]), _fmt_id(qt.fmt), k)
+    d = qt.data
+    y = _core.dequantize(d.reshape(-1, d.shape[-1]), _fmt_id(qt.fmt), k)
     return y.reshape(qt.shape)
 
 
@@ -142,16 +183,18 @@ def quantize_q4_0(x: np.ndarray) -> np.ndarray:
 
 
 def kernels() -> dict:
-    """{kernel version name: compiled in on this build} (csrc/quant.h lists what each does)."""
-    return dict(_core.qversions())
+    """{kernel version name: compiled in on this build} (csrc/quant.h and csrc/qgemm.h list what
+    each does)."""
+    return {**dict(_core.qversions()), **dict(_core.qgemm_versions())}
 
 
 def linear(x: np.ndarray, weight: QTensor, bias=None, *, compute: str = "auto", kernel: str = "auto") -> np.ndarray:
     """y = x . W^T (+ bias) with W a 2-D QTensor [N, K], read in its block format.
 
-    compute="auto": T < 16 rows quantize x to q8_0 and use integer block dots (ggml's CPU path,
-    AVX-512 VNNI here); T >= 16 dequantizes panels of W and uses OpenBLAS sgemm. "f32": float32
-    activations against weights decoded in registers. "q8": always the q8_0-activation path.
+    compute="auto" (and "q8"): x quantized to q8_0 per row, integer block dots on the weight
+    repacked once into 16-row interleaved blocks (csrc/qgemm.c; AVX-512 VNNI here, the weight is
+    repacked in place on first use). "f32": float32 activations against weights decoded in
+    registers (T < 16) or dequantized panels and OpenBLAS sgemm (T >= 16).
     `kernel` forces a numbered version (see kernels()); for tests and benchmarks.
     """
     if not isinstance(weight, QTensor):
@@ -160,13 +203,19 @@ def linear(x: np.ndarray, weight: QTensor, bias=None, *, compute: str = "auto", 
         raise ValueError(f"`weight` must be 2-D [N, K], got shape {weight.shape}")
     if compute not in _COMPUTE:
         raise ValueError(f"`compute` must be one of {', '.join(_COMPUTE)}, got {compute!r}")
-    if kernel not in _VERSIONS:
-        raise ValueError(f"`kernel` must be one of {', '.join(_VERSIONS)}, got {kernel!r}")
+    if kernel not in _VERSIONS and kernel not in _QGEMM:
+        raise ValueError(f"`kernel` must be one of {', '.join([*_VERSIONS, *_QGEMM])}, got {kernel!r}")
     x2 = _as_f32_2d(x)
     n, k = weight.shape
     if x2.shape[1] != k:
         raise ValueError(f"`x` has shape {x.shape}: its last axis must be {k} to match the weight's in_features")
-    y = _core.qlinear(x2, weight.data, _fmt_id(weight.fmt), k, bias, _COMPUTE[compute], _VERSIONS[kernel])
+    if kernel in _QGEMM or (kernel == "auto" and compute != "f32"):
+        if compute == "f32":
+            raise ValueError(f"kernel {kernel!r} computes with q8_0 activations; compute='f32' cannot use it")
+        weight.repack()
+        y = _core.qgemm(x2, weight.packed, _fmt_id(weight.fmt), n, k, bias, _QGEMM.get(kernel, 0))
+    else:
+        y = _core.qlinear(x2, weight.data, _fmt_id(weight.fmt), k, bias, _COMPUTE[compute], _VERSIONS[kernel])
     return y.reshape(x.shape[:-1] + (n,))
 
 
@@ -257,6 +306,19 @@ def moe_experts(x, topk_idx, topk_weight, w_gate: QTensor, w_up: QTensor, w_down
         raise TypeError(f"`topk_idx` must be an integer array, got {idx.dtype}")
     if idx.size and (idx.min() < 0 or idx.max() >= E):
         raise ValueError(f"`topk_idx` must be in [0, {E}), got values in [{idx.min()}, {idx.max()}]")
+    ws = (w_gate, w_up, w_down)
+    compute, kernel = kw.get("compute", "auto"), kw.get("kernel", "auto")
+    if (all(isinstance(w, QTensor) for w in ws) and len({w.fmt for w in ws}) == 1 and compute in ("auto", "q8")
+            and (kernel == "auto" or kernel in _QGEMM)):
+        # one C call (csrc/qgemm.c gb_qmoe): tokens grouped per expert, integer GEMMs on the
+        # repacked experts, no Python per expert
+        for w in ws:
+            w.repack()
+        fid = _fmt_id(w_gate.fmt)
+        y, counts = _core.qmoe(x2, idx.astype(np.int64, copy=False), wts.astype(np.float32, copy=False),
+                               w_gate.packed.reshape(E, -1), w_up.packed.reshape(E, -1), w_down.packed.reshape(E, -1),
+                               fid, F, _QGEMM.get(kernel, 0))
+        return y.reshape(x.shape[:-1] + (D,)), counts
     y = np.zeros((T, D), np.float32)
     counts = np.bincount(idx.reshape(-1), minlength=E).astype(np.int64)
     for e in np.flatnonzero(counts):

@@ -1,0 +1,534 @@
+/* qgemm.c: integer GEMM/GEMV on repacked q8_0 / q4_0 weights (layout in qgemm.h), the portable
+ * scalar version and the AVX-512 VNNI micro-kernel, and the routed-experts driver gb_qmoe.
+ *
+ * Micro-kernel (VNNI): NG groups of 16 weight rows x TT tokens. Per 32-weight block: the 16 f16
+ * scales of each group, then 8 vpdpbusd per (group, token) - each one 16 rows x 4 weights against
+ * 4 activation bytes broadcast from memory - into int32 accumulators that start at
+ * -zero_point * sum(x_block); then one int->float conversion and one FMA with d_w * d_x.
+ * A 16-row group's weights for a whole row (K/32 blocks) are read once per token tile, from L1/L2;
+ * token chunks of GB_QG_TCHUNK keep the quantized activations in L2 while all groups stream past. */
+#include "qgemm.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+#include "common.h"
+#include "quant.h"
+
+#define QK GB_QK
+#define NR GB_QPACK_ROWS
+#define GB_QG_TCHUNK 128
+
+static inline float h2f(uint16_t h) {
+#if defined(__F16C__)
+    return _cvtsh_ss(h);
+#else
+    return gb_f16_to_f32(h);
+#endif
+}
+
+static inline int64_t blk_bytes(int fmt) { return fmt == GB_Q8_0 ? (int64_t)sizeof(gb_block_q8_0) : (int64_t)sizeof(gb_block_q4_0); }
+
+int64_t gb_qpacked_bytes(int fmt, int64_t N, int64_t K) {
+    if ((fmt != GB_Q8_0 && fmt != GB_Q4_0) || K <= 0 || K % QK || N < 0) return -1;
+    return (N + NR - 1) / NR * NR * (K / QK) * blk_bytes(fmt);
+}
+
+/* ---- repack / unpack ------------------------------------------------------------------------ */
+
+static void repack_group(int fmt, const uint8_t *w, uint8_t *out, int64_t g, int64_t N, int64_t nb, int64_t rb) {
+    const int64_t bb = blk_bytes(fmt);
+    for (int64_t b = 0; b < nb; b++) {
+        uint8_t *o = out + (g * nb + b) * NR * bb;
+        memset(o, 0, (size_t)(NR * bb));
+        uint16_t *d = (uint16_t *)o;
+        uint8_t *q = o + 2 * NR;
+        for (int r = 0; r < NR; r++) {
+            const int64_t n = g * NR + r;
+            if (n >= N) {
+                if (fmt == GB_Q8_0) /* zero weight = 128 unsigned (scale 0 anyway) */
+                    for (int j = 0; j < 8; j++) memset(q + j * 64 + r * 4, 0x80, 4);
+                continue;
+            }
+            const uint8_t *src = w + n * rb + b * bb;
+            memcpy(&d[r], src, 2);
+            if (fmt == GB_Q8_0) {
+                for (int j = 0; j < 8; j++)
+                    for (int p = 0; p < 4; p++) q[j * 64 + r * 4 + p] = (uint8_t)((int)(int8_t)src[2 + 4 * j + p] + 128);
+            } else {
+                const uint8_t *qs = src + 2;
+                for (int j = 0; j < 4; j++)
+                    for (int p = 0; p < 4; p++) {
+                        const int e0 = 4 * j + p, e1 = 16 + 4 * j + p; /* element e0 low nibble of qs[e0], e1 high nibble of qs[e0] */
+                        q[j * 64 + r * 4 + p] = (uint8_t)((qs[e0] & 0x0f) | (qs[e1 - 16] & 0xf0));
+                    }
+            }
+        }
+    }
+}
+
+int gb_qrepack(int fmt, const void *w, void *packed, int64_t N, int64_t K) {
+    if (gb_qpacked_bytes(fmt, N, K) < 0) return gb_error(GB_EVALUE, "qrepack: format %d with K=%ld cannot be packed", fmt, (long)K);
+    const int64_t nb = K / QK, rb = gb_row_bytes(fmt, K), G = (N + NR - 1) / NR;
+#pragma omp parallel for schedule(static) if (N * K > 1 << 20)
+    for (int64_t g = 0; g < G; g++) repack_group(fmt, (const uint8_t *)w, (uint8_t *)packed, g, N, nb, rb);
+    return GB_OK;
+}
+
+int gb_qunpack(int fmt, const void *packed, void *w, int64_t N, int64_t K) {
+    if (gb_qpacked_bytes(fmt, N, K) < 0) return gb_error(GB_EVALUE, "qunpack: format %d with K=%ld cannot be packed", fmt, (long)K);
+    const int64_t nb = K / QK, rb = gb_row_bytes(fmt, K), bb = blk_bytes(fmt);
+#pragma omp parallel for schedule(static) if (N * K > 1 << 20)
+    for (int64_t n = 0; n < N; n++) {
+        const int64_t g = n / NR, r = n % NR;
+        for (int64_t b = 0; b < nb; b++) {
+            const uint8_t *o = (const uint8_t *)packed + (g * nb + b) * NR * bb, *q = o + 2 * NR;
+            uint8_t *dst = (uint8_t *)w + n * rb + b * bb;
+            memcpy(dst, o + 2 * r, 2);
+            if (fmt == GB_Q8_0) {
+                for (int j = 0; j < 8; j++)
+                    for (int p = 0; p < 4; p++) dst[2 + 4 * j + p] = (uint8_t)(int8_t)((int)q[j * 64 + r * 4 + p] - 128);
+            } else {
+                for (int j = 0; j < 4; j++)
+                    for (int p = 0; p < 4; p++) dst[2 + 4 * j + p] = q[j * 64 + r * 4 + p];
+            }
+        }
+    }
+    return GB_OK;
+}
+
+/* ---- quantized activations ------------------------------------------------------------------ */
+
+/* Rows of activations quantized to q8_0: int8 values (K per row, rows `K` apart), the f16-rounded
+ * scales as float and the zero-point correction -zp * sum(q) per block (zp 128 for q8_0 weights
+ * stored +128, 8 for q4_0 nibbles). */
+typedef struct {
+    int8_t *qs;
+    float *d;
+    int32_t *c;
+    int64_t rows, K, nb;
+} xact;
+
+static void xact_free(xact *a) {
+    gb_ws_free(a->qs);
+    gb_ws_free(a->d);
+    gb_ws_free(a->c);
+    a->qs = NULL;
+    a->d = NULL;
+    a->c = NULL;
+}
+
+static int xact_alloc(xact *a, int64_t rows, int64_t K) {
+    a->rows = rows;
+    a->K = K;
+    a->nb = K / QK;
+    const int64_t r = rows > 0 ? rows : 1;
+    a->qs = (int8_t *)gb_ws_aligned_alloc(64, (size_t)(r * K + 64));
+    a->d = (float *)gb_ws_malloc((size_t)(r * a->nb) * sizeof(float));
+    a->c = (int32_t *)gb_ws_malloc((size_t)(r * a->nb) * sizeof(int32_t));
+    if (!a->qs || !a->d || !a->c) {
+        xact_free(a);
+        return gb_error(GB_ENOMEM, "qgemm: cannot allocate the quantized activations (%ld rows of %ld)", (long)rows, (long)K);
+    }
+    return GB_OK;
+}
+
+static void xact_row(int fmt, const float *x, xact *a, int64_t t, gb_block_q8_0 *tmp) {
+    const int64_t nb = a->nb;
+    const int zp = fmt == GB_Q8_0 ? 128 : 8;
+    gb_quantize_row_q8_0(x, tmp, a->K);
+    for (int64_t b = 0; b < nb; b++) {
+        memcpy(a->qs + t * a->K + b * QK, tmp[b].qs, QK);
+        a->d[t * nb + b] = h2f(tmp[b].d);
+        int s = 0;
+        for (int j = 0; j < QK; j++) s += tmp[b].qs[j];
+        a->c[t * nb + b] = -zp * s;
+    }
+}
+
+/* Quantize rows x[rows[t]] (rows NULL: x[t]), t < T, each row `ldx` floats apart. */
+static int xact_prepare(int fmt, const float *x, int64_t ldx, const int64_t *rows, int64_t T, int64_t K, xact *a) {
+    int st = xact_alloc(a, T, K);
+    if (st != GB_OK) return st;
+    const int64_t nb = K / QK;
+    int fail = 0;
+#pragma omp parallel if (T * K > 65536)
+    {
+        gb_block_q8_0 *tmp = (gb_block_q8_0 *)malloc((size_t)nb * sizeof(gb_block_q8_0));
+        if (!tmp) {
+#pragma omp atomic write
+            fail = 1;
+        }
+#pragma omp for schedule(static)
+        for (int64_t t = 0; t < T; t++)
+            if (tmp) xact_row(fmt, x + (rows ? rows[t] : t) * ldx, a, t, tmp);
+        free(tmp);
+    }
+    if (fail) {
+        xact_free(a);
+        return gb_error(GB_ENOMEM, "qgemm: out of memory quantizing activations");
+    }
+    return GB_OK;
+}
+
+/* ---- the portable version -------------------------------------------------------------------- */
+
+static void tile_ref(int fmt, const uint8_t *gp, const xact *a, int64_t t0, int64_t tt, int64_t nvalid, float *y,
+                     int64_t ldy) {
+    const int64_t nb = a->nb, bb = blk_bytes(fmt) * NR, K = a->K;
+    for (int64_t t = t0; t < t0 + tt; t++) {
+        float acc[NR] = {0};
+        const int8_t *xq = a->qs + t * K;
+        for (int64_t b = 0; b < nb; b++) {
+            const uint8_t *o = gp + b * bb, *q = o + 2 * NR;
+            const float dx = a->d[t * nb + b];
+            for (int r = 0; r < NR; r++) {
+                uint16_t dh;
+                memcpy(&dh, o + 2 * r, 2);
+                int32_t s = a->c[t * nb + b];
+                if (fmt == GB_Q8_0) {
+                    for (int j = 0; j < 8; j++)
+                        for (int p = 0; p < 4; p++) s += (int32_t)q[j * 64 + r * 4 + p] * xq[b * QK + 4 * j + p];
+                } else {
+                    for (int j = 0; j < 4; j++)
+                        for (int p = 0; p < 4; p++) {
+                            const uint8_t v = q[j * 64 + r * 4 + p];
+                            s += (int32_t)(v & 0x0f) * xq[b * QK + 4 * j + p] + (int32_t)(v >> 4) * xq[b * QK + 16 + 4 * j + p];
+                        }
+                }
+                acc[r] += (float)s * (h2f(dh) * dx);
+            }
+        }
+        for (int r = 0; r < nvalid; r++) y[(t - t0) * ldy + r] = acc[r];
+    }
+}
+
+/* ---- AVX-512 VNNI ---------------------------------------------------------------------------- */
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__) && defined(__F16C__)
+#define GB_HAVE_QG_VNNI 1
+
+static inline __m512i bcast4(const int8_t *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm512_set1_epi32(v);
+}
+
+/* NG groups (gstride bytes apart) x TT tokens (t0..), all blocks; y rows ldy apart, group i's 16
+ * outputs at y + 16 i, the last group masked to mlast lanes. */
+static inline __attribute__((always_inline)) void tile_vnni(const int fmt, const uint8_t *gp, int64_t gstride, const xact *a,
+                                                            int64_t t0, float *y, int64_t ldy, __mmask16 mlast,
+                                                            const int NG, const int TT) {
+    const int64_t nb = a->nb, K = a->K, bb = (fmt == GB_Q8_0 ? 34 : 18) * NR;
+    __m512 acc[4][8];
+    for (int g = 0; g < NG; g++)
+        for (int t = 0; t < TT; t++) acc[g][t] = _mm512_setzero_ps();
+    const int8_t *xq = a->qs + t0 * K;
+    const float *xd = a->d + t0 * nb;
+    const int32_t *xc = a->c + t0 * nb;
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    for (int64_t b = 0; b < nb; b++) {
+        __m512i ia[4][8];
+        for (int g = 0; g < NG; g++)
+            for (int t = 0; t < TT; t++) ia[g][t] = _mm512_set1_epi32(xc[t * nb + b]);
+        if (fmt == GB_Q8_0) {
+            for (int j = 0; j < 8; j++) {
+                __m512i w[4];
+                for (int g = 0; g < NG; g++) w[g] = _mm512_loadu_si512((const void *)(gp + g * gstride + b * bb + 32 + 64 * j));
+                for (int t = 0; t < TT; t++) {
+                    const __m512i xv = bcast4(xq + t * K + b * QK + 4 * j);
+                    for (int g = 0; g < NG; g++) ia[g][t] = _mm512_dpbusd_epi32(ia[g][t], w[g], xv);
+                }
+            }
+        } else {
+            for (int j = 0; j < 4; j++) {
+                __m512i lo[4], hi[4];
+                for (int g = 0; g < NG; g++) {
+                    const __m512i raw = _mm512_loadu_si512((const void *)(gp + g * gstride + b * bb + 32 + 64 * j));
+                    lo[g] = _mm512_and_si512(raw, m4);
+                    hi[g] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), m4);
+                }
+                for (int t = 0; t < TT; t++) {
+                    const __m512i x0 = bcast4(xq + t * K + b * QK + 4 * j), x1 = bcast4(xq + t * K + b * QK + 16 + 4 * j);
+                    for (int g = 0; g < NG; g++) {
+                        ia[g][t] = _mm512_dpbusd_epi32(ia[g][t], lo[g], x0);
+                        ia[g][t] = _mm512_dpbusd_epi32(ia[g][t], hi[g], x1);
+                    }
+                }
+            }
+        }
+        for (int g = 0; g < NG; g++) {
+            const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + g * gstride + b * bb)));
+            for (int t = 0; t < TT; t++)
+                acc[g][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[g][t]), _mm512_mul_ps(dw, _mm512_set1_ps(xd[t * nb + b])), acc[g][t]);
+        }
+    }
+    for (int t = 0; t < TT; t++)
+        for (int g = 0; g < NG; g++) {
+            if (g == NG - 1) _mm512_mask_storeu_ps(y + t * ldy + 16 * g, mlast, acc[g][t]);
+            else _mm512_storeu_ps(y + t * ldy + 16 * g, acc[g][t]);
+        }
+}
+
+#define TILE_CASES(FMT, NGc)                                                                       \
+    switch (tt) {                                                                                  \
+    case 1: tile_vnni(FMT, gp, gstride, a, t0, y, ldy, mlast, NGc, 1); break;                      \
+    case 2: tile_vnni(FMT, gp, gstride, a, t0, y, ldy, mlast, NGc, 2); break;                      \
+    case 3: tile_vnni(FMT, gp, gstride, a, t0, y, ldy, mlast, NGc, 3); break;                      \
+    default: tile_vnni(FMT, gp, gstride, a, t0, y, ldy, mlast, NGc, 4); break;                     \
+    }
+
+/* prefill tiles: 2 groups x up to 4 tokens (16 int + 8 float accumulators); decode: 4 groups x 1-3 */
+static void tile_vnni_q8_ng(int ng, const uint8_t *gp, int64_t gstride, const xact *a, int64_t t0, int64_t tt, float *y,
+                            int64_t ldy, __mmask16 mlast) {
+    if (ng == 4) { TILE_CASES(GB_Q8_0, 4) }
+    else if (ng == 2) { TILE_CASES(GB_Q8_0, 2) }
+    else { TILE_CASES(GB_Q8_0, 1) }
+}
+static void tile_vnni_q4_ng(int ng, const uint8_t *gp, int64_t gstride, const xact *a, int64_t t0, int64_t tt, float *y,
+                            int64_t ldy, __mmask16 mlast) {
+    if (ng == 4) { TILE_CASES(GB_Q4_0, 4) }
+    else if (ng == 2) { TILE_CASES(GB_Q4_0, 2) }
+    else { TILE_CASES(GB_Q4_0, 1) }
+}
+#endif
+
+int gb_qgemm_available(int v) {
+    if (v == GB_QG_REF) return 1;
+#ifdef GB_HAVE_QG_VNNI
+    if (v == GB_QG_VNNI) return 1;
+#endif
+    return 0;
+}
+
+const char *gb_qgemm_name(int v) {
+    static const char *names[GB_QG_COUNT] = {"auto", "qgemm_ref", "qgemm_vnni"};
+    return v >= 0 && v < GB_QG_COUNT ? names[v] : "?";
+}
+
+static int resolve(int version) {
+    if (version == GB_QG_AUTO) return gb_qgemm_available(GB_QG_VNNI) ? GB_QG_VNNI : GB_QG_REF;
+    return version;
+}
+
+/* Groups per step: decode-sized T gets 4 (4 independent accumulator chains per token), prefill 2. */
+static inline int step_groups(int64_t T) { return T < 4 ? 4 : 2; }
+
+/* One step (ng groups of 16 rows starting at group s * ng) for tokens tc..te of a. */
+static void gemm_step(int fmt, int version, const xact *a, const uint8_t *packed, int64_t N, float *y, int64_t ldy, int64_t s,
+                      int ng, int64_t tc, int64_t te) {
+    const int64_t nb = a->nb, gbytes = nb * blk_bytes(fmt) * NR, G = (N + NR - 1) / NR;
+    const int64_t g0 = s * ng;
+    const int gn = (int)(g0 + ng <= G ? ng : G - g0);
+    const int64_t n0 = g0 * NR;
+    const uint8_t *gp = packed + g0 * gbytes;
+    if (version == GB_QG_REF) {
+        for (int gi = 0; gi < gn; gi++) {
+            const int64_t nl = N - (g0 + gi) * NR;
+            tile_ref(fmt, gp + gi * gbytes, a, tc, te - tc, nl < NR ? nl : NR, y + tc * ldy + n0 + gi * NR, ldy);
+        }
+        return;
+    }
+#ifdef GB_HAVE_QG_VNNI
+    const __mmask16 full = 0xffff, mN = (__mmask16)(N % NR ? (1u << (N % NR)) - 1 : 0xffff);
+    for (int64_t t0 = tc; t0 < te; t0 += 4) {
+        const int64_t tt = te - t0 < 4 ? te - t0 : 4;
+        float *yt = y + t0 * ldy + n0;
+        if (gn == ng) {
+            const __mmask16 m = g0 + gn == G ? mN : full;
+            if (fmt == GB_Q8_0) tile_vnni_q8_ng(ng, gp, gbytes, a, t0, tt, yt, ldy, m);
+            else tile_vnni_q4_ng(ng, gp, gbytes, a, t0, tt, yt, ldy, m);
+        } else {
+            for (int gi = 0; gi < gn; gi++) {
+                const __mmask16 m = g0 + gi == G - 1 ? mN : full;
+                if (fmt == GB_Q8_0) tile_vnni_q8_ng(1, gp + gi * gbytes, gbytes, a, t0, tt, yt + gi * NR, ldy, m);
+                else tile_vnni_q4_ng(1, gp + gi * gbytes, gbytes, a, t0, tt, yt + gi * NR, ldy, m);
+            }
+        }
+    }
+#endif
+}
+
+/* y[T, N] (rows ldy apart) from prepared activations; one OpenMP region. Token chunks of
+ * GB_QG_TCHUNK keep the activations in L2 while every step's weights stream past. */
+static void gemm_core(int fmt, int version, const xact *a, const uint8_t *packed, int64_t N, float *y, int64_t ldy) {
+    const int64_t T = a->rows, G = (N + NR - 1) / NR;
+    if (T == 0 || N == 0) return;
+    const int ng = step_groups(T);
+    const int64_t steps = (G + ng - 1) / ng;
+    const int64_t tcs = T <= GB_QG_TCHUNK ? T : GB_QG_TCHUNK;
+#pragma omp parallel if (N * a->K * T > 65536)
+    {
+        for (int64_t tc = 0; tc < T; tc += tcs) {
+            const int64_t te = tc + tcs < T ? tc + tcs : T;
+#pragma omp for schedule(static) nowait
+            for (int64_t s = 0; s < steps; s++) gemm_step(fmt, version, a, packed, N, y, ldy, s, ng, tc, te);
+        }
+    }
+}
+
+int gb_qgemm(int fmt, const float *x, const void *packed, const float *bias, float *y, int64_t T, int64_t N,
+             int64_t K, int version) {
+    if (gb_qpacked_bytes(fmt, N, K) < 0) return gb_error(GB_EVALUE, "qgemm: format %d, N=%ld, K=%ld cannot be packed", fmt, (long)N, (long)K);
+    if (T < 0) return gb_error(GB_EVALUE, "qgemm: T=%ld must be >= 0", (long)T);
+    version = resolve(version);
+    if (!gb_qgemm_available(version))
+        return gb_error(GB_EVALUE, "qgemm: kernel version %d (%s) is not compiled in on this build", version, gb_qgemm_name(version));
+    if (T == 0 || N == 0) return GB_OK;
+    xact a;
+    int st = xact_prepare(fmt, x, K, NULL, T, K, &a);
+    if (st != GB_OK) return st;
+    gemm_core(fmt, version, &a, (const uint8_t *)packed, N, y, N);
+    xact_free(&a);
+    if (bias)
+        for (int64_t t = 0; t < T; t++)
+            for (int64_t n = 0; n < N; n++) y[t * N + n] += bias[n];
+    return GB_OK;
+}
+
+/* ---- routed experts -------------------------------------------------------------------------- */
+
+/* The rows of expert e inside activations gathered expert by expert. */
+static inline xact xact_view(const xact *a, int64_t off, int64_t rows) {
+    xact v = *a;
+    v.qs = a->qs + off * a->K;
+    v.d = a->d + off * a->nb;
+    v.c = a->c + off * a->nb;
+    v.rows = rows;
+    return v;
+}
+
+int gb_qmoe(int fmt, const float *x, const int64_t *topk_idx, const float *topk_weight, int64_t T, int64_t k,
+            const void *gate, const void *up, const void *down, int64_t E, int64_t F, int64_t D, float *y,
+            int64_t *counts, int version) {
+    const int64_t pgu = gb_qpacked_bytes(fmt, F, D), pd = gb_qpacked_bytes(fmt, D, F);
+    if (pgu < 0 || pd < 0) return gb_error(GB_EVALUE, "qmoe: D=%ld and F=%ld must be multiples of 32", (long)D, (long)F);
+    version = resolve(version);
+    if (!gb_qgemm_available(version))
+        return gb_error(GB_EVALUE, "qmoe: kernel version %d (%s) is not compiled in on this build", version, gb_qgemm_name(version));
+    for (int64_t i = 0; i < T * k; i++)
+        if (topk_idx[i] < 0 || topk_idx[i] >= E)
+            return gb_error(GB_EVALUE, "qmoe: topk_idx[%ld] = %ld is not in [0, %ld)", (long)(i / k), (long)topk_idx[i], (long)E);
+    memset(y, 0, (size_t)(T * D) * sizeof(float));
+    for (int64_t e = 0; e < E; e++) counts[e] = 0;
+    for (int64_t i = 0; i < T * k; i++) counts[topk_idx[i]]++;
+    if (T == 0 || k == 0) return GB_OK;
+    const int64_t R = T * k, nbD = D / QK;
+    /* rows grouped expert by expert: off[e] .. off[e+1]; pos[t*k+j] = the row of (t, j) */
+    int64_t *off = (int64_t *)gb_ws_calloc((size_t)(E + 1), sizeof(int64_t));
+    int64_t *pos = (int64_t *)gb_ws_malloc((size_t)R * sizeof(int64_t));
+    int64_t *tok = (int64_t *)gb_ws_malloc((size_t)R * sizeof(int64_t));
+    int64_t *fill = (int64_t *)gb_ws_calloc((size_t)E, sizeof(int64_t));
+    /* work items: (expert, matrix, step) for gate+up, then (expert, step) for down */
+    int64_t *items = (int64_t *)gb_ws_malloc((size_t)(2 * E + 1) * sizeof(int64_t));
+    float *g = (float *)gb_ws_malloc((size_t)(R * F) * sizeof(float));
+    float *u = (float *)gb_ws_malloc((size_t)(R * F) * sizeof(float));
+    float *o = (float *)gb_ws_malloc((size_t)(R * D) * sizeof(float));
+    xact xa = {0}, ga = {0}, ha = {0};
+    int st = GB_OK;
+    if (!off || !pos || !tok || !fill || !items || !g || !u || !o) {
+        st = gb_error(GB_ENOMEM, "qmoe: cannot allocate the expert buffers (%ld rows, F=%ld)", (long)R, (long)F);
+        goto done;
+    }
+    for (int64_t e = 0; e < E; e++) off[e + 1] = off[e] + counts[e];
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t j = 0; j < k; j++) {
+            const int64_t e = topk_idx[t * k + j], p = off[e] + fill[e]++;
+            pos[t * k + j] = p;
+            tok[p] = t;
+        }
+    /* each token's activations quantized once, then gathered expert by expert */
+    if ((st = xact_prepare(fmt, x, D, NULL, T, D, &xa)) != GB_OK) goto done;
+    if ((st = xact_alloc(&ga, R, D)) != GB_OK) goto done;
+    if ((st = xact_alloc(&ha, R, F)) != GB_OK) goto done;
+    /* step counts per expert for gate/up (N = F) and down (N = D), prefix sums in items */
+    const int64_t GF = (F + NR - 1) / NR, GD = (D + NR - 1) / NR;
+    int64_t nup = 0, ndn = 0;
+    for (int64_t e = 0; e < E; e++) {
+        items[e] = nup;
+        items[E + e] = ndn;
+        if (counts[e]) {
+            const int ng = step_groups(counts[e]);
+            nup += 2 * ((GF + ng - 1) / ng);
+            ndn += (GD + ng - 1) / ng;
+        }
+    }
+    items[2 * E] = 0;
+    const int nbF = (int)(F / QK);
+    int fail = 0;
+#pragma omp parallel
+    {
+#pragma omp for schedule(static)
+        for (int64_t p = 0; p < R; p++) {
+            const int64_t t = tok[p];
+            memcpy(ga.qs + p * D, xa.qs + t * D, (size_t)D);
+            memcpy(ga.d + p * nbD, xa.d + t * nbD, (size_t)nbD * sizeof(float));
+            memcpy(ga.c + p * nbD, xa.c + t * nbD, (size_t)nbD * sizeof(int32_t));
+        }
+        /* gate and up of every expert: one pool of steps (dynamic: experts differ in rows) */
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t it = 0; it < nup; it++) {
+            int64_t e = 0;
+            while (e + 1 < E && items[e + 1] <= it) e++;
+            while (!counts[e]) e++;
+            const int ng = step_groups(counts[e]);
+            const int64_t per = (GF + ng - 1) / ng, r = it - items[e];
+            const int which = r >= per; /* 0 gate, 1 up */
+            const xact v = xact_view(&ga, off[e], counts[e]);
+            gemm_step(fmt, version, &v, (const uint8_t *)(which ? up : gate) + e * pgu, F, (which ? u : g) + off[e] * F, F,
+                      r - which * per, ng, 0, counts[e]);
+        }
+        /* h = silu(g) * u, quantized to q8_0 per row for down */
+        gb_block_q8_0 *tmp = (gb_block_q8_0 *)malloc((size_t)nbF * sizeof(gb_block_q8_0));
+        if (!tmp) {
+#pragma omp atomic write
+            fail = 1;
+        }
+#pragma omp for schedule(static)
+        for (int64_t p = 0; p < R; p++) {
+            float *gr = g + p * F;
+            const float *ur = u + p * F;
+            for (int64_t i = 0; i < F; i++) gr[i] = gr[i] / (1.0f + expf(-gr[i])) * ur[i];
+            if (tmp) xact_row(fmt, gr, &ha, p, tmp);
+        }
+        free(tmp);
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t it = 0; it < ndn; it++) {
+            int64_t e = 0;
+            while (e + 1 < E && items[E + e + 1] <= it) e++;
+            while (!counts[e]) e++;
+            const int ng = step_groups(counts[e]);
+            const xact v = xact_view(&ha, off[e], counts[e]);
+            gemm_step(fmt, version, &v, (const uint8_t *)down + e * pd, D, o + off[e] * D, D, it - items[E + e], ng, 0, counts[e]);
+        }
+        /* y[t] = sum_j w[t, j] o[pos[t, j]] */
+#pragma omp for schedule(static)
+        for (int64_t t = 0; t < T; t++) {
+            float *yr = y + t * D;
+            for (int64_t j = 0; j < k; j++) {
+                const float wgt = topk_weight[t * k + j];
+                const float *orow = o + pos[t * k + j] * D;
+                for (int64_t d = 0; d < D; d++) yr[d] += wgt * orow[d];
+            }
+        }
+    }
+    if (fail) st = gb_error(GB_ENOMEM, "qmoe: out of memory");
+done:
+    xact_free(&xa);
+    xact_free(&ga);
+    xact_free(&ha);
+    gb_ws_free(off);
+    gb_ws_free(pos);
+    gb_ws_free(tok);
+    gb_ws_free(fill);
+    gb_ws_free(items);
+    gb_ws_free(g);
+    gb_ws_free(u);
+    gb_ws_free(o);
+    return st;
+}
