@@ -255,6 +255,35 @@ def t_qlinear(R):
     return "qlinear", [arr(R, (T, K)), w, fmt, K, bias, int(R.integers(0, 3)), int(R.integers(0, 4))], {}
 
 
+def _packed(R, fmt, N, K):
+    return _core().qrepack(_core().quantize(arr(R, (N, K)), fmt), fmt, K)
+
+
+def t_qrepack(R):
+    fmt, K = int(R.choice([8, 9])), 32 * dim(R, 1, 3)
+    return "qrepack", [_core().quantize(arr(R, (dim(R), K)), fmt), fmt, K], {}
+
+
+def t_qunpack(R):
+    fmt, K, N = int(R.choice([8, 9])), 32 * dim(R, 1, 3), dim(R)
+    return "qunpack", [_packed(R, fmt, N, K), fmt, K, N], {}
+
+
+def t_qgemm(R):
+    fmt, K, N, T = int(R.choice([8, 9])), 32 * dim(R, 1, 3), dim(R), dim(R, 0)
+    bias = None if R.random() < 0.5 else arr(R, (N,))
+    return "qgemm", [arr(R, (T, K)), _packed(R, fmt, N, K), fmt, N, K, bias, int(R.integers(0, 3))], {}
+
+
+def t_qmoe(R):
+    fmt, E, D, F, T = int(R.choice([8, 9])), dim(R, 1, 3), 32 * dim(R, 1, 2), 32, dim(R, 1, 4)
+    k = int(R.integers(1, E + 1))
+    idx = np.stack([R.permutation(E)[:k] for _ in range(T)]).astype(np.int64)
+    w = R.random((T, k)).astype(np.float32)
+    pk = lambda n, kk: np.stack([_packed(R, fmt, n, kk) for _ in range(E)])  # noqa: E731
+    return "qmoe", [arr(R, (T, D)), idx, w, pk(F, D), pk(F, D), pk(D, F), fmt, F, int(R.integers(0, 3))], {}
+
+
 def t_gqa_attention(R):
     c = make_cache(R, "gqa")
     hkv, dk, _ = c._dims
@@ -373,7 +402,7 @@ def t_controls(R):
     """The global switches and readings (each restored after the call)."""
     name = str(R.choice(["_attn_set_bf16", "_linear_set_gemv_max_t", "_linear_set_pairs", "_linear_set_portable",
                          "set_num_threads", "get_num_threads", "workspace_bytes", "workspace_blocks",
-                         "reset_workspace_peak", "qversions", "_attn_bf16", "_linear_has_avx512"]))
+                         "reset_workspace_peak", "qversions", "qgemm_versions", "_attn_bf16", "_linear_has_avx512"]))
     args = {"_attn_set_bf16": [True], "_linear_set_gemv_max_t": [int(R.integers(0, 64))],
             "_linear_set_pairs": [True], "_linear_set_portable": [False],
             "set_num_threads": [int(R.integers(1, 5))]}.get(name, [])
@@ -381,7 +410,8 @@ def t_controls(R):
 
 
 TARGETS = {f.__name__[2:]: f for f in (t_rms_norm, t_rope, t_linear, t_swiglu, t_moe_route, t_moe_experts, t_quantize,
-                                        t_dequantize, t_qlinear, t_gqa_attention, t_mla_attention, t_layer_plan,
+                                        t_dequantize, t_qlinear, t_qrepack, t_qunpack, t_qgemm, t_qmoe,
+                                        t_gqa_attention, t_mla_attention, t_layer_plan,
                                         t_layer_forward, t_kvcache, t_bench, t_controls)}
 
 # Values the controls would keep if a mutated call changed them: put back after every input.
