@@ -31,18 +31,13 @@ from glmbench.models import configs  # noqa: E402
 T = gguf.GGMLQuantizationType
 
 
-def write_sparse(path: str, vocab: int = 154880) -> int:
-    cfg = configs.load("glm-4.7-flash")
-    arch = "deepseek2"
-    w = gguf.GGUFWriter(path, arch)
-    L, D, H = cfg.n_layers, cfg.hidden_size, cfg.n_heads
-    w.add_name("GLM-4.7-Flash")
-    w.add_block_count(L + 1)
-    w.add_nextn_predict_layers(1)
+def add_glm_hparams(w, cfg) -> None:
+    """GLM-4.7-Flash's hyperparameters under llama.cpp's deepseek2 keys (MLA, MoE with a sigmoid
+    router), shared by the benchmarks that write a GLM-shaped GGUF (this one, bench_llamacpp.py)."""
     w.add_context_length(cfg.max_position_embeddings)
-    w.add_embedding_length(D)
+    w.add_embedding_length(cfg.hidden_size)
     w.add_feed_forward_length(cfg.intermediate_size)
-    w.add_head_count(H)
+    w.add_head_count(cfg.n_heads)
     w.add_head_count_kv(1)
     w.add_rope_freq_base(cfg.rope_theta)
     w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
@@ -63,6 +58,17 @@ def write_sparse(path: str, vocab: int = 154880) -> int:
     w.add_expert_weights_scale(cfg.routed_scaling_factor)
     w.add_expert_weights_norm(cfg.norm_topk_prob)
     w.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
+
+
+def write_sparse(path: str, vocab: int = 154880) -> int:
+    cfg = configs.load("glm-4.7-flash")
+    arch = "deepseek2"
+    w = gguf.GGUFWriter(path, arch)
+    L = cfg.n_layers
+    w.add_name("GLM-4.7-Flash")
+    w.add_block_count(L + 1)
+    w.add_nextn_predict_layers(1)
+    add_glm_hparams(w, cfg)
     w.add_tokenizer_model("gpt2")
     w.add_token_list([f"tok{i:06d}" for i in range(vocab)])
     w.add_token_types([1] * vocab)

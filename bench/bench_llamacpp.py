@@ -44,6 +44,8 @@ from glmbench.measure.machine import cpu_name, probe_bandwidth  # noqa: E402
 from glmbench.models import checkpoint, configs  # noqa: E402
 from glmbench.results.records import atomic_write_text  # noqa: E402
 
+from bench_gguf import add_glm_hparams  # noqa: E402  (bench/ is on sys.path when run as a script)
+
 GT = gguf.GGMLQuantizationType
 QTYPE = {"q4_0": GT.Q4_0, "q8_0": GT.Q8_0}
 
@@ -56,34 +58,12 @@ def write_gguf(path: str, n_layers: int, fmt: str, seed: int = 0) -> int:
     """GLM-4.7-Flash-shaped GGUF with `n_layers` blocks, matrices in `fmt` with random blocks.
     Streams tensor data to disk (nothing model-sized in memory). Returns the file size."""
     cfg = configs.load("glm-4.7-flash")
-    L, D, H, V = n_layers, cfg.hidden_size, cfg.n_heads, cfg.vocab_size
+    L, H, V = n_layers, cfg.n_heads, cfg.vocab_size
     w = gguf.GGUFWriter(path, "deepseek2")
     w.add_name(f"GLM-4.7-Flash-shaped random {fmt} ({L} layers)")
     w.add_block_count(L)
-    w.add_context_length(cfg.max_position_embeddings)
-    w.add_embedding_length(D)
-    w.add_feed_forward_length(cfg.intermediate_size)
-    w.add_head_count(H)
-    w.add_head_count_kv(1)
-    w.add_rope_freq_base(cfg.rope_theta)
-    w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
-    w.add_vocab_size(V)
+    add_glm_hparams(w, cfg)
     w.add_file_type(2 if fmt == "q4_0" else 7)
-    w.add_q_lora_rank(cfg.q_lora_rank)
-    w.add_kv_lora_rank(cfg.kv_lora_rank)
-    w.add_key_length(cfg.kv_lora_rank + cfg.qk_rope_head_dim)
-    w.add_value_length(cfg.kv_lora_rank)
-    w.add_key_length_mla(cfg.head_dim)
-    w.add_value_length_mla(cfg.v_head_dim)
-    w.add_rope_dimension_count(cfg.qk_rope_head_dim)
-    w.add_leading_dense_block_count(cfg.first_k_dense_replace)
-    w.add_expert_count(cfg.n_routed_experts)
-    w.add_expert_used_count(cfg.n_experts_per_tok)
-    w.add_expert_feed_forward_length(cfg.moe_intermediate_size)
-    w.add_expert_shared_count(cfg.n_shared_experts)
-    w.add_expert_weights_scale(cfg.routed_scaling_factor)
-    w.add_expert_weights_norm(cfg.norm_topk_prob)
-    w.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
     w.add_tokenizer_model("gpt2")
     w.add_tokenizer_pre("default")
     w.add_token_list([f"tok{i:06d}" for i in range(V)])
