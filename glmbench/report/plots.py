@@ -597,8 +597,9 @@ def mla_crossover(rows: Sequence[dict], *, title: str | None = None) -> Figure:
             ax.set_title(f"vs {dm}, {n} card{'s' if n > 1 else ''}", fontsize=9)
             if j == 0:
                 ax.set_ylabel("crossover depth (tokens, log)")
-    fig.supxlabel("MLA attention memory efficiency (fraction of the card's bandwidth its cache reads reach, log scale)",
-                  fontsize=9)
+    # on the bottom axes, not as a figure label: the legend below takes the figure's lower edge
+    for ax in axes[-1]:
+        ax.set_xlabel("MLA attention memory efficiency\n(share of the card's bandwidth, log scale)", fontsize=8)
     handles, labels = axes[0][0].get_legend_handles_labels()
     if handles:
         fig.legend(handles, labels, fontsize=7, loc="outside lower center", ncol=min(4, len(handles)))
