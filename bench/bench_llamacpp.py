@@ -43,6 +43,7 @@ import glmbench  # noqa: E402
 from glmbench.measure.machine import cpu_name, probe_bandwidth  # noqa: E402
 from glmbench.models import checkpoint, configs  # noqa: E402
 from glmbench.results.records import atomic_write_text  # noqa: E402
+from glmbench.vocab import to_bf16  # noqa: E402
 
 from bench_gguf import add_glm_hparams  # noqa: E402  (bench/ is on sys.path when run as a script)
 
@@ -85,9 +86,12 @@ def write_gguf(path: str, n_layers: int, fmt: str, seed: int = 0) -> int:
         if t != GT.F32 and s[-1] % 32:
             t = GT.F16
         if k.endswith("kv_b_proj.weight"):  # llama.cpp's converter: attn_k_b [H, R, Dn], attn_v_b [H, Dv, R]
-            # kept f16: llama.cpp's AMX buffer takes q4_0/q8_0 matrices but not the batched 3-D
-            # products these two feed, and its scheduler aborts (GGML_ASSERT cur_backend_id != -1)
-            t = GT.F16
+            # kept bf16: an AMX build of llama.cpp places f16 (and q4_0/q8_0) weights in its AMX
+            # buffer at load but cannot run the permuted 3-D products these two feed, and no other
+            # backend may read an AMX buffer, so with f16 here its scheduler aborts at context
+            # creation (ggml-backend.cpp GGML_ASSERT(*cur_backend_id != -1), node
+            # q_nope_absorbed-0). AMX refuses bf16 weights, which stay in the plain CPU buffer.
+            t = GT.BF16
             plan.append((g.replace("attn_kv_b", "attn_k_b"), (H, R, Dn), t))
             plan.append((g.replace("attn_kv_b", "attn_v_b"), (H, Dv, R), t))
             continue
@@ -116,6 +120,8 @@ def write_gguf(path: str, n_layers: int, fmt: str, seed: int = 0) -> int:
                 buf = a.tobytes()
             elif t == GT.F16:
                 buf = (rng.standard_normal(n_el, dtype=np.float32) / np.float32(np.sqrt(K))).astype(np.float16).tobytes()
+            elif t == GT.BF16:
+                buf = to_bf16(rng.standard_normal(n_el, dtype=np.float32) / np.float32(np.sqrt(K))).tobytes()
             else:
                 block, bb = gguf.GGML_QUANT_SIZES[t]
                 nblk = n_el // block
@@ -309,7 +315,16 @@ def main(argv=None) -> int:
     ap.add_argument("--dir", default=tempfile.gettempdir())
     ap.add_argument("--gguf", default=None, help="use (or write) this file")
     ap.add_argument("--out", default=None, help="also write the table (atomically) to this Markdown file")
+    ap.add_argument("--write-only", action="store_true",
+                    help="only write the GGUF (to --gguf, or the default path) and exit: for llama.cpp's own "
+                         "llama-bench (bench/bench_llama_bench.sh)")
     a = ap.parse_args(argv)
+    if a.write_only:
+        path = a.gguf or os.path.join(a.dir, f"glmbench-peer-glm47flash-{a.fmt}-L{a.layers}.gguf")
+        t0 = time.perf_counter()
+        size = write_gguf(path, a.layers, a.fmt, a.seed)
+        print(f"wrote {path}: {size / 1e9:.2f} GB in {time.perf_counter() - t0:.0f} s")
+        return 0
     try:
         import llama_cpp  # noqa: F401
     except ImportError:

@@ -8,6 +8,7 @@
   glmbench compare   result files side by side, with ratios to the first (like compare-llama-bench)
   glmbench plot      charts from a result file
   glmbench calibrate fit a runtime profile to measured records (the residuals, MAPE, leave-one-out error)
+  glmbench truth-table every shipped and CPU-measured point beside its ideal/typical/calibrated prediction
 
 User errors (a bad option, a missing file, a model or GPU nobody knows) end with one line on
 stderr and exit status 2; nothing else is printed. GLMBENCH_TRACEBACK=1 shows the traceback.
@@ -509,7 +510,14 @@ def cmd_calibrate(args) -> int:
     from glmbench.predict import calibrate as cal  # scipy: loaded only for this command
     if not args.out.endswith(".json"):
         raise UserError(f"--out must end in .json (a runtime profile), got {args.out!r}")
-    pts = cal.load_points(args.files, model=args.model, hardware_=args.hardware, cards=args.cards,
+    hw = args.hardware
+    if hardware.is_host(hw):  # this machine's CPU, measured now (needs the C core)
+        from glmbench.measure.machine import host_profile
+        hw = host_profile()
+        print(f"--hardware {args.hardware}: measured this machine now ({hw.bandwidth_gbs:.1f} GB/s triad, "
+              f"{hw.tflops['fp32'] * 1000:.0f} GFLOP/s FMA); `glmbench hardware --save-host FILE.json` "
+              "fixes one profile for calibrating and predicting", file=sys.stderr)
+    pts = cal.load_points(args.files, model=args.model, hardware_=hw, cards=args.cards,
                           link=args.link, split=args.split, weights=args.weights, kv=args.kv,
                           mla_strategy=args.mla_strategy)
     name = args.name or os.path.splitext(os.path.basename(args.out))[0]
@@ -517,6 +525,31 @@ def cmd_calibrate(args) -> int:
     print(fit.table())
     cal.write_profile(args.out, fit)
     print(f"wrote the calibrated profile to {args.out} (use it as --runtime calibrated:{args.out})", file=sys.stderr)
+    return 0
+
+
+def cmd_truth_table(args) -> int:
+    from glmbench.predict import calibrate as cal  # scipy: loaded only for this command
+    from glmbench.predict import costmodel
+    from glmbench.report import truth
+    extra = []
+    for f in args.measured or []:
+        prof = costmodel.load_runtime(args.measured_calibrated) if args.measured_calibrated else None
+        extra.append(truth.Source(args.measured_label or f"{os.path.basename(f)} (measured)", f, prof,
+                                  hardware=args.measured_hardware, model=args.measured_model,
+                                  note=f"hardware {args.measured_hardware}" if args.measured_hardware else ""))
+    try:
+        rows, sources = truth.build(args.host or (), extra, progress=not args.quiet)
+    except cal.CalibrationError as e:
+        raise UserError(str(e)) from None
+    cmd = "glmbench truth-table " + " ".join(a if " " not in a else repr(a) for a in sys.argv[2:])
+    text = truth.render(rows, sources, cmd.strip())
+    if args.out:
+        from glmbench.results.records import atomic_write_text
+        atomic_write_text(args.out, text)
+        print(f"wrote {args.out} ({len(rows)} points from {len(sources)} sources)", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
     return 0
 
 
@@ -593,6 +626,17 @@ def cmd_models(args) -> int:
 
 
 def cmd_hardware(args) -> int:
+    if args.save_host:
+        if not args.save_host.endswith(".json"):
+            raise UserError(f"--save-host must end in .json, got {args.save_host!r}")
+        from glmbench.measure.machine import host_profile  # measured now: needs the C core
+        from glmbench.results.records import atomic_write_text
+        gpu = host_profile()
+        atomic_write_text(args.save_host, json.dumps(hardware.profile_to_dict(gpu), indent=1) + "\n")
+        print(f"measured this machine ({gpu.name}: {gpu.bandwidth_gbs:.1f} GB/s triad, "
+              f"{gpu.tflops['fp32'] * 1000:.0f} GFLOP/s FMA) and wrote {args.save_host} "
+              f"(use it as --hardware {args.save_host})", file=sys.stderr)
+        return 0
     names = hardware.list_gpus()
     gpus = [hardware.get_gpu(n) for n in names]
     if args.json:
@@ -756,7 +800,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "the MAPE and the leave-one-out error", cmd_calibrate)
     sp.add_argument("files", nargs="+", metavar="FILE", help="measured records (.json or .csv, evidence=measured)")
     sp.add_argument("--model", metavar="NAME|config.json", help="the model that ran (default: each record's `model`)")
-    sp.add_argument("--hardware", metavar="GPU|profile.json", help="the GPU it ran on (default: each record's `hardware`)")
+    sp.add_argument("--hardware", metavar="GPU|profile.json|host",
+                    help="the GPU it ran on (default: each record's `hardware`); 'host' or a saved host profile "
+                         "(glmbench hardware --save-host) for records measured on this CPU")
     sp.add_argument("--cards", type=int, metavar="N", help="cards it ran on (default: each record's `n_cards`, else 1)")
     sp.add_argument("--link", type=POSITIVE, metavar="GB/s", help="card-to-card bandwidth (default: each record's `link_gbps`)")
     sp.add_argument("--split", choices=("layer", "tensor"), help="how the cards split the model (default: the record's, else layer)")
@@ -767,11 +813,31 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--name", metavar="NAME", help="the profile's name (default: the --out file's name)")
     sp.add_argument("--out", required=True, metavar="PROFILE.json", help="where to write the calibrated profile")
 
+    sp = add("truth-table", "every shipped and CPU-measured point beside its ideal, typical and calibrated "
+                            "prediction, with errors and the MAPE per runtime (docs/TRUTH_TABLE.md)", cmd_truth_table)
+    sp.add_argument("--host", action="append", metavar="DIR",
+                    help="a directory written by bench/bench_host_calibration.py (this CPU measured at several "
+                         "depths, its host profile, a profile calibrated on some depths); repeat for several")
+    sp.add_argument("--measured", action="append", metavar="FILE",
+                    help="another measured file in any format `compare` reads (e.g. llama-bench -o json); repeat")
+    sp.add_argument("--measured-hardware", metavar="GPU|profile.json",
+                    help="the hardware the --measured files ran on (a saved host profile for this CPU)")
+    sp.add_argument("--measured-model", metavar="NAME|config.json", help="the model the --measured files ran")
+    sp.add_argument("--measured-label", metavar="TEXT", help="what the --measured rows are called in the table")
+    sp.add_argument("--measured-calibrated", metavar="PROFILE",
+                    help="a calibrated profile of the --measured files' runtime (default: none, ideal and typical only)")
+    sp.add_argument("--out", metavar="FILE.md", help="write the table (atomically) here instead of stdout")
+    sp.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+
     sp = add("models", "list the built-in model configs", cmd_models)
     sp.add_argument("names", nargs="*", metavar="NAME|config.json", help="only these models")
     fmt_opts(sp)
 
-    sp = add("hardware", "list the built-in hardware profiles", cmd_hardware)
+    sp = add("hardware", "list the built-in hardware profiles, or save this machine's measured one", cmd_hardware)
+    sp.add_argument("--save-host", metavar="FILE.json", default=None,
+                    help="measure this machine's CPU ceilings (triad bandwidth, FMA peak) and write them as a "
+                         "hardware profile (kind cpu) that --hardware FILE.json reads back: one fixed host "
+                         "profile for calibrate, sweep and report instead of re-measuring with 'host'")
     fmt_opts(sp)
 
     formats = ("glmbench records, llama-bench -o json/jsonl/csv/md/sql, llama-sweep-bench, llama-batched-bench, "

@@ -112,7 +112,7 @@ def test_calibrated_sweep_records_say_so():
      r"`avg_ts` must be a speed > 0"),
     ('[{"evidence": "measured", "test": "tg", "model": "glm-4.7-flash", "hardware": "rtx-3090", "n_depth": 0, "avg_ts": -5}]',
      r"`avg_ts` must be a speed > 0"),
-    ('{"results": []}', r"expected a JSON list of records"),
+    ('{"results": []}', r":1: a JSON object of no known format"),
 ])
 def test_bad_input_one_error_naming_file_and_line(tmp_path, capsys, content, match):
     f = tmp_path / "in.json"
@@ -130,7 +130,7 @@ def test_unknown_format_and_csv_lines(tmp_path, capsys):
     f = tmp_path / "bench.txt"
     f.write_text("| model | size |\n")
     assert cli.main(["calibrate", str(f), "--out", str(tmp_path / "p.json")]) == 2
-    assert "not a glmbench records file" in capsys.readouterr().err
+    assert "bench.txt:1: not a results format glmbench reads" in capsys.readouterr().err
     c = tmp_path / "m.csv"
     c.write_text("evidence,test,model,hardware,n_depth,avg_ts\nmeasured,tg,glm-4.7-flash,rtx-3090,0,100\n"
                  "measured,tg,glm-4.7-flash,rtx-3090,,100\n")

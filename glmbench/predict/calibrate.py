@@ -42,6 +42,7 @@ from glmbench import vocab
 from glmbench.models import configs
 from glmbench.predict import costmodel as cm
 from glmbench.predict import hardware
+from glmbench.results import importers
 from glmbench.results import records as rec
 
 SELECT_TOL = 0.05      # a direction smaller than this share of the largest sensitivity is not fitted
@@ -93,19 +94,31 @@ def _record_lines(path: str, text: str, n: int) -> list[int]:
     return lines
 
 
-def read_measured(path) -> list[tuple[str, dict]]:
-    """[(where, record)] of a glmbench records file (.json or .csv); where = 'file:line'.
-    Raises CalibrationError naming the file (and line) for a missing, empty or unreadable file."""
+def read_measured(path, model=None) -> list[tuple[str, dict]]:
+    """[(where, record)] of a measured file; where = 'file:line'. glmbench records (.json or .csv)
+    are read as they are; any other format `glmbench compare` reads (llama-bench -o json/jsonl/csv/
+    md/sql, sweep-bench, batched-bench, ...; glmbench.results.importers, told from the content) is
+    imported first, `model` naming the model where the file cannot tell. Raises CalibrationError
+    naming the file (and line) for a missing, empty or unreadable file."""
     p = os.fspath(path)
     if not os.path.isfile(p):
         raise CalibrationError(f"{p}: no such file")
     with open(p, newline="") as f:
         text = f.read()
     if not text.strip():
-        raise CalibrationError(f"{p}:1: the file is empty (expected glmbench records, .json or .csv)")
+        raise CalibrationError(f"{p}:1: the file is empty (expected measured records)")
+    try:
+        fmt = importers.detect(text, p)
+    except importers.FormatError as e:
+        raise CalibrationError(str(e)) from None
+    if fmt != "glmbench":
+        try:
+            recs = importers.read_text(text, p, model=None if model is None else str(model))
+        except (importers.FormatError, ValueError) as e:
+            raise CalibrationError(str(e)) from None
+        return [(r.get("source") or p, r) for r in recs]
     if not p.endswith((".json", ".csv")):
-        raise CalibrationError(f"{p}:1: not a glmbench records file (expected .json or .csv records; "
-                               "import other tools' output with their reader first)")
+        raise CalibrationError(f"{p}:1: glmbench records must be a .json or .csv file")
     try:
         recs = rec.read_records(p)
     except (ValueError, TypeError) as e:
@@ -153,6 +166,10 @@ def point_from_record(where: str, r: dict, *, model=None, hardware_=None, cards=
     hw = hardware_ or r.get("hardware") or r.get("device")
     if not hw:
         raise CalibrationError(f"{where}: the record does not say which hardware ran it; pass --hardware")
+    on_cpu = isinstance(hw, str) and (hw.startswith("CPU:") or r.get("backends") == "CPU")
+    if hardware_ is None and on_cpu and not r.get("hardware"):
+        raise CalibrationError(f"{where}: measured on a CPU ({hw!r}); pass --hardware host (this machine, "
+                               "measured now) or a saved host profile (glmbench hardware --save-host FILE.json)")
     n = cards if cards is not None else r.get("n_cards", 1) or 1
     try:
         gpu = hardware.get_gpu(hw)
@@ -181,7 +198,7 @@ def load_points(paths: Sequence, **overrides) -> list[Point]:
         raise CalibrationError("no measurement files given")
     out = []
     for p in paths:
-        for where, r in read_measured(p):
+        for where, r in read_measured(p, model=overrides.get("model")):
             out.append(point_from_record(where, r, **overrides))
     return out
 

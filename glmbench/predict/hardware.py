@@ -16,11 +16,16 @@ silently ignored):
     link_gbps = 25             # optional: card-to-card bandwidth when several are used
     link_latency_us = 10       # optional: per-transfer latency
     source = "..."             # optional: where the numbers come from
+    kind = "gpu"               # optional: "gpu" (default) or "cpu" (a saved host profile:
+                               # `glmbench hardware --save-host FILE`)
+    key = "..."                # optional, ignored (the file's path is its key)
     [tflops]                   # required table: fp16 and fp32 required; bf16 defaults to fp16,
     fp16 = 71                  # int8 defaults to fp16 (no faster integer path)
     fp32 = 35.6
 """
 from __future__ import annotations
+
+import dataclasses
 
 import json
 import math
@@ -90,7 +95,7 @@ def _num(where, key, v, *, minimum=0.0, strict=True):
 def profile_from_dict(d: dict, where: str = "profile", key: str = "") -> GPU:
     """Validate a profile dict (see the module docstring) -> GPU."""
     vocab.check_table(d, where, known={"name", "memory_gib", "bandwidth_gbs", "tflops", "launch_us", "link_gbps",
-                                       "link_latency_us", "source"},
+                                       "link_latency_us", "source", "kind", "key"},
                       required=("name", "memory_gib", "bandwidth_gbs", "tflops", "launch_us"))
     name = d["name"]
     if not isinstance(name, str) or not name.strip():
@@ -112,6 +117,9 @@ def profile_from_dict(d: dict, where: str = "profile", key: str = "") -> GPU:
     source = d.get("source", "")
     if not isinstance(source, str):
         raise ValueError(f"{where}: field `source` must be a string, got {source!r}")
+    kind = d.get("kind", "gpu")
+    if kind not in ("gpu", "cpu"):
+        raise ValueError(f"{where}: field `kind` must be 'gpu' or 'cpu', got {kind!r}")
     return GPU(
         name=name.strip(),
         memory_gib=_num(where, "memory_gib", d["memory_gib"]),
@@ -120,8 +128,16 @@ def profile_from_dict(d: dict, where: str = "profile", key: str = "") -> GPU:
         launch_us=_num(where, "launch_us", d["launch_us"], strict=False),
         link_gbps=None if link is None else _num(where, "link_gbps", link),
         link_latency_us=None if lat is None else _num(where, "link_latency_us", lat, strict=False),
-        source=source, kind="gpu", key=key or name.strip(),
+        source=source, kind=kind, key=key or name.strip(),
     )
+
+
+def profile_to_dict(gpu: GPU) -> dict:
+    """The profile as the fields profile_from_dict reads (a saved `host` profile loads back as one:
+    `glmbench hardware --save-host FILE`)."""
+    d = {k: v for k, v in dataclasses.asdict(gpu).items() if v is not None}
+    d.pop("key", None)
+    return d
 
 
 def _read_table(path: str) -> dict:

@@ -1,0 +1,200 @@
+"""The truth table: every measured point glmbench knows beside its ideal, typical and calibrated
+prediction, with the errors and the MAPE per runtime.
+
+    glmbench truth-table [--host DIR ...] [--out docs/TRUTH_TABLE.md]
+
+Sources:
+  - the published measurements shipped in glmbench/data/measured/ (REFERENCE.md section 6), each
+    with the calibrated profile of the same name (glmbench/data/calibrated/). Those profiles were
+    fitted to the very points they are shown against (in-sample), so the leave-one-out error is
+    computed here (each point predicted by a profile refitted without it) and shown beside it.
+  - a directory written by bench/bench_host_calibration.py (`--host DIR`): this CPU measured by
+    glmbench (measured.json), the host profile it ran on (host_profile.json), the profile
+    calibrated on some depths (profile.json, fitted to fit_points.json only); the points the fit did
+    not see are marked held out, and their error is the out-of-sample one.
+  - any other measured file (`--measured FILE --hardware GPU|profile.json [--model M]`, e.g. a
+    llama-bench -o json from this machine), shown with ideal and typical only (no profile of that
+    runtime) unless `--calibrated PROFILE` names one.
+
+Nothing here measures: every number is read from a file or predicted by the cost model, so the
+table is regenerated the same way on any machine (the C core is not needed).
+"""
+from __future__ import annotations
+
+import datetime
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from glmbench import __version__, vocab
+from glmbench.predict import calibrate as cal
+from glmbench.predict import costmodel as cm
+
+MEASURED_DIR = os.path.join(vocab.DATA_DIR, "measured")
+
+
+@dataclass
+class Source:
+    """One set of measured points and how to predict them."""
+    label: str                  # "ik_llama.cpp (after its MLA fixes)", "glmbench on this CPU", ...
+    path: str                   # the measured records
+    calibrated: object = None   # a RuntimeProfile, or None (no profile for this runtime)
+    hardware: object = None     # override of the records' hardware (a host profile path)
+    model: str | None = None
+    fit_path: str | None = None  # the points the calibrated profile was fitted to (None: all of them)
+    loo: bool = False           # refit without each point to get its leave-one-out error
+    note: str = ""
+
+
+@dataclass
+class Row:
+    source: str
+    point: cal.Point
+    ideal: float
+    typical: float
+    calibrated: float | None
+    held_out: bool | None       # None: the profile saw every point (in-sample)
+    loo: float | None = None    # leave-one-out prediction (in-sample sources)
+    extra: dict = field(default_factory=dict)
+
+    def err(self, v):
+        return None if v is None else v / self.point.measured - 1
+
+
+def published_sources() -> list[Source]:
+    """The shipped measurements, each with its shipped calibrated profile."""
+    out = []
+    for f in sorted(os.listdir(MEASURED_DIR)):
+        if not f.endswith(".json"):
+            continue
+        name = f[:-5]
+        path = os.path.join(MEASURED_DIR, f)
+        recs = cal.read_measured(path)
+        runtime = recs[0][1].get("runtime", name) if recs else name
+        prof = cm.load_runtime(name) if name in cm.list_calibrated() else None
+        out.append(Source(f"{runtime} (published)", path, prof, loo=True, note=f"profile `{name}`"))
+    return out
+
+
+def host_source(d: str) -> Source:
+    """A directory written by bench/bench_host_calibration.py."""
+    need = {k: os.path.join(d, k) for k in ("measured.json", "host_profile.json", "profile.json", "fit_points.json")}
+    for k, p in need.items():
+        if not os.path.isfile(p):
+            raise ValueError(f"--host {d}: {k} is missing (write it with bench/bench_host_calibration.py)")
+    prof = cm.load_runtime("calibrated:" + need["profile.json"])
+    return Source("glmbench on this CPU (measured)", need["measured.json"], prof, hardware=need["host_profile.json"],
+                  fit_path=need["fit_points.json"], note=f"host profile and calibration in {d}")
+
+
+def _fit_keys(path: str) -> set:
+    return {(r.get("model"), r.get("test"), r.get("n_depth"), r.get("n_prompt"), r.get("n_gen"))
+            for _, r in cal.read_measured(path)}
+
+
+def rows_for(src: Source) -> list[Row]:
+    pts = cal.load_points([src.path], hardware_=src.hardware, model=src.model)
+    ideal, typical = cm.load_runtime("ideal"), cm.load_runtime("typical")
+    fitted = _fit_keys(src.fit_path) if src.fit_path else None
+    loo = [None] * len(pts)
+    if src.loo and src.calibrated is not None and len(pts) >= 2:
+        for i in range(len(pts)):
+            q, *_ = cal.fit_profile(pts[:i] + pts[i + 1:])
+            loo[i] = cal.predict_point(pts[i], q)
+    out = []
+    for i, p in enumerate(pts):
+        key = (p.record.get("model"), p.test, p.n_depth, p.record.get("n_prompt"), p.record.get("n_gen"))
+        held = None if fitted is None else key not in fitted
+        c = None if src.calibrated is None else cal.predict_point(p, src.calibrated)
+        out.append(Row(src.label, p, cal.predict_point(p, ideal), cal.predict_point(p, typical), c, held, loo[i]))
+    return out
+
+
+def _mape(xs) -> float | None:
+    xs = [abs(x) for x in xs if x is not None]
+    return float(np.mean(xs)) if xs else None
+
+
+def summary(rows: list[Row]) -> list[dict]:
+    """Per source: the number of points and the MAPE of each prediction (for calibrated: in-sample,
+    and out-of-sample = leave-one-out or held-out depths)."""
+    out = []
+    for s in dict.fromkeys(r.source for r in rows):
+        rs = [r for r in rows if r.source == s]
+        held = [r for r in rs if r.held_out]
+        oos = ([r.err(r.loo) for r in rs] if any(r.loo is not None for r in rs)
+               else [r.err(r.calibrated) for r in held])
+        insample = [r.err(r.calibrated) for r in rs if not r.held_out]
+        out.append(dict(source=s, points=len(rs), ideal=_mape(r.err(r.ideal) for r in rs),
+                        typical=_mape(r.err(r.typical) for r in rs), calibrated_in_sample=_mape(insample),
+                        calibrated_out_of_sample=_mape(oos),
+                        out_of_sample="held-out depths" if held else ("leave-one-out" if any(
+                            r.loo is not None for r in rs) else "")))
+    return out
+
+
+def _pct(x) -> str:
+    return "–" if x is None else f"{100 * x:+.1f}%"
+
+
+def _apct(x) -> str:
+    return "–" if x is None else f"{100 * x:.1f}%"
+
+
+def render(rows: list[Row], sources: list[Source], command: str) -> str:
+    L = ["# Truth table: every measured point beside its predictions", "",
+         f"Generated by `{command}` on {datetime.date.today().isoformat()} (glmbench {__version__}).",
+         "Regenerate with the same command; nothing is measured by it (every number is read from the files "
+         "below or predicted by the cost model).", "",
+         "Kinds of number: **measured** (the file's), **predicted** by the cost model with the `ideal` and "
+         "`typical` runtime profiles, and **calibrated** (a profile fitted to measurements of that runtime). "
+         "Error = predicted / measured - 1. A calibrated profile fitted to the very points it is shown against "
+         "is in-sample; its out-of-sample error is the leave-one-out one (the point predicted by a profile "
+         "refitted without it) or, for this CPU, the error on depths the fit never saw.", "",
+         "## Sources", ""]
+    for s in sources:
+        L.append(f"- **{s.label}**: `{s.path}`" + (f"; {s.note}" if s.note else "")
+                 + ("" if s.calibrated is not None else "; no calibrated profile of this runtime"))
+    L += ["", "## MAPE per runtime", "",
+          "| source | points | ideal | typical | calibrated (in-sample) | calibrated (out-of-sample) |",
+          "|---|---|---|---|---|---|"]
+    for d in summary(rows):
+        oos = _apct(d["calibrated_out_of_sample"]) + (f" ({d['out_of_sample']})" if d["out_of_sample"] else "")
+        L.append(f"| {d['source']} | {d['points']} | {_apct(d['ideal'])} | {_apct(d['typical'])} | "
+                 f"{_apct(d['calibrated_in_sample'])} | {oos} |")
+    L += ["", "## Every point", "",
+          "| source | setup | test | depth | measured tok/s | ideal | typical | calibrated | out-of-sample |",
+          "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        p = r.point
+        what = f"pp{p.n_prompt}" if p.test == "pp" else f"tg{p.n_gen}"
+        setup = p.setup.label.rsplit(",", 1)[0]   # the runtime name is the column's
+        cal_s = "–" if r.calibrated is None else f"{r.calibrated:.1f} ({_pct(r.err(r.calibrated))})"
+        if r.loo is not None:
+            oos = f"{r.loo:.1f} ({_pct(r.err(r.loo))}) leave-one-out"
+        elif r.held_out:
+            oos = f"held out ({_pct(r.err(r.calibrated))})"
+        elif r.held_out is False:
+            oos = "fitted on"
+        else:
+            oos = "–"
+        L.append(f"| {r.source} | {setup} | {what} | {p.n_depth} | {p.measured:.1f} | "
+                 f"{r.ideal:.1f} ({_pct(r.err(r.ideal))}) | {r.typical:.1f} ({_pct(r.err(r.typical))}) | "
+                 f"{cal_s} | {oos} |")
+    return "\n".join(L) + "\n"
+
+
+def build(host_dirs=(), extra: list[Source] | None = None, progress: bool = True,
+          published: bool = True) -> tuple[list[Row], list[Source]]:
+    """The rows of every source: the shipped measurements (unless published=False), each --host
+    directory, then `extra`."""
+    sources = (published_sources() if published else []) + [host_source(d) for d in host_dirs] + list(extra or [])
+    rows = []
+    it = sources
+    if progress:
+        from tqdm import tqdm
+        it = tqdm(sources, desc="truth table sources", unit="source")
+    for s in it:
+        rows += rows_for(s)
+    return rows, sources

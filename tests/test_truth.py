@@ -1,0 +1,104 @@
+"""The truth table (glmbench/report/truth.py, `glmbench truth-table`) and the host profile that CPU
+measurements calibrate against (`glmbench hardware --save-host`, calibrate --hardware)."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+from glmbench import cli
+from glmbench.predict import calibrate as cal
+from glmbench.predict import costmodel as cm
+from glmbench.predict import hardware
+from glmbench.report import truth
+from glmbench.results import records as rec
+
+CEIL = {"bandwidth_gbs": 20.0, "fma_gflops": 300.0, "threads": 2, "cpu": "Test CPU"}
+DEPTHS = (512, 1024, 4096, 16384)
+FIT = (1024, 16384)
+
+
+def test_host_profile_round_trips_as_a_cpu():
+    g = hardware.cpu_profile(CEIL, launch_us=2.0, source="test")
+    d = hardware.profile_to_dict(g)
+    assert d["kind"] == "cpu" and "key" not in d
+    back = hardware.profile_from_dict(json.loads(json.dumps(d)), where="x", key="x")
+    assert back.kind == "cpu" and back.bandwidth_gbs == 20.0 and back.tflops == g.tflops and back.launch_us == 2.0
+    with pytest.raises(ValueError, match="`kind` must be 'gpu' or 'cpu'"):
+        hardware.profile_from_dict({**d, "kind": "tpu"})
+
+
+def _host_dir(tmp_path):
+    """A bench_host_calibration.py directory whose 'measurements' a known profile made (each point
+    perturbed by a fixed few percent, so the fit is not exact)."""
+    d = tmp_path / "host"
+    d.mkdir()
+    prof_path = str(d / "host_profile.json")
+    with open(prof_path, "w") as f:
+        json.dump(hardware.profile_to_dict(hardware.cpu_profile(CEIL, launch_us=2.0, source="test")), f)
+    recs = []
+    for t in ("pp", "tg"):
+        for dep in DEPTHS:
+            recs.append(dict(evidence="measured", model="glm-4.7-flash", device="CPU: Test CPU (2 threads)",
+                             weights="bf16", type_k="f16", type_v="f16", test=t, n_depth=dep,
+                             n_prompt=512 if t == "pp" else 0, n_gen=16 if t == "tg" else 0, avg_ts=1.0))
+    rec.write_records(str(d / "measured.json"), recs)
+    pts = cal.load_points([str(d / "measured.json")], hardware_=prof_path)
+    start, _ = cal.base_profile(pts)
+    known = cal._set(start, {"memory_efficiency.matmul": 0.5, "compute_efficiency.matmul": 0.4})
+    wobble = [1.03, 0.98, 1.01, 0.97, 1.02, 0.99, 1.04, 0.96]
+    for r, p, w in zip(recs, pts, wobble):
+        r["avg_ts"] = cal.predict_point(p, known) * w
+    rec.write_records(str(d / "measured.json"), recs)
+    rec.write_records(str(d / "fit_points.json"), [r for r in recs if r["n_depth"] in FIT])
+    fit = cal.calibrate(cal.load_points([str(d / "fit_points.json")], hardware_=prof_path), loo=False)
+    cal.write_profile(str(d / "profile.json"), fit)
+    return str(d), recs
+
+
+def test_host_rows_mark_held_out_depths_and_errors_are_predicted_over_measured(tmp_path):
+    d, recs = _host_dir(tmp_path)
+    rows, sources = truth.build([d], progress=False, published=False)
+    assert len(rows) == len(recs) and len(sources) == 1
+    for r in rows:
+        assert r.held_out == (r.point.n_depth not in FIT)
+        assert r.calibrated is not None and r.ideal > 0 and r.typical > 0
+        assert r.err(r.calibrated) == pytest.approx(r.calibrated / r.point.measured - 1)
+    # ideal is an upper bound of what any runtime reaches
+    assert all(r.ideal >= r.calibrated * 0.999 for r in rows)
+    (s,) = truth.summary(rows)
+    held = [abs(r.err(r.calibrated)) for r in rows if r.held_out]
+    assert s["calibrated_out_of_sample"] == pytest.approx(np.mean(held)) and s["out_of_sample"] == "held-out depths"
+    assert s["typical"] == pytest.approx(np.mean([abs(r.err(r.typical)) for r in rows]))
+    # a profile of the same family as the truth, fitted on two depths, predicts the others closely
+    assert s["calibrated_out_of_sample"] < 0.1
+    text = truth.render(rows, sources, "glmbench truth-table --host X")
+    assert "held out" in text and "fitted on" in text and "glmbench truth-table --host X" in text
+    assert text.count("\n| glmbench on this CPU (measured) |") == len(rows) + 1  # the summary row and every point
+
+
+def test_published_sources_pair_each_file_with_its_profile():
+    srcs = truth.published_sources()
+    assert {os.path.basename(s.path)[:-5] for s in srcs} == set(cm.list_calibrated())
+    assert all(s.calibrated is not None and s.loo for s in srcs)
+
+
+def test_cli_writes_the_table(tmp_path, capsys):
+    d, recs = _host_dir(tmp_path)
+    out = str(tmp_path / "T.md")
+    assert cli.main(["truth-table", "--host", d, "--out", out, "-q"]) == 0
+    text = open(out).read()
+    for name in cm.list_calibrated():
+        assert f"data/measured/{name}.json" in text
+    assert "leave-one-out" in text and "held out" in text
+    assert cli.main(["truth-table", "--host", str(tmp_path / "nothing"), "-q"]) == 2
+    assert "measured.json is missing" in capsys.readouterr().err
+
+
+def test_calibrate_says_how_to_name_a_cpu(tmp_path, capsys):
+    p = str(tmp_path / "cpu.json")
+    rec.write_records(p, [dict(evidence="measured", model="glm-4.7-flash", device="CPU: X (2 threads)", weights="bf16",
+                               test="tg", n_depth=0, n_gen=16, avg_ts=5.0)])
+    assert cli.main(["calibrate", p, "--out", str(tmp_path / "o.json")]) == 2
+    err = capsys.readouterr().err
+    assert "cpu.json:" in err and "--hardware host" in err and "--save-host" in err
