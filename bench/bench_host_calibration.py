@@ -126,7 +126,7 @@ def main(argv=None) -> int:
             if not n:
                 continue
             what = "held out" if held else "fitted on"
-            L.append(f"| {m} | {what} ({n}) | " + " | ".join(f"{100 * mape[(m, held, k)]:.1f}%" for k in profiles) + " |")
+            L.append(f"| {m} | {what} ({n}) | " + " | ".join(f"{100 * mape[(m, held, k)]:.2f}%" for k in profiles) + " |")
     ok = all(mape.get((m, True, "calibrated"), 1.0) < 0.10 for m in models)
     L += ["", f"Target (calibrated within 10% MAPE on held-out depths, both models): {'met' if ok else 'NOT met'}.", "",
           "## Every point", "",

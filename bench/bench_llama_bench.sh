@@ -8,8 +8,9 @@
 #
 # Writes under OUT (default bench/results/llama-bench_<fmt>_L<layers>_<date>/): llama-bench.json (raw
 # llama-bench -o json), glmbench.json (glmbench measure records), compare.md (glmbench compare),
-# host_profile.json (glmbench hardware --save-host), llama-cpp-cpu.json + calibrate.txt (glmbench
-# calibrate on llama-bench.json), bandwidth.txt (triad before and after), README.md (what ran).
+# host_profile.json (glmbench hardware --save-host), config.json (the file's model, from its GGUF
+# header), llama-cpp-cpu.json + calibrate.txt (glmbench calibrate on llama-bench.json), bandwidth.txt
+# (triad before and after), README.md (what ran).
 # The GGUF is GLM-4.7-Flash-shaped with seeded random blocks (bench/bench_llamacpp.py --write-only):
 # LAYERS of its 47 blocks, every matrix in FMT; both sides run that same file.
 set -euo pipefail
@@ -37,7 +38,11 @@ $PY -m glmbench measure "$GGUF" --depths "$DEPTHS" --n-prompt "$NP" --n-gen "$NG
 bw "after glmbench" >> "$OUT/bandwidth.txt"
 $PY -m glmbench compare "$OUT/llama-bench.json" "$OUT/glmbench.json" --model "$GGUF" > "$OUT/compare.md"
 $PY -m glmbench hardware --save-host "$OUT/host_profile.json"
-$PY -m glmbench calibrate "$OUT/llama-bench.json" --model "$GGUF" --hardware "$OUT/host_profile.json" \
+# the file's model as an HF config (read from its GGUF header), so that calibrate and the truth
+# table can predict these points on any machine without the GGUF file
+$PY -c "import json, sys; from glmbench.models import gguf_file as g; json.dump(g.hf_config(g.read(sys.argv[1])), sys.stdout, indent=1)" \
+    "$GGUF" > "$OUT/config.json"
+$PY -m glmbench calibrate "$OUT/llama-bench.json" --model "$OUT/config.json" --hardware "$OUT/host_profile.json" \
     --out "$OUT/llama-cpp-cpu.json" > "$OUT/calibrate.txt"
 {
   echo "# llama.cpp's llama-bench and glmbench on the same GGUF, this CPU ($(date +%F))"

@@ -7,7 +7,8 @@
 The file is GLM-4.7-Flash-shaped (deepseek2 metadata as llama.cpp's converter writes it: MLA with
 kv_b split into attn_k_b / attn_v_b, 64 routed experts top-4 with sigmoid scoring, 1 shared expert,
 the first block dense, the real 154,880-token vocabulary), every matrix in `--fmt` (q4_0 or q8_0;
-1-D tensors and the router f32, as llama.cpp's quantizer keeps them), with seeded random block
+1-D tensors and the router f32, as llama.cpp's quantizer keeps them; attn_k_b/attn_v_b bf16, see
+write_gguf), with seeded random block
 bytes: uniform quants and a float16 scale sized so each row has ~unit-norm output. `--layers`
 writes that many blocks (the full model has 47); both sides run the same file, so a reduced model
 is reduced the same way on both.
@@ -20,11 +21,14 @@ and `--n-gen` decodes. Both use `--threads` threads and compute the last token's
 sides alternate within each repeat so load from other jobs hits them alike; the triad bandwidth
 (glmbench.measure.machine.probe_bandwidth) is measured before every point and printed beside it.
 Reported: median tok/s of the repeats, and the ratio glmbench / llama.cpp (> 1: glmbench faster).
+
+`--write-only` writes the file and stops: bench/bench_llama_bench.sh runs llama.cpp's own
+llama-bench (built by bench/build_llama_bench.sh, its default CPU_REPACK path) on it, which is the
+stronger peer; this script's in-process path runs llama.cpp's plain kernels (see --extra-bufts).
 """
 from __future__ import annotations
 
 import argparse
-import ctypes
 import datetime
 import os
 import platform
@@ -129,7 +133,6 @@ def write_gguf(path: str, n_layers: int, fmt: str, seed: int = 0) -> int:
                 d = np.float16(1.0 / ((4.6 if t == GT.Q4_0 else 73.6) * np.sqrt(K)))
                 if g == "token_embd.weight":
                     d = np.float16(1.0 / (4.6 if t == GT.Q4_0 else 73.6))
-                out = bytearray()
                 step = 1 << 20  # blocks per chunk
                 for b0 in range(0, nblk, step):
                     nb = min(step, nblk - b0)
@@ -307,10 +310,12 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--kv", default="f16", help="glmbench KV-cache format (llama.cpp's default cache is f16)")
     ap.add_argument("--extra-bufts", action="store_true",
-                    help="let llama.cpp use its extra buffer types (AMX, CPU_REPACK q4_0_8x8). Off by default: with "
-                         "llama-cpp-python 0.3.36 on this AMX CPU the deepseek2 graph aborts at context creation "
-                         "(ggml-backend.cpp:1294 GGML_ASSERT(*cur_backend_id != -1)), so llama.cpp runs its plain "
-                         "q4_0/q8_0 x q8_0 kernels (llama-cli --no-repack)")
+                    help="let llama.cpp use its extra buffer types (AMX, CPU_REPACK q4_0_8x8). Off by default: "
+                         "llama-cpp-python's native build compiles llama.cpp's AMX kernels on this CPU, and they die "
+                         "with SIGILL at the first tile load (this VM grants no AMX tile state); with f16 attn_k_b "
+                         "its scheduler aborted even earlier (GGML_ASSERT(*cur_backend_id != -1)). Off, llama.cpp runs "
+                         "its plain q4_0/q8_0 x q8_0 kernels; bench/bench_llama_bench.sh runs llama.cpp's own "
+                         "llama-bench built with AMX off and its default CPU_REPACK path, the stronger peer")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--dir", default=tempfile.gettempdir())
     ap.add_argument("--gguf", default=None, help="use (or write) this file")

@@ -6,6 +6,7 @@
 #   bash bench/build_llama_bench.sh [BUILD_DIR]      # default: ../llama-build; ~6 min on 2 cores
 #   BUILD_DIR/bin/llama-bench -m FILE.gguf -p 512 -n 32 -d 0,4096 -t 2 -o json > lb.json
 #   glmbench compare lb.json ...; glmbench calibrate lb.json --model glm-4.7-flash --hardware host ...
+#   python bench/bench_ggml_peer.py --build-dir BUILD_DIR   # ggml's kernels vs glmbench's, same shapes
 #
 # AMX is switched off: with GGML_NATIVE=ON llama.cpp compiles its AMX kernels on this CPU (it has
 # amx_int8/amx_tile), and there they die with SIGILL on the first tile load (tileloadd: this VM's
@@ -28,5 +29,7 @@ cmake -S "$LL" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
   -DLLAMA_BUILD_SERVER=OFF -DBUILD_SHARED_LIBS=OFF
 ninja -C "$BUILD" llama-bench
+# ggml's headers beside its static libraries, for bench/bench_ggml_peer.py's harness
+rm -rf "$BUILD/ggml-include" && cp -r "$LL/ggml/include" "$BUILD/ggml-include"
 "$BUILD"/bin/llama-bench --version
 echo "built $BUILD/bin/llama-bench (llama.cpp vendored by llama-cpp-python $VERSION)"

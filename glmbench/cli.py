@@ -539,11 +539,19 @@ def cmd_truth_table(args) -> int:
                                   hardware=args.measured_hardware, model=args.measured_model,
                                   note=f"hardware {args.measured_hardware}" if args.measured_hardware else ""))
     try:
-        rows, sources = truth.build(args.host or (), extra, progress=not args.quiet)
+        rows, sources = truth.build(args.host or (), extra, progress=not args.quiet,
+                                    llama_bench_dirs=args.llama_bench or ())
     except cal.CalibrationError as e:
         raise UserError(str(e)) from None
-    cmd = "glmbench truth-table " + " ".join(a if " " not in a else repr(a) for a in sys.argv[2:])
-    text = truth.render(rows, sources, cmd.strip())
+    parts = ["glmbench truth-table"]
+    for flag, vals in (("--host", args.host), ("--llama-bench", args.llama_bench), ("--measured", args.measured)):
+        parts += [f"{flag} {v}" for v in vals or []]
+    for flag, v in (("--measured-hardware", args.measured_hardware), ("--measured-model", args.measured_model),
+                    ("--measured-label", args.measured_label), ("--measured-calibrated", args.measured_calibrated),
+                    ("--out", args.out)):
+        if v:
+            parts.append(f"{flag} {v!r}" if " " in v else f"{flag} {v}")
+    text = truth.render(rows, sources, " ".join(parts))
     if args.out:
         from glmbench.results.records import atomic_write_text
         atomic_write_text(args.out, text)
@@ -818,6 +826,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--host", action="append", metavar="DIR",
                     help="a directory written by bench/bench_host_calibration.py (this CPU measured at several "
                          "depths, its host profile, a profile calibrated on some depths); repeat for several")
+    sp.add_argument("--llama-bench", action="append", metavar="DIR",
+                    help="a directory written by bench/bench_llama_bench.sh (llama.cpp's llama-bench on this CPU, "
+                         "its host profile, model config and calibrated profile); repeat for several")
     sp.add_argument("--measured", action="append", metavar="FILE",
                     help="another measured file in any format `compare` reads (e.g. llama-bench -o json); repeat")
     sp.add_argument("--measured-hardware", metavar="GPU|profile.json",

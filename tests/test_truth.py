@@ -102,3 +102,45 @@ def test_calibrate_says_how_to_name_a_cpu(tmp_path, capsys):
     assert cli.main(["calibrate", p, "--out", str(tmp_path / "o.json")]) == 2
     err = capsys.readouterr().err
     assert "cpu.json:" in err and "--hardware host" in err and "--save-host" in err
+
+
+def _llama_bench_dir(tmp_path):
+    """What bench/bench_llama_bench.sh leaves: llama-bench's -o json from a CPU run, the host
+    profile, the model's config, and `glmbench calibrate` run on the llama-bench file."""
+    d = tmp_path / "lb"
+    d.mkdir()
+    with open(d / "host_profile.json", "w") as f:
+        json.dump(hardware.profile_to_dict(hardware.cpu_profile(CEIL, launch_us=2.0, source="test")), f)
+    cfg = os.path.join(os.path.dirname(cm.__file__), "..", "data", "models", "glm-4.7-flash.json")
+    with open(cfg) as f, open(d / "config.json", "w") as g:
+        g.write(f.read())
+    base = {"build_commit": "0c1e570", "build_number": 1, "cpu_info": "Test CPU", "gpu_info": "", "backends": "CPU",
+            "model_filename": "/tmp/random.gguf", "model_type": "deepseek2 ?B Q4_0", "n_batch": 2048, "n_ubatch": 512,
+            "n_threads": 2, "type_k": "f16", "type_v": "f16", "n_gpu_layers": -1, "split_mode": "layer",
+            "flash_attn": -1, "devices": "auto"}
+    objs = []
+    for (p, g, dep, ts) in [(512, 0, 0, 40.0), (0, 32, 0, 6.0), (512, 0, 4096, 20.0), (0, 32, 4096, 4.5),
+                            (512, 0, 16384, 8.0), (0, 32, 16384, 2.5)]:
+        objs.append(dict(base, n_prompt=p, n_gen=g, n_depth=dep, avg_ts=ts, stddev_ts=0.1, avg_ns=int(1e9 / ts)))
+    with open(d / "llama-bench.json", "w") as f:
+        json.dump(objs, f, indent=2)
+    return str(d)
+
+
+def test_calibrate_and_truth_table_read_llama_bench_json_from_a_cpu(tmp_path, capsys):
+    d = _llama_bench_dir(tmp_path)
+    lb, prof = os.path.join(d, "llama-bench.json"), os.path.join(d, "llama-cpp-cpu.json")
+    # the record says it ran on a CPU: without a host profile calibrate says what to pass
+    assert cli.main(["calibrate", lb, "--model", os.path.join(d, "config.json"), "--out", prof]) == 2
+    assert "--hardware host" in capsys.readouterr().err and not os.path.exists(prof)
+    assert cli.main(["calibrate", lb, "--model", os.path.join(d, "config.json"),
+                     "--hardware", os.path.join(d, "host_profile.json"), "--out", prof]) == 0
+    out = capsys.readouterr().out
+    assert "llama-bench.json:2" in out and "MAPE" in out   # residuals name the llama-bench file's lines
+    cal_prof = cm.load_runtime("calibrated:" + prof)
+    assert cal_prof.calibration["files"] == [lb]
+    rows, sources = truth.build(llama_bench_dirs=[d], progress=False, published=False)
+    assert len(rows) == 6 and sources[0].label.startswith("llama.cpp llama-bench on this CPU")
+    assert all(r.loo is not None and r.held_out is None for r in rows)
+    for r in rows:
+        assert r.calibrated == pytest.approx(cal.predict_point(r.point, cal_prof))

@@ -12,9 +12,12 @@ Sources:
     glmbench (measured.json), the host profile it ran on (host_profile.json), the profile
     calibrated on some depths (profile.json, fitted to fit_points.json only); the points the fit did
     not see are marked held out, and their error is the out-of-sample one.
-  - any other measured file (`--measured FILE --hardware GPU|profile.json [--model M]`, e.g. a
-    llama-bench -o json from this machine), shown with ideal and typical only (no profile of that
-    runtime) unless `--calibrated PROFILE` names one.
+  - a directory written by bench/bench_llama_bench.sh (`--llama-bench DIR`): llama.cpp's own
+    llama-bench run on this CPU (its real -o json), with the host profile, the model's config and a
+    profile calibrated on all its points (leave-one-out computed here).
+  - any other measured file (`--measured FILE --measured-hardware GPU|profile.json
+    [--measured-model M]`), shown with ideal and typical only unless `--measured-calibrated
+    PROFILE` names a profile of that runtime.
 
 Nothing here measures: every number is read from a file or predicted by the cost model, so the
 table is regenerated the same way on any machine (the C core is not needed).
@@ -86,6 +89,21 @@ def host_source(d: str) -> Source:
     prof = cm.load_runtime("calibrated:" + need["profile.json"])
     return Source("glmbench on this CPU (measured)", need["measured.json"], prof, hardware=need["host_profile.json"],
                   fit_path=need["fit_points.json"], note=f"host profile and calibration in {d}")
+
+
+def llama_bench_source(d: str) -> Source:
+    """A directory written by bench/bench_llama_bench.sh: llama.cpp's llama-bench run on this CPU
+    (llama-bench.json, its real -o json), the host profile (host_profile.json), the file's model
+    (config.json) and the profile calibrated on all of its points (llama-cpp-cpu.json; in-sample,
+    so the leave-one-out error is computed)."""
+    need = {k: os.path.join(d, k) for k in ("llama-bench.json", "host_profile.json", "config.json", "llama-cpp-cpu.json")}
+    for k, p in need.items():
+        if not os.path.isfile(p):
+            raise ValueError(f"--llama-bench {d}: {k} is missing (write it with bench/bench_llama_bench.sh)")
+    prof = cm.load_runtime("calibrated:" + need["llama-cpp-cpu.json"])
+    return Source(f"llama.cpp llama-bench on this CPU ({os.path.basename(os.path.normpath(d))})",
+                  need["llama-bench.json"], prof, hardware=need["host_profile.json"], model=need["config.json"],
+                  loo=True, note=f"host profile, model config and calibration in {d}")
 
 
 def _fit_keys(path: str) -> set:
@@ -186,10 +204,11 @@ def render(rows: list[Row], sources: list[Source], command: str) -> str:
 
 
 def build(host_dirs=(), extra: list[Source] | None = None, progress: bool = True,
-          published: bool = True) -> tuple[list[Row], list[Source]]:
+          published: bool = True, llama_bench_dirs=()) -> tuple[list[Row], list[Source]]:
     """The rows of every source: the shipped measurements (unless published=False), each --host
-    directory, then `extra`."""
-    sources = (published_sources() if published else []) + [host_source(d) for d in host_dirs] + list(extra or [])
+    directory, each --llama-bench directory, then `extra`."""
+    sources = ((published_sources() if published else []) + [host_source(d) for d in host_dirs]
+               + [llama_bench_source(d) for d in llama_bench_dirs] + list(extra or []))
     rows = []
     it = sources
     if progress:

@@ -1,0 +1,215 @@
+// ggml's own CPU kernels on glmbench's quantized kernel-bench shapes: the peer of
+// `python -m glmbench.bench kernels` (glmbench/bench/quant.py). Benchmarks only; never part of
+// glmbench. Built against the static ggml libraries of a llama.cpp build by
+// bench/bench_ggml_peer.sh (bench/build_llama_bench.sh makes that build).
+//
+//   ggml_quant_bench linear TYPE N K T REPACK THREADS REPS
+//       y[T, N] = x[T, K] W[N, K]^T, W in TYPE (q4_0 | q8_0), x float32 (ggml quantizes it to q8_0
+//       as in a model's graph); REPACK 1 puts W in the CPU_REPACK buffer (interleaved q4_0x8 /
+//       q8_0x4 layout, llama.cpp's default on an AVX2/AVX-512 CPU), 0 in the plain CPU buffer.
+//   ggml_quant_bench moe TYPE E F D TOPK T REPACK THREADS REPS
+//       GLM-style routed experts as llama.cpp's graph runs them: gate and up MUL_MAT_ID, SwiGLU,
+//       down MUL_MAT_ID, scaled by the router weights and summed over the TOPK experts.
+//
+// Prints one line: "<case> best_s <s> median_s <s> gflops <best>". Weights are seeded random
+// blocks (valid scales, uniform quants); time is the best of REPS graph computes after one warm-up.
+#include "ggml.h"
+#include "ggml-alloc.h"
+#include "ggml-backend.h"
+#include "ggml-cpu.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+static ggml_type parse_type(const char * s) {
+    if (!strcmp(s, "q4_0")) return GGML_TYPE_Q4_0;
+    if (!strcmp(s, "q8_0")) return GGML_TYPE_Q8_0;
+    fprintf(stderr, "type must be q4_0 or q8_0, got %s\n", s);
+    exit(2);
+}
+
+// random blocks: fp16 scale ~1/(std*sqrt(K)), quants uniform (q8_0 in [-127, 127])
+static void fill_blocks(std::vector<uint8_t> & buf, ggml_type t, int64_t K, std::mt19937 & rng) {
+    const size_t bs = ggml_type_size(t);
+    const size_t nb = buf.size() / bs;
+    const float d = 1.0f / ((t == GGML_TYPE_Q4_0 ? 4.6f : 73.6f) * std::sqrt((float) K));
+    const ggml_fp16_t h = ggml_fp32_to_fp16(d);
+    std::uniform_int_distribution<int> u(0, 255);
+    for (size_t b = 0; b < nb; b++) {
+        uint8_t * p = buf.data() + b * bs;
+        memcpy(p, &h, 2);
+        for (size_t i = 2; i < bs; i++) {
+            int v = u(rng);
+            if (t == GGML_TYPE_Q8_0 && v == 128) v = 129;  // -128 is outside q8_0's range
+            p[i] = (uint8_t) v;
+        }
+    }
+}
+
+static ggml_backend_buffer_type_t repack_buft(ggml_backend_t be) {
+    ggml_backend_dev_t dev = ggml_backend_get_device(be);
+    ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(dev);
+    auto get = (ggml_backend_dev_get_extra_bufts_t) ggml_backend_reg_get_proc_address(reg, "ggml_backend_dev_get_extra_bufts");
+    if (get) {
+        for (ggml_backend_buffer_type_t * b = get(dev); b && *b; b++) {
+            if (std::string(ggml_backend_buft_name(*b)) == "CPU_REPACK") return *b;
+        }
+    }
+    fprintf(stderr, "this ggml build has no CPU_REPACK buffer type\n");
+    exit(3);
+}
+
+int main(int argc, char ** argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s linear TYPE N K T REPACK THREADS REPS | moe TYPE E F D TOPK T REPACK THREADS REPS\n", argv[0]);
+        return 2;
+    }
+    const bool moe = !strcmp(argv[1], "moe");
+    if ((moe && argc != 11) || (!moe && argc != 9)) {
+        fprintf(stderr, "wrong number of arguments\n");
+        return 2;
+    }
+    const ggml_type t = parse_type(argv[2]);
+    int64_t N = 0, K = 0, T = 0, E = 0, F = 0, D = 0, TOPK = 0;
+    int a = 3;
+    if (moe) {
+        E = atoll(argv[a++]); F = atoll(argv[a++]); D = atoll(argv[a++]); TOPK = atoll(argv[a++]);
+    } else {
+        N = atoll(argv[a++]); K = atoll(argv[a++]);
+    }
+    T = atoll(argv[a++]);
+    const int repack = atoi(argv[a++]);
+    const int threads = atoi(argv[a++]);
+    const int reps = atoi(argv[a++]);
+
+    ggml_backend_t be = ggml_backend_cpu_init();
+    ggml_backend_cpu_set_n_threads(be, threads);
+    ggml_backend_buffer_type_t wbuft = repack ? repack_buft(be) : ggml_backend_cpu_buffer_type();
+
+    // weights
+    ggml_init_params wp = {ggml_tensor_overhead() * 8, nullptr, true};
+    ggml_context * wctx = ggml_init(wp);
+    std::vector<ggml_tensor *> W;
+    if (moe) {
+        W.push_back(ggml_new_tensor_3d(wctx, t, D, F, E));  // gate
+        W.push_back(ggml_new_tensor_3d(wctx, t, D, F, E));  // up
+        W.push_back(ggml_new_tensor_3d(wctx, t, F, D, E));  // down
+    } else {
+        W.push_back(ggml_new_tensor_2d(wctx, t, K, N));
+    }
+    ggml_backend_buffer_t wbuf = ggml_backend_alloc_ctx_tensors_from_buft(wctx, wbuft);
+    if (!wbuf) { fprintf(stderr, "could not allocate the weights\n"); return 3; }
+
+    // graph
+    ggml_init_params gp = {ggml_tensor_overhead() * 64 + ggml_graph_overhead(), nullptr, true};
+    ggml_context * gctx = ggml_init(gp);
+    ggml_tensor * x = nullptr, * ids = nullptr, * wts = nullptr, * y = nullptr;
+    double flops;
+    if (moe) {
+        x = ggml_new_tensor_3d(gctx, GGML_TYPE_F32, D, 1, T);
+        ids = ggml_new_tensor_2d(gctx, GGML_TYPE_I32, TOPK, T);
+        wts = ggml_new_tensor_3d(gctx, GGML_TYPE_F32, 1, TOPK, T);
+        ggml_tensor * g = ggml_mul_mat_id(gctx, W[0], x, ids);    // [F, TOPK, T]
+        ggml_tensor * u = ggml_mul_mat_id(gctx, W[1], x, ids);
+        ggml_tensor * h = ggml_swiglu_split(gctx, g, u);
+        ggml_tensor * dn = ggml_mul_mat_id(gctx, W[2], h, ids);  // [D, TOPK, T]
+        dn = ggml_mul(gctx, dn, wts);
+        y = ggml_sum_rows(gctx, ggml_cont(gctx, ggml_permute(gctx, dn, 1, 0, 2, 3)));  // [1, D, T]
+        flops = 6.0 * T * TOPK * F * D;
+    } else {
+        x = ggml_new_tensor_2d(gctx, GGML_TYPE_F32, K, T);
+        y = ggml_mul_mat(gctx, W[0], x);
+        flops = 2.0 * T * N * K;
+    }
+    ggml_set_input(x);  // graph inputs and the output keep their own memory (the allocator reuses the rest)
+    if (ids) ggml_set_input(ids);
+    if (wts) ggml_set_input(wts);
+    ggml_set_output(y);
+    ggml_cgraph * gf = ggml_new_graph(gctx);
+    ggml_build_forward_expand(gf, y);
+    // a weight in CPU_REPACK must have a repacked layout for its type on this CPU (llama.cpp
+    // checks the same before placing a weight there: on x86, q4_0 has one, q8_0 has none)
+    for (int i = 0; i < ggml_graph_n_nodes(gf); i++) {
+        ggml_tensor * n = ggml_graph_node(gf, i);
+        if ((n->op == GGML_OP_MUL_MAT || n->op == GGML_OP_MUL_MAT_ID) && !ggml_backend_supports_op(be, n)) {
+            fprintf(stderr, "%s: the CPU backend cannot run %s on a %s weight in %s (no repacked layout for it here)\n",
+                    argv[1], ggml_op_desc(n), argv[2], ggml_backend_buft_name(wbuft));
+            return 5;
+        }
+    }
+    std::mt19937 rng(1234);
+    for (ggml_tensor * w : W) {
+        std::vector<uint8_t> host(ggml_nbytes(w));
+        fill_blocks(host, t, w->ne[0], rng);
+        ggml_backend_tensor_set(w, host.data(), 0, host.size());  // the repack happens here
+    }
+    ggml_gallocr_t galloc = ggml_gallocr_new(ggml_backend_cpu_buffer_type());
+    if (!ggml_gallocr_alloc_graph(galloc, gf)) { fprintf(stderr, "could not allocate the graph\n"); return 3; }
+    // the inputs, uploaded again before every compute (outside the timed region): each compute
+    // starts from the same x, ids and router weights whatever the allocator placed beside them
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> xv(ggml_nelements(x));
+    for (float & v : xv) v = nd(rng);
+    std::vector<int32_t> iv;
+    std::vector<float> wv;
+    if (moe) {
+        iv.resize(TOPK * T);
+        std::vector<int32_t> perm(E);
+        for (int64_t i = 0; i < T; i++) {
+            for (int64_t e = 0; e < E; e++) perm[e] = (int32_t) e;
+            std::shuffle(perm.begin(), perm.end(), rng);
+            for (int64_t j = 0; j < TOPK; j++) iv[i * TOPK + j] = perm[j];
+        }
+        std::uniform_real_distribution<float> ud(0.0f, 1.0f);
+        wv.resize(TOPK * T);
+        for (float & v : wv) v = ud(rng);
+    }
+    auto set_inputs = [&]() {
+        ggml_backend_tensor_set(x, xv.data(), 0, xv.size() * sizeof(float));
+        if (moe) {
+            ggml_backend_tensor_set(ids, iv.data(), 0, iv.size() * sizeof(int32_t));
+            ggml_backend_tensor_set(wts, wv.data(), 0, wv.size() * sizeof(float));
+        }
+    };
+    std::vector<float> out(ggml_nelements(y));
+    auto check = [&]() {
+        ggml_backend_tensor_get(y, out.data(), 0, out.size() * sizeof(float));
+        for (size_t i = 0; i < out.size(); i++) {
+            if (!std::isfinite(out[i])) { fprintf(stderr, "non-finite output at %zu of %zu\n", i, out.size()); exit(4); }
+        }
+    };
+    set_inputs();
+    if (ggml_backend_graph_compute(be, gf) != GGML_STATUS_SUCCESS) { fprintf(stderr, "compute failed\n"); return 3; }
+    check();
+    std::vector<double> ts;
+    for (int r = 0; r < reps; r++) {
+        set_inputs();
+        auto t0 = std::chrono::steady_clock::now();
+        ggml_backend_graph_compute(be, gf);
+        ts.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        check();
+    }
+    std::sort(ts.begin(), ts.end());
+    const double best = ts.front(), med = ts[ts.size() / 2];
+    if (moe) {
+        printf("moe %s E=%lld F=%lld D=%lld top%lld T=%lld repack=%d best_s %.6g median_s %.6g gflops %.2f\n",
+               argv[2], (long long) E, (long long) F, (long long) D, (long long) TOPK, (long long) T, repack, best, med,
+               flops / best / 1e9);
+    } else {
+        printf("linear %s N=%lld K=%lld T=%lld repack=%d best_s %.6g median_s %.6g gflops %.2f\n", argv[2],
+               (long long) N, (long long) K, (long long) T, repack, best, med, flops / best / 1e9);
+    }
+    ggml_gallocr_free(galloc);
+    ggml_free(gctx);
+    ggml_backend_buffer_free(wbuf);
+    ggml_free(wctx);
+    ggml_backend_free(be);
+    return 0;
+}
