@@ -97,11 +97,13 @@ def test_no_import_cycles():
 
 def test_prediction_side_never_imports_the_measured_side():
     """Statically, including imports inside functions: only the CLI's `measure` command and a
-    `host` hardware profile (report.Study) reach the measured side, and they say so."""
+    `host` hardware profile (report.Study, `hardware --save-host`, `calibrate --hardware host`)
+    reach the measured side, and they say so."""
     g = _graph()
     allowed = {("glmbench.cli", "glmbench.measure"), ("glmbench.cli", "glmbench.measure.cuda"),  # cmd_measure
                ("glmbench.cli", "glmbench.cuda"), ("glmbench.report", "glmbench.measure.machine"),
-               ("glmbench", "glmbench.cuda")}  # glmbench.HAS_CUDA, resolved on first access
+               ("glmbench", "glmbench.cuda"),  # glmbench.HAS_CUDA, resolved on first access
+               ("glmbench.cli", "glmbench.measure.machine")}  # `hardware --save-host`, `calibrate --hardware host`
     for mod in PREDICTION:
         if mod == "glmbench":
             continue  # its lazy attributes (PEP 562) load the core on first use, by design

@@ -144,3 +144,13 @@ def test_calibrate_and_truth_table_read_llama_bench_json_from_a_cpu(tmp_path, ca
     assert all(r.loo is not None and r.held_out is None for r in rows)
     for r in rows:
         assert r.calibrated == pytest.approx(cal.predict_point(r.point, cal_prof))
+
+
+def test_save_host_writes_a_profile_that_loads_back_as_this_cpu(tmp_path, capsys):
+    p = str(tmp_path / "host.json")
+    assert cli.main(["hardware", "--save-host", p]) == 0
+    g = hardware.load_profile(p)
+    assert g.kind == "cpu" and g.bandwidth_gbs > 0 and g.tflops["fp32"] > 0 and "measured" in g.source
+    assert "--hardware " + p in capsys.readouterr().err
+    assert cli.main(["hardware", "--save-host", str(tmp_path / "host.toml")]) == 2
+    assert "must end in .json" in capsys.readouterr().err

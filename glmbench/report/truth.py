@@ -76,7 +76,8 @@ def published_sources() -> list[Source]:
         recs = cal.read_measured(path)
         runtime = recs[0][1].get("runtime", name) if recs else name
         prof = cm.load_runtime(name) if name in cm.list_calibrated() else None
-        out.append(Source(f"{runtime} (published)", path, prof, loo=True, note=f"profile `{name}`"))
+        out.append(Source(f"{runtime} (published)", path, prof, loo=True,
+                          note=f"glmbench/data/measured/{f}, profile `{name}` (glmbench/data/calibrated/{f})"))
     return out
 
 
@@ -172,7 +173,8 @@ def render(rows: list[Row], sources: list[Source], command: str) -> str:
          "refitted without it) or, for this CPU, the error on depths the fit never saw.", "",
          "## Sources", ""]
     for s in sources:
-        L.append(f"- **{s.label}**: `{s.path}`" + (f"; {s.note}" if s.note else "")
+        shown = s.path if not os.path.isabs(s.path) or not s.path.startswith(MEASURED_DIR) else "shipped"
+        L.append(f"- **{s.label}**: {shown if shown == 'shipped' else f'`{shown}`'}" + (f"; {s.note}" if s.note else "")
                  + ("" if s.calibrated is not None else "; no calibrated profile of this runtime"))
     L += ["", "## MAPE per runtime", "",
           "| source | points | ideal | typical | calibrated (in-sample) | calibrated (out-of-sample) |",
