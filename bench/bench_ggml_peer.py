@@ -117,6 +117,27 @@ def ggml_case(exe, kind, fmt, shape, reps, threads):
     raise AssertionError
 
 
+def dram_gemv(fmt, reps, n=25600, k=5120):
+    """(GB/s, bytes cycled): glmbench's decode GEMV over copies of one repacked weight whose total is
+    at least twice the last-level cache, one call per copy in turn, best pass of `reps`."""
+    q = quant.quantize(_weights(n, k, 0), fmt).repack()
+    nbytes = q.nbytes
+    copies = max(2, -(-2 * _l3_bytes() // nbytes))
+    qs = [q] + [quant.quantize(_weights(n, k, 0), fmt).repack() for _ in range(copies - 1)]
+    x = np.random.default_rng(3).standard_normal((1, k), dtype=np.float32)
+    kern = "qgemm_vnni" if quant.kernels().get("qgemm_vnni") else "qgemm_ref"
+    for w in qs:
+        quant.linear(x, w, kernel=kern)
+    best = None
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        for w in qs:
+            quant.linear(x, w, kernel=kern)
+        t = time.perf_counter() - t0
+        best = t if best is None else min(best, t)
+    return copies * nbytes / best / 1e9, copies * nbytes
+
+
 def label(kind, fmt, shape):
     if kind == "linear":
         n, k, T = shape
@@ -152,6 +173,9 @@ def main(argv=None) -> int:
         rows.append((label(kind, fmt, shape), where, tg, tc, flops))
         print(f"{rows[-1][0]}: glmbench {tg * 1e3:.3f} ms, ggml {tc * 1e3:.3f} ms ({where}), ratio {tc / tg:.2f}x",
               flush=True)
+    dram = [(fmt, *dram_gemv(fmt, a.reps)) for fmt in ("q4_0", "q8_0")]
+    for fmt, gbs, tot in dram:
+        print(f"glmbench GEMV from DRAM {fmt}: {gbs:.1f} GB/s over {tot / 2**20:.0f} MiB of weights", flush=True)
     after = measure_ceilings(quick=True)
     bw, fma = ceil["bandwidth_gbs"], ceil["fma_gflops"]
     L = [f"# glmbench vs ggml's own quantized CPU kernels, same shapes ({datetime.date.today().isoformat()})", "",
@@ -179,6 +203,12 @@ def main(argv=None) -> int:
             pg, pc = f"{flops / tg / 1e9 / fma:.0%} FMA", f"{flops / tc / 1e9 / fma:.0%} FMA"
         L.append(f"| {name} | {where} | {tg * 1e3:.3f} ms | {tc * 1e3:.3f} ms | {tc / tg:.2f}x | "
                  f"{flops / tg / 1e9:.1f} ({pg}) | {flops / tc / 1e9:.1f} ({pc}) |")
+    L += ["", "Decode GEMV from DRAM (glmbench only): T=1 25600x5120 over enough distinct copies of the weight that "
+          "they cannot stay in the last-level cache (each call reads a copy not touched since the previous pass); "
+          "GB/s of weight bytes read, against the triad measured at the start of this run.", "",
+          "| format | weights cycled | glmbench GB/s | % of triad |", "|---|---|---|---|"]
+    for fmt, gbs, tot in dram:
+        L.append(f"| {fmt} | {tot / 2**20:.0f} MiB | {gbs:.1f} | {gbs / bw:.0%} |")
     text = "\n".join(L) + "\n"
     print(text)
     if a.out:
