@@ -511,12 +511,9 @@ def cmd_calibrate(args) -> int:
     if not args.out.endswith(".json"):
         raise UserError(f"--out must end in .json (a runtime profile), got {args.out!r}")
     hw = args.hardware
-    if hardware.is_host(hw):  # this machine's CPU, measured now (needs the C core)
-        from glmbench.measure.machine import host_profile
-        hw = host_profile()
-        print(f"--hardware {args.hardware}: measured this machine now ({hw.bandwidth_gbs:.1f} GB/s triad, "
-              f"{hw.tflops['fp32'] * 1000:.0f} GFLOP/s FMA); `glmbench hardware --save-host FILE.json` "
-              "fixes one profile for calibrating and predicting", file=sys.stderr)
+    if hardware.is_host(hw):
+        hw = _host_now(f"--hardware {args.hardware}", "`glmbench hardware --save-host FILE.json` fixes one "
+                                                      "profile for calibrating and predicting")
     pts = cal.load_points(args.files, model=args.model, hardware_=hw, cards=args.cards,
                           link=args.link, split=args.split, weights=args.weights, kv=args.kv,
                           mla_strategy=args.mla_strategy)
@@ -526,6 +523,15 @@ def cmd_calibrate(args) -> int:
     cal.write_profile(args.out, fit)
     print(f"wrote the calibrated profile to {args.out} (use it as --runtime calibrated:{args.out})", file=sys.stderr)
     return 0
+
+
+def _host_now(what: str, then: str):
+    """This machine's CPU as a hardware profile, its ceilings measured now (needs the C core); says so."""
+    from glmbench.measure.machine import host_profile
+    gpu = host_profile()
+    print(f"{what}: measured this machine now ({gpu.name}: {gpu.bandwidth_gbs:.1f} GB/s triad, "
+          f"{gpu.tflops['fp32'] * 1000:.0f} GFLOP/s FMA); {then}", file=sys.stderr)
+    return gpu
 
 
 def cmd_truth_table(args) -> int:
@@ -637,13 +643,9 @@ def cmd_hardware(args) -> int:
     if args.save_host:
         if not args.save_host.endswith(".json"):
             raise UserError(f"--save-host must end in .json, got {args.save_host!r}")
-        from glmbench.measure.machine import host_profile  # measured now: needs the C core
         from glmbench.results.records import atomic_write_text
-        gpu = host_profile()
+        gpu = _host_now("--save-host", f"written to {args.save_host} (use it as --hardware {args.save_host})")
         atomic_write_text(args.save_host, json.dumps(hardware.profile_to_dict(gpu), indent=1) + "\n")
-        print(f"measured this machine ({gpu.name}: {gpu.bandwidth_gbs:.1f} GB/s triad, "
-              f"{gpu.tflops['fp32'] * 1000:.0f} GFLOP/s FMA) and wrote {args.save_host} "
-              f"(use it as --hardware {args.save_host})", file=sys.stderr)
         return 0
     names = hardware.list_gpus()
     gpus = [hardware.get_gpu(n) for n in names]

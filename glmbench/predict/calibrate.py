@@ -466,6 +466,15 @@ class Calibration:
         return "\n".join(lines)
 
 
+def loo_predictions(points: Sequence[Point], base="typical") -> list:
+    """Each point predicted by a profile fitted (fit_profile, choosing again) without it; all None
+    for fewer than two points."""
+    points = list(points)
+    if len(points) < 2:
+        return [None] * len(points)
+    return [predict_point(points[i], fit_profile(points[:i] + points[i + 1:], base)[0]) for i in range(len(points))]
+
+
 def calibrate(points: Sequence[Point], *, name: str = "calibrated", base="typical", description: str = "",
               loo: bool = True) -> Calibration:
     """Fit a profile to the points (fit_profile), with each point's residual, the MAPE and the
@@ -476,12 +485,7 @@ def calibrate(points: Sequence[Point], *, name: str = "calibrated", base="typica
         raise CalibrationError("no measured points to calibrate against")
     prof, fitted, kept, start, why = fit_profile(points, base)
     predicted = [predict_point(p, prof) for p in points]
-    loo_pred: list = [None] * len(points)
-    if loo and len(points) >= 2:
-        for i in range(len(points)):
-            rest = points[:i] + points[i + 1:]
-            q, *_ = fit_profile(rest, base)
-            loo_pred[i] = predict_point(points[i], q)
+    loo_pred = loo_predictions(points, base) if loo else [None] * len(points)
     cal = Calibration(prof, points, fitted, kept, predicted, loo_pred)
     b = cm.load_runtime(base)
     sources = dict(b.sources)

@@ -18,7 +18,6 @@ silently ignored):
     source = "..."             # optional: where the numbers come from
     kind = "gpu"               # optional: "gpu" (default) or "cpu" (a saved host profile:
                                # `glmbench hardware --save-host FILE`)
-    key = "..."                # optional, ignored (the file's path is its key)
     [tflops]                   # required table: fp16 and fp32 required; bf16 defaults to fp16,
     fp16 = 71                  # int8 defaults to fp16 (no faster integer path)
     fp32 = 35.6
@@ -26,7 +25,6 @@ silently ignored):
 from __future__ import annotations
 
 import dataclasses
-
 import json
 import math
 import os
@@ -95,7 +93,7 @@ def _num(where, key, v, *, minimum=0.0, strict=True):
 def profile_from_dict(d: dict, where: str = "profile", key: str = "") -> GPU:
     """Validate a profile dict (see the module docstring) -> GPU."""
     vocab.check_table(d, where, known={"name", "memory_gib", "bandwidth_gbs", "tflops", "launch_us", "link_gbps",
-                                       "link_latency_us", "source", "kind", "key"},
+                                       "link_latency_us", "source", "kind"},
                       required=("name", "memory_gib", "bandwidth_gbs", "tflops", "launch_us"))
     name = d["name"]
     if not isinstance(name, str) or not name.strip():

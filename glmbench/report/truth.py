@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import datetime
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -59,7 +59,6 @@ class Row:
     calibrated: float | None
     held_out: bool | None       # None: the profile saw every point (in-sample)
     loo: float | None = None    # leave-one-out prediction (in-sample sources)
-    extra: dict = field(default_factory=dict)
 
     def err(self, v):
         return None if v is None else v / self.point.measured - 1
@@ -81,12 +80,19 @@ def published_sources() -> list[Source]:
     return out
 
 
-def host_source(d: str) -> Source:
-    """A directory written by bench/bench_host_calibration.py."""
-    need = {k: os.path.join(d, k) for k in ("measured.json", "host_profile.json", "profile.json", "fit_points.json")}
+def _files(d: str, flag: str, writer: str, names: tuple) -> dict:
+    """{name: path} of the files a results directory must hold, or one error naming the missing one."""
+    need = {k: os.path.join(d, k) for k in names}
     for k, p in need.items():
         if not os.path.isfile(p):
-            raise ValueError(f"--host {d}: {k} is missing (write it with bench/bench_host_calibration.py)")
+            raise ValueError(f"{flag} {d}: {k} is missing (write it with {writer})")
+    return need
+
+
+def host_source(d: str) -> Source:
+    """A directory written by bench/bench_host_calibration.py."""
+    need = _files(d, "--host", "bench/bench_host_calibration.py",
+                  ("measured.json", "host_profile.json", "profile.json", "fit_points.json"))
     prof = cm.load_runtime("calibrated:" + need["profile.json"])
     return Source("glmbench on this CPU (measured)", need["measured.json"], prof, hardware=need["host_profile.json"],
                   fit_path=need["fit_points.json"], note=f"host profile and calibration in {d}")
@@ -97,34 +103,22 @@ def llama_bench_source(d: str) -> Source:
     (llama-bench.json, its real -o json), the host profile (host_profile.json), the file's model
     (config.json) and the profile calibrated on all of its points (llama-cpp-cpu.json; in-sample,
     so the leave-one-out error is computed)."""
-    need = {k: os.path.join(d, k) for k in ("llama-bench.json", "host_profile.json", "config.json", "llama-cpp-cpu.json")}
-    for k, p in need.items():
-        if not os.path.isfile(p):
-            raise ValueError(f"--llama-bench {d}: {k} is missing (write it with bench/bench_llama_bench.sh)")
+    need = _files(d, "--llama-bench", "bench/bench_llama_bench.sh",
+                  ("llama-bench.json", "host_profile.json", "config.json", "llama-cpp-cpu.json"))
     prof = cm.load_runtime("calibrated:" + need["llama-cpp-cpu.json"])
     return Source(f"llama.cpp llama-bench on this CPU ({os.path.basename(os.path.normpath(d))})",
                   need["llama-bench.json"], prof, hardware=need["host_profile.json"], model=need["config.json"],
                   loo=True, note=f"host profile, model config and calibration in {d}")
 
 
-def _fit_keys(path: str) -> set:
-    return {(r.get("model"), r.get("test"), r.get("n_depth"), r.get("n_prompt"), r.get("n_gen"))
-            for _, r in cal.read_measured(path)}
-
-
 def rows_for(src: Source) -> list[Row]:
     pts = cal.load_points([src.path], hardware_=src.hardware, model=src.model)
     ideal, typical = cm.load_runtime("ideal"), cm.load_runtime("typical")
-    fitted = _fit_keys(src.fit_path) if src.fit_path else None
-    loo = [None] * len(pts)
-    if src.loo and src.calibrated is not None and len(pts) >= 2:
-        for i in range(len(pts)):
-            q, *_ = cal.fit_profile(pts[:i] + pts[i + 1:])
-            loo[i] = cal.predict_point(pts[i], q)
+    fitted = {vocab.point_key(r) for _, r in cal.read_measured(src.fit_path)} if src.fit_path else None
+    loo = (cal.loo_predictions(pts) if src.loo and src.calibrated is not None else [None] * len(pts))
     out = []
     for i, p in enumerate(pts):
-        key = (p.record.get("model"), p.test, p.n_depth, p.record.get("n_prompt"), p.record.get("n_gen"))
-        held = None if fitted is None else key not in fitted
+        held = None if fitted is None else vocab.point_key(p.record) not in fitted
         c = None if src.calibrated is None else cal.predict_point(p, src.calibrated)
         out.append(Row(src.label, p, cal.predict_point(p, ideal), cal.predict_point(p, typical), c, held, loo[i]))
     return out
