@@ -192,14 +192,25 @@ def point_from_record(where: str, r: dict, *, model=None, hardware_=None, cards=
     return Point(where, setup, test, depth, n_prompt, n_gen, float(v), r)
 
 
-def load_points(paths: Sequence, **overrides) -> list[Point]:
-    """Every measured tg/pp record of the files as a Point (read_measured, point_from_record)."""
+def load_points(paths: Sequence, notices: list | None = None, **overrides) -> list[Point]:
+    """Every measured tg/pp record of the files as a Point (read_measured, point_from_record).
+    llama-bench's pp<n>+tg<n> rows (test `pg`) are skipped, with one line per file in `notices`:
+    a fit takes the pp and tg rows of the same files."""
     if not paths:
         raise CalibrationError("no measurement files given")
     out = []
     for p in paths:
+        skipped = []
         for where, r in read_measured(p, model=overrides.get("model")):
+            if r.get("test") == "pg" and r.get("evidence") == "measured":
+                skipped.append(where)
+                continue
             out.append(point_from_record(where, r, **overrides))
+        if skipped and notices is not None:
+            notices.append(f"{skipped[0]}: skipped {len(skipped)} pp+tg row{'s' if len(skipped) > 1 else ''} "
+                           f"(test pg, llama-bench -pg) of {p}: calibrate fits pp and tg rows")
+    if not out:
+        raise CalibrationError("no pp or tg records to fit in " + ", ".join(map(str, paths)))
     return out
 
 

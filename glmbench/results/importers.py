@@ -993,8 +993,11 @@ def _scan(text) -> tuple[list[_Block], dict]:
             else:
                 devices[len(devices)] = mm.group(1).strip()
                 dev_backend = "Metal"
-            device_line = (no, "ggml_vulkan: N =" if _VULKAN_RE.search(ln) else
-                           "Device N:" if dm else "Metal device")
+            first = min(devices)
+            device_line = (no if device_line is None or len(devices) == 1 else device_line[0],
+                           (f"ggml_vulkan: {first} =" if _VULKAN_RE.search(ln) else f"Device {first}:" if dm
+                            else "Metal device") + (f"'..'Device {max(devices)}:" if dm and len(devices) > 1
+                                                    and not _VULKAN_RE.search(ln) else ""))
             kind_now = "device"
         elif re.search(r"\bggml_(cuda|vulkan|metal|sycl)_init\b|ggml_vulkan: Found|found \d+ \w+ devices", ln):
             if "ROCm" in ln:
