@@ -449,7 +449,7 @@ def cmd_report(args) -> int:
     # when the study has one
     one = study.models[0] if len(study.models) == 1 else None
     for path in args.measured or []:
-        extra += _read(path, default_model=one)
+        extra += _read(path, default_model=one, need_model=True)
     trace, opts = (None, None)
     if getattr(args, "trace", None):
         trace, opts = args.trace, _trace_options(args)
@@ -750,7 +750,7 @@ def _show_one(path, recs, args) -> int:
 
 
 def cmd_plot(args) -> int:
-    recs = _read(args.file, model=args.model)
+    recs = _read(args.file, model=args.model, need_model=True)
     out = args.out if args.out is not None else os.path.splitext(args.file)[0] + "-charts"
     _check_out_folder(out, "--out", False)
     paths = plots.save_charts(recs, out)
@@ -762,7 +762,7 @@ def cmd_plot(args) -> int:
     return 0
 
 
-def _read(path, *, model=None, default_model=None) -> list[dict]:
+def _read(path, *, model=None, default_model=None, need_model=False) -> list[dict]:
     """Records from a result file of any format glmbench reads (results/importers.py: glmbench's
     own records, llama-bench json/jsonl/csv/md/sql and pasted text, sweep-bench, batched-bench,
     vllm, sglang); what the import assumed goes to stderr, one line each."""
@@ -770,6 +770,10 @@ def _read(path, *, model=None, default_model=None) -> list[dict]:
         raise UserError(f"no such file: {path}")
     notices: list = []
     recs = importers.read(path, model=model, default_model=default_model, notices=notices)
+    if need_model and any(not r.get("model") for r in recs):
+        r = next(r for r in recs if not r.get("model"))
+        raise UserError(f"{r.get('source') or path}: the file names no model (no model column, command line, "
+                        f"heading or file name tells it): pass --model NAME")
     for n in notices:
         print(f"note: {n}", file=sys.stderr)
     return recs

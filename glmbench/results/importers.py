@@ -1320,10 +1320,7 @@ def _pasted_serve(b, ctx, meta, inferred, text_before, models_seen):
     tool = "sglang bench_serving (console)" if sglang else "vllm benchmark_serving (console)"
     o["backend"] = o.get("backend") or ("sglang" if sglang else "vllm")
     n_cards = meta.get("n_cards")
-    r = _serve_record(ctx, line, o, tool=tool, model_name=None, n_cards=n_cards)
-    r["model"] = model
-    if not model:
-        r.pop("model", None)
+    r = _serve_record(ctx, line, o, tool=tool, model_name=None, n_cards=n_cards, resolved=(model, how))
     inferred = dict(inferred, model=how)
     if "weights" not in meta:
         w = _quant_from_filename(os.path.basename(ctx.path))
@@ -1433,7 +1430,8 @@ def _read_batched_jsonl(text, ctx):
 
 
 # ---- serving benchmarks ----------------------------------------------------------------------------
-def _serve_record(ctx, line, o, *, tool, model_name, n_cards=None, type_k=None, out_tok_s_key="output_throughput"):
+def _serve_record(ctx, line, o, *, tool, model_name, n_cards=None, type_k=None, out_tok_s_key="output_throughput",
+                  resolved=None):
     completed = _num(ctx, line, "completed", o.get("completed"), integer=True, minimum=0)
     if not completed:
         _fail(ctx.path, line, "no request completed (`completed` is 0): no speed")
@@ -1448,7 +1446,7 @@ def _serve_record(ctx, line, o, *, tool, model_name, n_cards=None, type_k=None, 
     if isinstance(rate, float) and not math.isfinite(rate):
         rate = "inf"
     prompt = round(n_in / completed)
-    model, how = (None, None) if model_name is None else ctx.model_for(line, filename=model_name, what="this run served")
+    model, how = resolved or ctx.model_for(line, filename=model_name, what="this run served")
     # unlimited concurrency: every request may be in flight at once (the benchmark's num_prompts)
     streams = conc if conc is not None else (o.get("num_prompts") or completed)
     r = {"evidence": "measured", "test": "serve",
@@ -1462,8 +1460,7 @@ def _serve_record(ctx, line, o, *, tool, model_name, n_cards=None, type_k=None, 
          "per_stream_tok_s": 1000.0 / tpot if tpot else None, "ttft_s": ttft / 1000.0 if ttft is not None else None,
          "tpot_s": tpot / 1000.0 if tpot is not None else None, "completed": completed,
          "request_throughput": o.get("request_throughput"), "duration_s": o.get("duration")}
-    if model_name is not None:
-        r["model"], r["inferred"] = model, {"model": how}
+    r["model"], r["inferred"] = model, {"model": how}
     return _clean(r)
 
 
