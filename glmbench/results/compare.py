@@ -114,7 +114,8 @@ def _occurrences(records, key) -> dict:
 
 def repeated_points(records: Sequence[dict], key=None) -> int:
     """How many points a file holds more than once (two runs appended to one file)."""
-    key = key or vocab.join_key
+    key = key or (lambda r: vocab.join_key(r) + ((r.get("n_gen") or 1) if r.get("test") == "tg" else None,)
+                  + tuple(_h(r.get(f)) for f in SETUP_FIELDS))
     return sum(1 for v in _occurrences(records, key).values() if len(v) > 1)
 
 
