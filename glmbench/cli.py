@@ -394,13 +394,13 @@ def _default_link(args) -> float:
         try:
             gpu = hardware.get_gpu(args.hardware)
         except (ValueError, TypeError, OSError):
-            gpu = None   # the study reports a bad --hardware itself
+            return link   # the study reports a bad --hardware itself
         if gpu is not None and gpu.link_gbps:
             link, why = gpu.link_gbps, f"{gpu.name}'s stated link, {gpu.link_gbps:g} GB/s (its profile)"
         elif gpu is not None:
             why = f"the study's {d.link_gbps:g} GB/s ({gpu.name}'s profile states no link)"
-    if any(n > 1 for n in args.cards):
-        print(f"note: card-to-card link: {why}; --link GB/s sets another", file=sys.stderr)
+    if any(n > 1 for n in args.cards) and (str(args.hardware) != d.hardware or tuple(args.cards) != tuple(d.cards)):
+        args._link_note = f"note: card-to-card link: {why}; --link GB/s sets another"
     return link
 
 
@@ -435,7 +435,10 @@ def _study_from_args(args):
         kw["host"] = args.host
     if getattr(args, "offload", False):
         kw["offload_table"] = True
-    return Study(**kw)
+    study = Study(**kw)
+    if getattr(args, "_link_note", None):  # once the study is valid: a bad option stays a one-line error
+        print(args._link_note, file=sys.stderr)
+    return study
 
 
 # ---- commands -----------------------------------------------------------------------------------

@@ -135,12 +135,13 @@ def compare(a: Sequence[dict], b: Sequence[dict], *more: Sequence[dict]) -> tupl
     (what the comparison is about, e.g. {"device": ("RTX 3090", "RTX 4090")})."""
     files = [[rec.validate(r) for r in f] for f in (a, b) + more]
     letters = file_letters(len(files))
-    varying = [f for f in SETUP_FIELDS if any(len({_h(r.get(f)) for r in fl}) > 1 for fl in files)]
+    # a field unset on some records (the link of a one-card rig) varies only in the values it has
+    varying = [f for f in SETUP_FIELDS if any(len({_h(r.get(f)) for r in fl} - {None}) > 1 for fl in files)]
     header = {}
     for f in SETUP_FIELDS:
         if f in varying:
             continue
-        vals = tuple(fl[0].get(f) if fl else None for fl in files)
+        vals = tuple(next((r.get(f) for r in fl if _h(r.get(f)) is not None), None) for fl in files)
         if len({_h(v) for v in vals}) > 1:
             header[f] = vals
     by_gen = _gen_varies(files)
