@@ -103,3 +103,50 @@ def test_compare_serving_and_plot_batched(capsys, tmp_path):
                      str(tmp_path / "b"))
     assert rc == 0 and sorted(os.path.basename(p) for p in out.split()) == [
         "generation_vs_context.png", "prefill_vs_prompt.png"]
+
+
+def test_compare_one_file_shows_what_was_read_and_how(capsys):
+    f = str(PASTED / "llama3-8b-f16_2x4090_xiongjiedai.md")
+    rc, out, err = run(capsys, "compare", f)
+    assert rc == 0
+    assert out.splitlines()[0] == f"{f}: 8 points"
+    assert "card: rtx-4090 x2 (from 'Device 0:'..'Device 1:' lines (line 6))" in out
+    assert "weights: f16 (from the file type 'F16')" in out and "backend: CUDA (from the device lines)" in out
+    assert "split: layer (llama.cpp's default -sm layer)" in out
+    table = [ln for ln in out.splitlines() if ln.startswith("| ")]
+    assert len(table) == 1 + 8 and "| tg8192 " in table[-1] and "49.83" in table[-1]
+    rc, out, _ = run(capsys, "compare", str(FORMATS / "llama-bench.md"), "--json")
+    res = json.loads(out)
+    assert "model: glm-4.7-flash (from 'deepseek2 30B.A3B' + 29.94 B params)" in res["inferred"]
+    assert [r["test"] for r in res["rows"]] == ["pp512", "tg128", "pp512@d8192", "tg128@d8192", "pp512@d32768",
+                                                "tg128@d32768"]
+    # a file that names no model: shown, with a note saying so
+    rc, out, err = run(capsys, "compare", str(FORMATS / "sweep-bench.md"))
+    assert rc == 0 and "| ?     | pp512 " in out and "model: not known" in err and "--model" in err
+
+
+def test_compare_two_runs_in_one_file_and_lengths(capsys, tmp_path):
+    a = tmp_path / "a.jsonl"
+    one = [json.dumps(dict(evidence="measured", test="tg", model="qwen3-32b", n_gen=n, n_depth=0, avg_ts=v))
+           for n, v in ((512, 30.0), (1024, 29.0))]
+    a.write_text("\n".join(one) + "\n")
+    b = tmp_path / "b.jsonl"
+    b.write_text("\n".join(one + [one[0].replace("30.0", "33.0")]) + "\n")   # a second run appended
+    b_json = tmp_path / "b.json"
+    b_json.write_text("[" + ",".join(one + [one[0].replace("30.0", "33.0")]) + "]")
+    rc, out, err = run(capsys, "compare", str(a), str(b_json), "--json")
+    assert rc == 0 and "holds 1 point more than once" in err
+    rows = json.loads(out)["rows"]
+    assert [(r["test"], r["run"], r["B"]) for r in rows] == [("tg512", 1, 30.0), ("tg512", 2, 33.0), ("tg1024", 1, 29.0)]
+
+
+def test_cards_without_link_says_which_link(capsys):
+    rc, out, err = run(capsys, "sweep", "-q", "--model", "qwen3-32b", "--hardware", "h100-sxm", "--cards", "2",
+                       "--depths", "1K", "--tests", "tg", "--json")
+    assert rc == 0 and "note: card-to-card link: H100 SXM's stated link, 450 GB/s" in err
+    assert {r["link_gbps"] for r in json.loads(out) if r["n_cards"] == 2} == {450}
+    rc, out, err = run(capsys, "sweep", "-q", "--model", "qwen3-32b", "--hardware", "h100-sxm", "--cards", "2",
+                       "--link", "64", "--depths", "1K", "--tests", "tg", "--json")
+    assert rc == 0 and "card-to-card link" not in err and {r["link_gbps"] for r in json.loads(out) if r["n_cards"] == 2} == {64}
+    rc, out, err = run(capsys, "sweep", "-q", "--model", "qwen3-32b", "--depths", "1K", "--tests", "tg", "--json")
+    assert rc == 0 and {r["link_gbps"] for r in json.loads(out) if r["n_cards"] == 2} == {1.4}
