@@ -94,7 +94,7 @@ def _record_lines(path: str, text: str, n: int) -> list[int]:
     return lines
 
 
-def read_measured(path, model=None) -> list[tuple[str, dict]]:
+def read_measured(path, model=None, notices: list | None = None) -> list[tuple[str, dict]]:
     """[(where, record)] of a measured file; where = 'file:line'. glmbench records (.json or .csv)
     are read as they are; any other format `glmbench compare` reads (llama-bench -o json/jsonl/csv/
     md/sql, sweep-bench, batched-bench, ...; glmbench.results.importers, told from the content) is
@@ -113,7 +113,7 @@ def read_measured(path, model=None) -> list[tuple[str, dict]]:
         raise CalibrationError(str(e)) from None
     if fmt != "glmbench":
         try:
-            recs = importers.read_text(text, p, model=None if model is None else str(model))
+            recs = importers.read_text(text, p, model=None if model is None else str(model), notices=notices)
         except (importers.FormatError, ValueError) as e:
             raise CalibrationError(str(e)) from None
         return [(r.get("source") or p, r) for r in recs]
@@ -201,7 +201,7 @@ def load_points(paths: Sequence, notices: list | None = None, **overrides) -> li
     out = []
     for p in paths:
         skipped = []
-        for where, r in read_measured(p, model=overrides.get("model")):
+        for where, r in read_measured(p, model=overrides.get("model"), notices=notices):
             if r.get("test") == "pg" and r.get("evidence") == "measured":
                 skipped.append(where)
                 continue

@@ -426,9 +426,12 @@ class _Context:
         self.notices = notices if notices is not None else []
 
     def notice(self, line, msg):
-        m = f"{_where(self.path, line)}: {msg}"
-        if m not in self.notices:
-            self.notices.append(m)
+        """One line per assumption: the same one for several tables of a file is said once, at the
+        first."""
+        if msg in getattr(self, "_said", set()):
+            return
+        self._said = getattr(self, "_said", set()) | {msg}
+        self.notices.append(f"{_where(self.path, line)}: {msg}")
 
     def model_for(self, line, *, filename=None, model_type=None, n_params=None, hints=(), what=""):
         """(model or None, how). --model wins; else the file tells (identify_model); else
