@@ -690,3 +690,13 @@ def test_bad_pasted_input_is_one_clear_error(tmp_path):
     assert len(im.read_text("[This PR](https://x) is faster.\n\n" + LB_HEAD + row, "c.md")) == 1
     with pytest.raises(im.FormatError, match=r"d.md:1: not valid JSON"):
         im.read_text("[not json and no table\n", "d.md")
+
+
+def test_inferred_survives_a_csv_round_trip(tmp_path):
+    rs = im.read(pasted("llama3-8b-f16_2x4090_xiongjiedai.md"))
+    for ext in ("csv", "json"):
+        p = tmp_path / f"r.{ext}"
+        records.write_records(p, rs)
+        back = records.read_records(p)
+        assert [b["inferred"] for b in back] == [r["inferred"] for r in rs]
+        assert back[0]["inferred"]["card"].startswith("rtx-4090 x2")
