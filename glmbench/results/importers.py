@@ -1179,10 +1179,21 @@ def _block_meta(b, ctx, text, text_before, fname, weights_seen):
                 bk = found.pop()
                 meta["backend"], inferred["backend"] = bk, f"{bk} (from the {where})"
                 break
-    # flash attention from the command line or the header line
+    # flash attention from the command line, else from options quoted in the prose ("using `-mla 3
+    # -fa -fmoe`"), where every quoted set that says agrees; the header line's wins (_bench_common)
     if "flash_attn" in opts:
         meta["flash_attn"] = opts["flash_attn"]
         inferred["flash_attn"] = f"{opts['flash_attn']} (from the command line, line {b.cmd[0]})"
+    elif "flash_attn" not in b.main and "flash_attn_type" not in b.main:
+        for where, t in (("text before the table", "\n".join(x for _, x in b.before)), ("text above", text_before)):
+            spans = [sp for sp in re.findall(r"`([^`\n]+)`", t) if re.match(r"\s*-{1,2}[a-z]", sp)]
+            fas = {(sp, _command_args(sp, {}).get("flash_attn")) for sp in spans}
+            vals = {v for _, v in fas if v is not None}
+            if len(vals) == 1:
+                v = vals.pop()
+                sp = next(x for x, y in fas if y == v)
+                meta["flash_attn"], inferred["flash_attn"] = v, f"{v} (from `{sp}` in the {where})"
+                break
     for k in ("n_gpu_layers", "n_ubatch", "n_batch", "n_threads"):
         if k in opts and not b.main.get(k):
             v = opts[k]
