@@ -1187,7 +1187,7 @@ def _block_meta(b, ctx, text, text_before, fname, weights_seen):
     elif "flash_attn" not in b.main and "flash_attn_type" not in b.main:
         for where, t in (("text before the table", "\n".join(x for _, x in b.before)), ("text above", text_before)):
             spans = [sp for sp in re.findall(r"`([^`\n]+)`", t) if re.match(r"\s*-{1,2}[a-z]", sp)]
-            fas = {(sp, _command_args(sp, {}).get("flash_attn")) for sp in spans}
+            fas = [(sp, _command_args(sp, {}).get("flash_attn")) for sp in spans]   # in the text's order
             vals = {v for _, v in fas if v is not None}
             if len(vals) == 1:
                 v = vals.pop()
