@@ -704,3 +704,32 @@ def test_inferred_survives_a_csv_round_trip(tmp_path):
         back = records.read_records(p)
         assert [b["inferred"] for b in back] == [r["inferred"] for r in rs]
         assert back[0]["inferred"]["card"].startswith("rtx-4090 x2")
+
+
+def test_load_log_and_quoted_replies_and_row_columns():
+    # a sweep-bench run pasted with llama.cpp's load log: the architecture and parameter count
+    # there tell the model, its file type the weights
+    log = ("llama_model_loader: loaded meta data with 35 key-value pairs and 579 tensors from /models/model.gguf (version GGUF V3)\n"
+           "llama_model_loader: - kv   0:                       general.architecture str              = qwen3\n"
+           "print_info: file type   = Q4_K - Medium\nprint_info: arch             = qwen3\n"
+           "print_info: model params     = 32.76 B\n"
+           "ggml_cuda_init: found 1 CUDA devices:\n  Device 0: NVIDIA GeForce RTX 3090, compute capability 8.6, VMM: yes\n\n"
+           "main: n_kv_max = 16896, n_batch = 2048, n_ubatch = 512, flash_attn = 1, n_gpu_layers = 99, n_threads = 16, "
+           "n_threads_batch = 16\n\n"
+           "|    PP |     TG |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |\n"
+           "|-------|--------|--------|----------|----------|----------|----------|\n"
+           "|   512 |    128 |      0 |    0.199 |  2570.45 |    3.394 |    37.71 |\n")
+    pp, tg = im.read_text(log, "sb.txt")
+    assert (pp["model"], pp["weights"], pp["hardware"], pp["n_cards"]) == ("qwen3-32b", "Q4_K_M", "rtx-3090", 1)
+    assert "load log" in pp["inferred"]["model"] and "load log" in pp["inferred"]["weights"]
+    # a table quoted in a reply ("> | model | ..."), its dev and sm columns narrowing three cards to two
+    lbt = ("| model | size | params | backend | ngl | sm | dev | test | t/s |\n"
+           "| --- | ---: | ---: | --- | --: | --- | --- | ---: | ---: |\n"
+           "| qwen3 32B Q4_K - Medium | 18.40 GiB | 32.76 B | CUDA | 99 | row | CUDA0/CUDA1 | pp512 | 2000.00 ± 5.00 |\n")
+    txt = ("> ggml_cuda_init: found 3 CUDA devices:\n"
+           + "".join(f">   Device {i}: NVIDIA GeForce RTX 3090, compute capability 8.6, VMM: yes\n" for i in range(3))
+           + "".join("> " + ln + "\n" for ln in lbt.splitlines()))
+    assert im.detect(txt) == "llama-bench-md"
+    (r,) = im.read_text(txt, "q.md")
+    assert (r["model"], r["n_cards"], r["split"], r["avg_ts"]) == ("qwen3-32b", 2, "tensor", 2000.0)
+    assert r["inferred"]["card"] == "rtx-3090 x2 (dev column 'CUDA0/CUDA1')"

@@ -158,7 +158,7 @@ def _detect_pasted(text) -> str | None:
             return "batched-bench-md" if "B" in cells else "sweep-bench-md"
         if {"model", "test", "t/s"} <= cells:
             return "llama-bench-md"
-    if any(_SERVE_START.match(ln.strip()) for ln in text.splitlines()):
+    if any(_SERVE_START.match(ln.strip()) for ln in _unquote(text)):
         return "vllm-console"
     return None
 
@@ -919,10 +919,26 @@ class _Block:
         self.before: list = []           # (line, text) between the previous block and this one
         self.label = None                # the heading or <summary> just before it
         self.serve: dict = {}            # a console block's `Key: value` lines
+        self.loader: dict = {}           # llama.cpp's model-load log before it: arch, params, ftype, name, path
+
+
+_QUOTE = re.compile(r"^[ \t]*(?:>[ \t]?)+")
+_LOADER = (  # llama.cpp's model-load log: what a table without a model column was run on
+    ("arch", re.compile(r"(?:general\.architecture\s+str\s+=|(?:print_info|llm_load_print_meta): arch\s+=)\s+(\S+)")),
+    ("params", re.compile(r"(?:print_info|llm_load_print_meta): model params\s+=\s+([\d.]+ [KMBT])")),
+    ("ftype", re.compile(r"(?:print_info|llm_load_print_meta): file type\s+=\s+(.+?)\s*$")),
+    ("name", re.compile(r"general\.name\s+str\s+=\s+(.+?)\s*$")),
+    ("path", re.compile(r"(?:loaded meta data with .* from|loading model from)\s+'?(\S+?\.gguf)'?")),
+)
+
+
+def _unquote(text: str) -> list[str]:
+    """The lines of `text` without e-mail/GitHub quote markers ("> | model | ..." in a reply)."""
+    return [_QUOTE.sub("", ln) for ln in text.splitlines()]
 
 
 def _scan(text) -> tuple[list[_Block], dict]:
-    lines = text.splitlines()
+    lines = _unquote(text)
     blocks: list[_Block] = []
     devices, dev_backend, device_line, cmd, main, label = {}, None, None, None, {}, None
     assigned: dict = {}
@@ -931,7 +947,10 @@ def _scan(text) -> tuple[list[_Block], dict]:
     i = 0
     n = len(lines)
 
+    loader: dict = {}
+
     def take(b):
+        b.loader = dict(loader)
         b.devices, b.backend, b.device_line, b.cmd = dict(devices), dev_backend, device_line, cmd
         b.main, b.label, b.before = dict(main), label, list(before)
         blocks.append(b)
@@ -974,6 +993,12 @@ def _scan(text) -> tuple[list[_Block], dict]:
             before, label = [], None
             i = j + 1
             continue
+        for key, rx in _LOADER:
+            lm = rx.search(ln)
+            if lm:
+                if key == "arch" and loader.get("arch") and loader["arch"][1] != lm.group(1):
+                    loader = {}   # another model's load log
+                loader[key] = (no, lm.group(1).strip("'\""))
         m = _BUILD_RE.match(ln)
         if m and blocks and blocks[-1].kind == "llama-bench" and blocks[-1].build is None:
             blocks[-1].build = (m.group(1), int(m.group(2)))
@@ -1093,6 +1118,19 @@ def _table_model(b, ctx, text_before, models_seen):
     if ctx.model:
         return ctx.model, "given (--model)"
     hints = []
+    ld = b.loader
+    if ld.get("path"):
+        hints.append((ld["path"][1], f"model file {_stem(ld['path'][1])!r} of the load log (line {ld['path'][0]})"))
+    if ld.get("name"):
+        hints.append((ld["name"][1], f"general.name {ld['name'][1]!r} of the load log (line {ld['name'][0]})"))
+    if ld.get("arch") and ld.get("params"):
+        p = ld["params"][1].split()
+        n_params = float(p[0]) * {"K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}[p[1]]
+        model, how = ctx.model_for(ld["arch"][0], model_type=f"{ld['arch'][1]} {p[0]}{p[1]}", n_params=n_params,
+                                   hints=hints + [(os.path.basename(ctx.path), f"file name {os.path.basename(ctx.path)!r}")],
+                                   what=f"the {b.kind} table at line {b.start} measured")
+        return model, how.replace("' + ", f"' (the load log's arch and params, lines {ld['arch'][0]}, "
+                                          f"{ld['params'][0]}) + ", 1)
     if b.cmd and b.cmd[2].get("model"):
         hints.append((b.cmd[2]["model"], f"command line's model {_stem(b.cmd[2]['model'])!r} (line {b.cmd[0]})"))
     if b.label:
@@ -1214,10 +1252,12 @@ def _block_meta(b, ctx, text, text_before, fname, weights_seen):
     # weights for tables without a model column: the command line's model file, the file name, the text
     if b.kind != "llama-bench":
         w, whow = None, None
-        for where, t in ((f"command line's model (line {b.cmd[0]})" if b.cmd else "", _stem(opts["model"]) if opts.get("model") else ""),
+        if b.loader.get("ftype") and quant_name(b.loader["ftype"][1]):
+            w, whow = quant_name(b.loader["ftype"][1]), f"file type {b.loader['ftype'][1]!r} of the load log (line {b.loader['ftype'][0]})"
+        for where, t in (() if w else ((f"command line's model (line {b.cmd[0]})" if b.cmd else "", _stem(opts["model"]) if opts.get("model") else ""),
                          ("file name", _stem(fname)), ("heading", b.label or ""),
                          ("text before the table", " ".join(x for _, x in b.before)),
-                         ("file's other table", weights_seen[0] if len(weights_seen) == 1 else "")):
+                         ("file's other table", weights_seen[0] if len(weights_seen) == 1 else ""))):
             if not t:
                 continue
             found = {quant_name(q) for q in _QUANT_RE.findall(t)} - {None}
@@ -1273,6 +1313,16 @@ def _pasted_llama_bench(b, ctx, meta, inferred, text_before):
                     raise
         model, how = model_cache[key]
         rm = dict(meta, model=model, inferred=dict(inferred, model=how))
+        # the row's own dev / sm columns narrow the cards the context named
+        dev = str(o.get("devices") or "").strip()
+        if dev and dev.lower() not in ("auto", "none") and rm.get("device"):
+            rm["n_cards"] = len([d for d in re.split(r"[/,]", dev) if d.strip()])
+            rm["inferred"]["card"] = f"{rm['hardware'] or rm['device']} x{rm['n_cards']} (dev column {dev!r})"
+        sm = str(o.get("split_mode") or "").strip().lower()
+        if sm and rm.get("n_cards"):
+            if sm == "none":
+                rm["n_cards"] = 1
+            rm["split"] = "none" if rm["n_cards"] == 1 else {"row": "tensor", "tensor": "tensor"}.get(sm, sm)
         if "backends" in o:
             rm["backend"] = _backend_name(o["backends"])
             rm["inferred"]["backend"] = f"{rm['backend']} (from the backend column)" if not (b.devices and b.backend) \
@@ -1594,7 +1644,7 @@ def _split_md(ln: str) -> list[str]:
 
 
 def _md_header(text) -> list[str] | None:
-    lines = text.splitlines()
+    lines = _unquote(text)
     for i, ln in enumerate(lines[:-1]):
         if ln.lstrip().startswith("|") and re.fullmatch(r"\s*\|?[\s:|-]+\|?\s*", lines[i + 1]) and "-" in lines[i + 1]:
             return _split_md(ln)
