@@ -11,7 +11,8 @@ The format is detected from the content, never from the file name:
   sweep-bench        ik_llama.cpp's and the mainline port's markdown table
                      (`PP | TG | N_KV | T_PP s | S_PP t/s | T_TG s | S_TG t/s`) and `--output-format jsonl`
   batched-bench      llama.cpp's llama-batched-bench table (`PP | TG | B | N_KV | ...`) and its jsonl
-  vllm               `vllm bench serve --save-result` JSON (one object; `--append-result`: one per line)
+  vllm               `vllm bench serve --save-result` JSON (one object; `--append-result`: one per line),
+                     and the console block vLLM's and SGLang's benchmarks print (`==== Serving Benchmark Result ====`)
   sglang             `python -m sglang.bench_serving --output-file` JSONL (one run per line)
   glmbench           glmbench's own records (.json list or .csv with an `evidence` column)
 
@@ -20,17 +21,26 @@ Every record read from another tool says `evidence: measured`, `tool` (what wrot
 n_prompt is set, "tg" when only n_gen is, "pg" for llama-bench's `-pg`; a serving benchmark is
 "serve"), `n_prompt`, `n_gen`, `n_depth`, `avg_ts`, `stddev_ts`, `n_batch` (llama-bench's logical
 batch size, as it means there), `n_ubatch`, `flash_attn` (-1 auto, 0 off, 1 on), `type_k`,
-`type_v`. `n_streams` is the number of independent sequences a step runs (batched-bench's B,
+`type_v`; `backend` the compute backend (CUDA, Vulkan, Metal, ROCm; a serving benchmark's
+`--backend` is `serve_backend`). `n_streams` is the number of independent sequences a step runs (batched-bench's B,
 a serving benchmark's concurrency); `device` and `n_cards` come from `gpu_info` (or `devices`);
 `split` from `split_mode` (one card: "none"; llama.cpp's row split is a tensor split); `weights`
 from the file type in `model_type` ("Q4_K - Medium") or else the file name, normalised by
 `quant_name` (glmbench's spelling for a single format, `q4_K`, `iq4_xs`, `q8_0`; llama.cpp's mix
-name for a mix, `Q4_K_M`); `model` is a built-in config's name, told from the file name
-(`GLM-4.7-Flash-Q4_K_M.gguf`, `Qwen/Qwen3-32B`) or from the architecture and size where only one
-built-in can be it (`qwen3 32B`). `deepseek2` and `llama` are shared by many model families
-(`deepseek2 30B.A3B` is GLM-4.7-Flash, or another model converted to that architecture), and the
-sweep- and batched-bench tables name no model at all: those need `model=` (`--model`), and the
-error says so.
+name for a mix, `Q4_K_M`; ik_llama.cpp's `iq4_ks` and Unsloth's `UD-Q4_K_XL` with a `weights_note`);
+`model` is a built-in config's name, told from llama.cpp's `model_type` and parameter count
+(`deepseek2 30B.A3B` + 29.94 B params: the one built-in of that architecture and size,
+`model_candidates`), narrowed where several fit by the names the file name, the command line's
+-m or a heading give (`names_in`); without a model_type (sweep-/batched-bench, vllm), from those
+names. Several built-ins that fit is a FormatError naming them (`--model` picks); no model at
+all imports without one, with a notice.
+
+Pasted text (`llama-bench-md`, `sweep-bench-md`, `batched-bench-md`, `vllm-console`) is read whole
+(`_read_pasted`): every table and console block, each with the lines printed around it (the
+command line, llama.cpp's load log, `ggml_cuda_init` / `Device N:` lines, a heading, the `build:`
+line). Each record says in `inferred` how its model, card (`device`, `hardware`, `n_cards`),
+split, backend, flash attention and weights were told; `read(..., notices=[])` collects one line
+per assumption (a card count assumed, no model named, an approximate format).
 
 Malformed input (no known format, a row that does not parse, a speed that is not a positive
 number, a record without a depth, an empty file) is one `FormatError` (a ValueError) that names
@@ -1050,7 +1060,7 @@ def _scan(text) -> tuple[list[_Block], dict]:
     return blocks, assigned
 
 
-def _table_hints(b: _Block, path: str, blocks, text_before: str) -> list[tuple[str, str]]:
+def _table_hints(b: _Block, path: str, text_before: str) -> list[tuple[str, str]]:
     hints = []
     if b.cmd and b.cmd[2].get("model"):
         hints.append((b.cmd[2]["model"], f"command line's model {_stem(b.cmd[2]['model'])!r} (line {b.cmd[0]})"))
@@ -1304,13 +1314,10 @@ def _pasted_llama_bench(b, ctx, meta, inferred, text_before):
             if ctx.model:
                 model_cache[key] = (ctx.model, "given (--model)")
             else:
-                hints = _table_hints(b, ctx.path, None, text_before)
+                hints = _table_hints(b, ctx.path, text_before)
                 mt = row.get("model")
-                try:
-                    model_cache[key] = ctx.model_for(line, model_type=mt, n_params=sizes.get("model_n_params"),
-                                                     hints=hints, what=f"'{mt}' is")
-                except FormatError:
-                    raise
+                model_cache[key] = ctx.model_for(line, model_type=mt, n_params=sizes.get("model_n_params"),
+                                                 hints=hints, what=f"'{mt}' is")
         model, how = model_cache[key]
         rm = dict(meta, model=model, inferred=dict(inferred, model=how))
         # the row's own dev / sm columns narrow the cards the context named
@@ -1649,32 +1656,6 @@ def _md_header(text) -> list[str] | None:
         if ln.lstrip().startswith("|") and re.fullmatch(r"\s*\|?[\s:|-]+\|?\s*", lines[i + 1]) and "-" in lines[i + 1]:
             return _split_md(ln)
     return None
-
-
-def _md_rows(text, ctx) -> Iterable[tuple[int, list[str], list[str]]]:
-    """(line, cells, header) for each row of the first markdown table; other lines (a tool's logs
-    before or after the table) are skipped."""
-    lines = text.splitlines()
-    header = None
-    i = 0
-    while i < len(lines) - 1:
-        ln = lines[i]
-        if ln.lstrip().startswith("|") and re.fullmatch(r"\s*\|?[\s:|-]+\|?\s*", lines[i + 1]) and "-" in lines[i + 1]:
-            header = _split_md(ln)
-            i += 2
-            break
-        i += 1
-    if header is None:
-        return
-    while i < len(lines):
-        ln = lines[i]
-        if not ln.lstrip().startswith("|"):
-            break
-        cells = _split_md(ln)
-        if len(cells) != len(header):
-            _fail(ctx.path, i + 1, f"a table row with {len(cells)} cells, the header has {len(header)}")
-        yield i + 1, cells, header
-        i += 1
 
 
 _READERS = {
