@@ -733,3 +733,17 @@ def test_load_log_and_quoted_replies_and_row_columns():
     (r,) = im.read_text(txt, "q.md")
     assert (r["model"], r["n_cards"], r["split"], r["avg_ts"]) == ("qwen3-32b", 2, "tensor", 2000.0)
     assert r["inferred"]["card"] == "rtx-3090 x2 (dev column 'CUDA0/CUDA1')"
+
+
+def test_gpus_named_in_text():
+    assert im.gpus_in("a 4x4096 matrix on 2x3090 and an RTX-4080; H100 SXM; gb10; Qwen3-235B-A22B at 16 GB/s") == [
+        ("RTX 3090", 2), ("RTX 4080", None), ("H100 SXM", None), ("GB10", None)]
+    assert im.gpus_in("rtx3090ti_ik-pr598") == [("RTX 3090 Ti", None)] and im.gpus_in("no card here, Q4 2025") == []
+    # a word like "Q4" in prose is no weight format
+    table = ("Measured in Q4 2025 on an RTX 3090.\n\n|    PP |     TG |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |\n"
+             "|-------|--------|--------|----------|----------|----------|----------|\n"
+             "|   512 |    128 |      0 |    0.200 |  2560.00 |    4.000 |    32.00 |\n")
+    notes = []
+    rs = im.read_text(table, "notes.md", model="qwen3-32b", notices=notes)
+    assert "weights" not in rs[0] and any("weights: not stated" in n for n in notes)
+    assert rs[0]["hardware"] == "rtx-3090" and any("card count: 1 assumed" in n for n in notes)

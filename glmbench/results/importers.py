@@ -844,7 +844,7 @@ _GPU_TEXT = (
     (re.compile(r"(?<![a-z0-9])(?:(\d+)\s*[x×]\s*)?(?:apple[\s_-]*)?(m[1-5])[\s_-]*(pro|max|ultra)(?![a-z0-9])", re.I),
      lambda m: f"Apple {m.group(2).upper()} {m.group(3).capitalize()}"),
     # "2x3090" in a file name: a count and a bare model number
-    (re.compile(r"(?<![a-z0-9])(\d+)\s*[x×]\s*(\d{4})(ti)?(?![a-z0-9])", re.I),
+    (re.compile(r"(?<![a-z0-9])(\d+)\s*[x×]\s*([2-5]0[5-9]0)(ti)?(?![a-z0-9])", re.I),
      lambda m: f"RTX {m.group(2)}" + (" Ti" if m.group(3) else "")),
 )
 
@@ -1271,6 +1271,8 @@ def _block_meta(b, ctx, text, text_before, fname, weights_seen):
             if not t:
                 continue
             found = {quant_name(q) for q in _QUANT_RE.findall(t)} - {None}
+            if where in ("heading", "text before the table"):   # prose: only names glmbench knows ("Q4" is not one)
+                found = {q for q in found if weights_note(q) is None or q in vocab.FORMAT_NOTES}
             if len(found) == 1:
                 w, whow = found.pop(), where
                 break
