@@ -836,7 +836,8 @@ _GPU_TEXT = (
      lambda m: f"{m.group(2).upper()} {m.group(3).upper()}" + (f" {m.group(4).capitalize()}" if m.group(4) else "")),
     (re.compile(r"(?<![a-z0-9])(?:(\d+)\s*[x×]\s*)?(?:nvidia[\s_-]*)?((?:gb|[abhl])\d{2,3}s?|a\d{4})"
                 r"(?:[\s_-]*(sxm\d?|pcie|nvl))?(?![a-z0-9])", re.I),
-     lambda m: m.group(2).upper() + (f" {m.group(3).upper()}" if m.group(3) else "")),
+     lambda m: ("RTX " if re.fullmatch(r"a\d{4}", m.group(2), re.I) else "") + m.group(2).upper()
+     + (f" {m.group(3).upper()}" if m.group(3) else "")),
     (re.compile(r"(?<![a-z0-9])(?:(\d+)\s*[x×]\s*)?(?:amd[\s_-]*)?(?:instinct[\s_-]*)?(mi\d{3}[a-z]?)(?![a-z0-9])", re.I),
      lambda m: m.group(2).upper()),
     (re.compile(r"(?<![a-z0-9])(?:(\d+)\s*[x×]\s*)?(?:radeon[\s_-]*)?rx[\s_-]*(\d{4})(?:[\s_-]*(xtx|xt))?(?![a-z0-9])", re.I),
