@@ -326,7 +326,8 @@ def _add_study_options(p, *, report: bool):
                    help=f"model to include; repeat for several (default: {' and '.join(DEFAULT_MODELS)})")
     d = _STUDY
     g.add_argument("--hardware", default=d.hardware, metavar="GPU|profile.json",
-                   help="GPU (see `glmbench hardware`), a hardware profile .json/.toml, or 'host' for "
+                   help="GPU (see `glmbench hardware`: a key, or the name as tools print it, such as "
+                        "'NVIDIA GeForce RTX 3090 Ti' or 'A100 80 GB'), a hardware profile .json/.toml, or 'host' for "
                         f"this machine's CPU (default: {d.hardware})")
     g.add_argument("--cards", type=INTS, default=list(d.cards), metavar="N[,N...]",
                    help=f"card counts to compare (default: {','.join(map(str, d.cards))})")

@@ -55,6 +55,8 @@ DTYPES = ("fp16", "bf16", "fp32", "int8")
 # Rates a profile may add beside DTYPES: f16 tensor with f16 accumulate (what cuBLAS runs for
 # CUBLAS_COMPUTE_16F; twice `fp16` on GeForce cards, equal to it on the others).
 EXTRA_RATES = ("fp16_acc16",)
+# Descriptive profile fields (strings; the cost model does not read them).
+_DESCRIPTIVE = ("arch", "compute_capability", "bus", "memory_type")
 GIB = 1 << 30
 
 # Sanity ceilings: a value beyond these is a unit mistake (bytes for GiB, MB/s for GB/s...),
@@ -171,8 +173,6 @@ def profile_from_dict(d: dict, where: str = "profile", key: str = "") -> GPU:
     )
 
 
-_DESCRIPTIVE = ("arch", "compute_capability", "bus", "memory_type")
-
 
 def profile_to_dict(gpu: GPU) -> dict:
     """The profile as the fields profile_from_dict reads (a saved `host` profile loads back as one:
@@ -260,7 +260,7 @@ def _builtin(key: str) -> GPU:
 # Words that name the vendor, brand or product line but not the card; dropped before matching.
 _NOISE = {"nvidia", "geforce", "tesla", "quadro", "graphics", "gpu", "generation", "workstation", "edition",
           "design", "card", "cuda", "vulkan", "hbm2", "hbm2e", "hbm3", "hbm3e", "gddr6", "gddr6x", "gddr7",
-          "ws", "dgx", "jetson", "nvidia)", "(nvidia"}
+          "ws", "dgx", "jetson"}
 _LAPTOP = {"laptop", "mobile", "notebook"}
 _FORMS = {"sxm": "sxm", "sxm2": "sxm", "sxm3": "sxm", "sxm4": "sxm", "sxm5": "sxm", "sxm6": "sxm",
           "pcie": "pcie", "nvl": "nvl"}
