@@ -252,6 +252,11 @@ def test_unknown_card_lists_the_nearest():
     assert msg.count("\n") == 0
     with pytest.raises(ValueError, match="nearest: .*l40s"):
         hw.get_gpu("L40SX")
+    # a card the catalog has, in a variant it has not: the variants it has
+    with pytest.raises(ValueError, match=r"no such variant of this card; it has rtx-3060 \(12 GiB, pcie\)"):
+        hw.get_gpu("RTX 3060 8GB")
+    with pytest.raises(ValueError, match=r"it has h100-nvl \(93.6 GiB, nvl\), h100-pcie \(79.6 GiB, pcie\), h100-sxm"):
+        hw.get_gpu("H100 SXM 94GB")
 
 
 def test_every_scoreboard_card_from_volta_on_resolves():

@@ -415,6 +415,12 @@ def unknown_gpu_message(text: str) -> str:
                 "give a .toml/.json profile path with its figures")
     q = _parse_name(s)
     idx = _name_index()
+    cat = _catalog()
+    variants = sorted({k for c, k in idx.items() if q.base and _parse_name_cached(c).base == q.base})
+    if variants:   # the card is in the catalog, not with this memory size or form factor
+        have = ", ".join(f"{k} ({cat[k].memory_gib:g} GiB, {_form_of(cat[k]) or cat[k].bus})" for k in variants)
+        return (f"unknown GPU {s!r}: the catalog has no such variant of this card; it has {have}; "
+                "or give a .toml/.json profile path")
     near = []
     for c in difflib.get_close_matches(q.canon or s.lower(), list(idx), n=12, cutoff=0.5):
         if idx[c] not in near:
