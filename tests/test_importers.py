@@ -747,3 +747,11 @@ def test_gpus_named_in_text():
     rs = im.read_text(table, "notes.md", model="qwen3-32b", notices=notes)
     assert "weights" not in rs[0] and any("weights: not stated" in n for n in notes)
     assert rs[0]["hardware"] == "rtx-3090" and any("card count: 1 assumed" in n for n in notes)
+
+
+def test_calibrate_says_which_link_a_two_card_import_uses():
+    from glmbench.predict import calibrate as cal
+    notes = []
+    pts = cal.load_points([pasted("llama3-70b-Q4_K_M_2x3090_xiongjiedai.md")], notes, model="qwen3-32b")
+    assert {p.setup.rig.n_cards for p in pts} == {2} and {p.setup.rig.link_gbps for p in pts} == {25}
+    assert any("card-to-card link: RTX 3090's stated 25 GB/s" in n for n in notes), notes
