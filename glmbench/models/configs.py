@@ -91,7 +91,7 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
 LATENT_NORM_EPS = 1e-6
 
 # rope_scaling types the forward pass implements (others only change numerics: predictions take them)
-ROPE_TYPES = ("default", "linear", "yarn", "llama3")
+ROPE_TYPES = ("default", "linear", "yarn", "llama3", "freq_factors")
 
 
 @dataclass(frozen=True)
@@ -606,6 +606,12 @@ def _rope_params(scaling_json: str, theta: float, dim: int, max_pos: int, orig_j
                         {"original_max_position_embeddings": orig})
     elif t == "llama3":
         inv, af = _llama3(rs, plain), 1.0
+    elif t == "freq_factors":   # a GGUF's rope_freqs tensor (llama3 scaling as stored): divisors per pair
+        f = np.asarray(rs.get("freq_factors"), dtype=np.float64)
+        if f.shape != plain.shape:
+            raise ValueError(f"config field `rope_scaling.freq_factors` has {f.size} factors; the {dim} rotated "
+                             f"dims need {dim // 2}")
+        inv, af = plain / f, 1.0
     else:
         raise ValueError(f"config field `rope_scaling` rope_type = {t!r} is not supported by the forward pass "
                          f"(supported: {', '.join(ROPE_TYPES)}); predictions do not depend on it")
