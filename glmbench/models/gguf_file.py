@@ -45,7 +45,7 @@ __all__ = ["GGUFError", "GGUFNotice", "GGUFFile", "GGUFTensor", "FileWeights", "
            "gguf_name", "un_permute", "ARCHITECTURES", "MAGIC"]
 
 MAGIC = b"GGUF"
-ARCHITECTURES = ("deepseek2", "qwen3", "qwen3moe", "qwen2", "llama", "glm4moe", "gemma3")
+ARCHITECTURES = ("deepseek2", "qwen3", "qwen3moe", "qwen2", "llama", "glm4moe", "gemma3", "seed_oss")
 # GGUF value types by id (the values of gguf.GGUFValueType; tests/test_gguf.py checks they agree)
 _STRING, _ARRAY = 8, 9
 _U64 = struct.Struct("<Q")
@@ -512,6 +512,10 @@ def hf_config(g: GGUFFile) -> dict:
         cap = m("final_logit_softcapping", kind=float)
         if cap:
             hf["final_logit_softcapping"] = cap
+        return hf
+    if arch == "seed_oss":
+        hf.update(model_type="seed_oss", attention_bias=blk(0, "attn_q").replace("weight", "bias") in ts,
+                  attention_out_bias=blk(0, "attn_output").replace("weight", "bias") in ts)
         return hf
     hf["model_type"] = {"qwen3": "qwen3", "qwen2": "qwen2", "llama": "llama"}[arch]
     return hf
