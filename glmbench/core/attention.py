@@ -2,7 +2,9 @@
 
 Ops (float32; the T queries are the LAST T tokens already appended to `cache` at `layer`; causal):
 
-    gqa_attention(q[T, Hq, Dh], cache, layer, *, scale=None, n_splits=None) -> [T, Hq, Dv]
+    gqa_attention(q[T, Hq, Dh], cache, layer, *, scale=None, n_splits=None, window=None, softcap=None)
+        -> [T, Hq, Dv]   (window: sliding window in tokens, None = the cache layer's own; softcap:
+        Gemma 2's attention logit soft-capping cap * tanh(s / cap), None = off)
     mla_attention(q_nope[T, H, Dn], q_rope[T, H, Dr], cache, layer, kv_b_weight[H*(Dn+Dv), R], *,
                   v_head_dim, scale=None, strategy="flash", n_splits=None) -> [T, H, Dv]
 
@@ -65,11 +67,30 @@ def _layer(layer):
 
 
 def gqa_attention(q: np.ndarray, cache, layer: int, *, scale: float | None = None,
-                  n_splits: int | None = None) -> np.ndarray:
+                  n_splits: int | None = None, window: int | None = None,
+                  softcap: float | None = None) -> np.ndarray:
     """Causal GQA attention of q[T, Hq, Dh] float32 against cache layer `layer` (its last T tokens
     are the queries' own). Query head j reads KV head j // (Hq / n_kv_heads). scale defaults to
-    1/sqrt(Dh). -> [T, Hq, Dv] float32."""
-    return _core.gqa_attention(q, cache, _layer(layer), _opt_scale(scale), _opt_splits(n_splits))
+    1/sqrt(Dh) (Gemma: query_pre_attn_scalar ** -0.5).
+
+    window: the query at position p sees keys p - window + 1 .. p (HF's `sliding_window`); None =
+        the cache layer's own window (KVCache.gqa(windows=...); none = full attention). Only the
+        window's keys are read.
+    softcap: scores s = (scale q) . k become softcap * tanh(s / softcap) before the softmax (Gemma 2's
+        attn_logit_softcapping); None = off.
+    -> [T, Hq, Dv] float32."""
+    if window is not None:
+        if isinstance(window, (bool, np.bool_)) or not isinstance(window, (int, np.integer)):
+            raise TypeError(f"`window` must be None or an int >= 1, got {type(window).__name__} {window!r}")
+        if window < 1:
+            raise ValueError(f"`window` must be None or an int >= 1, got {window}")
+    cap = 0.0
+    if softcap is not None:
+        cap = float(softcap)
+        if not (cap > 0.0 and np.isfinite(cap)):
+            raise ValueError(f"`softcap` must be None or a positive finite number, got {softcap!r}")
+    return _core.gqa_attention(q, cache, _layer(layer), _opt_scale(scale), _opt_splits(n_splits),
+                               0 if window is None else int(window), cap)
 
 
 # kv_b goes to the C core as float32, float16 or bfloat16 (uint16) as stored; a quantized QTensor is

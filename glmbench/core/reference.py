@@ -147,15 +147,22 @@ def moe(x, router_weight, w_gate, w_up, w_down, *, shared=None, **route_kwargs):
 
 
 # ---- gqa ----------------------------------------------------------------------------------
-def attention(q, k, v, scale=None):
+def attention(q, k, v, scale=None, window=None, softcap=None):
     """Causal softmax attention with one K/V head per query head: q[T, H, Dk], k[L, H, Dk],
     v[L, H, Dv] -> [T, H, Dv]. The T queries are the LAST T of the L positions: query i sees keys
-    0 .. L-T+i. scale defaults to 1/sqrt(Dk)."""
+    0 .. L-T+i, and with a sliding `window` only the last `window` of them (L-T+i-window+1 ..
+    L-T+i, HF's sliding_window). scale defaults to 1/sqrt(Dk). softcap: scores s (scaled) become
+    softcap * tanh(s / softcap) before the mask and softmax (Gemma 2)."""
     q, k, v = _f64(q), _f64(k), _f64(v)
     T, L = q.shape[0], k.shape[0]
     scale = q.shape[-1] ** -0.5 if scale is None else float(scale)
     s = np.einsum("thd,lhd->htl", q, k) * scale
-    future = np.arange(L)[None, :] > (L - T + np.arange(T))[:, None]   # [T, L]
+    if softcap is not None:
+        s = softcap * np.tanh(s / softcap)
+    pos = (L - T + np.arange(T))[:, None]
+    future = np.arange(L)[None, :] > pos   # [T, L]
+    if window is not None:
+        future |= np.arange(L)[None, :] <= pos - window
     s[:, future] = -np.inf
     s -= s.max(axis=-1, keepdims=True)
     p = np.exp(s)
@@ -163,11 +170,11 @@ def attention(q, k, v, scale=None):
     return np.einsum("htl,lhd->thd", p, v)
 
 
-def gqa_attention(q, k, v, scale=None):
+def gqa_attention(q, k, v, scale=None, window=None, softcap=None):
     """q[T, Hq, Dh], k[L, Hkv, Dh], v[L, Hkv, Dv]: query head j reads KV head j // (Hq / Hkv)
-    (HF repeat_kv)."""
+    (HF repeat_kv); window and softcap as `attention`."""
     g = q.shape[1] // k.shape[1]
-    return attention(q, np.repeat(_f64(k), g, axis=1), np.repeat(_f64(v), g, axis=1), scale)
+    return attention(q, np.repeat(_f64(k), g, axis=1), np.repeat(_f64(v), g, axis=1), scale, window, softcap)
 
 
 def _bias(w, name):
