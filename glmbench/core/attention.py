@@ -22,7 +22,7 @@ numbers up to float32 rounding:
 
 Sub-layers (weights by HF names relative to `model.layers.{i}.self_attn.`; cfg: configs.ModelConfig):
 
-    gqa_block(x[T, D], w, cache, layer, positions[T], cfg) -> [T, D]
+    gqa_block(x[T, D], w, cache, layer, positions[T], cfg, model_layer=None) -> [T, D]
     mla_block(x[T, D], w, cache, layer, positions[T], cfg, strategy="flash") -> [T, D]
 
 Each appends the new tokens' K/V (or latent + rope key) to `cache` at `layer` and attends.
@@ -170,10 +170,13 @@ def _check_cache(cache, layer, kind, T):
     return layer
 
 
-def gqa_block(x: np.ndarray, w: dict, cache, layer: int, positions, cfg) -> np.ndarray:
-    """Dense GQA attention sub-layer (Llama/Qwen3/Mistral/Seed-OSS): q, k, v projections (+ biases
-    when present in `w`), optional per-head q_norm/k_norm (cfg.qk_norm, Qwen3: before rope), rope on
-    the first cfg.rope_dim dims in cfg.rope_layout, append K/V, attention with cfg.softmax_scale, o_proj.
+def gqa_block(x: np.ndarray, w: dict, cache, layer: int, positions, cfg, model_layer: int | None = None) -> np.ndarray:
+    """Dense GQA attention sub-layer (Llama/Qwen3/Mistral/Seed-OSS/Gemma 3): q, k, v projections (+
+    biases when present in `w`), optional per-head q_norm/k_norm (cfg.qk_norm, Qwen3: before rope),
+    rope on the first cfg.rope_dim dims in cfg.rope_layout (cfg.layer_rope: Gemma 3's windowed layers
+    by their local base), append K/V, attention with cfg.softmax_scale, the layer's sliding window
+    (cfg.layer_window) and cfg.attn_logit_softcapping, o_proj. model_layer: the model's index of this
+    layer (its window and rope), default `layer` (the cache layer).
     x[T, hidden] float32 (already input_layernorm-ed) -> [T, hidden]."""
     T = _x2d(x, cfg.hidden_size).shape[0]
     pos = _positions(positions, T)
@@ -181,10 +184,12 @@ def gqa_block(x: np.ndarray, w: dict, cache, layer: int, positions, cfg) -> np.n
     if Hq % Hkv:
         raise ValueError(f"cfg.n_heads={Hq} is not a multiple of cfg.n_kv_heads={Hkv}")
     layer = _check_cache(cache, layer, "gqa", T)
-    win = getattr(cfg, "sliding_window", None)
-    if win and cache.length(layer) + T > win:
-        raise NotImplementedError(f"sliding-window attention (cfg.sliding_window={win}) is not implemented: "
-                                  f"layer {layer} would hold {cache.length(layer) + T} tokens, past the window")
+    li = layer if model_layer is None else _layer(model_layer)
+    win = cfg.layer_window(li)
+    cw = cache.windows[layer]
+    if cw and cw != win:
+        raise ValueError(f"cache layer {layer} keeps a window of {cw} tokens but model layer {li} attends to "
+                         f"{'all tokens' if win is None else f'{win} tokens'}")
     if (cache.n_kv_heads, cache.head_dim, cache.v_head_dim) != (Hkv, Dh, Dv):
         raise ValueError(f"`cache` holds {cache.n_kv_heads} KV heads of {cache.head_dim}/{cache.v_head_dim} dims; "
                          f"cfg needs {Hkv} of {Dh}/{Dv}")
@@ -194,12 +199,11 @@ def gqa_block(x: np.ndarray, w: dict, cache, layer: int, positions, cfg) -> np.n
     if cfg.qk_norm:
         q = ops.rms_norm(q, _need(w, "q_norm.weight"), cfg.rms_norm_eps)
         k = ops.rms_norm(k, _need(w, "k_norm.weight"), cfg.rms_norm_eps)
-    rot = dict(theta=cfg.rope_theta, rot_dim=cfg.rope_dim, layout=cfg.rope_layout, inv_freq=cfg.rope_inv_freq(),
-               attention_factor=cfg.rope_attention_factor())
+    rot = cfg.layer_rope(li)
     q = ops.rope(q, pos, **rot)
     k = ops.rope(k, pos, **rot)
     cache.append(layer, k, v)
-    o = gqa_attention(q, cache, layer, scale=cfg.softmax_scale)
+    o = gqa_attention(q, cache, layer, scale=cfg.softmax_scale, window=win, softcap=cfg.attn_logit_softcapping)
     return ops.linear(o.reshape(T, Hq * Dv), _need(w, "o_proj.weight"), w.get("o_proj.bias"))
 
 

@@ -76,6 +76,22 @@ def swiglu(x, w_gate, w_up, w_down):
     return linear(silu(linear(x, w_gate)) * linear(x, w_up), w_down)
 
 
+def gelu_tanh(g):
+    """GELU, tanh approximation (PyTorch's gelu(approximate="tanh"), HF's gelu_pytorch_tanh)."""
+    g = _f64(g)
+    return 0.5 * g * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (g + 0.044715 * g ** 3)))
+
+
+def geglu(x, w_gate, w_up, w_down):
+    """Gemma's MLP: down(gelu_tanh(gate x) * up x)."""
+    return linear(gelu_tanh(linear(x, w_gate)) * linear(x, w_up), w_down)
+
+
+def softcap(x, cap):
+    """cap * tanh(x / cap) (Gemma's logit soft-capping)."""
+    return cap * np.tanh(_f64(x) / cap)
+
+
 # ---- moe ----------------------------------------------------------------------------------
 def _top_lower(v, k):
     """Indices of the k largest v, descending; equal values in ascending index order."""
@@ -182,10 +198,11 @@ def _bias(w, name):
     return None if b is None else _f64(b)
 
 
-def gqa_block(x, w, positions, cfg, k_past=None, v_past=None):
-    """A whole GQA attention sub-layer from its definition (HF Qwen3/Llama): x[T, D] at
+def gqa_block(x, w, positions, cfg, k_past=None, v_past=None, model_layer=0):
+    """A whole GQA attention sub-layer from its definition (HF Qwen3/Llama/Gemma 3): x[T, D] at
     positions[T] after P cached tokens (k_past/v_past [P, Hkv, Dh], already normed and roped).
-    w: HF names relative to `self_attn.`. Returns (y[T, D], k_all[P+T], v_all[P+T])."""
+    w: HF names relative to `self_attn.`; model_layer: the layer's index (its window and rope base).
+    Returns (y[T, D], k_all[P+T], v_all[P+T])."""
     x = _f64(x)
     T = x.shape[0]
     Hq, Hkv, Dh, Dv = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.v_head_dim
@@ -195,14 +212,13 @@ def gqa_block(x, w, positions, cfg, k_past=None, v_past=None):
     if cfg.qk_norm:
         q = rms_norm(q, w["q_norm.weight"], cfg.rms_norm_eps)
         k = rms_norm(k, w["k_norm.weight"], cfg.rms_norm_eps)
-    rot = dict(theta=cfg.rope_theta, rot_dim=cfg.rope_dim, layout=cfg.rope_layout, inv_freq=cfg.rope_inv_freq(),
-               attention_factor=cfg.rope_attention_factor())
+    rot = cfg.layer_rope(model_layer)
     q = rope(q, positions, **rot)
     k = rope(k, positions, **rot)
     if k_past is not None:
         k = np.concatenate([_f64(k_past), k])
         v = np.concatenate([_f64(v_past), v])
-    o = gqa_attention(q, k, v, cfg.softmax_scale)
+    o = gqa_attention(q, k, v, cfg.softmax_scale, cfg.layer_window(model_layer), cfg.attn_logit_softcapping)
     return linear(o.reshape(T, Hq * Dv), w["o_proj.weight"], _bias(w, "o_proj.bias")), k, v
 
 
