@@ -22,6 +22,7 @@ FAMILIES = {
                   max_position_embeddings=256),
     "qwen2": {},
     "gemma3_text": dict(sliding_window=8),
+    "gemma2": dict(sliding_window=8),
     "glm4_moe": dict(MOE, n_group=1, topk_group=1, attention_bias=True),
     "deepseek_v3": dict(MOE, n_group=2, topk_group=1, kv_lora_rank=32, q_lora_rank=48, qk_rope_head_dim=8,
                         v_head_dim=16, qk_nope_head_dim=12, num_key_value_heads=4),

@@ -53,7 +53,10 @@ FAMILIES = {
     "deepseek_v3": "mla",
     "gemma3_text": "gqa",
     "gpt_oss": "gqa",
+    "gemma2": "gqa",
 }
+# Gemma's layer: embeddings x sqrt(hidden), (1 + w) sandwich norms, GeGLU, query_pre_attn_scalar
+GEMMA_FAMILIES = ("gemma2", "gemma3_text")
 # multimodal wrappers whose text model is one of the families (the config's `text_config`)
 _WRAPPERS = {"gemma3": "gemma3_text"}
 
@@ -82,6 +85,9 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     "gemma3_text": dict(rms_norm_eps=1e-6, tie_word_embeddings=True, attention_bias=False, head_dim=256,
                         num_key_value_heads=4, sliding_window=4096, sliding_window_pattern=6,
                         hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=256),
+    "gemma2": dict(rms_norm_eps=1e-6, tie_word_embeddings=True, attention_bias=False, head_dim=256,
+                   num_key_value_heads=4, sliding_window=4096, hidden_activation="gelu_pytorch_tanh",
+                   query_pre_attn_scalar=256, final_logit_softcapping=30.0, attn_logit_softcapping=50.0),
     "gpt_oss": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=True, head_dim=64,
                     num_key_value_heads=8, sliding_window=128, num_experts_per_tok=4, num_local_experts=128),
 }
@@ -193,13 +199,13 @@ class ModelConfig:
         """What glmbench.Model's forward pass does not implement for this config (empty: it runs).
         Each only changes numerics: predictions take the config as it is."""
         out = []
-        gemma = self.model_type == "gemma3_text"
+        gemma = self.model_type in GEMMA_FAMILIES
         if self.hidden_act != "silu" and not (gemma and self.hidden_act == "gelu_pytorch_tanh"):
-            out.append(f"hidden_act {self.hidden_act!r} (SwiGLU with silu; Gemma 3's gelu_pytorch_tanh)")
+            out.append(f"hidden_act {self.hidden_act!r} (SwiGLU with silu; Gemma's gelu_pytorch_tanh)")
         if self.rope_type not in ROPE_TYPES:
             out.append(f"rope_type {self.rope_type!r} (supported: {', '.join(ROPE_TYPES)})")
         if self.n_layer_norms != 2 and not gemma:
-            out.append(f"{self.n_layer_norms} norms per layer (Gemma 3's sandwich norms)")
+            out.append(f"{self.n_layer_norms} norms per layer (Gemma's sandwich norms)")
         if self.expert_bias or self.attention_sinks:
             out.append("GPT-OSS's attention sinks, expert biases and clamped SwiGLU")
         return out
@@ -745,22 +751,32 @@ def _rope(r: _Reader) -> tuple[float, dict | None]:
     return float(theta), scaling
 
 
-def _gemma3_fields(r: _Reader) -> dict:
-    """Gemma 3's local rope base (rope_local_base_freq, or transformers 5's
-    rope_parameters.sliding_attention.rope_theta; default 10000), query_pre_attn_scalar and
-    final_logit_softcapping (None: off). Its attn_logit_softcapping is not read: HF's Gemma 3
-    attention does not apply it (modeling_gemma3.Gemma3Attention, transformers 5.24)."""
+def _gemma_fields(r: _Reader) -> dict:
+    """Gemma 2 and 3: query_pre_attn_scalar and final_logit_softcapping (null: off; Gemma 2's
+    default 30). Gemma 3: the local rope base (rope_local_base_freq, or transformers 5's
+    rope_parameters.sliding_attention.rope_theta; default 10000); its attn_logit_softcapping is not
+    read, as HF's Gemma 3 attention does not apply it (modeling_gemma3.Gemma3Attention, transformers
+    5.24). Gemma 2: one rope base, attn_logit_softcapping (default 50) applied to every layer's
+    scores (modeling_gemma2.Gemma2Attention)."""
+
+    def cap(key):
+        v = r.raw(key, required=False)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0
+                              or not math.isfinite(v)):
+            raise ValueError(f"config field `{key}` must be null or a positive number, got {v!r}")
+        return None if v is None else float(v)
+    out = dict(query_pre_attn_scalar=r.float("query_pre_attn_scalar"),
+               final_logit_softcapping=cap("final_logit_softcapping"))
+    if r.mt == "gemma2":
+        out["attn_logit_softcapping"] = cap("attn_logit_softcapping")
+        return out
     rp = r.hf.get("rope_parameters") if isinstance(r.hf.get("rope_parameters"), dict) else {}
     local = rp.get("sliding_attention") if isinstance(rp.get("sliding_attention"), dict) else {}
     lt = r.hf.get("rope_local_base_freq", local.get("rope_theta", 10000.0))
     if isinstance(lt, bool) or not isinstance(lt, (int, float)) or not lt > 0 or not math.isfinite(lt):
         raise ValueError(f"config field `rope_local_base_freq` must be a positive number, got {lt!r}")
-    cap = r.hf.get("final_logit_softcapping")
-    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, (int, float)) or not cap > 0
-                            or not math.isfinite(cap)):
-        raise ValueError(f"config field `final_logit_softcapping` must be null or a positive number, got {cap!r}")
-    return dict(rope_local_theta=float(lt), query_pre_attn_scalar=r.float("query_pre_attn_scalar"),
-                final_logit_softcapping=None if cap is None else float(cap))
+    out["rope_local_theta"] = float(lt)
+    return out
 
 
 def from_hf(hf: dict, name: str = "config") -> ModelConfig:
@@ -784,7 +800,7 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
     tie = r.bool("tie_word_embeddings")
     theta, scaling = _rope(r)
     # the MLP's activation only changes numerics: predictions take any (Model runs silu only)
-    act = r.raw("hidden_activation" if mt == "gemma3_text" else "hidden_act", required=False) or "silu"
+    act = r.raw("hidden_activation" if mt in GEMMA_FAMILIES else "hidden_act", required=False) or "silu"
     if not isinstance(act, str):
         raise ValueError(f"config field `hidden_act` must be a string, got {act!r}")
     kw: dict[str, Any] = dict(name=name, model_type=mt, attention=attention, n_layers=L, hidden_size=D,
@@ -851,7 +867,11 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
             pat = r.int("sliding_window_pattern" if "sliding_window_pattern" in hf else "_sliding_window_pattern",
                         required=False) or r.defaults["sliding_window_pattern"]
             win_layers = _layer_types(r, L, lambda i: (i + 1) % pat != 0)
-            kw.update(_gemma3_fields(r))
+            kw.update(_gemma_fields(r))
+        elif mt == "gemma2":   # Gemma2Config: even layers windowed
+            sw = r.int("sliding_window")
+            win_layers = _layer_types(r, L, lambda i: i % 2 == 0)
+            kw.update(_gemma_fields(r))
         elif mt == "gpt_oss":
             sw = r.int("sliding_window")
             win_layers = _layer_types(r, L, lambda i: i % 2 == 0)
@@ -860,7 +880,7 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
                   qk_norm=qk_norm, rope_layout="half", rope_dim=rope_dim,
                   q_lora_rank=None, kv_lora_rank=0, qk_nope_head_dim=0, qk_rope_head_dim=0, v_head_dim=hd,
                   sliding_window=sw, window_layers=win_layers,
-                  n_layer_norms=4 if mt == "gemma3_text" else 2, attention_sinks=mt == "gpt_oss")
+                  n_layer_norms=4 if mt in GEMMA_FAMILIES else 2, attention_sinks=mt == "gpt_oss")
 
     # ---- MLP / MoE
     F = r.int("intermediate_size", required=False) or 0

@@ -11,12 +11,13 @@ A decoder layer is pre-norm (REFERENCE.md section 1): h = x + Attn(RMSNorm(x)); 
 Attention is `attention.mla_block` or `attention.gqa_block`; the MLP is `ops.swiglu` for dense
 layers and `ops.moe` (router + routed experts + shared experts) for MoE layers.
 
-Gemma 3 (gemma3_text, HF modeling_gemma3): embeddings times sqrt(hidden); sandwich norms
+Gemma 2 and 3 (gemma2, gemma3_text; HF modeling_gemma2/3): embeddings times sqrt(hidden); sandwich norms
 h = x + N2(Attn(N1(x))); y = h + N4(MLP(N3(h))) with (1 + w) RMSNorms (an HF state_dict's norm
 weights w are held as 1 + w); q/k norms; GeGLU MLP (gelu_pytorch_tanh, `ops.geglu`); 5 of 6 layers
 attend within a sliding window (the cache keeps those layers as rings: `KVCache.gqa(windows=)`)
-with rope by the local base; the softmax scale is query_pre_attn_scalar ** -0.5; tied head;
-final_logit_softcapping when set. A windowed model's prefill runs in chunks of at most
+with rope by the local base (Gemma 3; Gemma 2: every other layer windowed, one rope base, and
+attention logits soft-capped, attn_logit_softcapping); the softmax scale is
+query_pre_attn_scalar ** -0.5; tied head; final_logit_softcapping when set. A windowed model's prefill runs in chunks of at most
 `window_chunk` tokens (the most a ring layer takes at once).
 
 Weights are kept under their HF names relative to `model.layers.{i}.` (plus `model.embed_tokens.weight`,
@@ -223,7 +224,7 @@ class Layer:
         cfg, w, a = self.cfg, self.w, self.attn
         if getattr(cfg, "sliding_window", None) or not all(isinstance(v, np.ndarray) for v in w.values()):
             return None
-        if cfg.model_type == "gemma3_text":  # sandwich norms and GeGLU: forward_py
+        if cfg.model_type in configs.GEMMA_FAMILIES:  # sandwich norms and GeGLU: forward_py
             return None
         mla = cfg.attention == "mla"
         s = dict(attention=int(mla), D=int(cfg.hidden_size), eps=float(cfg.rms_norm_eps),
@@ -271,8 +272,8 @@ class Layer:
         """The layer as a sequence of Python-level op calls (the definition layer.c follows)."""
         cfg, w = self.cfg, self.w
         eps = float(cfg.rms_norm_eps)
-        if cfg.model_type == "gemma3_text":
-            return self._forward_gemma3(x, cache, cache_layer, positions)
+        if cfg.model_type in configs.GEMMA_FAMILIES:
+            return self._forward_gemma(x, cache, cache_layer, positions)
         h = _ops.rms_norm(x, w["input_layernorm.weight"], eps)
         if cfg.attention == "mla":
             a = attention.mla_block(h, self.attn, cache, cache_layer, positions, cfg, strategy=mla_strategy)
@@ -288,8 +289,8 @@ class Layer:
         return x + m
 
 
-    def _forward_gemma3(self, x, cache, cache_layer: int, positions):
-        """Gemma 3's sandwich-norm layer (norm weights held as 1 + w, see the module docstring)."""
+    def _forward_gemma(self, x, cache, cache_layer: int, positions):
+        """Gemma 2/3's sandwich-norm layer (norm weights held as 1 + w, see the module docstring)."""
         cfg, w = self.cfg, self.w
         eps = float(cfg.rms_norm_eps)
         h = _ops.rms_norm(x, w["input_layernorm.weight"], eps)
@@ -303,7 +304,7 @@ class Layer:
 def _gemma_norm(cfg, name: str, a):
     """Gemma's RMSNorms multiply by (1 + w) (HF Gemma3RMSNorm, in float32): held as 1 + w so the
     C core's RMSNorm (times w) runs them."""
-    if cfg.model_type == "gemma3_text" and name.endswith("norm.weight"):
+    if cfg.model_type in configs.GEMMA_FAMILIES and name.endswith("norm.weight"):
         return np.float32(1.0) + np.asarray(_to_f32(a), dtype=np.float32)
     return a
 
@@ -504,7 +505,7 @@ class Model:
 
     def embed_tokens(self, tokens: np.ndarray) -> np.ndarray:
         x = np.ascontiguousarray(_to_f32(self.embed[tokens]), dtype=np.float32)
-        if self.config.model_type == "gemma3_text":  # Gemma3TextScaledWordEmbedding: times sqrt(hidden)
+        if self.config.model_type in configs.GEMMA_FAMILIES:  # Gemma*ScaledWordEmbedding: times sqrt(hidden)
             x *= np.float32(self.config.hidden_size ** 0.5)
         return x
 
