@@ -442,11 +442,15 @@ def test_window_thread_counts_agree(rng):
             for a in range(0, L, 64):
                 c.append(0, k[a:a + 64], v[a:a + 64])
             q = rng.standard_normal((1, 64, 128)).astype(np.float32) if not outs else outs[0][0]
-            outs.append((q, gqa_attention(q, c, 0), gqa_attention(q, c, 0, softcap=20.0)))
+            full = KVCache.gqa(1, L, 8, 128, kv="f16")
+            full.append(0, k, v)
+            qp = np.ascontiguousarray(np.repeat(q, 50, axis=0))    # a prefill of 50 queries
+            outs.append((q, gqa_attention(q, c, 0), gqa_attention(q, c, 0, softcap=20.0),
+                         gqa_attention(qp, full, 0, window=100, softcap=20.0)))
     finally:
         glmbench.set_num_threads(n0)
-    np.testing.assert_allclose(outs[0][1], outs[1][1], rtol=0, atol=1e-6)
-    np.testing.assert_allclose(outs[0][2], outs[1][2], rtol=0, atol=1e-6)
+    for a, b in zip(outs[0][1:], outs[1][1:]):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
 
 
 def test_window_bad_input(rng):
