@@ -541,9 +541,13 @@ class Model:
         step = self.window_chunk if any(getattr(self.cache, "windows", ())) else t.size
         if t.size <= step:
             x = self.forward_layers(x, pos)
-        else:  # a ring layer takes at most window_chunk tokens at once
-            x = np.concatenate([self.forward_layers(np.ascontiguousarray(x[a:a + step]), pos[a:a + step])
-                                for a in range(0, t.size, step)])
+        else:  # a ring layer takes at most window_chunk tokens at once; layer_s sums the pieces
+            parts, per_layer = [], np.zeros(len(self.layers))
+            for a in range(0, t.size, step):
+                parts.append(self.forward_layers(np.ascontiguousarray(x[a:a + step]), pos[a:a + step]))
+                per_layer += self.last_timing["layer_s"]
+            x = np.concatenate(parts)
+            self.last_timing["layer_s"] = per_layer.tolist()
         t2 = time.perf_counter()
         out = self.head(np.ascontiguousarray(x[-1:]))[0] if logits == "last" else self.head(x)
         t3 = time.perf_counter()
