@@ -300,6 +300,10 @@ def ceilings(study: Study) -> list[dict]:
                      "split": s.split, "weights": s.weights, "kv": s.kv, "runtime": s.runtime.name,
                      "weights_bytes_fullest_card": max(c.weights for c in cm.memory(s, 0).cards),
                      "kv_bytes_per_token": cfg.kv_bytes_per_token(s.kv), "capacity_bytes": s.gpu.memory_bytes,
+                     # a sliding-window model: past the window only the global layers' cache grows
+                     "sliding_window": cfg.sliding_window if cfg.windowed_layers else None,
+                     "kv_bytes_per_token_past_window": cfg.kv_bytes_per_token(s.kv) * (
+                         cfg.n_layers - len(cfg.windowed_layers)) // cfg.n_layers,
                      "max_context": cm.max_context(s), "native_context": cfg.max_position_embeddings})
     return rows
 
