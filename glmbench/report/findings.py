@@ -462,7 +462,8 @@ def _summary(S: Search, likely) -> list[str]:
              f"{len(S.cards)} card count(s), the study's findings are best reproduced, {likely['best']} of "
              f"{likely['n_findings']} (" + ", ".join(names.get(k, k) for k in top[0]["findings"]) + "), by "
              + " or ".join(f"`{r}`" for r in rts) + " with " + ", ".join(ms[:3]) + (" ..." if len(ms) > 3 else "")
-             + " as the dense model: the setup the study most likely measured, and no setup reproduces every finding.")
+             + " as the dense model: the setup the study most likely measured"
+             + (", and no setup reproduces every finding." if likely["best"] < likely["n_findings"] else "."))
     cross = next(f for f in S.rows if f["key"] == "crossover")
     ok = [r for r in cross["results"] if r["reproduced"]]
     m = ms[0]
@@ -479,7 +480,8 @@ def _summary(S: Search, likely) -> list[str]:
     else:
         second = ("For a reader choosing hardware, no searched setup puts the crossover near 64K, so GLM-4.7-Flash "
                   "keeps its decode lead")
-    second += (f"; one 24 GB card holds {approx_tokens(g_ctx)} tokens of its context ({m}: "
+    gpu = S.study.rigs()[0].gpu
+    second += (f"; one {gpu.memory_bytes / 2 ** 30:.0f} GiB {gpu.name} holds {approx_tokens(g_ctx)} tokens of its context ({m}: "
                f"{approx_tokens(d_ctx) if d_ctx else 'none'})")
     if 1 in S.cards and 2 in S.cards:
         a = S.tg_at(MLA_MODEL, rts[0], 1, S.grid[0])["avg_ts"]

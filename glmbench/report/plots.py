@@ -610,7 +610,7 @@ def mla_crossover(rows: Sequence[dict], *, title: str | None = None) -> Figure:
                 labels.append(lab)
     if handles:
         fig.legend(handles, labels, fontsize=7, loc="outside lower center", ncol=min(4, len(handles)))
-    fig.suptitle(title or "Where each dense model catches up: crossover depth vs MLA attention efficiency "
+    fig.suptitle(title or "Where each dense model catches up: crossover depth vs MLA attention efficiency\n"
                  "(markers: each profile's own value)", fontsize=10)
     return fig
 
