@@ -14,7 +14,7 @@ GLM-4.7-Flash always runs on the same runtime and cards as the dense model it is
 What the study's words mean here is fixed below (APPROX, SHORT, NEAR_64K, ...) and was fixed
 before any combination was evaluated; nothing is tuned to make a finding appear. Every number
 quoted comes from a predicted record made here (findings.json holds them) or from the cost
-model's memory and serving functions on the same setups.
+model's max_context, serve and decide (the report's decision-table figure) on the same setups.
 """
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ import math
 from dataclasses import dataclass
 
 from glmbench.models import configs
+from glmbench.vocab import Workload
 from glmbench.predict import costmodel as cm
 from glmbench.predict import crossover as cx
 from glmbench.predict import sweep as sw
@@ -338,8 +339,8 @@ def _one_vs_two(S: Search) -> dict:
     for rt in S.rt:
         band = S.band(rt)
         one, two = S.setup(MLA_MODEL, rt, 1), S.setup(MLA_MODEL, rt, 2)
-        e1 = cm.prefill(one, P).seconds + (O - 1) * cm.decode(one, P + O // 2).seconds
-        e2 = cm.prefill(two, P).seconds + (O - 1) * cm.decode(two, P + O // 2).seconds
+        # the report's decision-table figure for a chat turn: TTFT + (O - 1) mean decode steps
+        e1, e2 = (cm.decide(Workload(P, O, name="chat turn"), [s])[0]["e2e_s"] for s in (one, two))
         chat_ok = e1 < e2
         t1, t2 = S.tg_at(MLA_MODEL, rt, 1, S.deep), S.tg_at(MLA_MODEL, rt, 2, S.deep)
         long_ok = (t2["avg_ts"] > t1["avg_ts"] * (1 + band)) or (not t1["fits"] and t2["fits"])
@@ -355,7 +356,7 @@ def _one_vs_two(S: Search) -> dict:
                      if near else f"at most {best['aggregate_tok_s']:.0f} tok/s ({best['concurrency']} streams)" if best
                      else "no batch fits")
         res.append(_row(Combo(None, rt, None), ok,
-                        f"chat turn {e1:.2f} s on one card vs {e2:.2f} s on two ({'one card wins' if chat_ok else 'two are as fast or faster: the prompt pipelines over them'}); "
+                        f"chat turn {e1:.3f} s on one card vs {e2:.3f} s on two ({'one card wins' if chat_ok else 'two are as fast or faster: the prompt pipelines over them'}); "
                         f"at {tokens_label(S.deep)} {t1['avg_ts']:.1f}{'' if t1['fits'] else ' (spills)'} vs "
                         f"{t2['avg_ts']:.1f} tok/s ({'two win' if long_ok else 'two do not win'}); batched on two cards "
                         f"{batch_txt}",
