@@ -152,3 +152,19 @@ def test_report_section_and_ties(tmp_path):
     recs = rec.read_records(tmp_path / "cal" / "records.json")
     assert {r["evidence"] for r in recs} == {"calibrated"}
     assert "tie with" in text
+
+
+def test_the_studys_own_profile_joins_the_search(tmp_path):
+    import os
+    import shutil
+    from glmbench import vocab
+    p = tmp_path / "mine.json"
+    shutil.copy(os.path.join(vocab.DATA_DIR, "calibrated", "llama-cpp-1x3090.json"), p)
+    study = report.Study(runtime=f"calibrated:{p}", depths=(1024, 8192, 65536), cards=(1,))
+    f = fd.findings(study, dense=["qwen3-32b"])
+    names = [r["name"] for r in f["runtimes"]]
+    assert names[:-1] == fd.runtime_names() and names[-1] == f"calibrated:{p}"
+    gen = next(r for r in f["rows"] if r["key"] == "generation")
+    assert {r["runtime"] for r in gen["results"]} == set(names)
+    # a study without GLM-4.7-Flash has no findings
+    assert fd.findings(report.Study(models=("qwen3-32b",))) is None

@@ -94,6 +94,8 @@ class Search:
         self.dense = tuple(dense) if dense is not None else cx.dense_builtins()
         rts = runtime_names() if runtimes is None else list(runtimes)
         self.runtimes = [cm.load_runtime(r) for r in rts]       # each profile resolved once
+        if runtimes is None and study.runtime_profile.name not in rts:
+            self.runtimes.append(study.runtime_profile)         # the study's own (e.g. calibrated:FILE) too
         self.rt = {r.name: r for r in self.runtimes}
         self.cards = tuple(study.cards)
         self.grid = tuple(sorted(set(_grid(study.depths)) | {SHORT}))
