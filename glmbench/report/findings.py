@@ -142,6 +142,12 @@ class Search:
             self._ctx[k] = cm.max_context(self.setup(model, runtime, n_cards, **extra))
         return self._ctx[k]
 
+    def usable_context(self, model, runtime: str, n_cards: int) -> tuple:
+        """(the longest context the cards hold and the model can address: max_context capped at its
+        native positions, whether the cap applied)."""
+        ctx, native = self.max_context(model, runtime, n_cards), configs.load(model).max_position_embeddings
+        return (min(ctx, native) if native else ctx), bool(native and ctx > native)
+
     def crossover(self, dense, runtime, n_cards):
         """The depth where `dense` decodes at least as fast as GLM-4.7-Flash (crossover.crossover_depth
         on the grid): a float, 0.0 from the start, None beyond the grid."""
@@ -210,11 +216,14 @@ def _crossover(S: Search) -> dict:
                 x = S.crossover(m, rt, n)
                 d = S.tg(m, rt, n)
                 keep = d[deep]["avg_ts"] / d[first]["avg_ts"]
-                ok = x is not None and NEAR_64K[0] <= x <= NEAR_64K[1]
+                native = configs.load(m).max_position_embeddings
+                beyond = x is not None and bool(native) and x > native
+                ok = x is not None and NEAR_64K[0] <= x <= NEAR_64K[1] and not beyond
                 where = (f"is as fast as GLM-4.7-Flash from {tokens_label(first)}" if x == 0.0
                          else f"never catches up with GLM-4.7-Flash up to {tokens_label(deep)}" if x is None
                          else f"catches up with GLM-4.7-Flash at ≈ {approx_tokens(x)}")
                 miss = ("" if ok or x is None else
+                        f", beyond its native {tokens_label(native)} positions" if beyond else
                         f", {'before' if x < NEAR_64K[0] else 'after'} {tokens_label(NEAR_64K[0] if x < NEAR_64K[0] else NEAR_64K[1])}")
                 res.append(_row(Combo(m, rt, n), ok,
                                 f"{m} {where}{miss} (it keeps {keep:.0%} of its {tokens_label(first)} speed at "
@@ -233,7 +242,8 @@ def _crossover(S: Search) -> dict:
     return _finding("crossover", "GLM-4.7-Flash and the dense model cross near 64K",
                     "crossover near 64K",
                     f"the dense model's decode catches up with GLM-4.7-Flash's between {tokens_label(NEAR_64K[0])} "
-                    f"and {tokens_label(NEAR_64K[1])} (depth grid {tokens_label(first)}-{tokens_label(deep)})", res, why)
+                    f"and {tokens_label(NEAR_64K[1])} (depth grid {tokens_label(first)}-{tokens_label(deep)}) and within "
+                    "the dense model's native positions", res, why)
 
 
 def _prefill(S: Search) -> dict:
@@ -271,20 +281,28 @@ def _prefill(S: Search) -> dict:
 def _memory(S: Search) -> dict:
     res = []
     n = 1
+
+    usable = lambda m, rt: S.usable_context(m, rt, n)
+
+    def said(m, ctx, capped):
+        return f"{approx_tokens(ctx)}" + (" (all its native positions)" if capped else "") if ctx else \
+            "none (its weights do not fit)"
+
     for rt in S.rt:
-        g = S.max_context(MLA_MODEL, rt, n)
+        g, g_cap = usable(MLA_MODEL, rt)
         for m in S.dense:
-            d = S.max_context(m, rt, n)
+            d, d_cap = usable(m, rt)
             ratio = g / d if d else math.inf
             ok = ratio >= FAR_MORE
             res.append(_row(Combo(m, rt, n), ok,
-                            f"on one {S.study.rigs()[0].gpu.name} GLM-4.7-Flash holds {approx_tokens(g)} tokens, {m} "
-                            + (f"{approx_tokens(d)} ({_x(ratio)})" if d else "none (its weights do not fit)"),
+                            f"on one {S.study.rigs()[0].gpu.name} GLM-4.7-Flash holds {said(MLA_MODEL, g, g_cap)} "
+                            f"tokens, {m} {said(m, d, d_cap)}" + (f" ({_x(ratio)})" if d else ""),
                             glm_max_context=g, dense_max_context=d))
     return _finding("memory", "GLM-4.7-Flash holds far more context on one 24 GB card",
                     "MoE holds far more context on one 24 GB card",
                     f"GLM-4.7-Flash's longest context on one card at least {FAR_MORE:g}x the dense model's "
-                    f"({S.study.weights} weights, {S.study.kv} cache)", res,
+                    f"({S.study.weights} weights, {S.study.kv} cache; a context counts up to the model's native "
+                    "positions)", res,
                     _memory_why(S, res))
 
 
@@ -470,7 +488,7 @@ def _summary(S: Search, likely) -> list[str]:
     cross = next(f for f in S.rows if f["key"] == "crossover")
     ok = [r for r in cross["results"] if r["reproduced"]]
     m = ms[0]
-    g_ctx, d_ctx = S.max_context(MLA_MODEL, rts[0], 1), S.max_context(m, rts[0], 1)
+    (g_ctx, _), (d_ctx, d_cap) = S.usable_context(MLA_MODEL, rts[0], 1), S.usable_context(m, rts[0], 1)
     if ok:
         pairs = list(dict.fromkeys((r["runtime"], r["dense_model"]) for r in ok))
         windowed = all(configs.load(d).windowed_layers for _, d in pairs)
@@ -485,7 +503,7 @@ def _summary(S: Search, likely) -> list[str]:
                   "keeps its decode lead")
     gpu = S.study.rigs()[0].gpu
     second += (f"; one {gpu.memory_bytes / 2 ** 30:.0f} GiB {gpu.name} holds {approx_tokens(g_ctx)} tokens of its context ({m}: "
-               f"{approx_tokens(d_ctx) if d_ctx else 'none'})")
+               f"{approx_tokens(d_ctx) if d_ctx else 'none'}{', all its native positions' if d_cap else ''})")
     if 1 in S.cards and 2 in S.cards:
         a = S.tg_at(MLA_MODEL, rts[0], 1, S.grid[0])["avg_ts"]
         b = S.tg_at(MLA_MODEL, rts[0], 2, S.grid[0])["avg_ts"]

@@ -341,12 +341,15 @@ def _crossover(finds, study: Study) -> list:
     for rt in finds["runtimes"]:
         cells = []
         for m in dense:
-            cells.append(" · ".join(f"{n}: {_cross(by[(rt['name'], m, n)])}" for n in study.cards
-                                    if (rt["name"], m, n) in by) or "–")
+            got = [(n, _cross(by[(rt["name"], m, n)])) for n in study.cards if (rt["name"], m, n) in by]
+            same = len({t for _, t in got}) == 1
+            cells.append((got[0][1] + (" (" + ", ".join(str(n) for n, _ in got) + ")" if len(got) > 1 else "")) if same
+                         else " · ".join(f"{n}: {t}" for n, t in got) if got else "–")
         rows.append([f"`{rt['name']}`", rt["evidence"], _num(rt["mla_attention_efficiency"], 3),
                      "–" if rt["cv_error"] is None else f"±{100 * rt['cv_error']:.0f}%"] + cells)
     L += [_md_table(rows, ["runtime", "evidence", f"MLA efficiency ({study.mla_strategy})", "band"]
-                    + [f"vs {m} (cards: depth)" for m in dense]), ""]
+                    + [f"vs {m}" for m in dense]), "",
+          "(n): the same on n cards; 1: ... · 2: ...: on one card and on two.", ""]
     return L
 
 def _measured(records) -> list:
