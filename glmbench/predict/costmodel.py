@@ -1219,13 +1219,6 @@ def decode(setup: Setup, depth: int, batch: int = 1) -> StepCost:
     return StepCost(_pipelined(stages, links), batch, _merge(all_costs), "decode", depth, batch)
 
 
-def decode_stages(setup: Setup, depth: int, batch: int = 1) -> tuple[list, float]:
-    """Per-card busy seconds of a decode step and the per-boundary (layer split) or per-step
-    (tensor split) link seconds, for pipelining estimates."""
-    card_s, link, _ = _pass(setup, batch, _decode_work(setup.model, depth, batch), batch)
-    return card_s, link
-
-
 def prefill(setup: Setup, n_tokens: int, depth: int = 0) -> StepCost:
     """Ingest a chunk of `n_tokens` on top of `depth` cached tokens (one stream), in ubatches of
     the runtime's n_ubatch; logits for the last token only. Under layer split the ubatches
