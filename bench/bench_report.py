@@ -42,7 +42,7 @@ def main(argv=None) -> int:
     for _ in range(a.repeats):
         with tempfile.TemporaryDirectory() as tmp:
             t = time.perf_counter()
-            res = report.run(report.Study(), os.path.join(tmp, "rep"), progress=False)
+            report.run(report.Study(), os.path.join(tmp, "rep"), progress=False)
             runs.append(time.perf_counter() - t)
         t = time.perf_counter()
         f = fd.findings(report.Study())
@@ -55,7 +55,7 @@ def main(argv=None) -> int:
         f"- date: {start:%Y-%m-%d %H:%M} UTC",
         f"- machine: {_cpu()} ({os.cpu_count()} logical CPUs, shared with other jobs), Python "
         f"{platform.python_version()}, glmbench {__version__}; load average {load0:.1f} at start, {load1:.1f} at end",
-        f"- study: the default (`glmbench report`: GLM-4.7-Flash vs Qwen3-32B, 1 and 2 x RTX 3090, depths 1K-128K)",
+        "- study: the default (`glmbench report`: GLM-4.7-Flash vs Qwen3-32B, 1 and 2 x RTX 3090, depths 1K-128K)",
         f"- search: {len(cx.dense_builtins())} dense built-ins x {len(fd.runtime_names())} runtime profiles "
         f"({', '.join(fd.runtime_names())}) x 2 card counts: {len(f['rows'])} findings, {n_combos} combinations, "
         f"{len(f['records'])} predicted records, {len(f['crossover'])} crossover-curve points",

@@ -23,8 +23,11 @@ from typing import Sequence
 from glmbench.report import findings as findings_mod
 from glmbench.report import plots
 from glmbench.report.render import render
+# the study's names stay importable from glmbench.report (report.Study, report.sweep, ...)
 from glmbench.report.study import (GIB, OFFLOAD_PROMPT, WORKLOADS, Study, Workload, ceilings, decisions,  # noqa: F401
                                    offload_rows, offload_settings, split_for, sweep)
+__all__ = ["run", "render", "Study", "Workload", "WORKLOADS", "sweep", "decisions", "ceilings", "offload_rows",
+           "offload_settings", "split_for", "GIB", "OFFLOAD_PROMPT"]
 from glmbench.results import records as rec
 from glmbench.results.compare import compare, measured_predicted_pairs, test_label  # noqa: F401
 

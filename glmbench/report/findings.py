@@ -27,7 +27,6 @@ from glmbench.predict import costmodel as cm
 from glmbench.predict import crossover as cx
 from glmbench.predict import sweep as sw
 from glmbench.report.plots import approx_tokens, tokens_label
-from glmbench.report.study import split_for
 
 MLA_MODEL = "glm-4.7-flash"
 STUDY_ERA = "ik-llama-before-mla-fix"   # the runtime of the study's own measurements (REFERENCE.md s.6)
