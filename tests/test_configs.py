@@ -5,7 +5,8 @@ import pytest
 from glmbench.models import configs
 from glmbench import vocab
 
-ALL = ["deepseek-v2-lite", "glm-4.7-flash", "mistral-small-24b", "qwen3-30b-a3b", "qwen3-32b", "seed-oss-36b"]
+ALL = ["deepseek-v2-lite", "gemma-3-12b", "gemma-3-27b", "gemma-3-4b", "glm-4.7-flash", "llama-2-7b",
+       "mistral-small-24b", "qwen3-30b-a3b", "qwen3-32b", "seed-oss-36b"]
 
 
 def test_builtin_names():
@@ -23,7 +24,19 @@ KV_F16 = {
     "seed-oss-36b": 64 * 8 * (128 + 128) * 2,         # 262,144
     "mistral-small-24b": 40 * 8 * (128 + 128) * 2,    # 163,840 = 160 KiB
     "qwen3-30b-a3b": 48 * 4 * (128 + 128) * 2,        # 98,304
+    # Gemma 3: every layer caches (windowed layers only their last 1024 tokens: see below)
+    "gemma-3-27b": 62 * 16 * (128 + 128) * 2,         # 507,904
+    "gemma-3-12b": 48 * 8 * (256 + 256) * 2,          # 393,216
+    "gemma-3-4b": 34 * 4 * (256 + 256) * 2,           # 139,264
+    "llama-2-7b": 32 * 32 * (128 + 128) * 2,          # 524,288 = 512 KiB (MHA: 32 KV heads)
 }
+
+
+def test_llama_2_7b():
+    # meta-llama/Llama-2-7b-hf: 6.74 B parameters (llama-bench prints "6.74 B" for it)
+    c = configs.load("llama-2-7b")
+    assert (c.n_layers, c.hidden_size, c.n_heads, c.n_kv_heads, c.head_dim) == (32, 4096, 32, 32, 128)
+    assert round(c.total_params() / 1e9, 2) == 6.74 and c.attention == "gqa" and not c.n_routed_experts
 
 
 @pytest.mark.parametrize("name", ALL)
@@ -240,3 +253,27 @@ def test_total_params_match_hf_transformers(name):
     # GLM's e_score_correction_bias is a buffer in HF, a checkpoint tensor for us
     n += sum(b.numel() for k, b in m.named_buffers() if k.endswith("e_score_correction_bias"))
     assert configs.load(name).total_params() == n
+
+
+# Gemma 3 built-ins (docs/SOURCES.md): the published text_config fields, 5 windowed layers to 1 global
+GEMMA = {"gemma-3-27b": (62, 5376, 32, 16, 128, 21504, 168, 27_009_346_304),
+         "gemma-3-12b": (48, 3840, 16, 8, 256, 15360, 256, 11_766_034_176),
+         "gemma-3-4b": (34, 2560, 8, 4, 256, 10240, 256, 3_880_263_168)}
+
+
+@pytest.mark.parametrize("name", sorted(GEMMA))
+def test_gemma3_builtins(name):
+    L, D, H, Hk, Dh, F, qpas, params = GEMMA[name]
+    c = configs.load(name)
+    assert (c.model_type, c.attention, c.n_layers, c.hidden_size, c.n_heads, c.n_kv_heads, c.head_dim,
+            c.intermediate_size) == ("gemma3_text", "gqa", L, D, H, Hk, Dh, F)
+    assert c.sliding_window == 1024 and c.rope_theta == 1e6 and c.max_position_embeddings == 131072
+    assert c.rope_scaling == {"factor": 8.0, "rope_type": "linear"} and c.tie_word_embeddings
+    # layers 5, 11, 17, ... are global; the other five of every six attend to 1024 tokens
+    assert c.windowed_layers == tuple(i for i in range(L) if (i + 1) % 6 != 0)
+    raw = json.load(open(configs.builtin_path(name)))
+    assert raw["query_pre_attn_scalar"] == qpas and raw["rope_local_base_freq"] == 10000.0
+    assert raw["sliding_window_pattern"] == 6 and len(raw["layer_types"]) == L
+    # the text model's parameters as llama.cpp prints them for the GGUF (3.88 B, 11.77 B, 27.01 B)
+    assert c.total_params() == params
+    assert round(params / 1e9, 2) == {"gemma-3-27b": 27.01, "gemma-3-12b": 11.77, "gemma-3-4b": 3.88}[name]
