@@ -35,13 +35,14 @@ EXTRA = {
     "mistral": ("mistral", dict(_DENSE, sliding_window=None, rope_parameters={"rope_type": "default", "rope_theta": 10000.0})),
     "seed_oss": ("seed_oss", dict(_DENSE, attention_bias=True, attention_out_bias=False,
                                   rope_parameters={"rope_type": "default", "rope_theta": 10000.0})),
-    # Gemma 3: the converter writes no sliding_window_pattern and llama.cpp assumes 6, so 6 layers
-    "gemma3_text": ("gemma3_text", dict(_DENSE, num_hidden_layers=6, sliding_window=8, query_pre_attn_scalar=16,
+    # Gemma 3: the converter writes no sliding_window_pattern and llama.cpp assumes 6, so 6 layers; a
+    # window of 4 tokens, shorter than the prompt
+    "gemma3_text": ("gemma3_text", dict(_DENSE, num_hidden_layers=6, sliding_window=4, query_pre_attn_scalar=16,
                                         rms_norm_eps=1e-6)),
 }
 RUN = ["llama", "llama_tied", "mistral", "qwen2", "qwen2_tied", "qwen3", "qwen3_moe", "deepseek_v2", "deepseek_v3",
-       "glm4_moe_lite", "glm4_moe", "seed_oss"]
-PREDICT_ONLY = ["gemma3_text"]   # Model does not run Gemma 3 yet (sliding-window issue)
+       "glm4_moe_lite", "glm4_moe", "seed_oss", "gemma3_text"]
+PREDICT_ONLY = []
 PROMPT, STEPS = [3, 17, 42, 5, 99, 1, 7], [7, 11, 13, 2]
 
 
@@ -165,14 +166,14 @@ def test_converted_file_config_is_the_hf_config(tmp, family):
 
 
 def test_gemma3_file_predicts_and_reads_back_hf_weights(tmp):
-    """Gemma 3 (predict-only until Model runs it): config, the cost model, and the state dict with
-    the converter's 1 + w norms undone."""
+    """Gemma 3: the windowed layers from llama.cpp's pattern, the cost model, and the state dict
+    with the converter's 1 + w norms undone."""
     from glmbench.predict import costmodel
     hf_cfg, hf, files = _converted("gemma3_text", tmp)
     p = files["f16"]
     cfg = configs.load(p)
     assert cfg.model_type == "gemma3_text" and cfg.windowed_layers == (0, 1, 2, 3, 4)
-    assert cfg.sliding_window == 8
+    assert cfg.sliding_window == 4
     s = costmodel.Setup(p, "rtx-3090")
     assert costmodel.memory(s, 1024).cards[0].kv > 0
     _, sd = _state_dict(p)
