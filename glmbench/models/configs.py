@@ -908,7 +908,12 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
             if types is None and mt == "deepseek_v3":
                 freq = r.int("moe_layer_freq", required=False) or 1
                 moe_layers = tuple(i for i in moe_layers if i % freq == 0)
+            # HF's routers of these families are sigmoid with e_score_correction_bias whatever the
+            # config says; a config that states another scoring_func is not one of them
             scoring, rbias = "sigmoid", True
+            sf = hf.get("scoring_func", "sigmoid")
+            if sf != "sigmoid":
+                raise ValueError(f"config field `scoring_func` = {sf!r}: {mt} routes with 'sigmoid'")
             method = r.raw("topk_method")
             if method != "noaux_tc":
                 raise ValueError(f"config field `topk_method` = {method!r}: {mt} routes with 'noaux_tc'")
