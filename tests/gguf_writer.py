@@ -52,14 +52,17 @@ def hf_tensors(cfg, state_dict) -> dict:
     return out
 
 
-def write(path, cfg, state_dict, *, types=None, split_kv_b=True, name="tiny", extra_tensors=()):
+def write(path, cfg, state_dict, *, types=None, split_kv_b=True, name="tiny", extra_tensors=(), meta=None,
+          split_max_tensors=0):
     """Write HF model (`cfg` a transformers config, `state_dict` its tensors) to GGUF at `path`.
     `types`: function (gguf name, shape) -> GGMLQuantizationType (default F32; 1-D tensors and the
-    router always F32 as llama.cpp's quantizer keeps them)."""
+    router always F32 as llama.cpp's quantizer keeps them). `meta`: {key: (value, GGUFValueType)}
+    replacing (value None: removing) metadata keys, for files with bad or missing fields.
+    `split_max_tensors`: write parts PATH-0000N-of-0000M.gguf as gguf-split does."""
     mt = cfg.model_type
     arch = ARCH[mt]
     hp = cfg.to_dict()
-    w = gguf.GGUFWriter(str(path), arch)
+    w = gguf.GGUFWriter(str(path), arch, split_max_tensors=split_max_tensors)
     L, D, H = hp["num_hidden_layers"], hp["hidden_size"], hp["num_attention_heads"]
     w.add_name(name)
     w.add_block_count(L)
@@ -134,6 +137,11 @@ def write(path, cfg, state_dict, *, types=None, split_kv_b=True, name="tiny", ex
         _add(w, gname, a, types)
     for gname, a in extra_tensors:
         _add(w, gname, a, types)
+    for k, (v, vt) in (meta or {}).items():
+        if v is None:
+            w.kv_data[0].pop(k, None)
+        else:
+            w.kv_data[0][k] = gguf.GGUFValue(v, vt)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()

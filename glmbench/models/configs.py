@@ -470,8 +470,10 @@ def builtin_path(name: str) -> str:
 
 
 def load(src) -> ModelConfig:
-    """A built-in name ("glm-4.7-flash"), a path to a config.json (or a folder holding one), or
-    an already-parsed dict -> ModelConfig. A ModelConfig passes through unchanged."""
+    """A built-in name ("glm-4.7-flash"), a path to a config.json (or a folder holding one), a GGUF
+    file, or an already-parsed dict -> ModelConfig. A ModelConfig passes through unchanged. A folder
+    with *.safetensors gets `file_weights` from their headers (its stored dtypes: predictions for it
+    are at the folder's dtype), as a GGUF file does from its tensors."""
     if isinstance(src, ModelConfig):
         return src
     if isinstance(src, Mapping):
@@ -492,10 +494,32 @@ def load(src) -> ModelConfig:
                              f"nor an existing config.json path")
         hf = _read_json(path)
         try:
-            return from_hf(hf, _name_from_path(path, hf))
+            cfg = from_hf(hf, _name_from_path(path, hf))
+            # an HF folder with its weights: their stored dtypes and bytes (predictions at the folder's dtype)
+            fw = gguf_file.folder_weights(s, cfg.tensor_shapes(), cfg.n_layers) if os.path.isdir(s) else None
         except (ValueError, TypeError) as e:  # name the file: the field alone does not say which config
             raise type(e)(f"{path}: {e}") from None
+        return cfg if fw is None else dataclasses.replace(cfg, file_weights=fw)
     raise TypeError(f"config must be a built-in name, a path or a dict, got {type(src).__name__}")
+
+
+def weights_notice(model, weights: str | None) -> str | None:
+    """What a prediction of `model` at `weights` (None: not asked) should tell the user when `model`
+    is a model file (a GGUF, an HF folder with *.safetensors): its own stored types are used, so an
+    asked-for format that differs is ignored; None for anything else (built-ins, configs)."""
+    if not isinstance(model, (str, os.PathLike)):
+        return None
+    p = os.fspath(model)
+    if not (os.path.isfile(p) and gguf_file.is_gguf(p)) and not (os.path.isdir(p) and any(
+            f.endswith(".safetensors") for f in os.listdir(p))):
+        return None
+    fw = load(p).file_weights
+    if fw is None or weights is None:
+        return None
+    if vocab.weight_format(weights).name == fw.weight_format:
+        return None
+    return (f"--weights {weights} is ignored for {p}: a model file is predicted at its own stored types "
+            f"({fw.main_type}, {fw.model_bytes:,} bytes); convert or quantize the file to predict another format")
 
 
 def load_gguf(path) -> ModelConfig:

@@ -26,6 +26,8 @@ Every error is a GGUFError (a ValueError) naming the file and the field or tenso
 """
 from __future__ import annotations
 
+import glob
+import json
 import mmap
 import os
 import re
@@ -42,6 +44,7 @@ def _gg():
     return gguf
 
 __all__ = ["GGUFError", "GGUFNotice", "GGUFFile", "GGUFTensor", "FileWeights", "read", "is_gguf", "hf_config", "file_weights",
+           "folder_weights",
            "gguf_name", "un_permute", "ARCHITECTURES", "MAGIC"]
 
 MAGIC = b"GGUF"
@@ -604,7 +607,7 @@ class FileWeights:
     tensors the config does not name (e.g. rope_freqs, a kept attn_kv_b next to k_b/v_b), loaded
     with the model; `skipped_bytes`: multi-token-prediction layers, never run by decoding."""
     path: str
-    kind: str                                         # "gguf"
+    kind: str                                         # "gguf" | "safetensors" (an HF folder)
     main_type: str                                    # the type holding most matrix bytes ("Q4_K")
     total_bytes: int                                  # every tensor of the file
     tensors: tuple = field(compare=False, repr=False)  # ((hf_name, type_name, n_bytes), ...)
@@ -694,3 +697,75 @@ def file_weights(g: GGUFFile, shapes: dict, n_layers: int) -> FileWeights:
             by_type[t] = by_type.get(t, 0) + b
     main = max(by_type, key=by_type.get) if by_type else "F32"
     return FileWeights(g.path, "gguf", main, g.tensor_bytes, tuple(rows), extra, skipped)
+
+
+# ---- HF safetensors folders ---------------------------------------------------------------------
+_ST_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1,
+             "F8_E4M3": 1, "F8_E5M2": 1, "U16": 2, "U32": 4, "U64": 8}
+# safetensors dtype -> the vocab weight format standing for it (FileWeights.weight_format)
+_ST_FORMAT = {"F32": "F32", "F16": "F16", "BF16": "BF16", "F64": "F64", "F8_E4M3": "FP8", "F8_E5M2": "FP8"}
+
+
+def _safetensors_header(path: str) -> dict:
+    """{name: (dtype, shape, bytes)} from a .safetensors file's JSON header (no tensor data read);
+    a GGUFError (ValueError) naming the file when it is not one."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8)
+            n = struct.unpack("<Q", head)[0] if len(head) == 8 else -1
+            if not 0 < n <= os.path.getsize(path) - 8:
+                raise GGUFError(f"{path}: not a safetensors file (header length {n})")
+            h = json.loads(f.read(n))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise GGUFError(f"{path}: not a readable safetensors header: {e}") from None
+    out = {}
+    for name, e in h.items():
+        if name == "__metadata__":
+            continue
+        if not isinstance(e, dict) or e.get("dtype") not in _ST_BYTES or not isinstance(e.get("shape"), list):
+            raise GGUFError(f"{path}: tensor {name!r} header entry {e!r} has no known dtype and shape")
+        numel = 1
+        for d in e["shape"]:
+            numel *= int(d)
+        out[name] = (e["dtype"], tuple(e["shape"]), numel * _ST_BYTES[e["dtype"]])
+    return out
+
+
+def folder_weights(folder: str, shapes: dict, n_layers: int) -> FileWeights | None:
+    """An HF folder's stored bytes from its *.safetensors headers (None without any): each HF-named
+    tensor of `shapes` at the dtype the folder stores it in (the tensor's own entry, else the
+    dtype of its layer's other tensors, e.g. experts stored per expert or fused, else the folder's
+    main one), so a prediction for the folder is at its stored dtype. Layers past `n_layers` (MTP)
+    are skipped bytes; tensors the config does not name (scales, ...) extra bytes."""
+    files = sorted(glob.glob(os.path.join(folder, "*.safetensors")))
+    if not files:
+        return None
+    head: dict = {}
+    for f in files:
+        head.update(_safetensors_header(f))
+    total = sum(b for _, _, b in head.values())
+    by_type: dict = {}
+    for dt, shape, b in head.values():
+        if len(shape) >= 2:
+            by_type[dt] = by_type.get(dt, 0) + b
+    main = max(by_type, key=by_type.get) if by_type else "F32"
+    layer_dt: dict = {}
+    for name, (dt, shape, _) in head.items():
+        if name.startswith("model.layers.") and len(shape) >= 2:
+            layer_dt.setdefault(name.split(".")[2], dt)
+    rows, counted = [], 0
+    for hf, shape in shapes.items():
+        if hf in head:
+            dt = head[hf][0]
+        else:
+            dt = layer_dt.get(hf.split(".")[2], main) if hf.startswith("model.layers.") else main
+        numel = 1
+        for d in shape:
+            numel *= int(d)
+        b = numel * _ST_BYTES[dt]
+        rows.append((hf, _ST_FORMAT.get(dt, dt), b))
+        counted += b
+    skipped = sum(b for n, (_, _, b) in head.items()
+                  if n.startswith("model.layers.") and n.split(".")[2].isdigit() and int(n.split(".")[2]) >= n_layers)
+    extra = max(0, total - counted - skipped)
+    return FileWeights(os.fspath(folder), "safetensors", _ST_FORMAT.get(main, main), total, tuple(rows), extra, skipped)
