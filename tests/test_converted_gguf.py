@@ -39,10 +39,12 @@ EXTRA = {
     # window of 4 tokens, shorter than the prompt
     "gemma3_text": ("gemma3_text", dict(_DENSE, num_hidden_layers=6, sliding_window=4, query_pre_attn_scalar=16,
                                         rms_norm_eps=1e-6)),
+    "gpt_oss": ("gpt_oss", dict(_DENSE, intermediate_size=32, num_local_experts=8, num_experts_per_tok=2,
+                                sliding_window=8)),
 }
 RUN = ["llama", "llama_tied", "mistral", "qwen2", "qwen2_tied", "qwen3", "qwen3_moe", "deepseek_v2", "deepseek_v3",
        "glm4_moe_lite", "glm4_moe", "seed_oss", "gemma3_text"]
-PREDICT_ONLY = []
+PREDICT_ONLY = ["gpt_oss"]   # Model does not run GPT-OSS (sinks, expert biases, clamped SwiGLU): predictions
 PROMPT, STEPS = [3, 17, 42, 5, 99, 1, 7], [7, 11, 13, 2]
 
 
@@ -238,3 +240,14 @@ def test_measure_runs_a_converted_tied_q8_0_split_file(tmp, capsys):
     recs = recs["records"] if isinstance(recs, dict) else recs
     assert {r["test"] for r in recs} >= {"pp", "tg"}
     assert all(r["weights"] == "q8_0" and r["avg_ts"] > 0 for r in recs if r["test"] in ("pp", "tg"))
+
+
+def test_gpt_oss_file_predicts(tmp):
+    from glmbench.predict import costmodel
+    _, _, files = _converted("gpt_oss", tmp)
+    for kind in ("f16", "q8_0"):
+        cfg = configs.load(files[kind])
+        assert cfg.model_type == "gpt_oss" and cfg.windowed_layers == (0,) and cfg.attention_sinks
+        assert cfg.forward_unsupported()   # predictions only
+        s = costmodel.Setup(files[kind], "rtx-3090")
+        assert costmodel.memory(s, 1024).cards[0].weights > 0

@@ -48,7 +48,7 @@ __all__ = ["GGUFError", "GGUFNotice", "GGUFFile", "GGUFTensor", "FileWeights", "
            "gguf_name", "un_permute", "ARCHITECTURES", "MAGIC"]
 
 MAGIC = b"GGUF"
-ARCHITECTURES = ("deepseek2", "qwen3", "qwen3moe", "qwen2", "llama", "glm4moe", "gemma3", "seed_oss")
+ARCHITECTURES = ("deepseek2", "qwen3", "qwen3moe", "qwen2", "llama", "glm4moe", "gemma3", "seed_oss", "gpt-oss")
 # GGUF value types by id (the values of gguf.GGUFValueType; tests/test_gguf.py checks they agree)
 _STRING, _ARRAY = 8, 9
 _U64 = struct.Struct("<Q")
@@ -516,6 +516,19 @@ def hf_config(g: GGUFFile) -> dict:
         if cap:
             hf["final_logit_softcapping"] = cap
         return hf
+    if arch == "gpt-oss":
+        # llama.cpp's openai-moe: every layer MoE (expert_count experts of expert_feed_forward_length,
+        # biased router and experts, attention sinks), windows on layers 0, 2, 4... (pattern 2)
+        sw = m("attention.sliding_window", required=True, minimum=1)
+        pat = m("attention.sliding_window_pattern", 2, minimum=1)
+        hf.update(model_type="gpt_oss", num_local_experts=m("expert_count", required=True, minimum=1),
+                  num_experts_per_tok=m("expert_used_count", required=True, minimum=1),
+                  intermediate_size=m("expert_feed_forward_length", required=True, minimum=1),
+                  sliding_window=sw, attention_bias=True,
+                  layer_types=["sliding_attention" if i % pat < pat - 1 else "full_attention" for i in range(L)])
+        if isinstance(hf.get("rope_scaling"), dict) and hf["rope_scaling"].get("rope_type") == "yarn":
+            hf["rope_scaling"]["truncate"] = False   # HF's gpt-oss YaRN (the converter writes no key for it)
+        return hf
     if arch == "seed_oss":
         hf.update(model_type="seed_oss", attention_bias=blk(0, "attn_q").replace("weight", "bias") in ts,
                   attention_out_bias=blk(0, "attn_output").replace("weight", "bias") in ts)
@@ -581,6 +594,9 @@ def gguf_name(hf_name: str, arch: str, n_blocks: int, _maps={}) -> str | None:
     `mlp.experts.gate_proj`), through gguf's TensorNameMap; None when it has none."""
     if hf_name.endswith(".e_score_correction_bias"):   # the converter's rename, then exp_probs_b
         return hf_name.split(".mlp.")[0].replace("model.layers.", "blk.") + ".exp_probs_b.bias"
+    if hf_name.endswith("_proj_bias"):   # GPT-OSS's expert biases (mlp.experts.gate_proj_bias): ffn_*_exps.bias
+        w = gguf_name(hf_name[: -len("_bias")], arch, n_blocks)
+        return None if w is None else w[: -len(".weight")] + ".bias"
     key = (arch, n_blocks)
     if key not in _maps:
         _maps[key] = _name_map(arch, n_blocks)
