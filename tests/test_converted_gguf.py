@@ -240,6 +240,18 @@ def test_measure_runs_a_converted_tied_q8_0_split_file(tmp, capsys):
     recs = recs["records"] if isinstance(recs, dict) else recs
     assert {r["test"] for r in recs} >= {"pp", "tg"}
     assert all(r["weights"] == "q8_0" and r["avg_ts"] > 0 for r in recs if r["test"] in ("pp", "tg"))
+    assert not any("model_assumed" in r for r in recs)
+    # a GLM-4.7-Flash file without expert_gating_func: the record says which router was assumed
+    _, _, files = _converted("glm4_moe_lite", tmp)
+    out = os.path.join(tmp, "measured-glm.json")
+    with pytest.warns(gguf_file.GGUFNotice):
+        rc = main(["measure", files["q8_0"], "-q", "--depths", "8", "--n-gen", "2", "--repeats", "1",
+                   "--out", out])
+    assert rc == 0, capsys.readouterr().err
+    with open(out) as f:
+        recs = json.load(f)
+    recs = recs["records"] if isinstance(recs, dict) else recs
+    assert recs and all("assumed sigmoid routing" in r["model_assumed"] for r in recs)
 
 
 def test_gpt_oss_file_predicts(tmp):

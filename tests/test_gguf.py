@@ -17,33 +17,21 @@ torch = pytest.importorskip("torch", reason="HF oracle tests need torch")
 pytest.importorskip("transformers", reason="HF oracle tests need transformers")
 
 import gguf_writer  # noqa: E402
-from test_model_hf import TINY, hf_logits, rel_err, tiny_hf_model  # noqa: E402
+from test_model_hf import hf_logits, rel_err, tiny_hf_model  # noqa: E402
 
 from glmbench.models import configs, gguf_file  # noqa: E402
 from glmbench.predict import costmodel  # noqa: E402
 
 T = gguf.GGMLQuantizationType
 RTOL = 1e-4
-TINY_LLAMA = dict(vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
-                  num_key_value_heads=2, rms_norm_eps=1e-6, rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
 FAMILIES = ["glm4_moe_lite", "deepseek_v2", "qwen3", "qwen3_moe", "llama"]
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _hf(mt, **kw):
-    if mt != "llama":
-        return tiny_hf_model(mt, **kw)
-    # plain rope: a llama3-scaled GGUF carries its factors in a rope_freqs tensor, which the
-    # reader predicts from but does not run (checkpoint.py refuses it)
-    saved = TINY.get("llama")
-    TINY["llama"] = TINY_LLAMA
-    try:
-        return tiny_hf_model(mt, **kw)
-    finally:
-        if saved is None:
-            TINY.pop("llama", None)
-        else:
-            TINY["llama"] = saved
+    # llama: TINY's llama3 rope scaling, which a GGUF carries as the rope_freqs tensor (gguf_writer
+    # writes it as the converter does; gguf_file reads it as rope_type freq_factors)
+    return tiny_hf_model(mt, **kw)
 
 
 def _write(tmp_path, mt, name="m.gguf", **kw):
@@ -378,7 +366,8 @@ def test_missing_gating_func_follows_llama_cpp(tmp_path, mt, shape, want):
     if shape:
         meta.update({"deepseek2.block_count": (shape[0], U32), "deepseek2.vocab_size": (shape[1], U32)})
         g = gguf_writer.write(tmp_path / "m.gguf", cfg, model.state_dict(), meta=meta)
-        hf = gguf_file.hf_config(gguf_file.read(g))   # the config alone: the file's tensors are tiny
+        with pytest.warns(gguf_file.GGUFNotice, match="as llama.cpp does for this shape"):
+            hf = gguf_file.hf_config(gguf_file.read(g))   # the config alone: the file's tensors are tiny
         assert hf["model_type"] == "glm4_moe_lite" and "llama.cpp does for this shape" in hf["gguf_assumed"][0]
         return
     p = tmp_path / "m.gguf"
@@ -432,3 +421,20 @@ def test_hf_folder_predicts_at_its_stored_dtype(tmp_path, capsys):
     assert {r["weights"] for r in json.loads(out.out)} == {"q8_0"}
     assert main(args + ["--weights", "q8_0"]) == 0 and "notice" not in capsys.readouterr().err
     assert main(args) == 0 and "notice" not in capsys.readouterr().err
+
+
+def test_llama3_rope_freqs_tensor_runs_as_hf():
+    """rope_freqs.weight (the converter's llama3 factors) -> rope_type freq_factors: the inverse
+    frequencies equal HF's llama3 ones (float32 factors), and the whole model matches HF above."""
+    import gguf_writer as gw
+    cfg, _ = _hf("llama")
+    rp = cfg.to_dict()["rope_parameters"]
+    hf_cfg = configs.from_hf(cfg.to_dict(), "hf")
+    f = gw.llama3_rope_factors(rp, 16)
+    assert len(set(np.round(f, 4))) > 2   # all three bands: kept, blended, divided by factor
+    via = configs.from_hf({**cfg.to_dict(), "rope_parameters": None, "rope_theta": rp["rope_theta"],
+                           "rope_scaling": {"rope_type": "freq_factors", "freq_factors": f.tolist()}}, "gguf")
+    np.testing.assert_allclose(via.rope_inv_freq(), hf_cfg.rope_inv_freq(), rtol=1e-6)
+    with pytest.raises(ValueError, match="freq_factors"):
+        configs.from_hf({**cfg.to_dict(), "rope_parameters": None,
+                         "rope_scaling": {"rope_type": "freq_factors", "freq_factors": [1.0, 2.0]}}, "gguf").rope_inv_freq()
