@@ -221,15 +221,18 @@ static void softmax_row(float *s, int64_t nt, int64_t nv, float *m, float *l, fl
 #endif /* __AVX512F__ */
 
 static void tile_scalar(const float *q, int64_t nr, int64_t dk, const float *k, int64_t ks, const float *v,
-                        int64_t vs, int64_t dv, int64_t nt, int64_t t0, const int64_t *lim, float *m, float *l,
-                        float *o, float *s) {
+                        int64_t vs, int64_t dv, int64_t nt, int64_t t0, const int64_t *lim, const int64_t *lo,
+                        float softcap, float *m, float *l, float *o, float *s) {
     for (int64_t r = 0; r < nr; r++) {
         int64_t nv = lim ? lim[r] - t0 : nt;
         if (nv > nt) nv = nt;
+        const int64_t j0 = lo && lo[r] > t0 ? lo[r] - t0 : 0; /* keys before the row's window */
         float *sr = s + r * GB_ATTN_TILE, mx = -INFINITY;
         for (int64_t j = 0; j < nv; j++) {
             float acc = 0.0f;
             for (int64_t d = 0; d < dk; d++) acc += q[r * dk + d] * k[j * ks + d];
+            if (softcap > 0.0f) acc = softcap * tanhf(acc / softcap);
+            if (j < j0) acc = -INFINITY;
             sr[j] = acc;
             mx = fmaxf(mx, acc);
         }
@@ -246,26 +249,41 @@ static void tile_scalar(const float *q, int64_t nr, int64_t dk, const float *k, 
 
 void gb_attn_tile(const float *q, int64_t nr, int64_t dk, const float *k, int64_t ks, const float *v, int64_t vs,
                   int64_t dv, int64_t nt, int64_t t0, const int64_t *lim, float *m, float *l, float *o, float *sbuf) {
+    gb_attn_tile_ex(q, nr, dk, k, ks, v, vs, dv, nt, t0, lim, NULL, 0.0f, m, l, o, sbuf);
+}
+
+void gb_attn_tile_ex(const float *q, int64_t nr, int64_t dk, const float *k, int64_t ks, const float *v, int64_t vs,
+                     int64_t dv, int64_t nt, int64_t t0, const int64_t *lim, const int64_t *lo, float softcap, float *m,
+                     float *l, float *o, float *sbuf) {
     int64_t r0 = 0;
     if (lim)
-        while (r0 < nr && lim[r0] <= t0) r0++; /* rows that see none of these keys */
-    if (r0 == nr || nt <= 0) return;
+        while (r0 < nr && lim[r0] <= t0) r0++; /* rows that see none of these keys: before them */
+    if (lo)
+        while (nr > r0 && lo[nr - 1] >= t0 + nt) nr--; /* ... and past their window */
+    if (r0 >= nr || nt <= 0) return;
     q += r0 * dk;
     nr -= r0;
     m += r0;
     l += r0;
     o += r0 * dv;
     if (lim) lim += r0;
+    if (lo) lo += r0;
 #ifdef __AVX512F__
     float *alpha = sbuf + nr * GB_ATTN_TILE;
     scores_avx512(q, nr, dk, k, ks, nt, sbuf);
     for (int64_t r = 0; r < nr; r++) {
         int64_t nv = lim ? lim[r] - t0 : nt;
-        softmax_row(sbuf + r * GB_ATTN_TILE, nt, nv > nt ? nt : nv, m + r, l + r, alpha + r);
+        if (nv > nt) nv = nt;
+        float *sr = sbuf + r * GB_ATTN_TILE;
+        if (softcap > 0.0f) /* Gemma 2: cap * tanh(s / cap) on the scaled logits, before the mask */
+            for (int64_t j = 0; j < nv; j++) sr[j] = softcap * tanhf(sr[j] / softcap);
+        if (lo)
+            for (int64_t j = 0; j < lo[r] - t0 && j < nv; j++) sr[j] = -INFINITY; /* before the window */
+        softmax_row(sr, nt, nv, m + r, l + r, alpha + r);
     }
     pv_avx512(sbuf, nr, nt, v, vs, o, dv, alpha);
 #else
-    tile_scalar(q, nr, dk, k, ks, v, vs, dv, nt, t0, lim, m, l, o, sbuf);
+    tile_scalar(q, nr, dk, k, ks, v, vs, dv, nt, t0, lim, lo, softcap, m, l, o, sbuf);
 #endif
 }
 
@@ -763,6 +781,11 @@ static void gqa_decode_g8_bf16dp(const gb_kvcache *c, int64_t layer, int64_t h, 
 
 int gb_gqa_attention(const gb_kvcache *c, int64_t layer, const float *q, int64_t T, int64_t Hq, float scale,
                      int64_t n_splits, float *out) {
+    return gb_gqa_attention_ex(c, layer, q, T, Hq, scale, 0, 0.0f, n_splits, out);
+}
+
+int gb_gqa_attention_ex(const gb_kvcache *c, int64_t layer, const float *q, int64_t T, int64_t Hq, float scale,
+                        int64_t window, float softcap, int64_t n_splits, float *out) {
     if (c->kind != GB_KV_GQA) return gb_error(GB_EVALUE, "`cache` must be a GQA cache, got an MLA cache");
     if (layer < 0 || layer >= c->n_layers)
         return gb_error(GB_EVALUE, "`layer`=%ld is out of range for a cache of %ld layers", (long)layer, (long)c->n_layers);
@@ -774,31 +797,48 @@ int gb_gqa_attention(const gb_kvcache *c, int64_t layer, const float *q, int64_t
         return gb_error(GB_EVALUE,
                         "`q` has %ld tokens but layer %ld holds only %ld: append the new tokens' K/V before attending",
                         (long)T, (long)layer, (long)L);
+    if (window < 0) return gb_error(GB_EVALUE, "`window` must be >= 1 token (0 = the layer's own), got %ld", (long)window);
+    if (!(softcap >= 0.0f) || isinf(softcap))
+        return gb_error(GB_EVALUE, "`softcap` must be a finite number >= 0 (0 = off), got %g", (double)softcap);
+    const int64_t W = window > 0 ? window : c->window[layer];
+    /* the keys these queries see: [kb, L); the first query's window starts at L - T - W + 1 */
+    const int64_t kb = W > 0 && L - T - W + 1 > 0 ? L - T - W + 1 : 0;
+    if (kb < gb_kvcache_first(c, layer))
+        return gb_error(GB_EVALUE,
+                        "layer %ld no longer stores the keys these %ld queries need with a window of %ld: tokens "
+                        "from %ld on are needed, the ring keeps %ld on (attend after each append of at most %ld tokens)",
+                        (long)layer, (long)T, (long)W, (long)kb, (long)gb_kvcache_first(c, layer),
+                        (long)(gb_kvcache_ring_tokens(c, layer) - (W > 0 ? W : 1) + 1));
     if (T == 0) return GB_OK;
     if (!(scale > 0.0f)) scale = 1.0f / sqrtf((float)Dh);
-    const int64_t G = Hq / Hkv, nr = T * G;
+    const int64_t G = Hq / Hkv, nr = T * G, span = L - kb;
     const int nth = omp_get_max_threads();
     /* Row blocks of up to 64 rows bound the per-thread state (64 x (Dh + Dv + tile) floats). */
     int64_t rblk = nr < 64 ? nr : 64;
     const int64_t nrb = (nr + rblk - 1) / rblk;
-    int64_t S = n_splits > 0 ? n_splits : gb_attn_default_splits(Hkv * nrb, L, 256);
-    if (S > L) S = L;
+    int64_t S = n_splits > 0 ? n_splits : gb_attn_default_splits(Hkv * nrb, span, 256);
+    if (S > span) S = span;
     const int64_t nw = Hkv * nrb * S;
     float *pm = (float *)gb_ws_malloc((size_t)(S * Hkv * nr) * sizeof(float));
     float *pl = (float *)gb_ws_malloc((size_t)(S * Hkv * nr) * sizeof(float));
     float *po = (float *)gb_ws_malloc((size_t)(S * Hkv * nr * Dv) * sizeof(float));
     int64_t *lim = (int64_t *)gb_ws_malloc((size_t)nr * sizeof(int64_t));
+    int64_t *lo = (int64_t *)gb_ws_malloc((size_t)nr * sizeof(int64_t));
     int failed = 0;
-    if (!pm || !pl || !po || !lim) {
+    if (!pm || !pl || !po || !lim || !lo) {
         failed = 1;
         goto done;
     }
-    for (int64_t r = 0; r < nr; r++) lim[r] = L - T + r / G + 1;
-    const int fast_g8 = T == 1 && G == 8 && c->fmt == GB_BF16 && Dh % 16 == 0 && Dv % 32 == 0;
+    for (int64_t r = 0; r < nr; r++) {
+        lim[r] = L - T + r / G + 1;
+        lo[r] = W > 0 && lim[r] - W > 0 ? lim[r] - W : 0;
+    }
+    /* the G=8 bf16 decode kernel has no soft-capping; a window is only its range of keys */
+    const int fast_g8 = T == 1 && G == 8 && c->fmt == GB_BF16 && Dh % 16 == 0 && Dv % 32 == 0 && softcap == 0.0f;
     /* ... with bf16 dot products where compiled in and on (o then in the bf16 tile's lane order) */
     const int g8_dp = fast_g8 && GB_HAVE_G8_DP && gb_attn_bf16_ok();
     (void)fast_g8;
-#pragma omp parallel num_threads(nw < nth ? (int)nw : nth) if (T * Hq * L * (Dh + Dv) >= GB_ATTN_PAR_MIN)
+#pragma omp parallel num_threads(nw < nth ? (int)nw : nth) if (T * Hq * span * (Dh + Dv) >= GB_ATTN_PAR_MIN)
     {
         float *qs = (float *)gb_ws_malloc((size_t)(rblk * Dh) * sizeof(float));
         float *sbuf = (float *)gb_ws_malloc((size_t)(rblk * (GB_ATTN_TILE + 1)) * sizeof(float));
@@ -827,10 +867,12 @@ int gb_gqa_attention(const gb_kvcache *c, int64_t layer, const float *q, int64_t
                 l[rr] = 0.0f;
             }
             memset(o, 0, (size_t)(rn * Dv) * sizeof(float));
-            int64_t t = s * L / S, t1 = (s + 1) * L / S;
+            int64_t t = kb + s * span / S, t1 = kb + (s + 1) * span / S;
             if (t1 > lim[r0 + rn - 1]) t1 = lim[r0 + rn - 1];
+            if (t < lo[r0]) t = lo[r0]; /* keys before the window of every row here */
             const int64_t t0 = t;
-            const int64_t *lr = T > 1 ? lim + r0 : NULL; /* decode: the one query sees every key */
+            /* decode: the one query sees every key of [kb, L) */
+            const int64_t *lr = T > 1 ? lim + r0 : NULL, *lw = T > 1 && W > 0 ? lo + r0 : NULL;
 #ifdef __AVX512F__
             if (fast_g8) {
 #if GB_HAVE_G8_DP
@@ -863,7 +905,7 @@ int gb_gqa_attention(const gb_kvcache *c, int64_t layer, const float *q, int64_t
                 }
                 const float *kr = gb_attn_rows(c->fmt, gb_kvcache_k_ptr(c, layer, h, t), n * Dh, kbuf);
                 const float *vr = gb_attn_rows(c->fmt, gb_kvcache_v_ptr(c, layer, h, t), n * Dv, vbuf);
-                gb_attn_tile(qs, rn, Dh, kr, Dh, vr, Dv, Dv, n, t, lr, m, l, o, sbuf);
+                gb_attn_tile_ex(qs, rn, Dh, kr, Dh, vr, Dv, Dv, n, t, lr, lw, softcap, m, l, o, sbuf);
                 t += n;
             }
         }
@@ -888,6 +930,7 @@ done:
     gb_ws_free(pl);
     gb_ws_free(po);
     gb_ws_free(lim);
+    gb_ws_free(lo);
     if (failed) return gb_error(GB_ENOMEM, "gqa_attention: out of memory");
     return GB_OK;
 }

@@ -23,6 +23,16 @@
 void gb_attn_tile(const float *q, int64_t nr, int64_t dk, const float *k, int64_t ks, const float *v, int64_t vs,
                   int64_t dv, int64_t nt, int64_t t0, const int64_t *lim, float *m, float *l, float *o, float *sbuf);
 
+/* gb_attn_tile with a sliding window and logit soft-capping:
+ *   lo: row r sees keys with index >= lo[r] too (NULL = no lower bound); nondecreasing like lim;
+ *       rows with lo[r] >= t0 + nt are left untouched (every row of the tile must see a key:
+ *       lo[r] < lim[r]).
+ *   softcap > 0: each score s (query already scaled) becomes softcap * tanh(s / softcap) before
+ *       the softmax (Gemma 2's attn_logit_softcapping); 0 = off. */
+void gb_attn_tile_ex(const float *q, int64_t nr, int64_t dk, const float *k, int64_t ks, const float *v, int64_t vs,
+                     int64_t dv, int64_t nt, int64_t t0, const int64_t *lim, const int64_t *lo, float softcap, float *m,
+                     float *l, float *o, float *sbuf);
+
 /* ---- bfloat16 dot-product tile (AVX512_BF16: vdpbf16ps, 32 multiply-adds per instruction) ----
  * The tile kernel above widens bf16 keys and values to float32 and multiplies in float32. This one
  * reads bf16 rows straight from the cache and multiplies pairs of bf16 in the instruction, with
@@ -79,8 +89,18 @@ int64_t gb_attn_default_splits(int64_t work_items, int64_t n_tokens, int64_t min
 
 /* GQA attention for the LAST T tokens held in cache layer `layer`:
  *   q[T][Hq][Dh] -> out[T][Hq][Dv]; query head j uses kv head j / (Hq / Hkv); causal;
- *   scale <= 0 means 1/sqrt(Dh); n_splits <= 0 picks a default (flash-decoding split of the cache). */
+ *   scale <= 0 means 1/sqrt(Dh); n_splits <= 0 picks a default (flash-decoding split of the cache).
+ * Runs gb_gqa_attention_ex with the layer's own window (0 = full attention) and no soft-capping. */
 int gb_gqa_attention(const gb_kvcache *c, int64_t layer, const float *q, int64_t T, int64_t Hq, float scale,
                      int64_t n_splits, float *out);
+
+/* The same with a sliding window and soft-capping:
+ *   window > 0: the query at position p sees keys p - window + 1 .. p (HF's sliding_window: `window`
+ *       keys, itself included); 0 = the layer's window (c->window[layer]; 0 there = full attention).
+ *       Only keys in the window are read: decode reads min(window, len) rows, not len. The keys
+ *       needed must still be stored (a ring keeps the last ring_tokens), else GB_EVALUE.
+ *   softcap > 0: logits soft-capped as gb_attn_tile_ex (the float32 tile kernels; off: 0). */
+int gb_gqa_attention_ex(const gb_kvcache *c, int64_t layer, const float *q, int64_t T, int64_t Hq, float scale,
+                        int64_t window, float softcap, int64_t n_splits, float *out);
 
 #endif

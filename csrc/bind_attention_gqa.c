@@ -8,14 +8,23 @@ extern gb_kvcache *gb_kvcache_from_py(PyObject *obj, const char *name); /* bind_
 extern int gb_kvcache_lock_error(int err);                              /* bind_kvcache.c */
 
 static PyObject *py_gqa_attention(PyObject *self, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"q", "cache", "layer", "scale", "n_splits", NULL};
+    static char *kwlist[] = {"q", "cache", "layer", "scale", "n_splits", "window", "softcap", NULL};
     PyObject *qo, *co;
-    long long layer, n_splits = 0;
-    double scale = 0.0;
+    long long layer, n_splits = 0, window = 0;
+    double scale = 0.0, softcap = 0.0;
     PyArrayObject *q = NULL, *y = NULL;
     PyObject *ret = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOL|dL:gqa_attention", kwlist, &qo, &co, &layer, &scale, &n_splits))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOL|dLLd:gqa_attention", kwlist, &qo, &co, &layer, &scale, &n_splits,
+                                     &window, &softcap))
         return NULL;
+    if (window < 0) {
+        PyErr_Format(PyExc_ValueError, "`window` must be >= 1 token (0 = the layer's own), got %lld", window);
+        return NULL;
+    }
+    if (!(softcap >= 0.0) || !isfinite(softcap)) {
+        PyErr_Format(PyExc_ValueError, "`softcap` must be a finite number >= 0 (0 = off), got %g", softcap);
+        return NULL;
+    }
     gb_kvcache *c = gb_kvcache_from_py(co, "cache");
     if (!c) return NULL;
     if (c->kind != GB_KV_GQA) {
@@ -34,8 +43,8 @@ static PyObject *py_gqa_attention(PyObject *self, PyObject *args, PyObject *kw) 
     int st = GB_OK, err;
     Py_BEGIN_ALLOW_THREADS
     if (!(err = gb_kvcache_lock(c, 0))) { /* shared: attention only reads the cache */
-        st = gb_gqa_attention(c, layer, (const float *)PyArray_DATA(q), PyArray_DIM(q, 0), PyArray_DIM(q, 1), (float)scale,
-                              n_splits, (float *)PyArray_DATA(y));
+        st = gb_gqa_attention_ex(c, layer, (const float *)PyArray_DATA(q), PyArray_DIM(q, 0), PyArray_DIM(q, 1),
+                                 (float)scale, window, (float)softcap, n_splits, (float *)PyArray_DATA(y));
         gb_kvcache_unlock(c);
     }
     Py_END_ALLOW_THREADS
@@ -64,5 +73,6 @@ PyMethodDef gb_attention_gqa_methods[] = {
      "_attn_set_bf16(on): bf16 caches use the bf16 dot-product tile (default on where compiled in; tests)."},
     {"_attn_bf16", py_attn_bf16, METH_NOARGS, "_attn_bf16() -> bool: the bf16 dot-product tile is compiled in and on."},
     {"gqa_attention", (PyCFunction)(void (*)(void))py_gqa_attention, METH_VARARGS | METH_KEYWORDS,
-     "gqa_attention(q[T, Hq, Dh] f32, cache, layer, scale=0 (1/sqrt(Dh)), n_splits=0 (auto)) -> [T, Hq, Dv] f32"},
+     "gqa_attention(q[T, Hq, Dh] f32, cache, layer, scale=0 (1/sqrt(Dh)), n_splits=0 (auto), window=0 (the layer's), "
+     "softcap=0 (off)) -> [T, Hq, Dv] f32"},
     {NULL, NULL, 0, NULL}};

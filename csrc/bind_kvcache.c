@@ -224,7 +224,7 @@ static PyObject *kv_read(KVCacheObject *self, PyObject *args) {
     int st = GB_OK, err;
     Py_BEGIN_ALLOW_THREADS
     if (!(err = gb_kvcache_lock(c, 0))) {
-        T = c->len[layer];
+        T = gb_kvcache_held(c, layer);
         a = (float *)malloc((size_t)(T * as > 0 ? T * as : 1) * sizeof(float));
         b = (float *)malloc((size_t)(T * bs > 0 ? T * bs : 1) * sizeof(float));
         if (a && b) st = gb_kvcache_read(c, layer, a, b);
@@ -259,6 +259,62 @@ static PyObject *kv_read(KVCacheObject *self, PyObject *args) {
         return NULL;
     }
     return Py_BuildValue("(NN)", pa, pb);
+}
+
+/* _set_windows(windows: sequence of n_layers ints, 0 = full attention; chunk) */
+static PyObject *kv_set_windows(KVCacheObject *self, PyObject *args) {
+    KV_SELF
+    PyObject *wo;
+    long long chunk;
+    if (!PyArg_ParseTuple(args, "OL:_set_windows", &wo, &chunk)) return NULL;
+    PyObject *seq = PySequence_Fast(wo, "`windows` must be a sequence of ints (one per layer, 0 = full attention)");
+    if (!seq) return NULL;
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n != c->n_layers) {
+        Py_DECREF(seq);
+        return PyErr_Format(PyExc_ValueError, "`windows` must have one entry per layer (%ld), got %zd", (long)c->n_layers, n);
+    }
+    int64_t *w = (int64_t *)malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
+    if (!w) {
+        Py_DECREF(seq);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *it = PySequence_Fast_GET_ITEM(seq, i);
+        if (PyBool_Check(it) || !PyLong_Check(it)) {
+            PyErr_Format(PyExc_TypeError, "`windows`[%zd] must be an int, got %s", i, Py_TYPE(it)->tp_name);
+            break;
+        }
+        long long v = PyLong_AsLongLong(it);
+        if (v == -1 && PyErr_Occurred()) break;
+        w[i] = v;
+    }
+    Py_DECREF(seq);
+    if (PyErr_Occurred()) {
+        free(w);
+        return NULL;
+    }
+    if (gb_kvcache_acquire(c, 1) < 0) {
+        free(w);
+        return NULL;
+    }
+    int st = gb_kvcache_set_windows(c, w, chunk);
+    gb_kvcache_unlock(c);
+    free(w);
+    if (st != GB_OK) return gb_raise_status(st);
+    Py_RETURN_NONE;
+}
+
+/* _layer_state(layer) -> (tokens appended, tokens held, oldest stored token, ring tokens) */
+static PyObject *kv_layer_state(KVCacheObject *self, PyObject *args) {
+    KV_SELF
+    long long layer;
+    if (layer_arg(c, args, "_layer_state", &layer) < 0) return NULL;
+    if (gb_kvcache_acquire(c, 0) < 0) return NULL;
+    long long n = c->len[layer], held = gb_kvcache_held(c, layer), first = gb_kvcache_first(c, layer),
+              ring = gb_kvcache_ring_tokens(c, layer);
+    gb_kvcache_unlock(c);
+    return Py_BuildValue("(LLLL)", n, held, first, ring);
 }
 
 static PyObject *kv_reset(KVCacheObject *self, PyObject *noargs) {
@@ -304,6 +360,21 @@ static PyObject *kv_get(KVCacheObject *self, void *which) {
     case 6: return PyLong_FromLongLong(c->n_layers);
     case 7: return PyLong_FromLongLong(c->block_size);
     case 8: return Py_BuildValue("(LLL)", (long long)c->n_heads, (long long)c->dk, (long long)c->dv);
+    case 10: { /* windows and chunk are set only on an empty cache, under the exclusive lock */
+        if (gb_kvcache_acquire(c, 0) < 0) return NULL;
+        PyObject *t = PyTuple_New(c->n_layers);
+        for (int64_t l = 0; t && l < c->n_layers; l++) {
+            PyObject *v = PyLong_FromLongLong(c->window[l]);
+            if (!v) {
+                Py_CLEAR(t);
+                break;
+            }
+            PyTuple_SET_ITEM(t, l, v);
+        }
+        gb_kvcache_unlock(c);
+        return t;
+    }
+    case 11: return PyLong_FromLongLong(c->chunk);
     }
     Py_RETURN_NONE;
 }
@@ -319,12 +390,18 @@ static PyGetSetDef kv_getset[] = {
     {"block_size", (getter)kv_get, NULL, "tokens per block", (void *)7},
     {"_dims", (getter)kv_get, NULL, "(n_heads, dk, dv) as stored", (void *)8},
     {"bytes_in_blocks", (getter)kv_get, NULL, "bytes of the blocks held by layers now (whole blocks)", (void *)9},
+    {"windows", (getter)kv_get, NULL, "sliding window per layer in tokens (0 = full attention)", (void *)10},
+    {"chunk", (getter)kv_get, NULL, "the most tokens a windowed layer takes at once (0: no windows set)", (void *)11},
     {NULL}};
 
 static PyMethodDef kv_methods[] = {
     {"append", (PyCFunction)(void (*)(void))kv_append, METH_VARARGS | METH_KEYWORDS,
      "append(layer, a, b): GQA a=k[T, Hkv, Dh], b=v[T, Hkv, Dv]; MLA a=latent[T, R], b=k_rope[T, Dr] (float32)"},
-    {"length", (PyCFunction)kv_length, METH_VARARGS, "length(layer) -> tokens held"},
+    {"length", (PyCFunction)kv_length, METH_VARARGS, "length(layer) -> tokens appended (the next token's position)"},
+    {"_layer_state", (PyCFunction)kv_layer_state, METH_VARARGS,
+     "_layer_state(layer) -> (tokens appended, tokens held, oldest stored token, ring tokens)"},
+    {"_set_windows", (PyCFunction)kv_set_windows, METH_VARARGS,
+     "_set_windows(windows, chunk): sliding window per layer (0 = full), rings for windowed layers; empty cache only"},
     {"read", (PyCFunction)kv_read, METH_VARARGS, "read(layer) -> (a, b) float32 copies of what is stored"},
     {"reset", (PyCFunction)kv_reset, METH_NOARGS, "reset(): every layer to 0 tokens (blocks go back to the pool)"},
     {"fill_synthetic", (PyCFunction)(void (*)(void))kv_fill_synthetic, METH_VARARGS | METH_KEYWORDS,

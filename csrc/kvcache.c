@@ -79,7 +79,9 @@ int gb_kvcache_create(gb_kvcache **out, int kind, int fmt, int64_t n_layers, int
     c->len = (int64_t *)calloc((size_t)n_layers, sizeof(int64_t));
     c->table = (uint8_t **)calloc((size_t)(n_layers * c->max_blocks), sizeof(uint8_t *));
     c->pool = (uint8_t **)calloc((size_t)(n_layers * c->max_blocks), sizeof(uint8_t *));
-    if (!c->len || !c->table || !c->pool) {
+    c->window = (int64_t *)calloc((size_t)n_layers, sizeof(int64_t));
+    c->ring = (int64_t *)calloc((size_t)n_layers, sizeof(int64_t));
+    if (!c->len || !c->table || !c->pool || !c->window || !c->ring) {
         gb_kvcache_destroy(c);
         return gb_error(GB_ENOMEM, "KV cache: out of memory for the block tables");
     }
@@ -112,6 +114,8 @@ void gb_kvcache_destroy(gb_kvcache *c) {
     free(c->table);
     free(c->pool);
     free(c->len);
+    free(c->window);
+    free(c->ring);
     if (c->lock) {
         pthread_rwlock_destroy((pthread_rwlock_t *)c->lock);
         free(c->lock);
@@ -137,13 +141,42 @@ int64_t gb_kvcache_bytes_per_token(const gb_kvcache *c) {
 
 int64_t gb_kvcache_tokens_held(const gb_kvcache *c) {
     int64_t n = 0;
-    for (int64_t l = 0; l < c->n_layers; l++) n += c->len[l];
+    for (int64_t l = 0; l < c->n_layers; l++) n += gb_kvcache_held(c, l);
     return n;
 }
 
-/* Make sure `layer` has blocks for tokens [0, n). */
+int gb_kvcache_set_windows(gb_kvcache *c, const int64_t *windows, int64_t chunk) {
+    if (c->kind != GB_KV_GQA) return gb_error(GB_EVALUE, "sliding windows need a GQA cache, got an MLA cache");
+    if (chunk < 1) return gb_error(GB_EVALUE, "`chunk` (the most tokens appended at once) must be >= 1, got %ld", (long)chunk);
+    for (int64_t l = 0; l < c->n_layers; l++) {
+        if (c->len[l])
+            return gb_error(GB_EVALUE, "sliding windows can only be set on an empty cache (layer %ld holds %ld tokens)",
+                            (long)l, (long)c->len[l]);
+        if (windows && windows[l] < 0)
+            return gb_error(GB_EVALUE, "`windows`[%ld] = %ld: a window must be >= 1 token (0 = full attention)", (long)l,
+                            (long)windows[l]);
+    }
+    gb_kvcache_reset(c); /* blocks of the old layout back to the pool */
+    for (int64_t l = 0; l < c->n_layers; l++) {
+        const int64_t w = windows ? windows[l] : 0;
+        int64_t r = 0;
+        if (w > 0) {
+            if (w - 1 > INT64_MAX / 2 - chunk)
+                return gb_error(GB_EVALUE, "`windows`[%ld] = %ld is too large", (long)l, (long)w);
+            r = (w - 1 + chunk + c->block_size - 1) / c->block_size;
+            if (r >= c->max_blocks) r = 0; /* the ring would be no smaller than the whole layer */
+        }
+        c->window[l] = w;
+        c->ring[l] = r;
+    }
+    c->chunk = chunk;
+    return GB_OK;
+}
+
+/* Make sure `layer` has blocks for tokens [0, n) (a ring: all its blocks once n fills it). */
 static int ensure_blocks(gb_kvcache *c, int64_t layer, int64_t n) {
     int64_t need = (n + c->block_size - 1) / c->block_size;
+    if (c->ring[layer] && need > c->ring[layer]) need = c->ring[layer];
     uint8_t **tab = c->table + layer * c->max_blocks;
     for (int64_t b = 0; b < need; b++) {
         if (tab[b]) continue;
@@ -167,6 +200,7 @@ static int ensure_blocks_poisoned(gb_kvcache *c, int64_t layer, int64_t n) {
     while (have < c->max_blocks && tab[have]) have++;
     int st = ensure_blocks(c, layer, n);
     int64_t need = (n + c->block_size - 1) / c->block_size;
+    if (c->ring[layer] && need > c->ring[layer]) need = c->ring[layer];
     for (int64_t b = have; b < need && tab[b]; b++) memset(tab[b], 0xff, (size_t)c->block_bytes);
     return st;
 }
@@ -209,6 +243,12 @@ int gb_kvcache_append(gb_kvcache *c, int64_t layer, const float *a, const float 
     if (L + T > c->capacity)
         return gb_error(GB_EFULL, "KV cache full: layer %ld holds %ld of %ld tokens, cannot append %ld", (long)layer,
                         (long)L, (long)c->capacity, (long)T);
+    const int64_t W = c->window[layer], R = gb_kvcache_ring_tokens(c, layer);
+    if (c->ring[layer] && T > R - W + 1)
+        return gb_error(GB_EVALUE,
+                        "layer %ld keeps a sliding window of %ld tokens in a ring of %ld: at most %ld tokens can be "
+                        "appended (and attended) at once, got %ld",
+                        (long)layer, (long)W, (long)R, (long)(R - W + 1), (long)T);
     if ((st = ensure_blocks_poisoned(c, layer, L + T))) return st;
     int64_t as = c->n_heads * c->dk, bs = c->n_heads * c->dv;
     int bad = 0;
@@ -225,15 +265,17 @@ int gb_kvcache_read(const gb_kvcache *c, int64_t layer, float *a, float *b) {
     int st;
     if ((st = check_layer(c, layer))) return st;
     int64_t as = c->n_heads * c->dk, bs = c->n_heads * c->dv;
-    for (int64_t t = 0; t < c->len[layer]; t++) {
+    const int64_t t0 = c->len[layer] - gb_kvcache_held(c, layer);
+    for (int64_t t = t0; t < c->len[layer]; t++) {
+        const int64_t i = t - t0;
         if (c->kind == GB_KV_MLA) {
             const uint8_t *src = gb_kvcache_k_ptr(c, layer, 0, t);
-            gb_decode_row(c->fmt, src, a + t * as, c->dk);
-            gb_decode_row(c->fmt, src + gb_row_bytes(c->fmt, c->dk), b + t * bs, c->dv);
+            gb_decode_row(c->fmt, src, a + i * as, c->dk);
+            gb_decode_row(c->fmt, src + gb_row_bytes(c->fmt, c->dk), b + i * bs, c->dv);
         } else {
             for (int64_t h = 0; h < c->n_heads; h++) {
-                gb_decode_row(c->fmt, gb_kvcache_k_ptr(c, layer, h, t), a + t * as + h * c->dk, c->dk);
-                gb_decode_row(c->fmt, gb_kvcache_v_ptr(c, layer, h, t), b + t * bs + h * c->dv, c->dv);
+                gb_decode_row(c->fmt, gb_kvcache_k_ptr(c, layer, h, t), a + i * as + h * c->dk, c->dk);
+                gb_decode_row(c->fmt, gb_kvcache_v_ptr(c, layer, h, t), b + i * bs + h * c->dv, c->dv);
             }
         }
     }
@@ -277,7 +319,8 @@ int gb_kvcache_fill_synthetic(gb_kvcache *c, int64_t n, uint64_t seed) {
 #pragma omp for schedule(static) collapse(2)
         for (int64_t l = 0; l < c->n_layers; l++)
             for (int64_t t = 0; t < n; t++) {
-                if (!buf) continue;
+                /* a ring keeps the last ring_tokens: the same values a full layer holds there */
+                if (!buf || t < n - gb_kvcache_ring_tokens(c, l)) continue;
                 uint64_t s = seed * 0x2545f4914f6cdd1dull ^ ((uint64_t)l << 40) ^ (uint64_t)t;
                 for (int64_t i = 0; i < as + bs; i++)
                     buf[i] = (float)((int64_t)(splitmix64(&s) >> 40) - (1 << 23)) * (1.0f / (1 << 23));

@@ -12,6 +12,13 @@
  *        reads the 576-wide key and its first 512 as the value from the same row).
  *        Block layout: [slot][dk + dv].
  * For q8_0/q4_0 every stored row part must be a whole number of 32-element blocks.
+ *
+ * Sliding windows (gb_kvcache_set_windows): a GQA layer with window W > 0 keeps only the last
+ * tokens in a ring of ring[layer] blocks (ring_tokens = ring x block_size >= W - 1 + chunk, chunk =
+ * the most tokens appended at once): token t lives in slot t mod ring_tokens, so len[layer] still
+ * counts every token appended (the position of the next one) while only the last ring_tokens are
+ * stored. Attention of the T newest queries needs keys from len - T - W + 1 on, hence the bound
+ * T <= ring_tokens - W + 1 on an append. Held (the bytes a layer accounts for): min(len, W).
  */
 #ifndef GLMBENCH_KVCACHE_H
 #define GLMBENCH_KVCACHE_H
@@ -35,12 +42,37 @@ typedef struct gb_kvcache {
     int64_t n_pool;
     int64_t n_obtained;     /* blocks obtained from the system (held + pooled) */
     void *lock;             /* a pthread_rwlock_t (kvcache.c): shared for readers, exclusive for writers */
+    int64_t *window;        /* [n_layers] sliding window in tokens, 0 = full attention */
+    int64_t *ring;          /* [n_layers] blocks of a windowed layer's ring, 0 = not a ring (grows to capacity) */
+    int64_t chunk;          /* the most tokens a windowed layer takes at once (set_windows), 0 = no windows */
 } gb_kvcache;
 
 /* Create a cache; *out is NULL on failure. */
 int gb_kvcache_create(gb_kvcache **out, int kind, int fmt, int64_t n_layers, int64_t capacity, int64_t n_heads,
                       int64_t dk, int64_t dv, int64_t block_size);
 void gb_kvcache_destroy(gb_kvcache *c);
+
+/* Sliding windows per layer (windows[n_layers], 0 = full attention; NULL = none): windowed layers
+ * become rings of ceil((W - 1 + chunk) / block_size) blocks (never more than capacity needs).
+ * Only on an empty cache (every layer at length 0); GQA caches only. */
+int gb_kvcache_set_windows(gb_kvcache *c, const int64_t *windows, int64_t chunk);
+
+/* Tokens a ring holds (ring x block_size), or capacity for a layer that is not a ring. */
+static inline int64_t gb_kvcache_ring_tokens(const gb_kvcache *c, int64_t layer) {
+    return c->ring[layer] ? c->ring[layer] * c->block_size : c->capacity;
+}
+
+/* Tokens of `layer` attention can still see: min(len, window) for a windowed layer, else len. */
+static inline int64_t gb_kvcache_held(const gb_kvcache *c, int64_t layer) {
+    const int64_t w = c->window[layer], n = c->len[layer];
+    return w > 0 && n > w ? w : n;
+}
+
+/* The oldest token whose rows are still stored (0 unless a ring has wrapped). */
+static inline int64_t gb_kvcache_first(const gb_kvcache *c, int64_t layer) {
+    const int64_t r = gb_kvcache_ring_tokens(c, layer), n = c->len[layer];
+    return n > r ? n - r : 0;
+}
 
 /* Bytes per token summed over layers, in the storage format. */
 int64_t gb_kvcache_bytes_per_token(const gb_kvcache *c);
@@ -51,7 +83,8 @@ int64_t gb_kvcache_tokens_held(const gb_kvcache *c);
  * the tokens do not fit. */
 int gb_kvcache_append(gb_kvcache *c, int64_t layer, const float *a, const float *b, int64_t T);
 
-/* Decode everything held at `layer` into float32: a, b in the shapes append takes. */
+/* Decode the gb_kvcache_held tokens of `layer` (the last ones) into float32: a, b in the shapes
+ * append takes. */
 int gb_kvcache_read(const gb_kvcache *c, int64_t layer, float *a, float *b);
 
 void gb_kvcache_reset(gb_kvcache *c);
@@ -71,14 +104,19 @@ void gb_kvcache_unlock(gb_kvcache *c);
 int gb_kvcache_fill_synthetic(gb_kvcache *c, int64_t n, uint64_t seed);
 
 /* Pointer to the stored bytes of key rows for (layer, head, token t): GQA rows of one head from t
- * to the end of t's block are contiguous (k_row_bytes apart); MLA rows likewise. */
+ * to the end of t's block are contiguous (k_row_bytes apart); MLA rows likewise. In a ring, t's
+ * block is block t / block_size mod ring (whole blocks, so a tile never straddles the wrap). */
+static inline const uint8_t *gb_kvcache_blk(const gb_kvcache *c, int64_t layer, int64_t t) {
+    const int64_t b = t / c->block_size, r = c->ring[layer];
+    return c->table[layer * c->max_blocks + (r ? b % r : b)];
+}
 static inline const uint8_t *gb_kvcache_k_ptr(const gb_kvcache *c, int64_t layer, int64_t head, int64_t t) {
-    const uint8_t *blk = c->table[layer * c->max_blocks + t / c->block_size];
+    const uint8_t *blk = gb_kvcache_blk(c, layer, t);
     int64_t s = t % c->block_size;
     return blk + (head * c->block_size + s) * c->k_row_bytes;
 }
 static inline const uint8_t *gb_kvcache_v_ptr(const gb_kvcache *c, int64_t layer, int64_t head, int64_t t) {
-    const uint8_t *blk = c->table[layer * c->max_blocks + t / c->block_size];
+    const uint8_t *blk = gb_kvcache_blk(c, layer, t);
     int64_t s = t % c->block_size;
     return blk + c->n_heads * c->block_size * c->k_row_bytes + (head * c->block_size + s) * c->v_row_bytes;
 }

@@ -337,8 +337,9 @@ def _add_study_options(p, *, report: bool):
                         f"else {d.link_gbps:g}; stderr says which)")
     g.add_argument("--split", default=d.split, choices=("layer", "tensor"),
                    help=f"how a multi-card rig splits the model (default: {d.split})")
-    g.add_argument("--weights", default=d.weights, metavar="FORMAT",
-                   help=f"weight format (default: {d.weights}, 4.5 bits)")
+    g.add_argument("--weights", default=None, metavar="FORMAT",
+                   help=f"weight format (default: {d.weights}, 4.5 bits; a model file, .gguf or HF folder, "
+                        "predicts at its own stored types)")
     g.add_argument("--kv", default=d.kv, metavar="FORMAT", help=f"KV-cache format (default: {d.kv})")
     g.add_argument("--depths", type=DEPTHS, default=list(d.depths), metavar="LIST",
                    help="context depths, e.g. 1K..128K or 512,4K,32K (default: 1K..128K)")
@@ -407,10 +408,14 @@ def _default_link(args) -> float:
 
 def _study_from_args(args):
     kw = dict(hardware=args.hardware, cards=tuple(args.cards), link_gbps=_default_link(args), split=args.split,
-              weights=args.weights, kv=args.kv, depths=tuple(args.depths), runtime=args.runtime,
+              weights=args.weights or _STUDY.weights, kv=args.kv, depths=tuple(args.depths), runtime=args.runtime,
               n_prompt=args.n_prompt, n_gen=args.n_gen)
     if args.model:
         kw["models"] = tuple(args.model)
+    for m in kw.get("models", ()):   # a model file predicts at its stored types: say so when --weights differs
+        note = configs.weights_notice(m, args.weights)
+        if note:
+            print(f"notice: {note}", file=sys.stderr)
     if getattr(args, "concurrency", None):
         kw["concurrency"] = tuple(args.concurrency)
     if getattr(args, "serve_context", None) is not None:

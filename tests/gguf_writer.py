@@ -52,14 +52,17 @@ def hf_tensors(cfg, state_dict) -> dict:
     return out
 
 
-def write(path, cfg, state_dict, *, types=None, split_kv_b=True, name="tiny", extra_tensors=()):
+def write(path, cfg, state_dict, *, types=None, split_kv_b=True, name="tiny", extra_tensors=(), meta=None,
+          split_max_tensors=0):
     """Write HF model (`cfg` a transformers config, `state_dict` its tensors) to GGUF at `path`.
     `types`: function (gguf name, shape) -> GGMLQuantizationType (default F32; 1-D tensors and the
-    router always F32 as llama.cpp's quantizer keeps them)."""
+    router always F32 as llama.cpp's quantizer keeps them). `meta`: {key: (value, GGUFValueType)}
+    replacing (value None: removing) metadata keys, for files with bad or missing fields.
+    `split_max_tensors`: write parts PATH-0000N-of-0000M.gguf as gguf-split does."""
     mt = cfg.model_type
     arch = ARCH[mt]
     hp = cfg.to_dict()
-    w = gguf.GGUFWriter(str(path), arch)
+    w = gguf.GGUFWriter(str(path), arch, split_max_tensors=split_max_tensors)
     L, D, H = hp["num_hidden_layers"], hp["hidden_size"], hp["num_attention_heads"]
     w.add_name(name)
     w.add_block_count(L)
@@ -132,13 +135,42 @@ def write(path, cfg, state_dict, *, types=None, split_kv_b=True, name="tiny", ex
             _add(w, gname.replace("attn_kv_b", "attn_v_b"), np.ascontiguousarray(v_b), types)
             continue
         _add(w, gname, a, types)
+    rp = hp.get("rope_parameters") or hp.get("rope_scaling") or {}
+    if arch == "llama" and rp.get("rope_type") == "llama3":   # LlamaModel.generate_extra_tensors
+        _add(w, "rope_freqs.weight", llama3_rope_factors(rp, hp.get("head_dim") or D // H), None)
     for gname, a in extra_tensors:
         _add(w, gname, a, types)
+    for k, (v, vt) in (meta or {}).items():
+        if v is None:
+            w.kv_data[0].pop(k, None)
+        else:
+            w.kv_data[0][k] = gguf.GGUFValue(v, vt)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
     return path
+
+
+def llama3_rope_factors(rp, dim):
+    """The converter's rope_freqs tensor (conversion/llama.py, generate_extra_tensors): per pair,
+    1 (short wavelengths), factor (long), or the smooth blend's divisor between."""
+    import math
+    base = rp.get("rope_theta", 10000.0)
+    freqs = 1.0 / (base ** (np.arange(0, dim, 2, dtype=np.float32) / dim))
+    factor, low, high = rp.get("factor", 8.0), rp.get("low_freq_factor", 1.0), rp.get("high_freq_factor", 4.0)
+    old = rp.get("original_max_position_embeddings", 8192)
+    out = []
+    for f in freqs:
+        wl = 2 * math.pi / f
+        if wl < old / high:
+            out.append(1)
+        elif wl > old / low:
+            out.append(factor)
+        else:
+            smooth = (old / wl - low) / (high - low)
+            out.append(1 / ((1 - smooth) / factor + smooth))
+    return np.array(out, np.float32)
 
 
 def _add(w, gname, a, types):

@@ -306,12 +306,186 @@ def test_block_matches_hf_qwen3(rng):
     np.testing.assert_allclose(np.concatenate(ys), y_hf, rtol=0, atol=2e-5)
 
 
-def test_block_sliding_window_is_reported_missing(rng):
+def test_block_sliding_window_matches_reference(rng):
+    # Mistral: every layer windowed (4 tokens); a full cache, attention reads only the window
     cfg = tiny_cfg("mistral-small-24b", sliding_window=4)
     w = tiny_weights(rng, cfg)
-    cache = KVCache.gqa(1, 8, cfg.n_kv_heads, cfg.head_dim, kv="f32")
-    x = rng.standard_normal((3, cfg.hidden_size)).astype(np.float32)
-    gqa_block(x, w, cache, 0, np.arange(3), cfg)          # inside the window: exact causal attention
-    with pytest.raises(NotImplementedError, match=r"sliding-window attention \(cfg.sliding_window=4\)"):
-        gqa_block(x, w, cache, 0, np.arange(3, 6), cfg)
-    assert cache.length(0) == 3
+    cache = KVCache.gqa(1, 16, cfg.n_kv_heads, cfg.head_dim, kv="f32")
+    x = rng.standard_normal((11, cfg.hidden_size)).astype(np.float32)
+    kp = vp = None
+    for a, b in [(0, 3), (3, 9), (9, 10), (10, 11)]:
+        y = gqa_block(x[a:b], w, cache, 0, np.arange(a, b), cfg)
+        r, kp, vp = ref.gqa_block(x[a:b], w, np.arange(a, b), cfg, kp, vp)
+        np.testing.assert_allclose(y, r, rtol=0, atol=5e-5)
+    assert cache.length(0) == 11
+    # a ring cache whose window disagrees with the config's is refused
+    ring = KVCache.gqa(1, 16, cfg.n_kv_heads, cfg.head_dim, kv="f32", windows=[3], chunk=4)
+    with pytest.raises(ValueError, match=r"cache layer 0 keeps a window of 3 tokens but model layer 0 attends to 4"):
+        gqa_block(x[:2], w, ring, 0, np.arange(2), cfg)
+    assert ring.length(0) == 0
+
+
+# ---- sliding windows and soft-capping ------------------------------------------------------------
+# The kernel against the float64 reference on the values the cache stores: windows of 1 (each query
+# sees only itself), = context, > context; rings that wrapped; a query at every position mod the
+# window; decode after prefill = one prefill; soft-capped logits.
+
+def _kv(rng, L, Hkv=2, Dh=32, Dv=24):
+    return (rng.standard_normal((L, Hkv, Dh)).astype(np.float32),
+            rng.standard_normal((L, Hkv, Dv)).astype(np.float32))
+
+
+@pytest.mark.parametrize("W", [1, 2, 7, 31, 60, 61, 200])     # 61 = the context, 200 > it
+@pytest.mark.parametrize("P,T", [(0, 61), (45, 16), (60, 1)])
+def test_window_matches_reference(rng, W, P, T):
+    k, v = _kv(rng, P + T)
+    c = KVCache.gqa(1, 64, 2, 32, 24, kv="f32", block_size=8)
+    c.append(0, k, v)
+    q = rng.standard_normal((T, 6, 32)).astype(np.float32)
+    q0 = q.copy()
+    y = gqa_attention(q, c, 0, window=W)
+    np.testing.assert_allclose(y, ref.gqa_attention(q, k, v, window=W), rtol=0, atol=ATOL)
+    np.testing.assert_array_equal(q, q0)
+    if W >= P + T:   # a window as long as the context is plain causal attention
+        np.testing.assert_allclose(y, gqa_attention(q, c, 0), rtol=0, atol=1e-6)
+    if W == 1:       # each query sees only its own key: the output is its own V row, per group
+        np.testing.assert_allclose(y, np.repeat(v[P:], 3, axis=1), rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("fmt", ["f32", "f16", "bf16", "q8_0"])
+@pytest.mark.parametrize("W,chunk,bs", [(1, 1, 4), (5, 3, 4), (16, 16, 16), (24, 8, 8)])
+def test_ring_wraps_and_every_position_mod_window(rng, fmt, W, chunk, bs):
+    """Tokens appended in pieces of up to `chunk`, attended after each piece: the ring of
+    ceil((W - 1 + chunk) / bs) blocks wraps many times; over 3 rings' worth of positions a query
+    lands on every position mod the window and mod the ring."""
+    ring_blocks = -(-(W - 1 + chunk) // bs)
+    L = 3 * ring_blocks * bs + 5
+    k, v = _kv(rng, L, Dh=64, Dv=32)
+    kr, vr = ref.kv_round(k, fmt), ref.kv_round(v, fmt)
+    c = KVCache.gqa(2, L, 2, 64, 32, kv=fmt, block_size=bs, windows=[W, 0], chunk=chunk)
+    assert c.windows == (W, 0) and c.chunk == chunk
+    assert c.ring_tokens(0) == ring_blocks * bs and c.ring_tokens(1) == L
+    G = 8 if fmt == "bf16" else 4   # bf16 with 8 heads per group: the G=8 decode kernel
+    tol = BF16_DP_REL if fmt == "bf16" else ATOL
+    seen = set()
+    t = 0
+    sizes = [1, chunk, 2, chunk, 1]
+    i = 0
+    while t < L:
+        n = min(sizes[i % len(sizes)], L - t)
+        i += 1
+        c.append(0, k[t:t + n], v[t:t + n])
+        t += n
+        q = rng.standard_normal((n, 2 * G, 64)).astype(np.float32)
+        y = gqa_attention(q, c, 0)
+        want = ref.gqa_attention(q, kr[:t], vr[:t], window=W)
+        np.testing.assert_allclose(y, want, rtol=0, atol=tol * max(1.0, np.abs(want).max()))
+        seen.update(p % W for p in range(t - n, t))
+    assert seen == set(range(W)) and c.length(0) == L and c.held(0) == min(L, W)
+    got_k, got_v = c.read(0)                      # read: the window's tokens, oldest first
+    np.testing.assert_array_equal(got_k, kr[L - min(L, W):].astype(np.float32))
+    np.testing.assert_array_equal(got_v, vr[L - min(L, W):].astype(np.float32))
+
+
+def test_decode_after_prefill_equals_one_prefill(rng):
+    W, L, P = 10, 90, 50
+    k, v = _kv(rng, L)
+    q = rng.standard_normal((L, 4, 32)).astype(np.float32)
+    one = KVCache.gqa(1, L, 2, 32, 24, kv="f32", block_size=8)
+    one.append(0, k, v)
+    y_one = gqa_attention(q, one, 0, window=W)
+    ring = KVCache.gqa(1, L, 2, 32, 24, kv="f32", block_size=8, windows=[W], chunk=P)
+    ring.append(0, k[:P], v[:P])
+    ys = [gqa_attention(q[:P], ring, 0)]
+    for t in range(P, L):
+        ring.append(0, k[t:t + 1], v[t:t + 1])
+        ys.append(gqa_attention(q[t:t + 1], ring, 0))
+    np.testing.assert_allclose(np.concatenate(ys), y_one, rtol=0, atol=1e-5)
+    assert ring.ring_tokens(0) == 64 < L    # the ring really wrapped
+
+
+@pytest.mark.parametrize("cap", [0.5, 3.0, 50.0])
+def test_softcap_matches_reference(rng, cap):
+    k, v = _kv(rng, 70)
+    c = KVCache.gqa(1, 70, 2, 32, 24, kv="f32", block_size=16)
+    c.append(0, k, v)
+    q = 3 * rng.standard_normal((5, 8, 32)).astype(np.float32)   # large logits: the cap bends them
+    for W in (None, 9):
+        y = gqa_attention(q, c, 0, softcap=cap, window=W, scale=0.2)
+        np.testing.assert_allclose(y, ref.gqa_attention(q, k, v, scale=0.2, window=W, softcap=cap), rtol=0, atol=ATOL)
+    assert np.abs(gqa_attention(q, c, 0, softcap=cap) - gqa_attention(q, c, 0)).max() > 1e-3
+
+
+def test_window_decode_reads_the_window_only(rng):
+    """At depth 4096 with a window of 64, a decode step touches 64 keys: poisoning every other stored
+    key (NaN in their rows would reach the output) leaves the result finite and equal."""
+    L, W = 4096, 64
+    k, v = _kv(rng, L)
+    c = KVCache.gqa(1, L, 2, 32, 24, kv="f32", block_size=64)
+    bad_k, bad_v = k.copy(), v.copy()
+    bad_k[:L - W] = 1e30        # finite, but any score against them would dominate the softmax
+    c.append(0, bad_k, bad_v)
+    q = rng.standard_normal((1, 4, 32)).astype(np.float32)
+    y = gqa_attention(q, c, 0, window=W)
+    np.testing.assert_allclose(y, ref.gqa_attention(q, k[L - W:], v[L - W:]), rtol=0, atol=ATOL)
+
+
+def test_window_thread_counts_agree(rng):
+    L = 900
+    k, v = _kv(rng, L, Hkv=8, Dh=128, Dv=128)
+    n0 = glmbench.get_num_threads()
+    outs = []
+    try:
+        for n in (1, 2):
+            glmbench.set_num_threads(n)
+            c = KVCache.gqa(1, L, 8, 128, kv="bf16", windows=[128], chunk=64)
+            for a in range(0, L, 64):
+                c.append(0, k[a:a + 64], v[a:a + 64])
+            q = rng.standard_normal((1, 64, 128)).astype(np.float32) if not outs else outs[0][0]
+            full = KVCache.gqa(1, L, 8, 128, kv="f16")
+            full.append(0, k, v)
+            qp = np.ascontiguousarray(np.repeat(q, 50, axis=0))    # a prefill of 50 queries
+            outs.append((q, gqa_attention(q, c, 0), gqa_attention(q, c, 0, softcap=20.0),
+                         gqa_attention(qp, full, 0, window=100, softcap=20.0)))
+    finally:
+        glmbench.set_num_threads(n0)
+    for a, b in zip(outs[0][1:], outs[1][1:]):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
+
+
+def test_window_bad_input(rng):
+    k, v = _kv(rng, 20)
+    c = KVCache.gqa(1, 40, 2, 32, 24, kv="f32", block_size=4, windows=[4], chunk=4)
+    q = rng.standard_normal((2, 4, 32)).astype(np.float32)
+    for bad, err, match in [(0, ValueError, r"`window` must be None or an int >= 1, got 0"),
+                            (-3, ValueError, r"`window` must be None or an int >= 1, got -3"),
+                            (2.5, TypeError, r"`window` must be None or an int >= 1, got float 2.5")]:
+        with pytest.raises(err, match=match):
+            gqa_attention(q, c, 0, window=bad)
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match=r"`softcap` must be None or a positive finite number"):
+            gqa_attention(q, c, 0, softcap=bad)
+    with pytest.raises(ValueError, match=r"ring of 8: at most 5 tokens can be appended \(and attended\) at once, got 6"):
+        c.append(0, k[:6], v[:6])
+    assert c.length(0) == 0     # nothing written
+    for a in range(0, 20, 4):
+        c.append(0, k[a:a + 4], v[a:a + 4])
+    # 8 queries with a window of 4 need keys from 9 on; the ring keeps 12 .. 19
+    with pytest.raises(ValueError, match=r"no longer stores the keys these 8 queries need with a window of 4"):
+        gqa_attention(np.zeros((8, 4, 32), np.float32), c, 0)
+    with pytest.raises(ValueError, match=r"`q` has 21 tokens but layer 0 holds only 20"):
+        gqa_attention(np.zeros((21, 4, 32), np.float32), c, 0)
+    nan = q.copy()
+    nan[0, 1, 2] = np.nan
+    with pytest.raises(ValueError, match=r"`q` contains NaN"):
+        gqa_attention(nan, c, 0)
+    with pytest.raises(TypeError, match=r"`q` must be float32"):
+        gqa_attention(q.astype(np.float64), c, 0)
+    np.testing.assert_allclose(gqa_attention(q[:, :, :], c, 0, window=2),
+                               ref.gqa_attention(q, k, v, window=2), rtol=0, atol=ATOL)
+    # the core checks its own arguments too
+    from glmbench.core import _core
+    with pytest.raises(ValueError, match=r"`window` must be >= 1 token \(0 = the layer's own\), got -1"):
+        _core.gqa_attention(q, c, 0, 0.0, 0, -1, 0.0)
+    with pytest.raises(ValueError, match=r"`softcap` must be a finite number >= 0"):
+        _core.gqa_attention(q, c, 0, 0.0, 0, 0, -2.0)

@@ -5,8 +5,10 @@ import pytest
 from glmbench.models import configs
 from glmbench import vocab
 
-ALL = ["deepseek-v2-lite", "glm-4.7-flash", "llama-2-7b", "mistral-small-24b", "qwen3-30b-a3b", "qwen3-32b",
-       "seed-oss-36b"]
+ALL = ["deepseek-v2-lite", "deepseek-v3", "gemma-3-12b", "gemma-3-27b", "gemma-3-4b", "glm-4.5-air", "glm-4.7-flash",
+       "gpt-oss-120b", "gpt-oss-20b", "llama-2-7b", "llama-3-70b", "llama-3-8b", "llama-3.1-8b", "llama-3.3-70b",
+       "mistral-small-24b", "qwen2.5-coder-7b", "qwen3-14b", "qwen3-235b-a22b", "qwen3-30b-a3b", "qwen3-32b",
+       "qwen3-8b", "qwen3-coder-30b-a3b", "seed-oss-36b"]
 
 
 def test_builtin_names():
@@ -24,7 +26,25 @@ KV_F16 = {
     "seed-oss-36b": 64 * 8 * (128 + 128) * 2,         # 262,144
     "mistral-small-24b": 40 * 8 * (128 + 128) * 2,    # 163,840 = 160 KiB
     "qwen3-30b-a3b": 48 * 4 * (128 + 128) * 2,        # 98,304
+    # Gemma 3: every layer caches (windowed layers only their last 1024 tokens: see below)
+    "gemma-3-27b": 62 * 16 * (128 + 128) * 2,         # 507,904
+    "gemma-3-12b": 48 * 8 * (256 + 256) * 2,          # 393,216
+    "gemma-3-4b": 34 * 4 * (256 + 256) * 2,           # 139,264
     "llama-2-7b": 32 * 32 * (128 + 128) * 2,          # 524,288 = 512 KiB (MHA: 32 KV heads)
+    "llama-3-8b": 32 * 8 * (128 + 128) * 2,           # 131,072 = 128 KiB
+    "llama-3.1-8b": 32 * 8 * (128 + 128) * 2,
+    "llama-3-70b": 80 * 8 * (128 + 128) * 2,          # 327,680 = 320 KiB
+    "llama-3.3-70b": 80 * 8 * (128 + 128) * 2,
+    "qwen3-8b": 36 * 8 * (128 + 128) * 2,             # 147,456
+    "qwen3-14b": 40 * 8 * (128 + 128) * 2,            # 163,840
+    "qwen2.5-coder-7b": 28 * 4 * (128 + 128) * 2,     # 57,344
+    "qwen3-coder-30b-a3b": 48 * 4 * (128 + 128) * 2,  # 98,304
+    "qwen3-235b-a22b": 94 * 4 * (128 + 128) * 2,      # 192,512
+    "glm-4.5-air": 46 * 8 * (128 + 128) * 2,          # 188,416 (the MTP layer not counted)
+    "deepseek-v3": 61 * (512 + 64) * 2,               # 70,272 (MLA latent + rope key)
+    # GPT-OSS: every layer caches (the windowed half only their last 128 tokens)
+    "gpt-oss-20b": 24 * 8 * (64 + 64) * 2,            # 49,152
+    "gpt-oss-120b": 36 * 8 * (64 + 64) * 2,           # 73,728
 }
 
 
@@ -249,3 +269,76 @@ def test_total_params_match_hf_transformers(name):
     # GLM's e_score_correction_bias is a buffer in HF, a checkpoint tensor for us
     n += sum(b.numel() for k, b in m.named_buffers() if k.endswith("e_score_correction_bias"))
     assert configs.load(name).total_params() == n
+
+
+# Gemma 3 built-ins (docs/SOURCES.md): the published text_config fields, 5 windowed layers to 1 global
+GEMMA = {"gemma-3-27b": (62, 5376, 32, 16, 128, 21504, 168, 27_009_346_304),
+         "gemma-3-12b": (48, 3840, 16, 8, 256, 15360, 256, 11_766_034_176),
+         "gemma-3-4b": (34, 2560, 8, 4, 256, 10240, 256, 3_880_263_168)}
+
+
+@pytest.mark.parametrize("name", sorted(GEMMA))
+def test_gemma3_builtins(name):
+    L, D, H, Hk, Dh, F, qpas, params = GEMMA[name]
+    c = configs.load(name)
+    assert (c.model_type, c.attention, c.n_layers, c.hidden_size, c.n_heads, c.n_kv_heads, c.head_dim,
+            c.intermediate_size) == ("gemma3_text", "gqa", L, D, H, Hk, Dh, F)
+    assert c.sliding_window == 1024 and c.rope_theta == 1e6 and c.max_position_embeddings == 131072
+    assert c.rope_scaling == {"factor": 8.0, "rope_type": "linear"} and c.tie_word_embeddings
+    # layers 5, 11, 17, ... are global; the other five of every six attend to 1024 tokens
+    assert c.windowed_layers == tuple(i for i in range(L) if (i + 1) % 6 != 0)
+    raw = json.load(open(configs.builtin_path(name)))
+    assert raw["query_pre_attn_scalar"] == qpas and raw["rope_local_base_freq"] == 10000.0
+    assert raw["sliding_window_pattern"] == 6 and len(raw["layer_types"]) == L
+    # the text model's parameters as llama.cpp prints them for the GGUF (3.88 B, 11.77 B, 27.01 B)
+    assert c.total_params() == params
+    assert round(params / 1e9, 2) == {"gemma-3-27b": 27.01, "gemma-3-12b": 11.77, "gemma-3-4b": 3.88}[name]
+
+
+# Built-ins of issue 23 (docs/SOURCES.md, "Built-in models of issue 23"): total (and active)
+# parameters as each model card publishes them, in billions; glmbench's count within 2%. Cards
+# count active parameters with the embeddings (Qwen, DeepSeek) or without (GLM-4.5-Air): the third
+# entry says which.
+PUBLISHED = {
+    "llama-3-8b": (8.03, None, None), "llama-3-70b": (70.55, None, None),   # llama-bench's "8.03 B", "70.55 B"
+    "llama-3.1-8b": (8.03, None, None), "llama-3.3-70b": (70.6, None, None),
+    "qwen3-8b": (8.2, None, None), "qwen3-14b": (14.8, None, None), "qwen2.5-coder-7b": (7.61, None, None),
+    "qwen3-235b-a22b": (235, 22, True), "qwen3-coder-30b-a3b": (30.5, 3.3, True),
+    "glm-4.5-air": (106, 12, False), "deepseek-v3": (671, 37, True),         # DeepSeek-V3: without its 14B MTP module
+    "gpt-oss-20b": (20.91, None, None), "gpt-oss-120b": (116.83, None, None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED))
+def test_issue23_builtins_match_published_parameter_counts(name):
+    total, active, with_embeddings = PUBLISHED[name]
+    c = configs.load(name)
+    assert abs(c.total_params() / 1e9 / total - 1) < 0.02
+    if active is not None:
+        assert abs(c.active_params(embeddings=with_embeddings) / 1e9 / active - 1) < 0.02
+    raw = json.load(open(configs.builtin_path(name)))
+    assert "huggingface.co/" in raw["_source"]
+
+
+def test_issue23_builtins_structure():
+    v3 = configs.load("deepseek-v3")
+    assert (v3.attention, v3.router_scoring, v3.topk_method, v3.n_group, v3.topk_group, v3.first_k_dense_replace) == \
+        ("mla", "sigmoid", "noaux_tc", 8, 4, 3)
+    assert v3.rope_type == "yarn" and v3.n_layers == 61
+    oss = configs.load("gpt-oss-20b")
+    assert oss.windowed_layers == tuple(range(0, 24, 2)) and oss.sliding_window == 128
+    assert (oss.n_routed_experts, oss.n_experts_per_tok, oss.expert_bias, oss.attention_sinks) == (32, 4, True, True)
+    air = configs.load("glm-4.5-air")
+    assert (air.model_type, air.rope_dim, air.head_dim, air.n_layers, air.router_scoring) == ("glm4_moe", 64, 128, 46, "sigmoid")
+    l31 = configs.load("llama-3.1-8b")
+    assert l31.rope_type == "llama3" and l31.max_position_embeddings == 131072
+    assert configs.load("llama-3-8b").rope_type == "default"
+
+
+def test_glm_flash_states_its_router():
+    raw = json.load(open(configs.builtin_path("glm-4.7-flash")))
+    assert raw["scoring_func"] == "sigmoid" and raw["topk_method"] == "noaux_tc"
+    c = configs.load("glm-4.7-flash")
+    assert c.router_scoring == "sigmoid" and c.router_bias
+    with pytest.raises(ValueError, match="scoring_func"):
+        configs.load({**{k: v for k, v in raw.items() if not k.startswith("_")}, "scoring_func": "softmax"})

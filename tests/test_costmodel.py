@@ -137,6 +137,34 @@ def test_layer_split_decode_is_sequential_plus_one_transfer():
     assert cm.prefill(two, 4096).seconds < 0.8 * cm.prefill(one, 4096).seconds
 
 
+def test_layer_split_pipelines_ubatches_only():
+    """llama.cpp's pipeline parallelism (layer split over several cards) overlaps the cards only
+    across the ubatches of one llama_decode call: a decode batch of at most n_ubatch streams runs
+    the cards in sequence (serve and the trace replay both use this decode)."""
+    two = cm.Setup("glm-4.7-flash", hw.study_rig(), split="layer", weights="iq4_xs")
+    ub = two.runtime.n_ubatch
+    for b in (1, 8, ub):
+        st = cm.decode(two, 4096, b)
+        cards = [sum(o.seconds for o in st.ops if o.card == c and not o.name.startswith("link")) for c in (0, 1)]
+        link = next(o.seconds for o in st.ops if o.name == "link.activations")
+        assert st.seconds == pytest.approx(sum(cards) + link, rel=1e-12)
+        # serve runs the batch as that one step: no micro-batch schedule of its own
+        r = cm.serve(two, b, 4096)
+        assert r["streams"] == b or b == ub
+        assert b == ub or r["aggregate_tok_s"] == pytest.approx(b / st.seconds, rel=1e-12) and r["schedule"] == "one batch"
+    # two ubatches: card 0 starts the second while card 1 runs the first
+    b = 2 * ub
+    half = cm.decode(two, 4096, ub)
+    c0 = sum(o.seconds for o in half.ops if o.card == 0 and not o.name.startswith("link"))
+    c1 = sum(o.seconds for o in half.ops if o.card == 1 and not o.name.startswith("link"))
+    link = next(o.seconds for o in half.ops if o.name == "link.activations")
+    # by hand: ubatch 2 leaves card 0 at 2 c0; card 1 starts it at max(c0 + link + c1, 2 c0 + link)
+    want = max(c0 + link + c1, 2 * c0 + link) + c1
+    assert cm.decode(two, 4096, b).seconds == pytest.approx(want, rel=1e-9)
+    short = cm.serve(two, b, 256)
+    assert short["fits"] and short["schedule"] == "2 pipelined ubatches"
+
+
 def test_expected_distinct_experts():
     f = cm.expected_distinct_experts
     assert f(64, 4, 1) == pytest.approx(4)
@@ -331,3 +359,50 @@ def test_runtime_profiles(tmp_path):
 
 def test_models_table_alias():
     assert cm.models_table() == configs.models_table()
+
+
+# ---- sliding-window layers (Gemma 3: 5 of 6 layers attend to the last 1024 tokens) ----------------
+def test_window_prefill_work_by_brute_force():
+    # every query at position p sees min(p + 1, w) keys; each 128-query tile reads from its first
+    # query's window start to its last query
+    for depth, n, w in [(0, 1, 1), (0, 300, 1), (0, 300, 1024), (5000, 300, 1024), (900, 700, 1024),
+                        (0, 2048, 1024), (1023, 1, 1024), (1024, 129, 128), (3, 5, 7)]:
+        a = cm._prefill_attn(depth, n, w)
+        keys = sum(min(p + 1, w) for p in range(depth, depth + n))
+        read = 0
+        for t0 in range(0, n, cm.Q_TILE):
+            q0, q1 = depth + t0, depth + min(n, t0 + cm.Q_TILE) - 1
+            read += len(range(max(0, q0 - w + 1), q1 + 1))
+        assert (a.keys, a.read) == (keys, read), (depth, n, w)
+        # a window at least as long as the context changes nothing
+        full = cm._prefill_attn(depth, n, None)
+        big = cm._prefill_attn(depth, n, depth + n)
+        assert (big.keys, big.read) == (full.keys, full.read)
+
+
+def test_gemma3_windowed_layers_read_and_hold_the_window_only():
+    cfg = configs.load("gemma-3-27b")
+    n_win, n_glob = len(cfg.windowed_layers), cfg.n_layers - len(cfg.windowed_layers)
+    assert (n_win, n_glob) == (52, 10)
+    row = 16 * (128 + 128) * 2                   # one token's K and V in one layer, f16
+    s = cm.Setup(cfg, "rtx-3090", weights="q4_K", kv="f16", runtime="ideal")
+    core = lambda d: _op(cm.decode(s, d), "attn.core")
+    att = lambda d: sum(o.bytes for o in cm.decode(s, d).ops if o.name == "attn.core")
+    # beyond the window only the 10 global layers read more: d + 1 rows each, the others 1024
+    assert att(65535) - att(8191) == pytest.approx((65536 - 8192) * n_glob * row)
+    # below the window every layer reads d + 1 rows
+    assert att(1023) - att(511) == pytest.approx(512 * cfg.n_layers * row)
+    # the cache: the global layers hold the context, the windowed ones the last 1024 tokens
+    for ctx in (100, 1024, 5000, 131072):
+        assert cm.memory(s, ctx).kv == row * (n_glob * ctx + n_win * min(ctx, 1024))
+    big = cm.max_context(s)
+    assert cm.memory(s, big).fits and not cm.memory(s, big + 1).fits
+    # the windowed layers' cache is what makes the 128K context fit: with every layer global it does not
+    assert big > 100_000
+    glob = cm.Setup(configs.load({**json.load(open(configs.builtin_path("gemma-3-27b"))), "layer_types": ["full_attention"] * 62}), "rtx-3090", weights="q4_K", runtime="ideal")
+    assert cm.max_context(glob) < big / 4
+    # prefill at depth: the windowed layers' keys stop growing with the depth
+    pf = lambda d: sum(o.flops for o in cm.prefill(s, 512, d).ops if o.name == "attn.core")
+    grow = pf(65536) - pf(8192)
+    assert grow == pytest.approx(2 * 32 * (128 + 128) * 512 * (65536 - 8192) * n_glob
+                                 + cm.SOFTMAX_OPS * 32 * 512 * (65536 - 8192) * n_glob)

@@ -1007,3 +1007,13 @@ def test_mla_kernel1_index_math_in_python(rng):
     want = ref.attention(q, np.broadcast_to(rows_[:, None], (L, H, R + Dr)),
                          np.broadcast_to(rows_[:, None, :R], (L, H, R)), 0.2)[0]
     assert _rel(got, want) < 1e-6
+
+
+def test_cuda_model_refuses_what_it_does_not_run():
+    """Sliding windows and Gemma's layer run on the CPU Model only: CudaModel says so before touching
+    a device (so this runs anywhere)."""
+    from glmbench.models import configs
+    hf = dict(model_type="gemma3_text", num_hidden_layers=6, hidden_size=64, intermediate_size=96,
+              num_attention_heads=4, num_key_value_heads=2, head_dim=16, vocab_size=64, sliding_window=8)
+    with pytest.raises(ValueError, match=r"CudaModel: .*sliding-window attention or Gemma's layer"):
+        cuda.CudaModel(configs.load(hf), max_context=16)

@@ -4,6 +4,7 @@ an HF cache folder, windowed layers in memory, and fields that only change numer
 blocking a prediction."""
 import json
 
+import numpy as np
 import pytest
 
 from glmbench.models import configs
@@ -21,6 +22,7 @@ FAMILIES = {
                   max_position_embeddings=256),
     "qwen2": {},
     "gemma3_text": dict(sliding_window=8),
+    "gemma2": dict(sliding_window=8),
     "glm4_moe": dict(MOE, n_group=1, topk_group=1, attention_bias=True),
     "deepseek_v3": dict(MOE, n_group=2, topk_group=1, kv_lora_rank=32, q_lora_rank=48, qk_rope_head_dim=8,
                         v_head_dim=16, qk_nope_head_dim=12, num_key_value_heads=4),
@@ -146,9 +148,14 @@ def test_numerics_only_fields_do_not_block_predictions():
 
 def test_model_refuses_a_forward_it_lacks():
     glmbench = pytest.importorskip("glmbench")
-    cfg = configs.load(_hf_config("gemma3_text").to_dict())
-    with pytest.raises(ValueError, match=r"glmbench.Model cannot run .*gelu_pytorch_tanh.*predictions take"):
+    cfg = configs.load(_hf_config("gpt_oss").to_dict())
+    with pytest.raises(ValueError, match=r"glmbench.Model cannot run .*attention sinks.*predictions take"):
         glmbench.Model(cfg, weights="f32")
+    # Gemma 3 runs (sliding windows, sandwich norms, GeGLU: tests/test_model_hf.py checks it against HF)
+    g = configs.load(_hf_config("gemma3_text").to_dict())
+    assert g.forward_unsupported() == []
+    m = glmbench.Model(g, weights="f32", max_context=32)
+    assert np.all(np.isfinite(m.prefill(np.arange(12))))
 
 
 def test_bad_family_fields_are_named():

@@ -1,5 +1,7 @@
 """The study point by point (report/findings.py) and the crossover vs MLA attention efficiency
 (predict/crossover.py)."""
+import dataclasses
+
 import pytest
 
 from glmbench import report
@@ -42,27 +44,105 @@ def test_curves_mark_each_profile_and_draw():
     assert fig.axes[0].get_ylabel() and fig.axes[0].get_yscale() == "log"
 
 
-def test_findings_from_records():
+def test_findings_search_every_combination_from_records():
     study = report.Study()
     f = fd.findings(study)
-    assert len(f["rows"]) >= 5
+    dense, rts = cx.dense_builtins(), fd.runtime_names()
+    # every dense built-in (the Gemma 3 sliding-window models among them) and every shipped profile
+    assert {"gemma-3-27b", "gemma-3-12b", "qwen3-32b"} <= set(dense) == set(f["dense_models"])
+    assert [r["name"] for r in f["runtimes"]] == rts and set(cm.list_calibrated()) <= set(rts)
+    assert [r["key"] for r in f["rows"]] == ["generation", "crossover", "prefill", "memory", "quant_kv", "one_vs_two"]
+    n = {"generation": len(dense) * len(rts) * 2, "crossover": len(dense) * len(rts) * 2,
+         "prefill": len(dense) * len(rts) * 2, "memory": len(dense) * len(rts), "quant_kv": len(rts) * 2,
+         "one_vs_two": len(rts)}
     for row in f["rows"]:
-        assert set(row) == {"finding", "study", "typical", "calibrated", "agree", "why"}
-        assert row["agree"].split(" ")[0] in ("yes", "no", "tie")
-    # every speed quoted for the dense models comes from a record in findings["records"]
-    flat = next(r for r in f["rows"] if "flat" in r["finding"])
-    tg = {(r["model"], r["runtime"], r["n_depth"], r["n_cards"]): r["avg_ts"] for r in f["records"] if r["test"] == "tg"}
-    a, b = tg[("qwen3-32b", "typical", study.depths[0], 1)], tg[("qwen3-32b", "typical", study.depths[-1], 1)]
-    assert f"qwen3-32b {a:.0f} -> {b:.0f} tok/s" in flat["typical"]
+        assert {"finding", "study", "criterion", "headline", "why", "results"} <= set(row)
+        assert len(row["results"]) == n[row["key"]] == row["n"]
+        ok = [r for r in row["results"] if r["reproduced"]]
+        assert row["n_reproduced"] == len(ok)
+        assert row["headline"] == "reproduced by none" if not ok else row["headline"].startswith("reproduced by `")
+        for r in row["results"]:
+            # one sentence each, naming the combination and saying whether it reproduces the finding
+            assert r["sentence"].count(". ") == 0 and r["sentence"].endswith("reproduce it.") or \
+                r["sentence"].endswith("reproduces it.")
+            assert r["sentence"].startswith(f"`{r['runtime']}`")
+        for r in ok:
+            assert f"`{r['runtime']}`" in row["headline"]
+    # every speed quoted comes from a record in findings["records"]
+    tg = {(r["model"], r["runtime"], r["n_depth"], r["n_cards"], r["type_k"]): r["avg_ts"]
+          for r in f["records"] if r["test"] == "tg"}
+    gen = next(r for r in f["rows"] if r["key"] == "generation")
+    for r in gen["results"]:
+        g = tg[("glm-4.7-flash", r["runtime"], fd.SHORT, r["n_cards"], study.kv)]
+        d = tg[(r["dense_model"], r["runtime"], fd.SHORT, r["n_cards"], study.kv)]
+        assert r["glm_tok_s"] == g and r["dense_tok_s"] == d
+        assert f"GLM-4.7-Flash {g:.0f} tok/s vs {r['dense_model']} {d:.0f} tok/s" in r["sentence"]
+        assert r["reproduced"] == (abs(g / fd.STUDY_TG - 1) <= fd.APPROX and g / d > fd.TG_RATIO)
     cal = [r for r in f["records"] if r["runtime"] in cm.list_calibrated()]
     assert cal and all(r["evidence"] == "calibrated" and r["cv_error"] for r in cal)
-    assert "64K" in f["study_era"]
+    # the summary: two sentences, the likely setup among the best-scoring pairs
+    assert len(f["summary"]) == 2 and "most likely measured" in f["summary"][0]
+    best = f["likely"]["best"]
+    assert best == max(s["n"] for s in f["likely"]["scores"])
+    assert all(f"`{t['runtime']}`" in f["summary"][0] for t in f["likely"]["top"])
+
+
+def _efficiency_at(dense, rig_cards, target):
+    """By bisection on the cost model directly (not through findings): the MLA flash efficiency at which
+    GLM-4.7-Flash decodes exactly as fast as `dense` at `target` tokens (typical otherwise)."""
+    rig = report.Study().rigs()[rig_cards - 1]
+    sp = "none" if rig.n_cards == 1 else "layer"
+    d = cm.decode(cm.Setup(dense, rig, split=sp), target).tok_s
+    lo, hi = 1e-3, 1.0
+    for _ in range(60):
+        mid = (lo * hi) ** 0.5
+        g = cm.decode(cm.Setup("glm-4.7-flash", rig, split=sp, runtime=cx.with_mla_efficiency("typical", "flash", mid)),
+                      target).tok_s
+        lo, hi = (mid, hi) if g < d else (lo, mid)
+    return (lo * hi) ** 0.5
+
+
+def test_a_fake_profile_pair_is_found_or_not():
+    """A profile built to put the crossover at a known depth (64K) reproduces the finding; one with a
+    fast MLA kernel (efficiency 1) and one that crosses at 8K do not, and each says why."""
+    e = _efficiency_at("gemma-3-27b", 1, 65536)
+    at64 = dataclasses.replace(cx.with_mla_efficiency("typical", "flash", e), name="fake-64k")
+    fast = dataclasses.replace(cx.with_mla_efficiency("typical", "flash", 1.0), name="fake-fast")
+    e8 = _efficiency_at("gemma-3-27b", 1, 8192)
+    at8 = dataclasses.replace(cx.with_mla_efficiency("typical", "flash", e8), name="fake-8k")
+    study = report.Study(cards=(1,))
+    f = fd.findings(study, dense=["gemma-3-27b", "qwen3-32b"], runtimes=[at64, fast, at8])
+    cross = next(r for r in f["rows"] if r["key"] == "crossover")
+    by = {(r["runtime"], r["dense_model"]): r for r in cross["results"]}
+    hit = by[("fake-64k", "gemma-3-27b")]
+    assert hit["reproduced"] and hit["crossover_depth"] == pytest.approx(65536, rel=0.03)
+    assert "catches up with GLM-4.7-Flash at ≈ 64K" in hit["sentence"]
+    assert not by[("fake-fast", "gemma-3-27b")]["reproduced"] and by[("fake-fast", "gemma-3-27b")]["crossover_depth"] is None
+    assert "never catches up" in by[("fake-fast", "gemma-3-27b")]["sentence"]
+    early = by[("fake-8k", "gemma-3-27b")]
+    assert not early["reproduced"] and early["crossover_depth"] == pytest.approx(8192, rel=0.05)
+    assert "before 32K" in early["sentence"]
+    # the headline names exactly the combination that reproduces it
+    assert cross["headline"] == "reproduced by `fake-64k` on 1 card with gemma-3-27b"
+    # a pair that cannot reproduce it anywhere: reported as reproduced by none
+    f2 = fd.findings(study, dense=["qwen3-32b"], runtimes=[fast])
+    c2 = next(r for r in f2["rows"] if r["key"] == "crossover")
+    assert c2["headline"] == "reproduced by none" and c2["n_reproduced"] == 0
+    # the chart draws one line per dense model for each profile
+    fig = plots.mla_crossover(f["crossover"])
+    labels = {t.get_text() for t in fig.legends[0].get_texts()}
+    assert labels == {"gemma-3-27b", "qwen3-32b"}
+    assert len(fig.axes) == 3            # three profiles x one card count
 
 
 def test_report_section_and_ties(tmp_path):
     res = report.run(report.Study(depths=(1024, 8192, 65536), concurrency=(1, 4)), tmp_path / "rep", progress=False)
     text = open(res["report"]).read()
     assert "## The study, point by point" in text and "## Crossover depth vs MLA attention efficiency" in text
+    # the first paragraph: the setup the study most likely measured, and what it means
+    first = text.split("\n\n")[1]
+    assert "most likely measured" in first and "For a reader choosing hardware" in first
+    assert text.count("Reproduced by") + text.count("reproduced by none") >= 6
     assert "mla_crossover.png" in text and (tmp_path / "rep" / "findings.json").exists()
     # a calibrated runtime: its records say so, and close results in the decision table are ties
     res = report.run(report.Study(depths=(1024, 8192), concurrency=(1, 4), runtime="ik-llama-mla-fixed"),
@@ -72,3 +152,19 @@ def test_report_section_and_ties(tmp_path):
     recs = rec.read_records(tmp_path / "cal" / "records.json")
     assert {r["evidence"] for r in recs} == {"calibrated"}
     assert "tie with" in text
+
+
+def test_the_studys_own_profile_joins_the_search(tmp_path):
+    import os
+    import shutil
+    from glmbench import vocab
+    p = tmp_path / "mine.json"
+    shutil.copy(os.path.join(vocab.DATA_DIR, "calibrated", "llama-cpp-1x3090.json"), p)
+    study = report.Study(runtime=f"calibrated:{p}", depths=(1024, 8192, 65536), cards=(1,))
+    f = fd.findings(study, dense=["qwen3-32b"])
+    names = [r["name"] for r in f["runtimes"]]
+    assert names[:-1] == fd.runtime_names() and names[-1] == f"calibrated:{p}"
+    gen = next(r for r in f["rows"] if r["key"] == "generation")
+    assert {r["runtime"] for r in gen["results"]} == set(names)
+    # a study without GLM-4.7-Flash has no findings
+    assert fd.findings(report.Study(models=("qwen3-32b",))) is None

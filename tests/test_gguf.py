@@ -17,33 +17,21 @@ torch = pytest.importorskip("torch", reason="HF oracle tests need torch")
 pytest.importorskip("transformers", reason="HF oracle tests need transformers")
 
 import gguf_writer  # noqa: E402
-from test_model_hf import TINY, hf_logits, rel_err, tiny_hf_model  # noqa: E402
+from test_model_hf import hf_logits, rel_err, tiny_hf_model  # noqa: E402
 
 from glmbench.models import configs, gguf_file  # noqa: E402
 from glmbench.predict import costmodel  # noqa: E402
 
 T = gguf.GGMLQuantizationType
 RTOL = 1e-4
-TINY_LLAMA = dict(vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
-                  num_key_value_heads=2, rms_norm_eps=1e-6, rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
 FAMILIES = ["glm4_moe_lite", "deepseek_v2", "qwen3", "qwen3_moe", "llama"]
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _hf(mt, **kw):
-    if mt != "llama":
-        return tiny_hf_model(mt, **kw)
-    # plain rope: a llama3-scaled GGUF carries its factors in a rope_freqs tensor, which the
-    # reader predicts from but does not run (checkpoint.py refuses it)
-    saved = TINY.get("llama")
-    TINY["llama"] = TINY_LLAMA
-    try:
-        return tiny_hf_model(mt, **kw)
-    finally:
-        if saved is None:
-            TINY.pop("llama", None)
-        else:
-            TINY["llama"] = saved
+    # llama: TINY's llama3 rope scaling, which a GGUF carries as the rope_freqs tensor (gguf_writer
+    # writes it as the converter does; gguf_file reads it as rope_type freq_factors)
+    return tiny_hf_model(mt, **kw)
 
 
 def _write(tmp_path, mt, name="m.gguf", **kw):
@@ -319,3 +307,134 @@ def test_routing_file_on_the_cli(tmp_path, capsys):
     # two models with one histogram: refused with the reason
     assert cli.main(base + ["--model", "qwen3-32b", "--routing", str(m)]) == 2
     assert "one MoE model" in capsys.readouterr().err
+
+
+# ---- issue 23: inconsistent metadata, split files, routers, tied quantized embeddings, HF folders ---
+U32 = gguf.GGUFValueType.UINT32
+
+
+@pytest.mark.parametrize("key,value,match", [
+    ("qwen3.attention.head_count", 0, "'qwen3.attention.head_count' = 0 must be >= 1"),
+    ("qwen3.attention.head_count_kv", 0, "head_count_kv' = 0 must be >= 1"),
+    ("qwen3.attention.head_count_kv", 3, "not a multiple of 'qwen3.attention.head_count_kv' = 3"),
+    ("qwen3.block_count", 0, "block_count' = 0 must be >= 1"),
+    ("qwen3.embedding_length", 0, "embedding_length' = 0 must be >= 1"),
+    ("qwen3.attention.key_length", None, None),   # removed: head dim from embedding_length / head_count
+])
+def test_inconsistent_metadata_is_one_named_error(tmp_path, key, value, match):
+    cfg, model = _hf("qwen3")
+    p = tmp_path / "bad.gguf"
+    gguf_writer.write(p, cfg, model.state_dict(), meta={key: (value, U32)})
+    if match is None:   # 64 / 4 = 16 = head_dim: reads as before
+        assert configs.load(str(p)).head_dim == 16
+        return
+    with pytest.raises(gguf_file.GGUFError) as e:
+        configs.load(str(p))
+    assert str(p) in str(e.value) and match in str(e.value)
+
+
+def test_split_gguf_loads_from_its_first_part(tmp_path):
+    from glmbench.models import checkpoint
+    cfg, model = _hf("qwen3")
+    p = tmp_path / "m.gguf"
+    gguf_writer.write(p, cfg, model.state_dict(), split_max_tensors=5)
+    parts = sorted(str(q) for q in tmp_path.glob("m-*-of-*.gguf"))
+    assert len(parts) > 2 and not p.exists()
+    g = gguf_file.read(parts[0])
+    assert g.parts == tuple(parts) and g.get("split.count") == len(parts)
+    c = configs.load(parts[0])
+    assert c.file_weights.total_bytes == sum(t.n_bytes for t in g.tensors.values())
+    m = checkpoint.load_model(parts[0], kv="f32", max_context=32)
+    prompt, steps = [3, 17, 42, 5], [7, 11]
+    for a, b in zip([m.prefill(np.array(prompt))] + [m.decode(t) for t in steps], hf_logits(model, prompt, steps)):
+        assert rel_err(a, b) < RTOL
+    with pytest.raises(gguf_file.GGUFError, match="give the first part"):
+        configs.load(parts[1])
+    os.remove(parts[-1])
+    with pytest.raises(gguf_file.GGUFError) as e:
+        configs.load(parts[0])
+    assert parts[-1] in str(e.value) and "is missing" in str(e.value)
+
+
+@pytest.mark.parametrize("mt,shape,want", [("glm4_moe_lite", None, "sigmoid"), ("deepseek_v2", None, "softmax"),
+                                           ("deepseek_v2", (47, 154880), "sigmoid")])
+def test_missing_gating_func_follows_llama_cpp(tmp_path, mt, shape, want):
+    """No deepseek2.expert_gating_func: llama.cpp's rule (sigmoid for 47/48 layers and 154880 tokens,
+    else softmax), glmbench's exp_probs_b rule beyond it; a notice says which was assumed."""
+    cfg, model = _hf(mt)
+    meta = {"deepseek2.expert_gating_func": (None, U32)}
+    if shape:
+        meta.update({"deepseek2.block_count": (shape[0], U32), "deepseek2.vocab_size": (shape[1], U32)})
+        g = gguf_writer.write(tmp_path / "m.gguf", cfg, model.state_dict(), meta=meta)
+        with pytest.warns(gguf_file.GGUFNotice, match="as llama.cpp does for this shape"):
+            hf = gguf_file.hf_config(gguf_file.read(g))   # the config alone: the file's tensors are tiny
+        assert hf["model_type"] == "glm4_moe_lite" and "llama.cpp does for this shape" in hf["gguf_assumed"][0]
+        return
+    p = tmp_path / "m.gguf"
+    gguf_writer.write(p, cfg, model.state_dict(), meta=meta)
+    with pytest.warns(gguf_file.GGUFNotice, match=f"assumed {want}") as w:
+        c = configs.load(str(p))
+    assert str(p) in str(w[0].message)
+    assert c.router_scoring == want and c.hf["gguf_assumed"]
+
+
+@pytest.mark.parametrize("fmt", ["q8_0", "q4_0"])
+def test_tied_quantized_embedding_prefill_and_decode(fmt):
+    """Tied embeddings (Qwen3-0.6B class): the head repacks the shared QTensor on its first call; the
+    embedding lookup then reads rows from the repacked form. Prefill and 5 decode steps equal a
+    model holding the same quantized values untied (two QTensors)."""
+    import glmbench
+    cfg, model = _hf("qwen3", tie_word_embeddings=True)
+    sd = {k: v.detach().numpy() for k, v in model.state_dict().items() if k != "lm_head.weight"}  # as a GGUF: no output
+    m = glmbench.Model(cfg.to_dict(), sd, weights=fmt, kv="f32", max_context=32)
+    assert m.lm_head is m.embed
+    ref_sd = dict(sd)
+    untied = dict(cfg.to_dict(), tie_word_embeddings=False)
+    ref_sd["lm_head.weight"] = sd["model.embed_tokens.weight"]
+    ref = glmbench.Model(untied, ref_sd, weights=fmt, kv="f32", max_context=32)
+    prompt, steps = np.array([1, 5, 9, 33, 2]), [7, 11, 13, 2, 99]
+    np.testing.assert_array_equal(m.prefill(prompt), ref.prefill(prompt))
+    assert m.embed.packed is not None   # repacked in place by the head
+    for t in steps:
+        np.testing.assert_array_equal(m.decode(t), ref.decode(t))
+
+
+def test_hf_folder_predicts_at_its_stored_dtype(tmp_path, capsys):
+    from glmbench.cli import main
+    from glmbench.predict import costmodel
+    cfg, model = _hf("qwen3")
+    folder = tmp_path / "hf"
+    model.to(torch.bfloat16).save_pretrained(folder)
+    c = configs.load(str(folder))
+    assert c.file_weights.kind == "safetensors" and c.file_weights.main_type == "BF16"
+    assert c.file_weights.total_bytes == sum(v.numel() * 2 for v in model.state_dict().values())
+    s = costmodel.Setup(str(folder), "rtx-3090")
+    assert s.weights == "bf16"
+    on_host = 160 * 64 * 2 if s.runtime.embeddings_on_host else 0   # the bf16 embedding, as for a GGUF above
+    assert abs(costmodel.memory(s, 1024).cards[0].weights - (c.file_weights.model_bytes - on_host)) <= 1
+    # --weights on a model file: ignored, and said so on stderr
+    _, _, p = _write(tmp_path, "qwen3", types=lambda n, sh: T.Q8_0)
+    args = ["sweep", "--model", p, "--depths", "1K", "--cards", "1", "--tests", "tg", "-q", "--json"]
+    assert main(args + ["--weights", "q4_0"]) == 0
+    out = capsys.readouterr()
+    assert "notice: --weights q4_0 is ignored for" in out.err and p in out.err
+    assert {r["weights"] for r in json.loads(out.out)} == {"q8_0"}
+    assert main(args + ["--weights", "q8_0"]) == 0 and "notice" not in capsys.readouterr().err
+    assert main(args) == 0 and "notice" not in capsys.readouterr().err
+
+
+def test_llama3_rope_freqs_tensor_runs_as_hf():
+    """rope_freqs.weight (the converter's llama3 factors) -> rope_type freq_factors: the inverse
+    frequencies equal HF's llama3 ones (float32 factors), and the whole model matches HF above."""
+    import gguf_writer as gw
+    cfg, _ = _hf("llama")
+    rp = cfg.to_dict()["rope_parameters"]
+    hf_cfg = configs.from_hf(cfg.to_dict(), "hf")
+    f = gw.llama3_rope_factors(rp, 16)
+    assert len(set(np.round(f, 4))) > 2   # all three bands: kept, blended, divided by factor
+    via = configs.from_hf({**cfg.to_dict(), "rope_parameters": None, "rope_theta": rp["rope_theta"],
+                           "rope_scaling": {"rope_type": "freq_factors", "freq_factors": f.tolist()}}, "gguf")
+    np.testing.assert_allclose(via.rope_inv_freq(), hf_cfg.rope_inv_freq(), rtol=1e-6)
+    with pytest.raises(ValueError, match="freq_factors"):
+        configs.from_hf({**cfg.to_dict(), "rope_parameters": None,
+                         "rope_scaling": {"rope_type": "freq_factors", "freq_factors": [1.0, 2.0]}}, "gguf").rope_inv_freq()

@@ -242,3 +242,73 @@ def test_no_leak_over_1000_cycles(rng):
     gc.collect()
     # each cycle allocates ~60 KB of blocks; a leak of even one block per cycle would add > 5 MB
     assert _rss_kb() - before < 2048
+
+
+# ---- sliding windows: rings ------------------------------------------------------------------------
+
+def test_ring_bytes_are_exact_and_agree_with_the_cost_model():
+    """A Gemma-3-27B-shaped cache (62 layers, 5 of 6 windowed at 1024 tokens, 16 KV heads of 128):
+    bytes_used counts min(depth, window) tokens in a windowed layer, as the cost model's KV bytes
+    do; bytes_in_blocks is the memory really held (a ring of ceil((1024 - 1 + chunk) / 64) blocks)."""
+    from glmbench.models import configs
+    from glmbench.predict import costmodel as cm
+    hf = dict(model_type="gemma3_text", num_hidden_layers=62, hidden_size=5376, intermediate_size=21504,
+              num_attention_heads=32, num_key_value_heads=16, head_dim=128, vocab_size=262208,
+              sliding_window=1024, query_pre_attn_scalar=168, rope_scaling={"rope_type": "linear", "factor": 8.0})
+    cfg = configs.load(hf)
+    assert len(cfg.windowed_layers) == 52
+    n_full = cfg.n_layers - 52
+    per_layer = cfg.kv_bytes_per_token("f16") // cfg.n_layers
+    wins = [cfg.layer_window(i) or 0 for i in range(cfg.n_layers)]
+    depth = 5000
+    c = KVCache.gqa(cfg.n_layers, 8192, cfg.n_kv_heads, cfg.head_dim, kv="f16", windows=wins, chunk=512)
+    c.fill_synthetic(depth)
+    s = cm.Setup(cfg, "rtx-3090", weights="Q4_K_M", kv="f16")
+    assert c.bytes_used == per_layer * (n_full * depth + 52 * 1024) == cm.memory(s, depth).kv
+    ring = -(-(1024 - 1 + 512) // 64)          # 24 blocks of 64 tokens
+    block = 64 * per_layer                     # 64 x 16 x 2 x 128 x 2 bytes: already 64-aligned
+    assert c.ring_tokens(0) == ring * 64 and c.ring_tokens(5) == 8192
+    assert c.bytes_in_blocks == block * (52 * ring + n_full * -(-depth // 64))
+    assert c.length(0) == depth and c.held(0) == 1024 and c.held(5) == depth
+    for d in (100, 1024, 1500):      # short of the window: every token is held
+        c.fill_synthetic(d)
+        assert c.bytes_used == cm.memory(s, d).kv
+
+
+def test_ring_holds_what_a_full_layer_holds_in_the_window(rng):
+    full = KVCache.gqa(1, 300, 2, 32, kv="q8_0", block_size=16)
+    ring = KVCache.gqa(1, 300, 2, 32, kv="q8_0", block_size=16, windows=[20], chunk=8)
+    full.fill_synthetic(257, seed=4)
+    ring.fill_synthetic(257, seed=4)
+    fk, fv = full.read(0)
+    rk, rv = ring.read(0)
+    assert rk.shape == (20, 2, 32)
+    np.testing.assert_array_equal(rk, fk[-20:])
+    np.testing.assert_array_equal(rv, fv[-20:])
+    # appends after the fill keep the ring going
+    k = rng.standard_normal((8, 2, 32)).astype(np.float32)
+    ring.append(0, k, k)
+    np.testing.assert_array_equal(ring.read(0)[0][-8:], ref.kv_round(k, "q8_0").astype(np.float32))
+    assert ring.length(0) == 265 and ring.held(0) == 20 and ring.ring_tokens(0) == 32
+
+
+def test_windows_bad_input():
+    with pytest.raises(ValueError, match=r"`windows`\[1\] = -1: a window must be >= 1 token"):
+        KVCache.gqa(2, 64, 2, 32, windows=[0, -1])
+    with pytest.raises(TypeError, match=r"`windows`\[0\] must be an int, got float 4.0"):
+        KVCache.gqa(2, 64, 2, 32, windows=[4.0, 0])
+    with pytest.raises(TypeError, match=r"`windows` must be a sequence of ints"):
+        KVCache.gqa(2, 64, 2, 32, windows=4)
+    with pytest.raises(ValueError, match=r"`windows` must have one entry per layer \(2\), got 3"):
+        KVCache.gqa(2, 64, 2, 32, windows=[4, 4, 4])
+    with pytest.raises(ValueError, match=r"`chunk` must be >= 1, got 0"):
+        KVCache.gqa(2, 64, 2, 32, windows=[4, 4], chunk=0)
+    c = KVCache.gqa(2, 64, 2, 32, kv="f32")
+    c.append(0, np.zeros((1, 2, 32), np.float32), np.zeros((1, 2, 32), np.float32))
+    with pytest.raises(ValueError, match=r"sliding windows can only be set on an empty cache \(layer 0 holds 1 tokens\)"):
+        c._set_windows([4, 4], 8)
+    with pytest.raises(ValueError, match=r"sliding windows need a GQA cache"):
+        KVCache.mla(2, 64, 32, 32)._set_windows([4, 4], 8)
+    assert c.windows == (0, 0) and c.chunk == 0 and c.length(0) == 1
+    r = KVCache.gqa(2, 64, 2, 32, windows=[4, 0], chunk=8, kv="f32", block_size=4)
+    assert "windows=[4, 0], chunk=8" in repr(r)

@@ -18,7 +18,8 @@ PREDICTION = ("glmbench", "glmbench.vocab", "glmbench.models", "glmbench.models.
               "glmbench.predict.traces", "glmbench.predict.replay", "glmbench.predict.calibrate",
               "glmbench.predict.crossover", "glmbench.results.public",
               "glmbench.results", "glmbench.results.records", "glmbench.results.compare", "glmbench.results.importers",
-              "glmbench.report", "glmbench.report.workload", "glmbench.report.findings",
+              "glmbench.report", "glmbench.report.workload", "glmbench.report.findings", "glmbench.report.study",
+              "glmbench.report.render",
               "glmbench.report.plots", "glmbench.cli")
 # What the prediction side must not load: compiled code and the measured side.
 MEASURED = ("glmbench.core", "glmbench.cuda", "glmbench.measure", "glmbench.models.model", "glmbench.bench")
@@ -101,7 +102,7 @@ def test_prediction_side_never_imports_the_measured_side():
     reach the measured side, and they say so."""
     g = _graph()
     allowed = {("glmbench.cli", "glmbench.measure"), ("glmbench.cli", "glmbench.measure.cuda"),  # cmd_measure
-               ("glmbench.cli", "glmbench.cuda"), ("glmbench.report", "glmbench.measure.machine"),
+               ("glmbench.cli", "glmbench.cuda"), ("glmbench.report.study", "glmbench.measure.machine"),
                ("glmbench", "glmbench.cuda"),  # glmbench.HAS_CUDA, resolved on first access
                ("glmbench.cli", "glmbench.measure.machine")}  # `hardware --save-host`, `calibrate --hardware host`
     for mod in PREDICTION:

@@ -370,3 +370,91 @@ def test_unsupported_rope_scaling_fails_at_load(rope, match):
     d.pop("rope_parameters")
     with pytest.raises(ValueError, match=match):
         configs.load(d)
+
+
+# ---- Gemma 3 (text): sliding windows, local rope base, sandwich norms, GeGLU, soft-capped logits ----
+GEMMA3 = dict(
+    vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_layers=3, num_attention_heads=4,
+    num_key_value_heads=2, head_dim=16, rms_norm_eps=1e-6, sliding_window=4,
+    layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+    # query_pre_attn_scalar != head_dim, so a 1/sqrt(head_dim) scale shows; a final soft-cap small
+    # enough to bend the logits; attn_logit_softcapping set to check that we, like HF's Gemma 3,
+    # do not apply it
+    query_pre_attn_scalar=24, final_logit_softcapping=5.0, attn_logit_softcapping=2.0,
+    rope_parameters={"full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6},
+                     "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}},
+    max_position_embeddings=256)
+
+
+@pytest.mark.parametrize("chunk,ring", [(16, 64), (512, 96)])
+def test_gemma3_logits_match_hf_past_the_window(chunk, ring):
+    """A 50-token prefill then 30 decode steps. chunk 16: the prefill runs in 4 pieces and each
+    windowed layer's ring (64 slots: one block) wraps; chunk 512: a ring would be no smaller than
+    the layer (96), so the windowed layers keep every token and attention reads only the window."""
+    TINY["gemma3_text"] = GEMMA3
+    try:
+        hf_cfg, hf = tiny_hf_model("gemma3_text", seed=3)
+    finally:
+        TINY.pop("gemma3_text")
+    cfg = configs.load(hf_cfg.to_dict())
+    assert cfg.windowed_layers == (0, 2) and cfg.sliding_window == 4 and cfg.forward_unsupported() == []
+    assert cfg.rope_local_theta == 1e4 and cfg.rope_theta == 1e6 and cfg.rope_type == "linear"
+    assert cfg.softmax_scale == 24 ** -0.5
+    weights = {k: v.numpy() for k, v in hf.state_dict().items()}
+    before = {k: v.copy() for k, v in weights.items()}
+    m = glmbench.Model(cfg, state_dict=weights, weights="f32", kv="f32", max_context=96, window_chunk=chunk)
+    assert m.cache.windows == (4, 0, 4)
+    rng = np.random.default_rng(11)
+    prompt = rng.integers(0, cfg.vocab_size, 50).tolist()
+    steps = rng.integers(0, cfg.vocab_size, 30).tolist()
+    want = hf_logits(hf, prompt, steps)
+    got = glm_logits(m, prompt, steps)
+    assert m.cache.ring_tokens(0) == ring and m.n_past == 80     # chunk 16: 80 tokens through 64 slots
+    assert m.cache.held(0) == 4 and m.cache.held(1) == 80
+    for i, (a, b) in enumerate(zip(got, want)):
+        assert np.all(np.isfinite(a))
+        err = rel_err(a, b)
+        assert err < RTOL, f"gemma3 {'prefill' if i == 0 else f'decode step {i}'}: relative error {err:.2e}"
+    assert np.abs(got[0]).max() <= 5.0    # the soft-cap bounds them
+    for k in weights:
+        np.testing.assert_array_equal(weights[k], before[k])
+    # decode after a prefill equals one long prefill (the same positions through the rings)
+    m.reset()
+    long = m.prefill(np.array(prompt + steps))
+    np.testing.assert_allclose(long[-1], got[-1], rtol=0, atol=1e-5 * np.abs(got[-1]).max())
+
+
+# ---- Gemma 2: attention logits soft-capped in every layer, every other layer windowed ----------
+GEMMA2 = dict(
+    vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_layers=3, num_attention_heads=4,
+    num_key_value_heads=2, head_dim=16, rms_norm_eps=1e-6, sliding_window=6, query_pre_attn_scalar=20,
+    # caps small enough that they bend the scores and logits of this tiny model
+    attn_logit_softcapping=1.5, final_logit_softcapping=4.0,
+    rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, max_position_embeddings=256)
+
+
+def test_gemma2_softcapped_logits_match_hf():
+    TINY["gemma2"] = GEMMA2
+    try:
+        hf_cfg, hf = tiny_hf_model("gemma2", seed=5)
+    finally:
+        TINY.pop("gemma2")
+    cfg = configs.load(hf_cfg.to_dict())
+    assert cfg.windowed_layers == (0, 2) and cfg.attn_logit_softcapping == 1.5 and cfg.rope_local_theta is None
+    assert cfg.forward_unsupported() == []
+    weights = {k: v.numpy() for k, v in hf.state_dict().items()}
+    m = glmbench.Model(cfg, state_dict=weights, weights="f32", kv="f32", max_context=96, window_chunk=8)
+    rng = np.random.default_rng(12)
+    prompt = rng.integers(0, cfg.vocab_size, 40).tolist()
+    steps = rng.integers(0, cfg.vocab_size, 30).tolist()
+    want = hf_logits(hf, prompt, steps)
+    got = glm_logits(m, prompt, steps)
+    assert m.cache.ring_tokens(0) == 64 and m.n_past == 70   # the windowed layers' rings wrapped
+    for i, (a, b) in enumerate(zip(got, want)):
+        err = rel_err(a, b)
+        assert err < RTOL, f"gemma2 {'prefill' if i == 0 else f'decode step {i}'}: relative error {err:.2e}"
+    # without the attention soft-cap the logits really differ: the cap is doing something here
+    import dataclasses
+    m2 = glmbench.Model(dataclasses.replace(cfg, attn_logit_softcapping=None), state_dict=weights, weights="f32",
+                        kv="f32", max_context=96, window_chunk=8)
+    assert rel_err(m2.prefill(np.array(prompt)), want[0]) > 10 * RTOL

@@ -243,3 +243,14 @@ def test_synthetic_pairs_differ_in_one_thing():
     assert len(pairs) == 4          # not glm-1-card vs qwen-2-cards, nor glm-2 vs qwen-1
     for p in pairs:
         assert p["faster_before"] in (p["a"], p["b"]) and p["depths"][0] < p["depths"][1]
+
+
+def test_two_card_throughput_agrees_with_serve():
+    """One two-card schedule (costmodel.decode under layer split) in both: the replay's decode-only
+    throughput of n streams at about one depth is serve's aggregate for n streams at that depth."""
+    for n in (2, 8):
+        # n prompts of 256 prefill in one step (budget 2048), then decode together at 257 .. 320
+        b = rp.batched_throughput(TWO, n, 256, 64, exact(max_num_seqs=n))
+        assert b["max_running"] == n
+        sv = cm.serve(TWO, n, 256 + 32)
+        assert b["decode_tok_s"] == pytest.approx(sv["aggregate_tok_s"], rel=0.01)

@@ -402,6 +402,12 @@ def targets(rows: list[dict]) -> list[str]:
     line("absorbed MLA decode at 32K >= 50% of FMA peak",
          [r for r in ok if {"mla_absorbed_decode_32k", "mla_flash_decode_32k"} & set(r["tags"])],
          lambda r: r["pct"] >= 50, "pct")
+    swa = {int(t[len("swa_decode_"):-1]): r for r in ok for t in r["tags"] if t.startswith("swa_decode_")}
+    if len(swa) >= 2:   # a windowed decode reads the window at any depth: its time must not grow with it
+        lo, hi = min(swa), max(swa)
+        g = swa[hi]["seconds"] / swa[lo]["seconds"]
+        out.append(f"- sliding-window decode reads the window, not the depth: {'MET' if g <= 1.5 else 'NOT MET'} "
+                   f"(time at {hi}K / at {lo}K = {g:.2f}, <= 1.5 wanted; the global layer's rows beside it)")
     line("attention clearly (>= 2x) faster than NumPy",
          [r for r in ok if "attention" in r["tags"] and r["vs_numpy"] is not None],
          lambda r: r["vs_numpy"] >= 2.0, "vs_numpy")

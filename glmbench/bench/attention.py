@@ -4,11 +4,16 @@
 One layer's attention at the shapes that decide decode speed at depth:
   GLM-4.7-Flash MLA (20 heads, latent 512 + rope 64, nope 192, v 256), bf16 latent cache,
       strategies absorbed / flash / naive, decode (T=1) at depths 4K and 32K, prefill chunk of 512;
-  Qwen3-32B GQA (64 query / 8 KV heads of 128), bf16 cache, same depths and chunk.
+  Qwen3-32B GQA (64 query / 8 KV heads of 128), bf16 cache, same depths and chunk;
+  Gemma-3-27B sliding-window GQA (32 query / 16 KV heads of 128, window 1024, the cache layer a
+      ring: KVCache.gqa(windows=)), bf16, decode at 4K and 32K, beside the same shape's global
+      (full-attention) layer at the same depths: the windowed decode declares (and must read) only
+      the window's 1024 rows, so its time stays flat with depth while the global layer's grows.
 The cache is filled with KVCache.fill_synthetic (attention's cost does not depend on the values).
 
 Declared work (the minimum: each cached row read once, no expanded K/V written):
   GQA      flops 2 Hq (Dh + Dv) keys;        bytes = the cache rows read (bf16) + q and out
+  SWA      GQA's with keys = min(d + 1, window) for a decode step
   absorbed flops 2 H (R + Dr + R) keys + 2 T H (Dn + Dv) R for folding kv_b into q and out;
            bytes = latent rows read (bf16) + kv_b (float32, what the kernel reads)
   naive    flops absorbed's attention on per-head K/V: 2 H (Dn + Dr + Dv) keys + 2 L H (Dn + Dv) R
@@ -30,6 +35,7 @@ from glmbench.bench.case import Case
 from glmbench.core import _core
 from glmbench.core.attention import gqa_attention, mla_attention
 from glmbench.core.kvcache import KVCache
+from glmbench.measure.machine import _l3_bytes
 
 GLM = dict(H=20, Dn=192, Dr=64, Dv=256, R=512)
 QWEN = dict(Hq=64, Hkv=8, Dh=128)
@@ -103,6 +109,57 @@ def _gqa_case(Case, d: int, T: int, rng):
                 bytes=float(L * Hkv * 2 * Dh * 2 + 2 * q.nbytes), bound="memory" if T == 1 else "compute", tags=tag)
 
 
+# ---- sliding-window GQA (Gemma 3) -------------------------------------------------------------
+
+class _Cycle:
+    """Calls fn(next item) round-robin (as glmbench.bench._Cycle: each call touches other memory)."""
+
+    def __init__(self, items, fn):
+        self.items, self.fn, self.i = items, fn, 0
+
+    def __call__(self):
+        item = self.items[self.i]
+        self.i = (self.i + 1) % len(self.items)
+        return self.fn(item)
+
+
+GEMMA = dict(Hq=32, Hkv=16, Dh=128, window=1024)
+
+
+def _swa_case(Case, d: int, rng, windowed: bool):
+    """One decode step of a Gemma-3-27B layer at depth d: a windowed (local) layer, whose cache is
+    a ring holding the window, or a global one over all d + 1 tokens. A window of one layer is
+    8 MiB, cache-resident if timed alone; in the model a step reads it between 61 other layers'
+    caches and weights, from DRAM. So the cache has enough layers to total >= 4x the L3 (at most
+    the model's 52 windowed layers) and the timed calls go round them (the first call, checked
+    against the NumPy twin, is layer 0)."""
+    Hq, Hkv, Dh, W = GEMMA["Hq"], GEMMA["Hkv"], GEMMA["Dh"], GEMMA["window"]
+    L = d + 1
+    read = min(L, W) if windowed else L
+    n_layers = int(min(52, max(1, -(-4 * _l3_bytes() // (read * Hkv * 2 * Dh * 2)))))
+    cache = KVCache.gqa(n_layers, L, Hkv, Dh, kv="bf16", windows=[W] * n_layers if windowed else None)
+    cache.fill_synthetic(L, seed=3)
+    k16, v16 = _bf16_rows(cache)           # what the step reads: the window (or everything)
+    n = k16.shape[0]
+    q = rng.standard_normal((1, Hq, Dh), dtype=np.float32)
+    G, scale = Hq // Hkv, np.float32(168 ** -0.5)   # Gemma-3-27B's query_pre_attn_scalar
+
+    def np_run():
+        k = _f32(k16).transpose(1, 2, 0)                          # [Hkv, Dh, n]
+        v = _f32(v16).transpose(1, 0, 2)                          # [Hkv, n, Dv]
+        s = (q.reshape(Hkv, G, Dh) * scale) @ k
+        return (_np_softmax_rows(s) @ v).reshape(1, Hq, Dh)
+
+    keys = float(n)
+    label = f"swa w={W}" if windowed else "global"
+    layers = list(range(n_layers))
+    return Case(f"attn gqa gemma-3-27b {label} decode d={d} bf16",
+                run=_Cycle(layers, lambda i: gqa_attention(q, cache, i, scale=float(scale))), numpy_run=np_run,
+                rtol=_rtol(False),
+                flops=2.0 * Hq * 2 * Dh * keys, bytes=float(n * Hkv * 2 * Dh * 2 + 2 * q.nbytes), bound="memory",
+                tags=("attention", f"swa_decode_{d // 1024}k" if windowed else f"gemma_global_decode_{d // 1024}k"))
+
+
 # ---- MLA ------------------------------------------------------------------------------------
 
 def _mla_cases(Case, d: int, T: int, strategies, rng, numpy_naive: bool):
@@ -168,6 +225,8 @@ def cases(quick: bool = False):
     for d in depths:
         out += _mla_cases(Case, d, 1, ("absorbed", "flash", "naive"), rng, numpy_naive=d <= 4096)
         out.append(_gqa_case(Case, d, 1, rng))
+    for d in depths:
+        out += [_swa_case(Case, d, rng, True), _swa_case(Case, d, rng, False)]
     out += _mla_cases(Case, 0, T_pre, ("absorbed", "flash", "naive"), rng, numpy_naive=True)
     out.append(_gqa_case(Case, 0, T_pre, rng))
     return out

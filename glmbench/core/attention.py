@@ -2,7 +2,9 @@
 
 Ops (float32; the T queries are the LAST T tokens already appended to `cache` at `layer`; causal):
 
-    gqa_attention(q[T, Hq, Dh], cache, layer, *, scale=None, n_splits=None) -> [T, Hq, Dv]
+    gqa_attention(q[T, Hq, Dh], cache, layer, *, scale=None, n_splits=None, window=None, softcap=None)
+        -> [T, Hq, Dv]   (window: sliding window in tokens, None = the cache layer's own; softcap:
+        Gemma 2's attention logit soft-capping cap * tanh(s / cap), None = off)
     mla_attention(q_nope[T, H, Dn], q_rope[T, H, Dr], cache, layer, kv_b_weight[H*(Dn+Dv), R], *,
                   v_head_dim, scale=None, strategy="flash", n_splits=None) -> [T, H, Dv]
 
@@ -20,7 +22,7 @@ numbers up to float32 rounding:
 
 Sub-layers (weights by HF names relative to `model.layers.{i}.self_attn.`; cfg: configs.ModelConfig):
 
-    gqa_block(x[T, D], w, cache, layer, positions[T], cfg) -> [T, D]
+    gqa_block(x[T, D], w, cache, layer, positions[T], cfg, model_layer=None) -> [T, D]
     mla_block(x[T, D], w, cache, layer, positions[T], cfg, strategy="flash") -> [T, D]
 
 Each appends the new tokens' K/V (or latent + rope key) to `cache` at `layer` and attends.
@@ -65,11 +67,30 @@ def _layer(layer):
 
 
 def gqa_attention(q: np.ndarray, cache, layer: int, *, scale: float | None = None,
-                  n_splits: int | None = None) -> np.ndarray:
+                  n_splits: int | None = None, window: int | None = None,
+                  softcap: float | None = None) -> np.ndarray:
     """Causal GQA attention of q[T, Hq, Dh] float32 against cache layer `layer` (its last T tokens
     are the queries' own). Query head j reads KV head j // (Hq / n_kv_heads). scale defaults to
-    1/sqrt(Dh). -> [T, Hq, Dv] float32."""
-    return _core.gqa_attention(q, cache, _layer(layer), _opt_scale(scale), _opt_splits(n_splits))
+    1/sqrt(Dh) (Gemma: query_pre_attn_scalar ** -0.5).
+
+    window: the query at position p sees keys p - window + 1 .. p (HF's `sliding_window`); None =
+        the cache layer's own window (KVCache.gqa(windows=...); none = full attention). Only the
+        window's keys are read.
+    softcap: scores s = (scale q) . k become softcap * tanh(s / softcap) before the softmax (Gemma 2's
+        attn_logit_softcapping); None = off.
+    -> [T, Hq, Dv] float32."""
+    if window is not None:
+        if isinstance(window, (bool, np.bool_)) or not isinstance(window, (int, np.integer)):
+            raise TypeError(f"`window` must be None or an int >= 1, got {type(window).__name__} {window!r}")
+        if window < 1:
+            raise ValueError(f"`window` must be None or an int >= 1, got {window}")
+    cap = 0.0
+    if softcap is not None:
+        cap = float(softcap)
+        if not (cap > 0.0 and np.isfinite(cap)):
+            raise ValueError(f"`softcap` must be None or a positive finite number, got {softcap!r}")
+    return _core.gqa_attention(q, cache, _layer(layer), _opt_scale(scale), _opt_splits(n_splits),
+                               0 if window is None else int(window), cap)
 
 
 # kv_b goes to the C core as float32, float16 or bfloat16 (uint16) as stored; a quantized QTensor is
@@ -149,10 +170,13 @@ def _check_cache(cache, layer, kind, T):
     return layer
 
 
-def gqa_block(x: np.ndarray, w: dict, cache, layer: int, positions, cfg) -> np.ndarray:
-    """Dense GQA attention sub-layer (Llama/Qwen3/Mistral/Seed-OSS): q, k, v projections (+ biases
-    when present in `w`), optional per-head q_norm/k_norm (cfg.qk_norm, Qwen3: before rope), rope on
-    the first cfg.rope_dim dims in cfg.rope_layout, append K/V, attention with cfg.softmax_scale, o_proj.
+def gqa_block(x: np.ndarray, w: dict, cache, layer: int, positions, cfg, model_layer: int | None = None) -> np.ndarray:
+    """Dense GQA attention sub-layer (Llama/Qwen3/Mistral/Seed-OSS/Gemma 3): q, k, v projections (+
+    biases when present in `w`), optional per-head q_norm/k_norm (cfg.qk_norm, Qwen3: before rope),
+    rope on the first cfg.rope_dim dims in cfg.rope_layout (cfg.layer_rope: Gemma 3's windowed layers
+    by their local base), append K/V, attention with cfg.softmax_scale, the layer's sliding window
+    (cfg.layer_window) and cfg.attn_logit_softcapping, o_proj. model_layer: the model's index of this
+    layer (its window and rope), default `layer` (the cache layer).
     x[T, hidden] float32 (already input_layernorm-ed) -> [T, hidden]."""
     T = _x2d(x, cfg.hidden_size).shape[0]
     pos = _positions(positions, T)
@@ -160,10 +184,12 @@ def gqa_block(x: np.ndarray, w: dict, cache, layer: int, positions, cfg) -> np.n
     if Hq % Hkv:
         raise ValueError(f"cfg.n_heads={Hq} is not a multiple of cfg.n_kv_heads={Hkv}")
     layer = _check_cache(cache, layer, "gqa", T)
-    win = getattr(cfg, "sliding_window", None)
-    if win and cache.length(layer) + T > win:
-        raise NotImplementedError(f"sliding-window attention (cfg.sliding_window={win}) is not implemented: "
-                                  f"layer {layer} would hold {cache.length(layer) + T} tokens, past the window")
+    li = layer if model_layer is None else _layer(model_layer)
+    win = cfg.layer_window(li)
+    cw = cache.windows[layer]
+    if cw and cw != win:
+        raise ValueError(f"cache layer {layer} keeps a window of {cw} tokens but model layer {li} attends to "
+                         f"{'all tokens' if win is None else f'{win} tokens'}")
     if (cache.n_kv_heads, cache.head_dim, cache.v_head_dim) != (Hkv, Dh, Dv):
         raise ValueError(f"`cache` holds {cache.n_kv_heads} KV heads of {cache.head_dim}/{cache.v_head_dim} dims; "
                          f"cfg needs {Hkv} of {Dh}/{Dv}")
@@ -173,12 +199,11 @@ def gqa_block(x: np.ndarray, w: dict, cache, layer: int, positions, cfg) -> np.n
     if cfg.qk_norm:
         q = ops.rms_norm(q, _need(w, "q_norm.weight"), cfg.rms_norm_eps)
         k = ops.rms_norm(k, _need(w, "k_norm.weight"), cfg.rms_norm_eps)
-    rot = dict(theta=cfg.rope_theta, rot_dim=cfg.rope_dim, layout=cfg.rope_layout, inv_freq=cfg.rope_inv_freq(),
-               attention_factor=cfg.rope_attention_factor())
+    rot = cfg.layer_rope(li)
     q = ops.rope(q, pos, **rot)
     k = ops.rope(k, pos, **rot)
     cache.append(layer, k, v)
-    o = gqa_attention(q, cache, layer, scale=cfg.softmax_scale)
+    o = gqa_attention(q, cache, layer, scale=cfg.softmax_scale, window=win, softcap=cfg.attn_logit_softcapping)
     return ops.linear(o.reshape(T, Hq * Dv), _need(w, "o_proj.weight"), w.get("o_proj.bias"))
 
 

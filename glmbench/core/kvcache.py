@@ -14,6 +14,14 @@ stored row part must then be a multiple of 32). Byte accounting is exact in the 
     bytes_used        per-layer bytes per token x tokens held, summed over layers
     bytes_allocated   every block obtained from the system (held by a layer or pooled)
     bytes_in_blocks   whole blocks currently held by layers (>= bytes_used)
+
+Sliding windows (GQA; `windows=` one entry per layer, 0 = full attention, e.g. Gemma 3's 5 local
+layers of 1024 tokens per global one): a windowed layer keeps only its last tokens in a ring of
+ceil((window - 1 + chunk) / block_size) blocks, where `chunk` is the most tokens appended to it at
+once (attention of T new queries needs the window - 1 keys before them). `length(layer)` still
+counts every token appended (the next position); `held(layer)` = min(length, window) is what
+`read` returns and `bytes_used` counts (so it equals the cost model's KV bytes, which count the
+window); `bytes_in_blocks` is the memory really held, ring slack and partial blocks included.
 """
 from __future__ import annotations
 
@@ -24,17 +32,37 @@ from glmbench.core._loader import _core
 
 __all__ = ["KVCache"]
 
+# the most tokens a windowed layer takes at once by default: llama.cpp's n_ubatch (its SWA cache
+# keeps n_swa + n_ubatch cells per sequence, llama-kv-cache-iswa.cpp)
+DEFAULT_CHUNK = 512
+
 
 class KVCache(_core.KVCacheBase):
     """Paged KV cache; construct with KVCache.gqa(...) or KVCache.mla(...)."""
 
     @classmethod
     def gqa(cls, n_layers: int, capacity_tokens: int, n_kv_heads: int, head_dim: int,
-            v_head_dim: int | None = None, kv: str = vocab.DEFAULTS["kv"], block_size: int = 64) -> "KVCache":
+            v_head_dim: int | None = None, kv: str = vocab.DEFAULTS["kv"], block_size: int = 64, *,
+            windows=None, chunk: int = DEFAULT_CHUNK) -> "KVCache":
+        """windows: None, or a window in tokens per layer (0 = full attention; a windowed layer is
+        a ring, see the module docstring); chunk: the most tokens appended to a windowed layer at
+        once (default 512, llama.cpp's n_ubatch)."""
         v = head_dim if v_head_dim is None else v_head_dim
-        return cls("gqa", _int(n_layers, "n_layers"), _int(capacity_tokens, "capacity_tokens"),
-                   _int(n_kv_heads, "n_kv_heads"), _int(head_dim, "head_dim"), _int(v, "v_head_dim"),
-                   _str(kv), _int(block_size, "block_size"))
+        c = cls("gqa", _int(n_layers, "n_layers"), _int(capacity_tokens, "capacity_tokens"),
+                _int(n_kv_heads, "n_kv_heads"), _int(head_dim, "head_dim"), _int(v, "v_head_dim"),
+                _str(kv), _int(block_size, "block_size"))
+        if windows is not None:
+            if isinstance(windows, (str, bytes)) or not hasattr(windows, "__len__"):
+                raise TypeError(f"`windows` must be a sequence of ints (one per layer), got {type(windows).__name__}")
+            ws = []
+            for i, w in enumerate(windows):
+                if isinstance(w, (bool, np.bool_)) or not isinstance(w, (int, np.integer)):
+                    raise TypeError(f"`windows`[{i}] must be an int, got {type(w).__name__} {w!r}")
+                if w < 0:
+                    raise ValueError(f"`windows`[{i}] = {w}: a window must be >= 1 token (0 = full attention)")
+                ws.append(int(w))
+            c._set_windows(ws, _int(chunk, "chunk"))
+        return c
 
     @classmethod
     def mla(cls, n_layers: int, capacity_tokens: int, kv_lora_rank: int, rope_dim: int,
@@ -72,7 +100,16 @@ class KVCache(_core.KVCacheBase):
         return super().append(_layer(layer), a, b)
 
     def length(self, layer) -> int:
+        """Tokens appended to `layer` (the position of its next token; a ring stores only the last)."""
         return super().length(_layer(layer))
+
+    def held(self, layer) -> int:
+        """Tokens of `layer` attention can still see: min(length, window) for a windowed layer."""
+        return super()._layer_state(_layer(layer))[1]
+
+    def ring_tokens(self, layer) -> int:
+        """Token slots `layer` stores: a ring's size, or capacity_tokens for a full layer."""
+        return super()._layer_state(_layer(layer))[3]
 
     def read(self, layer):
         return super().read(_layer(layer))
@@ -85,8 +122,9 @@ class KVCache(_core.KVCacheBase):
             dims = f"kv_lora_rank={self.kv_lora_rank}, rope_dim={self.rope_dim}"
         else:
             dims = f"n_kv_heads={self.n_kv_heads}, head_dim={self.head_dim}, v_head_dim={self.v_head_dim}"
+        win = f", windows={list(self.windows)}, chunk={self.chunk}" if any(self.windows) else ""
         return (f"KVCache.{self.kind}(n_layers={self.n_layers}, capacity_tokens={self.capacity_tokens}, {dims}, "
-                f"kv={self.kv!r}, block_size={self.block_size})")
+                f"kv={self.kv!r}, block_size={self.block_size}{win})")
 
 
 def _int(v, name, lo=1):

@@ -162,6 +162,46 @@ def swiglu(x: np.ndarray, w_gate: np.ndarray, w_up: np.ndarray, w_down: np.ndarr
     return _core.swiglu(x, w_gate, w_up, w_down)
 
 
+__all__ += ["geglu", "softcap"]
+
+
+def _gelu_tanh(g: np.ndarray) -> np.ndarray:
+    """GELU with the tanh approximation in float32, in place on g (PyTorch's approximate="tanh")."""
+    c = np.float32(np.sqrt(2.0 / np.pi))
+    t = g * g
+    t *= np.float32(0.044715)
+    t += np.float32(1.0)
+    t *= g
+    t *= c
+    np.tanh(t, out=t)
+    t += np.float32(1.0)
+    g *= np.float32(0.5)
+    g *= t
+    return g
+
+
+def geglu(x: np.ndarray, w_gate, w_up, w_down) -> np.ndarray:
+    """Gemma's MLP (HF hidden_activation "gelu_pytorch_tanh"): down(gelu_tanh(gate x) * up x).
+    Shapes and weight formats as swiglu; the projections are C-core linears (or quantized ones),
+    the activation float32 NumPy."""
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"`x` must be a numpy.ndarray, got {type(x).__name__}")
+    h = _gelu_tanh(linear(x, w_gate))
+    h *= linear(x, w_up)
+    return linear(h, w_down)
+
+
+def softcap(x: np.ndarray, cap: float) -> np.ndarray:
+    """cap * tanh(x / cap), float32, a new array (Gemma's final_logit_softcapping); cap > 0."""
+    cap = float(cap)
+    if not (cap > 0.0 and np.isfinite(cap)):
+        raise ValueError(f"`cap` must be a positive finite number, got {cap!r}")
+    y = np.asarray(x, dtype=np.float32) / np.float32(cap)
+    np.tanh(y, out=y)
+    y *= np.float32(cap)
+    return y
+
+
 # ---- moe ---------------------------------------------------------------------------------
 __all__ += ["moe_route", "moe_experts", "moe"]
 

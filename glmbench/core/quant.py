@@ -129,12 +129,33 @@ class QTensor:
             data = self._data[idx]
             return QTensor(data, self.fmt, data.shape[:-1] + (self.shape[-1],))
         if len(idx) > self.ndim - 2:
-            raise IndexError("a repacked QTensor is indexed over its matrices only (the axes before the last two)")
+            if self.ndim == 2 and len(idx) == 1:
+                return self._packed_rows(idx[0])
+            raise IndexError("a repacked QTensor is indexed over its matrices only (the axes before the last two), "
+                             "or over the rows of a 2-D one")
         p = self._packed[idx]
         out = QTensor.__new__(QTensor)
         out._data, out._packed, out.fmt = None, p, self.fmt
         out.shape = p.shape[:-1] + self.shape[-2:]
         return out
+
+    def _packed_rows(self, idx) -> "QTensor":
+        """Rows `idx` (an int, a slice or an integer array) of a repacked 2-D tensor, as ggml bytes:
+        only the 16-row groups holding them are unpacked (a tied embedding's lookup after the
+        output head, which shares the tensor, repacked it; nothing is copied whole)."""
+        n, k = self.shape
+        rows = np.arange(n)[idx]
+        rb = row_bytes(self.fmt, k)
+        gb, fid = 16 * rb, _fmt_id(self.fmt)
+        flat = rows.reshape(-1)
+        out = np.empty((flat.size, rb), np.uint8)
+        groups = flat // 16
+        for g in np.unique(groups):
+            sel = groups == g
+            block = _core.qunpack(self._packed[g * gb:(g + 1) * gb], fid, k, 16)
+            out[sel] = block[flat[sel] - 16 * g]
+        out = out.reshape(rows.shape + (rb,))
+        return QTensor(out, self.fmt, rows.shape + (k,))
 
     def __len__(self) -> int:
         return self.shape[0]

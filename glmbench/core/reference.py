@@ -76,6 +76,22 @@ def swiglu(x, w_gate, w_up, w_down):
     return linear(silu(linear(x, w_gate)) * linear(x, w_up), w_down)
 
 
+def gelu_tanh(g):
+    """GELU, tanh approximation (PyTorch's gelu(approximate="tanh"), HF's gelu_pytorch_tanh)."""
+    g = _f64(g)
+    return 0.5 * g * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (g + 0.044715 * g ** 3)))
+
+
+def geglu(x, w_gate, w_up, w_down):
+    """Gemma's MLP: down(gelu_tanh(gate x) * up x)."""
+    return linear(gelu_tanh(linear(x, w_gate)) * linear(x, w_up), w_down)
+
+
+def softcap(x, cap):
+    """cap * tanh(x / cap) (Gemma's logit soft-capping)."""
+    return cap * np.tanh(_f64(x) / cap)
+
+
 # ---- moe ----------------------------------------------------------------------------------
 def _top_lower(v, k):
     """Indices of the k largest v, descending; equal values in ascending index order."""
@@ -147,15 +163,22 @@ def moe(x, router_weight, w_gate, w_up, w_down, *, shared=None, **route_kwargs):
 
 
 # ---- gqa ----------------------------------------------------------------------------------
-def attention(q, k, v, scale=None):
+def attention(q, k, v, scale=None, window=None, softcap=None):
     """Causal softmax attention with one K/V head per query head: q[T, H, Dk], k[L, H, Dk],
     v[L, H, Dv] -> [T, H, Dv]. The T queries are the LAST T of the L positions: query i sees keys
-    0 .. L-T+i. scale defaults to 1/sqrt(Dk)."""
+    0 .. L-T+i, and with a sliding `window` only the last `window` of them (L-T+i-window+1 ..
+    L-T+i, HF's sliding_window). scale defaults to 1/sqrt(Dk). softcap: scores s (scaled) become
+    softcap * tanh(s / softcap) before the mask and softmax (Gemma 2)."""
     q, k, v = _f64(q), _f64(k), _f64(v)
     T, L = q.shape[0], k.shape[0]
     scale = q.shape[-1] ** -0.5 if scale is None else float(scale)
     s = np.einsum("thd,lhd->htl", q, k) * scale
-    future = np.arange(L)[None, :] > (L - T + np.arange(T))[:, None]   # [T, L]
+    if softcap is not None:
+        s = softcap * np.tanh(s / softcap)
+    pos = (L - T + np.arange(T))[:, None]
+    future = np.arange(L)[None, :] > pos   # [T, L]
+    if window is not None:
+        future |= np.arange(L)[None, :] <= pos - window
     s[:, future] = -np.inf
     s -= s.max(axis=-1, keepdims=True)
     p = np.exp(s)
@@ -163,11 +186,11 @@ def attention(q, k, v, scale=None):
     return np.einsum("htl,lhd->thd", p, v)
 
 
-def gqa_attention(q, k, v, scale=None):
+def gqa_attention(q, k, v, scale=None, window=None, softcap=None):
     """q[T, Hq, Dh], k[L, Hkv, Dh], v[L, Hkv, Dv]: query head j reads KV head j // (Hq / Hkv)
-    (HF repeat_kv)."""
+    (HF repeat_kv); window and softcap as `attention`."""
     g = q.shape[1] // k.shape[1]
-    return attention(q, np.repeat(_f64(k), g, axis=1), np.repeat(_f64(v), g, axis=1), scale)
+    return attention(q, np.repeat(_f64(k), g, axis=1), np.repeat(_f64(v), g, axis=1), scale, window, softcap)
 
 
 def _bias(w, name):
@@ -175,10 +198,11 @@ def _bias(w, name):
     return None if b is None else _f64(b)
 
 
-def gqa_block(x, w, positions, cfg, k_past=None, v_past=None):
-    """A whole GQA attention sub-layer from its definition (HF Qwen3/Llama): x[T, D] at
+def gqa_block(x, w, positions, cfg, k_past=None, v_past=None, model_layer=0):
+    """A whole GQA attention sub-layer from its definition (HF Qwen3/Llama/Gemma 3): x[T, D] at
     positions[T] after P cached tokens (k_past/v_past [P, Hkv, Dh], already normed and roped).
-    w: HF names relative to `self_attn.`. Returns (y[T, D], k_all[P+T], v_all[P+T])."""
+    w: HF names relative to `self_attn.`; model_layer: the layer's index (its window and rope base).
+    Returns (y[T, D], k_all[P+T], v_all[P+T])."""
     x = _f64(x)
     T = x.shape[0]
     Hq, Hkv, Dh, Dv = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.v_head_dim
@@ -188,14 +212,13 @@ def gqa_block(x, w, positions, cfg, k_past=None, v_past=None):
     if cfg.qk_norm:
         q = rms_norm(q, w["q_norm.weight"], cfg.rms_norm_eps)
         k = rms_norm(k, w["k_norm.weight"], cfg.rms_norm_eps)
-    rot = dict(theta=cfg.rope_theta, rot_dim=cfg.rope_dim, layout=cfg.rope_layout, inv_freq=cfg.rope_inv_freq(),
-               attention_factor=cfg.rope_attention_factor())
+    rot = cfg.layer_rope(model_layer)
     q = rope(q, positions, **rot)
     k = rope(k, positions, **rot)
     if k_past is not None:
         k = np.concatenate([_f64(k_past), k])
         v = np.concatenate([_f64(v_past), v])
-    o = gqa_attention(q, k, v, cfg.softmax_scale)
+    o = gqa_attention(q, k, v, cfg.softmax_scale, cfg.layer_window(model_layer), cfg.attn_logit_softcapping)
     return linear(o.reshape(T, Hq * Dv), w["o_proj.weight"], _bias(w, "o_proj.bias")), k, v
 
 

@@ -235,7 +235,9 @@ def _measure(cfg, depths, tests, layers, n_prompt, n_gen, weights, kv, mla_strat
         layers_mode=mode, sampled=mode == "sampled",
         layers_timed=",".join(map(str, idx if idx is not None else range(cfg.n_layers))),
         model_size=_model_bytes(cfg, weights, state), model_n_params=cfg.total_params(),
-        **({"weights_source": "checkpoint", "stored_weights": weights == STORED} if state is not None else {}))
+        **({"weights_source": "checkpoint", "stored_weights": weights == STORED} if state is not None else {}),
+        # what was assumed for a value the model file does not state (models/gguf_file.py, e.g. the router)
+        **({"model_assumed": "; ".join(cfg.hf["gguf_assumed"])} if (cfg.hf or {}).get("gguf_assumed") else {}))
 
     points = protocol.plan(base, depths, tests, n_prompt, n_gen, workspace_n_prompt=int(n_prompt))
     store = protocol.store_for(out)

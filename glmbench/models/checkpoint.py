@@ -13,7 +13,9 @@ every matrix to it instead.
 
 GGUF layout undone here (see models/gguf_file.py): the llama architecture's permuted q/k rows;
 deepseek2's split attn_k_b / attn_v_b joined back into kv_b_proj (dequantized if quantized: the
-join transposes k_b).
+join transposes k_b); gemma3's norm weights stored as 1 + w. A split GGUF is given by its first
+part (gguf_file.read loads every part); llama3 rope scaling stored as rope_freqs.weight is read
+into the config by gguf_file.hf_config (rope_type "freq_factors").
 
 Errors (ValueError naming the file and the tensor): a missing tensor, a shape that disagrees with
 the config, an unknown type, a safetensors header whose offsets disagree with its dtypes and
@@ -129,9 +131,6 @@ def _gguf_state_dict(path: str):
     g = gguf_file.read(path)
     shapes = cfg.tensor_shapes()
     where = gguf_file.expected_gguf_tensors(g, shapes, cfg.n_layers)
-    if cfg.hf.get("gguf_rope_freqs"):
-        raise CheckpointError(f"{path}: tensor 'rope_freqs.weight' (llama3-style rope factors) is not supported "
-                              f"for running the weights (predictions from this file are unaffected)")
     converted: dict = {}
     sd = {}
     arch = g.architecture
@@ -147,6 +146,8 @@ def _gguf_state_dict(path: str):
         if arch == "llama" and hf.endswith(("self_attn.q_proj.weight", "self_attn.k_proj.weight")):
             n_head = cfg.n_heads if hf.endswith("q_proj.weight") else cfg.n_kv_heads
             a = _unpermute(a, n_head)
+        if arch == "gemma3" and hf.endswith("norm.weight"):
+            a = _dequant(g, names[0], converted) - np.float32(1)   # the converter stored Gemma3RMSNorm's 1 + w
         sd[hf] = a
     if converted:
         lst = "; ".join(f"{k}: {len(v)} tensor(s), e.g. {v[0]!r}" for k, v in sorted(converted.items()))

@@ -53,7 +53,10 @@ FAMILIES = {
     "deepseek_v3": "mla",
     "gemma3_text": "gqa",
     "gpt_oss": "gqa",
+    "gemma2": "gqa",
 }
+# Gemma's layer: embeddings x sqrt(hidden), (1 + w) sandwich norms, GeGLU, query_pre_attn_scalar
+GEMMA_FAMILIES = ("gemma2", "gemma3_text")
 # multimodal wrappers whose text model is one of the families (the config's `text_config`)
 _WRAPPERS = {"gemma3": "gemma3_text"}
 
@@ -81,7 +84,10 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
                         first_k_dense_replace=3, rope_interleave=True, topk_method="noaux_tc", scoring_func="sigmoid"),
     "gemma3_text": dict(rms_norm_eps=1e-6, tie_word_embeddings=True, attention_bias=False, head_dim=256,
                         num_key_value_heads=4, sliding_window=4096, sliding_window_pattern=6,
-                        hidden_activation="gelu_pytorch_tanh"),
+                        hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=256),
+    "gemma2": dict(rms_norm_eps=1e-6, tie_word_embeddings=True, attention_bias=False, head_dim=256,
+                   num_key_value_heads=4, sliding_window=4096, hidden_activation="gelu_pytorch_tanh",
+                   query_pre_attn_scalar=256, final_logit_softcapping=30.0, attn_logit_softcapping=50.0),
     "gpt_oss": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=True, head_dim=64,
                     num_key_value_heads=8, sliding_window=128, num_experts_per_tok=4, num_local_experts=128),
 }
@@ -91,7 +97,7 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
 LATENT_NORM_EPS = 1e-6
 
 # rope_scaling types the forward pass implements (others only change numerics: predictions take them)
-ROPE_TYPES = ("default", "linear", "yarn", "llama3")
+ROPE_TYPES = ("default", "linear", "yarn", "llama3", "freq_factors")
 
 
 @dataclass(frozen=True)
@@ -149,6 +155,14 @@ class ModelConfig:
     n_layer_norms: int = 2          # RMSNorms per layer (Gemma 3: 4, around attention and MLP)
     expert_bias: bool = False       # biases on the router and every expert's matrices (GPT-OSS)
     attention_sinks: bool = False   # a learned sink logit per head (GPT-OSS)
+    # Gemma 3: the windowed layers' rope base (rope_local_base_freq, plain rope; the global layers
+    # take rope_theta and rope_scaling), the softmax scale query_pre_attn_scalar ** -0.5, and the
+    # final logits' soft-cap cap * tanh(logits / cap); attention-logit soft-capping (Gemma 2) where
+    # a family's forward applies it (HF's Gemma 3 attention never passes its attn_logit_softcapping)
+    rope_local_theta: float | None = None
+    query_pre_attn_scalar: float | None = None
+    attn_logit_softcapping: float | None = None
+    final_logit_softcapping: float | None = None
 
     # ---- structure --------------------------------------------------------------------------
     def is_moe_layer(self, i: int) -> bool:
@@ -185,24 +199,37 @@ class ModelConfig:
         """What glmbench.Model's forward pass does not implement for this config (empty: it runs).
         Each only changes numerics: predictions take the config as it is."""
         out = []
-        if self.hidden_act != "silu":
-            out.append(f"hidden_act {self.hidden_act!r} (SwiGLU with silu only)")
+        gemma = self.model_type in GEMMA_FAMILIES
+        if self.hidden_act != "silu" and not (gemma and self.hidden_act == "gelu_pytorch_tanh"):
+            out.append(f"hidden_act {self.hidden_act!r} (SwiGLU with silu; Gemma's gelu_pytorch_tanh)")
         if self.rope_type not in ROPE_TYPES:
             out.append(f"rope_type {self.rope_type!r} (supported: {', '.join(ROPE_TYPES)})")
-        if self.n_layer_norms != 2:
-            out.append(f"{self.n_layer_norms} norms per layer (Gemma 3's sandwich norms)")
-        if self.model_type == "gemma3_text":
-            out.append("Gemma 3's scaled embeddings, (1 + w) norms and query_pre_attn_scalar")
+        if self.n_layer_norms != 2 and not gemma:
+            out.append(f"{self.n_layer_norms} norms per layer (Gemma's sandwich norms)")
         if self.expert_bias or self.attention_sinks:
             out.append("GPT-OSS's attention sinks, expert biases and clamped SwiGLU")
-        if self.window_layers is not None and self.sliding_window:
-            out.append("per-layer sliding windows")
         return out
+
+    def layer_window(self, i: int) -> int | None:
+        """The sliding window of layer i in tokens, None for full attention."""
+        return self.sliding_window if i in self.windowed_layers else None
+
+    def layer_rope(self, i: int) -> dict:
+        """ops.rope's keyword arguments for layer i: Gemma 3's windowed layers turn by the local base
+        (rope_local_base_freq, no scaling), every other layer by rope_theta and rope_scaling."""
+        if self.rope_local_theta and i in self.windowed_layers:
+            return dict(theta=self.rope_local_theta, rot_dim=self.rope_dim, layout=self.rope_layout, inv_freq=None,
+                        attention_factor=1.0)
+        return dict(theta=self.rope_theta, rot_dim=self.rope_dim, layout=self.rope_layout,
+                    inv_freq=self.rope_inv_freq(), attention_factor=self.rope_attention_factor())
 
     @property
     def softmax_scale(self) -> float:
         """1/sqrt(query-key head dim), times YaRN's mscale^2 when the config uses YaRN with
-        mscale_all_dim (DeepSeek-V2; HF modeling_deepseek_v2 / yarn_get_mscale)."""
+        mscale_all_dim (DeepSeek-V2; HF modeling_deepseek_v2 / yarn_get_mscale); Gemma 3:
+        query_pre_attn_scalar ** -0.5."""
+        if self.query_pre_attn_scalar:
+            return self.query_pre_attn_scalar ** -0.5
         s = self.head_dim ** -0.5
         rs = self.rope_scaling or {}
         if self.attention == "mla" and self.rope_type != "default" and rs.get("mscale_all_dim"):
@@ -443,8 +470,10 @@ def builtin_path(name: str) -> str:
 
 
 def load(src) -> ModelConfig:
-    """A built-in name ("glm-4.7-flash"), a path to a config.json (or a folder holding one), or
-    an already-parsed dict -> ModelConfig. A ModelConfig passes through unchanged."""
+    """A built-in name ("glm-4.7-flash"), a path to a config.json (or a folder holding one), a GGUF
+    file, or an already-parsed dict -> ModelConfig. A ModelConfig passes through unchanged. A folder
+    with *.safetensors gets `file_weights` from their headers (its stored dtypes: predictions for it
+    are at the folder's dtype), as a GGUF file does from its tensors."""
     if isinstance(src, ModelConfig):
         return src
     if isinstance(src, Mapping):
@@ -465,10 +494,32 @@ def load(src) -> ModelConfig:
                              f"nor an existing config.json path")
         hf = _read_json(path)
         try:
-            return from_hf(hf, _name_from_path(path, hf))
+            cfg = from_hf(hf, _name_from_path(path, hf))
+            # an HF folder with its weights: their stored dtypes and bytes (predictions at the folder's dtype)
+            fw = gguf_file.folder_weights(s, cfg.tensor_shapes(), cfg.n_layers) if os.path.isdir(s) else None
         except (ValueError, TypeError) as e:  # name the file: the field alone does not say which config
             raise type(e)(f"{path}: {e}") from None
+        return cfg if fw is None else dataclasses.replace(cfg, file_weights=fw)
     raise TypeError(f"config must be a built-in name, a path or a dict, got {type(src).__name__}")
+
+
+def weights_notice(model, weights: str | None) -> str | None:
+    """What a prediction of `model` at `weights` (None: not asked) should tell the user when `model`
+    is a model file (a GGUF, an HF folder with *.safetensors): its own stored types are used, so an
+    asked-for format that differs is ignored; None for anything else (built-ins, configs)."""
+    if not isinstance(model, (str, os.PathLike)):
+        return None
+    p = os.fspath(model)
+    if not (os.path.isfile(p) and gguf_file.is_gguf(p)) and not (os.path.isdir(p) and any(
+            f.endswith(".safetensors") for f in os.listdir(p))):
+        return None
+    fw = load(p).file_weights
+    if fw is None or weights is None:
+        return None
+    if vocab.weight_format(weights).name == fw.weight_format:
+        return None
+    return (f"--weights {weights} is ignored for {p}: a model file is predicted at its own stored types "
+            f"({fw.main_type}, {fw.model_bytes:,} bytes); convert or quantize the file to predict another format")
 
 
 def load_gguf(path) -> ModelConfig:
@@ -606,6 +657,12 @@ def _rope_params(scaling_json: str, theta: float, dim: int, max_pos: int, orig_j
                         {"original_max_position_embeddings": orig})
     elif t == "llama3":
         inv, af = _llama3(rs, plain), 1.0
+    elif t == "freq_factors":   # a GGUF's rope_freqs tensor (llama3 scaling as stored): divisors per pair
+        f = np.asarray(rs.get("freq_factors"), dtype=np.float64)
+        if f.shape != plain.shape:
+            raise ValueError(f"config field `rope_scaling.freq_factors` has {f.size} factors; the {dim} rotated "
+                             f"dims need {dim // 2}")
+        inv, af = plain / f, 1.0
     else:
         raise ValueError(f"config field `rope_scaling` rope_type = {t!r} is not supported by the forward pass "
                          f"(supported: {', '.join(ROPE_TYPES)}); predictions do not depend on it")
@@ -712,7 +769,8 @@ def _rope(r: _Reader) -> tuple[float, dict | None]:
         raise ValueError(f"config field `rope_parameters` must be an object, got {rp!r}")
     if rp and isinstance(rp.get("full_attention"), dict):   # Gemma 3: per layer type; the global layers'
         rp = rp["full_attention"]
-    theta = hf.get("rope_theta", (rp or {}).get("rope_theta", 10000.0))
+    # HF's default theta: 10000 (Gemma 3's global layers: 1e6, Gemma3TextConfig.default_theta)
+    theta = hf.get("rope_theta", (rp or {}).get("rope_theta", 1e6 if r.mt == "gemma3_text" else 10000.0))
     if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not theta > 0:
         raise ValueError(f"config field `rope_theta` must be a positive number, got {theta!r}")
     scaling = hf.get("rope_scaling")
@@ -721,6 +779,34 @@ def _rope(r: _Reader) -> tuple[float, dict | None]:
     if scaling is not None and not isinstance(scaling, dict):
         raise ValueError(f"config field `rope_scaling` must be an object or null, got {scaling!r}")
     return float(theta), scaling
+
+
+def _gemma_fields(r: _Reader) -> dict:
+    """Gemma 2 and 3: query_pre_attn_scalar and final_logit_softcapping (null: off; Gemma 2's
+    default 30). Gemma 3: the local rope base (rope_local_base_freq, or transformers 5's
+    rope_parameters.sliding_attention.rope_theta; default 10000); its attn_logit_softcapping is not
+    read, as HF's Gemma 3 attention does not apply it (modeling_gemma3.Gemma3Attention, transformers
+    5.24). Gemma 2: one rope base, attn_logit_softcapping (default 50) applied to every layer's
+    scores (modeling_gemma2.Gemma2Attention)."""
+
+    def cap(key):
+        v = r.raw(key, required=False)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0
+                              or not math.isfinite(v)):
+            raise ValueError(f"config field `{key}` must be null or a positive number, got {v!r}")
+        return None if v is None else float(v)
+    out = dict(query_pre_attn_scalar=r.float("query_pre_attn_scalar"),
+               final_logit_softcapping=cap("final_logit_softcapping"))
+    if r.mt == "gemma2":
+        out["attn_logit_softcapping"] = cap("attn_logit_softcapping")
+        return out
+    rp = r.hf.get("rope_parameters") if isinstance(r.hf.get("rope_parameters"), dict) else {}
+    local = rp.get("sliding_attention") if isinstance(rp.get("sliding_attention"), dict) else {}
+    lt = r.hf.get("rope_local_base_freq", local.get("rope_theta", 10000.0))
+    if isinstance(lt, bool) or not isinstance(lt, (int, float)) or not lt > 0 or not math.isfinite(lt):
+        raise ValueError(f"config field `rope_local_base_freq` must be a positive number, got {lt!r}")
+    out["rope_local_theta"] = float(lt)
+    return out
 
 
 def from_hf(hf: dict, name: str = "config") -> ModelConfig:
@@ -744,7 +830,7 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
     tie = r.bool("tie_word_embeddings")
     theta, scaling = _rope(r)
     # the MLP's activation only changes numerics: predictions take any (Model runs silu only)
-    act = r.raw("hidden_activation" if mt == "gemma3_text" else "hidden_act", required=False) or "silu"
+    act = r.raw("hidden_activation" if mt in GEMMA_FAMILIES else "hidden_act", required=False) or "silu"
     if not isinstance(act, str):
         raise ValueError(f"config field `hidden_act` must be a string, got {act!r}")
     kw: dict[str, Any] = dict(name=name, model_type=mt, attention=attention, n_layers=L, hidden_size=D,
@@ -811,6 +897,11 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
             pat = r.int("sliding_window_pattern" if "sliding_window_pattern" in hf else "_sliding_window_pattern",
                         required=False) or r.defaults["sliding_window_pattern"]
             win_layers = _layer_types(r, L, lambda i: (i + 1) % pat != 0)
+            kw.update(_gemma_fields(r))
+        elif mt == "gemma2":   # Gemma2Config: even layers windowed
+            sw = r.int("sliding_window")
+            win_layers = _layer_types(r, L, lambda i: i % 2 == 0)
+            kw.update(_gemma_fields(r))
         elif mt == "gpt_oss":
             sw = r.int("sliding_window")
             win_layers = _layer_types(r, L, lambda i: i % 2 == 0)
@@ -819,7 +910,7 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
                   qk_norm=qk_norm, rope_layout="half", rope_dim=rope_dim,
                   q_lora_rank=None, kv_lora_rank=0, qk_nope_head_dim=0, qk_rope_head_dim=0, v_head_dim=hd,
                   sliding_window=sw, window_layers=win_layers,
-                  n_layer_norms=4 if mt == "gemma3_text" else 2, attention_sinks=mt == "gpt_oss")
+                  n_layer_norms=4 if mt in GEMMA_FAMILIES else 2, attention_sinks=mt == "gpt_oss")
 
     # ---- MLP / MoE
     F = r.int("intermediate_size", required=False) or 0
@@ -841,7 +932,12 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
             if types is None and mt == "deepseek_v3":
                 freq = r.int("moe_layer_freq", required=False) or 1
                 moe_layers = tuple(i for i in moe_layers if i % freq == 0)
+            # HF's routers of these families are sigmoid with e_score_correction_bias whatever the
+            # config says; a config that states another scoring_func is not one of them
             scoring, rbias = "sigmoid", True
+            sf = hf.get("scoring_func", "sigmoid")
+            if sf != "sigmoid":
+                raise ValueError(f"config field `scoring_func` = {sf!r}: {mt} routes with 'sigmoid'")
             method = r.raw("topk_method")
             if method != "noaux_tc":
                 raise ValueError(f"config field `topk_method` = {method!r}: {mt} routes with 'noaux_tc'")

@@ -26,8 +26,12 @@ Every error is a GGUFError (a ValueError) naming the file and the field or tenso
 """
 from __future__ import annotations
 
+import glob
+import json
 import mmap
 import os
+import re
+import warnings
 import struct
 from dataclasses import dataclass, field
 
@@ -39,11 +43,12 @@ def _gg():
     import gguf
     return gguf
 
-__all__ = ["GGUFError", "GGUFFile", "GGUFTensor", "FileWeights", "read", "is_gguf", "hf_config", "file_weights",
+__all__ = ["GGUFError", "GGUFNotice", "GGUFFile", "GGUFTensor", "FileWeights", "read", "is_gguf", "hf_config", "file_weights",
+           "folder_weights",
            "gguf_name", "un_permute", "ARCHITECTURES", "MAGIC"]
 
 MAGIC = b"GGUF"
-ARCHITECTURES = ("deepseek2", "qwen3", "qwen3moe", "qwen2", "llama", "glm4moe")
+ARCHITECTURES = ("deepseek2", "qwen3", "qwen3moe", "qwen2", "llama", "glm4moe", "gemma3", "seed_oss", "gpt-oss")
 # GGUF value types by id (the values of gguf.GGUFValueType; tests/test_gguf.py checks they agree)
 _STRING, _ARRAY = 8, 9
 _U64 = struct.Struct("<Q")
@@ -63,17 +68,19 @@ class GGUFTensor:
     shape: tuple             # NumPy order (the reversed ggml ne)
     offset: int              # absolute byte offset of the data in the file
     n_bytes: int             # exact stored bytes (GGML_QUANT_SIZES)
+    file: str = ""           # the file holding the data (a split model's part; "" = GGUFFile.path)
 
 
 class GGUFFile:
     """The parsed header of a GGUF file. `metadata`: key -> value (strings decoded, numeric arrays
     as NumPy arrays; string arrays as tuples, decoded on first access of `array(key)`)."""
 
-    def __init__(self, path, version, metadata, arrays, tensors, data_offset, size):
+    def __init__(self, path, version, metadata, arrays, tensors, data_offset, size, parts=()):
         self.path, self.version, self.metadata = path, version, metadata
         self._arrays = arrays                     # key -> (offset, count) of string arrays not yet decoded
         self.tensors: dict[str, GGUFTensor] = tensors
         self.data_offset, self.file_size = data_offset, size
+        self.parts: tuple = tuple(parts) or (path,)   # a split model's files, first to last
 
     @property
     def architecture(self) -> str:
@@ -106,7 +113,7 @@ class GGUFFile:
         t = self.tensors.get(name)
         if t is None:
             raise GGUFError(f"{self.path}: no tensor {name!r}")
-        mm = np.memmap(self.path, dtype=np.uint8, mode="r", offset=t.offset, shape=(t.n_bytes,))
+        mm = np.memmap(t.file or self.path, dtype=np.uint8, mode="r", offset=t.offset, shape=(t.n_bytes,))
         gg = _gg()
         T = gg.GGMLQuantizationType
         if t.ggml_type in (T.F32, T.F16, T.BF16):
@@ -198,10 +205,64 @@ class _Cursor:
         return v
 
 
+SPLIT_NAME = re.compile(r"^(?P<prefix>.*)-(?P<no>\d{5})-of-(?P<count>\d{5})\.gguf$")
+
+
+def split_part_path(prefix: str, no: int, count: int) -> str:
+    """llama.cpp's name of part `no` (0-based) of a `count`-part model (llama_split_path):
+    PREFIX-00001-of-00003.gguf."""
+    return f"{prefix}-{no + 1:05d}-of-{count:05d}.gguf"
+
+
 def read(path) -> GGUFFile:
     """Parse the header of GGUF file `path` (memory-mapped; no tensor data is read). Checks the
     magic, the version, every metadata value, every tensor's type and that its data lies inside
-    the file; a GGUFError names the file and the field or tensor otherwise."""
+    the file; a GGUFError names the file and the field or tensor otherwise.
+
+    A split model (gguf-split / the converter's --split-max-tensors: metadata `split.count` > 1,
+    parts named PREFIX-0000N-of-0000M.gguf) is read from its first part as llama.cpp loads it:
+    the metadata is the first part's, the tensors every part's (each GGUFTensor names its file);
+    a missing part, or one whose `split.no`/`split.count` disagree, is a GGUFError naming it."""
+    g = _read_one(path)
+    count = g.get("split.count")
+    if count is None or count == 1:
+        return g
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise GGUFError(f"{g.path}: metadata 'split.count' must be a positive integer, got {count!r}")
+    no = g.get("split.no", 0)
+    m = SPLIT_NAME.match(os.path.basename(g.path))
+    if no != 0:
+        first = split_part_path(os.path.join(os.path.dirname(g.path), m.group("prefix")), 0, count) if m else None
+        raise GGUFError(f"{g.path}: part {no + 1} of a {count}-part model (metadata 'split.no' = {no}); give the "
+                        f"first part{f' ({first})' if first else ''}, which loads them all")
+    if not m:
+        raise GGUFError(f"{g.path}: metadata 'split.count' = {count} but the file is not named like llama.cpp's "
+                        f"parts (PREFIX-00001-of-{count:05d}.gguf), so its other parts cannot be found")
+    prefix = os.path.join(os.path.dirname(g.path), m.group("prefix"))
+    tensors, parts, size = dict(g.tensors), [g.path], g.file_size
+    for i in range(1, count):
+        q = split_part_path(prefix, i, count)
+        if not os.path.isfile(q):
+            raise GGUFError(f"{q}: part {i + 1} of {count} of the split model {g.path} is missing")
+        part = _read_one(q)
+        if part.get("split.count") != count or part.get("split.no") != i:
+            raise GGUFError(f"{q}: metadata 'split.no' = {part.get('split.no')!r}, 'split.count' = "
+                            f"{part.get('split.count')!r}; part {i + 1} of {count} of {g.path} needs "
+                            f"{i} and {count}")
+        for name, t in part.tensors.items():
+            if name in tensors:
+                raise GGUFError(f"{q}: tensor {name!r} is also in {tensors[name].file or g.path}")
+            tensors[name] = t
+        parts.append(q)
+        size += part.file_size
+    want = g.get("split.tensors.count")
+    if isinstance(want, int) and not isinstance(want, bool) and want != len(tensors):
+        raise GGUFError(f"{g.path}: metadata 'split.tensors.count' = {want} but the {count} parts hold "
+                        f"{len(tensors)} tensors")
+    return GGUFFile(g.path, g.version, g.metadata, g._arrays, tensors, g.data_offset, size, parts)
+
+
+def _read_one(path) -> GGUFFile:
     p = os.fspath(path)
     try:
         size = os.path.getsize(p)
@@ -275,7 +336,7 @@ def _parse(mm, p, size) -> GGUFFile:
         if start + nb > size:
             raise GGUFError(f"{p}: truncated: tensor {name!r} ({tname}, {nb} bytes at {start}) runs past the "
                             f"end of the file ({size} bytes)")
-        tensors[name] = GGUFTensor(name, tid, tname, shape, start, nb)
+        tensors[name] = GGUFTensor(name, tid, tname, shape, start, nb, p)
     return GGUFFile(p, version, meta, arrays, tensors, data_offset, size)
 
 
@@ -284,7 +345,7 @@ class _Meta:
     def __init__(self, g: GGUFFile):
         self.g, self.arch = g, g.architecture
 
-    def __call__(self, key, default=None, *, required=False, kind=int):
+    def __call__(self, key, default=None, *, required=False, kind=int, minimum=None):
         k = key.format(arch=self.arch) if "{arch}" in key else f"{self.arch}.{key}"
         v = self.g.metadata.get(k)
         if v is None:
@@ -298,6 +359,8 @@ class _Meta:
                 v = v.flat[0]
             if isinstance(v, (bool, str)) or not float(v).is_integer():
                 raise GGUFError(f"{self.g.path}: metadata {k!r} must be an integer, got {v!r}")
+            if minimum is not None and v < minimum:
+                raise GGUFError(f"{self.g.path}: metadata {k!r} = {int(v)} must be >= {minimum}")
             return int(v)
         if kind is float:
             if isinstance(v, (bool, str, np.ndarray)):
@@ -324,12 +387,16 @@ def hf_config(g: GGUFFile) -> dict:
                         f"(supported: {', '.join(ARCHITECTURES)})")
     m = _Meta(g)
     ts = g.tensors
-    nextn = m("nextn_predict_layers", 0)
-    L = m("block_count", required=True) - nextn
-    D = m("embedding_length", required=True)
-    H = m("attention.head_count", required=True)
+    nextn = m("nextn_predict_layers", 0, minimum=0)
+    blocks = m("block_count", required=True, minimum=1)
+    L = blocks - nextn
+    if L < 1:
+        raise GGUFError(f"{g.path}: metadata '{arch}.block_count' = {blocks} leaves no decoder layer after the "
+                        f"'{arch}.nextn_predict_layers' = {nextn} multi-token-prediction layers")
+    D = m("embedding_length", required=True, minimum=1)
+    H = m("attention.head_count", required=True, minimum=1)
     emb = ts.get("token_embd.weight")
-    V = m("vocab_size")
+    V = m("vocab_size", minimum=1)
     if V is None:
         if emb is None:
             raise GGUFError(f"{g.path}: neither metadata '{arch}.vocab_size' nor tensor 'token_embd.weight' gives "
@@ -357,7 +424,10 @@ def hf_config(g: GGUFFile) -> dict:
                 rs[k] = v
         hf["rope_scaling"] = rs
     if "rope_freqs.weight" in ts:
-        hf["gguf_rope_freqs"] = True  # llama3-style per-pair factors stored as a tensor
+        # llama3-style rope scaling: the converter stores the per-pair frequency divisors as a
+        # tensor (LlamaModel.generate_extra_tensors) and writes no rope.scaling keys; llama.cpp
+        # divides each pair's frequency by its factor. Read them (a few floats) into the config.
+        hf["rope_scaling"] = {"rope_type": "freq_factors", "freq_factors": _rope_factors(g)}
     F = m("feed_forward_length", 0)
     if F:
         hf["intermediate_size"] = F
@@ -368,7 +438,10 @@ def hf_config(g: GGUFFile) -> dict:
             qk, Dv = m("attention.key_length_mla"), m("attention.value_length_mla", required=True)
         else:
             qk, Dv = m("attention.key_length", required=True), m("attention.value_length", required=True)
-        gating = m("expert_gating_func", 1)
+        gating = m("expert_gating_func")
+        if gating is None:
+            gating, why = _assumed_gating(g, L, ts)
+            _notice(hf, f"{g.path}: no metadata 'deepseek2.expert_gating_func'; {why}")
         if gating not in (1, 2):
             raise GGUFError(f"{g.path}: metadata 'deepseek2.expert_gating_func' = {gating} is not 1 (softmax) "
                             f"or 2 (sigmoid)")
@@ -389,8 +462,16 @@ def hf_config(g: GGUFFile) -> dict:
                       topk_method="group_limited_greedy" if n_group > 1 else "greedy")
         return hf
     # GQA families
-    n_kv = m("attention.head_count_kv", H)
-    hd = m("attention.key_length") or (D // H)
+    n_kv = m("attention.head_count_kv", H, minimum=1)
+    if H % n_kv:
+        raise GGUFError(f"{g.path}: metadata '{arch}.attention.head_count' = {H} is not a multiple of "
+                        f"'{arch}.attention.head_count_kv' = {n_kv}")
+    hd = m("attention.key_length", minimum=1)
+    if hd is None:
+        if D % H:
+            raise GGUFError(f"{g.path}: metadata '{arch}.embedding_length' = {D} is not a multiple of "
+                            f"'{arch}.attention.head_count' = {H} and no '{arch}.attention.key_length' is given")
+        hd = D // H
     hf.update(num_key_value_heads=n_kv, head_dim=hd,
               attention_bias=blk(0, "attn_q").replace("weight", "bias") in ts)
     rd = m("rope.dimension_count")
@@ -413,8 +494,92 @@ def hf_config(g: GGUFFile) -> dict:
                       n_group=m("expert_group_count", 1) or 1, topk_group=m("expert_group_used_count", 1) or 1,
                       use_qk_norm=blk(0, "attn_q_norm") in ts)
         return hf
+    if arch == "gemma3":
+        # llama.cpp's gemma3 (src/models/gemma3.cpp): sliding_window present -> every layer but each
+        # 6th (or `sliding_window_pattern`) is windowed; local rope base rope.freq_base_swa (HF's
+        # default 10000 when absent); final_logit_softcapping when present. The converter adds 1 to
+        # every norm weight (Gemma3RMSNorm's 1 + w), which models/checkpoint.py takes off again.
+        sw = m("attention.sliding_window", minimum=0)
+        pat = m("attention.sliding_window_pattern", 6, minimum=0)
+        if emb is not None:   # the converter drops the embedding rows past the tokenizer's vocabulary
+            hf["vocab_size"] = emb.shape[0]
+        # llama.cpp's attention scale: 1/sqrt(embedding_length / head_count) for the 27B (62 layers), else 1/sqrt(head dim)
+        hf.update(model_type="gemma3_text", head_dim=hd, query_pre_attn_scalar=D // H if L == 62 else hd,
+                  hidden_activation="gelu_pytorch_tanh", rope_local_base_freq=m("rope.freq_base_swa", 10000.0, kind=float))
+        if sw:
+            hf.update(sliding_window=sw, sliding_window_pattern=pat,
+                      layer_types=["sliding_attention" if pat == 0 or i % pat < pat - 1 else "full_attention"
+                                   for i in range(L)])
+        else:
+            hf.update(sliding_window=None, layer_types=["full_attention"] * L)
+        cap = m("final_logit_softcapping", kind=float)
+        if cap:
+            hf["final_logit_softcapping"] = cap
+        return hf
+    if arch == "gpt-oss":
+        # llama.cpp's openai-moe: every layer MoE (expert_count experts of expert_feed_forward_length,
+        # biased router and experts, attention sinks), windows on layers 0, 2, 4... (pattern 2)
+        sw = m("attention.sliding_window", required=True, minimum=1)
+        pat = m("attention.sliding_window_pattern", 2, minimum=1)
+        hf.update(model_type="gpt_oss", num_local_experts=m("expert_count", required=True, minimum=1),
+                  num_experts_per_tok=m("expert_used_count", required=True, minimum=1),
+                  intermediate_size=m("expert_feed_forward_length", required=True, minimum=1),
+                  sliding_window=sw, attention_bias=True,
+                  layer_types=["sliding_attention" if i % pat < pat - 1 else "full_attention" for i in range(L)])
+        if isinstance(hf.get("rope_scaling"), dict) and hf["rope_scaling"].get("rope_type") == "yarn":
+            hf["rope_scaling"]["truncate"] = False   # HF's gpt-oss YaRN (the converter writes no key for it)
+        return hf
+    if arch == "seed_oss":
+        hf.update(model_type="seed_oss", attention_bias=blk(0, "attn_q").replace("weight", "bias") in ts,
+                  attention_out_bias=blk(0, "attn_output").replace("weight", "bias") in ts)
+        return hf
     hf["model_type"] = {"qwen3": "qwen3", "qwen2": "qwen2", "llama": "llama"}[arch]
     return hf
+
+
+def _notice(hf: dict, text: str) -> None:
+    """A value the file does not state and glmbench assumed: kept in the config (`gguf_assumed`,
+    measured records carry it) and shown once as a warning."""
+    hf.setdefault("gguf_assumed", []).append(text)
+    warnings.warn(text, GGUFNotice, stacklevel=3)
+
+
+class GGUFNotice(UserWarning):
+    """What glmbench assumed for a value a GGUF file does not state (the message says which)."""
+
+
+def _assumed_gating(g: GGUFFile, n_layer: int, ts) -> tuple:
+    """(expert_gating_func, why) for a deepseek2 file without the key. llama.cpp
+    (src/models/deepseek2.cpp, load_arch_hparams) picks sigmoid when n_layer (block_count less the
+    nextn layers) is 47 or 48 and the vocabulary (deepseek2.vocab_size, else the tokenizer's list)
+    has 154880 tokens (GLM-4.7-Flash), else softmax (DeepSeek-V2/V2.5 files predate the key).
+    Beyond that rule: a file whose MoE layers carry exp_probs_b (the score-correction bias only
+    sigmoid noaux_tc routers have: GLM-4.7-Flash of another shape, DeepSeek-V3 saved by
+    transformers 5, whose config has no scoring_func for the converter to write) is read as sigmoid,
+    as the HF model it was converted from routes; llama.cpp would route it with softmax."""
+    arch = g.architecture
+    n_vocab = g.get(f"{arch}.vocab_size")
+    if n_vocab is None:
+        tok = g._arrays.get("tokenizer.ggml.tokens")
+        n_vocab = tok[1] if tok else len(g.get("tokenizer.ggml.tokens") or ())
+    if n_layer in (47, 48) and n_vocab == 154880:
+        return 2, ("assumed sigmoid routing as llama.cpp does for this shape (GLM-4.7-Flash: 47/48 layers, "
+                   "154880 tokens)")
+    if any(n.endswith(".exp_probs_b.bias") for n in ts):
+        return 2, ("assumed sigmoid routing: the file has exp_probs_b (a noaux_tc score-correction bias, which "
+                   "only sigmoid routers carry); llama.cpp would route this file with softmax")
+    return 1, "assumed softmax routing as llama.cpp does (DeepSeek-V2/V2.5 files without the key)"
+
+
+def _rope_factors(g: GGUFFile) -> list:
+    """The per-pair divisors of tensor rope_freqs.weight (float32 [rope_dim / 2])."""
+    t = g.tensors["rope_freqs.weight"]
+    if t.type_name not in ("F32", "F16"):
+        raise GGUFError(f"{g.path}: tensor 'rope_freqs.weight' has type {t.type_name}; F32 (or F16) expected")
+    f = np.asarray(g.tensor_data("rope_freqs.weight"), np.float64).reshape(-1)
+    if f.size == 0 or not np.all(np.isfinite(f)) or (f <= 0).any():
+        raise GGUFError(f"{g.path}: tensor 'rope_freqs.weight' must hold positive finite factors, got {f.tolist()[:8]}")
+    return f.tolist()
 
 
 # ---- tensor names ---------------------------------------------------------------------------------
@@ -429,6 +594,9 @@ def gguf_name(hf_name: str, arch: str, n_blocks: int, _maps={}) -> str | None:
     `mlp.experts.gate_proj`), through gguf's TensorNameMap; None when it has none."""
     if hf_name.endswith(".e_score_correction_bias"):   # the converter's rename, then exp_probs_b
         return hf_name.split(".mlp.")[0].replace("model.layers.", "blk.") + ".exp_probs_b.bias"
+    if hf_name.endswith("_proj_bias"):   # GPT-OSS's expert biases (mlp.experts.gate_proj_bias): ffn_*_exps.bias
+        w = gguf_name(hf_name[: -len("_bias")], arch, n_blocks)
+        return None if w is None else w[: -len(".weight")] + ".bias"
     key = (arch, n_blocks)
     if key not in _maps:
         _maps[key] = _name_map(arch, n_blocks)
@@ -455,7 +623,7 @@ class FileWeights:
     tensors the config does not name (e.g. rope_freqs, a kept attn_kv_b next to k_b/v_b), loaded
     with the model; `skipped_bytes`: multi-token-prediction layers, never run by decoding."""
     path: str
-    kind: str                                         # "gguf"
+    kind: str                                         # "gguf" | "safetensors" (an HF folder)
     main_type: str                                    # the type holding most matrix bytes ("Q4_K")
     total_bytes: int                                  # every tensor of the file
     tensors: tuple = field(compare=False, repr=False)  # ((hf_name, type_name, n_bytes), ...)
@@ -545,3 +713,75 @@ def file_weights(g: GGUFFile, shapes: dict, n_layers: int) -> FileWeights:
             by_type[t] = by_type.get(t, 0) + b
     main = max(by_type, key=by_type.get) if by_type else "F32"
     return FileWeights(g.path, "gguf", main, g.tensor_bytes, tuple(rows), extra, skipped)
+
+
+# ---- HF safetensors folders ---------------------------------------------------------------------
+_ST_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1,
+             "F8_E4M3": 1, "F8_E5M2": 1, "U16": 2, "U32": 4, "U64": 8}
+# safetensors dtype -> the vocab weight format standing for it (FileWeights.weight_format)
+_ST_FORMAT = {"F32": "F32", "F16": "F16", "BF16": "BF16", "F64": "F64", "F8_E4M3": "FP8", "F8_E5M2": "FP8"}
+
+
+def _safetensors_header(path: str) -> dict:
+    """{name: (dtype, shape, bytes)} from a .safetensors file's JSON header (no tensor data read);
+    a GGUFError (ValueError) naming the file when it is not one."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8)
+            n = struct.unpack("<Q", head)[0] if len(head) == 8 else -1
+            if not 0 < n <= os.path.getsize(path) - 8:
+                raise GGUFError(f"{path}: not a safetensors file (header length {n})")
+            h = json.loads(f.read(n))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise GGUFError(f"{path}: not a readable safetensors header: {e}") from None
+    out = {}
+    for name, e in h.items():
+        if name == "__metadata__":
+            continue
+        if not isinstance(e, dict) or e.get("dtype") not in _ST_BYTES or not isinstance(e.get("shape"), list):
+            raise GGUFError(f"{path}: tensor {name!r} header entry {e!r} has no known dtype and shape")
+        numel = 1
+        for d in e["shape"]:
+            numel *= int(d)
+        out[name] = (e["dtype"], tuple(e["shape"]), numel * _ST_BYTES[e["dtype"]])
+    return out
+
+
+def folder_weights(folder: str, shapes: dict, n_layers: int) -> FileWeights | None:
+    """An HF folder's stored bytes from its *.safetensors headers (None without any): each HF-named
+    tensor of `shapes` at the dtype the folder stores it in (the tensor's own entry, else the
+    dtype of its layer's other tensors, e.g. experts stored per expert or fused, else the folder's
+    main one), so a prediction for the folder is at its stored dtype. Layers past `n_layers` (MTP)
+    are skipped bytes; tensors the config does not name (scales, ...) extra bytes."""
+    files = sorted(glob.glob(os.path.join(folder, "*.safetensors")))
+    if not files:
+        return None
+    head: dict = {}
+    for f in files:
+        head.update(_safetensors_header(f))
+    total = sum(b for _, _, b in head.values())
+    by_type: dict = {}
+    for dt, shape, b in head.values():
+        if len(shape) >= 2:
+            by_type[dt] = by_type.get(dt, 0) + b
+    main = max(by_type, key=by_type.get) if by_type else "F32"
+    layer_dt: dict = {}
+    for name, (dt, shape, _) in head.items():
+        if name.startswith("model.layers.") and len(shape) >= 2:
+            layer_dt.setdefault(name.split(".")[2], dt)
+    rows, counted = [], 0
+    for hf, shape in shapes.items():
+        if hf in head:
+            dt = head[hf][0]
+        else:
+            dt = layer_dt.get(hf.split(".")[2], main) if hf.startswith("model.layers.") else main
+        numel = 1
+        for d in shape:
+            numel *= int(d)
+        b = numel * _ST_BYTES[dt]
+        rows.append((hf, _ST_FORMAT.get(dt, dt), b))
+        counted += b
+    skipped = sum(b for n, (_, _, b) in head.items()
+                  if n.startswith("model.layers.") and n.split(".")[2].isdigit() and int(n.split(".")[2]) >= n_layers)
+    extra = max(0, total - counted - skipped)
+    return FileWeights(os.fspath(folder), "safetensors", _ST_FORMAT.get(main, main), total, tuple(rows), extra, skipped)

@@ -11,6 +11,15 @@ A decoder layer is pre-norm (REFERENCE.md section 1): h = x + Attn(RMSNorm(x)); 
 Attention is `attention.mla_block` or `attention.gqa_block`; the MLP is `ops.swiglu` for dense
 layers and `ops.moe` (router + routed experts + shared experts) for MoE layers.
 
+Gemma 2 and 3 (gemma2, gemma3_text; HF modeling_gemma2/3): embeddings times sqrt(hidden); sandwich norms
+h = x + N2(Attn(N1(x))); y = h + N4(MLP(N3(h))) with (1 + w) RMSNorms (an HF state_dict's norm
+weights w are held as 1 + w); q/k norms; GeGLU MLP (gelu_pytorch_tanh, `ops.geglu`); 5 of 6 layers
+attend within a sliding window (the cache keeps those layers as rings: `KVCache.gqa(windows=)`)
+with rope by the local base (Gemma 3; Gemma 2: every other layer windowed, one rope base, and
+attention logits soft-capped, attn_logit_softcapping); the softmax scale is
+query_pre_attn_scalar ** -0.5; tied head; final_logit_softcapping when set. A windowed model's prefill runs in chunks of at most
+`window_chunk` tokens (the most a ring layer takes at once).
+
 Weights are kept under their HF names relative to `model.layers.{i}.` (plus `model.embed_tokens.weight`,
 `model.norm.weight`, `lm_head.weight`); the set of tensors is ModelConfig.tensor_shapes(). Routed
 experts are held as three stacked tensors `mlp.experts.gate_proj` [E, F, D], `mlp.experts.up_proj`
@@ -215,6 +224,8 @@ class Layer:
         cfg, w, a = self.cfg, self.w, self.attn
         if getattr(cfg, "sliding_window", None) or not all(isinstance(v, np.ndarray) for v in w.values()):
             return None
+        if cfg.model_type in configs.GEMMA_FAMILIES:  # sandwich norms and GeGLU: forward_py
+            return None
         mla = cfg.attention == "mla"
         s = dict(attention=int(mla), D=int(cfg.hidden_size), eps=float(cfg.rms_norm_eps),
                  ln_in=w["input_layernorm.weight"], ln_post=w["post_attention_layernorm.weight"],
@@ -261,11 +272,13 @@ class Layer:
         """The layer as a sequence of Python-level op calls (the definition layer.c follows)."""
         cfg, w = self.cfg, self.w
         eps = float(cfg.rms_norm_eps)
+        if cfg.model_type in configs.GEMMA_FAMILIES:
+            return self._forward_gemma(x, cache, cache_layer, positions)
         h = _ops.rms_norm(x, w["input_layernorm.weight"], eps)
         if cfg.attention == "mla":
             a = attention.mla_block(h, self.attn, cache, cache_layer, positions, cfg, strategy=mla_strategy)
         else:
-            a = attention.gqa_block(h, self.attn, cache, cache_layer, positions, cfg)
+            a = attention.gqa_block(h, self.attn, cache, cache_layer, positions, cfg, model_layer=self.index)
         x = x + a
         h = _ops.rms_norm(x, w["post_attention_layernorm.weight"], eps)
         if self.kind == "dense":
@@ -274,6 +287,26 @@ class Layer:
             m, self.last_counts = _ops.moe(h, w["mlp.gate.weight"], *(w[n] for n in _EXPERTS),
                                            shared=self._shared, **self._route)
         return x + m
+
+
+    def _forward_gemma(self, x, cache, cache_layer: int, positions):
+        """Gemma 2/3's sandwich-norm layer (norm weights held as 1 + w, see the module docstring)."""
+        cfg, w = self.cfg, self.w
+        eps = float(cfg.rms_norm_eps)
+        h = _ops.rms_norm(x, w["input_layernorm.weight"], eps)
+        a = attention.gqa_block(h, self.attn, cache, cache_layer, positions, cfg, model_layer=self.index)
+        x = x + _ops.rms_norm(a, w["post_attention_layernorm.weight"], eps)
+        h = _ops.rms_norm(x, w["pre_feedforward_layernorm.weight"], eps)
+        m = _ops.geglu(h, w["mlp.gate_proj.weight"], w["mlp.up_proj.weight"], w["mlp.down_proj.weight"])
+        return x + _ops.rms_norm(m, w["post_feedforward_layernorm.weight"], eps)
+
+
+def _gemma_norm(cfg, name: str, a):
+    """Gemma's RMSNorms multiply by (1 + w) (HF Gemma3RMSNorm, in float32): held as 1 + w so the
+    C core's RMSNorm (times w) runs them."""
+    if cfg.model_type in configs.GEMMA_FAMILIES and name.endswith("norm.weight"):
+        return np.float32(1.0) + np.asarray(_to_f32(a), dtype=np.float32)
+    return a
 
 
 def build_layer(cfg, index: int, weights: str = vocab.DEFAULTS["measured_weights"], seed: int = 0) -> Layer:
@@ -322,6 +355,7 @@ def _layer_from_hf(cfg, index: int, kind: str, src: Mapping, fmt: str) -> Layer:
             continue
         a = experts[name] if name in experts else get(name)
         _expect(a, shape, p + name)
+        a = _gemma_norm(cfg, name, a)
         w[name] = to_format(a, _tensor_fmt(fmt, name, shape, a))
     return Layer(cfg, index, kind, w)
 
@@ -354,7 +388,8 @@ class Model:
     def __init__(self, config, state_dict: Mapping | None = None, *,
                  weights: str = vocab.DEFAULTS["measured_weights"], kv: str = vocab.DEFAULTS["kv"],
                  max_context: int = 4096, seed: int = 0, mla_strategy: str = vocab.DEFAULTS["mla_strategy"],
-                 layers: Iterable[int] | None = None, progress: Callable[[int, int], None] | None = None):
+                 layers: Iterable[int] | None = None, progress: Callable[[int, int], None] | None = None,
+                 window_chunk: int = 512):
         cfg = _load_config(config)
         self.config = cfg
         lacks = cfg.forward_unsupported()
@@ -414,15 +449,18 @@ class Model:
                 self.lm_head = to_format(head, _tensor_fmt(weights, "lm_head.weight", head.shape, head))
             fn = get("model.norm.weight")
             _expect(fn, (D,), "model.norm.weight")
-            self.final_norm = np.ascontiguousarray(_to_f32(fn))
+            self.final_norm = np.ascontiguousarray(_to_f32(_gemma_norm(cfg, "model.norm.weight", fn)))
             self.layers = [_layer_from_hf(cfg, i, kinds[i], state_dict, weights) for i in idx]
 
         n = len(idx)
+        self.window_chunk = vocab.check_int("window_chunk", window_chunk, 1)
         if cfg.attention == "mla":
             self.cache = KVCache.mla(n, self.max_context, cfg.kv_lora_rank, cfg.qk_rope_head_dim, kv=kv)
         else:
+            # windowed layers keep only their window (rings; KVCache.gqa's `windows`)
+            windows = [cfg.layer_window(i) or 0 for i in idx]
             self.cache = KVCache.gqa(n, self.max_context, cfg.n_kv_heads, cfg.head_dim, cfg.v_head_dim,
-                                     kv=kv)
+                                     kv=kv, windows=windows if any(windows) else None, chunk=self.window_chunk)
         self.last_timing: dict = {}
 
     # -- state ---------------------------------------------------------------------------
@@ -466,7 +504,10 @@ class Model:
         return t.astype(np.int64)
 
     def embed_tokens(self, tokens: np.ndarray) -> np.ndarray:
-        return np.ascontiguousarray(_to_f32(self.embed[tokens]), dtype=np.float32)
+        x = np.ascontiguousarray(_to_f32(self.embed[tokens]), dtype=np.float32)
+        if self.config.model_type in configs.GEMMA_FAMILIES:  # Gemma*ScaledWordEmbedding: times sqrt(hidden)
+            x *= np.float32(self.config.hidden_size ** 0.5)
+        return x
 
     def forward_layers(self, x: np.ndarray, positions: np.ndarray) -> np.ndarray:
         times = []
@@ -479,7 +520,9 @@ class Model:
 
     def head(self, x: np.ndarray) -> np.ndarray:
         h = _ops.rms_norm(x, self.final_norm, float(self.config.rms_norm_eps))
-        return _ops.linear(h, self.lm_head)
+        logits = _ops.linear(h, self.lm_head)
+        cap = getattr(self.config, "final_logit_softcapping", None)
+        return _ops.softcap(logits, cap) if cap else logits
 
     def prefill(self, tokens, *, logits: str = "all") -> np.ndarray:
         """Ingest `tokens` after what the cache holds. logits="all" -> [T, vocab]; "last" -> [vocab]
@@ -495,7 +538,16 @@ class Model:
         x = self.embed_tokens(t)
         t1 = time.perf_counter()
         self.last_timing = {"embed_s": t1 - t0}
-        x = self.forward_layers(x, pos)
+        step = self.window_chunk if any(getattr(self.cache, "windows", ())) else t.size
+        if t.size <= step:
+            x = self.forward_layers(x, pos)
+        else:  # a ring layer takes at most window_chunk tokens at once; layer_s sums the pieces
+            parts, per_layer = [], np.zeros(len(self.layers))
+            for a in range(0, t.size, step):
+                parts.append(self.forward_layers(np.ascontiguousarray(x[a:a + step]), pos[a:a + step]))
+                per_layer += self.last_timing["layer_s"]
+            x = np.concatenate(parts)
+            self.last_timing["layer_s"] = per_layer.tolist()
         t2 = time.perf_counter()
         out = self.head(np.ascontiguousarray(x[-1:]))[0] if logits == "last" else self.head(x)
         t3 = time.perf_counter()

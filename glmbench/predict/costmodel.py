@@ -862,15 +862,31 @@ def _decode_attn(depth, batch, window) -> _Attn:
     return _Attn(batch, batch * span, batch * span, batch * span)
 
 
+def _window_keys(a: int, b: int, w: int) -> int:
+    """sum of min(p, w) for p = a .. b: the keys seen by queries that see p keys unwindowed."""
+    if b <= w:
+        return (a + b) * (b - a + 1) // 2
+    if a >= w:
+        return w * (b - a + 1)
+    return (a + w) * (w - a + 1) // 2 + w * (b - w)
+
+
 def _prefill_attn(depth, n, window) -> _Attn:
-    keys = n * depth + n * (n + 1) / 2
+    """n queries at positions depth .. depth + n - 1; the query at p sees p + 1 keys, or the last
+    `window` of them (itself included: HF's and llama.cpp's sliding window, p - k < window)."""
     tiles = -(-n // Q_TILE)
-    # tile t reads the cache up to its last query: depth + min(n, (t+1) Q) tokens
-    read = sum(depth + min(n, (t + 1) * Q_TILE) for t in range(tiles))
-    if window:
-        w = window
-        keys = min(keys, n * w)
-        read = min(read, tiles * (w + Q_TILE))
+    if not window:
+        keys = n * depth + n * (n + 1) / 2
+        # tile t reads the cache up to its last query: depth + min(n, (t+1) Q) tokens
+        read = sum(depth + min(n, (t + 1) * Q_TILE) for t in range(tiles))
+        return _Attn(n, keys, read, depth + n, True)
+    w = window
+    keys = _window_keys(depth + 1, depth + n, w)
+    # tile t: queries q0 .. q1 read keys max(0, q0 - w + 1) .. q1 (at most w + Q - 1 rows)
+    read = 0
+    for t in range(tiles):
+        q0, q1 = depth + t * Q_TILE, depth + min(n, (t + 1) * Q_TILE) - 1
+        read += q1 + 1 - max(0, q0 - w + 1)
     return _Attn(n, keys, read, depth + n, True)
 
 
@@ -1166,20 +1182,41 @@ def _setup(s) -> Setup:
     return s
 
 
+def _pipelined(stages, links) -> float:
+    """Seconds of ubatches run through the cards of a layer split as llama.cpp's pipeline
+    parallelism runs them: card c starts ubatch u when it has finished u-1 and card c-1 has sent
+    u (stages[u][c]: card c's busy seconds on ubatch u; links[u]: one boundary's transfer)."""
+    fin = [0.0] * len(stages[0])
+    for st, link in zip(stages, links):
+        ready = 0.0
+        for c, busy in enumerate(st):
+            fin[c] = max(fin[c], ready) + busy
+            ready = fin[c] + link
+    return fin[-1]
+
+
 def decode(setup: Setup, depth: int, batch: int = 1) -> StepCost:
-    """One decode step: `batch` streams, each with `depth` tokens cached, one new token each."""
+    """One decode step: `batch` streams, each with `depth` tokens cached, one new token each.
+
+    One schedule for every multi-card step (docs/COSTMODEL.md, "Several cards"): the step's
+    tokens are cut into ubatches of the runtime's n_ubatch, as llama_decode cuts a batch; under
+    layer split, ubatches pipeline through the cards (`_pipelined`), so a batch of at most
+    n_ubatch streams (one ubatch) runs the cards one after the other."""
     setup = _setup(setup)
     depth = _check_int("depth", depth, 0)
     batch = _check_int("batch", batch, 1)
-    card_s, link, costs = _pass(setup, batch, _decode_work(setup.model, depth, batch), batch)
-    return StepCost(_sequential_seconds(setup, card_s, link), batch, costs, "decode", depth, batch)
-
-
-def decode_stages(setup: Setup, depth: int, batch: int = 1) -> tuple[list, float]:
-    """Per-card busy seconds of a decode step and the per-boundary (layer split) or per-step
-    (tensor split) link seconds, for pipelining estimates."""
-    card_s, link, _ = _pass(setup, batch, _decode_work(setup.model, depth, batch), batch)
-    return card_s, link
+    ub = setup.runtime.n_ubatch
+    if setup.split != "layer" or batch <= ub:
+        card_s, link, costs = _pass(setup, batch, _decode_work(setup.model, depth, batch), batch)
+        return StepCost(_sequential_seconds(setup, card_s, link), batch, costs, "decode", depth, batch)
+    stages, links, all_costs = [], [], []
+    for u in range(-(-batch // ub)):
+        T = min(ub, batch - u * ub)
+        card_s, link, costs = _pass(setup, T, _decode_work(setup.model, depth, T), T)
+        stages.append(card_s)
+        links.append(link)
+        all_costs.extend(costs)
+    return StepCost(_pipelined(stages, links), batch, _merge(all_costs), "decode", depth, batch)
 
 
 def prefill(setup: Setup, n_tokens: int, depth: int = 0) -> StepCost:
@@ -1200,16 +1237,7 @@ def prefill(setup: Setup, n_tokens: int, depth: int = 0) -> StepCost:
         links.append(link)
         all_costs.extend(costs)
     if setup.split == "layer":
-        # pipeline: card c starts ubatch u when it has finished u-1 and card c-1 has sent u
-        N = setup.n_cards
-        fin = [0.0] * N
-        for u in range(n_ub):
-            ready = 0.0
-            for c in range(N):
-                start = max(fin[c], ready)
-                fin[c] = start + stages[u][c]
-                ready = fin[c] + links[u]
-        seconds = fin[-1]
+        seconds = _pipelined(stages, links)
     else:
         seconds = sum(_sequential_seconds(setup, s, l) for s, l in zip(stages, links))
     return StepCost(seconds, n, _merge(all_costs), "prefill", depth, 1)
@@ -1453,8 +1481,9 @@ def max_batch(setup: Setup, context: int) -> int:
 def serve(setup: Setup, concurrency: int, context: int) -> dict:
     """Steady-state continuous batching: `concurrency` streams generating at `context` tokens each.
     Streams beyond what the KV memory holds wait (they do not run), so the aggregate comes from
-    the streams that fit. Under layer split the batch may also run as n_cards micro-batches in
-    a pipeline; the better of the two schedules is reported. Prefill of arriving requests is not
+    the streams that fit. Each step is `decode(setup, context, streams)`: under layer split the
+    cards pipeline only a batch longer than one ubatch, as llama.cpp does (the trace replay times
+    its steps with the same `decode`). Prefill of arriving requests is not
     included (see decide() for whole requests)."""
     setup = _setup(setup)
     C = _check_int("concurrency", concurrency, 1)
@@ -1469,14 +1498,8 @@ def serve(setup: Setup, concurrency: int, context: int) -> dict:
         return res
     step = decode(setup, context, fit)
     agg = step.tok_s
-    schedule = "one batch"
-    if setup.split == "layer" and fit >= setup.n_cards:
-        N = setup.n_cards
-        m = -(-fit // N)
-        stages, link = decode_stages(setup, context, m)
-        round_s = N * max(max(stages), link)
-        if fit / round_s > agg:
-            agg, schedule = fit / round_s, f"{N} pipelined micro-batches"
+    ub = setup.runtime.n_ubatch
+    schedule = "one batch" if fit <= ub or setup.split != "layer" else f"{-(-fit // ub)} pipelined ubatches"
     res.update(aggregate_tok_s=agg, per_stream_tok_s=agg / fit, step_seconds=fit / agg,
                limited_by="kv_memory" if fit < C else step.dominant, schedule=schedule,
                memory_per_card=[c.total for c in memory(setup, context, fit).cards])

@@ -15,11 +15,23 @@ import dataclasses
 from typing import Sequence
 
 from glmbench import vocab
+from glmbench.models import configs
 from glmbench.predict import costmodel as cm
 
 DEPTHS = tuple(sorted({int(round(1024 * 2 ** (i / 2))) for i in range(0, 15)}))   # 1K .. 128K, x sqrt(2)
 EFFICIENCIES = tuple(round(0.02 * (1 / 0.02) ** (i / 13), 4) for i in range(14))   # 0.02 .. 1, log-spaced
-DENSE_MODELS = ("qwen3-32b", "mistral-small-24b", "seed-oss-36b")
+DENSE_MODELS = ("qwen3-32b", "mistral-small-24b", "seed-oss-36b")   # the first three; dense_builtins() has all
+
+
+def dense_builtins() -> tuple:
+    """Every built-in dense model (GQA attention, no routed experts), read from the shipped
+    configs: the candidates for the study's unnamed "dense model of the same size class"."""
+    out = []
+    for n in configs.builtin_names():
+        c = configs.load(n)
+        if c.attention == "gqa" and not c.n_routed_experts:
+            out.append(n)
+    return tuple(out)
 
 
 def with_mla_efficiency(runtime, strategy: str, efficiency: float) -> cm.RuntimeProfile:
@@ -53,7 +65,7 @@ def crossover_depth(mla_setup: cm.Setup, dense_setup: cm.Setup, depths: Sequence
 
 
 def mla_crossover_curves(rigs: Sequence, runtimes: Sequence, *, mla_model: str = "glm-4.7-flash",
-                         dense_models: Sequence[str] = DENSE_MODELS, weights: str = vocab.DEFAULTS["weights"],
+                         dense_models: Sequence[str] | None = None, weights: str = vocab.DEFAULTS["weights"],
                          kv: str = vocab.DEFAULTS["kv"], split: str = vocab.DEFAULTS["split"],
                          strategies: Sequence[str] | None = None, efficiencies: Sequence[float] = EFFICIENCIES,
                          depths: Sequence[int] = DEPTHS) -> list[dict]:
@@ -61,7 +73,9 @@ def mla_crossover_curves(rigs: Sequence, runtimes: Sequence, *, mla_model: str =
     (crossover_depth) of `mla_model` against the dense model. Each runtime's own efficiency for
     each strategy is added to the grid and flagged `own: True` (the point to mark on its curve).
     strategies: None = every MLA strategy for a profile that was not fitted, and for a calibrated
-    profile the strategies it was fitted for (its measurements say nothing about the others)."""
+    profile the strategies it was fitted for (its measurements say nothing about the others).
+    dense_models: None = every built-in dense model (dense_builtins)."""
+    dense_models = dense_builtins() if dense_models is None else tuple(dense_models)
     rows = []
     for rig in rigs:
         sp = "none" if rig.n_cards == 1 else split
@@ -89,5 +103,5 @@ def mla_crossover_curves(rigs: Sequence, runtimes: Sequence, *, mla_model: str =
     return rows
 
 
-__all__ = ["crossover_depth", "mla_crossover_curves", "with_mla_efficiency", "mla_efficiency_of",
+__all__ = ["crossover_depth", "mla_crossover_curves", "with_mla_efficiency", "mla_efficiency_of", "dense_builtins",
            "DEPTHS", "EFFICIENCIES", "DENSE_MODELS"]

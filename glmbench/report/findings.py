@@ -1,16 +1,28 @@
-"""The study, point by point: each finding of the study beside what glmbench predicts for it
-(`typical` and every calibrated profile shipped with glmbench), agree or not, and why.
+"""The study, point by point, as a search: each of the study's findings evaluated for every dense
+built-in x every shipped runtime profile x one and two cards of the study's rig, with which
+combinations reproduce it, which do not, and why, in one sentence each.
 
-Every number comes from predicted records made here (`records` in the result, written to
-findings.json beside report.md) or from the crossover curves (predict/crossover.py); the study's
-claims are the words of issue 17 and REFERENCE.md section 6, quoted, not numbers fed to the model.
-A calibrated prediction within its leave-one-out error band of the other side is a tie.
+The study never named its dense model ("a plain dense GQA model of the same size class") nor, for
+every figure, its runtime; so instead of checking one guess, every candidate is tried:
+  - dense models: every built-in with GQA attention and no routed experts
+    (predict/crossover.dense_builtins: Qwen3-32B, Mistral-Small-24B, Seed-OSS-36B, Gemma 3 ...);
+  - runtimes: every profile shipped in glmbench/data/runtime/ and glmbench/data/calibrated/
+    (discovered from the folders, not listed here);
+  - cards: the study's card counts (one and two RTX 3090 over its measured 1.4 GB/s link).
+GLM-4.7-Flash always runs on the same runtime and cards as the dense model it is compared with.
+
+What the study's words mean here is fixed below (APPROX, SHORT, NEAR_64K, ...) and was fixed
+before any combination was evaluated; nothing is tuned to make a finding appear. Every number
+quoted comes from a predicted record made here (findings.json holds them) or from the cost
+model's max_context, serve and decide (the report's decision-table figure) on the same setups.
 """
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from glmbench.models import configs
+from glmbench.vocab import Workload
 from glmbench.predict import costmodel as cm
 from glmbench.predict import crossover as cx
 from glmbench.predict import sweep as sw
@@ -18,236 +30,487 @@ from glmbench.report.plots import approx_tokens, tokens_label
 
 MLA_MODEL = "glm-4.7-flash"
 STUDY_ERA = "ik-llama-before-mla-fix"   # the runtime of the study's own measurements (REFERENCE.md s.6)
-FIXED = "ik-llama-mla-fixed"
-FLAT = 0.8          # "holds flat": the speed at the deepest depth is at least this share of the first
+FIXED = "ik-llama-mla-fixed"            # the same runtime after its MLA fixes
+
+# ---- the study's words, as criteria (fixed before looking at any result) -------------------------
+APPROX = 0.20            # "~x" / "about x": within 20% of x
+SHORT = 4096             # a short chat's context: the study point's 4K prompt (report/workload.py)
+STUDY_TG = 90.0          # "generation ~90 tok/s"
+TG_RATIO = 2.0           # "more than 2x the dense model"
 NEAR_64K = (32768, 131072)   # "near 64K": within a factor of two
-QUANT_KV = "q8_0"
+FLAT = 0.8               # "holds flat": the deepest depth keeps at least this share of the first's speed
+PP_PROMPT = 1024         # "short prompts": a 1K prompt from an empty cache
+PP_RATIO = 3.0           # "~3x faster prefill"
+DEEP_PP = 2048           # "the deepest prefill": a 2048-token chunk (sweep-bench's) on the deepest context
+FAR_MORE = 2.0           # "far more context on one card": at least twice the tokens
+QUANT_KV = "q8_0"        # the quantized cache the study compares with f16
+KV_DEPTH = 32768         # where the quantized cache's speed is compared
+CHAT = (1024, 256)       # "short chat": a 1K prompt, 256 tokens out (the report's "chat turn")
+BATCHED_TOK_S = 500.0    # "~500 tok/s aggregate" on two cards (report/workload.STUDY_BATCHED_TOK_S)
+BATCHED_CONTEXT = 4096   # at 4K context per stream (report/workload.STUDY_POINT_PROMPT)
 
 
-def runtimes(study) -> list:
-    """typical, the study's own runtime if it is another, and every shipped calibrated profile."""
-    out = ["typical"]
-    if study.runtime not in out:
-        out.append(study.runtime)
-    out += [n for n in cm.list_calibrated() if n not in out]
-    return [cm.load_runtime(r) for r in out]
+def runtime_names() -> list[str]:
+    """Every shipped runtime profile: glmbench/data/runtime/*.json then data/calibrated/*.json."""
+    out = []
+    for n in cm.list_runtimes() + cm.list_calibrated():
+        if n not in out:
+            out.append(n)
+    return out
 
 
-def _setup(model, rig, study, rt, **kw):
-    sp = "none" if rig.n_cards == 1 else kw.pop("split", study.split)
-    return cm.Setup(model, rig, split=sp, weights=study.weights, kv=kw.pop("kv", study.kv), runtime=rt, **kw)
+@dataclass(frozen=True)
+class Combo:
+    """One candidate for what the study ran: a dense model (None for a finding about GLM-4.7-Flash
+    alone), a runtime profile and a card count (None for a finding that compares card counts)."""
+    dense: str | None
+    runtime: str
+    n_cards: int | None
+
+    def label(self) -> str:
+        parts = [f"`{self.runtime}`"]
+        if self.n_cards is not None:
+            parts.append(f"{self.n_cards} card{'s' if self.n_cards > 1 else ''}")
+        if self.dense is not None:
+            parts.append(self.dense)
+        return ", ".join(parts)
 
 
-def _add(recs, new):
-    recs.extend(new)
-    return new[0]
+def _cards(n) -> str:
+    return f"{n} card{'s' if n > 1 else ''}"
 
 
-def _band(rt) -> float:
-    return rt.cv_error or 0.0
+def _x(v) -> str:
+    return f"{v:.1f}x"
 
 
-def _pct(x) -> str:
-    return f"{100 * x:.0f}%"
+class Search:
+    """The setups, records and cached predictions of one findings search over a Study."""
+    rows: list = []
+
+    def __init__(self, study, *, dense=None, runtimes=None):
+        self.study = study
+        self.dense = tuple(dense) if dense is not None else cx.dense_builtins()
+        rts = runtime_names() if runtimes is None else list(runtimes)
+        self.runtimes = [cm.load_runtime(r) for r in rts]       # each profile resolved once
+        if runtimes is None and study.runtime_profile.name not in rts:
+            self.runtimes.append(study.runtime_profile)         # the study's own (e.g. calibrated:FILE) too
+        self.rt = {r.name: r for r in self.runtimes}
+        self.cards = tuple(study.cards)
+        self.grid = tuple(sorted(set(_grid(study.depths)) | {SHORT}))
+        self.deep = study.depths[-1]
+        self.records: list[dict] = []
+        self._tg: dict = {}
+        self._pp: dict = {}
+        self._ctx: dict = {}
+
+    def setup(self, model, runtime: str, n_cards: int, **kw) -> cm.Setup:
+        return self.study.setup(model, n_cards, runtime=self.rt[runtime], **kw)
+
+    def tg(self, model, runtime: str, n_cards: int, kv: str | None = None) -> dict:
+        """{depth: tg record} on the search's depth grid."""
+        k = (model, runtime, n_cards, kv)
+        if k not in self._tg:
+            extra = {"kv": kv} if kv else {}
+            recs = sw.predict(None, [self.setup(model, runtime, n_cards, **extra)], depths=self.grid, tests=("tg",))
+            self.records += recs
+            self._tg[k] = {r["n_depth"]: r for r in recs}
+        return self._tg[k]
+
+    def tg_at(self, model, runtime, n_cards, depth, kv=None) -> dict:
+        got = self.tg(model, runtime, n_cards, kv)
+        if depth not in got:
+            extra = {"kv": kv} if kv else {}
+            r = sw.predict(None, [self.setup(model, runtime, n_cards, **extra)], depths=[depth], tests=("tg",))[0]
+            self.records.append(r)
+            got[depth] = r
+        return got[depth]
+
+    def pp(self, model, runtime: str, n_cards: int, n: int, depth: int) -> dict:
+        k = (model, runtime, n_cards, n, depth)
+        if k not in self._pp:
+            r = sw.predict(None, [self.setup(model, runtime, n_cards)], depths=[depth], tests=("pp",), n_prompt=n)[0]
+            self.records.append(r)
+            self._pp[k] = r
+        return self._pp[k]
+
+    def max_context(self, model, runtime: str, n_cards: int, kv: str | None = None) -> int:
+        k = (model, runtime, n_cards, kv)
+        if k not in self._ctx:
+            extra = {"kv": kv} if kv else {}
+            self._ctx[k] = cm.max_context(self.setup(model, runtime, n_cards, **extra))
+        return self._ctx[k]
+
+    def usable_context(self, model, runtime: str, n_cards: int) -> tuple:
+        """(the longest context the cards hold and the model can address: max_context capped at its
+        native positions, whether the cap applied)."""
+        ctx, native = self.max_context(model, runtime, n_cards), configs.load(model).max_position_embeddings
+        return (min(ctx, native) if native else ctx), bool(native and ctx > native)
+
+    def crossover(self, dense, runtime, n_cards):
+        """The depth where `dense` decodes at least as fast as GLM-4.7-Flash (crossover.crossover_depth
+        on the grid): a float, 0.0 from the start, None beyond the grid."""
+        g, d = self.tg(MLA_MODEL, runtime, n_cards), self.tg(dense, runtime, n_cards)
+        ds = list(self.grid)
+        ya, yb = [g[x]["avg_ts"] for x in ds], [d[x]["avg_ts"] for x in ds]
+        if yb[0] >= ya[0]:
+            return 0.0
+        xs = cm.crossover(ds, ya, yb)
+        return xs[0] if xs else None
+
+    def band(self, runtime) -> float:
+        return self.rt[runtime].cv_error or 0.0
 
 
-def findings(study) -> dict:
-    """{"rows": [{finding, study, typical, calibrated, agree, why}], "records": [...],
-    "crossover": curve rows, "study_era": sentence, "runtimes": [...]}; None for a study without
-    GLM-4.7-Flash or with fewer than two positive depths."""
-    rts = runtimes(study)
-    rigs = study.rigs()
+# ---- the findings ---------------------------------------------------------------------------------
+def _generation(S: Search) -> dict:
+    res = []
+    for rt in S.rt:
+        for n in S.cards:
+            g = S.tg_at(MLA_MODEL, rt, n, SHORT)["avg_ts"]
+            near = abs(g / STUDY_TG - 1) <= APPROX
+            for m in S.dense:
+                d = S.tg_at(m, rt, n, SHORT)["avg_ts"]
+                ratio = g / d
+                ok = near and ratio > TG_RATIO
+                why = []
+                if not near:
+                    why.append(f"{g:.0f} tok/s is {abs(g / STUDY_TG - 1):.0%} {'above' if g > STUDY_TG else 'below'} ~{STUDY_TG:.0f}")
+                if ratio <= TG_RATIO:
+                    why.append(f"{ratio:.1f}x is not more than {TG_RATIO:g}x")
+                res.append(_row(Combo(m, rt, n), ok,
+                                f"GLM-4.7-Flash {g:.0f} tok/s vs {m} {d:.0f} tok/s at {tokens_label(SHORT)} ({_x(ratio)})"
+                                + ("" if ok else f": {'; '.join(why)}"),
+                                glm_tok_s=g, dense_tok_s=d, ratio=ratio))
+    return _finding("generation", "GLM-4.7-Flash generates at ~90 tok/s, more than twice the dense model",
+                    "generation ~90 tok/s and >2x dense",
+                    f"GLM-4.7-Flash's decode at {tokens_label(SHORT)} within {APPROX:.0%} of {STUDY_TG:.0f} tok/s and more "
+                    f"than {TG_RATIO:g}x the dense model's on the same runtime and cards", res,
+                    _generation_why(S, res))
+
+
+def _b(params) -> str:
+    return f"{params / 1e9:.1f}B"
+
+
+def _generation_why(S: Search, res) -> str:
+    g = configs.load(MLA_MODEL)
+    always = [m for m in S.dense if all(r["ratio"] > TG_RATIO for r in res if r["dense_model"] == m)]
+    never = [m for m in S.dense if all(r["ratio"] <= TG_RATIO for r in res if r["dense_model"] == m)]
+    n1 = S.cards[0]
+    speeds = ", ".join(f"{S.tg_at(MLA_MODEL, rt, n1, SHORT)['avg_ts']:.0f} (`{rt}`)" for rt in S.rt)
+    return (f"a decode step reads GLM-4.7-Flash's {_b(g.active_params(embeddings=False))} active weights against a dense "
+            f"model's all ({', '.join(f'{m} {_b(configs.load(m).active_params(embeddings=False))}' for m in S.dense)}), "
+            f"so it is more than {TG_RATIO:g}x as fast as " + (", ".join(always) if always else "no dense built-in")
+            + " on every runtime" + (f", and never more than {TG_RATIO:g}x as fast as {', '.join(never)}" if never else "")
+            + f"; its own speed at {tokens_label(SHORT)} on {_cards(n1)} is the runtime's: {speeds} tok/s")
+
+
+def _crossover(S: Search) -> dict:
+    res = []
+    first, deep = S.grid[0], S.grid[-1]
+    for rt in S.rt:
+        for n in S.cards:
+            for m in S.dense:
+                x = S.crossover(m, rt, n)
+                d = S.tg(m, rt, n)
+                keep = d[deep]["avg_ts"] / d[first]["avg_ts"]
+                native = configs.load(m).max_position_embeddings
+                beyond = x is not None and bool(native) and x > native
+                ok = x is not None and NEAR_64K[0] <= x <= NEAR_64K[1] and not beyond
+                where = (f"is as fast as GLM-4.7-Flash from {tokens_label(first)}" if x == 0.0
+                         else f"never catches up with GLM-4.7-Flash up to {tokens_label(deep)}" if x is None
+                         else f"catches up with GLM-4.7-Flash at ≈ {approx_tokens(x)}")
+                miss = ("" if ok or x is None else
+                        f", beyond its native {tokens_label(native)} positions" if beyond else
+                        f", {'before' if x < NEAR_64K[0] else 'after'} {tokens_label(NEAR_64K[0] if x < NEAR_64K[0] else NEAR_64K[1])}")
+                res.append(_row(Combo(m, rt, n), ok,
+                                f"{m} {where}{miss} (it keeps {keep:.0%} of its {tokens_label(first)} speed at "
+                                f"{tokens_label(deep)}{', flat' if keep >= FLAT else ''})",
+                                crossover_depth=x, dense_keep=keep))
+    sw_models = [m for m in S.dense if configs.load(m).windowed_layers]
+    crossing = sorted({r["dense_model"] for r in res if r["crossover_depth"] is not None})
+    plain_cross = [m for m in crossing if m not in sw_models]
+    why = ("a crossover needs a dense model whose speed holds as its cache grows and an MLA kernel slow enough to "
+           "lose GLM-4.7-Flash's lead (the chart below); "
+           + (f"{', '.join(sw_models)} cache only their global layers' context past the sliding window" if sw_models
+              else "no dense built-in has a sliding window")
+           + (f", and only {', '.join(crossing)} catch up anywhere in the search" if crossing and not plain_cross
+              else f"; {', '.join(crossing)} catch up somewhere in the search" if crossing
+              else ", and no dense built-in catches up anywhere in the search"))
+    return _finding("crossover", "GLM-4.7-Flash and the dense model cross near 64K",
+                    "crossover near 64K",
+                    f"the dense model's decode catches up with GLM-4.7-Flash's between {tokens_label(NEAR_64K[0])} "
+                    f"and {tokens_label(NEAR_64K[1])} (depth grid {tokens_label(first)}-{tokens_label(deep)}) and within "
+                    "the dense model's native positions", res, why)
+
+
+def _prefill(S: Search) -> dict:
+    res = []
+    for rt in S.rt:
+        band = S.band(rt)
+        for n in S.cards:
+            g0 = S.pp(MLA_MODEL, rt, n, PP_PROMPT, 0)["avg_ts"]
+            gd = S.pp(MLA_MODEL, rt, n, DEEP_PP, S.deep)["avg_ts"]
+            for m in S.dense:
+                d0 = S.pp(m, rt, n, PP_PROMPT, 0)["avg_ts"]
+                dd = S.pp(m, rt, n, DEEP_PP, S.deep)["avg_ts"]
+                ratio = g0 / d0
+                short_ok = abs(ratio / PP_RATIO - 1) <= APPROX
+                deep_ok = dd > gd * (1 + band)
+                ok = short_ok and deep_ok
+                res.append(_row(Combo(m, rt, n), ok,
+                                f"pp{PP_PROMPT} {g0:.0f} vs {d0:.0f} tok/s ({_x(ratio)}, "
+                                f"{'~' if short_ok else 'not ~'}{PP_RATIO:g}x) and pp{DEEP_PP} at {tokens_label(S.deep)} "
+                                f"{gd:.0f} vs {dd:.0f} tok/s (dense {'faster' if deep_ok else 'not faster'}"
+                                + (f" beyond the ±{band:.0%} band" if band else "") + ")",
+                                ratio_short=ratio, glm_deep_tok_s=gd, dense_deep_tok_s=dd))
+    return _finding("prefill", "GLM-4.7-Flash prefills ~3x faster at short prompts, the dense model faster at the deepest",
+                    "prefill ~3x at short prompts, dense faster at the deepest",
+                    f"pp{PP_PROMPT} from an empty cache {PP_RATIO:g}x ±{APPROX:.0%} the dense model's, and the dense "
+                    f"model's pp{DEEP_PP} on {tokens_label(S.deep)} of context faster than GLM-4.7-Flash's", res,
+                    f"short prefill is weight arithmetic, where GLM-4.7-Flash's "
+                    f"{_b(configs.load(MLA_MODEL).active_params(embeddings=False))} active weights per token win by "
+                    "the ratio of active weights (less what its small per-expert GEMMs lose); deep prefill is attention "
+                    "arithmetic, where "
+                    + _attn_flops_per_key(S.dense)
+                    + ", so only a dense model with few attention FLOPs per key (a sliding window, or few heads) can win there")
+
+
+def _memory(S: Search) -> dict:
+    res = []
+    n = 1
+
+    usable = lambda m, rt: S.usable_context(m, rt, n)
+
+    def said(m, ctx, capped):
+        return f"{approx_tokens(ctx)}" + (" (all its native positions)" if capped else "") if ctx else \
+            "none (its weights do not fit)"
+
+    for rt in S.rt:
+        g, g_cap = usable(MLA_MODEL, rt)
+        for m in S.dense:
+            d, d_cap = usable(m, rt)
+            ratio = g / d if d else math.inf
+            ok = ratio >= FAR_MORE
+            res.append(_row(Combo(m, rt, n), ok,
+                            f"on one {S.study.rigs()[0].gpu.name} GLM-4.7-Flash holds {said(MLA_MODEL, g, g_cap)} "
+                            f"tokens, {m} {said(m, d, d_cap)}" + (f" ({_x(ratio)})" if d else ""),
+                            glm_max_context=g, dense_max_context=d))
+    return _finding("memory", "GLM-4.7-Flash holds far more context on one 24 GB card",
+                    "MoE holds far more context on one 24 GB card",
+                    f"GLM-4.7-Flash's longest context on one card at least {FAR_MORE:g}x the dense model's "
+                    f"({S.study.weights} weights, {S.study.kv} cache; a context counts up to the model's native "
+                    "positions)", res,
+                    _memory_why(S, res))
+
+
+def _memory_why(S: Search, res) -> str:
+    kv = S.study.kv
+    per = lambda m: configs.load(m).kv_bytes_per_token(kv) / 1024
+    grow = lambda m: (lambda c: c.kv_bytes_per_token(kv) * (c.n_layers - len(c.windowed_layers)) / c.n_layers / 1024)(configs.load(m))
+    win = [m for m in S.dense if configs.load(m).windowed_layers]
+    never = [m for m in S.dense if not any(r["reproduced"] for r in res if r["dense_model"] == m)]
+    return (f"GLM-4.7-Flash caches {per(MLA_MODEL):.0f} KiB per token ({kv}), the dense built-ins "
+            + ", ".join(f"{m} {per(m):.0f}" for m in S.dense) + " KiB"
+            + (f"; past their window {', '.join(win)} grow by only "
+               + ", ".join(f"{grow(m):.0f}" for m in win) + " KiB per token (the global layers)" if win else "")
+            + (f", so against {', '.join(never)} GLM-4.7-Flash's lead in context stays under {FAR_MORE:g}x on every "
+               "profile" if never else ""))
+
+
+def _quant_kv(S: Search) -> dict:
+    res = []
+    d = min(KV_DEPTH, S.deep)
+    for rt in S.rt:
+        band = S.band(rt)
+        for n in S.cards:
+            a = S.tg_at(MLA_MODEL, rt, n, d)["avg_ts"]
+            b = S.tg_at(MLA_MODEL, rt, n, d, kv=QUANT_KV)["avg_ts"]
+            ctx = S.max_context(MLA_MODEL, rt, n)
+            slower = b < a * (1 - band)
+            no_room = ctx >= S.deep
+            ok = slower and no_room
+            res.append(_row(Combo(None, rt, n), ok,
+                            f"GLM-4.7-Flash at {tokens_label(d)}: {S.study.kv} {a:.1f}, {QUANT_KV} {b:.1f} tok/s "
+                            f"({'slower' if slower else 'not slower'}), and {S.study.kv} already holds "
+                            f"{approx_tokens(ctx)} tokens ({'more' if no_room else 'less'} than the {tokens_label(S.deep)} "
+                            "the study needed)",
+                            f16_tok_s=a, quant_tok_s=b, f16_max_context=ctx))
+    fitted = [r.name for r in S.runtimes if r.kv_attention_efficiency]
+    return _finding("quant_kv", "a quantized KV cache slows every step without buying real headroom",
+                    f"{QUANT_KV} cache slower, without real headroom",
+                    f"GLM-4.7-Flash's decode at {tokens_label(d)} with a {QUANT_KV} cache slower than with "
+                    f"{S.study.kv} (beyond a calibrated profile's band), while {S.study.kv} already holds the study's "
+                    f"deepest context ({tokens_label(S.deep)})", res,
+                    "the cost model counts bytes, and a quantized cache has fewer; a real runtime's quantized-cache "
+                    "attention dequantizes in its inner loop, which only a profile with a fitted per-format attention "
+                    "efficiency (kv_attention_efficiency) can show: "
+                    + (f"fitted in {', '.join(fitted)}" if fitted else "no shipped profile has one, so none is slower"))
+
+
+def _one_vs_two(S: Search) -> dict:
+    res = []
+    if not (1 in S.cards and 2 in S.cards):
+        return _finding("one_vs_two", "one card vs two", "short chat: one card; long context: two; batched ~500 tok/s",
+                        "needs a study with one and two cards", [], "the study has no one- and two-card pair")
+    P, O = CHAT
+    for rt in S.rt:
+        band = S.band(rt)
+        one, two = S.setup(MLA_MODEL, rt, 1), S.setup(MLA_MODEL, rt, 2)
+        # the report's decision-table figure for a chat turn: TTFT + (O - 1) mean decode steps
+        e1, e2 = (cm.decide(Workload(P, O, name="chat turn"), [s])[0]["e2e_s"] for s in (one, two))
+        chat_ok = e1 < e2
+        t1, t2 = S.tg_at(MLA_MODEL, rt, 1, S.deep), S.tg_at(MLA_MODEL, rt, 2, S.deep)
+        long_ok = (t2["avg_ts"] > t1["avg_ts"] * (1 + band)) or (not t1["fits"] and t2["fits"])
+        serve = [cm.serve(two, c, BATCHED_CONTEXT) for c in S.study.concurrency]
+        fit = [s for s in serve if s["fits"]]
+        near = [s for s in fit if abs(s["aggregate_tok_s"] / BATCHED_TOK_S - 1) <= APPROX]
+        best = max(fit, key=lambda s: s["aggregate_tok_s"]) if fit else None
+        batch_ok = bool(near)
+        ok = chat_ok and long_ok and batch_ok
+        span = (f"{near[0]['concurrency']}" if len(near) == 1 or near[0] is near[-1]
+                else f"{near[0]['concurrency']}-{near[-1]['concurrency']}") if near else ""
+        batch_txt = (f"~{BATCHED_TOK_S:.0f} tok/s at {span} streams"
+                     if near else f"at most {best['aggregate_tok_s']:.0f} tok/s ({best['concurrency']} streams)" if best
+                     else "no batch fits")
+        res.append(_row(Combo(None, rt, None), ok,
+                        f"chat turn {e1:.3f} s on one card vs {e2:.3f} s on two ({'one card wins' if chat_ok else 'two are as fast or faster: the prompt pipelines over them'}); "
+                        f"at {tokens_label(S.deep)} {t1['avg_ts']:.1f}{'' if t1['fits'] else ' (spills)'} vs "
+                        f"{t2['avg_ts']:.1f} tok/s ({'two win' if long_ok else 'two do not win'}); batched on two cards "
+                        f"{batch_txt}",
+                        chat_one_s=e1, chat_two_s=e2, long_one_tok_s=t1["avg_ts"], long_two_tok_s=t2["avg_ts"],
+                        batched_best_tok_s=best["aggregate_tok_s"] if best else 0.0))
+    return _finding("one_vs_two", "one card vs two: one wins a short chat, two win long context, ~500 tok/s batched",
+                    "short chat: one card; long context: two; batched ~500 tok/s",
+                    f"GLM-4.7-Flash: a chat turn ({P} in, {O} out) faster on one card; decode at {tokens_label(S.deep)} "
+                    f"faster on two (or only two hold it); two cards reach {BATCHED_TOK_S:.0f} tok/s ±{APPROX:.0%} "
+                    f"in aggregate at {tokens_label(BATCHED_CONTEXT)} context with some of {len(S.study.concurrency)} "
+                    "concurrencies", res,
+                    "under llama.cpp's layer split a token passes through the cards one after the other, so a second card "
+                    "adds a link crossing to every step and memory, not bandwidth, for one stream, while a prompt's "
+                    "ubatches do pipeline over the cards; "
+                    + ("GLM-4.7-Flash holds " + tokens_label(S.deep) + " on one card with every profile, so two cards win "
+                       "long context only for a model that does not fit" if all(
+                           S.max_context(MLA_MODEL, rt, 1) >= S.deep for rt in S.rt)
+                       else "two cards win long context where one card cannot hold it"))
+
+
+def _row(c: Combo, ok: bool, text: str, **numbers) -> dict:
+    return {"dense_model": c.dense, "runtime": c.runtime, "n_cards": c.n_cards, "reproduced": bool(ok),
+            "label": c.label(), "sentence": f"{c.label()}: {text}; {'reproduces' if ok else 'does not reproduce'} it.",
+            **numbers}
+
+
+def _finding(key, finding, study, criterion, results, why) -> dict:
+    ok = [r for r in results if r["reproduced"]]
+    return {"key": key, "finding": finding, "study": study, "criterion": criterion, "why": why,
+            "results": results, "n": len(results), "n_reproduced": len(ok),
+            "headline": ("reproduced by " + _group(ok)) if ok else "reproduced by none"}
+
+
+def _group(rows) -> str:
+    """'`rt` on 1 card (a, b); `rt2` (any cards) ...': reproducing combinations grouped by runtime and cards."""
+    groups: dict = {}
+    for r in rows:
+        groups.setdefault((r["runtime"], r["n_cards"]), []).append(r["dense_model"])
+    parts = []
+    for (rt, n), ms in groups.items():
+        where = f"`{rt}`" + (f" on {_cards(n)}" if n is not None else "")
+        ms = [m for m in ms if m]
+        parts.append(where + (f" with {', '.join(ms)}" if ms else ""))
+    return "; ".join(parts)
+
+
+FINDINGS = (_generation, _crossover, _prefill, _memory, _quant_kv, _one_vs_two)
+
+
+def findings(study, *, dense=None, runtimes=None) -> dict | None:
+    """The study's findings searched over `dense` (None: every dense built-in) x `runtimes` (None:
+    every shipped profile) x the study's card counts. {"rows": [one per finding: finding, study,
+    criterion, headline, why, results (one per combination: reproduced, sentence, numbers)],
+    "likely": the combination that reproduces the most, "summary": two sentences, "crossover":
+    curves for the chart, "crossover_depths": per dense model, runtime and cards, "records": every
+    predicted record quoted, "runtimes", "dense_models"}; None for a study without GLM-4.7-Flash or
+    with fewer than two positive depths."""
     if MLA_MODEL not in study.configs or len([d for d in study.depths if d > 0]) < 2:
-        return None          # the study's findings are about GLM-4.7-Flash; a crossover needs two depths
-    deep, first = study.depths[-1], study.depths[0]
-    dense = [m for m in cx.DENSE_MODELS]
-    recs: list[dict] = []
-
-    def tg(model, rig, rt, d, **kw):
-        return _add(recs, sw.predict(None, [_setup(model, rig, study, rt, **kw)], depths=[d], tests=("tg",)))
-
-    def pp(model, rig, rt, d, n, **kw):
-        return _add(recs, sw.predict(None, [_setup(model, rig, study, rt, **kw)], depths=[d], tests=("pp",), n_prompt=n))
-
-    typical = rts[0]
-    cal = [r for r in rts if r.calibrated]
-    rows = []
-
-    # 1. the crossover near 64K
-    curves = cx.mla_crossover_curves(rigs, rts, mla_model=MLA_MODEL, dense_models=dense, weights=study.weights,
-                                     kv=study.kv, split=study.split, depths=_grid(study.depths))
-    own = [r for r in curves if r["own"] and (r["runtime"] != typical.name or r["mla_strategy"] == study.mla_strategy)]
-
-    def cross_text(rt):
-        parts = []
-        for rig in rigs:
-            xs = [r for r in own if r["runtime"] == rt.name and r["n_cards"] == rig.n_cards]
-            found = [f"{r['dense_model']} at {_cx(r)}" for r in xs if r["crossover_depth"] is not None]
-            parts.append(f"{rig.n_cards} card{'s' if rig.n_cards > 1 else ''}: "
-                         + ("; ".join(found) if found else f"none up to {tokens_label(xs[0]['max_depth']) if xs else '?'}"))
-        return f"`{rt.name}` (MLA efficiency {cx.mla_efficiency_of(rt, study.mla_strategy):.2f}): " + ", ".join(parts)
-
-    near = [r for r in own if r["runtime"] == STUDY_ERA and r["crossover_depth"]
-            and NEAR_64K[0] <= r["crossover_depth"] <= NEAR_64K[1]]
-    e64 = {rig.n_cards: _efficiency_for(MLA_MODEL, "qwen3-32b", rig, study, next((r for r in rts if r.name == STUDY_ERA), typical), 65536)
-           for rig in rigs}
-    era = next((r for r in rts if r.name == STUDY_ERA), None)
-    e_era = cx.mla_efficiency_of(era, study.mla_strategy) if era else None
-    rows.append({
-        "finding": "GLM-4.7-Flash and the dense model cross near 64K",
-        "study": "crossover near 64K",
-        "typical": cross_text(typical),
-        "calibrated": "; ".join(cross_text(r) for r in cal) or "no calibrated profile",
-        "agree": "yes" if near else "no",
-        "why": (f"the crossover depth falls as the MLA attention kernel's efficiency falls (chart below); against Qwen3-32B "
-                f"it reaches 64K at an efficiency of {_e(e64.get(rigs[0].n_cards))} on {rigs[0].n_cards} card(s)"
-                + (f" and {_e(e64.get(rigs[-1].n_cards))} on {rigs[-1].n_cards}" if len(rigs) > 1 else "")
-                + (f", while the study-era runtime's measurements fit {e_era:.2f}" if e_era else "")
-                + ("" if near else ", so with what its measurements (0 and 8K deep) say, GLM-4.7-Flash is not overtaken by 64K")),
-    })
-
-    # 1b. the MLA fixes at 64K (REFERENCE.md s.6: +35% to +56% generation speed at 64K)
-    fx = next((r for r in rts if r.name == FIXED), None)
-    if era and fx:
-        rig = rigs[-1]
-        a, b = tg(MLA_MODEL, rig, era, 65536, mla_strategy="flash"), tg(MLA_MODEL, rig, fx, 65536, mla_strategy="flash")
-        gain = b["avg_ts"] / a["avg_ts"] - 1
-        band = _band(fx) + _band(era)
-        rows.append({
-            "finding": "ik_llama.cpp's MLA fixes give +35% to +56% generation speed at 64K",
-            "study": "+35% to +56% at 64K",
-            "typical": "no prediction (typical has one MLA efficiency)",
-            "calibrated": f"`{FIXED}` vs `{STUDY_ERA}` on {rig.name}: {a['avg_ts']:.1f} -> {b['avg_ts']:.1f} tok/s at 64K ({gain:+.0%})",
-            "agree": "yes" if 0.35 <= gain <= 0.56 else ("tie" if 0.35 - band <= gain <= 0.56 + band else "no"),
-            "why": (f"the fits give the fixed kernel {cx.mla_efficiency_of(fx, 'flash'):.2f} of the bandwidth and the old one "
-                    f"{cx.mla_efficiency_of(era, 'flash'):.2f}, learned from 0 and 8K only, so 64K is an extrapolation "
-                    f"(leave-one-out errors {_pct(_band(era))} and {_pct(_band(fx))})"),
-        })
-
-    # 2. the dense model holds flat
-    flat_txt, flat_any = {}, {}
-    for rt in [typical] + cal:
-        parts, ok = [], []
-        rig = rigs[0]
-        for m in dense:
-            lo, hi = tg(m, rig, rt, first), tg(m, rig, rt, deep)
-            ratio = hi["avg_ts"] / lo["avg_ts"]
-            parts.append(f"{m} {lo['avg_ts']:.0f} -> {hi['avg_ts']:.0f} tok/s ({ratio:.0%})")
-            ok.append(ratio >= FLAT)
-        flat_txt[rt.name] = f"`{rt.name}` on {rig.name}, {tokens_label(first)} -> {tokens_label(deep)}: " + ", ".join(parts)
-        flat_any[rt.name] = any(ok)
-    kvs = ", ".join(f"{m} {configs.load(m).kv_bytes_per_token(study.kv) / 1024:.0f} KiB" for m in dense)
-    sw_models = [m for m in dense if configs.load(m).sliding_window]
-    w_q = cm.memory(_setup("qwen3-32b", rigs[0], study, typical), 0).weights
-    kv_q = configs.load("qwen3-32b").kv_bytes_per_token(study.kv) * deep
-    rows.append({
-        "finding": "the dense model holds flat as context grows",
-        "study": "holds flat",
-        "typical": flat_txt[typical.name],
-        "calibrated": "; ".join(flat_txt[r.name] for r in cal) or "no calibrated profile",
-        "agree": "yes" if any(flat_any.values()) else "no",
-        "why": (f"a decode step reads the whole KV cache, {kvs} per token ({study.kv}); "
-                + (f"{', '.join(sw_models)} cap it with a sliding window" if sw_models else "no built-in dense model has a sliding window")
-                + f", so at {tokens_label(deep)} Qwen3-32B's cache ({kv_q / 2 ** 30:.0f} GiB) outweighs its weights "
-                  f"({w_q / 2 ** 30:.0f} GiB): none of them is flat enough (>= {FLAT:.0%} of its speed) for the study's words"),
-    })
-
-    # 3. the dense model ingests faster at the deepest contexts
-    n = 2048
-    rig = rigs[-1]
-
-    def pp_text(rt):
-        g = pp(MLA_MODEL, rig, rt, deep, n, mla_strategy=study.mla_strategy)
-        ds = [(m, pp(m, rig, rt, deep, n)) for m in dense]
-        faster = [m for m, r in ds if r["avg_ts"] > g["avg_ts"] * (1 + _band(rt))]
-        tie = [m for m, r in ds if m not in faster and r["avg_ts"] > g["avg_ts"] * (1 - _band(rt))]
-        txt = (f"`{rt.name}` pp{n} at {tokens_label(deep)} on {rig.name}: {MLA_MODEL} {g['avg_ts']:.0f}, "
-               + ", ".join(f"{m} {r['avg_ts']:.0f}" for m, r in ds) + " tok/s")
-        return txt, faster, tie, g
-
-    t_txt, t_f, t_t, g_t = pp_text(typical)
-    c_res = [pp_text(r) for r in cal]
-    attn = _attn_flops_per_key()
-    rows.append({
-        "finding": "the dense model ingests faster at the deepest contexts",
-        "study": "dense faster at the deepest prefill",
-        "typical": t_txt,
-        "calibrated": "; ".join(c[0] for c in c_res) or "no calibrated profile",
-        "agree": (f"yes ({', '.join(sorted(set(t_f).union(*[c[1] for c in c_res])))})" if t_f or any(c[1] for c in c_res)
-                  else ("tie" if t_t or any(c[2] for c in c_res) else "no")),
-        "why": ("prefill at depth is attention arithmetic: " + attn
-                + "; a runtime whose MLA prefill kernel runs far below the dense kernel's efficiency would turn this around, "
-                  "which two depths of published prefill (0 and 8K) cannot show"),
-    })
-
-    # 4. two cards win decode at long context
-    def two_text(rt):
-        if len(rigs) < 2:
-            return "one rig only", False
-        parts, win = [], False
-        for m in [MLA_MODEL] + dense[:1]:
-            one = tg(m, rigs[0], rt, deep, **({"mla_strategy": study.mla_strategy} if m == MLA_MODEL else {}))
-            two = tg(m, rigs[-1], rt, deep, **({"mla_strategy": study.mla_strategy} if m == MLA_MODEL else {}))
-            tp = tg(m, rigs[-1], rt, deep, split="tensor", **({"mla_strategy": study.mla_strategy} if m == MLA_MODEL else {}))
-            parts.append(f"{m} {one['avg_ts']:.1f} (1 card) vs {two['avg_ts']:.1f} ({study.split} split) "
-                         f"vs {tp['avg_ts']:.1f} (tensor split) tok/s")
-            win = win or two["avg_ts"] > one["avg_ts"] * (1 + _band(rt))
-        return f"`{rt.name}` at {tokens_label(deep)}: " + "; ".join(parts), win
-
-    tt, tw = two_text(typical)
-    cs = [two_text(r) for r in cal]
-    rows.append({
-        "finding": "two cards win decode at long context (\"roughly doubles bandwidth\")",
-        "study": "two cards faster at long context",
-        "typical": tt,
-        "calibrated": "; ".join(c[0] for c in cs) or "no calibrated profile",
-        "agree": "yes" if tw or any(c[1] for c in cs) else "no",
-        "why": ("under layer split a token passes through the cards one after the other, so each card's bandwidth serves "
-                "only its own layers and the step time is their sum plus the link; only tensor-parallel execution reads "
-                "both halves at once and approaches twice the bandwidth (the tensor-split figures); two cards do make "
-                "room for a cache that one card cannot hold"),
-    })
-
-    # 5. a quantized KV cache is slower
-    def kv_text(rt):
-        rig = rigs[0]
-        d = min(deep, 32768)
-        a = tg(MLA_MODEL, rig, rt, d, mla_strategy=study.mla_strategy)
-        b = tg(MLA_MODEL, rig, rt, d, mla_strategy=study.mla_strategy, kv=QUANT_KV)
-        return (f"`{rt.name}` {MLA_MODEL} at {tokens_label(d)}: {study.kv} {a['avg_ts']:.1f}, {QUANT_KV} {b['avg_ts']:.1f} tok/s",
-                b["avg_ts"] < a["avg_ts"] * (1 - _band(rt)))
-
-    kt, kslow = kv_text(typical)
-    ks = [kv_text(r) for r in cal]
-    fitted_kv = [r.name for r in cal if r.kv_attention_efficiency]
-    rows.append({
-        "finding": "a quantized KV cache is slower",
-        "study": f"{QUANT_KV} cache slower than {study.kv}",
-        "typical": kt,
-        "calibrated": "; ".join(k[0] for k in ks) or "no calibrated profile",
-        "agree": "yes" if kslow or any(k[1] for k in ks) else "no",
-        "why": ("the cost model counts bytes, and a quantized cache has fewer; real runtimes' quantized-cache attention "
-                "kernels dequantize in their inner loop and run slower, which the calibrated per-format attention "
-                "efficiency (kv_attention_efficiency) captures only when measurements with that cache are calibrated: "
-                + (f"fitted in {', '.join(fitted_kv)}" if fitted_kv else "none of the shipped ones has such points, so it keeps 1")),
-    })
-
-    era_sentence = ""
-    if era is not None:
-        xs = [r for r in own if r["runtime"] == STUDY_ERA]
-        found = [r for r in xs if r["crossover_depth"] is not None]
-        era_sentence = (
-            f"The study-era runtime (`{STUDY_ERA}`, fitted to the study's own four published points) puts the crossover "
-            + ("at " + ", ".join(f"{_cx(r)} vs {r['dense_model']} on {r['n_cards']} card(s)" for r in found)
-               if found else f"beyond {tokens_label(xs[0]['max_depth']) if xs else '?'} against every dense built-in on 1 and 2 cards")
-            + (": that reproduces ~64K." if near else
-               ": calibration does not reproduce ~64K. Nothing was tuned to make it appear; its measurements stop at 8K "
-               "depth, where the MLA kernel's slowdown is mild, and the dense models' curves come from the same profile "
-               "applied to them (no dense-model measurement is shipped)."))
-    return {"rows": rows, "records": recs, "crossover": curves, "study_era": era_sentence,
+        return None
+    S = Search(study, dense=dense, runtimes=runtimes)
+    rows = [f(S) for f in FINDINGS]
+    S.rows = rows
+    likely = _likely(S, rows)
+    curves = cx.mla_crossover_curves(study.rigs(), S.runtimes, mla_model=MLA_MODEL, dense_models=S.dense,
+                                     weights=study.weights, kv=study.kv, split=study.split,
+                                     strategies=[study.mla_strategy], depths=S.grid)
+    cross = [{"dense_model": m, "runtime": rt, "n_cards": n, "crossover_depth": S.crossover(m, rt, n),
+              "max_depth": S.grid[-1]} for rt in S.rt for n in S.cards for m in S.dense]
+    return {"rows": rows, "likely": likely, "summary": _summary(S, likely), "records": S.records,
+            "crossover": curves, "crossover_depths": cross, "dense_models": list(S.dense),
             "runtimes": [{"name": r.name, "evidence": "calibrated" if r.calibrated else "predicted",
                           "cv_error": r.cv_error, "mla_attention_efficiency": cx.mla_efficiency_of(r, study.mla_strategy)}
-                         for r in rts]}
+                         for r in S.runtimes],
+            "criteria": {"approx": APPROX, "short_context": SHORT, "near_64k": list(NEAR_64K), "flat": FLAT,
+                         "pp_prompt": PP_PROMPT, "deep_pp": DEEP_PP, "far_more": FAR_MORE, "quant_kv": QUANT_KV,
+                         "kv_depth": KV_DEPTH, "chat": list(CHAT), "batched_tok_s": BATCHED_TOK_S,
+                         "batched_context": BATCHED_CONTEXT}}
+
+
+def _likely(S: Search, rows) -> dict:
+    """The (dense model, runtime) pairs that reproduce the most findings: a finding counts for a pair
+    when any of its combinations with that runtime (and that dense model, where it names one)
+    reproduces it, on either card count."""
+    score = {}
+    for m in S.dense:
+        for rt in S.rt:
+            got = [f["key"] for f in rows if any(
+                r["reproduced"] and r["runtime"] == rt and r["dense_model"] in (None, m) for r in f["results"])]
+            score[(m, rt)] = got
+    best = max(len(v) for v in score.values())
+    top = [{"dense_model": m, "runtime": rt, "findings": v} for (m, rt), v in score.items() if len(v) == best]
+    return {"n_findings": len(rows), "best": best, "top": top,
+            "scores": [{"dense_model": m, "runtime": rt, "n": len(v)} for (m, rt), v in score.items()]}
+
+
+def _summary(S: Search, likely) -> list[str]:
+    """Two sentences: the setup the study most likely measured, and what it means for choosing hardware."""
+    top = likely["top"]
+    rts = list(dict.fromkeys(t["runtime"] for t in top))
+    ms = list(dict.fromkeys(t["dense_model"] for t in top))
+    names = {"generation": "generation", "crossover": "the ~64K crossover", "prefill": "prefill",
+             "memory": "memory", "quant_kv": "the quantized cache", "one_vs_two": "one card vs two"}
+    first = (f"Searched over {len(S.dense)} dense built-ins x {len(S.runtimes)} runtime profiles x "
+             f"{len(S.cards)} card count(s), the study's findings are best reproduced, {likely['best']} of "
+             f"{likely['n_findings']} (" + ", ".join(names.get(k, k) for k in top[0]["findings"]) + "), by "
+             + " or ".join(f"`{r}`" for r in rts) + " with " + ", ".join(ms[:3]) + (" ..." if len(ms) > 3 else "")
+             + " as the dense model: the setup the study most likely measured"
+             + (", and no setup reproduces every finding." if likely["best"] < likely["n_findings"] else "."))
+    cross = next(f for f in S.rows if f["key"] == "crossover")
+    ok = [r for r in cross["results"] if r["reproduced"]]
+    m = ms[0]
+    (g_ctx, _), (d_ctx, d_cap) = S.usable_context(MLA_MODEL, rts[0], 1), S.usable_context(m, rts[0], 1)
+    if ok:
+        pairs = list(dict.fromkeys((r["runtime"], r["dense_model"]) for r in ok))
+        windowed = all(configs.load(d).windowed_layers for _, d in pairs)
+        eff = max(cx.mla_efficiency_of(S.rt[rt], S.study.mla_strategy) for rt, _ in pairs)
+        second = ("For a reader choosing hardware, the ~64K crossover appears only with "
+                  + "; ".join(f"`{rt}` and {d}" for rt, d in pairs[:4]) + (" ..." if len(pairs) > 4 else "")
+                  + (" (a sliding-window dense model" if windowed else " (")
+                  + f"{' and ' if windowed else ''}an MLA kernel at most {eff:.2f} of the card's bandwidth), "
+                  "elsewhere GLM-4.7-Flash keeps its lead")
+    else:
+        second = ("For a reader choosing hardware, no searched setup puts the crossover near 64K, so GLM-4.7-Flash "
+                  "keeps its decode lead")
+    gpu = S.study.rigs()[0].gpu
+    second += (f"; one {gpu.memory_bytes / 2 ** 30:.0f} GiB {gpu.name} holds {approx_tokens(g_ctx)} tokens of its context ({m}: "
+               f"{approx_tokens(d_ctx) if d_ctx else 'none'}{', all its native positions' if d_cap else ''})")
+    if 1 in S.cards and 2 in S.cards:
+        a = S.tg_at(MLA_MODEL, rts[0], 1, S.grid[0])["avg_ts"]
+        b = S.tg_at(MLA_MODEL, rts[0], 2, S.grid[0])["avg_ts"]
+        gain = b > a * (1 + S.band(rts[0]))
+        second += (f", and a second card over the study's {S.study.link_gbps:g} GB/s link "
+                   + ("adds single-stream speed" if gain else "adds memory, not single-stream speed")
+                   + f" ({a:.0f} vs {b:.0f} tok/s at {tokens_label(S.grid[0])} with `{rts[0]}`)")
+    return [first, second + "."]
 
 
 def _grid(depths) -> tuple:
@@ -259,52 +522,15 @@ def _grid(depths) -> tuple:
     return tuple(sorted(out))
 
 
-def _cx(r) -> str:
-    x = r["crossover_depth"]
-    return "the start" if x == 0.0 else f"≈ {approx_tokens(x)}"
-
-
-def _e(v) -> str:
-    return "–" if v is None else (f"{v:.3f}" if v < 0.1 else f"{v:.2f}")
-
-
-def _efficiency_for(mla_model, dense_model, rig, study, rt, target: int):
-    """The MLA attention efficiency at which the crossover lands at `target` (bisection in log
-    efficiency; the crossover depth grows with the efficiency); None if no efficiency in
-    [0.001, 1] puts it there."""
-    sp = "none" if rig.n_cards == 1 else study.split
-    ds = _grid(sorted(set(study.depths) | {target * 4}))
-    dense = cm.Setup(dense_model, rig, split=sp, weights=study.weights, kv=study.kv, runtime=rt)
-    dy = [cm.decode(dense, d).tok_s for d in ds]
-
-    def x(e):
-        s = cm.Setup(mla_model, rig, split=sp, weights=study.weights, kv=study.kv, mla_strategy=study.mla_strategy,
-                     runtime=cx.with_mla_efficiency(rt, study.mla_strategy, e))
-        v = cx.crossover_depth(s, dense, ds, dense_speeds=dy)
-        return math.inf if v is None else v
-
-    lo, hi = math.log(1e-3), 0.0
-    if x(math.exp(lo)) > target or x(1.0) < target:
-        return None
-    for _ in range(30):
-        mid = (lo + hi) / 2
-        if x(math.exp(mid)) < target:
-            lo = mid
-        else:
-            hi = mid
-    return math.exp((lo + hi) / 2)
-
-
-def _attn_flops_per_key() -> str:
-    """Attention FLOPs per (query, cached key) pair and layer stack, MLA vs the dense models, from the
-    cost model's own counts (the step's attn.core FLOPs over its query-key pairs)."""
+def _attn_flops_per_key(dense) -> str:
+    """Attention FLOPs per (query, cached key) pair over all layers, MLA vs the dense models, from the
+    configs (expand-once MLA prefill vs GQA; a windowed layer's keys stop at its window)."""
     out = []
-    for m in (MLA_MODEL,) + cx.DENSE_MODELS:
+    for m in (MLA_MODEL,) + tuple(dense):
         cfg = configs.load(m)
         if cfg.attention == "mla":
             per = 2 * cfg.n_heads * (cfg.qk_nope_head_dim + cfg.qk_rope_head_dim + cfg.v_head_dim) * cfg.n_layers
         else:
-            per = 2 * cfg.n_heads * (cfg.head_dim + cfg.v_head_dim) * cfg.n_layers
-        out.append(f"{m} {per / 1e6:.2f} MFLOP")
-    return "FLOPs per query-key pair over all layers: " + ", ".join(out) + " (expand-once MLA prefill vs GQA)"
-
+            per = 2 * cfg.n_heads * (cfg.head_dim + cfg.v_head_dim) * (cfg.n_layers - len(cfg.windowed_layers))
+        out.append(f"{m} {per / 1e6:.2f}")
+    return ("attention costs, per query and cached key beyond any window, in MFLOP: " + ", ".join(out))

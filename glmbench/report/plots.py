@@ -552,39 +552,41 @@ def one_vs_two_cards(records: Sequence[dict], *, short_depth: int | None = None,
 # ---- everything at once -------------------------------------------------------------------------
 def mla_crossover(rows: Sequence[dict], *, title: str | None = None) -> Figure:
     """Crossover depth (GLM-4.7-Flash vs each dense model) against the memory efficiency of the
-    runtime's MLA attention: one panel per card count and dense model, one line per runtime
-    profile and MLA strategy (glmbench.predict.crossover.mla_crossover_curves rows); each
-    profile's own efficiency is a marker on its line. A crossover beyond the grid is drawn on
-    the top edge (shaded: none up to that depth); 'from the start' on the bottom edge."""
+    runtime's MLA attention: one panel per runtime profile (rows) and card count (columns), one line
+    per dense model (colour; line style: the MLA strategy), from
+    glmbench.predict.crossover.mla_crossover_curves rows; each profile's own efficiency is a marker
+    on each line. A crossover beyond the grid is drawn on the top edge (shaded: none up to that
+    depth); 'from the start' on the bottom edge."""
     rows = [r for r in rows if r.get("mla_attention_efficiency") is not None]
     if not rows:
         raise ValueError("no crossover rows to plot")
     cards = sorted({r["n_cards"] for r in rows})
     dense = list(dict.fromkeys(r["dense_model"] for r in rows))
-    top = max(r["max_depth"] for r in rows)
-    fig = Figure(figsize=(4.2 * len(dense), 3.6 * len(cards) + 0.8), layout="constrained")
-    axes = fig.subplots(len(cards), len(dense), squeeze=False, sharex=True, sharey=True)
     runtimes = list(dict.fromkeys(r["runtime"] for r in rows))
-    colour = {rt: _COLOURS[i % len(_COLOURS)] for i, rt in enumerate(runtimes)}
+    top = max(r["max_depth"] for r in rows)
+    fig = Figure(figsize=(4.6 * len(cards) + 0.4, 2.7 * len(runtimes) + 1.2), layout="constrained")
+    axes = fig.subplots(len(runtimes), len(cards), squeeze=False, sharex=True, sharey=True)
+    colour = {m: _COLOURS[i % len(_COLOURS)] for i, m in enumerate(dense)}
     style = {"flash": "-", "absorbed": "--", "naive": ":"}
     lo_y, hi_y = 512, top * 1.5
-    for i, n in enumerate(cards):
-        for j, dm in enumerate(dense):
+    for i, rt in enumerate(runtimes):
+        for j, n in enumerate(cards):
             ax = axes[i][j]
-            pts = [r for r in rows if r["n_cards"] == n and r["dense_model"] == dm]
-            for rt in runtimes:
+            pts = [r for r in rows if r["n_cards"] == n and r["runtime"] == rt]
+            for dm in dense:
                 for st in ("flash", "absorbed", "naive"):
-                    line = sorted((r for r in pts if r["runtime"] == rt and r["mla_strategy"] == st),
+                    line = sorted((r for r in pts if r["dense_model"] == dm and r["mla_strategy"] == st),
                                   key=lambda r: r["mla_attention_efficiency"])
                     if not line:
                         continue
                     ys = [hi_y if r["crossover_depth"] is None else max(r["crossover_depth"], lo_y) for r in line]
                     xs = [r["mla_attention_efficiency"] for r in line]
-                    ax.plot(xs, ys, style.get(st, "-"), color=colour[rt], lw=1.8, label=f"{rt} · {st}")
+                    ax.plot(xs, ys, style.get(st, "-"), color=colour[dm], lw=1.6,
+                            label=dm if st == "flash" or len({r["mla_strategy"] for r in rows}) == 1 else f"{dm} · {st}")
                     for r, y in zip(line, ys):
                         if r["own"]:
                             ax.plot([r["mla_attention_efficiency"]], [y], "o" if r["evidence"] == "calibrated" else "D",
-                                    color=colour[rt], ms=7, mfc="white", mew=2, zorder=4)
+                                    color=colour[dm], ms=6, mfc="white", mew=1.8, zorder=4)
             ax.axhspan(top * 1.15, hi_y * 1.2, color="0.9", zorder=0)
             ax.axhline(65536, color="0.4", lw=0.8, ls=(0, (2, 2)))
             ax.text(0.012, 65536 * 1.08, "study: ~64K", fontsize=7, color="0.3")
@@ -594,16 +596,21 @@ def mla_crossover(rows: Sequence[dict], *, title: str | None = None) -> Figure:
             ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: tokens_label(v)))
             ax.set_ylim(lo_y / 1.2, hi_y * 1.2)
             ax.set_xlim(0.01, 1.05)
-            ax.set_title(f"vs {dm}, {n} card{'s' if n > 1 else ''}", fontsize=9)
+            ax.set_title(f"{rt}, {n} card{'s' if n > 1 else ''}", fontsize=9)
             if j == 0:
-                ax.set_ylabel("crossover depth (tokens, log)")
+                ax.set_ylabel("crossover depth\n(tokens, log)", fontsize=8)
     # on the bottom axes, not as a figure label: the legend below takes the figure's lower edge
     for ax in axes[-1]:
         ax.set_xlabel("MLA attention memory efficiency\n(share of the card's bandwidth, log scale)", fontsize=8)
-    handles, labels = axes[0][0].get_legend_handles_labels()
+    handles, labels = [], []
+    for ax in axes.flat:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            if lab not in labels:
+                handles.append(h)
+                labels.append(lab)
     if handles:
         fig.legend(handles, labels, fontsize=7, loc="outside lower center", ncol=min(4, len(handles)))
-    fig.suptitle(title or "Where the dense model catches up: crossover depth vs MLA attention efficiency "
+    fig.suptitle(title or "Where each dense model catches up: crossover depth vs MLA attention efficiency\n"
                  "(markers: each profile's own value)", fontsize=10)
     return fig
 

@@ -32,7 +32,7 @@ def study_setup(study) -> cm.Setup:
     """The study's own setup: GLM-4.7-Flash on the study's two RTX 3090 (its measured link),
     split and formats as the Study says."""
     return cm.Setup("glm-4.7-flash", hardware.study_rig(), split=study.split, weights=study.weights, kv=study.kv,
-                    mla_strategy=study.mla_strategy, runtime=study.runtime)
+                    mla_strategy=study.mla_strategy, runtime=study.runtime_profile)
 
 
 def study_point(study, config: rp.ServerConfig | None = None) -> dict:

@@ -1,0 +1,498 @@
+"""report.md from what the study predicted: a function per section, each taking the records,
+decisions, ceilings or findings it formats and returning its lines. Formatting only: no number is
+computed here, each comes from `records` (report.study.sweep), `decs` (decisions()), `ceils`
+(ceilings()), `offload` (offload_rows()) or `finds` (report/findings.py).
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import math
+from typing import Sequence
+
+from glmbench import __version__, vocab
+from glmbench.report import plots
+from glmbench.report.plots import rig_label, tokens_label
+from glmbench.report.study import GIB, OFFLOAD_PROMPT, Study
+from glmbench.results.compare import measured_predicted_pairs, test_label
+
+
+def render(records: Sequence[dict], study: Study, decs: Sequence[dict], charts: Sequence[str],
+           ceils: Sequence[dict] | None = None, finds: dict | None = None,
+           offload: Sequence[dict] | None = None) -> str:
+    """report.md from the records, the decisions and the memory ceilings (pure: no files read or
+    written, no number computed here: each comes from `records`, `decs` (decisions()) or `ceils`
+    (ceilings()); without `ceils` the memory table is left out)."""
+    pred = [r for r in records if r["evidence"] in ("predicted", "calibrated")]
+    L = ["# glmbench report", ""]
+    L += _summary(finds)
+    L += _header(records, study, charts)
+    L += _generation(pred, study)
+    L += _prefill(pred, study)
+    L += _prefill_at(pred, study, charts)
+    L += _memory(pred, study, ceils)
+    L += _offload(offload, study)
+    L += _one_vs_two(pred, study)
+    L += _throughput(pred, study)
+    L += _decisions(decs, study)
+    L += _findings(finds, study)
+    L += _crossover(finds, study)
+    L += _measured(records)
+    L += _definitions()
+    return "\n".join(L)
+
+
+def _header(records, study: Study, charts) -> list:
+    """What made the report: command, evidence, runtime, setup, files."""
+    kinds = sorted({r["evidence"] for r in records})
+    when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    L = []
+    L.append(f"Generated {when} by glmbench {__version__}: `{study.command()}`")
+    L.append("")
+    L.append(f"**Evidence:** {' + '.join(kinds)}. Predictions come from the cost model "
+             f"(`glmbench.predict.costmodel`, runtime profile `{study.runtime}`), not from running the hardware they name; "
+             "measured points, where present, come from `glmbench measure` on the machine they name.")
+    rt = study.runtime_profile
+    if rt.description:
+        L.append("")
+        L.append(f"Runtime profile `{rt.name}`: {rt.description.rstrip('.')}. Efficiencies: compute "
+                 + ", ".join(f"{k} {v:g}" for k, v in rt.compute_efficiency.items()) + "; memory "
+                 + ", ".join(f"{k} {v:g}" for k, v in rt.memory_efficiency.items()) + ".")
+    L.append("")
+    L.append(f"**Setup:** {', '.join(study.configs)}; weights `{study.weights}`, KV cache `{study.kv}`; "
+             f"{', '.join(_rig_name(study, n) for n in study.cards)}; "
+             f"depths {_tok(study.depths[0])} to {_tok(study.depths[-1])}.")
+    wf = vocab.weight_format(study.weights)
+    if isinstance(wf, vocab.Mix):
+        L.append("")
+        L.append(f"Weights `{wf.name}`: {wf.note}.")
+    L.append("")
+    L.append("Files: `records.csv` and `records.json` (every number below), `decisions.json` "
+             "(the decision table in full), and the charts: " + ", ".join(f"`{c}`" for c in charts) + ".")
+    L.append("")
+    return L
+
+
+def _generation(pred, study: Study) -> list:
+    """Generation speed vs context: crossovers and the decode table."""
+    tg = [r for r in pred if r["test"] == "tg"]
+    mem = [r for r in pred if r["test"] == "mem"]
+    fits = {(r["setup"], r["n_depth"]): r.get("fits") for r in mem if r.get("n_streams", 1) == 1}
+    L = []
+    if tg:
+        L += ["## Generation speed vs context", "", "![generation speed](generation_vs_context.png)", ""]
+        cx = plots.crossovers(tg)
+        if cx:
+            rows = []
+            for c in cx:
+                rows.append([c["rig"], " vs ".join(c["models"]), f"≈ {plots.approx_tokens(c['x'])}",
+                             c["faster_before"], c["faster_after"]])
+            L += ["**Crossovers found** (where one model's decode speed overtakes the other's):", "",
+                  _md_table(rows, ["rig", "models", "context", "faster before", "faster after"]), ""]
+        else:
+            if len({r["model"] for r in tg}) > 1:
+                L.append(f"**No crossover** between {_tok(study.depths[0])} and {_tok(study.depths[-1])}: "
+                         + _no_cross_sentence(tg))
+                L.append("")
+        show = _pick_depths(study.depths)
+        rows = []
+        for s in _setups_of(tg):
+            byd = {r["n_depth"]: r for r in tg if r["setup"] == s}
+            r0 = next(iter(byd.values()))
+            cells = []
+            for d in show:
+                r = byd.get(d)
+                mark = "" if fits.get((s, d)) is not False else " (spills)"
+                cells.append(_num(r["avg_ts"]) + mark if r else "–")
+            rows.append([r0["model"], _rig(r0)] + cells)
+        L += ["Decode tokens/s, one stream (`tg` at depth; *spills*: the weights and cache do not fit "
+              "on the card(s), so the figure is what the speed would be if they did):", "",
+              _md_table(rows, ["model", "rig"] + [f"@{_tok(d)}" for d in show]), ""]
+    return L
+
+
+def _prefill(pred, study: Study) -> list:
+    """Prefill speed and time to first token from an empty cache."""
+    L = []
+    pp = [r for r in pred if r["test"] == "pp" and not r.get("n_depth")]
+    if pp:
+        L += ["## Prefill speed and time to first token", "", "![prefill](prefill_vs_prompt.png)", ""]
+        show = _pick_depths(study.prompt_lengths)
+        rows = []
+        for s in _setups_of(pp):
+            byp = {r["n_prompt"]: r for r in pp if r["setup"] == s}
+            r0 = next(iter(byp.values()))
+            rows.append([r0["model"], _rig(r0)] + [
+                f"{_num(byp[p]['avg_ts'], 0)} tok/s, {_secs(byp[p]['seconds'])}" if p in byp else "–" for p in show])
+        L += ["Prefill speed and time to first token for a prompt of each length from an empty cache:", "",
+              _md_table(rows, ["model", "rig"] + [f"{_tok(p)} prompt" for p in show]), ""]
+    return L
+
+
+def _prefill_at(pred, study: Study, charts) -> list:
+    """Prefill of --n-prompt tokens at each depth."""
+    L = []
+    pp_at = [r for r in pred if r["test"] == "pp" and study.n_prompt is not None and r.get("n_prompt") == study.n_prompt]
+    if pp_at:
+        L += [f"## Prefill of {study.n_prompt} tokens vs context", ""]
+        if "prefill_vs_context.png" in charts:
+            L += ["![prefill vs context](prefill_vs_context.png)", ""]
+        show = _pick_depths(study.depths)
+        rows = []
+        for s in _setups_of(pp_at):
+            byd = {r["n_depth"]: r for r in pp_at if r["setup"] == s}
+            r0 = next(iter(byd.values()))
+            rows.append([r0["model"], _rig(r0)] + [
+                f"{_num(byd[d]['avg_ts'], 0)} tok/s, {_secs(byd[d]['seconds'])}" if d in byd else "–" for d in show])
+        L += [f"Prefill speed and time of a {study.n_prompt}-token chunk with d tokens already in the cache "
+              f"(sweep-bench's S_PP at N_KV, llama-bench's pp{study.n_prompt} @ d):", "",
+              _md_table(rows, ["model", "rig"] + [f"@{_tok(d)}" for d in show]), ""]
+    return L
+
+
+def _memory(pred, study: Study, ceils) -> list:
+    """Memory ceilings: the longest context each setup holds."""
+    mem = [r for r in pred if r["test"] == "mem"]
+    L = []
+    if mem:
+        L += ["## Memory ceilings", "", "![memory](memory_vs_context.png)", ""]
+        rows = []
+        for c in ceils or ():
+            ctx, native = c["max_context"], c["native_context"]
+            limit = (f"{plots.approx_tokens(ctx)} tokens" if ctx < 2 ** 40 else "unlimited") if ctx else "does not fit"
+            if ctx and native and ctx > native:
+                limit += f" (beyond the model's {_tok(native)} positions)"
+            rows.append([c["model"], c["rig"] if c["n_cards"] == 1 else f"{c['rig']}, {c['split']} split",
+                         f"{c['weights_bytes_fullest_card'] / GIB:.1f}", f"{c['kv_bytes_per_token'] / 1024:.1f}" + (
+                             f" ({c['kv_bytes_per_token_past_window'] / 1024:.1f} past the {_tok(c['sliding_window'])} window)"
+                             if c.get("sliding_window") else ""),
+                         f"{c['capacity_bytes'] / GIB:.1f}", limit])
+        L += ["Longest context one stream can hold (weights, KV cache, workspace and runtime overhead "
+              "on the fullest card, against its capacity):", "",
+              _md_table(rows, ["model", "rig", "weights on fullest card (GiB)", f"KV per token, {study.kv} (KiB)",
+                               "card (GiB)", "max context"]), ""]
+    return L
+
+
+def _offload(offload, study: Study) -> list:
+    """The partial-offload table (--offload)."""
+    L = []
+    if offload:
+        r0 = offload[0]
+        L += [f"### Partial offload on one {r0['rig']} ({r0['capacity_bytes'] / GIB:.0f} GiB)", "",
+              f"The fastest llama.cpp offload setting whose card and host memory hold each context (weights "
+              f"`{study.weights}`, host `{r0['host']}`: offloaded work runs at its memory bandwidth and "
+              f"compute, activations cross PCIe; decode at the context, prefill of {r0.get('n_prompt') or OFFLOAD_PROMPT} "
+              f"tokens on top of it):", ""]
+        rows = []
+        for r in offload:
+            if not r["fits"]:
+                rows.append([r["model"], _tok(r["n_depth"]), "does not fit", "–", "–", "–", "–"])
+                continue
+            rows.append([r["model"], _tok(r["n_depth"]), r["setting"], f"{r['card_bytes'] / GIB:.1f}",
+                         f"{r['host_bytes'] / GIB:.1f}", _num(r["tg_tok_s"]), _num(r["pp_tok_s"], 0)])
+        L += [_md_table(rows, ["model", "context", "setting", "card (GiB)", "host (GiB)", "decode (tok/s)",
+                               "prefill (tok/s)"]), ""]
+    return L
+
+
+def _one_vs_two(pred, study: Study) -> list:
+    """One card vs two: single stream short and long, batched."""
+    tg = [r for r in pred if r["test"] == "tg"]
+    mem = [r for r in pred if r["test"] == "mem"]
+    fits = {(r["setup"], r["n_depth"]): r.get("fits") for r in mem if r.get("n_streams", 1) == 1}
+    L = []
+    serve = [r for r in pred if r["test"] == "serve"]
+    if len(study.cards) > 1 and tg:
+        head = "One card vs two" if study.cards == (1, 2) else "Cards: " + " vs ".join(map(str, study.cards))
+        L += [f"## {head}", "", "![one vs two cards](one_vs_two_cards.png)", ""]
+        lo, hi = study.depths[0], study.depths[-1]
+        rows = []
+        for name in study.configs:
+            for n in study.cards:
+                t = {r["n_depth"]: r for r in tg if r["model"] == name and r["n_cards"] == n}
+                sv = [r for r in serve if r["model"] == name and r["n_cards"] == n and r.get("fits") is not False]
+                best = max(sv, key=lambda r: r["aggregate_tok_s"]) if sv else None
+                f_hi = fits.get((t[hi]["setup"], hi)) if hi in t else None
+                rows.append([name, n, _num(t[lo]["avg_ts"]) if lo in t else "–",
+                             (_num(t[hi]["avg_ts"]) + (" (spills)" if f_hi is False else "")) if hi in t else "–",
+                             f"{_num(best['aggregate_tok_s'], 0)} at {best['concurrency']} streams" if best else "–"])
+        L += [f"Decode tokens/s for one stream at {_tok(lo)} and {_tok(hi)}, and the best batched throughput "
+              f"at {_tok(study.serve_context)} context per stream:", "",
+              _md_table(rows, ["model", "cards", f"single stream @{_tok(lo)}", f"single stream @{_tok(hi)}",
+                               "batched (all streams)"]), ""]
+    return L
+
+
+def _throughput(pred, study: Study) -> list:
+    """Aggregate decode throughput vs concurrency."""
+    serve = [r for r in pred if r["test"] == "serve"]
+    L = []
+    if serve:
+        L += ["## Throughput vs concurrency", "", "![throughput](throughput_vs_concurrency.png)", ""]
+        rows = []
+        for s in _setups_of(serve):
+            pts = sorted((r for r in serve if r["setup"] == s), key=lambda r: r["concurrency"])
+            ok = [r for r in pts if r.get("fits") is not False]
+            full = [r for r in pts if r.get("fits") is False]
+            best = max(ok, key=lambda r: r["aggregate_tok_s"]) if ok else None
+            rows.append([pts[0]["model"], _rig(pts[0]),
+                         f"{_num(best['aggregate_tok_s'], 0)} at {best['concurrency']}" if best else "–",
+                         f"{_num(best['per_stream_tok_s'], 1)}" if best and best.get("per_stream_tok_s") else "–",
+                         str(full[0]["concurrency"]) if full else f"all up to {pts[-1]['concurrency']} fit"])
+        L += [f"Aggregate decode throughput with every stream at {_tok(study.serve_context)} of context "
+              "(prefill of arriving requests not included):", "",
+              _md_table(rows, ["model", "rig", "best tok/s (at streams)", "per stream there (tok/s)",
+                               "first concurrency that does not fit"]), ""]
+    return L
+
+
+def _decisions(decs, study: Study) -> list:
+    """The decision table (costmodel.decide per workload)."""
+    L = []
+    band = study.runtime_profile.cv_error      # a calibrated profile's leave-one-out error, else None
+    if decs:
+        L += ["## Decision table", "",
+              "The cost model's ranking (`costmodel.decide`) of every setup above for each shape of work: "
+              "end-to-end latency for one request, throughput for several. Setups that do not fit rank last.", ""]
+        rows = []
+        for d in decs:
+            w, ranking = d["workload"], d["ranking"]
+            best = ranking[0]
+            second = ranking[1] if len(ranking) > 1 else None
+            shape = f"{w['name']}: {_tok(w['prompt'])} in, {w['output']} out" + (
+                f", {w['concurrency']} requests" if w["concurrency"] > 1 else "")
+            if not best["fits"]:
+                rows.append([shape, "nothing fits", "–", "–", "–", best["reasons"][0]])
+                continue
+            fig = _figure(best)
+            ratio = "–"
+            if second and second["fits"]:
+                x = (second["e2e_s"] / best["e2e_s"] if best["objective"] == "latency"
+                     else best["throughput_tok_s"] / second["throughput_tok_s"])
+                what = "faster than" if best["objective"] == "latency" else "more throughput than"
+                ratio = (f"{100 * (x - 1):.0f}% {what}" if x < 1.995 else f"{x:.1f}× {'as fast as' if best['objective'] == 'latency' else 'the throughput of'}")
+                ratio += f" {second['model']} on {_decision_rig(second)}"
+                if band and x - 1 <= band:
+                    # within the calibrated prediction's error band: not a win
+                    ratio = f"tie with {second['model']} on {_decision_rig(second)} ({100 * (x - 1):.0f}% apart, inside the ±{100 * band:.0f}% band)"
+            elif second:
+                ratio = f"{second['setup'].split(',')[0]} on {_decision_rig(second)} does not fit"
+            others = []
+            for r in ranking:
+                if r["model"] != best["model"] and r["model"] not in [o["model"] for o in others]:
+                    others.append(r)
+            other = "; ".join(
+                (f"{o['model']} on {_decision_rig(o)}: {_figure(o, short=True)}" if o["fits"]
+                 else f"{o['model']}: does not fit") + _beyond_native(study.configs.get(o["model"]), w) for o in others) or "–"
+            note = "; ".join(best["reasons"][:2])
+            note = _beyond_native(study.configs.get(best["model"]), w).strip(" ()") + ("; " if _beyond_native(study.configs.get(best["model"]), w) else "") + note
+            rows.append([shape, f"{best['model']} on {_decision_rig(best)}", fig, ratio, other, note])
+        L += [_md_table(rows, ["workload", "best setup", "its figure", "vs runner-up",
+                               "best of each other model", "why (cost-model terms)"]), ""]
+    return L
+
+
+def _summary(finds) -> list:
+    """The report's first paragraph: which setup the study most likely measured, and what that
+    means for choosing hardware (two sentences from report/findings.py)."""
+    if not finds or not finds.get("summary"):
+        return []
+    return [" ".join(finds["summary"]), ""]
+
+
+def _findings(finds, study: Study) -> list:
+    """The study, point by point: each finding's headline, criterion, why, and one sentence per
+    combination searched (report/findings.py; every number from its records)."""
+    if not finds:
+        return []
+    rts = [r["name"] for r in finds["runtimes"]]
+    L = ["## The study, point by point", "",
+         f"Each finding of the study searched over every dense built-in ({', '.join(finds['dense_models'])}) x every "
+         f"shipped runtime profile ({', '.join(f'`{r}`' for r in rts)}) x {' and '.join(map(str, study.cards))} "
+         f"card(s) of the study's rig ({_rig_name(study, study.cards[-1])}), GLM-4.7-Flash on the same runtime and "
+         "cards as the dense model it is compared with. What the study's words mean (\"~x\": within "
+         f"{100 * finds['criteria']['approx']:.0f}%, ...) is fixed in report/findings.py before any combination is "
+         "evaluated; nothing is tuned. The records behind every figure are in `findings.json`.", ""]
+    for i, f in enumerate(finds["rows"], 1):
+        L += [f"{i}. **{f['finding']}** (study: {f['study']}). **{f['headline'][0].upper() + f['headline'][1:]}** "
+              f"({f['n_reproduced']} of {f['n']} combinations).",
+              f"   - criterion: {f['criterion']}.",
+              f"   - why: {f['why']}.", ""]
+        if f["results"]:
+            L += ["<details><summary>every combination, one sentence each</summary>", ""]
+            L += [f"- {r['sentence']}" for r in f["results"]]
+            L += ["", "</details>", ""]
+    return L
+
+
+def _crossover(finds, study: Study) -> list:
+    """Crossover depth of GLM-4.7-Flash vs each dense built-in, per runtime and card count, and the
+    chart of the crossover against the MLA attention efficiency."""
+    if not finds:
+        return []
+    L = ["## Crossover depth vs MLA attention efficiency", "", "![crossover vs MLA efficiency](mla_crossover.png)", "",
+         "Where each dense built-in's decode speed catches up with GLM-4.7-Flash's, for every runtime profile "
+         f"(its own MLA efficiency, `{study.mla_strategy}`) and card count; the chart sweeps the efficiency of the "
+         "runtime's MLA attention kernel (the fraction of the card's bandwidth its cache reads reach), one line per "
+         "dense model, each profile's own value a marker:", ""]
+    dense = finds["dense_models"]
+    by = {(r["runtime"], r["dense_model"], r["n_cards"]): r for r in finds["crossover_depths"]}
+    rows = []
+    for rt in finds["runtimes"]:
+        cells = []
+        for m in dense:
+            got = [(n, _cross(by[(rt["name"], m, n)])) for n in study.cards if (rt["name"], m, n) in by]
+            same = len({t for _, t in got}) == 1
+            cells.append((got[0][1] + (" (" + ", ".join(str(n) for n, _ in got) + ")" if len(got) > 1 else "")) if same
+                         else " · ".join(f"{n}: {t}" for n, t in got) if got else "–")
+        rows.append([f"`{rt['name']}`", rt["evidence"], _num(rt["mla_attention_efficiency"], 3),
+                     "–" if rt["cv_error"] is None else f"±{100 * rt['cv_error']:.0f}%"] + cells)
+    L += [_md_table(rows, ["runtime", "evidence", f"MLA efficiency ({study.mla_strategy})", "band"]
+                    + [f"vs {m}" for m in dense]), "",
+          "(n): the same on n cards; 1: ... · 2: ...: on one card and on two.", ""]
+    return L
+
+def _measured(records) -> list:
+    """Measured points beside their predictions."""
+    L = []
+    rows = _measured_vs_predicted(records)
+    if rows:
+        L += ["## Measured vs predicted", "",
+              "Every measured point that has a prediction for the same model, test, prompt and depth "
+              "(predicted / measured > 1: the cost model is optimistic). The devices are shown: a "
+              "prediction for a GPU next to a CPU measurement is not a check of the model.", "",
+              _md_table(rows, ["model", "test", "measured on", "measured (tok/s)", "predicted for",
+                               "predicted (tok/s)", "predicted / measured", "stable"]), ""]
+        shaky = list({id(m): m for m, _ in measured_predicted_pairs(records) if m.get("stable") is False}.values())
+        if shaky:
+            L += [f"**{len(shaky)} measured point{'s' if len(shaky) != 1 else ''} marked unstable** (\\*): another "
+                  "process took the machine while {} timed (the reason is in each row); their ratios say "
+                  "more about the neighbours than about the cost model. Rerun them on a quiet machine "
+                  "(`glmbench measure --retries N` retimes such points).".format("it was" if len(shaky) == 1 else "they were"),
+                  ""]
+    return L
+
+
+def _definitions() -> list:
+    """What the numbers mean."""
+    L = []
+    L += ["## What the numbers mean", "",
+          "- **Decode (generation) speed at depth d**: tokens per second generating one token at a time with d "
+          "tokens already in the cache (llama-bench's `tg@d`).",
+          "- **Prefill speed**: tokens per second ingesting a prompt; **time to first token (TTFT)** for a prompt "
+          "of length L: the time to ingest L tokens from an empty cache.",
+          "- **Throughput**: generated tokens per second over all concurrent streams.",
+          "- **Memory**: weights + KV cache + workspace + runtime overhead on the fullest card.",
+          "- **predicted** = the cost model; **measured** = real kernels timed on the named machine; "
+          "**calibrated** = a prediction fitted to measurements.", ""]
+    return L
+
+
+def _tok(n) -> str:
+    return tokens_label(n)
+
+
+def _rig(r) -> str:
+    return rig_label(r)
+
+
+def _md_table(rows: list[list], header: list[str]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _num(v, digits=1) -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "–"
+    return f"{v:,.{digits}f}"
+
+
+
+
+def _cross(r) -> str:
+    x = r["crossover_depth"]
+    if x is None:
+        return f"none up to {_tok(r['max_depth'])}"
+    return "from the start" if x == 0.0 else f"≈ {plots.approx_tokens(x)}"
+
+
+def _beyond_native(cfg, w: dict) -> str:
+    """' (beyond its native 40K positions)' when the request is longer than the model's
+    max_position_embeddings: the cost model would still price it, the model may not handle it."""
+    native = getattr(cfg, "max_position_embeddings", None)
+    if native and w["prompt"] + w["output"] > native:
+        return f" (beyond its native {_tok(native)} positions)"
+    return ""
+
+
+def _rig_name(study: Study, n: int) -> str:
+    g = study.rigs()[0].gpu.name
+    return f"1× {g}" if n == 1 else f"{n}× {g} ({study.split} split, {study.link_gbps:g} GB/s link)"
+
+
+def _decision_rig(row) -> str:
+    return row["rig"] + (f" ({row['split']} split)" if row["split"] != "none" else "")
+
+
+def _figure(row, short: bool = False) -> str:
+    if row["objective"] == "latency":
+        if short:
+            return _secs(row["e2e_s"])
+        return f"{_secs(row['e2e_s'])} end to end (TTFT {_secs(row['ttft_s'])}, {1 / row['tpot_s']:.0f} tok/s)"
+    return f"{row['throughput_tok_s']:.0f} tok/s over all requests"
+
+
+def _secs(x) -> str:
+    """Seconds to three significant figures: 0.000412 s, 0.0823 s, 3.04 s, 288 s."""
+    if x is None or not math.isfinite(x):
+        return "–"
+    return f"{x:.3g} s" if x < 1000 else f"{x:,.0f} s"
+
+
+def _setups_of(recs) -> list[str]:
+    seen = []
+    for r in recs:
+        if r["setup"] not in seen:
+            seen.append(r["setup"])
+    return seen
+
+
+def _pick_depths(depths: Sequence[int]) -> list[int]:
+    """At most five columns: the first, the last and three spread between."""
+    ds = sorted(d for d in depths)
+    if len(ds) <= 5:
+        return ds
+    idx = sorted({0, len(ds) - 1, len(ds) // 4, len(ds) // 2, (3 * len(ds)) // 4})
+    return [ds[i] for i in idx]
+
+
+def _measured_vs_predicted(records) -> list[list]:
+    def stable(m):
+        if m.get("stable") is False:
+            return "no: " + str(m.get("unstable_reason") or "marked unstable")
+        return "yes" if m.get("stable") is True else "not checked"
+
+    def star(m):
+        return "\\*" if m.get("stable") is False else ""
+
+    return [[m["model"], test_label(m), m.get("device") or m.get("tool") or "?", _num(m["avg_ts"], 2) + star(m), _rig(p),
+             _num(p["avg_ts"], 2), f"{p['avg_ts'] / m['avg_ts']:.2f}", stable(m)]
+            for m, p in measured_predicted_pairs(records)]
+
+
+def _no_cross_sentence(tg) -> str:
+    by = {}
+    for r in tg:
+        by.setdefault(_rig(r), {}).setdefault(r["model"], []).append(r["avg_ts"])
+    parts = []
+    for rig, models in by.items():
+        if len(models) < 2:
+            continue
+        order = sorted(models, key=lambda m: -min(models[m]))
+        top = order[0]
+        if all(min(models[top]) > max(models[m]) for m in order[1:]) or all(
+                a > b for m in order[1:] for a, b in zip(models[top], models[m])):
+            parts.append(f"{top} is faster at every depth on {rig}")
+    return ("; ".join(parts) + ".") if parts else "the models keep their order at every depth."
+

@@ -1,0 +1,113 @@
+"""llama.cpp's own converter (convert_hf_to_gguf.py) on tiny HF models (test helper).
+
+The converter comes from llama-cpp-python's source package, which vendors llama.cpp
+(vendor/llama.cpp: convert_hf_to_gguf.py, its `conversion` package and gguf-py):
+
+    pip download --no-deps --no-binary llama-cpp-python llama-cpp-python==0.3.36 -d DIR
+    tar xzf DIR/llama_cpp_python-0.3.36.tar.gz -C DIR
+
+`source()` finds it: $GLMBENCH_LLAMA_CPP_SRC (the extracted sdist, or its vendor/llama.cpp), else
+an extraction under $XDG_CACHE_HOME/glmbench (~/.cache/glmbench; .ci/run puts one there).
+
+It runs as llama.cpp's users run it, in a subprocess with its own gguf-py, with one change: the
+vocabulary. The converter writes the tokenizer from tokenizer files and refuses a BPE
+pre-tokenizer whose hash it does not know (get_vocab_base_pre); a tiny random model has no
+published tokenizer, so set_vocab writes a plain list of `vocab_size` tokens instead. Every tensor,
+every other metadata key and the layout are the converter's own.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import subprocess
+import sys
+
+VERSION = "0.3.36"
+
+_RUNNER = r"""
+import sys
+src, argv = sys.argv[1], sys.argv[2:]
+sys.path.insert(0, src)
+sys.path.insert(1, src + "/gguf-py")
+import convert_hf_to_gguf as conv
+import gguf
+
+
+def plain_vocab(self):
+    n = int(self.hparams["vocab_size"])
+    w = self.gguf_writer
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("default")
+    w.add_token_list([f"<t{i}>" for i in range(n)])
+    w.add_token_types([gguf.TokenType.NORMAL] * n)
+
+
+_get = conv.get_model_class
+
+
+def get_model_class(*a, **k):   # the model classes load lazily: patch the one chosen
+    cls = _get(*a, **k)
+    for c in cls.__mro__:
+        if "set_vocab" in c.__dict__:
+            c.set_vocab = plain_vocab
+    return cls
+
+
+conv.get_model_class = get_model_class
+sys.argv = ["convert_hf_to_gguf.py", *argv]
+conv.main()
+"""
+
+
+def source() -> str | None:
+    """The vendored llama.cpp folder holding convert_hf_to_gguf.py, or None."""
+    cands = []
+    env = os.environ.get("GLMBENCH_LLAMA_CPP_SRC")
+    if env:
+        cands += [env, os.path.join(env, "vendor", "llama.cpp")]
+    cache = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "glmbench")
+    cands += sorted(glob.glob(os.path.join(cache, "llama_cpp_python-*", "vendor", "llama.cpp")), reverse=True)
+    for c in cands:
+        if os.path.isfile(os.path.join(c, "convert_hf_to_gguf.py")) and os.path.isdir(os.path.join(c, "gguf-py")):
+            return c
+    return None
+
+
+def skip_reason() -> str:
+    return ("llama.cpp's convert_hf_to_gguf.py not found: set GLMBENCH_LLAMA_CPP_SRC to an extracted "
+            f"llama-cpp-python=={VERSION} sdist (pip download --no-deps --no-binary llama-cpp-python "
+            f"llama-cpp-python=={VERSION}), or extract it under ~/.cache/glmbench")
+
+
+def save_hf(model, cfg, folder) -> str:
+    """save_pretrained in float32 (safetensors) plus a tokenizer.json of vocab_size plain tokens
+    (Gemma 3's converter cuts the embedding to the tokenizer's size)."""
+    os.makedirs(folder, exist_ok=True)
+    model.save_pretrained(folder, safe_serialization=True)
+    V = cfg.get_text_config().vocab_size if hasattr(cfg, "get_text_config") else cfg.vocab_size
+    with open(os.path.join(folder, "tokenizer.json"), "w") as f:
+        json.dump({"model": {"type": "WordLevel", "vocab": {f"<t{i}>": i for i in range(V)}}, "added_tokens": []}, f)
+    return str(folder)
+
+
+def convert(folder, out, outtype="f16", *, split_max_tensors: int | None = None, timeout=300) -> str:
+    """Run the converter on HF folder `folder` -> `out` (.gguf). With `split_max_tensors` the
+    converter writes parts OUT-00001-of-0000N.gguf; the first part's path is returned."""
+    src = source()
+    if src is None:
+        raise RuntimeError(skip_reason())
+    args = [os.fspath(folder), "--outfile", os.fspath(out), "--outtype", outtype]
+    if split_max_tensors:
+        args += ["--split-max-tensors", str(split_max_tensors)]
+    env = dict(os.environ, NO_LOCAL_GGUF="1", PYTHONPATH="")
+    r = subprocess.run([sys.executable, "-c", _RUNNER, src, *args], capture_output=True, text=True, env=env,
+                       timeout=timeout)
+    if r.returncode:
+        raise RuntimeError(f"convert_hf_to_gguf.py failed ({r.returncode}):\n{r.stderr[-4000:]}")
+    if split_max_tensors:
+        parts = sorted(glob.glob(os.fspath(out)[:-len(".gguf")] + "-*-of-*.gguf"))
+        if not parts:
+            raise RuntimeError(f"the converter wrote no split parts for {out}:\n{r.stderr[-2000:]}")
+        return parts[0]
+    return os.fspath(out)

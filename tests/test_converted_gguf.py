@@ -1,0 +1,265 @@
+"""GGUF files made by llama.cpp's own converter (convert_hf_to_gguf.py from llama-cpp-python's
+source package, tests/llama_cpp_convert.py) from tiny random HF models of every family glmbench
+lists: f16, q8_0 and split (--split-max-tensors) files read into the HF config and run in
+glmbench.Model / `glmbench measure`, logits matched against HF transformers holding the file's own
+(rounded) weights. Skipped, with the reason, where the converter's source is not found
+(GLMBENCH_LLAMA_CPP_SRC or ~/.cache/glmbench; .ci/run fetches it)."""
+import dataclasses
+import functools
+import json
+import os
+import warnings
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="HF oracle tests need torch")
+pytest.importorskip("transformers", reason="HF oracle tests need transformers")
+pytest.importorskip("gguf", reason="GGUF tests need the gguf package")
+
+import llama_cpp_convert as lc  # noqa: E402
+from test_model_hf import TINY, hf_logits, rel_err, tiny_hf_model  # noqa: E402
+
+from glmbench.models import checkpoint, configs, gguf_file  # noqa: E402
+
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(lc.source() is None, reason=lc.skip_reason())]
+
+RTOL = 1e-4
+_DENSE = dict(vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+              num_key_value_heads=2, head_dim=16, rms_norm_eps=1e-5)
+# families beyond test_model_hf's TINY, and variants: tied embeddings (Qwen2.5-0.5B, Llama-3.2-1B class)
+# with llama3 rope scaling (the converter's rope_freqs tensor)
+EXTRA = {
+    "llama_tied": ("llama", dict(TINY["llama"], tie_word_embeddings=True)),
+    "qwen2_tied": ("qwen2", dict(TINY["qwen2"], tie_word_embeddings=True)),
+    "mistral": ("mistral", dict(_DENSE, sliding_window=None, rope_parameters={"rope_type": "default", "rope_theta": 10000.0})),
+    "seed_oss": ("seed_oss", dict(_DENSE, attention_bias=True, attention_out_bias=False,
+                                  rope_parameters={"rope_type": "default", "rope_theta": 10000.0})),
+    # Gemma 3: the converter writes no sliding_window_pattern and llama.cpp assumes 6, so 6 layers; a
+    # window of 4 tokens, shorter than the prompt
+    "gemma3_text": ("gemma3_text", dict(_DENSE, num_hidden_layers=6, sliding_window=4, query_pre_attn_scalar=16,
+                                        rms_norm_eps=1e-6)),
+    "gpt_oss": ("gpt_oss", dict(_DENSE, intermediate_size=32, num_local_experts=8, num_experts_per_tok=2,
+                                sliding_window=8)),
+}
+RUN = ["llama", "llama_tied", "mistral", "qwen2", "qwen2_tied", "qwen3", "qwen3_moe", "deepseek_v2", "deepseek_v3",
+       "glm4_moe_lite", "glm4_moe", "seed_oss", "gemma3_text"]
+PREDICT_ONLY = ["gpt_oss"]   # Model does not run GPT-OSS (sinks, expert biases, clamped SwiGLU): predictions
+PROMPT, STEPS = [3, 17, 42, 5, 99, 1, 7], [7, 11, 13, 2]
+
+
+def _hf(family):
+    if family in EXTRA:
+        mt, kw = EXTRA[family]
+        saved = TINY.get(mt)
+        TINY[mt] = kw
+        try:
+            return tiny_hf_model(mt)
+        finally:
+            if saved is None:
+                TINY.pop(mt)
+            else:
+                TINY[mt] = saved
+    return tiny_hf_model(family)
+
+
+@functools.lru_cache(maxsize=None)
+def _converted(family, tmp):
+    """(HF config, HF model, {"f16": path, "q8_0": path, "split": first part}) for `family`."""
+    cfg, model = _hf(family)
+    folder = lc.save_hf(model, cfg, os.path.join(tmp, family))
+    out = {"f16": lc.convert(folder, os.path.join(tmp, f"{family}-f16.gguf"), "f16"),
+           "q8_0": lc.convert(folder, os.path.join(tmp, f"{family}-q8_0.gguf"), "q8_0"),
+           "split": lc.convert(folder, os.path.join(tmp, f"{family}-split.gguf"), "q8_0", split_max_tensors=7)}
+    return cfg, model, out
+
+
+@pytest.fixture(scope="module")
+def tmp(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("converted"))
+
+
+def _state_dict(path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", gguf_file.GGUFNotice)
+        return checkpoint.state_dict(path)
+
+
+def _hf_with_file_weights(family, sd):
+    """A fresh HF model of `family` holding the file's weights as glmbench reads them (dequantized):
+    the same rounded values the GGUF stores, in float32."""
+    cfg, model = _hf(family)
+    own = model.state_dict()
+    f32 = {k: (v.dequantize() if hasattr(v, "dequantize") else
+               (np.asarray(v).astype(np.uint32) << 16).view(np.float32) if np.asarray(v).dtype == np.uint16 else
+               np.asarray(v, np.float32)) for k, v in sd.items()}
+    done = set()
+    with torch.no_grad():
+        for k, t in own.items():
+            if k.endswith("mlp.experts.gate_up_proj"):
+                p = k[: -len("gate_up_proj")]
+                a = np.concatenate([f32[p + "gate_proj"], f32[p + "up_proj"]], axis=1)
+                done |= {p + "gate_proj", p + "up_proj"}
+            elif k in f32:
+                a = f32[k]
+                done.add(k)
+            elif k == "lm_head.weight" and cfg.tie_word_embeddings:
+                continue
+            else:
+                raise AssertionError(f"the file gave no tensor for HF {k!r}")
+            assert tuple(a.shape) == tuple(t.shape), k
+            t.copy_(torch.from_numpy(np.array(a, np.float32)))
+    assert done == set(f32), set(f32) - done
+    return model
+
+
+def _glm_logits(m):
+    return [m.prefill(np.array(PROMPT))] + [m.decode(t) for t in STEPS]
+
+
+def _f32_compute(monkeypatch):
+    """The quantized kernels on float32 activations (default: activations quantized to q8_0 as
+    ggml does), so a quantized file's logits differ from HF's only by summation order."""
+    from glmbench.core import quant
+    monkeypatch.setattr(quant, "linear", functools.partial(quant.linear, compute="f32"))
+    monkeypatch.setattr(quant, "moe_experts", functools.partial(quant.moe_experts, compute="f32"))
+
+
+@pytest.mark.parametrize("kind", ["f16", "q8_0", "split"])
+@pytest.mark.parametrize("family", RUN)
+def test_converted_file_matches_hf(tmp, family, kind, monkeypatch):
+    hf_cfg, _, files = _converted(family, tmp)
+    p = files[kind]
+    if kind == "split":
+        assert len(gguf_file.read(p).parts) > 1
+    cfg, sd = _state_dict(p)
+    types = {t.type_name for t in gguf_file.read(p).tensors.values()}
+    assert ("Q8_0" if kind != "f16" else "F16") in types
+    ref = hf_logits(_hf_with_file_weights(family, sd), PROMPT, STEPS)
+    if kind != "f16":
+        _f32_compute(monkeypatch)
+    m = checkpoint.load_model(p, kv="f32", max_context=32)
+    errs = [rel_err(a, b) for a, b in zip(_glm_logits(m), ref)]
+    assert max(errs) < RTOL, errs
+    if kind != "f16":   # as measure runs it: q8_0 activations on the quantized matrices
+        monkeypatch.undo()
+        m = checkpoint.load_model(p, kv="f32", max_context=32)
+        got = _glm_logits(m)
+        # runs, every call after the first too; how close q8_0 activations stay is tests/test_quant.py's
+        # (in a random tiny MoE their rounding flips near-tied router choices: no bound holds here)
+        assert all(np.isfinite(a).all() and a.shape == b.shape for a, b in zip(got, ref))
+
+
+@pytest.mark.parametrize("family", RUN + PREDICT_ONLY)
+def test_converted_file_config_is_the_hf_config(tmp, family):
+    hf_cfg, _, files = _converted(family, tmp)
+    want = configs.from_hf(hf_cfg.to_dict(), "hf")
+    for kind in ("f16", "split"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", gguf_file.GGUFNotice)
+            cfg = configs.load(files[kind])
+        diff = {f.name: (getattr(cfg, f.name), getattr(want, f.name)) for f in dataclasses.fields(cfg)
+                if f.compare and f.name not in ("name", "file_weights") and getattr(cfg, f.name) != getattr(want, f.name)}
+        if family == "mistral":   # the converter writes Mistral as the llama architecture
+            assert diff.pop("model_type") == ("llama", "mistral")
+        if family == "deepseek_v3":   # deepseek2 with a sigmoid router: the same config as GLM-4.7-Flash's family
+            assert diff.pop("model_type") == ("glm4_moe_lite", "deepseek_v3")
+        assert diff == {}
+        assert cfg.total_params() == want.total_params()
+        assert cfg.kv_bytes_per_token("f16") == want.kv_bytes_per_token("f16")
+        assert cfg.file_weights.total_bytes == sum(t.n_bytes for t in gguf_file.read(files[kind]).tensors.values())
+
+
+def test_gemma3_file_predicts_and_reads_back_hf_weights(tmp):
+    """Gemma 3: the windowed layers from llama.cpp's pattern, the cost model, and the state dict
+    with the converter's 1 + w norms undone."""
+    from glmbench.predict import costmodel
+    hf_cfg, hf, files = _converted("gemma3_text", tmp)
+    p = files["f16"]
+    cfg = configs.load(p)
+    assert cfg.model_type == "gemma3_text" and cfg.windowed_layers == (0, 1, 2, 3, 4)
+    assert cfg.sliding_window == 4
+    s = costmodel.Setup(p, "rtx-3090")
+    assert costmodel.memory(s, 1024).cards[0].kv > 0
+    _, sd = _state_dict(p)
+    own = {k: v.detach().numpy() for k, v in hf.state_dict().items()}
+    for k in ("model.layers.0.input_layernorm.weight", "model.layers.1.self_attn.q_norm.weight", "model.norm.weight"):
+        np.testing.assert_allclose(np.asarray(sd[k], np.float32), own[k], rtol=0, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(sd["model.layers.0.mlp.gate_proj.weight"], np.float32),
+                               own["model.layers.0.mlp.gate_proj.weight"], rtol=1e-3, atol=1e-3)
+
+
+def test_split_parts_missing_or_not_first(tmp):
+    _, _, files = _converted("qwen3", tmp)
+    first = files["split"]
+    g = gguf_file.read(first)
+    assert g.get("split.count") == len(g.parts) > 1
+    second = g.parts[1]
+    with pytest.raises(gguf_file.GGUFError, match="give the first part") as e:
+        gguf_file.read(second)
+    assert second in str(e.value) and first in str(e.value)
+    # a copy of the set without its last part: one error naming that part
+    import shutil
+    d = os.path.join(tmp, "partial")
+    os.makedirs(d, exist_ok=True)
+    for q in g.parts[:-1]:
+        shutil.copy(q, d)
+    missing = os.path.join(d, os.path.basename(g.parts[-1]))
+    with pytest.raises(gguf_file.GGUFError, match="is missing") as e:
+        configs.load(os.path.join(d, os.path.basename(first)))
+    assert missing in str(e.value)
+
+
+def test_glm_flash_router_is_assumed_with_a_notice(tmp):
+    """The converter writes no expert_gating_func for GLM-4.7-Flash (its HF config has no
+    scoring_func): the file is read with a sigmoid router and a notice saying so."""
+    _, _, files = _converted("glm4_moe_lite", tmp)
+    g = gguf_file.read(files["f16"])
+    assert "deepseek2.expert_gating_func" not in g.metadata
+    with pytest.warns(gguf_file.GGUFNotice, match="assumed sigmoid"):
+        cfg = configs.load(files["f16"])
+    assert cfg.router_scoring == "sigmoid" and cfg.topk_method == "noaux_tc"
+    assert any("sigmoid" in n for n in cfg.hf["gguf_assumed"])
+    _, _, files = _converted("deepseek_v2", tmp)
+    with pytest.warns(gguf_file.GGUFNotice, match="assumed softmax"):
+        cfg = configs.load(files["f16"])
+    assert cfg.router_scoring == "softmax"
+
+
+def test_measure_runs_a_converted_tied_q8_0_split_file(tmp, capsys):
+    """`glmbench measure` on a split q8_0 file with tied embeddings (the head shares the embedding's
+    QTensor): prefill and decode points, every call after the first included."""
+    from glmbench.cli import main
+    _, _, files = _converted("qwen2_tied", tmp)
+    out = os.path.join(tmp, "measured.json")
+    rc = main(["measure", files["split"], "-q", "--depths", "16", "--n-prompt", "8", "--n-gen", "3", "--repeats", "2",
+               "--out", out])
+    assert rc == 0, capsys.readouterr().err
+    with open(out) as f:
+        recs = json.load(f)
+    recs = recs["records"] if isinstance(recs, dict) else recs
+    assert {r["test"] for r in recs} >= {"pp", "tg"}
+    assert all(r["weights"] == "q8_0" and r["avg_ts"] > 0 for r in recs if r["test"] in ("pp", "tg"))
+    assert not any("model_assumed" in r for r in recs)
+    # a GLM-4.7-Flash file without expert_gating_func: the record says which router was assumed
+    _, _, files = _converted("glm4_moe_lite", tmp)
+    out = os.path.join(tmp, "measured-glm.json")
+    with pytest.warns(gguf_file.GGUFNotice):
+        rc = main(["measure", files["q8_0"], "-q", "--depths", "8", "--n-gen", "2", "--repeats", "1",
+                   "--out", out])
+    assert rc == 0, capsys.readouterr().err
+    with open(out) as f:
+        recs = json.load(f)
+    recs = recs["records"] if isinstance(recs, dict) else recs
+    assert recs and all("assumed sigmoid routing" in r["model_assumed"] for r in recs)
+
+
+def test_gpt_oss_file_predicts(tmp):
+    from glmbench.predict import costmodel
+    _, _, files = _converted("gpt_oss", tmp)
+    for kind in ("f16", "q8_0"):
+        cfg = configs.load(files[kind])
+        assert cfg.model_type == "gpt_oss" and cfg.windowed_layers == (0,) and cfg.attention_sinks
+        assert cfg.forward_unsupported()   # predictions only
+        s = costmodel.Setup(files[kind], "rtx-3090")
+        assert costmodel.memory(s, 1024).cards[0].weights > 0

@@ -1,0 +1,46 @@
+"""Gemma's MLP (GeGLU, gelu_pytorch_tanh) and logit soft-cap against the float64 reference; the
+activation against torch's own gelu(approximate="tanh") where torch is installed."""
+import numpy as np
+import pytest
+
+from glmbench.core import ops
+from glmbench.core import reference as ref
+from glmbench.models.model import to_format
+
+
+@pytest.mark.parametrize("fmt,tol", [("f32", 2e-5), ("bf16", 2e-5), ("q8_0", 2e-5)])
+def test_geglu_matches_reference(rng, fmt, tol):
+    D, F = 64, 96
+    x = rng.standard_normal((5, D)).astype(np.float32)
+    ws = [to_format(rng.standard_normal(s).astype(np.float32) / np.sqrt(s[1]), fmt) for s in ((F, D), (F, D), (D, F))]
+    x0 = x.copy()
+    y = ops.geglu(x, *ws)
+    deq = [w.dequantize() if hasattr(w, "dequantize") else w for w in ws]
+    want = ref.geglu(x, *deq)
+    if fmt == "q8_0":   # the quantized kernels multiply by q8_0-rounded activations (ggml's CPU path)
+        tol = 2e-2
+    np.testing.assert_allclose(y, want, rtol=0, atol=tol * np.abs(want).max())
+    np.testing.assert_array_equal(x, x0)
+    assert ops.geglu(x[0], *ws).shape == (D,)
+
+
+def test_gelu_tanh_matches_torch():
+    torch = pytest.importorskip("torch")
+    g = np.linspace(-12, 12, 20001, dtype=np.float32)
+    want = torch.nn.functional.gelu(torch.from_numpy(g), approximate="tanh").numpy()
+    np.testing.assert_allclose(ops._gelu_tanh(g.copy()), want, rtol=0, atol=2e-6)
+    np.testing.assert_allclose(ref.gelu_tanh(g), want, rtol=0, atol=2e-6)
+
+
+def test_softcap(rng):
+    x = 40 * rng.standard_normal((3, 50)).astype(np.float32)
+    x0 = x.copy()
+    y = ops.softcap(x, 30.0)
+    np.testing.assert_allclose(y, ref.softcap(x, 30.0), rtol=0, atol=5e-6)
+    assert np.abs(y).max() < 30.0 and y.dtype == np.float32
+    np.testing.assert_array_equal(x, x0)
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match=r"`cap` must be a positive finite number"):
+            ops.softcap(x, bad)
+    with pytest.raises(TypeError, match=r"`x` must be a numpy.ndarray"):
+        ops.geglu([1.0], x, x, x)
