@@ -257,7 +257,7 @@ def test_quant_names_are_one_spelling_whatever_the_case():
     ("/m/Qwen3-30B-A3B-Instruct-2507-Q4_K_M.gguf", None, "qwen3-30b-a3b"),
     ("/m/Mistral-Small-3.2-24B-Instruct-2506-Q4_K_M.gguf", None, "mistral-small-24b"),
     ("/m/model.gguf", "qwen3 32B Q4_K - Medium", "qwen3-32b"),        # the architecture and size tell
-    ("/m/model.gguf", "qwen3moe 30B.A3B Q4_K - Medium", "qwen3-30b-a3b"),
+    ("/m/Qwen3-30B-A3B-Q4_K_M.gguf", "qwen3moe 30B.A3B Q4_K - Medium", "qwen3-30b-a3b"),  # the name narrows
     ("/m/model.gguf", "deepseek2 30B.A3B Q4_K - Medium", "glm-4.7-flash"),  # the only deepseek2 of ~30B
     ("/m/model.gguf", "llama 24B Q4_K - Medium", "mistral-small-24b"),      # Mistral Small is a llama
     ("/m/model.gguf", "qwen3 3B Q4_K - Medium", None),                # no built-in of that size
@@ -266,6 +266,15 @@ def test_quant_names_are_one_spelling_whatever_the_case():
 def test_identify_model(filename, model_type, expect):
     name, why = im.identify_model(filename, model_type)
     assert name == expect, why
+
+
+def test_same_shape_built_ins_are_ambiguous_without_a_name():
+    fit = [n for n, (a, p) in im._builtins().items() if a == "qwen3moe" and abs(p - 30.53e9) < 0.01e9]
+    if len(fit) < 2:
+        pytest.skip("fewer than two qwen3moe built-ins of 30.53 B params")
+    with pytest.raises(im.AmbiguousModel) as e:
+        im.identify_model("/m/model.gguf", "qwen3moe 30B.A3B Q8_0", 30.53e9)
+    assert all(n in str(e.value) for n in fit) and "--model" in str(e.value)
 
 
 def test_llama_bench_variants(tmp_path):
