@@ -197,6 +197,12 @@ def summarize(records: Sequence[dict]) -> tuple[list[dict], list[str]]:
     params)"), each distinct one once."""
     recs = [rec.validate(r) for r in records]
     varying = [f for f in SHOW_FIELDS if len({_h(r.get(f)) for r in recs}) > 1]
+
+    def key(r):
+        return vocab.join_key(r) + ((r.get("n_gen") or 1) if r.get("test") == "tg" else None,) + \
+            tuple(_h(r.get(f)) for f in SETUP_FIELDS)
+    seen: dict = {}
+    runs = repeated_points(recs) > 0
     rows = []
     for r in recs:
         t = r.get("test")
@@ -204,6 +210,10 @@ def summarize(records: Sequence[dict]) -> tuple[list[dict], list[str]]:
             continue
         v = _value(r)
         row = {"model": r.get("model") or "?", "test": test_label(r)}
+        if runs:   # a point the file holds more than once: which time this is
+            k = key(r)
+            seen[k] = seen.get(k, 0) + 1
+            row["run"] = seen[k]
         for f in varying:
             row[f] = r.get(f)
         row["value"] = None if v is None else float(v)
