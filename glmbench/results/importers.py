@@ -1196,7 +1196,8 @@ def _block_meta(b, ctx, text, text_before, fname, weights_seen):
             n, why_n = (int(tp.group(1)), f"'TP={tp.group(1)}' in the text") if tp else (1, "no -tp: one card assumed")
         elif not b.devices and not count:
             why_n = "one card assumed (no device lines)"
-            ctx.notice(b.start, f"card count: 1 assumed ({device} named by {how.split(' (')[0]}, no device lines)")
+            where = "the file name" if how.startswith("the file name") else "the text"
+            ctx.notice(b.start, f"card count: 1 assumed ({device} named in {where}, no device lines)")
         meta.update(device=device, hardware=_hardware_key(device), n_cards=n)
         inferred["card"] = f"{meta['hardware'] or device} x{n} (from {how}" + (f"; {why_n}" if why_n else "") + ")"
         if meta["hardware"] is None:
