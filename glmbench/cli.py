@@ -233,10 +233,12 @@ def _check_out_folder(path: str, opt: str, force: bool, results=(), json_files=(
 def _resume_line(path: str, before: list[dict], recs: list[dict], key) -> str:
     """What a resumed run did with its file, and what the file holds now."""
     n = rec.resume_summary(before, recs, key)
-    held = len(rec.read_records(path))
+    held = rec.count_records(path)  # under the file's lock: what it holds now, other writers' records too
     other = held - len(recs)
     return (f"wrote {len(recs)} records to {path} ({n['computed']} computed, {n['replaced']} recomputed because "
-            f"their inputs changed, replacing the old records, {n['reused']} reused); the file holds {held} records"
+            f"their inputs changed, replacing the old records, "
+            + (f"{n['retimed']} retimed because they were marked unstable, " if n["retimed"] else "")
+            + f"{n['reused']} reused); the file holds {held} records"
             + (f" ({other} of points outside this run)" if other else ""))
 
 

@@ -9,7 +9,8 @@ measured record from either is shaped like a predicted one and joins it on vocab
   fingerprint  every record carries `fingerprint` (vocab.fingerprint of the resolved config, every
                field of the base record, the code version: glmbench's version + a hash of the
                compiled extension that ran it, and the backend's other settings) and `code_version`
-  run          reuse a point a ResultStore holds only if its fingerprint is this run's; time the rest
+  run          reuse a point a ResultStore holds only if its fingerprint is this run's and it is not
+               marked unstable (an unstable stored point is retimed by the next run); time the rest
                through the backend's `time_point(point) -> record` (a changed point replaces its old
                record), store each as it finishes, return all in plan order (an unstable point is
                retimed up to `retries` times)
@@ -111,8 +112,14 @@ def store_for(out) -> _records.ResultStore | None:
 
 
 def todo(points: list[dict], store) -> list[dict]:
-    """The points `store` does not hold with this run's fingerprint."""
-    return [p for p in points if store is None or not store.done(resume_key(p), p.get("fingerprint"))]
+    """The points `store` does not hold with this run's fingerprint, or holds marked unstable
+    (`stable: false`: timed while another process took the machine; the next run times it again)."""
+    out = []
+    for p in points:
+        k = resume_key(p)
+        if store is None or not store.done(k, p.get("fingerprint")) or store.get(k).get("stable") is False:
+            out.append(p)
+    return out
 
 
 def run(points: list[dict], store, time_point: Callable[[dict], dict], on_point=None,
