@@ -510,21 +510,48 @@ def cmd_sweep(args) -> int:
 
 def cmd_calibrate(args) -> int:
     from glmbench.predict import calibrate as cal  # scipy: loaded only for this command
-    if not args.out.endswith(".json"):
-        raise UserError(f"--out must end in .json (a runtime profile), got {args.out!r}")
+    _check_profile_out(args.out, args.files, args.force)  # before reading, measuring or fitting
     hw = args.hardware
     if hardware.is_host(hw):
         hw = _host_now(f"--hardware {args.hardware}", "`glmbench hardware --save-host FILE.json` fixes one "
                                                       "profile for calibrating and predicting")
     pts = cal.load_points(args.files, model=args.model, hardware_=hw, cards=args.cards,
                           link=args.link, split=args.split, weights=args.weights, kv=args.kv,
-                          mla_strategy=args.mla_strategy)
+                          mla_strategy=args.mla_strategy, exclude_unstable=args.exclude_unstable,
+                          notice=lambda text: print(text, file=sys.stderr))
     name = args.name or os.path.splitext(os.path.basename(args.out))[0]
     fit = cal.calibrate(pts, name=name, base=args.base)
     print(fit.table())
     cal.write_profile(args.out, fit)
     print(f"wrote the calibrated profile to {args.out} (use it as --runtime calibrated:{args.out})", file=sys.stderr)
     return 0
+
+
+def _check_profile_out(path: str, inputs, force: bool) -> None:
+    """calibrate --out: the rules of every --out (suffix, folder, no silent overwrite of what is not
+    ours unless --force), checked first; and never one of the command's own input files."""
+    if not path:
+        raise UserError("--out is empty; give a file name ending in .json (a runtime profile)")
+    if not path.endswith(".json"):
+        raise UserError(f"--out must end in .json (a runtime profile), got {path!r}")
+    if os.path.isdir(path):
+        raise UserError(f"--out {path!r} is a folder; give a file name ending in .json")
+    _check_folder(os.path.dirname(path) or ".", "--out", repr(path))
+    if not os.path.exists(path):
+        return
+    for f in inputs:
+        if os.path.exists(f) and os.path.samefile(f, path):
+            raise UserError(f"--out {path!r} is one of the measurement files it reads; refusing to overwrite "
+                            "its own input (give another --out)")
+    if force:
+        return
+    from glmbench.predict import costmodel
+    try:
+        with open(path, encoding="utf-8") as fh:
+            costmodel.runtime_from_dict(json.load(fh), where=path)
+    except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError, AttributeError) as e:
+        raise UserError(f"--out {path!r} exists and is not a runtime profile glmbench wrote ({e}); refusing to "
+                        "overwrite it (pass --force to replace it)") from None
 
 
 def _host_now(what: str, then: str):
@@ -824,6 +851,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--base", default="typical", metavar="PROFILE", help="profile the fit starts from (default: typical)")
     sp.add_argument("--name", metavar="NAME", help="the profile's name (default: the --out file's name)")
     sp.add_argument("--out", required=True, metavar="PROFILE.json", help="where to write the calibrated profile")
+    sp.add_argument("--force", action="store_true",
+                    help="overwrite --out even if it is not a runtime profile (never one of the input files)")
+    sp.add_argument("--exclude-unstable", action="store_true",
+                    help="leave out records marked unstable (stable: false); by default they are fitted with a warning")
 
     sp = add("truth-table", "every shipped and CPU-measured point beside its ideal, typical and calibrated "
                             "prediction, with errors and the MAPE per runtime (docs/TRUTH_TABLE.md)", cmd_truth_table)

@@ -3,6 +3,7 @@ mid-write, unstable points retimed. Real processes and real signals."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -156,3 +157,257 @@ def test_an_unstable_stored_point_is_retimed_by_the_next_run(tmp_path):
     assert all(r["stable"] for r in rec.read_records(out))
     n = rec.resume_summary(before, after, protocol.resume_key)
     assert n == {"reused": 2, "computed": 0, "replaced": 0, "retimed": 1}
+
+
+# ---- calibrate: --out checked first, input checks ---------------------------------------------------
+MEASURED = os.path.join(ROOT, "glmbench", "data", "measured")
+
+
+def _speed_recs(extra=()):
+    recs = [dict(evidence="measured", model="glm-4.7-flash", hardware="rtx-3090", n_cards=1, weights="q4_K",
+                 test="tg", n_depth=d, n_prompt=0, n_gen=1, avg_ts=100.0 - d / 1024) for d in (0, 8192, 32768)]
+    return recs + list(extra)
+
+
+@pytest.fixture
+def no_fit(monkeypatch):
+    """calibrate's fit replaced by a failure: a check that comes first never reaches it."""
+    from glmbench.predict import calibrate as cal
+
+    def boom(*a, **k):
+        raise AssertionError("the fit ran before the --out check")
+    monkeypatch.setattr(cal, "calibrate", boom)
+
+
+def test_calibrate_never_overwrites_its_own_input(tmp_path, capsys, no_fit):
+    from glmbench import cli
+    src = tmp_path / "lb.json"
+    src.write_bytes(open(os.path.join(MEASURED, "llama-cpp-1x3090.json"), "rb").read())
+    before = src.read_bytes()
+    for force in ([], ["--force"]):
+        assert cli.main(["calibrate", str(src), "--out", str(src), *force]) == 2
+        err = capsys.readouterr().err
+        assert "its own input" in err and str(src) in err
+        assert src.read_bytes() == before
+
+
+def test_calibrate_out_follows_the_out_rules_before_the_fit(tmp_path, capsys, no_fit):
+    from glmbench import cli
+    src = os.path.join(MEASURED, "llama-cpp-1x3090.json")
+    notes = tmp_path / "notes.json"
+    notes.write_text('{"my": "notes"}\n')
+    assert cli.main(["calibrate", src, "--out", str(notes)]) == 2
+    assert "not a runtime profile" in capsys.readouterr().err and notes.read_text() == '{"my": "notes"}\n'
+    assert cli.main(["calibrate", src, "--out", str(tmp_path / "p.csv")]) == 2
+    assert "must end in .json" in capsys.readouterr().err
+    (tmp_path / "dir.json").mkdir()
+    assert cli.main(["calibrate", src, "--out", str(tmp_path / "dir.json")]) == 2
+    assert "folder" in capsys.readouterr().err
+
+
+def test_calibrate_replaces_a_profile_and_with_force_anything(tmp_path, capsys):
+    from glmbench import cli
+    src = os.path.join(MEASURED, "llama-cpp-1x3090.json")
+    p = tmp_path / "p.json"
+    p.write_text("not json\n")
+    assert cli.main(["calibrate", src, "--out", str(p), "--force"]) == 0
+    first = json.loads(p.read_text())
+    assert first["name"] == "p"
+    assert cli.main(["calibrate", src, "--out", str(p), "--name", "again"]) == 0   # a profile: replaced
+    assert json.loads(p.read_text())["name"] == "again"
+
+
+def test_calibrate_skips_mem_records_of_measure_with_a_notice(tmp_path, capsys):
+    from glmbench.predict import calibrate as cal
+    f = tmp_path / "m.json"
+    mem = dict(evidence="measured", model="glm-4.7-flash", hardware="rtx-3090", test="mem", n_depth=32768,
+               n_prompt=0, n_gen=0, weight_bytes=123, kv_bytes=45)
+    rec.write_records(str(f), _speed_recs([mem]))
+    said = []
+    pts = cal.load_points([str(f)], notice=said.append)
+    assert len(pts) == 3 and all(p.test == "tg" for p in pts)
+    assert len(said) == 1 and "skipped 1 `mem` record" in said[0] and str(f) in said[0] and "(line 38)" in said[0]
+    only_mem = tmp_path / "mem.json"
+    rec.write_records(str(only_mem), [mem])
+    with pytest.raises(cal.CalibrationError, match="no tg or pp speed records"):
+        cal.load_points([str(only_mem)])
+
+
+def test_calibrate_warns_about_or_excludes_unstable_points(tmp_path, capsys, monkeypatch):
+    from glmbench import cli
+    from glmbench.predict import calibrate as cal
+    f = tmp_path / "m.json"
+    recs = _speed_recs()
+    recs[1].update(stable=False, unstable_reason="repeats 20-98 tok/s (4.9x apart)")
+    rec.write_records(str(f), recs)
+    said = []
+    assert len(cal.load_points([str(f)], notice=said.append)) == 3
+    assert len(said) == 1 and said[0].startswith("warning:") and "unstable" in said[0] and "4.9x" in said[0]
+    said = []
+    pts = cal.load_points([str(f)], notice=said.append, exclude_unstable=True)
+    assert [p.n_depth for p in pts] == [0, 32768] and "left out" in said[0]
+    seen = {}
+    monkeypatch.setattr(cal, "calibrate", lambda pts, **k: seen.setdefault("n", len(pts)) and (_ for _ in ()).throw(
+        cal.CalibrationError("stop here")))
+    assert cli.main(["calibrate", str(f), "--out", str(tmp_path / "p.json"), "--exclude-unstable"]) == 2
+    assert seen["n"] == 2 and "left out (--exclude-unstable)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("speed", [1e-300, 1e12])
+def test_calibrate_refuses_absurd_speeds(tmp_path, capsys, speed, no_fit):
+    from glmbench import cli
+    f = tmp_path / "m.json"
+    recs = _speed_recs()
+    recs[2]["avg_ts"] = speed
+    rec.write_records(str(f), recs)
+    assert cli.main(["calibrate", str(f), "--out", str(tmp_path / "p.json")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{f}:" in err[0] and "outside what any run measures" in err[0]
+
+
+def test_binary_input_names_the_file(tmp_path, capsys):
+    from glmbench import cli
+    b = tmp_path / "weights.json"
+    b.write_bytes(bytes(range(256)) * 8)
+    assert cli.main(["calibrate", str(b), "--out", str(tmp_path / "p.json")]) == 2
+    err = capsys.readouterr().err
+    assert str(b) in err and "not a text file" in err and "codec" not in err
+    t = tmp_path / "trace.csv"
+    t.write_bytes(b"arrival_s,prompt_tokens,output_tokens\n" + bytes(range(128, 256)))
+    assert cli.main(["trace", str(t), "--out", str(tmp_path / "tr")]) == 2
+    err = capsys.readouterr().err
+    assert str(t) in err and "codec" not in err
+
+
+def test_llama_bench_file_without_avg_ts_says_so(tmp_path, capsys):
+    from glmbench import cli
+    d = json.load(open(os.path.join(ROOT, "tests", "data", "llama-bench.json"))) if os.path.exists(
+        os.path.join(ROOT, "tests", "data", "llama-bench.json")) else [
+        {"build_commit": "4be1e7c", "model_filename": "/m/GLM-4.7-Flash-Q4_K_M.gguf", "model_type": "deepseek2 30B.A3B Q4_K - Medium",
+         "n_prompt": 0, "n_gen": 128, "n_depth": 0, "gpu_info": "NVIDIA GeForce RTX 3090", "backends": "CUDA",
+         "avg_ns": 1000, "stddev_ts": 0.1}]
+    for r in d:
+        r.pop("avg_ts", None)
+    f = tmp_path / "lb.json"
+    f.write_text(json.dumps(d, indent=1))
+    assert cli.main(["calibrate", str(f), "--hardware", "rtx-3090", "--out", str(tmp_path / "p.json")]) == 2
+    err = capsys.readouterr().err
+    assert "`avg_ts` is missing" in err and f"{f}:2" in err and "evidence" not in err
+
+
+# ---- trace replay counted right ----------------------------------------------------------------------
+def _setup():
+    from glmbench.predict import costmodel as cm
+    from glmbench.predict import hardware
+    return cm.Setup("glm-4.7-flash", hardware.study_rig(), split="layer")
+
+
+def test_rejected_requests_output_is_not_throughput():
+    """A request too long for the pool is rejected: its 2e9 output tokens are no throughput
+    (before: 1.85e9 tok/s printed)."""
+    from glmbench.predict import replay as rp
+    from glmbench.predict import traces
+    s = _setup()
+    alone = rp.replay(traces.from_requests([(0.0, 1000, 100)]), s).summary()
+    both = rp.replay(traces.from_requests([(0.0, 1000, 100), (0.5, 1000, 2_000_000_000)]), s).summary()
+    assert both["rejected"] == 1
+    assert both["throughput_tok_s"] == pytest.approx(alone["throughput_tok_s"], rel=1e-9)
+    assert both["served_output_tokens"] == 100 and both["output_tokens"] == 2_000_000_100
+
+
+def test_zero_output_requests_are_failed_not_one_token_requests(tmp_path):
+    from glmbench.predict import replay as rp
+    from glmbench.predict import traces
+    f = tmp_path / "t.csv"
+    f.write_text("arrival_s,prompt_tokens,output_tokens\n0,1000,50\n0.1,2000,0\n0.2,1500,40\n")
+    tr = traces.read(f)
+    assert tr.output == [50, 0, 40] and tr.summary()["failed_requests"] == 1
+    r = rp.replay(tr, _setup())
+    s = r.summary()
+    assert s["failed"] == 1 and s["requests"] == 3 and s["rejected"] == 0
+    assert math.isnan(r.first_token[1]) and not r.meets(1)
+    # the two that ran are served exactly as if the failed one were not in the trace
+    ref = rp.replay(traces.from_requests([(0, 1000, 50), (0.2, 1500, 40)]), _setup()).summary()
+    for k in ("ttft_s_mean", "e2e_s_mean", "slo_attainment", "throughput_tok_s", "makespan_s"):
+        assert s[k] == pytest.approx(ref[k], rel=1e-12), k
+    res = rp.study(tr, [_setup()])
+    assert any("1 request of the trace failed" in x for x in res["decision"]["reasons"])
+
+
+def test_time_base_keeps_microseconds_late_in_time():
+    """The same requests 2**40 s (~35,000 years) later have the same latencies to the
+    nanosecond (before: a float second count kept 1e-4 s there; latencies collapsed)."""
+    from glmbench.predict import replay as rp
+    from glmbench.predict import traces
+    reqs = [(0.0, 100, 50), (0.003, 200, 20), (0.0031, 100, 5)]
+    a = rp.replay(traces.from_requests(reqs), _setup())
+    for t0 in (1e9, 2.0 ** 40):
+        b = rp.replay(traces.from_requests([(t0 + x, p, o) for x, p, o in reqs]), _setup())
+        for i in range(3):
+            for f in (rp.ReplayResult.ttft, rp.ReplayResult.tpot, rp.ReplayResult.e2e, rp.ReplayResult.queueing):
+                assert f(b, i) == pytest.approx(f(a, i), abs=1e-6 if t0 < 2 ** 30 else 2e-4), (t0, i, f.__name__)
+        assert b.ttft(0) == pytest.approx(a.ttft(0), rel=1e-12)      # arrival exact: the clock exact
+        assert b.tpot(0) == pytest.approx(a.tpot(0), rel=1e-12)
+
+
+def test_unsorted_arrivals_are_sorted_with_a_notice_and_a_bom_header_is_read(tmp_path, capsys):
+    from glmbench import cli
+    from glmbench.predict import traces
+    f = tmp_path / "t.csv"
+    f.write_bytes("\ufeffarrival_s,prompt_tokens,output_tokens\n2,1000,10\n1,500,10\n3,700,10\n".encode())
+    tr = traces.read(f)
+    assert tr.prompt == [500, 1000, 700] and tr.meta["unsorted_arrivals"] == 1
+    assert cli.main(["trace", str(f), "--model", "glm-4.7-flash", "--cards", "1", "-q"]) == 0
+    out = capsys.readouterr().out
+    assert "not in time order" in out and "sorted by arrival" in out
+
+
+def test_no_decision_when_the_winner_meets_the_targets_for_a_small_share():
+    from glmbench.predict import replay as rp
+    from glmbench.predict import traces
+    # ten lone requests meet the targets, then a burst far beyond the rig: ~1% of tokens meet them
+    tr = traces.from_requests([(60.0 * i, 2000, 100) for i in range(10)] +
+                              [(1000 + 0.001 * i, 8000, 200) for i in range(200)])
+    res = rp.study(tr, [_setup()])
+    d = res["decision"]
+    run = res["runs"][0]
+    assert 0 < run["slo_attainment_tok"] < 0.05
+    assert d["setup"] == "" and d["keeps_up"] is False and d["best"] == run["setup"]
+    assert "no setup keeps up" in d["reasons"][0]
+    from glmbench.report import workload
+    text = workload.render(res)
+    assert "**Decision:" not in text and "No setup keeps up" in text
+
+
+def test_study_batched_point_only_for_a_rig_that_ran(tmp_path):
+    from glmbench.report import Study, workload
+    tr = str(tmp_path / "t.csv")
+    open(tr, "w").write("arrival_s,prompt_tokens,output_tokens\n0,1000,10\n1,2000,10\n")
+    res = workload.trace_study(Study(models=("glm-4.7-flash",), hardware="h100-sxm", cards=(1,)), tr, progress=False)
+    assert res["study_point"] is None and "batched point" not in workload.render(res)
+    res = workload.trace_study(Study(models=("glm-4.7-flash",), cards=(2,)), tr, progress=False)
+    assert res["study_point"] and "batched point" in workload.render(res)
+
+
+def test_trace_winners_legend_is_clear_of_the_title(tmp_path):
+    from glmbench.predict import replay as rp
+    from glmbench.predict import traces
+    from glmbench.predict import costmodel as cm
+    from glmbench.predict import hardware
+    from glmbench.report import plots
+    tr = traces.from_requests([(i * 2.0, p, 32) for i, p in enumerate([1000, 6000, 20000] * 2)])
+    setups = [_setup(), cm.Setup("glm-4.7-flash", hardware.Rig(hardware.get_gpu("rtx-3090"), 1)),
+              cm.Setup("qwen3-32b", hardware.study_rig(), split="layer")]
+    fig = plots.trace_winners(rp.study(tr, setups))
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    FigureCanvasAgg(fig).draw()
+    r = fig.canvas.get_renderer()
+    title = fig._suptitle.get_window_extent(r)
+    leg = fig.legends[0].get_window_extent(r)
+    assert not title.overlaps(leg), (title, leg)
+    for ax in fig.axes:
+        assert not ax.title.get_window_extent(r).overlaps(leg)
+        assert not ax.get_window_extent(r).overlaps(leg)
+    assert not fig._supxlabel.get_window_extent(r).overlaps(leg)     # the footer
+    page = fig.bbox
+    assert page.x0 <= leg.x0 and leg.x1 <= page.x1 and page.y0 <= leg.y0 and leg.y1 <= page.y1

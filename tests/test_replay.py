@@ -185,7 +185,9 @@ def test_study_decides_and_names_the_crossover():
     reqs = [(i * 2.0, p, 64) for i, p in enumerate([1000, 3000, 6000, 12000, 24000, 48000, 100000] * 3)]
     tr = traces.from_requests(reqs, name="ladder")
     res = rp.study(tr, [SETUP, TWO])
-    assert res["decision"]["setup"] in (SETUP.label, TWO.label)
+    d = res["decision"]
+    assert d["best"] in (SETUP.label, TWO.label)
+    assert d["setup"] == (d["best"] if d["keeps_up"] else "")
     assert res["decision"]["reasons"]
     ws = [w for w in res["winners"] if w["requests"]]
     assert len(ws) == 6 and all(w["winner"] in (SETUP.label, TWO.label) for w in ws)

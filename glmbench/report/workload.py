@@ -51,6 +51,11 @@ def trace_study(study, trace, *, rate_scale: float = 1.0, prefix_cache: Sequence
     setups = study.setups()
     res = rp.study(trace, setups, config, rate_scale=rate_scale, prefix_cache=prefix_cache,
                    ttft_slo_s=ttft_slo_s, tpot_slo_s=tpot_slo_s, progress=progress)
+    # the study's batched point belongs beside the study's rig only: left out when no setup ran on it
+    rig = hardware.study_rig()
+    if not any(s.rig.gpu.name == rig.gpu.name and s.rig.n_cards == rig.n_cards for s in setups):
+        res["study_point"] = None
+        return res
     sp = study_point(study, config)
     # the study's setup on this trace: one of the study's setups when it has it, else replayed
     mine = [r for r in res["runs"] if r["setup"] == sp["setup"] and r["prefix_cache"] == res["decision"]["prefix_cache"]]
@@ -129,6 +134,12 @@ def _n(v, digits=1):
     return f"{v:,.{digits}f}"
 
 
+def _best_share(res: dict) -> float:
+    dec = res["decision"]
+    rows = [r for r in res["runs"] if r["setup"] == dec.get("best") and r["prefix_cache"] == dec["prefix_cache"]]
+    return rows[0]["slo_attainment_tok"] if rows else math.nan
+
+
 def render(res: dict, charts: Sequence[str] = ()) -> str:
     """A markdown section: the trace, the per-bucket winners, the crossover, the decision, the
     study's batched point."""
@@ -144,14 +155,26 @@ def render(res: dict, charts: Sequence[str] = ()) -> str:
              f"tokens in requests meeting both targets, then the smaller share in rejected requests (too long for the "
              f"setup's KV pool or the model's context), then the lower token-weighted mean end-to-end latency.")
     L.append("")
+    for n in t.get("notices") or ():
+        L.append(f"Note: {n}.")
+    if t.get("notices"):
+        L.append("")
     if dec["setup"]:
         L.append(f"**Decision: {dec['setup']}**" + (" (with prefix caching)" if dec["prefix_cache"] else "") + ".")
+    elif dec.get("best"):
+        L.append(f"**No setup keeps up with this trace at this rate**: the best of them, {dec['best']}, meets both "
+                 f"targets for requests holding only {_n(100 * _best_share(res))}% of the tokens (a setup keeps up "
+                 f"at {100 * dec.get('keeps_up_tok', rp.KEEPS_UP_TOK):.0f}%).")
     else:
         L.append("**Decision: none of these setups can serve this trace.**")
     L.append("")
     for r in dec["reasons"]:
         L.append(f"- {r}")
     L.append("")
+    if t.get("failed_requests"):
+        L.append(f"{t['failed_requests']:,} requests failed in the trace itself (0 output tokens): counted in "
+                 "'requests', not replayed, left out of every other figure.")
+        L.append("")
     L.append("| setup | prefix cache | requests | rejected | SLO met (tokens) | mean e2e, token-weighted (s) | "
              "TTFT p50 / p90 / p99 (s) | TPOT p50 / p90 (s) | output tok/s | cached prompt share |")
     L.append("|---|---|---|---|---|---|---|---|---|---|")
