@@ -81,6 +81,8 @@ class StepCosts:
         self.setup, self.mode = setup, mode
         self._dec: dict = {}
         self._pf: dict = {}
+        self._dline: dict = {}
+        self._pline: dict = {}
         ub = setup.runtime.n_ubatch
         self._ub = ub
         self.calls = 0
@@ -121,16 +123,33 @@ class StepCosts:
             if mean_depth == f:
                 return t0
             return t0 + (mean_depth - f) * (self._decode_at(batch, f + 1) - t0)
-        b0, b1, wb = self._batch_nodes(batch)
         g = DEPTH_GRID
         d0 = int(mean_depth // g) * g
         wd = (mean_depth - d0) / g
+        # per (batch, grid cell): the corner times, looked up once (the replay's hot path)
+        c = self._dline.get((batch, d0))
+        if c is None:
+            b0, b1, wb = self._batch_nodes(batch)
+            c = self._dline[(batch, d0)] = (self._cell(self._decode_at, b0, d0, g),
+                                            self._cell(self._decode_at, b1, d0, g) if wb else None, wb)
+        (a, s), c1, wb = c[0], c[1], c[2]
+        t = a + wd * s() if wd else a
+        if not wb:
+            return t
+        a, s = c1
+        return t + wb * ((a + wd * s() if wd else a) - t)
 
-        def at(b):
-            a = self._decode_at(b, d0)
-            return a + wd * (self._decode_at(b, d0 + g) - a) if wd else a
-        t = at(b0)
-        return t + wb * (at(b1) - t) if wb else t
+    @staticmethod
+    def _cell(at, x, d0, g):
+        """(time at d0, a function giving the slope to d0 + g, evaluated once, when first needed)."""
+        a = at(x, d0)
+        memo = []
+
+        def slope():
+            if not memo:
+                memo.append(at(x, d0 + g) - a)
+            return memo[0]
+        return a, slope
 
     def decode_run(self, batch: int, mean_depth: float, k: int) -> float:
         """k decode steps in a row, the mean depth one token deeper each step."""
@@ -144,19 +163,23 @@ class StepCosts:
         if self.mode == "exact":
             return self._prefill_at(n, depth)
         ub, g = self._ub, DEPTH_GRID
-        # within one ubatch count the time is close to linear in n; it jumps at each ubatch edge
-        u = -(-n // ub)
-        n1 = u * ub
-        n0 = (u - 1) * ub + 1
-        wn = (n - n0) / (n1 - n0) if n1 > n0 else 0.0
         d0 = depth // g * g
         wd = (depth - d0) / g
-
-        def at(m):
-            a = self._prefill_at(m, d0)
-            return a + wd * (self._prefill_at(m, d0 + g) - a) if wd else a
-        t = at(n0)
-        return t + wn * (at(n1) - t) if wn else t
+        c = self._pline.get((n, d0))
+        if c is None:
+            # within one ubatch count the time is close to linear in n; it jumps at each ubatch edge
+            u = -(-n // ub)
+            n1 = u * ub
+            n0 = (u - 1) * ub + 1
+            wn = (n - n0) / (n1 - n0) if n1 > n0 else 0.0
+            c = self._pline[(n, d0)] = (self._cell(self._prefill_at, n0, d0, g),
+                                        self._cell(self._prefill_at, n1, d0, g) if wn else None, wn)
+        (a, s), c1, wn = c[0], c[1], c[2]
+        t = a + wd * s() if wd else a
+        if not wn:
+            return t
+        a, s = c1
+        return t + wn * ((a + wd * s() if wd else a) - t)
 
 
 # ---- the server ------------------------------------------------------------------------------------
@@ -196,7 +219,7 @@ class ReplayResult:
     arrival: list
     prompt: list
     output: list
-    admitted: list          # first admission time (nan: rejected)
+    admitted: list          # first admission time (nan: rejected); numpy arrays from replay()
     first_token: list
     finish: list
     cached_tokens: list     # prompt tokens found in the prefix cache at first admission
@@ -277,9 +300,10 @@ class ReplayResult:
         names = [b[0] for b in BUCKETS]
         cols = {k: A[k].tolist() for k in ("queueing_s", "ttft_s", "tpot_s", "e2e_s", "meets", "failed")}
         bk = A["bucket"].tolist()
+        cached, pre = np.asarray(self.cached_tokens).tolist(), np.asarray(self.preemptions).tolist()
         return [{"request": i, "arrival_s": self.arrival[i], "prompt_tokens": self.prompt[i],
-                 "output_tokens": self.output[i], "bucket": names[bk[i]], "cached_tokens": self.cached_tokens[i],
-                 "preemptions": self.preemptions[i], "rejected": self.rejected[i], "failed": cols["failed"][i],
+                 "output_tokens": self.output[i], "bucket": names[bk[i]], "cached_tokens": cached[i],
+                 "preemptions": pre[i], "rejected": self.rejected[i], "failed": cols["failed"][i],
                  "queueing_s": cols["queueing_s"][i], "ttft_s": cols["ttft_s"][i], "tpot_s": cols["tpot_s"][i],
                  "e2e_s": cols["e2e_s"][i], "meets_slo": cols["meets"][i]} for i in range(len(self))]
 
@@ -327,8 +351,9 @@ class ReplayResult:
     def makespan_s(self) -> float:
         m = self.__dict__.get("_span")
         if m is None:
-            done = [f for f, r in zip(self.finish, self.rejected) if not r and f == f]
-            m = self.__dict__["_span"] = (max(done) - min(self.arrival)) if done else 0.0
+            fin = np.asarray(self.finish, np.float64)
+            done = fin[~self._arrays()["rejected"] & ~np.isnan(fin)]
+            m = self.__dict__["_span"] = float(done.max() - min(self.arrival)) if done.size else 0.0
         return m
 
     def summary(self) -> dict:
@@ -431,32 +456,41 @@ def replay(trace, setup: cm.Setup, config: ServerConfig | None = None, *,
     # time keeps its sub-microsecond digits however late it is (one float second count loses them
     # as it grows: 1e-7 s of resolution at 1e9 s, 1e-4 s at 1e12 s, and every latency with them).
     # A time is (int seconds, float fraction); arrivals are split the same way.
-    arr_e = [math.floor(a) for a in tr.arrival_s]
-    arr_o = [a - e for a, e in zip(tr.arrival_s, arr_e)]
-    if any(tr.arrival_s[i + 1] < tr.arrival_s[i] for i in range(N - 1)):
+    arrs, P, O = tr.arrival_s, tr.prompt, tr.output
+    ta = np.asarray(arrs, np.float64)
+    if N > 1 and bool((ta[1:] < ta[:-1]).any()):
         raise ValueError(f"{tr.name}: arrivals must be in time order (traces.load sorts them)")
     epoch = 0
+    floor = math.floor
 
     def arr_at(j):      # arrival j on the current clock (seconds since `epoch`)
-        return (arr_e[j] - epoch) + arr_o[j]
-    NONE = (0, math.nan)
-    admitted, first, finish = [NONE] * N, [NONE] * N, [NONE] * N
-    cached_tok, preempts, rejected = [0] * N, [0] * N, [""] * N
-    failed = [o == 0 for o in tr.output]
+        a = arrs[j]
+        e = floor(a)
+        return (e - epoch) + (a - e)
+    # per request (numpy: a million requests stay small): times as whole seconds + fraction
+    adm_e, fst_e, fin_e = (np.zeros(N, np.int64) for _ in range(3))
+    adm_o, fst_o, fin_o = (np.full(N, math.nan) for _ in range(3))
+    cached_tok, preempts = np.zeros(N, np.int64), np.zeros(N, np.int64)
+    rejected = [""] * N
+    out_a = np.asarray(O, np.int64)
+    failed = out_a == 0
     ctx_limit = setup.model.max_position_embeddings or math.inf
-    reqs = []
-    for i in range(N):
-        r = _Req(i, tr.prompt[i], tr.output[i], tr.hash_ids[i] if use_cache else None)
-        if failed[i]:
-            pass                # failed in the trace: counted apart, not replayed
-        elif cap == 0:
-            rejected[i] = ("the KV pool was set to 0 tokens" if cfg.kv_tokens is not None else
-                           "the weights, workspace and overhead leave no room for a KV cache")
-        elif r.L + r.O - 1 > cap:
-            rejected[i] = f"needs {r.L + r.O - 1} KV tokens, the pool holds {cap}"
-        elif r.L + r.O > ctx_limit:
-            rejected[i] = f"{r.L + r.O} tokens exceed the model's context of {ctx_limit}"
-        reqs.append(r)
+    need_a = np.asarray(P, np.int64) + out_a
+    if cap == 0:
+        why0 = ("the KV pool was set to 0 tokens" if cfg.kv_tokens is not None else
+                "the weights, workspace and overhead leave no room for a KV cache")
+        for i in np.flatnonzero(~failed).tolist():
+            rejected[i] = why0
+    else:
+        for i in np.flatnonzero(~failed & ((need_a - 1 > cap) | (need_a > ctx_limit))).tolist():
+            L, Oi = P[i], O[i]
+            rejected[i] = (f"needs {L + Oi - 1} KV tokens, the pool holds {cap}" if L + Oi - 1 > cap else
+                           f"{L + Oi} tokens exceed the model's context of {ctx_limit}")
+    runs = (~failed).tolist()
+    for i, w in enumerate(rejected):
+        if w:
+            runs[i] = False
+    del need_a, out_a
 
     # prefix cache: id -> [refcount]; evictable (refcount 0) ids in LRU order
     cache: dict = {}
@@ -476,7 +510,7 @@ def replay(trace, setup: cm.Setup, config: ServerConfig | None = None, *,
     seq = 0
     now = 0.0
     nxt = 0
-    remaining = sum(1 for i in range(N) if not rejected[i] and not failed[i])
+    remaining = sum(runs)
     steps = 0
     busy = dec_only_s = 0.0
     dec_only_tok = 0
@@ -535,9 +569,9 @@ def replay(trace, setup: cm.Setup, config: ServerConfig | None = None, *,
             return True
         return False
 
-    def finish_req(r, t):
+    def finish_req(r):
         nonlocal remaining
-        finish[r.i] = t
+        fin_e[r.i], fin_o[r.i] = epoch, now
         r.state = "done"
         release_blocks(r)
         remaining -= 1
@@ -550,9 +584,10 @@ def replay(trace, setup: cm.Setup, config: ServerConfig | None = None, *,
             epoch += shift
             now -= shift        # exact: the whole seconds leave the float
         while nxt < N and arr_at(nxt) <= now:
-            if not rejected[nxt] and not failed[nxt]:
-                reqs[nxt].state = "waiting"
-                waiting.append(reqs[nxt])
+            if runs[nxt]:
+                r = _Req(nxt, P[nxt], O[nxt], tr.hash_ids[nxt] if use_cache else None)
+                r.state = "waiting"
+                waiting.append(r)
             nxt += 1
         if not (prefilling or n_dec or waiting):
             now = max(now, arr_at(nxt))
@@ -600,8 +635,8 @@ def replay(trace, setup: cm.Setup, config: ServerConfig | None = None, *,
             order.append((seq, r))
             r.state = "prefill"
             prefilling.append(r)
-            if admitted[r.i] is NONE:
-                admitted[r.i] = (epoch, now)
+            if adm_o[r.i] != adm_o[r.i]:        # nan: first admission
+                adm_e[r.i], adm_o[r.i] = epoch, now
                 cached_tok[r.i] = hit
             c = min(need, budget)
             chunks.append((r, c, r.done))
@@ -651,7 +686,7 @@ def replay(trace, setup: cm.Setup, config: ServerConfig | None = None, *,
             if r.epoch != ep or r.state != "decode":
                 continue
             drop_from_decode(r)
-            finish_req(r, (epoch, now))
+            finish_req(r)
         # prompts that completed
         for r, c, d in chunks:
             r.done += c
@@ -660,8 +695,8 @@ def replay(trace, setup: cm.Setup, config: ServerConfig | None = None, *,
             prefilling.remove(r)
             priv_pf -= r.priv
             r.g += 1
-            if first[r.i] is NONE:
-                first[r.i] = (epoch, now)
+            if fst_o[r.i] != fst_o[r.i]:
+                fst_e[r.i], fst_o[r.i] = epoch, now
             if r.H is not None:
                 for b in range(r.hit_blocks, r.L // bt):
                     h = r.H[b]
@@ -673,7 +708,7 @@ def replay(trace, setup: cm.Setup, config: ServerConfig | None = None, *,
                     r.held.append(h)
             if r.g >= r.O:
                 # its private tokens go with it; its blocks stay cached
-                finish_req(r, (epoch, now))
+                finish_req(r)
                 continue
             r.state = "decode"
             r.j, r.c = D, r.target
@@ -685,21 +720,22 @@ def replay(trace, setup: cm.Setup, config: ServerConfig | None = None, *,
     if bar is not None:
         bar.close()
     # latencies: whole seconds and fractions subtracted apart, then added
-    ae = np.array(arr_e, np.float64)
-    ao = np.array(arr_o, np.float64)
-
-    def split(ts):
-        return np.array([t[0] for t in ts], np.float64), np.array([t[1] for t in ts], np.float64)
-    (qe, qo), (fe, fo), (ee, eo) = split(admitted), split(first), split(finish)
+    ae = np.floor(ta)
+    ao = ta - ae
+    del ta
+    qe, qo, fe, fo, ee, eo = (x.astype(np.float64) if x.dtype != np.float64 else x
+                              for x in (adm_e, adm_o, fst_e, fst_o, fin_e, fin_o))
     latency = {"queueing_s": (qe - ae) + (qo - ao), "ttft_s": (fe - ae) + (fo - ao),
                "decode_s": (ee - fe) + (eo - fo), "e2e_s": (ee - ae) + (eo - ao)}
-    res = ReplayResult(tr.name, setup.label, use_cache, cap, list(tr.arrival_s), list(tr.prompt), list(tr.output),
-                       (qe + qo).tolist(), (fe + fo).tolist(), (ee + eo).tolist(), cached_tok, preempts,
+    # arrival, prompt and output are the trace's own lists (not copied)
+    res = ReplayResult(tr.name, setup.label, use_cache, cap, arrs, P, O,
+                       qe + qo, fe + fo, ee + eo, cached_tok.tolist(), preempts.tolist(),
                        rejected, steps, busy, dec_only_s, dec_only_tok, max_running, sc.calls, ttft_slo_s, tpot_slo_s,
                        meta={"rate_scale": tr.meta.get("rate_scale", 1.0), "max_num_seqs": cfg.max_num_seqs,
                              "max_batched_tokens": cfg.max_batched_tokens, "step_costs": sc.mode,
                              "notices": list(tr.meta.get("notices", ()))},
                        failed=failed, latency=latency)
+    del ae, ao, qe, qo, fe, fo, ee, eo
     return res
 
 
