@@ -177,6 +177,7 @@ def test_compare_needs_common_points(capsys, tmp_path):
 
 
 # ---- report --------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_report_folder(capsys, tmp_path):
     out = tmp_path / "rep"
     rc, stdout, _ = run(capsys, "report", "-q", "--out", str(out), *SMALL)
@@ -227,6 +228,7 @@ def test_report_folder(capsys, tmp_path):
         assert f"{d['ranking'][0]['model']} on " in md
 
 
+@pytest.mark.slow
 def test_report_with_measured_points(capsys, tmp_path):
     cfg = tiny_config(tmp_path / "tiny.json")
     m = tmp_path / "m.json"
@@ -269,6 +271,7 @@ def test_measure_resumes(capsys, tmp_path):
 
 
 # ---- entry points --------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_python_dash_m(tmp_path):
     p = subprocess.run([sys.executable, "-m", "glmbench", "report", "--cards", "0"], capture_output=True,
                        text=True, cwd=tmp_path)

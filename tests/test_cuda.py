@@ -393,6 +393,7 @@ CPU_ONLY = {"cpu_info", "n_threads", "warmup", "attn_arithmetic", "layer_exec", 
 
 
 @pytest.mark.parametrize("kind", ["glm", "qwen"])
+@pytest.mark.slow
 def test_emulated_measure_cuda_records_match_the_cpu_backend(emu, kind, tmp_path, monkeypatch):
     """glmbench.measure.cuda.measure (through measure(device="cuda")) on the emulator: the same
     points in the same order as the CPU backend, the same point keys, every field the CPU record
@@ -815,6 +816,7 @@ def test_gqa_kernel4_index_math_in_python(rng, T, L, Dh, Dv):
 
 
 @pytest.mark.parametrize("kind", ["glm", "qwen"])
+@pytest.mark.slow
 def test_emulated_cuda_model_matches_hf_transformers(emu, kind):
     """Oracle 2 for the GPU model's wiring: a tiny HF transformers model (float32, CPU), its weights
     loaded into CudaModel (bf16), logits of a prefill and decode steps compared. The HF weights are

@@ -59,6 +59,7 @@ def test_findings_from_records():
     assert "64K" in f["study_era"]
 
 
+@pytest.mark.slow
 def test_report_section_and_ties(tmp_path):
     res = report.run(report.Study(depths=(1024, 8192, 65536), concurrency=(1, 4)), tmp_path / "rep", progress=False)
     text = open(res["report"]).read()

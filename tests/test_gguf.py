@@ -66,6 +66,7 @@ def test_value_type_ids_are_ggufs():
 
 
 @pytest.mark.parametrize("mt", FAMILIES)
+@pytest.mark.slow
 def test_metadata_gives_the_hf_config(tmp_path, mt):
     hf_cfg, _, p = _write(tmp_path, mt)
     cfg = configs.load(p)
@@ -255,6 +256,7 @@ def test_safetensors_header_that_lies(tmp_path):
     assert str(f) in _err(checkpoint.state_dict, str(tmp_path / "ok"))
 
 
+@pytest.mark.slow
 def test_cli_gguf_errors_are_one_line(tmp_path):
     bad = tmp_path / "x.gguf"
     bad.write_bytes(b"\xac\x00\x01" * 20)
@@ -278,6 +280,7 @@ def test_cli_sweep_takes_a_gguf(tmp_path):
     assert {x["model"] for x in recs} == {"m"} and {x["weights"] for x in recs} == {"q8_0"}
 
 
+@pytest.mark.slow
 def test_routing_stats_feed_the_cost_model(tmp_path):
     from glmbench.measure import cpu
     _, _, p = _write(tmp_path, "qwen3_moe")

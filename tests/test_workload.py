@@ -82,6 +82,7 @@ def test_trace_unknown_name_and_bad_option(capsys):
     assert rc == 2
 
 
+@pytest.mark.slow
 def test_report_with_a_trace_adds_a_section_and_nothing_else_changes(capsys, tmp_path, ladder):
     plain, traced = tmp_path / "plain", tmp_path / "traced"
     rc, _, err = run(capsys, "report", *SMALL, "--out", str(plain), "-q")
