@@ -126,30 +126,27 @@ class StepCosts:
         g = DEPTH_GRID
         d0 = int(mean_depth // g) * g
         wd = (mean_depth - d0) / g
-        # per (batch, grid cell): the corner times, looked up once (the replay's hot path)
+        # per (batch, grid cell): [t(b0, d0), slope to d0+g or None, t(b1, d0), slope or None, wb],
+        # looked up once (the replay's hot path); a slope is priced when first needed
         c = self._dline.get((batch, d0))
         if c is None:
             b0, b1, wb = self._batch_nodes(batch)
-            c = self._dline[(batch, d0)] = (self._cell(self._decode_at, b0, d0, g),
-                                            self._cell(self._decode_at, b1, d0, g) if wb else None, wb)
-        (a, s), c1, wb = c[0], c[1], c[2]
-        t = a + wd * s() if wd else a
+            c = self._dline[(batch, d0)] = [self._decode_at(b0, d0), None,
+                                            self._decode_at(b1, d0) if wb else 0.0, None, wb, b0, b1]
+        if wd:
+            if c[1] is None:
+                c[1] = self._decode_at(c[5], d0 + g) - c[0]
+            t = c[0] + wd * c[1]
+        else:
+            t = c[0]
+        wb = c[4]
         if not wb:
             return t
-        a, s = c1
-        return t + wb * ((a + wd * s() if wd else a) - t)
-
-    @staticmethod
-    def _cell(at, x, d0, g):
-        """(time at d0, a function giving the slope to d0 + g, evaluated once, when first needed)."""
-        a = at(x, d0)
-        memo = []
-
-        def slope():
-            if not memo:
-                memo.append(at(x, d0 + g) - a)
-            return memo[0]
-        return a, slope
+        if wd:
+            if c[3] is None:
+                c[3] = self._decode_at(c[6], d0 + g) - c[2]
+            return t + wb * ((c[2] + wd * c[3]) - t)
+        return t + wb * (c[2] - t)
 
     def decode_run(self, batch: int, mean_depth: float, k: int) -> float:
         """k decode steps in a row, the mean depth one token deeper each step."""
@@ -172,14 +169,22 @@ class StepCosts:
             n1 = u * ub
             n0 = (u - 1) * ub + 1
             wn = (n - n0) / (n1 - n0) if n1 > n0 else 0.0
-            c = self._pline[(n, d0)] = (self._cell(self._prefill_at, n0, d0, g),
-                                        self._cell(self._prefill_at, n1, d0, g) if wn else None, wn)
-        (a, s), c1, wn = c[0], c[1], c[2]
-        t = a + wd * s() if wd else a
+            c = self._pline[(n, d0)] = [self._prefill_at(n0, d0), None,
+                                        self._prefill_at(n1, d0) if wn else 0.0, None, wn, n0, n1]
+        if wd:
+            if c[1] is None:
+                c[1] = self._prefill_at(c[5], d0 + g) - c[0]
+            t = c[0] + wd * c[1]
+        else:
+            t = c[0]
+        wn = c[4]
         if not wn:
             return t
-        a, s = c1
-        return t + wn * ((a + wd * s() if wd else a) - t)
+        if wd:
+            if c[3] is None:
+                c[3] = self._prefill_at(c[6], d0 + g) - c[2]
+            return t + wn * ((c[2] + wd * c[3]) - t)
+        return t + wn * (c[2] - t)
 
 
 # ---- the server ------------------------------------------------------------------------------------
@@ -578,6 +583,7 @@ def replay(trace, setup: cm.Setup, config: ServerConfig | None = None, *,
         if bar is not None:
             bar.update(1)
 
+    max_tokens, max_seqs = cfg.max_batched_tokens, cfg.max_num_seqs
     while remaining:
         if now >= REBASE_S:
             shift = int(now)
@@ -598,7 +604,7 @@ def replay(trace, setup: cm.Setup, config: ServerConfig | None = None, *,
             if cap - used() < n_dec:
                 preempt_one()
         # 2. prompt chunks in the rest of the token budget
-        budget = cfg.max_batched_tokens - n_dec
+        budget = max_tokens - n_dec
         chunks = []
         for r in prefilling:
             if budget <= 0:
@@ -606,7 +612,7 @@ def replay(trace, setup: cm.Setup, config: ServerConfig | None = None, *,
             c = min(r.target - r.done, budget)
             chunks.append((r, c, r.done))
             budget -= c
-        while waiting and budget > 0 and len(prefilling) + n_dec < cfg.max_num_seqs:
+        while waiting and budget > 0 and len(prefilling) + n_dec < max_seqs:
             r = waiting[0]
             target = r.L + r.g
             hb = 0
