@@ -215,6 +215,16 @@ def kv_pool_tokens(setup: cm.Setup, max_num_seqs: int) -> int:
     return n * max_num_seqs if n < 2 ** 62 else 2 ** 62
 
 
+def _trace_arrays(tr) -> dict:
+    """The trace's prompt and output lengths as float arrays, made once per Trace object and
+    shared by every replay of it (a million-request trace on four setups holds one copy)."""
+    a = tr.__dict__.get("_np_lengths")
+    if a is None or len(a["prompt"]) != len(tr):
+        a = tr.__dict__["_np_lengths"] = {"prompt": np.asarray(tr.prompt, np.float64),
+                                          "output": np.asarray(tr.output, np.float64)}
+    return a
+
+
 @dataclass
 class ReplayResult:
     trace: str
@@ -224,9 +234,9 @@ class ReplayResult:
     arrival: list
     prompt: list
     output: list
-    admitted: list          # first admission time (nan: rejected); numpy arrays from replay()
-    first_token: list
-    finish: list
+    admitted_s: list | None     # first admission time (nan: rejected); None: from `latency`
+    first_token_s: list | None
+    finish_s: list | None
     cached_tokens: list     # prompt tokens found in the prefix cache at first admission
     preemptions: list
     rejected: list          # "" or why
@@ -249,14 +259,36 @@ class ReplayResult:
     def __len__(self):
         return len(self.arrival)
 
+    # the times (seconds, the trace's clock), as given or from the arrival and the latencies
+    # (replay() keeps only the latencies: exact, and a million requests x 4 setups stay small)
+    def _abs(self, given, key):
+        if given is not None:
+            return given
+        lat = self.latency
+        a = np.asarray(self.arrival, np.float64)
+        return a + lat[key] if key != "finish" else a + lat["e2e_s"]
+
+    @property
+    def admitted(self):
+        return self._abs(self.admitted_s, "queueing_s")
+
+    @property
+    def first_token(self):
+        return self._abs(self.first_token_s, "ttft_s")
+
+    @property
+    def finish(self):
+        return self._abs(self.finish_s, "finish")
+
     # ---- per-request arrays (numpy, computed once) ----
     def _arrays(self) -> dict:
         a = self.__dict__.get("_arr")
         if a is not None:
             return a
         n = len(self)
-        out = np.asarray(self.output, np.float64)
-        prompt = np.asarray(self.prompt, np.float64)
+        shared = self.__dict__.get("_trace_arrays")
+        out = shared["output"] if shared else np.asarray(self.output, np.float64)
+        prompt = shared["prompt"] if shared else np.asarray(self.prompt, np.float64)
         rej = np.fromiter((bool(w) for w in self.rejected), bool, n)
         failed = np.zeros(n, bool) if self.failed is None else np.asarray(self.failed, bool)
         if self.latency is not None:
@@ -273,7 +305,7 @@ class ReplayResult:
             meets = served & (ttft <= self.ttft_slo_s) & (np.isnan(tpot) | (tpot <= self.tpot_slo_s))
         a = {"prompt": prompt, "output": out, "rejected": rej, "failed": failed, "served": served,
              "queueing_s": lat["queueing_s"], "ttft_s": ttft, "tpot_s": tpot, "e2e_s": lat["e2e_s"],
-             "meets": meets, "bucket": np.searchsorted(_BUCKET_EDGES, prompt, side="right") - 1}
+             "meets": meets, "bucket": (np.searchsorted(_BUCKET_EDGES, prompt, side="right") - 1).astype(np.int8)}
         self.__dict__["_arr"] = a
         return a
 
@@ -584,6 +616,7 @@ def replay(trace, setup: cm.Setup, config: ServerConfig | None = None, *,
             bar.update(1)
 
     max_tokens, max_seqs = cfg.max_batched_tokens, cfg.max_num_seqs
+    hash_ids = tr.hash_ids
     while remaining:
         if now >= REBASE_S:
             shift = int(now)
@@ -591,9 +624,7 @@ def replay(trace, setup: cm.Setup, config: ServerConfig | None = None, *,
             now -= shift        # exact: the whole seconds leave the float
         while nxt < N and arr_at(nxt) <= now:
             if runs[nxt]:
-                r = _Req(nxt, P[nxt], O[nxt], tr.hash_ids[nxt] if use_cache else None)
-                r.state = "waiting"
-                waiting.append(r)
+                waiting.append(nxt)     # an index: its _Req is made when it reaches the queue's head
             nxt += 1
         if not (prefilling or n_dec or waiting):
             now = max(now, arr_at(nxt))
@@ -614,6 +645,8 @@ def replay(trace, setup: cm.Setup, config: ServerConfig | None = None, *,
             budget -= c
         while waiting and budget > 0 and len(prefilling) + n_dec < max_seqs:
             r = waiting[0]
+            if r.__class__ is int:
+                r = waiting[0] = _Req(r, P[r], O[r], hash_ids[r] if use_cache else None)
             target = r.L + r.g
             hb = 0
             if r.H is not None:
@@ -733,15 +766,17 @@ def replay(trace, setup: cm.Setup, config: ServerConfig | None = None, *,
                               for x in (adm_e, adm_o, fst_e, fst_o, fin_e, fin_o))
     latency = {"queueing_s": (qe - ae) + (qo - ao), "ttft_s": (fe - ae) + (fo - ao),
                "decode_s": (ee - fe) + (eo - fo), "e2e_s": (ee - ae) + (eo - ao)}
+    del adm_e, adm_o, fst_e, fst_o, fin_e, fin_o
     # arrival, prompt and output are the trace's own lists (not copied)
     res = ReplayResult(tr.name, setup.label, use_cache, cap, arrs, P, O,
-                       qe + qo, fe + fo, ee + eo, cached_tok.tolist(), preempts.tolist(),
+                       None, None, None, cached_tok, preempts,
                        rejected, steps, busy, dec_only_s, dec_only_tok, max_running, sc.calls, ttft_slo_s, tpot_slo_s,
                        meta={"rate_scale": tr.meta.get("rate_scale", 1.0), "max_num_seqs": cfg.max_num_seqs,
                              "max_batched_tokens": cfg.max_batched_tokens, "step_costs": sc.mode,
                              "notices": list(tr.meta.get("notices", ()))},
                        failed=failed, latency=latency)
     del ae, ao, qe, qo, fe, fo, ee, eo
+    res.__dict__["_trace_arrays"] = _trace_arrays(tr)
     return res
 
 

@@ -95,7 +95,7 @@ class Trace:
 
 def from_requests(requests, name: str = "hand-built", block_tokens: int = MOONCAKE_BLOCK) -> Trace:
     """A trace from (arrival_s, prompt_tokens, output_tokens[, hash_ids]) tuples (tests, notebooks)."""
-    rows = []
+    rows = _Rows()
     for i, r in enumerate(requests):
         if len(r) not in (3, 4):
             raise ValueError(f"{name}: request {i}: expected (arrival_s, prompt, output[, hash_ids]), got {r!r}")
@@ -188,25 +188,47 @@ def _row(where, arrival, prompt, output, hash_ids, block_tokens):
     return a, p, o, h
 
 
+class _Rows:
+    """Parsed requests as four columns (a row's tuple is split as it comes: a million-request trace
+    holds no million tuples)."""
+
+    def __init__(self):
+        self.a, self.p, self.o, self.h = [], [], [], []
+
+    def append(self, row):
+        a, p, o, h = row
+        self.a.append(a)
+        self.p.append(p)
+        self.o.append(o)
+        self.h.append(h)
+
+    def __len__(self):
+        return len(self.a)
+
+    def __bool__(self):
+        return bool(self.a)
+
+
 def _trace(name, source, rows, block_tokens, meta=None):
     notices = []
-    back = sum(1 for a, b in zip(rows, rows[1:]) if b[0] < a[0])
+    A, Pr, Ou, H = rows.a, rows.p, rows.o, rows.h
+    back = sum(1 for i in range(1, len(A)) if A[i] < A[i - 1])
     if back:
-        rows.sort(key=lambda r: r[0])       # stable: equal arrivals keep file order
+        order = sorted(range(len(A)), key=A.__getitem__)     # stable: equal arrivals keep file order
+        A, Pr, Ou, H = ([col[i] for i in order] for col in (A, Pr, Ou, H))
         notices.append(f"{source}: arrivals are not in time order ({back} request{'s' if back > 1 else ''} "
                        "arrive before the one above them); replayed sorted by arrival")
-    failed = sum(r[2] == 0 for r in rows)
+    failed = Ou.count(0)
     if failed:
         notices.append(f"{source}: {failed} request{'s' if failed > 1 else ''} with 0 output tokens (failed in the "
                        "trace): counted as failed, not replayed")
-    t0 = rows[0][0] if rows else 0.0
-    return Trace(name, source, [r[0] - t0 for r in rows], [r[1] for r in rows], [r[2] for r in rows],
-                 [r[3] for r in rows], block_tokens, meta={**(meta or {}), "zero_output_requests": failed,
+    t0 = A[0] if A else 0.0
+    return Trace(name, source, [a - t0 for a in A] if t0 else A, Pr, Ou, H, block_tokens, meta={**(meta or {}), "zero_output_requests": failed,
                                                            "unsorted_arrivals": back, "notices": notices})
 
 
 def _read_jsonl(path, f, name):
-    rows = []
+    rows = _Rows()
     kind = None
     for lineno, line in enumerate(f, 1):
         if not line.strip():
@@ -271,7 +293,7 @@ def _read_csv(path, f, name):
     else:
         raise ValueError(f"{path}:1: header must hold {','.join(azure)} (Azure) or {','.join(plain)} (plain), "
                          f"got {','.join(header)}")
-    rows = []
+    rows = _Rows()
     for lineno, rec in enumerate(reader, 2):
         if not rec or not "".join(rec).strip():
             continue
