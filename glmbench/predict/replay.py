@@ -671,6 +671,9 @@ def replay(trace, setup: cm.Setup, config: ServerConfig | None = None, *,
             priv_pf += need
             seq += 1
             r.seq = seq
+            if len(order) > 4 * max_seqs + 1024:
+                # drop the finished (they never come back): the list stays as long as what runs
+                order[:] = [(q, x) for q, x in order if x.seq == q and x.state in ("prefill", "decode")]
             order.append((seq, r))
             r.state = "prefill"
             prefilling.append(r)
@@ -883,13 +886,15 @@ def _pair_verdict(syn: dict, bucket_rows: Sequence[dict], prefix_cache: bool) ->
 def study(trace, setups: Sequence[cm.Setup], config: ServerConfig | None = None, *, rate_scale: float = 1.0,
           prefix_cache: Sequence[bool] = (True, False), ttft_slo_s: float = DEFAULT_TTFT_SLO_S,
           tpot_slo_s: float = DEFAULT_TPOT_SLO_S, progress: bool = False,
-          keeps_up_tok: float = KEEPS_UP_TOK) -> dict:
+          keeps_up_tok: float = KEEPS_UP_TOK, keep_results: bool = True) -> dict:
     """Replay `trace` on every setup, with and without prefix caching: per-run summaries, per-bucket
     rows, the per-bucket winner (token-weighted), where the winner changes, and one decision for
     the whole trace with its reason. The decision names a setup only when the best one meets
     both targets for at least `keeps_up_tok` of the tokens; below that, no setup keeps up and the
     decision says so (`setup` "", `keeps_up` False, `best` the top of the ranking).
-    JSON-able (NaN where a figure does not exist)."""
+    JSON-able (NaN where a figure does not exist) but for "_results", each run's ReplayResult
+    (per request: what trace_requests.csv writes); `keep_results=False` leaves it empty, so
+    that only one run's per-request arrays are held at a time (a million-request trace)."""
     tr = traces_mod.load(trace)
     if rate_scale != 1.0:
         tr = tr.scaled(rate_scale)
@@ -908,9 +913,11 @@ def study(trace, setups: Sequence[cm.Setup], config: ServerConfig | None = None,
     for s, p in it:
         c = ServerConfig(cfg.max_num_seqs, cfg.max_batched_tokens, p, cfg.kv_tokens, cfg.step_costs)
         res = replay(tr, s, c, ttft_slo_s=ttft_slo_s, tpot_slo_s=tpot_slo_s)
-        results[(s.label, p)] = res
         runs.append(res.summary())
         bucket_rows += res.buckets()
+        if keep_results:
+            results[(s.label, p)] = res
+        del res
     winners = []
     for p in modes:
         for b, (name, lo, _) in enumerate(BUCKETS):

@@ -45,12 +45,12 @@ def study_point(study, config: rp.ServerConfig | None = None) -> dict:
 
 def trace_study(study, trace, *, rate_scale: float = 1.0, prefix_cache: Sequence[bool] = (True, False),
                 ttft_slo_s: float = rp.DEFAULT_TTFT_SLO_S, tpot_slo_s: float = rp.DEFAULT_TPOT_SLO_S,
-                config: rp.ServerConfig | None = None, progress: bool = True) -> dict:
+                config: rp.ServerConfig | None = None, progress: bool = True, keep_results: bool = True) -> dict:
     """replay.study on every setup of `study` (models x cards), plus the study's batched point and
     the aggregate throughput of the study's setup on this trace."""
     setups = study.setups()
     res = rp.study(trace, setups, config, rate_scale=rate_scale, prefix_cache=prefix_cache,
-                   ttft_slo_s=ttft_slo_s, tpot_slo_s=tpot_slo_s, progress=progress)
+                   ttft_slo_s=ttft_slo_s, tpot_slo_s=tpot_slo_s, progress=progress, keep_results=keep_results)
     # the study's batched point belongs beside the study's rig only: left out when no setup ran on it
     rig = hardware.study_rig()
     if not any(s.rig.gpu.name == rig.gpu.name and s.rig.n_cards == rig.n_cards for s in setups):
