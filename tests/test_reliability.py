@@ -72,6 +72,28 @@ def test_concurrent_sweeps_into_one_out_keep_the_union(tmp_path):
         assert 32 <= held <= len(recs)       # at least its own 32, never more than the file ends with
 
 
+def test_concurrent_measures_into_one_out_keep_the_union(tmp_path):
+    """`glmbench measure` x 3 at once into one --out (a tiny model, each its own depths): every
+    point of every run is in the file."""
+    from test_measure import tiny_glm
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps(tiny_glm(2).hf))
+    out = str(tmp_path / "m.json")
+    env = dict(_env(), GLMBENCH_PROBE_MIB="16")
+    procs = [subprocess.Popen([sys.executable, "-m", "glmbench", "measure", str(cfg), "--depths", d, "--n-prompt", "4",
+                               "--n-gen", "2", "--repeats", "1", "--threads", "1", "--layers", "full", "--weights",
+                               "f32", "--kv", "f32", "-q", "--out", out, "--json"], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+             for d in ("0,8", "16,24", "32,40")]
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+    recs = rec.read_records(out)
+    # each run: pp and tg at its depths, one mem point at its deepest
+    assert sorted((r["test"], r["n_depth"]) for r in recs) == sorted(
+        [(t, d) for d in (0, 8, 16, 24, 32, 40) for t in ("pp", "tg")] + [("mem", 8), ("mem", 24), ("mem", 40)])
+
+
 KILLED_WRITER = textwrap.dedent("""
     import sys, time
     from glmbench.results import records as rec
@@ -335,19 +357,23 @@ def test_zero_output_requests_are_failed_not_one_token_requests(tmp_path):
 
 
 def test_time_base_keeps_microseconds_late_in_time():
-    """The same requests 2**40 s (~35,000 years) later have the same latencies to the
-    nanosecond (before: a float second count kept 1e-4 s there; latencies collapsed)."""
+    """Requests arriving 1e9 s or 2**40 s (~35,000 years) after the first one, on an idle server,
+    have the latencies they have alone (before: the float second count kept 1e-7 s at 1e9 s and
+    1e-4 s at 2**40 s, and the latencies went with it)."""
     from glmbench.predict import replay as rp
     from glmbench.predict import traces
     reqs = [(0.0, 100, 50), (0.003, 200, 20), (0.0031, 100, 5)]
     a = rp.replay(traces.from_requests(reqs), _setup())
     for t0 in (1e9, 2.0 ** 40):
-        b = rp.replay(traces.from_requests([(t0 + x, p, o) for x, p, o in reqs]), _setup())
+        b = rp.replay(traces.from_requests([(0.0, 10, 2)] + [(t0 + x, p, o) for x, p, o in reqs]), _setup())
         for i in range(3):
             for f in (rp.ReplayResult.ttft, rp.ReplayResult.tpot, rp.ReplayResult.e2e, rp.ReplayResult.queueing):
-                assert f(b, i) == pytest.approx(f(a, i), abs=1e-6 if t0 < 2 ** 30 else 2e-4), (t0, i, f.__name__)
-        assert b.ttft(0) == pytest.approx(a.ttft(0), rel=1e-12)      # arrival exact: the clock exact
-        assert b.tpot(0) == pytest.approx(a.tpot(0), rel=1e-12)
+                # the arrivals themselves are floats: 1e9 + 0.003 holds the 0.003 to ~1e-7 s
+                assert f(b, i + 1) == pytest.approx(f(a, i), abs=1e-6 if t0 < 2 ** 30 else 2e-4), (t0, i, f.__name__)
+        # the first of them arrives at exactly t0: its latencies are exact to the last digits
+        assert b.ttft(1) == pytest.approx(a.ttft(0), rel=1e-12)
+        assert b.tpot(1) == pytest.approx(a.tpot(0), rel=1e-12)
+        assert b.e2e(1) == pytest.approx(a.e2e(0), rel=1e-12)
 
 
 def test_unsorted_arrivals_are_sorted_with_a_notice_and_a_bom_header_is_read(tmp_path, capsys):
@@ -411,3 +437,19 @@ def test_trace_winners_legend_is_clear_of_the_title(tmp_path):
     assert not fig._supxlabel.get_window_extent(r).overlaps(leg)     # the footer
     page = fig.bbox
     assert page.x0 <= leg.x0 and leg.x1 <= page.x1 and page.y0 <= leg.y0 and leg.y1 <= page.y1
+
+
+def test_vectorized_percentiles_equal_the_reference_rule():
+    """The statistics sort each latency once (numpy) for every percentile: the same values as
+    weighted_quantile, the nearest-rank rule, by count and by tokens."""
+    import numpy as np
+    from glmbench.predict import replay as rp
+    rng = np.random.default_rng(7)
+    for n in (1, 2, 7, 100, 1001):
+        v = rng.choice([0.5, 1.0, 2.0, 3.5], n) if n > 50 else rng.random(n)
+        w = rng.integers(1, 5000, n).astype(float)
+        got = rp._quantiles(v, w, (0.5, 0.9, 0.99))
+        pairs = list(zip(v.tolist(), w.tolist()))
+        for q, (by_count, by_tok) in zip((0.5, 0.9, 0.99), got):
+            assert by_count == rp.weighted_quantile(pairs, q, weighted=False)
+            assert by_tok == rp.weighted_quantile(pairs, q, weighted=True)
