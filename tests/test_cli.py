@@ -318,6 +318,7 @@ def test_report_states_crossovers_from_records():
     assert "| glm-4.7-flash | 1× RTX 3090 | 99.0 |" in md  # 100 - 1024/1024 at 1K
 
 
+@pytest.mark.slow
 def test_report_json_is_strict_and_stale_charts_go(capsys, tmp_path):
     out = tmp_path / "rep"
     out.mkdir()

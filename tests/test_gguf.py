@@ -109,6 +109,7 @@ def test_weight_bytes_are_the_files_tensors(tmp_path, mt):
 
 @pytest.mark.parametrize("mt,split", [("glm4_moe_lite", True), ("glm4_moe_lite", False), ("deepseek_v2", True),
                                       ("qwen3", False), ("qwen3_moe", False), ("llama", False)])
+@pytest.mark.slow
 def test_f32_gguf_logits_match_hf(tmp_path, mt, split):
     from glmbench.models import checkpoint
     hf_cfg, hf, p = _write(tmp_path, mt, split_kv_b=split)
@@ -299,6 +300,7 @@ def test_routing_stats_feed_the_cost_model(tmp_path):
         cpu.measure("qwen3-30b-a3b", routing_stats=True, progress=False)
 
 
+@pytest.mark.slow
 def test_routing_file_on_the_cli(tmp_path, capsys):
     """`glmbench measure FILE --routing-stats --out m.json` then `glmbench sweep --model FILE
     --routing m.json`: the measured histogram is the sweep's routing distribution (records say

@@ -148,6 +148,7 @@ def test_calibrate_and_truth_table_read_llama_bench_json_from_a_cpu(tmp_path, ca
         assert r.calibrated == pytest.approx(cal.predict_point(r.point, cal_prof))
 
 
+@pytest.mark.slow
 def test_save_host_writes_a_profile_that_loads_back_as_this_cpu(tmp_path, capsys):
     p = str(tmp_path / "host.json")
     assert cli.main(["hardware", "--save-host", p]) == 0
