@@ -453,3 +453,17 @@ def test_vectorized_percentiles_equal_the_reference_rule():
         for q, (by_count, by_tok) in zip((0.5, 0.9, 0.99), got):
             assert by_count == rp.weighted_quantile(pairs, q, weighted=False)
             assert by_tok == rp.weighted_quantile(pairs, q, weighted=True)
+
+
+def test_only_this_machines_dead_writers_temps_are_removed(tmp_path):
+    """A temp file of a process that is gone on this machine is removed; another machine's (same
+    pid, another host in the name: a network folder) and files of other names are left alone."""
+    out = tmp_path / "r.json"
+    dead = 2 ** 22 + 12345          # above any pid this machine hands out (pid_max <= 2**22)
+    mine = tmp_path / f".tmp-{rec._HOST}-{dead}-0123abcd-r.json"
+    other_host = tmp_path / f".tmp-{'f' * 8 if rec._HOST != 'f' * 8 else 'e' * 8}-{dead}-0123abcd-r.json"
+    other_file = tmp_path / f".tmp-{rec._HOST}-{dead}-0123abcd-s.json"
+    for f in (mine, other_host, other_file):
+        f.write_text("[")
+    rec.write_records(str(out), [{"evidence": "measured"}])
+    assert not mine.exists() and other_host.exists() and other_file.exists()

@@ -36,8 +36,10 @@ import io
 import json
 import os
 import contextlib
+import hashlib
 import re
 import secrets
+import socket
 from typing import Callable, Iterable, Sequence
 
 try:
@@ -76,7 +78,7 @@ def _create_beside(path: str) -> tuple[int, str]:
     os.makedirs(folder, exist_ok=True)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
     for _ in range(100):
-        tmp = os.path.join(folder, f".tmp-{os.getpid()}-{secrets.token_hex(4)}-{os.path.basename(path)}")
+        tmp = os.path.join(folder, f".tmp-{_HOST}-{os.getpid()}-{secrets.token_hex(4)}-{os.path.basename(path)}")
         try:
             return os.open(tmp, flags, 0o666), tmp
         except FileExistsError:
@@ -84,7 +86,10 @@ def _create_beside(path: str) -> tuple[int, str]:
     raise FileExistsError(f"could not create a temp file beside {path}")
 
 
-_TMP_RE = re.compile(r"^\.tmp-(\d+)-[0-9a-f]{8}-(.+)$")
+# .tmp-<host>-<pid>-<random>-<name>: the host (a hash of its name) because a pid means nothing on
+# another machine writing into the same network folder
+_TMP_RE = re.compile(r"^\.tmp-([0-9a-f]{8})-(\d+)-[0-9a-f]{8}-(.+)$")
+_HOST = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
 
 
 def _pid_alive(pid: int) -> bool:
@@ -98,9 +103,9 @@ def _pid_alive(pid: int) -> bool:
 
 
 def clean_stale_temps(path: str | os.PathLike) -> list[str]:
-    """Remove the temp files (`.tmp-<pid>-<hex>-<name>`) that writers of `path` left behind when
-    they were killed mid-write: those whose process no longer runs on this machine. A running
-    writer's temp file is never touched. Returns the removed paths."""
+    """Remove the temp files (`.tmp-<host>-<pid>-<hex>-<name>`) that writers of `path` left behind
+    when they were killed mid-write: those of this machine whose process no longer runs. A running
+    writer's temp file, and another machine's, are never touched. Returns the removed paths."""
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
     base = os.path.basename(path)
@@ -111,7 +116,7 @@ def clean_stale_temps(path: str | os.PathLike) -> list[str]:
         return removed
     for n in names:
         m = _TMP_RE.match(n)
-        if m is None or m.group(2) != base or _pid_alive(int(m.group(1))):
+        if m is None or m.group(3) != base or m.group(1) != _HOST or _pid_alive(int(m.group(2))):
             continue
         try:
             os.unlink(os.path.join(folder, n))
