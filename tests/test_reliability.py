@@ -72,6 +72,7 @@ def test_concurrent_sweeps_into_one_out_keep_the_union(tmp_path):
         assert 32 <= held <= len(recs)       # at least its own 32, never more than the file ends with
 
 
+@pytest.mark.slow   # three processes each build and time a model
 def test_concurrent_measures_into_one_out_keep_the_union(tmp_path):
     """`glmbench measure` x 3 at once into one --out (a tiny model, each its own depths): every
     point of every run is in the file."""
