@@ -88,7 +88,7 @@ def main(argv=None):
         lines.append(f"| trace --out ({size / 1e6:.0f} MB written) | {wall:.1f} s | {cpu:.1f} s | {rss2:.0f} MB | "
                      f"memory {'met' if rss2 < 1024 else 'MISSED'} (< 1 GB) |")
     lines += ["", "- load average at end: " + ", ".join(f"{x:.1f}" for x in os.getloadavg())
-              + (f" (more runnable processes than CPUs: the wall times include waiting for a core; this "
+              + (" (more runnable processes than CPUs: the wall times include waiting for a core; this "
                  "machine was shared with 7 other engineers' builds and tests)" if os.getloadavg()[0] > os.cpu_count()
                  else ""),
               f"- the study's line: {dec[:300]}"]

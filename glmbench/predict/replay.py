@@ -36,6 +36,14 @@ Step times (costmodel, the same functions as every other prediction):
 
 Times: TTFT = first token (end of the step that completes the prefill) - arrival; TPOT = (finish -
 first token) / (output - 1); end-to-end = finish - arrival; queueing = first admission - arrival.
+The clock is whole seconds plus a fraction below REBASE_S, so a latency keeps its sub-microsecond
+digits however late the simulated time (a single float second count keeps 1e-7 s at 1e9 s and
+1e-4 s at 2**40 s); the result keeps the latencies, and the absolute times derive from them.
+
+Counting: throughput is the output of the requests served (a rejected request generates nothing);
+a request the trace logged with 0 output tokens failed in the traced system: it is counted
+(`failed`), never replayed, and left out of every other figure. Statistics are numpy over the
+per-request arrays, one sort per latency for all its percentiles (a million requests in seconds).
 """
 from __future__ import annotations
 
@@ -769,7 +777,6 @@ def replay(trace, setup: cm.Setup, config: ServerConfig | None = None, *,
                               for x in (adm_e, adm_o, fst_e, fst_o, fin_e, fin_o))
     latency = {"queueing_s": (qe - ae) + (qo - ao), "ttft_s": (fe - ae) + (fo - ao),
                "decode_s": (ee - fe) + (eo - fo), "e2e_s": (ee - ae) + (eo - ao)}
-    del adm_e, adm_o, fst_e, fst_o, fin_e, fin_o
     # arrival, prompt and output are the trace's own lists (not copied)
     res = ReplayResult(tr.name, setup.label, use_cache, cap, arrs, P, O,
                        None, None, None, cached_tok, preempts,
