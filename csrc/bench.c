@@ -104,6 +104,22 @@ int gb_bench_probe(float *a, const float *b, const float *c, int64_t n, int reps
     return sink == -1.0 ? GB_EINTERNAL : GB_OK; /* keep the sums live */
 }
 
+int gb_bench_read(const float *b, int64_t n, int reps, double *read_gbs) {
+    if (n < 2048 || reps < 1 || reps > GB_BENCH_MAX_REPS)
+        return gb_error(GB_EVALUE, "bench: need n >= 2048 and 1 <= reps <= %d, got n=%ld reps=%d", GB_BENCH_MAX_REPS,
+                        (long)n, reps);
+    const int64_t h = n / 2;
+    double best = 1e30, sink = 0.0;
+    for (int r = 0; r < reps; r++) {
+        double t0 = omp_get_wtime();
+        sink += read_pass(b, b + h, h);
+        double t1 = omp_get_wtime();
+        if (t1 - t0 < best) best = t1 - t0;
+    }
+    *read_gbs = 8.0 * (double)h / best / 1e9;
+    return sink == -1.0 ? GB_EINTERNAL : GB_OK; /* keep the sums live */
+}
+
 int gb_bench_fma(int64_t iters, int reps, double *gflops, int *vector_bits) {
     if (iters < 1 || reps < 1 || iters > GB_BENCH_MAX_ITERS || reps > GB_BENCH_MAX_REPS)
         return gb_error(GB_EVALUE, "bench: need 1 <= iters <= %ld and 1 <= reps <= %d, got %ld, %d",

@@ -16,6 +16,12 @@ int gb_bench_bandwidth(int64_t n, int reps, double *triad_gbs, double *read_gbs)
 int gb_bench_probe(float *a, const float *b, const float *c, int64_t n, int reps, double *triad_gbs,
                    double *read_gbs);
 
+/* A read-only pass over one caller-owned float32 array of n elements (its two halves read as two
+ * streams by every OpenMP thread, as read_pass does: the access of a decode GEMV over its weights),
+ * best of `reps`: the stability probe of a measurement, over a buffer several times the last-level
+ * cache so that it reads DRAM. */
+int gb_bench_read(const float *b, int64_t n, int reps, double *read_gbs);
+
 /* float32 FMA peak: every OpenMP thread runs `iters` iterations of a register-resident loop of
  * independent vector FMA chains (AVX-512: 16 zmm accumulators; AVX2+FMA: 12 ymm; else scalar).
  * Best of `reps`; *gflops counts 2 FLOPs per lane per FMA. *vector_bits gets 512, 256 or 32. */

@@ -50,6 +50,22 @@ done:
     return ret;
 }
 
+static PyObject *py_bench_read(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"b", "reps", NULL};
+    PyObject *bo;
+    int reps, st = GB_OK;
+    double rgbs = 0;
+    PyArrayObject *b = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "Oi:bench_read", kwlist, &bo, &reps)) return NULL;
+    if (!(b = gb_array(bo, "b", NPY_FLOAT32, 1, GB_REQUIRE))) return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    st = gb_bench_read((const float *)PyArray_DATA(b), PyArray_DIM(b, 0), reps, &rgbs);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(b);
+    if (st != GB_OK) return gb_raise_status(st);
+    return PyFloat_FromDouble(rgbs);
+}
+
 static PyObject *py_bench_fma(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"iters", "reps", NULL};
     long long iters;
@@ -69,6 +85,9 @@ PyMethodDef gb_bench_methods[] = {
     {"bench_probe", (PyCFunction)(void (*)(void))py_bench_probe, METH_VARARGS | METH_KEYWORDS,
      "bench_probe(a, b, c, reps) -> (triad_gbs, read_gbs): a = b + 3c, then a read of b and c, over caller-owned "
      "contiguous float32 arrays; best of reps each"},
+    {"bench_read", (PyCFunction)(void (*)(void))py_bench_read, METH_VARARGS | METH_KEYWORDS,
+     "bench_read(b, reps) -> read_gbs: a read-only pass over a caller-owned contiguous float32 array "
+     "(its halves as two streams), best of reps"},
     {"bench_fma", (PyCFunction)(void (*)(void))py_bench_fma, METH_VARARGS | METH_KEYWORDS,
      "bench_fma(iters, reps) -> (gflops, vector_bits): register-resident FMA loop on every thread"},
     {NULL, NULL, 0, NULL}};

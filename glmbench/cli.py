@@ -233,10 +233,12 @@ def _check_out_folder(path: str, opt: str, force: bool, results=(), json_files=(
 def _resume_line(path: str, before: list[dict], recs: list[dict], key) -> str:
     """What a resumed run did with its file, and what the file holds now."""
     n = rec.resume_summary(before, recs, key)
-    held = len(rec.read_records(path))
+    held = rec.count_records(path)  # under the file's lock: what it holds now, other writers' records too
     other = held - len(recs)
     return (f"wrote {len(recs)} records to {path} ({n['computed']} computed, {n['replaced']} recomputed because "
-            f"their inputs changed, replacing the old records, {n['reused']} reused); the file holds {held} records"
+            f"their inputs changed, replacing the old records, "
+            + (f"{n['retimed']} retimed because they were marked unstable, " if n["retimed"] else "")
+            + f"{n['reused']} reused); the file holds {held} records"
             + (f" ({other} of points outside this run)" if other else ""))
 
 
@@ -506,7 +508,9 @@ def cmd_trace(args) -> int:
     study = _study_from_args(args)
     if args.out:
         _check_out_folder(args.out, "--out", False)
-    res = workload.trace_study(study, args.trace, progress=not args.quiet, **_trace_options(args))
+    # per-request results only for --out's trace_requests.csv (a million requests x 4 setups)
+    res = workload.trace_study(study, args.trace, progress=not args.quiet, keep_results=bool(args.out),
+                               **_trace_options(args))
     if args.out:
         workload.write(res, args.out)
     if args.json:
@@ -541,8 +545,7 @@ def cmd_sweep(args) -> int:
 
 def cmd_calibrate(args) -> int:
     from glmbench.predict import calibrate as cal  # scipy: loaded only for this command
-    if not args.out.endswith(".json"):
-        raise UserError(f"--out must end in .json (a runtime profile), got {args.out!r}")
+    _check_profile_out(args.out, args.files, args.force)  # before reading, measuring or fitting
     hw = args.hardware
     if hardware.is_host(hw):
         hw = _host_now(f"--hardware {args.hardware}", "`glmbench hardware --save-host FILE.json` fixes one "
@@ -550,15 +553,42 @@ def cmd_calibrate(args) -> int:
     notices: list = []
     pts = cal.load_points(args.files, notices, model=args.model, hardware_=hw, cards=args.cards,
                           link=args.link, split=args.split, weights=args.weights, kv=args.kv,
-                          mla_strategy=args.mla_strategy)
+                          mla_strategy=args.mla_strategy, exclude_unstable=args.exclude_unstable)
     for n in notices:
-        print(f"note: {n}", file=sys.stderr)
+        print(n if n.startswith(("note", "warning")) else f"note: {n}", file=sys.stderr)
     name = args.name or os.path.splitext(os.path.basename(args.out))[0]
     fit = cal.calibrate(pts, name=name, base=args.base)
     print(fit.table())
     cal.write_profile(args.out, fit)
     print(f"wrote the calibrated profile to {args.out} (use it as --runtime calibrated:{args.out})", file=sys.stderr)
     return 0
+
+
+def _check_profile_out(path: str, inputs, force: bool) -> None:
+    """calibrate --out: the rules of every --out (suffix, folder, no silent overwrite of what is not
+    ours unless --force), checked first; and never one of the command's own input files."""
+    if not path:
+        raise UserError("--out is empty; give a file name ending in .json (a runtime profile)")
+    if not path.endswith(".json"):
+        raise UserError(f"--out must end in .json (a runtime profile), got {path!r}")
+    if os.path.isdir(path):
+        raise UserError(f"--out {path!r} is a folder; give a file name ending in .json")
+    _check_folder(os.path.dirname(path) or ".", "--out", repr(path))
+    if not os.path.exists(path):
+        return
+    for f in inputs:
+        if os.path.exists(f) and os.path.samefile(f, path):
+            raise UserError(f"--out {path!r} is one of the measurement files it reads; refusing to overwrite "
+                            "its own input (give another --out)")
+    if force:
+        return
+    from glmbench.predict import costmodel
+    try:
+        with open(path, encoding="utf-8") as fh:
+            costmodel.runtime_from_dict(json.load(fh), where=path)
+    except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError, AttributeError) as e:
+        raise UserError(f"--out {path!r} exists and is not a runtime profile glmbench wrote ({e}); refusing to "
+                        "overwrite it (pass --force to replace it)") from None
 
 
 def _host_now(what: str, then: str):
@@ -894,6 +924,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--base", default="typical", metavar="PROFILE", help="profile the fit starts from (default: typical)")
     sp.add_argument("--name", metavar="NAME", help="the profile's name (default: the --out file's name)")
     sp.add_argument("--out", required=True, metavar="PROFILE.json", help="where to write the calibrated profile")
+    sp.add_argument("--force", action="store_true",
+                    help="overwrite --out even if it is not a runtime profile (never one of the input files)")
+    sp.add_argument("--exclude-unstable", action="store_true",
+                    help="leave out records marked unstable (stable: false); by default they are fitted with a warning")
 
     sp = add("truth-table", "every shipped and CPU-measured point beside its ideal, typical and calibrated "
                             "prediction, with errors and the MAPE per runtime (docs/TRUTH_TABLE.md)", cmd_truth_table)

@@ -276,6 +276,7 @@ def test_block_bad_input(rng):
 
 # ---- oracle 2: HF transformers' attention module ----------------------------------------------
 
+@pytest.mark.slow
 def test_block_matches_hf_qwen3(rng):
     """Qwen3Attention (eager, float32: q/k norm, half rope, GQA 6:2) on a tiny config vs gqa_block
     fed in chunks; HF runs the whole sequence with an explicit causal mask."""

@@ -249,6 +249,7 @@ def test_bad_input(rng):
         call(dv=0)
 
 
+@pytest.mark.slow
 def test_no_leak_over_1000_calls(rng):
     c, qn, qr, w = _case(rng, 4, 16, 8, 16, 64, 80, 3, fmt="bf16")
     run = lambda: [mla_attention(qn, qr, c, 1, w, v_head_dim=16, strategy=s) for s in MLA_STRATEGIES]  # noqa: E731
@@ -366,6 +367,7 @@ def test_block_bad_input(rng):
 
 # ---- oracle 2: HF transformers' attention module ----------------------------------------------
 
+@pytest.mark.slow
 def test_block_matches_hf_glm4_moe_lite(rng):
     """Glm4MoeLiteAttention (eager, float32) on a tiny config vs mla_block fed in three chunks. HF
     runs the whole sequence at once with an explicit causal mask; our chunks must give its rows."""

@@ -138,6 +138,7 @@ def test_unknown_format_and_csv_lines(tmp_path, capsys):
         cal.load_points([str(c)])
 
 
+@pytest.mark.slow
 def test_script_contract(tmp_path, capsys):
     src = os.path.join(MEASURED, "ik-llama-mla-fixed.json")
     p = str(tmp_path / "p.json")

@@ -178,6 +178,7 @@ def test_compare_needs_common_points(capsys, tmp_path):
 
 
 # ---- report --------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_report_folder(capsys, tmp_path):
     out = tmp_path / "rep"
     rc, stdout, _ = run(capsys, "report", "-q", "--out", str(out), *SMALL)
@@ -228,6 +229,7 @@ def test_report_folder(capsys, tmp_path):
         assert f"{d['ranking'][0]['model']} on " in md
 
 
+@pytest.mark.slow
 def test_report_with_measured_points(capsys, tmp_path):
     cfg = tiny_config(tmp_path / "tiny.json")
     m = tmp_path / "m.json"
@@ -270,6 +272,7 @@ def test_measure_resumes(capsys, tmp_path):
 
 
 # ---- entry points --------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_python_dash_m(tmp_path):
     p = subprocess.run([sys.executable, "-m", "glmbench", "report", "--cards", "0"], capture_output=True,
                        text=True, cwd=tmp_path)
@@ -316,6 +319,7 @@ def test_report_states_crossovers_from_records():
     assert "| glm-4.7-flash | 1× RTX 3090 | 99.0 |" in md  # 100 - 1024/1024 at 1K
 
 
+@pytest.mark.slow
 def test_report_json_is_strict_and_stale_charts_go(capsys, tmp_path):
     out = tmp_path / "rep"
     out.mkdir()

@@ -258,6 +258,7 @@ def test_models_table():
 
 
 @pytest.mark.parametrize("name", ALL)
+@pytest.mark.slow
 def test_total_params_match_hf_transformers(name):
     # oracle 2: build the HF model on the meta device (no memory, no weights) and count
     torch = pytest.importorskip("torch")

@@ -388,10 +388,12 @@ CPU_ONLY = {"cpu_info", "n_threads", "warmup", "attn_arithmetic", "layer_exec", 
             *(f"{f}_{k}" for f in ("layer_ms", "layer_spread", "layers_timed") for k in ("dense", "moe")),
             "rss_bytes", "rss_peak_bytes", "other_rss_bytes", "workspace_bytes_peak", "workspace_n_prompt",
             # the stability signals only a CPU run has (the CUDA backend judges the spread alone)
-            "cpu_share", "probe_gbs_before", "probe_gbs_after"}
+            "cpu_share", "probe_gbs_before", "probe_gbs_after", "probe_noise", "probe_drift_limit",
+            "probe_buffer_bytes"}
 
 
 @pytest.mark.parametrize("kind", ["glm", "qwen"])
+@pytest.mark.slow
 def test_emulated_measure_cuda_records_match_the_cpu_backend(emu, kind, tmp_path, monkeypatch):
     """glmbench.measure.cuda.measure (through measure(device="cuda")) on the emulator: the same
     points in the same order as the CPU backend, the same point keys, every field the CPU record
@@ -402,6 +404,10 @@ def test_emulated_measure_cuda_records_match_the_cpu_backend(emu, kind, tmp_path
     from glmbench.results import records
     cfg = _tiny(kind)
     kw = dict(depths=(0, 16), n_prompt=8, n_gen=1, repeats=2)
+    # the emulator's repeats spread as the shared machine does: judged stable here, so the resume
+    # below reuses them (an unstable stored point is retimed by the next run)
+    from glmbench.measure import protocol as P
+    monkeypatch.setattr(P, "SPREAD_MAX", float("inf"))
     cpu_recs = M.measure(cfg, device="cpu", weights="bf16", kv="bf16", layers="full", warmup=0, progress=False, **kw)
     out = tmp_path / "gpu.json"
     gpu = M.measure(cfg, device="cuda", iters=2, out=out, **kw)
@@ -810,6 +816,7 @@ def test_gqa_kernel4_index_math_in_python(rng, T, L, Dh, Dv):
 
 
 @pytest.mark.parametrize("kind", ["glm", "qwen"])
+@pytest.mark.slow
 def test_emulated_cuda_model_matches_hf_transformers(emu, kind):
     """Oracle 2 for the GPU model's wiring: a tiny HF transformers model (float32, CPU), its weights
     loaded into CudaModel (bf16), logits of a prefill and decode steps compared. The HF weights are

@@ -38,6 +38,7 @@ def _hf_config(model_type, **kw):
 
 
 @pytest.mark.parametrize("model_type", list(FAMILIES))
+@pytest.mark.slow
 def test_parameters_equal_the_hf_model(model_type):
     torch = pytest.importorskip("torch")
     hc = _hf_config(model_type)

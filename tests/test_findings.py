@@ -135,6 +135,7 @@ def test_a_fake_profile_pair_is_found_or_not():
     assert len(fig.axes) == 3            # three profiles x one card count
 
 
+@pytest.mark.slow
 def test_report_section_and_ties(tmp_path):
     res = report.run(report.Study(depths=(1024, 8192, 65536), concurrency=(1, 4)), tmp_path / "rep", progress=False)
     text = open(res["report"]).read()

@@ -54,6 +54,7 @@ def test_value_type_ids_are_ggufs():
 
 
 @pytest.mark.parametrize("mt", FAMILIES)
+@pytest.mark.slow
 def test_metadata_gives_the_hf_config(tmp_path, mt):
     hf_cfg, _, p = _write(tmp_path, mt)
     cfg = configs.load(p)
@@ -96,6 +97,7 @@ def test_weight_bytes_are_the_files_tensors(tmp_path, mt):
 
 @pytest.mark.parametrize("mt,split", [("glm4_moe_lite", True), ("glm4_moe_lite", False), ("deepseek_v2", True),
                                       ("qwen3", False), ("qwen3_moe", False), ("llama", False)])
+@pytest.mark.slow
 def test_f32_gguf_logits_match_hf(tmp_path, mt, split):
     from glmbench.models import checkpoint
     hf_cfg, hf, p = _write(tmp_path, mt, split_kv_b=split)
@@ -243,6 +245,7 @@ def test_safetensors_header_that_lies(tmp_path):
     assert str(f) in _err(checkpoint.state_dict, str(tmp_path / "ok"))
 
 
+@pytest.mark.slow
 def test_cli_gguf_errors_are_one_line(tmp_path):
     bad = tmp_path / "x.gguf"
     bad.write_bytes(b"\xac\x00\x01" * 20)
@@ -266,6 +269,7 @@ def test_cli_sweep_takes_a_gguf(tmp_path):
     assert {x["model"] for x in recs} == {"m"} and {x["weights"] for x in recs} == {"q8_0"}
 
 
+@pytest.mark.slow
 def test_routing_stats_feed_the_cost_model(tmp_path):
     from glmbench.measure import cpu
     _, _, p = _write(tmp_path, "qwen3_moe")
@@ -284,6 +288,7 @@ def test_routing_stats_feed_the_cost_model(tmp_path):
         cpu.measure("qwen3-30b-a3b", routing_stats=True, progress=False)
 
 
+@pytest.mark.slow
 def test_routing_file_on_the_cli(tmp_path, capsys):
     """`glmbench measure FILE --routing-stats --out m.json` then `glmbench sweep --model FILE
     --routing m.json`: the measured histogram is the sweep's routing distribution (records say

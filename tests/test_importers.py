@@ -576,9 +576,9 @@ def test_calibrate_skips_pg_rows_with_a_notice(tmp_path):
     notes = []
     pts = cal.load_points([p], notes)
     assert len(pts) == 4 and {pt.test for pt in pts} == {"pp", "tg"}
-    assert len(notes) == 1 and "skipped 1 pp+tg row" in notes[0] and notes[0].startswith(p)
+    assert len(notes) == 1 and "skipped 1 pp+tg row" in notes[0] and notes[0].startswith(f"notice: {p}")
     only = write(tmp_path, "only.json", json.dumps(objs[-1:]))
-    with pytest.raises(cal.CalibrationError, match="no pp or tg records"):
+    with pytest.raises(cal.CalibrationError, match="no tg or pp speed records"):
         cal.load_points([only], [])
 
 

@@ -221,6 +221,7 @@ def test_fill_synthetic(fmt):
 
 # ---- memory ---------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_no_leak_over_1000_cycles(rng):
     k = rng.standard_normal((40, 2, 64)).astype(np.float32)
 

@@ -63,6 +63,7 @@ REAL = [(768, 2048), (576, 2048), (5120, 768), (2048, 5120), (1536, 2048), (2048
 
 @pytest.mark.parametrize("N,K", REAL)
 @pytest.mark.parametrize("fmt", ["f32", "bf16", "f16"])
+@pytest.mark.slow
 def test_linear_real_shapes(rng, fmt, N, K):
     w, w64 = make_weight((rng.standard_normal((N, K)) / np.sqrt(K)).astype(np.float32), fmt)
     for T in (1, 6, 65):  # decode GEMV, small-batch register tiles, prefill GEMM (panel path)

@@ -30,6 +30,7 @@ def tiny_qwen():
 KW = dict(depths=(0, 24), n_prompt=6, n_gen=3, repeats=2, warmup=1, progress=False)
 
 
+@pytest.mark.slow
 def test_sampled_records(tmp_path):
     cfg = tiny_glm()
     recs = M.measure(cfg, layers=2, weights="bf16", kv="bf16", **KW)

@@ -59,9 +59,11 @@ class FakeClocks:
         monkeypatch.setattr(cpu, "_cpu_clock", lambda: next(self.cpu))
 
 
-def _probe(monkeypatch, values):
+def _probe(monkeypatch, values, noise=1.0):
+    """The probe's readings, in order, and its own spread (what machine.probe_noise measures)."""
     seq = iter(values)
     calls = []
+    monkeypatch.setattr(cpu, "_probe_noise", lambda: noise)
 
     def fake():
         v = next(seq)
@@ -178,3 +180,60 @@ def test_cli_measure_warns(tmp_path, monkeypatch, capsys, quiet_spread):
     saved = json.loads((tmp_path / "m.json").read_text())
     saved = saved["records"] if isinstance(saved, dict) else saved
     assert sum(r.get("stable") is False for r in saved) == 2
+
+
+# ---- the probe knows its own noise (issue 25): a quiet run is not flagged, a busy one is ----------
+def test_probe_limit_follows_its_own_noise():
+    assert protocol.probe_limit(None) == protocol.PROBE_DRIFT_MAX
+    assert protocol.probe_limit(1.02) == protocol.PROBE_DRIFT_MAX
+    assert protocol.probe_limit(1.4) == pytest.approx(1.4 * protocol.PROBE_NOISE_MARGIN)
+    assert protocol.probe_limit(9.0) == protocol.PROBE_DRIFT_CAP
+    r = protocol.stability([10.0, 10.5], probe_before=55.3, probe_after=93.9, probe_noise=1.2)
+    assert r["stable"] is False and "(the probe alone varies 1.20x)" in r["unstable_reason"]
+    q = protocol.stability([10.0, 10.5], probe_before=55.3, probe_after=66.0, probe_noise=1.3)
+    assert q["stable"] is True and q["probe_drift_limit"] == pytest.approx(1.625)
+
+
+def test_quiet_run_with_a_swinging_probe_is_not_flagged(monkeypatch, quiet_spread):
+    """Issue 25's false alarm: on a quiet machine a probe that swings 1.4x by itself (measured
+    back to back) moved 1.35x across points; nothing is flagged. Before, 1.3x was the fixed limit
+    and 5 of 8 points of a quiet run were flagged."""
+    FakeClocks(monkeypatch, share=0.97, threads=1)
+    _probe(monkeypatch, itertools.cycle([46.0, 62.0, 62.0, 46.0]), noise=1.4)
+    recs = cpu.measure(tiny_glm(3), threads=1, **dict(KW, depths=(0, 8)))
+    assert len(recs) == 4 and all(r["stable"] is True for r in recs), [r["unstable_reason"] for r in recs]
+    assert all(r["probe_noise"] == 1.4 and r["probe_drift_limit"] == pytest.approx(1.75) for r in recs)
+
+
+def test_busy_run_is_flagged_beyond_the_probe_noise(monkeypatch, quiet_spread):
+    """A neighbour streaming memory halves the DRAM bandwidth between before and after: flagged,
+    though the probe's own spread is 1.1x."""
+    FakeClocks(monkeypatch, share=0.97, threads=1)
+    _probe(monkeypatch, [46.0, 21.0, 46.0, 45.0], noise=1.1)
+    pp, tg = cpu.measure(tiny_glm(3), threads=1, **KW)
+    assert pp["stable"] is False and "46 -> 21 GB/s" in pp["unstable_reason"]
+    assert tg["stable"] is True
+
+
+def test_the_probe_reads_a_buffer_several_times_the_cache(monkeypatch):
+    from glmbench.measure import machine
+    monkeypatch.delenv("GLMBENCH_PROBE_MIB", raising=False)
+    monkeypatch.setattr(machine, "available_bytes", lambda: 64 << 30)
+    size = machine._dram_probe_size()
+    assert size >= machine.PROBE_LLC_MULTIPLE * machine.llc_bytes() and size >= machine.PROBE_MIN_BYTES
+    assert machine.llc_bytes() >= machine._l3_bytes()
+    monkeypatch.setattr(machine, "available_bytes", lambda: 1 << 30)     # a small machine: 1/8 of it
+    assert machine._dram_probe_size() == 128 << 20
+    monkeypatch.setenv("GLMBENCH_PROBE_MIB", "x")
+    with pytest.raises(ValueError, match="GLMBENCH_PROBE_MIB"):
+        machine._dram_probe_size()
+
+
+def test_probe_dram_and_noise_run(monkeypatch):
+    from glmbench.measure import machine
+    monkeypatch.setenv("GLMBENCH_PROBE_MIB", "64")
+    monkeypatch.setattr(machine, "_DRAM", [])
+    g = machine.probe_dram(1)
+    assert g > 0 and machine.probe_buffer_bytes() == 64 << 20
+    n = machine.probe_noise(3, 1)
+    assert len(n["gbs"]) == 3 and n["spread"] >= 1.0

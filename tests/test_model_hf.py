@@ -15,6 +15,8 @@ torch = pytest.importorskip("torch", reason="HF oracle tests need torch (pip ins
 transformers = pytest.importorskip("transformers", reason="HF oracle tests need transformers")
 
 import glmbench  # noqa: E402
+
+pytestmark = pytest.mark.slow   # HF transformers models as the oracle: every test builds and runs one
 from glmbench.models import configs  # noqa: E402
 
 # Logits of a float32 model through 2-3 layers: HF and glmbench differ only in summation order

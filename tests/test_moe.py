@@ -273,6 +273,7 @@ def test_experts_match_reference(rng, fmt, T, E, F, D, k):
 
 
 @pytest.mark.parametrize("gemv_max_t", [0, 1])
+@pytest.mark.slow
 def test_experts_glm_shape_bf16(rng, gemv_max_t):
     """GLM-4.7-Flash expert size (1536 x 2048), 4 experts to keep the test small; 1 token (the
     decode path) and 24 tokens (~12 per expert: the register-tile kernel by default, panel +

@@ -30,8 +30,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 FORBIDDEN = ("glmbench.core", "glmbench.measure", "glmbench.models.model")
 
-pytestmark = pytest.mark.skipif(not (ROOT / "setup.py").exists() or not (ROOT / "glmbench").is_dir(),
-                                reason="needs the source tree (setup.py) to install from")
+pytestmark = [pytest.mark.skipif(not (ROOT / "setup.py").exists() or not (ROOT / "glmbench").is_dir(),
+                                 reason="needs the source tree (setup.py) to install from"),
+              pytest.mark.slow]   # pip installs
 
 # Runs `python -m glmbench ARGS` (runpy, as -m does) with an import hook that refuses the measured
 # side, and checks that glmbench comes from the temporary install, not the source tree.

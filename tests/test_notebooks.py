@@ -28,6 +28,7 @@ def test_the_study_notebooks_exist():
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: os.path.basename(p))
+@pytest.mark.slow
 def test_notebook_runs(path, tmp_path):
     nb = nbformat.read(path, as_version=4)
     nbformat.validate(nb)

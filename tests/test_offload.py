@@ -139,6 +139,7 @@ def test_the_question_glm_flash_q8_on_one_24gb_card():
     assert all(a > b for a, b in zip(tg, tg[1:]))
 
 
+@pytest.mark.slow
 def test_cli_offload_records_and_report(tmp_path, capsys):
     out = tmp_path / "recs.json"
     rc = cli.main(["sweep", "--model", "glm-4.7-flash", "--cards", "1", "--weights", "Q8_0", "--depths", "4K",

@@ -83,6 +83,7 @@ def _rss_bytes():
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc (Linux)")
+@pytest.mark.slow
 def test_thousand_calls_leak_nothing(rng):
     # Each call allocates its outputs (>= 6 KiB per call for every case here) plus input copies and
     # scratch; leaking them for 1,000 calls adds >= 6 MB (measured: 0.4-25 MB when the outputs are

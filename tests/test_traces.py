@@ -57,8 +57,10 @@ def test_plain_csv_and_jsonl(tmp_path):
     c = tmp_path / "plain.csv"
     c.write_text("arrival_s,prompt_tokens,output_tokens\n0.5,100,10\n0.0,200,0\n")
     t = traces.read(c)
-    # sorted by arrival; zero outputs still run the prefill (one token), and are counted
-    assert t.prompt == [200, 100] and t.output == [1, 10] and t.meta["zero_output_requests"] == 1
+    # sorted by arrival, with a notice; a zero output is a request that failed in the trace: kept
+    # as 0 (the replay counts it as failed, never as a 1-token request)
+    assert t.prompt == [200, 100] and t.output == [0, 10] and t.meta["zero_output_requests"] == 1
+    assert any("not in time order" in n for n in t.meta["notices"]) and t.meta["unsorted_arrivals"] == 1
     j = tmp_path / "plain.jsonl"
     j.write_text('{"arrival_s": 0, "prompt_tokens": 1000, "output_tokens": 3, "hash_ids": [1, 2]}\n'
                  '{"arrival_s": 1.5, "prompt_tokens": 10, "output_tokens": 3}\n')

@@ -143,6 +143,7 @@ def tiny_qwen_path(tmp_path):
     return write
 
 
+@pytest.mark.slow
 def test_measure_does_not_reuse_a_3_layer_result_for_12_layers(tmp_path, capsys, tiny_qwen_path):
     pytest.importorskip("glmbench.core._core")
     out = tmp_path / "m.json"
@@ -380,6 +381,7 @@ def test_thread_count_is_bounded():
     assert glmbench.get_num_threads() == before
 
 
+@pytest.mark.slow
 def test_broken_pipe_exits_quietly():
     env = dict(os.environ, PYTHONPATH=REPO)
     p = subprocess.Popen([sys.executable, "-m", "glmbench", "sweep", "-q", "--json", "--depths", "1K..1M"],

@@ -83,6 +83,7 @@ def test_published_sources_pair_each_file_with_its_profile():
     assert all(s.calibrated is not None and s.loo for s in srcs)
 
 
+@pytest.mark.slow
 def test_cli_writes_the_table(tmp_path, capsys):
     d, recs = _host_dir(tmp_path)
     out = str(tmp_path / "T.md")
@@ -127,6 +128,7 @@ def _llama_bench_dir(tmp_path):
     return str(d)
 
 
+@pytest.mark.slow
 def test_calibrate_and_truth_table_read_llama_bench_json_from_a_cpu(tmp_path, capsys):
     d = _llama_bench_dir(tmp_path)
     lb, prof = os.path.join(d, "llama-bench.json"), os.path.join(d, "llama-cpp-cpu.json")
@@ -146,6 +148,7 @@ def test_calibrate_and_truth_table_read_llama_bench_json_from_a_cpu(tmp_path, ca
         assert r.calibrated == pytest.approx(cal.predict_point(r.point, cal_prof))
 
 
+@pytest.mark.slow
 def test_save_host_writes_a_profile_that_loads_back_as_this_cpu(tmp_path, capsys):
     p = str(tmp_path / "host.json")
     assert cli.main(["hardware", "--save-host", p]) == 0

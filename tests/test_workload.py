@@ -32,12 +32,14 @@ def test_trace_command(capsys, tmp_path, ladder):
     out = tmp_path / "tr"
     rc, text, err = run(capsys, "trace", ladder, *SMALL, "--out", str(out), "-q")
     assert rc == 0, err
-    assert "**Decision:" in text and "Crossover" in text and "study's batched point" in text
+    assert ("**Decision:" in text or "**No setup keeps up" in text) and "Crossover" in text
+    assert "study's batched point" in text
     for name in workload.FILES:
         assert (out / name).is_file(), name
     res = json.loads((out / "trace.json").read_text())
     assert res["trace"]["requests"] == 14
-    assert res["decision"]["setup"] in {r["setup"] for r in res["runs"]}
+    assert res["decision"]["best"] in {r["setup"] for r in res["runs"]}
+    assert res["decision"]["setup"] == (res["decision"]["best"] if res["decision"]["keeps_up"] else "")
     # no block hashes: only the no-cache replay
     assert {r["prefix_cache"] for r in res["runs"]} == {False}
     assert len(res["runs"]) == 2           # 1 and 2 cards
@@ -80,6 +82,7 @@ def test_trace_unknown_name_and_bad_option(capsys):
     assert rc == 2
 
 
+@pytest.mark.slow
 def test_report_with_a_trace_adds_a_section_and_nothing_else_changes(capsys, tmp_path, ladder):
     plain, traced = tmp_path / "plain", tmp_path / "traced"
     rc, _, err = run(capsys, "report", *SMALL, "--out", str(plain), "-q")

@@ -143,6 +143,7 @@ def test_reset_starts_a_new_peak_window(rng):
     assert glmbench.workspace_bytes()[1] == big
 
 
+@pytest.mark.slow
 def test_counters_exact_with_openmp_threads(rng, restore_threads):
     glmbench.set_num_threads(2)
     start = _ledger()

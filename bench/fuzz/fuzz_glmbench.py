@@ -389,12 +389,14 @@ def t_kvcache(R):
 
 
 def t_bench(R):
-    k = int(R.integers(0, 3))
+    k = int(R.integers(0, 4))
     if k == 0:
         return "bench_bandwidth", [int(R.choice([1, 7, 1000, 4096])), int(R.integers(1, 3))], {}
     if k == 1:
         return "bench_fma", [int(R.choice([1, 10, 1000])), int(R.integers(1, 3))], {}
     n = dim(R, 1, 4096)
+    if k == 3:
+        return "bench_read", [np.ones(n, np.float32), int(R.integers(0, 3))], {}
     return "bench_probe", [np.zeros(n, np.float32), np.ones(n, np.float32), np.ones(n, np.float32), 1], {}
 
 

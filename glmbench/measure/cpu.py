@@ -27,7 +27,9 @@ each repeat gets the mean of its probes, as its time is the sum of its steps (`b
 on a shared machine, whose bandwidth moves by tens of percent within seconds to minutes, a decode
 time compared with a floor measured at another moment says more about the neighbours than about
 the code (bench/bench_models.py pairs them). Probe time is not counted in the step times.
-Stability: every tg/pp point also probes the bandwidth (best of 3 passes) right before and right
+Stability: every tg/pp point also probes the DRAM read bandwidth (machine.probe_dram, best of 2
+passes over a buffer several times the last-level cache; its own spread measured once per run,
+machine.probe_noise) right before and right
 after its timed repeats and adds up the process's CPU time and the wall time of its timed steps;
 with the spread of its repeats these mark the record `stable: false` and say why in
 `unstable_reason` when a neighbour took the machine meanwhile (protocol.stability, its thresholds;
@@ -62,8 +64,13 @@ _wall_clock = time.perf_counter
 
 
 def _probe_gbs() -> float:
-    """The stability check's bandwidth reading (triad GB/s, best of 3 passes; tests replace it)."""
-    return machine.probe_bandwidth(3)[0]
+    """The stability check's bandwidth reading (DRAM read GB/s, best of 2 passes; tests replace it)."""
+    return machine.probe_dram(2)
+
+
+def _probe_noise() -> float:
+    """The probe's own spread, five readings back to back when a run starts (tests replace it)."""
+    return machine.probe_noise(5, 2)["spread"]
 
 # The full model must leave this share of available memory free (activations, Python, the OS).
 FIT_FRACTION = 0.7
@@ -259,9 +266,10 @@ def _measure(cfg, depths, tests, layers, n_prompt, n_gen, weights, kv, mla_strat
             raise RuntimeError(f"{cfg.name}: the validation step gave non-finite logits; not timing it")
         m.reset()
         rng = np.random.default_rng(seed)
+        noise = _probe_noise() if any(p["test"] != "mem" for p in todo) else None
         return protocol.run(
             points, store, lambda p: _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar, bandwidth_probe,
-                                                routing_stats),
+                                                routing_stats, noise),
             on_point=None if bar is None else (lambda p: bar.set_postfix_str(f"{p['test']}@{p['n_depth']}")),
             retries=retries)
     finally:
@@ -330,7 +338,7 @@ def _main_stored(state) -> str:
 
 
 def _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar, bandwidth_probe=False,
-               routing_stats=False) -> dict:
+               routing_stats=False, probe_noise=None) -> dict:
     cfg, d = m.config, p["n_depth"]
     r = dict(p)
     routed = {l.index: np.zeros(cfg.n_routed_experts, np.int64) for l in m.layers if l.kind == "moe"} \
@@ -348,7 +356,9 @@ def _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar, bandwidth_p
                  # Python, OpenBLAS buffers, the allocator's retained pages. The C kernels' own
                  # scratch is freed before each op returns (0 at this reading); its peak is
                  # workspace_bytes_peak, from the core's ledger.
-                 other_rss_bytes=max(0, rss - m.weight_bytes - m.cache.bytes_allocated),
+                 # (less the stability probe's DRAM buffer, reported apart)
+                 other_rss_bytes=max(0, rss - m.weight_bytes - m.cache.bytes_allocated - machine.probe_buffer_bytes()),
+                 probe_buffer_bytes=machine.probe_buffer_bytes(),
                  kv_fill="synthetic" if d else "none",
                  avg_ts=None, stddev_ts=None)
         # after the readings above: these runs grow the cache past d
@@ -409,7 +419,7 @@ def _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar, bandwidth_p
     m.reset()
     r.update(protocol.stats(tok_s))
     r.update(protocol.stability(tok_s, probe_before=probe_before, probe_after=probe_after, cpu_s=cpu_s,
-                                wall_s=wall_s, threads=p["n_threads"]))
+                                wall_s=wall_s, threads=p["n_threads"], probe_noise=probe_noise))
     r["avg_ns"] = float(np.mean(secs) * 1e9)
     r["stddev_ns"] = float(np.std(secs, ddof=1) * 1e9) if len(secs) > 1 else 0.0
     r["samples_ns"] = [float(x * 1e9) for x in secs]  # llama-bench's per-repeat fields

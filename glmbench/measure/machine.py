@@ -82,6 +82,87 @@ def measure_ceilings(quick: bool = False) -> dict:
             "threads": _core.get_num_threads(), "cpu": cpu_name()}
 
 
+def llc_bytes() -> int:
+    """The last-level cache of the whole machine: every distinct L3 (by the CPUs sharing it) summed,
+    as sysfs reports it; _l3_bytes() when sysfs lists none. A virtual machine may report less than
+    the chip has (the probe's size floor covers that)."""
+    seen, total = set(), 0
+    try:
+        cpus = sorted(d for d in os.listdir("/sys/devices/system/cpu") if d[3:].isdigit() and d.startswith("cpu"))
+    except OSError:
+        cpus = []
+    for c in cpus:
+        for idx in range(6):
+            base = f"/sys/devices/system/cpu/{c}/cache/index{idx}"
+            try:
+                with open(f"{base}/level") as f:
+                    if f.read().strip() != "3":
+                        continue
+                with open(f"{base}/shared_cpu_list") as f:
+                    who = f.read().strip()
+                with open(f"{base}/size") as f:
+                    sz = f.read().strip().upper()
+            except OSError:
+                continue
+            if who in seen:
+                continue
+            seen.add(who)
+            try:
+                total += int(sz.rstrip("KMG")) * {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(sz[-1], 1)
+            except ValueError:
+                continue
+    return total or _l3_bytes()
+
+
+# The stability probe reads DRAM: a buffer PROBE_LLC_MULTIPLE times the last-level cache and at
+# least PROBE_MIN_BYTES (a VM's sysfs may show one CCX's 32 MiB of a chip with hundreds: a probe of
+# twice that read partly from cache and swung 55 -> 94 GB/s by itself on a quiet machine, issue 25),
+# at most 1/8 of the available memory. GLMBENCH_PROBE_MIB overrides the size.
+PROBE_LLC_MULTIPLE = 4
+PROBE_MIN_BYTES = 1 << 30
+_DRAM: list = []   # the DRAM probe's buffer, allocated and touched once per process
+
+
+def probe_buffer_bytes() -> int:
+    """Bytes the DRAM probe holds (0 before its first use): part of this process's RSS."""
+    return _DRAM[0].nbytes if _DRAM else 0
+
+
+def _dram_probe_size() -> int:
+    env = os.environ.get("GLMBENCH_PROBE_MIB")
+    if env:
+        try:
+            mib = int(env)
+        except ValueError:
+            raise ValueError(f"GLMBENCH_PROBE_MIB must be a whole number of MiB, got {env!r}") from None
+        if mib < 1:
+            raise ValueError(f"GLMBENCH_PROBE_MIB must be >= 1, got {mib}")
+        return mib << 20
+    want = max(PROBE_LLC_MULTIPLE * llc_bytes(), PROBE_MIN_BYTES)
+    return max(64 << 20, min(want, available_bytes() // 8))
+
+
+def probe_dram(reps: int = 2) -> float:
+    """Read-only GB/s now, over a buffer several times the last-level cache (so from DRAM), read
+    the way a decode step reads its weights (long streams, nothing written; csrc/bench.c
+    gb_bench_read), best of `reps` passes (~40 ms each at 25 GB/s for 1 GiB)."""
+    if not _DRAM:
+        n = _dram_probe_size() // 4
+        buf = np.ones(n, np.float32)   # touched: the first timed pass measures no page faults
+        _DRAM.append(buf)
+        _core.bench_read(buf, 1)
+    return float(_core.bench_read(_DRAM[0], int(reps)))
+
+
+def probe_noise(n: int = 5, reps: int = 2) -> dict:
+    """The probe's own variation: `n` readings back to back (nothing else should change between
+    them). {"gbs": readings, "spread": largest / smallest}: a drift across a point within this is
+    the probe, not the machine."""
+    g = [probe_dram(reps) for _ in range(int(n))]
+    lo = min(g)
+    return {"gbs": g, "spread": (max(g) / lo) if lo > 0 else float("inf")}
+
+
 _PROBE: list = []  # the probe's three arrays, allocated and touched once per process
 
 

@@ -9,7 +9,8 @@ measured record from either is shaped like a predicted one and joins it on vocab
   fingerprint  every record carries `fingerprint` (vocab.fingerprint of the resolved config, every
                field of the base record, the code version: glmbench's version + a hash of the
                compiled extension that ran it, and the backend's other settings) and `code_version`
-  run          reuse a point a ResultStore holds only if its fingerprint is this run's; time the rest
+  run          reuse a point a ResultStore holds only if its fingerprint is this run's and it is not
+               marked unstable (an unstable stored point is retimed by the next run); time the rest
                through the backend's `time_point(point) -> record` (a changed point replaces its old
                record), store each as it finishes, return all in plan order (an unstable point is
                retimed up to `retries` times)
@@ -111,8 +112,14 @@ def store_for(out) -> _records.ResultStore | None:
 
 
 def todo(points: list[dict], store) -> list[dict]:
-    """The points `store` does not hold with this run's fingerprint."""
-    return [p for p in points if store is None or not store.done(resume_key(p), p.get("fingerprint"))]
+    """The points `store` does not hold with this run's fingerprint, or holds marked unstable
+    (`stable: false`: timed while another process took the machine; the next run times it again)."""
+    out = []
+    for p in points:
+        k = resume_key(p)
+        if store is None or not store.done(k, p.get("fingerprint")) or store.get(k).get("stable") is False:
+            out.append(p)
+    return out
 
 
 def run(points: list[dict], store, time_point: Callable[[dict], dict], on_point=None,
@@ -152,21 +159,37 @@ def stats(ts: list[float]) -> dict:
 # On a shared machine a neighbour can take the cores or the memory bandwidth for seconds at a
 # time; a point timed then is not a property of the code. Three signals, each cheap:
 #   spread     the slowest and fastest timed repeat (taken one after another, over seconds)
-#   probe      the memory bandwidth (machine.probe_bandwidth, best of 3 passes) right before and
-#              right after the point's timed repeats
+#   probe      the DRAM read bandwidth (machine.probe_dram: a buffer several times the last-level
+#              cache, read as a decode step reads; best of 2 passes) right before and right after
+#              the point's timed repeats, judged against the probe's own spread measured back to
+#              back when the run starts (machine.probe_noise): a probe that swings by itself is
+#              not evidence of a neighbour
 #   cpu share  the process's CPU time over (threads x wall time) of the timed steps: well below 1
 #              means the threads were waiting for a core, not computing
 # A point any signal trips is kept, marked `stable: false` with `unstable_reason` saying which and
 # by how much; measure(..., retries=n) times it again up to n times first (docs/MEASURE.md).
 SPREAD_MAX = 1.5        # fastest / slowest repeat
-PROBE_DRIFT_MAX = 1.3   # larger / smaller of the bandwidth before and after
+PROBE_DRIFT_MAX = 1.3   # larger / smaller of the bandwidth before and after, for a steady probe
+PROBE_NOISE_MARGIN = 1.25   # a drift is judged against the probe's own spread x this ...
+PROBE_DRIFT_CAP = 2.0       # ... but never a looser limit than this
 CPU_SHARE_MIN = 0.5     # CPU time / (threads x wall)
 
 
+def probe_limit(probe_noise: float | None) -> float:
+    """The drift (larger / smaller) the probe may show across a point and still count as the same
+    machine: PROBE_DRIFT_MAX, or the probe's own spread measured back to back (x PROBE_NOISE_MARGIN)
+    where that is larger, capped at PROBE_DRIFT_CAP."""
+    if probe_noise is None or not np.isfinite(probe_noise):
+        return PROBE_DRIFT_MAX if probe_noise is None else PROBE_DRIFT_CAP
+    return float(min(max(PROBE_DRIFT_MAX, probe_noise * PROBE_NOISE_MARGIN), PROBE_DRIFT_CAP))
+
+
 def stability(samples_ts=None, *, probe_before: float | None = None, probe_after: float | None = None,
-              cpu_s: float | None = None, wall_s: float | None = None, threads: int | None = None) -> dict:
+              cpu_s: float | None = None, wall_s: float | None = None, threads: int | None = None,
+              probe_noise: float | None = None) -> dict:
     """The stability fields of a measured record from what a backend saw during the point's timed
-    repeats; any argument left None is a signal not measured (the CUDA backend: spread only)."""
+    repeats; any argument left None is a signal not measured (the CUDA backend: spread only).
+    `probe_noise`: the probe's own spread (machine.probe_noise), which widens its drift limit."""
     reasons, out = [], {}
     ts = [float(x) for x in samples_ts or () if x is not None and np.isfinite(x) and x > 0]
     if len(ts) > 1:
@@ -176,9 +199,13 @@ def stability(samples_ts=None, *, probe_before: float | None = None, probe_after
             reasons.append(f"repeats {min(ts):.3g}-{max(ts):.3g} tok/s ({spread:.1f}x apart)")
     if probe_before is not None and probe_after is not None:
         out["probe_gbs_before"], out["probe_gbs_after"] = float(probe_before), float(probe_after)
+        lim = probe_limit(probe_noise)
+        if probe_noise is not None:
+            out["probe_noise"], out["probe_drift_limit"] = float(probe_noise), lim
         lo, hi = sorted((float(probe_before), float(probe_after)))
-        if lo <= 0 or hi / lo > PROBE_DRIFT_MAX:
-            reasons.append(f"bandwidth {probe_before:.3g} -> {probe_after:.3g} GB/s across the point")
+        if lo <= 0 or hi / lo > lim:
+            reasons.append(f"bandwidth {probe_before:.3g} -> {probe_after:.3g} GB/s across the point"
+                           + (f" (the probe alone varies {probe_noise:.2f}x)" if probe_noise is not None else ""))
     if cpu_s is not None and wall_s is not None and threads:
         share = float(cpu_s) / (int(threads) * float(wall_s)) if wall_s > 0 else 1.0
         out["cpu_share"] = share

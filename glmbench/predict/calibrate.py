@@ -61,6 +61,13 @@ class CalibrationError(ValueError):
 
 
 # ---- measured points ---------------------------------------------------------------------------
+# A speed outside this range is no measurement (a unit mix-up: tok/ms, ns for s; or a broken
+# record): the slowest real run here is a 70B+ dense model on a CPU at ~0.1 tok/s, the fastest a
+# batched prefill of a small model on a cluster at ~1e6 tok/s; each bound leaves 1000x room.
+SPEED_MIN_TS = 1e-4
+SPEED_MAX_TS = 1e9
+# measured records that carry no speed (glmbench measure writes `mem`; serving runs `serve`)
+NON_SPEED_TESTS = ("mem", "serve")
 @dataclass(frozen=True)
 class Point:
     """One measured record, resolved to the setup it ran on."""
@@ -103,8 +110,12 @@ def read_measured(path, model=None, notices: list | None = None) -> list[tuple[s
     p = os.fspath(path)
     if not os.path.isfile(p):
         raise CalibrationError(f"{p}: no such file")
-    with open(p, newline="") as f:
-        text = f.read()
+    try:
+        with open(p, encoding="utf-8", newline="") as f:
+            text = f.read()
+    except UnicodeDecodeError as e:
+        raise CalibrationError(f"{p}: not a text file (not UTF-8 at byte {e.start}); expected measured records "
+                               "(glmbench .json/.csv, llama-bench -o json/jsonl/csv/md/sql, ...)") from None
     if not text.strip():
         raise CalibrationError(f"{p}:1: the file is empty (expected measured records)")
     try:
@@ -155,6 +166,10 @@ def point_from_record(where: str, r: dict, *, model=None, hardware_=None, cards=
         raise CalibrationError(f"{where}: record has no speed (`avg_ts`)")
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
         raise CalibrationError(f"{where}: field `avg_ts` must be a speed > 0 (tokens/s), got {v!r}")
+    if not SPEED_MIN_TS <= v <= SPEED_MAX_TS:
+        raise CalibrationError(f"{where}: field `avg_ts` is {v:.3g} tok/s, outside what any run measures "
+                               f"({SPEED_MIN_TS:g} to {SPEED_MAX_TS:g} tok/s): a unit mix-up or a broken record; "
+                               "fix or drop it")
     if r.get("n_depth") is None:
         raise CalibrationError(f"{where}: record has no depth (`n_depth`)")
     depth = _int_field(where, r, "n_depth", 0)
@@ -216,25 +231,45 @@ def _link_for(where, r, overrides, notices) -> dict:
     return out
 
 
-def load_points(paths: Sequence, notices: list | None = None, **overrides) -> list[Point]:
+def load_points(paths: Sequence, notices: list | None = None, *, exclude_unstable: bool = False, notice=None,
+                **overrides) -> list[Point]:
     """Every measured tg/pp record of the files as a Point (read_measured, point_from_record).
-    llama-bench's pp<n>+tg<n> rows (test `pg`) are skipped, with one line per file in `notices`:
-    a fit takes the pp and tg rows of the same files."""
+    Records that are no speed (`mem`, `serve`: what `glmbench measure` writes beside its tg/pp
+    points) and llama-bench's pp<n>+tg<n> rows (test `pg`) are skipped; records marked
+    `stable: false` (timed while another process took the machine) are kept with a warning, or
+    skipped with `exclude_unstable`. Each skip and warning is one line to `notice(text)` and, when
+    given, appended to `notices` (what the importer assumed goes there too)."""
     if not paths:
         raise CalibrationError("no measurement files given")
+    def say(text):
+        if notice is not None:
+            notice(text)
+        if notices is not None:
+            notices.append(text)
     out = []
     for p in paths:
-        skipped = []
+        skipped: dict = {}
         for where, r in read_measured(p, model=overrides.get("model"), notices=notices):
-            if r.get("test") == "pg" and r.get("evidence") == "measured":
-                skipped.append(where)
+            if r.get("evidence") == "measured" and r.get("test") in NON_SPEED_TESTS + ("pg",):
+                skipped.setdefault(r["test"], []).append(where)
                 continue
-            out.append(point_from_record(where, r, **_link_for(where, r, overrides, notices)))
-        if skipped and notices is not None:
-            notices.append(f"{skipped[0]}: skipped {len(skipped)} pp+tg row{'s' if len(skipped) > 1 else ''} "
-                           f"(test pg, llama-bench -pg) of {p}: calibrate fits pp and tg rows")
+            pt = point_from_record(where, r, **_link_for(where, r, overrides, notices))
+            if r.get("stable") is False:
+                why = r.get("unstable_reason") or "no reason given"
+                if exclude_unstable:
+                    say(f"notice: {where}: {pt.label} is marked unstable ({why}); left out (--exclude-unstable)")
+                    continue
+                say(f"warning: {where}: {pt.label} is marked unstable ({why}): its speed may be a neighbour's; "
+                    "fitted anyway (retime it on a quiet machine, or pass --exclude-unstable)")
+            out.append(pt)
+        for test, wheres in skipped.items():
+            lines = ", ".join(w.rsplit(":", 1)[-1] for w in wheres[:5]) + (", ..." if len(wheres) > 5 else "")
+            what = ("pp+tg row (test pg, llama-bench -pg)" if test == "pg" else f"`{test}` record")
+            say(f"notice: {p}: skipped {len(wheres)} {what}{'s' if len(wheres) > 1 else ''} "
+                f"(line{'s' if len(wheres) > 1 else ''} {lines}): not a speed; calibrate fits tg and pp")
     if not out:
-        raise CalibrationError("no pp or tg records to fit in " + ", ".join(map(str, paths)))
+        raise CalibrationError(f"no tg or pp speed records in {', '.join(os.fspath(p) for p in paths)}"
+                               + (" (every one was unstable and --exclude-unstable left it out)" if exclude_unstable else ""))
     return out
 
 

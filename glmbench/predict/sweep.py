@@ -156,9 +156,9 @@ def predict(models, setups, depths: Sequence[int], tests: Sequence[str] = ("tg",
             for d in depths:
                 recs.extend(_point(s, t, d, base, n_prompt, n_gen, n_streams, concurrency, done))
         if out is not None:
-            # one atomic rewrite per setup: an interrupted sweep keeps every finished setup
-            keys = {_key(r) for r in recs}
-            rec.write_records(out, [r for k, r in done.items() if k not in keys] + recs)
+            # one atomic rewrite per setup: an interrupted sweep keeps every finished setup; under
+            # the file's lock, merged with what it holds now (another sweep may be writing to it)
+            rec.merge_records(out, recs, _key)
     return recs
 
 

@@ -8,6 +8,11 @@ Readers:
 - a plain CSV or JSONL with `arrival_s`, `prompt_tokens`, `output_tokens` (and, in JSONL,
   optional `hash_ids` of `block_tokens` tokens each, 512 unless a line says otherwise).
 
+A request with 0 output tokens is one that failed in the traced system (real traces log them so):
+it stays in the Trace, the replay counts it as failed and does not run it. Rows out of time order
+are sorted (stable), with a notice in `meta["notices"]`; a byte-order mark before the header is
+ignored.
+
 `load(name_or_path)` takes a built-in name (`TRACES`: the four public traces shipped in
 glmbench/data/traces/ with their licenses, see its README.md) or a file. A malformed line raises
 ValueError naming the file and the line. Inputs are never modified: rows are sorted by arrival
@@ -84,12 +89,13 @@ class Trace:
         return {"trace": self.name, "requests": n, "duration_s": self.duration_s,
                 "mean_prompt": tot_in / n if n else 0.0, "mean_output": sum(self.output) / n if n else 0.0,
                 "max_prompt": max(self.prompt) if n else 0, "prompt_tokens": tot_in,
-                "output_tokens": sum(self.output), "prefix_blocks": self.has_prefixes}
+                "output_tokens": sum(self.output), "prefix_blocks": self.has_prefixes,
+                "failed_requests": sum(1 for o in self.output if o == 0)}
 
 
 def from_requests(requests, name: str = "hand-built", block_tokens: int = MOONCAKE_BLOCK) -> Trace:
     """A trace from (arrival_s, prompt_tokens, output_tokens[, hash_ids]) tuples (tests, notebooks)."""
-    rows = []
+    rows = _Rows()
     for i, r in enumerate(requests):
         if len(r) not in (3, 4):
             raise ValueError(f"{name}: request {i}: expected (arrival_s, prompt, output[, hash_ids]), got {r!r}")
@@ -126,11 +132,17 @@ def read(path, name: str | None = None) -> Trace:
     name = name or os.path.splitext(os.path.basename(path))[0]
     if os.path.isdir(path):
         raise ValueError(f"{path}: is a folder, expected a .jsonl or .csv trace file")
-    with open(path, encoding="utf-8", newline="") as f:
-        if path.endswith((".jsonl", ".json")):
-            return _read_jsonl(path, f, name)
-        if path.endswith(".csv"):
+    if not path.endswith((".jsonl", ".json", ".csv")):
+        raise ValueError(f"{path}: trace files end in .jsonl (Mooncake or plain) or .csv (Azure or plain)")
+    # utf-8-sig: a byte-order mark (spreadsheet exports write one) is not part of the first field
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as f:
+            if path.endswith((".jsonl", ".json")):
+                return _read_jsonl(path, f, name)
             return _read_csv(path, f, name)
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not a text file (not UTF-8 at byte {e.start}); expected a .jsonl or .csv "
+                         "trace") from None
     raise ValueError(f"{path}: trace files end in .jsonl (Mooncake or plain) or .csv (Azure or plain)")
 
 
@@ -176,16 +188,47 @@ def _row(where, arrival, prompt, output, hash_ids, block_tokens):
     return a, p, o, h
 
 
+class _Rows:
+    """Parsed requests as four columns (a row's tuple is split as it comes: a million-request trace
+    holds no million tuples)."""
+
+    def __init__(self):
+        self.a, self.p, self.o, self.h = [], [], [], []
+
+    def append(self, row):
+        a, p, o, h = row
+        self.a.append(a)
+        self.p.append(p)
+        self.o.append(o)
+        self.h.append(h)
+
+    def __len__(self):
+        return len(self.a)
+
+    def __bool__(self):
+        return bool(self.a)
+
+
 def _trace(name, source, rows, block_tokens, meta=None):
-    rows.sort(key=lambda r: r[0])       # stable: equal arrivals keep file order
-    t0 = rows[0][0] if rows else 0.0
-    return Trace(name, source, [r[0] - t0 for r in rows], [r[1] for r in rows], [max(1, r[2]) for r in rows],
-                 [r[3] for r in rows], block_tokens, meta={**(meta or {}),
-                                                           "zero_output_requests": sum(r[2] == 0 for r in rows)})
+    notices = []
+    A, Pr, Ou, H = rows.a, rows.p, rows.o, rows.h
+    back = sum(1 for i in range(1, len(A)) if A[i] < A[i - 1])
+    if back:
+        order = sorted(range(len(A)), key=A.__getitem__)     # stable: equal arrivals keep file order
+        A, Pr, Ou, H = ([col[i] for i in order] for col in (A, Pr, Ou, H))
+        notices.append(f"{source}: arrivals are not in time order ({back} request{'s' if back > 1 else ''} "
+                       "arrive before the one above them); replayed sorted by arrival")
+    failed = Ou.count(0)
+    if failed:
+        notices.append(f"{source}: {failed} request{'s' if failed > 1 else ''} with 0 output tokens (failed in the "
+                       "trace): counted as failed, not replayed")
+    t0 = A[0] if A else 0.0
+    return Trace(name, source, [a - t0 for a in A] if t0 else A, Pr, Ou, H, block_tokens, meta={**(meta or {}), "zero_output_requests": failed,
+                                                           "unsorted_arrivals": back, "notices": notices})
 
 
 def _read_jsonl(path, f, name):
-    rows = []
+    rows = _Rows()
     kind = None
     for lineno, line in enumerate(f, 1):
         if not line.strip():
@@ -250,7 +293,7 @@ def _read_csv(path, f, name):
     else:
         raise ValueError(f"{path}:1: header must hold {','.join(azure)} (Azure) or {','.join(plain)} (plain), "
                          f"got {','.join(header)}")
-    rows = []
+    rows = _Rows()
     for lineno, rec in enumerate(reader, 2):
         if not rec or not "".join(rec).strip():
             continue

@@ -703,9 +703,12 @@ def trace_winners(res: dict, *, title: str | None = None) -> Figure:
         ax.set_ylabel("tokens in the bucket (millions, prompt + output)")
         ax.set_title("with prefix caching" if p else "without prefix caching", fontsize=10)
     from matplotlib.patches import Patch
-    handles = [Patch(facecolor=colour[s], edgecolor="black", label=s) for s in setups]
-    fig.legend(handles=handles, fontsize=7.5, title="wins the bucket (token-weighted)", title_fontsize=8,
-               loc="outside upper center", ncols=min(2, len(handles)))
+    import textwrap
+    handles = [Patch(facecolor=colour[s], edgecolor="black", label=textwrap.fill(s, 36)) for s in setups]
+    # right of the panels, labels wrapped: setup labels are long, and above the panels they ran
+    # into the title (below, into the footer)
+    fig.legend(handles=handles, fontsize=7.5, title="wins the bucket\n(token-weighted)", title_fontsize=8,
+               loc="outside right center", ncols=1)
     fig.suptitle(title or f"Which setup wins each length bucket on {res['trace']['trace']}")
     _trace_footer(fig, res)
     return fig

@@ -45,12 +45,17 @@ def study_point(study, config: rp.ServerConfig | None = None) -> dict:
 
 def trace_study(study, trace, *, rate_scale: float = 1.0, prefix_cache: Sequence[bool] = (True, False),
                 ttft_slo_s: float = rp.DEFAULT_TTFT_SLO_S, tpot_slo_s: float = rp.DEFAULT_TPOT_SLO_S,
-                config: rp.ServerConfig | None = None, progress: bool = True) -> dict:
+                config: rp.ServerConfig | None = None, progress: bool = True, keep_results: bool = True) -> dict:
     """replay.study on every setup of `study` (models x cards), plus the study's batched point and
     the aggregate throughput of the study's setup on this trace."""
     setups = study.setups()
     res = rp.study(trace, setups, config, rate_scale=rate_scale, prefix_cache=prefix_cache,
-                   ttft_slo_s=ttft_slo_s, tpot_slo_s=tpot_slo_s, progress=progress)
+                   ttft_slo_s=ttft_slo_s, tpot_slo_s=tpot_slo_s, progress=progress, keep_results=keep_results)
+    # the study's batched point belongs beside the study's rig only: left out when no setup ran on it
+    rig = hardware.study_rig()
+    if not any(s.rig.gpu.name == rig.gpu.name and s.rig.n_cards == rig.n_cards for s in setups):
+        res["study_point"] = None
+        return res
     sp = study_point(study, config)
     # the study's setup on this trace: one of the study's setups when it has it, else replayed
     mine = [r for r in res["runs"] if r["setup"] == sp["setup"] and r["prefix_cache"] == res["decision"]["prefix_cache"]]
@@ -97,17 +102,43 @@ def write(res: dict, out: str | os.PathLike, *, charts: bool = True) -> list[str
         p = os.path.join(out, name)
         rec.atomic_write_text(p, _csv(rows))
         paths.append(p)
-    req_rows = []
-    for (label, pc), r in res.get("_results", {}).items():
-        for row in r.requests():
-            req_rows.append({"setup": label, "prefix_cache": pc, **row})
-    if req_rows:
+    results = res.get("_results", {})
+    if results:
         p = os.path.join(out, "trace_requests.csv")
-        rec.atomic_write_text(p, _csv(req_rows))
+        rec.atomic_write(p, lambda f: _write_requests(f, results))
         paths.append(p)
     if charts:
         paths += plots.save_trace_charts(res, out)
     return paths
+
+
+REQUEST_COLUMNS = ("setup", "prefix_cache", "request", "arrival_s", "prompt_tokens", "output_tokens", "bucket",
+                   "cached_tokens", "preemptions", "rejected", "failed", "queueing_s", "ttft_s", "tpot_s", "e2e_s",
+                   "meets_slo")
+
+
+def _write_requests(f, results: dict, chunk: int = 65536) -> None:
+    """trace_requests.csv, one row per request and run, streamed a slice of requests at a time
+    from the results' arrays (a million-request trace on four setups never holds its rows in memory;
+    times to 6 significant digits, empty for none; arrivals as read)."""
+    import csv
+    w = csv.writer(f, lineterminator="\n")
+    w.writerow(REQUEST_COLUMNS)
+    names = [b[0] for b in rp.BUCKETS]
+
+    def g(v):
+        return "" if v != v else f"{v:.6g}"
+    for (label, pc), r in results.items():
+        A = r._arrays()
+        n = len(r)
+        for lo in range(0, n, chunk):
+            hi = min(n, lo + chunk)
+            cols = [list(r.arrival[lo:hi]), list(r.prompt[lo:hi]), list(r.output[lo:hi]), A["bucket"][lo:hi].tolist(),
+                    list(r.cached_tokens[lo:hi]), list(r.preemptions[lo:hi]), list(r.rejected[lo:hi]),
+                    A["failed"][lo:hi].tolist(), A["queueing_s"][lo:hi].tolist(), A["ttft_s"][lo:hi].tolist(),
+                    A["tpot_s"][lo:hi].tolist(), A["e2e_s"][lo:hi].tolist(), A["meets"][lo:hi].tolist()]
+            w.writerows((label, pc, lo + k, repr(a), p, o, names[b], c, pre, rej, fl, g(q), g(t), g(tp), g(e), m)
+                        for k, (a, p, o, b, c, pre, rej, fl, q, t, tp, e, m) in enumerate(zip(*cols)))
 
 
 def _csv(rows: Sequence[dict]) -> str:
@@ -129,6 +160,12 @@ def _n(v, digits=1):
     return f"{v:,.{digits}f}"
 
 
+def _best_share(res: dict) -> float:
+    dec = res["decision"]
+    rows = [r for r in res["runs"] if r["setup"] == dec.get("best") and r["prefix_cache"] == dec["prefix_cache"]]
+    return rows[0]["slo_attainment_tok"] if rows else math.nan
+
+
 def render(res: dict, charts: Sequence[str] = ()) -> str:
     """A markdown section: the trace, the per-bucket winners, the crossover, the decision, the
     study's batched point."""
@@ -144,14 +181,26 @@ def render(res: dict, charts: Sequence[str] = ()) -> str:
              f"tokens in requests meeting both targets, then the smaller share in rejected requests (too long for the "
              f"setup's KV pool or the model's context), then the lower token-weighted mean end-to-end latency.")
     L.append("")
+    for n in t.get("notices") or ():
+        L.append(f"Note: {n}.")
+    if t.get("notices"):
+        L.append("")
     if dec["setup"]:
         L.append(f"**Decision: {dec['setup']}**" + (" (with prefix caching)" if dec["prefix_cache"] else "") + ".")
+    elif dec.get("best"):
+        L.append(f"**No setup keeps up with this trace at this rate**: the best of them, {dec['best']}, meets both "
+                 f"targets for requests holding only {_n(100 * _best_share(res))}% of the tokens (a setup keeps up "
+                 f"at {100 * dec.get('keeps_up_tok', rp.KEEPS_UP_TOK):.0f}%).")
     else:
         L.append("**Decision: none of these setups can serve this trace.**")
     L.append("")
     for r in dec["reasons"]:
         L.append(f"- {r}")
     L.append("")
+    if t.get("failed_requests"):
+        L.append(f"{t['failed_requests']:,} requests failed in the trace itself (0 output tokens): counted in "
+                 "'requests', not replayed, left out of every other figure.")
+        L.append("")
     L.append("| setup | prefix cache | requests | rejected | SLO met (tokens) | mean e2e, token-weighted (s) | "
              "TTFT p50 / p90 / p99 (s) | TPOT p50 / p90 (s) | output tok/s | cached prompt share |")
     L.append("|---|---|---|---|---|---|---|---|---|---|")

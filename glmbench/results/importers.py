@@ -629,8 +629,16 @@ _LB_KEEP = ("build_commit", "build_number", "cpu_info", "gpu_info", "backends", 
             "fit_target", "fit_min_ctx", "test_time", "avg_ns", "stddev_ns", "samples_ns", "samples_ts")
 
 
-def _is_llama_bench(o: dict) -> bool:
-    return isinstance(o, dict) and {"n_prompt", "n_gen", "avg_ts"} <= set(o) and "evidence" not in o
+# fields only llama-bench writes: a record with n_prompt/n_gen and one of these is llama-bench's
+# even without its speed (the import then says `avg_ts` is missing, naming the line)
+_LLAMA_BENCH_ONLY = {"build_commit", "build_number", "model_filename", "avg_ns", "samples_ns", "samples_ts"}
+
+
+def _is_llama_bench(o) -> bool:
+    if not isinstance(o, dict) or "evidence" in o:
+        return False
+    keys = set(o)
+    return {"n_prompt", "n_gen"} <= keys and ("avg_ts" in keys or bool(keys & _LLAMA_BENCH_ONLY))
 
 
 def _llama_bench_record(o: dict, ctx, line, meta: dict | None = None) -> dict:

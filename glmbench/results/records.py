@@ -19,8 +19,15 @@ A record is a flat dict. Field names follow llama-bench where they overlap (`mod
                 rss_bytes, rss_peak_bytes, other_rss_bytes
 
 Files are written atomically (temp file in the same folder, fsync, os.replace), so a reader never
-sees half a file and an interrupted run loses at most the point in flight. `ResultStore` lets a
+sees half a file and an interrupted run loses at most the point in flight; a temp file a killed
+writer left behind (its process is gone) is removed by the next write beside it. `ResultStore` lets a
 sweep resume: it reloads finished points and skips them.
+
+Concurrent writers: every read-modify-write of a records file (`ResultStore.add`, `merge_records`)
+holds an exclusive lock on a sidecar lock file (`.<name>.lock` beside it, fcntl.flock; it is never
+deleted, so two processes can never lock two different files) and re-reads the file under the lock,
+so any number of processes (sweep, measure) writing into one file end with the union of their
+records (for a point both wrote, the later write). Where fcntl is missing (Windows) there is no lock.
 """
 from __future__ import annotations
 
@@ -28,8 +35,17 @@ import csv
 import io
 import json
 import os
+import contextlib
+import hashlib
+import re
 import secrets
+import socket
 from typing import Callable, Iterable, Sequence
+
+try:
+    import fcntl
+except ImportError:  # Windows: no advisory locks; a single writer per file is then the rule
+    fcntl = None
 
 from glmbench.vocab import EVIDENCE  # noqa: E402  (one definition, at the bottom of the package)
 
@@ -62,7 +78,7 @@ def _create_beside(path: str) -> tuple[int, str]:
     os.makedirs(folder, exist_ok=True)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
     for _ in range(100):
-        tmp = os.path.join(folder, f".tmp-{os.getpid()}-{secrets.token_hex(4)}-{os.path.basename(path)}")
+        tmp = os.path.join(folder, f".tmp-{_HOST}-{os.getpid()}-{secrets.token_hex(4)}-{os.path.basename(path)}")
         try:
             return os.open(tmp, flags, 0o666), tmp
         except FileExistsError:
@@ -70,11 +86,79 @@ def _create_beside(path: str) -> tuple[int, str]:
     raise FileExistsError(f"could not create a temp file beside {path}")
 
 
+# .tmp-<host>-<pid>-<random>-<name>: the host (a hash of its name) because a pid means nothing on
+# another machine writing into the same network folder
+_TMP_RE = re.compile(r"^\.tmp-([0-9a-f]{8})-(\d+)-[0-9a-f]{8}-(.+)$")
+_HOST = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True   # exists (another user's), or cannot tell: keep its file
+    return True
+
+
+def clean_stale_temps(path: str | os.PathLike) -> list[str]:
+    """Remove the temp files (`.tmp-<host>-<pid>-<hex>-<name>`) that writers of `path` left behind
+    when they were killed mid-write: those of this machine whose process no longer runs. A running
+    writer's temp file, and another machine's, are never touched. Returns the removed paths."""
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    base = os.path.basename(path)
+    removed = []
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return removed
+    for n in names:
+        m = _TMP_RE.match(n)
+        if m is None or m.group(3) != base or m.group(1) != _HOST or _pid_alive(int(m.group(2))):
+            continue
+        try:
+            os.unlink(os.path.join(folder, n))
+            removed.append(os.path.join(folder, n))
+        except FileNotFoundError:
+            pass   # another cleaner was first
+        except OSError:
+            pass
+    return removed
+
+
+def lock_path(path: str | os.PathLike) -> str:
+    """The sidecar lock file of `path`: `.<name>.lock` in the same folder."""
+    path = os.path.abspath(os.fspath(path))
+    return os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.lock")
+
+
+@contextlib.contextmanager
+def locked(path: str | os.PathLike):
+    """Hold an exclusive lock on `path`'s sidecar lock file (blocking) for the `with` block. Only
+    writers that take it exclude each other (every write of glmbench's records files does); readers
+    need none, as files are replaced atomically. A no-op where fcntl is missing."""
+    if fcntl is None:
+        yield
+        return
+    lp = lock_path(path)
+    os.makedirs(os.path.dirname(lp), exist_ok=True)
+    fd = os.open(lp, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)   # closing the last descriptor releases the lock
+
+
 def atomic_write(path: str | os.PathLike, write: Callable, *, binary: bool = False) -> str:
     """Write a file atomically: `write(f)` fills a temp file in the same folder, which is fsynced
     and renamed over `path`, so a reader never sees half a file. The file gets the mode an
-    ordinary new file gets (0o666 less the umask). Returns the path."""
+    ordinary new file gets (0o666 less the umask). Temp files of `path` that killed writers left
+    are removed first (clean_stale_temps). Returns the path."""
     path = os.fspath(path)
+    clean_stale_temps(path)
     fd, tmp = _create_beside(path)
     try:
         with (os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", newline="")) as f:
@@ -132,6 +216,32 @@ def write_records(path: str | os.PathLike, records: Iterable[dict]) -> None:
         atomic_write_text(p, to_json(recs))
     else:
         raise ValueError(f"`path` must end in .csv or .json, got {p!r}")
+
+
+def merge_records(path: str | os.PathLike, records: Iterable[dict], key: Callable[[dict], tuple]) -> int:
+    """Store `records` in the .json records file `path` without losing anyone else's: under the
+    file's lock, re-read it, replace the records of the same `key` (a new record wins) and keep
+    every other one, then write it atomically. Returns how many records the file holds."""
+    p = os.fspath(path)
+    if not p.endswith(".json"):
+        raise ValueError(f"`path` must end in .json, got {p!r}")
+    recs = [validate(r) for r in records]
+    with locked(p):
+        by_key: dict = {}
+        for r in read_records(p) if os.path.exists(p) and os.path.getsize(p) else []:
+            by_key.pop(key(r), None)
+            by_key[key(r)] = r
+        for r in recs:
+            by_key.pop(key(r), None)
+            by_key[key(r)] = r
+        write_records(p, by_key.values())
+        return len(by_key)
+
+
+def count_records(path: str | os.PathLike) -> int:
+    """How many records the file holds now (read under its lock, so not mid-update)."""
+    with locked(path):
+        return len(read_records(path)) if os.path.exists(path) and os.path.getsize(path) else 0
 
 
 def _parse_cell(s: str):
@@ -205,7 +315,16 @@ class ResultStore:
             raise ValueError(f"ResultStore `path` must end in .json, got {self.path!r}")
         self.key = key
         self._by_key: dict = {}
-        for r in read_records(self.path) if os.path.exists(self.path) else []:
+        with locked(self.path):
+            clean_stale_temps(self.path)
+            self._reload()
+
+    def _reload(self) -> None:
+        """Take in the file's records as it is now (another writer may have added some); the
+        records this store added stay (a record in the file of the same key replaces ours only
+        when it was written later, i.e. it is what the file holds)."""
+        p = self.path
+        for r in read_records(p) if os.path.exists(p) and os.path.getsize(p) else []:
             self._by_key.pop(self.key(r), None)  # a later record of a key wins, in file order
             self._by_key[self.key(r)] = r
 
@@ -221,27 +340,34 @@ class ResultStore:
         return r is not None and (fingerprint is None or r.get("fingerprint") == fingerprint)
 
     def add(self, record: dict) -> None:
+        """Store one record: under the file's lock, re-read the file (other writers' records are
+        kept), replace this record's key and write the file atomically."""
         validate(record)
         k = self.key(record)
-        self._by_key.pop(k, None)
-        self._by_key[k] = record
-        write_records(self.path, self.records)
+        with locked(self.path):
+            self._reload()
+            self._by_key.pop(k, None)
+            self._by_key[k] = record
+            write_records(self.path, self.records)
 
 
 def resume_summary(before: Sequence[dict], after: Sequence[dict], key: Callable[[dict], tuple]) -> dict:
     """How a resumed run used its file: of the records `after` it returned, how many it `reused`
-    (the stored record, unchanged), `replaced` (a record of the same point from other inputs was
-    there) and `computed` (new points)."""
+    (the stored record, unchanged), `retimed` (the stored record was marked unstable, so the point
+    was timed again), `replaced` (a record of the same point from other inputs was there) and
+    `computed` (new points)."""
     old = {}
     for r in before:
         old[key(r)] = r
-    out = {"reused": 0, "computed": 0, "replaced": 0}
+    out = {"reused": 0, "computed": 0, "replaced": 0, "retimed": 0}
     for r in after:
         o = old.get(key(r))
         if o is None:
             out["computed"] += 1
         elif o == r:
             out["reused"] += 1
+        elif o.get("stable") is False and o.get("fingerprint") == r.get("fingerprint"):
+            out["retimed"] += 1
         else:
             out["replaced"] += 1
     return out
