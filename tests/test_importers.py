@@ -250,10 +250,12 @@ def test_quant_names_are_one_spelling_whatever_the_case():
     ("/m/Qwen3-30B-A3B-Instruct-2507-Q4_K_M.gguf", None, "qwen3-30b-a3b"),
     ("/m/Mistral-Small-3.2-24B-Instruct-2506-Q4_K_M.gguf", None, "mistral-small-24b"),
     ("/m/model.gguf", "qwen3 32B Q4_K - Medium", "qwen3-32b"),        # the architecture and size tell
-    ("/m/model.gguf", "qwen3moe 30B.A3B Q4_K - Medium", "qwen3-30b-a3b"),
+    ("/m/model.gguf", "qwen3moe 30B.A3B Q4_K - Medium", None),        # Qwen3-30B-A3B and Qwen3-Coder-30B-A3B: one shape
+    ("/m/model.gguf", "qwen3moe 235B.A22B Q4_K - Medium", "qwen3-235b-a22b"),
     ("/m/model.gguf", "deepseek2 30B.A3B Q4_K - Medium", None),       # shared architecture: cannot tell
     ("/m/model.gguf", "llama 24B Q4_K - Medium", None),
-    ("/m/model.gguf", "qwen3 14B Q4_K - Medium", None),               # no built-in of that size
+    ("/m/model.gguf", "qwen3 14B Q4_K - Medium", "qwen3-14b"),
+    ("/m/model.gguf", "qwen3 4B Q4_K - Medium", None),                # no built-in of that size
 ])
 def test_identify_model(filename, model_type, expect):
     name, why = im.identify_model(filename, model_type)
