@@ -439,7 +439,7 @@ def hf_config(g: GGUFFile) -> dict:
         else:
             qk, Dv = m("attention.key_length", required=True), m("attention.value_length", required=True)
         gating = m("expert_gating_func")
-        if gating is None:
+        if gating in (None, 0):   # 0 is llama.cpp's LLAMA_EXPERT_GATING_FUNC_TYPE_NONE: unset, as missing
             gating, why = _assumed_gating(g, L, ts)
             _notice(hf, f"{g.path}: no metadata 'deepseek2.expert_gating_func'; {why}")
         if gating not in (1, 2):
