@@ -30,7 +30,7 @@ from glmbench.models import configs
 from glmbench.predict import hardware
 from glmbench.report import plots
 from glmbench.results import importers
-from glmbench.results.compare import compare, file_letters
+from glmbench.results.compare import compare, file_letters, repeated_points, summarize
 from glmbench.report import Study
 from glmbench.results import records as rec
 
@@ -331,8 +331,10 @@ def _add_study_options(p, *, report: bool):
                         f"this machine's CPU (default: {d.hardware})")
     g.add_argument("--cards", type=INTS, default=list(d.cards), metavar="N[,N...]",
                    help=f"card counts to compare (default: {','.join(map(str, d.cards))})")
-    g.add_argument("--link", type=POSITIVE, default=d.link_gbps, metavar="GB/s",
-                   help=f"card-to-card bandwidth for multi-card rigs (default: {d.link_gbps:g}, what the study measured)")
+    g.add_argument("--link", type=POSITIVE, default=None, metavar="GB/s",
+                   help=f"card-to-card bandwidth for multi-card rigs (default: the study's {d.link_gbps:g} on its "
+                        f"{d.hardware} pair, where it was measured; for another card its profile's stated link, "
+                        f"else {d.link_gbps:g}; stderr says which)")
     g.add_argument("--split", default=d.split, choices=("layer", "tensor"),
                    help=f"how a multi-card rig splits the model (default: {d.split})")
     g.add_argument("--weights", default=None, metavar="FORMAT",
@@ -382,8 +384,30 @@ def _add_study_options(p, *, report: bool):
                             "takes the one --model); repeatable")
 
 
+def _default_link(args) -> float:
+    """--link, else the link a multi-card rig of --hardware has: the study's measured 1.4 GB/s on
+    the study's own card, the profile's stated link on another (hardware.get_gpu), else the
+    study's; said on stderr when a rig of several cards uses it."""
+    if args.link is not None:
+        return args.link
+    d = _STUDY
+    link, why = d.link_gbps, f"the study's {d.link_gbps:g} GB/s (measured between its two {d.hardware} cards)"
+    if not hardware.is_host(args.hardware) and hardware._norm(str(args.hardware)) != d.hardware:
+        try:
+            gpu = hardware.get_gpu(args.hardware)
+        except (ValueError, TypeError, OSError):
+            return link   # the study reports a bad --hardware itself
+        if gpu is not None and gpu.link_gbps:
+            link, why = gpu.link_gbps, f"{gpu.name}'s stated link, {gpu.link_gbps:g} GB/s (its profile)"
+        elif gpu is not None:
+            why = f"the study's {d.link_gbps:g} GB/s ({gpu.name}'s profile states no link)"
+    if any(n > 1 for n in args.cards) and (str(args.hardware) != d.hardware or tuple(args.cards) != tuple(d.cards)):
+        args._link_note = f"note: card-to-card link: {why}; --link GB/s sets another"
+    return link
+
+
 def _study_from_args(args):
-    kw = dict(hardware=args.hardware, cards=tuple(args.cards), link_gbps=args.link, split=args.split,
+    kw = dict(hardware=args.hardware, cards=tuple(args.cards), link_gbps=_default_link(args), split=args.split,
               weights=args.weights or _STUDY.weights, kv=args.kv, depths=tuple(args.depths), runtime=args.runtime,
               n_prompt=args.n_prompt, n_gen=args.n_gen)
     if args.model:
@@ -417,7 +441,10 @@ def _study_from_args(args):
         kw["host"] = args.host
     if getattr(args, "offload", False):
         kw["offload_table"] = True
-    return Study(**kw)
+    study = Study(**kw)
+    if getattr(args, "_link_note", None):  # once the study is valid: a bad option stays a one-line error
+        print(args._link_note, file=sys.stderr)
+    return study
 
 
 # ---- commands -----------------------------------------------------------------------------------
@@ -431,7 +458,7 @@ def cmd_report(args) -> int:
     # when the study has one
     one = study.models[0] if len(study.models) == 1 else None
     for path in args.measured or []:
-        extra += _read(path, default_model=one)
+        extra += _read(path, default_model=one, need_model=True)
     trace, opts = (None, None)
     if getattr(args, "trace", None):
         trace, opts = args.trace, _trace_options(args)
@@ -520,9 +547,12 @@ def cmd_calibrate(args) -> int:
     if hardware.is_host(hw):
         hw = _host_now(f"--hardware {args.hardware}", "`glmbench hardware --save-host FILE.json` fixes one "
                                                       "profile for calibrating and predicting")
-    pts = cal.load_points(args.files, model=args.model, hardware_=hw, cards=args.cards,
+    notices: list = []
+    pts = cal.load_points(args.files, notices, model=args.model, hardware_=hw, cards=args.cards,
                           link=args.link, split=args.split, weights=args.weights, kv=args.kv,
                           mla_strategy=args.mla_strategy)
+    for n in notices:
+        print(f"note: {n}", file=sys.stderr)
     name = args.name or os.path.splitext(os.path.basename(args.out))[0]
     fit = cal.calibrate(pts, name=name, base=args.base)
     print(fit.table())
@@ -681,9 +711,16 @@ def _gpu_row(gpu, full: bool) -> dict:
 
 
 def cmd_compare(args) -> int:
-    if len(args.files) < 2:
-        raise UserError("glmbench compare: give at least two result files (the first is the baseline)")
     recs = [_read(f, model=args.model) for f in args.files]
+    if len(args.files) == 1:
+        return _show_one(args.files[0], recs[0], args)
+    letters = file_letters(len(args.files))
+    for L, f, rs in zip(letters, args.files, recs):
+        n = repeated_points(rs)
+        if n:
+            print(f"note: {L} ({f}) holds {n} point{'s' if n > 1 else ''} more than once (runs appended to one "
+                  f"file?): each run is its own row (`run` 1, 2, ...), against the same run of the others or, "
+                  f"where a file has fewer, its last", file=sys.stderr)
     rows, header = compare(*recs)
     if not rows:
         raise UserError(f"no points in common between {args.files[0]} and "
@@ -705,8 +742,26 @@ def cmd_compare(args) -> int:
     return 0
 
 
+def _show_one(path, recs, args) -> int:
+    """`glmbench compare FILE`: what the import read, one row per point, and how each inferred
+    field was told."""
+    rows, how = summarize(recs)
+    if not rows:
+        raise UserError(f"{path}: no tg, pp, pg, serve or mem records to show")
+    if args.json:
+        print(json.dumps({"file": path, "inferred": how, "rows": rows}, indent=1, default=str))
+    elif args.csv:
+        sys.stdout.write(_plain_csv(rows))
+    else:
+        print(f"{path}: {len(rows)} point{'s' if len(rows) > 1 else ''}")
+        for line in how:
+            print(f"  {line}")
+        print(format_table(rows, list(rows[0])))
+    return 0
+
+
 def cmd_plot(args) -> int:
-    recs = _read(args.file, model=args.model)
+    recs = _read(args.file, model=args.model, need_model=True)
     out = args.out if args.out is not None else os.path.splitext(args.file)[0] + "-charts"
     _check_out_folder(out, "--out", False)
     paths = plots.save_charts(recs, out)
@@ -718,12 +773,21 @@ def cmd_plot(args) -> int:
     return 0
 
 
-def _read(path, *, model=None, default_model=None) -> list[dict]:
+def _read(path, *, model=None, default_model=None, need_model=False) -> list[dict]:
     """Records from a result file of any format glmbench reads (results/importers.py: glmbench's
-    own records, llama-bench json/jsonl/csv/md/sql, sweep-bench, batched-bench, vllm, sglang)."""
+    own records, llama-bench json/jsonl/csv/md/sql and pasted text, sweep-bench, batched-bench,
+    vllm, sglang); what the import assumed goes to stderr, one line each."""
     if not os.path.exists(path):
         raise UserError(f"no such file: {path}")
-    return importers.read(path, model=model, default_model=default_model)
+    notices: list = []
+    recs = importers.read(path, model=model, default_model=default_model, notices=notices)
+    if need_model and any(not r.get("model") for r in recs):
+        r = next(r for r in recs if not r.get("model"))
+        raise UserError(f"{r.get('source') or path}: the file names no model (no model column, command line, "
+                        f"heading or file name tells it): pass --model NAME")
+    for n in notices:
+        print(f"note: {n}", file=sys.stderr)
+    return recs
 
 
 # ---- parser -------------------------------------------------------------------------------------
@@ -868,9 +932,11 @@ def build_parser() -> argparse.ArgumentParser:
                "vllm bench serve --save-result, sglang bench_serving; the format is told from the content")
     model_help = ("the model the files measured, for a file that does not say (a sweep-bench table; llama-bench's "
                   "'deepseek2 30B.A3B'): a built-in name or a config.json; overrides what an imported file says")
-    sp = add("compare", "result files side by side, with ratios to the first (B/A, C/A, ...)", cmd_compare)
+    sp = add("compare", "result files side by side, with ratios to the first (B/A, C/A, ...); one file: what "
+                        "was read from it (one row per point) and how each inferred field was told", cmd_compare)
     sp.add_argument("files", nargs="+", metavar="FILE",
-                    help=f"the baseline, then the files to compare with it ({formats})")
+                    help=f"the baseline, then the files to compare with it ({formats}); one file alone is shown "
+                         "as imported")
     sp.add_argument("--model", metavar="NAME|config.json", help=model_help)
     fmt_opts(sp)
 

@@ -144,8 +144,29 @@ VLLM_FORMATS = {f.name: f for f in (
 )}
 _INTEGER_TYPES = ("i8", "i16", "i32", "i64")
 
-# Weight formats: every ggml float/quantized type (not the integer ones) and vLLM's formats.
-WEIGHT_FORMATS = {**{n: f for n, f in GGML_TYPES.items() if n not in _INTEGER_TYPES}, **VLLM_FORMATS}
+# ik_llama.cpp's own types (not in mainline ggml, so no GGUF type id here): name, elements per
+# block, bytes per block, bytes per row (the "_KS"/"_KT" types store one scale per row). Bits per
+# weight as ik_llama.cpp's llama-quantize lists them (examples/quantize/quantize.cpp: IQ4_KS
+# "4.25 bpw", IQ4_K "4.5 bpw", IQ6_K "6.6 bpw" = 6.625, ...); the block layouts as its
+# ggml-common.h declares them (block_iq4_k: d, extra, scales_h[4], scales_l[8], qs[128] = 144
+# bytes). glmbench predicts their bytes; it does not run them.
+IK_TYPE_TABLE = (
+    ("iq2_k", 256, 76, 0), ("iq3_k", 256, 110, 0), ("iq4_k", 256, 144, 0), ("iq5_k", 256, 176, 0),
+    ("iq6_k", 256, 212, 0), ("iq2_ks", 256, 70, 2), ("iq3_ks", 256, 102, 2), ("iq2_kl", 256, 86, 2),
+    ("iq4_ks", 256, 136, 4), ("iq4_kss", 256, 128, 4), ("iq5_ks", 256, 168, 4),
+    ("iq1_kt", 256, 56, 4), ("iq2_kt", 256, 68, 4), ("iq3_kt", 256, 100, 4), ("iq4_kt", 256, 128, 4),
+)
+IK_FORMATS = {n: Format(n, b, s, True, row_bytes=r) for n, b, s, r in IK_TYPE_TABLE}
+
+# What a record says about a format that is not a plain ggml/vLLM type (records' `weights_note`).
+FORMAT_NOTES = {n: (f"ik_llama.cpp's {n.upper()}: {f.bits_per_weight:g} bits per weight ({f.block_bytes} bytes per "
+                    f"{f.block} weights" + (f" + {f.row_bytes} bytes per row" if f.row_bytes else "")
+                    + ", from ik_llama.cpp's type table); predicted from its bytes, not run by glmbench")
+                for n, f in IK_FORMATS.items()}
+
+# Weight formats: every ggml float/quantized type (not the integer ones), ik_llama.cpp's types and
+# vLLM's formats.
+WEIGHT_FORMATS = {**{n: f for n, f in GGML_TYPES.items() if n not in _INTEGER_TYPES}, **IK_FORMATS, **VLLM_FORMATS}
 
 # KV-cache types runtimes commonly offer (llama.cpp's -ctk/-ctv), plus f32 for reference runs.
 KV_FORMATS = {n: WEIGHT_FORMATS[n] for n in ("f32", "f16", "bf16", "q8_0", "q4_0")}
@@ -200,6 +221,7 @@ class Mix:
     ftype: str          # llama.cpp's ftype name: "Q4_K_M", "Q2_K"
     base: Format
     kind: str = "mix"
+    approx: str = ""    # a mix llama.cpp does not make (Unsloth's UD-...): how it is approximated
 
     @property
     def dequant(self) -> bool:
@@ -211,6 +233,8 @@ class Mix:
 
     @property
     def note(self) -> str:
+        if self.approx:
+            return self.approx
         return (f"{self.ftype}: per-tensor types from llama.cpp's quantizer rules (llama_tensor_get_type, "
                 f"no imatrix) applied to the config; an approximation of a real file's types")
 
@@ -229,12 +253,26 @@ MIXES = {m.name: m for m in (
     Mix(("mix:" + ft) if ft.lower() in {n.lower() for n in WEIGHT_FORMATS} else ft, ft, GGML_TYPES[b])
     for ft, b in _MIX_BASE.items())}
 
+# Unsloth's "dynamic" quants (UD-Q4_K_XL, ...): llama.cpp files whose per-tensor types Unsloth
+# chose (some layers kept in more bits); no rule states them, so each is approximated by the
+# llama.cpp mix it is built on, and says so (its bytes are approximate, usually a little low).
+_UD_LIKE = {"UD-Q2_K_XL": "Q2_K", "UD-Q3_K_XL": "Q3_K_M", "UD-Q4_K_XL": "Q4_K_M", "UD-Q5_K_XL": "Q5_K_M",
+            "UD-Q6_K_XL": "Q6_K", "UD-Q8_K_XL": "Q8_0", "UD-IQ1_S": "IQ1_S", "UD-IQ1_M": "IQ1_M",
+            "UD-IQ2_XXS": "IQ2_XXS", "UD-IQ2_M": "IQ2_M", "UD-IQ3_XXS": "IQ3_XXS", "UD-IQ4_XS": "IQ4_XS",
+            "UD-IQ4_NL": "IQ4_NL"}
+UD_MIXES = {n: Mix(n, ft, GGML_TYPES[_MIX_BASE[ft]],
+                   approx=f"Unsloth's {n}: a mix like llama.cpp's {ft} with some tensors in more bits; "
+                          f"approximated as {ft} (llama.cpp's rules), so its bytes are approximate")
+            for n, ft in _UD_LIKE.items()}
+FORMAT_NOTES.update({n: m.note for n, m in UD_MIXES.items()})
+
 # case-insensitive lookup: a ggml type or vLLM format by its name ("Q8_0" = "q8_0": that type on
 # every quantized tensor, as `llama-quantize --pure`), a mix by its ftype name ("q4_k_m") or, for
 # every mix, "mix:<ftype>" ("mix:Q2_K": llama.cpp's Q2_K file, not the pure q2_K type)
 _BY_LOWER = {**{n.lower(): f for n, f in WEIGHT_FORMATS.items()},
              **{m.name.lower(): m for m in MIXES.values()},
-             **{"mix:" + m.ftype.lower(): m for m in MIXES.values()}}
+             **{"mix:" + m.ftype.lower(): m for m in MIXES.values()},
+             **{n.lower(): m for n, m in UD_MIXES.items()}}
 
 
 def weight_format(name) -> Format | Mix:
@@ -246,7 +284,7 @@ def weight_format(name) -> Format | Mix:
     f = _BY_LOWER.get(str(name).strip().lower()) if isinstance(name, str) else None
     if f is None:
         raise ValueError(f"unknown weight format {name!r}; known: ggml types {', '.join(WEIGHT_FORMATS)}; "
-                         f"llama.cpp mixes {', '.join(MIXES)} (case-insensitive)")
+                         f"llama.cpp mixes {', '.join(MIXES)}; Unsloth's {', '.join(UD_MIXES)} (case-insensitive)")
     return f
 
 

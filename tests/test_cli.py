@@ -138,7 +138,8 @@ def test_sweep_formats_and_compare(capsys, tmp_path):
     rc, out, _ = run(capsys, "compare", str(a), str(b), "--json")
     assert rc == 0
     res = json.loads(out)
-    assert res["differences"] == {"device": ["RTX 3090", "RTX 4090"]}
+    # without --link, two RTX 4090s use their profile's stated link; the study's RTX 3090 pair its measured 1.4
+    assert res["differences"] == {"device": ["RTX 3090", "RTX 4090"], "link_gbps": [1.4, 25.0]}
     assert len(res["rows"]) == len(ra)  # every point matched, across .json and .csv
     for row in res["rows"]:
         assert row["B/A"] == pytest.approx(row["B"] / row["A"])

@@ -1,6 +1,6 @@
 """Results in, from the command line: `glmbench compare`, `plot` and `report --measured` read
 llama-bench / sweep-bench / batched-bench / vllm / sglang output; `sweep` and `report` take
---n-prompt and --n-gen. The samples live in <repo>/../shared/formats (skipped when absent)."""
+--n-prompt and --n-gen. The samples live in tests/data (sources in tests/data/README.md)."""
 import json
 import os
 import pathlib
@@ -11,8 +11,10 @@ from glmbench.results import records
 
 from test_cli import one_line_error, run
 
-FORMATS = pathlib.Path(__file__).resolve().parent.parent.parent / "shared" / "formats"
-needs_samples = pytest.mark.skipif(not FORMATS.is_dir(), reason=f"{FORMATS} (the shared format samples) is absent")
+DATA = pathlib.Path(__file__).resolve().parent / "data"
+FORMATS = DATA / "formats"
+PASTED = DATA / "pasted"
+needs_samples = pytest.mark.skipif(not FORMATS.is_dir(), reason=f"{FORMATS} (the format samples) is absent")
 
 
 def sample(name):
@@ -47,12 +49,8 @@ def test_compare_llama_bench_files_with_a_prediction(capsys, tmp_path):
     rc, _, _ = run(capsys, "sweep", "-q", "--model", "glm-4.7-flash", "--hardware", "rtx-4090", "--cards", "2",
                    "--depths", "0,8K,32K", "--tests", "tg,pp", "--n-prompt", "512", "--out", str(pred))
     assert rc == 0
-    # the md table cannot tell its model (deepseek2 30B.A3B): one line naming the file, line and --model
-    rc, _, err = run(capsys, "compare", str(pred), sample("llama-bench.json"), sample("llama-bench.md"))
-    msg = one_line_error(rc, err)
-    assert "llama-bench.md:3:" in msg and "--model" in msg
-    rc, out, _ = run(capsys, "compare", str(pred), sample("llama-bench.json"), sample("llama-bench.md"),
-                     "--model", "glm-4.7-flash", "--json")
+    # the md table tells its model by its architecture and parameter count (deepseek2, 29.94 B)
+    rc, out, _ = run(capsys, "compare", str(pred), sample("llama-bench.json"), sample("llama-bench.md"), "--json")
     assert rc == 0
     res = json.loads(out)
     assert list(res["files"]) == ["A", "B", "C"] and res["differences"]["evidence"] == ["predicted", "measured", "measured"]
@@ -69,7 +67,8 @@ def test_compare_llama_bench_files_with_a_prediction(capsys, tmp_path):
 @needs_samples
 def test_plot_and_report_take_sweep_bench(capsys, tmp_path):
     rc, _, err = run(capsys, "plot", sample("sweep-bench.md"), "--out", str(tmp_path / "c"))
-    assert "sweep-bench.md:6: cannot tell which model" in one_line_error(rc, err)
+    msg = one_line_error(rc, err)
+    assert "sweep-bench.md" in msg and "no model" in msg and "--model" in msg
     rc, out, _ = run(capsys, "plot", sample("sweep-bench.md"), "--model", "qwen3-32b", "--out", str(tmp_path / "c"))
     assert rc == 0
     assert sorted(os.path.basename(p) for p in out.split()) == [
@@ -104,3 +103,50 @@ def test_compare_serving_and_plot_batched(capsys, tmp_path):
                      str(tmp_path / "b"))
     assert rc == 0 and sorted(os.path.basename(p) for p in out.split()) == [
         "generation_vs_context.png", "prefill_vs_prompt.png"]
+
+
+def test_compare_one_file_shows_what_was_read_and_how(capsys):
+    f = str(PASTED / "llama3-8b-f16_2x4090_xiongjiedai.md")
+    rc, out, err = run(capsys, "compare", f)
+    assert rc == 0
+    assert out.splitlines()[0] == f"{f}: 8 points"
+    assert "card: rtx-4090 x2 (from 'Device 0:'..'Device 1:' lines (line 6))" in out
+    assert "weights: f16 (from the file type 'F16')" in out and "backend: CUDA (from the device lines)" in out
+    assert "split: layer (llama.cpp's default -sm layer)" in out
+    table = [ln for ln in out.splitlines() if ln.startswith("| ")]
+    assert len(table) == 1 + 8 and "| tg8192 " in table[-1] and "49.83" in table[-1]
+    rc, out, _ = run(capsys, "compare", str(FORMATS / "llama-bench.md"), "--json")
+    res = json.loads(out)
+    assert "model: glm-4.7-flash (from 'deepseek2 30B.A3B' + 29.94 B params)" in res["inferred"]
+    assert [r["test"] for r in res["rows"]] == ["pp512", "tg128", "pp512@d8192", "tg128@d8192", "pp512@d32768",
+                                                "tg128@d32768"]
+    # a file that names no model: shown, with a note saying so
+    rc, out, err = run(capsys, "compare", str(FORMATS / "sweep-bench.md"))
+    assert rc == 0 and "| ?     | pp512 " in out and "model: not known" in err and "--model" in err
+
+
+def test_compare_two_runs_in_one_file_and_lengths(capsys, tmp_path):
+    a = tmp_path / "a.jsonl"
+    one = [json.dumps(dict(evidence="measured", test="tg", model="qwen3-32b", n_gen=n, n_depth=0, avg_ts=v))
+           for n, v in ((512, 30.0), (1024, 29.0))]
+    a.write_text("\n".join(one) + "\n")
+    b = tmp_path / "b.jsonl"
+    b.write_text("\n".join(one + [one[0].replace("30.0", "33.0")]) + "\n")   # a second run appended
+    b_json = tmp_path / "b.json"
+    b_json.write_text("[" + ",".join(one + [one[0].replace("30.0", "33.0")]) + "]")
+    rc, out, err = run(capsys, "compare", str(a), str(b_json), "--json")
+    assert rc == 0 and "holds 1 point more than once" in err
+    rows = json.loads(out)["rows"]
+    assert [(r["test"], r["run"], r["B"]) for r in rows] == [("tg512", 1, 30.0), ("tg512", 2, 33.0), ("tg1024", 1, 29.0)]
+
+
+def test_cards_without_link_says_which_link(capsys):
+    rc, out, err = run(capsys, "sweep", "-q", "--model", "qwen3-32b", "--hardware", "h100-sxm", "--cards", "2",
+                       "--depths", "1K", "--tests", "tg", "--json")
+    assert rc == 0 and "note: card-to-card link: H100 SXM's stated link, 450 GB/s" in err
+    assert {r["link_gbps"] for r in json.loads(out) if r["n_cards"] == 2} == {450}
+    rc, out, err = run(capsys, "sweep", "-q", "--model", "qwen3-32b", "--hardware", "h100-sxm", "--cards", "2",
+                       "--link", "64", "--depths", "1K", "--tests", "tg", "--json")
+    assert rc == 0 and "card-to-card link" not in err and {r["link_gbps"] for r in json.loads(out) if r["n_cards"] == 2} == {64}
+    rc, out, err = run(capsys, "sweep", "-q", "--model", "qwen3-32b", "--depths", "1K", "--tests", "tg", "--json")
+    assert rc == 0 and {r["link_gbps"] for r in json.loads(out) if r["n_cards"] == 2} == {1.4}

@@ -1,8 +1,9 @@
 """Results in: glmbench.results.importers reads other tools' output as records (format told from
 the content), and compare / the report match points by one rule.
 
-The samples in <repo>/../shared/formats copy each tool's real layout (numbers invented); the
-tests that use them skip when that folder is absent. The edge cases are written here."""
+The samples in tests/data/formats copy each tool's real layout (numbers invented); tests/data/pasted
+holds published results as they were posted (sources in tests/data/README.md). The edge cases are
+written here."""
 import json
 import pathlib
 
@@ -16,8 +17,9 @@ from glmbench.results import importers as im
 from glmbench.results import records
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-FORMATS = ROOT.parent / "shared" / "formats"
-needs_samples = pytest.mark.skipif(not FORMATS.is_dir(), reason=f"{FORMATS} (the shared format samples) is absent")
+FORMATS = ROOT / "tests" / "data" / "formats"
+PASTED = ROOT / "tests" / "data" / "pasted"
+needs_samples = pytest.mark.skipif(not FORMATS.is_dir(), reason=f"{FORMATS} (the format samples) is absent")
 
 
 def sample(name):
@@ -87,12 +89,12 @@ def test_llama_bench_json_jsonl_csv_sql_agree_and_map_fields():
 
 
 @needs_samples
-def test_llama_bench_md_needs_model_then_agrees_with_json():
-    with pytest.raises(im.FormatError) as e:
-        im.read(sample("llama-bench.md"))
-    msg = str(e.value)
-    assert msg.startswith(sample("llama-bench.md") + ":3:") and "--model" in msg and "deepseek2 30B.A3B" in msg
-    md = im.read(sample("llama-bench.md"), model="glm-4.7-flash")
+def test_llama_bench_md_tells_its_model_then_agrees_with_json():
+    # 'deepseek2 30B.A3B' + 29.94 B params: only GLM-4.7-Flash among the built-ins
+    md = im.read(sample("llama-bench.md"))
+    assert {r["model"] for r in md} == {"glm-4.7-flash"}
+    assert md[0]["inferred"]["model"] == "from 'deepseek2 30B.A3B' + 29.94 B params"
+    assert im.read(sample("llama-bench.md"), model="qwen3-32b")[0]["model"] == "qwen3-32b"   # --model overrides
     js = im.read(sample("llama-bench.json"))
     assert len(md) == 6
     for a, b in zip(md, js):
@@ -107,8 +109,12 @@ def test_llama_bench_md_needs_model_then_agrees_with_json():
 @pytest.mark.parametrize("name,rows,tool", [("sweep-bench.md", 9, "ik_llama.cpp"),
                                             ("sweep-bench-mainline.md", 33, "mainline")])
 def test_sweep_bench_tables(name, rows, tool):
-    with pytest.raises(im.FormatError, match=r":6: cannot tell which model .*--model"):
-        im.read(sample(name))
+    # nothing in the table, the text or the file name says which model: imported without one,
+    # with a notice that --model sets it
+    notes = []
+    bare = im.read(sample(name), notices=notes)
+    assert bare and all("model" not in r for r in bare)
+    assert any(":4: model: not known" in n and "--model" in n for n in notes), notes
     rs = im.read(sample(name), model="qwen3-32b")
     assert len(rs) == 2 * rows and all(r["model"] == "qwen3-32b" and r["evidence"] == "measured" for r in rs)
     assert tool in rs[0]["tool"]
@@ -151,10 +157,11 @@ def test_vllm_and_sglang_serving_results():
     assert v["ttft_s"] == pytest.approx(raw["mean_ttft_ms"] / 1000)
     assert v["n_prompt"] == round(raw["total_input_tokens"] / raw["completed"])
     # line 2 ran against a vLLM server: no server_info, so nothing names the model
-    with pytest.raises(im.FormatError, match=r"sglang-bench-serving.jsonl:2: cannot tell which model"):
-        im.read(sample("sglang-bench-serving.jsonl"))
+    a, b = im.read(sample("sglang-bench-serving.jsonl"))
+    assert a["model"] == "qwen3-32b" and "model" not in b
     s1, s2 = im.read(sample("sglang-bench-serving.jsonl"), default_model="qwen3-32b")
-    assert s1["model"] == s2["model"] == "qwen3-32b" and s1["backend"] == "sglang" and s2["backend"] == "vllm"
+    assert s1["model"] == s2["model"] == "qwen3-32b"
+    assert s1["serve_backend"] == "sglang" and s2["serve_backend"] == "vllm"
     assert s1["n_cards"] == 1 and s1["concurrency"] == 8 and s2["concurrency"] == 4
     assert s2["request_rate"] == "inf"  # a bare Infinity in the file
 
@@ -238,7 +245,7 @@ def test_quant_names_are_one_spelling_whatever_the_case():
     assert q("Q4_K_M") == q("q4_k_m") == q("Q4_K - Medium") == "Q4_K_M"
     assert q("iq4_xs") == q("IQ4_XS") == q("IQ4_XS - 4.25 bpw") == "iq4_xs"
     assert q("Q8_0") == "q8_0" and q("q4_k") == q("Q4_K") == "q4_K" and q("BF16") == "bf16" and q("all F32") == "f32"
-    assert q("Q3_K - Large") == "Q3_K_L" and q("Q2_K - Small") == "Q2_K_S" and q("ud-q4_k_xl") is None
+    assert q("Q3_K - Large") == "Q3_K_L" and q("Q2_K - Small") == "Q2_K_S" and q("ud-q4_k_xl") == "UD-Q4_K_XL"
     assert q("hello") is None and q(None) is None and q("") is None
 
 
@@ -250,16 +257,24 @@ def test_quant_names_are_one_spelling_whatever_the_case():
     ("/m/Qwen3-30B-A3B-Instruct-2507-Q4_K_M.gguf", None, "qwen3-30b-a3b"),
     ("/m/Mistral-Small-3.2-24B-Instruct-2506-Q4_K_M.gguf", None, "mistral-small-24b"),
     ("/m/model.gguf", "qwen3 32B Q4_K - Medium", "qwen3-32b"),        # the architecture and size tell
-    ("/m/model.gguf", "qwen3moe 30B.A3B Q4_K - Medium", None),        # Qwen3-30B-A3B and Qwen3-Coder-30B-A3B: one shape
-    ("/m/model.gguf", "qwen3moe 235B.A22B Q4_K - Medium", "qwen3-235b-a22b"),
-    ("/m/model.gguf", "deepseek2 30B.A3B Q4_K - Medium", None),       # shared architecture: cannot tell
-    ("/m/model.gguf", "llama 24B Q4_K - Medium", None),
-    ("/m/model.gguf", "qwen3 14B Q4_K - Medium", "qwen3-14b"),
-    ("/m/model.gguf", "qwen3 4B Q4_K - Medium", None),                # no built-in of that size
+    ("/m/Qwen3-30B-A3B-Q4_K_M.gguf", "qwen3moe 30B.A3B Q4_K - Medium", "qwen3-30b-a3b"),  # the name narrows
+    ("/m/model.gguf", "deepseek2 30B.A3B Q4_K - Medium", "glm-4.7-flash"),  # the only deepseek2 of ~30B
+    ("/m/model.gguf", "llama 24B Q4_K - Medium", "mistral-small-24b"),      # Mistral Small is a llama
+    ("/m/model.gguf", "qwen3 3B Q4_K - Medium", None),                # no built-in of that size
+    ("/m/model.gguf", "bert 24B Q4_K - Medium", None),                # an architecture no built-in has
 ])
 def test_identify_model(filename, model_type, expect):
     name, why = im.identify_model(filename, model_type)
     assert name == expect, why
+
+
+def test_same_shape_built_ins_are_ambiguous_without_a_name():
+    fit = [n for n, (a, p) in im._builtins().items() if a == "qwen3moe" and abs(p - 30.53e9) < 0.01e9]
+    if len(fit) < 2:
+        pytest.skip("fewer than two qwen3moe built-ins of 30.53 B params")
+    with pytest.raises(im.AmbiguousModel) as e:
+        im.identify_model("/m/model.gguf", "qwen3moe 30B.A3B Q8_0", 30.53e9)
+    assert all(n in str(e.value) for n in fit) and "--model" in str(e.value)
 
 
 def test_llama_bench_variants(tmp_path):
@@ -369,3 +384,383 @@ def test_tg_of_n_gen_tokens_is_the_mean_over_its_steps():
     assert r["avg_ts"] == pytest.approx(128 / exact, rel=1e-4)
     (one,) = sweep.predict(None, [s], [8192], tests=("tg",))
     assert one["n_gen"] == 1 and one["avg_ts"] == pytest.approx(cm.decode(s, 8192).tok_s) and r["avg_ts"] < one["avg_ts"]
+
+
+# ---- pasted text as people publish it (issue 23) -----------------------------------------------------
+def pasted(name):
+    return str(PASTED / name)
+
+
+def builtin(name):
+    return name in im._builtins()
+
+
+def test_2024_llama_bench_pp_space_and_the_lines_around_the_table():
+    # llama-bench of May 2024 prints `pp 512` / `tg 512`; the notebook cell has the command, the
+    # ggml_cuda_init and Device lines, and the build line around the table
+    notes = []
+    rs = im.read(pasted("llama3-8b-Q4_K_M_2x3090_xiongjiedai.md"), notices=notes)
+    assert [(r["test"], r["n_prompt"], r["n_gen"], r["n_depth"]) for r in rs] == [
+        ("pp", 512, 0, 0), ("pp", 1024, 0, 0), ("pp", 4096, 0, 0), ("pp", 8192, 0, 0),
+        ("tg", 0, 512, 0), ("tg", 0, 1024, 0), ("tg", 0, 4096, 0), ("tg", 0, 8192, 0)]
+    r = rs[0]
+    assert (r["avg_ts"], r["stddev_ts"], r["source"].rsplit(":", 1)[1]) == (3336.37, 52.28, "10")
+    assert (r["device"], r["hardware"], r["n_cards"], r["split"]) == ("RTX 3090", "rtx-3090", 2, "layer")
+    assert r["inferred"]["card"] == "rtx-3090 x2 (from 'Device 0:'..'Device 1:' lines (line 6))"
+    assert r["backend"] == "CUDA" and r["weights"] == "Q4_K_M" and r["model_n_params"] == 8030000000
+    assert (r["build_commit"], r["build_number"]) == ("d46dbc76", 2833)
+    assert r["command"].startswith("# !./llama-bench -p 512,1024,4096,8192")
+    assert (rs[4]["avg_ts"], rs[4]["stddev_ts"]) == (111.67, 0.08)
+    # the same table with prose and a `$ ` prompt around it, one card
+    text = ("I ran this on my box:\n\n$ ./llama-bench -m /models/Meta-Llama-3-8B.Q4_K_M.gguf -p 512 -n 128\n"
+            "ggml_cuda_init: GGML_CUDA_FORCE_MMQ:   no\nggml_cuda_init: found 1 CUDA devices:\n"
+            "  Device 0: NVIDIA GeForce RTX 4090, compute capability 8.9, VMM: yes\n"
+            "| model                          |       size |     params | backend    | ngl | test       |              t/s |\n"
+            "| ------------------------------ | ---------: | ---------: | ---------- | --: | ---------- | ---------------: |\n"
+            "| llama 8B Q4_K - Medium         |   4.58 GiB |     8.03 B | CUDA       |  99 | pp 512     |  7138.99 ± 14.96 |\n"
+            "| llama 8B Q4_K - Medium         |   4.58 GiB |     8.03 B | CUDA       |  99 | tg 128     |    130.58 ± 0.66 |\n"
+            "\nbuild: 4426e298 (2824)\n\nPretty fast!\n")
+    a, b = im.read_text(text, "paste.md")
+    assert (a["test"], a["n_prompt"], b["test"], b["n_gen"]) == ("pp", 512, "tg", 128)
+    assert (a["avg_ts"], a["stddev_ts"], b["avg_ts"]) == (7138.99, 14.96, 130.58)
+    assert (a["hardware"], a["n_cards"], a["split"], a["build_number"]) == ("rtx-4090", 1, "none", 2824)
+    assert a["source"] == "paste.md:9" and b["source"] == "paste.md:10"
+
+
+LB_HEAD = ("| model                          |       size |     params | backend    | ngl | fa |            test |                  t/s |\n"
+           "| ------------------------------ | ---------: | ---------: | ---------- | --: | -: | --------------: | -------------------: |\n")
+
+
+def lb_row(model, size, params, test, ts):
+    return f"| {model:30} | {size:>10} | {params:>10} | CUDA       |  99 |  1 | {test:>15} | {ts:>20} |\n"
+
+
+def test_several_tables_of_several_models_in_one_file():
+    text = ("## GLM-4.7-Flash\n\n" + LB_HEAD
+            + lb_row("deepseek2 30B.A3B Q4_K - Medium", "17.06 GiB", "29.94 B", "tg128", "151.51 ± 0.46")
+            + lb_row("deepseek2 30B.A3B Q4_K - Medium", "17.06 GiB", "29.94 B", "tg128 @ d8192", "119.36 ± 0.45")
+            + "\nbuild: 4be1e7c (9731)\n\n## Qwen3-32B\n\n" + LB_HEAD
+            + lb_row("qwen3 32B Q8_0", "32.42 GiB", "32.76 B", "pp512", "2000.00 ± 5.00")
+            + lb_row("qwen3 32B Q8_0", "32.42 GiB", "32.76 B", "tg128", "30.00 ± 0.10") + "\nbuild: 4be1e7c (9731)\n")
+    rs = im.read_text(text, "two-models.md")
+    assert [(r["model"], r["test"], r["n_depth"], r["weights"], r["label"]) for r in rs] == [
+        ("glm-4.7-flash", "tg", 0, "Q4_K_M", "GLM-4.7-Flash"), ("glm-4.7-flash", "tg", 8192, "Q4_K_M", "GLM-4.7-Flash"),
+        ("qwen3-32b", "pp", 0, "q8_0", "Qwen3-32B"), ("qwen3-32b", "tg", 0, "q8_0", "Qwen3-32B")]
+    assert rs[0]["inferred"]["model"] == "from 'deepseek2 30B.A3B' + 29.94 B params"
+    assert rs[2]["inferred"]["model"] == "from 'qwen3 32B' + 32.76 B params"
+    assert all(r["flash_attn"] == 1 and r["build_number"] == 9731 for r in rs)
+
+
+def test_model_from_architecture_and_params_is_data_driven(monkeypatch):
+    # the matcher reads the built-ins: two that fit the same count are an error naming both
+    fake = {"llama-a-8b": ("llama", 8.03e9), "llama-b-8b": ("llama", 8.031e9), "llama-c-70b": ("llama", 70.55e9)}
+    monkeypatch.setattr(im, "_builtins", lambda: fake)
+    assert im.model_candidates("llama 70B Q4_K - Medium", 70.55e9) == (["llama-c-70b"], "'llama 70B' + 70.55 B params")
+    assert im.model_candidates("llama 8B F16", 8.03e9)[0] == ["llama-a-8b", "llama-b-8b"]
+    assert im.model_candidates("llama 8B F16", 9.5e9)[0] == []           # outside the 3% tolerance
+    assert im.model_candidates("qwen2 8B F16", 8.03e9)[0] == []          # another architecture
+    text = LB_HEAD + lb_row("llama 8B F16", "14.96 GiB", "8.03 B", "pp512", "4000.00 ± 1.00")
+    with pytest.raises(im.FormatError) as e:
+        im.read_text(text, "x.md")
+    msg = str(e.value)
+    assert msg.startswith("x.md:3:") and "llama-a-8b, llama-b-8b" in msg and "--model" in msg
+    # a name elsewhere (the file name, the command line) picks among them; --model overrides
+    (r,) = im.read_text(text, "llama-b-8b-f16_results.md")
+    assert r["model"] == "llama-b-8b" and "file name" in r["inferred"]["model"]
+    (r,) = im.read_text("$ llama-bench -m /m/Llama-A-8B-F16.gguf\n" + text, "x.md")
+    assert r["model"] == "llama-a-8b" and "command line" in r["inferred"]["model"]
+    monkeypatch.setattr(im.configs, "load", lambda n: type("C", (), {"name": n})())
+    (r,) = im.read_text(text, "x.md", model="llama-c-70b")
+    assert r["model"] == "llama-c-70b"
+
+
+def test_sweep_bench_model_from_the_command_line_or_the_file_name():
+    table = ("|    PP |     TG |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |\n"
+             "|-------|--------|--------|----------|----------|----------|----------|\n"
+             "|   512 |    128 |      0 |    0.200 |  2560.00 |    4.000 |    32.00 |\n")
+    cmd = "./build/bin/llama-sweep-bench -m /models/Qwen3-30B-A3B-Instruct-2507-UD-Q4_K_XL.gguf -c 4096 -fa -ngl 99\n"
+    rs = im.read_text(cmd + "\n" + table, "out.md")
+    assert {r["model"] for r in rs} == {"qwen3-30b-a3b"} and "command line's model" in rs[0]["inferred"]["model"]
+    assert rs[0]["weights"] == "UD-Q4_K_XL" and "approximated as Q4_K_M" in rs[0]["weights_note"]
+    assert rs[0]["flash_attn"] == 1 and rs[0]["n_gpu_layers"] == 99
+    rs = im.read_text(table, "/tmp/qwen3-32b_q8_0_rtx3090.md")
+    assert {r["model"] for r in rs} == {"qwen3-32b"} and rs[0]["weights"] == "q8_0"
+    assert (rs[0]["hardware"], rs[0]["n_cards"]) == ("rtx-3090", 1) and "file name" in rs[0]["inferred"]["card"]
+    assert {r["model"] for r in im.read_text(cmd + table, "out.md", model="glm-4.7-flash")} == {"glm-4.7-flash"}
+    # a shell variable on the command line is resolved from its assignment
+    rs = im.read_text('model=DeepSeek-V2-Lite-Q4_0.gguf ; llama-sweep-bench --model "$model" -c 8192\n' + table, "o.md")
+    assert rs[0]["model"] == "deepseek-v2-lite" and rs[0]["weights"] == "q4_0"
+
+
+def test_card_count_backend_and_flash_attention():
+    dev = "  Device {i}: NVIDIA GeForce RTX 4090, compute capability 8.9, VMM: yes\n"
+    two = "ggml_cuda_init: found 2 CUDA devices:\n" + dev.format(i=0) + dev.format(i=1)
+    row = lb_row("qwen3 32B Q4_K - Medium", "18.40 GiB", "32.76 B", "tg128", "30.00 ± 0.10")
+    (r,) = im.read_text(two + LB_HEAD + row, "a.md")
+    assert (r["n_cards"], r["split"], r["hardware"], r["backend"]) == (2, "layer", "rtx-4090", "CUDA")
+    (r,) = im.read_text("$ llama-bench -m q.gguf -sm none -mg 1\n" + two + LB_HEAD + row, "a.md")
+    assert (r["n_cards"], r["split"]) == (1, "none") and "-sm none" in r["inferred"]["card"]
+    (r,) = im.read_text("$ llama-bench -m q.gguf -sm row\n" + two + LB_HEAD + row, "a.md")
+    assert (r["n_cards"], r["split"]) == (2, "tensor")
+    # without device lines: CUDA_VISIBLE_DEVICES and a card the text names
+    (r,) = im.read_text("Two RTX 3090 cards here.\n$ CUDA_VISIBLE_DEVICES=0,1 llama-bench -m q.gguf\n" + LB_HEAD + row,
+                        "a.md")
+    assert (r["hardware"], r["n_cards"]) == ("rtx-3090", 2) and "CUDA_VISIBLE_DEVICES" in r["inferred"]["card"]
+    # Vulkan's device line; fa from the column; -fa on the command line for sweep-bench
+    vk = ("ggml_vulkan: Found 1 Vulkan devices:\nggml_vulkan: 0 = NVIDIA GeForce RTX 3090 (NVIDIA) | uma: 0 | fp16: 1\n")
+    (r,) = im.read_text(vk + LB_HEAD + row.replace("CUDA  ", "Vulkan"), "a.md")
+    assert (r["backend"], r["hardware"], r["n_cards"], r["flash_attn"]) == ("Vulkan", "rtx-3090", 1, 1)
+    sweep = ("llama-sweep-bench -m Qwen3-32B-Q4_K_M.gguf -fa on\n"
+             "|    PP |     TG |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |\n"
+             "|-------|--------|--------|----------|----------|----------|----------|\n"
+             "|   512 |    128 |      0 |    0.200 |  2560.00 |    4.000 |    32.00 |\n")
+    rs = im.read_text(sweep, "s.md")
+    assert all(r["flash_attn"] == 1 for r in rs) and "command line" in rs[0]["inferred"]["flash_attn"]
+    rs = im.read_text(sweep.replace("-fa on", "-fa off"), "s.md")
+    assert all(r["flash_attn"] == 0 for r in rs)
+    # headings name the backend of each of two tables
+    rs = im.read(pasted("llama-3.1-8b_RTX4080_Vulkan-vs-CUDA-sweep_ik-llama-disc562-ikawrakow.md"))
+    assert [r["backend"] for r in rs[::32]] == ["Vulkan", "CUDA"]
+    assert {r["device"] for r in rs} == {"RTX 4080"} and {r["n_cards"] for r in rs} == {1}
+
+
+@pytest.mark.parametrize("printed,name", [
+    ("Q2_K - Medium", "q2_K"), ("Q2_K - Small", "Q2_K_S"), ("Q4_K - Medium", "Q4_K_M"), ("Q4_K - Small", "Q4_K_S"),
+    ("IQ4_XS - 4.25 bpw", "iq4_xs"), ("MXFP4 MoE", "MXFP4_MOE"), ("Q4_0", "q4_0"), ("F16", "f16"), ("BF16", "bf16"),
+    ("IQ3_S mix - 3.66 bpw", "IQ3_M"), ("all F32", "f32"), ("IQ4_KS - 4.25 bpw", "iq4_ks"), ("IQ6_K - 6.6 bpw", "iq6_k"),
+    ("UD-Q2_K_XL", "UD-Q2_K_XL")])
+def test_printed_file_types_are_glmbench_formats(printed, name):
+    assert im.quant_name(printed) == name
+    vocab.weight_format(name)   # a name sweep and calibrate accept
+
+
+def test_ik_and_unsloth_formats_have_definitions_and_a_note():
+    f = vocab.weight_format("iq4_ks")
+    assert f.bits_per_weight == 4.25 and f.row_bytes == 4 and f.matrix_nbytes(2, 512) == 2 * (2 * 136 + 4)
+    assert vocab.weight_format("IQ4_K").bits_per_weight == 4.5 and vocab.weight_format("iq5_k").bits_per_weight == 5.5
+    assert vocab.weight_format("iq6_k").bits_per_weight == 6.625 and vocab.weight_format("iq4_kt").bits_per_weight == 4.0
+    ud = vocab.weight_format("ud-q4_k_xl")
+    assert isinstance(ud, vocab.Mix) and ud.ftype == "Q4_K_M" and "approximate" in ud.note
+    assert vocab.weight_format("mix:Q4_K_M").name == "Q4_K_M"   # the UD mixes leave llama.cpp's alone
+    rs = im.read(pasted("llama-3.1-8b-instruct-iq4_ks_RTX4080_ik-llama-sweep_ik-llama-pr374-ikawrakow.md"))
+    assert {r["weights"] for r in rs} == {"iq4_ks"} and "ik_llama.cpp's IQ4_KS" in rs[0]["weights_note"]
+    # a format the cost model takes: 4.25 bits (+ a row scale) is between iq4_xs's 4.25 and q4_K's 4.5
+    def w(fmt):
+        return cm.memory(cm.Setup("qwen3-32b", "rtx-3090", weights=fmt), 0).cards[0].weights
+    assert w("iq4_xs") < w("iq4_ks") < w("q4_K") and w("iq4_ks") / w("iq4_xs") < 1.005
+    assert w("IQ4_K") == w("q4_K") and w("UD-Q4_K_XL") == w("Q4_K_M")
+
+
+def test_vllm_console_block():
+    notes = []
+    (r,) = im.read(pasted("qwen3-30b-a3b-bf16_h100_vllm-pr23151.log"), notices=notes)
+    assert (r["test"], r["model"], r["weights"], r["n_cards"]) == ("serve", "qwen3-30b-a3b", "bf16", 1)
+    assert r["device"] == "H100" and r["tool"] == "vllm benchmark_serving (console)"
+    assert (r["concurrency"], r["n_streams"], r["avg_ts"], r["aggregate_tok_s"]) == (10, 10, 739.79, 739.79)
+    assert r["n_prompt"] == round(204169 / 100) and r["n_gen"] == round(101576 / 100)
+    assert r["ttft_s"] == pytest.approx(0.26722) and r["tpot_s"] == pytest.approx(0.01318)
+    assert r["per_stream_tok_s"] == pytest.approx(1000 / 13.18)
+    assert "command line's model 'Qwen/Qwen3-30B-A3B'" in r["inferred"]["model"]
+    bad = pathlib.Path(pasted("qwen3-30b-a3b-bf16_h100_vllm-pr23151.log")).read_text().replace(
+        "Output token throughput (tok/s):         739.79\n", "")
+    with pytest.raises(im.FormatError, match=r"x.log:4: .*'Output token throughput \(tok/s\):'"):
+        im.read_text(bad, "x.log")
+
+
+def test_calibrate_skips_pg_rows_with_a_notice(tmp_path):
+    from glmbench.predict import calibrate as cal
+    objs = [lb(n_prompt=512, n_gen=0, n_depth=d, avg_ts=900.0 - d / 100) for d in (0, 4096)]
+    objs += [lb(n_prompt=0, n_gen=128, n_depth=d, avg_ts=30.0 - d / 1000) for d in (0, 4096)]
+    objs += [lb(n_prompt=512, n_gen=128, n_depth=0, avg_ts=200.0)]
+    p = write(tmp_path, "pg.json", json.dumps(objs))
+    notes = []
+    pts = cal.load_points([p], notes)
+    assert len(pts) == 4 and {pt.test for pt in pts} == {"pp", "tg"}
+    assert len(notes) == 1 and "skipped 1 pp+tg row" in notes[0] and notes[0].startswith(p)
+    only = write(tmp_path, "only.json", json.dumps(objs[-1:]))
+    with pytest.raises(cal.CalibrationError, match="no pp or tg records"):
+        cal.load_points([only], [])
+
+
+def test_compare_keeps_every_record_and_does_not_collapse_lengths():
+    one = [dict(evidence="measured", test="tg", model="qwen3-32b", n_gen=n, n_depth=0, avg_ts=v)
+           for n, v in ((512, 30.0), (1024, 29.0))]
+    # tg512 and tg1024 at depth 0 (a 2024 llama-bench file, no n_depth) are two points
+    rows, _ = cmp.compare(one, [dict(r, avg_ts=r["avg_ts"] * 2) for r in one])
+    assert [(r["test"], r["B/A"]) for r in rows] == [("tg512", 2.0), ("tg1024", 2.0)]
+    # two runs appended to one file: both shown, each against the other file's (last) run
+    twice = one[:1] + [dict(one[0], avg_ts=33.0)]
+    rows, _ = cmp.compare(one[:1], twice)
+    assert [(r["run"], r["A"], r["B"]) for r in rows] == [(1, 30.0, 30.0), (2, 30.0, 33.0)]
+    assert cmp.repeated_points(twice) == 1 and cmp.repeated_points(one) == 0
+    rows, how = cmp.summarize(im.read(pasted("llama3-70b-Q4_K_M_2x3090_xiongjiedai.md")))
+    assert len(rows) == 8 and rows[0]["test"] == "pp512" and rows[4]["test"] == "tg512"
+    assert any(h.startswith("card: rtx-3090 x2 (from 'Device 0:'") for h in how)
+    assert "weights: Q4_K_M (from the file type 'Q4_K - Medium')" in how
+
+
+# Every published file and format sample, with no flags: what it must import as. A model that
+# is not (yet) a built-in must come back unset (never another model).
+EXPECT = {
+    # file: (records, model, device, hardware key or None, cards, weights, backend, tests)
+    "deepseek-v2-lite-Q4_0_rtx3090ti_ik-pr598-cuda-fmoe.md": (80, "deepseek-v2-lite", "RTX 3090 Ti", 1, "q4_0", "CUDA"),
+    "deepseek-v2-lite-Q4_0_rtx3090ti_ik-pr598-vulkan.md": (80, "deepseek-v2-lite", "RTX 3090 Ti", 1, "q4_0", "Vulkan"),
+    "deepseek-v2-lite-q4_0_RTX4080_ik-llama-sweep_ik-llama-pr386-ikawrakow.md": (64, "deepseek-v2-lite", "RTX 4080", 1, "q4_0", "CUDA"),
+    "deepseek-v2-lite-q4_0_RTX4080_ik-llama-sweep_ik-llama-pr589-ikawrakow.md": (16, "deepseek-v2-lite", "RTX 4080", 1, "q4_0", "CUDA"),
+    "gemma-3-4b-q4_0_GB10-DGX-Spark_llama.cpp-benches.md": (10, "gemma-3-4b", "GB10", 1, "q4_0", "CUDA"),
+    "gpt-oss-120b_GB10-DGX-Spark_llama.cpp-benches.md": (46, "gpt-oss-120b", "GB10", 1, "MXFP4_MOE", "CUDA"),
+    "gpt-oss-20b_GB10-DGX-Spark_llama.cpp-benches.md": (46, "gpt-oss-20b", "GB10", 1, "MXFP4_MOE", "CUDA"),
+    "gpt-oss-20b_RTXPRO6000-Blackwell-WS_llama.cpp-pr16991-PARTIAL.md":
+        (7, "gpt-oss-20b", "RTX PRO 6000 Blackwell Workstation Edition", 1, "MXFP4_MOE", "CUDA"),
+    "llama-3.1-8b-instruct-iq4_ks_RTX4080_ik-llama-sweep_ik-llama-pr374-ikawrakow.md": (128, "llama-3.1-8b", "RTX 4080", 1, "iq4_ks", "CUDA"),
+    "llama-3.1-8b-q4_0_RTX5090_CUDA_ik-llama-disc562-jeffbolznv.md": (15, "llama-3.1-8b", "RTX 5090", 1, "q4_0", "CUDA"),
+    "llama-3.1-8b-q4_0_RTX5090_Vulkan_ik-llama-disc562-jeffbolznv.md": (30, "llama-3.1-8b", "RTX 5090", 1, "q4_0", "Vulkan"),
+    "llama-3.1-8b_RTX4080_Vulkan-vs-CUDA-sweep_ik-llama-disc562-ikawrakow.md": (64, "llama-3.1-8b", "RTX 4080", 1, None, None),
+    "qwen2.5-coder-7b-q8_0_GB10-DGX-Spark_llama.cpp-benches.md": (10, "qwen2.5-coder-7b", "GB10", 1, "q8_0", "CUDA"),
+    "qwen3-coder-30b-a3b-q8_0_GB10-DGX-Spark_llama.cpp-benches.md": (10, "qwen3-coder-30b-a3b", "GB10", 1, "q8_0", "CUDA"),
+    "qwen3-30b-a3b-bf16_h100_vllm-pr23151.log": (1, "qwen3-30b-a3b", "H100", 1, "bf16", None),
+}
+for _size, _m in (("8b", "llama-3-8b"), ("70b", "llama-3-70b")):
+    for _w, _ww in (("Q4_K_M", "Q4_K_M"), ("f16", "f16")):
+        for _card, _dev, _n in (("2x3090", "RTX 3090", 2), ("2x4090", "RTX 4090", 2), ("a6000", "RTX A6000", 1),
+                                ("rtx3090", "RTX 3090", 1), ("rtx4090", "RTX 4090", 1)):
+            f = f"llama3-{_size}-{_w}_{_card}_xiongjiedai.md"
+            if (PASTED / f).is_file():
+                EXPECT[f] = (8, _m, _dev, _n, _ww, "CUDA")
+# Qwen3-Coder-30B-A3B has Qwen3-30B-A3B's architecture and parameter count: without its own
+# built-in, llama-bench's 'qwen3moe 30B.A3B' + 30.53 B params fits only qwen3-30b-a3b
+SAME_SHAPE = {"qwen3-coder-30b-a3b": ("qwen3-30b-a3b",)}
+FORMAT_EXPECT = {  # invented numbers; model only where the file names one
+    "llama-bench.json": (6, "glm-4.7-flash", "RTX 4090", 2, "Q4_K_M", "CUDA"),
+    "llama-bench.jsonl": (6, "glm-4.7-flash", "RTX 4090", 2, "Q4_K_M", "CUDA"),
+    "llama-bench.csv": (6, "glm-4.7-flash", "RTX 4090", 2, "Q4_K_M", "CUDA"),
+    "llama-bench.sql": (6, "glm-4.7-flash", "RTX 4090", 2, "Q4_K_M", "CUDA"),
+    "llama-bench.md": (6, "glm-4.7-flash", None, None, "Q4_K_M", "CUDA"),
+    "sweep-bench.md": (18, None, None, None, None, None),
+    "sweep-bench-mainline.md": (66, None, None, None, None, None),
+    "llama-batched-bench.md": (24, None, None, None, None, None),
+    "vllm-bench-serve.json": (1, "qwen3-32b", None, None, None, None),
+    "sglang-bench-serving.jsonl": (2, "qwen3-32b", None, None, None, None),   # line 2 names none
+}
+
+
+def test_every_published_file_imports_as_it_is():
+    files = sorted(p.name for p in PASTED.iterdir() if p.suffix in (".md", ".log"))
+    assert files and set(files) == set(EXPECT), set(files) ^ set(EXPECT)
+    for name, (n, model, device, cards, weights, backend) in EXPECT.items():
+        rs = im.read(pasted(name))
+        assert len(rs) == n, name
+        got = {r.get("model") for r in rs}
+        if builtin(model):
+            assert got == {model}, (name, got)
+        else:  # not a built-in (yet): no model, or the one built-in of the same architecture and size
+            assert got <= {None} | set(SAME_SHAPE.get(model, ())), (name, got)
+        assert {r["device"] for r in rs} == {device} and {r["n_cards"] for r in rs} == {cards}, name
+        assert {r.get("weights") for r in rs} == {weights}, name
+        if backend:
+            assert {r["backend"] for r in rs} == {backend}, name
+        assert {r.get("hardware") for r in rs} == {im._hardware_key(device)}, name
+        for r in rs:
+            assert r["evidence"] == "measured" and r["avg_ts"] > 0 and r["n_depth"] >= 0
+            assert r["test"] in ("pp", "tg", "serve") and r["source"].startswith(pasted(name) + ":")
+            assert {"model", "card"} <= set(r["inferred"]), (name, r["inferred"])
+    for name, (n, model, device, cards, weights, backend) in FORMAT_EXPECT.items():
+        rs = im.read(sample(name))
+        assert len(rs) == n and {r.get("model") for r in rs} <= {model, None} and rs[0].get("model") == model, name
+        assert {r.get("device") for r in rs} == {device} and {r.get("weights") for r in rs} == {weights}, name
+        if cards:
+            assert {r["n_cards"] for r in rs} == {cards}, name
+        if backend:
+            assert {r["backend"] for r in rs} == {backend}, name
+
+
+def test_depths_and_tests_of_published_files():
+    rs = im.read(pasted("gpt-oss-20b_GB10-DGX-Spark_llama.cpp-benches.md"))
+    lb_rows = [r for r in rs if r["tool"] == "llama-bench"]
+    assert [(r["test"], r["n_prompt"] or r["n_gen"], r["n_depth"]) for r in lb_rows[:4]] == [
+        ("pp", 2048, 0), ("tg", 32, 0), ("pp", 2048, 4096), ("tg", 32, 4096)]
+    assert lb_rows[-1]["n_depth"] == 32768 and lb_rows[-1]["avg_ts"] == 59.85
+    batched = [r for r in rs if r["tool"] == "llama-batched-bench"]
+    assert len(batched) == 36 and {r["weights"] for r in batched} == {"MXFP4_MOE"}
+    rs = im.read(pasted("llama-3.1-8b-q4_0_RTX5090_CUDA_ik-llama-disc562-jeffbolznv.md"))
+    assert [r["n_depth"] for r in rs] == list(range(1024, 15361, 1024)) and {r["n_prompt"] for r in rs} == {1024}
+    rs = im.read(pasted("deepseek-v2-lite-q4_0_RTX4080_ik-llama-sweep_ik-llama-pr386-ikawrakow.md"))
+    assert {r["label"] for r in rs} == {"Main branch, mla = 2, fa", "PR, mla = 3, fa"}
+    assert max(r["n_depth"] for r in rs) == 61440 and {r["n_prompt"] for r in rs if r["test"] == "pp"} == {4096}
+    # no command line: flash attention from the options the prose quotes ("the PR uses `-mla 3 -fa`")
+    assert {r["flash_attn"] for r in rs} == {1} and "-fa` in the text" in rs[0]["inferred"]["flash_attn"]
+    rs = im.read(pasted("deepseek-v2-lite-q4_0_RTX4080_ik-llama-sweep_ik-llama-pr589-ikawrakow.md"))
+    assert {r["flash_attn"] for r in rs} == {1} and "-fa -fmoe" in rs[0]["inferred"]["flash_attn"]
+
+
+def test_bad_pasted_input_is_one_clear_error(tmp_path):
+    row = lb_row("qwen3 32B Q4_K - Medium", "18.40 GiB", "32.76 B", "tg128", "30.00 ± 0.10")
+    with pytest.raises(im.FormatError, match=r"b.md:4: test 'warmup 3' is not llama-bench's"):
+        im.read_text("some prose\n" + LB_HEAD + row.replace("          tg128", "       warmup 3"), "b.md")
+    with pytest.raises(im.FormatError, match=r"b.md:3: field `avg_ts` must be a number, got 'fast'"):
+        im.read_text(LB_HEAD + row.replace("       30.00 ± 0.10", "fast"), "b.md")
+    # prose starting with a markdown link is not read as JSON
+    assert len(im.read_text("[This PR](https://x) is faster.\n\n" + LB_HEAD + row, "c.md")) == 1
+    with pytest.raises(im.FormatError, match=r"d.md:1: not valid JSON"):
+        im.read_text("[not json and no table\n", "d.md")
+
+
+def test_inferred_survives_a_csv_round_trip(tmp_path):
+    rs = im.read(pasted("llama3-8b-f16_2x4090_xiongjiedai.md"))
+    for ext in ("csv", "json"):
+        p = tmp_path / f"r.{ext}"
+        records.write_records(p, rs)
+        back = records.read_records(p)
+        assert [b["inferred"] for b in back] == [r["inferred"] for r in rs]
+        assert back[0]["inferred"]["card"].startswith("rtx-4090 x2")
+
+
+def test_load_log_and_quoted_replies_and_row_columns():
+    # a sweep-bench run pasted with llama.cpp's load log: the architecture and parameter count
+    # there tell the model, its file type the weights
+    log = ("llama_model_loader: loaded meta data with 35 key-value pairs and 579 tensors from /models/model.gguf (version GGUF V3)\n"
+           "llama_model_loader: - kv   0:                       general.architecture str              = qwen3\n"
+           "print_info: file type   = Q4_K - Medium\nprint_info: arch             = qwen3\n"
+           "print_info: model params     = 32.76 B\n"
+           "ggml_cuda_init: found 1 CUDA devices:\n  Device 0: NVIDIA GeForce RTX 3090, compute capability 8.6, VMM: yes\n\n"
+           "main: n_kv_max = 16896, n_batch = 2048, n_ubatch = 512, flash_attn = 1, n_gpu_layers = 99, n_threads = 16, "
+           "n_threads_batch = 16\n\n"
+           "|    PP |     TG |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |\n"
+           "|-------|--------|--------|----------|----------|----------|----------|\n"
+           "|   512 |    128 |      0 |    0.199 |  2570.45 |    3.394 |    37.71 |\n")
+    pp, tg = im.read_text(log, "sb.txt")
+    assert (pp["model"], pp["weights"], pp["hardware"], pp["n_cards"]) == ("qwen3-32b", "Q4_K_M", "rtx-3090", 1)
+    assert "load log" in pp["inferred"]["model"] and "load log" in pp["inferred"]["weights"]
+    # a table quoted in a reply ("> | model | ..."), its dev and sm columns narrowing three cards to two
+    lbt = ("| model | size | params | backend | ngl | sm | dev | test | t/s |\n"
+           "| --- | ---: | ---: | --- | --: | --- | --- | ---: | ---: |\n"
+           "| qwen3 32B Q4_K - Medium | 18.40 GiB | 32.76 B | CUDA | 99 | row | CUDA0/CUDA1 | pp512 | 2000.00 ± 5.00 |\n")
+    txt = ("> ggml_cuda_init: found 3 CUDA devices:\n"
+           + "".join(f">   Device {i}: NVIDIA GeForce RTX 3090, compute capability 8.6, VMM: yes\n" for i in range(3))
+           + "".join("> " + ln + "\n" for ln in lbt.splitlines()))
+    assert im.detect(txt) == "llama-bench-md"
+    (r,) = im.read_text(txt, "q.md")
+    assert (r["model"], r["n_cards"], r["split"], r["avg_ts"]) == ("qwen3-32b", 2, "tensor", 2000.0)
+    assert r["inferred"]["card"] == "rtx-3090 x2 (dev column 'CUDA0/CUDA1')"
+
+
+def test_gpus_named_in_text():
+    assert im.gpus_in("a 4x4096 matrix on 2x3090 and an RTX-4080; H100 SXM; gb10; Qwen3-235B-A22B at 16 GB/s") == [
+        ("RTX 3090", 2), ("RTX 4080", None), ("H100 SXM", None), ("GB10", None)]
+    assert im.gpus_in("rtx3090ti_ik-pr598") == [("RTX 3090 Ti", None)] and im.gpus_in("no card here, Q4 2025") == []
+    # a word like "Q4" in prose is no weight format
+    table = ("Measured in Q4 2025 on an RTX 3090.\n\n|    PP |     TG |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |\n"
+             "|-------|--------|--------|----------|----------|----------|----------|\n"
+             "|   512 |    128 |      0 |    0.200 |  2560.00 |    4.000 |    32.00 |\n")
+    notes = []
+    rs = im.read_text(table, "notes.md", model="qwen3-32b", notices=notes)
+    assert "weights" not in rs[0] and any("weights: not stated" in n for n in notes)
+    assert rs[0]["hardware"] == "rtx-3090" and any("card count: 1 assumed" in n for n in notes)
+
+
+def test_calibrate_says_which_link_a_two_card_import_uses():
+    from glmbench.predict import calibrate as cal
+    notes = []
+    pts = cal.load_points([pasted("llama3-70b-Q4_K_M_2x3090_xiongjiedai.md")], notes, model="qwen3-32b")
+    assert {p.setup.rig.n_cards for p in pts} == {2} and {p.setup.rig.link_gbps for p in pts} == {25}
+    assert any("card-to-card link: RTX 3090's stated 25 GB/s" in n for n in notes), notes

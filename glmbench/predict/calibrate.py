@@ -94,7 +94,7 @@ def _record_lines(path: str, text: str, n: int) -> list[int]:
     return lines
 
 
-def read_measured(path, model=None) -> list[tuple[str, dict]]:
+def read_measured(path, model=None, notices: list | None = None) -> list[tuple[str, dict]]:
     """[(where, record)] of a measured file; where = 'file:line'. glmbench records (.json or .csv)
     are read as they are; any other format `glmbench compare` reads (llama-bench -o json/jsonl/csv/
     md/sql, sweep-bench, batched-bench, ...; glmbench.results.importers, told from the content) is
@@ -113,7 +113,7 @@ def read_measured(path, model=None) -> list[tuple[str, dict]]:
         raise CalibrationError(str(e)) from None
     if fmt != "glmbench":
         try:
-            recs = importers.read_text(text, p, model=None if model is None else str(model))
+            recs = importers.read_text(text, p, model=None if model is None else str(model), notices=notices)
         except (importers.FormatError, ValueError) as e:
             raise CalibrationError(str(e)) from None
         return [(r.get("source") or p, r) for r in recs]
@@ -192,14 +192,49 @@ def point_from_record(where: str, r: dict, *, model=None, hardware_=None, cards=
     return Point(where, setup, test, depth, n_prompt, n_gen, float(v), r)
 
 
-def load_points(paths: Sequence, **overrides) -> list[Point]:
-    """Every measured tg/pp record of the files as a Point (read_measured, point_from_record)."""
+def _link_for(where, r, overrides, notices) -> dict:
+    """The overrides for one record, with the card-to-card link of a multi-card record that states
+    none (an imported llama-bench run): the GPU profile's stated link, else the study's 1.4 GB/s;
+    said once in `notices`."""
+    n = overrides.get("cards") or r.get("n_cards") or 1
+    if n <= 1 or overrides.get("link") is not None or r.get("link_gbps") is not None:
+        return overrides
+    hw = overrides.get("hardware_") or r.get("hardware") or r.get("device")
+    try:
+        gpu = hardware.get_gpu(hw)
+    except (ValueError, TypeError, OSError):
+        return overrides          # point_from_record names the bad hardware
+    if gpu.link_gbps:
+        msg = f"card-to-card link: {gpu.name}'s stated {gpu.link_gbps:g} GB/s (its profile); --link sets another"
+        out = overrides
+    else:
+        msg = (f"card-to-card link: the study's {hardware.STUDY_LINK_GBPS:g} GB/s ({gpu.name}'s profile states "
+               f"none); --link sets another")
+        out = dict(overrides, link=hardware.STUDY_LINK_GBPS)
+    if notices is not None and not any(msg in x for x in notices):
+        notices.append(f"{where}: {msg}")
+    return out
+
+
+def load_points(paths: Sequence, notices: list | None = None, **overrides) -> list[Point]:
+    """Every measured tg/pp record of the files as a Point (read_measured, point_from_record).
+    llama-bench's pp<n>+tg<n> rows (test `pg`) are skipped, with one line per file in `notices`:
+    a fit takes the pp and tg rows of the same files."""
     if not paths:
         raise CalibrationError("no measurement files given")
     out = []
     for p in paths:
-        for where, r in read_measured(p, model=overrides.get("model")):
-            out.append(point_from_record(where, r, **overrides))
+        skipped = []
+        for where, r in read_measured(p, model=overrides.get("model"), notices=notices):
+            if r.get("test") == "pg" and r.get("evidence") == "measured":
+                skipped.append(where)
+                continue
+            out.append(point_from_record(where, r, **_link_for(where, r, overrides, notices)))
+        if skipped and notices is not None:
+            notices.append(f"{skipped[0]}: skipped {len(skipped)} pp+tg row{'s' if len(skipped) > 1 else ''} "
+                           f"(test pg, llama-bench -pg) of {p}: calibrate fits pp and tg rows")
+    if not out:
+        raise CalibrationError("no pp or tg records to fit in " + ", ".join(map(str, paths)))
     return out
 
 

@@ -14,7 +14,7 @@ from typing import Sequence
 from glmbench import vocab
 from glmbench.results import records as rec
 
-__all__ = ["compare", "measured_predicted_pairs", "test_label", "file_letters", "POINT_FIELDS", "SETUP_FIELDS",
+__all__ = ["compare", "summarize", "repeated_points", "measured_predicted_pairs", "test_label", "file_letters", "POINT_FIELDS", "SETUP_FIELDS",
            "VALUE_FIELDS"]
 
 
@@ -37,7 +37,7 @@ def measured_predicted_pairs(records: Sequence[dict]) -> list[tuple[dict, dict]]
 # is the comparison's subject (the header). What is measured at a point, per test: VALUE_FIELDS.
 POINT_FIELDS = ("test", "model", "n_depth", "n_prompt", "n_gen", "n_streams", "concurrency")
 SETUP_FIELDS = ("evidence", "tool", "device", "n_cards", "split", "link_gbps", "weights", "type_k", "type_v",
-                "mla_strategy", "runtime", "n_threads", "n_batch", "n_ubatch", "flash_attn")
+                "mla_strategy", "runtime", "n_threads", "n_batch", "n_ubatch", "flash_attn", "backend", "label")
 VALUE_FIELDS = {"tg": ("avg_ts", "tok/s"), "pp": ("avg_ts", "tok/s"), "pg": ("avg_ts", "tok/s"),
                 "serve": ("aggregate_tok_s", "tok/s"), "mem": ("mem_bytes", "bytes")}
 
@@ -89,59 +89,161 @@ def file_letters(n: int) -> list[str]:
     return out
 
 
+def _gen_varies(files) -> bool:
+    """True when some file holds tg records of several lengths at one point (llama-bench 2024's
+    tg512, tg1024, ... from an empty cache): then tg<n> pairs only with tg<n>. Otherwise a tg
+    record pairs with any tg record of its point (a tg1 prediction with a tg128 measurement)."""
+    for fl in files:
+        seen = {}
+        for r in fl:
+            if r.get("test") == "tg":
+                seen.setdefault(vocab.join_key(r), set()).add(r.get("n_gen") or 1)
+        if any(len(v) > 1 for v in seen.values()):
+            return True
+    return False
+
+
+def _occurrences(records, key) -> dict:
+    """key -> the records of that point in file order (a file holding two runs has two)."""
+    m = {}
+    for r in records:
+        if r.get("test") in VALUE_FIELDS and _value(r) is not None:
+            m.setdefault(key(r), []).append(r)
+    return m
+
+
+def repeated_points(records: Sequence[dict], key=None) -> int:
+    """How many points a file holds more than once (two runs appended to one file)."""
+    key = key or (lambda r: vocab.join_key(r) + ((r.get("n_gen") or 1) if r.get("test") == "tg" else None,)
+                  + tuple(_h(r.get(f)) for f in SETUP_FIELDS))
+    return sum(1 for v in _occurrences(records, key).values() if len(v) > 1)
+
+
 def compare(a: Sequence[dict], b: Sequence[dict], *more: Sequence[dict]) -> tuple[list[dict], dict]:
     """Match the points of two or more record lists and give each one's value over the first's
     (compare-llama-bench style: B/A, C/A, ...). Points are matched by vocab.join_key (so a tg1
-    prediction pairs with a tg128 measurement at the same depth) plus the setup fields that vary
-    within a file.
+    prediction pairs with a tg128 measurement at the same depth; tg<n> with tg<n> only when a
+    file holds several tg lengths at one point) plus the setup fields that vary within a file.
 
-    Returns (rows, differences): one row per point of the first file that at least one other file
-    has, with the value in each file (None where a file lacks the point) and the ratios;
+    Every record is kept: a file that holds a point twice (two runs appended to one file) gives
+    one row per run, `run` 1, 2, ... (the i-th run of a file against the i-th of the others; a
+    file with fewer runs repeats its last).
+
+    Returns (rows, differences): rows for the points of the first file that at least one other
+    file has, with the value in each file (None where a file lacks the point) and the ratios;
     differences: the setup fields that are constant within each file but differ between them
     (what the comparison is about, e.g. {"device": ("RTX 3090", "RTX 4090")})."""
     files = [[rec.validate(r) for r in f] for f in (a, b) + more]
     letters = file_letters(len(files))
-    varying = [f for f in SETUP_FIELDS if any(len({_h(r.get(f)) for r in fl}) > 1 for fl in files)]
+    # a field unset on some records (the link of a one-card rig) varies only in the values it has
+    varying = [f for f in SETUP_FIELDS if any(len({_h(r.get(f)) for r in fl} - {None}) > 1 for fl in files)]
     header = {}
     for f in SETUP_FIELDS:
         if f in varying:
             continue
-        vals = tuple(fl[0].get(f) if fl else None for fl in files)
+        vals = tuple(next((r.get(f) for r in fl if _h(r.get(f)) is not None), None) for fl in files)
         if len({_h(v) for v in vals}) > 1:
             header[f] = vals
+    by_gen = _gen_varies(files)
 
     def key(r):
-        return vocab.join_key(r) + tuple(_h(r.get(f)) for f in varying)
+        g = (r.get("n_gen") or 1) if by_gen and r.get("test") == "tg" else None
+        return vocab.join_key(r) + (g,) + tuple(_h(r.get(f)) for f in varying)
 
-    maps = []
-    for fl in files[1:]:
-        m = {}
-        for r in fl:
-            if r.get("test") in VALUE_FIELDS and _value(r) is not None:
-                m.setdefault(key(r), r)
-        maps.append(m)
+    occ = [_occurrences(fl, key) for fl in files]
+    runs = any(len(v) > 1 for m in occ for v in m.values())
     rows = []
+    done = set()
     for ra in files[0]:
         t = ra.get("test")
         if t not in VALUE_FIELDS or _value(ra) is None:
             continue
         k = key(ra)
-        others = [m.get(k) for m in maps]
-        if not any(o is not None for o in others):
+        if k in done:
             continue
-        va = float(_value(ra))
-        labels = list(dict.fromkeys(test_label(r) for r in [ra] + [o for o in others if o is not None]))
-        row = {"model": ra.get("model"), "test": " / ".join(labels)}
-        for f in varying:
-            row[f] = ra.get(f)
-        row["unit"] = VALUE_FIELDS[t][1]
-        row[letters[0]] = va
-        for L, o in zip(letters[1:], others):
-            row[L] = float(_value(o)) if o is not None else None
-        for L in letters[1:]:
-            row[f"{L}/A"] = (row[L] / va if va else math.nan) if row[L] is not None else None
-        rows.append(row)
+        done.add(k)
+        if not any(occ[i].get(k) for i in range(1, len(files))):
+            continue
+        n_runs = max(len(m.get(k, ())) for m in occ)
+        for i in range(n_runs):
+            recs = [(m[k][min(i, len(m[k]) - 1)] if m.get(k) else None) for m in occ]
+            base = recs[0]
+            others = recs[1:]
+            va = float(_value(base))
+            labels = list(dict.fromkeys(test_label(r) for r in recs if r is not None))
+            row = {"model": base.get("model"), "test": " / ".join(labels)}
+            if runs:
+                row["run"] = i + 1
+            for f in varying:
+                row[f] = base.get(f)
+            row["unit"] = VALUE_FIELDS[t][1]
+            row[letters[0]] = va
+            for L, o in zip(letters[1:], others):
+                row[L] = float(_value(o)) if o is not None else None
+            for L in letters[1:]:
+                row[f"{L}/A"] = (row[L] / va if va else math.nan) if row[L] is not None else None
+            rows.append(row)
     return rows, header
+
+
+SHOW_FIELDS = ("device", "n_cards", "hardware", "backend", "weights", "flash_attn", "type_k", "n_ubatch", "label",
+               "tool")
+
+
+def summarize(records: Sequence[dict]) -> tuple[list[dict], list[str]]:
+    """What one file holds, as `glmbench compare FILE` shows it: one row per record (its point, the
+    setup fields that vary within the file, its value, where it was read), and one line per field
+    the import inferred, with how ("model: glm-4.7-flash (from 'deepseek2 30B.A3B' + 29.94 B
+    params)"), each distinct one once."""
+    recs = [rec.validate(r) for r in records]
+    varying = [f for f in SHOW_FIELDS if len({_h(r.get(f)) for r in recs}) > 1]
+
+    def key(r):
+        return vocab.join_key(r) + ((r.get("n_gen") or 1) if r.get("test") == "tg" else None,) + \
+            tuple(_h(r.get(f)) for f in SETUP_FIELDS)
+    seen: dict = {}
+    runs = repeated_points(recs) > 0
+    rows = []
+    for r in recs:
+        t = r.get("test")
+        if t not in VALUE_FIELDS:
+            continue
+        v = _value(r)
+        row = {"model": r.get("model") or "?", "test": test_label(r)}
+        if runs:   # a point the file holds more than once: which time this is
+            k = key(r)
+            seen[k] = seen.get(k, 0) + 1
+            row["run"] = seen[k]
+        for f in varying:
+            row[f] = r.get(f)
+        row["value"] = None if v is None else float(v)
+        row["unit"] = VALUE_FIELDS[t][1]
+        row["evidence"] = r.get("evidence")
+        row["source"] = r.get("source") or ""
+        rows.append(row)
+    lines = []
+    for r in recs:
+        inf = r.get("inferred")
+        if isinstance(inf, str):
+            try:
+                inf = json.loads(inf)
+            except ValueError:
+                inf = {"": inf}
+        for f, how in (inf or {}).items():
+            val = r.get({"card": "device"}.get(f, f))
+            if f == "card":
+                line = f"card: {how}"
+            else:
+                line = f"{f}: {val if val is not None else '?'} ({how})" if not str(how).startswith(str(val)) \
+                    else f"{f}: {how}"
+            if line not in lines:
+                lines.append(line)
+    for f in ("device", "n_cards", "weights", "backend"):
+        vals = list(dict.fromkeys(_h(r.get(f)) for r in recs))
+        if f not in varying and len(vals) == 1 and vals[0] is not None and not any(x.startswith(
+                {"device": "card", "n_cards": "card"}.get(f, f) + ":") for x in lines):
+            lines.append(f"{f}: {vals[0]} (as the file says)")
+    return rows, lines
 
 
 def _h(v):

@@ -11,7 +11,8 @@ The format is detected from the content, never from the file name:
   sweep-bench        ik_llama.cpp's and the mainline port's markdown table
                      (`PP | TG | N_KV | T_PP s | S_PP t/s | T_TG s | S_TG t/s`) and `--output-format jsonl`
   batched-bench      llama.cpp's llama-batched-bench table (`PP | TG | B | N_KV | ...`) and its jsonl
-  vllm               `vllm bench serve --save-result` JSON (one object; `--append-result`: one per line)
+  vllm               `vllm bench serve --save-result` JSON (one object; `--append-result`: one per line),
+                     and the console block vLLM's and SGLang's benchmarks print (`==== Serving Benchmark Result ====`)
   sglang             `python -m sglang.bench_serving --output-file` JSONL (one run per line)
   glmbench           glmbench's own records (.json list or .csv with an `evidence` column)
 
@@ -20,17 +21,26 @@ Every record read from another tool says `evidence: measured`, `tool` (what wrot
 n_prompt is set, "tg" when only n_gen is, "pg" for llama-bench's `-pg`; a serving benchmark is
 "serve"), `n_prompt`, `n_gen`, `n_depth`, `avg_ts`, `stddev_ts`, `n_batch` (llama-bench's logical
 batch size, as it means there), `n_ubatch`, `flash_attn` (-1 auto, 0 off, 1 on), `type_k`,
-`type_v`. `n_streams` is the number of independent sequences a step runs (batched-bench's B,
+`type_v`; `backend` the compute backend (CUDA, Vulkan, Metal, ROCm; a serving benchmark's
+`--backend` is `serve_backend`). `n_streams` is the number of independent sequences a step runs (batched-bench's B,
 a serving benchmark's concurrency); `device` and `n_cards` come from `gpu_info` (or `devices`);
 `split` from `split_mode` (one card: "none"; llama.cpp's row split is a tensor split); `weights`
 from the file type in `model_type` ("Q4_K - Medium") or else the file name, normalised by
 `quant_name` (glmbench's spelling for a single format, `q4_K`, `iq4_xs`, `q8_0`; llama.cpp's mix
-name for a mix, `Q4_K_M`); `model` is a built-in config's name, told from the file name
-(`GLM-4.7-Flash-Q4_K_M.gguf`, `Qwen/Qwen3-32B`) or from the architecture and size where only one
-built-in can be it (`qwen3 32B`). `deepseek2` and `llama` are shared by many model families
-(`deepseek2 30B.A3B` is GLM-4.7-Flash, or another model converted to that architecture), and the
-sweep- and batched-bench tables name no model at all: those need `model=` (`--model`), and the
-error says so.
+name for a mix, `Q4_K_M`; ik_llama.cpp's `iq4_ks` and Unsloth's `UD-Q4_K_XL` with a `weights_note`);
+`model` is a built-in config's name, told from llama.cpp's `model_type` and parameter count
+(`deepseek2 30B.A3B` + 29.94 B params: the one built-in of that architecture and size,
+`model_candidates`), narrowed where several fit by the names the file name, the command line's
+-m or a heading give (`names_in`); without a model_type (sweep-/batched-bench, vllm), from those
+names. Several built-ins that fit is a FormatError naming them (`--model` picks); no model at
+all imports without one, with a notice.
+
+Pasted text (`llama-bench-md`, `sweep-bench-md`, `batched-bench-md`, `vllm-console`) is read whole
+(`_read_pasted`): every table and console block, each with the lines printed around it (the
+command line, llama.cpp's load log, `ggml_cuda_init` / `Device N:` lines, a heading, the `build:`
+line). Each record says in `inferred` how its model, card (`device`, `hardware`, `n_cards`),
+split, backend, flash attention and weights were told; `read(..., notices=[])` collects one line
+per assumption (a card count assumed, no model named, an approximate format).
 
 Malformed input (no known format, a row that does not parse, a speed that is not a positive
 number, a record without a depth, an empty file) is one `FormatError` (a ValueError) that names
@@ -49,6 +59,7 @@ from typing import Iterable
 
 from glmbench import vocab
 from glmbench.models import configs
+from glmbench.predict import hardware
 from glmbench.results import records as rec
 
 __all__ = ["FormatError", "FORMATS", "read", "read_text", "detect", "quant_name", "identify_model"]
@@ -65,6 +76,7 @@ FORMATS = {
     "batched-bench-md": "llama-batched-bench table",
     "batched-bench-jsonl": "llama-batched-bench --output-format jsonl",
     "vllm": "vllm bench serve --save-result JSON",
+    "vllm-console": "vLLM's (or SGLang's) benchmark console block (====== Serving Benchmark Result ======)",
     "sglang": "sglang bench_serving --output-file JSONL",
 }
 
@@ -83,12 +95,15 @@ def _fail(path, line, msg):
 
 
 # ---- entry points -------------------------------------------------------------------------------
-def read(path, *, model: str | None = None, default_model: str | None = None) -> list[dict]:
+def read(path, *, model: str | None = None, default_model: str | None = None,
+         notices: list | None = None) -> list[dict]:
     """Records from a file of any format above (detected from its content).
 
     model: the model of every record read from another tool's output (a built-in name or a
       config.json), overriding what the file name or architecture says; default_model: used only
-      where the file does not tell. glmbench's own records keep the model they name."""
+      where the file does not tell. glmbench's own records keep the model they name.
+    notices: a list that gets one line ("file:line: what was assumed") per assumption the import
+      made (a card count assumed, a model or weights not stated, an approximate format)."""
     p = os.fspath(path)
     if not os.path.exists(p):
         raise FormatError(f"{p}: no such file")
@@ -101,14 +116,15 @@ def read(path, *, model: str | None = None, default_model: str | None = None) ->
     except UnicodeDecodeError as e:
         line = raw[:e.start].count(b"\n") + 1
         raise FormatError(f"{p}:{line}: not a text file (not UTF-8)") from None
-    return read_text(text, p, model=model, default_model=default_model)
+    return read_text(text, p, model=model, default_model=default_model, notices=notices)
 
 
 def read_text(text: str, path: str = "<text>", *, model: str | None = None,
-              default_model: str | None = None) -> list[dict]:
+              default_model: str | None = None, notices: list | None = None) -> list[dict]:
     """read() on text already in memory; `path` names it in errors and in `source`."""
     fmt = detect(text, path)
-    ctx = _Context(path, fmt, _canonical_model(model, path, "model"), _canonical_model(default_model, path, "default_model"))
+    ctx = _Context(path, fmt, _canonical_model(model, path, "model"), _canonical_model(default_model, path, "default_model"),
+                   notices)
     recs = _READERS[fmt](text, ctx)
     if not recs:
         _fail(path, None, f"holds no records ({FORMATS[fmt]})")
@@ -121,6 +137,43 @@ def detect(text: str, path: str = "<text>") -> str:
     if not s:
         _fail(path, None, "empty file")
     first_line = text[:len(text) - len(s)].count("\n") + 1
+    if s[0] in "[{":
+        try:
+            return _detect_json(s, path, first_line)
+        except FormatError:
+            pasted = _detect_pasted(text)   # prose that starts with "[a link](...)"
+            if pasted:
+                return pasted
+            raise
+    pasted = _detect_pasted(text)
+    if pasted:
+        return pasted
+    if re.match(r"CREATE TABLE IF NOT EXISTS llama_bench\b", s):
+        return "llama-bench-sql"
+    head = s.splitlines()[0]
+    cols = next(csv.reader([head]), [])
+    if "evidence" in cols:
+        return "glmbench"
+    if {"n_prompt", "n_gen", "avg_ts"} <= set(cols):
+        return "llama-bench-csv"
+    _fail(path, first_line, "not a results format glmbench reads (" + "; ".join(FORMATS.values()) + ")")
+
+
+def _detect_pasted(text) -> str | None:
+    """The first table's kind, or a vLLM/SGLang console block; None when the text has neither."""
+    header = _md_header(text)
+    if header is not None:
+        cells = {c.strip() for c in header}
+        if {"PP", "TG", "N_KV", "S_PP t/s", "S_TG t/s"} <= cells:
+            return "batched-bench-md" if "B" in cells else "sweep-bench-md"
+        if {"model", "test", "t/s"} <= cells:
+            return "llama-bench-md"
+    if any(_SERVE_START.match(ln.strip()) for ln in _unquote(text)):
+        return "vllm-console"
+    return None
+
+
+def _detect_json(s, path, first_line) -> str:
     if s[0] == "[":
         data = _json_or_fail(s, path, first_line)
         if not isinstance(data, list):
@@ -144,55 +197,69 @@ def detect(text: str, path: str = "<text>") -> str:
             return "glmbench"
         _fail(path, first_line, "a JSON object of no known format (llama-bench -o jsonl, vllm bench serve, "
                                 "sglang bench_serving, sweep-/batched-bench jsonl)")
-    if re.match(r"CREATE TABLE IF NOT EXISTS llama_bench\b", s):
-        return "llama-bench-sql"
-    header = _md_header(text)
-    if header is not None:
-        cells = {c.strip() for c in header}
-        if {"PP", "TG", "N_KV", "S_PP t/s", "S_TG t/s"} <= cells:
-            return "batched-bench-md" if "B" in cells else "sweep-bench-md"
-        if {"model", "test", "t/s"} <= cells:
-            return "llama-bench-md"
-    head = s.splitlines()[0]
-    cols = next(csv.reader([head]), [])
-    if "evidence" in cols:
-        return "glmbench"
-    if {"n_prompt", "n_gen", "avg_ts"} <= set(cols):
-        return "llama-bench-csv"
-    _fail(path, first_line, "not a results format glmbench reads (" + "; ".join(FORMATS.values()) + ")")
 
 
 # ---- names: weights and models --------------------------------------------------------------------
-# llama.cpp's file-type names (llama_model_ftype_name: "Q4_K - Medium", "IQ4_XS - 4.25 bpw",
-# "all F32") -> the mix or format name of the file ("Q4_K_M", "IQ4_XS", "F32").
+# llama.cpp's file-type names as llama-bench prints them (llama_model_ftype_name: "Q4_K - Medium",
+# "IQ4_XS - 4.25 bpw", "all F32", "MXFP4 MoE", "IQ3_S mix - 3.66 bpw") -> the ftype ("Q4_K_M").
+# ik_llama.cpp prints its own types the same way ("IQ4_KS - 4.25 bpw").
 _FTYPE_SIZE = {"small": "S", "medium": "M", "large": "L", "extra small": "XS", "extra large": "XL"}
-_QUANT_RE = re.compile(r"(?<![a-z0-9])((?:i?q\d(?:_[a-z0-9]+)*)|bf16|f16|f32|mxfp4(?:_moe)?)(?![a-z0-9])", re.I)
+_FTYPE_SPECIAL = {"q2_k - medium": "Q2_K", "iq3_s mix": "IQ3_M", "mxfp4 moe": "MXFP4_MOE", "all f32": "F32"}
+_QUANT_RE = re.compile(r"(?<![a-z0-9])((?:ud[-_])?(?:i?q\d(?:_(?:\d|k|s|m|l|xs|xxs|xl|nl|ks|kt|kss|kl|r4|r8))*)"
+                       r"|bf16|f16|f32|mxfp4(?:_moe)?)(?![a-z0-9])", re.I)
+
+
+def _ftype(text: str) -> str:
+    """llama.cpp's printed file type -> its ftype name (unchanged when it is one already)."""
+    s = " ".join(str(text).split())
+    low = s.lower()
+    for k, v in _FTYPE_SPECIAL.items():
+        if low == k or low.startswith(k + " -"):
+            return v
+    m = re.fullmatch(r"([A-Za-z0-9_]+)(?: - (.+))?", s)
+    if not m:
+        return s
+    base, rest = m.group(1), (m.group(2) or "").strip().lower()
+    if rest in _FTYPE_SIZE:
+        return f"{base}_{_FTYPE_SIZE[rest]}"
+    return base  # "IQ4_XS - 4.25 bpw", "TQ1_0 - 1.69 bpw ternary"
 
 
 def quant_name(name: str | None) -> str | None:
     """One spelling per weight format, whatever the case: a single format glmbench knows keeps
-    glmbench's name (`q4_k` -> "q4_K", `IQ4_XS` -> "iq4_xs", `Q8_0` -> "q8_0", `BF16` -> "bf16");
-    a llama.cpp mix keeps llama.cpp's name in its upper case (`q4_k_m` -> "Q4_K_M"). llama.cpp's
-    file-type text is read too ("Q4_K - Medium" -> "Q4_K_M", "IQ4_XS - 4.25 bpw" -> "iq4_xs",
-    "all F32" -> "f32"). None when `name` holds no quant name."""
+    glmbench's name (`q4_k` -> "q4_K", `IQ4_XS` -> "iq4_xs", `Q8_0` -> "q8_0", `BF16` -> "bf16",
+    ik_llama.cpp's `IQ4_KS` -> "iq4_ks"); a llama.cpp mix keeps llama.cpp's name in its upper case
+    (`q4_k_m` -> "Q4_K_M"; "MXFP4_MOE"); Unsloth's dynamic quants their own (`ud-q4_k_xl` ->
+    "UD-Q4_K_XL"). llama.cpp's file-type text is read too ("Q4_K - Medium" -> "Q4_K_M", "Q2_K -
+    Medium" -> "q2_K", "IQ4_XS - 4.25 bpw" -> "iq4_xs", "MXFP4 MoE" -> "MXFP4_MOE", "all F32" ->
+    "f32"). A name that looks like a quant but that glmbench does not know comes back in upper
+    case (the record then says so); None when `name` holds no quant name."""
     if not name:
         return None
-    s = str(name).strip()
-    m = re.fullmatch(r"(?:all\s+)?([A-Za-z0-9_]+)(?:\s+-\s+(.+))?", s)
-    if m and m.group(2) is not None:
-        base, rest = m.group(1), m.group(2).strip().lower()
-        if rest in _FTYPE_SIZE:
-            s = f"{base}_{_FTYPE_SIZE[rest]}"
-        else:
-            s = base  # "IQ4_XS - 4.25 bpw", "Q2_K - Medium" is caught above
-    elif m:
-        s = m.group(1)
-    low = s.lower()
+    s = _ftype(str(name).strip())
+    low = s.lower().replace("-", "_")
     for k in vocab.WEIGHT_FORMATS:
         if k.lower() == low:
             return k
+    for k in list(vocab.MIXES) + list(vocab.UD_MIXES):
+        if k.lower().replace("-", "_") == low:
+            return k
     if _QUANT_RE.fullmatch(low):
-        return s.upper()
+        return s.upper().replace("UD_", "UD-")
+    return None
+
+
+def weights_note(name: str | None) -> str | None:
+    """What a record says about a weight format that is not a plain ggml or vLLM type (ik_llama.cpp's
+    own types, Unsloth's dynamic quants), or that glmbench does not know."""
+    if not name:
+        return None
+    if name in vocab.FORMAT_NOTES:
+        return vocab.FORMAT_NOTES[name]
+    try:
+        vocab.weight_format(name)
+    except ValueError:
+        return f"{name}: a format glmbench does not know; kept as printed (predictions need --weights)"
     return None
 
 
@@ -205,58 +272,146 @@ def _quant_from_filename(filename: str | None) -> str | None:
 
 
 def _stem(filename: str) -> str:
-    b = os.path.basename(str(filename).rstrip("/"))
+    b = re.split(r"[\\/]", str(filename).rstrip("/\\"))[-1]
     b = re.sub(r"\.gguf$", "", b, flags=re.I)
     return re.sub(r"-\d{5}-of-\d{5}$", "", b)
 
 
 def _tokens(s: str) -> list[str]:
-    # dashes, underscores, spaces, slashes, and dots that are not a version's ("Model.Q4_K_M", not "4.7")
-    return [t for t in re.split(r"[-_\s/]+|\.(?!\d)|(?<!\d)\.", s.lower()) if t]
+    # dashes, underscores, spaces, slashes, and dots that are not a version's ("Model.Q4_K_M", not
+    # "4.7"); letters then digits split ("llama3" = "llama 3", "v2" = "v 2"; not "8b")
+    out = []
+    for t in re.split(r"[-_\s/\\,;:()\[\]`'\"*|]+|\.(?!\d)|(?<!\d)\.", s.lower()):
+        if t:
+            out += [x for x in re.split(r"(?<=[a-z])(?=\d)", t) if x]
+    return out
 
 
-# llama.cpp architecture names that one built-in family owns, and the HF model_type it is; the
-# others (deepseek2: DeepSeek-V2/V3, GLM-4.7-Flash, Kimi, ...; llama: Llama, Mistral, ...) are
-# shared by many families, so an architecture and a size do not say which model it is.
-_ARCH_FAMILY = {"qwen3": "qwen3", "qwen3moe": "qwen3_moe", "seed_oss": "seed_oss"}
-_SHARED_ARCHS = ("deepseek2", "llama")
+# llama.cpp's architecture name (`general.architecture`, the first word of llama-bench's `model`
+# column) of each HF model_type the built-in configs use (convert_hf_to_gguf.py's model classes).
+# A model_type not listed here is matched by its own name without underscores.
+_HF_TO_ARCH = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2": "qwen2", "qwen2_moe": "qwen2moe",
+               "qwen3": "qwen3", "qwen3_moe": "qwen3moe", "deepseek_v2": "deepseek2", "deepseek_v3": "deepseek2",
+               "glm4_moe_lite": "deepseek2", "kimi_k2": "deepseek2", "glm4_moe": "glm4moe", "gemma3": "gemma3",
+               "gemma3_text": "gemma3", "gemma2": "gemma2", "gpt_oss": "gpt-oss", "seed_oss": "seed_oss",
+               "phi3": "phi3"}
+PARAMS_TOLERANCE = 0.03   # a built-in matches llama-bench's params count within 3%
+_TIE = 0.005              # built-ins whose counts are within 0.5% of each other are one candidate set
 
 
-def identify_model(filename: str | None = None, model_type: str | None = None) -> tuple[str | None, str]:
-    """(built-in model name, how it was told) from a file name / HF id, else from llama.cpp's
-    `model_type` ("arch size ftype"); (None, why not) when neither tells one model."""
-    names = configs.builtin_names()
-    why = []
-    if filename:
-        toks = set(_tokens(_stem(filename)))
-        cands = [n for n in names if set(_tokens(n)) <= toks]
-        best = [c for c in cands if all(set(_tokens(o)) <= set(_tokens(c)) for o in cands)]
-        if len(best) == 1:
-            return best[0], f"file name {os.path.basename(str(filename))!r}"
-        why.append(f"the file name {os.path.basename(str(filename))!r} names "
-                   + ("no built-in model" if not cands else "several: " + ", ".join(cands)))
+def _arch_of(model_type: str) -> str:
+    return _HF_TO_ARCH.get(model_type, model_type.replace("_", ""))
+
+
+_BUILTIN_CACHE: dict = {}
+
+
+def _builtins() -> dict:
+    """name -> (llama.cpp architecture, total parameters) of every built-in config (read once per
+    set of built-ins: other branches add configs)."""
+    names = tuple(configs.builtin_names())
+    if _BUILTIN_CACHE.get("names") != names:
+        info = {}
+        for n in names:
+            try:
+                c = configs.load(n)
+                info[n] = (_arch_of(c.model_type), c.total_params())
+            except (ValueError, TypeError, KeyError, OSError):
+                continue
+        _BUILTIN_CACHE.update(names=names, info=info)
+    return _BUILTIN_CACHE["info"]
+
+
+def names_in(text: str | None) -> list[str]:
+    """The built-in models `text` (a file name, an HF id, a line of prose) names: each built-in
+    whose name's words all occur in it, the most specific only ("qwen3-coder-30b-a3b" over
+    "qwen3-30b-a3b" when both fit)."""
+    if not text:
+        return []
+    toks = _tokens(str(text))
+    cands = [n for n in _builtins() if _in_order(_tokens(n), toks)]
+    return [c for c in cands if not any(o != c and set(_tokens(c)) < set(_tokens(o)) for o in cands)]
+
+
+def _in_order(name: list, toks: list, slack: int = 2) -> bool:
+    """The words of `name` occur in `toks` in order, within len(name) + slack words
+    ("Mistral-Small-3.2-24B" holds mistral-small-24b; prose that says "DeepSeek" in one sentence
+    and "Lite" in another does not hold deepseek-v2-lite)."""
+    if not name:
+        return False
+    for i, t in enumerate(toks):
+        if t != name[0]:
+            continue
+        j, k = i + 1, 1
+        while k < len(name) and j < len(toks) and j - i < len(name) + slack:
+            if toks[j] == name[k]:
+                k += 1
+            j += 1
+        if k == len(name):
+            return True
+    return False
+
+
+def _fmt_params(p):
+    return f"{p / 1e9:.2f} B"
+
+
+def model_candidates(model_type: str | None, n_params: float | None = None) -> tuple[list[str], str]:
+    """Built-ins llama.cpp's `model_type` ("deepseek2 30B.A3B Q4_K - Medium") and parameter count
+    can be: same architecture, parameters within PARAMS_TOLERANCE, the nearest (and any within
+    _TIE of it). Without a count, the size label ("30B") with a 15% tolerance. (candidates, what
+    was matched)."""
+    parts = str(model_type or "").split()
+    arch = parts[0].lower() if parts else ""
+    size = parts[1] if len(parts) > 1 else ""
+    info = _builtins()
+    same = {n: p for n, (a, p) in info.items() if a == arch}
+    if n_params:
+        tol, ref, what = PARAMS_TOLERANCE, float(n_params), f"'{arch} {size}'".replace(" '", "'") + f" + {_fmt_params(n_params)} params"
+    else:
+        ref, tol, what = (_size_params(size) or 0) * 1e9, 0.15, f"'{arch} {size}'".strip()
+    if not ref:
+        return [], what
+    near = {n: abs(p - ref) / ref for n, p in same.items() if abs(p - ref) <= tol * ref}
+    if not near:
+        return [], what
+    best = min(near.values())
+    return sorted(n for n, e in near.items() if e <= best + _TIE), what
+
+
+def identify_model(filename: str | None = None, model_type: str | None = None, n_params: float | None = None,
+                   hints: Iterable[tuple[str, str]] = ()) -> tuple[str | None, str]:
+    """(built-in model name, how it was told), or (None, why not). Told from llama.cpp's
+    `model_type` and parameter count (model_candidates), narrowed where several fit by the names
+    in `filename` and `hints` ((text, where) pairs: a command line's -m, a heading, the file
+    name); without a model_type, from the first of those that names exactly one built-in.
+    Raises AmbiguousModel when the architecture fits several built-ins and nothing tells them
+    apart."""
+    sources = ([(filename, f"file name {_stem(filename)!r}")] if filename else []) + list(hints)
     if model_type:
-        parts = str(model_type).split()
-        arch = parts[0].lower() if parts else ""
-        size = parts[1] if len(parts) > 1 else ""
-        fam = _ARCH_FAMILY.get(arch)
-        if fam is not None:
-            total = _size_params(size)
-            cands = []
-            for n in names:
-                cfg = configs.load(n)
-                if cfg.model_type == fam and total and abs(cfg.total_params() / 1e9 - total) <= 0.15 * total:
-                    cands.append(n)
-            if len(cands) == 1:
-                return cands[0], f"architecture {arch} {size}"
-            why.append(f"architecture '{arch} {size}' matches " + ("no built-in model" if not cands else
-                                                                    "several: " + ", ".join(cands)))
-        elif arch in _SHARED_ARCHS:
-            why.append(f"'{' '.join(parts[:2])}' could be more than one model (llama.cpp's `{arch}` architecture "
-                       "is shared by several model families)")
-        else:
-            why.append(f"architecture '{arch}' is none of the built-in models'" if arch else "no architecture")
-    return None, "; ".join(why) or "the file names no model"
+        cands, what = model_candidates(model_type, n_params)
+        if len(cands) == 1:
+            return cands[0], f"from {what}"
+        if cands:
+            for text, where in sources:
+                pick = [n for n in names_in(text) if n in cands]
+                if len(pick) == 1:
+                    return pick[0], f"from {what} (fits {', '.join(cands)}) and the {where}"
+            raise AmbiguousModel(f"{what} fits several built-in models: {', '.join(cands)}; --model NAME picks one")
+        why = f"{what} matches no built-in model"
+    else:
+        why = "no model column"
+    for text, where in sources:
+        found = names_in(text)
+        if len(found) == 1:
+            if model_type:  # the table's model is none of the built-ins: a name elsewhere does not make it one
+                break
+            return found[0], f"from the {where}"
+    return None, why
+
+
+class AmbiguousModel(ValueError):
+    pass
 
 
 def _size_params(label: str) -> float | None:
@@ -276,19 +431,38 @@ def _canonical_model(name, path, arg):
 
 
 class _Context:
-    def __init__(self, path, fmt, model, default_model):
+    def __init__(self, path, fmt, model, default_model, notices=None):
         self.path, self.fmt, self.model, self.default_model = path, fmt, model, default_model
+        self.notices = notices if notices is not None else []
 
-    def model_for(self, line, *, filename=None, model_type=None, what="") -> str:
+    def notice(self, line, msg):
+        """One line per assumption: the same one for several tables of a file is said once, at the
+        first."""
+        if msg in getattr(self, "_said", set()):
+            return
+        self._said = getattr(self, "_said", set()) | {msg}
+        self.notices.append(f"{_where(self.path, line)}: {msg}")
+
+    def model_for(self, line, *, filename=None, model_type=None, n_params=None, hints=(), what=""):
+        """(model or None, how). --model wins; else the file tells (identify_model); else
+        default_model; else no model, with a notice (compare shows the records; calibrate and
+        the report ask for --model). Several built-ins that fit is an error."""
         if self.model:
-            return self.model
-        name, why = identify_model(filename, model_type)
+            return self.model, "given (--model)"
+        try:
+            name, why = identify_model(filename, model_type, n_params, hints)
+        except AmbiguousModel as e:
+            if self.default_model:
+                return self.default_model, "given (the one --model)"
+            _fail(self.path, line, f"cannot tell which model {what or 'this is'}: {e} "
+                                   f"(model= in the API; a built-in or a config.json)")
         if name:
-            return name
+            return name, why
         if self.default_model:
-            return self.default_model
-        _fail(self.path, line, f"cannot tell which model {what or 'this is'}: {why}; pass --model NAME "
-                               f"(model= in the API): a built-in ({', '.join(configs.builtin_names())}) or a config.json")
+            return self.default_model, "given (the one --model)"
+        self.notice(line, f"model: not known ({why}); the records carry no model: --model NAME sets it "
+                          f"(a built-in: {', '.join(configs.builtin_names())}; or a config.json)")
+        return None, f"not known ({why})"
 
     def source(self, line) -> str:
         return _where(self.path, line)
@@ -365,10 +539,24 @@ def _gpus(gpu_info: str | None) -> list[str]:
 
 
 def _hardware_key(device: str | None) -> str | None:
+    """The hardware profile a printed GPU name is (predict.hardware.resolve_gpu_name: the catalog's
+    names and aliases), or None."""
     if not device:
         return None
-    k = device.strip().lower().replace(" ", "-").replace("_", "-")
-    return k if os.path.exists(os.path.join(vocab.DATA_DIR, "hardware", k + ".json")) else None
+    resolve = getattr(hardware, "resolve_gpu_name", None)
+    if resolve is not None:
+        try:
+            return resolve(device)
+        except (ValueError, TypeError):
+            return None
+    # until the catalog resolves names itself: a profile's key or display name, without NVIDIA/GeForce
+    k = re.sub(r"^(nvidia\s+)?(geforce\s+)?", "", device.strip().lower()).replace(" ", "-").replace("_", "-")
+    if k in hardware.list_gpus():
+        return k
+    for g in hardware.list_gpus():
+        if hardware._norm(hardware.get_gpu(g).name) == k:
+            return g
+    return None
 
 
 def _rig(gpu_info, cpu_info, devices, split_mode) -> dict:
@@ -445,7 +633,7 @@ def _is_llama_bench(o: dict) -> bool:
     return isinstance(o, dict) and {"n_prompt", "n_gen", "avg_ts"} <= set(o) and "evidence" not in o
 
 
-def _llama_bench_record(o: dict, ctx, line) -> dict:
+def _llama_bench_record(o: dict, ctx, line, meta: dict | None = None) -> dict:
     n_prompt = _num(ctx, line, "n_prompt", o.get("n_prompt"), integer=True, minimum=0)
     n_gen = _num(ctx, line, "n_gen", o.get("n_gen"), integer=True, minimum=0)
     # n_depth is in every build since llama-bench got -d (2025); older output has none: depth 0
@@ -453,12 +641,26 @@ def _llama_bench_record(o: dict, ctx, line) -> dict:
     test = _test_of(ctx, line, n_prompt, n_gen)
     avg = _speed(ctx, line, "avg_ts", o.get("avg_ts"))
     sd = _num(ctx, line, "stddev_ts", o.get("stddev_ts"), required=False, minimum=0)
-    r = {"evidence": "measured", "test": test,
-         "model": ctx.model_for(line, filename=o.get("model_filename"), model_type=o.get("model_type")),
-         "tool": "llama-bench", "source": ctx.source(line)}
+    meta = meta or {}
+    inferred = dict(meta.get("inferred") or {})
+    if "model" in meta:
+        model = meta["model"]
+    else:
+        n_params = _num(ctx, line, "model_n_params", o.get("model_n_params"), required=False)
+        model, how = ctx.model_for(line, filename=o.get("model_filename"), model_type=o.get("model_type"),
+                                   n_params=n_params)
+        inferred["model"] = how
+    r = {"evidence": "measured", "test": test, "model": model, "tool": "llama-bench", "source": ctx.source(line)}
     r.update(_rig(o.get("gpu_info"), o.get("cpu_info"), o.get("devices"), o.get("split_mode")))
+    if r.get("device") and "card" not in inferred:
+        inferred["card"] = f"{r['device']} x{r['n_cards']} (from gpu_info)"
     ftype = " ".join(str(o.get("model_type") or "").split()[2:])
     r["weights"] = quant_name(ftype) or _quant_from_filename(o.get("model_filename"))
+    if r["weights"] and "weights" not in inferred:
+        inferred["weights"] = (f"from the file type {ftype!r}" if quant_name(ftype) else
+                               f"from the file name {_stem(o.get('model_filename'))!r}")
+    if o.get("backends") and "backend" not in meta:
+        r["backend"] = _backend_name(o.get("backends"))
     r["type_k"], r["type_v"] = _kv_name(o.get("type_k")), _kv_name(o.get("type_v"))
     r.update(n_prompt=n_prompt, n_gen=n_gen, n_depth=n_depth, n_streams=1, avg_ts=avg, stddev_ts=sd,
              flash_attn=_flag(o.get("flash_attn")))
@@ -477,7 +679,43 @@ def _llama_bench_record(o: dict, ctx, line) -> dict:
         bad = [x for x in r["samples_ts"] if not (isinstance(x, (int, float)) and x > 0)]
         if bad:
             _fail(ctx.path, line, f"field `samples_ts` holds {bad[0]!r}: speeds must be > 0")
+    _apply_meta(r, meta, inferred)
+    _weights_fields(ctx, line, r)
     return _clean(r)
+
+
+def _backend_name(v) -> str | None:
+    """llama.cpp's backend names as one spelling ("CUDA", "Vulkan", "Metal", "ROCm", "CPU", ...)."""
+    if not v:
+        return None
+    parts = [p.strip() for p in re.split(r"[,+/]", str(v)) if p.strip()]
+    known = {b.lower(): b for b in _GPU_BACKENDS + ("CPU", "BLAS", "RPC")}
+    out = [known.get(p.lower(), p) for p in parts]
+    gpu = [p for p in out if p not in ("CPU", "BLAS")]
+    return ",".join(gpu or out)
+
+
+def _apply_meta(r: dict, meta: dict | None, inferred: dict):
+    """A table's context (card, backend, label, ... told from the lines around it) onto a record:
+    what the row itself says wins, except the model (told per table or row already)."""
+    own_card = bool(r.get("device"))
+    for k, v in (meta or {}).items():
+        if k == "inferred" or v is None:
+            continue
+        if k in ("device", "hardware", "n_cards", "split") and own_card:
+            continue  # the row's own gpu_info
+        if k in ("flash_attn", "weights", "backend") and r.get(k) is not None:
+            continue
+        r[k] = v
+    if inferred:
+        r["inferred"] = inferred
+
+
+def _weights_fields(ctx, line, r):
+    note = weights_note(r.get("weights"))
+    if note:
+        r["weights_note"] = note
+        ctx.notice(None, f"weights: {note}")
 
 
 def _read_llama_bench_json(text, ctx):
@@ -545,7 +783,6 @@ def _read_llama_bench_sql(text, ctx):
     return [_llama_bench_record(r, ctx, line) for r, line in zip(rows, lines_of)]
 
 
-_MD_TEST = re.compile(r"^(?:pp(\d+))?(\+)?(?:tg(\d+))?(?: @ d(\d+))?$")
 _MD_COLS = {"ngl": "n_gpu_layers", "fa": "flash_attn", "sm": "split_mode", "threads": "n_threads",
             "dev": "devices", "ts": "tensor_split", "n_cpu_moe": "n_cpu_moe", "mmap": "use_mmap",
             "backend": "backends", "mg": "main_gpu", "nkvo": "no_kv_offload", "ot": "tensor_buft_overrides",
@@ -554,12 +791,512 @@ _MD_COLS = {"ngl": "n_gpu_layers", "fa": "flash_attn", "sm": "split_mode", "thre
             "type_v": "type_v", "nopo": "no_op_offload"}
 
 
-def _read_llama_bench_md(text, ctx):
+_MD_TEST = re.compile(r"^(?:pp\s*(\d+))?\s*(\+)?\s*(?:tg\s*(\d+))?(?:\s*@\s*d\s*(\d+))?$")
+
+
+# ---- pasted text: tables with the lines around them ---------------------------------------------
+# What people paste into an issue: llama-bench, sweep-bench and batched-bench tables (one or
+# several, of one model or several), vLLM's console block, with the prose, the `$ llama-bench ...`
+# command line, the `ggml_cuda_init` / `Device 0: ...` lines and the `build: ...` line around them.
+# Each table is read with its context: the card and card count from the device lines (else a GPU
+# the text or the file name names), the backend from the init lines (else the backend column, a
+# heading, the prose), the model from the model column (architecture + parameter count) or the
+# command line's -m or a heading or the file name, flash attention from the `fa` column, the
+# header line or the command line's -fa; `inferred` says, field by field, where each came from.
+_GPU_BACKENDS = ("CUDA", "Vulkan", "Metal", "ROCm", "SYCL", "HIP", "CANN", "MUSA", "OpenCL")
+_CMD_RE = re.compile(r"(?:^|[\s/\\>!$#;(])(llama-bench|llama-sweep-bench|sweep-bench|llama-batched-bench|batched-bench|"
+                     r"benchmark_serving\.py|vllm\s+serve|vllm\s+bench\s+serve|sglang\.bench_serving|"
+                     r"sglang\.launch_server)(?:\.exe)?(?=\s|$)")
+_DEVICE_RE = re.compile(r"\bDevice (\d+): ([^,]+),")
+_VULKAN_RE = re.compile(r"ggml_vulkan: (\d+) = (.+?) \(")
+_METAL_RE = re.compile(r"(?:ggml_metal_init: found device:|GPU name:)\s+(.+?)\s*$")
+_BUILD_RE = re.compile(r"^\s*build: ([0-9a-f]{6,40}) \((\d+)\)\s*$")
+_SERVE_START = re.compile(r"^=+ Serving Benchmark Result =+\s*$")
+_SERVE_KEYS = {
+    "successful requests": "completed", "failed requests": "failed",
+    "maximum request concurrency": "max_concurrency", "max request concurrency": "max_concurrency",
+    "max reqeuest concurrency": "max_concurrency", "benchmark duration": "duration",
+    "total input tokens": "total_input_tokens", "total generated tokens": "total_output_tokens",
+    "request throughput": "request_throughput", "output token throughput": "output_throughput",
+    "total token throughput": "total_token_throughput", "request rate configured": "request_rate",
+    "traffic request rate": "request_rate", "mean ttft": "mean_ttft_ms", "median ttft": "median_ttft_ms",
+    "p99 ttft": "p99_ttft_ms", "mean tpot": "mean_tpot_ms", "median tpot": "median_tpot_ms",
+    "p99 tpot": "p99_tpot_ms", "mean itl": "mean_itl_ms", "median itl": "median_itl_ms", "p99 itl": "p99_itl_ms",
+    "mean e2e latency": "mean_e2e_latency_ms", "mean e2el": "mean_e2el_ms", "backend": "backend",
+}
+
+# GPU names in free text (a heading, prose, a file name): what to search when no device line says
+# which card ran. Each gives the name as the vendor writes it; predict.hardware resolves it.
+_GPU_TEXT = (
+    (re.compile(r"(?<![a-z0-9])(?:(\d+)\s*[x×]\s*)?(?:nvidia[\s_-]*)?(?:geforce[\s_-]*)?rtx[\s_-]*pro[\s_-]*(\d{4})"
+                r"(?:[\s_-]*(blackwell))?(?![a-z0-9])", re.I),
+     lambda m: "RTX PRO " + m.group(2) + (" Blackwell" if m.group(3) else "")),
+    (re.compile(r"(?<![a-z0-9])(?:(\d+)\s*[x×]\s*)?(?:nvidia[\s_-]*)?(?:geforce[\s_-]*)?(rtx|gtx)[\s_-]*(a?\d{4})"
+                r"(?:[\s_-]*(ti|super))?(?![a-z0-9])", re.I),
+     lambda m: f"{m.group(2).upper()} {m.group(3).upper()}" + (f" {m.group(4).capitalize()}" if m.group(4) else "")),
+    (re.compile(r"(?<![a-z0-9])(?:(\d+)\s*[x×]\s*)?(?:nvidia[\s_-]*)?((?:gb|[abhl])\d{2,3}s?|a\d{4})"
+                r"(?:[\s_-]*(sxm\d?|pcie|nvl))?(?![a-z0-9])", re.I),
+     lambda m: ("RTX " if re.fullmatch(r"a\d{4}", m.group(2), re.I) else "") + m.group(2).upper()
+     + (f" {m.group(3).upper()}" if m.group(3) else "")),
+    (re.compile(r"(?<![a-z0-9])(?:(\d+)\s*[x×]\s*)?(?:amd[\s_-]*)?(?:instinct[\s_-]*)?(mi\d{3}[a-z]?)(?![a-z0-9])", re.I),
+     lambda m: m.group(2).upper()),
+    (re.compile(r"(?<![a-z0-9])(?:(\d+)\s*[x×]\s*)?(?:radeon[\s_-]*)?rx[\s_-]*(\d{4})(?:[\s_-]*(xtx|xt))?(?![a-z0-9])", re.I),
+     lambda m: f"RX {m.group(2)}" + (f" {m.group(3).upper()}" if m.group(3) else "")),
+    (re.compile(r"(?<![a-z0-9])(?:(\d+)\s*[x×]\s*)?(?:apple[\s_-]*)?(m[1-5])[\s_-]*(pro|max|ultra)(?![a-z0-9])", re.I),
+     lambda m: f"Apple {m.group(2).upper()} {m.group(3).capitalize()}"),
+    # "2x3090" in a file name: a count and a bare model number
+    (re.compile(r"(?<![a-z0-9])(\d+)\s*[x×]\s*([2-5]0[5-9]0)(ti)?(?![a-z0-9])", re.I),
+     lambda m: f"RTX {m.group(2)}" + (" Ti" if m.group(3) else "")),
+)
+
+
+def gpus_in(text: str | None) -> list[tuple[str, int | None]]:
+    """The GPUs `text` names, in order of appearance, without repeats: (name, count) where an
+    "Nx" before the name gives a count."""
+    if not text:
+        return []
+    found = []
+    for rx, name in _GPU_TEXT:
+        for m in rx.finditer(text):
+            n = m.group(1)
+            found.append((m.start(), name(m), int(n) if n and n.isdigit() else None))
+    out, seen = [], set()
+    for _, g, n in sorted(found):
+        if g not in seen:
+            seen.add(g)
+            out.append((g, n))
+    return out
+
+
+def _short_gpu(name: str) -> str:
+    return re.sub(r"^(NVIDIA\s+)?(GeForce\s+)?", "", name.strip())
+
+
+def _command_args(line: str, assigned: dict) -> dict:
+    """The options a pasted command line gives that a record needs (-m, -fa, -sm, -mg, -dev, -ts,
+    -ngl, -ub, -b, -t, -ctk/-ctv, -mla, -fmoe, -tp, CUDA_VISIBLE_DEVICES)."""
+    toks = [t.strip("\"'") for t in re.findall(r'"[^"]*"|\'[^\']*\'|\S+', line)]
+    toks = [re.sub(r"\$\{?(\w+)\}?", lambda m: assigned.get(m.group(1), m.group(0)), t) for t in toks]
+    out = {}
+    for t in toks:
+        m = re.match(r"^(CUDA_VISIBLE_DEVICES|HIP_VISIBLE_DEVICES|ROCR_VISIBLE_DEVICES)=(\S+)$", t)
+        if m:
+            out["visible_devices"] = [d for d in m.group(2).split(",") if d.strip()]
+    i = 0
+    positional_model = None
+    while i < len(toks):
+        t, nxt = toks[i], toks[i + 1] if i + 1 < len(toks) else None
+        val = nxt if nxt is not None and not nxt.startswith("-") else None
+        key = {"-m": "model", "--model": "model", "-sm": "split_mode", "--split-mode": "split_mode",
+               "-mg": "main_gpu", "--main-gpu": "main_gpu", "-dev": "devices", "--device": "devices",
+               "-ts": "tensor_split", "--tensor-split": "tensor_split", "-ngl": "n_gpu_layers",
+               "--n-gpu-layers": "n_gpu_layers", "-ub": "n_ubatch", "--ubatch-size": "n_ubatch",
+               "-b": "n_batch", "--batch-size": "n_batch", "-t": "n_threads", "--threads": "n_threads",
+               "-ctk": "type_k", "--cache-type-k": "type_k", "-ctv": "type_v", "--cache-type-v": "type_v",
+               "-mla": "mla", "--mla-use": "mla", "-tp": "tensor_parallel", "--tensor-parallel-size": "tensor_parallel",
+               "--num-prompts": "num_prompts", "--num-prompt": "num_prompts"}.get(t.split("=")[0])
+        if key and "=" in t and t.startswith("--"):
+            out[key] = t.split("=", 1)[1]
+        elif key and val is not None:
+            out[key] = val
+            i += 1
+        elif t in ("-fa", "--flash-attn"):
+            if val is not None and val.lower() in ("on", "off", "auto", "0", "1", "true", "false"):
+                out["flash_attn"] = _flag(val)
+                i += 1
+            else:
+                out["flash_attn"] = 1   # older builds: a bare switch
+        elif t in ("-fmoe", "--fused-moe"):
+            out["fmoe"] = True
+        elif t == "serve" and i > 0 and toks[i - 1].endswith("vllm") and val is not None:
+            positional_model = val
+        i += 1
+    if "model" not in out and positional_model:
+        out["model"] = positional_model
+    return out
+
+
+class _Block:
+    """One table or console block of a pasted text, with the context it was printed in."""
+
+    def __init__(self, kind, start, header=None, rows=None):
+        self.kind, self.start, self.header, self.rows = kind, start, header, rows or []
+        self.devices: dict = {}          # index -> name, from the latest device lines before it
+        self.device_line = None          # (line, kind of line)
+        self.backend = None              # from the init lines
+        self.cmd = None                  # (line, text, parsed options)
+        self.main = {}                   # sweep-/batched-bench's `main: n_kv_max = ...` line
+        self.build = None                # (commit, number): the `build:` line after a llama-bench table
+        self.before: list = []           # (line, text) between the previous block and this one
+        self.label = None                # the heading or <summary> just before it
+        self.serve: dict = {}            # a console block's `Key: value` lines
+        self.loader: dict = {}           # llama.cpp's model-load log before it: arch, params, ftype, name, path
+
+
+_QUOTE = re.compile(r"^[ \t]*(?:>[ \t]?)+")
+_LOADER = (  # llama.cpp's model-load log: what a table without a model column was run on
+    ("arch", re.compile(r"(?:general\.architecture\s+str\s+=|(?:print_info|llm_load_print_meta): arch\s+=)\s+(\S+)")),
+    ("params", re.compile(r"(?:print_info|llm_load_print_meta): model params\s+=\s+([\d.]+ [KMBT])")),
+    ("ftype", re.compile(r"(?:print_info|llm_load_print_meta): file type\s+=\s+(.+?)\s*$")),
+    ("name", re.compile(r"general\.name\s+str\s+=\s+(.+?)\s*$")),
+    ("path", re.compile(r"(?:loaded meta data with .* from|loading model from)\s+'?(\S+?\.gguf)'?")),
+)
+
+
+def _unquote(text: str) -> list[str]:
+    """The lines of `text` without e-mail/GitHub quote markers ("> | model | ..." in a reply)."""
+    return [_QUOTE.sub("", ln) for ln in text.splitlines()]
+
+
+def _scan(text) -> tuple[list[_Block], dict]:
+    lines = _unquote(text)
+    blocks: list[_Block] = []
+    devices, dev_backend, device_line, cmd, main, label = {}, None, None, None, {}, None
+    assigned: dict = {}
+    before: list = []
+    last_kind = None   # the kind of the previous significant line ("device", "init", other)
+    i = 0
+    n = len(lines)
+
+    loader: dict = {}
+
+    def take(b):
+        b.loader = dict(loader)
+        b.devices, b.backend, b.device_line, b.cmd = dict(devices), dev_backend, device_line, cmd
+        b.main, b.label, b.before = dict(main), label, list(before)
+        blocks.append(b)
+
+    while i < n:
+        ln = lines[i]
+        no = i + 1
+        st = ln.strip()
+        # a markdown table: header, separator, rows
+        if st.startswith("|") and i + 1 < n and re.fullmatch(r"\s*\|?[\s:|-]+\|?\s*", lines[i + 1]) and "-" in lines[i + 1]:
+            header = _split_md(ln)
+            cells = set(header)
+            if {"PP", "TG", "N_KV", "S_PP t/s", "S_TG t/s"} <= cells:
+                kind = "batched-bench" if "B" in cells else "sweep-bench"
+            elif {"model", "test", "t/s"} <= cells:
+                kind = "llama-bench"
+            else:
+                kind = None
+            j = i + 2
+            rows = []
+            while j < n and lines[j].strip().startswith("|"):
+                rows.append((j + 1, _split_md(lines[j])))
+                j += 1
+            if kind:
+                take(_Block(kind, no, header, rows))
+                before, label = [], None
+            i = j
+            continue
+        if _SERVE_START.match(st):
+            b = _Block("serve", no)
+            j = i + 1
+            while j < n and lines[j].strip() and not re.fullmatch(r"=+", lines[j].strip()):
+                m = re.match(r"^\s*([A-Za-z][A-Za-z0-9 ./()_-]*?)\s*(?:\(([^)]*)\))?\s*:\s*(\S.*?)\s*$", lines[j])
+                if m:
+                    key = _SERVE_KEYS.get(m.group(1).strip().lower())
+                    if key:
+                        b.serve[key] = (j + 1, m.group(3))
+                j += 1
+            take(b)
+            before, label = [], None
+            i = j + 1
+            continue
+        for key, rx in _LOADER:
+            lm = rx.search(ln)
+            if lm:
+                if key == "arch" and loader.get("arch") and loader["arch"][1] != lm.group(1):
+                    loader = {}   # another model's load log
+                loader[key] = (no, lm.group(1).strip("'\""))
+        m = _BUILD_RE.match(ln)
+        if m and blocks and blocks[-1].kind == "llama-bench" and blocks[-1].build is None:
+            blocks[-1].build = (m.group(1), int(m.group(2)))
+        for a in re.finditer(r"(?<![\w-])([A-Za-z_]\w*)=(\"[^\"]*\"|'[^']*'|[^\s;]+)", ln):
+            assigned[a.group(1)] = a.group(2).strip("\"'")
+        kind_now = "other"
+        dm = _DEVICE_RE.search(ln) or _VULKAN_RE.search(ln)
+        mm = None if dm else _METAL_RE.search(ln)
+        if dm or mm:
+            if last_kind not in ("device", "init"):
+                devices = {}
+            if dm:
+                devices[int(dm.group(1))] = dm.group(2).strip()
+                if _VULKAN_RE.search(ln):
+                    dev_backend = "Vulkan"
+                elif re.search(r"\b(AMD|Radeon|Instinct)\b", dm.group(2)) or "ROCm" in ln:
+                    dev_backend = "ROCm"
+                elif dev_backend not in ("ROCm", "SYCL", "MUSA"):
+                    dev_backend = "CUDA"
+            else:
+                devices[len(devices)] = mm.group(1).strip()
+                dev_backend = "Metal"
+            first = min(devices)
+            device_line = (no if device_line is None or len(devices) == 1 else device_line[0],
+                           (f"ggml_vulkan: {first} =" if _VULKAN_RE.search(ln) else f"Device {first}:" if dm
+                            else "Metal device") + (f"'..'Device {max(devices)}:" if dm and len(devices) > 1
+                                                    and not _VULKAN_RE.search(ln) else ""))
+            kind_now = "device"
+        elif re.search(r"\bggml_(cuda|vulkan|metal|sycl)_init\b|ggml_vulkan: Found|found \d+ \w+ devices", ln):
+            if "ROCm" in ln:
+                dev_backend = "ROCm"
+            elif "sycl" in ln.lower():
+                dev_backend = "SYCL"
+            kind_now = "init"
+            if last_kind not in ("device", "init"):
+                devices = {}
+        if _CMD_RE.search(ln):
+            cmd = (no, st, _command_args(ln, assigned))
+        mm2 = re.search(r"^\s*[\w.:-]+: (n_kv_max = .*)$", ln)
+        if mm2:
+            main = _main_line(ln)
+        hm = re.match(r"^\s*#{2,6}\s+(.+?)\s*#*\s*$", ln) or re.search(r"<summary>\s*(.+?)\s*</summary>", ln)
+        if hm:
+            label = re.sub(r"[*_`]", "", hm.group(1)).strip() or label
+        if st:
+            before.append((no, ln))
+            last_kind = kind_now
+        i += 1
+    return blocks, assigned
+
+
+def _table_hints(b: _Block, path: str, text_before: str) -> list[tuple[str, str]]:
+    hints = []
+    if b.cmd and b.cmd[2].get("model"):
+        hints.append((b.cmd[2]["model"], f"command line's model {_stem(b.cmd[2]['model'])!r} (line {b.cmd[0]})"))
+    if b.label:
+        hints.append((b.label, f"heading {b.label!r}"))
+    prose = " ".join(t for _, t in b.before)
+    if prose.strip():
+        hints.append((prose, "text before the table"))
+    if text_before.strip():
+        hints.append((text_before, "text above"))
+    hints.append((os.path.basename(path), f"file name {os.path.basename(path)!r}"))
+    return hints
+
+
+def _read_pasted(text, ctx):
+    blocks, assigned = _scan(text)
+    if not blocks:
+        _fail(ctx.path, None, "no llama-bench, sweep-bench or batched-bench table and no vLLM console block")
+    lines = text.splitlines()
+    fname = os.path.basename(ctx.path)
     out = []
-    build = re.search(r"^build: (\S+) \((\d+)\)\s*$", text, re.M)
-    for line, cells, header in _md_rows(text, ctx):
-        row = dict(zip(header, cells))
-        m = _MD_TEST.match(row.get("test", ""))
+    models_seen: list = []
+    weights_seen: list = []
+    for bi, b in enumerate(blocks):
+        text_before = "\n".join(lines[:b.start - 1])
+        meta, inferred = _block_meta(b, ctx, text, text_before, fname, weights_seen)
+        if b.kind == "llama-bench":
+            recs = _pasted_llama_bench(b, ctx, meta, inferred, text_before)
+        elif b.kind == "serve":
+            recs = _pasted_serve(b, ctx, meta, inferred, text_before, models_seen)
+        else:
+            model, how = _table_model(b, ctx, text_before, models_seen)
+            meta["model"] = model
+            inferred["model"] = how
+            meta["inferred"] = inferred
+            recs = []
+            for line, cells in b.rows:
+                if len(cells) != len(b.header):
+                    _fail(ctx.path, line, f"a table row with {len(cells)} cells, the header has {len(b.header)}")
+                row = dict(zip(b.header, cells))
+                if b.kind == "sweep-bench":
+                    extra = {}
+                    for col, field in (("RSS HWM", "rss_hwm_mib"), ("VRAM delta", "vram_delta_mib")):
+                        if col in row:
+                            extra[field] = _num(ctx, line, col, re.sub(r"\s*MiB$", "", row[col]), required=False)
+                    recs += _sweep_records(ctx, line, b.main, _sweep_tool(b.main), row["PP"], row["TG"], row["N_KV"],
+                                           row.get("T_PP s"), row["S_PP t/s"], row.get("T_TG s"), row["S_TG t/s"],
+                                           extra, meta=meta)
+                else:
+                    recs += _batched_records(ctx, line, b.main, row["PP"], row["TG"], row["B"], row["N_KV"],
+                                             row.get("T_PP s"), row["S_PP t/s"], row.get("T_TG s"), row["S_TG t/s"],
+                                             meta=meta)
+        for r in recs:
+            if r.get("model") and r["model"] not in models_seen:
+                models_seen.append(r["model"])
+            if r.get("weights") and r["weights"] not in weights_seen:
+                weights_seen.append(r["weights"])
+        out += recs
+    return out
+
+
+def _table_model(b, ctx, text_before, models_seen):
+    """A table without a model column: --model, else the command line's -m, a heading, the text
+    before it, the one model the file's other tables named, the file name."""
+    if ctx.model:
+        return ctx.model, "given (--model)"
+    hints = []
+    ld = b.loader
+    if ld.get("path"):
+        hints.append((ld["path"][1], f"model file {_stem(ld['path'][1])!r} of the load log (line {ld['path'][0]})"))
+    if ld.get("name"):
+        hints.append((ld["name"][1], f"general.name {ld['name'][1]!r} of the load log (line {ld['name'][0]})"))
+    if ld.get("arch") and ld.get("params"):
+        p = ld["params"][1].split()
+        n_params = float(p[0]) * {"K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}[p[1]]
+        model, how = ctx.model_for(ld["arch"][0], model_type=f"{ld['arch'][1]} {p[0]}{p[1]}", n_params=n_params,
+                                   hints=hints + [(os.path.basename(ctx.path), f"file name {os.path.basename(ctx.path)!r}")],
+                                   what=f"the {b.kind} table at line {b.start} measured")
+        return model, how.replace("' + ", f"' (the load log's arch and params, lines {ld['arch'][0]}, "
+                                          f"{ld['params'][0]}) + ", 1)
+    if b.cmd and b.cmd[2].get("model"):
+        hints.append((b.cmd[2]["model"], f"command line's model {_stem(b.cmd[2]['model'])!r} (line {b.cmd[0]})"))
+    if b.label:
+        hints.append((b.label, f"heading {b.label!r}"))
+    prose = " ".join(t for _, t in b.before)
+    if prose.strip():
+        hints.append((prose, "text before the table"))
+    if len(models_seen) == 1:
+        hints.append((models_seen[0], "file's other table"))
+    hints.append((os.path.basename(ctx.path), f"file name {os.path.basename(ctx.path)!r}"))
+    if text_before.strip():
+        hints.append((text_before, "text above the table"))
+    return ctx.model_for(b.start, hints=hints, what=f"the {b.kind} table at line {b.start} measured")
+
+
+def _block_meta(b, ctx, text, text_before, fname, weights_seen):
+    """The context of one block: card, card count, split, backend, flash attention, label, build,
+    and how each was told."""
+    meta, inferred = {}, {}
+    opts = b.cmd[2] if b.cmd else {}
+    # the card
+    names, count, how = [], None, None
+    if b.devices:
+        names = [b.devices[k] for k in sorted(b.devices)]
+        how = f"'{b.device_line[1]}' line{'s' if len(names) > 1 else ''} (line {b.device_line[0]})"
+    else:
+        for where, t in (("heading", b.label or ""), ("text before the table", " ".join(x for _, x in b.before)),
+                         ("text above the table", text_before), ("file name", fname), ("text", text)):
+            found = gpus_in(t)
+            if len(found) == 1 or (found and where == "file name"):
+                names = [found[0][0]]
+                count = found[0][1]
+                how = f"the {where}" + (f" ({found[0][1]}x)" if count else "")
+                break
+    if names:
+        device = _short_gpu(names[0]) if len(set(names)) == 1 else " + ".join(dict.fromkeys(_short_gpu(x) for x in names))
+        n = count or len(names)
+        why_n = None
+        if str(opts.get("split_mode", "")).lower() == "none":
+            n, why_n = 1, "-sm none on the command line"
+        elif opts.get("devices") and str(opts["devices"]).lower() not in ("auto", "none"):
+            n, why_n = len([d for d in re.split(r"[/,]", str(opts["devices"])) if d.strip()]), f"-dev {opts['devices']}"
+        elif opts.get("visible_devices") and not b.devices:
+            n, why_n = len(opts["visible_devices"]), "CUDA_VISIBLE_DEVICES"
+        elif opts.get("tensor_parallel"):
+            try:
+                n, why_n = int(opts["tensor_parallel"]), f"-tp {opts['tensor_parallel']}"
+            except ValueError:
+                pass
+        elif b.kind == "serve" and not count:
+            tp = re.search(r"\bTP\s*=\s*(\d+)", text)
+            n, why_n = (int(tp.group(1)), f"'TP={tp.group(1)}' in the text") if tp else (1, "no -tp: one card assumed")
+        elif not b.devices and not count:
+            why_n = "one card assumed (no device lines)"
+            where = "the file name" if how.startswith("the file name") else "the text"
+            ctx.notice(b.start, f"card count: 1 assumed ({device} named in {where}, no device lines)")
+        meta.update(device=device, hardware=_hardware_key(device), n_cards=n)
+        inferred["card"] = f"{meta['hardware'] or device} x{n} (from {how}" + (f"; {why_n}" if why_n else "") + ")"
+        if meta["hardware"] is None:
+            ctx.notice(b.start, f"card: {device!r} is none of the hardware profiles (glmbench hardware lists "
+                                f"them): calibrate needs --hardware")
+        sm = opts.get("split_mode")
+        if n == 1:
+            meta["split"] = "none"
+        else:
+            meta["split"] = {"layer": "layer", "row": "tensor", "tensor": "tensor"}.get(str(sm).lower(), "layer")
+            if not sm and b.kind != "serve":
+                inferred["split"] = "layer (llama.cpp's default -sm layer)"
+            elif b.kind == "serve":
+                meta["split"] = "tensor"
+                inferred["split"] = "tensor (vLLM's tensor parallelism)"
+    else:
+        ctx.notice(b.start, "card: not stated (no device lines and no GPU named in the text or the file name); "
+                            "calibrate needs --hardware")
+    # the backend
+    if b.devices and b.backend:
+        meta["backend"], inferred["backend"] = b.backend, f"{b.backend} (from the device lines)"
+    else:
+        for where, t in (("heading", b.label or ""), ("text before the table", " ".join(x for _, x in b.before)),
+                         ("text", text), ("file name", fname)):
+            found = {bk for bk in _GPU_BACKENDS if re.search(rf"(?<![A-Za-z]){bk}(?![A-Za-z])", t, re.I)}
+            if b.kind == "llama-bench" or b.kind == "serve":
+                break   # llama-bench has its backend column; a serving engine is its own backend
+            if len(found) == 1:
+                bk = found.pop()
+                meta["backend"], inferred["backend"] = bk, f"{bk} (from the {where})"
+                break
+    # flash attention from the command line, else from options quoted in the prose ("using `-mla 3
+    # -fa -fmoe`"), where every quoted set that says agrees; the header line's wins (_bench_common)
+    if "flash_attn" in opts:
+        meta["flash_attn"] = opts["flash_attn"]
+        inferred["flash_attn"] = f"{opts['flash_attn']} (from the command line, line {b.cmd[0]})"
+    elif "flash_attn" not in b.main and "flash_attn_type" not in b.main:
+        for where, t in (("text before the table", "\n".join(x for _, x in b.before)), ("text above", text_before)):
+            spans = [sp for sp in re.findall(r"`([^`\n]+)`", t) if re.match(r"\s*-{1,2}[a-z]", sp)]
+            fas = [(sp, _command_args(sp, {}).get("flash_attn")) for sp in spans]   # in the text's order
+            vals = {v for _, v in fas if v is not None}
+            if len(vals) == 1:
+                v = vals.pop()
+                sp = next(x for x, y in fas if y == v)
+                meta["flash_attn"], inferred["flash_attn"] = v, f"{v} (from `{sp}` in the {where})"
+                break
+    for k in ("n_gpu_layers", "n_ubatch", "n_batch", "n_threads"):
+        if k in opts and not b.main.get(k):
+            v = opts[k]
+            meta[k] = int(v) if re.fullmatch(r"-?\d+", str(v)) else v
+    for k in ("type_k", "type_v"):
+        if k in opts:
+            meta[k] = _kv_name(opts[k])
+    if "mla" in opts:
+        meta["mla"] = opts["mla"]
+    if opts.get("fmoe"):
+        meta["fmoe"] = True
+    if b.cmd:
+        meta["command"] = b.cmd[1]
+    if b.label:
+        meta["label"] = b.label
+    if b.build:
+        meta["build_commit"], meta["build_number"] = b.build
+    # weights for tables without a model column: the command line's model file, the file name, the text
+    if b.kind != "llama-bench":
+        w, whow = None, None
+        if b.loader.get("ftype") and quant_name(b.loader["ftype"][1]):
+            w, whow = quant_name(b.loader["ftype"][1]), f"file type {b.loader['ftype'][1]!r} of the load log (line {b.loader['ftype'][0]})"
+        for where, t in (() if w else ((f"command line's model (line {b.cmd[0]})" if b.cmd else "", _stem(opts["model"]) if opts.get("model") else ""),
+                         ("file name", _stem(fname)), ("heading", b.label or ""),
+                         ("text before the table", " ".join(x for _, x in b.before)),
+                         ("file's other table", weights_seen[0] if len(weights_seen) == 1 else ""))):
+            if not t:
+                continue
+            found = {quant_name(q) for q in _QUANT_RE.findall(t)} - {None}
+            if where in ("heading", "text before the table"):   # prose: only names glmbench knows ("Q4" is not one)
+                found = {q for q in found if weights_note(q) is None or q in vocab.FORMAT_NOTES}
+            if len(found) == 1:
+                w, whow = found.pop(), where
+                break
+        if w is None and b.kind == "serve":
+            pass
+        elif w is None:
+            ctx.notice(b.start, "weights: not stated (no model file, quant name or file type in the text or the file name)")
+        else:
+            meta["weights"] = w
+            inferred["weights"] = f"{w} (from the {whow})"
+    meta["inferred"] = inferred
+    return meta, inferred
+
+
+def _pasted_llama_bench(b, ctx, meta, inferred, text_before):
+    out = []
+    model_cache = {}
+    for line, cells in b.rows:
+        if len(cells) != len(b.header):
+            _fail(ctx.path, line, f"a table row with {len(cells)} cells, the header has {len(b.header)}")
+        row = dict(zip(b.header, cells))
+        m = _MD_TEST.match(row.get("test", "").strip())
         if not m or not (m.group(1) or m.group(3)) or (m.group(2) and not (m.group(1) and m.group(3))):
             _fail(ctx.path, line, f"test {row.get('test')!r} is not llama-bench's pp<n>, tg<n> or pp<n>+tg<n> [@ d<n>]")
         ts = re.fullmatch(r"\s*([^\s±]+)\s*(?:±\s*(\S+))?\s*", row.get("t/s", ""))
@@ -571,16 +1308,108 @@ def _read_llama_bench_md(text, ctx):
             if col in ("model", "test", "t/s", "size", "params"):
                 continue
             o[_MD_COLS.get(col, col)] = v
-        r = _llama_bench_record(o, ctx, line)
-        r["tool"] = "llama-bench"
+        sizes = {}
         for col, unit, field in (("size", "GiB", "model_size"), ("params", "B", "model_n_params")):
             mm = re.fullmatch(r"\s*(\d+(?:\.\d+)?) " + unit + r"\s*", row.get(col, ""))
             if mm:
-                r[field] = round(float(mm.group(1)) * (1024 ** 3 if unit == "GiB" else 1e9))
-        if build:
-            r["build_commit"], r["build_number"] = build.group(1), int(build.group(2))
+                sizes[field] = round(float(mm.group(1)) * (1024 ** 3 if unit == "GiB" else 1e9))
+        key = (row.get("model"), sizes.get("model_n_params"))
+        if key not in model_cache:
+            if ctx.model:
+                model_cache[key] = (ctx.model, "given (--model)")
+            else:
+                hints = _table_hints(b, ctx.path, text_before)
+                mt = row.get("model")
+                model_cache[key] = ctx.model_for(line, model_type=mt, n_params=sizes.get("model_n_params"),
+                                                 hints=hints, what=f"'{mt}' is")
+        model, how = model_cache[key]
+        rm = dict(meta, model=model, inferred=dict(inferred, model=how))
+        # the row's own dev / sm columns narrow the cards the context named
+        dev = str(o.get("devices") or "").strip()
+        if dev and dev.lower() not in ("auto", "none") and rm.get("device"):
+            rm["n_cards"] = len([d for d in re.split(r"[/,]", dev) if d.strip()])
+            rm["inferred"]["card"] = f"{rm['hardware'] or rm['device']} x{rm['n_cards']} (dev column {dev!r})"
+        sm = str(o.get("split_mode") or "").strip().lower()
+        if sm and rm.get("n_cards"):
+            if sm == "none":
+                rm["n_cards"] = 1
+            rm["split"] = "none" if rm["n_cards"] == 1 else {"row": "tensor", "tensor": "tensor"}.get(sm, sm)
+        if "backends" in o:
+            rm["backend"] = _backend_name(o["backends"])
+            rm["inferred"]["backend"] = f"{rm['backend']} (from the backend column)" if not (b.devices and b.backend) \
+                else rm["inferred"].get("backend")
+            if b.devices and b.backend:
+                rm["backend"] = b.backend
+        r = _llama_bench_record(o, ctx, line, meta=rm)
+        r["tool"] = "llama-bench"
+        r.update(sizes)
+        ft = " ".join(str(row.get("model") or "").split()[2:])
+        if r.get("weights"):
+            r["inferred"]["weights"] = f"{r['weights']} (from the file type {ft!r})" if quant_name(ft) else \
+                r["inferred"].get("weights", r["weights"])
+        if "flash_attn" in o:
+            r["inferred"]["flash_attn"] = f"{r.get('flash_attn')} (from the fa column)"
         out.append(r)
     return out
+
+
+def _pasted_serve(b, ctx, meta, inferred, text_before, models_seen):
+    kv = {k: v for k, (_, v) in b.serve.items()}
+    line = b.start
+    o = {}
+    for k, v in kv.items():
+        if k == "backend":
+            o[k] = v
+            continue
+        try:
+            o[k] = float(v)
+        except ValueError:
+            o[k] = v
+    opts = b.cmd[2] if b.cmd else {}
+    if "num_prompts" in opts:
+        try:
+            o["num_prompts"] = int(opts["num_prompts"])
+        except ValueError:
+            pass
+    if "completed" not in o:
+        _fail(ctx.path, line, "a serving benchmark block without 'Successful requests:'")
+    if "output_throughput" not in o:
+        _fail(ctx.path, line, "a serving benchmark block without 'Output token throughput (tok/s):'")
+    for k in ("total_input_tokens", "total_output_tokens"):
+        if k not in o:
+            _fail(ctx.path, line, f"a serving benchmark block without its `{k}` line")
+    # the model: every command line of the text (server and client) names it the same way
+    names = []
+    for ln in text_before.splitlines():
+        if _CMD_RE.search(ln):
+            mname = _command_args(ln, {}).get("model")
+            if mname and mname not in names:
+                names.append(mname)
+    if ctx.model:
+        model, how = ctx.model, "given (--model)"
+    else:
+        hints = [(n, f"command line's model {n!r}") for n in names]
+        hints.append((os.path.basename(ctx.path), f"file name {os.path.basename(ctx.path)!r}"))
+        model, how = ctx.model_for(line, hints=hints, what="this run served")
+    sglang = "sglang" in (b.cmd[1] if b.cmd else "") or str(o.get("backend", "")).lower() == "sglang"
+    tool = "sglang bench_serving (console)" if sglang else "vllm benchmark_serving (console)"
+    o["backend"] = o.get("backend") or ("sglang" if sglang else "vllm")
+    n_cards = meta.get("n_cards")
+    r = _serve_record(ctx, line, o, tool=tool, model_name=None, n_cards=n_cards, resolved=(model, how))
+    inferred = dict(inferred, model=how)
+    if "weights" not in meta:
+        w = _quant_from_filename(os.path.basename(ctx.path))
+        if w:
+            meta["weights"], inferred["weights"] = w, f"{w} (from the file name)"
+        else:
+            ctx.notice(line, "weights: not stated; vLLM serves the checkpoint's own dtype (bf16 for most): "
+                             "--weights sets it where needed")
+    for k in ("device", "hardware", "n_cards", "split", "weights", "label", "command"):
+        if meta.get(k) is not None:
+            r[k] = meta[k]
+    r["inferred"] = inferred
+    _weights_fields(ctx, line, r)
+    return [_clean(r)]
 
 
 # ---- sweep-bench and batched-bench ----------------------------------------------------------------
@@ -598,16 +1427,23 @@ def _main_line(text) -> dict:
     return out
 
 
-def _bench_common(ctx, line, hdr, tool, what):
+def _bench_common(ctx, line, hdr, tool, what, meta=None):
     fa = hdr.get("flash_attn", hdr.get("flash_attn_type"))
-    r = {"evidence": "measured", "model": ctx.model_for(line, what=what), "tool": tool, "source": ctx.source(line),
+    if meta is not None and "model" in meta:
+        model, inferred = meta["model"], dict(meta.get("inferred") or {})
+    else:
+        model, how = ctx.model_for(line, what=what)
+        inferred = {"model": how}
+    r = {"evidence": "measured", "model": model, "tool": tool, "source": ctx.source(line),
          "n_batch": hdr.get("n_batch"), "n_ubatch": hdr.get("n_ubatch"), "flash_attn": _flag(fa),
          "n_gpu_layers": hdr.get("n_gpu_layers"), "n_threads": hdr.get("n_threads"), "n_kv_max": hdr.get("n_kv_max")}
+    _apply_meta(r, meta, inferred)
+    _weights_fields(ctx, line, r)
     return r
 
 
-def _sweep_records(ctx, line, hdr, tool, pp, tg, n_kv, t_pp, s_pp, t_tg, s_tg, extra=None):
-    base = _bench_common(ctx, line, hdr, tool, "a sweep-bench table measured (it names none)")
+def _sweep_records(ctx, line, hdr, tool, pp, tg, n_kv, t_pp, s_pp, t_tg, s_tg, extra=None, meta=None):
+    base = _bench_common(ctx, line, hdr, tool, "a sweep-bench table measured (it names none)", meta)
     pp = _num(ctx, line, "PP", pp, integer=True, minimum=0)
     tg = _num(ctx, line, "TG", tg, integer=True, minimum=0)
     n_kv = _num(ctx, line, "N_KV", n_kv, integer=True, minimum=0)
@@ -629,20 +1465,6 @@ def _sweep_tool(hdr):
     return "llama-sweep-bench (mainline port)" if "flash_attn_type" in hdr else "llama-sweep-bench (ik_llama.cpp)"
 
 
-def _read_sweep_md(text, ctx):
-    hdr = _main_line(text)
-    out = []
-    for line, cells, header in _md_rows(text, ctx):
-        row = dict(zip(header, cells))
-        extra = {}
-        for col, field in (("RSS HWM", "rss_hwm_mib"), ("VRAM delta", "vram_delta_mib")):
-            if col in row:
-                extra[field] = _num(ctx, line, col, re.sub(r"\s*MiB$", "", row[col]), required=False)
-        out += _sweep_records(ctx, line, hdr, _sweep_tool(hdr), row["PP"], row["TG"], row["N_KV"], row.get("T_PP s"),
-                              row["S_PP t/s"], row.get("T_TG s"), row["S_TG t/s"], extra)
-    return out
-
-
 def _read_sweep_jsonl(text, ctx):
     out = []
     for line, o in _jsonl(text, ctx.path):
@@ -651,8 +1473,8 @@ def _read_sweep_jsonl(text, ctx):
     return out
 
 
-def _batched_records(ctx, line, hdr, pp, tg, b, n_kv, t_pp, s_pp, t_tg, s_tg):
-    base = _bench_common(ctx, line, hdr, "llama-batched-bench", "a batched-bench table measured (it names none)")
+def _batched_records(ctx, line, hdr, pp, tg, b, n_kv, t_pp, s_pp, t_tg, s_tg, meta=None):
+    base = _bench_common(ctx, line, hdr, "llama-batched-bench", "a batched-bench table measured (it names none)", meta)
     pp = _num(ctx, line, "PP", pp, integer=True, minimum=0)
     tg = _num(ctx, line, "TG", tg, integer=True, minimum=0)
     b = _num(ctx, line, "B", b, integer=True, minimum=1)
@@ -674,16 +1496,6 @@ def _batched_records(ctx, line, hdr, pp, tg, b, n_kv, t_pp, s_pp, t_tg, s_tg):
     return out
 
 
-def _read_batched_md(text, ctx):
-    hdr = _main_line(text)
-    out = []
-    for line, cells, header in _md_rows(text, ctx):
-        row = dict(zip(header, cells))
-        out += _batched_records(ctx, line, hdr, row["PP"], row["TG"], row["B"], row["N_KV"], row.get("T_PP s"),
-                                row["S_PP t/s"], row.get("T_TG s"), row["S_TG t/s"])
-    return out
-
-
 def _read_batched_jsonl(text, ctx):
     out = []
     for line, o in _jsonl(text, ctx.path):
@@ -693,7 +1505,8 @@ def _read_batched_jsonl(text, ctx):
 
 
 # ---- serving benchmarks ----------------------------------------------------------------------------
-def _serve_record(ctx, line, o, *, tool, model_name, n_cards=None, type_k=None, out_tok_s_key="output_throughput"):
+def _serve_record(ctx, line, o, *, tool, model_name, n_cards=None, type_k=None, out_tok_s_key="output_throughput",
+                  resolved=None):
     completed = _num(ctx, line, "completed", o.get("completed"), integer=True, minimum=0)
     if not completed:
         _fail(ctx.path, line, "no request completed (`completed` is 0): no speed")
@@ -708,11 +1521,12 @@ def _serve_record(ctx, line, o, *, tool, model_name, n_cards=None, type_k=None, 
     if isinstance(rate, float) and not math.isfinite(rate):
         rate = "inf"
     prompt = round(n_in / completed)
+    model, how = resolved or ctx.model_for(line, filename=model_name, what="this run served")
     # unlimited concurrency: every request may be in flight at once (the benchmark's num_prompts)
     streams = conc if conc is not None else (o.get("num_prompts") or completed)
     r = {"evidence": "measured", "test": "serve",
-         "model": ctx.model_for(line, filename=model_name, what="this run served"),
-         "tool": tool, "source": ctx.source(line), "backend": o.get("backend"), "n_cards": n_cards,
+         "model": None,
+         "tool": tool, "source": ctx.source(line), "serve_backend": o.get("backend"), "n_cards": n_cards,
          "type_k": type_k, "type_v": type_k,
          # the context a stream holds when it starts generating: its mean prompt
          "n_prompt": prompt, "n_gen": round(n_out / completed), "n_depth": prompt,
@@ -721,6 +1535,7 @@ def _serve_record(ctx, line, o, *, tool, model_name, n_cards=None, type_k=None, 
          "per_stream_tok_s": 1000.0 / tpot if tpot else None, "ttft_s": ttft / 1000.0 if ttft is not None else None,
          "tpot_s": tpot / 1000.0 if tpot is not None else None, "completed": completed,
          "request_throughput": o.get("request_throughput"), "duration_s": o.get("duration")}
+    r["model"], r["inferred"] = model, {"model": how}
     return _clean(r)
 
 
@@ -840,37 +1655,11 @@ def _split_md(ln: str) -> list[str]:
 
 
 def _md_header(text) -> list[str] | None:
-    lines = text.splitlines()
+    lines = _unquote(text)
     for i, ln in enumerate(lines[:-1]):
         if ln.lstrip().startswith("|") and re.fullmatch(r"\s*\|?[\s:|-]+\|?\s*", lines[i + 1]) and "-" in lines[i + 1]:
             return _split_md(ln)
     return None
-
-
-def _md_rows(text, ctx) -> Iterable[tuple[int, list[str], list[str]]]:
-    """(line, cells, header) for each row of the first markdown table; other lines (a tool's logs
-    before or after the table) are skipped."""
-    lines = text.splitlines()
-    header = None
-    i = 0
-    while i < len(lines) - 1:
-        ln = lines[i]
-        if ln.lstrip().startswith("|") and re.fullmatch(r"\s*\|?[\s:|-]+\|?\s*", lines[i + 1]) and "-" in lines[i + 1]:
-            header = _split_md(ln)
-            i += 2
-            break
-        i += 1
-    if header is None:
-        return
-    while i < len(lines):
-        ln = lines[i]
-        if not ln.lstrip().startswith("|"):
-            break
-        cells = _split_md(ln)
-        if len(cells) != len(header):
-            _fail(ctx.path, i + 1, f"a table row with {len(cells)} cells, the header has {len(header)}")
-        yield i + 1, cells, header
-        i += 1
 
 
 _READERS = {
@@ -878,11 +1667,12 @@ _READERS = {
     "llama-bench-json": _read_llama_bench_json,
     "llama-bench-jsonl": _read_llama_bench_jsonl,
     "llama-bench-csv": _read_llama_bench_csv,
-    "llama-bench-md": _read_llama_bench_md,
+    "llama-bench-md": lambda text, ctx: _read_pasted(text, ctx),
     "llama-bench-sql": _read_llama_bench_sql,
-    "sweep-bench-md": _read_sweep_md,
+    "sweep-bench-md": lambda text, ctx: _read_pasted(text, ctx),
     "sweep-bench-jsonl": _read_sweep_jsonl,
-    "batched-bench-md": _read_batched_md,
+    "batched-bench-md": lambda text, ctx: _read_pasted(text, ctx),
+    "vllm-console": lambda text, ctx: _read_pasted(text, ctx),
     "batched-bench-jsonl": _read_batched_jsonl,
     "vllm": _read_vllm,
     "sglang": _read_sglang,

@@ -105,8 +105,8 @@ def to_csv(records: Sequence[dict]) -> str:
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=columns(records), extrasaction="raise", lineterminator="\n")
     w.writeheader()
-    for r in records:  # list fields (samples_ns, ...) as JSON arrays in their cell
-        w.writerow({k: ("" if v is None else json.dumps(v) if isinstance(v, (list, tuple)) else v)
+    for r in records:  # list fields (samples_ns, ...) as JSON arrays, dicts (inferred) as JSON objects
+        w.writerow({k: ("" if v is None else json.dumps(v) if isinstance(v, (list, tuple, dict)) else v)
                     for k, v in r.items()})
     return buf.getvalue()
 
@@ -144,7 +144,7 @@ def _parse_cell(s: str):
             pass
     if s in ("True", "False"):
         return s == "True"
-    if s.startswith("[") and s.endswith("]"):  # a list field written by to_csv
+    if (s.startswith("[") and s.endswith("]")) or (s.startswith("{") and s.endswith("}")):  # written by to_csv
         try:
             return json.loads(s)
         except json.JSONDecodeError:
