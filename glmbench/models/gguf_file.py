@@ -31,8 +31,8 @@ import json
 import mmap
 import os
 import re
-import warnings
 import struct
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
