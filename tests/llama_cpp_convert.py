@@ -75,7 +75,9 @@ def source() -> str | None:
 
 
 def skip_reason() -> str:
-    return ("llama.cpp's convert_hf_to_gguf.py not found: set GLMBENCH_LLAMA_CPP_SRC to an extracted "
+    env = os.environ.get("GLMBENCH_LLAMA_CPP_SRC")
+    where = f"GLMBENCH_LLAMA_CPP_SRC={env!r} holds no vendor/llama.cpp/convert_hf_to_gguf.py; " if env else ""
+    return (f"llama.cpp's convert_hf_to_gguf.py not found: {where}set GLMBENCH_LLAMA_CPP_SRC to an extracted "
             f"llama-cpp-python=={VERSION} sdist (pip download --no-deps --no-binary llama-cpp-python "
             f"llama-cpp-python=={VERSION}), or extract it under ~/.cache/glmbench")
 

@@ -39,11 +39,14 @@ EXTRA = {
     # window of 4 tokens, shorter than the prompt
     "gemma3_text": ("gemma3_text", dict(_DENSE, num_hidden_layers=6, sliding_window=4, query_pre_attn_scalar=16,
                                         rms_norm_eps=1e-6)),
+    # Gemma 2: windows on even layers, both softcaps small enough to act on these logits
+    "gemma2": ("gemma2", dict(_DENSE, num_hidden_layers=4, sliding_window=4, query_pre_attn_scalar=16, rms_norm_eps=1e-6,
+                              attn_logit_softcapping=5.0, final_logit_softcapping=3.0)),
     "gpt_oss": ("gpt_oss", dict(_DENSE, intermediate_size=32, num_local_experts=8, num_experts_per_tok=2,
                                 sliding_window=8)),
 }
 RUN = ["llama", "llama_tied", "mistral", "qwen2", "qwen2_tied", "qwen3", "qwen3_moe", "deepseek_v2", "deepseek_v3",
-       "glm4_moe_lite", "glm4_moe", "seed_oss", "gemma3_text"]
+       "glm4_moe_lite", "glm4_moe", "seed_oss", "gemma2", "gemma3_text"]
 PREDICT_ONLY = ["gpt_oss"]   # Model does not run GPT-OSS (sinks, expert biases, clamped SwiGLU): predictions
 PROMPT, STEPS = [3, 17, 42, 5, 99, 1, 7], [7, 11, 13, 2]
 

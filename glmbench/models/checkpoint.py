@@ -13,7 +13,7 @@ every matrix to it instead.
 
 GGUF layout undone here (see models/gguf_file.py): the llama architecture's permuted q/k rows;
 deepseek2's split attn_k_b / attn_v_b joined back into kv_b_proj (dequantized if quantized: the
-join transposes k_b); gemma3's norm weights stored as 1 + w. A split GGUF is given by its first
+join transposes k_b); gemma2/gemma3 norm weights stored as 1 + w. A split GGUF is given by its first
 part (gguf_file.read loads every part); llama3 rope scaling stored as rope_freqs.weight is read
 into the config by gguf_file.hf_config (rope_type "freq_factors").
 
@@ -146,7 +146,7 @@ def _gguf_state_dict(path: str):
         if arch == "llama" and hf.endswith(("self_attn.q_proj.weight", "self_attn.k_proj.weight")):
             n_head = cfg.n_heads if hf.endswith("q_proj.weight") else cfg.n_kv_heads
             a = _unpermute(a, n_head)
-        if arch == "gemma3" and hf.endswith("norm.weight"):
+        if arch in ("gemma2", "gemma3") and hf.endswith("norm.weight"):
             a = _dequant(g, names[0], converted) - np.float32(1)   # the converter stored Gemma3RMSNorm's 1 + w
         sd[hf] = a
     if converted:

@@ -31,8 +31,8 @@ import json
 import mmap
 import os
 import re
-import warnings
 import struct
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -48,7 +48,8 @@ __all__ = ["GGUFError", "GGUFNotice", "GGUFFile", "GGUFTensor", "FileWeights", "
            "gguf_name", "un_permute", "ARCHITECTURES", "MAGIC"]
 
 MAGIC = b"GGUF"
-ARCHITECTURES = ("deepseek2", "qwen3", "qwen3moe", "qwen2", "llama", "glm4moe", "gemma3", "seed_oss", "gpt-oss")
+ARCHITECTURES = ("deepseek2", "qwen3", "qwen3moe", "qwen2", "llama", "glm4moe", "gemma2", "gemma3", "seed_oss",
+                 "gpt-oss")
 # GGUF value types by id (the values of gguf.GGUFValueType; tests/test_gguf.py checks they agree)
 _STRING, _ARRAY = 8, 9
 _U64 = struct.Struct("<Q")
@@ -439,7 +440,7 @@ def hf_config(g: GGUFFile) -> dict:
         else:
             qk, Dv = m("attention.key_length", required=True), m("attention.value_length", required=True)
         gating = m("expert_gating_func")
-        if gating is None:
+        if gating in (None, 0):   # 0 is llama.cpp's LLAMA_EXPERT_GATING_FUNC_TYPE_NONE: unset, as missing
             gating, why = _assumed_gating(g, L, ts)
             _notice(hf, f"{g.path}: no metadata 'deepseek2.expert_gating_func'; {why}")
         if gating not in (1, 2):
@@ -515,6 +516,20 @@ def hf_config(g: GGUFFile) -> dict:
         cap = m("final_logit_softcapping", kind=float)
         if cap:
             hf["final_logit_softcapping"] = cap
+        return hf
+    if arch == "gemma2":
+        # llama.cpp's gemma2 (src/models/gemma2.cpp): windows on layers 0, 2, 4... (pattern 2, default
+        # window 4096), attention and final logit softcapping (its defaults 50 and 30 when absent), the
+        # 27B (46 layers) scaling queries by 1/sqrt(embedding_length / head_count); norms stored as 1 + w
+        if emb is not None:
+            hf["vocab_size"] = emb.shape[0]
+        sw = m("attention.sliding_window", 4096, minimum=1)
+        pat = m("attention.sliding_window_pattern", 2, minimum=1)
+        hf.update(model_type="gemma2", head_dim=hd, query_pre_attn_scalar=D // H if L == 46 else hd,
+                  hidden_activation="gelu_pytorch_tanh", sliding_window=sw,
+                  attn_logit_softcapping=m("attn_logit_softcapping", 50.0, kind=float) or None,
+                  final_logit_softcapping=m("final_logit_softcapping", 30.0, kind=float) or None,
+                  layer_types=["sliding_attention" if i % pat < pat - 1 else "full_attention" for i in range(L)])
         return hf
     if arch == "gpt-oss":
         # llama.cpp's openai-moe: every layer MoE (expert_count experts of expert_feed_forward_length,
