@@ -1,0 +1,342 @@
+/* quant_k.c: ggml K-quants (q4_K, q5_K, q6_K) as stored: dequantize, q8_K activations, and the
+ * quantized linear (decode GEMV and prefill GEMM share one driver). See quant_k.h for the layouts
+ * and the arithmetic every version follows.
+ *
+ * Driver: activations quantized to q8_K once per call; token chunks small enough to stay in L2;
+ * OpenMP over weight rows. Per (row, super-block) the weights are decoded once - the portable
+ * version into a small struct, the VNNI version into four zmm of unsigned bytes plus per-lane int32
+ * scales - and dotted with every token of the chunk. The weights are read in the ggml layout as
+ * stored (no repacked copy): a row of super-blocks is one contiguous stream. */
+#include "quant_k.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+#include "common.h"
+
+#define QKK GB_QKK
+
+static inline float h2f(const uint8_t *p) {
+    uint16_t h;
+    memcpy(&h, p, 2);
+#if defined(__F16C__)
+    return _cvtsh_ss(h);
+#else
+    return gb_f16_to_f32(h);
+#endif
+}
+
+int gb_is_kfmt(int fmt) { return fmt == GB_Q4_K || fmt == GB_Q5_K || fmt == GB_Q6_K; }
+
+static inline int64_t kblk_bytes(int fmt) { return fmt == GB_Q4_K ? 144 : fmt == GB_Q5_K ? 176 : 210; }
+
+int64_t gb_k_row_bytes(int fmt, int64_t n) {
+    if (!gb_is_kfmt(fmt) || n < 0 || n % QKK) return -1;
+    return n / QKK * kblk_bytes(fmt);
+}
+
+/* ---- one super-block decoded (portable) ------------------------------------------------------ */
+
+/* The 6-bit scale and min of sub-block j (ggml's get_scale_min_k4). */
+static inline void scale_min_k4(int j, const uint8_t *q, int *sc, int *m) {
+    if (j < 4) {
+        *sc = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *sc = (q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4);
+        *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+    }
+}
+
+/* unsigned values q[256], an int scale and an int min weight per 16 values, the two float scales */
+typedef struct {
+    float d, dm;
+    int32_t sc[16];
+    int16_t mn[16];
+    uint8_t q[QKK];
+} kdec;
+
+static void kdecode(int fmt, const uint8_t *b, kdec *o) {
+    if (fmt == GB_Q6_K) {
+        const uint8_t *ql = b, *qh = b + 128;
+        const int8_t *sc = (const int8_t *)(b + 192);
+        o->d = o->dm = h2f(b + 208);
+        for (int c = 0; c < 16; c++) {
+            o->sc[c] = sc[c];
+            o->mn[c] = (int16_t)(32 * sc[c]);
+        }
+        for (int h = 0; h < 2; h++)
+            for (int l = 0; l < 32; l++) {
+                const uint8_t *L = ql + 64 * h, *H = qh + 32 * h;
+                uint8_t *q = o->q + 128 * h;
+                q[l] = (uint8_t)((L[l] & 0x0f) | (((H[l] >> 0) & 3) << 4));
+                q[l + 32] = (uint8_t)((L[l + 32] & 0x0f) | (((H[l] >> 2) & 3) << 4));
+                q[l + 64] = (uint8_t)((L[l] >> 4) | (((H[l] >> 4) & 3) << 4));
+                q[l + 96] = (uint8_t)((L[l + 32] >> 4) | (((H[l] >> 6) & 3) << 4));
+            }
+        return;
+    }
+    o->d = h2f(b);
+    o->dm = h2f(b + 2);
+    const uint8_t *scales = b + 4;
+    for (int j = 0; j < 8; j++) {
+        int s, m;
+        scale_min_k4(j, scales, &s, &m);
+        o->sc[2 * j] = o->sc[2 * j + 1] = s;
+        o->mn[2 * j] = o->mn[2 * j + 1] = (int16_t)m;
+    }
+    const uint8_t *qs = fmt == GB_Q4_K ? b + 16 : b + 48, *qh = b + 16;
+    for (int c = 0; c < 4; c++)
+        for (int l = 0; l < 32; l++) {
+            int lo = qs[32 * c + l] & 0x0f, hi = qs[32 * c + l] >> 4;
+            if (fmt == GB_Q5_K) {
+                lo += ((qh[l] >> (2 * c)) & 1) << 4;
+                hi += ((qh[l] >> (2 * c + 1)) & 1) << 4;
+            }
+            o->q[64 * c + l] = (uint8_t)lo;
+            o->q[64 * c + 32 + l] = (uint8_t)hi;
+        }
+}
+
+/* ---- dequantize ------------------------------------------------------------------------------ */
+
+/* ggml's arithmetic: (d*sc)*q - (dmin*m) for q4_K/q5_K, (d*sc)*(q-32) for q6_K, float32, no FMA */
+static void dequantize_row_k(int fmt, const uint8_t *src, float *y, int64_t k) {
+    kdec o;
+    for (int64_t i = 0; i < k / QKK; i++) {
+        kdecode(fmt, src + i * kblk_bytes(fmt), &o);
+        float *yb = y + i * QKK;
+        for (int c = 0; c < 16; c++) {
+            const float d1 = o.d * (float)o.sc[c];
+            if (fmt == GB_Q6_K) {
+                for (int j = 0; j < 16; j++) yb[16 * c + j] = d1 * (float)((int)o.q[16 * c + j] - 32);
+            } else {
+                const float m1 = o.dm * (float)o.mn[c];
+                for (int j = 0; j < 16; j++) yb[16 * c + j] = d1 * (float)o.q[16 * c + j] - m1;
+            }
+        }
+    }
+}
+
+int gb_k_dequantize_rows(int fmt, const void *src, float *y, int64_t rows, int64_t k) {
+    const int64_t rb = gb_k_row_bytes(fmt, k);
+    if (rb < 0) return gb_error(GB_EVALUE, "dequantize: format %d with k=%ld is not a K-quant row (k %% 256 == 0)", fmt, (long)k);
+#pragma omp parallel for schedule(static) if (rows * k > 1 << 18)
+    for (int64_t r = 0; r < rows; r++) dequantize_row_k(fmt, (const uint8_t *)src + r * rb, y + r * k, k);
+    return GB_OK;
+}
+
+/* ---- q8_K activations -------------------------------------------------------------------------- */
+
+void gb_quantize_row_q8_K(const float *x, gb_block_q8_K *y, int64_t k) {
+    for (int64_t i = 0; i < k / QKK; i++) {
+        const float *xb = x + i * QKK;
+        float max = 0.0f, amax = 0.0f;
+        for (int j = 0; j < QKK; j++) {
+            const float ax = fabsf(xb[j]);
+            if (ax > amax) {
+                amax = ax;
+                max = xb[j];
+            }
+        }
+        if (!amax) {
+            memset(&y[i], 0, sizeof(gb_block_q8_K));
+            continue;
+        }
+        const float iscale = -127.0f / max;
+        for (int j = 0; j < QKK; j++) {
+            const int v = (int)rintf(iscale * xb[j]); /* ggml's nearest_int: round half to even */
+            y[i].qs[j] = (int8_t)(v < 127 ? v : 127);
+        }
+        for (int j = 0; j < QKK / 16; j++) {
+            int s = 0;
+            for (int l = 0; l < 16; l++) s += y[i].qs[16 * j + l];
+            y[i].bsums[j] = (int16_t)s;
+        }
+        y[i].d = 1.0f / iscale;
+    }
+}
+
+/* ---- kernels: one token chunk of one weight row --------------------------------------------- */
+
+/* acc[t] += over super-blocks of row w: (d*dx)*isum - (dm*dx)*msum, tokens t < tt of xq (nb blocks each) */
+static void row_ref(int fmt, const uint8_t *w, const gb_block_q8_K *xq, int64_t nb, int64_t tt, float *acc) {
+    kdec o;
+    const int64_t bb = kblk_bytes(fmt);
+    for (int64_t b = 0; b < nb; b++) {
+        kdecode(fmt, w + b * bb, &o);
+        for (int64_t t = 0; t < tt; t++) {
+            const gb_block_q8_K *x = &xq[t * nb + b];
+            int32_t isum = 0, msum = 0;
+            for (int c = 0; c < 16; c++) {
+                int32_t s = 0;
+                for (int j = 0; j < 16; j++) s += (int32_t)o.q[16 * c + j] * x->qs[16 * c + j];
+                isum += o.sc[c] * s;
+                msum += (int32_t)o.mn[c] * x->bsums[c];
+            }
+            acc[t] += (o.d * x->d) * (float)isum - (o.dm * x->d) * (float)msum;
+        }
+    }
+}
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__) && defined(__AVX2__)
+#define GB_HAVE_K_VNNI 1
+
+/* w[z]: the 64 unsigned values 64z..64z+63 in order; s[z]: int32 scale of each dpbusd lane (4 values) */
+static inline __attribute__((always_inline)) void kdecode_vnni(int fmt, const uint8_t *b, __m512i w[4], __m512i s[4],
+                                                               __m256i *mn, float *d, float *dm) {
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    if (fmt == GB_Q6_K) {
+        const __m512i m3 = _mm512_set1_epi8(3);
+        const __m512i c02 = _mm512_inserti64x4(_mm512_set1_epi16(0), _mm256_set1_epi16(2), 1);
+        const __m512i c46 = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1);
+        for (int h = 0; h < 2; h++) {
+            const __m512i L = _mm512_loadu_si512((const void *)(b + 64 * h));
+            const __m512i H = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b + 128 + 32 * h)));
+            w[2 * h] = _mm512_or_si512(_mm512_and_si512(L, m4), _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(H, c02), m3), 4));
+            w[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(L, 4), m4),
+                                           _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(H, c46), m3), 4));
+        }
+        const __m128i sc8 = _mm_loadu_si128((const __m128i *)(b + 192));
+        const __m512i sc = _mm512_cvtepi8_epi32(sc8);
+        for (int z = 0; z < 4; z++) {
+            const __m512i idx = _mm512_setr_epi32(4 * z, 4 * z, 4 * z, 4 * z, 4 * z + 1, 4 * z + 1, 4 * z + 1, 4 * z + 1, 4 * z + 2,
+                                                  4 * z + 2, 4 * z + 2, 4 * z + 2, 4 * z + 3, 4 * z + 3, 4 * z + 3, 4 * z + 3);
+            s[z] = _mm512_permutexvar_epi32(idx, sc);
+        }
+        *mn = _mm256_slli_epi16(_mm256_cvtepi8_epi16(sc8), 5);
+        *d = *dm = h2f(b + 208);
+        return;
+    }
+    *d = h2f(b);
+    *dm = h2f(b + 2);
+    uint8_t sc8[16], mn8[16];
+    for (int j = 0; j < 8; j++) {
+        int sv, mv;
+        scale_min_k4(j, b + 4, &sv, &mv);
+        sc8[j] = (uint8_t)sv;
+        mn8[2 * j] = mn8[2 * j + 1] = (uint8_t)mv;
+    }
+    memset(sc8 + 8, 0, 8);
+    const __m512i sc = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)sc8));
+    for (int z = 0; z < 4; z++) {
+        const __m512i idx = _mm512_setr_epi32(2 * z, 2 * z, 2 * z, 2 * z, 2 * z, 2 * z, 2 * z, 2 * z, 2 * z + 1, 2 * z + 1,
+                                              2 * z + 1, 2 * z + 1, 2 * z + 1, 2 * z + 1, 2 * z + 1, 2 * z + 1);
+        s[z] = _mm512_permutexvar_epi32(idx, sc);
+    }
+    *mn = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)mn8));
+    const uint8_t *qs = fmt == GB_Q4_K ? b + 16 : b + 48;
+    const __m512i ia = _mm512_setr_epi64(0, 1, 2, 3, 8, 9, 10, 11), ib = _mm512_setr_epi64(4, 5, 6, 7, 12, 13, 14, 15);
+    __m512i H = _mm512_setzero_si512();
+    if (fmt == GB_Q5_K) H = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b + 16)));
+    const __m512i m1 = _mm512_set1_epi8(1);
+    for (int h = 0; h < 2; h++) {
+        /* chunks 2h (bytes 0..31) and 2h+1 (32..63): lo = [c 2h low, c 2h+1 low], hi = the high nibbles */
+        const __m512i r = _mm512_loadu_si512((const void *)(qs + 64 * h));
+        __m512i lo = _mm512_and_si512(r, m4), hi = _mm512_and_si512(_mm512_srli_epi16(r, 4), m4);
+        if (fmt == GB_Q5_K) {
+            const __m512i clo = _mm512_inserti64x4(_mm512_set1_epi16((short)(4 * h)), _mm256_set1_epi16((short)(4 * h + 2)), 1);
+            const __m512i chi = _mm512_inserti64x4(_mm512_set1_epi16((short)(4 * h + 1)), _mm256_set1_epi16((short)(4 * h + 3)), 1);
+            lo = _mm512_or_si512(lo, _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(H, clo), m1), 4));
+            hi = _mm512_or_si512(hi, _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(H, chi), m1), 4));
+        }
+        w[2 * h] = _mm512_permutex2var_epi64(lo, ia, hi);     /* values 128h + 0..63 */
+        w[2 * h + 1] = _mm512_permutex2var_epi64(lo, ib, hi); /* values 128h + 64..127 */
+    }
+}
+
+static inline int32_t hsum256_epi32(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    return _mm_cvtsi128_si32(s);
+}
+
+static void row_vnni(int fmt, const uint8_t *w, const gb_block_q8_K *xq, int64_t nb, int64_t tt, float *acc) {
+    const int64_t bb = kblk_bytes(fmt);
+    const __m512i zero = _mm512_setzero_si512();
+    for (int64_t b = 0; b < nb; b++) {
+        __m512i wv[4], sv[4];
+        __m256i mn;
+        float d, dm;
+        kdecode_vnni(fmt, w + b * bb, wv, sv, &mn, &d, &dm);
+        if (b + 1 < nb) _mm_prefetch((const char *)(w + (b + 1) * bb + 128), _MM_HINT_T0);
+        for (int64_t t = 0; t < tt; t++) {
+            const gb_block_q8_K *x = &xq[t * nb + b];
+            __m512i p = _mm512_mullo_epi32(_mm512_dpbusd_epi32(zero, wv[0], _mm512_loadu_si512((const void *)x->qs)), sv[0]);
+            p = _mm512_add_epi32(p, _mm512_mullo_epi32(_mm512_dpbusd_epi32(zero, wv[1], _mm512_loadu_si512((const void *)(x->qs + 64))), sv[1]));
+            p = _mm512_add_epi32(p, _mm512_mullo_epi32(_mm512_dpbusd_epi32(zero, wv[2], _mm512_loadu_si512((const void *)(x->qs + 128))), sv[2]));
+            p = _mm512_add_epi32(p, _mm512_mullo_epi32(_mm512_dpbusd_epi32(zero, wv[3], _mm512_loadu_si512((const void *)(x->qs + 192))), sv[3]));
+            const int32_t isum = _mm512_reduce_add_epi32(p);
+            const int32_t msum = hsum256_epi32(_mm256_madd_epi16(mn, _mm256_loadu_si256((const __m256i *)x->bsums)));
+            acc[t] += (d * x->d) * (float)isum - (dm * x->d) * (float)msum;
+        }
+    }
+}
+
+static void row_vnni_q4(const uint8_t *w, const gb_block_q8_K *xq, int64_t nb, int64_t tt, float *acc) { row_vnni(GB_Q4_K, w, xq, nb, tt, acc); }
+static void row_vnni_q5(const uint8_t *w, const gb_block_q8_K *xq, int64_t nb, int64_t tt, float *acc) { row_vnni(GB_Q5_K, w, xq, nb, tt, acc); }
+static void row_vnni_q6(const uint8_t *w, const gb_block_q8_K *xq, int64_t nb, int64_t tt, float *acc) { row_vnni(GB_Q6_K, w, xq, nb, tt, acc); }
+#endif
+
+/* ---- the launcher -------------------------------------------------------------------------- */
+
+int gb_kversion_available(int v) {
+    if (v == GB_KV_REF) return 1;
+#ifdef GB_HAVE_K_VNNI
+    if (v == GB_KV_VNNI) return 1;
+#endif
+    return 0;
+}
+
+const char *gb_kversion_name(int v) {
+    static const char *names[GB_KV_COUNT] = {"auto", "kquant_ref", "kquant_vnni"};
+    return v >= 0 && v < GB_KV_COUNT ? names[v] : "?";
+}
+
+/* tokens per chunk: their q8_K rows stay within ~512 KB of L2 while the weight rows stream past */
+#define GB_K_TMAX 64
+
+int gb_klinear(int fmt, const float *x, const void *w, const float *bias, float *y, int64_t T, int64_t N,
+               int64_t K, int version) {
+    if (!gb_is_kfmt(fmt)) return gb_error(GB_EVALUE, "klinear: format %d is not q4_K (12), q5_K (13) or q6_K (14)", fmt);
+    if (K <= 0 || K % QKK) return gb_error(GB_EVALUE, "klinear: K=%ld must be a positive multiple of 256", (long)K);
+    if (T < 0 || N < 0) return gb_error(GB_EVALUE, "klinear: T=%ld and N=%ld must be >= 0", (long)T, (long)N);
+    if (version == GB_KV_AUTO) version = gb_kversion_available(GB_KV_VNNI) ? GB_KV_VNNI : GB_KV_REF;
+    if (!gb_kversion_available(version))
+        return gb_error(GB_EVALUE, "klinear: kernel version %d (%s) is not compiled in on this build", version, gb_kversion_name(version));
+    if (T == 0 || N == 0) return GB_OK;
+    const int64_t nb = K / QKK, rb = gb_k_row_bytes(fmt, K);
+    gb_block_q8_K *xq = (gb_block_q8_K *)gb_ws_aligned_alloc(64, (size_t)(T * nb) * sizeof(gb_block_q8_K));
+    if (!xq) return gb_error(GB_ENOMEM, "klinear: cannot allocate the q8_K activations (%ld rows of %ld)", (long)T, (long)K);
+    void (*row)(const uint8_t *, const gb_block_q8_K *, int64_t, int64_t, float *) = NULL;
+#ifdef GB_HAVE_K_VNNI
+    if (version == GB_KV_VNNI) row = fmt == GB_Q4_K ? row_vnni_q4 : fmt == GB_Q5_K ? row_vnni_q5 : row_vnni_q6;
+#endif
+    int64_t tc = (512 * 1024) / (nb * (int64_t)sizeof(gb_block_q8_K));
+    tc = tc < 4 ? 4 : tc > GB_K_TMAX ? GB_K_TMAX : tc;
+    const uint8_t *wb = (const uint8_t *)w;
+#pragma omp parallel if (N * K * T > 65536)
+    {
+#pragma omp for schedule(static)
+        for (int64_t t = 0; t < T; t++) gb_quantize_row_q8_K(x + t * K, xq + t * nb, K);
+        for (int64_t t0 = 0; t0 < T; t0 += tc) {
+            const int64_t tt = T - t0 < tc ? T - t0 : tc;
+#pragma omp for schedule(static, 8) nowait
+            for (int64_t n = 0; n < N; n++) {
+                float acc[GB_K_TMAX];
+                for (int64_t t = 0; t < tt; t++) acc[t] = 0.0f;
+                if (row) row(wb + n * rb, xq + t0 * nb, nb, tt, acc);
+                else row_ref(fmt, wb + n * rb, xq + t0 * nb, nb, tt, acc);
+                for (int64_t t = 0; t < tt; t++) y[(t0 + t) * N + n] = acc[t] + (bias ? bias[n] : 0.0f);
+            }
+        }
+    }
+    gb_ws_free(xq);
+    return GB_OK;
+}
