@@ -215,21 +215,22 @@ static inline __attribute__((always_inline)) void kdecode_vnni(int fmt, const ui
     }
     *d = h2f(b);
     *dm = h2f(b + 2);
-    uint8_t sc8[16], mn8[16];
-    for (int j = 0; j < 8; j++) {
-        int sv, mv;
-        scale_min_k4(j, b + 4, &sv, &mv);
-        sc8[j] = (uint8_t)sv;
-        mn8[2 * j] = mn8[2 * j + 1] = (uint8_t)mv;
-    }
-    memset(sc8 + 8, 0, 8);
-    const __m512i sc = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)sc8));
+    /* the 6-bit scales and mins in 32-bit words (ggml's kmask trick): bytes 0..7 the scales, 8..15 the mins */
+    uint32_t u[4];
+    memcpy(u, b + 4, 12);
+    u[3] = ((u[2] >> 4) & 0x0f0f0f0fu) | (((u[1] >> 6) & 0x03030303u) << 4);
+    const uint32_t mlo = u[1] & 0x3f3f3f3fu;
+    u[1] = (u[2] & 0x0f0f0f0fu) | (((u[0] >> 6) & 0x03030303u) << 4);
+    u[2] = mlo;
+    u[0] &= 0x3f3f3f3fu;
+    const __m128i scm = _mm_set_epi32((int)u[3], (int)u[2], (int)u[1], (int)u[0]);
+    const __m512i sc = _mm512_cvtepu8_epi32(scm);
     for (int z = 0; z < 4; z++) {
         const __m512i idx = _mm512_setr_epi32(2 * z, 2 * z, 2 * z, 2 * z, 2 * z, 2 * z, 2 * z, 2 * z, 2 * z + 1, 2 * z + 1,
                                               2 * z + 1, 2 * z + 1, 2 * z + 1, 2 * z + 1, 2 * z + 1, 2 * z + 1);
         s[z] = _mm512_permutexvar_epi32(idx, sc);
     }
-    *mn = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)mn8));
+    *mn = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(scm, scm)); /* m[c/2] for each 16 values c */
     const uint8_t *qs = fmt == GB_Q4_K ? b + 16 : b + 48;
     const __m512i ia = _mm512_setr_epi64(0, 1, 2, 3, 8, 9, 10, 11), ib = _mm512_setr_epi64(4, 5, 6, 7, 12, 13, 14, 15);
     __m512i H = _mm512_setzero_si512();
