@@ -187,7 +187,19 @@ static void row_ref(int fmt, const uint8_t *w, const gb_block_q8_K *xq, int64_t 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__) && defined(__AVX2__)
 #define GB_HAVE_K_VNNI 1
 
-/* w[z]: the 64 unsigned values 64z..64z+63 in order; s[z]: int32 scale of each dpbusd lane (4 values) */
+/* s[z]: the int16 scale of each pair of values 64z + 2k, 2k+1 (16-value group 4z + k/8), from the 16 group scales */
+static inline __attribute__((always_inline)) void scales16(__m256i sc16, __m512i s[4]) {
+    const __m512i v = _mm512_castsi256_si512(sc16);
+    for (int z = 0; z < 4; z++) {
+        const __m512i idx = _mm512_set_epi64(0x0001000100010001LL * (4 * z + 3), 0x0001000100010001LL * (4 * z + 3),
+                                             0x0001000100010001LL * (4 * z + 2), 0x0001000100010001LL * (4 * z + 2),
+                                             0x0001000100010001LL * (4 * z + 1), 0x0001000100010001LL * (4 * z + 1),
+                                             0x0001000100010001LL * (4 * z), 0x0001000100010001LL * (4 * z));
+        s[z] = _mm512_permutexvar_epi16(idx, v);
+    }
+}
+
+/* w[z]: the 64 unsigned values 64z..64z+63 in order; s[z]: int16 scale of each pair of values (scales16) */
 static inline __attribute__((always_inline)) void kdecode_vnni(int fmt, const uint8_t *b, __m512i w[4], __m512i s[4],
                                                                __m256i *mn, float *d, float *dm) {
     const __m512i m4 = _mm512_set1_epi8(0x0f);
@@ -202,14 +214,9 @@ static inline __attribute__((always_inline)) void kdecode_vnni(int fmt, const ui
             w[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(L, 4), m4),
                                            _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(H, c46), m3), 4));
         }
-        const __m128i sc8 = _mm_loadu_si128((const __m128i *)(b + 192));
-        const __m512i sc = _mm512_cvtepi8_epi32(sc8);
-        for (int z = 0; z < 4; z++) {
-            const __m512i idx = _mm512_setr_epi32(4 * z, 4 * z, 4 * z, 4 * z, 4 * z + 1, 4 * z + 1, 4 * z + 1, 4 * z + 1, 4 * z + 2,
-                                                  4 * z + 2, 4 * z + 2, 4 * z + 2, 4 * z + 3, 4 * z + 3, 4 * z + 3, 4 * z + 3);
-            s[z] = _mm512_permutexvar_epi32(idx, sc);
-        }
-        *mn = _mm256_slli_epi16(_mm256_cvtepi8_epi16(sc8), 5);
+        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(b + 192)));
+        scales16(sc16, s);
+        *mn = _mm256_slli_epi16(sc16, 5);
         *d = *dm = h2f(b + 208);
         return;
     }
@@ -224,12 +231,7 @@ static inline __attribute__((always_inline)) void kdecode_vnni(int fmt, const ui
     u[2] = mlo;
     u[0] &= 0x3f3f3f3fu;
     const __m128i scm = _mm_set_epi32((int)u[3], (int)u[2], (int)u[1], (int)u[0]);
-    const __m512i sc = _mm512_cvtepu8_epi32(scm);
-    for (int z = 0; z < 4; z++) {
-        const __m512i idx = _mm512_setr_epi32(2 * z, 2 * z, 2 * z, 2 * z, 2 * z, 2 * z, 2 * z, 2 * z, 2 * z + 1, 2 * z + 1,
-                                              2 * z + 1, 2 * z + 1, 2 * z + 1, 2 * z + 1, 2 * z + 1, 2 * z + 1);
-        s[z] = _mm512_permutexvar_epi32(idx, sc);
-    }
+    scales16(_mm256_cvtepu8_epi16(_mm_unpacklo_epi8(scm, scm)), s); /* sc[c/2] for each 16 values c */
     *mn = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(scm, scm)); /* m[c/2] for each 16 values c */
     const uint8_t *qs = fmt == GB_Q4_K ? b + 16 : b + 48;
     const __m512i ia = _mm512_setr_epi64(0, 1, 2, 3, 8, 9, 10, 11), ib = _mm512_setr_epi64(4, 5, 6, 7, 12, 13, 14, 15);
@@ -251,16 +253,8 @@ static inline __attribute__((always_inline)) void kdecode_vnni(int fmt, const ui
     }
 }
 
-static inline int32_t hsum256_epi32(__m256i v) {
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-    return _mm_cvtsi128_si32(s);
-}
-
 static void row_vnni(int fmt, const uint8_t *w, const gb_block_q8_K *xq, int64_t nb, int64_t tt, float *acc) {
     const int64_t bb = kblk_bytes(fmt);
-    const __m512i zero = _mm512_setzero_si512();
     for (int64_t b = 0; b < nb; b++) {
         __m512i wv[4], sv[4];
         __m256i mn;
@@ -269,12 +263,17 @@ static void row_vnni(int fmt, const uint8_t *w, const gb_block_q8_K *xq, int64_t
         if (b + 1 < nb) _mm_prefetch((const char *)(w + (b + 1) * bb + 128), _MM_HINT_T0);
         for (int64_t t = 0; t < tt; t++) {
             const gb_block_q8_K *x = &xq[t * nb + b];
-            __m512i p = _mm512_mullo_epi32(_mm512_dpbusd_epi32(zero, wv[0], _mm512_loadu_si512((const void *)x->qs)), sv[0]);
-            p = _mm512_add_epi32(p, _mm512_mullo_epi32(_mm512_dpbusd_epi32(zero, wv[1], _mm512_loadu_si512((const void *)(x->qs + 64))), sv[1]));
-            p = _mm512_add_epi32(p, _mm512_mullo_epi32(_mm512_dpbusd_epi32(zero, wv[2], _mm512_loadu_si512((const void *)(x->qs + 128))), sv[2]));
-            p = _mm512_add_epi32(p, _mm512_mullo_epi32(_mm512_dpbusd_epi32(zero, wv[3], _mm512_loadu_si512((const void *)(x->qs + 192))), sv[3]));
-            const int32_t isum = _mm512_reduce_add_epi32(p);
-            const int32_t msum = hsum256_epi32(_mm256_madd_epi16(mn, _mm256_loadu_si256((const __m256i *)x->bsums)));
+            /* u8 x s8 pairs into int16 (|.| <= 2 * 63 * 127, no saturation), then x scale and pairwise into int32 */
+            __m512i p = _mm512_madd_epi16(_mm512_maddubs_epi16(wv[0], _mm512_loadu_si512((const void *)x->qs)), sv[0]);
+            p = _mm512_dpwssd_epi32(p, _mm512_maddubs_epi16(wv[1], _mm512_loadu_si512((const void *)(x->qs + 64))), sv[1]);
+            p = _mm512_dpwssd_epi32(p, _mm512_maddubs_epi16(wv[2], _mm512_loadu_si512((const void *)(x->qs + 128))), sv[2]);
+            p = _mm512_dpwssd_epi32(p, _mm512_maddubs_epi16(wv[3], _mm512_loadu_si512((const void *)(x->qs + 192))), sv[3]);
+            /* both sums in one reduction: [isum, msum, isum, msum] */
+            const __m256i m8 = _mm256_madd_epi16(mn, _mm256_loadu_si256((const __m256i *)x->bsums));
+            __m256i h = _mm256_hadd_epi32(_mm256_add_epi32(_mm512_castsi512_si256(p), _mm512_extracti64x4_epi64(p, 1)), m8);
+            h = _mm256_hadd_epi32(h, h);
+            const __m128i r = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+            const int32_t isum = _mm_cvtsi128_si32(r), msum = _mm_extract_epi32(r, 1);
             acc[t] += (d * x->d) * (float)isum - (dm * x->d) * (float)msum;
         }
     }
