@@ -253,21 +253,70 @@ static inline __attribute__((always_inline)) void kdecode_vnni(int fmt, const ui
     }
 }
 
-static void row_vnni(int fmt, const uint8_t *w, const gb_block_q8_K *xq, int64_t nb, int64_t tt, float *acc) {
+/* The int32 dot of one token's q8_K block with the decoded super-block: isum per lane (any order of
+ * the integer sums gives the same exact value). */
+static inline __attribute__((always_inline)) __m512i dot_vnni(const __m512i wv[4], const __m512i sv[4], const int8_t *qs) {
+    /* u8 x s8 pairs into int16 (|.| <= 2 * 63 * 127, no saturation), then x scale and pairwise into int32 */
+    __m512i p = _mm512_madd_epi16(_mm512_maddubs_epi16(wv[0], _mm512_loadu_si512((const void *)qs)), sv[0]);
+    p = _mm512_dpwssd_epi32(p, _mm512_maddubs_epi16(wv[1], _mm512_loadu_si512((const void *)(qs + 64))), sv[1]);
+    p = _mm512_dpwssd_epi32(p, _mm512_maddubs_epi16(wv[2], _mm512_loadu_si512((const void *)(qs + 128))), sv[2]);
+    return _mm512_dpwssd_epi32(p, _mm512_maddubs_epi16(wv[3], _mm512_loadu_si512((const void *)(qs + 192))), sv[3]);
+}
+
+/* 16 tokens' lane vectors -> one vector whose lane t is the sum of v[t] (a transposing reduction:
+ * one pass of adds and shuffles for all 16 instead of 16 horizontal sums) */
+static inline __attribute__((always_inline)) __m512i pair1(__m512i a, __m512i b) {
+    return _mm512_add_epi32(_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b));
+}
+static inline __attribute__((always_inline)) __m512i pair2(__m512i a, __m512i b) {
+    return _mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
+}
+static inline __attribute__((always_inline)) __m512i pair3(__m512i a, __m512i b) {
+    return _mm512_add_epi32(_mm512_shuffle_i32x4(a, b, 0x88), _mm512_shuffle_i32x4(a, b, 0xdd));
+}
+
+/* Activations of 16-token groups transposed for the tile path: per (group, block), the 8 pairs of
+ * 16-value sums as int16 pairs, token-major (bsT[((G*nb + b)*8 + c2)*16 + t]), and the scales
+ * (dxT[(G*nb + b)*16 + t]). */
+typedef struct {
+    const int32_t *bsT;
+    const float *dxT;
+} kx16;
+
+static void row_vnni(int fmt, const uint8_t *w, const gb_block_q8_K *xq, int64_t nb, int64_t tt, float *acc, kx16 g16) {
     const int64_t bb = kblk_bytes(fmt);
+    const int ng = g16.bsT ? (int)(tt / 16) : 0; /* full groups of 16 tokens (tt <= 64) */
+    __m512 accv[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
     for (int64_t b = 0; b < nb; b++) {
         __m512i wv[4], sv[4];
         __m256i mn;
         float d, dm;
         kdecode_vnni(fmt, w + b * bb, wv, sv, &mn, &d, &dm);
         if (b + 1 < nb) _mm_prefetch((const char *)(w + (b + 1) * bb + 128), _MM_HINT_T0);
-        for (int64_t t = 0; t < tt; t++) {
+        if (ng) {
+            const __m512i mnv = _mm512_castsi256_si512(mn);
+            __m512i mp[8];
+            for (int c2 = 0; c2 < 8; c2++) mp[c2] = _mm512_permutexvar_epi32(_mm512_set1_epi32(c2), mnv);
+            const __m512 vd = _mm512_set1_ps(d), vdm = _mm512_set1_ps(dm);
+            for (int g = 0; g < ng; g++) {
+                const gb_block_q8_K *xg = xq + 16 * g * nb + b;
+                __m512i l1[8], l2[4];
+                for (int k = 0; k < 8; k++) l1[k] = pair1(dot_vnni(wv, sv, xg[2 * k * nb].qs), dot_vnni(wv, sv, xg[(2 * k + 1) * nb].qs));
+                for (int k = 0; k < 4; k++) l2[k] = pair2(l1[2 * k], l1[2 * k + 1]);
+                const __m512i isum = pair3(pair3(l2[0], l2[1]), pair3(l2[2], l2[3]));
+                const int32_t *bs = g16.bsT + (g * nb + b) * 128;
+                __m512i msum = _mm512_setzero_si512();
+                for (int c2 = 0; c2 < 8; c2++) msum = _mm512_dpwssd_epi32(msum, _mm512_loadu_si512((const void *)(bs + 16 * c2)), mp[c2]);
+                const __m512 dx = _mm512_loadu_ps(g16.dxT + (g * nb + b) * 16);
+                /* lane by lane the scalar formula: (d*dx)*isum - (dm*dx)*msum, then added (no FMA) */
+                const __m512 r = _mm512_sub_ps(_mm512_mul_ps(_mm512_mul_ps(vd, dx), _mm512_cvtepi32_ps(isum)),
+                                               _mm512_mul_ps(_mm512_mul_ps(vdm, dx), _mm512_cvtepi32_ps(msum)));
+                accv[g] = _mm512_add_ps(accv[g], r);
+            }
+        }
+        for (int64_t t = 16 * ng; t < tt; t++) {
             const gb_block_q8_K *x = &xq[t * nb + b];
-            /* u8 x s8 pairs into int16 (|.| <= 2 * 63 * 127, no saturation), then x scale and pairwise into int32 */
-            __m512i p = _mm512_madd_epi16(_mm512_maddubs_epi16(wv[0], _mm512_loadu_si512((const void *)x->qs)), sv[0]);
-            p = _mm512_dpwssd_epi32(p, _mm512_maddubs_epi16(wv[1], _mm512_loadu_si512((const void *)(x->qs + 64))), sv[1]);
-            p = _mm512_dpwssd_epi32(p, _mm512_maddubs_epi16(wv[2], _mm512_loadu_si512((const void *)(x->qs + 128))), sv[2]);
-            p = _mm512_dpwssd_epi32(p, _mm512_maddubs_epi16(wv[3], _mm512_loadu_si512((const void *)(x->qs + 192))), sv[3]);
+            const __m512i p = dot_vnni(wv, sv, x->qs);
             /* both sums in one reduction: [isum, msum, isum, msum] */
             const __m256i m8 = _mm256_madd_epi16(mn, _mm256_loadu_si256((const __m256i *)x->bsums));
             __m256i h = _mm256_hadd_epi32(_mm256_add_epi32(_mm512_castsi512_si256(p), _mm512_extracti64x4_epi64(p, 1)), m8);
@@ -277,11 +326,12 @@ static void row_vnni(int fmt, const uint8_t *w, const gb_block_q8_K *xq, int64_t
             acc[t] += (d * x->d) * (float)isum - (dm * x->d) * (float)msum;
         }
     }
+    for (int g = 0; g < ng; g++) _mm512_storeu_ps(acc + 16 * g, _mm512_add_ps(_mm512_loadu_ps(acc + 16 * g), accv[g]));
 }
 
-static void row_vnni_q4(const uint8_t *w, const gb_block_q8_K *xq, int64_t nb, int64_t tt, float *acc) { row_vnni(GB_Q4_K, w, xq, nb, tt, acc); }
-static void row_vnni_q5(const uint8_t *w, const gb_block_q8_K *xq, int64_t nb, int64_t tt, float *acc) { row_vnni(GB_Q5_K, w, xq, nb, tt, acc); }
-static void row_vnni_q6(const uint8_t *w, const gb_block_q8_K *xq, int64_t nb, int64_t tt, float *acc) { row_vnni(GB_Q6_K, w, xq, nb, tt, acc); }
+static void row_vnni_q4(const uint8_t *w, const gb_block_q8_K *xq, int64_t nb, int64_t tt, float *acc, kx16 g) { row_vnni(GB_Q4_K, w, xq, nb, tt, acc, g); }
+static void row_vnni_q5(const uint8_t *w, const gb_block_q8_K *xq, int64_t nb, int64_t tt, float *acc, kx16 g) { row_vnni(GB_Q5_K, w, xq, nb, tt, acc, g); }
+static void row_vnni_q6(const uint8_t *w, const gb_block_q8_K *xq, int64_t nb, int64_t tt, float *acc, kx16 g) { row_vnni(GB_Q6_K, w, xq, nb, tt, acc, g); }
 #endif
 
 /* ---- the launcher -------------------------------------------------------------------------- */
@@ -314,29 +364,62 @@ int gb_klinear(int fmt, const float *x, const void *w, const float *bias, float 
     const int64_t nb = K / QKK, rb = gb_k_row_bytes(fmt, K);
     gb_block_q8_K *xq = (gb_block_q8_K *)gb_ws_aligned_alloc(64, (size_t)(T * nb) * sizeof(gb_block_q8_K));
     if (!xq) return gb_error(GB_ENOMEM, "klinear: cannot allocate the q8_K activations (%ld rows of %ld)", (long)T, (long)K);
-    void (*row)(const uint8_t *, const gb_block_q8_K *, int64_t, int64_t, float *) = NULL;
-#ifdef GB_HAVE_K_VNNI
-    if (version == GB_KV_VNNI) row = fmt == GB_Q4_K ? row_vnni_q4 : fmt == GB_Q5_K ? row_vnni_q5 : row_vnni_q6;
-#endif
     int64_t tc = (512 * 1024) / (nb * (int64_t)sizeof(gb_block_q8_K));
     tc = tc < 4 ? 4 : tc > GB_K_TMAX ? GB_K_TMAX : tc;
+    if (tc >= 16) tc -= tc % 16; /* chunks of whole 16-token groups */
     const uint8_t *wb = (const uint8_t *)w;
+    const int64_t G = T / 16;
+    int32_t *bsT = NULL;
+    float *dxT = NULL;
+#ifdef GB_HAVE_K_VNNI
+    void (*row)(const uint8_t *, const gb_block_q8_K *, int64_t, int64_t, float *, kx16) = NULL;
+    if (version == GB_KV_VNNI) row = fmt == GB_Q4_K ? row_vnni_q4 : fmt == GB_Q5_K ? row_vnni_q5 : row_vnni_q6;
+    if (row && G && tc >= 16) {
+        bsT = (int32_t *)gb_ws_aligned_alloc(64, (size_t)(G * nb * 128) * sizeof(int32_t));
+        dxT = (float *)gb_ws_aligned_alloc(64, (size_t)(G * nb * 16) * sizeof(float));
+        if (!bsT || !dxT) {
+            gb_ws_free(bsT);
+            gb_ws_free(dxT);
+            gb_ws_free(xq);
+            return gb_error(GB_ENOMEM, "klinear: cannot allocate the transposed activation sums (%ld tokens)", (long)T);
+        }
+    }
+#endif
 #pragma omp parallel if (N * K * T > 65536)
     {
 #pragma omp for schedule(static)
         for (int64_t t = 0; t < T; t++) gb_quantize_row_q8_K(x + t * K, xq + t * nb, K);
+        if (bsT) {
+#pragma omp for schedule(static)
+            for (int64_t gb = 0; gb < G * nb; gb++) {
+                const int64_t g = gb / nb, b = gb % nb;
+                for (int t = 0; t < 16; t++) {
+                    const gb_block_q8_K *blk = &xq[(16 * g + t) * nb + b];
+                    dxT[gb * 16 + t] = blk->d;
+                    for (int c2 = 0; c2 < 8; c2++)
+                        bsT[(gb * 8 + c2) * 16 + t] = (int32_t)((uint32_t)(uint16_t)blk->bsums[2 * c2] | ((uint32_t)(uint16_t)blk->bsums[2 * c2 + 1] << 16));
+                }
+            }
+        }
         for (int64_t t0 = 0; t0 < T; t0 += tc) {
             const int64_t tt = T - t0 < tc ? T - t0 : tc;
 #pragma omp for schedule(static, 8) nowait
             for (int64_t n = 0; n < N; n++) {
                 float acc[GB_K_TMAX];
                 for (int64_t t = 0; t < tt; t++) acc[t] = 0.0f;
-                if (row) row(wb + n * rb, xq + t0 * nb, nb, tt, acc);
-                else row_ref(fmt, wb + n * rb, xq + t0 * nb, nb, tt, acc);
+#ifdef GB_HAVE_K_VNNI
+                if (row) {
+                    const kx16 g16 = {bsT ? bsT + t0 / 16 * nb * 128 : NULL, dxT ? dxT + t0 / 16 * nb * 16 : NULL};
+                    row(wb + n * rb, xq + t0 * nb, nb, tt, acc, g16);
+                } else
+#endif
+                    row_ref(fmt, wb + n * rb, xq + t0 * nb, nb, tt, acc);
                 for (int64_t t = 0; t < tt; t++) y[(t0 + t) * N + n] = acc[t] + (bias ? bias[n] : 0.0f);
             }
         }
     }
+    gb_ws_free(bsT);
+    gb_ws_free(dxT);
     gb_ws_free(xq);
     return GB_OK;
 }
