@@ -117,7 +117,22 @@ static PyObject *py_kversions(PyObject *self, PyObject *noargs) {
     return d;
 }
 
+static PyObject *py_bench_vnni(PyObject *self, PyObject *args) {
+    long long iters;
+    int reps;
+    if (!PyArg_ParseTuple(args, "Li:bench_vnni", &iters, &reps)) return NULL;
+    double gops = 0.0;
+    int st;
+    Py_BEGIN_ALLOW_THREADS
+    st = gb_bench_vnni((int64_t)iters, reps, &gops);
+    Py_END_ALLOW_THREADS
+    if (st != GB_OK) return gb_raise_status(st);
+    return PyFloat_FromDouble(gops);
+}
+
 PyMethodDef gb_quant_k_methods[] = {
+    {"bench_vnni", (PyCFunction)py_bench_vnni, METH_VARARGS,
+     "bench_vnni(iters, reps) -> GOP/s of vpdpbusd on every thread (int8 ceiling; ValueError without VNNI)"},
     {"kdequantize", (PyCFunction)(void (*)(void))py_kdequantize, METH_VARARGS | METH_KEYWORDS,
      "kdequantize(q[R, row_bytes] uint8, fmt, k) -> f32[R, k] (ggml q4_K / q5_K / q6_K)"},
     {"quantize_q8_K", (PyCFunction)(void (*)(void))py_quantize_q8_K, METH_VARARGS | METH_KEYWORDS,

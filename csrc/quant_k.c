@@ -423,3 +423,47 @@ int gb_klinear(int fmt, const float *x, const void *w, const float *bias, float 
     gb_ws_free(xq);
     return GB_OK;
 }
+
+/* ---- the int8 ceiling: vpdpbusd peak ------------------------------------------------------------ */
+
+#include <omp.h>
+
+/* Best of `reps` runs of `iters` x 16 independent vpdpbusd chains on every thread (register
+ * resident: the int8 dot-product ceiling the GEMMs are judged against), in GOP/s counting a
+ * multiply-add as 2 ops (64 per zmm instruction). GB_EVALUE where VNNI is not compiled in. */
+int gb_bench_vnni(int64_t iters, int reps, double *gops) {
+#ifdef GB_HAVE_K_VNNI
+    if (iters < 1 || reps < 1 || iters > (int64_t)1 << 32 || reps > 1000)
+        return gb_error(GB_EVALUE, "bench_vnni: need 1 <= iters <= 2^32 and 1 <= reps <= 1000, got %ld, %d", (long)iters, reps);
+    double best = 1e30;
+    int nthreads = 1;
+    volatile int32_t sink = 0;
+    for (int r = 0; r < reps; r++) {
+        const double t0 = omp_get_wtime();
+        int32_t part = 0;
+#pragma omp parallel reduction(+ : part)
+        {
+#pragma omp single
+            nthreads = omp_get_num_threads();
+            __m512i acc[16];
+            const __m512i a = _mm512_set1_epi8(3), b = _mm512_set1_epi8(-1);
+            for (int j = 0; j < 16; j++) acc[j] = _mm512_set1_epi32(j + omp_get_thread_num());
+            for (int64_t i = 0; i < iters; i++)
+                for (int j = 0; j < 16; j++) acc[j] = _mm512_dpbusd_epi32(acc[j], a, b);
+            __m512i s = acc[0];
+            for (int j = 1; j < 16; j++) s = _mm512_add_epi32(s, acc[j]);
+            part += _mm512_reduce_add_epi32(s);
+        }
+        const double dt = omp_get_wtime() - t0;
+        sink += part;
+        if (dt < best) best = dt;
+    }
+    *gops = (double)nthreads * (double)iters * 16.0 * 64.0 * 2.0 / best * 1e-9;
+    return GB_OK;
+#else
+    (void)iters;
+    (void)reps;
+    *gops = 0.0;
+    return gb_error(GB_EVALUE, "bench_vnni: AVX-512 VNNI is not compiled in on this build");
+#endif
+}

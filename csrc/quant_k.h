@@ -54,4 +54,7 @@ const char *gb_kversion_name(int v);
 int gb_klinear(int fmt, const float *x, const void *w, const float *bias, float *y, int64_t T, int64_t N,
                int64_t K, int version);
 
+/* The int8 dot-product ceiling (vpdpbusd, every thread, register resident), GOP/s in *gops. */
+int gb_bench_vnni(int64_t iters, int reps, double *gops);
+
 #endif
