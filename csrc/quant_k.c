@@ -349,7 +349,6 @@ const char *gb_kversion_name(int v) {
     return v >= 0 && v < GB_KV_COUNT ? names[v] : "?";
 }
 
-/* tokens per chunk: their q8_K rows stay within ~512 KB of L2 while the weight rows stream past */
 #define GB_K_TMAX 64
 
 int gb_klinear(int fmt, const float *x, const void *w, const float *bias, float *y, int64_t T, int64_t N,
@@ -364,9 +363,10 @@ int gb_klinear(int fmt, const float *x, const void *w, const float *bias, float 
     const int64_t nb = K / QKK, rb = gb_k_row_bytes(fmt, K);
     gb_block_q8_K *xq = (gb_block_q8_K *)gb_ws_aligned_alloc(64, (size_t)(T * nb) * sizeof(gb_block_q8_K));
     if (!xq) return gb_error(GB_ENOMEM, "klinear: cannot allocate the q8_K activations (%ld rows of %ld)", (long)T, (long)K);
-    int64_t tc = (512 * 1024) / (nb * (int64_t)sizeof(gb_block_q8_K));
-    tc = tc < 4 ? 4 : tc > GB_K_TMAX ? GB_K_TMAX : tc;
-    if (tc >= 16) tc -= tc % 16; /* chunks of whole 16-token groups */
+    /* tokens per chunk: their q8_K rows (292 bytes per 256 values) fit in L1 where they can, so every
+     * weight row of the chunk re-reads them from there; at least one 16-token group */
+    int64_t tc = (40 * 1024) / (nb * (int64_t)sizeof(gb_block_q8_K));
+    tc = tc < 16 ? 16 : tc > GB_K_TMAX ? GB_K_TMAX : tc - tc % 16;
     const uint8_t *wb = (const uint8_t *)w;
     const int64_t G = T / 16;
     int32_t *bsT = NULL;
