@@ -334,6 +334,93 @@ static void row_vnni_q5(const uint8_t *w, const gb_block_q8_K *xq, int64_t nb, i
 static void row_vnni_q6(const uint8_t *w, const gb_block_q8_K *xq, int64_t nb, int64_t tt, float *acc, kx16 g) { row_vnni(GB_Q6_K, w, xq, nb, tt, acc, g); }
 #endif
 
+#ifdef GB_HAVE_K_VNNI
+/* ---- prefill: 16-row panels (VNNI) ----------------------------------------------------------
+ * For prefill-sized T the 16 rows of a group are decoded once per call (the portable decoder) into
+ * a panel per super-block whose every zmm holds 4 values of each of the 16 rows: one vpdpbusd per
+ * 4 activation bytes (broadcast) feeds 16 output rows, as csrc/qgemm.c does for q4_0/q8_0. Lane r
+ * computes row r's isum and msum exactly and combines them with the same float32 formula as the
+ * portable version, so the outputs stay bit-identical to it. */
+typedef struct {
+    uint32_t q[64 * 16]; /* [4-value chunk][row] */
+    int32_t sc[16 * 16]; /* [16-value group][row] */
+    int32_t mn[8 * 16];  /* [pair of groups][row]: int16 pairs for vpdpwssd */
+    float d[16], dm[16];
+} kpanel;
+
+static void panel_fill(int fmt, const uint8_t *w, int64_t rb, int nr, int64_t nb, kpanel *P) {
+    const int64_t bb = kblk_bytes(fmt);
+    kdec o;
+    memset(P, 0, (size_t)nb * sizeof(kpanel));
+    for (int r = 0; r < nr; r++)
+        for (int64_t b = 0; b < nb; b++) {
+            kdecode(fmt, w + r * rb + b * bb, &o);
+            kpanel *p = P + b;
+            for (int c4 = 0; c4 < 64; c4++) memcpy(&p->q[c4 * 16 + r], o.q + 4 * c4, 4);
+            for (int c = 0; c < 16; c++) p->sc[c * 16 + r] = o.sc[c];
+            for (int c2 = 0; c2 < 8; c2++)
+                p->mn[c2 * 16 + r] = (int32_t)((uint32_t)(uint16_t)o.mn[2 * c2] | ((uint32_t)(uint16_t)o.mn[2 * c2 + 1] << 16));
+            p->d[r] = o.d;
+            p->dm[r] = o.dm;
+        }
+}
+
+/* TT tokens (t0..) x the 16 rows of the panels, all super-blocks; outputs y[t * ldy + r], masked */
+static inline __attribute__((always_inline)) void panel_tile(const kpanel *P, int64_t nb, const gb_block_q8_K *xq, int64_t t0,
+                                                             float *y, int64_t ldy, const float *bias, __mmask16 m, const int TT) {
+    __m512 acc[4];
+    for (int t = 0; t < TT; t++) acc[t] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const kpanel *p = P + b;
+        __m512i isum[4];
+        for (int t = 0; t < TT; t++) isum[t] = _mm512_setzero_si512();
+        for (int c = 0; c < 16; c++) {
+            __m512i ia[4];
+            for (int t = 0; t < TT; t++) ia[t] = _mm512_setzero_si512();
+            for (int j = 0; j < 4; j++) {
+                const __m512i wq = _mm512_load_si512((const void *)(p->q + (4 * c + j) * 16));
+                for (int t = 0; t < TT; t++) {
+                    int32_t xv;
+                    memcpy(&xv, xq[(t0 + t) * nb + b].qs + 16 * c + 4 * j, 4);
+                    ia[t] = _mm512_dpbusd_epi32(ia[t], wq, _mm512_set1_epi32(xv));
+                }
+            }
+            const __m512i sc = _mm512_load_si512((const void *)(p->sc + c * 16));
+            for (int t = 0; t < TT; t++) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(ia[t], sc));
+        }
+        const __m512 vd = _mm512_load_ps(p->d), vdm = _mm512_load_ps(p->dm);
+        for (int t = 0; t < TT; t++) {
+            const gb_block_q8_K *x = &xq[(t0 + t) * nb + b];
+            __m512i msum = _mm512_setzero_si512();
+            for (int c2 = 0; c2 < 8; c2++) {
+                int32_t pr;
+                memcpy(&pr, x->bsums + 2 * c2, 4);
+                msum = _mm512_dpwssd_epi32(msum, _mm512_load_si512((const void *)(p->mn + c2 * 16)), _mm512_set1_epi32(pr));
+            }
+            const __m512 dx = _mm512_set1_ps(x->d);
+            /* lane by lane the scalar formula: (d*dx)*isum - (dm*dx)*msum, then added (no FMA) */
+            const __m512 r = _mm512_sub_ps(_mm512_mul_ps(_mm512_mul_ps(vd, dx), _mm512_cvtepi32_ps(isum[t])),
+                                           _mm512_mul_ps(_mm512_mul_ps(vdm, dx), _mm512_cvtepi32_ps(msum)));
+            acc[t] = _mm512_add_ps(acc[t], r);
+        }
+    }
+    const __m512 vb = bias ? _mm512_maskz_loadu_ps(m, bias) : _mm512_setzero_ps();
+    for (int t = 0; t < TT; t++) _mm512_mask_storeu_ps(y + (t0 + t) * ldy, m, _mm512_add_ps(acc[t], vb));
+}
+
+static void panel_rows(const kpanel *P, int64_t nb, const gb_block_q8_K *xq, int64_t T, float *y, int64_t ldy,
+                       const float *bias, __mmask16 m) {
+    int64_t t0 = 0;
+    for (; t0 + 4 <= T; t0 += 4) panel_tile(P, nb, xq, t0, y, ldy, bias, m, 4);
+    switch (T - t0) {
+    case 3: panel_tile(P, nb, xq, t0, y, ldy, bias, m, 3); break;
+    case 2: panel_tile(P, nb, xq, t0, y, ldy, bias, m, 2); break;
+    case 1: panel_tile(P, nb, xq, t0, y, ldy, bias, m, 1); break;
+    default: break;
+    }
+}
+#endif
+
 /* ---- the launcher -------------------------------------------------------------------------- */
 
 int gb_kversion_available(int v) {
@@ -350,6 +437,8 @@ const char *gb_kversion_name(int v) {
 }
 
 #define GB_K_TMAX 64
+/* from this many tokens the VNNI version decodes 16-row panels once per call (prefill) */
+#define GB_K_PANEL_MIN_T 64
 
 int gb_klinear(int fmt, const float *x, const void *w, const float *bias, float *y, int64_t T, int64_t N,
                int64_t K, int version) {
@@ -374,7 +463,7 @@ int gb_klinear(int fmt, const float *x, const void *w, const float *bias, float 
 #ifdef GB_HAVE_K_VNNI
     void (*row)(const uint8_t *, const gb_block_q8_K *, int64_t, int64_t, float *, kx16) = NULL;
     if (version == GB_KV_VNNI) row = fmt == GB_Q4_K ? row_vnni_q4 : fmt == GB_Q5_K ? row_vnni_q5 : row_vnni_q6;
-    if (row && G && tc >= 16) {
+    if (row && G && tc >= 16 && T < GB_K_PANEL_MIN_T) {
         bsT = (int32_t *)gb_ws_aligned_alloc(64, (size_t)(G * nb * 128) * sizeof(int32_t));
         dxT = (float *)gb_ws_aligned_alloc(64, (size_t)(G * nb * 16) * sizeof(float));
         if (!bsT || !dxT) {
@@ -385,10 +474,29 @@ int gb_klinear(int fmt, const float *x, const void *w, const float *bias, float 
         }
     }
 #endif
+    const int panel = version == GB_KV_VNNI && T >= GB_K_PANEL_MIN_T;
+    int fail = 0;
 #pragma omp parallel if (N * K * T > 65536)
     {
 #pragma omp for schedule(static)
         for (int64_t t = 0; t < T; t++) gb_quantize_row_q8_K(x + t * K, xq + t * nb, K);
+#ifdef GB_HAVE_K_VNNI
+        if (panel) {
+            kpanel *P = (kpanel *)gb_ws_aligned_alloc(64, (size_t)nb * sizeof(kpanel));
+            if (!P) {
+#pragma omp atomic write
+                fail = 1;
+            }
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t g = 0; g < (N + 15) / 16; g++) {
+                if (!P) continue;
+                const int nr = (int)(N - 16 * g < 16 ? N - 16 * g : 16);
+                panel_fill(fmt, wb + 16 * g * rb, rb, nr, nb, P);
+                panel_rows(P, nb, xq, T, y + 16 * g, N, bias ? bias + 16 * g : NULL, (__mmask16)((1u << nr) - 1));
+            }
+            gb_ws_free(P);
+        }
+#endif
         if (bsT) {
 #pragma omp for schedule(static)
             for (int64_t gb = 0; gb < G * nb; gb++) {
@@ -401,7 +509,7 @@ int gb_klinear(int fmt, const float *x, const void *w, const float *bias, float 
                 }
             }
         }
-        for (int64_t t0 = 0; t0 < T; t0 += tc) {
+        for (int64_t t0 = 0; t0 < T && !panel; t0 += tc) {
             const int64_t tt = T - t0 < tc ? T - t0 : tc;
 #pragma omp for schedule(static, 8) nowait
             for (int64_t n = 0; n < N; n++) {
@@ -421,6 +529,7 @@ int gb_klinear(int fmt, const float *x, const void *w, const float *bias, float 
     gb_ws_free(bsT);
     gb_ws_free(dxT);
     gb_ws_free(xq);
+    if (fail) return gb_error(GB_ENOMEM, "klinear: cannot allocate the 16-row weight panels (%ld super-blocks)", (long)nb);
     return GB_OK;
 }
 

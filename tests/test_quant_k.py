@@ -142,7 +142,8 @@ def _check_linear(rng, fmt, w, x, kernel="auto", bias=None):
 
 
 @pytest.mark.parametrize("fmt", FMTS)
-@pytest.mark.parametrize("T_,N,K", [(1, 1, 256), (1, 37, 512), (3, 16, 768), (17, 33, 256), (70, 5, 512)])
+@pytest.mark.parametrize("T_,N,K", [(1, 1, 256), (1, 37, 512), (3, 16, 768), (17, 33, 256), (70, 5, 512),
+                                      (64, 16, 256), (129, 33, 768)])
 def test_linear_every_version_against_float64(rng, fmt, T_, N, K):
     w = random_blocks(rng, fmt, N, K)
     x = rng.standard_normal((T_, K)).astype(np.float32)
