@@ -331,3 +331,23 @@ def test_k_quant_gguf_model_runs_as_stored(tmp_path, mt, monkeypatch):
     m2 = glmbench.Model(c, sd, weights="stored", kv="f32", max_context=16)
     ref2 = glmbench.Model(c, deq, weights="f32", kv="f32", max_context=16)
     assert rel_err(m2.prefill(prompt), ref2.prefill(prompt)) < 1e-4
+
+
+@pytest.mark.parametrize("fmt", FMTS)
+def test_threads_do_not_change_a_bit(rng, fmt):
+    import glmbench
+    w = QTensor(random_blocks(rng, fmt, 40, 512), fmt, (40, 512))
+    x = rng.standard_normal((80, 512)).astype(np.float32)
+    prev = glmbench.get_num_threads()
+    try:
+        outs = []
+        for th in (1, 2):
+            glmbench.set_num_threads(th)
+            outs.append([quant.linear(x[:n], w) for n in (1, 20, 80)])
+    finally:
+        glmbench.set_num_threads(prev)
+    for a, b in zip(*outs):
+        np.testing.assert_array_equal(a, b)
+    # a token's output does not depend on the batch it came in (every path computes the same sums)
+    np.testing.assert_array_equal(outs[0][0][0], outs[0][2][0])
+    np.testing.assert_array_equal(outs[0][1][5], outs[0][2][5])
