@@ -114,9 +114,9 @@ def main(argv=None):
          "q8_K-rounded activations (> 1: glmbench faster); check: outputs agree within 1e-3 of the largest",
          "- K-quant weights: random blocks (glmbench has no K-quant quantizer; speed does not depend on the values); "
          "q4_0 rows: glmbench's repacked integer GEMM on the same shapes, for scale",
-         f"- command: python bench/bench_kquant.py {' '.join(sys.argv[1:] if argv is None else argv)}", "",
          "- CPU time: the calling thread's CPU time (time.thread_time, best of the repeats; one thread only): the "
          "call without the scheduler slices other jobs took; GB/s and GOP/s are from the wall time",
+         f"- command: python bench/bench_kquant.py {' '.join(sys.argv[1:] if argv is None else argv)}",
          "", "| case | wall time | CPU time | GB/s | GOP/s | % ceiling (wall) | % ceiling (CPU time) | vs NumPy (wall) | check |",
          "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
