@@ -1,4 +1,4 @@
-"""K-quant kernel rows (q4_K, q5_K, q6_K read as stored, csrc/quant_k.c) with the ceilings that
+"""K-quant kernel rows (q2_K..q6_K read as stored, csrc/quant_k.c) with the ceilings that
 bound them, measured in the same run: decode GEMV (T=1) against the read-only DRAM bandwidth, prefill
 GEMM (T=512) against the int8 vpdpbusd peak, each beside NumPy float32 BLAS doing the same work on
 the dequantized weights (and beside glmbench's own q4_0 kernels at the same shapes, for scale).
@@ -98,7 +98,7 @@ def main(argv=None):
               r["check"], flush=True)
     load1 = _load()
     after = measure_ceilings(quick=True)
-    L = [f"# glmbench K-quant kernels (q4_K, q5_K, q6_K as stored), {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC", "",
+    L = [f"# glmbench K-quant kernels (q2_K..q6_K as stored), {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC", "",
          f"- machine: {cpu_name()}, {os.cpu_count()} CPUs, L3 {_l3_bytes() / 2**20:.0f} MiB, {platform.platform()}; "
          f"threads {a.threads}",
          f"- load average (1/5/15 min) before: {load0}; after: {load1}. The machine was SHARED with other jobs "
@@ -107,8 +107,8 @@ def main(argv=None):
          f"{ceil['bandwidth_gbs']:.1f}; after the cases {after['bandwidth_read_gbs']:.1f} / {after['bandwidth_gbs']:.1f}), "
          f"float32 FMA peak {ceil['fma_gflops']:.0f} GFLOP/s, int8 vpdpbusd peak "
          + (f"{vnni:.0f} GOP/s" if vnni else "n/a (no VNNI in this build)"),
-         "- % ceiling: GEMV (T=1) weight bytes / s over the read-only bandwidth (the qwen3-32b-ffn weights, 74-107 MB, "
-         "exceed the L3, so they stream from DRAM; the glm-expert ones, 1.8-2.7 MB, stay in cache and can pass 100%); "
+         "- % ceiling: GEMV (T=1) weight bytes / s over the read-only bandwidth (the qwen3-32b-ffn weights, 43-107 MB, "
+         "exceed the L3, so they stream from DRAM; the glm-expert ones, 1.0-2.7 MB, stay in cache and can pass 100%); "
          "GEMM (T=512) multiply-adds x 2 / s over the int8 peak",
          "- vs NumPy: NumPy float32 BLAS time / glmbench time for the same product on the dequantized weights and the "
          "q8_K-rounded activations (> 1: glmbench faster); check: outputs agree within 1e-3 of the largest",

@@ -31,9 +31,21 @@ static inline float h2f(const uint8_t *p) {
 #endif
 }
 
-int gb_is_kfmt(int fmt) { return fmt == GB_Q4_K || fmt == GB_Q5_K || fmt == GB_Q6_K; }
+int gb_is_kfmt(int fmt) { return fmt == GB_Q2_K || fmt == GB_Q3_K || fmt == GB_Q4_K || fmt == GB_Q5_K || fmt == GB_Q6_K; }
 
-static inline int64_t kblk_bytes(int fmt) { return fmt == GB_Q4_K ? 144 : fmt == GB_Q5_K ? 176 : 210; }
+static inline int64_t kblk_bytes(int fmt) {
+    return fmt == GB_Q2_K ? 84 : fmt == GB_Q3_K ? 110 : fmt == GB_Q4_K ? 144 : fmt == GB_Q5_K ? 176 : 210;
+}
+
+/* q3_K's 16 6-bit scales (ggml's aux trick), as stored: subtract 32 for the signed scale */
+static inline void q3_scales(const uint8_t *s12, uint32_t aux[4]) {
+    memcpy(aux, s12, 12);
+    const uint32_t tmp = aux[2];
+    aux[2] = ((aux[0] >> 4) & 0x0f0f0f0fu) | (((tmp >> 4) & 0x03030303u) << 4);
+    aux[3] = ((aux[1] >> 4) & 0x0f0f0f0fu) | (((tmp >> 6) & 0x03030303u) << 4);
+    aux[0] = (aux[0] & 0x0f0f0f0fu) | (((tmp >> 0) & 0x03030303u) << 4);
+    aux[1] = (aux[1] & 0x0f0f0f0fu) | (((tmp >> 2) & 0x03030303u) << 4);
+}
 
 int64_t gb_k_row_bytes(int fmt, int64_t n) {
     if (!gb_is_kfmt(fmt) || n < 0 || n % QKK) return -1;
@@ -62,6 +74,35 @@ typedef struct {
 } kdec;
 
 static void kdecode(int fmt, const uint8_t *b, kdec *o) {
+    if (fmt == GB_Q2_K || fmt == GB_Q3_K) {
+        /* 2-bit values: value 128n + 32j + m (m < 32) is bits 2j..2j+1 of qs[32n + m] */
+        const uint8_t *qs = fmt == GB_Q2_K ? b + 16 : b + 32;
+        for (int n = 0; n < 2; n++)
+            for (int j = 0; j < 4; j++)
+                for (int m = 0; m < 32; m++) {
+                    int v = (qs[32 * n + m] >> (2 * j)) & 3;
+                    if (fmt == GB_Q3_K) v |= ((b[m] >> (4 * n + j)) & 1) << 2; /* hmask bit 4n + j: value - 4 when clear */
+                    o->q[128 * n + 32 * j + m] = (uint8_t)v;
+                }
+        if (fmt == GB_Q2_K) {
+            o->d = h2f(b + 80);
+            o->dm = h2f(b + 82);
+            for (int c = 0; c < 16; c++) {
+                o->sc[c] = b[c] & 0x0f;
+                o->mn[c] = (int16_t)(b[c] >> 4);
+            }
+        } else {
+            uint32_t aux[4];
+            q3_scales(b + 96, aux);
+            const uint8_t *sc = (const uint8_t *)aux;
+            o->d = o->dm = h2f(b + 108);
+            for (int c = 0; c < 16; c++) {
+                o->sc[c] = (int)sc[c] - 32;
+                o->mn[c] = (int16_t)(4 * o->sc[c]); /* the stored value is q + 4 (hmask set) or q: offset 4 */
+            }
+        }
+        return;
+    }
     if (fmt == GB_Q6_K) {
         const uint8_t *ql = b, *qh = b + 128;
         const int8_t *sc = (const int8_t *)(b + 192);
@@ -105,7 +146,8 @@ static void kdecode(int fmt, const uint8_t *b, kdec *o) {
 
 /* ---- dequantize ------------------------------------------------------------------------------ */
 
-/* ggml's arithmetic: (d*sc)*q - (dmin*m) for q4_K/q5_K, (d*sc)*(q-32) for q6_K, float32, no FMA */
+/* ggml's arithmetic: (d*sc)*q - (dmin*m) for q2_K/q4_K/q5_K, (d*sc)*(q-32) for q6_K, (d*(sc-32))*(q-4)
+ * for q3_K (q the 3-bit value with the hmask bit on top), float32, no FMA */
 static void dequantize_row_k(int fmt, const uint8_t *src, float *y, int64_t k) {
     kdec o;
     for (int64_t i = 0; i < k / QKK; i++) {
@@ -113,8 +155,9 @@ static void dequantize_row_k(int fmt, const uint8_t *src, float *y, int64_t k) {
         float *yb = y + i * QKK;
         for (int c = 0; c < 16; c++) {
             const float d1 = o.d * (float)o.sc[c];
-            if (fmt == GB_Q6_K) {
-                for (int j = 0; j < 16; j++) yb[16 * c + j] = d1 * (float)((int)o.q[16 * c + j] - 32);
+            if (fmt == GB_Q6_K || fmt == GB_Q3_K) {
+                const int off = fmt == GB_Q6_K ? 32 : 4;
+                for (int j = 0; j < 16; j++) yb[16 * c + j] = d1 * (float)((int)o.q[16 * c + j] - off);
             } else {
                 const float m1 = o.dm * (float)o.mn[c];
                 for (int j = 0; j < 16; j++) yb[16 * c + j] = d1 * (float)o.q[16 * c + j] - m1;
@@ -203,6 +246,38 @@ static inline __attribute__((always_inline)) void scales16(__m256i sc16, __m512i
 static inline __attribute__((always_inline)) void kdecode_vnni(int fmt, const uint8_t *b, __m512i w[4], __m512i s[4],
                                                                __m256i *mn, float *d, float *dm) {
     const __m512i m4 = _mm512_set1_epi8(0x0f);
+    if (fmt == GB_Q2_K || fmt == GB_Q3_K) {
+        const __m512i m3 = _mm512_set1_epi8(3), m1 = _mm512_set1_epi8(1);
+        const uint8_t *qs = fmt == GB_Q2_K ? b + 16 : b + 32;
+        const __m512i H = fmt == GB_Q3_K ? _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)b)) : _mm512_setzero_si512();
+        for (int z = 0; z < 4; z++) {
+            /* values 64z..64z+63: n = z/2, j = 2(z%2) (bytes 0..31) and j+1 (bytes 32..63) */
+            const int n = z / 2, j = 2 * (z % 2);
+            const __m512i Q = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(qs + 32 * n)));
+            const __m512i cnt = _mm512_inserti64x4(_mm512_set1_epi16((short)(2 * j)), _mm256_set1_epi16((short)(2 * j + 2)), 1);
+            __m512i v = _mm512_and_si512(_mm512_srlv_epi16(Q, cnt), m3);
+            if (fmt == GB_Q3_K) {
+                const __m512i hc = _mm512_inserti64x4(_mm512_set1_epi16((short)(4 * n + j)), _mm256_set1_epi16((short)(4 * n + j + 1)), 1);
+                v = _mm512_or_si512(v, _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(H, hc), m1), 2));
+            }
+            w[z] = v;
+        }
+        if (fmt == GB_Q2_K) {
+            const __m128i sc8 = _mm_loadu_si128((const __m128i *)b);
+            scales16(_mm256_cvtepu8_epi16(_mm_and_si128(sc8, _mm_set1_epi8(0x0f))), s);
+            *mn = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sc8, 4), _mm_set1_epi8(0x0f)));
+            *d = h2f(b + 80);
+            *dm = h2f(b + 82);
+        } else {
+            uint32_t aux[4];
+            q3_scales(b + 96, aux);
+            const __m256i sc16 = _mm256_sub_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)aux)), _mm256_set1_epi16(32));
+            scales16(sc16, s);
+            *mn = _mm256_slli_epi16(sc16, 2);
+            *d = *dm = h2f(b + 108);
+        }
+        return;
+    }
     if (fmt == GB_Q6_K) {
         const __m512i m3 = _mm512_set1_epi8(3);
         const __m512i c02 = _mm512_inserti64x4(_mm512_set1_epi16(0), _mm256_set1_epi16(2), 1);
@@ -332,6 +407,8 @@ static void row_vnni(int fmt, const uint8_t *w, const gb_block_q8_K *xq, int64_t
 static void row_vnni_q4(const uint8_t *w, const gb_block_q8_K *xq, int64_t nb, int64_t tt, float *acc, kx16 g) { row_vnni(GB_Q4_K, w, xq, nb, tt, acc, g); }
 static void row_vnni_q5(const uint8_t *w, const gb_block_q8_K *xq, int64_t nb, int64_t tt, float *acc, kx16 g) { row_vnni(GB_Q5_K, w, xq, nb, tt, acc, g); }
 static void row_vnni_q6(const uint8_t *w, const gb_block_q8_K *xq, int64_t nb, int64_t tt, float *acc, kx16 g) { row_vnni(GB_Q6_K, w, xq, nb, tt, acc, g); }
+static void row_vnni_q2(const uint8_t *w, const gb_block_q8_K *xq, int64_t nb, int64_t tt, float *acc, kx16 g) { row_vnni(GB_Q2_K, w, xq, nb, tt, acc, g); }
+static void row_vnni_q3(const uint8_t *w, const gb_block_q8_K *xq, int64_t nb, int64_t tt, float *acc, kx16 g) { row_vnni(GB_Q3_K, w, xq, nb, tt, acc, g); }
 #endif
 
 #ifdef GB_HAVE_K_VNNI
@@ -442,7 +519,7 @@ const char *gb_kversion_name(int v) {
 
 int gb_klinear(int fmt, const float *x, const void *w, const float *bias, float *y, int64_t T, int64_t N,
                int64_t K, int version) {
-    if (!gb_is_kfmt(fmt)) return gb_error(GB_EVALUE, "klinear: format %d is not q4_K (12), q5_K (13) or q6_K (14)", fmt);
+    if (!gb_is_kfmt(fmt)) return gb_error(GB_EVALUE, "klinear: format %d is not q2_K (10), q3_K (11), q4_K (12), q5_K (13) or q6_K (14)", fmt);
     if (K <= 0 || K % QKK) return gb_error(GB_EVALUE, "klinear: K=%ld must be a positive multiple of 256", (long)K);
     if (T < 0 || N < 0) return gb_error(GB_EVALUE, "klinear: T=%ld and N=%ld must be >= 0", (long)T, (long)N);
     if (version == GB_KV_AUTO) version = gb_kversion_available(GB_KV_VNNI) ? GB_KV_VNNI : GB_KV_REF;
@@ -462,7 +539,8 @@ int gb_klinear(int fmt, const float *x, const void *w, const float *bias, float 
     float *dxT = NULL;
 #ifdef GB_HAVE_K_VNNI
     void (*row)(const uint8_t *, const gb_block_q8_K *, int64_t, int64_t, float *, kx16) = NULL;
-    if (version == GB_KV_VNNI) row = fmt == GB_Q4_K ? row_vnni_q4 : fmt == GB_Q5_K ? row_vnni_q5 : row_vnni_q6;
+    if (version == GB_KV_VNNI)
+        row = fmt == GB_Q2_K ? row_vnni_q2 : fmt == GB_Q3_K ? row_vnni_q3 : fmt == GB_Q4_K ? row_vnni_q4 : fmt == GB_Q5_K ? row_vnni_q5 : row_vnni_q6;
     if (row && G && tc >= 16 && T < GB_K_PANEL_MIN_T) {
         bsT = (int32_t *)gb_ws_aligned_alloc(64, (size_t)(G * nb * 128) * sizeof(int32_t));
         dxT = (float *)gb_ws_aligned_alloc(64, (size_t)(G * nb * 16) * sizeof(float));

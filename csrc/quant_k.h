@@ -1,4 +1,4 @@
-/* quant_k.h: ggml's K-quant super-block formats q4_K, q5_K and q6_K (byte-exact with
+/* quant_k.h: ggml's K-quant super-block formats q2_K, q3_K, q4_K, q5_K and q6_K (byte-exact with
  * ggml-common.h), read as stored by the decode GEMV and the prefill GEMM (csrc/quant_k.c).
  * Format ids are ggml's own type numbers (GGMLQuantizationType), next to common.h's GB_Q8_0/GB_Q4_0.
  *
@@ -9,6 +9,12 @@
  *       as q4_K with a fifth bit: element 64c+l gets bit 2c of qh[l], 64c+32+l bit 2c+1; q in 0..31
  *   block_q6_K { uint8 ql[128]; uint8 qh[64]; int8 scales[16]; f16 d; }        210 bytes
  *       16 sub-blocks of 16 with an int8 scale each; x = d*sc*(q - 32), q in 0..63
+ *   block_q2_K { uint8 scales[16]; uint8 qs[64]; f16 d, dmin; }                84 bytes
+ *       16 sub-blocks of 16: 4-bit scale (low) and min (high) per byte; x = d*sc*q - dmin*m, q in 0..3,
+ *       value 128n + 32j + m (m < 32) in bits 2j..2j+1 of qs[32n + m]
+ *   block_q3_K { uint8 hmask[32]; uint8 qs[64]; uint8 scales[12]; f16 d; }      110 bytes
+ *       2-bit values as q2_K plus bit 4n + j of hmask[m] on top (value - 4 when it is clear),
+ *       16 6-bit scales stored + 32; x = d*(sc - 32)*(q - 4) with q the 3-bit value, 0..7
  * Row lengths must be multiples of 256.
  *
  * Activations are quantized per row to ggml's q8_K (quantize_row_q8_K_ref: float32 scale
@@ -26,7 +32,7 @@
 #include <stdint.h>
 
 #define GB_QKK 256
-enum { GB_Q4_K = 12, GB_Q5_K = 13, GB_Q6_K = 14 };
+enum { GB_Q2_K = 10, GB_Q3_K = 11, GB_Q4_K = 12, GB_Q5_K = 13, GB_Q6_K = 14 };
 enum { GB_KV_AUTO = 0, GB_KV_REF = 1, GB_KV_VNNI = 2, GB_KV_COUNT = 3 };
 
 /* ggml's block_q8_K: float32 scale, 256 int8 values, 16 sums of 16 values. 292 bytes. */

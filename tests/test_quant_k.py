@@ -1,4 +1,4 @@
-"""ggml K-quants q4_K / q5_K / q6_K read as stored (csrc/quant_k.c): dequantization bit for bit
+"""ggml K-quants q2_K / q3_K / q4_K / q5_K / q6_K read as stored (csrc/quant_k.c): dequantization bit for bit
 against the gguf package's NumPy dequantizer, the q8_K activation quantizer byte for byte against a
 NumPy copy of ggml's quantize_row_q8_K_ref, the GEMV/GEMM against float64 references (exact within
 float32 rounding on the quantized activations; within the activation quantization's own bound on
@@ -26,10 +26,12 @@ from glmbench.core._loader import _core  # noqa: E402
 from glmbench.core.quant import QTensor  # noqa: E402
 
 T = gguf.GGMLQuantizationType
-FMTS = ["q4_K", "q5_K", "q6_K"]
-GT = {"q4_K": T.Q4_K, "q5_K": T.Q5_K, "q6_K": T.Q6_K}
-BB = {"q4_K": 144, "q5_K": 176, "q6_K": 210}
-SCALE_AT = {"q4_K": (0, 2), "q5_K": (0, 2), "q6_K": (208,)}  # byte offsets of the f16 scales in a block
+FMTS = ["q2_K", "q3_K", "q4_K", "q5_K", "q6_K"]
+NP_FMTS = ["q4_K", "q5_K", "q6_K"]  # the ones tests/kquant_np.py can quantize
+GT = {"q2_K": T.Q2_K, "q3_K": T.Q3_K, "q4_K": T.Q4_K, "q5_K": T.Q5_K, "q6_K": T.Q6_K}
+BB = {"q2_K": 84, "q3_K": 110, "q4_K": 144, "q5_K": 176, "q6_K": 210}
+# byte offsets of the f16 scales in a block
+SCALE_AT = {"q2_K": (80, 82), "q3_K": (108,), "q4_K": (0, 2), "q5_K": (0, 2), "q6_K": (208,)}
 VERSIONS = [v for v, ok in quant.kernels().items() if v.startswith("kquant_") and ok]
 
 
@@ -91,7 +93,10 @@ def xq_deq(x):
 def test_dequantize_bit_exact_with_gguf(rng, fmt, shape):
     k = shape[-1]
     rows = int(np.prod(shape[:-1]))
-    for data in (random_blocks(rng, fmt, rows, k), kquant_np.quantize(rng.standard_normal((rows, k)).astype(np.float32), fmt)):
+    datas = [random_blocks(rng, fmt, rows, k)]
+    if fmt in NP_FMTS:
+        datas.append(kquant_np.quantize(rng.standard_normal((rows, k)).astype(np.float32), fmt))
+    for data in datas:
         qt = QTensor(data.reshape(shape[:-1] + (data.shape[-1],)), fmt, shape)
         y = qt.dequantize()
         assert y.shape == shape and y.dtype == np.float32
@@ -99,7 +104,7 @@ def test_dequantize_bit_exact_with_gguf(rng, fmt, shape):
         np.testing.assert_array_equal(y.view(np.uint32), want.view(np.uint32))
 
 
-@pytest.mark.parametrize("fmt", FMTS)
+@pytest.mark.parametrize("fmt", NP_FMTS)
 def test_numpy_quantizer_round_trip_within_one_step(rng, fmt):
     # the test helper's blocks are what they claim: each value within half a step (d*sc) plus the
     # f16-rounded min's slack of its input
@@ -157,7 +162,8 @@ def test_linear_every_version_against_float64(rng, fmt, T_, N, K):
 
 @pytest.mark.parametrize("fmt", FMTS)
 def test_decode_vector_and_compute_f32(rng, fmt):
-    w = kquant_np.quantize(rng.standard_normal((24, 512)).astype(np.float32), fmt)
+    w = (kquant_np.quantize(rng.standard_normal((24, 512)).astype(np.float32), fmt) if fmt in NP_FMTS
+         else random_blocks(rng, fmt, 24, 512))
     qt = QTensor(w, fmt, (24, 512))
     x = rng.standard_normal(512).astype(np.float32)
     y = quant.linear(x, qt)
@@ -271,7 +277,7 @@ def _k_quantize(orig, data, qtype):
 def test_gguf_tensor_of_each_type_loads_as_stored(rng, tmp_path, fmt):
     from glmbench.models import gguf_file
     a = rng.standard_normal((12, 512)).astype(np.float32)
-    q = kquant_np.quantize(a, fmt)
+    q = kquant_np.quantize(a, fmt) if fmt in NP_FMTS else random_blocks(rng, fmt, 12, 512)
     p = str(tmp_path / f"{fmt}.gguf")
     w = gguf.GGUFWriter(p, "llama")
     w.add_tensor("t", q, raw_shape=q.shape, raw_dtype=GT[fmt])
