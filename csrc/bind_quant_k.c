@@ -6,8 +6,8 @@
 
 static int check_kfmt(int fmt) {
     if (!gb_is_kfmt(fmt)) {
-        PyErr_Format(PyExc_ValueError, "`fmt` must be %d (q2_K), %d (q3_K), %d (q4_K), %d (q5_K) or %d (q6_K), got %d", GB_Q2_K,
-                     GB_Q3_K, GB_Q4_K, GB_Q5_K, GB_Q6_K, fmt);
+        PyErr_Format(PyExc_ValueError, "`fmt` must be %d (q2_K), %d (q3_K), %d (q4_K), %d (q5_K), %d (q6_K) or %d (iq4_xs), got %d",
+                     GB_Q2_K, GB_Q3_K, GB_Q4_K, GB_Q5_K, GB_Q6_K, GB_IQ4_XS, fmt);
         return -1;
     }
     return 0;

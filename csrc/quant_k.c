@@ -31,11 +31,16 @@ static inline float h2f(const uint8_t *p) {
 #endif
 }
 
-int gb_is_kfmt(int fmt) { return fmt == GB_Q2_K || fmt == GB_Q3_K || fmt == GB_Q4_K || fmt == GB_Q5_K || fmt == GB_Q6_K; }
+int gb_is_kfmt(int fmt) {
+    return fmt == GB_Q2_K || fmt == GB_Q3_K || fmt == GB_Q4_K || fmt == GB_Q5_K || fmt == GB_Q6_K || fmt == GB_IQ4_XS;
+}
 
 static inline int64_t kblk_bytes(int fmt) {
-    return fmt == GB_Q2_K ? 84 : fmt == GB_Q3_K ? 110 : fmt == GB_Q4_K ? 144 : fmt == GB_Q5_K ? 176 : 210;
+    return fmt == GB_Q2_K ? 84 : fmt == GB_Q3_K ? 110 : fmt == GB_Q4_K ? 144 : fmt == GB_Q5_K ? 176 : fmt == GB_Q6_K ? 210 : 136;
 }
+
+/* iq4_nl's non-linear 4-bit grid (ggml-common.h kvalues_iq4nl), which iq4_xs indexes */
+static const int8_t kvalues_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
 /* q3_K's 16 6-bit scales (ggml's aux trick), as stored: subtract 32 for the signed scale */
 static inline void q3_scales(const uint8_t *s12, uint32_t aux[4]) {
@@ -74,6 +79,23 @@ typedef struct {
 } kdec;
 
 static void kdecode(int fmt, const uint8_t *b, kdec *o) {
+    if (fmt == GB_IQ4_XS) {
+        /* 8 sub-blocks of 32: 6-bit scale (low nibble in scales_l, 2 high bits in scales_h) - 32;
+         * values kvalues[nibble] stored + 128 (unsigned), the offset comes off as 128 * sc * bsum */
+        const uint16_t sh = (uint16_t)(b[2] | (b[3] << 8));
+        const uint8_t *sl = b + 4, *qs = b + 8;
+        o->d = o->dm = h2f(b);
+        for (int ib = 0; ib < 8; ib++) {
+            const int ls = ((sl[ib / 2] >> (4 * (ib % 2))) & 0x0f) | (((sh >> (2 * ib)) & 3) << 4);
+            o->sc[2 * ib] = o->sc[2 * ib + 1] = ls - 32;
+            o->mn[2 * ib] = o->mn[2 * ib + 1] = (int16_t)(128 * (ls - 32));
+            for (int j = 0; j < 16; j++) {
+                o->q[32 * ib + j] = (uint8_t)(kvalues_iq4nl[qs[16 * ib + j] & 0x0f] + 128);
+                o->q[32 * ib + 16 + j] = (uint8_t)(kvalues_iq4nl[qs[16 * ib + j] >> 4] + 128);
+            }
+        }
+        return;
+    }
     if (fmt == GB_Q2_K || fmt == GB_Q3_K) {
         /* 2-bit values: value 128n + 32j + m (m < 32) is bits 2j..2j+1 of qs[32n + m] */
         const uint8_t *qs = fmt == GB_Q2_K ? b + 16 : b + 32;
@@ -147,7 +169,7 @@ static void kdecode(int fmt, const uint8_t *b, kdec *o) {
 /* ---- dequantize ------------------------------------------------------------------------------ */
 
 /* ggml's arithmetic: (d*sc)*q - (dmin*m) for q2_K/q4_K/q5_K, (d*sc)*(q-32) for q6_K, (d*(sc-32))*(q-4)
- * for q3_K (q the 3-bit value with the hmask bit on top), float32, no FMA */
+ * for q3_K (q the 3-bit value with the hmask bit on top), (d*(ls-32))*kvalue for iq4_xs, float32, no FMA */
 static void dequantize_row_k(int fmt, const uint8_t *src, float *y, int64_t k) {
     kdec o;
     for (int64_t i = 0; i < k / QKK; i++) {
@@ -155,8 +177,8 @@ static void dequantize_row_k(int fmt, const uint8_t *src, float *y, int64_t k) {
         float *yb = y + i * QKK;
         for (int c = 0; c < 16; c++) {
             const float d1 = o.d * (float)o.sc[c];
-            if (fmt == GB_Q6_K || fmt == GB_Q3_K) {
-                const int off = fmt == GB_Q6_K ? 32 : 4;
+            if (fmt == GB_Q6_K || fmt == GB_Q3_K || fmt == GB_IQ4_XS) {
+                const int off = fmt == GB_Q6_K ? 32 : fmt == GB_Q3_K ? 4 : 128;
                 for (int j = 0; j < 16; j++) yb[16 * c + j] = d1 * (float)((int)o.q[16 * c + j] - off);
             } else {
                 const float m1 = o.dm * (float)o.mn[c];
@@ -246,6 +268,36 @@ static inline __attribute__((always_inline)) void scales16(__m256i sc16, __m512i
 static inline __attribute__((always_inline)) void kdecode_vnni(int fmt, const uint8_t *b, __m512i w[4], __m512i s[4],
                                                                __m256i *mn, float *d, float *dm) {
     const __m512i m4 = _mm512_set1_epi8(0x0f);
+    if (fmt == GB_IQ4_XS) {
+        /* values up to 241 (kvalue + 128): s[z] are int32 scales per vpdpbusd lane (4 values), see dot_vnni */
+        const __m512i tbl = _mm512_broadcast_i32x4(_mm_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, (char)129, (char)141, (char)153,
+                                                                 (char)166, (char)181, (char)197, (char)217, (char)241));
+        const __m512i ia = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11), ib = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
+        for (int h = 0; h < 2; h++) {
+            /* sub-blocks 4h..4h+3, 16 bytes each: low nibbles the first 16 values, high the next 16 */
+            const __m512i r = _mm512_loadu_si512((const void *)(b + 8 + 64 * h));
+            const __m512i lo = _mm512_and_si512(r, m4), hi = _mm512_and_si512(_mm512_srli_epi16(r, 4), m4);
+            w[2 * h] = _mm512_shuffle_epi8(tbl, _mm512_permutex2var_epi64(lo, ia, hi));
+            w[2 * h + 1] = _mm512_shuffle_epi8(tbl, _mm512_permutex2var_epi64(lo, ib, hi));
+        }
+        uint16_t sh;
+        uint32_t sl;
+        memcpy(&sh, b + 2, 2);
+        memcpy(&sl, b + 4, 4);
+        uint64_t ls = 0;
+        for (int ib2 = 0; ib2 < 8; ib2++) /* 6-bit scales, one byte each (the compiler unrolls this) */
+            ls |= (uint64_t)(((sl >> (4 * ib2)) & 0x0f) | (((sh >> (2 * ib2)) & 3) << 4)) << (8 * ib2);
+        const __m128i sc8 = _mm_sub_epi8(_mm_cvtsi64_si128((long long)ls), _mm_set1_epi8(32));
+        const __m512i sc32 = _mm512_cvtepi8_epi32(sc8);
+        for (int z = 0; z < 4; z++) {
+            const __m512i idx = _mm512_setr_epi32(2 * z, 2 * z, 2 * z, 2 * z, 2 * z, 2 * z, 2 * z, 2 * z, 2 * z + 1, 2 * z + 1,
+                                                  2 * z + 1, 2 * z + 1, 2 * z + 1, 2 * z + 1, 2 * z + 1, 2 * z + 1);
+            s[z] = _mm512_permutexvar_epi32(idx, sc32);
+        }
+        *mn = _mm256_slli_epi16(_mm256_cvtepi8_epi16(_mm_unpacklo_epi8(sc8, sc8)), 7);
+        *d = *dm = h2f(b);
+        return;
+    }
     if (fmt == GB_Q2_K || fmt == GB_Q3_K) {
         const __m512i m3 = _mm512_set1_epi8(3), m1 = _mm512_set1_epi8(1);
         const uint8_t *qs = fmt == GB_Q2_K ? b + 16 : b + 32;
@@ -330,7 +382,14 @@ static inline __attribute__((always_inline)) void kdecode_vnni(int fmt, const ui
 
 /* The int32 dot of one token's q8_K block with the decoded super-block: isum per lane (any order of
  * the integer sums gives the same exact value). */
-static inline __attribute__((always_inline)) __m512i dot_vnni(const __m512i wv[4], const __m512i sv[4], const int8_t *qs) {
+static inline __attribute__((always_inline)) __m512i dot_vnni(int fmt, const __m512i wv[4], const __m512i sv[4], const int8_t *qs) {
+    if (fmt == GB_IQ4_XS) { /* values up to 241: u8 x s8 pairs could pass int16, so vpdpbusd and int32 scales */
+        const __m512i z = _mm512_setzero_si512();
+        __m512i p = _mm512_mullo_epi32(_mm512_dpbusd_epi32(z, wv[0], _mm512_loadu_si512((const void *)qs)), sv[0]);
+        p = _mm512_add_epi32(p, _mm512_mullo_epi32(_mm512_dpbusd_epi32(z, wv[1], _mm512_loadu_si512((const void *)(qs + 64))), sv[1]));
+        p = _mm512_add_epi32(p, _mm512_mullo_epi32(_mm512_dpbusd_epi32(z, wv[2], _mm512_loadu_si512((const void *)(qs + 128))), sv[2]));
+        return _mm512_add_epi32(p, _mm512_mullo_epi32(_mm512_dpbusd_epi32(z, wv[3], _mm512_loadu_si512((const void *)(qs + 192))), sv[3]));
+    }
     /* u8 x s8 pairs into int16 (|.| <= 2 * 63 * 127, no saturation), then x scale and pairwise into int32 */
     __m512i p = _mm512_madd_epi16(_mm512_maddubs_epi16(wv[0], _mm512_loadu_si512((const void *)qs)), sv[0]);
     p = _mm512_dpwssd_epi32(p, _mm512_maddubs_epi16(wv[1], _mm512_loadu_si512((const void *)(qs + 64))), sv[1]);
@@ -376,7 +435,7 @@ static void row_vnni(int fmt, const uint8_t *w, const gb_block_q8_K *xq, int64_t
             for (int g = 0; g < ng; g++) {
                 const gb_block_q8_K *xg = xq + 16 * g * nb + b;
                 __m512i l1[8], l2[4];
-                for (int k = 0; k < 8; k++) l1[k] = pair1(dot_vnni(wv, sv, xg[2 * k * nb].qs), dot_vnni(wv, sv, xg[(2 * k + 1) * nb].qs));
+                for (int k = 0; k < 8; k++) l1[k] = pair1(dot_vnni(fmt, wv, sv, xg[2 * k * nb].qs), dot_vnni(fmt, wv, sv, xg[(2 * k + 1) * nb].qs));
                 for (int k = 0; k < 4; k++) l2[k] = pair2(l1[2 * k], l1[2 * k + 1]);
                 const __m512i isum = pair3(pair3(l2[0], l2[1]), pair3(l2[2], l2[3]));
                 const int32_t *bs = g16.bsT + (g * nb + b) * 128;
@@ -391,7 +450,7 @@ static void row_vnni(int fmt, const uint8_t *w, const gb_block_q8_K *xq, int64_t
         }
         for (int64_t t = 16 * ng; t < tt; t++) {
             const gb_block_q8_K *x = &xq[t * nb + b];
-            const __m512i p = dot_vnni(wv, sv, x->qs);
+            const __m512i p = dot_vnni(fmt, wv, sv, x->qs);
             /* both sums in one reduction: [isum, msum, isum, msum] */
             const __m256i m8 = _mm256_madd_epi16(mn, _mm256_loadu_si256((const __m256i *)x->bsums));
             __m256i h = _mm256_hadd_epi32(_mm256_add_epi32(_mm512_castsi512_si256(p), _mm512_extracti64x4_epi64(p, 1)), m8);
@@ -409,6 +468,7 @@ static void row_vnni_q5(const uint8_t *w, const gb_block_q8_K *xq, int64_t nb, i
 static void row_vnni_q6(const uint8_t *w, const gb_block_q8_K *xq, int64_t nb, int64_t tt, float *acc, kx16 g) { row_vnni(GB_Q6_K, w, xq, nb, tt, acc, g); }
 static void row_vnni_q2(const uint8_t *w, const gb_block_q8_K *xq, int64_t nb, int64_t tt, float *acc, kx16 g) { row_vnni(GB_Q2_K, w, xq, nb, tt, acc, g); }
 static void row_vnni_q3(const uint8_t *w, const gb_block_q8_K *xq, int64_t nb, int64_t tt, float *acc, kx16 g) { row_vnni(GB_Q3_K, w, xq, nb, tt, acc, g); }
+static void row_vnni_iq4xs(const uint8_t *w, const gb_block_q8_K *xq, int64_t nb, int64_t tt, float *acc, kx16 g) { row_vnni(GB_IQ4_XS, w, xq, nb, tt, acc, g); }
 #endif
 
 #ifdef GB_HAVE_K_VNNI
@@ -519,7 +579,7 @@ const char *gb_kversion_name(int v) {
 
 int gb_klinear(int fmt, const float *x, const void *w, const float *bias, float *y, int64_t T, int64_t N,
                int64_t K, int version) {
-    if (!gb_is_kfmt(fmt)) return gb_error(GB_EVALUE, "klinear: format %d is not q2_K (10), q3_K (11), q4_K (12), q5_K (13) or q6_K (14)", fmt);
+    if (!gb_is_kfmt(fmt)) return gb_error(GB_EVALUE, "klinear: format %d is not q2_K (10), q3_K (11), q4_K (12), q5_K (13), q6_K (14) or iq4_xs (23)", fmt);
     if (K <= 0 || K % QKK) return gb_error(GB_EVALUE, "klinear: K=%ld must be a positive multiple of 256", (long)K);
     if (T < 0 || N < 0) return gb_error(GB_EVALUE, "klinear: T=%ld and N=%ld must be >= 0", (long)T, (long)N);
     if (version == GB_KV_AUTO) version = gb_kversion_available(GB_KV_VNNI) ? GB_KV_VNNI : GB_KV_REF;
@@ -540,7 +600,8 @@ int gb_klinear(int fmt, const float *x, const void *w, const float *bias, float 
 #ifdef GB_HAVE_K_VNNI
     void (*row)(const uint8_t *, const gb_block_q8_K *, int64_t, int64_t, float *, kx16) = NULL;
     if (version == GB_KV_VNNI)
-        row = fmt == GB_Q2_K ? row_vnni_q2 : fmt == GB_Q3_K ? row_vnni_q3 : fmt == GB_Q4_K ? row_vnni_q4 : fmt == GB_Q5_K ? row_vnni_q5 : row_vnni_q6;
+        row = fmt == GB_Q2_K ? row_vnni_q2 : fmt == GB_Q3_K ? row_vnni_q3 : fmt == GB_Q4_K ? row_vnni_q4 : fmt == GB_Q5_K ? row_vnni_q5
+            : fmt == GB_Q6_K ? row_vnni_q6 : row_vnni_iq4xs;
     if (row && G && tc >= 16 && T < GB_K_PANEL_MIN_T) {
         bsT = (int32_t *)gb_ws_aligned_alloc(64, (size_t)(G * nb * 128) * sizeof(int32_t));
         dxT = (float *)gb_ws_aligned_alloc(64, (size_t)(G * nb * 16) * sizeof(float));

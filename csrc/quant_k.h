@@ -1,4 +1,4 @@
-/* quant_k.h: ggml's K-quant super-block formats q2_K, q3_K, q4_K, q5_K and q6_K (byte-exact with
+/* quant_k.h: ggml's K-quant super-block formats q2_K, q3_K, q4_K, q5_K, q6_K and iq4_xs (byte-exact with
  * ggml-common.h), read as stored by the decode GEMV and the prefill GEMM (csrc/quant_k.c).
  * Format ids are ggml's own type numbers (GGMLQuantizationType), next to common.h's GB_Q8_0/GB_Q4_0.
  *
@@ -15,6 +15,11 @@
  *   block_q3_K { uint8 hmask[32]; uint8 qs[64]; uint8 scales[12]; f16 d; }      110 bytes
  *       2-bit values as q2_K plus bit 4n + j of hmask[m] on top (value - 4 when it is clear),
  *       16 6-bit scales stored + 32; x = d*(sc - 32)*(q - 4) with q the 3-bit value, 0..7
+ *   block_iq4_xs { f16 d; uint16 scales_h; uint8 scales_l[4]; uint8 qs[128]; } 136 bytes
+ *       8 sub-blocks of 32 with a 6-bit scale ls (4 low bits in scales_l, 2 in scales_h); 4-bit
+ *       indices into ggml's non-linear grid kvalues_iq4nl (low nibbles the first 16 values of a
+ *       sub-block); x = d*(ls - 32)*kvalue. Held as kvalue + 128 (unsigned), the 128 coming off
+ *       through the 16-value sums like the mins of the other formats.
  * Row lengths must be multiples of 256.
  *
  * Activations are quantized per row to ggml's q8_K (quantize_row_q8_K_ref: float32 scale
@@ -32,7 +37,7 @@
 #include <stdint.h>
 
 #define GB_QKK 256
-enum { GB_Q2_K = 10, GB_Q3_K = 11, GB_Q4_K = 12, GB_Q5_K = 13, GB_Q6_K = 14 };
+enum { GB_Q2_K = 10, GB_Q3_K = 11, GB_Q4_K = 12, GB_Q5_K = 13, GB_Q6_K = 14, GB_IQ4_XS = 23 };
 enum { GB_KV_AUTO = 0, GB_KV_REF = 1, GB_KV_VNNI = 2, GB_KV_COUNT = 3 };
 
 /* ggml's block_q8_K: float32 scale, 256 int8 values, 16 sums of 16 values. 292 bytes. */

@@ -1,4 +1,4 @@
-"""A plain NumPy quantizer to ggml's q4_K / q5_K / q6_K block bytes (test helper).
+"""A plain NumPy quantizer to ggml's q4_K / q5_K / q6_K / iq4_xs block bytes (test helper).
 
 The gguf package dequantizes these types but has no quantizer, and glmbench reads them as stored,
 so tests need valid blocks of known values. This is NOT ggml's quantizer (ggml searches scales and
@@ -9,7 +9,8 @@ round-trip error stays within one step of each sub-block's scale.
 import numpy as np
 
 QK_K = 256
-BYTES = {"q4_K": 144, "q5_K": 176, "q6_K": 210}
+BYTES = {"q4_K": 144, "q5_K": 176, "q6_K": 210, "iq4_xs": 136}
+KVALUES = np.array([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113], np.float32)
 
 
 def _f16(a):
@@ -70,11 +71,31 @@ def _q6(x):
                            _f16(d)[:, None].view(np.uint8)], axis=1)
 
 
+def _iq4_xs(x):
+    nb = x.shape[0]
+    xs = x.reshape(nb, 8, 32).astype(np.float32)
+    scale = np.abs(xs).max(-1) / 127                   # kvalues span about +-127 steps
+    d = _f16(scale.max(-1) / 31).astype(np.float32)
+    sc = np.where(d[:, None] > 0, np.rint(scale / np.where(d > 0, d, 1)[:, None]), 0).clip(0, 31)
+    ds = (d[:, None] * sc)[..., None]
+    v = np.where(ds > 0, xs / np.where(ds > 0, ds, 1), 0)
+    idx = np.abs(v[..., None] - KVALUES).argmin(-1).astype(np.uint8)   # nearest grid value
+    ls = (sc + 32).astype(np.uint16)                   # stored 6-bit scale: x = d * (ls - 32) * kvalue
+    sh = np.zeros(nb, np.uint16)
+    sl = np.zeros((nb, 4), np.uint8)
+    for ib in range(8):
+        sh |= (ls[:, ib] >> 4) << (2 * ib)
+        sl[:, ib // 2] |= ((ls[:, ib] & 0x0F) << (4 * (ib % 2))).astype(np.uint8)
+    qs = (idx[:, :, :16] | (idx[:, :, 16:] << 4)).reshape(nb, 128)
+    return np.concatenate([_f16(d)[:, None].view(np.uint8), sh[:, None].view(np.uint8), sl, qs], axis=1)
+
+
 def quantize(x, fmt):
     """float32 [..., K] (K % 256 == 0) -> uint8 [..., K/256 * bytes] in ggml's `fmt` layout."""
     x = np.asarray(x, np.float32)
     k = x.shape[-1]
     assert k % QK_K == 0, k
     blocks = x.reshape(-1, QK_K)
-    out = _q6(blocks) if fmt == "q6_K" else _q45(blocks, 4 if fmt == "q4_K" else 5)
+    out = (_q6(blocks) if fmt == "q6_K" else _iq4_xs(blocks) if fmt == "iq4_xs"
+           else _q45(blocks, 4 if fmt == "q4_K" else 5))
     return out.reshape(x.shape[:-1] + (k // QK_K * BYTES[fmt],))

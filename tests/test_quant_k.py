@@ -1,4 +1,4 @@
-"""ggml K-quants q2_K / q3_K / q4_K / q5_K / q6_K read as stored (csrc/quant_k.c): dequantization bit for bit
+"""ggml K-quants q2_K / q3_K / q4_K / q5_K / q6_K and iq4_xs read as stored (csrc/quant_k.c): dequantization bit for bit
 against the gguf package's NumPy dequantizer, the q8_K activation quantizer byte for byte against a
 NumPy copy of ggml's quantize_row_q8_K_ref, the GEMV/GEMM against float64 references (exact within
 float32 rounding on the quantized activations; within the activation quantization's own bound on
@@ -26,12 +26,12 @@ from glmbench.core._loader import _core  # noqa: E402
 from glmbench.core.quant import QTensor  # noqa: E402
 
 T = gguf.GGMLQuantizationType
-FMTS = ["q2_K", "q3_K", "q4_K", "q5_K", "q6_K"]
-NP_FMTS = ["q4_K", "q5_K", "q6_K"]  # the ones tests/kquant_np.py can quantize
-GT = {"q2_K": T.Q2_K, "q3_K": T.Q3_K, "q4_K": T.Q4_K, "q5_K": T.Q5_K, "q6_K": T.Q6_K}
-BB = {"q2_K": 84, "q3_K": 110, "q4_K": 144, "q5_K": 176, "q6_K": 210}
+FMTS = ["q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "iq4_xs"]
+NP_FMTS = ["q4_K", "q5_K", "q6_K", "iq4_xs"]  # the ones tests/kquant_np.py can quantize
+GT = {"q2_K": T.Q2_K, "q3_K": T.Q3_K, "q4_K": T.Q4_K, "q5_K": T.Q5_K, "q6_K": T.Q6_K, "iq4_xs": T.IQ4_XS}
+BB = {"q2_K": 84, "q3_K": 110, "q4_K": 144, "q5_K": 176, "q6_K": 210, "iq4_xs": 136}
 # byte offsets of the f16 scales in a block
-SCALE_AT = {"q2_K": (80, 82), "q3_K": (108,), "q4_K": (0, 2), "q5_K": (0, 2), "q6_K": (208,)}
+SCALE_AT = {"q2_K": (80, 82), "q3_K": (108,), "q4_K": (0, 2), "q5_K": (0, 2), "q6_K": (208,), "iq4_xs": (0,)}
 VERSIONS = [v for v, ok in quant.kernels().items() if v.startswith("kquant_") and ok]
 
 
@@ -111,7 +111,7 @@ def test_numpy_quantizer_round_trip_within_one_step(rng, fmt):
     x = rng.standard_normal((4, 512)).astype(np.float32)
     y = gguf_deq(kquant_np.quantize(x, fmt), fmt, 512)
     rel = np.sqrt(np.mean((y - x) ** 2))
-    assert rel < {"q4_K": 0.1, "q5_K": 0.05, "q6_K": 0.025}[fmt]
+    assert rel < {"q4_K": 0.1, "q5_K": 0.05, "q6_K": 0.025, "iq4_xs": 0.1}[fmt]
 
 
 def test_q8_K_activations_byte_exact_with_ggml_reference(rng):
@@ -269,7 +269,7 @@ def test_moe_experts_on_k_quants(rng):
 
 # ---- GGUF files -------------------------------------------------------------------------------
 def _k_quantize(orig, data, qtype):
-    name = {T.Q4_K: "q4_K", T.Q5_K: "q5_K", T.Q6_K: "q6_K"}.get(qtype)
+    name = {T.Q4_K: "q4_K", T.Q5_K: "q5_K", T.Q6_K: "q6_K", T.IQ4_XS: "iq4_xs"}.get(qtype)
     return kquant_np.quantize(data, name) if name else orig(data, qtype)
 
 
@@ -287,7 +287,7 @@ def test_gguf_tensor_of_each_type_loads_as_stored(rng, tmp_path, fmt):
     w.close()
     g = gguf_file.read(p)
     t = g.tensors["t"]
-    assert t.type_name == fmt.upper() and tuple(t.shape) == (12, 512)
+    assert t.type_name == GT[fmt].name and tuple(t.shape) == (12, 512)
     qt = QTensor(g.tensor_data("t"), quant.gguf_format(t.type_name), t.shape)
     assert qt.fmt == fmt and qt.nbytes == q.nbytes
     rd = gguf.GGUFReader(p).tensors[0]
@@ -299,8 +299,8 @@ def test_gguf_tensor_of_each_type_loads_as_stored(rng, tmp_path, fmt):
 
 @pytest.mark.parametrize("mt", ["qwen3", "qwen3_moe"])
 def test_k_quant_gguf_model_runs_as_stored(tmp_path, mt, monkeypatch):
-    """A Q4_K_M-like mix (q4_K matrices, q6_K ffn_down and output, q5_K attn_v) written by the gguf
-    package: the tensors stay K-quant QTensors (no dequantize warning for them), and the model's
+    """A Q4_K_M-like mix (q4_K matrices, q6_K ffn_down and output, q5_K attn_v, iq4_xs attn_q)
+    written by the gguf package: the tensors stay K-quant QTensors (no dequantize warning for them), and the model's
     logits equal those of the same model built from the file's dequantized values, within float32
     summation order (compute='f32') and within the q8_K activations' error (the default)."""
     import gguf_writer
@@ -316,14 +316,15 @@ def test_k_quant_gguf_model_runs_as_stored(tmp_path, mt, monkeypatch):
     p = str(tmp_path / "k.gguf")
 
     def types(n, s):
-        return T.Q6_K if ("ffn_down" in n or n == "output.weight") else T.Q5_K if "attn_v" in n else T.Q4_K
+        return (T.Q6_K if ("ffn_down" in n or n == "output.weight") else T.Q5_K if "attn_v" in n
+                else T.IQ4_XS if "attn_q." in n else T.Q4_K)
     gguf_writer.write(p, cfg, model.state_dict(), types=types)
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         c, sd = checkpoint.state_dict(p)
     assert not [x for x in w if "dequantized" in str(x.message)]
     fmts = {getattr(v, "fmt", None) for v in sd.values()}
-    assert {"q4_K", "q5_K", "q6_K"} <= fmts
+    assert {"q4_K", "q5_K", "q6_K", "iq4_xs"} <= fmts
     m = glmbench.Model(c, sd, weights="stored", kv="f32", max_context=16)
     assert isinstance(m.embed, QTensor) and m.embed.fmt == "q4_K"
     deq = {k: (v.dequantize() if isinstance(v, QTensor) else np.asarray(v, np.float32)) for k, v in sd.items()}

@@ -6,7 +6,7 @@ of GLM-4.7-Flash's expert and Qwen3-32B's FFN: the integer GEMM on repacked weig
 what the model uses), the older row-major integer kernel and the float32 one, with float32 OpenBLAS
 on the same shape as the NumPy baseline; GLM-4.7-Flash's 64 routed experts (top-4) in q8_0/q4_0 at
 T=1 and T=512 through the C driver (gb_qmoe); row dequantization (what the quantized KV cache does
-inside attention); row quantization (what append does). K-quants (q2_K..q6_K, read as
+inside attention); row quantization (what append does). K-quants (q2_K..q6_K and iq4_xs, read as
 stored: csrc/quant_k.c): GEMV at T=1 and GEMM at T=512 on the same shapes, the portable version
 beside the VNNI one on the small shape, against NumPy float32 on the dequantized weights and the
 q8_K-rounded activations (kquant_cases; bench/bench_kquant.py runs them with the int8 ceiling).
@@ -82,9 +82,9 @@ def cases(quick: bool = False):
     return out
 
 
-K_FMTS = ("q2_K", "q3_K", "q4_K", "q5_K", "q6_K")
+K_FMTS = ("q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "iq4_xs")
 # byte offsets of the f16 scales in a block
-_K_SCALES = {"q2_K": (80, 82), "q3_K": (108,), "q4_K": (0, 2), "q5_K": (0, 2), "q6_K": (208,)}
+_K_SCALES = {"q2_K": (80, 82), "q3_K": (108,), "q4_K": (0, 2), "q5_K": (0, 2), "q6_K": (208,), "iq4_xs": (0,)}
 
 
 def kquant_weights(n: int, k: int, fmt: str, seed: int = 0) -> quant.QTensor:

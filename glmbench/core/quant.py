@@ -1,5 +1,5 @@
 """Quantized weights: ggml's q8_0 and q4_0 block formats, byte for byte, and the kernels that read
-them directly (csrc/quant.c); ggml's K-quants q2_K, q3_K, q4_K, q5_K and q6_K read as stored (csrc/quant_k.c:
+them directly (csrc/quant.c); ggml's K-quants q2_K, q3_K, q4_K, q5_K, q6_K and iq4_xs read as stored (csrc/quant_k.c:
 no quantizer here, their bytes come from GGUF files). See docs/QUANT.md for the formats, the kernels, the measured costs and
 the accuracy bounds.
 
@@ -25,8 +25,8 @@ __all__ = ["QTensor", "quantize", "dequantize", "quantize_q8_0", "quantize_q4_0"
 FORMATS = {"q8_0": (8, 32, 34), "q4_0": (9, 32, 18),
            # K-quants (csrc/quant_k.h; ids are ggml's type numbers): read as stored, not quantized here
            "q2_K": (10, 256, 84), "q3_K": (11, 256, 110), "q4_K": (12, 256, 144), "q5_K": (13, 256, 176),
-           "q6_K": (14, 256, 210)}
-K_FORMATS = ("q2_K", "q3_K", "q4_K", "q5_K", "q6_K")
+           "q6_K": (14, 256, 210), "iq4_xs": (23, 256, 136)}
+K_FORMATS = ("q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "iq4_xs")  # super-blocks of 256, csrc/quant_k.c
 _COMPUTE = {"auto": 0, "f32": 1, "q8": 2}
 _VERSIONS = {"auto": 0, "ref_f32": 1, "avx512_f32": 2, "ref_q8": 3, "avx2_q8": 4, "vnni_q8": 5, "blas_f32": 6}
 # the integer GEMM on repacked weights (csrc/qgemm.c): portable scalar, AVX-512 VNNI
@@ -220,7 +220,7 @@ def linear(x: np.ndarray, weight: QTensor, bias=None, *, compute: str = "auto", 
     registers (T < 16) or dequantized panels and OpenBLAS sgemm (T >= 16).
     `kernel` forces a numbered version (see kernels()); for tests and benchmarks.
 
-    q2_K..q6_K weights (csrc/quant_k.c): x quantized to q8_K per row, integer super-block dots
+    q2_K..q6_K and iq4_xs weights (csrc/quant_k.c): x quantized to q8_K per row, integer super-block dots
     on the weight as stored (kernels kquant_vnni / kquant_ref, bit-identical); compute="f32"
     dequantizes W to float32 and calls the C core's float linear.
     """
