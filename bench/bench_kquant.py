@@ -98,7 +98,7 @@ def main(argv=None):
               r["check"], flush=True)
     load1 = _load()
     after = measure_ceilings(quick=True)
-    L = [f"# glmbench K-quant kernels (q2_K..q6_K as stored), {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC", "",
+    L = [f"# glmbench K-quant kernels (q2_K..q6_K and iq4_xs as stored), {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC", "",
          f"- machine: {cpu_name()}, {os.cpu_count()} CPUs, L3 {_l3_bytes() / 2**20:.0f} MiB, {platform.platform()}; "
          f"threads {a.threads}",
          f"- load average (1/5/15 min) before: {load0}; after: {load1}. The machine was SHARED with other jobs "
