@@ -252,15 +252,47 @@ static void row_ref(int fmt, const uint8_t *w, const gb_block_q8_K *xq, int64_t 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__) && defined(__AVX2__)
 #define GB_HAVE_K_VNNI 1
 
-/* s[z]: the int16 scale of each pair of values 64z + 2k, 2k+1 (16-value group 4z + k/8), from the 16 group scales */
-static inline __attribute__((always_inline)) void scales16(__m256i sc16, __m512i s[4]) {
+/* s[z]: the int16 scale of each pair of values in zmm z, from the 16 group scales (16 values each).
+ * Natural order (perm 0): int16 lane k of zmm z covers group 4z + k/8. perm 1 (q4_K/q5_K, whose
+ * nibbles are used as loaded, the activations permuted to match, see permute_x): zmm 2h holds
+ * groups 8h, 8h+1, 8h+4, 8h+5, zmm 2h+1 groups 8h+2, 8h+3, 8h+6, 8h+7. */
+static inline __attribute__((always_inline)) void scales16(__m256i sc16, __m512i s[4], int perm) {
     const __m512i v = _mm512_castsi256_si512(sc16);
     for (int z = 0; z < 4; z++) {
-        const __m512i idx = _mm512_set_epi64(0x0001000100010001LL * (4 * z + 3), 0x0001000100010001LL * (4 * z + 3),
-                                             0x0001000100010001LL * (4 * z + 2), 0x0001000100010001LL * (4 * z + 2),
-                                             0x0001000100010001LL * (4 * z + 1), 0x0001000100010001LL * (4 * z + 1),
-                                             0x0001000100010001LL * (4 * z), 0x0001000100010001LL * (4 * z));
-        s[z] = _mm512_permutexvar_epi16(idx, v);
+        const int h = z / 2, o = 2 * (z % 2);
+        const long long g0 = perm ? 8 * h + o : 4 * z, g1 = perm ? 8 * h + o + 1 : 4 * z + 1;
+        const long long g2 = perm ? 8 * h + o + 4 : 4 * z + 2, g3 = perm ? 8 * h + o + 5 : 4 * z + 3;
+        const long long r = 0x0001000100010001LL;
+        s[z] = _mm512_permutexvar_epi16(_mm512_set_epi64(r * g3, r * g3, r * g2, r * g2, r * g1, r * g1, r * g0, r * g0), v);
+    }
+}
+
+/* The activation order the VNNI row kernels read for q4_K/q5_K and iq4_xs, whose nibbles they use
+ * as loaded (no shuffle of the weights): per half h of a block, q4_K/q5_K take values
+ * [0..31, 64..95, 32..63, 96..127], iq4_xs [0..15, 32..47, 64..79, 96..111, 16..31, 48..63, ...].
+ * Only the order of the terms of exact integer sums changes. */
+static int x_permuted(int fmt) { return fmt == GB_Q4_K || fmt == GB_Q5_K || fmt == GB_IQ4_XS; }
+
+static void permute_x(int fmt, gb_block_q8_K *blk, int64_t nb) {
+    int8_t t[GB_QKK];
+    for (int64_t b = 0; b < nb; b++) {
+        const int8_t *q = blk[b].qs;
+        for (int h = 0; h < 2; h++) {
+            const int8_t *src = q + 128 * h;
+            int8_t *dst = t + 128 * h;
+            if (fmt == GB_IQ4_XS) {
+                for (int k = 0; k < 4; k++) {
+                    memcpy(dst + 16 * k, src + 32 * k, 16);
+                    memcpy(dst + 64 + 16 * k, src + 32 * k + 16, 16);
+                }
+            } else {
+                memcpy(dst, src, 32);
+                memcpy(dst + 32, src + 64, 32);
+                memcpy(dst + 64, src + 32, 32);
+                memcpy(dst + 96, src + 96, 32);
+            }
+        }
+        memcpy(blk[b].qs, t, GB_QKK);
     }
 }
 
@@ -272,13 +304,12 @@ static inline __attribute__((always_inline)) void kdecode_vnni(int fmt, const ui
         /* values up to 241 (kvalue + 128): s[z] are int32 scales per vpdpbusd lane (4 values), see dot_vnni */
         const __m512i tbl = _mm512_broadcast_i32x4(_mm_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, (char)129, (char)141, (char)153,
                                                                  (char)166, (char)181, (char)197, (char)217, (char)241));
-        const __m512i ia = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11), ib = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
         for (int h = 0; h < 2; h++) {
-            /* sub-blocks 4h..4h+3, 16 bytes each: low nibbles the first 16 values, high the next 16 */
+            /* sub-blocks 4h..4h+3, 16 bytes each: low nibbles the first 16 values, high the next 16;
+             * used as loaded, the activations permuted to match (permute_x) */
             const __m512i r = _mm512_loadu_si512((const void *)(b + 8 + 64 * h));
-            const __m512i lo = _mm512_and_si512(r, m4), hi = _mm512_and_si512(_mm512_srli_epi16(r, 4), m4);
-            w[2 * h] = _mm512_shuffle_epi8(tbl, _mm512_permutex2var_epi64(lo, ia, hi));
-            w[2 * h + 1] = _mm512_shuffle_epi8(tbl, _mm512_permutex2var_epi64(lo, ib, hi));
+            w[2 * h] = _mm512_shuffle_epi8(tbl, _mm512_and_si512(r, m4));
+            w[2 * h + 1] = _mm512_shuffle_epi8(tbl, _mm512_and_si512(_mm512_srli_epi16(r, 4), m4));
         }
         uint16_t sh;
         uint32_t sl;
@@ -289,10 +320,10 @@ static inline __attribute__((always_inline)) void kdecode_vnni(int fmt, const ui
             ls |= (uint64_t)(((sl >> (4 * ib2)) & 0x0f) | (((sh >> (2 * ib2)) & 3) << 4)) << (8 * ib2);
         const __m128i sc8 = _mm_sub_epi8(_mm_cvtsi64_si128((long long)ls), _mm_set1_epi8(32));
         const __m512i sc32 = _mm512_cvtepi8_epi32(sc8);
-        for (int z = 0; z < 4; z++) {
-            const __m512i idx = _mm512_setr_epi32(2 * z, 2 * z, 2 * z, 2 * z, 2 * z, 2 * z, 2 * z, 2 * z, 2 * z + 1, 2 * z + 1,
-                                                  2 * z + 1, 2 * z + 1, 2 * z + 1, 2 * z + 1, 2 * z + 1, 2 * z + 1);
-            s[z] = _mm512_permutexvar_epi32(idx, sc32);
+        for (int z = 0; z < 4; z++) { /* int32 lane i of zmm 2h or 2h+1: sub-block 4h + i/4 */
+            const int g = 4 * (z / 2);
+            s[z] = _mm512_permutexvar_epi32(_mm512_setr_epi32(g, g, g, g, g + 1, g + 1, g + 1, g + 1, g + 2, g + 2, g + 2, g + 2,
+                                                              g + 3, g + 3, g + 3, g + 3), sc32);
         }
         *mn = _mm256_slli_epi16(_mm256_cvtepi8_epi16(_mm_unpacklo_epi8(sc8, sc8)), 7);
         *d = *dm = h2f(b);
@@ -316,7 +347,7 @@ static inline __attribute__((always_inline)) void kdecode_vnni(int fmt, const ui
         }
         if (fmt == GB_Q2_K) {
             const __m128i sc8 = _mm_loadu_si128((const __m128i *)b);
-            scales16(_mm256_cvtepu8_epi16(_mm_and_si128(sc8, _mm_set1_epi8(0x0f))), s);
+            scales16(_mm256_cvtepu8_epi16(_mm_and_si128(sc8, _mm_set1_epi8(0x0f))), s, 0);
             *mn = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sc8, 4), _mm_set1_epi8(0x0f)));
             *d = h2f(b + 80);
             *dm = h2f(b + 82);
@@ -324,7 +355,7 @@ static inline __attribute__((always_inline)) void kdecode_vnni(int fmt, const ui
             uint32_t aux[4];
             q3_scales(b + 96, aux);
             const __m256i sc16 = _mm256_sub_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)aux)), _mm256_set1_epi16(32));
-            scales16(sc16, s);
+            scales16(sc16, s, 0);
             *mn = _mm256_slli_epi16(sc16, 2);
             *d = *dm = h2f(b + 108);
         }
@@ -342,7 +373,7 @@ static inline __attribute__((always_inline)) void kdecode_vnni(int fmt, const ui
                                            _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(H, c46), m3), 4));
         }
         const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(b + 192)));
-        scales16(sc16, s);
+        scales16(sc16, s, 0);
         *mn = _mm256_slli_epi16(sc16, 5);
         *d = *dm = h2f(b + 208);
         return;
@@ -358,10 +389,9 @@ static inline __attribute__((always_inline)) void kdecode_vnni(int fmt, const ui
     u[2] = mlo;
     u[0] &= 0x3f3f3f3fu;
     const __m128i scm = _mm_set_epi32((int)u[3], (int)u[2], (int)u[1], (int)u[0]);
-    scales16(_mm256_cvtepu8_epi16(_mm_unpacklo_epi8(scm, scm)), s); /* sc[c/2] for each 16 values c */
+    scales16(_mm256_cvtepu8_epi16(_mm_unpacklo_epi8(scm, scm)), s, 1); /* sc[c/2] for each 16 values c */
     *mn = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(scm, scm)); /* m[c/2] for each 16 values c */
     const uint8_t *qs = fmt == GB_Q4_K ? b + 16 : b + 48;
-    const __m512i ia = _mm512_setr_epi64(0, 1, 2, 3, 8, 9, 10, 11), ib = _mm512_setr_epi64(4, 5, 6, 7, 12, 13, 14, 15);
     __m512i H = _mm512_setzero_si512();
     if (fmt == GB_Q5_K) H = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b + 16)));
     const __m512i m1 = _mm512_set1_epi8(1);
@@ -375,8 +405,8 @@ static inline __attribute__((always_inline)) void kdecode_vnni(int fmt, const ui
             lo = _mm512_or_si512(lo, _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(H, clo), m1), 4));
             hi = _mm512_or_si512(hi, _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(H, chi), m1), 4));
         }
-        w[2 * h] = _mm512_permutex2var_epi64(lo, ia, hi);     /* values 128h + 0..63 */
-        w[2 * h + 1] = _mm512_permutex2var_epi64(lo, ib, hi); /* values 128h + 64..127 */
+        w[2 * h] = lo; /* values 128h + [0..31, 64..95]: the activations are permuted to match (permute_x) */
+        w[2 * h + 1] = hi;
     }
 }
 
@@ -618,7 +648,12 @@ int gb_klinear(int fmt, const float *x, const void *w, const float *bias, float 
 #pragma omp parallel if (N * K * T > 65536)
     {
 #pragma omp for schedule(static)
-        for (int64_t t = 0; t < T; t++) gb_quantize_row_q8_K(x + t * K, xq + t * nb, K);
+        for (int64_t t = 0; t < T; t++) {
+            gb_quantize_row_q8_K(x + t * K, xq + t * nb, K);
+#ifdef GB_HAVE_K_VNNI
+            if (row && !panel && x_permuted(fmt)) permute_x(fmt, xq + t * nb, nb);
+#endif
+        }
 #ifdef GB_HAVE_K_VNNI
         if (panel) {
             kpanel *P = (kpanel *)gb_ws_aligned_alloc(64, (size_t)nb * sizeof(kpanel));
