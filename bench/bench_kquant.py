@@ -28,6 +28,7 @@ from glmbench.bench.quant import SHAPES, _weights, kquant_cases  # noqa: E402
 from glmbench.core import quant  # noqa: E402
 from glmbench.core._loader import _core  # noqa: E402
 from glmbench.measure.machine import _l3_bytes, cpu_name, measure_ceilings  # noqa: E402
+from glmbench.measure.protocol import code_version  # noqa: E402
 from glmbench.results.records import atomic_write_text  # noqa: E402
 
 
@@ -100,7 +101,7 @@ def main(argv=None):
     after = measure_ceilings(quick=True)
     L = [f"# glmbench K-quant kernels (q2_K..q6_K and iq4_xs as stored), {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC", "",
          f"- machine: {cpu_name()}, {os.cpu_count()} CPUs, L3 {_l3_bytes() / 2**20:.0f} MiB, {platform.platform()}; "
-         f"threads {a.threads}",
+         f"threads {a.threads}; code {code_version(_core)} (glmbench version + hash of the built C core)",
          f"- load average (1/5/15 min) before: {load0}; after: {load1}. The machine was SHARED with other jobs "
          "(8 helpers on 2 cores): times are the best of repeated calls and still noisy; compare rows only within this file",
          f"- ceilings measured in this run: read-only bandwidth {ceil['bandwidth_read_gbs']:.1f} GB/s (triad "
