@@ -358,3 +358,27 @@ def test_threads_do_not_change_a_bit(rng, fmt):
     # a token's output does not depend on the batch it came in (every path computes the same sums)
     np.testing.assert_array_equal(outs[0][0][0], outs[0][2][0])
     np.testing.assert_array_equal(outs[0][1][5], outs[0][2][5])
+
+
+def test_measure_runs_a_k_quant_gguf_as_stored(tmp_path, monkeypatch):
+    """`glmbench measure model.gguf` on a K-quant file: the records name the file's main type and
+    its own bytes (not an f32 copy), and no tensor of these types is dequantized on load."""
+    import gguf_writer
+    from glmbench.measure.cpu import measure
+    from test_model_hf import tiny_hf_model
+    monkeypatch.setattr(gguf.quants, "quantize", functools.partial(_k_quantize, gguf.quants.quantize))
+    cfg, model = tiny_hf_model("qwen3", hidden_size=256, intermediate_size=512, head_dim=64, num_attention_heads=4,
+                               num_key_value_heads=2, num_hidden_layers=2)
+    p = str(tmp_path / "k.gguf")
+    gguf_writer.write(p, cfg, model.state_dict(),
+                      types=lambda n, s: T.Q6_K if n == "output.weight" else T.Q4_K)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        recs = measure(p, depths=(0,), n_prompt=8, n_gen=2, repeats=1, warmup=0, threads=1, progress=False)
+    assert not [x for x in w if "dequantized" in str(x.message)]
+    by = {r["test"]: r for r in recs}
+    assert {"pp", "tg", "mem"} <= set(by)
+    assert all(r["weights"] == "q4_K" and r["stored_weights"] for r in recs)
+    assert by["pp"]["avg_ts"] > 0 and by["tg"]["avg_ts"] > 0
+    from glmbench.models import gguf_file
+    assert by["mem"]["model_size"] == gguf_file.read(p).tensor_bytes
