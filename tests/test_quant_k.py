@@ -382,3 +382,39 @@ def test_measure_runs_a_k_quant_gguf_as_stored(tmp_path, monkeypatch):
     assert by["pp"]["avg_ts"] > 0 and by["tg"]["avg_ts"] > 0
     from glmbench.models import gguf_file
     assert by["mem"]["model_size"] == gguf_file.read(p).tensor_bytes
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc (Linux)")
+def test_inputs_unchanged_and_no_leaks(rng):
+    """Inputs come back unchanged; 300 calls of each path (decode, 16-token groups, panels,
+    dequantize, an error) leave RSS and the C core's workspace ledger (every scratch buffer the
+    kernels take) where they were."""
+    from glmbench.core import ops
+    w = random_blocks(rng, "q4_K", 20, 512)
+    w0 = w.copy()
+    qt = QTensor(w, "q4_K", (20, 512))
+    xs = {t: rng.standard_normal((t, 512)).astype(np.float32) for t in (1, 16, 64)}
+    x0 = {t: v.copy() for t, v in xs.items()}
+    bad = xs[1].copy()
+    bad[0, 3] = np.nan
+
+    def err():
+        with pytest.raises(ValueError):
+            quant.linear(bad, qt)
+    calls = [lambda t=t: quant.linear(xs[t], qt) for t in xs] + [qt.dequantize, err]
+
+    def rss():
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    ws0 = ops.workspace_bytes()[0]
+    for call in calls:
+        for _ in range(20):
+            call()
+        before = rss()
+        for _ in range(300):
+            call()
+        assert rss() - before < 256 << 10
+        assert ops.workspace_bytes()[0] == ws0
+    np.testing.assert_array_equal(w, w0)
+    for t in xs:
+        np.testing.assert_array_equal(xs[t], x0[t])
