@@ -95,17 +95,20 @@ def main(argv=None):
             else:
                 r[key] = f"{100 * case.flops / t / 1e9 / vnni:.0f}% int8 peak" if vnni else "-"
         rows.append(r)
-        print(r["name"], _ts(r["seconds"]), _ts(r["cpu"]), r["ceiling"], r["ceiling_cpu"], f"{r['vs_numpy']:.2f}x NumPy",
-              r["check"], flush=True)
+        print(r["name"], _ts(r["seconds"]), _ts(r["cpu"]), r["ceiling"], r["ceiling_cpu"],
+              f"{r['vs_numpy']:.2f}x NumPy", r["check"], flush=True)
     load1 = _load()
     after = measure_ceilings(quick=True)
-    L = [f"# glmbench K-quant kernels (q2_K..q6_K and iq4_xs as stored), {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC", "",
+    now = datetime.datetime.utcnow()
+    L = [f"# glmbench K-quant kernels (q2_K..q6_K and iq4_xs as stored), {now:%Y-%m-%d %H:%M} UTC", "",
          f"- machine: {cpu_name()}, {os.cpu_count()} CPUs, L3 {_l3_bytes() / 2**20:.0f} MiB, {platform.platform()}; "
          f"threads {a.threads}; code {code_version(_core)} (glmbench version + hash of the built C core)",
          f"- load average (1/5/15 min) before: {load0}; after: {load1}. The machine was SHARED with other jobs "
-         "(8 helpers on 2 cores): times are the best of repeated calls and still noisy; compare rows only within this file",
+         "(8 helpers on 2 cores): times are the best of repeated calls and still noisy; compare rows only "
+         "within this file",
          f"- ceilings measured in this run: read-only bandwidth {ceil['bandwidth_read_gbs']:.1f} GB/s (triad "
-         f"{ceil['bandwidth_gbs']:.1f}; after the cases {after['bandwidth_read_gbs']:.1f} / {after['bandwidth_gbs']:.1f}), "
+         f"{ceil['bandwidth_gbs']:.1f}; after the cases {after['bandwidth_read_gbs']:.1f} / "
+         f"{after['bandwidth_gbs']:.1f}), "
          f"float32 FMA peak {ceil['fma_gflops']:.0f} GFLOP/s, int8 vpdpbusd peak "
          + (f"{vnni:.0f} GOP/s" if vnni else "n/a (no VNNI in this build)"),
          "- % ceiling: GEMV (T=1) weight bytes / s over the read-only bandwidth (the qwen3-32b-ffn weights, 43-107 MB, "
@@ -118,7 +121,8 @@ def main(argv=None):
          "- CPU time: the calling thread's CPU time (time.thread_time, best of the repeats; one thread only): the "
          "call without the scheduler slices other jobs took; GB/s and GOP/s are from the wall time",
          f"- command: python bench/bench_kquant.py {' '.join(sys.argv[1:] if argv is None else argv)}",
-         "", "| case | wall time | CPU time | GB/s | GOP/s | % ceiling (wall) | % ceiling (CPU time) | vs NumPy (wall) | check |",
+         "", "| case | wall time | CPU time | GB/s | GOP/s | % ceiling (wall) | % ceiling (CPU time) | "
+         "vs NumPy (wall) | check |",
          "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         L.append(f"| {r['name']} | {_ts(r['seconds'])} | {_ts(r['cpu'])} | {r['gbs']:.1f} | {r['gflops']:.1f} | "

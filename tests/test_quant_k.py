@@ -237,7 +237,8 @@ def test_errors_are_clear(rng):
     with pytest.raises(ValueError, match="does not read q4_K"):
         quant.linear(np.zeros(256, np.float32), qt, kernel="qgemm_vnni")
     with pytest.raises(ValueError, match="reads K-quant"):
-        quant.linear(np.zeros(32, np.float32), quant.quantize(np.ones((2, 32), np.float32), "q8_0"), kernel="kquant_ref")
+        q8 = quant.quantize(np.ones((2, 32), np.float32), "q8_0")
+        quant.linear(np.zeros(32, np.float32), q8, kernel="kquant_ref")
     with pytest.raises(ValueError, match="NaN"):
         quant.linear(np.full(256, np.nan, np.float32), qt)
     with pytest.raises(ValueError, match="in_features"):

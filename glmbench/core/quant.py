@@ -1,7 +1,7 @@
 """Quantized weights: ggml's q8_0 and q4_0 block formats, byte for byte, and the kernels that read
-them directly (csrc/quant.c); ggml's K-quants q2_K, q3_K, q4_K, q5_K, q6_K and iq4_xs read as stored (csrc/quant_k.c:
-no quantizer here, their bytes come from GGUF files). See docs/QUANT.md for the formats, the kernels, the measured costs and
-the accuracy bounds.
+them directly (csrc/quant.c); ggml's K-quants q2_K, q3_K, q4_K, q5_K, q6_K and iq4_xs read as
+stored (csrc/quant_k.c: no quantizer here, their bytes come from GGUF files). See docs/QUANT.md for
+the formats, the kernels, the measured costs and the accuracy bounds.
 
     qt = quantize(w, "q4_0")            # w float32 [..., K], K % 32 == 0 -> QTensor
     qt.nbytes, qt.shape, qt.fmt         # exact bytes in the ggml layout; logical float shape
