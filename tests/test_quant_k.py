@@ -234,6 +234,8 @@ def test_errors_are_clear(rng):
         QTensor(np.zeros((4, 72), np.uint8), "q4_K", (4, 128))
     with pytest.raises(NotImplementedError, match="no q4_K quantizer"):
         quant.quantize(np.zeros((2, 256), np.float32), "q4_K")
+    with pytest.raises(NotImplementedError, match="no q6_K quantizer"):
+        quant.quantize_chunks([np.zeros(512, np.float32)], (2, 256), "q6_K")
     with pytest.raises(ValueError, match="does not read q4_K"):
         quant.linear(np.zeros(256, np.float32), qt, kernel="qgemm_vnni")
     with pytest.raises(ValueError, match="reads K-quant"):

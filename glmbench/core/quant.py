@@ -263,6 +263,8 @@ def quantize_chunks(chunks, shape, fmt: str) -> QTensor:
     ever holding it whole in float32: how huge random weights are generated straight into blocks
     (glmbench.models.model.random_weight). Rows are quantized as soon as they are complete."""
     fid = _fmt_id(fmt)
+    if fmt in K_FORMATS:
+        raise NotImplementedError(f"glmbench has no {fmt} quantizer: {fmt} weights are read as stored from a GGUF file")
     shape = tuple(int(s) for s in shape)
     k = shape[-1]
     rows = int(np.prod(shape[:-1], dtype=np.int64))
