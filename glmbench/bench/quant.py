@@ -6,7 +6,10 @@ of GLM-4.7-Flash's expert and Qwen3-32B's FFN: the integer GEMM on repacked weig
 what the model uses), the older row-major integer kernel and the float32 one, with float32 OpenBLAS
 on the same shape as the NumPy baseline; GLM-4.7-Flash's 64 routed experts (top-4) in q8_0/q4_0 at
 T=1 and T=512 through the C driver (gb_qmoe); row dequantization (what the quantized KV cache does
-inside attention); row quantization (what append does).
+inside attention); row quantization (what append does). K-quants (q2_K..q6_K and iq4_xs, read as
+stored: csrc/quant_k.c): GEMV at T=1 and GEMM at T=512 on the same shapes, the portable version
+beside the VNNI one on the small shape, against NumPy float32 on the dequantized weights and the
+q8_K-rounded activations (kquant_cases; bench/bench_kquant.py runs them with the int8 ceiling).
 """
 from __future__ import annotations
 
@@ -68,6 +71,7 @@ def cases(quick: bool = False):
             del wd
         del w
     out += _moe_cases(quick, rng)
+    out += kquant_cases(quick, rng)
     x = rng.standard_normal((256, 1024), dtype=np.float32)  # ~1 MB of output: L2-resident
     for fmt in ("q8_0", "q4_0"):
         qt = quant.quantize(x, fmt)
@@ -75,6 +79,67 @@ def cases(quick: bool = False):
                         bytes=float(qt.nbytes + x.nbytes), bound="memory"))
         out.append(Case(f"quantize {fmt} 256x1024", run=lambda fmt=fmt: quant.quantize(x, fmt), numpy_run=None,
                         flops=float(x.size), bytes=float(qt.nbytes + x.nbytes), bound="compute"))
+    return out
+
+
+K_FMTS = ("q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "iq4_xs")
+# byte offsets of the f16 scales in a block
+_K_SCALES = {"q2_K": (80, 82), "q3_K": (108,), "q4_K": (0, 2), "q5_K": (0, 2), "q6_K": (208,), "iq4_xs": (0,)}
+
+
+def kquant_weights(n: int, k: int, fmt: str, seed: int = 0) -> quant.QTensor:
+    """A [n, k] K-quant QTensor of random blocks: random bytes (every value, 6-bit scale and min
+    pattern), f16 super-block scales drawn small and finite. glmbench has no K-quant quantizer
+    (the formats are read as stored); the kernels' speed does not depend on the values."""
+    _, qk, bb = quant.FORMATS[fmt]
+    rng = np.random.default_rng(seed)
+    nb = k // qk
+    a = rng.integers(0, 256, (n, nb, bb), dtype=np.uint8)
+    for o in _K_SCALES[fmt]:
+        a[:, :, o:o + 2] = (rng.uniform(0.001, 0.01, (n, nb)).astype(np.float16).view(np.uint8).reshape(n, nb, 2))
+    return quant.QTensor(a.reshape(n, nb * bb), fmt, (n, k))
+
+
+def q8_K_dequantized(x: np.ndarray) -> np.ndarray:
+    """x [T, K] float32 as the K-quant kernels see it: quantized to q8_K per row (ggml's reference
+    rounding, csrc/quant_k.c) and back to float32."""
+    from glmbench.core._loader import _core
+    T, K = x.shape
+    blk = _core.quantize_q8_K(np.ascontiguousarray(x)).reshape(T, K // 256, 292)
+    d = blk[:, :, :4].copy().view(np.float32)
+    q = blk[:, :, 4:260].copy().view(np.int8).astype(np.float32)
+    return (q * d).reshape(T, K)
+
+
+def kquant_cases(quick: bool = False, rng=None):
+    """K-quant GEMV (T=1, both shapes) and GEMM (T=512, the small shape) per format; the NumPy twin is
+    float32 BLAS on the dequantized weights and the q8_K-rounded activations (the same numbers)."""
+    rng = rng if rng is not None else np.random.default_rng(1)
+    avail = quant.kernels()
+    kern = "kquant_vnni" if avail.get("kquant_vnni") else "kquant_ref"
+    out = []
+    for label, n, k in SHAPES[:1] if quick else SHAPES:
+        for fmt in K_FMTS:
+            qt = kquant_weights(n, k, fmt, seed=K_FMTS.index(fmt) + (0 if label == "glm-expert" else 10))
+            wd = qt.dequantize()
+            x1 = rng.standard_normal((1, k), dtype=np.float32)
+            x1q = q8_K_dequantized(x1)
+            kerns = (kern, "kquant_ref") if label == "glm-expert" and kern != "kquant_ref" else (kern,)
+            for kk in kerns:
+                out.append(Case(f"qlinear {fmt} {kk} T=1 {label} {n}x{k}",
+                                run=lambda qt=qt, x=x1, kk=kk: quant.linear(x, qt, kernel=kk),
+                                numpy_run=lambda wd=wd, x=x1q: x @ wd.T,
+                                flops=2.0 * n * k, bytes=float(qt.nbytes + 4 * (k + n)), bound="memory",
+                                tags=(f"gemv_{fmt}",)))
+            if label == "glm-expert":
+                x = rng.standard_normal((512, k), dtype=np.float32)
+                xq = q8_K_dequantized(x)
+                out.append(Case(f"qlinear {fmt} {kern} T=512 {label} {n}x{k}",
+                                run=lambda qt=qt, x=x: quant.linear(x, qt, kernel=kern),
+                                numpy_run=lambda wd=wd, x=xq: x @ wd.T,
+                                flops=2.0 * 512 * n * k, bytes=float(qt.nbytes + 4 * 512 * (k + n)), bound="compute",
+                                tags=(f"gemm_{fmt}",)))
+            del wd
     return out
 
 

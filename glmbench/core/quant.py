@@ -1,6 +1,7 @@
 """Quantized weights: ggml's q8_0 and q4_0 block formats, byte for byte, and the kernels that read
-them directly (csrc/quant.c). See docs/QUANT.md for the formats, the kernels, the measured costs and
-the accuracy bounds.
+them directly (csrc/quant.c); ggml's K-quants q2_K, q3_K, q4_K, q5_K, q6_K and iq4_xs read as
+stored (csrc/quant_k.c: no quantizer here, their bytes come from GGUF files). See docs/QUANT.md for
+the formats, the kernels, the measured costs and the accuracy bounds.
 
     qt = quantize(w, "q4_0")            # w float32 [..., K], K % 32 == 0 -> QTensor
     qt.nbytes, qt.shape, qt.fmt         # exact bytes in the ggml layout; logical float shape
@@ -18,14 +19,20 @@ import numpy as np
 from glmbench.core._loader import _core
 
 __all__ = ["QTensor", "quantize", "dequantize", "quantize_q8_0", "quantize_q4_0", "linear", "swiglu",
-           "moe_experts", "FORMATS", "kernels", "quantize_chunks", "matrix_format"]
+           "moe_experts", "FORMATS", "K_FORMATS", "kernels", "quantize_chunks", "matrix_format", "gguf_format"]
 
 # C-core format ids (csrc/common.h) and ggml block sizes (elements, bytes)
-FORMATS = {"q8_0": (8, 32, 34), "q4_0": (9, 32, 18)}
+FORMATS = {"q8_0": (8, 32, 34), "q4_0": (9, 32, 18),
+           # K-quants (csrc/quant_k.h; ids are ggml's type numbers): read as stored, not quantized here
+           "q2_K": (10, 256, 84), "q3_K": (11, 256, 110), "q4_K": (12, 256, 144), "q5_K": (13, 256, 176),
+           "q6_K": (14, 256, 210), "iq4_xs": (23, 256, 136)}
+K_FORMATS = ("q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "iq4_xs")  # super-blocks of 256, csrc/quant_k.c
 _COMPUTE = {"auto": 0, "f32": 1, "q8": 2}
 _VERSIONS = {"auto": 0, "ref_f32": 1, "avx512_f32": 2, "ref_q8": 3, "avx2_q8": 4, "vnni_q8": 5, "blas_f32": 6}
 # the integer GEMM on repacked weights (csrc/qgemm.c): portable scalar, AVX-512 VNNI
 _QGEMM = {"qgemm_ref": 1, "qgemm_vnni": 2}
+# the K-quant GEMV/GEMM on the weights as stored (csrc/quant_k.c): portable C, AVX-512 VNNI
+_KQUANT = {"kquant_ref": 1, "kquant_vnni": 2}
 
 
 def _fmt_id(fmt: str) -> int:
@@ -41,6 +48,13 @@ def row_bytes(fmt: str, k: int) -> int:
     if k % qk:
         raise ValueError(f"{fmt} stores blocks of {qk}; row length {k} is not a multiple")
     return k // qk * bb
+
+
+def gguf_format(type_name: str):
+    """The QTensor format that holds a GGUF tensor of ggml type `type_name` ("Q4_K" -> "q4_K") as
+    stored, or None when glmbench has no kernel reading that type (it is dequantized on load)."""
+    name = str(type_name).lower().replace("_k", "_K")
+    return name if name in FORMATS else None
 
 
 class QTensor:
@@ -80,7 +94,10 @@ class QTensor:
     def repack(self) -> "QTensor":
         """Convert to the packed layout in place, once (the ggml bytes are dropped: same memory,
         plus up to 15 zero rows per matrix); linear() and moe_experts() do this on first use.
-        The tensor's values, shape and `data` (rebuilt on access) are unchanged. Returns self."""
+        The tensor's values, shape and `data` (rebuilt on access) are unchanged. Returns self.
+        K-quants are read in the ggml layout as stored: nothing to do."""
+        if self.fmt in K_FORMATS:
+            return self
         if self._packed is None:
             if self.ndim < 2:
                 raise ValueError("a 1-D QTensor is not a matrix and cannot be repacked")
@@ -176,8 +193,12 @@ def _as_f32_2d(x, name="x"):
 
 def quantize(x: np.ndarray, fmt: str = "q8_0") -> QTensor:
     """float32 [..., K] (K % 32 == 0, finite) -> QTensor in ggml's `fmt` layout. The input is not
-    modified. ValueError for NaN/inf or a block whose scale overflows float16."""
+    modified. ValueError for NaN/inf or a block whose scale overflows float16. The K-quants have no
+    quantizer here (NotImplementedError): their bytes come from GGUF files (QTensor.from_bytes)."""
     fid = _fmt_id(fmt)
+    if fmt in K_FORMATS:
+        raise NotImplementedError(f"glmbench has no {fmt} quantizer: {fmt} weights are read as stored from a GGUF "
+                                  f"file (QTensor.from_bytes / glmbench.load_model); quantize to q8_0 or q4_0 instead")
     x2 = _as_f32_2d(x)
     data = _core.quantize(x2, fid)
     return QTensor(data.reshape(x.shape[:-1] + (data.shape[-1],)), fmt, x.shape)
@@ -189,6 +210,8 @@ def dequantize(qt: QTensor) -> np.ndarray:
         raise TypeError(f"`qt` must be a QTensor, got {type(qt).__name__}")
     k = qt.shape[-1]
     d = qt.data
+    if qt.fmt in K_FORMATS:  # bit for bit ggml's dequantize_row_* (csrc/quant_k.c)
+        return _core.kdequantize(d.reshape(-1, d.shape[-1]), _fmt_id(qt.fmt), k).reshape(qt.shape)
     y = _core.dequantize(d.reshape(-1, d.shape[-1]), _fmt_id(qt.fmt), k)
     return y.reshape(qt.shape)
 
@@ -206,7 +229,7 @@ def quantize_q4_0(x: np.ndarray) -> np.ndarray:
 def kernels() -> dict:
     """{kernel version name: compiled in on this build} (csrc/quant.h and csrc/qgemm.h list what
     each does)."""
-    return {**dict(_core.qversions()), **dict(_core.qgemm_versions())}
+    return {**dict(_core.qversions()), **dict(_core.qgemm_versions()), **dict(_core.kversions())}
 
 
 def linear(x: np.ndarray, weight: QTensor, bias=None, *, compute: str = "auto", kernel: str = "auto") -> np.ndarray:
@@ -217,6 +240,10 @@ def linear(x: np.ndarray, weight: QTensor, bias=None, *, compute: str = "auto", 
     repacked in place on first use). "f32": float32 activations against weights decoded in
     registers (T < 16) or dequantized panels and OpenBLAS sgemm (T >= 16).
     `kernel` forces a numbered version (see kernels()); for tests and benchmarks.
+
+    q2_K..q6_K and iq4_xs weights (csrc/quant_k.c): x quantized to q8_K per row, integer super-block dots
+    on the weight as stored (kernels kquant_vnni / kquant_ref, bit-identical); compute="f32"
+    dequantizes W to float32 and calls the C core's float linear.
     """
     if not isinstance(weight, QTensor):
         raise TypeError(f"`weight` must be a QTensor, got {type(weight).__name__}")
@@ -224,12 +251,24 @@ def linear(x: np.ndarray, weight: QTensor, bias=None, *, compute: str = "auto", 
         raise ValueError(f"`weight` must be 2-D [N, K], got shape {weight.shape}")
     if compute not in _COMPUTE:
         raise ValueError(f"`compute` must be one of {', '.join(_COMPUTE)}, got {compute!r}")
-    if kernel not in _VERSIONS and kernel not in _QGEMM:
-        raise ValueError(f"`kernel` must be one of {', '.join([*_VERSIONS, *_QGEMM])}, got {kernel!r}")
+    if kernel not in _VERSIONS and kernel not in _QGEMM and kernel not in _KQUANT:
+        raise ValueError(f"`kernel` must be one of {', '.join([*_VERSIONS, *_QGEMM, *_KQUANT])}, got {kernel!r}")
     x2 = _as_f32_2d(x)
     n, k = weight.shape
     if x2.shape[1] != k:
         raise ValueError(f"`x` has shape {x.shape}: its last axis must be {k} to match the weight's in_features")
+    if weight.fmt in K_FORMATS:
+        if kernel != "auto" and kernel not in _KQUANT:
+            raise ValueError(f"kernel {kernel!r} does not read {weight.fmt}; use one of {', '.join(_KQUANT)}")
+        if compute == "f32":
+            if kernel != "auto":
+                raise ValueError(f"kernel {kernel!r} computes with q8_K activations; compute='f32' cannot use it")
+            y = _core.linear(x2, weight.dequantize(), bias)
+        else:
+            y = _core.klinear(x2, weight.data, _fmt_id(weight.fmt), k, bias, _KQUANT.get(kernel, 0))
+        return y.reshape(x.shape[:-1] + (n,))
+    if kernel in _KQUANT:
+        raise ValueError(f"kernel {kernel!r} reads K-quant weights; this weight is {weight.fmt}")
     if kernel in _QGEMM or (kernel == "auto" and compute != "f32"):
         if compute == "f32":
             raise ValueError(f"kernel {kernel!r} computes with q8_0 activations; compute='f32' cannot use it")
@@ -245,6 +284,8 @@ def quantize_chunks(chunks, shape, fmt: str) -> QTensor:
     ever holding it whole in float32: how huge random weights are generated straight into blocks
     (glmbench.models.model.random_weight). Rows are quantized as soon as they are complete."""
     fid = _fmt_id(fmt)
+    if fmt in K_FORMATS:
+        raise NotImplementedError(f"glmbench has no {fmt} quantizer: {fmt} weights are read as stored from a GGUF file")
     shape = tuple(int(s) for s in shape)
     k = shape[-1]
     rows = int(np.prod(shape[:-1], dtype=np.int64))
@@ -330,6 +371,7 @@ def moe_experts(x, topk_idx, topk_weight, w_gate: QTensor, w_up: QTensor, w_down
     ws = (w_gate, w_up, w_down)
     compute, kernel = kw.get("compute", "auto"), kw.get("kernel", "auto")
     if (all(isinstance(w, QTensor) for w in ws) and len({w.fmt for w in ws}) == 1 and compute in ("auto", "q8")
+            and w_gate.fmt not in K_FORMATS
             and (kernel == "auto" or kernel in _QGEMM)):
         # one C call (csrc/qgemm.c gb_qmoe): tokens grouped per expert, integer GEMMs on the
         # repacked experts, no Python per expert

@@ -6,8 +6,10 @@ dict of HF-named arrays) -> glmbench.Model.
 
 Formats used as stored (Model(weights="stored")): f32, f16, bf16 (uint16 bits) and ggml q8_0 /
 q4_0 blocks (a GGUF's bytes wrapped as core.quant.QTensor, memory-mapped, the same block layout:
-f16 scale then 32 int8, or f16 scale then 16 bytes of nibbles, low nibbles the first 16 weights).
-Every other GGUF type (K-quants, IQ types, q4_1, q5_0, MXFP4...) is dequantized to f32 with
+f16 scale then 32 int8, or f16 scale then 16 bytes of nibbles, low nibbles the first 16 weights),
+the K-quants q2_K / q3_K / q4_K / q5_K / q6_K (the Q*_K_S/M/L mixes' types) and iq4_xs
+(csrc/quant_k.h). Every other GGUF type (iq4_nl and the other IQ types, q4_1, q5_0, q5_1, MXFP4,
+TQ...) is dequantized to f32 with
 gguf.quants.dequantize, and a warning names the types and tensors. `weights=` a format converts
 every matrix to it instead.
 
@@ -31,13 +33,13 @@ import warnings
 
 import numpy as np
 
-from glmbench.core.quant import QTensor
+from glmbench.core.quant import QTensor, gguf_format
 from glmbench.models import configs, gguf_file
 from glmbench.models.model import STORED, Model
 
 __all__ = ["state_dict", "load_model", "is_checkpoint", "read_safetensors", "CheckpointError"]
 
-EXACT_GGUF = {"F32", "F16", "BF16", "Q8_0", "Q4_0"}
+EXACT_GGUF = {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_XS"}  # run as stored
 
 
 class CheckpointError(ValueError):
@@ -159,8 +161,8 @@ def _tensor(g, t, converted):
     data = g.tensor_data(t.name)
     if t.type_name in ("F32", "F16", "BF16"):
         return data
-    if t.type_name in ("Q8_0", "Q4_0"):
-        return QTensor(data, t.type_name.lower(), t.shape)
+    if gguf_format(t.type_name):  # q8_0/q4_0, the K-quants q2_K..q6_K, iq4_xs: the blocks as stored
+        return QTensor(data, gguf_format(t.type_name), t.shape)
     return _dequant(g, t.name, converted)
 
 
@@ -173,7 +175,7 @@ def _dequant(g, name, converted) -> np.ndarray:
         return data.astype(np.float32)
     if t.type_name == "BF16":
         return (data.astype(np.uint32) << np.uint32(16)).view(np.float32)
-    if t.type_name not in ("Q8_0", "Q4_0"):
+    if not gguf_format(t.type_name):
         converted.setdefault(t.type_name, []).append(name)
     import gguf
     try:

@@ -1,0 +1,144 @@
+/* bind_quant_k.c: Python bindings for quant_k.c (ggml q4_K / q5_K / q6_K read as stored).
+ * Same pattern as bind_quant.c; formats are ggml's type numbers (quant_k.h), glmbench/core/quant.py
+ * maps names. */
+#include "bind.h"
+#include "quant_k.h"
+
+static int check_kfmt(int fmt) {
+    if (!gb_is_kfmt(fmt)) {
+        PyErr_Format(PyExc_ValueError, "`fmt` must be %d (q2_K), %d (q3_K), %d (q4_K), %d (q5_K), %d (q6_K) or %d (iq4_xs), got %d",
+                     GB_Q2_K, GB_Q3_K, GB_Q4_K, GB_Q5_K, GB_Q6_K, GB_IQ4_XS, fmt);
+        return -1;
+    }
+    return 0;
+}
+
+static int check_k(Py_ssize_t k) {
+    if (k <= 0 || k % GB_QKK) {
+        PyErr_Format(PyExc_ValueError, "`k` must be a positive multiple of 256 (K-quant super-blocks), got %ld", (long)k);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *py_kdequantize(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"q", "fmt", "k", NULL};
+    PyObject *qo;
+    int fmt;
+    Py_ssize_t k;
+    PyArrayObject *q = NULL, *y = NULL;
+    PyObject *ret = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "Oin:kdequantize", kwlist, &qo, &fmt, &k)) return NULL;
+    if (check_kfmt(fmt) < 0 || check_k(k) < 0) goto done;
+    if (!(q = gb_array(qo, "q", NPY_UINT8, 2, GB_COPY))) goto done;
+    if (gb_check_dim(q, "q", 1, (npy_intp)gb_k_row_bytes(fmt, k), "the bytes of one row of k elements") < 0) goto done;
+    npy_intp dims[2] = {PyArray_DIM(q, 0), k};
+    if (!(y = gb_new_f32(2, dims))) goto done;
+    int st;
+    Py_BEGIN_ALLOW_THREADS
+    st = gb_k_dequantize_rows(fmt, PyArray_DATA(q), (float *)PyArray_DATA(y), dims[0], k);
+    Py_END_ALLOW_THREADS
+    ret = gb_result(st, &y);
+done:
+    Py_XDECREF(q);
+    Py_XDECREF(y);
+    return ret;
+}
+
+/* x f32 [R, K] -> the q8_K bytes, uint8 [R, K/256 * 292] (ggml's block_q8_K) */
+static PyObject *py_quantize_q8_K(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"x", NULL};
+    PyObject *xo;
+    PyArrayObject *x = NULL, *q = NULL;
+    PyObject *ret = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O:quantize_q8_K", kwlist, &xo)) return NULL;
+    if (!(x = gb_array(xo, "x", NPY_FLOAT32, 2, GB_COPY))) goto done;
+    const npy_intp R = PyArray_DIM(x, 0), K = PyArray_DIM(x, 1);
+    if (check_k(K) < 0) goto done;
+    if (gb_check_finite(x, "x") < 0) goto done;
+    npy_intp dims[2] = {R, K / GB_QKK * (npy_intp)sizeof(gb_block_q8_K)};
+    if (!(q = (PyArrayObject *)PyArray_SimpleNew(2, dims, NPY_UINT8))) goto done;
+    for (npy_intp r = 0; r < R; r++)
+        gb_quantize_row_q8_K((const float *)PyArray_DATA(x) + r * K, (gb_block_q8_K *)((uint8_t *)PyArray_DATA(q) + r * dims[1]), K);
+    ret = (PyObject *)q;
+    q = NULL;
+done:
+    Py_XDECREF(x);
+    Py_XDECREF(q);
+    return ret;
+}
+
+static PyObject *py_klinear(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"x", "w", "fmt", "k", "bias", "version", NULL};
+    PyObject *xo, *wo, *bo = Py_None;
+    int fmt, version = GB_KV_AUTO;
+    Py_ssize_t k;
+    PyArrayObject *x = NULL, *w = NULL, *b = NULL, *y = NULL;
+    PyObject *ret = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOin|Oi:klinear", kwlist, &xo, &wo, &fmt, &k, &bo, &version)) return NULL;
+    if (check_kfmt(fmt) < 0 || check_k(k) < 0) goto done;
+    if (!(x = gb_array(xo, "x", NPY_FLOAT32, 2, GB_COPY))) goto done;
+    if (!(w = gb_array(wo, "weight", NPY_UINT8, 2, GB_COPY))) goto done;
+    if (gb_check_dim(x, "x", 1, k, "the weight's in_features") < 0) goto done;
+    if (gb_check_dim(w, "weight", 1, (npy_intp)gb_k_row_bytes(fmt, k), "the bytes of one row of k elements") < 0) goto done;
+    const npy_intp T = PyArray_DIM(x, 0), N = PyArray_DIM(w, 0);
+    if (bo != Py_None) {
+        if (!(b = gb_array(bo, "bias", NPY_FLOAT32, 1, GB_COPY))) goto done;
+        if (gb_check_dim(b, "bias", 0, N, "the weight's out_features") < 0) goto done;
+    }
+    if (gb_check_finite(x, "x") < 0) goto done;
+    npy_intp dims[2] = {T, N};
+    if (!(y = gb_new_f32(2, dims))) goto done;
+    int st;
+    Py_BEGIN_ALLOW_THREADS
+    st = gb_klinear(fmt, (const float *)PyArray_DATA(x), PyArray_DATA(w), b ? (const float *)PyArray_DATA(b) : NULL,
+                    (float *)PyArray_DATA(y), T, N, k, version);
+    Py_END_ALLOW_THREADS
+    ret = gb_result(st, &y);
+done:
+    Py_XDECREF(x);
+    Py_XDECREF(w);
+    Py_XDECREF(b);
+    Py_XDECREF(y);
+    return ret;
+}
+
+static PyObject *py_kversions(PyObject *self, PyObject *noargs) {
+    PyObject *d = PyDict_New();
+    if (!d) return NULL;
+    for (int v = 1; v < GB_KV_COUNT; v++) {
+        PyObject *val = PyBool_FromLong(gb_kversion_available(v));
+        if (PyDict_SetItemString(d, gb_kversion_name(v), val) < 0) {
+            Py_DECREF(val);
+            Py_DECREF(d);
+            return NULL;
+        }
+        Py_DECREF(val);
+    }
+    return d;
+}
+
+static PyObject *py_bench_vnni(PyObject *self, PyObject *args) {
+    long long iters;
+    int reps;
+    if (!PyArg_ParseTuple(args, "Li:bench_vnni", &iters, &reps)) return NULL;
+    double gops = 0.0;
+    int st;
+    Py_BEGIN_ALLOW_THREADS
+    st = gb_bench_vnni((int64_t)iters, reps, &gops);
+    Py_END_ALLOW_THREADS
+    if (st != GB_OK) return gb_raise_status(st);
+    return PyFloat_FromDouble(gops);
+}
+
+PyMethodDef gb_quant_k_methods[] = {
+    {"bench_vnni", (PyCFunction)py_bench_vnni, METH_VARARGS,
+     "bench_vnni(iters, reps) -> GOP/s of vpdpbusd on every thread (int8 ceiling; ValueError without VNNI)"},
+    {"kdequantize", (PyCFunction)(void (*)(void))py_kdequantize, METH_VARARGS | METH_KEYWORDS,
+     "kdequantize(q[R, row_bytes] uint8, fmt, k) -> f32[R, k] (ggml q4_K / q5_K / q6_K)"},
+    {"quantize_q8_K", (PyCFunction)(void (*)(void))py_quantize_q8_K, METH_VARARGS | METH_KEYWORDS,
+     "quantize_q8_K(x[R, K] f32) -> uint8[R, K/256*292] (ggml block_q8_K rows)"},
+    {"klinear", (PyCFunction)(void (*)(void))py_klinear, METH_VARARGS | METH_KEYWORDS,
+     "klinear(x[T, K] f32, w[N, row_bytes] uint8, fmt, k, bias=None, version=0) -> f32[T, N]"},
+    {"kversions", (PyCFunction)py_kversions, METH_NOARGS, "kversions() -> {name: compiled in}"},
+    {NULL, NULL, 0, NULL}};

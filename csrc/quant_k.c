@@ -1,0 +1,752 @@
+/* quant_k.c: ggml K-quants (q4_K, q5_K, q6_K) as stored: dequantize, q8_K activations, and the
+ * quantized linear (decode GEMV and prefill GEMM share one driver). See quant_k.h for the layouts
+ * and the arithmetic every version follows.
+ *
+ * Driver: activations quantized to q8_K once per call; token chunks small enough to stay in L2;
+ * OpenMP over weight rows. Per (row, super-block) the weights are decoded once - the portable
+ * version into a small struct, the VNNI version into four zmm of unsigned bytes plus per-lane int32
+ * scales - and dotted with every token of the chunk. The weights are read in the ggml layout as
+ * stored (no repacked copy): a row of super-blocks is one contiguous stream. */
+#include "quant_k.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+#include "common.h"
+
+#define QKK GB_QKK
+
+static inline float h2f(const uint8_t *p) {
+    uint16_t h;
+    memcpy(&h, p, 2);
+#if defined(__F16C__)
+    return _cvtsh_ss(h);
+#else
+    return gb_f16_to_f32(h);
+#endif
+}
+
+int gb_is_kfmt(int fmt) {
+    return fmt == GB_Q2_K || fmt == GB_Q3_K || fmt == GB_Q4_K || fmt == GB_Q5_K || fmt == GB_Q6_K || fmt == GB_IQ4_XS;
+}
+
+static inline int64_t kblk_bytes(int fmt) {
+    return fmt == GB_Q2_K ? 84 : fmt == GB_Q3_K ? 110 : fmt == GB_Q4_K ? 144 : fmt == GB_Q5_K ? 176 : fmt == GB_Q6_K ? 210 : 136;
+}
+
+/* iq4_nl's non-linear 4-bit grid (ggml-common.h kvalues_iq4nl), which iq4_xs indexes */
+static const int8_t kvalues_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+/* q3_K's 16 6-bit scales (ggml's aux trick), as stored: subtract 32 for the signed scale */
+static inline void q3_scales(const uint8_t *s12, uint32_t aux[4]) {
+    memcpy(aux, s12, 12);
+    const uint32_t tmp = aux[2];
+    aux[2] = ((aux[0] >> 4) & 0x0f0f0f0fu) | (((tmp >> 4) & 0x03030303u) << 4);
+    aux[3] = ((aux[1] >> 4) & 0x0f0f0f0fu) | (((tmp >> 6) & 0x03030303u) << 4);
+    aux[0] = (aux[0] & 0x0f0f0f0fu) | (((tmp >> 0) & 0x03030303u) << 4);
+    aux[1] = (aux[1] & 0x0f0f0f0fu) | (((tmp >> 2) & 0x03030303u) << 4);
+}
+
+int64_t gb_k_row_bytes(int fmt, int64_t n) {
+    if (!gb_is_kfmt(fmt) || n < 0 || n % QKK) return -1;
+    return n / QKK * kblk_bytes(fmt);
+}
+
+/* ---- one super-block decoded (portable) ------------------------------------------------------ */
+
+/* The 6-bit scale and min of sub-block j (ggml's get_scale_min_k4). */
+static inline void scale_min_k4(int j, const uint8_t *q, int *sc, int *m) {
+    if (j < 4) {
+        *sc = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *sc = (q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4);
+        *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+    }
+}
+
+/* unsigned values q[256], an int scale and an int min weight per 16 values, the two float scales */
+typedef struct {
+    float d, dm;
+    int32_t sc[16];
+    int16_t mn[16];
+    uint8_t q[QKK];
+} kdec;
+
+static void kdecode(int fmt, const uint8_t *b, kdec *o) {
+    if (fmt == GB_IQ4_XS) {
+        /* 8 sub-blocks of 32: 6-bit scale (low nibble in scales_l, 2 high bits in scales_h) - 32;
+         * values kvalues[nibble] stored + 128 (unsigned), the offset comes off as 128 * sc * bsum */
+        const uint16_t sh = (uint16_t)(b[2] | (b[3] << 8));
+        const uint8_t *sl = b + 4, *qs = b + 8;
+        o->d = o->dm = h2f(b);
+        for (int ib = 0; ib < 8; ib++) {
+            const int ls = ((sl[ib / 2] >> (4 * (ib % 2))) & 0x0f) | (((sh >> (2 * ib)) & 3) << 4);
+            o->sc[2 * ib] = o->sc[2 * ib + 1] = ls - 32;
+            o->mn[2 * ib] = o->mn[2 * ib + 1] = (int16_t)(128 * (ls - 32));
+            for (int j = 0; j < 16; j++) {
+                o->q[32 * ib + j] = (uint8_t)(kvalues_iq4nl[qs[16 * ib + j] & 0x0f] + 128);
+                o->q[32 * ib + 16 + j] = (uint8_t)(kvalues_iq4nl[qs[16 * ib + j] >> 4] + 128);
+            }
+        }
+        return;
+    }
+    if (fmt == GB_Q2_K || fmt == GB_Q3_K) {
+        /* 2-bit values: value 128n + 32j + m (m < 32) is bits 2j..2j+1 of qs[32n + m] */
+        const uint8_t *qs = fmt == GB_Q2_K ? b + 16 : b + 32;
+        for (int n = 0; n < 2; n++)
+            for (int j = 0; j < 4; j++)
+                for (int m = 0; m < 32; m++) {
+                    int v = (qs[32 * n + m] >> (2 * j)) & 3;
+                    if (fmt == GB_Q3_K) v |= ((b[m] >> (4 * n + j)) & 1) << 2; /* hmask bit 4n + j: value - 4 when clear */
+                    o->q[128 * n + 32 * j + m] = (uint8_t)v;
+                }
+        if (fmt == GB_Q2_K) {
+            o->d = h2f(b + 80);
+            o->dm = h2f(b + 82);
+            for (int c = 0; c < 16; c++) {
+                o->sc[c] = b[c] & 0x0f;
+                o->mn[c] = (int16_t)(b[c] >> 4);
+            }
+        } else {
+            uint32_t aux[4];
+            q3_scales(b + 96, aux);
+            const uint8_t *sc = (const uint8_t *)aux;
+            o->d = o->dm = h2f(b + 108);
+            for (int c = 0; c < 16; c++) {
+                o->sc[c] = (int)sc[c] - 32;
+                o->mn[c] = (int16_t)(4 * o->sc[c]); /* the stored value is q + 4 (hmask set) or q: offset 4 */
+            }
+        }
+        return;
+    }
+    if (fmt == GB_Q6_K) {
+        const uint8_t *ql = b, *qh = b + 128;
+        const int8_t *sc = (const int8_t *)(b + 192);
+        o->d = o->dm = h2f(b + 208);
+        for (int c = 0; c < 16; c++) {
+            o->sc[c] = sc[c];
+            o->mn[c] = (int16_t)(32 * sc[c]);
+        }
+        for (int h = 0; h < 2; h++)
+            for (int l = 0; l < 32; l++) {
+                const uint8_t *L = ql + 64 * h, *H = qh + 32 * h;
+                uint8_t *q = o->q + 128 * h;
+                q[l] = (uint8_t)((L[l] & 0x0f) | (((H[l] >> 0) & 3) << 4));
+                q[l + 32] = (uint8_t)((L[l + 32] & 0x0f) | (((H[l] >> 2) & 3) << 4));
+                q[l + 64] = (uint8_t)((L[l] >> 4) | (((H[l] >> 4) & 3) << 4));
+                q[l + 96] = (uint8_t)((L[l + 32] >> 4) | (((H[l] >> 6) & 3) << 4));
+            }
+        return;
+    }
+    o->d = h2f(b);
+    o->dm = h2f(b + 2);
+    const uint8_t *scales = b + 4;
+    for (int j = 0; j < 8; j++) {
+        int s, m;
+        scale_min_k4(j, scales, &s, &m);
+        o->sc[2 * j] = o->sc[2 * j + 1] = s;
+        o->mn[2 * j] = o->mn[2 * j + 1] = (int16_t)m;
+    }
+    const uint8_t *qs = fmt == GB_Q4_K ? b + 16 : b + 48, *qh = b + 16;
+    for (int c = 0; c < 4; c++)
+        for (int l = 0; l < 32; l++) {
+            int lo = qs[32 * c + l] & 0x0f, hi = qs[32 * c + l] >> 4;
+            if (fmt == GB_Q5_K) {
+                lo += ((qh[l] >> (2 * c)) & 1) << 4;
+                hi += ((qh[l] >> (2 * c + 1)) & 1) << 4;
+            }
+            o->q[64 * c + l] = (uint8_t)lo;
+            o->q[64 * c + 32 + l] = (uint8_t)hi;
+        }
+}
+
+/* ---- dequantize ------------------------------------------------------------------------------ */
+
+/* ggml's arithmetic: (d*sc)*q - (dmin*m) for q2_K/q4_K/q5_K, (d*sc)*(q-32) for q6_K, (d*(sc-32))*(q-4)
+ * for q3_K (q the 3-bit value with the hmask bit on top), (d*(ls-32))*kvalue for iq4_xs, float32, no FMA */
+static void dequantize_row_k(int fmt, const uint8_t *src, float *y, int64_t k) {
+    kdec o;
+    for (int64_t i = 0; i < k / QKK; i++) {
+        kdecode(fmt, src + i * kblk_bytes(fmt), &o);
+        float *yb = y + i * QKK;
+        for (int c = 0; c < 16; c++) {
+            const float d1 = o.d * (float)o.sc[c];
+            if (fmt == GB_Q6_K || fmt == GB_Q3_K || fmt == GB_IQ4_XS) {
+                const int off = fmt == GB_Q6_K ? 32 : fmt == GB_Q3_K ? 4 : 128;
+                for (int j = 0; j < 16; j++) yb[16 * c + j] = d1 * (float)((int)o.q[16 * c + j] - off);
+            } else {
+                const float m1 = o.dm * (float)o.mn[c];
+                for (int j = 0; j < 16; j++) yb[16 * c + j] = d1 * (float)o.q[16 * c + j] - m1;
+            }
+        }
+    }
+}
+
+int gb_k_dequantize_rows(int fmt, const void *src, float *y, int64_t rows, int64_t k) {
+    const int64_t rb = gb_k_row_bytes(fmt, k);
+    if (rb < 0) return gb_error(GB_EVALUE, "dequantize: format %d with k=%ld is not a K-quant row (k %% 256 == 0)", fmt, (long)k);
+#pragma omp parallel for schedule(static) if (rows * k > 1 << 18)
+    for (int64_t r = 0; r < rows; r++) dequantize_row_k(fmt, (const uint8_t *)src + r * rb, y + r * k, k);
+    return GB_OK;
+}
+
+/* ---- q8_K activations -------------------------------------------------------------------------- */
+
+void gb_quantize_row_q8_K(const float *x, gb_block_q8_K *y, int64_t k) {
+    for (int64_t i = 0; i < k / QKK; i++) {
+        const float *xb = x + i * QKK;
+        float max = 0.0f, amax = 0.0f;
+        for (int j = 0; j < QKK; j++) {
+            const float ax = fabsf(xb[j]);
+            if (ax > amax) {
+                amax = ax;
+                max = xb[j];
+            }
+        }
+        if (!amax) {
+            memset(&y[i], 0, sizeof(gb_block_q8_K));
+            continue;
+        }
+        const float iscale = -127.0f / max;
+        for (int j = 0; j < QKK; j++) {
+            const int v = (int)rintf(iscale * xb[j]); /* ggml's nearest_int: round half to even */
+            y[i].qs[j] = (int8_t)(v < 127 ? v : 127);
+        }
+        for (int j = 0; j < QKK / 16; j++) {
+            int s = 0;
+            for (int l = 0; l < 16; l++) s += y[i].qs[16 * j + l];
+            y[i].bsums[j] = (int16_t)s;
+        }
+        y[i].d = 1.0f / iscale;
+    }
+}
+
+/* ---- kernels: one token chunk of one weight row --------------------------------------------- */
+
+/* acc[t] += over super-blocks of row w: (d*dx)*isum - (dm*dx)*msum, tokens t < tt of xq (nb blocks each) */
+static void row_ref(int fmt, const uint8_t *w, const gb_block_q8_K *xq, int64_t nb, int64_t tt, float *acc) {
+    kdec o;
+    const int64_t bb = kblk_bytes(fmt);
+    for (int64_t b = 0; b < nb; b++) {
+        kdecode(fmt, w + b * bb, &o);
+        for (int64_t t = 0; t < tt; t++) {
+            const gb_block_q8_K *x = &xq[t * nb + b];
+            int32_t isum = 0, msum = 0;
+            for (int c = 0; c < 16; c++) {
+                int32_t s = 0;
+                for (int j = 0; j < 16; j++) s += (int32_t)o.q[16 * c + j] * x->qs[16 * c + j];
+                isum += o.sc[c] * s;
+                msum += (int32_t)o.mn[c] * x->bsums[c];
+            }
+            acc[t] += (o.d * x->d) * (float)isum - (o.dm * x->d) * (float)msum;
+        }
+    }
+}
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__) && defined(__AVX2__)
+#define GB_HAVE_K_VNNI 1
+
+/* s[z]: the int16 scale of each pair of values in zmm z, from the 16 group scales (16 values each).
+ * Natural order (perm 0): int16 lane k of zmm z covers group 4z + k/8. perm 1 (q4_K/q5_K, whose
+ * nibbles are used as loaded, the activations permuted to match, see permute_x): zmm 2h holds
+ * groups 8h, 8h+1, 8h+4, 8h+5, zmm 2h+1 groups 8h+2, 8h+3, 8h+6, 8h+7. */
+static inline __attribute__((always_inline)) void scales16(__m256i sc16, __m512i s[4], int perm) {
+    const __m512i v = _mm512_castsi256_si512(sc16);
+    for (int z = 0; z < 4; z++) {
+        const int h = z / 2, o = 2 * (z % 2);
+        const long long g0 = perm ? 8 * h + o : 4 * z, g1 = perm ? 8 * h + o + 1 : 4 * z + 1;
+        const long long g2 = perm ? 8 * h + o + 4 : 4 * z + 2, g3 = perm ? 8 * h + o + 5 : 4 * z + 3;
+        const long long r = 0x0001000100010001LL;
+        s[z] = _mm512_permutexvar_epi16(_mm512_set_epi64(r * g3, r * g3, r * g2, r * g2, r * g1, r * g1, r * g0, r * g0), v);
+    }
+}
+
+/* The activation order the VNNI row kernels read for q4_K/q5_K and iq4_xs, whose nibbles they use
+ * as loaded (no shuffle of the weights): per half h of a block, q4_K/q5_K take values
+ * [0..31, 64..95, 32..63, 96..127], iq4_xs [0..15, 32..47, 64..79, 96..111, 16..31, 48..63, ...].
+ * Only the order of the terms of exact integer sums changes. */
+static int x_permuted(int fmt) { return fmt == GB_Q4_K || fmt == GB_Q5_K || fmt == GB_IQ4_XS; }
+
+static void permute_x(int fmt, gb_block_q8_K *blk, int64_t nb) {
+    int8_t t[GB_QKK];
+    for (int64_t b = 0; b < nb; b++) {
+        const int8_t *q = blk[b].qs;
+        for (int h = 0; h < 2; h++) {
+            const int8_t *src = q + 128 * h;
+            int8_t *dst = t + 128 * h;
+            if (fmt == GB_IQ4_XS) {
+                for (int k = 0; k < 4; k++) {
+                    memcpy(dst + 16 * k, src + 32 * k, 16);
+                    memcpy(dst + 64 + 16 * k, src + 32 * k + 16, 16);
+                }
+            } else {
+                memcpy(dst, src, 32);
+                memcpy(dst + 32, src + 64, 32);
+                memcpy(dst + 64, src + 32, 32);
+                memcpy(dst + 96, src + 96, 32);
+            }
+        }
+        memcpy(blk[b].qs, t, GB_QKK);
+    }
+}
+
+/* w[z]: the 64 unsigned values 64z..64z+63 in order; s[z]: int16 scale of each pair of values (scales16) */
+static inline __attribute__((always_inline)) void kdecode_vnni(int fmt, const uint8_t *b, __m512i w[4], __m512i s[4],
+                                                               __m256i *mn, float *d, float *dm) {
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    if (fmt == GB_IQ4_XS) {
+        /* values up to 241 (kvalue + 128): s[z] are int32 scales per vpdpbusd lane (4 values), see dot_vnni */
+        const __m512i tbl = _mm512_broadcast_i32x4(_mm_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, (char)129, (char)141, (char)153,
+                                                                 (char)166, (char)181, (char)197, (char)217, (char)241));
+        for (int h = 0; h < 2; h++) {
+            /* sub-blocks 4h..4h+3, 16 bytes each: low nibbles the first 16 values, high the next 16;
+             * used as loaded, the activations permuted to match (permute_x) */
+            const __m512i r = _mm512_loadu_si512((const void *)(b + 8 + 64 * h));
+            w[2 * h] = _mm512_shuffle_epi8(tbl, _mm512_and_si512(r, m4));
+            w[2 * h + 1] = _mm512_shuffle_epi8(tbl, _mm512_and_si512(_mm512_srli_epi16(r, 4), m4));
+        }
+        uint16_t sh;
+        uint32_t sl;
+        memcpy(&sh, b + 2, 2);
+        memcpy(&sl, b + 4, 4);
+        uint64_t ls = 0;
+        for (int ib2 = 0; ib2 < 8; ib2++) /* 6-bit scales, one byte each (the compiler unrolls this) */
+            ls |= (uint64_t)(((sl >> (4 * ib2)) & 0x0f) | (((sh >> (2 * ib2)) & 3) << 4)) << (8 * ib2);
+        const __m128i sc8 = _mm_sub_epi8(_mm_cvtsi64_si128((long long)ls), _mm_set1_epi8(32));
+        const __m512i sc32 = _mm512_cvtepi8_epi32(sc8);
+        for (int z = 0; z < 4; z++) { /* int32 lane i of zmm 2h or 2h+1: sub-block 4h + i/4 */
+            const int g = 4 * (z / 2);
+            s[z] = _mm512_permutexvar_epi32(_mm512_setr_epi32(g, g, g, g, g + 1, g + 1, g + 1, g + 1, g + 2, g + 2, g + 2, g + 2,
+                                                              g + 3, g + 3, g + 3, g + 3), sc32);
+        }
+        *mn = _mm256_slli_epi16(_mm256_cvtepi8_epi16(_mm_unpacklo_epi8(sc8, sc8)), 7);
+        *d = *dm = h2f(b);
+        return;
+    }
+    if (fmt == GB_Q2_K || fmt == GB_Q3_K) {
+        const __m512i m3 = _mm512_set1_epi8(3), m1 = _mm512_set1_epi8(1);
+        const uint8_t *qs = fmt == GB_Q2_K ? b + 16 : b + 32;
+        const __m512i H = fmt == GB_Q3_K ? _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)b)) : _mm512_setzero_si512();
+        for (int z = 0; z < 4; z++) {
+            /* values 64z..64z+63: n = z/2, j = 2(z%2) (bytes 0..31) and j+1 (bytes 32..63) */
+            const int n = z / 2, j = 2 * (z % 2);
+            const __m512i Q = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(qs + 32 * n)));
+            const __m512i cnt = _mm512_inserti64x4(_mm512_set1_epi16((short)(2 * j)), _mm256_set1_epi16((short)(2 * j + 2)), 1);
+            __m512i v = _mm512_and_si512(_mm512_srlv_epi16(Q, cnt), m3);
+            if (fmt == GB_Q3_K) {
+                const __m512i hc = _mm512_inserti64x4(_mm512_set1_epi16((short)(4 * n + j)), _mm256_set1_epi16((short)(4 * n + j + 1)), 1);
+                v = _mm512_or_si512(v, _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(H, hc), m1), 2));
+            }
+            w[z] = v;
+        }
+        if (fmt == GB_Q2_K) {
+            const __m128i sc8 = _mm_loadu_si128((const __m128i *)b);
+            scales16(_mm256_cvtepu8_epi16(_mm_and_si128(sc8, _mm_set1_epi8(0x0f))), s, 0);
+            *mn = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sc8, 4), _mm_set1_epi8(0x0f)));
+            *d = h2f(b + 80);
+            *dm = h2f(b + 82);
+        } else {
+            uint32_t aux[4];
+            q3_scales(b + 96, aux);
+            const __m256i sc16 = _mm256_sub_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)aux)), _mm256_set1_epi16(32));
+            scales16(sc16, s, 0);
+            *mn = _mm256_slli_epi16(sc16, 2);
+            *d = *dm = h2f(b + 108);
+        }
+        return;
+    }
+    if (fmt == GB_Q6_K) {
+        const __m512i m3 = _mm512_set1_epi8(3);
+        const __m512i c02 = _mm512_inserti64x4(_mm512_set1_epi16(0), _mm256_set1_epi16(2), 1);
+        const __m512i c46 = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1);
+        for (int h = 0; h < 2; h++) {
+            const __m512i L = _mm512_loadu_si512((const void *)(b + 64 * h));
+            const __m512i H = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b + 128 + 32 * h)));
+            w[2 * h] = _mm512_or_si512(_mm512_and_si512(L, m4), _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(H, c02), m3), 4));
+            w[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(L, 4), m4),
+                                           _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(H, c46), m3), 4));
+        }
+        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(b + 192)));
+        scales16(sc16, s, 0);
+        *mn = _mm256_slli_epi16(sc16, 5);
+        *d = *dm = h2f(b + 208);
+        return;
+    }
+    *d = h2f(b);
+    *dm = h2f(b + 2);
+    /* the 6-bit scales and mins in 32-bit words (ggml's kmask trick): bytes 0..7 the scales, 8..15 the mins */
+    uint32_t u[4];
+    memcpy(u, b + 4, 12);
+    u[3] = ((u[2] >> 4) & 0x0f0f0f0fu) | (((u[1] >> 6) & 0x03030303u) << 4);
+    const uint32_t mlo = u[1] & 0x3f3f3f3fu;
+    u[1] = (u[2] & 0x0f0f0f0fu) | (((u[0] >> 6) & 0x03030303u) << 4);
+    u[2] = mlo;
+    u[0] &= 0x3f3f3f3fu;
+    const __m128i scm = _mm_set_epi32((int)u[3], (int)u[2], (int)u[1], (int)u[0]);
+    scales16(_mm256_cvtepu8_epi16(_mm_unpacklo_epi8(scm, scm)), s, 1); /* sc[c/2] for each 16 values c */
+    *mn = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(scm, scm)); /* m[c/2] for each 16 values c */
+    const uint8_t *qs = fmt == GB_Q4_K ? b + 16 : b + 48;
+    __m512i H = _mm512_setzero_si512();
+    if (fmt == GB_Q5_K) H = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b + 16)));
+    const __m512i m1 = _mm512_set1_epi8(1);
+    for (int h = 0; h < 2; h++) {
+        /* chunks 2h (bytes 0..31) and 2h+1 (32..63): lo = [c 2h low, c 2h+1 low], hi = the high nibbles */
+        const __m512i r = _mm512_loadu_si512((const void *)(qs + 64 * h));
+        __m512i lo = _mm512_and_si512(r, m4), hi = _mm512_and_si512(_mm512_srli_epi16(r, 4), m4);
+        if (fmt == GB_Q5_K) {
+            const __m512i clo = _mm512_inserti64x4(_mm512_set1_epi16((short)(4 * h)), _mm256_set1_epi16((short)(4 * h + 2)), 1);
+            const __m512i chi = _mm512_inserti64x4(_mm512_set1_epi16((short)(4 * h + 1)), _mm256_set1_epi16((short)(4 * h + 3)), 1);
+            lo = _mm512_or_si512(lo, _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(H, clo), m1), 4));
+            hi = _mm512_or_si512(hi, _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(H, chi), m1), 4));
+        }
+        w[2 * h] = lo; /* values 128h + [0..31, 64..95]: the activations are permuted to match (permute_x) */
+        w[2 * h + 1] = hi;
+    }
+}
+
+/* The int32 dot of one token's q8_K block with the decoded super-block: isum per lane (any order of
+ * the integer sums gives the same exact value). */
+static inline __attribute__((always_inline)) __m512i dot_vnni(int fmt, const __m512i wv[4], const __m512i sv[4], const int8_t *qs) {
+    if (fmt == GB_IQ4_XS) { /* values up to 241: u8 x s8 pairs could pass int16, so vpdpbusd and int32 scales */
+        const __m512i z = _mm512_setzero_si512();
+        __m512i p = _mm512_mullo_epi32(_mm512_dpbusd_epi32(z, wv[0], _mm512_loadu_si512((const void *)qs)), sv[0]);
+        p = _mm512_add_epi32(p, _mm512_mullo_epi32(_mm512_dpbusd_epi32(z, wv[1], _mm512_loadu_si512((const void *)(qs + 64))), sv[1]));
+        p = _mm512_add_epi32(p, _mm512_mullo_epi32(_mm512_dpbusd_epi32(z, wv[2], _mm512_loadu_si512((const void *)(qs + 128))), sv[2]));
+        return _mm512_add_epi32(p, _mm512_mullo_epi32(_mm512_dpbusd_epi32(z, wv[3], _mm512_loadu_si512((const void *)(qs + 192))), sv[3]));
+    }
+    /* u8 x s8 pairs into int16 (|.| <= 2 * 63 * 127, no saturation), then x scale and pairwise into int32 */
+    __m512i p = _mm512_madd_epi16(_mm512_maddubs_epi16(wv[0], _mm512_loadu_si512((const void *)qs)), sv[0]);
+    p = _mm512_dpwssd_epi32(p, _mm512_maddubs_epi16(wv[1], _mm512_loadu_si512((const void *)(qs + 64))), sv[1]);
+    p = _mm512_dpwssd_epi32(p, _mm512_maddubs_epi16(wv[2], _mm512_loadu_si512((const void *)(qs + 128))), sv[2]);
+    return _mm512_dpwssd_epi32(p, _mm512_maddubs_epi16(wv[3], _mm512_loadu_si512((const void *)(qs + 192))), sv[3]);
+}
+
+/* 16 tokens' lane vectors -> one vector whose lane t is the sum of v[t] (a transposing reduction:
+ * one pass of adds and shuffles for all 16 instead of 16 horizontal sums) */
+static inline __attribute__((always_inline)) __m512i pair1(__m512i a, __m512i b) {
+    return _mm512_add_epi32(_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b));
+}
+static inline __attribute__((always_inline)) __m512i pair2(__m512i a, __m512i b) {
+    return _mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
+}
+static inline __attribute__((always_inline)) __m512i pair3(__m512i a, __m512i b) {
+    return _mm512_add_epi32(_mm512_shuffle_i32x4(a, b, 0x88), _mm512_shuffle_i32x4(a, b, 0xdd));
+}
+
+/* Activations of 16-token groups transposed for the tile path: per (group, block), the 8 pairs of
+ * 16-value sums as int16 pairs, token-major (bsT[((G*nb + b)*8 + c2)*16 + t]), and the scales
+ * (dxT[(G*nb + b)*16 + t]). */
+typedef struct {
+    const int32_t *bsT;
+    const float *dxT;
+} kx16;
+
+static void row_vnni(int fmt, const uint8_t *w, const gb_block_q8_K *xq, int64_t nb, int64_t tt, float *acc, kx16 g16) {
+    const int64_t bb = kblk_bytes(fmt);
+    const int ng = g16.bsT ? (int)(tt / 16) : 0; /* full groups of 16 tokens (tt <= 64) */
+    __m512 accv[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    for (int64_t b = 0; b < nb; b++) {
+        __m512i wv[4], sv[4];
+        __m256i mn;
+        float d, dm;
+        kdecode_vnni(fmt, w + b * bb, wv, sv, &mn, &d, &dm);
+        if (b + 1 < nb) _mm_prefetch((const char *)(w + (b + 1) * bb + 128), _MM_HINT_T0);
+        if (ng) {
+            const __m512i mnv = _mm512_castsi256_si512(mn);
+            __m512i mp[8];
+            for (int c2 = 0; c2 < 8; c2++) mp[c2] = _mm512_permutexvar_epi32(_mm512_set1_epi32(c2), mnv);
+            const __m512 vd = _mm512_set1_ps(d), vdm = _mm512_set1_ps(dm);
+            for (int g = 0; g < ng; g++) {
+                const gb_block_q8_K *xg = xq + 16 * g * nb + b;
+                __m512i l1[8], l2[4];
+                for (int k = 0; k < 8; k++) l1[k] = pair1(dot_vnni(fmt, wv, sv, xg[2 * k * nb].qs), dot_vnni(fmt, wv, sv, xg[(2 * k + 1) * nb].qs));
+                for (int k = 0; k < 4; k++) l2[k] = pair2(l1[2 * k], l1[2 * k + 1]);
+                const __m512i isum = pair3(pair3(l2[0], l2[1]), pair3(l2[2], l2[3]));
+                const int32_t *bs = g16.bsT + (g * nb + b) * 128;
+                __m512i msum = _mm512_setzero_si512();
+                for (int c2 = 0; c2 < 8; c2++) msum = _mm512_dpwssd_epi32(msum, _mm512_loadu_si512((const void *)(bs + 16 * c2)), mp[c2]);
+                const __m512 dx = _mm512_loadu_ps(g16.dxT + (g * nb + b) * 16);
+                /* lane by lane the scalar formula: (d*dx)*isum - (dm*dx)*msum, then added (no FMA) */
+                const __m512 r = _mm512_sub_ps(_mm512_mul_ps(_mm512_mul_ps(vd, dx), _mm512_cvtepi32_ps(isum)),
+                                               _mm512_mul_ps(_mm512_mul_ps(vdm, dx), _mm512_cvtepi32_ps(msum)));
+                accv[g] = _mm512_add_ps(accv[g], r);
+            }
+        }
+        for (int64_t t = 16 * ng; t < tt; t++) {
+            const gb_block_q8_K *x = &xq[t * nb + b];
+            const __m512i p = dot_vnni(fmt, wv, sv, x->qs);
+            /* both sums in one reduction: [isum, msum, isum, msum] */
+            const __m256i m8 = _mm256_madd_epi16(mn, _mm256_loadu_si256((const __m256i *)x->bsums));
+            __m256i h = _mm256_hadd_epi32(_mm256_add_epi32(_mm512_castsi512_si256(p), _mm512_extracti64x4_epi64(p, 1)), m8);
+            h = _mm256_hadd_epi32(h, h);
+            const __m128i r = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+            const int32_t isum = _mm_cvtsi128_si32(r), msum = _mm_extract_epi32(r, 1);
+            acc[t] += (d * x->d) * (float)isum - (dm * x->d) * (float)msum;
+        }
+    }
+    for (int g = 0; g < ng; g++) _mm512_storeu_ps(acc + 16 * g, _mm512_add_ps(_mm512_loadu_ps(acc + 16 * g), accv[g]));
+}
+
+static void row_vnni_q4(const uint8_t *w, const gb_block_q8_K *xq, int64_t nb, int64_t tt, float *acc, kx16 g) { row_vnni(GB_Q4_K, w, xq, nb, tt, acc, g); }
+static void row_vnni_q5(const uint8_t *w, const gb_block_q8_K *xq, int64_t nb, int64_t tt, float *acc, kx16 g) { row_vnni(GB_Q5_K, w, xq, nb, tt, acc, g); }
+static void row_vnni_q6(const uint8_t *w, const gb_block_q8_K *xq, int64_t nb, int64_t tt, float *acc, kx16 g) { row_vnni(GB_Q6_K, w, xq, nb, tt, acc, g); }
+static void row_vnni_q2(const uint8_t *w, const gb_block_q8_K *xq, int64_t nb, int64_t tt, float *acc, kx16 g) { row_vnni(GB_Q2_K, w, xq, nb, tt, acc, g); }
+static void row_vnni_q3(const uint8_t *w, const gb_block_q8_K *xq, int64_t nb, int64_t tt, float *acc, kx16 g) { row_vnni(GB_Q3_K, w, xq, nb, tt, acc, g); }
+static void row_vnni_iq4xs(const uint8_t *w, const gb_block_q8_K *xq, int64_t nb, int64_t tt, float *acc, kx16 g) { row_vnni(GB_IQ4_XS, w, xq, nb, tt, acc, g); }
+#endif
+
+#ifdef GB_HAVE_K_VNNI
+/* ---- prefill: 16-row panels (VNNI) ----------------------------------------------------------
+ * For prefill-sized T the 16 rows of a group are decoded once per call (the portable decoder) into
+ * a panel per super-block whose every zmm holds 4 values of each of the 16 rows: one vpdpbusd per
+ * 4 activation bytes (broadcast) feeds 16 output rows, as csrc/qgemm.c does for q4_0/q8_0. Lane r
+ * computes row r's isum and msum exactly and combines them with the same float32 formula as the
+ * portable version, so the outputs stay bit-identical to it. */
+typedef struct {
+    uint32_t q[64 * 16]; /* [4-value chunk][row] */
+    int32_t sc[16 * 16]; /* [16-value group][row] */
+    int32_t mn[8 * 16];  /* [pair of groups][row]: int16 pairs for vpdpwssd */
+    float d[16], dm[16];
+} kpanel;
+
+static void panel_fill(int fmt, const uint8_t *w, int64_t rb, int nr, int64_t nb, kpanel *P) {
+    const int64_t bb = kblk_bytes(fmt);
+    kdec o;
+    memset(P, 0, (size_t)nb * sizeof(kpanel));
+    for (int r = 0; r < nr; r++)
+        for (int64_t b = 0; b < nb; b++) {
+            kdecode(fmt, w + r * rb + b * bb, &o);
+            kpanel *p = P + b;
+            for (int c4 = 0; c4 < 64; c4++) memcpy(&p->q[c4 * 16 + r], o.q + 4 * c4, 4);
+            for (int c = 0; c < 16; c++) p->sc[c * 16 + r] = o.sc[c];
+            for (int c2 = 0; c2 < 8; c2++)
+                p->mn[c2 * 16 + r] = (int32_t)((uint32_t)(uint16_t)o.mn[2 * c2] | ((uint32_t)(uint16_t)o.mn[2 * c2 + 1] << 16));
+            p->d[r] = o.d;
+            p->dm[r] = o.dm;
+        }
+}
+
+/* TT tokens (t0..) x the 16 rows of the panels, all super-blocks; outputs y[t * ldy + r], masked */
+static inline __attribute__((always_inline)) void panel_tile(const kpanel *P, int64_t nb, const gb_block_q8_K *xq, int64_t t0,
+                                                             float *y, int64_t ldy, const float *bias, __mmask16 m, const int TT) {
+    __m512 acc[4];
+    for (int t = 0; t < TT; t++) acc[t] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const kpanel *p = P + b;
+        __m512i isum[4];
+        for (int t = 0; t < TT; t++) isum[t] = _mm512_setzero_si512();
+        for (int c = 0; c < 16; c++) {
+            __m512i ia[4];
+            for (int t = 0; t < TT; t++) ia[t] = _mm512_setzero_si512();
+            for (int j = 0; j < 4; j++) {
+                const __m512i wq = _mm512_load_si512((const void *)(p->q + (4 * c + j) * 16));
+                for (int t = 0; t < TT; t++) {
+                    int32_t xv;
+                    memcpy(&xv, xq[(t0 + t) * nb + b].qs + 16 * c + 4 * j, 4);
+                    ia[t] = _mm512_dpbusd_epi32(ia[t], wq, _mm512_set1_epi32(xv));
+                }
+            }
+            const __m512i sc = _mm512_load_si512((const void *)(p->sc + c * 16));
+            for (int t = 0; t < TT; t++) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(ia[t], sc));
+        }
+        const __m512 vd = _mm512_load_ps(p->d), vdm = _mm512_load_ps(p->dm);
+        for (int t = 0; t < TT; t++) {
+            const gb_block_q8_K *x = &xq[(t0 + t) * nb + b];
+            __m512i msum = _mm512_setzero_si512();
+            for (int c2 = 0; c2 < 8; c2++) {
+                int32_t pr;
+                memcpy(&pr, x->bsums + 2 * c2, 4);
+                msum = _mm512_dpwssd_epi32(msum, _mm512_load_si512((const void *)(p->mn + c2 * 16)), _mm512_set1_epi32(pr));
+            }
+            const __m512 dx = _mm512_set1_ps(x->d);
+            /* lane by lane the scalar formula: (d*dx)*isum - (dm*dx)*msum, then added (no FMA) */
+            const __m512 r = _mm512_sub_ps(_mm512_mul_ps(_mm512_mul_ps(vd, dx), _mm512_cvtepi32_ps(isum[t])),
+                                           _mm512_mul_ps(_mm512_mul_ps(vdm, dx), _mm512_cvtepi32_ps(msum)));
+            acc[t] = _mm512_add_ps(acc[t], r);
+        }
+    }
+    const __m512 vb = bias ? _mm512_maskz_loadu_ps(m, bias) : _mm512_setzero_ps();
+    for (int t = 0; t < TT; t++) _mm512_mask_storeu_ps(y + (t0 + t) * ldy, m, _mm512_add_ps(acc[t], vb));
+}
+
+static void panel_rows(const kpanel *P, int64_t nb, const gb_block_q8_K *xq, int64_t T, float *y, int64_t ldy,
+                       const float *bias, __mmask16 m) {
+    int64_t t0 = 0;
+    for (; t0 + 4 <= T; t0 += 4) panel_tile(P, nb, xq, t0, y, ldy, bias, m, 4);
+    switch (T - t0) {
+    case 3: panel_tile(P, nb, xq, t0, y, ldy, bias, m, 3); break;
+    case 2: panel_tile(P, nb, xq, t0, y, ldy, bias, m, 2); break;
+    case 1: panel_tile(P, nb, xq, t0, y, ldy, bias, m, 1); break;
+    default: break;
+    }
+}
+#endif
+
+/* ---- the launcher -------------------------------------------------------------------------- */
+
+int gb_kversion_available(int v) {
+    if (v == GB_KV_REF) return 1;
+#ifdef GB_HAVE_K_VNNI
+    if (v == GB_KV_VNNI) return 1;
+#endif
+    return 0;
+}
+
+const char *gb_kversion_name(int v) {
+    static const char *names[GB_KV_COUNT] = {"auto", "kquant_ref", "kquant_vnni"};
+    return v >= 0 && v < GB_KV_COUNT ? names[v] : "?";
+}
+
+#define GB_K_TMAX 64
+/* from this many tokens the VNNI version decodes 16-row panels once per call (prefill) */
+#define GB_K_PANEL_MIN_T 64
+
+int gb_klinear(int fmt, const float *x, const void *w, const float *bias, float *y, int64_t T, int64_t N,
+               int64_t K, int version) {
+    if (!gb_is_kfmt(fmt)) return gb_error(GB_EVALUE, "klinear: format %d is not q2_K (10), q3_K (11), q4_K (12), q5_K (13), q6_K (14) or iq4_xs (23)", fmt);
+    if (K <= 0 || K % QKK) return gb_error(GB_EVALUE, "klinear: K=%ld must be a positive multiple of 256", (long)K);
+    if (T < 0 || N < 0) return gb_error(GB_EVALUE, "klinear: T=%ld and N=%ld must be >= 0", (long)T, (long)N);
+    if (version == GB_KV_AUTO) version = gb_kversion_available(GB_KV_VNNI) ? GB_KV_VNNI : GB_KV_REF;
+    if (!gb_kversion_available(version))
+        return gb_error(GB_EVALUE, "klinear: kernel version %d (%s) is not compiled in on this build", version, gb_kversion_name(version));
+    if (T == 0 || N == 0) return GB_OK;
+    const int64_t nb = K / QKK, rb = gb_k_row_bytes(fmt, K);
+    gb_block_q8_K *xq = (gb_block_q8_K *)gb_ws_aligned_alloc(64, (size_t)(T * nb) * sizeof(gb_block_q8_K));
+    if (!xq) return gb_error(GB_ENOMEM, "klinear: cannot allocate the q8_K activations (%ld rows of %ld)", (long)T, (long)K);
+    /* tokens per chunk: their q8_K rows (292 bytes per 256 values) fit in L1 where they can, so every
+     * weight row of the chunk re-reads them from there; at least one 16-token group */
+    int64_t tc = (40 * 1024) / (nb * (int64_t)sizeof(gb_block_q8_K));
+    tc = tc < 16 ? 16 : tc > GB_K_TMAX ? GB_K_TMAX : tc - tc % 16;
+    const uint8_t *wb = (const uint8_t *)w;
+    const int64_t G = T / 16;
+    int32_t *bsT = NULL;
+    float *dxT = NULL;
+#ifdef GB_HAVE_K_VNNI
+    void (*row)(const uint8_t *, const gb_block_q8_K *, int64_t, int64_t, float *, kx16) = NULL;
+    if (version == GB_KV_VNNI)
+        row = fmt == GB_Q2_K ? row_vnni_q2 : fmt == GB_Q3_K ? row_vnni_q3 : fmt == GB_Q4_K ? row_vnni_q4 : fmt == GB_Q5_K ? row_vnni_q5
+            : fmt == GB_Q6_K ? row_vnni_q6 : row_vnni_iq4xs;
+    if (row && G && tc >= 16 && T < GB_K_PANEL_MIN_T) {
+        bsT = (int32_t *)gb_ws_aligned_alloc(64, (size_t)(G * nb * 128) * sizeof(int32_t));
+        dxT = (float *)gb_ws_aligned_alloc(64, (size_t)(G * nb * 16) * sizeof(float));
+        if (!bsT || !dxT) {
+            gb_ws_free(bsT);
+            gb_ws_free(dxT);
+            gb_ws_free(xq);
+            return gb_error(GB_ENOMEM, "klinear: cannot allocate the transposed activation sums (%ld tokens)", (long)T);
+        }
+    }
+#endif
+    const int panel = version == GB_KV_VNNI && T >= GB_K_PANEL_MIN_T;
+    int fail = 0;
+#pragma omp parallel if (N * K * T > 65536)
+    {
+#pragma omp for schedule(static)
+        for (int64_t t = 0; t < T; t++) {
+            gb_quantize_row_q8_K(x + t * K, xq + t * nb, K);
+#ifdef GB_HAVE_K_VNNI
+            if (row && !panel && x_permuted(fmt)) permute_x(fmt, xq + t * nb, nb);
+#endif
+        }
+#ifdef GB_HAVE_K_VNNI
+        if (panel) {
+            kpanel *P = (kpanel *)gb_ws_aligned_alloc(64, (size_t)nb * sizeof(kpanel));
+            if (!P) {
+#pragma omp atomic write
+                fail = 1;
+            }
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t g = 0; g < (N + 15) / 16; g++) {
+                if (!P) continue;
+                const int nr = (int)(N - 16 * g < 16 ? N - 16 * g : 16);
+                panel_fill(fmt, wb + 16 * g * rb, rb, nr, nb, P);
+                panel_rows(P, nb, xq, T, y + 16 * g, N, bias ? bias + 16 * g : NULL, (__mmask16)((1u << nr) - 1));
+            }
+            gb_ws_free(P);
+        }
+#endif
+        if (bsT) {
+#pragma omp for schedule(static)
+            for (int64_t gb = 0; gb < G * nb; gb++) {
+                const int64_t g = gb / nb, b = gb % nb;
+                for (int t = 0; t < 16; t++) {
+                    const gb_block_q8_K *blk = &xq[(16 * g + t) * nb + b];
+                    dxT[gb * 16 + t] = blk->d;
+                    for (int c2 = 0; c2 < 8; c2++)
+                        bsT[(gb * 8 + c2) * 16 + t] = (int32_t)((uint32_t)(uint16_t)blk->bsums[2 * c2] | ((uint32_t)(uint16_t)blk->bsums[2 * c2 + 1] << 16));
+                }
+            }
+        }
+        for (int64_t t0 = 0; t0 < T && !panel; t0 += tc) {
+            const int64_t tt = T - t0 < tc ? T - t0 : tc;
+#pragma omp for schedule(static, 8) nowait
+            for (int64_t n = 0; n < N; n++) {
+                float acc[GB_K_TMAX];
+                for (int64_t t = 0; t < tt; t++) acc[t] = 0.0f;
+#ifdef GB_HAVE_K_VNNI
+                if (row) {
+                    const kx16 g16 = {bsT ? bsT + t0 / 16 * nb * 128 : NULL, dxT ? dxT + t0 / 16 * nb * 16 : NULL};
+                    row(wb + n * rb, xq + t0 * nb, nb, tt, acc, g16);
+                } else
+#endif
+                    row_ref(fmt, wb + n * rb, xq + t0 * nb, nb, tt, acc);
+                for (int64_t t = 0; t < tt; t++) y[(t0 + t) * N + n] = acc[t] + (bias ? bias[n] : 0.0f);
+            }
+        }
+    }
+    gb_ws_free(bsT);
+    gb_ws_free(dxT);
+    gb_ws_free(xq);
+    if (fail) return gb_error(GB_ENOMEM, "klinear: cannot allocate the 16-row weight panels (%ld super-blocks)", (long)nb);
+    return GB_OK;
+}
+
+/* ---- the int8 ceiling: vpdpbusd peak ------------------------------------------------------------ */
+
+#include <omp.h>
+
+/* Best of `reps` runs of `iters` x 16 independent vpdpbusd chains on every thread (register
+ * resident: the int8 dot-product ceiling the GEMMs are judged against), in GOP/s counting a
+ * multiply-add as 2 ops (64 per zmm instruction). GB_EVALUE where VNNI is not compiled in. */
+int gb_bench_vnni(int64_t iters, int reps, double *gops) {
+#ifdef GB_HAVE_K_VNNI
+    if (iters < 1 || reps < 1 || iters > (int64_t)1 << 32 || reps > 1000)
+        return gb_error(GB_EVALUE, "bench_vnni: need 1 <= iters <= 2^32 and 1 <= reps <= 1000, got %ld, %d", (long)iters, reps);
+    double best = 1e30;
+    int nthreads = 1;
+    volatile int32_t sink = 0;
+    for (int r = 0; r < reps; r++) {
+        const double t0 = omp_get_wtime();
+        int32_t part = 0;
+#pragma omp parallel reduction(+ : part)
+        {
+#pragma omp single
+            nthreads = omp_get_num_threads();
+            __m512i acc[16];
+            const __m512i a = _mm512_set1_epi8(3), b = _mm512_set1_epi8(-1);
+            for (int j = 0; j < 16; j++) acc[j] = _mm512_set1_epi32(j + omp_get_thread_num());
+            for (int64_t i = 0; i < iters; i++)
+                for (int j = 0; j < 16; j++) acc[j] = _mm512_dpbusd_epi32(acc[j], a, b);
+            __m512i s = acc[0];
+            for (int j = 1; j < 16; j++) s = _mm512_add_epi32(s, acc[j]);
+            part += _mm512_reduce_add_epi32(s);
+        }
+        const double dt = omp_get_wtime() - t0;
+        sink += part;
+        if (dt < best) best = dt;
+    }
+    *gops = (double)nthreads * (double)iters * 16.0 * 64.0 * 2.0 / best * 1e-9;
+    return GB_OK;
+#else
+    (void)iters;
+    (void)reps;
+    *gops = 0.0;
+    return gb_error(GB_EVALUE, "bench_vnni: AVX-512 VNNI is not compiled in on this build");
+#endif
+}

@@ -1,0 +1,71 @@
+/* quant_k.h: ggml's K-quant super-block formats q2_K, q3_K, q4_K, q5_K, q6_K and iq4_xs (byte-exact with
+ * ggml-common.h), read as stored by the decode GEMV and the prefill GEMM (csrc/quant_k.c).
+ * Format ids are ggml's own type numbers (GGMLQuantizationType), next to common.h's GB_Q8_0/GB_Q4_0.
+ *
+ *   block_q4_K { f16 d, dmin; uint8 scales[12]; uint8 qs[128]; }              144 bytes / 256 weights
+ *       8 sub-blocks of 32: 6-bit scale sc and min m (packed in scales[12]); x = d*sc*q - dmin*m,
+ *       q in 0..15: element 64c+l (l < 32) in the low nibble of qs[32c+l], 64c+32+l in its high one
+ *   block_q5_K { f16 d, dmin; uint8 scales[12]; uint8 qh[32]; uint8 qs[128]; } 176 bytes
+ *       as q4_K with a fifth bit: element 64c+l gets bit 2c of qh[l], 64c+32+l bit 2c+1; q in 0..31
+ *   block_q6_K { uint8 ql[128]; uint8 qh[64]; int8 scales[16]; f16 d; }        210 bytes
+ *       16 sub-blocks of 16 with an int8 scale each; x = d*sc*(q - 32), q in 0..63
+ *   block_q2_K { uint8 scales[16]; uint8 qs[64]; f16 d, dmin; }                84 bytes
+ *       16 sub-blocks of 16: 4-bit scale (low) and min (high) per byte; x = d*sc*q - dmin*m, q in 0..3,
+ *       value 128n + 32j + m (m < 32) in bits 2j..2j+1 of qs[32n + m]
+ *   block_q3_K { uint8 hmask[32]; uint8 qs[64]; uint8 scales[12]; f16 d; }      110 bytes
+ *       2-bit values as q2_K plus bit 4n + j of hmask[m] on top (value - 4 when it is clear),
+ *       16 6-bit scales stored + 32; x = d*(sc - 32)*(q - 4) with q the 3-bit value, 0..7
+ *   block_iq4_xs { f16 d; uint16 scales_h; uint8 scales_l[4]; uint8 qs[128]; } 136 bytes
+ *       8 sub-blocks of 32 with a 6-bit scale ls (4 low bits in scales_l, 2 in scales_h); 4-bit
+ *       indices into ggml's non-linear grid kvalues_iq4nl (low nibbles the first 16 values of a
+ *       sub-block); x = d*(ls - 32)*kvalue. Held as kvalue + 128 (unsigned), the 128 coming off
+ *       through the 16-value sums like the mins of the other formats.
+ * Row lengths must be multiples of 256.
+ *
+ * Activations are quantized per row to ggml's q8_K (quantize_row_q8_K_ref: float32 scale
+ * d = max/-127 of the signed value of largest magnitude, int8 values rounded to nearest even,
+ * sums of each 16 values), as ggml's CPU backend does for these weight types. Each super-block's
+ * dot product is two exact int32 sums, isum = sum_c sc[c] * sum_j q[j] x[j] and
+ * msum = sum_c mn[c] * bsum[c] (mn = dmin-scaled mins for q4_K/q5_K, 32 * sc for q6_K), combined
+ * in float32 as (d*dx)*isum - (dm*dx)*msum and added in block order. Every kernel version computes
+ * these the same way, so the portable and SIMD versions give bit-identical outputs.
+ *
+ * Versions: 1 ref (portable C, any build), 2 vnni (AVX-512 VNNI vpdpbusd, super-blocks decoded in
+ * registers); 0 = best compiled in. */
+#ifndef GLMBENCH_QUANT_K_H
+#define GLMBENCH_QUANT_K_H
+#include <stdint.h>
+
+#define GB_QKK 256
+enum { GB_Q2_K = 10, GB_Q3_K = 11, GB_Q4_K = 12, GB_Q5_K = 13, GB_Q6_K = 14, GB_IQ4_XS = 23 };
+enum { GB_KV_AUTO = 0, GB_KV_REF = 1, GB_KV_VNNI = 2, GB_KV_COUNT = 3 };
+
+/* ggml's block_q8_K: float32 scale, 256 int8 values, 16 sums of 16 values. 292 bytes. */
+typedef struct {
+    float d;
+    int8_t qs[GB_QKK];
+    int16_t bsums[GB_QKK / 16];
+} gb_block_q8_K;
+
+int gb_is_kfmt(int fmt);
+/* Bytes of a row of n elements in a K format; -1 if n is not whole super-blocks or fmt unknown. */
+int64_t gb_k_row_bytes(int fmt, int64_t n);
+
+/* Decode rows of a K format to float32, bit for bit as ggml's dequantize_row_* (and the gguf
+ * package's NumPy dequantizer). OpenMP over rows. */
+int gb_k_dequantize_rows(int fmt, const void *src, float *y, int64_t rows, int64_t k);
+
+/* One row of k floats (k % 256 == 0) -> k/256 q8_K blocks, as ggml's reference. */
+void gb_quantize_row_q8_K(const float *x, gb_block_q8_K *y, int64_t k);
+
+int gb_kversion_available(int v);
+const char *gb_kversion_name(int v);
+
+/* y[T, N] = x[T, K] . W^T (+ bias), W [N, K] as N rows of K-format super-blocks as stored. */
+int gb_klinear(int fmt, const float *x, const void *w, const float *bias, float *y, int64_t T, int64_t N,
+               int64_t K, int version);
+
+/* The int8 dot-product ceiling (vpdpbusd, every thread, register resident), GOP/s in *gops. */
+int gb_bench_vnni(int64_t iters, int reps, double *gops);
+
+#endif
