@@ -161,9 +161,11 @@ int gb_kvcache_set_windows(gb_kvcache *c, const int64_t *windows, int64_t chunk)
         const int64_t w = windows ? windows[l] : 0;
         int64_t r = 0;
         if (w > 0) {
-            if (w - 1 > INT64_MAX / 2 - chunk)
+            if (w > INT64_MAX / 2 - chunk)
                 return gb_error(GB_EVALUE, "`windows`[%ld] = %ld is too large", (long)l, (long)w);
-            r = (w - 1 + chunk + c->block_size - 1) / c->block_size;
+            /* W + chunk cells, llama.cpp's SWA cache rule (n_swa + n_ubatch, llama-kv-cache-iswa.cpp):
+             * one slot more than the W - 1 + chunk attention needs, so both count the same cells */
+            r = (w + chunk + c->block_size - 1) / c->block_size;
             if (r >= c->max_blocks) r = 0; /* the ring would be no smaller than the whole layer */
         }
         c->window[l] = w;

@@ -357,9 +357,9 @@ def test_window_matches_reference(rng, W, P, T):
 @pytest.mark.parametrize("W,chunk,bs", [(1, 1, 4), (5, 3, 4), (16, 16, 16), (24, 8, 8)])
 def test_ring_wraps_and_every_position_mod_window(rng, fmt, W, chunk, bs):
     """Tokens appended in pieces of up to `chunk`, attended after each piece: the ring of
-    ceil((W - 1 + chunk) / bs) blocks wraps many times; over 3 rings' worth of positions a query
+    ceil((W + chunk) / bs) blocks wraps many times; over 3 rings' worth of positions a query
     lands on every position mod the window and mod the ring."""
-    ring_blocks = -(-(W - 1 + chunk) // bs)
+    ring_blocks = -(-(W + chunk) // bs)
     L = 3 * ring_blocks * bs + 5
     k, v = _kv(rng, L, Dh=64, Dv=32)
     kr, vr = ref.kv_round(k, fmt), ref.kv_round(v, fmt)

@@ -392,9 +392,10 @@ def test_gemma3_windowed_layers_read_and_hold_the_window_only():
     assert att(65535) - att(8191) == pytest.approx((65536 - 8192) * n_glob * row)
     # below the window every layer reads d + 1 rows
     assert att(1023) - att(511) == pytest.approx(512 * cfg.n_layers * row)
-    # the cache: the global layers hold the context, the windowed ones the last 1024 tokens
-    for ctx in (100, 1024, 5000, 131072):
-        assert cm.memory(s, ctx).kv == row * (n_glob * ctx + n_win * min(ctx, 1024))
+    # the cache: the global layers hold the context, the windowed ones llama.cpp's SWA cells, the
+    # window + n_ubatch (512) padded to 256, or the context padded when shorter
+    for ctx, cells in ((100, 256), (1024, 1024), (1100, 1280), (5000, 1536), (131072, 1536)):
+        assert cm.memory(s, ctx).kv == row * (n_glob * ctx + n_win * cells)
     big = cm.max_context(s)
     assert cm.memory(s, big).fits and not cm.memory(s, big + 1).fits
     # the windowed layers' cache is what makes the 128K context fit: with every layer global it does not

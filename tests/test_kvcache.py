@@ -247,33 +247,81 @@ def test_no_leak_over_1000_cycles(rng):
 
 # ---- sliding windows: rings ------------------------------------------------------------------------
 
-def test_ring_bytes_are_exact_and_agree_with_the_cost_model():
-    """A Gemma-3-27B-shaped cache (62 layers, 5 of 6 windowed at 1024 tokens, 16 KV heads of 128):
-    bytes_used counts min(depth, window) tokens in a windowed layer, as the cost model's KV bytes
-    do; bytes_in_blocks is the memory really held (a ring of ceil((1024 - 1 + chunk) / 64) blocks)."""
+def _gemma3_27b_cfg():
     from glmbench.models import configs
-    from glmbench.predict import costmodel as cm
     hf = dict(model_type="gemma3_text", num_hidden_layers=62, hidden_size=5376, intermediate_size=21504,
               num_attention_heads=32, num_key_value_heads=16, head_dim=128, vocab_size=262208,
               sliding_window=1024, query_pre_attn_scalar=168, rope_scaling={"rope_type": "linear", "factor": 8.0})
-    cfg = configs.load(hf)
+    return configs.load(hf)
+
+
+def test_ring_bytes_are_exact_and_agree_with_the_cost_model():
+    """A Gemma-3-27B-shaped cache (62 layers, 5 of 6 windowed at 1024 tokens, 16 KV heads of 128):
+    bytes_used counts min(depth, window) tokens in a windowed layer; bytes_in_blocks is the memory
+    really held, a ring of ceil((1024 + chunk) / block) blocks: llama.cpp's n_swa + n_ubatch cells,
+    which the cost model's memory counts (with block = its pad of 256 the two are equal)."""
+    from glmbench.predict import costmodel as cm
+    cfg = _gemma3_27b_cfg()
     assert len(cfg.windowed_layers) == 52
     n_full = cfg.n_layers - 52
     per_layer = cfg.kv_bytes_per_token("f16") // cfg.n_layers
+    assert per_layer == 16 * 2 * 128 * 2
     wins = [cfg.layer_window(i) or 0 for i in range(cfg.n_layers)]
     depth = 5000
     c = KVCache.gqa(cfg.n_layers, 8192, cfg.n_kv_heads, cfg.head_dim, kv="f16", windows=wins, chunk=512)
     c.fill_synthetic(depth)
-    s = cm.Setup(cfg, "rtx-3090", weights="Q4_K_M", kv="f16")
-    assert c.bytes_used == per_layer * (n_full * depth + 52 * 1024) == cm.memory(s, depth).kv
-    ring = -(-(1024 - 1 + 512) // 64)          # 24 blocks of 64 tokens
+    assert c.bytes_used == per_layer * (n_full * depth + 52 * 1024)
+    ring = -(-(1024 + 512) // 64)              # 24 blocks of 64 tokens
     block = 64 * per_layer                     # 64 x 16 x 2 x 128 x 2 bytes: already 64-aligned
     assert c.ring_tokens(0) == ring * 64 and c.ring_tokens(5) == 8192
     assert c.bytes_in_blocks == block * (52 * ring + n_full * -(-depth // 64))
     assert c.length(0) == depth and c.held(0) == 1024 and c.held(5) == depth
-    for d in (100, 1024, 1500):      # short of the window: every token is held
-        c.fill_synthetic(d)
-        assert c.bytes_used == cm.memory(s, d).kv
+    # the cost model: the windowed layers hold 1024 + 512 cells padded to 256 (= 1536, 6 of 64-blocks x 4)
+    s = cm.Setup(cfg, "rtx-3090", weights="Q4_K_M", kv="f16")
+    assert s.runtime.n_ubatch == 512
+    assert cm.memory(s, depth).kv == per_layer * (n_full * depth + 52 * 1536)
+    # uncounted before (the window alone): 52 layers x 512 cells x 16 KiB = 416 MiB at f16
+    assert cm.memory(s, depth).kv - per_layer * (n_full * depth + 52 * 1024) == 52 * 512 * per_layer
+
+
+@pytest.mark.parametrize("window,ubatch,block", [(1024, 512, 256), (1024, 512, 64), (4096, 2048, 256),
+                                                  (128, 32, 16), (1, 1, 4), (100, 7, 32)])
+@pytest.mark.parametrize("depth", [1, 63, 700, 1600, 9000])
+def test_ring_bytes_in_blocks_equal_the_cost_model_figure(window, ubatch, block, depth):
+    """glmbench's own KVCache (windows=, chunk=ubatch, block_size=pad) really holds, in its windowed
+    layers, exactly what costmodel.window_cells counts (llama.cpp's SWA rule) at every depth: short
+    of the ring (partial blocks), at it, and past it (wrapped); and memory() counts the same when
+    the runtime's n_ubatch is `ubatch` and the pad is the cost model's."""
+    import dataclasses
+
+    from glmbench.models import configs
+    from glmbench.predict import costmodel as cm
+    hf = dict(model_type="mistral", num_hidden_layers=3, hidden_size=256, intermediate_size=512,
+              num_attention_heads=4, num_key_value_heads=2, head_dim=64, vocab_size=1000,
+              sliding_window=window, max_position_embeddings=16384)
+    cfg = configs.load(hf)
+    assert cfg.windowed_layers == (0, 1, 2)
+    cap = 10000
+    c = KVCache.gqa(3, cap, 2, 64, kv="f16", block_size=block, windows=[window] * 3, chunk=ubatch)
+    c.fill_synthetic(depth)
+    per_layer = cfg.kv_bytes_per_token("f16") // 3
+    cells = cm.window_cells(depth, window, ubatch, pad=block)
+    assert cells == min(-(-depth // block), -(-(window + ubatch) // block)) * block
+    assert c.bytes_in_blocks == 3 * per_layer * cells
+    if block == cm.SWA_PAD:
+        rt = dataclasses.replace(cm.load_runtime("ideal"), n_ubatch=ubatch)
+        s = cm.Setup(cfg, "rtx-3090", weights="f16", kv="f16", runtime=rt)
+        assert cm.memory(s, depth).kv == c.bytes_in_blocks
+
+
+def test_window_cells_rule():
+    from glmbench.predict import costmodel as cm
+    # llama.cpp: GGML_PAD(min(n_ctx, n_swa + n_ubatch), 256)
+    assert cm.window_cells(10 ** 6, 1024, 512) == 1536
+    assert cm.window_cells(10 ** 6, 4096, 512) == 4608
+    assert cm.window_cells(10 ** 6, 1000, 100) == 1280
+    assert cm.window_cells(300, 1024, 512) == 512       # short of the window: the context, padded
+    assert cm.window_cells(0, 1024, 512) == 0
 
 
 def test_ring_holds_what_a_full_layer_holds_in_the_window(rng):

@@ -17,11 +17,13 @@ stored row part must then be a multiple of 32). Byte accounting is exact in the 
 
 Sliding windows (GQA; `windows=` one entry per layer, 0 = full attention, e.g. Gemma 3's 5 local
 layers of 1024 tokens per global one): a windowed layer keeps only its last tokens in a ring of
-ceil((window - 1 + chunk) / block_size) blocks, where `chunk` is the most tokens appended to it at
-once (attention of T new queries needs the window - 1 keys before them). `length(layer)` still
+ceil((window + chunk) / block_size) blocks, where `chunk` is the most tokens appended to it at
+once (attention of T new queries needs the window - 1 keys before them; the one slot more makes it
+llama.cpp's SWA rule, n_swa + n_ubatch cells, llama-kv-cache-iswa.cpp). `length(layer)` still
 counts every token appended (the next position); `held(layer)` = min(length, window) is what
-`read` returns and `bytes_used` counts (so it equals the cost model's KV bytes, which count the
-window); `bytes_in_blocks` is the memory really held, ring slack and partial blocks included.
+`read` returns and `bytes_used` counts; `bytes_in_blocks` is the memory really held, ring slack and
+partial blocks included: with chunk = n_ubatch and block_size = the pad it equals the cost model's
+KV bytes (costmodel.window_cells, costmodel.memory(...).kv).
 """
 from __future__ import annotations
 

@@ -39,6 +39,18 @@ MLA_STRATEGIES = vocab.MLA_STRATEGIES
 CLASSES = ("matmul", "attention", "vector")
 
 ACT_BYTES = 4          # float32 activations (llama.cpp keeps the hidden state in f32)
+# llama.cpp pads a sliding-window layer's cache to whole multiples of 256 cells
+# (src/llama-kv-cache-iswa.cpp; 256 = its flash-attention padding, earlier releases 32 without it)
+SWA_PAD = 256
+
+
+def window_cells(context: int, window: int, n_ubatch: int, pad: int = SWA_PAD) -> int:
+    """Cells (tokens) one stream's cache holds for one sliding-window layer at `context` tokens:
+    llama.cpp's SWA cache rule, GGML_PAD(min(n_ctx, n_swa + n_ubatch), pad) (llama-kv-cache-iswa.cpp:
+    the window plus the ubatch whose queries need the window before them), the same rule as
+    glmbench's own ring (KVCache.gqa(windows=, chunk=n_ubatch, block_size=pad): pad = its block)."""
+    n = min(context, window + n_ubatch)
+    return -(-n // pad) * pad
 SCORE_BYTES = 4        # materialized attention scores/probabilities are f32
 Q_TILE = 128           # queries per flash-attention tile in prefill (FlashAttention-2's Br = 128)
 DEQUANT_OPS = 2        # vector ops to dequantize one stored value (unpack + scale), per read
@@ -1407,14 +1419,15 @@ def memory(setup: Setup, context: int, batch: int = 1) -> Memory:
     batch = _check_int("batch", batch, 1)
     cfg = setup.model
     cap = setup.gpu.memory_bytes
-    span = min(context, cfg.sliding_window) if cfg.sliding_window else context
-    cards = [CardMemory(weights=w, kv=math.ceil(kv * context + kvw * span), workspace=math.ceil(ws + ex * span),
+    # a windowed layer holds the runtime's SWA cells (window + n_ubatch, padded), not the window alone
+    cells = window_cells(context, cfg.sliding_window, setup.runtime.n_ubatch) if cfg.windowed_layers else 0
+    cards = [CardMemory(weights=w, kv=math.ceil(kv * context + kvw * cells), workspace=math.ceil(ws + ex * context),
                         overhead=ov, capacity=cap)
              for w, ws, ov, kv, ex, kvw in _memory_terms(setup, batch)]
     if setup.offload is None:
         return Memory(cards, context, batch)
     hw, hkv, hkvw = _host_memory_terms(setup, batch)
-    return Memory(cards, context, batch, HostMemory(hw, math.ceil(hkv * context + hkvw * span), setup.host.memory_bytes))
+    return Memory(cards, context, batch, HostMemory(hw, math.ceil(hkv * context + hkvw * cells), setup.host.memory_bytes))
 
 
 def max_context(setup: Setup, batch: int = 1) -> int:
@@ -1424,31 +1437,39 @@ def max_context(setup: Setup, batch: int = 1) -> int:
     batch = _check_int("batch", batch, 1)
     cap = setup.gpu.memory_bytes
     best = math.inf
-    window = setup.model.sliding_window if setup.model.windowed_layers else None
+    # a windowed layer's cells stop growing at the window + n_ubatch (window_cells)
+    full = (window_cells(2 ** 62, setup.model.sliding_window, setup.runtime.n_ubatch)
+            if setup.model.windowed_layers else 0)
+
+    def longest(room, grow, kvw):
+        if room < kvw * full:      # short of the full ring: at most one pad of cells above the context
+            return max(0, (room - kvw * SWA_PAD) // (grow + kvw)) if grow + kvw else math.inf
+        return (room - kvw * full) // grow if grow else math.inf
+
     for w, ws, ov, kv, ex, kvw in _memory_terms(setup, batch):
         room = cap - (w + math.ceil(ws) + ov)
         if room < 0:
             return 0
-        per_tok = kv + ex + kvw
-        n = room // per_tok if per_tok else math.inf
-        if window and n >= window:
-            # past the window only the full-attention layers' caches grow
-            grow = kv + ex
-            n = (room - kvw * window) // grow if grow else math.inf
-        best = min(best, n)
+        best = min(best, longest(room, kv + ex, kvw))
     if setup.offload is not None and setup.host.memory_bytes:
         hw, hkv, hkvw = _host_memory_terms(setup, batch)
         room = setup.host.memory_bytes - hw
         if room < 0:
             return 0
-        n = room // (hkv + hkvw) if hkv + hkvw else math.inf
-        if window and n >= window:
-            n = (room - hkvw * window) // hkv if hkv else math.inf
-        best = min(best, n)
+        best = min(best, longest(room, hkv, hkvw))
     if math.isinf(best):
         return 2 ** 62
     n = int(best)
-    # guard against rounding in the int() conversions of memory()
+    # the estimate is a lower bound up to rounding: step it up while the next context fits
+    # (bisection; the padding of the windowed cells is a step function), then down on rounding
+    if n < 2 ** 62 and memory(setup, n + 1, batch).fits:
+        lo, hi = n + 1, n + 2
+        while memory(setup, hi, batch).fits:
+            lo, hi = hi, hi + 2 * (hi - n)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if memory(setup, mid, batch).fits else (lo, mid)
+        n = lo
     while n > 0 and not memory(setup, n, batch).fits:
         n -= 1
     return n
