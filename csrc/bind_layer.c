@@ -6,6 +6,8 @@
  *
  * glmbench/model.py builds the spec (Layer._c_plan); the capsule keeps a reference to every array
  * it points into, so the weights live as long as the plan. */
+#include <math.h>
+
 #include "bind.h"
 #include "layer.h"
 
@@ -175,6 +177,18 @@ static PyObject *py_layer_plan(PyObject *self, PyObject *args) {
         V1("q_norm", L->q_norm, L->Dh, 1);
         V1("k_norm", L->k_norm, L->Dh, 1);
         W2("wo", L->wo, D, L->Hq * L->Dv);
+        /* optional: the sliding window (0: the cache layer's own) and logit soft-capping (0: off) */
+        if (PyDict_GetItemString(spec, "window")) I64("window", L->window);
+        if (PyDict_GetItemString(spec, "softcap")) {
+            double sc;
+            F64("softcap", sc);
+            L->softcap = (float)sc;
+        }
+        if (L->window < 0 || !(L->softcap >= 0.0f) || isinf(L->softcap)) {
+            PyErr_Format(PyExc_ValueError, "layer spec: window=%lld must be >= 0 and softcap=%g finite and >= 0",
+                         (long long)L->window, (double)L->softcap);
+            goto fail;
+        }
         if (L->Hkv < 1 || L->Hq % L->Hkv) {
             PyErr_Format(PyExc_ValueError, "layer spec: Hq=%lld is not a multiple of Hkv=%lld", (long long)L->Hq,
                          (long long)L->Hkv);
@@ -232,6 +246,17 @@ static PyObject *py_layer_plan(PyObject *self, PyObject *args) {
             goto fail;
         }
     } else {
+        int64_t gemma = 0;
+        if (PyDict_GetItemString(spec, "gemma")) I64("gemma", gemma);
+        L->gemma = (int)gemma;
+        if (gemma) { /* Gemma's sandwich norms (GQA, dense GeGLU) */
+            if (att != GB_LAYER_GQA) {
+                PyErr_SetString(PyExc_ValueError, "layer spec: a Gemma layer must be GQA");
+                goto fail;
+            }
+            V1("ln_pre_ffn", L->ln_pre_ffn, D, 0);
+            V1("ln_post_ffn", L->ln_post_ffn, D, 0);
+        }
         I64("F", L->F);
         W2("gate", L->gate, L->F, D);
         W2("up", L->up, L->F, D);

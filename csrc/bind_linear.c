@@ -77,6 +77,32 @@ done:
     return ret;
 }
 
+static PyObject *py_geglu_act(PyObject *self, PyObject *args) {
+    PyObject *go, *uo;
+    PyArrayObject *g = NULL, *u = NULL;
+    PyObject *ret = NULL;
+    if (!PyArg_ParseTuple(args, "OO:geglu_act", &go, &uo)) return NULL;
+    if (!(g = gb_array(go, "g", NPY_FLOAT32, -1, GB_REQUIRE))) goto done;
+    if (!(u = gb_array(uo, "u", NPY_FLOAT32, -1, GB_COPY))) goto done;
+    if (!PyArray_ISWRITEABLE(g)) {
+        PyErr_SetString(PyExc_ValueError, "`g` must be writeable (geglu_act works in place)");
+        goto done;
+    }
+    if (!PyArray_SAMESHAPE(g, u)) {
+        PyErr_SetString(PyExc_ValueError, "`g` and `u` must have the same shape");
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    gb_geglu_act((float *)PyArray_DATA(g), (const float *)PyArray_DATA(u), (int64_t)PyArray_SIZE(g));
+    Py_END_ALLOW_THREADS
+    Py_INCREF(Py_None);
+    ret = Py_None;
+done:
+    Py_XDECREF(g);
+    Py_XDECREF(u);
+    return ret;
+}
+
 static PyObject *py_set_portable(PyObject *self, PyObject *args) {
     int on;
     if (!PyArg_ParseTuple(args, "p:_linear_set_portable", &on)) return NULL;
@@ -105,6 +131,8 @@ PyMethodDef gb_linear_methods[] = {
      "linear(x[T, K] f32, weight[N, K] f32|f16|u16(bf16), bias[N] f32 | None) -> [T, N] f32"},
     {"swiglu", (PyCFunction)(void (*)(void))py_swiglu, METH_VARARGS | METH_KEYWORDS,
      "swiglu(x[T, D] f32, w_gate[F, D], w_up[F, D], w_down[D, F]) -> [T, D] f32"},
+    {"geglu_act", py_geglu_act, METH_VARARGS,
+     "geglu_act(g f32, u f32): g = gelu_tanh(g) * u in place (Gemma's GeGLU activation)"},
     {"_linear_set_portable", py_set_portable, METH_VARARGS,
      "_linear_set_portable(on): use the portable C kernels instead of AVX-512 (tests)."},
     {"_linear_set_pairs", py_set_pairs, METH_VARARGS,

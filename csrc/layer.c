@@ -111,7 +111,7 @@ static int gqa_block(const gb_layer *L, gb_kvcache *c, int64_t layer, const floa
     if ((st = gb_rope(k, k2, pos, T, Hkv, Dh, L->theta, L->rot_dim, 0, L->rope_layout, L->inv_freq, L->attn_factor)))
         goto done;
     if ((st = gb_kvcache_append(c, layer, k2, v, T))) goto done;
-    if ((st = gb_gqa_attention(c, layer, q2, T, Hq, L->scale, 0, o))) goto done;
+    if ((st = gb_gqa_attention_ex(c, layer, q2, T, Hq, L->scale, L->window, L->softcap, 0, o))) goto done;
     st = gb_linear(o, T, Hq * Dv, L->wo.p, L->wo.fmt, D, L->bo, a);
 done:
     gb_ws_free(q);
@@ -161,6 +161,16 @@ int gb_layer_forward(const gb_layer *L, gb_kvcache *c, int64_t layer, const floa
     st = L->attention == GB_LAYER_MLA ? mla_block(L, c, layer, h, T, pos, mla_strategy, a)
                                       : gqa_block(L, c, layer, h, T, pos, a);
     if (st) goto done;
+    if (L->gemma) { /* _forward_gemma: x + post_attention_layernorm(a); x + post_ffn(geglu(pre_ffn(x))) */
+        if ((st = gb_rms_norm(a, L->ln_post, a, T, D, L->eps))) goto done;
+        for (int64_t i = 0; i < T * D; i++) a[i] = x[i] + a[i];
+        if ((st = gb_rms_norm(a, L->ln_pre_ffn, h, T, D, L->eps))) goto done;
+        if ((st = gb_geglu(h, T, D, L->gate.p, L->gate.fmt, L->up.p, L->up.fmt, L->down.p, L->down.fmt, L->F, y)))
+            goto done;
+        if ((st = gb_rms_norm(y, L->ln_post_ffn, y, T, D, L->eps))) goto done;
+        for (int64_t i = 0; i < T * D; i++) y[i] = a[i] + y[i];
+        goto done;
+    }
     for (int64_t i = 0; i < T * D; i++) a[i] = x[i] + a[i];
     /* h = post_attention_layernorm(x); y = x + mlp(h) */
     if ((st = gb_rms_norm(a, L->ln_post, h, T, D, L->eps))) goto done;

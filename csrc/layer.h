@@ -11,7 +11,10 @@
  *
  * Layer = x + MLP(RMSNorm_post(x + Attn(RMSNorm_in(x)))), attention MLA (GLM-4.7-Flash,
  * DeepSeek-V2) or GQA (Qwen3, Llama, Mistral, Seed-OSS), MLP dense SwiGLU or MoE (router, routed
- * experts, shared expert). */
+ * experts, shared expert). GQA may attend within a sliding window (Mistral, Gemma) with logit
+ * soft-capping (Gemma 2) and its own rope base (Gemma 3's local layers: the plan's theta).
+ * Gemma 2/3 (gemma = 1): the sandwich-norm layer, x1 = x + RMSNorm_post(Attn(RMSNorm_in(x))),
+ * y = x1 + RMSNorm_post_ffn(GeGLU(RMSNorm_pre_ffn(x1))), norm weights already held as 1 + w. */
 #ifndef GLMBENCH_LAYER_H
 #define GLMBENCH_LAYER_H
 #include <stdint.h>
@@ -38,6 +41,13 @@ typedef struct {
     int rope_layout;
     const double *inv_freq; /* NULL: theta^(-2i/rot_dim) */
     float scale;
+    /* GQA: window > 0: each query sees its last `window` keys (0: the cache layer's own, none =
+     * full attention); softcap > 0: scores become softcap * tanh(s / softcap) (0: off) */
+    int64_t window;
+    float softcap;
+    /* Gemma 2/3: sandwich norms (post-attention = ln_post, pre/post-feedforward) and GeGLU MLP */
+    int gemma;
+    const float *ln_pre_ffn, *ln_post_ffn;
     /* GQA: q/k/v [Hq*Dh | Hkv*Dh | Hkv*Dv, D], optional biases, optional per-head q/k RMSNorm */
     int64_t Hq, Hkv, Dh, Dv;
     gb_wmat wq, wk, wv;

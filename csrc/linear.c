@@ -770,3 +770,38 @@ int gb_swiglu(const float *x, int64_t T, int64_t D, const void *w_gate, int fmt_
     gb_ws_free(u);
     return st;
 }
+
+void gb_geglu_act(float *g, const float *u, int64_t n) {
+    const float c = 0.7978845608028654f; /* sqrt(2 / pi) */
+#pragma omp parallel for schedule(static) if (n > 65536)
+    for (int64_t i = 0; i < n; i++) {
+        const float x = g[i];
+        float t = x * x;
+        t = t * 0.044715f;
+        t = t + 1.0f;
+        t = t * x;
+        t = t * c;
+        t = tanhf(t) + 1.0f;
+        g[i] = (x * 0.5f) * t * u[i];
+    }
+}
+
+int gb_geglu(const float *x, int64_t T, int64_t D, const void *w_gate, int fmt_gate, const void *w_up, int fmt_up,
+             const void *w_down, int fmt_down, int64_t F, float *y) {
+    if (T <= 0) return T == 0 ? GB_OK : gb_error(GB_EVALUE, "geglu: T=%ld must be >= 0", (long)T);
+    float *g = (float *)gb_ws_malloc((size_t)(T * F) * sizeof(float));
+    float *u = (float *)gb_ws_malloc((size_t)(T * F) * sizeof(float));
+    int st = GB_OK;
+    if (!g || !u) {
+        st = gb_error(GB_ENOMEM, "geglu: out of memory for %ld x %ld activations", (long)T, (long)F);
+        goto done;
+    }
+    if ((st = gb_linear(x, T, D, w_gate, fmt_gate, F, NULL, g))) goto done;
+    if ((st = gb_linear(x, T, D, w_up, fmt_up, F, NULL, u))) goto done;
+    gb_geglu_act(g, u, T * F);
+    st = gb_linear(g, T, F, w_down, fmt_down, D, NULL, y);
+done:
+    gb_ws_free(g);
+    gb_ws_free(u);
+    return st;
+}

@@ -35,6 +35,16 @@ int gb_linear(const float *x, int64_t T, int64_t K, const void *w, int wfmt, int
 int gb_swiglu(const float *x, int64_t T, int64_t D, const void *w_gate, int fmt_gate, const void *w_up, int fmt_up,
               const void *w_down, int fmt_down, int64_t F, float *y);
 
+/* g[i] = gelu_tanh(g[i]) * u[i] for i < n, float32 (PyTorch's gelu approximate="tanh":
+ * 0.5 g (1 + tanh(sqrt(2/pi) g (1 + 0.044715 g^2)))). ops.geglu and layer.c both use it, so the
+ * Python and the one-call layer give the same bits. */
+void gb_geglu_act(float *g, const float *u, int64_t n);
+
+/* y[T, D] = down(gelu_tanh(gate x) * up x) (Gemma's MLP): three gb_linear calls around
+ * gb_geglu_act, the same steps as ops.geglu. */
+int gb_geglu(const float *x, int64_t T, int64_t D, const void *w_gate, int fmt_gate, const void *w_up, int fmt_up,
+             const void *w_down, int fmt_down, int64_t F, float *y);
+
 /* Building blocks for fused callers (moe.c), to run inside the caller's own parallel loop:
  * rows [r0, r1) of the gemv16 kernel, y[t * ldy + (r - r0)] = w[r, :] . x[t, :], T <= 64 tokens
  * in register tiles (any weight format, f32 included); and the fused gate/up/silu rows of

@@ -79,6 +79,82 @@ def test_c_layer_equals_python_layer(rng, name, over, fmt, kv):
                 np.testing.assert_array_equal(a, b)
 
 
+# sliding windows and Gemma's layers: windowed GQA (Mistral-style, every layer), Gemma 3 (5:1
+# pattern shortened to 1:1, local rope base, query_pre_attn_scalar, sandwich norms, GeGLU) and
+# Gemma 2 (attention logit soft-capping); window 4, so the rings wrap over 15 tokens
+GEMMA_TYPES = ["sliding_attention", "full_attention", "sliding_attention"]
+WINDOW_CASES = [("mistral-small-24b", dict(sliding_window=4)),
+                ("qwen3-32b", dict(sliding_window=4, use_sliding_window=True, max_window_layers=0)),
+                ("gemma-3-27b", dict(sliding_window=4, layer_types=GEMMA_TYPES, query_pre_attn_scalar=24)),
+                ("gemma-3-27b", dict(model_type="gemma2", sliding_window=4, layer_types=GEMMA_TYPES,
+                                     attn_logit_softcapping=2.0, query_pre_attn_scalar=24))]
+
+
+@pytest.mark.parametrize("name,over", WINDOW_CASES)
+@pytest.mark.parametrize("fmt,kv", [("f32", "f32"), ("bf16", "bf16"), ("f16", "q8_0")])
+def test_c_layer_equals_python_layer_windowed_and_gemma(rng, name, over, fmt, kv):
+    cfg = tiny(name, **over, **({"head_dim": 32} if kv == "q8_0" else {}))   # q8_0 rows: multiples of 32
+    assert cfg.windowed_layers and cfg.forward_unsupported() == []
+    gemma = cfg.model_type in configs.GEMMA_FAMILIES
+    if over.get("attn_logit_softcapping"):
+        assert cfg.attn_logit_softcapping == 2.0
+    if cfg.model_type == "gemma3_text":   # the windowed layers turn by the local base, the global one not
+        assert cfg.layer_rope(0)["theta"] == cfg.rope_local_theta != cfg.layer_rope(1)["theta"]
+    layers = [M.build_layer(cfg, i, fmt, seed=3) for i in range(cfg.n_layers)]
+    for L in layers:
+        for k, v in L.w.items():   # norms of ones would hide a norm applied twice or to the wrong tensor
+            if k.endswith("norm.weight"):
+                v[...] = (1.0 + 0.3 * rng.standard_normal(v.shape)).astype(np.float32)
+        assert L._c_plan() is not None, "every matrix is an ndarray: the C path must run"
+    wins = [cfg.layer_window(i) or 0 for i in range(cfg.n_layers)]
+    assert any(wins) and (not gemma or not all(wins))   # Gemma keeps a global layer
+
+    def cache():
+        return KVCache.gqa(len(layers), 32, cfg.n_kv_heads, cfg.head_dim, cfg.v_head_dim or cfg.head_dim, kv=kv,
+                           block_size=4, windows=wins, chunk=5)
+    c_cache, py_cache = cache(), cache()
+    assert c_cache.ring_tokens(wins.index(4)) == 12
+    x0 = rng.standard_normal((5, cfg.hidden_size)).astype(np.float32)
+    pos = 0
+    for T in (5,) + (1,) * 10 + (3,):   # a prefill, decode steps past the ring (12 slots), a chunk
+        xc = xp = x0[:T].copy()
+        for j, L in enumerate(layers):
+            x_in, before = xc, xc.copy()
+            xc = L.forward(xc, c_cache, j, np.arange(pos, pos + T))
+            np.testing.assert_array_equal(x_in, before)   # the input is not modified
+            xp = L.forward_py(xp, py_cache, j, np.arange(pos, pos + T))
+            np.testing.assert_array_equal(xc, xp, err_msg=f"{name} {fmt} layer {j} T={T} pos={pos}")
+        pos += T
+    assert c_cache.length(0) == 18 > c_cache.ring_tokens(wins.index(4))   # the ring wrapped
+    for j in range(len(layers)):
+        assert c_cache.held(j) == py_cache.held(j) == (min(18, wins[j]) if wins[j] else 18)
+        for a, b in zip(c_cache.read(j), py_cache.read(j)):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_c_layer_window_mismatch_is_one_clear_error():
+    cfg = tiny("mistral-small-24b", sliding_window=4)
+    L = M.build_layer(cfg, 0, "f32", seed=0)
+    c = KVCache.gqa(1, 32, cfg.n_kv_heads, cfg.head_dim, kv="f32", block_size=4, windows=[6], chunk=4)
+    with pytest.raises(ValueError, match=r"cache layer 0 keeps a window of 6 tokens but model layer 0 attends to 4"):
+        L.forward(np.ones((1, cfg.hidden_size), np.float32), c, 0, [0])
+    assert c.length(0) == 0
+
+
+def test_geglu_act_matches_torch(rng):
+    torch = pytest.importorskip("torch")
+    g = (3 * rng.standard_normal(10_000)).astype(np.float32)
+    u = rng.standard_normal(10_000).astype(np.float32)
+    want = (torch.nn.functional.gelu(torch.from_numpy(g), approximate="tanh") * torch.from_numpy(u)).numpy()
+    h = g.copy()
+    _core.geglu_act(h, u)
+    np.testing.assert_allclose(h, want, rtol=2e-6, atol=2e-6)
+    with pytest.raises(ValueError, match=r"same shape"):
+        _core.geglu_act(h, u[:5])
+    with pytest.raises(TypeError):
+        _core.geglu_act(h.astype(np.float64), u)
+
+
 def test_quantized_layers_run_the_python_path():
     cfg = tiny("glm-4.7-flash")
     L = M.build_layer(cfg, 1, "q8_0", seed=0)

@@ -183,11 +183,12 @@ def _gelu_tanh(g: np.ndarray) -> np.ndarray:
 def geglu(x: np.ndarray, w_gate, w_up, w_down) -> np.ndarray:
     """Gemma's MLP (HF hidden_activation "gelu_pytorch_tanh"): down(gelu_tanh(gate x) * up x).
     Shapes and weight formats as swiglu; the projections are C-core linears (or quantized ones),
-    the activation float32 NumPy."""
+    the activation the C core's float32 gelu_tanh(gate) * up (csrc/linear.c gb_geglu_act, the
+    one csrc/layer.c runs too)."""
     if not isinstance(x, np.ndarray):
         raise TypeError(f"`x` must be a numpy.ndarray, got {type(x).__name__}")
-    h = _gelu_tanh(linear(x, w_gate))
-    h *= linear(x, w_up)
+    h = np.ascontiguousarray(linear(x, w_gate), dtype=np.float32)
+    _core.geglu_act(h, np.ascontiguousarray(linear(x, w_up), dtype=np.float32))
     return linear(h, w_down)
 
 

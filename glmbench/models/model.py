@@ -188,8 +188,9 @@ class Layer:
 
     def forward(self, x, cache, cache_layer: int, positions, mla_strategy: str = "flash"):
         """The layer on x[T, hidden] at positions[T], appending to `cache` layer `cache_layer`. Runs as
-        one C call (csrc/layer.c, `_core.layer_forward`) when every matrix is an ndarray and the
-        config has no sliding window; otherwise, and as the readable definition, `forward_py`."""
+        one C call (csrc/layer.c, `_core.layer_forward`) when every matrix is an ndarray (sliding
+        windows, soft-capping, Gemma 2/3's sandwich norms and GeGLU included); otherwise, and as the
+        readable definition, `forward_py`."""
         vocab.mla_strategy(mla_strategy)
         plan = self._c_plan()
         if plan is None:
@@ -201,6 +202,12 @@ class Layer:
             raise TypeError(f"`positions` must be integers, got {p.dtype}")
         if getattr(cache, "kind", None) != self.cfg.attention:
             raise ValueError(f"`cache` must be a {self.cfg.attention.upper()} KVCache, got {cache!r}")
+        if self.cfg.attention != "mla":   # the check attention.gqa_block makes
+            win, cl = self.cfg.layer_window(self.index), int(cache_layer)
+            cw = cache.windows[cl] if 0 <= cl < cache.n_layers else 0
+            if cw and cw != win:
+                raise ValueError(f"cache layer {cl} keeps a window of {cw} tokens but model layer {self.index} "
+                                 f"attends to {'all tokens' if win is None else f'{win} tokens'}")
         y, counts = _core.layer_forward(plan, x, cache, int(cache_layer), p.astype(np.int64, copy=False),
                                         mla_strategy)
         if self.kind == "moe":
@@ -209,7 +216,7 @@ class Layer:
 
     def _c_plan(self):
         """The capsule `_core.layer_forward` runs (built on first use), or None where forward_py must
-        run: quantized matrices (quant.QTensor), sliding-window attention, a tensor missing."""
+        run: quantized matrices (quant.QTensor), a tensor missing."""
         if self._plan is None:
             self._plan = False
             try:
@@ -222,16 +229,17 @@ class Layer:
 
     def _c_spec(self) -> dict | None:
         cfg, w, a = self.cfg, self.w, self.attn
-        if getattr(cfg, "sliding_window", None) or not all(isinstance(v, np.ndarray) for v in w.values()):
-            return None
-        if cfg.model_type in configs.GEMMA_FAMILIES:  # sandwich norms and GeGLU: forward_py
+        if not all(isinstance(v, np.ndarray) for v in w.values()):
             return None
         mla = cfg.attention == "mla"
+        gemma = cfg.model_type in configs.GEMMA_FAMILIES   # sandwich norms and GeGLU (_forward_gemma)
+        rot = cfg.layer_rope(self.index) if not mla else dict(
+            theta=cfg.rope_theta, inv_freq=cfg.rope_inv_freq(), attention_factor=cfg.rope_attention_factor())
         s = dict(attention=int(mla), D=int(cfg.hidden_size), eps=float(cfg.rms_norm_eps),
                  ln_in=w["input_layernorm.weight"], ln_post=w["post_attention_layernorm.weight"],
-                 theta=float(cfg.rope_theta), attn_factor=float(cfg.rope_attention_factor()),
+                 theta=float(rot["theta"]), attn_factor=float(rot["attention_factor"]),
                  scale=float(cfg.softmax_scale or 0.0), rope_layout=_ops._ROPE_LAYOUTS[cfg.rope_layout],
-                 inv_freq=cfg.rope_inv_freq(), wo=a["o_proj.weight"], bo=a.get("o_proj.bias"))
+                 inv_freq=rot["inv_freq"], wo=a["o_proj.weight"], bo=a.get("o_proj.bias"))
         if mla:
             s.update(rot_dim=int(cfg.qk_rope_head_dim), H=int(cfg.n_heads), Dn=int(cfg.qk_nope_head_dim),
                      Dr=int(cfg.qk_rope_head_dim), Dvm=int(cfg.v_head_dim), R=int(cfg.kv_lora_rank),
@@ -251,6 +259,12 @@ class Layer:
                      bv=a.get("v_proj.bias"))
             if cfg.qk_norm:
                 s.update(q_norm=a["q_norm.weight"], k_norm=a["k_norm.weight"])
+            # the layer's sliding window (Mistral, Gemma) and Gemma 2's attention logit soft-capping
+            s.update(window=int(cfg.layer_window(self.index) or 0),
+                     softcap=float(getattr(cfg, "attn_logit_softcapping", None) or 0.0))
+        if gemma:
+            s.update(gemma=1, ln_pre_ffn=w["pre_feedforward_layernorm.weight"],
+                     ln_post_ffn=w["post_feedforward_layernorm.weight"])
         if self.kind == "dense":
             g = w["mlp.gate_proj.weight"]
             s.update(moe=0, F=int(g.shape[0]), gate=g, up=w["mlp.up_proj.weight"], down=w["mlp.down_proj.weight"])
