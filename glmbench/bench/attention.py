@@ -8,12 +8,15 @@ One layer's attention at the shapes that decide decode speed at depth:
   Gemma-3-27B sliding-window GQA (32 query / 16 KV heads of 128, window 1024, the cache layer a
       ring: KVCache.gqa(windows=)), bf16, decode at 4K and 32K, beside the same shape's global
       (full-attention) layer at the same depths: the windowed decode declares (and must read) only
-      the window's 1024 rows, so its time stays flat with depth while the global layer's grows.
+      the window's 1024 rows, so its time stays flat with depth while the global layer's grows;
+      and a prefill chunk of 512 at 4K and 32K (each query its own 1024 keys, the ring holding
+      1024 + 512 rows), beside the global layer's chunk at 4K.
 The cache is filled with KVCache.fill_synthetic (attention's cost does not depend on the values).
 
 Declared work (the minimum: each cached row read once, no expanded K/V written):
   GQA      flops 2 Hq (Dh + Dv) keys;        bytes = the cache rows read (bf16) + q and out
-  SWA      GQA's with keys = min(d + 1, window) for a decode step
+  SWA      GQA's with keys = min(d + 1, window) for a decode step and sum of min(p + 1, window) over
+           the chunk's query positions p for a prefill; bytes = the rows those keys span
   absorbed flops 2 H (R + Dr + R) keys + 2 T H (Dn + Dv) R for folding kv_b into q and out;
            bytes = latent rows read (bf16) + kv_b (float32, what the kernel reads)
   naive    flops absorbed's attention on per-head K/V: 2 H (Dn + Dr + Dv) keys + 2 L H (Dn + Dv) R
@@ -24,7 +27,8 @@ memory-bound; absorbed/flash MLA decode (20 heads share each row), naive MLA and
 
 The NumPy twins do the same work the way NumPy must: the bf16 cache is converted to float32 on every
 call (NumPy has no bf16 matmul), then matmul / softmax / matmul per KV head (GQA) or over the latent
-(absorbed MLA) or on kv_b-decompressed K/V (naive MLA). The naive twin at 32K is skipped (its
+(absorbed MLA) or on kv_b-decompressed K/V (naive MLA); a prefill twin goes one KV head at a time
+(its scores [T x group, keys] stay ~100 MB) with the causal (and window) mask. The naive twin at 32K is skipped (its
 expanded K/V would be 1.2 GB).
 """
 from __future__ import annotations
@@ -160,6 +164,58 @@ def _swa_case(Case, d: int, rng, windowed: bool):
                 tags=("attention", f"swa_decode_{d // 1024}k" if windowed else f"gemma_global_decode_{d // 1024}k"))
 
 
+def _window_keys(d: int, T: int, W: int | None) -> float:
+    """Keys the T queries at positions d .. d + T - 1 see: min(p + 1, W) each (all p + 1 when W is None)."""
+    p = np.arange(d, d + T, dtype=np.int64) + 1
+    return float((p if W is None else np.minimum(p, W)).sum())
+
+
+def _swa_prefill_case(Case, d: int, T: int, rng, windowed: bool, shape=None):
+    """A prefill chunk of T tokens on d cached ones in a Gemma-3-27B layer: a windowed (local)
+    layer, whose cache is a ring of W + T rows (KVCache.gqa(windows=[W], chunk=T)), each query
+    seeing its last W keys; or a global layer, each query every key before it. Compute-bound
+    (each row read meets T x group queries), one cache layer (a ring of 1536 rows is 12 MiB: its
+    reuse, not DRAM, sets the time). `shape`: GEMMA's fields to override (tests run it small)."""
+    g = {**GEMMA, **(shape or {})}
+    Hq, Hkv, Dh, W = g["Hq"], g["Hkv"], g["Dh"], g["window"]
+    L = d + T
+    cache = KVCache.gqa(1, L, Hkv, Dh, kv="bf16", windows=[W] if windowed else None, chunk=T)
+    cache.fill_synthetic(L, seed=5)
+    # the twin's rows: every key the chunk's queries see (a ring holding W + T - 1 tokens keeps the
+    # same values as the timed ring's last rows: fill_synthetic writes token t the same in both)
+    span = min(L, W + T - 1) if windowed else L
+    if windowed and span < L:
+        twin = KVCache.gqa(1, L, Hkv, Dh, kv="bf16", windows=[span], chunk=1)
+        twin.fill_synthetic(L, seed=5)
+        k16, v16 = _bf16_rows(twin)
+    else:
+        k16, v16 = _bf16_rows(cache)
+    n = k16.shape[0]
+    assert n == span, (n, span)
+    q = rng.standard_normal((T, Hq, Dh), dtype=np.float32)
+    G, scale = Hq // Hkv, np.float32(168 ** -0.5)   # Gemma-3-27B's query_pre_attn_scalar
+    qpos = np.arange(d, L)[:, None]                  # [T, 1]
+    kpos = np.arange(L - n, L)[None, :]              # [1, n]
+    mask = (kpos <= qpos) & ((kpos > qpos - W) if windowed else True)   # [T, n]
+
+    def np_run():
+        out = np.empty((T, Hkv, G, Dh), np.float32)
+        for h in range(Hkv):
+            k = _f32(k16[:, h, :])                                       # [n, Dh]
+            v = _f32(v16[:, h, :])
+            s = (q[:, h * G:(h + 1) * G, :] * scale) @ k.T               # [T, G, n]
+            out[:, h] = _np_softmax_rows(s, mask[:, None, :]) @ v
+        return out.reshape(T, Hq, Dh)
+
+    keys = _window_keys(d, T, W if windowed else None)
+    label = f"swa w={W}" if windowed else "global"
+    tag = f"swa_prefill_{d // 1024}k" if windowed else f"gemma_global_prefill_{d // 1024}k"
+    return Case(f"attn gqa gemma-3-27b {label} prefill T={T} d={d} bf16",
+                run=lambda: gqa_attention(q, cache, 0, scale=float(scale)), numpy_run=np_run, rtol=_rtol(False),
+                flops=2.0 * Hq * 2 * Dh * keys, bytes=float(n * Hkv * 2 * Dh * 2 + 2 * q.nbytes), bound="compute",
+                tags=("attention", tag))
+
+
 # ---- MLA ------------------------------------------------------------------------------------
 
 def _mla_cases(Case, d: int, T: int, strategies, rng, numpy_naive: bool):
@@ -227,6 +283,9 @@ def cases(quick: bool = False):
         out.append(_gqa_case(Case, d, 1, rng))
     for d in depths:
         out += [_swa_case(Case, d, rng, True), _swa_case(Case, d, rng, False)]
+    for d in depths:   # the global layer's chunk only at the first depth (at 32K it is ~0.3 TFLOP)
+        out.append(_swa_prefill_case(Case, d, T_pre, rng, True))
+    out.append(_swa_prefill_case(Case, depths[0], T_pre, rng, False))
     out += _mla_cases(Case, 0, T_pre, ("absorbed", "flash", "naive"), rng, numpy_naive=True)
     out.append(_gqa_case(Case, 0, T_pre, rng))
     return out
