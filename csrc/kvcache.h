@@ -15,9 +15,9 @@
  *
  * Sliding windows (gb_kvcache_set_windows): a GQA layer with window W > 0 keeps only the last
  * tokens in a ring of ring[layer] blocks (ring_tokens = ring x block_size >= W + chunk, chunk =
- * the most tokens appended at once; llama.cpp's n_swa + n_ubatch cells): token t lives in slot t mod ring_tokens, so len[layer] still
- * counts every token appended (the position of the next one) while only the last ring_tokens are
- * stored. Attention of the T newest queries needs keys from len - T - W + 1 on, hence the bound
+ * the most tokens appended at once; llama.cpp's n_swa + n_ubatch cells): token t lives in slot
+ * t mod ring_tokens, so len[layer] still counts every token appended (the position of the next
+ * one) while only the last ring_tokens are stored. Attention of the T newest queries needs keys from len - T - W + 1 on, hence the bound
  * T <= ring_tokens - W + 1 on an append. Held (the bytes a layer accounts for): min(len, W).
  */
 #ifndef GLMBENCH_KVCACHE_H
@@ -53,7 +53,8 @@ int gb_kvcache_create(gb_kvcache **out, int kind, int fmt, int64_t n_layers, int
 void gb_kvcache_destroy(gb_kvcache *c);
 
 /* Sliding windows per layer (windows[n_layers], 0 = full attention; NULL = none): windowed layers
- * become rings of ceil((W + chunk) / block_size) blocks (llama.cpp's n_swa + n_ubatch) (never more than capacity needs).
+ * become rings of ceil((W + chunk) / block_size) blocks, llama.cpp's n_swa + n_ubatch cells
+ * (never more than capacity needs).
  * Only on an empty cache (every layer at length 0); GQA caches only. */
 int gb_kvcache_set_windows(gb_kvcache *c, const int64_t *windows, int64_t chunk);
 

@@ -236,9 +236,9 @@ def _measure(cfg, depths, tests, layers, n_prompt, n_gen, weights, kv, mla_strat
         mla_strategy=mla_strategy, runtime="glmbench", repeats=repeats,
         code=protocol.code_version(_core), settings={"seed": int(seed), "bandwidth_probe": bool(bandwidth_probe)},
         cpu_info=cpu, n_threads=n_threads, warmup=int(warmup), attn_arithmetic=attn_arithmetic(kv),
-        # how a layer runs: one C call (csrc/layer.c) or op by op from Python (quantized matrices,
-        # sliding-window attention: Layer.forward_py)
-        layer_exec="python-ops" if weights in ("q8_0", "q4_0", STORED) or cfg.sliding_window else "c-layer",
+        # how a layer runs: one C call (csrc/layer.c; sliding windows and Gemma's layers included) or
+        # op by op from Python (quantized matrices: Layer.forward_py)
+        layer_exec="python-ops" if weights in ("q8_0", "q4_0", STORED) else "c-layer",
         layers_mode=mode, sampled=mode == "sampled",
         layers_timed=",".join(map(str, idx if idx is not None else range(cfg.n_layers))),
         model_size=_model_bytes(cfg, weights, state), model_n_params=cfg.total_params(),

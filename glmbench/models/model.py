@@ -18,7 +18,8 @@ attend within a sliding window (the cache keeps those layers as rings: `KVCache.
 with rope by the local base (Gemma 3; Gemma 2: every other layer windowed, one rope base, and
 attention logits soft-capped, attn_logit_softcapping); the softmax scale is
 query_pre_attn_scalar ** -0.5; tied head; final_logit_softcapping when set. A windowed model's prefill runs in chunks of at most
-`window_chunk` tokens (the most a ring layer takes at once).
+`window_chunk` tokens (the most a ring layer takes at once). Their layers run as one C call each
+(csrc/layer.c: sandwich norms, GeGLU, window, local rope base and soft-capping), as the others do.
 
 Weights are kept under their HF names relative to `model.layers.{i}.` (plus `model.embed_tokens.weight`,
 `model.norm.weight`, `lm_head.weight`); the set of tensors is ModelConfig.tensor_shapes(). Routed

@@ -1411,9 +1411,10 @@ class HostMemory:
 
 
 def memory(setup: Setup, context: int, batch: int = 1) -> Memory:
-    """Bytes per card holding `batch` streams of `context` tokens each: weights, KV cache,
-    workspace (activations of one ubatch, the logits buffer, naive MLA's expanded K/V) and the
-    runtime's fixed overhead, against the card's capacity."""
+    """Bytes per card holding `batch` streams of `context` tokens each: weights, KV cache (a
+    windowed layer: `window_cells` per stream, llama.cpp's window + n_ubatch, padded), workspace
+    (activations of one ubatch, the logits buffer, naive MLA's expanded K/V) and the runtime's
+    fixed overhead, against the card's capacity."""
     setup = _setup(setup)
     context = _check_int("context", context, 0)
     batch = _check_int("batch", batch, 1)
@@ -1427,7 +1428,8 @@ def memory(setup: Setup, context: int, batch: int = 1) -> Memory:
     if setup.offload is None:
         return Memory(cards, context, batch)
     hw, hkv, hkvw = _host_memory_terms(setup, batch)
-    return Memory(cards, context, batch, HostMemory(hw, math.ceil(hkv * context + hkvw * cells), setup.host.memory_bytes))
+    return Memory(cards, context, batch,
+                  HostMemory(hw, math.ceil(hkv * context + hkvw * cells), setup.host.memory_bytes))
 
 
 def max_context(setup: Setup, batch: int = 1) -> int:
