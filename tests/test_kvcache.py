@@ -276,12 +276,13 @@ def test_ring_bytes_are_exact_and_agree_with_the_cost_model():
     assert c.ring_tokens(0) == ring * 64 and c.ring_tokens(5) == 8192
     assert c.bytes_in_blocks == block * (52 * ring + n_full * -(-depth // 64))
     assert c.length(0) == depth and c.held(0) == 1024 and c.held(5) == depth
-    # the cost model: the windowed layers hold 1024 + 512 cells padded to 256 (= 1536, 6 of 64-blocks x 4)
+    # the cost model: the windowed layers hold 1024 + 512 cells padded to 256 (= 1536, the 24 blocks of 64)
     s = cm.Setup(cfg, "rtx-3090", weights="Q4_K_M", kv="f16")
     assert s.runtime.n_ubatch == 512
     assert cm.memory(s, depth).kv == per_layer * (n_full * depth + 52 * 1536)
-    # uncounted before (the window alone): 52 layers x 512 cells x 16 KiB = 416 MiB at f16
+    # uncounted before (the window alone): 52 layers x 512 cells x 8 KiB = 208 MiB (218 MB) at f16
     assert cm.memory(s, depth).kv - per_layer * (n_full * depth + 52 * 1024) == 52 * 512 * per_layer
+    assert 52 * 512 * per_layer == 208 * 2 ** 20
 
 
 @pytest.mark.parametrize("window,ubatch,block", [(1024, 512, 256), (1024, 512, 64), (4096, 2048, 256),
