@@ -413,6 +413,7 @@ def test_gemma3_logits_match_hf_past_the_window(chunk, ring):
     got = glm_logits(m, prompt, steps)
     assert m.cache.ring_tokens(0) == ring and m.n_past == 80     # chunk 16: 80 tokens through 64 slots
     assert m.cache.held(0) == 4 and m.cache.held(1) == 80
+    assert all(L._c_plan() is not None for L in m.layers)   # each layer ran as one C call (csrc/layer.c)
     for i, (a, b) in enumerate(zip(got, want)):
         assert np.all(np.isfinite(a))
         err = rel_err(a, b)
@@ -452,6 +453,7 @@ def test_gemma2_softcapped_logits_match_hf():
     want = hf_logits(hf, prompt, steps)
     got = glm_logits(m, prompt, steps)
     assert m.cache.ring_tokens(0) == 64 and m.n_past == 70   # the windowed layers' rings wrapped
+    assert all(L._c_plan() is not None for L in m.layers)   # soft-capped windows in the C layer
     for i, (a, b) in enumerate(zip(got, want)):
         err = rel_err(a, b)
         assert err < RTOL, f"gemma2 {'prefill' if i == 0 else f'decode step {i}'}: relative error {err:.2e}"
