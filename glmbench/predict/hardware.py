@@ -18,16 +18,33 @@ silently ignored):
     source = "..."             # optional: where the numbers come from
     kind = "gpu"               # optional: "gpu" (default) or "cpu" (a saved host profile:
                                # `glmbench hardware --save-host FILE`)
+    aliases = ["NVIDIA GeForce RTX 3090"]   # optional: other names of the card (resolve_gpu_name)
+    arch = "Ampere"            # optional, descriptive: architecture,
+    compute_capability = "8.6" #   CUDA compute capability (major.minor),
+    bus = "PCIe 4.0 x16"       #   host bus or form factor ("SXM5", "SoC"),
+    memory_type = "GDDR6X"     #   memory technology,
+    nvlink_gbps = 56.25        #   NVLink per direction where the card has one (a bridge is not
+                               #   assumed: `link_gbps` is what a Rig uses)
     [tflops]                   # required table: fp16 and fp32 required; bf16 defaults to fp16,
     fp16 = 71                  # int8 defaults to fp16 (no faster integer path)
     fp32 = 35.6
+    fp16_acc16 = 142           # optional: f16 tensor rate with f16 accumulate (GeForce cards run
+                               # f16 x f16 -> f32 at half this rate; `fp16` is the f32-accumulate
+                               # rate); peak_flops("fp16_acc16") falls back to `fp16`
+
+The built-in catalog (data/hardware/*.json, docs/SOURCES.md "GPU catalog") holds every NVIDIA GPU
+from Volta (sm_70) on that llama.cpp and vLLM users run; `resolve_gpu_name` maps the names tools
+print ("NVIDIA GeForce RTX 3090 Ti", "Tesla T4", "NVIDIA A100-SXM4-80GB", "A100 80 GB") to a key.
 """
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import functools
 import json
 import math
 import os
+import re
 from dataclasses import dataclass, field
 
 from glmbench import vocab
@@ -35,6 +52,9 @@ from glmbench import vocab
 _DATA = os.path.join(vocab.DATA_DIR, "hardware")
 
 DTYPES = ("fp16", "bf16", "fp32", "int8")
+# Rates a profile may add beside DTYPES: f16 tensor with f16 accumulate (what cuBLAS runs for
+# CUBLAS_COMPUTE_16F; twice `fp16` on GeForce cards, equal to it on the others).
+EXTRA_RATES = ("fp16_acc16",)
 GIB = 1 << 30
 
 # Sanity ceilings: a value beyond these is a unit mistake (bytes for GiB, MB/s for GB/s...),
@@ -62,17 +82,26 @@ class GPU:
     source: str = field(default="", compare=False)
     kind: str = "gpu"                     # "gpu" | "cpu"
     key: str = ""                         # built-in file name, or the profile path
+    aliases: tuple = field(default=(), compare=False)
+    arch: str = field(default="", compare=False)
+    compute_capability: str = field(default="", compare=False)
+    bus: str = field(default="", compare=False)
+    memory_type: str = field(default="", compare=False)
+    nvlink_gbps: float | None = field(default=None, compare=False)
 
     @property
     def memory_bytes(self) -> int:
         return int(self.memory_gib * GIB)
 
     def peak_flops(self, dtype: str) -> float:
-        """FLOP/s for `dtype` ("fp16", "bf16", "fp32", "int8")."""
+        """FLOP/s for `dtype` ("fp16", "bf16", "fp32", "int8"; "fp16_acc16": f16 with f16
+        accumulate, the `fp16` rate where the profile does not give it)."""
+        if dtype == "fp16_acc16" and dtype not in self.tflops:
+            dtype = "fp16"
         try:
             return self.tflops[dtype] * 1e12
         except KeyError:
-            raise ValueError(f"`dtype` must be one of {DTYPES}, got {dtype!r}") from None
+            raise ValueError(f"`dtype` must be one of {DTYPES + EXTRA_RATES}, got {dtype!r}") from None
 
     def __hash__(self):
         return hash((self.name, self.memory_gib, self.bandwidth_gbs, self.launch_us, self.key,
@@ -93,7 +122,7 @@ def _num(where, key, v, *, minimum=0.0, strict=True):
 def profile_from_dict(d: dict, where: str = "profile", key: str = "") -> GPU:
     """Validate a profile dict (see the module docstring) -> GPU."""
     vocab.check_table(d, where, known={"name", "memory_gib", "bandwidth_gbs", "tflops", "launch_us", "link_gbps",
-                                       "link_latency_us", "source", "kind"},
+                                       "link_latency_us", "source", "kind", *_DESCRIPTIVE, "aliases", "nvlink_gbps"},
                       required=("name", "memory_gib", "bandwidth_gbs", "tflops", "launch_us"))
     name = d["name"]
     if not isinstance(name, str) or not name.strip():
@@ -101,9 +130,9 @@ def profile_from_dict(d: dict, where: str = "profile", key: str = "") -> GPU:
     tf = d["tflops"]
     if not isinstance(tf, dict):
         raise ValueError(f"{where}: field `tflops` must be a table of dtype = TFLOPS, got {tf!r}")
-    bad = sorted(set(tf) - set(DTYPES))
+    bad = sorted(set(tf) - set(DTYPES) - set(EXTRA_RATES))
     if bad:
-        raise ValueError(f"{where}: field `tflops.{bad[0]}` is not a dtype (known: {', '.join(DTYPES)})")
+        raise ValueError(f"{where}: field `tflops.{bad[0]}` is not a dtype (known: {', '.join(DTYPES + EXTRA_RATES)})")
     for k in ("fp16", "fp32"):
         if k not in tf:
             raise ValueError(f"{where}: field `tflops.{k}` is missing")
@@ -118,6 +147,16 @@ def profile_from_dict(d: dict, where: str = "profile", key: str = "") -> GPU:
     kind = d.get("kind", "gpu")
     if kind not in ("gpu", "cpu"):
         raise ValueError(f"{where}: field `kind` must be 'gpu' or 'cpu', got {kind!r}")
+    aliases = d.get("aliases", [])
+    if not isinstance(aliases, (list, tuple)) or not all(isinstance(a, str) and a.strip() for a in aliases):
+        raise ValueError(f"{where}: field `aliases` must be a list of non-empty names, got {aliases!r}")
+    for k in _DESCRIPTIVE:
+        if not isinstance(d.get(k, ""), str):
+            raise ValueError(f"{where}: field `{k}` must be a string, got {d[k]!r}")
+    cc = d.get("compute_capability", "")
+    if cc and not re.fullmatch(r"\d+\.\d+", cc):
+        raise ValueError(f"{where}: field `compute_capability` must be 'major.minor' (such as '8.6'), got {cc!r}")
+    nvl = d.get("nvlink_gbps")
     return GPU(
         name=name.strip(),
         memory_gib=_num(where, "memory_gib", d["memory_gib"]),
@@ -127,14 +166,21 @@ def profile_from_dict(d: dict, where: str = "profile", key: str = "") -> GPU:
         link_gbps=None if link is None else _num(where, "link_gbps", link),
         link_latency_us=None if lat is None else _num(where, "link_latency_us", lat, strict=False),
         source=source, kind=kind, key=key or name.strip(),
+        aliases=tuple(a.strip() for a in aliases), nvlink_gbps=None if nvl is None else _num(where, "nvlink_gbps", nvl),
+        **{k: d.get(k, "") for k in _DESCRIPTIVE},
     )
+
+
+_DESCRIPTIVE = ("arch", "compute_capability", "bus", "memory_type")
 
 
 def profile_to_dict(gpu: GPU) -> dict:
     """The profile as the fields profile_from_dict reads (a saved `host` profile loads back as one:
     `glmbench hardware --save-host FILE`)."""
-    d = {k: v for k, v in dataclasses.asdict(gpu).items() if v is not None}
+    d = {k: v for k, v in dataclasses.asdict(gpu).items() if v is not None and v != "" and v != ()}
     d.pop("key", None)
+    if "aliases" in d:
+        d["aliases"] = list(d["aliases"])
     return d
 
 
@@ -178,13 +224,15 @@ def _norm(name: str) -> str:
 
 
 def list_gpus() -> list[str]:
-    """Built-in GPU profile keys ("rtx-3090", "h100-sxm", ...)."""
-    return sorted(f[:-5] for f in os.listdir(_DATA) if f.endswith(".json"))
+    """Built-in GPU profile keys ("rtx-3090", "h100-sxm", ...), sorted."""
+    return list(_catalog())
 
 
 def get_gpu(name) -> GPU:
-    """A built-in GPU by key or display name ("rtx-3090" or "RTX 3090"); "host"/"cpu" (this
-    machine, measured) is resolved on the measured side and refused here; a path loads a profile file; a GPU passes through."""
+    """A built-in GPU by key, display name or any name `resolve_gpu_name` knows ("rtx-3090",
+    "RTX 3090", "NVIDIA GeForce RTX 3090", "Tesla T4"); "host"/"cpu" (this machine, measured) is
+    resolved on the measured side and refused here; a path loads a profile file; a GPU passes
+    through. An unknown name -> one ValueError listing the nearest catalog names."""
     if isinstance(name, GPU):
         return name
     if not isinstance(name, (str, os.PathLike)):
@@ -194,11 +242,185 @@ def get_gpu(name) -> GPU:
         raise ValueError(f"{s!r} is this machine's CPU, measured now: resolve it with "
                          "glmbench.measure.machine.host_profile() (the CLI and report do) and pass the profile")
     k = _norm(s)
-    if k in list_gpus():
-        return profile_from_dict(_read_table(os.path.join(_DATA, k + ".json")), where=k, key=k)
+    if k in _catalog():
+        return _builtin(k)
     if s.endswith((".toml", ".json")):
         return load_profile(s)
-    raise ValueError(f"unknown GPU {s!r}; built-in: {', '.join(list_gpus())}, or a .toml/.json profile path")
+    k = resolve_gpu_name(s)
+    if k is not None:
+        return _builtin(k)
+    raise ValueError(unknown_gpu_message(s))
+
+
+def _builtin(key: str) -> GPU:
+    return profile_from_dict(_read_table(os.path.join(_DATA, key + ".json")), where=key, key=key)
+
+
+# ---- names -> catalog keys -----------------------------------------------------------------------
+# Words that name the vendor, brand or product line but not the card; dropped before matching.
+_NOISE = {"nvidia", "geforce", "tesla", "quadro", "graphics", "gpu", "generation", "workstation", "edition",
+          "design", "card", "cuda", "vulkan", "hbm2", "hbm2e", "hbm3", "hbm3e", "gddr6", "gddr6x", "gddr7",
+          "ws", "dgx", "jetson", "nvidia)", "(nvidia"}
+_LAPTOP = {"laptop", "mobile", "notebook"}
+_FORMS = {"sxm": "sxm", "sxm2": "sxm", "sxm3": "sxm", "sxm4": "sxm", "sxm5": "sxm", "sxm6": "sxm",
+          "pcie": "pcie", "nvl": "nvl"}
+_MEM = re.compile(r"^(\d+(?:\.\d+)?)(gb|gib|g)$")
+# A llama.cpp/ggml device line: "Device 0: NVIDIA GeForce RTX 3090 Ti, compute capability 8.6, VMM: yes",
+# "ggml_vulkan: 0 = NVIDIA GeForce RTX 3090 (NVIDIA) | uma: 0 | ...", "using device CUDA0 (NVIDIA ...)".
+_DEVICE_LINE = (re.compile(r"device\s+\d+\s*:\s*([^,|]+)", re.I), re.compile(r"^\S*:\s*\d+\s*=\s*([^|]+)", re.I),
+                re.compile(r"using device \w+ \(([^)]+)\)", re.I))
+
+
+@dataclass(frozen=True)
+class _Name:
+    base: str            # the card's words, vendor and qualifiers dropped ("rtx 3090 ti", "a100")
+    form: str | None     # "sxm" | "pcie" | "nvl" | None
+    mem_gb: float | None
+
+    @property
+    def canon(self) -> str:
+        return " ".join([self.base] + ([self.form] if self.form else []) +
+                        ([f"{self.mem_gb:g}gb"] if self.mem_gb is not None else []))
+
+
+def _parse_name(text: str) -> _Name:
+    """A GPU name as (card words, form factor, memory size): case, spaces, hyphens, underscores,
+    vendor words and "(TM)" do not matter; "80GB", "80 GB", "80G" are the memory; SXM2/SXM4/SXM5
+    are "sxm", "PCIe"/"PCI-E"/"PCI Express" "pcie"; Laptop/Mobile/Notebook are "laptop"."""
+    s = str(text).strip()
+    for rx in _DEVICE_LINE:
+        m = rx.search(s)
+        if m:
+            s = m.group(1)
+            break
+    s = s.lower().replace("(tm)", " ").replace("(r)", " ").replace("\u2122", " ").replace("\u00ae", " ")
+    s = re.sub(r"\(nvidia\)|\((?:cuda|vulkan)\)|\(one gpu\)", " ", s)
+    s = re.sub(r"pci[\s_-]*e(?:xpress)?\b", "pcie", s)
+    s = re.sub(r"max[\s_-]*q", "maxq", s)
+    s = re.sub(r"(\d+(?:\.\d+)?)\s+(gb|gib)\b", r"\1\2", s)
+    toks = [t for t in re.split(r"[\s_\-/,()\[\]]+", s) if t]
+    base, form, mem = [], None, None
+    for t in toks:
+        m = _MEM.match(t)
+        if m:
+            mem = float(m.group(1))
+        elif t in _FORMS:
+            form = _FORMS[t]
+        elif t in _LAPTOP:
+            base.append("laptop")
+        elif t not in _NOISE:
+            base.append(t)
+    # "V100S" and "A100X" are names, not qualifiers; "RTX4090" is "RTX 4090"
+    words = " ".join(base)
+    words = re.sub(r"\b(rtx|gtx|gt)(\d)", r"\1 \2", words)
+    words = re.sub(r"\b(\d{3,4})(ti|super|d)\b", r"\1 \2", words)
+    return _Name(words, form, mem)
+
+
+@functools.lru_cache(maxsize=None)
+def _catalog() -> dict:
+    """{key: profile} of every built-in GPU, read once."""
+    return {k: profile_from_dict(_read_table(os.path.join(_DATA, k + ".json")), where=k, key=k)
+            for k in sorted(f[:-5] for f in os.listdir(_DATA) if f.endswith(".json"))}
+
+
+def _form_of(gpu: GPU) -> str | None:
+    f = _parse_name(gpu.name).form
+    if f:
+        return f
+    b = gpu.bus.lower()
+    return "sxm" if b.startswith("sxm") else "pcie" if b.startswith("pcie") else None
+
+
+@functools.lru_cache(maxsize=None)
+def _name_index() -> dict:
+    """{canonical name: key} over every profile's key, name and aliases; a name two profiles claim
+    is an error in the catalog (tests/test_hardware.py checks there is none)."""
+    out = {}
+    for k, g in _catalog().items():
+        for n in (k, g.name, *g.aliases):
+            c = _parse_name(n).canon
+            if out.get(c, k) != k:
+                raise ValueError(f"GPU catalog: the name {n!r} ({c!r}) is claimed by both {out[c]} and {k}")
+            out[c] = k
+    return out
+
+
+def _mem_matches(gpu: GPU, mem_gb: float) -> bool:
+    # a marketed "80 GB" is what nvidia-smi shows less ECC and driver reserves: up to 1/16 less
+    return abs(gpu.memory_gib - mem_gb) <= 0.08 * mem_gb
+
+
+def resolve_gpu_name(text: str) -> str | None:
+    """The catalog key of a GPU named as tools print it, or None when the catalog has no such card.
+
+    Accepts a key ("a100-sxm-80gb"), a display name, an alias, a CUDA device name ("NVIDIA GeForce
+    RTX 3090 Ti", "NVIDIA A100-SXM4-80GB", "Tesla V100-PCIE-32GB", "NVIDIA H100 80GB HBM3"), a
+    llama.cpp device line ("Device 0: NVIDIA GeForce RTX 3090 Ti, compute capability 8.6, VMM: yes")
+    or a scoreboard name ("RTX A5000", "A100 80 GB", "Tesla T4"). Case, spaces, hyphens and the words
+    NVIDIA/GeForce/Tesla/Quadro do not matter. A memory size ("80GB", "80 GB") or form factor
+    (PCIe, SXM, NVL) picks among variants; without one, the variant named bare in the catalog's
+    aliases: the one most sold (H100 -> SXM, A100 -> SXM 80 GB, V100 -> SXM2 16 GB, RTX 4060 Ti ->
+    8 GB; docs/SOURCES.md "GPU catalog" lists them). Pre-Volta cards (Pascal, Maxwell, Kepler) are
+    not in the catalog: None (see `is_pre_volta`)."""
+    if not isinstance(text, str) or not text.strip():
+        return None
+    q = _parse_name(text)
+    if not q.base:
+        return None
+    idx = _name_index()
+    if q.canon in idx:
+        return idx[q.canon]
+    cat = _catalog()
+    # every profile with a name of the same card words, then narrowed by form and memory
+    cands = sorted({k for c, k in idx.items() if _parse_name_cached(c).base == q.base})
+    if q.form:
+        cands = [k for k in cands if _form_of(cat[k]) == q.form]
+    if q.mem_gb is not None:
+        cands = [k for k in cands if _mem_matches(cat[k], q.mem_gb)]
+    if len(cands) == 1:
+        return cands[0]
+    if not cands:
+        return None
+    # several variants fit: the one that owns the bare name (the most sold), if it is among them
+    bare = idx.get(q.base)
+    return bare if bare in cands else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_name_cached(c: str) -> _Name:
+    return _parse_name(c)
+
+
+_PRE_VOLTA = re.compile(r"^(?:(?:gtx|gt) (?:[1-9]\d\d|10[1-9]0)\b|gtx titan|titan (?:x|xp|z|black)\b|"
+                        r"(?:tesla )?[kmp]\d{1,3}\b|quadro [kmp]\d|gp100\b|mx ?[1-3]\d0\b|grid [km]\d)")
+
+
+def is_pre_volta(text: str) -> bool:
+    """True for cards older than Volta (sm_70) that the catalog leaves out: GTX 10/9/7 series, Titan X/Xp,
+    Tesla P/M/K (P40, P100, M40, K80), Quadro P/M/K. GTX 16 (Turing, sm_75) is not pre-Volta."""
+    if not isinstance(text, str):
+        return False
+    q = _parse_name(text)
+    raw = re.sub(r"[\s_-]+", " ", str(text).lower())
+    return bool(_PRE_VOLTA.match(q.base) or re.search(r"\bquadro [kmp]\d", raw) or
+                re.search(r"\btitan (?:x|xp|z|black)\b", q.base))
+
+
+def unknown_gpu_message(text: str) -> str:
+    """The one error for a name the catalog does not have: pre-Volta, or the nearest names."""
+    s = str(text)
+    if is_pre_volta(s):
+        return (f"unknown GPU {s!r}: not in the catalog (pre-Volta: the catalog starts at Volta, sm_70); "
+                "give a .toml/.json profile path with its figures")
+    q = _parse_name(s)
+    idx = _name_index()
+    near = []
+    for c in difflib.get_close_matches(q.canon or s.lower(), list(idx), n=12, cutoff=0.5):
+        if idx[c] not in near:
+            near.append(idx[c])
+    hint = f"nearest: {', '.join(near[:5])}" if near else f"{len(_catalog())} built-in cards"
+    return f"unknown GPU {s!r}; {hint} (all: `glmbench hardware`), or a .toml/.json profile path"
 
 
 HOST_NAMES = ("host", "cpu", "host-cpu")
