@@ -80,6 +80,7 @@ class RuntimeProfile:
       attention_kernel   "default" | "paged_attn" (vLLM)
       mla_strategy       the MLA strategy the runtime runs (None: the Setup's)
       mla_prefill        "auto" (the cheaper of expand-once and the strategy) | "expand" | "strategy"
+      cublas_acc16       f16 cuBLAS GEMMs at the card's f16-accumulate peak (llama.cpp: CUBLAS_COMPUTE_16F)
       options            the options a user may set ({name: {"values": {v: {field: value}}} or
                          {"field": f, "min": n}}) and `option_values` those applied (with_options)
 
@@ -108,6 +109,7 @@ class RuntimeProfile:
     attention_kernel: str = "default"
     mla_strategy: str | None = None
     mla_prefill: str = "auto"
+    cublas_acc16: bool = False
     options: dict = field(default_factory=dict, compare=False)
     option_values: dict = field(default_factory=dict)
 
@@ -120,7 +122,7 @@ class RuntimeProfile:
                      self.layer_overhead_us, self.link_efficiency, tuple(sorted(self.kernels.items())),
                      self.quantized_prefill, tuple(sorted(self.prefill_paths.items())), self.flash_attn,
                      self.moe_kernel, self.attention_kernel, self.mla_strategy, self.mla_prefill,
-                     tuple(sorted(self.option_values.items()))))
+                     self.cublas_acc16, tuple(sorted(self.option_values.items()))))
 
     def with_options(self, **opts) -> "RuntimeProfile":
         """The profile with runtime options set as a user sets them (`fa=1`, `ubatch=2048`,
@@ -189,11 +191,11 @@ class RuntimeProfile:
              "sources": dict(self.sources)}
         if self.kernels or self.options or self.quantized_prefill != "mmq" or not self.flash_attn \
                 or self.moe_kernel != "mmid" or self.attention_kernel != "default" or self.mla_strategy \
-                or self.mla_prefill != "auto" or self.prefill_paths:
+                or self.mla_prefill != "auto" or self.prefill_paths or self.cublas_acc16:
             d.update(kernels=dict(self.kernels), quantized_prefill=self.quantized_prefill,
                      prefill_paths=dict(self.prefill_paths), flash_attn=self.flash_attn, moe_kernel=self.moe_kernel,
                      attention_kernel=self.attention_kernel, mla_strategy=self.mla_strategy,
-                     mla_prefill=self.mla_prefill, options=self.options, option_values=dict(self.option_values))
+                     mla_prefill=self.mla_prefill, cublas_acc16=self.cublas_acc16, options=self.options, option_values=dict(self.option_values))
         if self.calibration:
             d["calibration"] = self.calibration
         return d
@@ -227,7 +229,7 @@ def runtime_from_dict(d: dict, where: str = "runtime") -> RuntimeProfile:
                              "mla_attention_efficiency", "kv_attention_efficiency", "step_overhead_us",
                              "layer_overhead_us", "link_efficiency", "calibration", "kernels",
                              "quantized_prefill", "prefill_paths", "flash_attn", "moe_kernel", "attention_kernel",
-                             "mla_strategy", "mla_prefill", "options", "option_values"})
+                             "mla_strategy", "mla_prefill", "cublas_acc16", "options", "option_values"})
     effs = {}
     for k in ("compute_efficiency", "memory_efficiency"):
         e = d[k]
@@ -311,7 +313,10 @@ def runtime_from_dict(d: dict, where: str = "runtime") -> RuntimeProfile:
     optv = d.get("option_values", {})
     if not isinstance(optv, dict):
         raise ValueError(f"{where}: field `option_values` must be a table, got {optv!r}")
-    kw = dict(kernels=kt, quantized_prefill=choice("quantized_prefill", kn.QUANTIZED_PREFILL, "mmq"),
+    acc = d.get("cublas_acc16", False)
+    if not isinstance(acc, bool):
+        raise ValueError(f"{where}: field `cublas_acc16` must be true or false, got {acc!r}")
+    kw = dict(kernels=kt, cublas_acc16=acc, quantized_prefill=choice("quantized_prefill", kn.QUANTIZED_PREFILL, "mmq"),
               prefill_paths=dict(pp), flash_attn=fa,
               moe_kernel=choice("moe_kernel", ("mmid", "fused_moe"), "mmid"),
               attention_kernel=choice("attention_kernel", ("default", "paged_attn"), "default"),
@@ -965,6 +970,8 @@ def _matmul(name, T, n_out, n_in, wbytes, setup, share=1.0, kernels=1):
     dtype, extra = _wdtype(setup), 0.0
     if path == "dequant_cublas":
         dtype, extra = "fp16", 2 * 2.0 * n_out * n_in * share
+    if path in ("cublas", "dequant_cublas") and dtype == "fp16":
+        dtype = _cublas_dtype(setup)
     return _Op(name, "matmul", dtype, 2.0 * T * n_out * n_in * share,
                DEQUANT_OPS * n_out * n_in * share if quant else 0.0,
                wbytes * share + extra + ACT_BYTES * T * (n_in + n_out * share), kernels, path, fam)
@@ -1041,10 +1048,13 @@ def _attention_ops(setup: Setup, T: int, work: _Attn, share: float) -> list:
             # without flash attention (llama.cpp -fa 0): K.Q over every cached and new key of the
             # ubatch (the causal mask does not skip work), f32 scores written, softmaxed in place
             # and read by P.V; the cache is read by both products
+            # ggml broadcasts K and V over the query heads of a group: each query head's product
+            # reads its KV head's rows again (Hq / Hk times the cache traffic of a fused kernel)
             keys = work.keys + (work.n_q * work.n_q / 2.0 if work.prefill else 0.0)
+            rep = Hq / Hk
             ops.append(_Op("attn.core", "attention", "fp16", 2.0 * H * (Dh + Dv) * keys,
-                           SOFTMAX_OPS * H * keys + deq * elems * work.read,
-                           row * work.read + 4 * SCORE_BYTES * H * keys + ACT_BYTES * T * H * (Dh + Dv), 4, path))
+                           SOFTMAX_OPS * H * keys + deq * elems * work.read * rep,
+                           rep * row * work.read + 4 * SCORE_BYTES * H * keys + ACT_BYTES * T * H * (Dh + Dv), 4, path))
         else:
             ops.append(_Op("attn.core", "attention", "fp16", 2.0 * H * (Dh + Dv) * work.keys,
                            SOFTMAX_OPS * H * work.keys + deq * elems * work.read,
@@ -1163,6 +1173,16 @@ def _mla_expands(setup: Setup, T: int, work: _Attn, share: float) -> bool:
     return setup.mla_strategy == "flash" and _expand_once_wins(setup, T, work, share)
 
 
+def _cublas_dtype(setup: Setup) -> str:
+    """The peak an f16 cuBLAS GEMM of this runtime runs against: llama.cpp's CUDA backend computes
+    f16 GEMMs with f16 accumulation (CUBLAS_COMPUTE_16F) where the card has it at full rate, so a
+    runtime model with `cublas_acc16` uses the card's `fp16_acc16` peak (twice the FP32-accumulate
+    one on GeForce cards); others the fp16 (FP32-accumulate) peak."""
+    if setup.runtime.cublas_acc16 and "fp16_acc16" in setup.gpu.tflops:
+        return "fp16_acc16"
+    return "fp16"
+
+
 def _mm_path(setup: Setup, op: _Op, n_cols) -> _Op:
     """A weight-times-activations op outside _matmul, given the kernel path for n_cols columns."""
     quant = setup.weight_fmt.dequant
@@ -1170,6 +1190,8 @@ def _mm_path(setup: Setup, op: _Op, n_cols) -> _Op:
     op.path = kn.matmul_path(quant, op.family, n_cols, setup.runtime, setup.gpu)
     if op.path == "dequant_cublas":
         op.dtype = "fp16"
+    if op.path in ("cublas", "dequant_cublas") and op.dtype == "fp16":
+        op.dtype = _cublas_dtype(setup)
     return op
 
 
@@ -1201,7 +1223,7 @@ def _ffn_ops(setup: Setup, T: int, moe: bool, share: float) -> list:
     if path == "mmid" and quant:
         sub = kn.matmul_path(quant, fam, T * k / max(u, 1.0), rt, setup.gpu)
         if sub == "dequant_cublas":
-            dtype, extra = "fp16", 2 * 2.0 * u * 3 * D * Fe * share
+            dtype, extra = _cublas_dtype(setup), 2 * 2.0 * u * 3 * D * Fe * share
     ops.append(_Op("moe.experts", "matmul", dtype, 2.0 * T * k * 3 * D * Fe * share,
                    (DEQUANT_OPS * u * 3 * D * Fe * share if quant else 0.0) + 4 * T * k * Fe * share,
                    u * wb["expert"] * share + extra + ACT_BYTES * T * k * (2 * D + 3 * Fe * share), 5,

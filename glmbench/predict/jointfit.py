@@ -1,0 +1,587 @@
+"""The joint fit of a runtime model to published results, and its cross-validation.
+
+    from glmbench.predict import jointfit as jf
+    pts = jf.load_public()                       # every shipped public record as a point
+    fit = jf.fit_runtime("llama.cpp", [p for p in pts if p.runtime == "llama.cpp"])
+    fit.profile                                  # the runtime model with its kernel table fitted
+    jf.loso(pts, "llama.cpp")                    # each source predicted by a fit without it
+
+A point is a measured record with its runtime, the options it ran with (`-fa`, `-ub`, `-mla`,
+build era) and the card; all points of one runtime share its parameters (kernel efficiencies per
+path and weight family, the per-layer and per-pass overheads, MoE occupancy), whatever the model
+and the card: the card enters only through its datasheet (bandwidth, peaks).
+
+Which parameters are fitted follows calibrate.py's rule: a candidate is an efficiency of a kernel
+path (and family, where the runtime's points have more than one family on that path) whose op
+takes at least MIN_SHARE of some point's time at the start, plus the overheads; a candidate is
+fitted only if the points identify it (pivoted QR of the sensitivities: its column outside the span
+of those chosen is at least calibrate.SELECT_TOL of the largest). The others keep their start
+(physics) value and the profile says so. The fit minimizes squared log errors (scipy
+least_squares, bounded: efficiencies in [MIN_EFF, 1], overheads >= 0).
+
+Speed: each point is compiled once into arrays (FLOPs, bytes, peaks of every op of every pass,
+and which kernel-table entries give its efficiencies); a profile is then evaluated for every point
+in one vectorized pass. The kernel paths and the MLA prefill form are those of the start profile
+with the point's options (they do not move during a fit).
+"""
+from __future__ import annotations
+
+import dataclasses
+import glob
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+from scipy.linalg import qr
+from scipy.optimize import least_squares
+
+from glmbench import vocab
+from glmbench.models import configs
+from glmbench.predict import calibrate as cal
+from glmbench.predict import costmodel as cm
+from glmbench.predict import hardware
+from glmbench.results import records as rec
+
+PUBLIC_DIR = os.path.join(vocab.DATA_DIR, "public")
+MIN_SHARE = 0.03           # an op path below this share of every point's time is not a candidate
+MIN_EFF = cal.MIN_EFF
+OVERHEADS = ("layer_overhead_us", "step_overhead_us")
+HALF = "mmid:half_tokens"
+# options whose values get their own kernel efficiencies (a different set of shaders)
+SCOPED_OPTIONS = {"llama.cpp-vulkan": ("coopmat",)}
+
+
+class FitError(ValueError):
+    pass
+
+
+# ---- points --------------------------------------------------------------------------------------
+@dataclass
+class PublicPoint:
+    where: str                 # "file:line" of the original table (record field `line`)
+    source: str                # the source id (one published table set)
+    runtime: str
+    options: dict
+    setup: cm.Setup            # with the runtime's base profile
+    test: str
+    n_prompt: int
+    n_gen: int
+    n_depth: int
+    batch: int
+    measured: float
+    record: dict = field(repr=False)
+
+    @property
+    def gpu_key(self) -> str:
+        return self.setup.gpu.key or self.setup.gpu.name
+
+    @property
+    def label(self) -> str:
+        what = f"pp{self.n_prompt}" if self.test == "pp" else f"tg{self.n_gen}"
+        b = f" x{self.batch}" if self.batch > 1 else ""
+        return f"{self.setup.model.name} {what}{b} @ d{self.n_depth}"
+
+
+def public_files() -> list[str]:
+    return sorted(glob.glob(os.path.join(PUBLIC_DIR, "*.json")))
+
+
+def point_from_record(r: dict, where: str) -> PublicPoint:
+    """A PublicPoint from a record with `runtime`, `runtime_options`, `device`/`hardware`."""
+    try:
+        rtname = r["runtime"]
+        opts = dict(r.get("runtime_options") or {})
+        base = cm.load_runtime(rtname)
+        prof = base.with_options(**{k: (int(v) if k == "ubatch" else v) for k, v in opts.items()
+                                    if k in base.options})
+        hw = r.get("hardware") or r.get("device")
+        gpu = hardware.get_gpu(hw)
+        n = int(r.get("n_cards") or 1)
+        rig = hardware.Rig(gpu, n, link_gbps=r.get("link_gbps") or (gpu.link_gbps if n > 1 else None),
+                           link_latency_us=r.get("link_latency_us") or (gpu.link_latency_us if n > 1 else None))
+        setup = cm.Setup(configs.load(r["model"]), rig, split=r.get("split") or ("layer" if n > 1 else "none"),
+                         weights=r.get("weights") or vocab.DEFAULTS["weights"], kv=r.get("type_k") or "f16",
+                         runtime=prof)
+    except (KeyError, ValueError, TypeError, OSError) as e:
+        msg = e.args[0] if isinstance(e, KeyError) and e.args else e
+        raise FitError(f"{where}: {msg}") from None
+    test = r.get("test")
+    if test not in ("pp", "tg"):
+        raise FitError(f"{where}: field `test` must be pp or tg, got {test!r}")
+    return PublicPoint(where, r.get("public_source") or os.path.basename(where).rsplit(":", 1)[0], rtname, opts, setup,
+                       test, int(r.get("n_prompt") or 0), int(r.get("n_gen") or 0), int(r.get("n_depth") or 0),
+                       int(r.get("n_streams") or 1), float(r["avg_ts"]), r)
+
+
+def load_public(paths: Sequence[str] | None = None, skip_unknown_cards=True) -> list[PublicPoint]:
+    """Every record of the public files (default: the shipped glmbench/data/public/*.json) as a
+    point. Records on cards the catalog lacks are skipped when `skip_unknown_cards` (the
+    scoreboard's pre-Volta rows), else an error."""
+    out = []
+    for p in paths or public_files():
+        recs = rec.read_records(p)
+        for i, r in enumerate(recs):
+            where = r.get("line") or f"{os.path.basename(p)}:{i + 1}"
+            if r.get("evidence") != "measured" or r.get("test") not in ("pp", "tg"):
+                continue
+            if skip_unknown_cards and hardware.resolve_gpu_name(str(r.get("hardware") or r.get("device") or "")) is None:
+                continue
+            out.append(point_from_record(r, where))
+    return out
+
+
+def predict(pt: PublicPoint, profile: cm.RuntimeProfile) -> float:
+    """tok/s the profile predicts for the point (its options applied), by the full cost model."""
+    prof = apply_options(profile, pt.options)
+    s = dataclasses.replace(pt.setup, runtime=prof)
+    if pt.test == "pp":
+        return cm.prefill(s, pt.n_prompt, pt.n_depth).tok_s
+    if pt.n_gen <= 1:
+        return cm.decode(s, pt.n_depth, pt.batch).tok_s
+    return pt.batch / cm._mean_decode(s, pt.n_depth, pt.n_gen, pt.batch)[0]
+
+
+def apply_options(profile: cm.RuntimeProfile, options: dict) -> cm.RuntimeProfile:
+    opts = {k: (int(v) if k == "ubatch" else v) for k, v in (options or {}).items() if k in profile.options}
+    return profile.with_options(**opts)
+
+
+# ---- compiled points -----------------------------------------------------------------------------
+@dataclass
+class _Compiled:
+    """Every op of every point as arrays; stages group ops of one pass on one card."""
+    tflops: np.ndarray
+    vflops: np.ndarray
+    nbytes: np.ndarray
+    peak_t: np.ndarray
+    peak_v: np.ndarray
+    bw: np.ndarray
+    count: np.ndarray
+    tpe: np.ndarray
+    chain_c: np.ndarray          # index into chains (compute efficiency of the tensor part)
+    chain_m: np.ndarray          # index into chains (memory efficiency)
+    chain_v: np.ndarray          # index into chains (vector compute efficiency)
+    op_stage: np.ndarray
+    stage_point: np.ndarray
+    stage_weight: np.ndarray     # weight of the stage in its point's time (mean decode) or 1
+    stage_layers: np.ndarray     # layers in the stage (for layer_overhead_us)
+    point_const: np.ndarray      # link seconds per point
+    pipelines: dict              # point -> (n_ubatches, n_cards, [stage ids], link per ubatch)
+    chains: list                 # [(key, key, ..., ("class", cls, which)), ...]
+    shares: dict                 # chain-head key -> max share of a point's time at the start
+
+
+def _chain(path, fam, which, cls, scopes):
+    keys = []
+    if path:
+        base = [f"{path}.{fam}:{which}"] if fam else []
+        base.append(f"{path}:{which}")
+        for k in base:
+            keys += [f"{k}@{s}" for s in scopes]
+        keys += base
+    keys.append(("class", cls, which))
+    return tuple(keys)
+
+
+def compile_points(points: Sequence[PublicPoint], base: cm.RuntimeProfile) -> _Compiled:
+    cols = {k: [] for k in ("tflops", "vflops", "nbytes", "peak_t", "peak_v", "bw", "count", "tpe", "chain_c",
+                            "chain_m", "chain_v", "op_stage")}
+    stage_point, stage_weight, stage_layers, point_const, pipelines = [], [], [], [], {}
+    chains, chain_ix = [], {}
+    scoped = SCOPED_OPTIONS.get(base.name.split("[")[0], ())
+
+    def cix(c):
+        if c not in chain_ix:
+            chain_ix[c] = len(chains)
+            chains.append(c)
+        return chain_ix[c]
+
+    for pi, pt in enumerate(points):
+        prof = apply_options(base, pt.options)
+        s = dataclasses.replace(pt.setup, runtime=prof)
+        gpu, cfg = s.gpu, s.model
+        scopes = [f"{k}={pt.options[k]}" for k in scoped if k in pt.options]
+        passes = []              # (weight, T, work, T_out)
+        if pt.test == "pp":
+            ub = prof.n_ubatch
+            n_ub = -(-pt.n_prompt // ub)
+            for u in range(n_ub):
+                T = min(ub, pt.n_prompt - u * ub)
+                passes.append((1.0, T, cm._prefill_work(cfg, pt.n_depth + u * ub, T), 1 if u == n_ub - 1 else 0))
+        else:
+            B = pt.batch
+            if pt.n_gen <= 1:
+                passes.append((1.0, B, cm._decode_work(cfg, pt.n_depth, B), B))
+            else:
+                P = 5
+                ds = [pt.n_depth + round(i * (pt.n_gen - 1) / (P - 1)) for i in range(P)]
+                span = ds[-1] - ds[0]
+                w = [0.0] * P
+                for i in range(P - 1):
+                    w[i] += (ds[i + 1] - ds[i]) / 2 / span
+                    w[i + 1] += (ds[i + 1] - ds[i]) / 2 / span
+                passes += [(w[i], B, cm._decode_work(cfg, ds[i], B), B) for i in range(P)]
+        counts = cm._layer_counts(s)
+        link_total = 0.0
+        stages_of_point = []
+        for w, T, work, T_out in passes:
+            per_pass = []
+            for c, lines in cm._card_ops(s, T, work, T_out):
+                sid = len(stage_point)
+                stage_point.append(pi)
+                stage_weight.append(w)
+                stage_layers.append(counts[c][0] + counts[c][1])
+                per_pass.append(sid)
+                for n, op in lines:
+                    cols["tflops"].append(op.tflops)
+                    cols["vflops"].append(op.vflops)
+                    cols["nbytes"].append(op.bytes)
+                    cols["peak_t"].append(gpu.tflops[op.dtype] * 1e12 if op.tflops else 1.0)
+                    cols["peak_v"].append(gpu.tflops["fp32"] * 1e12)
+                    cols["bw"].append(gpu.bandwidth_gbs * 1e9)
+                    cols["count"].append(n)
+                    cols["tpe"].append(op.tpe or 0.0)
+                    cols["chain_c"].append(cix(_chain(op.path, op.family, "compute", op.cls, scopes)))
+                    cols["chain_m"].append(cix(_chain(op.path, op.family, "memory", op.cls, scopes)))
+                    cols["chain_v"].append(cix(_chain(None, None, "compute", "vector", ())))
+                    cols["op_stage"].append(sid)
+            # link time (no fitted link efficiency): per boundary (layer) or per pass (tensor)
+            _, link, _ = _links(s, T, T_out)
+            stages_of_point.append((per_pass, link))
+            if s.split == "layer":
+                link_total += w * (s.n_cards - 1) * link
+            elif s.split == "tensor":
+                link_total += w * link
+        point_const.append(link_total)
+        if pt.test == "pp" and s.split == "layer" and len(passes) > 1:
+            pipelines[pi] = stages_of_point
+    arr = {k: np.asarray(v, dtype=float if k not in ("chain_c", "chain_m", "chain_v", "op_stage") else np.int64)
+           for k, v in cols.items()}
+    comp = _Compiled(**arr, stage_point=np.asarray(stage_point, dtype=np.int64),
+                     stage_weight=np.asarray(stage_weight), stage_layers=np.asarray(stage_layers, dtype=float),
+                     point_const=np.asarray(point_const), pipelines=pipelines, chains=chains, shares={})
+    comp.shares = _shares(comp, base, len(points))
+    return comp
+
+
+def _links(s, T, T_out):
+    rig = s.rig
+    if s.split == "layer":
+        return None, cm.transfer_seconds(cm.ACT_BYTES * T * s.model.hidden_size, rig.link_gbps, rig.link_latency_us), None
+    if s.split == "tensor":
+        cfg = s.model
+        ar = cm.allreduce_seconds(cm.ACT_BYTES * T * cfg.hidden_size, s.n_cards, rig.link_gbps, rig.link_latency_us)
+        g = cm.allreduce_seconds(cm.ACT_BYTES * T_out * cfg.vocab_size / 2, s.n_cards, rig.link_gbps, rig.link_latency_us)
+        return None, 2 * cfg.n_layers * ar + g, None
+    return None, 0.0, None
+
+
+def _resolve(chains, prof: cm.RuntimeProfile, params: dict) -> np.ndarray:
+    out = np.empty(len(chains))
+    for i, ch in enumerate(chains):
+        for k in ch:
+            if isinstance(k, tuple):
+                _, cls, which = k
+                out[i] = (prof.compute_efficiency if which == "compute" else prof.memory_efficiency)[cls]
+                break
+            v = params.get(k, prof.kernels.get(k))
+            if v is not None:
+                out[i] = v
+                break
+    return out
+
+
+def evaluate(comp: _Compiled, prof: cm.RuntimeProfile, params: dict, n_points: int, parts=False):
+    """Seconds per point (and, with parts, each op's seconds) for the profile with `params`
+    (kernel-table entries and overheads) set over it."""
+    eff = _resolve(comp.chains, prof, params)
+    e_c, e_m, e_v = eff[comp.chain_c], eff[comp.chain_m], eff[comp.chain_v]
+    h = params.get(HALF, prof.kernels.get(HALF, 0.0))
+    if h > 0:
+        occ = np.where(comp.tpe > 0, comp.tpe / (comp.tpe + h), 1.0)
+        e_c = e_c * occ
+    tc = comp.tflops / (comp.peak_t * e_c) + comp.vflops / (comp.peak_v * e_v)
+    tm = comp.nbytes / (comp.bw * e_m)
+    op_s = comp.count * np.maximum(tc, tm)
+    stage_s = np.bincount(comp.op_stage, weights=op_s, minlength=len(comp.stage_point))
+    step = params.get("step_overhead_us", prof.step_overhead_us)
+    layer = params.get("layer_overhead_us", prof.layer_overhead_us)
+    stage_s = stage_s + (step + layer * comp.stage_layers) * 1e-6
+    tot = np.bincount(comp.stage_point, weights=stage_s * comp.stage_weight, minlength=n_points) + comp.point_const
+    for pi, stages in comp.pipelines.items():
+        N = len(stages[0][0])
+        fin = [0.0] * N
+        for sids, link in stages:
+            ready = 0.0
+            for c, sid in enumerate(sids):
+                start = max(fin[c], ready)
+                fin[c] = start + stage_s[sid]
+                ready = fin[c] + link
+        tot[pi] = fin[-1]
+    if parts:
+        return tot, op_s, tc, tm
+    return tot
+
+
+def _work(points) -> np.ndarray:
+    """Tokens of work per point: time = work / tok/s."""
+    return np.array([p.n_prompt if p.test == "pp" else p.batch for p in points], dtype=float)
+
+
+def _shares(comp, prof, n_points) -> dict:
+    tot, op_s, tc, tm = evaluate(comp, prof, {}, n_points, parts=True)
+    point_of_op = comp.stage_point[comp.op_stage]
+    sh = op_s * comp.stage_weight[comp.op_stage] / tot[point_of_op]
+    out: dict = {}
+    for i in range(len(op_s)):
+        ch = comp.chains[comp.chain_c[i] if tc[i] >= tm[i] else comp.chain_m[i]]
+        if isinstance(ch[0], tuple):
+            continue
+        out[ch] = max(out.get(ch, 0.0), float(sh[i]))
+    return out
+
+
+# ---- the fit ----------------------------------------------------------------------------------
+def _is_eff(n):
+    return n not in OVERHEADS and n != HALF
+
+
+def _scale(n):
+    return 50.0 if n in OVERHEADS else (100.0 if n == HALF else 1.0)
+
+
+def candidates(comp: _Compiled, points) -> list[str]:
+    """Kernel-table entries (the most specific the points can tell apart) and overheads."""
+    fams: dict = {}
+    for ch in comp.shares:
+        head = ch[-2] if not isinstance(ch[-2], tuple) else ch[0]
+        path = head.split(":")[0].split(".")[0]
+        for k in ch:
+            if isinstance(k, str) and "." in k.split(":")[0] and "@" not in k:
+                fams.setdefault(path, set()).add(k.split(":")[0].split(".")[1])
+    names = []
+    for ch, sh in sorted(comp.shares.items(), key=lambda kv: -kv[1]):
+        if sh < MIN_SHARE:
+            continue
+        plain = [k for k in ch if isinstance(k, str) and "@" not in k]
+        scoped = [k for k in ch if isinstance(k, str) and "@" in k]
+        generic = plain[-1]
+        path = generic.split(":")[0]
+        pick = plain[0] if len(fams.get(path, ())) > 1 else generic
+        if scoped:
+            # option-scoped entries (e.g. Vulkan coopmat): the scoped generic one
+            pick = [k for k in scoped if k.startswith(generic + "@")][0]
+        if pick not in names:
+            names.append(pick)
+    if any(t > 0 for t in comp.tpe):
+        names.append(HALF)
+    names += list(OVERHEADS)
+    return names
+
+
+def _start(prof, n):
+    if n in OVERHEADS:
+        return getattr(prof, n)
+    if n == HALF:
+        return prof.kernels.get(HALF, 0.0)
+    base = n.split("@")[0]
+    if base in prof.kernels:
+        return prof.kernels[base]
+    head, _, which = base.rpartition(":")
+    from glmbench.predict import kernels as kn
+    cls = kn.PATHS[head.split(".")[0]][0]
+    return (prof.compute_efficiency if which == "compute" else prof.memory_efficiency)[cls]
+
+
+def _to_x(n, v):
+    return math.log(max(v, MIN_EFF)) if _is_eff(n) else v / _scale(n)
+
+
+def _from_x(n, x):
+    return math.exp(x) if _is_eff(n) else x * _scale(n)
+
+
+def _residuals(comp, prof, names, x, meas_s, n_points):
+    params = {n: _from_x(n, v) for n, v in zip(names, x)}
+    t = evaluate(comp, prof, params, n_points)
+    return np.log(meas_s / t)          # log(predicted tok/s / measured tok/s)
+
+
+def _jac(comp, prof, names, x, meas_s, n_points, h=0.02):
+    J = np.zeros((len(meas_s), len(names)))
+    for j, n in enumerate(names):
+        up, lo = x.copy(), x.copy()
+        step = h if _is_eff(n) else max(h, 0.05)
+        up[j] += step
+        lo[j] -= step
+        if _is_eff(n):
+            up[j] = min(up[j], 0.0)
+        lo[j] = max(lo[j], math.log(MIN_EFF) if _is_eff(n) else 0.0)
+        d = up[j] - lo[j]
+        if d <= 0:
+            continue
+        J[:, j] = (_residuals(comp, prof, names, up, meas_s, n_points)
+                   - _residuals(comp, prof, names, lo, meas_s, n_points)) / d
+    return J
+
+
+@dataclass
+class JointFit:
+    runtime: str
+    profile: cm.RuntimeProfile
+    points: list
+    fitted: dict
+    kept: dict
+    predicted: list
+
+    @property
+    def errors(self) -> list:
+        return [q / p.measured - 1 for q, p in zip(self.predicted, self.points)]
+
+    def mape(self, test=None) -> float | None:
+        e = [abs(x) for x, p in zip(self.errors, self.points) if test is None or p.test == test]
+        return float(np.mean(e)) if e else None
+
+
+def fit_runtime(runtime: str, points: Sequence[PublicPoint], base: cm.RuntimeProfile | None = None) -> JointFit:
+    """Fit the runtime model `runtime` (its shipped JSON, or `base`, as the start) to points of
+    that runtime; returns the fitted profile (kernel table and overheads set) and what was fitted
+    and kept. With no points the start profile is returned unchanged."""
+    start = base or _start_profile(runtime)
+    points = [p for p in points]
+    if not points:
+        return JointFit(runtime, start, [], {}, {}, [])
+    comp = compile_points(points, start)
+    n = len(points)
+    meas_s = _work(points) / np.array([p.measured for p in points])
+    names = candidates(comp, points)
+    x0 = np.array([_to_x(nm, _start(start, nm)) for nm in names])
+    J = _jac(comp, start, names, x0, meas_s, n)
+    chosen = _identifiable(J, names, n)
+    lo = np.array([math.log(MIN_EFF) if _is_eff(nm) else 0.0 for nm in chosen])
+    hi = np.array([0.0 if _is_eff(nm) else 1e4 / _scale(nm) for nm in chosen])
+    best = None
+    for f in (1.0, 0.4):
+        xs = np.array([_to_x(nm, min(1.0, _start(start, nm) * f) if _is_eff(nm) else _start(start, nm)) for nm in chosen])
+        xs = np.clip(xs, lo, hi)
+        if not chosen:
+            break
+        res = least_squares(lambda x: _residuals(comp, start, chosen, x, meas_s, n), xs, bounds=(lo, hi),
+                            method="trf", x_scale=1.0, max_nfev=200, xtol=1e-9, ftol=1e-10)
+        if best is None or res.cost < best.cost:
+            best = res
+    fitted = {nm: _from_x(nm, v) for nm, v in zip(chosen, best.x)} if best is not None else {}
+    kept = {nm: _start(start, nm) for nm in names if nm not in fitted}
+    prof = _with_params(start, fitted)
+    t = evaluate(comp, start, fitted, n)
+    pred = list(_work(points) / t)
+    return JointFit(runtime, prof, points, fitted, kept, pred)
+
+
+def _identifiable(J, names, n_points) -> list[str]:
+    if not len(names):
+        return []
+    norms = np.linalg.norm(J, axis=0)
+    top = norms.max() if norms.size else 0.0
+    if top <= 1e-12:
+        return []
+    _, R, piv = qr(J, mode="economic", pivoting=True)
+    diag = np.abs(np.diag(R))
+    out = []
+    for k, j in enumerate(piv):
+        if k >= len(diag) or diag[k] < cal.SELECT_TOL * top or len(out) >= n_points:
+            break
+        out.append(names[j])
+    return [nm for nm in names if nm in out]
+
+
+def _with_params(prof: cm.RuntimeProfile, params: dict) -> cm.RuntimeProfile:
+    """The profile with fitted values written where they belong: overheads as fields, kernel
+    entries into `kernels`, option-scoped ones into that option value's kernel table."""
+    kern = dict(prof.kernels)
+    opts = {k: {**v, "values": {vk: dict(vv) for vk, vv in v.get("values", {}).items()}} if "values" in v else dict(v)
+            for k, v in prof.options.items()}
+    ch = {}
+    for nm, v in params.items():
+        if nm in OVERHEADS:
+            ch[nm] = float(v)
+        elif "@" in nm:
+            key, scope = nm.split("@", 1)
+            o, val = scope.split("=", 1)
+            tgt = opts[o]["values"][val]
+            tgt["kernels"] = {**tgt.get("kernels", {}), key: float(v)}
+        else:
+            kern[nm] = float(v)
+    return dataclasses.replace(prof, kernels=kern, options=opts, **ch)
+
+
+def _start_profile(runtime: str) -> cm.RuntimeProfile:
+    """The runtime's shipped profile with its fit removed (kernel table emptied of fitted values
+    and overheads back to their start): the physics start of every fit."""
+    p = cm.load_runtime(runtime)
+    start = p.calibration.get("start") if p.calibration else None
+    if start:
+        return cm.runtime_from_dict(start, where=f"{runtime} (start)")
+    return dataclasses.replace(p, calibration={})
+
+
+# ---- cross-validation ------------------------------------------------------------------------
+def loso(points: Sequence[PublicPoint], runtime: str) -> dict:
+    """Leave-one-source-out: {source: [(point, predicted)]} for the runtime's sources, each
+    predicted by the runtime model fitted to the runtime's other sources."""
+    mine = [p for p in points if p.runtime == runtime]
+    out = {}
+    for src in sorted({p.source for p in mine}):
+        train = [p for p in mine if p.source != src]
+        test = [p for p in mine if p.source == src]
+        fit = fit_runtime(runtime, train)
+        out[src] = list(zip(test, predict_many(test, fit.profile)))
+    return out
+
+
+def predict_many(points: Sequence[PublicPoint], profile: cm.RuntimeProfile) -> list[float]:
+    """tok/s for each point under a profile (compiled: fast)."""
+    if not points:
+        return []
+    comp = compile_points(points, profile)
+    t = evaluate(comp, profile, {}, len(points))
+    return list(_work(points) / t)
+
+
+def shallow_deep(points: Sequence[PublicPoint], runtime: str) -> dict:
+    """{source: [(point, predicted)]}: each source with at least 4 depths of one test is fitted
+    (with the runtime's other sources) on its shallower half of depths and predicts the deeper half."""
+    mine = [p for p in points if p.runtime == runtime]
+    out = {}
+    for src in sorted({p.source for p in mine}):
+        pts = [p for p in mine if p.source == src]
+        depth = lambda p: p.n_depth + (p.n_prompt if p.test == "pp" else p.n_gen) / 2   # noqa: E731
+        ds = sorted({depth(p) for p in pts})
+        if len(ds) < 4:
+            continue
+        cut = ds[len(ds) // 2 - 1]
+        shallow = [p for p in pts if depth(p) <= cut]
+        deep = [p for p in pts if depth(p) > cut]
+        fit = fit_runtime(runtime, [p for p in mine if p.source != src] + shallow)
+        out[src] = list(zip(deep, predict_many(deep, fit.profile)))
+    return out
+
+
+def leave_one_gpu_out(points: Sequence[PublicPoint], runtime: str) -> dict:
+    """{gpu key: [(point, predicted)]}: each card's points predicted by the runtime model fitted
+    to the other cards' points (the card enters only through its datasheet)."""
+    mine = [p for p in points if p.runtime == runtime]
+    out = {}
+    for g in sorted({p.gpu_key for p in mine}):
+        train = [p for p in mine if p.gpu_key != g]
+        test = [p for p in mine if p.gpu_key == g]
+        fit = fit_runtime(runtime, train)
+        out[g] = list(zip(test, predict_many(test, fit.profile)))
+    return out
+
+
+def mape(pairs, test=None):
+    e = [abs(q / p.measured - 1) for p, q in pairs if test is None or p.test == test]
+    return float(np.mean(e)) if e else None
