@@ -347,6 +347,16 @@ def load_runtime(src) -> RuntimeProfile:
         s = os.fspath(src)
         if s in list_runtimes():
             return _builtin_runtime(s)
+        m = re.fullmatch(r"([^\[\]]+)\[([^\[\]]*)\]", s)
+        if m and m.group(1) in list_runtimes():
+            # a runtime model with options, as with_options names it: "llama.cpp[fa=1,ubatch=2048]"
+            opts = {}
+            for part in filter(None, (x.strip() for x in m.group(2).split(","))):
+                k, eq, v = part.partition("=")
+                if not eq:
+                    raise ValueError(f"runtime {s!r}: option {part!r} is not name=value")
+                opts[k.strip()] = int(v) if v.strip().isdigit() and k.strip() == "ubatch" else v.strip()
+            return _builtin_runtime(m.group(1)).with_options(**opts)
         if s in list_calibrated():
             return _shipped_calibrated(s)
         if s.startswith("calibrated:"):

@@ -517,14 +517,25 @@ def _with_params(prof: cm.RuntimeProfile, params: dict) -> cm.RuntimeProfile:
     return dataclasses.replace(prof, kernels=kern, options=opts, **ch)
 
 
+# A fork starts from the fit of the runtime it forked: ik_llama.cpp runs mainline llama.cpp's CUDA
+# kernels (MMVQ, MMQ, flash attention) except where it replaced them, so what its own points do
+# not identify keeps mainline's fitted value rather than the physics start.
+PRIORS = {"ik_llama.cpp": "llama.cpp"}
+
+
 def _start_profile(runtime: str) -> cm.RuntimeProfile:
-    """The runtime's shipped profile with its fit removed (kernel table emptied of fitted values
-    and overheads back to their start): the physics start of every fit."""
+    """The runtime's shipped profile with its fit removed (the start it records), with the kernel
+    table and overheads of its PRIORS runtime's fit as start values where it has one."""
     p = cm.load_runtime(runtime)
     start = p.calibration.get("start") if p.calibration else None
-    if start:
-        return cm.runtime_from_dict(start, where=f"{runtime} (start)")
-    return dataclasses.replace(p, calibration={})
+    prof = cm.runtime_from_dict(start, where=f"{runtime} (start)") if start else dataclasses.replace(p, calibration={})
+    prior = PRIORS.get(runtime)
+    if prior and not start:
+        q = cm.load_runtime(prior)
+        if q.calibration:
+            prof = dataclasses.replace(prof, kernels={**q.kernels, **prof.kernels},
+                                       layer_overhead_us=q.layer_overhead_us, step_overhead_us=q.step_overhead_us)
+    return prof
 
 
 # ---- cross-validation ------------------------------------------------------------------------
