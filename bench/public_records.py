@@ -83,7 +83,7 @@ SOURCES = {
     "llama3.1-8b-iq4_ks_rtx4080_ik-pr374": dict(
         file="llama-3.1-8b-instruct-iq4_ks_RTX4080_ik-llama-sweep_ik-llama-pr374-ikawrakow.md", runtime="ik_llama.cpp",
         device="NVIDIA GeForce RTX 4080", n_cards=1, model="llama-3.1-8b", weights="iq4_xs",
-        tables=[{"ubatch": "512", "iq_prefill": "cublas"}, {"ubatch": "512", "iq_prefill": "mmq"}],
+        tables=[{"ubatch": "512", "era": "before-pr374"}, {"ubatch": "512", "era": "current"}],
         url="https://github.com/ikawrakow/ik_llama.cpp/pull/374", date="2025-05-04",
         command="llama-sweep-bench (flags not printed; PP 512, TG 128); table 1 main branch (IQ4_KS prefill by dequantize + cuBLAS), table 2 the PR (MMQ for IQ4_KS)",
         note="PR 374 'CUDA: MMQ for IQ4_KS' by ikawrakow. Weights IQ4_KS (ik_llama.cpp-only, 4.25 bpw) are modelled as iq4_xs "

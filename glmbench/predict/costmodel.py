@@ -81,6 +81,10 @@ class RuntimeProfile:
       mla_strategy       the MLA strategy the runtime runs (None: the Setup's)
       mla_prefill        "auto" (the cheaper of expand-once and the strategy) | "expand" | "strategy"
       cublas_acc16       f16 cuBLAS GEMMs at the card's f16-accumulate peak (llama.cpp: CUBLAS_COMPUTE_16F)
+      kernel_overhead_us fixed seconds per kernel of the cost model's structural count (launch and tail
+                         of each kernel under the runtime's graphs), whatever the card
+      pipeline_overlap   the share of the layer-split prefill pipeline's overlap the runtime realizes (1: the
+                         exact schedule; 0: cards one after another)
       options            the options a user may set ({name: {"values": {v: {field: value}}} or
                          {"field": f, "min": n}}) and `option_values` those applied (with_options)
 
@@ -110,6 +114,8 @@ class RuntimeProfile:
     mla_strategy: str | None = None
     mla_prefill: str = "auto"
     cublas_acc16: bool = False
+    pipeline_overlap: float = 1.0
+    kernel_overhead_us: float = 0.0
     options: dict = field(default_factory=dict, compare=False)
     option_values: dict = field(default_factory=dict)
 
@@ -122,7 +128,7 @@ class RuntimeProfile:
                      self.layer_overhead_us, self.link_efficiency, tuple(sorted(self.kernels.items())),
                      self.quantized_prefill, tuple(sorted(self.prefill_paths.items())), self.flash_attn,
                      self.moe_kernel, self.attention_kernel, self.mla_strategy, self.mla_prefill,
-                     self.cublas_acc16, tuple(sorted(self.option_values.items()))))
+                     self.cublas_acc16, self.pipeline_overlap, self.kernel_overhead_us, tuple(sorted(self.option_values.items()))))
 
     def with_options(self, **opts) -> "RuntimeProfile":
         """The profile with runtime options set as a user sets them (`fa=1`, `ubatch=2048`,
@@ -191,11 +197,14 @@ class RuntimeProfile:
              "sources": dict(self.sources)}
         if self.kernels or self.options or self.quantized_prefill != "mmq" or not self.flash_attn \
                 or self.moe_kernel != "mmid" or self.attention_kernel != "default" or self.mla_strategy \
-                or self.mla_prefill != "auto" or self.prefill_paths or self.cublas_acc16:
+                or self.mla_prefill != "auto" or self.prefill_paths or self.cublas_acc16 or self.pipeline_overlap != 1.0 \
+                or self.kernel_overhead_us:
             d.update(kernels=dict(self.kernels), quantized_prefill=self.quantized_prefill,
                      prefill_paths=dict(self.prefill_paths), flash_attn=self.flash_attn, moe_kernel=self.moe_kernel,
                      attention_kernel=self.attention_kernel, mla_strategy=self.mla_strategy,
-                     mla_prefill=self.mla_prefill, cublas_acc16=self.cublas_acc16, options=self.options, option_values=dict(self.option_values))
+                     mla_prefill=self.mla_prefill, cublas_acc16=self.cublas_acc16,
+                     pipeline_overlap=self.pipeline_overlap, kernel_overhead_us=self.kernel_overhead_us,
+                     options=self.options, option_values=dict(self.option_values))
         if self.calibration:
             d["calibration"] = self.calibration
         return d
@@ -229,7 +238,8 @@ def runtime_from_dict(d: dict, where: str = "runtime") -> RuntimeProfile:
                              "mla_attention_efficiency", "kv_attention_efficiency", "step_overhead_us",
                              "layer_overhead_us", "link_efficiency", "calibration", "kernels",
                              "quantized_prefill", "prefill_paths", "flash_attn", "moe_kernel", "attention_kernel",
-                             "mla_strategy", "mla_prefill", "cublas_acc16", "options", "option_values"})
+                             "mla_strategy", "mla_prefill", "cublas_acc16", "pipeline_overlap", "kernel_overhead_us", "options",
+                             "option_values"})
     effs = {}
     for k in ("compute_efficiency", "memory_efficiency"):
         e = d[k]
@@ -316,7 +326,13 @@ def runtime_from_dict(d: dict, where: str = "runtime") -> RuntimeProfile:
     acc = d.get("cublas_acc16", False)
     if not isinstance(acc, bool):
         raise ValueError(f"{where}: field `cublas_acc16` must be true or false, got {acc!r}")
-    kw = dict(kernels=kt, cublas_acc16=acc, quantized_prefill=choice("quantized_prefill", kn.QUANTIZED_PREFILL, "mmq"),
+    po = d.get("pipeline_overlap", 1.0)
+    if isinstance(po, bool) or not isinstance(po, (int, float)) or not 0 <= po <= 1:
+        raise ValueError(f"{where}: field `pipeline_overlap` must be in [0, 1], got {po!r}")
+    ko = d.get("kernel_overhead_us", 0.0)
+    if isinstance(ko, bool) or not isinstance(ko, (int, float)) or not 0 <= ko < 1e4:
+        raise ValueError(f"{where}: field `kernel_overhead_us` must be >= 0 (microseconds per kernel), got {ko!r}")
+    kw = dict(kernels=kt, cublas_acc16=acc, pipeline_overlap=float(po), kernel_overhead_us=float(ko), quantized_prefill=choice("quantized_prefill", kn.QUANTIZED_PREFILL, "mmq"),
               prefill_paths=dict(pp), flash_attn=fa,
               moe_kernel=choice("moe_kernel", ("mmid", "fused_moe"), "mmid"),
               attention_kernel=choice("attention_kernel", ("default", "paged_attn"), "default"),
@@ -694,6 +710,8 @@ def _time(op: _Op, gpu, rt: RuntimeProfile, attn=None):
         tc += op.vflops / (gpu.tflops["fp32"] * 1e12 * ce["vector"])
     tm = op.bytes / (gpu.bandwidth_gbs * 1e9 * e_m)
     tl = op.kernels * gpu.launch_us * 1e-6 if rt.launch_overhead else 0.0
+    if rt.kernel_overhead_us:
+        tl += op.kernels * rt.kernel_overhead_us * 1e-6
     return max(tc, tm) + tl, tc, tm, tl
 
 
@@ -1419,6 +1437,11 @@ def prefill(setup: Setup, n_tokens: int, depth: int = 0) -> StepCost:
                 fin[c] = start + stages[u][c]
                 ready = fin[c] + links[u]
         seconds = fin[-1]
+        po = setup.runtime.pipeline_overlap
+        if po < 1.0:
+            # a runtime that realizes only part of the overlap: between the schedule and one after another
+            seq = sum(_sequential_seconds(setup, s, l) for s, l in zip(stages, links))
+            seconds = po * seconds + (1.0 - po) * seq
     else:
         seconds = sum(_sequential_seconds(setup, s, l) for s, l in zip(stages, links))
     return StepCost(seconds, n, _merge(all_costs), "prefill", depth, 1)

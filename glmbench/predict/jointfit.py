@@ -34,7 +34,6 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
-from scipy.linalg import qr
 from scipy.optimize import least_squares
 
 from glmbench import vocab
@@ -42,13 +41,15 @@ from glmbench.models import configs
 from glmbench.predict import calibrate as cal
 from glmbench.predict import costmodel as cm
 from glmbench.predict import hardware
+from glmbench.predict import kernels as kn
 from glmbench.results import records as rec
 
 PUBLIC_DIR = os.path.join(vocab.DATA_DIR, "public")
 MIN_SHARE = 0.03           # an op path below this share of every point's time is not a candidate
 MIN_EFF = cal.MIN_EFF
-OVERHEADS = ("layer_overhead_us", "step_overhead_us")
+OVERHEADS = ("kernel_overhead_us", "step_overhead_us", "layer_overhead_us")
 HALF = "mmid:half_tokens"
+FAMILY_KEYS = False        # per-family kernel entries where a runtime's points have several families
 # options whose values get their own kernel efficiencies (a different set of shaders)
 SCOPED_OPTIONS = {"llama.cpp-vulkan": ("coopmat",)}
 
@@ -94,8 +95,7 @@ def point_from_record(r: dict, where: str) -> PublicPoint:
         rtname = r["runtime"]
         opts = dict(r.get("runtime_options") or {})
         base = cm.load_runtime(rtname)
-        prof = base.with_options(**{k: (int(v) if k == "ubatch" else v) for k, v in opts.items()
-                                    if k in base.options})
+        prof = base.with_options(**{k: (int(v) if k == "ubatch" else v) for k, v in opts.items()})
         hw = r.get("hardware") or r.get("device")
         gpu = hardware.get_gpu(hw)
         n = int(r.get("n_cards") or 1)
@@ -144,7 +144,8 @@ def predict(pt: PublicPoint, profile: cm.RuntimeProfile) -> float:
 
 
 def apply_options(profile: cm.RuntimeProfile, options: dict) -> cm.RuntimeProfile:
-    opts = {k: (int(v) if k == "ubatch" else v) for k, v in (options or {}).items() if k in profile.options}
+    """The profile with a point's options (an option the runtime lacks is a ValueError)."""
+    opts = {k: (int(v) if k == "ubatch" else v) for k, v in (options or {}).items()}
     return profile.with_options(**opts)
 
 
@@ -159,6 +160,7 @@ class _Compiled:
     peak_v: np.ndarray
     bw: np.ndarray
     count: np.ndarray
+    nkern: np.ndarray            # kernels per op (the cost model's structural count)
     tpe: np.ndarray
     chain_c: np.ndarray          # index into chains (compute efficiency of the tensor part)
     chain_m: np.ndarray          # index into chains (memory efficiency)
@@ -176,8 +178,7 @@ class _Compiled:
 def _chain(path, fam, which, cls, scopes):
     keys = []
     if path:
-        base = [f"{path}.{fam}:{which}"] if fam else []
-        base.append(f"{path}:{which}")
+        base = kn.lookup_keys(path, fam, which)
         for k in base:
             keys += [f"{k}@{s}" for s in scopes]
         keys += base
@@ -186,7 +187,7 @@ def _chain(path, fam, which, cls, scopes):
 
 
 def compile_points(points: Sequence[PublicPoint], base: cm.RuntimeProfile) -> _Compiled:
-    cols = {k: [] for k in ("tflops", "vflops", "nbytes", "peak_t", "peak_v", "bw", "count", "tpe", "chain_c",
+    cols = {k: [] for k in ("tflops", "vflops", "nbytes", "peak_t", "peak_v", "bw", "count", "nkern", "tpe", "chain_c",
                             "chain_m", "chain_v", "op_stage")}
     stage_point, stage_weight, stage_layers, point_const, pipelines = [], [], [], [], {}
     chains, chain_ix = [], {}
@@ -242,6 +243,7 @@ def compile_points(points: Sequence[PublicPoint], base: cm.RuntimeProfile) -> _C
                     cols["peak_v"].append(gpu.tflops["fp32"] * 1e12)
                     cols["bw"].append(gpu.bandwidth_gbs * 1e9)
                     cols["count"].append(n)
+                    cols["nkern"].append(n * op.kernels)
                     cols["tpe"].append(op.tpe or 0.0)
                     cols["chain_c"].append(cix(_chain(op.path, op.family, "compute", op.cls, scopes)))
                     cols["chain_m"].append(cix(_chain(op.path, op.family, "memory", op.cls, scopes)))
@@ -304,7 +306,8 @@ def evaluate(comp: _Compiled, prof: cm.RuntimeProfile, params: dict, n_points: i
         e_c = e_c * occ
     tc = comp.tflops / (comp.peak_t * e_c) + comp.vflops / (comp.peak_v * e_v)
     tm = comp.nbytes / (comp.bw * e_m)
-    op_s = comp.count * np.maximum(tc, tm)
+    ko = params.get("kernel_overhead_us", prof.kernel_overhead_us)
+    op_s = comp.count * np.maximum(tc, tm) + comp.nkern * ko * 1e-6
     stage_s = np.bincount(comp.op_stage, weights=op_s, minlength=len(comp.stage_point))
     step = params.get("step_overhead_us", prof.step_overhead_us)
     layer = params.get("layer_overhead_us", prof.layer_overhead_us)
@@ -319,7 +322,9 @@ def evaluate(comp: _Compiled, prof: cm.RuntimeProfile, params: dict, n_points: i
                 start = max(fin[c], ready)
                 fin[c] = start + stage_s[sid]
                 ready = fin[c] + link
-        tot[pi] = fin[-1]
+        po = params.get("pipeline_overlap", prof.pipeline_overlap)
+        seq = sum(stage_s[sid] for sids, _ in stages for sid in sids) + sum(link * (N - 1) for _, link in stages)
+        tot[pi] = po * fin[-1] + (1.0 - po) * seq
     if parts:
         return tot, op_s, tc, tm
     return tot
@@ -336,16 +341,17 @@ def _shares(comp, prof, n_points) -> dict:
     sh = op_s * comp.stage_weight[comp.op_stage] / tot[point_of_op]
     out: dict = {}
     for i in range(len(op_s)):
-        ch = comp.chains[comp.chain_c[i] if tc[i] >= tm[i] else comp.chain_m[i]]
-        if isinstance(ch[0], tuple):
-            continue
-        out[ch] = max(out.get(ch, 0.0), float(sh[i]))
+        for ci in ((comp.chain_c[i], comp.chain_m[i]) if comp.tflops[i] else (comp.chain_m[i],)):
+            ch = comp.chains[ci]
+            if isinstance(ch[0], tuple):
+                continue
+            out[ch] = max(out.get(ch, 0.0), float(sh[i]))
     return out
 
 
 # ---- the fit ----------------------------------------------------------------------------------
 def _is_eff(n):
-    return n not in OVERHEADS and n != HALF
+    return n not in OVERHEADS and n != HALF          # pipeline_overlap is in (0, 1]: fitted as an efficiency
 
 
 def _scale(n):
@@ -365,11 +371,12 @@ def candidates(comp: _Compiled, points) -> list[str]:
     for ch, sh in sorted(comp.shares.items(), key=lambda kv: -kv[1]):
         if sh < MIN_SHARE:
             continue
-        plain = [k for k in ch if isinstance(k, str) and "@" not in k]
-        scoped = [k for k in ch if isinstance(k, str) and "@" in k]
+        own = ch[0].split("@")[0].split(":")[0].split(".")[0]
+        plain = [k for k in ch if isinstance(k, str) and "@" not in k and k.split(":")[0].split(".")[0] == own]
+        scoped = [k for k in ch if isinstance(k, str) and "@" in k and k.split(":")[0].split(".")[0] == own]
         generic = plain[-1]
         path = generic.split(":")[0]
-        pick = plain[0] if len(fams.get(path, ())) > 1 else generic
+        pick = plain[0] if FAMILY_KEYS and len(fams.get(path, ())) > 1 else generic
         if scoped:
             # option-scoped entries (e.g. Vulkan coopmat): the scoped generic one
             pick = [k for k in scoped if k.startswith(generic + "@")][0]
@@ -377,12 +384,14 @@ def candidates(comp: _Compiled, points) -> list[str]:
             names.append(pick)
     if any(t > 0 for t in comp.tpe):
         names.append(HALF)
+    if comp.pipelines:
+        names.append("pipeline_overlap")
     names += list(OVERHEADS)
     return names
 
 
 def _start(prof, n):
-    if n in OVERHEADS:
+    if n in OVERHEADS or n == "pipeline_overlap":
         return getattr(prof, n)
     if n == HALF:
         return prof.kernels.get(HALF, 0.0)
@@ -390,8 +399,11 @@ def _start(prof, n):
     if base in prof.kernels:
         return prof.kernels[base]
     head, _, which = base.rpartition(":")
-    from glmbench.predict import kernels as kn
-    cls = kn.PATHS[head.split(".")[0]][0]
+    path = head.split(".")[0]
+    fb = kn.FALLBACK.get(path)
+    if fb:
+        return _start(prof, f"{fb}:{which}")
+    cls = kn.PATHS[path][0]
     return (prof.compute_efficiency if which == "compute" else prof.memory_efficiency)[cls]
 
 
@@ -445,10 +457,32 @@ class JointFit:
         return float(np.mean(e)) if e else None
 
 
+RIDGE = 0.03        # pull toward the start values in the first (all-candidate) fit, per point
+
+
+def _lsq(comp, start, names, x0, meas_s, n, ridge=0.0, x_ref=None):
+    lo = np.array([math.log(MIN_EFF) if _is_eff(nm) else 0.0 for nm in names])
+    hi = np.array([0.0 if _is_eff(nm) else 1e4 / _scale(nm) for nm in names])
+    ref = np.array([_to_x(nm, _start(start, nm)) for nm in names]) if x_ref is None else x_ref
+    w = math.sqrt(ridge * n)
+
+    def fun(x):
+        r = _residuals(comp, start, names, x, meas_s, n)
+        return np.concatenate([r, w * (x - ref)]) if ridge else r
+    return least_squares(fun, np.clip(x0, lo, hi), bounds=(lo, hi), method="trf", max_nfev=300,
+                         xtol=1e-10, ftol=1e-12)
+
+
 def fit_runtime(runtime: str, points: Sequence[PublicPoint], base: cm.RuntimeProfile | None = None) -> JointFit:
     """Fit the runtime model `runtime` (its shipped JSON, or `base`, as the start) to points of
     that runtime; returns the fitted profile (kernel table and overheads set) and what was fitted
-    and kept. With no points the start profile is returned unchanged."""
+    and kept. With no points the start profile is returned unchanged.
+
+    1. every candidate (compute and memory efficiency of each kernel path that takes a share of
+       some point's time, the overheads) is fitted at once with a pull toward its start (RIDGE),
+       from two starts: what the points determine moves, the rest stays;
+    2. the identifiable ones there (pivoted QR of the sensitivities) are fitted again without the
+       pull, from that solution, every other parameter at its start value."""
     start = base or _start_profile(runtime)
     points = [p for p in points]
     if not points:
@@ -457,22 +491,31 @@ def fit_runtime(runtime: str, points: Sequence[PublicPoint], base: cm.RuntimePro
     n = len(points)
     meas_s = _work(points) / np.array([p.measured for p in points])
     names = candidates(comp, points)
-    x0 = np.array([_to_x(nm, _start(start, nm)) for nm in names])
-    J = _jac(comp, start, names, x0, meas_s, n)
-    chosen = _identifiable(J, names, n)
-    lo = np.array([math.log(MIN_EFF) if _is_eff(nm) else 0.0 for nm in chosen])
-    hi = np.array([0.0 if _is_eff(nm) else 1e4 / _scale(nm) for nm in chosen])
+    ref = np.array([_to_x(nm, _start(start, nm)) for nm in names])
     best = None
-    for f in (1.0, 0.4):
-        xs = np.array([_to_x(nm, min(1.0, _start(start, nm) * f) if _is_eff(nm) else _start(start, nm)) for nm in chosen])
-        xs = np.clip(xs, lo, hi)
-        if not chosen:
-            break
-        res = least_squares(lambda x: _residuals(comp, start, chosen, x, meas_s, n), xs, bounds=(lo, hi),
-                            method="trf", x_scale=1.0, max_nfev=200, xtol=1e-9, ftol=1e-10)
+    # starts: the start values; all efficiencies lower; compute-bound kernels (memory at 1, compute
+    # low) — an op's time is the max of two terms, and a fit cannot move the term that does not bind
+    for mode in ("start", "low", "compute"):
+        x0 = []
+        for nm, r in zip(names, ref):
+            if not _is_eff(nm) or nm == "pipeline_overlap":
+                x0.append(r)
+            elif mode == "start":
+                x0.append(r)
+            elif mode == "low":
+                x0.append(_to_x(nm, _start(start, nm) * 0.4))
+            else:
+                x0.append(_to_x(nm, 1.0 if nm.split("@")[0].endswith(":memory") else 0.25))
+        res = _lsq(comp, start, names, np.array(x0), meas_s, n, ridge=RIDGE, x_ref=ref)
         if best is None or res.cost < best.cost:
             best = res
-    fitted = {nm: _from_x(nm, v) for nm, v in zip(chosen, best.x)} if best is not None else {}
+    J = _jac(comp, start, names, best.x, meas_s, n)
+    chosen = _identifiable(J, names, n, order=np.argsort(-np.abs(best.x - ref), kind="stable"))
+    fitted = {}
+    if chosen:
+        x1 = np.array([best.x[names.index(nm)] for nm in chosen])
+        fin = _lsq(comp, start, chosen, x1, meas_s, n)
+        fitted = {nm: _from_x(nm, v) for nm, v in zip(chosen, fin.x)}
     kept = {nm: _start(start, nm) for nm in names if nm not in fitted}
     prof = _with_params(start, fitted)
     t = evaluate(comp, start, fitted, n)
@@ -480,20 +523,30 @@ def fit_runtime(runtime: str, points: Sequence[PublicPoint], base: cm.RuntimePro
     return JointFit(runtime, prof, points, fitted, kept, pred)
 
 
-def _identifiable(J, names, n_points) -> list[str]:
+def _identifiable(J, names, n_points, order=None) -> list[str]:
+    """The parameters the sensitivities identify, taken in `order` (default: largest column first):
+    each is kept if its column outside the span of those kept is at least calibrate.SELECT_TOL of
+    the largest column (calibrate.fit_profile's rule), never more than one per point."""
     if not len(names):
         return []
     norms = np.linalg.norm(J, axis=0)
     top = norms.max() if norms.size else 0.0
     if top <= 1e-12:
         return []
-    _, R, piv = qr(J, mode="economic", pivoting=True)
-    diag = np.abs(np.diag(R))
+    if order is None:
+        order = np.argsort(-norms, kind="stable")
+    Q = np.zeros((J.shape[0], 0))
     out = []
-    for k, j in enumerate(piv):
-        if k >= len(diag) or diag[k] < cal.SELECT_TOL * top or len(out) >= n_points:
+    for j in order:
+        if len(out) >= n_points:
             break
+        col = J[:, j]
+        v = col - Q @ (Q.T @ col)
+        nv = float(np.linalg.norm(v))
+        if nv < cal.SELECT_TOL * top:
+            continue
         out.append(names[j])
+        Q = np.column_stack([Q, v / nv])
     return [nm for nm in names if nm in out]
 
 
@@ -505,7 +558,7 @@ def _with_params(prof: cm.RuntimeProfile, params: dict) -> cm.RuntimeProfile:
             for k, v in prof.options.items()}
     ch = {}
     for nm, v in params.items():
-        if nm in OVERHEADS:
+        if nm in OVERHEADS or nm == "pipeline_overlap":
             ch[nm] = float(v)
         elif "@" in nm:
             key, scope = nm.split("@", 1)
@@ -521,6 +574,8 @@ def _with_params(prof: cm.RuntimeProfile, params: dict) -> cm.RuntimeProfile:
 # kernels (MMVQ, MMQ, flash attention) except where it replaced them, so what its own points do
 # not identify keeps mainline's fitted value rather than the physics start.
 PRIORS = {"ik_llama.cpp": "llama.cpp"}
+# the kernels a fork shares with mainline (ik_llama.cpp replaced MoE (-fmoe) and MLA with its own)
+PRIOR_PATHS = ("mmvq", "mmv", "mmq", "dequant_cublas", "cublas", "fa_vec", "fa_mma", "attn_mat")
 
 
 def _start_profile(runtime: str) -> cm.RuntimeProfile:
@@ -533,7 +588,8 @@ def _start_profile(runtime: str) -> cm.RuntimeProfile:
     if prior and not start:
         q = cm.load_runtime(prior)
         if q.calibration:
-            prof = dataclasses.replace(prof, kernels={**q.kernels, **prof.kernels},
+            shared = {k: v for k, v in q.kernels.items() if k.split(":")[0].split(".")[0] in PRIOR_PATHS}
+            prof = dataclasses.replace(prof, kernels={**shared, **prof.kernels},
                                        layer_overhead_us=q.layer_overhead_us, step_overhead_us=q.step_overhead_us)
     return prof
 

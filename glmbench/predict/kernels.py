@@ -126,17 +126,35 @@ def check_table(t, where: str) -> dict:
     return out
 
 
+# A path that runs another path's kernels falls back to that path's entries: mul_mat_id runs the
+# MMQ / MMVQ kernels on each expert's rows (ggml-cuda.cu ggml_cuda_mul_mat_id), dequantize + cuBLAS
+# is a cuBLAS GEMM after the conversion.
+FALLBACK = {"mmid": "mmq", "mmid_vec": "mmvq", "dequant_cublas": "cublas"}
+
+
+def lookup_keys(path: str, fam: str | None, which: str) -> list:
+    """The kernel-table keys that give a path's efficiency, most specific first."""
+    keys = []
+    p = path
+    while p:
+        if fam:
+            keys.append(f"{p}.{fam}:{which}")
+        keys.append(f"{p}:{which}")
+        p = FALLBACK.get(p)
+    return keys
+
+
 def efficiency(table: dict, path: str | None, fam: str | None, which: str, default: float) -> float:
     """The efficiency `which` ("compute" | "memory") of a path for a family: the most specific
-    entry of the kernel table, else `default` (the profile's per-class value)."""
+    entry of the kernel table (lookup_keys: the path and family, the path, then the path it falls
+    back to), else `default` (the profile's per-class value)."""
     if not table or not path:
         return default
-    if fam:
-        v = table.get(f"{path}.{fam}:{which}")
+    for k in lookup_keys(path, fam, which):
+        v = table.get(k)
         if v is not None:
             return v
-    v = table.get(f"{path}:{which}")
-    return default if v is None else v
+    return default
 
 
 def has_int8_tensor(gpu) -> bool:
