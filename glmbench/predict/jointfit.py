@@ -144,8 +144,12 @@ def predict(pt: PublicPoint, profile: cm.RuntimeProfile) -> float:
 
 
 def apply_options(profile: cm.RuntimeProfile, options: dict) -> cm.RuntimeProfile:
-    """The profile with a point's options (an option the runtime lacks is a ValueError)."""
+    """The profile with a point's options (an option the runtime lacks is a ValueError). A
+    physics profile without options (ideal, typical) takes only the point's ubatch: the same
+    schedule, its own kernels."""
     opts = {k: (int(v) if k == "ubatch" else v) for k, v in (options or {}).items()}
+    if not profile.options:
+        return dataclasses.replace(profile, n_ubatch=opts["ubatch"]) if "ubatch" in opts else profile
     return profile.with_options(**opts)
 
 
