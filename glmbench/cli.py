@@ -589,7 +589,7 @@ def cmd_truth_table(args) -> int:
                     ("--out", args.out)):
         if v:
             parts.append(f"{flag} {v!r}" if " " in v else f"{flag} {v}")
-    text = truth.render(rows, sources, " ".join(parts))
+    text = truth.render(rows, sources, " ".join(parts), public=truth.public_summary())
     if args.out:
         from glmbench.results.records import atomic_write_text
         atomic_write_text(args.out, text)

@@ -119,3 +119,14 @@ def test_sweep_records_carry_the_cross_validated_error():
     f = sweep.setup_fields(s)
     assert f["evidence"] == "calibrated" and f["runtime"] == "llama.cpp"
     assert f["cv_error"] == pytest.approx(s.runtime.cv_error) and f["cv_error"] > 0
+
+
+def test_truth_table_public_section():
+    from glmbench.report import truth
+    rows = truth.public_summary()
+    assert {r["runtime"] for r in rows} >= {"llama.cpp", "ik_llama.cpp", "vllm"}
+    for r in rows:
+        assert r["points"] > 0 and r["url"].startswith("https://")
+        assert r["model_tg"] is not None or r["model_pp"] is not None
+    text = "\n".join(truth.render_public(rows))
+    assert "LOSO" in text and "llama3-8b-q4km_rtx3090" in text
