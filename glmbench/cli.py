@@ -326,7 +326,8 @@ def _add_study_options(p, *, report: bool):
                    help=f"model to include; repeat for several (default: {' and '.join(DEFAULT_MODELS)})")
     d = _STUDY
     g.add_argument("--hardware", default=d.hardware, metavar="GPU|profile.json",
-                   help="GPU (see `glmbench hardware`), a hardware profile .json/.toml, or 'host' for "
+                   help="GPU (see `glmbench hardware`: a key, or the name as tools print it, such as "
+                        "'NVIDIA GeForce RTX 3090 Ti' or 'A100 80 GB'), a hardware profile .json/.toml, or 'host' for "
                         f"this machine's CPU (default: {d.hardware})")
     g.add_argument("--cards", type=INTS, default=list(d.cards), metavar="N[,N...]",
                    help=f"card counts to compare (default: {','.join(map(str, d.cards))})")
@@ -679,7 +680,7 @@ def cmd_hardware(args) -> int:
         gpu = _host_now("--save-host", f"written to {args.save_host} (use it as --hardware {args.save_host})")
         atomic_write_text(args.save_host, json.dumps(hardware.profile_to_dict(gpu), indent=1) + "\n")
         return 0
-    names = hardware.list_gpus()
+    names = args.names or hardware.list_gpus()
     gpus = [hardware.get_gpu(n) for n in names]
     if args.json:
         print(json.dumps([_gpu_row(g, True) for g in gpus], indent=1, default=str))
@@ -698,10 +699,12 @@ def _gpu_row(gpu, full: bool) -> dict:
     if full:
         return d
     t = d.get("tflops") or {}
-    return {"key": d["key"], "name": d["name"], "memory (GiB)": d["memory_gib"],
-            "bandwidth (GB/s)": d["bandwidth_gbs"], "bf16 (TFLOPS)": t.get("bf16"),
-            "fp32 (TFLOPS)": t.get("fp32"), "int8 (TOPS)": t.get("int8"),
-            "link (GB/s)": d.get("link_gbps"), "launch (us)": d.get("launch_us")}
+    src = (d.get("source") or "").split(";")[0].split(" ")[0].rstrip(".")
+    return {"key": d["key"], "name": d["name"], "arch": d.get("arch", ""), "cc": d.get("compute_capability", ""),
+            "memory (GiB)": d["memory_gib"], "bandwidth (GB/s)": d["bandwidth_gbs"],
+            "f16 (TFLOPS)": t.get("fp16"), "f16 acc16 (TFLOPS)": t.get("fp16_acc16", t.get("fp16")),
+            "bf16 (TFLOPS)": t.get("bf16"), "fp32 (TFLOPS)": t.get("fp32"), "int8 (TOPS)": t.get("int8"),
+            "link (GB/s)": d.get("link_gbps"), "launch (us)": d.get("launch_us"), "source": src}
 
 
 def cmd_compare(args) -> int:
@@ -879,6 +882,9 @@ def build_parser() -> argparse.ArgumentParser:
     fmt_opts(sp)
 
     sp = add("hardware", "list the built-in hardware profiles, or save this machine's measured one", cmd_hardware)
+    sp.add_argument("names", nargs="*", metavar="GPU",
+                    help="only these cards: a key, a name as tools print it ('NVIDIA GeForce RTX 3090 Ti', "
+                         "'Tesla T4', 'A100 80 GB') or a profile file (default: the whole catalog)")
     sp.add_argument("--save-host", metavar="FILE.json", default=None,
                     help="measure this machine's CPU ceilings (triad bandwidth, FMA peak) and write them as a "
                          "hardware profile (kind cpu) that --hardware FILE.json reads back: one fixed host "

@@ -5,7 +5,8 @@ import pytest
 from glmbench.models import configs
 from glmbench import vocab
 
-ALL = ["deepseek-v2-lite", "glm-4.7-flash", "mistral-small-24b", "qwen3-30b-a3b", "qwen3-32b", "seed-oss-36b"]
+ALL = ["deepseek-v2-lite", "glm-4.7-flash", "llama-2-7b", "mistral-small-24b", "qwen3-30b-a3b", "qwen3-32b",
+       "seed-oss-36b"]
 
 
 def test_builtin_names():
@@ -23,7 +24,15 @@ KV_F16 = {
     "seed-oss-36b": 64 * 8 * (128 + 128) * 2,         # 262,144
     "mistral-small-24b": 40 * 8 * (128 + 128) * 2,    # 163,840 = 160 KiB
     "qwen3-30b-a3b": 48 * 4 * (128 + 128) * 2,        # 98,304
+    "llama-2-7b": 32 * 32 * (128 + 128) * 2,          # 524,288 = 512 KiB (MHA: 32 KV heads)
 }
+
+
+def test_llama_2_7b():
+    # meta-llama/Llama-2-7b-hf: 6.74 B parameters (llama-bench prints "6.74 B" for it)
+    c = configs.load("llama-2-7b")
+    assert (c.n_layers, c.hidden_size, c.n_heads, c.n_kv_heads, c.head_dim) == (32, 4096, 32, 32, 128)
+    assert round(c.total_params() / 1e9, 2) == 6.74 and c.attention == "gqa" and not c.n_routed_experts
 
 
 @pytest.mark.parametrize("name", ALL)

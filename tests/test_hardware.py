@@ -6,7 +6,9 @@ from glmbench.predict import hardware as hw
 
 
 def test_builtin_gpus():
-    assert hw.list_gpus() == ["h100-sxm", "h200-sxm", "rtx-3090", "rtx-4090", "rtx-a6000"]
+    # the first five profiles keep their keys and figures in the larger catalog
+    assert {"h100-sxm", "h200-sxm", "rtx-3090", "rtx-4090", "rtx-a6000"} <= set(hw.list_gpus())
+    assert hw.list_gpus() == sorted(hw.list_gpus()) and len(hw.list_gpus()) > 80
     g = hw.get_gpu("rtx-3090")
     assert (g.name, g.memory_gib, g.bandwidth_gbs) == ("RTX 3090", 24, 936)
     assert g.peak_flops("fp16") == 71e12 and g.peak_flops("fp32") == 35.6e12
@@ -14,10 +16,8 @@ def test_builtin_gpus():
     assert hw.get_gpu("RTX 3090") == g
     h = hw.get_gpu("h200-sxm")
     assert (h.memory_gib, h.bandwidth_gbs, h.tflops["bf16"]) == (140.4, 4800, 989)
-    for name in hw.list_gpus():
-        p = hw.get_gpu(name)
-        assert p.source and p.launch_us > 0 and p.link_gbps > 0
-        assert p.tflops["int8"] >= p.tflops["fp16"] >= p.tflops["fp32"]
+    assert (hw.get_gpu("rtx-4090").tflops["fp16"], hw.get_gpu("rtx-a6000").tflops["int8"]) == (165.2, 309.7)
+    assert (hw.get_gpu("h100-sxm").memory_gib, hw.get_gpu("h100-sxm").tflops["int8"]) == (79.6, 1979)
     with pytest.raises(ValueError, match="peak|dtype"):
         g.peak_flops("fp8")
     with pytest.raises(ValueError, match="unknown GPU 'rtx-9090'"):
@@ -116,3 +116,214 @@ def test_host_is_resolved_on_the_measured_side():
     from glmbench.measure.machine import host_profile
     h = host_profile({"bandwidth_gbs": 30.0, "fma_gflops": 100.0, "threads": 2, "cpu": "X"})
     assert h.kind == "cpu" and h.launch_us == 2.0 and "measure_ceilings" in h.source
+
+
+# ---- the catalog ---------------------------------------------------------------------------------
+import re  # noqa: E402
+
+from glmbench.results import public  # noqa: E402
+
+CATALOG = hw.list_gpus()
+
+
+@pytest.mark.parametrize("key", CATALOG)
+def test_every_profile_passes_the_field_checks(key):
+    """Each built-in profile loads through profile_from_dict (unknown fields rejected) and carries
+    the datasheet fields with plausible values and a source URL."""
+    import json as _json
+    import os
+    with open(os.path.join(hw._DATA, key + ".json")) as f:
+        d = _json.load(f)
+    assert set(d) >= {"name", "memory_gib", "bandwidth_gbs", "tflops", "launch_us", "arch", "compute_capability",
+                      "bus", "memory_type", "aliases", "source"}
+    g = hw.get_gpu(key)
+    assert g.key == key and re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", key)
+    assert "https://" in g.source
+    cc = tuple(int(x) for x in g.compute_capability.split("."))
+    assert (7, 0) <= cc <= (12, 1), "the catalog starts at Volta (sm_70)"
+    assert 4 <= g.memory_gib <= 200 and 100 <= g.bandwidth_gbs <= 10_000
+    t = g.tflops
+    assert set(t) <= set(hw.DTYPES + hw.EXTRA_RATES) and set(hw.DTYPES) <= set(t)
+    assert t["fp16"] >= t["fp32"] and t["bf16"] >= t["fp32"] * 0.999 and t["bf16"] <= t["fp16"]
+    assert g.peak_flops("fp16_acc16") >= g.peak_flops("fp16")
+    if cc >= (7, 5):      # int8 tensor cores (dp4a on GTX 16: still 2 x their f16)
+        assert t["int8"] >= t["fp16"]
+    else:                 # Volta: no int8 tensor cores, dp4a = 4 x fp32
+        assert t["int8"] == pytest.approx(4 * t["fp32"], rel=0.02)
+    # the SoCs (Jetson) have no card-to-card link; every other profile has one
+    assert (g.link_gbps is None) == g.bus.startswith("SoC (memory shared")
+    if g.link_gbps is not None:
+        assert g.link_gbps > 0 and g.link_latency_us > 0
+    assert g.launch_us > 0
+
+
+def test_aliases_are_unique_across_profiles():
+    owner = {}
+    for k in CATALOG:
+        g = hw.get_gpu(k)
+        for n in (k, g.name, *g.aliases):
+            c = hw._parse_name(n).canon
+            assert owner.setdefault(c, k) == k, f"{n!r} names both {owner[c]} and {k}"
+    # every name resolves to its own profile
+    for c, k in owner.items():
+        assert hw.resolve_gpu_name(c) == k
+
+
+@pytest.mark.parametrize("text,key", [
+    ("Device 0: NVIDIA GeForce RTX 3090 Ti, compute capability 8.6, VMM: yes", "rtx-3090-ti"),
+    ("  Device 1: NVIDIA GeForce RTX 4090, compute capability 8.9, VMM: yes", "rtx-4090"),
+    ("Device 0: NVIDIA H100 80GB HBM3, compute capability 9.0, VMM: yes", "h100-sxm"),
+    ("Device 0: NVIDIA A100-SXM4-80GB, compute capability 8.0, VMM: yes", "a100-sxm-80gb"),
+    ("Device 0: NVIDIA A100-SXM4-40GB, compute capability 8.0, VMM: yes", "a100-sxm-40gb"),
+    ("Device 0: NVIDIA A100 80GB PCIe, compute capability 8.0, VMM: yes", "a100-pcie-80gb"),
+    ("Device 0: NVIDIA A100-PCIE-40GB, compute capability 8.0, VMM: yes", "a100-pcie-40gb"),
+    ("Device 0: Tesla V100-SXM2-32GB, compute capability 7.0, VMM: yes", "v100-sxm2-32gb"),
+    ("Device 0: Tesla V100S-PCIE-32GB, compute capability 7.0, VMM: yes", "v100s-pcie-32gb"),
+    ("Device 0: Tesla T4, compute capability 7.5, VMM: yes", "t4"),
+    ("Device 0: NVIDIA H100 PCIe, compute capability 9.0, VMM: yes", "h100-pcie"),
+    ("Device 0: NVIDIA H100 NVL, compute capability 9.0, VMM: yes", "h100-nvl"),
+    ("Device 0: NVIDIA H200, compute capability 9.0, VMM: yes", "h200-sxm"),
+    ("Device 0: NVIDIA H200 NVL, compute capability 9.0, VMM: yes", "h200-nvl"),
+    ("Device 0: NVIDIA B200, compute capability 10.0, VMM: yes", "b200"),
+    ("Device 0: NVIDIA GB10, compute capability 12.1, VMM: yes", "gb10"),
+    ("Device 0: Orin, compute capability 8.7, VMM: yes", "jetson-agx-orin-64gb"),
+    ("Device 0: NVIDIA L40S, compute capability 8.9, VMM: yes", "l40s"),
+    ("Device 0: NVIDIA RTX A5000, compute capability 8.6, VMM: yes", "rtx-a5000"),
+    ("Device 0: NVIDIA RTX 6000 Ada Generation, compute capability 8.9, VMM: yes", "rtx-6000-ada"),
+    ("Device 0: Quadro RTX 6000, compute capability 7.5, VMM: yes", "quadro-rtx-6000"),
+    ("Device 0: NVIDIA TITAN RTX, compute capability 7.5, VMM: yes", "titan-rtx"),
+    ("Device 0: NVIDIA RTX PRO 6000 Blackwell Workstation Edition, compute capability 12.0, VMM: yes",
+     "rtx-pro-6000-blackwell"),
+    ("Device 0: NVIDIA RTX PRO 6000 Blackwell Server Edition, compute capability 12.0, VMM: yes",
+     "rtx-pro-6000-blackwell-server"),
+    ("Device 0: NVIDIA GeForce RTX 4060 Laptop GPU, compute capability 8.9, VMM: yes", "rtx-4060-laptop"),
+    ("Device 0: NVIDIA GeForce RTX 5060 Ti, compute capability 12.0, VMM: yes", "rtx-5060-ti"),
+    ("ggml_vulkan: 0 = NVIDIA GeForce RTX 3090 (NVIDIA) | uma: 0 | fp16: 1 | warp size: 32", "rtx-3090"),
+    ("using device CUDA0 (NVIDIA GeForce RTX 4080 SUPER) - 15701 MiB free", "rtx-4080-super"),
+])
+def test_llama_cpp_device_lines_resolve(text, key):
+    assert hw.resolve_gpu_name(text) == key
+    assert hw.get_gpu(text).key == key
+
+
+@pytest.mark.parametrize("text,key", [
+    ("rtx-3090", "rtx-3090"), ("RTX 3090", "rtx-3090"), ("rtx3090", "rtx-3090"), ("RTX 3090 24GB", "rtx-3090"),
+    ("geforce rtx 3090ti", "rtx-3090-ti"), ("RTX_3090_TI", "rtx-3090-ti"), ("RTX 4090D", "rtx-4090-d"),
+    ("A100 80 GB", "a100-sxm-80gb"), ("A100", "a100-sxm-80gb"), ("a100 40gb", "a100-sxm-40gb"),
+    ("A100 PCIe 40 GB", "a100-pcie-40gb"), ("A100 PCIe", "a100-pcie-80gb"), ("H100", "h100-sxm"),
+    ("H100 SXM5 80GB", "h100-sxm"), ("H100 80GB PCIe", "h100-pcie"), ("V100", "v100-sxm2-16gb"),
+    ("V100 32GB", "v100-sxm2-32gb"), ("V100 PCIe 32 GB", "v100-pcie-32gb"), ("RTX 4060 Ti", "rtx-4060-ti"),
+    ("RTX 4060 Ti 16 GB", "rtx-4060-ti-16gb"), ("RTX 4060 Ti 8GB", "rtx-4060-ti"), ("RTX 5060 Ti 8GB", "rtx-5060-ti-8gb"),
+    ("RTX A2000 6GB", "rtx-a2000-6gb"), ("Tesla T4", "t4"), ("NVIDIA T4", "t4"), ("DGX Spark", "gb10"),
+    ("Jetson AGX Orin 32GB", "jetson-agx-orin-32gb"), ("RTX 6000", "quadro-rtx-6000"),
+    ("RTX 6000 Ada", "rtx-6000-ada"), ("RTX PRO 6000", "rtx-pro-6000-blackwell"),
+    ("RTX 4090 (Vulkan)", "rtx-4090"), ("Nvidia RTX 4060 Mobile", "rtx-4060-laptop"),
+    ("NVIDIA GeForce RTX™ 4090", "rtx-4090"),
+])
+def test_names_resolve(text, key):
+    assert hw.resolve_gpu_name(text) == key
+
+
+@pytest.mark.parametrize("text", ["A10G", "RTX 3060 8GB", "H100 PCIe 94GB", "Radeon RX 7900 XTX", "", "   ",
+                                  "RTX 9090", "Orin Nano", "A100 SXM 24GB"])
+def test_names_not_in_the_catalog(text):
+    assert hw.resolve_gpu_name(text) is None
+
+
+@pytest.mark.parametrize("text", ["Tesla P40", "NVIDIA Tesla P40", "P100", "GTX 1080 Ti", "Nvidia GTX 1070",
+                                  "Titan Xp", "NVIDIA Tesla M40 24GB", "NVIDIA Tesla K80 (one GPU)", "Quadro P5000",
+                                  "GeForce GTX 980", "GT 1030"])
+def test_pre_volta_is_named_as_such(text):
+    assert hw.resolve_gpu_name(text) is None and hw.is_pre_volta(text)
+    with pytest.raises(ValueError, match=r"not in the catalog \(pre-Volta"):
+        hw.get_gpu(text)
+
+
+def test_turing_gtx_16_is_not_pre_volta():
+    assert not hw.is_pre_volta("GTX 1660") and hw.resolve_gpu_name("GTX 1660") == "gtx-1660"
+    assert not hw.is_pre_volta("Titan V") and not hw.is_pre_volta("RTX 3090")
+
+
+def test_unknown_card_lists_the_nearest():
+    with pytest.raises(ValueError) as e:
+        hw.get_gpu("RTX 3095")
+    msg = str(e.value)
+    assert msg.startswith("unknown GPU 'RTX 3095'; nearest: ") and "rtx-3090" in msg and "pre-Volta" not in msg
+    assert msg.count("\n") == 0
+    with pytest.raises(ValueError, match="nearest: .*l40s"):
+        hw.get_gpu("L40SX")
+    # a card the catalog has, in a variant it has not: the variants it has
+    with pytest.raises(ValueError, match=r"no such variant of this card; it has rtx-3060 \(12 GiB, pcie\)"):
+        hw.get_gpu("RTX 3060 8GB")
+    with pytest.raises(ValueError, match=r"it has h100-nvl \(93.6 GiB, nvl\), h100-pcie \(79.6 GiB, pcie\), h100-sxm"):
+        hw.get_gpu("H100 SXM 94GB")
+
+
+def test_every_scoreboard_card_from_volta_on_resolves():
+    """Every card of the shipped scoreboard resolves, from the name the scoreboard printed and from
+    the CUDA device name, to the record's catalog key; the pre-Volta rows were left out as such."""
+    recs = public.load_public("scoreboard")
+    assert len({r["hardware"] for r in recs}) >= 30
+    for r in recs:
+        assert hw.resolve_gpu_name(r["scoreboard_gpu"]) == r["hardware"], r["scoreboard_gpu"]
+        assert hw.resolve_gpu_name(r["device"]) == r["hardware"], r["device"]
+    left = [ln.split("|")[1].strip() for ln in public.describe("scoreboard").splitlines()
+            if ln.startswith("| ") and not ln.startswith("| gpu")]
+    assert left and all(hw.is_pre_volta(n) and hw.resolve_gpu_name(n) is None for n in left)
+    # names the scoreboard prints, as they appear there
+    for name, key in (("RTX A4500", "rtx-a4500"), ("A40", "a40"), ("Titan V", "titan-v"), ("GTX 1660", "gtx-1660"),
+                      ("Jetson AGX Orin", "jetson-agx-orin-64gb"), ("NVIDIA DGX Spark", "gb10"),
+                      ("NVIDIA GeForce RTX 5060 Ti 16GB", "rtx-5060-ti"), ("H100 80 GB", "h100-sxm"),
+                      ("NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition", "rtx-pro-6000-blackwell-max-q")):
+        assert hw.resolve_gpu_name(name) == key
+
+
+def _bw(k):
+    return hw.get_gpu(k).bandwidth_gbs
+
+
+def _t(k, d="fp16"):
+    return hw.get_gpu(k).tflops[d]
+
+
+def test_catalog_ordering():
+    assert _bw("rtx-4090") > _bw("rtx-4080-super") > _bw("rtx-4080") > _bw("rtx-4070-ti-super") > _bw("rtx-4070")
+    assert _t("rtx-4090") > _t("rtx-4080-super") > _t("rtx-4080") > _t("rtx-4070-ti") > _t("rtx-4070") > _t("rtx-4060")
+    assert _bw("rtx-5090") > _bw("rtx-4090") == _bw("rtx-3090-ti") > _bw("rtx-3090") > _bw("rtx-3080")
+    assert _bw("h100-sxm") > _bw("h100-pcie") and _t("h100-sxm") > _t("h100-nvl") > _t("h100-pcie")
+    assert _bw("b200") > _bw("h200-sxm") > _bw("h100-nvl") > _bw("h100-sxm") > _bw("a100-sxm-80gb") > _bw("a100-sxm-40gb")
+    assert _t("l40s") == pytest.approx(2 * _t("l40"), rel=0.01) and _t("rtx-4090-d") < _t("rtx-4090")
+    # GeForce: f32 accumulate at half the f16-accumulate rate; workstation/data-center cards: equal
+    for k in ("rtx-2080-ti", "rtx-3090", "rtx-4090", "rtx-5090"):
+        assert _t(k, "fp16_acc16") == pytest.approx(2 * _t(k), rel=0.01)
+    for k in ("rtx-a6000", "rtx-6000-ada", "quadro-rtx-8000", "titan-rtx", "a100-sxm-80gb", "h100-sxm", "l4"):
+        assert _t(k, "fp16_acc16") == _t(k)
+    # the same chip with more memory: same rates
+    assert hw.get_gpu("quadro-rtx-8000").tflops == hw.get_gpu("quadro-rtx-6000").tflops
+    assert hw.get_gpu("rtx-4060-ti-16gb").memory_gib == 2 * hw.get_gpu("rtx-4060-ti").memory_gib
+    # multi-card links: NVLink on SXM, PCIe otherwise
+    assert hw.get_gpu("a100-sxm-80gb").link_gbps == 300 and hw.get_gpu("rtx-5090").link_gbps == 50
+    with pytest.raises(ValueError, match="link"):
+        hw.Rig("jetson-agx-orin-64gb", 2)
+
+
+def test_profile_round_trip_keeps_the_new_fields():
+    g = hw.get_gpu("a100-sxm-80gb")
+    d = hw.profile_to_dict(g)
+    assert d["aliases"] and d["compute_capability"] == "8.0" and d["nvlink_gbps"] == 300
+    back = hw.profile_from_dict(d, key=g.key)
+    assert back == g and back.aliases == g.aliases and back.tflops == g.tflops
+
+
+@pytest.mark.parametrize("change,match", [
+    ({"aliases": "RTX"}, r"`aliases` must be a list"),
+    ({"aliases": [""]}, r"`aliases` must be a list"),
+    ({"compute_capability": "sm_86"}, r"`compute_capability` must be 'major.minor'"),
+    ({"arch": 8}, r"`arch` must be a string"),
+    ({"nvlink_gbps": -1}, r"`nvlink_gbps` must be > 0"),
+    ({"tflops": {"fp16": 40, "fp32": 20, "fp16_acc16": "x"}}, r"`tflops.fp16_acc16` must be a number"),
+])
+def test_bad_catalog_fields(change, match):
+    d = dict(GOOD, **change)
+    with pytest.raises(ValueError, match=match):
+        hw.profile_from_dict(d)

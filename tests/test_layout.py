@@ -16,7 +16,7 @@ PKG = ROOT / "glmbench"
 PREDICTION = ("glmbench", "glmbench.vocab", "glmbench.models", "glmbench.models.configs", "glmbench.predict",
               "glmbench.predict.hardware", "glmbench.predict.costmodel", "glmbench.predict.sweep",
               "glmbench.predict.traces", "glmbench.predict.replay", "glmbench.predict.calibrate",
-              "glmbench.predict.crossover",
+              "glmbench.predict.crossover", "glmbench.results.public",
               "glmbench.results", "glmbench.results.records", "glmbench.results.compare", "glmbench.results.importers",
               "glmbench.report", "glmbench.report.workload", "glmbench.report.findings",
               "glmbench.report.plots", "glmbench.cli")

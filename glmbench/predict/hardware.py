@@ -55,6 +55,8 @@ DTYPES = ("fp16", "bf16", "fp32", "int8")
 # Rates a profile may add beside DTYPES: f16 tensor with f16 accumulate (what cuBLAS runs for
 # CUBLAS_COMPUTE_16F; twice `fp16` on GeForce cards, equal to it on the others).
 EXTRA_RATES = ("fp16_acc16",)
+# Descriptive profile fields (strings; the cost model does not read them).
+_DESCRIPTIVE = ("arch", "compute_capability", "bus", "memory_type")
 GIB = 1 << 30
 
 # Sanity ceilings: a value beyond these is a unit mistake (bytes for GiB, MB/s for GB/s...),
@@ -171,8 +173,6 @@ def profile_from_dict(d: dict, where: str = "profile", key: str = "") -> GPU:
     )
 
 
-_DESCRIPTIVE = ("arch", "compute_capability", "bus", "memory_type")
-
 
 def profile_to_dict(gpu: GPU) -> dict:
     """The profile as the fields profile_from_dict reads (a saved `host` profile loads back as one:
@@ -260,7 +260,7 @@ def _builtin(key: str) -> GPU:
 # Words that name the vendor, brand or product line but not the card; dropped before matching.
 _NOISE = {"nvidia", "geforce", "tesla", "quadro", "graphics", "gpu", "generation", "workstation", "edition",
           "design", "card", "cuda", "vulkan", "hbm2", "hbm2e", "hbm3", "hbm3e", "gddr6", "gddr6x", "gddr7",
-          "ws", "dgx", "jetson", "nvidia)", "(nvidia"}
+          "ws", "dgx", "jetson"}
 _LAPTOP = {"laptop", "mobile", "notebook"}
 _FORMS = {"sxm": "sxm", "sxm2": "sxm", "sxm3": "sxm", "sxm4": "sxm", "sxm5": "sxm", "sxm6": "sxm",
           "pcie": "pcie", "nvl": "nvl"}
@@ -415,6 +415,12 @@ def unknown_gpu_message(text: str) -> str:
                 "give a .toml/.json profile path with its figures")
     q = _parse_name(s)
     idx = _name_index()
+    cat = _catalog()
+    variants = sorted({k for c, k in idx.items() if q.base and _parse_name_cached(c).base == q.base})
+    if variants:   # the card is in the catalog, not with this memory size or form factor
+        have = ", ".join(f"{k} ({cat[k].memory_gib:g} GiB, {_form_of(cat[k]) or cat[k].bus})" for k in variants)
+        return (f"unknown GPU {s!r}: the catalog has no such variant of this card; it has {have}; "
+                "or give a .toml/.json profile path")
     near = []
     for c in difflib.get_close_matches(q.canon or s.lower(), list(idx), n=12, cutoff=0.5):
         if idx[c] not in near:
