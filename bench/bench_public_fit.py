@@ -68,7 +68,7 @@ def run(write_profiles: bool, out_dir: str, scoreboard_only_logo=True):
         typ = jf.predict_many(mine, typical)
         lo = jf.loso(mine, rt)
         sd = jf.shallow_deep(mine, rt)
-        sb = [p for p in mine if p.source.startswith("scoreboard")] if scoreboard_only_logo else []
+        sb = [p for p in mine if p.source.startswith("scoreboard-")] if scoreboard_only_logo else []
         sb = sb or mine         # without the scoreboard: every card of the runtime's sources
         logo = jf.leave_one_gpu_out(sb, rt) if len({p.gpu_key for p in sb}) > 1 else {}
         res[rt] = dict(points=mine, fit=fit, typical=list(zip(mine, typ)), loso=lo, sd=sd, logo=logo, start=start)

@@ -115,6 +115,32 @@ def point_from_record(r: dict, where: str) -> PublicPoint:
                        int(r.get("n_streams") or 1), float(r["avg_ts"]), r)
 
 
+# The scoreboard's rows from llama.cpp pull requests of January 2024 (before flash attention and
+# MMQ on tensor cores; heterogeneous settings) are not used for the runtime models.
+SCOREBOARD_SKIP = ("https://github.com/ggml-org/llama.cpp/pull/",)
+
+
+def _normalize(r: dict, path: str) -> dict | None:
+    """A shipped record as a point record: the scoreboard's (glmbench/results/public.py, written
+    without runtime options) get its source id and the options its run implies (-fa per row,
+    llama-bench's default -ub 512, the MMQ era of its 2025 builds). None: a record not used."""
+    if r.get("public_source"):
+        return r
+    src = str(r.get("source") or "")
+    if src.startswith(SCOREBOARD_SKIP):
+        return None
+    r = dict(r)
+    name = os.path.basename(path)[:-5]
+    rt = r.get("runtime") or "llama.cpp"
+    opts = {"ubatch": str(r.get("n_ubatch") or 512)}
+    if r.get("flash_attn") is not None:
+        opts["fa"] = "1" if r["flash_attn"] else "0"
+    if rt == "llama.cpp":
+        opts["era"] = "mmq"
+    r.update(public_source=f"{name}-{r.get('backends', 'CUDA').lower()}", runtime=rt, runtime_options=opts)
+    return r
+
+
 def load_public(paths: Sequence[str] | None = None, skip_unknown_cards=True) -> list[PublicPoint]:
     """Every record of the public files (default: the shipped glmbench/data/public/*.json) as a
     point. Records on cards the catalog lacks are skipped when `skip_unknown_cards` (the
@@ -124,6 +150,9 @@ def load_public(paths: Sequence[str] | None = None, skip_unknown_cards=True) -> 
         recs = rec.read_records(p)
         for i, r in enumerate(recs):
             where = r.get("line") or f"{os.path.basename(p)}:{i + 1}"
+            r = _normalize(r, p)
+            if r is None:
+                continue
             if r.get("evidence") != "measured" or r.get("test") not in ("pp", "tg"):
                 continue
             if skip_unknown_cards and hardware.resolve_gpu_name(str(r.get("hardware") or r.get("device") or "")) is None:
