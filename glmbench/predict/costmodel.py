@@ -703,6 +703,9 @@ def _time(op: _Op, gpu, rt: RuntimeProfile, attn=None):
     (RuntimeProfile.attention_efficiency); None: the profile's attention class."""
     ce = rt.compute_efficiency
     e_c, e_m = _op_efficiency(op, rt, attn)
+    if rt.kernels:
+        e_c *= kn.card_factor(rt.kernels, gpu.key, "compute") * kn.arch_factor(rt.kernels, gpu, "compute")
+        e_m *= kn.card_factor(rt.kernels, gpu.key, "memory") * kn.arch_factor(rt.kernels, gpu, "memory")
     tc = 0.0
     if op.tflops:
         tc += op.tflops / (gpu.tflops[op.dtype] * 1e12 * e_c)

@@ -49,6 +49,8 @@ MIN_SHARE = 0.03           # an op path below this share of every point's time i
 MIN_EFF = cal.MIN_EFF
 OVERHEADS = ("kernel_overhead_us", "step_overhead_us", "layer_overhead_us")
 HALF = "mmid:half_tokens"
+ARCH_MIN_CARDS = 0         # >0: an architecture with this many cards gets a compute factor (off: fits 5x slower; scoreboard LOGO pp 30% -> 28%)
+CARD_MIN_SOURCES = 0       # >0: a card with this many sources gets its own factors (off: 10x slower fits, little gain)
 FAMILY_KEYS = False        # per-family kernel entries where a runtime's points have several families
 # options whose values get their own kernel efficiencies (a different set of shaders)
 SCOPED_OPTIONS = {"llama.cpp-vulkan": ("coopmat",)}
@@ -198,6 +200,7 @@ class _Compiled:
     chain_c: np.ndarray          # index into chains (compute efficiency of the tensor part)
     chain_m: np.ndarray          # index into chains (memory efficiency)
     chain_v: np.ndarray          # index into chains (vector compute efficiency)
+    card_c: np.ndarray           # index into cards: the op's card (its "card.<key>:" factors)
     op_stage: np.ndarray
     stage_point: np.ndarray
     stage_weight: np.ndarray     # weight of the stage in its point's time (mean decode) or 1
@@ -206,6 +209,7 @@ class _Compiled:
     pipelines: dict              # point -> (n_ubatches, n_cards, [stage ids], link per ubatch)
     chains: list                 # [(key, key, ..., ("class", cls, which)), ...]
     shares: dict                 # chain-head key -> max share of a point's time at the start
+    cards: list = field(default_factory=list)   # card keys of card_c
 
 
 def _chain(path, fam, which, cls, scopes):
@@ -221,9 +225,10 @@ def _chain(path, fam, which, cls, scopes):
 
 def compile_points(points: Sequence[PublicPoint], base: cm.RuntimeProfile) -> _Compiled:
     cols = {k: [] for k in ("tflops", "vflops", "nbytes", "peak_t", "peak_v", "bw", "count", "nkern", "tpe", "chain_c",
-                            "chain_m", "chain_v", "op_stage")}
+                            "chain_m", "chain_v", "card_c", "op_stage")}
     stage_point, stage_weight, stage_layers, point_const, pipelines = [], [], [], [], {}
     chains, chain_ix = [], {}
+    cards, card_ix = [], {}
     scoped = SCOPED_OPTIONS.get(base.name.split("[")[0], ())
 
     def cix(c):
@@ -282,6 +287,11 @@ def compile_points(points: Sequence[PublicPoint], base: cm.RuntimeProfile) -> _C
                     cols["chain_m"].append(cix(_chain(op.path, op.family, "memory", op.cls, scopes)))
                     cols["chain_v"].append(cix(_chain(None, None, "compute", "vector", ())))
                     cols["op_stage"].append(sid)
+                    ck = (gpu.key or gpu.name, kn.arch_key(gpu))
+                    if ck not in card_ix:
+                        card_ix[ck] = len(cards)
+                        cards.append(ck)
+                    cols["card_c"].append(card_ix[ck])
             # link time (no fitted link efficiency): per boundary (layer) or per pass (tensor)
             _, link, _ = _links(s, T, T_out)
             stages_of_point.append((per_pass, link))
@@ -292,11 +302,11 @@ def compile_points(points: Sequence[PublicPoint], base: cm.RuntimeProfile) -> _C
         point_const.append(link_total)
         if pt.test == "pp" and s.split == "layer" and len(passes) > 1:
             pipelines[pi] = stages_of_point
-    arr = {k: np.asarray(v, dtype=float if k not in ("chain_c", "chain_m", "chain_v", "op_stage") else np.int64)
+    arr = {k: np.asarray(v, dtype=float if k not in ("chain_c", "chain_m", "chain_v", "card_c", "op_stage") else np.int64)
            for k, v in cols.items()}
     comp = _Compiled(**arr, stage_point=np.asarray(stage_point, dtype=np.int64),
                      stage_weight=np.asarray(stage_weight), stage_layers=np.asarray(stage_layers, dtype=float),
-                     point_const=np.asarray(point_const), pipelines=pipelines, chains=chains, shares={})
+                     point_const=np.asarray(point_const), pipelines=pipelines, chains=chains, shares={}, cards=cards)
     comp.shares = _shares(comp, base, len(points))
     return comp
 
@@ -333,6 +343,16 @@ def evaluate(comp: _Compiled, prof: cm.RuntimeProfile, params: dict, n_points: i
     (kernel-table entries and overheads) set over it."""
     eff = _resolve(comp.chains, prof, params)
     e_c, e_m, e_v = eff[comp.chain_c], eff[comp.chain_m], eff[comp.chain_v]
+    def f(k, which):
+        v = params.get(f"card.{k[0]}:{which}", prof.kernels.get(f"card.{k[0]}:{which}", 1.0))
+        if k[1]:
+            v *= params.get(f"arch.{k[1]}:{which}", prof.kernels.get(f"arch.{k[1]}:{which}", 1.0))
+        return v
+    fc = np.array([f(k, "compute") for k in comp.cards])
+    fm = np.array([f(k, "memory") for k in comp.cards])
+    if len(comp.cards):
+        e_c = e_c * fc[comp.card_c]
+        e_m = e_m * fm[comp.card_c]
     h = params.get(HALF, prof.kernels.get(HALF, 0.0))
     if h > 0:
         occ = np.where(comp.tpe > 0, comp.tpe / (comp.tpe + h), 1.0)
@@ -419,6 +439,20 @@ def candidates(comp: _Compiled, points) -> list[str]:
         names.append(HALF)
     if comp.pipelines:
         names.append("pipeline_overlap")
+    per_arch: dict = {}
+    for p in points:
+        a = kn.arch_key(p.setup.gpu)
+        if a:
+            per_arch.setdefault(a, set()).add(p.gpu_key)
+    for a in sorted(per_arch):
+        if ARCH_MIN_CARDS and len(per_arch[a]) >= ARCH_MIN_CARDS and len(per_arch) > 1:
+            names.append(f"arch.{a}:compute")
+    per_card: dict = {}
+    for p in points:
+        per_card.setdefault(p.gpu_key, set()).add(p.source)
+    for k in sorted(per_card):
+        if CARD_MIN_SOURCES and len(per_card[k]) >= CARD_MIN_SOURCES:
+            names += [f"card.{k}:compute", f"card.{k}:memory"]
     names += list(OVERHEADS)
     return names
 
@@ -428,6 +462,8 @@ def _start(prof, n):
         return getattr(prof, n)
     if n == HALF:
         return prof.kernels.get(HALF, 0.0)
+    if n.startswith(("card.", "arch.")):
+        return prof.kernels.get(n, 1.0)
     base = n.split("@")[0]
     if base in prof.kernels:
         return prof.kernels[base]

@@ -23,6 +23,8 @@ no kernel table, so their numbers are the per-class physics as before.
 
 Kernel parameters that are not efficiencies live in the same table under their own names:
 
+    "card.<gpu>:compute|memory"  a factor on every efficiency on that card (card_factor)
+    "arch.<arch>:compute|memory" a factor on every efficiency on cards of that architecture (arch_factor)
     "mmid:half_tokens"  MoE prefill (mul_mat_id) reaches half of its efficiency when each expert
                         gets this many tokens of a ubatch (few tokens per expert leave the GPU
                         idle: one small GEMM per expert). 0 (the default): no such loss.
@@ -98,6 +100,8 @@ KERNEL_PARAMS = ("mmid:half_tokens",)
 def _key_ok(key: str) -> bool:
     if key in KERNEL_PARAMS:
         return True
+    if key.startswith(("card.", "arch.")) and key.rpartition(":")[2] in ("compute", "memory"):
+        return True
     head, sep, which = key.rpartition(":")
     if not sep or which not in ("compute", "memory"):
         return False
@@ -158,11 +162,13 @@ def efficiency(table: dict, path: str | None, fam: str | None, which: str, defau
 
 
 def has_int8_tensor(gpu) -> bool:
-    """Whether the card has int8 tensor cores (Turing and later): its int8 peak is at least twice
-    its fp16 tensor peak. Without them (Volta; profiles that leave int8 at the fp16 default) MMQ
-    runs on dp4a and llama.cpp leaves large batches to cuBLAS."""
+    """Whether the card has int8 tensor cores (Turing and later, not the GTX 16 series): tensor
+    cores (an fp16 peak at least 4x the fp32 one) and an int8 peak well above the fp16 one. Without
+    them (Volta, GTX 16xx; profiles that leave int8 at the fp16 default) MMQ runs on dp4a and
+    llama.cpp leaves batches of 64 tokens and more to cuBLAS (ggml-cuda/mmq.cu ggml_cuda_should_use_mmq)."""
     t = gpu.tflops
-    return t.get("int8", 0.0) >= 1.5 * t.get("fp16", 0.0)
+    tensor = t.get("fp16", 0.0) >= 4 * t.get("fp32", 1.0)    # GTX 16xx: fp16 only twice fp32, no tensor cores
+    return tensor and t.get("int8", 0.0) >= 1.5 * t.get("fp16", 0.0)
 
 
 def matmul_path(quantized: bool, fam: str, n_tokens: float, rt, gpu) -> str:
@@ -178,6 +184,33 @@ def matmul_path(quantized: bool, fam: str, n_tokens: float, rt, gpu) -> str:
     if p == "mmq" and rt.kernels and n_tokens >= MMQ_DP4A_MAX_BATCH and not has_int8_tensor(gpu):
         return "dequant_cublas"
     return p
+
+
+def card_factor(table: dict, gpu_key: str, which: str) -> float:
+    """A runtime model's factor on every efficiency of one card ("card.<key>:compute|memory"): what
+    several sources on that card say it reaches below the card's datasheet, beyond the kernels'
+    efficiency (clocks under a power limit, memory that streams below its rated bandwidth). 1 for a
+    card the fit has not seen."""
+    if not table or not gpu_key:
+        return 1.0
+    return table.get(f"card.{gpu_key}:{which}", 1.0)
+
+
+def arch_key(gpu) -> str:
+    """The architecture a card's kernel rates are shared with ("Ampere", "Ada-Lovelace", ...)."""
+    a = (getattr(gpu, "arch", "") or "").split("(")[0].strip().replace(" ", "-")
+    return a
+
+
+def arch_factor(table: dict, gpu, which: str) -> float:
+    """A runtime model's factor on every efficiency of the cards of one architecture
+    ("arch.<arch>:compute|memory"): its kernels' rate per datasheet peak on that generation
+    (tensor-core instruction mix, shared memory, clocks under load), fitted from the other cards of
+    that architecture. 1 for an architecture the fit has not seen."""
+    if not table:
+        return 1.0
+    k = arch_key(gpu)
+    return table.get(f"arch.{k}:{which}", 1.0) if k else 1.0
 
 
 def moe_path(n_tokens: float, rt) -> str:
