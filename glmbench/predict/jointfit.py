@@ -49,6 +49,7 @@ MIN_SHARE = 0.03           # an op path below this share of every point's time i
 MIN_EFF = cal.MIN_EFF
 OVERHEADS = ("kernel_overhead_us", "step_overhead_us", "layer_overhead_us")
 HALF = "mmid:half_tokens"
+SOURCE_WEIGHTS = True      # each source weighs the same in a fit (points weighted 1/sqrt(n of its source))
 ARCH_MIN_CARDS = 0         # >0: an architecture with this many cards gets a compute factor (off: fits 5x slower; scoreboard LOGO pp 30% -> 28%)
 CARD_MIN_SOURCES = 0       # >0: a card with this many sources gets its own factors (off: 10x slower fits, little gain)
 FAMILY_KEYS = False        # per-family kernel entries where a runtime's points have several families
@@ -210,6 +211,7 @@ class _Compiled:
     chains: list                 # [(key, key, ..., ("class", cls, which)), ...]
     shares: dict                 # chain-head key -> max share of a point's time at the start
     cards: list = field(default_factory=list)   # card keys of card_c
+    weight: np.ndarray | None = None              # per point: 1 / sqrt(points of its source) (SOURCE_WEIGHTS)
 
 
 def _chain(path, fam, which, cls, scopes):
@@ -308,6 +310,12 @@ def compile_points(points: Sequence[PublicPoint], base: cm.RuntimeProfile) -> _C
                      stage_weight=np.asarray(stage_weight), stage_layers=np.asarray(stage_layers, dtype=float),
                      point_const=np.asarray(point_const), pipelines=pipelines, chains=chains, shares={}, cards=cards)
     comp.shares = _shares(comp, base, len(points))
+    if SOURCE_WEIGHTS:
+        n_src: dict = {}
+        for p in points:
+            n_src[p.source] = n_src.get(p.source, 0) + 1
+        w = np.array([1.0 / math.sqrt(n_src[p.source]) for p in points])
+        comp.weight = w * math.sqrt(len(points) / float(np.sum(w * w)))
     return comp
 
 
@@ -408,6 +416,8 @@ def _is_eff(n):
 
 
 def _scale(n):
+    if n == "kernel_overhead_us":
+        return 2.0
     return 50.0 if n in OVERHEADS else (100.0 if n == HALF else 1.0)
 
 
@@ -485,9 +495,12 @@ def _from_x(n, x):
 
 
 def _residuals(comp, prof, names, x, meas_s, n_points):
+    """Log errors (log predicted / measured tok/s), each weighted by comp.weight: every source counts
+    as much as any other whatever its number of points (a 100-row table does not outvote a 10-row one)."""
     params = {n: _from_x(n, v) for n, v in zip(names, x)}
     t = evaluate(comp, prof, params, n_points)
-    return np.log(meas_s / t)          # log(predicted tok/s / measured tok/s)
+    r = np.log(meas_s / t)
+    return r * comp.weight if comp.weight is not None else r
 
 
 def _jac(comp, prof, names, x, meas_s, n_points, h=0.02):
@@ -539,7 +552,7 @@ def _lsq(comp, start, names, x0, meas_s, n, ridge=0.0, x_ref=None):
         r = _residuals(comp, start, names, x, meas_s, n)
         return np.concatenate([r, w * (x - ref)]) if ridge else r
     return least_squares(fun, np.clip(x0, lo, hi), bounds=(lo, hi), method="trf", max_nfev=300,
-                         xtol=1e-10, ftol=1e-12)
+                         xtol=1e-10, ftol=1e-12, x_scale="jac")
 
 
 def fit_runtime(runtime: str, points: Sequence[PublicPoint], base: cm.RuntimeProfile | None = None) -> JointFit:
@@ -682,8 +695,19 @@ def predict_many(points: Sequence[PublicPoint], profile: cm.RuntimeProfile) -> l
     if not points:
         return []
     comp = compile_points(points, profile)
-    t = evaluate(comp, profile, {}, len(points))
+    t = evaluate(comp, profile, _scoped_params(profile), len(points))
     return list(_work(points) / t)
+
+
+def _scoped_params(profile: cm.RuntimeProfile) -> dict:
+    """The kernel entries a profile keeps under an option value (SCOPED_OPTIONS: Vulkan's coopmat)
+    as the scoped names the compiled chains look up ("mmq:compute@coopmat=khr")."""
+    out = {}
+    for o in SCOPED_OPTIONS.get(profile.name.split("[")[0], ()):
+        for val, sets in profile.options.get(o, {}).get("values", {}).items():
+            for k, v in sets.get("kernels", {}).items():
+                out[f"{k}@{o}={val}"] = v
+    return out
 
 
 def shallow_deep(points: Sequence[PublicPoint], runtime: str) -> dict:

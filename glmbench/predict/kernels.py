@@ -163,11 +163,13 @@ def efficiency(table: dict, path: str | None, fam: str | None, which: str, defau
 
 def has_int8_tensor(gpu) -> bool:
     """Whether the card has int8 tensor cores (Turing and later, not the GTX 16 series): tensor
-    cores (an fp16 peak at least 4x the fp32 one) and an int8 peak well above the fp16 one. Without
+    cores (an f16 tensor peak at least 3x the fp32 one) and an int8 peak well above the fp16 one. Without
     them (Volta, GTX 16xx; profiles that leave int8 at the fp16 default) MMQ runs on dp4a and
     llama.cpp leaves batches of 64 tokens and more to cuBLAS (ggml-cuda/mmq.cu ggml_cuda_should_use_mmq)."""
     t = gpu.tflops
-    tensor = t.get("fp16", 0.0) >= 4 * t.get("fp32", 1.0)    # GTX 16xx: fp16 only twice fp32, no tensor cores
+    # tensor cores: the f16 tensor peak (with f16 accumulation where listed) at least 3x fp32;
+    # GTX 16xx run f16 at only twice fp32 and int8 as dp4a (4x fp32)
+    tensor = max(t.get("fp16", 0.0), t.get("fp16_acc16", 0.0)) >= 3 * t.get("fp32", 1.0)
     return tensor and t.get("int8", 0.0) >= 1.5 * t.get("fp16", 0.0)
 
 
