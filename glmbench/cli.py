@@ -400,12 +400,12 @@ def _runtime_with_options(args) -> str:
     else:
         rt = rt + "[" + ",".join(f"{k}={v}" for k, v in opts.items()) + "]"
     base = rt.split("[", 1)[0]
+    from glmbench.predict import costmodel as _cm
+    from glmbench.predict import runtime as _runtime
     try:
-        from glmbench.predict import costmodel as _cm
-        prof = _cm.load_runtime(base)
-        if not prof.options:
+        if base in _cm.list_runtimes() and not _cm.load_runtime(base).options:
             raise UserError(f"--runtime {base}: {', '.join('--' + k for k in opts)} applies to the runtime models "
-                            f"(llama.cpp, ik_llama.cpp, llama.cpp-vulkan, vllm), not to the {base!r} profile")
+                            f"({', '.join(_runtime.names())}), not to the {base!r} profile")
         _cm.load_runtime(rt)
     except ValueError as e:
         raise UserError(str(e)) from None

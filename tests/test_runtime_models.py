@@ -131,3 +131,17 @@ def test_truth_table_public_section():
         assert r["model_tg"] is not None or r["model_pp"] is not None
     text = "\n".join(truth.render_public(rows))
     assert "LOSO" in text and "llama3-8b-q4km_rtx3090" in text
+
+
+def test_runtime_module_names_and_options():
+    from glmbench.predict import runtime
+    assert runtime.names() == ["ik_llama.cpp", "llama.cpp", "llama.cpp-vulkan", "vllm"]
+    p = runtime.load("llama.cpp", fa=0, ubatch=1024)
+    assert p.name == "llama.cpp[fa=0,ubatch=1024]" and not p.flash_attn and p.n_ubatch == 1024
+    with pytest.raises(ValueError, match="unknown runtime 'sglang'"):
+        runtime.load("sglang")
+    with pytest.raises(ValueError, match="takes no options"):
+        runtime.load("typical", fa=1)
+    assert set(runtime.options("ik_llama.cpp")) == {"fa", "ubatch", "mla", "era"}
+    assert "leave-one-source-out" in runtime.describe("llama.cpp")
+    assert runtime.from_record({"backends": "Vulkan", "tool": "llama-bench"}) == "llama.cpp-vulkan"

@@ -42,6 +42,7 @@ from glmbench.predict import calibrate as cal
 from glmbench.predict import costmodel as cm
 from glmbench.predict import hardware
 from glmbench.predict import kernels as kn
+from glmbench.predict import runtime
 from glmbench.results import records as rec
 
 PUBLIC_DIR = os.path.join(vocab.DATA_DIR, "public")
@@ -134,7 +135,7 @@ def _normalize(r: dict, path: str) -> dict | None:
         return None
     r = dict(r)
     name = os.path.basename(path)[:-5]
-    rt = r.get("runtime") or "llama.cpp"
+    rt = runtime.from_record(r) or "llama.cpp"
     opts = {"ubatch": str(r.get("n_ubatch") or 512)}
     if r.get("flash_attn") is not None:
         opts["fa"] = "1" if r["flash_attn"] else "0"
