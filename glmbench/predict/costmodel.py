@@ -1352,10 +1352,12 @@ def _pass(setup: Setup, T: int, work: _Works, T_out: int):
             s, tc, tm, tl = _time(op, gpu, rt, attn)
             tot += n * s
             costs.append(OpCost(op.name, c, n, n * (op.tflops + op.vflops), n * op.bytes, n * s, n * tc, n * tm, n * tl))
-        if rt.step_overhead_us or rt.layer_overhead_us:
+        moe_us = rt.kernels.get("mmid:layer_us", 0.0) if rt.kernels else 0.0
+        if rt.step_overhead_us or rt.layer_overhead_us or moe_us:
             # a calibrated profile's fixed costs (in place of counted launches): per pass and per layer
+            # (and per MoE layer for a runtime model's routing kernels)
             n_layers = counts[c][0] + counts[c][1]
-            ov = (rt.step_overhead_us + rt.layer_overhead_us * n_layers) * 1e-6
+            ov = (rt.step_overhead_us + rt.layer_overhead_us * n_layers + moe_us * counts[c][1]) * 1e-6
             tot += ov
             costs.append(OpCost("overhead", c, 1, 0.0, 0.0, ov, 0.0, 0.0, ov))
         card_s.append(tot)

@@ -49,6 +49,7 @@ PUBLIC_DIR = os.path.join(vocab.DATA_DIR, "public")
 MIN_SHARE = 0.03           # an op path below this share of every point's time is not a candidate
 MIN_EFF = cal.MIN_EFF
 OVERHEADS = ("kernel_overhead_us", "step_overhead_us", "layer_overhead_us")
+MOE_US = "mmid:layer_us"
 HALF = "mmid:half_tokens"
 SOURCE_WEIGHTS = True      # each source weighs the same in a fit (points weighted 1/sqrt(n of its source))
 ARCH_MIN_CARDS = 0         # >0: an architecture with this many cards gets a compute factor (off: fits 5x slower; scoreboard LOGO pp 30% -> 28%)
@@ -207,6 +208,7 @@ class _Compiled:
     stage_point: np.ndarray
     stage_weight: np.ndarray     # weight of the stage in its point's time (mean decode) or 1
     stage_layers: np.ndarray     # layers in the stage (for layer_overhead_us)
+    stage_moe: np.ndarray        # MoE layers in the stage (for mmid:layer_us)
     point_const: np.ndarray      # link seconds per point
     pipelines: dict              # point -> (n_ubatches, n_cards, [stage ids], link per ubatch)
     chains: list                 # [(key, key, ..., ("class", cls, which)), ...]
@@ -230,6 +232,7 @@ def compile_points(points: Sequence[PublicPoint], base: cm.RuntimeProfile) -> _C
     cols = {k: [] for k in ("tflops", "vflops", "nbytes", "peak_t", "peak_v", "bw", "count", "nkern", "tpe", "chain_c",
                             "chain_m", "chain_v", "card_c", "op_stage")}
     stage_point, stage_weight, stage_layers, point_const, pipelines = [], [], [], [], {}
+    stage_moe = []
     chains, chain_ix = [], {}
     cards, card_ix = [], {}
     scoped = SCOPED_OPTIONS.get(base.name.split("[")[0], ())
@@ -275,6 +278,7 @@ def compile_points(points: Sequence[PublicPoint], base: cm.RuntimeProfile) -> _C
                 stage_point.append(pi)
                 stage_weight.append(w)
                 stage_layers.append(counts[c][0] + counts[c][1])
+                stage_moe.append(counts[c][1])
                 per_pass.append(sid)
                 for n, op in lines:
                     cols["tflops"].append(op.tflops)
@@ -309,6 +313,7 @@ def compile_points(points: Sequence[PublicPoint], base: cm.RuntimeProfile) -> _C
            for k, v in cols.items()}
     comp = _Compiled(**arr, stage_point=np.asarray(stage_point, dtype=np.int64),
                      stage_weight=np.asarray(stage_weight), stage_layers=np.asarray(stage_layers, dtype=float),
+                     stage_moe=np.asarray(stage_moe, dtype=float),
                      point_const=np.asarray(point_const), pipelines=pipelines, chains=chains, shares={}, cards=cards)
     comp.shares = _shares(comp, base, len(points))
     if SOURCE_WEIGHTS:
@@ -373,7 +378,8 @@ def evaluate(comp: _Compiled, prof: cm.RuntimeProfile, params: dict, n_points: i
     stage_s = np.bincount(comp.op_stage, weights=op_s, minlength=len(comp.stage_point))
     step = params.get("step_overhead_us", prof.step_overhead_us)
     layer = params.get("layer_overhead_us", prof.layer_overhead_us)
-    stage_s = stage_s + (step + layer * comp.stage_layers) * 1e-6
+    moe = params.get(MOE_US, prof.kernels.get(MOE_US, 0.0))
+    stage_s = stage_s + (step + layer * comp.stage_layers + moe * comp.stage_moe) * 1e-6
     tot = np.bincount(comp.stage_point, weights=stage_s * comp.stage_weight, minlength=n_points) + comp.point_const
     for pi, stages in comp.pipelines.items():
         N = len(stages[0][0])
@@ -413,13 +419,19 @@ def _shares(comp, prof, n_points) -> dict:
 
 # ---- the fit ----------------------------------------------------------------------------------
 def _is_eff(n):
-    return n not in OVERHEADS and n != HALF          # pipeline_overlap is in (0, 1]: fitted as an efficiency
+    return n not in OVERHEADS and n != HALF and n != MOE_US         # pipeline_overlap is in (0, 1]: fitted as an efficiency
 
 
 def _scale(n):
+    """The unit of a parameter's fit coordinate (and of the first fit's pull toward its start):
+    an efficiency moves in log space; an overhead in units of its expected size: a few us per
+    kernel, about 100 us per MoE layer (its 20-30 routing, sorting and gathering kernels at a few us
+    each), 50 us per layer or pass, 100 tokens per expert."""
     if n == "kernel_overhead_us":
         return 2.0
-    return 50.0 if n in OVERHEADS else (100.0 if n == HALF else 1.0)
+    if n in (MOE_US, HALF):
+        return 100.0
+    return 50.0 if n in OVERHEADS else 1.0
 
 
 def candidates(comp: _Compiled, points) -> list[str]:
@@ -448,6 +460,8 @@ def candidates(comp: _Compiled, points) -> list[str]:
             names.append(pick)
     if any(t > 0 for t in comp.tpe):
         names.append(HALF)
+    if comp.stage_moe.any():
+        names.append(MOE_US)
     if comp.pipelines:
         names.append("pipeline_overlap")
     per_arch: dict = {}
@@ -471,8 +485,8 @@ def candidates(comp: _Compiled, points) -> list[str]:
 def _start(prof, n):
     if n in OVERHEADS or n == "pipeline_overlap":
         return getattr(prof, n)
-    if n == HALF:
-        return prof.kernels.get(HALF, 0.0)
+    if n in (HALF, MOE_US):
+        return prof.kernels.get(n, 0.0)
     if n.startswith(("card.", "arch.")):
         return prof.kernels.get(n, 1.0)
     base = n.split("@")[0]

@@ -25,6 +25,8 @@ Kernel parameters that are not efficiencies live in the same table under their o
 
     "card.<gpu>:compute|memory"  a factor on every efficiency on that card (card_factor)
     "arch.<arch>:compute|memory" a factor on every efficiency on cards of that architecture (arch_factor)
+    "mmid:layer_us"     fixed microseconds per MoE layer and pass: the routing, sorting and gathering
+                        kernels around mul_mat_id that the structural kernel count does not see
     "mmid:half_tokens"  MoE prefill (mul_mat_id) reaches half of its efficiency when each expert
                         gets this many tokens of a ubatch (few tokens per expert leave the GPU
                         idle: one small GEMM per expert). 0 (the default): no such loss.
@@ -94,7 +96,7 @@ PATHS = {
 MMV_MAX_BATCH = 8            # ggml-cuda: MMVQ_MAX_BATCH_SIZE / the f16 GEMV up to 8 columns
 MMQ_DP4A_MAX_BATCH = 64      # ggml-cuda mmq.cu: without int8 tensor cores MMQ only below 64 columns
 QUANTIZED_PREFILL = ("mmq", "dequant_cublas")
-KERNEL_PARAMS = ("mmid:half_tokens",)
+KERNEL_PARAMS = ("mmid:half_tokens", "mmid:layer_us")
 
 
 def _key_ok(key: str) -> bool:
