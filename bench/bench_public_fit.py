@@ -10,7 +10,8 @@ public point of that runtime (glmbench.predict.jointfit) and measures, per sourc
 - leave-one-source-out (LOSO): fitted without the source, then predicting it;
 - shallow-to-deep: fitted with the source's shallower half of depths (and the other sources),
   predicting its deeper half;
-- leave-one-GPU-out (LOGO): each card predicted from its datasheet and the other cards' fit.
+- leave-one-GPU-out (LOGO): each scoreboard card (each card, for a runtime without scoreboard
+  rows) predicted from its datasheet and a fit to every point on the other cards.
 
 It writes bench/results/public_fit_<date>.md. With --write-profiles it also writes the fitted
 runtime models to glmbench/data/runtime/<runtime>.json (the kernel table, overheads, and a
@@ -68,9 +69,10 @@ def run(write_profiles: bool, out_dir: str, scoreboard_only_logo=True):
         typ = jf.predict_many(mine, typical)
         lo = jf.loso(mine, rt)
         sd = jf.shallow_deep(mine, rt)
-        sb = [p for p in mine if p.source.startswith("scoreboard-")] if scoreboard_only_logo else []
-        sb = sb or mine         # without the scoreboard: every card of the runtime's sources
-        logo = jf.leave_one_gpu_out(sb, rt) if len({p.gpu_key for p in sb}) > 1 else {}
+        # leave-one-GPU-out: the scoreboard's cards (each predicted by a fit to every point on the
+        # other cards); without a scoreboard for the runtime, every card of its sources
+        sb = {p.source for p in mine if p.source.startswith("scoreboard-")} if scoreboard_only_logo else set()
+        logo = jf.leave_one_gpu_out(mine, rt, test_sources=sb or None) if len({p.gpu_key for p in mine}) > 1 else {}
         res[rt] = dict(points=mine, fit=fit, typical=list(zip(mine, typ)), loso=lo, sd=sd, logo=logo, start=start)
         if write_profiles:
             _write_profile(rt, fit, start, res[rt])

@@ -52,7 +52,7 @@ OVERHEADS = ("kernel_overhead_us", "step_overhead_us", "layer_overhead_us")
 MOE_US = "mmid:layer_us"
 HALF = "mmid:half_tokens"
 SOURCE_WEIGHTS = True      # each source weighs the same in a fit (points weighted 1/sqrt(n of its source))
-ARCH_MIN_CARDS = 0         # >0: an architecture with this many cards gets a compute factor (off: fits 5x slower; scoreboard LOGO pp 30% -> 28%)
+ARCH_MIN_CARDS = 2         # an architecture with this many cards in the points gets a compute factor (0: none)
 CARD_MIN_SOURCES = 0       # >0: a card with this many sources gets its own factors (off: 10x slower fits, little gain)
 FAMILY_KEYS = False        # per-family kernel entries where a runtime's points have several families
 # options whose values get their own kernel efficiencies (a different set of shaders)
@@ -744,14 +744,17 @@ def shallow_deep(points: Sequence[PublicPoint], runtime: str) -> dict:
     return out
 
 
-def leave_one_gpu_out(points: Sequence[PublicPoint], runtime: str) -> dict:
-    """{gpu key: [(point, predicted)]}: each card's points predicted by the runtime model fitted
-    to the other cards' points (the card enters only through its datasheet)."""
+def leave_one_gpu_out(points: Sequence[PublicPoint], runtime: str, test_sources=None) -> dict:
+    """{gpu key: [(point, predicted)]}: each card's points (of `test_sources` only, when given)
+    predicted by the runtime model fitted to every point on the other cards (the card enters only
+    through its datasheet and its architecture's factor, fitted on the other cards of that
+    architecture)."""
     mine = [p for p in points if p.runtime == runtime]
+    tested = [p for p in mine if test_sources is None or p.source in test_sources]
     out = {}
-    for g in sorted({p.gpu_key for p in mine}):
+    for g in sorted({p.gpu_key for p in tested}):
         train = [p for p in mine if p.gpu_key != g]
-        test = [p for p in mine if p.gpu_key == g]
+        test = [p for p in tested if p.gpu_key == g]
         fit = fit_runtime(runtime, train)
         out[g] = list(zip(test, predict_many(test, fit.profile)))
     return out
