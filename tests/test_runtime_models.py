@@ -47,6 +47,8 @@ def test_joint_fit_recovers_known_parameters(public):
     assert len(real.fitted) >= 5
     truth = {}
     for i, (n, v) in enumerate(sorted(real.fitted.items())):
+        if not jf._is_eff(n) and v < 0.5:
+            continue            # an overhead at its bound (0) in the real fit: not identified there either
         f = (0.7, 0.8, 0.9, 1.1, 1.2)[i % 5]
         truth[n] = min(v * f, 0.95) if jf._is_eff(n) else v * f + 1.0
     synth = jf.predict_many(pts, jf._with_params(start, truth))
