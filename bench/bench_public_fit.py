@@ -102,6 +102,10 @@ def _write_profile(rt, fit, start, r):
         "sources": {s: {"points": len(v), "loso_mape_decode": jf.mape(v, "tg"), "loso_mape_prefill": jf.mape(v, "pp")}
                     for s, v in r["loso"].items()},
         "start": start.to_dict(),
+        "points_columns": ["where", "source", "label", "options", "measured_ts", "predicted_ts", "residual"],
+        "points": [[p.where, p.source, p.label, ",".join(f"{k}={v}" for k, v in p.options.items()),
+                    round(p.measured, 3), round(float(q), 3), round(float(q / p.measured - 1), 4)]
+                   for p, q in zip(fit.points, fit.predicted)],
     }
     if calib["loo_mape"] is None:
         calib["loo_mape"] = fit.mape()
