@@ -147,3 +147,16 @@ def test_runtime_module_names_and_options():
     assert set(runtime.options("ik_llama.cpp")) == {"fa", "ubatch", "mla", "era"}
     assert "leave-one-source-out" in runtime.describe("llama.cpp")
     assert runtime.from_record({"backends": "Vulkan", "tool": "llama-bench"}) == "llama.cpp-vulkan"
+
+
+def test_calibrate_points_run_with_their_records_options():
+    from glmbench.predict import calibrate as cal
+    from glmbench.predict import runtime
+    prof = cm.load_runtime("llama.cpp")
+    assert runtime.options_from_record(prof, {"flash_attn": False, "n_ubatch": 2048}) == {"fa": 0, "ubatch": 2048}
+    assert runtime.options_from_record(cm.load_runtime("vllm"), {"flash_attn": True}) == {}
+    rec = {"evidence": "measured", "test": "pp", "avg_ts": 5000.0, "n_depth": 4096, "n_prompt": 512, "model": "llama-3-8b",
+           "hardware": "rtx-4090", "weights": "q4_0"}
+    on = cal.predict_point(cal.point_from_record("x:1", dict(rec, flash_attn=True)), prof)
+    off = cal.predict_point(cal.point_from_record("x:1", dict(rec, flash_attn=False)), prof)
+    assert on != off

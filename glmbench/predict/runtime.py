@@ -81,3 +81,21 @@ def from_record(r: dict) -> str | None:
     if "vllm" in tool:
         return "vllm"
     return None
+
+
+def options_from_record(prof: cm.RuntimeProfile, r: dict) -> dict:
+    """The options of a runtime model a measured record states: `flash_attn` (llama-bench -fa) as
+    `fa`, `n_ubatch` as `ubatch`, and a record's own `runtime_options`; only those the profile has."""
+    out = {}
+    fa = r.get("flash_attn")
+    if "fa" in prof.options and fa is not None and fa != "":
+        if isinstance(fa, str):
+            fa = fa.strip().lower() in ("1", "true", "on", "yes")
+        out["fa"] = int(bool(fa))
+    ub = r.get("n_ubatch")
+    if "ubatch" in prof.options and isinstance(ub, int) and not isinstance(ub, bool) and ub > 0:
+        out["ubatch"] = ub
+    for k, v in (r.get("runtime_options") or {}).items():
+        if k in prof.options:
+            out[k] = int(v) if k == "ubatch" else v
+    return out
