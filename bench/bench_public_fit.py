@@ -155,10 +155,12 @@ def report(pts, res, seconds) -> str:
             for test, lim in zip(("tg", "pp"), TARGETS[key]):
                 v = _pool(r[k], test)
                 if v is not None:
-                    verdict.append((rt, key, test, v, lim))
-    L += ["", "## Targets", "", "| runtime | check | test | MAPE (pooled over points) | target | met |", "|---|---|---|---|---|---|"]
-    for rt, key, test, v, lim in verdict:
-        L.append(f"| {rt} | {key} | {test} | {_pct(v)} | {_pct(lim)} | {'yes' if v <= lim else '**no**'} |")
+                    verdict.append((rt, key, test, v, lim, _mean_src(r[k], test)))
+    L += ["", "## Targets", "", "Met or not on the MAPE pooled over points; the mean of the per-source (per-card for "
+          "leave-one-GPU-out) MAPEs beside it, where every source counts once.", "",
+          "| runtime | check | test | MAPE (pooled over points) | mean over sources | target | met |", "|---|---|---|---|---|---|---|"]
+    for rt, key, test, v, lim, m in verdict:
+        L.append(f"| {rt} | {key} | {test} | {_pct(v)} | {_pct(m)} | {_pct(lim)} | {'yes' if v <= lim else '**no**'} |")
     L += ["", "## Per source", "",
           "| runtime | source | points | typical tg / pp | fitted tg / pp | LOSO tg / pp | shallow-to-deep tg / pp |",
           "|---|---|---|---|---|---|---|"]
