@@ -346,9 +346,16 @@ def _add_study_options(p, *, report: bool):
     g.add_argument("--depths", type=DEPTHS, default=list(d.depths), metavar="LIST",
                    help="context depths, e.g. 1K..128K or 512,4K,32K (default: 1K..128K)")
     g.add_argument("--runtime", default=d.runtime, metavar="PROFILE",
-                   help="runtime profile of the cost model: ideal, typical, a shipped calibrated profile "
+                   help="runtime profile of the cost model: ideal, typical, a runtime model fitted to public results "
+                        "(llama.cpp, ik_llama.cpp, llama.cpp-vulkan, vllm; options as name[fa=1,ubatch=2048,mla=3,era=...] "
+                        "or --fa/--ubatch), a shipped calibrated profile "
                         "(ik-llama-before-mla-fix, ik-llama-mla-fixed, llama-cpp-1x3090), or calibrated:<file> "
                         f"(default: {d.runtime})")
+    g.add_argument("--fa", type=int, choices=(0, 1), default=None,
+                   help="flash attention off/on for a runtime model (llama.cpp, ik_llama.cpp, llama.cpp-vulkan), "
+                        "as llama-bench -fa (default: the runtime model's)")
+    g.add_argument("--ubatch", "-ub", type=int, default=None, metavar="N",
+                   help="the runtime model's physical prefill batch (llama.cpp -ub; vLLM max_num_batched_tokens)")
     g.add_argument("--concurrency", type=INTS, default=list(d.concurrency), metavar="LIST",
                    help="concurrent streams for the serving tests (default: 1,2,4,...,64)")
     g.add_argument("--serve-context", type=_argtype(parse_tokens, "tokens"), default=d.serve_context, metavar="TOKENS",
@@ -386,6 +393,30 @@ def _add_study_options(p, *, report: bool):
                             "takes the one --model); repeatable")
 
 
+def _runtime_with_options(args) -> str:
+    """--runtime with --fa / --ubatch folded in as the runtime model's options ("llama.cpp[fa=1]");
+    an option the runtime does not have is one UserError naming it."""
+    rt = args.runtime
+    opts = {k: v for k, v in (("fa", getattr(args, "fa", None)), ("ubatch", getattr(args, "ubatch", None))) if v is not None}
+    if not opts:
+        return rt
+    if rt.endswith("]") and "[" in rt:
+        rt = rt[:-1] + "," + ",".join(f"{k}={v}" for k, v in opts.items()) + "]"
+    else:
+        rt = rt + "[" + ",".join(f"{k}={v}" for k, v in opts.items()) + "]"
+    base = rt.split("[", 1)[0]
+    from glmbench.predict import costmodel as _cm
+    from glmbench.predict import runtime as _runtime
+    try:
+        if base in _cm.list_runtimes() and not _cm.load_runtime(base).options:
+            raise UserError(f"--runtime {base}: {', '.join('--' + k for k in opts)} applies to the runtime models "
+                            f"({', '.join(_runtime.names())}), not to the {base!r} profile")
+        _cm.load_runtime(rt)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    return rt
+
+
 def _default_link(args) -> float:
     """--link, else the link a multi-card rig of --hardware has: the study's measured 1.4 GB/s on
     the study's own card, the profile's stated link on another (hardware.get_gpu), else the
@@ -409,6 +440,7 @@ def _default_link(args) -> float:
 
 
 def _study_from_args(args):
+    args.runtime = _runtime_with_options(args)
     kw = dict(hardware=args.hardware, cards=tuple(args.cards), link_gbps=_default_link(args), split=args.split,
               weights=args.weights or _STUDY.weights, kv=args.kv, depths=tuple(args.depths), runtime=args.runtime,
               n_prompt=args.n_prompt, n_gen=args.n_gen)
@@ -623,7 +655,7 @@ def cmd_truth_table(args) -> int:
                     ("--out", args.out)):
         if v:
             parts.append(f"{flag} {v!r}" if " " in v else f"{flag} {v}")
-    text = truth.render(rows, sources, " ".join(parts))
+    text = truth.render(rows, sources, " ".join(parts), public=truth.public_summary())
     if args.out:
         from glmbench.results.records import atomic_write_text
         atomic_write_text(args.out, text)

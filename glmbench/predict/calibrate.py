@@ -275,7 +275,11 @@ def load_points(paths: Sequence, notices: list | None = None, *, exclude_unstabl
 
 def predict_point(pt: Point, profile: cm.RuntimeProfile) -> float:
     """tok/s the profile predicts for the point: pp n at depth, or the mean speed of n_gen
-    tokens generated from depth on (the mean step time over the depths they see)."""
+    tokens generated from depth on (the mean step time over the depths they see). A runtime model
+    (llama.cpp, ...) runs with the options the record states (-fa, -ub: runtime.options_from_record)."""
+    if profile.options and not profile.option_values:
+        from glmbench.predict import runtime
+        profile = profile.with_options(**runtime.options_from_record(profile, pt.record))
     s = dataclasses.replace(pt.setup, runtime=profile)
     if pt.test == "pp":
         return cm.prefill(s, pt.n_prompt, pt.n_depth).tok_s

@@ -30,6 +30,7 @@ from typing import Any, Sequence
 from glmbench.models import configs
 from glmbench import vocab
 from glmbench.predict import hardware
+from glmbench.predict import kernels as kn
 from glmbench.predict.hardware import GIB, Rig
 
 _RUNTIME_DIR = os.path.join(vocab.DATA_DIR, "runtime")
@@ -77,7 +78,29 @@ class RuntimeProfile:
       link_efficiency           the fraction of the rig's link bandwidth transfers reach
 
     Their defaults ({}, 0, 0, 1) leave a profile's predictions as they were without them.
-    `calibration` holds what a fit recorded (sources, points, residuals, errors)."""
+    `calibration` holds what a fit recorded (sources, points, residuals, errors).
+
+    Runtime models (data/runtime/llama.cpp.json, ...; glmbench.predict.runtime) add what the
+    runtime's kernels do (glmbench.predict.kernels):
+
+      kernels            {"<path>[.<family>]:compute|memory": e, ...}: efficiencies per kernel path
+                         and weight-type family (empty: the per-class efficiencies)
+      quantized_prefill  "mmq" | "dequant_cublas": the path of quantized weights x a batch
+      prefill_paths      {family: path}: where a family takes another path
+      flash_attn         flash attention (-fa 1) or materialized attention (-fa 0)
+      moe_kernel         "mmid" (llama.cpp mul_mat_id) | "fused_moe" (vLLM)
+      attention_kernel   "default" | "paged_attn" (vLLM)
+      mla_strategy       the MLA strategy the runtime runs (None: the Setup's)
+      mla_prefill        "auto" (the cheaper of expand-once and the strategy) | "expand" | "strategy"
+      cublas_acc16       f16 cuBLAS GEMMs at the card's f16-accumulate peak (llama.cpp: CUBLAS_COMPUTE_16F)
+      kernel_overhead_us fixed seconds per kernel of the cost model's structural count (launch and tail
+                         of each kernel under the runtime's graphs), whatever the card
+      pipeline_overlap   the share of the layer-split prefill pipeline's overlap the runtime realizes (1: the
+                         exact schedule; 0: cards one after another)
+      options            the options a user may set ({name: {"values": {v: {field: value}}} or
+                         {"field": f, "min": n}}) and `option_values` those applied (with_options)
+
+    Their defaults leave `ideal` and `typical` as they were."""
     name: str
     compute_efficiency: dict = field(compare=False)
     memory_efficiency: dict = field(compare=False)
@@ -94,6 +117,19 @@ class RuntimeProfile:
     layer_overhead_us: float = 0.0
     link_efficiency: float = 1.0
     calibration: dict = field(default_factory=dict, compare=False)
+    kernels: dict = field(default_factory=dict)
+    quantized_prefill: str = "mmq"
+    prefill_paths: dict = field(default_factory=dict)
+    flash_attn: bool = True
+    moe_kernel: str = "mmid"
+    attention_kernel: str = "default"
+    mla_strategy: str | None = None
+    mla_prefill: str = "auto"
+    cublas_acc16: bool = False
+    pipeline_overlap: float = 1.0
+    kernel_overhead_us: float = 0.0
+    options: dict = field(default_factory=dict, compare=False)
+    option_values: dict = field(default_factory=dict)
 
     def __hash__(self):
         return hash((self.name, tuple(sorted(self.compute_efficiency.items())),
@@ -101,7 +137,46 @@ class RuntimeProfile:
                      self.overhead_gib_per_card, self.n_ubatch, self.quantized_matmul, self.embeddings_on_host,
                      tuple(sorted(self.mla_attention_efficiency.items())),
                      tuple(sorted(self.kv_attention_efficiency.items())), self.step_overhead_us,
-                     self.layer_overhead_us, self.link_efficiency))
+                     self.layer_overhead_us, self.link_efficiency, tuple(sorted(self.kernels.items())),
+                     self.quantized_prefill, tuple(sorted(self.prefill_paths.items())), self.flash_attn,
+                     self.moe_kernel, self.attention_kernel, self.mla_strategy, self.mla_prefill,
+                     self.cublas_acc16, self.pipeline_overlap, self.kernel_overhead_us, tuple(sorted(self.option_values.items()))))
+
+    def with_options(self, **opts) -> "RuntimeProfile":
+        """The profile with runtime options set as a user sets them (`fa=1`, `ubatch=2048`,
+        `mla=3`, `era=...`: those the profile's `options` lists); None values are ignored. An
+        option this runtime does not have, or a value it does not take, is a ValueError naming the
+        runtime and what it has."""
+        opts = {k: v for k, v in opts.items() if v is not None}
+        if not opts:
+            return self
+        base = self.name.split("[", 1)[0]
+        ch: dict = {}
+        applied = dict(self.option_values)
+        for k, v in opts.items():
+            spec = self.options.get(k)
+            if spec is None:
+                have = ", ".join(f"--{n}" for n in self.options) or "none"
+                raise ValueError(f"runtime {base!r} has no option {k!r} (its options: {have})")
+            if "values" in spec:
+                vals = spec["values"]
+                key = str(int(v)) if isinstance(v, bool) else str(v)
+                if key not in vals:
+                    raise ValueError(f"runtime {base!r}: option {k!r} must be one of {', '.join(vals)}, got {v!r}")
+                for f, x in vals[key].items():
+                    if f == "kernels":
+                        ch["kernels"] = {**ch.get("kernels", self.kernels), **x}
+                    else:
+                        ch[f] = x
+                applied[k] = key
+            else:
+                lo = spec.get("min", 1)
+                if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+                    raise ValueError(f"runtime {base!r}: option {k!r} must be a whole number >= {lo}, got {v!r}")
+                ch[spec["field"]] = v
+                applied[k] = str(v)
+        name = base + ("[" + ",".join(f"{k}={v}" for k, v in applied.items()) + "]" if applied else "")
+        return dataclasses.replace(self, name=name, option_values=applied, **ch)
 
     @property
     def calibrated(self) -> bool:
@@ -132,6 +207,16 @@ class RuntimeProfile:
              "kv_attention_efficiency": dict(self.kv_attention_efficiency), "step_overhead_us": self.step_overhead_us,
              "layer_overhead_us": self.layer_overhead_us, "link_efficiency": self.link_efficiency,
              "sources": dict(self.sources)}
+        if self.kernels or self.options or self.quantized_prefill != "mmq" or not self.flash_attn \
+                or self.moe_kernel != "mmid" or self.attention_kernel != "default" or self.mla_strategy \
+                or self.mla_prefill != "auto" or self.prefill_paths or self.cublas_acc16 or self.pipeline_overlap != 1.0 \
+                or self.kernel_overhead_us:
+            d.update(kernels=dict(self.kernels), quantized_prefill=self.quantized_prefill,
+                     prefill_paths=dict(self.prefill_paths), flash_attn=self.flash_attn, moe_kernel=self.moe_kernel,
+                     attention_kernel=self.attention_kernel, mla_strategy=self.mla_strategy,
+                     mla_prefill=self.mla_prefill, cublas_acc16=self.cublas_acc16,
+                     pipeline_overlap=self.pipeline_overlap, kernel_overhead_us=self.kernel_overhead_us,
+                     options=self.options, option_values=dict(self.option_values))
         if self.calibration:
             d["calibration"] = self.calibration
         return d
@@ -163,7 +248,10 @@ def runtime_from_dict(d: dict, where: str = "runtime") -> RuntimeProfile:
                       known={"name", "description", "compute_efficiency", "memory_efficiency", "launch_overhead",
                              "overhead_gib_per_card", "n_ubatch", "quantized_matmul", "embeddings_on_host", "sources",
                              "mla_attention_efficiency", "kv_attention_efficiency", "step_overhead_us",
-                             "layer_overhead_us", "link_efficiency", "calibration"})
+                             "layer_overhead_us", "link_efficiency", "calibration", "kernels",
+                             "quantized_prefill", "prefill_paths", "flash_attn", "moe_kernel", "attention_kernel",
+                             "mla_strategy", "mla_prefill", "cublas_acc16", "pipeline_overlap", "kernel_overhead_us", "options",
+                             "option_values"})
     effs = {}
     for k in ("compute_efficiency", "memory_efficiency"):
         e = d[k]
@@ -225,7 +313,45 @@ def runtime_from_dict(d: dict, where: str = "runtime") -> RuntimeProfile:
     cal = d.get("calibration", {})
     if not isinstance(cal, dict):
         raise ValueError(f"{where}: field `calibration` must be a table, got {cal!r}")
-    return RuntimeProfile(name=name, compute_efficiency=effs["compute_efficiency"],
+    kt = kn.check_table(d.get("kernels", {}), where)
+
+    def choice(key, allowed, default):
+        v = d.get(key, default)
+        if v not in allowed:
+            raise ValueError(f"{where}: field `{key}` must be one of {', '.join(map(str, allowed))}, got {v!r}")
+        return v
+    pp = d.get("prefill_paths", {})
+    if not isinstance(pp, dict) or any(f not in kn.FAMILIES or v not in kn.QUANTIZED_PREFILL for f, v in pp.items()):
+        raise ValueError(f"{where}: field `prefill_paths` must map weight families ({', '.join(kn.FAMILIES)}) "
+                         f"to {' or '.join(kn.QUANTIZED_PREFILL)}, got {pp!r}")
+    fa = d.get("flash_attn", True)
+    if not isinstance(fa, bool):
+        raise ValueError(f"{where}: field `flash_attn` must be true or false, got {fa!r}")
+    opts = d.get("options", {})
+    if not isinstance(opts, dict) or any(not isinstance(v, dict) or not ("values" in v or "field" in v)
+                                         for v in opts.values()):
+        raise ValueError(f"{where}: field `options` must map option names to tables with `values` or `field`, "
+                         f"got {opts!r}")
+    optv = d.get("option_values", {})
+    if not isinstance(optv, dict):
+        raise ValueError(f"{where}: field `option_values` must be a table, got {optv!r}")
+    acc = d.get("cublas_acc16", False)
+    if not isinstance(acc, bool):
+        raise ValueError(f"{where}: field `cublas_acc16` must be true or false, got {acc!r}")
+    po = d.get("pipeline_overlap", 1.0)
+    if isinstance(po, bool) or not isinstance(po, (int, float)) or not 0 <= po <= 1:
+        raise ValueError(f"{where}: field `pipeline_overlap` must be in [0, 1], got {po!r}")
+    ko = d.get("kernel_overhead_us", 0.0)
+    if isinstance(ko, bool) or not isinstance(ko, (int, float)) or not 0 <= ko < 1e4:
+        raise ValueError(f"{where}: field `kernel_overhead_us` must be >= 0 (microseconds per kernel), got {ko!r}")
+    kw = dict(kernels=kt, cublas_acc16=acc, pipeline_overlap=float(po), kernel_overhead_us=float(ko), quantized_prefill=choice("quantized_prefill", kn.QUANTIZED_PREFILL, "mmq"),
+              prefill_paths=dict(pp), flash_attn=fa,
+              moe_kernel=choice("moe_kernel", ("mmid", "fused_moe"), "mmid"),
+              attention_kernel=choice("attention_kernel", ("default", "paged_attn"), "default"),
+              mla_strategy=choice("mla_strategy", (None,) + tuple(MLA_STRATEGIES), None),
+              mla_prefill=choice("mla_prefill", ("auto", "expand", "strategy"), "auto"),
+              options=opts, option_values=dict(optv))
+    return RuntimeProfile(**kw, name=name, compute_efficiency=effs["compute_efficiency"],
                           memory_efficiency=effs["memory_efficiency"], launch_overhead=lo,
                           overhead_gib_per_card=float(ov), n_ubatch=ub, quantized_matmul=qm,
                           embeddings_on_host=eh, description=str(d.get("description", "")),
@@ -249,6 +375,16 @@ def load_runtime(src) -> RuntimeProfile:
         s = os.fspath(src)
         if s in list_runtimes():
             return _builtin_runtime(s)
+        m = re.fullmatch(r"([^\[\]]+)\[([^\[\]]*)\]", s)
+        if m and m.group(1) in list_runtimes():
+            # a runtime model with options, as with_options names it: "llama.cpp[fa=1,ubatch=2048]"
+            opts = {}
+            for part in filter(None, (x.strip() for x in m.group(2).split(","))):
+                k, eq, v = part.partition("=")
+                if not eq:
+                    raise ValueError(f"runtime {s!r}: option {part!r} is not name=value")
+                opts[k.strip()] = int(v) if v.strip().isdigit() and k.strip() == "ubatch" else v.strip()
+            return _builtin_runtime(m.group(1)).with_options(**opts)
         if s in list_calibrated():
             return _shipped_calibrated(s)
         if s.startswith("calibrated:"):
@@ -397,6 +533,9 @@ class Setup:
         s(self, "kv_fmt", vocab.kv_format(self.kv))
         vocab.mla_strategy(self.mla_strategy)
         s(self, "runtime", load_runtime(self.runtime))
+        if self.runtime.mla_strategy and cfg.attention == "mla":
+            # the runtime model runs its own MLA kernel (ik_llama.cpp's -mla option...)
+            s(self, "mla_strategy", self.runtime.mla_strategy)
         s(self, "expert_skew", _check_skew(self.expert_skew, cfg))
         if self.offload is not None:
             off = self.offload
@@ -545,21 +684,40 @@ class StepCost:
 
 
 class _Op:
-    """One op of one layer (or of the head) on one card: raw counts before timing."""
-    __slots__ = ("name", "cls", "dtype", "tflops", "vflops", "bytes", "kernels")
+    """One op of one layer (or of the head) on one card: raw counts before timing. `path` and
+    `family`: the kernel path and weight family (glmbench.predict.kernels) whose efficiencies a
+    runtime model's kernel table gives; `tpe`: tokens per expert of a MoE prefill op."""
+    __slots__ = ("name", "cls", "dtype", "tflops", "vflops", "bytes", "kernels", "path", "family", "tpe")
 
-    def __init__(self, name, cls, dtype, tflops, vflops, nbytes, kernels):
+    def __init__(self, name, cls, dtype, tflops, vflops, nbytes, kernels, path=None, family=None, tpe=0.0):
         self.name, self.cls, self.dtype = name, cls, dtype
         self.tflops, self.vflops, self.bytes, self.kernels = tflops, vflops, nbytes, kernels
+        self.path, self.family, self.tpe = path, family, tpe
+
+
+def _op_efficiency(op: _Op, rt: RuntimeProfile, attn=None) -> tuple:
+    """(compute, memory) efficiency of an op's tensor work under a profile: the per-class values,
+    attention's for this setup (`attn`, RuntimeProfile.attention_efficiency), then the runtime
+    model's kernel table for the op's path and weight family (kernels.efficiency)."""
+    e_c, e_m = rt.compute_efficiency[op.cls], rt.memory_efficiency[op.cls]
+    if attn is not None and op.cls == "attention":
+        e_c, e_m = attn
+    if rt.kernels and op.path:
+        e_c = kn.efficiency(rt.kernels, op.path, op.family, "compute", e_c)
+        e_m = kn.efficiency(rt.kernels, op.path, op.family, "memory", e_m)
+        if op.tpe:
+            e_c *= kn.moe_occupancy(rt.kernels, op.tpe)
+    return e_c, e_m
 
 
 def _time(op: _Op, gpu, rt: RuntimeProfile, attn=None):
     """attn: (compute, memory) efficiency of attention ops for this setup
     (RuntimeProfile.attention_efficiency); None: the profile's attention class."""
-    ce, me = rt.compute_efficiency, rt.memory_efficiency
-    e_c, e_m = ce[op.cls], me[op.cls]
-    if attn is not None and op.cls == "attention":
-        e_c, e_m = attn
+    ce = rt.compute_efficiency
+    e_c, e_m = _op_efficiency(op, rt, attn)
+    if rt.kernels:
+        e_c *= kn.card_factor(rt.kernels, gpu.key, "compute") * kn.arch_factor(rt.kernels, gpu, "compute")
+        e_m *= kn.card_factor(rt.kernels, gpu.key, "memory") * kn.arch_factor(rt.kernels, gpu, "memory")
     tc = 0.0
     if op.tflops:
         tc += op.tflops / (gpu.tflops[op.dtype] * 1e12 * e_c)
@@ -567,6 +725,8 @@ def _time(op: _Op, gpu, rt: RuntimeProfile, attn=None):
         tc += op.vflops / (gpu.tflops["fp32"] * 1e12 * ce["vector"])
     tm = op.bytes / (gpu.bandwidth_gbs * 1e9 * e_m)
     tl = op.kernels * gpu.launch_us * 1e-6 if rt.launch_overhead else 0.0
+    if rt.kernel_overhead_us:
+        tl += op.kernels * rt.kernel_overhead_us * 1e-6
     return max(tc, tm) + tl, tc, tm, tl
 
 
@@ -843,11 +1003,21 @@ def _wdtype(setup: Setup) -> str:
 
 
 def _matmul(name, T, n_out, n_in, wbytes, setup, share=1.0, kernels=1):
-    """y[T, n_out] = x[T, n_in] W^T with W stored in `wbytes` bytes; `share` of it on this card."""
+    """y[T, n_out] = x[T, n_in] W^T with W stored in `wbytes` bytes; `share` of it on this card.
+    The kernel path (kernels.matmul_path) is the runtime's for T tokens; dequantize + cuBLAS
+    multiplies on the fp16 tensor cores and writes and reads the f16 copy of the weights."""
     quant = setup.weight_fmt.dequant
-    return _Op(name, "matmul", _wdtype(setup), 2.0 * T * n_out * n_in * share,
+    rt = setup.runtime
+    fam = kn.family(setup.weight_fmt.name)
+    path = kn.matmul_path(quant, fam, T, rt, setup.gpu)
+    dtype, extra = _wdtype(setup), 0.0
+    if path == "dequant_cublas":
+        dtype, extra = "fp16", 2 * 2.0 * n_out * n_in * share
+    if path in ("cublas", "dequant_cublas") and dtype == "fp16":
+        dtype = _cublas_dtype(setup)
+    return _Op(name, "matmul", dtype, 2.0 * T * n_out * n_in * share,
                DEQUANT_OPS * n_out * n_in * share if quant else 0.0,
-               wbytes * share + ACT_BYTES * T * (n_in + n_out * share), kernels)
+               wbytes * share + extra + ACT_BYTES * T * (n_in + n_out * share), kernels, path, fam)
 
 
 @dataclass(frozen=True)
@@ -931,9 +1101,23 @@ def _attention_ops(setup: Setup, T: int, work: _Attn, share: float) -> list:
         elems = cfg.kv_elems_per_token_per_layer() * share
         ops.append(_Op("attn.kv_write", "vector", "fp32", 0.0, deq * elems * work.n_q,
                        work.n_q * (row + ACT_BYTES * elems), 2))
-        ops.append(_Op("attn.core", "attention", "fp16", 2.0 * H * (Dh + Dv) * work.keys,
-                       SOFTMAX_OPS * H * work.keys + deq * elems * work.read,
-                       row * work.read + ACT_BYTES * T * H * (Dh + Dv), 2))
+        rt = setup.runtime
+        path = kn.attention_path("gqa", setup.mla_strategy, work.prefill, rt.flash_attn, rt)
+        if path == "attn_mat":
+            # without flash attention (llama.cpp -fa 0): K.Q over every cached and new key of the
+            # ubatch (the causal mask does not skip work), f32 scores written, softmaxed in place
+            # and read by P.V; the cache is read by both products
+            # ggml broadcasts K and V over the query heads of a group: each query head's product
+            # reads its KV head's rows again (Hq / Hk times the cache traffic of a fused kernel)
+            keys = work.keys + (work.n_q * work.n_q / 2.0 if work.prefill else 0.0)
+            rep = Hq / Hk
+            ops.append(_Op("attn.core", "attention", "fp16", 2.0 * H * (Dh + Dv) * keys,
+                           SOFTMAX_OPS * H * keys + deq * elems * work.read * rep,
+                           rep * row * work.read + 4 * SCORE_BYTES * H * keys + ACT_BYTES * T * H * (Dh + Dv), 4, path))
+        else:
+            ops.append(_Op("attn.core", "attention", "fp16", 2.0 * H * (Dh + Dv) * work.keys,
+                           SOFTMAX_OPS * H * work.keys + deq * elems * work.read,
+                           row * work.read + ACT_BYTES * T * H * (Dh + Dv), 2, path))
         ops.append(_matmul("attn.o_proj", T, D, Hq * Dv, wb["o_proj.weight"], setup, share))
         return ops
 
@@ -959,22 +1143,22 @@ def _attention_ops(setup: Setup, T: int, work: _Attn, share: float) -> list:
         # every step expands every cached latent through kv_b (f16 K and V written, then read)
         E = work.expanded
         exp_bytes = 2 * H * (Dn + Dv)                  # per token, f16
-        ops.append(_Op("attn.kv_b_expand", "matmul", _wdtype(setup), 2.0 * kvb * E,
+        ops.append(_mm_path(setup, _Op("attn.kv_b_expand", "matmul", _wdtype(setup), 2.0 * kvb * E,
                        (DEQUANT_OPS * kvb if setup.weight_fmt.dequant else 0) + deq * R * E,
-                       kvb_w + row * E + exp_bytes * E, 2))
+                       kvb_w + row * E + exp_bytes * E, 2), E))
         kq = 2.0 * H * (Dn + Dr) * work.keys
         pv = 2.0 * H * Dv * work.keys
         ops.append(_Op("attn.core", "attention", "fp16", kq + pv, SOFTMAX_OPS * H * work.keys,
                        2 * H * (Dn + Dr + Dv) * work.read + 4 * SCORE_BYTES * H * work.keys
-                       + ACT_BYTES * T * H * (Dn + Dr + Dv), 4))
-    elif strat == "flash" and work.prefill and _expand_once_wins(setup, T, work, share):
+                       + ACT_BYTES * T * H * (Dn + Dr + Dv), 4, "mla_naive"))
+    elif work.prefill and _mla_expands(setup, T, work, share):
         ops.extend(_mla_expand_once_ops(setup, T, work, share))
     else:
         # absorbed: q_nope (Dn) -> latent query (R) per head through kv_b's K part, MQA over the
         # latent cache (R + Dr wide keys, R wide values), latent output -> Dv through kv_b's V part
-        ops.append(_Op("attn.absorb_q", "matmul", _wdtype(setup), 2.0 * T * H * Dn * R,
+        ops.append(_mm_path(setup, _Op("attn.absorb_q", "matmul", _wdtype(setup), 2.0 * T * H * Dn * R,
                        DEQUANT_OPS * H * Dn * R if setup.weight_fmt.dequant else 0.0,
-                       kvb_w * Dn / (Dn + Dv) + ACT_BYTES * T * H * (Dn + R), 1))
+                       kvb_w * Dn / (Dn + Dv) + ACT_BYTES * T * H * (Dn + R), 1), T))
         flops = 2.0 * H * (R + Dr + R) * work.keys
         vec = SOFTMAX_OPS * H * work.keys + deq * (R + Dr) * work.read
         if strat == "absorbed":
@@ -986,10 +1170,11 @@ def _attention_ops(setup: Setup, T: int, work: _Attn, share: float) -> list:
             # flash: one fused pass over the cache, split over it (split-K) and combined
             nbytes = row * work.read
             kernels = 2
-        ops.append(_Op("attn.core", "attention", "fp16", flops, vec, nbytes + ACT_BYTES * T * H * (R + Dr + R), kernels))
-        ops.append(_Op("attn.absorb_out", "matmul", _wdtype(setup), 2.0 * T * H * R * Dv,
+        ops.append(_Op("attn.core", "attention", "fp16", flops, vec, nbytes + ACT_BYTES * T * H * (R + Dr + R), kernels,
+                       "mla_absorbed" if strat == "absorbed" else "mla_flash"))
+        ops.append(_mm_path(setup, _Op("attn.absorb_out", "matmul", _wdtype(setup), 2.0 * T * H * R * Dv,
                        DEQUANT_OPS * H * R * Dv if setup.weight_fmt.dequant else 0.0,
-                       kvb_w * Dv / (Dn + Dv) + ACT_BYTES * T * H * (R + Dv), 1))
+                       kvb_w * Dv / (Dn + Dv) + ACT_BYTES * T * H * (R + Dv), 1), T))
     ops.append(_matmul("attn.o_proj", T, D, Hf * Dv, wb["o_proj.weight"], setup, share))
     return ops
 
@@ -1010,10 +1195,10 @@ def _mla_expand_once_ops(setup: Setup, T: int, work: _Attn, share: float) -> lis
     E = work.expanded
     quant = setup.weight_fmt.dequant
     return [
-        _Op("attn.kv_b_expand", "matmul", _wdtype(setup), 2.0 * kvb * E,
-            (DEQUANT_OPS * kvb if quant else 0.0) + deq * R * E, kvb_w + row * E + 2 * H * (Dn + Dv) * E, 2),
+        _mm_path(setup, _Op("attn.kv_b_expand", "matmul", _wdtype(setup), 2.0 * kvb * E,
+                 (DEQUANT_OPS * kvb if quant else 0.0) + deq * R * E, kvb_w + row * E + 2 * H * (Dn + Dv) * E, 2), E),
         _Op("attn.core", "attention", "fp16", 2.0 * H * (Dn + Dr + Dv) * work.keys, SOFTMAX_OPS * H * work.keys,
-            (2 * H * (Dn + Dv) + 2 * Dr) * work.read + ACT_BYTES * T * H * (Dn + Dr + Dv), 2),
+            (2 * H * (Dn + Dv) + 2 * Dr) * work.read + ACT_BYTES * T * H * (Dn + Dr + Dv), 2, "mla_expand"),
     ]
 
 
@@ -1035,6 +1220,40 @@ def _expand_once_wins(setup: Setup, T: int, work: _Attn, share: float) -> bool:
     return sum(_time(o, gpu, rt, attn)[0] for o in once) < sum(_time(o, gpu, rt, attn)[0] for o in absorbed)
 
 
+def _mla_expands(setup: Setup, T: int, work: _Attn, share: float) -> bool:
+    """Whether an MLA prefill ubatch runs as expand-once + fused MHA: the runtime model says so
+    (`mla_prefill` "expand": ik_llama.cpp's -mla 2/3 prompt path), never ("strategy"), or, by
+    default, the flash strategy picks the cheaper form per ubatch."""
+    mode = setup.runtime.mla_prefill
+    if mode == "expand":
+        return True
+    if mode == "strategy":
+        return False
+    return setup.mla_strategy == "flash" and _expand_once_wins(setup, T, work, share)
+
+
+def _cublas_dtype(setup: Setup) -> str:
+    """The peak an f16 cuBLAS GEMM of this runtime runs against: llama.cpp's CUDA backend computes
+    f16 GEMMs with f16 accumulation (CUBLAS_COMPUTE_16F) where the card has it at full rate, so a
+    runtime model with `cublas_acc16` uses the card's `fp16_acc16` peak (twice the FP32-accumulate
+    one on GeForce cards); others the fp16 (FP32-accumulate) peak."""
+    if setup.runtime.cublas_acc16 and "fp16_acc16" in setup.gpu.tflops:
+        return "fp16_acc16"
+    return "fp16"
+
+
+def _mm_path(setup: Setup, op: _Op, n_cols) -> _Op:
+    """A weight-times-activations op outside _matmul, given the kernel path for n_cols columns."""
+    quant = setup.weight_fmt.dequant
+    op.family = kn.family(setup.weight_fmt.name)
+    op.path = kn.matmul_path(quant, op.family, n_cols, setup.runtime, setup.gpu)
+    if op.path == "dequant_cublas":
+        op.dtype = "fp16"
+    if op.path in ("cublas", "dequant_cublas") and op.dtype == "fp16":
+        op.dtype = _cublas_dtype(setup)
+    return op
+
+
 def _attn_eff(setup: Setup) -> tuple:
     return setup.runtime.attention_efficiency(setup.model, setup.mla_strategy, setup.kv_fmt.name)
 
@@ -1054,9 +1273,20 @@ def _ffn_ops(setup: Setup, T: int, moe: bool, share: float) -> list:
                    wb["router"] + ACT_BYTES * T * (D + 2 * E), 5))
     u = expected_distinct_experts(E, k, T, setup.expert_skew)
     quant = setup.weight_fmt.dequant
-    ops.append(_Op("moe.experts", "matmul", _wdtype(setup), 2.0 * T * k * 3 * D * Fe * share,
+    # mul_mat_id (llama.cpp) or a fused MoE kernel (vLLM); in prefill each touched expert gets
+    # T k / u tokens of the ubatch (kernels.moe_occupancy)
+    rt = setup.runtime
+    path = kn.moe_path(T, rt)
+    fam = kn.family(setup.weight_fmt.name)
+    dtype, extra = _wdtype(setup), 0.0
+    if path == "mmid" and quant:
+        sub = kn.matmul_path(quant, fam, T * k / max(u, 1.0), rt, setup.gpu)
+        if sub == "dequant_cublas":
+            dtype, extra = _cublas_dtype(setup), 2 * 2.0 * u * 3 * D * Fe * share
+    ops.append(_Op("moe.experts", "matmul", dtype, 2.0 * T * k * 3 * D * Fe * share,
                    (DEQUANT_OPS * u * 3 * D * Fe * share if quant else 0.0) + 4 * T * k * Fe * share,
-                   u * wb["expert"] * share + ACT_BYTES * T * k * (2 * D + 3 * Fe * share), 5))
+                   u * wb["expert"] * share + extra + ACT_BYTES * T * k * (2 * D + 3 * Fe * share), 5,
+                   path, fam, T * k / max(u, 1.0) if path != "mmid_vec" else 0.0))
     if cfg.shared_expert_intermediate_size:
         ops.append(_matmul("moe.shared", T, 3 * cfg.shared_expert_intermediate_size, D, wb["shared"], setup, share, kernels=4))
     return ops
@@ -1150,10 +1380,12 @@ def _pass(setup: Setup, T: int, work: _Works, T_out: int):
             s, tc, tm, tl = _time(op, gpu, rt, attn)
             tot += n * s
             costs.append(OpCost(op.name, c, n, n * (op.tflops + op.vflops), n * op.bytes, n * s, n * tc, n * tm, n * tl))
-        if rt.step_overhead_us or rt.layer_overhead_us:
+        moe_us = rt.kernels.get("mmid:layer_us", 0.0) if rt.kernels else 0.0
+        if rt.step_overhead_us or rt.layer_overhead_us or moe_us:
             # a calibrated profile's fixed costs (in place of counted launches): per pass and per layer
+            # (and per MoE layer for a runtime model's routing kernels)
             n_layers = counts[c][0] + counts[c][1]
-            ov = (rt.step_overhead_us + rt.layer_overhead_us * n_layers) * 1e-6
+            ov = (rt.step_overhead_us + rt.layer_overhead_us * n_layers + moe_us * counts[c][1]) * 1e-6
             tot += ov
             costs.append(OpCost("overhead", c, 1, 0.0, 0.0, ov, 0.0, 0.0, ov))
         card_s.append(tot)
@@ -1194,17 +1426,24 @@ def _setup(s) -> Setup:
     return s
 
 
-def _pipelined(stages, links) -> float:
+def _pipelined(stages, links, setup=None) -> float:
     """Seconds of ubatches run through the cards of a layer split as llama.cpp's pipeline
     parallelism runs them: card c starts ubatch u when it has finished u-1 and card c-1 has sent
-    u (stages[u][c]: card c's busy seconds on ubatch u; links[u]: one boundary's transfer)."""
+    u (stages[u][c]: card c's busy seconds on ubatch u; links[u]: one boundary's transfer). A
+    runtime that realizes only part of the overlap (`RuntimeProfile.pipeline_overlap` < 1, a
+    fitted runtime model) lands between that schedule and the ubatches one after another."""
     fin = [0.0] * len(stages[0])
     for st, link in zip(stages, links):
         ready = 0.0
         for c, busy in enumerate(st):
             fin[c] = max(fin[c], ready) + busy
             ready = fin[c] + link
-    return fin[-1]
+    seconds = fin[-1]
+    po = 1.0 if setup is None else setup.runtime.pipeline_overlap
+    if po < 1.0:
+        seq = sum(_sequential_seconds(setup, st, link) for st, link in zip(stages, links))
+        seconds = po * seconds + (1.0 - po) * seq
+    return seconds
 
 
 def decode(setup: Setup, depth: int, batch: int = 1) -> StepCost:
@@ -1228,7 +1467,7 @@ def decode(setup: Setup, depth: int, batch: int = 1) -> StepCost:
         stages.append(card_s)
         links.append(link)
         all_costs.extend(costs)
-    return StepCost(_pipelined(stages, links), batch, _merge(all_costs), "decode", depth, batch)
+    return StepCost(_pipelined(stages, links, setup), batch, _merge(all_costs), "decode", depth, batch)
 
 
 def prefill(setup: Setup, n_tokens: int, depth: int = 0) -> StepCost:
@@ -1249,7 +1488,7 @@ def prefill(setup: Setup, n_tokens: int, depth: int = 0) -> StepCost:
         links.append(link)
         all_costs.extend(costs)
     if setup.split == "layer":
-        seconds = _pipelined(stages, links)
+        seconds = _pipelined(stages, links, setup)
     else:
         seconds = sum(_sequential_seconds(setup, s, l) for s, l in zip(stages, links))
     return StepCost(seconds, n, _merge(all_costs), "prefill", depth, 1)

@@ -54,9 +54,17 @@ def _header(records, study: Study, charts) -> list:
     rt = study.runtime_profile
     if rt.description:
         L.append("")
-        L.append(f"Runtime profile `{rt.name}`: {rt.description.rstrip('.')}. Efficiencies: compute "
-                 + ", ".join(f"{k} {v:g}" for k, v in rt.compute_efficiency.items()) + "; memory "
-                 + ", ".join(f"{k} {v:g}" for k, v in rt.memory_efficiency.items()) + ".")
+        if rt.kernels:
+            # a runtime model: its kernel table replaces the per-class values where fitted
+            eff = ", ".join(f"{k} {v:.3g}" for k, v in sorted(rt.kernels.items()) if k.endswith((":compute", ":memory")))
+            cv = f"; leave-one-source-out error ±{100 * rt.cv_error:.0f}% (the band of its records)" if rt.cv_error else ""
+            L.append(f"Runtime profile `{rt.name}`: {rt.description.rstrip('.')}. Kernel efficiencies (path:bound): "
+                     f"{eff}{cv}; other ops at compute " + ", ".join(f"{k} {v:g}" for k, v in rt.compute_efficiency.items())
+                     + ", memory " + ", ".join(f"{k} {v:g}" for k, v in rt.memory_efficiency.items()) + ".")
+        else:
+            L.append(f"Runtime profile `{rt.name}`: {rt.description.rstrip('.')}. Efficiencies: compute "
+                     + ", ".join(f"{k} {v:g}" for k, v in rt.compute_efficiency.items()) + "; memory "
+                     + ", ".join(f"{k} {v:g}" for k, v in rt.memory_efficiency.items()) + ".")
     L.append("")
     L.append(f"**Setup:** {', '.join(study.configs)}; weights `{study.weights}`, KV cache `{study.kv}`; "
              f"{', '.join(_rig_name(study, n) for n in study.cards)}; "

@@ -1,0 +1,765 @@
+"""The joint fit of a runtime model to published results, and its cross-validation.
+
+    from glmbench.predict import jointfit as jf
+    pts = jf.load_public()                       # every shipped public record as a point
+    fit = jf.fit_runtime("llama.cpp", [p for p in pts if p.runtime == "llama.cpp"])
+    fit.profile                                  # the runtime model with its kernel table fitted
+    jf.loso(pts, "llama.cpp")                    # each source predicted by a fit without it
+
+A point is a measured record with its runtime, the options it ran with (`-fa`, `-ub`, `-mla`,
+build era) and the card; all points of one runtime share its parameters (kernel efficiencies per
+path and weight family, the per-layer and per-pass overheads, MoE occupancy), whatever the model
+and the card: the card enters only through its datasheet (bandwidth, peaks).
+
+Which parameters are fitted follows calibrate.py's rule: a candidate is an efficiency of a kernel
+path (and family, where the runtime's points have more than one family on that path) whose op
+takes at least MIN_SHARE of some point's time at the start, plus the overheads; a candidate is
+fitted only if the points identify it (pivoted QR of the sensitivities: its column outside the span
+of those chosen is at least calibrate.SELECT_TOL of the largest). The others keep their start
+(physics) value and the profile says so. The fit minimizes squared log errors (scipy
+least_squares, bounded: efficiencies in [MIN_EFF, 1], overheads >= 0).
+
+Speed: each point is compiled once into arrays (FLOPs, bytes, peaks of every op of every pass,
+and which kernel-table entries give its efficiencies); a profile is then evaluated for every point
+in one vectorized pass. The kernel paths and the MLA prefill form are those of the start profile
+with the point's options (they do not move during a fit).
+"""
+from __future__ import annotations
+
+import dataclasses
+import glob
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+from scipy.optimize import least_squares
+
+from glmbench import vocab
+from glmbench.models import configs
+from glmbench.predict import calibrate as cal
+from glmbench.predict import costmodel as cm
+from glmbench.predict import hardware
+from glmbench.predict import kernels as kn
+from glmbench.predict import runtime
+from glmbench.results import records as rec
+
+PUBLIC_DIR = os.path.join(vocab.DATA_DIR, "public")
+MIN_SHARE = 0.03           # an op path below this share of every point's time is not a candidate
+MIN_EFF = cal.MIN_EFF
+OVERHEADS = ("kernel_overhead_us", "step_overhead_us", "layer_overhead_us")
+MOE_US = "mmid:layer_us"
+HALF = "mmid:half_tokens"
+SOURCE_WEIGHTS = True      # each source weighs the same in a fit (points weighted 1/sqrt(n of its source))
+ARCH_MIN_CARDS = 2         # an architecture with this many cards in the points gets a compute factor (0: none)
+CARD_MIN_SOURCES = 0       # >0: a card with this many sources gets its own factors (off: 10x slower fits, little gain)
+FAMILY_KEYS = False        # per-family kernel entries where a runtime's points have several families
+# options whose values get their own kernel efficiencies (a different set of shaders)
+SCOPED_OPTIONS = {"llama.cpp-vulkan": ("coopmat",)}
+
+
+class FitError(ValueError):
+    pass
+
+
+# ---- points --------------------------------------------------------------------------------------
+@dataclass
+class PublicPoint:
+    where: str                 # "file:line" of the original table (record field `line`)
+    source: str                # the source id (one published table set)
+    runtime: str
+    options: dict
+    setup: cm.Setup            # with the runtime's base profile
+    test: str
+    n_prompt: int
+    n_gen: int
+    n_depth: int
+    batch: int
+    measured: float
+    record: dict = field(repr=False)
+
+    @property
+    def gpu_key(self) -> str:
+        return self.setup.gpu.key or self.setup.gpu.name
+
+    @property
+    def label(self) -> str:
+        what = f"pp{self.n_prompt}" if self.test == "pp" else f"tg{self.n_gen}"
+        b = f" x{self.batch}" if self.batch > 1 else ""
+        return f"{self.setup.model.name} {what}{b} @ d{self.n_depth}"
+
+
+def public_files() -> list[str]:
+    return sorted(glob.glob(os.path.join(PUBLIC_DIR, "*.json")))
+
+
+def point_from_record(r: dict, where: str) -> PublicPoint:
+    """A PublicPoint from a record with `runtime`, `runtime_options`, `device`/`hardware`."""
+    try:
+        rtname = r["runtime"]
+        opts = dict(r.get("runtime_options") or {})
+        base = cm.load_runtime(rtname)
+        prof = base.with_options(**{k: (int(v) if k == "ubatch" else v) for k, v in opts.items()})
+        hw = r.get("hardware") or r.get("device")
+        gpu = hardware.get_gpu(hw)
+        n = int(r.get("n_cards") or 1)
+        rig = hardware.Rig(gpu, n, link_gbps=r.get("link_gbps") or (gpu.link_gbps if n > 1 else None),
+                           link_latency_us=r.get("link_latency_us") or (gpu.link_latency_us if n > 1 else None))
+        setup = cm.Setup(configs.load(r["model"]), rig, split=r.get("split") or ("layer" if n > 1 else "none"),
+                         weights=r.get("weights") or vocab.DEFAULTS["weights"], kv=r.get("type_k") or "f16",
+                         runtime=prof)
+    except (KeyError, ValueError, TypeError, OSError) as e:
+        msg = e.args[0] if isinstance(e, KeyError) and e.args else e
+        raise FitError(f"{where}: {msg}") from None
+    test = r.get("test")
+    if test not in ("pp", "tg"):
+        raise FitError(f"{where}: field `test` must be pp or tg, got {test!r}")
+    return PublicPoint(where, r.get("public_source") or os.path.basename(where).rsplit(":", 1)[0], rtname, opts, setup,
+                       test, int(r.get("n_prompt") or 0), int(r.get("n_gen") or 0), int(r.get("n_depth") or 0),
+                       int(r.get("n_streams") or 1), float(r["avg_ts"]), r)
+
+
+# The scoreboard's rows from llama.cpp pull requests of January 2024 (before flash attention and
+# MMQ on tensor cores; heterogeneous settings) are not used for the runtime models.
+SCOREBOARD_SKIP = ("https://github.com/ggml-org/llama.cpp/pull/",)
+
+
+def _normalize(r: dict, path: str) -> dict | None:
+    """A shipped record as a point record: the scoreboard's (glmbench/results/public.py, written
+    without runtime options) get its source id and the options its run implies (-fa per row,
+    llama-bench's default -ub 512, the MMQ era of its 2025 builds). None: a record not used."""
+    if r.get("public_source"):
+        return r
+    src = str(r.get("source") or "")
+    if src.startswith(SCOREBOARD_SKIP):
+        return None
+    r = dict(r)
+    name = os.path.basename(path)[:-5]
+    rt = runtime.from_record(r) or "llama.cpp"
+    opts = {"ubatch": str(r.get("n_ubatch") or 512)}
+    if r.get("flash_attn") is not None:
+        opts["fa"] = "1" if r["flash_attn"] else "0"
+    if rt == "llama.cpp":
+        opts["era"] = "mmq"
+    r.update(public_source=f"{name}-{r.get('backends', 'CUDA').lower()}", runtime=rt, runtime_options=opts)
+    return r
+
+
+def load_public(paths: Sequence[str] | None = None, skip_unknown_cards=True) -> list[PublicPoint]:
+    """Every record of the public files (default: the shipped glmbench/data/public/*.json) as a
+    point. Records on cards the catalog lacks are skipped when `skip_unknown_cards` (the
+    scoreboard's pre-Volta rows), else an error."""
+    out = []
+    for p in paths or public_files():
+        recs = rec.read_records(p)
+        for i, r in enumerate(recs):
+            where = r.get("line") or f"{os.path.basename(p)}:{i + 1}"
+            r = _normalize(r, p)
+            if r is None:
+                continue
+            if r.get("evidence") != "measured" or r.get("test") not in ("pp", "tg"):
+                continue
+            if skip_unknown_cards and hardware.resolve_gpu_name(str(r.get("hardware") or r.get("device") or "")) is None:
+                continue
+            out.append(point_from_record(r, where))
+    return out
+
+
+def predict(pt: PublicPoint, profile: cm.RuntimeProfile) -> float:
+    """tok/s the profile predicts for the point (its options applied), by the full cost model."""
+    prof = apply_options(profile, pt.options)
+    s = dataclasses.replace(pt.setup, runtime=prof)
+    if pt.test == "pp":
+        return cm.prefill(s, pt.n_prompt, pt.n_depth).tok_s
+    if pt.n_gen <= 1:
+        return cm.decode(s, pt.n_depth, pt.batch).tok_s
+    return pt.batch / cm._mean_decode(s, pt.n_depth, pt.n_gen, pt.batch)[0]
+
+
+def apply_options(profile: cm.RuntimeProfile, options: dict) -> cm.RuntimeProfile:
+    """The profile with a point's options (an option the runtime lacks is a ValueError). A
+    physics profile without options (ideal, typical) takes only the point's ubatch: the same
+    schedule, its own kernels."""
+    opts = {k: (int(v) if k == "ubatch" else v) for k, v in (options or {}).items()}
+    if not profile.options:
+        return dataclasses.replace(profile, n_ubatch=opts["ubatch"]) if "ubatch" in opts else profile
+    return profile.with_options(**opts)
+
+
+# ---- compiled points -----------------------------------------------------------------------------
+@dataclass
+class _Compiled:
+    """Every op of every point as arrays; stages group ops of one pass on one card."""
+    tflops: np.ndarray
+    vflops: np.ndarray
+    nbytes: np.ndarray
+    peak_t: np.ndarray
+    peak_v: np.ndarray
+    bw: np.ndarray
+    count: np.ndarray
+    nkern: np.ndarray            # kernels per op (the cost model's structural count)
+    tpe: np.ndarray
+    chain_c: np.ndarray          # index into chains (compute efficiency of the tensor part)
+    chain_m: np.ndarray          # index into chains (memory efficiency)
+    chain_v: np.ndarray          # index into chains (vector compute efficiency)
+    card_c: np.ndarray           # index into cards: the op's card (its "card.<key>:" factors)
+    op_stage: np.ndarray
+    stage_point: np.ndarray
+    stage_weight: np.ndarray     # weight of the stage in its point's time (mean decode) or 1
+    stage_layers: np.ndarray     # layers in the stage (for layer_overhead_us)
+    stage_moe: np.ndarray        # MoE layers in the stage (for mmid:layer_us)
+    point_const: np.ndarray      # link seconds per point
+    pipelines: dict              # point -> (n_ubatches, n_cards, [stage ids], link per ubatch)
+    chains: list                 # [(key, key, ..., ("class", cls, which)), ...]
+    shares: dict                 # chain-head key -> max share of a point's time at the start
+    cards: list = field(default_factory=list)   # card keys of card_c
+    weight: np.ndarray | None = None              # per point: 1 / sqrt(points of its source) (SOURCE_WEIGHTS)
+
+
+def _chain(path, fam, which, cls, scopes):
+    keys = []
+    if path:
+        base = kn.lookup_keys(path, fam, which)
+        for k in base:
+            keys += [f"{k}@{s}" for s in scopes]
+        keys += base
+    keys.append(("class", cls, which))
+    return tuple(keys)
+
+
+def compile_points(points: Sequence[PublicPoint], base: cm.RuntimeProfile) -> _Compiled:
+    cols = {k: [] for k in ("tflops", "vflops", "nbytes", "peak_t", "peak_v", "bw", "count", "nkern", "tpe", "chain_c",
+                            "chain_m", "chain_v", "card_c", "op_stage")}
+    stage_point, stage_weight, stage_layers, point_const, pipelines = [], [], [], [], {}
+    stage_moe = []
+    chains, chain_ix = [], {}
+    cards, card_ix = [], {}
+    scoped = SCOPED_OPTIONS.get(base.name.split("[")[0], ())
+
+    def cix(c):
+        if c not in chain_ix:
+            chain_ix[c] = len(chains)
+            chains.append(c)
+        return chain_ix[c]
+
+    for pi, pt in enumerate(points):
+        prof = apply_options(base, pt.options)
+        s = dataclasses.replace(pt.setup, runtime=prof)
+        gpu, cfg = s.gpu, s.model
+        scopes = [f"{k}={pt.options[k]}" for k in scoped if k in pt.options]
+        passes = []              # (weight, T, work, T_out)
+        if pt.test == "pp":
+            ub = prof.n_ubatch
+            n_ub = -(-pt.n_prompt // ub)
+            for u in range(n_ub):
+                T = min(ub, pt.n_prompt - u * ub)
+                passes.append((1.0, T, cm._prefill_work(cfg, pt.n_depth + u * ub, T), 1 if u == n_ub - 1 else 0))
+        else:
+            B = pt.batch
+            if pt.n_gen <= 1:
+                passes.append((1.0, B, cm._decode_work(cfg, pt.n_depth, B), B))
+            else:
+                P = 5
+                ds = [pt.n_depth + round(i * (pt.n_gen - 1) / (P - 1)) for i in range(P)]
+                span = ds[-1] - ds[0]
+                w = [0.0] * P
+                for i in range(P - 1):
+                    w[i] += (ds[i + 1] - ds[i]) / 2 / span
+                    w[i + 1] += (ds[i + 1] - ds[i]) / 2 / span
+                passes += [(w[i], B, cm._decode_work(cfg, ds[i], B), B) for i in range(P)]
+        counts = cm._layer_counts(s)
+        link_total = 0.0
+        stages_of_point = []
+        for w, T, work, T_out in passes:
+            per_pass = []
+            for c, lines in cm._card_ops(s, T, work, T_out):
+                sid = len(stage_point)
+                stage_point.append(pi)
+                stage_weight.append(w)
+                stage_layers.append(counts[c][0] + counts[c][1])
+                stage_moe.append(counts[c][1])
+                per_pass.append(sid)
+                for n, op in lines:
+                    cols["tflops"].append(op.tflops)
+                    cols["vflops"].append(op.vflops)
+                    cols["nbytes"].append(op.bytes)
+                    cols["peak_t"].append(gpu.tflops[op.dtype] * 1e12 if op.tflops else 1.0)
+                    cols["peak_v"].append(gpu.tflops["fp32"] * 1e12)
+                    cols["bw"].append(gpu.bandwidth_gbs * 1e9)
+                    cols["count"].append(n)
+                    cols["nkern"].append(n * op.kernels)
+                    cols["tpe"].append(op.tpe or 0.0)
+                    cols["chain_c"].append(cix(_chain(op.path, op.family, "compute", op.cls, scopes)))
+                    cols["chain_m"].append(cix(_chain(op.path, op.family, "memory", op.cls, scopes)))
+                    cols["chain_v"].append(cix(_chain(None, None, "compute", "vector", ())))
+                    cols["op_stage"].append(sid)
+                    ck = (gpu.key or gpu.name, kn.arch_key(gpu))
+                    if ck not in card_ix:
+                        card_ix[ck] = len(cards)
+                        cards.append(ck)
+                    cols["card_c"].append(card_ix[ck])
+            # link time (no fitted link efficiency): per boundary (layer) or per pass (tensor)
+            _, link, _ = _links(s, T, T_out)
+            stages_of_point.append((per_pass, link))
+            if s.split == "layer":
+                link_total += w * (s.n_cards - 1) * link
+            elif s.split == "tensor":
+                link_total += w * link
+        point_const.append(link_total)
+        if pt.test == "pp" and s.split == "layer" and len(passes) > 1:
+            pipelines[pi] = stages_of_point
+    arr = {k: np.asarray(v, dtype=float if k not in ("chain_c", "chain_m", "chain_v", "card_c", "op_stage") else np.int64)
+           for k, v in cols.items()}
+    comp = _Compiled(**arr, stage_point=np.asarray(stage_point, dtype=np.int64),
+                     stage_weight=np.asarray(stage_weight), stage_layers=np.asarray(stage_layers, dtype=float),
+                     stage_moe=np.asarray(stage_moe, dtype=float),
+                     point_const=np.asarray(point_const), pipelines=pipelines, chains=chains, shares={}, cards=cards)
+    comp.shares = _shares(comp, base, len(points))
+    if SOURCE_WEIGHTS:
+        n_src: dict = {}
+        for p in points:
+            n_src[p.source] = n_src.get(p.source, 0) + 1
+        w = np.array([1.0 / math.sqrt(n_src[p.source]) for p in points])
+        comp.weight = w * math.sqrt(len(points) / float(np.sum(w * w)))
+    return comp
+
+
+def _links(s, T, T_out):
+    rig = s.rig
+    if s.split == "layer":
+        return None, cm.transfer_seconds(cm.ACT_BYTES * T * s.model.hidden_size, rig.link_gbps, rig.link_latency_us), None
+    if s.split == "tensor":
+        cfg = s.model
+        ar = cm.allreduce_seconds(cm.ACT_BYTES * T * cfg.hidden_size, s.n_cards, rig.link_gbps, rig.link_latency_us)
+        g = cm.allreduce_seconds(cm.ACT_BYTES * T_out * cfg.vocab_size / 2, s.n_cards, rig.link_gbps, rig.link_latency_us)
+        return None, 2 * cfg.n_layers * ar + g, None
+    return None, 0.0, None
+
+
+def _resolve(chains, prof: cm.RuntimeProfile, params: dict) -> np.ndarray:
+    out = np.empty(len(chains))
+    for i, ch in enumerate(chains):
+        for k in ch:
+            if isinstance(k, tuple):
+                _, cls, which = k
+                out[i] = (prof.compute_efficiency if which == "compute" else prof.memory_efficiency)[cls]
+                break
+            v = params.get(k, prof.kernels.get(k))
+            if v is not None:
+                out[i] = v
+                break
+    return out
+
+
+def evaluate(comp: _Compiled, prof: cm.RuntimeProfile, params: dict, n_points: int, parts=False):
+    """Seconds per point (and, with parts, each op's seconds) for the profile with `params`
+    (kernel-table entries and overheads) set over it."""
+    eff = _resolve(comp.chains, prof, params)
+    e_c, e_m, e_v = eff[comp.chain_c], eff[comp.chain_m], eff[comp.chain_v]
+    def f(k, which):
+        v = params.get(f"card.{k[0]}:{which}", prof.kernels.get(f"card.{k[0]}:{which}", 1.0))
+        if k[1]:
+            v *= params.get(f"arch.{k[1]}:{which}", prof.kernels.get(f"arch.{k[1]}:{which}", 1.0))
+        return v
+    fc = np.array([f(k, "compute") for k in comp.cards])
+    fm = np.array([f(k, "memory") for k in comp.cards])
+    if len(comp.cards):
+        e_c = e_c * fc[comp.card_c]
+        e_m = e_m * fm[comp.card_c]
+    h = params.get(HALF, prof.kernels.get(HALF, 0.0))
+    if h > 0:
+        occ = np.where(comp.tpe > 0, comp.tpe / (comp.tpe + h), 1.0)
+        e_c = e_c * occ
+    tc = comp.tflops / (comp.peak_t * e_c) + comp.vflops / (comp.peak_v * e_v)
+    tm = comp.nbytes / (comp.bw * e_m)
+    ko = params.get("kernel_overhead_us", prof.kernel_overhead_us)
+    op_s = comp.count * np.maximum(tc, tm) + comp.nkern * ko * 1e-6
+    stage_s = np.bincount(comp.op_stage, weights=op_s, minlength=len(comp.stage_point))
+    step = params.get("step_overhead_us", prof.step_overhead_us)
+    layer = params.get("layer_overhead_us", prof.layer_overhead_us)
+    moe = params.get(MOE_US, prof.kernels.get(MOE_US, 0.0))
+    stage_s = stage_s + (step + layer * comp.stage_layers + moe * comp.stage_moe) * 1e-6
+    tot = np.bincount(comp.stage_point, weights=stage_s * comp.stage_weight, minlength=n_points) + comp.point_const
+    for pi, stages in comp.pipelines.items():
+        N = len(stages[0][0])
+        fin = [0.0] * N
+        for sids, link in stages:
+            ready = 0.0
+            for c, sid in enumerate(sids):
+                start = max(fin[c], ready)
+                fin[c] = start + stage_s[sid]
+                ready = fin[c] + link
+        po = params.get("pipeline_overlap", prof.pipeline_overlap)
+        seq = sum(stage_s[sid] for sids, _ in stages for sid in sids) + sum(link * (N - 1) for _, link in stages)
+        tot[pi] = po * fin[-1] + (1.0 - po) * seq
+    if parts:
+        return tot, op_s, tc, tm
+    return tot
+
+
+def _work(points) -> np.ndarray:
+    """Tokens of work per point: time = work / tok/s."""
+    return np.array([p.n_prompt if p.test == "pp" else p.batch for p in points], dtype=float)
+
+
+def _shares(comp, prof, n_points) -> dict:
+    tot, op_s, tc, tm = evaluate(comp, prof, {}, n_points, parts=True)
+    point_of_op = comp.stage_point[comp.op_stage]
+    sh = op_s * comp.stage_weight[comp.op_stage] / tot[point_of_op]
+    out: dict = {}
+    for i in range(len(op_s)):
+        for ci in ((comp.chain_c[i], comp.chain_m[i]) if comp.tflops[i] else (comp.chain_m[i],)):
+            ch = comp.chains[ci]
+            if isinstance(ch[0], tuple):
+                continue
+            out[ch] = max(out.get(ch, 0.0), float(sh[i]))
+    return out
+
+
+# ---- the fit ----------------------------------------------------------------------------------
+def _is_eff(n):
+    return n not in OVERHEADS and n != HALF and n != MOE_US         # pipeline_overlap is in (0, 1]: fitted as an efficiency
+
+
+def _scale(n):
+    """The unit of a parameter's fit coordinate (and of the first fit's pull toward its start):
+    an efficiency moves in log space; an overhead in units of its expected size: a few us per
+    kernel, about 100 us per MoE layer (its 20-30 routing, sorting and gathering kernels at a few us
+    each), 50 us per layer or pass, 100 tokens per expert."""
+    if n == "kernel_overhead_us":
+        return 2.0
+    if n in (MOE_US, HALF):
+        return 100.0
+    return 50.0 if n in OVERHEADS else 1.0
+
+
+def candidates(comp: _Compiled, points) -> list[str]:
+    """Kernel-table entries (the most specific the points can tell apart) and overheads."""
+    fams: dict = {}
+    for ch in comp.shares:
+        head = ch[-2] if not isinstance(ch[-2], tuple) else ch[0]
+        path = head.split(":")[0].split(".")[0]
+        for k in ch:
+            if isinstance(k, str) and "." in k.split(":")[0] and "@" not in k:
+                fams.setdefault(path, set()).add(k.split(":")[0].split(".")[1])
+    names = []
+    for ch, sh in sorted(comp.shares.items(), key=lambda kv: -kv[1]):
+        if sh < MIN_SHARE:
+            continue
+        own = ch[0].split("@")[0].split(":")[0].split(".")[0]
+        plain = [k for k in ch if isinstance(k, str) and "@" not in k and k.split(":")[0].split(".")[0] == own]
+        scoped = [k for k in ch if isinstance(k, str) and "@" in k and k.split(":")[0].split(".")[0] == own]
+        generic = plain[-1]
+        path = generic.split(":")[0]
+        pick = plain[0] if FAMILY_KEYS and len(fams.get(path, ())) > 1 else generic
+        if scoped:
+            # option-scoped entries (e.g. Vulkan coopmat): the scoped generic one
+            pick = [k for k in scoped if k.startswith(generic + "@")][0]
+        if pick not in names:
+            names.append(pick)
+    if any(t > 0 for t in comp.tpe):
+        names.append(HALF)
+    if comp.stage_moe.any():
+        names.append(MOE_US)
+    if comp.pipelines:
+        names.append("pipeline_overlap")
+    per_arch: dict = {}
+    for p in points:
+        a = kn.arch_key(p.setup.gpu)
+        if a:
+            per_arch.setdefault(a, set()).add(p.gpu_key)
+    for a in sorted(per_arch):
+        if ARCH_MIN_CARDS and len(per_arch[a]) >= ARCH_MIN_CARDS and len(per_arch) > 1:
+            names.append(f"arch.{a}:compute")
+    per_card: dict = {}
+    for p in points:
+        per_card.setdefault(p.gpu_key, set()).add(p.source)
+    for k in sorted(per_card):
+        if CARD_MIN_SOURCES and len(per_card[k]) >= CARD_MIN_SOURCES:
+            names += [f"card.{k}:compute", f"card.{k}:memory"]
+    names += list(OVERHEADS)
+    return names
+
+
+def _start(prof, n):
+    if n in OVERHEADS or n == "pipeline_overlap":
+        return getattr(prof, n)
+    if n in (HALF, MOE_US):
+        return prof.kernels.get(n, 0.0)
+    if n.startswith(("card.", "arch.")):
+        return prof.kernels.get(n, 1.0)
+    base = n.split("@")[0]
+    if base in prof.kernels:
+        return prof.kernels[base]
+    head, _, which = base.rpartition(":")
+    path = head.split(".")[0]
+    fb = kn.FALLBACK.get(path)
+    if fb:
+        return _start(prof, f"{fb}:{which}")
+    cls = kn.PATHS[path][0]
+    return (prof.compute_efficiency if which == "compute" else prof.memory_efficiency)[cls]
+
+
+def _to_x(n, v):
+    return math.log(max(v, MIN_EFF)) if _is_eff(n) else v / _scale(n)
+
+
+def _from_x(n, x):
+    return math.exp(x) if _is_eff(n) else x * _scale(n)
+
+
+def _residuals(comp, prof, names, x, meas_s, n_points):
+    """Log errors (log predicted / measured tok/s), each weighted by comp.weight: every source counts
+    as much as any other whatever its number of points (a 100-row table does not outvote a 10-row one)."""
+    params = {n: _from_x(n, v) for n, v in zip(names, x)}
+    t = evaluate(comp, prof, params, n_points)
+    r = np.log(meas_s / t)
+    return r * comp.weight if comp.weight is not None else r
+
+
+def _jac(comp, prof, names, x, meas_s, n_points, h=0.02):
+    J = np.zeros((len(meas_s), len(names)))
+    for j, n in enumerate(names):
+        up, lo = x.copy(), x.copy()
+        step = h if _is_eff(n) else max(h, 0.05)
+        up[j] += step
+        lo[j] -= step
+        if _is_eff(n):
+            up[j] = min(up[j], 0.0)
+        lo[j] = max(lo[j], math.log(MIN_EFF) if _is_eff(n) else 0.0)
+        d = up[j] - lo[j]
+        if d <= 0:
+            continue
+        J[:, j] = (_residuals(comp, prof, names, up, meas_s, n_points)
+                   - _residuals(comp, prof, names, lo, meas_s, n_points)) / d
+    return J
+
+
+@dataclass
+class JointFit:
+    runtime: str
+    profile: cm.RuntimeProfile
+    points: list
+    fitted: dict
+    kept: dict
+    predicted: list
+
+    @property
+    def errors(self) -> list:
+        return [q / p.measured - 1 for q, p in zip(self.predicted, self.points)]
+
+    def mape(self, test=None) -> float | None:
+        e = [abs(x) for x, p in zip(self.errors, self.points) if test is None or p.test == test]
+        return float(np.mean(e)) if e else None
+
+
+RIDGE = 0.03        # pull toward the start values in the first (all-candidate) fit, per point
+
+
+def _lsq(comp, start, names, x0, meas_s, n, ridge=0.0, x_ref=None):
+    lo = np.array([math.log(MIN_EFF) if _is_eff(nm) else 0.0 for nm in names])
+    hi = np.array([0.0 if _is_eff(nm) else 1e4 / _scale(nm) for nm in names])
+    ref = np.array([_to_x(nm, _start(start, nm)) for nm in names]) if x_ref is None else x_ref
+    w = math.sqrt(ridge * n)
+
+    def fun(x):
+        r = _residuals(comp, start, names, x, meas_s, n)
+        return np.concatenate([r, w * (x - ref)]) if ridge else r
+    return least_squares(fun, np.clip(x0, lo, hi), bounds=(lo, hi), method="trf", max_nfev=300,
+                         xtol=1e-10, ftol=1e-12, x_scale="jac")
+
+
+def fit_runtime(runtime: str, points: Sequence[PublicPoint], base: cm.RuntimeProfile | None = None) -> JointFit:
+    """Fit the runtime model `runtime` (its shipped JSON, or `base`, as the start) to points of
+    that runtime; returns the fitted profile (kernel table and overheads set) and what was fitted
+    and kept. With no points the start profile is returned unchanged.
+
+    1. every candidate (compute and memory efficiency of each kernel path that takes a share of
+       some point's time, the overheads) is fitted at once with a pull toward its start (RIDGE),
+       from two starts: what the points determine moves, the rest stays;
+    2. the identifiable ones there (pivoted QR of the sensitivities) are fitted again without the
+       pull, from that solution, every other parameter at its start value."""
+    start = base or _start_profile(runtime)
+    points = [p for p in points]
+    if not points:
+        return JointFit(runtime, start, [], {}, {}, [])
+    comp = compile_points(points, start)
+    n = len(points)
+    meas_s = _work(points) / np.array([p.measured for p in points])
+    names = candidates(comp, points)
+    ref = np.array([_to_x(nm, _start(start, nm)) for nm in names])
+    best = None
+    # starts: the start values; all efficiencies lower; compute-bound kernels (memory at 1, compute
+    # low) — an op's time is the max of two terms, and a fit cannot move the term that does not bind
+    for mode in ("start", "low", "compute"):
+        x0 = []
+        for nm, r in zip(names, ref):
+            if not _is_eff(nm) or nm == "pipeline_overlap":
+                x0.append(r)
+            elif mode == "start":
+                x0.append(r)
+            elif mode == "low":
+                x0.append(_to_x(nm, _start(start, nm) * 0.4))
+            else:
+                x0.append(_to_x(nm, 1.0 if nm.split("@")[0].endswith(":memory") else 0.25))
+        res = _lsq(comp, start, names, np.array(x0), meas_s, n, ridge=RIDGE, x_ref=ref)
+        if best is None or res.cost < best.cost:
+            best = res
+    J = _jac(comp, start, names, best.x, meas_s, n)
+    chosen = _identifiable(J, names, n, order=np.argsort(-np.abs(best.x - ref), kind="stable"))
+    fitted = {}
+    if chosen:
+        x1 = np.array([best.x[names.index(nm)] for nm in chosen])
+        fin = _lsq(comp, start, chosen, x1, meas_s, n)
+        fitted = {nm: _from_x(nm, v) for nm, v in zip(chosen, fin.x)}
+    kept = {nm: _start(start, nm) for nm in names if nm not in fitted}
+    prof = _with_params(start, fitted)
+    t = evaluate(comp, start, fitted, n)
+    pred = list(_work(points) / t)
+    return JointFit(runtime, prof, points, fitted, kept, pred)
+
+
+def _identifiable(J, names, n_points, order=None) -> list[str]:
+    """The parameters the sensitivities identify, taken in `order` (default: largest column first):
+    each is kept if its column outside the span of those kept is at least calibrate.SELECT_TOL of
+    the largest column (calibrate.fit_profile's rule), never more than one per point."""
+    if not len(names):
+        return []
+    norms = np.linalg.norm(J, axis=0)
+    top = norms.max() if norms.size else 0.0
+    if top <= 1e-12:
+        return []
+    if order is None:
+        order = np.argsort(-norms, kind="stable")
+    Q = np.zeros((J.shape[0], 0))
+    out = []
+    for j in order:
+        if len(out) >= n_points:
+            break
+        col = J[:, j]
+        v = col - Q @ (Q.T @ col)
+        nv = float(np.linalg.norm(v))
+        if nv < cal.SELECT_TOL * top:
+            continue
+        out.append(names[j])
+        Q = np.column_stack([Q, v / nv])
+    return [nm for nm in names if nm in out]
+
+
+def _with_params(prof: cm.RuntimeProfile, params: dict) -> cm.RuntimeProfile:
+    """The profile with fitted values written where they belong: overheads as fields, kernel
+    entries into `kernels`, option-scoped ones into that option value's kernel table."""
+    kern = dict(prof.kernels)
+    opts = {k: {**v, "values": {vk: dict(vv) for vk, vv in v.get("values", {}).items()}} if "values" in v else dict(v)
+            for k, v in prof.options.items()}
+    ch = {}
+    for nm, v in params.items():
+        if nm in OVERHEADS or nm == "pipeline_overlap":
+            ch[nm] = float(v)
+        elif "@" in nm:
+            key, scope = nm.split("@", 1)
+            o, val = scope.split("=", 1)
+            tgt = opts[o]["values"][val]
+            tgt["kernels"] = {**tgt.get("kernels", {}), key: float(v)}
+        else:
+            kern[nm] = float(v)
+    return dataclasses.replace(prof, kernels=kern, options=opts, **ch)
+
+
+# A fork starts from the fit of the runtime it forked: ik_llama.cpp runs mainline llama.cpp's CUDA
+# kernels (MMVQ, MMQ, flash attention) except where it replaced them, so what its own points do
+# not identify keeps mainline's fitted value rather than the physics start.
+PRIORS = {"ik_llama.cpp": "llama.cpp"}
+# the kernels a fork shares with mainline (ik_llama.cpp replaced MoE (-fmoe) and MLA with its own)
+PRIOR_PATHS = ("mmvq", "mmv", "mmq", "dequant_cublas", "cublas", "fa_vec", "fa_mma", "attn_mat")
+
+
+def _start_profile(runtime: str) -> cm.RuntimeProfile:
+    """The runtime's shipped profile with its fit removed (the start it records), with the kernel
+    table and overheads of its PRIORS runtime's fit as start values where it has one."""
+    p = cm.load_runtime(runtime)
+    start = p.calibration.get("start") if p.calibration else None
+    prof = cm.runtime_from_dict(start, where=f"{runtime} (start)") if start else dataclasses.replace(p, calibration={})
+    prior = PRIORS.get(runtime)
+    if prior and not start:
+        q = cm.load_runtime(prior)
+        if q.calibration:
+            shared = {k: v for k, v in q.kernels.items() if k.split(":")[0].split(".")[0] in PRIOR_PATHS}
+            prof = dataclasses.replace(prof, kernels={**shared, **prof.kernels},
+                                       layer_overhead_us=q.layer_overhead_us, step_overhead_us=q.step_overhead_us)
+    return prof
+
+
+# ---- cross-validation ------------------------------------------------------------------------
+def loso(points: Sequence[PublicPoint], runtime: str) -> dict:
+    """Leave-one-source-out: {source: [(point, predicted)]} for the runtime's sources, each
+    predicted by the runtime model fitted to the runtime's other sources."""
+    mine = [p for p in points if p.runtime == runtime]
+    out = {}
+    for src in sorted({p.source for p in mine}):
+        train = [p for p in mine if p.source != src]
+        test = [p for p in mine if p.source == src]
+        fit = fit_runtime(runtime, train)
+        out[src] = list(zip(test, predict_many(test, fit.profile)))
+    return out
+
+
+def predict_many(points: Sequence[PublicPoint], profile: cm.RuntimeProfile) -> list[float]:
+    """tok/s for each point under a profile (compiled: fast)."""
+    if not points:
+        return []
+    comp = compile_points(points, profile)
+    t = evaluate(comp, profile, _scoped_params(profile), len(points))
+    return list(_work(points) / t)
+
+
+def _scoped_params(profile: cm.RuntimeProfile) -> dict:
+    """The kernel entries a profile keeps under an option value (SCOPED_OPTIONS: Vulkan's coopmat)
+    as the scoped names the compiled chains look up ("mmq:compute@coopmat=khr")."""
+    out = {}
+    for o in SCOPED_OPTIONS.get(profile.name.split("[")[0], ()):
+        for val, sets in profile.options.get(o, {}).get("values", {}).items():
+            for k, v in sets.get("kernels", {}).items():
+                out[f"{k}@{o}={val}"] = v
+    return out
+
+
+def shallow_deep(points: Sequence[PublicPoint], runtime: str) -> dict:
+    """{source: [(point, predicted)]}: each source with at least 4 depths of one test is fitted
+    (with the runtime's other sources) on its shallower half of depths and predicts the deeper half."""
+    mine = [p for p in points if p.runtime == runtime]
+    out = {}
+    for src in sorted({p.source for p in mine}):
+        pts = [p for p in mine if p.source == src]
+        depth = lambda p: p.n_depth + (p.n_prompt if p.test == "pp" else p.n_gen) / 2   # noqa: E731
+        ds = sorted({depth(p) for p in pts})
+        if len(ds) < 4:
+            continue
+        cut = ds[len(ds) // 2 - 1]
+        shallow = [p for p in pts if depth(p) <= cut]
+        deep = [p for p in pts if depth(p) > cut]
+        fit = fit_runtime(runtime, [p for p in mine if p.source != src] + shallow)
+        out[src] = list(zip(deep, predict_many(deep, fit.profile)))
+    return out
+
+
+def leave_one_gpu_out(points: Sequence[PublicPoint], runtime: str, test_sources=None) -> dict:
+    """{gpu key: [(point, predicted)]}: each card's points (of `test_sources` only, when given)
+    predicted by the runtime model fitted to every point on the other cards (the card enters only
+    through its datasheet and its architecture's factor, fitted on the other cards of that
+    architecture)."""
+    mine = [p for p in points if p.runtime == runtime]
+    tested = [p for p in mine if test_sources is None or p.source in test_sources]
+    out = {}
+    for g in sorted({p.gpu_key for p in tested}):
+        train = [p for p in mine if p.gpu_key != g]
+        test = [p for p in tested if p.gpu_key == g]
+        fit = fit_runtime(runtime, train)
+        out[g] = list(zip(test, predict_many(test, fit.profile)))
+    return out
+
+
+def mape(pairs, test=None):
+    e = [abs(q / p.measured - 1) for p, q in pairs if test is None or p.test == test]
+    return float(np.mean(e)) if e else None

@@ -1,0 +1,244 @@
+"""Kernel paths: which kernel a runtime runs for an op, and the efficiency it reaches.
+
+The cost model (costmodel.py) counts the FLOPs and bytes of every op of a step; this module says
+which of a runtime's kernels does the work, because the same matmul runs at very different rates
+depending on the path: llama.cpp's CUDA backend multiplies a quantized matrix by one token with a
+dequantizing GEMV (MMVQ), by a few hundred tokens either with its int8 MMQ kernels or by
+dequantizing the weights to f16 and calling cuBLAS, and the choice depends on the batch size, the
+weight type, the GPU generation and the build. Every op therefore carries
+
+    path    the kernel path (PATHS below, each with its source in docs/COSTMODEL.md)
+    family  the weight-type family of its weights (FAMILIES: f16, q8_0, q4_0, k, iq, mxfp4, ...)
+
+and a runtime profile's `kernels` table gives efficiencies per path and, where the data says
+they differ, per path and family:
+
+    "mmq.k:compute": 0.21         # MMQ on K-quants reaches 21% of the int8 tensor peak
+    "cublas:compute": 0.55        # f16 cuBLAS GEMM
+    "mmvq:memory": 0.78           # every quantized GEMV streams weights at 78% of the bandwidth
+
+Lookup order for an op: "<path>.<family>:<which>", then "<path>:<which>", then the profile's
+per-class efficiency (compute_efficiency / memory_efficiency[class]). `typical` and `ideal` have
+no kernel table, so their numbers are the per-class physics as before.
+
+Kernel parameters that are not efficiencies live in the same table under their own names:
+
+    "card.<gpu>:compute|memory"  a factor on every efficiency on that card (card_factor)
+    "arch.<arch>:compute|memory" a factor on every efficiency on cards of that architecture (arch_factor)
+    "mmid:layer_us"     fixed microseconds per MoE layer and pass: the routing, sorting and gathering
+                        kernels around mul_mat_id that the structural kernel count does not see
+    "mmid:half_tokens"  MoE prefill (mul_mat_id) reaches half of its efficiency when each expert
+                        gets this many tokens of a ubatch (few tokens per expert leave the GPU
+                        idle: one small GEMM per expert). 0 (the default): no such loss.
+
+This module imports nothing of the cost model: it works on plain values (formats, token counts,
+the GPU's peaks) so that costmodel.py can call it per op.
+"""
+from __future__ import annotations
+
+# ---- weight-type families ----------------------------------------------------------------------
+# A family groups the ggml / vLLM formats whose kernels share code and rate: llama.cpp's MMQ and
+# MMVQ have one template per family of block layouts (legacy 32-weight blocks, K-quant 256-weight
+# super-blocks, i-quants with lookup tables), and q8_0 / mxfp4 are their own.
+_FAMILY_OF = {
+    "f32": "f16", "f16": "f16", "bf16": "f16", "f64": "f16",
+    "q8_0": "q8_0", "q8_1": "q8_0",
+    "q4_0": "q4_0", "q4_1": "q4_0", "q5_0": "q4_0", "q5_1": "q4_0", "iq4_nl": "q4_0",
+    "mxfp4": "mxfp4",
+    "fp8": "fp8", "awq": "int4", "gptq": "int4",
+}
+FAMILIES = ("f16", "q8_0", "q4_0", "k", "iq", "mxfp4", "fp8", "int4", "other")
+
+
+def family(fmt_name: str) -> str:
+    """The weight-type family of a format name (vocab's canonical spelling)."""
+    n = str(fmt_name)
+    low = n.lower()
+    if low in _FAMILY_OF:
+        return _FAMILY_OF[low]
+    if low.endswith("_k") or "_k_" in low or low.startswith(("q2_k", "q3_k", "q4_k", "q5_k", "q6_k")):
+        return "k"
+    if low.startswith("iq"):
+        return "iq"
+    if low.startswith(("fp8", "w8a8")):
+        return "fp8"
+    if low.startswith(("awq", "gptq", "int4", "w4a16")):
+        return "int4"
+    return "other"
+
+
+# ---- kernel paths ------------------------------------------------------------------------------
+# name: (op class, what it is). Sources per path: docs/COSTMODEL.md, "Kernel paths".
+PATHS = {
+    "mmvq": ("matmul", "quantized weights x a few tokens: dequantizing GEMV (ggml-cuda/mmvq.cu)"),
+    "mmv": ("matmul", "f16/bf16/f32 weights x a few tokens: GEMV (ggml-cuda/mmv.cu)"),
+    "mmq": ("matmul", "quantized weights x a batch: int8 tensor-core (dp4a before Turing) GEMM on "
+                      "q8_1-quantized activations (ggml-cuda/mmq.cuh)"),
+    "dequant_cublas": ("matmul", "quantized weights x a batch: weights dequantized to an f16 buffer, then "
+                                 "cuBLAS f16 GEMM (ggml-cuda.cu ggml_cuda_op_mul_mat_cublas)"),
+    "cublas": ("matmul", "f16/bf16 weights x a batch: cuBLAS GEMM"),
+    "mmid_vec": ("matmul", "MoE experts x a few tokens: mul_mat_id through the GEMV kernels"),
+    "mmid": ("matmul", "MoE experts x a ubatch: mul_mat_id, each expert's tokens gathered and multiplied"),
+    "fused_moe": ("matmul", "vLLM's fused MoE (Triton) kernel over all experts at once"),
+    "fa_vec": ("attention", "flash attention, few queries (decode): fattn-vec, split over the cache"),
+    "fa_mma": ("attention", "flash attention, a ubatch of queries (prefill): fattn-mma tensor-core tiles"),
+    "attn_mat": ("attention", "attention without flash attention (-fa 0): K.Q and P.V as cuBLAS/GEMV "
+                              "products, f32 scores written, softmaxed and read back"),
+    "paged_attn": ("attention", "vLLM's paged attention (FlashAttention / FlashInfer backends)"),
+    "mla_flash": ("attention", "MLA over the latent cache, fused split-K kernel (FlashMLA form)"),
+    "mla_absorbed": ("attention", "MLA over the latent cache, unfused K.Q / softmax / P.V kernels"),
+    "mla_naive": ("attention", "MLA with the latents expanded to per-head K/V every step"),
+    "mla_expand": ("attention", "MLA prefill: latents expanded once per ubatch, then fused MHA"),
+    "router": ("matmul", "the MoE router (f32)"),
+    "vector": ("vector", "element-wise work: norms, rope, cache writes, dequantization"),
+}
+
+MMV_MAX_BATCH = 8            # ggml-cuda: MMVQ_MAX_BATCH_SIZE / the f16 GEMV up to 8 columns
+MMQ_DP4A_MAX_BATCH = 64      # ggml-cuda mmq.cu: without int8 tensor cores MMQ only below 64 columns
+QUANTIZED_PREFILL = ("mmq", "dequant_cublas")
+KERNEL_PARAMS = ("mmid:half_tokens", "mmid:layer_us")
+
+
+def _key_ok(key: str) -> bool:
+    if key in KERNEL_PARAMS:
+        return True
+    if key.startswith(("card.", "arch.")) and key.rpartition(":")[2] in ("compute", "memory"):
+        return True
+    head, sep, which = key.rpartition(":")
+    if not sep or which not in ("compute", "memory"):
+        return False
+    path, _, fam = head.partition(".")
+    return path in PATHS and (not fam or fam in FAMILIES)
+
+
+def check_table(t, where: str) -> dict:
+    """A runtime profile's `kernels` table, checked: keys '<path>[.<family>]:compute|memory' with
+    values in (0, 1], or a kernel parameter (KERNEL_PARAMS, >= 0)."""
+    if not isinstance(t, dict):
+        raise ValueError(f"{where}: field `kernels` must be a table of '<path>[.<family>]:compute|memory' "
+                         f"efficiencies, got {t!r}")
+    out = {}
+    for k, v in t.items():
+        if not isinstance(k, str) or not _key_ok(k):
+            raise ValueError(f"{where}: field `kernels.{k}` is not '<path>[.<family>]:compute|memory' "
+                             f"(paths: {', '.join(PATHS)}; families: {', '.join(FAMILIES)}) nor one of "
+                             f"{', '.join(KERNEL_PARAMS)}")
+        if k in KERNEL_PARAMS:
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < 1e6:
+                raise ValueError(f"{where}: field `kernels.{k}` must be >= 0, got {v!r}")
+        elif isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1:
+            raise ValueError(f"{where}: field `kernels.{k}` must be in (0, 1], got {v!r}")
+        out[k] = float(v)
+    return out
+
+
+# A path that runs another path's kernels falls back to that path's entries: mul_mat_id runs the
+# MMQ / MMVQ kernels on each expert's rows (ggml-cuda.cu ggml_cuda_mul_mat_id), dequantize + cuBLAS
+# is a cuBLAS GEMM after the conversion.
+FALLBACK = {"mmid": "mmq", "mmid_vec": "mmvq", "dequant_cublas": "cublas"}
+
+
+def lookup_keys(path: str, fam: str | None, which: str) -> list:
+    """The kernel-table keys that give a path's efficiency, most specific first."""
+    keys = []
+    p = path
+    while p:
+        if fam:
+            keys.append(f"{p}.{fam}:{which}")
+        keys.append(f"{p}:{which}")
+        p = FALLBACK.get(p)
+    return keys
+
+
+def efficiency(table: dict, path: str | None, fam: str | None, which: str, default: float) -> float:
+    """The efficiency `which` ("compute" | "memory") of a path for a family: the most specific
+    entry of the kernel table (lookup_keys: the path and family, the path, then the path it falls
+    back to), else `default` (the profile's per-class value)."""
+    if not table or not path:
+        return default
+    for k in lookup_keys(path, fam, which):
+        v = table.get(k)
+        if v is not None:
+            return v
+    return default
+
+
+def has_int8_tensor(gpu) -> bool:
+    """Whether the card has int8 tensor cores (Turing and later, not the GTX 16 series): tensor
+    cores (an f16 tensor peak at least 3x the fp32 one) and an int8 peak well above the fp16 one. Without
+    them (Volta, GTX 16xx; profiles that leave int8 at the fp16 default) MMQ runs on dp4a and
+    llama.cpp leaves batches of 64 tokens and more to cuBLAS (ggml-cuda/mmq.cu ggml_cuda_should_use_mmq)."""
+    t = gpu.tflops
+    # tensor cores: the f16 tensor peak (with f16 accumulation where listed) at least 3x fp32;
+    # GTX 16xx run f16 at only twice fp32 and int8 as dp4a (4x fp32)
+    tensor = max(t.get("fp16", 0.0), t.get("fp16_acc16", 0.0)) >= 3 * t.get("fp32", 1.0)
+    return tensor and t.get("int8", 0.0) >= 1.5 * t.get("fp16", 0.0)
+
+
+def matmul_path(quantized: bool, fam: str, n_tokens: float, rt, gpu) -> str:
+    """The path a runtime takes for weights x n_tokens columns: GEMV for a few tokens, else the
+    runtime's quantized-prefill path (MMQ or dequantize + cuBLAS, per family where the profile says
+    so; without int8 tensor cores, cuBLAS above MMQ_DP4A_MAX_BATCH as llama.cpp does), cuBLAS for
+    float weights."""
+    if n_tokens <= MMV_MAX_BATCH:
+        return "mmvq" if quantized else "mmv"
+    if not quantized:
+        return "cublas"
+    p = rt.prefill_paths.get(fam, rt.quantized_prefill) if rt.prefill_paths else rt.quantized_prefill
+    if p == "mmq" and rt.kernels and n_tokens >= MMQ_DP4A_MAX_BATCH and not has_int8_tensor(gpu):
+        return "dequant_cublas"
+    return p
+
+
+def card_factor(table: dict, gpu_key: str, which: str) -> float:
+    """A runtime model's factor on every efficiency of one card ("card.<key>:compute|memory"): what
+    several sources on that card say it reaches below the card's datasheet, beyond the kernels'
+    efficiency (clocks under a power limit, memory that streams below its rated bandwidth). 1 for a
+    card the fit has not seen."""
+    if not table or not gpu_key:
+        return 1.0
+    return table.get(f"card.{gpu_key}:{which}", 1.0)
+
+
+def arch_key(gpu) -> str:
+    """The architecture a card's kernel rates are shared with ("Ampere", "Ada-Lovelace", ...)."""
+    a = (getattr(gpu, "arch", "") or "").split("(")[0].strip().replace(" ", "-")
+    return a
+
+
+def arch_factor(table: dict, gpu, which: str) -> float:
+    """A runtime model's factor on every efficiency of the cards of one architecture
+    ("arch.<arch>:compute|memory"): its kernels' rate per datasheet peak on that generation
+    (tensor-core instruction mix, shared memory, clocks under load), fitted from the other cards of
+    that architecture. 1 for an architecture the fit has not seen."""
+    if not table:
+        return 1.0
+    k = arch_key(gpu)
+    return table.get(f"arch.{k}:{which}", 1.0) if k else 1.0
+
+
+def moe_path(n_tokens: float, rt) -> str:
+    if rt.moe_kernel == "fused_moe":
+        return "fused_moe"
+    return "mmid_vec" if n_tokens <= MMV_MAX_BATCH else "mmid"
+
+
+def moe_occupancy(table: dict, tokens_per_expert: float) -> float:
+    """The share of its efficiency MoE prefill keeps with this many tokens per expert and ubatch:
+    t / (t + half_tokens); 1 without the parameter."""
+    h = table.get("mmid:half_tokens", 0.0) if table else 0.0
+    if h <= 0 or tokens_per_expert <= 0:
+        return 1.0
+    return tokens_per_expert / (tokens_per_expert + h)
+
+
+def attention_path(cfg_attention: str, strategy: str, prefill: bool, flash_attn: bool, rt) -> str:
+    """The attention path: flash attention (vec for decode, mma for prefill) or materialized
+    products without it (-fa 0); vLLM's paged attention; for MLA the strategy's kernel."""
+    if cfg_attention == "mla":
+        return {"naive": "mla_naive", "absorbed": "mla_absorbed", "flash": "mla_flash"}[strategy]
+    if rt.attention_kernel == "paged_attn":
+        return "paged_attn"
+    if not flash_attn:
+        return "attn_mat"
+    return "fa_mma" if prefill else "fa_vec"

@@ -1,0 +1,101 @@
+"""Runtime models: the runtimes as users name them, with the options they set.
+
+    from glmbench.predict import runtime
+    runtime.names()                               # ['ik_llama.cpp', 'llama.cpp', 'llama.cpp-vulkan', 'vllm']
+    p = runtime.load("llama.cpp", fa=1, ubatch=2048)   # a RuntimeProfile named "llama.cpp[fa=1,ubatch=2048]"
+    runtime.describe("ik_llama.cpp")              # what it models, its options, its fit and error
+    runtime.from_record(rec)                      # the runtime model a measured record ran on
+
+A runtime model is a runtime profile (costmodel.RuntimeProfile, data/runtime/<name>.json) with a
+kernel table (glmbench.predict.kernels: which kernel each op runs, how fast) fitted to published
+results (glmbench.predict.jointfit, bench/bench_public_fit.py) and a list of the options its users
+set: `fa` (llama-bench -fa 0|1), `ubatch` (-ub N / vLLM's max_num_batched_tokens), `mla`
+(ik_llama.cpp -mla 2|3), `era` (a build range where the data shows a kernel change), `coopmat`
+(Vulkan's cooperative-matrix extension). `ideal` and `typical` are physics profiles, not runtime
+models: they take no options. An option a runtime does not have is one ValueError naming those it
+has; a name that is no runtime is one ValueError naming those there are.
+"""
+from __future__ import annotations
+
+from glmbench.predict import costmodel as cm
+
+PHYSICS = ("ideal", "typical")
+
+
+def names() -> list[str]:
+    """The built-in runtime models (profiles with options; not ideal/typical)."""
+    return [n for n in cm.list_runtimes() if n not in PHYSICS and cm.load_runtime(n).options]
+
+
+def load(name: str, **options) -> cm.RuntimeProfile:
+    """A runtime model with options set (None values are ignored): load("llama.cpp", fa=0)."""
+    base = str(name).split("[", 1)[0]
+    if base not in cm.list_runtimes():
+        raise ValueError(f"unknown runtime {base!r}; runtime models: {', '.join(names())} "
+                         f"(physics profiles: {', '.join(PHYSICS)})")
+    prof = cm.load_runtime(name)
+    opts = {k: v for k, v in options.items() if v is not None}
+    if opts and not prof.options:
+        raise ValueError(f"runtime profile {base!r} takes no options ({', '.join('--' + k for k in opts)}); "
+                         f"the runtime models that do: {', '.join(names())}")
+    return prof.with_options(**opts)
+
+
+def options(name: str) -> dict:
+    """{option: what it does and the values it takes} of a runtime model."""
+    prof = cm.load_runtime(str(name).split("[", 1)[0])
+    out = {}
+    for k, spec in prof.options.items():
+        vals = list(spec["values"]) if "values" in spec else [f">= {spec.get('min', 1)}"]
+        out[k] = {"values": vals, "doc": spec.get("doc", "")}
+    return out
+
+
+def describe(name: str) -> str:
+    """A few lines: what the runtime model is, its options, what its fit rests on and its error."""
+    prof = cm.load_runtime(str(name).split("[", 1)[0])
+    L = [f"{prof.name}: {prof.description}"]
+    for k, o in options(name).items():
+        L.append(f"  --{k} {'|'.join(o['values'])}: {o['doc']}")
+    c = prof.calibration or {}
+    if c:
+        L.append(f"  fitted to {c.get('n_points')} public points; in-sample MAPE {100 * (c.get('mape') or 0):.1f}%, "
+                 f"leave-one-source-out {100 * (c.get('loo_mape') or 0):.1f}% (the error band of its records)")
+    return "\n".join(L)
+
+
+def from_record(r: dict) -> str | None:
+    """The runtime model a measured record ran on: its `runtime` field when that names one, else
+    llama.cpp (or llama.cpp-vulkan for a Vulkan backend) for a llama-bench / sweep-bench record."""
+    rt = r.get("runtime")
+    if isinstance(rt, str) and rt.split("[", 1)[0] in names():
+        return rt.split("[", 1)[0]
+    be = str(r.get("backends") or "").lower()
+    tool = str(r.get("tool") or "").lower()
+    if "vulkan" in be:
+        return "llama.cpp-vulkan"
+    if "ik_llama" in tool:
+        return "ik_llama.cpp"
+    if "llama" in tool or be in ("cuda",):
+        return "llama.cpp"
+    if "vllm" in tool:
+        return "vllm"
+    return None
+
+
+def options_from_record(prof: cm.RuntimeProfile, r: dict) -> dict:
+    """The options of a runtime model a measured record states: `flash_attn` (llama-bench -fa) as
+    `fa`, `n_ubatch` as `ubatch`, and a record's own `runtime_options`; only those the profile has."""
+    out = {}
+    fa = r.get("flash_attn")
+    if "fa" in prof.options and fa is not None and fa != "":
+        if isinstance(fa, str):
+            fa = fa.strip().lower() in ("1", "true", "on", "yes")
+        out["fa"] = int(bool(fa))
+    ub = r.get("n_ubatch")
+    if "ubatch" in prof.options and isinstance(ub, int) and not isinstance(ub, bool) and ub > 0:
+        out["ubatch"] = ub
+    for k, v in (r.get("runtime_options") or {}).items():
+        if k in prof.options:
+            out[k] = int(v) if k == "ubatch" else v
+    return out
