@@ -611,17 +611,19 @@ class SearchResult:
         return [r for r in self.records if r.get("status") == "evaluated"]
 
 
-def search(trace, objective: Objective, *, models: Sequence, gpus: Sequence | None = None,
+def search(trace, objective: Objective, *, models: Sequence = (), gpus: Sequence | None = None,
            cards: Sequence[int] = DEFAULT_CARDS, weights: Sequence[str] = DEFAULT_WEIGHTS,
            kv: Sequence[str] = DEFAULT_KV, splits: Sequence[str] = DEFAULT_SPLITS,
            runtimes: Sequence = DEFAULT_RUNTIMES, link_gbps: float | None = None,
            link_latency_us: float | None = None, price_table: prices_mod.PriceTable | None = None,
            requests: int | None = None, workers: int | None = None, ray: str | None = None,
            store: str | None = None, progress: bool = False, hook: Callable | None = None,
-           on_result: Callable | None = None, max_retries: int = MAX_RETRIES) -> SearchResult:
+           on_result: Callable | None = None, max_retries: int = MAX_RETRIES,
+           setups: Sequence[cm.Setup] | None = None) -> SearchResult:
     """Enumerate, prune, evaluate (in parallel, resumable) and answer; see the module text.
     `trace`: a traces.Trace, a built-in name or a file; `requests`: only its first N (by arrival).
-    `hook(key, setup)` runs in the worker before each evaluation (fault injection in tests)."""
+    `setups`: these candidates instead of the grid of models x gpus x ... `hook(key, setup)` runs
+    in the worker before each evaluation (fault injection in tests)."""
     if not isinstance(objective, Objective):
         raise TypeError(f"`objective` must be a search.Objective, got {type(objective).__name__}")
     tr = traces_mod.load(trace)
@@ -629,8 +631,11 @@ def search(trace, objective: Objective, *, models: Sequence, gpus: Sequence | No
         vocab.check_int("requests", requests, 1)
         tr = _first(tr, requests)
     pt = price_table or prices_mod.load(gpus=[g for g in (gpus or ()) if _is_path(g)])
-    setups, invalid = candidates(models, gpus, cards, weights, kv, splits, runtimes, link_gbps=link_gbps,
-                                 link_latency_us=link_latency_us)
+    if setups is None:
+        setups, invalid = candidates(models, gpus, cards, weights, kv, splits, runtimes, link_gbps=link_gbps,
+                                     link_latency_us=link_latency_us)
+    else:
+        setups, invalid = [cm._setup(s) for s in _nonempty("setups", setups)], []
     n_cand = len(setups) + len(invalid)
     kept, pruned = prune(setups, tr, objective, pt)
     pruned = invalid + pruned

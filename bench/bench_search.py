@@ -1,0 +1,170 @@
+"""How fast `glmbench search` runs: ~1,000 candidate setups x a 10,000-request trace (the first
+10,000 requests of azure-conv-2023), target under 10 minutes on 2 cores; and whether throughput
+scales with workers (a local Ray cluster of 2 workers, started here, against 1; local processes
+likewise). Not a test. On a shared machine, run the sample (the default) and read the
+extrapolation; `--full` runs the whole search once.
+
+    python bench/bench_search.py                       # sample + scaling, prints markdown
+    python bench/bench_search.py --full --out FILE.md  # also the full search; writes the markdown
+
+Validate before timing: the scaling runs' records (1 and 2 workers, processes and Ray) must
+equal a serial run's, number for number.
+"""
+import argparse
+import datetime
+import os
+import platform
+import random
+import sys
+import time
+
+from glmbench import __version__
+from glmbench.models import configs
+from glmbench.predict import hardware, prices, search as sr, traces
+
+GRID = dict(cards=(1, 2, 4, 8), weights=("q4_K", "q8_0", "q6_K"), kv=("f16", "q8_0"), splits=("layer", "tensor"))
+OBJ = dict(ttft_slo_s=2.0, tpot_slo_s=0.1)
+KEYS = ("slo_attainment", "ttft_p99_s", "tpot_p99_s", "goodput_tok_s", "max_rate_scale", "max_goodput_tok_s")
+
+
+def _cpu() -> str:
+    try:
+        from glmbench.measure.machine import cpu_name
+        return cpu_name()
+    except ImportError:
+        return platform.processor() or "unknown CPU"
+
+
+def _load() -> str:
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def _same(a, b) -> bool:
+    da = {r["fingerprint"]: r for r in a.evaluated}
+    db = {r["fingerprint"]: r for r in b.evaluated}
+    return da.keys() == db.keys() and all(da[k][f] == db[k][f] for k in da for f in KEYS)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sample", type=int, default=40, help="setups timed one by one for the extrapolation (default 40)")
+    ap.add_argument("--scaling", type=int, default=12, help="setups run with 1 and 2 workers (default 12)")
+    ap.add_argument("--requests", type=int, default=10000)
+    ap.add_argument("--full", action="store_true", help="also run the whole search on 2 workers")
+    ap.add_argument("--no-ray", action="store_true")
+    ap.add_argument("--out", help="also write the markdown here")
+    args = ap.parse_args(argv)
+    load0 = _load()
+    t = time.perf_counter()
+    tr = sr._first(traces.load("azure-conv-2023"), args.requests)
+    obj = sr.Objective(**OBJ)
+    pt = prices.load()
+    models = configs.builtin_names()
+    gpus = [g for g in hardware.list_gpus() if pt.why_unpriced(hardware.get_gpu(g)) is None]
+    setups, invalid = sr.candidates(models, gpus, **GRID)
+    kept, pruned = sr.prune(setups, tr, obj, pt)
+    prep_s = time.perf_counter() - t
+    n_cand = len(setups) + len(invalid)
+    lines = ["# glmbench search benchmark", "",
+             f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
+             f"- machine: {_cpu()} ({os.cpu_count()} logical CPUs), Python {platform.python_version()}, glmbench "
+             f"{__version__}; **shared with 7 other helpers' builds, tests and benchmarks**: load average (1/5/15 min) "
+             f"{load0} at the start",
+             f"- trace: {tr.name}, {len(tr):,} requests; targets TTFT <= {obj.ttft_slo_s:g} s, TPOT <= {obj.tpot_slo_s:g} s, "
+             f"{100 * obj.attainment:g}% attainment; highest sustained rate by bisection to {100 * obj.rate_tol:g}%",
+             f"- grid: {len(models)} models x {len(gpus)} priced cards ({', '.join(gpus)}) x cards {GRID['cards']} x "
+             f"splits {GRID['splits']} x weights {GRID['weights']} x KV {GRID['kv']} = **{n_cand:,} candidates**: "
+             f"{len(invalid)} invalid, {len(pruned)} pruned by price/memory/context, **{len(kept):,} to evaluate** "
+             f"(enumeration and pruning {prep_s:.1f} s)", ""]
+    print("\n".join(lines), flush=True)
+
+    # 1. a sample, one at a time, in this process: CPU seconds per evaluated setup
+    rng = random.Random(0)
+    sample = rng.sample(kept, min(args.sample, len(kept)))
+    cpu, wall, reps = [], [], []
+    for s in sample:
+        c0, w0 = time.process_time(), time.perf_counter()
+        r = sr.evaluate(s, tr, obj)
+        cpu.append(time.process_time() - c0)
+        wall.append(time.perf_counter() - w0)
+        reps.append(r["replays"])
+    mean_cpu = sum(cpu) / len(cpu)
+    est_2 = prep_s + len(kept) * mean_cpu / 2
+    lines += ["## Sample and extrapolation", "",
+              f"{len(sample)} setups drawn at random (seed 0) from the {len(kept):,}, evaluated one by one in one process: "
+              f"mean {mean_cpu:.2f} CPU s per setup (min {min(cpu):.2f}, max {max(cpu):.2f}; wall mean "
+              f"{sum(wall) / len(wall):.2f} s), {sum(reps) / len(reps):.1f} replays per setup (1 at the trace's rate + "
+              f"the bisection).", "",
+              f"**Extrapolated** (not measured) whole search on 2 cores: {prep_s:.1f} s + {len(kept):,} x "
+              f"{mean_cpu:.2f} s / 2 = **{est_2 / 60:.1f} min** (target < 10 min: "
+              f"{'OK' if est_2 < 600 else 'MISSED'}), assuming two workers get two whole cores.", ""]
+    print("\n".join(lines[-6:]), flush=True)
+
+    # 2. scaling: the same setups with 1 and 2 workers; records checked against a serial run first
+    sc = rng.sample(kept, min(args.scaling, len(kept)))
+
+    def run(**kw):
+        return sr.search(tr, obj, setups=sc, price_table=pt, **kw)
+    rows = []
+    t0 = time.perf_counter()
+    serial = run(workers=1)
+    base = time.perf_counter() - t0
+    n_sc = len(serial.evaluated)
+    rows.append(("local, 1 worker (this process)", n_sc, base, n_sc / base, 1.0, True, _load()))
+    t0 = time.perf_counter()
+    res = run(workers=2)
+    dt = time.perf_counter() - t0
+    rows.append(("local processes, 2 workers", n_sc, dt, n_sc / dt, base / dt, _same(res, serial), _load()))
+    if not args.no_ray:
+        try:
+            import ray
+        except ImportError:
+            ray = None
+            rows.append(("Ray: not installed (pip install ray)", 0, float("nan"), float("nan"), float("nan"), True, ""))
+        if ray is not None:
+            rbase = None
+            for n in (1, 2):
+                ray.init(num_cpus=n, include_dashboard=False, log_to_driver=False)
+                try:
+                    t0 = time.perf_counter()
+                    res = run(ray="auto")
+                    dt = time.perf_counter() - t0
+                finally:
+                    ray.shutdown()
+                ok = _same(res, serial)
+                rbase = rbase or dt
+                rows.append((f"local Ray cluster, {n} worker{'s' if n > 1 else ''} (started by the benchmark)", n_sc, dt,
+                             n_sc / dt, rbase / dt, ok, _load()))
+    lines += ["## Scaling with workers", "",
+              f"The same {n_sc} setups (drawn at random, seed 0; max-rate bisection included), timed wall-clock "
+              f"(Ray: from the search's start, the cluster already up); records compared with a serial run's "
+              f"({', '.join(KEYS)}).", "",
+              "| backend | setups | wall | setups/s | speedup vs 1 worker | records = serial | load after |",
+              "|---|---|---|---|---|---|---|"]
+    for name, n, dt, rate, sp, ok, ld in rows:
+        lines.append(f"| {name} | {n} | {dt:.1f} s | {rate:.2f} | {sp:.2f}x | {'yes' if ok else 'NO'} | {ld} |")
+    lines.append("")
+    print("\n".join(lines[-(len(rows) + 6):]), flush=True)
+    if any(not r[5] for r in rows):
+        sys.exit("validation failed: a parallel run's records differ from the serial run's")
+
+    # 3. the whole search, once
+    if args.full:
+        load1 = _load()
+        t0 = time.perf_counter()
+        res = sr.search(tr, obj, models=models, gpus=gpus, price_table=pt, workers=2, progress=True, **GRID)
+        dt = time.perf_counter() - t0
+        lines += ["## The whole search (measured)", "",
+                  f"{res.n_candidates:,} candidates, {len(res.evaluated):,} evaluated on 2 local processes: "
+                  f"**{dt / 60:.1f} min** wall (target < 10 min: {'OK' if dt < 600 else 'MISSED'}); load average "
+                  f"{load1} before, {_load()} after. Answer: {res.chosen['setup'] if res.chosen else 'none feasible'}.", ""]
+        print("\n".join(lines[-3:]), flush=True)
+    lines.append(f"Load average at the end: {_load()}.")
+    text = "\n".join(lines) + "\n"
+    if args.out:
+        from glmbench.results.records import atomic_write_text
+        atomic_write_text(args.out, text)
+
+
+if __name__ == "__main__":
+    main()
