@@ -194,7 +194,8 @@ def prune(setups: Sequence[cm.Setup], trace: traces_mod.Trace, objective: Object
           price_table: prices_mod.PriceTable) -> tuple[list, list]:
     """(kept setups, pruned records) by the price and memory constraints of the module text."""
     keep, out = [], []
-    lengths = sorted(p + o for p, o in zip(trace.prompt, trace.output))
+    # a request logged with 0 output tokens failed in the traced system: the replay does not run it
+    lengths = sorted(p + o for p, o in zip(trace.prompt, trace.output) if o > 0)
     allowed = len(lengths) - math.ceil(objective.attainment * len(lengths) - 1e-9)   # misses the target allows
     for s in setups:
         spec = _spec(s)
@@ -268,8 +269,12 @@ def _label(spec: dict) -> str:
 
 # ---- one evaluation (runs in a worker) --------------------------------------------------------------
 def _replay_metrics(res: rp.ReplayResult, scale: float, trace: traces_mod.Trace) -> dict:
-    n = len(res)
-    ok = [i for i in range(n) if res.meets(i)]
+    """SLO attainment and goodput of one replay as ReplayResult.summary() counts them (a request
+    the trace logged as failed, when the replay marks it so, is left out), without the summary's
+    percentiles: the bisection needs only these."""
+    failed = getattr(res, "failed", None)
+    n = len(res) - (int(sum(bool(x) for x in failed)) if failed is not None else 0)
+    ok = [i for i in range(len(res)) if res.meets(i)]
     span = res.makespan_s
     return {"rate_scale": scale, "rate_req_s": _rate(trace, scale), "slo_attainment": len(ok) / n if n else math.nan,
             "goodput_req_s": len(ok) / span if span > 0 else math.nan,
@@ -304,19 +309,19 @@ def evaluate(setup: cm.Setup, trace: traces_mod.Trace, objective: Objective) -> 
     need = objective.attainment
     out = {"requests": len(res), "kv_pool_tokens": res.kv_tokens, "prefix_cache": res.prefix_cache,
            "rejected": summ["rejected"], "rejected_why": summ["rejected_why"],
-           "rate_req_s": m0["rate_req_s"], "slo_attainment": m0["slo_attainment"],
-           "feasible": m0["slo_attainment"] >= need,
+           "rate_req_s": m0["rate_req_s"], "slo_attainment": summ["slo_attainment"],
+           "feasible": summ["slo_attainment"] >= need,
            "ttft_p50_s": summ["ttft_s_p50"], "ttft_p99_s": summ["ttft_s_p99"],
            "tpot_p50_s": summ["tpot_s_p50"], "tpot_p99_s": summ["tpot_s_p99"],
            "e2e_mean_s": summ["e2e_s_mean"], "e2e_mean_tok_s": summ["e2e_s_mean_tok"],
            "queueing_p99_s": summ["queueing_s_p99"], "preemptions": summ["preemptions"],
-           "goodput_req_s": m0["goodput_req_s"], "goodput_tok_s": m0["goodput_tok_s"],
+           "goodput_req_s": summ["goodput_req_s"], "goodput_tok_s": summ["goodput_tok_s"],
            "throughput_tok_s": summ["throughput_tok_s"], "makespan_s": summ["makespan_s"],
            "busy_share": summ["busy_s"] / summ["makespan_s"] if summ["makespan_s"] > 0 else math.nan}
     if objective.max_rate:
-        best, bound = _max_rate(run, s0, m0, need, objective.rate_tol)
+        best, fail, bound = _max_rate(run, s0, m0, need, objective.rate_tol)
         mb = memo.get(best) if best else None
-        out.update(max_rate_scale=best, max_rate_bound=bound,
+        out.update(max_rate_scale=best, max_rate_fail_scale=fail, max_rate_bound=bound,
                    max_rate_req_s=mb["rate_req_s"] if mb else 0.0,
                    max_goodput_tok_s=mb["goodput_tok_s"] if mb else 0.0,
                    max_goodput_req_s=mb["goodput_req_s"] if mb else 0.0,
@@ -326,18 +331,18 @@ def evaluate(setup: cm.Setup, trace: traces_mod.Trace, objective: Objective) -> 
 
 
 def _max_rate(run, s0: float, m0: dict, need: float, tol: float) -> tuple:
-    """(the highest rate scale found to meet the SLOs, how it was bounded): "bisected" (the next
-    higher one tried failed, within `tol`), "above" (still passing at RATE_RANGE x s0), "none"
-    (failing down to s0 / RATE_RANGE: 0 returned)."""
+    """(the highest rate scale found to meet the SLOs, the lowest found to miss them (None: none
+    missed), how it was bounded): "bisected" (the two within `tol` of each other), "above" (still
+    passing at RATE_RANGE x s0), "none" (failing down to s0 / RATE_RANGE: 0 returned)."""
     ok = m0["slo_attainment"] >= need
     lo, hi = (s0, None) if ok else (None, s0)
     s = s0
     while True:
         s = s * 2 if ok else s / 2
         if s > s0 * RATE_RANGE:
-            return lo, "above"
+            return lo, None, "above"
         if s < s0 / RATE_RANGE:
-            return 0.0, "none"
+            return 0.0, hi, "none"
         passed = run(s)[1]["slo_attainment"] >= need
         if passed:
             lo = s
@@ -349,14 +354,14 @@ def _max_rate(run, s0: float, m0: dict, need: float, tol: float) -> tuple:
             # failing at half the rate too: try the floor once, so that a setup too slow even for
             # a lone request costs two more replays, not ten
             if run(s0 / RATE_RANGE)[1]["slo_attainment"] < need:
-                return 0.0, "none"
+                return 0.0, s0 / RATE_RANGE, "none"
     while hi / lo > 1 + tol:
         mid = math.sqrt(lo * hi)
         if run(mid)[1]["slo_attainment"] >= need:
             lo = mid
         else:
             hi = mid
-    return lo, "bisected"
+    return lo, hi, "bisected"
 
 
 def _evaluate_record(key: str, setup: cm.Setup, trace, objective, hook) -> dict:
@@ -735,10 +740,8 @@ def brute_force(trace, objective: Objective, setups: Sequence[cm.Setup], price_t
         res = rp.replay(tr.scaled(objective.rate_scale) if objective.rate_scale != 1 else tr, s, objective.server(),
                         ttft_slo_s=objective.ttft_slo_s, tpot_slo_s=objective.tpot_slo_s)
         sm = res.summary()
-        ok = [i for i in range(len(res)) if res.meets(i)]
-        span = res.makespan_s
-        gp = sum(res.output[i] for i in ok) / span if span > 0 else math.nan
         c = price_table.cost(s.gpu, s.n_cards)
-        rows.append({"status": "evaluated", "setup": s.label, "feasible": len(ok) / len(res) >= objective.attainment,
-                     "usd_per_mtok": _per_mtok(c.usd_per_hour, gp), "e2e_mean_tok_s": sm["e2e_s_mean_tok"]})
+        rows.append({"status": "evaluated", "setup": s.label, "feasible": sm["slo_attainment"] >= objective.attainment,
+                     "usd_per_mtok": _per_mtok(c.usd_per_hour, sm["goodput_tok_s"]),
+                     "e2e_mean_tok_s": sm["e2e_s_mean_tok"]})
     return choose(rows)
