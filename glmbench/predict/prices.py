@@ -151,21 +151,17 @@ def _read(path: str) -> dict:
     return hardware._read_table(path)
 
 
-def _known_cards(extra=()) -> dict:
-    """Normalized key or display name -> catalog key, for every card in the hardware catalog
-    (glmbench/data/hardware/*.json) and any GPU the caller adds (a user profile)."""
-    out = {}
-    for k in hardware.list_gpus():
-        out[_norm(k)] = k
-        try:
-            out.setdefault(_norm(hardware.get_gpu(k).name), k)
-        except ValueError:
-            pass
-    for g in extra:
-        g = hardware.get_gpu(g)
-        out.setdefault(_norm(g.key), g.key)
-        out.setdefault(_norm(g.name), g.key)
-    return out
+def _catalog_key(name: str, extra: dict) -> str | None:
+    """The hardware catalog's key for a card name (a key, a display name or an alias, as
+    hardware.get_gpu resolves them), or a user profile's key; None when nobody knows it."""
+    k = extra.get(_norm(name))
+    if k is not None:
+        return k
+    try:
+        g = hardware.get_gpu(name)
+    except (ValueError, TypeError):
+        return None
+    return g.key
 
 
 def _apply(base: dict, d: dict, where: str, known: dict) -> None:
@@ -182,10 +178,10 @@ def _apply(base: dict, d: dict, where: str, known: dict) -> None:
     if not isinstance(cards, dict):
         raise ValueError(f"{where}: field `cards` must be a table of card = prices, got {type(cards).__name__}")
     for k, v in cards.items():
-        key = known.get(_norm(str(k)))
+        key = _catalog_key(str(k), known) if not str(k).endswith((".json", ".toml")) else known.get(_norm(str(k)))
         if key is None:
             raise ValueError(f"{where}: card {k!r} in the price table is not in the hardware catalog "
-                             f"(known: {', '.join(sorted(set(known.values())))})")
+                             f"(`glmbench hardware` lists its {len(hardware.list_gpus())} cards)")
         base["cards"][_norm(key)] = _card(where, str(k), v)
 
 
@@ -193,7 +189,10 @@ def load(path=None, *, years=None, kwh_usd=None, basis=None, gpus=()) -> PriceTa
     """The default price table, overridden by the file at `path` (if any), then by the given
     `years`, `kwh_usd` and `basis`. `gpus`: user GPU profiles (not in the catalog) the file may
     price, by their key (path) or name."""
-    known = _known_cards(gpus)
+    known = {}
+    for g in gpus:          # user profiles the file may price, by their path or name
+        g = hardware.get_gpu(g)
+        known[_norm(g.key)] = known[_norm(g.name)] = g.key
     base = {"years": None, "kwh_usd": None, "basis": "any", "cards": {}}
     files = [DEFAULT_PRICES]
     _apply(base, hardware._read_table(DEFAULT_PRICES), DEFAULT_PRICES, known)
