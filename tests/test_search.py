@@ -325,3 +325,14 @@ def test_cli_search_writes_and_resumes(tmp_path, capsys):
     capsys.readouterr()
     s2 = json.loads((out / "search.json").read_text())
     assert s2["reused"] == 8 and s2["chosen"] == s["chosen"]
+
+
+def test_whole_catalog_leaves_unpriced_cards_out_and_names_them():
+    obj = sr.Objective(ttft_slo_s=2.0, tpot_slo_s=0.1, max_rate=False)
+    pt = prices.load(basis="cloud")             # the defaults price only the H100 SXM by the hour
+    res = sr.search(_azure(50), obj, models=["glm-4.7-flash"], cards=[1], weights=["q4_K"], kv=["f16"],
+                    price_table=pt, workers=1)
+    assert {r["hardware"] for r in res.records} == {"h100-sxm"}
+    assert "rtx-3090" in res.run["unpriced_cards"] and "have no price" in rs.pruning_line(res)
+    with pytest.raises(sr.EmptySearch, match="the `price` constraint removed every card of the hardware catalog"):
+        sr.search(_azure(50), obj, models=["glm-4.7-flash"], price_table=prices.PriceTable(3, 0.16, "any", {}))

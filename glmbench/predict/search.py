@@ -2,8 +2,9 @@
 of cards, models, formats, splits and runtimes.
 
 1. Candidates: every combination of the models, GPUs (default: every card of the hardware
-   catalog, glmbench/data/hardware/*.json), card counts, weight and KV formats, splits (one card
-   runs unsplit) and runtime profiles asked for.
+   catalog, glmbench/data/hardware/*.json, that has a price: the others are named once in the
+   result, `run["unpriced_cards"]`), card counts, weight and KV formats, splits (one card runs
+   unsplit) and runtime profiles asked for.
 2. Pruning, in this order, each candidate recorded with the constraint that removed it:
    `invalid` (the setup cannot exist: a tensor split whose heads do not divide, more cards than
    layers, several cards without a link), `price` (the price table has no price for the card on
@@ -636,6 +637,16 @@ def search(trace, objective: Objective, *, models: Sequence = (), gpus: Sequence
         vocab.check_int("requests", requests, 1)
         tr = _first(tr, requests)
     pt = price_table or prices_mod.load(gpus=[g for g in (gpus or ()) if _is_path(g)])
+    unpriced = []
+    if gpus is None and setups is None:
+        # the whole catalog: the cards without a price are named once, not pruned one by one
+        cat = [hardware.get_gpu(g) for g in hardware.list_gpus()]
+        gpus = [g.key for g in cat if pt.why_unpriced(g) is None]
+        unpriced = [g.key for g in cat if pt.why_unpriced(g) is not None]
+        if not gpus:
+            raise EmptySearch(f"no candidate setup: the `price` constraint removed every card of the hardware catalog "
+                              f"(none of its {len(cat)} cards has a price on basis {pt.basis!r} in "
+                              f"{', '.join(pt.files)}); give one with --prices FILE")
     if setups is None:
         setups, invalid = candidates(models, gpus, cards, weights, kv, splits, runtimes, link_gbps=link_gbps,
                                      link_latency_us=link_latency_us)
@@ -694,7 +705,8 @@ def search(trace, objective: Objective, *, models: Sequence = (), gpus: Sequence
         if bar is not None:
             bar.close()
         st.flush(force=True)
-    info.update(wall_s=time.perf_counter() - t0, evaluated_now=len(todo), duplicates=sum(v - 1 for v in calls.values()))
+    info.update(wall_s=time.perf_counter() - t0, evaluated_now=len(todo), duplicates=sum(v - 1 for v in calls.values()),
+                unpriced_cards=unpriced)
     evaluated = [results[k] for k in tasks]
     add_costs(evaluated, pt)
     rows = [r for r in evaluated if r.get("status") == "evaluated"]

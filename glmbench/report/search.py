@@ -88,9 +88,12 @@ def pruning_line(res: sr.SearchResult) -> str:
     failed = sum(1 for r in res.records if r.get("status") == "failed")
     feas = sum(1 for r in res.evaluated if r.get("feasible"))
     parts = [f"{p[s]} {s}" for s in sr.STAGES if p.get(s)]
+    up = res.run.get("unpriced_cards") or []
     return (f"{res.n_candidates} candidate setups: {sum(p.values())} pruned ({', '.join(parts) or 'none'}), "
             f"{n_eval} evaluated ({res.reused} reused from an earlier run), {feas} meet the targets"
-            + (f", {failed} failed" if failed else ""))
+            + (f", {failed} failed" if failed else "")
+            + (f"; {len(up)} card(s) of the catalog have no price and were left out ({', '.join(up[:6])}"
+               f"{', ...' if len(up) > 6 else ''}; --prices FILE adds them)" if up else ""))
 
 
 TABLE_COLS = (("setup", "setup"), ("$/hour", "usd_per_hour"), ("$/Mtok", "usd_per_mtok"),
