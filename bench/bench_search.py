@@ -144,7 +144,12 @@ def main(argv=None):
     for name, n, dt, rate, sp, ok, ld in rows:
         lines.append(f"| {name} | {n} | {dt:.1f} s | {rate:.2f} | {sp:.2f}x | {'yes' if ok else 'NO'} | {ld} |")
     lines.append("")
-    print("\n".join(lines[-(len(rows) + 6):]), flush=True)
+    busy = max(float(r[6].split("/")[0]) for r in rows if r[6])
+    if busy > (os.cpu_count() or 1):
+        lines += [f"The 1-minute load average reached {busy:.1f} on {os.cpu_count()} CPUs: other processes kept every "
+                  "core busy, so a second worker found no idle core and the speedup above says nothing about how "
+                  "the search scales; rerun on a quiet machine.", ""]
+    print("\n".join(lines[-(len(rows) + 8):]), flush=True)
     if any(not r[5] for r in rows):
         sys.exit("validation failed: a parallel run's records differ from the serial run's")
 
