@@ -217,6 +217,8 @@ def prune(setups: Sequence[cm.Setup], trace: traces_mod.Trace, objective: Object
         limit = min(pool + 1, ctx)
         too_long = len(lengths) - _count_le(lengths, limit)
         if too_long > allowed:
+            spec.update(kv_pool_tokens=pool, model_context=ctx if ctx != math.inf else None, too_long=too_long,
+                        longest_request=lengths[-1])
             out.append(_pruned(spec, "context",
                                f"{too_long} of {len(lengths)} requests ({100 * too_long / len(lengths):.1f}%) cannot fit "
                                f"alone (KV pool {pool:,} tokens, model context {ctx:,}; longest request "
@@ -431,17 +433,25 @@ def run_local(tasks: dict, trace, objective, *, workers: int, on_result: Callabl
         except BaseException:
             ex.shutdown(wait=False, cancel_futures=True)
             raise
+        if broken:
+            # results that arrived before the pool broke are kept, not recomputed
+            for f, k in futs.items():
+                if k in pending and f.done() and not f.cancelled() and f.exception() is None:
+                    done_here.add(k)
+                    on_result(f.result())
+                    del pending[k]
         ex.shutdown(wait=not broken, cancel_futures=True)
+        in_flight = set()
+        while broken:
+            try:
+                k, _ = started.get(timeout=0.2)
+            except Exception:       # queue.Empty: every start is read
+                break
+            in_flight.add(k)
+        started.close()
         if not broken:
             continue
         restarts += 1
-        in_flight = set()
-        while True:
-            try:
-                k, _ = started.get(timeout=0.2)
-            except Exception:
-                break
-            in_flight.add(k)
         for k in in_flight - done_here:
             if k not in pending:
                 continue

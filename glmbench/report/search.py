@@ -382,16 +382,33 @@ def _compare(sh: Shape, res: sr.SearchResult) -> dict:
         if others:
             why.append(f"{len(others)} other setup(s) cost the same per hour; {c['model']} wins on latency "
                        f"(token-weighted mean end-to-end {_s(c['e2e_mean_tok_s'])})")
+        cheaper = [r for r in ev if r["usd_per_hour"] < c["usd_per_hour"]]
+        if cheaper:
+            b = max(cheaper, key=lambda r: r.get("slo_attainment") or 0.0)
+            why.append(f"every cheaper setup misses the targets: the closest, {b['setup']}, gets {_pct(b['slo_attainment'])} "
+                       f"of requests within them (p99 TTFT {_s(b['ttft_p99_s'])}, p99 TPOT {_s(b['tpot_p99_s'])})"
+                       + (f" and sustains only x{b['max_rate_scale']:.3g} this rate" if b.get("max_rate_bound") == "bisected"
+                          else ""))
     else:
         if best_study is None:
             if study:
                 b = max(study, key=lambda r: r.get("slo_attainment") or 0.0)
-                why.append(f"no {sh.study_says} setup meets the targets: the best, {b['setup']}, gets "
+                why.append(f"no setup of the study's kind ({sh.study_says}) meets the targets: the best, {b['setup']}, gets "
                            f"{_pct(b['slo_attainment'])} of requests within them (p99 TTFT {_s(b['ttft_p99_s'])}, "
                            f"p99 TPOT {_s(b['tpot_p99_s'])})")
-            if pruned_study:
+            ctx = [r for r in pruned_study if r["pruned_by"] == "context"]
+            if ctx:
+                why.append(f"no setup of the study's kind ({sh.study_says}) can hold a {ctx[0]['longest_request']:,}-token request: "
+                           + ", ".join(f"{r['model']} " + (f"has a native context of {r['model_context']:,} tokens"
+                                                          if r.get("model_context") and r["model_context"] <= r["kv_pool_tokens"]
+                                                          else f"leaves a KV pool of {r['kv_pool_tokens']:,} tokens on "
+                                                               f"{r['n_cards']} x {r['device']}") for r in ctx))
+            other = [r for r in pruned_study if r["pruned_by"] != "context"]
+            if other:
                 why.append("; ".join(f"{r.get('setup') or sr._label(r)} was pruned ({r['pruned_by']}: {r['why']})"
-                                     for r in pruned_study[:3]))
+                                     for r in other[:3]))
+            why.append(f"{c['setup']} meets them ({_pct(c['slo_attainment'])} of requests; p99 TTFT {_s(c['ttft_p99_s'])}, "
+                       f"p99 TPOT {_s(c['tpot_p99_s'])}; KV pool {c['kv_pool_tokens']:,} tokens)")
         else:
             if best_study["usd_per_hour"] > c["usd_per_hour"]:
                 why.append(f"{best_study['setup']} meets the targets too, but costs {_usd(best_study['usd_per_hour'])}/hour "
