@@ -407,7 +407,7 @@ def _compare(sh: Shape, res: sr.SearchResult) -> dict:
             if other:
                 why.append("; ".join(f"{r.get('setup') or sr._label(r)} was pruned ({r['pruned_by']}: {r['why']})"
                                      for r in other[:3]))
-            why.append(f"{c['setup']} meets them ({_pct(c['slo_attainment'])} of requests; p99 TTFT {_s(c['ttft_p99_s'])}, "
+            why.append(f"{c['setup']} meets the targets ({_pct(c['slo_attainment'])} of requests; p99 TTFT {_s(c['ttft_p99_s'])}, "
                        f"p99 TPOT {_s(c['tpot_p99_s'])}; KV pool {c['kv_pool_tokens']:,} tokens)")
         else:
             if best_study["usd_per_hour"] > c["usd_per_hour"]:
