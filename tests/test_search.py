@@ -336,3 +336,12 @@ def test_whole_catalog_leaves_unpriced_cards_out_and_names_them():
     assert "rtx-3090" in res.run["unpriced_cards"] and "have no price" in rs.pruning_line(res)
     with pytest.raises(sr.EmptySearch, match="the `price` constraint removed every card of the hardware catalog"):
         sr.search(_azure(50), obj, models=["glm-4.7-flash"], price_table=prices.PriceTable(3, 0.16, "any", {}))
+
+
+def test_ray_missing_is_one_clear_error(monkeypatch, capsys, tmp_path):
+    monkeypatch.setitem(sys.modules, "ray", None)          # `import ray` raises ImportError
+    rc = cli.main(["search", "--trace", "azure-code-2023", "--requests", "20", "--ttft-slo", "2", "--tpot-slo", "0.1",
+                   "--models", "glm-4.7-flash", "--gpus", "rtx-3090", "--cards", "1", "--weights", "q4_K", "--kv", "f16",
+                   "--ray", "auto", "-q", "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1 and 'pip install "glmbench[ray]"' in err
