@@ -33,7 +33,7 @@ of cards, models, formats, splits and runtimes.
    trace's rate.
 
 Execution: the evaluations run in parallel, in worker processes on this machine by default
-(`workers`, default: every CPU) or on a Ray cluster (`ray="auto"` or an address; Ray is optional:
+(`workers`, default: every CPU this process may use) or on a Ray cluster (`ray="auto"` or an address; Ray is optional:
 `pip install "glmbench[ray]"`); each evaluation is deterministic, so the records are the same
 either way. A worker that dies mid-task (killed, out of memory) has its task run again, up to
 `MAX_RETRIES` times, by a fresh worker (a new process pool here; Ray's own task retries there).
@@ -694,7 +694,7 @@ def search(trace, objective: Objective, *, models: Sequence = (), gpus: Sequence
         if on_result is not None:
             on_result(r)
 
-    nw = workers if workers is not None else (os.cpu_count() or 1)
+    nw = workers if workers is not None else _cpus()
     vocab.check_int("workers", nw, 1)
     t0 = time.perf_counter()
     try:
@@ -738,6 +738,14 @@ def search(trace, objective: Objective, *, models: Sequence = (), gpus: Sequence
             "rate_req_s": _rate(tr, objective.rate_scale), "rate_scale": objective.rate_scale}
     return SearchResult(summ, objective, evaluated + pruned, chosen, fg, ft, pt, n_cand,
                         {s: by.get(s, 0) for s in STAGES}, reused, info)
+
+
+def _cpus() -> int:
+    """The CPUs this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def _is_path(g) -> bool:
