@@ -33,9 +33,9 @@ of cards, models, formats, splits and runtimes.
    trace's rate.
 
 Execution: the evaluations run in parallel, in worker processes on this machine by default
-(`workers`, default: every CPU this process may use) or on a Ray cluster (`ray="auto"` or an address; Ray is optional:
-`pip install "glmbench[ray]"`); each evaluation is deterministic, so the records are the same
-either way. A worker that dies mid-task (killed, out of memory) has its task run again, up to
+(`workers`, default: every CPU this process may use) or on a Ray cluster (`ray="auto"` or an
+address; Ray is optional: `pip install "glmbench[ray]"`); each evaluation is deterministic, so
+the records are the same either way. A worker that dies mid-task (killed, out of memory) has its task run again, up to
 `MAX_RETRIES` times, by a fresh worker (a new process pool here; Ray's own task retries there).
 With `store` (a .json path) the search resumes: a setup whose record there has the same
 `fingerprint` (the setup's own, the trace's content, the targets, the server and the glmbench
