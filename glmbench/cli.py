@@ -873,7 +873,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="price cards bought, rented, or either (default: any: bought where a list price is known)")
     c = sp.add_argument_group("execution and output")
     c.add_argument("--workers", type=_argtype(_positive_int, "a whole number >= 1"), metavar="N",
-                   help="worker processes on this machine (default: every CPU)")
+                   help="worker processes on this machine, or the CPUs of the local Ray cluster --ray auto starts "
+                        "(default: every CPU)")
     c.add_argument("--ray", metavar="auto|ADDRESS",
                    help="run on a Ray cluster: auto (RAY_ADDRESS or a running cluster, else a local one) or an address; "
                         'needs pip install "glmbench[ray]"')
