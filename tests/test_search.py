@@ -345,3 +345,14 @@ def test_ray_missing_is_one_clear_error(monkeypatch, capsys, tmp_path):
                    "--ray", "auto", "-q", "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err.strip()
     assert rc == 2 and len(err.splitlines()) == 1 and 'pip install "glmbench[ray]"' in err
+
+
+def test_shipped_prices_skip_cards_the_catalog_lacks(tmp_path, monkeypatch):
+    f = tmp_path / "default.json"
+    f.write_text(json.dumps({"years": 3, "kwh_usd": 0.1, "cards": {
+        "rtx-9999": {"purchase_usd": 1, "power_w": 1}, "rtx-3090": {"purchase_usd": 876, "power_w": 0}}}))
+    monkeypatch.setattr(prices, "DEFAULT_PRICES", str(f))
+    pt = prices.load()
+    assert sorted(pt.cards) == ["rtx-3090"] and pt.cost("rtx-3090", 1).usd_per_hour == pytest.approx(876 / 26280)
+    with pytest.raises(ValueError, match="rtx-9999"):
+        prices.load(str(f))                     # the same card in a user file: an error

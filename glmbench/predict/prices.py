@@ -14,7 +14,8 @@ price, and `search` leaves it out, saying so.
 The defaults (glmbench/data/prices/default.json, sources and dates in docs/SOURCES.md) are launch
 list prices. A user file (JSON or TOML) of the same fields overrides them: its top-level
 `years`, `kwh_usd`, `basis` replace the defaults', and each card it names replaces that card's
-entry whole. A card the hardware catalog does not know is an error naming the file and the card.
+entry whole. A card the hardware catalog does not know is, in a user file, an error naming the
+file and the card; in the shipped defaults it is skipped (they price cards of the full catalog).
 
     years = 4
     kwh_usd = 0.30
@@ -164,7 +165,7 @@ def _catalog_key(name: str, extra: dict) -> str | None:
     return g.key
 
 
-def _apply(base: dict, d: dict, where: str, known: dict) -> None:
+def _apply(base: dict, d: dict, where: str, known: dict, *, strict: bool = True) -> None:
     vocab.check_table(d, where, known=_TOP, required=())
     if "years" in d:
         base["years"] = _num(where, "years", d["years"])
@@ -180,6 +181,8 @@ def _apply(base: dict, d: dict, where: str, known: dict) -> None:
     for k, v in cards.items():
         key = _catalog_key(str(k), known) if not str(k).endswith((".json", ".toml")) else known.get(_norm(str(k)))
         if key is None:
+            if not strict:
+                continue        # the shipped table may price cards a trimmed catalog does not hold
             raise ValueError(f"{where}: card {k!r} in the price table is not in the hardware catalog "
                              f"(`glmbench hardware` lists its {len(hardware.list_gpus())} cards)")
         base["cards"][_norm(key)] = _card(where, str(k), v)
@@ -195,7 +198,7 @@ def load(path=None, *, years=None, kwh_usd=None, basis=None, gpus=()) -> PriceTa
         known[_norm(g.key)] = known[_norm(g.name)] = g.key
     base = {"years": None, "kwh_usd": None, "basis": "any", "cards": {}}
     files = [DEFAULT_PRICES]
-    _apply(base, hardware._read_table(DEFAULT_PRICES), DEFAULT_PRICES, known)
+    _apply(base, hardware._read_table(DEFAULT_PRICES), DEFAULT_PRICES, known, strict=False)
     if path is not None:
         p = os.fspath(path)
         _apply(base, _read(p), p, known)
