@@ -123,7 +123,7 @@ def main(argv=None):
         if ray is not None:
             configs_ += [(f"local Ray cluster, {n} worker{'s' if n > 1 else ''} (started by the benchmark)",
                           dict(ray="auto"), n) for n in (1, 2)]
-    best, ok_all, load_after = {}, {}, {}
+    best, ok_all, load_after, conc = {}, {}, {}, {}
     for _ in range(args.repeats):
         for name, kw, n_ray in configs_:
             if n_ray:
@@ -135,31 +135,37 @@ def main(argv=None):
             finally:
                 if n_ray:
                     ray.shutdown()
+            if dt < best.get(name, float("inf")):
+                conc[name] = sum(r["eval_s"] for r in res.evaluated) / dt
             best[name] = min(best.get(name, float("inf")), dt)
             ok_all[name] = ok_all.get(name, True) and _same(res, serial)
             load_after[name] = _load()
     rows = []
     for name, kw, n_ray in configs_:
         one = configs_[0][0] if not n_ray else configs_[2][0]
-        rows.append((name, n_sc, best[name], n_sc / best[name], best[one] / best[name], ok_all[name], load_after[name]))
+        rows.append((name, n_sc, best[name], n_sc / best[name], best[one] / best[name], ok_all[name], load_after[name],
+                     conc[name]))
     if not args.no_ray and ray is None:
-        rows.append(("Ray: not installed (pip install ray)", 0, float("nan"), float("nan"), float("nan"), True, ""))
+        rows.append(("Ray: not installed (pip install ray)", 0, float("nan"), float("nan"), float("nan"), True, "",
+                     float("nan")))
     lines += ["## Scaling with workers", "",
               f"The same {n_sc} setups (drawn at random, seed 0; max-rate bisection included), timed wall-clock, "
               f"best of {args.repeats} runs of each configuration, the configurations interleaved (Ray: from the "
               f"search's start, the cluster already up; its 1-worker run is its baseline); every run's records "
               f"compared with a serial run's ({', '.join(KEYS)}).", "",
-              "| backend | setups | wall | setups/s | speedup vs 1 worker | records = serial | load after |",
-              "|---|---|---|---|---|---|---|"]
-    for name, n, dt, rate, sp, ok, ld in rows:
-        lines.append(f"| {name} | {n} | {dt:.1f} s | {rate:.2f} | {sp:.2f}x | {'yes' if ok else 'NO'} | {ld} |")
+              "Concurrency: the evaluations' own wall time summed over the search's wall time, how many ran at once on "
+              "average (the workers' overlap; it is not a speedup when each evaluation is slowed by a busy machine).", "",
+              "| backend | setups | wall | setups/s | speedup vs 1 worker | concurrency | records = serial | load after |",
+              "|---|---|---|---|---|---|---|---|"]
+    for name, n, dt, rate, sp, ok, ld, cc in rows:
+        lines.append(f"| {name} | {n} | {dt:.1f} s | {rate:.2f} | {sp:.2f}x | {cc:.2f} | {'yes' if ok else 'NO'} | {ld} |")
     lines.append("")
     busy = max(float(r[6].split("/")[0]) for r in rows if r[6])
     if busy > (os.cpu_count() or 1):
         lines += [f"The 1-minute load average reached {busy:.1f} on {os.cpu_count()} CPUs: other processes kept every "
                   "core busy, so a second worker found no idle core and the speedup above says nothing about how "
                   "the search scales; rerun on a quiet machine.", ""]
-    print("\n".join(lines[-(len(rows) + 8):]), flush=True)
+    print("\n".join(lines[-(len(rows) + 10):]), flush=True)
     if any(not r[5] for r in rows):
         sys.exit("validation failed: a parallel run's records differ from the serial run's")
 
