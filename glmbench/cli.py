@@ -514,7 +514,10 @@ def cmd_search(args) -> int:
         rows = rsearch.decision_tree(workers=args.workers, ray=args.ray, progress=not args.quiet, price_table=pt,
                                      max_rate=not args.no_max_rate)
         text = rsearch.render_tree(rows)
-        print(text, end="")
+        if args.json:
+            print(json.dumps([rsearch._finite({k: v for k, v in r.items() if k != "result"}) for r in rows], indent=1))
+        else:
+            print(text, end="")
         if args.out:
             os.makedirs(args.out, exist_ok=True)
             rec.atomic_write_text(os.path.join(args.out, "decision_tree.md"), text.replace(

@@ -358,3 +358,14 @@ def test_shipped_prices_skip_cards_the_catalog_lacks(tmp_path, monkeypatch):
     assert sorted(pt.cards) == ["rtx-3090"] and pt.cost("rtx-3090", 1).usd_per_hour == pytest.approx(876 / 26280)
     with pytest.raises(ValueError, match="rtx-9999"):
         prices.load(str(f))                     # the same card in a user file: an error
+
+
+def test_cli_decision_tree(tmp_path, capsys):
+    out = tmp_path / "dt"
+    assert cli.main(["search", "--decision-tree", "--no-max-rate", "--workers", "1", "-q", "--json", "--out", str(out)]) == 0
+    rows = json.loads(capsys.readouterr().out.split("\nwritten to")[0])
+    assert [r["study"] for r in rows] == [s.study_says for s in rs.SHAPES]
+    assert all(r["search"] and r["why"] for r in rows)
+    assert (out / "decision_tree.md").read_text().startswith("# glmbench search: the study's decision tree")
+    for s in rs.SHAPES:
+        assert (out / s.name.replace(" ", "-") / "search.json").is_file()
