@@ -155,7 +155,8 @@ def render(res: sr.SearchResult) -> str:
              f"Trace: {t['trace']}" + (f" ({t['attribution']})" if t.get("attribution") else "")
              + f"; {t['requests']:,} requests over {t['duration_s']:,.0f} s, mean prompt {t['mean_prompt']:,.0f} and "
                f"output {t['mean_output']:,.0f} tokens. Server: {obj.max_num_seqs} sequences, "
-               f"{obj.max_batched_tokens}-token steps, prefix caching {'on' if obj.prefix_cache else 'off'}. "
+               f"{obj.max_batched_tokens}-token steps, prefix caching "
+               f"{('on' if t.get('prefix_blocks') else 'on, without effect: the trace has no block hashes') if obj.prefix_cache else 'off'}. "
                f"Max rate: the highest rate scale meeting the targets (bisection to {100 * obj.rate_tol:g}%), "
                "'>' at the search's upper bound, 'none' when even a lone request misses them.", "",
              table(table_rows(res)), "",
