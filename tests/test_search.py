@@ -188,6 +188,26 @@ def test_local_worker_killed_mid_search_is_retried(tmp_path):
     assert res.run["restarts"] >= 1
 
 
+def _kill_always(label, key, setup):
+    if setup.label == label:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_a_task_that_always_kills_its_worker_fails_alone():
+    tr = _azure(60)
+    obj = sr.Objective(ttft_slo_s=2.0, tpot_slo_s=0.1, max_rate=False)
+    grid = dict(models=["glm-4.7-flash", "mistral-small-24b"], gpus=["rtx-3090", "rtx-4090"], cards=(1,),
+                weights=("q4_K",), kv=("f16",))
+    bad = "mistral-small-24b, RTX 3090, q4_K/f16, typical"
+    calls = []
+    res = sr.search(tr, obj, workers=2, hook=functools.partial(_kill_always, bad), on_result=calls.append, **grid)
+    by = {r["setup"]: r for r in res.records}
+    assert by[bad]["status"] == "failed" and f"died {sr.MAX_RETRIES + 1} times" in by[bad]["why"]
+    assert sorted(r["setup"] for r in res.evaluated) == sorted(set(by) - {bad})     # the others, unharmed
+    assert len(calls) == len({r["fingerprint"] for r in calls}) == 4
+    assert res.run["deaths"][by[bad]["fingerprint"]] == sr.MAX_RETRIES + 1
+
+
 @pytest.mark.slow
 def test_ray_worker_killed_mid_search_is_retried(tmp_path):
     ray = pytest.importorskip("ray", reason='Ray is optional (pip install "glmbench[ray]")')

@@ -36,7 +36,8 @@ Execution: the evaluations run in parallel, in worker processes on this machine 
 (`workers`, default: every CPU this process may use) or on a Ray cluster (`ray="auto"` or an
 address; Ray is optional: `pip install "glmbench[ray]"`); each evaluation is deterministic, so
 the records are the same either way. A worker that dies mid-task (killed, out of memory) has its task run again, up to
-`MAX_RETRIES` times, by a fresh worker (a new process pool here; Ray's own task retries there).
+`MAX_RETRIES` times, by a fresh worker (here alone in a new process, so that a death is blamed
+on the task that caused it; Ray's own task retries there).
 With `store` (a .json path) the search resumes: a setup whose record there has the same
 `fingerprint` (the setup's own, the trace's content, the targets, the server and the glmbench
 version) is not replayed again; the file is rewritten atomically every few seconds and at the
@@ -396,69 +397,82 @@ def _failed(key, setup, why) -> dict:
 def run_local(tasks: dict, trace, objective, *, workers: int, on_result: Callable, hook=None,
               max_retries: int = MAX_RETRIES) -> dict:
     """Evaluate `tasks` (key -> Setup) in `workers` processes (1: in this process). A worker that
-    dies takes its pool down (concurrent.futures): the tasks it was running count one death
-    each, and every unfinished task goes to a fresh pool; a task whose worker died more than
-    `max_retries` times is recorded as failed. Returns {"restarts": n, "deaths": {key: n}}."""
+    dies takes its pool down (concurrent.futures): the results already in are kept, the tasks
+    that were running are suspects and each runs again alone in a one-worker pool (so that a
+    death there is that task's own; one that dies more than `max_retries` times is recorded as
+    failed), and the rest go to a fresh pool. Returns {"restarts": n, "deaths": {key: n}}."""
     deaths: Counter = Counter()
     if workers <= 1:
         for key, s in tasks.items():
             on_result(_safe_eval(key, s, trace, objective, hook))
         return {"restarts": 0, "deaths": {}}
-    import concurrent.futures as cf
     import multiprocessing as mp
-    from concurrent.futures.process import BrokenProcessPool
     pending = dict(tasks)
-    restarts = 0
+    restarts = idle_deaths = 0
     ctx = mp.get_context()
     while pending:
-        started = ctx.Queue()
-        done_here = set()
-        ex = cf.ProcessPoolExecutor(max_workers=min(workers, len(pending)), mp_context=ctx, initializer=_pool_init,
-                                    initargs=(trace, objective, hook, started))
-        broken = False
-        try:
-            futs = {ex.submit(_pool_task, k, s): k for k, s in pending.items()}
-            for f in cf.as_completed(futs):
-                k = futs[f]
-                try:
-                    r = f.result()
-                except BrokenProcessPool:
-                    broken = True
-                    break
-                except Exception as e:          # the evaluation raised: deterministic, not retried
-                    r = _failed(k, pending[k], f"{type(e).__name__}: {e}")
-                done_here.add(k)
-                del pending[k]
-                on_result(r)
-        except BaseException:
-            ex.shutdown(wait=False, cancel_futures=True)
-            raise
-        if broken:
-            # results that arrived before the pool broke are kept, not recomputed
-            for f, k in futs.items():
-                if k in pending and f.done() and not f.cancelled() and f.exception() is None:
-                    done_here.add(k)
-                    on_result(f.result())
-                    del pending[k]
-        ex.shutdown(wait=not broken, cancel_futures=True)
-        in_flight = set()
-        while broken:
-            try:
-                k, _ = started.get(timeout=0.2)
-            except Exception:       # queue.Empty: every start is read
-                break
-            in_flight.add(k)
-        started.close()
+        broken, suspects = _pool_round(pending, min(workers, len(pending)), ctx, trace, objective, hook, on_result)
         if not broken:
             continue
         restarts += 1
-        for k in in_flight - done_here:
-            if k not in pending:
-                continue
+        if not suspects:
+            idle_deaths += 1
+            if idle_deaths > max_retries:
+                raise RuntimeError(f"the search's worker processes died {idle_deaths} times with no task running "
+                                   "(out of memory? killed?)")
+        for k in suspects:
             deaths[k] += 1
-            if deaths[k] > max_retries:
-                on_result(_failed(k, pending.pop(k), f"its worker died {deaths[k]} times"))
+            while True:
+                if deaths[k] > max_retries:
+                    on_result(_failed(k, pending.pop(k), f"its worker died {deaths[k]} times"))
+                    break
+                alone = {k: pending[k]}
+                died = _pool_round(alone, 1, ctx, trace, objective, hook, on_result)[0]
+                if not alone:           # finished (or raised): on_result has it
+                    del pending[k]
+                    break
+                if died:
+                    deaths[k] += 1
     return {"restarts": restarts, "deaths": dict(deaths)}
+
+
+def _pool_round(pending: dict, workers: int, ctx, trace, objective, hook, on_result) -> tuple:
+    """One process pool over `pending` (finished tasks are removed from it): (whether a worker
+    died, the tasks that were running when it did)."""
+    import concurrent.futures as cf
+    from concurrent.futures.process import BrokenProcessPool
+    started = ctx.SimpleQueue()     # put() writes to the pipe at once: a start survives a kill right after it
+    ex = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_pool_init,
+                                initargs=(trace, objective, hook, started))
+    broken = False
+    try:
+        futs = {ex.submit(_pool_task, k, s): k for k, s in pending.items()}
+        for f in cf.as_completed(futs):
+            k = futs[f]
+            try:
+                r = f.result()
+            except BrokenProcessPool:
+                broken = True
+                break
+            except Exception as e:          # the evaluation raised: deterministic, not retried
+                r = _failed(k, pending[k], f"{type(e).__name__}: {e}")
+            del pending[k]
+            on_result(r)
+    except BaseException:
+        ex.shutdown(wait=False, cancel_futures=True)
+        raise
+    if broken:
+        # results that arrived before the pool broke are kept, not recomputed
+        for f, k in futs.items():
+            if k in pending and f.done() and not f.cancelled() and f.exception() is None:
+                del pending[k]
+                on_result(f.result())
+    ex.shutdown(wait=not broken, cancel_futures=True)
+    in_flight = set()
+    while broken and not started.empty():
+        in_flight.add(started.get()[0])
+    started.close()
+    return broken, sorted(k for k in in_flight if k in pending)
 
 
 def _safe_eval(key, setup, trace, objective, hook) -> dict:
