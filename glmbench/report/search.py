@@ -223,7 +223,11 @@ def pareto_chart(res: sr.SearchResult, *, title: str | None = None):
         ax.set_yscale("log")
         ax.set_xlabel(xl)
         ax.set_ylabel(yl)
-        ax.legend(fontsize=7, framealpha=0.9)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7, framealpha=0.9)
+        else:
+            ax.text(0.5, 0.5, "no setup has a finite value here\n(no request met both targets)", transform=ax.transAxes,
+                    ha="center", va="center", fontsize=9, color="0.4")
     t = res.trace
     fig.suptitle(title or f"Cost vs goodput and latency on {t['trace']} ({slo_text(obj)})", fontsize=10)
     fig.get_layout_engine().set(h_pad=0.1)
