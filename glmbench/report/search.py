@@ -217,8 +217,8 @@ def pareto_chart(res: sr.SearchResult, *, title: str | None = None):
             ax.annotate(_short(c), (c[xf], c[yf]), xytext=(6, 8), textcoords="offset points", fontsize=7)
         if xf == "ttft_p99_s":
             ax.axvline(obj.ttft_slo_s, color="0.4", lw=1, ls="-.")
-            ax.annotate(f"TTFT target {obj.ttft_slo_s:g} s", (obj.ttft_slo_s, ax.get_ylim()[0]), fontsize=7,
-                        color="0.3", rotation=90, va="bottom", ha="right")
+            ax.text(obj.ttft_slo_s, 0.02, f"TTFT target {obj.ttft_slo_s:g} s ", transform=ax.get_xaxis_transform(),
+                    fontsize=7, color="0.3", rotation=90, va="bottom", ha="right")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel(xl)
@@ -226,7 +226,8 @@ def pareto_chart(res: sr.SearchResult, *, title: str | None = None):
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=7, framealpha=0.9)
         else:
-            ax.text(0.5, 0.5, "no setup has a finite value here\n(no request met both targets)", transform=ax.transAxes,
+            ax.text(0.5, 0.5, "no setup meets the targets\n" + ("at any rate tried" if mx and xf != "ttft_p99_s"
+                                                                  else "at the trace's rate"), transform=ax.transAxes,
                     ha="center", va="center", fontsize=9, color="0.4")
     t = res.trace
     fig.suptitle(title or f"Cost vs goodput and latency on {t['trace']} ({slo_text(obj)})", fontsize=10)
