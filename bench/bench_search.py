@@ -171,14 +171,20 @@ def main(argv=None):
 
     # 3. the whole search, once
     if args.full:
+        import resource
         load1 = _load()
+        ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         res = sr.search(tr, obj, models=models, gpus=gpus, price_table=pt, workers=2, progress=True, **GRID)
         dt = time.perf_counter() - t0
+        ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu_w = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
         lines += ["## The whole search (measured)", "",
                   f"{res.n_candidates:,} candidates, {len(res.evaluated):,} evaluated on 2 local processes: "
                   f"**{dt / 60:.1f} min** wall (target < 10 min: {'OK' if dt < 600 else 'MISSED'}); load average "
-                  f"{load1} before, {_load()} after. Answer: {res.chosen['setup'] if res.chosen else 'none feasible'}.", ""]
+                  f"{load1} before, {_load()} after. The two workers used {cpu_w:,.0f} CPU s in all, "
+                  f"{cpu_w / dt:.2f} CPUs on average of the 2 they could have had; with both whole: "
+                  f"{cpu_w / 2 / 60:.1f} min. Answer: {res.chosen['setup'] if res.chosen else 'none feasible'}.", ""]
         print("\n".join(lines[-3:]), flush=True)
     lines.append(f"Load average at the end: {_load()}.")
     text = "\n".join(lines) + "\n"
