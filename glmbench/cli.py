@@ -9,6 +9,7 @@
   glmbench plot      charts from a result file
   glmbench calibrate fit a runtime profile to measured records (the residuals, MAPE, leave-one-out error)
   glmbench truth-table every shipped and CPU-measured point beside its ideal/typical/calibrated prediction
+  glmbench search    the cheapest setup (cards, model, formats, split) meeting a trace's TTFT/TPOT targets
 
 User errors (a bad option, a missing file, a model or GPU nobody knows) end with one line on
 stderr and exit status 2; nothing else is printed. GLMBENCH_TRACEBACK=1 shows the traceback.
@@ -558,6 +559,70 @@ def cmd_trace(args) -> int:
     return 0
 
 
+def _words(text: str) -> list[str]:
+    vals = [x.strip() for x in str(text).split(",") if x.strip()]
+    if not vals:
+        raise ValueError(f"expected names separated by commas, got {text!r}")
+    return vals
+
+
+def _share(text: str) -> float:
+    v = positive_float(text)
+    if v > 1:
+        raise ValueError(f"must be a share in (0, 1], got {text!r}")
+    return v
+
+
+def cmd_search(args) -> int:
+    from glmbench.predict import prices, search
+    from glmbench.report import search as rsearch
+    if args.decision_tree:
+        pt = prices.load(args.prices, years=args.years, kwh_usd=args.kwh_usd, basis=args.basis)
+        if args.out:
+            _check_out_folder(args.out, "--out", args.force, markdown=("decision_tree.md",))
+        rows = rsearch.decision_tree(workers=args.workers, ray=args.ray, progress=not args.quiet, price_table=pt,
+                                     max_rate=not args.no_max_rate)
+        text = rsearch.render_tree(rows)
+        if args.json:
+            print(json.dumps([rsearch._finite({k: v for k, v in r.items() if k != "result"}) for r in rows], indent=1))
+        else:
+            print(text, end="")
+        if args.out:
+            os.makedirs(args.out, exist_ok=True)
+            rec.atomic_write_text(os.path.join(args.out, "decision_tree.md"), text.replace(
+                "# The study's", "# glmbench search: the study's", 1))
+            for r in rows:
+                rsearch.write(r["result"], os.path.join(args.out, re.sub(r"[^a-z0-9]+", "-", r["shape"].lower())))
+            print(f"written to {args.out} (decision_tree.md, one search folder per workload)")
+        return 0
+    for opt in ("trace", "ttft_slo", "tpot_slo", "out"):
+        if getattr(args, opt) is None:
+            raise UserError(f"glmbench search: --{opt.replace('_', '-')} is required (or --decision-tree)")
+    _check_out_folder(args.out, "--out", args.force, results=("setups.json", "setups.csv"),
+                      json_files=("search.json",), markdown=("search.md",))
+    gpus = None if args.gpus in (None, ["all"]) else args.gpus
+    pt = prices.load(args.prices, years=args.years, kwh_usd=args.kwh_usd, basis=args.basis,
+                     gpus=[g for g in (gpus or ()) if g.endswith((".json", ".toml"))])
+    obj = search.Objective(ttft_slo_s=args.ttft_slo, tpot_slo_s=args.tpot_slo, attainment=args.attainment,
+                           rate_scale=args.rate_scale, max_rate=not args.no_max_rate, rate_tol=args.rate_tol,
+                           max_num_seqs=args.max_num_seqs, max_batched_tokens=args.max_batched_tokens,
+                           prefix_cache=not args.no_prefix_cache)
+    models = args.models or configs.builtin_names()
+    res = search.search(args.trace, obj, models=models, gpus=gpus, cards=args.cards, weights=args.weights,
+                        kv=args.kv, splits=args.split, runtimes=args.runtime, link_gbps=args.link,
+                        price_table=pt, requests=args.requests, workers=args.workers, ray=args.ray,
+                        store=os.path.join(args.out, "setups.json"), progress=not args.quiet)
+    rsearch.write(res, args.out)
+    if args.json:
+        print(json.dumps(rsearch.summary(res), indent=1))
+        return 0
+    print(rsearch.answer(res).replace("**", ""))
+    print(rsearch.pruning_line(res) + ".")
+    print(rsearch.table(rsearch.table_rows(res)))
+    print(f"written to {args.out} ({', '.join(rsearch.FILES)})")
+    return 0
+
+
 def cmd_sweep(args) -> int:
     study = _study_from_args(args)
     tests = tuple(t.strip() for t in args.tests.split(",") if t.strip())
@@ -892,6 +957,72 @@ def build_parser() -> argparse.ArgumentParser:
     fmt_opts(sp)
     sp.add_argument("--out", metavar="DIR", help="also write trace.json, CSVs and the two charts into DIR")
     sp.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+
+    sp = add("search", "the cheapest setup meeting a trace's TTFT and TPOT targets: every combination of models, "
+             "cards, formats and splits pruned by memory, replayed, costed; Pareto fronts, highest sustained rates",
+             cmd_search)
+    from glmbench.predict import search as _search, replay as _rp
+    g = sp.add_argument_group("workload and targets")
+    g.add_argument("--trace", metavar="NAME|FILE", help="the traffic: mooncake-conversation, mooncake-synthetic, "
+                   "azure-code-2023, azure-conv-2023, or a .jsonl/.csv trace (required)")
+    g.add_argument("--requests", type=_argtype(_positive_int, "a whole number >= 1"), metavar="N",
+                   help="only the trace's first N requests (default: all)")
+    g.add_argument("--rate-scale", type=POSITIVE, default=1.0, metavar="X",
+                   help="requests arrive X times as fast as in the trace (default: 1)")
+    g.add_argument("--ttft-slo", type=POSITIVE, metavar="S", help="time-to-first-token target, seconds (required)")
+    g.add_argument("--tpot-slo", type=POSITIVE, metavar="S", help="time-per-output-token target, seconds (required)")
+    g.add_argument("--attainment", type=_argtype(_share, "share"), default=_search.DEFAULT_ATTAINMENT, metavar="P",
+                   help=f"share of requests that must meet both targets (default: {_search.DEFAULT_ATTAINMENT:g})")
+    g.add_argument("--no-max-rate", action="store_true",
+                   help="skip finding each setup's highest sustained rate (one replay per setup instead of ~6)")
+    g.add_argument("--rate-tol", type=_argtype(_share, "share"), default=_search.RATE_TOL, metavar="F",
+                   help=f"bisection tolerance of the highest sustained rate (default: {_search.RATE_TOL:g})")
+    d = _rp.ServerConfig()
+    g.add_argument("--max-num-seqs", type=_argtype(_positive_int, "a whole number >= 1"), default=d.max_num_seqs,
+                   metavar="N", help=f"requests running at once (default: {d.max_num_seqs})")
+    g.add_argument("--max-batched-tokens", type=_argtype(_positive_int, "a whole number >= 1"),
+                   default=d.max_batched_tokens, metavar="N",
+                   help=f"tokens per step, decodes plus prompt chunks (default: {d.max_batched_tokens})")
+    g.add_argument("--no-prefix-cache", action="store_true", help="serve without prefix caching")
+    words = _argtype(_words, "names")
+    c = sp.add_argument_group("candidates")
+    c.add_argument("--models", type=words, metavar="A,B", help="models (default: every built-in)")
+    c.add_argument("--gpus", type=words, metavar="A,B",
+                   help="cards from the hardware catalog or profile files (default: all, those with a price)")
+    c.add_argument("--cards", type=INTS, default=list(_search.DEFAULT_CARDS), metavar="N[,N...]",
+                   help=f"card counts (default: {','.join(map(str, _search.DEFAULT_CARDS))})")
+    c.add_argument("--weights", type=words, default=list(_search.DEFAULT_WEIGHTS), metavar="A,B",
+                   help=f"weight formats (default: {','.join(_search.DEFAULT_WEIGHTS)})")
+    c.add_argument("--kv", type=words, default=list(_search.DEFAULT_KV), metavar="A,B",
+                   help=f"KV-cache formats (default: {','.join(_search.DEFAULT_KV)})")
+    c.add_argument("--split", type=words, default=list(_search.DEFAULT_SPLITS), metavar="layer,tensor",
+                   help="splits for several cards (default: layer,tensor; one card runs unsplit)")
+    c.add_argument("--runtime", type=words, default=list(_search.DEFAULT_RUNTIMES), metavar="A,B",
+                   help=f"runtime profiles (default: {','.join(_search.DEFAULT_RUNTIMES)})")
+    c.add_argument("--link", type=POSITIVE, metavar="GB/s",
+                   help="card-to-card bandwidth of multi-card rigs (default: each card profile's own link)")
+    c = sp.add_argument_group("costs")
+    c.add_argument("--prices", metavar="FILE.json|FILE.toml",
+                   help="a price table overriding the defaults (glmbench/data/prices/default.json)")
+    c.add_argument("--years", type=POSITIVE, metavar="N", help="years a bought card is amortized over (default: 3)")
+    c.add_argument("--kwh-usd", type=POSITIVE, metavar="USD", help="electricity price per kWh (default: 0.16)")
+    c.add_argument("--basis", choices=("any", "purchase", "cloud"),
+                   help="price cards bought, rented, or either (default: any: bought where a list price is known)")
+    c = sp.add_argument_group("execution and output")
+    c.add_argument("--workers", type=_argtype(_positive_int, "a whole number >= 1"), metavar="N",
+                   help="worker processes on this machine, or the CPUs of the local Ray cluster --ray auto starts "
+                        "(default: every CPU)")
+    c.add_argument("--ray", metavar="auto|ADDRESS",
+                   help="run on a Ray cluster: auto (RAY_ADDRESS or a running cluster, else a local one) or an address; "
+                        'needs pip install "glmbench[ray]"')
+    c.add_argument("--decision-tree", action="store_true",
+                   help="instead: the study's decision tree (three workload shapes, GLM-4.7-Flash vs the dense "
+                        "built-ins on 1 or 2 RTX 3090) searched, beside the study's choices")
+    c.add_argument("--out", metavar="DIR", help="folder for search.md, search.json, setups.csv/.json (resumes from it), "
+                                                "pareto.png (required, except with --decision-tree)")
+    c.add_argument("--force", action="store_true", help="overwrite files in DIR even if they are not glmbench's")
+    c.add_argument("--json", action="store_true", help="print search.json on stdout")
+    c.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
 
     sp = add("sweep", "predicted records for models x card counts x depths (the cost model)", cmd_sweep)
     _add_study_options(sp, report=False)

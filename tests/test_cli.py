@@ -267,8 +267,14 @@ def test_measure_resumes(capsys, tmp_path):
     first = records.read_records(out)
     rc, stdout, _ = run(capsys, *args, "--json")
     assert rc == 0
-    # a rerun finds every point done and returns the stored records unchanged
-    assert json.loads(stdout) == first
+    # a rerun finds every point done and returns the stored records unchanged; a point the first
+    # run marked unstable (a neighbour took the machine) is retimed instead (issue 25)
+    got = json.loads(stdout)
+    assert len(got) == len(first)
+    kept = [r for r in first if r.get("stable") is not False]
+    assert kept and all(r in got for r in kept)
+    if len(kept) == len(first):
+        assert got == first
 
 
 # ---- entry points --------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ NOTEBOOKS = sorted(glob.glob(os.path.join(NOTEBOOK_DIR, "*.ipynb")))
 def test_the_study_notebooks_exist():
     names = [os.path.basename(p) for p in NOTEBOOKS]
     for n in ("01_generation_crossover.ipynb", "02_prefill.ipynb", "03_memory_ceiling.ipynb",
-              "04_one_vs_two_cards.ipynb", "05_real_workloads.ipynb"):
+              "04_one_vs_two_cards.ipynb", "05_real_workloads.ipynb", "06_search.ipynb"):
         assert n in names
 
 

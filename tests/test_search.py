@@ -1,0 +1,391 @@
+"""glmbench search (glmbench/predict/search.py, report/search.py): the cheapest-feasible answer
+against a brute-force replay of every candidate, pruning that never drops a setup that could pass,
+the Pareto front against its definition, resume, a worker killed mid-search (local processes, and
+Ray when it can start), the price table, bad input, the study's decision tree and the CLI."""
+import functools
+import json
+import math
+import os
+import signal
+import sys
+import threading
+import time
+
+import pytest
+
+from glmbench import cli
+from glmbench.predict import hardware, prices, replay as rp, search as sr, traces
+from glmbench.report import search as rs
+
+SMALL = dict(models=["mistral-small-24b", "qwen3-32b"], gpus=["rtx-3090", "rtx-4090", "h100-sxm"], cards=(1, 2),
+             weights=("q4_K", "q8_0"), kv=("f16",), splits=("layer",))
+
+
+@functools.lru_cache(maxsize=None)
+def _azure(n):
+    return sr._first(traces.load("azure-conv-2023"), n)
+
+
+def test_cheapest_feasible_matches_brute_force():
+    """Every candidate (the pruned ones too) replayed plainly, costed, ranked: the same answer."""
+    tr = _azure(300)
+    obj = sr.Objective(ttft_slo_s=1.0, tpot_slo_s=0.05, rate_scale=0.2, max_rate=False)
+    res = sr.search(tr, obj, workers=1, **SMALL)
+    setups, invalid = sr.candidates(SMALL["models"], SMALL["gpus"], SMALL["cards"], SMALL["weights"], SMALL["kv"],
+                                    SMALL["splits"])
+    assert not invalid and len(setups) == res.n_candidates
+    pt = prices.load()
+    bf = sr.brute_force(tr, obj, setups, pt)
+    assert res.chosen is not None and bf is not None
+    assert res.chosen["setup"] == bf["setup"]
+    assert res.chosen["usd_per_mtok"] == pytest.approx(bf["usd_per_mtok"], rel=1e-12)
+    # a grid where the answer is not simply the cheapest card: some setups miss, one is pruned
+    ev = res.evaluated
+    assert any(r["feasible"] for r in ev) and any(not r["feasible"] for r in ev)
+    assert res.pruned["memory"] > 0
+    cheaper = [r for r in ev if r["usd_per_hour"] < res.chosen["usd_per_hour"]]
+    assert cheaper and not any(r["feasible"] for r in cheaper)
+    # the pruned ones really cannot pass: replayed, they miss the target
+    for r in res.records:
+        if r["status"] == "pruned":
+            s = next(s for s in setups if s.label == r["setup"])
+            out = rp.replay(tr.scaled(0.2), s, obj.server(), ttft_slo_s=1.0, tpot_slo_s=0.05)
+            assert out.summary()["slo_attainment"] < obj.attainment
+
+
+def test_context_pruning_is_exact():
+    """A setup is pruned for the trace's long requests only when they alone break the target."""
+    reqs = [(i * 30.0, 2000, 100) for i in range(17)] + [(600.0 + i, 40000, 100) for i in range(3)]
+    tr = traces.from_requests(reqs, name="three long")
+    s, _ = sr.candidates(["mistral-small-24b"], ["rtx-4090"], [1], ["q4_K"], ["f16"], ["layer"])
+    pt = prices.load()
+    # mistral-small-24b's context is 32,768 tokens: the three 40K requests can never be served
+    for att, pruned in ((0.9, True), (0.85, False)):
+        obj = sr.Objective(ttft_slo_s=60, tpot_slo_s=1.0, attainment=att, max_rate=False)
+        kept, out = sr.prune(s, tr, obj, pt)
+        assert bool(out) == pruned
+        if pruned:
+            assert out[0]["pruned_by"] == "context" and "3 of 20" in out[0]["why"]
+    res = sr.evaluate(s[0], tr, sr.Objective(ttft_slo_s=60, tpot_slo_s=1.0, attainment=0.85, max_rate=False))
+    assert res["rejected"] == 3 and res["slo_attainment"] == pytest.approx(17 / 20)
+
+
+def test_pareto_front_is_the_non_dominated_set():
+    import random
+    rng = random.Random(3)
+    rows = [{"x": rng.choice([1, 2, 3, 5, 8]) * 1.0, "y": rng.random() * 10, "i": i} for i in range(60)]
+    rows.append({"x": math.nan, "y": 0.0, "i": -1})
+    for x_max in (True, False):
+        front = sr.pareto(rows, "x", "y", x_max=x_max)
+        ok = [r for r in rows if math.isfinite(r["x"])]
+
+        def beats(a, b):
+            bx = a["x"] >= b["x"] if x_max else a["x"] <= b["x"]
+            sx = a["x"] > b["x"] if x_max else a["x"] < b["x"]
+            return bx and a["y"] <= b["y"] and (sx or a["y"] < b["y"])
+        want = {r["i"] for r in ok if not any(beats(o, r) for o in ok)}
+        assert {r["i"] for r in front} == want
+
+
+def test_max_rate_is_bracketed_by_replays():
+    """The reported highest rate passes; 1 + tol above it fails (the bisection's bracket)."""
+    tr = _azure(200)
+    s, _ = sr.candidates(["glm-4.7-flash"], ["rtx-3090"], [1], ["q4_K"], ["f16"], ["layer"])
+    obj = sr.Objective(ttft_slo_s=2.0, tpot_slo_s=0.1, rate_scale=0.5)
+    r = sr.evaluate(s[0], tr, obj)
+    assert r["max_rate_bound"] == "bisected" and r["max_rate_scale"] > 0
+
+    def att(scale):
+        out = rp.replay(tr.scaled(scale), s[0], obj.server(), ttft_slo_s=2.0, tpot_slo_s=0.1)
+        # the bisection's quick count agrees with the replay's own summary
+        m = sr._replay_metrics(out, scale, tr)
+        sm = out.summary()
+        assert m["slo_attainment"] == sm["slo_attainment"] and m["goodput_tok_s"] == pytest.approx(sm["goodput_tok_s"])
+        return sm["slo_attainment"]
+    lo, hi = r["max_rate_scale"], r["max_rate_fail_scale"]
+    assert lo < hi <= lo * (1 + obj.rate_tol)
+    assert att(lo) >= 0.9 and att(hi) < 0.9
+    assert r["max_rate_attainment"] == att(lo)
+    assert r["max_goodput_tok_s"] > 0 and r["replays"] >= 3
+
+
+def test_resume_reuses_every_evaluation(tmp_path):
+    tr = _azure(100)
+    obj = sr.Objective(ttft_slo_s=2.0, tpot_slo_s=0.1, max_rate=False)
+    store = str(tmp_path / "setups.json")
+    kw = dict(models=["glm-4.7-flash"], gpus=["rtx-3090", "rtx-4090"], cards=(1, 2), weights=("q4_K",), kv=("f16",),
+              splits=("layer",), workers=1, store=store)
+    a = sr.search(tr, obj, **kw)
+    seen = []
+    b = sr.search(tr, obj, on_result=seen.append, **kw)
+    assert a.reused == 0 and b.reused == len(b.evaluated) == 4 and not seen
+    assert [r["slo_attainment"] for r in a.evaluated] == [r["slo_attainment"] for r in b.evaluated]
+    # another target is another question: nothing reused
+    c = sr.search(tr, sr.Objective(ttft_slo_s=3.0, tpot_slo_s=0.1, max_rate=False), **kw)
+    assert c.reused == 0
+
+
+# ---- a worker killed mid-search --------------------------------------------------------------------
+def _stall_first(folder, key, setup):
+    """Runs in the worker before each evaluation: the first task to start writes its worker's pid
+    and waits to be killed (by the test); later tasks, and the retried one, run normally."""
+    try:
+        fd = os.open(os.path.join(folder, "victim"), os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        return
+    os.write(fd, f"{os.getpid()} {key}".encode())
+    os.close(fd)
+    time.sleep(120)
+
+
+def _killer(folder, killed):
+    path = os.path.join(folder, "victim")
+    for _ in range(1200):
+        if os.path.exists(path) and os.path.getsize(path):
+            with open(path) as f:
+                pid, key = f.read().split()
+            os.kill(int(pid), signal.SIGKILL)
+            killed.update(pid=int(pid), key=key)
+            return
+        time.sleep(0.05)
+
+
+def _killed_search(tmp_path, **kw):
+    tr = _azure(150)
+    obj = sr.Objective(ttft_slo_s=2.0, tpot_slo_s=0.1, max_rate=False)
+    grid = dict(models=["glm-4.7-flash", "mistral-small-24b"], gpus=["rtx-3090", "rtx-4090"], cards=(1, 2),
+                weights=("q4_K",), kv=("f16",), splits=("layer",))
+    killed, calls = {}, []
+    t = threading.Thread(target=_killer, args=(str(tmp_path), killed), daemon=True)
+    t.start()
+    res = sr.search(tr, obj, hook=functools.partial(_stall_first, str(tmp_path)), on_result=calls.append,
+                    **grid, **kw)
+    t.join(timeout=5)
+    serial = sr.search(tr, obj, workers=1, **grid)
+    return res, serial, killed, calls
+
+
+def _check_exactly_once(res, serial, killed, calls):
+    assert killed, "the worker was not killed"
+    with pytest.raises(ProcessLookupError):
+        os.kill(killed["pid"], 0)
+    keys = [r["fingerprint"] for r in calls]
+    assert sorted(keys) == sorted(r["fingerprint"] for r in serial.evaluated)   # every setup, once each
+    assert len(set(keys)) == len(keys) and res.run["duplicates"] == 0
+    assert all(r["status"] == "evaluated" for r in res.evaluated)
+    redo = next(r for r in res.evaluated if r["fingerprint"] == killed["key"])
+    assert not redo["worker"].endswith(f":{killed['pid']}")                      # run again, elsewhere
+    want = {r["fingerprint"]: r for r in serial.evaluated}
+    for r in res.evaluated:                                                       # the same numbers
+        for k in ("slo_attainment", "ttft_p99_s", "tpot_p99_s", "goodput_tok_s", "usd_per_mtok"):
+            assert r[k] == want[r["fingerprint"]][k], k
+    assert res.chosen["setup"] == serial.chosen["setup"]
+
+
+def test_local_worker_killed_mid_search_is_retried(tmp_path):
+    res, serial, killed, calls = _killed_search(tmp_path, workers=2)
+    _check_exactly_once(res, serial, killed, calls)
+    assert res.run["restarts"] >= 1
+
+
+def _kill_always(label, key, setup):
+    if setup.label == label:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_a_task_that_always_kills_its_worker_fails_alone():
+    tr = _azure(60)
+    obj = sr.Objective(ttft_slo_s=2.0, tpot_slo_s=0.1, max_rate=False)
+    grid = dict(models=["glm-4.7-flash", "mistral-small-24b"], gpus=["rtx-3090", "rtx-4090"], cards=(1,),
+                weights=("q4_K",), kv=("f16",))
+    bad = "mistral-small-24b, RTX 3090, q4_K/f16, typical"
+    calls = []
+    res = sr.search(tr, obj, workers=2, hook=functools.partial(_kill_always, bad), on_result=calls.append, **grid)
+    by = {r["setup"]: r for r in res.records}
+    assert by[bad]["status"] == "failed" and f"died {sr.MAX_RETRIES + 1} times" in by[bad]["why"]
+    assert sorted(r["setup"] for r in res.evaluated) == sorted(set(by) - {bad})     # the others, unharmed
+    assert len(calls) == len({r["fingerprint"] for r in calls}) == 4
+    assert res.run["deaths"][by[bad]["fingerprint"]] == sr.MAX_RETRIES + 1
+
+
+@pytest.mark.slow
+def test_ray_worker_killed_mid_search_is_retried(tmp_path):
+    ray = pytest.importorskip("ray", reason='Ray is optional (pip install "glmbench[ray]")')
+    try:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    except Exception as e:          # noqa: BLE001 - any reason Ray cannot start here is a skip
+        pytest.skip(f"a local Ray cluster cannot start here: {e}")
+    try:
+        # the hook lives in this test module, which Ray's workers cannot import: send it by value
+        ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+        res, serial, killed, calls = _killed_search(tmp_path, ray="auto")
+    finally:
+        ray.shutdown()
+    _check_exactly_once(res, serial, killed, calls)
+    assert res.run["backend"].startswith("ray")
+
+
+# ---- prices --------------------------------------------------------------------------------------
+def test_price_table_costs_and_overrides(tmp_path):
+    f = tmp_path / "p.json"
+    f.write_text(json.dumps({"years": 1, "kwh_usd": 0.2, "cards": {
+        "RTX 3090": {"purchase_usd": 876, "power_w": 500}, "h100-sxm": {"cloud_usd_per_hour": 2.5}}}))
+    pt = prices.load(str(f))
+    c = pt.cost("rtx-3090", 2)
+    # 876 USD over 8,760 h = 0.10 $/h, + 0.5 kW x 0.2 $/kWh = 0.10 $/h; two cards
+    assert c.usd_per_hour == pytest.approx(0.4) and c.basis == "purchase"
+    assert pt.cost("h100-sxm", 4).usd_per_hour == pytest.approx(10.0)
+    assert pt.cost("rtx-4090", 1).usd_per_hour > 0            # the defaults stay for cards the file skips
+    cloud = prices.load(str(f), basis="cloud")
+    assert cloud.why_unpriced("rtx-3090") and cloud.why_unpriced("h100-sxm") is None
+    assert prices.load(str(f), years=2).cost("rtx-3090", 1).usd_per_hour == pytest.approx(876 / 17520 + 0.1)
+
+
+def test_unknown_card_in_the_price_table_is_one_clear_error(tmp_path):
+    f = tmp_path / "p.toml"
+    f.write_text('[cards.rtx-9999]\npurchase_usd = 1\npower_w = 1\n')
+    with pytest.raises(ValueError, match=r"p\.toml: card 'rtx-9999' in the price table is not in the hardware catalog"):
+        prices.load(str(f))
+    f.write_text('[cards.rtx-3090]\npurchase_usd = 1\n')
+    with pytest.raises(ValueError, match=r"p\.toml: cards\.rtx-3090: field `power_w` is missing"):
+        prices.load(str(f))
+
+
+# ---- bad input -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("ttft,tpot,bad", [(0, 0.1, "TTFT"), (-1, 0.1, "TTFT"), (1.0, 0, "TPOT"),
+                                           (1.0, -0.5, "TPOT"), (math.nan, 0.1, "TTFT")])
+def test_slo_must_be_positive(ttft, tpot, bad):
+    with pytest.raises(ValueError, match=f"the {bad} target\\) must be a positive number of seconds"):
+        sr.Objective(ttft_slo_s=ttft, tpot_slo_s=tpot)
+
+
+def test_cli_slo_zero_is_one_line(capsys, tmp_path):
+    rc = cli.main(["search", "--trace", "azure-code-2023", "--ttft-slo", "0", "--tpot-slo", "0.1",
+                   "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1 and "--ttft-slo" in err and "must be > 0" in err
+    rc = cli.main(["search", "--trace", "azure-code-2023", "--ttft-slo", "1", "--tpot-slo", "-1",
+                   "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1 and "--tpot-slo" in err
+    assert not os.path.exists(tmp_path / "o")
+
+
+@pytest.mark.parametrize("grid,stage", [
+    (dict(models=["qwen3-32b"], gpus=["rtx-3090"], cards=[1], weights=["q8_0"]), "memory"),
+    (dict(models=["glm-4.7-flash"], gpus=["h200-sxm"], cards=[1]), "price"),
+    (dict(models=["glm-4.7-flash"], gpus=["rtx-3090"], cards=[8], splits=["tensor"]), "invalid"),
+])
+def test_empty_after_pruning_names_the_constraint(grid, stage):
+    obj = sr.Objective(ttft_slo_s=1.0, tpot_slo_s=0.1, max_rate=False)
+    with pytest.raises(sr.EmptySearch, match=f"the `{stage}` constraint removed the last ones"):
+        sr.search(_azure(50), obj, workers=1, **grid)
+
+
+def test_empty_after_pruning_by_context_and_cli_error(capsys, tmp_path):
+    f = tmp_path / "long.csv"
+    f.write_text("arrival_s,prompt_tokens,output_tokens\n" + "".join(f"{i * 10},60000,10\n" for i in range(5)))
+    rc = cli.main(["search", "--trace", str(f), "--ttft-slo", "100", "--tpot-slo", "1", "--models", "mistral-small-24b",
+                   "--gpus", "rtx-3090", "--cards", "1", "--weights", "q4_K", "--kv", "f16", "--workers", "1",
+                   "-q", "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1
+    assert "the `context` constraint removed the last ones" in err and "5 of 5 requests" in err
+
+
+# ---- the study's decision tree -----------------------------------------------------------------------
+def test_decision_tree_beside_the_study():
+    rows = rs.decision_tree(workers=1)
+    assert [r["shape"] for r in rows] == [s.name for s in rs.SHAPES]
+    assert [r["study"] for r in rows] == ["MoE on one card", "dense on one card", "MoE split over two cards"]
+    pt = prices.load()
+    for r, sh in zip(rows, rs.SHAPES):
+        res = r["result"]
+        c = res.chosen
+        assert c is not None and c["feasible"]
+        # the search's answer is the brute-force one over the same candidates
+        setups, _ = sr.candidates(rs.study_models(), [rs.STUDY_GPU], [1, 2], ["q4_K"], ["f16"], ["layer"],
+                                  link_gbps=1.4, link_latency_us=30.0)
+        bf = sr.brute_force(sh.trace(), res.objective, setups, pt)
+        assert bf["setup"] == c["setup"]
+        assert r["agree"] == (rs._kind(c) == sh.study_model and c["n_cards"] == sh.study_cards)
+        assert r["why"]
+        if not r["agree"]:
+            # the reason holds in the records: every setup of the study's kind is pruned, misses the
+            # targets, or costs at least as much as the choice
+            mine = [x for x in res.records if rs._kind(x) == sh.study_model and x["n_cards"] == sh.study_cards]
+            assert mine
+            for x in mine:
+                assert (x["status"] == "pruned" or not x["feasible"]
+                        or x["usd_per_mtok"] >= c["usd_per_mtok"])
+    text = rs.render_tree(rows)
+    for r in rows:
+        assert r["shape"] in text and r["study"] in text and r["search"] in text
+
+
+# ---- the command ------------------------------------------------------------------------------------
+def test_cli_search_writes_and_resumes(tmp_path, capsys):
+    f = tmp_path / "t.csv"
+    f.write_text("arrival_s,prompt_tokens,output_tokens\n" + "".join(f"{i * 2.5},{500 + 37 * i},{60 + i}\n" for i in range(40)))
+    out = tmp_path / "o"
+    args = ["search", "--trace", str(f), "--ttft-slo", "2", "--tpot-slo", "0.1", "--models", "glm-4.7-flash,qwen3-32b",
+            "--gpus", "rtx-3090,rtx-4090", "--cards", "1,2", "--weights", "q4_K", "--kv", "f16", "--split", "layer",
+            "--workers", "1", "-q", "--out", str(out)]
+    assert cli.main(args) == 0
+    text = capsys.readouterr().out
+    assert "Cheapest setup meeting" in text
+    for name in rs.FILES:
+        assert (out / name).is_file()
+    s = json.loads((out / "search.json").read_text())
+    assert s["candidates"] == 8 and s["evaluated"] == 8 and s["reused"] == 0 and s["chosen"]["setup"] in text
+    import csv
+    with open(out / "setups.csv") as fh:
+        assert len(list(csv.DictReader(fh))) == 8
+    assert cli.main(args) == 0
+    capsys.readouterr()
+    s2 = json.loads((out / "search.json").read_text())
+    assert s2["reused"] == 8 and s2["chosen"] == s["chosen"]
+
+
+def test_whole_catalog_leaves_unpriced_cards_out_and_names_them():
+    obj = sr.Objective(ttft_slo_s=2.0, tpot_slo_s=0.1, max_rate=False)
+    pt = prices.load(basis="cloud")             # the defaults price a few data-center cards by the hour
+    cloud = {g for g in hardware.list_gpus() if pt.why_unpriced(g) is None}
+    assert "h100-sxm" in cloud and "rtx-3090" not in cloud
+    res = sr.search(_azure(50), obj, models=["glm-4.7-flash"], cards=[1], weights=["q4_K"], kv=["f16"],
+                    price_table=pt, workers=1)
+    assert {r["hardware"] for r in res.records} == cloud
+    assert "rtx-3090" in res.run["unpriced_cards"] and "have no price" in rs.pruning_line(res)
+    with pytest.raises(sr.EmptySearch, match="the `price` constraint removed every card of the hardware catalog"):
+        sr.search(_azure(50), obj, models=["glm-4.7-flash"], price_table=prices.PriceTable(3, 0.16, "any", {}))
+
+
+def test_ray_missing_is_one_clear_error(monkeypatch, capsys, tmp_path):
+    monkeypatch.setitem(sys.modules, "ray", None)          # `import ray` raises ImportError
+    rc = cli.main(["search", "--trace", "azure-code-2023", "--requests", "20", "--ttft-slo", "2", "--tpot-slo", "0.1",
+                   "--models", "glm-4.7-flash", "--gpus", "rtx-3090", "--cards", "1", "--weights", "q4_K", "--kv", "f16",
+                   "--ray", "auto", "-q", "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1 and 'pip install "glmbench[ray]"' in err
+
+
+def test_shipped_prices_skip_cards_the_catalog_lacks(tmp_path, monkeypatch):
+    f = tmp_path / "default.json"
+    f.write_text(json.dumps({"years": 3, "kwh_usd": 0.1, "cards": {
+        "rtx-9999": {"purchase_usd": 1, "power_w": 1}, "rtx-3090": {"purchase_usd": 876, "power_w": 0}}}))
+    monkeypatch.setattr(prices, "DEFAULT_PRICES", str(f))
+    pt = prices.load()
+    assert sorted(pt.cards) == ["rtx-3090"] and pt.cost("rtx-3090", 1).usd_per_hour == pytest.approx(876 / 26280)
+    with pytest.raises(ValueError, match="rtx-9999"):
+        prices.load(str(f))                     # the same card in a user file: an error
+
+
+def test_cli_decision_tree(tmp_path, capsys):
+    out = tmp_path / "dt"
+    assert cli.main(["search", "--decision-tree", "--no-max-rate", "--workers", "1", "-q", "--json", "--out", str(out)]) == 0
+    rows = json.loads(capsys.readouterr().out.split("\nwritten to")[0])
+    assert [r["study"] for r in rows] == [s.study_says for s in rs.SHAPES]
+    assert all(r["search"] and r["why"] for r in rows)
+    assert (out / "decision_tree.md").read_text().startswith("# glmbench search: the study's decision tree")
+    for s in rs.SHAPES:
+        assert (out / s.name.replace(" ", "-") / "search.json").is_file()
