@@ -230,8 +230,8 @@ class Layer:
 
     def _c_spec(self) -> dict | None:
         cfg, w, a = self.cfg, self.w, self.attn
-        if not all(isinstance(v, np.ndarray) for v in w.values()):
-            return None
+        if not all(isinstance(v, np.ndarray) for v in w.values()) or cfg.attention_sinks:
+            return None   # GPT-OSS: no C layer yet (_forward_gpt_oss)
         mla = cfg.attention == "mla"
         gemma = cfg.model_type in configs.GEMMA_FAMILIES   # sandwich norms and GeGLU (_forward_gemma)
         rot = cfg.layer_rope(self.index) if not mla else dict(
@@ -289,6 +289,8 @@ class Layer:
         eps = float(cfg.rms_norm_eps)
         if cfg.model_type in configs.GEMMA_FAMILIES:
             return self._forward_gemma(x, cache, cache_layer, positions)
+        if cfg.attention_sinks:
+            return self._forward_gpt_oss(x, cache, cache_layer, positions)
         h = _ops.rms_norm(x, w["input_layernorm.weight"], eps)
         if cfg.attention == "mla":
             a = attention.mla_block(h, self.attn, cache, cache_layer, positions, cfg, strategy=mla_strategy)
@@ -316,6 +318,24 @@ class Layer:
         return x + _ops.rms_norm(m, w["post_feedforward_layernorm.weight"], eps)
 
 
+    def _forward_gpt_oss(self, x, cache, cache_layer: int, positions):
+        """GPT-OSS's layer (HF modeling_gpt_oss): pre-norm; attention with q/k/v/o biases, YaRN rope,
+        per-head sinks and every other layer windowed (attention.gqa_sink_block); MoE with a biased
+        router, softmax over the top-k logits and biased experts with the clamped SwiGLU
+        (ops.moe_gpt_oss). NumPy float32 around the C matmuls for now (no C layer)."""
+        cfg, w = self.cfg, self.w
+        eps = float(cfg.rms_norm_eps)
+        h = _ops.rms_norm(x, w["input_layernorm.weight"], eps)
+        x = x + attention.gqa_sink_block(h, self.attn, cache, cache_layer, positions, cfg, model_layer=self.index)
+        h = _ops.rms_norm(x, w["post_attention_layernorm.weight"], eps)
+        hf = getattr(cfg, "hf", None) or {}
+        m, self.last_counts = _ops.moe_gpt_oss(
+            h, w["mlp.gate.weight"], w["mlp.gate.bias"], *(w[n] for n in _EXPERTS),
+            *(w[n + "_bias"] for n in _EXPERTS), top_k=int(cfg.n_experts_per_tok),
+            alpha=float(hf.get("swiglu_alpha", _ops.SWIGLU_ALPHA)), limit=float(hf.get("swiglu_limit", _ops.SWIGLU_LIMIT)))
+        return x + m
+
+
 def _gemma_norm(cfg, name: str, a):
     """Gemma's RMSNorms multiply by (1 + w) (HF Gemma3RMSNorm, in float32): held as 1 + w so the
     C core's RMSNorm (times w) runs them."""
@@ -333,7 +353,7 @@ def build_layer(cfg, index: int, weights: str = vocab.DEFAULTS["measured_weights
         if std is None:
             w[name] = np.ones(shape, np.float32)
         else:
-            fmt = vocab.tensor_format(weights, name, shape).name
+            fmt = "f32" if name.endswith("_bias") else vocab.tensor_format(weights, name, shape).name
             w[name] = random_weight(f"model.layers.{index}.{name}", shape, fmt, seed, std)
     return Layer(cfg, index, kind, w)
 
@@ -351,7 +371,18 @@ def _layer_from_hf(cfg, index: int, kind: str, src: Mapping, fmt: str) -> Layer:
     experts = {}
     if kind == "moe":
         E, F = cfg.n_routed_experts, cfg.moe_intermediate_size
-        if p + "mlp.experts.gate_up_proj" in src:  # transformers 5.x: gate and up fused on the rows
+        if cfg.expert_bias and p + "mlp.experts.gate_up_proj" in src:
+            # HF GPT-OSS: gate_up_proj [E, D, 2F] (gate and up interleaved on the last axis), down_proj
+            # [E, F, D], biases gate_up_proj_bias [E, 2F] / down_proj_bias [E, D]; router mlp.router
+            gu, gub = get("mlp.experts.gate_up_proj"), get("mlp.experts.gate_up_proj_bias")
+            _expect(gu, (E, cfg.hidden_size, 2 * F), p + "mlp.experts.gate_up_proj")
+            _expect(gub, (E, 2 * F), p + "mlp.experts.gate_up_proj_bias")
+            experts = {_EXPERTS[0]: gu[:, :, 0::2].transpose(0, 2, 1), _EXPERTS[1]: gu[:, :, 1::2].transpose(0, 2, 1),
+                       _EXPERTS[2]: get("mlp.experts.down_proj").transpose(0, 2, 1),
+                       _EXPERTS[0] + "_bias": gub[:, 0::2], _EXPERTS[1] + "_bias": gub[:, 1::2],
+                       _EXPERTS[2] + "_bias": get("mlp.experts.down_proj_bias"),
+                       "mlp.gate.weight": get("mlp.router.weight"), "mlp.gate.bias": get("mlp.router.bias")}
+        elif p + "mlp.experts.gate_up_proj" in src:  # transformers 5.x: gate and up fused on the rows
             gu = get("mlp.experts.gate_up_proj")
             _expect(gu, (E, 2 * F, cfg.hidden_size), p + "mlp.experts.gate_up_proj")
             experts = {_EXPERTS[0]: gu[:, :F], _EXPERTS[1]: gu[:, F:], _EXPERTS[2]: get("mlp.experts.down_proj")}
@@ -371,7 +402,8 @@ def _layer_from_hf(cfg, index: int, kind: str, src: Mapping, fmt: str) -> Layer:
         a = experts[name] if name in experts else get(name)
         _expect(a, shape, p + name)
         a = _gemma_norm(cfg, name, a)
-        w[name] = to_format(a, _tensor_fmt(fmt, name, shape, a))
+        # GPT-OSS's 2-D expert biases and sinks stay float32 as the other biases do
+        w[name] = to_format(a, "f32" if name.endswith(("_bias", "sinks")) else _tensor_fmt(fmt, name, shape, a))
     return Layer(cfg, index, kind, w)
 
 
@@ -473,7 +505,8 @@ class Model:
             self.cache = KVCache.mla(n, self.max_context, cfg.kv_lora_rank, cfg.qk_rope_head_dim, kv=kv)
         else:
             # windowed layers keep only their window (rings; KVCache.gqa's `windows`)
-            windows = [cfg.layer_window(i) or 0 for i in idx]
+            # (GPT-OSS: full layers for now; attention.gqa_sink_block reads every key back)
+            windows = [0 if cfg.attention_sinks else cfg.layer_window(i) or 0 for i in idx]
             self.cache = KVCache.gqa(n, self.max_context, cfg.n_kv_heads, cfg.head_dim, cfg.v_head_dim,
                                      kv=kv, windows=windows if any(windows) else None, chunk=self.window_chunk)
         self.last_timing: dict = {}
