@@ -46,8 +46,8 @@ EXTRA = {
                                 sliding_window=8)),
 }
 RUN = ["llama", "llama_tied", "mistral", "qwen2", "qwen2_tied", "qwen3", "qwen3_moe", "deepseek_v2", "deepseek_v3",
-       "glm4_moe_lite", "glm4_moe", "seed_oss", "gemma2", "gemma3_text"]
-PREDICT_ONLY = ["gpt_oss"]   # Model does not run GPT-OSS (sinks, expert biases, clamped SwiGLU): predictions
+       "glm4_moe_lite", "glm4_moe", "seed_oss", "gemma2", "gemma3_text", "gpt_oss"]
+PREDICT_ONLY = []   # every family glmbench lists runs in Model
 PROMPT, STEPS = [3, 17, 42, 5, 99, 1, 7], [7, 11, 13, 2]
 
 
@@ -97,9 +97,23 @@ def _hf_with_file_weights(family, sd):
                (np.asarray(v).astype(np.uint32) << 16).view(np.float32) if np.asarray(v).dtype == np.uint16 else
                np.asarray(v, np.float32)) for k, v in sd.items()}
     done = set()
+    gpt_oss = cfg.model_type == "gpt_oss"
     with torch.no_grad():
         for k, t in own.items():
-            if k.endswith("mlp.experts.gate_up_proj"):
+            if gpt_oss and k.endswith(("mlp.experts.gate_up_proj", "mlp.experts.gate_up_proj_bias")):
+                # HF GPT-OSS: gate and up interleaved on the last axis, gate_up_proj [E, D, 2F]
+                p, sfx = k.split("gate_up_proj")
+                g, u = f32[p + "gate_proj" + sfx], f32[p + "up_proj" + sfx]       # [E, F, D] / [E, F]
+                a = np.stack([g, u], axis=2).reshape(g.shape[0], 2 * g.shape[1], *g.shape[2:])
+                a = a.transpose(0, 2, 1) if not sfx else a
+                done |= {p + "gate_proj" + sfx, p + "up_proj" + sfx}
+            elif gpt_oss and k.endswith("mlp.experts.down_proj"):   # HF [E, F, D]; glmbench [E, D, F]
+                a = f32[k].transpose(0, 2, 1)
+                done.add(k)
+            elif gpt_oss and ".mlp.router." in k:   # glmbench names the router mlp.gate
+                a = f32[k.replace(".mlp.router.", ".mlp.gate.")]
+                done.add(k.replace(".mlp.router.", ".mlp.gate."))
+            elif k.endswith("mlp.experts.gate_up_proj"):
                 p = k[: -len("gate_up_proj")]
                 a = np.concatenate([f32[p + "gate_proj"], f32[p + "up_proj"]], axis=1)
                 done |= {p + "gate_proj", p + "up_proj"}
@@ -263,6 +277,6 @@ def test_gpt_oss_file_predicts(tmp):
     for kind in ("f16", "q8_0"):
         cfg = configs.load(files[kind])
         assert cfg.model_type == "gpt_oss" and cfg.windowed_layers == (0,) and cfg.attention_sinks
-        assert cfg.forward_unsupported()   # predictions only
+        assert cfg.forward_unsupported() == []   # Model runs it (test_converted_file_matches_hf)
         s = costmodel.Setup(files[kind], "rtx-3090")
         assert costmodel.memory(s, 1024).cards[0].weights > 0
