@@ -271,7 +271,8 @@ def test_measure_runs_a_converted_tied_q8_0_split_file(tmp, capsys):
     assert recs and all("assumed sigmoid routing" in r["model_assumed"] for r in recs)
 
 
-def test_gpt_oss_file_predicts(tmp):
+def test_gpt_oss_file_predicts_and_measures(tmp, capsys):
+    from glmbench.cli import main
     from glmbench.predict import costmodel
     _, _, files = _converted("gpt_oss", tmp)
     for kind in ("f16", "q8_0"):
@@ -280,3 +281,13 @@ def test_gpt_oss_file_predicts(tmp):
         assert cfg.forward_unsupported() == []   # Model runs it (test_converted_file_matches_hf)
         s = costmodel.Setup(files[kind], "rtx-3090")
         assert costmodel.memory(s, 1024).cards[0].weights > 0
+    # `glmbench measure` runs it (depth 16: past the window of 8)
+    out = os.path.join(tmp, "measured-gpt-oss.json")
+    rc = main(["measure", files["q8_0"], "-q", "--depths", "16", "--n-prompt", "8", "--n-gen", "3", "--repeats", "1",
+               "--out", out])
+    assert rc == 0, capsys.readouterr().err
+    with open(out) as f:
+        recs = json.load(f)
+    recs = recs["records"] if isinstance(recs, dict) else recs
+    assert {r["test"] for r in recs} >= {"pp", "tg"}
+    assert all(r["weights"] == "q8_0" and r["avg_ts"] > 0 for r in recs if r["test"] in ("pp", "tg"))
