@@ -281,6 +281,11 @@ def test_gpt_oss_file_predicts_and_measures(tmp, capsys):
         assert cfg.forward_unsupported() == []   # Model runs it (test_converted_file_matches_hf)
         s = costmodel.Setup(files[kind], "rtx-3090")
         assert costmodel.memory(s, 1024).cards[0].weights > 0
+    # the HF folder the files came from runs as stored too (gate_up_proj [E, D, 2F] interleaved, router)
+    _, hf, _ = _converted("gpt_oss", tmp)
+    m = checkpoint.load_model(os.path.join(tmp, "gpt_oss"), kv="f32", max_context=32)
+    errs = [rel_err(a, b) for a, b in zip(_glm_logits(m), hf_logits(hf, PROMPT, STEPS))]
+    assert max(errs) < RTOL, errs
     # `glmbench measure` runs it (depth 16: past the window of 8)
     out = os.path.join(tmp, "measured-gpt-oss.json")
     rc = main(["measure", files["q8_0"], "-q", "--depths", "16", "--n-prompt", "8", "--n-gen", "3", "--repeats", "1",
