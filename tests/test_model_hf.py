@@ -474,10 +474,11 @@ GPT_OSS = dict(
                      "beta_slow": 1.0, "original_max_position_embeddings": 32, "truncate": False})
 
 
-@pytest.mark.parametrize("limit", [None, 0.5])
-def test_gpt_oss_logits_match_hf_past_the_window(limit):
+@pytest.mark.parametrize("limit,chunk", [(None, 16), (0.5, 512)])
+def test_gpt_oss_logits_match_hf_past_the_window(limit, chunk):
     """A 40-token prefill then 20 decode steps, far past the window of 4. limit 0.5: the clamps of
-    the SwiGLU bite on most values (the default 7.0 rarely does at unit scale)."""
+    the SwiGLU bite on most values (the default 7.0 rarely does at unit scale). chunk 16: the
+    windowed layers' rings (64 slots) wrap; chunk 512: a ring would be no smaller than the layer."""
     TINY["gpt_oss"] = GPT_OSS
     try:
         hf_cfg, hf = tiny_hf_model("gpt_oss", seed=4, **({} if limit is None else {"swiglu_limit": limit}))
@@ -488,7 +489,8 @@ def test_gpt_oss_logits_match_hf_past_the_window(limit):
     weights = {k: v.numpy() for k, v in hf.state_dict().items()}
     assert "model.layers.0.self_attn.sinks" in weights and "model.layers.0.mlp.router.bias" in weights
     before = {k: v.copy() for k, v in weights.items()}
-    m = glmbench.Model(cfg, state_dict=weights, weights="f32", kv="f32", max_context=96)
+    m = glmbench.Model(cfg, state_dict=weights, weights="f32", kv="f32", max_context=96, window_chunk=chunk)
+    assert m.cache.windows == (4, 0, 4)
     rng = np.random.default_rng(13)
     prompt = rng.integers(0, cfg.vocab_size, 40).tolist()
     steps = rng.integers(0, cfg.vocab_size, 20).tolist()
@@ -501,6 +503,11 @@ def test_gpt_oss_logits_match_hf_past_the_window(limit):
     for k in weights:
         np.testing.assert_array_equal(weights[k], before[k])
     assert all(L.last_counts.sum() == 2 for L in m.layers)   # the last decode step routed to top-2
+    assert m.cache.held(0) == 4 and m.cache.held(1) == 60 and m.cache.ring_tokens(0) == (64 if chunk == 16 else 96)
+    # decode after a prefill equals one long prefill (the same positions through the rings)
+    m.reset()
+    long = m.prefill(np.array(prompt + steps))
+    np.testing.assert_allclose(long[-1], got[-1], rtol=0, atol=1e-5 * np.abs(got[-1]).max())
     # the sinks really take part: without them the logits differ
     w0 = dict(weights)
     for i in range(cfg.n_layers):

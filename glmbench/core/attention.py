@@ -292,27 +292,42 @@ def gqa_sink_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, sinks: np.nd
 
 def gqa_sink_block(x: np.ndarray, w: dict, cache, layer: int, positions, cfg, model_layer: int | None = None) -> np.ndarray:
     """GPT-OSS's attention sub-layer: gqa_block's projections (biases), rope (cfg.layer_rope: YaRN)
-    and append, then gqa_sink_attention over the layer's keys read back from the cache (which must
-    keep every token: the window is applied here) with w["sinks"], o_proj (+ bias)."""
+    and append, then gqa_sink_attention with w["sinks"] over the layer's keys read back from the
+    cache (KVCache.read, as stored), o_proj (+ bias). A windowed layer may be a ring
+    (KVCache.gqa(windows=)): the new tokens then go in pieces of at most `window` tokens, each
+    attending to the keys read before its append plus its own read back after it."""
     T = _x2d(x, cfg.hidden_size).shape[0]
     pos = _positions(positions, T)
     Hq, Hkv, Dh, Dv = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.v_head_dim or cfg.head_dim
     layer = _check_cache(cache, layer, "gqa", T)
     li = layer if model_layer is None else _layer(model_layer)
-    if cache.windows[layer]:
-        raise ValueError(f"cache layer {layer} is a ring of {cache.windows[layer]} tokens; attention with sinks "
-                         f"reads every token back (make the cache without `windows`)")
+    win, cw = cfg.layer_window(li), cache.windows[layer]
+    if cw and cw != win:
+        raise ValueError(f"cache layer {layer} keeps a window of {cw} tokens but model layer {li} attends to "
+                         f"{'all tokens' if win is None else f'{win} tokens'}")
     q = ops.linear(x, _need(w, "q_proj.weight"), w.get("q_proj.bias")).reshape(T, Hq, Dh)
     k = ops.linear(x, _need(w, "k_proj.weight"), w.get("k_proj.bias")).reshape(T, Hkv, Dh)
     v = ops.linear(x, _need(w, "v_proj.weight"), w.get("v_proj.bias")).reshape(T, Hkv, Dv)
     rot = cfg.layer_rope(li)
     q = ops.rope(q, pos, **rot)
     k = ops.rope(k, pos, **rot)
-    cache.append(layer, k, v)
-    win = cfg.layer_window(li)
-    kk, vv = cache.read(layer)
-    if win is not None:   # only the keys some query of this call can see
-        keep = min(kk.shape[0], win - 1 + T)
-        kk, vv = kk[-keep:], vv[-keep:]
-    o = gqa_sink_attention(q, kk, vv, np.asarray(_need(w, "sinks"), np.float32), scale=cfg.softmax_scale, window=win)
+    sinks = np.asarray(_need(w, "sinks"), np.float32)
+    if not cw:   # every token kept: append all, read back what the queries can see
+        cache.append(layer, k, v)
+        kk, vv = cache.read(layer)
+        if win is not None:
+            keep = min(kk.shape[0], win - 1 + T)
+            kk, vv = kk[-keep:], vv[-keep:]
+        o = gqa_sink_attention(q, kk, vv, sinks, scale=cfg.softmax_scale, window=win)
+    else:        # a ring returns only its last `window` tokens: pieces of at most `window`
+        parts = []
+        for a in range(0, T, cw):
+            b = min(T, a + cw)
+            kp, vp = cache.read(layer)
+            cache.append(layer, np.ascontiguousarray(k[a:b]), np.ascontiguousarray(v[a:b]))
+            kn, vn = cache.read(layer)
+            kk, vv = np.concatenate([kp, kn[-(b - a):]]), np.concatenate([vp, vn[-(b - a):]])
+            parts.append(gqa_sink_attention(np.ascontiguousarray(q[a:b]), kk, vv, sinks, scale=cfg.softmax_scale,
+                                            window=win))
+        o = np.concatenate(parts)
     return ops.linear(o.reshape(T, Hq * Dv), _need(w, "o_proj.weight"), w.get("o_proj.bias"))

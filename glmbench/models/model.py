@@ -21,6 +21,14 @@ query_pre_attn_scalar ** -0.5; tied head; final_logit_softcapping when set. A wi
 `window_chunk` tokens (the most a ring layer takes at once). Their layers run as one C call each
 (csrc/layer.c: sandwich norms, GeGLU, window, local rope base and soft-capping), as the others do.
 
+GPT-OSS (gpt_oss; HF modeling_gpt_oss): q/k/v/o biases, YaRN rope, a learned sink logit per head in
+each softmax's denominator, every other layer windowed (rings, as Gemma's); every layer MoE with a
+biased router (softmax over the top-k logits) and biased experts with the clamped SwiGLU
+(up + 1) * g * sigmoid(1.702 g). HF's interleaved gate_up_proj [E, D, 2F] and mlp.router are split
+and renamed on input (held as mlp.experts.{gate,up,down}_proj[_bias], mlp.gate.{weight,bias}).
+No C layer yet: `Layer._forward_gpt_oss` runs the sink attention (attention.gqa_sink_block) and the
+MoE (ops.moe_gpt_oss) as NumPy float32 around the C matmuls, so its measured speed is not a C kernel's.
+
 Weights are kept under their HF names relative to `model.layers.{i}.` (plus `model.embed_tokens.weight`,
 `model.norm.weight`, `lm_head.weight`); the set of tensors is ModelConfig.tensor_shapes(). Routed
 experts are held as three stacked tensors `mlp.experts.gate_proj` [E, F, D], `mlp.experts.up_proj`
@@ -505,8 +513,7 @@ class Model:
             self.cache = KVCache.mla(n, self.max_context, cfg.kv_lora_rank, cfg.qk_rope_head_dim, kv=kv)
         else:
             # windowed layers keep only their window (rings; KVCache.gqa's `windows`)
-            # (GPT-OSS: full layers for now; attention.gqa_sink_block reads every key back)
-            windows = [0 if cfg.attention_sinks else cfg.layer_window(i) or 0 for i in idx]
+            windows = [cfg.layer_window(i) or 0 for i in idx]
             self.cache = KVCache.gqa(n, self.max_context, cfg.n_kv_heads, cfg.head_dim, cfg.v_head_dim,
                                      kv=kv, windows=windows if any(windows) else None, chunk=self.window_chunk)
         self.last_timing: dict = {}
