@@ -290,7 +290,8 @@ def gqa_sink_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, sinks: np.nd
     return np.ascontiguousarray(o.reshape(T, Hq, v.shape[-1]), dtype=np.float32)
 
 
-def gqa_sink_block(x: np.ndarray, w: dict, cache, layer: int, positions, cfg, model_layer: int | None = None) -> np.ndarray:
+def gqa_sink_block(x: np.ndarray, w: dict, cache, layer: int, positions, cfg,
+                   model_layer: int | None = None) -> np.ndarray:
     """GPT-OSS's attention sub-layer: gqa_block's projections (biases), rope (cfg.layer_rope: YaRN)
     and append, then gqa_sink_attention with w["sinks"] over the layer's keys read back from the
     cache (KVCache.read, as stored), o_proj (+ bias). A windowed layer may be a ring

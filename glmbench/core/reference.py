@@ -415,7 +415,7 @@ def moe_gpt_oss(x, router_weight, router_bias, w_gate, w_up, w_down, b_gate, b_u
     y = np.zeros_like(x)
     for t in range(x.shape[0]):
         for j, e in enumerate(idx[t]):
-            h = clamped_swiglu(linear(x[t:t + 1], w_gate[e], _f64(b_gate[e])), linear(x[t:t + 1], w_up[e], _f64(b_up[e])),
-                               alpha, limit)
+            xt = x[t:t + 1]
+            h = clamped_swiglu(linear(xt, w_gate[e], _f64(b_gate[e])), linear(xt, w_up[e], _f64(b_up[e])), alpha, limit)
             y[t] += wts[t, j] * linear(h, w_down[e], _f64(b_down[e]))[0]
     return y

@@ -340,7 +340,8 @@ class Layer:
         m, self.last_counts = _ops.moe_gpt_oss(
             h, w["mlp.gate.weight"], w["mlp.gate.bias"], *(w[n] for n in _EXPERTS),
             *(w[n + "_bias"] for n in _EXPERTS), top_k=int(cfg.n_experts_per_tok),
-            alpha=float(hf.get("swiglu_alpha", _ops.SWIGLU_ALPHA)), limit=float(hf.get("swiglu_limit", _ops.SWIGLU_LIMIT)))
+            alpha=float(hf.get("swiglu_alpha", _ops.SWIGLU_ALPHA)),
+            limit=float(hf.get("swiglu_limit", _ops.SWIGLU_LIMIT)))
         return x + m
 
 
@@ -385,7 +386,8 @@ def _layer_from_hf(cfg, index: int, kind: str, src: Mapping, fmt: str) -> Layer:
             gu, gub = get("mlp.experts.gate_up_proj"), get("mlp.experts.gate_up_proj_bias")
             _expect(gu, (E, cfg.hidden_size, 2 * F), p + "mlp.experts.gate_up_proj")
             _expect(gub, (E, 2 * F), p + "mlp.experts.gate_up_proj_bias")
-            experts = {_EXPERTS[0]: gu[:, :, 0::2].transpose(0, 2, 1), _EXPERTS[1]: gu[:, :, 1::2].transpose(0, 2, 1),
+            experts = {_EXPERTS[0]: gu[:, :, 0::2].transpose(0, 2, 1),
+                       _EXPERTS[1]: gu[:, :, 1::2].transpose(0, 2, 1),
                        _EXPERTS[2]: get("mlp.experts.down_proj").transpose(0, 2, 1),
                        _EXPERTS[0] + "_bias": gub[:, 0::2], _EXPERTS[1] + "_bias": gub[:, 1::2],
                        _EXPERTS[2] + "_bias": get("mlp.experts.down_proj_bias"),
