@@ -46,8 +46,8 @@ EXTRA = {
                                 sliding_window=8)),
 }
 RUN = ["llama", "llama_tied", "mistral", "qwen2", "qwen2_tied", "qwen3", "qwen3_moe", "deepseek_v2", "deepseek_v3",
-       "glm4_moe_lite", "glm4_moe", "seed_oss", "gemma2", "gemma3_text"]
-PREDICT_ONLY = ["gpt_oss"]   # Model does not run GPT-OSS (sinks, expert biases, clamped SwiGLU): predictions
+       "glm4_moe_lite", "glm4_moe", "seed_oss", "gemma2", "gemma3_text", "gpt_oss"]
+PREDICT_ONLY = []   # every family glmbench lists runs in Model
 PROMPT, STEPS = [3, 17, 42, 5, 99, 1, 7], [7, 11, 13, 2]
 
 
@@ -97,9 +97,23 @@ def _hf_with_file_weights(family, sd):
                (np.asarray(v).astype(np.uint32) << 16).view(np.float32) if np.asarray(v).dtype == np.uint16 else
                np.asarray(v, np.float32)) for k, v in sd.items()}
     done = set()
+    gpt_oss = cfg.model_type == "gpt_oss"
     with torch.no_grad():
         for k, t in own.items():
-            if k.endswith("mlp.experts.gate_up_proj"):
+            if gpt_oss and k.endswith(("mlp.experts.gate_up_proj", "mlp.experts.gate_up_proj_bias")):
+                # HF GPT-OSS: gate and up interleaved on the last axis, gate_up_proj [E, D, 2F]
+                p, sfx = k.split("gate_up_proj")
+                g, u = f32[p + "gate_proj" + sfx], f32[p + "up_proj" + sfx]       # [E, F, D] / [E, F]
+                a = np.stack([g, u], axis=2).reshape(g.shape[0], 2 * g.shape[1], *g.shape[2:])
+                a = a.transpose(0, 2, 1) if not sfx else a
+                done |= {p + "gate_proj" + sfx, p + "up_proj" + sfx}
+            elif gpt_oss and k.endswith("mlp.experts.down_proj"):   # HF [E, F, D]; glmbench [E, D, F]
+                a = f32[k].transpose(0, 2, 1)
+                done.add(k)
+            elif gpt_oss and ".mlp.router." in k:   # glmbench names the router mlp.gate
+                a = f32[k.replace(".mlp.router.", ".mlp.gate.")]
+                done.add(k.replace(".mlp.router.", ".mlp.gate."))
+            elif k.endswith("mlp.experts.gate_up_proj"):
                 p = k[: -len("gate_up_proj")]
                 a = np.concatenate([f32[p + "gate_proj"], f32[p + "up_proj"]], axis=1)
                 done |= {p + "gate_proj", p + "up_proj"}
@@ -257,12 +271,28 @@ def test_measure_runs_a_converted_tied_q8_0_split_file(tmp, capsys):
     assert recs and all("assumed sigmoid routing" in r["model_assumed"] for r in recs)
 
 
-def test_gpt_oss_file_predicts(tmp):
+def test_gpt_oss_file_predicts_and_measures(tmp, capsys):
+    from glmbench.cli import main
     from glmbench.predict import costmodel
     _, _, files = _converted("gpt_oss", tmp)
     for kind in ("f16", "q8_0"):
         cfg = configs.load(files[kind])
         assert cfg.model_type == "gpt_oss" and cfg.windowed_layers == (0,) and cfg.attention_sinks
-        assert cfg.forward_unsupported()   # predictions only
+        assert cfg.forward_unsupported() == []   # Model runs it (test_converted_file_matches_hf)
         s = costmodel.Setup(files[kind], "rtx-3090")
         assert costmodel.memory(s, 1024).cards[0].weights > 0
+    # the HF folder the files came from runs as stored too (gate_up_proj [E, D, 2F] interleaved, router)
+    _, hf, _ = _converted("gpt_oss", tmp)
+    m = checkpoint.load_model(os.path.join(tmp, "gpt_oss"), kv="f32", max_context=32)
+    errs = [rel_err(a, b) for a, b in zip(_glm_logits(m), hf_logits(hf, PROMPT, STEPS))]
+    assert max(errs) < RTOL, errs
+    # `glmbench measure` runs it (depth 16: past the window of 8)
+    out = os.path.join(tmp, "measured-gpt-oss.json")
+    rc = main(["measure", files["q8_0"], "-q", "--depths", "16", "--n-prompt", "8", "--n-gen", "3", "--repeats", "1",
+               "--out", out])
+    assert rc == 0, capsys.readouterr().err
+    with open(out) as f:
+        recs = json.load(f)
+    recs = recs["records"] if isinstance(recs, dict) else recs
+    assert {r["test"] for r in recs} >= {"pp", "tg"}
+    assert all(r["weights"] == "q8_0" and r["avg_ts"] > 0 for r in recs if r["test"] in ("pp", "tg"))

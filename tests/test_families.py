@@ -150,9 +150,14 @@ def test_numerics_only_fields_do_not_block_predictions():
 
 def test_model_refuses_a_forward_it_lacks():
     glmbench = pytest.importorskip("glmbench")
-    cfg = configs.load(_hf_config("gpt_oss").to_dict())
-    with pytest.raises(ValueError, match=r"glmbench.Model cannot run .*attention sinks.*predictions take"):
+    cfg = configs.load({**_hf_config("llama").to_dict(), "hidden_act": "gelu"})
+    with pytest.raises(ValueError, match=r"glmbench.Model cannot run .*hidden_act 'gelu'.*predictions take"):
         glmbench.Model(cfg, weights="f32")
+    # GPT-OSS runs (sinks, biases, clamped SwiGLU: tests/test_model_hf.py checks it against HF)
+    o = configs.load(_hf_config("gpt_oss").to_dict())
+    assert o.forward_unsupported() == []
+    m = glmbench.Model(o, weights="f32", max_context=32)
+    assert np.all(np.isfinite(m.prefill(np.arange(12))))
     # Gemma 3 runs (sliding windows, sandwich norms, GeGLU: tests/test_model_hf.py checks it against HF)
     g = configs.load(_hf_config("gemma3_text").to_dict())
     assert g.forward_unsupported() == []

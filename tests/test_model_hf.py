@@ -462,3 +462,76 @@ def test_gemma2_softcapped_logits_match_hf():
     m2 = glmbench.Model(dataclasses.replace(cfg, attn_logit_softcapping=None), state_dict=weights, weights="f32",
                         kv="f32", max_context=96, window_chunk=8)
     assert rel_err(m2.prefill(np.array(prompt)), want[0]) > 10 * RTOL
+
+
+# ---- GPT-OSS: attention sinks, every other layer windowed, biases, YaRN, clamped-SwiGLU MoE ----
+GPT_OSS = dict(
+    vocab_size=160, hidden_size=64, intermediate_size=32, num_hidden_layers=3, num_attention_heads=4,
+    num_key_value_heads=2, head_dim=16, rms_norm_eps=1e-5, sliding_window=4, num_local_experts=8,
+    num_experts_per_tok=2, attention_bias=True, max_position_embeddings=256,
+    layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+    rope_parameters={"rope_type": "yarn", "rope_theta": 150000.0, "factor": 8.0, "beta_fast": 32.0,
+                     "beta_slow": 1.0, "original_max_position_embeddings": 32, "truncate": False})
+
+
+@pytest.mark.parametrize("limit,chunk", [(None, 16), (0.5, 512)])
+def test_gpt_oss_logits_match_hf_past_the_window(limit, chunk):
+    """A 40-token prefill then 20 decode steps, far past the window of 4. limit 0.5: the clamps of
+    the SwiGLU bite on most values (the default 7.0 rarely does at unit scale). chunk 16: the
+    windowed layers' rings (64 slots) wrap; chunk 512: a ring would be no smaller than the layer."""
+    TINY["gpt_oss"] = GPT_OSS
+    try:
+        hf_cfg, hf = tiny_hf_model("gpt_oss", seed=4, **({} if limit is None else {"swiglu_limit": limit}))
+    finally:
+        TINY.pop("gpt_oss")
+    cfg = configs.load(hf_cfg.to_dict())
+    assert cfg.forward_unsupported() == [] and cfg.windowed_layers == (0, 2) and cfg.rope_type == "yarn"
+    weights = {k: v.numpy() for k, v in hf.state_dict().items()}
+    assert "model.layers.0.self_attn.sinks" in weights and "model.layers.0.mlp.router.bias" in weights
+    before = {k: v.copy() for k, v in weights.items()}
+    m = glmbench.Model(cfg, state_dict=weights, weights="f32", kv="f32", max_context=96, window_chunk=chunk)
+    assert m.cache.windows == (4, 0, 4)
+    rng = np.random.default_rng(13)
+    prompt = rng.integers(0, cfg.vocab_size, 40).tolist()
+    steps = rng.integers(0, cfg.vocab_size, 20).tolist()
+    want = hf_logits(hf, prompt, steps)
+    got = glm_logits(m, prompt, steps)
+    for i, (a, b) in enumerate(zip(got, want)):
+        assert np.all(np.isfinite(a))
+        err = rel_err(a, b)
+        assert err < RTOL, f"gpt_oss {'prefill' if i == 0 else f'decode step {i}'}: relative error {err:.2e}"
+    for k in weights:
+        np.testing.assert_array_equal(weights[k], before[k])
+    assert all(L.last_counts.sum() == 2 for L in m.layers)   # the last decode step routed to top-2
+    assert m.cache.held(0) == 4 and m.cache.held(1) == 60 and m.cache.ring_tokens(0) == (64 if chunk == 16 else 96)
+    # decode after a prefill equals one long prefill (the same positions through the rings)
+    m.reset()
+    long = m.prefill(np.array(prompt + steps))
+    np.testing.assert_allclose(long[-1], got[-1], rtol=0, atol=1e-5 * np.abs(got[-1]).max())
+    # the sinks really take part: without them the logits differ
+    w0 = dict(weights)
+    for i in range(cfg.n_layers):
+        w0[f"model.layers.{i}.self_attn.sinks"] = np.full_like(weights[f"model.layers.{i}.self_attn.sinks"], -1e30)
+    m0 = glmbench.Model(cfg, state_dict=w0, weights="f32", kv="f32", max_context=96)
+    assert rel_err(m0.prefill(np.array(prompt)), want[0]) > 10 * RTOL
+
+
+def test_gpt_oss_sink_attention_and_moe_match_float64_reference():
+    """The NumPy float32 ops against their float64 twins in core/reference.py."""
+    from glmbench.core import attention, ops, reference
+    rng = np.random.default_rng(0)
+    T, L, Hq, Hkv, Dh = 5, 23, 4, 2, 16
+    q, k, v = (rng.standard_normal(s).astype(np.float32) for s in ((T, Hq, Dh), (L, Hkv, Dh), (L, Hkv, Dh)))
+    sinks = rng.standard_normal(Hq).astype(np.float32)
+    for win in (None, 4):
+        got = attention.gqa_sink_attention(q, k, v, sinks, window=win)
+        want = reference.gqa_attention(q, k, v, window=win, sinks=sinks)
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-5)
+        assert np.abs(got - reference.gqa_attention(q, k, v, window=win)).max() > 1e-2
+    E, F, D = 6, 8, 16
+    x = rng.standard_normal((7, D)).astype(np.float32)
+    w = [rng.standard_normal(s).astype(np.float32) / 3 for s in ((E, D), (E,), (E, F, D), (E, F, D), (E, D, F),
+                                                                   (E, F), (E, F), (E, D))]
+    y, counts = ops.moe_gpt_oss(x, *w, top_k=3, limit=0.7)
+    np.testing.assert_allclose(y, reference.moe_gpt_oss(x, *w, top_k=3, limit=0.7), rtol=0, atol=1e-5)
+    assert counts.sum() == 7 * 3

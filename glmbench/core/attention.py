@@ -38,7 +38,8 @@ from glmbench.core import ops
 from glmbench.core.quant import dequantize
 from glmbench.core._loader import _core
 
-__all__ = ["gqa_attention", "mla_attention", "gqa_block", "mla_block", "MLA_STRATEGIES"]
+__all__ = ["gqa_attention", "mla_attention", "gqa_block", "mla_block", "MLA_STRATEGIES", "gqa_sink_attention",
+           "gqa_sink_block"]
 
 MLA_STRATEGIES = vocab.MLA_STRATEGIES
 
@@ -252,3 +253,82 @@ def mla_block(x: np.ndarray, w: dict, cache, layer: int, positions, cfg, strateg
     o = mla_attention(q[..., :Dn], q_rope, cache, layer, _need(w, "kv_b_proj.weight"), v_head_dim=Dv,
                       scale=cfg.softmax_scale, strategy=strategy)
     return ops.linear(o.reshape(T, H * Dv), _need(w, "o_proj.weight"), w.get("o_proj.bias"))
+
+
+# ---- attention sinks (GPT-OSS) ------------------------------------------------------------------
+# NumPy float32 for now (no C kernel yet): the layer reads its keys back from the cache each call.
+# Its float64 twin is glmbench.core.reference.attention(..., sinks=).
+
+def gqa_sink_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, sinks: np.ndarray, *,
+                       scale: float | None = None, window: int | None = None) -> np.ndarray:
+    """Causal GQA attention with a learned sink logit per query head (GPT-OSS, HF
+    modeling_gpt_oss.eager_attention_forward): each head's softmax has one more logit, sinks[h], in
+    its denominator, whose probability is dropped. q[T, Hq, Dh] are the LAST T of the L positions of
+    k[L, Hkv, Dh] / v[L, Hkv, Dv]; query head j reads KV head j // (Hq / Hkv); window as
+    gqa_attention. float32 throughout -> [T, Hq, Dv]."""
+    q = np.asarray(q, np.float32)
+    k = np.asarray(k, np.float32)
+    v = np.asarray(v, np.float32)
+    T, Hq, Dh = q.shape
+    L, Hkv = k.shape[0], k.shape[1]
+    if Hq % Hkv or sinks.shape != (Hq,) or L < T:
+        raise ValueError(f"gqa_sink_attention: q {q.shape}, k {k.shape}, sinks {sinks.shape} do not fit")
+    g = Hq // Hkv
+    sc = np.float32(Dh ** -0.5 if scale is None else scale)
+    qg = q.reshape(T, Hkv, g, Dh)
+    s = np.einsum("tkgd,lkd->kgtl", qg, k, optimize=True) * sc          # [Hkv, g, T, L]
+    pos = (L - T + np.arange(T))[:, None]
+    masked = np.arange(L)[None, :] > pos
+    if window is not None:
+        masked |= np.arange(L)[None, :] <= pos - window
+    s[..., masked] = -np.inf
+    sk = np.asarray(sinks, np.float32).reshape(Hkv, g, 1, 1)
+    m = np.maximum(s.max(axis=-1, keepdims=True), sk)
+    p = np.exp(s - m)
+    p /= p.sum(axis=-1, keepdims=True) + np.exp(sk - m)
+    o = np.einsum("kgtl,lkd->tkgd", p, v, optimize=True)
+    return np.ascontiguousarray(o.reshape(T, Hq, v.shape[-1]), dtype=np.float32)
+
+
+def gqa_sink_block(x: np.ndarray, w: dict, cache, layer: int, positions, cfg,
+                   model_layer: int | None = None) -> np.ndarray:
+    """GPT-OSS's attention sub-layer: gqa_block's projections (biases), rope (cfg.layer_rope: YaRN)
+    and append, then gqa_sink_attention with w["sinks"] over the layer's keys read back from the
+    cache (KVCache.read, as stored), o_proj (+ bias). A windowed layer may be a ring
+    (KVCache.gqa(windows=)): the new tokens then go in pieces of at most `window` tokens, each
+    attending to the keys read before its append plus its own read back after it."""
+    T = _x2d(x, cfg.hidden_size).shape[0]
+    pos = _positions(positions, T)
+    Hq, Hkv, Dh, Dv = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.v_head_dim or cfg.head_dim
+    layer = _check_cache(cache, layer, "gqa", T)
+    li = layer if model_layer is None else _layer(model_layer)
+    win, cw = cfg.layer_window(li), cache.windows[layer]
+    if cw and cw != win:
+        raise ValueError(f"cache layer {layer} keeps a window of {cw} tokens but model layer {li} attends to "
+                         f"{'all tokens' if win is None else f'{win} tokens'}")
+    q = ops.linear(x, _need(w, "q_proj.weight"), w.get("q_proj.bias")).reshape(T, Hq, Dh)
+    k = ops.linear(x, _need(w, "k_proj.weight"), w.get("k_proj.bias")).reshape(T, Hkv, Dh)
+    v = ops.linear(x, _need(w, "v_proj.weight"), w.get("v_proj.bias")).reshape(T, Hkv, Dv)
+    rot = cfg.layer_rope(li)
+    q = ops.rope(q, pos, **rot)
+    k = ops.rope(k, pos, **rot)
+    sinks = np.asarray(_need(w, "sinks"), np.float32)
+    if not cw:   # every token kept: append all, read back what the queries can see
+        cache.append(layer, k, v)
+        kk, vv = cache.read(layer)
+        if win is not None:
+            keep = min(kk.shape[0], win - 1 + T)
+            kk, vv = kk[-keep:], vv[-keep:]
+        o = gqa_sink_attention(q, kk, vv, sinks, scale=cfg.softmax_scale, window=win)
+    else:        # a ring returns only its last `window` tokens: pieces of at most `window`
+        parts = []
+        for a in range(0, T, cw):
+            b = min(T, a + cw)
+            kp, vp = cache.read(layer)
+            cache.append(layer, np.ascontiguousarray(k[a:b]), np.ascontiguousarray(v[a:b]))
+            kn, vn = cache.read(layer)
+            kk, vv = np.concatenate([kp, kn[-(b - a):]]), np.concatenate([vp, vn[-(b - a):]])
+            parts.append(gqa_sink_attention(np.ascontiguousarray(q[a:b]), kk, vv, sinks, scale=cfg.softmax_scale,
+                                            window=win))
+        o = np.concatenate(parts)
+    return ops.linear(o.reshape(T, Hq * Dv), _need(w, "o_proj.weight"), w.get("o_proj.bias"))

@@ -276,3 +276,47 @@ def moe(x: np.ndarray, router_weight: np.ndarray, w_gate: np.ndarray, w_up: np.n
     if shared is not None:
         y += swiglu(x, *shared)
     return y, counts
+
+
+# ---- GPT-OSS's MoE (NumPy float32 for now; float64 twin: reference.moe_gpt_oss) ---------------
+__all__ += ["clamped_swiglu", "moe_gpt_oss"]
+
+SWIGLU_ALPHA, SWIGLU_LIMIT = 1.702, 7.0   # HF GptOssConfig swiglu_alpha / swiglu_limit
+
+
+def clamped_swiglu(gate: np.ndarray, up: np.ndarray, alpha: float = SWIGLU_ALPHA,
+                   limit: float = SWIGLU_LIMIT) -> np.ndarray:
+    """GPT-OSS's gate (HF GptOssExperts._apply_gate): gate clamped to <= limit, up to [-limit, limit];
+    (up + 1) * gate * sigmoid(alpha * gate). float32."""
+    g = np.minimum(np.asarray(gate, np.float32), np.float32(limit))
+    u = np.clip(np.asarray(up, np.float32), np.float32(-limit), np.float32(limit))
+    return (u + np.float32(1)) * (g / (np.float32(1) + np.exp(-np.float32(alpha) * g)))
+
+
+def moe_gpt_oss(x: np.ndarray, router_weight, router_bias, w_gate, w_up, w_down, b_gate, b_up, b_down, *,
+                top_k: int, alpha: float = SWIGLU_ALPHA, limit: float = SWIGLU_LIMIT):
+    """GPT-OSS's MoE feed-forward (HF GptOssMLP): logits = x router_weight^T + router_bias; the top_k
+    logits (ties to the lower index) softmaxed among themselves; each chosen expert e gives
+    down_e(clamped_swiglu(gate_e x + b_gate[e], up_e x + b_up[e])) + b_down[e]. w_gate/w_up [E, F, D],
+    w_down [E, D, F] (float32, float16, bf16 uint16 bits or QTensor per expert slice via `linear`),
+    biases float32. x[T, D] float32 -> (y[T, D] float32, counts[E] int64)."""
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    k = _int_arg("top_k", top_k)
+    logits = linear(x, router_weight, np.asarray(router_bias, np.float32))
+    E = logits.shape[1]
+    if not 1 <= k <= E:
+        raise ValueError(f"`top_k`={k} must be in [1, {E}]")
+    idx = np.argsort(-logits, axis=1, kind="stable")[:, :k]
+    top = np.take_along_axis(logits, idx, axis=1)
+    wts = np.exp(top - top.max(axis=1, keepdims=True))
+    wts /= wts.sum(axis=1, keepdims=True)
+    y = np.zeros_like(x)
+    counts = np.bincount(idx.ravel(), minlength=E).astype(np.int64)
+    for e in np.nonzero(counts)[0]:
+        rows, slots = np.nonzero(idx == e)
+        xe = np.ascontiguousarray(x[rows])
+        h = clamped_swiglu(linear(xe, w_gate[e], np.asarray(b_gate[e], np.float32)),
+                           linear(xe, w_up[e], np.asarray(b_up[e], np.float32)), alpha, limit)
+        out = linear(np.ascontiguousarray(h, dtype=np.float32), w_down[e], np.asarray(b_down[e], np.float32))
+        y[rows] += wts[rows, slots][:, None] * out   # rows are distinct within one expert
+    return y, counts

@@ -163,12 +163,13 @@ def moe(x, router_weight, w_gate, w_up, w_down, *, shared=None, **route_kwargs):
 
 
 # ---- gqa ----------------------------------------------------------------------------------
-def attention(q, k, v, scale=None, window=None, softcap=None):
+def attention(q, k, v, scale=None, window=None, softcap=None, sinks=None):
     """Causal softmax attention with one K/V head per query head: q[T, H, Dk], k[L, H, Dk],
     v[L, H, Dv] -> [T, H, Dv]. The T queries are the LAST T of the L positions: query i sees keys
     0 .. L-T+i, and with a sliding `window` only the last `window` of them (L-T+i-window+1 ..
     L-T+i, HF's sliding_window). scale defaults to 1/sqrt(Dk). softcap: scores s (scaled) become
-    softcap * tanh(s / softcap) before the mask and softmax (Gemma 2)."""
+    softcap * tanh(s / softcap) before the mask and softmax (Gemma 2). sinks[H]: one more logit per
+    head in the softmax, its probability dropped (GPT-OSS)."""
     q, k, v = _f64(q), _f64(k), _f64(v)
     T, L = q.shape[0], k.shape[0]
     scale = q.shape[-1] ** -0.5 if scale is None else float(scale)
@@ -180,17 +181,22 @@ def attention(q, k, v, scale=None, window=None, softcap=None):
     if window is not None:
         future |= np.arange(L)[None, :] <= pos - window
     s[:, future] = -np.inf
+    if sinks is not None:
+        s = np.concatenate([s, np.broadcast_to(_f64(sinks)[:, None, None], (s.shape[0], T, 1))], axis=-1)
     s -= s.max(axis=-1, keepdims=True)
     p = np.exp(s)
     p /= p.sum(axis=-1, keepdims=True)
+    if sinks is not None:
+        p = p[..., :-1]
     return np.einsum("htl,lhd->thd", p, v)
 
 
-def gqa_attention(q, k, v, scale=None, window=None, softcap=None):
+def gqa_attention(q, k, v, scale=None, window=None, softcap=None, sinks=None):
     """q[T, Hq, Dh], k[L, Hkv, Dh], v[L, Hkv, Dv]: query head j reads KV head j // (Hq / Hkv)
-    (HF repeat_kv); window and softcap as `attention`."""
+    (HF repeat_kv); window, softcap and sinks as `attention`."""
     g = q.shape[1] // k.shape[1]
-    return attention(q, np.repeat(_f64(k), g, axis=1), np.repeat(_f64(v), g, axis=1), scale, window, softcap)
+    return attention(q, np.repeat(_f64(k), g, axis=1), np.repeat(_f64(v), g, axis=1), scale, window, softcap,
+                     sinks)
 
 
 def _bias(w, name):
@@ -218,7 +224,8 @@ def gqa_block(x, w, positions, cfg, k_past=None, v_past=None, model_layer=0):
     if k_past is not None:
         k = np.concatenate([_f64(k_past), k])
         v = np.concatenate([_f64(v_past), v])
-    o = gqa_attention(q, k, v, cfg.softmax_scale, cfg.layer_window(model_layer), cfg.attn_logit_softcapping)
+    o = gqa_attention(q, k, v, cfg.softmax_scale, cfg.layer_window(model_layer), cfg.attn_logit_softcapping,
+                      w.get("sinks"))
     return linear(o.reshape(T, Hq * Dv), w["o_proj.weight"], _bias(w, "o_proj.bias")), k, v
 
 
@@ -387,3 +394,28 @@ def qlinear_q8_activations(x, q, fmt, bias=None):
     scale in float16, so it is rounded to float16 here too (dequantize reads it as such)."""
     xq = dequantize(quantize_q8_0(np.asarray(x, np.float32)), "q8_0")
     return qlinear(xq, q, fmt, bias)
+
+
+# ---- GPT-OSS MoE ---------------------------------------------------------------------------
+def clamped_swiglu(gate, up, alpha=1.702, limit=7.0):
+    g = np.minimum(_f64(gate), limit)
+    u = np.clip(_f64(up), -limit, limit)
+    return (u + 1.0) * g / (1.0 + np.exp(-alpha * g))
+
+
+def moe_gpt_oss(x, router_weight, router_bias, w_gate, w_up, w_down, b_gate, b_up, b_down, *, top_k,
+                alpha=1.702, limit=7.0):
+    """HF GptOssMLP from its definition in float64 (see ops.moe_gpt_oss)."""
+    x = _f64(x)
+    logits = linear(x, router_weight, _f64(router_bias))
+    idx = np.argsort(-logits, axis=1, kind="stable")[:, :top_k]
+    top = np.take_along_axis(logits, idx, axis=1)
+    wts = np.exp(top - top.max(axis=1, keepdims=True))
+    wts /= wts.sum(axis=1, keepdims=True)
+    y = np.zeros_like(x)
+    for t in range(x.shape[0]):
+        for j, e in enumerate(idx[t]):
+            xt = x[t:t + 1]
+            h = clamped_swiglu(linear(xt, w_gate[e], _f64(b_gate[e])), linear(xt, w_up[e], _f64(b_up[e])), alpha, limit)
+            y[t] += wts[t, j] * linear(h, w_down[e], _f64(b_down[e]))[0]
+    return y

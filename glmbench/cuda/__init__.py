@@ -827,7 +827,8 @@ class CudaModel:
         if getattr(cfg, "rope_scaling", None):
             raise ValueError(f"CudaModel: {cfg.name} uses rope_scaling {cfg.rope_scaling!r}, which the CUDA rope "
                              "kernels do not implement (plain theta^(-2i/d) frequencies only)")
-        if cfg.windowed_layers or cfg.model_type in configs.GEMMA_FAMILIES or cfg.forward_unsupported():
+        if (cfg.windowed_layers or cfg.model_type in configs.GEMMA_FAMILIES or cfg.forward_unsupported()
+                or cfg.attention_sinks or cfg.expert_bias):   # GPT-OSS: sinks, biased experts (CPU only)
             # the GPU path has full causal attention and the Llama/Qwen layer only: refuse, never run it wrong
             raise ValueError(f"CudaModel: {cfg.name} ({cfg.model_type}) needs sliding-window attention or Gemma's "
                              "layer (sandwich norms, GeGLU, soft-capping), which the CUDA path does not implement; "

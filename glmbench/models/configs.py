@@ -206,8 +206,8 @@ class ModelConfig:
             out.append(f"rope_type {self.rope_type!r} (supported: {', '.join(ROPE_TYPES)})")
         if self.n_layer_norms != 2 and not gemma:
             out.append(f"{self.n_layer_norms} norms per layer (Gemma's sandwich norms)")
-        if self.expert_bias or self.attention_sinks:
-            out.append("GPT-OSS's attention sinks, expert biases and clamped SwiGLU")
+        if (self.expert_bias or self.attention_sinks) and self.model_type != "gpt_oss":
+            out.append("attention sinks and expert biases outside GPT-OSS")
         return out
 
     def layer_window(self, i: int) -> int | None:

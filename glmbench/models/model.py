@@ -21,6 +21,14 @@ query_pre_attn_scalar ** -0.5; tied head; final_logit_softcapping when set. A wi
 `window_chunk` tokens (the most a ring layer takes at once). Their layers run as one C call each
 (csrc/layer.c: sandwich norms, GeGLU, window, local rope base and soft-capping), as the others do.
 
+GPT-OSS (gpt_oss; HF modeling_gpt_oss): q/k/v/o biases, YaRN rope, a learned sink logit per head in
+each softmax's denominator, every other layer windowed (rings, as Gemma's); every layer MoE with a
+biased router (softmax over the top-k logits) and biased experts with the clamped SwiGLU
+(up + 1) * g * sigmoid(1.702 g). HF's interleaved gate_up_proj [E, D, 2F] and mlp.router are split
+and renamed on input (held as mlp.experts.{gate,up,down}_proj[_bias], mlp.gate.{weight,bias}).
+No C layer yet: `Layer._forward_gpt_oss` runs the sink attention (attention.gqa_sink_block) and the
+MoE (ops.moe_gpt_oss) as NumPy float32 around the C matmuls, so its measured speed is not a C kernel's.
+
 Weights are kept under their HF names relative to `model.layers.{i}.` (plus `model.embed_tokens.weight`,
 `model.norm.weight`, `lm_head.weight`); the set of tensors is ModelConfig.tensor_shapes(). Routed
 experts are held as three stacked tensors `mlp.experts.gate_proj` [E, F, D], `mlp.experts.up_proj`
@@ -230,8 +238,8 @@ class Layer:
 
     def _c_spec(self) -> dict | None:
         cfg, w, a = self.cfg, self.w, self.attn
-        if not all(isinstance(v, np.ndarray) for v in w.values()):
-            return None
+        if not all(isinstance(v, np.ndarray) for v in w.values()) or cfg.attention_sinks:
+            return None   # GPT-OSS: no C layer yet (_forward_gpt_oss)
         mla = cfg.attention == "mla"
         gemma = cfg.model_type in configs.GEMMA_FAMILIES   # sandwich norms and GeGLU (_forward_gemma)
         rot = cfg.layer_rope(self.index) if not mla else dict(
@@ -289,6 +297,8 @@ class Layer:
         eps = float(cfg.rms_norm_eps)
         if cfg.model_type in configs.GEMMA_FAMILIES:
             return self._forward_gemma(x, cache, cache_layer, positions)
+        if cfg.attention_sinks:
+            return self._forward_gpt_oss(x, cache, cache_layer, positions)
         h = _ops.rms_norm(x, w["input_layernorm.weight"], eps)
         if cfg.attention == "mla":
             a = attention.mla_block(h, self.attn, cache, cache_layer, positions, cfg, strategy=mla_strategy)
@@ -316,6 +326,25 @@ class Layer:
         return x + _ops.rms_norm(m, w["post_feedforward_layernorm.weight"], eps)
 
 
+    def _forward_gpt_oss(self, x, cache, cache_layer: int, positions):
+        """GPT-OSS's layer (HF modeling_gpt_oss): pre-norm; attention with q/k/v/o biases, YaRN rope,
+        per-head sinks and every other layer windowed (attention.gqa_sink_block); MoE with a biased
+        router, softmax over the top-k logits and biased experts with the clamped SwiGLU
+        (ops.moe_gpt_oss). NumPy float32 around the C matmuls for now (no C layer)."""
+        cfg, w = self.cfg, self.w
+        eps = float(cfg.rms_norm_eps)
+        h = _ops.rms_norm(x, w["input_layernorm.weight"], eps)
+        x = x + attention.gqa_sink_block(h, self.attn, cache, cache_layer, positions, cfg, model_layer=self.index)
+        h = _ops.rms_norm(x, w["post_attention_layernorm.weight"], eps)
+        hf = getattr(cfg, "hf", None) or {}
+        m, self.last_counts = _ops.moe_gpt_oss(
+            h, w["mlp.gate.weight"], w["mlp.gate.bias"], *(w[n] for n in _EXPERTS),
+            *(w[n + "_bias"] for n in _EXPERTS), top_k=int(cfg.n_experts_per_tok),
+            alpha=float(hf.get("swiglu_alpha", _ops.SWIGLU_ALPHA)),
+            limit=float(hf.get("swiglu_limit", _ops.SWIGLU_LIMIT)))
+        return x + m
+
+
 def _gemma_norm(cfg, name: str, a):
     """Gemma's RMSNorms multiply by (1 + w) (HF Gemma3RMSNorm, in float32): held as 1 + w so the
     C core's RMSNorm (times w) runs them."""
@@ -333,7 +362,7 @@ def build_layer(cfg, index: int, weights: str = vocab.DEFAULTS["measured_weights
         if std is None:
             w[name] = np.ones(shape, np.float32)
         else:
-            fmt = vocab.tensor_format(weights, name, shape).name
+            fmt = "f32" if name.endswith("_bias") else vocab.tensor_format(weights, name, shape).name
             w[name] = random_weight(f"model.layers.{index}.{name}", shape, fmt, seed, std)
     return Layer(cfg, index, kind, w)
 
@@ -351,7 +380,19 @@ def _layer_from_hf(cfg, index: int, kind: str, src: Mapping, fmt: str) -> Layer:
     experts = {}
     if kind == "moe":
         E, F = cfg.n_routed_experts, cfg.moe_intermediate_size
-        if p + "mlp.experts.gate_up_proj" in src:  # transformers 5.x: gate and up fused on the rows
+        if cfg.expert_bias and p + "mlp.experts.gate_up_proj" in src:
+            # HF GPT-OSS: gate_up_proj [E, D, 2F] (gate and up interleaved on the last axis), down_proj
+            # [E, F, D], biases gate_up_proj_bias [E, 2F] / down_proj_bias [E, D]; router mlp.router
+            gu, gub = get("mlp.experts.gate_up_proj"), get("mlp.experts.gate_up_proj_bias")
+            _expect(gu, (E, cfg.hidden_size, 2 * F), p + "mlp.experts.gate_up_proj")
+            _expect(gub, (E, 2 * F), p + "mlp.experts.gate_up_proj_bias")
+            experts = {_EXPERTS[0]: gu[:, :, 0::2].transpose(0, 2, 1),
+                       _EXPERTS[1]: gu[:, :, 1::2].transpose(0, 2, 1),
+                       _EXPERTS[2]: get("mlp.experts.down_proj").transpose(0, 2, 1),
+                       _EXPERTS[0] + "_bias": gub[:, 0::2], _EXPERTS[1] + "_bias": gub[:, 1::2],
+                       _EXPERTS[2] + "_bias": get("mlp.experts.down_proj_bias"),
+                       "mlp.gate.weight": get("mlp.router.weight"), "mlp.gate.bias": get("mlp.router.bias")}
+        elif p + "mlp.experts.gate_up_proj" in src:  # transformers 5.x: gate and up fused on the rows
             gu = get("mlp.experts.gate_up_proj")
             _expect(gu, (E, 2 * F, cfg.hidden_size), p + "mlp.experts.gate_up_proj")
             experts = {_EXPERTS[0]: gu[:, :F], _EXPERTS[1]: gu[:, F:], _EXPERTS[2]: get("mlp.experts.down_proj")}
@@ -371,7 +412,8 @@ def _layer_from_hf(cfg, index: int, kind: str, src: Mapping, fmt: str) -> Layer:
         a = experts[name] if name in experts else get(name)
         _expect(a, shape, p + name)
         a = _gemma_norm(cfg, name, a)
-        w[name] = to_format(a, _tensor_fmt(fmt, name, shape, a))
+        # GPT-OSS's 2-D expert biases and sinks stay float32 as the other biases do
+        w[name] = to_format(a, "f32" if name.endswith(("_bias", "sinks")) else _tensor_fmt(fmt, name, shape, a))
     return Layer(cfg, index, kind, w)
 
 
