@@ -148,6 +148,13 @@ def test_every_profile_passes_the_field_checks(key):
     assert g.peak_flops("fp16_acc16") >= g.peak_flops("fp16")
     if cc >= (7, 5):      # int8 tensor cores (dp4a on GTX 16: still 2 x their f16)
         assert t["int8"] >= t["fp16"]
+        # every tensor-core card from Turing on (not the GTX 16 series) runs int8 at twice its dense
+        # f16-accumulate rate or more, and the MMQ path decision sees its int8 tensor cores (the B200
+        # once listed int8 = fp16 and was taken for a dp4a card)
+        from glmbench.predict.kernels import has_int8_tensor
+        if not g.name.startswith("GTX 16"):
+            assert t["int8"] >= 2 * t["fp16"] * 0.99 or t["int8"] >= 1.99 * t.get("fp16_acc16", 0), key
+            assert has_int8_tensor(g), key
     else:                 # Volta: no int8 tensor cores, dp4a = 4 x fp32
         assert t["int8"] == pytest.approx(4 * t["fp32"], rel=0.02)
     # the SoCs (Jetson) have no card-to-card link; every other profile has one

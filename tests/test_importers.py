@@ -691,6 +691,11 @@ def test_depths_and_tests_of_published_files():
     assert {r["flash_attn"] for r in rs} == {1} and "-fa` in the text" in rs[0]["inferred"]["flash_attn"]
     rs = im.read(pasted("deepseek-v2-lite-q4_0_RTX4080_ik-llama-sweep_ik-llama-pr589-ikawrakow.md"))
     assert {r["flash_attn"] for r in rs} == {1} and "-fa -fmoe" in rs[0]["inferred"]["flash_attn"]
+    # the u-batch and MLA mode from the same quoted options (`-mla 3 -fa -fmoe -b 4096 -ub 4096`)
+    assert {(r["n_ubatch"], r["mla"]) for r in rs} == {(4096, "3")} and "quoted" in rs[0]["inferred"]["n_ubatch"]
+    # pr386 quotes `-mla 2 -fa` and `-mla 3 -fa` (one per table): no single MLA mode, none taken
+    rs = im.read(pasted("deepseek-v2-lite-q4_0_RTX4080_ik-llama-sweep_ik-llama-pr386-ikawrakow.md"))
+    assert {r.get("mla") for r in rs} == {None}
 
 
 def test_bad_pasted_input_is_one_clear_error(tmp_path):

@@ -328,12 +328,12 @@ add(given("h200-nvl", "H200 NVL", "hopper", 140.4, 4800, 835.5, 1670.5, 60, "HBM
                "FP32 60; NVLink bridge 900 GB/s (2- or 4-way, not assumed). Memory as the H200 SXM."))
 
 # ---- Blackwell -----------------------------------------------------------------------------------
-add(given("b200", "B200", "blackwell-dc", 179.1, 8000, 2250, 2250, 75, "HBM3e", "SXM6", link=900, lat=5,
+add(given("b200", "B200", "blackwell-dc", 179.1, 8000, 2250, 4500, 75, "HBM3e", "SXM6", link=900, lat=5,
           nvlink=900, aliases=["NVIDIA B200", "B200 180GB", "HGX B200"],
           source="https://www.nvidia.com/en-us/data-center/hgx/; https://www.nvidia.com/en-us/data-center/dgx-b200/",
           note="HGX B200 per GPU (the 8-GPU table / 8): 180 GB HBM3e, 8 TB/s; FP16/BF16 tensor 4.5 PFLOPS with "
-               "sparsity = 2.25 dense; INT8 4.5 POPS with sparsity = 2.25 dense (Blackwell runs int8 at the f16 "
-               "rate); FP32 75. Link: NVLink 5, 1.8 TB/s bidirectional = 900 GB/s per direction. Memory: "
+               "sparsity = 2.25 dense; INT8 72 POPS with sparsity per 8 GPUs = 9 per GPU = 4.5 POPS dense (twice "
+               "the f16 rate, as FP8; so int8 tensor cores, MMQ on them); FP32 75. Link: NVLink 5, 1.8 TB/s bidirectional = 900 GB/s per direction. Memory: "
                "nvidia-smi reports 183,359 MiB (179.1 GiB)."))
 for k, n, sms, mhz, bits, gbps, mem, mt, lanes in (
         ("rtx-5050", "RTX 5050", 20, 2570, 128, 20, 8, "GDDR6", 8),

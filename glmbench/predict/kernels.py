@@ -169,9 +169,12 @@ def has_int8_tensor(gpu) -> bool:
     them (Volta, GTX 16xx; profiles that leave int8 at the fp16 default) MMQ runs on dp4a and
     llama.cpp leaves batches of 64 tokens and more to cuBLAS (ggml-cuda/mmq.cu ggml_cuda_should_use_mmq)."""
     t = gpu.tflops
-    # tensor cores: the f16 tensor peak (with f16 accumulation where listed) at least 3x fp32;
+    # tensor cores: the f16 tensor peak (with f16 accumulation where listed) at least 3x fp32, or an
+    # int8 peak above dp4a's 4x fp32 (the RTX 5090 D, its tensor rate capped to 2.8x fp32);
     # GTX 16xx run f16 at only twice fp32 and int8 as dp4a (4x fp32)
-    tensor = max(t.get("fp16", 0.0), t.get("fp16_acc16", 0.0)) >= 3 * t.get("fp32", 1.0)
+    fp32 = t.get("fp32", 1.0)
+    tensor = (max(t.get("fp16", 0.0), t.get("fp16_acc16", 0.0)) >= 3 * fp32
+              or t.get("int8", 0.0) > 4.5 * fp32)
     return tensor and t.get("int8", 0.0) >= 1.5 * t.get("fp16", 0.0)
 
 

@@ -1252,6 +1252,19 @@ def _block_meta(b, ctx, text, text_before, fname, weights_seen):
                 sp = next(x for x, y in fas if y == v)
                 meta["flash_attn"], inferred["flash_attn"] = v, f"{v} (from `{sp}` in the {where})"
                 break
+    # the u-batch and MLA mode quoted in the prose the same way ("using `-mla 3 -fa -ub 4096`"), where
+    # the command line does not give them and every quoted set that says agrees
+    for k in ("n_ubatch", "mla"):
+        if k in opts or b.main.get(k):
+            continue
+        for where, t in (("text before the table", "\n".join(x for _, x in b.before)), ("text above", text_before)):
+            spans = [sp for sp in re.findall(r"`([^`\n]+)`", t) if re.match(r"\s*-{1,2}[a-z]", sp)]
+            vals = {_command_args(sp, {}).get(k) for sp in spans} - {None}
+            if len(vals) == 1:
+                v = vals.pop()
+                meta[k] = int(v) if k == "n_ubatch" and re.fullmatch(r"\d+", str(v)) else v
+                inferred[k] = f"{v} (from the options quoted in the {where})"
+                break
     for k in ("n_gpu_layers", "n_ubatch", "n_batch", "n_threads"):
         if k in opts and not b.main.get(k):
             v = opts[k]
