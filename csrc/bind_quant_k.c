@@ -2,12 +2,16 @@
  * Same pattern as bind_quant.c; formats are ggml's type numbers (quant_k.h), glmbench/core/quant.py
  * maps names. */
 #include "bind.h"
+#include "quant_iq.h"
 #include "quant_k.h"
 
+/* iq4_nl and mxfp4 (csrc/quant_iq.c, blocks of 32) share these entry points with the K-quants */
+static int64_t row_bytes_any(int fmt, int64_t k) { return gb_is_iqfmt(fmt) ? gb_iq_row_bytes(fmt, k) : gb_k_row_bytes(fmt, k); }
+
 static int check_kfmt(int fmt) {
-    if (!gb_is_kfmt(fmt)) {
-        PyErr_Format(PyExc_ValueError, "`fmt` must be %d (q2_K), %d (q3_K), %d (q4_K), %d (q5_K), %d (q6_K) or %d (iq4_xs), got %d",
-                     GB_Q2_K, GB_Q3_K, GB_Q4_K, GB_Q5_K, GB_Q6_K, GB_IQ4_XS, fmt);
+    if (!gb_is_kfmt(fmt) && !gb_is_iqfmt(fmt)) {
+        PyErr_Format(PyExc_ValueError, "`fmt` must be %d (q2_K), %d (q3_K), %d (q4_K), %d (q5_K), %d (q6_K), %d (iq4_xs), "
+                     "%d (iq4_nl) or %d (mxfp4), got %d", GB_Q2_K, GB_Q3_K, GB_Q4_K, GB_Q5_K, GB_Q6_K, GB_IQ4_XS, GB_IQ4_NL, GB_MXFP4, fmt);
         return -1;
     }
     return 0;
@@ -21,6 +25,15 @@ static int check_k(Py_ssize_t k) {
     return 0;
 }
 
+static int check_fk(int fmt, Py_ssize_t k) {
+    if (!gb_is_iqfmt(fmt)) return check_k(k);
+    if (k <= 0 || k % 32) {
+        PyErr_Format(PyExc_ValueError, "`k` must be a positive multiple of 32 (iq4_nl/mxfp4 blocks), got %ld", (long)k);
+        return -1;
+    }
+    return 0;
+}
+
 static PyObject *py_kdequantize(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"q", "fmt", "k", NULL};
     PyObject *qo;
@@ -29,14 +42,14 @@ static PyObject *py_kdequantize(PyObject *self, PyObject *args, PyObject *kw) {
     PyArrayObject *q = NULL, *y = NULL;
     PyObject *ret = NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "Oin:kdequantize", kwlist, &qo, &fmt, &k)) return NULL;
-    if (check_kfmt(fmt) < 0 || check_k(k) < 0) goto done;
+    if (check_kfmt(fmt) < 0 || check_fk(fmt, k) < 0) goto done;
     if (!(q = gb_array(qo, "q", NPY_UINT8, 2, GB_COPY))) goto done;
-    if (gb_check_dim(q, "q", 1, (npy_intp)gb_k_row_bytes(fmt, k), "the bytes of one row of k elements") < 0) goto done;
+    if (gb_check_dim(q, "q", 1, (npy_intp)row_bytes_any(fmt, k), "the bytes of one row of k elements") < 0) goto done;
     npy_intp dims[2] = {PyArray_DIM(q, 0), k};
     if (!(y = gb_new_f32(2, dims))) goto done;
     int st;
     Py_BEGIN_ALLOW_THREADS
-    st = gb_k_dequantize_rows(fmt, PyArray_DATA(q), (float *)PyArray_DATA(y), dims[0], k);
+    st = (gb_is_iqfmt(fmt) ? gb_iq_dequantize_rows : gb_k_dequantize_rows)(fmt, PyArray_DATA(q), (float *)PyArray_DATA(y), dims[0], k);
     Py_END_ALLOW_THREADS
     ret = gb_result(st, &y);
 done:
@@ -76,11 +89,11 @@ static PyObject *py_klinear(PyObject *self, PyObject *args, PyObject *kw) {
     PyArrayObject *x = NULL, *w = NULL, *b = NULL, *y = NULL;
     PyObject *ret = NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OOin|Oi:klinear", kwlist, &xo, &wo, &fmt, &k, &bo, &version)) return NULL;
-    if (check_kfmt(fmt) < 0 || check_k(k) < 0) goto done;
+    if (check_kfmt(fmt) < 0 || check_fk(fmt, k) < 0) goto done;
     if (!(x = gb_array(xo, "x", NPY_FLOAT32, 2, GB_COPY))) goto done;
     if (!(w = gb_array(wo, "weight", NPY_UINT8, 2, GB_COPY))) goto done;
     if (gb_check_dim(x, "x", 1, k, "the weight's in_features") < 0) goto done;
-    if (gb_check_dim(w, "weight", 1, (npy_intp)gb_k_row_bytes(fmt, k), "the bytes of one row of k elements") < 0) goto done;
+    if (gb_check_dim(w, "weight", 1, (npy_intp)row_bytes_any(fmt, k), "the bytes of one row of k elements") < 0) goto done;
     const npy_intp T = PyArray_DIM(x, 0), N = PyArray_DIM(w, 0);
     if (bo != Py_None) {
         if (!(b = gb_array(bo, "bias", NPY_FLOAT32, 1, GB_COPY))) goto done;
@@ -91,7 +104,7 @@ static PyObject *py_klinear(PyObject *self, PyObject *args, PyObject *kw) {
     if (!(y = gb_new_f32(2, dims))) goto done;
     int st;
     Py_BEGIN_ALLOW_THREADS
-    st = gb_klinear(fmt, (const float *)PyArray_DATA(x), PyArray_DATA(w), b ? (const float *)PyArray_DATA(b) : NULL,
+    st = (gb_is_iqfmt(fmt) ? gb_iqlinear : gb_klinear)(fmt, (const float *)PyArray_DATA(x), PyArray_DATA(w), b ? (const float *)PyArray_DATA(b) : NULL,
                     (float *)PyArray_DATA(y), T, N, k, version);
     Py_END_ALLOW_THREADS
     ret = gb_result(st, &y);

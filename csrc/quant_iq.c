@@ -1,0 +1,273 @@
+/* quant_iq.c: ggml's iq4_nl and mxfp4 (32-value blocks, 4-bit indices into a non-linear table,
+ * one scale per block) as stored: dequantize and the quantized linear (decode GEMV and prefill
+ * GEMM share one driver). See quant_iq.h for the layouts and the arithmetic both versions follow.
+ *
+ * Driver: activations quantized to q8_0 once per call and laid out for the dot (int8 values padded
+ * to whole groups of 16 blocks, per-block float scale and 128 * sum in lane order); tokens in chunks
+ * whose activations stay in L2; OpenMP over weight rows. Per (row, chunk) the row is decoded once
+ * into unsigned bytes kvalue + 128 and lane-ordered float scales (one contiguous read of the row as
+ * stored, no repacked copy), then dotted with every token of the chunk from L1. */
+#include "quant_iq.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+#include "common.h"
+#include "quant.h"
+#include "quant_k.h"
+
+#define QB 32
+
+static inline float h2f(const uint8_t *p) {
+    uint16_t h;
+    memcpy(&h, p, 2);
+#if defined(__F16C__)
+    return _cvtsh_ss(h);
+#else
+    return gb_f16_to_f32(h);
+#endif
+}
+
+/* ggml-common.h kvalues_iq4nl and kvalues_mxfp4 (E2M1 doubled) */
+static const int8_t kv_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+static const int8_t kv_mxfp4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+/* float lane l of a group of 16 blocks holds block lane_blk[l] (the order the VNNI reduction gives) */
+static const int lane_blk[16] = {0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15};
+
+int gb_is_iqfmt(int fmt) { return fmt == GB_IQ4_NL || fmt == GB_MXFP4; }
+
+static inline int64_t iq_blk_bytes(int fmt) { return fmt == GB_IQ4_NL ? 18 : 17; }
+static inline int iq_head(int fmt) { return fmt == GB_IQ4_NL ? 2 : 1; }
+static inline const int8_t *iq_table(int fmt) { return fmt == GB_IQ4_NL ? kv_iq4nl : kv_mxfp4; }
+
+int64_t gb_iq_row_bytes(int fmt, int64_t n) {
+    if (!gb_is_iqfmt(fmt) || n < 0 || n % QB) return -1;
+    return n / QB * iq_blk_bytes(fmt);
+}
+
+/* ggml's GGML_E8M0_TO_FP32_HALF: 2^(e - 128) as float bits */
+static inline float e8m0_half(uint8_t e) {
+    const uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+static inline float blk_scale(int fmt, const uint8_t *b) { return fmt == GB_IQ4_NL ? h2f(b) : e8m0_half(b[0]); }
+
+/* ---- dequantize: d * (float)kvalue, float32, as ggml and the gguf package ---------------------- */
+
+static void dequantize_row_iq(int fmt, const uint8_t *src, float *y, int64_t k) {
+    const int8_t *kv = iq_table(fmt);
+    const int64_t bb = iq_blk_bytes(fmt);
+    const int hd = iq_head(fmt);
+    for (int64_t i = 0; i < k / QB; i++) {
+        const uint8_t *b = src + i * bb, *qs = b + hd;
+        const float d = blk_scale(fmt, b);
+        for (int j = 0; j < 16; j++) {
+            y[QB * i + j] = d * (float)kv[qs[j] & 0x0f];
+            y[QB * i + 16 + j] = d * (float)kv[qs[j] >> 4];
+        }
+    }
+}
+
+int gb_iq_dequantize_rows(int fmt, const void *src, float *y, int64_t rows, int64_t k) {
+    const int64_t rb = gb_iq_row_bytes(fmt, k);
+    if (rb < 0) return gb_error(GB_EVALUE, "dequantize: format %d with k=%ld is not an iq4_nl/mxfp4 row (k %% 32 == 0)", fmt, (long)k);
+#pragma omp parallel for schedule(static) if (rows * k > 1 << 18)
+    for (int64_t r = 0; r < rows; r++) dequantize_row_iq(fmt, (const uint8_t *)src + r * rb, y + r * k, k);
+    return GB_OK;
+}
+
+/* ---- one row decoded for the dot: u = kvalue + 128 (nbp blocks, padding 128), dwp in lane order -- */
+
+static void decode_row_ref(int fmt, const uint8_t *src, int64_t nb, int64_t nbp, uint8_t *u, float *dwp) {
+    const int8_t *kv = iq_table(fmt);
+    const int64_t bb = iq_blk_bytes(fmt);
+    const int hd = iq_head(fmt);
+    for (int64_t i = 0; i < nbp; i++) {
+        uint8_t *ub = u + QB * i;
+        if (i >= nb) {
+            memset(ub, 128, QB);
+            continue;
+        }
+        const uint8_t *qs = src + i * bb + hd;
+        for (int j = 0; j < 16; j++) {
+            ub[j] = (uint8_t)(kv[qs[j] & 0x0f] + 128);
+            ub[16 + j] = (uint8_t)(kv[qs[j] >> 4] + 128);
+        }
+    }
+    for (int64_t c = 0; c < nbp / 16; c++)
+        for (int l = 0; l < 16; l++) {
+            const int64_t b = 16 * c + lane_blk[l];
+            dwp[16 * c + l] = b < nb ? blk_scale(fmt, src + b * bb) : 0.0f;
+        }
+}
+
+static inline float reduce16(const float lane[16]) {
+    float h8[8], h4[4], h2[2];
+    for (int i = 0; i < 8; i++) h8[i] = lane[i] + lane[i + 8];
+    for (int i = 0; i < 4; i++) h4[i] = h8[i] + h8[i + 4];
+    for (int i = 0; i < 2; i++) h2[i] = h4[i] + h4[i + 2];
+    return h2[0] + h2[1];
+}
+
+/* one (row, token): nc groups of 16 blocks */
+static float dot_ref(const uint8_t *u, const float *dwp, const int8_t *xq, const float *dxp, const int32_t *xsp, int64_t nc) {
+    float lane[16] = {0};
+    for (int64_t c = 0; c < nc; c++)
+        for (int l = 0; l < 16; l++) {
+            const int64_t b = 16 * c + lane_blk[l];
+            int32_t s = 0;
+            for (int j = 0; j < QB; j++) s += (int32_t)u[QB * b + j] * (int32_t)xq[QB * b + j];
+            s -= xsp[16 * c + l];
+            lane[l] += (dwp[16 * c + l] * dxp[16 * c + l]) * (float)s;
+        }
+    return reduce16(lane);
+}
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__) && defined(__AVX512VL__)
+#define GB_HAVE_IQ_VNNI 1
+
+static void decode_row_vnni(int fmt, const uint8_t *src, int64_t nb, int64_t nbp, uint8_t *u, float *dwp) {
+    const int8_t *kv = iq_table(fmt);
+    uint8_t t8[16];
+    for (int j = 0; j < 16; j++) t8[j] = (uint8_t)(kv[j] + 128);
+    const __m128i tbl = _mm_loadu_si128((const __m128i *)t8), m4 = _mm_set1_epi8(0x0f);
+    const int64_t bb = iq_blk_bytes(fmt);
+    const int hd = iq_head(fmt);
+    for (int64_t i = 0; i < nb; i++) {
+        const __m128i q = _mm_loadu_si128((const __m128i *)(src + i * bb + hd));
+        _mm_store_si128((__m128i *)(u + QB * i), _mm_shuffle_epi8(tbl, _mm_and_si128(q, m4)));
+        _mm_store_si128((__m128i *)(u + QB * i + 16), _mm_shuffle_epi8(tbl, _mm_and_si128(_mm_srli_epi16(q, 4), m4)));
+    }
+    if (nbp > nb) memset(u + QB * nb, 128, (size_t)(QB * (nbp - nb)));
+    for (int64_t c = 0; c < nbp / 16; c++)
+        for (int l = 0; l < 16; l++) {
+            const int64_t b = 16 * c + lane_blk[l];
+            dwp[16 * c + l] = b < nb ? blk_scale(fmt, src + b * bb) : 0.0f;
+        }
+}
+
+static float dot_vnni(const uint8_t *u, const float *dwp, const int8_t *xq, const float *dxp, const int32_t *xsp, int64_t nc) {
+    __m512 acc = _mm512_setzero_ps();
+    const __m512i z = _mm512_setzero_si512();
+    for (int64_t c = 0; c < nc; c++) {
+        const uint8_t *uc = u + 512 * c;
+        const int8_t *xc = xq + 512 * c;
+        __m512i v[8];
+        for (int i = 0; i < 8; i++)
+            v[i] = _mm512_dpbusd_epi32(z, _mm512_load_si512((const void *)(uc + 64 * i)), _mm512_load_si512((const void *)(xc + 64 * i)));
+        /* v[i]: int32 lanes 0-7 block 2i, 8-15 block 2i+1 -> one zmm of 16 block sums, lane l block lane_blk[l] */
+        __m512i t[4], w[2], h[2];
+        for (int i = 0; i < 4; i++)
+            t[i] = _mm512_add_epi32(_mm512_unpacklo_epi32(v[2 * i], v[2 * i + 1]), _mm512_unpackhi_epi32(v[2 * i], v[2 * i + 1]));
+        for (int i = 0; i < 2; i++) {
+            w[i] = _mm512_add_epi32(_mm512_unpacklo_epi64(t[2 * i], t[2 * i + 1]), _mm512_unpackhi_epi64(t[2 * i], t[2 * i + 1]));
+            h[i] = _mm512_add_epi32(w[i], _mm512_shuffle_i32x4(w[i], w[i], _MM_SHUFFLE(2, 3, 0, 1)));
+        }
+        const __m512i s = _mm512_sub_epi32(_mm512_shuffle_i32x4(h[0], h[1], _MM_SHUFFLE(2, 0, 2, 0)), _mm512_loadu_si512((const void *)(xsp + 16 * c)));
+        const __m512 p = _mm512_mul_ps(_mm512_mul_ps(_mm512_loadu_ps(dwp + 16 * c), _mm512_loadu_ps(dxp + 16 * c)), _mm512_cvtepi32_ps(s));
+        acc = _mm512_add_ps(acc, p);
+    }
+    /* reduce16's order: halves, then quarters, ... */
+    const __m256 h8 = _mm256_add_ps(_mm512_castps512_ps256(acc), _mm512_extractf32x8_ps(acc, 1));
+    const __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(h8), _mm256_extractf128_ps(h8, 1));
+    const __m128 h2 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));
+    return _mm_cvtss_f32(_mm_add_ss(h2, _mm_shuffle_ps(h2, h2, 1)));
+}
+#endif
+
+/* ---- the launcher -------------------------------------------------------------------------- */
+
+int gb_iqlinear(int fmt, const float *x, const void *w, const float *bias, float *y, int64_t T, int64_t N,
+                int64_t K, int version) {
+    if (!gb_is_iqfmt(fmt)) return gb_error(GB_EVALUE, "iqlinear: format %d is not iq4_nl (20) or mxfp4 (39)", fmt);
+    if (K <= 0 || K % QB) return gb_error(GB_EVALUE, "iqlinear: K=%ld must be a positive multiple of 32", (long)K);
+    if (T < 0 || N < 0) return gb_error(GB_EVALUE, "iqlinear: T=%ld and N=%ld must be >= 0", (long)T, (long)N);
+    int vnni = 0;
+#ifdef GB_HAVE_IQ_VNNI
+    if (version == GB_KV_AUTO || version == GB_KV_VNNI) vnni = 1;
+#endif
+    if (version == GB_KV_AUTO) version = vnni ? GB_KV_VNNI : GB_KV_REF;
+    if (version != GB_KV_REF && !vnni)
+        return gb_error(GB_EVALUE, "iqlinear: kernel version %d (%s) is not compiled in on this build", version, gb_kversion_name(version));
+    if (T == 0 || N == 0) return GB_OK;
+    const int64_t nb = K / QB, nbp = (nb + 15) / 16 * 16, nc = nbp / 16, rb = gb_iq_row_bytes(fmt, K);
+    int8_t *xq = (int8_t *)gb_ws_aligned_alloc(64, (size_t)(T * nbp * QB));
+    float *dxp = (float *)gb_ws_aligned_alloc(64, (size_t)(T * nbp) * sizeof(float));
+    int32_t *xsp = (int32_t *)gb_ws_aligned_alloc(64, (size_t)(T * nbp) * sizeof(int32_t));
+    uint8_t *q8 = (uint8_t *)gb_ws_aligned_alloc(64, (size_t)(T * nb) * sizeof(gb_block_q8_0));
+    if (!xq || !dxp || !xsp || !q8) {
+        gb_ws_free(xq);
+        gb_ws_free(dxp);
+        gb_ws_free(xsp);
+        gb_ws_free(q8);
+        return gb_error(GB_ENOMEM, "iqlinear: cannot allocate the q8_0 activations (%ld rows of %ld)", (long)T, (long)K);
+    }
+    /* tokens per chunk: their prepared activations (40 bytes per 32 values) within ~256 KB of L2 */
+    int64_t tc = (256 * 1024) / (nbp * 40);
+    tc = tc < 1 ? 1 : tc;
+    const uint8_t *wb = (const uint8_t *)w;
+    int fail = 0;
+#pragma omp parallel if (N * K * T > 65536)
+    {
+#pragma omp for schedule(static)
+        for (int64_t t = 0; t < T; t++) {
+            const gb_block_q8_0 *qb = (const gb_block_q8_0 *)(q8 + t * nb * sizeof(gb_block_q8_0));
+            gb_quantize_row_q8_0(x + t * K, (void *)qb, K);
+            int8_t *xt = xq + t * nbp * QB;
+            for (int64_t b = 0; b < nbp; b++) {
+                if (b < nb) memcpy(xt + QB * b, qb[b].qs, QB);
+                else memset(xt + QB * b, 0, QB);
+            }
+            for (int64_t c = 0; c < nc; c++)
+                for (int l = 0; l < 16; l++) {
+                    const int64_t b = 16 * c + lane_blk[l];
+                    int32_t s = 0;
+                    if (b < nb)
+                        for (int j = 0; j < QB; j++) s += qb[b].qs[j];
+                    dxp[t * nbp + 16 * c + l] = b < nb ? h2f((const uint8_t *)&qb[b].d) : 0.0f;
+                    xsp[t * nbp + 16 * c + l] = 128 * s;
+                }
+        }
+        uint8_t *u = (uint8_t *)gb_ws_aligned_alloc(64, (size_t)(nbp * QB));
+        float *dwp = (float *)gb_ws_aligned_alloc(64, (size_t)nbp * sizeof(float));
+        if (!u || !dwp) {
+#pragma omp atomic write
+            fail = 1;
+        }
+        for (int64_t t0 = 0; t0 < T; t0 += tc) {
+            const int64_t tt = T - t0 < tc ? T - t0 : tc;
+#pragma omp for schedule(static, 4)
+            for (int64_t n = 0; n < N; n++) {
+                if (!u || !dwp) continue;
+                const float bn = bias ? bias[n] : 0.0f;
+#ifdef GB_HAVE_IQ_VNNI
+                if (version == GB_KV_VNNI) {
+                    decode_row_vnni(fmt, wb + n * rb, nb, nbp, u, dwp);
+                    for (int64_t t = t0; t < t0 + tt; t++)
+                        y[t * N + n] = dot_vnni(u, dwp, xq + t * nbp * QB, dxp + t * nbp, xsp + t * nbp, nc) + bn;
+                    continue;
+                }
+#endif
+                decode_row_ref(fmt, wb + n * rb, nb, nbp, u, dwp);
+                for (int64_t t = t0; t < t0 + tt; t++)
+                    y[t * N + n] = dot_ref(u, dwp, xq + t * nbp * QB, dxp + t * nbp, xsp + t * nbp, nc) + bn;
+            }
+        }
+        gb_ws_free(u);
+        gb_ws_free(dwp);
+    }
+    gb_ws_free(xq);
+    gb_ws_free(dxp);
+    gb_ws_free(xsp);
+    gb_ws_free(q8);
+    if (fail) return gb_error(GB_ENOMEM, "iqlinear: cannot allocate the decoded row (%ld blocks)", (long)nbp);
+    return GB_OK;
+}
