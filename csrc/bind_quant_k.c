@@ -3,6 +3,7 @@
  * maps names. */
 #include "bind.h"
 #include "quant_iq.h"
+#include "moe_k.h"
 #include "quant_k.h"
 
 /* iq4_nl and mxfp4 (csrc/quant_iq.c, blocks of 32) share these entry points with the K-quants */
@@ -116,6 +117,61 @@ done:
     return ret;
 }
 
+/* routed experts as stored (csrc/moe_k.c): gate/up uint8 [E, F*row_bytes(D)], down [E, D*row_bytes(F)] */
+static PyObject *py_kmoe(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"x", "topk_idx", "topk_weight", "gate", "up", "down", "fg", "fu", "fd", "f", "version", NULL};
+    PyObject *xo, *io, *wo, *go, *uo, *dno;
+    int fg, fu, fd, version = GB_KV_AUTO;
+    Py_ssize_t F;
+    PyArrayObject *x = NULL, *idx = NULL, *wt = NULL, *g = NULL, *u = NULL, *dn = NULL, *y = NULL, *cnt = NULL;
+    PyObject *ret = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOOOiiin|i:kmoe", kwlist, &xo, &io, &wo, &go, &uo, &dno, &fg, &fu, &fd, &F,
+                                     &version))
+        return NULL;
+    if (check_kfmt(fg) < 0 || check_kfmt(fu) < 0 || check_kfmt(fd) < 0) goto done;
+    if (!(x = gb_array(xo, "x", NPY_FLOAT32, 2, GB_COPY))) goto done;
+    if (!(idx = gb_array(io, "topk_idx", NPY_INT64, 2, GB_COPY))) goto done;
+    if (!(wt = gb_array(wo, "topk_weight", NPY_FLOAT32, 2, GB_COPY))) goto done;
+    if (!(g = gb_array(go, "gate", NPY_UINT8, 2, GB_COPY))) goto done;
+    if (!(u = gb_array(uo, "up", NPY_UINT8, 2, GB_COPY))) goto done;
+    if (!(dn = gb_array(dno, "down", NPY_UINT8, 2, GB_COPY))) goto done;
+    const npy_intp T = PyArray_DIM(x, 0), D = PyArray_DIM(x, 1), K = PyArray_DIM(idx, 1), E = PyArray_DIM(g, 0);
+    if (check_fk(fg, D) < 0 || check_fk(fu, D) < 0 || check_fk(fd, F) < 0) goto done;
+    if (gb_check_dim(idx, "topk_idx", 0, T, "x's rows") < 0 || gb_check_dim(wt, "topk_weight", 0, T, "x's rows") < 0 ||
+        gb_check_dim(wt, "topk_weight", 1, K, "topk_idx's width") < 0 ||
+        gb_check_dim(g, "gate", 1, (npy_intp)(F * row_bytes_any(fg, D)), "the bytes of an f x d matrix") < 0 ||
+        gb_check_dim(u, "up", 0, E, "gate's experts") < 0 ||
+        gb_check_dim(u, "up", 1, (npy_intp)(F * row_bytes_any(fu, D)), "the bytes of an f x d matrix") < 0 ||
+        gb_check_dim(dn, "down", 0, E, "gate's experts") < 0 ||
+        gb_check_dim(dn, "down", 1, (npy_intp)(D * row_bytes_any(fd, F)), "the bytes of a d x f matrix") < 0)
+        goto done;
+    if (gb_check_finite(x, "x") < 0) goto done;
+    npy_intp yd[2] = {T, D}, cd[1] = {E};
+    if (!(y = gb_new_f32(2, yd))) goto done;
+    if (!(cnt = (PyArrayObject *)PyArray_SimpleNew(1, cd, NPY_INT64))) goto done;
+    int st;
+    Py_BEGIN_ALLOW_THREADS
+    st = gb_kmoe((const float *)PyArray_DATA(x), (const int64_t *)PyArray_DATA(idx), (const float *)PyArray_DATA(wt), T, K,
+                 fg, PyArray_DATA(g), fu, PyArray_DATA(u), fd, PyArray_DATA(dn), E, F, D, (float *)PyArray_DATA(y),
+                 (int64_t *)PyArray_DATA(cnt), version);
+    Py_END_ALLOW_THREADS
+    if (st != GB_OK) {
+        gb_raise_status(st);
+        goto done;
+    }
+    ret = Py_BuildValue("(OO)", y, cnt);
+done:
+    Py_XDECREF(x);
+    Py_XDECREF(idx);
+    Py_XDECREF(wt);
+    Py_XDECREF(g);
+    Py_XDECREF(u);
+    Py_XDECREF(dn);
+    Py_XDECREF(y);
+    Py_XDECREF(cnt);
+    return ret;
+}
+
 static PyObject *py_kversions(PyObject *self, PyObject *noargs) {
     PyObject *d = PyDict_New();
     if (!d) return NULL;
@@ -153,5 +209,8 @@ PyMethodDef gb_quant_k_methods[] = {
      "quantize_q8_K(x[R, K] f32) -> uint8[R, K/256*292] (ggml block_q8_K rows)"},
     {"klinear", (PyCFunction)(void (*)(void))py_klinear, METH_VARARGS | METH_KEYWORDS,
      "klinear(x[T, K] f32, w[N, row_bytes] uint8, fmt, k, bias=None, version=0) -> f32[T, N]"},
+    {"kmoe", (PyCFunction)(void (*)(void))py_kmoe, METH_VARARGS | METH_KEYWORDS,
+     "kmoe(x[T, D] f32, topk_idx[T, k] i64, topk_weight[T, k] f32, gate, up, down uint8 [E, bytes], fg, fu, fd, f, "
+     "version=0) -> (y[T, D] f32, counts[E] i64): routed experts in K-quant/iq4_nl/mxfp4 formats, one call"},
     {"kversions", (PyCFunction)py_kversions, METH_NOARGS, "kversions() -> {name: compiled in}"},
     {NULL, NULL, 0, NULL}};

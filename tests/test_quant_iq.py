@@ -359,6 +359,7 @@ def test_mxfp4_experts_gguf_model_runs_as_stored(tmp_path, monkeypatch):
     assert rel_err(m.prefill(prompt), ref.prefill(prompt)) < 0.05
     assert rel_err(m.decode(7), ref.decode(7)) < 0.05
     monkeypatch.setattr(quant, "linear", functools.partial(quant.linear, compute="f32"))
+    monkeypatch.setattr(quant, "moe_experts", functools.partial(quant.moe_experts, compute="f32"))  # not the C kmoe
     m2 = glmbench.Model(c, sd, weights="stored", kv="f32", max_context=16)
     ref2 = glmbench.Model(c, deq, weights="f32", kv="f32", max_context=16)
     assert rel_err(m2.prefill(prompt), ref2.prefill(prompt)) < 1e-4
@@ -389,3 +390,50 @@ def test_inputs_unchanged_and_no_leaks(rng):
     np.testing.assert_array_equal(w, w0)
     for t in xs:
         np.testing.assert_array_equal(xs[t], x0[t])
+
+
+@pytest.mark.parametrize("fmts", [("q4_K", "q4_K", "q6_K"), ("q4_K", "q5_K", "iq4_xs"), ("mxfp4",) * 3,
+                                  ("iq4_nl", "mxfp4", "q8_K_mix")])
+def test_moe_experts_in_one_c_call(rng, fmts, monkeypatch):
+    """K-quant / iq4_nl / mxfp4 experts (mixed formats, as Q4_K_M files mix q4_K and q6_K) run as one
+    C call (csrc/moe_k.c): no Python per expert, the same result as the per-expert Python loop
+    over the same kernels (up to SiLU's expf vs NumPy's exp, which can move a q8 rounding of h), the
+    portable and VNNI versions bit-identical, counts right, inputs unchanged."""
+    import kquant_np
+    fmts = tuple("q6_K" if f == "q8_K_mix" else f for f in fmts)
+    E, F, D, Tn, k = 5, 256, 512, 7, 2
+
+    def q(fmt, shape):
+        a = (rng.standard_normal(shape) * 0.05).astype(np.float32)
+        if fmt in ("mxfp4",):
+            return quant.quantize(a, fmt)
+        if fmt == "iq4_nl":
+            return QTensor(quantize_iq4_nl_np(a), fmt, shape)
+        return QTensor(kquant_np.quantize(a.reshape(-1, shape[-1]), fmt).reshape(shape[:-1] + (-1,)), fmt, shape)
+    wg, wu, wd = q(fmts[0], (E, F, D)), q(fmts[1], (E, F, D)), q(fmts[2], (E, D, F))
+    x = rng.standard_normal((Tn, D)).astype(np.float32)
+    x0 = x.copy()
+    idx = rng.integers(0, E, (Tn, k))
+    idx[:, 1] = (idx[:, 0] + 1 + rng.integers(0, E - 1, Tn)) % E
+    idx[0] = [4, 1]
+    wt = rng.uniform(0.1, 1, idx.shape).astype(np.float32)
+    calls = []
+    monkeypatch.setattr(quant, "swiglu", lambda *a, **kw: calls.append(1) or pytest.fail("Python per-expert loop"))
+    outs = [quant.moe_experts(x, idx, wt, wg, wu, wd, kernel=v) for v in VERSIONS]
+    monkeypatch.undo()
+    y, counts = outs[0]
+    assert not calls and list(counts) == list(np.bincount(idx.reshape(-1), minlength=E))
+    for o, c in outs[1:]:
+        np.testing.assert_array_equal(o.view(np.uint32), y.view(np.uint32))
+    loop = np.zeros((Tn, D), np.float32)
+    for e in range(E):
+        rows, slot = np.nonzero(idx == e)
+        if len(rows):
+            loop[rows] += quant.swiglu(x[rows], wg[e], wu[e], wd[e]) * wt[rows, slot, None]
+    np.testing.assert_allclose(y, loop, rtol=0, atol=2e-3 * np.abs(loop).max())
+    np.testing.assert_array_equal(x, x0)
+    y1, _ = quant.moe_experts(x[:1], idx[:1], wt[:1], wg, wu, wd)   # decode: one token, its 2 experts
+    np.testing.assert_allclose(y1[0], loop[0], rtol=0, atol=2e-3 * np.abs(loop).max())
+    with pytest.raises(ValueError, match="topk_idx"):
+        _core.kmoe(x, np.full((Tn, k), E, np.int64), wt, wg.data.reshape(E, -1), wu.data.reshape(E, -1),
+                   wd.data.reshape(E, -1), quant.FORMATS[wg.fmt][0], quant.FORMATS[wu.fmt][0], quant.FORMATS[wd.fmt][0], F)

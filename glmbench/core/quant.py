@@ -419,6 +419,14 @@ def moe_experts(x, topk_idx, topk_weight, w_gate: QTensor, w_up: QTensor, w_down
                                w_gate.packed.reshape(E, -1), w_up.packed.reshape(E, -1), w_down.packed.reshape(E, -1),
                                fid, F, _QGEMM.get(kernel, 0))
         return y.reshape(x.shape[:-1] + (D,)), counts
+    if (all(isinstance(w, QTensor) and w.fmt in K_FORMATS for w in ws) and compute in ("auto", "q8")
+            and (kernel == "auto" or kernel in _KQUANT)):
+        # one C call (csrc/moe_k.c gb_kmoe): tokens grouped per expert, each expert's gate/up/down
+        # as K-quant/iq4_nl/mxfp4 GEMMs on the weights as stored, no Python per expert
+        y, counts = _core.kmoe(x2, idx.astype(np.int64, copy=False), wts.astype(np.float32, copy=False),
+                               w_gate.data.reshape(E, -1), w_up.data.reshape(E, -1), w_down.data.reshape(E, -1),
+                               _fmt_id(w_gate.fmt), _fmt_id(w_up.fmt), _fmt_id(w_down.fmt), F, _KQUANT.get(kernel, 0))
+        return y.reshape(x.shape[:-1] + (D,)), counts
     y = np.zeros((T, D), np.float32)
     counts = np.bincount(idx.reshape(-1), minlength=E).astype(np.int64)
     for e in np.flatnonzero(counts):
