@@ -181,6 +181,92 @@ static float dot_vnni(const uint8_t *u, const float *dwp, const int8_t *xq, cons
     const __m128 h2 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));
     return _mm_cvtss_f32(_mm_add_ss(h2, _mm_shuffle_ps(h2, h2, 1)));
 }
+
+/* Prefill: the 16 rows of a group decoded once per call into a panel where, per block, zmm z holds
+ * bytes 4z..4z+3 of each of the 16 rows (kvalue + 128) and a float[16] holds the rows' scales; one
+ * vpdpbusd per (4 weights of 16 rows, token) with the token's 4 activation bytes broadcast. Per
+ * (row, token) the 16 float lanes of quant_iq.h live in memory (acc[t][lane][row], L1), so the
+ * arithmetic is exactly the row kernel's: block b goes to lane pos[b % 16], in block order. */
+typedef struct {
+    uint8_t q[8][64];
+    float d[16];
+} ipanel;
+
+static const int lane_pos[16] = {0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15};
+
+static void ipanel_fill(int fmt, const uint8_t *w, int64_t rb, int nr, int64_t nb, ipanel *P) {
+    const int8_t *kv = iq_table(fmt);
+    uint8_t t8[16];
+    for (int j = 0; j < 16; j++) t8[j] = (uint8_t)(kv[j] + 128);
+    const __m128i tbl = _mm_loadu_si128((const __m128i *)t8), m4 = _mm_set1_epi8(0x0f);
+    const int64_t bb = iq_blk_bytes(fmt);
+    const int hd = iq_head(fmt);
+    for (int64_t b = 0; b < nb; b++) {
+        uint32_t tmp[16][8];
+        for (int r = 0; r < 16; r++) {
+            if (r >= nr) {
+                memset(tmp[r], 128, 32);
+                P[b].d[r] = 0.0f;
+                continue;
+            }
+            const uint8_t *blk = w + r * rb + b * bb;
+            const __m128i q = _mm_loadu_si128((const __m128i *)(blk + hd));
+            _mm_storeu_si128((__m128i *)&tmp[r][0], _mm_shuffle_epi8(tbl, _mm_and_si128(q, m4)));
+            _mm_storeu_si128((__m128i *)&tmp[r][4], _mm_shuffle_epi8(tbl, _mm_and_si128(_mm_srli_epi16(q, 4), m4)));
+            P[b].d[r] = blk_scale(fmt, blk);
+        }
+        /* 16 x 8 words -> 8 x 16 words */
+        const __m512i idx = _mm512_setr_epi32(0, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 120);
+        for (int z = 0; z < 8; z++)
+            _mm512_store_si512((void *)P[b].q[z], _mm512_i32gather_epi32(_mm512_add_epi32(idx, _mm512_set1_epi32(z)), (const void *)tmp, 4));
+    }
+}
+
+static inline __attribute__((always_inline)) void ipanel_tile(const ipanel *P, int64_t nb, int64_t nbp, const int8_t *xq,
+                                                              const float *dxp, const int32_t *xsp, int64_t t0, float *y,
+                                                              int64_t ldy, const float *bias, __mmask16 m, const int TT) {
+    __m512 acc[4][16];
+    for (int t = 0; t < TT; t++)
+        for (int l = 0; l < 16; l++) acc[t][l] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        __m512i isum[4];
+        for (int t = 0; t < TT; t++) isum[t] = _mm512_setzero_si512();
+        const int32_t *xb[4];
+        for (int t = 0; t < TT; t++) xb[t] = (const int32_t *)(xq + (t0 + t) * nbp * QB + b * QB);
+        for (int z = 0; z < 8; z++) {
+            const __m512i wz = _mm512_load_si512((const void *)P[b].q[z]);
+            for (int t = 0; t < TT; t++) isum[t] = _mm512_dpbusd_epi32(isum[t], wz, _mm512_set1_epi32(xb[t][z]));
+        }
+        const int l = lane_pos[b % 16];
+        const int64_t li = 16 * (b / 16) + l;
+        const __m512 vd = _mm512_load_ps(P[b].d);
+        for (int t = 0; t < TT; t++) {
+            const __m512i s = _mm512_sub_epi32(isum[t], _mm512_set1_epi32(xsp[(t0 + t) * nbp + li]));
+            const __m512 p = _mm512_mul_ps(_mm512_mul_ps(vd, _mm512_set1_ps(dxp[(t0 + t) * nbp + li])), _mm512_cvtepi32_ps(s));
+            acc[t][l] = _mm512_add_ps(acc[t][l], p);
+        }
+    }
+    const __m512 vb = bias ? _mm512_maskz_loadu_ps(m, bias) : _mm512_setzero_ps();
+    for (int t = 0; t < TT; t++) {
+        __m512 h8[8], h4[4], h2[2];
+        for (int i = 0; i < 8; i++) h8[i] = _mm512_add_ps(acc[t][i], acc[t][i + 8]);
+        for (int i = 0; i < 4; i++) h4[i] = _mm512_add_ps(h8[i], h8[i + 4]);
+        for (int i = 0; i < 2; i++) h2[i] = _mm512_add_ps(h4[i], h4[i + 2]);
+        _mm512_mask_storeu_ps(y + (t0 + t) * ldy, m, _mm512_add_ps(_mm512_add_ps(h2[0], h2[1]), vb));
+    }
+}
+
+static void ipanel_rows(const ipanel *P, int64_t nb, int64_t nbp, const int8_t *xq, const float *dxp, const int32_t *xsp,
+                        int64_t T, float *y, int64_t ldy, const float *bias, __mmask16 m) {
+    int64_t t0 = 0;
+    for (; t0 + 4 <= T; t0 += 4) ipanel_tile(P, nb, nbp, xq, dxp, xsp, t0, y, ldy, bias, m, 4);
+    switch (T - t0) {
+    case 3: ipanel_tile(P, nb, nbp, xq, dxp, xsp, t0, y, ldy, bias, m, 3); break;
+    case 2: ipanel_tile(P, nb, nbp, xq, dxp, xsp, t0, y, ldy, bias, m, 2); break;
+    case 1: ipanel_tile(P, nb, nbp, xq, dxp, xsp, t0, y, ldy, bias, m, 1); break;
+    default: break;
+    }
+}
 #endif
 
 /* ---- the launcher -------------------------------------------------------------------------- */
@@ -214,6 +300,8 @@ int gb_iqlinear(int fmt, const float *x, const void *w, const float *bias, float
     int64_t tc = (256 * 1024) / (nbp * 40);
     tc = tc < 1 ? 1 : tc;
     const uint8_t *wb = (const uint8_t *)w;
+    /* from this many tokens the VNNI version decodes 16-row panels once per call (prefill) */
+    const int panel = version == GB_KV_VNNI && T >= 16;
     int fail = 0;
 #pragma omp parallel if (N * K * T > 65536)
     {
@@ -236,13 +324,30 @@ int gb_iqlinear(int fmt, const float *x, const void *w, const float *bias, float
                     xsp[t * nbp + 16 * c + l] = 128 * s;
                 }
         }
+#ifdef GB_HAVE_IQ_VNNI
+        if (panel) {
+            ipanel *P = (ipanel *)gb_ws_aligned_alloc(64, (size_t)nb * sizeof(ipanel));
+            if (!P) {
+#pragma omp atomic write
+                fail = 1;
+            }
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t g = 0; g < (N + 15) / 16; g++) {
+                if (!P) continue;
+                const int nr = (int)(N - 16 * g < 16 ? N - 16 * g : 16);
+                ipanel_fill(fmt, wb + 16 * g * rb, rb, nr, nb, P);
+                ipanel_rows(P, nb, nbp, xq, dxp, xsp, T, y + 16 * g, N, bias ? bias + 16 * g : NULL, (__mmask16)((1u << nr) - 1));
+            }
+            gb_ws_free(P);
+        }
+#endif
         uint8_t *u = (uint8_t *)gb_ws_aligned_alloc(64, (size_t)(nbp * QB));
         float *dwp = (float *)gb_ws_aligned_alloc(64, (size_t)nbp * sizeof(float));
         if (!u || !dwp) {
 #pragma omp atomic write
             fail = 1;
         }
-        for (int64_t t0 = 0; t0 < T; t0 += tc) {
+        for (int64_t t0 = 0; t0 < T && !panel; t0 += tc) {
             const int64_t tt = T - t0 < tc ? T - t0 : tc;
 #pragma omp for schedule(static, 4)
             for (int64_t n = 0; n < N; n++) {
