@@ -1,6 +1,7 @@
 """Quantized weights: ggml's q8_0 and q4_0 block formats, byte for byte, and the kernels that read
 them directly (csrc/quant.c); ggml's K-quants q2_K, q3_K, q4_K, q5_K, q6_K and iq4_xs read as
-stored (csrc/quant_k.c: no quantizer here, their bytes come from GGUF files). See docs/QUANT.md for
+stored (csrc/quant_k.c: no quantizer here, their bytes come from GGUF files), and iq4_nl and mxfp4
+(csrc/quant_iq.c; mxfp4 also quantized here, byte for byte as ggml's reference quantizer). See docs/QUANT.md for
 the formats, the kernels, the measured costs and the accuracy bounds.
 
     qt = quantize(w, "q4_0")            # w float32 [..., K], K % 32 == 0 -> QTensor
