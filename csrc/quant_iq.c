@@ -86,7 +86,8 @@ int gb_iq_dequantize_rows(int fmt, const void *src, float *y, int64_t rows, int6
 
 /* ---- one row decoded for the dot: u = kvalue + 128 (nbp blocks, padding 128), dwp in lane order -- */
 
-static void decode_row_ref(int fmt, const uint8_t *src, int64_t nb, int64_t nbp, uint8_t *u, float *dwp) {
+static __attribute__((noinline)) void decode_row_ref(int fmt, const uint8_t *restrict src, int64_t nb, int64_t nbp,
+                                                     uint8_t *restrict u, float *restrict dwp) {
     const int8_t *kv = iq_table(fmt);
     const int64_t bb = iq_blk_bytes(fmt);
     const int hd = iq_head(fmt);
@@ -134,7 +135,13 @@ static float dot_ref(const uint8_t *u, const float *dwp, const int8_t *xq, const
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__) && defined(__AVX512VL__)
 #define GB_HAVE_IQ_VNNI 1
 
-static void decode_row_vnni(int fmt, const uint8_t *src, int64_t nb, int64_t nbp, uint8_t *u, float *dwp) {
+static void row_scales_vnni(int fmt, const uint8_t *restrict src, int64_t nb, int64_t nbp, float *restrict dwp);
+static inline __attribute__((always_inline)) __m512 group_scales(int fmt, const uint8_t *src, int64_t nb, int64_t c);
+
+/* noinline, restrict: inlined into the OpenMP body, the byte stores to u could alias its shared
+ * variables and the compiler reloaded them every block */
+static __attribute__((noinline)) void decode_row_vnni(int fmt, const uint8_t *restrict src, int64_t nb, int64_t nbp,
+                                                      uint8_t *restrict u, float *restrict dwp) {
     const int8_t *kv = iq_table(fmt);
     uint8_t t8[16];
     for (int j = 0; j < 16; j++) t8[j] = (uint8_t)(kv[j] + 128);
@@ -143,29 +150,93 @@ static void decode_row_vnni(int fmt, const uint8_t *src, int64_t nb, int64_t nbp
     const int hd = iq_head(fmt);
     for (int64_t i = 0; i < nb; i++) {
         const __m128i q = _mm_loadu_si128((const __m128i *)(src + i * bb + hd));
-        _mm_store_si128((__m128i *)(u + QB * i), _mm_shuffle_epi8(tbl, _mm_and_si128(q, m4)));
-        _mm_store_si128((__m128i *)(u + QB * i + 16), _mm_shuffle_epi8(tbl, _mm_and_si128(_mm_srli_epi16(q, 4), m4)));
+        uint8_t *up = u + 64 * (i / 2) + 16 * (i % 2); /* pair layout: lo(2i), lo(2i+1), hi(2i), hi(2i+1) */
+        _mm_store_si128((__m128i *)up, _mm_shuffle_epi8(tbl, _mm_and_si128(q, m4)));
+        _mm_store_si128((__m128i *)(up + 32), _mm_shuffle_epi8(tbl, _mm_and_si128(_mm_srli_epi16(q, 4), m4)));
     }
-    if (nbp > nb) memset(u + QB * nb, 128, (size_t)(QB * (nbp - nb)));
-    /* the scales in lane order, 16 at a time: one gather of the 4 bytes at each block's start
-     * (inside the block: 17 or 18 bytes), then f16 -> f32 or E8M0 -> 2^(e-128), as blk_scale */
+    for (int64_t i = nb; i < nbp; i++) {
+        memset(u + 64 * (i / 2) + 16 * (i % 2), 128, 16);
+        memset(u + 64 * (i / 2) + 16 * (i % 2) + 32, 128, 16);
+    }
+    row_scales_vnni(fmt, src, nb, nbp, dwp);
+}
+
+/* the scales in lane order, 16 at a time: one gather of the 4 bytes at each block's start
+ * (inside the block: 17 or 18 bytes), then f16 -> f32 or E8M0 -> 2^(e-128), as blk_scale */
+/* the scales of blocks 16c + lane_blk[l] in lane order: one gather of the 4 bytes at each block's
+ * start (inside the block: 17 or 18 bytes), then f16 -> f32 or E8M0 -> 2^(e-128), as blk_scale;
+ * 0 past the row */
+static inline __attribute__((always_inline)) __m512 group_scales(int fmt, const uint8_t *src, int64_t nb, int64_t c) {
+    const int64_t bb = iq_blk_bytes(fmt);
     const __m512i perm = _mm512_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15);
     const __m512i off = _mm512_mullo_epi32(perm, _mm512_set1_epi32((int)bb));
-    for (int64_t c = 0; c < nbp / 16; c++) {
-        const int64_t left = nb - 16 * c;
-        const __mmask16 m = left >= 16 ? (__mmask16)0xffff : (__mmask16)_mm512_cmplt_epi32_mask(perm, _mm512_set1_epi32((int)left));
-        const __m512i raw = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, off, (const void *)(src + 16 * c * bb), 1);
-        __m512 d;
-        if (fmt == GB_IQ4_NL) {
-            d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_and_si512(raw, _mm512_set1_epi32(0xffff))));
-        } else {
-            const __m512i e = _mm512_and_si512(raw, _mm512_set1_epi32(0xff));
-            const __m512i big = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
-            const __m512i small = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e);
-            d = _mm512_castsi512_ps(_mm512_mask_blend_epi32(_mm512_cmplt_epi32_mask(e, _mm512_set1_epi32(2)), big, small));
-        }
-        _mm512_storeu_ps(dwp + 16 * c, _mm512_maskz_mov_ps(m, d));
+    const int64_t left = nb - 16 * c;
+    const __mmask16 m = left >= 16 ? (__mmask16)0xffff : (__mmask16)_mm512_cmplt_epi32_mask(perm, _mm512_set1_epi32((int)left));
+    const __m512i raw = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, off, (const void *)(src + 16 * c * bb), 1);
+    __m512 d;
+    if (fmt == GB_IQ4_NL) {
+        d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_and_si512(raw, _mm512_set1_epi32(0xffff))));
+    } else {
+        const __m512i e = _mm512_and_si512(raw, _mm512_set1_epi32(0xff));
+        const __m512i big = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
+        const __m512i small = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e);
+        d = _mm512_castsi512_ps(_mm512_mask_blend_epi32(_mm512_cmplt_epi32_mask(e, _mm512_set1_epi32(2)), big, small));
     }
+    return _mm512_maskz_mov_ps(m, d);
+}
+
+static void row_scales_vnni(int fmt, const uint8_t *restrict src, int64_t nb, int64_t nbp, float *restrict dwp) {
+    for (int64_t c = 0; c < nbp / 16; c++) _mm512_storeu_ps(dwp + 16 * c, group_scales(fmt, src, nb, c));
+}
+
+/* The VNNI row kernels read weights and activations in pair layout: per 2 blocks 64 bytes
+ * lo(2i) lo(2i+1) hi(2i) hi(2i+1) (16 bytes each: elements 0-15 and 16-31 of a block). */
+static inline __attribute__((always_inline)) __m512i dot16_reduce(__m512i *v);
+
+/* one (row, token) with the row decoded in registers (T = 1: no store and reload of the decode) */
+static __attribute__((noinline)) float dot_vnni_fused(int fmt, const uint8_t *restrict src, int64_t nb,
+                                                      const int8_t *xq, const float *dxp, const int32_t *xsp, int64_t nc) {
+    const int8_t *kv = iq_table(fmt);
+    uint8_t t8[16];
+    for (int j = 0; j < 16; j++) t8[j] = (uint8_t)(kv[j] + 128);
+    const __m512i tbl = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)t8)), m4 = _mm512_set1_epi8(0x0f);
+    const int64_t bb = iq_blk_bytes(fmt);
+    const int hd = iq_head(fmt);
+    const __m512i z = _mm512_setzero_si512();
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t c = 0; c < nc; c++) {
+        const int8_t *xc = xq + 512 * c;
+        __m512i v[8];
+        for (int i = 0; i < 8; i++) {
+            const int64_t b0 = 16 * c + 2 * i;
+            const __m128i q0 = b0 < nb ? _mm_loadu_si128((const __m128i *)(src + b0 * bb + hd)) : _mm_setzero_si128();
+            const __m128i q1 = b0 + 1 < nb ? _mm_loadu_si128((const __m128i *)(src + (b0 + 1) * bb + hd)) : _mm_setzero_si128();
+            const __m256i q = _mm256_inserti128_si256(_mm256_castsi128_si256(q0), q1, 1);
+            const __m512i n = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(q), _mm256_srli_epi16(q, 4), 1), m4);
+            v[i] = _mm512_dpbusd_epi32(z, _mm512_shuffle_epi8(tbl, n), _mm512_load_si512((const void *)(xc + 64 * i)));
+        }
+        const __m512i s = _mm512_sub_epi32(dot16_reduce(v), _mm512_loadu_si512((const void *)(xsp + 16 * c)));
+        /* the scales after the group's blocks were loaded (a gather of lines already in L1) */
+        const __m512 p = _mm512_mul_ps(_mm512_mul_ps(group_scales(fmt, src, nb, c), _mm512_loadu_ps(dxp + 16 * c)), _mm512_cvtepi32_ps(s));
+        acc = _mm512_add_ps(acc, p);
+    }
+    const __m256 h8 = _mm256_add_ps(_mm512_castps512_ps256(acc), _mm512_extractf32x8_ps(acc, 1));
+    const __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(h8), _mm256_extractf128_ps(h8, 1));
+    const __m128 h2 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));
+    return _mm_cvtss_f32(_mm_add_ss(h2, _mm_shuffle_ps(h2, h2, 1)));
+}
+
+/* v[i] (pair layout): int32 lanes 0-3 and 8-11 block 2i, 4-7 and 12-15 block 2i+1 -> one zmm of
+ * 16 block sums, lane l block lane_blk[l] */
+static inline __attribute__((always_inline)) __m512i dot16_reduce(__m512i *v) {
+    __m512i t[4], w[2], h[2];
+    for (int i = 0; i < 4; i++)
+        t[i] = _mm512_add_epi32(_mm512_unpacklo_epi32(v[2 * i], v[2 * i + 1]), _mm512_unpackhi_epi32(v[2 * i], v[2 * i + 1]));
+    for (int i = 0; i < 2; i++) {
+        w[i] = _mm512_add_epi32(_mm512_unpacklo_epi64(t[2 * i], t[2 * i + 1]), _mm512_unpackhi_epi64(t[2 * i], t[2 * i + 1]));
+        h[i] = _mm512_add_epi32(w[i], _mm512_shuffle_i32x4(w[i], w[i], _MM_SHUFFLE(1, 0, 3, 2)));
+    }
+    return _mm512_shuffle_i32x4(h[0], h[1], _MM_SHUFFLE(1, 0, 1, 0));
 }
 
 static float dot_vnni(const uint8_t *u, const float *dwp, const int8_t *xq, const float *dxp, const int32_t *xsp, int64_t nc) {
@@ -177,19 +248,10 @@ static float dot_vnni(const uint8_t *u, const float *dwp, const int8_t *xq, cons
         __m512i v[8];
         for (int i = 0; i < 8; i++)
             v[i] = _mm512_dpbusd_epi32(z, _mm512_load_si512((const void *)(uc + 64 * i)), _mm512_load_si512((const void *)(xc + 64 * i)));
-        /* v[i]: int32 lanes 0-7 block 2i, 8-15 block 2i+1 -> one zmm of 16 block sums, lane l block lane_blk[l] */
-        __m512i t[4], w[2], h[2];
-        for (int i = 0; i < 4; i++)
-            t[i] = _mm512_add_epi32(_mm512_unpacklo_epi32(v[2 * i], v[2 * i + 1]), _mm512_unpackhi_epi32(v[2 * i], v[2 * i + 1]));
-        for (int i = 0; i < 2; i++) {
-            w[i] = _mm512_add_epi32(_mm512_unpacklo_epi64(t[2 * i], t[2 * i + 1]), _mm512_unpackhi_epi64(t[2 * i], t[2 * i + 1]));
-            h[i] = _mm512_add_epi32(w[i], _mm512_shuffle_i32x4(w[i], w[i], _MM_SHUFFLE(2, 3, 0, 1)));
-        }
-        const __m512i s = _mm512_sub_epi32(_mm512_shuffle_i32x4(h[0], h[1], _MM_SHUFFLE(2, 0, 2, 0)), _mm512_loadu_si512((const void *)(xsp + 16 * c)));
+        const __m512i s = _mm512_sub_epi32(dot16_reduce(v), _mm512_loadu_si512((const void *)(xsp + 16 * c)));
         const __m512 p = _mm512_mul_ps(_mm512_mul_ps(_mm512_loadu_ps(dwp + 16 * c), _mm512_loadu_ps(dxp + 16 * c)), _mm512_cvtepi32_ps(s));
         acc = _mm512_add_ps(acc, p);
     }
-    /* reduce16's order: halves, then quarters, ... */
     const __m256 h8 = _mm256_add_ps(_mm512_castps512_ps256(acc), _mm512_extractf32x8_ps(acc, 1));
     const __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(h8), _mm256_extractf128_ps(h8, 1));
     const __m128 h2 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));
@@ -316,6 +378,7 @@ int gb_iqlinear(int fmt, const float *x, const void *w, const float *bias, float
     const uint8_t *wb = (const uint8_t *)w;
     /* from this many tokens the VNNI version decodes 16-row panels once per call (prefill) */
     const int panel = version == GB_KV_VNNI && T >= 16;
+    const int xpair = version == GB_KV_VNNI && !panel;
     int fail = 0;
 #pragma omp parallel if (N * K * T > 65536)
     {
@@ -325,8 +388,15 @@ int gb_iqlinear(int fmt, const float *x, const void *w, const float *bias, float
             gb_quantize_row_q8_0(x + t * K, (void *)qb, K);
             int8_t *xt = xq + t * nbp * QB;
             for (int64_t b = 0; b < nbp; b++) {
-                if (b < nb) memcpy(xt + QB * b, qb[b].qs, QB);
-                else memset(xt + QB * b, 0, QB);
+                /* natural order, or the pair layout of the VNNI row kernels */
+                int8_t *lo = xpair ? xt + 64 * (b / 2) + 16 * (b % 2) : xt + QB * b, *hi = xpair ? lo + 32 : lo + 16;
+                if (b < nb) {
+                    memcpy(lo, qb[b].qs, 16);
+                    memcpy(hi, qb[b].qs + 16, 16);
+                } else {
+                    memset(lo, 0, 16);
+                    memset(hi, 0, 16);
+                }
             }
             for (int64_t c = 0; c < nc; c++)
                 for (int l = 0; l < 16; l++) {
@@ -368,6 +438,10 @@ int gb_iqlinear(int fmt, const float *x, const void *w, const float *bias, float
                 if (!u || !dwp) continue;
                 const float bn = bias ? bias[n] : 0.0f;
 #ifdef GB_HAVE_IQ_VNNI
+                if (version == GB_KV_VNNI && tt == 1) {
+                    y[t0 * N + n] = dot_vnni_fused(fmt, wb + n * rb, nb, xq + t0 * nbp * QB, dxp + t0 * nbp, xsp + t0 * nbp, nc) + bn;
+                    continue;
+                }
                 if (version == GB_KV_VNNI) {
                     decode_row_vnni(fmt, wb + n * rb, nb, nbp, u, dwp);
                     for (int64_t t = t0; t < t0 + tt; t++)
