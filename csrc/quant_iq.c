@@ -274,27 +274,37 @@ static void ipanel_fill(int fmt, const uint8_t *w, int64_t rb, int nr, int64_t n
     const int8_t *kv = iq_table(fmt);
     uint8_t t8[16];
     for (int j = 0; j < 16; j++) t8[j] = (uint8_t)(kv[j] + 128);
-    const __m128i tbl = _mm_loadu_si128((const __m128i *)t8), m4 = _mm_set1_epi8(0x0f);
+    const __m512i tbl = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)t8)), m4 = _mm512_set1_epi8(0x0f);
+    const __m512i i0 = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13), i1 = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
     const int64_t bb = iq_blk_bytes(fmt);
     const int hd = iq_head(fmt);
     for (int64_t b = 0; b < nb; b++) {
-        uint32_t tmp[16][8];
-        for (int r = 0; r < 16; r++) {
-            if (r >= nr) {
-                memset(tmp[r], 128, 32);
-                P[b].d[r] = 0.0f;
-                continue;
-            }
-            const uint8_t *blk = w + r * rb + b * bb;
-            const __m128i q = _mm_loadu_si128((const __m128i *)(blk + hd));
-            _mm_storeu_si128((__m128i *)&tmp[r][0], _mm_shuffle_epi8(tbl, _mm_and_si128(q, m4)));
-            _mm_storeu_si128((__m128i *)&tmp[r][4], _mm_shuffle_epi8(tbl, _mm_and_si128(_mm_srli_epi16(q, 4), m4)));
-            P[b].d[r] = blk_scale(fmt, blk);
+        /* Z[i]: row i's 32 values (8 dwords) in its low half, row i + 8's in its high half */
+        __m512i Z[8], t[8], u[8];
+        for (int i = 0; i < 8; i++) {
+            const __m128i qa = i < nr ? _mm_loadu_si128((const __m128i *)(w + i * rb + b * bb + hd)) : _mm_setzero_si128();
+            const __m128i qb = i + 8 < nr ? _mm_loadu_si128((const __m128i *)(w + (i + 8) * rb + b * bb + hd)) : _mm_setzero_si128();
+            const __m256i a = _mm256_inserti128_si256(_mm256_castsi128_si256(qa), qb, 1);
+            __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(a), _mm256_srli_epi16(a, 4), 1); /* qa qb qa>>4 qb>>4 */
+            z = _mm512_shuffle_i32x4(z, z, _MM_SHUFFLE(3, 1, 2, 0));                                /* qa qa>>4 qb qb>>4 */
+            Z[i] = _mm512_shuffle_epi8(tbl, _mm512_and_si512(z, m4));
         }
-        /* 16 x 8 words -> 8 x 16 words */
-        const __m512i idx = _mm512_setr_epi32(0, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 120);
-        for (int z = 0; z < 8; z++)
-            _mm512_store_si512((void *)P[b].q[z], _mm512_i32gather_epi32(_mm512_add_epi32(idx, _mm512_set1_epi32(z)), (const void *)tmp, 4));
+        /* 8 x 8 dword transpose in both halves at once */
+        for (int i = 0; i < 4; i++) {
+            t[2 * i] = _mm512_unpacklo_epi32(Z[2 * i], Z[2 * i + 1]);
+            t[2 * i + 1] = _mm512_unpackhi_epi32(Z[2 * i], Z[2 * i + 1]);
+        }
+        for (int h = 0; h < 2; h++) {
+            u[4 * h + 0] = _mm512_unpacklo_epi64(t[4 * h], t[4 * h + 2]);
+            u[4 * h + 1] = _mm512_unpackhi_epi64(t[4 * h], t[4 * h + 2]);
+            u[4 * h + 2] = _mm512_unpacklo_epi64(t[4 * h + 1], t[4 * h + 3]);
+            u[4 * h + 3] = _mm512_unpackhi_epi64(t[4 * h + 1], t[4 * h + 3]);
+        }
+        for (int j = 0; j < 4; j++) {
+            _mm512_store_si512((void *)P[b].q[j], _mm512_permutex2var_epi64(u[j], i0, u[4 + j]));
+            _mm512_store_si512((void *)P[b].q[4 + j], _mm512_permutex2var_epi64(u[j], i1, u[4 + j]));
+        }
+        for (int r = 0; r < 16; r++) P[b].d[r] = r < nr ? blk_scale(fmt, w + r * rb + b * bb) : 0.0f;
     }
 }
 
