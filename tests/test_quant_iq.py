@@ -124,6 +124,11 @@ def test_mxfp4_quantizer_byte_exact_with_gguf(rng):
         quant.quantize(np.zeros((2, 48), np.float32), "mxfp4")
     with pytest.raises(NotImplementedError, match="no iq4_nl quantizer"):
         quant.quantize(np.zeros((2, 32), np.float32), "iq4_nl")
+    with pytest.raises(NotImplementedError, match="no iq4_nl quantizer"):
+        quant.quantize_chunks([np.zeros(64, np.float32)], (2, 32), "iq4_nl")
+    # chunked generation (how Model builds huge random weights) gives the same bytes
+    qc = quant.quantize_chunks([x.reshape(-1)[:700], x.reshape(-1)[700:]], x.shape, "mxfp4")
+    np.testing.assert_array_equal(qc.data, want)
 
 
 # ---- kernels ----------------------------------------------------------------------------------

@@ -322,7 +322,7 @@ def quantize_chunks(chunks, shape, fmt: str) -> QTensor:
     ever holding it whole in float32: how huge random weights are generated straight into blocks
     (glmbench.models.model.random_weight). Rows are quantized as soon as they are complete."""
     fid = _fmt_id(fmt)
-    if fmt in K_FORMATS:
+    if fmt in K_FORMATS and fmt != "mxfp4":
         raise NotImplementedError(f"glmbench has no {fmt} quantizer: {fmt} weights are read as stored from a GGUF file")
     shape = tuple(int(s) for s in shape)
     k = shape[-1]
@@ -337,7 +337,8 @@ def quantize_chunks(chunks, shape, fmt: str) -> QTensor:
         if r + n > rows:
             raise ValueError(f"`chunks` hold more than the {rows * k} elements of shape {shape}")
         if n:
-            data[r:r + n] = _core.quantize(c[:n * k].reshape(n, k), fid)
+            rows_f = c[:n * k].reshape(n, k)
+            data[r:r + n] = quantize_mxfp4(rows_f) if fmt == "mxfp4" else _core.quantize(rows_f, fid)
             r += n
         carry = c[n * k:].copy()
     if r != rows or carry.size:
