@@ -442,3 +442,28 @@ def test_moe_experts_in_one_c_call(rng, fmts, monkeypatch):
     with pytest.raises(ValueError, match="topk_idx"):
         _core.kmoe(x, np.full((Tn, k), E, np.int64), wt, wg.data.reshape(E, -1), wu.data.reshape(E, -1),
                    wd.data.reshape(E, -1), quant.FORMATS[wg.fmt][0], quant.FORMATS[wu.fmt][0], quant.FORMATS[wd.fmt][0], F)
+
+
+def test_measure_runs_an_mxfp4_gguf_as_stored(tmp_path, monkeypatch):
+    """`glmbench measure model.gguf` on a file with mxfp4 experts and iq4_nl attention: nothing of
+    those types is dequantized on load, and the memory record is the file's own bytes."""
+    import gguf_writer
+    from glmbench.measure.cpu import measure
+    from glmbench.models import gguf_file
+    from test_model_hf import tiny_hf_model
+    monkeypatch.setattr(gguf.quants, "quantize", functools.partial(_iq_quantize, gguf.quants.quantize))
+    cfg, model = tiny_hf_model("qwen3_moe", hidden_size=256, intermediate_size=512, head_dim=64, num_attention_heads=4,
+                               num_key_value_heads=2, num_hidden_layers=2, moe_intermediate_size=128, num_experts=4,
+                               num_experts_per_tok=2)
+    p = str(tmp_path / "mx.gguf")
+    gguf_writer.write(p, cfg, model.state_dict(),
+                      types=lambda n, s: T.MXFP4 if "_exps" in n else T.IQ4_NL if "attn_" in n else T.Q8_0)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        recs = measure(p, depths=(0,), n_prompt=8, n_gen=2, repeats=1, warmup=0, threads=1, progress=False)
+    assert not [x for x in w if "dequantized" in str(x.message)]
+    by = {r["test"]: r for r in recs}
+    assert {"pp", "tg", "mem"} <= set(by)
+    assert all(r["stored_weights"] for r in recs)
+    assert by["pp"]["avg_ts"] > 0 and by["tg"]["avg_ts"] > 0
+    assert by["mem"]["model_size"] == gguf_file.read(p).tensor_bytes
