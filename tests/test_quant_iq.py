@@ -464,6 +464,6 @@ def test_measure_runs_an_mxfp4_gguf_as_stored(tmp_path, monkeypatch):
     assert not [x for x in w if "dequantized" in str(x.message)]
     by = {r["test"]: r for r in recs}
     assert {"pp", "tg", "mem"} <= set(by)
-    assert all(r["stored_weights"] for r in recs)
+    assert all(r["stored_weights"] and r["weights"] == "mxfp4" for r in recs)   # the file's main type by bytes
     assert by["pp"]["avg_ts"] > 0 and by["tg"]["avg_ts"] > 0
     assert by["mem"]["model_size"] == gguf_file.read(p).tensor_bytes
