@@ -37,7 +37,7 @@ static inline float h2f(const uint8_t *p) {
 static const int8_t kv_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 static const int8_t kv_mxfp4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 /* float lane l of a group of 16 blocks holds block lane_blk[l] (the order the VNNI reduction gives) */
-static const int lane_blk[16] = {0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15};
+static const int lane_blk[16] = {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15};
 
 int gb_is_iqfmt(int fmt) { return fmt == GB_IQ4_NL || fmt == GB_MXFP4; }
 
@@ -150,13 +150,13 @@ static __attribute__((noinline)) void decode_row_vnni(int fmt, const uint8_t *re
     const int hd = iq_head(fmt);
     for (int64_t i = 0; i < nb; i++) {
         const __m128i q = _mm_loadu_si128((const __m128i *)(src + i * bb + hd));
-        uint8_t *up = u + 64 * (i / 2) + 16 * (i % 2); /* pair layout: lo(2i), lo(2i+1), hi(2i), hi(2i+1) */
+        uint8_t *up = u + 128 * (i / 4) + 16 * (i % 4); /* quad layout: lo(4i..4i+3), hi(4i..4i+3) */
         _mm_store_si128((__m128i *)up, _mm_shuffle_epi8(tbl, _mm_and_si128(q, m4)));
-        _mm_store_si128((__m128i *)(up + 32), _mm_shuffle_epi8(tbl, _mm_and_si128(_mm_srli_epi16(q, 4), m4)));
+        _mm_store_si128((__m128i *)(up + 64), _mm_shuffle_epi8(tbl, _mm_and_si128(_mm_srli_epi16(q, 4), m4)));
     }
     for (int64_t i = nb; i < nbp; i++) {
-        memset(u + 64 * (i / 2) + 16 * (i % 2), 128, 16);
-        memset(u + 64 * (i / 2) + 16 * (i % 2) + 32, 128, 16);
+        memset(u + 128 * (i / 4) + 16 * (i % 4), 128, 16);
+        memset(u + 128 * (i / 4) + 16 * (i % 4) + 64, 128, 16);
     }
     row_scales_vnni(fmt, src, nb, nbp, dwp);
 }
@@ -168,7 +168,7 @@ static __attribute__((noinline)) void decode_row_vnni(int fmt, const uint8_t *re
  * 0 past the row */
 static inline __attribute__((always_inline)) __m512 group_scales(int fmt, const uint8_t *src, int64_t nb, int64_t c) {
     const int64_t bb = iq_blk_bytes(fmt);
-    const __m512i perm = _mm512_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15);
+    const __m512i perm = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
     const __m512i off = _mm512_mullo_epi32(perm, _mm512_set1_epi32((int)bb));
     const int64_t left = nb - 16 * c;
     const __mmask16 m = left >= 16 ? (__mmask16)0xffff : (__mmask16)_mm512_cmplt_epi32_mask(perm, _mm512_set1_epi32((int)left));
@@ -189,8 +189,8 @@ static void row_scales_vnni(int fmt, const uint8_t *restrict src, int64_t nb, in
     for (int64_t c = 0; c < nbp / 16; c++) _mm512_storeu_ps(dwp + 16 * c, group_scales(fmt, src, nb, c));
 }
 
-/* The VNNI row kernels read weights and activations in pair layout: per 2 blocks 64 bytes
- * lo(2i) lo(2i+1) hi(2i) hi(2i+1) (16 bytes each: elements 0-15 and 16-31 of a block). */
+/* The VNNI row kernels read weights and activations in quad layout: per 4 blocks 128 bytes
+ * lo(4i) .. lo(4i+3) hi(4i) .. hi(4i+3) (16 bytes each: elements 0-15 and 16-31 of a block). */
 static inline __attribute__((always_inline)) __m512i dot16_reduce(__m512i *v);
 
 /* one (row, token) with the row decoded in registers (T = 1: no store and reload of the decode) */
@@ -206,14 +206,25 @@ static __attribute__((noinline)) float dot_vnni_fused(int fmt, const uint8_t *re
     __m512 acc = _mm512_setzero_ps();
     for (int64_t c = 0; c < nc; c++) {
         const int8_t *xc = xq + 512 * c;
-        __m512i v[8];
-        for (int i = 0; i < 8; i++) {
-            const int64_t b0 = 16 * c + 2 * i;
-            const __m128i q0 = b0 < nb ? _mm_loadu_si128((const __m128i *)(src + b0 * bb + hd)) : _mm_setzero_si128();
-            const __m128i q1 = b0 + 1 < nb ? _mm_loadu_si128((const __m128i *)(src + (b0 + 1) * bb + hd)) : _mm_setzero_si128();
-            const __m256i q = _mm256_inserti128_si256(_mm256_castsi128_si256(q0), q1, 1);
-            const __m512i n = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(q), _mm256_srli_epi16(q, 4), 1), m4);
-            v[i] = _mm512_dpbusd_epi32(z, _mm512_shuffle_epi8(tbl, n), _mm512_load_si512((const void *)(xc + 64 * i)));
+        __m512i v[4];
+        for (int i = 0; i < 4; i++) {
+            const int64_t b0 = 16 * c + 4 * i;
+            __m512i q;
+            if (b0 + 3 < nb) {
+                q = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(src + b0 * bb + hd)));
+                q = _mm512_inserti32x4(q, _mm_loadu_si128((const __m128i *)(src + (b0 + 1) * bb + hd)), 1);
+                q = _mm512_inserti32x4(q, _mm_loadu_si128((const __m128i *)(src + (b0 + 2) * bb + hd)), 2);
+                q = _mm512_inserti32x4(q, _mm_loadu_si128((const __m128i *)(src + (b0 + 3) * bb + hd)), 3);
+            } else {
+                q = _mm512_setzero_si512();
+                if (b0 < nb) q = _mm512_inserti32x4(q, _mm_loadu_si128((const __m128i *)(src + b0 * bb + hd)), 0);
+                if (b0 + 1 < nb) q = _mm512_inserti32x4(q, _mm_loadu_si128((const __m128i *)(src + (b0 + 1) * bb + hd)), 1);
+                if (b0 + 2 < nb) q = _mm512_inserti32x4(q, _mm_loadu_si128((const __m128i *)(src + (b0 + 2) * bb + hd)), 2);
+            }
+            const __m512i lo = _mm512_shuffle_epi8(tbl, _mm512_and_si512(q, m4));
+            const __m512i hi = _mm512_shuffle_epi8(tbl, _mm512_and_si512(_mm512_srli_epi16(q, 4), m4));
+            v[i] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(z, lo, _mm512_load_si512((const void *)(xc + 128 * i))), hi,
+                                       _mm512_load_si512((const void *)(xc + 128 * i + 64)));
         }
         const __m512i s = _mm512_sub_epi32(dot16_reduce(v), _mm512_loadu_si512((const void *)(xsp + 16 * c)));
         /* the scales after the group's blocks were loaded (a gather of lines already in L1) */
@@ -226,17 +237,12 @@ static __attribute__((noinline)) float dot_vnni_fused(int fmt, const uint8_t *re
     return _mm_cvtss_f32(_mm_add_ss(h2, _mm_shuffle_ps(h2, h2, 1)));
 }
 
-/* v[i] (pair layout): int32 lanes 0-3 and 8-11 block 2i, 4-7 and 12-15 block 2i+1 -> one zmm of
- * 16 block sums, lane l block lane_blk[l] */
+/* v[i] (quad layout): 128-bit lane k holds 4 partial sums of block 4i + k -> one zmm of 16 block
+ * sums, lane 4k + j block 4j + k (= lane_blk) */
 static inline __attribute__((always_inline)) __m512i dot16_reduce(__m512i *v) {
-    __m512i t[4], w[2], h[2];
-    for (int i = 0; i < 4; i++)
-        t[i] = _mm512_add_epi32(_mm512_unpacklo_epi32(v[2 * i], v[2 * i + 1]), _mm512_unpackhi_epi32(v[2 * i], v[2 * i + 1]));
-    for (int i = 0; i < 2; i++) {
-        w[i] = _mm512_add_epi32(_mm512_unpacklo_epi64(t[2 * i], t[2 * i + 1]), _mm512_unpackhi_epi64(t[2 * i], t[2 * i + 1]));
-        h[i] = _mm512_add_epi32(w[i], _mm512_shuffle_i32x4(w[i], w[i], _MM_SHUFFLE(1, 0, 3, 2)));
-    }
-    return _mm512_shuffle_i32x4(h[0], h[1], _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512i t0 = _mm512_add_epi32(_mm512_unpacklo_epi32(v[0], v[1]), _mm512_unpackhi_epi32(v[0], v[1]));
+    const __m512i t1 = _mm512_add_epi32(_mm512_unpacklo_epi32(v[2], v[3]), _mm512_unpackhi_epi32(v[2], v[3]));
+    return _mm512_add_epi32(_mm512_unpacklo_epi64(t0, t1), _mm512_unpackhi_epi64(t0, t1));
 }
 
 static float dot_vnni(const uint8_t *u, const float *dwp, const int8_t *xq, const float *dxp, const int32_t *xsp, int64_t nc) {
@@ -245,9 +251,11 @@ static float dot_vnni(const uint8_t *u, const float *dwp, const int8_t *xq, cons
     for (int64_t c = 0; c < nc; c++) {
         const uint8_t *uc = u + 512 * c;
         const int8_t *xc = xq + 512 * c;
-        __m512i v[8];
-        for (int i = 0; i < 8; i++)
-            v[i] = _mm512_dpbusd_epi32(z, _mm512_load_si512((const void *)(uc + 64 * i)), _mm512_load_si512((const void *)(xc + 64 * i)));
+        __m512i v[4];
+        for (int i = 0; i < 4; i++)
+            v[i] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(z, _mm512_load_si512((const void *)(uc + 128 * i)),
+                                                           _mm512_load_si512((const void *)(xc + 128 * i))),
+                                       _mm512_load_si512((const void *)(uc + 128 * i + 64)), _mm512_load_si512((const void *)(xc + 128 * i + 64)));
         const __m512i s = _mm512_sub_epi32(dot16_reduce(v), _mm512_loadu_si512((const void *)(xsp + 16 * c)));
         const __m512 p = _mm512_mul_ps(_mm512_mul_ps(_mm512_loadu_ps(dwp + 16 * c), _mm512_loadu_ps(dxp + 16 * c)), _mm512_cvtepi32_ps(s));
         acc = _mm512_add_ps(acc, p);
@@ -268,7 +276,7 @@ typedef struct {
     float d[16];
 } ipanel;
 
-static const int lane_pos[16] = {0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15};
+static const int lane_pos[16] = {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15}; /* lane_blk is its own inverse */
 
 static void ipanel_fill(int fmt, const uint8_t *w, int64_t rb, int nr, int64_t nb, ipanel *P) {
     const int8_t *kv = iq_table(fmt);
@@ -398,8 +406,8 @@ int gb_iqlinear(int fmt, const float *x, const void *w, const float *bias, float
             gb_quantize_row_q8_0(x + t * K, (void *)qb, K);
             int8_t *xt = xq + t * nbp * QB;
             for (int64_t b = 0; b < nbp; b++) {
-                /* natural order, or the pair layout of the VNNI row kernels */
-                int8_t *lo = xpair ? xt + 64 * (b / 2) + 16 * (b % 2) : xt + QB * b, *hi = xpair ? lo + 32 : lo + 16;
+                /* natural order, or the quad layout of the VNNI row kernels */
+                int8_t *lo = xpair ? xt + 128 * (b / 4) + 16 * (b % 4) : xt + QB * b, *hi = xpair ? lo + 64 : lo + 16;
                 if (b < nb) {
                     memcpy(lo, qb[b].qs, 16);
                     memcpy(hi, qb[b].qs + 16, 16);
