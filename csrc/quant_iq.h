@@ -14,7 +14,7 @@
  * Activations are quantized per row to ggml's q8_0 (quantize_row_q8_0_ref), as ggml's CPU backend
  * does for both types. Per block an exact int32 sum isum = sum_j kvalue[j] * x[j] (the weights held
  * as kvalue + 128, unsigned, and 128 * sum(x_block) taken off), then p = (dw * dx) * (float)isum in
- * float32. The p of blocks 16c + perm[l] go to float lane l (perm = 0,2,4,6,1,3,5,7,8,10,...,15,
+ * float32. The p of blocks 16c + perm[l] go to float lane l (perm = 0,4,8,12,1,5,9,13,2,...,15,
  * the order the VNNI reduction produces), lanes summed in block order, then the 16 lanes by halves
  * (l + 8, then + 4, + 2, + 1). Both versions compute exactly this, so they are bit-identical.
  *
