@@ -2,12 +2,17 @@
  * Same pattern as bind_quant.c; formats are ggml's type numbers (quant_k.h), glmbench/core/quant.py
  * maps names. */
 #include "bind.h"
+#include "quant_iq.h"
+#include "moe_k.h"
 #include "quant_k.h"
 
+/* iq4_nl and mxfp4 (csrc/quant_iq.c, blocks of 32) share these entry points with the K-quants */
+static int64_t row_bytes_any(int fmt, int64_t k) { return gb_is_iqfmt(fmt) ? gb_iq_row_bytes(fmt, k) : gb_k_row_bytes(fmt, k); }
+
 static int check_kfmt(int fmt) {
-    if (!gb_is_kfmt(fmt)) {
-        PyErr_Format(PyExc_ValueError, "`fmt` must be %d (q2_K), %d (q3_K), %d (q4_K), %d (q5_K), %d (q6_K) or %d (iq4_xs), got %d",
-                     GB_Q2_K, GB_Q3_K, GB_Q4_K, GB_Q5_K, GB_Q6_K, GB_IQ4_XS, fmt);
+    if (!gb_is_kfmt(fmt) && !gb_is_iqfmt(fmt)) {
+        PyErr_Format(PyExc_ValueError, "`fmt` must be %d (q2_K), %d (q3_K), %d (q4_K), %d (q5_K), %d (q6_K), %d (iq4_xs), "
+                     "%d (iq4_nl) or %d (mxfp4), got %d", GB_Q2_K, GB_Q3_K, GB_Q4_K, GB_Q5_K, GB_Q6_K, GB_IQ4_XS, GB_IQ4_NL, GB_MXFP4, fmt);
         return -1;
     }
     return 0;
@@ -21,6 +26,15 @@ static int check_k(Py_ssize_t k) {
     return 0;
 }
 
+static int check_fk(int fmt, Py_ssize_t k) {
+    if (!gb_is_iqfmt(fmt)) return check_k(k);
+    if (k <= 0 || k % 32) {
+        PyErr_Format(PyExc_ValueError, "`k` must be a positive multiple of 32 (iq4_nl/mxfp4 blocks), got %ld", (long)k);
+        return -1;
+    }
+    return 0;
+}
+
 static PyObject *py_kdequantize(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"q", "fmt", "k", NULL};
     PyObject *qo;
@@ -29,14 +43,14 @@ static PyObject *py_kdequantize(PyObject *self, PyObject *args, PyObject *kw) {
     PyArrayObject *q = NULL, *y = NULL;
     PyObject *ret = NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "Oin:kdequantize", kwlist, &qo, &fmt, &k)) return NULL;
-    if (check_kfmt(fmt) < 0 || check_k(k) < 0) goto done;
+    if (check_kfmt(fmt) < 0 || check_fk(fmt, k) < 0) goto done;
     if (!(q = gb_array(qo, "q", NPY_UINT8, 2, GB_COPY))) goto done;
-    if (gb_check_dim(q, "q", 1, (npy_intp)gb_k_row_bytes(fmt, k), "the bytes of one row of k elements") < 0) goto done;
+    if (gb_check_dim(q, "q", 1, (npy_intp)row_bytes_any(fmt, k), "the bytes of one row of k elements") < 0) goto done;
     npy_intp dims[2] = {PyArray_DIM(q, 0), k};
     if (!(y = gb_new_f32(2, dims))) goto done;
     int st;
     Py_BEGIN_ALLOW_THREADS
-    st = gb_k_dequantize_rows(fmt, PyArray_DATA(q), (float *)PyArray_DATA(y), dims[0], k);
+    st = (gb_is_iqfmt(fmt) ? gb_iq_dequantize_rows : gb_k_dequantize_rows)(fmt, PyArray_DATA(q), (float *)PyArray_DATA(y), dims[0], k);
     Py_END_ALLOW_THREADS
     ret = gb_result(st, &y);
 done:
@@ -76,11 +90,11 @@ static PyObject *py_klinear(PyObject *self, PyObject *args, PyObject *kw) {
     PyArrayObject *x = NULL, *w = NULL, *b = NULL, *y = NULL;
     PyObject *ret = NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OOin|Oi:klinear", kwlist, &xo, &wo, &fmt, &k, &bo, &version)) return NULL;
-    if (check_kfmt(fmt) < 0 || check_k(k) < 0) goto done;
+    if (check_kfmt(fmt) < 0 || check_fk(fmt, k) < 0) goto done;
     if (!(x = gb_array(xo, "x", NPY_FLOAT32, 2, GB_COPY))) goto done;
     if (!(w = gb_array(wo, "weight", NPY_UINT8, 2, GB_COPY))) goto done;
     if (gb_check_dim(x, "x", 1, k, "the weight's in_features") < 0) goto done;
-    if (gb_check_dim(w, "weight", 1, (npy_intp)gb_k_row_bytes(fmt, k), "the bytes of one row of k elements") < 0) goto done;
+    if (gb_check_dim(w, "weight", 1, (npy_intp)row_bytes_any(fmt, k), "the bytes of one row of k elements") < 0) goto done;
     const npy_intp T = PyArray_DIM(x, 0), N = PyArray_DIM(w, 0);
     if (bo != Py_None) {
         if (!(b = gb_array(bo, "bias", NPY_FLOAT32, 1, GB_COPY))) goto done;
@@ -91,7 +105,7 @@ static PyObject *py_klinear(PyObject *self, PyObject *args, PyObject *kw) {
     if (!(y = gb_new_f32(2, dims))) goto done;
     int st;
     Py_BEGIN_ALLOW_THREADS
-    st = gb_klinear(fmt, (const float *)PyArray_DATA(x), PyArray_DATA(w), b ? (const float *)PyArray_DATA(b) : NULL,
+    st = (gb_is_iqfmt(fmt) ? gb_iqlinear : gb_klinear)(fmt, (const float *)PyArray_DATA(x), PyArray_DATA(w), b ? (const float *)PyArray_DATA(b) : NULL,
                     (float *)PyArray_DATA(y), T, N, k, version);
     Py_END_ALLOW_THREADS
     ret = gb_result(st, &y);
@@ -100,6 +114,61 @@ done:
     Py_XDECREF(w);
     Py_XDECREF(b);
     Py_XDECREF(y);
+    return ret;
+}
+
+/* routed experts as stored (csrc/moe_k.c): gate/up uint8 [E, F*row_bytes(D)], down [E, D*row_bytes(F)] */
+static PyObject *py_kmoe(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"x", "topk_idx", "topk_weight", "gate", "up", "down", "fg", "fu", "fd", "f", "version", NULL};
+    PyObject *xo, *io, *wo, *go, *uo, *dno;
+    int fg, fu, fd, version = GB_KV_AUTO;
+    Py_ssize_t F;
+    PyArrayObject *x = NULL, *idx = NULL, *wt = NULL, *g = NULL, *u = NULL, *dn = NULL, *y = NULL, *cnt = NULL;
+    PyObject *ret = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOOOiiin|i:kmoe", kwlist, &xo, &io, &wo, &go, &uo, &dno, &fg, &fu, &fd, &F,
+                                     &version))
+        return NULL;
+    if (check_kfmt(fg) < 0 || check_kfmt(fu) < 0 || check_kfmt(fd) < 0) goto done;
+    if (!(x = gb_array(xo, "x", NPY_FLOAT32, 2, GB_COPY))) goto done;
+    if (!(idx = gb_array(io, "topk_idx", NPY_INT64, 2, GB_COPY))) goto done;
+    if (!(wt = gb_array(wo, "topk_weight", NPY_FLOAT32, 2, GB_COPY))) goto done;
+    if (!(g = gb_array(go, "gate", NPY_UINT8, 2, GB_COPY))) goto done;
+    if (!(u = gb_array(uo, "up", NPY_UINT8, 2, GB_COPY))) goto done;
+    if (!(dn = gb_array(dno, "down", NPY_UINT8, 2, GB_COPY))) goto done;
+    const npy_intp T = PyArray_DIM(x, 0), D = PyArray_DIM(x, 1), K = PyArray_DIM(idx, 1), E = PyArray_DIM(g, 0);
+    if (check_fk(fg, D) < 0 || check_fk(fu, D) < 0 || check_fk(fd, F) < 0) goto done;
+    if (gb_check_dim(idx, "topk_idx", 0, T, "x's rows") < 0 || gb_check_dim(wt, "topk_weight", 0, T, "x's rows") < 0 ||
+        gb_check_dim(wt, "topk_weight", 1, K, "topk_idx's width") < 0 ||
+        gb_check_dim(g, "gate", 1, (npy_intp)(F * row_bytes_any(fg, D)), "the bytes of an f x d matrix") < 0 ||
+        gb_check_dim(u, "up", 0, E, "gate's experts") < 0 ||
+        gb_check_dim(u, "up", 1, (npy_intp)(F * row_bytes_any(fu, D)), "the bytes of an f x d matrix") < 0 ||
+        gb_check_dim(dn, "down", 0, E, "gate's experts") < 0 ||
+        gb_check_dim(dn, "down", 1, (npy_intp)(D * row_bytes_any(fd, F)), "the bytes of a d x f matrix") < 0)
+        goto done;
+    if (gb_check_finite(x, "x") < 0) goto done;
+    npy_intp yd[2] = {T, D}, cd[1] = {E};
+    if (!(y = gb_new_f32(2, yd))) goto done;
+    if (!(cnt = (PyArrayObject *)PyArray_SimpleNew(1, cd, NPY_INT64))) goto done;
+    int st;
+    Py_BEGIN_ALLOW_THREADS
+    st = gb_kmoe((const float *)PyArray_DATA(x), (const int64_t *)PyArray_DATA(idx), (const float *)PyArray_DATA(wt), T, K,
+                 fg, PyArray_DATA(g), fu, PyArray_DATA(u), fd, PyArray_DATA(dn), E, F, D, (float *)PyArray_DATA(y),
+                 (int64_t *)PyArray_DATA(cnt), version);
+    Py_END_ALLOW_THREADS
+    if (st != GB_OK) {
+        gb_raise_status(st);
+        goto done;
+    }
+    ret = Py_BuildValue("(OO)", y, cnt);
+done:
+    Py_XDECREF(x);
+    Py_XDECREF(idx);
+    Py_XDECREF(wt);
+    Py_XDECREF(g);
+    Py_XDECREF(u);
+    Py_XDECREF(dn);
+    Py_XDECREF(y);
+    Py_XDECREF(cnt);
     return ret;
 }
 
@@ -140,5 +209,8 @@ PyMethodDef gb_quant_k_methods[] = {
      "quantize_q8_K(x[R, K] f32) -> uint8[R, K/256*292] (ggml block_q8_K rows)"},
     {"klinear", (PyCFunction)(void (*)(void))py_klinear, METH_VARARGS | METH_KEYWORDS,
      "klinear(x[T, K] f32, w[N, row_bytes] uint8, fmt, k, bias=None, version=0) -> f32[T, N]"},
+    {"kmoe", (PyCFunction)(void (*)(void))py_kmoe, METH_VARARGS | METH_KEYWORDS,
+     "kmoe(x[T, D] f32, topk_idx[T, k] i64, topk_weight[T, k] f32, gate, up, down uint8 [E, bytes], fg, fu, fd, f, "
+     "version=0) -> (y[T, D] f32, counts[E] i64): routed experts in K-quant/iq4_nl/mxfp4 formats, one call"},
     {"kversions", (PyCFunction)py_kversions, METH_NOARGS, "kversions() -> {name: compiled in}"},
     {NULL, NULL, 0, NULL}};

@@ -1,6 +1,7 @@
 """Quantized weights: ggml's q8_0 and q4_0 block formats, byte for byte, and the kernels that read
 them directly (csrc/quant.c); ggml's K-quants q2_K, q3_K, q4_K, q5_K, q6_K and iq4_xs read as
-stored (csrc/quant_k.c: no quantizer here, their bytes come from GGUF files). See docs/QUANT.md for
+stored (csrc/quant_k.c: no quantizer here, their bytes come from GGUF files), and iq4_nl and mxfp4
+(csrc/quant_iq.c; mxfp4 also quantized here, byte for byte as ggml's reference quantizer). See docs/QUANT.md for
 the formats, the kernels, the measured costs and the accuracy bounds.
 
     qt = quantize(w, "q4_0")            # w float32 [..., K], K % 32 == 0 -> QTensor
@@ -19,14 +20,17 @@ import numpy as np
 from glmbench.core._loader import _core
 
 __all__ = ["QTensor", "quantize", "dequantize", "quantize_q8_0", "quantize_q4_0", "linear", "swiglu",
-           "moe_experts", "FORMATS", "K_FORMATS", "kernels", "quantize_chunks", "matrix_format", "gguf_format"]
+           "moe_experts", "FORMATS", "K_FORMATS", "quantize_mxfp4", "kernels", "quantize_chunks", "matrix_format", "gguf_format"]
 
 # C-core format ids (csrc/common.h) and ggml block sizes (elements, bytes)
 FORMATS = {"q8_0": (8, 32, 34), "q4_0": (9, 32, 18),
            # K-quants (csrc/quant_k.h; ids are ggml's type numbers): read as stored, not quantized here
            "q2_K": (10, 256, 84), "q3_K": (11, 256, 110), "q4_K": (12, 256, 144), "q5_K": (13, 256, 176),
-           "q6_K": (14, 256, 210), "iq4_xs": (23, 256, 136)}
-K_FORMATS = ("q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "iq4_xs")  # super-blocks of 256, csrc/quant_k.c
+           "q6_K": (14, 256, 210), "iq4_xs": (23, 256, 136),
+           # 32-value non-linear 4-bit blocks (csrc/quant_iq.h): read as stored; mxfp4 also quantized here
+           "iq4_nl": (20, 32, 18), "mxfp4": (39, 32, 17)}
+# read as stored by the kquant kernels: super-blocks of 256 (csrc/quant_k.c), iq4_nl/mxfp4 (csrc/quant_iq.c)
+K_FORMATS = ("q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "iq4_xs", "iq4_nl", "mxfp4")
 _COMPUTE = {"auto": 0, "f32": 1, "q8": 2}
 _VERSIONS = {"auto": 0, "ref_f32": 1, "avx512_f32": 2, "ref_q8": 3, "avx2_q8": 4, "vnni_q8": 5, "blas_f32": 6}
 # the integer GEMM on repacked weights (csrc/qgemm.c): portable scalar, AVX-512 VNNI
@@ -196,6 +200,10 @@ def quantize(x: np.ndarray, fmt: str = "q8_0") -> QTensor:
     modified. ValueError for NaN/inf or a block whose scale overflows float16. The K-quants have no
     quantizer here (NotImplementedError): their bytes come from GGUF files (QTensor.from_bytes)."""
     fid = _fmt_id(fmt)
+    if fmt == "mxfp4":
+        x2 = _as_f32_2d(x)
+        data = quantize_mxfp4(x2)
+        return QTensor(data.reshape(x.shape[:-1] + (data.shape[-1],)), fmt, x.shape)
     if fmt in K_FORMATS:
         raise NotImplementedError(f"glmbench has no {fmt} quantizer: {fmt} weights are read as stored from a GGUF "
                                   f"file (QTensor.from_bytes / glmbench.load_model); quantize to q8_0 or q4_0 instead")
@@ -214,6 +222,36 @@ def dequantize(qt: QTensor) -> np.ndarray:
         return _core.kdequantize(d.reshape(-1, d.shape[-1]), _fmt_id(qt.fmt), k).reshape(qt.shape)
     y = _core.dequantize(d.reshape(-1, d.shape[-1]), _fmt_id(qt.fmt), k)
     return y.reshape(qt.shape)
+
+
+_MXFP4_KVALUES = np.array([0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12], np.float32)
+
+
+def quantize_mxfp4(x: np.ndarray) -> np.ndarray:
+    """float32 [R, K] (K % 32 == 0, finite) -> ggml mxfp4 bytes uint8 [R, K/32*17], ggml's reference
+    quantizer (quantize_row_mxfp4_ref, as the gguf package's MXFP4.quantize_blocks): per 32 values
+    e = floor(log2(amax)) - 2 + 127 (0 for an all-zero block), d = 2^(e-128) (E8M0, halved as ggml
+    stores it), each value the nearest d * kvalues_mxfp4 (the first on ties). Blocks whose amax is
+    below 2^-125 (e would be negative, which ggml's uint8 cast wraps) get e = 0."""
+    x = np.asarray(x, dtype=np.float32)
+    k = x.shape[-1]
+    if k % 32:
+        raise ValueError(f"mxfp4 stores blocks of 32; row length {k} is not a multiple")
+    bad = ~np.isfinite(x)
+    if bad.any():
+        i = int(np.flatnonzero(bad.reshape(-1))[0])
+        raise ValueError(f"`x` contains {'NaN' if np.isnan(x.reshape(-1)[i]) else 'inf'} at flat index {i}")
+    b = x.reshape(-1, 32)
+    amax = np.abs(b).max(axis=-1, keepdims=True)
+    with np.errstate(divide="ignore"):
+        e = np.where(amax > 0, np.floor(np.log2(amax)) - 2 + 127, 0)
+    e = np.clip(e, 0, 255).astype(np.uint8)
+    bits = np.where(e < 2, np.uint32(0x00200000) << e.astype(np.uint32), (e.astype(np.uint32) - 1) << np.uint32(23))
+    d = bits.astype(np.uint32).view(np.float32)
+    errs = np.abs(d[:, :, None] * _MXFP4_KVALUES[None, None, :] - b[:, :, None])
+    q = np.argmin(errs, axis=-1).astype(np.uint8)
+    qs = q[:, :16] | (q[:, 16:] << np.uint8(4))
+    return np.concatenate([e, qs], axis=-1).reshape(x.shape[:-1] + (k // 32 * 17,))
 
 
 def quantize_q8_0(x: np.ndarray) -> np.ndarray:
@@ -284,7 +322,7 @@ def quantize_chunks(chunks, shape, fmt: str) -> QTensor:
     ever holding it whole in float32: how huge random weights are generated straight into blocks
     (glmbench.models.model.random_weight). Rows are quantized as soon as they are complete."""
     fid = _fmt_id(fmt)
-    if fmt in K_FORMATS:
+    if fmt in K_FORMATS and fmt != "mxfp4":
         raise NotImplementedError(f"glmbench has no {fmt} quantizer: {fmt} weights are read as stored from a GGUF file")
     shape = tuple(int(s) for s in shape)
     k = shape[-1]
@@ -299,7 +337,8 @@ def quantize_chunks(chunks, shape, fmt: str) -> QTensor:
         if r + n > rows:
             raise ValueError(f"`chunks` hold more than the {rows * k} elements of shape {shape}")
         if n:
-            data[r:r + n] = _core.quantize(c[:n * k].reshape(n, k), fid)
+            rows_f = c[:n * k].reshape(n, k)
+            data[r:r + n] = quantize_mxfp4(rows_f) if fmt == "mxfp4" else _core.quantize(rows_f, fid)
             r += n
         carry = c[n * k:].copy()
     if r != rows or carry.size:
@@ -381,6 +420,14 @@ def moe_experts(x, topk_idx, topk_weight, w_gate: QTensor, w_up: QTensor, w_down
         y, counts = _core.qmoe(x2, idx.astype(np.int64, copy=False), wts.astype(np.float32, copy=False),
                                w_gate.packed.reshape(E, -1), w_up.packed.reshape(E, -1), w_down.packed.reshape(E, -1),
                                fid, F, _QGEMM.get(kernel, 0))
+        return y.reshape(x.shape[:-1] + (D,)), counts
+    if (all(isinstance(w, QTensor) and w.fmt in K_FORMATS for w in ws) and compute in ("auto", "q8")
+            and (kernel == "auto" or kernel in _KQUANT)):
+        # one C call (csrc/moe_k.c gb_kmoe): tokens grouped per expert, each expert's gate/up/down
+        # as K-quant/iq4_nl/mxfp4 GEMMs on the weights as stored, no Python per expert
+        y, counts = _core.kmoe(x2, idx.astype(np.int64, copy=False), wts.astype(np.float32, copy=False),
+                               w_gate.data.reshape(E, -1), w_up.data.reshape(E, -1), w_down.data.reshape(E, -1),
+                               _fmt_id(w_gate.fmt), _fmt_id(w_up.fmt), _fmt_id(w_down.fmt), F, _KQUANT.get(kernel, 0))
         return y.reshape(x.shape[:-1] + (D,)), counts
     y = np.zeros((T, D), np.float32)
     counts = np.bincount(idx.reshape(-1), minlength=E).astype(np.int64)

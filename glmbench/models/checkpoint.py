@@ -8,8 +8,8 @@ Formats used as stored (Model(weights="stored")): f32, f16, bf16 (uint16 bits) a
 q4_0 blocks (a GGUF's bytes wrapped as core.quant.QTensor, memory-mapped, the same block layout:
 f16 scale then 32 int8, or f16 scale then 16 bytes of nibbles, low nibbles the first 16 weights),
 the K-quants q2_K / q3_K / q4_K / q5_K / q6_K (the Q*_K_S/M/L mixes' types) and iq4_xs
-(csrc/quant_k.h). Every other GGUF type (iq4_nl and the other IQ types, q4_1, q5_0, q5_1, MXFP4,
-TQ...) is dequantized to f32 with
+(csrc/quant_k.h), iq4_nl and mxfp4 (gpt-oss's experts; csrc/quant_iq.h). Every other GGUF type (the
+other IQ types, q4_1, q5_0, q5_1, TQ, NVFP4...) is dequantized to f32 with
 gguf.quants.dequantize, and a warning names the types and tensors. `weights=` a format converts
 every matrix to it instead.
 
@@ -161,7 +161,7 @@ def _tensor(g, t, converted):
     data = g.tensor_data(t.name)
     if t.type_name in ("F32", "F16", "BF16"):
         return data
-    if gguf_format(t.type_name):  # q8_0/q4_0, the K-quants q2_K..q6_K, iq4_xs: the blocks as stored
+    if gguf_format(t.type_name):  # q8_0/q4_0, q2_K..q6_K, iq4_xs, iq4_nl, mxfp4: as stored
         return QTensor(data, gguf_format(t.type_name), t.shape)
     return _dequant(g, t.name, converted)
 

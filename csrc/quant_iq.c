@@ -1,0 +1,484 @@
+/* quant_iq.c: ggml's iq4_nl and mxfp4 (32-value blocks, 4-bit indices into a non-linear table,
+ * one scale per block) as stored: dequantize and the quantized linear (decode GEMV and prefill
+ * GEMM share one driver). See quant_iq.h for the layouts and the arithmetic both versions follow.
+ *
+ * Driver: activations quantized to q8_0 once per call and laid out for the dot (int8 values padded
+ * to whole groups of 16 blocks, per-block float scale and 128 * sum in lane order); tokens in chunks
+ * whose activations stay in L2; OpenMP over weight rows. Per (row, chunk) the row is decoded once
+ * into unsigned bytes kvalue + 128 and lane-ordered float scales (one contiguous read of the row as
+ * stored, no repacked copy), then dotted with every token of the chunk from L1. */
+#include "quant_iq.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+#include "common.h"
+#include "quant.h"
+#include "quant_k.h"
+
+#define QB 32
+
+static inline float h2f(const uint8_t *p) {
+    uint16_t h;
+    memcpy(&h, p, 2);
+#if defined(__F16C__)
+    return _cvtsh_ss(h);
+#else
+    return gb_f16_to_f32(h);
+#endif
+}
+
+/* ggml-common.h kvalues_iq4nl and kvalues_mxfp4 (E2M1 doubled) */
+static const int8_t kv_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+static const int8_t kv_mxfp4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+/* float lane l of a group of 16 blocks holds block lane_blk[l] (the order the VNNI reduction gives) */
+static const int lane_blk[16] = {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15};
+
+int gb_is_iqfmt(int fmt) { return fmt == GB_IQ4_NL || fmt == GB_MXFP4; }
+
+static inline int64_t iq_blk_bytes(int fmt) { return fmt == GB_IQ4_NL ? 18 : 17; }
+static inline int iq_head(int fmt) { return fmt == GB_IQ4_NL ? 2 : 1; }
+static inline const int8_t *iq_table(int fmt) { return fmt == GB_IQ4_NL ? kv_iq4nl : kv_mxfp4; }
+
+int64_t gb_iq_row_bytes(int fmt, int64_t n) {
+    if (!gb_is_iqfmt(fmt) || n < 0 || n % QB) return -1;
+    return n / QB * iq_blk_bytes(fmt);
+}
+
+/* ggml's GGML_E8M0_TO_FP32_HALF: 2^(e - 128) as float bits */
+static inline float e8m0_half(uint8_t e) {
+    const uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+static inline float blk_scale(int fmt, const uint8_t *b) { return fmt == GB_IQ4_NL ? h2f(b) : e8m0_half(b[0]); }
+
+/* ---- dequantize: d * (float)kvalue, float32, as ggml and the gguf package ---------------------- */
+
+static void dequantize_row_iq(int fmt, const uint8_t *src, float *y, int64_t k) {
+    const int8_t *kv = iq_table(fmt);
+    const int64_t bb = iq_blk_bytes(fmt);
+    const int hd = iq_head(fmt);
+    for (int64_t i = 0; i < k / QB; i++) {
+        const uint8_t *b = src + i * bb, *qs = b + hd;
+        const float d = blk_scale(fmt, b);
+        for (int j = 0; j < 16; j++) {
+            y[QB * i + j] = d * (float)kv[qs[j] & 0x0f];
+            y[QB * i + 16 + j] = d * (float)kv[qs[j] >> 4];
+        }
+    }
+}
+
+int gb_iq_dequantize_rows(int fmt, const void *src, float *y, int64_t rows, int64_t k) {
+    const int64_t rb = gb_iq_row_bytes(fmt, k);
+    if (rb < 0) return gb_error(GB_EVALUE, "dequantize: format %d with k=%ld is not an iq4_nl/mxfp4 row (k %% 32 == 0)", fmt, (long)k);
+#pragma omp parallel for schedule(static) if (rows * k > 1 << 18)
+    for (int64_t r = 0; r < rows; r++) dequantize_row_iq(fmt, (const uint8_t *)src + r * rb, y + r * k, k);
+    return GB_OK;
+}
+
+/* ---- one row decoded for the dot: u = kvalue + 128 (nbp blocks, padding 128), dwp in lane order -- */
+
+static __attribute__((noinline)) void decode_row_ref(int fmt, const uint8_t *restrict src, int64_t nb, int64_t nbp,
+                                                     uint8_t *restrict u, float *restrict dwp) {
+    const int8_t *kv = iq_table(fmt);
+    const int64_t bb = iq_blk_bytes(fmt);
+    const int hd = iq_head(fmt);
+    for (int64_t i = 0; i < nbp; i++) {
+        uint8_t *ub = u + QB * i;
+        if (i >= nb) {
+            memset(ub, 128, QB);
+            continue;
+        }
+        const uint8_t *qs = src + i * bb + hd;
+        for (int j = 0; j < 16; j++) {
+            ub[j] = (uint8_t)(kv[qs[j] & 0x0f] + 128);
+            ub[16 + j] = (uint8_t)(kv[qs[j] >> 4] + 128);
+        }
+    }
+    for (int64_t c = 0; c < nbp / 16; c++)
+        for (int l = 0; l < 16; l++) {
+            const int64_t b = 16 * c + lane_blk[l];
+            dwp[16 * c + l] = b < nb ? blk_scale(fmt, src + b * bb) : 0.0f;
+        }
+}
+
+static inline float reduce16(const float lane[16]) {
+    float h8[8], h4[4], h2[2];
+    for (int i = 0; i < 8; i++) h8[i] = lane[i] + lane[i + 8];
+    for (int i = 0; i < 4; i++) h4[i] = h8[i] + h8[i + 4];
+    for (int i = 0; i < 2; i++) h2[i] = h4[i] + h4[i + 2];
+    return h2[0] + h2[1];
+}
+
+/* one (row, token): nc groups of 16 blocks */
+static float dot_ref(const uint8_t *u, const float *dwp, const int8_t *xq, const float *dxp, const int32_t *xsp, int64_t nc) {
+    float lane[16] = {0};
+    for (int64_t c = 0; c < nc; c++)
+        for (int l = 0; l < 16; l++) {
+            const int64_t b = 16 * c + lane_blk[l];
+            int32_t s = 0;
+            for (int j = 0; j < QB; j++) s += (int32_t)u[QB * b + j] * (int32_t)xq[QB * b + j];
+            s -= xsp[16 * c + l];
+            lane[l] += (dwp[16 * c + l] * dxp[16 * c + l]) * (float)s;
+        }
+    return reduce16(lane);
+}
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__) && defined(__AVX512VL__)
+#define GB_HAVE_IQ_VNNI 1
+
+static void row_scales_vnni(int fmt, const uint8_t *restrict src, int64_t nb, int64_t nbp, float *restrict dwp);
+static inline __attribute__((always_inline)) __m512 group_scales(int fmt, const uint8_t *src, int64_t nb, int64_t c);
+
+/* noinline, restrict: inlined into the OpenMP body, the byte stores to u could alias its shared
+ * variables and the compiler reloaded them every block */
+static __attribute__((noinline)) void decode_row_vnni(int fmt, const uint8_t *restrict src, int64_t nb, int64_t nbp,
+                                                      uint8_t *restrict u, float *restrict dwp) {
+    const int8_t *kv = iq_table(fmt);
+    uint8_t t8[16];
+    for (int j = 0; j < 16; j++) t8[j] = (uint8_t)(kv[j] + 128);
+    const __m128i tbl = _mm_loadu_si128((const __m128i *)t8), m4 = _mm_set1_epi8(0x0f);
+    const int64_t bb = iq_blk_bytes(fmt);
+    const int hd = iq_head(fmt);
+    for (int64_t i = 0; i < nb; i++) {
+        const __m128i q = _mm_loadu_si128((const __m128i *)(src + i * bb + hd));
+        uint8_t *up = u + 128 * (i / 4) + 16 * (i % 4); /* quad layout: lo(4i..4i+3), hi(4i..4i+3) */
+        _mm_store_si128((__m128i *)up, _mm_shuffle_epi8(tbl, _mm_and_si128(q, m4)));
+        _mm_store_si128((__m128i *)(up + 64), _mm_shuffle_epi8(tbl, _mm_and_si128(_mm_srli_epi16(q, 4), m4)));
+    }
+    for (int64_t i = nb; i < nbp; i++) {
+        memset(u + 128 * (i / 4) + 16 * (i % 4), 128, 16);
+        memset(u + 128 * (i / 4) + 16 * (i % 4) + 64, 128, 16);
+    }
+    row_scales_vnni(fmt, src, nb, nbp, dwp);
+}
+
+/* the scales in lane order, 16 at a time: one gather of the 4 bytes at each block's start
+ * (inside the block: 17 or 18 bytes), then f16 -> f32 or E8M0 -> 2^(e-128), as blk_scale */
+/* the scales of blocks 16c + lane_blk[l] in lane order: one gather of the 4 bytes at each block's
+ * start (inside the block: 17 or 18 bytes), then f16 -> f32 or E8M0 -> 2^(e-128), as blk_scale;
+ * 0 past the row */
+static inline __attribute__((always_inline)) __m512 group_scales(int fmt, const uint8_t *src, int64_t nb, int64_t c) {
+    const int64_t bb = iq_blk_bytes(fmt);
+    const __m512i perm = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    const __m512i off = _mm512_mullo_epi32(perm, _mm512_set1_epi32((int)bb));
+    const int64_t left = nb - 16 * c;
+    const __mmask16 m = left >= 16 ? (__mmask16)0xffff : (__mmask16)_mm512_cmplt_epi32_mask(perm, _mm512_set1_epi32((int)left));
+    const __m512i raw = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, off, (const void *)(src + 16 * c * bb), 1);
+    __m512 d;
+    if (fmt == GB_IQ4_NL) {
+        d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_and_si512(raw, _mm512_set1_epi32(0xffff))));
+    } else {
+        const __m512i e = _mm512_and_si512(raw, _mm512_set1_epi32(0xff));
+        const __m512i big = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
+        const __m512i small = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e);
+        d = _mm512_castsi512_ps(_mm512_mask_blend_epi32(_mm512_cmplt_epi32_mask(e, _mm512_set1_epi32(2)), big, small));
+    }
+    return _mm512_maskz_mov_ps(m, d);
+}
+
+static void row_scales_vnni(int fmt, const uint8_t *restrict src, int64_t nb, int64_t nbp, float *restrict dwp) {
+    for (int64_t c = 0; c < nbp / 16; c++) _mm512_storeu_ps(dwp + 16 * c, group_scales(fmt, src, nb, c));
+}
+
+/* The VNNI row kernels read weights and activations in quad layout: per 4 blocks 128 bytes
+ * lo(4i) .. lo(4i+3) hi(4i) .. hi(4i+3) (16 bytes each: elements 0-15 and 16-31 of a block). */
+static inline __attribute__((always_inline)) __m512i dot16_reduce(__m512i *v);
+
+/* one (row, token) with the row decoded in registers (T = 1: no store and reload of the decode) */
+static __attribute__((noinline)) float dot_vnni_fused(int fmt, const uint8_t *restrict src, int64_t nb,
+                                                      const int8_t *xq, const float *dxp, const int32_t *xsp, int64_t nc) {
+    const int8_t *kv = iq_table(fmt);
+    uint8_t t8[16];
+    for (int j = 0; j < 16; j++) t8[j] = (uint8_t)(kv[j] + 128);
+    const __m512i tbl = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)t8)), m4 = _mm512_set1_epi8(0x0f);
+    const int64_t bb = iq_blk_bytes(fmt);
+    const int hd = iq_head(fmt);
+    const __m512i z = _mm512_setzero_si512();
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t c = 0; c < nc; c++) {
+        const int8_t *xc = xq + 512 * c;
+        __m512i v[4];
+        for (int i = 0; i < 4; i++) {
+            const int64_t b0 = 16 * c + 4 * i;
+            __m512i q;
+            if (b0 + 3 < nb) {
+                q = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(src + b0 * bb + hd)));
+                q = _mm512_inserti32x4(q, _mm_loadu_si128((const __m128i *)(src + (b0 + 1) * bb + hd)), 1);
+                q = _mm512_inserti32x4(q, _mm_loadu_si128((const __m128i *)(src + (b0 + 2) * bb + hd)), 2);
+                q = _mm512_inserti32x4(q, _mm_loadu_si128((const __m128i *)(src + (b0 + 3) * bb + hd)), 3);
+            } else {
+                q = _mm512_setzero_si512();
+                if (b0 < nb) q = _mm512_inserti32x4(q, _mm_loadu_si128((const __m128i *)(src + b0 * bb + hd)), 0);
+                if (b0 + 1 < nb) q = _mm512_inserti32x4(q, _mm_loadu_si128((const __m128i *)(src + (b0 + 1) * bb + hd)), 1);
+                if (b0 + 2 < nb) q = _mm512_inserti32x4(q, _mm_loadu_si128((const __m128i *)(src + (b0 + 2) * bb + hd)), 2);
+            }
+            const __m512i lo = _mm512_shuffle_epi8(tbl, _mm512_and_si512(q, m4));
+            const __m512i hi = _mm512_shuffle_epi8(tbl, _mm512_and_si512(_mm512_srli_epi16(q, 4), m4));
+            v[i] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(z, lo, _mm512_load_si512((const void *)(xc + 128 * i))), hi,
+                                       _mm512_load_si512((const void *)(xc + 128 * i + 64)));
+        }
+        const __m512i s = _mm512_sub_epi32(dot16_reduce(v), _mm512_loadu_si512((const void *)(xsp + 16 * c)));
+        /* the scales after the group's blocks were loaded (a gather of lines already in L1) */
+        const __m512 p = _mm512_mul_ps(_mm512_mul_ps(group_scales(fmt, src, nb, c), _mm512_loadu_ps(dxp + 16 * c)), _mm512_cvtepi32_ps(s));
+        acc = _mm512_add_ps(acc, p);
+    }
+    const __m256 h8 = _mm256_add_ps(_mm512_castps512_ps256(acc), _mm512_extractf32x8_ps(acc, 1));
+    const __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(h8), _mm256_extractf128_ps(h8, 1));
+    const __m128 h2 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));
+    return _mm_cvtss_f32(_mm_add_ss(h2, _mm_shuffle_ps(h2, h2, 1)));
+}
+
+/* v[i] (quad layout): 128-bit lane k holds 4 partial sums of block 4i + k -> one zmm of 16 block
+ * sums, lane 4k + j block 4j + k (= lane_blk) */
+static inline __attribute__((always_inline)) __m512i dot16_reduce(__m512i *v) {
+    const __m512i t0 = _mm512_add_epi32(_mm512_unpacklo_epi32(v[0], v[1]), _mm512_unpackhi_epi32(v[0], v[1]));
+    const __m512i t1 = _mm512_add_epi32(_mm512_unpacklo_epi32(v[2], v[3]), _mm512_unpackhi_epi32(v[2], v[3]));
+    return _mm512_add_epi32(_mm512_unpacklo_epi64(t0, t1), _mm512_unpackhi_epi64(t0, t1));
+}
+
+static float dot_vnni(const uint8_t *u, const float *dwp, const int8_t *xq, const float *dxp, const int32_t *xsp, int64_t nc) {
+    __m512 acc = _mm512_setzero_ps();
+    const __m512i z = _mm512_setzero_si512();
+    for (int64_t c = 0; c < nc; c++) {
+        const uint8_t *uc = u + 512 * c;
+        const int8_t *xc = xq + 512 * c;
+        __m512i v[4];
+        for (int i = 0; i < 4; i++)
+            v[i] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(z, _mm512_load_si512((const void *)(uc + 128 * i)),
+                                                           _mm512_load_si512((const void *)(xc + 128 * i))),
+                                       _mm512_load_si512((const void *)(uc + 128 * i + 64)), _mm512_load_si512((const void *)(xc + 128 * i + 64)));
+        const __m512i s = _mm512_sub_epi32(dot16_reduce(v), _mm512_loadu_si512((const void *)(xsp + 16 * c)));
+        const __m512 p = _mm512_mul_ps(_mm512_mul_ps(_mm512_loadu_ps(dwp + 16 * c), _mm512_loadu_ps(dxp + 16 * c)), _mm512_cvtepi32_ps(s));
+        acc = _mm512_add_ps(acc, p);
+    }
+    const __m256 h8 = _mm256_add_ps(_mm512_castps512_ps256(acc), _mm512_extractf32x8_ps(acc, 1));
+    const __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(h8), _mm256_extractf128_ps(h8, 1));
+    const __m128 h2 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));
+    return _mm_cvtss_f32(_mm_add_ss(h2, _mm_shuffle_ps(h2, h2, 1)));
+}
+
+/* Prefill: the 16 rows of a group decoded once per call into a panel where, per block, zmm z holds
+ * bytes 4z..4z+3 of each of the 16 rows (kvalue + 128) and a float[16] holds the rows' scales; one
+ * vpdpbusd per (4 weights of 16 rows, token) with the token's 4 activation bytes broadcast. Per
+ * (row, token) the 16 float lanes of quant_iq.h live in memory (acc[t][lane][row], L1), so the
+ * arithmetic is exactly the row kernel's: block b goes to lane pos[b % 16], in block order. */
+typedef struct {
+    uint8_t q[8][64];
+    float d[16];
+} ipanel;
+
+static const int lane_pos[16] = {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15}; /* lane_blk is its own inverse */
+
+static void ipanel_fill(int fmt, const uint8_t *w, int64_t rb, int nr, int64_t nb, ipanel *P) {
+    const int8_t *kv = iq_table(fmt);
+    uint8_t t8[16];
+    for (int j = 0; j < 16; j++) t8[j] = (uint8_t)(kv[j] + 128);
+    const __m512i tbl = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)t8)), m4 = _mm512_set1_epi8(0x0f);
+    const __m512i i0 = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13), i1 = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
+    const int64_t bb = iq_blk_bytes(fmt);
+    const int hd = iq_head(fmt);
+    for (int64_t b = 0; b < nb; b++) {
+        /* Z[i]: row i's 32 values (8 dwords) in its low half, row i + 8's in its high half */
+        __m512i Z[8], t[8], u[8];
+        for (int i = 0; i < 8; i++) {
+            const __m128i qa = i < nr ? _mm_loadu_si128((const __m128i *)(w + i * rb + b * bb + hd)) : _mm_setzero_si128();
+            const __m128i qb = i + 8 < nr ? _mm_loadu_si128((const __m128i *)(w + (i + 8) * rb + b * bb + hd)) : _mm_setzero_si128();
+            const __m256i a = _mm256_inserti128_si256(_mm256_castsi128_si256(qa), qb, 1);
+            __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(a), _mm256_srli_epi16(a, 4), 1); /* qa qb qa>>4 qb>>4 */
+            z = _mm512_shuffle_i32x4(z, z, _MM_SHUFFLE(3, 1, 2, 0));                                /* qa qa>>4 qb qb>>4 */
+            Z[i] = _mm512_shuffle_epi8(tbl, _mm512_and_si512(z, m4));
+        }
+        /* 8 x 8 dword transpose in both halves at once */
+        for (int i = 0; i < 4; i++) {
+            t[2 * i] = _mm512_unpacklo_epi32(Z[2 * i], Z[2 * i + 1]);
+            t[2 * i + 1] = _mm512_unpackhi_epi32(Z[2 * i], Z[2 * i + 1]);
+        }
+        for (int h = 0; h < 2; h++) {
+            u[4 * h + 0] = _mm512_unpacklo_epi64(t[4 * h], t[4 * h + 2]);
+            u[4 * h + 1] = _mm512_unpackhi_epi64(t[4 * h], t[4 * h + 2]);
+            u[4 * h + 2] = _mm512_unpacklo_epi64(t[4 * h + 1], t[4 * h + 3]);
+            u[4 * h + 3] = _mm512_unpackhi_epi64(t[4 * h + 1], t[4 * h + 3]);
+        }
+        for (int j = 0; j < 4; j++) {
+            _mm512_store_si512((void *)P[b].q[j], _mm512_permutex2var_epi64(u[j], i0, u[4 + j]));
+            _mm512_store_si512((void *)P[b].q[4 + j], _mm512_permutex2var_epi64(u[j], i1, u[4 + j]));
+        }
+        for (int r = 0; r < 16; r++) P[b].d[r] = r < nr ? blk_scale(fmt, w + r * rb + b * bb) : 0.0f;
+    }
+}
+
+static inline __attribute__((always_inline)) void ipanel_tile(const ipanel *P, int64_t nb, int64_t nbp, const int8_t *xq,
+                                                              const float *dxp, const int32_t *xsp, int64_t t0, float *y,
+                                                              int64_t ldy, const float *bias, __mmask16 m, const int TT) {
+    __m512 acc[4][16];
+    for (int t = 0; t < TT; t++)
+        for (int l = 0; l < 16; l++) acc[t][l] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        __m512i isum[4];
+        for (int t = 0; t < TT; t++) isum[t] = _mm512_setzero_si512();
+        const int32_t *xb[4];
+        for (int t = 0; t < TT; t++) xb[t] = (const int32_t *)(xq + (t0 + t) * nbp * QB + b * QB);
+        for (int z = 0; z < 8; z++) {
+            const __m512i wz = _mm512_load_si512((const void *)P[b].q[z]);
+            for (int t = 0; t < TT; t++) isum[t] = _mm512_dpbusd_epi32(isum[t], wz, _mm512_set1_epi32(xb[t][z]));
+        }
+        const int l = lane_pos[b % 16];
+        const int64_t li = 16 * (b / 16) + l;
+        const __m512 vd = _mm512_load_ps(P[b].d);
+        for (int t = 0; t < TT; t++) {
+            const __m512i s = _mm512_sub_epi32(isum[t], _mm512_set1_epi32(xsp[(t0 + t) * nbp + li]));
+            const __m512 p = _mm512_mul_ps(_mm512_mul_ps(vd, _mm512_set1_ps(dxp[(t0 + t) * nbp + li])), _mm512_cvtepi32_ps(s));
+            acc[t][l] = _mm512_add_ps(acc[t][l], p);
+        }
+    }
+    const __m512 vb = bias ? _mm512_maskz_loadu_ps(m, bias) : _mm512_setzero_ps();
+    for (int t = 0; t < TT; t++) {
+        __m512 h8[8], h4[4], h2[2];
+        for (int i = 0; i < 8; i++) h8[i] = _mm512_add_ps(acc[t][i], acc[t][i + 8]);
+        for (int i = 0; i < 4; i++) h4[i] = _mm512_add_ps(h8[i], h8[i + 4]);
+        for (int i = 0; i < 2; i++) h2[i] = _mm512_add_ps(h4[i], h4[i + 2]);
+        _mm512_mask_storeu_ps(y + (t0 + t) * ldy, m, _mm512_add_ps(_mm512_add_ps(h2[0], h2[1]), vb));
+    }
+}
+
+static void ipanel_rows(const ipanel *P, int64_t nb, int64_t nbp, const int8_t *xq, const float *dxp, const int32_t *xsp,
+                        int64_t T, float *y, int64_t ldy, const float *bias, __mmask16 m) {
+    int64_t t0 = 0;
+    for (; t0 + 4 <= T; t0 += 4) ipanel_tile(P, nb, nbp, xq, dxp, xsp, t0, y, ldy, bias, m, 4);
+    switch (T - t0) {
+    case 3: ipanel_tile(P, nb, nbp, xq, dxp, xsp, t0, y, ldy, bias, m, 3); break;
+    case 2: ipanel_tile(P, nb, nbp, xq, dxp, xsp, t0, y, ldy, bias, m, 2); break;
+    case 1: ipanel_tile(P, nb, nbp, xq, dxp, xsp, t0, y, ldy, bias, m, 1); break;
+    default: break;
+    }
+}
+#endif
+
+/* ---- the launcher -------------------------------------------------------------------------- */
+
+int gb_iqlinear(int fmt, const float *x, const void *w, const float *bias, float *y, int64_t T, int64_t N,
+                int64_t K, int version) {
+    if (!gb_is_iqfmt(fmt)) return gb_error(GB_EVALUE, "iqlinear: format %d is not iq4_nl (20) or mxfp4 (39)", fmt);
+    if (K <= 0 || K % QB) return gb_error(GB_EVALUE, "iqlinear: K=%ld must be a positive multiple of 32", (long)K);
+    if (T < 0 || N < 0) return gb_error(GB_EVALUE, "iqlinear: T=%ld and N=%ld must be >= 0", (long)T, (long)N);
+    int vnni = 0;
+#ifdef GB_HAVE_IQ_VNNI
+    if (version == GB_KV_AUTO || version == GB_KV_VNNI) vnni = 1;
+#endif
+    if (version == GB_KV_AUTO) version = vnni ? GB_KV_VNNI : GB_KV_REF;
+    if (version != GB_KV_REF && !vnni)
+        return gb_error(GB_EVALUE, "iqlinear: kernel version %d (%s) is not compiled in on this build", version, gb_kversion_name(version));
+    if (T == 0 || N == 0) return GB_OK;
+    const int64_t nb = K / QB, nbp = (nb + 15) / 16 * 16, nc = nbp / 16, rb = gb_iq_row_bytes(fmt, K);
+    int8_t *xq = (int8_t *)gb_ws_aligned_alloc(64, (size_t)(T * nbp * QB));
+    float *dxp = (float *)gb_ws_aligned_alloc(64, (size_t)(T * nbp) * sizeof(float));
+    int32_t *xsp = (int32_t *)gb_ws_aligned_alloc(64, (size_t)(T * nbp) * sizeof(int32_t));
+    uint8_t *q8 = (uint8_t *)gb_ws_aligned_alloc(64, (size_t)(T * nb) * sizeof(gb_block_q8_0));
+    if (!xq || !dxp || !xsp || !q8) {
+        gb_ws_free(xq);
+        gb_ws_free(dxp);
+        gb_ws_free(xsp);
+        gb_ws_free(q8);
+        return gb_error(GB_ENOMEM, "iqlinear: cannot allocate the q8_0 activations (%ld rows of %ld)", (long)T, (long)K);
+    }
+    /* tokens per chunk: their prepared activations (40 bytes per 32 values) within ~256 KB of L2 */
+    int64_t tc = (256 * 1024) / (nbp * 40);
+    tc = tc < 1 ? 1 : tc;
+    const uint8_t *wb = (const uint8_t *)w;
+    /* from this many tokens the VNNI version decodes 16-row panels once per call (prefill) */
+    const int panel = version == GB_KV_VNNI && T >= 16;
+    const int xpair = version == GB_KV_VNNI && !panel;
+    int fail = 0;
+#pragma omp parallel if (N * K * T > 65536)
+    {
+#pragma omp for schedule(static)
+        for (int64_t t = 0; t < T; t++) {
+            const gb_block_q8_0 *qb = (const gb_block_q8_0 *)(q8 + t * nb * sizeof(gb_block_q8_0));
+            gb_quantize_row_q8_0(x + t * K, (void *)qb, K);
+            int8_t *xt = xq + t * nbp * QB;
+            for (int64_t b = 0; b < nbp; b++) {
+                /* natural order, or the quad layout of the VNNI row kernels */
+                int8_t *lo = xpair ? xt + 128 * (b / 4) + 16 * (b % 4) : xt + QB * b, *hi = xpair ? lo + 64 : lo + 16;
+                if (b < nb) {
+                    memcpy(lo, qb[b].qs, 16);
+                    memcpy(hi, qb[b].qs + 16, 16);
+                } else {
+                    memset(lo, 0, 16);
+                    memset(hi, 0, 16);
+                }
+            }
+            for (int64_t c = 0; c < nc; c++)
+                for (int l = 0; l < 16; l++) {
+                    const int64_t b = 16 * c + lane_blk[l];
+                    int32_t s = 0;
+                    if (b < nb)
+                        for (int j = 0; j < QB; j++) s += qb[b].qs[j];
+                    dxp[t * nbp + 16 * c + l] = b < nb ? h2f((const uint8_t *)&qb[b].d) : 0.0f;
+                    xsp[t * nbp + 16 * c + l] = 128 * s;
+                }
+        }
+#ifdef GB_HAVE_IQ_VNNI
+        if (panel) {
+            ipanel *P = (ipanel *)gb_ws_aligned_alloc(64, (size_t)nb * sizeof(ipanel));
+            if (!P) {
+#pragma omp atomic write
+                fail = 1;
+            }
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t g = 0; g < (N + 15) / 16; g++) {
+                if (!P) continue;
+                const int nr = (int)(N - 16 * g < 16 ? N - 16 * g : 16);
+                ipanel_fill(fmt, wb + 16 * g * rb, rb, nr, nb, P);
+                ipanel_rows(P, nb, nbp, xq, dxp, xsp, T, y + 16 * g, N, bias ? bias + 16 * g : NULL, (__mmask16)((1u << nr) - 1));
+            }
+            gb_ws_free(P);
+        }
+#endif
+        uint8_t *u = (uint8_t *)gb_ws_aligned_alloc(64, (size_t)(nbp * QB));
+        float *dwp = (float *)gb_ws_aligned_alloc(64, (size_t)nbp * sizeof(float));
+        if (!u || !dwp) {
+#pragma omp atomic write
+            fail = 1;
+        }
+        for (int64_t t0 = 0; t0 < T && !panel; t0 += tc) {
+            const int64_t tt = T - t0 < tc ? T - t0 : tc;
+#pragma omp for schedule(static, 4)
+            for (int64_t n = 0; n < N; n++) {
+                if (!u || !dwp) continue;
+                const float bn = bias ? bias[n] : 0.0f;
+#ifdef GB_HAVE_IQ_VNNI
+                if (version == GB_KV_VNNI && tt == 1) {
+                    y[t0 * N + n] = dot_vnni_fused(fmt, wb + n * rb, nb, xq + t0 * nbp * QB, dxp + t0 * nbp, xsp + t0 * nbp, nc) + bn;
+                    continue;
+                }
+                if (version == GB_KV_VNNI) {
+                    decode_row_vnni(fmt, wb + n * rb, nb, nbp, u, dwp);
+                    for (int64_t t = t0; t < t0 + tt; t++)
+                        y[t * N + n] = dot_vnni(u, dwp, xq + t * nbp * QB, dxp + t * nbp, xsp + t * nbp, nc) + bn;
+                    continue;
+                }
+#endif
+                decode_row_ref(fmt, wb + n * rb, nb, nbp, u, dwp);
+                for (int64_t t = t0; t < t0 + tt; t++)
+                    y[t * N + n] = dot_ref(u, dwp, xq + t * nbp * QB, dxp + t * nbp, xsp + t * nbp, nc) + bn;
+            }
+        }
+        gb_ws_free(u);
+        gb_ws_free(dwp);
+    }
+    gb_ws_free(xq);
+    gb_ws_free(dxp);
+    gb_ws_free(xsp);
+    gb_ws_free(q8);
+    if (fail) return gb_error(GB_ENOMEM, "iqlinear: cannot allocate the decoded row (%ld blocks)", (long)nbp);
+    return GB_OK;
+}

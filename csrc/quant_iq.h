@@ -1,0 +1,38 @@
+/* quant_iq.h: ggml's 32-value non-linear 4-bit formats iq4_nl and mxfp4 (byte-exact with
+ * ggml-common.h), read as stored by the decode GEMV and the prefill GEMM (csrc/quant_iq.c).
+ * Format ids are ggml's type numbers (GGMLQuantizationType).
+ *
+ *   block_iq4_nl { f16 d; uint8 qs[16]; }   18 bytes / 32 weights
+ *       x[j] = d * kvalues_iq4nl[qs[j] & 15], x[j+16] = d * kvalues_iq4nl[qs[j] >> 4]
+ *   block_mxfp4  { uint8 e; uint8 qs[16]; } 17 bytes / 32 weights (gpt-oss's expert format)
+ *       x = d * kvalues_mxfp4[nibble] (same nibble order), kvalues_mxfp4 = E2M1 values doubled
+ *       {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, ..., -12}, d = ggml's E8M0_TO_FP32_HALF(e) = 2^(e-128)
+ *       (float bits (e-1)<<23 for e >= 2, 0x00200000<<e for e < 2): the halved scale makes up for
+ *       the doubled table. e = 255 is 2^127 (finite; not OCP's NaN), as in ggml.
+ * Row lengths must be multiples of 32.
+ *
+ * Activations are quantized per row to ggml's q8_0 (quantize_row_q8_0_ref), as ggml's CPU backend
+ * does for both types. Per block an exact int32 sum isum = sum_j kvalue[j] * x[j] (the weights held
+ * as kvalue + 128, unsigned, and 128 * sum(x_block) taken off), then p = (dw * dx) * (float)isum in
+ * float32. The p of blocks 16c + perm[l] go to float lane l (perm = 0,4,8,12,1,5,9,13,2,...,15,
+ * the order the VNNI reduction produces), lanes summed in block order, then the 16 lanes by halves
+ * (l + 8, then + 4, + 2, + 1). Both versions compute exactly this, so they are bit-identical.
+ *
+ * Versions (GB_KV_* of quant_k.h): 1 ref (portable C), 2 vnni (AVX-512 VNNI vpdpbusd, nibbles
+ * decoded with one vpshufb per block). */
+#ifndef GLMBENCH_QUANT_IQ_H
+#define GLMBENCH_QUANT_IQ_H
+#include <stdint.h>
+
+enum { GB_IQ4_NL = 20, GB_MXFP4 = 39 };
+
+int gb_is_iqfmt(int fmt);
+/* Bytes of a row of n elements; -1 if n is not whole blocks of 32 or fmt unknown. */
+int64_t gb_iq_row_bytes(int fmt, int64_t n);
+/* Decode rows to float32, bit for bit as ggml's dequantize_row_iq4_nl / _mxfp4. OpenMP over rows. */
+int gb_iq_dequantize_rows(int fmt, const void *src, float *y, int64_t rows, int64_t k);
+/* y[T, N] = x[T, K] . W^T (+ bias), W [N, K] as N rows of blocks as stored. */
+int gb_iqlinear(int fmt, const float *x, const void *w, const float *bias, float *y, int64_t T, int64_t N,
+                int64_t K, int version);
+
+#endif
