@@ -284,6 +284,59 @@ def t_qmoe(R):
     return "qmoe", [arr(R, (T, D)), idx, w, pk(F, D), pk(F, D), pk(D, F), fmt, F, int(R.integers(0, 3))], {}
 
 
+# ggml's K-quant / IQ / MXFP4 weights read as stored (csrc/quant_k.c, quant_iq.c, moe_k.c)
+def _kfmt(R):
+    from glmbench.core import quant
+    name = str(R.choice(["q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "iq4_xs", "iq4_nl", "mxfp4"]))
+    fid, qk, _ = quant.FORMATS[name]
+    return name, fid, qk
+
+
+def _kweight(R, name, N, K):
+    """Valid rows of format `name` with finite scales: mxfp4 through its quantizer; the others are
+    random bytes with bit 6 of every odd byte cleared, so no little-endian f16 scale (each at an
+    even offset of its block) has an all-ones exponent."""
+    from glmbench.core import quant
+    if name == "mxfp4":
+        return np.ascontiguousarray(quant.quantize(arr(R, (N, K)), "mxfp4").data).view(np.uint8).reshape(N, -1)
+    w = R.integers(0, 256, (N, quant.row_bytes(name, K)), dtype=np.uint8)
+    w[:, 1::2] &= 0xBF
+    return w
+
+
+def t_kdequantize(R):
+    name, fid, qk = _kfmt(R)
+    K = qk * dim(R, 1, 2)
+    return "kdequantize", [_kweight(R, name, dim(R, 0), K), fid, K], {}
+
+
+def t_quantize_q8_K(R):
+    return "quantize_q8_K", [arr(R, (dim(R, 0), 256 * dim(R, 1, 2)))], {}
+
+
+def t_klinear(R):
+    name, fid, qk = _kfmt(R)
+    K, N, T = qk * dim(R, 1, 2), dim(R), dim(R, 0)
+    bias = None if R.random() < 0.5 else arr(R, (N,))
+    return "klinear", [arr(R, (T, K)), _kweight(R, name, N, K), fid, K, bias, int(R.integers(0, 3))], {}
+
+
+def t_kmoe(R):
+    name, fid, qk = _kfmt(R)
+    E, D, F, T = dim(R, 1, 3), qk, qk, dim(R, 1, 4)
+    k = int(R.integers(1, E + 1))
+    idx = np.stack([R.permutation(E)[:k] for _ in range(T)]).astype(np.int64)
+    w = R.random((T, k)).astype(np.float32)
+    mats = lambda n, kk: np.stack([_kweight(R, name, n, kk).reshape(-1) for _ in range(E)])  # noqa: E731
+    return "kmoe", [arr(R, (T, D)), idx, w, mats(F, D), mats(F, D), mats(D, F), fid, fid, fid, F,
+                    int(R.integers(0, 3))], {}
+
+
+def t_geglu_act(R):
+    n = dim(R, 0, 40)
+    return "geglu_act", [arr(R, (n,)), arr(R, (n,))], {}
+
+
 def t_gqa_attention(R):
     c = make_cache(R, "gqa")
     hkv, dk, _ = c._dims
@@ -393,6 +446,8 @@ def t_bench(R):
     if k == 0:
         return "bench_bandwidth", [int(R.choice([1, 7, 1000, 4096])), int(R.integers(1, 3))], {}
     if k == 1:
+        if R.random() < 0.3:
+            return "bench_vnni", [int(R.choice([1, 10, 1000])), int(R.integers(1, 3))], {}
         return "bench_fma", [int(R.choice([1, 10, 1000])), int(R.integers(1, 3))], {}
     n = dim(R, 1, 4096)
     if k == 3:
@@ -404,7 +459,8 @@ def t_controls(R):
     """The global switches and readings (each restored after the call)."""
     name = str(R.choice(["_attn_set_bf16", "_linear_set_gemv_max_t", "_linear_set_pairs", "_linear_set_portable",
                          "set_num_threads", "get_num_threads", "workspace_bytes", "workspace_blocks",
-                         "reset_workspace_peak", "qversions", "qgemm_versions", "_attn_bf16", "_linear_has_avx512"]))
+                         "reset_workspace_peak", "qversions", "qgemm_versions", "kversions", "_attn_bf16",
+                         "_linear_has_avx512"]))
     args = {"_attn_set_bf16": [True], "_linear_set_gemv_max_t": [int(R.integers(0, 64))],
             "_linear_set_pairs": [True], "_linear_set_portable": [False],
             "set_num_threads": [int(R.integers(1, 5))]}.get(name, [])
@@ -413,6 +469,7 @@ def t_controls(R):
 
 TARGETS = {f.__name__[2:]: f for f in (t_rms_norm, t_rope, t_linear, t_swiglu, t_moe_route, t_moe_experts, t_quantize,
                                         t_dequantize, t_qlinear, t_qrepack, t_qunpack, t_qgemm, t_qmoe,
+                                        t_kdequantize, t_quantize_q8_K, t_klinear, t_kmoe, t_geglu_act,
                                         t_gqa_attention, t_mla_attention, t_layer_plan,
                                         t_layer_forward, t_kvcache, t_bench, t_controls)}
 
@@ -461,8 +518,9 @@ def run_binding_input(R, target):
                 return 3
             return 4096 if not reps and 10**5 < a <= 2**32 else a
         args = [small(i, a) for i, a in enumerate(args)]
-    # bench_probe writes its first array (the triad's output) by design
-    checked = args[1:] if fn.__name__ == "bench_probe" else args
+    # bench_probe writes its first array (the triad's output) and geglu_act works in place on its
+    # first, by design
+    checked = args[1:] if fn.__name__ in ("bench_probe", "geglu_act") else args
     before = [_digest(a) for a in checked] + [_digest(v) for v in kw.values()]
     try:
         out = fn(*args, **kw)
