@@ -154,7 +154,7 @@ def test_bad_input():
         quant.quantize(np.ones((2, 40), np.float32), "q8_0")
     with pytest.raises(TypeError, match=r"`x` must be float32, got float64"):
         quant.quantize(np.ones((2, 64)), "q8_0")
-    with pytest.raises(ValueError, match=r"`fmt` must be one of q8_0, q4_0, q2_K, q3_K, q4_K, q5_K, q6_K, iq4_xs, got 'q5_0'"):
+    with pytest.raises(ValueError, match=r"`fmt` must be one of q8_0, q4_0, q2_K, q3_K, q4_K, q5_K, q6_K, iq4_xs, iq4_nl, mxfp4, got 'q5_0'"):
         quant.quantize(np.ones((2, 64), np.float32), "q5_0")
     big = np.full((1, 32), 1e6, np.float32)  # q4_0 scale 1e6/8 > 65504: float16 overflow
     with pytest.raises(ValueError, match=r"overflows float16"):

@@ -19,8 +19,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _env():
+    """The child processes import the glmbench this test imported (the installed package in CI,
+    whose compiled core the source tree lacks; a development tree with its core built in place)."""
+    import glmbench
     env = dict(os.environ)
-    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(glmbench.__file__))) + os.pathsep + env.get("PYTHONPATH", "")
     return env
 
 
@@ -83,7 +86,7 @@ def test_concurrent_measures_into_one_out_keep_the_union(tmp_path):
     env = dict(_env(), GLMBENCH_PROBE_MIB="16")
     procs = [subprocess.Popen([sys.executable, "-m", "glmbench", "measure", str(cfg), "--depths", d, "--n-prompt", "4",
                                "--n-gen", "2", "--repeats", "1", "--threads", "1", "--layers", "full", "--weights",
-                               "f32", "--kv", "f32", "-q", "--out", out, "--json"], env=env,
+                               "f32", "--kv", "f32", "-q", "--out", out, "--json"], env=env, cwd=str(tmp_path),
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
              for d in ("0,8", "16,24", "32,40")]
     for p in procs:
