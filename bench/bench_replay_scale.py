@@ -89,7 +89,7 @@ def main(argv=None):
                      f"memory {'met' if rss2 < 1024 else 'MISSED'} (< 1 GB) |")
     lines += ["", "- load average at end: " + ", ".join(f"{x:.1f}" for x in os.getloadavg())
               + (" (more runnable processes than CPUs: the wall times include waiting for a core; this "
-                 "machine was shared with 7 other engineers' builds and tests)" if os.getloadavg()[0] > os.cpu_count()
+                 "machine was shared with other work)" if os.getloadavg()[0] > os.cpu_count()
                  else ""),
               f"- the study's line: {dec[:300]}"]
     text = "\n".join(lines) + "\n"
