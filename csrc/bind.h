@@ -62,4 +62,27 @@ const char *gb_shape_str(PyArrayObject *arr, char *buf, size_t n);
 /* A new C-contiguous float32 array of the given shape (uninitialised). */
 PyArrayObject *gb_new_f32(int ndim, const npy_intp *dims);
 
+/* The arrays of a routed-experts binding whose experts are stored as bytes (qmoe, kmoe):
+ * x f32[T, D], topk_idx i64[T, K], topk_weight f32[T, K], gate/up/down uint8[E, bytes per expert]. */
+typedef struct {
+    PyArrayObject *x, *idx, *wt, *g, *u, *dn;
+} gb_packed_moe;
+
+/* Fill *a from the six arguments (checked dtypes and ranks); -1 with the error set. Whatever was
+ * loaded is released by gb_packed_moe_release, also on failure. */
+int gb_packed_moe_arrays(gb_packed_moe *a, PyObject *xo, PyObject *io, PyObject *wo, PyObject *go, PyObject *uo, PyObject *dno);
+
+/* topk_idx/topk_weight against x's rows and topk_idx's width, up/down against gate's experts, each
+ * expert's bytes (`kind` names them in the error: "the bytes", "the packed bytes"), then x finite. */
+int gb_packed_moe_check(const gb_packed_moe *a, npy_intp gate_bytes, npy_intp up_bytes, npy_intp down_bytes, const char *kind);
+
+void gb_packed_moe_release(gb_packed_moe *a);
+
+/* The outputs of every routed-experts binding: y f32[T, D] and the per-expert counts i64[E];
+ * -1 with the error set. */
+int gb_moe_outputs(npy_intp T, npy_intp D, npy_intp E, PyArrayObject **y, PyArrayObject **cnt);
+
+/* A routed-experts binding's last step: raise for a failed status, else the (y, counts) tuple. */
+PyObject *gb_moe_result(int status, PyArrayObject *y, PyArrayObject *cnt);
+
 #endif

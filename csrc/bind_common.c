@@ -1,0 +1,48 @@
+/* bind_common.c: argument checks more than one op family's bindings share (declared in bind.h). */
+#include "bind.h"
+
+#include <stdio.h>
+
+int gb_packed_moe_arrays(gb_packed_moe *a, PyObject *xo, PyObject *io, PyObject *wo, PyObject *go, PyObject *uo, PyObject *dno) {
+    if (!(a->x = gb_array(xo, "x", NPY_FLOAT32, 2, GB_COPY))) return -1;
+    if (!(a->idx = gb_array(io, "topk_idx", NPY_INT64, 2, GB_COPY))) return -1;
+    if (!(a->wt = gb_array(wo, "topk_weight", NPY_FLOAT32, 2, GB_COPY))) return -1;
+    if (!(a->g = gb_array(go, "gate", NPY_UINT8, 2, GB_COPY))) return -1;
+    if (!(a->u = gb_array(uo, "up", NPY_UINT8, 2, GB_COPY))) return -1;
+    if (!(a->dn = gb_array(dno, "down", NPY_UINT8, 2, GB_COPY))) return -1;
+    return 0;
+}
+
+int gb_packed_moe_check(const gb_packed_moe *a, npy_intp gate_bytes, npy_intp up_bytes, npy_intp down_bytes, const char *kind) {
+    const npy_intp T = PyArray_DIM(a->x, 0), K = PyArray_DIM(a->idx, 1), E = PyArray_DIM(a->g, 0);
+    char fd[64], df[64];
+    snprintf(fd, sizeof fd, "%s of an f x d matrix", kind);
+    snprintf(df, sizeof df, "%s of a d x f matrix", kind);
+    if (gb_check_dim(a->idx, "topk_idx", 0, T, "x's rows") < 0 || gb_check_dim(a->wt, "topk_weight", 0, T, "x's rows") < 0 ||
+        gb_check_dim(a->wt, "topk_weight", 1, K, "topk_idx's width") < 0 || gb_check_dim(a->g, "gate", 1, gate_bytes, fd) < 0 ||
+        gb_check_dim(a->u, "up", 0, E, "gate's experts") < 0 || gb_check_dim(a->u, "up", 1, up_bytes, fd) < 0 ||
+        gb_check_dim(a->dn, "down", 0, E, "gate's experts") < 0 || gb_check_dim(a->dn, "down", 1, down_bytes, df) < 0)
+        return -1;
+    return gb_check_finite(a->x, "x");
+}
+
+void gb_packed_moe_release(gb_packed_moe *a) {
+    Py_XDECREF(a->x);
+    Py_XDECREF(a->idx);
+    Py_XDECREF(a->wt);
+    Py_XDECREF(a->g);
+    Py_XDECREF(a->u);
+    Py_XDECREF(a->dn);
+}
+
+int gb_moe_outputs(npy_intp T, npy_intp D, npy_intp E, PyArrayObject **y, PyArrayObject **cnt) {
+    npy_intp yd[2] = {T, D}, cd[1] = {E};
+    if (!(*y = gb_new_f32(2, yd))) return -1;
+    if (!(*cnt = (PyArrayObject *)PyArray_SimpleNew(1, cd, NPY_INT64))) return -1;
+    return 0;
+}
+
+PyObject *gb_moe_result(int status, PyArrayObject *y, PyArrayObject *cnt) {
+    if (status != GB_OK) return gb_raise_status(status);
+    return Py_BuildValue("(OO)", y, cnt);
+}
