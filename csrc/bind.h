@@ -62,6 +62,14 @@ const char *gb_shape_str(PyArrayObject *arr, char *buf, size_t n);
 /* A new C-contiguous float32 array of the given shape (uninitialised). */
 PyArrayObject *gb_new_f32(int ndim, const npy_intp *dims);
 
+/* The arrays of a linear binding whose weight is stored as bytes (qlinear, klinear): x f32[T, k],
+ * weight uint8[N, row_bytes(fmt, k)], bias f32[N] or Py_None; checks x finite and makes y f32[T, N].
+ * `check_k` (NULL: none) runs after x's width is checked and before the weight's, so row_bytes
+ * only sees a valid k. -1 with the error set; the caller releases *x, *w, *b, *y either way. */
+int gb_packed_linear_args(PyObject *xo, PyObject *wo, PyObject *bo, int fmt, npy_intp k, int (*check_k)(npy_intp k),
+                          int64_t (*row_bytes)(int fmt, int64_t k), PyArrayObject **x, PyArrayObject **w, PyArrayObject **b,
+                          PyArrayObject **y);
+
 /* The arrays of a routed-experts binding whose experts are stored as bytes (qmoe, kmoe):
  * x f32[T, D], topk_idx i64[T, K], topk_weight f32[T, K], gate/up/down uint8[E, bytes per expert]. */
 typedef struct {

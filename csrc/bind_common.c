@@ -3,6 +3,25 @@
 
 #include <stdio.h>
 
+int gb_packed_linear_args(PyObject *xo, PyObject *wo, PyObject *bo, int fmt, npy_intp k, int (*check_k)(npy_intp k),
+                          int64_t (*row_bytes)(int fmt, int64_t k), PyArrayObject **x, PyArrayObject **w, PyArrayObject **b,
+                          PyArrayObject **y) {
+    if (!(*x = gb_array(xo, "x", NPY_FLOAT32, 2, GB_COPY))) return -1;
+    if (!(*w = gb_array(wo, "weight", NPY_UINT8, 2, GB_COPY))) return -1;
+    if (gb_check_dim(*x, "x", 1, k, "the weight's in_features") < 0) return -1;
+    if (check_k && check_k(k) < 0) return -1;
+    if (gb_check_dim(*w, "weight", 1, (npy_intp)row_bytes(fmt, k), "the bytes of one row of k elements") < 0) return -1;
+    const npy_intp T = PyArray_DIM(*x, 0), N = PyArray_DIM(*w, 0);
+    if (bo != Py_None) {
+        if (!(*b = gb_array(bo, "bias", NPY_FLOAT32, 1, GB_COPY))) return -1;
+        if (gb_check_dim(*b, "bias", 0, N, "the weight's out_features") < 0) return -1;
+    }
+    if (gb_check_finite(*x, "x") < 0) return -1;
+    npy_intp dims[2] = {T, N};
+    if (!(*y = gb_new_f32(2, dims))) return -1;
+    return 0;
+}
+
 int gb_packed_moe_arrays(gb_packed_moe *a, PyObject *xo, PyObject *io, PyObject *wo, PyObject *go, PyObject *uo, PyObject *dno) {
     if (!(a->x = gb_array(xo, "x", NPY_FLOAT32, 2, GB_COPY))) return -1;
     if (!(a->idx = gb_array(io, "topk_idx", NPY_INT64, 2, GB_COPY))) return -1;

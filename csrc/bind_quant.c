@@ -73,6 +73,14 @@ done:
     return ret;
 }
 
+static int check_k32(npy_intp k) {
+    if (k <= 0 || k % GB_QK) {
+        PyErr_Format(PyExc_ValueError, "`k` must be a positive multiple of 32, got %ld", (long)k);
+        return -1;
+    }
+    return 0;
+}
+
 static PyObject *py_qlinear(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"x", "w", "fmt", "k", "bias", "compute", "version", NULL};
     PyObject *xo, *wo, *bo = Py_None;
@@ -83,22 +91,8 @@ static PyObject *py_qlinear(PyObject *self, PyObject *args, PyObject *kw) {
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OOin|Oii:qlinear", kwlist, &xo, &wo, &fmt, &k, &bo, &compute, &version))
         return NULL;
     if (check_fmt(fmt) < 0) goto done;
-    if (!(x = gb_array(xo, "x", NPY_FLOAT32, 2, GB_COPY))) goto done;
-    if (!(w = gb_array(wo, "weight", NPY_UINT8, 2, GB_COPY))) goto done;
-    if (gb_check_dim(x, "x", 1, k, "the weight's in_features") < 0) goto done;
-    if (k <= 0 || k % GB_QK) {
-        PyErr_Format(PyExc_ValueError, "`k` must be a positive multiple of 32, got %ld", (long)k);
-        goto done;
-    }
-    if (gb_check_dim(w, "weight", 1, (npy_intp)gb_row_bytes(fmt, k), "the bytes of one row of k elements") < 0) goto done;
+    if (gb_packed_linear_args(xo, wo, bo, fmt, k, check_k32, gb_row_bytes, &x, &w, &b, &y) < 0) goto done;
     const npy_intp T = PyArray_DIM(x, 0), N = PyArray_DIM(w, 0);
-    if (bo != Py_None) {
-        if (!(b = gb_array(bo, "bias", NPY_FLOAT32, 1, GB_COPY))) goto done;
-        if (gb_check_dim(b, "bias", 0, N, "the weight's out_features") < 0) goto done;
-    }
-    if (gb_check_finite(x, "x") < 0) goto done;
-    npy_intp dims[2] = {T, N};
-    if (!(y = gb_new_f32(2, dims))) goto done;
     int st;
     Py_BEGIN_ALLOW_THREADS
     st = gb_qlinear(fmt, (const float *)PyArray_DATA(x), PyArray_DATA(w), b ? (const float *)PyArray_DATA(b) : NULL,

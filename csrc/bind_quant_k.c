@@ -91,18 +91,8 @@ static PyObject *py_klinear(PyObject *self, PyObject *args, PyObject *kw) {
     PyObject *ret = NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OOin|Oi:klinear", kwlist, &xo, &wo, &fmt, &k, &bo, &version)) return NULL;
     if (check_kfmt(fmt) < 0 || check_fk(fmt, k) < 0) goto done;
-    if (!(x = gb_array(xo, "x", NPY_FLOAT32, 2, GB_COPY))) goto done;
-    if (!(w = gb_array(wo, "weight", NPY_UINT8, 2, GB_COPY))) goto done;
-    if (gb_check_dim(x, "x", 1, k, "the weight's in_features") < 0) goto done;
-    if (gb_check_dim(w, "weight", 1, (npy_intp)row_bytes_any(fmt, k), "the bytes of one row of k elements") < 0) goto done;
+    if (gb_packed_linear_args(xo, wo, bo, fmt, k, NULL, row_bytes_any, &x, &w, &b, &y) < 0) goto done;
     const npy_intp T = PyArray_DIM(x, 0), N = PyArray_DIM(w, 0);
-    if (bo != Py_None) {
-        if (!(b = gb_array(bo, "bias", NPY_FLOAT32, 1, GB_COPY))) goto done;
-        if (gb_check_dim(b, "bias", 0, N, "the weight's out_features") < 0) goto done;
-    }
-    if (gb_check_finite(x, "x") < 0) goto done;
-    npy_intp dims[2] = {T, N};
-    if (!(y = gb_new_f32(2, dims))) goto done;
     int st;
     Py_BEGIN_ALLOW_THREADS
     st = (gb_is_iqfmt(fmt) ? gb_iqlinear : gb_klinear)(fmt, (const float *)PyArray_DATA(x), PyArray_DATA(w), b ? (const float *)PyArray_DATA(b) : NULL,
