@@ -18,6 +18,8 @@ gguf = pytest.importorskip("gguf")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import quant_cases  # noqa: E402
+
 from glmbench.core import quant  # noqa: E402
 from glmbench.core._loader import _core  # noqa: E402
 from glmbench.core.quant import QTensor  # noqa: E402
@@ -133,36 +135,14 @@ def test_mxfp4_quantizer_byte_exact_with_gguf(rng):
 
 # ---- kernels ----------------------------------------------------------------------------------
 def _check_linear(fmt, w, x, kernel="auto", bias=None):
-    k = x.shape[-1]
-    qt = QTensor(w, fmt, (w.shape[0], k))
-    y = quant.linear(x, qt, bias, kernel=kernel)
-    W = gguf_deq(w, fmt, k).astype(np.float64)
-    xq, dx = xq_deq(x.reshape(-1, k))
-    b = 0 if bias is None else bias
-    ref = xq @ W.T + b
-    y2 = y.reshape(-1, w.shape[0])
-    # (1) integer block sums are exact; float32 rounding of per-block products and lane sums is left
-    mag = np.abs(xq) @ np.abs(W).T + (0 if bias is None else np.abs(bias))
-    assert np.all(np.abs(y2 - ref) <= 1e-5 * mag + 1e-30)
-    # (2) against the float activations: within the q8_0 rounding bound sum |w| * dx / 2 per block
-    ref32 = x.reshape(-1, k).astype(np.float64) @ W.T + b
-    bound = (np.abs(W).reshape(w.shape[0], -1, 32).sum(-1) @ (np.abs(dx).T / 2)).T
-    assert np.all(np.abs(y2 - ref32) <= bound * (1 + 1e-3) + 1e-5 * mag + 1e-30)
-    return y
+    return quant_cases.check_linear(fmt, w, x, gguf_deq, xq_deq, 32, 1e-3, kernel, bias)
 
 
 @pytest.mark.parametrize("fmt", FMTS)
 @pytest.mark.parametrize("T_,N,K", [(1, 1, 32), (1, 37, 96), (3, 16, 544), (17, 33, 32), (70, 5, 1056),
                                       (64, 16, 512), (129, 33, 800)])
 def test_linear_every_version_against_float64(rng, fmt, T_, N, K):
-    w = random_blocks(rng, fmt, N, K)
-    x = rng.standard_normal((T_, K)).astype(np.float32)
-    bias = rng.standard_normal(N).astype(np.float32)
-    outs = [_check_linear(fmt, w, x, v, bias) for v in VERSIONS]
-    assert "kquant_ref" in VERSIONS
-    for o in outs[1:]:  # the portable and the SIMD versions: bit-identical
-        np.testing.assert_array_equal(o.view(np.uint32), outs[0].view(np.uint32))
-    assert quant.linear(x, QTensor(w, fmt, (N, K))).shape == (T_, N)
+    quant_cases.linear_every_version(rng, fmt, T_, N, K, random_blocks, _check_linear, VERSIONS)
 
 
 @pytest.mark.parametrize("fmt", FMTS)
@@ -179,19 +159,7 @@ def test_decode_vector_and_compute_f32(rng, fmt):
 
 @pytest.mark.parametrize("fmt", FMTS)
 def test_views_and_unaligned_rows(rng, fmt):
-    K, N = 160, 9
-    w = random_blocks(rng, fmt, 2 * N, K)
-    x = rng.standard_normal((6, 2 * K)).astype(np.float32)
-    xv = x[::2, ::2]
-    wv = QTensor(w, fmt, (2 * N, K))[1::2]
-    buf = np.zeros(w[1::2].size + 1, np.uint8)
-    buf[1:] = w[1::2].reshape(-1)
-    wu = QTensor.from_bytes(buf[1:], fmt, (N, K))      # rows at odd addresses (mxfp4 rows are odd-sized too)
-    assert wu.data.ctypes.data % 2 == 1
-    y0 = _check_linear(fmt, np.ascontiguousarray(w[1::2]), np.ascontiguousarray(xv))
-    for y in (quant.linear(xv, wv), quant.linear(xv, wu)):
-        np.testing.assert_array_equal(y, y0)
-    np.testing.assert_array_equal(wu.dequantize(), wv.dequantize())
+    quant_cases.views_and_unaligned_rows(rng, fmt, 160, random_blocks, _check_linear)
 
 
 @pytest.mark.parametrize("fmt", FMTS)
@@ -270,21 +238,7 @@ def test_errors_are_clear(rng):
 
 @pytest.mark.parametrize("fmt", FMTS)
 def test_threads_do_not_change_a_bit(rng, fmt):
-    import glmbench
-    w = QTensor(random_blocks(rng, fmt, 40, 512), fmt, (40, 512))
-    x = rng.standard_normal((80, 512)).astype(np.float32)
-    prev = glmbench.get_num_threads()
-    try:
-        outs = []
-        for th in (1, 2):
-            glmbench.set_num_threads(th)
-            outs.append([quant.linear(x[:n], w) for n in (1, 20, 80)])
-    finally:
-        glmbench.set_num_threads(prev)
-    for a, b in zip(*outs):
-        np.testing.assert_array_equal(a, b)
-    np.testing.assert_array_equal(outs[0][0][0], outs[0][2][0])
-    np.testing.assert_array_equal(outs[0][1][5], outs[0][2][5])
+    quant_cases.threads_do_not_change_a_bit(rng, fmt, random_blocks)
 
 
 def test_moe_experts_on_mxfp4(rng):
@@ -372,26 +326,13 @@ def test_mxfp4_experts_gguf_model_runs_as_stored(tmp_path, monkeypatch):
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc (Linux)")
 def test_inputs_unchanged_and_no_leaks(rng):
-    from glmbench.core import ops
     w = random_blocks(rng, "mxfp4", 20, 512)
     w0 = w.copy()
     qt = QTensor(w, "mxfp4", (20, 512))
     xs = {t: rng.standard_normal((t, 512)).astype(np.float32) for t in (1, 16, 64)}
     x0 = {t: v.copy() for t, v in xs.items()}
     calls = [lambda t=t: quant.linear(xs[t], qt) for t in xs] + [qt.dequantize]
-
-    def rss():
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    ws0 = ops.workspace_bytes()[0]
-    for call in calls:
-        for _ in range(20):
-            call()
-        before = rss()
-        for _ in range(300):
-            call()
-        assert rss() - before < 256 << 10
-        assert ops.workspace_bytes()[0] == ws0
+    quant_cases.calls_leave_no_trace(calls)
     np.testing.assert_array_equal(w, w0)
     for t in xs:
         np.testing.assert_array_equal(xs[t], x0[t])
