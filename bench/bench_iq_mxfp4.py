@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import glmbench  # noqa: E402
 from bench_kquant import _load, _q4_0_cases, run_rows, table_rows  # noqa: E402
 from glmbench.bench.case import Case  # noqa: E402
-from glmbench.bench.quant import SHAPES  # noqa: E402
+from glmbench.bench.quant import stored_linear_cases  # noqa: E402
 from glmbench.core import quant  # noqa: E402
 from glmbench.core._loader import _core  # noqa: E402
 from glmbench.measure.machine import _l3_bytes, cpu_name, measure_ceilings  # noqa: E402
@@ -51,28 +51,7 @@ def q8_0_dequantized(x):
 
 
 def iq_cases(quick, rng):
-    avail = quant.kernels()
-    kern = "kquant_vnni" if avail.get("kquant_vnni") else "kquant_ref"
-    out = []
-    for label, n, k in SHAPES[:1] if quick else SHAPES:
-        for fmt in FMTS:
-            qt = iq_weights(n, k, fmt, seed=FMTS.index(fmt) + (0 if label == "glm-expert" else 10))
-            wd = qt.dequantize()
-            x1 = rng.standard_normal((1, k), dtype=np.float32)
-            kerns = (kern, "kquant_ref") if label == "glm-expert" and kern != "kquant_ref" else (kern,)
-            for kk in kerns:
-                out.append(Case(f"qlinear {fmt} {kk} T=1 {label} {n}x{k}",
-                                run=lambda qt=qt, x=x1, kk=kk: quant.linear(x, qt, kernel=kk),
-                                numpy_run=lambda wd=wd, x=q8_0_dequantized(x1): x @ wd.T,
-                                flops=2.0 * n * k, bytes=float(qt.nbytes + 4 * (k + n)), bound="memory"))
-            if label == "glm-expert":
-                x = rng.standard_normal((512, k), dtype=np.float32)
-                out.append(Case(f"qlinear {fmt} {kern} T=512 {label} {n}x{k}",
-                                run=lambda qt=qt, x=x: quant.linear(x, qt, kernel=kern),
-                                numpy_run=lambda wd=wd, x=q8_0_dequantized(x): x @ wd.T,
-                                flops=2.0 * 512 * n * k, bytes=float(qt.nbytes + 4 * 512 * (k + n)), bound="compute"))
-            del wd
-    return out
+    return stored_linear_cases(quick, rng, FMTS, iq_weights, q8_0_dequantized)
 
 
 def moe_cases(quick, rng):
