@@ -62,6 +62,9 @@ const char *gb_shape_str(PyArrayObject *arr, char *buf, size_t n);
 /* A new C-contiguous float32 array of the given shape (uninitialised). */
 PyArrayObject *gb_new_f32(int ndim, const npy_intp *dims);
 
+/* {name(v): bool(available(v))} for kernel versions 1 .. count-1 (0 is "auto"): the *_versions bindings. */
+PyObject *gb_versions_dict(int count, int (*available)(int), const char *(*name)(int));
+
 /* The arrays of a linear binding whose weight is stored as bytes (qlinear, klinear): x f32[T, k],
  * weight uint8[N, row_bytes(fmt, k)], bias f32[N] or Py_None; checks x finite and makes y f32[T, N].
  * `check_k` (NULL: none) runs after x's width is checked and before the weight's, so row_bytes

@@ -1,7 +1,22 @@
-/* bind_common.c: argument checks more than one op family's bindings share (declared in bind.h). */
+/* bind_common.c: argument checks and helpers more than one op family's bindings share (declared in bind.h). */
 #include "bind.h"
 
 #include <stdio.h>
+
+PyObject *gb_versions_dict(int count, int (*available)(int), const char *(*name)(int)) {
+    PyObject *d = PyDict_New();
+    if (!d) return NULL;
+    for (int v = 1; v < count; v++) {
+        PyObject *val = PyBool_FromLong(available(v));
+        if (PyDict_SetItemString(d, name(v), val) < 0) {
+            Py_DECREF(val);
+            Py_DECREF(d);
+            return NULL;
+        }
+        Py_DECREF(val);
+    }
+    return d;
+}
 
 int gb_packed_linear_args(PyObject *xo, PyObject *wo, PyObject *bo, int fmt, npy_intp k, int (*check_k)(npy_intp k),
                           int64_t (*row_bytes)(int fmt, int64_t k), PyArrayObject **x, PyArrayObject **w, PyArrayObject **b,

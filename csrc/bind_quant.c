@@ -108,18 +108,7 @@ done:
 }
 
 static PyObject *py_qversions(PyObject *self, PyObject *noargs) {
-    PyObject *d = PyDict_New();
-    if (!d) return NULL;
-    for (int v = 1; v < GB_QV_COUNT; v++) {
-        PyObject *val = PyBool_FromLong(gb_qversion_available(v));
-        if (PyDict_SetItemString(d, gb_qversion_name(v), val) < 0) {
-            Py_DECREF(val);
-            Py_DECREF(d);
-            return NULL;
-        }
-        Py_DECREF(val);
-    }
-    return d;
+    return gb_versions_dict(GB_QV_COUNT, gb_qversion_available, gb_qversion_name);
 }
 
 /* w uint8 [..., N, row_bytes] -> packed uint8 [..., gb_qpacked_bytes] (unpack=1: the inverse, n given) */
@@ -250,18 +239,7 @@ done:
 }
 
 static PyObject *py_qgemm_versions(PyObject *self, PyObject *noargs) {
-    PyObject *d = PyDict_New();
-    if (!d) return NULL;
-    for (int v = 1; v < GB_QG_COUNT; v++) {
-        PyObject *val = PyBool_FromLong(gb_qgemm_available(v));
-        if (PyDict_SetItemString(d, gb_qgemm_name(v), val) < 0) {
-            Py_DECREF(val);
-            Py_DECREF(d);
-            return NULL;
-        }
-        Py_DECREF(val);
-    }
-    return d;
+    return gb_versions_dict(GB_QG_COUNT, gb_qgemm_available, gb_qgemm_name);
 }
 
 PyMethodDef gb_quant_methods[] = {

@@ -142,18 +142,7 @@ done:
 }
 
 static PyObject *py_kversions(PyObject *self, PyObject *noargs) {
-    PyObject *d = PyDict_New();
-    if (!d) return NULL;
-    for (int v = 1; v < GB_KV_COUNT; v++) {
-        PyObject *val = PyBool_FromLong(gb_kversion_available(v));
-        if (PyDict_SetItemString(d, gb_kversion_name(v), val) < 0) {
-            Py_DECREF(val);
-            Py_DECREF(d);
-            return NULL;
-        }
-        Py_DECREF(val);
-    }
-    return d;
+    return gb_versions_dict(GB_KV_COUNT, gb_kversion_available, gb_kversion_name);
 }
 
 static PyObject *py_bench_vnni(PyObject *self, PyObject *args) {
