@@ -97,3 +97,32 @@ def calls_leave_no_trace(calls):
             call()
         assert rss() - before < 256 << 10
         assert ops.workspace_bytes()[0] == ws0
+
+
+def bad_block_row_2(x, w, fmt, N, K, version):
+    """quant.linear with a broken scale in one block of row 2 (of 5): the other rows equal the
+    product without row 2 bit for bit. Returns the full output for the caller's row-2 checks."""
+    y = quant.linear(x, QTensor(w, fmt, (N, K)), kernel=version)
+    ok = [0, 1, 3, 4]
+    want = quant.linear(x, QTensor(np.ascontiguousarray(w[ok]), fmt, (4, K)), kernel=version)
+    np.testing.assert_array_equal(y[:, ok], want)
+    return y
+
+
+def moe_experts_against_float64(rng, wg, wu, wd, D):
+    """quant.moe_experts on 3 tokens routed to 2 of 4 experts each: the expert counts, and the output
+    within 3% of the largest against a float64 SwiGLU on the dequantized experts."""
+    Tn = 3
+    x = rng.standard_normal((Tn, D)).astype(np.float32)
+    idx = np.array([[0, 2], [1, 2], [3, 0]])
+    wt = rng.uniform(0.1, 1, idx.shape).astype(np.float32)
+    y, counts = quant.moe_experts(x, idx, wt, wg, wu, wd)
+    assert list(counts) == [2, 1, 2, 1]
+    G, U, Dn = wg.dequantize(), wu.dequantize(), wd.dequantize()
+    ref = np.zeros((Tn, D))
+    for t in range(Tn):
+        for j in range(2):
+            e = idx[t, j]
+            g, u = G[e].astype(np.float64) @ x[t], U[e].astype(np.float64) @ x[t]
+            ref[t] += wt[t, j] * (Dn[e].astype(np.float64) @ (g / (1 + np.exp(-g)) * u))
+    assert np.abs(y - ref).max() < 0.03 * np.abs(ref).max()
