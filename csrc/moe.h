@@ -52,4 +52,19 @@ int gb_moe_experts(const float *x, int64_t T, int64_t D, const int32_t *topk_idx
                    const void *w_down, int fmt_down, int64_t E, int64_t F, const gb_shared_expert *shared,
                    float *y, int64_t *counts);
 
+/* Rows grouped expert by expert (the byte-stored expert paths: gb_qmoe in qgemm.c, gb_kmoe in
+ * moe_k.c). counts[e]: the rows routed to expert e; off: E + 1 entries, off[0] = 0 on entry; fill:
+ * E zeros. Out: off[e] .. off[e+1] are e's rows, pos[t*k+j] the row of token t's j-th choice,
+ * tok[p] the token of row p (tokens in order within each expert). */
+static inline void gb_group_rows(const int64_t *topk_idx, int64_t T, int64_t k, int64_t E, const int64_t *counts,
+                                 int64_t *off, int64_t *fill, int64_t *pos, int64_t *tok) {
+    for (int64_t e = 0; e < E; e++) off[e + 1] = off[e] + counts[e];
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t j = 0; j < k; j++) {
+            const int64_t e = topk_idx[t * k + j], p = off[e] + fill[e]++;
+            pos[t * k + j] = p;
+            tok[p] = t;
+        }
+}
+
 #endif

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "moe.h"
 #include "quant_iq.h"
 #include "quant_k.h"
 
@@ -42,13 +43,7 @@ int gb_kmoe(const float *x, const int64_t *topk_idx, const float *topk_weight, i
         st = gb_error(GB_ENOMEM, "kmoe: cannot allocate the expert buffers (%ld rows, F=%ld, D=%ld)", (long)R, (long)F, (long)D);
         goto done;
     }
-    for (int64_t e = 0; e < E; e++) off[e + 1] = off[e] + counts[e];
-    for (int64_t t = 0; t < T; t++)
-        for (int64_t j = 0; j < k; j++) {
-            const int64_t e = topk_idx[t * k + j], p = off[e] + fill[e]++;
-            pos[t * k + j] = p;
-            tok[p] = t;
-        }
+    gb_group_rows(topk_idx, T, k, E, counts, off, fill, pos, tok);
     for (int64_t p = 0; p < R; p++) memcpy(xg + p * D, x + tok[p] * D, (size_t)D * sizeof(float));
     for (int64_t e = 0; e < E && st == GB_OK; e++) {
         const int64_t c = counts[e], o0 = off[e];

@@ -18,6 +18,7 @@
 #endif
 
 #include "common.h"
+#include "moe.h"
 #include "quant.h"
 
 #define QK GB_QK
@@ -435,13 +436,7 @@ int gb_qmoe(int fmt, const float *x, const int64_t *topk_idx, const float *topk_
         st = gb_error(GB_ENOMEM, "qmoe: cannot allocate the expert buffers (%ld rows, F=%ld)", (long)R, (long)F);
         goto done;
     }
-    for (int64_t e = 0; e < E; e++) off[e + 1] = off[e] + counts[e];
-    for (int64_t t = 0; t < T; t++)
-        for (int64_t j = 0; j < k; j++) {
-            const int64_t e = topk_idx[t * k + j], p = off[e] + fill[e]++;
-            pos[t * k + j] = p;
-            tok[p] = t;
-        }
+    gb_group_rows(topk_idx, T, k, E, counts, off, fill, pos, tok);
     /* each token's activations quantized once, then gathered expert by expert */
     if ((st = xact_prepare(fmt, x, D, NULL, T, D, &xa)) != GB_OK) goto done;
     if ((st = xact_alloc(&ga, R, D)) != GB_OK) goto done;
