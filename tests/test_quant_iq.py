@@ -248,6 +248,20 @@ def _iq_quantize(orig, data, qtype):
     return quantize_iq4_nl_np(np.asarray(data, np.float32)) if qtype == T.IQ4_NL else orig(data, qtype)
 
 
+def _mx_gguf(tmp_path, monkeypatch):
+    """A tiny qwen3_moe GGUF: experts mxfp4, attention iq4_nl, the rest q8_0. (path, config, HF model)"""
+    import gguf_writer
+    from test_model_hf import tiny_hf_model
+    monkeypatch.setattr(gguf.quants, "quantize", functools.partial(_iq_quantize, gguf.quants.quantize))
+    cfg, model = tiny_hf_model("qwen3_moe", hidden_size=256, intermediate_size=512, head_dim=64, num_attention_heads=4,
+                               num_key_value_heads=2, num_hidden_layers=2, moe_intermediate_size=128, num_experts=4,
+                               num_experts_per_tok=2)
+    p = str(tmp_path / "mx.gguf")
+    gguf_writer.write(p, cfg, model.state_dict(),
+                      types=lambda n, s: T.MXFP4 if "_exps" in n else T.IQ4_NL if "attn_" in n else T.Q8_0)
+    return p, cfg, model
+
+
 @pytest.mark.parametrize("fmt", FMTS)
 def test_gguf_tensor_of_each_type_loads_as_stored(rng, tmp_path, fmt):
     from glmbench.models import gguf_file
@@ -276,17 +290,10 @@ def test_mxfp4_experts_gguf_model_runs_as_stored(tmp_path, monkeypatch):
     gguf package's own MXFP4 quantizer), iq4_nl attention and q8_0 elsewhere: those tensors stay
     QTensors (no dequantize warning), and the logits equal those of the same model built from the
     file's dequantized values within the q8_0 activations' error, and within 1e-4 with compute='f32'."""
-    import gguf_writer
     import glmbench
     from glmbench.models import checkpoint
-    from test_model_hf import rel_err, tiny_hf_model
-    monkeypatch.setattr(gguf.quants, "quantize", functools.partial(_iq_quantize, gguf.quants.quantize))
-    cfg, model = tiny_hf_model("qwen3_moe", hidden_size=256, intermediate_size=512, head_dim=64, num_attention_heads=4,
-                               num_key_value_heads=2, num_hidden_layers=2, moe_intermediate_size=128, num_experts=4,
-                               num_experts_per_tok=2)
-    p = str(tmp_path / "mx.gguf")
-    gguf_writer.write(p, cfg, model.state_dict(),
-                      types=lambda n, s: T.MXFP4 if "_exps" in n else T.IQ4_NL if "attn_" in n else T.Q8_0)
+    from test_model_hf import rel_err
+    p, cfg, model = _mx_gguf(tmp_path, monkeypatch)
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         c, sd = checkpoint.state_dict(p)
@@ -370,17 +377,9 @@ def test_moe_experts_in_one_c_call(rng, fmts, monkeypatch):
 def test_measure_runs_an_mxfp4_gguf_as_stored(tmp_path, monkeypatch):
     """`glmbench measure model.gguf` on a file with mxfp4 experts and iq4_nl attention: nothing of
     those types is dequantized on load, and the memory record is the file's own bytes."""
-    import gguf_writer
     from glmbench.measure.cpu import measure
     from glmbench.models import gguf_file
-    from test_model_hf import tiny_hf_model
-    monkeypatch.setattr(gguf.quants, "quantize", functools.partial(_iq_quantize, gguf.quants.quantize))
-    cfg, model = tiny_hf_model("qwen3_moe", hidden_size=256, intermediate_size=512, head_dim=64, num_attention_heads=4,
-                               num_key_value_heads=2, num_hidden_layers=2, moe_intermediate_size=128, num_experts=4,
-                               num_experts_per_tok=2)
-    p = str(tmp_path / "mx.gguf")
-    gguf_writer.write(p, cfg, model.state_dict(),
-                      types=lambda n, s: T.MXFP4 if "_exps" in n else T.IQ4_NL if "attn_" in n else T.Q8_0)
+    p = _mx_gguf(tmp_path, monkeypatch)[0]
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         recs = measure(p, depths=(0,), n_prompt=8, n_gen=2, repeats=1, warmup=0, threads=1, progress=False)
