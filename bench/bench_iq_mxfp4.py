@@ -21,10 +21,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import glmbench  # noqa: E402
-from bench_kquant import _cpu_time, _load, _q4_0_cases, _ts  # noqa: E402
-from glmbench.bench import run_case  # noqa: E402
+from bench_kquant import _load, _q4_0_cases, run_rows, table_rows  # noqa: E402
 from glmbench.bench.case import Case  # noqa: E402
-from glmbench.bench.quant import SHAPES  # noqa: E402
+from glmbench.bench.quant import stored_linear_cases  # noqa: E402
 from glmbench.core import quant  # noqa: E402
 from glmbench.core._loader import _core  # noqa: E402
 from glmbench.measure.machine import _l3_bytes, cpu_name, measure_ceilings  # noqa: E402
@@ -52,28 +51,7 @@ def q8_0_dequantized(x):
 
 
 def iq_cases(quick, rng):
-    avail = quant.kernels()
-    kern = "kquant_vnni" if avail.get("kquant_vnni") else "kquant_ref"
-    out = []
-    for label, n, k in SHAPES[:1] if quick else SHAPES:
-        for fmt in FMTS:
-            qt = iq_weights(n, k, fmt, seed=FMTS.index(fmt) + (0 if label == "glm-expert" else 10))
-            wd = qt.dequantize()
-            x1 = rng.standard_normal((1, k), dtype=np.float32)
-            kerns = (kern, "kquant_ref") if label == "glm-expert" and kern != "kquant_ref" else (kern,)
-            for kk in kerns:
-                out.append(Case(f"qlinear {fmt} {kk} T=1 {label} {n}x{k}",
-                                run=lambda qt=qt, x=x1, kk=kk: quant.linear(x, qt, kernel=kk),
-                                numpy_run=lambda wd=wd, x=q8_0_dequantized(x1): x @ wd.T,
-                                flops=2.0 * n * k, bytes=float(qt.nbytes + 4 * (k + n)), bound="memory"))
-            if label == "glm-expert":
-                x = rng.standard_normal((512, k), dtype=np.float32)
-                out.append(Case(f"qlinear {fmt} {kern} T=512 {label} {n}x{k}",
-                                run=lambda qt=qt, x=x: quant.linear(x, qt, kernel=kern),
-                                numpy_run=lambda wd=wd, x=q8_0_dequantized(x): x @ wd.T,
-                                flops=2.0 * 512 * n * k, bytes=float(qt.nbytes + 4 * 512 * (k + n)), bound="compute"))
-            del wd
-    return out
+    return stored_linear_cases(quick, rng, FMTS, iq_weights, q8_0_dequantized)
 
 
 def moe_cases(quick, rng):
@@ -123,20 +101,8 @@ def main(argv=None):
     ceil = measure_ceilings()
     vnni = _core.bench_vnni(50_000, 200) if quant.kernels().get("kquant_vnni") else None
     rng = np.random.default_rng(3)
-    rows = []
-    for case in iq_cases(a.quick, rng) + _q4_0_cases(a.quick) + moe_cases(a.quick, rng):
-        r = run_case(case, ceil, a.repeats, 0.3)
-        r["cpu"] = min(_cpu_time(case.run) for _ in range(a.repeats)) if a.threads == 1 else None
-        for key, t in (("ceiling", r["seconds"]), ("ceiling_cpu", r["cpu"])):
-            if t is None:
-                r[key] = "-"
-            elif case.bound == "memory":
-                r[key] = f"{100 * case.bytes / t / 1e9 / ceil['bandwidth_read_gbs']:.0f}% read bw"
-            else:
-                r[key] = f"{100 * case.flops / t / 1e9 / vnni:.0f}% int8 peak" if vnni else "-"
-        rows.append(r)
-        print(r["name"], _ts(r["seconds"]), _ts(r["cpu"]), r["ceiling"], r["ceiling_cpu"],
-              f"{r['vs_numpy']:.2f}x", r["check"], flush=True)
+    rows = run_rows(iq_cases(a.quick, rng) + _q4_0_cases(a.quick) + moe_cases(a.quick, rng), ceil, vnni,
+                    a.repeats, a.threads, "x")
     load1 = _load()
     up1 = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     after = measure_ceilings(quick=True)
@@ -165,9 +131,7 @@ def main(argv=None):
          "", "| case | wall time | CPU time | GB/s | GOP/s | % ceiling (wall) | % ceiling (CPU time) | "
          "vs NumPy / loop (wall) | check |",
          "|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        L.append(f"| {r['name']} | {_ts(r['seconds'])} | {_ts(r['cpu'])} | {r['gbs']:.1f} | {r['gflops']:.1f} | "
-                 f"{r['ceiling']} | {r['ceiling_cpu']} | {r['vs_numpy']:.2f}x | {r['check']} |")
+    L += table_rows(rows)
     text = "\n".join(L) + "\n"
     if a.out:
         old = open(a.out).read() + "\n" if os.path.exists(a.out) else ""

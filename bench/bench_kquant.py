@@ -69,6 +69,35 @@ def _ts(t):
     return "-" if t is None else (f"{t * 1e6:.1f} us" if t < 1e-3 else f"{t * 1e3:.2f} ms")
 
 
+def run_rows(cases, ceil, vnni, repeats, threads, vs_suffix):
+    """Run each case (best of `repeats`), add its CPU time and its share of the ceiling that bounds it
+    (read bandwidth for memory-bound rows, the int8 `vnni` peak for compute-bound ones), print a line
+    per case; the result rows."""
+    rows = []
+    for case in cases:
+        r = run_case(case, ceil, repeats, 0.3)
+        # the thread's own CPU time (best of the repeats): with one thread, what the call cost when
+        # it held a core, without the time slices other jobs took (wall time includes those)
+        r["cpu"] = min(_cpu_time(case.run) for _ in range(repeats)) if threads == 1 else None
+        for key, t in (("ceiling", r["seconds"]), ("ceiling_cpu", r["cpu"])):
+            if t is None:
+                r[key] = "-"
+            elif case.bound == "memory":
+                r[key] = f"{100 * case.bytes / t / 1e9 / ceil['bandwidth_read_gbs']:.0f}% read bw"
+            else:
+                r[key] = f"{100 * case.flops / t / 1e9 / vnni:.0f}% int8 peak" if vnni else "-"
+        rows.append(r)
+        print(r["name"], _ts(r["seconds"]), _ts(r["cpu"]), r["ceiling"], r["ceiling_cpu"],
+              f"{r['vs_numpy']:.2f}{vs_suffix}", r["check"], flush=True)
+    return rows
+
+
+def table_rows(rows):
+    """The markdown table lines of run_rows' rows (the header is the caller's)."""
+    return [f"| {r['name']} | {_ts(r['seconds'])} | {_ts(r['cpu'])} | {r['gbs']:.1f} | {r['gflops']:.1f} | "
+            f"{r['ceiling']} | {r['ceiling_cpu']} | {r['vs_numpy']:.2f}x | {r['check']} |" for r in rows]
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--threads", type=int, default=1)
@@ -81,22 +110,7 @@ def main(argv=None):
     ceil = measure_ceilings()
     # short runs (~1 ms), best of many: one that ran undisturbed on a shared machine
     vnni = _core.bench_vnni(50_000, 200) if quant.kernels().get("kquant_vnni") else None
-    rows = []
-    for case in kquant_cases(a.quick) + _q4_0_cases(a.quick):
-        r = run_case(case, ceil, a.repeats, 0.3)
-        # the thread's own CPU time (best of the repeats): with one thread, what the call cost when
-        # it held a core, without the time slices other jobs took (wall time includes those)
-        r["cpu"] = min(_cpu_time(case.run) for _ in range(a.repeats)) if a.threads == 1 else None
-        for key, t in (("ceiling", r["seconds"]), ("ceiling_cpu", r["cpu"])):
-            if t is None:
-                r[key] = "-"
-            elif case.bound == "memory":
-                r[key] = f"{100 * case.bytes / t / 1e9 / ceil['bandwidth_read_gbs']:.0f}% read bw"
-            else:
-                r[key] = f"{100 * case.flops / t / 1e9 / vnni:.0f}% int8 peak" if vnni else "-"
-        rows.append(r)
-        print(r["name"], _ts(r["seconds"]), _ts(r["cpu"]), r["ceiling"], r["ceiling_cpu"],
-              f"{r['vs_numpy']:.2f}x NumPy", r["check"], flush=True)
+    rows = run_rows(kquant_cases(a.quick) + _q4_0_cases(a.quick), ceil, vnni, a.repeats, a.threads, "x NumPy")
     load1 = _load()
     after = measure_ceilings(quick=True)
     now = datetime.datetime.utcnow()
@@ -124,9 +138,7 @@ def main(argv=None):
          "", "| case | wall time | CPU time | GB/s | GOP/s | % ceiling (wall) | % ceiling (CPU time) | "
          "vs NumPy (wall) | check |",
          "|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        L.append(f"| {r['name']} | {_ts(r['seconds'])} | {_ts(r['cpu'])} | {r['gbs']:.1f} | {r['gflops']:.1f} | "
-                 f"{r['ceiling']} | {r['ceiling_cpu']} | {r['vs_numpy']:.2f}x | {r['check']} |")
+    L += table_rows(rows)
     text = "\n".join(L) + "\n"
     if a.out:
         atomic_write_text(a.out, text)

@@ -62,4 +62,38 @@ const char *gb_shape_str(PyArrayObject *arr, char *buf, size_t n);
 /* A new C-contiguous float32 array of the given shape (uninitialised). */
 PyArrayObject *gb_new_f32(int ndim, const npy_intp *dims);
 
+/* {name(v): bool(available(v))} for kernel versions 1 .. count-1 (0 is "auto"): the *_versions bindings. */
+PyObject *gb_versions_dict(int count, int (*available)(int), const char *(*name)(int));
+
+/* The arrays of a linear binding whose weight is stored as bytes (qlinear, klinear): x f32[T, k],
+ * weight uint8[N, row_bytes(fmt, k)], bias f32[N] or Py_None; checks x finite and makes y f32[T, N].
+ * `check_k` (NULL: none) runs after x's width is checked and before the weight's, so row_bytes
+ * only sees a valid k. -1 with the error set; the caller releases *x, *w, *b, *y either way. */
+int gb_packed_linear_args(PyObject *xo, PyObject *wo, PyObject *bo, int fmt, npy_intp k, int (*check_k)(npy_intp k),
+                          int64_t (*row_bytes)(int fmt, int64_t k), PyArrayObject **x, PyArrayObject **w, PyArrayObject **b,
+                          PyArrayObject **y);
+
+/* The arrays of a routed-experts binding whose experts are stored as bytes (qmoe, kmoe):
+ * x f32[T, D], topk_idx i64[T, K], topk_weight f32[T, K], gate/up/down uint8[E, bytes per expert]. */
+typedef struct {
+    PyArrayObject *x, *idx, *wt, *g, *u, *dn;
+} gb_packed_moe;
+
+/* Fill *a from the six arguments (checked dtypes and ranks); -1 with the error set. Whatever was
+ * loaded is released by gb_packed_moe_release, also on failure. */
+int gb_packed_moe_arrays(gb_packed_moe *a, PyObject *xo, PyObject *io, PyObject *wo, PyObject *go, PyObject *uo, PyObject *dno);
+
+/* topk_idx/topk_weight against x's rows and topk_idx's width, up/down against gate's experts, each
+ * expert's bytes (`kind` names them in the error: "the bytes", "the packed bytes"), then x finite. */
+int gb_packed_moe_check(const gb_packed_moe *a, npy_intp gate_bytes, npy_intp up_bytes, npy_intp down_bytes, const char *kind);
+
+void gb_packed_moe_release(gb_packed_moe *a);
+
+/* The outputs of every routed-experts binding: y f32[T, D] and the per-expert counts i64[E];
+ * -1 with the error set. */
+int gb_moe_outputs(npy_intp T, npy_intp D, npy_intp E, PyArrayObject **y, PyArrayObject **cnt);
+
+/* A routed-experts binding's last step: raise for a failed status, else the (y, counts) tuple. */
+PyObject *gb_moe_result(int status, PyArrayObject *y, PyArrayObject *cnt);
+
 #endif

@@ -120,9 +120,7 @@ static PyObject *py_moe_experts(PyObject *self, PyObject *args, PyObject *kw) {
     }
     if (gb_check_finite(x, "x") < 0) goto done;
     if (gb_check_finite(wt, "topk_weight") < 0) goto done;
-    npy_intp ydims[2] = {T, D}, cdims[1] = {E};
-    if (!(y = gb_new_f32(2, ydims))) goto done;
-    if (!(cnt = (PyArrayObject *)PyArray_SimpleNew(1, cdims, NPY_INT64))) goto done;
+    if (gb_moe_outputs(T, D, E, &y, &cnt) < 0) goto done;
     int st;
     Py_BEGIN_ALLOW_THREADS
     st = gb_moe_experts((const float *)PyArray_DATA(x), T, D, (const int32_t *)PyArray_DATA(idx),
@@ -130,11 +128,7 @@ static PyObject *py_moe_experts(PyObject *self, PyObject *args, PyObject *kw) {
                         weight_fmt(u), PyArray_DATA(d), weight_fmt(d), E, F, shp, (float *)PyArray_DATA(y),
                         (int64_t *)PyArray_DATA(cnt));
     Py_END_ALLOW_THREADS
-    if (st != GB_OK) {
-        gb_raise_status(st);
-        goto done;
-    }
-    ret = Py_BuildValue("(OO)", y, cnt);
+    ret = gb_moe_result(st, y, cnt);
 done:
     Py_XDECREF(x);
     Py_XDECREF(idx);

@@ -73,6 +73,14 @@ done:
     return ret;
 }
 
+static int check_k32(npy_intp k) {
+    if (k <= 0 || k % GB_QK) {
+        PyErr_Format(PyExc_ValueError, "`k` must be a positive multiple of 32, got %ld", (long)k);
+        return -1;
+    }
+    return 0;
+}
+
 static PyObject *py_qlinear(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"x", "w", "fmt", "k", "bias", "compute", "version", NULL};
     PyObject *xo, *wo, *bo = Py_None;
@@ -83,22 +91,8 @@ static PyObject *py_qlinear(PyObject *self, PyObject *args, PyObject *kw) {
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OOin|Oii:qlinear", kwlist, &xo, &wo, &fmt, &k, &bo, &compute, &version))
         return NULL;
     if (check_fmt(fmt) < 0) goto done;
-    if (!(x = gb_array(xo, "x", NPY_FLOAT32, 2, GB_COPY))) goto done;
-    if (!(w = gb_array(wo, "weight", NPY_UINT8, 2, GB_COPY))) goto done;
-    if (gb_check_dim(x, "x", 1, k, "the weight's in_features") < 0) goto done;
-    if (k <= 0 || k % GB_QK) {
-        PyErr_Format(PyExc_ValueError, "`k` must be a positive multiple of 32, got %ld", (long)k);
-        goto done;
-    }
-    if (gb_check_dim(w, "weight", 1, (npy_intp)gb_row_bytes(fmt, k), "the bytes of one row of k elements") < 0) goto done;
+    if (gb_packed_linear_args(xo, wo, bo, fmt, k, check_k32, gb_row_bytes, &x, &w, &b, &y) < 0) goto done;
     const npy_intp T = PyArray_DIM(x, 0), N = PyArray_DIM(w, 0);
-    if (bo != Py_None) {
-        if (!(b = gb_array(bo, "bias", NPY_FLOAT32, 1, GB_COPY))) goto done;
-        if (gb_check_dim(b, "bias", 0, N, "the weight's out_features") < 0) goto done;
-    }
-    if (gb_check_finite(x, "x") < 0) goto done;
-    npy_intp dims[2] = {T, N};
-    if (!(y = gb_new_f32(2, dims))) goto done;
     int st;
     Py_BEGIN_ALLOW_THREADS
     st = gb_qlinear(fmt, (const float *)PyArray_DATA(x), PyArray_DATA(w), b ? (const float *)PyArray_DATA(b) : NULL,
@@ -114,18 +108,7 @@ done:
 }
 
 static PyObject *py_qversions(PyObject *self, PyObject *noargs) {
-    PyObject *d = PyDict_New();
-    if (!d) return NULL;
-    for (int v = 1; v < GB_QV_COUNT; v++) {
-        PyObject *val = PyBool_FromLong(gb_qversion_available(v));
-        if (PyDict_SetItemString(d, gb_qversion_name(v), val) < 0) {
-            Py_DECREF(val);
-            Py_DECREF(d);
-            return NULL;
-        }
-        Py_DECREF(val);
-    }
-    return d;
+    return gb_versions_dict(GB_QV_COUNT, gb_qversion_available, gb_qversion_name);
 }
 
 /* w uint8 [..., N, row_bytes] -> packed uint8 [..., gb_qpacked_bytes] (unpack=1: the inverse, n given) */
@@ -225,70 +208,38 @@ static PyObject *py_qmoe(PyObject *self, PyObject *args, PyObject *kw) {
     PyObject *xo, *io, *wo, *go, *uo, *dno;
     int fmt, version = GB_QG_AUTO;
     Py_ssize_t F;
-    PyArrayObject *x = NULL, *idx = NULL, *wt = NULL, *g = NULL, *u = NULL, *dn = NULL, *y = NULL, *cnt = NULL;
+    gb_packed_moe a = {0};
+    PyArrayObject *y = NULL, *cnt = NULL;
     PyObject *ret = NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOOOin|i:qmoe", kwlist, &xo, &io, &wo, &go, &uo, &dno, &fmt, &F, &version))
         return NULL;
     if (check_fmt(fmt) < 0) goto done;
-    if (!(x = gb_array(xo, "x", NPY_FLOAT32, 2, GB_COPY))) goto done;
-    if (!(idx = gb_array(io, "topk_idx", NPY_INT64, 2, GB_COPY))) goto done;
-    if (!(wt = gb_array(wo, "topk_weight", NPY_FLOAT32, 2, GB_COPY))) goto done;
-    if (!(g = gb_array(go, "gate", NPY_UINT8, 2, GB_COPY))) goto done;
-    if (!(u = gb_array(uo, "up", NPY_UINT8, 2, GB_COPY))) goto done;
-    if (!(dn = gb_array(dno, "down", NPY_UINT8, 2, GB_COPY))) goto done;
-    const npy_intp T = PyArray_DIM(x, 0), D = PyArray_DIM(x, 1), K = PyArray_DIM(idx, 1), E = PyArray_DIM(g, 0);
+    if (gb_packed_moe_arrays(&a, xo, io, wo, go, uo, dno) < 0) goto done;
+    const npy_intp T = PyArray_DIM(a.x, 0), D = PyArray_DIM(a.x, 1), K = PyArray_DIM(a.idx, 1), E = PyArray_DIM(a.g, 0);
     if (D % GB_QK || F <= 0 || F % GB_QK) {
         PyErr_Format(PyExc_ValueError, "`x` width %ld and `f` %ld must be positive multiples of 32", (long)D, (long)F);
         goto done;
     }
-    if (gb_check_dim(idx, "topk_idx", 0, T, "x's rows") < 0 || gb_check_dim(wt, "topk_weight", 0, T, "x's rows") < 0 ||
-        gb_check_dim(wt, "topk_weight", 1, K, "topk_idx's width") < 0 ||
-        gb_check_dim(g, "gate", 1, (npy_intp)gb_qpacked_bytes(fmt, F, D), "the packed bytes of an f x d matrix") < 0 ||
-        gb_check_dim(u, "up", 0, E, "gate's experts") < 0 ||
-        gb_check_dim(u, "up", 1, (npy_intp)gb_qpacked_bytes(fmt, F, D), "the packed bytes of an f x d matrix") < 0 ||
-        gb_check_dim(dn, "down", 0, E, "gate's experts") < 0 ||
-        gb_check_dim(dn, "down", 1, (npy_intp)gb_qpacked_bytes(fmt, D, F), "the packed bytes of a d x f matrix") < 0)
+    if (gb_packed_moe_check(&a, (npy_intp)gb_qpacked_bytes(fmt, F, D), (npy_intp)gb_qpacked_bytes(fmt, F, D),
+                            (npy_intp)gb_qpacked_bytes(fmt, D, F), "the packed bytes") < 0)
         goto done;
-    if (gb_check_finite(x, "x") < 0) goto done;
-    npy_intp yd[2] = {T, D}, cd[1] = {E};
-    if (!(y = gb_new_f32(2, yd))) goto done;
-    if (!(cnt = (PyArrayObject *)PyArray_SimpleNew(1, cd, NPY_INT64))) goto done;
+    if (gb_moe_outputs(T, D, E, &y, &cnt) < 0) goto done;
     int st;
     Py_BEGIN_ALLOW_THREADS
-    st = gb_qmoe(fmt, (const float *)PyArray_DATA(x), (const int64_t *)PyArray_DATA(idx), (const float *)PyArray_DATA(wt), T, K,
-                 PyArray_DATA(g), PyArray_DATA(u), PyArray_DATA(dn), E, F, D, (float *)PyArray_DATA(y),
+    st = gb_qmoe(fmt, (const float *)PyArray_DATA(a.x), (const int64_t *)PyArray_DATA(a.idx), (const float *)PyArray_DATA(a.wt), T, K,
+                 PyArray_DATA(a.g), PyArray_DATA(a.u), PyArray_DATA(a.dn), E, F, D, (float *)PyArray_DATA(y),
                  (int64_t *)PyArray_DATA(cnt), version);
     Py_END_ALLOW_THREADS
-    if (st != GB_OK) {
-        gb_raise_status(st);
-        goto done;
-    }
-    ret = Py_BuildValue("(OO)", y, cnt);
+    ret = gb_moe_result(st, y, cnt);
 done:
-    Py_XDECREF(x);
-    Py_XDECREF(idx);
-    Py_XDECREF(wt);
-    Py_XDECREF(g);
-    Py_XDECREF(u);
-    Py_XDECREF(dn);
+    gb_packed_moe_release(&a);
     Py_XDECREF(y);
     Py_XDECREF(cnt);
     return ret;
 }
 
 static PyObject *py_qgemm_versions(PyObject *self, PyObject *noargs) {
-    PyObject *d = PyDict_New();
-    if (!d) return NULL;
-    for (int v = 1; v < GB_QG_COUNT; v++) {
-        PyObject *val = PyBool_FromLong(gb_qgemm_available(v));
-        if (PyDict_SetItemString(d, gb_qgemm_name(v), val) < 0) {
-            Py_DECREF(val);
-            Py_DECREF(d);
-            return NULL;
-        }
-        Py_DECREF(val);
-    }
-    return d;
+    return gb_versions_dict(GB_QG_COUNT, gb_qgemm_available, gb_qgemm_name);
 }
 
 PyMethodDef gb_quant_methods[] = {

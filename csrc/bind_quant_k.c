@@ -91,18 +91,8 @@ static PyObject *py_klinear(PyObject *self, PyObject *args, PyObject *kw) {
     PyObject *ret = NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OOin|Oi:klinear", kwlist, &xo, &wo, &fmt, &k, &bo, &version)) return NULL;
     if (check_kfmt(fmt) < 0 || check_fk(fmt, k) < 0) goto done;
-    if (!(x = gb_array(xo, "x", NPY_FLOAT32, 2, GB_COPY))) goto done;
-    if (!(w = gb_array(wo, "weight", NPY_UINT8, 2, GB_COPY))) goto done;
-    if (gb_check_dim(x, "x", 1, k, "the weight's in_features") < 0) goto done;
-    if (gb_check_dim(w, "weight", 1, (npy_intp)row_bytes_any(fmt, k), "the bytes of one row of k elements") < 0) goto done;
+    if (gb_packed_linear_args(xo, wo, bo, fmt, k, NULL, row_bytes_any, &x, &w, &b, &y) < 0) goto done;
     const npy_intp T = PyArray_DIM(x, 0), N = PyArray_DIM(w, 0);
-    if (bo != Py_None) {
-        if (!(b = gb_array(bo, "bias", NPY_FLOAT32, 1, GB_COPY))) goto done;
-        if (gb_check_dim(b, "bias", 0, N, "the weight's out_features") < 0) goto done;
-    }
-    if (gb_check_finite(x, "x") < 0) goto done;
-    npy_intp dims[2] = {T, N};
-    if (!(y = gb_new_f32(2, dims))) goto done;
     int st;
     Py_BEGIN_ALLOW_THREADS
     st = (gb_is_iqfmt(fmt) ? gb_iqlinear : gb_klinear)(fmt, (const float *)PyArray_DATA(x), PyArray_DATA(w), b ? (const float *)PyArray_DATA(b) : NULL,
@@ -123,68 +113,36 @@ static PyObject *py_kmoe(PyObject *self, PyObject *args, PyObject *kw) {
     PyObject *xo, *io, *wo, *go, *uo, *dno;
     int fg, fu, fd, version = GB_KV_AUTO;
     Py_ssize_t F;
-    PyArrayObject *x = NULL, *idx = NULL, *wt = NULL, *g = NULL, *u = NULL, *dn = NULL, *y = NULL, *cnt = NULL;
+    gb_packed_moe a = {0};
+    PyArrayObject *y = NULL, *cnt = NULL;
     PyObject *ret = NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOOOiiin|i:kmoe", kwlist, &xo, &io, &wo, &go, &uo, &dno, &fg, &fu, &fd, &F,
                                      &version))
         return NULL;
     if (check_kfmt(fg) < 0 || check_kfmt(fu) < 0 || check_kfmt(fd) < 0) goto done;
-    if (!(x = gb_array(xo, "x", NPY_FLOAT32, 2, GB_COPY))) goto done;
-    if (!(idx = gb_array(io, "topk_idx", NPY_INT64, 2, GB_COPY))) goto done;
-    if (!(wt = gb_array(wo, "topk_weight", NPY_FLOAT32, 2, GB_COPY))) goto done;
-    if (!(g = gb_array(go, "gate", NPY_UINT8, 2, GB_COPY))) goto done;
-    if (!(u = gb_array(uo, "up", NPY_UINT8, 2, GB_COPY))) goto done;
-    if (!(dn = gb_array(dno, "down", NPY_UINT8, 2, GB_COPY))) goto done;
-    const npy_intp T = PyArray_DIM(x, 0), D = PyArray_DIM(x, 1), K = PyArray_DIM(idx, 1), E = PyArray_DIM(g, 0);
+    if (gb_packed_moe_arrays(&a, xo, io, wo, go, uo, dno) < 0) goto done;
+    const npy_intp T = PyArray_DIM(a.x, 0), D = PyArray_DIM(a.x, 1), K = PyArray_DIM(a.idx, 1), E = PyArray_DIM(a.g, 0);
     if (check_fk(fg, D) < 0 || check_fk(fu, D) < 0 || check_fk(fd, F) < 0) goto done;
-    if (gb_check_dim(idx, "topk_idx", 0, T, "x's rows") < 0 || gb_check_dim(wt, "topk_weight", 0, T, "x's rows") < 0 ||
-        gb_check_dim(wt, "topk_weight", 1, K, "topk_idx's width") < 0 ||
-        gb_check_dim(g, "gate", 1, (npy_intp)(F * row_bytes_any(fg, D)), "the bytes of an f x d matrix") < 0 ||
-        gb_check_dim(u, "up", 0, E, "gate's experts") < 0 ||
-        gb_check_dim(u, "up", 1, (npy_intp)(F * row_bytes_any(fu, D)), "the bytes of an f x d matrix") < 0 ||
-        gb_check_dim(dn, "down", 0, E, "gate's experts") < 0 ||
-        gb_check_dim(dn, "down", 1, (npy_intp)(D * row_bytes_any(fd, F)), "the bytes of a d x f matrix") < 0)
+    if (gb_packed_moe_check(&a, (npy_intp)(F * row_bytes_any(fg, D)), (npy_intp)(F * row_bytes_any(fu, D)),
+                            (npy_intp)(D * row_bytes_any(fd, F)), "the bytes") < 0)
         goto done;
-    if (gb_check_finite(x, "x") < 0) goto done;
-    npy_intp yd[2] = {T, D}, cd[1] = {E};
-    if (!(y = gb_new_f32(2, yd))) goto done;
-    if (!(cnt = (PyArrayObject *)PyArray_SimpleNew(1, cd, NPY_INT64))) goto done;
+    if (gb_moe_outputs(T, D, E, &y, &cnt) < 0) goto done;
     int st;
     Py_BEGIN_ALLOW_THREADS
-    st = gb_kmoe((const float *)PyArray_DATA(x), (const int64_t *)PyArray_DATA(idx), (const float *)PyArray_DATA(wt), T, K,
-                 fg, PyArray_DATA(g), fu, PyArray_DATA(u), fd, PyArray_DATA(dn), E, F, D, (float *)PyArray_DATA(y),
+    st = gb_kmoe((const float *)PyArray_DATA(a.x), (const int64_t *)PyArray_DATA(a.idx), (const float *)PyArray_DATA(a.wt), T, K,
+                 fg, PyArray_DATA(a.g), fu, PyArray_DATA(a.u), fd, PyArray_DATA(a.dn), E, F, D, (float *)PyArray_DATA(y),
                  (int64_t *)PyArray_DATA(cnt), version);
     Py_END_ALLOW_THREADS
-    if (st != GB_OK) {
-        gb_raise_status(st);
-        goto done;
-    }
-    ret = Py_BuildValue("(OO)", y, cnt);
+    ret = gb_moe_result(st, y, cnt);
 done:
-    Py_XDECREF(x);
-    Py_XDECREF(idx);
-    Py_XDECREF(wt);
-    Py_XDECREF(g);
-    Py_XDECREF(u);
-    Py_XDECREF(dn);
+    gb_packed_moe_release(&a);
     Py_XDECREF(y);
     Py_XDECREF(cnt);
     return ret;
 }
 
 static PyObject *py_kversions(PyObject *self, PyObject *noargs) {
-    PyObject *d = PyDict_New();
-    if (!d) return NULL;
-    for (int v = 1; v < GB_KV_COUNT; v++) {
-        PyObject *val = PyBool_FromLong(gb_kversion_available(v));
-        if (PyDict_SetItemString(d, gb_kversion_name(v), val) < 0) {
-            Py_DECREF(val);
-            Py_DECREF(d);
-            return NULL;
-        }
-        Py_DECREF(val);
-    }
-    return d;
+    return gb_versions_dict(GB_KV_COUNT, gb_kversion_available, gb_kversion_name);
 }
 
 static PyObject *py_bench_vnni(PyObject *self, PyObject *args) {

@@ -2,6 +2,7 @@
 #ifndef GLMBENCH_MOE_H
 #define GLMBENCH_MOE_H
 #include <stdint.h>
+#include <string.h>
 
 enum { GB_SCORE_SIGMOID = 0, GB_SCORE_SOFTMAX = 1 };
 /* How a group of experts is scored for group-limited routing (n_group > 1); fixed by the
@@ -51,5 +52,33 @@ int gb_moe_experts(const float *x, int64_t T, int64_t D, const int32_t *topk_idx
                    int64_t top_k, const void *w_gate, int fmt_gate, const void *w_up, int fmt_up,
                    const void *w_down, int fmt_down, int64_t E, int64_t F, const gb_shared_expert *shared,
                    float *y, int64_t *counts);
+
+/* The routing checks and counts of the byte-stored expert paths (gb_qmoe, gb_kmoe): the flat index
+ * of the first topk_idx[T, k] entry outside [0, E) (nothing written), or -1 after zeroing y[T, D]
+ * and counting each expert's rows into counts[E]. */
+static inline int64_t gb_count_routes(const int64_t *topk_idx, int64_t T, int64_t k, int64_t E, int64_t D, float *y,
+                                      int64_t *counts) {
+    for (int64_t i = 0; i < T * k; i++)
+        if (topk_idx[i] < 0 || topk_idx[i] >= E) return i;
+    memset(y, 0, (size_t)(T * D) * sizeof(float));
+    for (int64_t e = 0; e < E; e++) counts[e] = 0;
+    for (int64_t i = 0; i < T * k; i++) counts[topk_idx[i]]++;
+    return -1;
+}
+
+/* Rows grouped expert by expert (the byte-stored expert paths: gb_qmoe in qgemm.c, gb_kmoe in
+ * moe_k.c). counts[e]: the rows routed to expert e; off: E + 1 entries, off[0] = 0 on entry; fill:
+ * E zeros. Out: off[e] .. off[e+1] are e's rows, pos[t*k+j] the row of token t's j-th choice,
+ * tok[p] the token of row p (tokens in order within each expert). */
+static inline void gb_group_rows(const int64_t *topk_idx, int64_t T, int64_t k, int64_t E, const int64_t *counts,
+                                 int64_t *off, int64_t *fill, int64_t *pos, int64_t *tok) {
+    for (int64_t e = 0; e < E; e++) off[e + 1] = off[e] + counts[e];
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t j = 0; j < k; j++) {
+            const int64_t e = topk_idx[t * k + j], p = off[e] + fill[e]++;
+            pos[t * k + j] = p;
+            tok[p] = t;
+        }
+}
 
 #endif

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "moe.h"
 #include "quant_iq.h"
 #include "quant_k.h"
 
@@ -21,12 +22,8 @@ int gb_kmoe(const float *x, const int64_t *topk_idx, const float *topk_weight, i
     if (rg < 0 || ru < 0 || rd < 0)
         return gb_error(GB_EVALUE, "kmoe: formats %d/%d/%d with D=%ld, F=%ld are not whole blocks of a K-quant/iq4_nl/mxfp4 format",
                         fg, fu, fd, (long)D, (long)F);
-    for (int64_t i = 0; i < T * k; i++)
-        if (topk_idx[i] < 0 || topk_idx[i] >= E)
-            return gb_error(GB_EVALUE, "kmoe: topk_idx[%ld] = %ld is not in [0, %ld)", (long)(i / k), (long)topk_idx[i], (long)E);
-    memset(y, 0, (size_t)(T * D) * sizeof(float));
-    for (int64_t e = 0; e < E; e++) counts[e] = 0;
-    for (int64_t i = 0; i < T * k; i++) counts[topk_idx[i]]++;
+    const int64_t i = gb_count_routes(topk_idx, T, k, E, D, y, counts);
+    if (i >= 0) return gb_error(GB_EVALUE, "kmoe: topk_idx[%ld] = %ld is not in [0, %ld)", (long)(i / k), (long)topk_idx[i], (long)E);
     if (T == 0 || k == 0) return GB_OK;
     const int64_t R = T * k;
     int64_t *off = (int64_t *)gb_ws_calloc((size_t)(E + 1), sizeof(int64_t));
@@ -42,13 +39,7 @@ int gb_kmoe(const float *x, const int64_t *topk_idx, const float *topk_weight, i
         st = gb_error(GB_ENOMEM, "kmoe: cannot allocate the expert buffers (%ld rows, F=%ld, D=%ld)", (long)R, (long)F, (long)D);
         goto done;
     }
-    for (int64_t e = 0; e < E; e++) off[e + 1] = off[e] + counts[e];
-    for (int64_t t = 0; t < T; t++)
-        for (int64_t j = 0; j < k; j++) {
-            const int64_t e = topk_idx[t * k + j], p = off[e] + fill[e]++;
-            pos[t * k + j] = p;
-            tok[p] = t;
-        }
+    gb_group_rows(topk_idx, T, k, E, counts, off, fill, pos, tok);
     for (int64_t p = 0; p < R; p++) memcpy(xg + p * D, x + tok[p] * D, (size_t)D * sizeof(float));
     for (int64_t e = 0; e < E && st == GB_OK; e++) {
         const int64_t c = counts[e], o0 = off[e];

@@ -18,6 +18,7 @@
 #endif
 
 #include "common.h"
+#include "moe.h"
 #include "quant.h"
 
 #define QK GB_QK
@@ -411,12 +412,8 @@ int gb_qmoe(int fmt, const float *x, const int64_t *topk_idx, const float *topk_
     version = resolve(version);
     if (!gb_qgemm_available(version))
         return gb_error(GB_EVALUE, "qmoe: kernel version %d (%s) is not compiled in on this build", version, gb_qgemm_name(version));
-    for (int64_t i = 0; i < T * k; i++)
-        if (topk_idx[i] < 0 || topk_idx[i] >= E)
-            return gb_error(GB_EVALUE, "qmoe: topk_idx[%ld] = %ld is not in [0, %ld)", (long)(i / k), (long)topk_idx[i], (long)E);
-    memset(y, 0, (size_t)(T * D) * sizeof(float));
-    for (int64_t e = 0; e < E; e++) counts[e] = 0;
-    for (int64_t i = 0; i < T * k; i++) counts[topk_idx[i]]++;
+    const int64_t i = gb_count_routes(topk_idx, T, k, E, D, y, counts);
+    if (i >= 0) return gb_error(GB_EVALUE, "qmoe: topk_idx[%ld] = %ld is not in [0, %ld)", (long)(i / k), (long)topk_idx[i], (long)E);
     if (T == 0 || k == 0) return GB_OK;
     const int64_t R = T * k, nbD = D / QK;
     /* rows grouped expert by expert: off[e] .. off[e+1]; pos[t*k+j] = the row of (t, j) */
@@ -435,13 +432,7 @@ int gb_qmoe(int fmt, const float *x, const int64_t *topk_idx, const float *topk_
         st = gb_error(GB_ENOMEM, "qmoe: cannot allocate the expert buffers (%ld rows, F=%ld)", (long)R, (long)F);
         goto done;
     }
-    for (int64_t e = 0; e < E; e++) off[e + 1] = off[e] + counts[e];
-    for (int64_t t = 0; t < T; t++)
-        for (int64_t j = 0; j < k; j++) {
-            const int64_t e = topk_idx[t * k + j], p = off[e] + fill[e]++;
-            pos[t * k + j] = p;
-            tok[p] = t;
-        }
+    gb_group_rows(topk_idx, T, k, E, counts, off, fill, pos, tok);
     /* each token's activations quantized once, then gathered expert by expert */
     if ((st = xact_prepare(fmt, x, D, NULL, T, D, &xa)) != GB_OK) goto done;
     if ((st = xact_alloc(&ga, R, D)) != GB_OK) goto done;

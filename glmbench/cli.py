@@ -514,7 +514,11 @@ def _add_trace_options(p):
                    help=f"time-to-first-token target in seconds (default: {rp.DEFAULT_TTFT_SLO_S:g})")
     g.add_argument("--tpot-slo", type=POSITIVE, default=rp.DEFAULT_TPOT_SLO_S, metavar="S",
                    help=f"time-per-output-token target in seconds (default: {rp.DEFAULT_TPOT_SLO_S:g})")
-    d = rp.ServerConfig()
+    _server_args(g, rp.ServerConfig())
+
+
+def _server_args(g, d) -> None:
+    """The replayed server's batch limits (trace, search); d: the ServerConfig holding the defaults."""
     g.add_argument("--max-num-seqs", type=_argtype(_positive_int, "a whole number >= 1"), default=d.max_num_seqs,
                    metavar="N", help=f"requests running at once (default: {d.max_num_seqs})")
     g.add_argument("--max-batched-tokens", type=_argtype(_positive_int, "a whole number >= 1"),
@@ -977,12 +981,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="skip finding each setup's highest sustained rate (one replay per setup instead of ~6)")
     g.add_argument("--rate-tol", type=_argtype(_share, "share"), default=_search.RATE_TOL, metavar="F",
                    help=f"bisection tolerance of the highest sustained rate (default: {_search.RATE_TOL:g})")
-    d = _rp.ServerConfig()
-    g.add_argument("--max-num-seqs", type=_argtype(_positive_int, "a whole number >= 1"), default=d.max_num_seqs,
-                   metavar="N", help=f"requests running at once (default: {d.max_num_seqs})")
-    g.add_argument("--max-batched-tokens", type=_argtype(_positive_int, "a whole number >= 1"),
-                   default=d.max_batched_tokens, metavar="N",
-                   help=f"tokens per step, decodes plus prompt chunks (default: {d.max_batched_tokens})")
+    _server_args(g, _rp.ServerConfig())
     g.add_argument("--no-prefix-cache", action="store_true", help="serve without prefix caching")
     words = _argtype(_words, "names")
     c = sp.add_argument_group("candidates")

@@ -243,18 +243,22 @@ def test_glm_flash_router_is_assumed_with_a_notice(tmp):
     assert cfg.router_scoring == "softmax"
 
 
-def test_measure_runs_a_converted_tied_q8_0_split_file(tmp, capsys):
-    """`glmbench measure` on a split q8_0 file with tied embeddings (the head shares the embedding's
-    QTensor): prefill and decode points, every call after the first included."""
+def _measure(capsys, path, out, *args):
+    """`glmbench measure path -q *args --out out`: it exits 0; the records it wrote."""
     from glmbench.cli import main
-    _, _, files = _converted("qwen2_tied", tmp)
-    out = os.path.join(tmp, "measured.json")
-    rc = main(["measure", files["split"], "-q", "--depths", "16", "--n-prompt", "8", "--n-gen", "3", "--repeats", "2",
-               "--out", out])
+    rc = main(["measure", path, "-q", *args, "--out", out])
     assert rc == 0, capsys.readouterr().err
     with open(out) as f:
         recs = json.load(f)
-    recs = recs["records"] if isinstance(recs, dict) else recs
+    return recs["records"] if isinstance(recs, dict) else recs
+
+
+def test_measure_runs_a_converted_tied_q8_0_split_file(tmp, capsys):
+    """`glmbench measure` on a split q8_0 file with tied embeddings (the head shares the embedding's
+    QTensor): prefill and decode points, every call after the first included."""
+    _, _, files = _converted("qwen2_tied", tmp)
+    out = os.path.join(tmp, "measured.json")
+    recs = _measure(capsys, files["split"], out, "--depths", "16", "--n-prompt", "8", "--n-gen", "3", "--repeats", "2")
     assert {r["test"] for r in recs} >= {"pp", "tg"}
     assert all(r["weights"] == "q8_0" and r["avg_ts"] > 0 for r in recs if r["test"] in ("pp", "tg"))
     assert not any("model_assumed" in r for r in recs)
@@ -262,17 +266,11 @@ def test_measure_runs_a_converted_tied_q8_0_split_file(tmp, capsys):
     _, _, files = _converted("glm4_moe_lite", tmp)
     out = os.path.join(tmp, "measured-glm.json")
     with pytest.warns(gguf_file.GGUFNotice):
-        rc = main(["measure", files["q8_0"], "-q", "--depths", "8", "--n-gen", "2", "--repeats", "1",
-                   "--out", out])
-    assert rc == 0, capsys.readouterr().err
-    with open(out) as f:
-        recs = json.load(f)
-    recs = recs["records"] if isinstance(recs, dict) else recs
+        recs = _measure(capsys, files["q8_0"], out, "--depths", "8", "--n-gen", "2", "--repeats", "1")
     assert recs and all("assumed sigmoid routing" in r["model_assumed"] for r in recs)
 
 
 def test_gpt_oss_file_predicts_and_measures(tmp, capsys):
-    from glmbench.cli import main
     from glmbench.predict import costmodel
     _, _, files = _converted("gpt_oss", tmp)
     for kind in ("f16", "q8_0"):
@@ -288,11 +286,6 @@ def test_gpt_oss_file_predicts_and_measures(tmp, capsys):
     assert max(errs) < RTOL, errs
     # `glmbench measure` runs it (depth 16: past the window of 8)
     out = os.path.join(tmp, "measured-gpt-oss.json")
-    rc = main(["measure", files["q8_0"], "-q", "--depths", "16", "--n-prompt", "8", "--n-gen", "3", "--repeats", "1",
-               "--out", out])
-    assert rc == 0, capsys.readouterr().err
-    with open(out) as f:
-        recs = json.load(f)
-    recs = recs["records"] if isinstance(recs, dict) else recs
+    recs = _measure(capsys, files["q8_0"], out, "--depths", "16", "--n-prompt", "8", "--n-gen", "3", "--repeats", "1")
     assert {r["test"] for r in recs} >= {"pp", "tg"}
     assert all(r["weights"] == "q8_0" and r["avg_ts"] > 0 for r in recs if r["test"] in ("pp", "tg"))

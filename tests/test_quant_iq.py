@@ -18,6 +18,8 @@ gguf = pytest.importorskip("gguf")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import quant_cases  # noqa: E402
+
 from glmbench.core import quant  # noqa: E402
 from glmbench.core._loader import _core  # noqa: E402
 from glmbench.core.quant import QTensor  # noqa: E402
@@ -133,36 +135,14 @@ def test_mxfp4_quantizer_byte_exact_with_gguf(rng):
 
 # ---- kernels ----------------------------------------------------------------------------------
 def _check_linear(fmt, w, x, kernel="auto", bias=None):
-    k = x.shape[-1]
-    qt = QTensor(w, fmt, (w.shape[0], k))
-    y = quant.linear(x, qt, bias, kernel=kernel)
-    W = gguf_deq(w, fmt, k).astype(np.float64)
-    xq, dx = xq_deq(x.reshape(-1, k))
-    b = 0 if bias is None else bias
-    ref = xq @ W.T + b
-    y2 = y.reshape(-1, w.shape[0])
-    # (1) integer block sums are exact; float32 rounding of per-block products and lane sums is left
-    mag = np.abs(xq) @ np.abs(W).T + (0 if bias is None else np.abs(bias))
-    assert np.all(np.abs(y2 - ref) <= 1e-5 * mag + 1e-30)
-    # (2) against the float activations: within the q8_0 rounding bound sum |w| * dx / 2 per block
-    ref32 = x.reshape(-1, k).astype(np.float64) @ W.T + b
-    bound = (np.abs(W).reshape(w.shape[0], -1, 32).sum(-1) @ (np.abs(dx).T / 2)).T
-    assert np.all(np.abs(y2 - ref32) <= bound * (1 + 1e-3) + 1e-5 * mag + 1e-30)
-    return y
+    return quant_cases.check_linear(fmt, w, x, gguf_deq, xq_deq, 32, 1e-3, kernel, bias)
 
 
 @pytest.mark.parametrize("fmt", FMTS)
 @pytest.mark.parametrize("T_,N,K", [(1, 1, 32), (1, 37, 96), (3, 16, 544), (17, 33, 32), (70, 5, 1056),
                                       (64, 16, 512), (129, 33, 800)])
 def test_linear_every_version_against_float64(rng, fmt, T_, N, K):
-    w = random_blocks(rng, fmt, N, K)
-    x = rng.standard_normal((T_, K)).astype(np.float32)
-    bias = rng.standard_normal(N).astype(np.float32)
-    outs = [_check_linear(fmt, w, x, v, bias) for v in VERSIONS]
-    assert "kquant_ref" in VERSIONS
-    for o in outs[1:]:  # the portable and the SIMD versions: bit-identical
-        np.testing.assert_array_equal(o.view(np.uint32), outs[0].view(np.uint32))
-    assert quant.linear(x, QTensor(w, fmt, (N, K))).shape == (T_, N)
+    quant_cases.linear_every_version(rng, fmt, T_, N, K, random_blocks, _check_linear, VERSIONS)
 
 
 @pytest.mark.parametrize("fmt", FMTS)
@@ -179,19 +159,7 @@ def test_decode_vector_and_compute_f32(rng, fmt):
 
 @pytest.mark.parametrize("fmt", FMTS)
 def test_views_and_unaligned_rows(rng, fmt):
-    K, N = 160, 9
-    w = random_blocks(rng, fmt, 2 * N, K)
-    x = rng.standard_normal((6, 2 * K)).astype(np.float32)
-    xv = x[::2, ::2]
-    wv = QTensor(w, fmt, (2 * N, K))[1::2]
-    buf = np.zeros(w[1::2].size + 1, np.uint8)
-    buf[1:] = w[1::2].reshape(-1)
-    wu = QTensor.from_bytes(buf[1:], fmt, (N, K))      # rows at odd addresses (mxfp4 rows are odd-sized too)
-    assert wu.data.ctypes.data % 2 == 1
-    y0 = _check_linear(fmt, np.ascontiguousarray(w[1::2]), np.ascontiguousarray(xv))
-    for y in (quant.linear(xv, wv), quant.linear(xv, wu)):
-        np.testing.assert_array_equal(y, y0)
-    np.testing.assert_array_equal(wu.dequantize(), wv.dequantize())
+    quant_cases.views_and_unaligned_rows(rng, fmt, 160, random_blocks, _check_linear)
 
 
 @pytest.mark.parametrize("fmt", FMTS)
@@ -222,11 +190,8 @@ def test_iq4_nl_non_finite_scale_propagates_as_ggml(rng, bad):
     w.reshape(N, 3, 18)[2, 1, :2] = np.array([bad], np.float16).view(np.uint8)
     x = rng.standard_normal((3, K)).astype(np.float32)
     for v in VERSIONS:
-        y = quant.linear(x, QTensor(w, "iq4_nl", (N, K)), kernel=v)
+        y = quant_cases.bad_block_row_2(x, w, "iq4_nl", N, K, v)
         assert not np.any(np.isfinite(y[:, 2]))
-        ok = [0, 1, 3, 4]
-        want = quant.linear(x, QTensor(np.ascontiguousarray(w[ok]), "iq4_nl", (4, K)), kernel=v)
-        np.testing.assert_array_equal(y[:, ok], want)
     assert not np.all(np.isfinite(QTensor(w, "iq4_nl", (N, K)).dequantize()[2]))
 
 
@@ -240,10 +205,7 @@ def test_mxfp4_largest_exponent_as_ggml(rng):
     x = rng.standard_normal((3, K)).astype(np.float32)
     outs = []
     for v in VERSIONS:
-        y = quant.linear(x, QTensor(w, "mxfp4", (N, K)), kernel=v)
-        ok = [0, 1, 3, 4]
-        want = quant.linear(x, QTensor(np.ascontiguousarray(w[ok]), "mxfp4", (4, K)), kernel=v)
-        np.testing.assert_array_equal(y[:, ok], want)
+        y = quant_cases.bad_block_row_2(x, w, "mxfp4", N, K, v)
         assert np.all(np.abs(y[:, 2]) > 1e30)
         outs.append(y)
     for o in outs[1:]:
@@ -270,46 +232,34 @@ def test_errors_are_clear(rng):
 
 @pytest.mark.parametrize("fmt", FMTS)
 def test_threads_do_not_change_a_bit(rng, fmt):
-    import glmbench
-    w = QTensor(random_blocks(rng, fmt, 40, 512), fmt, (40, 512))
-    x = rng.standard_normal((80, 512)).astype(np.float32)
-    prev = glmbench.get_num_threads()
-    try:
-        outs = []
-        for th in (1, 2):
-            glmbench.set_num_threads(th)
-            outs.append([quant.linear(x[:n], w) for n in (1, 20, 80)])
-    finally:
-        glmbench.set_num_threads(prev)
-    for a, b in zip(*outs):
-        np.testing.assert_array_equal(a, b)
-    np.testing.assert_array_equal(outs[0][0][0], outs[0][2][0])
-    np.testing.assert_array_equal(outs[0][1][5], outs[0][2][5])
+    quant_cases.threads_do_not_change_a_bit(rng, fmt, random_blocks)
 
 
 def test_moe_experts_on_mxfp4(rng):
-    E, F, D, Tn = 4, 64, 96, 3
+    E, F, D = 4, 64, 96
     def q(shape):
         return quant.quantize((rng.standard_normal(shape) * 0.1).astype(np.float32), "mxfp4")
     wg, wu, wd = q((E, F, D)), q((E, F, D)), q((E, D, F))
-    x = rng.standard_normal((Tn, D)).astype(np.float32)
-    idx = np.array([[0, 2], [1, 2], [3, 0]])
-    wt = rng.uniform(0.1, 1, idx.shape).astype(np.float32)
-    y, counts = quant.moe_experts(x, idx, wt, wg, wu, wd)
-    assert list(counts) == [2, 1, 2, 1]
-    G, U, Dn = wg.dequantize(), wu.dequantize(), wd.dequantize()
-    ref = np.zeros((Tn, D))
-    for t in range(Tn):
-        for j in range(2):
-            e = idx[t, j]
-            g, u = G[e].astype(np.float64) @ x[t], U[e].astype(np.float64) @ x[t]
-            ref[t] += wt[t, j] * (Dn[e].astype(np.float64) @ (g / (1 + np.exp(-g)) * u))
-    assert np.abs(y - ref).max() < 0.03 * np.abs(ref).max()
+    quant_cases.moe_experts_against_float64(rng, wg, wu, wd, D)
 
 
 # ---- GGUF files -------------------------------------------------------------------------------
 def _iq_quantize(orig, data, qtype):
     return quantize_iq4_nl_np(np.asarray(data, np.float32)) if qtype == T.IQ4_NL else orig(data, qtype)
+
+
+def _mx_gguf(tmp_path, monkeypatch):
+    """A tiny qwen3_moe GGUF: experts mxfp4, attention iq4_nl, the rest q8_0. (path, config, HF model)"""
+    import gguf_writer
+    from test_model_hf import tiny_hf_model
+    monkeypatch.setattr(gguf.quants, "quantize", functools.partial(_iq_quantize, gguf.quants.quantize))
+    cfg, model = tiny_hf_model("qwen3_moe", hidden_size=256, intermediate_size=512, head_dim=64, num_attention_heads=4,
+                               num_key_value_heads=2, num_hidden_layers=2, moe_intermediate_size=128, num_experts=4,
+                               num_experts_per_tok=2)
+    p = str(tmp_path / "mx.gguf")
+    gguf_writer.write(p, cfg, model.state_dict(),
+                      types=lambda n, s: T.MXFP4 if "_exps" in n else T.IQ4_NL if "attn_" in n else T.Q8_0)
+    return p, cfg, model
 
 
 @pytest.mark.parametrize("fmt", FMTS)
@@ -340,17 +290,10 @@ def test_mxfp4_experts_gguf_model_runs_as_stored(tmp_path, monkeypatch):
     gguf package's own MXFP4 quantizer), iq4_nl attention and q8_0 elsewhere: those tensors stay
     QTensors (no dequantize warning), and the logits equal those of the same model built from the
     file's dequantized values within the q8_0 activations' error, and within 1e-4 with compute='f32'."""
-    import gguf_writer
     import glmbench
     from glmbench.models import checkpoint
-    from test_model_hf import rel_err, tiny_hf_model
-    monkeypatch.setattr(gguf.quants, "quantize", functools.partial(_iq_quantize, gguf.quants.quantize))
-    cfg, model = tiny_hf_model("qwen3_moe", hidden_size=256, intermediate_size=512, head_dim=64, num_attention_heads=4,
-                               num_key_value_heads=2, num_hidden_layers=2, moe_intermediate_size=128, num_experts=4,
-                               num_experts_per_tok=2)
-    p = str(tmp_path / "mx.gguf")
-    gguf_writer.write(p, cfg, model.state_dict(),
-                      types=lambda n, s: T.MXFP4 if "_exps" in n else T.IQ4_NL if "attn_" in n else T.Q8_0)
+    from test_model_hf import rel_err
+    p, cfg, model = _mx_gguf(tmp_path, monkeypatch)
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         c, sd = checkpoint.state_dict(p)
@@ -372,26 +315,13 @@ def test_mxfp4_experts_gguf_model_runs_as_stored(tmp_path, monkeypatch):
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc (Linux)")
 def test_inputs_unchanged_and_no_leaks(rng):
-    from glmbench.core import ops
     w = random_blocks(rng, "mxfp4", 20, 512)
     w0 = w.copy()
     qt = QTensor(w, "mxfp4", (20, 512))
     xs = {t: rng.standard_normal((t, 512)).astype(np.float32) for t in (1, 16, 64)}
     x0 = {t: v.copy() for t, v in xs.items()}
     calls = [lambda t=t: quant.linear(xs[t], qt) for t in xs] + [qt.dequantize]
-
-    def rss():
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    ws0 = ops.workspace_bytes()[0]
-    for call in calls:
-        for _ in range(20):
-            call()
-        before = rss()
-        for _ in range(300):
-            call()
-        assert rss() - before < 256 << 10
-        assert ops.workspace_bytes()[0] == ws0
+    quant_cases.calls_leave_no_trace(calls)
     np.testing.assert_array_equal(w, w0)
     for t in xs:
         np.testing.assert_array_equal(xs[t], x0[t])
@@ -447,17 +377,9 @@ def test_moe_experts_in_one_c_call(rng, fmts, monkeypatch):
 def test_measure_runs_an_mxfp4_gguf_as_stored(tmp_path, monkeypatch):
     """`glmbench measure model.gguf` on a file with mxfp4 experts and iq4_nl attention: nothing of
     those types is dequantized on load, and the memory record is the file's own bytes."""
-    import gguf_writer
     from glmbench.measure.cpu import measure
     from glmbench.models import gguf_file
-    from test_model_hf import tiny_hf_model
-    monkeypatch.setattr(gguf.quants, "quantize", functools.partial(_iq_quantize, gguf.quants.quantize))
-    cfg, model = tiny_hf_model("qwen3_moe", hidden_size=256, intermediate_size=512, head_dim=64, num_attention_heads=4,
-                               num_key_value_heads=2, num_hidden_layers=2, moe_intermediate_size=128, num_experts=4,
-                               num_experts_per_tok=2)
-    p = str(tmp_path / "mx.gguf")
-    gguf_writer.write(p, cfg, model.state_dict(),
-                      types=lambda n, s: T.MXFP4 if "_exps" in n else T.IQ4_NL if "attn_" in n else T.Q8_0)
+    p = _mx_gguf(tmp_path, monkeypatch)[0]
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         recs = measure(p, depths=(0,), n_prompt=8, n_gen=2, repeats=1, warmup=0, threads=1, progress=False)

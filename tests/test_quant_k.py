@@ -20,6 +20,7 @@ gguf = pytest.importorskip("gguf")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kquant_np  # noqa: E402
+import quant_cases  # noqa: E402
 
 from glmbench.core import quant  # noqa: E402
 from glmbench.core._loader import _core  # noqa: E402
@@ -129,35 +130,14 @@ def test_q8_K_activations_byte_exact_with_ggml_reference(rng):
 
 # ---- kernels ----------------------------------------------------------------------------------
 def _check_linear(rng, fmt, w, x, kernel="auto", bias=None):
-    k = x.shape[-1]
-    qt = QTensor(w, fmt, (w.shape[0], k))
-    y = quant.linear(x, qt, bias, kernel=kernel)
-    W = gguf_deq(w, fmt, k).astype(np.float64)
-    xq, dx = xq_deq(np.ascontiguousarray(x.reshape(-1, k)))
-    ref = xq @ W.T + (0 if bias is None else bias)
-    y2 = y.reshape(-1, w.shape[0])
-    # (1) the integer path is exact; what is left is float32 rounding of per-block products and sums
-    mag = np.abs(xq) @ np.abs(W).T + (0 if bias is None else np.abs(bias))
-    assert np.all(np.abs(y2 - ref) <= 1e-5 * mag + 1e-30)
-    # (2) against the float activations: within the q8_K rounding bound sum |w| * dx / 2 per block
-    ref32 = x.reshape(-1, k).astype(np.float64) @ W.T + (0 if bias is None else bias)
-    bound = (np.abs(W).reshape(w.shape[0], -1, 256).sum(-1) @ (np.abs(dx).T / 2)).T
-    assert np.all(np.abs(y2 - ref32) <= bound * (1 + 1e-4) + 1e-5 * mag + 1e-30)
-    return y
+    return quant_cases.check_linear(fmt, w, x, gguf_deq, xq_deq, 256, 1e-4, kernel, bias)
 
 
 @pytest.mark.parametrize("fmt", FMTS)
 @pytest.mark.parametrize("T_,N,K", [(1, 1, 256), (1, 37, 512), (3, 16, 768), (17, 33, 256), (70, 5, 512),
                                       (64, 16, 256), (129, 33, 768)])
 def test_linear_every_version_against_float64(rng, fmt, T_, N, K):
-    w = random_blocks(rng, fmt, N, K)
-    x = rng.standard_normal((T_, K)).astype(np.float32)
-    bias = rng.standard_normal(N).astype(np.float32)
-    outs = [_check_linear(rng, fmt, w, x, v, bias) for v in VERSIONS]
-    assert "kquant_ref" in VERSIONS
-    for o in outs[1:]:  # the portable and the SIMD versions: bit-identical
-        np.testing.assert_array_equal(o.view(np.uint32), outs[0].view(np.uint32))
-    assert quant.linear(x, QTensor(w, fmt, (N, K))).shape == (T_, N)
+    quant_cases.linear_every_version(rng, fmt, T_, N, K, random_blocks, functools.partial(_check_linear, rng), VERSIONS)
 
 
 @pytest.mark.parametrize("fmt", FMTS)
@@ -176,19 +156,7 @@ def test_decode_vector_and_compute_f32(rng, fmt):
 
 @pytest.mark.parametrize("fmt", FMTS)
 def test_views_and_unaligned_rows(rng, fmt):
-    K, N = 512, 9
-    w = random_blocks(rng, fmt, 2 * N, K)
-    x = rng.standard_normal((6, 2 * K)).astype(np.float32)
-    xv = x[::2, ::2]                                   # a strided view of the activations
-    wv = QTensor(w, fmt, (2 * N, K))[1::2]             # every other row: a strided view of the bytes
-    buf = np.zeros(w[1::2].size + 1, np.uint8)
-    buf[1:] = w[1::2].reshape(-1)
-    wu = QTensor.from_bytes(buf[1:], fmt, (N, K))      # rows starting at an odd address
-    assert wu.data.ctypes.data % 2 == 1
-    y0 = _check_linear(rng, fmt, np.ascontiguousarray(w[1::2]), np.ascontiguousarray(xv))
-    for y in (quant.linear(xv, wv), quant.linear(xv, wu)):
-        np.testing.assert_array_equal(y, y0)
-    np.testing.assert_array_equal(wu.dequantize(), wv.dequantize())
+    x = quant_cases.views_and_unaligned_rows(rng, fmt, 512, random_blocks, functools.partial(_check_linear, rng))
     assert x.flags.owndata and np.all(np.isfinite(x))
 
 
@@ -219,11 +187,8 @@ def test_non_finite_scale_propagates_as_ggml(rng, fmt, bad):
     w.reshape(N, 2, BB[fmt])[2, 1, o:o + 2] = np.array([bad], np.float16).view(np.uint8)
     x = rng.standard_normal((3, K)).astype(np.float32)
     for v in VERSIONS:
-        y = quant.linear(x, QTensor(w, fmt, (N, K)), kernel=v)
+        y = quant_cases.bad_block_row_2(x, w, fmt, N, K, v)
         assert not np.any(np.isfinite(y[:, 2]))
-        ok = [0, 1, 3, 4]
-        want = quant.linear(x, QTensor(np.ascontiguousarray(w[ok]), fmt, (4, K)), kernel=v)
-        np.testing.assert_array_equal(y[:, ok], want)
     assert not np.all(np.isfinite(QTensor(w, fmt, (N, K)).dequantize()[2]))
 
 
@@ -251,23 +216,11 @@ def test_errors_are_clear(rng):
 
 
 def test_moe_experts_on_k_quants(rng):
-    E, F, D, Tn = 4, 256, 256, 3
+    E, F, D = 4, 256, 256
     def qk(fmt, shape):
         return QTensor(kquant_np.quantize((rng.standard_normal(shape) * 0.1).astype(np.float32), fmt), fmt, shape)
     wg, wu, wd = qk("q4_K", (E, F, D)), qk("q5_K", (E, F, D)), qk("q6_K", (E, D, F))
-    x = rng.standard_normal((Tn, D)).astype(np.float32)
-    idx = np.array([[0, 2], [1, 2], [3, 0]])
-    wt = rng.uniform(0.1, 1, idx.shape).astype(np.float32)
-    y, counts = quant.moe_experts(x, idx, wt, wg, wu, wd)
-    assert list(counts) == [2, 1, 2, 1]
-    G, U, Dn = wg.dequantize(), wu.dequantize(), wd.dequantize()
-    ref = np.zeros((Tn, D))
-    for t in range(Tn):
-        for j in range(2):
-            e = idx[t, j]
-            g, u = G[e].astype(np.float64) @ x[t], U[e].astype(np.float64) @ x[t]
-            ref[t] += wt[t, j] * (Dn[e].astype(np.float64) @ (g / (1 + np.exp(-g)) * u))
-    assert np.abs(y - ref).max() < 0.03 * np.abs(ref).max()
+    quant_cases.moe_experts_against_float64(rng, wg, wu, wd, D)
 
 
 # ---- GGUF files -------------------------------------------------------------------------------
@@ -349,22 +302,7 @@ def test_k_quant_gguf_model_runs_as_stored(tmp_path, mt, monkeypatch):
 
 @pytest.mark.parametrize("fmt", FMTS)
 def test_threads_do_not_change_a_bit(rng, fmt):
-    import glmbench
-    w = QTensor(random_blocks(rng, fmt, 40, 512), fmt, (40, 512))
-    x = rng.standard_normal((80, 512)).astype(np.float32)
-    prev = glmbench.get_num_threads()
-    try:
-        outs = []
-        for th in (1, 2):
-            glmbench.set_num_threads(th)
-            outs.append([quant.linear(x[:n], w) for n in (1, 20, 80)])
-    finally:
-        glmbench.set_num_threads(prev)
-    for a, b in zip(*outs):
-        np.testing.assert_array_equal(a, b)
-    # a token's output does not depend on the batch it came in (every path computes the same sums)
-    np.testing.assert_array_equal(outs[0][0][0], outs[0][2][0])
-    np.testing.assert_array_equal(outs[0][1][5], outs[0][2][5])
+    quant_cases.threads_do_not_change_a_bit(rng, fmt, random_blocks)
 
 
 def test_measure_runs_a_k_quant_gguf_as_stored(tmp_path, monkeypatch):
@@ -396,7 +334,6 @@ def test_inputs_unchanged_and_no_leaks(rng):
     """Inputs come back unchanged; 300 calls of each path (decode, 16-token groups, panels,
     dequantize, an error) leave RSS and the C core's workspace ledger (every scratch buffer the
     kernels take) where they were."""
-    from glmbench.core import ops
     w = random_blocks(rng, "q4_K", 20, 512)
     w0 = w.copy()
     qt = QTensor(w, "q4_K", (20, 512))
@@ -409,19 +346,7 @@ def test_inputs_unchanged_and_no_leaks(rng):
         with pytest.raises(ValueError):
             quant.linear(bad, qt)
     calls = [lambda t=t: quant.linear(xs[t], qt) for t in xs] + [qt.dequantize, err]
-
-    def rss():
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    ws0 = ops.workspace_bytes()[0]
-    for call in calls:
-        for _ in range(20):
-            call()
-        before = rss()
-        for _ in range(300):
-            call()
-        assert rss() - before < 256 << 10
-        assert ops.workspace_bytes()[0] == ws0
+    quant_cases.calls_leave_no_trace(calls)
     np.testing.assert_array_equal(w, w0)
     for t in xs:
         np.testing.assert_array_equal(xs[t], x0[t])

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from glmbench.bench import _Cycle  # each timed call touches other memory
 from glmbench.bench.case import Case
 from glmbench.core import _core
 from glmbench.core.attention import gqa_attention, mla_attention
@@ -114,18 +115,6 @@ def _gqa_case(Case, d: int, T: int, rng):
 
 
 # ---- sliding-window GQA (Gemma 3) -------------------------------------------------------------
-
-class _Cycle:
-    """Calls fn(next item) round-robin (as glmbench.bench._Cycle: each call touches other memory)."""
-
-    def __init__(self, items, fn):
-        self.items, self.fn, self.i = items, fn, 0
-
-    def __call__(self):
-        item = self.items[self.i]
-        self.i = (self.i + 1) % len(self.items)
-        return self.fn(item)
-
 
 GEMMA = dict(Hq=32, Hkv=16, Dh=128, window=1024)
 

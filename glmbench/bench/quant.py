@@ -115,30 +115,38 @@ def kquant_cases(quick: bool = False, rng=None):
     """K-quant GEMV (T=1, both shapes) and GEMM (T=512, the small shape) per format; the NumPy twin is
     float32 BLAS on the dequantized weights and the q8_K-rounded activations (the same numbers)."""
     rng = rng if rng is not None else np.random.default_rng(1)
+    return stored_linear_cases(quick, rng, K_FMTS, kquant_weights, q8_K_dequantized, tagged=True)
+
+
+def stored_linear_cases(quick, rng, fmts, weights, act_deq, tagged=False):
+    """GEMV (T=1, each shape; on the small one also kquant_ref when the VNNI version is the default)
+    and GEMM (T=512, the small shape) per format of weights read as stored (`weights(n, k, fmt, seed)`
+    -> QTensor); the NumPy twin is float32 BLAS on the dequantized weights and `act_deq(x)`, the
+    activations as the kernels round them. `tagged`: cases carry gemv_<fmt> / gemm_<fmt> tags."""
     avail = quant.kernels()
     kern = "kquant_vnni" if avail.get("kquant_vnni") else "kquant_ref"
     out = []
     for label, n, k in SHAPES[:1] if quick else SHAPES:
-        for fmt in K_FMTS:
-            qt = kquant_weights(n, k, fmt, seed=K_FMTS.index(fmt) + (0 if label == "glm-expert" else 10))
+        for fmt in fmts:
+            qt = weights(n, k, fmt, seed=fmts.index(fmt) + (0 if label == "glm-expert" else 10))
             wd = qt.dequantize()
             x1 = rng.standard_normal((1, k), dtype=np.float32)
-            x1q = q8_K_dequantized(x1)
+            x1q = act_deq(x1)
             kerns = (kern, "kquant_ref") if label == "glm-expert" and kern != "kquant_ref" else (kern,)
             for kk in kerns:
                 out.append(Case(f"qlinear {fmt} {kk} T=1 {label} {n}x{k}",
                                 run=lambda qt=qt, x=x1, kk=kk: quant.linear(x, qt, kernel=kk),
                                 numpy_run=lambda wd=wd, x=x1q: x @ wd.T,
                                 flops=2.0 * n * k, bytes=float(qt.nbytes + 4 * (k + n)), bound="memory",
-                                tags=(f"gemv_{fmt}",)))
+                                tags=(f"gemv_{fmt}",) if tagged else ()))
             if label == "glm-expert":
                 x = rng.standard_normal((512, k), dtype=np.float32)
-                xq = q8_K_dequantized(x)
+                xq = act_deq(x)
                 out.append(Case(f"qlinear {fmt} {kern} T=512 {label} {n}x{k}",
                                 run=lambda qt=qt, x=x: quant.linear(x, qt, kernel=kern),
                                 numpy_run=lambda wd=wd, x=xq: x @ wd.T,
                                 flops=2.0 * 512 * n * k, bytes=float(qt.nbytes + 4 * 512 * (k + n)), bound="compute",
-                                tags=(f"gemm_{fmt}",)))
+                                tags=(f"gemm_{fmt}",) if tagged else ()))
             del wd
     return out
 

@@ -696,13 +696,7 @@ def loso(points: Sequence[PublicPoint], runtime: str) -> dict:
     """Leave-one-source-out: {source: [(point, predicted)]} for the runtime's sources, each
     predicted by the runtime model fitted to the runtime's other sources."""
     mine = [p for p in points if p.runtime == runtime]
-    out = {}
-    for src in sorted({p.source for p in mine}):
-        train = [p for p in mine if p.source != src]
-        test = [p for p in mine if p.source == src]
-        fit = fit_runtime(runtime, train)
-        out[src] = list(zip(test, predict_many(test, fit.profile)))
-    return out
+    return _held_out(runtime, mine, mine, lambda p: p.source)
 
 
 def predict_many(points: Sequence[PublicPoint], profile: cm.RuntimeProfile) -> list[float]:
@@ -751,10 +745,16 @@ def leave_one_gpu_out(points: Sequence[PublicPoint], runtime: str, test_sources=
     architecture)."""
     mine = [p for p in points if p.runtime == runtime]
     tested = [p for p in mine if test_sources is None or p.source in test_sources]
+    return _held_out(runtime, mine, tested, lambda p: p.gpu_key)
+
+
+def _held_out(runtime: str, mine: list, tested: list, key) -> dict:
+    """{group: [(point, predicted)]}: for each key(p) value among `tested`, those tested points
+    predicted by the runtime model fitted to every point of `mine` outside that group."""
     out = {}
-    for g in sorted({p.gpu_key for p in tested}):
-        train = [p for p in mine if p.gpu_key != g]
-        test = [p for p in tested if p.gpu_key == g]
+    for g in sorted({key(p) for p in tested}):
+        train = [p for p in mine if key(p) != g]
+        test = [p for p in tested if key(p) == g]
         fit = fit_runtime(runtime, train)
         out[g] = list(zip(test, predict_many(test, fit.profile)))
     return out

@@ -141,20 +141,7 @@ class StepCosts:
             b0, b1, wb = self._batch_nodes(batch)
             c = self._dline[(batch, d0)] = [self._decode_at(b0, d0), None,
                                             self._decode_at(b1, d0) if wb else 0.0, None, wb, b0, b1]
-        if wd:
-            if c[1] is None:
-                c[1] = self._decode_at(c[5], d0 + g) - c[0]
-            t = c[0] + wd * c[1]
-        else:
-            t = c[0]
-        wb = c[4]
-        if not wb:
-            return t
-        if wd:
-            if c[3] is None:
-                c[3] = self._decode_at(c[6], d0 + g) - c[2]
-            return t + wb * ((c[2] + wd * c[3]) - t)
-        return t + wb * (c[2] - t)
+        return _cell_value(c, wd, self._decode_at, d0 + g)
 
     def decode_run(self, batch: int, mean_depth: float, k: int) -> float:
         """k decode steps in a row, the mean depth one token deeper each step."""
@@ -179,20 +166,27 @@ class StepCosts:
             wn = (n - n0) / (n1 - n0) if n1 > n0 else 0.0
             c = self._pline[(n, d0)] = [self._prefill_at(n0, d0), None,
                                         self._prefill_at(n1, d0) if wn else 0.0, None, wn, n0, n1]
-        if wd:
-            if c[1] is None:
-                c[1] = self._prefill_at(c[5], d0 + g) - c[0]
-            t = c[0] + wd * c[1]
-        else:
-            t = c[0]
-        wn = c[4]
-        if not wn:
-            return t
-        if wd:
-            if c[3] is None:
-                c[3] = self._prefill_at(c[6], d0 + g) - c[2]
-            return t + wn * ((c[2] + wd * c[3]) - t)
-        return t + wn * (c[2] - t)
+        return _cell_value(c, wd, self._prefill_at, d0 + g)
+
+
+def _cell_value(c: list, wd: float, at, d1: int) -> float:
+    """The time inside one cached grid cell c = [t(x0, d0), slope to d1 or None, t(x1, d0), slope or
+    None, wx, x0, x1] (x: batch or chunk nodes), linear in depth by wd and in x by wx; a slope is
+    priced with at(x, d1) when first needed and kept in the cell."""
+    if wd:
+        if c[1] is None:
+            c[1] = at(c[5], d1) - c[0]
+        t = c[0] + wd * c[1]
+    else:
+        t = c[0]
+    wx = c[4]
+    if not wx:
+        return t
+    if wd:
+        if c[3] is None:
+            c[3] = at(c[6], d1) - c[2]
+        return t + wx * ((c[2] + wd * c[3]) - t)
+    return t + wx * (c[2] - t)
 
 
 # ---- the server ------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from glmbench.predict import hardware
 from glmbench.predict import prices as prices_mod
 from glmbench.predict import search as sr
 from glmbench.predict import traces as traces_mod
+from glmbench.report.workload import _finite  # floats JSON cannot hold -> null
 from glmbench.results import records as rec
 
 FILES = ("search.md", "search.json", "setups.csv", "setups.json", "pareto.png")
@@ -242,16 +243,6 @@ def _short(r) -> str:
 
 
 # ---- files -------------------------------------------------------------------------------------------
-def _finite(o):
-    if isinstance(o, float):
-        return o if math.isfinite(o) else None
-    if isinstance(o, dict):
-        return {str(k): _finite(v) for k, v in o.items()}
-    if isinstance(o, (list, tuple)):
-        return [_finite(v) for v in o]
-    return o
-
-
 def summary(res: sr.SearchResult) -> dict:
     """search.json: the question, the answer, the fronts, the pruning, the run and the prices."""
     import dataclasses

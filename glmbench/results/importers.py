@@ -1069,7 +1069,8 @@ def _scan(text) -> tuple[list[_Block], dict]:
     return blocks, assigned
 
 
-def _table_hints(b: _Block, path: str, text_before: str) -> list[tuple[str, str]]:
+def _block_hints(b: _Block) -> list[tuple[str, str]]:
+    """What a table's own block says about its model: the command line's model, the heading, the prose before it."""
     hints = []
     if b.cmd and b.cmd[2].get("model"):
         hints.append((b.cmd[2]["model"], f"command line's model {_stem(b.cmd[2]['model'])!r} (line {b.cmd[0]})"))
@@ -1078,6 +1079,11 @@ def _table_hints(b: _Block, path: str, text_before: str) -> list[tuple[str, str]
     prose = " ".join(t for _, t in b.before)
     if prose.strip():
         hints.append((prose, "text before the table"))
+    return hints
+
+
+def _table_hints(b: _Block, path: str, text_before: str) -> list[tuple[str, str]]:
+    hints = _block_hints(b)
     if text_before.strip():
         hints.append((text_before, "text above"))
     hints.append((os.path.basename(path), f"file name {os.path.basename(path)!r}"))
@@ -1150,13 +1156,7 @@ def _table_model(b, ctx, text_before, models_seen):
                                    what=f"the {b.kind} table at line {b.start} measured")
         return model, how.replace("' + ", f"' (the load log's arch and params, lines {ld['arch'][0]}, "
                                           f"{ld['params'][0]}) + ", 1)
-    if b.cmd and b.cmd[2].get("model"):
-        hints.append((b.cmd[2]["model"], f"command line's model {_stem(b.cmd[2]['model'])!r} (line {b.cmd[0]})"))
-    if b.label:
-        hints.append((b.label, f"heading {b.label!r}"))
-    prose = " ".join(t for _, t in b.before)
-    if prose.strip():
-        hints.append((prose, "text before the table"))
+    hints += _block_hints(b)
     if len(models_seen) == 1:
         hints.append((models_seen[0], "file's other table"))
     hints.append((os.path.basename(ctx.path), f"file name {os.path.basename(ctx.path)!r}"))
