@@ -72,7 +72,7 @@ def main(argv=None):
     lines = ["# glmbench search benchmark", "",
              f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
              f"- machine: {_cpu()} ({os.cpu_count()} logical CPUs), Python {platform.python_version()}, glmbench "
-             f"{__version__}; **shared with 7 other helpers' builds, tests and benchmarks**: load average (1/5/15 min) "
+             f"{__version__}; load average (1/5/15 min) "
              f"{load0} at the start",
              f"- trace: {tr.name}, {len(tr):,} requests; targets TTFT <= {obj.ttft_slo_s:g} s, TPOT <= {obj.tpot_slo_s:g} s, "
              f"{100 * obj.attainment:g}% attainment; highest sustained rate by bisection to {100 * obj.rate_tol:g}%",
