@@ -28,7 +28,7 @@ cmake -S "$LL" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF \
   -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
   -DLLAMA_BUILD_SERVER=OFF -DBUILD_SHARED_LIBS=OFF
-ninja -C "$BUILD" llama-bench
+ninja -C "$BUILD" llama-bench llama-quantize
 # ggml's headers beside its static libraries, for bench/bench_ggml_peer.py's harness
 rm -rf "$BUILD/ggml-include" && cp -r "$LL/ggml/include" "$BUILD/ggml-include"
 "$BUILD"/bin/llama-bench --version
