@@ -19,7 +19,7 @@ BUILD=${1:-$(cd "$(dirname "$0")/../.." && pwd)/llama-build}
 VERSION=${LLAMA_CPP_PYTHON_VERSION:-0.3.36}
 SRC=$(mktemp -d)
 trap 'rm -rf "$SRC"' EXIT
-python -m pip download "llama-cpp-python==$VERSION" --no-binary :all: --no-deps -q -d "$SRC"
+python -m pip download "llama-cpp-python==$VERSION" --no-binary llama-cpp-python --no-deps -q -d "$SRC"
 tar xzf "$SRC"/llama_cpp_python-"$VERSION".tar.gz -C "$SRC"
 LL="$SRC/llama_cpp_python-$VERSION/vendor/llama.cpp"
 cmake -S "$LL" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
