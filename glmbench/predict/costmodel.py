@@ -889,7 +889,8 @@ def _host_time(op: "_Op", host) -> tuple:
     the dtype (vector work at its fp32 rate) against its bytes at the host's streamed bandwidth."""
     tc = 0.0
     if op.tflops:
-        tc += op.tflops / (host.tflops[op.dtype] * 1e12)
+        # a card's extra peaks (f16 accumulate, FP8 tensor cores) are the host's fp16 rate
+        tc += op.tflops / (host.tflops[{"fp16_acc16": "fp16", "fp8": "fp16"}.get(op.dtype, op.dtype)] * 1e12)
     if op.vflops:
         tc += op.vflops / (host.tflops["fp32"] * 1e12)
     tm = op.bytes / (host.bandwidth_gbs * 1e9)
@@ -996,7 +997,14 @@ def _pass_offload(setup: Setup, T: int, work, T_out: int):
 
 
 def _wdtype(setup: Setup) -> str:
+    """The peak a weight matmul runs against. fp8 weights (vLLM's fp8 / fp8_per_channel; llama.cpp
+    has no fp8 type): on a card with FP8 tensor cores (a `tflops.fp8` peak: Ada sm_89, Hopper,
+    Blackwell) W8A8, the activations quantized to fp8 per token and the GEMM on the FP8 tensor cores
+    (vLLM's CUTLASS scaled_mm, f32 accumulate); on older cards weight-only (vLLM's FP8 Marlin
+    kernel, W8A16: f16 tensor cores). Other quantized formats: the profile's `quantized_matmul`."""
     f = setup.weight_fmt
+    if f.dequant and kn.family(f.name) == "fp8":
+        return "fp8" if "fp8" in setup.gpu.tflops else "fp16"
     if f.dequant:
         return setup.runtime.quantized_matmul
     return {"f32": "fp32", "f64": "fp32", "f16": "fp16", "bf16": "bf16"}[f.name]
