@@ -838,7 +838,7 @@ def _gpu_row(gpu, full: bool) -> dict:
             "memory (GiB)": d["memory_gib"], "bandwidth (GB/s)": d["bandwidth_gbs"],
             "f16 (TFLOPS)": t.get("fp16"), "f16 acc16 (TFLOPS)": t.get("fp16_acc16", t.get("fp16")),
             "bf16 (TFLOPS)": t.get("bf16"), "fp32 (TFLOPS)": t.get("fp32"), "int8 (TOPS)": t.get("int8"),
-            "link (GB/s)": d.get("link_gbps"), "launch (us)": d.get("launch_us"), "source": src}
+            "fp8 (TFLOPS)": t.get("fp8"), "link (GB/s)": d.get("link_gbps"), "launch (us)": d.get("launch_us"), "source": src}
 
 
 def cmd_compare(args) -> int:

@@ -8,6 +8,7 @@ from glmbench import report
 from glmbench.predict import costmodel as cm
 from glmbench.predict import crossover as cx
 from glmbench.predict import hardware as hw
+from glmbench.predict import runtime as rtm
 from glmbench.report import findings as fd
 from glmbench.report import plots
 
@@ -42,6 +43,53 @@ def test_curves_mark_each_profile_and_draw():
         cm.load_runtime("llama-cpp-1x3090").mla_attention_efficiency["flash"]) for r in cal)
     fig = plots.mla_crossover(rows)
     assert fig.axes[0].get_ylabel() and fig.axes[0].get_yscale() == "log"
+
+
+def test_runtime_models_sweep_their_mla_kernel():
+    """A runtime model runs MLA with its own kernel, whose memory efficiency its kernel table holds:
+    the sweep must set that entry (else the curves are flat lines that read as 'the crossover does
+    not depend on the MLA kernel'), and its own marker is the table's value."""
+    rig = hw.Rig(hw.get_gpu("rtx-3090"), 1)
+    names = rtm.names()
+    assert {"llama.cpp", "ik_llama.cpp", "vllm"} <= set(names)
+    for name in names + ["ik_llama.cpp[mla=2]"]:
+        rt = cm.load_runtime(name)
+        st = cx.runs_strategy(rt, "naive")
+        assert st == (rt.mla_strategy or "naive")
+        key = cx.mla_kernel_key(rt, "naive")
+        assert key == {"flash": "mla_flash:memory", "absorbed": "mla_absorbed:memory"}[st]
+        own = cx.mla_efficiency_of(rt, "naive")
+        if key in rt.kernels:
+            assert own == rt.kernels[key]
+        # decode deep in the cache moves with the knob, whichever strategy is asked for
+        tg = [cm.decode(cm.Setup("glm-4.7-flash", rig, runtime=cx.with_mla_efficiency(rt, "absorbed", e)), 32768).tok_s
+              for e in (0.05, 0.5)]
+        assert tg[1] > 1.2 * tg[0], name
+        # at its own value the swept profile predicts what the runtime model does
+        same = cx.with_mla_efficiency(rt, "flash", own)
+        assert cm.decode(cm.Setup("glm-4.7-flash", rig, runtime=same), 32768).tok_s == pytest.approx(
+            cm.decode(cm.Setup("glm-4.7-flash", rig, runtime=rt), 32768).tok_s, rel=1e-12)
+    assert cx.mla_kernel_key("typical", "absorbed") is None
+    rows = cx.mla_crossover_curves([rig], ["typical"] + names, strategies=["absorbed"],
+                                   dense_models=["qwen3-32b", "llama-3.3-70b"], efficiencies=(0.02, 0.05, 0.1, 0.3, 1.0))
+    curves: dict = {}
+    for r in rows:
+        curves.setdefault((r["runtime"], r["dense_model"]), []).append(r)
+        if r["runtime"] in names:
+            assert r["knob"] == f"kernels.mla_{r['mla_strategy']}:memory" and r["evidence"] == "calibrated"
+        else:
+            assert r["knob"] == "mla_attention_efficiency.absorbed"
+    moving = set()
+    for (rt, dm), line in curves.items():
+        line.sort(key=lambda r: r["mla_attention_efficiency"])
+        assert sum(r["own"] for r in line) == 1
+        x0 = line[0]["crossover_depth"]
+        # a crossover inside the grid at the slowest kernel moves out as the kernel gets faster
+        if x0:
+            xs = [r["crossover_depth"] for r in line]
+            assert len(set(xs)) > 1 and (xs[-1] is None or xs[-1] > x0), (rt, dm, xs)
+            moving.add(rt)
+    assert moving == {"typical", *names}        # no runtime model is drawn as flat lines only
 
 
 def test_findings_search_every_combination_from_records():
@@ -131,7 +179,8 @@ def test_a_fake_profile_pair_is_found_or_not():
     # the chart draws one line per dense model for each profile
     fig = plots.mla_crossover(f["crossover"])
     labels = {t.get_text() for t in fig.legends[0].get_texts()}
-    assert labels == {"gemma-3-27b", "qwen3-32b"}
+    assert {x for x in labels if not x.startswith("own value")} == {"gemma-3-27b", "qwen3-32b"}
+    assert "own value, not fitted (physics profile)" in labels     # the markers' kinds are explained
     assert len(fig.axes) == 3            # three profiles x one card count
 
 

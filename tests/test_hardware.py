@@ -51,6 +51,9 @@ def test_user_profile_toml_and_json(tmp_path):
     ({"launch_us": "fast"}, r"`launch_us` must be a number, got 'fast'"),
     ({"tflops": {"fp16": 40}}, r"`tflops.fp32` is missing"),
     ({"tflops": {"fp16": 40, "fp32": 20, "fp4": 9}}, r"`tflops.fp4` is not a dtype"),
+    ({"tflops": {"fp16": 40, "fp32": 20, "fp8": -80}}, r"`tflops.fp8` must be > 0, got -80"),
+    ({"tflops": {"fp16": 40, "fp32": 20, "fp8": "fast"}}, r"`tflops.fp8` must be a number, got 'fast'"),
+    ({"tflops": {"fp8": 80, "fp32": 20}}, r"`tflops.fp16` is missing"),
     ({"tflops": {"fp16": float("nan"), "fp32": 20}}, r"`tflops.fp16` must be a number"),
     ({"tflops": 40}, r"`tflops` must be a table"),
     ({"name": ""}, r"`name` must be a non-empty string"),
@@ -157,6 +160,15 @@ def test_every_profile_passes_the_field_checks(key):
             assert has_int8_tensor(g), key
     else:                 # Volta: no int8 tensor cores, dp4a = 4 x fp32
         assert t["int8"] == pytest.approx(4 * t["fp32"], rel=0.02)
+    # FP8 tensor cores from Ada (sm_89) on, and only there; with f32 accumulate at the int8 rate, or at
+    # half of it where the 16-bit tensor path runs f32 accumulate at half rate (GeForce, L40, L20, GB10)
+    if cc >= (8, 9):
+        half = t["fp16"] < 0.99 * t["fp16_acc16"]
+        assert t["fp8"] == pytest.approx(t["int8"] / (2 if half else 1), rel=0.002), key
+        assert "fp8" in g.source.lower() or "fp4" in g.source.lower() or "ai tops" in g.source.lower() \
+            or "per-sm" in g.source.lower() or "per clock per sm" in g.source.lower(), key
+    else:
+        assert "fp8" not in t, key
     # the SoCs (Jetson) have no card-to-card link; every other profile has one
     assert (g.link_gbps is None) == g.bus.startswith("SoC (memory shared")
     if g.link_gbps is not None:
@@ -214,6 +226,65 @@ def test_llama_cpp_device_lines_resolve(text, key):
 
 
 @pytest.mark.parametrize("text,key", [
+    ("Device 0: NVIDIA A10G, compute capability 8.6, VMM: yes", "a10g"), ("A10G", "a10g"), ("NVIDIA A10", "a10"),
+    ("Device 0: NVIDIA GH200 480GB, compute capability 9.0, VMM: yes", "gh200-96gb"), ("GH200", "gh200-96gb"),
+    ("GH200 96GB", "gh200-96gb"), ("NVIDIA GH200 144G HBM3e", "gh200-144gb"), ("GH200 144GB", "gh200-144gb"),
+    ("Device 0: NVIDIA H800, compute capability 9.0, VMM: yes", "h800-sxm"), ("NVIDIA H800 80GB HBM3", "h800-sxm"),
+    ("H800 SXM5", "h800-sxm"), ("NVIDIA H800 PCIe", "h800-pcie"), ("H800 PCIe 80 GB", "h800-pcie"),
+    ("Device 0: NVIDIA H20, compute capability 9.0, VMM: yes", "h20"), ("H20 96GB", "h20"),
+    ("Device 0: NVIDIA L20, compute capability 8.9, VMM: yes", "l20"), ("L20", "l20"),
+    ("NVIDIA A800-SXM4-80GB", "a800-sxm-80gb"), ("A800", "a800-sxm-80gb"), ("NVIDIA A800 80GB PCIe", "a800-pcie-80gb"),
+    ("Quadro GV100", "quadro-gv100"), ("NVIDIA GB200", "gb200"),
+])
+def test_added_cards_resolve_as_tools_print_them(text, key):
+    assert hw.resolve_gpu_name(text) == key
+    assert hw.get_gpu(text).key == key
+
+
+def test_added_cards_figures():
+    """The cards added in 2026-12 carry their datasheet figures (docs/SOURCES.md, GPU catalog)."""
+    def f(k):
+        g = hw.get_gpu(k)
+        return (g.memory_gib, g.bandwidth_gbs, g.tflops["fp16"], g.tflops["int8"], g.tflops["fp32"], g.tflops.get("fp8"))
+    assert f("h800-sxm")[1:] == f("h100-sxm")[1:] and hw.get_gpu("h800-sxm").link_gbps == 200
+    assert f("h800-pcie")[1:] == f("h100-pcie")[1:]
+    assert f("h20") == (95.6, 4000, 148, 296, 44, 296)
+    assert f("gh200-96gb") == (95.6, 4000, 989, 1979, 67, 1979) and f("gh200-144gb") == (143.4, 4900, 989, 1979, 67, 1979)
+    assert f("l20") == (45, 864, 119.5, 239, 59.8, 119.5)
+    assert f("a10g") == (22.5, 600, 140.1, 280.2, 35.0, None)
+    assert f("a800-sxm-80gb")[:5] == f("a100-sxm-80gb")[:5] and hw.get_gpu("a800-sxm-80gb").link_gbps == 200
+    # FP8 with f32 accumulate: half the int8 rate on GeForce (RTX 4090: 330.3, Ada whitepaper), the int8 rate on
+    # workstation and data-center cards
+    assert (_t("rtx-4090", "fp8"), _t("rtx-6000-ada", "fp8"), _t("l40s", "fp8"), _t("h100-sxm", "fp8"),
+            _t("b200", "fp8"), _t("rtx-5090", "fp8")) == (330.3, 728.5, 733, 1979, 4500, 419)
+    assert hw.get_gpu("h100-sxm").peak_flops("fp8") == 1979e12
+    with pytest.raises(ValueError, match=r"RTX 3090: the profile has no `tflops.fp8` peak \(no FP8 tensor cores"):
+        hw.get_gpu("rtx-3090").peak_flops("fp8")
+
+
+def test_fp8_weights_run_on_the_fp8_tensor_cores_where_there_are_some():
+    """vLLM's fp8 weights: W8A8 on the FP8 tensor cores from Ada on (prefill priced at the fp8 peak);
+    weight-only (FP8 Marlin, f16 tensor cores) before; other quantized formats keep the profile's
+    quantized_matmul peak."""
+    from glmbench.predict import costmodel as cm
+    ops = {}
+    for g in ("rtx-4090", "h100-sxm", "rtx-3090", "v100-sxm2-16gb"):
+        for w in ("fp8", "fp8_per_channel", "q8_0"):
+            s = cm.Setup("llama-3.1-8b", hw.Rig(hw.get_gpu(g), 1), weights=w, runtime="vllm")
+            ops[g, w] = cm._wdtype(s)
+    assert ops["rtx-4090", "fp8"] == ops["h100-sxm", "fp8_per_channel"] == "fp8"
+    assert ops["rtx-3090", "fp8"] == ops["v100-sxm2-16gb", "fp8"] == "fp16"
+    assert ops["rtx-4090", "q8_0"] == cm.load_runtime("vllm").quantized_matmul
+    # on an RTX 4090 fp8 runs at half its int8 peak (f32 accumulate): compute-bound prefill is slower
+    # than with the int8 roof; on an H100 the two peaks are equal
+    ideal = cm.load_runtime("ideal")
+    pp = {(g, w): cm.prefill(cm.Setup("llama-3.1-8b", hw.Rig(hw.get_gpu(g), 1), weights=w, runtime=ideal), 2048).tok_s
+          for g in ("rtx-4090", "h100-sxm") for w in ("fp8", "q8_0")}
+    assert pp["rtx-4090", "fp8"] < 0.8 * pp["rtx-4090", "q8_0"]
+    assert pp["h100-sxm", "fp8"] == pytest.approx(pp["h100-sxm", "q8_0"], rel=0.1)
+
+
+@pytest.mark.parametrize("text,key", [
     ("rtx-3090", "rtx-3090"), ("RTX 3090", "rtx-3090"), ("rtx3090", "rtx-3090"), ("RTX 3090 24GB", "rtx-3090"),
     ("geforce rtx 3090ti", "rtx-3090-ti"), ("RTX_3090_TI", "rtx-3090-ti"), ("RTX 4090D", "rtx-4090-d"),
     ("A100 80 GB", "a100-sxm-80gb"), ("A100", "a100-sxm-80gb"), ("a100 40gb", "a100-sxm-40gb"),
@@ -231,7 +302,7 @@ def test_names_resolve(text, key):
     assert hw.resolve_gpu_name(text) == key
 
 
-@pytest.mark.parametrize("text", ["A10G", "RTX 3060 8GB", "H100 PCIe 94GB", "Radeon RX 7900 XTX", "", "   ",
+@pytest.mark.parametrize("text", ["RTX 3060 8GB", "H100 PCIe 94GB", "Radeon RX 7900 XTX", "", "   ",
                                   "RTX 9090", "Orin Nano", "A100 SXM 24GB"])
 def test_names_not_in_the_catalog(text):
     assert hw.resolve_gpu_name(text) is None

@@ -23,6 +23,12 @@ f16 x f16 -> f32 GEMM (cuBLAS CUBLAS_COMPUTE_32F, PyTorch, vLLM): GeForce cards 
 at half the f16-accumulate rate, the workstation and data-center cards at the full rate.
 `fp16_acc16` is the f16-accumulate rate (cuBLAS CUBLAS_COMPUTE_16F: what llama.cpp's CUDA backend
 asks for by default on its f16 cuBLAS path). Bandwidth = bus width / 8 x data rate.
+`fp8` (Ada sm_89, Hopper, Blackwell only: the cards with FP8 tensor cores) is the dense e4m3 tensor
+rate with f32 accumulate, the rate of vLLM's W8A8 fp8 GEMM (CUTLASS scaled_mm accumulates in f32):
+the datasheet's figure on data-center/workstation cards (equal to their INT8 rate), and for a card
+whose 16-bit tensor path runs f32 accumulate at half rate (GeForce, L40, L20, GB10) half its INT8
+rate, as the Ada and RTX Blackwell whitepapers state for GeForce (RTX 4090: FP8 330.3 with f32
+accumulate, 660.6 with f16 accumulate).
 """
 from __future__ import annotations
 
@@ -42,6 +48,8 @@ ARCH = {"volta": ("Volta", "7.0"), "turing": ("Turing", "7.5"), "turing16": ("Tu
         "ga100": ("Ampere", "8.0"), "ga10x": ("Ampere", "8.6"), "ga10b": ("Ampere", "8.7"),
         "ada": ("Ada Lovelace", "8.9"), "blackwell": ("Blackwell", "12.0"), "hopper": ("Hopper", "9.0"),
         "blackwell-dc": ("Blackwell", "10.0")}
+# architectures with FP8 tensor cores (sm_89 and later)
+FP8_ARCHS = ("ada", "hopper", "blackwell", "blackwell-dc")
 # usable GB/s per direction of a PCIe x16 link, by generation (about 80% of the raw rate; PCIe 4.0 x16
 # is 32 GB/s raw, ~25 usable)
 PCIE_X16 = {3: 12.5, 4: 25.0, 5: 50.0}
@@ -79,6 +87,8 @@ def derived(key, name, a, sms, mhz, bus_bits, gbps, mem_gb, mem_type, pcie, *, p
         t["fp16_acc16"] = round(acc16, 1)
     if rates:
         t.update(rates)
+    if a in FP8_ARCHS:     # FP8 tensor cores: the int8 rate, halved where f32 accumulate runs at half rate
+        t["fp8"] = round(t["int8"] * (1.0 if t["fp16"] >= 0.99 * t["fp16_acc16"] else 0.5), 1)
     bw = round(bus_bits / 8 * gbps, 1)
     bw = int(bw) if bw == int(bw) else bw
     if bandwidth is not None:
@@ -97,11 +107,17 @@ def derived(key, name, a, sms, mhz, bus_bits, gbps, mem_gb, mem_type, pcie, *, p
 
 
 def given(key, name, a, mem, bw, fp16, int8, fp32, mem_type, bus, *, link, lat=10, nvlink=None, aliases=(),
-          source, acc16=None, bf16=None, note=""):
+          source, acc16=None, bf16=None, note="", fp8=None):
+    """A card whose dense rates its datasheet gives; `fp8` (dense, f32 accumulate) is required for the
+    architectures with FP8 tensor cores (FP8_ARCHS) and refused for the others."""
     if bf16 == "fp32":      # no bf16 hardware (Volta, Turing): converted, run at the fp32 rate
         bf16 = fp32
+    if (fp8 is None) == (a in FP8_ARCHS):
+        raise SystemExit(f"{key}: fp8 is {'missing' if fp8 is None else 'given'} for architecture {a}")
     t = {"fp16": fp16, "bf16": fp16 if bf16 is None else bf16, "fp32": fp32, "int8": int8,
          "fp16_acc16": fp16 if acc16 is None else acc16}
+    if fp8 is not None:
+        t["fp8"] = fp8
     return dict(key=key, name=name, arch=a, mem=mem, bw=bw, t=t, mem_type=mem_type, bus=bus, link=link, lat=lat,
                 nvlink=nvlink, aliases=list(aliases), source=source + (f". {note}" if note else ""))
 
@@ -136,6 +152,14 @@ add(given("titan-v", "Titan V", "volta", 11.8, 652.8, 110, 59.6, 14.9, "HBM2", "
           note="3072-bit HBM2 at 1.7 Gbps = 652.8 GB/s; 110 TFLOPS tensor as NVIDIA states it (f32 accumulate at "
                "the full rate). Volta has no int8 tensor cores: int8 is dp4a, 4 x fp32 (5120 cores x 2 x 1455 MHz "
                "= 14.9 TFLOPS); no bf16 hardware (bf16 at the fp32 rate). Memory: 12 GB, 12,066 MiB in nvidia-smi."))
+
+add(given("quadro-gv100", "Quadro GV100", "volta", 31.7, 870, 118.5, 59.2, 14.8, "HBM2", "PCIe 3.0 x16", link=12.5,
+          nvlink=100, aliases=["NVIDIA Quadro GV100", "GV100"], bf16="fp32",
+          source="NVIDIA Quadro GV100 data sheet (https://www.nvidia.com/en-us/design-visualization/quadro/); " + WP["tpu"],
+          note="32 GB HBM2 at 870 GB/s; tensor 118.5 TFLOPS and FP32 14.8 TFLOPS as the data sheet states them (5120 "
+               "cores x 2 x about 1450 MHz); NVLink with two bridges 200 GB/s total = 100 per direction (not assumed). "
+               + V100_NOTE.replace("Memory: nvidia-smi's total (16,160 MiB of 16 GB, 32,510 MiB of 32 GB).",
+                                   "Memory: as the V100 32GB, 32,510 MiB.")))
 
 # ---- Turing --------------------------------------------------------------------------------------
 T4 = "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/tesla-t4/t4-tensor-core-datasheet-951643.pdf"
@@ -200,11 +224,29 @@ add(given("a30", "A30", "ga100", 23.7, 933, 165, 330, 10.3, "HBM2", "PCIe 4.0 x1
 add(given("a10", "A10", "ga10x", 22.5, 600, 125, 250, 31.2, "GDDR6", "PCIe 4.0 x16", link=25,
           aliases=["NVIDIA A10"], source="https://www.nvidia.com/en-us/data-center/products/a10-gpu/",
           note="BF16/FP16 125 TFLOPS dense, INT8 250 TOPS dense, FP32 31.2. Memory: 24 GB with ECC on by default "
-               "(1/16 reserved): 22.5 GiB. The AWS A10G is a different part and is not in the catalog."))
+               "(1/16 reserved): 22.5 GiB. The AWS A10G is a different part (a10g)."))
 add(given("a40", "A40", "ga10x", 45, 696, 149.7, 299.3, 37.4, "GDDR6", "PCIe 4.0 x16", link=25, nvlink=56.25,
           aliases=["NVIDIA A40"], source="https://www.nvidia.com/en-us/data-center/a40/",
           note="BF16/FP16 149.7 TFLOPS dense, INT8 299.3 TOPS dense, FP32 37.4; NVLink bridge 112.5 GB/s total (not "
                "assumed). Memory: 48 GB with ECC on by default (1/16 reserved): 45 GiB."))
+add(given("a10g", "A10G", "ga10x", 22.5, 600, 140.1, 280.2, 35.0, "GDDR6", "PCIe 4.0 x16", link=25,
+          aliases=["NVIDIA A10G"], source="AWS EC2 G5 instances https://aws.amazon.com/ec2/instance-types/g5/; " + WP["ga10x"]
+          + "; " + WP["tpu"],
+          note="AWS's GA102 part (G5 instances); NVIDIA publishes no data sheet for it, so its rates are derived as for "
+               "the other GA10x cards: 80 SMs (320 tensor cores) x 1024 f16 / 2048 int8 / 256 fp32 per clock per SM x "
+               "1710 MHz boost, f32 accumulate at the full rate as on the A10 (a data-center card); 384-bit GDDR6 at "
+               "12.5 Gbps = 600 GB/s. Memory: 24 GB with ECC on (1/16 reserved): 22.5 GiB, as the A10. Less certain "
+               "than datasheet figures."))
+A800 = ("NVIDIA A800 Tensor Core GPU data sheet (China-market A100 variant, nvidia.cn data-center/a800); "
+        "A100 data sheet " + A100.split(";")[0])
+add(given("a800-sxm-80gb", "A800 SXM4 80GB", "ga100", 80, 2039, 312, 624, 19.5, "HBM2e", "SXM4", link=200, lat=5,
+          nvlink=200, aliases=["A800", "A800 SXM", "NVIDIA A800-SXM4-80GB", "A800 80GB"], source=A800,
+          note="The A100 SXM4 80GB with NVLink cut to 400 GB/s total = 200 per direction; compute and memory as the A100 "
+               "(BF16/FP16 312 TFLOPS dense, INT8 624 TOPS dense, FP32 19.5, 2039 GB/s). Memory: 81,920 MiB."))
+add(given("a800-pcie-80gb", "A800 PCIe 80GB", "ga100", 80, 1935, 312, 624, 19.5, "HBM2e", "PCIe 4.0 x16", link=25,
+          nvlink=200, aliases=["NVIDIA A800 80GB PCIe", "A800 PCIe"], source=A800,
+          note="The A100 PCIe 80GB with an NVLink bridge of 400 GB/s total (not assumed); 1935 GB/s; compute as the "
+               "A100. Memory: 81,920 MiB."))
 for k, n, sms, mhz, bits, gbps, mem, mt, lanes, nv in (
         ("rtx-3050", "RTX 3050", 20, 1777, 128, 14, 8, "GDDR6", 8, None),
         ("rtx-3060", "RTX 3060", 28, 1777, 192, 15, 12, "GDDR6", 16, None),
@@ -286,55 +328,106 @@ for k, n, sms, mhz, bits, gbps, mem, lanes in (
     add(derived(k, n, "ada", sms, mhz, bits, gbps, mem, "GDDR6", 4, lanes=lanes, pro=True,
                 aliases=[f"NVIDIA {n} Generation"], page=ADA_WS,
                 note="Workstation Ada: f32 accumulate at the full rate (Ada whitepaper, RTX 6000 Ada)."))
-add(given("l4", "L4", "ada", 22.5, 300, 121, 242.5, 30.3, "GDDR6", "PCIe 4.0 x16", link=25, aliases=["NVIDIA L4"],
+add(given("l4", "L4", "ada", 22.5, 300, 121, 242.5, 30.3, "GDDR6", "PCIe 4.0 x16", link=25, fp8=242.5, aliases=["NVIDIA L4"],
           source="https://www.nvidia.com/en-us/data-center/l4/",
-          note="Datasheet (dense = half the sparse figure): FP16/BF16 121 TFLOPS, FP8/INT8 242.5, FP32 30.3. Memory: "
+          note="Datasheet (dense = half the sparse figure): FP16/BF16 121 TFLOPS, FP8/INT8 242.5 (f32 accumulate at the full "
+               "rate, as its FP16), FP32 30.3. Memory: "
                "24 GB with ECC on by default (1/16 reserved): 22.5 GiB."))
-add(given("l40", "L40", "ada", 45, 864, 181.05, 362.1, 90.5, "GDDR6", "PCIe 4.0 x16", link=25, acc16=362.1,
+add(given("l40", "L40", "ada", 45, 864, 181.05, 362.1, 90.5, "GDDR6", "PCIe 4.0 x16", link=25, acc16=362.1, fp8=181.05,
           aliases=["NVIDIA L40"], source="https://www.nvidia.com/en-us/data-center/l40/",
           note="Datasheet: FP16/BF16 tensor 181.05 TFLOPS dense (f32 accumulate at half rate, as on GeForce; the f16-"
-               "accumulate 362.1 is twice that, as for AD102 GeForce), INT8 362.1 TOPS dense, FP32 90.5. Memory: "
+               "accumulate 362.1 is twice that, as for AD102 GeForce), INT8 362.1 TOPS dense, FP32 90.5; FP8 362.1 dense "
+               "as published, 181.05 stored: f32 accumulate at half rate as its FP16 (the GeForce AD102 rule). Memory: "
                "48 GB with ECC on by default: 45 GiB."))
-add(given("l40s", "L40S", "ada", 45, 864, 362.05, 733, 91.6, "GDDR6", "PCIe 4.0 x16", link=25, aliases=["NVIDIA L40S"],
+add(given("l40s", "L40S", "ada", 45, 864, 362.05, 733, 91.6, "GDDR6", "PCIe 4.0 x16", link=25, fp8=733, aliases=["NVIDIA L40S"],
           source="https://www.nvidia.com/en-us/data-center/l40s/",
-          note="Datasheet: FP16/BF16 tensor 362.05 TFLOPS dense, INT8 733 TOPS dense (as published), FP32 91.6. "
+          note="Datasheet: FP16/BF16 tensor 362.05 TFLOPS dense, INT8 733 TOPS dense (as published), FP8 733 TFLOPS dense, "
+               "FP32 91.6. "
                "Memory: 48 GB with ECC on by default: 45 GiB."))
+
+add(given("l20", "L20", "ada", 45, 864, 119.5, 239, 59.8, "GDDR6", "PCIe 4.0 x16", link=25, acc16=239, fp8=119.5,
+          aliases=["NVIDIA L20"], source="NVIDIA L20 data sheet (China-market data-center Ada, AD102, 2023-11); " + WP["tpu"],
+          note="48 GB GDDR6 at 864 GB/s; FP16/BF16 tensor 119.5 TFLOPS dense (239 with sparsity), INT8 and FP8 239 dense, "
+               "FP32 59.8 (92 SMs). Its FP16 figure is twice its FP32 as on the L40: f32 accumulate at half rate, the "
+               "f16-accumulate rate 239; FP8 stored with f32 accumulate, 119.5. Memory: 48 GB with ECC on by default: "
+               "45 GiB. Less certain than the figures on NVIDIA's global site."))
 
 # ---- Hopper --------------------------------------------------------------------------------------
 H100 = "https://www.nvidia.com/en-us/data-center/h100/; https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet"
-add(given("h100-sxm", "H100 SXM", "hopper", 79.6, 3350, 989, 1979, 67, "HBM3", "SXM5", link=450, lat=5, nvlink=450,
+add(given("h100-sxm", "H100 SXM", "hopper", 79.6, 3350, 989, 1979, 67, "HBM3", "SXM5", link=450, lat=5, nvlink=450, fp8=1979,
           aliases=["H100", "NVIDIA H100 80GB HBM3", "H100 80GB", "H100 SXM5", "H100 SXM5 80GB"], source=H100,
-          note="SXM5: 3.35 TB/s; BF16/FP16 tensor 989 TFLOPS dense; INT8 1979 TOPS dense; FP32 67. Link: NVLink 4, "
+          note="SXM5: 3.35 TB/s; BF16/FP16 tensor 989 TFLOPS dense; FP8 1979 TFLOPS and INT8 1979 TOPS dense; FP32 67. "
+               "Link: NVLink 4, "
                "900 GB/s bidirectional = 450 GB/s per direction. Memory: nvidia-smi reports 81,559 MiB (79.6 GiB) of "
                "the nominal 80 GB."))
-add(given("h100-pcie", "H100 PCIe", "hopper", 79.6, 2000, 756, 1513, 51, "HBM2e", "PCIe 5.0 x16", link=50, nvlink=300,
+add(given("h100-pcie", "H100 PCIe", "hopper", 79.6, 2000, 756, 1513, 51, "HBM2e", "PCIe 5.0 x16", link=50, nvlink=300, fp8=1513,
           aliases=["NVIDIA H100 PCIe", "H100 PCIe 80GB"], source=H100,
-          note="PCIe: 2 TB/s; BF16/FP16 tensor 756 TFLOPS dense; INT8 1513 TOPS dense; FP32 51; NVLink bridge 600 GB/s "
+          note="PCIe: 2 TB/s; BF16/FP16 tensor 756 TFLOPS dense; FP8 1513 TFLOPS and INT8 1513 TOPS dense; FP32 51; "
+               "NVLink bridge 600 GB/s "
                "total (not assumed). Memory: 81,559 MiB as the SXM."))
-add(given("h100-nvl", "H100 NVL", "hopper", 93.6, 3900, 835.5, 1670.5, 60, "HBM3", "PCIe 5.0 x16", link=50,
+add(given("h100-nvl", "H100 NVL", "hopper", 93.6, 3900, 835.5, 1670.5, 60, "HBM3", "PCIe 5.0 x16", link=50, fp8=1670.5,
           nvlink=300, aliases=["NVIDIA H100 NVL", "H100 NVL 94GB"], source=H100,
           note="Per card (the first datasheets gave a pair): 94 GB, 3.9 TB/s; BF16/FP16 1671 TFLOPS with sparsity = "
-               "835.5 dense; INT8 1670.5 TOPS dense; FP32 60; NVLink bridge 600 GB/s total (not assumed). Memory: "
+               "835.5 dense; FP8 and INT8 1670.5 dense; FP32 60; NVLink bridge 600 GB/s total (not assumed). Memory: "
                "95,830 MiB in nvidia-smi."))
 H200 = "https://www.nvidia.com/en-us/data-center/h200/"
-add(given("h200-sxm", "H200 SXM", "hopper", 140.4, 4800, 989, 1979, 67, "HBM3e", "SXM5", link=450, lat=5, nvlink=450,
+add(given("h200-sxm", "H200 SXM", "hopper", 140.4, 4800, 989, 1979, 67, "HBM3e", "SXM5", link=450, lat=5, nvlink=450, fp8=1979,
           aliases=["H200", "NVIDIA H200", "H200 141GB", "H200 SXM5"], source=H200,
-          note="141 GB HBM3e, 4.8 TB/s; the same Hopper compute as the H100 SXM: BF16 989 TFLOPS dense, INT8 1979 TOPS, "
+          note="141 GB HBM3e, 4.8 TB/s; the same Hopper compute as the H100 SXM: BF16 989 TFLOPS dense, FP8 1979 TFLOPS and "
+               "INT8 1979 TOPS, "
                "FP32 67 (datasheet figures; what a GEMM reaches belongs in the runtime profile). Link: NVLink 4, 450 GB/s "
                "per direction. Memory: nvidia-smi reports 143,771 MiB (140.4 GiB) of the nominal 141 GB."))
-add(given("h200-nvl", "H200 NVL", "hopper", 140.4, 4800, 835.5, 1670.5, 60, "HBM3e", "PCIe 5.0 x16", link=50,
+add(given("h200-nvl", "H200 NVL", "hopper", 140.4, 4800, 835.5, 1670.5, 60, "HBM3e", "PCIe 5.0 x16", link=50, fp8=1670.5,
           nvlink=450, aliases=["NVIDIA H200 NVL"], source=H200,
-          note="141 GB HBM3e, 4.8 TB/s; BF16/FP16 1671 TFLOPS with sparsity = 835.5 dense; INT8 1670.5 TOPS dense; "
+          note="141 GB HBM3e, 4.8 TB/s; BF16/FP16 1671 TFLOPS with sparsity = 835.5 dense; FP8 and INT8 1670.5 dense; "
                "FP32 60; NVLink bridge 900 GB/s (2- or 4-way, not assumed). Memory as the H200 SXM."))
 
+H800 = "NVIDIA H800 Tensor Core GPU data sheet (China-market H100 variant, nvidia.cn data-center/h800); " + H100
+add(given("h800-sxm", "H800 SXM", "hopper", 79.6, 3350, 989, 1979, 67, "HBM3", "SXM5", link=200, lat=5, nvlink=200,
+          fp8=1979, aliases=["H800", "NVIDIA H800", "NVIDIA H800 80GB HBM3", "H800 SXM5", "H800 80GB"], source=H800,
+          note="The H100 SXM with NVLink cut to 400 GB/s total = 200 per direction (and FP64 cut): 3.35 TB/s; BF16/FP16 "
+               "989 TFLOPS dense, FP8 1979, INT8 1979, FP32 67. Memory: as the H100 SXM, 81,559 MiB."))
+add(given("h800-pcie", "H800 PCIe", "hopper", 79.6, 2000, 756, 1513, 51, "HBM2e", "PCIe 5.0 x16", link=50, nvlink=200,
+          fp8=1513, aliases=["NVIDIA H800 PCIe", "H800 PCIe 80GB"], source=H800,
+          note="The H100 PCIe with an NVLink bridge of 400 GB/s total (not assumed): 2 TB/s; BF16/FP16 756 TFLOPS dense, "
+               "FP8 and INT8 1513 dense, FP32 51. Memory: 81,559 MiB as the H100."))
+add(given("h20", "H20", "hopper", 95.6, 4000, 148, 296, 44, "HBM3", "SXM5", link=450, lat=5, nvlink=450, fp8=296,
+          aliases=["NVIDIA H20", "H20 96GB"],
+          source="NVIDIA HGX H20 product brief (China-market Hopper, 2024); https://www.nvidia.com/en-us/data-center/h100/",
+          note="96 GB HBM3 at 4.0 TB/s; BF16/FP16 tensor 148 TFLOPS dense, FP8 and INT8 296 dense, FP32 44; NVLink 900 "
+               "GB/s total = 450 per direction. Memory: 96 GB less the H100's reserve (81,559 of 81,920 MiB): 97,871 MiB "
+               "= 95.6 GiB. NVIDIA does not publish this brief on its global site: less certain than the H100 figures."))
+GH200 = ("NVIDIA GH200 Grace Hopper Superchip data sheet https://resources.nvidia.com/en-us-grace-cpu/grace-hopper-superchip; "
+         "https://www.nvidia.com/en-us/data-center/grace-hopper-superchip/")
+add(given("gh200-96gb", "GH200 96GB", "hopper", 95.6, 4000, 989, 1979, 67, "HBM3",
+          "Superchip (NVLink-C2C 900 GB/s to the Grace CPU)", link=450, lat=5, nvlink=450, fp8=1979,
+          aliases=["GH200", "NVIDIA GH200", "NVIDIA GH200 480GB", "GH200 480GB"], source=GH200,
+          note="The first GH200: 96 GB HBM3 at 4 TB/s beside the Grace CPU's 480 GB LPDDR5X (nvidia-smi names it "
+               "'NVIDIA GH200 480GB' after the module's CPU memory); the H100 SXM's compute: FP8 3958 TFLOPS with "
+               "sparsity = 1979 dense, BF16/FP16 989 dense, INT8 1979 dense, FP32 67. GPU to GPU (NVL32, NVL2): NVLink 4, "
+               "450 GB/s per direction. Memory: 96 GB less the H100's reserve: 95.6 GiB (the CPU's LPDDR5X is not "
+               "counted). 'GH200' bare is this one."))
+add(given("gh200-144gb", "GH200 144GB", "hopper", 143.4, 4900, 989, 1979, 67, "HBM3e",
+          "Superchip (NVLink-C2C 900 GB/s to the Grace CPU)", link=450, lat=5, nvlink=450, fp8=1979,
+          aliases=["NVIDIA GH200 144G HBM3e", "GH200 144GB HBM3e"], source=GH200,
+          note="The HBM3e GH200: 144 GB at 4.9 TB/s; compute as the 96 GB one (FP8 1979 dense, BF16/FP16 989, INT8 1979, "
+               "FP32 67). Memory: 144 GB less the H100's reserve: 143.4 GiB."))
+
 # ---- Blackwell -----------------------------------------------------------------------------------
-add(given("b200", "B200", "blackwell-dc", 179.1, 8000, 2250, 4500, 75, "HBM3e", "SXM6", link=900, lat=5,
+add(given("b200", "B200", "blackwell-dc", 179.1, 8000, 2250, 4500, 75, "HBM3e", "SXM6", link=900, lat=5, fp8=4500,
           nvlink=900, aliases=["NVIDIA B200", "B200 180GB", "HGX B200"],
           source="https://www.nvidia.com/en-us/data-center/hgx/; https://www.nvidia.com/en-us/data-center/dgx-b200/",
           note="HGX B200 per GPU (the 8-GPU table / 8): 180 GB HBM3e, 8 TB/s; FP16/BF16 tensor 4.5 PFLOPS with "
                "sparsity = 2.25 dense; INT8 72 POPS with sparsity per 8 GPUs = 9 per GPU = 4.5 POPS dense (twice "
-               "the f16 rate, as FP8; so int8 tensor cores, MMQ on them); FP32 75. Link: NVLink 5, 1.8 TB/s bidirectional = 900 GB/s per direction. Memory: "
+               "the f16 rate, as FP8: 72 PFLOPS with sparsity per 8 GPUs = 4.5 dense; so int8 tensor cores, MMQ on them); FP32 75. Link: NVLink 5, 1.8 TB/s bidirectional = 900 GB/s per direction. Memory: "
                "nvidia-smi reports 183,359 MiB (179.1 GiB)."))
+add(given("gb200", "GB200", "blackwell-dc", 185, 8000, 2500, 5000, 80, "HBM3e",
+          "Superchip (NVLink-C2C to the Grace CPU)", link=900, lat=5, nvlink=900, fp8=5000,
+          aliases=["NVIDIA GB200", "GB200 NVL72"], source="https://www.nvidia.com/en-us/data-center/gb200-nvl72/",
+          note="Per GPU of the GB200 NVL72 table (/ 72): 13.4 TB HBM3e = 186 GB, 576 TB/s = 8 TB/s; FP8 720 PFLOPS and "
+               "INT8 720 POPS with sparsity = 5 dense; FP16/BF16 360 PFLOPS with sparsity = 2.5 dense; FP32 5760 TFLOPS = "
+               "80. NVLink 5: 1.8 TB/s bidirectional = 900 per direction. Memory: 186 GB less the H100's reserve: about "
+               "185 GiB (assumed)."))
 for k, n, sms, mhz, bits, gbps, mem, mt, lanes in (
         ("rtx-5050", "RTX 5050", 20, 2570, 128, 20, 8, "GDDR6", 8),
         ("rtx-5060", "RTX 5060", 30, 2497, 128, 28, 8, "GDDR7", 8),
@@ -381,11 +474,12 @@ c = derived("rtx-pro-4000-blackwell", "RTX PRO 4000 Blackwell", "blackwell", 70,
                  "from the AI TOPS, fp32 as stated. f32 accumulate at the full rate assumed.")
 add(c)
 add(given("gb10", "GB10 (DGX Spark)", "blackwell", 119.7, 273, 62.5, 250, 31, "LPDDR5x",
-          "SoC (NVLink-C2C to the Grace CPU)", link=25, acc16=125,
+          "SoC (NVLink-C2C to the Grace CPU)", link=25, acc16=125, fp8=125,
           aliases=["NVIDIA GB10", "GB10", "DGX Spark", "NVIDIA DGX Spark"],
           source="https://www.nvidia.com/en-us/products/workstations/dgx-spark/",
           note="128 GB LPDDR5x shared with the CPU (about 119.7 GiB visible to the OS), 256-bit at 8533 MT/s = 273 "
-               "GB/s. NVIDIA states 1 PFLOP FP4 with sparsity: 500 dense FP4, 250 FP8/INT8, 125 FP16 with f16 "
+               "GB/s. NVIDIA states 1 PFLOP FP4 with sparsity: 500 dense FP4, 250 FP8/INT8 (fp8 stored as 125, f32 accumulate "
+               "at half rate assumed as for its FP16), 125 FP16 with f16 "
                "accumulate; 48 SMs (6144 CUDA cores) at about 2.5 GHz, fp32 31 TFLOPS. sm_121 is consumer Blackwell: "
                "f32 accumulate at half rate assumed as on GeForce (not published). Link: two Sparks through their "
                "ConnectX-7 (200 Gb/s = 25 GB/s)."))

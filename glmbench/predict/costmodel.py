@@ -889,7 +889,8 @@ def _host_time(op: "_Op", host) -> tuple:
     the dtype (vector work at its fp32 rate) against its bytes at the host's streamed bandwidth."""
     tc = 0.0
     if op.tflops:
-        tc += op.tflops / (host.tflops[op.dtype] * 1e12)
+        # a card's extra peaks (f16 accumulate, FP8 tensor cores) are the host's fp16 rate
+        tc += op.tflops / (host.tflops[{"fp16_acc16": "fp16", "fp8": "fp16"}.get(op.dtype, op.dtype)] * 1e12)
     if op.vflops:
         tc += op.vflops / (host.tflops["fp32"] * 1e12)
     tm = op.bytes / (host.bandwidth_gbs * 1e9)
@@ -996,7 +997,14 @@ def _pass_offload(setup: Setup, T: int, work, T_out: int):
 
 
 def _wdtype(setup: Setup) -> str:
+    """The peak a weight matmul runs against. fp8 weights (vLLM's fp8 / fp8_per_channel; llama.cpp
+    has no fp8 type): on a card with FP8 tensor cores (a `tflops.fp8` peak: Ada sm_89, Hopper,
+    Blackwell) W8A8, the activations quantized to fp8 per token and the GEMM on the FP8 tensor cores
+    (vLLM's CUTLASS scaled_mm, f32 accumulate); on older cards weight-only (vLLM's FP8 Marlin
+    kernel, W8A16: f16 tensor cores). Other quantized formats: the profile's `quantized_matmul`."""
     f = setup.weight_fmt
+    if f.dequant and kn.family(f.name) == "fp8":
+        return "fp8" if "fp8" in setup.gpu.tflops else "fp16"
     if f.dequant:
         return setup.runtime.quantized_matmul
     return {"f32": "fp32", "f64": "fp32", "f16": "fp16", "bf16": "bf16"}[f.name]
@@ -1492,6 +1500,58 @@ def prefill(setup: Setup, n_tokens: int, depth: int = 0) -> StepCost:
     else:
         seconds = sum(_sequential_seconds(setup, s, l) for s, l in zip(stages, links))
     return StepCost(seconds, n, _merge(all_costs), "prefill", depth, 1)
+
+
+def _sum_attn(parts) -> _Attn:
+    """The attention work of several sequences' query segments in one pass (their sums)."""
+    return _Attn(sum(a.n_q for a in parts), sum(a.keys for a in parts), sum(a.read for a in parts),
+                 sum(a.expanded for a in parts), True)
+
+
+def prefill_batch(setup: Setup, n_tokens: int, streams: int, depth: int = 0) -> StepCost:
+    """Ingest `streams` independent prompts of `n_tokens` tokens each, every one on top of `depth`
+    cached tokens of its own sequence, submitted as one batch (llama-batched-bench's PP phase, a
+    server prefilling several prompts at once). The sequences are laid one after the other, as
+    llama-batched-bench adds them (tools/batched-bench/batched-bench.cpp: for each sequence j, its
+    positions 0 .. PP-1), and cut into ubatches of the runtime's n_ubatch: each ubatch reads the
+    weights once for all its tokens (so short prompts share the weight reads: B = 4 prompts of 512
+    tokens are one 2048-token ubatch), and each sequence's queries attend to its own cache only
+    (the attention work of a ubatch is the sum over the sequence segments it holds). Logits for
+    each sequence's last token. Under layer split the ubatches pipeline through the cards.
+    `streams` = 1 is prefill()."""
+    setup = _setup(setup)
+    n = _check_int("n_tokens", n_tokens, 1)
+    B = _check_int("streams", streams, 1)
+    depth = _check_int("depth", depth, 0)
+    ub = setup.runtime.n_ubatch
+    cfg = setup.model
+    w = cfg.sliding_window if cfg.windowed_layers else None
+    total = n * B
+    all_costs, stages, links = [], [], []
+    start = 0
+    while start < total:
+        T = min(ub, total - start)
+        full, win, outs = [], [], 0
+        pos = start
+        while pos < start + T:
+            j, p = divmod(pos, n)                 # sequence j, its position p (before `depth`)
+            seg = min(n - p, start + T - pos)
+            full.append(_prefill_attn(depth + p, seg, None))
+            if w:
+                win.append(_prefill_attn(depth + p, seg, w))
+            outs += 1 if p + seg == n else 0
+            pos += seg
+        work = _Works(_sum_attn(full), _sum_attn(win) if w else None)
+        card_s, link, costs = _pass(setup, T, work, outs)
+        stages.append(card_s)
+        links.append(link)
+        all_costs.extend(costs)
+        start += T
+    if setup.split == "layer":
+        seconds = _pipelined(stages, links, setup)
+    else:
+        seconds = sum(_sequential_seconds(setup, st, lk) for st, lk in zip(stages, links))
+    return StepCost(seconds, total, _merge(all_costs), "prefill", depth, B)
 
 
 def _merge(costs):

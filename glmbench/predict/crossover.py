@@ -8,6 +8,15 @@ card's bandwidth its cache reads reach, RuntimeProfile.mla_attention_efficiency)
 strategy (naive expands every cached latent, absorbed reads the cache twice, flash once).
 `crossover_depth` finds the depth for one pair of setups; `mla_crossover_curves` sweeps the
 efficiency for each strategy and runtime profile, and marks each profile's own value.
+
+Where the efficiency lives depends on the profile. A physics or calibrated profile (`typical`,
+`ideal`, data/calibrated/*) holds it in `mla_attention_efficiency[strategy]` (else its attention
+class's memory efficiency). A runtime model (`llama.cpp`, `ik_llama.cpp`, `vllm`, ...) runs MLA
+with its own kernel (`mla_strategy`, forced on the Setup) whose memory efficiency its kernel table
+holds (`kernels["mla_<strategy>:memory"]`, fitted where the public data identified it), which
+replaces the per-strategy value: the sweep sets that entry too (`mla_kernel_key`), so the knob
+acts on runtime models as on the rest, and their curves are for the strategy they run (a per-card
+or per-architecture memory factor of the table still multiplies it on that card).
 """
 from __future__ import annotations
 
@@ -17,6 +26,7 @@ from typing import Sequence
 from glmbench import vocab
 from glmbench.models import configs
 from glmbench.predict import costmodel as cm
+from glmbench.predict import kernels as kn
 
 DEPTHS = tuple(sorted({int(round(1024 * 2 ** (i / 2))) for i in range(0, 15)}))   # 1K .. 128K, x sqrt(2)
 EFFICIENCIES = tuple(round(0.02 * (1 / 0.02) ** (i / 13), 4) for i in range(14))   # 0.02 .. 1, log-spaced
@@ -34,19 +44,51 @@ def dense_builtins() -> tuple:
     return tuple(out)
 
 
-def with_mla_efficiency(runtime, strategy: str, efficiency: float) -> cm.RuntimeProfile:
-    """The profile with MLA attention run as `strategy` at memory efficiency `efficiency`."""
+def runs_strategy(runtime, strategy: str) -> str:
+    """The MLA strategy a Setup with `strategy` runs under this profile: a runtime model's own
+    (RuntimeProfile.mla_strategy, which the Setup takes), else `strategy`."""
     rt = cm.load_runtime(runtime)
-    if not 0 < efficiency <= 1:
+    return rt.mla_strategy or vocab.mla_strategy(strategy)
+
+
+def mla_kernel_key(runtime, strategy: str) -> str | None:
+    """The kernel-table entry that holds the memory efficiency of the MLA attention a profile runs
+    for `strategy` ("mla_flash:memory", ...), for a runtime model (a profile with a kernel table);
+    None for a profile without one (its `mla_attention_efficiency` holds it)."""
+    rt = cm.load_runtime(runtime)
+    if not rt.kernels:
+        return None
+    path = kn.attention_path("mla", runs_strategy(rt, strategy), False, rt.flash_attn, rt)
+    return f"{path}:memory"
+
+
+def with_mla_efficiency(runtime, strategy: str, efficiency: float) -> cm.RuntimeProfile:
+    """The profile with MLA attention run as `strategy` at memory efficiency `efficiency`: its
+    `mla_attention_efficiency[strategy]` and, for a runtime model, the kernel-table entry of the
+    MLA kernel it runs (mla_kernel_key), which would otherwise replace it."""
+    rt = cm.load_runtime(runtime)
+    if isinstance(efficiency, bool) or not isinstance(efficiency, (int, float)) or not 0 < efficiency <= 1:
         raise ValueError(f"`efficiency` must be in (0, 1], got {efficiency!r}")
-    return dataclasses.replace(rt, mla_attention_efficiency={**rt.mla_attention_efficiency, strategy: float(efficiency)})
+    st = runs_strategy(rt, strategy)
+    ch = {"mla_attention_efficiency": {**rt.mla_attention_efficiency, st: float(efficiency)}}
+    key = mla_kernel_key(rt, st)
+    if key is not None:
+        ch["kernels"] = {**rt.kernels, key: float(efficiency)}
+    return dataclasses.replace(rt, **ch)
 
 
 def mla_efficiency_of(runtime, strategy: str) -> float:
-    """The memory efficiency a profile's MLA attention runs at (its fitted value, else its
-    attention class's)."""
+    """The memory efficiency a profile's MLA attention runs at when a Setup asks for `strategy`:
+    a runtime model's kernel-table entry for the MLA kernel it runs (mla_kernel_key) where fitted,
+    else the profile's fitted value for the strategy, else its attention class's (before any
+    per-card factor and any quantized-cache factor)."""
     rt = cm.load_runtime(runtime)
-    return rt.mla_attention_efficiency.get(strategy, rt.memory_efficiency["attention"])
+    st = runs_strategy(rt, strategy)
+    e = rt.mla_attention_efficiency.get(st, rt.memory_efficiency["attention"])
+    key = mla_kernel_key(rt, st)
+    if key is not None:
+        e = kn.efficiency(rt.kernels, key.rpartition(":")[0], None, "memory", e)
+    return e
 
 
 def crossover_depth(mla_setup: cm.Setup, dense_setup: cm.Setup, depths: Sequence[int] = DEPTHS, *,
@@ -73,7 +115,10 @@ def mla_crossover_curves(rigs: Sequence, runtimes: Sequence, *, mla_model: str =
     (crossover_depth) of `mla_model` against the dense model. Each runtime's own efficiency for
     each strategy is added to the grid and flagged `own: True` (the point to mark on its curve).
     strategies: None = every MLA strategy for a profile that was not fitted, and for a calibrated
-    profile the strategies it was fitted for (its measurements say nothing about the others).
+    profile the strategies it was fitted for (its measurements say nothing about the others); a
+    runtime model runs its own strategy whatever is asked (runs_strategy), so its rows carry that one.
+    `knob` names what the sweep sets: the kernel-table entry of a runtime model ("kernels.mla_flash:memory")
+    or "mla_attention_efficiency.<strategy>".
     dense_models: None = every built-in dense model (dense_builtins)."""
     dense_models = dense_builtins() if dense_models is None else tuple(dense_models)
     rows = []
@@ -87,8 +132,11 @@ def mla_crossover_curves(rigs: Sequence, runtimes: Sequence, *, mla_model: str =
             if strats is None:
                 strats = sorted(rt.mla_attention_efficiency) if rt.calibrated and rt.mla_attention_efficiency \
                     else list(vocab.MLA_STRATEGIES)
+            strats = list(dict.fromkeys(runs_strategy(rt, s) for s in strats))
             for st in strats:
                 own = mla_efficiency_of(rt, st)
+                key = mla_kernel_key(rt, st)
+                knob = f"kernels.{key}" if key else f"mla_attention_efficiency.{st}"
                 grid = sorted(set(efficiencies) | {own})
                 for e in grid:
                     mla = cm.Setup(mla_model, rig, split=sp, weights=weights, kv=kv, mla_strategy=st,
@@ -98,10 +146,11 @@ def mla_crossover_curves(rigs: Sequence, runtimes: Sequence, *, mla_model: str =
                         rows.append({"mla_model": mla.model.name, "dense_model": dense[m].model.name,
                                      "n_cards": rig.n_cards, "rig": rig.name, "split": sp, "runtime": rt.name,
                                      "evidence": "calibrated" if rt.calibrated else "predicted",
-                                     "mla_strategy": st, "mla_attention_efficiency": e, "own": e == own,
+                                     "mla_strategy": st, "mla_attention_efficiency": e, "own": e == own, "knob": knob,
                                      "crossover_depth": x, "max_depth": depths[-1], "weights": weights, "kv": kv})
     return rows
 
 
 __all__ = ["crossover_depth", "mla_crossover_curves", "with_mla_efficiency", "mla_efficiency_of", "dense_builtins",
+           "runs_strategy", "mla_kernel_key",
            "DEPTHS", "EFFICIENCIES", "DENSE_MODELS"]

@@ -31,6 +31,9 @@ silently ignored):
     fp16_acc16 = 142           # optional: f16 tensor rate with f16 accumulate (GeForce cards run
                                # f16 x f16 -> f32 at half this rate; `fp16` is the f32-accumulate
                                # rate); peak_flops("fp16_acc16") falls back to `fp16`
+    fp8 = 330.3                # optional: dense FP8 (e4m3) tensor rate with f32 accumulate, only on
+                               # cards with FP8 tensor cores (Ada sm_89, Hopper, Blackwell); what
+                               # vLLM's W8A8 fp8 GEMMs run against (costmodel: fp8 weights)
 
 The built-in catalog (data/hardware/*.json, docs/SOURCES.md "GPU catalog") holds every NVIDIA GPU
 from Volta (sm_70) on that llama.cpp and vLLM users run; `resolve_gpu_name` maps the names tools
@@ -53,8 +56,9 @@ _DATA = os.path.join(vocab.DATA_DIR, "hardware")
 
 DTYPES = ("fp16", "bf16", "fp32", "int8")
 # Rates a profile may add beside DTYPES: f16 tensor with f16 accumulate (what cuBLAS runs for
-# CUBLAS_COMPUTE_16F; twice `fp16` on GeForce cards, equal to it on the others).
-EXTRA_RATES = ("fp16_acc16",)
+# CUBLAS_COMPUTE_16F; twice `fp16` on GeForce cards, equal to it on the others); the dense FP8 tensor
+# rate with f32 accumulate (only cards with FP8 tensor cores: sm_89 and later).
+EXTRA_RATES = ("fp16_acc16", "fp8")
 # Descriptive profile fields (strings; the cost model does not read them).
 _DESCRIPTIVE = ("arch", "compute_capability", "bus", "memory_type")
 GIB = 1 << 30
@@ -97,12 +101,17 @@ class GPU:
 
     def peak_flops(self, dtype: str) -> float:
         """FLOP/s for `dtype` ("fp16", "bf16", "fp32", "int8"; "fp16_acc16": f16 with f16
-        accumulate, the `fp16` rate where the profile does not give it)."""
+        accumulate, the `fp16` rate where the profile does not give it; "fp8": only where the profile
+        gives it, else a ValueError)."""
         if dtype == "fp16_acc16" and dtype not in self.tflops:
             dtype = "fp16"
         try:
             return self.tflops[dtype] * 1e12
         except KeyError:
+            if dtype in EXTRA_RATES:
+                raise ValueError(f"{self.name}: the profile has no `tflops.{dtype}` peak (no FP8 tensor cores: "
+                                 "Ada sm_89 and later have them)" if dtype == "fp8" else
+                                 f"{self.name}: the profile has no `tflops.{dtype}` peak") from None
             raise ValueError(f"`dtype` must be one of {DTYPES + EXTRA_RATES}, got {dtype!r}") from None
 
     def __hash__(self):

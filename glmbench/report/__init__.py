@@ -68,7 +68,8 @@ def run(study: Study | None = None, out: str | os.PathLike = "glmbench-report", 
     if finds is not None:
         fig = plots.mla_crossover(finds["crossover"], title=(
             f"Crossover depth vs MLA attention efficiency: {findings_mod.MLA_MODEL} vs each dense built-in\n"
-            f"(one line each), {study.weights}/{study.kv}, MLA {study.mla_strategy}; markers: each profile's own value"))
+            f"(one line each), {study.weights}/{study.kv}, MLA {study.mla_strategy}; markers: each profile's own value\n"
+            f"(runtime models: the MLA strategy they run, their MLA kernel's kernel-table entry swept)"))
         charts.append(plots.save_figure(fig, os.path.join(out, "mla_crossover.png")))
         rec.atomic_write_text(os.path.join(out, "findings.json"),
                               json.dumps(_finite(finds), indent=1, default=_jsonable) + "\n")

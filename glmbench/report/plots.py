@@ -26,6 +26,7 @@ from collections import defaultdict
 from typing import Iterable, Sequence
 
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from glmbench.predict.costmodel import crossover  # the cost model owns the interpolation rule
@@ -556,7 +557,9 @@ def mla_crossover(rows: Sequence[dict], *, title: str | None = None) -> Figure:
     per dense model (colour; line style: the MLA strategy), from
     glmbench.predict.crossover.mla_crossover_curves rows; each profile's own efficiency is a marker
     on each line. A crossover beyond the grid is drawn on the top edge (shaded: none up to that
-    depth); 'from the start' on the bottom edge."""
+    depth); 'from the start' on the bottom edge. Each panel's title names what the sweep sets (the
+    rows' `knob`): a runtime model's kernel-table entry for the MLA kernel it runs, or a profile's
+    per-strategy MLA efficiency."""
     rows = [r for r in rows if r.get("mla_attention_efficiency") is not None]
     if not rows:
         raise ValueError("no crossover rows to plot")
@@ -568,6 +571,9 @@ def mla_crossover(rows: Sequence[dict], *, title: str | None = None) -> Figure:
     axes = fig.subplots(len(runtimes), len(cards), squeeze=False, sharex=True, sharey=True)
     colour = {m: _COLOURS[i % len(_COLOURS)] for i, m in enumerate(dense)}
     style = {"flash": "-", "absorbed": "--", "naive": ":"}
+    # one strategy: line style tells apart the dense models that share a colour (more models than colours)
+    one_strategy = len({r["mla_strategy"] for r in rows}) == 1
+    dash = {m: _STYLES[(i // len(_COLOURS)) % len(_STYLES)] for i, m in enumerate(dense)}
     lo_y, hi_y = 512, top * 1.5
     for i, rt in enumerate(runtimes):
         for j, n in enumerate(cards):
@@ -581,8 +587,8 @@ def mla_crossover(rows: Sequence[dict], *, title: str | None = None) -> Figure:
                         continue
                     ys = [hi_y if r["crossover_depth"] is None else max(r["crossover_depth"], lo_y) for r in line]
                     xs = [r["mla_attention_efficiency"] for r in line]
-                    ax.plot(xs, ys, style.get(st, "-"), color=colour[dm], lw=1.6,
-                            label=dm if st == "flash" or len({r["mla_strategy"] for r in rows}) == 1 else f"{dm} · {st}")
+                    ax.plot(xs, ys, dash[dm] if one_strategy else style.get(st, "-"), color=colour[dm], lw=1.6,
+                            label=dm if st == "flash" or one_strategy else f"{dm} · {st}")
                     for r, y in zip(line, ys):
                         if r["own"]:
                             ax.plot([r["mla_attention_efficiency"]], [y], "o" if r["evidence"] == "calibrated" else "D",
@@ -596,7 +602,8 @@ def mla_crossover(rows: Sequence[dict], *, title: str | None = None) -> Figure:
             ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: tokens_label(v)))
             ax.set_ylim(lo_y / 1.2, hi_y * 1.2)
             ax.set_xlim(0.01, 1.05)
-            ax.set_title(f"{rt}, {n} card{'s' if n > 1 else ''}", fontsize=9)
+            knob = next((r.get("knob") for r in pts if r.get("knob")), None)
+            ax.set_title(f"{rt}, {n} card{'s' if n > 1 else ''}" + (f"\nswept: {knob}" if knob else ""), fontsize=8.5)
             if j == 0:
                 ax.set_ylabel("crossover depth\n(tokens, log)", fontsize=8)
     # on the bottom axes, not as a figure label: the legend below takes the figure's lower edge
@@ -608,10 +615,15 @@ def mla_crossover(rows: Sequence[dict], *, title: str | None = None) -> Figure:
             if lab not in labels:
                 handles.append(h)
                 labels.append(lab)
+    for mk, lab in (("o", "own value, fitted (runtime model / calibrated)"), ("D", "own value, not fitted (physics profile)")):
+        if any(r["own"] and (r["evidence"] == "calibrated") == (mk == "o") for r in rows):
+            handles.append(Line2D([], [], ls="", marker=mk, color="0.3", mfc="white", mew=1.8, ms=6))
+            labels.append(lab)
     if handles:
         fig.legend(handles, labels, fontsize=7, loc="outside lower center", ncol=min(4, len(handles)))
     fig.suptitle(title or "Where each dense model catches up: crossover depth vs MLA attention efficiency\n"
-                 "(markers: each profile's own value)", fontsize=10)
+                 "(markers: each profile's own value; runtime models: their MLA kernel's kernel-table entry swept)",
+                 fontsize=10)
     return fig
 
 

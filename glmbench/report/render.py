@@ -342,7 +342,11 @@ def _crossover(finds, study: Study) -> list:
          "Where each dense built-in's decode speed catches up with GLM-4.7-Flash's, for every runtime profile "
          f"(its own MLA efficiency, `{study.mla_strategy}`) and card count; the chart sweeps the efficiency of the "
          "runtime's MLA attention kernel (the fraction of the card's bandwidth its cache reads reach), one line per "
-         "dense model, each profile's own value a marker:", ""]
+         "dense model, each profile's own value a marker. For a runtime model (`llama.cpp`, `ik_llama.cpp`, `vllm`, "
+         "...) the sweep sets the kernel-table entry of the MLA kernel that runtime runs (e.g. `kernels.mla_flash:memory`, "
+         "its fitted value where the public data identified one), whatever strategy the study names; each panel's "
+         "title says what it sets. A flat line means the crossover does not depend on the MLA kernel's memory "
+         "efficiency in that setup (the dense model is already as fast from the start, or the MLA model stays ahead everywhere):", ""]
     dense = finds["dense_models"]
     by = {(r["runtime"], r["dense_model"], r["n_cards"]): r for r in finds["crossover_depths"]}
     rows = []
