@@ -174,13 +174,24 @@ def test_expected_distinct_experts():
     assert f(64, 4, 8, [1.0] * 64) == pytest.approx(f(64, 4, 8))
     assert f(64, 4, 8, 1.0) < f(64, 4, 8)                        # skewed routing reads fewer experts
     assert f(64, 4, 8, [1] * 8 + [0] * 56) == pytest.approx(8 * (1 - 0.5 ** 8))
-    # the decode step reads that many experts' weights
-    s = cm.Setup("glm-4.7-flash", "rtx-3090", weights="q8_0", runtime="ideal")
+    # the decode step reads that many experts' weights (typical and the runtime models)
+    s = cm.Setup("glm-4.7-flash", "rtx-3090", weights="q8_0", runtime="typical")
     ex = _op(cm.decode(s, 0, batch=8), "moe.experts")
     per_expert = 3 * 2048 * 1536 // 32 * 34
-    assert ex.bytes == pytest.approx(46 * (f(64, 4, 8) * per_expert + 4 * 8 * 4 * (2 * 2048 + 3 * 1536)))
+    acts = 4 * 8 * 4 * (2 * 2048 + 3 * 1536)
+    assert ex.bytes == pytest.approx(46 * (f(64, 4, 8) * per_expert + acts))
     skewed = _op(cm.decode(s.replace(expert_skew=1.2), 0, batch=8), "moe.experts")
     assert skewed.bytes < ex.bytes
+    # `ideal` reads the fewest a batch can touch, top_k, whatever the routing (a bound)
+    assert cm.fewest_distinct_experts(64, 4, 8) == 4 == cm.fewest_distinct_experts(64, 4, 10_000)
+    assert cm.fewest_distinct_experts(64, 4, 0) == 0
+    ideal = s.replace(runtime="ideal")
+    for skew in (None, 1.2):
+        ie = _op(cm.decode(ideal.replace(expert_skew=skew), 0, batch=8), "moe.experts")
+        assert ie.bytes == pytest.approx(46 * (4 * per_expert + acts))
+        assert ie.bytes < skewed.bytes
+    assert _op(cm.decode(ideal, 0, batch=1), "moe.experts").bytes == pytest.approx(
+        _op(cm.decode(s, 0, batch=1), "moe.experts").bytes)          # one token: the same top_k
 
 
 def _every_setup():

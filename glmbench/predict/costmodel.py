@@ -97,6 +97,9 @@ class RuntimeProfile:
                          of each kernel under the runtime's graphs), whatever the card
       pipeline_overlap   the share of the layer-split prefill pipeline's overlap the runtime realizes (1: the
                          exact schedule; 0: cards one after another)
+      expert_routing     "uniform": a batch of MoE tokens touches the experts uniform routing (or the
+                         Setup's expert_skew) leaves distinct (expected_distinct_experts); "fewest": the
+                         fewest a batch can touch, top_k (fewest_distinct_experts; `ideal`: a bound)
       options            the options a user may set ({name: {"values": {v: {field: value}}} or
                          {"field": f, "min": n}}) and `option_values` those applied (with_options)
 
@@ -128,6 +131,7 @@ class RuntimeProfile:
     cublas_acc16: bool = False
     pipeline_overlap: float = 1.0
     kernel_overhead_us: float = 0.0
+    expert_routing: str = "uniform"
     options: dict = field(default_factory=dict, compare=False)
     option_values: dict = field(default_factory=dict)
 
@@ -140,7 +144,8 @@ class RuntimeProfile:
                      self.layer_overhead_us, self.link_efficiency, tuple(sorted(self.kernels.items())),
                      self.quantized_prefill, tuple(sorted(self.prefill_paths.items())), self.flash_attn,
                      self.moe_kernel, self.attention_kernel, self.mla_strategy, self.mla_prefill,
-                     self.cublas_acc16, self.pipeline_overlap, self.kernel_overhead_us, tuple(sorted(self.option_values.items()))))
+                     self.cublas_acc16, self.pipeline_overlap, self.kernel_overhead_us, tuple(sorted(self.option_values.items())),
+                     self.expert_routing))
 
     def with_options(self, **opts) -> "RuntimeProfile":
         """The profile with runtime options set as a user sets them (`fa=1`, `ubatch=2048`,
@@ -217,6 +222,8 @@ class RuntimeProfile:
                      mla_prefill=self.mla_prefill, cublas_acc16=self.cublas_acc16,
                      pipeline_overlap=self.pipeline_overlap, kernel_overhead_us=self.kernel_overhead_us,
                      options=self.options, option_values=dict(self.option_values))
+        if self.expert_routing != "uniform":
+            d["expert_routing"] = self.expert_routing
         if self.calibration:
             d["calibration"] = self.calibration
         return d
@@ -251,7 +258,7 @@ def runtime_from_dict(d: dict, where: str = "runtime") -> RuntimeProfile:
                              "layer_overhead_us", "link_efficiency", "calibration", "kernels",
                              "quantized_prefill", "prefill_paths", "flash_attn", "moe_kernel", "attention_kernel",
                              "mla_strategy", "mla_prefill", "cublas_acc16", "pipeline_overlap", "kernel_overhead_us", "options",
-                             "option_values"})
+                             "option_values", "expert_routing"})
     effs = {}
     for k in ("compute_efficiency", "memory_efficiency"):
         e = d[k]
@@ -350,6 +357,7 @@ def runtime_from_dict(d: dict, where: str = "runtime") -> RuntimeProfile:
               attention_kernel=choice("attention_kernel", ("default", "paged_attn"), "default"),
               mla_strategy=choice("mla_strategy", (None,) + tuple(MLA_STRATEGIES), None),
               mla_prefill=choice("mla_prefill", ("auto", "expand", "strategy"), "auto"),
+              expert_routing=choice("expert_routing", EXPERT_ROUTING, "uniform"),
               options=opts, option_values=dict(optv))
     return RuntimeProfile(**kw, name=name, compute_efficiency=effs["compute_efficiency"],
                           memory_efficiency=effs["memory_efficiency"], launch_overhead=lo,
@@ -599,6 +607,19 @@ def _check_skew(skew, cfg):
 
 
 # ---- MoE: distinct experts -------------------------------------------------------------------------
+EXPERT_ROUTING = ("uniform", "fewest")     # RuntimeProfile.expert_routing
+
+
+def fewest_distinct_experts(n_experts: int, top_k: int, n_tokens: int) -> float:
+    """The fewest distinct experts n_tokens tokens, each routed to top_k distinct experts of
+    n_experts, can touch: top_k (every token routed to the same top_k; a token takes each expert
+    once, so B top_k routes need at least top_k experts, and nothing caps the tokens an expert
+    takes). The bound `ideal` reads (RuntimeProfile.expert_routing "fewest")."""
+    if n_tokens <= 0 or n_experts <= 0:
+        return 0.0
+    return float(min(top_k, n_experts))
+
+
 def expected_distinct_experts(n_experts: int, top_k: int, n_tokens: int, skew=None) -> float:
     """Expected number of distinct experts that n_tokens tokens, each routed to top_k of n_experts,
     touch. Uniform routing: N (1 - (1 - k/N)^T). With a popularity p_e (a histogram, or Zipf with
@@ -1279,11 +1300,12 @@ def _ffn_ops(setup: Setup, T: int, moe: bool, share: float) -> list:
     # the router runs in f32 on every card (replicated under tensor split)
     ops.append(_Op("moe.router", "matmul", "fp32", 2.0 * T * E * D, 8 * T * E,
                    wb["router"] + ACT_BYTES * T * (D + 2 * E), 5))
-    u = expected_distinct_experts(E, k, T, setup.expert_skew)
+    rt = setup.runtime
+    u = (fewest_distinct_experts(E, k, T) if rt.expert_routing == "fewest"
+         else expected_distinct_experts(E, k, T, setup.expert_skew))
     quant = setup.weight_fmt.dequant
     # mul_mat_id (llama.cpp) or a fused MoE kernel (vLLM); in prefill each touched expert gets
     # T k / u tokens of the ubatch (kernels.moe_occupancy)
-    rt = setup.runtime
     path = kn.moe_path(T, rt)
     fam = kn.family(setup.weight_fmt.name)
     dtype, extra = _wdtype(setup), 0.0

@@ -57,6 +57,10 @@ CARD_MIN_SOURCES = 0       # >0: a card with this many sources gets its own fact
 FAMILY_KEYS = False        # per-family kernel entries where a runtime's points have several families
 # options whose values get their own kernel efficiencies (a different set of shaders)
 SCOPED_OPTIONS = {"llama.cpp-vulkan": ("coopmat",)}
+# identifiability: an efficiency is a candidate only where its ops are bound by it (roofline
+# max(compute, memory) at the start values) on some point; one bound by the other resource on every
+# point keeps its start (physics) value (JointFit.unbound; docs/COSTMODEL.md)
+BOUND_ONLY = True
 
 
 class FitError(ValueError):
@@ -215,6 +219,7 @@ class _Compiled:
     shares: dict                 # chain-head key -> max share of a point's time at the start
     cards: list = field(default_factory=list)   # card keys of card_c
     weight: np.ndarray | None = None              # per point: 1 / sqrt(points of its source) (SOURCE_WEIGHTS)
+    raw_shares: dict = field(default_factory=dict)  # shares counted for both efficiencies of an op (not BOUND_ONLY)
 
 
 def _chain(path, fam, which, cls, scopes):
@@ -315,7 +320,8 @@ def compile_points(points: Sequence[PublicPoint], base: cm.RuntimeProfile) -> _C
                      stage_weight=np.asarray(stage_weight), stage_layers=np.asarray(stage_layers, dtype=float),
                      stage_moe=np.asarray(stage_moe, dtype=float),
                      point_const=np.asarray(point_const), pipelines=pipelines, chains=chains, shares={}, cards=cards)
-    comp.shares = _shares(comp, base, len(points))
+    comp.shares = _shares(comp, base, len(points), bound=BOUND_ONLY)
+    comp.raw_shares = _shares(comp, base, len(points)) if BOUND_ONLY else comp.shares
     if SOURCE_WEIGHTS:
         n_src: dict = {}
         for p in points:
@@ -403,17 +409,32 @@ def _work(points) -> np.ndarray:
     return np.array([p.n_prompt if p.test == "pp" else p.batch for p in points], dtype=float)
 
 
-def _shares(comp, prof, n_points) -> dict:
+def _shares(comp, prof, n_points, bound=False) -> dict:
+    """{chain: the largest share of a point's time its ops take at the profile's values}. With
+    `bound` (the identifiability rule, BOUND_ONLY): an op's share counts only for the efficiency that
+    binds it, roofline max(compute, memory): its memory efficiency where the bytes take longer, its
+    compute efficiency (by the tensor part of the compute time) where the FLOPs do. An efficiency
+    whose ops are bound by the other resource on every point does not change any prediction near
+    the start, so the points cannot identify it."""
     tot, op_s, tc, tm = evaluate(comp, prof, {}, n_points, parts=True)
     point_of_op = comp.stage_point[comp.op_stage]
     sh = op_s * comp.stage_weight[comp.op_stage] / tot[point_of_op]
+    if bound:
+        e_v = _resolve(comp.chains, prof, {})[comp.chain_v]
+        tv = comp.vflops / (comp.peak_v * e_v)
+        tensor = np.where(tc > 0, np.clip(tc - tv, 0.0, None) / np.where(tc > 0, tc, 1.0), 0.0)
+        sh_c = np.where(tc >= tm, sh * tensor, 0.0)
+        sh_m = np.where(tm >= tc, sh, 0.0)
+    else:
+        sh_c = sh_m = sh
     out: dict = {}
     for i in range(len(op_s)):
-        for ci in ((comp.chain_c[i], comp.chain_m[i]) if comp.tflops[i] else (comp.chain_m[i],)):
+        for ci, s in (((comp.chain_c[i], sh_c[i]), (comp.chain_m[i], sh_m[i])) if comp.tflops[i]
+                      else ((comp.chain_m[i], sh_m[i]),)):
             ch = comp.chains[ci]
             if isinstance(ch[0], tuple):
                 continue
-            out[ch] = max(out.get(ch, 0.0), float(sh[i]))
+            out[ch] = max(out.get(ch, 0.0), float(s))
     return out
 
 
@@ -493,10 +514,12 @@ def _start(prof, n):
     if base in prof.kernels:
         return prof.kernels[base]
     head, _, which = base.rpartition(":")
-    path = head.split(".")[0]
-    fb = kn.FALLBACK.get(path)
-    if fb:
-        return _start(prof, f"{fb}:{which}")
+    path, _, fam = head.partition(".")
+    for k in kn.lookup_keys(path, fam or None, which)[1:]:
+        # the entries the cost model falls back to (kernels.lookup_keys: FALLBACK, then a batched
+        # path's GEMV counterpart for a memory efficiency)
+        if k in prof.kernels:
+            return prof.kernels[k]
     cls = kn.PATHS[path][0]
     return (prof.compute_efficiency if which == "compute" else prof.memory_efficiency)[cls]
 
@@ -544,6 +567,7 @@ class JointFit:
     fitted: dict
     kept: dict
     predicted: list
+    unbound: list = field(default_factory=list)   # kept (in `kept`): bound by the other resource on every point
 
     @property
     def errors(self) -> list:
@@ -588,6 +612,8 @@ def fit_runtime(runtime: str, points: Sequence[PublicPoint], base: cm.RuntimePro
     n = len(points)
     meas_s = _work(points) / np.array([p.measured for p in points])
     names = candidates(comp, points)
+    # efficiencies whose ops are bound by the other resource on every point: kept at the start
+    unbound = [nm for nm in candidates(dataclasses.replace(comp, shares=comp.raw_shares), points) if nm not in names]
     ref = np.array([_to_x(nm, _start(start, nm)) for nm in names])
     best = None
     # starts: the start values; all efficiencies lower; compute-bound kernels (memory at 1, compute
@@ -613,11 +639,11 @@ def fit_runtime(runtime: str, points: Sequence[PublicPoint], base: cm.RuntimePro
         x1 = np.array([best.x[names.index(nm)] for nm in chosen])
         fin = _lsq(comp, start, chosen, x1, meas_s, n)
         fitted = {nm: _from_x(nm, v) for nm, v in zip(chosen, fin.x)}
-    kept = {nm: _start(start, nm) for nm in names if nm not in fitted}
+    kept = {nm: _start(start, nm) for nm in names + unbound if nm not in fitted}
     prof = _with_params(start, fitted)
     t = evaluate(comp, start, fitted, n)
     pred = list(_work(points) / t)
-    return JointFit(runtime, prof, points, fitted, kept, pred)
+    return JointFit(runtime, prof, points, fitted, kept, pred, unbound)
 
 
 def _identifiable(J, names, n_points, order=None) -> list[str]:

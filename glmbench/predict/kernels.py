@@ -138,8 +138,17 @@ def check_table(t, where: str) -> dict:
 FALLBACK = {"mmid": "mmq", "mmid_vec": "mmvq", "dequant_cublas": "cublas"}
 
 
+# A batched path streams the same weights as its GEMV counterpart: with a few tokens per expert
+# (batched decode above MMV_MAX_BATCH) MMQ reads each touched expert once and is memory-bound like
+# MMVQ. Where the kernel table has no memory efficiency of the batched path itself (its fit points
+# were compute-bound: prefill ubatches cannot identify a streaming rate), the GEMV's is used.
+GEMV_OF = {"mmid": "mmid_vec", "mmq": "mmvq", "dequant_cublas": "mmvq", "cublas": "mmv"}
+
+
 def lookup_keys(path: str, fam: str | None, which: str) -> list:
-    """The kernel-table keys that give a path's efficiency, most specific first."""
+    """The kernel-table keys that give a path's efficiency, most specific first: the path, the
+    paths it falls back to (FALLBACK), and for a memory efficiency then its GEMV counterpart's
+    (GEMV_OF)."""
     keys = []
     p = path
     while p:
@@ -147,6 +156,8 @@ def lookup_keys(path: str, fam: str | None, which: str) -> list:
             keys.append(f"{p}.{fam}:{which}")
         keys.append(f"{p}:{which}")
         p = FALLBACK.get(p)
+    if which == "memory" and path in GEMV_OF:
+        keys += [k for k in lookup_keys(GEMV_OF[path], fam, which) if k not in keys]
     return keys
 
 
