@@ -708,12 +708,12 @@ class _Op:
     """One op of one layer (or of the head) on one card: raw counts before timing. `path` and
     `family`: the kernel path and weight family (glmbench.predict.kernels) whose efficiencies a
     runtime model's kernel table gives; `tpe`: tokens per expert of a MoE prefill op."""
-    __slots__ = ("name", "cls", "dtype", "tflops", "vflops", "bytes", "kernels", "path", "family", "tpe")
+    __slots__ = ("name", "cls", "dtype", "tflops", "vflops", "bytes", "kernels", "path", "family", "tpe", "tile")
 
-    def __init__(self, name, cls, dtype, tflops, vflops, nbytes, kernels, path=None, family=None, tpe=0.0):
+    def __init__(self, name, cls, dtype, tflops, vflops, nbytes, kernels, path=None, family=None, tpe=0.0, tile=0.0):
         self.name, self.cls, self.dtype = name, cls, dtype
         self.tflops, self.vflops, self.bytes, self.kernels = tflops, vflops, nbytes, kernels
-        self.path, self.family, self.tpe = path, family, tpe
+        self.path, self.family, self.tpe, self.tile = path, family, tpe, tile
 
 
 def _op_efficiency(op: _Op, rt: RuntimeProfile, attn=None) -> tuple:
@@ -727,7 +727,7 @@ def _op_efficiency(op: _Op, rt: RuntimeProfile, attn=None) -> tuple:
         e_c = kn.efficiency(rt.kernels, op.path, op.family, "compute", e_c)
         e_m = kn.efficiency(rt.kernels, op.path, op.family, "memory", e_m)
         if op.tpe:
-            e_c *= kn.moe_occupancy(rt.kernels, op.tpe)
+            e_c *= kn.moe_occupancy(rt.kernels, op.tpe, op.tile)
     return e_c, e_m
 
 
@@ -1316,7 +1316,7 @@ def _ffn_ops(setup: Setup, T: int, moe: bool, share: float) -> list:
     ops.append(_Op("moe.experts", "matmul", dtype, 2.0 * T * k * 3 * D * Fe * share,
                    (DEQUANT_OPS * u * 3 * D * Fe * share if quant else 0.0) + 4 * T * k * Fe * share,
                    u * wb["expert"] * share + extra + ACT_BYTES * T * k * (2 * D + 3 * Fe * share), 5,
-                   path, fam, T * k / max(u, 1.0) if path != "mmid_vec" else 0.0))
+                   path, fam, T * k / max(u, 1.0) if path != "mmid_vec" else 0.0, kn.mmq_tile(T)))
     if cfg.shared_expert_intermediate_size:
         ops.append(_matmul("moe.shared", T, 3 * cfg.shared_expert_intermediate_size, D, wb["shared"], setup, share, kernels=4))
     return ops

@@ -57,9 +57,10 @@ CARD_MIN_SOURCES = 0       # >0: a card with this many sources gets its own fact
 FAMILY_KEYS = False        # per-family kernel entries where a runtime's points have several families
 # options whose values get their own kernel efficiencies (a different set of shaders)
 SCOPED_OPTIONS = {"llama.cpp-vulkan": ("coopmat",)}
-# identifiability: an efficiency is a candidate only where its ops are bound by it (roofline
-# max(compute, memory) at the start values) on some point; one bound by the other resource on every
-# point keeps its start (physics) value (JointFit.unbound; docs/COSTMODEL.md)
+# identifiability (docs/COSTMODEL.md): a batched kernel path's memory efficiency is its GEMV
+# counterpart's (kernels.GEMV_OF), not fitted; and an efficiency that binds no op of any point at
+# the fitted values (roofline max(compute, memory): the other resource takes longer everywhere) goes
+# back to its start. Both are listed in JointFit.unbound.
 BOUND_ONLY = True
 
 
@@ -219,7 +220,7 @@ class _Compiled:
     shares: dict                 # chain-head key -> max share of a point's time at the start
     cards: list = field(default_factory=list)   # card keys of card_c
     weight: np.ndarray | None = None              # per point: 1 / sqrt(points of its source) (SOURCE_WEIGHTS)
-    raw_shares: dict = field(default_factory=dict)  # shares counted for both efficiencies of an op (not BOUND_ONLY)
+    tile: np.ndarray | None = None                  # per op: MMQ's column tile (kernels.moe_occupancy)
 
 
 def _chain(path, fam, which, cls, scopes):
@@ -238,6 +239,7 @@ def compile_points(points: Sequence[PublicPoint], base: cm.RuntimeProfile) -> _C
                             "chain_m", "chain_v", "card_c", "op_stage")}
     stage_point, stage_weight, stage_layers, point_const, pipelines = [], [], [], [], {}
     stage_moe = []
+    tiles = []                   # per op: MMQ's column tile for its batch (kernels.mmq_tile)
     chains, chain_ix = [], {}
     cards, card_ix = [], {}
     scoped = SCOPED_OPTIONS.get(base.name.split("[")[0], ())
@@ -295,6 +297,7 @@ def compile_points(points: Sequence[PublicPoint], base: cm.RuntimeProfile) -> _C
                     cols["count"].append(n)
                     cols["nkern"].append(n * op.kernels)
                     cols["tpe"].append(op.tpe or 0.0)
+                    tiles.append(getattr(op, "tile", 0.0) or 0.0)
                     cols["chain_c"].append(cix(_chain(op.path, op.family, "compute", op.cls, scopes)))
                     cols["chain_m"].append(cix(_chain(op.path, op.family, "memory", op.cls, scopes)))
                     cols["chain_v"].append(cix(_chain(None, None, "compute", "vector", ())))
@@ -320,8 +323,8 @@ def compile_points(points: Sequence[PublicPoint], base: cm.RuntimeProfile) -> _C
                      stage_weight=np.asarray(stage_weight), stage_layers=np.asarray(stage_layers, dtype=float),
                      stage_moe=np.asarray(stage_moe, dtype=float),
                      point_const=np.asarray(point_const), pipelines=pipelines, chains=chains, shares={}, cards=cards)
-    comp.shares = _shares(comp, base, len(points), bound=BOUND_ONLY)
-    comp.raw_shares = _shares(comp, base, len(points)) if BOUND_ONLY else comp.shares
+    comp.tile = np.asarray(tiles, dtype=float)
+    comp.shares = _shares(comp, base, len(points))
     if SOURCE_WEIGHTS:
         n_src: dict = {}
         for p in points:
@@ -376,6 +379,10 @@ def evaluate(comp: _Compiled, prof: cm.RuntimeProfile, params: dict, n_points: i
     h = params.get(HALF, prof.kernels.get(HALF, 0.0))
     if h > 0:
         occ = np.where(comp.tpe > 0, comp.tpe / (comp.tpe + h), 1.0)
+        if comp.tile is not None:        # never below whole tiles' fill (kernels.moe_occupancy)
+            t, j = np.where(comp.tpe > 0, comp.tpe, 1.0), np.where(comp.tile > 0, comp.tile, 1.0)
+            fill = np.where((comp.tpe > 0) & (comp.tile > 0), t / (np.ceil(t / j) * j), 0.0)
+            occ = np.minimum(np.maximum(occ, fill), 1.0)
         e_c = e_c * occ
     tc = comp.tflops / (comp.peak_t * e_c) + comp.vflops / (comp.peak_v * e_v)
     tm = comp.nbytes / (comp.bw * e_m)
@@ -409,18 +416,18 @@ def _work(points) -> np.ndarray:
     return np.array([p.n_prompt if p.test == "pp" else p.batch for p in points], dtype=float)
 
 
-def _shares(comp, prof, n_points, bound=False) -> dict:
+def _shares(comp, prof, n_points, bound=False, params=None) -> dict:
     """{chain: the largest share of a point's time its ops take at the profile's values}. With
     `bound` (the identifiability rule, BOUND_ONLY): an op's share counts only for the efficiency that
     binds it, roofline max(compute, memory): its memory efficiency where the bytes take longer, its
     compute efficiency (by the tensor part of the compute time) where the FLOPs do. An efficiency
     whose ops are bound by the other resource on every point does not change any prediction near
     the start, so the points cannot identify it."""
-    tot, op_s, tc, tm = evaluate(comp, prof, {}, n_points, parts=True)
+    tot, op_s, tc, tm = evaluate(comp, prof, params or {}, n_points, parts=True)
     point_of_op = comp.stage_point[comp.op_stage]
     sh = op_s * comp.stage_weight[comp.op_stage] / tot[point_of_op]
     if bound:
-        e_v = _resolve(comp.chains, prof, {})[comp.chain_v]
+        e_v = _resolve(comp.chains, prof, params or {})[comp.chain_v]
         tv = comp.vflops / (comp.peak_v * e_v)
         tensor = np.where(tc > 0, np.clip(tc - tv, 0.0, None) / np.where(tc > 0, tc, 1.0), 0.0)
         sh_c = np.where(tc >= tm, sh * tensor, 0.0)
@@ -612,8 +619,8 @@ def fit_runtime(runtime: str, points: Sequence[PublicPoint], base: cm.RuntimePro
     n = len(points)
     meas_s = _work(points) / np.array([p.measured for p in points])
     names = candidates(comp, points)
-    # efficiencies whose ops are bound by the other resource on every point: kept at the start
-    unbound = [nm for nm in candidates(dataclasses.replace(comp, shares=comp.raw_shares), points) if nm not in names]
+    unbound = [nm for nm in names if BOUND_ONLY and _streams_as_gemv(nm)]
+    names = [nm for nm in names if nm not in unbound]
     ref = np.array([_to_x(nm, _start(start, nm)) for nm in names])
     best = None
     # starts: the start values; all efficiencies lower; compute-bound kernels (memory at 1, compute
@@ -639,11 +646,55 @@ def fit_runtime(runtime: str, points: Sequence[PublicPoint], base: cm.RuntimePro
         x1 = np.array([best.x[names.index(nm)] for nm in chosen])
         fin = _lsq(comp, start, chosen, x1, meas_s, n)
         fitted = {nm: _from_x(nm, v) for nm, v in zip(chosen, fin.x)}
+    # 3. identifiability at the fitted values: an efficiency that binds no op (roofline: the other
+    #    resource takes longer) on any point is not determined by the points: it goes back to its
+    #    start and the rest is fitted again
+    for _ in range(3 if BOUND_ONLY else 0):
+        drop = _unbound(comp, start, fitted, n)
+        if not drop:
+            break
+        unbound += drop
+        chosen = [nm for nm in chosen if nm not in drop]
+        x1 = np.array([_to_x(nm, fitted[nm]) for nm in chosen])
+        fitted = {}
+        if chosen:
+            fin = _lsq(comp, start, chosen, x1, meas_s, n)
+            fitted = {nm: _from_x(nm, v) for nm, v in zip(chosen, fin.x)}
     kept = {nm: _start(start, nm) for nm in names + unbound if nm not in fitted}
     prof = _with_params(start, fitted)
     t = evaluate(comp, start, fitted, n)
     pred = list(_work(points) / t)
     return JointFit(runtime, prof, points, fitted, kept, pred, unbound)
+
+
+def _streams_as_gemv(name: str) -> bool:
+    """A batched path's own memory efficiency ("mmid:memory", "mmq.k:memory@coopmat=khr", ...): not
+    a fit parameter. Such a kernel reads its weights once per tile column like its GEMV counterpart
+    (kernels.GEMV_OF) and runs on prefill ubatches, near or above the ridge, where a lower memory
+    efficiency and a lower compute efficiency explain the same time: the points cannot tell them
+    apart, and the streaming rate is the one the decode points identify on the GEMV."""
+    head, _, which = name.split("@")[0].rpartition(":")
+    return which == "memory" and head.split(".")[0] in kn.GEMV_OF
+
+
+def _unbound(comp, prof, params, n_points) -> list[str]:
+    """The fitted kernel efficiencies (not card/arch factors) among `params` that bind no op taking
+    at least MIN_SHARE of some point's time at these values: each op's time is max(compute,
+    memory), and an efficiency whose ops the other resource bounds on every point does not change
+    a prediction (its sensitivity is zero), so the fit has not determined it."""
+    sh = _shares(comp, prof, n_points, bound=True, params=params)
+    bound = set()
+    for ch, x in sh.items():
+        if x < MIN_SHARE:
+            continue
+        for k in ch:                      # the entry that gives the chain's efficiency (_resolve)
+            if isinstance(k, tuple):
+                break
+            if k in params or k in prof.kernels:
+                bound.add(k)
+                break
+    return [nm for nm in params if _is_eff(nm) and nm != "pipeline_overlap" and ":" in nm
+            and not nm.startswith(("card.", "arch.")) and nm not in bound]
 
 
 def _identifiable(J, names, n_points, order=None) -> list[str]:

@@ -36,6 +36,8 @@ the GPU's peaks) so that costmodel.py can call it per op.
 """
 from __future__ import annotations
 
+import math
+
 # ---- weight-type families ----------------------------------------------------------------------
 # A family groups the ggml / vLLM formats whose kernels share code and rate: llama.cpp's MMQ and
 # MMVQ have one template per family of block layouts (legacy 32-weight blocks, K-quant 256-weight
@@ -237,13 +239,30 @@ def moe_path(n_tokens: float, rt) -> str:
     return "mmid_vec" if n_tokens <= MMV_MAX_BATCH else "mmid"
 
 
-def moe_occupancy(table: dict, tokens_per_expert: float) -> float:
+MMQ_X_MAX = 128             # ggml-cuda mmq.cuh: the widest MMQ column tile (J)
+
+
+def mmq_tile(n_tokens: float) -> float:
+    """The column tile MMQ runs a batch of n_tokens with on NVIDIA cards: the narrowest multiple
+    of 8 that holds the batch, at most MMQ_X_MAX (mmq.cu: the tile is sized against ne12, the
+    batch's tokens; mmq.cuh: the narrowest J with the fewest tiles)."""
+    return float(min(MMQ_X_MAX, 8 * math.ceil(max(n_tokens, 1) / 8)))
+
+
+def moe_occupancy(table: dict, tokens_per_expert: float, tile: float = 0.0) -> float:
     """The share of its efficiency MoE prefill keeps with this many tokens per expert and ubatch:
-    t / (t + half_tokens); 1 without the parameter."""
+    t / (t + half_tokens), but never below the fill of whole tiles of `tile` columns (mmq_tile of
+    the batch): t / (ceil(t / tile) tile), as each touched expert computes at most its tokens
+    rounded up to whole tiles (batched decode, a few tokens per expert: one tile of about the
+    batch's width, not half_tokens of padding). 1 without the parameter."""
     h = table.get("mmid:half_tokens", 0.0) if table else 0.0
     if h <= 0 or tokens_per_expert <= 0:
         return 1.0
-    return tokens_per_expert / (tokens_per_expert + h)
+    t = tokens_per_expert
+    occ = t / (t + h)
+    if tile > 0:
+        occ = max(occ, t / (math.ceil(t / tile) * tile))
+    return min(occ, 1.0)
 
 
 def attention_path(cfg_attention: str, strategy: str, prefill: bool, flash_attn: bool, rt) -> str:
