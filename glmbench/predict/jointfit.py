@@ -378,11 +378,9 @@ def evaluate(comp: _Compiled, prof: cm.RuntimeProfile, params: dict, n_points: i
         e_m = e_m * fm[comp.card_c]
     h = params.get(HALF, prof.kernels.get(HALF, 0.0))
     if h > 0:
-        occ = np.where(comp.tpe > 0, comp.tpe / (comp.tpe + h), 1.0)
-        if comp.tile is not None:        # never below whole tiles' fill (kernels.moe_occupancy)
-            t, j = np.where(comp.tpe > 0, comp.tpe, 1.0), np.where(comp.tile > 0, comp.tile, 1.0)
-            fill = np.where((comp.tpe > 0) & (comp.tile > 0), t / (np.ceil(t / j) * j), 0.0)
-            occ = np.minimum(np.maximum(occ, fill), 1.0)
+        hj = h * np.where(comp.tile > 0, np.minimum(comp.tile, kn.MMQ_X_MAX) / kn.MMQ_X_MAX, 1.0) \
+            if comp.tile is not None else h        # the padding at the batch's tile (kernels.moe_occupancy)
+        occ = np.where(comp.tpe > 0, comp.tpe / (comp.tpe + hj), 1.0)
         e_c = e_c * occ
     tc = comp.tflops / (comp.peak_t * e_c) + comp.vflops / (comp.peak_v * e_v)
     tm = comp.nbytes / (comp.bw * e_m)

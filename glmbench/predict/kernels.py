@@ -251,18 +251,17 @@ def mmq_tile(n_tokens: float) -> float:
 
 def moe_occupancy(table: dict, tokens_per_expert: float, tile: float = 0.0) -> float:
     """The share of its efficiency MoE prefill keeps with this many tokens per expert and ubatch:
-    t / (t + half_tokens), but never below the fill of whole tiles of `tile` columns (mmq_tile of
-    the batch): t / (ceil(t / tile) tile), as each touched expert computes at most its tokens
-    rounded up to whole tiles (batched decode, a few tokens per expert: one tile of about the
-    batch's width, not half_tokens of padding). 1 without the parameter."""
+    t / (t + half_tokens x tile / MMQ_X_MAX), `tile` the column tile of the batch (mmq_tile; 0:
+    the widest). half_tokens is the padding of an expert's tiles at the widest tile, which every
+    prefill ubatch of 128 tokens or more gets; a smaller batch (batched decode above
+    MMV_MAX_BATCH) runs narrower tiles, each expert's few tokens padded to that width, not to 128.
+    1 without the parameter."""
     h = table.get("mmid:half_tokens", 0.0) if table else 0.0
     if h <= 0 or tokens_per_expert <= 0:
         return 1.0
-    t = tokens_per_expert
-    occ = t / (t + h)
     if tile > 0:
-        occ = max(occ, t / (math.ceil(t / tile) * tile))
-    return min(occ, 1.0)
+        h *= min(tile, MMQ_X_MAX) / MMQ_X_MAX
+    return tokens_per_expert / (tokens_per_expert + h)
 
 
 def attention_path(cfg_attention: str, strategy: str, prefill: bool, flash_attn: bool, rt) -> str:
