@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
+import hashlib
 import json
 import os
 import platform
@@ -200,7 +201,34 @@ def _pct(x):
     return f"{100 * x:+.1f}%" if x is not None else "–"
 
 
-def render(recs, profiles, seconds) -> str:
+def profile_hashes(names) -> dict:
+    """{profile: the first 12 hex digits of the sha256 of its shipped JSON}: which fit the numbers are of."""
+    out = {}
+    for n in names:
+        path = os.path.join(os.path.dirname(cm.__file__), "..", "data", "runtime", n + ".json")
+        with open(path, "rb") as f:
+            out[n] = hashlib.sha256(f.read()).hexdigest()[:12]
+    return out
+
+
+def _before_after(rows, before, profiles, label) -> list:
+    """Lines: MAPE per source, test and quantity of an earlier run (`before`: its records with their
+    predictions) beside this one's."""
+    old = {(r["source"], r["test"], r["quantity"], r["profile"]): r for r in _rows(before, profiles)}
+    L = [f"## Before / after ({label} -> this run)", "",
+         "| source | test | quantity | " + " | ".join(f"`{p}` MAPE before -> after" for p in profiles) + " |",
+         "|---|---|---|" + "---|" * len(profiles)]
+    for k in dict.fromkeys((r["source"], r["test"], r["quantity"]) for r in rows):
+        cells = []
+        for p in profiles:
+            now = next(r for r in rows if (r["source"], r["test"], r["quantity"], r["profile"]) == k + (p,))
+            was = old.get(k + (p,))
+            cells.append((f"{100 * was['mape']:.1f}%" if was else "–") + f" -> {100 * now['mape']:.1f}%")
+        L.append(f"| {k[0]} | {k[1]} | {k[2]} | " + " | ".join(cells) + " |")
+    return L + [""]
+
+
+def render(recs, profiles, seconds, hashes=None, before=None, before_label="") -> str:
     load = os.getloadavg()
     cpu = platform.processor() or platform.machine()
     try:
@@ -217,7 +245,9 @@ def render(recs, profiles, seconds) -> str:
          "the options the run states (llama.cpp: -fa 1, -ub 2048; vLLM: its defaults). The batched-bench rows are "
          "not in the public fit (bench/public_records.py keeps single-stream benches), but the same card, models and "
          "runtime are, through the llama-bench tables of the same files: this checks what batching adds. The vLLM "
-         "TPOT is the vLLM model's only fitted point (in-sample, shown for completeness); its TTFT is held out.", "",
+         "TPOT is the vLLM model's only fitted point (in-sample, shown for completeness); its TTFT is held out."
+         + (" Profiles (sha256 of their JSON, first 12 digits): " + ", ".join(f"`{k}` {v}" for k, v in hashes.items())
+            + "." if hashes else ""), "",
          "Predicted as: PP = `costmodel.prefill_batch(setup, PP, B)` (the B prompts one after the other in ubatches "
          "of n_ubatch, weights read once per ubatch, attention per sequence); TG = B / mean `costmodel.decode(setup, "
          "d, B)` over d = PP .. PP+TG-1 (weights once per step, KV per stream); TTFT = the prompt's prefill alone, "
@@ -257,20 +287,35 @@ def render(recs, profiles, seconds) -> str:
             if pb < pa and b["avg_ts"] > a["avg_ts"]:
                 drops.append(f"{key[0]} at depth {key[1]}: B {a['n_streams']} -> {b['n_streams']} predicted "
                              f"{pa:.0f} -> {pb:.0f} tok/s, measured {a['avg_ts']:.0f} -> {b['avg_ts']:.0f}")
+    # where the runtime model's aggregate decode falls as B grows, whatever the measurement
+    falls = []
+    for key in dict.fromkeys((r["public_source"], r["n_depth"]) for r in tg):
+        line = sorted((r for r in tg if (r["public_source"], r["n_depth"]) == key), key=lambda r: r["n_streams"])
+        falls += [f"{key[0]} at depth {key[1]}: B {a['n_streams']} -> {b['n_streams']}" for a, b in zip(line, line[1:])
+                  if b["predicted"]["runtime model"]["avg_ts"] < a["predicted"]["runtime model"]["avg_ts"]]
     L += ["", f"`ideal` slower than the measurement: {len(slow)} of {len(recs)} records"
           + (": " + ", ".join(slow) if slow else "") + ".", "",
           f"Runtime model's aggregate decode falling as B grows while the measurement rises: {len(drops)} cases"
-          + (" (" + "; ".join(drops) + ")" if drops else "") + ".", "",
+          + (" (" + "; ".join(drops) + ")" if drops else "") + "; falling at all: " + str(len(falls)) + " cases"
+          + (" (" + "; ".join(falls) + ")" if falls else "") + ".", "",
           "Reading (not fitted, nothing changed on account of these points): above "
           f"{kn.MMV_MAX_BATCH} streams the cost model moves MoE decode from the GEMV path (mul_mat_id through MMVQ, "
-          "`kernels.MMV_MAX_BATCH`) to the batched one (mul_mat_id through MMQ); `llama.cpp`'s kernel table streams "
-          f"the experts at {_eff('mmid_vec')} of the bandwidth on the first and {_eff('mmid')} on the second (fitted "
-          "on 2048-token prefill ubatches, hundreds of tokens per expert), and the step stays memory-bound on the "
-          "experts, so the model's aggregate decode drops where the path changes; the measurements rise smoothly. And "
-          "`ideal` reads the distinct experts a batch touches under uniform routing "
-          "(`costmodel.expected_distinct_experts`); where it is slower than a measurement, the batch touched fewer "
-          "experts than uniform routing predicts (`Setup(expert_skew=...)` models skewed routing; not set here).", "",
-          "## Every point", "",
+          "`kernels.MMV_MAX_BATCH`) to the batched one (mul_mat_id through MMQ). `llama.cpp`'s kernel table streams "
+          f"the experts at {_eff('mmid_vec')} of the bandwidth on the first and {_eff('mmid')} on the second: a "
+          "batched path's memory efficiency is its GEMV counterpart's (`kernels.GEMV_OF`), not fitted, because the "
+          "prefill ubatches it runs in the fit are near or above the ridge, where a memory and a compute efficiency "
+          "explain the same time (docs/COSTMODEL.md, identifiability). Its compute term pads each touched expert's "
+          "few tokens to the batch's MMQ tile (`kernels.mmq_tile`, `kernels.moe_occupancy`), not to the 128-column "
+          "tile of prefill. `ideal` reads the fewest distinct experts a batch can touch, top_k per layer "
+          "(`costmodel.fewest_distinct_experts`): a bound whatever the routing; `typical` and the runtime models read "
+          "those uniform routing leaves distinct (`costmodel.expected_distinct_experts`). Where the runtime model is "
+          "below a measurement at many streams, the batch touched fewer experts than uniform routing: e.g. "
+          "gpt-oss-120b at B=16 measured 220 tok/s, 73 ms a step, while the 51 of 128 experts per layer uniform "
+          "routing touches hold 24 GB of MXFP4 weights, 89 ms at the GB10's full 273 GB/s "
+          "(`Setup(expert_skew=...)` models skewed routing; not set here).", ""]
+    if before:
+        L += _before_after(rows, before, profiles, before_label)
+    L += ["## Every point", "",
           "| source:line | test | PP or depth | B | measured | " + " | ".join(f"`{p}`" for p in profiles) + " |",
           "|---|---|---|---|---|" + "---|" * len(profiles)]
     for r in recs:
@@ -295,6 +340,8 @@ def main(argv=None) -> int:
     ap.add_argument("src_dir", nargs="?", help="the folder of the published files (with their sidecars)")
     ap.add_argument("--records", help="re-predict the held-out records of an earlier run (its .json)")
     ap.add_argument("--out", default=os.path.join(HERE, "results"), help="folder of the result files")
+    ap.add_argument("--before", help="an earlier run's .json: its MAPE per source beside this run's")
+    ap.add_argument("--before-label", default="", help="how the report names the --before run")
     a = ap.parse_args(argv)
     if bool(a.src_dir) == bool(a.records):
         ap.error("give the published files' folder or --records FILE (one of them)")
@@ -310,10 +357,16 @@ def main(argv=None) -> int:
         r["predicted"]["runtime model"]["profile"] = _profile(r["runtime"], r).name
     seconds = time.perf_counter() - t0
     profiles = ["runtime model", "typical", "ideal"]
-    md = render(recs, profiles, seconds)
+    before = None
+    if a.before:
+        with open(a.before) as f:
+            before = json.load(f)["records"]
+    hashes = profile_hashes(list(dict.fromkeys(runtimes + list(PHYSICS))))
+    md = render(recs, profiles, seconds, hashes, before, a.before_label or os.path.basename(a.before or ""))
     today = datetime.date.today().isoformat()
     base = os.path.join(a.out, f"public_batched_{today}")
-    rec.atomic_write_text(base + ".json", json.dumps({"date": today, "runtimes": runtimes, "records": recs},
+    rec.atomic_write_text(base + ".json", json.dumps({"date": today, "runtimes": runtimes, "profiles": hashes,
+                                                      "records": recs},
                                                       indent=1, default=str) + "\n")
     rec.atomic_write_text(base + ".md", md)
     print(f"{len(recs)} held-out records -> {base}.md, .json")

@@ -2,10 +2,16 @@
 `ideal` bounds every public measurement and every runtime model, options and names fail clearly,
 and records predicted with a runtime model carry its cross-validated error."""
 import dataclasses
+import glob
+import importlib.util
+import json
+import os
 
+import numpy as np
 import pytest
 
 from glmbench.predict import costmodel as cm
+from glmbench.predict import hardware as hw
 from glmbench.predict import jointfit as jf
 from glmbench.predict import kernels as kn
 
@@ -160,3 +166,136 @@ def test_calibrate_points_run_with_their_records_options():
     on = cal.predict_point(cal.point_from_record("x:1", dict(rec, flash_attn=True)), prof)
     off = cal.predict_point(cal.point_from_record("x:1", dict(rec, flash_attn=False)), prof)
     assert on != off
+
+
+# ---- identifiability: an efficiency the points are not bound by keeps its start (issue 22) -------
+@pytest.fixture(scope="module")
+def compute_bound(public):
+    """Synthetic prefill points of llama.cpp on F16 Llama-3-8B (cuBLAS GEMMs of 512 tokens: compute
+    bound), measured from a profile with a known cuBLAS compute efficiency."""
+    pts = [p for p in public if p.runtime == "llama.cpp" and p.test == "pp" and p.setup.weights == "f16"]
+    start = jf._start_profile("llama.cpp")
+    truth = jf._with_params(start, {"cublas:compute": 0.3})
+    fake = [dataclasses.replace(p, measured=q) for p, q in zip(pts, jf.predict_many(pts, truth))]
+    comp = jf.compile_points(fake, truth)
+    _, _, tc, tm = jf.evaluate(comp, truth, {}, len(fake), parts=True)
+    gemm = np.array([str(comp.chains[c][0]).startswith("cublas") for c in comp.chain_c])
+    assert len(fake) >= 10 and gemm.any() and (tc[gemm] > 2 * tm[gemm]).all()     # every GEMM compute-bound
+    return start, fake, comp
+
+
+def test_fit_keeps_a_memory_efficiency_compute_bound_points_cannot_identify(compute_bound, monkeypatch):
+    start, fake, comp = compute_bound
+    fit = jf.fit_runtime("llama.cpp", fake, base=start)
+    assert fit.fitted["cublas:compute"] == pytest.approx(0.3, rel=0.02)
+    assert max(abs(e) for e in fit.errors) < 0.02
+    # the batched path's memory efficiency is not fitted: held at its start, listed as such
+    assert "cublas:memory" not in fit.fitted and "cublas:memory" in fit.unbound
+    assert fit.kept["cublas:memory"] == jf._start(start, "cublas:memory")
+    assert not any(k.startswith("cublas") and k.endswith(":memory") for k in fit.profile.kernels)
+    # the post-fit rule alone: even where the sensitivity check lets every candidate through (as the
+    # fit once let llama.cpp's mul_mat_id memory efficiency through, fitted on compute-bound
+    # prefill), an efficiency that binds no op at the fitted values goes back to its start
+    monkeypatch.setattr(jf, "_streams_as_gemv", lambda name: False)
+    monkeypatch.setattr(jf, "_identifiable", lambda J, names, n, order=None: list(names))
+    loose = jf.fit_runtime("llama.cpp", fake, base=start)
+    mem = [n for n in jf.candidates(comp, fake) if n.endswith(":memory") and n.split(":")[0] in ("cublas", "fa_mma")]
+    assert mem
+    for n in mem:
+        assert n not in loose.fitted and n in loose.unbound, n
+        assert loose.kept[n] == jf._start(start, n)
+    assert loose.fitted["cublas:compute"] == pytest.approx(0.3, rel=0.02)
+    assert max(abs(e) for e in loose.errors) < 0.02
+
+
+def test_unbound_names_only_efficiencies_no_op_is_bound_by(compute_bound):
+    start, fake, comp = compute_bound
+    got = jf._unbound(comp, start, {"cublas:compute": 0.3, "cublas:memory": 0.5, "fa_mma:memory": 0.5,
+                                    "attn_mat:memory": 0.45}, len(fake))
+    assert "cublas:memory" in got and "fa_mma:memory" in got
+    assert "cublas:compute" not in got and "attn_mat:memory" not in got     # these bind
+
+
+def test_batched_paths_stream_as_their_gemv():
+    """Without an entry of its own, a batched path's memory efficiency is its GEMV counterpart's."""
+    t = {"mmid_vec:memory": 0.97, "mmvq:memory": 0.8, "mmv:memory": 0.9, "mmid:compute": 0.1}
+    assert kn.efficiency(t, "mmid", "mxfp4", "memory", 0.5) == 0.97
+    assert kn.efficiency(t, "mmq", "k", "memory", 0.5) == 0.8
+    assert kn.efficiency(t, "cublas", "f16", "memory", 0.5) == 0.9
+    assert kn.efficiency(t, "mmid", "mxfp4", "compute", 0.5) == 0.1                 # compute: no such fallback
+    assert kn.efficiency({**t, "mmid:memory": 0.6}, "mmid", "mxfp4", "memory", 0.5) == 0.6
+    # a few tokens per expert pad to the batch's MMQ tile, not to the 128-column tile of prefill
+    assert kn.mmq_tile(9) == 16 and kn.mmq_tile(16) == 16 and kn.mmq_tile(2048) == kn.MMQ_X_MAX
+    h = {"mmid:half_tokens": 32.0}
+    assert kn.moe_occupancy(h, 1.0, kn.mmq_tile(16)) == pytest.approx(1 / (1 + 4))
+    assert kn.moe_occupancy(h, 64.0, kn.mmq_tile(2048)) == pytest.approx(64 / 96)
+    assert kn.moe_occupancy(h, 64.0) == pytest.approx(64 / 96)
+
+
+# ---- batched decode: MoE runtime models and the `ideal` bound ------------------------------------
+MOE_CASES = [("gpt-oss-20b", "mxfp4", "gb10"), ("gpt-oss-120b", "mxfp4", "gb10"),
+             ("qwen3-coder-30b-a3b", "q8_0", "gb10"), ("deepseek-v2-lite", "q4_0", "rtx-3090-ti")]
+
+
+def _aggregate_decode(prof, model, weights, gpu, depth, batches):
+    s = cm.Setup(model, hw.Rig(gpu), weights=weights, runtime=prof)
+    out = []
+    for B in batches:
+        st = cm.decode(s, depth, B)
+        bound = {o.bound for o in st.ops if o.name == "moe.experts"}
+        out.append((B, st.tok_s, bound))
+    return out
+
+
+def _check_monotone(prof, why, past_gemv=()):
+    """Monotone over the memory-bound range (B from 1 until the experts turn compute-bound); for the
+    models in `past_gemv` that range must reach past MMV_MAX_BATCH into mul_mat_id through MMQ (as
+    the published batched-bench rows of gpt-oss on the GB10 show: their tok/s rises through 32)."""
+    for model, weights, gpu in MOE_CASES:
+        for depth in (512, 8192):
+            line = _aggregate_decode(prof, model, weights, gpu, depth, range(1, 65))
+            memory = [x for x in line[:next((i for i, x in enumerate(line) if x[2] != {"memory"}), len(line))]]
+            if model in past_gemv:
+                assert len(memory) > 2 * kn.MMV_MAX_BATCH, (prof.name, model, depth, line[len(memory)])
+            for (b0, t0, _), (b1, t1, _) in zip(memory, memory[1:]):
+                assert t1 >= t0 * (1 - 1e-9), f"{prof.name} {model} {gpu} d{depth}: B {b0} -> {b1}: {t0:.1f} -> {t1:.1f} tok/s; {why}"
+
+
+@pytest.mark.parametrize("rt", ["llama.cpp", "ik_llama.cpp"])
+def test_shipped_runtime_model_moe_decode_never_falls_as_batch_grows(rt):
+    """Aggregate tok/s of MoE decode at a fixed depth rises with the streams while the experts stay
+    memory-bound, across the change of path at MMV_MAX_BATCH (GEMV -> mul_mat_id through MMQ)."""
+    _check_monotone(cm.load_runtime(rt), "regenerate glmbench/data/runtime/*.json with "
+                                          "`python bench/bench_public_fit.py --write-profiles` if this profile predates "
+                                          "the identifiability rule (jointfit)",
+                    past_gemv=("gpt-oss-20b", "gpt-oss-120b") if rt == "llama.cpp" else ())
+
+
+def test_fitted_runtime_model_moe_decode_never_falls_as_batch_grows(public):
+    """The same for llama.cpp as the joint fit makes it now, from the public points."""
+    fit = jf.fit_runtime("llama.cpp", [p for p in public if p.runtime == "llama.cpp"])
+    _check_monotone(fit.profile, "the joint fit", past_gemv=("gpt-oss-20b", "gpt-oss-120b"))
+
+
+def _batched_records():
+    files = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "bench", "results", "public_batched_*.json")))
+    assert files
+    with open(files[-1]) as f:
+        return json.load(f)["records"]
+
+
+def test_ideal_never_slower_than_any_batched_public_point():
+    """`ideal` (the fewest distinct experts a batch can touch, every efficiency 1) is faster than
+    every held-out batched-bench point and the vLLM serving block (TTFT and TPOT), predicted now."""
+    p = os.path.join(os.path.dirname(__file__), "..", "bench", "bench_public_batched.py")
+    spec = importlib.util.spec_from_file_location("bench_public_batched", p)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    recs = _batched_records()
+    assert len(recs) >= 70 and any(r["test"] == "tg" and r.get("n_streams", 1) >= 16 for r in recs)
+    for r in recs:
+        q = mod.predict(r, "ideal")
+        if r["test"] in ("pp", "tg"):
+            assert q["avg_ts"] >= r["avg_ts"], (r["line"], r["test"], r.get("n_streams"))
+        else:
+            assert q["ttft_s"] <= r["ttft_s"] and q["tpot_s"] <= r["tpot_s"], r["line"]
