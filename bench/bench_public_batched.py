@@ -197,6 +197,11 @@ def _eff(path, runtime="llama.cpp", fam="mxfp4") -> str:
     return f"{kn.efficiency(rt.kernels, path, fam, 'memory', rt.memory_efficiency['matmul']):.2f}"
 
 
+QUANTITY = {"avg_ts": "tok/s (all streams)", "ttft_s": "mean TTFT, prefill alone", "ttft_loaded_s":
+            "mean TTFT, behind the other streams' decode", "ttft_replay_s": "mean TTFT, replay of the benchmark's closed loop",
+            "tpot_s": "mean TPOT (in-sample for `vllm`)"}
+
+
 def _pct(x):
     return f"{100 * x:+.1f}%" if x is not None else "–"
 
@@ -224,11 +229,11 @@ def _before_after(rows, before, profiles, label) -> list:
             now = next(r for r in rows if (r["source"], r["test"], r["quantity"], r["profile"]) == k + (p,))
             was = old.get(k + (p,))
             cells.append((f"{100 * was['mape']:.1f}%" if was else "–") + f" -> {100 * now['mape']:.1f}%")
-        L.append(f"| {k[0]} | {k[1]} | {k[2]} | " + " | ".join(cells) + " |")
+        L.append(f"| {k[0]} | {k[1]} | {QUANTITY[k[2]]} | " + " | ".join(cells) + " |")
     return L + [""]
 
 
-def render(recs, profiles, seconds, hashes=None, before=None, before_label="") -> str:
+def render(recs, profiles, seconds, hashes=None, before=None, before_label="", note="") -> str:
     load = os.getloadavg()
     cpu = platform.processor() or platform.machine()
     try:
@@ -247,7 +252,7 @@ def render(recs, profiles, seconds, hashes=None, before=None, before_label="") -
          "runtime are, through the llama-bench tables of the same files: this checks what batching adds. The vLLM "
          "TPOT is the vLLM model's only fitted point (in-sample, shown for completeness); its TTFT is held out."
          + (" Profiles (sha256 of their JSON, first 12 digits): " + ", ".join(f"`{k}` {v}" for k, v in hashes.items())
-            + "." if hashes else ""), "",
+            + "." if hashes else ""), ""] + ([note, ""] if note else []) + [
          "Predicted as: PP = `costmodel.prefill_batch(setup, PP, B)` (the B prompts one after the other in ubatches "
          "of n_ubatch, weights read once per ubatch, attention per sequence); TG = B / mean `costmodel.decode(setup, "
          "d, B)` over d = PP .. PP+TG-1 (weights once per step, KV per stream); TTFT = the prompt's prefill alone, "
@@ -265,9 +270,7 @@ def render(recs, profiles, seconds, hashes=None, before=None, before_label="") -
     for k in keys:
         cells = {r["profile"]: r for r in rows if (r["source"], r["test"], r["quantity"]) == k}
         first = next(iter(cells.values()))
-        q = {"avg_ts": "tok/s (all streams)", "ttft_s": "mean TTFT, prefill alone", "ttft_loaded_s":
-             "mean TTFT, behind the other streams' decode", "ttft_replay_s": "mean TTFT, replay of the benchmark's closed loop",
-             "tpot_s": "mean TPOT (in-sample for `vllm`)"}[k[2]]
+        q = QUANTITY[k[2]]
         L.append(f"| {k[0]} | {k[1]} | {q} | {first['points']} | " + " | ".join(
             f"{100 * cells[p]['mape']:.1f}% ({_pct(cells[p]['median'])})" for p in profiles) + " |")
     # ideal must never be slower than a measurement
@@ -342,6 +345,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=os.path.join(HERE, "results"), help="folder of the result files")
     ap.add_argument("--before", help="an earlier run's .json: its MAPE per source beside this run's")
     ap.add_argument("--before-label", default="", help="how the report names the --before run")
+    ap.add_argument("--note", default="", help="a paragraph the report adds under its header (e.g. which fit)")
     a = ap.parse_args(argv)
     if bool(a.src_dir) == bool(a.records):
         ap.error("give the published files' folder or --records FILE (one of them)")
@@ -362,7 +366,7 @@ def main(argv=None) -> int:
         with open(a.before) as f:
             before = json.load(f)["records"]
     hashes = profile_hashes(list(dict.fromkeys(runtimes + list(PHYSICS))))
-    md = render(recs, profiles, seconds, hashes, before, a.before_label or os.path.basename(a.before or ""))
+    md = render(recs, profiles, seconds, hashes, before, a.before_label or os.path.basename(a.before or ""), a.note)
     today = datetime.date.today().isoformat()
     base = os.path.join(a.out, f"public_batched_{today}")
     rec.atomic_write_text(base + ".json", json.dumps({"date": today, "runtimes": runtimes, "profiles": hashes,

@@ -15,8 +15,11 @@ Which parameters are fitted follows calibrate.py's rule: a candidate is an effic
 path (and family, where the runtime's points have more than one family on that path) whose op
 takes at least MIN_SHARE of some point's time at the start, plus the overheads; a candidate is
 fitted only if the points identify it (pivoted QR of the sensitivities: its column outside the span
-of those chosen is at least calibrate.SELECT_TOL of the largest). The others keep their start
-(physics) value and the profile says so. The fit minimizes squared log errors (scipy
+of those chosen is at least calibrate.SELECT_TOL of the largest), and only where the points are
+bound by it: each op's time is max(compute, memory), so a batched path's memory efficiency (whose
+prefill points sit near the ridge) is its GEMV's, and an efficiency that binds no op at the fitted
+values goes back to its start (BOUND_ONLY; docs/COSTMODEL.md, identifiability). The others keep
+their start (physics) value and the profile says so. The fit minimizes squared log errors (scipy
 least_squares, bounded: efficiencies in [MIN_EFF, 1], overheads >= 0).
 
 Speed: each point is compiled once into arrays (FLOPs, bytes, peaks of every op of every pass,
@@ -608,7 +611,10 @@ def fit_runtime(runtime: str, points: Sequence[PublicPoint], base: cm.RuntimePro
        some point's time, the overheads) is fitted at once with a pull toward its start (RIDGE),
        from two starts: what the points determine moves, the rest stays;
     2. the identifiable ones there (pivoted QR of the sensitivities) are fitted again without the
-       pull, from that solution, every other parameter at its start value."""
+       pull, from that solution, every other parameter at its start value;
+    3. identifiability by the roofline (BOUND_ONLY): a batched path's own memory efficiency is not
+       a candidate (_streams_as_gemv), and an efficiency that binds no op at the fitted values
+       (_unbound) goes back to its start, the rest fitted again. Both are in `unbound` and `kept`."""
     start = base or _start_profile(runtime)
     points = [p for p in points]
     if not points:
