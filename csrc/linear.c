@@ -4,7 +4,11 @@
  *   1 blas     f32 weights: OpenBLAS sgemv/sgemm
  *   2 gemv16   16-bit (and f32, for fused SwiGLU) weights, T <= GB_GEMV_MAX_T (64): tile4 (a register
  *              tile of 4 rows x up to 4 tokens), AVX-512 or portable
- *   3 panel    16-bit weights, T > GB_GEMV_MAX_T: rows converted to float32 in panels, then sgemm
+ *   3 hgemm    16-bit weights, T > GB_GEMV_MAX_T: hgemm.c's packed-panel GEMM, the kernel picked by
+ *              what the CPU reports (bf16: vdpbf16ps with bf16-rounded activations; f16, or bf16
+ *              without avx512_bf16: float32 FMA on weights widened in the panel); where the CPU has
+ *              no AVX-512, or when gb_linear_set_hgemm(GB_HG_SGEMM) asks for it, version 4
+ *   4 panel    rows converted to float32 in panels, then sgemm
  */
 #include "linear.h"
 
@@ -15,6 +19,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "hgemm.h"
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
 #include <immintrin.h>
@@ -49,6 +54,15 @@
 static int use_portable = 0;
 static int use_pairs = 1; /* bf16 pair kernels for T = 1 (gb_linear_set_pairs) */
 static int64_t gemv_max_t = GB_GEMV_MAX_T;
+static int hgemm_version = GB_HG_AUTO; /* prefill kernel for 16-bit weights (gb_linear_set_hgemm) */
+
+void gb_linear_set_hgemm(int version) { hgemm_version = version >= 0 && version < GB_HG_COUNT ? version : GB_HG_AUTO; }
+
+int gb_linear_hgemm(int fmt) {
+    if (use_portable) return GB_HG_REF;
+    const int v = hgemm_version;
+    return v == GB_HG_AUTO || !gb_hgemm_available(v, fmt) ? gb_hgemm_pick(fmt) : v;
+}
 
 void gb_linear_set_gemv_max_t(int64_t t) { gemv_max_t = t < 1 ? GB_GEMV_MAX_T : t; }
 int64_t gb_linear_gemv_max_t(void) { return gemv_max_t; }
@@ -613,7 +627,8 @@ int gb_linear(const float *x, int64_t T, int64_t K, const void *w, int wfmt, int
     } else if (T <= gemv_max_t) {
         gemv16(x, T, K, w, wfmt, N, y);
     } else {
-        st = panel_gemm(x, T, K, w, wfmt, N, y);
+        const int v = gb_linear_hgemm(wfmt);
+        st = v == GB_HG_SGEMM ? panel_gemm(x, T, K, w, wfmt, N, y) : gb_hgemm(x, T, K, w, wfmt, N, y, v);
     }
     if (st == GB_OK && bias)
         for (int64_t t = 0; t < T; t++)

@@ -7,10 +7,12 @@
  *                        4-row x 4-token register tiles (the weights are read from memory once
  *                        whatever T is, so decode is bandwidth-bound); OpenMP over blocks of
  *                        output rows; AVX-512 path plus a portable path.
- *   f16/bf16, T > 64     panel: convert a panel of weight rows (up to 24 MiB of float32)
- *                        to float32 scratch, then OpenBLAS sgemm on it; the conversion is
- *                        10 bytes of traffic per weight against 2T FLOPs, so prefill stays
- *                        compute-bound.
+ *   f16/bf16, T > 64     hgemm.c: weights packed per 64-row tile as stored, bf16 through
+ *                        vdpbf16ps (activations rounded to bf16) where the CPU reports
+ *                        avx512_bf16, else float32 FMA on the widened panel (f16 always);
+ *                        without AVX-512 (or gb_linear_set_hgemm(GB_HG_SGEMM)): panel: convert
+ *                        a panel of weight rows (up to 24 MiB of float32) to float32 scratch,
+ *                        then OpenBLAS sgemm on it.
  * All accumulate in float32. Weight formats are GB_F32/GB_F16/GB_BF16 from common.h. */
 #ifndef GLMBENCH_LINEAR_H
 #define GLMBENCH_LINEAR_H
@@ -68,6 +70,12 @@ void gb_linear_set_portable(int on);
 void gb_linear_set_pairs(int on);
 /* Largest T that uses gemv16 for 16-bit weights (benchmarks and tests; < 1 restores the default). */
 void gb_linear_set_gemv_max_t(int64_t t);
+/* The prefill kernel (T > gemv_max_t) for 16-bit weights: a GB_HG_* version of hgemm.h (GB_HG_AUTO,
+ * the default: the fastest this CPU runs; a version the CPU cannot run for a format falls back to
+ * auto for it). gb_linear_hgemm: the version gb_linear runs now for weights in fmt (GB_HG_REF while
+ * the portable switch is on). */
+void gb_linear_set_hgemm(int version);
+int gb_linear_hgemm(int fmt);
 /* 1 if the AVX-512 kernels were compiled in. */
 int gb_linear_has_avx512(void);
 
