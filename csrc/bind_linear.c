@@ -227,6 +227,10 @@ static PyObject *py_bench_bf16dot(PyObject *self, PyObject *args) {
     return PyFloat_FromDouble(gf);
 }
 
+static PyObject *py_gemv_max_t(PyObject *self, PyObject *noargs) {
+    return PyLong_FromLongLong((long long)gb_linear_gemv_max_t());
+}
+
 static PyObject *py_has_avx512(PyObject *self, PyObject *noargs) { return PyBool_FromLong(gb_linear_has_avx512()); }
 
 PyMethodDef gb_linear_methods[] = {
@@ -241,7 +245,8 @@ PyMethodDef gb_linear_methods[] = {
     {"_linear_set_pairs", py_set_pairs, METH_VARARGS,
      "_linear_set_pairs(on): bf16 decode GEMVs with the pair kernels (default) or the widening loads (tests, A/B)."},
     {"_linear_set_gemv_max_t", py_set_gemv_max_t, METH_VARARGS,
-     "_linear_set_gemv_max_t(t): largest token count using the GEMV kernel for 16-bit weights (0: default)."},
+     "_linear_set_gemv_max_t(t): largest token count using the GEMV kernel for 16-bit weights (0: default, 8 where "
+     "a SIMD hgemm kernel runs, else 64)."},
     {"hgemm", (PyCFunction)(void (*)(void))py_hgemm, METH_VARARGS | METH_KEYWORDS,
      "hgemm(x[T, K] f32, weight[N, K] f16|u16(bf16), kernel='auto'|'ref'|'f32fma'|'bf16dot') -> [T, N] f32 "
      "(the prefill GEMM of csrc/hgemm.c, any T)"},
@@ -253,5 +258,7 @@ PyMethodDef gb_linear_methods[] = {
      "_linear_hgemm('bf16'|'f16') -> the prefill kernel linear runs now for that format"},
     {"bench_bf16dot", py_bench_bf16dot, METH_VARARGS,
      "bench_bf16dot(iters, reps) -> GFLOP/s of vdpbf16ps on every thread (bf16 ceiling; ValueError without avx512_bf16)"},
+    {"_linear_gemv_max_t", py_gemv_max_t, METH_NOARGS,
+     "_linear_gemv_max_t() -> the largest token count that uses the GEMV kernel for 16-bit weights now"},
     {"_linear_has_avx512", py_has_avx512, METH_NOARGS, "_linear_has_avx512() -> bool"},
     {NULL, NULL, 0, NULL}};
