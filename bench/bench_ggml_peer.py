@@ -237,7 +237,7 @@ def main(argv=None) -> int:
         print(f"glmbench GEMV from DRAM {fmt}: {gbs:.1f} GB/s over {tot / 2**20:.0f} MiB of weights", flush=True)
     after = measure_ceilings(quick=True)
     bw, fma = ceil["bandwidth_gbs"], ceil["fma_gflops"]
-    L = [f"# glmbench vs ggml's own quantized CPU kernels, same shapes ({datetime.date.today().isoformat()})", "",
+    L = [f"# glmbench vs ggml's own quantized and 16-bit CPU kernels, same shapes ({datetime.date.today().isoformat()})", "",
          f"- machine: {cpu_name()}, {os.cpu_count()} CPUs, {platform.platform()}; threads {a.threads} on both sides",
          f"- ceilings measured in this run: triad {bw:.1f} GB/s, FMA peak {fma:.0f} GFLOP/s "
          f"(after the cases: {after['bandwidth_gbs']:.1f} GB/s, {after['fma_gflops']:.0f} GFLOP/s)"
