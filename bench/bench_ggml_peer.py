@@ -58,6 +58,7 @@ def build_peer(build_dir: str, exe_dir: str | None = None) -> str:
     """The harness compiled against the build's static libraries, into exe_dir (default: the
     build's bin/; another folder leaves a shared build untouched)."""
     exe = os.path.join(exe_dir or os.path.join(build_dir, "bin"), "ggml_quant_bench")
+    os.makedirs(os.path.dirname(exe), exist_ok=True)
     inc = os.path.join(build_dir, "ggml-include")
     libs = [os.path.join(build_dir, "ggml", "src", n) for n in ("libggml.a", "libggml-cpu.a", "libggml-base.a")]
     for p in [inc] + libs:
