@@ -37,8 +37,9 @@
 /* ---- what the CPU reports ------------------------------------------------------------------ */
 
 int gb_hgemm_cpu_features(void) {
-    static int feats = -1;
-    if (feats >= 0) return feats;
+    static int feats = -1; /* cached; threads racing to fill it store the same value (atomics: no data race) */
+    const int c = __atomic_load_n(&feats, __ATOMIC_RELAXED);
+    if (c >= 0) return c;
     int f = 0;
 #if GB_HG_X86
     __builtin_cpu_init();
@@ -49,7 +50,7 @@ int gb_hgemm_cpu_features(void) {
     if (__builtin_cpu_supports("f16c")) f |= 4;
     if (__builtin_cpu_supports("fma")) f |= 8;
 #endif
-    feats = f;
+    __atomic_store_n(&feats, f, __ATOMIC_RELAXED);
     return f;
 }
 
