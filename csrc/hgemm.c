@@ -98,7 +98,7 @@ static int hgemm_ref(const float *x, int64_t T, int64_t K, const void *w, int fm
         for (int64_t i = 0; i < T * K; i++) xr[i] = gb_bf16_to_f32(gb_f32_to_bf16(x[i]));
         xs = xr;
     }
-#pragma omp parallel for schedule(static) if (T * N * K >= PAR_MIN_MACS)
+#pragma omp parallel for schedule(static) if ((double)T * (double)N * (double)K >= PAR_MIN_MACS)
     for (int64_t n = 0; n < N; n++) {
         for (int64_t t = 0; t < T; t++) {
             const float *xt = xs + t * K;
@@ -312,7 +312,7 @@ static int hgemm_simd(const float *x, int64_t T, int64_t K, const void *w, int f
     const int64_t nkb = bf ? (K2 + KCP - 1) / KCP : (K + KCF - 1) / KCF;
     const size_t pbytes = (size_t)(nkb * NG * NR) * (size_t)(bf ? KCP * sizeof(uint32_t) : KCF * sizeof(float));
     const int64_t ntiles = (N + ROWS - 1) / ROWS;
-    const int nth = T * N * K >= PAR_MIN_MACS ? omp_get_max_threads() : 1;
+    const int nth = (double)T * (double)N * (double)K >= PAR_MIN_MACS ? omp_get_max_threads() : 1;
     /* token chunks: enough work items (8 per thread) for a dynamic schedule to even out a small N,
      * each chunk at least 48 tokens (the tile's packing is repeated once per chunk) */
     int64_t tchunks = (8 * (int64_t)nth + ntiles - 1) / ntiles;
