@@ -28,7 +28,8 @@
 /* The same limit where hgemm.c runs a SIMD kernel (gb_hgemm_pick: bf16dot or f32fma): measured on
  * Zen 5 (1 thread, CPU time, bf16, weights warm, 768x2048 / 1536x2048 / 2048x1536), hgemm over the
  * register tiles: T = 8 1.2-1.8x, T = 16 1.8-2.6x, T = 32-64 2.1-3.5x; SwiGLU 2048->10240 at
- * T = 16-64 2.2-2.8x, and GLM-4.7-Flash's 64 experts at T = 512 (~32 tokens each) 2.2x. */
+ * T = 16-64 2.2-2.8x, and GLM-4.7-Flash's 64 experts at T = 512 (~32 tokens each) 2.2x; with the
+ * weights cold (3x the L3 in copies) T = 9 1.04-1.34x, T = 12 1.13-1.59x. */
 #define GB_GEMV_MAX_T_HGEMM 8
 
 /* y[T, N] = x[T, K] . w[N, K]^T + bias[N] (bias may be NULL). All contiguous. */
