@@ -238,3 +238,14 @@ def test_linear_prefill_runs_hgemm(rng, fmt):
         _core._linear_set_hgemm("auto")
         _core._linear_set_portable(False)
     assert _core._linear_hgemm(fmt) == auto
+
+
+@pytest.mark.parametrize("fmt", ["bf16", "f16"])
+def test_kernel_bench_prefill_rows_agree_with_numpy(fmt):
+    # the kernel bench's 16-bit prefill rows (glmbench/bench): built, run, and checked against their
+    # float32 NumPy twins (bf16 within 1e-2 where the activations are rounded to bf16)
+    from glmbench import bench as B
+    (case,) = B._linear_cases("tiny", {"p": (70, 96)}, 65, np.random.default_rng(0), fmt=fmt)
+    assert case.tags == (f"gemm_{fmt}",) and case.bound == "compute"
+    assert B._agree(case.run(), case.numpy_run(), case.rtol) == "ok"
+    assert case.rtol == (1e-2 if fmt == "bf16" and _core._linear_hgemm("bf16") in ("bf16dot", "ref") else 1e-3)
