@@ -1,9 +1,17 @@
-"""glmbench's quantized kernels against ggml's own (the CPU backend under llama.cpp) on the shapes of
-`python -m glmbench.bench kernels`, same threads, alternating, with the triad bandwidth and FMA
-peak measured in the same run.
+"""glmbench's quantized and 16-bit kernels against ggml's own (the CPU backend under llama.cpp) on
+the shapes of `python -m glmbench.bench kernels`, same threads, alternating, with the triad
+bandwidth and FMA peak measured in the same run.
 
     bash bench/build_llama_bench.sh            # llama.cpp + ggml static libraries (../llama-build)
     python bench/bench_ggml_peer.py --out bench/results/ggml_peer_<date>.md
+    python bench/bench_ggml_peer.py --only "bf16,f16" --threads 1 --clock cpu   # 16-bit prefill GEMMs
+
+--clock cpu (with --threads 1) times each call by the process's CPU time instead of the wall clock,
+on both sides, and the ceilings the same way: on a machine other jobs share, a single-threaded
+call's CPU time is its own work, where its wall time includes the time it waited for a core.
+The 16-bit cases (bf16, f16 weights at T=512, GLM-4.7-Flash's projections) run glmbench.linear
+(csrc/hgemm.c) against ggml's MUL_MAT on the same type (its default: llamafile's tinyBLAS where it
+takes the shape, else vec_dot, with the activations converted to bf16 / f16 inside the op).
 
 ggml's side is bench/ggml_peer/ggml_quant_bench.cpp (compiled here against that build): one
 MUL_MAT (or GLM's routed experts as llama.cpp's graph runs them: gate and up MUL_MAT_ID, SwiGLU,
@@ -29,20 +37,28 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import glmbench  # noqa: E402
+from glmbench import vocab  # noqa: E402
 from glmbench.core import quant  # noqa: E402
+from glmbench.core._loader import _core  # noqa: E402
 from glmbench.measure.machine import _l3_bytes, cpu_name, measure_ceilings  # noqa: E402
 from glmbench.results.records import atomic_write_text  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 # (kind, fmt, shape): the kernel bench's quantized cases (glmbench/bench/quant.py)
+# GLM-4.7-Flash's projections [N, K] (glmbench.bench.GLM_PROJ: q_a, q_b, kv_a, kv_b, o_proj)
+GLM_PROJ = ((768, 2048), (5120, 768), (576, 2048), (8960, 512), (2048, 5120))
 CASES = [("linear", f, (1536, 2048, 512)) for f in ("q4_0", "q8_0")] + \
         [("linear", f, (25600, 5120, 1)) for f in ("q4_0", "q8_0")] + \
-        [("moe", f, (64, 1536, 2048, 4, T)) for f in ("q4_0", "q8_0") for T in (512, 1)]
+        [("moe", f, (64, 1536, 2048, 4, T)) for f in ("q4_0", "q8_0") for T in (512, 1)] + \
+        [("linear", f, (n, k, 512)) for f in ("bf16", "f16") for n, k in GLM_PROJ]
 
 
-def build_peer(build_dir: str) -> str:
-    exe = os.path.join(build_dir, "bin", "ggml_quant_bench")
+def build_peer(build_dir: str, exe_dir: str | None = None) -> str:
+    """The harness compiled against the build's static libraries, into exe_dir (default: the
+    build's bin/; another folder leaves a shared build untouched)."""
+    exe = os.path.join(exe_dir or os.path.join(build_dir, "bin"), "ggml_quant_bench")
+    os.makedirs(os.path.dirname(exe), exist_ok=True)
     inc = os.path.join(build_dir, "ggml-include")
     libs = [os.path.join(build_dir, "ggml", "src", n) for n in ("libggml.a", "libggml-cpu.a", "libggml-base.a")]
     for p in [inc] + libs:
@@ -60,10 +76,19 @@ def _weights(n, k, seed):
     return rng.standard_normal((n, k), dtype=np.float32) / np.float32(np.sqrt(k))
 
 
-def glmbench_case(kind, fmt, shape, reps):
+def glmbench_case(kind, fmt, shape, reps, clock=time.perf_counter):
     """Best seconds of glmbench's kernel on the case, and its FLOPs."""
     rng = np.random.default_rng(1)
-    if kind == "linear":
+    if kind == "linear" and fmt in ("bf16", "f16"):
+        n, k, T = shape
+        w = _weights(n, k, 0)
+        w16 = vocab.to_bf16(w) if fmt == "bf16" else w.astype(np.float16)
+        x = rng.standard_normal((T, k), dtype=np.float32)
+
+        def run():
+            return glmbench.linear(x, w16)
+        flops = 2.0 * T * n * k
+    elif kind == "linear":
         n, k, T = shape
         qp = quant.quantize(_weights(n, k, 0), fmt).repack()
         x = rng.standard_normal((T, k), dtype=np.float32)
@@ -92,13 +117,13 @@ def glmbench_case(kind, fmt, shape, reps):
         raise RuntimeError(f"glmbench {kind} {fmt} {shape}: non-finite output")
     ts = []
     for _ in range(reps):
-        t0 = time.perf_counter()
+        t0 = clock()
         run()
-        ts.append(time.perf_counter() - t0)
+        ts.append(clock() - t0)
     return min(ts), flops
 
 
-def ggml_case(exe, kind, fmt, shape, reps, threads):
+def ggml_case(exe, kind, fmt, shape, reps, threads, cpu_clock=False):
     """Best seconds of ggml's kernel (repacked where ggml can, else plain) and which buffer it used."""
     for repack in (1, 0):
         if kind == "linear":
@@ -113,7 +138,8 @@ def ggml_case(exe, kind, fmt, shape, reps, threads):
         if p.returncode != 0:
             raise RuntimeError(f"{' '.join(args)}: exit {p.returncode}: {p.stderr.strip()}")
         f = p.stdout.split()
-        return float(f[f.index("best_s") + 1]), "CPU_REPACK" if repack else "CPU (no repacked layout)"
+        t = float(f[f.index("cpu_best_s" if cpu_clock else "best_s") + 1])
+        return t, "CPU_REPACK" if repack else "CPU (no repacked layout)"
     raise AssertionError
 
 
@@ -138,6 +164,24 @@ def dram_gemv(fmt, reps, n=25600, k=5120):
     return copies * nbytes / best / 1e9, copies * nbytes
 
 
+def cpu_ceilings(reps=20):
+    """(float32 FMA GFLOP/s, bf16 dot-product GFLOP/s or None) of one thread, each timed by the
+    process's CPU time (the probes' own loops: csrc/bench.c, csrc/hgemm.c), best of `reps`."""
+    def best(fn):
+        b = float("inf")
+        for _ in range(reps):
+            t0 = time.process_time()
+            fn()
+            b = min(b, time.process_time() - t0)
+        return b
+    it = 2_000_000
+    fma = it * 16 * 16 * 2 / best(lambda: _core.bench_fma(it, 1)) / 1e9
+    bf = None
+    if _core._hgemm_kernels("bf16")["bf16dot"]:
+        bf = it * 16 * 64 / best(lambda: _core.bench_bf16dot(it, 1)) / 1e9
+    return fma, bf
+
+
 def label(kind, fmt, shape):
     if kind == "linear":
         n, k, T = shape
@@ -153,35 +197,58 @@ def main(argv=None) -> int:
     ap.add_argument("--reps", type=int, default=9)
     ap.add_argument("--rounds", type=int, default=3, help="alternating rounds per case; the best of each side is kept")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--exe-dir", default=None, help="where to compile the ggml harness (default: BUILD_DIR/bin)")
+    ap.add_argument("--only", default=None, metavar="FMT,...",
+                    help="run only the cases of these weight formats (e.g. bf16,f16), without the DRAM GEMV part")
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                    help="cpu: time by process CPU time on both sides (needs --threads 1; for a shared machine)")
     a = ap.parse_args(argv)
-    exe = build_peer(a.build_dir)
+    if a.clock == "cpu" and a.threads != 1:
+        ap.error("--clock cpu needs --threads 1 (the CPU time of several threads is not a duration)")
+    only = set(a.only.split(",")) if a.only else None
+    cases = [c for c in CASES if only is None or c[1] in only]
+    if not cases:
+        ap.error(f"--only {a.only}: no case has those formats (formats: q4_0, q8_0, bf16, f16)")
+    load0 = os.getloadavg()[0]
+    exe = build_peer(a.build_dir, a.exe_dir)
     glmbench.set_num_threads(a.threads)
     ceil = measure_ceilings()
+    cpu_peaks = cpu_ceilings() if a.clock == "cpu" else None
+    if cpu_peaks:  # the % columns use the ceilings timed the same way as the cases
+        ceil = dict(ceil, fma_gflops=cpu_peaks[0])
+    clock = time.process_time if a.clock == "cpu" else time.perf_counter
     rows = []
-    for kind, fmt, shape in CASES:
+    for kind, fmt, shape in cases:
         g, c, where = [], [], ""
         for r in range(a.rounds):
             order = ("glmbench", "ggml") if r % 2 == 0 else ("ggml", "glmbench")
             for side in order:
                 if side == "glmbench":
-                    t, flops = glmbench_case(kind, fmt, shape, a.reps)
+                    t, flops = glmbench_case(kind, fmt, shape, a.reps, clock)
                     g.append(t)
                 else:
-                    t, where = ggml_case(exe, kind, fmt, shape, a.reps, a.threads)
+                    t, where = ggml_case(exe, kind, fmt, shape, a.reps, a.threads, a.clock == "cpu")
                     c.append(t)
         tg, tc = min(g), min(c)
         rows.append((label(kind, fmt, shape), where, tg, tc, flops))
         print(f"{rows[-1][0]}: glmbench {tg * 1e3:.3f} ms, ggml {tc * 1e3:.3f} ms ({where}), ratio {tc / tg:.2f}x",
               flush=True)
-    dram = [(fmt, *dram_gemv(fmt, a.reps)) for fmt in ("q4_0", "q8_0")]
+    dram = [] if only else [(fmt, *dram_gemv(fmt, a.reps)) for fmt in ("q4_0", "q8_0")]
     for fmt, gbs, tot in dram:
         print(f"glmbench GEMV from DRAM {fmt}: {gbs:.1f} GB/s over {tot / 2**20:.0f} MiB of weights", flush=True)
     after = measure_ceilings(quick=True)
     bw, fma = ceil["bandwidth_gbs"], ceil["fma_gflops"]
-    L = [f"# glmbench vs ggml's own quantized CPU kernels, same shapes ({datetime.date.today().isoformat()})", "",
+    L = [f"# glmbench vs ggml's own quantized and 16-bit CPU kernels, same shapes ({datetime.date.today().isoformat()})", "",
          f"- machine: {cpu_name()}, {os.cpu_count()} CPUs, {platform.platform()}; threads {a.threads} on both sides",
          f"- ceilings measured in this run: triad {bw:.1f} GB/s, FMA peak {fma:.0f} GFLOP/s "
-         f"(after the cases: {after['bandwidth_gbs']:.1f} GB/s, {after['fma_gflops']:.0f} GFLOP/s)",
+         f"(after the cases: {after['bandwidth_gbs']:.1f} GB/s, {after['fma_gflops']:.0f} GFLOP/s)"
+         + (f"; by CPU time, one thread: FMA peak {cpu_peaks[0]:.0f} GFLOP/s"
+            + (f", bf16 dot-product (vdpbf16ps) peak {cpu_peaks[1]:.0f} GFLOP/s" if cpu_peaks[1] else "")
+            if cpu_peaks else ""),
+         f"- clock: {'process CPU time (one thread on each side)' if a.clock == 'cpu' else 'wall'}; "
+         f"load before the run: {load0:.2f}, after: {os.getloadavg()[0]:.2f} (1-min averages; a shared machine when above 0.5)",
+         f"- glmbench 16-bit prefill kernel (csrc/hgemm.c, picked by cpuid): bf16 {_core._linear_hgemm('bf16')}, "
+         f"f16 {_core._linear_hgemm('f16')}",
          f"- ggml: the llama.cpp build of bench/build_llama_bench.sh ({a.build_dir}), harness "
          "bench/ggml_peer/ggml_quant_bench.cpp; weights in CPU_REPACK where ggml has a repacked layout for the "
          "type on this CPU (llama.cpp's default), else the plain CPU buffer",
@@ -203,6 +270,12 @@ def main(argv=None) -> int:
             pg, pc = f"{flops / tg / 1e9 / fma:.0%} FMA", f"{flops / tc / 1e9 / fma:.0%} FMA"
         L.append(f"| {name} | {where} | {tg * 1e3:.3f} ms | {tc * 1e3:.3f} ms | {tc / tg:.2f}x | "
                  f"{flops / tg / 1e9:.1f} ({pg}) | {flops / tc / 1e9:.1f} ({pc}) |")
+    if not dram:
+        text = "\n".join(L) + "\n"
+        print(text)
+        if a.out:
+            atomic_write_text(a.out, text)
+        return 0
     L += ["", "Decode GEMV from DRAM (glmbench only): T=1 25600x5120 over enough distinct copies of the weight that "
           "they cannot stay in the last-level cache (each call reads a copy not touched since the previous pass); "
           "GB/s of weight bytes read, against the triad measured at the start of this run.", "",

@@ -1,6 +1,7 @@
 /* bind_linear.c: Python bindings for linear.c (see bind_norm.c for the pattern). Weight dtype
  * picks the format: float32 -> f32 (OpenBLAS), float16 -> f16, uint16 -> bf16 bits. */
 #include "bind.h"
+#include "hgemm.h"
 #include "linear.h"
 
 static const int weight_types[] = {NPY_FLOAT32, NPY_FLOAT16, NPY_UINT16, -1};
@@ -124,6 +125,112 @@ static PyObject *py_set_gemv_max_t(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* A GB_HG_* version from its name (hgemm.h), or -1 with a ValueError naming the choices. */
+static int hgemm_version(const char *name) {
+    for (int v = 0; v < GB_HG_COUNT; v++)
+        if (!strcmp(name, gb_hgemm_name(v))) return v;
+    PyErr_Format(PyExc_ValueError, "unknown hgemm kernel '%s' (choose auto, ref, f32fma, bf16dot or sgemm)", name);
+    return -1;
+}
+
+static int fmt_of_name(const char *name) {
+    if (!strcmp(name, "bf16")) return GB_BF16;
+    if (!strcmp(name, "f16")) return GB_F16;
+    PyErr_Format(PyExc_ValueError, "weight format must be 'bf16' or 'f16', got '%s'", name);
+    return -1;
+}
+
+static PyObject *py_hgemm(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"x", "weight", "kernel", NULL};
+    PyObject *xo, *wo;
+    const char *kname = "auto";
+    PyArrayObject *x = NULL, *w = NULL, *y = NULL;
+    PyObject *ret = NULL;
+    static const int types16[] = {NPY_FLOAT16, NPY_UINT16, -1};
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|s:hgemm", kwlist, &xo, &wo, &kname)) return NULL;
+    const int v = hgemm_version(kname);
+    if (v < 0) return NULL;
+    if (v == GB_HG_SGEMM) {
+        PyErr_SetString(PyExc_ValueError, "hgemm: kernel 'sgemm' is gb_linear's (glmbench.linear), not hgemm's");
+        return NULL;
+    }
+    if (!(x = gb_array(xo, "x", NPY_FLOAT32, 2, GB_COPY))) goto done;
+    if (!(w = gb_array_any(wo, "weight", types16, 2, GB_COPY))) goto done;
+    if (gb_check_dim(w, "weight", 1, PyArray_DIM(x, 1), "x.shape[-1] (in features)") < 0) goto done;
+    npy_intp dims[2] = {PyArray_DIM(x, 0), PyArray_DIM(w, 0)};
+    if (!(y = gb_new_f32(2, dims))) goto done;
+    int st, fmt = weight_fmt(w);
+    Py_BEGIN_ALLOW_THREADS
+    st = gb_hgemm((const float *)PyArray_DATA(x), dims[0], PyArray_DIM(x, 1), PyArray_DATA(w), fmt, dims[1],
+                  (float *)PyArray_DATA(y), v);
+    Py_END_ALLOW_THREADS
+    ret = gb_result(st, &y);
+done:
+    Py_XDECREF(x);
+    Py_XDECREF(w);
+    Py_XDECREF(y);
+    return ret;
+}
+
+static PyObject *py_hgemm_kernels(PyObject *self, PyObject *args) {
+    const char *fname;
+    if (!PyArg_ParseTuple(args, "s:_hgemm_kernels", &fname)) return NULL;
+    const int fmt = fmt_of_name(fname);
+    if (fmt < 0) return NULL;
+    PyObject *d = PyDict_New();
+    if (!d) return NULL;
+    for (int v = 1; v < GB_HG_COUNT; v++) {
+        PyObject *b = PyBool_FromLong(gb_hgemm_available(v, fmt));
+        if (PyDict_SetItemString(d, gb_hgemm_name(v), b) < 0) {
+            Py_DECREF(b);
+            Py_DECREF(d);
+            return NULL;
+        }
+        Py_DECREF(b);
+    }
+    PyObject *p = PyUnicode_FromString(gb_hgemm_name(gb_hgemm_pick(fmt)));
+    if (!p || PyDict_SetItemString(d, "auto", p) < 0) {
+        Py_XDECREF(p);
+        Py_DECREF(d);
+        return NULL;
+    }
+    Py_DECREF(p);
+    return d;
+}
+
+static PyObject *py_set_hgemm(PyObject *self, PyObject *args) {
+    const char *name;
+    if (!PyArg_ParseTuple(args, "s:_linear_set_hgemm", &name)) return NULL;
+    const int v = hgemm_version(name);
+    if (v < 0) return NULL;
+    gb_linear_set_hgemm(v);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_linear_hgemm(PyObject *self, PyObject *args) {
+    const char *fname;
+    if (!PyArg_ParseTuple(args, "s:_linear_hgemm", &fname)) return NULL;
+    const int fmt = fmt_of_name(fname);
+    if (fmt < 0) return NULL;
+    return PyUnicode_FromString(gb_hgemm_name(gb_linear_hgemm(fmt)));
+}
+
+static PyObject *py_bench_bf16dot(PyObject *self, PyObject *args) {
+    long long iters;
+    int reps, st;
+    double gf = 0;
+    if (!PyArg_ParseTuple(args, "Li:bench_bf16dot", &iters, &reps)) return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    st = gb_bench_bf16dot((int64_t)iters, reps, &gf);
+    Py_END_ALLOW_THREADS
+    if (st != GB_OK) return gb_raise_status(st);
+    return PyFloat_FromDouble(gf);
+}
+
+static PyObject *py_gemv_max_t(PyObject *self, PyObject *noargs) {
+    return PyLong_FromLongLong((long long)gb_linear_gemv_max_t());
+}
+
 static PyObject *py_has_avx512(PyObject *self, PyObject *noargs) { return PyBool_FromLong(gb_linear_has_avx512()); }
 
 PyMethodDef gb_linear_methods[] = {
@@ -138,6 +245,20 @@ PyMethodDef gb_linear_methods[] = {
     {"_linear_set_pairs", py_set_pairs, METH_VARARGS,
      "_linear_set_pairs(on): bf16 decode GEMVs with the pair kernels (default) or the widening loads (tests, A/B)."},
     {"_linear_set_gemv_max_t", py_set_gemv_max_t, METH_VARARGS,
-     "_linear_set_gemv_max_t(t): largest token count using the GEMV kernel for 16-bit weights (0: default)."},
+     "_linear_set_gemv_max_t(t): largest token count using the GEMV kernel for 16-bit weights (0: default, 8 where "
+     "a SIMD hgemm kernel runs, else 64)."},
+    {"hgemm", (PyCFunction)(void (*)(void))py_hgemm, METH_VARARGS | METH_KEYWORDS,
+     "hgemm(x[T, K] f32, weight[N, K] f16|u16(bf16), kernel='auto'|'ref'|'f32fma'|'bf16dot') -> [T, N] f32 "
+     "(the prefill GEMM of csrc/hgemm.c, any T)"},
+    {"_hgemm_kernels", py_hgemm_kernels, METH_VARARGS,
+     "_hgemm_kernels('bf16'|'f16') -> {kernel: runs on this CPU, 'auto': the kernel auto picks}"},
+    {"_linear_set_hgemm", py_set_hgemm, METH_VARARGS,
+     "_linear_set_hgemm(name): linear's prefill kernel for 16-bit weights ('auto' restores the default)."},
+    {"_linear_hgemm", py_linear_hgemm, METH_VARARGS,
+     "_linear_hgemm('bf16'|'f16') -> the prefill kernel linear runs now for that format"},
+    {"bench_bf16dot", py_bench_bf16dot, METH_VARARGS,
+     "bench_bf16dot(iters, reps) -> GFLOP/s of vdpbf16ps on every thread (bf16 ceiling; ValueError without avx512_bf16)"},
+    {"_linear_gemv_max_t", py_gemv_max_t, METH_NOARGS,
+     "_linear_gemv_max_t() -> the largest token count that uses the GEMV kernel for 16-bit weights now"},
     {"_linear_has_avx512", py_has_avx512, METH_NOARGS, "_linear_has_avx512() -> bool"},
     {NULL, NULL, 0, NULL}};

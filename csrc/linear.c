@@ -2,9 +2,14 @@
  *
  * Kernel versions behind gb_linear:
  *   1 blas     f32 weights: OpenBLAS sgemv/sgemm
- *   2 gemv16   16-bit (and f32, for fused SwiGLU) weights, T <= GB_GEMV_MAX_T (64): tile4 (a register
+ *   2 gemv16   16-bit (and f32, for fused SwiGLU) weights, T <= gb_linear_gemv_max_t() (GB_GEMV_MAX_T_HGEMM,
+ *              8, where a SIMD hgemm kernel runs; else GB_GEMV_MAX_T, 64): tile4 (a register
  *              tile of 4 rows x up to 4 tokens), AVX-512 or portable
- *   3 panel    16-bit weights, T > GB_GEMV_MAX_T: rows converted to float32 in panels, then sgemm
+ *   3 hgemm    16-bit weights, T > gb_linear_gemv_max_t(): hgemm.c's packed-panel GEMM, the kernel picked by
+ *              what the CPU reports (bf16: vdpbf16ps with bf16-rounded activations; f16, or bf16
+ *              without avx512_bf16: float32 FMA on weights widened in the panel); where the CPU has
+ *              no AVX-512, or when gb_linear_set_hgemm(GB_HG_SGEMM) asks for it, version 4
+ *   4 panel    rows converted to float32 in panels, then sgemm
  */
 #include "linear.h"
 
@@ -15,6 +20,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "hgemm.h"
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
 #include <immintrin.h>
@@ -48,10 +54,23 @@
 
 static int use_portable = 0;
 static int use_pairs = 1; /* bf16 pair kernels for T = 1 (gb_linear_set_pairs) */
-static int64_t gemv_max_t = GB_GEMV_MAX_T;
+static int64_t gemv_max_t = 0; /* 0: the default for the prefill kernel in use (gb_linear_gemv_max_t) */
+static int hgemm_version = GB_HG_AUTO; /* prefill kernel for 16-bit weights (gb_linear_set_hgemm) */
 
-void gb_linear_set_gemv_max_t(int64_t t) { gemv_max_t = t < 1 ? GB_GEMV_MAX_T : t; }
-int64_t gb_linear_gemv_max_t(void) { return gemv_max_t; }
+void gb_linear_set_hgemm(int version) { hgemm_version = version >= 0 && version < GB_HG_COUNT ? version : GB_HG_AUTO; }
+
+int gb_linear_hgemm(int fmt) {
+    if (use_portable) return GB_HG_REF;
+    const int v = hgemm_version;
+    return v == GB_HG_AUTO || !gb_hgemm_available(v, fmt) ? gb_hgemm_pick(fmt) : v;
+}
+
+void gb_linear_set_gemv_max_t(int64_t t) { gemv_max_t = t < 1 ? 0 : t; }
+int64_t gb_linear_gemv_max_t(void) {
+    if (gemv_max_t) return gemv_max_t;
+    const int v = gb_linear_hgemm(GB_BF16);
+    return v == GB_HG_SGEMM || v == GB_HG_REF ? GB_GEMV_MAX_T : GB_GEMV_MAX_T_HGEMM;
+}
 
 void gb_linear_set_portable(int on) { use_portable = on ? 1 : 0; }
 void gb_linear_set_pairs(int on) { use_pairs = on ? 1 : 0; }
@@ -610,10 +629,11 @@ int gb_linear(const float *x, int64_t T, int64_t K, const void *w, int wfmt, int
         else
             scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)T, (blasint)N, (blasint)K, 1.0f, x,
                         (blasint)K, (const float *)w, (blasint)K, 0.0f, y, (blasint)N);
-    } else if (T <= gemv_max_t) {
+    } else if (T <= gb_linear_gemv_max_t()) {
         gemv16(x, T, K, w, wfmt, N, y);
     } else {
-        st = panel_gemm(x, T, K, w, wfmt, N, y);
+        const int v = gb_linear_hgemm(wfmt);
+        st = v == GB_HG_SGEMM ? panel_gemm(x, T, K, w, wfmt, N, y) : gb_hgemm(x, T, K, w, wfmt, N, y, v);
     }
     if (st == GB_OK && bias)
         for (int64_t t = 0; t < T; t++)
@@ -736,7 +756,7 @@ int gb_swiglu(const float *x, int64_t T, int64_t D, const void *w_gate, int fmt_
     int st = GB_OK;
     /* f32 gate/up go to OpenBLAS from 2 tokens on; 16-bit ones use the fused tiles up to
      * gemv_max_t tokens (the same range in which gb_linear would pick gemv16 for them) */
-    if (fmt_gate == fmt_up && (T == 1 || (fmt_gate != GB_F32 && T <= gemv_max_t))) {
+    if (fmt_gate == fmt_up && (T == 1 || (fmt_gate != GB_F32 && T <= gb_linear_gemv_max_t()))) {
         float *h = (float *)gb_ws_malloc((size_t)(T * F) * sizeof(float));
         if (!h) return gb_error(GB_ENOMEM, "swiglu: out of memory");
         gate_up_fused(x, T, D, w_gate, w_up, fmt_gate, F, h);

@@ -7,10 +7,12 @@
  *                        4-row x 4-token register tiles (the weights are read from memory once
  *                        whatever T is, so decode is bandwidth-bound); OpenMP over blocks of
  *                        output rows; AVX-512 path plus a portable path.
- *   f16/bf16, T > 64     panel: convert a panel of weight rows (up to 24 MiB of float32)
- *                        to float32 scratch, then OpenBLAS sgemm on it; the conversion is
- *                        10 bytes of traffic per weight against 2T FLOPs, so prefill stays
- *                        compute-bound.
+ *   f16/bf16, T > 64     hgemm.c: weights packed per 64-row tile as stored, bf16 through
+ *                        vdpbf16ps (activations rounded to bf16) where the CPU reports
+ *                        avx512_bf16, else float32 FMA on the widened panel (f16 always);
+ *                        without AVX-512 (or gb_linear_set_hgemm(GB_HG_SGEMM)): panel: convert
+ *                        a panel of weight rows (up to 24 MiB of float32) to float32 scratch,
+ *                        then OpenBLAS sgemm on it.
  * All accumulate in float32. Weight formats are GB_F32/GB_F16/GB_BF16 from common.h. */
 #ifndef GLMBENCH_LINEAR_H
 #define GLMBENCH_LINEAR_H
@@ -23,6 +25,12 @@
  * ~95. This is also the MoE prefill regime: 512 tokens x top-4 over 64 experts is ~32 tokens per
  * expert. */
 #define GB_GEMV_MAX_T 64
+/* The same limit where hgemm.c runs a SIMD kernel (gb_hgemm_pick: bf16dot or f32fma): measured on
+ * Zen 5 (1 thread, CPU time, bf16, weights warm, 768x2048 / 1536x2048 / 2048x1536), hgemm over the
+ * register tiles: T = 8 1.2-1.8x, T = 16 1.8-2.6x, T = 32-64 2.1-3.5x; SwiGLU 2048->10240 at
+ * T = 16-64 2.2-2.8x, and GLM-4.7-Flash's 64 experts at T = 512 (~32 tokens each) 2.2x; with the
+ * weights cold (3x the L3 in copies) T = 9 1.04-1.34x, T = 12 1.13-1.59x. */
+#define GB_GEMV_MAX_T_HGEMM 8
 
 /* y[T, N] = x[T, K] . w[N, K]^T + bias[N] (bias may be NULL). All contiguous. */
 int gb_linear(const float *x, int64_t T, int64_t K, const void *w, int wfmt, int64_t N, const float *bias,
@@ -57,7 +65,8 @@ void gb_gemv_rows(const float *x, int64_t T, int64_t K, const void *w, int fmt, 
 void gb_gemv1_rows(const float *x, int64_t K, const void *w, int fmt, int64_t r0, int64_t r1, float *y);
 void gb_gate_up_rows(const float *x, int64_t T, int64_t D, const void *wg, const void *wu, int fmt, int64_t F,
                      int64_t f0, int64_t f1, float *h);
-/* The current token limit of gemv16 (GB_GEMV_MAX_T unless a test changed it). */
+/* The current token limit of gemv16: GB_GEMV_MAX_T_HGEMM where gb_linear runs a SIMD hgemm kernel
+ * for bf16, else GB_GEMV_MAX_T (the sgemm path, or the portable kernels), unless a test set it. */
 int64_t gb_linear_gemv_max_t(void);
 
 /* Process-wide switches for tests and benchmarks (plain globals: set them while no op runs).
@@ -66,8 +75,15 @@ void gb_linear_set_portable(int on);
 /* 0: bf16 decode (T = 1) reads weights with the widening loads instead of the pair kernels (A/B
  * benchmarks and tests; 1, the default, restores them). */
 void gb_linear_set_pairs(int on);
-/* Largest T that uses gemv16 for 16-bit weights (benchmarks and tests; < 1 restores the default). */
+/* Largest T that uses gemv16 for 16-bit weights (benchmarks and tests; < 1 restores the default,
+ * which follows the prefill kernel: see gb_linear_gemv_max_t). */
 void gb_linear_set_gemv_max_t(int64_t t);
+/* The prefill kernel (T > gemv_max_t) for 16-bit weights: a GB_HG_* version of hgemm.h (GB_HG_AUTO,
+ * the default: the fastest this CPU runs; a version the CPU cannot run for a format falls back to
+ * auto for it). gb_linear_hgemm: the version gb_linear runs now for weights in fmt (GB_HG_REF while
+ * the portable switch is on). */
+void gb_linear_set_hgemm(int version);
+int gb_linear_hgemm(int fmt);
 /* 1 if the AVX-512 kernels were compiled in. */
 int gb_linear_has_avx512(void);
 

@@ -43,6 +43,7 @@ def test_sampled_records(tmp_path):
         assert r["weights"] == "bf16" and r["type_k"] == r["type_v"] == "bf16" and r["mla_strategy"] == "flash"
         assert r["device"].startswith("CPU: ") and r["n_threads"] >= 1
         assert r["attn_arithmetic"] == M.attn_arithmetic("bf16")
+        assert r["gemm_arithmetic"] == M.gemm_arithmetic("bf16")
         assert r["layer_exec"] == "c-layer"  # bf16 matrices: each layer is one C call (test_layer.py)
     for r in recs[:4]:
         assert r["avg_ts"] > 0 and r["stddev_ts"] >= 0 and r["min_ts"] <= r["median_ts"] <= r["max_ts"]
@@ -80,6 +81,18 @@ def test_bandwidth_probe_pairs_each_repeat(monkeypatch):
     assert [r["bandwidth_gbs_samples"] for r in recs] == [[18.0, 10.0], [41.666666666666664, 19.0]]
     assert [r["bandwidth_gbs"] for r in recs] == [14.0, (41.666666666666664 + 19.0) / 2]
     assert next(seen, None) is None  # exactly one probe per timed step, none during warm-up
+
+
+def test_gemm_arithmetic_names_what_runs():
+    from glmbench.core import _core
+    assert M.gemm_arithmetic("f16") == M.gemm_arithmetic("q4_0") == "f32"
+    try:
+        _core._linear_set_hgemm("sgemm")
+        assert M.gemm_arithmetic("bf16") == "f32"
+        _core._linear_set_hgemm("auto")
+        assert M.gemm_arithmetic("bf16") == ("bf16-dot" if _core._hgemm_kernels("bf16")["auto"] == "bf16dot" else "f32")
+    finally:
+        _core._linear_set_hgemm("auto")
 
 
 def test_attn_arithmetic_names_what_runs():

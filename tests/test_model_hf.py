@@ -284,6 +284,23 @@ def test_bf16_weights_match_hf_with_rounded_weights():
     prompt, steps = [3, 1, 4, 1, 5, 9], [2, 6, 5]
     for a, b in zip(glm_logits(m, prompt, steps), hf_logits(hf, prompt, steps)):
         assert rel_err(a, b) < RTOL
+    # a prompt above the GEMV limit (8 tokens where csrc/hgemm.c runs a SIMD kernel) goes through the
+    # prefill GEMM: with float32 activations (f32fma) the same bar; with the bf16 dot products (the
+    # default where the CPU has AVX512_BF16) the activations are rounded to bf16 as ggml does, which
+    # moves each by up to 2^-9 of itself: a bf16-sized bar
+    from glmbench.core import _core
+    prompt = [(7 * i + 3) % cfg.vocab_size for i in range(20)]
+    want = hf_logits(hf, prompt, steps)
+    for kern in [k for k in ("f32fma", "bf16dot") if _core._hgemm_kernels("bf16")[k]]:
+        _core._linear_set_hgemm(kern)
+        try:
+            m.reset()
+            errs = [rel_err(a, b) for a, b in zip(glm_logits(m, prompt, steps), want)]
+        finally:
+            _core._linear_set_hgemm("auto")
+        assert max(errs) < (RTOL if kern == "f32fma" else 2e-2), (kern, errs)
+        if kern == "bf16dot":
+            assert errs[0] > RTOL / 100  # the rounding is there: not the float32 result
 
 
 # ---- scaled rope (YaRN, linear) ---------------------------------------------------------------

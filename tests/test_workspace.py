@@ -107,14 +107,18 @@ def test_error_paths_give_back_their_scratch(rng):
 
 
 def test_peak_sees_a_prefill_panel_and_an_mla_flash_call(rng):
-    # 16-bit weights with T > 64 tokens are converted in float32 panels for sgemm: a weight this
-    # small fits one panel, so the peak holds all of it in float32
+    # 16-bit weights with T > 64 tokens: hgemm packs each 64-row tile (all of K) per thread, bf16
+    # pairs beside the activations rounded to bf16 (bf16dot) or widened to float32 (f32fma); the
+    # sgemm path converts float32 panels (a weight this small fits one, so all of it)
+    from glmbench.core import _core
     T, K, N = 256, 512, 384
     x = rng.standard_normal((T, K)).astype(np.float32)
     w = ref.to_bf16((rng.standard_normal((N, K)) / 16).astype(np.float32))
+    kern = _core._linear_hgemm("bf16")
+    want = {"bf16dot": T * K * 2 + 64 * K * 2, "f32fma": 64 * K * 4, "sgemm": N * K * 4, "ref": T * K * 4}[kern]
     glmbench.reset_workspace_peak()
     glmbench.linear(x, w)
-    assert glmbench.workspace_bytes()[1] >= N * K * 4
+    assert glmbench.workspace_bytes()[1] >= want
     # MLA flash decode, GLM-4.7-Flash shapes: each head's latent query and output (R floats) at least
     args, kw = _mla_case(rng, T=1)
     glmbench.reset_workspace_peak()

@@ -207,6 +207,12 @@ def t_linear(R):
     return "linear", [arr(R, (T, K)), arr(R, (N, K), WDT[int(R.integers(0, 3))]), bias], {}
 
 
+def t_hgemm(R):
+    T, K, N = dim(R, 0), dim(R), dim(R)
+    kern = str(R.choice(["auto", "ref", "f32fma", "bf16dot"]))
+    return "hgemm", [arr(R, (T, K)), arr(R, (N, K), WDT[int(R.integers(1, 3))])], {"kernel": kern}
+
+
 def t_swiglu(R):
     T, D, F = dim(R, 0), dim(R), dim(R)
     dt = WDT[int(R.integers(0, 3))]
@@ -448,6 +454,8 @@ def t_bench(R):
     if k == 1:
         if R.random() < 0.3:
             return "bench_vnni", [int(R.choice([1, 10, 1000])), int(R.integers(1, 3))], {}
+        if R.random() < 0.3:
+            return "bench_bf16dot", [int(R.choice([1, 10, 1000])), int(R.integers(1, 3))], {}
         return "bench_fma", [int(R.choice([1, 10, 1000])), int(R.integers(1, 3))], {}
     n = dim(R, 1, 4096)
     if k == 3:
@@ -460,14 +468,16 @@ def t_controls(R):
     name = str(R.choice(["_attn_set_bf16", "_linear_set_gemv_max_t", "_linear_set_pairs", "_linear_set_portable",
                          "set_num_threads", "get_num_threads", "workspace_bytes", "workspace_blocks",
                          "reset_workspace_peak", "qversions", "qgemm_versions", "kversions", "_attn_bf16",
-                         "_linear_has_avx512"]))
+                         "_linear_has_avx512", "_linear_set_hgemm", "_linear_hgemm", "_hgemm_kernels",
+                         "_linear_gemv_max_t"]))
     args = {"_attn_set_bf16": [True], "_linear_set_gemv_max_t": [int(R.integers(0, 64))],
             "_linear_set_pairs": [True], "_linear_set_portable": [False],
-            "set_num_threads": [int(R.integers(1, 5))]}.get(name, [])
+            "set_num_threads": [int(R.integers(1, 5))], "_linear_set_hgemm": ["auto"],
+            "_linear_hgemm": [str(R.choice(["bf16", "f16"]))], "_hgemm_kernels": [str(R.choice(["bf16", "f16"]))]}.get(name, [])
     return name, args, {}
 
 
-TARGETS = {f.__name__[2:]: f for f in (t_rms_norm, t_rope, t_linear, t_swiglu, t_moe_route, t_moe_experts, t_quantize,
+TARGETS = {f.__name__[2:]: f for f in (t_rms_norm, t_rope, t_linear, t_hgemm, t_swiglu, t_moe_route, t_moe_experts, t_quantize,
                                         t_dequantize, t_qlinear, t_qrepack, t_qunpack, t_qgemm, t_qmoe,
                                         t_kdequantize, t_quantize_q8_K, t_klinear, t_kmoe, t_geglu_act,
                                         t_gqa_attention, t_mla_attention, t_layer_plan,
@@ -475,7 +485,7 @@ TARGETS = {f.__name__[2:]: f for f in (t_rms_norm, t_rope, t_linear, t_swiglu, t
 
 # Values the controls would keep if a mutated call changed them: put back after every input.
 _CONTROL_RESET = (("_attn_set_bf16", True), ("_linear_set_gemv_max_t", 0), ("_linear_set_pairs", True),
-                  ("_linear_set_portable", False))
+                  ("_linear_set_portable", False), ("_linear_set_hgemm", "auto"))
 
 
 def _digest(v):

@@ -4,14 +4,16 @@
 // bench/bench_ggml_peer.sh (bench/build_llama_bench.sh makes that build).
 //
 //   ggml_quant_bench linear TYPE N K T REPACK THREADS REPS
-//       y[T, N] = x[T, K] W[N, K]^T, W in TYPE (q4_0 | q8_0), x float32 (ggml quantizes it to q8_0
-//       as in a model's graph); REPACK 1 puts W in the CPU_REPACK buffer (interleaved q4_0x8 /
+//       y[T, N] = x[T, K] W[N, K]^T, W in TYPE (q4_0 | q8_0 | bf16 | f16), x float32 (ggml converts
+//       it to the weight type's vec_dot_type inside the op as in a model's graph: q8_0, bf16, f16); REPACK 1 puts W in the CPU_REPACK buffer (interleaved q4_0x8 /
 //       q8_0x4 layout, llama.cpp's default on an AVX2/AVX-512 CPU), 0 in the plain CPU buffer.
 //   ggml_quant_bench moe TYPE E F D TOPK T REPACK THREADS REPS
 //       GLM-style routed experts as llama.cpp's graph runs them: gate and up MUL_MAT_ID, SwiGLU,
 //       down MUL_MAT_ID, scaled by the router weights and summed over the TOPK experts.
 //
-// Prints one line: "<case> best_s <s> median_s <s> gflops <best>". Weights are seeded random
+// Prints one line: "<case> best_s <s> median_s <s> gflops <best> cpu_best_s <s>" (cpu_best_s: the
+// process CPU time of the best compute, which with THREADS 1 is the compute's own time even on a
+// loaded machine). Weights are seeded random
 // blocks (valid scales, uniform quants); time is the best of REPS graph computes after one warm-up.
 #include "ggml.h"
 #include "ggml-alloc.h"
@@ -20,6 +22,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -31,12 +34,25 @@
 static ggml_type parse_type(const char * s) {
     if (!strcmp(s, "q4_0")) return GGML_TYPE_Q4_0;
     if (!strcmp(s, "q8_0")) return GGML_TYPE_Q8_0;
-    fprintf(stderr, "type must be q4_0 or q8_0, got %s\n", s);
+    if (!strcmp(s, "bf16")) return GGML_TYPE_BF16;
+    if (!strcmp(s, "f16")) return GGML_TYPE_F16;
+    fprintf(stderr, "type must be q4_0, q8_0, bf16 or f16, got %s\n", s);
     exit(2);
 }
 
 // random blocks: fp16 scale ~1/(std*sqrt(K)), quants uniform (q8_0 in [-127, 127])
 static void fill_blocks(std::vector<uint8_t> & buf, ggml_type t, int64_t K, std::mt19937 & rng) {
+    if (t == GGML_TYPE_BF16 || t == GGML_TYPE_F16) {  // normal(0, 1/sqrt(K)) rounded to the type
+        std::normal_distribution<float> nd(0.0f, 1.0f / std::sqrt((float) K));
+        for (size_t i = 0; i + 2 <= buf.size(); i += 2) {
+            const float v = nd(rng);
+            uint16_t h;
+            if (t == GGML_TYPE_BF16) { ggml_bf16_t b = ggml_fp32_to_bf16(v); memcpy(&h, &b, 2); }
+            else { ggml_fp16_t f = ggml_fp32_to_fp16(v); memcpy(&h, &f, 2); }
+            memcpy(buf.data() + i, &h, 2);
+        }
+        return;
+    }
     const size_t bs = ggml_type_size(t);
     const size_t nb = buf.size() / bs;
     const float d = 1.0f / ((t == GGML_TYPE_Q4_0 ? 4.6f : 73.6f) * std::sqrt((float) K));
@@ -189,22 +205,30 @@ int main(int argc, char ** argv) {
     if (ggml_backend_graph_compute(be, gf) != GGML_STATUS_SUCCESS) { fprintf(stderr, "compute failed\n"); return 3; }
     check();
     std::vector<double> ts;
+    double cpu_best = 1e30;
+    auto cpu_now = []() {
+        timespec c;
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c);
+        return c.tv_sec + 1e-9 * c.tv_nsec;
+    };
     for (int r = 0; r < reps; r++) {
         set_inputs();
+        const double c0 = cpu_now();
         auto t0 = std::chrono::steady_clock::now();
         ggml_backend_graph_compute(be, gf);
         ts.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        cpu_best = std::min(cpu_best, cpu_now() - c0);
         check();
     }
     std::sort(ts.begin(), ts.end());
     const double best = ts.front(), med = ts[ts.size() / 2];
     if (moe) {
-        printf("moe %s E=%lld F=%lld D=%lld top%lld T=%lld repack=%d best_s %.6g median_s %.6g gflops %.2f\n",
+        printf("moe %s E=%lld F=%lld D=%lld top%lld T=%lld repack=%d best_s %.6g median_s %.6g gflops %.2f cpu_best_s %.6g\n",
                argv[2], (long long) E, (long long) F, (long long) D, (long long) TOPK, (long long) T, repack, best, med,
-               flops / best / 1e9);
+               flops / best / 1e9, cpu_best);
     } else {
-        printf("linear %s N=%lld K=%lld T=%lld repack=%d best_s %.6g median_s %.6g gflops %.2f\n", argv[2],
-               (long long) N, (long long) K, (long long) T, repack, best, med, flops / best / 1e9);
+        printf("linear %s N=%lld K=%lld T=%lld repack=%d best_s %.6g median_s %.6g gflops %.2f cpu_best_s %.6g\n", argv[2],
+               (long long) N, (long long) K, (long long) T, repack, best, med, flops / best / 1e9, cpu_best);
     }
     ggml_gallocr_free(galloc);
     ggml_free(gctx);

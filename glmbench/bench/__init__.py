@@ -161,19 +161,27 @@ class _Cycle:
         return self.fn(item)
 
 
-def _linear_cases(model: str, proj: dict, T: int, rng) -> list[Case]:
+def _linear_cases(model: str, proj: dict, T: int, rng, fmt: str = "bf16") -> list[Case]:
+    """fmt bf16 (uint16 bits) or f16. Prefill (T > 64) runs csrc/hgemm.c; with bf16 weights its
+    dot-product kernel rounds the activations to bf16 (as ggml does), so the check against the
+    float32 twin allows 1e-2 there."""
     out = []
+    prefill_rtol = 1e-2 if fmt == "bf16" and _core._linear_hgemm("bf16") in ("bf16dot", "ref") else 1e-3
     for name, (N, K) in proj.items():
         w = _weights(rng, (N, K), K)
+        if fmt == "f16":
+            w = _f32(w).astype(np.float16)
         x = rng.standard_normal((T, K), dtype=np.float32)
         flops = 2.0 * T * N * K
         nbytes = 2.0 * N * K + 4.0 * T * (N + K)
         ws = _copies(w) if T <= 8 else [w]  # memory-bound cases read from DRAM, as in a real step
-        out.append(Case(f"linear bf16 T={T} {model} {name} {N}x{K}",
+        widen = _f32 if fmt == "bf16" else (lambda w: w.astype(np.float32))
+        out.append(Case(f"linear {fmt} T={T} {model} {name} {N}x{K}",
                         run=_Cycle(ws, lambda w, x=x: glmbench.linear(x, w)),
-                        numpy_run=_Cycle(ws, lambda w, x=x: x @ _f32(w).T),
+                        numpy_run=_Cycle(ws, lambda w, x=x, widen=widen: x @ widen(w).T),
                         flops=flops, bytes=nbytes, bound="memory" if T <= 8 else "compute",
-                        tags=("gemv_bf16",) if T == 1 else ("gemv_bf16_batch",) if T <= 8 else ("gemm_bf16",)))
+                        tags=(f"gemv_{fmt}",) if T == 1 else (f"gemv_{fmt}_batch",) if T <= 8 else (f"gemm_{fmt}",),
+                        rtol=prefill_rtol if T > 64 else 1e-3))
     return out
 
 
@@ -314,6 +322,7 @@ def kernel_cases(quick: bool = False):
         ("linear bf16 small batch", lambda: _linear_cases("glm", {"q_a": GLM_PROJ["q_a"]}, 4, rng)),
         ("linear bf16 prefill", lambda: _linear_cases("glm", GLM_PROJ, T_pre, rng)
          + ([] if quick else _linear_cases("qwen3-32b", QWEN_PROJ, T_pre, rng))),
+        ("linear f16 prefill", lambda: _linear_cases("glm", GLM_PROJ, T_pre, rng, fmt="f16")),
         ("swiglu glm dense", lambda: _swiglu_cases("glm layer0", 2048, 10240, (1, T_pre), rng)),
         ("moe glm", lambda: _moe_cases("glm", 2048, 16 if quick else 64, 1536, 4, "sigmoid", 1.8,
                                        (1, T_pre), rng)),
@@ -392,6 +401,8 @@ def targets(rows: list[dict]) -> list[str]:
          lambda r: r["pct"] >= 80, "pct")
     line("prefill GEMM (bf16 weights) >= 70% of FMA peak", [r for r in ok if "gemm_bf16" in r["tags"]],
          lambda r: r["pct"] >= 70, "pct")
+    line("prefill GEMM (f16 weights) >= 60% of FMA peak", [r for r in ok if "gemm_f16" in r["tags"]],
+         lambda r: r["pct"] >= 60, "pct")
     line("no op slower than its NumPy version", [r for r in ok if r["vs_numpy"] is not None],
          lambda r: r["vs_numpy"] >= 1.0, "vs_numpy")
     line("MoE experts clearly (>= 2x) faster than NumPy", [r for r in ok if "moe" in r["tags"]],
@@ -425,16 +436,28 @@ def targets(rows: list[dict]) -> list[str]:
     return out
 
 
+def bf16_dot_peak(quick: bool = False) -> float | None:
+    """GFLOP/s of vdpbf16ps on every thread (64 FLOPs an instruction), or None where the CPU lacks
+    avx512_bf16: the ceiling of the bf16 prefill GEMM's dot products."""
+    if not _core._hgemm_kernels("bf16")["bf16dot"]:
+        return None
+    return _core.bench_bf16dot(1_000_000, 10 if quick else 40)
+
+
 def kernels(quick: bool = False, out: str | None = None, only: str | None = None, stream=sys.stdout) -> list[dict]:
     t0 = time.time()
     ceil = measure_ceilings(quick=quick)
+    bf16_peak = bf16_dot_peak(quick)
     when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     head = [f"# glmbench kernels benchmark{' (--quick)' if quick else ''}", "",
             f"- date: {when}", f"- CPU: {ceil['cpu']} ({os.cpu_count()} logical CPUs), threads: {ceil['threads']}",
             f"- glmbench {glmbench.__version__}, NumPy {np.__version__}, AVX-512 kernels: "
             f"{'yes' if _core._linear_has_avx512() else 'no'}",
             f"- ceilings: triad bandwidth {ceil['bandwidth_gbs']:.1f} GB/s (read-only {ceil['bandwidth_read_gbs']:.1f} GB/s), "
-            f"float32 FMA peak {ceil['fma_gflops']:.1f} GFLOP/s ({ceil['fma_vector_bits']}-bit)",
+            f"float32 FMA peak {ceil['fma_gflops']:.1f} GFLOP/s ({ceil['fma_vector_bits']}-bit)"
+            + (f", bf16 dot-product peak {bf16_peak:.1f} GFLOP/s (vdpbf16ps)" if bf16_peak else ""),
+            f"- 16-bit prefill GEMM kernel (csrc/hgemm.c, picked by cpuid): bf16 {_core._linear_hgemm('bf16')}, "
+            f"f16 {_core._linear_hgemm('f16')}",
             "- time: best of repeated calls; % ceiling: of the triad bandwidth (mem) or FMA peak (com); "
             "vs NumPy: NumPy time / glmbench time", ""]
     print("\n".join(head), file=stream, flush=True)

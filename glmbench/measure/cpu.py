@@ -54,7 +54,7 @@ from glmbench.models import checkpoint, configs
 from glmbench.results.records import routing_histogram  # noqa: F401  (measure's API)
 from glmbench.models.model import STORED, Model, layer_kinds, stored_format
 
-__all__ = ["measure", "attn_arithmetic", "choose_layers", "sample_layers", "scaled_seconds", "decode_bytes_per_token",
+__all__ = ["measure", "attn_arithmetic", "gemm_arithmetic", "choose_layers", "sample_layers", "scaled_seconds", "decode_bytes_per_token",
            "cpu_name", "rss_bytes"]
 
 TESTS = vocab.MEASURED_TESTS
@@ -236,6 +236,7 @@ def _measure(cfg, depths, tests, layers, n_prompt, n_gen, weights, kv, mla_strat
         mla_strategy=mla_strategy, runtime="glmbench", repeats=repeats,
         code=protocol.code_version(_core), settings={"seed": int(seed), "bandwidth_probe": bool(bandwidth_probe)},
         cpu_info=cpu, n_threads=n_threads, warmup=int(warmup), attn_arithmetic=attn_arithmetic(kv),
+        gemm_arithmetic=gemm_arithmetic(rec_weights),
         # how a layer runs: one C call (csrc/layer.c; sliding windows and Gemma's layers included) or
         # op by op from Python (quantized matrices: Layer.forward_py)
         layer_exec="python-ops" if weights in ("q8_0", "q4_0", STORED) else "c-layer",
@@ -283,6 +284,14 @@ def attn_arithmetic(kv: str) -> str:
     absorbed/flash MLA and GQA decode with 8 query heads per KV head) or "f32" (float32 products of
     the stored values; every other case, and what _core._attn_set_bf16(False) forces)."""
     return "bf16-dot" if kv == "bf16" and _core._attn_bf16() else "f32"
+
+
+def gemm_arithmetic(weights: str) -> str:
+    """How the prefill GEMMs multiply for `weights` on this build (above the GEMV limit, 8 tokens
+    where hgemm runs a SIMD kernel): "bf16-dot" (bf16 weights where csrc/hgemm.c's bf16dot kernel, or
+    its portable twin, runs: activations rounded to bf16, bf16 pairs multiplied with float32
+    accumulation, as ggml does) or "f32" (float32 products of the stored values)."""
+    return "bf16-dot" if weights == "bf16" and _core._linear_hgemm("bf16") in ("bf16dot", "ref") else "f32"
 
 
 def _bar(progress, total, name):
