@@ -275,11 +275,13 @@ def decode_bytes(path: str, depth: int, kv: str = "f16") -> tuple[int, int, int]
 
 # ---- the two sides --------------------------------------------------------------------------------
 def llama_bench_cmd(lb, path, threads, n_prompt, n_gen, depth):
-    return [lb, "-m", path, "-t", str(threads), "-p", str(n_prompt), "-n", str(n_gen), "-d", str(depth), "-o", "json"]
+    return [lb, "-m", path, "-t", str(threads), "-p", str(n_prompt), "-n", str(n_gen), "-d", str(depth),
+            "-o", "json", "-oe", "md"]
 
 
 def run_llama_bench(cmd) -> dict:
-    """{"pp": record, "tg": record} from llama-bench's -o json."""
+    """{"pp": record, "tg": record, "md": its own Markdown rows} from llama-bench's -o json (stdout)
+    and -oe md (stderr)."""
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode:
         raise BenchError(f"{' '.join(cmd)} failed ({r.returncode}): {r.stderr[-2000:]}")
@@ -292,6 +294,7 @@ def run_llama_bench(cmd) -> dict:
         out["pp" if x.get("n_gen", 0) == 0 else "tg"] = x
     if set(out) != {"pp", "tg"}:
         raise BenchError(f"{' '.join(cmd)}: expected a pp and a tg record, got {len(recs)} record(s)")
+    out["md"] = [ln for ln in r.stderr.splitlines() if ln.startswith("|")]
     return out
 
 
@@ -322,6 +325,8 @@ def main(argv=None) -> int:
     ap.add_argument("--work-dir", default=os.path.join(tempfile.gettempdir(), "glmbench-whole-model"),
                     help="where the GGUF files are made and kept")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--make-only", action="store_true",
+                    help="make the files (and say what glmbench runs as stored), measure nothing")
     ap.add_argument("--smoke", action="store_true", help="mark the result as a smoke run (shared machine, short settings)")
     ap.add_argument("--out", default=None, help="write the Markdown table here (atomically)")
     a = ap.parse_args(argv)
@@ -372,6 +377,12 @@ def run(a, argv) -> int:
         made[key] = dict(path=path, layers=layers, make_s=time.perf_counter() - t0, types=file_types(path),
                          stored=stored_check(path), size=os.path.getsize(path))
         bar.update(1)
+    if a.make_only:
+        bar.close()
+        for key, m in made.items():
+            print(f"{key}: {m['path']} ({m['size'] / 1e9:.2f} GB, {m['make_s']:.0f} s); as stored: "
+                  f"{'; '.join(m['stored'][0])}; not as stored: {'; '.join(m['stored'][1]) or 'none'}")
+        return 0
 
     rows = []
     i = 0
@@ -432,7 +443,8 @@ def render(a, argv, made, rows, ceil0, ceil1, up0, up1, wall) -> str:
           f"{ceil1['bandwidth_read_gbs']:.1f} GB/s, FMA {ceil1['fma_gflops']:.0f} GFLOP/s",
           f"- llama-bench: llama.cpp {lb_version} as vendored by llama-cpp-python 0.3.36, built by "
           "bench/build_llama_bench.sh (native AVX-512 build, AMX off); run with its defaults: only "
-          f"`-m FILE -t {a.threads} -p {a.n_prompt} -n {a.n_gen} -d DEPTH -o json`, one process per (file, depth); "
+          f"`-m FILE -t {a.threads} -p {a.n_prompt} -n {a.n_gen} -d DEPTH -o json -oe md` (output formats "
+          "only), one process per (file, depth); "
           f"from its JSON: {defaults}; {reps} repetitions (its default -r 5) after its warm-up",
           f"- glmbench: glmbench.measure.cpu.measure(FILE, depths=(DEPTH,), n_prompt={a.n_prompt}, n_gen={a.n_gen}, "
           f"threads={a.threads}, repeats={a.repeats}, kv={a.kv!r}, tests=('pp', 'tg')): weights as stored in the file, "
@@ -473,10 +485,23 @@ def render(a, argv, made, rows, ceil0, ceil1, up0, up1, wall) -> str:
                  f"{gt['avg_ts']:.2f} ± {gt['stddev_ts']:.2f}{flag} | {gt['avg_ts'] / lbt['avg_ts']:.2f}x | "
                  f"{nbytes / 1e6:.0f} ({head / 1e6:.0f}, {kvb / 1e6:.0f}) | {bw:.1f} | {floor:.2f} | "
                  f"{floor / gt['avg_ts']:.2f} |")
+    L += ["", "glmbench's decode step by part (tg record: median ms per step; the head is the final norm + output "
+          "matrix):", "", "| file | depth | embed ms | layers ms (dense, moe: per layer) | head ms | head MB | head GB/s |",
+          "|---|---|---|---|---|---|---|"]
+    for key, d, cmd, res in rows:
+        gt = res["glmbench"]["tg"]
+        _, head, _ = decode_bytes(made[key]["path"], d, a.kv)
+        per = ", ".join(f"{k} {gt[f'layer_ms_{k}']:.2f}" for k in ("dense", "moe") if f"layer_ms_{k}" in gt)
+        L.append(f"| {key} | {d} | {gt['embed_ms']:.2f} | {per} | {gt['head_ms']:.2f} | {head / 1e6:.0f} | "
+                 f"{head / gt['head_ms'] / 1e6:.1f} |")
     L += ["", "Seconds per side (llama-bench includes its depth prefill and model load; glmbench its model build):", "",
           "| file | depth | llama-bench s | glmbench s | llama-bench command |", "|---|---|---|---|---|"]
     for key, d, cmd, res in rows:
         L.append(f"| {key} | {d} | {res['llama-bench s']:.0f} | {res['glmbench s']:.0f} | `{' '.join(cmd)}` |")
+    L += ["", "llama-bench's own table (-oe md), as printed:", ""]
+    for j, (key, d, cmd, res) in enumerate(rows):
+        md = res["llama-bench"]["md"]
+        L += md if j == 0 else md[2:]
     return "\n".join(L) + "\n"
 
 
