@@ -141,6 +141,90 @@ done:
     return ret;
 }
 
+/* stored rows uint8 [M * n, row_bytes] (M matrices of n rows) -> uint8 [M, packed_bytes] (csrc/quant_k.h) */
+static PyObject *py_krepack(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"q", "fmt", "k", "n", NULL};
+    PyObject *qo;
+    int fmt;
+    Py_ssize_t k, n;
+    PyArrayObject *q = NULL, *p = NULL;
+    PyObject *ret = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "Oinn:krepack", kwlist, &qo, &fmt, &k, &n)) return NULL;
+    if (!gb_kp_is_fmt(fmt)) {
+        PyErr_Format(PyExc_ValueError, "`fmt` must be %d (q4_K), %d (q5_K), %d (q6_K) or %d (iq4_xs) to repack, got %d", GB_Q4_K, GB_Q5_K,
+                     GB_Q6_K, GB_IQ4_XS, fmt);
+        return NULL;
+    }
+    if (check_k(k) < 0) return NULL;
+    if (n <= 0) {
+        PyErr_Format(PyExc_ValueError, "`n` must be > 0, got %ld", (long)n);
+        return NULL;
+    }
+    if (!(q = gb_array(qo, "q", NPY_UINT8, 2, GB_COPY))) goto done;
+    if (gb_check_dim(q, "q", 1, (npy_intp)gb_k_row_bytes(fmt, k), "the bytes of one row of k elements") < 0) goto done;
+    const npy_intp R = PyArray_DIM(q, 0);
+    if (R % n) {
+        PyErr_Format(PyExc_ValueError, "`q` has %ld rows, not whole matrices of n=%ld rows", (long)R, (long)n);
+        goto done;
+    }
+    const int64_t pb = gb_kp_bytes(fmt, n, k), rb = gb_k_row_bytes(fmt, k);
+    npy_intp dims[2] = {R / n, (npy_intp)pb};
+    if (!(p = (PyArrayObject *)PyArray_SimpleNew(2, dims, NPY_UINT8))) goto done;
+    int st = GB_OK;
+    Py_BEGIN_ALLOW_THREADS
+    for (npy_intp m = 0; m < dims[0] && st == GB_OK; m++)
+        st = gb_krepack(fmt, (const uint8_t *)PyArray_DATA(q) + m * n * rb, (uint8_t *)PyArray_DATA(p) + m * pb, n, k);
+    Py_END_ALLOW_THREADS
+    ret = gb_result(st, &p);
+done:
+    Py_XDECREF(q);
+    Py_XDECREF(p);
+    return ret;
+}
+
+static PyObject *py_klinear_packed(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"x", "packed", "fmt", "n", "k", "bias", "version", NULL};
+    PyObject *xo, *po, *bo = Py_None;
+    int fmt, version = GB_KV_AUTO;
+    Py_ssize_t n, k;
+    PyArrayObject *x = NULL, *p = NULL, *b = NULL, *y = NULL;
+    PyObject *ret = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOinn|Oi:klinear_packed", kwlist, &xo, &po, &fmt, &n, &k, &bo, &version)) return NULL;
+    if (!gb_kp_is_fmt(fmt)) {
+        PyErr_Format(PyExc_ValueError, "`fmt` must be %d (q4_K), %d (q5_K), %d (q6_K) or %d (iq4_xs), got %d", GB_Q4_K, GB_Q5_K, GB_Q6_K,
+                     GB_IQ4_XS, fmt);
+        return NULL;
+    }
+    if (check_k(k) < 0) return NULL;
+    if (n < 0) {
+        PyErr_Format(PyExc_ValueError, "`n` must be >= 0, got %ld", (long)n);
+        return NULL;
+    }
+    if (!(x = gb_array(xo, "x", NPY_FLOAT32, 2, GB_COPY))) goto done;
+    if (!(p = gb_array(po, "packed", NPY_UINT8, 1, GB_COPY))) goto done;
+    if (gb_check_dim(x, "x", 1, k, "the weight's in_features") < 0) goto done;
+    if (gb_check_dim(p, "packed", 0, (npy_intp)gb_kp_bytes(fmt, n, k), "the packed bytes of an n x k matrix") < 0) goto done;
+    if (bo != Py_None) {
+        if (!(b = gb_array(bo, "bias", NPY_FLOAT32, 1, GB_COPY))) goto done;
+        if (gb_check_dim(b, "bias", 0, n, "the weight's out_features") < 0) goto done;
+    }
+    if (gb_check_finite(x, "x") < 0) goto done;
+    npy_intp dims[2] = {PyArray_DIM(x, 0), n};
+    if (!(y = gb_new_f32(2, dims))) goto done;
+    int st;
+    Py_BEGIN_ALLOW_THREADS
+    st = gb_klinear_packed(fmt, (const float *)PyArray_DATA(x), PyArray_DATA(p), b ? (const float *)PyArray_DATA(b) : NULL,
+                           (float *)PyArray_DATA(y), dims[0], n, k, version);
+    Py_END_ALLOW_THREADS
+    ret = gb_result(st, &y);
+done:
+    Py_XDECREF(x);
+    Py_XDECREF(p);
+    Py_XDECREF(b);
+    Py_XDECREF(y);
+    return ret;
+}
+
 static PyObject *py_kversions(PyObject *self, PyObject *noargs) {
     return gb_versions_dict(GB_KV_COUNT, gb_kversion_available, gb_kversion_name);
 }
@@ -170,5 +254,9 @@ PyMethodDef gb_quant_k_methods[] = {
     {"kmoe", (PyCFunction)(void (*)(void))py_kmoe, METH_VARARGS | METH_KEYWORDS,
      "kmoe(x[T, D] f32, topk_idx[T, k] i64, topk_weight[T, k] f32, gate, up, down uint8 [E, bytes], fg, fu, fd, f, "
      "version=0) -> (y[T, D] f32, counts[E] i64): routed experts in K-quant/iq4_nl/mxfp4 formats, one call"},
+    {"krepack", (PyCFunction)(void (*)(void))py_krepack, METH_VARARGS | METH_KEYWORDS,
+     "krepack(q[M*n, row_bytes] uint8, fmt, k, n) -> uint8[M, packed_bytes] (q4_K/q5_K/q6_K/iq4_xs, 16-row interleaved, csrc/quant_k.h)"},
+    {"klinear_packed", (PyCFunction)(void (*)(void))py_klinear_packed, METH_VARARGS | METH_KEYWORDS,
+     "klinear_packed(x[T, K] f32, packed uint8, fmt, n, k, bias=None, version=0) -> f32[T, n]"},
     {"kversions", (PyCFunction)py_kversions, METH_NOARGS, "kversions() -> {name: compiled in}"},
     {NULL, NULL, 0, NULL}};
