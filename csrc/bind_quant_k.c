@@ -109,27 +109,33 @@ done:
 
 /* routed experts as stored (csrc/moe_k.c): gate/up uint8 [E, F*row_bytes(D)], down [E, D*row_bytes(F)] */
 static PyObject *py_kmoe(PyObject *self, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"x", "topk_idx", "topk_weight", "gate", "up", "down", "fg", "fu", "fd", "f", "version", NULL};
+    static char *kwlist[] = {"x", "topk_idx", "topk_weight", "gate", "up", "down", "fg", "fu", "fd", "f", "version", "packed", NULL};
     PyObject *xo, *io, *wo, *go, *uo, *dno;
-    int fg, fu, fd, version = GB_KV_AUTO;
+    int fg, fu, fd, version = GB_KV_AUTO, packed = 0;
     Py_ssize_t F;
     gb_packed_moe a = {0};
     PyArrayObject *y = NULL, *cnt = NULL;
     PyObject *ret = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOOOiiin|i:kmoe", kwlist, &xo, &io, &wo, &go, &uo, &dno, &fg, &fu, &fd, &F,
-                                     &version))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOOOiiin|ip:kmoe", kwlist, &xo, &io, &wo, &go, &uo, &dno, &fg, &fu, &fd, &F,
+                                     &version, &packed))
         return NULL;
     if (check_kfmt(fg) < 0 || check_kfmt(fu) < 0 || check_kfmt(fd) < 0) goto done;
     if (gb_packed_moe_arrays(&a, xo, io, wo, go, uo, dno) < 0) goto done;
     const npy_intp T = PyArray_DIM(a.x, 0), D = PyArray_DIM(a.x, 1), K = PyArray_DIM(a.idx, 1), E = PyArray_DIM(a.g, 0);
     if (check_fk(fg, D) < 0 || check_fk(fu, D) < 0 || check_fk(fd, F) < 0) goto done;
-    if (gb_packed_moe_check(&a, (npy_intp)(F * row_bytes_any(fg, D)), (npy_intp)(F * row_bytes_any(fu, D)),
-                            (npy_intp)(D * row_bytes_any(fd, F)), "the bytes") < 0)
+    if (packed && (!gb_kp_is_fmt(fg) || !gb_kp_is_fmt(fu) || !gb_kp_is_fmt(fd))) {
+        PyErr_Format(PyExc_ValueError, "packed=True needs q4_K, q5_K, q6_K or iq4_xs experts, got formats %d/%d/%d", fg, fu, fd);
+        goto done;
+    }
+    if (packed ? gb_packed_moe_check(&a, (npy_intp)gb_kp_bytes(fg, F, D), (npy_intp)gb_kp_bytes(fu, F, D), (npy_intp)gb_kp_bytes(fd, D, F),
+                                     "the repacked bytes") < 0
+               : gb_packed_moe_check(&a, (npy_intp)(F * row_bytes_any(fg, D)), (npy_intp)(F * row_bytes_any(fu, D)),
+                                     (npy_intp)(D * row_bytes_any(fd, F)), "the bytes") < 0)
         goto done;
     if (gb_moe_outputs(T, D, E, &y, &cnt) < 0) goto done;
     int st;
     Py_BEGIN_ALLOW_THREADS
-    st = gb_kmoe((const float *)PyArray_DATA(a.x), (const int64_t *)PyArray_DATA(a.idx), (const float *)PyArray_DATA(a.wt), T, K,
+    st = (packed ? gb_kmoe_packed : gb_kmoe)((const float *)PyArray_DATA(a.x), (const int64_t *)PyArray_DATA(a.idx), (const float *)PyArray_DATA(a.wt), T, K,
                  fg, PyArray_DATA(a.g), fu, PyArray_DATA(a.u), fd, PyArray_DATA(a.dn), E, F, D, (float *)PyArray_DATA(y),
                  (int64_t *)PyArray_DATA(cnt), version);
     Py_END_ALLOW_THREADS
@@ -253,7 +259,8 @@ PyMethodDef gb_quant_k_methods[] = {
      "klinear(x[T, K] f32, w[N, row_bytes] uint8, fmt, k, bias=None, version=0) -> f32[T, N]"},
     {"kmoe", (PyCFunction)(void (*)(void))py_kmoe, METH_VARARGS | METH_KEYWORDS,
      "kmoe(x[T, D] f32, topk_idx[T, k] i64, topk_weight[T, k] f32, gate, up, down uint8 [E, bytes], fg, fu, fd, f, "
-     "version=0) -> (y[T, D] f32, counts[E] i64): routed experts in K-quant/iq4_nl/mxfp4 formats, one call"},
+     "version=0, packed=False) -> (y[T, D] f32, counts[E] i64): routed experts in K-quant/iq4_nl/mxfp4 formats, one call; "
+     "packed: gate/up/down are krepack'ed experts [E, packed_bytes]"},
     {"krepack", (PyCFunction)(void (*)(void))py_krepack, METH_VARARGS | METH_KEYWORDS,
      "krepack(q[M*n, row_bytes] uint8, fmt, k, n) -> uint8[M, packed_bytes] (q4_K/q5_K/q6_K/iq4_xs, 16-row interleaved, csrc/quant_k.h)"},
     {"klinear_packed", (PyCFunction)(void (*)(void))py_klinear_packed, METH_VARARGS | METH_KEYWORDS,
