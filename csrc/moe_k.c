@@ -76,21 +76,29 @@ done:
  * and up rows are shared out between the threads in contiguous runs (each thread streams its part
  * of every matrix, no per-expert fork/join), then SwiGLU, then the same for down. Every output row
  * is computed exactly as gb_klinear_packed computes it, so results are bit-identical to gb_kmoe on
- * the stored bytes. Prefill-sized batches go expert by expert through gb_klinear_packed. */
+ * the stored bytes. Prefill-sized batches, and iq4_nl/mxfp4 experts, go expert by expert through
+ * gb_klinear_packed / gb_iqlinear_packed. */
+static int64_t pbytes(int fmt, int64_t n, int64_t k) { return gb_is_iqfmt(fmt) ? gb_iqp_bytes(fmt, n, k) : gb_kp_bytes(fmt, n, k); }
+
+static int linp(int fmt, const float *x, const void *w, const float *bias, float *y, int64_t T, int64_t N, int64_t K, int version) {
+    return (gb_is_iqfmt(fmt) ? gb_iqlinear_packed : gb_klinear_packed)(fmt, x, w, bias, y, T, N, K, version);
+}
+
 int gb_kmoe_packed(const float *x, const int64_t *topk_idx, const float *topk_weight, int64_t T, int64_t k, int fg,
                    const void *gate, int fu, const void *up, int fd, const void *down, int64_t E, int64_t F, int64_t D,
                    float *y, int64_t *counts, int version) {
-    const int64_t pg = gb_kp_bytes(fg, F, D), pu = gb_kp_bytes(fu, F, D), pd = gb_kp_bytes(fd, D, F);
+    const int64_t pg = pbytes(fg, F, D), pu = pbytes(fu, F, D), pd = pbytes(fd, D, F);
     if (pg < 0 || pu < 0 || pd < 0)
-        return gb_error(GB_EVALUE, "kmoe: formats %d/%d/%d with D=%ld, F=%ld have no repacked layout (q4_K, q5_K, q6_K, iq4_xs; "
-                        "D and F multiples of 256)", fg, fu, fd, (long)D, (long)F);
+        return gb_error(GB_EVALUE, "kmoe: formats %d/%d/%d with D=%ld, F=%ld have no repacked layout (q4_K, q5_K, q6_K, iq4_xs with D "
+                        "and F multiples of 256, iq4_nl, mxfp4 multiples of 32)", fg, fu, fd, (long)D, (long)F);
+    const int konly = !gb_is_iqfmt(fg) && !gb_is_iqfmt(fu) && !gb_is_iqfmt(fd);
     if (version == GB_KV_AUTO) version = gb_kversion_available(GB_KV_VNNI) ? GB_KV_VNNI : GB_KV_REF;
     if (!gb_kversion_available(version))
         return gb_error(GB_EVALUE, "kmoe: kernel version %d (%s) is not compiled in on this build", version, gb_kversion_name(version));
     const int64_t i = gb_count_routes(topk_idx, T, k, E, D, y, counts);
     if (i >= 0) return gb_error(GB_EVALUE, "kmoe: topk_idx[%ld] = %ld is not in [0, %ld)", (long)(i / k), (long)topk_idx[i], (long)E);
     if (T == 0 || k == 0) return GB_OK;
-    const int64_t R = T * k, nbD = D / GB_QKK, nbF = F / GB_QKK, GF = (F + 15) / 16, GD = (D + 15) / 16;
+    const int64_t R = T * k, nbD = konly ? D / GB_QKK : 0, nbF = konly ? F / GB_QKK : 0, GF = (F + 15) / 16, GD = (D + 15) / 16;
     int64_t *off = (int64_t *)gb_ws_calloc((size_t)(E + 1), sizeof(int64_t));
     int64_t *pos = (int64_t *)gb_ws_malloc((size_t)R * sizeof(int64_t));
     int64_t *tok = (int64_t *)gb_ws_malloc((size_t)R * sizeof(int64_t));
@@ -100,8 +108,8 @@ int gb_kmoe_packed(const float *x, const int64_t *topk_idx, const float *topk_we
     float *g = (float *)gb_ws_malloc((size_t)(R * F) * sizeof(float));
     float *u = (float *)gb_ws_malloc((size_t)(R * F) * sizeof(float));
     float *o = (float *)gb_ws_malloc((size_t)(R * D) * sizeof(float));
-    gb_block_q8_K *xq = (gb_block_q8_K *)gb_ws_aligned_alloc(64, (size_t)(R * nbD) * sizeof(gb_block_q8_K));
-    gb_block_q8_K *hq = (gb_block_q8_K *)gb_ws_aligned_alloc(64, (size_t)(R * nbF) * sizeof(gb_block_q8_K));
+    gb_block_q8_K *xq = (gb_block_q8_K *)gb_ws_aligned_alloc(64, (size_t)(R * nbD + 1) * sizeof(gb_block_q8_K));
+    gb_block_q8_K *hq = (gb_block_q8_K *)gb_ws_aligned_alloc(64, (size_t)(R * nbF + 1) * sizeof(gb_block_q8_K));
     int st = GB_OK;
     if (!off || !pos || !tok || !fill || !act || !xg || !g || !u || !o || !xq || !hq) {
         st = gb_error(GB_ENOMEM, "kmoe: cannot allocate the expert buffers (%ld rows, F=%ld, D=%ld)", (long)R, (long)F, (long)D);
@@ -115,13 +123,13 @@ int gb_kmoe_packed(const float *x, const int64_t *topk_idx, const float *topk_we
             act[na++] = e;
             if (counts[e] > cmax) cmax = counts[e];
         }
-    if (cmax >= 64) { /* prefill-sized: expert by expert (the 16-row panel GEMM) */
+    if (cmax >= 64 || !konly) { /* prefill-sized (or iq4_nl/mxfp4): expert by expert */
         for (int64_t j = 0; j < na && st == GB_OK; j++) {
             const int64_t e = act[j], c = counts[e], o0 = off[e];
-            if ((st = gb_klinear_packed(fg, xg + o0 * D, (const uint8_t *)gate + e * pg, NULL, g + o0 * F, c, F, D, version)) != GB_OK) break;
-            if ((st = gb_klinear_packed(fu, xg + o0 * D, (const uint8_t *)up + e * pu, NULL, u + o0 * F, c, F, D, version)) != GB_OK) break;
+            if ((st = linp(fg, xg + o0 * D, (const uint8_t *)gate + e * pg, NULL, g + o0 * F, c, F, D, version)) != GB_OK) break;
+            if ((st = linp(fu, xg + o0 * D, (const uint8_t *)up + e * pu, NULL, u + o0 * F, c, F, D, version)) != GB_OK) break;
             for (int64_t q = o0 * F; q < (o0 + c) * F; q++) g[q] = g[q] / (1.0f + expf(-g[q])) * u[q];
-            st = gb_klinear_packed(fd, g + o0 * F, (const uint8_t *)down + e * pd, NULL, o + o0 * D, c, D, F, version);
+            st = linp(fd, g + o0 * F, (const uint8_t *)down + e * pd, NULL, o + o0 * D, c, D, F, version);
         }
         if (st != GB_OK) goto done;
     } else {

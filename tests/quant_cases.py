@@ -128,13 +128,13 @@ def moe_experts_against_float64(rng, wg, wu, wd, D):
     assert np.abs(y - ref).max() < 0.03 * np.abs(ref).max()
 
 
-def repacked_equals_stored(rng, fmt, random_blocks, versions, stored, packed_linear):
+def repacked_equals_stored(rng, fmt, random_blocks, versions, stored, packed_linear, shapes=((37, 512), (16, 256), (5, 768))):
     """The repacked weight (QTensor.repack: 16 rows interleaved, csrc/quant_k.h) gives the stored
     path's outputs bit for bit, for every kernel version, token count (the GEMV tiles of 1-4 tokens,
     their remainders, the prefill panels from T=64) and row count (groups padded past N); the
     stored bytes are not written. `stored(x, w, version, bias)` and `packed_linear(x, qt, version,
     bias)` run the two paths."""
-    for N, K in ((37, 512), (16, 256), (5, 768)):
+    for N, K in shapes:
         w = random_blocks(rng, fmt, N, K)
         w0 = w.copy()
         qt = QTensor(w, fmt, (N, K)).repack()

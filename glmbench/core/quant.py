@@ -31,9 +31,9 @@ FORMATS = {"q8_0": (8, 32, 34), "q4_0": (9, 32, 18),
            "iq4_nl": (20, 32, 18), "mxfp4": (39, 32, 17)}
 # read as stored by the kquant kernels: super-blocks of 256 (csrc/quant_k.c), iq4_nl/mxfp4 (csrc/quant_iq.c)
 K_FORMATS = ("q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "iq4_xs", "iq4_nl", "mxfp4")
-# K formats with a repacked layout (csrc/quant_k.h gb_krepack: 16 rows interleaved, scales decoded)
+# K formats with a repacked layout (csrc/quant_k.h, csrc/quant_iq.h: 16 rows interleaved, scales decoded)
 # that the decode GEMV streams; the others are read as stored
-KP_FORMATS = ("q4_K", "q5_K", "q6_K", "iq4_xs")
+KP_FORMATS = ("q4_K", "q5_K", "q6_K", "iq4_xs", "iq4_nl", "mxfp4")
 _COMPUTE = {"auto": 0, "f32": 1, "q8": 2}
 _VERSIONS = {"auto": 0, "ref_f32": 1, "avx512_f32": 2, "ref_q8": 3, "avx2_q8": 4, "vnni_q8": 5, "blas_f32": 6}
 # the integer GEMM on repacked weights (csrc/qgemm.c): portable scalar, AVX-512 VNNI
