@@ -598,7 +598,8 @@ static int iqlinear_impl(int fmt, const float *x, const void *w, const void *wp,
 #pragma omp atomic write
                 fail = 1;
             }
-#pragma omp for schedule(static)
+            const int64_t run = panel || gbytes >= (256 << 10) ? 1 : (256 << 10) / gbytes; /* as gb_klinear_packed */
+#pragma omp for schedule(dynamic, run)
             for (int64_t g = 0; g < G; g++) {
                 const uint8_t *P = (const uint8_t *)wp + g * gbytes;
                 const int nr = (int)(N - 16 * g < 16 ? N - 16 * g : 16);

@@ -890,7 +890,9 @@ static inline __attribute__((always_inline)) void kp_tile(const int fmt, const u
             for (int kk = 0; kk < zps; kk++) {
                 const int k = s * zps + kk;
                 const __m512i Q = _mm512_loadu_si512((const void *)(p + 64 * k));
-                _mm_prefetch((const char *)(p + 64 * k + 2 * pb), _MM_HINT_T0);
+                /* the record two ahead, all its lines (<= 64): the high-bit planes and scales too */
+                _mm_prefetch((const char *)(p + 4 * pb + 64 * k), _MM_HINT_T0);
+                if (64 * (k + 32) < pb) _mm_prefetch((const char *)(p + 4 * pb + 64 * (k + 32)), _MM_HINT_T0);
                 __m512i lo = _mm512_and_si512(Q, m4), hi = _mm512_and_si512(_mm512_srli_epi16(Q, 4), m4);
                 if (fmt == GB_Q5_K) {
                     uint64_t ml, mh;
@@ -1023,7 +1025,10 @@ int gb_klinear_packed(int fmt, const float *x, const void *wp, const float *bias
         }
 #endif
         if (!panel) {
-#pragma omp for schedule(static)
+            /* runs of groups of ~256 KB: long streams, and a thread held up by another job does not
+             * hold up the others (dynamic) */
+            const int64_t run = gbytes >= (256 << 10) ? 1 : (256 << 10) / gbytes;
+#pragma omp for schedule(dynamic, run)
             for (int64_t g = 0; g < G; g++) gb_kp_rows(fmt, wb, N, K, g, xq, T, y + 16 * g, N, bias ? bias + 16 * g : NULL, version);
         }
     }
