@@ -65,7 +65,9 @@ def _stored_weights(n, k, fmt, seed):
 
 
 def build_peer(build_dir: str) -> str:
-    exe = os.path.join(build_dir, "bin", "ggml_quant_bench")
+    # built into this checkout's build/ (ignored by git): the llama.cpp build is only read
+    exe = os.path.join(os.path.dirname(HERE), "build", "ggml_peer", "ggml_quant_bench")
+    os.makedirs(os.path.dirname(exe), exist_ok=True)
     inc = os.path.join(build_dir, "ggml-include")
     libs = [os.path.join(build_dir, "ggml", "src", n) for n in ("libggml.a", "libggml-cpu.a", "libggml-base.a")]
     for p in [inc] + libs:

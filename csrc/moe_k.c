@@ -137,7 +137,10 @@ int gb_kmoe_packed(const float *x, const int64_t *topk_idx, const float *topk_we
         {
 #pragma omp for schedule(static)
             for (int64_t p = 0; p < R; p++) gb_quantize_row_q8_K(xg + p * D, xq + p * nbD, D);
-#pragma omp for schedule(static)
+            /* runs of ~256 KB of weights per grab: long streams; dynamic, so a thread held up by
+             * another job does not hold up the others */
+            const int64_t rgu = (int64_t)1 + (256 << 10) / (pg / GF + 1), rdn = (int64_t)1 + (256 << 10) / (pd / GD + 1);
+#pragma omp for schedule(dynamic, rgu)
             for (int64_t it = 0; it < na * 2 * GF; it++) {
                 const int64_t e = act[it / (2 * GF)], gi = it % GF, o0 = off[e];
                 const int isup = (int)((it / GF) % 2);
@@ -151,7 +154,7 @@ int gb_kmoe_packed(const float *x, const int64_t *topk_idx, const float *topk_we
                 for (int64_t q = 0; q < F; q++) gp[q] = gp[q] / (1.0f + expf(-gp[q])) * up_[q];
                 gb_quantize_row_q8_K(gp, hq + p * nbF, F);
             }
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, rdn)
             for (int64_t it = 0; it < na * GD; it++) {
                 const int64_t e = act[it / GD], gi = it % GD, o0 = off[e];
                 gb_kp_rows(fd, (const uint8_t *)down + e * pd, D, F, gi, hq + o0 * nbF, counts[e], o + o0 * D + 16 * gi, D, NULL, version);

@@ -867,6 +867,38 @@ static inline int32_t ld32(const void *p) {
     return v;
 }
 
+/* zmm k of a packed record (Q its nibble bytes) -> the unsigned values 8k..8k+3 (lo) and 8k+4..8k+7
+ * (hi) of the 16 rows, 4 bytes per row: with the fifth bit (q5_K), the 2 high bits (q6_K) or
+ * through the iq4_nl grid + 128 (iq4_xs) */
+static inline __attribute__((always_inline)) void kp_decode_z(const int fmt, const uint8_t *p, const int k, __m512i Q, __m512i *plo,
+                                                              __m512i *phi) {
+    const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30), c16 = _mm512_set1_epi8(0x10);
+    __m512i lo = _mm512_and_si512(Q, m4), hi = _mm512_and_si512(_mm512_srli_epi16(Q, 4), m4);
+    if (fmt == GB_Q5_K) {
+        uint64_t ml, mh;
+        memcpy(&ml, p + 2048 + 16 * k, 8);
+        memcpy(&mh, p + 2048 + 16 * k + 8, 8);
+        lo = _mm512_mask_add_epi8(lo, (__mmask64)ml, lo, c16);
+        hi = _mm512_mask_add_epi8(hi, (__mmask64)mh, hi, c16);
+    } else if (fmt == GB_Q6_K) {
+        const __m512i H = _mm512_loadu_si512((const void *)(p + 2048 + 64 * (k / 2)));
+        if (k % 2 == 0) {
+            lo = _mm512_or_si512(lo, _mm512_and_si512(_mm512_slli_epi16(H, 4), m30));
+            hi = _mm512_or_si512(hi, _mm512_and_si512(_mm512_slli_epi16(H, 2), m30));
+        } else {
+            lo = _mm512_or_si512(lo, _mm512_and_si512(H, m30));
+            hi = _mm512_or_si512(hi, _mm512_and_si512(_mm512_srli_epi16(H, 2), m30));
+        }
+    } else if (fmt == GB_IQ4_XS) {
+        const __m512i tbl = _mm512_broadcast_i32x4(_mm_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, (char)129, (char)141, (char)153,
+                                                                 (char)166, (char)181, (char)197, (char)217, (char)241));
+        lo = _mm512_shuffle_epi8(tbl, lo);
+        hi = _mm512_shuffle_epi8(tbl, hi);
+    }
+    *plo = lo;
+    *phi = hi;
+}
+
 /* TT tokens x the 16 rows of a group, all super-blocks: lane r of every vector is row r, so each
  * lane follows the portable arithmetic exactly (exact int32 isum and msum per super-block, then the
  * float32 formula) and the results are bit-identical to it. Per 64 bytes of nibbles: two vpdpbusd
@@ -875,9 +907,6 @@ static inline __attribute__((always_inline)) void kp_tile(const int fmt, const u
                                                           float *y, int64_t ldy, __m512 vb, __mmask16 m, const int TT) {
     const int64_t pb = gb_kp_block_bytes(fmt), sco = kp_sc_off(fmt), mno = kp_mn_off(fmt), dof = kp_d_off(fmt);
     const int nsub = kp_nsub(fmt), zps = 32 / nsub;
-    const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30), c16 = _mm512_set1_epi8(0x10);
-    const __m512i tbl = _mm512_broadcast_i32x4(_mm_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, (char)129, (char)141, (char)153,
-                                                             (char)166, (char)181, (char)197, (char)217, (char)241));
     __m512 acc[4];
     for (int t = 0; t < TT; t++) acc[t] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
@@ -893,26 +922,8 @@ static inline __attribute__((always_inline)) void kp_tile(const int fmt, const u
                 /* the record two ahead, all its lines (<= 64): the high-bit planes and scales too */
                 _mm_prefetch((const char *)(p + 4 * pb + 64 * k), _MM_HINT_T0);
                 if (64 * (k + 32) < pb) _mm_prefetch((const char *)(p + 4 * pb + 64 * (k + 32)), _MM_HINT_T0);
-                __m512i lo = _mm512_and_si512(Q, m4), hi = _mm512_and_si512(_mm512_srli_epi16(Q, 4), m4);
-                if (fmt == GB_Q5_K) {
-                    uint64_t ml, mh;
-                    memcpy(&ml, p + 2048 + 16 * k, 8);
-                    memcpy(&mh, p + 2048 + 16 * k + 8, 8);
-                    lo = _mm512_mask_add_epi8(lo, (__mmask64)ml, lo, c16);
-                    hi = _mm512_mask_add_epi8(hi, (__mmask64)mh, hi, c16);
-                } else if (fmt == GB_Q6_K) {
-                    const __m512i H = _mm512_loadu_si512((const void *)(p + 2048 + 64 * (k / 2)));
-                    if (k % 2 == 0) {
-                        lo = _mm512_or_si512(lo, _mm512_and_si512(_mm512_slli_epi16(H, 4), m30));
-                        hi = _mm512_or_si512(hi, _mm512_and_si512(_mm512_slli_epi16(H, 2), m30));
-                    } else {
-                        lo = _mm512_or_si512(lo, _mm512_and_si512(H, m30));
-                        hi = _mm512_or_si512(hi, _mm512_and_si512(_mm512_srli_epi16(H, 2), m30));
-                    }
-                } else if (fmt == GB_IQ4_XS) {
-                    lo = _mm512_shuffle_epi8(tbl, lo);
-                    hi = _mm512_shuffle_epi8(tbl, hi);
-                }
+                __m512i lo, hi;
+                kp_decode_z(fmt, p, k, Q, &lo, &hi);
                 for (int t = 0; t < TT; t++) {
                     const int8_t *xs = xq[t * nb + b].qs + 8 * k;
                     a0[t] = _mm512_dpbusd_epi32(a0[t], lo, _mm512_set1_epi32(ld32(xs)));
@@ -960,15 +971,50 @@ KP_GROUP(kp_group_q5, GB_Q5_K)
 KP_GROUP(kp_group_q6, GB_Q6_K)
 KP_GROUP(kp_group_iq4xs, GB_IQ4_XS)
 
-static void panel_fill_packed(int fmt, const uint8_t *P, int nr, int64_t nb, kpanel *K) {
-    const int64_t pb = gb_kp_block_bytes(fmt);
-    kdec o;
-    memset(K, 0, (size_t)nb * sizeof(kpanel));
-    for (int r = 0; r < nr; r++)
-        for (int64_t b = 0; b < nb; b++) {
-            kp_unpack(fmt, P + b * pb, r, &o);
-            panel_put(K + b, r, &o);
+/* a packed group -> the prefill panels (what panel_fill makes from the stored rows; padding rows
+ * are zero in both): the decoded zmm of a record are the panel's 4-value chunks as they are */
+static inline __attribute__((always_inline)) void panel_fill_packed_f(const int fmt, const uint8_t *P, int64_t nb, kpanel *K) {
+    const int64_t pb = gb_kp_block_bytes(fmt), sco = kp_sc_off(fmt), mno = kp_mn_off(fmt), dof = kp_d_off(fmt);
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *p = P + b * pb;
+        kpanel *o = K + b;
+        for (int k = 0; k < 32; k++) {
+            __m512i lo, hi;
+            kp_decode_z(fmt, p, k, _mm512_loadu_si512((const void *)(p + 64 * k)), &lo, &hi);
+            _mm512_store_si512((void *)(o->q + (2 * k) * 16), lo);
+            _mm512_store_si512((void *)(o->q + (2 * k + 1) * 16), hi);
         }
+        for (int c = 0; c < 16; c++) {
+            const int sub = fmt == GB_Q6_K ? c : c / 2;
+            _mm512_store_si512((void *)(o->sc + c * 16), _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + sco + 16 * sub))));
+        }
+        for (int c2 = 0; c2 < 8; c2++) { /* int16 pairs (mn[2 c2], mn[2 c2 + 1]) per row */
+            __m512i a, b2;
+            if (fmt == GB_Q6_K) {
+                a = _mm512_slli_epi32(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + sco + 16 * (2 * c2)))), 5);
+                b2 = _mm512_slli_epi32(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + sco + 16 * (2 * c2 + 1)))), 5);
+            } else {
+                a = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + (kp_has_min(fmt) ? mno : sco) + 16 * c2)));
+                if (fmt == GB_IQ4_XS) a = _mm512_slli_epi32(a, 7);
+                b2 = a;
+            }
+            const __m512i pr = _mm512_or_si512(_mm512_and_si512(a, _mm512_set1_epi32(0xffff)), _mm512_slli_epi32(b2, 16));
+            _mm512_store_si512((void *)(o->mn + c2 * 16), pr);
+        }
+        _mm512_store_ps(o->d, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + dof))));
+        _mm512_store_ps(o->dm, kp_has_min(fmt) ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + dof + 32)))
+                                               : _mm512_load_ps(o->d));
+    }
+}
+
+static void panel_fill_packed(int fmt, const uint8_t *P, int nr, int64_t nb, kpanel *K) {
+    (void)nr; /* rows past N are zero in the packed group, as panel_fill leaves them */
+    switch (fmt) {
+    case GB_Q4_K: panel_fill_packed_f(GB_Q4_K, P, nb, K); break;
+    case GB_Q5_K: panel_fill_packed_f(GB_Q5_K, P, nb, K); break;
+    case GB_Q6_K: panel_fill_packed_f(GB_Q6_K, P, nb, K); break;
+    default: panel_fill_packed_f(GB_IQ4_XS, P, nb, K); break;
+    }
 }
 #endif
 
