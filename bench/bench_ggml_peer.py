@@ -45,6 +45,9 @@ CASES = [("linear", f, (1536, 2048, 512)) for f in ("q4_0", "q8_0")] + \
         [("linear", f, (25600, 5120, 1)) for f in NEW_FMTS] + \
         [("moe", f, (64, 1536, 2048, 4, 1)) for f in ("q4_K", "q6_K", "mxfp4")]
 
+# prefill GEMM (T=512, GLM's expert shape) in the types of downloaded files (issue 28, whole-model peer)
+CASES += [("linear", f, (1536, 2048, 512)) for f in ("q4_K", "q5_K", "q6_K", "iq4_xs", "iq4_nl", "mxfp4")]
+
 
 def _stored_weights(n, k, fmt, seed):
     """A QTensor of random blocks for the formats glmbench reads without quantizing (K-quants,
