@@ -485,6 +485,11 @@ def render(a, argv, made, rows, ceil0, ceil1, up0, up1, wall) -> str:
                  f"{gt['avg_ts']:.2f} ± {gt['stddev_ts']:.2f}{flag} | {gt['avg_ts'] / lbt['avg_ts']:.2f}x | "
                  f"{nbytes / 1e6:.0f} ({head / 1e6:.0f}, {kvb / 1e6:.0f}) | {bw:.1f} | {floor:.2f} | "
                  f"{floor / gt['avg_ts']:.2f} |")
+    why = [f"{key} d={d} {t}: {res['glmbench'][t].get('unstable_reason')}" for key, d, cmd, res in rows
+           for t in ("pp", "tg") if not res["glmbench"][t].get("stable", True)]
+    if why:
+        L += ["", "glmbench points its own stability check marked unstable (glmbench.measure.protocol.stability):", ""]
+        L += [f"- {w}" for w in why]
     L += ["", "glmbench's decode step by part (tg record: median ms per step; the head is the final norm + output "
           "matrix):", "", "| file | depth | embed ms | layers ms (dense, moe: per layer) | head ms | head MB | head GB/s |",
           "|---|---|---|---|---|---|---|"]
