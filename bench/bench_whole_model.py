@@ -450,10 +450,10 @@ def render(a, argv, made, rows, ceil0, ceil1, up0, up1, wall) -> str:
           f"threads={a.threads}, repeats={a.repeats}, kv={a.kv!r}, tests=('pp', 'tg')): weights as stored in the file, "
           f"KV cache {a.kv}, MLA strategy {g0.get('mla_strategy', '?')}, 1 warm-up, attention arithmetic "
           f"{g0.get('attn_arithmetic', '?')}, cache filled to the depth synthetically (llama-bench prefills it)",
-          f"- order: the two sides alternate which goes first at each (file, depth); triad read right before each side "
-          f"(best of 3 probe_bandwidth passes)",
-          f"- tok/s: llama-bench avg_ts; glmbench avg_ts (mean of its repeats). Ratio = glmbench / llama-bench "
-          f"(> 1: glmbench faster)",
+          "- order: the two sides alternate which goes first at each (file, depth); triad read right before each side "
+          "(best of 3 probe_bandwidth passes)",
+          "- tok/s: llama-bench avg_ts; glmbench avg_ts (mean of its repeats). Ratio = glmbench / llama-bench "
+          "(> 1: glmbench faster)",
           "- floor: decode bytes per token (the file's matrices with routed experts at k of E, one embedding row, "
           f"the output head, the {a.kv} KV cache at the depth) / the triad read right before glmbench's point; "
           "'x floor' = floor tok/s / glmbench tok/s (1.00 = at the bandwidth floor)",

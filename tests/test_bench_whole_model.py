@@ -6,7 +6,6 @@ import os
 import stat
 import sys
 
-import numpy as np
 import pytest
 
 gguf = pytest.importorskip("gguf", reason="GGUF tests need the gguf package")
