@@ -16,7 +16,9 @@ The files (made once into --work-dir, reused by later runs; a file whose name sa
                 (bench/bench_llamacpp.py's writer; attn_k_b/attn_v_b bf16).
 Reduced layer counts are reduced on both sides (same file), so the ratios are fair; the output head
 is a larger share of a reduced model's decode bytes than of the full model's (the table says how
-much).
+much). Defaults (GLM 2 blocks, Qwen 1, n_gen 32) keep a run near 20 min on a quiet 2-core machine:
+llama-bench's untimed prefill to 16K is most of it. Make the files once first (`--make-only`, ~5 min;
+they are kept in --work-dir and reused).
 
 For each file and depth, alternating which side goes first: llama-bench with its defaults and only
 -m FILE -t THREADS -p N_PROMPT -n N_GEN -d DEPTH -o json (5 repetitions, n_batch 2048, n_ubatch 512,
@@ -312,7 +314,9 @@ def main(argv=None) -> int:
                     help="llama.cpp build with bin/llama-bench and bin/llama-quantize (bench/build_llama_bench.sh)")
     ap.add_argument("--files", default=",".join(FILES), help=f"comma-separated subset of {', '.join(FILES)}")
     ap.add_argument("--glm-layers", type=int, default=2, help="GLM-4.7-Flash blocks in its files (>= 2: block 0 is dense)")
-    ap.add_argument("--qwen-layers", type=int, default=2, help="Qwen3-32B blocks in its file")
+    ap.add_argument("--qwen-layers", type=int, default=1,
+                    help="Qwen3-32B blocks in its file (1 keeps the whole run near 20 min on 2 cores: each Qwen "
+                         "block adds ~6 min, most of it llama-bench's 16K prefill)")
     ap.add_argument("--depths", default="0,4096,16384")
     ap.add_argument("--n-prompt", type=int, default=512)
     ap.add_argument("--n-gen", type=int, default=32)
