@@ -16,8 +16,8 @@ The files (made once into --work-dir, reused by later runs; a file whose name sa
                 (bench/bench_llamacpp.py's writer; attn_k_b/attn_v_b bf16).
 Reduced layer counts are reduced on both sides (same file), so the ratios are fair; the output head
 is a larger share of a reduced model's decode bytes than of the full model's (the table says how
-much). Defaults (GLM 2 blocks, Qwen 1, n_gen 32) keep a run near 20 min on a quiet 2-core machine:
-llama-bench's untimed prefill to 16K is most of it. Make the files once first (`--make-only`, ~5 min;
+much). Defaults (GLM 2 blocks, Qwen 2, n_gen 32) keep a run under ~20 min on a quiet 2-core machine:
+llama-bench's untimed prefill to 16K on the two GLM files (MLA) is most of it. Make the files once first (`--make-only`, ~5 min;
 they are kept in --work-dir and reused).
 
 For each file and depth, alternating which side goes first: llama-bench with its defaults and only
@@ -314,9 +314,8 @@ def main(argv=None) -> int:
                     help="llama.cpp build with bin/llama-bench and bin/llama-quantize (bench/build_llama_bench.sh)")
     ap.add_argument("--files", default=",".join(FILES), help=f"comma-separated subset of {', '.join(FILES)}")
     ap.add_argument("--glm-layers", type=int, default=2, help="GLM-4.7-Flash blocks in its files (>= 2: block 0 is dense)")
-    ap.add_argument("--qwen-layers", type=int, default=1,
-                    help="Qwen3-32B blocks in its file (1 keeps the whole run near 20 min on 2 cores: each Qwen "
-                         "block adds ~6 min, most of it llama-bench's 16K prefill)")
+    ap.add_argument("--qwen-layers", type=int, default=2,
+                    help="Qwen3-32B blocks in its file (each block adds ~1-2 min to a run on a quiet 2-core machine)")
     ap.add_argument("--depths", default="0,4096,16384")
     ap.add_argument("--n-prompt", type=int, default=512)
     ap.add_argument("--n-gen", type=int, default=32)
