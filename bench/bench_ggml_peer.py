@@ -46,18 +46,44 @@ from glmbench.results.records import atomic_write_text  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 # (kind, fmt, shape): the kernel bench's quantized cases (glmbench/bench/quant.py)
-# GLM-4.7-Flash's projections [N, K] (glmbench.bench.GLM_PROJ: q_a, q_b, kv_a, kv_b, o_proj)
+# K-quants, iq4_nl and mxfp4 (issue 28): decode GEMV (T=1) on the 25600x5120 matrix and GLM's routed
+# experts at decode (T=1, 4 of 64), glmbench on its repacked copies (glmbench.core.quant.KP_FORMATS)
+# GLM-4.7-Flash's projections [N, K] (glmbench.bench.GLM_PROJ: q_a, q_b, kv_a, kv_b, o_proj), bf16/f16 prefill
 GLM_PROJ = ((768, 2048), (5120, 768), (576, 2048), (8960, 512), (2048, 5120))
+NEW_FMTS = ("q4_K", "q5_K", "q6_K", "iq4_xs", "mxfp4", "iq4_nl", "q2_K", "q3_K")
 CASES = [("linear", f, (1536, 2048, 512)) for f in ("q4_0", "q8_0")] + \
         [("linear", f, (25600, 5120, 1)) for f in ("q4_0", "q8_0")] + \
         [("moe", f, (64, 1536, 2048, 4, T)) for f in ("q4_0", "q8_0") for T in (512, 1)] + \
+        [("linear", f, (25600, 5120, 1)) for f in NEW_FMTS] + \
+        [("moe", f, (64, 1536, 2048, 4, 1)) for f in ("q4_K", "q6_K", "mxfp4")] + \
         [("linear", f, (n, k, 512)) for f in ("bf16", "f16") for n, k in GLM_PROJ]
+
+# prefill GEMM (T=512, GLM's expert shape) in the types of downloaded files (issue 28, whole-model peer)
+CASES += [("linear", f, (1536, 2048, 512)) for f in ("q4_K", "q5_K", "q6_K", "iq4_xs", "iq4_nl", "mxfp4")]
+
+
+def _stored_weights(n, k, fmt, seed):
+    """A QTensor of random blocks for the formats glmbench reads without quantizing (K-quants,
+    iq4_nl, mxfp4), as the kernel benches make them; q4_0/q8_0 quantized from random floats."""
+    if fmt in ("q4_0", "q8_0"):
+        return quant.quantize(_weights(n, k, seed), fmt)
+    if fmt in ("iq4_nl", "mxfp4"):
+        rng = np.random.default_rng(seed)
+        bb = quant.FORMATS[fmt][2]
+        a = rng.integers(0, 256, (n, k // 32, bb), dtype=np.uint8)
+        if fmt == "iq4_nl":
+            a[:, :, :2] = np.float16(0.005).reshape(1).view(np.uint8)
+        else:
+            a[:, :, 0] = rng.integers(116, 122, (n, k // 32))
+        return quant.QTensor(a.reshape(n, -1), fmt, (n, k))
+    from glmbench.bench.quant import kquant_weights
+    return kquant_weights(n, k, fmt, seed)
 
 
 def build_peer(build_dir: str, exe_dir: str | None = None) -> str:
-    """The harness compiled against the build's static libraries, into exe_dir (default: the
-    build's bin/; another folder leaves a shared build untouched)."""
-    exe = os.path.join(exe_dir or os.path.join(build_dir, "bin"), "ggml_quant_bench")
+    """The harness compiled against the build's static libraries, into exe_dir (default: this
+    checkout's build/ggml_peer, ignored by git, so the llama.cpp build is only read)."""
+    exe = os.path.join(exe_dir or os.path.join(os.path.dirname(HERE), "build", "ggml_peer"), "ggml_quant_bench")
     os.makedirs(os.path.dirname(exe), exist_ok=True)
     inc = os.path.join(build_dir, "ggml-include")
     libs = [os.path.join(build_dir, "ggml", "src", n) for n in ("libggml.a", "libggml-cpu.a", "libggml-base.a")]
@@ -90,9 +116,11 @@ def glmbench_case(kind, fmt, shape, reps, clock=time.perf_counter):
         flops = 2.0 * T * n * k
     elif kind == "linear":
         n, k, T = shape
-        qp = quant.quantize(_weights(n, k, 0), fmt).repack()
+        qp = _stored_weights(n, k, fmt, 0).repack()
         x = rng.standard_normal((T, k), dtype=np.float32)
         kern = "qgemm_vnni" if quant.kernels().get("qgemm_vnni") else "qgemm_ref"
+        if fmt in quant.K_FORMATS:
+            kern = "kquant_vnni" if quant.kernels().get("kquant_vnni") else "kquant_ref"
 
         def run():
             return quant.linear(x, qp, kernel=kern)
@@ -100,11 +128,11 @@ def glmbench_case(kind, fmt, shape, reps, clock=time.perf_counter):
     else:
         E, F, D, k, T = shape
         qs = []
-        for w1 in (_weights(F, D, 10), _weights(F, D, 11), _weights(D, F, 12)):
-            q1 = quant.quantize(w1, fmt)
+        for j, (n1, k1) in enumerate(((F, D), (F, D), (D, F))):
+            q1 = _stored_weights(n1, k1, fmt, 10 + j)
             data = np.empty((E,) + q1.data.shape, np.uint8)
             data[:] = q1.data
-            qs.append(quant.QTensor(data, fmt, (E,) + w1.shape).repack())
+            qs.append(quant.QTensor(data, fmt, (E,) + q1.shape).repack())
         x = rng.standard_normal((T, D), dtype=np.float32)
         idx = np.stack([rng.permutation(E)[:k] for _ in range(T)]).astype(np.int64)
         wts = rng.random((T, k)).astype(np.float32)
@@ -146,12 +174,14 @@ def ggml_case(exe, kind, fmt, shape, reps, threads, cpu_clock=False):
 def dram_gemv(fmt, reps, n=25600, k=5120):
     """(GB/s, bytes cycled): glmbench's decode GEMV over copies of one repacked weight whose total is
     at least twice the last-level cache, one call per copy in turn, best pass of `reps`."""
-    q = quant.quantize(_weights(n, k, 0), fmt).repack()
-    nbytes = q.nbytes
+    q = _stored_weights(n, k, fmt, 0).repack()
+    nbytes = q.packed.nbytes if fmt in quant.KP_FORMATS else q.nbytes  # the bytes each call streams
     copies = max(2, -(-2 * _l3_bytes() // nbytes))
-    qs = [q] + [quant.quantize(_weights(n, k, 0), fmt).repack() for _ in range(copies - 1)]
+    qs = [q] + [_stored_weights(n, k, fmt, 1 + i).repack() for i in range(copies - 1)]
     x = np.random.default_rng(3).standard_normal((1, k), dtype=np.float32)
     kern = "qgemm_vnni" if quant.kernels().get("qgemm_vnni") else "qgemm_ref"
+    if fmt in quant.K_FORMATS:
+        kern = "kquant_vnni" if quant.kernels().get("kquant_vnni") else "kquant_ref"
     for w in qs:
         quant.linear(x, w, kernel=kern)
     best = None
@@ -182,6 +212,8 @@ def cpu_ceilings(reps=20):
     return fma, bf
 
 
+
+
 def label(kind, fmt, shape):
     if kind == "linear":
         n, k, T = shape
@@ -197,7 +229,7 @@ def main(argv=None) -> int:
     ap.add_argument("--reps", type=int, default=9)
     ap.add_argument("--rounds", type=int, default=3, help="alternating rounds per case; the best of each side is kept")
     ap.add_argument("--out", default=None)
-    ap.add_argument("--exe-dir", default=None, help="where to compile the ggml harness (default: BUILD_DIR/bin)")
+    ap.add_argument("--exe-dir", default=None, help="where to compile the ggml harness (default: this checkout's build/ggml_peer)")
     ap.add_argument("--only", default=None, metavar="FMT,...",
                     help="run only the cases of these weight formats (e.g. bf16,f16), without the DRAM GEMV part")
     ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
@@ -208,7 +240,7 @@ def main(argv=None) -> int:
     only = set(a.only.split(",")) if a.only else None
     cases = [c for c in CASES if only is None or c[1] in only]
     if not cases:
-        ap.error(f"--only {a.only}: no case has those formats (formats: q4_0, q8_0, bf16, f16)")
+        ap.error(f"--only {a.only}: no case has those formats (formats: " + ", ".join(sorted({c[1] for c in CASES})) + ")")
     load0 = os.getloadavg()[0]
     exe = build_peer(a.build_dir, a.exe_dir)
     glmbench.set_num_threads(a.threads)
@@ -233,15 +265,15 @@ def main(argv=None) -> int:
         rows.append((label(kind, fmt, shape), where, tg, tc, flops))
         print(f"{rows[-1][0]}: glmbench {tg * 1e3:.3f} ms, ggml {tc * 1e3:.3f} ms ({where}), ratio {tc / tg:.2f}x",
               flush=True)
-    dram = [] if only else [(fmt, *dram_gemv(fmt, a.reps)) for fmt in ("q4_0", "q8_0")]
+    dram = [] if only else [(fmt, *dram_gemv(fmt, a.reps)) for fmt in ("q4_0", "q8_0") + NEW_FMTS]
     for fmt, gbs, tot in dram:
         print(f"glmbench GEMV from DRAM {fmt}: {gbs:.1f} GB/s over {tot / 2**20:.0f} MiB of weights", flush=True)
     after = measure_ceilings(quick=True)
-    bw, fma = ceil["bandwidth_gbs"], ceil["fma_gflops"]
+    bw, fma, rbw = ceil["bandwidth_gbs"], ceil["fma_gflops"], ceil["bandwidth_read_gbs"]
     L = [f"# glmbench vs ggml's own quantized and 16-bit CPU kernels, same shapes ({datetime.date.today().isoformat()})", "",
          f"- machine: {cpu_name()}, {os.cpu_count()} CPUs, {platform.platform()}; threads {a.threads} on both sides",
-         f"- ceilings measured in this run: triad {bw:.1f} GB/s, FMA peak {fma:.0f} GFLOP/s "
-         f"(after the cases: {after['bandwidth_gbs']:.1f} GB/s, {after['fma_gflops']:.0f} GFLOP/s)"
+         f"- ceilings measured in this run: triad {bw:.1f} GB/s, read-only {rbw:.1f} GB/s, FMA peak {fma:.0f} GFLOP/s "
+         f"(after the cases: {after['bandwidth_gbs']:.1f} / {after['bandwidth_read_gbs']:.1f} GB/s, {after['fma_gflops']:.0f} GFLOP/s)"
          + (f"; by CPU time, one thread: FMA peak {cpu_peaks[0]:.0f} GFLOP/s"
             + (f", bf16 dot-product (vdpbf16ps) peak {cpu_peaks[1]:.0f} GFLOP/s" if cpu_peaks[1] else "")
             if cpu_peaks else ""),
@@ -254,7 +286,7 @@ def main(argv=None) -> int:
          "type on this CPU (llama.cpp's default), else the plain CPU buffer",
          f"- time: best of {a.reps} calls x {a.rounds} alternating rounds per side; ratio = ggml time / glmbench time "
          "(> 1: glmbench faster); % = of the float32 FMA peak (T=512; int8 VNNI dot products do 4 multiply-adds per "
-         "32-bit lane, so integer GEMMs can pass it) or of the triad bandwidth (T=1, weight bytes)",
+         "32-bit lane, so integer GEMMs can pass it) or of the read-only bandwidth (T=1, the format's weight bytes)",
          f"- last-level cache {_l3_bytes() / 2**20:.0f} MiB: the T=1 cases' weights (74 MB q4_0, 139 MB q8_0 for "
          "25600x5120; 4 experts of 3 matrices for the MoE) stay in it between repeated calls, so T=1 here compares the "
          "kernels on cache-resident weights (its % of the DRAM triad can exceed 100%); decode from DRAM is what the "
@@ -264,8 +296,9 @@ def main(argv=None) -> int:
          "|---|---|---|---|---|---|---|"]
     for name, where, tg, tc, flops in rows:
         if "T=1 " in name:
-            nbytes = flops / 2 * (0.5625 if "q4_0" in name else 1.0625)
-            pg, pc = f"{nbytes / tg / 1e9 / bw:.0%} bw", f"{nbytes / tc / 1e9 / bw:.0%} bw"
+            fmt = name.split()[1] if name.startswith("linear") else name.split()[2]
+            nbytes = flops / 2 * quant.FORMATS[fmt][2] / quant.FORMATS[fmt][1]
+            pg, pc = f"{nbytes / tg / 1e9 / rbw:.0%} rd bw", f"{nbytes / tc / 1e9 / rbw:.0%} rd bw"
         else:
             pg, pc = f"{flops / tg / 1e9 / fma:.0%} FMA", f"{flops / tc / 1e9 / fma:.0%} FMA"
         L.append(f"| {name} | {where} | {tg * 1e3:.3f} ms | {tc * 1e3:.3f} ms | {tc / tg:.2f}x | "
@@ -278,10 +311,11 @@ def main(argv=None) -> int:
         return 0
     L += ["", "Decode GEMV from DRAM (glmbench only): T=1 25600x5120 over enough distinct copies of the weight that "
           "they cannot stay in the last-level cache (each call reads a copy not touched since the previous pass); "
-          "GB/s of weight bytes read, against the triad measured at the start of this run.", "",
-          "| format | weights cycled | glmbench GB/s | % of triad |", "|---|---|---|---|"]
+          "GB/s of weight bytes read (the repacked copy's for the formats that have one), against the read-only "
+          "bandwidth and the triad measured at the start of this run.", "",
+          "| format | weights cycled | glmbench GB/s | % of read-only | % of triad |", "|---|---|---|---|---|"]
     for fmt, gbs, tot in dram:
-        L.append(f"| {fmt} | {tot / 2**20:.0f} MiB | {gbs:.1f} | {gbs / bw:.0%} |")
+        L.append(f"| {fmt} | {tot / 2**20:.0f} MiB | {gbs:.1f} | {gbs / rbw:.0%} | {gbs / bw:.0%} |")
     text = "\n".join(L) + "\n"
     print(text)
     if a.out:

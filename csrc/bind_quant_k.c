@@ -9,6 +9,19 @@
 /* iq4_nl and mxfp4 (csrc/quant_iq.c, blocks of 32) share these entry points with the K-quants */
 static int64_t row_bytes_any(int fmt, int64_t k) { return gb_is_iqfmt(fmt) ? gb_iq_row_bytes(fmt, k) : gb_k_row_bytes(fmt, k); }
 
+/* the repacked layouts (quant_k.h for q4_K/q5_K/q6_K/iq4_xs, quant_iq.h for iq4_nl/mxfp4) */
+static int packable(int fmt) { return gb_kp_is_fmt(fmt) || gb_is_iqfmt(fmt); }
+static int64_t packed_bytes_any(int fmt, int64_t n, int64_t k) { return gb_is_iqfmt(fmt) ? gb_iqp_bytes(fmt, n, k) : gb_kp_bytes(fmt, n, k); }
+
+static int check_pfmt(int fmt, Py_ssize_t k) {
+    if (!packable(fmt)) {
+        PyErr_Format(PyExc_ValueError, "`fmt` must be %d (q4_K), %d (q5_K), %d (q6_K), %d (iq4_xs), %d (iq4_nl) or %d (mxfp4) to repack, "
+                     "got %d", GB_Q4_K, GB_Q5_K, GB_Q6_K, GB_IQ4_XS, GB_IQ4_NL, GB_MXFP4, fmt);
+        return -1;
+    }
+    return 0;
+}
+
 static int check_kfmt(int fmt) {
     if (!gb_is_kfmt(fmt) && !gb_is_iqfmt(fmt)) {
         PyErr_Format(PyExc_ValueError, "`fmt` must be %d (q2_K), %d (q3_K), %d (q4_K), %d (q5_K), %d (q6_K), %d (iq4_xs), "
@@ -109,27 +122,33 @@ done:
 
 /* routed experts as stored (csrc/moe_k.c): gate/up uint8 [E, F*row_bytes(D)], down [E, D*row_bytes(F)] */
 static PyObject *py_kmoe(PyObject *self, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"x", "topk_idx", "topk_weight", "gate", "up", "down", "fg", "fu", "fd", "f", "version", NULL};
+    static char *kwlist[] = {"x", "topk_idx", "topk_weight", "gate", "up", "down", "fg", "fu", "fd", "f", "version", "packed", NULL};
     PyObject *xo, *io, *wo, *go, *uo, *dno;
-    int fg, fu, fd, version = GB_KV_AUTO;
+    int fg, fu, fd, version = GB_KV_AUTO, packed = 0;
     Py_ssize_t F;
     gb_packed_moe a = {0};
     PyArrayObject *y = NULL, *cnt = NULL;
     PyObject *ret = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOOOiiin|i:kmoe", kwlist, &xo, &io, &wo, &go, &uo, &dno, &fg, &fu, &fd, &F,
-                                     &version))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOOOiiin|ip:kmoe", kwlist, &xo, &io, &wo, &go, &uo, &dno, &fg, &fu, &fd, &F,
+                                     &version, &packed))
         return NULL;
     if (check_kfmt(fg) < 0 || check_kfmt(fu) < 0 || check_kfmt(fd) < 0) goto done;
     if (gb_packed_moe_arrays(&a, xo, io, wo, go, uo, dno) < 0) goto done;
     const npy_intp T = PyArray_DIM(a.x, 0), D = PyArray_DIM(a.x, 1), K = PyArray_DIM(a.idx, 1), E = PyArray_DIM(a.g, 0);
     if (check_fk(fg, D) < 0 || check_fk(fu, D) < 0 || check_fk(fd, F) < 0) goto done;
-    if (gb_packed_moe_check(&a, (npy_intp)(F * row_bytes_any(fg, D)), (npy_intp)(F * row_bytes_any(fu, D)),
-                            (npy_intp)(D * row_bytes_any(fd, F)), "the bytes") < 0)
+    if (packed && (!packable(fg) || !packable(fu) || !packable(fd))) {
+        PyErr_Format(PyExc_ValueError, "packed=True needs q4_K, q5_K, q6_K, iq4_xs, iq4_nl or mxfp4 experts, got formats %d/%d/%d", fg, fu, fd);
+        goto done;
+    }
+    if (packed ? gb_packed_moe_check(&a, (npy_intp)packed_bytes_any(fg, F, D), (npy_intp)packed_bytes_any(fu, F, D), (npy_intp)packed_bytes_any(fd, D, F),
+                                     "the repacked bytes") < 0
+               : gb_packed_moe_check(&a, (npy_intp)(F * row_bytes_any(fg, D)), (npy_intp)(F * row_bytes_any(fu, D)),
+                                     (npy_intp)(D * row_bytes_any(fd, F)), "the bytes") < 0)
         goto done;
     if (gb_moe_outputs(T, D, E, &y, &cnt) < 0) goto done;
     int st;
     Py_BEGIN_ALLOW_THREADS
-    st = gb_kmoe((const float *)PyArray_DATA(a.x), (const int64_t *)PyArray_DATA(a.idx), (const float *)PyArray_DATA(a.wt), T, K,
+    st = (packed ? gb_kmoe_packed : gb_kmoe)((const float *)PyArray_DATA(a.x), (const int64_t *)PyArray_DATA(a.idx), (const float *)PyArray_DATA(a.wt), T, K,
                  fg, PyArray_DATA(a.g), fu, PyArray_DATA(a.u), fd, PyArray_DATA(a.dn), E, F, D, (float *)PyArray_DATA(y),
                  (int64_t *)PyArray_DATA(cnt), version);
     Py_END_ALLOW_THREADS
@@ -138,6 +157,80 @@ done:
     gb_packed_moe_release(&a);
     Py_XDECREF(y);
     Py_XDECREF(cnt);
+    return ret;
+}
+
+/* stored rows uint8 [M * n, row_bytes] (M matrices of n rows) -> uint8 [M, packed_bytes] (csrc/quant_k.h) */
+static PyObject *py_krepack(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"q", "fmt", "k", "n", NULL};
+    PyObject *qo;
+    int fmt;
+    Py_ssize_t k, n;
+    PyArrayObject *q = NULL, *p = NULL;
+    PyObject *ret = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "Oinn:krepack", kwlist, &qo, &fmt, &k, &n)) return NULL;
+    if (check_pfmt(fmt, k) < 0 || check_fk(fmt, k) < 0) return NULL;
+    if (n <= 0) {
+        PyErr_Format(PyExc_ValueError, "`n` must be > 0, got %ld", (long)n);
+        return NULL;
+    }
+    if (!(q = gb_array(qo, "q", NPY_UINT8, 2, GB_COPY))) goto done;
+    if (gb_check_dim(q, "q", 1, (npy_intp)row_bytes_any(fmt, k), "the bytes of one row of k elements") < 0) goto done;
+    const npy_intp R = PyArray_DIM(q, 0);
+    if (R % n) {
+        PyErr_Format(PyExc_ValueError, "`q` has %ld rows, not whole matrices of n=%ld rows", (long)R, (long)n);
+        goto done;
+    }
+    const int64_t pb = packed_bytes_any(fmt, n, k), rb = row_bytes_any(fmt, k);
+    npy_intp dims[2] = {R / n, (npy_intp)pb};
+    if (!(p = (PyArrayObject *)PyArray_SimpleNew(2, dims, NPY_UINT8))) goto done;
+    int st = GB_OK;
+    Py_BEGIN_ALLOW_THREADS
+    for (npy_intp m = 0; m < dims[0] && st == GB_OK; m++)
+        st = (gb_is_iqfmt(fmt) ? gb_iqrepack : gb_krepack)(fmt, (const uint8_t *)PyArray_DATA(q) + m * n * rb, (uint8_t *)PyArray_DATA(p) + m * pb, n, k);
+    Py_END_ALLOW_THREADS
+    ret = gb_result(st, &p);
+done:
+    Py_XDECREF(q);
+    Py_XDECREF(p);
+    return ret;
+}
+
+static PyObject *py_klinear_packed(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"x", "packed", "fmt", "n", "k", "bias", "version", NULL};
+    PyObject *xo, *po, *bo = Py_None;
+    int fmt, version = GB_KV_AUTO;
+    Py_ssize_t n, k;
+    PyArrayObject *x = NULL, *p = NULL, *b = NULL, *y = NULL;
+    PyObject *ret = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOinn|Oi:klinear_packed", kwlist, &xo, &po, &fmt, &n, &k, &bo, &version)) return NULL;
+    if (check_pfmt(fmt, k) < 0 || check_fk(fmt, k) < 0) return NULL;
+    if (n < 0) {
+        PyErr_Format(PyExc_ValueError, "`n` must be >= 0, got %ld", (long)n);
+        return NULL;
+    }
+    if (!(x = gb_array(xo, "x", NPY_FLOAT32, 2, GB_COPY))) goto done;
+    if (!(p = gb_array(po, "packed", NPY_UINT8, 1, GB_COPY))) goto done;
+    if (gb_check_dim(x, "x", 1, k, "the weight's in_features") < 0) goto done;
+    if (gb_check_dim(p, "packed", 0, (npy_intp)packed_bytes_any(fmt, n, k), "the packed bytes of an n x k matrix") < 0) goto done;
+    if (bo != Py_None) {
+        if (!(b = gb_array(bo, "bias", NPY_FLOAT32, 1, GB_COPY))) goto done;
+        if (gb_check_dim(b, "bias", 0, n, "the weight's out_features") < 0) goto done;
+    }
+    if (gb_check_finite(x, "x") < 0) goto done;
+    npy_intp dims[2] = {PyArray_DIM(x, 0), n};
+    if (!(y = gb_new_f32(2, dims))) goto done;
+    int st;
+    Py_BEGIN_ALLOW_THREADS
+    st = (gb_is_iqfmt(fmt) ? gb_iqlinear_packed : gb_klinear_packed)(fmt, (const float *)PyArray_DATA(x), PyArray_DATA(p), b ? (const float *)PyArray_DATA(b) : NULL,
+                           (float *)PyArray_DATA(y), dims[0], n, k, version);
+    Py_END_ALLOW_THREADS
+    ret = gb_result(st, &y);
+done:
+    Py_XDECREF(x);
+    Py_XDECREF(p);
+    Py_XDECREF(b);
+    Py_XDECREF(y);
     return ret;
 }
 
@@ -169,6 +262,11 @@ PyMethodDef gb_quant_k_methods[] = {
      "klinear(x[T, K] f32, w[N, row_bytes] uint8, fmt, k, bias=None, version=0) -> f32[T, N]"},
     {"kmoe", (PyCFunction)(void (*)(void))py_kmoe, METH_VARARGS | METH_KEYWORDS,
      "kmoe(x[T, D] f32, topk_idx[T, k] i64, topk_weight[T, k] f32, gate, up, down uint8 [E, bytes], fg, fu, fd, f, "
-     "version=0) -> (y[T, D] f32, counts[E] i64): routed experts in K-quant/iq4_nl/mxfp4 formats, one call"},
+     "version=0, packed=False) -> (y[T, D] f32, counts[E] i64): routed experts in K-quant/iq4_nl/mxfp4 formats, one call; "
+     "packed: gate/up/down are krepack'ed experts [E, packed_bytes]"},
+    {"krepack", (PyCFunction)(void (*)(void))py_krepack, METH_VARARGS | METH_KEYWORDS,
+     "krepack(q[M*n, row_bytes] uint8, fmt, k, n) -> uint8[M, packed_bytes] (q4_K/q5_K/q6_K/iq4_xs/iq4_nl/mxfp4, 16-row interleaved, csrc/quant_k.h, quant_iq.h)"},
+    {"klinear_packed", (PyCFunction)(void (*)(void))py_klinear_packed, METH_VARARGS | METH_KEYWORDS,
+     "klinear_packed(x[T, K] f32, packed uint8, fmt, n, k, bias=None, version=0) -> f32[T, n]"},
     {"kversions", (PyCFunction)py_kversions, METH_NOARGS, "kversions() -> {name: compiled in}"},
     {NULL, NULL, 0, NULL}};

@@ -69,3 +69,117 @@ done:
     gb_ws_free(o);
     return st;
 }
+
+/* Repacked experts (csrc/quant_k.h gb_krepack, each expert's matrix packed on its own, E back to
+ * back). Decode-sized batches (every expert fewer than 64 tokens) run as one OpenMP region whose
+ * work is split over (expert, matrix, 16-row group) items: at T = 1 the 4 selected experts' gate
+ * and up rows are shared out between the threads in contiguous runs (each thread streams its part
+ * of every matrix, no per-expert fork/join), then SwiGLU, then the same for down. Every output row
+ * is computed exactly as gb_klinear_packed computes it, so results are bit-identical to gb_kmoe on
+ * the stored bytes. Prefill-sized batches, and iq4_nl/mxfp4 experts, go expert by expert through
+ * gb_klinear_packed / gb_iqlinear_packed. */
+static int64_t pbytes(int fmt, int64_t n, int64_t k) { return gb_is_iqfmt(fmt) ? gb_iqp_bytes(fmt, n, k) : gb_kp_bytes(fmt, n, k); }
+
+static int linp(int fmt, const float *x, const void *w, const float *bias, float *y, int64_t T, int64_t N, int64_t K, int version) {
+    return (gb_is_iqfmt(fmt) ? gb_iqlinear_packed : gb_klinear_packed)(fmt, x, w, bias, y, T, N, K, version);
+}
+
+int gb_kmoe_packed(const float *x, const int64_t *topk_idx, const float *topk_weight, int64_t T, int64_t k, int fg,
+                   const void *gate, int fu, const void *up, int fd, const void *down, int64_t E, int64_t F, int64_t D,
+                   float *y, int64_t *counts, int version) {
+    const int64_t pg = pbytes(fg, F, D), pu = pbytes(fu, F, D), pd = pbytes(fd, D, F);
+    if (pg < 0 || pu < 0 || pd < 0)
+        return gb_error(GB_EVALUE, "kmoe: formats %d/%d/%d with D=%ld, F=%ld have no repacked layout (q4_K, q5_K, q6_K, iq4_xs with D "
+                        "and F multiples of 256, iq4_nl, mxfp4 multiples of 32)", fg, fu, fd, (long)D, (long)F);
+    const int konly = !gb_is_iqfmt(fg) && !gb_is_iqfmt(fu) && !gb_is_iqfmt(fd);
+    if (version == GB_KV_AUTO) version = gb_kversion_available(GB_KV_VNNI) ? GB_KV_VNNI : GB_KV_REF;
+    if (!gb_kversion_available(version))
+        return gb_error(GB_EVALUE, "kmoe: kernel version %d (%s) is not compiled in on this build", version, gb_kversion_name(version));
+    const int64_t i = gb_count_routes(topk_idx, T, k, E, D, y, counts);
+    if (i >= 0) return gb_error(GB_EVALUE, "kmoe: topk_idx[%ld] = %ld is not in [0, %ld)", (long)(i / k), (long)topk_idx[i], (long)E);
+    if (T == 0 || k == 0) return GB_OK;
+    const int64_t R = T * k, nbD = konly ? D / GB_QKK : 0, nbF = konly ? F / GB_QKK : 0, GF = (F + 15) / 16, GD = (D + 15) / 16;
+    int64_t *off = (int64_t *)gb_ws_calloc((size_t)(E + 1), sizeof(int64_t));
+    int64_t *pos = (int64_t *)gb_ws_malloc((size_t)R * sizeof(int64_t));
+    int64_t *tok = (int64_t *)gb_ws_malloc((size_t)R * sizeof(int64_t));
+    int64_t *fill = (int64_t *)gb_ws_calloc((size_t)E, sizeof(int64_t));
+    int64_t *act = (int64_t *)gb_ws_malloc((size_t)E * sizeof(int64_t));
+    float *xg = (float *)gb_ws_malloc((size_t)(R * D) * sizeof(float));
+    float *g = (float *)gb_ws_malloc((size_t)(R * F) * sizeof(float));
+    float *u = (float *)gb_ws_malloc((size_t)(R * F) * sizeof(float));
+    float *o = (float *)gb_ws_malloc((size_t)(R * D) * sizeof(float));
+    gb_block_q8_K *xq = (gb_block_q8_K *)gb_ws_aligned_alloc(64, (size_t)(R * nbD + 1) * sizeof(gb_block_q8_K));
+    gb_block_q8_K *hq = (gb_block_q8_K *)gb_ws_aligned_alloc(64, (size_t)(R * nbF + 1) * sizeof(gb_block_q8_K));
+    int st = GB_OK;
+    if (!off || !pos || !tok || !fill || !act || !xg || !g || !u || !o || !xq || !hq) {
+        st = gb_error(GB_ENOMEM, "kmoe: cannot allocate the expert buffers (%ld rows, F=%ld, D=%ld)", (long)R, (long)F, (long)D);
+        goto done;
+    }
+    gb_group_rows(topk_idx, T, k, E, counts, off, fill, pos, tok);
+    for (int64_t p = 0; p < R; p++) memcpy(xg + p * D, x + tok[p] * D, (size_t)D * sizeof(float));
+    int64_t na = 0, cmax = 0;
+    for (int64_t e = 0; e < E; e++)
+        if (counts[e]) {
+            act[na++] = e;
+            if (counts[e] > cmax) cmax = counts[e];
+        }
+    if (cmax >= 64 || !konly) { /* prefill-sized (or iq4_nl/mxfp4): expert by expert */
+        for (int64_t j = 0; j < na && st == GB_OK; j++) {
+            const int64_t e = act[j], c = counts[e], o0 = off[e];
+            if ((st = linp(fg, xg + o0 * D, (const uint8_t *)gate + e * pg, NULL, g + o0 * F, c, F, D, version)) != GB_OK) break;
+            if ((st = linp(fu, xg + o0 * D, (const uint8_t *)up + e * pu, NULL, u + o0 * F, c, F, D, version)) != GB_OK) break;
+            for (int64_t q = o0 * F; q < (o0 + c) * F; q++) g[q] = g[q] / (1.0f + expf(-g[q])) * u[q];
+            st = linp(fd, g + o0 * F, (const uint8_t *)down + e * pd, NULL, o + o0 * D, c, D, F, version);
+        }
+        if (st != GB_OK) goto done;
+    } else {
+#pragma omp parallel if (R * F * D > 65536)
+        {
+#pragma omp for schedule(static)
+            for (int64_t p = 0; p < R; p++) gb_quantize_row_q8_K(xg + p * D, xq + p * nbD, D);
+            /* runs of ~256 KB of weights per grab: long streams; dynamic, so a thread held up by
+             * another job does not hold up the others */
+            const int64_t rgu = (int64_t)1 + (256 << 10) / (pg / GF + 1), rdn = (int64_t)1 + (256 << 10) / (pd / GD + 1);
+#pragma omp for schedule(dynamic, rgu)
+            for (int64_t it = 0; it < na * 2 * GF; it++) {
+                const int64_t e = act[it / (2 * GF)], gi = it % GF, o0 = off[e];
+                const int isup = (int)((it / GF) % 2);
+                gb_kp_rows(isup ? fu : fg, (const uint8_t *)(isup ? up : gate) + e * (isup ? pu : pg), F, D, gi, xq + o0 * nbD, counts[e],
+                           (isup ? u : g) + o0 * F + 16 * gi, F, NULL, version);
+            }
+#pragma omp for schedule(static)
+            for (int64_t p = 0; p < R; p++) {
+                float *gp = g + p * F;
+                const float *up_ = u + p * F;
+                for (int64_t q = 0; q < F; q++) gp[q] = gp[q] / (1.0f + expf(-gp[q])) * up_[q];
+                gb_quantize_row_q8_K(gp, hq + p * nbF, F);
+            }
+#pragma omp for schedule(dynamic, rdn)
+            for (int64_t it = 0; it < na * GD; it++) {
+                const int64_t e = act[it / GD], gi = it % GD, o0 = off[e];
+                gb_kp_rows(fd, (const uint8_t *)down + e * pd, D, F, gi, hq + o0 * nbF, counts[e], o + o0 * D + 16 * gi, D, NULL, version);
+            }
+        }
+    }
+    for (int64_t t = 0; t < T; t++) {
+        float *yr = y + t * D;
+        for (int64_t j = 0; j < k; j++) {
+            const float wgt = topk_weight[t * k + j];
+            const float *orow = o + pos[t * k + j] * D;
+            for (int64_t d = 0; d < D; d++) yr[d] += wgt * orow[d];
+        }
+    }
+done:
+    gb_ws_free(off);
+    gb_ws_free(pos);
+    gb_ws_free(tok);
+    gb_ws_free(fill);
+    gb_ws_free(act);
+    gb_ws_free(xg);
+    gb_ws_free(g);
+    gb_ws_free(u);
+    gb_ws_free(o);
+    gb_ws_free(xq);
+    gb_ws_free(hq);
+    return st;
+}

@@ -14,4 +14,11 @@ int gb_kmoe(const float *x, const int64_t *topk_idx, const float *topk_weight, i
             const void *gate, int fu, const void *up, int fd, const void *down, int64_t E, int64_t F, int64_t D,
             float *y, int64_t *counts, int version);
 
+/* As gb_kmoe with gate/up/down repacked (gb_krepack per expert, [E] x gb_kp_bytes each; q4_K,
+ * q5_K, q6_K, iq4_xs): decode-sized batches split over (expert, matrix, 16-row group) in one
+ * parallel region, so every thread streams a share of each selected expert. Bit-identical to gb_kmoe. */
+int gb_kmoe_packed(const float *x, const int64_t *topk_idx, const float *topk_weight, int64_t T, int64_t k, int fg,
+                   const void *gate, int fu, const void *up, int fd, const void *down, int64_t E, int64_t F, int64_t D,
+                   float *y, int64_t *counts, int version);
+
 #endif

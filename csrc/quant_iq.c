@@ -363,10 +363,167 @@ static void ipanel_rows(const ipanel *P, int64_t nb, int64_t nbp, const int8_t *
 }
 #endif
 
-/* ---- the launcher -------------------------------------------------------------------------- */
+/* ---- the repacked layout (quant_iq.h): per (group of 16 rows, block) 256 bytes of nibbles, zmm k
+ * (k < 4) byte 4r+i = stored qs[4k+i] of row r (low nibble value 4k+i, high nibble value 16+4k+i),
+ * then the 16 rows' scales as stored (iq4_nl f16[16], mxfp4 E8M0 uint8[16]). Rows past N zero. */
+int64_t gb_iqp_block_bytes(int fmt) { return !gb_is_iqfmt(fmt) ? -1 : fmt == GB_IQ4_NL ? 288 : 272; }
+
+int64_t gb_iqp_bytes(int fmt, int64_t N, int64_t K) {
+    if (!gb_is_iqfmt(fmt) || N < 0 || K <= 0 || K % QB) return -1;
+    return (N + 15) / 16 * (K / QB) * gb_iqp_block_bytes(fmt);
+}
+
+int gb_iqrepack(int fmt, const void *w, void *packed, int64_t N, int64_t K) {
+    if (!gb_is_iqfmt(fmt)) return gb_error(GB_EVALUE, "iqrepack: format %d is not iq4_nl (20) or mxfp4 (39)", fmt);
+    if (N < 0 || K <= 0 || K % QB) return gb_error(GB_EVALUE, "iqrepack: N=%ld, K=%ld (K a positive multiple of 32)", (long)N, (long)K);
+    const int64_t nb = K / QB, rb = gb_iq_row_bytes(fmt, K), bb = iq_blk_bytes(fmt), pb = gb_iqp_block_bytes(fmt), G = (N + 15) / 16;
+    const int hd = iq_head(fmt);
+#pragma omp parallel for schedule(static) if (N * K > 1 << 20)
+    for (int64_t g = 0; g < G; g++) {
+        uint8_t *out = (uint8_t *)packed + g * nb * pb;
+        memset(out, 0, (size_t)(nb * pb));
+        const int nr = (int)(N - 16 * g < 16 ? N - 16 * g : 16);
+        for (int64_t b = 0; b < nb; b++)
+            for (int r = 0; r < nr; r++) {
+                const uint8_t *blk = (const uint8_t *)w + (16 * g + r) * rb + b * bb;
+                uint8_t *o = out + b * pb;
+                for (int k = 0; k < 4; k++) memcpy(o + 64 * k + 4 * r, blk + hd + 4 * k, 4);
+                memcpy(o + 256 + hd * r, blk, (size_t)hd);
+            }
+    }
+    return GB_OK;
+}
+
+/* row r of a packed group -> the portable decoded row (u, dwp as decode_row_ref gives them) */
+static void decode_row_packed_ref(int fmt, const uint8_t *P, int r, int64_t nb, int64_t nbp, uint8_t *u, float *dwp) {
+    const int8_t *kv = iq_table(fmt);
+    const int64_t pb = gb_iqp_block_bytes(fmt);
+    const int hd = iq_head(fmt);
+    for (int64_t i = 0; i < nbp; i++) {
+        uint8_t *ub = u + QB * i;
+        if (i >= nb) {
+            memset(ub, 128, QB);
+            continue;
+        }
+        const uint8_t *o = P + i * pb;
+        for (int k = 0; k < 4; k++)
+            for (int j = 0; j < 4; j++) {
+                const uint8_t q = o[64 * k + 4 * r + j];
+                ub[4 * k + j] = (uint8_t)(kv[q & 0x0f] + 128);
+                ub[16 + 4 * k + j] = (uint8_t)(kv[q >> 4] + 128);
+            }
+    }
+    for (int64_t c = 0; c < nbp / 16; c++)
+        for (int l = 0; l < 16; l++) {
+            const int64_t b = 16 * c + lane_blk[l];
+            dwp[16 * c + l] = b < nb ? blk_scale(fmt, P + b * pb + 256 + hd * r) : 0.0f;
+        }
+}
+
+#ifdef GB_HAVE_IQ_VNNI
+/* the 16 rows' scales of a packed record, float32 (blk_scale's values) */
+static inline __attribute__((always_inline)) __m512 iqp_scales(int fmt, const uint8_t *s) {
+    if (fmt == GB_IQ4_NL) return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)s));
+    const __m512i e = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)s));
+    const __m512i big = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
+    const __m512i small = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e);
+    return _mm512_castsi512_ps(_mm512_mask_blend_epi32(_mm512_cmplt_epi32_mask(e, _mm512_set1_epi32(2)), big, small));
+}
+
+/* a packed group decoded into the prefill panel (ipanel_fill's result, from the packed records) */
+static void ipanel_fill_packed(int fmt, const uint8_t *P, int64_t nb, ipanel *Pn) {
+    const int8_t *kv = iq_table(fmt);
+    uint8_t t8[16];
+    for (int j = 0; j < 16; j++) t8[j] = (uint8_t)(kv[j] + 128);
+    const __m512i tbl = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)t8)), m4 = _mm512_set1_epi8(0x0f);
+    const int64_t pb = gb_iqp_block_bytes(fmt);
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *o = P + b * pb;
+        for (int k = 0; k < 4; k++) {
+            const __m512i Q = _mm512_loadu_si512((const void *)(o + 64 * k));
+            _mm512_store_si512((void *)Pn[b].q[k], _mm512_shuffle_epi8(tbl, _mm512_and_si512(Q, m4)));
+            _mm512_store_si512((void *)Pn[b].q[4 + k], _mm512_shuffle_epi8(tbl, _mm512_and_si512(_mm512_srli_epi16(Q, 4), m4)));
+        }
+        _mm512_store_ps(Pn[b].d, iqp_scales(fmt, o + 256));
+    }
+}
+
+/* TT tokens x the 16 rows of a packed group (ipanel_tile's arithmetic, the nibbles decoded in
+ * registers: one vpshufb per 64 values of 16 rows) */
+static inline __attribute__((always_inline)) void iqp_tile(const int fmt, const uint8_t *P, int64_t nb, int64_t nbp, const int8_t *xq,
+                                                           const float *dxp, const int32_t *xsp, int64_t t0, float *y, int64_t ldy,
+                                                           __m512 vb, __mmask16 m, const int TT) {
+    const int8_t *kv = iq_table(fmt);
+    uint8_t t8[16];
+    for (int j = 0; j < 16; j++) t8[j] = (uint8_t)(kv[j] + 128);
+    const __m512i tbl = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)t8)), m4 = _mm512_set1_epi8(0x0f);
+    const int64_t pb = gb_iqp_block_bytes(fmt);
+    __m512 acc[4][16];
+    for (int t = 0; t < TT; t++)
+        for (int l = 0; l < 16; l++) acc[t][l] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *o = P + b * pb;
+        __m512i i0[4], i1[4];
+        for (int t = 0; t < TT; t++) i0[t] = i1[t] = _mm512_setzero_si512();
+        const int32_t *xb[4];
+        for (int t = 0; t < TT; t++) xb[t] = (const int32_t *)(xq + (t0 + t) * nbp * QB + b * QB);
+        for (int k = 0; k < 4; k++) {
+            const __m512i Q = _mm512_loadu_si512((const void *)(o + 64 * k));
+            _mm_prefetch((const char *)(o + 64 * k + 4 * pb), _MM_HINT_T0);
+            const __m512i lo = _mm512_shuffle_epi8(tbl, _mm512_and_si512(Q, m4));
+            const __m512i hi = _mm512_shuffle_epi8(tbl, _mm512_and_si512(_mm512_srli_epi16(Q, 4), m4));
+            for (int t = 0; t < TT; t++) {
+                i0[t] = _mm512_dpbusd_epi32(i0[t], lo, _mm512_set1_epi32(xb[t][k]));
+                i1[t] = _mm512_dpbusd_epi32(i1[t], hi, _mm512_set1_epi32(xb[t][4 + k]));
+            }
+        }
+        const int l = lane_pos[b % 16];
+        const int64_t li = 16 * (b / 16) + l;
+        const __m512 vd = iqp_scales(fmt, o + 256);
+        for (int t = 0; t < TT; t++) {
+            const __m512i s = _mm512_sub_epi32(_mm512_add_epi32(i0[t], i1[t]), _mm512_set1_epi32(xsp[(t0 + t) * nbp + li]));
+            const __m512 p = _mm512_mul_ps(_mm512_mul_ps(vd, _mm512_set1_ps(dxp[(t0 + t) * nbp + li])), _mm512_cvtepi32_ps(s));
+            acc[t][l] = _mm512_add_ps(acc[t][l], p);
+        }
+    }
+    for (int t = 0; t < TT; t++) {
+        __m512 h8[8], h4[4], h2[2];
+        for (int i = 0; i < 8; i++) h8[i] = _mm512_add_ps(acc[t][i], acc[t][i + 8]);
+        for (int i = 0; i < 4; i++) h4[i] = _mm512_add_ps(h8[i], h8[i + 4]);
+        for (int i = 0; i < 2; i++) h2[i] = _mm512_add_ps(h4[i], h4[i + 2]);
+        _mm512_mask_storeu_ps(y + (t0 + t) * ldy, m, _mm512_add_ps(_mm512_add_ps(h2[0], h2[1]), vb));
+    }
+}
+
+#define IQP_ROWS(name, F)                                                                                             \
+    static void name(const uint8_t *P, int64_t nb, int64_t nbp, const int8_t *xq, const float *dxp, const int32_t *xsp, \
+                     int64_t T, float *y, int64_t ldy, const float *bias, __mmask16 m) {                              \
+        const __m512 vb = bias ? _mm512_maskz_loadu_ps(m, bias) : _mm512_setzero_ps();                                \
+        int64_t t0 = 0;                                                                                               \
+        for (; t0 + 2 <= T; t0 += 2) iqp_tile(F, P, nb, nbp, xq, dxp, xsp, t0, y, ldy, vb, m, 2);                      \
+        if (T - t0) iqp_tile(F, P, nb, nbp, xq, dxp, xsp, t0, y, ldy, vb, m, 1);                                       \
+    }
+IQP_ROWS(iqp_rows_nl, GB_IQ4_NL)
+IQP_ROWS(iqp_rows_mx, GB_MXFP4)
+#endif
+
+static int iqlinear_impl(int fmt, const float *x, const void *w, const void *wp, const float *bias, float *y, int64_t T, int64_t N,
+                         int64_t K, int version);
 
 int gb_iqlinear(int fmt, const float *x, const void *w, const float *bias, float *y, int64_t T, int64_t N,
                 int64_t K, int version) {
+    return iqlinear_impl(fmt, x, w, NULL, bias, y, T, N, K, version);
+}
+
+int gb_iqlinear_packed(int fmt, const float *x, const void *wp, const float *bias, float *y, int64_t T, int64_t N, int64_t K,
+                       int version) {
+    return iqlinear_impl(fmt, x, NULL, wp, bias, y, T, N, K, version);
+}
+
+/* ---- the launcher -------------------------------------------------------------------------- */
+
+static int iqlinear_impl(int fmt, const float *x, const void *w, const void *wp, const float *bias, float *y, int64_t T, int64_t N,
+                         int64_t K, int version) {
     if (!gb_is_iqfmt(fmt)) return gb_error(GB_EVALUE, "iqlinear: format %d is not iq4_nl (20) or mxfp4 (39)", fmt);
     if (K <= 0 || K % QB) return gb_error(GB_EVALUE, "iqlinear: K=%ld must be a positive multiple of 32", (long)K);
     if (T < 0 || N < 0) return gb_error(GB_EVALUE, "iqlinear: T=%ld and N=%ld must be >= 0", (long)T, (long)N);
@@ -396,7 +553,7 @@ int gb_iqlinear(int fmt, const float *x, const void *w, const float *bias, float
     const uint8_t *wb = (const uint8_t *)w;
     /* from this many tokens the VNNI version decodes 16-row panels once per call (prefill) */
     const int panel = version == GB_KV_VNNI && T >= 16;
-    const int xpair = version == GB_KV_VNNI && !panel;
+    const int xpair = version == GB_KV_VNNI && !panel && !wp;
     int fail = 0;
 #pragma omp parallel if (N * K * T > 65536)
     {
@@ -426,8 +583,54 @@ int gb_iqlinear(int fmt, const float *x, const void *w, const float *bias, float
                     xsp[t * nbp + 16 * c + l] = 128 * s;
                 }
         }
+        if (wp) { /* repacked: work by 16-row groups, each one stream of records */
+            const int64_t G = (N + 15) / 16, gbytes = nb * gb_iqp_block_bytes(fmt);
 #ifdef GB_HAVE_IQ_VNNI
-        if (panel) {
+            ipanel *Pn = panel ? (ipanel *)gb_ws_aligned_alloc(64, (size_t)nb * sizeof(ipanel)) : NULL;
+            if (panel && !Pn) {
+#pragma omp atomic write
+                fail = 1;
+            }
+#endif
+            uint8_t *u = version == GB_KV_REF ? (uint8_t *)gb_ws_aligned_alloc(64, (size_t)(nbp * QB)) : NULL;
+            float *dwp = version == GB_KV_REF ? (float *)gb_ws_aligned_alloc(64, (size_t)nbp * sizeof(float)) : NULL;
+            if (version == GB_KV_REF && (!u || !dwp)) {
+#pragma omp atomic write
+                fail = 1;
+            }
+            const int64_t run = panel || gbytes >= (256 << 10) ? 1 : (256 << 10) / gbytes; /* as gb_klinear_packed */
+#pragma omp for schedule(dynamic, run)
+            for (int64_t g = 0; g < G; g++) {
+                const uint8_t *P = (const uint8_t *)wp + g * gbytes;
+                const int nr = (int)(N - 16 * g < 16 ? N - 16 * g : 16);
+#ifdef GB_HAVE_IQ_VNNI
+                const __mmask16 m = (__mmask16)((1u << nr) - 1);
+                if (version == GB_KV_VNNI) {
+                    if (panel) {
+                        if (!Pn) continue;
+                        ipanel_fill_packed(fmt, P, nb, Pn);
+                        ipanel_rows(Pn, nb, nbp, xq, dxp, xsp, T, y + 16 * g, N, bias ? bias + 16 * g : NULL, m);
+                    } else
+                        (fmt == GB_IQ4_NL ? iqp_rows_nl : iqp_rows_mx)(P, nb, nbp, xq, dxp, xsp, T, y + 16 * g, N, bias ? bias + 16 * g : NULL, m);
+                    continue;
+                }
+#endif
+                if (!u || !dwp) continue;
+                for (int r = 0; r < nr; r++) {
+                    decode_row_packed_ref(fmt, P, r, nb, nbp, u, dwp);
+                    const float bn = bias ? bias[16 * g + r] : 0.0f;
+                    for (int64_t t = 0; t < T; t++)
+                        y[t * N + 16 * g + r] = dot_ref(u, dwp, xq + t * nbp * QB, dxp + t * nbp, xsp + t * nbp, nc) + bn;
+                }
+            }
+#ifdef GB_HAVE_IQ_VNNI
+            gb_ws_free(Pn);
+#endif
+            gb_ws_free(u);
+            gb_ws_free(dwp);
+        }
+#ifdef GB_HAVE_IQ_VNNI
+        if (panel && !wp) {
             ipanel *P = (ipanel *)gb_ws_aligned_alloc(64, (size_t)nb * sizeof(ipanel));
             if (!P) {
 #pragma omp atomic write
@@ -449,7 +652,7 @@ int gb_iqlinear(int fmt, const float *x, const void *w, const float *bias, float
 #pragma omp atomic write
             fail = 1;
         }
-        for (int64_t t0 = 0; t0 < T && !panel; t0 += tc) {
+        for (int64_t t0 = 0; t0 < T && !panel && !wp; t0 += tc) {
             const int64_t tt = T - t0 < tc ? T - t0 : tc;
 #pragma omp for schedule(static, 4)
             for (int64_t n = 0; n < N; n++) {

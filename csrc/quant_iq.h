@@ -35,4 +35,17 @@ int gb_iq_dequantize_rows(int fmt, const void *src, float *y, int64_t rows, int6
 int gb_iqlinear(int fmt, const float *x, const void *w, const float *bias, float *y, int64_t T, int64_t N,
                 int64_t K, int version);
 
+/* The repacked layout for the decode GEMV: per (group of 16 rows, block of 32) one record, the 16
+ * rows' 16 nibble bytes interleaved 4 bytes per row per 64 (the operand of one vpdpbusd feeding
+ * 16 rows) followed by their scales as stored: iq4_nl 288 bytes per 16 x 18, mxfp4 272 per 16 x 17
+ * (no overhead but the rows padding N to a multiple of 16); records group by group. gb_iqrepack
+ * only reads the stored rows. gb_iqlinear_packed computes exactly gb_iqlinear's arithmetic (lane r
+ * of every vector is row r), bit-identical for both versions; T >= 16 (VNNI) decodes the packed
+ * group into the prefill panel. */
+int64_t gb_iqp_block_bytes(int fmt);
+int64_t gb_iqp_bytes(int fmt, int64_t N, int64_t K);
+int gb_iqrepack(int fmt, const void *w, void *packed, int64_t N, int64_t K);
+int gb_iqlinear_packed(int fmt, const float *x, const void *wp, const float *bias, float *y, int64_t T, int64_t N, int64_t K,
+                       int version);
+
 #endif

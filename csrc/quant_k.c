@@ -230,22 +230,27 @@ void gb_quantize_row_q8_K(const float *x, gb_block_q8_K *y, int64_t k) {
 /* ---- kernels: one token chunk of one weight row --------------------------------------------- */
 
 /* acc[t] += over super-blocks of row w: (d*dx)*isum - (dm*dx)*msum, tokens t < tt of xq (nb blocks each) */
+/* one decoded super-block against tokens t < tt (x[t * ldx]): the arithmetic every version follows */
+static inline void kdot_ref(const kdec *o, const gb_block_q8_K *x0, int64_t ldx, int64_t tt, float *acc) {
+    for (int64_t t = 0; t < tt; t++) {
+        const gb_block_q8_K *x = x0 + t * ldx;
+        int32_t isum = 0, msum = 0;
+        for (int c = 0; c < 16; c++) {
+            int32_t s = 0;
+            for (int j = 0; j < 16; j++) s += (int32_t)o->q[16 * c + j] * x->qs[16 * c + j];
+            isum += o->sc[c] * s;
+            msum += (int32_t)o->mn[c] * x->bsums[c];
+        }
+        acc[t] += (o->d * x->d) * (float)isum - (o->dm * x->d) * (float)msum;
+    }
+}
+
 static void row_ref(int fmt, const uint8_t *w, const gb_block_q8_K *xq, int64_t nb, int64_t tt, float *acc) {
     kdec o;
     const int64_t bb = kblk_bytes(fmt);
     for (int64_t b = 0; b < nb; b++) {
         kdecode(fmt, w + b * bb, &o);
-        for (int64_t t = 0; t < tt; t++) {
-            const gb_block_q8_K *x = &xq[t * nb + b];
-            int32_t isum = 0, msum = 0;
-            for (int c = 0; c < 16; c++) {
-                int32_t s = 0;
-                for (int j = 0; j < 16; j++) s += (int32_t)o.q[16 * c + j] * x->qs[16 * c + j];
-                isum += o.sc[c] * s;
-                msum += (int32_t)o.mn[c] * x->bsums[c];
-            }
-            acc[t] += (o.d * x->d) * (float)isum - (o.dm * x->d) * (float)msum;
-        }
+        kdot_ref(&o, xq + b, nb, tt, acc);
     }
 }
 
@@ -515,6 +520,16 @@ typedef struct {
     float d[16], dm[16];
 } kpanel;
 
+/* row r of a panel super-block from its decoded form */
+static void panel_put(kpanel *p, int r, const kdec *o) {
+    for (int c4 = 0; c4 < 64; c4++) memcpy(&p->q[c4 * 16 + r], o->q + 4 * c4, 4);
+    for (int c = 0; c < 16; c++) p->sc[c * 16 + r] = o->sc[c];
+    for (int c2 = 0; c2 < 8; c2++)
+        p->mn[c2 * 16 + r] = (int32_t)((uint32_t)(uint16_t)o->mn[2 * c2] | ((uint32_t)(uint16_t)o->mn[2 * c2 + 1] << 16));
+    p->d[r] = o->d;
+    p->dm[r] = o->dm;
+}
+
 static void panel_fill(int fmt, const uint8_t *w, int64_t rb, int nr, int64_t nb, kpanel *P) {
     const int64_t bb = kblk_bytes(fmt);
     kdec o;
@@ -522,13 +537,7 @@ static void panel_fill(int fmt, const uint8_t *w, int64_t rb, int nr, int64_t nb
     for (int r = 0; r < nr; r++)
         for (int64_t b = 0; b < nb; b++) {
             kdecode(fmt, w + r * rb + b * bb, &o);
-            kpanel *p = P + b;
-            for (int c4 = 0; c4 < 64; c4++) memcpy(&p->q[c4 * 16 + r], o.q + 4 * c4, 4);
-            for (int c = 0; c < 16; c++) p->sc[c * 16 + r] = o.sc[c];
-            for (int c2 = 0; c2 < 8; c2++)
-                p->mn[c2 * 16 + r] = (int32_t)((uint32_t)(uint16_t)o.mn[2 * c2] | ((uint32_t)(uint16_t)o.mn[2 * c2 + 1] << 16));
-            p->d[r] = o.d;
-            p->dm[r] = o.dm;
+            panel_put(P + b, r, &o);
         }
 }
 
@@ -704,6 +713,373 @@ int gb_klinear(int fmt, const float *x, const void *w, const float *bias, float 
     gb_ws_free(dxT);
     gb_ws_free(xq);
     if (fail) return gb_error(GB_ENOMEM, "klinear: cannot allocate the 16-row weight panels (%ld super-blocks)", (long)nb);
+    return GB_OK;
+}
+
+/* ---- the repacked layout: 16 rows interleaved, scales pre-decoded (decode GEMV) ------------------
+ * See quant_k.h. Per group of 16 rows and super-block b, one record of gb_kp_block_bytes(fmt):
+ *   qs  [32][64]  zmm k, byte 4r+i: low nibble value 8k+i of row r, high nibble value 8k+4+i
+ *   qh  q5_K [32][2] uint64: bit 4r+i of the first = bit 4 of value 8k+i, of the second of 8k+4+i;
+ *       q6_K [16][64]: byte 4r+i of entry m, bits 2j..2j+1 = bits 4..5 of value 16m+4j+i
+ *   sc  int8 [nsub][16] (nsub 8 sub-blocks of 32, 16 of 16 for q6_K): the scale, signed
+ *   mn  int8 [8][16] (q4_K, q5_K): the min
+ *   d   f16 [16], dmin f16 [16] (q4_K, q5_K), as stored
+ * Rows past N are zero. Records go group by group, super-blocks in order: a group is one stream. */
+
+int gb_kp_is_fmt(int fmt) { return fmt == GB_Q4_K || fmt == GB_Q5_K || fmt == GB_Q6_K || fmt == GB_IQ4_XS; }
+
+static inline int kp_nsub(int fmt) { return fmt == GB_Q6_K ? 16 : 8; }
+static inline int64_t kp_sc_off(int fmt) { return 2048 + (fmt == GB_Q5_K ? 512 : fmt == GB_Q6_K ? 1024 : 0); }
+static inline int64_t kp_mn_off(int fmt) { return kp_sc_off(fmt) + 16 * kp_nsub(fmt); }
+static inline int kp_has_min(int fmt) { return fmt == GB_Q4_K || fmt == GB_Q5_K; }
+static inline int64_t kp_d_off(int fmt) { return kp_mn_off(fmt) + (kp_has_min(fmt) ? 128 : 0); }
+
+int64_t gb_kp_block_bytes(int fmt) {
+    if (!gb_kp_is_fmt(fmt)) return -1;
+    return kp_d_off(fmt) + (kp_has_min(fmt) ? 64 : 32);
+}
+
+int64_t gb_kp_bytes(int fmt, int64_t N, int64_t K) {
+    if (!gb_kp_is_fmt(fmt) || N < 0 || K <= 0 || K % QKK) return -1;
+    return (N + 15) / 16 * (K / QKK) * gb_kp_block_bytes(fmt);
+}
+
+/* offsets of the stored f16 d (and dmin) inside a ggml block */
+static inline int k_d_at(int fmt) { return fmt == GB_Q6_K ? 208 : 0; }
+
+/* row r of one packed record -> the decoded form kdecode gives for the stored block */
+static void kp_unpack(int fmt, const uint8_t *p, int r, kdec *o) {
+    for (int k = 0; k < 32; k++)
+        for (int i = 0; i < 4; i++) {
+            const uint8_t byte = p[64 * k + 4 * r + i];
+            int lo = byte & 0x0f, hi = byte >> 4;
+            if (fmt == GB_Q5_K) {
+                uint64_t ml, mh;
+                memcpy(&ml, p + 2048 + 16 * k, 8);
+                memcpy(&mh, p + 2048 + 16 * k + 8, 8);
+                lo |= (int)((ml >> (4 * r + i)) & 1) << 4;
+                hi |= (int)((mh >> (4 * r + i)) & 1) << 4;
+            } else if (fmt == GB_Q6_K) {
+                const uint8_t H = p[2048 + 64 * (k / 2) + 4 * r + i];
+                const int s = 4 * (k % 2);
+                lo |= ((H >> s) & 3) << 4;
+                hi |= ((H >> (s + 2)) & 3) << 4;
+            }
+            if (fmt == GB_IQ4_XS) {
+                lo = kvalues_iq4nl[lo] + 128;
+                hi = kvalues_iq4nl[hi] + 128;
+            }
+            o->q[8 * k + i] = (uint8_t)lo;
+            o->q[8 * k + 4 + i] = (uint8_t)hi;
+        }
+    const int8_t *sc = (const int8_t *)(p + kp_sc_off(fmt));
+    const uint8_t *dp = p + kp_d_off(fmt);
+    o->d = h2f(dp + 2 * r);
+    o->dm = kp_has_min(fmt) ? h2f(dp + 32 + 2 * r) : o->d;
+    for (int c = 0; c < 16; c++) {
+        const int s = fmt == GB_Q6_K ? sc[16 * c + r] : sc[16 * (c / 2) + r];
+        o->sc[c] = s;
+        o->mn[c] = (int16_t)(fmt == GB_Q6_K ? 32 * s : fmt == GB_IQ4_XS ? 128 * s : p[kp_mn_off(fmt) + 16 * (c / 2) + r]);
+    }
+}
+
+/* the stored block of row r -> its part of a packed record (zeroed beforehand) */
+static void kp_put(int fmt, const uint8_t *blk, int r, uint8_t *p) {
+    kdec o;
+    kdecode(fmt, blk, &o);
+    for (int k = 0; k < 32; k++)
+        for (int i = 0; i < 4; i++) {
+            int lo = o.q[8 * k + i], hi = o.q[8 * k + 4 + i];
+            if (fmt == GB_IQ4_XS) { /* back to the 4-bit index (the grid's values are distinct) */
+                int a = 0, b = 0;
+                for (int j = 0; j < 16; j++) {
+                    if (kvalues_iq4nl[j] + 128 == lo) a = j;
+                    if (kvalues_iq4nl[j] + 128 == hi) b = j;
+                }
+                lo = a;
+                hi = b;
+            }
+            p[64 * k + 4 * r + i] = (uint8_t)((lo & 0x0f) | ((hi & 0x0f) << 4));
+            if (fmt == GB_Q5_K) {
+                uint64_t ml, mh;
+                memcpy(&ml, p + 2048 + 16 * k, 8);
+                memcpy(&mh, p + 2048 + 16 * k + 8, 8);
+                ml |= (uint64_t)((lo >> 4) & 1) << (4 * r + i);
+                mh |= (uint64_t)((hi >> 4) & 1) << (4 * r + i);
+                memcpy(p + 2048 + 16 * k, &ml, 8);
+                memcpy(p + 2048 + 16 * k + 8, &mh, 8);
+            } else if (fmt == GB_Q6_K) {
+                const int s = 4 * (k % 2);
+                p[2048 + 64 * (k / 2) + 4 * r + i] |= (uint8_t)((((lo >> 4) & 3) << s) | (((hi >> 4) & 3) << (s + 2)));
+            }
+        }
+    int8_t *sc = (int8_t *)(p + kp_sc_off(fmt));
+    for (int c = 0; c < 16; c++) {
+        if (fmt == GB_Q6_K) sc[16 * c + r] = (int8_t)o.sc[c];
+        else if (c % 2 == 0) {
+            sc[16 * (c / 2) + r] = (int8_t)o.sc[c];
+            if (kp_has_min(fmt)) p[kp_mn_off(fmt) + 16 * (c / 2) + r] = (uint8_t)o.mn[c];
+        }
+    }
+    uint8_t *dp = p + kp_d_off(fmt);
+    memcpy(dp + 2 * r, blk + k_d_at(fmt), 2);
+    if (kp_has_min(fmt)) memcpy(dp + 32 + 2 * r, blk + 2, 2);
+}
+
+int gb_krepack(int fmt, const void *w, void *packed, int64_t N, int64_t K) {
+    if (!gb_kp_is_fmt(fmt)) return gb_error(GB_EVALUE, "krepack: format %d has no repacked layout (q4_K, q5_K, q6_K, iq4_xs do)", fmt);
+    if (N < 0 || K <= 0 || K % QKK) return gb_error(GB_EVALUE, "krepack: N=%ld, K=%ld (K a positive multiple of 256)", (long)N, (long)K);
+    const int64_t nb = K / QKK, rb = gb_k_row_bytes(fmt, K), pb = gb_kp_block_bytes(fmt), G = (N + 15) / 16;
+    const uint8_t *src = (const uint8_t *)w;
+#pragma omp parallel for schedule(static) if (N * K > 1 << 20)
+    for (int64_t g = 0; g < G; g++) {
+        uint8_t *out = (uint8_t *)packed + g * nb * pb;
+        memset(out, 0, (size_t)(nb * pb));
+        const int nr = (int)(N - 16 * g < 16 ? N - 16 * g : 16);
+        for (int64_t b = 0; b < nb; b++)
+            for (int r = 0; r < nr; r++) kp_put(fmt, src + (16 * g + r) * rb + b * kblk_bytes(fmt), r, out + b * pb);
+    }
+    return GB_OK;
+}
+
+/* portable: the rows of one group (nr of 16), tokens x[t * nb], outputs y[t * ldy + r] */
+static void kp_group_ref(int fmt, const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, int64_t T, float *y, int64_t ldy,
+                         const float *bias, int nr) {
+    const int64_t pb = gb_kp_block_bytes(fmt);
+    kdec o;
+    float acc[GB_K_TMAX];
+    for (int r = 0; r < nr; r++)
+        for (int64_t t0 = 0; t0 < T; t0 += GB_K_TMAX) {
+            const int64_t tt = T - t0 < GB_K_TMAX ? T - t0 : GB_K_TMAX;
+            for (int64_t t = 0; t < tt; t++) acc[t] = 0.0f;
+            for (int64_t b = 0; b < nb; b++) {
+                kp_unpack(fmt, P + b * pb, r, &o);
+                kdot_ref(&o, xq + t0 * nb + b, nb, tt, acc);
+            }
+            for (int64_t t = 0; t < tt; t++) y[(t0 + t) * ldy + r] = acc[t] + (bias ? bias[r] : 0.0f);
+        }
+}
+
+#ifdef GB_HAVE_K_VNNI
+static inline int32_t ld32(const void *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* zmm k of a packed record (Q its nibble bytes) -> the unsigned values 8k..8k+3 (lo) and 8k+4..8k+7
+ * (hi) of the 16 rows, 4 bytes per row: with the fifth bit (q5_K), the 2 high bits (q6_K) or
+ * through the iq4_nl grid + 128 (iq4_xs) */
+static inline __attribute__((always_inline)) void kp_decode_z(const int fmt, const uint8_t *p, const int k, __m512i Q, __m512i *plo,
+                                                              __m512i *phi) {
+    const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30), c16 = _mm512_set1_epi8(0x10);
+    __m512i lo = _mm512_and_si512(Q, m4), hi = _mm512_and_si512(_mm512_srli_epi16(Q, 4), m4);
+    if (fmt == GB_Q5_K) {
+        uint64_t ml, mh;
+        memcpy(&ml, p + 2048 + 16 * k, 8);
+        memcpy(&mh, p + 2048 + 16 * k + 8, 8);
+        lo = _mm512_mask_add_epi8(lo, (__mmask64)ml, lo, c16);
+        hi = _mm512_mask_add_epi8(hi, (__mmask64)mh, hi, c16);
+    } else if (fmt == GB_Q6_K) {
+        const __m512i H = _mm512_loadu_si512((const void *)(p + 2048 + 64 * (k / 2)));
+        if (k % 2 == 0) {
+            lo = _mm512_or_si512(lo, _mm512_and_si512(_mm512_slli_epi16(H, 4), m30));
+            hi = _mm512_or_si512(hi, _mm512_and_si512(_mm512_slli_epi16(H, 2), m30));
+        } else {
+            lo = _mm512_or_si512(lo, _mm512_and_si512(H, m30));
+            hi = _mm512_or_si512(hi, _mm512_and_si512(_mm512_srli_epi16(H, 2), m30));
+        }
+    } else if (fmt == GB_IQ4_XS) {
+        const __m512i tbl = _mm512_broadcast_i32x4(_mm_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, (char)129, (char)141, (char)153,
+                                                                 (char)166, (char)181, (char)197, (char)217, (char)241));
+        lo = _mm512_shuffle_epi8(tbl, lo);
+        hi = _mm512_shuffle_epi8(tbl, hi);
+    }
+    *plo = lo;
+    *phi = hi;
+}
+
+/* TT tokens x the 16 rows of a group, all super-blocks: lane r of every vector is row r, so each
+ * lane follows the portable arithmetic exactly (exact int32 isum and msum per super-block, then the
+ * float32 formula) and the results are bit-identical to it. Per 64 bytes of nibbles: two vpdpbusd
+ * (the token's 4 activation bytes broadcast) per token; per sub-block one vpmulld by the scales. */
+static inline __attribute__((always_inline)) void kp_tile(const int fmt, const uint8_t *P, int64_t nb, const gb_block_q8_K *xq,
+                                                          float *y, int64_t ldy, __m512 vb, __mmask16 m, const int TT) {
+    const int64_t pb = gb_kp_block_bytes(fmt), sco = kp_sc_off(fmt), mno = kp_mn_off(fmt), dof = kp_d_off(fmt);
+    const int nsub = kp_nsub(fmt), zps = 32 / nsub;
+    __m512 acc[4];
+    for (int t = 0; t < TT; t++) acc[t] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *p = P + b * pb;
+        __m512i isum[4], msum[4];
+        for (int t = 0; t < TT; t++) isum[t] = msum[t] = _mm512_setzero_si512();
+        for (int s = 0; s < nsub; s++) {
+            __m512i a0[4], a1[4];
+            for (int t = 0; t < TT; t++) a0[t] = a1[t] = _mm512_setzero_si512();
+            for (int kk = 0; kk < zps; kk++) {
+                const int k = s * zps + kk;
+                const __m512i Q = _mm512_loadu_si512((const void *)(p + 64 * k));
+                /* the record two ahead, all its lines (<= 64): the high-bit planes and scales too */
+                _mm_prefetch((const char *)(p + 4 * pb + 64 * k), _MM_HINT_T0);
+                if (64 * (k + 32) < pb) _mm_prefetch((const char *)(p + 4 * pb + 64 * (k + 32)), _MM_HINT_T0);
+                __m512i lo, hi;
+                kp_decode_z(fmt, p, k, Q, &lo, &hi);
+                for (int t = 0; t < TT; t++) {
+                    const int8_t *xs = xq[t * nb + b].qs + 8 * k;
+                    a0[t] = _mm512_dpbusd_epi32(a0[t], lo, _mm512_set1_epi32(ld32(xs)));
+                    a1[t] = _mm512_dpbusd_epi32(a1[t], hi, _mm512_set1_epi32(ld32(xs + 4)));
+                }
+            }
+            const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + sco + 16 * s)));
+            const __m512i mn = kp_has_min(fmt) ? _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + mno + 16 * s))) : sc;
+            for (int t = 0; t < TT; t++) {
+                const int16_t *bs = xq[t * nb + b].bsums;
+                const int32_t bsum = fmt == GB_Q6_K ? bs[s] : (int32_t)bs[2 * s] + bs[2 * s + 1];
+                isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(_mm512_add_epi32(a0[t], a1[t]), sc));
+                msum[t] = _mm512_add_epi32(msum[t], _mm512_mullo_epi32(mn, _mm512_set1_epi32(bsum)));
+            }
+        }
+        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + dof)));
+        const __m512 dm = kp_has_min(fmt) ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + dof + 32))) : d;
+        for (int t = 0; t < TT; t++) {
+            /* mn = 32 * sc (q6_K), 128 * sc (iq4_xs): the same exact msum */
+            const __m512i ms = fmt == GB_Q6_K ? _mm512_slli_epi32(msum[t], 5) : fmt == GB_IQ4_XS ? _mm512_slli_epi32(msum[t], 7) : msum[t];
+            const __m512 dx = _mm512_set1_ps(xq[t * nb + b].d);
+            const __m512 r = _mm512_sub_ps(_mm512_mul_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(isum[t])),
+                                           _mm512_mul_ps(_mm512_mul_ps(dm, dx), _mm512_cvtepi32_ps(ms)));
+            acc[t] = _mm512_add_ps(acc[t], r);
+        }
+    }
+    for (int t = 0; t < TT; t++) _mm512_mask_storeu_ps(y + t * ldy, m, _mm512_add_ps(acc[t], vb));
+}
+
+#define KP_GROUP(name, F)                                                                                              \
+    static void name(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, int64_t T, float *y, int64_t ldy,          \
+                     const float *bias, __mmask16 m) {                                                                 \
+        const __m512 vb = bias ? _mm512_maskz_loadu_ps(m, bias) : _mm512_setzero_ps();                                 \
+        int64_t t0 = 0;                                                                                                \
+        for (; t0 + 4 <= T; t0 += 4) kp_tile(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, vb, m, 4);                      \
+        switch (T - t0) {                                                                                              \
+        case 3: kp_tile(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, vb, m, 3); break;                                   \
+        case 2: kp_tile(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, vb, m, 2); break;                                   \
+        case 1: kp_tile(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, vb, m, 1); break;                                   \
+        default: break;                                                                                                \
+        }                                                                                                              \
+    }
+KP_GROUP(kp_group_q4, GB_Q4_K)
+KP_GROUP(kp_group_q5, GB_Q5_K)
+KP_GROUP(kp_group_q6, GB_Q6_K)
+KP_GROUP(kp_group_iq4xs, GB_IQ4_XS)
+
+/* a packed group -> the prefill panels (what panel_fill makes from the stored rows; padding rows
+ * are zero in both): the decoded zmm of a record are the panel's 4-value chunks as they are */
+static inline __attribute__((always_inline)) void panel_fill_packed_f(const int fmt, const uint8_t *P, int64_t nb, kpanel *K) {
+    const int64_t pb = gb_kp_block_bytes(fmt), sco = kp_sc_off(fmt), mno = kp_mn_off(fmt), dof = kp_d_off(fmt);
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *p = P + b * pb;
+        kpanel *o = K + b;
+        for (int k = 0; k < 32; k++) {
+            __m512i lo, hi;
+            kp_decode_z(fmt, p, k, _mm512_loadu_si512((const void *)(p + 64 * k)), &lo, &hi);
+            _mm512_store_si512((void *)(o->q + (2 * k) * 16), lo);
+            _mm512_store_si512((void *)(o->q + (2 * k + 1) * 16), hi);
+        }
+        for (int c = 0; c < 16; c++) {
+            const int sub = fmt == GB_Q6_K ? c : c / 2;
+            _mm512_store_si512((void *)(o->sc + c * 16), _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + sco + 16 * sub))));
+        }
+        for (int c2 = 0; c2 < 8; c2++) { /* int16 pairs (mn[2 c2], mn[2 c2 + 1]) per row */
+            __m512i a, b2;
+            if (fmt == GB_Q6_K) {
+                a = _mm512_slli_epi32(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + sco + 16 * (2 * c2)))), 5);
+                b2 = _mm512_slli_epi32(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + sco + 16 * (2 * c2 + 1)))), 5);
+            } else {
+                a = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + (kp_has_min(fmt) ? mno : sco) + 16 * c2)));
+                if (fmt == GB_IQ4_XS) a = _mm512_slli_epi32(a, 7);
+                b2 = a;
+            }
+            const __m512i pr = _mm512_or_si512(_mm512_and_si512(a, _mm512_set1_epi32(0xffff)), _mm512_slli_epi32(b2, 16));
+            _mm512_store_si512((void *)(o->mn + c2 * 16), pr);
+        }
+        _mm512_store_ps(o->d, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + dof))));
+        _mm512_store_ps(o->dm, kp_has_min(fmt) ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + dof + 32)))
+                                               : _mm512_load_ps(o->d));
+    }
+}
+
+static void panel_fill_packed(int fmt, const uint8_t *P, int nr, int64_t nb, kpanel *K) {
+    (void)nr; /* rows past N are zero in the packed group, as panel_fill leaves them */
+    switch (fmt) {
+    case GB_Q4_K: panel_fill_packed_f(GB_Q4_K, P, nb, K); break;
+    case GB_Q5_K: panel_fill_packed_f(GB_Q5_K, P, nb, K); break;
+    case GB_Q6_K: panel_fill_packed_f(GB_Q6_K, P, nb, K); break;
+    default: panel_fill_packed_f(GB_IQ4_XS, P, nb, K); break;
+    }
+}
+#endif
+
+void gb_kp_rows(int fmt, const void *wp, int64_t N, int64_t K, int64_t g, const gb_block_q8_K *xq, int64_t T, float *y,
+                int64_t ldy, const float *bias, int version) {
+    const int64_t nb = K / QKK;
+    const uint8_t *P = (const uint8_t *)wp + g * nb * gb_kp_block_bytes(fmt);
+    const int nr = (int)(N - 16 * g < 16 ? N - 16 * g : 16);
+#ifdef GB_HAVE_K_VNNI
+    if (version == GB_KV_VNNI) {
+        const __mmask16 m = (__mmask16)((1u << nr) - 1);
+        (fmt == GB_Q4_K ? kp_group_q4 : fmt == GB_Q5_K ? kp_group_q5 : fmt == GB_Q6_K ? kp_group_q6 : kp_group_iq4xs)(P, nb, xq, T, y, ldy, bias, m);
+        return;
+    }
+#endif
+    (void)version;
+    kp_group_ref(fmt, P, nb, xq, T, y, ldy, bias, nr);
+}
+
+int gb_klinear_packed(int fmt, const float *x, const void *wp, const float *bias, float *y, int64_t T, int64_t N, int64_t K,
+                      int version) {
+    if (!gb_kp_is_fmt(fmt)) return gb_error(GB_EVALUE, "klinear_packed: format %d has no repacked layout (q4_K, q5_K, q6_K, iq4_xs do)", fmt);
+    if (K <= 0 || K % QKK) return gb_error(GB_EVALUE, "klinear_packed: K=%ld must be a positive multiple of 256", (long)K);
+    if (T < 0 || N < 0) return gb_error(GB_EVALUE, "klinear_packed: T=%ld and N=%ld must be >= 0", (long)T, (long)N);
+    if (version == GB_KV_AUTO) version = gb_kversion_available(GB_KV_VNNI) ? GB_KV_VNNI : GB_KV_REF;
+    if (!gb_kversion_available(version))
+        return gb_error(GB_EVALUE, "klinear_packed: kernel version %d (%s) is not compiled in on this build", version, gb_kversion_name(version));
+    if (T == 0 || N == 0) return GB_OK;
+    const int64_t nb = K / QKK, G = (N + 15) / 16, gbytes = nb * gb_kp_block_bytes(fmt);
+    gb_block_q8_K *xq = (gb_block_q8_K *)gb_ws_aligned_alloc(64, (size_t)(T * nb) * sizeof(gb_block_q8_K));
+    if (!xq) return gb_error(GB_ENOMEM, "klinear_packed: cannot allocate the q8_K activations (%ld rows of %ld)", (long)T, (long)K);
+    const int panel = version == GB_KV_VNNI && T >= GB_K_PANEL_MIN_T;
+    const uint8_t *wb = (const uint8_t *)wp;
+    int fail = 0;
+#pragma omp parallel if (N * K * T > 65536)
+    {
+#pragma omp for schedule(static)
+        for (int64_t t = 0; t < T; t++) gb_quantize_row_q8_K(x + t * K, xq + t * nb, K);
+#ifdef GB_HAVE_K_VNNI
+        if (panel) { /* prefill: the 16-row group decoded once per call into byte panels */
+            kpanel *Pn = (kpanel *)gb_ws_aligned_alloc(64, (size_t)nb * sizeof(kpanel));
+            if (!Pn) {
+#pragma omp atomic write
+                fail = 1;
+            }
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t g = 0; g < G; g++) {
+                if (!Pn) continue;
+                const int nr = (int)(N - 16 * g < 16 ? N - 16 * g : 16);
+                panel_fill_packed(fmt, wb + g * gbytes, nr, nb, Pn);
+                panel_rows(Pn, nb, xq, T, y + 16 * g, N, bias ? bias + 16 * g : NULL, (__mmask16)((1u << nr) - 1));
+            }
+            gb_ws_free(Pn);
+        }
+#endif
+        if (!panel) {
+            /* runs of groups of ~256 KB: long streams, and a thread held up by another job does not
+             * hold up the others (dynamic) */
+            const int64_t run = gbytes >= (256 << 10) ? 1 : (256 << 10) / gbytes;
+#pragma omp for schedule(dynamic, run)
+            for (int64_t g = 0; g < G; g++) gb_kp_rows(fmt, wb, N, K, g, xq, T, y + 16 * g, N, bias ? bias + 16 * g : NULL, version);
+        }
+    }
+    gb_ws_free(xq);
+    if (fail) return gb_error(GB_ENOMEM, "klinear_packed: cannot allocate the 16-row weight panels (%ld super-blocks)", (long)nb);
     return GB_OK;
 }
 

@@ -68,4 +68,31 @@ int gb_klinear(int fmt, const float *x, const void *w, const float *bias, float 
 /* The int8 dot-product ceiling (vpdpbusd, every thread, register resident), GOP/s in *gops. */
 int gb_bench_vnni(int64_t iters, int reps, double *gops);
 
+/* ---- repacked layout for the decode GEMV (q4_K, q5_K, q6_K, iq4_xs) ------------------------------
+ * Made once from the stored rows (gb_krepack; the source is only read): 16 rows interleaved per
+ * super-block, one record of gb_kp_block_bytes(fmt) bytes per (group of 16 rows, super-block),
+ * records group by group, so a thread's rows are one contiguous stream. A record holds the 4-bit
+ * parts of the 16 rows' values interleaved 4 bytes per row per 64 (the operand of one vpdpbusd that
+ * feeds 16 rows), the fifth bit (q5_K, byte masks) or the 2 high bits (q6_K), the scales and mins
+ * decoded to int8 per (sub-block, row) and the f16 d/dmin of the 16 rows: q4_K 2368 bytes per
+ * 16 x 144 (+2.8%), q5_K 2880 per 16 x 176 (+2.3%), q6_K 3360 per 16 x 210 (+0%), iq4_xs 2208 per
+ * 16 x 136 (+1.5%), plus the zero rows that pad N to a multiple of 16. The arithmetic is the one
+ * above, lane r of every vector being row r, so results are bit-identical to gb_klinear on the
+ * stored rows, for both versions. Layout details in csrc/quant_k.c. */
+int gb_kp_is_fmt(int fmt);
+/* bytes of one record; of a whole [N, K] matrix (-1 if fmt has no repacked layout or K is not whole super-blocks) */
+int64_t gb_kp_block_bytes(int fmt);
+int64_t gb_kp_bytes(int fmt, int64_t N, int64_t K);
+/* stored rows w [N, K] -> packed (gb_kp_bytes bytes). OpenMP over groups. */
+int gb_krepack(int fmt, const void *w, void *packed, int64_t N, int64_t K);
+/* y[T, N] = x[T, K] . W^T (+ bias) with W repacked; T < 64 the interleaved GEMV/GEMM kernel, T >= 64
+ * (VNNI) the prefill panels decoded from the packed records */
+int gb_klinear_packed(int fmt, const float *x, const void *wp, const float *bias, float *y, int64_t T, int64_t N, int64_t K,
+                      int version);
+/* the 16 rows of group g of a packed [N, K] matrix (masked at N) for T tokens of q8_K activations
+ * xq (K/256 blocks each): y[t * ldy + r] (+ bias[r]); for callers that split work over matrices x groups
+ * (csrc/moe_k.c). version 1 or 2 (resolved). */
+void gb_kp_rows(int fmt, const void *wp, int64_t N, int64_t K, int64_t g, const gb_block_q8_K *xq, int64_t T, float *y,
+                int64_t ldy, const float *bias, int version);
+
 #endif

@@ -126,3 +126,50 @@ def moe_experts_against_float64(rng, wg, wu, wd, D):
             g, u = G[e].astype(np.float64) @ x[t], U[e].astype(np.float64) @ x[t]
             ref[t] += wt[t, j] * (Dn[e].astype(np.float64) @ (g / (1 + np.exp(-g)) * u))
     assert np.abs(y - ref).max() < 0.03 * np.abs(ref).max()
+
+
+def repacked_equals_stored(rng, fmt, random_blocks, versions, stored, packed_linear, shapes=((37, 512), (16, 256), (5, 768))):
+    """The repacked weight (QTensor.repack: 16 rows interleaved, csrc/quant_k.h) gives the stored
+    path's outputs bit for bit, for every kernel version, token count (the GEMV tiles of 1-4 tokens,
+    their remainders, the prefill panels from T=64) and row count (groups padded past N); the
+    stored bytes are not written. `stored(x, w, version, bias)` and `packed_linear(x, qt, version,
+    bias)` run the two paths."""
+    for N, K in shapes:
+        w = random_blocks(rng, fmt, N, K)
+        w0 = w.copy()
+        qt = QTensor(w, fmt, (N, K)).repack()
+        assert qt.packed is not None and qt.data is w
+        bias = rng.standard_normal(N).astype(np.float32)
+        for T_ in (1, 2, 3, 4, 5, 17, 64, 70):
+            x = rng.standard_normal((T_, K)).astype(np.float32)
+            b = bias if T_ % 2 else None
+            ref = stored(x, w, versions[0], b)
+            for v in versions:
+                np.testing.assert_array_equal(stored(x, w, v, b).view(np.uint32), ref.view(np.uint32))
+                np.testing.assert_array_equal(packed_linear(x, qt, v, b).view(np.uint32), ref.view(np.uint32))
+        np.testing.assert_array_equal(w, w0)
+
+
+def repacked_experts_equal_stored(rng, fmts, random_blocks, kmoe):
+    """Routed experts on repacked weights (one C call split over experts x row groups at decode
+    sizes, expert by expert from 64 tokens) equal the stored path bit for bit, for T = 1 (the decode
+    case: k of E experts), a few tokens, and a batch where an expert gets >= 64 tokens; indexing one
+    expert of a repacked [E, F, D] tensor keeps its packed copy."""
+    E, F, D, k = 6, 512, 256, 2
+    fg, fu, fd = fmts
+    ws = [QTensor(random_blocks(rng, f, E * a, b).reshape(E, a, -1), f, (E, a, b)) for f, a, b in ((fg, F, D), (fu, F, D), (fd, D, F))]
+    for T_ in (1, 3, 150):
+        x = rng.standard_normal((T_, D)).astype(np.float32)
+        idx = np.stack([rng.choice(E, k, replace=False) for _ in range(T_)]).astype(np.int64)
+        wt = rng.uniform(0.1, 1, idx.shape).astype(np.float32)
+        y0, c0 = kmoe(x, idx, wt, ws, False)
+        y1, c1 = kmoe(x, idx, wt, ws, True)
+        np.testing.assert_array_equal(c0, c1)
+        np.testing.assert_array_equal(y1.view(np.uint32), y0.view(np.uint32))
+        y2, c2 = quant.moe_experts(x, idx, wt, *ws)  # repacks on first use
+        np.testing.assert_array_equal(y2.view(np.uint32), y0.view(np.uint32))
+    assert all(w.packed is not None for w in ws)
+    one = ws[0][2]
+    assert one.packed is not None and np.array_equal(one.packed, ws[0].packed[2])
+    x = rng.standard_normal((2, D)).astype(np.float32)
+    np.testing.assert_array_equal(quant.linear(x, one), quant.linear(x, QTensor(np.ascontiguousarray(ws[0].data[2]), fg, (F, D))))

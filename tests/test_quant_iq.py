@@ -227,7 +227,9 @@ def test_errors_are_clear(rng):
         _core.klinear(np.zeros((1, 48), np.float32), np.zeros((1, 17), np.uint8), 39, 48)
     with pytest.raises(ValueError, match="bytes of one row"):
         _core.kdequantize(np.zeros((1, 18), np.uint8), 39, 32)
-    assert qt.repack() is qt and qt.packed is None     # read as stored: no packed copy
+    before = w.copy()
+    assert qt.repack() is qt and qt.packed is not None  # a repacked copy beside the stored bytes
+    assert qt.data is w and np.array_equal(w, before)  # the stored bytes are kept and never written
 
 
 @pytest.mark.parametrize("fmt", FMTS)
@@ -389,3 +391,26 @@ def test_measure_runs_an_mxfp4_gguf_as_stored(tmp_path, monkeypatch):
     assert all(r["stored_weights"] and r["weights"] == "mxfp4" for r in recs)   # the file's main type by bytes
     assert by["pp"]["avg_ts"] > 0 and by["tg"]["avg_ts"] > 0
     assert by["mem"]["model_size"] == gguf_file.read(p).tensor_bytes
+
+
+# ---- the repacked layout (csrc/quant_iq.h) ----------------------------------------------------------
+@pytest.mark.parametrize("fmt", FMTS)
+def test_repacked_equals_stored_bit_for_bit(rng, fmt):
+    fid = quant.FORMATS[fmt][0]
+    kv = {"kquant_ref": 1, "kquant_vnni": 2}
+    quant_cases.repacked_equals_stored(
+        rng, fmt, random_blocks, VERSIONS,
+        lambda x, w, v, b: _core.klinear(x, w, fid, x.shape[1], b, kv[v]),
+        lambda x, qt, v, b: quant.linear(x, qt, b, kernel=v),
+        shapes=((37, 512), (16, 96), (5, 544), (18, 32)))
+
+
+def test_repacked_experts_equal_stored(rng):
+    def kmoe(x, idx, wt, ws, packed):
+        E = ws[0].shape[0]
+        if packed:
+            for w in ws:
+                w.repack()
+        arr = [(w.packed if packed else w.data).reshape(E, -1) for w in ws]
+        return _core.kmoe(x, idx, wt, *arr, *(quant.FORMATS[w.fmt][0] for w in ws), ws[0].shape[1], 0, packed)
+    quant_cases.repacked_experts_equal_stored(rng, ("mxfp4", "iq4_nl", "mxfp4"), random_blocks, kmoe)

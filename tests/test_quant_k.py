@@ -212,7 +212,11 @@ def test_errors_are_clear(rng):
         quant.linear(np.zeros(512, np.float32), qt)
     with pytest.raises(ValueError, match="multiple of 256"):
         _core.klinear(np.zeros((1, 128), np.float32), np.zeros((1, 72), np.uint8), 12, 128)
-    assert qt.repack() is qt and qt.packed is None     # read as stored: no packed copy
+    before = w.copy()
+    assert qt.repack() is qt and qt.packed is not None  # q4_K: a repacked copy beside the stored bytes
+    assert qt.data is w and np.array_equal(w, before)  # the stored bytes are kept and never written
+    q2 = QTensor(random_blocks(rng, "q2_K", 4, 256), "q2_K", (4, 256))
+    assert q2.repack() is q2 and q2.packed is None     # q2_K: read as stored, no packed copy
 
 
 def test_moe_experts_on_k_quants(rng):
@@ -350,3 +354,45 @@ def test_inputs_unchanged_and_no_leaks(rng):
     np.testing.assert_array_equal(w, w0)
     for t in xs:
         np.testing.assert_array_equal(xs[t], x0[t])
+
+
+# ---- the repacked layout (q4_K, q5_K, q6_K, iq4_xs) -------------------------------------------------
+KP = ["q4_K", "q5_K", "q6_K", "iq4_xs"]
+KV = {"kquant_ref": 1, "kquant_vnni": 2}
+
+
+@pytest.mark.parametrize("fmt", KP)
+def test_repacked_equals_stored_bit_for_bit(rng, fmt):
+    fid = quant.FORMATS[fmt][0]
+    quant_cases.repacked_equals_stored(
+        rng, fmt, random_blocks, VERSIONS,
+        lambda x, w, v, b: _core.klinear(x, w, fid, x.shape[1], b, KV[v]),
+        lambda x, qt, v, b: quant.linear(x, qt, b, kernel=v))
+
+
+@pytest.mark.parametrize("fmts", [("q4_K", "q4_K", "q6_K"), ("q5_K", "q4_K", "q5_K"), ("iq4_xs", "iq4_xs", "iq4_xs")])
+def test_repacked_experts_equal_stored(rng, fmts):
+    def kmoe(x, idx, wt, ws, packed):
+        E = ws[0].shape[0]
+        if packed:
+            for w in ws:
+                w.repack()
+        arr = [(w.packed if packed else w.data).reshape(E, -1) for w in ws]
+        return _core.kmoe(x, idx, wt, *arr, *(quant.FORMATS[w.fmt][0] for w in ws), ws[0].shape[1], 0, packed)
+    quant_cases.repacked_experts_equal_stored(rng, fmts, random_blocks, kmoe)
+
+
+def test_repack_errors_are_clear(rng):
+    w = random_blocks(rng, "q4_K", 4, 256)
+    with pytest.raises(ValueError, match="to repack"):
+        _core.krepack(random_blocks(rng, "q2_K", 4, 256), 10, 256, 4)
+    with pytest.raises(ValueError, match="whole matrices"):
+        _core.krepack(w, 12, 256, 3)
+    with pytest.raises(ValueError, match="packed bytes"):
+        _core.klinear_packed(np.zeros((1, 256), np.float32), np.zeros(100, np.uint8), 12, 4, 256)
+    with pytest.raises(ValueError, match="1-D"):
+        QTensor(w[0], "q4_K", (256,)).repack()
+    g = np.zeros((2, 4 * 144), np.uint8)
+    with pytest.raises(ValueError, match="repacked bytes"):
+        _core.kmoe(np.zeros((1, 256), np.float32), np.zeros((1, 1), np.int64), np.ones((1, 1), np.float32), g, g, g, 12, 12, 12, 256,
+                   0, True)

@@ -4,8 +4,8 @@
 // bench/bench_ggml_peer.sh (bench/build_llama_bench.sh makes that build).
 //
 //   ggml_quant_bench linear TYPE N K T REPACK THREADS REPS
-//       y[T, N] = x[T, K] W[N, K]^T, W in TYPE (q4_0 | q8_0 | bf16 | f16), x float32 (ggml converts
-//       it to the weight type's vec_dot_type inside the op as in a model's graph: q8_0, bf16, f16); REPACK 1 puts W in the CPU_REPACK buffer (interleaved q4_0x8 /
+//       y[T, N] = x[T, K] W[N, K]^T, W in TYPE (q4_0 | q8_0 | q2_K..q6_K | iq4_xs | iq4_nl | mxfp4 | bf16 | f16),
+//       x float32 (ggml converts it to the weight type's vec_dot type inside the op as in a model's graph: q8_0, q8_K, bf16, f16); REPACK 1 puts W in the CPU_REPACK buffer (interleaved q4_0x8 /
 //       q8_0x4 layout, llama.cpp's default on an AVX2/AVX-512 CPU), 0 in the plain CPU buffer.
 //   ggml_quant_bench moe TYPE E F D TOPK T REPACK THREADS REPS
 //       GLM-style routed experts as llama.cpp's graph runs them: gate and up MUL_MAT_ID, SwiGLU,
@@ -32,12 +32,26 @@
 #include <vector>
 
 static ggml_type parse_type(const char * s) {
-    if (!strcmp(s, "q4_0")) return GGML_TYPE_Q4_0;
-    if (!strcmp(s, "q8_0")) return GGML_TYPE_Q8_0;
-    if (!strcmp(s, "bf16")) return GGML_TYPE_BF16;
-    if (!strcmp(s, "f16")) return GGML_TYPE_F16;
-    fprintf(stderr, "type must be q4_0, q8_0, bf16 or f16, got %s\n", s);
+    static const struct { const char * name; ggml_type t; } types[] = {
+        {"q4_0", GGML_TYPE_Q4_0}, {"q8_0", GGML_TYPE_Q8_0}, {"q2_K", GGML_TYPE_Q2_K}, {"q3_K", GGML_TYPE_Q3_K},
+        {"q4_K", GGML_TYPE_Q4_K}, {"q5_K", GGML_TYPE_Q5_K}, {"q6_K", GGML_TYPE_Q6_K}, {"iq4_xs", GGML_TYPE_IQ4_XS},
+        {"iq4_nl", GGML_TYPE_IQ4_NL}, {"mxfp4", GGML_TYPE_MXFP4},
+        {"bf16", GGML_TYPE_BF16}, {"f16", GGML_TYPE_F16}};
+    for (const auto & e : types)
+        if (!strcmp(s, e.name)) return e.t;
+    fprintf(stderr, "type must be q4_0, q8_0, q2_K, q3_K, q4_K, q5_K, q6_K, iq4_xs, iq4_nl, mxfp4, bf16 or f16, got %s\n", s);
     exit(2);
+}
+
+// byte offsets of the fp16 scales inside a block (K-quants, iq4_xs, iq4_nl); mxfp4's E8M0 is byte 0
+static std::vector<int> f16_scales(ggml_type t) {
+    switch (t) {
+    case GGML_TYPE_Q2_K: return {80, 82};
+    case GGML_TYPE_Q3_K: return {108};
+    case GGML_TYPE_Q4_K: case GGML_TYPE_Q5_K: return {0, 2};
+    case GGML_TYPE_Q6_K: return {208};
+    default: return {0};
+    }
 }
 
 // random blocks: fp16 scale ~1/(std*sqrt(K)), quants uniform (q8_0 in [-127, 127])
@@ -58,6 +72,18 @@ static void fill_blocks(std::vector<uint8_t> & buf, ggml_type t, int64_t K, std:
     const float d = 1.0f / ((t == GGML_TYPE_Q4_0 ? 4.6f : 73.6f) * std::sqrt((float) K));
     const ggml_fp16_t h = ggml_fp32_to_fp16(d);
     std::uniform_int_distribution<int> u(0, 255);
+    if (t != GGML_TYPE_Q4_0 && t != GGML_TYPE_Q8_0) {
+        // the other types: random bytes (every value and 6-bit scale pattern), small finite scales,
+        // as glmbench/bench/quant.py's kquant_weights and bench/bench_iq_mxfp4.py's iq_weights
+        const ggml_fp16_t hs = ggml_fp32_to_fp16(0.005f);
+        for (size_t b = 0; b < nb; b++) {
+            uint8_t * p = buf.data() + b * bs;
+            for (size_t i = 0; i < bs; i++) p[i] = (uint8_t) u(rng);
+            if (t == GGML_TYPE_MXFP4) p[0] = (uint8_t) (116 + u(rng) % 6);
+            else for (int o : f16_scales(t)) memcpy(p + o, &hs, 2);
+        }
+        return;
+    }
     for (size_t b = 0; b < nb; b++) {
         uint8_t * p = buf.data() + b * bs;
         memcpy(p, &h, 2);

@@ -6,8 +6,9 @@ of GLM-4.7-Flash's expert and Qwen3-32B's FFN: the integer GEMM on repacked weig
 what the model uses), the older row-major integer kernel and the float32 one, with float32 OpenBLAS
 on the same shape as the NumPy baseline; GLM-4.7-Flash's 64 routed experts (top-4) in q8_0/q4_0 at
 T=1 and T=512 through the C driver (gb_qmoe); row dequantization (what the quantized KV cache does
-inside attention); row quantization (what append does). K-quants (q2_K..q6_K and iq4_xs, read as
-stored: csrc/quant_k.c): GEMV at T=1 and GEMM at T=512 on the same shapes, the portable version
+inside attention); row quantization (what append does). K-quants (q2_K..q6_K and iq4_xs,
+csrc/quant_k.c): GEMV at T=1 (on the repacked copy where the format has one, beside the kernel on
+the bytes as stored) and GEMM at T=512 on the same shapes, the portable version
 beside the VNNI one on the small shape, against NumPy float32 on the dequantized weights and the
 q8_K-rounded activations (kquant_cases; bench/bench_kquant.py runs them with the int8 ceiling).
 """
@@ -133,12 +134,24 @@ def stored_linear_cases(quick, rng, fmts, weights, act_deq, tagged=False):
             x1 = rng.standard_normal((1, k), dtype=np.float32)
             x1q = act_deq(x1)
             kerns = (kern, "kquant_ref") if label == "glm-expert" and kern != "kquant_ref" else (kern,)
+            # the decode GEMV reads the repacked copy (KP_FORMATS, made once like on a model's first
+            # call): its bytes are what it streams; the as-stored row is the kernel it replaced
+            qt.repack()
+            rd = float(qt.packed.nbytes if qt.packed is not None else qt.nbytes)
             for kk in kerns:
                 out.append(Case(f"qlinear {fmt} {kk} T=1 {label} {n}x{k}",
                                 run=lambda qt=qt, x=x1, kk=kk: quant.linear(x, qt, kernel=kk),
                                 numpy_run=lambda wd=wd, x=x1q: x @ wd.T,
-                                flops=2.0 * n * k, bytes=float(qt.nbytes + 4 * (k + n)), bound="memory",
+                                flops=2.0 * n * k, bytes=rd + 4 * (k + n), bound="memory",
                                 tags=(f"gemv_{fmt}",) if tagged else ()))
+            if qt.packed is not None:
+                from glmbench.core._loader import _core
+                fid, kv = quant.FORMATS[fmt][0], 2 if kern == "kquant_vnni" else 1
+                out.append(Case(f"qlinear {fmt} {kern} as-stored T=1 {label} {n}x{k}",
+                                run=lambda qt=qt, x=x1, fid=fid, kv=kv: _core.klinear(x, qt.data, fid, qt.shape[1], None, kv),
+                                numpy_run=lambda wd=wd, x=x1q: x @ wd.T,
+                                flops=2.0 * n * k, bytes=float(qt.nbytes + 4 * (k + n)), bound="memory",
+                                tags=(f"gemv_{fmt}_stored",) if tagged else ()))
             if label == "glm-expert":
                 x = rng.standard_normal((512, k), dtype=np.float32)
                 xq = act_deq(x)

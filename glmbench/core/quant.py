@@ -20,7 +20,7 @@ import numpy as np
 from glmbench.core._loader import _core
 
 __all__ = ["QTensor", "quantize", "dequantize", "quantize_q8_0", "quantize_q4_0", "linear", "swiglu",
-           "moe_experts", "FORMATS", "K_FORMATS", "quantize_mxfp4", "kernels", "quantize_chunks", "matrix_format", "gguf_format"]
+           "moe_experts", "FORMATS", "K_FORMATS", "KP_FORMATS", "quantize_mxfp4", "kernels", "quantize_chunks", "matrix_format", "gguf_format"]
 
 # C-core format ids (csrc/common.h) and ggml block sizes (elements, bytes)
 FORMATS = {"q8_0": (8, 32, 34), "q4_0": (9, 32, 18),
@@ -31,6 +31,9 @@ FORMATS = {"q8_0": (8, 32, 34), "q4_0": (9, 32, 18),
            "iq4_nl": (20, 32, 18), "mxfp4": (39, 32, 17)}
 # read as stored by the kquant kernels: super-blocks of 256 (csrc/quant_k.c), iq4_nl/mxfp4 (csrc/quant_iq.c)
 K_FORMATS = ("q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "iq4_xs", "iq4_nl", "mxfp4")
+# K formats with a repacked layout (csrc/quant_k.h, csrc/quant_iq.h: 16 rows interleaved, scales decoded)
+# that the decode GEMV streams; the others are read as stored
+KP_FORMATS = ("q4_K", "q5_K", "q6_K", "iq4_xs", "iq4_nl", "mxfp4")
 _COMPUTE = {"auto": 0, "f32": 1, "q8": 2}
 _VERSIONS = {"auto": 0, "ref_f32": 1, "avx512_f32": 2, "ref_q8": 3, "avx2_q8": 4, "vnni_q8": 5, "blas_f32": 6}
 # the integer GEMM on repacked weights (csrc/qgemm.c): portable scalar, AVX-512 VNNI
@@ -81,8 +84,9 @@ class QTensor:
 
     @property
     def data(self) -> np.ndarray:
-        """The ggml bytes, uint8 [..., row_bytes]. After repack() they are rebuilt from the packed
-        buffer on each access (a copy; the tensor holds one form at a time)."""
+        """The ggml bytes, uint8 [..., row_bytes]. After repack() of q8_0/q4_0 they are rebuilt from the
+        packed buffer on each access (a copy; the tensor holds one form at a time); the K formats keep
+        the stored bytes beside their packed copy."""
         if self._data is not None:
             return self._data
         n, k = (self.shape[-2], self.shape[-1]) if self.ndim >= 2 else (1, self.shape[-1])
@@ -91,16 +95,25 @@ class QTensor:
 
     @property
     def packed(self):
-        """The 16-row interleaved buffer the integer GEMM reads (csrc/qgemm.h), uint8
-        [..., packed_bytes] per matrix, or None before repack()."""
+        """The 16-row interleaved buffer the integer GEMM reads (csrc/qgemm.h; for q4_K, q5_K, q6_K and
+        iq4_xs csrc/quant_k.h's), uint8 [..., packed_bytes] per matrix, or None before repack()."""
         return self._packed
 
     def repack(self) -> "QTensor":
         """Convert to the packed layout in place, once (the ggml bytes are dropped: same memory,
         plus up to 15 zero rows per matrix); linear() and moe_experts() do this on first use.
         The tensor's values, shape and `data` (rebuilt on access) are unchanged. Returns self.
-        K-quants are read in the ggml layout as stored: nothing to do."""
+        q4_K, q5_K, q6_K and iq4_xs (KP_FORMATS) get a repacked copy beside the stored bytes (16 rows
+        interleaved, scales decoded; csrc/quant_k.h): the stored bytes - often a memory-mapped GGUF -
+        are only read, never written, and stay what `data` returns; the copy costs 1.00-1.03x their
+        size plus padding rows to a multiple of 16. The other K formats are read as stored."""
         if self.fmt in K_FORMATS:
+            if self.fmt in KP_FORMATS and self._packed is None:
+                if self.ndim < 2:
+                    raise ValueError("a 1-D QTensor is not a matrix and cannot be repacked")
+                n, k = self.shape[-2:]
+                p = _core.krepack(self._data.reshape(-1, self._data.shape[-1]), _fmt_id(self.fmt), k, n)
+                self._packed = p.reshape(self.shape[:-2] + (p.shape[-1],))
             return self
         if self._packed is None:
             if self.ndim < 2:
@@ -148,7 +161,10 @@ class QTensor:
             raise IndexError("QTensor indexing is limited to the leading axes (ints and slices)")
         if self._data is not None:
             data = self._data[idx]
-            return QTensor(data, self.fmt, data.shape[:-1] + (self.shape[-1],))
+            out = QTensor(data, self.fmt, data.shape[:-1] + (self.shape[-1],))
+            if self._packed is not None and len(idx) <= self.ndim - 2:  # a K format's matrices keep their packed copy
+                out._packed = self._packed[idx]
+            return out
         if len(idx) > self.ndim - 2:
             if self.ndim == 2 and len(idx) == 1:
                 return self._packed_rows(idx[0])
@@ -280,7 +296,8 @@ def linear(x: np.ndarray, weight: QTensor, bias=None, *, compute: str = "auto", 
     `kernel` forces a numbered version (see kernels()); for tests and benchmarks.
 
     q2_K..q6_K and iq4_xs weights (csrc/quant_k.c): x quantized to q8_K per row, integer super-block dots
-    on the weight as stored (kernels kquant_vnni / kquant_ref, bit-identical); compute="f32"
+    (kernels kquant_vnni / kquant_ref, bit-identical) on the weight repacked once on first use
+    (q4_K, q5_K, q6_K, iq4_xs: KP_FORMATS, see QTensor.repack) or as stored (q2_K, q3_K); compute="f32"
     dequantizes W to float32 and calls the C core's float linear.
     """
     if not isinstance(weight, QTensor):
@@ -302,6 +319,9 @@ def linear(x: np.ndarray, weight: QTensor, bias=None, *, compute: str = "auto", 
             if kernel != "auto":
                 raise ValueError(f"kernel {kernel!r} computes with q8_K activations; compute='f32' cannot use it")
             y = _core.linear(x2, weight.dequantize(), bias)
+        elif weight.fmt in KP_FORMATS:  # repacked once on first use (the stored bytes are kept)
+            weight.repack()
+            y = _core.klinear_packed(x2, weight.packed.reshape(-1), _fmt_id(weight.fmt), n, k, bias, _KQUANT.get(kernel, 0))
         else:
             y = _core.klinear(x2, weight.data, _fmt_id(weight.fmt), k, bias, _KQUANT.get(kernel, 0))
         return y.reshape(x.shape[:-1] + (n,))
@@ -424,7 +444,15 @@ def moe_experts(x, topk_idx, topk_weight, w_gate: QTensor, w_up: QTensor, w_down
     if (all(isinstance(w, QTensor) and w.fmt in K_FORMATS for w in ws) and compute in ("auto", "q8")
             and (kernel == "auto" or kernel in _KQUANT)):
         # one C call (csrc/moe_k.c gb_kmoe): tokens grouped per expert, each expert's gate/up/down
-        # as K-quant/iq4_nl/mxfp4 GEMMs on the weights as stored, no Python per expert
+        # as K-quant/iq4_nl/mxfp4 GEMMs on the weights as stored, no Python per expert; repacked
+        # (q4_K/q5_K/q6_K/iq4_xs) decode batches split over experts x row groups in one region
+        if all(w.fmt in KP_FORMATS for w in ws):
+            for w in ws:
+                w.repack()
+            y, counts = _core.kmoe(x2, idx.astype(np.int64, copy=False), wts.astype(np.float32, copy=False),
+                                   w_gate.packed.reshape(E, -1), w_up.packed.reshape(E, -1), w_down.packed.reshape(E, -1),
+                                   _fmt_id(w_gate.fmt), _fmt_id(w_up.fmt), _fmt_id(w_down.fmt), F, _KQUANT.get(kernel, 0), True)
+            return y.reshape(x.shape[:-1] + (D,)), counts
         y, counts = _core.kmoe(x2, idx.astype(np.int64, copy=False), wts.astype(np.float32, copy=False),
                                w_gate.data.reshape(E, -1), w_up.data.reshape(E, -1), w_down.data.reshape(E, -1),
                                _fmt_id(w_gate.fmt), _fmt_id(w_up.fmt), _fmt_id(w_down.fmt), F, _KQUANT.get(kernel, 0))

@@ -1,0 +1,107 @@
+"""bench/bench_whole_model.py's own logic (no llama.cpp needed): one clear error for a missing
+llama-bench or a bad argument, llama-bench's JSON read into pp/tg records, the decode floor's bytes
+from a file's tensors, and the report of which matrices glmbench runs as stored."""
+import json
+import os
+import stat
+import sys
+
+import pytest
+
+gguf = pytest.importorskip("gguf", reason="GGUF tests need the gguf package")
+pytest.importorskip("torch", reason="the tiny HF models need torch")
+pytest.importorskip("transformers", reason="the tiny HF models need transformers")
+
+import gguf_writer  # noqa: E402
+from test_model_hf import tiny_hf_model  # noqa: E402
+
+from glmbench.measure.cpu import decode_bytes_per_token  # noqa: E402
+from glmbench.models import configs  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
+import bench_whole_model as bw  # noqa: E402
+
+
+def _exe(path, text):
+    path.write_text(text)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
+
+
+def test_missing_llama_bench_is_one_error(tmp_path, capsys):
+    assert bw.main(["--llama-build", str(tmp_path), "--work-dir", str(tmp_path / "w")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0
+    assert str(tmp_path / "bin" / "llama-bench") in err and "build_llama_bench.sh" in err
+    assert not (tmp_path / "w").exists()   # nothing made before the check
+
+
+@pytest.mark.parametrize("args,words", [(["--files", "glm-Q4_K_M,nope"], ["nope", "glm-q4_0"]),
+                                        (["--depths", "0,4k"], ["--depths", "4k"]),
+                                        (["--glm-layers", "1"], ["--glm-layers", ">= 2"]),
+                                        (["--n-gen", "0"], ["--n-gen", ">= 1"])])
+def test_bad_arguments_are_one_error(tmp_path, capsys, args, words):
+    (tmp_path / "bin").mkdir()
+    for n in ("llama-bench", "llama-quantize"):
+        _exe(tmp_path / "bin" / n, "#!/bin/sh\nexit 0\n")
+    assert bw.main(["--llama-build", str(tmp_path), "--work-dir", str(tmp_path / "w"), *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and all(w in err for w in words), err
+
+
+def _fake_llama_bench(tmp_path, stdout, stderr="", rc=0):
+    (tmp_path / "out.json").write_text(stdout)
+    (tmp_path / "err.txt").write_text(stderr)
+    return _exe(tmp_path / "llama-bench", f"#!/bin/sh\ncat {tmp_path}/out.json\ncat {tmp_path}/err.txt >&2\nexit {rc}\n")
+
+
+def test_llama_bench_json_read_into_pp_and_tg(tmp_path):
+    recs = [{"n_prompt": 512, "n_gen": 0, "n_depth": 4096, "avg_ts": 70.5, "stddev_ts": 1.0},
+            {"n_prompt": 0, "n_gen": 32, "n_depth": 4096, "avg_ts": 18.25, "stddev_ts": 0.5}]
+    md = "| model | test | t/s |\n| --- | --- | --: |\n| x | pp512 @ d4096 | 70.50 |\n| x | tg32 @ d4096 | 18.25 |\n"
+    lb = _fake_llama_bench(tmp_path, json.dumps(recs), md)
+    cmd = bw.llama_bench_cmd(lb, "m.gguf", 2, 512, 32, 4096)
+    assert cmd[1:] == ["-m", "m.gguf", "-t", "2", "-p", "512", "-n", "32", "-d", "4096", "-o", "json", "-oe", "md"]
+    out = bw.run_llama_bench(cmd)
+    assert out["pp"]["avg_ts"] == 70.5 and out["tg"]["avg_ts"] == 18.25
+    assert out["md"] == md.strip().splitlines()
+
+
+@pytest.mark.parametrize("stdout,rc,words", [("not json", 0, ["not JSON"]), ("[]", 0, ["expected a pp and a tg"]),
+                                             ("", 1, ["failed (1)", "boom"])])
+def test_llama_bench_bad_output_is_one_error(tmp_path, stdout, rc, words):
+    lb = _fake_llama_bench(tmp_path, stdout, "boom", rc)
+    with pytest.raises(bw.BenchError) as e:
+        bw.run_llama_bench(bw.llama_bench_cmd(lb, "m.gguf", 2, 512, 32, 0))
+    assert all(w in str(e.value) for w in words) and lb in str(e.value)
+
+
+def _glm_file(tmp_path, types=None):
+    cfg, model = tiny_hf_model("glm4_moe_lite")
+    p = tmp_path / "glm.gguf"
+    gguf_writer.write(p, cfg, model.state_dict(), **({"types": types} if types else {}))
+    return str(p)
+
+
+@pytest.mark.parametrize("depth", [0, 100])
+def test_decode_bytes_of_an_f32_file_match_the_config_count(tmp_path, depth):
+    # the file's tensors (routed experts at k of E, one embedding row) against the count measure
+    # makes from the config alone for f32 weights: two independent paths to the same bytes
+    p = _glm_file(tmp_path)
+    cfg = configs.load_gguf(p)
+    total, head, kvb = bw.decode_bytes(p, depth, "f16")
+    assert total == decode_bytes_per_token(cfg, weights="f32", kv="f16", depth=depth)
+    assert head == cfg.vocab_size * cfg.hidden_size * 4
+    assert kvb == cfg.kv_bytes_per_token("f16") * depth
+
+
+def test_stored_check_names_what_is_not_run_as_stored(tmp_path):
+    # q8_0 matrices run as stored; deepseek2's attn_k_b / attn_v_b are joined into kv_b_proj (f32)
+    def types(name, shape):
+        return gguf.GGMLQuantizationType.Q8_0 if shape[-1] % 32 == 0 else gguf.GGMLQuantizationType.F32
+    p = _glm_file(tmp_path, types)
+    ok, bad = bw.stored_check(p)
+    assert any(s.startswith("Q8_0: ") for s in ok)
+    joined = [s for s in bad if "joined into kv_b_proj" in s]
+    assert len(joined) == 1 and joined[0].endswith(f": {configs.load_gguf(p).n_layers}")
+    assert bw.file_types(p)["Q8_0"][0] > 0
