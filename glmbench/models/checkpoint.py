@@ -14,8 +14,8 @@ gguf.quants.dequantize, and a warning names the types and tensors. `weights=` a 
 every matrix to it instead.
 
 GGUF layout undone here (see models/gguf_file.py): the llama architecture's permuted q/k rows;
-deepseek2's split attn_k_b / attn_v_b joined back into kv_b_proj (dequantized if quantized: the
-join transposes k_b); gemma2/gemma3 norm weights stored as 1 + w. A split GGUF is given by its first
+deepseek2's split attn_k_b / attn_v_b joined back into kv_b_proj (kept bf16/f16 when both are stored so,
+else dequantized to f32: the join transposes k_b, which a quantized block layout cannot); gemma2/gemma3 norm weights stored as 1 + w. A split GGUF is given by its first
 part (gguf_file.read loads every part); llama3 rope scaling stored as rope_freqs.weight is read
 into the config by gguf_file.hf_config (rope_type "freq_factors").
 
@@ -138,7 +138,11 @@ def _gguf_state_dict(path: str):
     arch = g.architecture
     for hf, names in where.items():
         if len(names) == 2:  # deepseek2: kv_b_proj stored as attn_k_b [H, R, Dn] + attn_v_b [H, Dv, R]
-            kb, vb = (_dequant(g, n, converted) for n in names)
+            types = {g.tensors[n].type_name for n in names}
+            if len(types) == 1 and types <= {"BF16", "F16"}:   # 16-bit: joined as stored (exact, half f32's bytes)
+                kb, vb = (np.asarray(g.tensor_data(n)) for n in names)
+            else:
+                kb, vb = (_dequant(g, n, converted) for n in names)
             kb = kb.transpose(0, 2, 1)
             H = kb.shape[0]
             sd[hf] = np.ascontiguousarray(np.concatenate([kb, vb], axis=1).reshape(H * (kb.shape[1] + vb.shape[1]), -1))
