@@ -920,8 +920,8 @@ static inline __attribute__((always_inline)) void kp_tile(const int fmt, const u
                 const int k = s * zps + kk;
                 const __m512i Q = _mm512_loadu_si512((const void *)(p + 64 * k));
                 /* the record two ahead, all its lines (<= 64): the high-bit planes and scales too */
-                _mm_prefetch((const char *)(p + 4 * pb + 64 * k), _MM_HINT_T0);
-                if (64 * (k + 32) < pb) _mm_prefetch((const char *)(p + 4 * pb + 64 * (k + 32)), _MM_HINT_T0);
+                _mm_prefetch((const char *)(p + 2 * pb + 64 * k), _MM_HINT_T0);
+                if (64 * (k + 32) < pb) _mm_prefetch((const char *)(p + 2 * pb + 64 * (k + 32)), _MM_HINT_T0);
                 __m512i lo, hi;
                 kp_decode_z(fmt, p, k, Q, &lo, &hi);
                 for (int t = 0; t < TT; t++) {
