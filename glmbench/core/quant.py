@@ -33,7 +33,7 @@ FORMATS = {"q8_0": (8, 32, 34), "q4_0": (9, 32, 18),
 K_FORMATS = ("q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "iq4_xs", "iq4_nl", "mxfp4")
 # K formats with a repacked layout (csrc/quant_k.h, csrc/quant_iq.h: 16 rows interleaved, scales decoded)
 # that the decode GEMV streams; the others are read as stored
-KP_FORMATS = ("q4_K", "q5_K", "q6_K", "iq4_xs", "iq4_nl", "mxfp4")
+KP_FORMATS = ("q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "iq4_xs", "iq4_nl", "mxfp4")
 _COMPUTE = {"auto": 0, "f32": 1, "q8": 2}
 _VERSIONS = {"auto": 0, "ref_f32": 1, "avx512_f32": 2, "ref_q8": 3, "avx2_q8": 4, "vnni_q8": 5, "blas_f32": 6}
 # the integer GEMM on repacked weights (csrc/qgemm.c): portable scalar, AVX-512 VNNI
@@ -103,10 +103,10 @@ class QTensor:
         """Convert to the packed layout in place, once (the ggml bytes are dropped: same memory,
         plus up to 15 zero rows per matrix); linear() and moe_experts() do this on first use.
         The tensor's values, shape and `data` (rebuilt on access) are unchanged. Returns self.
-        q4_K, q5_K, q6_K and iq4_xs (KP_FORMATS) get a repacked copy beside the stored bytes (16 rows
-        interleaved, scales decoded; csrc/quant_k.h): the stored bytes - often a memory-mapped GGUF -
-        are only read, never written, and stay what `data` returns; the copy costs 1.00-1.03x their
-        size plus padding rows to a multiple of 16. The other K formats are read as stored."""
+        The K-quants, iq4_nl and mxfp4 (KP_FORMATS) get a repacked copy beside the stored bytes (16 rows
+        interleaved, scales decoded; csrc/quant_k.h, csrc/quant_iq.h): the stored bytes - often a
+        memory-mapped GGUF - are only read, never written, and stay what `data` returns; the copy
+        costs 1.00-1.04x their size plus padding rows to a multiple of 16."""
         if self.fmt in K_FORMATS:
             if self.fmt in KP_FORMATS and self._packed is None:
                 if self.ndim < 2:
@@ -297,7 +297,7 @@ def linear(x: np.ndarray, weight: QTensor, bias=None, *, compute: str = "auto", 
 
     q2_K..q6_K and iq4_xs weights (csrc/quant_k.c): x quantized to q8_K per row, integer super-block dots
     (kernels kquant_vnni / kquant_ref, bit-identical) on the weight repacked once on first use
-    (q4_K, q5_K, q6_K, iq4_xs: KP_FORMATS, see QTensor.repack) or as stored (q2_K, q3_K); compute="f32"
+    (KP_FORMATS, see QTensor.repack; the same numbers as on the bytes as stored); compute="f32"
     dequantizes W to float32 and calls the C core's float linear.
     """
     if not isinstance(weight, QTensor):
