@@ -44,7 +44,7 @@ from glmbench.results.records import atomic_write_text  # noqa: E402
 
 import bench_ggml_peer as peer  # noqa: E402
 
-FMTS = ("q4_K", "q6_K", "q5_K", "iq4_xs", "mxfp4", "iq4_nl", "q4_0")
+FMTS = ("q4_K", "q6_K", "q5_K", "iq4_xs", "mxfp4", "iq4_nl", "q2_K", "q3_K", "q4_0")
 N, K = 25600, 5120
 
 
