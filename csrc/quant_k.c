@@ -721,6 +721,7 @@ int gb_klinear(int fmt, const float *x, const void *w, const float *bias, float 
  *   qs  [32][64]  zmm k, byte 4r+i: low nibble value 8k+i of row r, high nibble value 8k+4+i
  *   qh  q5_K [32][2] uint64: bit 4r+i of the first = bit 4 of value 8k+i, of the second of 8k+4+i;
  *       q6_K [16][64]: byte 4r+i of entry m, bits 2j..2j+1 = bits 4..5 of value 16m+4j+i
+ *       (q5_K/q6_K: qs and qh interleaved in runs, kp_qs_at / kp_hb_at, so a record is one stream)
  *   sc  int8 [nsub][16] (nsub 8 sub-blocks of 32, 16 of 16 for q6_K): the scale, signed
  *   mn  int8 [8][16] (q4_K, q5_K): the min
  *   d   f16 [16], dmin f16 [16] (q4_K, q5_K), as stored
@@ -739,6 +740,13 @@ static inline int64_t kp_sc_off(int fmt) {
 }
 static inline int64_t kp_mn_off(int fmt) { return fmt == GB_Q2_K ? kp_sc_off(fmt) : kp_sc_off(fmt) + 16 * kp_nsub(fmt); }
 static inline int kp_has_min(int fmt) { return fmt == GB_Q4_K || fmt == GB_Q5_K || fmt == GB_Q2_K; }
+/* q5_K/q6_K: the high bits sit next to the nibbles they complete, so a record is read front to
+ * back as one stream: q5_K in runs of 4 nibble zmm + their 4 x 16 bytes of masks (320 bytes),
+ * q6_K in runs of 2 nibble zmm + their 64 bytes of 2-bit fields (192 bytes) */
+static inline int64_t kp_qs_at(int fmt, int k) {
+    return fmt == GB_Q5_K ? 320 * (k / 4) + 64 * (k % 4) : fmt == GB_Q6_K ? 192 * (k / 2) + 64 * (k % 2) : 64 * k;
+}
+static inline int64_t kp_hb_at(int fmt, int k) { return fmt == GB_Q5_K ? 320 * (k / 4) + 256 + 16 * (k % 4) : 192 * (k / 2) + 128; }
 static inline int64_t kp_d_off(int fmt) {
     return kp_2bit(fmt) ? kp_sc_off(fmt) + 256 : kp_mn_off(fmt) + (kp_has_min(fmt) ? 128 : 0);
 }
@@ -787,16 +795,16 @@ static void kp_unpack(int fmt, const uint8_t *p, int r, kdec *o) {
     }
     for (int k = 0; k < 32; k++)
         for (int i = 0; i < 4; i++) {
-            const uint8_t byte = p[64 * k + 4 * r + i];
+            const uint8_t byte = p[kp_qs_at(fmt, k) + 4 * r + i];
             int lo = byte & 0x0f, hi = byte >> 4;
             if (fmt == GB_Q5_K) {
                 uint64_t ml, mh;
-                memcpy(&ml, p + 2048 + 16 * k, 8);
-                memcpy(&mh, p + 2048 + 16 * k + 8, 8);
+                memcpy(&ml, p + kp_hb_at(fmt, k), 8);
+                memcpy(&mh, p + kp_hb_at(fmt, k) + 8, 8);
                 lo |= (int)((ml >> (4 * r + i)) & 1) << 4;
                 hi |= (int)((mh >> (4 * r + i)) & 1) << 4;
             } else if (fmt == GB_Q6_K) {
-                const uint8_t H = p[2048 + 64 * (k / 2) + 4 * r + i];
+                const uint8_t H = p[kp_hb_at(fmt, k) + 4 * r + i];
                 const int s = 4 * (k % 2);
                 lo |= ((H >> s) & 3) << 4;
                 hi |= ((H >> (s + 2)) & 3) << 4;
@@ -855,18 +863,18 @@ static void kp_put(int fmt, const uint8_t *blk, int r, uint8_t *p) {
                 lo = a;
                 hi = b;
             }
-            p[64 * k + 4 * r + i] = (uint8_t)((lo & 0x0f) | ((hi & 0x0f) << 4));
+            p[kp_qs_at(fmt, k) + 4 * r + i] = (uint8_t)((lo & 0x0f) | ((hi & 0x0f) << 4));
             if (fmt == GB_Q5_K) {
                 uint64_t ml, mh;
-                memcpy(&ml, p + 2048 + 16 * k, 8);
-                memcpy(&mh, p + 2048 + 16 * k + 8, 8);
+                memcpy(&ml, p + kp_hb_at(fmt, k), 8);
+                memcpy(&mh, p + kp_hb_at(fmt, k) + 8, 8);
                 ml |= (uint64_t)((lo >> 4) & 1) << (4 * r + i);
                 mh |= (uint64_t)((hi >> 4) & 1) << (4 * r + i);
-                memcpy(p + 2048 + 16 * k, &ml, 8);
-                memcpy(p + 2048 + 16 * k + 8, &mh, 8);
+                memcpy(p + kp_hb_at(fmt, k), &ml, 8);
+                memcpy(p + kp_hb_at(fmt, k) + 8, &mh, 8);
             } else if (fmt == GB_Q6_K) {
                 const int s = 4 * (k % 2);
-                p[2048 + 64 * (k / 2) + 4 * r + i] |= (uint8_t)((((lo >> 4) & 3) << s) | (((hi >> 4) & 3) << (s + 2)));
+                p[kp_hb_at(fmt, k) + 4 * r + i] |= (uint8_t)((((lo >> 4) & 3) << s) | (((hi >> 4) & 3) << (s + 2)));
             }
         }
     int8_t *sc = (int8_t *)(p + kp_sc_off(fmt));
@@ -932,12 +940,12 @@ static inline __attribute__((always_inline)) void kp_decode_z(const int fmt, con
     __m512i lo = _mm512_and_si512(Q, m4), hi = _mm512_and_si512(_mm512_srli_epi16(Q, 4), m4);
     if (fmt == GB_Q5_K) {
         uint64_t ml, mh;
-        memcpy(&ml, p + 2048 + 16 * k, 8);
-        memcpy(&mh, p + 2048 + 16 * k + 8, 8);
+        memcpy(&ml, p + kp_hb_at(fmt, k), 8);
+        memcpy(&mh, p + kp_hb_at(fmt, k) + 8, 8);
         lo = _mm512_mask_add_epi8(lo, (__mmask64)ml, lo, c16);
         hi = _mm512_mask_add_epi8(hi, (__mmask64)mh, hi, c16);
     } else if (fmt == GB_Q6_K) {
-        const __m512i H = _mm512_loadu_si512((const void *)(p + 2048 + 64 * (k / 2)));
+        const __m512i H = _mm512_loadu_si512((const void *)(p + kp_hb_at(fmt, k)));
         if (k % 2 == 0) {
             lo = _mm512_or_si512(lo, _mm512_and_si512(_mm512_slli_epi16(H, 4), m30));
             hi = _mm512_or_si512(hi, _mm512_and_si512(_mm512_slli_epi16(H, 2), m30));
@@ -962,6 +970,7 @@ static inline __attribute__((always_inline)) void kp_decode_z(const int fmt, con
 static inline __attribute__((always_inline)) void kp_tile(const int fmt, const uint8_t *P, int64_t nb, const gb_block_q8_K *xq,
                                                           float *y, int64_t ldy, __m512 vb, __mmask16 m, const int TT) {
     const int64_t pb = gb_kp_block_bytes(fmt), sco = kp_sc_off(fmt), mno = kp_mn_off(fmt), dof = kp_d_off(fmt);
+    const int64_t pfd = (6500 + pb / 2) / pb * pb; /* prefetch distance: whole records, ~6.5 KB */
     const int nsub = kp_nsub(fmt), zps = 32 / nsub;
     __m512 acc[4];
     for (int t = 0; t < TT; t++) acc[t] = _mm512_setzero_ps();
@@ -974,10 +983,10 @@ static inline __attribute__((always_inline)) void kp_tile(const int fmt, const u
             for (int t = 0; t < TT; t++) a0[t] = a1[t] = _mm512_setzero_si512();
             for (int kk = 0; kk < zps; kk++) {
                 const int k = s * zps + kk;
-                const __m512i Q = _mm512_loadu_si512((const void *)(p + 64 * k));
-                /* the record two ahead, all its lines (<= 64): the high-bit planes and scales too */
-                _mm_prefetch((const char *)(p + 2 * pb + 64 * k), _MM_HINT_T0);
-                if (64 * (k + 32) < pb) _mm_prefetch((const char *)(p + 2 * pb + 64 * (k + 32)), _MM_HINT_T0);
+                const __m512i Q = _mm512_loadu_si512((const void *)(p + kp_qs_at(fmt, k)));
+                /* the record ~6.5 KB ahead, all its lines (<= 64): the high-bit planes and scales too */
+                _mm_prefetch((const char *)(p + pfd + 64 * k), _MM_HINT_T0);
+                if (64 * (k + 32) < pb) _mm_prefetch((const char *)(p + pfd + 64 * (k + 32)), _MM_HINT_T0);
                 __m512i lo, hi;
                 kp_decode_z(fmt, p, k, Q, &lo, &hi);
                 for (int t = 0; t < TT; t++) {
@@ -1025,6 +1034,7 @@ static inline __attribute__((always_inline)) void kp_decode2(const int fmt, cons
 static inline __attribute__((always_inline)) void kp_tile2(const int fmt, const uint8_t *P, int64_t nb, const gb_block_q8_K *xq,
                                                            float *y, int64_t ldy, __m512 vb, __mmask16 msk, const int TT) {
     const int64_t pb = gb_kp_block_bytes(fmt), sco = kp_sc_off(fmt), dof = kp_d_off(fmt);
+    const int64_t pfd = (6500 + pb / 2) / pb * pb; /* as kp_tile */
     __m512 acc[4];
     for (int t = 0; t < TT; t++) acc[t] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
@@ -1033,8 +1043,8 @@ static inline __attribute__((always_inline)) void kp_tile2(const int fmt, const 
         for (int t = 0; t < TT; t++) isum[t] = msum[t] = _mm512_setzero_si512();
         for (int m = 0; m < 16; m++) {
             const __m512i Q = _mm512_loadu_si512((const void *)(p + 64 * m));
-            _mm_prefetch((const char *)(p + 2 * pb + 64 * m), _MM_HINT_T0);
-            if (64 * (m + 16) < pb) _mm_prefetch((const char *)(p + 2 * pb + 64 * (m + 16)), _MM_HINT_T0);
+            _mm_prefetch((const char *)(p + pfd + 64 * m), _MM_HINT_T0);
+            if (64 * (m + 16) < pb) _mm_prefetch((const char *)(p + pfd + 64 * (m + 16)), _MM_HINT_T0);
             __m512i a0[4], a1[4];
             for (int t = 0; t < TT; t++) a0[t] = a1[t] = _mm512_setzero_si512();
             for (int j = 0; j < 4; j++) {
@@ -1147,7 +1157,7 @@ static inline __attribute__((always_inline)) void panel_fill_packed_f(const int 
         kpanel *o = K + b;
         for (int k = 0; k < 32; k++) {
             __m512i lo, hi;
-            kp_decode_z(fmt, p, k, _mm512_loadu_si512((const void *)(p + 64 * k)), &lo, &hi);
+            kp_decode_z(fmt, p, k, _mm512_loadu_si512((const void *)(p + kp_qs_at(fmt, k))), &lo, &hi);
             _mm512_store_si512((void *)(o->q + (2 * k) * 16), lo);
             _mm512_store_si512((void *)(o->q + (2 * k + 1) * 16), hi);
         }
