@@ -7,6 +7,7 @@
 #include "common.h"
 #include "moe.h"
 #include "quant_iq.h"
+#include "quant.h"
 #include "quant_k.h"
 
 static int64_t rowb(int fmt, int64_t k) { return gb_is_iqfmt(fmt) ? gb_iq_row_bytes(fmt, k) : gb_k_row_bytes(fmt, k); }
@@ -76,12 +77,59 @@ done:
  * and up rows are shared out between the threads in contiguous runs (each thread streams its part
  * of every matrix, no per-expert fork/join), then SwiGLU, then the same for down. Every output row
  * is computed exactly as gb_klinear_packed computes it, so results are bit-identical to gb_kmoe on
- * the stored bytes. Prefill-sized batches, and iq4_nl/mxfp4 experts, go expert by expert through
- * gb_klinear_packed / gb_iqlinear_packed. */
+ * the stored bytes (iq4_nl/mxfp4 matrices through gb_iqp_rows, 16-row groups of their packed
+ * layout). Prefill-sized batches go expert by expert through gb_klinear_packed / gb_iqlinear_packed. */
 static int64_t pbytes(int fmt, int64_t n, int64_t k) { return gb_is_iqfmt(fmt) ? gb_iqp_bytes(fmt, n, k) : gb_kp_bytes(fmt, n, k); }
 
 static int linp(int fmt, const float *x, const void *w, const float *bias, float *y, int64_t T, int64_t N, int64_t K, int version) {
     return (gb_is_iqfmt(fmt) ? gb_iqlinear_packed : gb_klinear_packed)(fmt, x, w, bias, y, T, N, K, version);
+}
+
+/* the activations of R rows of width K prepared for the packed kernels of the formats that read
+ * them: q8_K blocks (K formats) and/or the iq4_nl/mxfp4 layout (gb_iqp_prepare) */
+typedef struct {
+    int64_t K, nbk, nbp;
+    gb_block_q8_K *k;
+    int8_t *q;
+    float *d;
+    int32_t *s;
+    uint8_t *q8;
+} mact;
+
+static int mact_alloc(mact *a, int64_t R, int64_t K, int need_k, int need_iq) {
+    memset(a, 0, sizeof(*a));
+    a->K = K;
+    a->nbk = need_k ? K / GB_QKK : 0;
+    a->nbp = need_iq ? gb_iqp_blocks(K) : 0;
+    a->k = (gb_block_q8_K *)gb_ws_aligned_alloc(64, (size_t)(R * a->nbk + 1) * sizeof(gb_block_q8_K));
+    a->q = (int8_t *)gb_ws_aligned_alloc(64, (size_t)(R * a->nbp * 32 + 64));
+    a->d = (float *)gb_ws_aligned_alloc(64, (size_t)(R * a->nbp + 1) * sizeof(float));
+    a->s = (int32_t *)gb_ws_aligned_alloc(64, (size_t)(R * a->nbp + 1) * sizeof(int32_t));
+    a->q8 = (uint8_t *)gb_ws_malloc((size_t)(R * (need_iq ? K / 32 : 0) + 1) * sizeof(gb_block_q8_0));
+    return a->k && a->q && a->d && a->s && a->q8 ? GB_OK : GB_ENOMEM;
+}
+
+static void mact_free(mact *a) {
+    gb_ws_free(a->k);
+    gb_ws_free(a->q);
+    gb_ws_free(a->d);
+    gb_ws_free(a->s);
+    gb_ws_free(a->q8);
+}
+
+static void mact_prep(const mact *a, int64_t p, const float *x) {
+    if (a->nbk) gb_quantize_row_q8_K(x, a->k + p * a->nbk, a->K);
+    if (a->nbp)
+        gb_iqp_prepare(x, a->K, a->q8 + p * (a->K / 32) * sizeof(gb_block_q8_0), a->q + p * a->nbp * 32, a->d + p * a->nbp, a->s + p * a->nbp);
+}
+
+/* the 16 rows of group g of matrix w [N, a->K] for the c rows of a from row o0 */
+static int mact_rows(int fmt, const void *w, int64_t N, const mact *a, int64_t g, int64_t o0, int64_t c, float *y, int64_t ldy,
+                     int version) {
+    if (gb_is_iqfmt(fmt))
+        return gb_iqp_rows(fmt, w, N, a->K, g, a->q + o0 * a->nbp * 32, a->d + o0 * a->nbp, a->s + o0 * a->nbp, c, y, ldy, version);
+    gb_kp_rows(fmt, w, N, a->K, g, a->k + o0 * a->nbk, c, y, ldy, NULL, version);
+    return GB_OK;
 }
 
 int gb_kmoe_packed(const float *x, const int64_t *topk_idx, const float *topk_weight, int64_t T, int64_t k, int fg,
@@ -91,14 +139,18 @@ int gb_kmoe_packed(const float *x, const int64_t *topk_idx, const float *topk_we
     if (pg < 0 || pu < 0 || pd < 0)
         return gb_error(GB_EVALUE, "kmoe: formats %d/%d/%d with D=%ld, F=%ld have no repacked layout (q4_K, q5_K, q6_K, iq4_xs with D "
                         "and F multiples of 256, iq4_nl, mxfp4 multiples of 32)", fg, fu, fd, (long)D, (long)F);
-    const int konly = !gb_is_iqfmt(fg) && !gb_is_iqfmt(fu) && !gb_is_iqfmt(fd);
+    const int iqx = gb_is_iqfmt(fg) || gb_is_iqfmt(fu), kx = !gb_is_iqfmt(fg) || !gb_is_iqfmt(fu);
+    /* decode-sized batches in one region: fewer than 64 tokens per expert (16 with iq4_nl/mxfp4,
+     * whose packed linear switches to its prefill panels there) */
+    const int64_t fuse_max = iqx || gb_is_iqfmt(fd) ? 16 : 64;
     if (version == GB_KV_AUTO) version = gb_kversion_available(GB_KV_VNNI) ? GB_KV_VNNI : GB_KV_REF;
     if (!gb_kversion_available(version))
         return gb_error(GB_EVALUE, "kmoe: kernel version %d (%s) is not compiled in on this build", version, gb_kversion_name(version));
     const int64_t i = gb_count_routes(topk_idx, T, k, E, D, y, counts);
     if (i >= 0) return gb_error(GB_EVALUE, "kmoe: topk_idx[%ld] = %ld is not in [0, %ld)", (long)(i / k), (long)topk_idx[i], (long)E);
     if (T == 0 || k == 0) return GB_OK;
-    const int64_t R = T * k, nbD = konly ? D / GB_QKK : 0, nbF = konly ? F / GB_QKK : 0, GF = (F + 15) / 16, GD = (D + 15) / 16;
+    const int64_t R = T * k, GF = (F + 15) / 16, GD = (D + 15) / 16;
+    mact xa = {0}, ha = {0};
     int64_t *off = (int64_t *)gb_ws_calloc((size_t)(E + 1), sizeof(int64_t));
     int64_t *pos = (int64_t *)gb_ws_malloc((size_t)R * sizeof(int64_t));
     int64_t *tok = (int64_t *)gb_ws_malloc((size_t)R * sizeof(int64_t));
@@ -108,10 +160,8 @@ int gb_kmoe_packed(const float *x, const int64_t *topk_idx, const float *topk_we
     float *g = (float *)gb_ws_malloc((size_t)(R * F) * sizeof(float));
     float *u = (float *)gb_ws_malloc((size_t)(R * F) * sizeof(float));
     float *o = (float *)gb_ws_malloc((size_t)(R * D) * sizeof(float));
-    gb_block_q8_K *xq = (gb_block_q8_K *)gb_ws_aligned_alloc(64, (size_t)(R * nbD + 1) * sizeof(gb_block_q8_K));
-    gb_block_q8_K *hq = (gb_block_q8_K *)gb_ws_aligned_alloc(64, (size_t)(R * nbF + 1) * sizeof(gb_block_q8_K));
     int st = GB_OK;
-    if (!off || !pos || !tok || !fill || !act || !xg || !g || !u || !o || !xq || !hq) {
+    if (!off || !pos || !tok || !fill || !act || !xg || !g || !u || !o) {
         st = gb_error(GB_ENOMEM, "kmoe: cannot allocate the expert buffers (%ld rows, F=%ld, D=%ld)", (long)R, (long)F, (long)D);
         goto done;
     }
@@ -123,7 +173,7 @@ int gb_kmoe_packed(const float *x, const int64_t *topk_idx, const float *topk_we
             act[na++] = e;
             if (counts[e] > cmax) cmax = counts[e];
         }
-    if (cmax >= 64 || !konly) { /* prefill-sized (or iq4_nl/mxfp4): expert by expert */
+    if (cmax >= fuse_max) { /* prefill-sized: expert by expert */
         for (int64_t j = 0; j < na && st == GB_OK; j++) {
             const int64_t e = act[j], c = counts[e], o0 = off[e];
             if ((st = linp(fg, xg + o0 * D, (const uint8_t *)gate + e * pg, NULL, g + o0 * F, c, F, D, version)) != GB_OK) break;
@@ -133,10 +183,15 @@ int gb_kmoe_packed(const float *x, const int64_t *topk_idx, const float *topk_we
         }
         if (st != GB_OK) goto done;
     } else {
+        if (mact_alloc(&xa, R, D, kx, iqx) != GB_OK || mact_alloc(&ha, R, F, !gb_is_iqfmt(fd), gb_is_iqfmt(fd)) != GB_OK) {
+            st = gb_error(GB_ENOMEM, "kmoe: cannot allocate the prepared activations (%ld rows, F=%ld, D=%ld)", (long)R, (long)F, (long)D);
+            goto done;
+        }
+        int fail = 0;
 #pragma omp parallel if (R * F * D > 65536)
         {
 #pragma omp for schedule(static)
-            for (int64_t p = 0; p < R; p++) gb_quantize_row_q8_K(xg + p * D, xq + p * nbD, D);
+            for (int64_t p = 0; p < R; p++) mact_prep(&xa, p, xg + p * D);
             /* runs of ~256 KB of weights per grab: long streams; dynamic, so a thread held up by
              * another job does not hold up the others */
             const int64_t rgu = (int64_t)1 + (256 << 10) / (pg / GF + 1), rdn = (int64_t)1 + (256 << 10) / (pd / GD + 1);
@@ -144,21 +199,31 @@ int gb_kmoe_packed(const float *x, const int64_t *topk_idx, const float *topk_we
             for (int64_t it = 0; it < na * 2 * GF; it++) {
                 const int64_t e = act[it / (2 * GF)], gi = it % GF, o0 = off[e];
                 const int isup = (int)((it / GF) % 2);
-                gb_kp_rows(isup ? fu : fg, (const uint8_t *)(isup ? up : gate) + e * (isup ? pu : pg), F, D, gi, xq + o0 * nbD, counts[e],
-                           (isup ? u : g) + o0 * F + 16 * gi, F, NULL, version);
+                if (mact_rows(isup ? fu : fg, (const uint8_t *)(isup ? up : gate) + e * (isup ? pu : pg), F, &xa, gi, o0, counts[e],
+                              (isup ? u : g) + o0 * F + 16 * gi, F, version) != GB_OK) {
+#pragma omp atomic write
+                    fail = 1;
+                }
             }
 #pragma omp for schedule(static)
             for (int64_t p = 0; p < R; p++) {
                 float *gp = g + p * F;
                 const float *up_ = u + p * F;
                 for (int64_t q = 0; q < F; q++) gp[q] = gp[q] / (1.0f + expf(-gp[q])) * up_[q];
-                gb_quantize_row_q8_K(gp, hq + p * nbF, F);
+                mact_prep(&ha, p, gp);
             }
 #pragma omp for schedule(dynamic, rdn)
             for (int64_t it = 0; it < na * GD; it++) {
                 const int64_t e = act[it / GD], gi = it % GD, o0 = off[e];
-                gb_kp_rows(fd, (const uint8_t *)down + e * pd, D, F, gi, hq + o0 * nbF, counts[e], o + o0 * D + 16 * gi, D, NULL, version);
+                if (mact_rows(fd, (const uint8_t *)down + e * pd, D, &ha, gi, o0, counts[e], o + o0 * D + 16 * gi, D, version) != GB_OK) {
+#pragma omp atomic write
+                    fail = 1;
+                }
             }
+        }
+        if (fail) {
+            st = gb_error(GB_ENOMEM, "kmoe: cannot allocate a row buffer of the portable kernel");
+            goto done;
         }
     }
     for (int64_t t = 0; t < T; t++) {
@@ -179,7 +244,7 @@ done:
     gb_ws_free(g);
     gb_ws_free(u);
     gb_ws_free(o);
-    gb_ws_free(xq);
-    gb_ws_free(hq);
+    mact_free(&xa);
+    mact_free(&ha);
     return st;
 }

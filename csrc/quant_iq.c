@@ -469,7 +469,7 @@ static inline __attribute__((always_inline)) void iqp_tile(const int fmt, const 
         for (int t = 0; t < TT; t++) xb[t] = (const int32_t *)(xq + (t0 + t) * nbp * QB + b * QB);
         for (int k = 0; k < 4; k++) {
             const __m512i Q = _mm512_loadu_si512((const void *)(o + 64 * k));
-            _mm_prefetch((const char *)(o + 64 * k + 4 * pb), _MM_HINT_T0);
+            _mm_prefetch((const char *)(o + 64 * k + 24 * pb), _MM_HINT_T0); /* ~6.5 KB ahead (measured best of 4-32 records) */
             const __m512i lo = _mm512_shuffle_epi8(tbl, _mm512_and_si512(Q, m4));
             const __m512i hi = _mm512_shuffle_epi8(tbl, _mm512_and_si512(_mm512_srli_epi16(Q, 4), m4));
             for (int t = 0; t < TT; t++) {
@@ -509,6 +509,67 @@ IQP_ROWS(iqp_rows_mx, GB_MXFP4)
 
 static int iqlinear_impl(int fmt, const float *x, const void *w, const void *wp, const float *bias, float *y, int64_t T, int64_t N,
                          int64_t K, int version);
+
+/* one token's activations for the kernels: q8_0 blocks (scratch q8, K/32 of them), the int8
+ * values padded to whole groups of 16 blocks (natural order, or the quad layout of the VNNI row
+ * kernels if xpair), the block scales and 128 * block sums in lane order */
+static void iq_prep(const float *x, int64_t K, int xpair, uint8_t *q8, int8_t *xt, float *dxt, int32_t *xst) {
+    const int64_t nb = K / QB, nbp = (nb + 15) / 16 * 16, nc = nbp / 16;
+    const gb_block_q8_0 *qb = (const gb_block_q8_0 *)q8;
+    gb_quantize_row_q8_0(x, (void *)qb, K);
+    for (int64_t b = 0; b < nbp; b++) {
+        int8_t *lo = xpair ? xt + 128 * (b / 4) + 16 * (b % 4) : xt + QB * b, *hi = xpair ? lo + 64 : lo + 16;
+        if (b < nb) {
+            memcpy(lo, qb[b].qs, 16);
+            memcpy(hi, qb[b].qs + 16, 16);
+        } else {
+            memset(lo, 0, 16);
+            memset(hi, 0, 16);
+        }
+    }
+    for (int64_t c = 0; c < nc; c++)
+        for (int l = 0; l < 16; l++) {
+            const int64_t b = 16 * c + lane_blk[l];
+            int32_t s = 0;
+            if (b < nb)
+                for (int j = 0; j < QB; j++) s += qb[b].qs[j];
+            dxt[16 * c + l] = b < nb ? h2f((const uint8_t *)&qb[b].d) : 0.0f;
+            xst[16 * c + l] = 128 * s;
+        }
+}
+
+int64_t gb_iqp_blocks(int64_t K) { return (K / QB + 15) / 16 * 16; }
+
+void gb_iqp_prepare(const float *x, int64_t K, void *q8, int8_t *xq, float *dxp, int32_t *xsp) {
+    iq_prep(x, K, 0, (uint8_t *)q8, xq, dxp, xsp);
+}
+
+int gb_iqp_rows(int fmt, const void *wp, int64_t N, int64_t K, int64_t g, const int8_t *xq, const float *dxp, const int32_t *xsp,
+                int64_t T, float *y, int64_t ldy, int version) {
+    const int64_t nb = K / QB, nbp = gb_iqp_blocks(K), nc = nbp / 16;
+    const uint8_t *P = (const uint8_t *)wp + g * nb * gb_iqp_block_bytes(fmt);
+    const int nr = (int)(N - 16 * g < 16 ? N - 16 * g : 16);
+#ifdef GB_HAVE_IQ_VNNI
+    if (version == GB_KV_VNNI) {
+        (fmt == GB_IQ4_NL ? iqp_rows_nl : iqp_rows_mx)(P, nb, nbp, xq, dxp, xsp, T, y, ldy, NULL, (__mmask16)((1u << nr) - 1));
+        return GB_OK;
+    }
+#endif
+    uint8_t *u = (uint8_t *)gb_ws_aligned_alloc(64, (size_t)(nbp * QB));
+    float *dwp = (float *)gb_ws_aligned_alloc(64, (size_t)nbp * sizeof(float));
+    if (!u || !dwp) {
+        gb_ws_free(u);
+        gb_ws_free(dwp);
+        return GB_ENOMEM;
+    }
+    for (int r = 0; r < nr; r++) {
+        decode_row_packed_ref(fmt, P, r, nb, nbp, u, dwp);
+        for (int64_t t = 0; t < T; t++) y[t * ldy + r] = dot_ref(u, dwp, xq + t * nbp * QB, dxp + t * nbp, xsp + t * nbp, nc) + 0.0f;
+    }
+    gb_ws_free(u);
+    gb_ws_free(dwp);
+    return GB_OK;
+}
 
 int gb_iqlinear(int fmt, const float *x, const void *w, const float *bias, float *y, int64_t T, int64_t N,
                 int64_t K, int version) {
@@ -558,31 +619,8 @@ static int iqlinear_impl(int fmt, const float *x, const void *w, const void *wp,
 #pragma omp parallel if (N * K * T > 65536)
     {
 #pragma omp for schedule(static)
-        for (int64_t t = 0; t < T; t++) {
-            const gb_block_q8_0 *qb = (const gb_block_q8_0 *)(q8 + t * nb * sizeof(gb_block_q8_0));
-            gb_quantize_row_q8_0(x + t * K, (void *)qb, K);
-            int8_t *xt = xq + t * nbp * QB;
-            for (int64_t b = 0; b < nbp; b++) {
-                /* natural order, or the quad layout of the VNNI row kernels */
-                int8_t *lo = xpair ? xt + 128 * (b / 4) + 16 * (b % 4) : xt + QB * b, *hi = xpair ? lo + 64 : lo + 16;
-                if (b < nb) {
-                    memcpy(lo, qb[b].qs, 16);
-                    memcpy(hi, qb[b].qs + 16, 16);
-                } else {
-                    memset(lo, 0, 16);
-                    memset(hi, 0, 16);
-                }
-            }
-            for (int64_t c = 0; c < nc; c++)
-                for (int l = 0; l < 16; l++) {
-                    const int64_t b = 16 * c + lane_blk[l];
-                    int32_t s = 0;
-                    if (b < nb)
-                        for (int j = 0; j < QB; j++) s += qb[b].qs[j];
-                    dxp[t * nbp + 16 * c + l] = b < nb ? h2f((const uint8_t *)&qb[b].d) : 0.0f;
-                    xsp[t * nbp + 16 * c + l] = 128 * s;
-                }
-        }
+        for (int64_t t = 0; t < T; t++)
+            iq_prep(x + t * K, K, xpair, q8 + t * nb * sizeof(gb_block_q8_0), xq + t * nbp * QB, dxp + t * nbp, xsp + t * nbp);
         if (wp) { /* repacked: work by 16-row groups, each one stream of records */
             const int64_t G = (N + 15) / 16, gbytes = nb * gb_iqp_block_bytes(fmt);
 #ifdef GB_HAVE_IQ_VNNI

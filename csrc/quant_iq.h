@@ -48,4 +48,14 @@ int gb_iqrepack(int fmt, const void *w, void *packed, int64_t N, int64_t K);
 int gb_iqlinear_packed(int fmt, const float *x, const void *wp, const float *bias, float *y, int64_t T, int64_t N, int64_t K,
                        int version);
 
+/* For callers that split work over matrices x 16-row groups (csrc/moe_k.c): one token's activations
+ * prepared once (q8 scratch of K/32 q8_0 blocks; xq gb_iqp_blocks(K) * 32 int8, dxp and xsp
+ * gb_iqp_blocks(K) each; tokens back to back at those strides), then the 16 rows of group g of a
+ * packed [N, K] matrix for T tokens: y[t * ldy + r], gb_iqlinear_packed's numbers. version 1 or 2
+ * (resolved); GB_ENOMEM if the portable version cannot get its row buffer. */
+int64_t gb_iqp_blocks(int64_t K);
+void gb_iqp_prepare(const float *x, int64_t K, void *q8, int8_t *xq, float *dxp, int32_t *xsp);
+int gb_iqp_rows(int fmt, const void *wp, int64_t N, int64_t K, int64_t g, const int8_t *xq, const float *dxp, const int32_t *xsp,
+                int64_t T, float *y, int64_t ldy, int version);
+
 #endif

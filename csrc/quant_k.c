@@ -721,18 +721,35 @@ int gb_klinear(int fmt, const float *x, const void *w, const float *bias, float 
  *   qs  [32][64]  zmm k, byte 4r+i: low nibble value 8k+i of row r, high nibble value 8k+4+i
  *   qh  q5_K [32][2] uint64: bit 4r+i of the first = bit 4 of value 8k+i, of the second of 8k+4+i;
  *       q6_K [16][64]: byte 4r+i of entry m, bits 2j..2j+1 = bits 4..5 of value 16m+4j+i
+ *       (q5_K/q6_K: qs and qh interleaved in runs, kp_qs_at / kp_hb_at, so a record is one stream)
  *   sc  int8 [nsub][16] (nsub 8 sub-blocks of 32, 16 of 16 for q6_K): the scale, signed
  *   mn  int8 [8][16] (q4_K, q5_K): the min
  *   d   f16 [16], dmin f16 [16] (q4_K, q5_K), as stored
- * Rows past N are zero. Records go group by group, super-blocks in order: a group is one stream. */
+ * q2_K/q3_K: see kp_2bit below. Rows past N are zero. Records go group by group, super-blocks in
+ * order: a group is one stream. */
 
-int gb_kp_is_fmt(int fmt) { return fmt == GB_Q4_K || fmt == GB_Q5_K || fmt == GB_Q6_K || fmt == GB_IQ4_XS; }
+int gb_kp_is_fmt(int fmt) { return gb_is_kfmt(fmt); }
 
-static inline int kp_nsub(int fmt) { return fmt == GB_Q6_K ? 16 : 8; }
-static inline int64_t kp_sc_off(int fmt) { return 2048 + (fmt == GB_Q5_K ? 512 : fmt == GB_Q6_K ? 1024 : 0); }
-static inline int64_t kp_mn_off(int fmt) { return kp_sc_off(fmt) + 16 * kp_nsub(fmt); }
-static inline int kp_has_min(int fmt) { return fmt == GB_Q4_K || fmt == GB_Q5_K; }
-static inline int64_t kp_d_off(int fmt) { return kp_mn_off(fmt) + (kp_has_min(fmt) ? 128 : 0); }
+/* q2_K and q3_K (2-bit planes): qs [16][64], zmm m byte 4r+i bits 2j..2j+1 = value 16m+4j+i of
+ * row r; q3_K's third bits as [16][4] uint64 byte masks (mask j of zmm m: value 16m+4j+i, bit
+ * 4r+i); q2_K's scale | min << 4 as stored, one byte per (sub-block, row); q3_K's scale - 32 int8 */
+static inline int kp_2bit(int fmt) { return fmt == GB_Q2_K || fmt == GB_Q3_K; }
+static inline int kp_nsub(int fmt) { return fmt == GB_Q6_K || kp_2bit(fmt) ? 16 : 8; }
+static inline int64_t kp_sc_off(int fmt) {
+    return fmt == GB_Q2_K ? 1024 : fmt == GB_Q3_K ? 1536 : 2048 + (fmt == GB_Q5_K ? 512 : fmt == GB_Q6_K ? 1024 : 0);
+}
+static inline int64_t kp_mn_off(int fmt) { return fmt == GB_Q2_K ? kp_sc_off(fmt) : kp_sc_off(fmt) + 16 * kp_nsub(fmt); }
+static inline int kp_has_min(int fmt) { return fmt == GB_Q4_K || fmt == GB_Q5_K || fmt == GB_Q2_K; }
+/* q5_K/q6_K: the high bits sit next to the nibbles they complete, so a record is read front to
+ * back as one stream: q5_K in runs of 4 nibble zmm + their 4 x 16 bytes of masks (320 bytes),
+ * q6_K in runs of 2 nibble zmm + their 64 bytes of 2-bit fields (192 bytes) */
+static inline int64_t kp_qs_at(int fmt, int k) {
+    return fmt == GB_Q5_K ? 320 * (k / 4) + 64 * (k % 4) : fmt == GB_Q6_K ? 192 * (k / 2) + 64 * (k % 2) : 64 * k;
+}
+static inline int64_t kp_hb_at(int fmt, int k) { return fmt == GB_Q5_K ? 320 * (k / 4) + 256 + 16 * (k % 4) : 192 * (k / 2) + 128; }
+static inline int64_t kp_d_off(int fmt) {
+    return kp_2bit(fmt) ? kp_sc_off(fmt) + 256 : kp_mn_off(fmt) + (kp_has_min(fmt) ? 128 : 0);
+}
 
 int64_t gb_kp_block_bytes(int fmt) {
     if (!gb_kp_is_fmt(fmt)) return -1;
@@ -745,22 +762,49 @@ int64_t gb_kp_bytes(int fmt, int64_t N, int64_t K) {
 }
 
 /* offsets of the stored f16 d (and dmin) inside a ggml block */
-static inline int k_d_at(int fmt) { return fmt == GB_Q6_K ? 208 : 0; }
+static inline int k_d_at(int fmt) { return fmt == GB_Q6_K ? 208 : fmt == GB_Q2_K ? 80 : fmt == GB_Q3_K ? 108 : 0; }
+static inline int k_dm_at(int fmt) { return fmt == GB_Q2_K ? 82 : 2; }
 
 /* row r of one packed record -> the decoded form kdecode gives for the stored block */
 static void kp_unpack(int fmt, const uint8_t *p, int r, kdec *o) {
+    if (kp_2bit(fmt)) {
+        for (int m = 0; m < 16; m++)
+            for (int j = 0; j < 4; j++)
+                for (int i = 0; i < 4; i++) {
+                    int v = (p[64 * m + 4 * r + i] >> (2 * j)) & 3;
+                    if (fmt == GB_Q3_K) {
+                        uint64_t hm;
+                        memcpy(&hm, p + 1024 + 32 * m + 8 * j, 8);
+                        v |= (int)((hm >> (4 * r + i)) & 1) << 2;
+                    }
+                    o->q[16 * m + 4 * j + i] = (uint8_t)v;
+                }
+        const uint8_t *sc = p + kp_sc_off(fmt), *dp = p + kp_d_off(fmt);
+        for (int c = 0; c < 16; c++) {
+            if (fmt == GB_Q2_K) {
+                o->sc[c] = sc[16 * c + r] & 0x0f;
+                o->mn[c] = (int16_t)(sc[16 * c + r] >> 4);
+            } else {
+                o->sc[c] = (int8_t)sc[16 * c + r];
+                o->mn[c] = (int16_t)(4 * o->sc[c]);
+            }
+        }
+        o->d = h2f(dp + 2 * r);
+        o->dm = fmt == GB_Q2_K ? h2f(dp + 32 + 2 * r) : o->d;
+        return;
+    }
     for (int k = 0; k < 32; k++)
         for (int i = 0; i < 4; i++) {
-            const uint8_t byte = p[64 * k + 4 * r + i];
+            const uint8_t byte = p[kp_qs_at(fmt, k) + 4 * r + i];
             int lo = byte & 0x0f, hi = byte >> 4;
             if (fmt == GB_Q5_K) {
                 uint64_t ml, mh;
-                memcpy(&ml, p + 2048 + 16 * k, 8);
-                memcpy(&mh, p + 2048 + 16 * k + 8, 8);
+                memcpy(&ml, p + kp_hb_at(fmt, k), 8);
+                memcpy(&mh, p + kp_hb_at(fmt, k) + 8, 8);
                 lo |= (int)((ml >> (4 * r + i)) & 1) << 4;
                 hi |= (int)((mh >> (4 * r + i)) & 1) << 4;
             } else if (fmt == GB_Q6_K) {
-                const uint8_t H = p[2048 + 64 * (k / 2) + 4 * r + i];
+                const uint8_t H = p[kp_hb_at(fmt, k) + 4 * r + i];
                 const int s = 4 * (k % 2);
                 lo |= ((H >> s) & 3) << 4;
                 hi |= ((H >> (s + 2)) & 3) << 4;
@@ -787,6 +831,26 @@ static void kp_unpack(int fmt, const uint8_t *p, int r, kdec *o) {
 static void kp_put(int fmt, const uint8_t *blk, int r, uint8_t *p) {
     kdec o;
     kdecode(fmt, blk, &o);
+    if (kp_2bit(fmt)) {
+        for (int m = 0; m < 16; m++)
+            for (int j = 0; j < 4; j++)
+                for (int i = 0; i < 4; i++) {
+                    const int v = o.q[16 * m + 4 * j + i];
+                    p[64 * m + 4 * r + i] |= (uint8_t)((v & 3) << (2 * j));
+                    if (fmt == GB_Q3_K && (v & 4)) {
+                        uint64_t hm;
+                        memcpy(&hm, p + 1024 + 32 * m + 8 * j, 8);
+                        hm |= (uint64_t)1 << (4 * r + i);
+                        memcpy(p + 1024 + 32 * m + 8 * j, &hm, 8);
+                    }
+                }
+        uint8_t *sc = p + kp_sc_off(fmt), *dp = p + kp_d_off(fmt);
+        for (int c = 0; c < 16; c++)
+            sc[16 * c + r] = fmt == GB_Q2_K ? (uint8_t)(o.sc[c] | (o.mn[c] << 4)) : (uint8_t)(int8_t)o.sc[c];
+        memcpy(dp + 2 * r, blk + k_d_at(fmt), 2);
+        if (fmt == GB_Q2_K) memcpy(dp + 32 + 2 * r, blk + k_dm_at(fmt), 2);
+        return;
+    }
     for (int k = 0; k < 32; k++)
         for (int i = 0; i < 4; i++) {
             int lo = o.q[8 * k + i], hi = o.q[8 * k + 4 + i];
@@ -799,18 +863,18 @@ static void kp_put(int fmt, const uint8_t *blk, int r, uint8_t *p) {
                 lo = a;
                 hi = b;
             }
-            p[64 * k + 4 * r + i] = (uint8_t)((lo & 0x0f) | ((hi & 0x0f) << 4));
+            p[kp_qs_at(fmt, k) + 4 * r + i] = (uint8_t)((lo & 0x0f) | ((hi & 0x0f) << 4));
             if (fmt == GB_Q5_K) {
                 uint64_t ml, mh;
-                memcpy(&ml, p + 2048 + 16 * k, 8);
-                memcpy(&mh, p + 2048 + 16 * k + 8, 8);
+                memcpy(&ml, p + kp_hb_at(fmt, k), 8);
+                memcpy(&mh, p + kp_hb_at(fmt, k) + 8, 8);
                 ml |= (uint64_t)((lo >> 4) & 1) << (4 * r + i);
                 mh |= (uint64_t)((hi >> 4) & 1) << (4 * r + i);
-                memcpy(p + 2048 + 16 * k, &ml, 8);
-                memcpy(p + 2048 + 16 * k + 8, &mh, 8);
+                memcpy(p + kp_hb_at(fmt, k), &ml, 8);
+                memcpy(p + kp_hb_at(fmt, k) + 8, &mh, 8);
             } else if (fmt == GB_Q6_K) {
                 const int s = 4 * (k % 2);
-                p[2048 + 64 * (k / 2) + 4 * r + i] |= (uint8_t)((((lo >> 4) & 3) << s) | (((hi >> 4) & 3) << (s + 2)));
+                p[kp_hb_at(fmt, k) + 4 * r + i] |= (uint8_t)((((lo >> 4) & 3) << s) | (((hi >> 4) & 3) << (s + 2)));
             }
         }
     int8_t *sc = (int8_t *)(p + kp_sc_off(fmt));
@@ -823,11 +887,11 @@ static void kp_put(int fmt, const uint8_t *blk, int r, uint8_t *p) {
     }
     uint8_t *dp = p + kp_d_off(fmt);
     memcpy(dp + 2 * r, blk + k_d_at(fmt), 2);
-    if (kp_has_min(fmt)) memcpy(dp + 32 + 2 * r, blk + 2, 2);
+    if (kp_has_min(fmt)) memcpy(dp + 32 + 2 * r, blk + k_dm_at(fmt), 2);
 }
 
 int gb_krepack(int fmt, const void *w, void *packed, int64_t N, int64_t K) {
-    if (!gb_kp_is_fmt(fmt)) return gb_error(GB_EVALUE, "krepack: format %d has no repacked layout (q4_K, q5_K, q6_K, iq4_xs do)", fmt);
+    if (!gb_kp_is_fmt(fmt)) return gb_error(GB_EVALUE, "krepack: format %d is not a K-quant (q2_K..q6_K, iq4_xs)", fmt);
     if (N < 0 || K <= 0 || K % QKK) return gb_error(GB_EVALUE, "krepack: N=%ld, K=%ld (K a positive multiple of 256)", (long)N, (long)K);
     const int64_t nb = K / QKK, rb = gb_k_row_bytes(fmt, K), pb = gb_kp_block_bytes(fmt), G = (N + 15) / 16;
     const uint8_t *src = (const uint8_t *)w;
@@ -876,12 +940,12 @@ static inline __attribute__((always_inline)) void kp_decode_z(const int fmt, con
     __m512i lo = _mm512_and_si512(Q, m4), hi = _mm512_and_si512(_mm512_srli_epi16(Q, 4), m4);
     if (fmt == GB_Q5_K) {
         uint64_t ml, mh;
-        memcpy(&ml, p + 2048 + 16 * k, 8);
-        memcpy(&mh, p + 2048 + 16 * k + 8, 8);
+        memcpy(&ml, p + kp_hb_at(fmt, k), 8);
+        memcpy(&mh, p + kp_hb_at(fmt, k) + 8, 8);
         lo = _mm512_mask_add_epi8(lo, (__mmask64)ml, lo, c16);
         hi = _mm512_mask_add_epi8(hi, (__mmask64)mh, hi, c16);
     } else if (fmt == GB_Q6_K) {
-        const __m512i H = _mm512_loadu_si512((const void *)(p + 2048 + 64 * (k / 2)));
+        const __m512i H = _mm512_loadu_si512((const void *)(p + kp_hb_at(fmt, k)));
         if (k % 2 == 0) {
             lo = _mm512_or_si512(lo, _mm512_and_si512(_mm512_slli_epi16(H, 4), m30));
             hi = _mm512_or_si512(hi, _mm512_and_si512(_mm512_slli_epi16(H, 2), m30));
@@ -906,6 +970,7 @@ static inline __attribute__((always_inline)) void kp_decode_z(const int fmt, con
 static inline __attribute__((always_inline)) void kp_tile(const int fmt, const uint8_t *P, int64_t nb, const gb_block_q8_K *xq,
                                                           float *y, int64_t ldy, __m512 vb, __mmask16 m, const int TT) {
     const int64_t pb = gb_kp_block_bytes(fmt), sco = kp_sc_off(fmt), mno = kp_mn_off(fmt), dof = kp_d_off(fmt);
+    const int64_t pfd = (6500 + pb / 2) / pb * pb; /* prefetch distance: whole records, ~6.5 KB */
     const int nsub = kp_nsub(fmt), zps = 32 / nsub;
     __m512 acc[4];
     for (int t = 0; t < TT; t++) acc[t] = _mm512_setzero_ps();
@@ -918,10 +983,10 @@ static inline __attribute__((always_inline)) void kp_tile(const int fmt, const u
             for (int t = 0; t < TT; t++) a0[t] = a1[t] = _mm512_setzero_si512();
             for (int kk = 0; kk < zps; kk++) {
                 const int k = s * zps + kk;
-                const __m512i Q = _mm512_loadu_si512((const void *)(p + 64 * k));
-                /* the record two ahead, all its lines (<= 64): the high-bit planes and scales too */
-                _mm_prefetch((const char *)(p + 4 * pb + 64 * k), _MM_HINT_T0);
-                if (64 * (k + 32) < pb) _mm_prefetch((const char *)(p + 4 * pb + 64 * (k + 32)), _MM_HINT_T0);
+                const __m512i Q = _mm512_loadu_si512((const void *)(p + kp_qs_at(fmt, k)));
+                /* the record ~6.5 KB ahead, all its lines (<= 64): the high-bit planes and scales too */
+                _mm_prefetch((const char *)(p + pfd + 64 * k), _MM_HINT_T0);
+                if (64 * (k + 32) < pb) _mm_prefetch((const char *)(p + pfd + 64 * (k + 32)), _MM_HINT_T0);
                 __m512i lo, hi;
                 kp_decode_z(fmt, p, k, Q, &lo, &hi);
                 for (int t = 0; t < TT; t++) {
@@ -953,6 +1018,118 @@ static inline __attribute__((always_inline)) void kp_tile(const int fmt, const u
     for (int t = 0; t < TT; t++) _mm512_mask_storeu_ps(y + t * ldy, m, _mm512_add_ps(acc[t], vb));
 }
 
+/* q2_K / q3_K: per zmm (one 16-value sub-block of 16 rows) 4 fields of 2 bits, each one vpdpbusd
+ * per token; q3_K's third bit by a masked vpaddb; the same per-lane arithmetic as kp_tile */
+static inline __attribute__((always_inline)) void kp_decode2(const int fmt, const uint8_t *p, const int m, const int j, __m512i Q,
+                                                             __m512i *v) {
+    __m512i x = _mm512_and_si512(j ? _mm512_srli_epi16(Q, 2 * j) : Q, _mm512_set1_epi8(3));
+    if (fmt == GB_Q3_K) {
+        uint64_t hm;
+        memcpy(&hm, p + 1024 + 32 * m + 8 * j, 8);
+        x = _mm512_mask_add_epi8(x, (__mmask64)hm, x, _mm512_set1_epi8(4));
+    }
+    *v = x;
+}
+
+static inline __attribute__((always_inline)) void kp_tile2(const int fmt, const uint8_t *P, int64_t nb, const gb_block_q8_K *xq,
+                                                           float *y, int64_t ldy, __m512 vb, __mmask16 msk, const int TT) {
+    const int64_t pb = gb_kp_block_bytes(fmt), sco = kp_sc_off(fmt), dof = kp_d_off(fmt);
+    const int64_t pfd = (6500 + pb / 2) / pb * pb; /* as kp_tile */
+    __m512 acc[4];
+    for (int t = 0; t < TT; t++) acc[t] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *p = P + b * pb;
+        __m512i isum[4], msum[4];
+        for (int t = 0; t < TT; t++) isum[t] = msum[t] = _mm512_setzero_si512();
+        for (int m = 0; m < 16; m++) {
+            const __m512i Q = _mm512_loadu_si512((const void *)(p + 64 * m));
+            _mm_prefetch((const char *)(p + pfd + 64 * m), _MM_HINT_T0);
+            if (64 * (m + 16) < pb) _mm_prefetch((const char *)(p + pfd + 64 * (m + 16)), _MM_HINT_T0);
+            __m512i a0[4], a1[4];
+            for (int t = 0; t < TT; t++) a0[t] = a1[t] = _mm512_setzero_si512();
+            for (int j = 0; j < 4; j++) {
+                __m512i v;
+                kp_decode2(fmt, p, m, j, Q, &v);
+                for (int t = 0; t < TT; t++) {
+                    const __m512i xv = _mm512_set1_epi32(ld32(xq[t * nb + b].qs + 16 * m + 4 * j));
+                    if (j % 2) a1[t] = _mm512_dpbusd_epi32(a1[t], v, xv);
+                    else a0[t] = _mm512_dpbusd_epi32(a0[t], v, xv);
+                }
+            }
+            __m512i sc, mn;
+            if (fmt == GB_Q2_K) {
+                const __m512i sm = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(p + sco + 16 * m)));
+                sc = _mm512_and_si512(sm, _mm512_set1_epi32(15));
+                mn = _mm512_srli_epi32(sm, 4);
+            } else {
+                sc = mn = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + sco + 16 * m)));
+            }
+            for (int t = 0; t < TT; t++) {
+                isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(_mm512_add_epi32(a0[t], a1[t]), sc));
+                msum[t] = _mm512_add_epi32(msum[t], _mm512_mullo_epi32(mn, _mm512_set1_epi32(xq[t * nb + b].bsums[m])));
+            }
+        }
+        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + dof)));
+        const __m512 dm = fmt == GB_Q2_K ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + dof + 32))) : d;
+        for (int t = 0; t < TT; t++) {
+            const __m512i ms = fmt == GB_Q3_K ? _mm512_slli_epi32(msum[t], 2) : msum[t]; /* q3_K: mn = 4 (sc - 32) */
+            const __m512 dx = _mm512_set1_ps(xq[t * nb + b].d);
+            const __m512 r = _mm512_sub_ps(_mm512_mul_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(isum[t])),
+                                           _mm512_mul_ps(_mm512_mul_ps(dm, dx), _mm512_cvtepi32_ps(ms)));
+            acc[t] = _mm512_add_ps(acc[t], r);
+        }
+    }
+    for (int t = 0; t < TT; t++) _mm512_mask_storeu_ps(y + t * ldy, msk, _mm512_add_ps(acc[t], vb));
+}
+
+#define KP_GROUP2(name, F)                                                                                             \
+    static void name(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, int64_t T, float *y, int64_t ldy,          \
+                     const float *bias, __mmask16 m) {                                                                 \
+        const __m512 vb = bias ? _mm512_maskz_loadu_ps(m, bias) : _mm512_setzero_ps();                                 \
+        int64_t t0 = 0;                                                                                                \
+        for (; t0 + 4 <= T; t0 += 4) kp_tile2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, vb, m, 4);                     \
+        switch (T - t0) {                                                                                              \
+        case 3: kp_tile2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, vb, m, 3); break;                                  \
+        case 2: kp_tile2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, vb, m, 2); break;                                  \
+        case 1: kp_tile2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, vb, m, 1); break;                                  \
+        default: break;                                                                                                \
+        }                                                                                                              \
+    }
+KP_GROUP2(kp_group_q2, GB_Q2_K)
+KP_GROUP2(kp_group_q3, GB_Q3_K)
+
+/* a packed q2_K/q3_K group -> the prefill panels */
+static inline __attribute__((always_inline)) void panel_fill_packed2(const int fmt, const uint8_t *P, int64_t nb, kpanel *K) {
+    const int64_t pb = gb_kp_block_bytes(fmt), sco = kp_sc_off(fmt), dof = kp_d_off(fmt);
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *p = P + b * pb;
+        kpanel *o = K + b;
+        __m512i sc[16], mn[16];
+        for (int m = 0; m < 16; m++) {
+            const __m512i Q = _mm512_loadu_si512((const void *)(p + 64 * m));
+            for (int j = 0; j < 4; j++) {
+                __m512i v;
+                kp_decode2(fmt, p, m, j, Q, &v);
+                _mm512_store_si512((void *)(o->q + (4 * m + j) * 16), v);
+            }
+            if (fmt == GB_Q2_K) {
+                const __m512i sm = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(p + sco + 16 * m)));
+                sc[m] = _mm512_and_si512(sm, _mm512_set1_epi32(15));
+                mn[m] = _mm512_srli_epi32(sm, 4);
+            } else {
+                sc[m] = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + sco + 16 * m)));
+                mn[m] = _mm512_slli_epi32(sc[m], 2);
+            }
+            _mm512_store_si512((void *)(o->sc + m * 16), sc[m]);
+        }
+        for (int c2 = 0; c2 < 8; c2++)
+            _mm512_store_si512((void *)(o->mn + c2 * 16), _mm512_or_si512(_mm512_and_si512(mn[2 * c2], _mm512_set1_epi32(0xffff)),
+                                                                          _mm512_slli_epi32(mn[2 * c2 + 1], 16)));
+        _mm512_store_ps(o->d, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + dof))));
+        _mm512_store_ps(o->dm, fmt == GB_Q2_K ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + dof + 32))) : _mm512_load_ps(o->d));
+    }
+}
+
 #define KP_GROUP(name, F)                                                                                              \
     static void name(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, int64_t T, float *y, int64_t ldy,          \
                      const float *bias, __mmask16 m) {                                                                 \
@@ -980,7 +1157,7 @@ static inline __attribute__((always_inline)) void panel_fill_packed_f(const int 
         kpanel *o = K + b;
         for (int k = 0; k < 32; k++) {
             __m512i lo, hi;
-            kp_decode_z(fmt, p, k, _mm512_loadu_si512((const void *)(p + 64 * k)), &lo, &hi);
+            kp_decode_z(fmt, p, k, _mm512_loadu_si512((const void *)(p + kp_qs_at(fmt, k))), &lo, &hi);
             _mm512_store_si512((void *)(o->q + (2 * k) * 16), lo);
             _mm512_store_si512((void *)(o->q + (2 * k + 1) * 16), hi);
         }
@@ -1010,6 +1187,8 @@ static inline __attribute__((always_inline)) void panel_fill_packed_f(const int 
 static void panel_fill_packed(int fmt, const uint8_t *P, int nr, int64_t nb, kpanel *K) {
     (void)nr; /* rows past N are zero in the packed group, as panel_fill leaves them */
     switch (fmt) {
+    case GB_Q2_K: panel_fill_packed2(GB_Q2_K, P, nb, K); break;
+    case GB_Q3_K: panel_fill_packed2(GB_Q3_K, P, nb, K); break;
     case GB_Q4_K: panel_fill_packed_f(GB_Q4_K, P, nb, K); break;
     case GB_Q5_K: panel_fill_packed_f(GB_Q5_K, P, nb, K); break;
     case GB_Q6_K: panel_fill_packed_f(GB_Q6_K, P, nb, K); break;
@@ -1026,7 +1205,8 @@ void gb_kp_rows(int fmt, const void *wp, int64_t N, int64_t K, int64_t g, const 
 #ifdef GB_HAVE_K_VNNI
     if (version == GB_KV_VNNI) {
         const __mmask16 m = (__mmask16)((1u << nr) - 1);
-        (fmt == GB_Q4_K ? kp_group_q4 : fmt == GB_Q5_K ? kp_group_q5 : fmt == GB_Q6_K ? kp_group_q6 : kp_group_iq4xs)(P, nb, xq, T, y, ldy, bias, m);
+        (fmt == GB_Q4_K ? kp_group_q4 : fmt == GB_Q5_K ? kp_group_q5 : fmt == GB_Q6_K ? kp_group_q6 : fmt == GB_Q2_K ? kp_group_q2
+         : fmt == GB_Q3_K ? kp_group_q3 : kp_group_iq4xs)(P, nb, xq, T, y, ldy, bias, m);
         return;
     }
 #endif
@@ -1036,7 +1216,7 @@ void gb_kp_rows(int fmt, const void *wp, int64_t N, int64_t K, int64_t g, const 
 
 int gb_klinear_packed(int fmt, const float *x, const void *wp, const float *bias, float *y, int64_t T, int64_t N, int64_t K,
                       int version) {
-    if (!gb_kp_is_fmt(fmt)) return gb_error(GB_EVALUE, "klinear_packed: format %d has no repacked layout (q4_K, q5_K, q6_K, iq4_xs do)", fmt);
+    if (!gb_kp_is_fmt(fmt)) return gb_error(GB_EVALUE, "klinear_packed: format %d is not a K-quant (q2_K..q6_K, iq4_xs)", fmt);
     if (K <= 0 || K % QKK) return gb_error(GB_EVALUE, "klinear_packed: K=%ld must be a positive multiple of 256", (long)K);
     if (T < 0 || N < 0) return gb_error(GB_EVALUE, "klinear_packed: T=%ld and N=%ld must be >= 0", (long)T, (long)N);
     if (version == GB_KV_AUTO) version = gb_kversion_available(GB_KV_VNNI) ? GB_KV_VNNI : GB_KV_REF;

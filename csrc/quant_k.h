@@ -68,7 +68,7 @@ int gb_klinear(int fmt, const float *x, const void *w, const float *bias, float 
 /* The int8 dot-product ceiling (vpdpbusd, every thread, register resident), GOP/s in *gops. */
 int gb_bench_vnni(int64_t iters, int reps, double *gops);
 
-/* ---- repacked layout for the decode GEMV (q4_K, q5_K, q6_K, iq4_xs) ------------------------------
+/* ---- repacked layout for the decode GEMV (every K format) -----------------------------------------
  * Made once from the stored rows (gb_krepack; the source is only read): 16 rows interleaved per
  * super-block, one record of gb_kp_block_bytes(fmt) bytes per (group of 16 rows, super-block),
  * records group by group, so a thread's rows are one contiguous stream. A record holds the 4-bit
@@ -76,7 +76,9 @@ int gb_bench_vnni(int64_t iters, int reps, double *gops);
  * feeds 16 rows), the fifth bit (q5_K, byte masks) or the 2 high bits (q6_K), the scales and mins
  * decoded to int8 per (sub-block, row) and the f16 d/dmin of the 16 rows: q4_K 2368 bytes per
  * 16 x 144 (+2.8%), q5_K 2880 per 16 x 176 (+2.3%), q6_K 3360 per 16 x 210 (+0%), iq4_xs 2208 per
- * 16 x 136 (+1.5%), plus the zero rows that pad N to a multiple of 16. The arithmetic is the one
+ * 16 x 136 (+1.5%), q2_K 1344 per 16 x 84 (+0%; its 2-bit values 4 fields per byte, scale | min
+ * << 4 as stored), q3_K 1824 per 16 x 110 (+3.6%; 2-bit planes, third bits as byte masks, int8
+ * scales), plus the zero rows that pad N to a multiple of 16. The arithmetic is the one
  * above, lane r of every vector being row r, so results are bit-identical to gb_klinear on the
  * stored rows, for both versions. Layout details in csrc/quant_k.c. */
 int gb_kp_is_fmt(int fmt);

@@ -414,3 +414,9 @@ def test_repacked_experts_equal_stored(rng):
         arr = [(w.packed if packed else w.data).reshape(E, -1) for w in ws]
         return _core.kmoe(x, idx, wt, *arr, *(quant.FORMATS[w.fmt][0] for w in ws), ws[0].shape[1], 0, packed)
     quant_cases.repacked_experts_equal_stored(rng, ("mxfp4", "iq4_nl", "mxfp4"), random_blocks, kmoe)
+    import test_quant_k  # mixed with K formats: both activation layouts prepared in one call
+
+    def blocks(rng, fmt, rows, k):
+        return (random_blocks if fmt in FMTS else test_quant_k.random_blocks)(rng, fmt, rows, k)
+    quant_cases.repacked_experts_equal_stored(rng, ("q4_K", "mxfp4", "iq4_nl"), blocks, kmoe)
+    quant_cases.repacked_experts_equal_stored(rng, ("mxfp4", "mxfp4", "q6_K"), blocks, kmoe)

@@ -1,7 +1,8 @@
 """Quantized weights: ggml's q8_0 and q4_0 block formats, byte for byte, and the kernels that read
-them directly (csrc/quant.c); ggml's K-quants q2_K, q3_K, q4_K, q5_K, q6_K and iq4_xs read as
-stored (csrc/quant_k.c: no quantizer here, their bytes come from GGUF files), and iq4_nl and mxfp4
-(csrc/quant_iq.c; mxfp4 also quantized here, byte for byte as ggml's reference quantizer). See docs/QUANT.md for
+them directly (csrc/quant.c); ggml's K-quants q2_K, q3_K, q4_K, q5_K, q6_K and iq4_xs
+(csrc/quant_k.c: no quantizer here, their bytes come from GGUF files), and iq4_nl and mxfp4
+(csrc/quant_iq.c; mxfp4 also quantized here, byte for byte as ggml's reference quantizer), kept
+as stored with a repacked copy for the decode GEMV made on first use (QTensor.repack). See docs/QUANT.md for
 the formats, the kernels, the measured costs and the accuracy bounds.
 
     qt = quantize(w, "q4_0")            # w float32 [..., K], K % 32 == 0 -> QTensor
@@ -33,7 +34,7 @@ FORMATS = {"q8_0": (8, 32, 34), "q4_0": (9, 32, 18),
 K_FORMATS = ("q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "iq4_xs", "iq4_nl", "mxfp4")
 # K formats with a repacked layout (csrc/quant_k.h, csrc/quant_iq.h: 16 rows interleaved, scales decoded)
 # that the decode GEMV streams; the others are read as stored
-KP_FORMATS = ("q4_K", "q5_K", "q6_K", "iq4_xs", "iq4_nl", "mxfp4")
+KP_FORMATS = ("q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "iq4_xs", "iq4_nl", "mxfp4")
 _COMPUTE = {"auto": 0, "f32": 1, "q8": 2}
 _VERSIONS = {"auto": 0, "ref_f32": 1, "avx512_f32": 2, "ref_q8": 3, "avx2_q8": 4, "vnni_q8": 5, "blas_f32": 6}
 # the integer GEMM on repacked weights (csrc/qgemm.c): portable scalar, AVX-512 VNNI
@@ -95,18 +96,19 @@ class QTensor:
 
     @property
     def packed(self):
-        """The 16-row interleaved buffer the integer GEMM reads (csrc/qgemm.h; for q4_K, q5_K, q6_K and
-        iq4_xs csrc/quant_k.h's), uint8 [..., packed_bytes] per matrix, or None before repack()."""
+        """The 16-row interleaved buffer the integer GEMM reads (csrc/qgemm.h; for the K formats
+        csrc/quant_k.h's or csrc/quant_iq.h's), uint8 [..., packed_bytes] per matrix, or None before
+        repack()."""
         return self._packed
 
     def repack(self) -> "QTensor":
-        """Convert to the packed layout in place, once (the ggml bytes are dropped: same memory,
-        plus up to 15 zero rows per matrix); linear() and moe_experts() do this on first use.
+        """q8_0/q4_0: convert to the packed layout in place, once (the ggml bytes are dropped: same
+        memory, plus up to 15 zero rows per matrix); linear() and moe_experts() do this on first use.
         The tensor's values, shape and `data` (rebuilt on access) are unchanged. Returns self.
-        q4_K, q5_K, q6_K and iq4_xs (KP_FORMATS) get a repacked copy beside the stored bytes (16 rows
-        interleaved, scales decoded; csrc/quant_k.h): the stored bytes - often a memory-mapped GGUF -
-        are only read, never written, and stay what `data` returns; the copy costs 1.00-1.03x their
-        size plus padding rows to a multiple of 16. The other K formats are read as stored."""
+        The K-quants, iq4_nl and mxfp4 (KP_FORMATS) get a repacked copy beside the stored bytes (16 rows
+        interleaved, scales decoded; csrc/quant_k.h, csrc/quant_iq.h): the stored bytes - often a
+        memory-mapped GGUF - are only read, never written, and stay what `data` returns; the copy
+        costs 1.00-1.04x their size plus padding rows to a multiple of 16."""
         if self.fmt in K_FORMATS:
             if self.fmt in KP_FORMATS and self._packed is None:
                 if self.ndim < 2:
@@ -297,7 +299,7 @@ def linear(x: np.ndarray, weight: QTensor, bias=None, *, compute: str = "auto", 
 
     q2_K..q6_K and iq4_xs weights (csrc/quant_k.c): x quantized to q8_K per row, integer super-block dots
     (kernels kquant_vnni / kquant_ref, bit-identical) on the weight repacked once on first use
-    (q4_K, q5_K, q6_K, iq4_xs: KP_FORMATS, see QTensor.repack) or as stored (q2_K, q3_K); compute="f32"
+    (KP_FORMATS, see QTensor.repack; the same numbers as on the bytes as stored); compute="f32"
     dequantizes W to float32 and calls the C core's float linear.
     """
     if not isinstance(weight, QTensor):
@@ -444,8 +446,8 @@ def moe_experts(x, topk_idx, topk_weight, w_gate: QTensor, w_up: QTensor, w_down
     if (all(isinstance(w, QTensor) and w.fmt in K_FORMATS for w in ws) and compute in ("auto", "q8")
             and (kernel == "auto" or kernel in _KQUANT)):
         # one C call (csrc/moe_k.c gb_kmoe): tokens grouped per expert, each expert's gate/up/down
-        # as K-quant/iq4_nl/mxfp4 GEMMs on the weights as stored, no Python per expert; repacked
-        # (q4_K/q5_K/q6_K/iq4_xs) decode batches split over experts x row groups in one region
+        # as K-quant/iq4_nl/mxfp4 GEMMs, no Python per expert; on the repacked experts (KP_FORMATS)
+        # decode batches of K formats split over experts x row groups in one parallel region
         if all(w.fmt in KP_FORMATS for w in ws):
             for w in ws:
                 w.repack()
