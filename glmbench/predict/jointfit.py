@@ -57,6 +57,7 @@ CARD_MIN_SOURCES = 0       # >0: a card with this many sources gets its own fact
 FAMILY_KEYS = False        # per-family kernel entries where a runtime's points have several families
 # options whose values get their own kernel efficiencies (a different set of shaders)
 SCOPED_OPTIONS = {"llama.cpp-vulkan": ("coopmat",)}
+PER_SM = True              # fit the per-SM limits (kernels.SM_PARAMS) where the points identify them
 
 
 class FitError(ValueError):
@@ -200,6 +201,8 @@ class _Compiled:
     count: np.ndarray
     nkern: np.ndarray            # kernels per op (the cost model's structural count)
     tpe: np.ndarray
+    smclk: np.ndarray            # SMs x clock of the op's card (SM-cycles per second; kernels.sm_ghz)
+    smf: np.ndarray              # 1 where the op's path has the per-SM FLOP term (kernels.SM_FLOP_PATHS)
     chain_c: np.ndarray          # index into chains (compute efficiency of the tensor part)
     chain_m: np.ndarray          # index into chains (memory efficiency)
     chain_v: np.ndarray          # index into chains (vector compute efficiency)
@@ -215,6 +218,7 @@ class _Compiled:
     shares: dict                 # chain-head key -> max share of a point's time at the start
     cards: list = field(default_factory=list)   # card keys of card_c
     weight: np.ndarray | None = None              # per point: 1 / sqrt(points of its source) (SOURCE_WEIGHTS)
+    model_rt: bool = False                        # compiled for a runtime model (kernel-path peaks, per-SM terms)
 
 
 def _chain(path, fam, which, cls, scopes):
@@ -229,8 +233,9 @@ def _chain(path, fam, which, cls, scopes):
 
 
 def compile_points(points: Sequence[PublicPoint], base: cm.RuntimeProfile) -> _Compiled:
-    cols = {k: [] for k in ("tflops", "vflops", "nbytes", "peak_t", "peak_v", "bw", "count", "nkern", "tpe", "chain_c",
-                            "chain_m", "chain_v", "card_c", "op_stage")}
+    cols = {k: [] for k in ("tflops", "vflops", "nbytes", "peak_t", "peak_v", "bw", "count", "nkern", "tpe", "smclk",
+                            "smf", "chain_c", "chain_m", "chain_v", "card_c", "op_stage")}
+    model_rt = bool(base.kernels or base.options)     # a runtime model: kernel-path peaks and per-SM terms
     stage_point, stage_weight, stage_layers, point_const, pipelines = [], [], [], [], {}
     stage_moe = []
     chains, chain_ix = [], {}
@@ -284,7 +289,10 @@ def compile_points(points: Sequence[PublicPoint], base: cm.RuntimeProfile) -> _C
                     cols["tflops"].append(op.tflops)
                     cols["vflops"].append(op.vflops)
                     cols["nbytes"].append(op.bytes)
-                    cols["peak_t"].append(gpu.tflops[op.dtype] * 1e12 if op.tflops else 1.0)
+                    pf = kn.mma_peak_factor(gpu, op.path) if model_rt else 1.0
+                    cols["peak_t"].append(gpu.tflops[op.dtype] * 1e12 * pf if op.tflops else 1.0)
+                    cols["smclk"].append(kn.sm_ghz(gpu) * 1e9)
+                    cols["smf"].append(1.0 if model_rt and op.path in kn.SM_FLOP_PATHS else 0.0)
                     cols["peak_v"].append(gpu.tflops["fp32"] * 1e12)
                     cols["bw"].append(gpu.bandwidth_gbs * 1e9)
                     cols["count"].append(n)
@@ -314,7 +322,8 @@ def compile_points(points: Sequence[PublicPoint], base: cm.RuntimeProfile) -> _C
     comp = _Compiled(**arr, stage_point=np.asarray(stage_point, dtype=np.int64),
                      stage_weight=np.asarray(stage_weight), stage_layers=np.asarray(stage_layers, dtype=float),
                      stage_moe=np.asarray(stage_moe, dtype=float),
-                     point_const=np.asarray(point_const), pipelines=pipelines, chains=chains, shares={}, cards=cards)
+                     point_const=np.asarray(point_const), pipelines=pipelines, chains=chains, shares={}, cards=cards,
+                     model_rt=model_rt)
     comp.shares = _shares(comp, base, len(points))
     if SOURCE_WEIGHTS:
         n_src: dict = {}
@@ -373,6 +382,11 @@ def evaluate(comp: _Compiled, prof: cm.RuntimeProfile, params: dict, n_points: i
         e_c = e_c * occ
     tc = comp.tflops / (comp.peak_t * e_c) + comp.vflops / (comp.peak_v * e_v)
     tm = comp.nbytes / (comp.bw * e_m)
+    smok = comp.smclk > 0
+    sf = params.get(kn.SM_FLOP, prof.kernels.get(kn.SM_FLOP, 0.0))
+    if sf > 0:
+        fcard = fc[comp.card_c] if len(comp.cards) else 1.0
+        tc = tc + np.where(smok & (comp.smf > 0), comp.tflops / (np.where(smok, comp.smclk, 1.0) * sf * fcard), 0.0)
     ko = params.get("kernel_overhead_us", prof.kernel_overhead_us)
     op_s = comp.count * np.maximum(tc, tm) + comp.nkern * ko * 1e-6
     stage_s = np.bincount(comp.op_stage, weights=op_s, minlength=len(comp.stage_point))
@@ -419,7 +433,20 @@ def _shares(comp, prof, n_points) -> dict:
 
 # ---- the fit ----------------------------------------------------------------------------------
 def _is_eff(n):
-    return n not in OVERHEADS and n != HALF and n != MOE_US         # pipeline_overlap is in (0, 1]: fitted as an efficiency
+    return n not in OVERHEADS and n != HALF and n != MOE_US and n not in kn.SM_PARAMS   # pipeline_overlap is in (0, 1]
+
+
+def _is_log(n):
+    """A rate fitted in log space without an upper bound of 1: the per-SM limits."""
+    return n in kn.SM_PARAMS
+
+
+# the per-SM limits: the start of their fit (where the points do not identify one it is left out,
+# not kept at this value; no pull toward it: a limit pulled toward "weak" stops mattering) and
+# their bounds. Start: 2048 FLOP (1024 int8 MACs, the dense tensor rate per SM-cycle of GeForce
+# and workstation cards Turing to Blackwell)
+SM_NOMINAL = {kn.SM_FLOP: 2048.0}
+SM_BOUNDS = {kn.SM_FLOP: (256.0, 1e6)}
 
 
 def _scale(n):
@@ -464,6 +491,8 @@ def candidates(comp: _Compiled, points) -> list[str]:
         names.append(MOE_US)
     if comp.pipelines:
         names.append("pipeline_overlap")
+    if comp.model_rt and PER_SM and comp.smf.any():
+        names.append(kn.SM_FLOP)
     per_arch: dict = {}
     for p in points:
         a = kn.arch_key(p.setup.gpu)
@@ -487,6 +516,8 @@ def _start(prof, n):
         return getattr(prof, n)
     if n in (HALF, MOE_US):
         return prof.kernels.get(n, 0.0)
+    if n in kn.SM_PARAMS:
+        return prof.kernels.get(n) or SM_NOMINAL[n]
     if n.startswith(("card.", "arch.")):
         return prof.kernels.get(n, 1.0)
     base = n.split("@")[0]
@@ -502,11 +533,21 @@ def _start(prof, n):
 
 
 def _to_x(n, v):
+    if _is_log(n):
+        return math.log(min(max(v, SM_BOUNDS[n][0]), SM_BOUNDS[n][1]))
     return math.log(max(v, MIN_EFF)) if _is_eff(n) else v / _scale(n)
 
 
 def _from_x(n, x):
-    return math.exp(x) if _is_eff(n) else x * _scale(n)
+    return math.exp(x) if _is_eff(n) or _is_log(n) else x * _scale(n)
+
+
+def _bounds(n):
+    if _is_log(n):
+        return math.log(SM_BOUNDS[n][0]), math.log(SM_BOUNDS[n][1])
+    if _is_eff(n):
+        return math.log(MIN_EFF), 0.0
+    return 0.0, 1e4 / _scale(n)
 
 
 def _residuals(comp, prof, names, x, meas_s, n_points):
@@ -522,12 +563,12 @@ def _jac(comp, prof, names, x, meas_s, n_points, h=0.02):
     J = np.zeros((len(meas_s), len(names)))
     for j, n in enumerate(names):
         up, lo = x.copy(), x.copy()
-        step = h if _is_eff(n) else max(h, 0.05)
+        step = h if _is_eff(n) or _is_log(n) else max(h, 0.05)
         up[j] += step
         lo[j] -= step
-        if _is_eff(n):
-            up[j] = min(up[j], 0.0)
-        lo[j] = max(lo[j], math.log(MIN_EFF) if _is_eff(n) else 0.0)
+        b0, b1 = _bounds(n)
+        up[j] = min(up[j], b1)
+        lo[j] = max(lo[j], b0)
         d = up[j] - lo[j]
         if d <= 0:
             continue
@@ -558,10 +599,10 @@ RIDGE = 0.03        # pull toward the start values in the first (all-candidate) 
 
 
 def _lsq(comp, start, names, x0, meas_s, n, ridge=0.0, x_ref=None):
-    lo = np.array([math.log(MIN_EFF) if _is_eff(nm) else 0.0 for nm in names])
-    hi = np.array([0.0 if _is_eff(nm) else 1e4 / _scale(nm) for nm in names])
+    lo = np.array([_bounds(nm)[0] for nm in names])
+    hi = np.array([_bounds(nm)[1] for nm in names])
     ref = np.array([_to_x(nm, _start(start, nm)) for nm in names]) if x_ref is None else x_ref
-    w = math.sqrt(ridge * n)
+    w = math.sqrt(ridge * n) * np.array([0.0 if _is_log(nm) else 1.0 for nm in names])
 
     def fun(x):
         r = _residuals(comp, start, names, x, meas_s, n)
@@ -595,7 +636,7 @@ def fit_runtime(runtime: str, points: Sequence[PublicPoint], base: cm.RuntimePro
     for mode in ("start", "low", "compute"):
         x0 = []
         for nm, r in zip(names, ref):
-            if not _is_eff(nm) or nm == "pipeline_overlap":
+            if not _is_eff(nm) or nm == "pipeline_overlap" or _is_log(nm):
                 x0.append(r)
             elif mode == "start":
                 x0.append(r)
@@ -613,7 +654,8 @@ def fit_runtime(runtime: str, points: Sequence[PublicPoint], base: cm.RuntimePro
         x1 = np.array([best.x[names.index(nm)] for nm in chosen])
         fin = _lsq(comp, start, chosen, x1, meas_s, n)
         fitted = {nm: _from_x(nm, v) for nm, v in zip(chosen, fin.x)}
-    kept = {nm: _start(start, nm) for nm in names if nm not in fitted}
+    # a per-SM limit the points do not identify is left out (no such limit), not kept at its nominal start
+    kept = {nm: (start.kernels.get(nm, 0.0) if _is_log(nm) else _start(start, nm)) for nm in names if nm not in fitted}
     prof = _with_params(start, fitted)
     t = evaluate(comp, start, fitted, n)
     pred = list(_work(points) / t)
@@ -685,7 +727,8 @@ def _start_profile(runtime: str) -> cm.RuntimeProfile:
     if prior and not start:
         q = cm.load_runtime(prior)
         if q.calibration:
-            shared = {k: v for k, v in q.kernels.items() if k.split(":")[0].split(".")[0] in PRIOR_PATHS}
+            shared = {k: v for k, v in q.kernels.items()
+                      if k.split(":")[0].split(".")[0] in PRIOR_PATHS or k in kn.SM_PARAMS}
             prof = dataclasses.replace(prof, kernels={**shared, **prof.kernels},
                                        layer_overhead_us=q.layer_overhead_us, step_overhead_us=q.step_overhead_us)
     return prof
