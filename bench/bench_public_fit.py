@@ -66,6 +66,7 @@ def run(write_profiles: bool, out_dir: str, scoreboard_only_logo=True):
         mine = [p for p in pts if p.runtime == rt]
         start = jf._start_profile(rt)
         fit = jf.fit_runtime(rt, mine, base=start)
+        jf.PRIOR_FITS[rt] = fit.profile          # a fork's start (jointfit.PRIORS) is this run's fit
         typ = jf.predict_many(mine, typical)
         lo = jf.loso(mine, rt)
         sd = jf.shallow_deep(mine, rt)

@@ -729,7 +729,10 @@ def _time(op: _Op, gpu, rt: RuntimeProfile, attn=None):
     if op.tflops:
         tc += op.tflops / (gpu.tflops[op.dtype] * 1e12 * peak * e_c)
         if sm_f and smg:
-            tc += op.tflops / (smg * 1e9 * sm_f * kn.card_factor(rt.kernels, gpu.key, "compute")
+            # the per-SM work of MMQ, the tile loads, is spread over the tile's tokens: MoE's few
+            # tokens per expert lose on it as on the tensor part (kernels.moe_occupancy)
+            occ = kn.moe_occupancy(rt.kernels, op.tpe) if op.tpe else 1.0
+            tc += op.tflops / (smg * 1e9 * sm_f * occ * kn.card_factor(rt.kernels, gpu.key, "compute")
                                * kn.arch_factor(rt.kernels, gpu, "compute"))
     if op.vflops:
         tc += op.vflops / (gpu.tflops["fp32"] * 1e12 * ce["vector"])

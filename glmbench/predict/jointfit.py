@@ -377,6 +377,7 @@ def evaluate(comp: _Compiled, prof: cm.RuntimeProfile, params: dict, n_points: i
         e_c = e_c * fc[comp.card_c]
         e_m = e_m * fm[comp.card_c]
     h = params.get(HALF, prof.kernels.get(HALF, 0.0))
+    occ = 1.0
     if h > 0:
         occ = np.where(comp.tpe > 0, comp.tpe / (comp.tpe + h), 1.0)
         e_c = e_c * occ
@@ -386,7 +387,7 @@ def evaluate(comp: _Compiled, prof: cm.RuntimeProfile, params: dict, n_points: i
     sf = params.get(kn.SM_FLOP, prof.kernels.get(kn.SM_FLOP, 0.0))
     if sf > 0:
         fcard = fc[comp.card_c] if len(comp.cards) else 1.0
-        tc = tc + np.where(smok & (comp.smf > 0), comp.tflops / (np.where(smok, comp.smclk, 1.0) * sf * fcard), 0.0)
+        tc = tc + np.where(smok & (comp.smf > 0), comp.tflops / (np.where(smok, comp.smclk, 1.0) * sf * fcard * occ), 0.0)
     ko = params.get("kernel_overhead_us", prof.kernel_overhead_us)
     op_s = comp.count * np.maximum(tc, tm) + comp.nkern * ko * 1e-6
     stage_s = np.bincount(comp.op_stage, weights=op_s, minlength=len(comp.stage_point))
@@ -629,6 +630,10 @@ def fit_runtime(runtime: str, points: Sequence[PublicPoint], base: cm.RuntimePro
     n = len(points)
     meas_s = _work(points) / np.array([p.measured for p in points])
     names = candidates(comp, points)
+    if runtime in PRIORS and FORK_SHARES:
+        # a fork runs its mainline's code for the shared kernels: their rates are mainline's fit
+        # (from many more cards and sources), not refitted to the fork's few points
+        names = [nm for nm in names if not _shared_with_prior(nm)]
     ref = np.array([_to_x(nm, _start(start, nm)) for nm in names])
     best = None
     # starts: the start values; all efficiencies lower; compute-bound kernels (memory at 1, compute
@@ -715,6 +720,16 @@ def _with_params(prof: cm.RuntimeProfile, params: dict) -> cm.RuntimeProfile:
 PRIORS = {"ik_llama.cpp": "llama.cpp"}
 # the kernels a fork shares with mainline (ik_llama.cpp replaced MoE (-fmoe) and MLA with its own)
 PRIOR_PATHS = ("mmvq", "mmv", "mmq", "dequant_cublas", "cublas", "fa_vec", "fa_mma", "attn_mat")
+FORK_SHARES = True          # a fork's shared kernels (PRIOR_PATHS, the per-SM rate) keep its mainline's fitted values
+
+
+def _shared_with_prior(nm: str) -> bool:
+    return nm in kn.SM_PARAMS or nm.split("@")[0].split(":")[0].split(".")[0] in PRIOR_PATHS
+
+
+# the fits of this process that a fork's start takes (set by bench/bench_public_fit.py after
+# fitting the runtime a fork starts from), so that a run does not depend on the profiles on disk
+PRIOR_FITS: dict = {}
 
 
 def _start_profile(runtime: str) -> cm.RuntimeProfile:
@@ -724,12 +739,13 @@ def _start_profile(runtime: str) -> cm.RuntimeProfile:
     start = p.calibration.get("start") if p.calibration else None
     prof = cm.runtime_from_dict(start, where=f"{runtime} (start)") if start else dataclasses.replace(p, calibration={})
     prior = PRIORS.get(runtime)
-    if prior and not start:
-        q = cm.load_runtime(prior)
-        if q.calibration:
-            shared = {k: v for k, v in q.kernels.items()
-                      if k.split(":")[0].split(".")[0] in PRIOR_PATHS or k in kn.SM_PARAMS}
-            prof = dataclasses.replace(prof, kernels={**shared, **prof.kernels},
+    if prior:
+        q = PRIOR_FITS.get(prior) or cm.load_runtime(prior)
+        if q.calibration or prior in PRIOR_FITS:
+            # the prior's current values win over a recorded start's (which holds only what an
+            # earlier prior gave for these paths)
+            shared = {k: v for k, v in q.kernels.items() if _shared_with_prior(k)}
+            prof = dataclasses.replace(prof, kernels={**prof.kernels, **shared},
                                        layer_overhead_us=q.layer_overhead_us, step_overhead_us=q.step_overhead_us)
     return prof
 
