@@ -135,8 +135,8 @@ def sm_ghz(gpu) -> float:
 # (sm_100) a tcgen05 one. llama.cpp's and ik_llama.cpp's own tensor-core kernels (MMQ, the
 # flash-attention mma kernels, mul_mat_id through MMQ; ggml-cuda/mma.cuh) issue the warp-level
 # mma.sync of Ampere's PTX on every card from Turing on; on Hopper such kernels top out at about
-# 63% of the peak (HazyResearch, "GPUs Go Brrr", ThunderKittens, 2024-05-12: "without [wgmma] the
-# GPU seems to top out around 63% of its peak utilization"). sm_100 is taken to be the same (no
+# 63% of the peak (HazyResearch, "GPUs Go Brrr", ThunderKittens, 2024-05-12; docs/SOURCES.md,
+# "Kernel-path rules of the runtime models"). sm_100 is taken to be the same (no
 # measurement known: an assumption, docs/COSTMODEL.md). cuBLAS, vLLM's Triton / FlashAttention-3
 # kernels use wgmma / tcgen05 and keep the full peak.
 LEGACY_MMA_PEAK = {"9": 0.63, "10": 0.63}
