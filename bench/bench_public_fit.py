@@ -230,12 +230,14 @@ def report(pts, res, seconds, baseline=None, baseline_label="") -> str:
             L += ["", "A card whose public name does not say its variant (bench_public_fit.VARIANTS), predicted by the same "
                   "leave-one-GPU-out fit as another variant of it (that variant's datasheet); the targets above use the "
                   "catalog's resolution of the name.", "",
-                  "| runtime | card (catalog) | taken as | points | tg | pp | signed errors (tg fa0, pp fa0, tg fa1, pp fa1 ...) |",
+                  "| runtime | card (catalog) | taken as | points | tg | pp | signed error per point |",
                   "|---|---|---|---|---|---|---|"]
             for rt, (g, v), pairs in var:
                 own = res[rt]["logo"][g]
                 for name, pp in ((g, own), (v, pairs)):
-                    sig = ", ".join(f"{q / p.measured - 1:+.0%}" for p, q in pp)
+                    sig = ", ".join(f"{p.test}{p.n_prompt if p.test == 'pp' else p.n_gen}"
+                                    + (f" fa{p.options['fa']}" if "fa" in p.options else "")
+                                    + f" {q / p.measured - 1:+.0%}" for p, q in pp)
                     L.append(f"| {rt} | {g} | {name} | {len(pp)} | {_pct(jf.mape(pp, 'tg'))} | {_pct(jf.mape(pp, 'pp'))} | {sig} |")
     L += ["", "## Fitted parameters", ""]
     for rt, r in res.items():
