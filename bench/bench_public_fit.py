@@ -21,6 +21,7 @@ cross-validated errors; RuntimeProfile.cv_error reads the LOSO MAPE from it).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import json
 import os
@@ -35,10 +36,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 
 from glmbench.predict import costmodel as cm  # noqa: E402
+from glmbench.predict import hardware  # noqa: E402
 from glmbench.predict import jointfit as jf  # noqa: E402
 from glmbench.results import records as rec  # noqa: E402
 
 RUNTIMES = ("llama.cpp", "ik_llama.cpp", "llama.cpp-vulkan", "vllm")
+# catalog cards a public row may be another variant of: the row's name does not say which (the
+# scoreboard's "H100 80 GB": the SXM5 and the PCIe card both have 80 GB; the catalog resolves the
+# name to the SXM5 card, as nvidia-smi names it "NVIDIA H100 80GB HBM3"). The report gives that
+# card's leave-one-GPU-out error under each variant; the targets use the catalog's resolution.
+VARIANTS = {"h100-sxm": ("h100-pcie",)}
 TARGETS = {"loso": (0.20, 0.30), "shallow_deep": (0.10, 0.15), "logo": (0.15, 0.25)}
 
 
@@ -66,6 +73,7 @@ def run(write_profiles: bool, out_dir: str, scoreboard_only_logo=True):
         mine = [p for p in pts if p.runtime == rt]
         start = jf._start_profile(rt)
         fit = jf.fit_runtime(rt, mine, base=start)
+        jf.PRIOR_FITS[rt] = fit.profile          # a fork's start (jointfit.PRIORS) is this run's fit
         typ = jf.predict_many(mine, typical)
         lo = jf.loso(mine, rt)
         sd = jf.shallow_deep(mine, rt)
@@ -73,10 +81,41 @@ def run(write_profiles: bool, out_dir: str, scoreboard_only_logo=True):
         # other cards); without a scoreboard for the runtime, every card of its sources
         sb = {p.source for p in mine if p.source.startswith("scoreboard-")} if scoreboard_only_logo else set()
         logo = jf.leave_one_gpu_out(mine, rt, test_sources=sb or None) if len({p.gpu_key for p in mine}) > 1 else {}
-        res[rt] = dict(points=mine, fit=fit, typical=list(zip(mine, typ)), loso=lo, sd=sd, logo=logo, start=start)
+        res[rt] = dict(points=mine, fit=fit, typical=list(zip(mine, typ)), loso=lo, sd=sd, logo=logo, start=start,
+                       variants=_variants(mine, rt, logo))
         if write_profiles:
             _write_profile(rt, fit, start, res[rt])
     return pts, res, time.time() - t0
+
+
+def _variants(mine, rt, logo) -> dict:
+    """{(card, variant): [(point, predicted)]}: a leave-one-GPU-out card of VARIANTS predicted, by
+    the fit to the other cards, as each other variant (its datasheet instead of the catalog's)."""
+    out = {}
+    for g in logo:
+        if g not in VARIANTS:
+            continue
+        fit = jf.fit_runtime(rt, [p for p in mine if p.gpu_key != g])
+        test = [p for p, _ in logo[g]]
+        for v in VARIANTS[g]:
+            gpu = hardware.get_gpu(v)
+            alt = [dataclasses.replace(p, setup=dataclasses.replace(p.setup, rig=hardware.Rig(gpu, p.setup.n_cards)))
+                   for p in test]
+            out[(g, v)] = list(zip(test, jf.predict_many(alt, fit.profile)))
+    return out
+
+
+def _baseline(path) -> dict:
+    """{(runtime, check, test): pooled MAPE text} from the targets table of an earlier results file."""
+    out = {}
+    if not path:
+        return out
+    with open(path) as f:
+        for ln in f:
+            c = [x.strip() for x in ln.strip().strip("|").split("|")]
+            if len(c) == 7 and c[1] in TARGETS and c[2] in ("tg", "pp"):
+                out[(c[0], c[1], c[2])] = c[3]
+    return out
 
 
 def _write_profile(rt, fit, start, r):
@@ -125,7 +164,7 @@ def _write_profile(rt, fit, start, r):
     rec.atomic_write_text(path, json.dumps(d, indent=1) + "\n")
 
 
-def report(pts, res, seconds) -> str:
+def report(pts, res, seconds, baseline=None, baseline_label="") -> str:
     load = os.getloadavg()
     cpu = platform.processor() or platform.machine()
     try:
@@ -156,11 +195,18 @@ def report(pts, res, seconds) -> str:
                 v = _pool(r[k], test)
                 if v is not None:
                     verdict.append((rt, key, test, v, lim, _mean_src(r[k], test)))
+    base = _baseline(baseline)
     L += ["", "## Targets", "", "Met or not on the MAPE pooled over points; the mean of the per-source (per-card for "
-          "leave-one-GPU-out) MAPEs beside it, where every source counts once.", "",
-          "| runtime | check | test | MAPE (pooled over points) | mean over sources | target | met |", "|---|---|---|---|---|---|---|"]
+          "leave-one-GPU-out) MAPEs beside it, where every source counts once."
+          + (f" `before`: the pooled MAPE of {baseline_label or baseline}." if base else ""), ""]
+    if base:
+        L += ["| runtime | check | test | before | MAPE (pooled over points) | mean over sources | target | met |",
+              "|---|---|---|---|---|---|---|---|"]
+    else:
+        L += ["| runtime | check | test | MAPE (pooled over points) | mean over sources | target | met |", "|---|---|---|---|---|---|---|"]
     for rt, key, test, v, lim, m in verdict:
-        L.append(f"| {rt} | {key} | {test} | {_pct(v)} | {_pct(m)} | {_pct(lim)} | {'yes' if v <= lim else '**no**'} |")
+        b = f" {base.get((rt, key, test), '–')} |" if base else ""
+        L.append(f"| {rt} | {key} | {test} |{b} {_pct(v)} | {_pct(m)} | {_pct(lim)} | {'yes' if v <= lim else '**no**'} |")
     L += ["", "## Per source", "",
           "| runtime | source | points | typical tg / pp | fitted tg / pp | LOSO tg / pp | shallow-to-deep tg / pp |",
           "|---|---|---|---|---|---|---|"]
@@ -179,6 +225,20 @@ def report(pts, res, seconds) -> str:
         for rt, r in res.items():
             for g, v in r["logo"].items():
                 L.append(f"| {rt} | {g} | {len(v)} | {_pct(jf.mape(v, 'tg'))} | {_pct(jf.mape(v, 'pp'))} |")
+        var = [(rt, k, v) for rt, r in res.items() for k, v in r.get("variants", {}).items()]
+        if var:
+            L += ["", "A card whose public name does not say its variant (bench_public_fit.VARIANTS), predicted by the same "
+                  "leave-one-GPU-out fit as another variant of it (that variant's datasheet); the targets above use the "
+                  "catalog's resolution of the name.", "",
+                  "| runtime | card (catalog) | taken as | points | tg | pp | signed error per point |",
+                  "|---|---|---|---|---|---|---|"]
+            for rt, (g, v), pairs in var:
+                own = res[rt]["logo"][g]
+                for name, pp in ((g, own), (v, pairs)):
+                    sig = ", ".join(f"{p.test}{p.n_prompt if p.test == 'pp' else p.n_gen}"
+                                    + (f" fa{p.options['fa']}" if "fa" in p.options else "")
+                                    + f" {q / p.measured - 1:+.0%}" for p, q in pp)
+                    L.append(f"| {rt} | {g} | {name} | {len(pp)} | {_pct(jf.mape(pp, 'tg'))} | {_pct(jf.mape(pp, 'pp'))} | {sig} |")
     L += ["", "## Fitted parameters", ""]
     for rt, r in res.items():
         f = r["fit"]
@@ -192,9 +252,11 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--write-profiles", action="store_true")
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
+    ap.add_argument("--baseline", help="an earlier results file: its pooled MAPEs as a `before` column of the targets")
+    ap.add_argument("--baseline-label", default="", help="what --baseline is (e.g. the commit it came from)")
     a = ap.parse_args(argv)
     pts, res, sec = run(a.write_profiles, a.out)
-    text = report(pts, res, sec)
+    text = report(pts, res, sec, a.baseline, a.baseline_label)
     path = os.path.join(a.out, f"public_fit_{datetime.date.today().isoformat()}.md")
     rec.atomic_write_text(path, text)
     print(text)

@@ -299,3 +299,64 @@ def test_ideal_never_slower_than_any_batched_public_point():
             assert q["avg_ts"] >= r["avg_ts"], (r["line"], r["test"], r.get("n_streams"))
         else:
             assert q["ttft_s"] <= r["ttft_s"] and q["tpot_s"] <= r["tpot_s"], r["line"]
+
+def test_mma_sync_paths_on_hopper_and_sm_clock():
+    """ggml's own tensor-core kernels run at 63% of Hopper's (wgmma) datasheet peak, cuBLAS at all
+    of it, other architectures at their peak; SMs x clock follows from the fp32 rate and lanes."""
+    from glmbench.predict import hardware
+    h100, r4090, a100 = (hardware.get_gpu(k) for k in ("h100-sxm", "rtx-4090", "a100-sxm-80gb"))
+    assert kn.mma_peak_factor(h100, "mmq") == pytest.approx(0.63)
+    assert kn.mma_peak_factor(h100, "fa_mma") == pytest.approx(0.63)
+    assert kn.mma_peak_factor(h100, "cublas") == 1.0 and kn.mma_peak_factor(h100, "paged_attn") == 1.0
+    assert kn.mma_peak_factor(r4090, "mmq") == 1.0 and kn.mma_peak_factor(a100, "mmq") == 1.0
+    assert kn.sm_ghz(r4090) == pytest.approx(128 * 2.52, rel=0.01)       # 128 SMs at 2.52 GHz
+    assert kn.sm_ghz(h100) == pytest.approx(132 * 1.98, rel=0.01)
+    assert kn.sm_ghz(a100) == pytest.approx(108 * 1.41, rel=0.01)        # 64 FP32 lanes per SM on sm_80
+    assert kn.fp32_lanes("7.5") == 64 and kn.fp32_lanes("8.6") == 128 and kn.fp32_lanes("12.0") == 128
+
+
+def test_mmq_per_sm_term_tracks_sm_clock():
+    """With MMQ bound by its per-SM work (a small flop_per_sm_clk), quantized prefill on two cards
+    scales with SMs x clock, not with the int8 tensor peak; typical/ideal are unaffected."""
+    from glmbench.predict import hardware
+    base = cm.load_runtime("llama.cpp[fa=1]")
+    prof = dataclasses.replace(base, kernels={**base.kernels, "mmq:compute": 1.0, kn.SM_FLOP: 50.0})
+    tok = {}
+    for g in ("rtx-4090", "h100-sxm"):
+        s = cm.Setup("llama-3-8b", g, weights="q4_0", runtime=prof)
+        tok[g] = cm.prefill(s, 512).tok_s
+    ratio = tok["h100-sxm"] / tok["rtx-4090"]
+    sm = kn.sm_ghz(hardware.get_gpu("h100-sxm")) / kn.sm_ghz(hardware.get_gpu("rtx-4090"))
+    assert ratio == pytest.approx(sm, rel=0.1)
+    typ = {g: cm.prefill(cm.Setup("llama-3-8b", g, weights="q4_0", runtime="typical"), 512).tok_s
+           for g in ("rtx-4090", "h100-sxm")}
+    assert typ["h100-sxm"] / typ["rtx-4090"] > 2      # the physics reference still prices the int8 peak
+
+
+def test_compiled_and_direct_predictions_agree_with_the_new_terms(public):
+    """jointfit's compiled evaluation and the cost model agree with the per-SM term and the Hopper
+    peak factor in the profile (the fit and the predictions users get are the same model)."""
+    base = cm.load_runtime("llama.cpp")
+    prof = dataclasses.replace(base, kernels={**base.kernels, kn.SM_FLOP: 900.0})
+    pts = [p for p in public if p.runtime == "llama.cpp" and p.source == "scoreboard-cuda"][:40]
+    fast = jf.predict_many(pts, prof)
+    for p, q in zip(pts, fast):
+        assert q == pytest.approx(jf.predict(p, prof), rel=1e-6), p.label
+
+
+def test_fork_keeps_mainline_rates_for_shared_kernels(public):
+    """ik_llama.cpp takes llama.cpp's fitted rates for the kernels it shares and does not refit them."""
+    main = dataclasses.replace(cm.load_runtime("llama.cpp"),
+                               kernels={**cm.load_runtime("llama.cpp").kernels, "mmvq:memory": 0.77, kn.SM_FLOP: 1234.0})
+    old = dict(jf.PRIOR_FITS)
+    try:
+        jf.PRIOR_FITS["llama.cpp"] = main
+        start = jf._start_profile("ik_llama.cpp")
+        assert start.kernels["mmvq:memory"] == 0.77 and start.kernels[kn.SM_FLOP] == 1234.0
+        pts = [p for p in public if p.runtime == "ik_llama.cpp"][::4]
+        fit = jf.fit_runtime("ik_llama.cpp", pts)
+        assert not any(jf._shared_with_prior(n) for n in fit.fitted)
+        assert fit.profile.kernels["mmvq:memory"] == 0.77 and fit.profile.kernels[kn.SM_FLOP] == 1234.0
+    finally:
+        jf.PRIOR_FITS.clear()
+        jf.PRIOR_FITS.update(old)

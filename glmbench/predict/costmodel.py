@@ -736,12 +736,25 @@ def _time(op: _Op, gpu, rt: RuntimeProfile, attn=None):
     (RuntimeProfile.attention_efficiency); None: the profile's attention class."""
     ce = rt.compute_efficiency
     e_c, e_m = _op_efficiency(op, rt, attn)
+    peak, sm_f, smg = 1.0, 0.0, 0.0
+    if rt.kernels or rt.options:
+        # runtime models: the kernel path's reach of the datasheet peak and its per-SM limit
+        # (kernels.mma_peak_factor, kernels.sm_flop)
+        peak = kn.mma_peak_factor(gpu, op.path)
+        sm_f = kn.sm_flop(rt.kernels, op.path)
+        smg = kn.sm_ghz(gpu)
     if rt.kernels:
         e_c *= kn.card_factor(rt.kernels, gpu.key, "compute") * kn.arch_factor(rt.kernels, gpu, "compute")
         e_m *= kn.card_factor(rt.kernels, gpu.key, "memory") * kn.arch_factor(rt.kernels, gpu, "memory")
     tc = 0.0
     if op.tflops:
-        tc += op.tflops / (gpu.tflops[op.dtype] * 1e12 * e_c)
+        tc += op.tflops / (gpu.tflops[op.dtype] * 1e12 * peak * e_c)
+        if sm_f and smg:
+            # the per-SM work of MMQ, the tile loads, is spread over the tile's tokens: MoE's few
+            # tokens per expert lose on it as on the tensor part (kernels.moe_occupancy)
+            occ = kn.moe_occupancy(rt.kernels, op.tpe, op.tile) if op.tpe else 1.0
+            tc += op.tflops / (smg * 1e9 * sm_f * occ * kn.card_factor(rt.kernels, gpu.key, "compute")
+                               * kn.arch_factor(rt.kernels, gpu, "compute"))
     if op.vflops:
         tc += op.vflops / (gpu.tflops["fp32"] * 1e12 * ce["vector"])
     tm = op.bytes / (gpu.bandwidth_gbs * 1e9 * e_m)

@@ -65,6 +65,7 @@ SCOPED_OPTIONS = {"llama.cpp-vulkan": ("coopmat",)}
 # the fitted values (roofline max(compute, memory): the other resource takes longer everywhere) goes
 # back to its start. Both are listed in JointFit.unbound.
 BOUND_ONLY = True
+PER_SM = True              # fit the per-SM limits (kernels.SM_PARAMS) where the points identify them
 
 
 class FitError(ValueError):
@@ -208,6 +209,8 @@ class _Compiled:
     count: np.ndarray
     nkern: np.ndarray            # kernels per op (the cost model's structural count)
     tpe: np.ndarray
+    smclk: np.ndarray            # SMs x clock of the op's card (SM-cycles per second; kernels.sm_ghz)
+    smf: np.ndarray              # 1 where the op's path has the per-SM FLOP term (kernels.SM_FLOP_PATHS)
     chain_c: np.ndarray          # index into chains (compute efficiency of the tensor part)
     chain_m: np.ndarray          # index into chains (memory efficiency)
     chain_v: np.ndarray          # index into chains (vector compute efficiency)
@@ -224,6 +227,7 @@ class _Compiled:
     cards: list = field(default_factory=list)   # card keys of card_c
     weight: np.ndarray | None = None              # per point: 1 / sqrt(points of its source) (SOURCE_WEIGHTS)
     tile: np.ndarray | None = None                  # per op: MMQ's column tile (kernels.moe_occupancy)
+    model_rt: bool = False                        # compiled for a runtime model (kernel-path peaks, per-SM terms)
 
 
 def _chain(path, fam, which, cls, scopes):
@@ -238,8 +242,9 @@ def _chain(path, fam, which, cls, scopes):
 
 
 def compile_points(points: Sequence[PublicPoint], base: cm.RuntimeProfile) -> _Compiled:
-    cols = {k: [] for k in ("tflops", "vflops", "nbytes", "peak_t", "peak_v", "bw", "count", "nkern", "tpe", "chain_c",
-                            "chain_m", "chain_v", "card_c", "op_stage")}
+    cols = {k: [] for k in ("tflops", "vflops", "nbytes", "peak_t", "peak_v", "bw", "count", "nkern", "tpe", "smclk",
+                            "smf", "chain_c", "chain_m", "chain_v", "card_c", "op_stage")}
+    model_rt = bool(base.kernels or base.options)     # a runtime model: kernel-path peaks and per-SM terms
     stage_point, stage_weight, stage_layers, point_const, pipelines = [], [], [], [], {}
     stage_moe = []
     tiles = []                   # per op: MMQ's column tile for its batch (kernels.mmq_tile)
@@ -294,7 +299,10 @@ def compile_points(points: Sequence[PublicPoint], base: cm.RuntimeProfile) -> _C
                     cols["tflops"].append(op.tflops)
                     cols["vflops"].append(op.vflops)
                     cols["nbytes"].append(op.bytes)
-                    cols["peak_t"].append(gpu.tflops[op.dtype] * 1e12 if op.tflops else 1.0)
+                    pf = kn.mma_peak_factor(gpu, op.path) if model_rt else 1.0
+                    cols["peak_t"].append(gpu.tflops[op.dtype] * 1e12 * pf if op.tflops else 1.0)
+                    cols["smclk"].append(kn.sm_ghz(gpu) * 1e9)
+                    cols["smf"].append(1.0 if model_rt and op.path in kn.SM_FLOP_PATHS else 0.0)
                     cols["peak_v"].append(gpu.tflops["fp32"] * 1e12)
                     cols["bw"].append(gpu.bandwidth_gbs * 1e9)
                     cols["count"].append(n)
@@ -325,7 +333,8 @@ def compile_points(points: Sequence[PublicPoint], base: cm.RuntimeProfile) -> _C
     comp = _Compiled(**arr, stage_point=np.asarray(stage_point, dtype=np.int64),
                      stage_weight=np.asarray(stage_weight), stage_layers=np.asarray(stage_layers, dtype=float),
                      stage_moe=np.asarray(stage_moe, dtype=float),
-                     point_const=np.asarray(point_const), pipelines=pipelines, chains=chains, shares={}, cards=cards)
+                     point_const=np.asarray(point_const), pipelines=pipelines, chains=chains, shares={}, cards=cards,
+                     model_rt=model_rt)
     comp.tile = np.asarray(tiles, dtype=float)
     comp.shares = _shares(comp, base, len(points))
     if SOURCE_WEIGHTS:
@@ -380,6 +389,7 @@ def evaluate(comp: _Compiled, prof: cm.RuntimeProfile, params: dict, n_points: i
         e_c = e_c * fc[comp.card_c]
         e_m = e_m * fm[comp.card_c]
     h = params.get(HALF, prof.kernels.get(HALF, 0.0))
+    occ = 1.0
     if h > 0:
         hj = h * np.where(comp.tile > 0, np.minimum(comp.tile, kn.MMQ_X_MAX) / kn.MMQ_X_MAX, 1.0) \
             if comp.tile is not None else h        # the padding at the batch's tile (kernels.moe_occupancy)
@@ -387,6 +397,11 @@ def evaluate(comp: _Compiled, prof: cm.RuntimeProfile, params: dict, n_points: i
         e_c = e_c * occ
     tc = comp.tflops / (comp.peak_t * e_c) + comp.vflops / (comp.peak_v * e_v)
     tm = comp.nbytes / (comp.bw * e_m)
+    smok = comp.smclk > 0
+    sf = params.get(kn.SM_FLOP, prof.kernels.get(kn.SM_FLOP, 0.0))
+    if sf > 0:
+        fcard = fc[comp.card_c] if len(comp.cards) else 1.0
+        tc = tc + np.where(smok & (comp.smf > 0), comp.tflops / (np.where(smok, comp.smclk, 1.0) * sf * fcard * occ), 0.0)
     ko = params.get("kernel_overhead_us", prof.kernel_overhead_us)
     op_s = comp.count * np.maximum(tc, tm) + comp.nkern * ko * 1e-6
     stage_s = np.bincount(comp.op_stage, weights=op_s, minlength=len(comp.stage_point))
@@ -448,7 +463,20 @@ def _shares(comp, prof, n_points, bound=False, params=None) -> dict:
 
 # ---- the fit ----------------------------------------------------------------------------------
 def _is_eff(n):
-    return n not in OVERHEADS and n != HALF and n != MOE_US         # pipeline_overlap is in (0, 1]: fitted as an efficiency
+    return n not in OVERHEADS and n != HALF and n != MOE_US and n not in kn.SM_PARAMS   # pipeline_overlap is in (0, 1]
+
+
+def _is_log(n):
+    """A rate fitted in log space without an upper bound of 1: the per-SM limits."""
+    return n in kn.SM_PARAMS
+
+
+# the per-SM limits: the start of their fit (where the points do not identify one it is left out,
+# not kept at this value; no pull toward it: a limit pulled toward "weak" stops mattering) and
+# their bounds. Start: 2048 FLOP (1024 int8 MACs, the dense tensor rate per SM-cycle of GeForce
+# and workstation cards Turing to Blackwell)
+SM_NOMINAL = {kn.SM_FLOP: 2048.0}
+SM_BOUNDS = {kn.SM_FLOP: (256.0, 1e6)}
 
 
 def _scale(n):
@@ -493,6 +521,8 @@ def candidates(comp: _Compiled, points) -> list[str]:
         names.append(MOE_US)
     if comp.pipelines:
         names.append("pipeline_overlap")
+    if comp.model_rt and PER_SM and comp.smf.any():
+        names.append(kn.SM_FLOP)
     per_arch: dict = {}
     for p in points:
         a = kn.arch_key(p.setup.gpu)
@@ -516,6 +546,8 @@ def _start(prof, n):
         return getattr(prof, n)
     if n in (HALF, MOE_US):
         return prof.kernels.get(n, 0.0)
+    if n in kn.SM_PARAMS:
+        return prof.kernels.get(n) or SM_NOMINAL[n]
     if n.startswith(("card.", "arch.")):
         return prof.kernels.get(n, 1.0)
     base = n.split("@")[0]
@@ -533,11 +565,21 @@ def _start(prof, n):
 
 
 def _to_x(n, v):
+    if _is_log(n):
+        return math.log(min(max(v, SM_BOUNDS[n][0]), SM_BOUNDS[n][1]))
     return math.log(max(v, MIN_EFF)) if _is_eff(n) else v / _scale(n)
 
 
 def _from_x(n, x):
-    return math.exp(x) if _is_eff(n) else x * _scale(n)
+    return math.exp(x) if _is_eff(n) or _is_log(n) else x * _scale(n)
+
+
+def _bounds(n):
+    if _is_log(n):
+        return math.log(SM_BOUNDS[n][0]), math.log(SM_BOUNDS[n][1])
+    if _is_eff(n):
+        return math.log(MIN_EFF), 0.0
+    return 0.0, 1e4 / _scale(n)
 
 
 def _residuals(comp, prof, names, x, meas_s, n_points):
@@ -553,12 +595,12 @@ def _jac(comp, prof, names, x, meas_s, n_points, h=0.02):
     J = np.zeros((len(meas_s), len(names)))
     for j, n in enumerate(names):
         up, lo = x.copy(), x.copy()
-        step = h if _is_eff(n) else max(h, 0.05)
+        step = h if _is_eff(n) or _is_log(n) else max(h, 0.05)
         up[j] += step
         lo[j] -= step
-        if _is_eff(n):
-            up[j] = min(up[j], 0.0)
-        lo[j] = max(lo[j], math.log(MIN_EFF) if _is_eff(n) else 0.0)
+        b0, b1 = _bounds(n)
+        up[j] = min(up[j], b1)
+        lo[j] = max(lo[j], b0)
         d = up[j] - lo[j]
         if d <= 0:
             continue
@@ -590,10 +632,10 @@ RIDGE = 0.03        # pull toward the start values in the first (all-candidate) 
 
 
 def _lsq(comp, start, names, x0, meas_s, n, ridge=0.0, x_ref=None):
-    lo = np.array([math.log(MIN_EFF) if _is_eff(nm) else 0.0 for nm in names])
-    hi = np.array([0.0 if _is_eff(nm) else 1e4 / _scale(nm) for nm in names])
+    lo = np.array([_bounds(nm)[0] for nm in names])
+    hi = np.array([_bounds(nm)[1] for nm in names])
     ref = np.array([_to_x(nm, _start(start, nm)) for nm in names]) if x_ref is None else x_ref
-    w = math.sqrt(ridge * n)
+    w = math.sqrt(ridge * n) * np.array([0.0 if _is_log(nm) else 1.0 for nm in names])
 
     def fun(x):
         r = _residuals(comp, start, names, x, meas_s, n)
@@ -625,6 +667,10 @@ def fit_runtime(runtime: str, points: Sequence[PublicPoint], base: cm.RuntimePro
     names = candidates(comp, points)
     unbound = [nm for nm in names if BOUND_ONLY and _streams_as_gemv(nm)]
     names = [nm for nm in names if nm not in unbound]
+    if runtime in PRIORS and FORK_SHARES:
+        # a fork runs its mainline's code for the shared kernels: their rates are mainline's fit
+        # (from many more cards and sources), not refitted to the fork's few points
+        names = [nm for nm in names if not _shared_with_prior(nm)]
     ref = np.array([_to_x(nm, _start(start, nm)) for nm in names])
     best = None
     # starts: the start values; all efficiencies lower; compute-bound kernels (memory at 1, compute
@@ -632,7 +678,7 @@ def fit_runtime(runtime: str, points: Sequence[PublicPoint], base: cm.RuntimePro
     for mode in ("start", "low", "compute"):
         x0 = []
         for nm, r in zip(names, ref):
-            if not _is_eff(nm) or nm == "pipeline_overlap":
+            if not _is_eff(nm) or nm == "pipeline_overlap" or _is_log(nm):
                 x0.append(r)
             elif mode == "start":
                 x0.append(r)
@@ -664,7 +710,9 @@ def fit_runtime(runtime: str, points: Sequence[PublicPoint], base: cm.RuntimePro
         if chosen:
             fin = _lsq(comp, start, chosen, x1, meas_s, n)
             fitted = {nm: _from_x(nm, v) for nm, v in zip(chosen, fin.x)}
-    kept = {nm: _start(start, nm) for nm in names + unbound if nm not in fitted}
+    # a per-SM limit the points do not identify is left out (no such limit), not kept at its nominal start
+    kept = {nm: (start.kernels.get(nm, 0.0) if _is_log(nm) else _start(start, nm)) for nm in names + unbound
+            if nm not in fitted}
     prof = _with_params(start, fitted)
     t = evaluate(comp, start, fitted, n)
     pred = list(_work(points) / t)
@@ -754,6 +802,16 @@ def _with_params(prof: cm.RuntimeProfile, params: dict) -> cm.RuntimeProfile:
 PRIORS = {"ik_llama.cpp": "llama.cpp"}
 # the kernels a fork shares with mainline (ik_llama.cpp replaced MoE (-fmoe) and MLA with its own)
 PRIOR_PATHS = ("mmvq", "mmv", "mmq", "dequant_cublas", "cublas", "fa_vec", "fa_mma", "attn_mat")
+FORK_SHARES = True          # a fork's shared kernels (PRIOR_PATHS, the per-SM rate) keep its mainline's fitted values
+
+
+def _shared_with_prior(nm: str) -> bool:
+    return nm in kn.SM_PARAMS or nm.split("@")[0].split(":")[0].split(".")[0] in PRIOR_PATHS
+
+
+# the fits of this process that a fork's start takes (set by bench/bench_public_fit.py after
+# fitting the runtime a fork starts from), so that a run does not depend on the profiles on disk
+PRIOR_FITS: dict = {}
 
 
 def _start_profile(runtime: str) -> cm.RuntimeProfile:
@@ -763,11 +821,13 @@ def _start_profile(runtime: str) -> cm.RuntimeProfile:
     start = p.calibration.get("start") if p.calibration else None
     prof = cm.runtime_from_dict(start, where=f"{runtime} (start)") if start else dataclasses.replace(p, calibration={})
     prior = PRIORS.get(runtime)
-    if prior and not start:
-        q = cm.load_runtime(prior)
-        if q.calibration:
-            shared = {k: v for k, v in q.kernels.items() if k.split(":")[0].split(".")[0] in PRIOR_PATHS}
-            prof = dataclasses.replace(prof, kernels={**shared, **prof.kernels},
+    if prior:
+        q = PRIOR_FITS.get(prior) or cm.load_runtime(prior)
+        if q.calibration or prior in PRIOR_FITS:
+            # the prior's current values win over a recorded start's (which holds only what an
+            # earlier prior gave for these paths)
+            shared = {k: v for k, v in q.kernels.items() if _shared_with_prior(k)}
+            prof = dataclasses.replace(prof, kernels={**prof.kernels, **shared},
                                        layer_overhead_us=q.layer_overhead_us, step_overhead_us=q.step_overhead_us)
     return prof
 

@@ -30,6 +30,16 @@ Kernel parameters that are not efficiencies live in the same table under their o
     "mmid:half_tokens"  MoE prefill (mul_mat_id) reaches half of its efficiency when each expert
                         gets this many tokens of a ubatch (few tokens per expert leave the GPU
                         idle: one small GEMM per expert). 0 (the default): no such loss.
+    "mmq:flop_per_sm_clk"  MMQ's (and mul_mat_id's) work per SM and clock cycle beside the tensor
+                        cores: the tile loads through shared memory, the fragment loads (ldmatrix)
+                        and the per-block scale arithmetic of a warp-level mma.sync kernel scale with
+                        SMs x clock, not with the tensor peak; its time adds to the tensor time
+                        (sm_ghz). 0 / absent: no such term.
+
+Two rules apply to every runtime model (not to `typical` / `ideal`) by the card's architecture:
+mma_peak_factor (ggml's own tensor-core kernels issue warp-level mma.sync, which on Hopper and
+data-center Blackwell reaches only part of the datasheet peak, a wgmma / tcgen05 figure) and the
+SM-clock term above (sm_ghz: SMs x clock from the datasheet fp32 rate and the FP32 lanes per SM).
 
 This module imports nothing of the cost model: it works on plain values (formats, token counts,
 the GPU's peaks) so that costmodel.py can call it per op.
@@ -98,7 +108,58 @@ PATHS = {
 MMV_MAX_BATCH = 8            # ggml-cuda: MMVQ_MAX_BATCH_SIZE / the f16 GEMV up to 8 columns
 MMQ_DP4A_MAX_BATCH = 64      # ggml-cuda mmq.cu: without int8 tensor cores MMQ only below 64 columns
 QUANTIZED_PREFILL = ("mmq", "dequant_cublas")
-KERNEL_PARAMS = ("mmid:half_tokens", "mmid:layer_us")
+SM_FLOP = "mmq:flop_per_sm_clk"    # MMQ's rate limit per SM and clock cycle (FLOP), beside the tensor peak
+SM_PARAMS = (SM_FLOP,)
+KERNEL_PARAMS = ("mmid:half_tokens", "mmid:layer_us") + SM_PARAMS
+
+
+# ---- per-SM limits and the legacy tensor-core instruction ----------------------------------------
+def fp32_lanes(cc: str) -> int:
+    """FP32 results per clock per SM for a compute capability (CUDA C++ Programming Guide,
+    "Arithmetic Instructions" throughput table): 64 on 6.0, 7.x and 8.0 (P100, Volta, Turing,
+    A100), 192 on Kepler, 128 elsewhere (Maxwell, GP10x, GA10x, Ada, Hopper, Blackwell)."""
+    cc = str(cc or "")
+    if cc in ("6.0", "7.0", "7.2", "7.5", "8.0"):
+        return 64
+    if cc.startswith("3."):
+        return 192
+    return 128
+
+
+def sm_ghz(gpu) -> float:
+    """SMs x boost clock in GHz (1e9 SM-cycles per second), from the datasheet fp32 rate:
+    fp32 TFLOPS x 1000 / (2 x fp32_lanes). 0 when the card gives no fp32 rate."""
+    f = (getattr(gpu, "tflops", None) or {}).get("fp32", 0.0)
+    return f * 1e3 / (2 * fp32_lanes(getattr(gpu, "compute_capability", ""))) if f else 0.0
+
+
+# The datasheet tensor peak of Hopper (sm_90) is a wgmma figure, that of data-center Blackwell
+# (sm_100) a tcgen05 one. llama.cpp's and ik_llama.cpp's own tensor-core kernels (MMQ, the
+# flash-attention mma kernels, mul_mat_id through MMQ; ggml-cuda/mma.cuh) issue the warp-level
+# mma.sync of Ampere's PTX on every card from Turing on; on Hopper such kernels top out at about
+# 63% of the peak (HazyResearch, "GPUs Go Brrr", ThunderKittens, 2024-05-12; docs/SOURCES.md,
+# "Kernel-path rules of the runtime models"). sm_100 is taken to be the same (no
+# measurement known: an assumption, docs/COSTMODEL.md). cuBLAS, vLLM's Triton / FlashAttention-3
+# kernels use wgmma / tcgen05 and keep the full peak.
+LEGACY_MMA_PEAK = {"9": 0.63, "10": 0.63}
+MMA_SYNC_PATHS = ("mmq", "mmid", "fa_mma", "mla_flash", "mla_absorbed", "mla_expand")
+SM_FLOP_PATHS = ("mmq", "mmid")
+
+
+def mma_peak_factor(gpu, path: str | None) -> float:
+    """The share of the datasheet tensor peak a ggml mma.sync kernel path can reach on this card:
+    LEGACY_MMA_PEAK by compute-capability major for MMA_SYNC_PATHS, else 1."""
+    if path not in MMA_SYNC_PATHS:
+        return 1.0
+    major = str(getattr(gpu, "compute_capability", "") or "").split(".")[0]
+    return LEGACY_MMA_PEAK.get(major, 1.0)
+
+
+def sm_flop(table: dict, path: str | None) -> float:
+    """The FLOP per SM-cycle limit of a path under a kernel table (0: none)."""
+    if not table or path not in SM_FLOP_PATHS:
+        return 0.0
+    return table.get(SM_FLOP, 0.0)
 
 
 def _key_ok(key: str) -> bool:
