@@ -1082,21 +1082,6 @@ static inline __attribute__((always_inline)) void kp_tile2(const int fmt, const 
     for (int t = 0; t < TT; t++) _mm512_mask_storeu_ps(y + t * ldy, msk, _mm512_add_ps(acc[t], vb));
 }
 
-#define KP_GROUP2(name, F)                                                                                             \
-    static void name(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, int64_t T, float *y, int64_t ldy,          \
-                     const float *bias, __mmask16 m) {                                                                 \
-        const __m512 vb = bias ? _mm512_maskz_loadu_ps(m, bias) : _mm512_setzero_ps();                                 \
-        int64_t t0 = 0;                                                                                                \
-        for (; t0 + 4 <= T; t0 += 4) kp_tile2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, vb, m, 4);                     \
-        switch (T - t0) {                                                                                              \
-        case 3: kp_tile2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, vb, m, 3); break;                                  \
-        case 2: kp_tile2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, vb, m, 2); break;                                  \
-        case 1: kp_tile2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, vb, m, 1); break;                                  \
-        default: break;                                                                                                \
-        }                                                                                                              \
-    }
-KP_GROUP2(kp_group_q2, GB_Q2_K)
-KP_GROUP2(kp_group_q3, GB_Q3_K)
 
 /* a packed q2_K/q3_K group -> the prefill panels */
 static inline __attribute__((always_inline)) void panel_fill_packed2(const int fmt, const uint8_t *P, int64_t nb, kpanel *K) {
@@ -1130,23 +1115,25 @@ static inline __attribute__((always_inline)) void panel_fill_packed2(const int f
     }
 }
 
-#define KP_GROUP(name, F)                                                                                              \
+#define KP_GROUP(name, F, TILE)                                                                                        \
     static void name(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, int64_t T, float *y, int64_t ldy,          \
                      const float *bias, __mmask16 m) {                                                                 \
         const __m512 vb = bias ? _mm512_maskz_loadu_ps(m, bias) : _mm512_setzero_ps();                                 \
         int64_t t0 = 0;                                                                                                \
-        for (; t0 + 4 <= T; t0 += 4) kp_tile(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, vb, m, 4);                      \
+        for (; t0 + 4 <= T; t0 += 4) TILE(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, vb, m, 4);                        \
         switch (T - t0) {                                                                                              \
-        case 3: kp_tile(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, vb, m, 3); break;                                   \
-        case 2: kp_tile(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, vb, m, 2); break;                                   \
-        case 1: kp_tile(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, vb, m, 1); break;                                   \
+        case 3: TILE(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, vb, m, 3); break;                                      \
+        case 2: TILE(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, vb, m, 2); break;                                      \
+        case 1: TILE(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, vb, m, 1); break;                                      \
         default: break;                                                                                                \
         }                                                                                                              \
     }
-KP_GROUP(kp_group_q4, GB_Q4_K)
-KP_GROUP(kp_group_q5, GB_Q5_K)
-KP_GROUP(kp_group_q6, GB_Q6_K)
-KP_GROUP(kp_group_iq4xs, GB_IQ4_XS)
+KP_GROUP(kp_group_q4, GB_Q4_K, kp_tile)
+KP_GROUP(kp_group_q5, GB_Q5_K, kp_tile)
+KP_GROUP(kp_group_q6, GB_Q6_K, kp_tile)
+KP_GROUP(kp_group_iq4xs, GB_IQ4_XS, kp_tile)
+KP_GROUP(kp_group_q2, GB_Q2_K, kp_tile2)
+KP_GROUP(kp_group_q3, GB_Q3_K, kp_tile2)
 
 /* a packed group -> the prefill panels (what panel_fill makes from the stored rows; padding rows
  * are zero in both): the decoded zmm of a record are the panel's 4-value chunks as they are */
@@ -1284,13 +1271,27 @@ int gb_bench_vnni(int64_t iters, int reps, double *gops) {
         {
 #pragma omp single
             nthreads = omp_get_num_threads();
-            __m512i acc[16];
+            /* 16 named accumulators, not an array: gcc kept an array's chains partly on the stack
+             * (a store and register copies per iteration), which understated the ceiling ~1.8x */
             const __m512i a = _mm512_set1_epi8(3), b = _mm512_set1_epi8(-1);
-            for (int j = 0; j < 16; j++) acc[j] = _mm512_set1_epi32(j + omp_get_thread_num());
-            for (int64_t i = 0; i < iters; i++)
-                for (int j = 0; j < 16; j++) acc[j] = _mm512_dpbusd_epi32(acc[j], a, b);
-            __m512i s = acc[0];
-            for (int j = 1; j < 16; j++) s = _mm512_add_epi32(s, acc[j]);
+            const int th = omp_get_thread_num();
+#define VN_ACC(j) __m512i c##j = _mm512_set1_epi32(j + th);
+            VN_ACC(0) VN_ACC(1) VN_ACC(2) VN_ACC(3) VN_ACC(4) VN_ACC(5) VN_ACC(6) VN_ACC(7)
+            VN_ACC(8) VN_ACC(9) VN_ACC(10) VN_ACC(11) VN_ACC(12) VN_ACC(13) VN_ACC(14) VN_ACC(15)
+#undef VN_ACC
+            for (int64_t i = 0; i < iters; i++) {
+#define VN_DP(j) c##j = _mm512_dpbusd_epi32(c##j, a, b);
+                VN_DP(0) VN_DP(1) VN_DP(2) VN_DP(3) VN_DP(4) VN_DP(5) VN_DP(6) VN_DP(7)
+                VN_DP(8) VN_DP(9) VN_DP(10) VN_DP(11) VN_DP(12) VN_DP(13) VN_DP(14) VN_DP(15)
+#undef VN_DP
+                /* keep the 16 chains in registers and the loop from being folded */
+                __asm__ volatile("" : "+v"(c0), "+v"(c1), "+v"(c2), "+v"(c3), "+v"(c4), "+v"(c5), "+v"(c6), "+v"(c7));
+                __asm__ volatile("" : "+v"(c8), "+v"(c9), "+v"(c10), "+v"(c11), "+v"(c12), "+v"(c13), "+v"(c14), "+v"(c15));
+            }
+            __m512i s = _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(c0, c1), _mm512_add_epi32(c2, c3)),
+                                         _mm512_add_epi32(_mm512_add_epi32(c4, c5), _mm512_add_epi32(c6, c7)));
+            s = _mm512_add_epi32(s, _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(c8, c9), _mm512_add_epi32(c10, c11)),
+                                                     _mm512_add_epi32(_mm512_add_epi32(c12, c13), _mm512_add_epi32(c14, c15))));
             part += _mm512_reduce_add_epi32(s);
         }
         const double dt = omp_get_wtime() - t0;
