@@ -96,4 +96,10 @@ int gb_moe_outputs(npy_intp T, npy_intp D, npy_intp E, PyArrayObject **y, PyArra
 /* A routed-experts binding's last step: raise for a failed status, else the (y, counts) tuple. */
 PyObject *gb_moe_result(int status, PyArrayObject *y, PyArrayObject *cnt);
 
+/* A repacked quantized linear's arrays: x [T, k] float32 and finite, `packed` uint8 of exactly
+ * `nbytes`, bias [n] float32 or None (*b stays NULL), and y [T, n] allocated. 0, or -1 with the
+ * exception set; the caller releases what was made either way. */
+int gb_repacked_linear_args(PyObject *xo, PyObject *po, PyObject *bo, npy_intp n, npy_intp k, npy_intp nbytes,
+                            PyArrayObject **x, PyArrayObject **p, PyArrayObject **b, PyArrayObject **y);
+
 #endif

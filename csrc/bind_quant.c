@@ -178,21 +178,12 @@ static PyObject *py_qgemm(PyObject *self, PyObject *args, PyObject *kw) {
         PyErr_Format(PyExc_ValueError, "`k` must be a positive multiple of 32 and `n` >= 0, got k=%ld, n=%ld", (long)k, (long)n);
         goto done;
     }
-    if (!(x = gb_array(xo, "x", NPY_FLOAT32, 2, GB_COPY))) goto done;
-    if (!(p = gb_array(po, "packed", NPY_UINT8, 1, GB_COPY))) goto done;
-    if (gb_check_dim(x, "x", 1, k, "the weight's in_features") < 0) goto done;
-    if (gb_check_dim(p, "packed", 0, (npy_intp)gb_qpacked_bytes(fmt, n, k), "the packed bytes of an n x k matrix") < 0) goto done;
-    if (bo != Py_None) {
-        if (!(b = gb_array(bo, "bias", NPY_FLOAT32, 1, GB_COPY))) goto done;
-        if (gb_check_dim(b, "bias", 0, n, "the weight's out_features") < 0) goto done;
-    }
-    if (gb_check_finite(x, "x") < 0) goto done;
-    npy_intp dims[2] = {PyArray_DIM(x, 0), n};
-    if (!(y = gb_new_f32(2, dims))) goto done;
+    if (gb_repacked_linear_args(xo, po, bo, n, k, (npy_intp)gb_qpacked_bytes(fmt, n, k), &x, &p, &b, &y) < 0) goto done;
+    const npy_intp T = PyArray_DIM(x, 0);
     int st;
     Py_BEGIN_ALLOW_THREADS
     st = gb_qgemm(fmt, (const float *)PyArray_DATA(x), PyArray_DATA(p), b ? (const float *)PyArray_DATA(b) : NULL,
-                  (float *)PyArray_DATA(y), dims[0], n, k, version);
+                  (float *)PyArray_DATA(y), T, n, k, version);
     Py_END_ALLOW_THREADS
     ret = gb_result(st, &y);
 done:
