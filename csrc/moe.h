@@ -81,4 +81,18 @@ static inline void gb_group_rows(const int64_t *topk_idx, int64_t T, int64_t k, 
         }
 }
 
+/* y[t] += sum_j topk_weight[t, j] o[pos[t, j]]: the routed experts' outputs (rows of o, D wide,
+ * grouped by expert; pos from gb_group_rows) weighted back into each token's row, for tokens t0..t1-1. */
+static inline void gb_moe_combine(float *y, const float *o, const int64_t *pos, const float *topk_weight, int64_t t0,
+                                  int64_t t1, int64_t k, int64_t D) {
+    for (int64_t t = t0; t < t1; t++) {
+        float *yr = y + t * D;
+        for (int64_t j = 0; j < k; j++) {
+            const float wgt = topk_weight[t * k + j];
+            const float *orow = o + pos[t * k + j] * D;
+            for (int64_t d = 0; d < D; d++) yr[d] += wgt * orow[d];
+        }
+    }
+}
+
 #endif

@@ -51,14 +51,7 @@ int gb_kmoe(const float *x, const int64_t *topk_idx, const float *topk_weight, i
         st = lin(fd, g + o0 * F, (const uint8_t *)down + e * D * rd, o + o0 * D, c, D, F, version);
     }
     if (st != GB_OK) goto done;
-    for (int64_t t = 0; t < T; t++) {
-        float *yr = y + t * D;
-        for (int64_t j = 0; j < k; j++) {
-            const float wgt = topk_weight[t * k + j];
-            const float *orow = o + pos[t * k + j] * D;
-            for (int64_t d = 0; d < D; d++) yr[d] += wgt * orow[d];
-        }
-    }
+    gb_moe_combine(y, o, pos, topk_weight, 0, T, k, D);
 done:
     gb_ws_free(off);
     gb_ws_free(pos);
@@ -226,14 +219,7 @@ int gb_kmoe_packed(const float *x, const int64_t *topk_idx, const float *topk_we
             goto done;
         }
     }
-    for (int64_t t = 0; t < T; t++) {
-        float *yr = y + t * D;
-        for (int64_t j = 0; j < k; j++) {
-            const float wgt = topk_weight[t * k + j];
-            const float *orow = o + pos[t * k + j] * D;
-            for (int64_t d = 0; d < D; d++) yr[d] += wgt * orow[d];
-        }
-    }
+    gb_moe_combine(y, o, pos, topk_weight, 0, T, k, D);
 done:
     gb_ws_free(off);
     gb_ws_free(pos);

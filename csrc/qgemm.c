@@ -499,14 +499,7 @@ int gb_qmoe(int fmt, const float *x, const int64_t *topk_idx, const float *topk_
         }
         /* y[t] = sum_j w[t, j] o[pos[t, j]] */
 #pragma omp for schedule(static)
-        for (int64_t t = 0; t < T; t++) {
-            float *yr = y + t * D;
-            for (int64_t j = 0; j < k; j++) {
-                const float wgt = topk_weight[t * k + j];
-                const float *orow = o + pos[t * k + j] * D;
-                for (int64_t d = 0; d < D; d++) yr[d] += wgt * orow[d];
-            }
-        }
+        for (int64_t t = 0; t < T; t++) gb_moe_combine(y, o, pos, topk_weight, t, t + 1, k, D);
     }
     if (fail) st = gb_error(GB_ENOMEM, "qmoe: out of memory");
 done:
