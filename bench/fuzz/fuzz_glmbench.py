@@ -327,6 +327,20 @@ def t_klinear(R):
     return "klinear", [arr(R, (T, K)), _kweight(R, name, N, K), fid, K, bias, int(R.integers(0, 3))], {}
 
 
+def t_krepack(R):
+    name, fid, qk = _kfmt(R)
+    K, N = qk * dim(R, 1, 2), dim(R)
+    return "krepack", [_kweight(R, name, N * int(R.integers(1, 3)), K), fid, K, N], {}
+
+
+def t_klinear_packed(R):
+    name, fid, qk = _kfmt(R)
+    K, N, T = qk * dim(R, 1, 2), dim(R), dim(R, 0)
+    packed = _core().krepack(_kweight(R, name, N, K), fid, K, N).reshape(-1)
+    bias = None if R.random() < 0.5 else arr(R, (N,))
+    return "klinear_packed", [arr(R, (T, K)), packed, fid, N, K, bias, int(R.integers(0, 3))], {}
+
+
 def t_kmoe(R):
     name, fid, qk = _kfmt(R)
     E, D, F, T = dim(R, 1, 3), qk, qk, dim(R, 1, 4)
@@ -479,7 +493,7 @@ def t_controls(R):
 
 TARGETS = {f.__name__[2:]: f for f in (t_rms_norm, t_rope, t_linear, t_hgemm, t_swiglu, t_moe_route, t_moe_experts, t_quantize,
                                         t_dequantize, t_qlinear, t_qrepack, t_qunpack, t_qgemm, t_qmoe,
-                                        t_kdequantize, t_quantize_q8_K, t_klinear, t_kmoe, t_geglu_act,
+                                        t_kdequantize, t_quantize_q8_K, t_klinear, t_krepack, t_klinear_packed, t_kmoe, t_geglu_act,
                                         t_gqa_attention, t_mla_attention, t_layer_plan,
                                         t_layer_forward, t_kvcache, t_bench, t_controls)}
 
