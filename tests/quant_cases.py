@@ -9,6 +9,32 @@ from glmbench.core import quant
 from glmbench.core.quant import QTensor
 
 
+def gguf_tensor_as_stored(tmp_path, fmt, q, ggml_type, k):
+    """Blocks `q` [rows, row bytes] of a rows x k matrix written by the gguf package as one tensor of `ggml_type`, read
+    back by glmbench's reader: its type, shape, QTensor bytes and dequantized values (against the
+    gguf package's own dequantize) are checked. Returns the stored bytes as the reader gives them."""
+    import gguf
+
+    from glmbench.models import gguf_file
+    rows = q.shape[0]
+    p = str(tmp_path / f"{fmt}.gguf")
+    w = gguf.GGUFWriter(p, "llama")
+    w.add_tensor("t", q, raw_shape=q.shape, raw_dtype=ggml_type)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    g = gguf_file.read(p)
+    t = g.tensors["t"]
+    assert t.type_name == ggml_type.name and tuple(t.shape) == (rows, k)
+    qt = QTensor(g.tensor_data("t"), quant.gguf_format(t.type_name), t.shape)
+    assert qt.fmt == fmt and qt.nbytes == q.nbytes
+    rd = gguf.GGUFReader(p).tensors[0]
+    want = gguf.quants.dequantize(rd.data, rd.tensor_type).reshape(rows, k)
+    np.testing.assert_array_equal(qt.dequantize(), want)
+    return np.ascontiguousarray(g.tensor_data("t"))
+
+
 def check_linear(fmt, w, x, deq, xq_deq, block, slack, kernel="auto", bias=None):
     """quant.linear against float64 references: exact within float32 rounding on the quantized
     activations (`xq_deq(x) -> (xq, dx)`), within the activation rounding bound (sum |w| * dx / 2 per

@@ -266,25 +266,10 @@ def _mx_gguf(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("fmt", FMTS)
 def test_gguf_tensor_of_each_type_loads_as_stored(rng, tmp_path, fmt):
-    from glmbench.models import gguf_file
     q = quantized_blocks(rng, fmt, 12, 512)
-    p = str(tmp_path / f"{fmt}.gguf")
-    w = gguf.GGUFWriter(p, "llama")
-    w.add_tensor("t", q, raw_shape=q.shape, raw_dtype=GT[fmt])
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    g = gguf_file.read(p)
-    t = g.tensors["t"]
-    assert t.type_name == GT[fmt].name and tuple(t.shape) == (12, 512)
-    qt = QTensor(g.tensor_data("t"), quant.gguf_format(t.type_name), t.shape)
-    assert qt.fmt == fmt and qt.nbytes == q.nbytes
-    rd = gguf.GGUFReader(p).tensors[0]
-    want = gguf.quants.dequantize(rd.data, rd.tensor_type).reshape(12, 512)
-    np.testing.assert_array_equal(qt.dequantize(), want)
+    stored = quant_cases.gguf_tensor_as_stored(tmp_path, fmt, q, GT[fmt], 512)
     x = rng.standard_normal((2, 512)).astype(np.float32)
-    _check_linear(fmt, np.ascontiguousarray(g.tensor_data("t")), x)
+    _check_linear(fmt, stored, x)
 
 
 def test_mxfp4_experts_gguf_model_runs_as_stored(tmp_path, monkeypatch):
