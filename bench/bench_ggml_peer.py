@@ -212,8 +212,6 @@ def cpu_ceilings(reps=20):
     return fma, bf
 
 
-
-
 def label(kind, fmt, shape):
     if kind == "linear":
         n, k, T = shape
