@@ -124,58 +124,15 @@ def _randn(shape, gen):
     return t
 
 
-# The converter as users run it, with the vocabulary as a plain token list (a random model has no
-# published tokenizer; tests/llama_cpp_convert.py), plus BPE merges and bos/eos ids, which
-# llama.cpp's loader requires of a gpt2-type vocabulary.
-_RUNNER = r"""
-import sys
-src, argv = sys.argv[1], sys.argv[2:]
-sys.path.insert(0, src)
-sys.path.insert(1, src + "/gguf-py")
-import convert_hf_to_gguf as conv
-import gguf
-
-
-def plain_vocab(self):
-    n = int(self.hparams["vocab_size"])
-    w = self.gguf_writer
-    w.add_tokenizer_model("gpt2")
-    w.add_tokenizer_pre("default")
-    w.add_token_list([f"tok{i:06d}" for i in range(n)])
-    w.add_token_types([gguf.TokenType.NORMAL] * n)
-    w.add_token_merges([f"a{i} b{i}" for i in range(n // 2)])
-    w.add_bos_token_id(0)
-    w.add_eos_token_id(1)
-
-
-_get = conv.get_model_class
-
-
-def get_model_class(*a, **k):
-    cls = _get(*a, **k)
-    for c in cls.__mro__:
-        if "set_vocab" in c.__dict__:
-            c.set_vocab = plain_vocab
-    return cls
-
-
-conv.get_model_class = get_model_class
-sys.argv = ["convert_hf_to_gguf.py", *argv]
-conv.main()
-"""
-
-
 def convert(folder: str, out: str) -> str:
+    """llama.cpp's converter as users run it (tests/llama_cpp_convert.py: the vocabulary is a plain
+    token list, a random model having no published tokenizer), with the BPE merges and bos/eos ids
+    llama.cpp's loader requires."""
     import llama_cpp_convert as lc
-    src = lc.source()
-    if src is None:
-        raise BenchError(lc.skip_reason())
-    env = dict(os.environ, NO_LOCAL_GGUF="1", PYTHONPATH="")
-    r = subprocess.run([sys.executable, "-c", _RUNNER, src, folder, "--outfile", out, "--outtype", "bf16"],
-                       capture_output=True, text=True, env=env)
-    if r.returncode:
-        raise BenchError(f"convert_hf_to_gguf.py on {folder} failed ({r.returncode}): {r.stderr[-3000:]}")
-    return out
+    try:
+        return lc.convert(folder, out, "bf16", timeout=None, loadable=True)
+    except RuntimeError as e:
+        raise BenchError(f"convert_hf_to_gguf.py on {folder}: {e}") from None
 
 
 def quantize(lq: str, src: str, dst: str, kind: str, threads: int) -> str:

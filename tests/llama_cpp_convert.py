@@ -27,7 +27,7 @@ VERSION = "0.3.36"
 
 _RUNNER = r"""
 import sys
-src, argv = sys.argv[1], sys.argv[2:]
+src, LOADABLE, argv = sys.argv[1], sys.argv[2] == "1", sys.argv[3:]
 sys.path.insert(0, src)
 sys.path.insert(1, src + "/gguf-py")
 import convert_hf_to_gguf as conv
@@ -41,6 +41,10 @@ def plain_vocab(self):
     w.add_tokenizer_pre("default")
     w.add_token_list([f"<t{i}>" for i in range(n)])
     w.add_token_types([gguf.TokenType.NORMAL] * n)
+    if LOADABLE:  # llama.cpp's loader (llama-bench) also needs BPE merges and bos/eos ids
+        w.add_token_merges([f"a{i} b{i}" for i in range(n // 2)])
+        w.add_bos_token_id(0)
+        w.add_eos_token_id(1)
 
 
 _get = conv.get_model_class
@@ -93,9 +97,12 @@ def save_hf(model, cfg, folder) -> str:
     return str(folder)
 
 
-def convert(folder, out, outtype="f16", *, split_max_tensors: int | None = None, timeout=300) -> str:
+def convert(folder, out, outtype="f16", *, split_max_tensors: int | None = None, timeout=300,
+            loadable: bool = False) -> str:
     """Run the converter on HF folder `folder` -> `out` (.gguf). With `split_max_tensors` the
-    converter writes parts OUT-00001-of-0000N.gguf; the first part's path is returned."""
+    converter writes parts OUT-00001-of-0000N.gguf; the first part's path is returned. `loadable`:
+    also write the BPE merges and bos/eos ids llama.cpp's own loader requires of a gpt2-type
+    vocabulary (for files llama-bench runs; glmbench's reader does not need them)."""
     src = source()
     if src is None:
         raise RuntimeError(skip_reason())
@@ -103,7 +110,7 @@ def convert(folder, out, outtype="f16", *, split_max_tensors: int | None = None,
     if split_max_tensors:
         args += ["--split-max-tensors", str(split_max_tensors)]
     env = dict(os.environ, NO_LOCAL_GGUF="1", PYTHONPATH="")
-    r = subprocess.run([sys.executable, "-c", _RUNNER, src, *args], capture_output=True, text=True, env=env,
+    r = subprocess.run([sys.executable, "-c", _RUNNER, src, "1" if loadable else "0", *args], capture_output=True, text=True, env=env,
                        timeout=timeout)
     if r.returncode:
         raise RuntimeError(f"convert_hf_to_gguf.py failed ({r.returncode}):\n{r.stderr[-4000:]}")
