@@ -40,12 +40,12 @@ import datetime
 import hashlib
 import json
 import os
-import platform
 import statistics
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from glmbench.measure import machine  # noqa: E402
 from glmbench.predict import costmodel as cm  # noqa: E402
 from glmbench.predict import hardware as hw  # noqa: E402
 from glmbench.predict import kernels as kn  # noqa: E402
@@ -235,11 +235,7 @@ def _before_after(rows, before, profiles, label) -> list:
 
 def render(recs, profiles, seconds, hashes=None, before=None, before_label="", note="") -> str:
     load = os.getloadavg()
-    cpu = platform.processor() or platform.machine()
-    try:
-        cpu = next(ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
+    cpu = machine.cpu_name()
     today = datetime.date.today().isoformat()
     rows = _rows(recs, profiles)
     L = [f"# Held-out check: batched-bench and vLLM TTFT ({today})", "",

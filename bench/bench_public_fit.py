@@ -25,8 +25,6 @@ import dataclasses
 import datetime
 import json
 import os
-import platform
-import subprocess
 import sys
 import time
 
@@ -35,6 +33,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 
+from glmbench.measure import machine  # noqa: E402
 from glmbench.predict import costmodel as cm  # noqa: E402
 from glmbench.predict import hardware  # noqa: E402
 from glmbench.predict import jointfit as jf  # noqa: E402
@@ -166,11 +165,7 @@ def _write_profile(rt, fit, start, r):
 
 def report(pts, res, seconds, baseline=None, baseline_label="") -> str:
     load = os.getloadavg()
-    cpu = platform.processor() or platform.machine()
-    try:
-        cpu = next(ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
+    cpu = machine.cpu_name()
     today = datetime.date.today().isoformat()
     L = [f"# Runtime models fitted to public results ({today})", "",
          f"bench/bench_public_fit.py; {len(pts)} public points (glmbench/data/public/, docs/SOURCES.md); "
