@@ -388,7 +388,7 @@ def test_catalog_ordering():
 def test_profile_round_trip_keeps_the_new_fields():
     g = hw.get_gpu("a100-sxm-80gb")
     d = hw.profile_to_dict(g)
-    assert d["aliases"] and d["compute_capability"] == "8.0" and d["nvlink_gbps"] == 300
+    assert d["aliases"] and d["compute_capability"] == "8.0" and d["nvlink_gbps"] == 300 and d["boost_mhz"] == 1410
     back = hw.profile_from_dict(d, key=g.key)
     assert back == g and back.aliases == g.aliases and back.tflops == g.tflops
 
@@ -399,6 +399,8 @@ def test_profile_round_trip_keeps_the_new_fields():
     ({"compute_capability": "sm_86"}, r"`compute_capability` must be 'major.minor'"),
     ({"arch": 8}, r"`arch` must be a string"),
     ({"nvlink_gbps": -1}, r"`nvlink_gbps` must be > 0"),
+    ({"boost_mhz": "2.5 GHz"}, r"`boost_mhz` must be a number"),
+    ({"boost_mhz": 2.5e6}, r"`boost_mhz` = .* is not plausible"),
     ({"tflops": {"fp16": 40, "fp32": 20, "fp16_acc16": "x"}}, r"`tflops.fp16_acc16` must be a number"),
 ])
 def test_bad_catalog_fields(change, match):

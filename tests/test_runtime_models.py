@@ -360,3 +360,29 @@ def test_fork_keeps_mainline_rates_for_shared_kernels(public):
     finally:
         jf.PRIOR_FITS.clear()
         jf.PRIOR_FITS.update(old)
+
+
+def test_fixed_kernel_times_scale_with_the_boost_clock(public):
+    """A runtime model's per-kernel and per-MoE-layer fixed times are clock cycles: on a card at
+    half the clock they take twice as long (cost model and compiled fit alike); every catalog card
+    has its boost clock; a profile without one keeps the 2 GHz reference."""
+    from glmbench.predict import hardware
+    for k in hardware.list_gpus():
+        g = hardware.get_gpu(k)
+        assert g.boost_mhz and 500 <= g.boost_mhz <= 3500, k
+    g = hardware.get_gpu("rtx-4090")
+    assert kn.clock_scale(g) == pytest.approx(2000.0 / 2520.0)
+    assert kn.clock_scale(dataclasses.replace(g, boost_mhz=None)) == 1.0
+    base = cm.load_runtime("ik_llama.cpp")
+    prof = dataclasses.replace(base, kernel_overhead_us=5.0, kernels={**base.kernels, "mmid:layer_us": 100.0})
+    none = dataclasses.replace(base, kernel_overhead_us=0.0, kernels={**base.kernels, "mmid:layer_us": 0.0})
+    fixed = {}
+    for mhz in (1000.0, 2000.0):
+        gpu = dataclasses.replace(g, boost_mhz=mhz)
+        t = [cm.decode(cm.Setup("deepseek-v2-lite", gpu, weights="q4_0", runtime=p), 512).seconds
+             for p in (prof, none)]
+        fixed[mhz] = t[0] - t[1]
+    assert fixed[1000.0] > 0 and fixed[1000.0] == pytest.approx(2 * fixed[2000.0], rel=1e-6)
+    pts = [p for p in public if p.runtime == "ik_llama.cpp"][::16]
+    for p, q in zip(pts, jf.predict_many(pts, prof)):
+        assert q == pytest.approx(jf.predict(p, prof), rel=1e-6), p.label

@@ -93,8 +93,9 @@ class RuntimeProfile:
       mla_strategy       the MLA strategy the runtime runs (None: the Setup's)
       mla_prefill        "auto" (the cheaper of expand-once and the strategy) | "expand" | "strategy"
       cublas_acc16       f16 cuBLAS GEMMs at the card's f16-accumulate peak (llama.cpp: CUBLAS_COMPUTE_16F)
-      kernel_overhead_us fixed seconds per kernel of the cost model's structural count (launch and tail
-                         of each kernel under the runtime's graphs), whatever the card
+      kernel_overhead_us fixed microseconds per kernel of the cost model's structural count (launch and
+                         tail of each kernel under the runtime's graphs) at the reference clock; on a
+                         card it scales as kernels.clock_scale (latency is clock cycles)
       pipeline_overlap   the share of the layer-split prefill pipeline's overlap the runtime realizes (1: the
                          exact schedule; 0: cards one after another)
       expert_routing     "uniform": a batch of MoE tokens touches the experts uniform routing (or the
@@ -760,7 +761,7 @@ def _time(op: _Op, gpu, rt: RuntimeProfile, attn=None):
     tm = op.bytes / (gpu.bandwidth_gbs * 1e9 * e_m)
     tl = op.kernels * gpu.launch_us * 1e-6 if rt.launch_overhead else 0.0
     if rt.kernel_overhead_us:
-        tl += op.kernels * rt.kernel_overhead_us * 1e-6
+        tl += op.kernels * rt.kernel_overhead_us * 1e-6 * kn.clock_scale(gpu)
     return max(tc, tm) + tl, tc, tm, tl
 
 
@@ -1428,7 +1429,8 @@ def _pass(setup: Setup, T: int, work: _Works, T_out: int):
             # a calibrated profile's fixed costs (in place of counted launches): per pass and per layer
             # (and per MoE layer for a runtime model's routing kernels)
             n_layers = counts[c][0] + counts[c][1]
-            ov = (rt.step_overhead_us + rt.layer_overhead_us * n_layers + moe_us * counts[c][1]) * 1e-6
+            ov = (rt.step_overhead_us + rt.layer_overhead_us * n_layers
+                  + moe_us * counts[c][1] * kn.clock_scale(gpu)) * 1e-6
             tot += ov
             costs.append(OpCost("overhead", c, 1, 0.0, 0.0, ov, 0.0, 0.0, ov))
         card_s.append(tot)

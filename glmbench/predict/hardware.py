@@ -25,6 +25,9 @@ silently ignored):
     memory_type = "GDDR6X"     #   memory technology,
     nvlink_gbps = 56.25        #   NVLink per direction where the card has one (a bridge is not
                                #   assumed: `link_gbps` is what a Rig uses)
+    boost_mhz = 1695           # optional: the GPU's boost clock; a runtime model's fixed time per
+                               # kernel is latency (clock cycles), so it scales as 1 / clock
+                               # (kernels.clock_scale; without it: the 2 GHz reference clock)
     [tflops]                   # required table: fp16 and fp32 required; bf16 defaults to fp16,
     fp16 = 71                  # int8 defaults to fp16 (no faster integer path)
     fp32 = 35.6
@@ -67,7 +70,7 @@ GIB = 1 << 30
 # not a device. The largest single accelerators today hold < 300 GB, stream < 10 TB/s and
 # peak < 10 PFLOPS dense.
 _LIMITS = {"memory_gib": 100_000, "bandwidth_gbs": 100_000, "tflops": 100_000, "launch_us": 100_000,
-           "link_gbps": 100_000, "link_latency_us": 1_000_000}
+           "link_gbps": 100_000, "link_latency_us": 1_000_000, "boost_mhz": 10_000}
 
 # The study's two RTX 3090s measured only ~1.4 GB/s between them (REFERENCE.md section 3).
 # REFERENCE.md section 5 speaks of "tens of microseconds of latency per transfer" for such a link;
@@ -94,6 +97,7 @@ class GPU:
     bus: str = field(default="", compare=False)
     memory_type: str = field(default="", compare=False)
     nvlink_gbps: float | None = field(default=None, compare=False)
+    boost_mhz: float | None = field(default=None, compare=False)
 
     @property
     def memory_bytes(self) -> int:
@@ -133,7 +137,8 @@ def _num(where, key, v, *, minimum=0.0, strict=True):
 def profile_from_dict(d: dict, where: str = "profile", key: str = "") -> GPU:
     """Validate a profile dict (see the module docstring) -> GPU."""
     vocab.check_table(d, where, known={"name", "memory_gib", "bandwidth_gbs", "tflops", "launch_us", "link_gbps",
-                                       "link_latency_us", "source", "kind", *_DESCRIPTIVE, "aliases", "nvlink_gbps"},
+                                       "link_latency_us", "source", "kind", *_DESCRIPTIVE, "aliases", "nvlink_gbps",
+                                       "boost_mhz"},
                       required=("name", "memory_gib", "bandwidth_gbs", "tflops", "launch_us"))
     name = d["name"]
     if not isinstance(name, str) or not name.strip():
@@ -168,6 +173,7 @@ def profile_from_dict(d: dict, where: str = "profile", key: str = "") -> GPU:
     if cc and not re.fullmatch(r"\d+\.\d+", cc):
         raise ValueError(f"{where}: field `compute_capability` must be 'major.minor' (such as '8.6'), got {cc!r}")
     nvl = d.get("nvlink_gbps")
+    clk = d.get("boost_mhz")
     return GPU(
         name=name.strip(),
         memory_gib=_num(where, "memory_gib", d["memory_gib"]),
@@ -178,6 +184,7 @@ def profile_from_dict(d: dict, where: str = "profile", key: str = "") -> GPU:
         link_latency_us=None if lat is None else _num(where, "link_latency_us", lat, strict=False),
         source=source, kind=kind, key=key or name.strip(),
         aliases=tuple(a.strip() for a in aliases), nvlink_gbps=None if nvl is None else _num(where, "nvlink_gbps", nvl),
+        boost_mhz=None if clk is None else _num(where, "boost_mhz", clk),
         **{k: d.get(k, "") for k in _DESCRIPTIVE},
     )
 

@@ -293,7 +293,7 @@ def compile_points(points: Sequence[PublicPoint], base: cm.RuntimeProfile) -> _C
                 stage_point.append(pi)
                 stage_weight.append(w)
                 stage_layers.append(counts[c][0] + counts[c][1])
-                stage_moe.append(counts[c][1])
+                stage_moe.append(counts[c][1] * kn.clock_scale(gpu))
                 per_pass.append(sid)
                 for n, op in lines:
                     cols["tflops"].append(op.tflops)
@@ -306,7 +306,7 @@ def compile_points(points: Sequence[PublicPoint], base: cm.RuntimeProfile) -> _C
                     cols["peak_v"].append(gpu.tflops["fp32"] * 1e12)
                     cols["bw"].append(gpu.bandwidth_gbs * 1e9)
                     cols["count"].append(n)
-                    cols["nkern"].append(n * op.kernels)
+                    cols["nkern"].append(n * op.kernels * kn.clock_scale(gpu))
                     cols["tpe"].append(op.tpe or 0.0)
                     tiles.append(getattr(op, "tile", 0.0) or 0.0)
                     cols["chain_c"].append(cix(_chain(op.path, op.family, "compute", op.cls, scopes)))

@@ -25,8 +25,9 @@ Kernel parameters that are not efficiencies live in the same table under their o
 
     "card.<gpu>:compute|memory"  a factor on every efficiency on that card (card_factor)
     "arch.<arch>:compute|memory" a factor on every efficiency on cards of that architecture (arch_factor)
-    "mmid:layer_us"     fixed microseconds per MoE layer and pass: the routing, sorting and gathering
-                        kernels around mul_mat_id that the structural kernel count does not see
+    "mmid:layer_us"     fixed microseconds per MoE layer and pass at the reference clock: the routing,
+                        sorting and gathering kernels around mul_mat_id that the structural kernel
+                        count does not see (clock_scale)
     "mmid:half_tokens"  MoE prefill (mul_mat_id) reaches half of its efficiency when each expert
                         gets this many tokens of a ubatch (few tokens per expert leave the GPU
                         idle: one small GEMM per expert). 0 (the default): no such loss.
@@ -124,6 +125,22 @@ def fp32_lanes(cc: str) -> int:
     if cc.startswith("3."):
         return 192
     return 128
+
+
+# A fixed time per kernel (a runtime model's kernel_overhead_us, mmid:layer_us) is latency: the
+# ramp-up, tail and dependent steps of small kernels that do not fill the card, counted in clock
+# cycles, so on another card it scales as 1 / its boost clock. Fitted values are microseconds at
+# this reference clock. Public evidence: DeepSeek-V2-Lite decode on ik_llama.cpp runs at the same
+# speed on an RTX 3090 Ti (1860 MHz, 1008 GB/s) as on an RTX 4080 (2505 MHz, 717 GB/s), which
+# bandwidth alone cannot explain (bench/results/public_fit_*.md, leave-one-GPU-out).
+REF_CLOCK_MHZ = 2000.0
+
+
+def clock_scale(gpu) -> float:
+    """Factor on a fixed per-kernel time on this card: REF_CLOCK_MHZ / its boost clock (1 for a
+    profile that does not give `boost_mhz`)."""
+    mhz = getattr(gpu, "boost_mhz", None)
+    return REF_CLOCK_MHZ / mhz if mhz else 1.0
 
 
 def sm_ghz(gpu) -> float:
