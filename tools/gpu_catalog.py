@@ -99,7 +99,7 @@ def derived(key, name, a, sms, mhz, bus_bits, gbps, mem_gb, mem_type, pcie, *, p
     how = (f"{sms} SMs x {PER_SM[a][0]} f16 / {PER_SM[a][1]} int8 / {PER_SM[a][2]} fp32 FLOP per clock per SM "
            f"x {mhz} MHz boost ({accum}); {bus_bits}-bit {mem_type} at {gbps:g} Gbps = {bw} GB/s")
     src = "; ".join(s for s in (page or GEFORCE.get(a, ""), WP.get(a, ""), WP["tpu"]) if s)
-    return dict(key=key, name=name, arch=a, mem=memory_gib if memory_gib is not None else mem_gb, bw=bw, t=t,
+    return dict(key=key, name=name, arch=a, mhz=mhz, mem=memory_gib if memory_gib is not None else mem_gb, bw=bw, t=t,
                 mem_type=mem_type, bus=bus or f"PCIe {pcie}.0 x{lanes}",
                 link=PCIE_X16[pcie] * lanes / 16 if pcie else None, lat=10, nvlink=nvlink,
                 aliases=list(aliases) + ([device] if device else []),
@@ -488,6 +488,26 @@ for c in CARDS:
         c["cc"] = "12.1"
 
 
+# Boost clocks of the cards whose rates the datasheet gives (`given`): NVIDIA's published
+# specifications (datasheets, architecture whitepapers) ("datasheet"), a reported figure where NVIDIA
+# publishes none ("reported", less certain), or the clock the card's own source text already derives
+# its rates from ("source"). A runtime model's fixed per-kernel times scale as
+# 1 / boost clock (glmbench/predict/kernels.py clock_scale).
+GIVEN_MHZ = {
+    "titan-v": (1455, "source"), "quadro-gv100": (1450, "source"), "a10g": (1710, "source"),
+    "a10": (1695, "datasheet"), "a100-pcie-40gb": (1410, "datasheet"), "a100-pcie-80gb": (1410, "datasheet"),
+    "a100-sxm-40gb": (1410, "datasheet"), "a100-sxm-80gb": (1410, "datasheet"), "a30": (1440, "datasheet"),
+    "a40": (1740, "datasheet"), "a800-pcie-80gb": (1410, "datasheet"), "a800-sxm-80gb": (1410, "datasheet"),
+    "b200": (1965, "reported"), "gb10": (2500, "reported"), "gb200": (1965, "reported"), "gh200-144gb": (1980, "datasheet"),
+    "gh200-96gb": (1980, "datasheet"), "h100-nvl": (1785, "datasheet"), "h100-pcie": (1755, "datasheet"),
+    "h100-sxm": (1980, "datasheet"), "h20": (1980, "reported"), "h200-nvl": (1785, "datasheet"), "h200-sxm": (1980, "datasheet"),
+    "h800-pcie": (1755, "datasheet"), "h800-sxm": (1980, "datasheet"), "l20": (2520, "datasheet"), "l4": (2040, "datasheet"),
+    "l40": (2490, "datasheet"), "l40s": (2520, "datasheet"), "t4": (1590, "datasheet"), "v100-pcie-16gb": (1380, "datasheet"),
+    "v100-pcie-32gb": (1380, "datasheet"), "v100-sxm2-16gb": (1530, "datasheet"), "v100-sxm2-32gb": (1530, "datasheet"),
+    "v100s-pcie-32gb": (1601, "datasheet"),
+}
+
+
 def profile(c) -> dict:
     arch, cc = ARCH[c["arch"]]
     d = {"name": c["name"], "memory_gib": c["mem"], "bandwidth_gbs": c["bw"], "tflops": c["t"], "launch_us": 3}
@@ -496,6 +516,8 @@ def profile(c) -> dict:
         d["link_latency_us"] = c["lat"]
     if c.get("nvlink"):
         d["nvlink_gbps"] = c["nvlink"]
+    mhz, how = (c["mhz"], "source") if c.get("mhz") else GIVEN_MHZ[c["key"]]
+    d["boost_mhz"] = mhz
     d.update(arch=arch, compute_capability=c.get("cc", cc), bus=c["bus"], memory_type=c["mem_type"])
     al = []
     for a in c["aliases"]:
@@ -503,6 +525,10 @@ def profile(c) -> dict:
             al.append(a)
     d["aliases"] = al
     d["source"] = c["source"]
+    if how != "source":
+        d["source"] += (f" Boost clock {mhz} MHz: NVIDIA's published specifications (datasheet or architecture "
+                        "whitepaper)" + (" (not published by NVIDIA; a reported figure, less certain)"
+                                         if how == "reported" else "") + ".")
     return d
 
 
