@@ -112,8 +112,8 @@ def _baseline(path) -> dict:
     with open(path) as f:
         for ln in f:
             c = [x.strip() for x in ln.strip().strip("|").split("|")]
-            if len(c) == 7 and c[1] in TARGETS and c[2] in ("tg", "pp"):
-                out[(c[0], c[1], c[2])] = c[3]
+            if len(c) in (7, 8) and c[1] in TARGETS and c[2] in ("tg", "pp"):
+                out[(c[0], c[1], c[2])] = c[len(c) - 4]     # the pooled MAPE (after a `before` column, if any)
     return out
 
 

@@ -537,7 +537,10 @@ def candidates(comp: _Compiled, points) -> list[str]:
     for k in sorted(per_card):
         if CARD_MIN_SOURCES and len(per_card[k]) >= CARD_MIN_SOURCES:
             names += [f"card.{k}:compute", f"card.{k}:memory"]
-    names += list(OVERHEADS)
+    # A runtime model's per-layer fixed time is its kernels' (kernel_overhead_us over the structural
+    # count, scaled by the card's clock): a separate unscaled per-layer term is nearly collinear
+    # with it, never identified by the public points, and can take its place in a fit.
+    names += [o for o in OVERHEADS if not (comp.model_rt and o == "layer_overhead_us")]
     return names
 
 
