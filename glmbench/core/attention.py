@@ -182,12 +182,18 @@ def _kv_b_arg(w):
 
 def mla_attention(q_nope: np.ndarray, q_rope: np.ndarray, cache, layer: int, kv_b_weight, *,
                   v_head_dim: int, scale: float | None = None, strategy: str = "flash",
-                  n_splits: int | None = None) -> np.ndarray:
+                  n_splits: int | None = None, compute: str = "auto") -> np.ndarray:
     """MLA attention (see the module docstring for the strategies). q_nope[T, H, Dn], q_rope[T, H, Dr]
     float32 (q_rope already rotated, in the same layout as the cached rope keys); kv_b_weight
     [H*(Dn+Dv), R] (HF kv_b_proj.weight; float32, float16, bf16 as uint16, a QTensor, or a KVBSplit:
     GGUF's k_b / v_b read as stored);
-    scale defaults to 1/sqrt(Dn + Dr). -> [T, H, Dv] float32."""
+    scale defaults to 1/sqrt(Dn + Dr). compute="f32": a KVBSplit's decode products on float32
+    activations too (its joined float32 kv_b, made for the call; default "auto": quantized
+    activations for quantized k_b / v_b, as ggml runs them). -> [T, H, Dv] float32."""
+    if compute not in ("auto", "f32"):
+        raise ValueError(f"`compute` must be 'auto' or 'f32', got {compute!r}")
+    if compute == "f32" and isinstance(kv_b_weight, KVBSplit):
+        kv_b_weight = kv_b_weight.joined()
     vocab.mla_strategy(strategy, "strategy")
     if isinstance(v_head_dim, (bool, np.bool_)) or not isinstance(v_head_dim, (int, np.integer)):
         raise TypeError(f"`v_head_dim` must be an int, got {type(v_head_dim).__name__} {v_head_dim!r}")
