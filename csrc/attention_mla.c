@@ -402,6 +402,7 @@ done:
 typedef struct {
     const void *k_b, *v_b;
     int kfmt, vfmt;
+    const void *v_packed; /* v_b in the K formats' repacked layout (gb_krepack per head), or NULL */
 } mla_split;
 
 static int split_gemv(const float *x, int64_t K, const void *w, int fmt, int64_t N, float *y);
@@ -539,6 +540,27 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
     prev = blas_used ? blas_solo() : 1;
     if (sp) { /* out[h] = v_b[h] (Dv rows of R, as stored) . o_lat[h] */
         const int64_t vrb = gb_mla_row_bytes(sp->vfmt, R);
+        if (sp->v_packed) { /* the repacked rows: q8_K activations once per head, 16-row groups (gb_kp_rows) */
+            const int64_t nbk = R / 256, hb = gb_kp_bytes(sp->vfmt, Dv, R);
+            const int ver = gb_kversion_available(GB_KV_VNNI) ? GB_KV_VNNI : GB_KV_REF;
+#pragma omp parallel
+            {
+                gb_block_q8_K *xq = (gb_block_q8_K *)gb_ws_aligned_alloc(64, (size_t)nbk * sizeof(gb_block_q8_K));
+                if (!xq) {
+#pragma omp atomic write
+                    failed = 1;
+                }
+#pragma omp for schedule(static)
+                for (int64_t h = 0; h < H; h++) {
+                    if (!xq) continue;
+                    gb_quantize_row_q8_K(olat + h * R, xq, R);
+                    for (int64_t g = 0; 16 * g < Dv; g++)
+                        gb_kp_rows(sp->vfmt, (const char *)sp->v_packed + h * hb, Dv, R, g, xq, 1, out + h * Dv + 16 * g, Dv,
+                                   NULL, ver);
+                }
+                gb_ws_free(xq);
+            }
+        } else
 #pragma omp parallel for schedule(static)
         for (int64_t h = 0; h < H; h++)
             if (split_gemv(olat + h * R, R, (const char *)sp->v_b + h * Dv * vrb, sp->vfmt, Dv, out + h * Dv)) {
@@ -633,7 +655,7 @@ int gb_mla_kv_b_f32(const void *k_b, int kfmt, const void *v_b, int vfmt, int64_
 
 int gb_mla_attention_kb_vb(const gb_kvcache *c, int64_t layer, const float *q_nope, const float *q_rope, int64_t T,
                            int64_t H, int64_t Dn, int64_t Dv, const void *k_b, int kfmt, const void *v_b, int vfmt,
-                           float scale, int strategy, int64_t n_splits, float *out) {
+                           const void *v_packed, float scale, int strategy, int64_t n_splits, float *out) {
     int st = check_common(c, layer, T, H, Dn, Dv);
     if (st) return st;
     const int64_t R = c->dk;
@@ -644,7 +666,9 @@ int gb_mla_attention_kb_vb(const gb_kvcache *c, int64_t layer, const float *q_no
     if (strategy < 0 || strategy >= GB_MLA_N_STRATEGIES) return gb_error(GB_EVALUE, "unknown MLA strategy %d", strategy);
     if (!(scale > 0.0f)) scale = 1.0f / sqrtf((float)(Dn + c->dv));
     if (T == 1 && strategy != GB_MLA_NAIVE) {
-        const mla_split sp = {k_b, v_b, kfmt, vfmt};
+        if (v_packed && (!gb_kp_is_fmt(vfmt) || Dv % 16 || c->dk % 256))
+            return gb_error(GB_EVALUE, "mla: a repacked v_b needs a K format (got %d) and Dv a multiple of 16", vfmt);
+        const mla_split sp = {k_b, v_b, kfmt, vfmt, v_packed};
         return mla_absorbed(c, layer, q_nope, q_rope, T, H, Dn, Dv, NULL, GB_F32, &sp, scale,
                             strategy == GB_MLA_FLASH, strategy == GB_MLA_FLASH ? n_splits : 1, out);
     }

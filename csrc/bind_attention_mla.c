@@ -5,6 +5,7 @@
 
 #include "attention_mla.h"
 #include "kvcache.h"
+#include "quant_k.h"
 
 extern gb_kvcache *gb_kvcache_from_py(PyObject *obj, const char *name); /* bind_kvcache.c */
 extern int gb_kvcache_lock_error(int err);                              /* bind_kvcache.c */
@@ -104,16 +105,16 @@ fail:
 
 static PyObject *py_mla_attention_kb_vb(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"q_nope", "q_rope", "cache", "layer", "k_b", "k_fmt", "v_b", "v_fmt", "v_head_dim", "scale",
-                             "strategy", "n_splits", NULL};
-    PyObject *qno, *qro, *co, *kbo, *vbo;
+                             "strategy", "n_splits", "v_packed", NULL};
+    PyObject *qno, *qro, *co, *kbo, *vbo, *vpo = Py_None;
     long long layer, v_head_dim, n_splits = 0;
     int kfmt, vfmt;
     double scale = 0.0;
     const char *strategy = "flash";
-    PyArrayObject *qn = NULL, *qr = NULL, *kb = NULL, *vb = NULL, *y = NULL;
+    PyArrayObject *qn = NULL, *qr = NULL, *kb = NULL, *vb = NULL, *vp = NULL, *y = NULL;
     PyObject *ret = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOLOiOiL|dsL:mla_attention_kb_vb", kwlist, &qno, &qro, &co, &layer, &kbo,
-                                     &kfmt, &vbo, &vfmt, &v_head_dim, &scale, &strategy, &n_splits))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOLOiOiL|dsLO:mla_attention_kb_vb", kwlist, &qno, &qro, &co, &layer, &kbo,
+                                     &kfmt, &vbo, &vfmt, &v_head_dim, &scale, &strategy, &n_splits, &vpo))
         return NULL;
     const int strat = gb_mla_strategy(strategy);
     if (strat < 0) return NULL;
@@ -135,6 +136,17 @@ static PyObject *py_mla_attention_kb_vb(PyObject *self, PyObject *args, PyObject
     if (gb_check_dim(qr, "q_rope", 2, c->dv, "the cache's rope_dim") < 0) goto done;
     if (!(kb = split_weight(kbo, "k_b", kfmt, H, c->dk, Dn, "the cache's kv_lora_rank"))) goto done;
     if (!(vb = split_weight(vbo, "v_b", vfmt, H, v_head_dim, c->dk, "v_head_dim"))) goto done;
+    if (vpo != Py_None) {
+        const int64_t pb = gb_kp_is_fmt(vfmt) && v_head_dim % 16 == 0 ? gb_kp_bytes(vfmt, v_head_dim, c->dk) : -1;
+        if (pb < 0) {
+            PyErr_Format(PyExc_ValueError, "`v_packed`: format %d with v_head_dim %lld and rows of %lld has no repacked layout",
+                         vfmt, v_head_dim, (long long)c->dk);
+            goto done;
+        }
+        if (!(vp = gb_array(vpo, "v_packed", NPY_UINT8, 2, GB_COPY))) goto done;
+        if (gb_check_dim(vp, "v_packed", 0, H, "the heads") < 0 || gb_check_dim(vp, "v_packed", 1, pb, "one head's repacked bytes") < 0)
+            goto done;
+    }
     if (gb_check_finite(qn, "q_nope") < 0 || gb_check_finite(qr, "q_rope") < 0) goto done;
     if (!(scale >= 0.0) || !isfinite(scale)) {
         PyErr_Format(PyExc_ValueError, "`scale` must be a positive finite number, got %g", scale);
@@ -146,7 +158,8 @@ static PyObject *py_mla_attention_kb_vb(PyObject *self, PyObject *args, PyObject
     Py_BEGIN_ALLOW_THREADS
     if (!(err = gb_kvcache_lock(c, 0))) {
         st = gb_mla_attention_kb_vb(c, layer, (const float *)PyArray_DATA(qn), (const float *)PyArray_DATA(qr), T, H, Dn,
-                                    v_head_dim, PyArray_DATA(kb), kfmt, PyArray_DATA(vb), vfmt, (float)scale, strat,
+                                    v_head_dim, PyArray_DATA(kb), kfmt, PyArray_DATA(vb), vfmt, vp ? PyArray_DATA(vp) : NULL,
+                                    (float)scale, strat,
                                     n_splits, (float *)PyArray_DATA(y));
         gb_kvcache_unlock(c);
     }
@@ -161,6 +174,7 @@ done:
     Py_XDECREF(qr);
     Py_XDECREF(kb);
     Py_XDECREF(vb);
+    Py_XDECREF(vp);
     Py_XDECREF(y);
     return ret;
 }
@@ -197,7 +211,8 @@ done:
 PyMethodDef gb_attention_mla_methods[] = {
     {"mla_attention_kb_vb", (PyCFunction)(void (*)(void))py_mla_attention_kb_vb, METH_VARARGS | METH_KEYWORDS,
      "mla_attention_kb_vb(q_nope[T,H,Dn], q_rope[T,H,Dr], cache, layer, k_b[H,R,row], k_fmt, v_b[H,Dv,row], v_fmt, "
-     "v_head_dim, scale=0, strategy='flash', n_splits=0) -> [T, H, Dv] f32 (kv_b split as GGUF stores it)"},
+     "v_head_dim, scale=0, strategy='flash', n_splits=0, v_packed=None) -> [T, H, Dv] f32 (kv_b split as GGUF stores it; "
+     "v_packed: v_b's K format repacked per head, uint8 [H, bytes])"},
     {"mla_kv_b_f32", (PyCFunction)py_mla_kv_b_f32, METH_VARARGS,
      "mla_kv_b_f32(k_b[H,R,row], k_fmt, v_b[H,Dv,row], v_fmt, Dn, R) -> kv_b[H*(Dn+Dv), R] f32"},
     {"mla_attention", (PyCFunction)(void (*)(void))py_mla_attention, METH_VARARGS | METH_KEYWORDS,

@@ -111,6 +111,13 @@ def test_quantized_split_decode_reads_the_stored_rows(kf, vf, strategy):
     # decode: the activations quantized per block (q8_0 / q8_K) as ggml does; f16 cache
     err = np.abs(got - ref).max() / np.abs(ref).max()
     assert err < 3e-2, err
+    # a K-format v_b is read repacked (16-row groups): bit-identical to its stored rows' GEMV
+    if vf.endswith("_K"):
+        assert sp.packed_v() is not None
+        stored = _core.mla_attention_kb_vb(qn, qr, c, 0, *sp._args(), Dv, 0.0, strategy)
+        np.testing.assert_array_equal(got, stored)
+    else:
+        assert sp.packed_v() is None
     # not the joined path in disguise: the float32 products differ from the integer ones
     joined_out = mla_attention(qn, qr, c, 0, joined, v_head_dim=Dv, strategy=strategy)
     if kf != "bf16":
@@ -139,6 +146,12 @@ def test_bad_split_is_one_clear_error():
         _core.mla_attention_kb_vb(qn, qr, c, 0, np.zeros((H, R, 10), np.uint8), 12, vb, 0, Dv)
     with pytest.raises(ValueError, match="v_b"):
         _core.mla_attention_kb_vb(qn, qr, c, 0, kb, 0, vb[:2], 0, Dv)
+    # a repacked v_b only for a K format, of the right size
+    with pytest.raises(ValueError, match="v_packed"):
+        _core.mla_attention_kb_vb(qn, qr, c, 0, kb, 0, vb, 0, Dv, v_packed=np.zeros((H, 10), np.uint8))
+    vq = _q(vb, "q4_K")
+    with pytest.raises(ValueError, match="v_packed"):
+        _core.mla_attention_kb_vb(qn, qr, c, 0, kb, 0, vq.data, 12, Dv, v_packed=np.zeros((H, 10), np.uint8))
 
 
 def test_gguf_split_q5_0_k_b_runs_as_stored(tmp_path):

@@ -94,6 +94,7 @@ def gqa_attention(q: np.ndarray, cache, layer: int, *, scale: float | None = Non
                                0 if window is None else int(window), cap)
 
 
+_KP_V = ("q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "iq4_xs")   # v_b formats read repacked (csrc/quant_k.h)
 _FLOAT_IDS = {np.dtype(np.float32): (0, "f32"), np.dtype(np.float16): (1, "f16"), np.dtype(np.uint16): (2, "bf16")}
 
 
@@ -145,6 +146,15 @@ class KVBSplit:
         for a in (self.k_b, self.v_b):
             out += [np.ascontiguousarray(a.data if isinstance(a, QTensor) else a), self._id(a)[0]]
         return out
+
+    def packed_v(self):
+        """v_b in its K format's repacked layout (QTensor.repack: 16 rows interleaved, read by the
+        decode GEMV as one stream, bit-identical to the stored rows), made on first use; None when
+        v_b is not such a format or its heads are not whole 16-row groups."""
+        v = self.v_b
+        if not (isinstance(v, QTensor) and v.fmt in _KP_V and v.shape[1] % 16 == 0 and v.shape[2] % 256 == 0):
+            return None
+        return v.repack().packed
 
     def joined(self) -> np.ndarray:
         """The float32 kv_b [H*(Dn+Dv), R] (HF's kv_b_proj.weight layout) these two stand for."""
@@ -199,7 +209,7 @@ def mla_attention(q_nope: np.ndarray, q_rope: np.ndarray, cache, layer: int, kv_
         raise TypeError(f"`v_head_dim` must be an int, got {type(v_head_dim).__name__} {v_head_dim!r}")
     if isinstance(kv_b_weight, KVBSplit):   # k_b / v_b as stored
         return _core.mla_attention_kb_vb(q_nope, q_rope, cache, _layer(layer), *kv_b_weight._args(), int(v_head_dim),
-                                         _opt_scale(scale), strategy, _opt_splits(n_splits))
+                                         _opt_scale(scale), strategy, _opt_splits(n_splits), kv_b_weight.packed_v())
     return _core.mla_attention(q_nope, q_rope, cache, _layer(layer), _kv_b_arg(kv_b_weight), int(v_head_dim),
                                _opt_scale(scale), strategy, _opt_splits(n_splits))
 
