@@ -60,6 +60,7 @@ from glmbench.measure import cpu as mcpu  # noqa: E402
 from glmbench.measure.machine import cpu_name, measure_ceilings, probe_bandwidth  # noqa: E402
 from glmbench.models import checkpoint, configs, gguf_file  # noqa: E402
 from glmbench.models.model import stored_format  # noqa: E402
+from glmbench.core.attention import KVBSplit  # noqa: E402
 from glmbench.results.records import atomic_write_text  # noqa: E402
 
 FILES = ("glm-Q4_K_M", "qwen3-Q4_K_M", "glm-q4_0")
@@ -200,6 +201,10 @@ def stored_check(path: str) -> tuple[list[str], list[str]]:
         if len(getattr(sd[hf], "shape", ())) < 2:
             continue
         key = "+".join(types)
+        if isinstance(sd[hf], KVBSplit):   # attn_k_b / attn_v_b kept split, each as stored
+            what = f"{key} (attn_k_b/attn_v_b split{'; q5_0 as its exact q8_0' if 'Q5_0' in types else ''})"
+            ok[what] = ok.get(what, 0) + 1
+            continue
         if len(names) == 1 and held.lower() == types[0].lower():
             ok[key] = ok.get(key, 0) + 1
         else:

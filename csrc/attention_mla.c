@@ -11,6 +11,9 @@
 #include "attention_gqa.h"
 #include "common.h"
 #include "linear.h"
+#include "quant.h"
+#include "quant_iq.h"
+#include "quant_k.h"
 
 /* Tokens decompressed per step by the naive strategy: 1024 x H*(Dn+Dv) floats (37 MB for GLM-4.7-Flash,
  * plus 21 MB of per-head keys) bounds its memory whatever the depth, while each step's sgemm
@@ -395,9 +398,18 @@ done:
 
 /* ---- absorbed and flash -------------------------------------------------------------------- */
 
+/* k_b/v_b as stored (gb_mla_attention_kb_vb) for the decode products: NULL when kv_b is joined */
+typedef struct {
+    const void *k_b, *v_b;
+    int kfmt, vfmt;
+    const void *v_packed; /* v_b in the K formats' repacked layout (gb_krepack per head), or NULL */
+} mla_split;
+
+static int split_gemv(const float *x, int64_t K, const void *w, int fmt, int64_t N, float *y);
+
 static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope, const float *q_rope, int64_t T,
-                        int64_t H, int64_t Dn, int64_t Dv, const void *kv_b, int wfmt, float scale, int split_cache,
-                        int64_t n_splits, float *out) {
+                        int64_t H, int64_t Dn, int64_t Dv, const void *kv_b, int wfmt, const mla_split *sp, float scale,
+                        int split_cache, int64_t n_splits, float *out) {
     const int64_t R = c->dk, Dr = c->dv, Dq = R + Dr, W = Dn + Dv, L = c->len[layer], bs = c->block_size;
     const int64_t nr = T * H; /* row r = t*H + h: lim is nondecreasing in r */
     const int nth = omp_get_max_threads();
@@ -435,7 +447,19 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
      * setting its thread count costs more than a decode step's products. */
     const int blas_used = T >= 8;
     int prev = blas_used ? blas_solo() : 1;
-    if (T == 1) {
+    if (sp) { /* T == 1: q_lat[h] = k_b[h] (R rows of Dn, as stored) . q_nope[h], then scaled */
+        const int64_t krb = gb_mla_row_bytes(sp->kfmt, Dn);
+#pragma omp parallel for schedule(static)
+        for (int64_t h = 0; h < H; h++) {
+            float *qh = qa + h * Dq;
+            if (split_gemv(q_nope + h * Dn, Dn, (const char *)sp->k_b + h * R * krb, sp->kfmt, R, qh)) {
+#pragma omp atomic write
+                failed = 2;
+            }
+            for (int64_t j = 0; j < R; j++) qh[j] *= scale;
+        }
+        if (failed) goto done;
+    } else if (T == 1) {
 #pragma omp parallel for schedule(static) if (H * Dn * R > (1 << 18))
         for (int64_t h = 0; h < H; h++) absorb_rows(q_nope + h * Dn, Dn, scale, wrow(kv_b, wfmt, h * W, R), wfmt, R, qa + h * Dq);
     } else {
@@ -514,7 +538,36 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
     if (bf16) gb_attn_bf16_unpermute(olat, nr, R); /* the combine works lane by lane: unpermute once, after it */
     /* out[t, h] = W_v,h o_lat[t, h] (T x R times R x Dv per head) */
     prev = blas_used ? blas_solo() : 1;
-    if (T == 1) {
+    if (sp) { /* out[h] = v_b[h] (Dv rows of R, as stored) . o_lat[h] */
+        const int64_t vrb = gb_mla_row_bytes(sp->vfmt, R);
+        if (sp->v_packed) { /* the repacked rows: q8_K activations once per head, 16-row groups (gb_kp_rows) */
+            const int64_t nbk = R / 256, hb = gb_kp_bytes(sp->vfmt, Dv, R);
+            const int ver = gb_kversion_available(GB_KV_VNNI) ? GB_KV_VNNI : GB_KV_REF;
+#pragma omp parallel
+            {
+                gb_block_q8_K *xq = (gb_block_q8_K *)gb_ws_aligned_alloc(64, (size_t)nbk * sizeof(gb_block_q8_K));
+                if (!xq) {
+#pragma omp atomic write
+                    failed = 1;
+                }
+#pragma omp for schedule(static)
+                for (int64_t h = 0; h < H; h++) {
+                    if (!xq) continue;
+                    gb_quantize_row_q8_K(olat + h * R, xq, R);
+                    for (int64_t g = 0; 16 * g < Dv; g++)
+                        gb_kp_rows(sp->vfmt, (const char *)sp->v_packed + h * hb, Dv, R, g, xq, 1, out + h * Dv + 16 * g, Dv,
+                                   NULL, ver);
+                }
+                gb_ws_free(xq);
+            }
+        } else
+#pragma omp parallel for schedule(static)
+        for (int64_t h = 0; h < H; h++)
+            if (split_gemv(olat + h * R, R, (const char *)sp->v_b + h * Dv * vrb, sp->vfmt, Dv, out + h * Dv)) {
+#pragma omp atomic write
+                failed = 2;
+            }
+    } else if (T == 1) {
 #pragma omp parallel for schedule(static) if (H * Dv * R > (1 << 18))
         for (int64_t h = 0; h < H; h++)
             gb_gemv_rows(olat + h * R, 1, R, kv_b, wfmt, h * W + Dn, h * W + W, out + h * Dv, Dv);
@@ -532,6 +585,7 @@ done:
     gb_ws_free(po);
     gb_ws_free(olat);
     gb_ws_free(lim);
+    if (failed == 2) return gb_error(GB_EVALUE, "mla_attention: a k_b/v_b product failed (format %d/%d)", sp->kfmt, sp->vfmt);
     if (failed) return gb_error(GB_ENOMEM, "mla_attention: out of memory");
     return GB_OK;
 }
@@ -545,8 +599,84 @@ int gb_mla_attention(const gb_kvcache *c, int64_t layer, const float *q_nope, co
     if (!(scale > 0.0f)) scale = 1.0f / sqrtf((float)(Dn + c->dv));
     switch (strategy) {
     case GB_MLA_NAIVE: return mla_naive(c, layer, q_nope, q_rope, T, H, Dn, Dv, kv_b, wfmt, scale, out);
-    case GB_MLA_ABSORBED: return mla_absorbed(c, layer, q_nope, q_rope, T, H, Dn, Dv, kv_b, wfmt, scale, 0, 1, out);
-    case GB_MLA_FLASH: return mla_absorbed(c, layer, q_nope, q_rope, T, H, Dn, Dv, kv_b, wfmt, scale, 1, n_splits, out);
+    case GB_MLA_ABSORBED: return mla_absorbed(c, layer, q_nope, q_rope, T, H, Dn, Dv, kv_b, wfmt, NULL, scale, 0, 1, out);
+    case GB_MLA_FLASH: return mla_absorbed(c, layer, q_nope, q_rope, T, H, Dn, Dv, kv_b, wfmt, NULL, scale, 1, n_splits, out);
     }
     return gb_error(GB_EVALUE, "unknown MLA strategy %d", strategy);
+}
+
+/* ---- k_b / v_b as stored ---------------------------------------------------------------------- */
+
+int64_t gb_mla_row_bytes(int fmt, int64_t K) {
+    if (gb_is_kfmt(fmt)) return gb_k_row_bytes(fmt, K);
+    if (gb_is_iqfmt(fmt)) return gb_iq_row_bytes(fmt, K);
+    return gb_row_bytes(fmt, K);
+}
+
+/* y[0, N) = W[N][K] . x for one matrix in its stored format, the kernels a linear layer of that
+ * format runs at T = 1 (16-bit and f32 rows: the gemv16 rows; q8_0/q4_0 and the K/IQ formats: x
+ * quantized per block as ggml does, integer dot products). Called inside a parallel loop over heads,
+ * so the kernels' own OpenMP regions run on the calling thread. */
+static int split_gemv(const float *x, int64_t K, const void *w, int fmt, int64_t N, float *y) {
+    if (fmt == GB_F32 || fmt == GB_F16 || fmt == GB_BF16) {
+        gb_gemv_rows(x, 1, K, w, fmt, 0, N, y, N);
+        return GB_OK;
+    }
+    if (fmt == GB_Q8_0 || fmt == GB_Q4_0) return gb_qlinear(fmt, x, w, NULL, y, 1, N, K, GB_QC_AUTO, GB_QV_AUTO);
+    if (gb_is_kfmt(fmt)) return gb_klinear(fmt, x, w, NULL, y, 1, N, K, GB_KV_AUTO);
+    if (gb_is_iqfmt(fmt)) return gb_iqlinear(fmt, x, w, NULL, y, 1, N, K, GB_KV_AUTO);
+    return gb_error(GB_EVALUE, "mla: weight format %d is not supported", fmt);
+}
+
+static int split_dequant(const void *w, int fmt, int64_t N, int64_t K, float *y) {
+    if (gb_is_kfmt(fmt)) return gb_k_dequantize_rows(fmt, w, y, N, K);
+    if (gb_is_iqfmt(fmt)) return gb_iq_dequantize_rows(fmt, w, y, N, K);
+    return gb_dequantize_rows(fmt, w, y, N, K);
+}
+
+int gb_mla_kv_b_f32(const void *k_b, int kfmt, const void *v_b, int vfmt, int64_t H, int64_t Dn, int64_t Dv, int64_t R,
+                    float *kv_b) {
+    const int64_t W = Dn + Dv, krb = gb_mla_row_bytes(kfmt, Dn), vrb = gb_mla_row_bytes(vfmt, R);
+    if (krb < 0 || vrb < 0)
+        return gb_error(GB_EVALUE, "mla: k_b format %d with rows of %ld or v_b format %d with rows of %ld is not supported",
+                        kfmt, (long)Dn, vfmt, (long)R);
+    float *tmp = (float *)gb_ws_malloc((size_t)(H * R * Dn) * sizeof(float));
+    if (!tmp) return gb_error(GB_ENOMEM, "mla: out of memory");
+    int st = split_dequant(k_b, kfmt, H * R, Dn, tmp);
+    for (int64_t h = 0; h < H && st == GB_OK; h++) {
+        st = split_dequant((const char *)v_b + h * Dv * vrb, vfmt, Dv, R, kv_b + (h * W + Dn) * R);
+        const float *kh = tmp + h * R * Dn; /* [R][Dn] -> rows h*W + i, i < Dn */
+        for (int64_t i = 0; i < Dn; i++)
+            for (int64_t j = 0; j < R; j++) kv_b[(h * W + i) * R + j] = kh[j * Dn + i];
+    }
+    gb_ws_free(tmp);
+    return st;
+}
+
+int gb_mla_attention_kb_vb(const gb_kvcache *c, int64_t layer, const float *q_nope, const float *q_rope, int64_t T,
+                           int64_t H, int64_t Dn, int64_t Dv, const void *k_b, int kfmt, const void *v_b, int vfmt,
+                           const void *v_packed, float scale, int strategy, int64_t n_splits, float *out) {
+    int st = check_common(c, layer, T, H, Dn, Dv);
+    if (st) return st;
+    const int64_t R = c->dk;
+    if (gb_mla_row_bytes(kfmt, Dn) < 0 || gb_mla_row_bytes(vfmt, R) < 0)
+        return gb_error(GB_EVALUE, "mla: k_b format %d with rows of %ld or v_b format %d with rows of %ld is not supported",
+                        kfmt, (long)Dn, vfmt, (long)R);
+    if (T == 0) return GB_OK;
+    if (strategy < 0 || strategy >= GB_MLA_N_STRATEGIES) return gb_error(GB_EVALUE, "unknown MLA strategy %d", strategy);
+    if (!(scale > 0.0f)) scale = 1.0f / sqrtf((float)(Dn + c->dv));
+    if (T == 1 && strategy != GB_MLA_NAIVE) {
+        if (v_packed && (!gb_kp_is_fmt(vfmt) || Dv % 16 || c->dk % 256))
+            return gb_error(GB_EVALUE, "mla: a repacked v_b needs a K format (got %d) and Dv a multiple of 16", vfmt);
+        const mla_split sp = {k_b, v_b, kfmt, vfmt, v_packed};
+        return mla_absorbed(c, layer, q_nope, q_rope, T, H, Dn, Dv, NULL, GB_F32, &sp, scale,
+                            strategy == GB_MLA_FLASH, strategy == GB_MLA_FLASH ? n_splits : 1, out);
+    }
+    /* prefill (and naive): the joined kv_b in float32 for this call, then the joined path */
+    float *kv = (float *)gb_ws_malloc((size_t)(H * (Dn + Dv) * R) * sizeof(float));
+    if (!kv) return gb_error(GB_ENOMEM, "mla_attention: out of memory");
+    st = gb_mla_kv_b_f32(k_b, kfmt, v_b, vfmt, H, Dn, Dv, R, kv);
+    if (st == GB_OK) st = gb_mla_attention(c, layer, q_nope, q_rope, T, H, Dn, Dv, kv, GB_F32, scale, strategy, n_splits, out);
+    gb_ws_free(kv);
+    return st;
 }

@@ -30,4 +30,22 @@ int gb_mla_attention(const gb_kvcache *c, int64_t layer, const float *q_nope, co
                      int64_t H, int64_t Dn, int64_t Dv, const void *kv_b, int wfmt, float scale, int strategy,
                      int64_t n_splits, float *out);
 
+/* kv_b as GGUF deepseek2 files store it, split (llama.cpp's MLA layout): k_b [H][R][Dn] (W_k,h
+ * transposed: R rows of Dn per head) and v_b [H][Dv][R], each in its own format as stored (f32, f16,
+ * bf16, q8_0, q4_0, the K formats for rows of whole super-blocks, iq4_nl, mxfp4). Decode (T = 1,
+ * absorbed/flash) reads them as stored: q_lat[h] = k_b[h] . q_nope[h] and out[h] = v_b[h] . o_lat[h]
+ * with the format's own GEMV (activations quantized per block as ggml does). Prefill and the naive
+ * strategy join them into a float32 kv_b for the call (gb_mla_kv_b_f32) and run gb_mla_attention.
+ * v_packed (may be NULL): v_b in a K format repacked per head (gb_krepack of each [Dv, R]; Dv a multiple
+ * of 16), read at decode by gb_kp_rows (bit-identical to the stored rows' GEMV). */
+int gb_mla_attention_kb_vb(const gb_kvcache *c, int64_t layer, const float *q_nope, const float *q_rope, int64_t T,
+                           int64_t H, int64_t Dn, int64_t Dv, const void *k_b, int kfmt, const void *v_b, int vfmt,
+                           const void *v_packed, float scale, int strategy, int64_t n_splits, float *out);
+/* The one place the split pair becomes what the joined paths need: kv_b [H*(Dn+Dv)][R] float32
+ * (head h: rows h*(Dn+Dv) + i = column i of k_b[h], then the Dv rows of v_b[h]). */
+int gb_mla_kv_b_f32(const void *k_b, int kfmt, const void *v_b, int vfmt, int64_t H, int64_t Dn, int64_t Dv, int64_t R,
+                    float *kv_b);
+/* bytes of one row of K elements in format fmt (-1: not storable) */
+int64_t gb_mla_row_bytes(int fmt, int64_t K);
+
 #endif

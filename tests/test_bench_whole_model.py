@@ -96,12 +96,21 @@ def test_decode_bytes_of_an_f32_file_match_the_config_count(tmp_path, depth):
 
 
 def test_stored_check_names_what_is_not_run_as_stored(tmp_path):
-    # q8_0 matrices run as stored; deepseek2's attn_k_b / attn_v_b are joined into kv_b_proj (f32)
+    # q8_0 matrices run as stored; deepseek2's attn_k_b / attn_v_b (q8_0, and f32 where the rows are
+    # not whole blocks) kept split as stored; q4_1 ones are joined into kv_b_proj (f32)
     def types(name, shape):
         return gguf.GGMLQuantizationType.Q8_0 if shape[-1] % 32 == 0 else gguf.GGMLQuantizationType.F32
     p = _glm_file(tmp_path, types)
     ok, bad = bw.stored_check(p)
     assert any(s.startswith("Q8_0: ") for s in ok)
+    n = configs.load_gguf(p).n_layers
+    assert [s for s in ok if "split" in s] == [f"F32+Q8_0 (attn_k_b/attn_v_b split): {n}"]
+    assert not [s for s in bad if "joined into kv_b_proj" in s]
+
+    def types41(name, shape):
+        return gguf.GGMLQuantizationType.Q4_1 if "attn_v_b" in name else types(name, shape)
+    p = _glm_file(tmp_path / "q41", types41) if (tmp_path / "q41").mkdir() is None else None
+    ok, bad = bw.stored_check(p)
     joined = [s for s in bad if "joined into kv_b_proj" in s]
-    assert len(joined) == 1 and joined[0].endswith(f": {configs.load_gguf(p).n_layers}")
+    assert len(joined) == 1 and joined[0].endswith(f": {n}")
     assert bw.file_types(p)["Q8_0"][0] > 0

@@ -140,6 +140,9 @@ def _f32_compute(monkeypatch):
     from glmbench.core import quant
     monkeypatch.setattr(quant, "linear", functools.partial(quant.linear, compute="f32"))
     monkeypatch.setattr(quant, "moe_experts", functools.partial(quant.moe_experts, compute="f32"))
+    # and MLA's k_b / v_b, kept split as stored (core.attention.KVBSplit)
+    from glmbench.core import attention
+    monkeypatch.setattr(attention, "mla_attention", functools.partial(attention.mla_attention, compute="f32"))
 
 
 @pytest.mark.parametrize("kind", ["f16", "q8_0", "split"])

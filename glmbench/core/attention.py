@@ -35,11 +35,11 @@ import numpy as np
 
 from glmbench import vocab
 from glmbench.core import ops
-from glmbench.core.quant import dequantize
+from glmbench.core.quant import QTensor, _fmt_id, dequantize
 from glmbench.core._loader import _core
 
 __all__ = ["gqa_attention", "mla_attention", "gqa_block", "mla_block", "MLA_STRATEGIES", "gqa_sink_attention",
-           "gqa_sink_block"]
+           "gqa_sink_block", "KVBSplit"]
 
 MLA_STRATEGIES = vocab.MLA_STRATEGIES
 
@@ -94,6 +94,79 @@ def gqa_attention(q: np.ndarray, cache, layer: int, *, scale: float | None = Non
                                0 if window is None else int(window), cap)
 
 
+_KP_V = ("q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "iq4_xs")   # v_b formats read repacked (csrc/quant_k.h)
+_FLOAT_IDS = {np.dtype(np.float32): (0, "f32"), np.dtype(np.float16): (1, "f16"), np.dtype(np.uint16): (2, "bf16")}
+
+
+class KVBSplit:
+    """kv_b_proj as GGUF deepseek2 files store it (llama.cpp's MLA layout): k_b [H, R, Dn] (W_k,h
+    transposed: R rows of Dn per head) and v_b [H, Dv, R], each a float array (float32, float16,
+    bfloat16 as uint16 bits) or a core.quant.QTensor, in its own format. mla_attention reads them as
+    stored at decode (the absorbed products q_lat[h] = k_b[h] . q_nope[h] and out[h] = v_b[h] . o_lat[h]
+    are GEMVs over the stored rows, the activations quantized per block as ggml does: csrc/
+    attention_mla.h, gb_mla_attention_kb_vb); prefill and the naive strategy join them into a float32
+    kv_b per call (`joined()`, the same function in C). Acts as the [H*(Dn+Dv), R] matrix it stands
+    for: `shape`, `nbytes` (the stored bytes), `dequantize()`."""
+
+    __slots__ = ("k_b", "v_b")
+    ndim = 2
+
+    def __init__(self, k_b, v_b):
+        for name, a in (("k_b", k_b), ("v_b", v_b)):
+            if isinstance(a, QTensor):
+                continue
+            if not isinstance(a, np.ndarray) or a.dtype not in _FLOAT_IDS:
+                raise TypeError(f"`{name}` must be a float32/float16/uint16 (bf16) array or a QTensor, got "
+                                f"{getattr(a, 'dtype', type(a).__name__)}")
+        ks, vs = tuple(k_b.shape), tuple(v_b.shape)
+        if len(ks) != 3 or len(vs) != 3 or ks[0] != vs[0] or ks[1] != vs[2]:
+            raise ValueError(f"`k_b` [H, R, Dn] and `v_b` [H, Dv, R] disagree: shapes {ks} and {vs}")
+        self.k_b, self.v_b = k_b, v_b
+
+    @staticmethod
+    def _id(a):
+        return (_fmt_id(a.fmt), a.fmt) if isinstance(a, QTensor) else _FLOAT_IDS[a.dtype]
+
+    @property
+    def fmt(self) -> str:
+        """'<k_b format>+<v_b format>', e.g. 'q8_0+q4_K'."""
+        return f"{self._id(self.k_b)[1]}+{self._id(self.v_b)[1]}"
+
+    @property
+    def shape(self) -> tuple:
+        H, R, Dn = self.k_b.shape
+        return (H * (Dn + self.v_b.shape[1]), R)
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.k_b.nbytes + self.v_b.nbytes)
+
+    def _args(self):
+        out = []
+        for a in (self.k_b, self.v_b):
+            out += [np.ascontiguousarray(a.data if isinstance(a, QTensor) else a), self._id(a)[0]]
+        return out
+
+    def packed_v(self):
+        """v_b in its K format's repacked layout (QTensor.repack: 16 rows interleaved, read by the
+        decode GEMV as one stream, bit-identical to the stored rows), made on first use; None when
+        v_b is not such a format or its heads are not whole 16-row groups."""
+        v = self.v_b
+        if not (isinstance(v, QTensor) and v.fmt in _KP_V and v.shape[1] % 16 == 0 and v.shape[2] % 256 == 0):
+            return None
+        return v.repack().packed
+
+    def joined(self) -> np.ndarray:
+        """The float32 kv_b [H*(Dn+Dv), R] (HF's kv_b_proj.weight layout) these two stand for."""
+        kb, kf, vb, vf = self._args()
+        return _core.mla_kv_b_f32(kb, kf, vb, vf, int(self.k_b.shape[2]), int(self.k_b.shape[1]))
+
+    dequantize = joined
+
+    def __repr__(self) -> str:
+        return f"KVBSplit(k_b {self.k_b.shape} {self._id(self.k_b)[1]}, v_b {self.v_b.shape} {self._id(self.v_b)[1]})"
+
+
 # kv_b goes to the C core as float32, float16 or bfloat16 (uint16) as stored; a quantized QTensor is
 # dequantized to float32 once per weight and kept while that weight lives (a per-call conversion
 # would re-read and re-write the whole matrix every token).
@@ -119,14 +192,24 @@ def _kv_b_arg(w):
 
 def mla_attention(q_nope: np.ndarray, q_rope: np.ndarray, cache, layer: int, kv_b_weight, *,
                   v_head_dim: int, scale: float | None = None, strategy: str = "flash",
-                  n_splits: int | None = None) -> np.ndarray:
+                  n_splits: int | None = None, compute: str = "auto") -> np.ndarray:
     """MLA attention (see the module docstring for the strategies). q_nope[T, H, Dn], q_rope[T, H, Dr]
     float32 (q_rope already rotated, in the same layout as the cached rope keys); kv_b_weight
-    [H*(Dn+Dv), R] (HF kv_b_proj.weight; float32, float16, bf16 as uint16, or a QTensor);
-    scale defaults to 1/sqrt(Dn + Dr). -> [T, H, Dv] float32."""
+    [H*(Dn+Dv), R] (HF kv_b_proj.weight; float32, float16, bf16 as uint16, a QTensor, or a KVBSplit:
+    GGUF's k_b / v_b read as stored);
+    scale defaults to 1/sqrt(Dn + Dr). compute="f32": a KVBSplit's decode products on float32
+    activations too (its joined float32 kv_b, made for the call; default "auto": quantized
+    activations for quantized k_b / v_b, as ggml runs them). -> [T, H, Dv] float32."""
+    if compute not in ("auto", "f32"):
+        raise ValueError(f"`compute` must be 'auto' or 'f32', got {compute!r}")
+    if compute == "f32" and isinstance(kv_b_weight, KVBSplit):
+        kv_b_weight = kv_b_weight.joined()
     vocab.mla_strategy(strategy, "strategy")
     if isinstance(v_head_dim, (bool, np.bool_)) or not isinstance(v_head_dim, (int, np.integer)):
         raise TypeError(f"`v_head_dim` must be an int, got {type(v_head_dim).__name__} {v_head_dim!r}")
+    if isinstance(kv_b_weight, KVBSplit):   # k_b / v_b as stored
+        return _core.mla_attention_kb_vb(q_nope, q_rope, cache, _layer(layer), *kv_b_weight._args(), int(v_head_dim),
+                                         _opt_scale(scale), strategy, _opt_splits(n_splits), kv_b_weight.packed_v())
     return _core.mla_attention(q_nope, q_rope, cache, _layer(layer), _kv_b_arg(kv_b_weight), int(v_head_dim),
                                _opt_scale(scale), strategy, _opt_splits(n_splits))
 

@@ -14,8 +14,9 @@ gguf.quants.dequantize, and a warning names the types and tensors. `weights=` a 
 every matrix to it instead.
 
 GGUF layout undone here (see models/gguf_file.py): the llama architecture's permuted q/k rows;
-deepseek2's split attn_k_b / attn_v_b joined back into kv_b_proj (kept bf16/f16 when both are stored so,
-else dequantized to f32: the join transposes k_b, which a quantized block layout cannot); gemma2/gemma3 norm weights stored as 1 + w. A split GGUF is given by its first
+deepseek2's split attn_k_b / attn_v_b: kept split as stored (core.attention.KVBSplit) when either is
+quantized in an executable block format (q5_0 as its exact q8_0 twin), else joined back into kv_b_proj
+(bf16/f16 when both are stored so, else f32: q4_1/q5_1 and the other types dequantized); gemma2/gemma3 norm weights stored as 1 + w. A split GGUF is given by its first
 part (gguf_file.read loads every part); llama3 rope scaling stored as rope_freqs.weight is read
 into the config by gguf_file.hf_config (rope_type "freq_factors").
 
@@ -33,6 +34,7 @@ import warnings
 
 import numpy as np
 
+from glmbench.core.attention import KVBSplit
 from glmbench.core.quant import QTensor, gguf_format
 from glmbench.models import configs, gguf_file
 from glmbench.models.model import STORED, Model
@@ -139,6 +141,10 @@ def _gguf_state_dict(path: str):
     for hf, names in where.items():
         if len(names) == 2:  # deepseek2: kv_b_proj stored as attn_k_b [H, R, Dn] + attn_v_b [H, Dv, R]
             types = {g.tensors[n].type_name for n in names}
+            if types & _QUANT_KVB and types <= _QUANT_KVB | {"F32", "F16", "BF16"}:
+                # quantized: kept split, as stored (the decode products read them so: KVBSplit)
+                sd[hf] = KVBSplit(*(_kvb_part(g, g.tensors[n]) for n in names))
+                continue
             if len(types) == 1 and types <= {"BF16", "F16"}:   # 16-bit: joined as stored (exact, half f32's bytes)
                 kb, vb = (np.asarray(g.tensor_data(n)) for n in names)
             else:
@@ -159,6 +165,32 @@ def _gguf_state_dict(path: str):
         lst = "; ".join(f"{k}: {len(v)} tensor(s), e.g. {v[0]!r}" for k, v in sorted(converted.items()))
         warnings.warn(f"{path}: ggml types run dequantized to f32 (not executed as stored): {lst}", stacklevel=3)
     return cfg, sd
+
+
+# attn_k_b / attn_v_b types kept split and read as stored (q5_0 as its exact q8_0 twin, _q5_0_as_q8_0)
+_QUANT_KVB = {"Q8_0", "Q4_0", "Q5_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_XS", "IQ4_NL", "MXFP4"}
+
+
+def _kvb_part(g, t):
+    """attn_k_b or attn_v_b as held in a KVBSplit: float arrays and the executable block formats as
+    stored; q5_0 converted to q8_0 exactly (the same f16 scale per 32 values, q - 16 in [-16, 15] as int8)."""
+    if t.type_name == "Q5_0":
+        return QTensor(_q5_0_as_q8_0(np.asarray(g.tensor_data(t.name))), "q8_0", t.shape)
+    a = g.tensor_data(t.name)
+    return QTensor(a, gguf_format(t.type_name), t.shape) if gguf_format(t.type_name) else np.asarray(a)
+
+
+def _q5_0_as_q8_0(data: np.ndarray) -> np.ndarray:
+    """ggml q5_0 blocks (f16 d, 32 high bits qh, 16 bytes of nibbles; value j = d * (q_j - 16), the low
+    nibbles the first 16 values) -> q8_0 blocks (f16 d, 32 int8) holding the same values exactly."""
+    shape = data.shape
+    b = np.ascontiguousarray(data).reshape(-1, 22)
+    qh = b[:, 2:6].copy().view("<u4")                                   # [n, 1]
+    hi = ((qh >> np.arange(32, dtype=np.uint32)) & 1).astype(np.uint8)  # fifth bit of value j
+    qs = b[:, 6:22]
+    q = np.concatenate([qs & 0x0F, qs >> 4], axis=1) | (hi << 4)
+    out = np.concatenate([b[:, 0:2], (q.astype(np.int16) - 16).astype(np.int8).view(np.uint8)], axis=1)
+    return out.reshape(shape[:-1] + (shape[-1] // 22 * 34,))
 
 
 def _tensor(g, t, converted):

@@ -56,7 +56,7 @@ import numpy as np
 from glmbench import vocab
 from glmbench.core import attention
 from glmbench.core import ops as _ops
-from glmbench.core.attention import _hf_deinterleaves
+from glmbench.core.attention import KVBSplit, _hf_deinterleaves
 from glmbench.core.kvcache import KVCache
 from glmbench.core.quant import QTensor, quantize, quantize_chunks
 from glmbench.models import configs
@@ -73,8 +73,8 @@ STORED = "stored"
 
 
 def stored_format(a) -> str:
-    """The executable format an array (or QTensor) is held in as given."""
-    if isinstance(a, QTensor):
+    """The executable format an array (or QTensor) is held in as given (a KVBSplit: 'k_fmt+v_fmt')."""
+    if isinstance(a, (QTensor, KVBSplit)):
         return a.fmt
     return {np.dtype(np.float16): "f16", np.dtype(np.uint16): "bf16"}.get(getattr(a, "dtype", None), "f32")
 
@@ -99,6 +99,10 @@ def _load_config(config):
 def to_format(a, fmt: str) -> np.ndarray:
     """A float array (or uint16 bfloat16 bits) as stored in weight format `fmt` ("f32" float32,
     "f16" float16, "bf16" uint16 bits, "q8_0"/"q4_0" quant.QTensor)."""
+    if isinstance(a, KVBSplit):   # GGUF's k_b / v_b (weights="stored" keeps them split)
+        if a.fmt == fmt:
+            return a
+        a = a.joined()
     if isinstance(a, QTensor):
         if a.fmt == fmt:
             return a  # already stored in this format (a GGUF's q8_0/q4_0 blocks, as read)
@@ -418,7 +422,7 @@ def _layer_from_hf(cfg, index: int, kind: str, src: Mapping, fmt: str) -> Layer:
 
 
 def _np(a, name: str) -> np.ndarray:
-    if isinstance(a, QTensor):
+    if isinstance(a, (QTensor, KVBSplit)):
         return a
     if hasattr(a, "detach"):  # a torch tensor
         a = a.detach().cpu().float().numpy()
