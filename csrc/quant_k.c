@@ -198,7 +198,44 @@ int gb_k_dequantize_rows(int fmt, const void *src, float *y, int64_t rows, int64
 
 /* ---- q8_K activations -------------------------------------------------------------------------- */
 
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+/* one block, the same bytes as the portable loop below: the first value of largest magnitude
+ * found by a vector max then a compare, values rounded by vcvtps2dq (round half to even, the
+ * default MXCSR mode, as rintf), clipped at 127, each 16-value sum from the clipped values */
+static void quantize_block_q8_K_avx512(const float *xb, gb_block_q8_K *y) {
+    const __m512 sgn = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
+    __m512 vm = _mm512_setzero_ps();
+    for (int j = 0; j < QKK / 16; j++) vm = _mm512_max_ps(vm, _mm512_and_ps(_mm512_loadu_ps(xb + 16 * j), sgn));
+    const float amax = _mm512_reduce_max_ps(vm);
+    if (!amax) {
+        memset(y, 0, sizeof(gb_block_q8_K));
+        return;
+    }
+    float max = 0.0f;
+    const __m512 va = _mm512_set1_ps(amax);
+    for (int j = 0; j < QKK / 16; j++) {
+        const __mmask16 m = _mm512_cmp_ps_mask(_mm512_and_ps(_mm512_loadu_ps(xb + 16 * j), sgn), va, _CMP_EQ_OQ);
+        if (m) {
+            max = xb[16 * j + __builtin_ctz((unsigned)m)];
+            break;
+        }
+    }
+    const float iscale = -127.0f / max;
+    const __m512 vs = _mm512_set1_ps(iscale);
+    for (int j = 0; j < QKK / 16; j++) {
+        const __m512i v = _mm512_min_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(vs, _mm512_loadu_ps(xb + 16 * j))), _mm512_set1_epi32(127));
+        _mm_storeu_si128((__m128i *)(y->qs + 16 * j), _mm512_cvtepi32_epi8(v));
+        y->bsums[j] = (int16_t)_mm512_reduce_add_epi32(v);
+    }
+    y->d = 1.0f / iscale;
+}
+#endif
+
 void gb_quantize_row_q8_K(const float *x, gb_block_q8_K *y, int64_t k) {
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+    for (int64_t i = 0; i < k / QKK; i++) quantize_block_q8_K_avx512(x + i * QKK, &y[i]);
+    return;
+#endif
     for (int64_t i = 0; i < k / QKK; i++) {
         const float *xb = x + i * QKK;
         float max = 0.0f, amax = 0.0f;
