@@ -1109,7 +1109,13 @@ static inline __attribute__((always_inline)) void kp_tile(const int fmt, const u
  * per token; q3_K's third bit by a masked vpaddb; the same per-lane arithmetic as kp_tile */
 static inline __attribute__((always_inline)) void kp_decode2(const int fmt, const uint8_t *p, const int m, const int j, __m512i Q,
                                                              __m512i *v) {
+#if defined(__GFNI__)
+    /* bits 2j, 2j+1 of every byte to bits 0, 1 in one affine transform (row 7-i of the matrix picks
+     * output bit i) instead of a shift and an and */
+    __m512i x = _mm512_gf2p8affine_epi64_epi8(Q, _mm512_set1_epi64((long long)(((uint64_t)(1u << (2 * j)) << 56) | ((uint64_t)(2u << (2 * j)) << 48))), 0);
+#else
     __m512i x = _mm512_and_si512(j ? _mm512_srli_epi16(Q, 2 * j) : Q, _mm512_set1_epi8(3));
+#endif
     if (fmt == GB_Q3_K) {
         uint64_t hm;
         memcpy(&hm, p + 1024 + 32 * m + 8 * j, 8);
