@@ -119,10 +119,10 @@ def main(argv=None) -> int:
          f"f16 {_core._hgemm_kernels('f16')['auto']}; GEMV limit {_core._linear_gemv_max_t()} tokens",
          f"- best of {a.reps} calls x {a.rounds} alternating rounds; load (1-min average) before: {load0:.2f}",
          f"- command: python bench/bench_prefill_gemm.py {' '.join(sys.argv[1:] if argv is None else argv)}", "",
-         f"- formats: {','.join(fmts)}", ""]
+         f"- formats: {','.join(fmts)}"]
     hfmts = [f for f in ("bf16", "f16") if f in fmts]
     if hfmts:
-        L += [f"## bf16 / f16 weights, T={T}: each kernel, and the previous path (sgemm)", "",
+        L += ["", f"## bf16 / f16 weights, T={T}: each kernel, and the previous path (sgemm)", "",
               "| shape | weights | kernel | ms | GFLOP/s | % FMA peak | % bf16-dot peak | vs sgemm path |",
               "|---|---|---|---|---|---|---|---|"]
     print("\n".join(L), flush=True)
