@@ -593,6 +593,8 @@ static inline __attribute__((always_inline)) void panel_tile(const kpanel *P0, c
         const int8_t *xb[4];
         for (int t = 0; t < TT; t++) xb[t] = xq[(t0 + t) * nb + b].qs;
         __m512i isum[2][4];
+        for (int g = 0; g < NG; g++)
+            for (int t = 0; t < TT; t++) isum[g][t] = _mm512_setzero_si512();
         for (int s = 0; s < 16 / SUB; s++) {
             __m512i ia[2][4];
             for (int g = 0; g < NG; g++)
@@ -614,7 +616,7 @@ static inline __attribute__((always_inline)) void panel_tile(const kpanel *P0, c
             for (int g = 0; g < NG; g++) {
                 const __m512i sc = _mm512_load_si512((const void *)(p[g]->sc + SUB * s * 16));
                 for (int t = 0; t < TT; t++)
-                    isum[g][t] = s ? _mm512_add_epi32(isum[g][t], _mm512_mullo_epi32(ia[g][t], sc)) : _mm512_mullo_epi32(ia[g][t], sc);
+                    isum[g][t] = _mm512_add_epi32(isum[g][t], _mm512_mullo_epi32(ia[g][t], sc));
             }
         }
         for (int t = 0; t < TT; t++) {
