@@ -473,6 +473,7 @@ static void ipanel_fill_packed(int fmt, const uint8_t *P, int64_t nb, ipanel *Pn
     const int64_t pb = gb_iqp_block_bytes(fmt);
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *o = P + b * pb;
+        for (int k = 0; k < 5; k++) _mm_prefetch((const char *)(o + 64 * k + 24 * pb), _MM_HINT_T0); /* as iqp_tile */
         for (int k = 0; k < 4; k++) {
             const __m512i Q = _mm512_loadu_si512((const void *)(o + 64 * k));
             _mm512_store_si512((void *)Pn[b].q[k], _mm512_shuffle_epi8(tbl, _mm512_and_si512(Q, m4)));
