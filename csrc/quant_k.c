@@ -1070,6 +1070,7 @@ static inline __attribute__((always_inline)) void kp_tile(const int fmt, const u
         const uint8_t *p = P + b * pb;
         __m512i isum[4], msum[4];
         for (int t = 0; t < TT; t++) isum[t] = msum[t] = _mm512_setzero_si512();
+#pragma GCC unroll 16
         for (int s = 0; s < nsub; s++) {
             __m512i a0[4], a1[4];
             for (int t = 0; t < TT; t++) a0[t] = a1[t] = _mm512_setzero_si512();
