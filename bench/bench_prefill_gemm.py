@@ -1,10 +1,12 @@
 """The prefill GEMMs against their ceilings: bf16/f16 weights through each kernel of csrc/hgemm.c
 beside the previous path (panels widened to float32 + OpenBLAS sgemm), the token count where
-hgemm takes over from the register-tile GEMV, and the integer GEMM on repacked q8_0/q4_0
-(csrc/qgemm.c), at GLM-4.7-Flash's projection shapes, T=512.
+hgemm takes over from the register-tile GEMV, the integer GEMM on repacked q8_0/q4_0
+(csrc/qgemm.c) and on the repacked K-quant / iq4_nl / mxfp4 layouts (csrc/quant_k.c, csrc/quant_iq.c),
+at GLM-4.7-Flash's projection shapes, T=512.
 
     python bench/bench_prefill_gemm.py --out bench/results/kernels_prefill_gemm_<date>.md
     python bench/bench_prefill_gemm.py --threads 2 --clock wall      # a quiet machine, every core
+    python bench/bench_prefill_gemm.py --threads 2 --clock wall --formats q4_0,q4_K,q5_K   # those sections only
 
 Default: one thread, each call timed by the process's CPU time (best of --reps, sides alternated
 --rounds times), the ceilings timed the same way: on a machine other jobs share, a single thread's
@@ -32,6 +34,9 @@ from glmbench.core._loader import _core  # noqa: E402
 from glmbench.measure.machine import cpu_name  # noqa: E402
 from glmbench.results.records import atomic_write_text  # noqa: E402
 
+INT_FMTS = ("q8_0", "q4_0")
+K_FMTS = ("q4_K", "q5_K", "q6_K", "q2_K", "iq4_xs", "iq4_nl", "mxfp4")
+ALL_FMTS = ("bf16", "f16") + INT_FMTS + K_FMTS
 GLM_PROJ = {"q_a": (768, 2048), "q_b": (5120, 768), "kv_a": (576, 2048), "kv_b": (8960, 512), "o_proj": (2048, 5120)}
 
 
@@ -88,7 +93,14 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--T", type=int, default=512)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--formats", default=",".join(ALL_FMTS), metavar="FMT,...",
+                    help="weight formats to run (default: all: " + ",".join(ALL_FMTS) + "); the small-batch table "
+                    "runs with bf16")
     a = ap.parse_args(argv)
+    fmts = [f for f in a.formats.split(",") if f]
+    bad = [f for f in fmts if f not in ALL_FMTS]
+    if bad:
+        ap.error(f"--formats: {','.join(bad)} not among {','.join(ALL_FMTS)}")
     if a.clock == "cpu" and a.threads != 1:
         ap.error("--clock cpu needs --threads 1 (the CPU time of several threads is not a duration)")
     clock = time.process_time if a.clock == "cpu" else time.perf_counter
@@ -107,14 +119,19 @@ def main(argv=None) -> int:
          f"f16 {_core._hgemm_kernels('f16')['auto']}; GEMV limit {_core._linear_gemv_max_t()} tokens",
          f"- best of {a.reps} calls x {a.rounds} alternating rounds; load (1-min average) before: {load0:.2f}",
          f"- command: python bench/bench_prefill_gemm.py {' '.join(sys.argv[1:] if argv is None else argv)}", "",
-         f"## bf16 / f16 weights, T={T}: each kernel, and the previous path (sgemm)", "",
-         "| shape | weights | kernel | ms | GFLOP/s | % FMA peak | % bf16-dot peak | vs sgemm path |",
-         "|---|---|---|---|---|---|---|---|"]
+         f"- formats: {','.join(fmts)}"]
+    hfmts = [f for f in ("bf16", "f16") if f in fmts]
+    if hfmts:
+        L += ["", f"## bf16 / f16 weights, T={T}: each kernel, and the previous path (sgemm)", "",
+              "| shape | weights | kernel | ms | GFLOP/s | % FMA peak | % bf16-dot peak | vs sgemm path |",
+              "|---|---|---|---|---|---|---|---|"]
     print("\n".join(L), flush=True)
-    for name, (N, K) in GLM_PROJ.items():
+    for name, (N, K) in (GLM_PROJ.items() if hfmts else ()):
         w = vocab.to_bf16(rng.standard_normal((N, K), dtype=np.float32) / np.float32(np.sqrt(K)))
         x = rng.standard_normal((T, K), dtype=np.float32)
         for fmt, ww in (("bf16", w), ("f16", vocab.bf16_to_f32(w).astype(np.float16))):
+            if fmt not in hfmts:
+                continue
             kerns = [k for k in ("bf16dot", "f32fma") if _core._hgemm_kernels(fmt)[k]] + ["sgemm"]
             best = alternate([(k, with_kernel(k, x, ww)) for k in kerns], a.reps, a.rounds, clock)
             fl = 2.0 * T * N * K
@@ -128,9 +145,10 @@ def main(argv=None) -> int:
     # where hgemm takes over from the register-tile GEMV
     N, K = GLM_PROJ["q_a"]
     w = vocab.to_bf16(rng.standard_normal((N, K), dtype=np.float32) / np.float32(np.sqrt(K)))
-    L += ["", f"## Small batches, bf16 q_a {N}x{K}: register-tile GEMV (limit 64) vs hgemm (limit 1)", "",
-          "| T | GEMV GFLOP/s | hgemm GFLOP/s | hgemm / GEMV |", "|---|---|---|---|"]
-    for t in (4, 8, 16, 32, 64):
+    if "bf16" in fmts:
+        L += ["", f"## Small batches, bf16 q_a {N}x{K}: register-tile GEMV (limit 64) vs hgemm (limit 1)", "",
+              "| T | GEMV GFLOP/s | hgemm GFLOP/s | hgemm / GEMV |", "|---|---|---|---|"]
+    for t in ((4, 8, 16, 32, 64) if "bf16" in fmts else ()):
         x = rng.standard_normal((t, K), dtype=np.float32)
         best = alternate([("gemv", with_kernel("auto", x, w, 64)), ("hgemm", with_kernel("auto", x, w, 1))],
                          a.reps * 3, a.rounds, clock)
@@ -139,15 +157,34 @@ def main(argv=None) -> int:
                  f"{best['gemv'] / best['hgemm']:.2f}x |")
         print(L[-1], flush=True)
     # the integer GEMM
-    if quant.kernels().get("qgemm_vnni"):
+    ifmts = [f for f in INT_FMTS if f in fmts]
+    if quant.kernels().get("qgemm_vnni") and ifmts:
         L += ["", f"## q8_0 / q4_0 weights (repacked), T={T}: the integer GEMM (qgemm_vnni)", "",
               "| shape | weights | ms | GOP/s | % int8 peak (bench_vnni) | % FMA peak |", "|---|---|---|---|---|---|"]
         for (N, K) in ((1536, 2048), (2048, 5120)):
             wf = rng.standard_normal((N, K), dtype=np.float32) / np.float32(np.sqrt(K))
             x = rng.standard_normal((T, K), dtype=np.float32)
-            for fmt in ("q8_0", "q4_0"):
+            for fmt in ifmts:
                 qp = quant.quantize(wf, fmt).repack()
                 best = alternate([(fmt, lambda qp=qp: quant.linear(x, qp, kernel="qgemm_vnni"))], a.reps, a.rounds,
+                                 clock)
+                g = 2.0 * T * N * K / best[fmt] / 1e9
+                vn = f"{100 * g / ceil['vnni']:.0f}%" if "vnni" in ceil else "-"
+                L.append(f"| {N}x{K} | {fmt} | {best[fmt] * 1e3:.2f} | {g:.0f} | {vn} | {100 * g / ceil['fma']:.0f}% |")
+                print(L[-1], flush=True)
+    # the K-quant / iq4_nl / mxfp4 GEMM on their repacked layouts (random blocks as bench_ggml_peer makes them)
+    kfmts = [f for f in K_FMTS if f in fmts]
+    if quant.kernels().get("kquant_vnni") and kfmts:
+        from bench_ggml_peer import _stored_weights
+        L += ["", f"## K-quant / iq4_nl / mxfp4 weights (repacked), T={T}: the integer GEMM (kquant_vnni; q8_K or q8_0 "
+              "activations)", "", "| shape | weights | ms | GOP/s | % int8 peak (bench_vnni) | % FMA peak |",
+              "|---|---|---|---|---|---|"]
+        print("\n".join(L[-4:]), flush=True)
+        for (N, K) in ((1536, 2048), (2048, 5120)):
+            x = rng.standard_normal((T, K), dtype=np.float32)
+            for fmt in kfmts:
+                qp = _stored_weights(N, K, fmt, 0).repack()
+                best = alternate([(fmt, lambda qp=qp: quant.linear(x, qp, kernel="kquant_vnni"))], a.reps, a.rounds,
                                  clock)
                 g = 2.0 * T * N * K / best[fmt] / 1e9
                 vn = f"{100 * g / ceil['vnni']:.0f}%" if "vnni" in ceil else "-"

@@ -133,9 +133,9 @@ int gb_kmoe_packed(const float *x, const int64_t *topk_idx, const float *topk_we
         return gb_error(GB_EVALUE, "kmoe: formats %d/%d/%d with D=%ld, F=%ld have no repacked layout (q4_K, q5_K, q6_K, iq4_xs with D "
                         "and F multiples of 256, iq4_nl, mxfp4 multiples of 32)", fg, fu, fd, (long)D, (long)F);
     const int iqx = gb_is_iqfmt(fg) || gb_is_iqfmt(fu), kx = !gb_is_iqfmt(fg) || !gb_is_iqfmt(fu);
-    /* decode-sized batches in one region: fewer than 64 tokens per expert (16 with iq4_nl/mxfp4,
-     * whose packed linear switches to its prefill panels there) */
-    const int64_t fuse_max = iqx || gb_is_iqfmt(fd) ? 16 : 64;
+    /* decode-sized batches in one region: fewer than 16 tokens per expert (the packed linears switch
+     * to their prefill panels there) */
+    const int64_t fuse_max = 16;
     if (version == GB_KV_AUTO) version = gb_kversion_available(GB_KV_VNNI) ? GB_KV_VNNI : GB_KV_REF;
     if (!gb_kversion_available(version))
         return gb_error(GB_EVALUE, "kmoe: kernel version %d (%s) is not compiled in on this build", version, gb_kversion_name(version));

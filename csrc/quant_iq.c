@@ -316,50 +316,84 @@ static void ipanel_fill(int fmt, const uint8_t *w, int64_t rb, int nr, int64_t n
     }
 }
 
-static inline __attribute__((always_inline)) void ipanel_tile(const ipanel *P, int64_t nb, int64_t nbp, const int8_t *xq,
-                                                              const float *dxp, const int32_t *xsp, int64_t t0, float *y,
-                                                              int64_t ldy, const float *bias, __mmask16 m, const int TT) {
-    __m512 acc[4][16];
-    for (int t = 0; t < TT; t++)
-        for (int l = 0; l < 16; l++) acc[t][l] = _mm512_setzero_ps();
+/* NG (1 or 2) groups of 16 rows x TT tokens: per 4 values of a block one load per group and one
+ * broadcast per token feed NG x TT vpdpbusd, two chains per (group, token) (the 8 x 4-value chunks of
+ * a block alternate between them): 16 independent chains at 2 x 4 (1 x 4 had 4, latency-bound). */
+static inline __attribute__((always_inline)) void ipanel_tile(const ipanel *P0, const ipanel *P1, int64_t nb, int64_t nbp,
+                                                              const int8_t *xq, const float *dxp, const int32_t *xsp, int64_t t0,
+                                                              float *y, int64_t ldy, const float *bias, __mmask16 m0, __mmask16 m1,
+                                                              const int NG, const int TT) {
+    __m512 acc[2][4][16];
+    for (int g = 0; g < NG; g++)
+        for (int t = 0; t < TT; t++)
+            for (int l = 0; l < 16; l++) acc[g][t][l] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        __m512i isum[4];
-        for (int t = 0; t < TT; t++) isum[t] = _mm512_setzero_si512();
+        const ipanel *p[2] = {P0 + b, NG > 1 ? P1 + b : P0 + b};
+        __m512i i0[2][4], i1[2][4];
+        for (int g = 0; g < NG; g++)
+            for (int t = 0; t < TT; t++) i0[g][t] = i1[g][t] = _mm512_setzero_si512();
         const int32_t *xb[4];
         for (int t = 0; t < TT; t++) xb[t] = (const int32_t *)(xq + (t0 + t) * nbp * QB + b * QB);
-        for (int z = 0; z < 8; z++) {
-            const __m512i wz = _mm512_load_si512((const void *)P[b].q[z]);
-            for (int t = 0; t < TT; t++) isum[t] = _mm512_dpbusd_epi32(isum[t], wz, _mm512_set1_epi32(xb[t][z]));
+        for (int z = 0; z < 4; z++) {
+            __m512i w0[2], w1[2];
+            for (int g = 0; g < NG; g++) {
+                w0[g] = _mm512_load_si512((const void *)p[g]->q[z]);
+                w1[g] = _mm512_load_si512((const void *)p[g]->q[z + 4]);
+                __asm__("" : "+v"(w0[g]), "+v"(w1[g])); /* one load per 4 values: gcc otherwise reloaded them per token */
+            }
+            for (int t = 0; t < TT; t++) {
+                const __m512i xa = _mm512_set1_epi32(xb[t][z]), xc = _mm512_set1_epi32(xb[t][z + 4]);
+                for (int g = 0; g < NG; g++) {
+                    i0[g][t] = _mm512_dpbusd_epi32(i0[g][t], w0[g], xa);
+                    i1[g][t] = _mm512_dpbusd_epi32(i1[g][t], w1[g], xc);
+                }
+            }
         }
         const int l = lane_pos[b % 16];
         const int64_t li = 16 * (b / 16) + l;
-        const __m512 vd = _mm512_load_ps(P[b].d);
-        for (int t = 0; t < TT; t++) {
-            const __m512i s = _mm512_sub_epi32(isum[t], _mm512_set1_epi32(xsp[(t0 + t) * nbp + li]));
-            const __m512 p = _mm512_mul_ps(_mm512_mul_ps(vd, _mm512_set1_ps(dxp[(t0 + t) * nbp + li])), _mm512_cvtepi32_ps(s));
-            acc[t][l] = _mm512_add_ps(acc[t][l], p);
+        for (int g = 0; g < NG; g++) {
+            const __m512 vd = _mm512_load_ps(p[g]->d);
+            for (int t = 0; t < TT; t++) {
+                const __m512i s = _mm512_sub_epi32(_mm512_add_epi32(i0[g][t], i1[g][t]), _mm512_set1_epi32(xsp[(t0 + t) * nbp + li]));
+                const __m512 pr = _mm512_mul_ps(_mm512_mul_ps(vd, _mm512_set1_ps(dxp[(t0 + t) * nbp + li])), _mm512_cvtepi32_ps(s));
+                acc[g][t][l] = _mm512_add_ps(acc[g][t][l], pr);
+            }
         }
     }
-    const __m512 vb = bias ? _mm512_maskz_loadu_ps(m, bias) : _mm512_setzero_ps();
-    for (int t = 0; t < TT; t++) {
-        __m512 h8[8], h4[4], h2[2];
-        for (int i = 0; i < 8; i++) h8[i] = _mm512_add_ps(acc[t][i], acc[t][i + 8]);
-        for (int i = 0; i < 4; i++) h4[i] = _mm512_add_ps(h8[i], h8[i + 4]);
-        for (int i = 0; i < 2; i++) h2[i] = _mm512_add_ps(h4[i], h4[i + 2]);
-        _mm512_mask_storeu_ps(y + (t0 + t) * ldy, m, _mm512_add_ps(_mm512_add_ps(h2[0], h2[1]), vb));
+    for (int g = 0; g < NG; g++) {
+        const __mmask16 m = g ? m1 : m0;
+        const __m512 vb = bias ? _mm512_maskz_loadu_ps(m, bias + 16 * g) : _mm512_setzero_ps();
+        for (int t = 0; t < TT; t++) {
+            __m512 h8[8], h4[4], h2[2];
+            for (int i = 0; i < 8; i++) h8[i] = _mm512_add_ps(acc[g][t][i], acc[g][t][i + 8]);
+            for (int i = 0; i < 4; i++) h4[i] = _mm512_add_ps(h8[i], h8[i + 4]);
+            for (int i = 0; i < 2; i++) h2[i] = _mm512_add_ps(h4[i], h4[i + 2]);
+            _mm512_mask_storeu_ps(y + (t0 + t) * ldy + 16 * g, m, _mm512_add_ps(_mm512_add_ps(h2[0], h2[1]), vb));
+        }
     }
 }
 
-static void ipanel_rows(const ipanel *P, int64_t nb, int64_t nbp, const int8_t *xq, const float *dxp, const int32_t *xsp,
-                        int64_t T, float *y, int64_t ldy, const float *bias, __mmask16 m) {
-    int64_t t0 = 0;
-    for (; t0 + 4 <= T; t0 += 4) ipanel_tile(P, nb, nbp, xq, dxp, xsp, t0, y, ldy, bias, m, 4);
-    switch (T - t0) {
-    case 3: ipanel_tile(P, nb, nbp, xq, dxp, xsp, t0, y, ldy, bias, m, 3); break;
-    case 2: ipanel_tile(P, nb, nbp, xq, dxp, xsp, t0, y, ldy, bias, m, 2); break;
-    case 1: ipanel_tile(P, nb, nbp, xq, dxp, xsp, t0, y, ldy, bias, m, 1); break;
-    default: break;
+#define IPANEL_ROWS(name, NG)                                                                                         \
+    static void name(const ipanel *P0, const ipanel *P1, int64_t nb, int64_t nbp, const int8_t *xq, const float *dxp,  \
+                     const int32_t *xsp, int64_t T, float *y, int64_t ldy, const float *bias, __mmask16 m0, __mmask16 m1) { \
+        int64_t t0 = 0;                                                                                               \
+        for (; t0 + 4 <= T; t0 += 4) ipanel_tile(P0, P1, nb, nbp, xq, dxp, xsp, t0, y, ldy, bias, m0, m1, NG, 4);     \
+        switch (T - t0) {                                                                                             \
+        case 3: ipanel_tile(P0, P1, nb, nbp, xq, dxp, xsp, t0, y, ldy, bias, m0, m1, NG, 3); break;                   \
+        case 2: ipanel_tile(P0, P1, nb, nbp, xq, dxp, xsp, t0, y, ldy, bias, m0, m1, NG, 2); break;                   \
+        case 1: ipanel_tile(P0, P1, nb, nbp, xq, dxp, xsp, t0, y, ldy, bias, m0, m1, NG, 1); break;                   \
+        default: break;                                                                                               \
+        }                                                                                                             \
     }
+IPANEL_ROWS(ipanel_rows1, 1)
+IPANEL_ROWS(ipanel_rows2, 2)
+
+/* groups g0 and g0 + 1 (ng of them) of an N-row output from their panels P0, P1 */
+static void ipanel_rows(int ng, const ipanel *P0, const ipanel *P1, int64_t nb, int64_t nbp, const int8_t *xq, const float *dxp,
+                        const int32_t *xsp, int64_t T, float *y, int64_t ldy, const float *bias, int64_t g0, int64_t N) {
+    const int nr0 = (int)(N - 16 * g0 < 16 ? N - 16 * g0 : 16), nr1 = (int)(N - 16 * (g0 + 1) < 16 ? N - 16 * (g0 + 1) : 16);
+    const __mmask16 m0 = (__mmask16)((1u << nr0) - 1), m1 = ng > 1 ? (__mmask16)((1u << nr1) - 1) : m0;
+    (ng > 1 ? ipanel_rows2 : ipanel_rows1)(P0, ng > 1 ? P1 : P0, nb, nbp, xq, dxp, xsp, T, y + 16 * g0, ldy, bias ? bias + 16 * g0 : NULL, m0, m1);
 }
 #endif
 
@@ -439,6 +473,7 @@ static void ipanel_fill_packed(int fmt, const uint8_t *P, int64_t nb, ipanel *Pn
     const int64_t pb = gb_iqp_block_bytes(fmt);
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *o = P + b * pb;
+        for (int k = 0; k < 5; k++) _mm_prefetch((const char *)(o + 64 * k + 24 * pb), _MM_HINT_T0); /* as iqp_tile */
         for (int k = 0; k < 4; k++) {
             const __m512i Q = _mm512_loadu_si512((const void *)(o + 64 * k));
             _mm512_store_si512((void *)Pn[b].q[k], _mm512_shuffle_epi8(tbl, _mm512_and_si512(Q, m4)));
@@ -624,7 +659,7 @@ static int iqlinear_impl(int fmt, const float *x, const void *w, const void *wp,
         if (wp) { /* repacked: work by 16-row groups, each one stream of records */
             const int64_t G = (N + 15) / 16, gbytes = nb * gb_iqp_block_bytes(fmt);
 #ifdef GB_HAVE_IQ_VNNI
-            ipanel *Pn = panel ? (ipanel *)gb_ws_aligned_alloc(64, (size_t)nb * sizeof(ipanel)) : NULL;
+            ipanel *Pn = panel ? (ipanel *)gb_ws_aligned_alloc(64, (size_t)(2 * nb) * sizeof(ipanel)) : NULL;
             if (panel && !Pn) {
 #pragma omp atomic write
                 fail = 1;
@@ -636,20 +671,28 @@ static int iqlinear_impl(int fmt, const float *x, const void *w, const void *wp,
 #pragma omp atomic write
                 fail = 1;
             }
-            const int64_t run = panel || gbytes >= (256 << 10) ? 1 : (256 << 10) / gbytes; /* as gb_klinear_packed */
+#ifdef GB_HAVE_IQ_VNNI
+            if (panel) { /* prefill: two groups per step (ipanel_tile), each decoded once per call */
+#pragma omp for schedule(dynamic, 1)
+                for (int64_t s2 = 0; s2 < (G + 1) / 2; s2++) {
+                    if (!Pn) continue;
+                    const int64_t g = 2 * s2;
+                    const int ng = g + 1 < G ? 2 : 1;
+                    for (int i = 0; i < ng; i++) ipanel_fill_packed(fmt, (const uint8_t *)wp + (g + i) * gbytes, nb, Pn + i * nb);
+                    ipanel_rows(ng, Pn, Pn + nb, nb, nbp, xq, dxp, xsp, T, y, N, bias, g, N);
+                }
+            }
+#endif
+            const int64_t run = gbytes >= (256 << 10) ? 1 : (256 << 10) / gbytes; /* as gb_klinear_packed */
+            const int64_t Gr = panel ? 0 : G;
 #pragma omp for schedule(dynamic, run)
-            for (int64_t g = 0; g < G; g++) {
+            for (int64_t g = 0; g < Gr; g++) {
                 const uint8_t *P = (const uint8_t *)wp + g * gbytes;
                 const int nr = (int)(N - 16 * g < 16 ? N - 16 * g : 16);
 #ifdef GB_HAVE_IQ_VNNI
                 const __mmask16 m = (__mmask16)((1u << nr) - 1);
                 if (version == GB_KV_VNNI) {
-                    if (panel) {
-                        if (!Pn) continue;
-                        ipanel_fill_packed(fmt, P, nb, Pn);
-                        ipanel_rows(Pn, nb, nbp, xq, dxp, xsp, T, y + 16 * g, N, bias ? bias + 16 * g : NULL, m);
-                    } else
-                        (fmt == GB_IQ4_NL ? iqp_rows_nl : iqp_rows_mx)(P, nb, nbp, xq, dxp, xsp, T, y + 16 * g, N, bias ? bias + 16 * g : NULL, m);
+                    (fmt == GB_IQ4_NL ? iqp_rows_nl : iqp_rows_mx)(P, nb, nbp, xq, dxp, xsp, T, y + 16 * g, N, bias ? bias + 16 * g : NULL, m);
                     continue;
                 }
 #endif
@@ -669,17 +712,22 @@ static int iqlinear_impl(int fmt, const float *x, const void *w, const void *wp,
         }
 #ifdef GB_HAVE_IQ_VNNI
         if (panel && !wp) {
-            ipanel *P = (ipanel *)gb_ws_aligned_alloc(64, (size_t)nb * sizeof(ipanel));
+            ipanel *P = (ipanel *)gb_ws_aligned_alloc(64, (size_t)(2 * nb) * sizeof(ipanel));
             if (!P) {
 #pragma omp atomic write
                 fail = 1;
             }
+            const int64_t Gn = (N + 15) / 16;
 #pragma omp for schedule(dynamic, 1)
-            for (int64_t g = 0; g < (N + 15) / 16; g++) {
+            for (int64_t s2 = 0; s2 < (Gn + 1) / 2; s2++) { /* two groups per step (ipanel_tile) */
                 if (!P) continue;
-                const int nr = (int)(N - 16 * g < 16 ? N - 16 * g : 16);
-                ipanel_fill(fmt, wb + 16 * g * rb, rb, nr, nb, P);
-                ipanel_rows(P, nb, nbp, xq, dxp, xsp, T, y + 16 * g, N, bias ? bias + 16 * g : NULL, (__mmask16)((1u << nr) - 1));
+                const int64_t g = 2 * s2;
+                const int ng = g + 1 < Gn ? 2 : 1;
+                for (int i = 0; i < ng; i++) {
+                    const int nr = (int)(N - 16 * (g + i) < 16 ? N - 16 * (g + i) : 16);
+                    ipanel_fill(fmt, wb + 16 * (g + i) * rb, rb, nr, nb, P + i * nb);
+                }
+                ipanel_rows(ng, P, P + nb, nb, nbp, xq, dxp, xsp, T, y, N, bias, g, N);
             }
             gb_ws_free(P);
         }

@@ -198,7 +198,44 @@ int gb_k_dequantize_rows(int fmt, const void *src, float *y, int64_t rows, int64
 
 /* ---- q8_K activations -------------------------------------------------------------------------- */
 
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+/* one block, the same bytes as the portable loop below: the first value of largest magnitude
+ * found by a vector max then a compare, values rounded by vcvtps2dq (round half to even, the
+ * default MXCSR mode, as rintf), clipped at 127, each 16-value sum from the clipped values */
+static void quantize_block_q8_K_avx512(const float *xb, gb_block_q8_K *y) {
+    const __m512 sgn = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
+    __m512 vm = _mm512_setzero_ps();
+    for (int j = 0; j < QKK / 16; j++) vm = _mm512_max_ps(vm, _mm512_and_ps(_mm512_loadu_ps(xb + 16 * j), sgn));
+    const float amax = _mm512_reduce_max_ps(vm);
+    if (!amax) {
+        memset(y, 0, sizeof(gb_block_q8_K));
+        return;
+    }
+    float max = 0.0f;
+    const __m512 va = _mm512_set1_ps(amax);
+    for (int j = 0; j < QKK / 16; j++) {
+        const __mmask16 m = _mm512_cmp_ps_mask(_mm512_and_ps(_mm512_loadu_ps(xb + 16 * j), sgn), va, _CMP_EQ_OQ);
+        if (m) {
+            max = xb[16 * j + __builtin_ctz((unsigned)m)];
+            break;
+        }
+    }
+    const float iscale = -127.0f / max;
+    const __m512 vs = _mm512_set1_ps(iscale);
+    for (int j = 0; j < QKK / 16; j++) {
+        const __m512i v = _mm512_min_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(vs, _mm512_loadu_ps(xb + 16 * j))), _mm512_set1_epi32(127));
+        _mm_storeu_si128((__m128i *)(y->qs + 16 * j), _mm512_cvtepi32_epi8(v));
+        y->bsums[j] = (int16_t)_mm512_reduce_add_epi32(v);
+    }
+    y->d = 1.0f / iscale;
+}
+#endif
+
 void gb_quantize_row_q8_K(const float *x, gb_block_q8_K *y, int64_t k) {
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+    for (int64_t i = 0; i < k / QKK; i++) quantize_block_q8_K_avx512(x + i * QKK, &y[i]);
+    return;
+#endif
     for (int64_t i = 0; i < k / QKK; i++) {
         const float *xb = x + i * QKK;
         float max = 0.0f, amax = 0.0f;
@@ -541,59 +578,106 @@ static void panel_fill(int fmt, const uint8_t *w, int64_t rb, int nr, int64_t nb
         }
 }
 
-/* TT tokens (t0..) x the 16 rows of the panels, all super-blocks; outputs y[t * ldy + r], masked */
-static inline __attribute__((always_inline)) void panel_tile(const kpanel *P, int64_t nb, const gb_block_q8_K *xq, int64_t t0,
-                                                             float *y, int64_t ldy, const float *bias, __mmask16 m, const int TT) {
-    __m512 acc[4];
-    for (int t = 0; t < TT; t++) acc[t] = _mm512_setzero_ps();
+/* NG (1 or 2) groups of 16 rows x TT tokens (t0..), all super-blocks; group i's outputs
+ * y[t * ldy + 16 i + r], masked by mk[i]. Per 4-value chunk: one load per group and one broadcast per
+ * token feed NG x TT vpdpbusd (2 x 4: 6 loads per 8, where 1 x 4 took 5 per 4). SUB: 16-value groups
+ * per scale (2 for q4_K/q5_K/iq4_xs, whose scales are per 32 values: one vpmulld per 32 values). */
+static inline __attribute__((always_inline)) void panel_tile(const kpanel *P0, const kpanel *P1, int64_t nb, const gb_block_q8_K *xq,
+                                                             int64_t t0, float *y, int64_t ldy, const float *bias, __mmask16 m0,
+                                                             __mmask16 m1, const int NG, const int TT, const int SUB) {
+    __m512 acc[2][4];
+    for (int g = 0; g < NG; g++)
+        for (int t = 0; t < TT; t++) acc[g][t] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        const kpanel *p = P + b;
-        __m512i isum[4];
-        for (int t = 0; t < TT; t++) isum[t] = _mm512_setzero_si512();
-        for (int c = 0; c < 16; c++) {
-            __m512i ia[4];
-            for (int t = 0; t < TT; t++) ia[t] = _mm512_setzero_si512();
-            for (int j = 0; j < 4; j++) {
-                const __m512i wq = _mm512_load_si512((const void *)(p->q + (4 * c + j) * 16));
+        const kpanel *p[2] = {P0 + b, NG > 1 ? P1 + b : P0 + b};
+        const int8_t *xb[4];
+        for (int t = 0; t < TT; t++) xb[t] = xq[(t0 + t) * nb + b].qs;
+        __m512i isum[2][4];
+        for (int g = 0; g < NG; g++)
+            for (int t = 0; t < TT; t++) isum[g][t] = _mm512_setzero_si512();
+        for (int s = 0; s < 16 / SUB; s++) {
+            __m512i ia[2][4];
+            for (int g = 0; g < NG; g++)
+                for (int t = 0; t < TT; t++) ia[g][t] = _mm512_setzero_si512();
+            for (int cj = 0; cj < 4 * SUB; cj++) {
+                const int ch = 4 * SUB * s + cj;
+                __m512i wq[2];
+                for (int g = 0; g < NG; g++) {
+                    wq[g] = _mm512_load_si512((const void *)(p[g]->q + ch * 16));
+                    __asm__("" : "+v"(wq[g])); /* one load per chunk: gcc otherwise reloaded it per token */
+                }
                 for (int t = 0; t < TT; t++) {
                     int32_t xv;
-                    memcpy(&xv, xq[(t0 + t) * nb + b].qs + 16 * c + 4 * j, 4);
-                    ia[t] = _mm512_dpbusd_epi32(ia[t], wq, _mm512_set1_epi32(xv));
+                    memcpy(&xv, xb[t] + 4 * ch, 4);
+                    const __m512i xb4 = _mm512_set1_epi32(xv);
+                    for (int g = 0; g < NG; g++) ia[g][t] = _mm512_dpbusd_epi32(ia[g][t], wq[g], xb4);
                 }
             }
-            const __m512i sc = _mm512_load_si512((const void *)(p->sc + c * 16));
-            for (int t = 0; t < TT; t++) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(ia[t], sc));
+            for (int g = 0; g < NG; g++) {
+                const __m512i sc = _mm512_load_si512((const void *)(p[g]->sc + SUB * s * 16));
+                for (int t = 0; t < TT; t++)
+                    isum[g][t] = _mm512_add_epi32(isum[g][t], _mm512_mullo_epi32(ia[g][t], sc));
+            }
         }
-        const __m512 vd = _mm512_load_ps(p->d), vdm = _mm512_load_ps(p->dm);
         for (int t = 0; t < TT; t++) {
             const gb_block_q8_K *x = &xq[(t0 + t) * nb + b];
-            __m512i msum = _mm512_setzero_si512();
+            __m512i msum[2];
+            for (int g = 0; g < NG; g++) msum[g] = _mm512_setzero_si512();
             for (int c2 = 0; c2 < 8; c2++) {
                 int32_t pr;
                 memcpy(&pr, x->bsums + 2 * c2, 4);
-                msum = _mm512_dpwssd_epi32(msum, _mm512_load_si512((const void *)(p->mn + c2 * 16)), _mm512_set1_epi32(pr));
+                const __m512i bp = _mm512_set1_epi32(pr);
+                for (int g = 0; g < NG; g++) msum[g] = _mm512_dpwssd_epi32(msum[g], _mm512_load_si512((const void *)(p[g]->mn + c2 * 16)), bp);
             }
             const __m512 dx = _mm512_set1_ps(x->d);
-            /* lane by lane the scalar formula: (d*dx)*isum - (dm*dx)*msum, then added (no FMA) */
-            const __m512 r = _mm512_sub_ps(_mm512_mul_ps(_mm512_mul_ps(vd, dx), _mm512_cvtepi32_ps(isum[t])),
-                                           _mm512_mul_ps(_mm512_mul_ps(vdm, dx), _mm512_cvtepi32_ps(msum)));
-            acc[t] = _mm512_add_ps(acc[t], r);
+            for (int g = 0; g < NG; g++) {
+                /* lane by lane the scalar formula: (d*dx)*isum - (dm*dx)*msum, then added (no FMA) */
+                const __m512 r = _mm512_sub_ps(_mm512_mul_ps(_mm512_mul_ps(_mm512_load_ps(p[g]->d), dx), _mm512_cvtepi32_ps(isum[g][t])),
+                                               _mm512_mul_ps(_mm512_mul_ps(_mm512_load_ps(p[g]->dm), dx), _mm512_cvtepi32_ps(msum[g])));
+                acc[g][t] = _mm512_add_ps(acc[g][t], r);
+            }
         }
     }
-    const __m512 vb = bias ? _mm512_maskz_loadu_ps(m, bias) : _mm512_setzero_ps();
-    for (int t = 0; t < TT; t++) _mm512_mask_storeu_ps(y + (t0 + t) * ldy, m, _mm512_add_ps(acc[t], vb));
+    for (int g = 0; g < NG; g++) {
+        const __mmask16 m = g ? m1 : m0;
+        const __m512 vb = bias ? _mm512_maskz_loadu_ps(m, bias + 16 * g) : _mm512_setzero_ps();
+        for (int t = 0; t < TT; t++) _mm512_mask_storeu_ps(y + (t0 + t) * ldy + 16 * g, m, _mm512_add_ps(acc[g][t], vb));
+    }
 }
 
-static void panel_rows(const kpanel *P, int64_t nb, const gb_block_q8_K *xq, int64_t T, float *y, int64_t ldy,
-                       const float *bias, __mmask16 m) {
-    int64_t t0 = 0;
-    for (; t0 + 4 <= T; t0 += 4) panel_tile(P, nb, xq, t0, y, ldy, bias, m, 4);
-    switch (T - t0) {
-    case 3: panel_tile(P, nb, xq, t0, y, ldy, bias, m, 3); break;
-    case 2: panel_tile(P, nb, xq, t0, y, ldy, bias, m, 2); break;
-    case 1: panel_tile(P, nb, xq, t0, y, ldy, bias, m, 1); break;
-    default: break;
+#define PANEL_ROWS(name, NG, SUB)                                                                                   \
+    static void name(const kpanel *P0, const kpanel *P1, int64_t nb, const gb_block_q8_K *xq, int64_t T, float *y,   \
+                     int64_t ldy, const float *bias, __mmask16 m0, __mmask16 m1) {                                  \
+        int64_t t0 = 0;                                                                                             \
+        for (; t0 + 4 <= T; t0 += 4) panel_tile(P0, P1, nb, xq, t0, y, ldy, bias, m0, m1, NG, 4, SUB);              \
+        switch (T - t0) {                                                                                           \
+        case 3: panel_tile(P0, P1, nb, xq, t0, y, ldy, bias, m0, m1, NG, 3, SUB); break;                            \
+        case 2: panel_tile(P0, P1, nb, xq, t0, y, ldy, bias, m0, m1, NG, 2, SUB); break;                            \
+        case 1: panel_tile(P0, P1, nb, xq, t0, y, ldy, bias, m0, m1, NG, 1, SUB); break;                            \
+        default: break;                                                                                             \
+        }                                                                                                           \
     }
+PANEL_ROWS(panel_rows_1s1, 1, 1)
+PANEL_ROWS(panel_rows_2s1, 2, 1)
+PANEL_ROWS(panel_rows_1s2, 1, 2)
+PANEL_ROWS(panel_rows_2s2, 2, 2)
+
+/* scales per 32 values (each 16-value group's panel scale repeated) */
+static inline int panel_sub(int fmt) { return fmt == GB_Q4_K || fmt == GB_Q5_K || fmt == GB_IQ4_XS ? 2 : 1; }
+
+/* groups g0 and g0 + 1 (ng of them, 1 or 2) of an N-row output from their panels P0, P1 */
+static void panel_rows(int fmt, int ng, const kpanel *P0, const kpanel *P1, int64_t nb, const gb_block_q8_K *xq, int64_t T,
+                       float *y, int64_t ldy, const float *bias, int64_t g0, int64_t N) {
+    const int nr0 = (int)(N - 16 * g0 < 16 ? N - 16 * g0 : 16);
+    const __mmask16 m0 = (__mmask16)((1u << nr0) - 1);
+    y += 16 * g0;
+    if (bias) bias += 16 * g0;
+    if (ng == 2) {
+        const int nr1 = (int)(N - 16 * (g0 + 1) < 16 ? N - 16 * (g0 + 1) : 16);
+        const __mmask16 m1 = (__mmask16)((1u << nr1) - 1);
+        (panel_sub(fmt) == 2 ? panel_rows_2s2 : panel_rows_2s1)(P0, P1, nb, xq, T, y, ldy, bias, m0, m1);
+    } else
+        (panel_sub(fmt) == 2 ? panel_rows_1s2 : panel_rows_1s1)(P0, P0, nb, xq, T, y, ldy, bias, m0, m0);
 }
 #endif
 
@@ -613,8 +697,11 @@ const char *gb_kversion_name(int v) {
 }
 
 #define GB_K_TMAX 64
-/* from this many tokens the VNNI version decodes 16-row panels once per call (prefill) */
+/* from this many tokens the VNNI version decodes 16-row panels once per call (prefill); on the
+ * repacked layout from 16 (the 2-group panel tile was as fast as the group kernel at 16-32 tokens
+ * for q4_K and 1.4x faster for q6_K: a routed expert's share of a 512-token prefill is ~32) */
 #define GB_K_PANEL_MIN_T 64
+#define GB_KP_PANEL_MIN_T 16
 
 int gb_klinear(int fmt, const float *x, const void *w, const float *bias, float *y, int64_t T, int64_t N,
                int64_t K, int version) {
@@ -665,17 +752,22 @@ int gb_klinear(int fmt, const float *x, const void *w, const float *bias, float 
         }
 #ifdef GB_HAVE_K_VNNI
         if (panel) {
-            kpanel *P = (kpanel *)gb_ws_aligned_alloc(64, (size_t)nb * sizeof(kpanel));
+            kpanel *P = (kpanel *)gb_ws_aligned_alloc(64, (size_t)(2 * nb) * sizeof(kpanel));
             if (!P) {
 #pragma omp atomic write
                 fail = 1;
             }
+            const int64_t Gn = (N + 15) / 16;
 #pragma omp for schedule(dynamic, 1)
-            for (int64_t g = 0; g < (N + 15) / 16; g++) {
+            for (int64_t s2 = 0; s2 < (Gn + 1) / 2; s2++) { /* two groups per step (panel_tile) */
                 if (!P) continue;
-                const int nr = (int)(N - 16 * g < 16 ? N - 16 * g : 16);
-                panel_fill(fmt, wb + 16 * g * rb, rb, nr, nb, P);
-                panel_rows(P, nb, xq, T, y + 16 * g, N, bias ? bias + 16 * g : NULL, (__mmask16)((1u << nr) - 1));
+                const int64_t g = 2 * s2;
+                const int ng = g + 1 < Gn ? 2 : 1;
+                for (int i = 0; i < ng; i++) {
+                    const int nr = (int)(N - 16 * (g + i) < 16 ? N - 16 * (g + i) : 16);
+                    panel_fill(fmt, wb + 16 * (g + i) * rb, rb, nr, nb, P + i * nb);
+                }
+                panel_rows(fmt, ng, P, P + nb, nb, xq, T, y, N, bias, g, N);
             }
             gb_ws_free(P);
         }
@@ -978,6 +1070,7 @@ static inline __attribute__((always_inline)) void kp_tile(const int fmt, const u
         const uint8_t *p = P + b * pb;
         __m512i isum[4], msum[4];
         for (int t = 0; t < TT; t++) isum[t] = msum[t] = _mm512_setzero_si512();
+#pragma GCC unroll 16
         for (int s = 0; s < nsub; s++) {
             __m512i a0[4], a1[4];
             for (int t = 0; t < TT; t++) a0[t] = a1[t] = _mm512_setzero_si512();
@@ -1022,7 +1115,13 @@ static inline __attribute__((always_inline)) void kp_tile(const int fmt, const u
  * per token; q3_K's third bit by a masked vpaddb; the same per-lane arithmetic as kp_tile */
 static inline __attribute__((always_inline)) void kp_decode2(const int fmt, const uint8_t *p, const int m, const int j, __m512i Q,
                                                              __m512i *v) {
+#if defined(__GFNI__)
+    /* bits 2j, 2j+1 of every byte to bits 0, 1 in one affine transform (row 7-i of the matrix picks
+     * output bit i) instead of a shift and an and */
+    __m512i x = _mm512_gf2p8affine_epi64_epi8(Q, _mm512_set1_epi64((long long)(((uint64_t)(1u << (2 * j)) << 56) | ((uint64_t)(2u << (2 * j)) << 48))), 0);
+#else
     __m512i x = _mm512_and_si512(j ? _mm512_srli_epi16(Q, 2 * j) : Q, _mm512_set1_epi8(3));
+#endif
     if (fmt == GB_Q3_K) {
         uint64_t hm;
         memcpy(&hm, p + 1024 + 32 * m + 8 * j, 8);
@@ -1090,8 +1189,11 @@ static inline __attribute__((always_inline)) void panel_fill_packed2(const int f
         const uint8_t *p = P + b * pb;
         kpanel *o = K + b;
         __m512i sc[16], mn[16];
+        const int64_t pfd = (6500 + pb / 2) / pb * pb; /* as kp_tile2 */
         for (int m = 0; m < 16; m++) {
             const __m512i Q = _mm512_loadu_si512((const void *)(p + 64 * m));
+            _mm_prefetch((const char *)(p + pfd + 64 * m), _MM_HINT_T0);
+            if (64 * (m + 16) < pb) _mm_prefetch((const char *)(p + pfd + 64 * (m + 16)), _MM_HINT_T0);
             for (int j = 0; j < 4; j++) {
                 __m512i v;
                 kp_decode2(fmt, p, m, j, Q, &v);
@@ -1142,8 +1244,11 @@ static inline __attribute__((always_inline)) void panel_fill_packed_f(const int 
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *p = P + b * pb;
         kpanel *o = K + b;
+        const int64_t pfd = (6500 + pb / 2) / pb * pb; /* as kp_tile: the record ~6.5 KB ahead, every line */
         for (int k = 0; k < 32; k++) {
             __m512i lo, hi;
+            _mm_prefetch((const char *)(p + pfd + 64 * k), _MM_HINT_T0);
+            if (64 * (k + 32) < pb) _mm_prefetch((const char *)(p + pfd + 64 * (k + 32)), _MM_HINT_T0);
             kp_decode_z(fmt, p, k, _mm512_loadu_si512((const void *)(p + kp_qs_at(fmt, k))), &lo, &hi);
             _mm512_store_si512((void *)(o->q + (2 * k) * 16), lo);
             _mm512_store_si512((void *)(o->q + (2 * k + 1) * 16), hi);
@@ -1213,7 +1318,7 @@ int gb_klinear_packed(int fmt, const float *x, const void *wp, const float *bias
     const int64_t nb = K / QKK, G = (N + 15) / 16, gbytes = nb * gb_kp_block_bytes(fmt);
     gb_block_q8_K *xq = (gb_block_q8_K *)gb_ws_aligned_alloc(64, (size_t)(T * nb) * sizeof(gb_block_q8_K));
     if (!xq) return gb_error(GB_ENOMEM, "klinear_packed: cannot allocate the q8_K activations (%ld rows of %ld)", (long)T, (long)K);
-    const int panel = version == GB_KV_VNNI && T >= GB_K_PANEL_MIN_T;
+    const int panel = version == GB_KV_VNNI && T >= GB_KP_PANEL_MIN_T;
     const uint8_t *wb = (const uint8_t *)wp;
     int fail = 0;
 #pragma omp parallel if (N * K * T > 65536)
@@ -1222,17 +1327,18 @@ int gb_klinear_packed(int fmt, const float *x, const void *wp, const float *bias
         for (int64_t t = 0; t < T; t++) gb_quantize_row_q8_K(x + t * K, xq + t * nb, K);
 #ifdef GB_HAVE_K_VNNI
         if (panel) { /* prefill: the 16-row group decoded once per call into byte panels */
-            kpanel *Pn = (kpanel *)gb_ws_aligned_alloc(64, (size_t)nb * sizeof(kpanel));
+            kpanel *Pn = (kpanel *)gb_ws_aligned_alloc(64, (size_t)(2 * nb) * sizeof(kpanel));
             if (!Pn) {
 #pragma omp atomic write
                 fail = 1;
             }
 #pragma omp for schedule(dynamic, 1)
-            for (int64_t g = 0; g < G; g++) {
+            for (int64_t s2 = 0; s2 < (G + 1) / 2; s2++) { /* two groups per step (panel_tile) */
                 if (!Pn) continue;
-                const int nr = (int)(N - 16 * g < 16 ? N - 16 * g : 16);
-                panel_fill_packed(fmt, wb + g * gbytes, nr, nb, Pn);
-                panel_rows(Pn, nb, xq, T, y + 16 * g, N, bias ? bias + 16 * g : NULL, (__mmask16)((1u << nr) - 1));
+                const int64_t g = 2 * s2;
+                const int ng = g + 1 < G ? 2 : 1;
+                for (int i = 0; i < ng; i++) panel_fill_packed(fmt, wb + (g + i) * gbytes, 16, nb, Pn + i * nb);
+                panel_rows(fmt, ng, Pn, Pn + nb, nb, xq, T, y, N, bias, g, N);
             }
             gb_ws_free(Pn);
         }
