@@ -376,6 +376,36 @@ def t_mla_attention(R):
                              strat, int(R.integers(0, 4))], {}
 
 
+def _kvb_split(R, H, rank, Dn, Dv):
+    """A valid KVBSplit (core.attention): k_b [H, R, Dn] and v_b [H, Dv, R], each float (f32, f16,
+    bf16 bits) or q8_0 when its rows are whole blocks (the GGUF pair as stored)."""
+    from glmbench.core import quant
+    from glmbench.core.attention import KVBSplit
+
+    def one(shape):
+        if shape[-1] % 32 == 0 and R.random() < 0.5:
+            return quant.quantize(arr(R, shape, np.float32, 0.1), "q8_0")
+        return arr(R, shape, WDT[int(R.integers(0, 3))], 0.1)
+    return KVBSplit(one((H, rank, Dn)), one((H, Dv, rank)))
+
+
+def t_mla_attention_kb_vb(R):
+    c = make_cache(R, "mla")
+    _, rank, dr = c._dims
+    H, Dn, Dv = dim(R), dim(R) * (32 if R.random() < 0.3 else 1), dim(R)
+    s = _kvb_split(R, H, rank, Dn, Dv)
+    T = int(R.integers(0, c.length(0) + 1))
+    strat = str(R.choice(["naive", "absorbed", "flash"]))
+    return "mla_attention_kb_vb", [arr(R, (T, H, Dn)), arr(R, (T, H, dr)), c, int(R.integers(0, c.n_layers)),
+                                   *s._args(), Dv, 0.0, strat, int(R.integers(0, 4)), s.packed_v()], {}
+
+
+def t_mla_kv_b_f32(R):
+    H, rank, Dn, Dv = dim(R), dim(R) * (32 if R.random() < 0.3 else 1), dim(R) * (32 if R.random() < 0.3 else 1), dim(R)
+    s = _kvb_split(R, H, rank, Dn, Dv)
+    return "mla_kv_b_f32", [*s._args(), Dn, rank], {}
+
+
 _SPECS: list = []
 
 
@@ -494,7 +524,7 @@ def t_controls(R):
 TARGETS = {f.__name__[2:]: f for f in (t_rms_norm, t_rope, t_linear, t_hgemm, t_swiglu, t_moe_route, t_moe_experts, t_quantize,
                                         t_dequantize, t_qlinear, t_qrepack, t_qunpack, t_qgemm, t_qmoe,
                                         t_kdequantize, t_quantize_q8_K, t_klinear, t_krepack, t_klinear_packed, t_kmoe, t_geglu_act,
-                                        t_gqa_attention, t_mla_attention, t_layer_plan,
+                                        t_gqa_attention, t_mla_attention, t_mla_attention_kb_vb, t_mla_kv_b_f32, t_layer_plan,
                                         t_layer_forward, t_kvcache, t_bench, t_controls)}
 
 # Values the controls would keep if a mutated call changed them: put back after every input.
