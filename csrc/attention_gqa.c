@@ -84,7 +84,7 @@ AI void reduce4(__m512 a, __m512 b, __m512 c, __m512 d, float *s) {
 #define SC_ALL(X) SC_ROW(0, X) SC_ROW(1, X) SC_ROW(2, X) SC_ROW(3, X) SC_ROW(4, X)
 #define SC_ZERO(i, t) a##i##t = _mm512_setzero_ps();
 #define SC_FMA(i, t) a##i##t = _mm512_fmadd_ps(q##i, k##t, a##i##t);
-#define SC_LOADQ(i) if (RB > i) q##i = LOADQ(q + i * dk + d);
+#define SC_LOADQ(i) if (RB > i) { q##i = LOADQ(q + i * dk + d); __asm__("" : "+v"(q##i)); } /* one load, kept in a register */
 #define SC_LOADK(t) if (TB > t) k##t = LOADK(k + t * ks + d);
 #define SC_STEP                                                                                     \
     SC_LOADK(0) SC_LOADK(1) SC_LOADK(2) SC_LOADK(3)                                                 \
@@ -299,7 +299,7 @@ void gb_attn_set_bf16(int on) { bf16_on = on ? 1 : 0; }
 #define BS_ROW(i, X) BS_RT(i, 0, X) BS_RT(i, 1, X) BS_RT(i, 2, X) BS_RT(i, 3, X)
 #define BS_ALL(X) BS_ROW(0, X) BS_ROW(1, X) BS_ROW(2, X) BS_ROW(3, X) BS_ROW(4, X)
 #define BS_DP(i, t) a##i##t = _mm512_dpbf16_ps(a##i##t, (__m512bh)q##i, (__m512bh)k##t);
-#define BS_LOADQ(i) if (RB > i) q##i = LOAD16(q + i * dk + d);
+#define BS_LOADQ(i) if (RB > i) { q##i = LOAD16(q + i * dk + d); __asm__("" : "+v"(q##i)); }
 #define BS_LOADK(t) if (TB > t) k##t = LOAD16(k + t * ks + d);
 #define BS_STEP BS_LOADK(0) BS_LOADK(1) BS_LOADK(2) BS_LOADK(3) \
     BS_LOADQ(0) BS_LOADQ(1) BS_LOADQ(2) BS_LOADQ(3) BS_LOADQ(4) BS_ALL(BS_DP)
