@@ -364,21 +364,27 @@ void gb_attn_tile_ex(const float *q, int64_t nr, int64_t dk, const float *k, int
 #define LS_J(j, X) LS_JZ(j, 0, X) LS_JZ(j, 1, X) LS_JZ(j, 2, X) LS_JZ(j, 3, X)
 #define LS_ALL(X) LS_J(0, X) LS_J(1, X) LS_J(2, X) LS_J(3, X) LS_J(4, X) LS_J(5, X)
 #define LS_ZERO(j, z) a##j##z = _mm512_setzero_ps();
-#define LS_FMA(j, z) a##j##z = _mm512_fmadd_ps(q##z, kb##j, a##j##z);
 #define LS_STORE(j, z) _mm512_storeu_ps(sT + j * GB_ATTN_LANES + 16 * z, a##j##z);
 #define LS_LOADQ(z) if (RZ > z) { q##z = _mm512_loadu_ps(qd + 16 * z); __asm__("" : "+v"(q##z)); }
-#define LS_BK(j) if (KB > j) { kb##j = _mm512_set1_ps(k[j * ks + d]); }
+/* one broadcast key at a time: 24 accumulators + 4 queries + 1 key fit the 32 registers */
+#define LS_KEY(j)                                                                                  \
+    if (KB > j) {                                                                                  \
+        const __m512 kb = _mm512_set1_ps(k[j * ks + d]);                                           \
+        if (RZ > 0) a##j##0 = _mm512_fmadd_ps(q0, kb, a##j##0);                                    \
+        if (RZ > 1) a##j##1 = _mm512_fmadd_ps(q1, kb, a##j##1);                                    \
+        if (RZ > 2) a##j##2 = _mm512_fmadd_ps(q2, kb, a##j##2);                                    \
+        if (RZ > 3) a##j##3 = _mm512_fmadd_ps(q3, kb, a##j##3);                                    \
+    }
 AI void lscore_mk(const float *qT, int64_t dk, const float *k, int64_t ks, float *sT, const int RZ, const int KB) {
     __m512 a00, a01, a02, a03, a10, a11, a12, a13, a20, a21, a22, a23, a30, a31, a32, a33, a40, a41, a42, a43, a50,
         a51, a52, a53;
-    __m512 q0, q1, q2, q3, kb0, kb1, kb2, kb3, kb4, kb5;
+    __m512 q0, q1, q2, q3;
     a00 = a01 = a02 = a03 = a10 = a11 = a12 = a13 = a20 = a21 = a22 = a23 = a30 = a31 = a32 = a33 = a40 = a41 = a42 =
-        a43 = a50 = a51 = a52 = a53 = q0 = q1 = q2 = q3 = kb0 = kb1 = kb2 = kb3 = kb4 = kb5 = _mm512_setzero_ps();
+        a43 = a50 = a51 = a52 = a53 = q0 = q1 = q2 = q3 = _mm512_setzero_ps();
     for (int64_t d = 0; d < dk; d++) {
         const float *qd = qT + d * GB_ATTN_LANES;
         LS_LOADQ(0) LS_LOADQ(1) LS_LOADQ(2) LS_LOADQ(3)
-        LS_BK(0) LS_BK(1) LS_BK(2) LS_BK(3) LS_BK(4) LS_BK(5)
-        LS_ALL(LS_FMA)
+        LS_KEY(0) LS_KEY(1) LS_KEY(2) LS_KEY(3) LS_KEY(4) LS_KEY(5)
     }
     LS_ALL(LS_STORE)
 }
