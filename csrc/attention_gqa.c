@@ -1004,6 +1004,10 @@ int gb_gqa_attention_ex(const gb_kvcache *c, int64_t layer, const float *q, int6
     const int nth = omp_get_max_threads();
     /* Row blocks of up to 64 rows bound the per-thread state (64 x (Dh + Dv + tile) floats). */
     int64_t rblk = nr < 64 ? nr : 64;
+    /* prefill (16 or more rows per block): the rows-in-lanes tile, on work items of up to
+     * GB_ATTN_LANES_BLOCK rows (each tile decoded once for all of them) */
+    const int lanes = GB_ATTN_HAVE_LANES && T > 1 && rblk >= 16;
+    if (lanes) rblk = nr < GB_ATTN_LANES_BLOCK ? nr : GB_ATTN_LANES_BLOCK;
     const int64_t nrb = (nr + rblk - 1) / rblk;
     int64_t S = n_splits > 0 ? n_splits : gb_attn_default_splits(Hkv * nrb, span, 256);
     if (S > span) S = span;
@@ -1027,8 +1031,6 @@ int gb_gqa_attention_ex(const gb_kvcache *c, int64_t layer, const float *q, int6
     /* ... with bf16 dot products where compiled in and on (o then in the bf16 tile's lane order) */
     const int g8_dp = fast_g8 && GB_HAVE_G8_DP && gb_attn_bf16_ok();
     (void)fast_g8;
-    /* prefill (16 or more rows per block): the rows-in-lanes tile */
-    const int lanes = GB_ATTN_HAVE_LANES && T > 1 && rblk >= 16;
 #pragma omp parallel num_threads(nw < nth ? (int)nw : nth) if (T * Hq * span * (Dh + Dv) >= GB_ATTN_PAR_MIN)
     {
         float *qs = (float *)gb_ws_malloc((size_t)(rblk * Dh) * sizeof(float));
@@ -1036,7 +1038,7 @@ int gb_gqa_attention_ex(const gb_kvcache *c, int64_t layer, const float *q, int6
         float *kbuf = (float *)gb_ws_malloc((size_t)(GB_ATTN_TILE * Dh) * sizeof(float));
         float *vbuf = (float *)gb_ws_malloc((size_t)(GB_ATTN_TILE * Dv) * sizeof(float));
         uint16_t *qb = g8_dp ? (uint16_t *)gb_ws_malloc((size_t)(rblk * Dh) * sizeof(uint16_t)) : NULL;
-        float *qT = lanes ? (float *)gb_ws_malloc((size_t)(GB_ATTN_LANES * Dh) * sizeof(float)) : NULL;
+        float *qT = lanes ? (float *)gb_ws_malloc((size_t)(GB_ATTN_LANES_BLOCK * Dh) * sizeof(float)) : NULL;
         int ok = qs && sbuf && kbuf && vbuf && (!g8_dp || qb) && (!lanes || qT);
         if (!ok) {
 #pragma omp atomic write
@@ -1099,8 +1101,12 @@ int gb_gqa_attention_ex(const gb_kvcache *c, int64_t layer, const float *q, int6
                 const float *vr = gb_attn_rows(c->fmt, gb_kvcache_v_ptr(c, layer, h, t), n * Dv, vbuf);
 #if GB_ATTN_HAVE_LANES
                 if (lanes) {
-                    if (t == t0) gb_attn_lanes_pack(qs, rn, Dh, qT);
-                    gb_attn_tile_lanes(qT, rn, Dh, kr, Dh, vr, Dv, Dv, n, t, lr, lw, softcap, m, l, o, sbuf);
+                    for (int64_t b = 0; b < rn; b += GB_ATTN_LANES) {
+                        const int64_t nb = rn - b < GB_ATTN_LANES ? rn - b : GB_ATTN_LANES;
+                        if (t == t0) gb_attn_lanes_pack(qs + b * Dh, nb, Dh, qT + b * Dh);
+                        gb_attn_tile_lanes(qT + b * Dh, nb, Dh, kr, Dh, vr, Dv, Dv, n, t, lr ? lr + b : NULL,
+                                           lw ? lw + b : NULL, softcap, m + b, l + b, o + b * Dv, sbuf);
+                    }
                 } else
 #endif
                     gb_attn_tile_ex(qs, rn, Dh, kr, Dh, vr, Dv, Dv, n, t, lr, lw, softcap, m, l, o, sbuf);

@@ -39,6 +39,9 @@ void gb_attn_tile_ex(const float *q, int64_t nr, int64_t dk, const float *k, int
  * lane-parallel over rows. Same contract as gb_attn_tile_ex otherwise (nt <= GB_ATTN_TILE);
  * sbuf: GB_ATTN_LANES * (GB_ATTN_TILE + 1) floats. */
 #define GB_ATTN_LANES 64
+/* Rows per prefill work item on that path (whole multiples of GB_ATTN_LANES): each cache tile is
+ * decoded to float32 once per work item, so more rows share that pass. */
+#define GB_ATTN_LANES_BLOCK 128
 #ifdef __AVX512F__
 #define GB_ATTN_HAVE_LANES 1
 void gb_attn_lanes_pack(const float *q, int64_t nr, int64_t dk, float *qT);

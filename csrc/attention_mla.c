@@ -417,9 +417,9 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
     const int bf16 = c->fmt == GB_BF16 && R % 32 == 0 && gb_attn_bf16_ok();
     /* else, prefill: the rows-in-lanes tile on blocks of up to GB_ATTN_LANES rows */
     const int lanes = GB_ATTN_HAVE_LANES && !bf16 && T > 1 && nr >= 16;
-    if (lanes) {
-        rblk = split_cache ? GB_ATTN_LANES : (nr + nth - 1) / nth;
-        if (rblk > GB_ATTN_LANES) rblk = GB_ATTN_LANES;
+    if (lanes) { /* work items of up to GB_ATTN_LANES_BLOCK rows: each tile decoded once for all of them */
+        rblk = split_cache ? GB_ATTN_LANES_BLOCK : (nr + nth - 1) / nth;
+        if (rblk > GB_ATTN_LANES_BLOCK) rblk = GB_ATTN_LANES_BLOCK;
         if (split_cache) S = n_splits > 0 ? n_splits : gb_attn_default_splits((nr + rblk - 1) / rblk, L, 256);
     }
     if (S > L) S = L;
@@ -461,7 +461,7 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
         /* scores, alpha and (bf16) the packed p pairs */
         float *sbuf = (float *)gb_ws_malloc((size_t)((lanes ? GB_ATTN_LANES : rblk) * (GB_ATTN_TILE + 1 + GB_ATTN_TILE / 2)) * sizeof(float));
         float *kbuf = bf16 ? NULL : (float *)gb_ws_malloc((size_t)(GB_ATTN_TILE * Dq) * sizeof(float));
-        float *qT = lanes ? (float *)gb_ws_malloc((size_t)(GB_ATTN_LANES * Dq) * sizeof(float)) : NULL;
+        float *qT = lanes ? (float *)gb_ws_malloc((size_t)(GB_ATTN_LANES_BLOCK * Dq) * sizeof(float)) : NULL;
         int ok = sbuf && (bf16 || kbuf) && (!lanes || qT);
         if (!ok) {
 #pragma omp atomic write
@@ -481,7 +481,9 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
             if (t1 > lim[r0 + rn - 1]) t1 = lim[r0 + rn - 1];
             const int64_t *lr = T > 1 ? lim + r0 : NULL;
 #if GB_ATTN_HAVE_LANES
-            if (lanes && t < t1) gb_attn_lanes_pack(qa + r0 * Dq, rn, Dq, qT);
+            if (lanes && t < t1)
+                for (int64_t b = 0; b < rn; b += GB_ATTN_LANES)
+                    gb_attn_lanes_pack(qa + (r0 + b) * Dq, rn - b < GB_ATTN_LANES ? rn - b : GB_ATTN_LANES, Dq, qT + b * Dq);
 #endif
             while (t < t1) {
                 int64_t n = t1 - t, inblk = bs - t % bs;
@@ -513,7 +515,9 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
                     const float *kr = gb_attn_rows(c->fmt, gb_kvcache_k_ptr(c, layer, 0, t), n * Dq, kbuf);
 #if GB_ATTN_HAVE_LANES
                     if (lanes)
-                        gb_attn_tile_lanes(qT, rn, Dq, kr, Dq, kr, Dq, R, n, t, lr, NULL, 0.0f, m, l, o, sbuf);
+                        for (int64_t b = 0; b < rn; b += GB_ATTN_LANES)
+                            gb_attn_tile_lanes(qT + b * Dq, rn - b < GB_ATTN_LANES ? rn - b : GB_ATTN_LANES, Dq, kr, Dq,
+                                               kr, Dq, R, n, t, lr ? lr + b : NULL, NULL, 0.0f, m + b, l + b, o + b * R, sbuf);
                     else
 #endif
                         gb_attn_tile(qa + r0 * Dq, rn, Dq, kr, Dq, kr, Dq, R, n, t, lr, m, l, o, sbuf);
