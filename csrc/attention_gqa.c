@@ -4,6 +4,10 @@
  *   tile_avx512  scores as a (5 rows x 4 keys) register block of 16-lane partial dot products,
  *                reduced four at a time; p*V as (10 rows x 32 dims) accumulators; vector exp.
  *   tile_scalar  plain loops, for builds without AVX-512 (GLMBENCH_NATIVE=0).
+ *   gb_attn_tile_lanes  prefill (16+ rows, AVX-512): rows in vector lanes, the queries transposed once
+ *                per work item; scores as (4 x 16 rows x 6 keys) outer products, the softmax
+ *                lane-parallel, p*V as the 6 x 64 kernel. Builds without AVX-512 run gb_attn_tile_ex's
+ *                portable path for prefill too.
  * Each key/value row of a tile is read once per row group; the query rows of one KV head (the G
  * query heads of a group, times the chunk's tokens) all share that read.
  */
