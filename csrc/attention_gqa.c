@@ -4,6 +4,10 @@
  *   tile_avx512  scores as a (5 rows x 4 keys) register block of 16-lane partial dot products,
  *                reduced four at a time; p*V as (10 rows x 32 dims) accumulators; vector exp.
  *   tile_scalar  plain loops, for builds without AVX-512 (GLMBENCH_NATIVE=0).
+ *   gb_attn_tile_lanes  prefill (16+ rows, AVX-512): rows in vector lanes, the queries transposed once
+ *                per work item; scores as (4 x 16 rows x 6 keys) outer products, the softmax
+ *                lane-parallel, p*V as the 6 x 64 kernel. Builds without AVX-512 run gb_attn_tile_ex's
+ *                portable path for prefill too.
  * Each key/value row of a tile is read once per row group; the query rows of one KV head (the G
  * query heads of a group, times the chunk's tokens) all share that read.
  */
@@ -84,7 +88,7 @@ AI void reduce4(__m512 a, __m512 b, __m512 c, __m512 d, float *s) {
 #define SC_ALL(X) SC_ROW(0, X) SC_ROW(1, X) SC_ROW(2, X) SC_ROW(3, X) SC_ROW(4, X)
 #define SC_ZERO(i, t) a##i##t = _mm512_setzero_ps();
 #define SC_FMA(i, t) a##i##t = _mm512_fmadd_ps(q##i, k##t, a##i##t);
-#define SC_LOADQ(i) if (RB > i) q##i = LOADQ(q + i * dk + d);
+#define SC_LOADQ(i) if (RB > i) { q##i = LOADQ(q + i * dk + d); __asm__("" : "+v"(q##i)); } /* one load, kept in a register */
 #define SC_LOADK(t) if (TB > t) k##t = LOADK(k + t * ks + d);
 #define SC_STEP                                                                                     \
     SC_LOADK(0) SC_LOADK(1) SC_LOADK(2) SC_LOADK(3)                                                 \
@@ -158,7 +162,7 @@ static void scores_avx512(const float *q, int64_t nr, int64_t dk, const float *k
     }
 #define PV_FMA(i)                                                                                  \
     if (RB > i) {                                                                                  \
-        __m512 pb = _mm512_set1_ps(p[i * GB_ATTN_TILE + j]);                                       \
+        __m512 pb = _mm512_set1_ps(p[i * PRS + j * PKS]);                                          \
         c##i##0 = _mm512_fmadd_ps(pb, v0, c##i##0);                                                \
         c##i##1 = _mm512_fmadd_ps(pb, v1, c##i##1);                                                \
     }
@@ -168,7 +172,7 @@ static void scores_avx512(const float *q, int64_t nr, int64_t dk, const float *k
         _mm512_mask_storeu_ps(o + i * dv + d + 16, m1, c##i##1);                                   \
     }
 AI void pv_mk(const float *p, int64_t nt, const float *v, int64_t vs, float *o, int64_t dv, int64_t d,
-              const float *alpha, const int RB) {
+              const float *alpha, const int RB, const int64_t PRS, const int64_t PKS) {
     __mmask16 m0 = tail_mask(dv - d), m1 = dv - d > 16 ? tail_mask(dv - d - 16) : 0;
     __m512 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51, c60, c61, c70, c71, c80, c81, c90, c91;
     c00 = c01 = c10 = c11 = c20 = c21 = c30 = c31 = c40 = c41 = c50 = c51 = c60 = c61 = c70 = c71 = c80 = c81 =
@@ -181,25 +185,90 @@ AI void pv_mk(const float *p, int64_t nt, const float *v, int64_t vs, float *o, 
     PV_ALL(PV_STORE)
 }
 
-static void pv_avx512(const float *p, int64_t nr, int64_t nt, const float *v, int64_t vs, float *o, int64_t dv,
-                      const float *alpha) {
+/* The same over dims [d, d + 64) for RB <= 6 rows (dv a multiple of 64): 4 value vectors per key feed
+ * 4 x RB FMAs, 4 + RB loads per 4 RB FMAs (10 per 24 against pv_mk's 12 per 20), and the output
+ * is read and written once per 64 dims. */
+#define PW_ALL(X) X(0) X(1) X(2) X(3) X(4) X(5)
+#define PW_INIT(i)                                                                                 \
+    if (RB > i) {                                                                                  \
+        __m512 a = _mm512_set1_ps(alpha[i]);                                                       \
+        c##i##0 = _mm512_mul_ps(a, _mm512_loadu_ps(o + i * dv + d));                               \
+        c##i##1 = _mm512_mul_ps(a, _mm512_loadu_ps(o + i * dv + d + 16));                          \
+        c##i##2 = _mm512_mul_ps(a, _mm512_loadu_ps(o + i * dv + d + 32));                          \
+        c##i##3 = _mm512_mul_ps(a, _mm512_loadu_ps(o + i * dv + d + 48));                          \
+    }
+#define PW_FMA(i)                                                                                  \
+    if (RB > i) {                                                                                  \
+        __m512 pb = _mm512_set1_ps(p[i * PRS + j * PKS]);                                          \
+        c##i##0 = _mm512_fmadd_ps(pb, v0, c##i##0);                                                \
+        c##i##1 = _mm512_fmadd_ps(pb, v1, c##i##1);                                                \
+        c##i##2 = _mm512_fmadd_ps(pb, v2, c##i##2);                                                \
+        c##i##3 = _mm512_fmadd_ps(pb, v3, c##i##3);                                                \
+    }
+#define PW_STORE(i)                                                                                \
+    if (RB > i) {                                                                                  \
+        _mm512_storeu_ps(o + i * dv + d, c##i##0);                                                 \
+        _mm512_storeu_ps(o + i * dv + d + 16, c##i##1);                                            \
+        _mm512_storeu_ps(o + i * dv + d + 32, c##i##2);                                            \
+        _mm512_storeu_ps(o + i * dv + d + 48, c##i##3);                                            \
+    }
+AI void pv_mk64(const float *p, int64_t nt, const float *v, int64_t vs, float *o, int64_t dv, int64_t d,
+                const float *alpha, const int RB, const int64_t PRS, const int64_t PKS) {
+    __m512 c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33, c40, c41, c42, c43, c50,
+        c51, c52, c53;
+    c00 = c01 = c02 = c03 = c10 = c11 = c12 = c13 = c20 = c21 = c22 = c23 = c30 = c31 = c32 = c33 = c40 = c41 = c42 =
+        c43 = c50 = c51 = c52 = c53 = _mm512_setzero_ps();
+    PW_ALL(PW_INIT)
+    for (int64_t j = 0; j < nt; j++) {
+        const float *vj = v + j * vs + d;
+        __m512 v0 = _mm512_loadu_ps(vj), v1 = _mm512_loadu_ps(vj + 16), v2 = _mm512_loadu_ps(vj + 32),
+               v3 = _mm512_loadu_ps(vj + 48);
+        PW_ALL(PW_FMA)
+    }
+    PW_ALL(PW_STORE)
+}
+
+AI void pv_rows(const float *p, int64_t nr, int64_t nt, const float *v, int64_t vs, float *o, int64_t dv,
+                const float *alpha, const int64_t PRS, const int64_t PKS) {
+    if (dv % 64 == 0) { /* MLA's 512, GQA's 128: the 6 x 64 kernel (in-process A/B, 1 thread: GQA 104-108 -> 114-129 GFLOP/s) */
+        for (int64_t d = 0; d < dv; d += 64)
+            for (int64_t r = 0; r < nr; r += 6) {
+                const float *pr = p + r * PRS;
+                float *orow = o + r * dv;
+                switch (nr - r >= 6 ? 6 : nr - r) {
+                case 6: pv_mk64(pr, nt, v, vs, orow, dv, d, alpha + r, 6, PRS, PKS); break;
+                case 5: pv_mk64(pr, nt, v, vs, orow, dv, d, alpha + r, 5, PRS, PKS); break;
+                case 4: pv_mk64(pr, nt, v, vs, orow, dv, d, alpha + r, 4, PRS, PKS); break;
+                case 3: pv_mk64(pr, nt, v, vs, orow, dv, d, alpha + r, 3, PRS, PKS); break;
+                case 2: pv_mk64(pr, nt, v, vs, orow, dv, d, alpha + r, 2, PRS, PKS); break;
+                case 1: pv_mk64(pr, nt, v, vs, orow, dv, d, alpha + r, 1, PRS, PKS); break;
+                }
+            }
+        return;
+    }
     for (int64_t d = 0; d < dv; d += 32)
         for (int64_t r = 0; r < nr; r += 10) {
-            const float *pr = p + r * GB_ATTN_TILE;
+            const float *pr = p + r * PRS;
             float *orow = o + r * dv;
             switch (nr - r >= 10 ? 10 : nr - r) {
-            case 10: pv_mk(pr, nt, v, vs, orow, dv, d, alpha + r, 10); break;
-            case 9: pv_mk(pr, nt, v, vs, orow, dv, d, alpha + r, 9); break;
-            case 8: pv_mk(pr, nt, v, vs, orow, dv, d, alpha + r, 8); break;
-            case 7: pv_mk(pr, nt, v, vs, orow, dv, d, alpha + r, 7); break;
-            case 6: pv_mk(pr, nt, v, vs, orow, dv, d, alpha + r, 6); break;
-            case 5: pv_mk(pr, nt, v, vs, orow, dv, d, alpha + r, 5); break;
-            case 4: pv_mk(pr, nt, v, vs, orow, dv, d, alpha + r, 4); break;
-            case 3: pv_mk(pr, nt, v, vs, orow, dv, d, alpha + r, 3); break;
-            case 2: pv_mk(pr, nt, v, vs, orow, dv, d, alpha + r, 2); break;
-            case 1: pv_mk(pr, nt, v, vs, orow, dv, d, alpha + r, 1); break;
+            case 10: pv_mk(pr, nt, v, vs, orow, dv, d, alpha + r, 10, PRS, PKS); break;
+            case 9: pv_mk(pr, nt, v, vs, orow, dv, d, alpha + r, 9, PRS, PKS); break;
+            case 8: pv_mk(pr, nt, v, vs, orow, dv, d, alpha + r, 8, PRS, PKS); break;
+            case 7: pv_mk(pr, nt, v, vs, orow, dv, d, alpha + r, 7, PRS, PKS); break;
+            case 6: pv_mk(pr, nt, v, vs, orow, dv, d, alpha + r, 6, PRS, PKS); break;
+            case 5: pv_mk(pr, nt, v, vs, orow, dv, d, alpha + r, 5, PRS, PKS); break;
+            case 4: pv_mk(pr, nt, v, vs, orow, dv, d, alpha + r, 4, PRS, PKS); break;
+            case 3: pv_mk(pr, nt, v, vs, orow, dv, d, alpha + r, 3, PRS, PKS); break;
+            case 2: pv_mk(pr, nt, v, vs, orow, dv, d, alpha + r, 2, PRS, PKS); break;
+            case 1: pv_mk(pr, nt, v, vs, orow, dv, d, alpha + r, 1, PRS, PKS); break;
             }
         }
+}
+
+/* p[r][j] at p + r * GB_ATTN_TILE + j (the row-major tile) */
+static void pv_avx512(const float *p, int64_t nr, int64_t nt, const float *v, int64_t vs, float *o, int64_t dv,
+                      const float *alpha) {
+    pv_rows(p, nr, nt, v, vs, o, dv, alpha, GB_ATTN_TILE, 1);
 }
 
 /* Online-softmax update of one row's scores s[0, nt) with nv valid keys: s becomes p. */
@@ -287,6 +356,130 @@ void gb_attn_tile_ex(const float *q, int64_t nr, int64_t dk, const float *k, int
 #endif
 }
 
+/* ---- rows in lanes: the float32 prefill tile as two small GEMMs ------------------------------
+ * Sixteen query rows per vector, the queries transposed once per work item (qT[d][GB_ATTN_LANES]):
+ * the scores are an outer product (per dim: RZ vectors of queries times KB broadcast keys, RZ x KB
+ * accumulators, no horizontal sums), the online softmax runs lane-parallel over rows (the running
+ * max, l and alpha of 16 rows per vector), and p*V reads p from the key-major score tile. Measured
+ * (1 thread, CPU time, f16 cache, T=256 at depth 2048, machine shared): see
+ * bench/results/attention_prefill_2026-12-01.md. */
+#ifdef __AVX512F__
+#define LS_JZ(j, z, X) if (KB > j && RZ > z) { X(j, z) }
+#define LS_J(j, X) LS_JZ(j, 0, X) LS_JZ(j, 1, X) LS_JZ(j, 2, X) LS_JZ(j, 3, X)
+#define LS_ALL(X) LS_J(0, X) LS_J(1, X) LS_J(2, X) LS_J(3, X) LS_J(4, X) LS_J(5, X)
+#define LS_ZERO(j, z) a##j##z = _mm512_setzero_ps();
+#define LS_STORE(j, z) _mm512_storeu_ps(sT + j * GB_ATTN_LANES + 16 * z, a##j##z);
+#define LS_LOADQ(z) if (RZ > z) { q##z = _mm512_loadu_ps(qd + 16 * z); __asm__("" : "+v"(q##z)); }
+/* one broadcast key at a time: 24 accumulators + 4 queries + 1 key fit the 32 registers */
+#define LS_KEY(j)                                                                                  \
+    if (KB > j) {                                                                                  \
+        const __m512 kb = _mm512_set1_ps(k[j * ks + d]);                                           \
+        if (RZ > 0) a##j##0 = _mm512_fmadd_ps(q0, kb, a##j##0);                                    \
+        if (RZ > 1) a##j##1 = _mm512_fmadd_ps(q1, kb, a##j##1);                                    \
+        if (RZ > 2) a##j##2 = _mm512_fmadd_ps(q2, kb, a##j##2);                                    \
+        if (RZ > 3) a##j##3 = _mm512_fmadd_ps(q3, kb, a##j##3);                                    \
+    }
+AI void lscore_mk(const float *qT, int64_t dk, const float *k, int64_t ks, float *sT, const int RZ, const int KB) {
+    __m512 a00, a01, a02, a03, a10, a11, a12, a13, a20, a21, a22, a23, a30, a31, a32, a33, a40, a41, a42, a43, a50,
+        a51, a52, a53;
+    __m512 q0, q1, q2, q3;
+    a00 = a01 = a02 = a03 = a10 = a11 = a12 = a13 = a20 = a21 = a22 = a23 = a30 = a31 = a32 = a33 = a40 = a41 = a42 =
+        a43 = a50 = a51 = a52 = a53 = q0 = q1 = q2 = q3 = _mm512_setzero_ps();
+    for (int64_t d = 0; d < dk; d++) {
+        const float *qd = qT + d * GB_ATTN_LANES;
+        LS_LOADQ(0) LS_LOADQ(1) LS_LOADQ(2) LS_LOADQ(3)
+        LS_KEY(0) LS_KEY(1) LS_KEY(2) LS_KEY(3) LS_KEY(4) LS_KEY(5)
+    }
+    LS_ALL(LS_STORE)
+}
+
+#define LSCORE_KB(RZ)                                                                                  \
+    do {                                                                                               \
+        int64_t j = 0;                                                                                 \
+        for (; j + 6 <= nt; j += 6) lscore_mk(qT, dk, k + j * ks, ks, sT + j * GB_ATTN_LANES, RZ, 6);  \
+        switch (nt - j) {                                                                              \
+        case 5: lscore_mk(qT, dk, k + j * ks, ks, sT + j * GB_ATTN_LANES, RZ, 5); break;               \
+        case 4: lscore_mk(qT, dk, k + j * ks, ks, sT + j * GB_ATTN_LANES, RZ, 4); break;               \
+        case 3: lscore_mk(qT, dk, k + j * ks, ks, sT + j * GB_ATTN_LANES, RZ, 3); break;               \
+        case 2: lscore_mk(qT, dk, k + j * ks, ks, sT + j * GB_ATTN_LANES, RZ, 2); break;               \
+        case 1: lscore_mk(qT, dk, k + j * ks, ks, sT + j * GB_ATTN_LANES, RZ, 1); break;               \
+        }                                                                                              \
+    } while (0)
+
+static void scores_lanes(const float *qT, int64_t nr, int64_t dk, const float *k, int64_t ks, int64_t nt, float *sT) {
+    switch ((nr + 15) / 16) {
+    case 4: LSCORE_KB(4); break;
+    case 3: LSCORE_KB(3); break;
+    case 2: LSCORE_KB(2); break;
+    default: LSCORE_KB(1); break;
+    }
+}
+
+void gb_attn_lanes_pack(const float *q, int64_t nr, int64_t dk, float *qT) {
+    for (int64_t d = 0; d < dk; d++) {
+        float *dst = qT + d * GB_ATTN_LANES;
+        int64_t r = 0;
+        for (; r < nr; r++) dst[r] = q[r * dk + d];
+        for (; r < GB_ATTN_LANES; r++) dst[r] = 0.0f;
+    }
+}
+
+void gb_attn_tile_lanes(const float *qT, int64_t nr, int64_t dk, const float *k, int64_t ks, const float *v,
+                        int64_t vs, int64_t dv, int64_t nt, int64_t t0, const int64_t *lim, const int64_t *lo,
+                        float softcap, float *m, float *l, float *o, float *sbuf) {
+    if (nt <= 0 || nr <= 0) return;
+    int64_t r0 = 0, r1 = nr; /* rows that see a key of this tile: [r0, r1) */
+    if (lim)
+        while (r0 < r1 && lim[r0] <= t0) r0++;
+    if (lo)
+        while (r1 > r0 && lo[r1 - 1] >= t0 + nt) r1--;
+    if (r0 >= r1) return;
+    float *sT = sbuf, *alpha = sbuf + GB_ATTN_TILE * GB_ATTN_LANES;
+    scores_lanes(qT, r1, dk, k, ks, nt, sT);
+    if (softcap > 0.0f) /* Gemma 2: cap * tanh(s / cap) on the scaled logits, before the mask */
+        for (int64_t j = 0; j < nt; j++)
+            for (int64_t r = r0; r < r1; r++) sT[j * GB_ATTN_LANES + r] = softcap * tanhf(sT[j * GB_ATTN_LANES + r] / softcap);
+    const __m512 ninf = _mm512_set1_ps(-INFINITY);
+    for (int64_t z = r0 / 16; z * 16 < r1; z++) {
+        const int64_t rb = z * 16;
+        int32_t hi[16], lw[16]; /* valid keys of lane i: [lw[i], hi[i]) */
+        for (int i = 0; i < 16; i++) {
+            const int64_t r = rb + i;
+            int64_t h = r < r0 || r >= r1 ? 0 : (lim ? lim[r] - t0 : nt), w = lo && r < r1 ? lo[r] - t0 : 0;
+            hi[i] = (int32_t)(h < 0 ? 0 : h > nt ? nt : h);
+            lw[i] = (int32_t)(w < 0 ? 0 : w > nt ? nt : w);
+        }
+        const __m512i hv = _mm512_loadu_si512((const void *)hi), lv = _mm512_loadu_si512((const void *)lw);
+        const __mmask16 rm = tail_mask(r1 - rb) & (__mmask16)(rb >= r0 ? 0xffff : (0xffffu << (r0 - rb)));
+        const __m512 mold = _mm512_mask_loadu_ps(ninf, rm, m + rb);
+        __m512 mx = ninf;
+        for (int64_t j = 0; j < nt; j++) {
+            const __m512i jv = _mm512_set1_epi32((int)j);
+            const __mmask16 ok = _mm512_cmpgt_epi32_mask(hv, jv) & _mm512_cmple_epi32_mask(lv, jv);
+            mx = _mm512_mask_max_ps(mx, ok, mx, _mm512_loadu_ps(sT + j * GB_ATTN_LANES + rb));
+        }
+        const __m512 mnew = _mm512_max_ps(mold, mx);
+        /* alpha = e^(m_old - m_new); 0 where m_old = -inf (no key yet: o is 0), 1 where no key here */
+        const __m512 al = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(mold, ninf, _CMP_NEQ_OQ),
+                                              gb_exp512(_mm512_sub_ps(mold, mnew)));
+        __m512 sum = _mm512_setzero_ps();
+        for (int64_t j = 0; j < nt; j++) {
+            const __m512i jv = _mm512_set1_epi32((int)j);
+            const __mmask16 ok = _mm512_cmpgt_epi32_mask(hv, jv) & _mm512_cmple_epi32_mask(lv, jv);
+            float *sp = sT + j * GB_ATTN_LANES + rb;
+            const __m512 pj = _mm512_maskz_mov_ps(ok, gb_exp512(_mm512_sub_ps(_mm512_loadu_ps(sp), mnew)));
+            _mm512_storeu_ps(sp, pj);
+            sum = _mm512_add_ps(sum, pj);
+        }
+        const __m512 lold = _mm512_maskz_loadu_ps(rm, l + rb);
+        _mm512_mask_storeu_ps(l + rb, rm, _mm512_fmadd_ps(lold, al, sum));
+        _mm512_mask_storeu_ps(m + rb, rm, mnew);
+        _mm512_mask_storeu_ps(alpha + rb, rm, al);
+    }
+    pv_rows(sT + r0, r1 - r0, nt, v, vs, o + r0 * dv, dv, alpha + r0, 1, GB_ATTN_LANES);
+}
+#endif /* __AVX512F__ */
+
 /* ---- bfloat16 dot-product tile ---------------------------------------------------------------- */
 
 #if defined(__AVX512BF16__) && defined(__AVX512F__)
@@ -299,7 +492,7 @@ void gb_attn_set_bf16(int on) { bf16_on = on ? 1 : 0; }
 #define BS_ROW(i, X) BS_RT(i, 0, X) BS_RT(i, 1, X) BS_RT(i, 2, X) BS_RT(i, 3, X)
 #define BS_ALL(X) BS_ROW(0, X) BS_ROW(1, X) BS_ROW(2, X) BS_ROW(3, X) BS_ROW(4, X)
 #define BS_DP(i, t) a##i##t = _mm512_dpbf16_ps(a##i##t, (__m512bh)q##i, (__m512bh)k##t);
-#define BS_LOADQ(i) if (RB > i) q##i = LOAD16(q + i * dk + d);
+#define BS_LOADQ(i) if (RB > i) { q##i = LOAD16(q + i * dk + d); __asm__("" : "+v"(q##i)); }
 #define BS_LOADK(t) if (TB > t) k##t = LOAD16(k + t * ks + d);
 #define BS_STEP BS_LOADK(0) BS_LOADK(1) BS_LOADK(2) BS_LOADK(3) \
     BS_LOADQ(0) BS_LOADQ(1) BS_LOADQ(2) BS_LOADQ(3) BS_LOADQ(4) BS_ALL(BS_DP)
@@ -815,6 +1008,10 @@ int gb_gqa_attention_ex(const gb_kvcache *c, int64_t layer, const float *q, int6
     const int nth = omp_get_max_threads();
     /* Row blocks of up to 64 rows bound the per-thread state (64 x (Dh + Dv + tile) floats). */
     int64_t rblk = nr < 64 ? nr : 64;
+    /* prefill (16 or more rows per block): the rows-in-lanes tile, on work items of up to
+     * GB_ATTN_LANES_BLOCK rows (each tile decoded once for all of them) */
+    const int lanes = GB_ATTN_HAVE_LANES && T > 1 && rblk >= 16;
+    if (lanes) rblk = nr < GB_ATTN_LANES_BLOCK ? nr : GB_ATTN_LANES_BLOCK;
     const int64_t nrb = (nr + rblk - 1) / rblk;
     int64_t S = n_splits > 0 ? n_splits : gb_attn_default_splits(Hkv * nrb, span, 256);
     if (S > span) S = span;
@@ -841,11 +1038,12 @@ int gb_gqa_attention_ex(const gb_kvcache *c, int64_t layer, const float *q, int6
 #pragma omp parallel num_threads(nw < nth ? (int)nw : nth) if (T * Hq * span * (Dh + Dv) >= GB_ATTN_PAR_MIN)
     {
         float *qs = (float *)gb_ws_malloc((size_t)(rblk * Dh) * sizeof(float));
-        float *sbuf = (float *)gb_ws_malloc((size_t)(rblk * (GB_ATTN_TILE + 1)) * sizeof(float));
+        float *sbuf = (float *)gb_ws_malloc((size_t)((lanes ? GB_ATTN_LANES : rblk) * (GB_ATTN_TILE + 1)) * sizeof(float));
         float *kbuf = (float *)gb_ws_malloc((size_t)(GB_ATTN_TILE * Dh) * sizeof(float));
         float *vbuf = (float *)gb_ws_malloc((size_t)(GB_ATTN_TILE * Dv) * sizeof(float));
         uint16_t *qb = g8_dp ? (uint16_t *)gb_ws_malloc((size_t)(rblk * Dh) * sizeof(uint16_t)) : NULL;
-        int ok = qs && sbuf && kbuf && vbuf && (!g8_dp || qb);
+        float *qT = lanes ? (float *)gb_ws_malloc((size_t)(GB_ATTN_LANES_BLOCK * Dh) * sizeof(float)) : NULL;
+        int ok = qs && sbuf && kbuf && vbuf && (!g8_dp || qb) && (!lanes || qT);
         if (!ok) {
 #pragma omp atomic write
             failed = 1;
@@ -905,7 +1103,17 @@ int gb_gqa_attention_ex(const gb_kvcache *c, int64_t layer, const float *q, int6
                 }
                 const float *kr = gb_attn_rows(c->fmt, gb_kvcache_k_ptr(c, layer, h, t), n * Dh, kbuf);
                 const float *vr = gb_attn_rows(c->fmt, gb_kvcache_v_ptr(c, layer, h, t), n * Dv, vbuf);
-                gb_attn_tile_ex(qs, rn, Dh, kr, Dh, vr, Dv, Dv, n, t, lr, lw, softcap, m, l, o, sbuf);
+#if GB_ATTN_HAVE_LANES
+                if (lanes) {
+                    for (int64_t b = 0; b < rn; b += GB_ATTN_LANES) {
+                        const int64_t nb = rn - b < GB_ATTN_LANES ? rn - b : GB_ATTN_LANES;
+                        if (t == t0) gb_attn_lanes_pack(qs + b * Dh, nb, Dh, qT + b * Dh);
+                        gb_attn_tile_lanes(qT + b * Dh, nb, Dh, kr, Dh, vr, Dv, Dv, n, t, lr ? lr + b : NULL,
+                                           lw ? lw + b : NULL, softcap, m + b, l + b, o + b * Dv, sbuf);
+                    }
+                } else
+#endif
+                    gb_attn_tile_ex(qs, rn, Dh, kr, Dh, vr, Dv, Dv, n, t, lr, lw, softcap, m, l, o, sbuf);
                 t += n;
             }
         }
@@ -914,6 +1122,7 @@ int gb_gqa_attention_ex(const gb_kvcache *c, int64_t layer, const float *q, int6
         gb_ws_free(kbuf);
         gb_ws_free(vbuf);
         gb_ws_free(qb);
+        gb_ws_free(qT);
     }
     if (failed) goto done;
     /* Combine the splits: kv head h, token i -> query heads h*G .. h*G+G-1 of token i. */

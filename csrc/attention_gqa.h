@@ -33,6 +33,25 @@ void gb_attn_tile_ex(const float *q, int64_t nr, int64_t dk, const float *k, int
                      int64_t dv, int64_t nt, int64_t t0, const int64_t *lim, const int64_t *lo, float softcap, float *m,
                      float *l, float *o, float *sbuf);
 
+/* ---- rows in lanes (AVX-512 builds: GB_ATTN_HAVE_LANES) ----
+ * gb_attn_tile_ex for up to GB_ATTN_LANES rows with the queries given transposed, qT[dk][GB_ATTN_LANES]
+ * (gb_attn_lanes_pack; lanes past nr zero): the prefill tile as an outer-product GEMM, the softmax
+ * lane-parallel over rows. Same contract as gb_attn_tile_ex otherwise (nt <= GB_ATTN_TILE);
+ * sbuf: GB_ATTN_LANES * (GB_ATTN_TILE + 1) floats. */
+#define GB_ATTN_LANES 64
+/* Rows per prefill work item on that path (whole multiples of GB_ATTN_LANES): each cache tile is
+ * decoded to float32 once per work item, so more rows share that pass. */
+#define GB_ATTN_LANES_BLOCK 128
+#ifdef __AVX512F__
+#define GB_ATTN_HAVE_LANES 1
+void gb_attn_lanes_pack(const float *q, int64_t nr, int64_t dk, float *qT);
+void gb_attn_tile_lanes(const float *qT, int64_t nr, int64_t dk, const float *k, int64_t ks, const float *v,
+                        int64_t vs, int64_t dv, int64_t nt, int64_t t0, const int64_t *lim, const int64_t *lo,
+                        float softcap, float *m, float *l, float *o, float *sbuf);
+#else
+#define GB_ATTN_HAVE_LANES 0
+#endif
+
 /* ---- bfloat16 dot-product tile (AVX512_BF16: vdpbf16ps, 32 multiply-adds per instruction) ----
  * The tile kernel above widens bf16 keys and values to float32 and multiplies in float32. This one
  * reads bf16 rows straight from the cache and multiplies pairs of bf16 in the instruction, with

@@ -2,6 +2,7 @@
  * conversions. */
 #include "common.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -29,6 +30,7 @@ const char *gb_last_error(void) { return gb_errbuf[0] ? gb_errbuf : "unknown err
 typedef struct {
     _Alignas(max_align_t) size_t bytes; /* requested by the caller: what the counters hold */
     size_t offset;                      /* returned pointer - start of the underlying block */
+    size_t cap;                         /* bytes usable after the header (malloc blocks; 0: aligned) */
 } ws_header;
 
 #define WS_HDR sizeof(ws_header)
@@ -51,14 +53,104 @@ static void *ws_track(void *base, size_t offset, size_t bytes) {
     return p;
 }
 
+/* ---- kept blocks --------------------------------------------------------------------------
+ * Large scratch blocks (>= WS_KEEP_MIN) are kept after gb_ws_free, up to WS_KEEP_N blocks and
+ * WS_KEEP_BYTES in all, and handed to the next request they fit (at most twice its size): a
+ * prefill's per-call buffers (attention's row states, 5-25 MB at T=512) came back from malloc as
+ * fresh mmap'd pages, which the kernel zeroed on first touch (clear_page_erms under memset: a third
+ * of the samples of a GLM-4.7-Flash pp512 at depth 0 on the shared machine). Kept blocks are not
+ * workspace: gb_ws_current counts live blocks only; gb_ws_kept() says what is kept, gb_ws_trim()
+ * gives it back. */
+#define WS_KEEP_MIN ((size_t)1 << 20)
+#define WS_KEEP_N 16
+#define WS_KEEP_BYTES ((size_t)256 << 20)
+static pthread_mutex_t ws_keep_lock = PTHREAD_MUTEX_INITIALIZER;
+static void *ws_keep[WS_KEEP_N]; /* underlying blocks (header at the start), NULL = empty slot */
+static size_t ws_keep_cap[WS_KEEP_N], ws_keep_total;
+
+/* the smallest kept block with cap in [bytes, 2 bytes], taken out of the list; NULL if none */
+static void *ws_take(size_t bytes, size_t *cap) {
+    if (bytes < WS_KEEP_MIN) return NULL;
+    void *got = NULL;
+    pthread_mutex_lock(&ws_keep_lock);
+    int best = -1;
+    for (int i = 0; i < WS_KEEP_N; i++)
+        if (ws_keep[i] && ws_keep_cap[i] >= bytes && ws_keep_cap[i] / 2 <= bytes &&
+            (best < 0 || ws_keep_cap[i] < ws_keep_cap[best]))
+            best = i;
+    if (best >= 0) {
+        got = ws_keep[best];
+        *cap = ws_keep_cap[best];
+        ws_keep[best] = NULL;
+        ws_keep_total -= ws_keep_cap[best];
+    }
+    pthread_mutex_unlock(&ws_keep_lock);
+    return got;
+}
+
+/* keep the block (1) or not (0: the caller frees it); room is made by dropping the largest kept */
+static int ws_put(void *base, size_t cap) {
+    if (cap < WS_KEEP_MIN || cap > WS_KEEP_BYTES) return 0;
+    int kept = 0;
+    pthread_mutex_lock(&ws_keep_lock);
+    while (ws_keep_total + cap > WS_KEEP_BYTES) {
+        int big = -1;
+        for (int i = 0; i < WS_KEEP_N; i++)
+            if (ws_keep[i] && (big < 0 || ws_keep_cap[i] > ws_keep_cap[big])) big = i;
+        free(ws_keep[big]);
+        ws_keep_total -= ws_keep_cap[big];
+        ws_keep[big] = NULL;
+    }
+    for (int i = 0; i < WS_KEEP_N && !kept; i++)
+        if (!ws_keep[i]) {
+            ws_keep[i] = base;
+            ws_keep_cap[i] = cap;
+            ws_keep_total += cap;
+            kept = 1;
+        }
+    pthread_mutex_unlock(&ws_keep_lock);
+    return kept;
+}
+
+size_t gb_ws_kept(void) {
+    pthread_mutex_lock(&ws_keep_lock);
+    size_t t = ws_keep_total;
+    pthread_mutex_unlock(&ws_keep_lock);
+    return t;
+}
+
+void gb_ws_trim(void) {
+    pthread_mutex_lock(&ws_keep_lock);
+    for (int i = 0; i < WS_KEEP_N; i++) {
+        free(ws_keep[i]);
+        ws_keep[i] = NULL;
+    }
+    ws_keep_total = 0;
+    pthread_mutex_unlock(&ws_keep_lock);
+}
+
+static void *ws_block(size_t bytes, int zero) {
+    size_t cap = 0;
+    void *base = ws_take(bytes, &cap);
+    if (base) {
+        if (zero) memset((char *)base + WS_HDR, 0, bytes);
+    } else {
+        base = zero ? calloc(1, WS_HDR + bytes) : malloc(WS_HDR + bytes);
+        cap = bytes;
+    }
+    char *p = ws_track(base, WS_HDR, bytes);
+    if (p) ((ws_header *)p - 1)->cap = cap;
+    return p;
+}
+
 void *gb_ws_malloc(size_t bytes) {
     if (bytes > SIZE_MAX - WS_HDR) return NULL;
-    return ws_track(malloc(WS_HDR + bytes), WS_HDR, bytes);
+    return ws_block(bytes, 0);
 }
 
 void *gb_ws_calloc(size_t n, size_t size) {
     if (size && n > (SIZE_MAX - WS_HDR) / size) return NULL;
-    return ws_track(calloc(1, WS_HDR + n * size), WS_HDR, n * size);
+    return ws_block(n * size, 1);
 }
 
 void *gb_ws_aligned_alloc(size_t align, size_t bytes) {
@@ -67,15 +159,18 @@ void *gb_ws_aligned_alloc(size_t align, size_t bytes) {
     const size_t pad = (WS_HDR + align - 1) & ~(align - 1);
     if (bytes > SIZE_MAX - pad - align) return NULL;
     const size_t total = (pad + bytes + align - 1) & ~(align - 1); /* C11: a multiple of align */
-    return ws_track(aligned_alloc(align, total), pad, bytes);
+    char *p = ws_track(aligned_alloc(align, total), pad, bytes);
+    if (p) ((ws_header *)p - 1)->cap = 0; /* never kept */
+    return p;
 }
 
 void gb_ws_free(void *p) {
     if (!p) return;
     ws_header *h = (ws_header *)p - 1;
-    const size_t bytes = h->bytes, offset = h->offset;
+    const size_t bytes = h->bytes, offset = h->offset, cap = h->cap;
     atomic_fetch_sub_explicit(&ws_current, bytes, memory_order_relaxed);
     atomic_fetch_sub_explicit(&ws_blocks, 1, memory_order_relaxed);
+    if (cap && ws_put((char *)p - offset, cap)) return;
     free((char *)p - offset);
 }
 

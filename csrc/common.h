@@ -70,6 +70,10 @@ size_t gb_ws_current(void);   /* bytes in live workspace blocks */
 size_t gb_ws_peak(void);      /* the most gb_ws_current has been since the last reset */
 size_t gb_ws_blocks(void);    /* live workspace blocks */
 void gb_ws_reset_peak(void);  /* peak := current */
+/* Freed blocks of 1 MiB or more are kept for the next request they fit (at most 16 blocks, 256 MiB;
+ * not counted by gb_ws_current): gb_ws_kept() = their bytes, gb_ws_trim() frees them. */
+size_t gb_ws_kept(void);
+void gb_ws_trim(void);
 
 float gb_f16_to_f32(uint16_t h);
 uint16_t gb_f32_to_f16(float f);

@@ -4,6 +4,7 @@
 #include "bind.h"
 #include "attention_mla.h"
 
+#include <float.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -110,12 +111,27 @@ int gb_check_dim(PyArrayObject *arr, const char *name, int axis, npy_intp expect
     return 0;
 }
 
+/* The first NaN/inf of p[0, n), or -1: blocks of 4096 scanned without a branch per element (a
+ * vector OR of !(|x| <= FLT_MAX)), the element-wise search only in a block that has one. The
+ * early-exit loop ran at about one element per cycle: ~1.5% of a prefill profile, every op
+ * checking its activations. */
+static npy_intp first_nonfinite_f32(const float *p, npy_intp n) {
+    for (npy_intp i0 = 0; i0 < n; i0 += 4096) {
+        const npy_intp e = n - i0 < 4096 ? n : i0 + 4096;
+        int any = 0;
+#pragma omp simd reduction(| : any)
+        for (npy_intp i = i0; i < e; i++) any |= !(fabsf(p[i]) <= FLT_MAX); /* NaN compares false */
+        if (any)
+            for (npy_intp i = i0; i < e; i++)
+                if (!isfinite(p[i])) return i;
+    }
+    return -1;
+}
+
 int gb_check_finite(PyArrayObject *arr, const char *name) {
     npy_intp n = PyArray_SIZE(arr), bad = -1;
     if (PyArray_TYPE(arr) == NPY_FLOAT32) {
-        const float *p = (const float *)PyArray_DATA(arr);
-        for (npy_intp i = 0; i < n; i++)
-            if (!isfinite(p[i])) { bad = i; break; }
+        bad = first_nonfinite_f32((const float *)PyArray_DATA(arr), n);
     } else if (PyArray_TYPE(arr) == NPY_FLOAT64) {
         const double *p = (const double *)PyArray_DATA(arr);
         for (npy_intp i = 0; i < n; i++)

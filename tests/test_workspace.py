@@ -305,3 +305,69 @@ def test_ledger_allocator_in_c(tmp_path):
                     os.path.join(csrc, "common.c"), "-o", str(exe)], check=True, capture_output=True)
     out = subprocess.run([str(exe)], capture_output=True, text=True, env=dict(os.environ, OMP_DYNAMIC="false"))
     assert out.returncode == 0 and out.stdout.startswith("ok"), out.stdout + out.stderr
+
+
+KEEP_DRIVER = r"""
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include "common.h"
+#define CHECK(c) do { if (!(c)) { printf("FAIL line %d: %s\n", __LINE__, #c); return 1; } } while (0)
+int main(void) {
+    const size_t MB = (size_t)1 << 20;
+    gb_ws_trim();
+    CHECK(gb_ws_kept() == 0);
+    unsigned char *a = gb_ws_malloc(3 * MB);
+    CHECK(a && gb_ws_current() == 3 * MB && gb_ws_blocks() == 1);
+    memset(a, 0xAB, 3 * MB);
+    gb_ws_free(a);
+    CHECK(gb_ws_current() == 0 && gb_ws_blocks() == 0 && gb_ws_kept() == 3 * MB);
+    /* a request it fits (cap <= 2x the request) gets the same block, counted at the requested size */
+    unsigned char *b = gb_ws_calloc(2 * MB, 1);
+    CHECK(b == a && gb_ws_current() == 2 * MB && gb_ws_kept() == 0);
+    for (size_t i = 0; i < 2 * MB; i += 4093) CHECK(b[i] == 0);   /* calloc of a kept block: zeroed */
+    gb_ws_free(b);
+    CHECK(gb_ws_kept() == 3 * MB);
+    /* too small for it (3 MB > 2 x 1.2 MB) or too large: a fresh block */
+    void *c = gb_ws_malloc(MB + MB / 5), *d = gb_ws_malloc(4 * MB);
+    CHECK(c && d && c != (void *)a && d != (void *)a && gb_ws_kept() == 3 * MB);
+    gb_ws_free(c);
+    gb_ws_free(d);
+    CHECK(gb_ws_current() == 0 && gb_ws_kept() == 3 * MB + MB + MB / 5 + 4 * MB);
+    /* small blocks and aligned blocks are never kept */
+    void *s = gb_ws_malloc(1000), *al = gb_ws_aligned_alloc(64, 2 * MB);
+    CHECK(s && al && ((uintptr_t)al % 64) == 0);
+    gb_ws_free(s);
+    gb_ws_free(al);
+    CHECK(gb_ws_kept() == 3 * MB + MB + MB / 5 + 4 * MB);
+    /* never more than 256 MiB kept: the largest kept go first */
+    void *big[3];
+    for (int i = 0; i < 3; i++) big[i] = gb_ws_malloc(100 * MB);
+    for (int i = 0; i < 3; i++) gb_ws_free(big[i]);
+    CHECK(gb_ws_kept() <= 256 * MB);
+    gb_ws_trim();
+    CHECK(gb_ws_kept() == 0 && gb_ws_current() == 0 && gb_ws_blocks() == 0);
+    printf("ok\n");
+    return 0;
+}
+"""
+
+
+def test_large_blocks_kept_and_reused_in_c(tmp_path):
+    """Freed blocks of 1 MiB or more are kept and handed to the next request they fit (the same
+    block, zeroed for calloc), the counters stay exact (kept blocks are not workspace), small and
+    aligned blocks are not kept, at most 256 MiB is kept, and gb_ws_trim gives it all back."""
+    import os
+    import shutil
+    import subprocess
+    import sysconfig
+    cc = os.environ.get("CC") or sysconfig.get_config_var("CC").split()[0]
+    if not shutil.which(cc):
+        pytest.skip(f"no C compiler ({cc})")
+    csrc = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "csrc")
+    (tmp_path / "keep.c").write_text(KEEP_DRIVER)
+    exe = tmp_path / "keep"
+    subprocess.run([cc, "-std=c11", "-fopenmp", "-O1", "-Wall", "-I", csrc, str(tmp_path / "keep.c"),
+                    os.path.join(csrc, "common.c"), "-o", str(exe)], check=True, capture_output=True)
+    out = subprocess.run([str(exe)], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.startswith("ok"), out.stdout + out.stderr
