@@ -362,9 +362,10 @@ def _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar, bandwidth_p
                  kv_bytes_model=cfg.kv_bytes_per_token(p["type_k"]) * d,
                  rss_bytes=rss, rss_peak_bytes=peak,
                  # What RSS holds beyond the weights and the cache, as one figure: NumPy activations,
-                 # Python, OpenBLAS buffers, the allocator's retained pages. The C kernels' own
-                 # scratch is freed before each op returns (0 at this reading); its peak is
-                 # workspace_bytes_peak, from the core's ledger.
+                 # Python, OpenBLAS buffers, the allocator's retained pages, and the C core's kept
+                 # scratch blocks (>= 1 MiB, reused by the next op: at most 256 MiB, csrc/common.c).
+                 # Its live scratch is 0 at this reading; the peak is workspace_bytes_peak, from the
+                 # core's ledger.
                  # (less the stability probe's DRAM buffer, reported apart)
                  other_rss_bytes=max(0, rss - m.weight_bytes - m.cache.bytes_allocated - machine.probe_buffer_bytes()),
                  probe_buffer_bytes=machine.probe_buffer_bytes(),
