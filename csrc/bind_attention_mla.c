@@ -10,6 +10,40 @@
 extern gb_kvcache *gb_kvcache_from_py(PyObject *obj, const char *name); /* bind_kvcache.c */
 extern int gb_kvcache_lock_error(int err);                              /* bind_kvcache.c */
 
+/* What both attention bindings take alike: the strategy's name, an MLA cache, v_head_dim >= 1, and
+ * q_nope [T, H, Dn] / q_rope [T, H, rope_dim] as float32 (new references in *qn / *qr, which the
+ * caller releases). Returns the cache, or NULL with an exception set. */
+static gb_kvcache *mla_inputs(const char *strategy, int *strat, PyObject *co, long long v_head_dim, PyObject *qno,
+                              PyObject *qro, PyArrayObject **qn, PyArrayObject **qr) {
+    if ((*strat = gb_mla_strategy(strategy)) < 0) return NULL;
+    gb_kvcache *c = gb_kvcache_from_py(co, "cache");
+    if (!c) return NULL;
+    if (c->kind != GB_KV_MLA) {
+        PyErr_SetString(PyExc_ValueError, "`cache` must be an MLA cache (KVCache.mla), got a GQA cache");
+        return NULL;
+    }
+    if (v_head_dim < 1) {
+        PyErr_Format(PyExc_ValueError, "`v_head_dim` must be >= 1, got %lld", v_head_dim);
+        return NULL;
+    }
+    if (!(*qn = gb_array(qno, "q_nope", NPY_FLOAT32, 3, GB_COPY))) return NULL;
+    if (!(*qr = gb_array(qro, "q_rope", NPY_FLOAT32, 3, GB_COPY))) return NULL;
+    if (gb_check_dim(*qr, "q_rope", 0, PyArray_DIM(*qn, 0), "q_nope.shape[0] (tokens)") < 0) return NULL;
+    if (gb_check_dim(*qr, "q_rope", 1, PyArray_DIM(*qn, 1), "q_nope.shape[1] (heads)") < 0) return NULL;
+    if (gb_check_dim(*qr, "q_rope", 2, c->dv, "the cache's rope_dim") < 0) return NULL;
+    return c;
+}
+
+/* The checks both make last, before running: finite queries, a usable scale (0: 1/sqrt(head dim)). */
+static int mla_check_values(PyArrayObject *qn, PyArrayObject *qr, double scale) {
+    if (gb_check_finite(qn, "q_nope") < 0 || gb_check_finite(qr, "q_rope") < 0) return -1;
+    if (!(scale >= 0.0) || !isfinite(scale)) {
+        PyErr_Format(PyExc_ValueError, "`scale` must be a positive finite number, got %g", scale);
+        return -1;
+    }
+    return 0;
+}
+
 static PyObject *py_mla_attention(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"q_nope", "q_rope", "cache", "layer", "kv_b_weight", "v_head_dim", "scale", "strategy",
                              "n_splits", NULL};
@@ -22,34 +56,16 @@ static PyObject *py_mla_attention(PyObject *self, PyObject *args, PyObject *kw) 
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOLOL|dsL:mla_attention", kwlist, &qno, &qro, &co, &layer, &wo,
                                      &v_head_dim, &scale, &strategy, &n_splits))
         return NULL;
-    const int strat = gb_mla_strategy(strategy);
-    if (strat < 0) return NULL;
-    gb_kvcache *c = gb_kvcache_from_py(co, "cache");
-    if (!c) return NULL;
-    if (c->kind != GB_KV_MLA) {
-        PyErr_SetString(PyExc_ValueError, "`cache` must be an MLA cache (KVCache.mla), got a GQA cache");
-        return NULL;
-    }
-    if (v_head_dim < 1) {
-        PyErr_Format(PyExc_ValueError, "`v_head_dim` must be >= 1, got %lld", v_head_dim);
-        return NULL;
-    }
-    if (!(qn = gb_array(qno, "q_nope", NPY_FLOAT32, 3, GB_COPY))) goto done;
-    if (!(qr = gb_array(qro, "q_rope", NPY_FLOAT32, 3, GB_COPY))) goto done;
+    int strat;
+    gb_kvcache *c = mla_inputs(strategy, &strat, co, v_head_dim, qno, qro, &qn, &qr);
+    if (!c) goto done;
     static const int wtypes[] = {NPY_FLOAT32, NPY_FLOAT16, NPY_UINT16, -1};
     if (!(w = gb_array_any(wo, "kv_b_weight", wtypes, 2, GB_COPY))) goto done;
     const int wfmt = PyArray_TYPE(w) == NPY_FLOAT32 ? GB_F32 : (PyArray_TYPE(w) == NPY_FLOAT16 ? GB_F16 : GB_BF16);
     const npy_intp T = PyArray_DIM(qn, 0), H = PyArray_DIM(qn, 1), Dn = PyArray_DIM(qn, 2);
-    if (gb_check_dim(qr, "q_rope", 0, T, "q_nope.shape[0] (tokens)") < 0) goto done;
-    if (gb_check_dim(qr, "q_rope", 1, H, "q_nope.shape[1] (heads)") < 0) goto done;
-    if (gb_check_dim(qr, "q_rope", 2, c->dv, "the cache's rope_dim") < 0) goto done;
     if (gb_check_dim(w, "kv_b_weight", 1, c->dk, "the cache's kv_lora_rank") < 0) goto done;
     if (gb_check_dim(w, "kv_b_weight", 0, H * (Dn + v_head_dim), "heads x (qk_nope_head_dim + v_head_dim)") < 0) goto done;
-    if (gb_check_finite(qn, "q_nope") < 0 || gb_check_finite(qr, "q_rope") < 0) goto done;
-    if (!(scale >= 0.0) || !isfinite(scale)) {
-        PyErr_Format(PyExc_ValueError, "`scale` must be a positive finite number, got %g", scale);
-        goto done;
-    }
+    if (mla_check_values(qn, qr, scale) < 0) goto done;
     npy_intp dims[3] = {T, H, v_head_dim};
     if (!(y = gb_new_f32(3, dims))) goto done;
     int st = GB_OK, err;
@@ -116,24 +132,10 @@ static PyObject *py_mla_attention_kb_vb(PyObject *self, PyObject *args, PyObject
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOLOiOiL|dsLO:mla_attention_kb_vb", kwlist, &qno, &qro, &co, &layer, &kbo,
                                      &kfmt, &vbo, &vfmt, &v_head_dim, &scale, &strategy, &n_splits, &vpo))
         return NULL;
-    const int strat = gb_mla_strategy(strategy);
-    if (strat < 0) return NULL;
-    gb_kvcache *c = gb_kvcache_from_py(co, "cache");
-    if (!c) return NULL;
-    if (c->kind != GB_KV_MLA) {
-        PyErr_SetString(PyExc_ValueError, "`cache` must be an MLA cache (KVCache.mla), got a GQA cache");
-        return NULL;
-    }
-    if (v_head_dim < 1) {
-        PyErr_Format(PyExc_ValueError, "`v_head_dim` must be >= 1, got %lld", v_head_dim);
-        return NULL;
-    }
-    if (!(qn = gb_array(qno, "q_nope", NPY_FLOAT32, 3, GB_COPY))) goto done;
-    if (!(qr = gb_array(qro, "q_rope", NPY_FLOAT32, 3, GB_COPY))) goto done;
+    int strat;
+    gb_kvcache *c = mla_inputs(strategy, &strat, co, v_head_dim, qno, qro, &qn, &qr);
+    if (!c) goto done;
     const npy_intp T = PyArray_DIM(qn, 0), H = PyArray_DIM(qn, 1), Dn = PyArray_DIM(qn, 2);
-    if (gb_check_dim(qr, "q_rope", 0, T, "q_nope.shape[0] (tokens)") < 0) goto done;
-    if (gb_check_dim(qr, "q_rope", 1, H, "q_nope.shape[1] (heads)") < 0) goto done;
-    if (gb_check_dim(qr, "q_rope", 2, c->dv, "the cache's rope_dim") < 0) goto done;
     if (!(kb = split_weight(kbo, "k_b", kfmt, H, c->dk, Dn, "the cache's kv_lora_rank"))) goto done;
     if (!(vb = split_weight(vbo, "v_b", vfmt, H, v_head_dim, c->dk, "v_head_dim"))) goto done;
     if (vpo != Py_None) {
@@ -147,11 +149,7 @@ static PyObject *py_mla_attention_kb_vb(PyObject *self, PyObject *args, PyObject
         if (gb_check_dim(vp, "v_packed", 0, H, "the heads") < 0 || gb_check_dim(vp, "v_packed", 1, pb, "one head's repacked bytes") < 0)
             goto done;
     }
-    if (gb_check_finite(qn, "q_nope") < 0 || gb_check_finite(qr, "q_rope") < 0) goto done;
-    if (!(scale >= 0.0) || !isfinite(scale)) {
-        PyErr_Format(PyExc_ValueError, "`scale` must be a positive finite number, got %g", scale);
-        goto done;
-    }
+    if (mla_check_values(qn, qr, scale) < 0) goto done;
     npy_intp dims[3] = {T, H, v_head_dim};
     if (!(y = gb_new_f32(3, dims))) goto done;
     int st = GB_OK, err;
