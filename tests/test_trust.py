@@ -5,6 +5,7 @@ refused, out-of-range points are flagged, and the small edges (byte order, threa
 pipes, negative depths, infinite links) give one clear message."""
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -154,7 +155,13 @@ def test_measure_does_not_reuse_a_3_layer_result_for_12_layers(tmp_path, capsys,
     assert {r["n_layers"] for r in r3} == {3}
     assert all(r["fingerprint"] and r["code_version"].startswith(vocab_version()) for r in r3)
     rc, again, err = run(capsys, "measure", tiny_qwen_path(3), *args)
-    assert rc == 0 and "3 reused" in err and _json_out(again) == r3
+    # every point reused; one its stability check marked unstable is timed again (by design: a
+    # loaded machine can mark any of them), the rest come back as they were
+    m = re.search(r"(\d+) retimed because they were marked unstable, (\d+) reused", err)
+    retimed, reused = (int(m.group(1)), int(m.group(2))) if m else (0, 3 if "3 reused" in err else -1)
+    assert rc == 0 and "(0 computed, 0 recomputed" in err and retimed + reused == 3, err
+    same = [a == b for a, b in zip(_json_out(again), r3)]
+    assert sum(same) == reused and all(a["fingerprint"] == b["fingerprint"] for a, b in zip(_json_out(again), r3))
     rc, o12, err = run(capsys, "measure", tiny_qwen_path(12), *args)
     assert rc == 0 and "(0 computed, 3 recomputed" in err and "the file holds 3 records" in err, err
     assert {r["n_layers"] for r in _json_out(o12)} == {12}
