@@ -157,6 +157,14 @@ def main(argv=None) -> int:
                  f"{best['gemv'] / best['hgemm']:.2f}x |")
         print(L[-1], flush=True)
     # the integer GEMM
+    def int_row(N, K, fmt, qp, x, kernel):
+        """Time the integer GEMM of repacked weights `qp` [N, K] on x [T, K]: one table row."""
+        best = alternate([(fmt, lambda: quant.linear(x, qp, kernel=kernel))], a.reps, a.rounds, clock)
+        g = 2.0 * T * N * K / best[fmt] / 1e9
+        vn = f"{100 * g / ceil['vnni']:.0f}%" if "vnni" in ceil else "-"
+        L.append(f"| {N}x{K} | {fmt} | {best[fmt] * 1e3:.2f} | {g:.0f} | {vn} | {100 * g / ceil['fma']:.0f}% |")
+        print(L[-1], flush=True)
+
     ifmts = [f for f in INT_FMTS if f in fmts]
     if quant.kernels().get("qgemm_vnni") and ifmts:
         L += ["", f"## q8_0 / q4_0 weights (repacked), T={T}: the integer GEMM (qgemm_vnni)", "",
@@ -165,13 +173,7 @@ def main(argv=None) -> int:
             wf = rng.standard_normal((N, K), dtype=np.float32) / np.float32(np.sqrt(K))
             x = rng.standard_normal((T, K), dtype=np.float32)
             for fmt in ifmts:
-                qp = quant.quantize(wf, fmt).repack()
-                best = alternate([(fmt, lambda qp=qp: quant.linear(x, qp, kernel="qgemm_vnni"))], a.reps, a.rounds,
-                                 clock)
-                g = 2.0 * T * N * K / best[fmt] / 1e9
-                vn = f"{100 * g / ceil['vnni']:.0f}%" if "vnni" in ceil else "-"
-                L.append(f"| {N}x{K} | {fmt} | {best[fmt] * 1e3:.2f} | {g:.0f} | {vn} | {100 * g / ceil['fma']:.0f}% |")
-                print(L[-1], flush=True)
+                int_row(N, K, fmt, quant.quantize(wf, fmt).repack(), x, "qgemm_vnni")
     # the K-quant / iq4_nl / mxfp4 GEMM on their repacked layouts (random blocks as bench_ggml_peer makes them)
     kfmts = [f for f in K_FMTS if f in fmts]
     if quant.kernels().get("kquant_vnni") and kfmts:
@@ -183,13 +185,7 @@ def main(argv=None) -> int:
         for (N, K) in ((1536, 2048), (2048, 5120)):
             x = rng.standard_normal((T, K), dtype=np.float32)
             for fmt in kfmts:
-                qp = _stored_weights(N, K, fmt, 0).repack()
-                best = alternate([(fmt, lambda qp=qp: quant.linear(x, qp, kernel="kquant_vnni"))], a.reps, a.rounds,
-                                 clock)
-                g = 2.0 * T * N * K / best[fmt] / 1e9
-                vn = f"{100 * g / ceil['vnni']:.0f}%" if "vnni" in ceil else "-"
-                L.append(f"| {N}x{K} | {fmt} | {best[fmt] * 1e3:.2f} | {g:.0f} | {vn} | {100 * g / ceil['fma']:.0f}% |")
-                print(L[-1], flush=True)
+                int_row(N, K, fmt, _stored_weights(N, K, fmt, 0).repack(), x, "kquant_vnni")
     L += ["", f"- load (1-min average) after: {os.getloadavg()[0]:.2f}"]
     if a.out:
         atomic_write_text(a.out, "\n".join(L) + "\n")
