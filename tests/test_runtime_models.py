@@ -386,3 +386,31 @@ def test_fixed_kernel_times_scale_with_the_boost_clock(public):
     pts = [p for p in public if p.runtime == "ik_llama.cpp"][::16]
     for p, q in zip(pts, jf.predict_many(pts, prof)):
         assert q == pytest.approx(jf.predict(p, prof), rel=1e-6), p.label
+
+
+def test_mla_expand_of_the_f16_cache_runs_dequant_cublas():
+    # ggml-cuda's MMQ/MMVQ take f32 activations only: kv_b times the f16 latent cache (ik_llama.cpp's
+    # -mla 3 prompt path) dequantizes kv_b and runs cuBLAS; an f32 cache could take MMQ; Vulkan's
+    # shaders and the physics profiles keep the runtime's own path
+    from glmbench.predict import kernels as kn
+    from glmbench.predict import runtime
+
+    assert kn.cache_operand_path("mmq", "f16") == "dequant_cublas"
+    assert kn.cache_operand_path("mmvq", "q8_0") == "dequant_cublas"
+    assert kn.cache_operand_path("mmq", "f32") == "mmq"
+    assert kn.cache_operand_path("cublas", "f16") == "cublas"
+    assert kn.cache_operand_path("mmq", "f16", "llama.cpp-vulkan") == "mmq"
+
+    def expand(rt, kv="f16"):
+        s = cm.Setup("deepseek-v2-lite", "rtx-3090-ti", weights="q4_0", kv=kv, runtime=rt)
+        st = cm.prefill(s, 512, 8192)
+        return next(o for o in st.ops if o.name == "attn.kv_b_expand")
+
+    ik = runtime.load("ik_llama.cpp")
+    assert ik.mla_prefill == "expand"
+    # compute-bound either way (36 GFLOP per layer): cuBLAS at the f16 peak is slower than MMQ's int8
+    f16, f32 = expand(ik), expand(ik, kv="f32")
+    assert f16.bound == "compute" and f32.bound == "compute"
+    assert f16.compute_s > 1.5 * f32.compute_s
+    typ = cm.load_runtime("typical")    # physics profiles keep their path: f16 and f32 caches alike
+    assert expand(typ).compute_s == pytest.approx(expand(typ, kv="f32").compute_s)

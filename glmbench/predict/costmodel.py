@@ -1188,7 +1188,7 @@ def _attention_ops(setup: Setup, T: int, work: _Attn, share: float) -> list:
         exp_bytes = 2 * H * (Dn + Dv)                  # per token, f16
         ops.append(_mm_path(setup, _Op("attn.kv_b_expand", "matmul", _wdtype(setup), 2.0 * kvb * E,
                        (DEQUANT_OPS * kvb if setup.weight_fmt.dequant else 0) + deq * R * E,
-                       kvb_w + row * E + exp_bytes * E, 2), E))
+                       kvb_w + row * E + exp_bytes * E, 2), E, cache_operand=True))
         kq = 2.0 * H * (Dn + Dr) * work.keys
         pv = 2.0 * H * Dv * work.keys
         ops.append(_Op("attn.core", "attention", "fp16", kq + pv, SOFTMAX_OPS * H * work.keys,
@@ -1239,7 +1239,8 @@ def _mla_expand_once_ops(setup: Setup, T: int, work: _Attn, share: float) -> lis
     quant = setup.weight_fmt.dequant
     return [
         _mm_path(setup, _Op("attn.kv_b_expand", "matmul", _wdtype(setup), 2.0 * kvb * E,
-                 (DEQUANT_OPS * kvb if quant else 0.0) + deq * R * E, kvb_w + row * E + 2 * H * (Dn + Dv) * E, 2), E),
+                 (DEQUANT_OPS * kvb if quant else 0.0) + deq * R * E, kvb_w + row * E + 2 * H * (Dn + Dv) * E, 2), E,
+                 cache_operand=True),
         _Op("attn.core", "attention", "fp16", 2.0 * H * (Dn + Dr + Dv) * work.keys, SOFTMAX_OPS * H * work.keys,
             (2 * H * (Dn + Dv) + 2 * Dr) * work.read + ACT_BYTES * T * H * (Dn + Dr + Dv), 2, "mla_expand"),
     ]
@@ -1285,11 +1286,15 @@ def _cublas_dtype(setup: Setup) -> str:
     return "fp16"
 
 
-def _mm_path(setup: Setup, op: _Op, n_cols) -> _Op:
-    """A weight-times-activations op outside _matmul, given the kernel path for n_cols columns."""
+def _mm_path(setup: Setup, op: _Op, n_cols, cache_operand: bool = False) -> _Op:
+    """A weight-times-activations op outside _matmul, given the kernel path for n_cols columns.
+    `cache_operand`: the other operand is the KV cache (MLA's kv_b expanding the cached latents),
+    which the runtime keeps in f16: kn.cache_operand_path."""
     quant = setup.weight_fmt.dequant
     op.family = kn.family(setup.weight_fmt.name)
     op.path = kn.matmul_path(quant, op.family, n_cols, setup.runtime, setup.gpu)
+    if cache_operand and setup.runtime.kernels:   # a runtime model's rule, not ideal's / typical's
+        op.path = kn.cache_operand_path(op.path, setup.kv_fmt.name, setup.runtime.name)
     if op.path == "dequant_cublas":
         op.dtype = "fp16"
     if op.path in ("cublas", "dequant_cublas") and op.dtype == "fp16":

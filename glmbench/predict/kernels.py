@@ -284,6 +284,26 @@ def matmul_path(quantized: bool, fam: str, n_tokens: float, rt, gpu) -> str:
     return p
 
 
+# ggml-cuda's int8 paths take float32 activations only: ggml-cuda.cu ggml_cuda_mul_mat sends any
+# product with `src1->type != GGML_TYPE_F32` to ggml_cuda_mul_mat_cublas before MMVQ / MMQ (which
+# quantize src1 to q8_1 from f32) are considered. A product whose other operand is the f16 (or
+# quantized) KV cache itself (MLA's kv_b expanding the cached latents: ik_llama.cpp's -mla 2/3
+# prompt path and the naive form) therefore dequantizes the weights to f16 and runs cuBLAS,
+# whatever the runtime picks for activations. ggml-vulkan multiplies quantized weights by f16
+# operands in its own shaders: not affected.
+INT8_PATHS = ("mmq", "mmvq")
+
+
+def cache_operand_path(path: str, kv_fmt: str, runtime_name: str = "") -> str:
+    """The path of a quantized-weights product whose other operand is the KV cache in `kv_fmt` on
+    a CUDA runtime: dequantize + cuBLAS in place of MMQ / MMVQ unless the cache is float32."""
+    if "vulkan" in str(runtime_name).lower():
+        return path
+    if path in INT8_PATHS and str(kv_fmt).lower() != "f32":
+        return "dequant_cublas"
+    return path
+
+
 def card_factor(table: dict, gpu_key: str, which: str) -> float:
     """A runtime model's factor on every efficiency of one card ("card.<key>:compute|memory"): what
     several sources on that card say it reaches below the card's datasheet, beyond the kernels'
