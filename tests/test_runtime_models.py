@@ -414,3 +414,32 @@ def test_mla_expand_of_the_f16_cache_runs_dequant_cublas():
     assert f16.compute_s > 1.5 * f32.compute_s
     typ = cm.load_runtime("typical")    # physics profiles keep their path: f16 and f32 caches alike
     assert expand(typ).compute_s == pytest.approx(expand(typ, kv="f32").compute_s)
+
+
+def test_ggml_expand_writes_f32_and_casts_once_more():
+    # a ggml graph's mul_mat writes f32; the expanded k_nope | v are read back once more to join the
+    # rope key and cast to f16 (attn.kv_cast); physics profiles write f16 once and have no such op
+    R, Dr, Dn, Dv, H = 512, 64, 128, 128, 16          # DeepSeek-V2-Lite
+    d, T = 8192, 512
+
+    def ops(rt):
+        s = cm.Setup("deepseek-v2-lite", "rtx-3090-ti", weights="q4_0", kv="f16", runtime=rt)
+        st = cm.prefill(s, T, d)
+        return {o.name: o for o in st.ops}
+
+    ik = ops(runtime_load("ik_llama.cpp"))
+    typ = ops(cm.load_runtime("typical"))
+    assert "attn.kv_cast" not in typ
+    cast = ik["attn.kv_cast"]
+    E = d + T                                        # the cached latents and the ubatch's own
+    per_layer = 4 * H * (Dn + Dv) * E + 2 * Dr * E + 2 * H * (Dn + Dr + Dv) * E
+    assert cast.bytes == pytest.approx(cast.count * per_layer)
+    assert cast.bound == "memory"
+    # the expand itself writes the f32 rows instead of f16 ones
+    grow = ik["attn.kv_b_expand"].bytes / ik["attn.kv_b_expand"].count - typ["attn.kv_b_expand"].bytes / typ["attn.kv_b_expand"].count
+    assert grow == pytest.approx(2 * H * (Dn + Dv) * E)
+
+
+def runtime_load(name):
+    from glmbench.predict import runtime
+    return runtime.load(name)

@@ -1184,11 +1184,7 @@ def _attention_ops(setup: Setup, T: int, work: _Attn, share: float) -> list:
     strat = setup.mla_strategy
     if strat == "naive":
         # every step expands every cached latent through kv_b (f16 K and V written, then read)
-        E = work.expanded
-        exp_bytes = 2 * H * (Dn + Dv)                  # per token, f16
-        ops.append(_mm_path(setup, _Op("attn.kv_b_expand", "matmul", _wdtype(setup), 2.0 * kvb * E,
-                       (DEQUANT_OPS * kvb if setup.weight_fmt.dequant else 0) + deq * R * E,
-                       kvb_w + row * E + exp_bytes * E, 2), E, cache_operand=True))
+        ops.extend(_kv_b_expand_ops(setup, work.expanded, kvb, kvb_w, row, H))
         kq = 2.0 * H * (Dn + Dr) * work.keys
         pv = 2.0 * H * Dv * work.keys
         ops.append(_Op("attn.core", "attention", "fp16", kq + pv, SOFTMAX_OPS * H * work.keys,
@@ -1229,21 +1225,44 @@ def _mla_expand_once_ops(setup: Setup, T: int, work: _Attn, share: float) -> lis
     instead of the absorbed 2 (2R + Dr)."""
     cfg = setup.model
     kvf = setup.kv_fmt
-    deq = DEQUANT_OPS if kvf.dequant else 0
     R, Dr, Dn, Dv = cfg.kv_lora_rank, cfg.qk_rope_head_dim, cfg.qk_nope_head_dim, cfg.v_head_dim
     H = cfg.n_heads * share
     kvb = R * cfg.n_heads * (Dn + Dv) * share
     kvb_w = _layer_weight_bytes(cfg, setup.weights)["attn"]["kv_b_proj.weight"] * share
     row = kvf.nbytes(R) + kvf.nbytes(Dr)
-    E = work.expanded
-    quant = setup.weight_fmt.dequant
-    return [
-        _mm_path(setup, _Op("attn.kv_b_expand", "matmul", _wdtype(setup), 2.0 * kvb * E,
-                 (DEQUANT_OPS * kvb if quant else 0.0) + deq * R * E, kvb_w + row * E + 2 * H * (Dn + Dv) * E, 2), E,
-                 cache_operand=True),
+    return _kv_b_expand_ops(setup, work.expanded, kvb, kvb_w, row, H) + [
         _Op("attn.core", "attention", "fp16", 2.0 * H * (Dn + Dr + Dv) * work.keys, SOFTMAX_OPS * H * work.keys,
             (2 * H * (Dn + Dv) + 2 * Dr) * work.read + ACT_BYTES * T * H * (Dn + Dr + Dv), 2, "mla_expand"),
     ]
+
+
+def _kv_b_expand_ops(setup: Setup, E: float, kvb: float, kvb_w: float, row: float, H: float) -> list:
+    """kv_b expanding E cached latents to per-head k_nope | v for attention. Idealized (physics
+    profiles, vLLM): written once in f16. A ggml graph (_ggml_graph): mul_mat writes f32, read
+    back once more to join k_nope with the rope key repeated over the heads and to cast K and V to
+    the f16 that flash attention reads (llama.cpp's own unabsorbed DeepSeek-2 graph: ggml_mul_mat
+    of wkv_b, ggml_cont of the V view, ggml_concat with ggml_repeat_4d of k_pe; each node a kernel
+    with its own pass, so one pass is the least of it)."""
+    cfg = setup.model
+    kvf = setup.kv_fmt
+    R, Dr, Dn, Dv = cfg.kv_lora_rank, cfg.qk_rope_head_dim, cfg.qk_nope_head_dim, cfg.v_head_dim
+    deq = DEQUANT_OPS if kvf.dequant else 0
+    vec = (DEQUANT_OPS * kvb if setup.weight_fmt.dequant else 0.0) + deq * R * E
+    if not _ggml_graph(setup):
+        return [_mm_path(setup, _Op("attn.kv_b_expand", "matmul", _wdtype(setup), 2.0 * kvb * E, vec,
+                                    kvb_w + row * E + 2 * H * (Dn + Dv) * E, 2), E, cache_operand=True)]
+    out_b = ACT_BYTES * H * (Dn + Dv) * E
+    return [_mm_path(setup, _Op("attn.kv_b_expand", "matmul", _wdtype(setup), 2.0 * kvb * E, vec,
+                                kvb_w + row * E + out_b, 2), E, cache_operand=True),
+            _Op("attn.kv_cast", "vector", "fp32", 0.0, H * (Dn + Dr + Dv) * E,
+                out_b + kvf.nbytes(Dr) * E + 2 * H * (Dn + Dr + Dv) * E, 2)]
+
+
+def _ggml_graph(setup: Setup) -> bool:
+    """A llama.cpp-family runtime model (kernel table, not vLLM's paged attention): its ops are ggml
+    graph nodes, whose matmuls write f32."""
+    rt = setup.runtime
+    return bool(rt.kernels) and rt.attention_kernel != "paged_attn"
 
 
 def _expand_once_wins(setup: Setup, T: int, work: _Attn, share: float) -> bool:
