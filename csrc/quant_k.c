@@ -578,6 +578,26 @@ static void panel_fill(int fmt, const uint8_t *w, int64_t rb, int nr, int64_t nb
         }
 }
 
+/* Scales per 32 values (q4_K/q5_K/iq4_xs: each 16-value group's panel scale repeated): SUB = 2. Their
+ * mins are per 32 values too, and the tile takes msum from 4 int16 pairs per super-block,
+ * (mn[4k], mn[4k + 2]) of the panel against the activations' sums of 32 values (panel_pairs32 and
+ * x_pairs32 rewrite both in place, once per call): the same int32 as the 8 pairs of 16-value sums,
+ * half the vpdpwssd and broadcasts per token and super-block. */
+static inline int panel_sub(int fmt) { return fmt == GB_Q4_K || fmt == GB_Q5_K || fmt == GB_IQ4_XS ? 2 : 1; }
+
+static void panel_pairs32(kpanel *P, int64_t nb) {
+    for (int64_t b = 0; b < nb; b++)
+        for (int k = 0; k < 4; k++) /* reads pairs 2k, 2k + 1 >= k: in place in increasing k */
+            for (int r = 0; r < 16; r++)
+                P[b].mn[k * 16 + r] = (int32_t)(((uint32_t)P[b].mn[2 * k * 16 + r] & 0xffffu) | ((uint32_t)P[b].mn[(2 * k + 1) * 16 + r] << 16));
+}
+
+/* bsums[j] = the sum of values 32j..32j+31 for j < 8 (|sum| <= 32 * 128: an int16); the rest unread */
+static void x_pairs32(gb_block_q8_K *x, int64_t nb) {
+    for (int64_t b = 0; b < nb; b++)
+        for (int j = 0; j < 8; j++) x[b].bsums[j] = (int16_t)(x[b].bsums[2 * j] + x[b].bsums[2 * j + 1]);
+}
+
 /* NG (1 or 2) groups of 16 rows x TT tokens (t0..), all super-blocks; group i's outputs
  * y[t * ldy + 16 i + r], masked by mk[i]. Per 4-value chunk: one load per group and one broadcast per
  * token feed NG x TT vpdpbusd (2 x 4: 6 loads per 8, where 1 x 4 took 5 per 4). SUB: 16-value groups
@@ -623,7 +643,7 @@ static inline __attribute__((always_inline)) void panel_tile(const kpanel *P0, c
             const gb_block_q8_K *x = &xq[(t0 + t) * nb + b];
             __m512i msum[2];
             for (int g = 0; g < NG; g++) msum[g] = _mm512_setzero_si512();
-            for (int c2 = 0; c2 < 8; c2++) {
+            for (int c2 = 0; c2 < 8 / SUB; c2++) { /* SUB = 2: pairs of 32-value sums (panel_pairs32) */
                 int32_t pr;
                 memcpy(&pr, x->bsums + 2 * c2, 4);
                 const __m512i bp = _mm512_set1_epi32(pr);
@@ -662,8 +682,6 @@ PANEL_ROWS(panel_rows_2s1, 2, 1)
 PANEL_ROWS(panel_rows_1s2, 1, 2)
 PANEL_ROWS(panel_rows_2s2, 2, 2)
 
-/* scales per 32 values (each 16-value group's panel scale repeated) */
-static inline int panel_sub(int fmt) { return fmt == GB_Q4_K || fmt == GB_Q5_K || fmt == GB_IQ4_XS ? 2 : 1; }
 
 /* groups g0 and g0 + 1 (ng of them, 1 or 2) of an N-row output from their panels P0, P1 */
 static void panel_rows(int fmt, int ng, const kpanel *P0, const kpanel *P1, int64_t nb, const gb_block_q8_K *xq, int64_t T,
@@ -748,6 +766,7 @@ int gb_klinear(int fmt, const float *x, const void *w, const float *bias, float 
             gb_quantize_row_q8_K(x + t * K, xq + t * nb, K);
 #ifdef GB_HAVE_K_VNNI
             if (row && !panel && x_permuted(fmt)) permute_x(fmt, xq + t * nb, nb);
+            if (panel && panel_sub(fmt) == 2) x_pairs32(xq + t * nb, nb);
 #endif
         }
 #ifdef GB_HAVE_K_VNNI
@@ -766,6 +785,7 @@ int gb_klinear(int fmt, const float *x, const void *w, const float *bias, float 
                 for (int i = 0; i < ng; i++) {
                     const int nr = (int)(N - 16 * (g + i) < 16 ? N - 16 * (g + i) : 16);
                     panel_fill(fmt, wb + 16 * (g + i) * rb, rb, nr, nb, P + i * nb);
+                    if (panel_sub(fmt) == 2) panel_pairs32(P + i * nb, nb);
                 }
                 panel_rows(fmt, ng, P, P + nb, nb, xq, T, y, N, bias, g, N);
             }
@@ -1324,7 +1344,12 @@ int gb_klinear_packed(int fmt, const float *x, const void *wp, const float *bias
 #pragma omp parallel if (N * K * T > 65536)
     {
 #pragma omp for schedule(static)
-        for (int64_t t = 0; t < T; t++) gb_quantize_row_q8_K(x + t * K, xq + t * nb, K);
+        for (int64_t t = 0; t < T; t++) {
+            gb_quantize_row_q8_K(x + t * K, xq + t * nb, K);
+#ifdef GB_HAVE_K_VNNI
+            if (panel && panel_sub(fmt) == 2) x_pairs32(xq + t * nb, nb);
+#endif
+        }
 #ifdef GB_HAVE_K_VNNI
         if (panel) { /* prefill: the 16-row group decoded once per call into byte panels */
             kpanel *Pn = (kpanel *)gb_ws_aligned_alloc(64, (size_t)(2 * nb) * sizeof(kpanel));
@@ -1337,7 +1362,10 @@ int gb_klinear_packed(int fmt, const float *x, const void *wp, const float *bias
                 if (!Pn) continue;
                 const int64_t g = 2 * s2;
                 const int ng = g + 1 < G ? 2 : 1;
-                for (int i = 0; i < ng; i++) panel_fill_packed(fmt, wb + (g + i) * gbytes, 16, nb, Pn + i * nb);
+                for (int i = 0; i < ng; i++) {
+                    panel_fill_packed(fmt, wb + (g + i) * gbytes, 16, nb, Pn + i * nb);
+                    if (panel_sub(fmt) == 2) panel_pairs32(Pn + i * nb, nb);
+                }
                 panel_rows(fmt, ng, Pn, Pn + nb, nb, xq, T, y, N, bias, g, N);
             }
             gb_ws_free(Pn);
