@@ -1,13 +1,16 @@
 """Decode attention (T=1) over a deep cache: one layer's step at depths 4K / 16K / 32K for
 Qwen3-32B GQA (64 query / 8 KV heads of 128) and GLM-4.7-Flash MLA (20 heads, latent 512 + rope 64,
 absorbed/"flash" strategy), f16 cache (Model's default) or bf16. Prints, per case (all measured):
-  ms      median wall time of one call, the calls going round enough cache layers that their rows
-          total >= 4x the L3 (as in a model step, the rows come from DRAM, not a warm cache)
+  ms      best wall time of one call over --reps calls (the median beside it: on a machine shared
+          with other jobs the best call is one nobody interrupted), the calls going round enough
+          cache layers that their rows total >= 4x the L3 (as in a model step, the rows come from
+          DRAM, not a warm cache)
   GB/s    cache bytes read (each row once) / time, and % of the read-only bandwidth measured in
           this run (glmbench.measure.machine.measure_ceilings, all threads)
   GFLOP/s 2 x multiply-adds over the cache / time, and % of the f32 FMA peak measured in this run
   numpy   the same attention in NumPy float32 (matmul/einsum on float32 copies of the layer's rows,
-          made once outside the timing; softmax in float32), median wall time, one layer (warm)
+          made once outside the timing, so it reads twice the bytes; softmax in float32), best wall
+          time, one layer (warm when it fits the L3)
   err     max |C - NumPy| / max |NumPy| of the outputs
 MLA: mla_attention includes folding kv_b (f16 here) into the query and the output (~4.6M MAC,
 the same at every depth); the "att" column is the time minus the same call at depth 64, i.e. the
@@ -132,20 +135,22 @@ def main():
     if a.threads:
         glmbench.set_num_threads(a.threads)
     rng = np.random.default_rng(0)
-    ce = measure_ceilings(quick=True)
+    ce = measure_ceilings()
     bw, peak = ce["bandwidth_read_gbs"], ce["fma_gflops"]
     print(f"# {cpu_name()}, threads={glmbench.get_num_threads()}, kv={a.kv}, load {os.getloadavg()[0]:.2f}; "
           f"measured now: read bandwidth {bw:.1f} GB/s, f32 FMA peak {peak:.0f} GFLOP/s")
-    print(f"{'case':4s} {'depth':>6s} {'layers':>6s} {'ms':>7s} {'att ms':>7s} {'GB/s':>6s} {'%bw':>5s} "
+    print(f"{'case':4s} {'depth':>6s} {'layers':>6s} {'ms':>7s} {'med ms':>7s} {'att ms':>7s} {'GB/s':>6s} {'%bw':>5s} "
           f"{'GFLOP/s':>8s} {'%peak':>6s} {'numpy ms':>9s} {'xNumPy':>7s} {'err':>8s}")
     for d in a.depths:
         for name, fn in (("gqa", gqa), ("mla", mla)):
             if a.only not in (None, name):
                 continue
+            MED.clear()
             r = fn(d, a.kv, a.reps, rng)
+            med = MED[-2]   # the C call at depth d (the last entry is the NumPy twin)
             t = r["att_ms"] / 1e3
             gbs, gfl = r["bytes"] / t / 1e9, 2 * r["mac"] / t / 1e9
-            print(f"{name:4s} {d:6d} {r['layers']:6d} {r['ms']:7.3f} {r['att_ms']:7.3f} {gbs:6.1f} {100 * gbs / bw:5.0f} "
+            print(f"{name:4s} {d:6d} {r['layers']:6d} {r['ms']:7.3f} {med:7.3f} {r['att_ms']:7.3f} {gbs:6.1f} {100 * gbs / bw:5.0f} "
                   f"{gfl:8.1f} {100 * gfl / peak:6.1f} {r['np_ms']:9.2f} {r['np_ms'] / r['ms']:7.1f} {r['err']:8.1e}",
                   flush=True)
 
