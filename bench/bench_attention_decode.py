@@ -5,6 +5,8 @@ absorbed/"flash" strategy), f16 cache (Model's default) or bf16. Prints, per cas
           with other jobs the best call is one nobody interrupted), the calls going round enough
           cache layers that their rows total >= 4x the L3 (as in a model step, the rows come from
           DRAM, not a warm cache)
+  cpu ms  best CPU time of one call (user + system of every thread): on a shared machine the
+          wall time counts waits for a core, the CPU time does not (at 1 thread the comparison)
   GB/s    cache bytes read (each row once) / time, and % of the read-only bandwidth measured in
           this run (glmbench.measure.machine.measure_ceilings, all threads)
   GFLOP/s 2 x multiply-adds over the cache / time, and % of the f32 FMA peak measured in this run
@@ -44,16 +46,18 @@ def med_time(fn, n_layers, reps):
     shared machine the best call is one no other job interrupted (the median is printed too)."""
     for l in range(n_layers):
         fn(l)
-    ts = []
+    ts, cs = [], []
     for i in range(reps):
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         fn(i % n_layers)
         ts.append(time.perf_counter() - t0)
+        cs.append(time.process_time() - c0)
     MED.append(1e3 * statistics.median(ts))
+    CPU.append(1e3 * min(cs))
     return 1e3 * min(ts)
 
 
-MED = []
+MED, CPU = [], []   # per timed case: median wall ms, best CPU ms (process time, all threads)
 
 
 def np_softmax(s):
@@ -139,18 +143,19 @@ def main():
     bw, peak = ce["bandwidth_read_gbs"], ce["fma_gflops"]
     print(f"# {cpu_name()}, threads={glmbench.get_num_threads()}, kv={a.kv}, load {os.getloadavg()[0]:.2f}; "
           f"measured now: read bandwidth {bw:.1f} GB/s, f32 FMA peak {peak:.0f} GFLOP/s")
-    print(f"{'case':4s} {'depth':>6s} {'layers':>6s} {'ms':>7s} {'med ms':>7s} {'att ms':>7s} {'GB/s':>6s} {'%bw':>5s} "
+    print(f"{'case':4s} {'depth':>6s} {'layers':>6s} {'ms':>7s} {'med ms':>7s} {'cpu ms':>7s} {'att ms':>7s} {'GB/s':>6s} {'%bw':>5s} "
           f"{'GFLOP/s':>8s} {'%peak':>6s} {'numpy ms':>9s} {'xNumPy':>7s} {'err':>8s}")
     for d in a.depths:
         for name, fn in (("gqa", gqa), ("mla", mla)):
             if a.only not in (None, name):
                 continue
             MED.clear()
+            CPU.clear()
             r = fn(d, a.kv, a.reps, rng)
-            med = MED[-2]   # the C call at depth d (the last entry is the NumPy twin)
+            med, cpu = MED[-2], CPU[-2]   # the C call at depth d (the last entry is the NumPy twin)
             t = r["att_ms"] / 1e3
             gbs, gfl = r["bytes"] / t / 1e9, 2 * r["mac"] / t / 1e9
-            print(f"{name:4s} {d:6d} {r['layers']:6d} {r['ms']:7.3f} {med:7.3f} {r['att_ms']:7.3f} {gbs:6.1f} {100 * gbs / bw:5.0f} "
+            print(f"{name:4s} {d:6d} {r['layers']:6d} {r['ms']:7.3f} {med:7.3f} {cpu:7.3f} {r['att_ms']:7.3f} {gbs:6.1f} {100 * gbs / bw:5.0f} "
                   f"{gfl:8.1f} {100 * gfl / peak:6.1f} {r['np_ms']:9.2f} {r['np_ms'] / r['ms']:7.1f} {r['err']:8.1e}",
                   flush=True)
 
