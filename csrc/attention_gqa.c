@@ -231,11 +231,15 @@ AI void pv_mk64(const float *p, int64_t nt, const float *v, int64_t vs, float *o
 AI void pv_rows(const float *p, int64_t nr, int64_t nt, const float *v, int64_t vs, float *o, int64_t dv,
                 const float *alpha, const int64_t PRS, const int64_t PKS) {
     if (dv % 64 == 0) { /* MLA's 512, GQA's 128: the 6 x 64 kernel (in-process A/B, 1 thread: GQA 104-108 -> 114-129 GFLOP/s) */
+        /* rows in equal blocks of at most 6 (MLA's 20 heads: 5,5,5,5, not 6,6,6,2, whose 2-row block
+         * loads 4 value vectors per 8 FMAs; in-process A/B, GLM-4.7-Flash decode at 2K, f16, 1 thread:
+         * best of 80 0.896/0.939 -> 0.858/0.893 ms) */
+        const int64_t nbk = (nr + 5) / 6, rbk = (nr + nbk - 1) / nbk;
         for (int64_t d = 0; d < dv; d += 64)
-            for (int64_t r = 0; r < nr; r += 6) {
+            for (int64_t r = 0; r < nr; r += rbk) {
                 const float *pr = p + r * PRS;
                 float *orow = o + r * dv;
-                switch (nr - r >= 6 ? 6 : nr - r) {
+                switch (nr - r >= rbk ? rbk : nr - r) {
                 case 6: pv_mk64(pr, nt, v, vs, orow, dv, d, alpha + r, 6, PRS, PKS); break;
                 case 5: pv_mk64(pr, nt, v, vs, orow, dv, d, alpha + r, 5, PRS, PKS); break;
                 case 4: pv_mk64(pr, nt, v, vs, orow, dv, d, alpha + r, 4, PRS, PKS); break;
@@ -694,9 +698,12 @@ int64_t gb_attn_default_splits(int64_t work_items, int64_t n_tokens, int64_t min
 #endif
 
 #ifdef __AVX512F__
-/* ---- bf16 decode for groups of 8 query heads ------------------------------------------------
- * One query (T = 1), G = 8 query heads per KV head, bf16 cache: each K/V row is loaded and widened
- * once and feeds all 8 heads. Scores of a 32-token tile are computed as (8 heads x 2 keys) blocks of
+/* ---- bf16 / f16 decode for groups of 8 query heads -------------------------------------------
+ * One query (T = 1), G = 8 query heads per KV head, bf16 or f16 cache: each K/V row is loaded and
+ * widened once (f16: vcvtph2ps, exact; always float32 arithmetic) and feeds all 8 heads. Against the
+ * float32 tile (the tile widened into a buffer, then 5-row x 4-key score blocks), Qwen3-32B f16
+ * decode, 1 thread, in-process runs on a shared machine: 4K 2.9 -> 1.2 ms, 16K CPU time 12.2 -> 5.1 ms
+ * (bench/results/attention_decode_2026-12-02.md). Scores of a 32-token tile are computed as (8 heads x 2 keys) blocks of
  * 16-lane partial dots, reduced 16 at a time into one vector (lane 2g+t = head g, key t of the pair),
  * so the online softmax runs on 16 such vectors with no per-key horizontal work; p.V keeps
  * (8 heads x 32 dims) accumulators, one widened V chunk per key. */
@@ -708,6 +715,10 @@ int64_t gb_attn_default_splits(int64_t work_items, int64_t n_tokens, int64_t min
 
 AI __m512 bf16x16(const uint16_t *p) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p)), 16));
+}
+/* 16 cache elements widened to float32: f16 (vcvtph2ps, exact) or bf16 (F16 a constant after inlining) */
+AI __m512 row16x16(const uint16_t *p, const int F16) {
+    return F16 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)) : bf16x16(p);
 }
 
 /* out lane i = sum of a[i]'s 16 lanes. */
@@ -796,7 +807,7 @@ AI void g8_finish(__m512 mv, __m512 lv, float *m, float *l) {
  *           pair-interleaved order (gb_attn_bf16_unpermute after the combine). Half the multiply
  *           instructions of DP = 0, which at 8 query heads per KV head is compute-bound. */
 AI void gqa_decode_g8(const gb_kvcache *c, int64_t layer, int64_t h, int64_t t, int64_t t1, const void *q, float *m,
-                      float *l, float *o, const int DP) {
+                      float *l, float *o, const int DP, const int F16) {
     const int64_t Dh = c->dk, Dv = c->dv;
     const float *qf = (const float *)q;
     const uint16_t *qb = (const uint16_t *)q;
@@ -883,7 +894,7 @@ AI void gqa_decode_g8(const gb_kvcache *c, int64_t layer, int64_t h, int64_t t, 
             for (int i = 0; i < 16; i++) a[i] = _mm512_setzero_ps();
             if (!DP) {
                 for (int64_t d = 0; d < Dh; d += 16) {
-                    __m512 k0 = bf16x16(k0p + d), k1 = bf16x16(k1p + d);
+                    __m512 k0 = row16x16(k0p + d, F16), k1 = row16x16(k1p + d, F16);
                     for (int g = 0; g < 8; g++) {
                         __m512 qg = _mm512_loadu_ps(qf + g * Dh + d);
                         __asm__("" : "+v"(qg)); /* one load feeding both FMAs (GCC would fold it into each) */
@@ -924,7 +935,7 @@ AI void gqa_decode_g8(const gb_kvcache *c, int64_t layer, int64_t h, int64_t t, 
             }
             if (!DP) {
                 for (int64_t u = 0; u < nt; u++) {
-                    __m512 v0 = bf16x16(V + u * Dv + dc), v1 = bf16x16(V + u * Dv + dc + 16);
+                    __m512 v0 = row16x16(V + u * Dv + dc, F16), v1 = row16x16(V + u * Dv + dc + 16, F16);
                     const float *pu = P + (u >> 1) * 16 + (u & 1);
                     for (int g = 0; g < 8; g++) {
                         __m512 pb = _mm512_set1_ps(pu[2 * g]);
@@ -960,12 +971,17 @@ AI void gqa_decode_g8(const gb_kvcache *c, int64_t layer, int64_t h, int64_t t, 
 
 static void gqa_decode_g8_bf16(const gb_kvcache *c, int64_t layer, int64_t h, int64_t t, int64_t t1, const float *q,
                                float *m, float *l, float *o) {
-    gqa_decode_g8(c, layer, h, t, t1, q, m, l, o, 0);
+    gqa_decode_g8(c, layer, h, t, t1, q, m, l, o, 0, 0);
+}
+/* f16 cache: float32 arithmetic (exact products of the stored values), each row widened once */
+static void gqa_decode_g8_f16(const gb_kvcache *c, int64_t layer, int64_t h, int64_t t, int64_t t1, const float *q,
+                              float *m, float *l, float *o) {
+    gqa_decode_g8(c, layer, h, t, t1, q, m, l, o, 0, 1);
 }
 #if GB_HAVE_G8_DP
 static void gqa_decode_g8_bf16dp(const gb_kvcache *c, int64_t layer, int64_t h, int64_t t, int64_t t1,
                                  const uint16_t *qb, float *m, float *l, float *o) {
-    gqa_decode_g8(c, layer, h, t, t1, qb, m, l, o, 1);
+    gqa_decode_g8(c, layer, h, t, t1, qb, m, l, o, 1, 0);
 }
 #endif
 #endif /* __AVX512F__ */
@@ -1031,9 +1047,11 @@ int gb_gqa_attention_ex(const gb_kvcache *c, int64_t layer, const float *q, int6
         lo[r] = W > 0 && lim[r] - W > 0 ? lim[r] - W : 0;
     }
     /* the G=8 bf16 decode kernel has no soft-capping; a window is only its range of keys */
-    const int fast_g8 = T == 1 && G == 8 && c->fmt == GB_BF16 && Dh % 16 == 0 && Dv % 32 == 0 && softcap == 0.0f;
-    /* ... with bf16 dot products where compiled in and on (o then in the bf16 tile's lane order) */
-    const int g8_dp = fast_g8 && GB_HAVE_G8_DP && gb_attn_bf16_ok();
+    const int fast_g8 = T == 1 && G == 8 && (c->fmt == GB_BF16 || c->fmt == GB_F16) && Dh % 16 == 0 && Dv % 32 == 0 &&
+                        softcap == 0.0f;
+    /* ... with bf16 dot products where compiled in and on, for a bf16 cache only (o then in the bf16
+     * tile's lane order); an f16 cache keeps float32 arithmetic */
+    const int g8_dp = fast_g8 && c->fmt == GB_BF16 && GB_HAVE_G8_DP && gb_attn_bf16_ok();
     (void)fast_g8;
 #pragma omp parallel num_threads(nw < nth ? (int)nw : nth) if (T * Hq * span * (Dh + Dv) >= GB_ATTN_PAR_MIN)
     {
@@ -1080,7 +1098,10 @@ int gb_gqa_attention_ex(const gb_kvcache *c, int64_t layer, const float *q, int6
                     continue;
                 }
 #endif
-                if (t < t1) gqa_decode_g8_bf16(c, layer, h, t, t1, qs, m, l, o);
+                if (t < t1) {
+                    if (c->fmt == GB_F16) gqa_decode_g8_f16(c, layer, h, t, t1, qs, m, l, o);
+                    else gqa_decode_g8_bf16(c, layer, h, t, t1, qs, m, l, o);
+                }
                 continue;
             }
 #endif

@@ -99,6 +99,29 @@ def test_g8_bf16_decode_both_arithmetics(rng, Hkv, Dh, P, bs):
     assert d <= tol and (d > 1e-6 or P == 0), d  # the bf16 arithmetic really ran (one key: p = 1, exact)
 
 
+@pytest.mark.parametrize("Hkv,Dh,P,bs", G8_SHAPES)
+@pytest.mark.parametrize("window", [None, 37])
+def test_g8_f16_decode_is_float32_exact(rng, Hkv, Dh, P, bs, window):
+    """The G=8 decode kernel on an f16 cache (rows widened by vcvtph2ps, float32 arithmetic
+    whatever gb_attn_bf16_ok says): exact within float32 rounding of the stored values, with and
+    without a window (only its range of keys), the same at 1 and 2 threads."""
+    from glmbench.core import _core
+    c = _filled(rng, Hkv, Dh, Dh, P, 1, fmt="f16", bs=bs)
+    q = rng.standard_normal((1, 8 * Hkv, Dh)).astype(np.float32)
+    k, v = c.read(1)
+    r = ref.gqa_attention(q, k, v, window=window)
+    was, nth = _core._attn_bf16(), glmbench.get_num_threads()
+    try:
+        for on in (True, False):
+            _core._attn_set_bf16(on)
+            for th in (1, 2):
+                glmbench.set_num_threads(th)
+                np.testing.assert_allclose(gqa_attention(q, c, 1, window=window), r, rtol=0, atol=ATOL)
+    finally:
+        _core._attn_set_bf16(was)
+        glmbench.set_num_threads(nth)
+
+
 @pytest.mark.parametrize("splits", [1, 2, 3, 7, 1000])
 def test_split_cache_combine_equals_one_pass(rng, splits):
     c = _filled(rng, 2, 64, 64, 300, 6, bs=64)

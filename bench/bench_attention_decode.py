@@ -1,0 +1,164 @@
+"""Decode attention (T=1) over a deep cache: one layer's step at depths 4K / 16K / 32K for
+Qwen3-32B GQA (64 query / 8 KV heads of 128) and GLM-4.7-Flash MLA (20 heads, latent 512 + rope 64,
+absorbed/"flash" strategy), f16 cache (Model's default) or bf16. Prints, per case (all measured):
+  ms      best wall time of one call over --reps calls (the median beside it: on a machine shared
+          with other jobs the best call is one nobody interrupted), the calls going round enough
+          cache layers that their rows total >= 4x the L3 (as in a model step, the rows come from
+          DRAM, not a warm cache)
+  cpu ms  best CPU time of one call (user + system of every thread): on a shared machine the
+          wall time counts waits for a core, the CPU time does not (at 1 thread the comparison)
+  GB/s    cache bytes read (each row once) / time, and % of the read-only bandwidth measured in
+          this run (glmbench.measure.machine.measure_ceilings, all threads)
+  GFLOP/s 2 x multiply-adds over the cache / time, and % of the f32 FMA peak measured in this run
+  numpy   the same attention in NumPy float32 (matmul/einsum on float32 copies of the layer's rows,
+          made once outside the timing, so it reads twice the bytes; softmax in float32), best wall
+          time, one layer (warm when it fits the L3)
+  err     max |C - NumPy| / max |NumPy| of the outputs
+MLA: mla_attention includes folding kv_b (f16 here) into the query and the output (~4.6M MAC,
+the same at every depth); the "att" column is the time minus the same call at depth 64, i.e. the
+part that grows with the cache, and GB/s / GFLOP/s are computed on it.
+
+    PYTHONPATH=$PWD python bench/bench_attention_decode.py [--depths 4096 16384 32768] [--kv f16]
+        [--only gqa|mla] [--reps 15] [--threads N]
+"""
+import argparse
+import os
+import statistics
+import time
+
+import numpy as np
+
+import glmbench
+from glmbench.core.attention import gqa_attention, mla_attention
+from glmbench.core.kvcache import KVCache
+from glmbench.measure.machine import _l3_bytes, cpu_name, measure_ceilings
+
+MLA = dict(H=20, Dn=192, Dr=64, Dv=256, R=512)
+GQA = dict(Hq=64, Hkv=8, Dh=128)
+
+
+def n_layers_for(row_bytes_per_layer):
+    return int(max(1, -(-4 * _l3_bytes() // max(1, row_bytes_per_layer))))
+
+
+def med_time(fn, n_layers, reps):
+    """Best wall ms over reps calls (layer l = i mod n_layers), after one call per layer: on a
+    shared machine the best call is one no other job interrupted (the median is printed too)."""
+    for l in range(n_layers):
+        fn(l)
+    ts, cs = [], []
+    for i in range(reps):
+        c0, t0 = time.process_time(), time.perf_counter()
+        fn(i % n_layers)
+        ts.append(time.perf_counter() - t0)
+        cs.append(time.process_time() - c0)
+    MED.append(1e3 * statistics.median(ts))
+    CPU.append(1e3 * min(cs))
+    return 1e3 * min(ts)
+
+
+MED, CPU = [], []   # per timed case: median wall ms, best CPU ms (process time, all threads)
+
+
+def np_softmax(s):
+    s = s - s.max(axis=-1, keepdims=True)
+    p = np.exp(s)
+    return p / p.sum(axis=-1, keepdims=True)
+
+
+def gqa(d, kv, reps, rng):
+    g = GQA
+    Hq, Hkv, Dh = g["Hq"], g["Hkv"], g["Dh"]
+    L = d + 1
+    bytes_ = L * Hkv * 2 * Dh * 2
+    nl = n_layers_for(bytes_)
+    c = KVCache.gqa(nl, L, Hkv, Dh, kv=kv)
+    c.fill_synthetic(L, seed=1)
+    q = rng.standard_normal((1, Hq, Dh), dtype=np.float32)
+    ms = med_time(lambda l: gqa_attention(q, c, l), nl, reps)
+    k, v = (np.ascontiguousarray(x, dtype=np.float32) for x in c.read(0))   # [L, Hkv, Dh]
+    kT = np.ascontiguousarray(k.transpose(1, 2, 0))                           # [Hkv, Dh, L]
+    vv = np.ascontiguousarray(v.transpose(1, 0, 2))                           # [Hkv, L, Dh]
+    qq = (q[0] * np.float32(Dh ** -0.5)).reshape(Hkv, Hq // Hkv, Dh)
+
+    def np_run():
+        return np.matmul(np_softmax(np.matmul(qq, kT)), vv).reshape(1, Hq, Dh)
+
+    ref = np_run()
+    np_ms = med_time(lambda l: np_run(), 1, max(3, reps // 3))
+    err = float(np.abs(gqa_attention(q, c, 0) - ref).max() / np.abs(ref).max())
+    del c
+    return dict(ms=ms, att_ms=ms, bytes=bytes_, mac=Hq * L * 2 * Dh, np_ms=np_ms, err=err, layers=nl)
+
+
+def mla(d, kv, reps, rng):
+    m = MLA
+    H, Dn, Dr, Dv, R = m["H"], m["Dn"], m["Dr"], m["Dv"], m["R"]
+    kvb = (rng.standard_normal((H * (Dn + Dv), R), dtype=np.float32) * 0.05).astype(np.float16)
+    qn = rng.standard_normal((1, H, Dn), dtype=np.float32)
+    qr = rng.standard_normal((1, H, Dr), dtype=np.float32)
+
+    def timed_at(depth):
+        L = depth + 1
+        nl = n_layers_for(L * (R + Dr) * 2)
+        c = KVCache.mla(nl, L, R, Dr, kv=kv)
+        c.fill_synthetic(L, seed=2)
+        ms = med_time(lambda l: mla_attention(qn, qr, c, l, kvb, v_head_dim=Dv, strategy="flash"), nl, reps)
+        return c, ms, nl
+
+    _, base_ms, _ = timed_at(64)
+    c, ms, nl = timed_at(d)
+    L = d + 1
+    lat, rope = (np.ascontiguousarray(x, dtype=np.float32) for x in c.read(0))    # [L, R], [L, Dr]
+    W = kvb.astype(np.float32).reshape(H, Dn + Dv, R)
+    scale = np.float32((Dn + Dr) ** -0.5)
+
+    def np_run():
+        ql = np.einsum("hn,hnr->hr", qn[0], W[:, :Dn]) * scale                 # absorbed query
+        s = ql @ lat.T + (qr[0] * scale) @ rope.T                              # [H, L]
+        ol = np_softmax(s) @ lat                                               # [H, R]
+        return np.einsum("hr,hvr->hv", ol, W[:, Dn:])[None]
+
+    ref = np_run()
+    np_ms = med_time(lambda l: np_run(), 1, max(3, reps // 3))
+    err = float(np.abs(mla_attention(qn, qr, c, 0, kvb, v_head_dim=Dv, strategy="flash") - ref).max()
+                / np.abs(ref).max())
+    del c
+    return dict(ms=ms, att_ms=ms - base_ms, bytes=L * (R + Dr) * 2, mac=H * L * (R + Dr + R), np_ms=np_ms,
+                err=err, layers=nl)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--depths", type=int, nargs="+", default=[4096, 16384, 32768])
+    ap.add_argument("--kv", default="f16", choices=["f16", "bf16", "f32"])
+    ap.add_argument("--reps", type=int, default=15)
+    ap.add_argument("--only", choices=["mla", "gqa"], default=None)
+    ap.add_argument("--threads", type=int, default=None)
+    a = ap.parse_args()
+    if a.threads:
+        glmbench.set_num_threads(a.threads)
+    rng = np.random.default_rng(0)
+    ce = measure_ceilings()
+    bw, peak = ce["bandwidth_read_gbs"], ce["fma_gflops"]
+    print(f"# {cpu_name()}, threads={glmbench.get_num_threads()}, kv={a.kv}, load {os.getloadavg()[0]:.2f}; "
+          f"measured now: read bandwidth {bw:.1f} GB/s, f32 FMA peak {peak:.0f} GFLOP/s")
+    print(f"{'case':4s} {'depth':>6s} {'layers':>6s} {'ms':>7s} {'med ms':>7s} {'cpu ms':>7s} {'att ms':>7s} {'GB/s':>6s} {'%bw':>5s} "
+          f"{'GFLOP/s':>8s} {'%peak':>6s} {'numpy ms':>9s} {'xNumPy':>7s} {'err':>8s}")
+    for d in a.depths:
+        for name, fn in (("gqa", gqa), ("mla", mla)):
+            if a.only not in (None, name):
+                continue
+            MED.clear()
+            CPU.clear()
+            r = fn(d, a.kv, a.reps, rng)
+            med, cpu = MED[-2], CPU[-2]   # the C call at depth d (the last entry is the NumPy twin)
+            t = r["att_ms"] / 1e3
+            gbs, gfl = r["bytes"] / t / 1e9, 2 * r["mac"] / t / 1e9
+            print(f"{name:4s} {d:6d} {r['layers']:6d} {r['ms']:7.3f} {med:7.3f} {cpu:7.3f} {r['att_ms']:7.3f} {gbs:6.1f} {100 * gbs / bw:5.0f} "
+                  f"{gfl:8.1f} {100 * gfl / peak:6.1f} {r['np_ms']:9.2f} {r['np_ms'] / r['ms']:7.1f} {r['err']:8.1e}",
+                  flush=True)
+
+
+if __name__ == "__main__":
+    main()
