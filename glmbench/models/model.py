@@ -472,6 +472,7 @@ class Model:
             raise TypeError(f"`state_dict` must be None or a dict of HF-named arrays, got {type(state_dict).__name__}")
         self.weights, self.kv, self.mla_strategy = weights, kv, mla_strategy
         self.max_context, self.seed = int(max_context), int(seed)
+        _ops.keep_heap()  # each call's activations reuse warm heap pages (ops.keep_heap)
         kinds = layer_kinds(cfg)
         if layers is None:
             idx = list(range(cfg.n_layers))
