@@ -2,10 +2,16 @@
 GEMV reads each thread's groups as one stream; a decode step's routed experts the same way) against
 the multi-token tiles: the same integers and float operations, so bit-identical rows; and the
 float64 oracle on the dequantized weights."""
+import os
+import sys
+
 import numpy as np
 import pytest
 
 from glmbench.core import quant
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kquant_np  # noqa: E402
 from glmbench.core import reference as ref
 
 FMTS = ["q8_0", "q4_0"]
@@ -14,6 +20,12 @@ VNNI = [k for k, ok in quant.kernels().items() if ok and k.startswith("qgemm_")]
 
 def _w(rng, shape, scale=0.05):
     return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+
+def _q(a, fmt):
+    if fmt in quant.K_FORMATS:  # glmbench reads K formats as stored: blocks from the test quantizer
+        return quant.QTensor(kquant_np.quantize(a, fmt).reshape(a.shape[0], -1), fmt, a.shape)
+    return quant.quantize(a, fmt)
 
 
 @pytest.mark.parametrize("kernel", VNNI)
@@ -46,3 +58,44 @@ def test_moe_one_token_equals_its_row_of_two(rng, fmt, kernel):
     np.testing.assert_array_equal(c2, 2 * c1)
     np.testing.assert_array_equal(y1[0], y2[0])
     np.testing.assert_array_equal(y2[0], y2[1])
+
+
+@pytest.mark.parametrize("fmt,K", [("q8_0", 96), ("q4_0", 64), ("q4_K", 256), ("q6_K", 512)])
+@pytest.mark.parametrize("T", [1, 3, 20])
+def test_fuse_rows_stacked_call_equals_separate_calls(rng, fmt, K, T):
+    a0, b0 = _w(rng, (48, K)), _w(rng, (80, K))
+    a, b = _q(a0, fmt), _q(b0, fmt)
+    x = rng.standard_normal((T, K)).astype(np.float32)
+    ya, yb = quant.linear(x, a), quant.linear(x, b)
+    da, db = a.dequantize(), b.dequantize()
+    f = quant.fuse_rows(a, b)
+    assert f is not None and f.shape == (128, K) and quant.stacked(a, b) is f and quant.stacked(b, a) is None
+    # the parts still work alone (views into the stacked buffer), their values unchanged
+    np.testing.assert_array_equal(quant.linear(x, a), ya)
+    np.testing.assert_array_equal(a.dequantize(), da)
+    np.testing.assert_array_equal(b.dequantize(), db)
+    pa, pb = quant.linear_pair(x, a, b)
+    np.testing.assert_array_equal(pa, ya)
+    np.testing.assert_array_equal(pb, yb)
+    # swiglu takes the stacked path for gate + up: the same numbers as its separate calls
+    if fmt in ("q8_0", "q4_0"):
+        g, u, dn = (quant.quantize(v, fmt) for v in (_w(rng, (64, K)), _w(rng, (64, K)), _w(rng, (K, 64))))
+        want = quant.swiglu(x, g, u, dn)
+        assert quant.fuse_rows(g, u) is not None
+        np.testing.assert_array_equal(quant.swiglu(x, g, u, dn), want)
+
+
+def test_fuse_rows_refuses_what_it_cannot_stack(rng):
+    q8 = quant.quantize(_w(rng, (32, 64)), "q8_0")
+    assert quant.fuse_rows(q8, quant.quantize(_w(rng, (32, 64)), "q4_0")) is None     # formats differ
+    assert quant.fuse_rows(q8, quant.quantize(_w(rng, (32, 96)), "q8_0")) is None     # K differs
+    assert quant.fuse_rows(q8, quant.quantize(_w(rng, (24, 64)), "q8_0")) is None     # not whole 16-row groups
+    assert quant.fuse_rows(q8, _w(rng, (32, 64))) is None                              # not a QTensor
+    assert q8._fused is None and q8.packed is None                                      # nothing changed
+    b = quant.quantize(_w(rng, (16, 64)), "q8_0")
+    assert quant.fuse_rows(q8, b) is not None
+    assert quant.fuse_rows(q8, quant.quantize(_w(rng, (16, 64)), "q8_0")) is None     # already stacked
+    f = quant.stacked(q8, b)
+    with pytest.raises(ValueError, match="stacked"):
+        quant.fuse_rows(_q(_w(rng, (16, 256)), "q4_K"), _q(_w(rng, (16, 256)), "q4_K")).data
+    assert f.shape == (48, 64)

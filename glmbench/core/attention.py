@@ -35,7 +35,7 @@ import numpy as np
 
 from glmbench import vocab
 from glmbench.core import ops
-from glmbench.core.quant import QTensor, _fmt_id, dequantize
+from glmbench.core.quant import QTensor, _fmt_id, dequantize, linear_pair
 from glmbench.core._loader import _core
 
 __all__ = ["gqa_attention", "mla_attention", "gqa_block", "mla_block", "MLA_STRATEGIES", "gqa_sink_attention",
@@ -318,12 +318,19 @@ def mla_block(x: np.ndarray, w: dict, cache, layer: int, positions, cfg, strateg
         raise ValueError(f"`cache` holds latents of {cache.kv_lora_rank} + {cache.rope_dim}; cfg needs {R} + {Dr}")
     eps = getattr(cfg, "latent_norm_eps", 1e-6)
     if cfg.q_lora_rank:
-        qa = ops.linear(x, _need(w, "q_a_proj.weight"), w.get("q_a_proj.bias"))
+        # q_a and kv_a read the same x: one call where quant.fuse_rows stacked them (same numbers)
+        wq, wkv = _need(w, "q_a_proj.weight"), _need(w, "kv_a_proj_with_mqa.weight")
+        if isinstance(wq, QTensor) and isinstance(wkv, QTensor):
+            qa, ckv = linear_pair(x, wq, wkv, w.get("q_a_proj.bias"), w.get("kv_a_proj_with_mqa.bias"))
+            qa, ckv = np.ascontiguousarray(qa), np.ascontiguousarray(ckv)
+        else:
+            qa = ops.linear(x, wq, w.get("q_a_proj.bias"))
+            ckv = ops.linear(x, wkv, w.get("kv_a_proj_with_mqa.bias"))
         q = ops.linear(ops.rms_norm(qa, _need(w, "q_a_layernorm.weight"), eps), _need(w, "q_b_proj.weight"))
     else:
         q = ops.linear(x, _need(w, "q_proj.weight"))
+        ckv = ops.linear(x, _need(w, "kv_a_proj_with_mqa.weight"), w.get("kv_a_proj_with_mqa.bias"))
     q = q.reshape(T, H, Dn + Dr)
-    ckv = ops.linear(x, _need(w, "kv_a_proj_with_mqa.weight"), w.get("kv_a_proj_with_mqa.bias"))
     latent = ops.rms_norm(ckv[:, :R], _need(w, "kv_a_layernorm.weight"), eps)
     rot = dict(theta=cfg.rope_theta, rot_dim=Dr, layout=cfg.rope_layout, inv_freq=cfg.rope_inv_freq(),
                attention_factor=cfg.rope_attention_factor())
