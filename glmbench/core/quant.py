@@ -441,10 +441,6 @@ def matrix_format(name: str, fmt: str, shape=None) -> str:
     return fmt
 
 
-def _silu(v):
-    return v / (np.float32(1) + np.exp(-v))
-
-
 def _any_linear(x, w, bias=None, **kw):
     if isinstance(w, QTensor):
         return linear(x, w, bias, **kw)
@@ -459,7 +455,13 @@ def swiglu(x, w_gate, w_up, w_down, **kw) -> np.ndarray:
     in float32). x [T, D] or [D]."""
     g, u = linear_pair(x, w_gate, w_up, **kw)   # one call where fuse_rows stacked them
     with np.errstate(over="ignore"):  # exp(-v) -> inf for v << 0 gives silu = -0, the right limit
-        h = (_silu(g) * u).astype(np.float32)
+        # silu(g) * u = g / (1 + exp(-g)) * u in place on one buffer: the same float32 operations in the same order, without
+        # a fresh [T, F] array per step (four passes fewer over a prefill's activations)
+        h = np.negative(g, dtype=np.float32)
+        np.exp(h, out=h)
+        h += np.float32(1)
+        np.divide(g, h, out=h)
+        h *= u
     return _any_linear(h, w_down, **kw)
 
 
