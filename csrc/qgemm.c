@@ -428,18 +428,20 @@ static void gemm_core(int fmt, int version, const xact *a, const uint8_t *packed
     const int64_t steps = (G + ng - 1) / ng;
     const int64_t tcs = T <= GB_QG_TCHUNK ? T : GB_QG_TCHUNK;
 #ifdef GB_HAVE_QG_VNNI
-    if (T == 1 && version == GB_QG_VNNI) { /* one contiguous share of the groups per thread */
-        const int64_t gbytes = a->nb * blk_bytes(fmt) * NR;
+    if (T == 1 && version == GB_QG_VNNI) {
+        /* runs of groups of ~256 KB, each read as one stream; dynamic, so a thread held up by another
+         * job does not hold up the others (as gb_klinear_packed) */
+        const int64_t gbytes = a->nb * blk_bytes(fmt) * NR, even = G / (8 * (int64_t)omp_get_max_threads());
+        int64_t run = gbytes >= (256 << 10) ? 1 : (256 << 10) / gbytes;
+        if (run > even) run = even > 1 ? even : 1; /* small matrices: >= 8 runs per thread to share */
+        const int64_t nrun = (G + run - 1) / run;
         const __mmask16 full = 0xffff, mN = (__mmask16)(N % NR ? (1u << (N % NR)) - 1 : 0xffff);
-#pragma omp parallel if (N * a->K > 65536)
-        {
-            const int nt = omp_get_num_threads(), id = omp_get_thread_num();
-            const int64_t ga = G * id / nt, gb = G * (id + 1) / nt;
-            if (gb > ga) {
-                const __mmask16 m = gb == G ? mN : full;
-                if (fmt == GB_Q8_0) gemv_vnni_q8(packed + ga * gbytes, gb - ga, a, y + ga * NR, m);
-                else gemv_vnni_q4(packed + ga * gbytes, gb - ga, a, y + ga * NR, m);
-            }
+#pragma omp parallel for schedule(dynamic, 1) if (N * a->K > 65536)
+        for (int64_t r = 0; r < nrun; r++) {
+            const int64_t ga = r * run, gb = ga + run < G ? ga + run : G;
+            const __mmask16 m = gb == G ? mN : full;
+            if (fmt == GB_Q8_0) gemv_vnni_q8(packed + ga * gbytes, gb - ga, a, y + ga * NR, m);
+            else gemv_vnni_q4(packed + ga * gbytes, gb - ga, a, y + ga * NR, m);
         }
         return;
     }
