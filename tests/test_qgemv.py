@@ -61,7 +61,7 @@ def test_moe_one_token_equals_its_row_of_two(rng, fmt, kernel):
 
 
 @pytest.mark.parametrize("fmt,K", [("q8_0", 96), ("q4_0", 64), ("q4_K", 256), ("q6_K", 512)])
-@pytest.mark.parametrize("T", [1, 3, 20])
+@pytest.mark.parametrize("T", [1, 3, 16, 20])
 def test_fuse_rows_stacked_call_equals_separate_calls(rng, fmt, K, T):
     a0, b0 = _w(rng, (48, K)), _w(rng, (80, K))
     a, b = _q(a0, fmt), _q(b0, fmt)

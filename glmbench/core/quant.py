@@ -384,10 +384,17 @@ def stacked(a, b) -> QTensor | None:
     return f if f.shape[0] == a.shape[0] + b.shape[0] else None
 
 
+PAIR_MAX_T = 16  # linear_pair stacks decode-sized calls only (see there)
+
+
 def linear_pair(x, a, b, bias_a=None, bias_b=None, **kw):
     """(linear(x, a), linear(x, b)): one call on their stacked matrix where fuse_rows made one (no
-    bias, default compute), else two calls. The same numbers either way."""
-    f = stacked(a, b) if bias_a is None and bias_b is None and not kw else None
+    bias, default compute, at most PAIR_MAX_T rows of x), else two calls. The same numbers either
+    way. A prefill keeps the two calls: it gains nothing measurable from one, and the stacked output
+    ([T, 2F] floats, 42 MB for GLM-4.7-Flash's gate + up at T = 512) would pass glibc's 32 MiB mmap
+    ceiling and fault in fresh pages on every call (ops.keep_heap)."""
+    rows = int(np.prod(np.shape(x)[:-1], dtype=np.int64)) if np.ndim(x) > 1 else 1
+    f = stacked(a, b) if bias_a is None and bias_b is None and not kw and rows <= PAIR_MAX_T else None
     if f is None:
         return _any_linear(x, a, bias=bias_a, **kw), _any_linear(x, b, bias=bias_b, **kw)
     y = linear(x, f)
