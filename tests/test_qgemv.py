@@ -96,6 +96,12 @@ def test_fuse_rows_refuses_what_it_cannot_stack(rng):
     assert quant.fuse_rows(q8, b) is not None
     assert quant.fuse_rows(q8, quant.quantize(_w(rng, (16, 64)), "q8_0")) is None     # already stacked
     f = quant.stacked(q8, b)
-    with pytest.raises(ValueError, match="stacked"):
-        quant.fuse_rows(_q(_w(rng, (16, 256)), "q4_K"), _q(_w(rng, (16, 256)), "q4_K")).data
     assert f.shape == (48, 64)
+    np.testing.assert_array_equal(f.dequantize(), np.concatenate([q8.dequantize(), b.dequantize()]))
+    # a stacked K-format matrix reads its parts' stored bytes (compute="f32" dequantizes it)
+    ka, kb = _q(_w(rng, (16, 256)), "q4_K"), _q(_w(rng, (32, 256)), "q4_K")
+    fk = quant.fuse_rows(ka, kb)
+    np.testing.assert_array_equal(fk.data, np.concatenate([ka.data, kb.data]))
+    x = rng.standard_normal((2, 256)).astype(np.float32)
+    np.testing.assert_array_equal(quant.linear(x, fk, compute="f32"),
+                                  np.concatenate([quant.linear(x, ka, compute="f32"), quant.linear(x, kb, compute="f32")], 1))

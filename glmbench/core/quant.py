@@ -82,7 +82,7 @@ class QTensor:
         if data.shape != want:
             raise ValueError(f"`data` has shape {data.shape}; a {fmt} tensor of shape {shape} needs {want}")
         self._data, self._packed, self.fmt, self.shape = data, None, fmt, shape
-        self._fused = None  # (the stacked QTensor, first row) after fuse_rows
+        self._fused = None  # a part: (the stacked QTensor, first row); the stacked one: [its parts]
 
     @property
     def data(self) -> np.ndarray:
@@ -91,9 +91,8 @@ class QTensor:
         the stored bytes beside their packed copy."""
         if self._data is not None:
             return self._data
-        if self.fmt in K_FORMATS:
-            raise ValueError(f"this {self.fmt} QTensor is the stacked matrix fuse_rows made: it holds only the "
-                             "repacked rows (its parts keep their stored bytes)")
+        if self.fmt in K_FORMATS:  # fuse_rows' stacked matrix: its parts' stored bytes, joined (a copy)
+            return np.concatenate([p.data for p in self._fused], axis=0)
         n, k = (self.shape[-2], self.shape[-1]) if self.ndim >= 2 else (1, self.shape[-1])
         out = _core.qunpack(self._packed, _fmt_id(self.fmt), k, n)
         return out.reshape(self.shape[:-1] + (row_bytes(self.fmt, k),))
@@ -358,14 +357,14 @@ def fuse_rows(*ws) -> QTensor | None:
         return None
     fmt, k = ws[0].fmt, ws[0].shape[1]
     if (fmt not in ("q8_0", "q4_0") + KP_FORMATS or any(w.fmt != fmt or w.shape[1] != k for w in ws)
-            or any(w.shape[0] % 16 or w._fused is not None for w in ws)):
+            or any(w.shape[0] % 16 or getattr(w, "_fused", None) is not None for w in ws)):
         return None
     for w in ws:
         w.repack()
     flat = [w.packed.reshape(-1) for w in ws]
     buf = np.concatenate(flat)
     fused = QTensor.__new__(QTensor)
-    fused._data, fused._packed, fused.fmt, fused._fused = None, buf, fmt, None
+    fused._data, fused._packed, fused.fmt, fused._fused = None, buf, fmt, list(ws)
     fused.shape = (sum(w.shape[0] for w in ws), k)
     off = row = 0
     for w, f in zip(ws, flat):
