@@ -1,7 +1,8 @@
 """The one-token paths of the integer GEMM on repacked q8_0/q4_0 weights (csrc/qgemm.c: the decode
 GEMV reads each thread's groups as one stream; a decode step's routed experts the same way) against
 the multi-token tiles: the same integers and float operations, so bit-identical rows; and the
-float64 oracle on the dequantized weights."""
+float64 oracle on the dequantized weights. quant.fuse_rows / linear_pair (stacked matrices: the same
+numbers as separate calls) and ops.keep_heap."""
 import os
 import sys
 
@@ -105,3 +106,9 @@ def test_fuse_rows_refuses_what_it_cannot_stack(rng):
     x = rng.standard_normal((2, 256)).astype(np.float32)
     np.testing.assert_array_equal(quant.linear(x, fk, compute="f32"),
                                   np.concatenate([quant.linear(x, ka, compute="f32"), quant.linear(x, kb, compute="f32")], 1))
+
+
+def test_keep_heap_applies_on_glibc():
+    import platform
+    from glmbench.core import ops
+    assert ops.keep_heap() is (platform.libc_ver()[0] == "glibc")
