@@ -277,9 +277,10 @@ static inline __attribute__((always_inline)) void tile_vnni(const int fmt, const
         }
 }
 
-/* Decode GEMV (one token): groups g0..g0+ng-1 one after another, so each thread reads its share of
- * the matrix as one sequential stream (the prefetchers see a single stream, not four interleaved
- * ones), with a software prefetch GB_QGEMV_PF bytes ahead. Per block two independent int32 chains
+/* Decode GEMV (one token): ng consecutive groups one after another, so a thread reads its run of the
+ * matrix as one sequential stream (the prefetchers see a single stream, not the four interleaved ones
+ * of the 4-group tiles: lm_head 178 MB on 1 thread 24.8 -> 31.7 GB/s), with a software prefetch
+ * GB_QGEMV_PF bytes ahead. Per block two independent int32 chains
  * (low and high nibbles / even and odd chunks) summed before the one FMA: the same integers and the
  * same float operations in the same order as tile_vnni with TT = 1, so bit-identical results. */
 #ifndef GB_QGEMV_PF
