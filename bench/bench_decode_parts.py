@@ -6,7 +6,7 @@ machine (each side repeated, the order alternating, the triad read before each s
         --files A.gguf,B.gguf [--depth 0] [--reps 3] [--out results.md] [--label after]
 
 glmbench side: glmbench.measure.cpu.measure(FILE, depths=(DEPTH,), n_gen=N_GEN, threads=T, repeats=3,
-kv="f16", tests=("tg",)) (weights as stored, MLA strategy flash, 1 warm-up). llama-bench side: its
+kv="f16", tests=("tg",)) (weights as stored, MLA strategy flash, warm-up until steady). llama-bench side: its
 defaults, `-m FILE -t T -p 0 -n N_GEN -d DEPTH -o json` (5 repetitions after its warm-up). The floor is
 bench_whole_model.decode_bytes / the triad read right before glmbench's side.
 """

@@ -384,6 +384,15 @@ def _uptime() -> str:
         return "(uptime unavailable)"
 
 
+def _warmups(rows) -> str:
+    """The range of glmbench's warm-up runs over its points (measure's `warmup_runs`), e.g. '2-3'."""
+    n = [r[3]["glmbench"][t].get("warmup_runs") for r in rows for t in ("pp", "tg")]
+    n = [x for x in n if x is not None]
+    if not n:
+        return "?"
+    return str(min(n)) if min(n) == max(n) else f"{min(n)}-{max(n)}"
+
+
 def render(a, argv, made, rows, ceil0, ceil1, up0, up1, wall) -> str:
     first = rows[0][3]["llama-bench"]["pp"] if rows else {}
     lb_version = f"build {first.get('build_commit', '?')} ({first.get('build_number', '?')})"
@@ -413,7 +422,8 @@ def render(a, argv, made, rows, ceil0, ceil1, up0, up1, wall) -> str:
           "plain buffer",
           f"- glmbench: glmbench.measure.cpu.measure(FILE, depths=(DEPTH,), n_prompt={a.n_prompt}, n_gen={a.n_gen}, "
           f"threads={a.threads}, repeats={a.repeats}, kv={a.kv!r}, tests=('pp', 'tg')): weights as stored in the file, "
-          f"KV cache {a.kv}, MLA strategy {g0.get('mla_strategy', '?')}, 1 warm-up, attention arithmetic "
+          f"KV cache {a.kv}, MLA strategy {g0.get('mla_strategy', '?')}, warm-up runs {_warmups(rows)} (at least 1, "
+          f"until two agree within 10%), attention arithmetic "
           f"{g0.get('attn_arithmetic', '?')}, cache filled to the depth synthetically (llama-bench prefills it)",
           "- order: the two sides alternate which goes first at each (file, depth); triad read right before each side "
           "(best of 3 probe_bandwidth passes)",

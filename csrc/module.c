@@ -5,6 +5,9 @@
 #include "attention_mla.h"
 
 #include <float.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -186,6 +189,23 @@ static PyObject *py_get_num_threads(PyObject *self, PyObject *noargs) {
     return PyLong_FromLong(omp_get_max_threads());
 }
 
+/* ---- the heap's transient blocks ------------------------------------------------------- */
+
+/* glibc serves blocks above its mmap threshold (128 KiB, rising with each freed block up to 32 MiB)
+ * from fresh mappings and hands the heap's free top back to the kernel past its trim threshold, so
+ * a prefill's NumPy activations ([T, F] floats, MBs each) were new pages every call: ~3000 page
+ * faults (the kernel zeroing them) per GLM-4.7-Flash pp512, 16% of its time on 2 threads. Fixed
+ * thresholds keep blocks up to 32 MiB on the heap and freed pages mapped for the next call
+ * (the process keeps its peak of such blocks). False where the C library has no mallopt. */
+static PyObject *py_keep_heap(PyObject *self, PyObject *noargs) {
+#if defined(__GLIBC__)
+    const int ok = mallopt(M_MMAP_THRESHOLD, 32 << 20) && mallopt(M_TRIM_THRESHOLD, 1 << 30);
+    return PyBool_FromLong(ok);
+#else
+    Py_RETURN_FALSE;
+#endif
+}
+
 /* ---- workspace ledger (common.c) -------------------------------------------------------- */
 
 static PyObject *py_workspace_bytes(PyObject *self, PyObject *noargs) {
@@ -204,6 +224,8 @@ static PyObject *py_reset_workspace_peak(PyObject *self, PyObject *noargs) {
 static PyMethodDef core_methods[] = {
     {"set_num_threads", py_set_num_threads, METH_VARARGS, "set_num_threads(n): OpenMP and OpenBLAS threads."},
     {"get_num_threads", py_get_num_threads, METH_NOARGS, "get_num_threads() -> int"},
+    {"keep_heap", py_keep_heap, METH_NOARGS,
+     "keep_heap() -> bool: glibc keeps freed blocks up to 32 MiB mapped for reuse (no fresh pages per call)"},
     {"workspace_bytes", py_workspace_bytes, METH_NOARGS,
      "workspace_bytes() -> (current, peak): bytes of scratch the C kernels hold now, and the most since the last "
      "reset_workspace_peak() (the KV cache is not workspace)"},

@@ -217,3 +217,21 @@ def test_layers_given_as_text_like_the_cli():
                      progress=False)
     assert recs[0]["layers_timed"] == "0,1,3,5" and recs[0]["sampled"]
     assert np.isfinite(recs[0]["avg_ts"])
+
+
+def test_warm_up_runs_until_two_agree(monkeypatch):
+    from glmbench.measure import cpu as C
+    assert C._steady([1.0, 1.05]) and not C._steady([1.0]) and not C._steady([2.0, 1.0])
+    assert C._steady([5.0, 1.0, 1.09]) and not C._steady([1.0, 1.2])
+    rec = M.measure(tiny_qwen(), tests=("pp",), depths=(0,), n_prompt=4, repeats=1, warmup=0, progress=False)[0]
+    assert rec["warmup_runs"] == 0 and len(rec["samples_ns"]) == 1
+    # warm-up times that never agree: warmup + WARMUP_EXTRA runs, then the timed ones, none dropped
+    times = iter([1.0, 2.0, 1.0, 2.0, 1.0, 2.0, 1.0, 2.0, 1.0, 2.0, 1.0])
+    monkeypatch.setattr(C, "_step_seconds", lambda m, kinds, counts: next(times))
+    rec = M.measure(tiny_qwen(), tests=("pp",), depths=(0,), n_prompt=4, repeats=2, warmup=1, progress=False)[0]
+    assert rec["warmup_runs"] == 1 + C.WARMUP_EXTRA and len(rec["samples_ns"]) == 2
+    # steady from the start: one run beyond `warmup` to compare with, then timed
+    times = iter([1.0] * 10)
+    monkeypatch.setattr(C, "_step_seconds", lambda m, kinds, counts: next(times))
+    rec = M.measure(tiny_qwen(), tests=("pp",), depths=(0,), n_prompt=4, repeats=2, warmup=1, progress=False)[0]
+    assert rec["warmup_runs"] == 2 and rec["samples_ns"] == [1e9, 1e9]

@@ -35,7 +35,7 @@ import numpy as np
 
 from glmbench import vocab
 from glmbench.core import ops
-from glmbench.core.quant import QTensor, _fmt_id, dequantize
+from glmbench.core.quant import QTensor, _fmt_id, dequantize, linear_pair
 from glmbench.core._loader import _core
 
 __all__ = ["gqa_attention", "mla_attention", "gqa_block", "mla_block", "MLA_STRATEGIES", "gqa_sink_attention",
@@ -108,7 +108,7 @@ class KVBSplit:
     kv_b per call (`joined()`, the same function in C). Acts as the [H*(Dn+Dv), R] matrix it stands
     for: `shape`, `nbytes` (the stored bytes), `dequantize()`."""
 
-    __slots__ = ("k_b", "v_b")
+    __slots__ = ("k_b", "v_b", "_f32")
     ndim = 2
 
     def __init__(self, k_b, v_b):
@@ -122,6 +122,7 @@ class KVBSplit:
         if len(ks) != 3 or len(vs) != 3 or ks[0] != vs[0] or ks[1] != vs[2]:
             raise ValueError(f"`k_b` [H, R, Dn] and `v_b` [H, Dv, R] disagree: shapes {ks} and {vs}")
         self.k_b, self.v_b = k_b, v_b
+        self._f32 = None  # joined() kept for prefill (prefill_kv_b)
 
     @staticmethod
     def _id(a):
@@ -190,6 +191,32 @@ def _kv_b_arg(w):
     return f
 
 
+_PREFILL_F32 = {}
+
+
+def prefill_kv_b(w):
+    """The float32 kv_b a prefill (T > 1) or the naive strategy runs on, made once per weight and kept
+    while it lives: a KVBSplit's joined() (otherwise joined again on every call: a dequantize and
+    transpose of H*(Dn+Dv)*R floats, single-threaded), a 16-bit kv_b widened (exactly; otherwise
+    widened head by head on every call). The C core computes the same numbers from either form:
+    it joins or widens to this very array before its float32 GEMMs. Costs 4 bytes per kv_b weight
+    (GLM-4.7-Flash: 18 MiB per layer); decode (T = 1, absorbed/flash) reads the weight as stored."""
+    if isinstance(w, KVBSplit):
+        if w._f32 is None:
+            w._f32 = w.joined()
+        return w._f32
+    if isinstance(w, np.ndarray) and w.dtype in (np.float16, np.uint16):
+        hit = _PREFILL_F32.get(id(w))
+        if hit is not None and hit[0]() is w:
+            return hit[1]
+        f = (w.astype(np.float32) if w.dtype == np.float16 else
+             (w.astype(np.uint32) << 16).view(np.float32))   # bf16 bits -> float32, exact
+        f = np.ascontiguousarray(f)
+        _PREFILL_F32[id(w)] = (weakref.ref(w, lambda _r, k=id(w): _PREFILL_F32.pop(k, None)), f)
+        return f
+    return _kv_b_arg(w)
+
+
 def mla_attention(q_nope: np.ndarray, q_rope: np.ndarray, cache, layer: int, kv_b_weight, *,
                   v_head_dim: int, scale: float | None = None, strategy: str = "flash",
                   n_splits: int | None = None, compute: str = "auto") -> np.ndarray:
@@ -207,6 +234,9 @@ def mla_attention(q_nope: np.ndarray, q_rope: np.ndarray, cache, layer: int, kv_
     vocab.mla_strategy(strategy, "strategy")
     if isinstance(v_head_dim, (bool, np.bool_)) or not isinstance(v_head_dim, (int, np.integer)):
         raise TypeError(f"`v_head_dim` must be an int, got {type(v_head_dim).__name__} {v_head_dim!r}")
+    T = getattr(q_nope, "shape", (0,))[0] if getattr(q_nope, "ndim", 0) == 3 else 0
+    if T > 1 or (strategy == "naive" and T >= 1):   # the float32 kv_b, kept (prefill_kv_b)
+        kv_b_weight = prefill_kv_b(kv_b_weight)
     if isinstance(kv_b_weight, KVBSplit):   # k_b / v_b as stored
         return _core.mla_attention_kb_vb(q_nope, q_rope, cache, _layer(layer), *kv_b_weight._args(), int(v_head_dim),
                                          _opt_scale(scale), strategy, _opt_splits(n_splits), kv_b_weight.packed_v())
@@ -318,12 +348,19 @@ def mla_block(x: np.ndarray, w: dict, cache, layer: int, positions, cfg, strateg
         raise ValueError(f"`cache` holds latents of {cache.kv_lora_rank} + {cache.rope_dim}; cfg needs {R} + {Dr}")
     eps = getattr(cfg, "latent_norm_eps", 1e-6)
     if cfg.q_lora_rank:
-        qa = ops.linear(x, _need(w, "q_a_proj.weight"), w.get("q_a_proj.bias"))
+        # q_a and kv_a read the same x: one call where quant.fuse_rows stacked them (same numbers)
+        wq, wkv = _need(w, "q_a_proj.weight"), _need(w, "kv_a_proj_with_mqa.weight")
+        if isinstance(wq, QTensor) and isinstance(wkv, QTensor):
+            qa, ckv = linear_pair(x, wq, wkv, w.get("q_a_proj.bias"), w.get("kv_a_proj_with_mqa.bias"))
+            qa, ckv = np.ascontiguousarray(qa), np.ascontiguousarray(ckv)
+        else:
+            qa = ops.linear(x, wq, w.get("q_a_proj.bias"))
+            ckv = ops.linear(x, wkv, w.get("kv_a_proj_with_mqa.bias"))
         q = ops.linear(ops.rms_norm(qa, _need(w, "q_a_layernorm.weight"), eps), _need(w, "q_b_proj.weight"))
     else:
         q = ops.linear(x, _need(w, "q_proj.weight"))
+        ckv = ops.linear(x, _need(w, "kv_a_proj_with_mqa.weight"), w.get("kv_a_proj_with_mqa.bias"))
     q = q.reshape(T, H, Dn + Dr)
-    ckv = ops.linear(x, _need(w, "kv_a_proj_with_mqa.weight"), w.get("kv_a_proj_with_mqa.bias"))
     latent = ops.rms_norm(ckv[:, :R], _need(w, "kv_a_layernorm.weight"), eps)
     rot = dict(theta=cfg.rope_theta, rot_dim=Dr, layout=cfg.rope_layout, inv_freq=cfg.rope_inv_freq(),
                attention_factor=cfg.rope_attention_factor())

@@ -35,6 +35,14 @@ def set_num_threads(n: int) -> None:
     _core.set_num_threads(n)
 
 
+def keep_heap() -> bool:
+    """Keep the heap's freed blocks (up to 32 MiB) mapped for reuse, process-wide (glibc mallopt;
+    csrc/module.c says why): a model's per-call activations then reuse warm pages instead of new
+    ones the kernel zeroes on first touch. Returns False where the C library has no such control.
+    glmbench.models.model.Model calls it when built."""
+    return bool(_core.keep_heap())
+
+
 def get_num_threads() -> int:
     return _core.get_num_threads()
 

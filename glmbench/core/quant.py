@@ -69,7 +69,7 @@ class QTensor:
     """A float tensor of logical shape [..., K] held as ggml blocks: `data` is uint8 [..., row_bytes].
     Indexing the leading axes (qt[e], qt[a:b]) returns QTensor views (e.g. one expert of [E, F, D])."""
 
-    __slots__ = ("_data", "_packed", "fmt", "shape")
+    __slots__ = ("_data", "_packed", "fmt", "shape", "_fused")
 
     def __init__(self, data: np.ndarray, fmt: str, shape):
         _fmt_id(fmt)
@@ -82,6 +82,7 @@ class QTensor:
         if data.shape != want:
             raise ValueError(f"`data` has shape {data.shape}; a {fmt} tensor of shape {shape} needs {want}")
         self._data, self._packed, self.fmt, self.shape = data, None, fmt, shape
+        self._fused = None  # a part: (the stacked QTensor, first row); the stacked one: [its parts]
 
     @property
     def data(self) -> np.ndarray:
@@ -90,6 +91,8 @@ class QTensor:
         the stored bytes beside their packed copy."""
         if self._data is not None:
             return self._data
+        if self.fmt in K_FORMATS:  # fuse_rows' stacked matrix: its parts' stored bytes, joined (a copy)
+            return np.concatenate([p.data for p in self._fused], axis=0)
         n, k = (self.shape[-2], self.shape[-1]) if self.ndim >= 2 else (1, self.shape[-1])
         out = _core.qunpack(self._packed, _fmt_id(self.fmt), k, n)
         return out.reshape(self.shape[:-1] + (row_bytes(self.fmt, k),))
@@ -174,7 +177,7 @@ class QTensor:
                              "or over the rows of a 2-D one")
         p = self._packed[idx]
         out = QTensor.__new__(QTensor)
-        out._data, out._packed, out.fmt = None, p, self.fmt
+        out._data, out._packed, out.fmt, out._fused = None, p, self.fmt, None
         out.shape = p.shape[:-1] + self.shape[-2:]
         return out
 
@@ -339,6 +342,65 @@ def linear(x: np.ndarray, weight: QTensor, bias=None, *, compute: str = "auto", 
     return y.reshape(x.shape[:-1] + (n,))
 
 
+def fuse_rows(*ws) -> QTensor | None:
+    """Stack 2-D QTensors that share one input (e.g. gate_proj and up_proj, q_a_proj and
+    kv_a_proj_with_mqa) into one matrix read by one call: one quantization of x, one parallel region
+    and one stream over all their rows. Each part's repacked buffer becomes a view into the stacked
+    one (no memory is added; the parts keep working alone). The packed layouts (csrc/qgemm.h,
+    csrc/quant_k.h) store 16-row groups one after another, so the stacked buffer is the parts' buffers
+    end to end when every part has whole groups. Rows are computed independently, so
+    linear_pair's outputs equal the separate calls' bit for bit.
+    Returns the stacked QTensor, or None (nothing changed) where the parts cannot be stacked:
+    not all 2-D QTensors of one repackable format (q8_0, q4_0, KP_FORMATS) and one K, a row
+    count not a multiple of 16, or a part already stacked."""
+    if len(ws) < 2 or not all(isinstance(w, QTensor) and w.ndim == 2 for w in ws):
+        return None
+    fmt, k = ws[0].fmt, ws[0].shape[1]
+    if (fmt not in ("q8_0", "q4_0") + KP_FORMATS or any(w.fmt != fmt or w.shape[1] != k for w in ws)
+            or any(w.shape[0] % 16 or getattr(w, "_fused", None) is not None for w in ws)):
+        return None
+    for w in ws:
+        w.repack()
+    flat = [w.packed.reshape(-1) for w in ws]
+    buf = np.concatenate(flat)
+    fused = QTensor.__new__(QTensor)
+    fused._data, fused._packed, fused.fmt, fused._fused = None, buf, fmt, list(ws)
+    fused.shape = (sum(w.shape[0] for w in ws), k)
+    off = row = 0
+    for w, f in zip(ws, flat):
+        w._packed = buf[off:off + f.size].reshape(w.packed.shape)
+        w._fused = (fused, row)
+        off, row = off + f.size, row + w.shape[0]
+    return fused
+
+
+def stacked(a, b) -> QTensor | None:
+    """The QTensor fuse_rows made of exactly a then b, or None."""
+    fa, fb = getattr(a, "_fused", None), getattr(b, "_fused", None)
+    if fa is None or fb is None or fa[0] is not fb[0] or fa[1] != 0 or fb[1] != a.shape[0]:
+        return None
+    f = fa[0]
+    return f if f.shape[0] == a.shape[0] + b.shape[0] else None
+
+
+PAIR_MAX_T = 16  # linear_pair stacks decode-sized calls only (see there)
+
+
+def linear_pair(x, a, b, bias_a=None, bias_b=None, **kw):
+    """(linear(x, a), linear(x, b)): one call on their stacked matrix where fuse_rows made one (no
+    bias, default compute, at most PAIR_MAX_T rows of x), else two calls. The same numbers either
+    way. A prefill keeps the two calls: it gains nothing measurable from one, and the stacked output
+    ([T, 2F] floats, 42 MB for GLM-4.7-Flash's gate + up at T = 512) would pass glibc's 32 MiB mmap
+    ceiling and fault in fresh pages on every call (ops.keep_heap)."""
+    rows = int(np.prod(np.shape(x)[:-1], dtype=np.int64)) if np.ndim(x) > 1 else 1
+    f = stacked(a, b) if bias_a is None and bias_b is None and not kw and rows <= PAIR_MAX_T else None
+    if f is None:
+        return _any_linear(x, a, bias=bias_a, **kw), _any_linear(x, b, bias=bias_b, **kw)
+    y = linear(x, f)
+    n = a.shape[0]
+    return y[..., :n], y[..., n:]
+
+
 def quantize_chunks(chunks, shape, fmt: str) -> QTensor:
     """Quantize a float32 tensor of `shape` handed over as flat chunks (any sizes, in order) without
     ever holding it whole in float32: how huge random weights are generated straight into blocks
@@ -385,26 +447,27 @@ def matrix_format(name: str, fmt: str, shape=None) -> str:
     return fmt
 
 
-def _silu(v):
-    return v / (np.float32(1) + np.exp(-v))
-
-
-def _any_linear(x, w, **kw):
+def _any_linear(x, w, bias=None, **kw):
     if isinstance(w, QTensor):
-        return linear(x, w, **kw)
+        return linear(x, w, bias, **kw)
     # float weights (f32/f16/bf16): the C core's linear directly (ops.linear dispatches here for
     # QTensor weights, so this module does not import ops)
     x = np.asarray(x, dtype=np.float32)
-    return _core.linear(x[None, :], w, None)[0] if x.ndim == 1 else _core.linear(x, w, None)
+    return _core.linear(x[None, :], w, bias)[0] if x.ndim == 1 else _core.linear(x, w, bias)
 
 
 def swiglu(x, w_gate, w_up, w_down, **kw) -> np.ndarray:
     """down(silu(gate x) * up x) where any of the weights may be a QTensor (SiLU and the product
     in float32). x [T, D] or [D]."""
-    g = _any_linear(x, w_gate, **kw)
-    u = _any_linear(x, w_up, **kw)
+    g, u = linear_pair(x, w_gate, w_up, **kw)   # one call where fuse_rows stacked them
     with np.errstate(over="ignore"):  # exp(-v) -> inf for v << 0 gives silu = -0, the right limit
-        h = (_silu(g) * u).astype(np.float32)
+        # silu(g) * u = g / (1 + exp(-g)) * u in place on one buffer: the same float32 operations in the same order, without
+        # a fresh [T, F] array per step (four passes fewer over a prefill's activations)
+        h = np.negative(g, dtype=np.float32)
+        np.exp(h, out=h)
+        h += np.float32(1)
+        np.divide(g, h, out=h)
+        h *= u
     return _any_linear(h, w_down, **kw)
 
 

@@ -160,7 +160,8 @@ def measure(model, *, depths=(4096,), n_prompt: int = 512, n_gen: int = 16,
     layers: "auto" (full if it fits in memory, else sampled with k=2), "full", "sampled" (k=2),
             or a number k >= 2 of layers of each kind to sample.
     out:    a .json path: finished points are stored as they complete and skipped on a rerun.
-    warmup: untimed runs before the `repeats` timed ones, per point.
+    warmup: untimed runs before the `repeats` timed ones, per point, at least; more (up to
+            WARMUP_EXTRA) until two consecutive ones agree within WARMUP_TOL (record: `warmup_runs`).
     bandwidth_probe: measure the memory bandwidth after each timed repeat (see the module docstring).
     weights: None -> the measured default (bf16) for random weights; a GGUF file or an HF
             safetensors folder (models/checkpoint.py) runs its real weights as stored.
@@ -346,6 +347,15 @@ def _main_stored(state) -> str:
     return max(by, key=by.get) if by else "f32"
 
 
+WARMUP_TOL = 0.10   # two consecutive warm-up runs within 10% of each other: steady
+WARMUP_EXTRA = 4    # at most this many warm-up runs beyond `warmup`
+
+
+def _steady(times) -> bool:
+    """The last two warm-up run times agree within WARMUP_TOL."""
+    return len(times) >= 2 and abs(times[-1] - times[-2]) <= WARMUP_TOL * min(times[-2:])
+
+
 def _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar, bandwidth_probe=False,
                routing_stats=False, probe_noise=None) -> dict:
     cfg, d = m.config, p["n_depth"]
@@ -380,8 +390,16 @@ def _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar, bandwidth_p
     tok_s, secs, per_layer, ends, bws = [], [], {}, {"embed_s": [], "head_s": []}, []
     cpu_s = wall_s = 0.0
     probe_before = None
-    for rep in range(warmup + repeats):
-        if rep == warmup:
+    # Warm-up until steady (WARMUP_TOL, at most WARMUP_EXTRA more than `warmup`): the first runs
+    # after a model is built fault in pages and fill caches; the timed runs start once two
+    # consecutive warm-up runs agree. The record says how many ran (`warmup_runs`).
+    warm_t: list = []
+    n_warm = warmup
+    rep = 0
+    while rep < n_warm + repeats:
+        if rep == n_warm and warmup and n_warm < warmup + WARMUP_EXTRA and not _steady(warm_t):
+            n_warm += 1   # not steady yet (or one run: nothing to compare with): one more untimed run
+        if rep == n_warm:
             probe_before = _probe_gbs()
         if d:
             m.fill_synthetic(d)
@@ -393,14 +411,14 @@ def _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar, bandwidth_p
             for tok in toks:
                 c0, w0 = _cpu_clock(), _wall_clock()
                 m.decode(int(tok))
-                if rep >= warmup:
+                if rep >= n_warm:
                     cpu_s, wall_s = cpu_s + _cpu_clock() - c0, wall_s + _wall_clock() - w0
                 t += _step_seconds(m, built_kinds, counts)
-                if rep >= warmup and routed:
+                if rep >= n_warm and routed:
                     for l in m.layers:
                         if l.index in routed and l.last_counts is not None:
                             routed[l.index] += np.asarray(l.last_counts, dtype=np.int64)
-                if rep >= warmup:
+                if rep >= n_warm:
                     _collect(m.last_timing, per_layer, ends)
                     if bandwidth_probe:
                         probes.append(probe_bandwidth()[0])  # triad
@@ -409,22 +427,25 @@ def _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar, bandwidth_p
             toks = rng.integers(0, cfg.vocab_size, p["n_prompt"])
             c0, w0 = _cpu_clock(), _wall_clock()
             m.prefill(toks, logits="last")
-            if rep >= warmup:
+            if rep >= n_warm:
                 cpu_s, wall_s = cpu_s + _cpu_clock() - c0, wall_s + _wall_clock() - w0
             t = _step_seconds(m, built_kinds, counts)
             probes = []
-            if rep >= warmup:
+            if rep >= n_warm:
                 _collect(m.last_timing, per_layer, ends)
                 if bandwidth_probe:
                     probes.append(probe_bandwidth()[0])
             n = p["n_prompt"]
-        if rep >= warmup:
+        if rep >= n_warm:
             tok_s.append(n / t)
             secs.append(t)
             if bandwidth_probe:  # the mean, as the repeat's time is the sum over its steps
                 bws.append(float(np.mean(probes)))
+        else:
+            warm_t.append(t)
         if bar is not None:
             bar.update(1)
+        rep += 1
     probe_after = _probe_gbs()
     m.reset()
     r.update(protocol.stats(tok_s))
@@ -438,6 +459,7 @@ def _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar, bandwidth_p
         r["bandwidth_gbs_samples"] = [float(b) for b in bws]
         r["bandwidth_gbs"] = float(np.median(bws))
     r["kv_fill"] = "synthetic" if d else "none"
+    r["warmup_runs"] = int(n_warm)   # untimed runs done (>= warmup: until two agreed within WARMUP_TOL)
     if routed:
         r["routing_counts"] = {str(i): [int(x) for x in c] for i, c in routed.items()}
         r["routing_tokens"] = "random token ids"

@@ -58,7 +58,7 @@ from glmbench.core import attention
 from glmbench.core import ops as _ops
 from glmbench.core.attention import KVBSplit, _hf_deinterleaves
 from glmbench.core.kvcache import KVCache
-from glmbench.core.quant import QTensor, quantize, quantize_chunks
+from glmbench.core.quant import QTensor, fuse_rows, quantize, quantize_chunks
 from glmbench.models import configs
 from glmbench.models.configs import layer_kinds, route_groups
 from glmbench.core._loader import _core
@@ -192,6 +192,14 @@ class Layer:
             sh = "mlp.shared_experts."
             self._shared = ((weights[sh + "gate_proj.weight"], weights[sh + "up_proj.weight"],
                              weights[sh + "down_proj.weight"]) if sh + "gate_proj.weight" in weights else None)
+        # matrices that read the same input stacked into one (quant.fuse_rows: views, no added
+        # memory, the same numbers): q_a + kv_a, gate + up, the shared expert's gate + up
+        pairs = [("self_attn.q_a_proj.weight", "self_attn.kv_a_proj_with_mqa.weight"),
+                 ("mlp.gate_proj.weight", "mlp.up_proj.weight"),
+                 ("mlp.shared_experts.gate_proj.weight", "mlp.shared_experts.up_proj.weight")]
+        for a, b in pairs:
+            if a in weights and b in weights:
+                fuse_rows(weights[a], weights[b])
         self.last_counts = None  # tokens per expert in the last MoE call (how many experts were read)
         self._plan = None  # _core.layer_forward's capsule (False: forward_py runs)
 
@@ -472,6 +480,7 @@ class Model:
             raise TypeError(f"`state_dict` must be None or a dict of HF-named arrays, got {type(state_dict).__name__}")
         self.weights, self.kv, self.mla_strategy = weights, kv, mla_strategy
         self.max_context, self.seed = int(max_context), int(seed)
+        _ops.keep_heap()  # each call's activations reuse warm heap pages (ops.keep_heap)
         kinds = layer_kinds(cfg)
         if layers is None:
             idx = list(range(cfg.n_layers))
