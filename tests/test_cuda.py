@@ -384,7 +384,7 @@ def _boom(*a, **k):
 
 # What only the CPU backend records: its threads, how its layers run, the per-layer split of a
 # step, the process's RSS and the C kernels' workspace ledger.
-CPU_ONLY = {"cpu_info", "n_threads", "warmup", "attn_arithmetic", "gemm_arithmetic", "layer_exec", "embed_ms", "head_ms",
+CPU_ONLY = {"cpu_info", "n_threads", "warmup", "warmup_runs", "attn_arithmetic", "gemm_arithmetic", "layer_exec", "embed_ms", "head_ms",
             *(f"{f}_{k}" for f in ("layer_ms", "layer_spread", "layers_timed") for k in ("dense", "moe")),
             "rss_bytes", "rss_peak_bytes", "other_rss_bytes", "workspace_bytes_peak", "workspace_n_prompt",
             # the stability signals only a CPU run has (the CUDA backend judges the spread alone)

@@ -513,7 +513,7 @@ def t_controls(R):
                          "set_num_threads", "get_num_threads", "workspace_bytes", "workspace_blocks",
                          "reset_workspace_peak", "qversions", "qgemm_versions", "kversions", "_attn_bf16",
                          "_linear_has_avx512", "_linear_set_hgemm", "_linear_hgemm", "_hgemm_kernels",
-                         "_linear_gemv_max_t"]))
+                         "_linear_gemv_max_t", "keep_heap"]))
     args = {"_attn_set_bf16": [True], "_linear_set_gemv_max_t": [int(R.integers(0, 64))],
             "_linear_set_pairs": [True], "_linear_set_portable": [False],
             "set_num_threads": [int(R.integers(1, 5))], "_linear_set_hgemm": ["auto"],
