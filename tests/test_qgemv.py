@@ -112,3 +112,27 @@ def test_keep_heap_applies_on_glibc():
     import platform
     from glmbench.core import ops
     assert ops.keep_heap() is (platform.libc_ver()[0] == "glibc")
+
+
+@pytest.mark.parametrize("fmt", ["q4_0", "q8_0"])
+def test_swiglu_in_row_chunks_gives_the_same_numbers(fmt, monkeypatch):
+    # a prefill whose [T, F] activations pass SWIGLU_CHUNK_BYTES runs in chunks of rows (kept heap
+    # blocks instead of fresh mappings): every row's numbers are those of the whole call
+    from glmbench.core import quant as q
+    rng = np.random.default_rng(7)
+    W = [q.quantize(rng.standard_normal(s).astype(np.float32), fmt) for s in ((640, 256), (640, 256), (256, 640))]
+    x = rng.standard_normal((200, 256)).astype(np.float32)
+    x0 = x.copy()
+    monkeypatch.setattr(q, "SWIGLU_CHUNK_BYTES", 1 << 40)
+    whole = q.swiglu(x, *W)
+    calls = []
+    real = q._swiglu_rows
+    monkeypatch.setattr(q, "_swiglu_rows", lambda xx, *a, **k: calls.append(len(xx)) or real(xx, *a, **k))
+    monkeypatch.setattr(q, "SWIGLU_CHUNK_BYTES", 64 * 640 * 4)
+    chunked = q.swiglu(x, *W)
+    assert calls == [64, 64, 64, 8]
+    assert np.array_equal(chunked, whole) and chunked.shape == (200, 256)
+    assert np.array_equal(x, x0)
+    calls.clear()
+    q.swiglu(x[:16], *W)            # small enough: one call
+    assert calls == [16]

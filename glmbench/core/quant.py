@@ -456,9 +456,31 @@ def _any_linear(x, w, bias=None, **kw):
     return _core.linear(x[None, :], w, bias)[0] if x.ndim == 1 else _core.linear(x, w, bias)
 
 
+# The most bytes one [rows, F] float32 activation of a SwiGLU may take: glibc's largest mmap
+# threshold (ops.keep_heap), below which freed blocks stay on the heap for the next call. A larger
+# one is mapped fresh every call, and on a host whose transparent huge pages are "madvise" (NumPy
+# madvises large arrays) its first touch can stall in direct compaction: measured 0.05-1.07 s of
+# system time per Qwen3-32B-shaped pp512 (F = 25600: [512, 25600] = 52 MB) in identical calls.
+SWIGLU_CHUNK_BYTES = 32 << 20
+SWIGLU_CHUNK_ALIGN = 16    # rows per chunk a multiple of the GEMM tiles' token groups
+
+
 def swiglu(x, w_gate, w_up, w_down, **kw) -> np.ndarray:
     """down(silu(gate x) * up x) where any of the weights may be a QTensor (SiLU and the product
-    in float32). x [T, D] or [D]."""
+    in float32). x [T, D] or [D]. A prefill whose [T, F] activations would pass SWIGLU_CHUNK_BYTES
+    runs in chunks of rows (each row's numbers are the same: every kernel here computes a token's
+    row on its own), so its activations reuse the heap's kept blocks."""
+    x2 = np.asarray(x) if isinstance(x, np.ndarray) else x
+    F = int(w_gate.shape[0])
+    if isinstance(x2, np.ndarray) and x2.ndim == 2 and x2.shape[0] * F * 4 > SWIGLU_CHUNK_BYTES:
+        rows = max(SWIGLU_CHUNK_ALIGN, SWIGLU_CHUNK_BYTES // (F * 4) // SWIGLU_CHUNK_ALIGN * SWIGLU_CHUNK_ALIGN)
+        if rows < x2.shape[0]:
+            parts = [_swiglu_rows(x2[i:i + rows], w_gate, w_up, w_down, **kw) for i in range(0, x2.shape[0], rows)]
+            return np.concatenate(parts, axis=0)
+    return _swiglu_rows(x, w_gate, w_up, w_down, **kw)
+
+
+def _swiglu_rows(x, w_gate, w_up, w_down, **kw) -> np.ndarray:
     g, u = linear_pair(x, w_gate, w_up, **kw)   # one call where fuse_rows stacked them
     with np.errstate(over="ignore"):  # exp(-v) -> inf for v << 0 gives silu = -0, the right limit
         # silu(g) * u = g / (1 + exp(-g)) * u in place on one buffer: the same float32 operations in the same order, without
