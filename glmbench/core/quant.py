@@ -470,12 +470,11 @@ def swiglu(x, w_gate, w_up, w_down, **kw) -> np.ndarray:
     in float32). x [T, D] or [D]. A prefill whose [T, F] activations would pass SWIGLU_CHUNK_BYTES
     runs in chunks of rows (each row's numbers are the same: every kernel here computes a token's
     row on its own), so its activations reuse the heap's kept blocks."""
-    x2 = np.asarray(x) if isinstance(x, np.ndarray) else x
     F = int(w_gate.shape[0])
-    if isinstance(x2, np.ndarray) and x2.ndim == 2 and x2.shape[0] * F * 4 > SWIGLU_CHUNK_BYTES:
+    if isinstance(x, np.ndarray) and x.ndim == 2 and x.shape[0] * F * 4 > SWIGLU_CHUNK_BYTES:
         rows = max(SWIGLU_CHUNK_ALIGN, SWIGLU_CHUNK_BYTES // (F * 4) // SWIGLU_CHUNK_ALIGN * SWIGLU_CHUNK_ALIGN)
-        if rows < x2.shape[0]:
-            parts = [_swiglu_rows(x2[i:i + rows], w_gate, w_up, w_down, **kw) for i in range(0, x2.shape[0], rows)]
+        if rows < x.shape[0]:
+            parts = [_swiglu_rows(x[i:i + rows], w_gate, w_up, w_down, **kw) for i in range(0, x.shape[0], rows)]
             return np.concatenate(parts, axis=0)
     return _swiglu_rows(x, w_gate, w_up, w_down, **kw)
 

@@ -1312,7 +1312,7 @@ def _mm_path(setup: Setup, op: _Op, n_cols, cache_operand: bool = False) -> _Op:
     quant = setup.weight_fmt.dequant
     op.family = kn.family(setup.weight_fmt.name)
     op.path = kn.matmul_path(quant, op.family, n_cols, setup.runtime, setup.gpu)
-    if cache_operand and setup.runtime.kernels:   # a runtime model's rule, not ideal's / typical's
+    if cache_operand and _ggml_graph(setup):   # llama.cpp's rule (not ideal's / typical's, not vLLM's)
         op.path = kn.cache_operand_path(op.path, setup.kv_fmt.name, setup.runtime.name)
     if op.path == "dequant_cublas":
         op.dtype = "fp16"
