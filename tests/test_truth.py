@@ -157,3 +157,25 @@ def test_save_host_writes_a_profile_that_loads_back_as_this_cpu(tmp_path, capsys
     assert "--hardware " + p in capsys.readouterr().err
     assert cli.main(["hardware", "--save-host", str(tmp_path / "host.toml")]) == 2
     assert "must end in .json" in capsys.readouterr().err
+
+
+def test_published_points_are_predicted_by_their_runtime_model_out_of_the_box():
+    """Each shipped study source names the runtime model of its runtime (with the options its records
+    state); the truth table predicts every point with it, and that model was fitted to the public set
+    only (none of these files among the sources its calibration records)."""
+    srcs = truth.published_sources()
+    assert {s.runtime_model for s in srcs} == {"ik_llama.cpp", "llama.cpp"}
+    for s in srcs:
+        rows = truth.rows_for(s)
+        prof = cm.load_runtime(s.runtime_model)
+        assert not any(os.path.basename(s.path)[:-5] in k for k in (prof.calibration or {}).get("sources", {}))
+        for r in rows:
+            assert r.model is not None and r.model > 0
+            # the options the record states are applied: the same prediction by hand
+            opts = {k: (int(v) if k == "ubatch" else v) for k, v in r.point.record["runtime_options"].items()}
+            assert r.model == pytest.approx(cal.predict_point(r.point, prof.with_options(**opts)), rel=1e-12)
+    # sweep-bench's prompt chunk is its ubatch: the after-fix source runs at -ub 2048
+    after = [s for s in srcs if "mla-fixed" in s.path][0]
+    assert all(r.point.record["runtime_options"]["ubatch"] == "2048" for r in truth.rows_for(after))
+    (d,) = [d for d in truth.summary(truth.rows_for(after))]
+    assert d["model"] is not None and "runtime model (public fit)" in truth.render(truth.rows_for(after), [after], "x")

@@ -48,6 +48,8 @@ class Source:
     fit_path: str | None = None  # the points the calibrated profile was fitted to (None: all of them)
     loo: bool = False           # refit without each point to get its leave-one-out error
     note: str = ""
+    runtime_model: str | None = None   # the runtime model of the points' runtime (llama.cpp, ...), fitted
+                                       # to the public set only: how it predicts them out of the box
 
 
 @dataclass
@@ -59,6 +61,7 @@ class Row:
     calibrated: float | None
     held_out: bool | None       # None: the profile saw every point (in-sample)
     loo: float | None = None    # leave-one-out prediction (in-sample sources)
+    model: float | None = None  # the runtime model's prediction (Source.runtime_model; never fitted to the point)
 
     def err(self, v):
         return None if v is None else v / self.point.measured - 1
@@ -75,8 +78,10 @@ def published_sources() -> list[Source]:
         recs = cal.read_measured(path)
         runtime = recs[0][1].get("runtime", name) if recs else name
         prof = cm.load_runtime(name) if name in cm.list_calibrated() else None
+        model = recs[0][1].get("runtime_model") if recs else None
         out.append(Source(f"{runtime} (published)", path, prof, loo=True,
-                          note=f"glmbench/data/measured/{f}, profile `{name}` (glmbench/data/calibrated/{f})"))
+                          note=f"glmbench/data/measured/{f}, profile `{name}` (glmbench/data/calibrated/{f})"
+                          + (f"; runtime model `{model}`" if model else ""), runtime_model=model))
     return out
 
 
@@ -116,11 +121,13 @@ def rows_for(src: Source) -> list[Row]:
     ideal, typical = cm.load_runtime("ideal"), cm.load_runtime("typical")
     fitted = {vocab.point_key(r) for _, r in cal.read_measured(src.fit_path)} if src.fit_path else None
     loo = (cal.loo_predictions(pts) if src.loo and src.calibrated is not None else [None] * len(pts))
+    model = cm.load_runtime(src.runtime_model) if src.runtime_model else None
     out = []
     for i, p in enumerate(pts):
         held = None if fitted is None else vocab.point_key(p.record) not in fitted
         c = None if src.calibrated is None else cal.predict_point(p, src.calibrated)
-        out.append(Row(src.label, p, cal.predict_point(p, ideal), cal.predict_point(p, typical), c, held, loo[i]))
+        m = None if model is None else cal.predict_point(p, model)
+        out.append(Row(src.label, p, cal.predict_point(p, ideal), cal.predict_point(p, typical), c, held, loo[i], m))
     return out
 
 
@@ -140,7 +147,8 @@ def summary(rows: list[Row]) -> list[dict]:
                else [r.err(r.calibrated) for r in held])
         insample = [r.err(r.calibrated) for r in rs if not r.held_out]
         out.append(dict(source=s, points=len(rs), ideal=_mape(r.err(r.ideal) for r in rs),
-                        typical=_mape(r.err(r.typical) for r in rs), calibrated_in_sample=_mape(insample),
+                        typical=_mape(r.err(r.typical) for r in rs), model=_mape(r.err(r.model) for r in rs),
+                        calibrated_in_sample=_mape(insample),
                         calibrated_out_of_sample=_mape(oos),
                         out_of_sample="held-out depths" if held else ("leave-one-out" if any(
                             r.loo is not None for r in rs) else "")))
@@ -214,15 +222,20 @@ def render(rows: list[Row], sources: list[Source], command: str, public: list[di
         L.append(f"- **{s.label}**: {shown if shown == 'shipped' else f'`{shown}`'}" + (f"; {s.note}" if s.note else "")
                  + ("" if s.calibrated is not None else "; no calibrated profile of this runtime"))
     L += ["", "## MAPE per runtime", "",
-          "| source | points | ideal | typical | calibrated (in-sample) | calibrated (out-of-sample) |",
-          "|---|---|---|---|---|---|"]
+          "`runtime model`: the model named after the source's runtime (`--runtime ik_llama.cpp`, ...; "
+          "glmbench/data/runtime/), fitted to the public results only (glmbench/data/public/), never to these "
+          "points: the out-of-the-box error for a user who has none of their own measurements. Which model and "
+          "options each source maps to, and why, is in its records (`runtime_model`, `runtime_options`, "
+          "`assumptions`).", "",
+          "| source | points | ideal | typical | runtime model (public fit) | calibrated (in-sample) | calibrated (out-of-sample) |",
+          "|---|---|---|---|---|---|---|"]
     for d in summary(rows):
         oos = _apct(d["calibrated_out_of_sample"]) + (f" ({d['out_of_sample']})" if d["out_of_sample"] else "")
         L.append(f"| {d['source']} | {d['points']} | {_apct(d['ideal'])} | {_apct(d['typical'])} | "
-                 f"{_apct(d['calibrated_in_sample'])} | {oos} |")
+                 f"{_apct(d['model'])} | {_apct(d['calibrated_in_sample'])} | {oos} |")
     L += ["", "## Every point", "",
-          "| source | setup | test | depth | measured tok/s | ideal | typical | calibrated | out-of-sample |",
-          "|---|---|---|---|---|---|---|---|---|"]
+          "| source | setup | test | depth | measured tok/s | ideal | typical | runtime model | calibrated | out-of-sample |",
+          "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         p = r.point
         what = f"pp{p.n_prompt}" if p.test == "pp" else f"tg{p.n_gen}"
@@ -236,9 +249,10 @@ def render(rows: list[Row], sources: list[Source], command: str, public: list[di
             oos = "fitted on"
         else:
             oos = "–"
+        mod_s = "–" if r.model is None else f"{r.model:.1f} ({_pct(r.err(r.model))})"
         L.append(f"| {r.source} | {setup} | {what} | {p.n_depth} | {p.measured:.1f} | "
                  f"{r.ideal:.1f} ({_pct(r.err(r.ideal))}) | {r.typical:.1f} ({_pct(r.err(r.typical))}) | "
-                 f"{cal_s} | {oos} |")
+                 f"{mod_s} | {cal_s} | {oos} |")
     if public:
         L += render_public(public)
     return "\n".join(L) + "\n"
