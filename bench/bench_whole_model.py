@@ -234,6 +234,27 @@ def decode_bytes(path: str, depth: int, kv: str = "f16") -> tuple[int, int, int]
     return total + kvb, head, kvb
 
 
+def decode_attention_flops(path: str, depth: int) -> float:
+    """FLOPs of one decode step's attention over `depth` cached tokens, all layers: per layer and
+    cached token 2 x heads x (key width + value width) multiply-adds counted as 2 - MLA absorbed
+    (the form glmbench and llama.cpp run): one 576-wide latent key and 512-wide value for every
+    query head; GQA: head_dim + v_head_dim per query head."""
+    cfg = configs.load_gguf(path)
+    if cfg.attention == "mla":
+        per = cfg.n_heads * (cfg.kv_lora_rank + cfg.qk_rope_head_dim + cfg.kv_lora_rank)
+    else:
+        per = cfg.n_heads * (cfg.head_dim + cfg.v_head_dim)
+    return 2.0 * per * int(depth) * cfg.n_layers
+
+
+def roofline_floor(nbytes: float, kvb: float, attn_flops: float, bw_gbs: float, fma_gflops: float) -> float:
+    """tok/s at the machine's ceilings: the weights at the bandwidth, the attention at the larger of
+    its cache bytes at the bandwidth and its arithmetic at the f32 FMA peak (the attention of a deep
+    MLA cache is compute-bound on a CPU: 20 query heads share each 576-wide latent row)."""
+    t = (nbytes - kvb) / (bw_gbs * 1e9) + max(kvb / (bw_gbs * 1e9), attn_flops / (fma_gflops * 1e9))
+    return 1.0 / t
+
+
 # ---- the two sides --------------------------------------------------------------------------------
 def llama_bench_cmd(lb, path, threads, n_prompt, n_gen, depth):
     return [lb, "-m", path, "-t", str(threads), "-p", str(n_prompt), "-n", str(n_gen), "-d", str(depth),
@@ -432,6 +453,11 @@ def render(a, argv, made, rows, ceil0, ceil1, up0, up1, wall) -> str:
           "- floor: decode bytes per token (the file's matrices with routed experts at k of E, one embedding row, "
           f"the output head, the {a.kv} KV cache at the depth) / the triad read right before glmbench's point; "
           "'x floor' = floor tok/s / glmbench tok/s (1.00 = at the bandwidth floor)",
+          "- roofline: the same bytes at that triad, except that the attention over the cache takes the larger of its "
+          "bytes at the triad and its arithmetic (2 x heads x (key + value width) per cached token and layer, MLA "
+          "absorbed) at the f32 FMA peak measured at the start; 'x roofline' = roofline tok/s / glmbench tok/s. Where "
+          "the attention is compute-bound (a deep MLA cache: ~356M multiply-adds per GLM-4.7-Flash layer at 16K), the "
+          "bandwidth floor is out of reach by arithmetic alone",
           f"- wall time of this run: {wall / 60:.1f} min",
           f"- command: python bench/bench_whole_model.py {args}", ""]
     L += ["## Files", ""]
@@ -446,20 +472,22 @@ def render(a, argv, made, rows, ceil0, ceil1, up0, up1, wall) -> str:
               f"  - not as stored: {'; '.join(bad) or 'none (every matrix runs in its file type)'}"]
     L += ["", "## Results", "",
           "| file | depth | llama-bench pp tok/s | glmbench pp tok/s | pp ratio | llama-bench tg tok/s | "
-          "glmbench tg tok/s | tg ratio | decode MB/token (head, KV) | triad GB/s | floor tok/s | glmbench x floor |",
-          "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+          "glmbench tg tok/s | tg ratio | decode MB/token (head, KV) | triad GB/s | floor tok/s | glmbench x floor | "
+          "roofline tok/s | glmbench x roofline |",
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for key, d, cmd, res in rows:
         lbp, lbt = res["llama-bench"]["pp"], res["llama-bench"]["tg"]
         gp, gt = res["glmbench"]["pp"], res["glmbench"]["tg"]
         nbytes, head, kvb = decode_bytes(made[key]["path"], d, a.kv)
         bw = res["glmbench triad"]
         floor = bw * 1e9 / nbytes
+        roof = roofline_floor(nbytes, kvb, decode_attention_flops(made[key]["path"], d), bw, ceil0["fma_gflops"])
         flag = "" if gp.get("stable", True) and gt.get("stable", True) else " (unstable)"
         L.append(f"| {key} | {d} | {lbp['avg_ts']:.1f} ± {lbp['stddev_ts']:.1f} | {gp['avg_ts']:.1f} ± {gp['stddev_ts']:.1f} "
                  f"| {gp['avg_ts'] / lbp['avg_ts']:.2f}x | {lbt['avg_ts']:.2f} ± {lbt['stddev_ts']:.2f} | "
                  f"{gt['avg_ts']:.2f} ± {gt['stddev_ts']:.2f}{flag} | {gt['avg_ts'] / lbt['avg_ts']:.2f}x | "
                  f"{nbytes / 1e6:.0f} ({head / 1e6:.0f}, {kvb / 1e6:.0f}) | {bw:.1f} | {floor:.2f} | "
-                 f"{floor / gt['avg_ts']:.2f} |")
+                 f"{floor / gt['avg_ts']:.2f} | {roof:.2f} | {roof / gt['avg_ts']:.2f} |")
     why = [f"{key} d={d} {t}: {res['glmbench'][t].get('unstable_reason')}" for key, d, cmd, res in rows
            for t in ("pp", "tg") if not res["glmbench"][t].get("stable", True)]
     if why:

@@ -114,3 +114,18 @@ def test_stored_check_names_what_is_not_run_as_stored(tmp_path):
     joined = [s for s in bad if "joined into kv_b_proj" in s]
     assert len(joined) == 1 and joined[0].endswith(f": {n}")
     assert bw.file_types(p)["Q8_0"][0] > 0
+
+
+def test_roofline_floor_takes_the_attention_at_its_larger_cost(tmp_path):
+    # MLA absorbed: 2 x heads x (2 x latent + rope) FLOPs per cached token and layer, counted by hand
+    p = _glm_file(tmp_path)
+    cfg = configs.load_gguf(p)
+    f = bw.decode_attention_flops(p, 1000)
+    assert f == 2.0 * cfg.n_heads * (2 * cfg.kv_lora_rank + cfg.qk_rope_head_dim) * 1000 * cfg.n_layers
+    assert bw.decode_attention_flops(p, 0) == 0.0
+    # memory-bound attention: the roofline is the bandwidth floor; compute-bound: slower than it
+    nbytes, kvb = 1e9, 2e8
+    assert bw.roofline_floor(nbytes, kvb, 1e6, 50.0, 500.0) == pytest.approx(50e9 / nbytes)
+    slow = bw.roofline_floor(nbytes, kvb, 5e9, 50.0, 500.0)      # 10 ms of arithmetic vs 4 ms of cache bytes
+    assert slow == pytest.approx(1.0 / (0.8e9 / 50e9 + 5e9 / 500e9))
+    assert slow < 50e9 / nbytes
