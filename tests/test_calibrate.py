@@ -155,3 +155,26 @@ def test_script_contract(tmp_path, capsys):
     for r in recs:
         assert {"test", "n_depth", "n_prompt", "avg_ts", "evidence"} <= set(r) and r["evidence"] == "calibrated"
         assert r["runtime"] == f"calibrated:{p}" and r["cv_error"] == pytest.approx(d["calibration"]["loo_mape"])
+
+
+def test_multi_stream_records_are_left_out_of_a_fit_and_priced_as_streams(tmp_path):
+    """llama-batched-bench rows (B > 1 streams at once, their aggregate speed) are not single-stream
+    points: calibrate skips them with one notice; kept on request, a point is priced as B streams."""
+    base = dict(evidence="measured", model="qwen3-30b-a3b", hardware="rtx-4090", weights="q8_0", type_k="f16")
+    recs = [dict(base, test="tg", n_gen=32, n_depth=512, n_streams=b, avg_ts=80.0 * b ** 0.7) for b in (1, 4)]
+    recs += [dict(base, test="pp", n_prompt=512, n_depth=0, n_streams=b, avg_ts=3000.0) for b in (1, 4)]
+    p = tmp_path / "batched.json"
+    rec.write_records(str(p), recs)
+    notes: list = []
+    pts = cal.load_points([str(p)], notes)
+    assert [pt.streams for pt in pts] == [1, 1]
+    assert any("several streams" in n and "2 records" in n for n in notes)
+    kept = cal.load_points([str(p)], multi_stream=True)
+    assert [pt.streams for pt in kept] == [1, 4, 1, 4] and "x4 streams" in kept[1].label
+    prof = cm.load_runtime("typical")
+    s = kept[1].setup.replace(runtime=prof)
+    assert cal.predict_point(kept[1], prof) == pytest.approx(4 / cm._mean_decode(s, 512, 32, 4)[0], rel=1e-12)
+    assert cal.predict_point(kept[3], prof) == pytest.approx(cm.prefill_batch(s, 512, 4, 0).tok_s, rel=1e-12)
+    # four streams decode faster in aggregate than one, and the single-stream price is unchanged
+    assert cal.predict_point(kept[1], prof) > cal.predict_point(kept[0], prof)
+    assert cal.predict_point(kept[0], prof) == pytest.approx(1 / cm._mean_decode(s, 512, 32, 1)[0], rel=1e-12)

@@ -81,9 +81,17 @@ class Point:
     record: dict = field(compare=False, repr=False)
 
     @property
+    def streams(self) -> int:
+        """Streams the record ran at once (llama-batched-bench's B, a server's concurrency): its
+        speed is their aggregate; 1 for llama-bench / sweep-bench and glmbench's own records."""
+        v = self.record.get("n_streams") or self.record.get("pl") or 1
+        return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 1 else 1
+
+    @property
     def label(self) -> str:
         what = f"pp{self.n_prompt}" if self.test == "pp" else f"tg{self.n_gen}"
-        return f"{self.setup.model.name} {what} @ d{self.n_depth}"
+        b = f" x{self.streams} streams" if self.streams > 1 else ""
+        return f"{self.setup.model.name} {what} @ d{self.n_depth}{b}"
 
 
 def _record_lines(path: str, text: str, n: int) -> list[int]:
@@ -232,13 +240,15 @@ def _link_for(where, r, overrides, notices) -> dict:
 
 
 def load_points(paths: Sequence, notices: list | None = None, *, exclude_unstable: bool = False, notice=None,
-                **overrides) -> list[Point]:
+                multi_stream: bool = False, **overrides) -> list[Point]:
     """Every measured tg/pp record of the files as a Point (read_measured, point_from_record).
     Records that are no speed (`mem`, `serve`: what `glmbench measure` writes beside its tg/pp
     points) and llama-bench's pp<n>+tg<n> rows (test `pg`) are skipped; records marked
     `stable: false` (timed while another process took the machine) are kept with a warning, or
     skipped with `exclude_unstable`. Each skip and warning is one line to `notice(text)` and, when
-    given, appended to `notices` (what the importer assumed goes there too)."""
+    given, appended to `notices` (what the importer assumed goes there too). Records of several
+    streams at once (llama-batched-bench's B > 1, `n_streams`) are skipped with a notice unless
+    `multi_stream` (a fit is of single-stream speed; predict_point prices them as B streams)."""
     if not paths:
         raise CalibrationError("no measurement files given")
     def say(text):
@@ -254,6 +264,9 @@ def load_points(paths: Sequence, notices: list | None = None, *, exclude_unstabl
                 skipped.setdefault(r["test"], []).append(where)
                 continue
             pt = point_from_record(where, r, **_link_for(where, r, overrides, notices))
+            if pt.streams > 1 and not multi_stream:
+                skipped.setdefault("streams", []).append(where)
+                continue
             if r.get("stable") is False:
                 why = r.get("unstable_reason") or "no reason given"
                 if exclude_unstable:
@@ -264,6 +277,12 @@ def load_points(paths: Sequence, notices: list | None = None, *, exclude_unstabl
             out.append(pt)
         for test, wheres in skipped.items():
             lines = ", ".join(w.rsplit(":", 1)[-1] for w in wheres[:5]) + (", ..." if len(wheres) > 5 else "")
+            if test == "streams":
+                say(f"notice: {p}: skipped {len(wheres)} record{'s' if len(wheres) > 1 else ''} of several streams at "
+                    f"once (llama-batched-bench B > 1; line{'s' if len(wheres) > 1 else ''} {lines}): their speed is "
+                    "the streams' aggregate; calibrate fits single-stream tg and pp (bench/bench_public_batched.py "
+                    "predicts batched runs)")
+                continue
             what = ("pp+tg row (test pg, llama-bench -pg)" if test == "pg" else f"`{test}` record")
             say(f"notice: {p}: skipped {len(wheres)} {what}{'s' if len(wheres) > 1 else ''} "
                 f"(line{'s' if len(wheres) > 1 else ''} {lines}): not a speed; calibrate fits tg and pp")
@@ -281,11 +300,13 @@ def predict_point(pt: Point, profile: cm.RuntimeProfile) -> float:
         from glmbench.predict import runtime
         profile = profile.with_options(**runtime.options_from_record(profile, pt.record))
     s = dataclasses.replace(pt.setup, runtime=profile)
+    B = pt.streams
     if pt.test == "pp":
-        return cm.prefill(s, pt.n_prompt, pt.n_depth).tok_s
+        # B prompts at once (llama-batched-bench's PP): their aggregate rate, weights read once per ubatch
+        return (cm.prefill_batch(s, pt.n_prompt, B, pt.n_depth) if B > 1 else cm.prefill(s, pt.n_prompt, pt.n_depth)).tok_s
     if pt.n_gen == 1:
-        return cm.decode(s, pt.n_depth).tok_s
-    return 1.0 / cm._mean_decode(s, pt.n_depth, pt.n_gen, 1)[0]
+        return cm.decode(s, pt.n_depth, B).tok_s
+    return B / cm._mean_decode(s, pt.n_depth, pt.n_gen, B)[0]
 
 
 # ---- parameters --------------------------------------------------------------------------------
@@ -509,6 +530,17 @@ class Calibration:
     kept: list
     predicted: list
     loo_predicted: list
+    base_predicted: list | None = None   # the base profile's own predictions, before any fit
+    base_name: str = ""
+
+    @property
+    def base_errors(self) -> list:
+        return [None if q is None else q / pt.measured - 1 for q, pt in zip(self.base_predicted or [], self.points)]
+
+    @property
+    def base_mape(self):
+        e = [abs(x) for x in self.base_errors if x is not None]
+        return float(np.mean(e)) if e else None
 
     @property
     def residuals(self) -> list[float]:
@@ -528,13 +560,19 @@ class Calibration:
         return float(np.mean(e)) if e else None
 
     def table(self) -> str:
-        """Every point's residual, the MAPE and the leave-one-out error, as text."""
-        lines = [f"{'point':<38} {'measured':>10} {'predicted':>10} {'residual':>9} {'left out':>9}  where"]
-        for pt, p, r, l in zip(self.points, self.predicted, self.residuals, self.loo_errors):
+        """Every point's residual, the MAPE and the leave-one-out error, as text; beside them the base
+        profile's own error before the fit (`base`: for a runtime model such as llama.cpp, how it
+        predicts these points out of the box)."""
+        base = self.base_errors or [None] * len(self.points)
+        lines = [f"{'point':<38} {'measured':>10} {'predicted':>10} {'residual':>9} {'left out':>9} {'base':>9}  where"]
+        for pt, p, r, l, b in zip(self.points, self.predicted, self.residuals, self.loo_errors, base):
             lo = "–" if l is None else f"{100 * l:+.1f}%"
-            lines.append(f"{pt.label:<38} {pt.measured:>10.1f} {p:>10.1f} {100 * r:>+8.1f}% {lo:>9}  {pt.where}")
+            bs = "–" if b is None else f"{100 * b:+.1f}%"
+            lines.append(f"{pt.label:<38} {pt.measured:>10.1f} {p:>10.1f} {100 * r:>+8.1f}% {lo:>9} {bs:>9}  {pt.where}")
         loo = "–" if self.loo_mape is None else f"{100 * self.loo_mape:.1f}%"
-        lines.append(f"MAPE {100 * self.mape:.1f}% over {len(self.points)} points; leave-one-out error {loo}")
+        bm = "" if self.base_mape is None else (f"; base profile `{self.base_name}` before the fit (its options as "
+                                                f"each record states them): {100 * self.base_mape:.1f}%")
+        lines.append(f"MAPE {100 * self.mape:.1f}% over {len(self.points)} points; leave-one-out error {loo}{bm}")
         lines.append("fitted: " + (", ".join(f"{n} = {_get(self.profile, n):.4g}" for n in self.fitted) or "nothing"))
         lines.append("kept (typical value): " + ", ".join(self.kept))
         return "\n".join(lines)
@@ -560,8 +598,8 @@ def calibrate(points: Sequence[Point], *, name: str = "calibrated", base="typica
     prof, fitted, kept, start, why = fit_profile(points, base)
     predicted = [predict_point(p, prof) for p in points]
     loo_pred = loo_predictions(points, base) if loo else [None] * len(points)
-    cal = Calibration(prof, points, fitted, kept, predicted, loo_pred)
     b = cm.load_runtime(base)
+    cal = Calibration(prof, points, fitted, kept, predicted, loo_pred, [predict_point(p, b) for p in points], b.name)
     sources = dict(b.sources)
     files = sorted({p.where.rsplit(":", 1)[0] for p in points})
     for n in fitted:
@@ -585,6 +623,7 @@ def calibrate(points: Sequence[Point], *, name: str = "calibrated", base="typica
         "kept": {n: _get(prof, n) for n in kept},
         "mape": cal.mape,
         "loo_mape": cal.loo_mape,
+        "base_mape": cal.base_mape,
         "points": [{"where": pt.where, "model": pt.setup.model.name, "setup": pt.setup.replace(runtime=prof).label,
                     "test": pt.test, "n_depth": pt.n_depth, "n_prompt": pt.n_prompt, "n_gen": pt.n_gen,
                     "measured_ts": pt.measured, "predicted_ts": q, "residual": q / pt.measured - 1,

@@ -117,7 +117,7 @@ def llama_bench_source(d: str) -> Source:
 
 
 def rows_for(src: Source) -> list[Row]:
-    pts = cal.load_points([src.path], hardware_=src.hardware, model=src.model)
+    pts = cal.load_points([src.path], hardware_=src.hardware, model=src.model, multi_stream=src.calibrated is None)
     ideal, typical = cm.load_runtime("ideal"), cm.load_runtime("typical")
     fitted = {vocab.point_key(r) for _, r in cal.read_measured(src.fit_path)} if src.fit_path else None
     loo = (cal.loo_predictions(pts) if src.loo and src.calibrated is not None else [None] * len(pts))
