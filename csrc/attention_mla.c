@@ -511,9 +511,11 @@ static inline void md_pf_step(const char **p, const char *end, int64_t n) {
  * k + j*ks and values at v + j*vs; dk % 16 == 0, dv % 32 == 0, nt <= GB_ATTN_TILE; sbuf:
  * nr * (GB_ATTN_TILE + 1) floats. pf (may be NULL): pf_bytes to prefetch (the next tile), spread
  * over the score micro-kernels (all at once, they stall the core on its few miss buffers). */
-static void mla_tile_f16(const float *q, int64_t nr, int64_t dk, const uint16_t *k, int64_t ks, const uint16_t *v,
-                         int64_t vs, int64_t dv, int64_t nt, int64_t t0, const int64_t *lim, float *m, float *l, float *o,
-                         float *sbuf, const void *pf, int64_t pf_bytes) {
+static inline __attribute__((always_inline)) void md_tile(const float *q, int64_t nr, const int64_t dk, const uint16_t *k,
+                                                          const int64_t ks, const uint16_t *v, const int64_t vs,
+                                                          const int64_t dv, int64_t nt, int64_t t0, const int64_t *lim,
+                                                          float *m, float *l, float *o, float *sbuf, const void *pf,
+                                                          int64_t pf_bytes) {
     const char *pfp = (const char *)pf, *pfe = pfp ? pfp + pf_bytes : NULL;
     int64_t r0 = 0;
     if (lim)
@@ -583,6 +585,19 @@ static void mla_tile_f16(const float *q, int64_t nr, int64_t dk, const uint16_t 
             }
     }
     if (pfp) md_pf_step(&pfp, pfe, pf_bytes); /* whatever is left */
+}
+
+/* md_tile, compiled separately for the MLA rows of DeepSeek-V2/V3, Kimi and GLM-4.7-Flash (latent
+ * 512 + rope 64, rows back to back): with the sizes and strides constants the query rows are
+ * immediate offsets rather than ten index registers and a reload per step (1 thread at 16K,
+ * L3-resident: 182 -> 195 GFLOP/s). */
+static void mla_tile_f16(const float *q, int64_t nr, int64_t dk, const uint16_t *k, int64_t ks, const uint16_t *v,
+                         int64_t vs, int64_t dv, int64_t nt, int64_t t0, const int64_t *lim, float *m, float *l, float *o,
+                         float *sbuf, const void *pf, int64_t pf_bytes) {
+    if (dk == 576 && dv == 512 && ks == 576 && vs == 576)
+        md_tile(q, nr, 576, k, 576, v, 576, 512, nt, t0, lim, m, l, o, sbuf, pf, pf_bytes);
+    else
+        md_tile(q, nr, dk, k, ks, v, vs, dv, nt, t0, lim, m, l, o, sbuf, pf, pf_bytes);
 }
 #else
 #define MLA_HAVE_F16_TILE 0
