@@ -29,6 +29,8 @@
 /* Query rows (T x H) up to which an f16 cache runs the f16 decode tile (mla_tile_f16) rather than
  * the rows-in-lanes prefill tile: T = 1 and small T (speculative decoding's few tokens). */
 #define GB_MLA_F16_ROWS 64
+/* floats of its score/alpha buffer for nr rows: key-major scores, rows padded to whole vectors */
+#define MLA_F16_SBUF(nr) (((nr) + 15) / 16 * 16 * (GB_ATTN_TILE + 1))
 
 static int check_common(const gb_kvcache *c, int64_t layer, int64_t T, int64_t H, int64_t Dn, int64_t Dv) {
     if (c->kind != GB_KV_MLA) return gb_error(GB_EVALUE, "`cache` must be an MLA cache (KVCache.mla), got a GQA cache");
@@ -448,7 +450,7 @@ static inline __attribute__((always_inline)) __m128 md_reduce4(__m512 a, __m512 
         a##i##0 = _mm512_fmadd_ps(qv, k0, a##i##0);                                                \
         if (KB > 1) a##i##1 = _mm512_fmadd_ps(qv, k1, a##i##1);                                    \
     }
-#define MD_SPUT(i) { acc[n++] = a##i##0; if (KB > 1) acc[n++] = a##i##1; }
+#define MD_SPUT(i) { acc[0][i] = a##i##0; if (KB > 1) acc[1][i] = a##i##1; }
 static inline __attribute__((always_inline)) void md_score_mk(const float *q, int64_t dk, const uint16_t *k, int64_t ks,
                                                               float *s, int64_t sld, const int RB, const int KB) {
     __m512 a00, a01, a10, a11, a20, a21, a30, a31, a40, a41, a50, a51, a60, a61, a70, a71, a80, a81, a90, a91;
@@ -459,17 +461,28 @@ static inline __attribute__((always_inline)) void md_score_mk(const float *q, in
         const __m512 k1 = KB > 1 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(k + ks + d))) : k0;
         MD_ROWS(MD_SFMA)
     }
-    __m512 acc[20];
-    float sum[20];
-    int n = 0, j = 0;
+    /* s is key-major (s[t * sld + i]): four rows of one key reduce into one 4-float store; the
+     * rows past the last whole four (both keys') go through one more reduction */
+    __m512 acc[2][10], rest[8];
     MD_ROWS(MD_SPUT)
-    for (; j + 4 <= n; j += 4) _mm_storeu_ps(sum + j, md_reduce4(acc[j], acc[j + 1], acc[j + 2], acc[j + 3]));
-    for (; j < n; j++) sum[j] = _mm512_reduce_add_ps(acc[j]);
-    for (int i = 0; i < RB; i++)
-        for (int t = 0; t < KB; t++) s[i * sld + t] = sum[i * KB + t];
+    int nrest = 0;
+    for (int t = 0; t < KB; t++) {
+        int i = 0;
+        for (; i + 4 <= RB; i += 4) _mm_storeu_ps(s + t * sld + i, md_reduce4(acc[t][i], acc[t][i + 1], acc[t][i + 2], acc[t][i + 3]));
+        for (; i < RB; i++) rest[nrest++] = acc[t][i];
+    }
+    if (nrest) {
+        float sum[8];
+        int j = 0;
+        for (; j + 4 <= nrest; j += 4) _mm_storeu_ps(sum + j, md_reduce4(rest[j], rest[j + 1], rest[j + 2], rest[j + 3]));
+        for (; j < nrest; j++) sum[j] = _mm512_reduce_add_ps(rest[j]);
+        const int r4 = RB / 4 * 4, nl = RB - r4; /* nl leftover rows per key, key t's at sum[t * nl + i] */
+        for (int t = 0; t < KB; t++)
+            for (int i = 0; i < nl; i++) s[t * sld + r4 + i] = sum[t * nl + i];
+    }
 }
 
-/* o[i][c0, c0 + 32) = alpha[i] o[i] + sum_j p[i * ps + j] v_j[c0, c0 + 32) for RB <= 10 rows, nt f16 values */
+/* o[i][c0, c0 + 32) = alpha[i] o[i] + sum_j p[j * ps + i] v_j[c0, c0 + 32) for RB <= 10 rows, nt f16 values */
 #define MD_PINIT(i)                                                                                \
     {                                                                                              \
         const __m512 al = _mm512_set1_ps(alpha[i]);                                                \
@@ -478,7 +491,7 @@ static inline __attribute__((always_inline)) void md_score_mk(const float *q, in
     }
 #define MD_PFMA(i)                                                                                 \
     {                                                                                              \
-        const __m512 pb = _mm512_set1_ps(p[i * ps + j]);                                           \
+        const __m512 pb = _mm512_set1_ps(p[j * ps + i]);                                           \
         c##i##0 = _mm512_fmadd_ps(pb, v0, c##i##0);                                                \
         c##i##1 = _mm512_fmadd_ps(pb, v1, c##i##1);                                                \
     }
@@ -499,9 +512,9 @@ static inline __attribute__((always_inline)) void md_pv_mk(const float *p, int64
     MD_ROWS(MD_PSTORE)
 }
 
-#define MD_SCORE(RB, KB) md_score_mk(qr, dk, k + j * ks, ks, s + r * GB_ATTN_TILE + j, GB_ATTN_TILE, RB, KB)
+#define MD_SCORE(RB, KB) md_score_mk(qr, dk, k + j * ks, ks, s + j * sr + r, sr, RB, KB)
 #define MD_SCORE_RB(RB) { if (nt - j >= 2) MD_SCORE(RB, 2); else MD_SCORE(RB, 1); } break
-#define MD_PV(RB) md_pv_mk(s + r * GB_ATTN_TILE, GB_ATTN_TILE, nt, v, vs, o + r * dv, dv, c0, alpha + r, RB); break
+#define MD_PV(RB) md_pv_mk(s + r, sr, nt, v, vs, o + r * dv, dv, c0, alpha + r, RB); break
 
 static inline void md_pf_step(const char **p, const char *end, int64_t n) {
     for (int64_t i = 0; i < n && *p < end; i++, *p += 64) __builtin_prefetch(*p, 0, 2);
@@ -509,7 +522,7 @@ static inline void md_pf_step(const char **p, const char *end, int64_t n) {
 
 /* gb_attn_tile's contract (q scaled float32 [nr][dk], lim, m, l, o[nr][dv]) for f16 keys at
  * k + j*ks and values at v + j*vs; dk % 16 == 0, dv % 32 == 0, nt <= GB_ATTN_TILE; sbuf:
- * nr * (GB_ATTN_TILE + 1) floats. pf (may be NULL): pf_bytes to prefetch (the next tile), spread
+ * MLA_F16_SBUF(nr) floats, 64-byte aligned. pf (may be NULL): pf_bytes to prefetch (the next tile), spread
  * over the score micro-kernels (all at once, they stall the core on its few miss buffers). */
 static inline __attribute__((always_inline)) void md_tile(const float *q, int64_t nr, const int64_t dk, const uint16_t *k,
                                                           const int64_t ks, const uint16_t *v, const int64_t vs,
@@ -528,7 +541,8 @@ static inline __attribute__((always_inline)) void md_tile(const float *q, int64_
         l += r0;
         o += r0 * dv;
         if (lim) lim += r0;
-        float *s = sbuf, *alpha = sbuf + nr_all * GB_ATTN_TILE;
+        const int64_t sr = (nr_all + 15) / 16 * 16; /* s[j * sr + r]: key-major, rows padded to whole vectors */
+        float *s = sbuf, *alpha = sbuf + GB_ATTN_TILE * sr;
         const int64_t nb = (nr + 9) / 10, rb = (nr + nb - 1) / nb; /* equal row blocks of <= 10 */
         const int64_t pf_n = pfp ? (pf_bytes / 64 + nb * ((nt + 1) / 2)) / (nb * ((nt + 1) / 2)) : 0;
         for (int64_t r = 0; r < nr; r += rb) {
@@ -549,24 +563,34 @@ static inline __attribute__((always_inline)) void md_tile(const float *q, int64_
                 if (pfp) md_pf_step(&pfp, pfe, pf_n);
             }
         }
-        for (int64_t r = 0; r < nr; r++) { /* online softmax: s becomes p (0 past the row's lim) */
-            int64_t nv = lim ? lim[r] - t0 : nt;
-            if (nv > nt) nv = nt;
-            float *sr = s + r * GB_ATTN_TILE;
-            __m512 mx = _mm512_set1_ps(-INFINITY);
-            for (int64_t j = 0; j < nv; j += 16) mx = _mm512_max_ps(mx, _mm512_mask_loadu_ps(mx, md_tail(nv - j), sr + j));
-            const float mnew = fmaxf(m[r], _mm512_reduce_max_ps(mx));
-            alpha[r] = m[r] == -INFINITY ? 0.0f : expf(m[r] - mnew);
+        /* online softmax, 16 rows per vector (s key-major): s becomes p, 0 past each row's lim */
+        const __m512 ninf = _mm512_set1_ps(-INFINITY);
+        for (int64_t rb = 0; rb < nr; rb += 16) {
+            const __mmask16 rm = md_tail(nr - rb);
+            int32_t hi[16];
+            for (int i = 0; i < 16; i++) {
+                const int64_t h = rb + i >= nr ? 0 : lim ? lim[rb + i] - t0 : nt;
+                hi[i] = (int32_t)(h > nt ? nt : h);
+            }
+            const __m512i hv = _mm512_loadu_si512((const void *)hi);
+            __m512 mx = ninf;
+            for (int64_t j = 0; j < nt; j++)
+                mx = _mm512_mask_max_ps(mx, _mm512_cmpgt_epi32_mask(hv, _mm512_set1_epi32((int)j)), mx,
+                                        _mm512_loadu_ps(s + j * sr + rb));
+            const __m512 mold = _mm512_mask_loadu_ps(ninf, rm, m + rb), mnew = _mm512_max_ps(mold, mx);
+            /* alpha = e^(m_old - m_new), 0 where m_old = -inf (no key yet: o is 0) */
+            const __m512 al = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(mold, ninf, _CMP_NEQ_OQ), gb_exp512(_mm512_sub_ps(mold, mnew)));
             __m512 sum = _mm512_setzero_ps();
-            const __m512 mb = _mm512_set1_ps(mnew);
-            for (int64_t j = 0; j < nt; j += 16) {
-                const __mmask16 ok = j < nv ? md_tail(nv - j) : 0;
-                const __m512 pj = _mm512_maskz_mov_ps(ok, gb_exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(md_tail(nt - j), sr + j), mb)));
-                _mm512_mask_storeu_ps(sr + j, md_tail(nt - j), pj);
+            for (int64_t j = 0; j < nt; j++) {
+                float *sp = s + j * sr + rb;
+                const __m512 pj = _mm512_maskz_mov_ps(_mm512_cmpgt_epi32_mask(hv, _mm512_set1_epi32((int)j)),
+                                                      gb_exp512(_mm512_sub_ps(_mm512_loadu_ps(sp), mnew)));
+                _mm512_storeu_ps(sp, pj);
                 sum = _mm512_add_ps(sum, pj);
             }
-            l[r] = l[r] * alpha[r] + _mm512_reduce_add_ps(sum);
-            m[r] = mnew;
+            _mm512_mask_storeu_ps(l + rb, rm, _mm512_fmadd_ps(_mm512_maskz_loadu_ps(rm, l + rb), al, sum));
+            _mm512_mask_storeu_ps(m + rb, rm, mnew);
+            _mm512_storeu_ps(alpha + rb, al);
         }
         for (int64_t c0 = 0; c0 < dv; c0 += 32)
             for (int64_t r = 0; r < nr; r += rb) {
@@ -696,7 +720,9 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
 #pragma omp parallel num_threads(nw < nth ? (int)nw : nth) if (nr * L * (Dq + R) >= GB_ATTN_PAR_MIN)
     {
         /* scores, alpha and (bf16) the packed p pairs */
-        float *sbuf = (float *)gb_ws_aligned_alloc(64, (size_t)((lanes ? GB_ATTN_LANES : rblk) * (GB_ATTN_TILE + 1 + GB_ATTN_TILE / 2)) * sizeof(float));
+        int64_t sfl = (lanes ? GB_ATTN_LANES : rblk) * (GB_ATTN_TILE + 1 + GB_ATTN_TILE / 2);
+        if (f16t && sfl < MLA_F16_SBUF(rblk)) sfl = MLA_F16_SBUF(rblk);
+        float *sbuf = (float *)gb_ws_aligned_alloc(64, (size_t)sfl * sizeof(float));
         float *kbuf = bf16 || f16t ? NULL : (float *)gb_ws_malloc((size_t)(GB_ATTN_TILE * Dq) * sizeof(float));
         float *qT = lanes ? (float *)gb_ws_malloc((size_t)(GB_MLA_LANES_BLOCK * Dq) * sizeof(float)) : NULL;
         int ok = sbuf && (bf16 || f16t || kbuf) && (!lanes || qT);
