@@ -27,8 +27,11 @@
  * in-process runs: 128 rows 127-137, 256 rows 142-144 GFLOP per CPU second (GQA stays at 128). */
 #define GB_MLA_LANES_BLOCK 256
 /* Query rows (T x H) up to which an f16 cache runs the f16 decode tile (mla_tile_f16) rather than
- * the rows-in-lanes prefill tile: T = 1 and small T (speculative decoding's few tokens). */
-#define GB_MLA_F16_ROWS 64
+ * the rows-in-lanes prefill tile: T = 1 and small T (speculative decoding's few tokens). GLM-4.7-Flash
+ * shape, 1 thread, f16, shared machine, GFLOP/s of the part that grows with depth (lanes -> f16
+ * tile): T = 2 (40 rows) 4K 120 -> 117, 16K 123 -> 137; T = 3 (60 rows) 4K 166 -> 169, 16K 177 ->
+ * 173: past 40 rows the lanes tile fills its vectors and is as fast. */
+#define GB_MLA_F16_ROWS 40
 /* floats of its score/alpha buffer for nr rows: key-major scores, rows padded to whole vectors */
 #define MLA_F16_SBUF(nr) (((nr) + 15) / 16 * 16 * (GB_ATTN_TILE + 1))
 
@@ -660,9 +663,9 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
     /* bf16 cache: the bf16 dot-product tile (gb_attn_tile_bf16) reads the rows as stored */
     const int bf16 = c->fmt == GB_BF16 && R % 32 == 0 && gb_attn_bf16_ok();
     /* else, prefill: the rows-in-lanes tile on blocks of up to GB_ATTN_LANES rows */
-    /* f16 cache, decode and small T: the f16 tile (mla_tile_f16), rows widened in registers */
+    /* f16 cache, decode (any head count) and small T: the f16 tile (mla_tile_f16), rows widened in registers */
     const int f16t = MLA_HAVE_F16_TILE && !bf16 && c->fmt == GB_F16 && gb_mla_f16_tile_ok() && Dq % 16 == 0 && R % 32 == 0 &&
-                     nr <= GB_MLA_F16_ROWS;
+                     (T == 1 || nr <= GB_MLA_F16_ROWS);
     const int lanes = GB_ATTN_HAVE_LANES && !bf16 && !f16t && T > 1 && nr >= 16;
     if (lanes) { /* work items of up to GB_MLA_LANES_BLOCK rows: each tile decoded once for all of them */
         rblk = split_cache ? GB_MLA_LANES_BLOCK : (nr + nth - 1) / nth;
