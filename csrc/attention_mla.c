@@ -416,13 +416,16 @@ done:
  * next tile prefetched meanwhile):
  *   scores  (10 rows x 2 keys) register blocks: per 16 dims 2 widened key vectors and 10 query
  *           loads feed 20 FMAs (the query rows, 10 x 576 floats = 23 KB, stay in L1 across the
- *           tile's keys); one horizontal reduction per 4 dot products of dk.
+ *           tile's keys); one horizontal reduction per 4 dot products of dk, stored key-major
+ *           (s[key][row]) so 4 rows of a key are one 4-float store.
+ *   softmax online, float32, 16 rows per vector over the key-major scores (masked to each row's lim).
  *   p*V     (10 rows x 32 columns) blocks: per key 2 widened value vectors and 10 broadcast p's
  *           feed 20 FMAs; o is read and written once per tile and block.
- * The online softmax between them is gb_attn_tile's (float32, masked to each row's lim). Measured
- * (1 thread, the micro-kernels on L2-resident rows, shared machine): 93% of the f32 FMA peak;
- * whole calls: bench/results/attention_decode_2026-12-02b.md. Switched off by gb_mla_set_f16_tile(0)
- * (tests, before/after timings): then the f16 rows go through gb_attn_rows + gb_attn_tile. */
+ * Measured (1 thread, shared machine, standalone C harness, GLM-4.7-Flash's 20 heads): the score and
+ * p*V micro-kernels alone on L2-resident rows 93% of the f32 FMA peak, the whole tile 83-88% there and
+ * ~80% with the rows streamed from DRAM; whole calls: bench/results/attention_decode_2026-12-02b.md.
+ * Switched off by gb_mla_set_f16_tile(0) (tests, before/after timings): then the f16 rows go through
+ * gb_attn_rows + gb_attn_tile. */
 static int f16_tile_on = 1;
 void gb_mla_set_f16_tile(int on) { f16_tile_on = on ? 1 : 0; }
 #if defined(__AVX512F__)
@@ -441,7 +444,7 @@ static inline __attribute__((always_inline)) __m128 md_reduce4(__m512 a, __m512 
     return _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0), x));
 }
 
-/* s[i * sld + t] = q_i . k_t for RB <= 10 rows x KB (1 or 2) f16 keys, dk a multiple of 16. The
+/* s[t * sld + i] = q_i . k_t for RB <= 10 rows x KB (1 or 2) f16 keys, dk a multiple of 16. The
  * accumulators are named variables (arrays of vectors get spilled); the asm barrier keeps each query
  * vector one load for both keys (gcc would fold it into both FMAs). */
 #define MD_RT(i, X) if (RB > i) { X(i) }
@@ -568,32 +571,32 @@ static inline __attribute__((always_inline)) void md_tile(const float *q, int64_
         }
         /* online softmax, 16 rows per vector (s key-major): s becomes p, 0 past each row's lim */
         const __m512 ninf = _mm512_set1_ps(-INFINITY);
-        for (int64_t rb = 0; rb < nr; rb += 16) {
-            const __mmask16 rm = md_tail(nr - rb);
+        for (int64_t z0 = 0; z0 < nr; z0 += 16) {
+            const __mmask16 rm = md_tail(nr - z0);
             int32_t hi[16];
             for (int i = 0; i < 16; i++) {
-                const int64_t h = rb + i >= nr ? 0 : lim ? lim[rb + i] - t0 : nt;
+                const int64_t h = z0 + i >= nr ? 0 : lim ? lim[z0 + i] - t0 : nt;
                 hi[i] = (int32_t)(h > nt ? nt : h);
             }
             const __m512i hv = _mm512_loadu_si512((const void *)hi);
             __m512 mx = ninf;
             for (int64_t j = 0; j < nt; j++)
                 mx = _mm512_mask_max_ps(mx, _mm512_cmpgt_epi32_mask(hv, _mm512_set1_epi32((int)j)), mx,
-                                        _mm512_loadu_ps(s + j * sr + rb));
-            const __m512 mold = _mm512_mask_loadu_ps(ninf, rm, m + rb), mnew = _mm512_max_ps(mold, mx);
+                                        _mm512_loadu_ps(s + j * sr + z0));
+            const __m512 mold = _mm512_mask_loadu_ps(ninf, rm, m + z0), mnew = _mm512_max_ps(mold, mx);
             /* alpha = e^(m_old - m_new), 0 where m_old = -inf (no key yet: o is 0) */
             const __m512 al = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(mold, ninf, _CMP_NEQ_OQ), gb_exp512(_mm512_sub_ps(mold, mnew)));
             __m512 sum = _mm512_setzero_ps();
             for (int64_t j = 0; j < nt; j++) {
-                float *sp = s + j * sr + rb;
+                float *sp = s + j * sr + z0;
                 const __m512 pj = _mm512_maskz_mov_ps(_mm512_cmpgt_epi32_mask(hv, _mm512_set1_epi32((int)j)),
                                                       gb_exp512(_mm512_sub_ps(_mm512_loadu_ps(sp), mnew)));
                 _mm512_storeu_ps(sp, pj);
                 sum = _mm512_add_ps(sum, pj);
             }
-            _mm512_mask_storeu_ps(l + rb, rm, _mm512_fmadd_ps(_mm512_maskz_loadu_ps(rm, l + rb), al, sum));
-            _mm512_mask_storeu_ps(m + rb, rm, mnew);
-            _mm512_storeu_ps(alpha + rb, al);
+            _mm512_mask_storeu_ps(l + z0, rm, _mm512_fmadd_ps(_mm512_maskz_loadu_ps(rm, l + z0), al, sum));
+            _mm512_mask_storeu_ps(m + z0, rm, mnew);
+            _mm512_storeu_ps(alpha + z0, al);
         }
         for (int64_t c0 = 0; c0 < dv; c0 += 32)
             for (int64_t r = 0; r < nr; r += rb) {
