@@ -1034,9 +1034,7 @@ int gb_gqa_attention_ex(const gb_kvcache *c, int64_t layer, const float *q, int6
     const int64_t nw = Hkv * nrb * S;
     float *pm = (float *)gb_ws_malloc((size_t)(S * Hkv * nr) * sizeof(float));
     float *pl = (float *)gb_ws_malloc((size_t)(S * Hkv * nr) * sizeof(float));
-    /* o and (below) the scaled queries 64-byte aligned: vector loads of them never straddle cache
-     * lines (the MLA f16 tile: a 16-byte offset of q cost ~10%; the G=8 kernel: no change measured) */
-    float *po = (float *)gb_ws_aligned_alloc(64, (size_t)(S * Hkv * nr * Dv) * sizeof(float));
+    float *po = (float *)gb_ws_malloc((size_t)(S * Hkv * nr * Dv) * sizeof(float));
     int64_t *lim = (int64_t *)gb_ws_malloc((size_t)nr * sizeof(int64_t));
     int64_t *lo = (int64_t *)gb_ws_malloc((size_t)nr * sizeof(int64_t));
     int failed = 0;
@@ -1057,7 +1055,7 @@ int gb_gqa_attention_ex(const gb_kvcache *c, int64_t layer, const float *q, int6
     (void)fast_g8;
 #pragma omp parallel num_threads(nw < nth ? (int)nw : nth) if (T * Hq * span * (Dh + Dv) >= GB_ATTN_PAR_MIN)
     {
-        float *qs = (float *)gb_ws_aligned_alloc(64, (size_t)(rblk * Dh) * sizeof(float));
+        float *qs = (float *)gb_ws_malloc((size_t)(rblk * Dh) * sizeof(float));
         float *sbuf = (float *)gb_ws_malloc((size_t)((lanes ? GB_ATTN_LANES : rblk) * (GB_ATTN_TILE + 1)) * sizeof(float));
         float *kbuf = (float *)gb_ws_malloc((size_t)(GB_ATTN_TILE * Dh) * sizeof(float));
         float *vbuf = (float *)gb_ws_malloc((size_t)(GB_ATTN_TILE * Dv) * sizeof(float));

@@ -679,12 +679,15 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
     if (S < 1) S = 1;
     const int64_t nrb = (nr + rblk - 1) / rblk, nw = nrb * S;
     uint16_t *qb = bf16 ? (uint16_t *)gb_ws_malloc((size_t)(nr * Dq) * sizeof(uint16_t)) : NULL;
-    /* q and o 64-byte aligned: the tiles' vector loads of them then never straddle cache lines (the
-     * f16 tile, 1 thread at 16K, q 16 bytes off: ~10% slower) */
-    float *qa = (float *)gb_ws_aligned_alloc(64, (size_t)(nr * Dq) * sizeof(float));
+    /* the f16 tile's q and o 64-byte aligned: its vector loads of them then never straddle cache
+     * lines (1 thread at 16K, q 16 bytes off: ~10% slower). Only there: aligned blocks are not kept
+     * by the workspace, and prefill's are megabytes (gb_ws_malloc keeps those for the next call). */
+    float *qa = (float *)(f16t ? gb_ws_aligned_alloc(64, (size_t)(nr * Dq) * sizeof(float))
+                               : gb_ws_malloc((size_t)(nr * Dq) * sizeof(float)));
     float *pm = (float *)gb_ws_malloc((size_t)(S * nr) * sizeof(float));
     float *pl = (float *)gb_ws_malloc((size_t)(S * nr) * sizeof(float));
-    float *po = (float *)gb_ws_aligned_alloc(64, (size_t)(S * nr * R) * sizeof(float));
+    float *po = (float *)(f16t ? gb_ws_aligned_alloc(64, (size_t)(S * nr * R) * sizeof(float))
+                               : gb_ws_malloc((size_t)(S * nr * R) * sizeof(float)));
     float *olat = (float *)gb_ws_malloc((size_t)(nr * R) * sizeof(float));
     int64_t *lim = (int64_t *)gb_ws_malloc((size_t)nr * sizeof(int64_t));
     int failed = 0;
