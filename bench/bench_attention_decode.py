@@ -171,9 +171,12 @@ def main():
             if on is None:
                 r = fn(d, a.kv, a.reps, rng)
             else:
+                was = _core._mla_f16_tile()
                 _core._mla_set_f16_tile(on)
-                r = fn(d, a.kv, a.reps, rng, a.T)
-                _core._mla_set_f16_tile(True)
+                try:
+                    r = fn(d, a.kv, a.reps, rng, a.T)
+                finally:
+                    _core._mla_set_f16_tile(was)
             med, cpu = MED[-2], CPU[-2]   # the C call at depth d (the last entry is the NumPy twin)
             t = r["att_ms"] / 1e3
             gbs, gfl = r["bytes"] / t / 1e9, 2 * r["mac"] / t / 1e9
