@@ -16,10 +16,15 @@ absorbed/"flash" strategy), f16 cache (Model's default) or bf16. Prints, per cas
   err     max |C - NumPy| / max |NumPy| of the outputs
 MLA: mla_attention includes folding kv_b (f16 here) into the query and the output (~4.6M MAC,
 the same at every depth); the "att" column is the time minus the same call at depth 64, i.e. the
-part that grows with the cache, and GB/s / GFLOP/s are computed on it.
+part that grows with the cache, and GB/s / GFLOP/s are computed on it (kv_b read from DRAM in both:
+the calls go round copies of it totalling >= 4x the L3).
 
     PYTHONPATH=$PWD python bench/bench_attention_decode.py [--depths 4096 16384 32768] [--kv f16]
-        [--only gqa|mla] [--reps 15] [--threads N]
+        [--only gqa|mla] [--reps 15] [--threads N] [--mla-tile on|off|both] [--T 1]
+
+--mla-tile both: each MLA row twice in the same run, "mla-" with the f16 decode tile off (the f16 rows
+widened into a float32 tile first: the path before it) and "mla" with it on (the default). --T: query
+tokens per call (1 = decode; a few = speculative decoding), MLA only.
 """
 import argparse
 import os
@@ -91,19 +96,24 @@ def gqa(d, kv, reps, rng):
     return dict(ms=ms, att_ms=ms, bytes=bytes_, mac=Hq * L * 2 * Dh, np_ms=np_ms, err=err, layers=nl)
 
 
-def mla(d, kv, reps, rng):
+def mla(d, kv, reps, rng, T=1):
     m = MLA
     H, Dn, Dr, Dv, R = m["H"], m["Dn"], m["Dr"], m["Dv"], m["R"]
     kvb = (rng.standard_normal((H * (Dn + Dv), R), dtype=np.float32) * 0.05).astype(np.float16)
-    qn = rng.standard_normal((1, H, Dn), dtype=np.float32)
-    qr = rng.standard_normal((1, H, Dr), dtype=np.float32)
+    qn = rng.standard_normal((T, H, Dn), dtype=np.float32)
+    qr = rng.standard_normal((T, H, Dr), dtype=np.float32)
+    # kv_b (9 MB at f16) from DRAM in every call, as in a model step: copies totalling >= 4x the L3,
+    # layer l using copy l mod their number. With one copy, the depth-64 base ran with kv_b warm in
+    # the L3 while the deep calls' stream evicted it, and "att" counted kv_b's DRAM reads.
+    kvbs = [kvb] + [kvb.copy() for _ in range(n_layers_for(kvb.nbytes) - 1)]
 
     def timed_at(depth):
         L = depth + 1
         nl = n_layers_for(L * (R + Dr) * 2)
         c = KVCache.mla(nl, L, R, Dr, kv=kv)
         c.fill_synthetic(L, seed=2)
-        ms = med_time(lambda l: mla_attention(qn, qr, c, l, kvb, v_head_dim=Dv, strategy="flash"), nl, reps)
+        ms = med_time(lambda l: mla_attention(qn, qr, c, l, kvbs[l % len(kvbs)], v_head_dim=Dv, strategy="flash"),
+                      nl, reps)
         return c, ms, nl
 
     _, base_ms, _ = timed_at(64)
@@ -113,18 +123,20 @@ def mla(d, kv, reps, rng):
     W = kvb.astype(np.float32).reshape(H, Dn + Dv, R)
     scale = np.float32((Dn + Dr) ** -0.5)
 
+    causal = np.where(np.arange(L)[None, :] > (L - T + np.arange(T))[:, None], -np.inf, 0.0).astype(np.float32)
+
     def np_run():
-        ql = np.einsum("hn,hnr->hr", qn[0], W[:, :Dn]) * scale                 # absorbed query
-        s = ql @ lat.T + (qr[0] * scale) @ rope.T                              # [H, L]
-        ol = np_softmax(s) @ lat                                               # [H, R]
-        return np.einsum("hr,hvr->hv", ol, W[:, Dn:])[None]
+        ql = np.einsum("thn,hnr->thr", qn, W[:, :Dn]) * scale                  # absorbed query
+        s = ql @ lat.T + (qr * scale) @ rope.T + causal[:, None, :]            # [T, H, L]
+        ol = np_softmax(s) @ lat                                               # [T, H, R]
+        return np.einsum("thr,hvr->thv", ol, W[:, Dn:])
 
     ref = np_run()
     np_ms = med_time(lambda l: np_run(), 1, max(3, reps // 3))
     err = float(np.abs(mla_attention(qn, qr, c, 0, kvb, v_head_dim=Dv, strategy="flash") - ref).max()
                 / np.abs(ref).max())
     del c
-    return dict(ms=ms, att_ms=ms - base_ms, bytes=L * (R + Dr) * 2, mac=H * L * (R + Dr + R), np_ms=np_ms,
+    return dict(ms=ms, att_ms=ms - base_ms, bytes=L * (R + Dr) * 2, mac=T * H * L * (R + Dr + R), np_ms=np_ms,
                 err=err, layers=nl)
 
 
@@ -135,7 +147,11 @@ def main():
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--only", choices=["mla", "gqa"], default=None)
     ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--mla-tile", choices=["on", "off", "both"], default="on")
+    ap.add_argument("--T", type=int, default=1)
     a = ap.parse_args()
+    from glmbench.core import _core
+    tiles = {"on": [True], "off": [False], "both": [False, True]}[a.mla_tile]
     if a.threads:
         glmbench.set_num_threads(a.threads)
     rng = np.random.default_rng(0)
@@ -146,12 +162,21 @@ def main():
     print(f"{'case':4s} {'depth':>6s} {'layers':>6s} {'ms':>7s} {'med ms':>7s} {'cpu ms':>7s} {'att ms':>7s} {'GB/s':>6s} {'%bw':>5s} "
           f"{'GFLOP/s':>8s} {'%peak':>6s} {'numpy ms':>9s} {'xNumPy':>7s} {'err':>8s}")
     for d in a.depths:
-        for name, fn in (("gqa", gqa), ("mla", mla)):
-            if a.only not in (None, name):
+        runs = [("gqa", gqa, None)] + [("mla" if on else "mla-", mla, on) for on in tiles]
+        for name, fn, on in runs:
+            if a.only not in (None, name.rstrip("-")):
                 continue
             MED.clear()
             CPU.clear()
-            r = fn(d, a.kv, a.reps, rng)
+            if on is None:
+                r = fn(d, a.kv, a.reps, rng)
+            else:
+                was = _core._mla_f16_tile()
+                _core._mla_set_f16_tile(on)
+                try:
+                    r = fn(d, a.kv, a.reps, rng, a.T)
+                finally:
+                    _core._mla_set_f16_tile(was)
             med, cpu = MED[-2], CPU[-2]   # the C call at depth d (the last entry is the NumPy twin)
             t = r["att_ms"] / 1e3
             gbs, gfl = r["bytes"] / t / 1e9, 2 * r["mac"] / t / 1e9

@@ -140,6 +140,56 @@ def test_bf16_tile_against_reference(rng, H, Dn, Dr, Dv, R, P, T, bs):
     assert d <= tol and (d > 1e-6 or P + T == 1), d
 
 
+# The f16 decode tile (f16 caches, AVX-512; T = 1, or T x H <= 40 query rows): the rows widened in registers,
+# float32 arithmetic throughout, so the same bound as the float32 tile (ATOL) holds.
+F16_SHAPES = [  # H, Dn, Dr, Dv, R, P, T, block_size
+    (20, 192, 64, 256, 512, 4000, 1, 64),   # GLM-4.7-Flash decode: 4001 keys, an odd last tile (the 576/512 build)
+    (20, 192, 64, 256, 512, 1001, 2, 16),   # GLM, T = 2: 40 causal rows in 4 blocks of 10, 16-token blocks
+    (16, 128, 64, 128, 512, 333, 2, 64),    # DeepSeek-V2-Lite: 32 rows in 4 blocks of 8
+    (7, 16, 16, 32, 64, 50, 3, 16),         # 21 rows in blocks of 7; R + Dr = 80 (the generic sizes)
+    (1, 8, 16, 8, 32, 0, 1, 16),            # one head, one key (a key pair with no partner)
+    (67, 8, 16, 8, 32, 90, 1, 16),          # decode with 67 heads: 64-row work items + a 3-row one
+    (13, 16, 16, 16, 96, 40, 4, 32),        # 52 rows: past the f16 tile's limit (40), the prefill tile
+]
+
+
+@pytest.mark.parametrize("H,Dn,Dr,Dv,R,P,T,bs", F16_SHAPES)
+def test_f16_tile_against_reference(rng, H, Dn, Dr, Dv, R, P, T, bs):
+    from glmbench.core import _core
+    if not _core._mla_f16_tile():
+        pytest.skip("the MLA f16 decode tile is not compiled in (no AVX-512 at build time)")
+    c, qn, qr, w = _case(rng, H, Dn, Dr, Dv, R, P, T, fmt="f16", bs=bs)
+    lat, kr = c.read(1)
+    r = ref.mla_attention(qn, qr, lat, kr, w, Dv)
+    assert np.abs(r).max() > 0.1   # outputs of the size ATOL is relative to
+    n0 = glmbench.get_num_threads()
+    try:
+        for n in (1, 2):
+            glmbench.set_num_threads(n)
+            for s, splits in (("absorbed", None), ("flash", None), ("flash", 3), ("flash", 1000)):
+                y = mla_attention(qn, qr, c, 1, w, v_head_dim=Dv, strategy=s, n_splits=splits)
+                np.testing.assert_allclose(y, r, rtol=0, atol=ATOL, err_msg=f"{n} threads, {s}, {splits} splits")
+                _core._mla_set_f16_tile(False)
+                try:
+                    y0 = mla_attention(qn, qr, c, 1, w, v_head_dim=Dv, strategy=s, n_splits=splits)
+                finally:
+                    _core._mla_set_f16_tile(True)
+                np.testing.assert_allclose(y, y0, rtol=0, atol=ATOL, err_msg=f"tile on/off, {n} threads, {s}")
+    finally:
+        glmbench.set_num_threads(n0)
+
+
+def test_f16_tile_switch():
+    from glmbench.core import _core
+    was = _core._mla_f16_tile()
+    _core._mla_set_f16_tile(False)
+    try:
+        assert _core._mla_f16_tile() is False
+    finally:
+        _core._mla_set_f16_tile(was)
+    assert _core._mla_f16_tile() is was
+
+
 @pytest.mark.parametrize("splits", [1, 2, 5, 1000])
 def test_flash_splits(rng, splits):
     c, qn, qr, w = _case(rng, 8, 16, 16, 16, 64, 400, 5, bs=64)
