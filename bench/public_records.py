@@ -257,8 +257,8 @@ def _vllm(src_dir, meta=VLLM, sid="qwen3-30b-a3b-bf16_h100_vllm", recs=None):
             raise SystemExit(f"{where}: not a vLLM serving block with a mean TPOT and a maximum concurrency")
         B, tpot = int(r["max_concurrency"]), float(r["tpot_s"])
         out.append({"evidence": "measured", "public_source": sid, "runtime": "vllm",
-                    "runtime_options": {}, "model": r["model"], "device": r["device"], "hardware": r["hardware"],
-                    "n_cards": r["n_cards"], "split": r["split"], "weights": r["weights"], "type_k": r["weights"],
+                    "runtime_options": {}, "model": r.get("model"), "device": r.get("device"), "hardware": r.get("hardware"),
+                    "n_cards": r.get("n_cards"), "split": r.get("split"), "weights": r.get("weights"), "type_k": r.get("weights"),
                     "tool": r["tool"], "test": "tg", "n_prompt": 0, "n_gen": r["n_gen"], "n_depth": r["n_prompt"],
                     "n_streams": B, "avg_ts": round(B / tpot, 2),
                     "source": meta["url"], "date": meta["date"], "command": meta["command"],
