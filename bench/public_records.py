@@ -273,7 +273,7 @@ def _vllm(src_dir, meta=VLLM, sid="qwen3-30b-a3b-bf16_h100_vllm", recs=None):
 PASTED = (".md", ".log", ".json", ".jsonl", ".csv")
 # sidecar key (lower case) -> the attribution field it gives; the first key present wins
 SIDECAR_KEYS = {"url": ("url", "source_url", "source", "link"), "date": ("date",),
-                "command": ("command", "cmd", "client", "server"), "runtime": ("runtime", "engine", "backend"),
+                "command": ("command", "cmd", "server", "client"), "runtime": ("runtime", "engine", "backend"),
                 "gpu": ("gpu", "hardware", "card", "device"), "model": ("model",), "note": ("notes", "note")}
 _KV_TYPES = ("f16", "bf16", "f32", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl")
 
@@ -322,6 +322,11 @@ def sidecar_runtime(text: str | None) -> str | None:
 def _text_options(text: str) -> dict:
     """Options stated in a sidecar's prose ("n_ubatch 512", "fa off", "-mla 3", "f16 KV"); an
     option the prose gives two values of (one per table, say) is not taken from it."""
+    return {k: v.pop() for k, v in _text_values(text).items() if len(v) == 1}
+
+
+def _text_values(text: str) -> dict:
+    """{option: the set of values `text` gives it}."""
     t = text or ""
     found = {"n_ubatch": {int(m.group(1)) for m in re.finditer(r"\b(?:n_ubatch|ubatch|u-batch)\s*[=:]?\s*(\d+)", t, re.I)}
              | {int(m.group(1)) for m in re.finditer(r"(?:^|\s)(?:-ub|--ubatch-size)[\s=]+(\d+)", t)},
@@ -329,8 +334,9 @@ def _text_options(text: str) -> dict:
                  r"(?:^|[\s,;(])(?:-fa|fa|flash[_ ]attn|flash attention)\s*[=:]?\s*(on|off|0|1|true|false)\b", t, re.I)}
              | {1 for _ in re.finditer(r"(?:^|[\s,;(])-fa\b(?!\s*[=:]?\s*(?:on|off|0|1|true|false)\b)", t)},
              "mla": {m.group(1) for m in re.finditer(r"(?:^|[\s,;(])-?mla\s*[=:]?\s*(\d)\b", t, re.I)},
-             "type_k": {m.group(1).lower() for m in re.finditer(r"\b(" + "|".join(_KV_TYPES) + r")\s+KV\b", t, re.I)}}
-    return {k: v.pop() for k, v in found.items() if len(v) == 1}
+             "type_k": {m.group(1).lower() for m in re.finditer(r"\b(" + "|".join(_KV_TYPES) + r")\s+KV\b", t, re.I)}
+             | {m.group(1).lower() for m in re.finditer(r"(?:^|\s)(?:-ctk|--cache-type-k)[\s=]+(\w+)", t)}}
+    return found
 
 
 def _command_options(cmd: str | None) -> dict:
@@ -339,12 +345,13 @@ def _command_options(cmd: str | None) -> dict:
     if not cmd:
         return {}
     a = importers._command_args(cmd, {})
+    several = {k for k, v in _text_values(cmd).items() if len(v) > 1}    # "table 1 -mla 2, table 2 -mla 3"
     out = {}
-    if a.get("flash_attn") is not None:
+    if a.get("flash_attn") is not None and "flash_attn" not in several:
         out["flash_attn"] = int(a["flash_attn"])
     for k, f in (("n_ubatch", int), ("mla", str), ("type_k", str)):
         v = a.get(k)
-        if v is None or "," in str(v):
+        if v is None or "," in str(v) or k in several:
             continue
         try:
             out[k] = f(v)
@@ -418,8 +425,9 @@ def generic_records(path) -> tuple[str, list]:
     if not os.path.isfile(side_path):
         raise Skip(f"no sidecar {os.path.basename(side_path)} (URL, date, command, runtime, GPU, model)")
     side = read_sidecar(side_path)
-    try:
-        recs = importers.read(path)
+    named = importers.names_in(_side(side, "model"))
+    try:        # the sidecar's model where the paste does not tell (or tells only the architecture)
+        recs = importers.read(path, default_model=named[0] if len(named) == 1 else None)
     except importers.FormatError as e:
         raise Skip(str(e)) from None
     sid = source_id(path)
