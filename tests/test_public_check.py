@@ -205,3 +205,35 @@ def test_check_reports_per_source_mape(tmp_path):
     shipped, _ = bpf.check_points(os.path.join(ROOT, "glmbench", "data", "public", "llama3-8b-f16_rtx3090.json"))
     lines = bpf.check_report("x", bpf.check(shipped, {"llama.cpp": bpf.cm.load_runtime("llama.cpp")}), [], "as shipped")
     assert any(ln.startswith("**Not an unseen set:** 8 of these 8 points") for ln in lines)
+
+
+def test_check_with_fit_uses_this_runs_profiles(tmp_path, monkeypatch):
+    """--with-fit: the check is a section of public_fit_<date>.md, predicted by the run's fitted
+    profiles (the fit itself, minutes long, replaced here by the shipped profiles it would write)."""
+    import types
+    src, recs, res = tmp_path / "src", tmp_path / "recs", tmp_path / "res"
+    src.mkdir()
+    _put(str(src), IK, "carol-dsv2lite.md", "URL: https://example.org/carol\nengine: ik_llama.cpp\n")
+    pr.main([str(src), "--out", str(recs)])
+    used = {}
+
+    def fake_run(write_profiles, out_dir):
+        assert not write_profiles
+        return [], {rt: {"fit": types.SimpleNamespace(profile=bpf.cm.load_runtime(rt))} for rt in bpf.RUNTIMES}, 0.0
+
+    real_check = bpf.check
+
+    def spy_check(pts, profiles):
+        used.update(profiles)
+        return real_check(pts, profiles)
+
+    monkeypatch.setattr(bpf, "run", fake_run)
+    monkeypatch.setattr(bpf, "report", lambda *a: "# fit report\n")
+    monkeypatch.setattr(bpf, "check", spy_check)
+    bpf.main(["--check", str(recs), "--with-fit", "--out", str(res)])
+    (path,) = glob.glob(str(res / "public_fit_*.md"))
+    text = open(path).read()
+    assert text.startswith("# fit report") and f"## Check: {recs} (never fitted)" in text
+    assert "as fitted by this run" in text and "| ik_llama.cpp | carol-dsv2lite |" in text
+    assert set(used) == set(bpf.RUNTIMES)
+    assert not glob.glob(str(res / "public_check_*.md"))
