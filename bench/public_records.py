@@ -21,7 +21,8 @@ Any other pasted file of DIR (not in SOURCES; every `<name>.md|.log|.json|.jsonl
 README) is read the generic way (`generic_records`): the importer's numbers and what the paste
 states; the attribution from its sidecar `<name>.txt` ("key: value" lines, keys in any case:
 URL / source_url, date, command / Command / Client, runtime / Runtime / engine, GPU / hardware,
-model, notes); the runtime model from the import's tool and backend, which must agree with the
+model, notes; `options:` name=value for what no paste states, e.g. era=2024-cublas or coopmat=khr);
+the runtime model from the import's tool and backend, which must agree with the
 sidecar's runtime text (ik_llama.cpp, Vulkan, vLLM, llama.cpp) where it names one; the runtime
 options (fa, ubatch, mla) and KV type from the paste first, else the sidecar's command flags
 (-fa / --flash-attn, -ub / --ubatch-size, -mla, -ctk / --cache-type-k), else its runtime / notes
@@ -339,6 +340,21 @@ def _text_values(text: str) -> dict:
     return found
 
 
+def _sidecar_options(side: dict, side_path) -> dict:
+    """The runtime options a sidecar's `options:` line gives ("era=2024-cublas, coopmat=khr"):
+    what no paste states (a build's era, Vulkan's coopmat path)."""
+    text = side.get("options") or side.get("runtime_options") or ""
+    out = {}
+    for part in re.split(r"[,;\s]+", text.strip()):
+        if not part:
+            continue
+        m = re.fullmatch(r"([a-z_]+)=([\w.-]+)", part)
+        if not m:
+            raise SystemExit(f"{os.path.basename(side_path)}: options: {part!r} is not name=value (e.g. era=2024-cublas)")
+        out[m.group(1)] = m.group(2)
+    return out
+
+
 def _command_options(cmd: str | None) -> dict:
     """fa / ubatch / mla / type_k a sidecar's command line gives (a llama-bench list such as
     `-fa 0,1` gives none: several runs)."""
@@ -455,6 +471,7 @@ def generic_records(path) -> tuple[str, list]:
                    "(bench/bench_public_batched.py covers them)")
     cmd_opts = _command_options(cmd)
     text_opts = _text_options(" ; ".join(x for x in (rt_text, cmd, note) if x))
+    side_opts = _sidecar_options(side, side_path)
     tables = _tables_of(recs)
     out = []
     for ti, rows in enumerate(tables):
@@ -500,6 +517,21 @@ def generic_records(path) -> tuple[str, list]:
                 rec["defaults"] = ["ubatch"]
             if mla is not None and rt == "ik_llama.cpp":
                 ropts["mla"] = str(mla)
+            for k, v in side_opts.items():          # the sidecar's `options:` line (era, coopmat, ...)
+                prof = cm.load_runtime(rt)
+                if k not in prof.options:
+                    raise SystemExit(f"{os.path.basename(side_path)}: option {k!r} is not one of the {rt} model's "
+                                     f"({', '.join(prof.options)})")
+                vals = prof.options[k].get("values")
+                if vals and v not in vals:
+                    raise SystemExit(f"{os.path.basename(side_path)}: option {k}={v}: the {rt} model takes {', '.join(vals)}")
+                if k in ropts and ropts[k] != v and k not in rec.get("defaults", []):
+                    raise SystemExit(f"{where}: the records say {k}={ropts[k]}, the sidecar's options {k}={v}")
+                ropts[k] = v
+                from_sidecar.append(f"runtime_options.{k}")
+                if k == "ubatch":
+                    rec["n_ubatch"] = int(v)
+                    rec.pop("defaults", None)
             rec["runtime_options"] = ropts
             if len(tables) > 1:
                 rec["table"] = ti + 1

@@ -46,7 +46,7 @@ def _unseen(d):
          "source_url: https://example.org/bob/post-7\ndate: 2025-07-01 16:12:50 UTC\n"
          "engine: mainline llama.cpp, Vulkan backend\n"
          "command: llama-bench -m C:\\models\\meta-llama-3.1-8b-instruct-q4_0.gguf -fa 1 -n 0 -p 1024 -r 1\n"
-         "hardware: 1x NVIDIA GeForce RTX 5090\n")
+         "hardware: 1x NVIDIA GeForce RTX 5090\noptions: coopmat=khr\n")
     _put(d, IK, "carol-dsv2lite.md",
          "Source_URL: https://example.org/carol (comment, 2025-07-13)\n"
          "ENGINE: ik_llama.cpp, CUDA backend\n"
@@ -87,6 +87,7 @@ def test_generic_path_reads_an_unseen_set(tmp_path, capsys):
     assert {x["runtime_options"]["fa"] for x in b} == {"1"}              # the paste's fa column
     assert {x["runtime_options"]["ubatch"] for x in b} == {"512"} and b[0]["defaults"] == ["ubatch"]
     assert b[0]["date"] == "2025-07-01" and b[0]["source"] == "https://example.org/bob/post-7"
+    assert {x["runtime_options"]["coopmat"] for x in b} == {"khr"} and "runtime_options.coopmat" in b[0]["from_sidecar"]
 
     c = _load(out, "carol-dsv2lite")
     assert {x["runtime"] for x in c} == {"ik_llama.cpp"}
@@ -129,6 +130,12 @@ def test_skips_and_conflicts_say_why(tmp_path, capsys):
     _put(str(bad), VK, "fa.md", "URL: https://example.org/y\ncommand: llama-bench -fa 0 -p 1024\n")
     with pytest.raises(SystemExit, match=r"^fa\.md:\d+: the paste says flash_attn 1, the sidecar's command says 0"):
         pr.generic_records(str(bad / "fa.md"))
+    _put(str(bad), VK, "opt.md", "URL: https://example.org/y\noptions: mla=3\n")
+    with pytest.raises(SystemExit, match=r"^opt\.txt: option 'mla' is not one of the llama.cpp-vulkan model's \(fa, ubatch, coopmat\)"):
+        pr.generic_records(str(bad / "opt.md"))
+    _put(str(bad), VK, "val.md", "URL: https://example.org/y\noptions: coopmat=xyz\n")
+    with pytest.raises(SystemExit, match=r"^val\.txt: option coopmat=xyz: the llama.cpp-vulkan model takes nv2, khr"):
+        pr.generic_records(str(bad / "val.md"))
     _put(str(bad), VK, "rt.md", "URL: https://example.org/y\nRuntime: ik_llama.cpp CUDA\n")
     with pytest.raises(SystemExit, match=r"^rt\.md:\d+: the import implies runtime 'llama.cpp-vulkan'.*sidecar's runtime "
                                          r"says 'ik_llama.cpp'"):
