@@ -322,12 +322,13 @@ def check_points(path) -> tuple[list, list]:
 
 
 def _seen(rt) -> set:
-    """(file:line, measured) of the points a shipped profile was fitted to (its calibration)."""
+    """(label, measured) of the points a shipped profile was fitted to (its calibration): a point
+    of the same model, test, depth and measured value is one of them, whatever its file is named."""
     try:
         cal = cm.load_runtime(rt).calibration or {}
     except (ValueError, OSError, AttributeError):
         return set()
-    return {(row[0], round(float(row[4]), 3)) for row in cal.get("points", [])}
+    return {(row[2], round(float(row[4]), 3)) for row in cal.get("points", [])}
 
 
 def check(pts, profiles: dict) -> dict:
@@ -374,10 +375,10 @@ def check_report(path, pairs: dict, notes: list, profiles_from: str) -> list[str
             models = ", ".join(sorted({p.setup.model.name for p, _ in sv}))
             L.append(f"| {rt} | {src} | {cards} | {models} | {len(sv)} | {_pct(jf.mape(sv, 'tg'))} | {_pct(jf.mape(sv, 'pp'))} | "
                      f"{sgn[0]} / {sgn[1]} |")
-    seen = [p for rt, v in pairs.items() for p, _ in v if (p.where, round(p.measured, 3)) in _seen(rt)]
+    seen = [p for rt, v in pairs.items() for p, _ in v if (p.label, round(p.measured, 3)) in _seen(rt)]
     if seen:
         srcs = sorted({p.source for p in seen})
-        L[2:2] = [f"**Not an unseen set:** {len(seen)} of these {n} points (same file:line and value) are points the "
+        L[2:2] = [f"**Not an unseen set:** {len(seen)} of these {n} points (same model, test, depth and measured value) are points the "
                   f"shipped profiles were fitted to ({len(srcs)} sources: {', '.join(srcs[:4])}{', ...' if len(srcs) > 4 else ''}); "
                   "their error is in-sample, not a check.", ""]
     if notes:

@@ -205,13 +205,19 @@ def test_check_reports_per_source_mape(tmp_path):
             cells = [bpf._pct(jf.mape(sv, "tg")), bpf._pct(jf.mape(sv, "pp"))]
             assert f"| {rt} | {sid} |" in text and f"| {len(sv)} | {cells[0]} | {cells[1]} |" in text
             assert all(q > 0 for _, q in sv)
-    assert "Not an unseen set" not in text        # renamed copies: the where (file:line) differs from the fit's
+    # renamed copies of shipped tables: still the points the shipped profiles were fitted to, and said so
+    assert "**Not an unseen set:** 119 of these 119 points" in text
     assert re.search(r"\| all \(pooled\) \| 119 \| \d+\.\d% \| \d+\.\d% \| 20\.0% / 30\.0% \|", text)
 
     # the shipped set itself is flagged as in-sample
     shipped, _ = bpf.check_points(os.path.join(ROOT, "glmbench", "data", "public", "llama3-8b-f16_rtx3090.json"))
     lines = bpf.check_report("x", bpf.check(shipped, {"llama.cpp": bpf.cm.load_runtime("llama.cpp")}), [], "as shipped")
     assert any(ln.startswith("**Not an unseen set:** 8 of these 8 points") for ln in lines)
+    # the same points with other values are not flagged
+    for p in shipped:
+        p.measured *= 1.5
+    lines = bpf.check_report("x", bpf.check(shipped, {"llama.cpp": bpf.cm.load_runtime("llama.cpp")}), [], "as shipped")
+    assert not any("Not an unseen set" in ln for ln in lines)
 
 
 def test_check_with_fit_uses_this_runs_profiles(tmp_path, monkeypatch):
