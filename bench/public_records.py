@@ -457,13 +457,20 @@ def generic_records(path) -> tuple[str, list]:
     meta = dict(file=name, url=url, date=_date_of(side), command=cmd or "not stated", note=note, runtime=rt_side)
     if any(_runtime_of(r) == "vllm" for r in recs):
         for r in recs:
+            if len(named) == 1 and r.get("model") not in (None, named[0]):
+                raise SystemExit(f"{name}:{str(r['source']).rsplit(':', 1)[1]}: the paste's model is {r['model']!r}, "
+                                 f"the sidecar's model line names {named[0]!r} ({_side(side, 'model')!r})")
             _fill_from_sidecar(r, side)
             if r.get("hardware") is None or r.get("model") is None or r.get("weights") is None:
                 raise Skip(f"{name}:{str(r['source']).rsplit(':', 1)[1]}: the card, model or weights are stated "
                            "neither in the paste nor in the sidecar")
         if rt_side not in (None, "vllm"):
             raise SystemExit(f"{name}: the import implies runtime 'vllm', the sidecar's runtime says {rt_side!r} ({rt_text!r})")
-        return sid, _vllm(None, meta, sid, recs)
+        meta["note"] = note or f"read by bench/public_records.py's generic path from {name} and its sidecar"
+        try:
+            return sid, _vllm(None, meta, sid, recs)
+        except SystemExit as e:         # a serving result without a mean TPOT or a concurrency: no decode point
+            raise Skip(str(e)) from None
     n_all = len(recs)
     recs = [r for r in recs if r.get("tool") != "llama-batched-bench" and int(r.get("n_streams") or 1) == 1]
     if not recs:
@@ -482,6 +489,9 @@ def generic_records(path) -> tuple[str, list]:
             if rt_side is not None and rt != rt_side:
                 raise SystemExit(f"{where}: the import implies runtime {rt!r} (tool {r.get('tool')!r}, backend "
                                  f"{r.get('backend')!r}), the sidecar's runtime says {rt_side!r} ({rt_text!r})")
+            if len(named) == 1 and r.get("model") not in (None, named[0]):
+                raise SystemExit(f"{where}: the paste's model is {r['model']!r}, the sidecar's model line names "
+                                 f"{named[0]!r} ({_side(side, 'model')!r})")
             filled = _fill_from_sidecar(r, side)
             missing = [k for k in ("hardware", "model", "weights") if r.get(k) is None]
             if missing:

@@ -136,6 +136,10 @@ def test_skips_and_conflicts_say_why(tmp_path, capsys):
     _put(str(bad), VK, "val.md", "URL: https://example.org/y\noptions: coopmat=xyz\n")
     with pytest.raises(SystemExit, match=r"^val\.txt: option coopmat=xyz: the llama.cpp-vulkan model takes nv2, khr"):
         pr.generic_records(str(bad / "val.md"))
+    _put(str(bad), VK, "model.md", "URL: https://example.org/y\nmodel: Llama 3 8B\n")
+    with pytest.raises(SystemExit, match=r"^model\.md:\d+: the paste's model is 'llama-3.1-8b', the sidecar's model line "
+                                         r"names 'llama-3-8b'"):
+        pr.generic_records(str(bad / "model.md"))
     _put(str(bad), VK, "rt.md", "URL: https://example.org/y\nRuntime: ik_llama.cpp CUDA\n")
     with pytest.raises(SystemExit, match=r"^rt\.md:\d+: the import implies runtime 'llama.cpp-vulkan'.*sidecar's runtime "
                                          r"says 'ik_llama.cpp'"):
