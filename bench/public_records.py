@@ -23,7 +23,8 @@ states; the attribution from its sidecar `<name>.txt` ("key: value" lines, keys 
 URL / source_url, date, command / Command / Client, runtime / Runtime / engine, GPU / hardware,
 model, notes; `options:` name=value for what no paste states, e.g. era=2024-cublas or coopmat=khr);
 the runtime model from the import's tool and backend, which must agree with the
-sidecar's runtime text (ik_llama.cpp, Vulkan, vLLM, llama.cpp) where it names one; the runtime
+sidecar's runtime text (ik_llama.cpp, Vulkan, vLLM, llama.cpp) where it names one (so must the
+model its model line names, where it names exactly one built-in); the runtime
 options (fa, ubatch, mla) and KV type from the paste first, else the sidecar's command flags
 (-fa / --flash-attn, -ub / --ubatch-size, -mla, -ctk / --cache-type-k), else its runtime / notes
 text ("n_ubatch 512", "fa off", "f16 KV"); a paste / command disagreement is an error naming the
