@@ -25,7 +25,9 @@ runtime models as fitted to the shipped public set (glmbench/data/runtime/<runti
 fitted to it; per source and pooled MAPE of decode and prefill beside the leave-one-source-out
 targets, in bench/results/public_check_<date>.md. With --with-fit the fit above runs first, its
 profiles predict the check, and the check is a section of public_fit_<date>.md. Records of
-several streams (batched-bench) are left out with a note (bench/bench_public_batched.py).
+several streams (batched-bench) are left out with a note (bench/bench_public_batched.py); a vLLM
+serving result is kept as the fit keeps it (the aggregate decode of its B streams, B / mean TPOT).
+A point the shipped profiles were fitted to (same model, test, depth and value) is flagged.
 """
 from __future__ import annotations
 
