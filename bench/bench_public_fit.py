@@ -1,6 +1,7 @@
 """Fit the built-in runtime models to the shipped public results and cross-validate them.
 
     python bench/bench_public_fit.py [--write-profiles] [--out bench/results]
+    python bench/bench_public_fit.py --check DIR_OR_FILE [--check ...] [--with-fit]
 
 For each runtime (llama.cpp, ik_llama.cpp, llama.cpp-vulkan, vllm) it fits the model to every
 public point of that runtime (glmbench.predict.jointfit) and measures, per source:
@@ -17,6 +18,16 @@ It writes bench/results/public_fit_<date>.md. With --write-profiles it also writ
 runtime models to glmbench/data/runtime/<runtime>.json (the kernel table, overheads, and a
 `calibration` block: start profile, fitted and kept parameters, points, in-sample and
 cross-validated errors; RuntimeProfile.cv_error reads the LOSO MAPE from it).
+
+--check DIR (records written by `bench/public_records.py SRC --out DIR`, or one glmbench records
+file / pasted benchmark output a user has): every single-stream point there predicted by the
+runtime models as fitted to the shipped public set (glmbench/data/runtime/<runtime>.json), never
+fitted to it; per source and pooled MAPE of decode and prefill beside the leave-one-source-out
+targets, in bench/results/public_check_<date>.md. With --with-fit the fit above runs first, its
+profiles predict the check, and the check is a section of public_fit_<date>.md. Records of
+several streams (batched-bench) are left out with a note (bench/bench_public_batched.py); a vLLM
+serving result is kept as the fit keeps it (the aggregate decode of its B streams, B / mean TPOT).
+A point the shipped profiles were fitted to (same model, test, depth and value) is flagged.
 """
 from __future__ import annotations
 
@@ -32,12 +43,17 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(0, HERE)
 
 from glmbench.measure import machine  # noqa: E402
 from glmbench.predict import costmodel as cm  # noqa: E402
 from glmbench.predict import hardware  # noqa: E402
 from glmbench.predict import jointfit as jf  # noqa: E402
+from glmbench.predict import runtime as rtm  # noqa: E402
+from glmbench.results import importers  # noqa: E402
 from glmbench.results import records as rec  # noqa: E402
+
+import public_records  # noqa: E402  (bench/public_records.py: the vLLM block as a decode point)
 
 RUNTIMES = ("llama.cpp", "ik_llama.cpp", "llama.cpp-vulkan", "vllm")
 # catalog cards a public row may be another variant of: the row's name does not say which (the
@@ -243,16 +259,189 @@ def report(pts, res, seconds, baseline=None, baseline_label="") -> str:
     return "\n".join(L)
 
 
+# ---- --check: records the fit never saw ----------------------------------------------------------
+def _check_files(path) -> list[str]:
+    if os.path.isdir(path):
+        files = sorted(os.path.join(path, f) for f in os.listdir(path) if f.endswith((".json", ".csv")))
+        if not files:
+            raise SystemExit(f"{path}: no records files (.json) in it; bench/public_records.py SRC --out {path} writes them")
+        return files
+    if not os.path.isfile(path):
+        raise SystemExit(f"{path}: no such file or folder")
+    return [path]
+
+
+def _read_any(path) -> list[dict]:
+    """A glmbench records file as it is; any other results file through the importer."""
+    if path.endswith((".json", ".csv")):
+        try:
+            return rec.read_records(path)
+        except ValueError as e:
+            if path.endswith(".csv"):
+                raise SystemExit(str(e)) from None
+    try:
+        return importers.read(path)
+    except importers.FormatError as e:
+        raise SystemExit(str(e)) from None
+
+
+def check_points(path) -> tuple[list, list]:
+    """(points, notes) of the records at `path` (a folder of records files, or one file): each
+    measured single-stream pp / tg record as a point; every record left out is one note line
+    ("file:line: why")."""
+    pts, notes = [], []
+    for f in _check_files(path):
+        stem = os.path.splitext(os.path.basename(f))[0]
+        for i, r in enumerate(_read_any(f)):
+            where = str(r.get("line") or (f"{os.path.basename(f)}:{str(r['source']).rsplit(':', 1)[1]}"
+                                          if str(r.get("source", "")).startswith(f) else f"{os.path.basename(f)}:{i + 1}"))
+            if r.get("test") == "serve" and r.get("tpot_s") and r.get("max_concurrency") and rtm.from_record(r) == "vllm":
+                # a vLLM serving result as the fit's decode point (public_records._vllm: B streams / mean TPOT)
+                meta = dict(file=os.path.basename(f), url=str(r.get("source") or f), date="", command="", note="")
+                r = dict(public_records._vllm(None, meta, stem, [r])[0], line=where)
+            if r.get("evidence", "measured") != "measured" or r.get("test") not in ("pp", "tg"):
+                notes.append(f"{where}: not a measured pp / tg record ({r.get('evidence')}, {r.get('test')})")
+                continue
+            rt = rtm.from_record(r)
+            if rt is None:
+                notes.append(f"{where}: no runtime model for it (tool {r.get('tool')!r}, runtime {r.get('runtime')!r})")
+                continue
+            if r.get("tool") == "llama-batched-bench" or (int(r.get("n_streams") or 1) > 1 and rt != "vllm"):
+                notes.append(f"{where}: a batched-bench record ({r.get('n_streams')} stream(s)): left out of the "
+                             "single-stream check (bench/bench_public_batched.py covers them)")
+                continue
+            if hardware.resolve_gpu_name(str(r.get("hardware") or r.get("device") or "")) is None:
+                notes.append(f"{where}: card {r.get('hardware') or r.get('device')!r} not in the catalog")
+                continue
+            r = dict(r, runtime=rt, line=where, public_source=r.get("public_source") or stem)
+            if "runtime_options" not in r:
+                r["runtime_options"] = {k: str(v) for k, v in rtm.options_from_record(cm.load_runtime(rt), r).items()}
+            try:
+                pts.append(jf.point_from_record(r, where))
+            except jf.FitError as e:
+                notes.append(str(e))
+    return pts, notes
+
+
+def _seen(rt) -> set:
+    """(label, measured) of the points a shipped profile was fitted to (its calibration): a point
+    of the same model, test, depth and measured value is one of them, whatever its file is named."""
+    try:
+        cal = cm.load_runtime(rt).calibration or {}
+    except (ValueError, OSError, AttributeError):
+        return set()
+    return {(row[2], round(float(row[4]), 3)) for row in cal.get("points", [])}
+
+
+def check(pts, profiles: dict) -> dict:
+    """{runtime: [(point, predicted)]}: each point predicted by its runtime's profile."""
+    out = {}
+    for rt in sorted({p.runtime for p in pts}):
+        mine = [p for p in pts if p.runtime == rt]
+        out[rt] = list(zip(mine, jf.predict_many(mine, profiles[rt])))
+    return out
+
+
+def check_report(path, pairs: dict, notes: list, profiles_from: str) -> list[str]:
+    lim_tg, lim_pp = TARGETS["loso"]
+    n = sum(len(v) for v in pairs.values())
+    L = [f"## Check: {path} (never fitted)", "",
+         f"{n} measured points of {path}, each predicted by the runtime model {profiles_from}; none of them "
+         "was fitted to these points. MAPE of decode (tg) and prefill (pp), beside the leave-one-source-out targets "
+         f"(decode <= {_pct(lim_tg)}, prefill <= {_pct(lim_pp)}) and the shipped profile's own LOSO MAPE "
+         "(its `calibration`).", "",
+         "| runtime | points | tg MAPE | pp MAPE | target tg / pp | met | shipped LOSO tg / pp |", "|---|---|---|---|---|---|---|"]
+    allp = [pq for v in pairs.values() for pq in v]
+    for rt, v in list(pairs.items()) + ([("all (pooled)", allp)] if len(pairs) > 1 else []):
+        tg, pp = jf.mape(v, "tg"), jf.mape(v, "pp")
+        met = [ok for ok in ((tg <= lim_tg) if tg is not None else None, (pp <= lim_pp) if pp is not None else None)
+               if ok is not None]
+        cal = {}
+        if rt in pairs:
+            try:
+                cal = cm.load_runtime(rt).calibration or {}
+            except (ValueError, OSError, AttributeError):
+                cal = {}
+        L.append(f"| {rt} | {len(v)} | {_pct(tg)} | {_pct(pp)} | {_pct(lim_tg)} / {_pct(lim_pp)} | "
+                 f"{'yes' if met and all(met) else '**no**' if met else '–'} | "
+                 f"{_pct(cal.get('loso_mape_decode'))} / {_pct(cal.get('loso_mape_prefill'))} |")
+    L += ["", "| runtime | source | card | model | points | tg MAPE | pp MAPE | signed mean tg / pp |", "|---|---|---|---|---|---|---|---|"]
+    for rt, v in pairs.items():
+        for src in sorted({p.source for p, _ in v}):
+            sv = [(p, q) for p, q in v if p.source == src]
+            sgn = []
+            for t in ("tg", "pp"):
+                e = [q / p.measured - 1 for p, q in sv if p.test == t]
+                sgn.append(f"{np.mean(e):+.1%}" if e else "–")
+            cards = ", ".join(sorted({p.gpu_key + (f" x{p.setup.n_cards}" if p.setup.n_cards > 1 else "") for p, _ in sv}))
+            models = ", ".join(sorted({p.setup.model.name for p, _ in sv}))
+            L.append(f"| {rt} | {src} | {cards} | {models} | {len(sv)} | {_pct(jf.mape(sv, 'tg'))} | {_pct(jf.mape(sv, 'pp'))} | "
+                     f"{sgn[0]} / {sgn[1]} |")
+    seen = [p for rt, v in pairs.items() for p, _ in v if (p.label, round(p.measured, 3)) in _seen(rt)]
+    if seen:
+        srcs = sorted({p.source for p in seen})
+        L[2:2] = [f"**Not an unseen set:** {len(seen)} of these {n} points (same model, test, depth and measured value) are points the "
+                  f"shipped profiles were fitted to ({len(srcs)} sources: {', '.join(srcs[:4])}{', ...' if len(srcs) > 4 else ''}); "
+                  "their error is in-sample, not a check.", ""]
+    if notes:
+        L += ["", f"Left out ({len(notes)} records):", ""] + [f"- {x}" for x in notes[:40]]
+        if len(notes) > 40:
+            L.append(f"- ... and {len(notes) - 40} more")
+    L.append("")
+    return L
+
+
+def run_checks(paths, profiles: dict | None = None) -> list[str]:
+    """The check sections of the report for each path (module docstring, --check)."""
+    out = []
+    for path in paths:
+        pts, notes = check_points(path)
+        if not pts:
+            raise SystemExit(f"{path}: no single-stream measured point to check" + (f" ({notes[0]} ...)" if notes else ""))
+        rts = sorted({p.runtime for p in pts})
+        if profiles is None:
+            profs = {rt: cm.load_runtime(rt) for rt in rts}
+            frm = "as shipped (glmbench/data/runtime/<runtime>.json, fitted to glmbench/data/public/)"
+        else:
+            profs, frm = profiles, "as fitted by this run to glmbench/data/public/"
+        out += check_report(path, check(pts, profs), notes, frm)
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--write-profiles", action="store_true")
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--baseline", help="an earlier results file: its pooled MAPEs as a `before` column of the targets")
     ap.add_argument("--baseline-label", default="", help="what --baseline is (e.g. the commit it came from)")
+    ap.add_argument("--check", action="append", default=[], metavar="DIR_OR_FILE",
+                    help="records never fitted (bench/public_records.py --out DIR, or a records file): predicted by "
+                         "the shipped runtime models; per source and pooled MAPE (repeatable)")
+    ap.add_argument("--with-fit", action="store_true", help="with --check: fit first and check this run's fit")
     a = ap.parse_args(argv)
+    today = datetime.date.today().isoformat()
+    if a.check and not a.with_fit:
+        for c in a.check:
+            _check_files(c)
+        t0 = time.time()
+        body = run_checks(a.check)
+        load = os.getloadavg()
+        text = "\n".join([f"# Runtime models checked on published results they were not fitted to ({today})", "",
+                          f"bench/bench_public_fit.py --check; predicted in {time.time() - t0:.0f} s on {machine.cpu_name()} "
+                          f"(load {load[0]:.2f}). MAPE = mean |predicted / measured - 1|; every point is measured "
+                          "(published), every prediction is the runtime model's.", ""] + body)
+        path = os.path.join(a.out, f"public_check_{today}.md")
+        rec.atomic_write_text(path, text)
+        print(text)
+        print(f"-> {path}")
+        return
+    for c in a.check:
+        _check_files(c)
     pts, res, sec = run(a.write_profiles, a.out)
     text = report(pts, res, sec, a.baseline, a.baseline_label)
-    path = os.path.join(a.out, f"public_fit_{datetime.date.today().isoformat()}.md")
+    if a.check:
+        text += "\n".join(run_checks(a.check, {rt: r["fit"].profile for rt, r in res.items()}))
+    path = os.path.join(a.out, f"public_fit_{today}.md")
     rec.atomic_write_text(path, text)
     print(text)
     print(f"-> {path}")

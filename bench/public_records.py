@@ -3,7 +3,10 @@ block, each file with a sidecar naming its source) into glmbench records shipped
 glmbench/data/public/<source>.json, one file per source, every record with its source URL, date,
 command, runtime and options. Run once when the published set changes:
 
-    python bench/public_records.py DIR_WITH_THE_PUBLISHED_FILES
+    python bench/public_records.py DIR_WITH_THE_PUBLISHED_FILES [--out DIR] [--generic]
+
+--out DIR writes the records there instead of glmbench/data/public/ (a set of someone else's
+published results, to check the runtime models on: `bench/bench_public_fit.py --check DIR`).
 
 Each pasted file is read by glmbench's importer (glmbench.results.importers.read, no flags: as a
 user's `glmbench import FILE` reads it), which gives every record's numbers and what the paste
@@ -13,15 +16,34 @@ below holds only what the paste does not state, copied from each file's sidecar:
 for fields the paste leaves unset (llama-bench's fa 0 / ub 512 / f16 KV of 2024). A default given
 for a field the importer did infer must agree with it, else an error naming the file; so must the
 runtime the sidecar names and the one the import implies (its tool and backend).
+
+Any other pasted file of DIR (not in SOURCES; every `<name>.md|.log|.json|.jsonl|.csv` but a
+README) is read the generic way (`generic_records`): the importer's numbers and what the paste
+states; the attribution from its sidecar `<name>.txt` ("key: value" lines, keys in any case:
+URL / source_url, date, command / Command / Client, runtime / Runtime / engine, GPU / hardware,
+model, notes; `options:` name=value for what no paste states, e.g. era=2024-cublas or coopmat=khr);
+the runtime model from the import's tool and backend, which must agree with the
+sidecar's runtime text (ik_llama.cpp, Vulkan, vLLM, llama.cpp) where it names one (so must the
+model its model line names, where it names exactly one built-in); the runtime
+options (fa, ubatch, mla) and KV type from the paste first, else the sidecar's command flags
+(-fa / --flash-attn, -ub / --ubatch-size, -mla, -ctk / --cache-type-k), else its runtime / notes
+text ("n_ubatch 512", "fa off", "f16 KV"); a paste / command disagreement is an error naming the
+file and line. The source id is the file's stem, cleaned. A file without a sidecar, or whose card,
+model or weights neither the paste nor the sidecar states, is skipped with one line saying why.
+--generic reads every file that way, SOURCES' too (to compare; tests/test_public_check.py).
 """
 from __future__ import annotations
 
+import argparse
+import glob
 import json
 import os
 import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from glmbench.predict import costmodel as cm  # noqa: E402
+from glmbench.predict import hardware  # noqa: E402
 from glmbench.results import importers  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -224,48 +246,366 @@ def _records(sid, meta, src_dir):
     return out
 
 
-def _vllm(src_dir):
+def _vllm(src_dir, meta=VLLM, sid="qwen3-30b-a3b-bf16_h100_vllm", recs=None):
     """The vLLM console block as the fit's decode point: the import's serving record gives the
     concurrency B and the mean TPOT; the aggregate decode of B streams is B / TPOT, each stream at
     the mean prompt length the block states (depth) generating its mean output length."""
-    path, recs = _imported(VLLM, src_dir)
+    if recs is None:
+        _, recs = _imported(meta, src_dir)
     out = []
     for r in recs:
-        where = f"{VLLM['file']}:{str(r['source']).rsplit(':', 1)[1]}"
+        where = f"{meta['file']}:{str(r['source']).rsplit(':', 1)[1]}"
         if _runtime_of(r) != "vllm" or not r.get("tpot_s") or not r.get("max_concurrency"):
             raise SystemExit(f"{where}: not a vLLM serving block with a mean TPOT and a maximum concurrency")
         B, tpot = int(r["max_concurrency"]), float(r["tpot_s"])
-        out.append({"evidence": "measured", "public_source": "qwen3-30b-a3b-bf16_h100_vllm", "runtime": "vllm",
-                    "runtime_options": {}, "model": r["model"], "device": r["device"], "hardware": r["hardware"],
-                    "n_cards": r["n_cards"], "split": r["split"], "weights": r["weights"], "type_k": r["weights"],
+        out.append({"evidence": "measured", "public_source": sid, "runtime": "vllm",
+                    "runtime_options": {}, "model": r.get("model"), "device": r.get("device"), "hardware": r.get("hardware"),
+                    "n_cards": r.get("n_cards"), "split": r.get("split"), "weights": r.get("weights"), "type_k": r.get("weights"),
                     "tool": r["tool"], "test": "tg", "n_prompt": 0, "n_gen": r["n_gen"], "n_depth": r["n_prompt"],
                     "n_streams": B, "avg_ts": round(B / tpot, 2),
-                    "source": VLLM["url"], "date": VLLM["date"], "command": VLLM["command"],
-                    "note": VLLM["note"] + f"; aggregate decode of {B} streams = {B} / mean TPOT {tpot * 1000:g} ms, "
+                    "source": meta["url"], "date": meta["date"], "command": meta["command"],
+                    "note": meta["note"] + f"; aggregate decode of {B} streams = {B} / mean TPOT {tpot * 1000:g} ms, "
                                            f"each generating {r['n_gen']} tokens (mean) after a {r['n_prompt']}-token "
                                            "prompt (mean); KV cache in the weights' bf16 (vLLM's default 'auto')",
                     "line": where, "inferred": r.get("inferred") or {}, "from_sidecar": ["type_k"]})
     return out
 
 
+# ---- the generic path: a pasted file and its sidecar, no SOURCES entry ---------------------------
+PASTED = (".md", ".log", ".json", ".jsonl", ".csv")
+# sidecar key (lower case) -> the attribution field it gives; the first key present wins
+SIDECAR_KEYS = {"url": ("url", "source_url", "source", "link"), "date": ("date",),
+                "command": ("command", "cmd", "server", "client"), "runtime": ("runtime", "engine", "backend"),
+                "gpu": ("gpu", "hardware", "card", "device"), "model": ("model",), "note": ("notes", "note")}
+_KV_TYPES = ("f16", "bf16", "f32", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl")
+
+
+class Skip(Exception):
+    """A file the generic path leaves out (the reason is the message)."""
+
+
+def read_sidecar(path) -> dict:
+    """{lower-case key: value} of a sidecar's "key: value" lines (a line without one continues the
+    previous value); the first of a repeated key is kept."""
+    out, last = {}, None
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for ln in f:
+            m = re.match(r"^\s*([A-Za-z][\w .-]{0,40}?)\s*:\s+(.*\S)?\s*$", ln)
+            if m and not m.group(1).lower().startswith(("http", "https")):
+                last = m.group(1).strip().lower()
+                out.setdefault(last, (m.group(2) or "").strip())
+            elif last and ln.strip() and out.get(last) is not None:
+                out[last] = (out[last] + " " + ln.strip()).strip()
+    return out
+
+
+def _side(side: dict, what: str) -> str | None:
+    vals = [side[k] for k in SIDECAR_KEYS[what] if side.get(k)]
+    if what == "command" and "command" not in side and "cmd" not in side and len(vals) > 1:
+        return "; ".join(vals)                # vLLM: the server and the client command
+    return vals[0] if vals else None
+
+
+def sidecar_runtime(text: str | None) -> str | None:
+    """The runtime model a sidecar's runtime / engine text names (Vulkan over the fork that ran
+    it: the ggml Vulkan backend is one runtime model), or None."""
+    t = (text or "").lower()
+    if "vllm" in t:
+        return "vllm"
+    if "vulkan" in t:
+        return "llama.cpp-vulkan"
+    if "ik_llama" in t:
+        return "ik_llama.cpp"
+    if "llama.cpp" in t or "mainline" in t or "llama-bench" in t:
+        return "llama.cpp"
+    return None
+
+
+def _text_options(text: str) -> dict:
+    """Options stated in a sidecar's prose ("n_ubatch 512", "fa off", "-mla 3", "f16 KV"); an
+    option the prose gives two values of (one per table, say) is not taken from it."""
+    return {k: v.pop() for k, v in _text_values(text).items() if len(v) == 1}
+
+
+def _text_values(text: str) -> dict:
+    """{option: the set of values `text` gives it}."""
+    t = text or ""
+    found = {"n_ubatch": {int(m.group(1)) for m in re.finditer(r"\b(?:n_ubatch|ubatch|u-batch)\s*[=:]?\s*(\d+)", t, re.I)}
+             | {int(m.group(1)) for m in re.finditer(r"(?:^|\s)(?:-ub|--ubatch-size)[\s=]+(\d+)", t)},
+             "flash_attn": {int(m.group(1).lower() in ("on", "1", "true")) for m in re.finditer(
+                 r"(?:^|[\s,;(])(?:-fa|fa|flash[_ ]attn|flash attention)\s*[=:]?\s*(on|off|0|1|true|false)\b", t, re.I)}
+             | {1 for _ in re.finditer(r"(?:^|[\s,;(])-fa\b(?!\s*[=:]?\s*(?:on|off|0|1|true|false)\b)", t)},
+             "mla": {m.group(1) for m in re.finditer(r"(?:^|[\s,;(])-?mla\s*[=:]?\s*(\d)\b", t, re.I)},
+             "type_k": {m.group(1).lower() for m in re.finditer(r"\b(" + "|".join(_KV_TYPES) + r")\s+KV\b", t, re.I)}
+             | {m.group(1).lower() for m in re.finditer(r"(?:^|\s)(?:-ctk|--cache-type-k)[\s=]+(\w+)", t)}}
+    return found
+
+
+def _sidecar_options(side: dict, side_path) -> dict:
+    """The runtime options a sidecar's `options:` line gives ("era=2024-cublas, coopmat=khr"):
+    what no paste states (a build's era, Vulkan's coopmat path)."""
+    text = side.get("options") or side.get("runtime_options") or ""
+    out = {}
+    for part in re.split(r"[,;\s]+", text.strip()):
+        if not part:
+            continue
+        m = re.fullmatch(r"([a-z_]+)=([\w.-]+)", part)
+        if not m:
+            raise SystemExit(f"{os.path.basename(side_path)}: options: {part!r} is not name=value (e.g. era=2024-cublas)")
+        out[m.group(1)] = m.group(2)
+    return out
+
+
+def _command_options(cmd: str | None) -> dict:
+    """fa / ubatch / mla / type_k a sidecar's command line gives (a llama-bench list such as
+    `-fa 0,1` gives none: several runs)."""
+    if not cmd:
+        return {}
+    a = importers._command_args(cmd, {})
+    several = {k for k, v in _text_values(cmd).items() if len(v) > 1}    # "table 1 -mla 2, table 2 -mla 3"
+    out = {}
+    if a.get("flash_attn") is not None and "flash_attn" not in several:
+        out["flash_attn"] = int(a["flash_attn"])
+    for k, f in (("n_ubatch", int), ("mla", str), ("type_k", str)):
+        v = a.get(k)
+        if v is None or "," in str(v) or k in several:
+            continue
+        try:
+            out[k] = f(v)
+        except ValueError:
+            continue
+    return out
+
+
+def source_id(path) -> str:
+    """The source id of a pasted file: its stem, lower case, anything but [a-z0-9._-] as '-'."""
+    stem = os.path.splitext(os.path.basename(path))[0].lower()
+    return re.sub(r"-{2,}", "-", re.sub(r"[^a-z0-9._-]+", "-", stem)).strip("-.") or "source"
+
+
+def _first_url(text):
+    m = re.search(r"https?://[^\s)\]>\"']+", text or "")
+    return m.group(0).rstrip(".,;") if m else None
+
+
+def _date_of(side: dict) -> str:
+    d = _side(side, "date") or ""
+    m = re.search(r"\b(\d{4}-\d{2}(?:-\d{2})?)\b", d)
+    if m:
+        return m.group(1)
+    m = re.search(r"\b(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?\s+(\d{1,2}),?\s+(?:[\d:]+\s+)?(\d{4})\b", d)
+    if m:
+        mon = "JanFebMarAprMayJunJulAugSepOctNovDec".index(m.group(1)) // 3 + 1
+        return f"{m.group(3)}-{mon:02d}-{int(m.group(2)):02d}"
+    for v in side.values():                     # a date anywhere (the URL's or the repository's line)
+        m = re.search(r"\b(20\d{2}-\d{2}(?:-\d{2})?)\b", v)
+        if m:
+            return m.group(1)
+    return d or "not stated"
+
+
+def _fill_from_sidecar(r: dict, side: dict) -> list:
+    """The card, model and weights the sidecar names where the paste does not: the fields filled."""
+    filled = []
+    if r.get("hardware") is None:
+        g = _side(side, "gpu") or ""
+        key = hardware.resolve_gpu_name(g)
+        if key is None:
+            found = importers.gpus_in(g)
+            key = hardware.resolve_gpu_name(found[0][0]) if found else None
+            if key and found[0][1]:
+                r["n_cards"] = found[0][1]
+        if key:
+            r["hardware"], r["device"] = key, r.get("device") or key
+            r.setdefault("n_cards", 1)
+            filled.append("hardware")
+    mtext = _side(side, "model") or ""
+    if r.get("model") is None:
+        names = importers.names_in(mtext)
+        if len(names) == 1:
+            r["model"] = names[0]
+            filled.append("model")
+    if r.get("weights") is None:
+        ws = {q for q in (importers.quant_name(t) for t in re.split(r"[\s,;()/]+", mtext)) if q}
+        if len(ws) == 1:
+            r["weights"] = ws.pop()
+            filled.append("weights")
+    return filled
+
+
+def generic_records(path) -> tuple[str, list]:
+    """(source id, records) of one pasted file read the generic way (module docstring); Skip
+    when it has no sidecar or the card, model or weights are not stated; SystemExit on a
+    disagreement (the runtime, an option) naming the file and line."""
+    name = os.path.basename(path)
+    side_path = os.path.splitext(path)[0] + ".txt"
+    if not os.path.isfile(side_path):
+        raise Skip(f"no sidecar {os.path.basename(side_path)} (URL, date, command, runtime, GPU, model)")
+    side = read_sidecar(side_path)
+    named = importers.names_in(_side(side, "model"))
+    try:        # the sidecar's model where the paste does not tell (or tells only the architecture)
+        recs = importers.read(path, default_model=named[0] if len(named) == 1 else None)
+    except importers.FormatError as e:
+        raise Skip(str(e)) from None
+    sid = source_id(path)
+    url = _first_url(_side(side, "url")) or _first_url(" ".join(side.values()))
+    if not url:
+        raise Skip(f"its sidecar {os.path.basename(side_path)} states no URL (key URL or source_url)")
+    cmd = _side(side, "command")
+    note = _side(side, "note") or ""
+    rt_text = _side(side, "runtime")
+    rt_side = sidecar_runtime(rt_text)
+    meta = dict(file=name, url=url, date=_date_of(side), command=cmd or "not stated", note=note, runtime=rt_side)
+    if any(_runtime_of(r) == "vllm" for r in recs):
+        for r in recs:
+            if len(named) == 1 and r.get("model") not in (None, named[0]):
+                raise SystemExit(f"{name}:{str(r['source']).rsplit(':', 1)[1]}: the paste's model is {r['model']!r}, "
+                                 f"the sidecar's model line names {named[0]!r} ({_side(side, 'model')!r})")
+            _fill_from_sidecar(r, side)
+            if r.get("hardware") is None or r.get("model") is None or r.get("weights") is None:
+                raise Skip(f"{name}:{str(r['source']).rsplit(':', 1)[1]}: the card, model or weights are stated "
+                           "neither in the paste nor in the sidecar")
+        if rt_side not in (None, "vllm"):
+            raise SystemExit(f"{name}: the import implies runtime 'vllm', the sidecar's runtime says {rt_side!r} ({rt_text!r})")
+        meta["note"] = note or f"read by bench/public_records.py's generic path from {name} and its sidecar"
+        try:
+            return sid, _vllm(None, meta, sid, recs)
+        except SystemExit as e:         # a serving result without a mean TPOT or a concurrency: no decode point
+            raise Skip(str(e)) from None
+    n_all = len(recs)
+    recs = [r for r in recs if r.get("tool") != "llama-batched-bench" and int(r.get("n_streams") or 1) == 1]
+    if not recs:
+        raise Skip(f"all {n_all} records are of several streams (batched-bench): not single-stream points "
+                   "(bench/bench_public_batched.py covers them)")
+    cmd_opts = _command_options(cmd)
+    text_opts = _text_options(" ; ".join(x for x in (rt_text, cmd, note) if x))
+    side_opts = _sidecar_options(side, side_path)
+    tables = _tables_of(recs)
+    out = []
+    for ti, rows in enumerate(tables):
+        for r in rows:
+            ln = str(r["source"]).rsplit(":", 1)[1]
+            where = f"{name}:{ln}"
+            rt = _runtime_of(r)
+            if rt_side is not None and rt != rt_side:
+                raise SystemExit(f"{where}: the import implies runtime {rt!r} (tool {r.get('tool')!r}, backend "
+                                 f"{r.get('backend')!r}), the sidecar's runtime says {rt_side!r} ({rt_text!r})")
+            if len(named) == 1 and r.get("model") not in (None, named[0]):
+                raise SystemExit(f"{where}: the paste's model is {r['model']!r}, the sidecar's model line names "
+                                 f"{named[0]!r} ({_side(side, 'model')!r})")
+            filled = _fill_from_sidecar(r, side)
+            missing = [k for k in ("hardware", "model", "weights") if r.get(k) is None]
+            if missing:
+                raise Skip(f"{where}: the {', '.join('card' if k == 'hardware' else k for k in missing)} "
+                           "stated neither in the paste nor in the sidecar")
+            rec = {"evidence": "measured", "public_source": sid, "runtime": rt}
+            rec.update((k, r[k]) for k in _KEEP if r.get(k) is not None)
+            from_sidecar = list(filled)
+            for field in ("flash_attn", "n_ubatch", "mla", "type_k"):
+                pv = r.get(field)
+                cv = cmd_opts.get(field)
+                if pv is not None and cv is not None and str(pv).lower() != str(cv).lower():
+                    raise SystemExit(f"{where}: the paste says {field} {pv}, the sidecar's command says {cv} ({cmd!r})")
+                if pv is None and field in cmd_opts:
+                    rec[field] = cv
+                    from_sidecar.append(field)
+                elif pv is None and field in text_opts:
+                    rec[field] = text_opts[field]
+                    from_sidecar.append(field)
+                elif pv is not None:
+                    rec[field] = pv
+            if rec.get("type_k") is None:       # llama.cpp's default KV type (no -ctk anywhere)
+                rec["type_k"] = "f16"
+                from_sidecar.append("type_k")
+            mla = rec.pop("mla", None)
+            ropts = {}
+            if rec.get("flash_attn") is not None:
+                ropts["fa"] = str(int(rec["flash_attn"]))
+            if rec.get("n_ubatch") is not None:
+                ropts["ubatch"] = str(int(rec["n_ubatch"]))
+            else:                               # the tools' default -ub (llama-bench, sweep-bench: 512)
+                ropts["ubatch"] = str(cm.load_runtime(rt).n_ubatch)
+                rec["defaults"] = ["ubatch"]
+            if mla is not None and rt == "ik_llama.cpp":
+                ropts["mla"] = str(mla)
+            for k, v in side_opts.items():          # the sidecar's `options:` line (era, coopmat, ...)
+                prof = cm.load_runtime(rt)
+                if k not in prof.options:
+                    raise SystemExit(f"{os.path.basename(side_path)}: option {k!r} is not one of the {rt} model's "
+                                     f"({', '.join(prof.options)})")
+                vals = prof.options[k].get("values")
+                if vals and v not in vals:
+                    raise SystemExit(f"{os.path.basename(side_path)}: option {k}={v}: the {rt} model takes {', '.join(vals)}")
+                if k in ropts and ropts[k] != v and k not in rec.get("defaults", []):
+                    raise SystemExit(f"{where}: the records say {k}={ropts[k]}, the sidecar's options {k}={v}")
+                ropts[k] = v
+                from_sidecar.append(f"runtime_options.{k}")
+                if k == "ubatch":
+                    rec["n_ubatch"] = int(v)
+                    rec.pop("defaults", None)
+            rec["runtime_options"] = ropts
+            if len(tables) > 1:
+                rec["table"] = ti + 1
+            rec.update(source=url, date=meta["date"], command=meta["command"],
+                       note=(note + "; " if note else "") + f"read by bench/public_records.py's generic path from {name} "
+                            f"and its sidecar; an option stated nowhere is the {rt} model's default (`defaults`)",
+                       line=where, inferred=r.get("inferred") or {})
+            if from_sidecar:
+                rec["from_sidecar"] = from_sidecar
+            out.append(rec)
+    return sid, out
+
+
+def pasted_files(src) -> list:
+    return sorted(p for p in glob.glob(os.path.join(src, "*"))
+                  if os.path.isfile(p) and p.lower().endswith(PASTED)
+                  and not os.path.basename(p).lower().startswith("readme"))
+
+
 def main(argv):
-    if len(argv) != 1 or not os.path.isdir(argv[0]):
-        raise SystemExit(__doc__)
-    src = argv[0]
-    os.makedirs(OUT, exist_ok=True)
-    n = 0
-    for sid, meta in SOURCES.items():
-        recs = _records(sid, meta, src)
-        _write(sid, recs)
-        n += len(recs)
-    recs = _vllm(src)
-    _write("qwen3-30b-a3b-bf16_h100_vllm", recs)
-    n += len(recs)
-    print(f"{n} records from {len(SOURCES) + 1} sources -> {os.path.normpath(OUT)}")
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], usage=__doc__.split("\n\n")[1].strip())
+    ap.add_argument("dir")
+    ap.add_argument("--out", default=OUT, help="where the records go (default glmbench/data/public/)")
+    ap.add_argument("--generic", action="store_true", help="read every file the generic way, SOURCES' too")
+    a = ap.parse_args(argv)
+    if not os.path.isdir(a.dir):
+        raise SystemExit(f"{a.dir}: not a folder")
+    src, out_dir = a.dir, a.out
+    os.makedirs(out_dir, exist_ok=True)
+    n, n_src, known = 0, 0, set()
+    if not a.generic:
+        for sid, meta in SOURCES.items():
+            if not os.path.isfile(os.path.join(src, meta["file"])):
+                continue
+            known.add(meta["file"])
+            recs = _records(sid, meta, src)
+            _write(sid, recs, out_dir)
+            n, n_src = n + len(recs), n_src + 1
+        if os.path.isfile(os.path.join(src, VLLM["file"])):
+            known.add(VLLM["file"])
+            recs = _vllm(src)
+            _write("qwen3-30b-a3b-bf16_h100_vllm", recs, out_dir)
+            n, n_src = n + len(recs), n_src + 1
+    seen = {}
+    for p in pasted_files(src):
+        if os.path.basename(p) in known:
+            continue
+        try:
+            sid, recs = generic_records(p)
+        except Skip as e:
+            print(f"skipped {os.path.basename(p)}: {e}")
+            continue
+        if sid in seen or (not a.generic and sid in SOURCES):
+            raise SystemExit(f"{p}: source id {sid!r} is also {seen.get(sid, 'a SOURCES entry')}'s; rename one file")
+        seen[sid] = os.path.basename(p)
+        _write(sid, recs, out_dir)
+        print(f"{os.path.basename(p)}: {len(recs)} records -> {sid}.json (generic: importer + sidecar)")
+        n, n_src = n + len(recs), n_src + 1
+    print(f"{n} records from {n_src} sources -> {os.path.normpath(out_dir)}")
 
 
-def _write(sid, recs):
-    path = os.path.join(OUT, sid + ".json")
+def _write(sid, recs, out_dir=OUT):
+    path = os.path.join(out_dir, sid + ".json")
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
         f.write("[\n" + ",\n".join(json.dumps(r, sort_keys=False) for r in recs) + "\n]\n")
