@@ -443,3 +443,29 @@ def test_ggml_expand_writes_f32_and_casts_once_more():
 def runtime_load(name):
     from glmbench.predict import runtime
     return runtime.load(name)
+
+
+@pytest.mark.slow
+def test_likelihood_ratio_pass_fits_a_slope_the_sensitivity_rule_misses(public, monkeypatch):
+    """Vulkan's MLA decode memory efficiency at its start (0.45) takes a few percent of a shallow
+    point's time, under the sensitivity rule's threshold, though the points' slope with depth calls
+    for ~0.09. Synthetic points from the shipped Vulkan model; fitted on DeepSeek-V2-Lite's shallower
+    half (with the other Vulkan sources) from the physics start: the likelihood-ratio pass fits it and
+    the deeper half is predicted; without the pass it stays at its start and the deeper half is not."""
+    key = "mla_flash:memory@coopmat=khr"
+    truth = cm.load_runtime("llama.cpp-vulkan")
+    pts = [p for p in public if p.runtime == "llama.cpp-vulkan"]
+    pts = [dataclasses.replace(p, measured=q) for p, q in zip(pts, jf.predict_many(pts, truth))]
+    src = "dsv2lite-q4_0_rtx3090ti_ik-vulkan"
+    dsv2 = sorted({p.n_depth for p in pts if p.source == src})
+    cut = dsv2[len(dsv2) // 2]
+    train = [p for p in pts if p.source != src or p.n_depth < cut]
+    deep = [p for p in pts if p.source == src and p.n_depth >= cut and p.test == "tg"]
+    want = truth.options["coopmat"]["values"]["khr"]["kernels"]["mla_flash:memory"]
+    fit = jf.fit_runtime("llama.cpp-vulkan", train)
+    assert fit.fitted[key] == pytest.approx(want, rel=0.05)
+    assert jf.mape(list(zip(deep, jf.predict_many(deep, fit.profile))), "tg") < 0.02
+    monkeypatch.setattr(jf, "LR_PASS", False)
+    plain = jf.fit_runtime("llama.cpp-vulkan", train)
+    assert key not in plain.fitted
+    assert jf.mape(list(zip(deep, jf.predict_many(deep, plain.profile))), "tg") > 0.05

@@ -65,6 +65,11 @@ SCOPED_OPTIONS = {"llama.cpp-vulkan": ("coopmat",)}
 # the fitted values (roofline max(compute, memory): the other resource takes longer everywhere) goes
 # back to its start. Both are listed in JointFit.unbound.
 BOUND_ONLY = True
+LR_PASS = True             # the likelihood-ratio forward pass (_lr_pass) after the sensitivity rule
+LR_CRIT = 6.63             # chi-square(1) at 99%
+LR_MAX_ADD = 3
+LR_TRIAL_NFEV = 60         # function evaluations of each candidate's trial fit
+LR_NOISE_FLOOR = 1e-3      # 0.1% per point: published tok/s carry 3-4 significant digits
 PER_SM = True              # fit the per-SM limits (kernels.SM_PARAMS) where the points identify them
 
 
@@ -634,7 +639,7 @@ class JointFit:
 RIDGE = 0.03        # pull toward the start values in the first (all-candidate) fit, per point
 
 
-def _lsq(comp, start, names, x0, meas_s, n, ridge=0.0, x_ref=None):
+def _lsq(comp, start, names, x0, meas_s, n, ridge=0.0, x_ref=None, max_nfev=300):
     lo = np.array([_bounds(nm)[0] for nm in names])
     hi = np.array([_bounds(nm)[1] for nm in names])
     ref = np.array([_to_x(nm, _start(start, nm)) for nm in names]) if x_ref is None else x_ref
@@ -643,7 +648,7 @@ def _lsq(comp, start, names, x0, meas_s, n, ridge=0.0, x_ref=None):
     def fun(x):
         r = _residuals(comp, start, names, x, meas_s, n)
         return np.concatenate([r, w * (x - ref)]) if ridge else r
-    return least_squares(fun, np.clip(x0, lo, hi), bounds=(lo, hi), method="trf", max_nfev=300,
+    return least_squares(fun, np.clip(x0, lo, hi), bounds=(lo, hi), method="trf", max_nfev=max_nfev,
                          xtol=1e-10, ftol=1e-12, x_scale="jac")
 
 
@@ -659,7 +664,8 @@ def fit_runtime(runtime: str, points: Sequence[PublicPoint], base: cm.RuntimePro
        pull, from that solution, every other parameter at its start value;
     3. identifiability by the roofline (BOUND_ONLY): a batched path's own memory efficiency is not
        a candidate (_streams_as_gemv), and an efficiency that binds no op at the fitted values
-       (_unbound) goes back to its start, the rest fitted again. Both are in `unbound` and `kept`."""
+       (_unbound) goes back to its start, the rest fitted again. Both are in `unbound` and `kept`;
+    4. every candidate left at its start gets a likelihood-ratio trial (_lr_pass, LR_PASS)."""
     start = base or _start_profile(runtime)
     points = [p for p in points]
     if not points:
@@ -713,6 +719,12 @@ def fit_runtime(runtime: str, points: Sequence[PublicPoint], base: cm.RuntimePro
         if chosen:
             fin = _lsq(comp, start, chosen, x1, meas_s, n)
             fitted = {nm: _from_x(nm, v) for nm, v in zip(chosen, fin.x)}
+    # 4. a likelihood-ratio pass (LR_PASS): the sensitivity rule above judges a parameter at its
+    #    start, where an efficiency's ops may take a small share of the time they would take at the
+    #    value the points call for (a depth sweep's attention slope); each parameter it left out is
+    #    refitted jointly with the chosen ones, and added when the fit improves beyond chance
+    if LR_PASS:
+        fitted, chosen = _lr_pass(comp, start, names, unbound, chosen, fitted, meas_s, n)
     # a per-SM limit the points do not identify is left out (no such limit), not kept at its nominal start
     kept = {nm: (start.kernels.get(nm, 0.0) if _is_log(nm) else _start(start, nm)) for nm in names + unbound
             if nm not in fitted}
@@ -720,6 +732,53 @@ def fit_runtime(runtime: str, points: Sequence[PublicPoint], base: cm.RuntimePro
     t = evaluate(comp, start, fitted, n)
     pred = list(_work(points) / t)
     return JointFit(runtime, prof, points, fitted, kept, pred, unbound)
+
+
+def _ssr(comp, start, names, x, meas_s, n) -> float:
+    r = _residuals(comp, start, names, x, meas_s, n)
+    return float(r @ r)
+
+
+def _lr_pass(comp, start, names, unbound, chosen, fitted, meas_s, n):
+    """Forward selection by the likelihood ratio: for every candidate the sensitivity rule left at its
+    start, the chosen parameters and it are fitted jointly (from the current values; the candidate
+    from its start and, for an efficiency, from a lower start: its sensitivity grows as it falls), and
+    the candidate that lowers the sum of squares most is added when n ln(SSR0 / SSR1) exceeds the
+    chi-square(1) quantile LR_CRIT, and still binds an op at its value (_unbound); repeated until none
+    does. (fitted, chosen)."""
+    chosen = list(chosen)
+    tried_out = set(unbound)
+    for _ in range(LR_MAX_ADD):
+        x0 = np.array([_to_x(nm, fitted[nm]) for nm in chosen])
+        ssr0 = _ssr(comp, start, chosen, x0, meas_s, n) if chosen else _ssr(comp, start, [], np.array([]), meas_s, n)
+        best = None
+        for nm in names:
+            if nm in chosen or nm in tried_out:
+                continue
+            s0 = _to_x(nm, _start(start, nm)) if not _is_log(nm) else _to_x(nm, start.kernels.get(nm) or SM_NOMINAL[nm])
+            if _is_eff(nm) and nm != "pipeline_overlap":
+                # from its start or a lower one (its sensitivity grows as an efficiency falls),
+                # whichever fits the points better with the others where they are
+                low = _to_x(nm, _start(start, nm) * 0.3)
+                if _ssr(comp, start, chosen + [nm], np.append(x0, low), meas_s, n) < \
+                        _ssr(comp, start, chosen + [nm], np.append(x0, s0), meas_s, n):
+                    s0 = low
+            res = _lsq(comp, start, chosen + [nm], np.append(x0, s0), meas_s, n, max_nfev=LR_TRIAL_NFEV)
+            ssr1 = 2.0 * res.cost
+            if best is None or ssr1 < best[1]:
+                best = (nm, ssr1, res.x)
+        floor = n * LR_NOISE_FLOOR ** 2      # below this the points are fitted to their rounding
+        if best is None or n * math.log((ssr0 + floor) / (best[1] + floor)) <= LR_CRIT:
+            break
+        nm, _, x1 = best
+        x1 = _lsq(comp, start, chosen + [nm], x1, meas_s, n).x       # the trial's fit, to convergence
+        trial = {c: _from_x(c, v) for c, v in zip(chosen + [nm], x1)}
+        if nm in _unbound(comp, start, trial, n):
+            tried_out.add(nm)
+            continue
+        chosen.append(nm)
+        fitted = trial
+    return fitted, chosen
 
 
 def _streams_as_gemv(name: str) -> bool:
