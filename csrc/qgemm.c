@@ -280,11 +280,13 @@ static inline __attribute__((always_inline)) void tile_vnni(const int fmt, const
 /* Decode GEMV (one token): ng consecutive groups one after another, so a thread reads its run of the
  * matrix as one sequential stream (the prefetchers see a single stream, not the four interleaved ones
  * of the 4-group tiles: lm_head 178 MB on 1 thread 24.8 -> 31.7 GB/s), with a software prefetch
- * GB_QGEMV_PF bytes ahead. Per block two independent int32 chains
+ * GB_QGEMV_PF bytes ahead: ~7 KB, the distance of the repacked K-quant kernels (csrc/quant_k.c
+ * KP_PF_BYTES); at 1 KB a thread streamed q4_0 from DRAM at 29 GB/s, at 6.6 KB 35.6 (1 thread, the
+ * read-only probe 33 GB/s, 2026-12-02). Per block two independent int32 chains
  * (low and high nibbles / even and odd chunks) summed before the one FMA: the same integers and the
  * same float operations in the same order as tile_vnni with TT = 1, so bit-identical results. */
 #ifndef GB_QGEMV_PF
-#define GB_QGEMV_PF 1024
+#define GB_QGEMV_PF 7104
 #endif
 static inline __attribute__((always_inline)) void gemv_vnni_run(const int fmt, const uint8_t *gp, int64_t ng, const xact *a,
                                                                 float *y, __mmask16 mlast) {

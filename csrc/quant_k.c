@@ -1058,6 +1058,19 @@ static inline __attribute__((always_inline)) void kp_decode_z(const int fmt, con
         hi = _mm512_mask_add_epi8(hi, (__mmask64)mh, hi, c16);
     } else if (fmt == GB_Q6_K) {
         const __m512i H = _mm512_loadu_si512((const void *)(p + kp_hb_at(fmt, k)));
+#if defined(__GFNI__)
+        /* the 2-bit field to bits 4..5 of each byte, zero elsewhere, in one affine transform (row 7-i
+         * of the matrix picks output bit i), then the nibble below it by a bit select (vpternlogd
+         * 0xe4: bits of the first operand where the third is set, else the second's): 5 ops per
+         * 64 bytes of nibbles instead of 9 */
+        const int s0 = 4 * (k % 2);
+        const __m512i flo = _mm512_gf2p8affine_epi64_epi8(H, _mm512_set1_epi64((long long)((1ull << s0 << 24) | (2ull << s0 << 16))), 0);
+        const __m512i fhi = _mm512_gf2p8affine_epi64_epi8(H, _mm512_set1_epi64((long long)((4ull << s0 << 24) | (8ull << s0 << 16))), 0);
+        *plo = _mm512_ternarylogic_epi32(Q, flo, m4, 0xe4);
+        *phi = _mm512_ternarylogic_epi32(_mm512_srli_epi16(Q, 4), fhi, m4, 0xe4);
+        (void)m30;
+        return;
+#endif
         if (k % 2 == 0) {
             lo = _mm512_or_si512(lo, _mm512_and_si512(_mm512_slli_epi16(H, 4), m30));
             hi = _mm512_or_si512(hi, _mm512_and_si512(_mm512_slli_epi16(H, 2), m30));
@@ -1079,10 +1092,15 @@ static inline __attribute__((always_inline)) void kp_decode_z(const int fmt, con
  * lane follows the portable arithmetic exactly (exact int32 isum and msum per super-block, then the
  * float32 formula) and the results are bit-identical to it. Per 64 bytes of nibbles: two vpdpbusd
  * (the token's 4 activation bytes broadcast) per token; per sub-block one vpmulld by the scales. */
+/* Software prefetch distance of the repacked decode kernels, in bytes: q4_K's (3 records of 2368),
+ * the one format whose GEMV streamed from DRAM at 95% of the read bandwidth on 2 threads
+ * (2026-12-02); the others used whole records nearest 6.5 KB, 5.8-6.7 KB (q5_K 5760, q6_K 6720:
+ * 50-55%). Any distance covers every line: record b's lines are fetched at p + pfd + 64 k. */
+#define KP_PF_BYTES 7104
 static inline __attribute__((always_inline)) void kp_tile(const int fmt, const uint8_t *P, int64_t nb, const gb_block_q8_K *xq,
                                                           float *y, int64_t ldy, __m512 vb, __mmask16 m, const int TT) {
     const int64_t pb = gb_kp_block_bytes(fmt), sco = kp_sc_off(fmt), mno = kp_mn_off(fmt), dof = kp_d_off(fmt);
-    const int64_t pfd = (6500 + pb / 2) / pb * pb; /* prefetch distance: whole records, ~6.5 KB */
+    const int64_t pfd = KP_PF_BYTES;
     const int nsub = kp_nsub(fmt), zps = 32 / nsub;
     __m512 acc[4];
     for (int t = 0; t < TT; t++) acc[t] = _mm512_setzero_ps();
@@ -1090,6 +1108,7 @@ static inline __attribute__((always_inline)) void kp_tile(const int fmt, const u
         const uint8_t *p = P + b * pb;
         __m512i isum[4], msum[4];
         for (int t = 0; t < TT; t++) isum[t] = msum[t] = _mm512_setzero_si512();
+        __m512i sc_prev = _mm512_setzero_si512();
 #pragma GCC unroll 16
         for (int s = 0; s < nsub; s++) {
             __m512i a0[4], a1[4];
@@ -1097,7 +1116,7 @@ static inline __attribute__((always_inline)) void kp_tile(const int fmt, const u
             for (int kk = 0; kk < zps; kk++) {
                 const int k = s * zps + kk;
                 const __m512i Q = _mm512_loadu_si512((const void *)(p + kp_qs_at(fmt, k)));
-                /* the record ~6.5 KB ahead, all its lines (<= 64): the high-bit planes and scales too */
+                /* the record KP_PF_BYTES ahead, all its lines (<= 64): the high-bit planes and scales too */
                 _mm_prefetch((const char *)(p + pfd + 64 * k), _MM_HINT_T0);
                 if (64 * (k + 32) < pb) _mm_prefetch((const char *)(p + pfd + 64 * (k + 32)), _MM_HINT_T0);
                 __m512i lo, hi;
@@ -1110,11 +1129,18 @@ static inline __attribute__((always_inline)) void kp_tile(const int fmt, const u
             }
             const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + sco + 16 * s)));
             const __m512i mn = kp_has_min(fmt) ? _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + mno + 16 * s))) : sc;
+            if (fmt == GB_Q6_K && s % 2) {
+                /* msum two sub-blocks per vpdpwssd: lane r holds the int16 pair (sc[s-1][r], sc[s][r])
+                 * against the pair (bsums[s-1], bsums[s]) broadcast; the same exact int32 */
+                const __m512i pr = _mm512_ternarylogic_epi32(sc_prev, _mm512_slli_epi32(sc, 16), _mm512_set1_epi32(0xffff), 0xe4);
+                for (int t = 0; t < TT; t++) msum[t] = _mm512_dpwssd_epi32(msum[t], pr, _mm512_set1_epi32(ld32(xq[t * nb + b].bsums + s - 1)));
+            }
+            sc_prev = sc;
             for (int t = 0; t < TT; t++) {
-                const int16_t *bs = xq[t * nb + b].bsums;
-                const int32_t bsum = fmt == GB_Q6_K ? bs[s] : (int32_t)bs[2 * s] + bs[2 * s + 1];
                 isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(_mm512_add_epi32(a0[t], a1[t]), sc));
-                msum[t] = _mm512_add_epi32(msum[t], _mm512_mullo_epi32(mn, _mm512_set1_epi32(bsum)));
+                if (fmt == GB_Q6_K) continue; /* msum above */
+                const int16_t *bs = xq[t * nb + b].bsums;
+                msum[t] = _mm512_add_epi32(msum[t], _mm512_mullo_epi32(mn, _mm512_set1_epi32((int32_t)bs[2 * s] + bs[2 * s + 1])));
             }
         }
         const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + dof)));
@@ -1153,7 +1179,7 @@ static inline __attribute__((always_inline)) void kp_decode2(const int fmt, cons
 static inline __attribute__((always_inline)) void kp_tile2(const int fmt, const uint8_t *P, int64_t nb, const gb_block_q8_K *xq,
                                                            float *y, int64_t ldy, __m512 vb, __mmask16 msk, const int TT) {
     const int64_t pb = gb_kp_block_bytes(fmt), sco = kp_sc_off(fmt), dof = kp_d_off(fmt);
-    const int64_t pfd = (6500 + pb / 2) / pb * pb; /* as kp_tile */
+    const int64_t pfd = KP_PF_BYTES; /* as kp_tile */
     __m512 acc[4];
     for (int t = 0; t < TT; t++) acc[t] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
