@@ -527,6 +527,13 @@ int gb_qmoe(int fmt, const float *x, const int64_t *topk_idx, const float *topk_
         }
     }
     items[2 * E] = 0;
+    /* decode-sized batches (every expert < 4 rows: steps of 4 groups): runs of steps of ~256 KB per
+     * grab, so each thread streams long stretches of a matrix instead of every other 4-group step
+     * (as gemm_core's GEMV); prefill-sized: one step per grab */
+    int64_t cmax = 0;
+    for (int64_t e = 0; e < E; e++) cmax = counts[e] > cmax ? counts[e] : cmax;
+    const int64_t sb_up = 4 * NR * nbD * blk_bytes(fmt), sb_dn = 4 * NR * (F / QK) * blk_bytes(fmt);
+    const int64_t cup = cmax < 4 ? 1 + (256 << 10) / (sb_up + 1) : 1, cdn = cmax < 4 ? 1 + (256 << 10) / (sb_dn + 1) : 1;
     const int nbF = (int)(F / QK);
     int fail = 0;
 #pragma omp parallel
@@ -539,7 +546,7 @@ int gb_qmoe(int fmt, const float *x, const int64_t *topk_idx, const float *topk_
             memcpy(ga.c + p * nbD, xa.c + t * nbD, (size_t)nbD * sizeof(int32_t));
         }
         /* gate and up of every expert: one pool of steps (dynamic: experts differ in rows) */
-#pragma omp for schedule(dynamic, 1)
+#pragma omp for schedule(dynamic, cup)
         for (int64_t it = 0; it < nup; it++) {
             int64_t e = 0;
             while (e + 1 < E && items[e + 1] <= it) e++;
@@ -565,7 +572,7 @@ int gb_qmoe(int fmt, const float *x, const int64_t *topk_idx, const float *topk_
             if (tmp) xact_row(fmt, gr, &ha, p, tmp);
         }
         free(tmp);
-#pragma omp for schedule(dynamic, 1)
+#pragma omp for schedule(dynamic, cdn)
         for (int64_t it = 0; it < ndn; it++) {
             int64_t e = 0;
             while (e + 1 < E && items[E + e + 1] <= it) e++;
