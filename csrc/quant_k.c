@@ -1070,7 +1070,7 @@ static inline __attribute__((always_inline)) void kp_decode_z(const int fmt, con
         /* the 2-bit field to bits 4..5 of each byte, zero elsewhere, in one affine transform (row 7-i
          * of the matrix picks output bit i), then the nibble below it by a bit select (vpternlogd
          * 0xe4: bits of the first operand where the third is set, else the second's): 5 ops per
-         * 64 bytes of nibbles instead of 9 */
+         * 64 bytes of nibbles instead of 8-9 */
         const int s0 = 4 * (k % 2);
         const __m512i flo = _mm512_gf2p8affine_epi64_epi8(H, _mm512_set1_epi64((long long)((1ull << s0 << 24) | (2ull << s0 << 16))), 0);
         const __m512i fhi = _mm512_gf2p8affine_epi64_epi8(H, _mm512_set1_epi64((long long)((4ull << s0 << 24) | (8ull << s0 << 16))), 0);
@@ -1096,15 +1096,17 @@ static inline __attribute__((always_inline)) void kp_decode_z(const int fmt, con
     *phi = hi;
 }
 
+/* Software prefetch distance of the repacked decode kernels, in bytes: q4_K's (3 records of 2368),
+ * the one format whose GEMV streamed from DRAM at 95% of the read bandwidth on 2 threads in the run
+ * that opened issue 28 (2026-12-02); the others used whole records nearest 6.5 KB, 5.8-6.7 KB
+ * (q5_K 5760, q6_K 6720: 50-55% there). Any distance covers every line: record b's lines are
+ * fetched at p + pfd + 64 k. */
+#define KP_PF_BYTES 7104
+
 /* TT tokens x the 16 rows of a group, all super-blocks: lane r of every vector is row r, so each
  * lane follows the portable arithmetic exactly (exact int32 isum and msum per super-block, then the
  * float32 formula) and the results are bit-identical to it. Per 64 bytes of nibbles: two vpdpbusd
  * (the token's 4 activation bytes broadcast) per token; per sub-block one vpmulld by the scales. */
-/* Software prefetch distance of the repacked decode kernels, in bytes: q4_K's (3 records of 2368),
- * the one format whose GEMV streamed from DRAM at 95% of the read bandwidth on 2 threads
- * (2026-12-02); the others used whole records nearest 6.5 KB, 5.8-6.7 KB (q5_K 5760, q6_K 6720:
- * 50-55%). Any distance covers every line: record b's lines are fetched at p + pfd + 64 k. */
-#define KP_PF_BYTES 7104
 static inline __attribute__((always_inline)) void kp_tile(const int fmt, const uint8_t *P, int64_t nb, const gb_block_q8_K *xq,
                                                           float *y, int64_t ldy, __m512 vb, __mmask16 m, const int TT) {
     const int64_t pb = gb_kp_block_bytes(fmt), sco = kp_sc_off(fmt), mno = kp_mn_off(fmt), dof = kp_d_off(fmt);
