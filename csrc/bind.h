@@ -102,4 +102,10 @@ PyObject *gb_moe_result(int status, PyArrayObject *y, PyArrayObject *cnt);
 int gb_repacked_linear_args(PyObject *xo, PyObject *po, PyObject *bo, npy_intp n, npy_intp k, npy_intp nbytes,
                             PyArrayObject **x, PyArrayObject **p, PyArrayObject **b, PyArrayObject **y);
 
+/* A new C-contiguous uint8 array whose data starts on a 64-byte (cache-line) boundary: a view
+ * into a slightly larger buffer, which it keeps alive. For the repacked weights, whose records the
+ * decode kernels load a zmm (a line) at a time: numpy's own allocations start 16 bytes into a
+ * line, which split every such load in two. NULL with the error set. */
+PyArrayObject *gb_new_u8_aligned(int nd, const npy_intp *dims);
+
 #endif

@@ -95,3 +95,23 @@ int gb_repacked_linear_args(PyObject *xo, PyObject *po, PyObject *bo, npy_intp n
     npy_intp dims[2] = {PyArray_DIM(*x, 0), n};
     return (*y = gb_new_f32(2, dims)) ? 0 : -1;
 }
+
+PyArrayObject *gb_new_u8_aligned(int nd, const npy_intp *dims) {
+    npy_intp n = 1;
+    for (int i = 0; i < nd; i++) n *= dims[i];
+    npy_intp d1 = n + 64;
+    PyArrayObject *base = (PyArrayObject *)PyArray_SimpleNew(1, &d1, NPY_UINT8);
+    if (!base) return NULL;
+    char *data = (char *)PyArray_DATA(base);
+    data += (64 - ((uintptr_t)data & 63)) & 63;
+    PyArrayObject *v = (PyArrayObject *)PyArray_New(&PyArray_Type, nd, (npy_intp *)dims, NPY_UINT8, NULL, data, 0, NPY_ARRAY_CARRAY, NULL);
+    if (!v) {
+        Py_DECREF(base);
+        return NULL;
+    }
+    if (PyArray_SetBaseObject(v, (PyObject *)base) < 0) { /* steals base */
+        Py_DECREF(v);
+        return NULL;
+    }
+    return v;
+}

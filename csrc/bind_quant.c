@@ -138,7 +138,7 @@ static PyObject *repack_impl(PyObject *args, PyObject *kw, int unpack) {
         n = PyArray_DIM(w, nd - 2);
         for (int i = 0; i < nd - 2; i++) { dims[i] = PyArray_DIM(w, i); batch *= dims[i]; }
         dims[nd - 2] = (npy_intp)gb_qpacked_bytes(fmt, n, k);
-        if (!(p = (PyArrayObject *)PyArray_SimpleNew(nd - 1, dims, NPY_UINT8))) goto done;
+        if (!(p = gb_new_u8_aligned(nd - 1, dims))) goto done;
     } else {
         if (n < 0) { PyErr_Format(PyExc_ValueError, "`n` must be >= 0, got %ld", (long)n); goto done; }
         if (gb_check_dim(w, "packed", nd - 1, (npy_intp)gb_qpacked_bytes(fmt, n, k), "the packed bytes of an n x k matrix") < 0) goto done;

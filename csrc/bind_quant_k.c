@@ -183,7 +183,7 @@ static PyObject *py_krepack(PyObject *self, PyObject *args, PyObject *kw) {
     }
     const int64_t pb = packed_bytes_any(fmt, n, k), rb = row_bytes_any(fmt, k);
     npy_intp dims[2] = {R / n, (npy_intp)pb};
-    if (!(p = (PyArrayObject *)PyArray_SimpleNew(2, dims, NPY_UINT8))) goto done;
+    if (!(p = gb_new_u8_aligned(2, dims))) goto done;
     int st = GB_OK;
     Py_BEGIN_ALLOW_THREADS
     for (npy_intp m = 0; m < dims[0] && st == GB_OK; m++)

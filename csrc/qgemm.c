@@ -280,11 +280,13 @@ static inline __attribute__((always_inline)) void tile_vnni(const int fmt, const
 /* Decode GEMV (one token): ng consecutive groups one after another, so a thread reads its run of the
  * matrix as one sequential stream (the prefetchers see a single stream, not the four interleaved ones
  * of the 4-group tiles: lm_head 178 MB on 1 thread 24.8 -> 31.7 GB/s), with a software prefetch
- * GB_QGEMV_PF bytes ahead. Per block two independent int32 chains
+ * GB_QGEMV_PF bytes ahead: ~7 KB, the distance of the repacked K-quant kernels (csrc/quant_k.c
+ * KP_PF_BYTES); at 1 KB a thread streamed q4_0 from DRAM at 29 GB/s, at 6.6 KB 35.6 (1 thread, the
+ * read-only probe 33 GB/s, 2026-12-02). Per block two independent int32 chains
  * (low and high nibbles / even and odd chunks) summed before the one FMA: the same integers and the
  * same float operations in the same order as tile_vnni with TT = 1, so bit-identical results. */
 #ifndef GB_QGEMV_PF
-#define GB_QGEMV_PF 1024
+#define GB_QGEMV_PF 7104
 #endif
 static inline __attribute__((always_inline)) void gemv_vnni_run(const int fmt, const uint8_t *gp, int64_t ng, const xact *a,
                                                                 float *y, __mmask16 mlast) {
@@ -525,6 +527,13 @@ int gb_qmoe(int fmt, const float *x, const int64_t *topk_idx, const float *topk_
         }
     }
     items[2 * E] = 0;
+    /* decode-sized batches (every expert < 4 rows: steps of 4 groups): runs of steps of ~256 KB per
+     * grab, so each thread streams long stretches of a matrix instead of every other 4-group step
+     * (as gemm_core's GEMV); prefill-sized: one step per grab */
+    int64_t cmax = 0;
+    for (int64_t e = 0; e < E; e++) cmax = counts[e] > cmax ? counts[e] : cmax;
+    const int64_t sb_up = 4 * NR * nbD * blk_bytes(fmt), sb_dn = 4 * NR * (F / QK) * blk_bytes(fmt);
+    const int64_t cup = cmax < 4 ? 1 + (256 << 10) / (sb_up + 1) : 1, cdn = cmax < 4 ? 1 + (256 << 10) / (sb_dn + 1) : 1;
     const int nbF = (int)(F / QK);
     int fail = 0;
 #pragma omp parallel
@@ -537,7 +546,7 @@ int gb_qmoe(int fmt, const float *x, const int64_t *topk_idx, const float *topk_
             memcpy(ga.c + p * nbD, xa.c + t * nbD, (size_t)nbD * sizeof(int32_t));
         }
         /* gate and up of every expert: one pool of steps (dynamic: experts differ in rows) */
-#pragma omp for schedule(dynamic, 1)
+#pragma omp for schedule(dynamic, cup)
         for (int64_t it = 0; it < nup; it++) {
             int64_t e = 0;
             while (e + 1 < E && items[e + 1] <= it) e++;
@@ -563,7 +572,7 @@ int gb_qmoe(int fmt, const float *x, const int64_t *topk_idx, const float *topk_
             if (tmp) xact_row(fmt, gr, &ha, p, tmp);
         }
         free(tmp);
-#pragma omp for schedule(dynamic, 1)
+#pragma omp for schedule(dynamic, cdn)
         for (int64_t it = 0; it < ndn; it++) {
             int64_t e = 0;
             while (e + 1 < E && items[E + e + 1] <= it) e++;

@@ -504,7 +504,10 @@ static inline __attribute__((always_inline)) void iqp_tile(const int fmt, const 
         for (int t = 0; t < TT; t++) xb[t] = (const int32_t *)(xq + (t0 + t) * nbp * QB + b * QB);
         for (int k = 0; k < 4; k++) {
             const __m512i Q = _mm512_loadu_si512((const void *)(o + 64 * k));
-            _mm_prefetch((const char *)(o + 64 * k + 24 * pb), _MM_HINT_T0); /* ~6.5 KB ahead (measured best of 4-32 records) */
+            /* ~6.5 KB ahead (measured best of 4-32 records), every line of the record: its 5th (the
+             * scales, 256..287 / 271) was left to the hardware prefetcher before */
+            _mm_prefetch((const char *)(o + 64 * k + 24 * pb), _MM_HINT_T0);
+            if (k == 3) _mm_prefetch((const char *)(o + 64 * 4 + 24 * pb), _MM_HINT_T0);
             const __m512i lo = _mm512_shuffle_epi8(tbl, _mm512_and_si512(Q, m4));
             const __m512i hi = _mm512_shuffle_epi8(tbl, _mm512_and_si512(_mm512_srli_epi16(Q, 4), m4));
             for (int t = 0; t < TT; t++) {

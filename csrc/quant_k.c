@@ -831,7 +831,8 @@ int gb_klinear(int fmt, const float *x, const void *w, const float *bias, float 
 /* ---- the repacked layout: 16 rows interleaved, scales pre-decoded (decode GEMV) ------------------
  * See quant_k.h. Per group of 16 rows and super-block b, one record of gb_kp_block_bytes(fmt):
  *   qs  [32][64]  zmm k, byte 4r+i: low nibble value 8k+i of row r, high nibble value 8k+4+i
- *   qh  q5_K [32][2] uint64: bit 4r+i of the first = bit 4 of value 8k+i, of the second of 8k+4+i;
+ *   qh  q5_K [8][64]: byte 4r+i of entry m, bit 2j = bit 4 of value 8k+i, bit 2j+1 of value 8k+4+i
+ *       (k = 4m+j);
  *       q6_K [16][64]: byte 4r+i of entry m, bits 2j..2j+1 = bits 4..5 of value 16m+4j+i
  *       (q5_K/q6_K: qs and qh interleaved in runs, kp_qs_at / kp_hb_at, so a record is one stream)
  *   sc  int8 [nsub][16] (nsub 8 sub-blocks of 32, 16 of 16 for q6_K): the scale, signed
@@ -853,12 +854,12 @@ static inline int64_t kp_sc_off(int fmt) {
 static inline int64_t kp_mn_off(int fmt) { return fmt == GB_Q2_K ? kp_sc_off(fmt) : kp_sc_off(fmt) + 16 * kp_nsub(fmt); }
 static inline int kp_has_min(int fmt) { return fmt == GB_Q4_K || fmt == GB_Q5_K || fmt == GB_Q2_K; }
 /* q5_K/q6_K: the high bits sit next to the nibbles they complete, so a record is read front to
- * back as one stream: q5_K in runs of 4 nibble zmm + their 4 x 16 bytes of masks (320 bytes),
+ * back as one stream: q5_K in runs of 4 nibble zmm + their 64 bytes of fifth bits (320 bytes),
  * q6_K in runs of 2 nibble zmm + their 64 bytes of 2-bit fields (192 bytes) */
 static inline int64_t kp_qs_at(int fmt, int k) {
     return fmt == GB_Q5_K ? 320 * (k / 4) + 64 * (k % 4) : fmt == GB_Q6_K ? 192 * (k / 2) + 64 * (k % 2) : 64 * k;
 }
-static inline int64_t kp_hb_at(int fmt, int k) { return fmt == GB_Q5_K ? 320 * (k / 4) + 256 + 16 * (k % 4) : 192 * (k / 2) + 128; }
+static inline int64_t kp_hb_at(int fmt, int k) { return fmt == GB_Q5_K ? 320 * (k / 4) + 256 : 192 * (k / 2) + 128; }
 static inline int64_t kp_d_off(int fmt) {
     return kp_2bit(fmt) ? kp_sc_off(fmt) + 256 : kp_mn_off(fmt) + (kp_has_min(fmt) ? 128 : 0);
 }
@@ -910,11 +911,9 @@ static void kp_unpack(int fmt, const uint8_t *p, int r, kdec *o) {
             const uint8_t byte = p[kp_qs_at(fmt, k) + 4 * r + i];
             int lo = byte & 0x0f, hi = byte >> 4;
             if (fmt == GB_Q5_K) {
-                uint64_t ml, mh;
-                memcpy(&ml, p + kp_hb_at(fmt, k), 8);
-                memcpy(&mh, p + kp_hb_at(fmt, k) + 8, 8);
-                lo |= (int)((ml >> (4 * r + i)) & 1) << 4;
-                hi |= (int)((mh >> (4 * r + i)) & 1) << 4;
+                const uint8_t H = p[kp_hb_at(fmt, k) + 4 * r + i];
+                lo |= ((H >> (2 * (k % 4))) & 1) << 4;
+                hi |= ((H >> (2 * (k % 4) + 1)) & 1) << 4;
             } else if (fmt == GB_Q6_K) {
                 const uint8_t H = p[kp_hb_at(fmt, k) + 4 * r + i];
                 const int s = 4 * (k % 2);
@@ -977,13 +976,8 @@ static void kp_put(int fmt, const uint8_t *blk, int r, uint8_t *p) {
             }
             p[kp_qs_at(fmt, k) + 4 * r + i] = (uint8_t)((lo & 0x0f) | ((hi & 0x0f) << 4));
             if (fmt == GB_Q5_K) {
-                uint64_t ml, mh;
-                memcpy(&ml, p + kp_hb_at(fmt, k), 8);
-                memcpy(&mh, p + kp_hb_at(fmt, k) + 8, 8);
-                ml |= (uint64_t)((lo >> 4) & 1) << (4 * r + i);
-                mh |= (uint64_t)((hi >> 4) & 1) << (4 * r + i);
-                memcpy(p + kp_hb_at(fmt, k), &ml, 8);
-                memcpy(p + kp_hb_at(fmt, k) + 8, &mh, 8);
+                const int j = k % 4;
+                p[kp_hb_at(fmt, k) + 4 * r + i] |= (uint8_t)((((lo >> 4) & 1) << (2 * j)) | (((hi >> 4) & 1) << (2 * j + 1)));
             } else if (fmt == GB_Q6_K) {
                 const int s = 4 * (k % 2);
                 p[kp_hb_at(fmt, k) + 4 * r + i] |= (uint8_t)((((lo >> 4) & 3) << s) | (((hi >> 4) & 3) << (s + 2)));
@@ -1051,13 +1045,40 @@ static inline __attribute__((always_inline)) void kp_decode_z(const int fmt, con
     const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30), c16 = _mm512_set1_epi8(0x10);
     __m512i lo = _mm512_and_si512(Q, m4), hi = _mm512_and_si512(_mm512_srli_epi16(Q, 4), m4);
     if (fmt == GB_Q5_K) {
-        uint64_t ml, mh;
-        memcpy(&ml, p + kp_hb_at(fmt, k), 8);
-        memcpy(&mh, p + kp_hb_at(fmt, k) + 8, 8);
-        lo = _mm512_mask_add_epi8(lo, (__mmask64)ml, lo, c16);
-        hi = _mm512_mask_add_epi8(hi, (__mmask64)mh, hi, c16);
+        /* byte 4r+i of the run's fifth-bit zmm: bit 2j for lo, 2j+1 for hi (j = k % 4) */
+        const __m512i H = _mm512_loadu_si512((const void *)(p + kp_hb_at(fmt, k)));
+        const int j = k % 4;
+#if defined(__GFNI__)
+        /* the bit to bit 4, zero elsewhere (one affine transform: row 3 of the matrix picks output
+         * bit 4), joined to the nibble by a bit select (vpternlogd 0xe4, as q6_K) */
+        const __m512i flo = _mm512_gf2p8affine_epi64_epi8(H, _mm512_set1_epi64((long long)(1ull << (2 * j) << 24)), 0);
+        const __m512i fhi = _mm512_gf2p8affine_epi64_epi8(H, _mm512_set1_epi64((long long)(2ull << (2 * j) << 24)), 0);
+        *plo = _mm512_ternarylogic_epi32(Q, flo, m4, 0xe4);
+        *phi = _mm512_ternarylogic_epi32(_mm512_srli_epi16(Q, 4), fhi, m4, 0xe4);
+        (void)c16;
+        (void)m30;
+        return;
+#else
+        const __m512i flo = 2 * j <= 4 ? _mm512_slli_epi16(H, 4 - 2 * j) : _mm512_srli_epi16(H, 2 * j - 4);
+        const __m512i fhi = 2 * j + 1 <= 4 ? _mm512_slli_epi16(H, 3 - 2 * j) : _mm512_srli_epi16(H, 2 * j - 3);
+        lo = _mm512_or_si512(lo, _mm512_and_si512(flo, c16));
+        hi = _mm512_or_si512(hi, _mm512_and_si512(fhi, c16));
+#endif
     } else if (fmt == GB_Q6_K) {
         const __m512i H = _mm512_loadu_si512((const void *)(p + kp_hb_at(fmt, k)));
+#if defined(__GFNI__)
+        /* the 2-bit field to bits 4..5 of each byte, zero elsewhere, in one affine transform (row 7-i
+         * of the matrix picks output bit i), then the nibble below it by a bit select (vpternlogd
+         * 0xe4: bits of the first operand where the third is set, else the second's): 5 ops per
+         * 64 bytes of nibbles instead of 8-9 */
+        const int s0 = 4 * (k % 2);
+        const __m512i flo = _mm512_gf2p8affine_epi64_epi8(H, _mm512_set1_epi64((long long)((1ull << s0 << 24) | (2ull << s0 << 16))), 0);
+        const __m512i fhi = _mm512_gf2p8affine_epi64_epi8(H, _mm512_set1_epi64((long long)((4ull << s0 << 24) | (8ull << s0 << 16))), 0);
+        *plo = _mm512_ternarylogic_epi32(Q, flo, m4, 0xe4);
+        *phi = _mm512_ternarylogic_epi32(_mm512_srli_epi16(Q, 4), fhi, m4, 0xe4);
+        (void)m30;
+        return;
+#endif
         if (k % 2 == 0) {
             lo = _mm512_or_si512(lo, _mm512_and_si512(_mm512_slli_epi16(H, 4), m30));
             hi = _mm512_or_si512(hi, _mm512_and_si512(_mm512_slli_epi16(H, 2), m30));
@@ -1075,6 +1096,13 @@ static inline __attribute__((always_inline)) void kp_decode_z(const int fmt, con
     *phi = hi;
 }
 
+/* Software prefetch distance of the repacked decode kernels, in bytes: q4_K's (3 records of 2368),
+ * the one format whose GEMV streamed from DRAM at 95% of the read bandwidth on 2 threads in the run
+ * that opened issue 28 (2026-12-02); the others used whole records nearest 6.5 KB, 5.8-6.7 KB
+ * (q5_K 5760, q6_K 6720: 50-55% there). Any distance covers every line: record b's lines are
+ * fetched at p + pfd + 64 k. */
+#define KP_PF_BYTES 7104
+
 /* TT tokens x the 16 rows of a group, all super-blocks: lane r of every vector is row r, so each
  * lane follows the portable arithmetic exactly (exact int32 isum and msum per super-block, then the
  * float32 formula) and the results are bit-identical to it. Per 64 bytes of nibbles: two vpdpbusd
@@ -1082,7 +1110,7 @@ static inline __attribute__((always_inline)) void kp_decode_z(const int fmt, con
 static inline __attribute__((always_inline)) void kp_tile(const int fmt, const uint8_t *P, int64_t nb, const gb_block_q8_K *xq,
                                                           float *y, int64_t ldy, __m512 vb, __mmask16 m, const int TT) {
     const int64_t pb = gb_kp_block_bytes(fmt), sco = kp_sc_off(fmt), mno = kp_mn_off(fmt), dof = kp_d_off(fmt);
-    const int64_t pfd = (6500 + pb / 2) / pb * pb; /* prefetch distance: whole records, ~6.5 KB */
+    const int64_t pfd = KP_PF_BYTES;
     const int nsub = kp_nsub(fmt), zps = 32 / nsub;
     __m512 acc[4];
     for (int t = 0; t < TT; t++) acc[t] = _mm512_setzero_ps();
@@ -1090,6 +1118,7 @@ static inline __attribute__((always_inline)) void kp_tile(const int fmt, const u
         const uint8_t *p = P + b * pb;
         __m512i isum[4], msum[4];
         for (int t = 0; t < TT; t++) isum[t] = msum[t] = _mm512_setzero_si512();
+        __m512i sc_prev = _mm512_setzero_si512();
 #pragma GCC unroll 16
         for (int s = 0; s < nsub; s++) {
             __m512i a0[4], a1[4];
@@ -1097,7 +1126,7 @@ static inline __attribute__((always_inline)) void kp_tile(const int fmt, const u
             for (int kk = 0; kk < zps; kk++) {
                 const int k = s * zps + kk;
                 const __m512i Q = _mm512_loadu_si512((const void *)(p + kp_qs_at(fmt, k)));
-                /* the record ~6.5 KB ahead, all its lines (<= 64): the high-bit planes and scales too */
+                /* the record KP_PF_BYTES ahead, all its lines (<= 64): the high-bit planes and scales too */
                 _mm_prefetch((const char *)(p + pfd + 64 * k), _MM_HINT_T0);
                 if (64 * (k + 32) < pb) _mm_prefetch((const char *)(p + pfd + 64 * (k + 32)), _MM_HINT_T0);
                 __m512i lo, hi;
@@ -1110,11 +1139,18 @@ static inline __attribute__((always_inline)) void kp_tile(const int fmt, const u
             }
             const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + sco + 16 * s)));
             const __m512i mn = kp_has_min(fmt) ? _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + mno + 16 * s))) : sc;
+            if (fmt == GB_Q6_K && s % 2) {
+                /* msum two sub-blocks per vpdpwssd: lane r holds the int16 pair (sc[s-1][r], sc[s][r])
+                 * against the pair (bsums[s-1], bsums[s]) broadcast; the same exact int32 */
+                const __m512i pr = _mm512_ternarylogic_epi32(sc_prev, _mm512_slli_epi32(sc, 16), _mm512_set1_epi32(0xffff), 0xe4);
+                for (int t = 0; t < TT; t++) msum[t] = _mm512_dpwssd_epi32(msum[t], pr, _mm512_set1_epi32(ld32(xq[t * nb + b].bsums + s - 1)));
+            }
+            sc_prev = sc;
             for (int t = 0; t < TT; t++) {
-                const int16_t *bs = xq[t * nb + b].bsums;
-                const int32_t bsum = fmt == GB_Q6_K ? bs[s] : (int32_t)bs[2 * s] + bs[2 * s + 1];
                 isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(_mm512_add_epi32(a0[t], a1[t]), sc));
-                msum[t] = _mm512_add_epi32(msum[t], _mm512_mullo_epi32(mn, _mm512_set1_epi32(bsum)));
+                if (fmt == GB_Q6_K) continue; /* msum above */
+                const int16_t *bs = xq[t * nb + b].bsums;
+                msum[t] = _mm512_add_epi32(msum[t], _mm512_mullo_epi32(mn, _mm512_set1_epi32((int32_t)bs[2 * s] + bs[2 * s + 1])));
             }
         }
         const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + dof)));
@@ -1153,7 +1189,7 @@ static inline __attribute__((always_inline)) void kp_decode2(const int fmt, cons
 static inline __attribute__((always_inline)) void kp_tile2(const int fmt, const uint8_t *P, int64_t nb, const gb_block_q8_K *xq,
                                                            float *y, int64_t ldy, __m512 vb, __mmask16 msk, const int TT) {
     const int64_t pb = gb_kp_block_bytes(fmt), sco = kp_sc_off(fmt), dof = kp_d_off(fmt);
-    const int64_t pfd = (6500 + pb / 2) / pb * pb; /* as kp_tile */
+    const int64_t pfd = KP_PF_BYTES; /* as kp_tile */
     __m512 acc[4];
     for (int t = 0; t < TT; t++) acc[t] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {

@@ -73,7 +73,8 @@ int gb_bench_vnni(int64_t iters, int reps, double *gops);
  * super-block, one record of gb_kp_block_bytes(fmt) bytes per (group of 16 rows, super-block),
  * records group by group, so a thread's rows are one contiguous stream. A record holds the 4-bit
  * parts of the 16 rows' values interleaved 4 bytes per row per 64 (the operand of one vpdpbusd that
- * feeds 16 rows), the fifth bit (q5_K, byte masks) or the 2 high bits (q6_K), the scales and mins
+ * feeds 16 rows), the fifth bit (q5_K, one bit per value, 4 zmm's in a byte) or the 2 high bits
+ * (q6_K), the scales and mins
  * decoded to int8 per (sub-block, row) and the f16 d/dmin of the 16 rows: q4_K 2368 bytes per
  * 16 x 144 (+2.8%), q5_K 2880 per 16 x 176 (+2.3%), q6_K 3360 per 16 x 210 (+0%), iq4_xs 2208 per
  * 16 x 136 (+1.5%), q2_K 1344 per 16 x 84 (+0%; its 2-bit values 4 fields per byte, scale | min

@@ -342,6 +342,14 @@ def linear(x: np.ndarray, weight: QTensor, bias=None, *, compute: str = "auto", 
     return y.reshape(x.shape[:-1] + (n,))
 
 
+def _aligned_u8(n: int) -> np.ndarray:
+    """An uninitialized uint8[n] starting on a 64-byte line (as the repack bindings allocate: the
+    decode kernels load the packed records a line at a time)."""
+    b = np.empty(n + 64, np.uint8)
+    o = -b.ctypes.data % 64
+    return b[o:o + n]
+
+
 def fuse_rows(*ws) -> QTensor | None:
     """Stack 2-D QTensors that share one input (e.g. gate_proj and up_proj, q_a_proj and
     kv_a_proj_with_mqa) into one matrix read by one call: one quantization of x, one parallel region
@@ -362,7 +370,7 @@ def fuse_rows(*ws) -> QTensor | None:
     for w in ws:
         w.repack()
     flat = [w.packed.reshape(-1) for w in ws]
-    buf = np.concatenate(flat)
+    buf = np.concatenate(flat, out=_aligned_u8(sum(f.size for f in flat)))
     fused = QTensor.__new__(QTensor)
     fused._data, fused._packed, fused.fmt, fused._fused = None, buf, fmt, list(ws)
     fused.shape = (sum(w.shape[0] for w in ws), k)
