@@ -513,10 +513,10 @@ def t_controls(R):
                          "set_num_threads", "get_num_threads", "workspace_bytes", "workspace_blocks",
                          "reset_workspace_peak", "qversions", "qgemm_versions", "kversions", "_attn_bf16",
                          "_linear_has_avx512", "_linear_set_hgemm", "_linear_hgemm", "_hgemm_kernels",
-                         "_linear_gemv_max_t", "keep_heap"]))
+                         "_linear_gemv_max_t", "keep_heap", "_mla_set_f16_tile", "_mla_f16_tile"]))
     args = {"_attn_set_bf16": [True], "_linear_set_gemv_max_t": [int(R.integers(0, 64))],
             "_linear_set_pairs": [True], "_linear_set_portable": [False],
-            "set_num_threads": [int(R.integers(1, 5))], "_linear_set_hgemm": ["auto"],
+            "set_num_threads": [int(R.integers(1, 5))], "_linear_set_hgemm": ["auto"], "_mla_set_f16_tile": [True],
             "_linear_hgemm": [str(R.choice(["bf16", "f16"]))], "_hgemm_kernels": [str(R.choice(["bf16", "f16"]))]}.get(name, [])
     return name, args, {}
 
@@ -529,7 +529,7 @@ TARGETS = {f.__name__[2:]: f for f in (t_rms_norm, t_rope, t_linear, t_hgemm, t_
 
 # Values the controls would keep if a mutated call changed them: put back after every input.
 _CONTROL_RESET = (("_attn_set_bf16", True), ("_linear_set_gemv_max_t", 0), ("_linear_set_pairs", True),
-                  ("_linear_set_portable", False), ("_linear_set_hgemm", "auto"))
+                  ("_linear_set_portable", False), ("_linear_set_hgemm", "auto"), ("_mla_set_f16_tile", True))
 
 
 def _digest(v):
