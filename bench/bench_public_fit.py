@@ -133,6 +133,20 @@ def _baseline(path) -> dict:
     return out
 
 
+def cv_bands(pairs) -> dict:
+    """{"decode"|"prefill": {"dense"|"moe": pooled leave-one-source-out MAPE or None, "n": {...}}}
+    from (point, predicted) pairs of a leave-one-source-out run."""
+    out = {}
+    for key, test in (("decode", "tg"), ("prefill", "pp")):
+        row, n = {}, {}
+        for cls in ("dense", "moe"):
+            sel = [pq for pq in pairs if pq[0].test == test and bool(pq[0].setup.model.n_routed_experts) == (cls == "moe")]
+            row[cls] = jf.mape(sel, test) if sel else None
+            n[cls] = len(sel)
+        out[key] = {**row, "n": n}
+    return out
+
+
 def _write_profile(rt, fit, start, r):
     loso_pairs = [pq for v in r["loso"].values() for pq in v]
     calib = {
@@ -155,6 +169,10 @@ def _write_profile(rt, fit, start, r):
               "see bench/results/public_fit_<date>.md for shallow-to-deep and leave-one-GPU-out",
         "sources": {s: {"points": len(v), "loso_mape_decode": jf.mape(v, "tg"), "loso_mape_prefill": jf.mape(v, "pp")}
                     for s, v in r["loso"].items()},
+        "cv_bands": cv_bands(loso_pairs),
+        "cv_bands_why": "the band of a prediction (RuntimeProfile.cv_band): leave-one-source-out MAPE pooled over this "
+                        "runtime's public points of one test (decode, prefill) and model class (moe: routed experts; "
+                        "dense); n: the points behind it; null where no source holds that class",
         "start": start.to_dict(),
         "points_columns": ["where", "source", "label", "options", "measured_ts", "predicted_ts", "residual"],
         "points": [[p.where, p.source, p.label, ",".join(f"{k}={v}" for k, v in p.options.items()),
@@ -218,6 +236,16 @@ def report(pts, res, seconds, baseline=None, baseline_label="") -> str:
     for rt, key, test, v, lim, m in verdict:
         b = f" {base.get((rt, key, test), '–')} |" if base else ""
         L.append(f"| {rt} | {key} | {test} |{b} {_pct(v)} | {_pct(m)} | {_pct(lim)} | {'yes' if v <= lim else '**no**'} |")
+    L += ["", "## Bands per test and model class", "",
+          "The error band a record of each runtime model carries (RuntimeProfile.cv_band): the leave-one-source-out "
+          "MAPE pooled over the runtime's points of that test and model class (MoE: routed experts). A class with no "
+          "source (–) takes the runtime's error for the test (all classes).", "",
+          "| runtime | decode dense (points) | decode MoE (points) | prefill dense (points) | prefill MoE (points) |",
+          "|---|---|---|---|---|"]
+    for rt, r in res.items():
+        b = cv_bands([pq for v in r["loso"].values() for pq in v])
+        L.append(f"| {rt} | " + " | ".join(f"{_pct(b[k][c])} ({b[k]['n'][c]})" for k in ("decode", "prefill")
+                                            for c in ("dense", "moe")) + " |")
     L += ["", "## Per source", "",
           "| runtime | source | points | typical tg / pp | fitted tg / pp | LOSO tg / pp | shallow-to-deep tg / pp |",
           "|---|---|---|---|---|---|---|"]

@@ -10,6 +10,8 @@ import os
 import numpy as np
 import pytest
 
+from glmbench.models import configs
+
 from glmbench.predict import costmodel as cm
 from glmbench.predict import hardware as hw
 from glmbench.predict import jointfit as jf
@@ -128,6 +130,40 @@ def test_sweep_records_carry_the_cross_validated_error():
     f = sweep.setup_fields(s)
     assert f["evidence"] == "calibrated" and f["runtime"] == "llama.cpp"
     assert f["cv_error"] == pytest.approx(s.runtime.cv_error) and f["cv_error"] > 0
+
+
+def test_records_carry_the_band_of_their_test_and_model_class():
+    """A runtime model's records carry the leave-one-source-out error of their test and model class
+    (cv_bands), recomputed here from the fit's own per-source numbers; a class with no source falls
+    back to the runtime's error for the test; a user's calibrated profile has one error."""
+    import dataclasses
+    from glmbench.predict import sweep
+    vk = cm.load_runtime("llama.cpp-vulkan")
+    b = vk.calibration["cv_bands"]
+    moe, dense = configs.load("glm-4.7-flash"), configs.load("llama-3-8b")
+    assert vk.cv_band("tg", moe) == pytest.approx(b["decode"]["moe"])
+    assert vk.cv_band("pp", dense) == pytest.approx(b["prefill"]["dense"])
+    assert b["decode"]["n"]["moe"] > 0 and b["decode"]["n"]["dense"] > 0
+    # the pooled decode band is the points-weighted mean of the two classes'
+    n = b["decode"]["n"]
+    pooled = (b["decode"]["dense"] * n["dense"] + b["decode"]["moe"] * n["moe"]) / (n["dense"] + n["moe"])
+    assert pooled == pytest.approx(vk.calibration["loso_mape_decode"], rel=1e-9)
+    # Vulkan's only MoE source is far less predictable than its dense ones: the bands say so
+    assert vk.cv_band("tg", moe) > 2 * vk.cv_band("tg", dense)
+    # no MoE source of a test: the runtime's error for that test
+    cal = {**vk.calibration, "cv_bands": {"decode": {"dense": 0.1, "moe": None, "n": {"dense": 3, "moe": 0}},
+                                          "prefill": {"dense": 0.2, "moe": 0.3, "n": {"dense": 3, "moe": 4}}}}
+    p = dataclasses.replace(vk, calibration=cal)
+    assert p.cv_band("tg", moe) == pytest.approx(vk.calibration["loso_mape_decode"])
+    assert (p.cv_band("tg", dense), p.cv_band("pp", moe), p.cv_band("mem", moe)) == pytest.approx((0.1, 0.3, p.cv_error))
+    # records: tg / pp take their band, memory keeps the profile's
+    s = cm.Setup("glm-4.7-flash", "rtx-3090", weights="q4_0", runtime="llama.cpp-vulkan")
+    recs = sweep.predict(None, [s], depths=[0], tests=("tg", "pp"))
+    by = {r["test"]: r for r in recs}
+    assert by["tg"]["cv_error"] == pytest.approx(b["decode"]["moe"])
+    assert by["pp"]["cv_error"] == pytest.approx(b["prefill"]["moe"])
+    assert by["tg"]["avg_ts_hi"] == pytest.approx(by["tg"]["avg_ts"] * (1 + b["decode"]["moe"]))
+    assert cm.load_runtime("typical").cv_band("tg", moe) is None
 
 
 def test_truth_table_public_section():

@@ -195,6 +195,25 @@ class RuntimeProfile:
         v = self.calibration.get("loo_mape") if self.calibration else None
         return float(v) if isinstance(v, (int, float)) else None
 
+    def cv_band(self, test: str, cfg=None):
+        """The cross-validated error (a fraction) a prediction of `test` ("tg"/"serve": decode,
+        "pp": prefill) for a model `cfg` carries, or None for a profile that was not fitted.
+        A runtime model fitted to the public set keeps its leave-one-source-out error per test
+        and model class (`cv_bands`: "moe" with routed experts, else "dense"), since one runtime
+        can be well known on dense models and barely on MoE ones (llama.cpp-vulkan: one MoE
+        source); where its sources hold no model of that class the runtime's error for the test
+        (all classes) is the band, and a profile calibrated on one user's file has one error
+        (cv_error) for everything."""
+        c = self.calibration or {}
+        key = "decode" if test in ("tg", "serve", "decode") else "prefill" if test in ("pp", "prefill") else None
+        if key is None:
+            return self.cv_error
+        cls = None if cfg is None else ("moe" if getattr(cfg, "n_routed_experts", 0) else "dense")
+        band = ((c.get("cv_bands") or {}).get(key) or {}).get(cls) if cls else None
+        if not isinstance(band, (int, float)):
+            band = c.get(f"loso_mape_{key}")
+        return float(band) if isinstance(band, (int, float)) else self.cv_error
+
     def attention_efficiency(self, cfg, strategy: str, kv: str) -> tuple:
         """(compute, memory) efficiency of attention for a model, MLA strategy and KV format."""
         ce, me = self.compute_efficiency["attention"], self.memory_efficiency["attention"]

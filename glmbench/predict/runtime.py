@@ -60,7 +60,13 @@ def describe(name: str) -> str:
     c = prof.calibration or {}
     if c:
         L.append(f"  fitted to {c.get('n_points')} public points; in-sample MAPE {100 * (c.get('mape') or 0):.1f}%, "
-                 f"leave-one-source-out {100 * (c.get('loo_mape') or 0):.1f}% (the error band of its records)")
+                 f"leave-one-source-out {100 * (c.get('loo_mape') or 0):.1f}% (decode and prefill pooled)")
+        b = c.get("cv_bands")
+        for key in ("decode", "prefill") if b else ():
+            cells = [f"{cls} {100 * b[key][cls]:.1f}% ({b[key]['n'][cls]} points)" for cls in ("dense", "moe")
+                     if b[key].get(cls) is not None]
+            if cells:
+                L.append(f"  {key} band (leave-one-source-out, the band of its {key} records): " + ", ".join(cells))
     return "\n".join(L)
 
 

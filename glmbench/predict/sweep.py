@@ -81,7 +81,8 @@ def setup_fields(s: cm.Setup) -> dict:
         "fingerprint": setup_fingerprint(s),
     }
     if s.runtime.calibrated:
-        # the calibrated profile's leave-one-out error: the band its predictions carry
+        # the calibrated profile's leave-one-out error: the band its predictions carry (a
+        # tg / pp / serve record takes the band of its test and model class: _point)
         out["cv_error"] = s.runtime.cv_error
     if s.offload is not None:   # llama.cpp's partial offload to the host
         out.update(s.offload.fields())
@@ -164,6 +165,9 @@ def predict(models, setups, depths: Sequence[int], tests: Sequence[str] = ("tg",
 
 def _point(s, t, d, base, n_prompt, n_gen, n_streams, concurrency, store):
     out = []
+    if s.runtime.calibrated and t in ("tg", "pp", "serve"):
+        # the band of this test and model class (RuntimeProfile.cv_band), not one for every record
+        base = {**base, "cv_error": s.runtime.cv_band(t, s.model)}
     if t == "serve":
         for c in concurrency:
             r = {**base, "test": "serve", "n_depth": d, "n_prompt": 0, "n_gen": 1, "n_streams": c, "concurrency": c}

@@ -158,8 +158,12 @@ class Search:
         xs = cm.crossover(ds, ya, yb)
         return xs[0] if xs else None
 
-    def band(self, runtime) -> float:
-        return self.rt[runtime].cv_error or 0.0
+    def band(self, runtime, test: str = "tg", models=(MLA_MODEL,)) -> float:
+        """The cross-validated error band of a comparison of `models`' `test` predictions on a
+        runtime: the widest of their bands (RuntimeProfile.cv_band: per test and model class), 0
+        for a profile that was not fitted."""
+        prof = self.rt[runtime]
+        return max((prof.cv_band(test, configs.load(m)) or 0.0) for m in models) if prof.calibrated else 0.0
 
 
 # ---- the findings ---------------------------------------------------------------------------------
@@ -248,11 +252,11 @@ def _crossover(S: Search) -> dict:
 def _prefill(S: Search) -> dict:
     res = []
     for rt in S.rt:
-        band = S.band(rt)
         for n in S.cards:
             g0 = S.pp(MLA_MODEL, rt, n, PP_PROMPT, 0)["avg_ts"]
             gd = S.pp(MLA_MODEL, rt, n, DEEP_PP, S.deep)["avg_ts"]
             for m in S.dense:
+                band = S.band(rt, "pp", (MLA_MODEL, m))
                 d0 = S.pp(m, rt, n, PP_PROMPT, 0)["avg_ts"]
                 dd = S.pp(m, rt, n, DEEP_PP, S.deep)["avg_ts"]
                 ratio = g0 / d0
@@ -447,7 +451,10 @@ def findings(study, *, dense=None, runtimes=None) -> dict | None:
     return {"rows": rows, "likely": likely, "summary": _summary(S, likely), "records": S.records,
             "crossover": curves, "crossover_depths": cross, "dense_models": list(S.dense),
             "runtimes": [{"name": r.name, "evidence": "calibrated" if r.calibrated else "predicted",
-                          "cv_error": r.cv_error, "mla_attention_efficiency": cx.mla_efficiency_of(r, study.mla_strategy)}
+                          "cv_error": r.cv_error,
+                          "cv_bands": {t: {m: r.cv_band(t, configs.load(m)) for m in (MLA_MODEL, *S.dense)}
+                                       for t in ("tg", "pp")} if r.calibrated else None,
+                          "mla_attention_efficiency": cx.mla_efficiency_of(r, study.mla_strategy)}
                          for r in S.runtimes],
             "criteria": {"approx": APPROX, "short_context": SHORT, "near_64k": list(NEAR_64K), "flat": FLAT,
                          "pp_prompt": PP_PROMPT, "deep_pp": DEEP_PP, "far_more": FAR_MORE, "quant_kv": QUANT_KV,

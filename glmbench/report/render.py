@@ -57,7 +57,7 @@ def _header(records, study: Study, charts) -> list:
         if rt.kernels:
             # a runtime model: its kernel table replaces the per-class values where fitted
             eff = ", ".join(f"{k} {v:.3g}" for k, v in sorted(rt.kernels.items()) if k.endswith((":compute", ":memory")))
-            cv = f"; leave-one-source-out error ±{100 * rt.cv_error:.0f}% (the band of its records)" if rt.cv_error else ""
+            cv = f"; {_bands_text(rt)}" if rt.cv_error else ""
             L.append(f"Runtime profile `{rt.name}`: {rt.description.rstrip('.')}. Kernel efficiencies (path:bound): "
                      f"{eff}{cv}; other ops at compute " + ", ".join(f"{k} {v:g}" for k, v in rt.compute_efficiency.items())
                      + ", memory " + ", ".join(f"{k} {v:g}" for k, v in rt.memory_efficiency.items()) + ".")
@@ -257,7 +257,7 @@ def _throughput(pred, study: Study) -> list:
 def _decisions(decs, study: Study) -> list:
     """The decision table (costmodel.decide per workload)."""
     L = []
-    band = study.runtime_profile.cv_error      # a calibrated profile's leave-one-out error, else None
+    rp = study.runtime_profile
     if decs:
         L += ["## Decision table", "",
               "The cost model's ranking (`costmodel.decide`) of every setup above for each shape of work: "
@@ -280,6 +280,10 @@ def _decisions(decs, study: Study) -> list:
                 what = "faster than" if best["objective"] == "latency" else "more throughput than"
                 ratio = (f"{100 * (x - 1):.0f}% {what}" if x < 1.995 else f"{x:.1f}× {'as fast as' if best['objective'] == 'latency' else 'the throughput of'}")
                 ratio += f" {second['model']} on {_decision_rig(second)}"
+                # a calibrated profile's cross-validated band: the widest of the two setups' models'
+                # decode and prefill bands (RuntimeProfile.cv_band), else none
+                band = max((rp.cv_band(t, study.configs.get(r["model"])) or 0.0)
+                           for t in ("tg", "pp") for r in (best, second)) if rp.calibrated else None
                 if band and x - 1 <= band:
                     # within the calibrated prediction's error band: not a win
                     ratio = f"tie with {second['model']} on {_decision_rig(second)} ({100 * (x - 1):.0f}% apart, inside the ±{100 * band:.0f}% band)"
@@ -333,6 +337,36 @@ def _findings(finds, study: Study) -> list:
     return L
 
 
+def _bands_text(rt) -> str:
+    """A runtime model's cross-validated bands in words: per test, and per model class where its
+    public fit kept them (cv_bands), else its one leave-one-out error."""
+    b = (rt.calibration or {}).get("cv_bands")
+    if not b:
+        return f"leave-one-source-out error ±{100 * rt.cv_error:.0f}% (the band of its records)"
+    def pct(v):
+        return "–" if v is None else f"±{100 * v:.0f}%"
+    parts = [f"{cls} models decode {pct(b['decode'].get(cls))} / prefill {pct(b['prefill'].get(cls))}"
+             for cls in ("dense", "moe") if b["decode"].get(cls) is not None or b["prefill"].get(cls) is not None]
+    return ("leave-one-source-out error on its public sources: " + ", ".join(parts)
+            + " (the bands of its records; – : no source of that kind, the runtime's error for the test applies)")
+
+
+def _band_cell(rt: dict) -> str:
+    """The band column of the crossover table: decode band of GLM-4.7-Flash and of each dense model."""
+    b = rt.get("cv_bands")
+    if not b:
+        return "–" if rt["cv_error"] is None else f"±{100 * rt['cv_error']:.0f}%"
+    vals = {m: v for m, v in b["tg"].items() if v is not None}
+    if not vals:
+        return "–"
+    uniq = sorted({round(100 * v) for v in vals.values()})
+    if len(uniq) == 1:
+        return f"decode ±{uniq[0]}%"
+    # GLM-4.7-Flash (the first model) against the dense models' band(s)
+    (glm, g), rest = next(iter(vals.items())), sorted({round(100 * v) for m, v in list(vals.items())[1:]})
+    return f"decode {glm} ±{100 * g:.0f}%, dense " + " / ".join(f"±{x}%" for x in rest)
+
+
 def _crossover(finds, study: Study) -> list:
     """Crossover depth of GLM-4.7-Flash vs each dense built-in, per runtime and card count, and the
     chart of the crossover against the MLA attention efficiency."""
@@ -358,7 +392,7 @@ def _crossover(finds, study: Study) -> list:
             cells.append((got[0][1] + (" (" + ", ".join(str(n) for n, _ in got) + ")" if len(got) > 1 else "")) if same
                          else " · ".join(f"{n}: {t}" for n, t in got) if got else "–")
         rows.append([f"`{rt['name']}`", rt["evidence"], _num(rt["mla_attention_efficiency"], 3),
-                     "–" if rt["cv_error"] is None else f"±{100 * rt['cv_error']:.0f}%"] + cells)
+                     _band_cell(rt)] + cells)
     L += [_md_table(rows, ["runtime", "evidence", f"MLA efficiency ({study.mla_strategy})", "band"]
                     + [f"vs {m}" for m in dense]), "",
           "(n): the same on n cards; 1: ... · 2: ...: on one card and on two.", ""]
