@@ -505,3 +505,19 @@ def test_likelihood_ratio_pass_fits_a_slope_the_sensitivity_rule_misses(public, 
     plain = jf.fit_runtime("llama.cpp-vulkan", train)
     assert key not in plain.fitted
     assert jf.mape(list(zip(deep, jf.predict_many(deep, plain.profile))), "tg") > 0.05
+
+
+def test_likelihood_ratio_pass_breaks_ties_by_candidate_order_not_by_rounding(public, monkeypatch):
+    """On the Vulkan points without the scoreboard, the per-MoE-layer cost, the per-kernel overhead
+    and the per-pass overhead add the same time to DeepSeek-V2-Lite's every point: converged, each
+    fits the points equally well. The pass refits its contenders to convergence and takes the first
+    of a tie in the candidate order, so what it selects does not hang on how far a capped trial
+    fit got (which, before, flipped with the LAPACK path scipy took in the process)."""
+    pts = [p for p in public if p.runtime == "llama.cpp-vulkan" and p.source != "scoreboard-vulkan"]
+    picks = []
+    for nfev in (6, 60):
+        monkeypatch.setattr(jf, "LR_TRIAL_NFEV", nfev)
+        picks.append(sorted(jf.fit_runtime("llama.cpp-vulkan", pts).fitted))
+    assert picks[0] == picks[1]
+    assert "mmid:layer_us" in picks[0]       # the first of the tied constants in candidate order
+    assert not {"kernel_overhead_us", "step_overhead_us"} & set(picks[0])

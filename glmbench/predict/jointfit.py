@@ -70,6 +70,9 @@ LR_CRIT = 6.63             # chi-square(1) at 99%
 LR_MAX_ADD = 3
 LR_TRIAL_NFEV = 60         # function evaluations of each candidate's trial fit
 LR_NOISE_FLOOR = 1e-3      # 0.1% per point: published tok/s carry 3-4 significant digits
+LR_TIE = 1.0               # candidates whose statistics are within this of the best one are a tie
+LR_CONTEND = 10.0          # trials within this of the best are refitted to convergence before the tie rule
+LR_MAX_CONTENDERS = 4
 PER_SM = True              # fit the per-SM limits (kernels.SM_PARAMS) where the points identify them
 
 
@@ -751,7 +754,7 @@ def _lr_pass(comp, start, names, unbound, chosen, fitted, meas_s, n):
     for _ in range(LR_MAX_ADD):
         x0 = np.array([_to_x(nm, fitted[nm]) for nm in chosen])
         ssr0 = _ssr(comp, start, chosen, x0, meas_s, n) if chosen else _ssr(comp, start, [], np.array([]), meas_s, n)
-        best = None
+        trials = []
         for nm in names:
             if nm in chosen or nm in tried_out:
                 continue
@@ -764,12 +767,26 @@ def _lr_pass(comp, start, names, unbound, chosen, fitted, meas_s, n):
                         _ssr(comp, start, chosen + [nm], np.append(x0, s0), meas_s, n):
                     s0 = low
             res = _lsq(comp, start, chosen + [nm], np.append(x0, s0), meas_s, n, max_nfev=LR_TRIAL_NFEV)
-            ssr1 = 2.0 * res.cost
-            if best is None or ssr1 < best[1]:
-                best = (nm, ssr1, res.x)
+            trials.append((nm, 2.0 * res.cost, res.x))
         floor = n * LR_NOISE_FLOOR ** 2      # below this the points are fitted to their rounding
-        if best is None or n * math.log((ssr0 + floor) / (best[1] + floor)) <= LR_CRIT:
+        def stat(ssr1):
+            return n * math.log((ssr0 + floor) / (ssr1 + floor))
+        top = max((stat(t[1]) for t in trials), default=None)
+        if top is None or top <= LR_CRIT:
             break
+        # the trials are capped (LR_TRIAL_NFEV): the contenders are refitted to convergence, since two
+        # candidates that explain the same time (several per-token constants on one model's points)
+        # reach the same sum of squares only when both have converged
+        contenders = sorted((t for t in trials if stat(t[1]) >= top - LR_CONTEND), key=lambda t: t[1])[:LR_MAX_CONTENDERS]
+        conv = []
+        for nm, _, x in contenders:
+            r = _lsq(comp, start, chosen + [nm], x, meas_s, n)
+            conv.append((nm, 2.0 * r.cost, r.x))
+        top = max(stat(t[1]) for t in conv)
+        # a tie (statistics within LR_TIE of the best: the points cannot tell the candidates apart)
+        # is broken by the candidate order, not by a rounding difference between the fits
+        tied = {t[0] for t in conv if stat(t[1]) >= top - LR_TIE}
+        best = next(t for t in sorted(conv, key=lambda t: names.index(t[0])) if t[0] in tied)
         nm, _, x1 = best
         x1 = _lsq(comp, start, chosen + [nm], x1, meas_s, n).x       # the trial's fit, to convergence
         trial = {c: _from_x(c, v) for c, v in zip(chosen + [nm], x1)}
