@@ -73,12 +73,22 @@ static inline void scale_min_k4(int j, const uint8_t *q, int *sc, int *m) {
 /* unsigned values q[256], an int scale and an int min weight per 16 values, the two float scales */
 typedef struct {
     float d, dm;
+    int off; /* 1: msum is only the values' offset (q6_K, iq4_xs): (d*dx)*(isum - msum), see quant_k.h */
     int32_t sc[16];
     int16_t mn[16];
     uint8_t q[QKK];
 } kdec;
 
+static inline int k_off_only(int fmt) { return fmt == GB_Q6_K || fmt == GB_IQ4_XS; }
+
+/* one super-block's float32 term, the formula of every version (quant_k.h) */
+static inline float kterm(int off, float d, float dm, float dx, int32_t isum, int32_t msum) {
+    if (off) return (d * dx) * (float)(int32_t)((uint32_t)isum - (uint32_t)msum);
+    return (d * dx) * (float)isum - (dm * dx) * (float)msum;
+}
+
 static void kdecode(int fmt, const uint8_t *b, kdec *o) {
+    o->off = k_off_only(fmt);
     if (fmt == GB_IQ4_XS) {
         /* 8 sub-blocks of 32: 6-bit scale (low nibble in scales_l, 2 high bits in scales_h) - 32;
          * values kvalues[nibble] stored + 128 (unsigned), the offset comes off as 128 * sc * bsum */
@@ -278,7 +288,7 @@ static inline void kdot_ref(const kdec *o, const gb_block_q8_K *x0, int64_t ldx,
             isum += o->sc[c] * s;
             msum += (int32_t)o->mn[c] * x->bsums[c];
         }
-        acc[t] += (o->d * x->d) * (float)isum - (o->dm * x->d) * (float)msum;
+        acc[t] += kterm(o->off, o->d, o->dm, x->d, isum, msum);
     }
 }
 
@@ -514,9 +524,10 @@ static void row_vnni(int fmt, const uint8_t *w, const gb_block_q8_K *xq, int64_t
                 __m512i msum = _mm512_setzero_si512();
                 for (int c2 = 0; c2 < 8; c2++) msum = _mm512_dpwssd_epi32(msum, _mm512_loadu_si512((const void *)(bs + 16 * c2)), mp[c2]);
                 const __m512 dx = _mm512_loadu_ps(g16.dxT + (g * nb + b) * 16);
-                /* lane by lane the scalar formula: (d*dx)*isum - (dm*dx)*msum, then added (no FMA) */
-                const __m512 r = _mm512_sub_ps(_mm512_mul_ps(_mm512_mul_ps(vd, dx), _mm512_cvtepi32_ps(isum)),
-                                               _mm512_mul_ps(_mm512_mul_ps(vdm, dx), _mm512_cvtepi32_ps(msum)));
+                /* lane by lane the scalar formula (kterm), then added (no FMA) */
+                const __m512 r = k_off_only(fmt) ? _mm512_mul_ps(_mm512_mul_ps(vd, dx), _mm512_cvtepi32_ps(_mm512_sub_epi32(isum, msum)))
+                                 : _mm512_sub_ps(_mm512_mul_ps(_mm512_mul_ps(vd, dx), _mm512_cvtepi32_ps(isum)),
+                                                 _mm512_mul_ps(_mm512_mul_ps(vdm, dx), _mm512_cvtepi32_ps(msum)));
                 accv[g] = _mm512_add_ps(accv[g], r);
             }
         }
@@ -529,7 +540,7 @@ static void row_vnni(int fmt, const uint8_t *w, const gb_block_q8_K *xq, int64_t
             h = _mm256_hadd_epi32(h, h);
             const __m128i r = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
             const int32_t isum = _mm_cvtsi128_si32(r), msum = _mm_extract_epi32(r, 1);
-            acc[t] += (d * x->d) * (float)isum - (dm * x->d) * (float)msum;
+            acc[t] += kterm(k_off_only(fmt), d, dm, x->d, isum, msum);
         }
     }
     for (int g = 0; g < ng; g++) _mm512_storeu_ps(acc + 16 * g, _mm512_add_ps(_mm512_loadu_ps(acc + 16 * g), accv[g]));
@@ -554,6 +565,7 @@ typedef struct {
     uint32_t q[64 * 16]; /* [4-value chunk][row] */
     int32_t sc[16 * 16]; /* [16-value group][row] */
     int32_t mn[8 * 16];  /* [pair of groups][row]: int16 pairs for vpdpwssd */
+    int32_t corr[16];    /* signed panels (panel_signed): -128 * sum_c sc[c] * (sum of group c's values) */
     float d[16], dm[16];
 } kpanel;
 
@@ -598,13 +610,49 @@ static void x_pairs32(gb_block_q8_K *x, int64_t nb) {
         for (int j = 0; j < 8; j++) x[b].bsums[j] = (int16_t)(x[b].bsums[2 * j] + x[b].bsums[2 * j + 1]);
 }
 
+/* q6_K and iq4_xs (d = dm, msum only the values' offset: kterm's exact difference isum - msum) take
+ * their panel values signed (q - 32, kvalue) and the activations unsigned (x + 128, x_unsigned):
+ * per 4 values sum (x + 128) q = sum x q + 128 sum q, and the second term, the weights' own, is taken
+ * off once per row and super-block (corr, the initial isum). The tile then needs no 16-value sums
+ * of the activations and no msum: the same int32 isum - msum, so the same float32 result. */
+static inline int panel_sgn(int fmt) { return fmt == GB_Q6_K || fmt == GB_IQ4_XS; }
+
+static void panel_signed(int fmt, kpanel *P, int64_t nb) {
+    const __m512i off = _mm512_set1_epi8((char)(fmt == GB_Q6_K ? 32 : 128)), one = _mm512_set1_epi8(1);
+    for (int64_t b = 0; b < nb; b++) {
+        __m512i corr = _mm512_setzero_si512();
+        for (int c = 0; c < 16; c++) { /* 16-value group c: chunks 4c..4c+3 */
+            __m512i ws = _mm512_setzero_si512();
+            for (int j = 0; j < 4; j++) {
+                uint32_t *q = P[b].q + (4 * c + j) * 16;
+                const __m512i v = _mm512_sub_epi8(_mm512_load_si512((const void *)q), off);
+                _mm512_store_si512((void *)q, v);
+                ws = _mm512_dpbusd_epi32(ws, one, v);
+            }
+            corr = _mm512_add_epi32(corr, _mm512_mullo_epi32(ws, _mm512_load_si512((const void *)(P[b].sc + c * 16))));
+        }
+        _mm512_store_si512((void *)P[b].corr, _mm512_mullo_epi32(corr, _mm512_set1_epi32(-128)));
+    }
+}
+
+/* the activations' values + 128 as unsigned bytes, in place (sums and scale unchanged, unread) */
+static void x_unsigned(gb_block_q8_K *x, int64_t nb) {
+    const __m512i s = _mm512_set1_epi8((char)0x80);
+    for (int64_t b = 0; b < nb; b++)
+        for (int j = 0; j < 4; j++) {
+            int8_t *q = x[b].qs + 64 * j;
+            _mm512_storeu_si512((void *)q, _mm512_xor_si512(_mm512_loadu_si512((const void *)q), s));
+        }
+}
+
 /* NG (1 or 2) groups of 16 rows x TT tokens (t0..), all super-blocks; group i's outputs
  * y[t * ldy + 16 i + r], masked by mk[i]. Per 4-value chunk: one load per group and one broadcast per
  * token feed NG x TT vpdpbusd (2 x 4: 6 loads per 8, where 1 x 4 took 5 per 4). SUB: 16-value groups
  * per scale (2 for q4_K/q5_K/iq4_xs, whose scales are per 32 values: one vpmulld per 32 values). */
 static inline __attribute__((always_inline)) void panel_tile(const kpanel *P0, const kpanel *P1, int64_t nb, const gb_block_q8_K *xq,
                                                              int64_t t0, float *y, int64_t ldy, const float *bias, __mmask16 m0,
-                                                             __mmask16 m1, const int NG, const int TT, const int SUB) {
+                                                             __mmask16 m1, const int NG, const int TT, const int SUB,
+                                                             const int SGN) {
     __m512 acc[2][4];
     for (int g = 0; g < NG; g++)
         for (int t = 0; t < TT; t++) acc[g][t] = _mm512_setzero_ps();
@@ -614,7 +662,7 @@ static inline __attribute__((always_inline)) void panel_tile(const kpanel *P0, c
         for (int t = 0; t < TT; t++) xb[t] = xq[(t0 + t) * nb + b].qs;
         __m512i isum[2][4];
         for (int g = 0; g < NG; g++)
-            for (int t = 0; t < TT; t++) isum[g][t] = _mm512_setzero_si512();
+            for (int t = 0; t < TT; t++) isum[g][t] = SGN ? _mm512_load_si512((const void *)p[g]->corr) : _mm512_setzero_si512();
         for (int s = 0; s < 16 / SUB; s++) {
             __m512i ia[2][4];
             for (int g = 0; g < NG; g++)
@@ -630,7 +678,7 @@ static inline __attribute__((always_inline)) void panel_tile(const kpanel *P0, c
                     int32_t xv;
                     memcpy(&xv, xb[t] + 4 * ch, 4);
                     const __m512i xb4 = _mm512_set1_epi32(xv);
-                    for (int g = 0; g < NG; g++) ia[g][t] = _mm512_dpbusd_epi32(ia[g][t], wq[g], xb4);
+                    for (int g = 0; g < NG; g++) ia[g][t] = SGN ? _mm512_dpbusd_epi32(ia[g][t], xb4, wq[g]) : _mm512_dpbusd_epi32(ia[g][t], wq[g], xb4);
                 }
             }
             for (int g = 0; g < NG; g++) {
@@ -639,7 +687,12 @@ static inline __attribute__((always_inline)) void panel_tile(const kpanel *P0, c
                     isum[g][t] = _mm512_add_epi32(isum[g][t], _mm512_mullo_epi32(ia[g][t], sc));
             }
         }
-        for (int t = 0; t < TT; t++) {
+        for (int t = 0; t < TT && SGN; t++) { /* kterm's (d*dx)*(isum - msum), corr having taken msum off */
+            const __m512 dx = _mm512_set1_ps(xq[(t0 + t) * nb + b].d);
+            for (int g = 0; g < NG; g++)
+                acc[g][t] = _mm512_add_ps(acc[g][t], _mm512_mul_ps(_mm512_mul_ps(_mm512_load_ps(p[g]->d), dx), _mm512_cvtepi32_ps(isum[g][t])));
+        }
+        for (int t = 0; t < TT && !SGN; t++) {
             const gb_block_q8_K *x = &xq[(t0 + t) * nb + b];
             __m512i msum[2];
             for (int g = 0; g < NG; g++) msum[g] = _mm512_setzero_si512();
@@ -665,22 +718,26 @@ static inline __attribute__((always_inline)) void panel_tile(const kpanel *P0, c
     }
 }
 
-#define PANEL_ROWS(name, NG, SUB)                                                                                   \
+#define PANEL_ROWS(name, NG, SUB, SGN)                                                                              \
     static void name(const kpanel *P0, const kpanel *P1, int64_t nb, const gb_block_q8_K *xq, int64_t T, float *y,   \
                      int64_t ldy, const float *bias, __mmask16 m0, __mmask16 m1) {                                  \
         int64_t t0 = 0;                                                                                             \
-        for (; t0 + 4 <= T; t0 += 4) panel_tile(P0, P1, nb, xq, t0, y, ldy, bias, m0, m1, NG, 4, SUB);              \
+        for (; t0 + 4 <= T; t0 += 4) panel_tile(P0, P1, nb, xq, t0, y, ldy, bias, m0, m1, NG, 4, SUB, SGN);         \
         switch (T - t0) {                                                                                           \
-        case 3: panel_tile(P0, P1, nb, xq, t0, y, ldy, bias, m0, m1, NG, 3, SUB); break;                            \
-        case 2: panel_tile(P0, P1, nb, xq, t0, y, ldy, bias, m0, m1, NG, 2, SUB); break;                            \
-        case 1: panel_tile(P0, P1, nb, xq, t0, y, ldy, bias, m0, m1, NG, 1, SUB); break;                            \
+        case 3: panel_tile(P0, P1, nb, xq, t0, y, ldy, bias, m0, m1, NG, 3, SUB, SGN); break;                       \
+        case 2: panel_tile(P0, P1, nb, xq, t0, y, ldy, bias, m0, m1, NG, 2, SUB, SGN); break;                       \
+        case 1: panel_tile(P0, P1, nb, xq, t0, y, ldy, bias, m0, m1, NG, 1, SUB, SGN); break;                       \
         default: break;                                                                                             \
         }                                                                                                           \
     }
-PANEL_ROWS(panel_rows_1s1, 1, 1)
-PANEL_ROWS(panel_rows_2s1, 2, 1)
-PANEL_ROWS(panel_rows_1s2, 1, 2)
-PANEL_ROWS(panel_rows_2s2, 2, 2)
+PANEL_ROWS(panel_rows_1s1, 1, 1, 0)
+PANEL_ROWS(panel_rows_2s1, 2, 1, 0)
+PANEL_ROWS(panel_rows_1s2, 1, 2, 0)
+PANEL_ROWS(panel_rows_2s2, 2, 2, 0)
+PANEL_ROWS(panel_rows_1s1g, 1, 1, 1) /* q6_K */
+PANEL_ROWS(panel_rows_2s1g, 2, 1, 1)
+PANEL_ROWS(panel_rows_1s2g, 1, 2, 1) /* iq4_xs */
+PANEL_ROWS(panel_rows_2s2g, 2, 2, 1)
 
 
 /* groups g0 and g0 + 1 (ng of them, 1 or 2) of an N-row output from their panels P0, P1 */
@@ -693,9 +750,11 @@ static void panel_rows(int fmt, int ng, const kpanel *P0, const kpanel *P1, int6
     if (ng == 2) {
         const int nr1 = (int)(N - 16 * (g0 + 1) < 16 ? N - 16 * (g0 + 1) : 16);
         const __mmask16 m1 = (__mmask16)((1u << nr1) - 1);
-        (panel_sub(fmt) == 2 ? panel_rows_2s2 : panel_rows_2s1)(P0, P1, nb, xq, T, y, ldy, bias, m0, m1);
+        (fmt == GB_Q6_K ? panel_rows_2s1g : fmt == GB_IQ4_XS ? panel_rows_2s2g : panel_sub(fmt) == 2 ? panel_rows_2s2 : panel_rows_2s1)(
+            P0, P1, nb, xq, T, y, ldy, bias, m0, m1);
     } else
-        (panel_sub(fmt) == 2 ? panel_rows_1s2 : panel_rows_1s1)(P0, P0, nb, xq, T, y, ldy, bias, m0, m0);
+        (fmt == GB_Q6_K ? panel_rows_1s1g : fmt == GB_IQ4_XS ? panel_rows_1s2g : panel_sub(fmt) == 2 ? panel_rows_1s2 : panel_rows_1s1)(
+            P0, P0, nb, xq, T, y, ldy, bias, m0, m0);
 }
 #endif
 
@@ -766,7 +825,8 @@ int gb_klinear(int fmt, const float *x, const void *w, const float *bias, float 
             gb_quantize_row_q8_K(x + t * K, xq + t * nb, K);
 #ifdef GB_HAVE_K_VNNI
             if (row && !panel && x_permuted(fmt)) permute_x(fmt, xq + t * nb, nb);
-            if (panel && panel_sub(fmt) == 2) x_pairs32(xq + t * nb, nb);
+            if (panel && panel_sgn(fmt)) x_unsigned(xq + t * nb, nb);
+            else if (panel && panel_sub(fmt) == 2) x_pairs32(xq + t * nb, nb);
 #endif
         }
 #ifdef GB_HAVE_K_VNNI
@@ -785,7 +845,8 @@ int gb_klinear(int fmt, const float *x, const void *w, const float *bias, float 
                 for (int i = 0; i < ng; i++) {
                     const int nr = (int)(N - 16 * (g + i) < 16 ? N - 16 * (g + i) : 16);
                     panel_fill(fmt, wb + 16 * (g + i) * rb, rb, nr, nb, P + i * nb);
-                    if (panel_sub(fmt) == 2) panel_pairs32(P + i * nb, nb);
+                    if (panel_sgn(fmt)) panel_signed(fmt, P + i * nb, nb);
+                    else if (panel_sub(fmt) == 2) panel_pairs32(P + i * nb, nb);
                 }
                 panel_rows(fmt, ng, P, P + nb, nb, xq, T, y, N, bias, g, N);
             }
@@ -880,6 +941,7 @@ static inline int k_dm_at(int fmt) { return fmt == GB_Q2_K ? 82 : 2; }
 
 /* row r of one packed record -> the decoded form kdecode gives for the stored block */
 static void kp_unpack(int fmt, const uint8_t *p, int r, kdec *o) {
+    o->off = k_off_only(fmt);
     if (kp_2bit(fmt)) {
         for (int m = 0; m < 16; m++)
             for (int j = 0; j < 4; j++)
@@ -1159,8 +1221,9 @@ static inline __attribute__((always_inline)) void kp_tile(const int fmt, const u
             /* mn = 32 * sc (q6_K), 128 * sc (iq4_xs): the same exact msum */
             const __m512i ms = fmt == GB_Q6_K ? _mm512_slli_epi32(msum[t], 5) : fmt == GB_IQ4_XS ? _mm512_slli_epi32(msum[t], 7) : msum[t];
             const __m512 dx = _mm512_set1_ps(xq[t * nb + b].d);
-            const __m512 r = _mm512_sub_ps(_mm512_mul_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(isum[t])),
-                                           _mm512_mul_ps(_mm512_mul_ps(dm, dx), _mm512_cvtepi32_ps(ms)));
+            const __m512 r = k_off_only(fmt) ? _mm512_mul_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(_mm512_sub_epi32(isum[t], ms)))
+                             : _mm512_sub_ps(_mm512_mul_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(isum[t])),
+                                             _mm512_mul_ps(_mm512_mul_ps(dm, dx), _mm512_cvtepi32_ps(ms)));
             acc[t] = _mm512_add_ps(acc[t], r);
         }
     }
@@ -1383,7 +1446,8 @@ int gb_klinear_packed(int fmt, const float *x, const void *wp, const float *bias
         for (int64_t t = 0; t < T; t++) {
             gb_quantize_row_q8_K(x + t * K, xq + t * nb, K);
 #ifdef GB_HAVE_K_VNNI
-            if (panel && panel_sub(fmt) == 2) x_pairs32(xq + t * nb, nb);
+            if (panel && panel_sgn(fmt)) x_unsigned(xq + t * nb, nb);
+            else if (panel && panel_sub(fmt) == 2) x_pairs32(xq + t * nb, nb);
 #endif
         }
 #ifdef GB_HAVE_K_VNNI
@@ -1400,7 +1464,8 @@ int gb_klinear_packed(int fmt, const float *x, const void *wp, const float *bias
                 const int ng = g + 1 < G ? 2 : 1;
                 for (int i = 0; i < ng; i++) {
                     panel_fill_packed(fmt, wb + (g + i) * gbytes, 16, nb, Pn + i * nb);
-                    if (panel_sub(fmt) == 2) panel_pairs32(Pn + i * nb, nb);
+                    if (panel_sgn(fmt)) panel_signed(fmt, Pn + i * nb, nb);
+                    else if (panel_sub(fmt) == 2) panel_pairs32(Pn + i * nb, nb);
                 }
                 panel_rows(fmt, ng, Pn, Pn + nb, nb, xq, T, y, N, bias, g, N);
             }
