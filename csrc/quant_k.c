@@ -19,6 +19,12 @@
 
 #include "common.h"
 
+#ifdef _OPENMP
+#include <omp.h>
+#else
+static inline int omp_get_num_threads(void) { return 1; }
+#endif
+
 #define QKK GB_QKK
 
 static inline float h2f(const uint8_t *p) {
@@ -566,7 +572,6 @@ typedef struct {
     int32_t sc[16 * 16]; /* [16-value group][row] */
     int32_t mn[8 * 16];  /* [pair of groups][row]: int16 pairs for vpdpwssd */
     int32_t corr[16];    /* signed panels (panel_signed): -128 * sum_c sc[c] * (sum of group c's values) */
-    int32_t dsc[16 * 16]; /* [sub-block][row]: its scale less the next one's (panel_delta) */
     float d[16], dm[16];
 } kpanel;
 
@@ -646,87 +651,6 @@ static void x_unsigned(gb_block_q8_K *x, int64_t nb) {
         }
 }
 
-/* dsc[s] = sc[s] - sc[s + 1] per sub-block s of SUB 16-value groups (the last: sc[s]): the tile keeps
- * one running sum C of the whole super-block's products and takes isum = sum_s C_s * dsc[s] (C_s the
- * running sum after sub-block s), the same exact int32 as sum_s sc[s] * (C_s - C_{s-1}) */
-static void panel_delta(int fmt, kpanel *P, int64_t nb) {
-    const int sub = panel_sub(fmt), ns = 16 / sub;
-    for (int64_t b = 0; b < nb; b++)
-        for (int s = 0; s < ns; s++) {
-            const __m512i a = _mm512_load_si512((const void *)(P[b].sc + sub * s * 16));
-            const __m512i n = s + 1 < ns ? _mm512_load_si512((const void *)(P[b].sc + sub * (s + 1) * 16)) : _mm512_setzero_si512();
-            _mm512_store_si512((void *)(P[b].dsc + s * 16), _mm512_sub_epi32(a, n));
-        }
-}
-
-/* NG (1 or 2) groups of 16 rows x TT (<= 6) tokens (t0..), all super-blocks, the running float sums
- * in an L1 buffer (the registers hold NG x TT running int sums C and isum); per sub-block one vpmulld
- * per group and token by dsc (panel_delta). Outputs as panel_tile. */
-static inline __attribute__((always_inline)) void panel_tile6(const kpanel *P0, const kpanel *P1, int64_t nb, const gb_block_q8_K *xq,
-                                                              int64_t t0, float *y, int64_t ldy, const float *bias, __mmask16 m0,
-                                                              __mmask16 m1, const int NG, const int TT, const int SUB,
-                                                              const int SGN) {
-    float accm[2][6][16] __attribute__((aligned(64)));
-    for (int64_t b = 0; b < nb; b++) {
-        const kpanel *p[2] = {P0 + b, NG > 1 ? P1 + b : P0 + b};
-        const int8_t *xb[6];
-        for (int t = 0; t < TT; t++) xb[t] = xq[(t0 + t) * nb + b].qs;
-        __m512i isum[2][6], C[2][6];
-        for (int g = 0; g < NG; g++)
-            for (int t = 0; t < TT; t++) {
-                isum[g][t] = SGN ? _mm512_load_si512((const void *)p[g]->corr) : _mm512_setzero_si512();
-                C[g][t] = _mm512_setzero_si512();
-            }
-        for (int s = 0; s < 16 / SUB; s++) {
-            for (int cj = 0; cj < 4 * SUB; cj++) {
-                const int ch = 4 * SUB * s + cj;
-                __m512i wq[2];
-                for (int g = 0; g < NG; g++) {
-                    wq[g] = _mm512_load_si512((const void *)(p[g]->q + ch * 16));
-                    __asm__("" : "+v"(wq[g]));
-                }
-                for (int t = 0; t < TT; t++) {
-                    int32_t xv;
-                    memcpy(&xv, xb[t] + 4 * ch, 4);
-                    const __m512i xb4 = _mm512_set1_epi32(xv);
-                    for (int g = 0; g < NG; g++) C[g][t] = SGN ? _mm512_dpbusd_epi32(C[g][t], xb4, wq[g]) : _mm512_dpbusd_epi32(C[g][t], wq[g], xb4);
-                }
-            }
-            for (int g = 0; g < NG; g++) {
-                const __m512i ds = _mm512_load_si512((const void *)(p[g]->dsc + s * 16));
-                for (int t = 0; t < TT; t++) isum[g][t] = _mm512_add_epi32(isum[g][t], _mm512_mullo_epi32(C[g][t], ds));
-            }
-        }
-        for (int t = 0; t < TT; t++) {
-            const gb_block_q8_K *x = &xq[(t0 + t) * nb + b];
-            const __m512 dx = _mm512_set1_ps(x->d);
-            for (int g = 0; g < NG; g++) {
-                __m512 r;
-                if (SGN) /* kterm's (d*dx)*(isum - msum), corr having taken msum off */
-                    r = _mm512_mul_ps(_mm512_mul_ps(_mm512_load_ps(p[g]->d), dx), _mm512_cvtepi32_ps(isum[g][t]));
-                else {
-                    __m512i msum = _mm512_setzero_si512();
-                    for (int c2 = 0; c2 < 8 / SUB; c2++) { /* SUB = 2: pairs of 32-value sums (panel_pairs32) */
-                        int32_t pr;
-                        memcpy(&pr, x->bsums + 2 * c2, 4);
-                        msum = _mm512_dpwssd_epi32(msum, _mm512_load_si512((const void *)(p[g]->mn + c2 * 16)), _mm512_set1_epi32(pr));
-                    }
-                    /* lane by lane the scalar formula: (d*dx)*isum - (dm*dx)*msum, then added (no FMA) */
-                    r = _mm512_sub_ps(_mm512_mul_ps(_mm512_mul_ps(_mm512_load_ps(p[g]->d), dx), _mm512_cvtepi32_ps(isum[g][t])),
-                                      _mm512_mul_ps(_mm512_mul_ps(_mm512_load_ps(p[g]->dm), dx), _mm512_cvtepi32_ps(msum)));
-                }
-                /* 0 + r is r exactly (r = -0: +0, and the sum of the next terms is the same) */
-                _mm512_store_ps(accm[g][t], b ? _mm512_add_ps(_mm512_load_ps(accm[g][t]), r) : _mm512_add_ps(_mm512_setzero_ps(), r));
-            }
-        }
-    }
-    for (int g = 0; g < NG; g++) {
-        const __mmask16 m = g ? m1 : m0;
-        const __m512 vb = bias ? _mm512_maskz_loadu_ps(m, bias + 16 * g) : _mm512_setzero_ps();
-        for (int t = 0; t < TT; t++) _mm512_mask_storeu_ps(y + (t0 + t) * ldy + 16 * g, m, _mm512_add_ps(_mm512_load_ps(accm[g][t]), vb));
-    }
-}
-
 /* NG (1 or 2) groups of 16 rows x TT tokens (t0..), all super-blocks; group i's outputs
  * y[t * ldy + 16 i + r], masked by mk[i]. Per 4-value chunk: one load per group and one broadcast per
  * token feed NG x TT vpdpbusd (2 x 4: 6 loads per 8, where 1 x 4 took 5 per 4). SUB: 16-value groups
@@ -800,120 +724,64 @@ static inline __attribute__((always_inline)) void panel_tile(const kpanel *P0, c
     }
 }
 
-#ifndef GB_PT6
-#define GB_PT6 0
-#endif
-#if GB_PT6
-#define PT_TT 6
-#define PT_TILE panel_tile6
-#else
-#define PT_TT 4
-#define PT_TILE panel_tile
-#endif
-/* one group x 8 tokens: the group's panel (~37 KB for K = 2048) stays in L1 across the tiles */
-#define PANEL_ROWS8(name, SUB, SGN)                                                                                 \
-    static void name(const kpanel *P0, const kpanel *P1, int64_t nb, const gb_block_q8_K *xq, int64_t T, float *y,   \
-                     int64_t ldy, const float *bias, __mmask16 m0, __mmask16 m1) {                                  \
-        (void)P1, (void)m1;                                                                                         \
+/* One group of 16 rows x all T tokens (t0 = 0..): tiles of 8 tokens (then 4, 3, 2, 1). A group's
+ * panel (~45 KB for K = 2048) stays in L1 across its tiles; two groups' (the tile of 2 groups x 4
+ * tokens it replaced, 2026-12-02) did not, and were re-read from L2 by every tile. */
+#define PANEL_ROWS(name, SUB, SGN)                                                                                  \
+    static void name(const kpanel *P, int64_t nb, const gb_block_q8_K *xq, int64_t T, float *y, int64_t ldy,         \
+                     const float *bias, __mmask16 m) {                                                              \
         int64_t t0 = 0;                                                                                             \
-        for (; t0 + 8 <= T; t0 += 8) panel_tile(P0, P0, nb, xq, t0, y, ldy, bias, m0, m0, 1, 8, SUB, SGN);          \
-        for (; t0 + 4 <= T; t0 += 4) panel_tile(P0, P0, nb, xq, t0, y, ldy, bias, m0, m0, 1, 4, SUB, SGN);          \
+        for (; t0 + 8 <= T; t0 += 8) panel_tile(P, P, nb, xq, t0, y, ldy, bias, m, m, 1, 8, SUB, SGN);              \
+        for (; t0 + 4 <= T; t0 += 4) panel_tile(P, P, nb, xq, t0, y, ldy, bias, m, m, 1, 4, SUB, SGN);              \
         switch (T - t0) {                                                                                           \
-        case 3: panel_tile(P0, P0, nb, xq, t0, y, ldy, bias, m0, m0, 1, 3, SUB, SGN); break;                        \
-        case 2: panel_tile(P0, P0, nb, xq, t0, y, ldy, bias, m0, m0, 1, 2, SUB, SGN); break;                        \
-        case 1: panel_tile(P0, P0, nb, xq, t0, y, ldy, bias, m0, m0, 1, 1, SUB, SGN); break;                        \
+        case 3: panel_tile(P, P, nb, xq, t0, y, ldy, bias, m, m, 1, 3, SUB, SGN); break;                            \
+        case 2: panel_tile(P, P, nb, xq, t0, y, ldy, bias, m, m, 1, 2, SUB, SGN); break;                            \
+        case 1: panel_tile(P, P, nb, xq, t0, y, ldy, bias, m, m, 1, 1, SUB, SGN); break;                            \
         default: break;                                                                                             \
         }                                                                                                           \
     }
-PANEL_ROWS8(panel_rows8_s1, 1, 0)
-PANEL_ROWS8(panel_rows8_s2, 2, 0)
-PANEL_ROWS8(panel_rows8_s1g, 1, 1)
-PANEL_ROWS8(panel_rows8_s2g, 2, 1)
-#ifndef GB_PT8
-#define GB_PT8 1
-#endif
-#define PANEL_ROWS(name, NG, SUB, SGN)                                                                              \
-    static void name(const kpanel *P0, const kpanel *P1, int64_t nb, const gb_block_q8_K *xq, int64_t T, float *y,   \
-                     int64_t ldy, const float *bias, __mmask16 m0, __mmask16 m1) {                                  \
-        int64_t t0 = 0;                                                                                             \
-        for (; t0 + PT_TT <= T; t0 += PT_TT) PT_TILE(P0, P1, nb, xq, t0, y, ldy, bias, m0, m1, NG, PT_TT, SUB, SGN);  \
-        switch (T - t0) {                                                                                           \
-        case 5: PT_TILE(P0, P1, nb, xq, t0, y, ldy, bias, m0, m1, NG, 5 % PT_TT, SUB, SGN); break;                  \
-        case 4: PT_TILE(P0, P1, nb, xq, t0, y, ldy, bias, m0, m1, NG, 4 % PT_TT, SUB, SGN); break;                  \
-        case 3: panel_tile(P0, P1, nb, xq, t0, y, ldy, bias, m0, m1, NG, 3, SUB, SGN); break;                       \
-        case 2: panel_tile(P0, P1, nb, xq, t0, y, ldy, bias, m0, m1, NG, 2, SUB, SGN); break;                       \
-        case 1: panel_tile(P0, P1, nb, xq, t0, y, ldy, bias, m0, m1, NG, 1, SUB, SGN); break;                       \
-        default: break;                                                                                             \
-        }                                                                                                           \
-    }
-PANEL_ROWS(panel_rows_1s1, 1, 1, 0)
-PANEL_ROWS(panel_rows_2s1, 2, 1, 0)
-PANEL_ROWS(panel_rows_1s2, 1, 2, 0)
-PANEL_ROWS(panel_rows_2s2, 2, 2, 0)
-PANEL_ROWS(panel_rows_1s1g, 1, 1, 1) /* q6_K */
-PANEL_ROWS(panel_rows_2s1g, 2, 1, 1)
-PANEL_ROWS(panel_rows_1s2g, 1, 2, 1) /* iq4_xs */
-PANEL_ROWS(panel_rows_2s2g, 2, 2, 1)
+PANEL_ROWS(panel_rows_s1, 1, 0)  /* q2_K, q3_K */
+PANEL_ROWS(panel_rows_s2, 2, 0)  /* q4_K, q5_K */
+PANEL_ROWS(panel_rows_s1g, 1, 1) /* q6_K */
+PANEL_ROWS(panel_rows_s2g, 2, 1) /* iq4_xs */
 
-
-/* groups g0 and g0 + 1 (ng of them, 1 or 2) of an N-row output from their panels P0, P1 */
-static void panel_rows(int fmt, int ng, const kpanel *P0, const kpanel *P1, int64_t nb, const gb_block_q8_K *xq, int64_t T,
-                       float *y, int64_t ldy, const float *bias, int64_t g0, int64_t N) {
-    const int nr0 = (int)(N - 16 * g0 < 16 ? N - 16 * g0 : 16);
-    const __mmask16 m0 = (__mmask16)((1u << nr0) - 1);
-    y += 16 * g0;
-    if (bias) bias += 16 * g0;
-    if (GB_PT8) { /* one group at a time (PANEL_ROWS8) */
-        (fmt == GB_Q6_K ? panel_rows8_s1g : fmt == GB_IQ4_XS ? panel_rows8_s2g : panel_sub(fmt) == 2 ? panel_rows8_s2 : panel_rows8_s1)(
-            P0, P0, nb, xq, T, y, ldy, bias, m0, m0);
-        if (ng == 2) {
-            const int nr1 = (int)(N - 16 * (g0 + 1) < 16 ? N - 16 * (g0 + 1) : 16);
-            const __mmask16 m1 = (__mmask16)((1u << nr1) - 1);
-            (fmt == GB_Q6_K ? panel_rows8_s1g : fmt == GB_IQ4_XS ? panel_rows8_s2g : panel_sub(fmt) == 2 ? panel_rows8_s2 : panel_rows8_s1)(
-                P1, P1, nb, xq, T, y + 16, ldy, bias ? bias + 16 : NULL, m1, m1);
-        }
-        return;
-    }
-    if (ng == 2) {
-        const int nr1 = (int)(N - 16 * (g0 + 1) < 16 ? N - 16 * (g0 + 1) : 16);
-        const __mmask16 m1 = (__mmask16)((1u << nr1) - 1);
-        (fmt == GB_Q6_K ? panel_rows_2s1g : fmt == GB_IQ4_XS ? panel_rows_2s2g : panel_sub(fmt) == 2 ? panel_rows_2s2 : panel_rows_2s1)(
-            P0, P1, nb, xq, T, y, ldy, bias, m0, m1);
-    } else
-        (fmt == GB_Q6_K ? panel_rows_1s1g : fmt == GB_IQ4_XS ? panel_rows_1s2g : panel_sub(fmt) == 2 ? panel_rows_1s2 : panel_rows_1s1)(
-            P0, P0, nb, xq, T, y, ldy, bias, m0, m0);
+/* group g of an N-row output from its panel P */
+static void panel_rows(int fmt, const kpanel *P, int64_t nb, const gb_block_q8_K *xq, int64_t T, float *y, int64_t ldy,
+                       const float *bias, int64_t g, int64_t N) {
+    const int nr = (int)(N - 16 * g < 16 ? N - 16 * g : 16);
+    (fmt == GB_Q6_K ? panel_rows_s1g : fmt == GB_IQ4_XS ? panel_rows_s2g : panel_sub(fmt) == 2 ? panel_rows_s2 : panel_rows_s1)(
+        P, nb, xq, T, y + 16 * g, ldy, bias ? bias + 16 * g : NULL, (__mmask16)((1u << nr) - 1));
 }
 #endif
 
 #ifdef GB_HAVE_K_VNNI
-/* The prefill blocking: a step decodes the panels of sp pairs of groups (~384 KB at most) and runs
- * them over blocks of tb tokens whose q8_K rows (~384 KB) stay in L2 between the pairs: the
- * activations are read from L3 once per step instead of once per pair (512 tokens of K = 2048 are
- * 1.2 MB, past the 1 MB L2). Returns sp; tb a multiple of the tile's 6 tokens. */
-static int panel_blocking(int64_t nb, int64_t *tb) {
-    const int64_t pair = 2 * nb * (int64_t)sizeof(kpanel), row = nb * (int64_t)sizeof(gb_block_q8_K);
-    int64_t t = (384 << 10) / row;
-    *tb = t < 6 ? 6 : t - t % 6;
-    const int64_t sp = (384 << 10) / pair;
-    return sp < 1 ? 1 : sp > 4 ? 4 : (int)sp;
+/* The prefill blocking: a step decodes the panels of sp groups (~384 KB at most) and runs them over
+ * blocks of tb tokens whose q8_K rows (~384 KB) stay in L2 between the groups: the activations are
+ * read from L3 once per step instead of once per group (512 tokens of K = 2048 are 1.2 MB, past the
+ * 1 MB L2), and at least 2 steps per thread. Returns sp; tb a multiple of the tile's 8 tokens. Called
+ * in the parallel region. */
+static int panel_blocking(int64_t nb, int64_t G, int64_t *tb) {
+    const int64_t grp = nb * (int64_t)sizeof(kpanel), row = nb * (int64_t)sizeof(gb_block_q8_K);
+    const int64_t t = (384 << 10) / row;
+    *tb = t < 8 ? 8 : t - t % 8;
+    int64_t sp = (384 << 10) / grp;
+    const int64_t fair = G / (2 * omp_get_num_threads()); /* >= 2 steps per thread (dynamic) */
+    if (sp > fair) sp = fair;
+    return sp < 1 ? 1 : sp > 8 ? 8 : (int)sp;
 }
 
-/* one step: pairs [p0, p0 + np) of the Gn groups, panels already in P (group i at P + i * nb) */
-static void panel_step(int fmt, const kpanel *P, int64_t p0, int np, int64_t Gn, int64_t nb, const gb_block_q8_K *xq,
-                       int64_t T, int64_t tb, float *y, int64_t N, const float *bias) {
+/* one step: groups [g0, g0 + n), panels already in P (group g0 + i at P + i * nb) */
+static void panel_step(int fmt, const kpanel *P, int64_t g0, int n, int64_t nb, const gb_block_q8_K *xq, int64_t T, int64_t tb,
+                       float *y, int64_t N, const float *bias) {
     for (int64_t t0 = 0; t0 < T; t0 += tb)
-        for (int i = 0; i < np; i++) {
-            const int64_t g = 2 * (p0 + i);
-            panel_rows(fmt, g + 1 < Gn ? 2 : 1, P + 2 * i * nb, P + (2 * i + 1) * nb, nb, xq + t0 * nb, T - t0 < tb ? T - t0 : tb,
-                       y + t0 * N, N, bias, g, N);
-        }
+        for (int i = 0; i < n; i++)
+            panel_rows(fmt, P + i * nb, nb, xq + t0 * nb, T - t0 < tb ? T - t0 : tb, y + t0 * N, N, bias, g0 + i, N);
 }
 
-/* the tile's forms of a freshly filled panel (signed, 32-value mins, scale deltas) */
+/* the tile's forms of a freshly filled panel (signed values, or 32-value mins) */
 static void panel_prep(int fmt, kpanel *P, int64_t nb) {
     if (panel_sgn(fmt)) panel_signed(fmt, P, nb);
     else if (panel_sub(fmt) == 2) panel_pairs32(P, nb);
-    panel_delta(fmt, P, nb);
 }
 #endif
 
@@ -991,25 +859,25 @@ int gb_klinear(int fmt, const float *x, const void *w, const float *bias, float 
 #ifdef GB_HAVE_K_VNNI
         if (panel) {
             int64_t tb;
-            const int sp = panel_blocking(nb, &tb);
-            kpanel *P = (kpanel *)gb_ws_aligned_alloc(64, (size_t)(2 * sp * nb) * sizeof(kpanel));
+            const int sp = panel_blocking(nb, (N + 15) / 16, &tb);
+            kpanel *P = (kpanel *)gb_ws_aligned_alloc(64, (size_t)(sp * nb) * sizeof(kpanel));
             if (!P) {
 #pragma omp atomic write
                 fail = 1;
             }
-            const int64_t Gn = (N + 15) / 16, np = (Gn + 1) / 2;
+            const int64_t Gn = (N + 15) / 16;
 #pragma omp for schedule(dynamic, 1)
-            for (int64_t st = 0; st < (np + sp - 1) / sp; st++) { /* sp pairs of groups per step (panel_blocking) */
+            for (int64_t st = 0; st < (Gn + sp - 1) / sp; st++) { /* sp groups per step (panel_blocking) */
                 if (!P) continue;
-                const int64_t p0 = st * sp;
-                const int n = np - p0 < sp ? (int)(np - p0) : sp;
-                for (int64_t g = 2 * p0; g < 2 * (p0 + n) && g < Gn; g++) {
+                const int64_t g0 = st * sp;
+                const int n = Gn - g0 < sp ? (int)(Gn - g0) : sp;
+                for (int i = 0; i < n; i++) {
+                    const int64_t g = g0 + i;
                     const int nr = (int)(N - 16 * g < 16 ? N - 16 * g : 16);
-                    kpanel *Pg = P + (g - 2 * p0) * nb;
-                    panel_fill(fmt, wb + 16 * g * rb, rb, nr, nb, Pg);
-                    panel_prep(fmt, Pg, nb);
+                    panel_fill(fmt, wb + 16 * g * rb, rb, nr, nb, P + i * nb);
+                    panel_prep(fmt, P + i * nb, nb);
                 }
-                panel_step(fmt, P, p0, n, Gn, nb, xq, T, tb, y, N, bias);
+                panel_step(fmt, P, g0, n, nb, xq, T, tb, y, N, bias);
             }
             gb_ws_free(P);
         }
@@ -1614,24 +1482,22 @@ int gb_klinear_packed(int fmt, const float *x, const void *wp, const float *bias
 #ifdef GB_HAVE_K_VNNI
         if (panel) { /* prefill: the 16-row groups decoded once per call into byte panels */
             int64_t tb;
-            const int sp = panel_blocking(nb, &tb);
-            kpanel *Pn = (kpanel *)gb_ws_aligned_alloc(64, (size_t)(2 * sp * nb) * sizeof(kpanel));
+            const int sp = panel_blocking(nb, G, &tb);
+            kpanel *Pn = (kpanel *)gb_ws_aligned_alloc(64, (size_t)(sp * nb) * sizeof(kpanel));
             if (!Pn) {
 #pragma omp atomic write
                 fail = 1;
             }
-            const int64_t np = (G + 1) / 2;
 #pragma omp for schedule(dynamic, 1)
-            for (int64_t st = 0; st < (np + sp - 1) / sp; st++) { /* sp pairs of groups per step (panel_blocking) */
+            for (int64_t st = 0; st < (G + sp - 1) / sp; st++) { /* sp groups per step (panel_blocking) */
                 if (!Pn) continue;
-                const int64_t p0 = st * sp;
-                const int n = np - p0 < sp ? (int)(np - p0) : sp;
-                for (int64_t g = 2 * p0; g < 2 * (p0 + n) && g < G; g++) {
-                    kpanel *Pg = Pn + (g - 2 * p0) * nb;
-                    panel_fill_packed(fmt, wb + g * gbytes, 16, nb, Pg);
-                    panel_prep(fmt, Pg, nb);
+                const int64_t g0 = st * sp;
+                const int n = G - g0 < sp ? (int)(G - g0) : sp;
+                for (int i = 0; i < n; i++) {
+                    panel_fill_packed(fmt, wb + (g0 + i) * gbytes, 16, nb, Pn + i * nb);
+                    panel_prep(fmt, Pn + i * nb, nb);
                 }
-                panel_step(fmt, Pn, p0, n, G, nb, xq, T, tb, y, N, bias);
+                panel_step(fmt, Pn, g0, n, nb, xq, T, tb, y, N, bias);
             }
             gb_ws_free(Pn);
         }
