@@ -651,6 +651,82 @@ static void x_unsigned(gb_block_q8_K *x, int64_t nb) {
         }
 }
 
+/* One block for the prefill panels, the bytes of quantize_block_q8_K_avx512 in one pass less: the
+ * 16-value sums from the stored bytes (vpsadbw of the values + 128, no per-16 reduction), the
+ * panels' form of the block (mode 1: x_pairs32, mode 2: x_unsigned) and whether it holds a
+ * non-finite value (returned; the block is then quantized by the general path, byte for byte as
+ * before). */
+static int quantize_block_q8_K_panel(const float *xb, gb_block_q8_K *y, int mode) {
+    const __m512 sgn = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff)), inf = _mm512_set1_ps(INFINITY);
+    __m512 vm = _mm512_setzero_ps();
+    __mmask16 bad = 0;
+    for (int j = 0; j < QKK / 16; j++) {
+        const __m512 a = _mm512_and_ps(_mm512_loadu_ps(xb + 16 * j), sgn);
+        bad |= _mm512_cmp_ps_mask(a, inf, _CMP_NLT_UQ); /* inf or NaN */
+        vm = _mm512_max_ps(vm, a);
+    }
+    if (bad) {
+        quantize_block_q8_K_avx512(xb, y);
+        if (mode == 1) x_pairs32(y, 1);
+        else if (mode == 2) x_unsigned(y, 1);
+        return 1;
+    }
+    const float amax = _mm512_reduce_max_ps(vm);
+    if (!amax) {
+        memset(y, 0, sizeof(gb_block_q8_K));
+        if (mode == 2) memset(y->qs, 0x80, QKK);
+        return 0;
+    }
+    float max = 0.0f;
+    const __m512 va = _mm512_set1_ps(amax);
+    for (int j = 0; j < QKK / 16; j++) {
+        const __mmask16 m = _mm512_cmp_ps_mask(_mm512_and_ps(_mm512_loadu_ps(xb + 16 * j), sgn), va, _CMP_EQ_OQ);
+        if (m) {
+            max = xb[16 * j + __builtin_ctz((unsigned)m)];
+            break;
+        }
+    }
+    const float iscale = -127.0f / max;
+    const __m512 vs = _mm512_set1_ps(iscale);
+    const __m512i flip = _mm512_set1_epi8((char)0x80);
+    __m512i sad[4];
+    for (int z = 0; z < 4; z++) {
+        __m128i b4[4];
+        for (int i = 0; i < 4; i++) {
+            const __m512i v = _mm512_min_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(vs, _mm512_loadu_ps(xb + 64 * z + 16 * i))), _mm512_set1_epi32(127));
+            b4[i] = _mm512_cvtepi32_epi8(v);
+        }
+        __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set_m128i(b4[1], b4[0])), _mm256_set_m128i(b4[3], b4[2]), 1);
+        const __m512i u = _mm512_xor_si512(q, flip); /* value + 128 */
+        sad[z] = _mm512_sad_epu8(u, _mm512_setzero_si512()); /* qword i: 8 values + 1024 */
+        _mm512_storeu_si512((void *)(y->qs + 64 * z), mode == 2 ? u : q);
+    }
+    /* 16-value sums: qwords 2i + 2i+1 of each zmm, j = 4z + i */
+    const __m512i ev = _mm512_set_epi64(14, 12, 10, 8, 6, 4, 2, 0), od = _mm512_set_epi64(15, 13, 11, 9, 7, 5, 3, 1);
+    const __m512i s01 = _mm512_add_epi64(_mm512_permutex2var_epi64(sad[0], ev, sad[1]), _mm512_permutex2var_epi64(sad[0], od, sad[1]));
+    const __m512i s23 = _mm512_add_epi64(_mm512_permutex2var_epi64(sad[2], ev, sad[3]), _mm512_permutex2var_epi64(sad[2], od, sad[3]));
+    const __m128i off16 = _mm_set1_epi16(2048);
+    const __m128i b0 = _mm_sub_epi16(_mm512_cvtepi64_epi16(s01), off16), b1 = _mm_sub_epi16(_mm512_cvtepi64_epi16(s23), off16);
+    if (mode == 1) { /* x_pairs32: bsums[j < 8] the 32-value sums, the rest the 16-value sums */
+        const __m512i p32 = _mm512_add_epi64(_mm512_permutex2var_epi64(s01, ev, s23), _mm512_permutex2var_epi64(s01, od, s23));
+        _mm_storeu_si128((__m128i *)y->bsums, _mm_sub_epi16(_mm512_cvtepi64_epi16(p32), _mm_set1_epi16(4096)));
+    } else
+        _mm_storeu_si128((__m128i *)y->bsums, b0);
+    _mm_storeu_si128((__m128i *)(y->bsums + 8), b1);
+    y->d = 1.0f / iscale;
+    return 0;
+}
+
+/* a row of nb blocks as the prefill panels take it (quantize_block_q8_K_panel's mode by format);
+ * returns whether it holds a non-finite value */
+static int quant_row_panel(int fmt, const float *x, gb_block_q8_K *y, int64_t nb) {
+    const int mode = panel_sgn(fmt) ? 2 : panel_sub(fmt) == 2 ? 1 : 0;
+    int bad = 0;
+    for (int64_t b = 0; b < nb; b++) bad |= quantize_block_q8_K_panel(x + b * QKK, y + b, mode);
+    return bad;
+}
+
+
 /* NG (1 or 2) groups of 16 rows x TT tokens (t0..), all super-blocks; group i's outputs
  * y[t * ldy + 16 i + r], masked by mk[i]. Per 4-value chunk: one load per group and one broadcast per
  * token feed NG x TT vpdpbusd (2 x 4: 6 loads per 8, where 1 x 4 took 5 per 4). SUB: 16-value groups
@@ -849,11 +925,15 @@ int gb_klinear(int fmt, const float *x, const void *w, const float *bias, float 
     {
 #pragma omp for schedule(static)
         for (int64_t t = 0; t < T; t++) {
+#ifdef GB_HAVE_K_VNNI
+            if (panel) {
+                quant_row_panel(fmt, x + t * K, xq + t * nb, nb);
+                continue;
+            }
+#endif
             gb_quantize_row_q8_K(x + t * K, xq + t * nb, K);
 #ifdef GB_HAVE_K_VNNI
-            if (row && !panel && x_permuted(fmt)) permute_x(fmt, xq + t * nb, nb);
-            if (panel && panel_sgn(fmt)) x_unsigned(xq + t * nb, nb);
-            else if (panel && panel_sub(fmt) == 2) x_pairs32(xq + t * nb, nb);
+            if (row && x_permuted(fmt)) permute_x(fmt, xq + t * nb, nb);
 #endif
         }
 #ifdef GB_HAVE_K_VNNI
@@ -1456,6 +1536,19 @@ void gb_kp_rows(int fmt, const void *wp, int64_t N, int64_t K, int64_t g, const 
 
 int gb_klinear_packed(int fmt, const float *x, const void *wp, const float *bias, float *y, int64_t T, int64_t N, int64_t K,
                       int version) {
+    return gb_klinear_packed_chk(fmt, x, wp, bias, y, T, N, K, version, NULL);
+}
+
+/* whether the K floats at x are all finite (the rows the panel quantizer does not see) */
+static int row_finite(const float *x, int64_t K) {
+    for (int64_t i = 0; i < K; i++)
+        if (!isfinite(x[i])) return 0;
+    return 1;
+}
+
+int gb_klinear_packed_chk(int fmt, const float *x, const void *wp, const float *bias, float *y, int64_t T, int64_t N, int64_t K,
+                          int version, int *nonfinite) {
+    if (nonfinite) *nonfinite = 0;
     if (!gb_kp_is_fmt(fmt)) return gb_error(GB_EVALUE, "klinear_packed: format %d is not a K-quant (q2_K..q6_K, iq4_xs)", fmt);
     if (K <= 0 || K % QKK) return gb_error(GB_EVALUE, "klinear_packed: K=%ld must be a positive multiple of 256", (long)K);
     if (T < 0 || N < 0) return gb_error(GB_EVALUE, "klinear_packed: T=%ld and N=%ld must be >= 0", (long)T, (long)N);
@@ -1468,19 +1561,28 @@ int gb_klinear_packed(int fmt, const float *x, const void *wp, const float *bias
     if (!xq) return gb_error(GB_ENOMEM, "klinear_packed: cannot allocate the q8_K activations (%ld rows of %ld)", (long)T, (long)K);
     const int panel = version == GB_KV_VNNI && T >= GB_KP_PANEL_MIN_T;
     const uint8_t *wb = (const uint8_t *)wp;
-    int fail = 0;
+    int fail = 0, nonf = 0;
 #pragma omp parallel if (N * K * T > 65536)
     {
 #pragma omp for schedule(static)
         for (int64_t t = 0; t < T; t++) {
-            gb_quantize_row_q8_K(x + t * K, xq + t * nb, K);
+            int bad;
 #ifdef GB_HAVE_K_VNNI
-            if (panel && panel_sgn(fmt)) x_unsigned(xq + t * nb, nb);
-            else if (panel && panel_sub(fmt) == 2) x_pairs32(xq + t * nb, nb);
+            if (panel) bad = quant_row_panel(fmt, x + t * K, xq + t * nb, nb);
+            else
 #endif
+            {
+                gb_quantize_row_q8_K(x + t * K, xq + t * nb, K);
+                bad = nonfinite && !row_finite(x + t * K, K);
+            }
+            if (bad && nonfinite) {
+#pragma omp atomic write
+                nonf = 1;
+            }
         }
+        /* (the loop's barrier) a non-finite input: nothing is computed */
 #ifdef GB_HAVE_K_VNNI
-        if (panel) { /* prefill: the 16-row groups decoded once per call into byte panels */
+        if (panel && !nonf) { /* prefill: the 16-row groups decoded once per call into byte panels */
             int64_t tb;
             const int sp = panel_blocking(nb, G, &tb);
             kpanel *Pn = (kpanel *)gb_ws_aligned_alloc(64, (size_t)(sp * nb) * sizeof(kpanel));
@@ -1502,7 +1604,7 @@ int gb_klinear_packed(int fmt, const float *x, const void *wp, const float *bias
             gb_ws_free(Pn);
         }
 #endif
-        if (!panel) {
+        if (!panel && !nonf) {
             /* runs of groups of ~256 KB: long streams, and a thread held up by another job does not
              * hold up the others (dynamic) */
             const int64_t run = gbytes >= (256 << 10) ? 1 : (256 << 10) / gbytes;
@@ -1511,6 +1613,10 @@ int gb_klinear_packed(int fmt, const float *x, const void *wp, const float *bias
         }
     }
     gb_ws_free(xq);
+    if (nonf) {
+        *nonfinite = 1;
+        return gb_error(GB_EVALUE, "klinear_packed: `x` has a non-finite value");
+    }
     if (fail) return gb_error(GB_ENOMEM, "klinear_packed: cannot allocate the 16-row weight panels (%ld super-blocks)", (long)nb);
     return GB_OK;
 }

@@ -95,6 +95,11 @@ int gb_krepack(int fmt, const void *w, void *packed, int64_t N, int64_t K);
  * (VNNI) the prefill panels decoded from the packed records */
 int gb_klinear_packed(int fmt, const float *x, const void *wp, const float *bias, float *y, int64_t T, int64_t N, int64_t K,
                       int version);
+/* the same, with nonfinite != NULL also checking x while quantizing it (one pass, not a separate scan):
+ * a NaN or inf sets *nonfinite = 1 and returns GB_EVALUE with nothing computed (the caller names the
+ * first one); NULL: no check, as gb_klinear_packed */
+int gb_klinear_packed_chk(int fmt, const float *x, const void *wp, const float *bias, float *y, int64_t T, int64_t N, int64_t K,
+                          int version, int *nonfinite);
 /* the 16 rows of group g of a packed [N, K] matrix (masked at N) for T tokens of q8_K activations
  * xq (K/256 blocks each): y[t * ldy + r] (+ bias[r]); for callers that split work over matrices x groups
  * (csrc/moe_k.c). version 1 or 2 (resolved). */
