@@ -732,16 +732,17 @@ static int quant_row_panel(int fmt, const float *x, gb_block_q8_K *y, int64_t nb
  * token feed NG x TT vpdpbusd (2 x 4: 6 loads per 8, where 1 x 4 took 5 per 4). SUB: 16-value groups
  * per scale (2 for q4_K/q5_K/iq4_xs, whose scales are per 32 values: one vpmulld per 32 values). */
 static inline __attribute__((always_inline)) void panel_tile(const kpanel *P0, const kpanel *P1, int64_t nb, const gb_block_q8_K *xq,
-                                                             int64_t t0, float *y, int64_t ldy, const float *bias, __mmask16 m0,
-                                                             __mmask16 m1, const int NG, const int TT, const int SUB,
-                                                             const int SGN) {
+                                                             int64_t ldx, int64_t t0, float *y, int64_t ldy, const float *bias,
+                                                             __mmask16 m0, __mmask16 m1, int first, int last, const int NG,
+                                                             const int TT, const int SUB, const int SGN) {
     __m512 acc[2][8];
     for (int g = 0; g < NG; g++)
-        for (int t = 0; t < TT; t++) acc[g][t] = _mm512_setzero_ps();
+        for (int t = 0; t < TT; t++)
+            acc[g][t] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(g ? m1 : m0, y + (t0 + t) * ldy + 16 * g);
     for (int64_t b = 0; b < nb; b++) {
         const kpanel *p[2] = {P0 + b, NG > 1 ? P1 + b : P0 + b};
         const int8_t *xb[8];
-        for (int t = 0; t < TT; t++) xb[t] = xq[(t0 + t) * nb + b].qs;
+        for (int t = 0; t < TT; t++) xb[t] = xq[(t0 + t) * ldx + b].qs;
         __m512i isum[2][8];
         for (int g = 0; g < NG; g++)
             for (int t = 0; t < TT; t++) isum[g][t] = SGN ? _mm512_load_si512((const void *)p[g]->corr) : _mm512_setzero_si512();
@@ -770,12 +771,12 @@ static inline __attribute__((always_inline)) void panel_tile(const kpanel *P0, c
             }
         }
         for (int t = 0; t < TT && SGN; t++) { /* kterm's (d*dx)*(isum - msum), corr having taken msum off */
-            const __m512 dx = _mm512_set1_ps(xq[(t0 + t) * nb + b].d);
+            const __m512 dx = _mm512_set1_ps(xq[(t0 + t) * ldx + b].d);
             for (int g = 0; g < NG; g++)
                 acc[g][t] = _mm512_add_ps(acc[g][t], _mm512_mul_ps(_mm512_mul_ps(_mm512_load_ps(p[g]->d), dx), _mm512_cvtepi32_ps(isum[g][t])));
         }
         for (int t = 0; t < TT && !SGN; t++) {
-            const gb_block_q8_K *x = &xq[(t0 + t) * nb + b];
+            const gb_block_q8_K *x = &xq[(t0 + t) * ldx + b];
             __m512i msum[2];
             for (int g = 0; g < NG; g++) msum[g] = _mm512_setzero_si512();
             for (int c2 = 0; c2 < 8 / SUB; c2++) { /* SUB = 2: pairs of 32-value sums (panel_pairs32) */
@@ -795,8 +796,8 @@ static inline __attribute__((always_inline)) void panel_tile(const kpanel *P0, c
     }
     for (int g = 0; g < NG; g++) {
         const __mmask16 m = g ? m1 : m0;
-        const __m512 vb = bias ? _mm512_maskz_loadu_ps(m, bias + 16 * g) : _mm512_setzero_ps();
-        for (int t = 0; t < TT; t++) _mm512_mask_storeu_ps(y + (t0 + t) * ldy + 16 * g, m, _mm512_add_ps(acc[g][t], vb));
+        const __m512 vb = bias && last ? _mm512_maskz_loadu_ps(m, bias + 16 * g) : _mm512_setzero_ps();
+        for (int t = 0; t < TT; t++) _mm512_mask_storeu_ps(y + (t0 + t) * ldy + 16 * g, m, last ? _mm512_add_ps(acc[g][t], vb) : acc[g][t]);
     }
 }
 
@@ -804,15 +805,15 @@ static inline __attribute__((always_inline)) void panel_tile(const kpanel *P0, c
  * panel (~45 KB for K = 2048) stays in L1 across its tiles; two groups' (the tile of 2 groups x 4
  * tokens it replaced, 2026-12-02) did not, and were re-read from L2 by every tile. */
 #define PANEL_ROWS(name, SUB, SGN)                                                                                  \
-    static void name(const kpanel *P, int64_t nb, const gb_block_q8_K *xq, int64_t T, float *y, int64_t ldy,         \
-                     const float *bias, __mmask16 m) {                                                              \
+    static void name(const kpanel *P, int64_t nb, const gb_block_q8_K *xq, int64_t ldx, int64_t T, float *y, int64_t ldy,  \
+                     const float *bias, __mmask16 m, int first, int last) {                                         \
         int64_t t0 = 0;                                                                                             \
-        for (; t0 + 8 <= T; t0 += 8) panel_tile(P, P, nb, xq, t0, y, ldy, bias, m, m, 1, 8, SUB, SGN);              \
-        for (; t0 + 4 <= T; t0 += 4) panel_tile(P, P, nb, xq, t0, y, ldy, bias, m, m, 1, 4, SUB, SGN);              \
+        for (; t0 + 8 <= T; t0 += 8) panel_tile(P, P, nb, xq, ldx, t0, y, ldy, bias, m, m, first, last, 1, 8, SUB, SGN); \
+        for (; t0 + 4 <= T; t0 += 4) panel_tile(P, P, nb, xq, ldx, t0, y, ldy, bias, m, m, first, last, 1, 4, SUB, SGN); \
         switch (T - t0) {                                                                                           \
-        case 3: panel_tile(P, P, nb, xq, t0, y, ldy, bias, m, m, 1, 3, SUB, SGN); break;                            \
-        case 2: panel_tile(P, P, nb, xq, t0, y, ldy, bias, m, m, 1, 2, SUB, SGN); break;                            \
-        case 1: panel_tile(P, P, nb, xq, t0, y, ldy, bias, m, m, 1, 1, SUB, SGN); break;                            \
+        case 3: panel_tile(P, P, nb, xq, ldx, t0, y, ldy, bias, m, m, first, last, 1, 3, SUB, SGN); break;          \
+        case 2: panel_tile(P, P, nb, xq, ldx, t0, y, ldy, bias, m, m, first, last, 1, 2, SUB, SGN); break;          \
+        case 1: panel_tile(P, P, nb, xq, ldx, t0, y, ldy, bias, m, m, first, last, 1, 1, SUB, SGN); break;          \
         default: break;                                                                                             \
         }                                                                                                           \
     }
@@ -820,13 +821,41 @@ PANEL_ROWS(panel_rows_s1, 1, 0)  /* q2_K, q3_K */
 PANEL_ROWS(panel_rows_s2, 2, 0)  /* q4_K, q5_K */
 PANEL_ROWS(panel_rows_s1g, 1, 1) /* q6_K */
 PANEL_ROWS(panel_rows_s2g, 2, 1) /* iq4_xs */
+/* two groups (P, P + ldp) x 4 tokens */
+#define PANEL_ROWS2(name, SUB, SGN)                                                                                 \
+    static void name(const kpanel *P, int64_t ldp, int64_t nb, const gb_block_q8_K *xq, int64_t ldx, int64_t T, float *y, \
+                     int64_t ldy, const float *bias, __mmask16 m0, __mmask16 m1, int first, int last) {              \
+        int64_t t0 = 0;                                                                                             \
+        for (; t0 + 4 <= T; t0 += 4) panel_tile(P, P + ldp, nb, xq, ldx, t0, y, ldy, bias, m0, m1, first, last, 2, 4, SUB, SGN); \
+        switch (T - t0) {                                                                                           \
+        case 3: panel_tile(P, P + ldp, nb, xq, ldx, t0, y, ldy, bias, m0, m1, first, last, 2, 3, SUB, SGN); break;  \
+        case 2: panel_tile(P, P + ldp, nb, xq, ldx, t0, y, ldy, bias, m0, m1, first, last, 2, 2, SUB, SGN); break;  \
+        case 1: panel_tile(P, P + ldp, nb, xq, ldx, t0, y, ldy, bias, m0, m1, first, last, 2, 1, SUB, SGN); break;  \
+        default: break;                                                                                             \
+        }                                                                                                           \
+    }
+PANEL_ROWS2(panel_rows2_s1, 1, 0)
+PANEL_ROWS2(panel_rows2_s2, 2, 0)
+PANEL_ROWS2(panel_rows2_s1g, 1, 1)
+PANEL_ROWS2(panel_rows2_s2g, 2, 1)
 
-/* group g of an N-row output from its panel P */
-static void panel_rows(int fmt, const kpanel *P, int64_t nb, const gb_block_q8_K *xq, int64_t T, float *y, int64_t ldy,
-                       const float *bias, int64_t g, int64_t N) {
+/* groups g (and g + 1 if ng = 2, its panel at P + nb) of an N-row output from their panels,
+ * super-blocks [b0, b0 + nbc) of the nb: the running sums kept in y between the chunks (a float32
+ * stored and loaded back is the same float32, and the terms are added in the same order), the bias
+ * added after the last. */
+static void panel_rows(int fmt, int ng, const kpanel *P, int64_t nb, int64_t b0, int64_t nbc, const gb_block_q8_K *xq, int64_t T,
+                       float *y, int64_t ldy, const float *bias, int64_t g, int64_t N) {
     const int nr = (int)(N - 16 * g < 16 ? N - 16 * g : 16);
+    const __mmask16 m0 = (__mmask16)((1u << nr) - 1);
+    if (ng == 2) {
+        const int nr1 = (int)(N - 16 * (g + 1) < 16 ? N - 16 * (g + 1) : 16);
+        (fmt == GB_Q6_K ? panel_rows2_s1g : fmt == GB_IQ4_XS ? panel_rows2_s2g : panel_sub(fmt) == 2 ? panel_rows2_s2 : panel_rows2_s1)(
+            P + b0, nb, nbc, xq + b0, nb, T, y + 16 * g, ldy, bias ? bias + 16 * g : NULL, m0, (__mmask16)((1u << nr1) - 1), b0 == 0,
+            b0 + nbc == nb);
+        return;
+    }
     (fmt == GB_Q6_K ? panel_rows_s1g : fmt == GB_IQ4_XS ? panel_rows_s2g : panel_sub(fmt) == 2 ? panel_rows_s2 : panel_rows_s1)(
-        P, nb, xq, T, y + 16 * g, ldy, bias ? bias + 16 * g : NULL, (__mmask16)((1u << nr) - 1));
+        P + b0, nbc, xq + b0, nb, T, y + 16 * g, ldy, bias ? bias + 16 * g : NULL, m0, b0 == 0, b0 + nbc == nb);
 }
 #endif
 
@@ -846,12 +875,21 @@ static int panel_blocking(int64_t nb, int64_t G, int64_t *tb) {
     return sp < 1 ? 1 : sp > 8 ? 8 : (int)sp;
 }
 
+#ifndef GB_K_PANEL_CHUNK
+#define GB_K_PANEL_CHUNK 4 /* super-blocks per pass of a 2-group tile (panel_rows) */
+#endif
+#ifndef GB_PT2
+#define GB_PT2 1
+#endif
 /* one step: groups [g0, g0 + n), panels already in P (group g0 + i at P + i * nb) */
 static void panel_step(int fmt, const kpanel *P, int64_t g0, int n, int64_t nb, const gb_block_q8_K *xq, int64_t T, int64_t tb,
                        float *y, int64_t N, const float *bias) {
+    const int64_t kc = GB_PT2 ? GB_K_PANEL_CHUNK : nb;
     for (int64_t t0 = 0; t0 < T; t0 += tb)
-        for (int i = 0; i < n; i++)
-            panel_rows(fmt, P + i * nb, nb, xq + t0 * nb, T - t0 < tb ? T - t0 : tb, y + t0 * N, N, bias, g0 + i, N);
+        for (int i = 0; i < n; i += GB_PT2 ? 2 : 1)
+            for (int64_t b0 = 0; b0 < nb; b0 += kc)
+                panel_rows(fmt, GB_PT2 && i + 1 < n ? 2 : 1, P + i * nb, nb, b0, nb - b0 < kc ? nb - b0 : kc, xq + t0 * nb,
+                           T - t0 < tb ? T - t0 : tb, y + t0 * N, N, bias, g0 + i, N);
 }
 
 /* the tile's forms of a freshly filled panel (signed values, or 32-value mins) */
