@@ -876,7 +876,7 @@ static int panel_blocking(int64_t nb, int64_t G, int64_t *tb) {
 }
 
 #ifndef GB_K_PANEL_CHUNK
-#define GB_K_PANEL_CHUNK 4 /* super-blocks per pass of a 2-group tile (panel_rows) */
+#define GB_K_PANEL_CHUNK 2 /* super-blocks per pass of a 2-group tile (panel_rows) */
 #endif
 #ifndef GB_PT2
 #define GB_PT2 1
