@@ -893,9 +893,11 @@ static void panel_step(int fmt, const kpanel *P, int64_t g0, int n, int64_t nb, 
 }
 
 /* the tile's forms of a freshly filled panel (signed values, or 32-value mins) */
-static void panel_prep(int fmt, kpanel *P, int64_t nb) {
-    if (panel_sgn(fmt)) panel_signed(fmt, P, nb);
-    else if (panel_sub(fmt) == 2) panel_pairs32(P, nb);
+static void panel_prep(int fmt, kpanel *P, int64_t nb, int signed_done) {
+    if (panel_sgn(fmt)) {
+        if (!signed_done) panel_signed(fmt, P, nb);
+    } else if (panel_sub(fmt) == 2)
+        panel_pairs32(P, nb);
 }
 #endif
 
@@ -993,7 +995,7 @@ int gb_klinear(int fmt, const float *x, const void *w, const float *bias, float 
                     const int64_t g = g0 + i;
                     const int nr = (int)(N - 16 * g < 16 ? N - 16 * g : 16);
                     panel_fill(fmt, wb + 16 * g * rb, rb, nr, nb, P + i * nb);
-                    panel_prep(fmt, P + i * nb, nb);
+                    panel_prep(fmt, P + i * nb, nb, 0);
                 }
                 panel_step(fmt, P, g0, n, nb, xq, T, tb, y, N, bias);
             }
@@ -1507,23 +1509,37 @@ KP_GROUP(kp_group_q3, GB_Q3_K, kp_tile2)
  * are zero in both): the decoded zmm of a record are the panel's 4-value chunks as they are */
 static inline __attribute__((always_inline)) void panel_fill_packed_f(const int fmt, const uint8_t *P, int64_t nb, kpanel *K) {
     const int64_t pb = gb_kp_block_bytes(fmt), sco = kp_sc_off(fmt), mno = kp_mn_off(fmt), dof = kp_d_off(fmt);
+    const int SGN = panel_sgn(fmt);
+    const __m512i off = _mm512_set1_epi8((char)(fmt == GB_Q6_K ? 32 : 128)), one = _mm512_set1_epi8(1);
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *p = P + b * pb;
         kpanel *o = K + b;
         const int64_t pfd = (6500 + pb / 2) / pb * pb; /* as kp_tile: the record ~6.5 KB ahead, every line */
+        __m512i ws = _mm512_setzero_si512(), corr = _mm512_setzero_si512();
         for (int k = 0; k < 32; k++) {
             __m512i lo, hi;
             _mm_prefetch((const char *)(p + pfd + 64 * k), _MM_HINT_T0);
             if (64 * (k + 32) < pb) _mm_prefetch((const char *)(p + pfd + 64 * (k + 32)), _MM_HINT_T0);
             kp_decode_z(fmt, p, k, _mm512_loadu_si512((const void *)(p + kp_qs_at(fmt, k))), &lo, &hi);
+            if (SGN) { /* panel_signed's work on the fly: values signed, corr from the 16-value groups' sums */
+                lo = _mm512_sub_epi8(lo, off);
+                hi = _mm512_sub_epi8(hi, off);
+                ws = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(ws, one, lo), one, hi);
+                if (k % 2) { /* group c = k / 2 done: chunks 4c..4c+3 */
+                    const int c = k / 2, sub = fmt == GB_Q6_K ? c : c / 2;
+                    corr = _mm512_add_epi32(corr, _mm512_mullo_epi32(ws, _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + sco + 16 * sub)))));
+                    ws = _mm512_setzero_si512();
+                }
+            }
             _mm512_store_si512((void *)(o->q + (2 * k) * 16), lo);
             _mm512_store_si512((void *)(o->q + (2 * k + 1) * 16), hi);
         }
+        if (SGN) _mm512_store_si512((void *)o->corr, _mm512_mullo_epi32(corr, _mm512_set1_epi32(-128)));
         for (int c = 0; c < 16; c++) {
             const int sub = fmt == GB_Q6_K ? c : c / 2;
             _mm512_store_si512((void *)(o->sc + c * 16), _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + sco + 16 * sub))));
         }
-        for (int c2 = 0; c2 < 8; c2++) { /* int16 pairs (mn[2 c2], mn[2 c2 + 1]) per row */
+        for (int c2 = 0; c2 < 8 && !SGN; c2++) { /* int16 pairs (mn[2 c2], mn[2 c2 + 1]) per row (signed panels: unread) */
             __m512i a, b2;
             if (fmt == GB_Q6_K) {
                 a = _mm512_slli_epi32(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + sco + 16 * (2 * c2)))), 5);
@@ -1635,7 +1651,7 @@ int gb_klinear_packed_chk(int fmt, const float *x, const void *wp, const float *
                 const int n = G - g0 < sp ? (int)(G - g0) : sp;
                 for (int i = 0; i < n; i++) {
                     panel_fill_packed(fmt, wb + (g0 + i) * gbytes, 16, nb, Pn + i * nb);
-                    panel_prep(fmt, Pn + i * nb, nb);
+                    panel_prep(fmt, Pn + i * nb, nb, 1); /* panel_fill_packed_f made q6_K/iq4_xs signed */
                 }
                 panel_step(fmt, Pn, g0, n, nb, xq, T, tb, y, N, bias);
             }
