@@ -727,10 +727,12 @@ static int quant_row_panel(int fmt, const float *x, gb_block_q8_K *y, int64_t nb
 }
 
 
-/* NG (1 or 2) groups of 16 rows x TT tokens (t0..), all super-blocks; group i's outputs
- * y[t * ldy + 16 i + r], masked by mk[i]. Per 4-value chunk: one load per group and one broadcast per
- * token feed NG x TT vpdpbusd (2 x 4: 6 loads per 8, where 1 x 4 took 5 per 4). SUB: 16-value groups
- * per scale (2 for q4_K/q5_K/iq4_xs, whose scales are per 32 values: one vpmulld per 32 values). */
+/* NG (1 or 2) groups of 16 rows x TT tokens (t0..), the nb super-blocks from P0/P1 and xq (token
+ * rows ldx blocks apart); group i's outputs y[t * ldy + 16 i + r], masked by m0/m1. first: the
+ * running sums start at 0, else from y (an earlier pass); last: + bias. Per 4-value chunk: one load
+ * per group and one broadcast per token feed NG x TT vpdpbusd (2 x 4: 6 loads per 8, where 1 x 4 took
+ * 5 per 4). SUB: 16-value groups per scale (2 for q4_K/q5_K/iq4_xs, whose scales are per 32 values:
+ * one vpmulld per 32 values). SGN: q6_K/iq4_xs's signed panels (panel_signed). */
 static inline __attribute__((always_inline)) void panel_tile(const kpanel *P0, const kpanel *P1, int64_t nb, const gb_block_q8_K *xq,
                                                              int64_t ldx, int64_t t0, float *y, int64_t ldy, const float *bias,
                                                              __mmask16 m0, __mmask16 m1, int first, int last, const int NG,
