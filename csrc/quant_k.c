@@ -1597,7 +1597,14 @@ int gb_klinear_packed(int fmt, const float *x, const void *wp, const float *bias
 
 /* whether the K floats at x are all finite (the rows the panel quantizer does not see) */
 static int row_finite(const float *x, int64_t K) {
-    for (int64_t i = 0; i < K; i++)
+    int64_t i = 0;
+#if defined(__AVX512F__)
+    const __m512 sgn = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff)), inf = _mm512_set1_ps(INFINITY);
+    __mmask16 bad = 0;
+    for (; i + 16 <= K; i += 16) bad |= _mm512_cmp_ps_mask(_mm512_and_ps(_mm512_loadu_ps(x + i), sgn), inf, _CMP_NLT_UQ);
+    if (bad) return 0;
+#endif
+    for (; i < K; i++)
         if (!isfinite(x[i])) return 0;
     return 1;
 }
