@@ -895,11 +895,9 @@ static void panel_step(int fmt, const kpanel *P, int64_t g0, int n, int64_t nb, 
 }
 
 /* the tile's forms of a freshly filled panel (signed values, or 32-value mins) */
-static void panel_prep(int fmt, kpanel *P, int64_t nb, int signed_done) {
-    if (panel_sgn(fmt)) {
-        if (!signed_done) panel_signed(fmt, P, nb);
-    } else if (panel_sub(fmt) == 2)
-        panel_pairs32(P, nb);
+static void panel_prep(int fmt, kpanel *P, int64_t nb) {
+    if (panel_sgn(fmt)) panel_signed(fmt, P, nb);
+    else if (panel_sub(fmt) == 2) panel_pairs32(P, nb);
 }
 #endif
 
@@ -997,7 +995,7 @@ int gb_klinear(int fmt, const float *x, const void *w, const float *bias, float 
                     const int64_t g = g0 + i;
                     const int nr = (int)(N - 16 * g < 16 ? N - 16 * g : 16);
                     panel_fill(fmt, wb + 16 * g * rb, rb, nr, nb, P + i * nb);
-                    panel_prep(fmt, P + i * nb, nb, 0);
+                    panel_prep(fmt, P + i * nb, nb);
                 }
                 panel_step(fmt, P, g0, n, nb, xq, T, tb, y, N, bias);
             }
@@ -1507,8 +1505,9 @@ KP_GROUP(kp_group_iq4xs, GB_IQ4_XS, kp_tile)
 KP_GROUP(kp_group_q2, GB_Q2_K, kp_tile2)
 KP_GROUP(kp_group_q3, GB_Q3_K, kp_tile2)
 
-/* a packed group -> the prefill panels (what panel_fill makes from the stored rows; padding rows
- * are zero in both): the decoded zmm of a record are the panel's 4-value chunks as they are */
+/* a packed group -> the prefill panels (what panel_fill then panel_prep make from the stored rows;
+ * padding rows are zero in both): the decoded zmm of a record are the panel's 4-value chunks as they
+ * are; q6_K/iq4_xs made signed with their corr, q4_K/q5_K's mins written as 32-value pairs */
 static inline __attribute__((always_inline)) void panel_fill_packed_f(const int fmt, const uint8_t *P, int64_t nb, kpanel *K) {
     const int64_t pb = gb_kp_block_bytes(fmt), sco = kp_sc_off(fmt), mno = kp_mn_off(fmt), dof = kp_d_off(fmt);
     const int SGN = panel_sgn(fmt);
@@ -1541,18 +1540,10 @@ static inline __attribute__((always_inline)) void panel_fill_packed_f(const int 
             const int sub = fmt == GB_Q6_K ? c : c / 2;
             _mm512_store_si512((void *)(o->sc + c * 16), _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + sco + 16 * sub))));
         }
-        for (int c2 = 0; c2 < 8 && !SGN; c2++) { /* int16 pairs (mn[2 c2], mn[2 c2 + 1]) per row (signed panels: unread) */
-            __m512i a, b2;
-            if (fmt == GB_Q6_K) {
-                a = _mm512_slli_epi32(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + sco + 16 * (2 * c2)))), 5);
-                b2 = _mm512_slli_epi32(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + sco + 16 * (2 * c2 + 1)))), 5);
-            } else {
-                a = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + (kp_has_min(fmt) ? mno : sco) + 16 * c2)));
-                if (fmt == GB_IQ4_XS) a = _mm512_slli_epi32(a, 7);
-                b2 = a;
-            }
-            const __m512i pr = _mm512_or_si512(_mm512_and_si512(a, _mm512_set1_epi32(0xffff)), _mm512_slli_epi32(b2, 16));
-            _mm512_store_si512((void *)(o->mn + c2 * 16), pr);
+        for (int k = 0; k < 4 && !SGN; k++) { /* q4_K/q5_K: panel_pairs32's form, the int16 pair (min 2k, min 2k + 1) per row */
+            const __m512i a = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + mno + 16 * (2 * k))));
+            const __m512i b2 = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + mno + 16 * (2 * k + 1))));
+            _mm512_store_si512((void *)(o->mn + k * 16), _mm512_or_si512(_mm512_and_si512(a, _mm512_set1_epi32(0xffff)), _mm512_slli_epi32(b2, 16)));
         }
         _mm512_store_ps(o->d, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + dof))));
         _mm512_store_ps(o->dm, kp_has_min(fmt) ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + dof + 32)))
@@ -1660,7 +1651,7 @@ int gb_klinear_packed_chk(int fmt, const float *x, const void *wp, const float *
                 const int n = G - g0 < sp ? (int)(G - g0) : sp;
                 for (int i = 0; i < n; i++) {
                     panel_fill_packed(fmt, wb + (g0 + i) * gbytes, 16, nb, Pn + i * nb);
-                    panel_prep(fmt, Pn + i * nb, nb, 1); /* panel_fill_packed_f made q6_K/iq4_xs signed */
+                    if (kp_2bit(fmt)) panel_prep(fmt, Pn + i * nb, nb); /* panel_fill_packed_f writes the tile's forms itself */
                 }
                 panel_step(fmt, Pn, g0, n, nb, xq, T, tb, y, N, bias);
             }
