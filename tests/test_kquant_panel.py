@@ -22,7 +22,7 @@ from glmbench.core._core import klinear  # noqa: E402
 from glmbench.core.quant import QTensor  # noqa: E402
 
 VNNI = quant.kernels().get("kquant_vnni", False)
-pytestmark = pytest.mark.skipif(not VNNI, reason="the prefill panels are the VNNI version's")
+needs_vnni = pytest.mark.skipif(not VNNI, reason="the prefill panels are the VNNI version's")
 
 # (T, N, K): T >= 16 takes the panels on the repacked weight, T >= 64 on the stored bytes too
 SHAPES = [
@@ -39,6 +39,7 @@ def _run(x, w, fmt, N, K, version, bias, packed):
     return klinear(x, w, quant.FORMATS[fmt][0], K, bias, KV[version])
 
 
+@needs_vnni
 @pytest.mark.parametrize("fmt", FMTS)
 @pytest.mark.parametrize("T_,N,K", SHAPES)
 def test_panels_bit_identical_to_portable(rng, fmt, T_, N, K):
