@@ -60,6 +60,8 @@ CASES = [("linear", f, (1536, 2048, 512)) for f in ("q4_0", "q8_0")] + \
 
 # prefill GEMM (T=512, GLM's expert shape) in the types of downloaded files (issue 28, whole-model peer)
 CASES += [("linear", f, (1536, 2048, 512)) for f in ("q4_K", "q5_K", "q6_K", "iq4_xs", "iq4_nl", "mxfp4")]
+# the same matrix at the token counts a routed expert sees in a 512-token prefill (issue 28: 32-128)
+CASES += [("linear", f, (1536, 2048, T)) for f in ("q4_K", "q5_K", "q6_K", "iq4_xs") for T in (32, 128)]
 
 
 def _stored_weights(n, k, fmt, seed):
@@ -283,7 +285,7 @@ def main(argv=None) -> int:
          "bench/ggml_peer/ggml_quant_bench.cpp; weights in CPU_REPACK where ggml has a repacked layout for the "
          "type on this CPU (llama.cpp's default), else the plain CPU buffer",
          f"- time: best of {a.reps} calls x {a.rounds} alternating rounds per side; ratio = ggml time / glmbench time "
-         "(> 1: glmbench faster); % = of the float32 FMA peak (T=512; int8 VNNI dot products do 4 multiply-adds per "
+         "(> 1: glmbench faster); % = of the float32 FMA peak (T > 1; int8 VNNI dot products do 4 multiply-adds per "
          "32-bit lane, so integer GEMMs can pass it) or of the read-only bandwidth (T=1, the format's weight bytes)",
          f"- last-level cache {_l3_bytes() / 2**20:.0f} MiB: the T=1 cases' weights (74 MB q4_0, 139 MB q8_0 for "
          "25600x5120; 4 experts of 3 matrices for the MoE) stay in it between repeated calls, so T=1 here compares the "

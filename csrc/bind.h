@@ -101,6 +101,10 @@ PyObject *gb_moe_result(int status, PyArrayObject *y, PyArrayObject *cnt);
  * exception set; the caller releases what was made either way. */
 int gb_repacked_linear_args(PyObject *xo, PyObject *po, PyObject *bo, npy_intp n, npy_intp k, npy_intp nbytes,
                             PyArrayObject **x, PyArrayObject **p, PyArrayObject **b, PyArrayObject **y);
+/* the same; check_finite 0 leaves the finiteness of x to the kernel (gb_klinear_packed_chk, which
+ * checks while it quantizes: the caller then calls gb_check_finite for the error) */
+int gb_repacked_linear_args_chk(PyObject *xo, PyObject *po, PyObject *bo, npy_intp n, npy_intp k, npy_intp nbytes,
+                                PyArrayObject **x, PyArrayObject **p, PyArrayObject **b, PyArrayObject **y, int check_finite);
 
 /* A new C-contiguous uint8 array whose data starts on a 64-byte (cache-line) boundary: a view
  * into a slightly larger buffer, which it keeps alive. For the repacked weights, whose records the

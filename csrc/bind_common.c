@@ -83,6 +83,11 @@ PyObject *gb_moe_result(int status, PyArrayObject *y, PyArrayObject *cnt) {
 
 int gb_repacked_linear_args(PyObject *xo, PyObject *po, PyObject *bo, npy_intp n, npy_intp k, npy_intp nbytes,
                             PyArrayObject **x, PyArrayObject **p, PyArrayObject **b, PyArrayObject **y) {
+    return gb_repacked_linear_args_chk(xo, po, bo, n, k, nbytes, x, p, b, y, 1);
+}
+
+int gb_repacked_linear_args_chk(PyObject *xo, PyObject *po, PyObject *bo, npy_intp n, npy_intp k, npy_intp nbytes,
+                                PyArrayObject **x, PyArrayObject **p, PyArrayObject **b, PyArrayObject **y, int check_finite) {
     if (!(*x = gb_array(xo, "x", NPY_FLOAT32, 2, GB_COPY))) return -1;
     if (!(*p = gb_array(po, "packed", NPY_UINT8, 1, GB_COPY))) return -1;
     if (gb_check_dim(*x, "x", 1, k, "the weight's in_features") < 0) return -1;
@@ -91,7 +96,7 @@ int gb_repacked_linear_args(PyObject *xo, PyObject *po, PyObject *bo, npy_intp n
         if (!(*b = gb_array(bo, "bias", NPY_FLOAT32, 1, GB_COPY))) return -1;
         if (gb_check_dim(*b, "bias", 0, n, "the weight's out_features") < 0) return -1;
     }
-    if (gb_check_finite(*x, "x") < 0) return -1;
+    if (check_finite && gb_check_finite(*x, "x") < 0) return -1;
     npy_intp dims[2] = {PyArray_DIM(*x, 0), n};
     return (*y = gb_new_f32(2, dims)) ? 0 : -1;
 }

@@ -209,13 +209,20 @@ static PyObject *py_klinear_packed(PyObject *self, PyObject *args, PyObject *kw)
         PyErr_Format(PyExc_ValueError, "`n` must be >= 0, got %ld", (long)n);
         return NULL;
     }
-    if (gb_repacked_linear_args(xo, po, bo, n, k, (npy_intp)packed_bytes_any(fmt, n, k), &x, &p, &b, &y) < 0) goto done;
+    /* the K formats check x while quantizing it (gb_klinear_packed_chk): one pass over x, not two */
+    const int iq = gb_is_iqfmt(fmt);
+    if (gb_repacked_linear_args_chk(xo, po, bo, n, k, (npy_intp)packed_bytes_any(fmt, n, k), &x, &p, &b, &y, iq) < 0) goto done;
     const npy_intp T = PyArray_DIM(x, 0);
-    int st;
+    int st, nonfinite = 0;
     Py_BEGIN_ALLOW_THREADS
-    st = (gb_is_iqfmt(fmt) ? gb_iqlinear_packed : gb_klinear_packed)(fmt, (const float *)PyArray_DATA(x), PyArray_DATA(p), b ? (const float *)PyArray_DATA(b) : NULL,
-                           (float *)PyArray_DATA(y), T, n, k, version);
+    if (iq)
+        st = gb_iqlinear_packed(fmt, (const float *)PyArray_DATA(x), PyArray_DATA(p), b ? (const float *)PyArray_DATA(b) : NULL,
+                                (float *)PyArray_DATA(y), T, n, k, version);
+    else
+        st = gb_klinear_packed_chk(fmt, (const float *)PyArray_DATA(x), PyArray_DATA(p), b ? (const float *)PyArray_DATA(b) : NULL,
+                                   (float *)PyArray_DATA(y), T, n, k, version, &nonfinite);
     Py_END_ALLOW_THREADS
+    if (nonfinite && gb_check_finite(x, "x") < 0) goto done; /* the error names the first one, as before */
     ret = gb_result(st, &y);
 done:
     Py_XDECREF(x);

@@ -19,6 +19,12 @@
 
 #include "common.h"
 
+#ifdef _OPENMP
+#include <omp.h>
+#else
+static inline int omp_get_num_threads(void) { return 1; }
+#endif
+
 #define QKK GB_QKK
 
 static inline float h2f(const uint8_t *p) {
@@ -73,12 +79,22 @@ static inline void scale_min_k4(int j, const uint8_t *q, int *sc, int *m) {
 /* unsigned values q[256], an int scale and an int min weight per 16 values, the two float scales */
 typedef struct {
     float d, dm;
+    int off; /* 1: msum is only the values' offset (q6_K, iq4_xs): (d*dx)*(isum - msum), see quant_k.h */
     int32_t sc[16];
     int16_t mn[16];
     uint8_t q[QKK];
 } kdec;
 
+static inline int k_off_only(int fmt) { return fmt == GB_Q6_K || fmt == GB_IQ4_XS; }
+
+/* one super-block's float32 term, the formula of every version (quant_k.h) */
+static inline float kterm(int off, float d, float dm, float dx, int32_t isum, int32_t msum) {
+    if (off) return (d * dx) * (float)(int32_t)((uint32_t)isum - (uint32_t)msum);
+    return (d * dx) * (float)isum - (dm * dx) * (float)msum;
+}
+
 static void kdecode(int fmt, const uint8_t *b, kdec *o) {
+    o->off = k_off_only(fmt);
     if (fmt == GB_IQ4_XS) {
         /* 8 sub-blocks of 32: 6-bit scale (low nibble in scales_l, 2 high bits in scales_h) - 32;
          * values kvalues[nibble] stored + 128 (unsigned), the offset comes off as 128 * sc * bsum */
@@ -278,7 +294,7 @@ static inline void kdot_ref(const kdec *o, const gb_block_q8_K *x0, int64_t ldx,
             isum += o->sc[c] * s;
             msum += (int32_t)o->mn[c] * x->bsums[c];
         }
-        acc[t] += (o->d * x->d) * (float)isum - (o->dm * x->d) * (float)msum;
+        acc[t] += kterm(o->off, o->d, o->dm, x->d, isum, msum);
     }
 }
 
@@ -514,9 +530,10 @@ static void row_vnni(int fmt, const uint8_t *w, const gb_block_q8_K *xq, int64_t
                 __m512i msum = _mm512_setzero_si512();
                 for (int c2 = 0; c2 < 8; c2++) msum = _mm512_dpwssd_epi32(msum, _mm512_loadu_si512((const void *)(bs + 16 * c2)), mp[c2]);
                 const __m512 dx = _mm512_loadu_ps(g16.dxT + (g * nb + b) * 16);
-                /* lane by lane the scalar formula: (d*dx)*isum - (dm*dx)*msum, then added (no FMA) */
-                const __m512 r = _mm512_sub_ps(_mm512_mul_ps(_mm512_mul_ps(vd, dx), _mm512_cvtepi32_ps(isum)),
-                                               _mm512_mul_ps(_mm512_mul_ps(vdm, dx), _mm512_cvtepi32_ps(msum)));
+                /* lane by lane the scalar formula (kterm), then added (no FMA) */
+                const __m512 r = k_off_only(fmt) ? _mm512_mul_ps(_mm512_mul_ps(vd, dx), _mm512_cvtepi32_ps(_mm512_sub_epi32(isum, msum)))
+                                 : _mm512_sub_ps(_mm512_mul_ps(_mm512_mul_ps(vd, dx), _mm512_cvtepi32_ps(isum)),
+                                                 _mm512_mul_ps(_mm512_mul_ps(vdm, dx), _mm512_cvtepi32_ps(msum)));
                 accv[g] = _mm512_add_ps(accv[g], r);
             }
         }
@@ -529,7 +546,7 @@ static void row_vnni(int fmt, const uint8_t *w, const gb_block_q8_K *xq, int64_t
             h = _mm256_hadd_epi32(h, h);
             const __m128i r = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
             const int32_t isum = _mm_cvtsi128_si32(r), msum = _mm_extract_epi32(r, 1);
-            acc[t] += (d * x->d) * (float)isum - (dm * x->d) * (float)msum;
+            acc[t] += kterm(k_off_only(fmt), d, dm, x->d, isum, msum);
         }
     }
     for (int g = 0; g < ng; g++) _mm512_storeu_ps(acc + 16 * g, _mm512_add_ps(_mm512_loadu_ps(acc + 16 * g), accv[g]));
@@ -554,6 +571,7 @@ typedef struct {
     uint32_t q[64 * 16]; /* [4-value chunk][row] */
     int32_t sc[16 * 16]; /* [16-value group][row] */
     int32_t mn[8 * 16];  /* [pair of groups][row]: int16 pairs for vpdpwssd */
+    int32_t corr[16];    /* signed panels (panel_signed): -128 * sum_c sc[c] * (sum of group c's values) */
     float d[16], dm[16];
 } kpanel;
 
@@ -598,25 +616,140 @@ static void x_pairs32(gb_block_q8_K *x, int64_t nb) {
         for (int j = 0; j < 8; j++) x[b].bsums[j] = (int16_t)(x[b].bsums[2 * j] + x[b].bsums[2 * j + 1]);
 }
 
-/* NG (1 or 2) groups of 16 rows x TT tokens (t0..), all super-blocks; group i's outputs
- * y[t * ldy + 16 i + r], masked by mk[i]. Per 4-value chunk: one load per group and one broadcast per
- * token feed NG x TT vpdpbusd (2 x 4: 6 loads per 8, where 1 x 4 took 5 per 4). SUB: 16-value groups
- * per scale (2 for q4_K/q5_K/iq4_xs, whose scales are per 32 values: one vpmulld per 32 values). */
+/* q6_K and iq4_xs (d = dm, msum only the values' offset: kterm's exact difference isum - msum) take
+ * their panel values signed (q - 32, kvalue) and the activations unsigned (x + 128, x_unsigned):
+ * per 4 values sum (x + 128) q = sum x q + 128 sum q, and the second term, the weights' own, is taken
+ * off once per row and super-block (corr, the initial isum). The tile then needs no 16-value sums
+ * of the activations and no msum: the same int32 isum - msum, so the same float32 result. */
+static inline int panel_sgn(int fmt) { return fmt == GB_Q6_K || fmt == GB_IQ4_XS; }
+
+static void panel_signed(int fmt, kpanel *P, int64_t nb) {
+    const __m512i off = _mm512_set1_epi8((char)(fmt == GB_Q6_K ? 32 : 128)), one = _mm512_set1_epi8(1);
+    for (int64_t b = 0; b < nb; b++) {
+        __m512i corr = _mm512_setzero_si512();
+        for (int c = 0; c < 16; c++) { /* 16-value group c: chunks 4c..4c+3 */
+            __m512i ws = _mm512_setzero_si512();
+            for (int j = 0; j < 4; j++) {
+                uint32_t *q = P[b].q + (4 * c + j) * 16;
+                const __m512i v = _mm512_sub_epi8(_mm512_load_si512((const void *)q), off);
+                _mm512_store_si512((void *)q, v);
+                ws = _mm512_dpbusd_epi32(ws, one, v);
+            }
+            corr = _mm512_add_epi32(corr, _mm512_mullo_epi32(ws, _mm512_load_si512((const void *)(P[b].sc + c * 16))));
+        }
+        _mm512_store_si512((void *)P[b].corr, _mm512_mullo_epi32(corr, _mm512_set1_epi32(-128)));
+    }
+}
+
+/* the activations' values + 128 as unsigned bytes, in place (sums and scale unchanged, unread) */
+static void x_unsigned(gb_block_q8_K *x, int64_t nb) {
+    const __m512i s = _mm512_set1_epi8((char)0x80);
+    for (int64_t b = 0; b < nb; b++)
+        for (int j = 0; j < 4; j++) {
+            int8_t *q = x[b].qs + 64 * j;
+            _mm512_storeu_si512((void *)q, _mm512_xor_si512(_mm512_loadu_si512((const void *)q), s));
+        }
+}
+
+/* One block for the prefill panels, the bytes of quantize_block_q8_K_avx512 in one pass less: the
+ * 16-value sums from the stored bytes (vpsadbw of the values + 128, no per-16 reduction), the
+ * panels' form of the block (mode 1: x_pairs32, mode 2: x_unsigned) and whether it holds a
+ * non-finite value (returned; the block is then quantized by the general path, byte for byte as
+ * before). */
+static int quantize_block_q8_K_panel(const float *xb, gb_block_q8_K *y, int mode) {
+    const __m512 sgn = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff)), inf = _mm512_set1_ps(INFINITY);
+    __m512 vm = _mm512_setzero_ps();
+    __mmask16 bad = 0;
+    for (int j = 0; j < QKK / 16; j++) {
+        const __m512 a = _mm512_and_ps(_mm512_loadu_ps(xb + 16 * j), sgn);
+        bad |= _mm512_cmp_ps_mask(a, inf, _CMP_NLT_UQ); /* inf or NaN */
+        vm = _mm512_max_ps(vm, a);
+    }
+    if (bad) {
+        quantize_block_q8_K_avx512(xb, y);
+        if (mode == 1) x_pairs32(y, 1);
+        else if (mode == 2) x_unsigned(y, 1);
+        return 1;
+    }
+    const float amax = _mm512_reduce_max_ps(vm);
+    if (!amax) {
+        memset(y, 0, sizeof(gb_block_q8_K));
+        if (mode == 2) memset(y->qs, 0x80, QKK);
+        return 0;
+    }
+    float max = 0.0f;
+    const __m512 va = _mm512_set1_ps(amax);
+    for (int j = 0; j < QKK / 16; j++) {
+        const __mmask16 m = _mm512_cmp_ps_mask(_mm512_and_ps(_mm512_loadu_ps(xb + 16 * j), sgn), va, _CMP_EQ_OQ);
+        if (m) {
+            max = xb[16 * j + __builtin_ctz((unsigned)m)];
+            break;
+        }
+    }
+    const float iscale = -127.0f / max;
+    const __m512 vs = _mm512_set1_ps(iscale);
+    const __m512i flip = _mm512_set1_epi8((char)0x80);
+    __m512i sad[4];
+    for (int z = 0; z < 4; z++) {
+        __m128i b4[4];
+        for (int i = 0; i < 4; i++) {
+            const __m512i v = _mm512_min_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(vs, _mm512_loadu_ps(xb + 64 * z + 16 * i))), _mm512_set1_epi32(127));
+            b4[i] = _mm512_cvtepi32_epi8(v);
+        }
+        __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set_m128i(b4[1], b4[0])), _mm256_set_m128i(b4[3], b4[2]), 1);
+        const __m512i u = _mm512_xor_si512(q, flip); /* value + 128 */
+        sad[z] = _mm512_sad_epu8(u, _mm512_setzero_si512()); /* qword i: 8 values + 1024 */
+        _mm512_storeu_si512((void *)(y->qs + 64 * z), mode == 2 ? u : q);
+    }
+    /* 16-value sums: qwords 2i + 2i+1 of each zmm, j = 4z + i */
+    const __m512i ev = _mm512_set_epi64(14, 12, 10, 8, 6, 4, 2, 0), od = _mm512_set_epi64(15, 13, 11, 9, 7, 5, 3, 1);
+    const __m512i s01 = _mm512_add_epi64(_mm512_permutex2var_epi64(sad[0], ev, sad[1]), _mm512_permutex2var_epi64(sad[0], od, sad[1]));
+    const __m512i s23 = _mm512_add_epi64(_mm512_permutex2var_epi64(sad[2], ev, sad[3]), _mm512_permutex2var_epi64(sad[2], od, sad[3]));
+    const __m128i off16 = _mm_set1_epi16(2048);
+    const __m128i b0 = _mm_sub_epi16(_mm512_cvtepi64_epi16(s01), off16), b1 = _mm_sub_epi16(_mm512_cvtepi64_epi16(s23), off16);
+    if (mode == 1) { /* x_pairs32: bsums[j < 8] the 32-value sums, the rest the 16-value sums */
+        const __m512i p32 = _mm512_add_epi64(_mm512_permutex2var_epi64(s01, ev, s23), _mm512_permutex2var_epi64(s01, od, s23));
+        _mm_storeu_si128((__m128i *)y->bsums, _mm_sub_epi16(_mm512_cvtepi64_epi16(p32), _mm_set1_epi16(4096)));
+    } else
+        _mm_storeu_si128((__m128i *)y->bsums, b0);
+    _mm_storeu_si128((__m128i *)(y->bsums + 8), b1);
+    y->d = 1.0f / iscale;
+    return 0;
+}
+
+/* a row of nb blocks as the prefill panels take it (quantize_block_q8_K_panel's mode by format);
+ * returns whether it holds a non-finite value */
+static int quant_row_panel(int fmt, const float *x, gb_block_q8_K *y, int64_t nb) {
+    const int mode = panel_sgn(fmt) ? 2 : panel_sub(fmt) == 2 ? 1 : 0;
+    int bad = 0;
+    for (int64_t b = 0; b < nb; b++) bad |= quantize_block_q8_K_panel(x + b * QKK, y + b, mode);
+    return bad;
+}
+
+
+/* NG (1 or 2) groups of 16 rows x TT tokens (t0..), the nb super-blocks from P0/P1 and xq (token
+ * rows ldx blocks apart); group i's outputs y[t * ldy + 16 i + r], masked by m0/m1. first: the
+ * running sums start at 0, else from y (an earlier pass); last: + bias. Per 4-value chunk: one load
+ * per group and one broadcast per token feed NG x TT vpdpbusd (2 x 4: 6 loads per 8, where 1 x 4 took
+ * 5 per 4). SUB: 16-value groups per scale (2 for q4_K/q5_K/iq4_xs, whose scales are per 32 values:
+ * one vpmulld per 32 values). SGN: q6_K/iq4_xs's signed panels (panel_signed). */
 static inline __attribute__((always_inline)) void panel_tile(const kpanel *P0, const kpanel *P1, int64_t nb, const gb_block_q8_K *xq,
-                                                             int64_t t0, float *y, int64_t ldy, const float *bias, __mmask16 m0,
-                                                             __mmask16 m1, const int NG, const int TT, const int SUB) {
-    __m512 acc[2][4];
+                                                             int64_t ldx, int64_t t0, float *y, int64_t ldy, const float *bias,
+                                                             __mmask16 m0, __mmask16 m1, int first, int last, const int NG,
+                                                             const int TT, const int SUB, const int SGN) {
+    __m512 acc[2][8];
     for (int g = 0; g < NG; g++)
-        for (int t = 0; t < TT; t++) acc[g][t] = _mm512_setzero_ps();
+        for (int t = 0; t < TT; t++)
+            acc[g][t] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(g ? m1 : m0, y + (t0 + t) * ldy + 16 * g);
     for (int64_t b = 0; b < nb; b++) {
         const kpanel *p[2] = {P0 + b, NG > 1 ? P1 + b : P0 + b};
-        const int8_t *xb[4];
-        for (int t = 0; t < TT; t++) xb[t] = xq[(t0 + t) * nb + b].qs;
-        __m512i isum[2][4];
+        const int8_t *xb[8];
+        for (int t = 0; t < TT; t++) xb[t] = xq[(t0 + t) * ldx + b].qs;
+        __m512i isum[2][8];
         for (int g = 0; g < NG; g++)
-            for (int t = 0; t < TT; t++) isum[g][t] = _mm512_setzero_si512();
+            for (int t = 0; t < TT; t++) isum[g][t] = SGN ? _mm512_load_si512((const void *)p[g]->corr) : _mm512_setzero_si512();
         for (int s = 0; s < 16 / SUB; s++) {
-            __m512i ia[2][4];
+            __m512i ia[2][8];
             for (int g = 0; g < NG; g++)
                 for (int t = 0; t < TT; t++) ia[g][t] = _mm512_setzero_si512();
             for (int cj = 0; cj < 4 * SUB; cj++) {
@@ -630,7 +763,7 @@ static inline __attribute__((always_inline)) void panel_tile(const kpanel *P0, c
                     int32_t xv;
                     memcpy(&xv, xb[t] + 4 * ch, 4);
                     const __m512i xb4 = _mm512_set1_epi32(xv);
-                    for (int g = 0; g < NG; g++) ia[g][t] = _mm512_dpbusd_epi32(ia[g][t], wq[g], xb4);
+                    for (int g = 0; g < NG; g++) ia[g][t] = SGN ? _mm512_dpbusd_epi32(ia[g][t], xb4, wq[g]) : _mm512_dpbusd_epi32(ia[g][t], wq[g], xb4);
                 }
             }
             for (int g = 0; g < NG; g++) {
@@ -639,8 +772,13 @@ static inline __attribute__((always_inline)) void panel_tile(const kpanel *P0, c
                     isum[g][t] = _mm512_add_epi32(isum[g][t], _mm512_mullo_epi32(ia[g][t], sc));
             }
         }
-        for (int t = 0; t < TT; t++) {
-            const gb_block_q8_K *x = &xq[(t0 + t) * nb + b];
+        for (int t = 0; t < TT && SGN; t++) { /* kterm's (d*dx)*(isum - msum), corr having taken msum off */
+            const __m512 dx = _mm512_set1_ps(xq[(t0 + t) * ldx + b].d);
+            for (int g = 0; g < NG; g++)
+                acc[g][t] = _mm512_add_ps(acc[g][t], _mm512_mul_ps(_mm512_mul_ps(_mm512_load_ps(p[g]->d), dx), _mm512_cvtepi32_ps(isum[g][t])));
+        }
+        for (int t = 0; t < TT && !SGN; t++) {
+            const gb_block_q8_K *x = &xq[(t0 + t) * ldx + b];
             __m512i msum[2];
             for (int g = 0; g < NG; g++) msum[g] = _mm512_setzero_si512();
             for (int c2 = 0; c2 < 8 / SUB; c2++) { /* SUB = 2: pairs of 32-value sums (panel_pairs32) */
@@ -660,42 +798,106 @@ static inline __attribute__((always_inline)) void panel_tile(const kpanel *P0, c
     }
     for (int g = 0; g < NG; g++) {
         const __mmask16 m = g ? m1 : m0;
-        const __m512 vb = bias ? _mm512_maskz_loadu_ps(m, bias + 16 * g) : _mm512_setzero_ps();
-        for (int t = 0; t < TT; t++) _mm512_mask_storeu_ps(y + (t0 + t) * ldy + 16 * g, m, _mm512_add_ps(acc[g][t], vb));
+        const __m512 vb = bias && last ? _mm512_maskz_loadu_ps(m, bias + 16 * g) : _mm512_setzero_ps();
+        for (int t = 0; t < TT; t++) _mm512_mask_storeu_ps(y + (t0 + t) * ldy + 16 * g, m, last ? _mm512_add_ps(acc[g][t], vb) : acc[g][t]);
     }
 }
 
-#define PANEL_ROWS(name, NG, SUB)                                                                                   \
-    static void name(const kpanel *P0, const kpanel *P1, int64_t nb, const gb_block_q8_K *xq, int64_t T, float *y,   \
-                     int64_t ldy, const float *bias, __mmask16 m0, __mmask16 m1) {                                  \
+/* One group of 16 rows x all T tokens (t0 = 0..): tiles of 8 tokens (then 4, 3, 2, 1). A group's
+ * panel (~45 KB for K = 2048) stays in L1 across its tiles; two groups' (the tile of 2 groups x 4
+ * tokens it replaced, 2026-12-02) did not, and were re-read from L2 by every tile. */
+#define PANEL_ROWS(name, SUB, SGN)                                                                                  \
+    static void name(const kpanel *P, int64_t nb, const gb_block_q8_K *xq, int64_t ldx, int64_t T, float *y, int64_t ldy,  \
+                     const float *bias, __mmask16 m, int first, int last) {                                         \
         int64_t t0 = 0;                                                                                             \
-        for (; t0 + 4 <= T; t0 += 4) panel_tile(P0, P1, nb, xq, t0, y, ldy, bias, m0, m1, NG, 4, SUB);              \
+        for (; t0 + 8 <= T; t0 += 8) panel_tile(P, P, nb, xq, ldx, t0, y, ldy, bias, m, m, first, last, 1, 8, SUB, SGN); \
+        for (; t0 + 4 <= T; t0 += 4) panel_tile(P, P, nb, xq, ldx, t0, y, ldy, bias, m, m, first, last, 1, 4, SUB, SGN); \
         switch (T - t0) {                                                                                           \
-        case 3: panel_tile(P0, P1, nb, xq, t0, y, ldy, bias, m0, m1, NG, 3, SUB); break;                            \
-        case 2: panel_tile(P0, P1, nb, xq, t0, y, ldy, bias, m0, m1, NG, 2, SUB); break;                            \
-        case 1: panel_tile(P0, P1, nb, xq, t0, y, ldy, bias, m0, m1, NG, 1, SUB); break;                            \
+        case 3: panel_tile(P, P, nb, xq, ldx, t0, y, ldy, bias, m, m, first, last, 1, 3, SUB, SGN); break;          \
+        case 2: panel_tile(P, P, nb, xq, ldx, t0, y, ldy, bias, m, m, first, last, 1, 2, SUB, SGN); break;          \
+        case 1: panel_tile(P, P, nb, xq, ldx, t0, y, ldy, bias, m, m, first, last, 1, 1, SUB, SGN); break;          \
         default: break;                                                                                             \
         }                                                                                                           \
     }
-PANEL_ROWS(panel_rows_1s1, 1, 1)
-PANEL_ROWS(panel_rows_2s1, 2, 1)
-PANEL_ROWS(panel_rows_1s2, 1, 2)
-PANEL_ROWS(panel_rows_2s2, 2, 2)
+PANEL_ROWS(panel_rows_s1, 1, 0)  /* q2_K, q3_K */
+PANEL_ROWS(panel_rows_s2, 2, 0)  /* q4_K, q5_K */
+PANEL_ROWS(panel_rows_s1g, 1, 1) /* q6_K */
+PANEL_ROWS(panel_rows_s2g, 2, 1) /* iq4_xs */
+/* two groups (P, P + ldp) x 4 tokens */
+#define PANEL_ROWS2(name, SUB, SGN)                                                                                 \
+    static void name(const kpanel *P, int64_t ldp, int64_t nb, const gb_block_q8_K *xq, int64_t ldx, int64_t T, float *y, \
+                     int64_t ldy, const float *bias, __mmask16 m0, __mmask16 m1, int first, int last) {              \
+        int64_t t0 = 0;                                                                                             \
+        for (; t0 + 4 <= T; t0 += 4) panel_tile(P, P + ldp, nb, xq, ldx, t0, y, ldy, bias, m0, m1, first, last, 2, 4, SUB, SGN); \
+        switch (T - t0) {                                                                                           \
+        case 3: panel_tile(P, P + ldp, nb, xq, ldx, t0, y, ldy, bias, m0, m1, first, last, 2, 3, SUB, SGN); break;  \
+        case 2: panel_tile(P, P + ldp, nb, xq, ldx, t0, y, ldy, bias, m0, m1, first, last, 2, 2, SUB, SGN); break;  \
+        case 1: panel_tile(P, P + ldp, nb, xq, ldx, t0, y, ldy, bias, m0, m1, first, last, 2, 1, SUB, SGN); break;  \
+        default: break;                                                                                             \
+        }                                                                                                           \
+    }
+PANEL_ROWS2(panel_rows2_s1, 1, 0)
+PANEL_ROWS2(panel_rows2_s2, 2, 0)
+PANEL_ROWS2(panel_rows2_s1g, 1, 1)
+PANEL_ROWS2(panel_rows2_s2g, 2, 1)
 
-
-/* groups g0 and g0 + 1 (ng of them, 1 or 2) of an N-row output from their panels P0, P1 */
-static void panel_rows(int fmt, int ng, const kpanel *P0, const kpanel *P1, int64_t nb, const gb_block_q8_K *xq, int64_t T,
-                       float *y, int64_t ldy, const float *bias, int64_t g0, int64_t N) {
-    const int nr0 = (int)(N - 16 * g0 < 16 ? N - 16 * g0 : 16);
-    const __mmask16 m0 = (__mmask16)((1u << nr0) - 1);
-    y += 16 * g0;
-    if (bias) bias += 16 * g0;
+/* groups g (and g + 1 if ng = 2, its panel at P + nb) of an N-row output from their panels,
+ * super-blocks [b0, b0 + nbc) of the nb: the running sums kept in y between the chunks (a float32
+ * stored and loaded back is the same float32, and the terms are added in the same order), the bias
+ * added after the last. */
+static void panel_rows(int fmt, int ng, const kpanel *P, int64_t nb, int64_t b0, int64_t nbc, const gb_block_q8_K *xq, int64_t T,
+                       float *y, int64_t ldy, const float *bias, int64_t g, int64_t N) {
+    const int nr = (int)(N - 16 * g < 16 ? N - 16 * g : 16);
+    const __mmask16 m0 = (__mmask16)((1u << nr) - 1);
     if (ng == 2) {
-        const int nr1 = (int)(N - 16 * (g0 + 1) < 16 ? N - 16 * (g0 + 1) : 16);
-        const __mmask16 m1 = (__mmask16)((1u << nr1) - 1);
-        (panel_sub(fmt) == 2 ? panel_rows_2s2 : panel_rows_2s1)(P0, P1, nb, xq, T, y, ldy, bias, m0, m1);
-    } else
-        (panel_sub(fmt) == 2 ? panel_rows_1s2 : panel_rows_1s1)(P0, P0, nb, xq, T, y, ldy, bias, m0, m0);
+        const int nr1 = (int)(N - 16 * (g + 1) < 16 ? N - 16 * (g + 1) : 16);
+        (fmt == GB_Q6_K ? panel_rows2_s1g : fmt == GB_IQ4_XS ? panel_rows2_s2g : panel_sub(fmt) == 2 ? panel_rows2_s2 : panel_rows2_s1)(
+            P + b0, nb, nbc, xq + b0, nb, T, y + 16 * g, ldy, bias ? bias + 16 * g : NULL, m0, (__mmask16)((1u << nr1) - 1), b0 == 0,
+            b0 + nbc == nb);
+        return;
+    }
+    (fmt == GB_Q6_K ? panel_rows_s1g : fmt == GB_IQ4_XS ? panel_rows_s2g : panel_sub(fmt) == 2 ? panel_rows_s2 : panel_rows_s1)(
+        P + b0, nbc, xq + b0, nb, T, y + 16 * g, ldy, bias ? bias + 16 * g : NULL, m0, b0 == 0, b0 + nbc == nb);
+}
+#endif
+
+#ifdef GB_HAVE_K_VNNI
+/* The prefill blocking: a step decodes the panels of sp groups (~384 KB at most) and runs them over
+ * blocks of tb tokens whose q8_K rows (~384 KB) stay in L2 between the groups: the activations are
+ * read from L3 once per step instead of once per group (512 tokens of K = 2048 are 1.2 MB, past the
+ * 1 MB L2), and at least 2 steps per thread. Returns sp; tb a multiple of the tile's 8 tokens. Called
+ * in the parallel region. */
+static int panel_blocking(int64_t nb, int64_t G, int64_t *tb) {
+    const int64_t grp = nb * (int64_t)sizeof(kpanel), row = nb * (int64_t)sizeof(gb_block_q8_K);
+    const int64_t t = (384 << 10) / row;
+    *tb = t < 8 ? 8 : t - t % 8;
+    int64_t sp = (384 << 10) / grp;
+    const int64_t fair = G / (2 * omp_get_num_threads()); /* >= 2 steps per thread (dynamic) */
+    if (sp > fair) sp = fair;
+    return sp < 1 ? 1 : sp > 8 ? 8 : (int)sp;
+}
+
+#ifndef GB_K_PANEL_CHUNK
+#define GB_K_PANEL_CHUNK 2 /* super-blocks per pass of a 2-group tile (panel_rows) */
+#endif
+#ifndef GB_PT2
+#define GB_PT2 1
+#endif
+/* one step: groups [g0, g0 + n), panels already in P (group g0 + i at P + i * nb) */
+static void panel_step(int fmt, const kpanel *P, int64_t g0, int n, int64_t nb, const gb_block_q8_K *xq, int64_t T, int64_t tb,
+                       float *y, int64_t N, const float *bias) {
+    const int64_t kc = GB_PT2 ? GB_K_PANEL_CHUNK : nb;
+    for (int64_t t0 = 0; t0 < T; t0 += tb)
+        for (int i = 0; i < n; i += GB_PT2 ? 2 : 1)
+            for (int64_t b0 = 0; b0 < nb; b0 += kc)
+                panel_rows(fmt, GB_PT2 && i + 1 < n ? 2 : 1, P + i * nb, nb, b0, nb - b0 < kc ? nb - b0 : kc, xq + t0 * nb,
+                           T - t0 < tb ? T - t0 : tb, y + t0 * N, N, bias, g0 + i, N);
+}
+
+/* the tile's forms of a freshly filled panel (signed values, or 32-value mins) */
+static void panel_prep(int fmt, kpanel *P, int64_t nb) {
+    if (panel_sgn(fmt)) panel_signed(fmt, P, nb);
+    else if (panel_sub(fmt) == 2) panel_pairs32(P, nb);
 }
 #endif
 
@@ -763,31 +965,39 @@ int gb_klinear(int fmt, const float *x, const void *w, const float *bias, float 
     {
 #pragma omp for schedule(static)
         for (int64_t t = 0; t < T; t++) {
+#ifdef GB_HAVE_K_VNNI
+            if (panel) {
+                quant_row_panel(fmt, x + t * K, xq + t * nb, nb);
+                continue;
+            }
+#endif
             gb_quantize_row_q8_K(x + t * K, xq + t * nb, K);
 #ifdef GB_HAVE_K_VNNI
-            if (row && !panel && x_permuted(fmt)) permute_x(fmt, xq + t * nb, nb);
-            if (panel && panel_sub(fmt) == 2) x_pairs32(xq + t * nb, nb);
+            if (row && x_permuted(fmt)) permute_x(fmt, xq + t * nb, nb);
 #endif
         }
 #ifdef GB_HAVE_K_VNNI
         if (panel) {
-            kpanel *P = (kpanel *)gb_ws_aligned_alloc(64, (size_t)(2 * nb) * sizeof(kpanel));
+            int64_t tb;
+            const int sp = panel_blocking(nb, (N + 15) / 16, &tb);
+            kpanel *P = (kpanel *)gb_ws_aligned_alloc(64, (size_t)(sp * nb) * sizeof(kpanel));
             if (!P) {
 #pragma omp atomic write
                 fail = 1;
             }
             const int64_t Gn = (N + 15) / 16;
 #pragma omp for schedule(dynamic, 1)
-            for (int64_t s2 = 0; s2 < (Gn + 1) / 2; s2++) { /* two groups per step (panel_tile) */
+            for (int64_t st = 0; st < (Gn + sp - 1) / sp; st++) { /* sp groups per step (panel_blocking) */
                 if (!P) continue;
-                const int64_t g = 2 * s2;
-                const int ng = g + 1 < Gn ? 2 : 1;
-                for (int i = 0; i < ng; i++) {
-                    const int nr = (int)(N - 16 * (g + i) < 16 ? N - 16 * (g + i) : 16);
-                    panel_fill(fmt, wb + 16 * (g + i) * rb, rb, nr, nb, P + i * nb);
-                    if (panel_sub(fmt) == 2) panel_pairs32(P + i * nb, nb);
+                const int64_t g0 = st * sp;
+                const int n = Gn - g0 < sp ? (int)(Gn - g0) : sp;
+                for (int i = 0; i < n; i++) {
+                    const int64_t g = g0 + i;
+                    const int nr = (int)(N - 16 * g < 16 ? N - 16 * g : 16);
+                    panel_fill(fmt, wb + 16 * g * rb, rb, nr, nb, P + i * nb);
+                    panel_prep(fmt, P + i * nb, nb);
                 }
-                panel_rows(fmt, ng, P, P + nb, nb, xq, T, y, N, bias, g, N);
+                panel_step(fmt, P, g0, n, nb, xq, T, tb, y, N, bias);
             }
             gb_ws_free(P);
         }
@@ -880,6 +1090,7 @@ static inline int k_dm_at(int fmt) { return fmt == GB_Q2_K ? 82 : 2; }
 
 /* row r of one packed record -> the decoded form kdecode gives for the stored block */
 static void kp_unpack(int fmt, const uint8_t *p, int r, kdec *o) {
+    o->off = k_off_only(fmt);
     if (kp_2bit(fmt)) {
         for (int m = 0; m < 16; m++)
             for (int j = 0; j < 4; j++)
@@ -1159,8 +1370,9 @@ static inline __attribute__((always_inline)) void kp_tile(const int fmt, const u
             /* mn = 32 * sc (q6_K), 128 * sc (iq4_xs): the same exact msum */
             const __m512i ms = fmt == GB_Q6_K ? _mm512_slli_epi32(msum[t], 5) : fmt == GB_IQ4_XS ? _mm512_slli_epi32(msum[t], 7) : msum[t];
             const __m512 dx = _mm512_set1_ps(xq[t * nb + b].d);
-            const __m512 r = _mm512_sub_ps(_mm512_mul_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(isum[t])),
-                                           _mm512_mul_ps(_mm512_mul_ps(dm, dx), _mm512_cvtepi32_ps(ms)));
+            const __m512 r = k_off_only(fmt) ? _mm512_mul_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(_mm512_sub_epi32(isum[t], ms)))
+                             : _mm512_sub_ps(_mm512_mul_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(isum[t])),
+                                             _mm512_mul_ps(_mm512_mul_ps(dm, dx), _mm512_cvtepi32_ps(ms)));
             acc[t] = _mm512_add_ps(acc[t], r);
         }
     }
@@ -1293,38 +1505,45 @@ KP_GROUP(kp_group_iq4xs, GB_IQ4_XS, kp_tile)
 KP_GROUP(kp_group_q2, GB_Q2_K, kp_tile2)
 KP_GROUP(kp_group_q3, GB_Q3_K, kp_tile2)
 
-/* a packed group -> the prefill panels (what panel_fill makes from the stored rows; padding rows
- * are zero in both): the decoded zmm of a record are the panel's 4-value chunks as they are */
+/* a packed group -> the prefill panels (what panel_fill then panel_prep make from the stored rows;
+ * padding rows are zero in both): the decoded zmm of a record are the panel's 4-value chunks as they
+ * are; q6_K/iq4_xs made signed with their corr, q4_K/q5_K's mins written as 32-value pairs */
 static inline __attribute__((always_inline)) void panel_fill_packed_f(const int fmt, const uint8_t *P, int64_t nb, kpanel *K) {
     const int64_t pb = gb_kp_block_bytes(fmt), sco = kp_sc_off(fmt), mno = kp_mn_off(fmt), dof = kp_d_off(fmt);
+    const int SGN = panel_sgn(fmt);
+    const __m512i off = _mm512_set1_epi8((char)(fmt == GB_Q6_K ? 32 : 128)), one = _mm512_set1_epi8(1);
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *p = P + b * pb;
         kpanel *o = K + b;
         const int64_t pfd = (6500 + pb / 2) / pb * pb; /* as kp_tile: the record ~6.5 KB ahead, every line */
+        __m512i ws = _mm512_setzero_si512(), corr = _mm512_setzero_si512();
         for (int k = 0; k < 32; k++) {
             __m512i lo, hi;
             _mm_prefetch((const char *)(p + pfd + 64 * k), _MM_HINT_T0);
             if (64 * (k + 32) < pb) _mm_prefetch((const char *)(p + pfd + 64 * (k + 32)), _MM_HINT_T0);
             kp_decode_z(fmt, p, k, _mm512_loadu_si512((const void *)(p + kp_qs_at(fmt, k))), &lo, &hi);
+            if (SGN) { /* panel_signed's work on the fly: values signed, corr from the 16-value groups' sums */
+                lo = _mm512_sub_epi8(lo, off);
+                hi = _mm512_sub_epi8(hi, off);
+                ws = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(ws, one, lo), one, hi);
+                if (k % 2) { /* group c = k / 2 done: chunks 4c..4c+3 */
+                    const int c = k / 2, sub = fmt == GB_Q6_K ? c : c / 2;
+                    corr = _mm512_add_epi32(corr, _mm512_mullo_epi32(ws, _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + sco + 16 * sub)))));
+                    ws = _mm512_setzero_si512();
+                }
+            }
             _mm512_store_si512((void *)(o->q + (2 * k) * 16), lo);
             _mm512_store_si512((void *)(o->q + (2 * k + 1) * 16), hi);
         }
+        if (SGN) _mm512_store_si512((void *)o->corr, _mm512_mullo_epi32(corr, _mm512_set1_epi32(-128)));
         for (int c = 0; c < 16; c++) {
             const int sub = fmt == GB_Q6_K ? c : c / 2;
             _mm512_store_si512((void *)(o->sc + c * 16), _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + sco + 16 * sub))));
         }
-        for (int c2 = 0; c2 < 8; c2++) { /* int16 pairs (mn[2 c2], mn[2 c2 + 1]) per row */
-            __m512i a, b2;
-            if (fmt == GB_Q6_K) {
-                a = _mm512_slli_epi32(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + sco + 16 * (2 * c2)))), 5);
-                b2 = _mm512_slli_epi32(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + sco + 16 * (2 * c2 + 1)))), 5);
-            } else {
-                a = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + (kp_has_min(fmt) ? mno : sco) + 16 * c2)));
-                if (fmt == GB_IQ4_XS) a = _mm512_slli_epi32(a, 7);
-                b2 = a;
-            }
-            const __m512i pr = _mm512_or_si512(_mm512_and_si512(a, _mm512_set1_epi32(0xffff)), _mm512_slli_epi32(b2, 16));
-            _mm512_store_si512((void *)(o->mn + c2 * 16), pr);
+        for (int k = 0; k < 4 && !SGN; k++) { /* q4_K/q5_K: panel_pairs32's form, the int16 pair (min 2k, min 2k + 1) per row */
+            const __m512i a = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + mno + 16 * (2 * k))));
+            const __m512i b2 = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + mno + 16 * (2 * k + 1))));
+            _mm512_store_si512((void *)(o->mn + k * 16), _mm512_or_si512(_mm512_and_si512(a, _mm512_set1_epi32(0xffff)), _mm512_slli_epi32(b2, 16)));
         }
         _mm512_store_ps(o->d, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + dof))));
         _mm512_store_ps(o->dm, kp_has_min(fmt) ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + dof + 32)))
@@ -1364,6 +1583,26 @@ void gb_kp_rows(int fmt, const void *wp, int64_t N, int64_t K, int64_t g, const 
 
 int gb_klinear_packed(int fmt, const float *x, const void *wp, const float *bias, float *y, int64_t T, int64_t N, int64_t K,
                       int version) {
+    return gb_klinear_packed_chk(fmt, x, wp, bias, y, T, N, K, version, NULL);
+}
+
+/* whether the K floats at x are all finite (the rows the panel quantizer does not see) */
+static int row_finite(const float *x, int64_t K) {
+    int64_t i = 0;
+#if defined(__AVX512F__)
+    const __m512 sgn = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff)), inf = _mm512_set1_ps(INFINITY);
+    __mmask16 bad = 0;
+    for (; i + 16 <= K; i += 16) bad |= _mm512_cmp_ps_mask(_mm512_and_ps(_mm512_loadu_ps(x + i), sgn), inf, _CMP_NLT_UQ);
+    if (bad) return 0;
+#endif
+    for (; i < K; i++)
+        if (!isfinite(x[i])) return 0;
+    return 1;
+}
+
+int gb_klinear_packed_chk(int fmt, const float *x, const void *wp, const float *bias, float *y, int64_t T, int64_t N, int64_t K,
+                          int version, int *nonfinite) {
+    if (nonfinite) *nonfinite = 0;
     if (!gb_kp_is_fmt(fmt)) return gb_error(GB_EVALUE, "klinear_packed: format %d is not a K-quant (q2_K..q6_K, iq4_xs)", fmt);
     if (K <= 0 || K % QKK) return gb_error(GB_EVALUE, "klinear_packed: K=%ld must be a positive multiple of 256", (long)K);
     if (T < 0 || N < 0) return gb_error(GB_EVALUE, "klinear_packed: T=%ld and N=%ld must be >= 0", (long)T, (long)N);
@@ -1376,38 +1615,50 @@ int gb_klinear_packed(int fmt, const float *x, const void *wp, const float *bias
     if (!xq) return gb_error(GB_ENOMEM, "klinear_packed: cannot allocate the q8_K activations (%ld rows of %ld)", (long)T, (long)K);
     const int panel = version == GB_KV_VNNI && T >= GB_KP_PANEL_MIN_T;
     const uint8_t *wb = (const uint8_t *)wp;
-    int fail = 0;
+    int fail = 0, nonf = 0;
 #pragma omp parallel if (N * K * T > 65536)
     {
 #pragma omp for schedule(static)
         for (int64_t t = 0; t < T; t++) {
-            gb_quantize_row_q8_K(x + t * K, xq + t * nb, K);
+            int bad;
 #ifdef GB_HAVE_K_VNNI
-            if (panel && panel_sub(fmt) == 2) x_pairs32(xq + t * nb, nb);
+            if (panel) bad = quant_row_panel(fmt, x + t * K, xq + t * nb, nb);
+            else
 #endif
+            {
+                gb_quantize_row_q8_K(x + t * K, xq + t * nb, K);
+                bad = nonfinite && !row_finite(x + t * K, K);
+            }
+            if (bad && nonfinite) {
+#pragma omp atomic write
+                nonf = 1;
+            }
         }
+        /* (the loop's barrier) a non-finite input: nothing is computed */
 #ifdef GB_HAVE_K_VNNI
-        if (panel) { /* prefill: the 16-row group decoded once per call into byte panels */
-            kpanel *Pn = (kpanel *)gb_ws_aligned_alloc(64, (size_t)(2 * nb) * sizeof(kpanel));
+        if (panel && !nonf) { /* prefill: the 16-row groups decoded once per call into byte panels */
+            int64_t tb;
+            const int sp = panel_blocking(nb, G, &tb);
+            kpanel *Pn = (kpanel *)gb_ws_aligned_alloc(64, (size_t)(sp * nb) * sizeof(kpanel));
             if (!Pn) {
 #pragma omp atomic write
                 fail = 1;
             }
 #pragma omp for schedule(dynamic, 1)
-            for (int64_t s2 = 0; s2 < (G + 1) / 2; s2++) { /* two groups per step (panel_tile) */
+            for (int64_t st = 0; st < (G + sp - 1) / sp; st++) { /* sp groups per step (panel_blocking) */
                 if (!Pn) continue;
-                const int64_t g = 2 * s2;
-                const int ng = g + 1 < G ? 2 : 1;
-                for (int i = 0; i < ng; i++) {
-                    panel_fill_packed(fmt, wb + (g + i) * gbytes, 16, nb, Pn + i * nb);
-                    if (panel_sub(fmt) == 2) panel_pairs32(Pn + i * nb, nb);
+                const int64_t g0 = st * sp;
+                const int n = G - g0 < sp ? (int)(G - g0) : sp;
+                for (int i = 0; i < n; i++) {
+                    panel_fill_packed(fmt, wb + (g0 + i) * gbytes, 16, nb, Pn + i * nb);
+                    if (kp_2bit(fmt)) panel_prep(fmt, Pn + i * nb, nb); /* panel_fill_packed_f writes the tile's forms itself */
                 }
-                panel_rows(fmt, ng, Pn, Pn + nb, nb, xq, T, y, N, bias, g, N);
+                panel_step(fmt, Pn, g0, n, nb, xq, T, tb, y, N, bias);
             }
             gb_ws_free(Pn);
         }
 #endif
-        if (!panel) {
+        if (!panel && !nonf) {
             /* runs of groups of ~256 KB: long streams, and a thread held up by another job does not
              * hold up the others (dynamic) */
             const int64_t run = gbytes >= (256 << 10) ? 1 : (256 << 10) / gbytes;
@@ -1416,6 +1667,10 @@ int gb_klinear_packed(int fmt, const float *x, const void *wp, const float *bias
         }
     }
     gb_ws_free(xq);
+    if (nonf) {
+        *nonfinite = 1;
+        return gb_error(GB_EVALUE, "klinear_packed: `x` has a non-finite value");
+    }
     if (fail) return gb_error(GB_ENOMEM, "klinear_packed: cannot allocate the 16-row weight panels (%ld super-blocks)", (long)nb);
     return GB_OK;
 }

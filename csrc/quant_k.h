@@ -27,8 +27,11 @@
  * sums of each 16 values), as ggml's CPU backend does for these weight types. Each super-block's
  * dot product is two exact int32 sums, isum = sum_c sc[c] * sum_j q[j] x[j] and
  * msum = sum_c mn[c] * bsum[c] (mn = dmin-scaled mins for q4_K/q5_K, 32 * sc for q6_K), combined
- * in float32 as (d*dx)*isum - (dm*dx)*msum and added in block order. Every kernel version computes
- * these the same way, so the portable and SIMD versions give bit-identical outputs.
+ * in float32 as (d*dx)*isum - (dm*dx)*msum and added in block order. q6_K and iq4_xs, whose msum
+ * is only the offset of the stored values (d = dm), take the exact int32 difference once:
+ * (d*dx)*(isum - msum), ggml's own form for them (one rounding where the two products took three;
+ * since 2026-12-02, issue 28). Every kernel version computes these the same way, so the portable
+ * and SIMD versions give bit-identical outputs.
  *
  * Versions: 1 ref (portable C, any build), 2 vnni (AVX-512 VNNI vpdpbusd, super-blocks decoded in
  * registers); 0 = best compiled in. */
@@ -92,6 +95,11 @@ int gb_krepack(int fmt, const void *w, void *packed, int64_t N, int64_t K);
  * (VNNI) the prefill panels decoded from the packed records */
 int gb_klinear_packed(int fmt, const float *x, const void *wp, const float *bias, float *y, int64_t T, int64_t N, int64_t K,
                       int version);
+/* the same, with nonfinite != NULL also checking x while quantizing it (one pass, not a separate scan):
+ * a NaN or inf sets *nonfinite = 1 and returns GB_EVALUE with nothing computed (the caller names the
+ * first one); NULL: no check, as gb_klinear_packed */
+int gb_klinear_packed_chk(int fmt, const float *x, const void *wp, const float *bias, float *y, int64_t T, int64_t N, int64_t K,
+                          int version, int *nonfinite);
 /* the 16 rows of group g of a packed [N, K] matrix (masked at N) for T tokens of q8_K activations
  * xq (K/256 blocks each): y[t * ldy + r] (+ bias[r]); for callers that split work over matrices x groups
  * (csrc/moe_k.c). version 1 or 2 (resolved). */

@@ -1,0 +1,114 @@
+"""The K-quant prefill panels (csrc/quant_k.c, issue 28, 2026-12-02): the tile of 2 groups x 4
+tokens in passes of GB_K_PANEL_CHUNK super-blocks, steps of several groups over L2-sized token
+blocks, q6_K / iq4_xs panels signed against unsigned activations, the activations quantized in the
+panels' form with the finiteness check fused in. Every shape below is picked to hit an edge of that
+blocking (odd N: a lone last group and a masked one; K whose super-block count is not a multiple of
+the pass; T past one token block, not a multiple of the tile); each must give the portable
+version's outputs bit for bit, on 1 and 2 threads, stored and repacked, with and without bias."""
+import os
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("gguf")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import quant_cases  # noqa: E402
+from test_quant_k import FMTS, KV, gguf_deq, random_blocks, xq_deq  # noqa: E402
+
+import glmbench  # noqa: E402
+from glmbench.core import quant  # noqa: E402
+from glmbench.core._core import klinear  # noqa: E402
+from glmbench.core.quant import QTensor  # noqa: E402
+
+VNNI = quant.kernels().get("kquant_vnni", False)
+needs_vnni = pytest.mark.skipif(not VNNI, reason="the prefill panels are the VNNI version's")
+
+# (T, N, K): T >= 16 takes the panels on the repacked weight, T >= 64 on the stored bytes too
+SHAPES = [
+    (150, 37, 5120),  # 20 super-blocks: 5 passes; 64-token blocks (3 of them); groups 2 + a lone masked one
+    (67, 33, 1280),   # 5 super-blocks: passes of 4 + 1; T = 16 tiles of 4 + 3
+    (19, 50, 768),    # repacked panels only (16 <= T < 64); 3 super-blocks: one short pass
+    (200, 130, 512),  # 9 groups: several steps; T = 50 tiles of 4
+]
+
+
+def _run(x, w, fmt, N, K, version, bias, packed):
+    if packed:
+        return quant.linear(x, QTensor(w, fmt, (N, K)).repack(), bias, kernel=version)
+    return klinear(x, w, quant.FORMATS[fmt][0], K, bias, KV[version])
+
+
+@needs_vnni
+@pytest.mark.parametrize("fmt", FMTS)
+@pytest.mark.parametrize("T_,N,K", SHAPES)
+def test_panels_bit_identical_to_portable(rng, fmt, T_, N, K):
+    w = random_blocks(rng, fmt, N, K)
+    w0 = w.copy()
+    x = rng.standard_normal((T_, K)).astype(np.float32)
+    x[3] = 0                                    # an all-zero token (zero q8_K blocks: d = 0)
+    x[5, :256] *= 1e-30                         # a tiny block next to ordinary ones
+    x0 = x.copy()
+    bias = rng.standard_normal(N).astype(np.float32)
+    ref = {b is None: _run(x, w, fmt, N, K, "kquant_ref", b, False) for b in (None, bias)}
+    # the reference itself: exact within float32 rounding against float64 (tests/quant_cases.py)
+    quant_cases.check_linear(fmt, w, x, gguf_deq, xq_deq, 256, 1e-4, "kquant_ref", bias)
+    prev = glmbench.get_num_threads()
+    try:
+        for th in (1, 2):
+            glmbench.set_num_threads(th)
+            for b in (None, bias):
+                for packed in (True, False):
+                    y = _run(x, w, fmt, N, K, "kquant_vnni", b, packed)
+                    np.testing.assert_array_equal(y.view(np.uint32), ref[b is None].view(np.uint32),
+                                                  err_msg=f"{fmt} T={T_} N={N} K={K} threads={th} bias={b is not None} "
+                                                          f"packed={packed}")
+    finally:
+        glmbench.set_num_threads(prev)
+    np.testing.assert_array_equal(x, x0)        # inputs unchanged
+    np.testing.assert_array_equal(w, w0)
+
+
+@pytest.mark.parametrize("fmt", ["q4_K", "q6_K", "iq4_xs"])
+def test_a_token_does_not_depend_on_its_batch(rng, fmt):
+    """Token 70's output is the same alone (GEMV), in a 16-token batch (the repacked group tile or
+    the panels) and in a 150-token one (panels, second token block): every path computes the same sums."""
+    N, K = 40, 5120
+    qt = QTensor(random_blocks(rng, fmt, N, K), fmt, (N, K)).repack()
+    x = rng.standard_normal((150, K)).astype(np.float32)
+    full = quant.linear(x, qt)
+    np.testing.assert_array_equal(quant.linear(x[70:71], qt)[0], full[70])
+    np.testing.assert_array_equal(quant.linear(x[64:80], qt)[6], full[70])
+
+
+@pytest.mark.parametrize("fmt", ["q5_K", "q6_K", "iq4_xs"])
+@pytest.mark.parametrize("T_", [3, 20, 130])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_x_is_one_clear_error(rng, fmt, T_, bad):
+    """The repacked path checks x while quantizing it (no separate scan): a NaN or inf anywhere gives
+    the binding's error naming the first one, as the separate check did; nothing else changes."""
+    N, K = 20, 768
+    qt = QTensor(random_blocks(rng, fmt, N, K), fmt, (N, K)).repack()
+    x = rng.standard_normal((T_, K)).astype(np.float32)
+    r, c = T_ - 1, 700
+    x[r, c] = bad
+    x[r, c + 5] = np.nan                        # a later one: not the one named
+    x0 = x.copy()
+    what = "NaN" if np.isnan(bad) else "inf"
+    with pytest.raises(ValueError, match=rf"`x` contains {what} at flat index {r * K + c}$"):
+        quant.linear(x, qt)
+    np.testing.assert_array_equal(x, x0)
+    x[r, c] = x[r, c + 5] = 0
+    y = quant.linear(x, qt)                     # and the same call on finite x runs
+    assert np.all(np.isfinite(y))
+
+
+def test_iq_formats_still_checked(rng):
+    """iq4_nl / mxfp4 (csrc/quant_iq.c) keep the binding's separate check."""
+    from test_quant_iq import random_blocks as iq_blocks
+    for fmt in ("iq4_nl", "mxfp4"):
+        qt = QTensor(iq_blocks(rng, fmt, 16, 256), fmt, (16, 256)).repack()
+        x = rng.standard_normal((20, 256)).astype(np.float32)
+        x[4, 9] = np.inf
+        with pytest.raises(ValueError, match=rf"`x` contains inf at flat index {4 * 256 + 9}$"):
+            quant.linear(x, qt)
