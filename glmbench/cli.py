@@ -293,7 +293,7 @@ def format_table(rows: list[dict], columns: list[str] | None = None) -> str:
     if not rows:
         return "(no records)"
     cols = columns or _table_columns(rows)
-    cells = [[_fmt(r.get(c)) for c in cols] for r in rows]
+    cells = [[_band(r) if c == "band" else _fmt(r.get(c)) for c in cols] for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
 
     def line(vals):
@@ -308,12 +308,21 @@ def _numeric(s: str) -> bool:
 
 
 _SHOW = ("evidence", "test", "model", "device", "n_cards", "weights", "type_k", "runtime", "n_prompt",
-         "n_depth", "concurrency", "avg_ts", "stddev_ts", "ttft_s", "mem_bytes", "fits", "beyond_native", "aggregate_tok_s")
+         "n_depth", "concurrency", "avg_ts", "band", "stddev_ts", "ttft_s", "mem_bytes", "fits", "beyond_native",
+         "aggregate_tok_s")
+
+
+def _band(r: dict) -> str:
+    """A calibrated speed's cross-validated band (avg_ts_lo/hi from cv_error: the runtime model's
+    leave-one-source-out error for the record's test and model class) as ±percent."""
+    e = r.get("cv_error")
+    return "" if e is None or r.get("avg_ts_lo") is None else f"±{100 * e:.0f}%"
 
 
 def _table_columns(rows):
     keys = set().union(*rows)
-    cols = [c for c in _SHOW if c in keys and any(r.get(c) not in (None, "") for r in rows)]
+    cols = [c for c in _SHOW if (c == "band" and any(_band(r) for r in rows))
+            or (c in keys and any(r.get(c) not in (None, "") for r in rows))]
     return cols or rec.columns(rows)
 
 

@@ -341,3 +341,20 @@ def test_report_json_is_strict_and_stale_charts_go(capsys, tmp_path):
     book = next(d for d in decs if d["workload"]["name"] == "whole-book prompt")
     qwen = next(r for r in book["ranking"] if r["model"] == "qwen3-32b")
     assert qwen["fits"] is False and qwen["ttft_s"] is None
+
+
+def test_sweep_table_shows_the_band_of_a_runtime_model(capsys):
+    """A runtime model's records print their cross-validated band (test and model class: an MoE
+    decode on llama.cpp-vulkan is barely known, a dense one well); a physics-only profile has none."""
+    from glmbench.predict import costmodel as cm
+    vk = cm.load_runtime("llama.cpp-vulkan")
+    rows = {}
+    for m in ("glm-4.7-flash", "llama-3-8b"):
+        rc, out, _ = run(capsys, "sweep", "-q", "--model", m, "--runtime", "llama.cpp-vulkan", "--cards", "1",
+                         "--depths", "1K", "--tests", "tg")
+        assert rc == 0 and "| band" in out
+        rows[m] = out.strip().splitlines()[-1]
+    assert f"±{100 * vk.cv_band('tg', configs.load('glm-4.7-flash')):.0f}%" in rows["glm-4.7-flash"]
+    assert f"±{100 * vk.cv_band('tg', configs.load('llama-3-8b')):.0f}%" in rows["llama-3-8b"]
+    rc, out, _ = run(capsys, "sweep", "-q", "--model", "llama-3-8b", "--cards", "1", "--depths", "1K", "--tests", "tg")
+    assert rc == 0 and "band" not in out.splitlines()[0]
