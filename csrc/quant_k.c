@@ -1362,6 +1362,62 @@ void gb_kp_rows(int fmt, const void *wp, int64_t N, int64_t K, int64_t g, const 
     kp_group_ref(fmt, P, nb, xq, T, y, ldy, bias, nr);
 }
 
+/* Prefill panels for callers that share one parallel region among several matrices (csrc/moe_k.c's
+ * prefill: every routed expert's gate/up rows, then every down, as work items of one region). The
+ * same steps gb_klinear_packed runs per pair of 16-row groups, so the outputs are bit-identical. */
+int gb_kp_panel_ok(int version) {
+#ifdef GB_HAVE_K_VNNI
+    return version == GB_KV_VNNI;
+#else
+    (void)version;
+    return 0;
+#endif
+}
+
+size_t gb_kp_panel_scratch(int64_t K) {
+#ifdef GB_HAVE_K_VNNI
+    return (size_t)(2 * (K / QKK)) * sizeof(kpanel);
+#else
+    (void)K;
+    return 0;
+#endif
+}
+
+int gb_kp_panel_x_kind(int fmt) {
+#ifdef GB_HAVE_K_VNNI
+    return panel_sub(fmt);
+#else
+    (void)fmt;
+    return 1;
+#endif
+}
+
+void gb_kp_panel_prep_x(int fmt, gb_block_q8_K *xq, int64_t K) {
+#ifdef GB_HAVE_K_VNNI
+    if (panel_sub(fmt) == 2) x_pairs32(xq, K / QKK);
+#else
+    (void)fmt;
+    (void)xq;
+    (void)K;
+#endif
+}
+
+void gb_kp_panel_step(int fmt, const void *wp, int64_t N, int64_t K, int64_t s2, const gb_block_q8_K *xq, int64_t T, float *y,
+                      int64_t ldy, void *scratch) {
+#ifdef GB_HAVE_K_VNNI
+    const int64_t nb = K / QKK, G = (N + 15) / 16, gbytes = nb * gb_kp_block_bytes(fmt), g = 2 * s2;
+    const int ng = g + 1 < G ? 2 : 1;
+    kpanel *Pn = (kpanel *)scratch;
+    for (int i = 0; i < ng; i++) {
+        panel_fill_packed(fmt, (const uint8_t *)wp + (g + i) * gbytes, 16, nb, Pn + i * nb);
+        if (panel_sub(fmt) == 2) panel_pairs32(Pn + i * nb, nb);
+    }
+    panel_rows(fmt, ng, Pn, Pn + nb, nb, xq, T, y, ldy, NULL, g, N);
+#else
+    (void)fmt; (void)wp; (void)N; (void)K; (void)s2; (void)xq; (void)T; (void)y; (void)ldy; (void)scratch;
+#endif
+}
+
 int gb_klinear_packed(int fmt, const float *x, const void *wp, const float *bias, float *y, int64_t T, int64_t N, int64_t K,
                       int version) {
     if (!gb_kp_is_fmt(fmt)) return gb_error(GB_EVALUE, "klinear_packed: format %d is not a K-quant (q2_K..q6_K, iq4_xs)", fmt);
