@@ -820,7 +820,7 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
 #pragma omp parallel for schedule(static) if (H * Dn * R > (1 << 18))
         for (int64_t h = 0; h < H; h++) absorb_rows(q_nope + h * Dn, Dn, scale, wrow(kv_b, wfmt, h * W, R), wfmt, R, qa + h * Dq);
     } else {
-#pragma omp parallel for schedule(static) if (H * T * Dn * R > (1 << 18))
+#pragma omp parallel for schedule(dynamic, 1) if (H * T * Dn * R > (1 << 18))
         for (int64_t h = 0; h < H; h++)
             gemm_nn(T, R, Dn, scale, q_nope + h * Dn, H * Dn, wrow(kv_b, wfmt, h * W, R), wfmt, R, qa + h * Dq, H * Dq);
     }
@@ -953,7 +953,7 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
         for (int64_t h = 0; h < H; h++)
             gb_gemv_rows(olat + h * R, 1, R, kv_b, wfmt, h * W + Dn, h * W + W, out + h * Dv, Dv);
     } else {
-#pragma omp parallel for schedule(static) if (H * T * Dv * R > (1 << 18))
+#pragma omp parallel for schedule(dynamic, 1) if (H * T * Dv * R > (1 << 18))
         for (int64_t h = 0; h < H; h++)
             gemm_nt(T, Dv, R, 1.0f, olat + h * R, H * R, wrow(kv_b, wfmt, h * W + Dn, R), wfmt, R, out + h * Dv, H * Dv);
     }
