@@ -843,9 +843,12 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
 #pragma omp atomic write
             failed = 1;
         }
+        /* a causal prefill's later row blocks see more keys: hand them out first (largest first), so
+         * the team does not wait at the end on one thread's big last block */
 #pragma omp for schedule(dynamic, 1)
-        for (int64_t w = 0; w < nw; w++) {
+        for (int64_t w_ = 0; w_ < nw; w_++) {
             if (!ok) continue;
+            const int64_t w = T > 1 ? nw - 1 - w_ : w_;
             const int64_t rb = w / S, s = w % S, r0 = rb * rblk, rn = r0 + rblk <= nr ? rblk : nr - r0;
             float *m = pm + s * nr + r0, *l = pl + s * nr + r0, *o = po + (s * nr + r0) * R;
             for (int64_t i = 0; i < rn; i++) {

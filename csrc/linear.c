@@ -791,6 +791,8 @@ int gb_swiglu(const float *x, int64_t T, int64_t D, const void *w_gate, int fmt_
     return st;
 }
 
+void gb_silu_mul(float *g, const float *u, int64_t n) { silu_mul(g, u, n); }
+
 void gb_silu_act(float *g, const float *u, int64_t n) {
     /* chunks of 16 Ki floats (whole vectors): the same per-element steps whatever the thread count */
     const int64_t CH = 1 << 14;

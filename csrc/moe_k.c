@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "linear.h"
 #include "moe.h"
 #include "quant_iq.h"
 #include "quant.h"
@@ -47,7 +48,7 @@ int gb_kmoe(const float *x, const int64_t *topk_idx, const float *topk_weight, i
         if (!c) continue;
         if ((st = lin(fg, xg + o0 * D, (const uint8_t *)gate + e * F * rg, g + o0 * F, c, F, D, version)) != GB_OK) break;
         if ((st = lin(fu, xg + o0 * D, (const uint8_t *)up + e * F * ru, u + o0 * F, c, F, D, version)) != GB_OK) break;
-        for (int64_t i = o0 * F; i < (o0 + c) * F; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+        gb_silu_mul(g + o0 * F, u + o0 * F, c * F);
         st = lin(fd, g + o0 * F, (const uint8_t *)down + e * D * rd, o + o0 * D, c, D, F, version);
     }
     if (st != GB_OK) goto done;
@@ -134,7 +135,7 @@ static int mact_rows(int fmt, const void *w, int64_t N, const mact *a, int64_t g
  *      does below GB_KP_PANEL_MIN_T);
  *   2. gate and up: work items (expert, matrix, pair of 16-row groups), dynamic, so the experts'
  *      uneven token counts balance across threads;
- *   3. h = SiLU(g) * u per row (the same float32 expression as gb_kmoe), quantized for down;
+ *   3. h = SiLU(g) * u per row (gb_silu_mul, as gb_kmoe), quantized for down;
  *   4. down: items (expert, pair of groups).
  * Every output is computed by the same kernel steps as gb_klinear_packed on the expert alone
  * (gb_kp_panel_step / gb_kp_rows), so the results are bit-identical to the per-expert calls. */
@@ -184,7 +185,7 @@ static int kmoe_prefill(const float *xg, int64_t R, int64_t na, const int64_t *a
         for (int64_t p = 0; p < R; p++) {
             float *gp = g + p * F;
             const float *up_ = u + p * F;
-            for (int64_t q = 0; q < F; q++) gp[q] = gp[q] / (1.0f + expf(-gp[q])) * up_[q];
+            gb_silu_mul(gp, up_, F);
             gb_quantize_row_q8_K(gp, hq + p * nbF, F);
             if (big[p]) gb_kp_panel_prep_x(fd, hq + p * nbF, F);
         }
@@ -258,7 +259,7 @@ int gb_kmoe_packed(const float *x, const int64_t *topk_idx, const float *topk_we
             const int64_t e = act[j], c = counts[e], o0 = off[e];
             if ((st = linp(fg, xg + o0 * D, (const uint8_t *)gate + e * pg, NULL, g + o0 * F, c, F, D, version)) != GB_OK) break;
             if ((st = linp(fu, xg + o0 * D, (const uint8_t *)up + e * pu, NULL, u + o0 * F, c, F, D, version)) != GB_OK) break;
-            for (int64_t q = o0 * F; q < (o0 + c) * F; q++) g[q] = g[q] / (1.0f + expf(-g[q])) * u[q];
+            gb_silu_mul(g + o0 * F, u + o0 * F, c * F);
             st = linp(fd, g + o0 * F, (const uint8_t *)down + e * pd, NULL, o + o0 * D, c, D, F, version);
         }
         if (st != GB_OK) goto done;
@@ -289,7 +290,7 @@ int gb_kmoe_packed(const float *x, const int64_t *topk_idx, const float *topk_we
             for (int64_t p = 0; p < R; p++) {
                 float *gp = g + p * F;
                 const float *up_ = u + p * F;
-                for (int64_t q = 0; q < F; q++) gp[q] = gp[q] / (1.0f + expf(-gp[q])) * up_[q];
+                gb_silu_mul(gp, up_, F);
                 mact_prep(&ha, p, gp);
             }
 #pragma omp for schedule(dynamic, rdn)

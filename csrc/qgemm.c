@@ -19,6 +19,7 @@
 #endif
 
 #include "common.h"
+#include "linear.h"
 #include "moe.h"
 #include "quant.h"
 
@@ -571,7 +572,7 @@ int gb_qmoe(int fmt, const float *x, const int64_t *topk_idx, const float *topk_
         for (int64_t p = 0; p < R; p++) {
             float *gr = g + p * F;
             const float *ur = u + p * F;
-            for (int64_t i = 0; i < F; i++) gr[i] = gr[i] / (1.0f + expf(-gr[i])) * ur[i];
+            gb_silu_mul(gr, ur, F);
             if (tmp) xact_row(fmt, gr, &ha, p, tmp);
         }
         free(tmp);
