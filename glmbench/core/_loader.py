@@ -31,8 +31,11 @@ os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 # pp512's cycles were libgomp's spin loop with one other job on one of the 2 cores. 10000 rounds
 # (~0.2 ms) still covers the gaps between the core's calls within a step; measured on 2 cores with
 # a neighbour on one: q4_0 pp512 median 930-1007 -> 711-730 ms (2026-12-02, glmbench.Model.prefill).
-# Read when libgomp loads (with the core, below); a user's own setting wins.
-os.environ.setdefault("GOMP_SPINCOUNT", "10000")
+# Read when libgomp loads (with the core, below); a user's own setting wins. Set only around that
+# load: processes this one starts (llama-bench links libgomp too) keep the environment they had.
+_GOMP_SET = "GOMP_SPINCOUNT" not in os.environ
+if _GOMP_SET:
+    os.environ["GOMP_SPINCOUNT"] = "10000"
 
 try:
     import scipy_openblas32
@@ -47,3 +50,6 @@ try:
     from glmbench.core import _core  # noqa: E402,F401
 except ImportError as e:
     raise _unavailable(_blas_error or f"the extension was not built or does not load ({e})") from None
+finally:
+    if _GOMP_SET:
+        os.environ.pop("GOMP_SPINCOUNT", None)
