@@ -25,17 +25,6 @@ def _unavailable(why: str) -> CoreUnavailable:
 # starves the C core's OpenMP threads on a small machine (seen here: a 5 ms op took 0.5 s on 2
 # cores). 2^4 cycles, then sleep. Read once when the library loads; a user's own setting wins.
 os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
-# libgomp's idle threads (between parallel regions, at a barrier) spin 300000 rounds of `pause`
-# before they sleep: milliseconds on this host. On a shared machine a spinning thread takes the
-# core a parked team-mate (or the neighbour it shares the core with) needs: 82% of a GLM-4.7-Flash
-# pp512's cycles were libgomp's spin loop with one other job on one of the 2 cores. 10000 rounds
-# (~0.2 ms) still covers the gaps between the core's calls within a step; measured on 2 cores with
-# a neighbour on one: q4_0 pp512 median 930-1007 -> 711-730 ms (2026-12-02, glmbench.Model.prefill).
-# Read when libgomp loads (with the core, below); a user's own setting wins. Set only around that
-# load: processes this one starts (llama-bench links libgomp too) keep the environment they had.
-_GOMP_SET = "GOMP_SPINCOUNT" not in os.environ
-if _GOMP_SET:
-    os.environ["GOMP_SPINCOUNT"] = "10000"
 
 try:
     import scipy_openblas32
@@ -50,6 +39,3 @@ try:
     from glmbench.core import _core  # noqa: E402,F401
 except ImportError as e:
     raise _unavailable(_blas_error or f"the extension was not built or does not load ({e})") from None
-finally:
-    if _GOMP_SET:
-        os.environ.pop("GOMP_SPINCOUNT", None)
