@@ -101,9 +101,110 @@ static const float *rows_f32(const void *B, int bfmt, int64_t n, int64_t len, in
     return t;
 }
 
+/* ---- the per-head prefill products on AVX-512 builds ----------------------------------------
+ * The absorbed/flash prefill's two products per head, q_lat = scale * q_nope . W_k (T x Dn times
+ * Dn x R) and out = o_lat . W_v^T (T x R times R x Dv), on float32 kv_b. OpenBLAS ran them on the
+ * kernels its environment names (OPENBLAS_CORETYPE=Haswell on this host: AVX2, 107 GFLOP/s on one
+ * thread for a 512 x 256 x 512 product, half this CPU's FMA peak; about half the MLA prefill's time).
+ * Here: op(B)'s columns packed 64 at a time (k-major, 64 floats per k, zero past N), then 6-row x
+ * 64-column register tiles (24 zmm accumulators, 4 loads and 6 broadcasts per k) over all of K,
+ * the 6 rows of A read as streams. float32 FMAs, each C element one sum in k order, times alpha. */
+static int mla_own_gemm = 1;
+void gb_mla_set_own_gemm(int on) { mla_own_gemm = on ? 1 : 0; }
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#define MG_NR 64
+#define MG_MR 6
+
+static void mg_pack(const float *B, int64_t ldb, int trans, int64_t K, int64_t j0, int64_t nc, float *P) {
+    if (!trans) { /* B [K][N] row-major: row k's columns j0.. */
+        for (int64_t k = 0; k < K; k++) {
+            float *d = P + k * MG_NR;
+            memcpy(d, B + k * ldb + j0, (size_t)nc * sizeof(float));
+            for (int64_t j = nc; j < MG_NR; j++) d[j] = 0.0f;
+        }
+        return;
+    }
+    /* B [N][K] row-major (op(B) = B^T): P[k][j] = B[j0 + j][k], 16 rows of B at a time so each
+     * store of P is one 64-byte line */
+    for (int64_t jb = 0; jb < MG_NR; jb += 16) {
+        const int64_t n = nc - jb < 16 ? (nc - jb > 0 ? nc - jb : 0) : 16;
+        for (int64_t k = 0; k < K; k++) {
+            float v[16];
+            for (int64_t j = 0; j < 16; j++) v[j] = j < n ? B[(j0 + jb + j) * ldb + k] : 0.0f;
+            memcpy(P + k * MG_NR + jb, v, sizeof(v));
+        }
+    }
+}
+
+static inline __attribute__((always_inline)) void mg_tile(const int MR, const float *A, int64_t lda, const float *P, int64_t K,
+                                                          float alpha, float *C, int64_t ldc, int64_t nc) {
+    __m512 acc[MG_MR][4];
+    for (int i = 0; i < MR; i++)
+        for (int v = 0; v < 4; v++) acc[i][v] = _mm512_setzero_ps();
+    for (int64_t k = 0; k < K; k++) {
+        const float *p = P + k * MG_NR;
+        __m512 b0 = _mm512_load_ps(p), b1 = _mm512_load_ps(p + 16), b2 = _mm512_load_ps(p + 32), b3 = _mm512_load_ps(p + 48);
+        __asm__("" : "+v"(b0), "+v"(b1), "+v"(b2), "+v"(b3)); /* in registers: gcc otherwise spilled them to the stack */
+        for (int i = 0; i < MR; i++) {
+            const __m512 a = _mm512_set1_ps(A[i * lda + k]);
+            acc[i][0] = _mm512_fmadd_ps(a, b0, acc[i][0]);
+            acc[i][1] = _mm512_fmadd_ps(a, b1, acc[i][1]);
+            acc[i][2] = _mm512_fmadd_ps(a, b2, acc[i][2]);
+            acc[i][3] = _mm512_fmadd_ps(a, b3, acc[i][3]);
+        }
+    }
+    const __m512 va = _mm512_set1_ps(alpha);
+    for (int v = 0; v < 4; v++) {
+        const int64_t left = nc - 16 * v;
+        if (left <= 0) break;
+        const __mmask16 m = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u);
+        for (int i = 0; i < MR; i++) _mm512_mask_storeu_ps(C + i * ldc + 16 * v, m, _mm512_mul_ps(acc[i][v], va));
+    }
+}
+
+/* C[M][N] = alpha * A[M][K] . op(B); op(B) = B [K][N] (trans 0) or B^T with B [N][K] (trans 1).
+ * One thread; P: MG_NR * K floats, 64-byte aligned. */
+static void mg_gemm(int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda, const float *B, int64_t ldb,
+                    int trans, float *C, int64_t ldc, float *P) {
+    for (int64_t j0 = 0; j0 < N; j0 += MG_NR) {
+        const int64_t nc = N - j0 < MG_NR ? N - j0 : MG_NR;
+        mg_pack(B, ldb, trans, K, j0, nc, P);
+        int64_t i0 = 0;
+        for (; i0 + MG_MR <= M; i0 += MG_MR) mg_tile(MG_MR, A + i0 * lda, lda, P, K, alpha, C + i0 * ldc + j0, ldc, nc);
+        switch (M - i0) {
+        case 5: mg_tile(5, A + i0 * lda, lda, P, K, alpha, C + i0 * ldc + j0, ldc, nc); break;
+        case 4: mg_tile(4, A + i0 * lda, lda, P, K, alpha, C + i0 * ldc + j0, ldc, nc); break;
+        case 3: mg_tile(3, A + i0 * lda, lda, P, K, alpha, C + i0 * ldc + j0, ldc, nc); break;
+        case 2: mg_tile(2, A + i0 * lda, lda, P, K, alpha, C + i0 * ldc + j0, ldc, nc); break;
+        case 1: mg_tile(1, A + i0 * lda, lda, P, K, alpha, C + i0 * ldc + j0, ldc, nc); break;
+        default: break;
+        }
+    }
+}
+
+/* 1 if it ran (float32 B, a prefill-sized product, the packing buffer allocated) */
+static int mg_try(int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda, const void *B, int bfmt,
+                  int64_t ldb, int trans, float *C, int64_t ldc) {
+    if (bfmt != GB_F32 || M < 8 || M * N * K < GB_MLA_BLAS_MIN) return 0;
+    float *P = (float *)gb_ws_aligned_alloc(64, (size_t)(MG_NR * K) * sizeof(float));
+    if (!P) return 0;
+    mg_gemm(M, N, K, alpha, A, lda, (const float *)B, ldb, trans, C, ldc, P);
+    gb_ws_free(P);
+    return 1;
+}
+#define MG_HAVE 1
+#else
+#define MG_HAVE 0
+#endif
+int gb_mla_own_gemm_ok(void) { return MG_HAVE && mla_own_gemm; }
+
 /* C[i][j] = alpha * sum_k A[i][k] * B[k][j]  (B row-major [K][N] in format bfmt) */
 static void gemm_nn(int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda, const void *B,
                     int bfmt, int64_t ldb, float *C, int64_t ldc) {
+#if MG_HAVE
+    if (mla_own_gemm && mg_try(M, N, K, alpha, A, lda, B, bfmt, ldb, 0, C, ldc)) return;
+#endif
     if (M >= 8 && M * N * K >= GB_MLA_BLAS_MIN) {
         float *tmp;
         int64_t ldf;
@@ -144,6 +245,9 @@ static void gemm_nn(int64_t M, int64_t N, int64_t K, float alpha, const float *A
 /* C[i][j] = alpha * sum_k A[i][k] * B[j][k]  (B row-major [N][K] in format bfmt, i.e. A . B^T) */
 static void gemm_nt(int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda, const void *B,
                     int bfmt, int64_t ldb, float *C, int64_t ldc) {
+#if MG_HAVE
+    if (mla_own_gemm && mg_try(M, N, K, alpha, A, lda, B, bfmt, ldb, 1, C, ldc)) return;
+#endif
     if (M >= 8 && M * N * K >= GB_MLA_BLAS_MIN) {
         float *tmp;
         int64_t ldf;
@@ -716,7 +820,7 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
 #pragma omp parallel for schedule(static) if (H * Dn * R > (1 << 18))
         for (int64_t h = 0; h < H; h++) absorb_rows(q_nope + h * Dn, Dn, scale, wrow(kv_b, wfmt, h * W, R), wfmt, R, qa + h * Dq);
     } else {
-#pragma omp parallel for schedule(static) if (H * T * Dn * R > (1 << 18))
+#pragma omp parallel for schedule(dynamic, 1) if (H * T * Dn * R > (1 << 18))
         for (int64_t h = 0; h < H; h++)
             gemm_nn(T, R, Dn, scale, q_nope + h * Dn, H * Dn, wrow(kv_b, wfmt, h * W, R), wfmt, R, qa + h * Dq, H * Dq);
     }
@@ -739,9 +843,12 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
 #pragma omp atomic write
             failed = 1;
         }
+        /* a causal prefill's later row blocks see more keys: hand them out first (largest first), so
+         * the team does not wait at the end on one thread's big last block */
 #pragma omp for schedule(dynamic, 1)
-        for (int64_t w = 0; w < nw; w++) {
+        for (int64_t w_ = 0; w_ < nw; w_++) {
             if (!ok) continue;
+            const int64_t w = T > 1 ? nw - 1 - w_ : w_;
             const int64_t rb = w / S, s = w % S, r0 = rb * rblk, rn = r0 + rblk <= nr ? rblk : nr - r0;
             float *m = pm + s * nr + r0, *l = pl + s * nr + r0, *o = po + (s * nr + r0) * R;
             for (int64_t i = 0; i < rn; i++) {
@@ -849,7 +956,7 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
         for (int64_t h = 0; h < H; h++)
             gb_gemv_rows(olat + h * R, 1, R, kv_b, wfmt, h * W + Dn, h * W + W, out + h * Dv, Dv);
     } else {
-#pragma omp parallel for schedule(static) if (H * T * Dv * R > (1 << 18))
+#pragma omp parallel for schedule(dynamic, 1) if (H * T * Dv * R > (1 << 18))
         for (int64_t h = 0; h < H; h++)
             gemm_nt(T, Dv, R, 1.0f, olat + h * R, H * R, wrow(kv_b, wfmt, h * W + Dn, R), wfmt, R, out + h * Dv, H * Dv);
     }

@@ -51,6 +51,12 @@ int gb_mla_kv_b_f32(const void *k_b, int kfmt, const void *v_b, int vfmt, int64_
  * the float32 tile instead (tests, before/after timings). */
 int gb_mla_f16_tile_ok(void);
 void gb_mla_set_f16_tile(int on);
+/* The absorbed/flash prefill's per-head products with a float32 kv_b (q_nope . W_k, o_lat . W_v^T)
+ * on AVX-512 builds: packed 64-column panels and 6 x 64 register tiles (attention_mla.c mg_gemm)
+ * rather than OpenBLAS sgemm. gb_mla_own_gemm_ok(): compiled in and on; gb_mla_set_own_gemm(0)
+ * sends them back to OpenBLAS (tests, before/after timings). */
+int gb_mla_own_gemm_ok(void);
+void gb_mla_set_own_gemm(int on);
 /* bytes of one row of K elements in format fmt (-1: not storable) */
 int64_t gb_mla_row_bytes(int fmt, int64_t K);
 

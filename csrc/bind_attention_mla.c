@@ -215,11 +215,24 @@ static PyObject *py_mla_set_f16_tile(PyObject *self, PyObject *args) {
 
 static PyObject *py_mla_f16_tile(PyObject *self, PyObject *noargs) { return PyBool_FromLong(gb_mla_f16_tile_ok()); }
 
+static PyObject *py_mla_set_own_gemm(PyObject *self, PyObject *args) {
+    int on;
+    if (!PyArg_ParseTuple(args, "p:_mla_set_own_gemm", &on)) return NULL;
+    gb_mla_set_own_gemm(on);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_mla_own_gemm(PyObject *self, PyObject *noargs) { return PyBool_FromLong(gb_mla_own_gemm_ok()); }
+
 PyMethodDef gb_attention_mla_methods[] = {
     {"_mla_set_f16_tile", py_mla_set_f16_tile, METH_VARARGS,
      "_mla_set_f16_tile(on): MLA decode over an f16 cache uses the f16 decode tile (default on where compiled in; "
      "tests, before/after timings)."},
     {"_mla_f16_tile", py_mla_f16_tile, METH_NOARGS, "_mla_f16_tile() -> bool: the MLA f16 decode tile is compiled in and on."},
+    {"_mla_set_own_gemm", py_mla_set_own_gemm, METH_VARARGS,
+     "_mla_set_own_gemm(on): the MLA prefill's per-head kv_b products run on the core's own AVX-512 GEMM (default on "
+     "where compiled in) or on OpenBLAS sgemm (tests, before/after timings)."},
+    {"_mla_own_gemm", py_mla_own_gemm, METH_NOARGS, "_mla_own_gemm() -> bool: the MLA prefill's own GEMM is compiled in and on."},
     {"mla_attention_kb_vb", (PyCFunction)(void (*)(void))py_mla_attention_kb_vb, METH_VARARGS | METH_KEYWORDS,
      "mla_attention_kb_vb(q_nope[T,H,Dn], q_rope[T,H,Dr], cache, layer, k_b[H,R,row], k_fmt, v_b[H,Dv,row], v_fmt, "
      "v_head_dim, scale=0, strategy='flash', n_splits=0, v_packed=None) -> [T, H, Dv] f32 (kv_b split as GGUF stores it; "

@@ -104,6 +104,32 @@ done:
     return ret;
 }
 
+static PyObject *py_silu_act(PyObject *self, PyObject *args) {
+    PyObject *go, *uo;
+    PyArrayObject *g = NULL, *u = NULL;
+    PyObject *ret = NULL;
+    if (!PyArg_ParseTuple(args, "OO:silu_act", &go, &uo)) return NULL;
+    if (!(g = gb_array(go, "g", NPY_FLOAT32, -1, GB_REQUIRE))) goto done;
+    if (!(u = gb_array(uo, "u", NPY_FLOAT32, -1, GB_COPY))) goto done;
+    if (!PyArray_ISWRITEABLE(g)) {
+        PyErr_SetString(PyExc_ValueError, "`g` must be writeable (silu_act works in place)");
+        goto done;
+    }
+    if (!PyArray_SAMESHAPE(g, u)) {
+        PyErr_SetString(PyExc_ValueError, "`g` and `u` must have the same shape");
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    gb_silu_act((float *)PyArray_DATA(g), (const float *)PyArray_DATA(u), (int64_t)PyArray_SIZE(g));
+    Py_END_ALLOW_THREADS
+    Py_INCREF(Py_None);
+    ret = Py_None;
+done:
+    Py_XDECREF(g);
+    Py_XDECREF(u);
+    return ret;
+}
+
 static PyObject *py_set_portable(PyObject *self, PyObject *args) {
     int on;
     if (!PyArg_ParseTuple(args, "p:_linear_set_portable", &on)) return NULL;
@@ -240,6 +266,8 @@ PyMethodDef gb_linear_methods[] = {
      "swiglu(x[T, D] f32, w_gate[F, D], w_up[F, D], w_down[D, F]) -> [T, D] f32"},
     {"geglu_act", py_geglu_act, METH_VARARGS,
      "geglu_act(g f32, u f32): g = gelu_tanh(g) * u in place (Gemma's GeGLU activation)"},
+    {"silu_act", py_silu_act, METH_VARARGS,
+     "silu_act(g f32, u f32): g = silu(g) * u in place (the SwiGLU activation of the C core's swiglu; OpenMP)"},
     {"_linear_set_portable", py_set_portable, METH_VARARGS,
      "_linear_set_portable(on): use the portable C kernels instead of AVX-512 (tests)."},
     {"_linear_set_pairs", py_set_pairs, METH_VARARGS,

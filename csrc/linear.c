@@ -791,6 +791,15 @@ int gb_swiglu(const float *x, int64_t T, int64_t D, const void *w_gate, int fmt_
     return st;
 }
 
+void gb_silu_mul(float *g, const float *u, int64_t n) { silu_mul(g, u, n); }
+
+void gb_silu_act(float *g, const float *u, int64_t n) {
+    /* chunks of 16 Ki floats (whole vectors): the same per-element steps whatever the thread count */
+    const int64_t CH = 1 << 14;
+#pragma omp parallel for schedule(static) if (n > 65536)
+    for (int64_t c = 0; c < (n + CH - 1) / CH; c++) silu_mul(g + c * CH, u + c * CH, n - c * CH < CH ? n - c * CH : CH);
+}
+
 void gb_geglu_act(float *g, const float *u, int64_t n) {
     const float c = 0.7978845608028654f; /* sqrt(2 / pi) */
 #pragma omp parallel for schedule(static) if (n > 65536)

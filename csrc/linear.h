@@ -47,6 +47,12 @@ int gb_swiglu(const float *x, int64_t T, int64_t D, const void *w_gate, int fmt_
  * 0.5 g (1 + tanh(sqrt(2/pi) g (1 + 0.044715 g^2)))). ops.geglu and layer.c both use it, so the
  * Python and the one-call layer give the same bits. */
 void gb_geglu_act(float *g, const float *u, int64_t n);
+/* g[i] = silu(g[i]) * u[i] in place (the SwiGLU activation of gb_swiglu: vectorised where AVX-512 is
+ * compiled in), OpenMP over 16 Ki-float chunks; for callers whose matmuls run elsewhere (quantized weights). */
+void gb_silu_act(float *g, const float *u, int64_t n);
+/* the same on the calling thread alone (no OpenMP): for kernels that run it inside their own regions
+ * (the routed experts of csrc/moe_k.c and csrc/qgemm.c) */
+void gb_silu_mul(float *g, const float *u, int64_t n);
 
 /* y[T, D] = down(gelu_tanh(gate x) * up x) (Gemma's MLP): three gb_linear calls around
  * gb_geglu_act, the same steps as ops.geglu. */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "linear.h"
 #include "moe.h"
 #include "quant_iq.h"
 #include "quant.h"
@@ -47,7 +48,7 @@ int gb_kmoe(const float *x, const int64_t *topk_idx, const float *topk_weight, i
         if (!c) continue;
         if ((st = lin(fg, xg + o0 * D, (const uint8_t *)gate + e * F * rg, g + o0 * F, c, F, D, version)) != GB_OK) break;
         if ((st = lin(fu, xg + o0 * D, (const uint8_t *)up + e * F * ru, u + o0 * F, c, F, D, version)) != GB_OK) break;
-        for (int64_t i = o0 * F; i < (o0 + c) * F; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+        gb_silu_mul(g + o0 * F, u + o0 * F, c * F);
         st = lin(fd, g + o0 * F, (const uint8_t *)down + e * D * rd, o + o0 * D, c, D, F, version);
     }
     if (st != GB_OK) goto done;
@@ -125,6 +126,89 @@ static int mact_rows(int fmt, const void *w, int64_t N, const mact *a, int64_t g
     return GB_OK;
 }
 
+/* Prefill-sized batches of K formats (VNNI): every routed expert in ONE parallel region, rather
+ * than three gb_klinear_packed calls (three regions, each with its own fork, quantization and
+ * join) per expert: 64 experts made ~190 regions per MoE layer, each a barrier where a thread
+ * that the OS has parked (a shared machine) holds up the other. Phases, each an `omp for`:
+ *   1. the gathered rows quantized to q8_K (and prepared for the panels where the expert has
+ *      >= 16 rows: gb_kp_panel_prep_x; fewer rows run the packed group kernel, as gb_klinear_packed
+ *      does below GB_KP_PANEL_MIN_T);
+ *   2. gate and up: work items (expert, matrix, pair of 16-row groups), dynamic, so the experts'
+ *      uneven token counts balance across threads;
+ *   3. h = SiLU(g) * u per row (gb_silu_mul, as gb_kmoe), quantized for down;
+ *   4. down: items (expert, pair of groups).
+ * Every output is computed by the same kernel steps as gb_klinear_packed on the expert alone
+ * (gb_kp_panel_step / gb_kp_rows), so the results are bit-identical to the per-expert calls. */
+static int kmoe_prefill(const float *xg, int64_t R, int64_t na, const int64_t *act, const int64_t *counts, const int64_t *off,
+                        int fg, const void *gate, int64_t pg, int fu, const void *up, int64_t pu, int fd, const void *down,
+                        int64_t pd, int64_t F, int64_t D, float *g, float *u, float *o, int version) {
+    const int64_t nbD = D / GB_QKK, nbF = F / GB_QKK, SF = (F + 31) / 32, SD = (D + 31) / 32, pmin = 16;
+    gb_block_q8_K *xq = (gb_block_q8_K *)gb_ws_aligned_alloc(64, (size_t)(R * nbD + 1) * sizeof(gb_block_q8_K));
+    gb_block_q8_K *hq = (gb_block_q8_K *)gb_ws_aligned_alloc(64, (size_t)(R * nbF + 1) * sizeof(gb_block_q8_K));
+    uint8_t *big = (uint8_t *)gb_ws_malloc((size_t)R + 1);
+    if (!xq || !hq || !big) {
+        gb_ws_free(xq);
+        gb_ws_free(hq);
+        gb_ws_free(big);
+        return gb_error(GB_ENOMEM, "kmoe: cannot allocate the prepared activations (%ld rows, F=%ld, D=%ld)", (long)R, (long)F, (long)D);
+    }
+    for (int64_t j = 0; j < na; j++) memset(big + off[act[j]], counts[act[j]] >= pmin, (size_t)counts[act[j]]);
+    const size_t scr = gb_kp_panel_scratch(nbD > nbF ? D : F);
+    int fail = 0;
+#pragma omp parallel
+    {
+        void *P = gb_ws_aligned_alloc(64, scr);
+        if (!P) {
+#pragma omp atomic write
+            fail = 1;
+        }
+#pragma omp for schedule(static)
+        for (int64_t p = 0; p < R; p++) {
+            gb_quantize_row_q8_K(xg + p * D, xq + p * nbD, D);
+            if (big[p]) gb_kp_panel_prep_x(fg, xq + p * nbD, D);
+        }
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t it = 0; it < na * 2 * SF; it++) {
+            if (!P) continue;
+            const int64_t e = act[it / (2 * SF)], s2 = it % SF, o0 = off[e], c = counts[e];
+            const int isup = (int)((it / SF) % 2);
+            const int fmt = isup ? fu : fg;
+            const uint8_t *w = (const uint8_t *)(isup ? up : gate) + e * (isup ? pu : pg);
+            float *y = (isup ? u : g) + o0 * F;
+            if (c >= pmin)
+                gb_kp_panel_step(fmt, w, F, D, s2, xq + o0 * nbD, c, y, F, P);
+            else
+                for (int64_t gi = 2 * s2; gi < 2 * s2 + 2 && 16 * gi < F; gi++)
+                    gb_kp_rows(fmt, w, F, D, gi, xq + o0 * nbD, c, y + 16 * gi, F, NULL, version);
+        }
+#pragma omp for schedule(static)
+        for (int64_t p = 0; p < R; p++) {
+            float *gp = g + p * F;
+            const float *up_ = u + p * F;
+            gb_silu_mul(gp, up_, F);
+            gb_quantize_row_q8_K(gp, hq + p * nbF, F);
+            if (big[p]) gb_kp_panel_prep_x(fd, hq + p * nbF, F);
+        }
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t it = 0; it < na * SD; it++) {
+            if (!P) continue;
+            const int64_t e = act[it / SD], s2 = it % SD, o0 = off[e], c = counts[e];
+            const uint8_t *w = (const uint8_t *)down + e * pd;
+            if (c >= pmin)
+                gb_kp_panel_step(fd, w, D, F, s2, hq + o0 * nbF, c, o + o0 * D, D, P);
+            else
+                for (int64_t gi = 2 * s2; gi < 2 * s2 + 2 && 16 * gi < D; gi++)
+                    gb_kp_rows(fd, w, D, F, gi, hq + o0 * nbF, c, o + o0 * D + 16 * gi, D, NULL, version);
+        }
+        gb_ws_free(P);
+    }
+    gb_ws_free(xq);
+    gb_ws_free(hq);
+    gb_ws_free(big);
+    if (fail) return gb_error(GB_ENOMEM, "kmoe: cannot allocate the 16-row weight panels (%ld super-blocks)", (long)(nbD > nbF ? nbD : nbF));
+    return GB_OK;
+}
+
 int gb_kmoe_packed(const float *x, const int64_t *topk_idx, const float *topk_weight, int64_t T, int64_t k, int fg,
                    const void *gate, int fu, const void *up, int fd, const void *down, int64_t E, int64_t F, int64_t D,
                    float *y, int64_t *counts, int version) {
@@ -166,12 +250,16 @@ int gb_kmoe_packed(const float *x, const int64_t *topk_idx, const float *topk_we
             act[na++] = e;
             if (counts[e] > cmax) cmax = counts[e];
         }
-    if (cmax >= fuse_max) { /* prefill-sized: expert by expert */
+    const int kall = !gb_is_iqfmt(fg) && !gb_is_iqfmt(fu) && !gb_is_iqfmt(fd);
+    if (cmax >= fuse_max && kall && gb_kp_panel_ok(version) && gb_kp_panel_x_kind(fg) == gb_kp_panel_x_kind(fu)) {
+        st = kmoe_prefill(xg, R, na, act, counts, off, fg, gate, pg, fu, up, pu, fd, down, pd, F, D, g, u, o, version);
+        if (st != GB_OK) goto done;
+    } else if (cmax >= fuse_max) { /* prefill-sized: expert by expert */
         for (int64_t j = 0; j < na && st == GB_OK; j++) {
             const int64_t e = act[j], c = counts[e], o0 = off[e];
             if ((st = linp(fg, xg + o0 * D, (const uint8_t *)gate + e * pg, NULL, g + o0 * F, c, F, D, version)) != GB_OK) break;
             if ((st = linp(fu, xg + o0 * D, (const uint8_t *)up + e * pu, NULL, u + o0 * F, c, F, D, version)) != GB_OK) break;
-            for (int64_t q = o0 * F; q < (o0 + c) * F; q++) g[q] = g[q] / (1.0f + expf(-g[q])) * u[q];
+            gb_silu_mul(g + o0 * F, u + o0 * F, c * F);
             st = linp(fd, g + o0 * F, (const uint8_t *)down + e * pd, NULL, o + o0 * D, c, D, F, version);
         }
         if (st != GB_OK) goto done;
@@ -202,7 +290,7 @@ int gb_kmoe_packed(const float *x, const int64_t *topk_idx, const float *topk_we
             for (int64_t p = 0; p < R; p++) {
                 float *gp = g + p * F;
                 const float *up_ = u + p * F;
-                for (int64_t q = 0; q < F; q++) gp[q] = gp[q] / (1.0f + expf(-gp[q])) * up_[q];
+                gb_silu_mul(gp, up_, F);
                 mact_prep(&ha, p, gp);
             }
 #pragma omp for schedule(dynamic, rdn)

@@ -19,6 +19,7 @@
 #endif
 
 #include "common.h"
+#include "linear.h"
 #include "moe.h"
 #include "quant.h"
 
@@ -449,11 +450,14 @@ static void gemm_core(int fmt, int version, const xact *a, const uint8_t *packed
         return;
     }
 #endif
+    /* dynamic: on a shared machine a thread the OS parks (another job on its core) would hold up a
+     * static half of every GEMM; with steps handed out as threads come for them the other takes them
+     * (each step is ~32 rows x the chunk's tokens: ~10-20 us of work at prefill sizes) */
 #pragma omp parallel if (N * a->K * T > 65536)
     {
         for (int64_t tc = 0; tc < T; tc += tcs) {
             const int64_t te = tc + tcs < T ? tc + tcs : T;
-#pragma omp for schedule(static) nowait
+#pragma omp for schedule(dynamic, 1) nowait
             for (int64_t s = 0; s < steps; s++) gemm_step(fmt, version, a, packed, N, y, ldy, s, ng, tc, te);
         }
     }
@@ -568,7 +572,7 @@ int gb_qmoe(int fmt, const float *x, const int64_t *topk_idx, const float *topk_
         for (int64_t p = 0; p < R; p++) {
             float *gr = g + p * F;
             const float *ur = u + p * F;
-            for (int64_t i = 0; i < F; i++) gr[i] = gr[i] / (1.0f + expf(-gr[i])) * ur[i];
+            gb_silu_mul(gr, ur, F);
             if (tmp) xact_row(fmt, gr, &ha, p, tmp);
         }
         free(tmp);

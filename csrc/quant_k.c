@@ -1581,6 +1581,72 @@ void gb_kp_rows(int fmt, const void *wp, int64_t N, int64_t K, int64_t g, const 
     kp_group_ref(fmt, P, nb, xq, T, y, ldy, bias, nr);
 }
 
+/* Prefill panels for callers that share one parallel region among several matrices (csrc/moe_k.c's
+ * prefill: every routed expert's gate/up rows, then every down, as work items of one region). The
+ * same steps gb_klinear_packed runs per pair of 16-row groups, so the outputs are bit-identical. */
+int gb_kp_panel_ok(int version) {
+#ifdef GB_HAVE_K_VNNI
+    return version == GB_KV_VNNI;
+#else
+    (void)version;
+    return 0;
+#endif
+}
+
+size_t gb_kp_panel_scratch(int64_t K) {
+#ifdef GB_HAVE_K_VNNI
+    return (size_t)(2 * (K / QKK)) * sizeof(kpanel);
+#else
+    (void)K;
+    return 0;
+#endif
+}
+
+/* the activations' panel form a format's tile takes (quantize_block_q8_K_panel's mode): 0 plain
+ * q8_K, 1 32-value sums (x_pairs32: q4_K/q5_K), 2 unsigned values (x_unsigned: q6_K/iq4_xs) */
+int gb_kp_panel_x_kind(int fmt) {
+#ifdef GB_HAVE_K_VNNI
+    return panel_sgn(fmt) ? 2 : panel_sub(fmt) == 2 ? 1 : 0;
+#else
+    (void)fmt;
+    return 0;
+#endif
+}
+
+/* a q8_K row (gb_quantize_row_q8_K) into that form in place: the bytes quant_row_panel writes */
+void gb_kp_panel_prep_x(int fmt, gb_block_q8_K *xq, int64_t K) {
+#ifdef GB_HAVE_K_VNNI
+    const int kind = gb_kp_panel_x_kind(fmt);
+    if (kind == 1) x_pairs32(xq, K / QKK);
+    else if (kind == 2) x_unsigned(xq, K / QKK);
+#else
+    (void)fmt;
+    (void)xq;
+    (void)K;
+#endif
+}
+
+void gb_kp_panel_step(int fmt, const void *wp, int64_t N, int64_t K, int64_t s2, const gb_block_q8_K *xq, int64_t T, float *y,
+                      int64_t ldy, void *scratch) {
+#ifdef GB_HAVE_K_VNNI
+    const int64_t nb = K / QKK, G = (N + 15) / 16, gbytes = nb * gb_kp_block_bytes(fmt), g = 2 * s2;
+    const int ng = g + 1 < G ? 2 : 1;
+    kpanel *Pn = (kpanel *)scratch;
+    for (int i = 0; i < ng; i++) {
+        panel_fill_packed(fmt, (const uint8_t *)wp + (g + i) * gbytes, 16, nb, Pn + i * nb);
+        if (kp_2bit(fmt)) panel_prep(fmt, Pn + i * nb, nb); /* panel_fill_packed_f writes the tile's forms itself */
+    }
+    /* as panel_step: the groups in passes of GB_K_PANEL_CHUNK super-blocks, the running sums in y */
+    const int64_t kc = GB_PT2 ? GB_K_PANEL_CHUNK : nb;
+    for (int i = 0; i < ng; i += GB_PT2 ? 2 : 1)
+        for (int64_t b0 = 0; b0 < nb; b0 += kc)
+            panel_rows(fmt, GB_PT2 && i + 1 < ng ? 2 : 1, Pn + i * nb, nb, b0, nb - b0 < kc ? nb - b0 : kc, xq, T, y, ldy, NULL,
+                       g + i, N);
+#else
+    (void)fmt; (void)wp; (void)N; (void)K; (void)s2; (void)xq; (void)T; (void)y; (void)ldy; (void)scratch;
+#endif
+}
+
 int gb_klinear_packed(int fmt, const float *x, const void *wp, const float *bias, float *y, int64_t T, int64_t N, int64_t K,
                       int version) {
     return gb_klinear_packed_chk(fmt, x, wp, bias, y, T, N, K, version, NULL);

@@ -37,6 +37,7 @@
  * registers); 0 = best compiled in. */
 #ifndef GLMBENCH_QUANT_K_H
 #define GLMBENCH_QUANT_K_H
+#include <stddef.h>
 #include <stdint.h>
 
 #define GB_QKK 256
@@ -105,5 +106,19 @@ int gb_klinear_packed_chk(int fmt, const float *x, const void *wp, const float *
  * (csrc/moe_k.c). version 1 or 2 (resolved). */
 void gb_kp_rows(int fmt, const void *wp, int64_t N, int64_t K, int64_t g, const gb_block_q8_K *xq, int64_t T, float *y,
                 int64_t ldy, const float *bias, int version);
+
+/* Prefill panels on a packed matrix, for callers that run several matrices' work items in one
+ * parallel region (csrc/moe_k.c). Only where gb_kp_panel_ok(version) (the VNNI version). The
+ * activations: q8_K rows, then gb_kp_panel_prep_x(fmt, row, K) on each (in place; rows prepared
+ * for one format serve every format of the same gb_kp_panel_x_kind). Step s2 computes groups
+ * 2 s2 and 2 s2 + 1 (when < ceil(N / 16)) of W [N, K] for T tokens: y[t * ldy + n], n in those
+ * rows (masked at N), with `scratch` a 64-byte aligned buffer of gb_kp_panel_scratch(K) bytes of
+ * the calling thread's own. Bit-identical to gb_klinear_packed. */
+int gb_kp_panel_ok(int version);
+size_t gb_kp_panel_scratch(int64_t K);
+int gb_kp_panel_x_kind(int fmt);
+void gb_kp_panel_prep_x(int fmt, gb_block_q8_K *xq, int64_t K);
+void gb_kp_panel_step(int fmt, const void *wp, int64_t N, int64_t K, int64_t s2, const gb_block_q8_K *xq, int64_t T, float *y,
+                      int64_t ldy, void *scratch);
 
 #endif

@@ -184,9 +184,12 @@ def repacked_experts_equal_stored(rng, fmts, random_blocks, kmoe):
     E, F, D, k = 6, 512, 256, 2
     fg, fu, fd = fmts
     ws = [QTensor(random_blocks(rng, f, E * a, b).reshape(E, a, -1), f, (E, a, b)) for f, a, b in ((fg, F, D), (fu, F, D), (fd, D, F))]
-    for T_ in (1, 3, 150):
+    for T_ in (1, 3, 150, 40):
         x = rng.standard_normal((T_, D)).astype(np.float32)
         idx = np.stack([rng.choice(E, k, replace=False) for _ in range(T_)]).astype(np.int64)
+        if T_ == 40:  # skewed: experts 0 and 1 take >= 16 tokens (prefill panels), the rest a few (group kernel)
+            idx[:, 0] = np.where(np.arange(T_) % 2, 0, 1)
+            idx[:, 1] = np.where(idx[:, 0] == 0, 2 + np.arange(T_) % (E - 2), 3 + np.arange(T_) % (E - 3))
         wt = rng.uniform(0.1, 1, idx.shape).astype(np.float32)
         y0, c0 = kmoe(x, idx, wt, ws, False)
         y1, c1 = kmoe(x, idx, wt, ws, True)

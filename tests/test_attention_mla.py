@@ -179,6 +179,46 @@ def test_f16_tile_against_reference(rng, H, Dn, Dr, Dv, R, P, T, bs):
         glmbench.set_num_threads(n0)
 
 
+OWN_GEMM_SHAPES = [  # H, Dn, Dr, Dv, R, P, T: prefill sizes (the own GEMM runs from T >= 8, T x N x K >= 2^16)
+    (20, 192, 64, 256, 512, 0, 40),    # GLM-4.7-Flash prefill
+    (2, 40, 6, 72, 100, 9, 50),        # N not whole 16- or 64-column panels, T not whole 6-row tiles
+    (3, 24, 8, 17, 33, 0, 97),         # N < 64, odd K
+]
+
+
+@pytest.mark.parametrize("H,Dn,Dr,Dv,R,P,T", OWN_GEMM_SHAPES)
+@pytest.mark.parametrize("strategy", ["absorbed", "flash"])
+def test_own_prefill_gemm_against_reference(rng, H, Dn, Dr, Dv, R, P, T, strategy):
+    """The absorbed/flash prefill's per-head kv_b products on the core's own AVX-512 GEMM and on
+    OpenBLAS: both against the float64 reference, and close to each other (float32 sums in
+    another order)."""
+    from glmbench.core import _core
+    c, qn, qr, w = _case(rng, H, Dn, Dr, Dv, R, P, T)
+    lat, kr = c.read(1)
+    want = ref.mla_attention(qn, qr, lat, kr, w, Dv)
+    was = _core._mla_own_gemm()
+    out = {}
+    try:
+        for on in (False, True):
+            _core._mla_set_own_gemm(on)
+            out[on] = mla_attention(qn, qr, c, 1, w, v_head_dim=Dv, strategy=strategy)
+            np.testing.assert_allclose(out[on], want, rtol=0, atol=ATOL)
+    finally:
+        _core._mla_set_own_gemm(was)
+    np.testing.assert_allclose(out[True], out[False], rtol=0, atol=ATOL)
+
+
+def test_own_gemm_switch():
+    from glmbench.core import _core
+    was = _core._mla_own_gemm()
+    _core._mla_set_own_gemm(False)
+    try:
+        assert _core._mla_own_gemm() is False
+    finally:
+        _core._mla_set_own_gemm(was)
+    assert _core._mla_own_gemm() is was
+
+
 def test_f16_tile_switch():
     from glmbench.core import _core
     was = _core._mla_f16_tile()

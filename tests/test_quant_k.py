@@ -354,7 +354,7 @@ def test_repacked_equals_stored_bit_for_bit(rng, fmt):
 
 
 @pytest.mark.parametrize("fmts", [("q4_K", "q4_K", "q6_K"), ("q5_K", "q4_K", "q5_K"), ("iq4_xs", "iq4_xs", "iq4_xs"),
-                                  ("q2_K", "q3_K", "q3_K")])
+                                  ("q2_K", "q3_K", "q3_K"), ("q6_K", "q6_K", "q4_K"), ("q4_K", "q6_K", "q6_K")])
 def test_repacked_experts_equal_stored(rng, fmts):
     def kmoe(x, idx, wt, ws, packed):
         E = ws[0].shape[0]

@@ -357,6 +357,11 @@ def t_geglu_act(R):
     return "geglu_act", [arr(R, (n,)), arr(R, (n,))], {}
 
 
+def t_silu_act(R):
+    n = dim(R, 0, 40)
+    return "silu_act", [arr(R, (n,)), arr(R, (n,))], {}
+
+
 def t_gqa_attention(R):
     c = make_cache(R, "gqa")
     hkv, dk, _ = c._dims
@@ -513,23 +518,26 @@ def t_controls(R):
                          "set_num_threads", "get_num_threads", "workspace_bytes", "workspace_blocks",
                          "reset_workspace_peak", "qversions", "qgemm_versions", "kversions", "_attn_bf16",
                          "_linear_has_avx512", "_linear_set_hgemm", "_linear_hgemm", "_hgemm_kernels",
-                         "_linear_gemv_max_t", "keep_heap", "_mla_set_f16_tile", "_mla_f16_tile"]))
+                         "_linear_gemv_max_t", "keep_heap", "_mla_set_f16_tile", "_mla_f16_tile",
+                         "_mla_set_own_gemm", "_mla_own_gemm"]))
     args = {"_attn_set_bf16": [True], "_linear_set_gemv_max_t": [int(R.integers(0, 64))],
             "_linear_set_pairs": [True], "_linear_set_portable": [False],
             "set_num_threads": [int(R.integers(1, 5))], "_linear_set_hgemm": ["auto"], "_mla_set_f16_tile": [True],
+            "_mla_set_own_gemm": [True],
             "_linear_hgemm": [str(R.choice(["bf16", "f16"]))], "_hgemm_kernels": [str(R.choice(["bf16", "f16"]))]}.get(name, [])
     return name, args, {}
 
 
 TARGETS = {f.__name__[2:]: f for f in (t_rms_norm, t_rope, t_linear, t_hgemm, t_swiglu, t_moe_route, t_moe_experts, t_quantize,
                                         t_dequantize, t_qlinear, t_qrepack, t_qunpack, t_qgemm, t_qmoe,
-                                        t_kdequantize, t_quantize_q8_K, t_klinear, t_krepack, t_klinear_packed, t_kmoe, t_geglu_act,
+                                        t_kdequantize, t_quantize_q8_K, t_klinear, t_krepack, t_klinear_packed, t_kmoe, t_geglu_act, t_silu_act,
                                         t_gqa_attention, t_mla_attention, t_mla_attention_kb_vb, t_mla_kv_b_f32, t_layer_plan,
                                         t_layer_forward, t_kvcache, t_bench, t_controls)}
 
 # Values the controls would keep if a mutated call changed them: put back after every input.
 _CONTROL_RESET = (("_attn_set_bf16", True), ("_linear_set_gemv_max_t", 0), ("_linear_set_pairs", True),
-                  ("_linear_set_portable", False), ("_linear_set_hgemm", "auto"), ("_mla_set_f16_tile", True))
+                  ("_linear_set_portable", False), ("_linear_set_hgemm", "auto"), ("_mla_set_f16_tile", True),
+                  ("_mla_set_own_gemm", True))
 
 
 def _digest(v):
@@ -572,9 +580,9 @@ def run_binding_input(R, target):
                 return 3
             return 4096 if not reps and 10**5 < a <= 2**32 else a
         args = [small(i, a) for i, a in enumerate(args)]
-    # bench_probe writes its first array (the triad's output) and geglu_act works in place on its
+    # bench_probe writes its first array (the triad's output) and geglu_act / silu_act work in place on their
     # first, by design
-    checked = args[1:] if fn.__name__ in ("bench_probe", "geglu_act") else args
+    checked = args[1:] if fn.__name__ in ("bench_probe", "geglu_act", "silu_act") else args
     before = [_digest(a) for a in checked] + [_digest(v) for v in kw.values()]
     try:
         out = fn(*args, **kw)
