@@ -78,15 +78,16 @@ done:
     return ret;
 }
 
-static PyObject *py_geglu_act(PyObject *self, PyObject *args) {
+/* g = act(g) * u in place (geglu_act, silu_act): one argument check for both */
+static PyObject *gated_act(PyObject *args, const char *fmt, const char *name, void (*fn)(float *, const float *, int64_t)) {
     PyObject *go, *uo;
     PyArrayObject *g = NULL, *u = NULL;
     PyObject *ret = NULL;
-    if (!PyArg_ParseTuple(args, "OO:geglu_act", &go, &uo)) return NULL;
+    if (!PyArg_ParseTuple(args, fmt, &go, &uo)) return NULL;
     if (!(g = gb_array(go, "g", NPY_FLOAT32, -1, GB_REQUIRE))) goto done;
     if (!(u = gb_array(uo, "u", NPY_FLOAT32, -1, GB_COPY))) goto done;
     if (!PyArray_ISWRITEABLE(g)) {
-        PyErr_SetString(PyExc_ValueError, "`g` must be writeable (geglu_act works in place)");
+        PyErr_Format(PyExc_ValueError, "`g` must be writeable (%s works in place)", name);
         goto done;
     }
     if (!PyArray_SAMESHAPE(g, u)) {
@@ -94,7 +95,7 @@ static PyObject *py_geglu_act(PyObject *self, PyObject *args) {
         goto done;
     }
     Py_BEGIN_ALLOW_THREADS
-    gb_geglu_act((float *)PyArray_DATA(g), (const float *)PyArray_DATA(u), (int64_t)PyArray_SIZE(g));
+    fn((float *)PyArray_DATA(g), (const float *)PyArray_DATA(u), (int64_t)PyArray_SIZE(g));
     Py_END_ALLOW_THREADS
     Py_INCREF(Py_None);
     ret = Py_None;
@@ -104,30 +105,14 @@ done:
     return ret;
 }
 
+static PyObject *py_geglu_act(PyObject *self, PyObject *args) {
+    (void)self;
+    return gated_act(args, "OO:geglu_act", "geglu_act", gb_geglu_act);
+}
+
 static PyObject *py_silu_act(PyObject *self, PyObject *args) {
-    PyObject *go, *uo;
-    PyArrayObject *g = NULL, *u = NULL;
-    PyObject *ret = NULL;
-    if (!PyArg_ParseTuple(args, "OO:silu_act", &go, &uo)) return NULL;
-    if (!(g = gb_array(go, "g", NPY_FLOAT32, -1, GB_REQUIRE))) goto done;
-    if (!(u = gb_array(uo, "u", NPY_FLOAT32, -1, GB_COPY))) goto done;
-    if (!PyArray_ISWRITEABLE(g)) {
-        PyErr_SetString(PyExc_ValueError, "`g` must be writeable (silu_act works in place)");
-        goto done;
-    }
-    if (!PyArray_SAMESHAPE(g, u)) {
-        PyErr_SetString(PyExc_ValueError, "`g` and `u` must have the same shape");
-        goto done;
-    }
-    Py_BEGIN_ALLOW_THREADS
-    gb_silu_act((float *)PyArray_DATA(g), (const float *)PyArray_DATA(u), (int64_t)PyArray_SIZE(g));
-    Py_END_ALLOW_THREADS
-    Py_INCREF(Py_None);
-    ret = Py_None;
-done:
-    Py_XDECREF(g);
-    Py_XDECREF(u);
-    return ret;
+    (void)self;
+    return gated_act(args, "OO:silu_act", "silu_act", gb_silu_act);
 }
 
 static PyObject *py_set_portable(PyObject *self, PyObject *args) {
