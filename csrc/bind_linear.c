@@ -244,6 +244,8 @@ static PyObject *py_gemv_max_t(PyObject *self, PyObject *noargs) {
 
 static PyObject *py_has_avx512(PyObject *self, PyObject *noargs) { return PyBool_FromLong(gb_linear_has_avx512()); }
 
+static PyObject *py_linear_simd(PyObject *self, PyObject *noargs) { return PyUnicode_FromString(gb_linear_simd()); }
+
 PyMethodDef gb_linear_methods[] = {
     {"linear", (PyCFunction)(void (*)(void))py_linear, METH_VARARGS | METH_KEYWORDS,
      "linear(x[T, K] f32, weight[N, K] f32|f16|u16(bf16), bias[N] f32 | None) -> [T, N] f32"},
@@ -274,4 +276,5 @@ PyMethodDef gb_linear_methods[] = {
     {"_linear_gemv_max_t", py_gemv_max_t, METH_NOARGS,
      "_linear_gemv_max_t() -> the largest token count that uses the GEMV kernel for 16-bit weights now"},
     {"_linear_has_avx512", py_has_avx512, METH_NOARGS, "_linear_has_avx512() -> bool"},
+    {"_linear_simd", py_linear_simd, METH_NOARGS, "_linear_simd() -> 'avx512' | 'avx2' | 'portable'"},
     {NULL, NULL, 0, NULL}};

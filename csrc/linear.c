@@ -28,8 +28,29 @@
 #else
 #define GB_HAVE_AVX512 0
 #endif
+/* CPUs with AVX2 + FMA + F16C but no AVX-512 (Zen 2/3, Intel client cores): 8-lane versions of the
+ * decode GEMV, the small-batch tiles, the weight conversion for the prefill panels and SwiGLU's
+ * activation. Measured on a Zen 3 (2026-12-02, bench/results/linear_avx2_2026-12-02.md). */
+#if !GB_HAVE_AVX512 && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#include <immintrin.h>
+#define GB_HAVE_AVX2L 1
+#else
+#define GB_HAVE_AVX2L 0
+#endif
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+#if GB_HAVE_AVX2L
+/* silu(g) * u as silu_mul_avx512 computes it, on 8 lanes */
+ALWAYS_INLINE __m256 silu_mul_avx2(__m256 g, __m256 u) {
+    const __m256 ag = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), g);
+    const __m256 e = gb_exp256(_mm256_sub_ps(_mm256_setzero_ps(), ag));
+    const __m256 den = _mm256_add_ps(_mm256_set1_ps(1.0f), e);
+    const __m256 gu = _mm256_mul_ps(g, u);
+    const __m256 neg = _mm256_cmp_ps(g, _mm256_setzero_ps(), _CMP_LT_OQ);
+    return _mm256_div_ps(_mm256_blendv_ps(gu, _mm256_mul_ps(gu, e), neg), den);
+}
+#endif
 
 /* Rows per OpenMP work item in the GEMV kernels (GB_ROW_BLOCK in linear.h): 16 rows of 2048 bf16 weights are 64 KiB, large
  * enough that the hardware prefetcher streams, small enough for even splits of 1536-row experts. */
@@ -75,6 +96,7 @@ int64_t gb_linear_gemv_max_t(void) {
 void gb_linear_set_portable(int on) { use_portable = on ? 1 : 0; }
 void gb_linear_set_pairs(int on) { use_pairs = on ? 1 : 0; }
 int gb_linear_has_avx512(void) { return GB_HAVE_AVX512; }
+const char *gb_linear_simd(void) { return GB_HAVE_AVX512 ? "avx512" : GB_HAVE_AVX2L ? "avx2" : "portable"; }
 
 int gb_weight_elem_bytes(int fmt) {
     if (fmt == GB_F32) return 4;
@@ -420,8 +442,119 @@ static void silu_mul(float *g, const float *u, int64_t n) {
         return;
     }
 #endif
+#if GB_HAVE_AVX2L
+    if (!use_portable)
+        for (; i + 8 <= n; i += 8)
+            _mm256_storeu_ps(g + i, silu_mul_avx2(_mm256_loadu_ps(g + i), _mm256_loadu_ps(u + i)));
+#endif
     for (; i < n; i++) g[i] = silu(g[i]) * u[i];
 }
+
+#if GB_HAVE_AVX2L
+/* 8 weights starting at element i of w, as float32 (fmt is a constant after inlining) */
+ALWAYS_INLINE __m256 ldw8(const void *w, int64_t i, int fmt) {
+    if (fmt == GB_F32) return _mm256_loadu_ps((const float *)w + i);
+    const __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)w + i));
+    if (fmt == GB_BF16) return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    return _mm256_cvtph_ps(h);
+}
+
+ALWAYS_INLINE float hsum8(__m256 v) {
+    __m128 a = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    a = _mm_add_ps(a, _mm_movehl_ps(a, a));
+    a = _mm_add_ss(a, _mm_movehdup_ps(a));
+    return _mm_cvtss_f32(a);
+}
+
+ALWAYS_INLINE float w_at(const void *w, int fmt, int64_t i) {
+    if (fmt == GB_F32) return ((const float *)w)[i];
+    const uint16_t h = ((const uint16_t *)w)[i];
+    return fmt == GB_BF16 ? gb_bf16_to_f32(h) : _cvtsh_ss(h);
+}
+
+/* dot(row at element offset o, x), four accumulators (32 weights per step); the K % 8 tail scalar */
+ALWAYS_INLINE float dot1_avx2(const float *x, int64_t K, const void *w, int fmt, int64_t o) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    int64_t k = 0;
+    for (; k + 32 <= K; k += 32) {
+        a0 = _mm256_fmadd_ps(ldw8(w, o + k, fmt), _mm256_loadu_ps(x + k), a0);
+        a1 = _mm256_fmadd_ps(ldw8(w, o + k + 8, fmt), _mm256_loadu_ps(x + k + 8), a1);
+        a2 = _mm256_fmadd_ps(ldw8(w, o + k + 16, fmt), _mm256_loadu_ps(x + k + 16), a2);
+        a3 = _mm256_fmadd_ps(ldw8(w, o + k + 24, fmt), _mm256_loadu_ps(x + k + 24), a3);
+    }
+    for (; k + 8 <= K; k += 8) a0 = _mm256_fmadd_ps(ldw8(w, o + k, fmt), _mm256_loadu_ps(x + k), a0);
+    float r = hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+    for (; k < K; k++) r += w_at(w, fmt, o + k) * x[k];
+    return r;
+}
+
+/* y[t * ldy + {0, 1}] = rows o0, o1 . x_t for TT <= 4 tokens: 8 accumulators, each weight vector
+ * loaded once for the TT tokens */
+ALWAYS_INLINE void tile2_avx2(const float *x, const int TT, int64_t K, const void *w, const int fmt, int64_t o0,
+                              int64_t o1, float *y, int64_t ldy) {
+    __m256 a[2][4];
+    for (int t = 0; t < 4; t++) a[0][t] = a[1][t] = _mm256_setzero_ps();
+    int64_t k = 0;
+    for (; k + 8 <= K; k += 8) {
+        const __m256 w0 = ldw8(w, o0 + k, fmt), w1 = ldw8(w, o1 + k, fmt);
+        for (int t = 0; t < TT; t++) {
+            const __m256 xv = _mm256_loadu_ps(x + t * K + k);
+            a[0][t] = _mm256_fmadd_ps(w0, xv, a[0][t]);
+            a[1][t] = _mm256_fmadd_ps(w1, xv, a[1][t]);
+        }
+    }
+    for (int t = 0; t < TT; t++) {
+        float r0 = hsum8(a[0][t]), r1 = hsum8(a[1][t]);
+        for (int64_t j = k; j < K; j++) {
+            r0 += w_at(w, fmt, o0 + j) * x[t * K + j];
+            r1 += w_at(w, fmt, o1 + j) * x[t * K + j];
+        }
+        y[t * ldy] = r0;
+        y[t * ldy + 1] = r1;
+    }
+}
+
+ALWAYS_INLINE void gemv_rows_avx2_fmt(const float *x, int64_t T, int64_t K, const void *w, const int fmt, int64_t r0,
+                                      int64_t r1, float *y, int64_t ldy) {
+    int64_t r = r0;
+    if (T == 1) { /* decode: one sequential stream per thread */
+        for (; r < r1; r++) y[r - r0] = dot1_avx2(x, K, w, fmt, r * K);
+        return;
+    }
+    for (; r + 2 <= r1; r += 2)
+        for (int64_t t0 = 0; t0 < T; t0 += 4) {
+            const float *xt = x + t0 * K;
+            float *yt = y + t0 * ldy + (r - r0);
+            switch (T - t0 < 4 ? T - t0 : 4) { /* a constant token count per case: registers */
+            case 1: tile2_avx2(xt, 1, K, w, fmt, r * K, (r + 1) * K, yt, ldy); break;
+            case 2: tile2_avx2(xt, 2, K, w, fmt, r * K, (r + 1) * K, yt, ldy); break;
+            case 3: tile2_avx2(xt, 3, K, w, fmt, r * K, (r + 1) * K, yt, ldy); break;
+            default: tile2_avx2(xt, 4, K, w, fmt, r * K, (r + 1) * K, yt, ldy); break;
+            }
+        }
+    for (; r < r1; r++)
+        for (int64_t t = 0; t < T; t++) y[t * ldy + (r - r0)] = dot1_avx2(x + t * K, K, w, fmt, r * K);
+}
+
+static void gemv_rows_avx2(const float *x, int64_t T, int64_t K, const void *w, int fmt, int64_t r0, int64_t r1,
+                           float *y, int64_t ldy) {
+    if (fmt == GB_BF16) gemv_rows_avx2_fmt(x, T, K, w, GB_BF16, r0, r1, y, ldy);
+    else if (fmt == GB_F16) gemv_rows_avx2_fmt(x, T, K, w, GB_F16, r0, r1, y, ldy);
+    else gemv_rows_avx2_fmt(x, T, K, w, GB_F32, r0, r1, y, ldy);
+}
+
+static void convert_row_avx2(const void *w, int fmt, int64_t o, int64_t K, float *dst) {
+    int64_t k = 0;
+    if (fmt == GB_BF16)
+        for (; k + 8 <= K; k += 8) _mm256_storeu_ps(dst + k, ldw8(w, o + k, GB_BF16));
+    else if (fmt == GB_F16)
+        for (; k + 8 <= K; k += 8) _mm256_storeu_ps(dst + k, ldw8(w, o + k, GB_F16));
+    else
+        for (; k + 8 <= K; k += 8) _mm256_storeu_ps(dst + k, ldw8(w, o + k, GB_F32));
+    for (; k < K; k++) dst[k] = w_at(w, fmt, o + k);
+}
+
+#endif
 
 /* ---- portable building blocks ------------------------------------------------------------ */
 static float dot_portable(const float *x, int64_t K, const void *w, int fmt, int64_t o) {
@@ -442,6 +575,12 @@ static void convert_row(const void *w, int fmt, int64_t o, int64_t K, float *dst
 #if GB_HAVE_AVX512
     if (!use_portable) {
         convert_row_avx512(w, fmt, o, K, dst);
+        return;
+    }
+#endif
+#if GB_HAVE_AVX2L
+    if (!use_portable) {
+        convert_row_avx2(w, fmt, o, K, dst);
         return;
     }
 #endif
@@ -504,6 +643,12 @@ void gb_gemv_rows(const float *x, int64_t T, int64_t K, const void *w, int fmt, 
         return;
     }
 #endif
+#if GB_HAVE_AVX2L
+    if (!use_portable) {
+        gemv_rows_avx2(x, T, K, w, fmt, r0, r1, y, ldy);
+        return;
+    }
+#endif
     for (int64_t r = r0; r < r1; r++)
         for (int64_t t = 0; t < T; t++) y[t * ldy + (r - r0)] = dot_portable(x + t * K, K, w, fmt, r * K);
 }
@@ -534,6 +679,13 @@ static float dot_row(const float *x, int64_t K, const void *w, int fmt, int64_t 
         if (fmt == GB_BF16) return dot1_avx512(x, K, w, GB_BF16, o);
         if (fmt == GB_F16) return dot1_avx512(x, K, w, GB_F16, o);
         return dot1_avx512(x, K, w, GB_F32, o);
+    }
+#endif
+#if GB_HAVE_AVX2L
+    if (!use_portable) {
+        if (fmt == GB_BF16) return dot1_avx2(x, K, w, GB_BF16, o);
+        if (fmt == GB_F16) return dot1_avx2(x, K, w, GB_F16, o);
+        return dot1_avx2(x, K, w, GB_F32, o);
     }
 #endif
     r = dot_portable(x, K, w, fmt, o);

@@ -92,6 +92,8 @@ void gb_linear_set_hgemm(int version);
 int gb_linear_hgemm(int fmt);
 /* 1 if the AVX-512 kernels were compiled in. */
 int gb_linear_has_avx512(void);
+/* the SIMD version the 16-bit and f32 GEMV kernels run: "avx512", "avx2" or "portable" */
+const char *gb_linear_simd(void);
 
 /* Bytes per weight element of a format (4 or 2); 0 for formats linear does not take. */
 int gb_weight_elem_bytes(int fmt);

@@ -48,10 +48,12 @@ def assert_dot_close(y, x, w64, bias=None):
     assert (err <= tol).all(), f"max err {err.max():.3g}, worst err/tol {(err / tol).max():.3g}"
 
 
-@pytest.fixture(params=["avx512", "portable"])
+@pytest.fixture(params=["simd", "portable"])
 def kernel_path(request):
-    if request.param == "avx512" and not _core._linear_has_avx512():
-        pytest.skip("AVX-512 kernels not compiled in (GLMBENCH_NATIVE=0 or no AVX-512 on this CPU)")
+    """The SIMD version compiled in (AVX-512, or AVX2 + FMA + F16C on CPUs without it) and the
+    portable one."""
+    if request.param == "simd" and _core._linear_simd() == "portable":
+        pytest.skip("no SIMD GEMV kernels compiled in (GLMBENCH_NATIVE=0 or neither AVX-512 nor AVX2 on this CPU)")
     _core._linear_set_portable(request.param == "portable")
     yield request.param
     _core._linear_set_portable(False)

@@ -517,7 +517,7 @@ def t_controls(R):
     name = str(R.choice(["_attn_set_bf16", "_linear_set_gemv_max_t", "_linear_set_pairs", "_linear_set_portable",
                          "set_num_threads", "get_num_threads", "workspace_bytes", "workspace_blocks",
                          "reset_workspace_peak", "qversions", "qgemm_versions", "kversions", "_attn_bf16",
-                         "_linear_has_avx512", "_linear_set_hgemm", "_linear_hgemm", "_hgemm_kernels",
+                         "_linear_has_avx512", "_linear_simd", "_linear_set_hgemm", "_linear_hgemm", "_hgemm_kernels",
                          "_linear_gemv_max_t", "keep_heap", "_mla_set_f16_tile", "_mla_f16_tile",
                          "_mla_set_own_gemm", "_mla_own_gemm"]))
     args = {"_attn_set_bf16": [True], "_linear_set_gemv_max_t": [int(R.integers(0, 64))],
