@@ -3,7 +3,9 @@
  * Versions of the tile kernel (one launcher, gb_attn_tile):
  *   tile_avx512  scores as a (5 rows x 4 keys) register block of 16-lane partial dot products,
  *                reduced four at a time; p*V as (10 rows x 32 dims) accumulators; vector exp.
- *   tile_scalar  plain loops, for builds without AVX-512 (GLMBENCH_NATIVE=0).
+ *   tile_avx2    CPUs with AVX2 + FMA + F16C but no AVX-512: (4 rows x 2 keys) score blocks of 8
+ *                lanes, vector exp, p*V as (4 rows x 16 dims); head dims that are multiples of 8.
+ *   tile_scalar  plain loops, for builds with neither (GLMBENCH_NATIVE=0) and other head dims.
  *   gb_attn_tile_lanes  prefill (16+ rows, AVX-512): rows in vector lanes, the queries transposed once
  *                per work item; scores as (4 x 16 rows x 6 keys) outer products, the softmax
  *                lane-parallel, p*V as the 6 x 64 kernel. Builds without AVX-512 run gb_attn_tile_ex's
@@ -21,8 +23,14 @@
 #include "common.h"
 #include "quant.h"
 
-#ifdef __AVX512F__
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__) && defined(__F16C__))
 #include <immintrin.h>
+#endif
+/* CPUs with AVX2 + FMA + F16C but no AVX-512 (Zen 2/3, Intel client cores): tile_avx2 below */
+#if !defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define GB_ATTN_AVX2 1
+#else
+#define GB_ATTN_AVX2 0
 #endif
 
 #define AI static inline __attribute__((always_inline))
@@ -46,6 +54,21 @@ const float *gb_attn_rows(int fmt, const uint8_t *src, int64_t n, float *scratch
         for (; i + 16 <= n; i += 16)
             _mm512_storeu_ps(scratch + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h + i))));
         for (; i < n; i++) scratch[i] = gb_f16_to_f32(h[i]);
+        return scratch;
+    }
+#endif
+#if GB_ATTN_AVX2
+    if (fmt == GB_BF16 || fmt == GB_F16) {
+        int64_t i = 0;
+        const uint16_t *h = (const uint16_t *)src;
+        if (fmt == GB_BF16)
+            for (; i + 8 <= n; i += 8) {
+                const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(h + i)));
+                _mm256_storeu_ps(scratch + i, _mm256_castsi256_ps(_mm256_slli_epi32(w, 16)));
+            }
+        else
+            for (; i + 8 <= n; i += 8) _mm256_storeu_ps(scratch + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + i))));
+        for (; i < n; i++) scratch[i] = fmt == GB_BF16 ? gb_bf16_to_f32(h[i]) : _cvtsh_ss(h[i]);
         return scratch;
     }
 #endif
@@ -293,6 +316,137 @@ static void softmax_row(float *s, int64_t nt, int64_t nv, float *m, float *l, fl
 }
 #endif /* __AVX512F__ */
 
+#if GB_ATTN_AVX2
+/* ---- the tile on 8 lanes (AVX2 + FMA): dk and dv multiples of 8 -------------------------------
+ * scores as (RB <= 4 rows x TB <= 2 keys) register blocks of 8-lane partial dot products (8 FMAs per
+ * 2 key + 4 query loads); the online softmax with gb_exp256; p*V as (4 rows x 16 dims) accumulators
+ * (8 FMAs per 2 value loads + 4 broadcasts). Measured on a Zen 3: bench/results/attention_avx2_2026-12-02.md. */
+AI float hsum8a(__m256 v) {
+    __m128 a = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    a = _mm_add_ps(a, _mm_movehl_ps(a, a));
+    a = _mm_add_ss(a, _mm_movehdup_ps(a));
+    return _mm_cvtss_f32(a);
+}
+
+AI void score2_mk(const float *q, int64_t dk, const float *k, int64_t ks, float *s, int64_t sld, const int RB,
+                  const int TB) {
+    __m256 a[4][2];
+    for (int i = 0; i < 4; i++) a[i][0] = a[i][1] = _mm256_setzero_ps();
+    for (int64_t d = 0; d < dk; d += 8) {
+        const __m256 k0 = _mm256_loadu_ps(k + d), k1 = TB > 1 ? _mm256_loadu_ps(k + ks + d) : k0;
+        for (int i = 0; i < RB; i++) {
+            const __m256 qv = _mm256_loadu_ps(q + i * dk + d);
+            a[i][0] = _mm256_fmadd_ps(qv, k0, a[i][0]);
+            if (TB > 1) a[i][1] = _mm256_fmadd_ps(qv, k1, a[i][1]);
+        }
+    }
+    for (int i = 0; i < RB; i++)
+        for (int t = 0; t < TB; t++) s[i * sld + t] = hsum8a(a[i][t]);
+}
+
+static void scores_avx2(const float *q, int64_t nr, int64_t dk, const float *k, int64_t ks, int64_t nt, float *s) {
+    for (int64_t r = 0; r < nr; r += 4) {
+        const float *qr = q + r * dk;
+        float *sr = s + r * GB_ATTN_TILE;
+        for (int64_t j = 0; j < nt; j += 2) {
+            const int tb = nt - j >= 2 ? 2 : 1;
+#define SC2(RB) (tb == 2 ? score2_mk(qr, dk, k + j * ks, ks, sr + j, GB_ATTN_TILE, RB, 2) \
+                         : score2_mk(qr, dk, k + j * ks, ks, sr + j, GB_ATTN_TILE, RB, 1))
+            switch (nr - r >= 4 ? 4 : nr - r) {
+            case 4: SC2(4); break;
+            case 3: SC2(3); break;
+            case 2: SC2(2); break;
+            default: SC2(1); break;
+            }
+#undef SC2
+        }
+    }
+}
+
+/* the online-softmax update of one row (s[0, nv) valid of nt): s becomes p (0 past nv), o scaled by alpha */
+static void softmax_row_avx2(float *s, int64_t nt, int64_t nv, float *m, float *l, float *o, int64_t dv) {
+    float mx = -INFINITY;
+    int64_t j = 0;
+    __m256 vm = _mm256_set1_ps(-INFINITY);
+    for (; j + 8 <= nv; j += 8) vm = _mm256_max_ps(vm, _mm256_loadu_ps(s + j));
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(vm), _mm256_extractf128_ps(vm, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_max_ss(h, _mm_movehdup_ps(h));
+    mx = _mm_cvtss_f32(h);
+    for (; j < nv; j++) mx = fmaxf(mx, s[j]);
+    const float mnew = fmaxf(*m, mx), alpha = *m == -INFINITY ? 0.0f : expf(*m - mnew);
+    const __m256 mb = _mm256_set1_ps(mnew);
+    __m256 vs = _mm256_setzero_ps();
+    j = 0;
+    for (; j + 8 <= nv; j += 8) {
+        const __m256 p = gb_exp256(_mm256_sub_ps(_mm256_loadu_ps(s + j), mb));
+        _mm256_storeu_ps(s + j, p);
+        vs = _mm256_add_ps(vs, p);
+    }
+    float sum = hsum8a(vs);
+    for (; j < nv; j++) sum += (s[j] = expf(s[j] - mnew));
+    for (; j < nt; j++) s[j] = 0.0f;
+    *l = *l * alpha + sum;
+    *m = mnew;
+    const __m256 va = _mm256_set1_ps(alpha);
+    for (int64_t d = 0; d < dv; d += 8) _mm256_storeu_ps(o + d, _mm256_mul_ps(va, _mm256_loadu_ps(o + d)));
+}
+
+/* o[i][d, d + 8 * NV) += sum_j p[i][j] v_j[d, d + 8 * NV) for RB <= 4 rows */
+AI void pv2_mk(const float *p, int64_t nt, const float *v, int64_t vs, float *o, int64_t dv, int64_t d, const int RB,
+               const int NV) {
+    __m256 c[4][2];
+    for (int i = 0; i < RB; i++)
+        for (int u = 0; u < NV; u++) c[i][u] = _mm256_loadu_ps(o + i * dv + d + 8 * u);
+    for (int64_t j = 0; j < nt; j++) {
+        const __m256 v0 = _mm256_loadu_ps(v + j * vs + d), v1 = NV > 1 ? _mm256_loadu_ps(v + j * vs + d + 8) : v0;
+        for (int i = 0; i < RB; i++) {
+            const __m256 pb = _mm256_broadcast_ss(p + i * GB_ATTN_TILE + j);
+            c[i][0] = _mm256_fmadd_ps(pb, v0, c[i][0]);
+            if (NV > 1) c[i][1] = _mm256_fmadd_ps(pb, v1, c[i][1]);
+        }
+    }
+    for (int i = 0; i < RB; i++)
+        for (int u = 0; u < NV; u++) _mm256_storeu_ps(o + i * dv + d + 8 * u, c[i][u]);
+}
+
+static void pv_avx2(const float *p, int64_t nr, int64_t nt, const float *v, int64_t vs, float *o, int64_t dv) {
+    for (int64_t r = 0; r < nr; r += 4) {
+        const float *pr = p + r * GB_ATTN_TILE;
+        float *orow = o + r * dv;
+        const int rb = nr - r >= 4 ? 4 : (int)(nr - r);
+        for (int64_t d = 0; d < dv; d += 16) {
+            const int nv = dv - d >= 16 ? 2 : 1;
+#define PV2(RB) (nv == 2 ? pv2_mk(pr, nt, v, vs, orow, dv, d, RB, 2) : pv2_mk(pr, nt, v, vs, orow, dv, d, RB, 1))
+            switch (rb) {
+            case 4: PV2(4); break;
+            case 3: PV2(3); break;
+            case 2: PV2(2); break;
+            default: PV2(1); break;
+            }
+#undef PV2
+        }
+    }
+}
+
+static void tile_avx2(const float *q, int64_t nr, int64_t dk, const float *k, int64_t ks, const float *v, int64_t vs,
+                      int64_t dv, int64_t nt, int64_t t0, const int64_t *lim, const int64_t *lo, float softcap, float *m,
+                      float *l, float *o, float *sbuf) {
+    scores_avx2(q, nr, dk, k, ks, nt, sbuf);
+    for (int64_t r = 0; r < nr; r++) {
+        int64_t nv = lim ? lim[r] - t0 : nt;
+        if (nv > nt) nv = nt;
+        float *sr = sbuf + r * GB_ATTN_TILE;
+        if (softcap > 0.0f) /* Gemma 2: cap * tanh(s / cap) on the scaled logits, before the mask */
+            for (int64_t j = 0; j < nv; j++) sr[j] = softcap * tanhf(sr[j] / softcap);
+        if (lo)
+            for (int64_t j = 0; j < lo[r] - t0 && j < nv; j++) sr[j] = -INFINITY; /* before the window */
+        softmax_row_avx2(sr, nt, nv, m + r, l + r, o + r * dv, dv);
+    }
+    pv_avx2(sbuf, nr, nt, v, vs, o, dv);
+}
+#endif
+
 static void tile_scalar(const float *q, int64_t nr, int64_t dk, const float *k, int64_t ks, const float *v,
                         int64_t vs, int64_t dv, int64_t nt, int64_t t0, const int64_t *lim, const int64_t *lo,
                         float softcap, float *m, float *l, float *o, float *s) {
@@ -356,6 +510,12 @@ void gb_attn_tile_ex(const float *q, int64_t nr, int64_t dk, const float *k, int
     }
     pv_avx512(sbuf, nr, nt, v, vs, o, dv, alpha);
 #else
+#if GB_ATTN_AVX2
+    if (dk % 8 == 0 && dv % 8 == 0) {
+        tile_avx2(q, nr, dk, k, ks, v, vs, dv, nt, t0, lim, lo, softcap, m, l, o, sbuf);
+        return;
+    }
+#endif
     tile_scalar(q, nr, dk, k, ks, v, vs, dv, nt, t0, lim, lo, softcap, m, l, o, sbuf);
 #endif
 }
