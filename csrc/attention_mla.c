@@ -292,8 +292,10 @@ static void gemm_nt(int64_t M, int64_t N, int64_t K, float alpha, const float *A
  * q_nope[h][k], accumulated in registers 256 columns at a time, widening 16-bit rows as they are
  * read (gemm_nn's convert-then-axpy costs a store and a reload per weight). out[h] = W_v,h o_lat[h]
  * is a GEMV over kv_b rows h*W+Dn .. h*W+W-1 (gb_gemv_rows, one sequential stream per head). */
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__F16C__))
 #include <immintrin.h>
+#endif
+#if defined(__AVX512F__)
 static inline __m512 ld16w(const void *w, int fmt, int64_t i) {
     if (fmt == GB_F32) return _mm512_loadu_ps((const float *)w + i);
     const __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)w + i));
@@ -386,7 +388,30 @@ static void absorb_rows(const float *a, int64_t K, float alpha, const void *B, i
         for (int i = 0; i < 16; i++) _mm512_storeu_ps(y + c0 + 16 * i, _mm512_mul_ps(_mm512_set1_ps(alpha), acc[i]));
     }
 #endif
-    if (c0 < R) { /* columns left over (and builds without AVX-512): row by row */
+#if !defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+    /* CPUs without AVX-512: 64 columns (8 accumulators of 8 lanes) per pass over the rows, each
+     * 16-bit weight widened as it is loaded */
+    for (; c0 + 64 <= R; c0 += 64) {
+        __m256 acc[8];
+        for (int i = 0; i < 8; i++) acc[i] = _mm256_setzero_ps();
+        for (int64_t k = 0; k < K; k++) {
+            const __m256 ak = _mm256_set1_ps(a[k]);
+            const int64_t o = k * R + c0;
+            if (fmt == GB_F32)
+                for (int i = 0; i < 8; i++) acc[i] = _mm256_fmadd_ps(ak, _mm256_loadu_ps((const float *)B + o + 8 * i), acc[i]);
+            else if (fmt == GB_BF16)
+                for (int i = 0; i < 8; i++) {
+                    const __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)B + o + 8 * i));
+                    acc[i] = _mm256_fmadd_ps(ak, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)), acc[i]);
+                }
+            else
+                for (int i = 0; i < 8; i++)
+                    acc[i] = _mm256_fmadd_ps(ak, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)B + o + 8 * i))), acc[i]);
+        }
+        for (int i = 0; i < 8; i++) _mm256_storeu_ps(y + c0 + 8 * i, _mm256_mul_ps(_mm256_set1_ps(alpha), acc[i]));
+    }
+#endif
+    if (c0 < R) { /* columns left over (and builds without AVX-512 or AVX2): row by row */
         for (int64_t j = c0; j < R; j++) y[j] = 0.0f;
         for (int64_t k = 0; k < K; k++) {
             const float ak = alpha * a[k];
