@@ -16,6 +16,10 @@
 #if defined(__AVX512F__) || defined(__F16C__) || defined(__AVX2__)
 #include <immintrin.h>
 #endif
+/* the AVX2 version (repacked q4_K/q5_K/q6_K): compiled wherever AVX2, FMA and F16C are */
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define GB_HAVE_K_AVX2 1
+#endif
 
 #include "common.h"
 
@@ -247,37 +251,94 @@ static void quantize_block_q8_K_avx512(const float *xb, gb_block_q8_K *y) {
 }
 #endif
 
+/* one block, portable (ggml's quantize_row_q8_K_ref) */
+static void quantize_block_q8_K_ref(const float *xb, gb_block_q8_K *y) {
+    float max = 0.0f, amax = 0.0f;
+    for (int j = 0; j < QKK; j++) {
+        const float ax = fabsf(xb[j]);
+        if (ax > amax) {
+            amax = ax;
+            max = xb[j];
+        }
+    }
+    if (!amax) {
+        memset(y, 0, sizeof(gb_block_q8_K));
+        return;
+    }
+    const float iscale = -127.0f / max;
+    for (int j = 0; j < QKK; j++) {
+        const int v = (int)rintf(iscale * xb[j]); /* ggml's nearest_int: round half to even */
+        y->qs[j] = (int8_t)(v < 127 ? v : 127);
+    }
+    for (int j = 0; j < QKK / 16; j++) {
+        int s = 0;
+        for (int l = 0; l < 16; l++) s += y->qs[16 * j + l];
+        y->bsums[j] = (int16_t)s;
+    }
+    y->d = 1.0f / iscale;
+}
+
+#if defined(__AVX2__) && !(defined(__AVX512F__) && defined(__AVX512BW__))
+/* one block in AVX2, the bytes of the portable loop: the first value of largest magnitude by a
+ * vector max then a compare, values rounded by vcvtps2dq (round half to even, the default MXCSR
+ * mode, as rintf). Every value is then in [-127, 127], so the saturating packs are exact. Returns 0,
+ * writing nothing, for a block the portable loop must do: a non-finite value, or a scale -127/max
+ * that overflows (max tiny), where the portable loop's int conversions of inf/NaN decide the bytes. */
+static int quantize_block_q8_K_avx2(const float *xb, gb_block_q8_K *y) {
+    const __m256 sgn = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)), inf = _mm256_set1_ps(INFINITY);
+    __m256 vm = _mm256_setzero_ps(), bad = _mm256_setzero_ps();
+    for (int j = 0; j < QKK / 8; j++) {
+        const __m256 a = _mm256_and_ps(_mm256_loadu_ps(xb + 8 * j), sgn);
+        bad = _mm256_or_ps(bad, _mm256_cmp_ps(a, inf, _CMP_NLT_UQ)); /* inf or NaN */
+        vm = _mm256_max_ps(vm, a);
+    }
+    if (_mm256_movemask_ps(bad)) return 0;
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(vm), _mm256_extractf128_ps(vm, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
+    const float amax = _mm_cvtss_f32(m);
+    if (!amax) {
+        memset(y, 0, sizeof(gb_block_q8_K));
+        return 1;
+    }
+    float max = 0.0f;
+    const __m256 va = _mm256_set1_ps(amax);
+    for (int j = 0; j < QKK / 8; j++) {
+        const int mk = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_and_ps(_mm256_loadu_ps(xb + 8 * j), sgn), va, _CMP_EQ_OQ));
+        if (mk) {
+            max = xb[8 * j + __builtin_ctz((unsigned)mk)];
+            break;
+        }
+    }
+    const float iscale = -127.0f / max;
+    if (!isfinite(iscale)) return 0;
+    const __m256 vs = _mm256_set1_ps(iscale);
+    const __m256i c127 = _mm256_set1_epi32(127);
+    for (int j = 0; j < QKK / 16; j++) {
+        const __m256i a = _mm256_min_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(vs, _mm256_loadu_ps(xb + 16 * j))), c127);
+        const __m256i b = _mm256_min_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(vs, _mm256_loadu_ps(xb + 16 * j + 8))), c127);
+        const __m256i p16 = _mm256_permute4x64_epi64(_mm256_packs_epi32(a, b), 0xd8); /* a0..7 | b0..7 as int16 */
+        _mm_storeu_si128((__m128i *)(y->qs + 16 * j), _mm_packs_epi16(_mm256_castsi256_si128(p16), _mm256_extracti128_si256(p16, 1)));
+        const __m256i s8 = _mm256_add_epi32(a, b);
+        __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s8), _mm256_extracti128_si256(s8, 1));
+        s4 = _mm_add_epi32(s4, _mm_unpackhi_epi64(s4, s4));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 1));
+        y->bsums[j] = (int16_t)_mm_cvtsi128_si32(s4);
+    }
+    y->d = 1.0f / iscale;
+    return 1;
+}
+#endif
+
 void gb_quantize_row_q8_K(const float *x, gb_block_q8_K *y, int64_t k) {
 #if defined(__AVX512F__) && defined(__AVX512BW__)
     for (int64_t i = 0; i < k / QKK; i++) quantize_block_q8_K_avx512(x + i * QKK, &y[i]);
-    return;
+#elif defined(__AVX2__)
+    for (int64_t i = 0; i < k / QKK; i++)
+        if (!quantize_block_q8_K_avx2(x + i * QKK, &y[i])) quantize_block_q8_K_ref(x + i * QKK, &y[i]);
+#else
+    for (int64_t i = 0; i < k / QKK; i++) quantize_block_q8_K_ref(x + i * QKK, &y[i]);
 #endif
-    for (int64_t i = 0; i < k / QKK; i++) {
-        const float *xb = x + i * QKK;
-        float max = 0.0f, amax = 0.0f;
-        for (int j = 0; j < QKK; j++) {
-            const float ax = fabsf(xb[j]);
-            if (ax > amax) {
-                amax = ax;
-                max = xb[j];
-            }
-        }
-        if (!amax) {
-            memset(&y[i], 0, sizeof(gb_block_q8_K));
-            continue;
-        }
-        const float iscale = -127.0f / max;
-        for (int j = 0; j < QKK; j++) {
-            const int v = (int)rintf(iscale * xb[j]); /* ggml's nearest_int: round half to even */
-            y[i].qs[j] = (int8_t)(v < 127 ? v : 127);
-        }
-        for (int j = 0; j < QKK / 16; j++) {
-            int s = 0;
-            for (int l = 0; l < 16; l++) s += y[i].qs[16 * j + l];
-            y[i].bsums[j] = (int16_t)s;
-        }
-        y[i].d = 1.0f / iscale;
-    }
 }
 
 /* ---- kernels: one token chunk of one weight row --------------------------------------------- */
@@ -908,11 +969,18 @@ int gb_kversion_available(int v) {
 #ifdef GB_HAVE_K_VNNI
     if (v == GB_KV_VNNI) return 1;
 #endif
+#ifdef GB_HAVE_K_AVX2
+    if (v == GB_KV_AVX2) return 1;
+#endif
     return 0;
 }
 
+int gb_kversion_best(void) {
+    return gb_kversion_available(GB_KV_VNNI) ? GB_KV_VNNI : gb_kversion_available(GB_KV_AVX2) ? GB_KV_AVX2 : GB_KV_REF;
+}
+
 const char *gb_kversion_name(int v) {
-    static const char *names[GB_KV_COUNT] = {"auto", "kquant_ref", "kquant_vnni"};
+    static const char *names[GB_KV_COUNT] = {"auto", "kquant_ref", "kquant_vnni", "kquant_avx2"};
     return v >= 0 && v < GB_KV_COUNT ? names[v] : "?";
 }
 
@@ -928,7 +996,7 @@ int gb_klinear(int fmt, const float *x, const void *w, const float *bias, float 
     if (!gb_is_kfmt(fmt)) return gb_error(GB_EVALUE, "klinear: format %d is not q2_K (10), q3_K (11), q4_K (12), q5_K (13), q6_K (14) or iq4_xs (23)", fmt);
     if (K <= 0 || K % QKK) return gb_error(GB_EVALUE, "klinear: K=%ld must be a positive multiple of 256", (long)K);
     if (T < 0 || N < 0) return gb_error(GB_EVALUE, "klinear: T=%ld and N=%ld must be >= 0", (long)T, (long)N);
-    if (version == GB_KV_AUTO) version = gb_kversion_available(GB_KV_VNNI) ? GB_KV_VNNI : GB_KV_REF;
+    if (version == GB_KV_AUTO) version = gb_kversion_best();
     if (!gb_kversion_available(version))
         return gb_error(GB_EVALUE, "klinear: kernel version %d (%s) is not compiled in on this build", version, gb_kversion_name(version));
     if (T == 0 || N == 0) return GB_OK;
@@ -1564,6 +1632,167 @@ static void panel_fill_packed(int fmt, const uint8_t *P, int nr, int64_t nb, kpa
 }
 #endif
 
+#ifndef KP_PF_BYTES_AVX2
+#define KP_PF_BYTES_AVX2 7104 /* software prefetch distance of the AVX2 version, bytes (as KP_PF_BYTES) */
+#endif
+#ifdef GB_HAVE_K_AVX2
+/* ---- the AVX2 version (repacked q4_K, q5_K, q6_K) -----------------------------------------------
+ * The repacked record as it is (no layout of its own): each zmm-sized 64 bytes of nibbles is two
+ * ymm, rows 0..7 and rows 8..15, 4 bytes per row, so int32 lane r of a ymm is row r of the half
+ * and follows the portable arithmetic exactly, as the VNNI version's zmm lanes do. Per 32 bytes of
+ * nibbles and token: two vpmaddubsw (unsigned weights x the token's 4 signed activation bytes
+ * broadcast, pairs into int16; q4_K values 0..15, q5_K 0..31, q6_K 0..63 against |x| <= 127 cannot
+ * saturate), their int16 sums over as many nibble ymm as cannot overflow (q4_K 4: 8 x 2 x 15 x 127
+ * = 30480, q5_K 2: 31496, q6_K 1: 32004), then one vpmaddwd by the sub-block's scale repeated in
+ * both int16 halves (int32: scale x the 4-value sums) into isum. msum by vpmaddwd of (mn[2c],
+ * mn[2c+1]) int16 pairs against the token's pair of 32-value sums (q4_K/q5_K) or of 16-value sums
+ * with the scales (q6_K, then x 32). Then the float32 formula of kterm lane by lane, in block
+ * order: bit-identical to the portable version. Half a group (8 rows) per pass over a record. */
+static inline int32_t ld32a(const void *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* int8 a[r], b[r] (r < 8) -> the int16 pair (a[r], b[r]) in int32 lane r */
+static inline __attribute__((always_inline)) __m256i pairs8(const uint8_t *a, const uint8_t *b) {
+    return _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)a), _mm_loadl_epi64((const __m128i *)b)));
+}
+
+/* half h (rows 8h..8h+7) of zmm k of a record -> the unsigned values 8k..8k+3 (lo) and 8k+4..8k+7 (hi) */
+static inline __attribute__((always_inline)) void kp_decode_y(const int fmt, const uint8_t *p, const int k, const int h, __m256i *plo,
+                                                              __m256i *phi) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    const __m256i Q = _mm256_loadu_si256((const __m256i *)(p + kp_qs_at(fmt, k) + 32 * h));
+    __m256i lo = _mm256_and_si256(Q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(Q, 4), m4);
+    if (fmt == GB_Q5_K) {
+        /* byte 4r+i of the run's fifth-bit ymm: bit 2j for lo, 2j+1 for hi (j = k % 4), moved to bit 4 */
+        const __m256i H = _mm256_loadu_si256((const __m256i *)(p + kp_hb_at(fmt, k) + 32 * h)), c16 = _mm256_set1_epi8(0x10);
+        const int j = k % 4;
+        const __m256i flo = 2 * j <= 4 ? _mm256_slli_epi16(H, 4 - 2 * j) : _mm256_srli_epi16(H, 2 * j - 4);
+        const __m256i fhi = 2 * j + 1 <= 4 ? _mm256_slli_epi16(H, 3 - 2 * j) : _mm256_srli_epi16(H, 2 * j - 3);
+        lo = _mm256_or_si256(lo, _mm256_and_si256(flo, c16));
+        hi = _mm256_or_si256(hi, _mm256_and_si256(fhi, c16));
+    } else if (fmt == GB_Q6_K) {
+        /* bits 4(k%2)..+1 for lo, the next two for hi, moved to bits 4..5 */
+        const __m256i H = _mm256_loadu_si256((const __m256i *)(p + kp_hb_at(fmt, k) + 32 * h)), m30 = _mm256_set1_epi8(0x30);
+        if (k % 2 == 0) {
+            lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi16(H, 4), m30));
+            hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_slli_epi16(H, 2), m30));
+        } else {
+            lo = _mm256_or_si256(lo, _mm256_and_si256(H, m30));
+            hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_srli_epi16(H, 2), m30));
+        }
+    }
+    *plo = lo;
+    *phi = hi;
+}
+
+/* TT tokens (xq[t * nb]) x the nr rows of a group, all super-blocks: y[t * ldy + r] = sum + bias[r]
+ * (bz: 16 floats, zero without a bias) */
+static inline __attribute__((always_inline)) void kp_tile_avx2(const int fmt, const uint8_t *P, int64_t nb, const gb_block_q8_K *xq,
+                                                               float *y, int64_t ldy, const float *bz, int nr, const int TT) {
+    const int64_t pb = gb_kp_block_bytes(fmt), sco = kp_sc_off(fmt), mno = kp_mn_off(fmt), dof = kp_d_off(fmt);
+    const int64_t pfd = KP_PF_BYTES_AVX2;
+    const int nsub = kp_nsub(fmt), zps = 32 / nsub;
+    const int kps = fmt == GB_Q4_K ? 4 : fmt == GB_Q5_K ? 2 : 1; /* nibble ymm per int16 partial sum */
+    const int nh = nr > 8 ? 2 : 1;
+    __m256 acc[2][4];
+    for (int h = 0; h < 2; h++)
+        for (int t = 0; t < TT; t++) acc[h][t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *p = P + b * pb;
+        /* per token the int16 pairs msum is taken against: (32-value sums 2c, 2c+1), q6_K (16-value sums 2c, 2c+1) */
+        int32_t bp[4][8];
+        for (int t = 0; t < TT; t++) {
+            const int16_t *bs = xq[t * nb + b].bsums;
+            if (fmt == GB_Q6_K)
+                for (int c = 0; c < 8; c++) bp[t][c] = ld32a(bs + 2 * c);
+            else
+                for (int c = 0; c < 4; c++)
+                    bp[t][c] = (int32_t)((uint32_t)(uint16_t)(bs[4 * c] + bs[4 * c + 1]) | ((uint32_t)(uint16_t)(bs[4 * c + 2] + bs[4 * c + 3]) << 16));
+        }
+        for (int h = 0; h < nh; h++) {
+            __m256i isum[4];
+            for (int t = 0; t < TT; t++) isum[t] = _mm256_setzero_si256();
+#pragma GCC unroll 16
+            for (int s = 0; s < nsub; s++) {
+                const __m128i s8 = _mm_loadl_epi64((const __m128i *)(p + sco + 16 * s + 8 * h));
+                const __m256i sc = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s8, s8)); /* (sc, sc) per row */
+                for (int k0 = 0; k0 < zps; k0 += kps) {
+                    __m256i a16[4];
+#pragma GCC unroll 4
+                    for (int kk = k0; kk < k0 + kps; kk++) {
+                        const int k = s * zps + kk;
+                        if (h == 0) { /* the record pfd bytes ahead, every line of it */
+                            _mm_prefetch((const char *)(p + pfd + 64 * k), _MM_HINT_T0);
+                            if (64 * (k + 32) < pb) _mm_prefetch((const char *)(p + pfd + 64 * (k + 32)), _MM_HINT_T0);
+                        }
+                        __m256i lo, hi;
+                        kp_decode_y(fmt, p, k, h, &lo, &hi);
+                        for (int t = 0; t < TT; t++) {
+                            const int8_t *xs = xq[t * nb + b].qs + 8 * k;
+                            const __m256i v = _mm256_add_epi16(_mm256_maddubs_epi16(lo, _mm256_set1_epi32(ld32a(xs))),
+                                                               _mm256_maddubs_epi16(hi, _mm256_set1_epi32(ld32a(xs + 4))));
+                            a16[t] = kk == k0 ? v : _mm256_add_epi16(a16[t], v);
+                        }
+                    }
+                    for (int t = 0; t < TT; t++) isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(a16[t], sc));
+                }
+            }
+            const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + dof + 16 * h)));
+            const __m256 dm = kp_has_min(fmt) ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + dof + 32 + 16 * h))) : d;
+            const int np = fmt == GB_Q6_K ? 8 : 4;
+            const int64_t mo = fmt == GB_Q6_K ? sco : mno;
+            __m256i mp[8];
+            for (int c = 0; c < np; c++) mp[c] = pairs8(p + mo + 16 * (2 * c) + 8 * h, p + mo + 16 * (2 * c + 1) + 8 * h);
+            for (int t = 0; t < TT; t++) {
+                __m256i msum = _mm256_madd_epi16(mp[0], _mm256_set1_epi32(bp[t][0]));
+                for (int c = 1; c < np; c++) msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mp[c], _mm256_set1_epi32(bp[t][c])));
+                const __m256 dx = _mm256_set1_ps(xq[t * nb + b].d);
+                /* lane by lane kterm: q6_K (d*dx)*(isum - 32 msum), else (d*dx)*isum - (dm*dx)*msum, then added */
+                const __m256 r = fmt == GB_Q6_K
+                                     ? _mm256_mul_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(_mm256_sub_epi32(isum[t], _mm256_slli_epi32(msum, 5))))
+                                     : _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(isum[t])),
+                                                     _mm256_mul_ps(_mm256_mul_ps(dm, dx), _mm256_cvtepi32_ps(msum)));
+                acc[h][t] = _mm256_add_ps(acc[h][t], r);
+            }
+        }
+    }
+    for (int h = 0; h < nh; h++) {
+        const __m256 vb = _mm256_loadu_ps(bz + 8 * h);
+        const int n = nr - 8 * h < 8 ? nr - 8 * h : 8;
+        for (int t = 0; t < TT; t++) {
+            const __m256 v = _mm256_add_ps(acc[h][t], vb);
+            if (n == 8) _mm256_storeu_ps(y + t * ldy + 8 * h, v);
+            else {
+                float tmp[8];
+                _mm256_storeu_ps(tmp, v);
+                memcpy(y + t * ldy + 8 * h, tmp, (size_t)n * sizeof(float));
+            }
+        }
+    }
+}
+
+#define KP_GROUP_AVX2(name, F)                                                                                           \
+    static void name(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, int64_t T, float *y, int64_t ldy,            \
+                     const float *bias, int nr) {                                                                        \
+        float bz[16] = {0};                                                                                              \
+        if (bias) memcpy(bz, bias, (size_t)nr * sizeof(float));                                                          \
+        int64_t t0 = 0;                                                                                                  \
+        for (; t0 + 4 <= T; t0 += 4) kp_tile_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 4);                 \
+        switch (T - t0) {                                                                                                \
+        case 3: kp_tile_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 3); break;                               \
+        case 2: kp_tile_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 2); break;                               \
+        case 1: kp_tile_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 1); break;                               \
+        default: break;                                                                                                  \
+        }                                                                                                                \
+    }
+KP_GROUP_AVX2(kp_group_avx2_q4, GB_Q4_K)
+KP_GROUP_AVX2(kp_group_avx2_q5, GB_Q5_K)
+KP_GROUP_AVX2(kp_group_avx2_q6, GB_Q6_K)
+#endif
+
 void gb_kp_rows(int fmt, const void *wp, int64_t N, int64_t K, int64_t g, const gb_block_q8_K *xq, int64_t T, float *y,
                 int64_t ldy, const float *bias, int version) {
     const int64_t nb = K / QKK;
@@ -1574,6 +1803,12 @@ void gb_kp_rows(int fmt, const void *wp, int64_t N, int64_t K, int64_t g, const 
         const __mmask16 m = (__mmask16)((1u << nr) - 1);
         (fmt == GB_Q4_K ? kp_group_q4 : fmt == GB_Q5_K ? kp_group_q5 : fmt == GB_Q6_K ? kp_group_q6 : fmt == GB_Q2_K ? kp_group_q2
          : fmt == GB_Q3_K ? kp_group_q3 : kp_group_iq4xs)(P, nb, xq, T, y, ldy, bias, m);
+        return;
+    }
+#endif
+#ifdef GB_HAVE_K_AVX2
+    if (version == GB_KV_AVX2 && (fmt == GB_Q4_K || fmt == GB_Q5_K || fmt == GB_Q6_K)) {
+        (fmt == GB_Q4_K ? kp_group_avx2_q4 : fmt == GB_Q5_K ? kp_group_avx2_q5 : kp_group_avx2_q6)(P, nb, xq, T, y, ldy, bias, nr);
         return;
     }
 #endif
@@ -1672,7 +1907,7 @@ int gb_klinear_packed_chk(int fmt, const float *x, const void *wp, const float *
     if (!gb_kp_is_fmt(fmt)) return gb_error(GB_EVALUE, "klinear_packed: format %d is not a K-quant (q2_K..q6_K, iq4_xs)", fmt);
     if (K <= 0 || K % QKK) return gb_error(GB_EVALUE, "klinear_packed: K=%ld must be a positive multiple of 256", (long)K);
     if (T < 0 || N < 0) return gb_error(GB_EVALUE, "klinear_packed: T=%ld and N=%ld must be >= 0", (long)T, (long)N);
-    if (version == GB_KV_AUTO) version = gb_kversion_available(GB_KV_VNNI) ? GB_KV_VNNI : GB_KV_REF;
+    if (version == GB_KV_AUTO) version = gb_kversion_best();
     if (!gb_kversion_available(version))
         return gb_error(GB_EVALUE, "klinear_packed: kernel version %d (%s) is not compiled in on this build", version, gb_kversion_name(version));
     if (T == 0 || N == 0) return GB_OK;
