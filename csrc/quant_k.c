@@ -1635,6 +1635,11 @@ static void panel_fill_packed(int fmt, const uint8_t *P, int nr, int64_t nb, kpa
 #ifndef KP_PF_BYTES_AVX2
 #define KP_PF_BYTES_AVX2 7104 /* software prefetch distance of the AVX2 version, bytes (as KP_PF_BYTES) */
 #endif
+#ifndef KP_AVX2_UNROLL
+#define KP_AVX2_UNROLL 1 /* sub-block loop: unrolling it cost registers (spills), no speed */
+#endif
+#define KP_AVX2_PRAGMA_(x) _Pragma(#x)
+#define KP_AVX2_PRAGMA(x) KP_AVX2_PRAGMA_(x)
 #ifdef GB_HAVE_K_AVX2
 /* ---- the AVX2 version (repacked q4_K, q5_K, q6_K) -----------------------------------------------
  * The repacked record as it is (no layout of its own): each zmm-sized 64 bytes of nibbles is two
@@ -1697,9 +1702,9 @@ static inline __attribute__((always_inline)) void kp_tile_avx2(const int fmt, co
     const int nsub = kp_nsub(fmt), zps = 32 / nsub;
     const int kps = fmt == GB_Q4_K ? 4 : fmt == GB_Q5_K ? 2 : 1; /* nibble ymm per int16 partial sum */
     const int nh = nr > 8 ? 2 : 1;
-    __m256 acc[2][4];
-    for (int h = 0; h < 2; h++)
-        for (int t = 0; t < TT; t++) acc[h][t] = _mm256_setzero_ps();
+    /* the float32 running sums in memory (L1): 8 ymm held across the loop left too few for the tile */
+    float acc[2][4][8];
+    memset(acc, 0, sizeof(acc));
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *p = P + b * pb;
         /* per token the int16 pairs msum is taken against: (32-value sums 2c, 2c+1), q6_K (16-value sums 2c, 2c+1) */
@@ -1715,7 +1720,7 @@ static inline __attribute__((always_inline)) void kp_tile_avx2(const int fmt, co
         for (int h = 0; h < nh; h++) {
             __m256i isum[4];
             for (int t = 0; t < TT; t++) isum[t] = _mm256_setzero_si256();
-#pragma GCC unroll 16
+            KP_AVX2_PRAGMA(GCC unroll KP_AVX2_UNROLL)
             for (int s = 0; s < nsub; s++) {
                 const __m128i s8 = _mm_loadl_epi64((const __m128i *)(p + sco + 16 * s + 8 * h));
                 const __m256i sc = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s8, s8)); /* (sc, sc) per row */
@@ -1735,9 +1740,10 @@ static inline __attribute__((always_inline)) void kp_tile_avx2(const int fmt, co
                             const __m256i v = _mm256_add_epi16(_mm256_maddubs_epi16(lo, _mm256_set1_epi32(ld32a(xs))),
                                                                _mm256_maddubs_epi16(hi, _mm256_set1_epi32(ld32a(xs + 4))));
                             a16[t] = kk == k0 ? v : _mm256_add_epi16(a16[t], v);
+                            /* into isum as soon as complete (q6_K: at once, fewer live registers) */
+                            if (kk == k0 + kps - 1) isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(a16[t], sc));
                         }
                     }
-                    for (int t = 0; t < TT; t++) isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(a16[t], sc));
                 }
             }
             const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + dof + 16 * h)));
@@ -1755,7 +1761,7 @@ static inline __attribute__((always_inline)) void kp_tile_avx2(const int fmt, co
                                      ? _mm256_mul_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(_mm256_sub_epi32(isum[t], _mm256_slli_epi32(msum, 5))))
                                      : _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(isum[t])),
                                                      _mm256_mul_ps(_mm256_mul_ps(dm, dx), _mm256_cvtepi32_ps(msum)));
-                acc[h][t] = _mm256_add_ps(acc[h][t], r);
+                _mm256_storeu_ps(acc[h][t], _mm256_add_ps(_mm256_loadu_ps(acc[h][t]), r));
             }
         }
     }
@@ -1763,7 +1769,7 @@ static inline __attribute__((always_inline)) void kp_tile_avx2(const int fmt, co
         const __m256 vb = _mm256_loadu_ps(bz + 8 * h);
         const int n = nr - 8 * h < 8 ? nr - 8 * h : 8;
         for (int t = 0; t < TT; t++) {
-            const __m256 v = _mm256_add_ps(acc[h][t], vb);
+            const __m256 v = _mm256_add_ps(_mm256_loadu_ps(acc[h][t]), vb);
             if (n == 8) _mm256_storeu_ps(y + t * ldy + 8 * h, v);
             else {
                 float tmp[8];
