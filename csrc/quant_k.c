@@ -1633,10 +1633,16 @@ static void panel_fill_packed(int fmt, const uint8_t *P, int nr, int64_t nb, kpa
 #endif
 
 #ifndef KP_PF_BYTES_AVX2
-#define KP_PF_BYTES_AVX2 7104 /* software prefetch distance of the AVX2 version, bytes (as KP_PF_BYTES) */
+#define KP_PF_BYTES_AVX2 14208 /* software prefetch distance of the AVX2 version, bytes: 9.5-9.8 GB/s q4_K, 6.9-8.8 q6_K from DRAM at 1 thread (0: 5-6.5; 7104: 8.6-9.0, 5.1-8.1; 28416: 6.8-7.4; Zen 3, 2026-12-02) */
 #endif
 #ifndef KP_AVX2_UNROLL
 #define KP_AVX2_UNROLL 1 /* sub-block loop: unrolling it cost registers (spills), no speed */
+#endif
+#ifndef KP_AVX2_HB1
+#define KP_AVX2_HB1 2 /* halves per pass of the 1-token tile (the GEMV) */
+#endif
+#ifndef KP_AVX2_HB2
+#define KP_AVX2_HB2 1 /* of the 2-token tile */
 #endif
 #define KP_AVX2_PRAGMA_(x) _Pragma(#x)
 #define KP_AVX2_PRAGMA(x) KP_AVX2_PRAGMA_(x)
@@ -1694,14 +1700,17 @@ static inline __attribute__((always_inline)) void kp_decode_y(const int fmt, con
 }
 
 /* TT tokens (xq[t * nb]) x the nr rows of a group, all super-blocks: y[t * ldy + r] = sum + bias[r]
- * (bz: 16 floats, zero without a bias) */
+ * (bz: 16 floats, zero without a bias). HB halves per pass over a record: 1 (rows 0..7, then 8..15
+ * if nr > 8: the registers of 4 tokens), or 2 (both halves at once: one pair of activation
+ * broadcasts feeds 4 vpmaddubsw and the record is read front to back once; the GEMV) */
 static inline __attribute__((always_inline)) void kp_tile_avx2(const int fmt, const uint8_t *P, int64_t nb, const gb_block_q8_K *xq,
-                                                               float *y, int64_t ldy, const float *bz, int nr, const int TT) {
+                                                               float *y, int64_t ldy, const float *bz, int nr, const int TT,
+                                                               const int HB) {
     const int64_t pb = gb_kp_block_bytes(fmt), sco = kp_sc_off(fmt), mno = kp_mn_off(fmt), dof = kp_d_off(fmt);
     const int64_t pfd = KP_PF_BYTES_AVX2;
     const int nsub = kp_nsub(fmt), zps = 32 / nsub;
     const int kps = fmt == GB_Q4_K ? 4 : fmt == GB_Q5_K ? 2 : 1; /* nibble ymm per int16 partial sum */
-    const int nh = nr > 8 ? 2 : 1;
+    const int nh = HB == 2 || nr > 8 ? 2 : 1;
     /* the float32 running sums in memory (L1): 8 ymm held across the loop left too few for the tile */
     float acc[2][4][8];
     memset(acc, 0, sizeof(acc));
@@ -1717,58 +1726,67 @@ static inline __attribute__((always_inline)) void kp_tile_avx2(const int fmt, co
                 for (int c = 0; c < 4; c++)
                     bp[t][c] = (int32_t)((uint32_t)(uint16_t)(bs[4 * c] + bs[4 * c + 1]) | ((uint32_t)(uint16_t)(bs[4 * c + 2] + bs[4 * c + 3]) << 16));
         }
-        for (int h = 0; h < nh; h++) {
-            __m256i isum[4];
-            for (int t = 0; t < TT; t++) isum[t] = _mm256_setzero_si256();
+        for (int h0 = 0; h0 < nh; h0 += HB) {
+            __m256i isum[2][4];
+            for (int hh = 0; hh < HB; hh++)
+                for (int t = 0; t < TT; t++) isum[hh][t] = _mm256_setzero_si256();
             KP_AVX2_PRAGMA(GCC unroll KP_AVX2_UNROLL)
             for (int s = 0; s < nsub; s++) {
-                const __m128i s8 = _mm_loadl_epi64((const __m128i *)(p + sco + 16 * s + 8 * h));
-                const __m256i sc = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s8, s8)); /* (sc, sc) per row */
+                __m256i sc[2];
+                for (int hh = 0; hh < HB; hh++) {
+                    const __m128i s8 = _mm_loadl_epi64((const __m128i *)(p + sco + 16 * s + 8 * (h0 + hh)));
+                    sc[hh] = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s8, s8)); /* (sc, sc) per row */
+                }
                 for (int k0 = 0; k0 < zps; k0 += kps) {
-                    __m256i a16[4];
+                    __m256i a16[2][4];
 #pragma GCC unroll 4
                     for (int kk = k0; kk < k0 + kps; kk++) {
                         const int k = s * zps + kk;
-                        if (h == 0) { /* the record pfd bytes ahead, every line of it */
+                        if (pfd && h0 == 0) { /* the record pfd bytes ahead, every line of it */
                             _mm_prefetch((const char *)(p + pfd + 64 * k), _MM_HINT_T0);
                             if (64 * (k + 32) < pb) _mm_prefetch((const char *)(p + pfd + 64 * (k + 32)), _MM_HINT_T0);
                         }
-                        __m256i lo, hi;
-                        kp_decode_y(fmt, p, k, h, &lo, &hi);
+                        __m256i lo[2], hi[2];
+                        for (int hh = 0; hh < HB; hh++) kp_decode_y(fmt, p, k, h0 + hh, &lo[hh], &hi[hh]);
                         for (int t = 0; t < TT; t++) {
                             const int8_t *xs = xq[t * nb + b].qs + 8 * k;
-                            const __m256i v = _mm256_add_epi16(_mm256_maddubs_epi16(lo, _mm256_set1_epi32(ld32a(xs))),
-                                                               _mm256_maddubs_epi16(hi, _mm256_set1_epi32(ld32a(xs + 4))));
-                            a16[t] = kk == k0 ? v : _mm256_add_epi16(a16[t], v);
-                            /* into isum as soon as complete (q6_K: at once, fewer live registers) */
-                            if (kk == k0 + kps - 1) isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(a16[t], sc));
+                            const __m256i x0 = _mm256_set1_epi32(ld32a(xs)), x1 = _mm256_set1_epi32(ld32a(xs + 4));
+                            for (int hh = 0; hh < HB; hh++) {
+                                const __m256i v = _mm256_add_epi16(_mm256_maddubs_epi16(lo[hh], x0), _mm256_maddubs_epi16(hi[hh], x1));
+                                a16[hh][t] = kk == k0 ? v : _mm256_add_epi16(a16[hh][t], v);
+                                /* into isum as soon as complete (q6_K: at once, fewer live registers) */
+                                if (kk == k0 + kps - 1) isum[hh][t] = _mm256_add_epi32(isum[hh][t], _mm256_madd_epi16(a16[hh][t], sc[hh]));
+                            }
                         }
                     }
                 }
             }
-            const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + dof + 16 * h)));
-            const __m256 dm = kp_has_min(fmt) ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + dof + 32 + 16 * h))) : d;
-            const int np = fmt == GB_Q6_K ? 8 : 4;
-            const int64_t mo = fmt == GB_Q6_K ? sco : mno;
-            __m256i mp[8];
-            for (int c = 0; c < np; c++) mp[c] = pairs8(p + mo + 16 * (2 * c) + 8 * h, p + mo + 16 * (2 * c + 1) + 8 * h);
-            for (int t = 0; t < TT; t++) {
-                __m256i msum = _mm256_madd_epi16(mp[0], _mm256_set1_epi32(bp[t][0]));
-                for (int c = 1; c < np; c++) msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mp[c], _mm256_set1_epi32(bp[t][c])));
-                const __m256 dx = _mm256_set1_ps(xq[t * nb + b].d);
-                /* lane by lane kterm: q6_K (d*dx)*(isum - 32 msum), else (d*dx)*isum - (dm*dx)*msum, then added */
-                const __m256 r = fmt == GB_Q6_K
-                                     ? _mm256_mul_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(_mm256_sub_epi32(isum[t], _mm256_slli_epi32(msum, 5))))
-                                     : _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(isum[t])),
-                                                     _mm256_mul_ps(_mm256_mul_ps(dm, dx), _mm256_cvtepi32_ps(msum)));
-                _mm256_storeu_ps(acc[h][t], _mm256_add_ps(_mm256_loadu_ps(acc[h][t]), r));
+            for (int hh = 0; hh < HB; hh++) {
+                const int h = h0 + hh;
+                const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + dof + 16 * h)));
+                const __m256 dm = kp_has_min(fmt) ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + dof + 32 + 16 * h))) : d;
+                const int np = fmt == GB_Q6_K ? 8 : 4;
+                const int64_t mo = fmt == GB_Q6_K ? sco : mno;
+                __m256i mp[8];
+                for (int c = 0; c < np; c++) mp[c] = pairs8(p + mo + 16 * (2 * c) + 8 * h, p + mo + 16 * (2 * c + 1) + 8 * h);
+                for (int t = 0; t < TT; t++) {
+                    __m256i msum = _mm256_madd_epi16(mp[0], _mm256_set1_epi32(bp[t][0]));
+                    for (int c = 1; c < np; c++) msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mp[c], _mm256_set1_epi32(bp[t][c])));
+                    const __m256 dx = _mm256_set1_ps(xq[t * nb + b].d);
+                    /* lane by lane kterm: q6_K (d*dx)*(isum - 32 msum), else (d*dx)*isum - (dm*dx)*msum, then added */
+                    const __m256 r = fmt == GB_Q6_K
+                                         ? _mm256_mul_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(_mm256_sub_epi32(isum[hh][t], _mm256_slli_epi32(msum, 5))))
+                                         : _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(isum[hh][t])),
+                                                         _mm256_mul_ps(_mm256_mul_ps(dm, dx), _mm256_cvtepi32_ps(msum)));
+                    _mm256_storeu_ps(acc[h][t], _mm256_add_ps(_mm256_loadu_ps(acc[h][t]), r));
+                }
             }
         }
     }
     for (int h = 0; h < nh; h++) {
         const __m256 vb = _mm256_loadu_ps(bz + 8 * h);
         const int n = nr - 8 * h < 8 ? nr - 8 * h : 8;
-        for (int t = 0; t < TT; t++) {
+        for (int t = 0; t < TT && n > 0; t++) {
             const __m256 v = _mm256_add_ps(_mm256_loadu_ps(acc[h][t]), vb);
             if (n == 8) _mm256_storeu_ps(y + t * ldy + 8 * h, v);
             else {
@@ -1786,11 +1804,11 @@ static inline __attribute__((always_inline)) void kp_tile_avx2(const int fmt, co
         float bz[16] = {0};                                                                                              \
         if (bias) memcpy(bz, bias, (size_t)nr * sizeof(float));                                                          \
         int64_t t0 = 0;                                                                                                  \
-        for (; t0 + 4 <= T; t0 += 4) kp_tile_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 4);                 \
+        for (; t0 + 4 <= T; t0 += 4) kp_tile_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 4, 1);              \
         switch (T - t0) {                                                                                                \
-        case 3: kp_tile_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 3); break;                               \
-        case 2: kp_tile_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 2); break;                               \
-        case 1: kp_tile_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 1); break;                               \
+        case 3: kp_tile_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 3, 1); break;                            \
+        case 2: kp_tile_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 2, KP_AVX2_HB2); break;                  \
+        case 1: kp_tile_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 1, KP_AVX2_HB1); break;                  \
         default: break;                                                                                                  \
         }                                                                                                                \
     }
