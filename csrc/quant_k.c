@@ -1705,7 +1705,7 @@ static inline __attribute__((always_inline)) void kp_decode_y(const int fmt, con
  * broadcasts feeds 4 vpmaddubsw and the record is read front to back once; the GEMV) */
 static inline __attribute__((always_inline)) void kp_tile_avx2(const int fmt, const uint8_t *P, int64_t nb, const gb_block_q8_K *xq,
                                                                float *y, int64_t ldy, const float *bz, int nr, const int TT,
-                                                               const int HB) {
+                                                               const int HB, int pf) {
     const int64_t pb = gb_kp_block_bytes(fmt), sco = kp_sc_off(fmt), mno = kp_mn_off(fmt), dof = kp_d_off(fmt);
     const int64_t pfd = KP_PF_BYTES_AVX2;
     const int nsub = kp_nsub(fmt), zps = 32 / nsub;
@@ -1737,12 +1737,13 @@ static inline __attribute__((always_inline)) void kp_tile_avx2(const int fmt, co
                     const __m128i s8 = _mm_loadl_epi64((const __m128i *)(p + sco + 16 * s + 8 * (h0 + hh)));
                     sc[hh] = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s8, s8)); /* (sc, sc) per row */
                 }
-                for (int k0 = 0; k0 < zps; k0 += kps) {
+#pragma GCC unroll 4
+                for (int k0 = 0; k0 < zps; k0 += kps) { /* unrolled: k % 4 (q5_K's bit) and k % 2 (q6_K's) constant */
                     __m256i a16[2][4];
 #pragma GCC unroll 4
                     for (int kk = k0; kk < k0 + kps; kk++) {
                         const int k = s * zps + kk;
-                        if (pfd && h0 == 0) { /* the record pfd bytes ahead, every line of it */
+                        if (pfd && pf && h0 == 0) { /* the record pfd bytes ahead, every line of it */
                             _mm_prefetch((const char *)(p + pfd + 64 * k), _MM_HINT_T0);
                             if (64 * (k + 32) < pb) _mm_prefetch((const char *)(p + pfd + 64 * (k + 32)), _MM_HINT_T0);
                         }
@@ -1799,16 +1800,19 @@ static inline __attribute__((always_inline)) void kp_tile_avx2(const int fmt, co
 }
 
 #define KP_GROUP_AVX2(name, F)                                                                                           \
+    /* tiles of 4 tokens, then the rest; software prefetch in the first tile only (the group's records   \
+     * come from DRAM once; the later tiles find them in L1/L2, where prefetching the next group's     \
+     * records would only evict them) */                                                               \
     static void name(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, int64_t T, float *y, int64_t ldy,            \
                      const float *bias, int nr) {                                                                        \
         float bz[16] = {0};                                                                                              \
         if (bias) memcpy(bz, bias, (size_t)nr * sizeof(float));                                                          \
         int64_t t0 = 0;                                                                                                  \
-        for (; t0 + 4 <= T; t0 += 4) kp_tile_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 4, 1);              \
+        for (; t0 + 4 <= T; t0 += 4) kp_tile_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 4, 1, t0 == 0);     \
         switch (T - t0) {                                                                                                \
-        case 3: kp_tile_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 3, 1); break;                            \
-        case 2: kp_tile_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 2, KP_AVX2_HB2); break;                  \
-        case 1: kp_tile_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 1, KP_AVX2_HB1); break;                  \
+        case 3: kp_tile_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 3, 1, t0 == 0); break;                   \
+        case 2: kp_tile_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 2, KP_AVX2_HB2, t0 == 0); break;         \
+        case 1: kp_tile_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 1, KP_AVX2_HB1, t0 == 0); break;         \
         default: break;                                                                                                  \
         }                                                                                                                \
     }
