@@ -6,7 +6,8 @@
  * OpenMP over weight rows. Per (row, super-block) the weights are decoded once - the portable
  * version into a small struct, the VNNI version into four zmm of unsigned bytes plus per-lane int32
  * scales - and dotted with every token of the chunk. The weights are read in the ggml layout as
- * stored (no repacked copy): a row of super-blocks is one contiguous stream. */
+ * stored (no repacked copy): a row of super-blocks is one contiguous stream. The AVX2 version
+ * (kp_tile_avx2) reads the repacked layout only (q4_K/q5_K/q6_K); elsewhere it runs the portable code. */
 #include "quant_k.h"
 
 #include <math.h>

@@ -301,7 +301,7 @@ def linear(x: np.ndarray, weight: QTensor, bias=None, *, compute: str = "auto", 
     `kernel` forces a numbered version (see kernels()); for tests and benchmarks.
 
     q2_K..q6_K and iq4_xs weights (csrc/quant_k.c): x quantized to q8_K per row, integer super-block dots
-    (kernels kquant_vnni / kquant_ref, bit-identical) on the weight repacked once on first use
+    (kernels kquant_vnni / kquant_avx2 / kquant_ref, bit-identical) on the weight repacked once on first use
     (KP_FORMATS, see QTensor.repack; the same numbers as on the bytes as stored); compute="f32"
     dequantizes W to float32 and calls the C core's float linear.
     """
