@@ -1685,6 +1685,13 @@ static inline __attribute__((always_inline)) void kp_decode_y(const int fmt, con
         const __m256i fhi = 2 * j + 1 <= 4 ? _mm256_slli_epi16(H, 3 - 2 * j) : _mm256_srli_epi16(H, 2 * j - 3);
         lo = _mm256_or_si256(lo, _mm256_and_si256(flo, c16));
         hi = _mm256_or_si256(hi, _mm256_and_si256(fhi, c16));
+    } else if (fmt == GB_IQ4_XS) {
+        /* the grid values themselves, signed (-127..113): the tile multiplies them by the activations
+         * through |x| and x's sign (vpsignb), so no +128 offset and no msum: isum is kterm's exact
+         * isum - msum of the portable version's unsigned values */
+        const __m256i tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)kvalues_iq4nl));
+        lo = _mm256_shuffle_epi8(tbl, lo);
+        hi = _mm256_shuffle_epi8(tbl, hi);
     } else if (fmt == GB_Q6_K) {
         /* bits 4(k%2)..+1 for lo, the next two for hi, moved to bits 4..5 */
         const __m256i H = _mm256_loadu_si256((const __m256i *)(p + kp_hb_at(fmt, k) + 32 * h)), m30 = _mm256_set1_epi8(0x30);
@@ -1712,6 +1719,7 @@ static inline __attribute__((always_inline)) void kp_tile_avx2(const int fmt, co
     const int nsub = kp_nsub(fmt), zps = 32 / nsub;
     const int kps = fmt == GB_Q4_K ? 4 : fmt == GB_Q5_K ? 2 : 1; /* nibble ymm per int16 partial sum */
     const int nh = HB == 2 || nr > 8 ? 2 : 1;
+    const int iq = fmt == GB_IQ4_XS; /* signed grid values: no msum (see kp_decode_y) */
     /* the float32 running sums in memory (L1): 8 ymm held across the loop left too few for the tile */
     float acc[2][4][8];
     memset(acc, 0, sizeof(acc));
@@ -1753,6 +1761,14 @@ static inline __attribute__((always_inline)) void kp_tile_avx2(const int fmt, co
                         for (int t = 0; t < TT; t++) {
                             const int8_t *xs = xq[t * nb + b].qs + 8 * k;
                             const __m256i x0 = _mm256_set1_epi32(ld32a(xs)), x1 = _mm256_set1_epi32(ld32a(xs + 4));
+                            if (iq) { /* |x| x (w with x's sign): pairs <= 2 * 127 * 127, one vpmaddwd each */
+                                const __m256i ax0 = _mm256_abs_epi8(x0), ax1 = _mm256_abs_epi8(x1);
+                                for (int hh = 0; hh < HB; hh++)
+                                    isum[hh][t] = _mm256_add_epi32(
+                                        isum[hh][t], _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(ax0, _mm256_sign_epi8(lo[hh], x0)), sc[hh]),
+                                                                      _mm256_madd_epi16(_mm256_maddubs_epi16(ax1, _mm256_sign_epi8(hi[hh], x1)), sc[hh])));
+                                continue;
+                            }
                             for (int hh = 0; hh < HB; hh++) {
                                 const __m256i v = _mm256_add_epi16(_mm256_maddubs_epi16(lo[hh], x0), _mm256_maddubs_epi16(hi[hh], x1));
                                 a16[hh][t] = kk == k0 ? v : _mm256_add_epi16(a16[hh][t], v);
@@ -1767,11 +1783,16 @@ static inline __attribute__((always_inline)) void kp_tile_avx2(const int fmt, co
                 const int h = h0 + hh;
                 const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + dof + 16 * h)));
                 const __m256 dm = kp_has_min(fmt) ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + dof + 32 + 16 * h))) : d;
-                const int np = fmt == GB_Q6_K ? 8 : 4;
+                const int np = fmt == GB_Q6_K ? 8 : iq ? 0 : 4;
                 const int64_t mo = fmt == GB_Q6_K ? sco : mno;
                 __m256i mp[8];
                 for (int c = 0; c < np; c++) mp[c] = pairs8(p + mo + 16 * (2 * c) + 8 * h, p + mo + 16 * (2 * c + 1) + 8 * h);
                 for (int t = 0; t < TT; t++) {
+                    if (iq) { /* isum is already kterm's exact isum - msum */
+                        const __m256 r = _mm256_mul_ps(_mm256_mul_ps(d, _mm256_set1_ps(xq[t * nb + b].d)), _mm256_cvtepi32_ps(isum[hh][t]));
+                        _mm256_storeu_ps(acc[h][t], _mm256_add_ps(_mm256_loadu_ps(acc[h][t]), r));
+                        continue;
+                    }
                     __m256i msum = _mm256_madd_epi16(mp[0], _mm256_set1_epi32(bp[t][0]));
                     for (int c = 1; c < np; c++) msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mp[c], _mm256_set1_epi32(bp[t][c])));
                     const __m256 dx = _mm256_set1_ps(xq[t * nb + b].d);
@@ -1820,6 +1841,7 @@ static inline __attribute__((always_inline)) void kp_tile_avx2(const int fmt, co
 KP_GROUP_AVX2(kp_group_avx2_q4, GB_Q4_K)
 KP_GROUP_AVX2(kp_group_avx2_q5, GB_Q5_K)
 KP_GROUP_AVX2(kp_group_avx2_q6, GB_Q6_K)
+KP_GROUP_AVX2(kp_group_avx2_iq4xs, GB_IQ4_XS)
 #endif
 
 void gb_kp_rows(int fmt, const void *wp, int64_t N, int64_t K, int64_t g, const gb_block_q8_K *xq, int64_t T, float *y,
@@ -1836,8 +1858,9 @@ void gb_kp_rows(int fmt, const void *wp, int64_t N, int64_t K, int64_t g, const 
     }
 #endif
 #ifdef GB_HAVE_K_AVX2
-    if (version == GB_KV_AVX2 && (fmt == GB_Q4_K || fmt == GB_Q5_K || fmt == GB_Q6_K)) {
-        (fmt == GB_Q4_K ? kp_group_avx2_q4 : fmt == GB_Q5_K ? kp_group_avx2_q5 : kp_group_avx2_q6)(P, nb, xq, T, y, ldy, bias, nr);
+    if (version == GB_KV_AVX2 && (fmt == GB_Q4_K || fmt == GB_Q5_K || fmt == GB_Q6_K || fmt == GB_IQ4_XS)) {
+        (fmt == GB_Q4_K ? kp_group_avx2_q4 : fmt == GB_Q5_K ? kp_group_avx2_q5 : fmt == GB_Q6_K ? kp_group_avx2_q6 : kp_group_avx2_iq4xs)(
+            P, nb, xq, T, y, ldy, bias, nr);
         return;
     }
 #endif
