@@ -1,5 +1,5 @@
 """The AVX2 version of the K-quant GEMV/GEMM (csrc/quant_k.c kp_tile_avx2, 'kquant_avx2': the
-repacked q4_K/q5_K/q6_K/iq4_xs, 8 rows per ymm by vpmaddubsw + vpmaddwd) and the AVX2 q8_K activation
+repacked K formats, 8 rows per ymm by vpmaddubsw + vpmaddwd) and the AVX2 q8_K activation
 quantizer. The version reads the repacked weight (QTensor.repack), so every check here runs on a
 repacked copy: bit-identical to the portable version ('kquant_ref') on the same bytes, exact within
 float32 rounding against the float64 reference, for token counts 1..17 (the 1-token tile reads both
@@ -23,8 +23,7 @@ from glmbench.core.quant import QTensor  # noqa: E402
 
 AVX2 = quant.kernels().get("kquant_avx2", False)
 needs_avx2 = pytest.mark.skipif(not AVX2, reason="the AVX2 version is not compiled in on this build")
-KF = ["q4_K", "q5_K", "q6_K", "iq4_xs"]  # the formats with an AVX2 kernel of their own
-ALL = ["q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "iq4_xs"]  # kquant_avx2 runs the portable code on the others
+KF = ALL = ["q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "iq4_xs"]  # each with an AVX2 kernel of its own
 
 
 def _same(a, b, msg=""):
@@ -138,7 +137,7 @@ def test_non_finite_scale_as_portable(rng, fmt, bad):
 
 @needs_avx2
 @pytest.mark.parametrize("fmts", [("q4_K", "q4_K", "q6_K"), ("q5_K", "q5_K", "q5_K"), ("q6_K", "q4_K", "q6_K"),
-                                  ("iq4_xs", "iq4_xs", "q6_K")])
+                                  ("iq4_xs", "iq4_xs", "q6_K"), ("q2_K", "q3_K", "q3_K")])
 def test_routed_experts(rng, fmts):
     """csrc/moe_k.c on repacked experts with the AVX2 version: the portable version's bits, decode
     (one C region over experts x groups) and batches."""
