@@ -7,7 +7,7 @@
  * version into a small struct, the VNNI version into four zmm of unsigned bytes plus per-lane int32
  * scales - and dotted with every token of the chunk. The weights are read in the ggml layout as
  * stored (no repacked copy): a row of super-blocks is one contiguous stream. The AVX2 version
- * (kp_tile_avx2) reads the repacked layout only (q4_K/q5_K/q6_K/iq4_xs); elsewhere it runs the portable code. */
+ * (kp_tile_avx2, kp_tile2_avx2) reads the repacked layout only; elsewhere it runs the portable code. */
 #include "quant_k.h"
 
 #include <math.h>
@@ -17,7 +17,7 @@
 #if defined(__AVX512F__) || defined(__F16C__) || defined(__AVX2__)
 #include <immintrin.h>
 #endif
-/* the AVX2 version (repacked q4_K/q5_K/q6_K): compiled wherever AVX2, FMA and F16C are */
+/* the AVX2 version (repacked K formats): compiled wherever AVX2, FMA and F16C are */
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #define GB_HAVE_K_AVX2 1
 #endif
@@ -1648,7 +1648,7 @@ static void panel_fill_packed(int fmt, const uint8_t *P, int nr, int64_t nb, kpa
 #define KP_AVX2_PRAGMA_(x) _Pragma(#x)
 #define KP_AVX2_PRAGMA(x) KP_AVX2_PRAGMA_(x)
 #ifdef GB_HAVE_K_AVX2
-/* ---- the AVX2 version (repacked q4_K, q5_K, q6_K, iq4_xs) --------------------------------------------
+/* ---- the AVX2 version (repacked K formats) -----------------------------------------------------------
  * The repacked record as it is (no layout of its own): each zmm-sized 64 bytes of nibbles is two
  * ymm, rows 0..7 and rows 8..15, 4 bytes per row, so int32 lane r of a ymm is row r of the half
  * and follows the portable arithmetic exactly, as the VNNI version's zmm lanes do. Per 32 bytes of

@@ -34,7 +34,7 @@
  * and SIMD versions give bit-identical outputs.
  *
  * Versions: 1 ref (portable C, any build), 2 vnni (AVX-512 VNNI vpdpbusd, super-blocks decoded in
- * registers), 3 avx2 (AVX2 + FMA + F16C: the repacked q4_K/q5_K/q6_K/iq4_xs GEMV/GEMM by vpmaddubsw and
+ * registers), 3 avx2 (AVX2 + FMA + F16C: the repacked GEMV/GEMM of every K format by vpmaddubsw and
  * vpmaddwd, 8 rows per ymm; every other format and the stored layout run the portable code under
  * it); 0 = best compiled in (vnni, else avx2, else ref). */
 #ifndef GLMBENCH_QUANT_K_H
