@@ -55,7 +55,8 @@ def _load() -> str:
 
 def _kern(fmt):
     if fmt in quant.K_FORMATS:
-        return "kquant_vnni" if quant.kernels().get("kquant_vnni") else "kquant_ref"
+        kv = quant.kernels()
+        return "kquant_vnni" if kv.get("kquant_vnni") else "kquant_avx2" if kv.get("kquant_avx2") else "kquant_ref"
     return "qgemm_vnni" if quant.kernels().get("qgemm_vnni") else "qgemm_ref"
 
 
@@ -69,7 +70,7 @@ def dram_gemv(fmt, reps, rounds):
     qs = [q0] + [peer._stored_weights(N, K, fmt, 1 + i).repack() for i in range(copies - 1)]
     x = np.random.default_rng(3).standard_normal((1, K), dtype=np.float32)
     kern, fid = _kern(fmt), quant.FORMATS[fmt][0]
-    kv = 2 if kern == "kquant_vnni" else 1
+    kv = quant._KQUANT.get(kern, 1)
     modes = {"repacked": (lambda w: quant.linear(x, w, kernel=kern), pb)}
     if fmt in quant.KP_FORMATS:
         modes["as stored"] = (lambda w: _core.klinear(x, w.data, fid, K, None, kv), q0.nbytes)

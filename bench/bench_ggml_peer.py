@@ -122,7 +122,7 @@ def glmbench_case(kind, fmt, shape, reps, clock=time.perf_counter):
         x = rng.standard_normal((T, k), dtype=np.float32)
         kern = "qgemm_vnni" if quant.kernels().get("qgemm_vnni") else "qgemm_ref"
         if fmt in quant.K_FORMATS:
-            kern = "kquant_vnni" if quant.kernels().get("kquant_vnni") else "kquant_ref"
+            kern = next(v for v in ("kquant_vnni", "kquant_avx2", "kquant_ref") if quant.kernels().get(v))
 
         def run():
             return quant.linear(x, qp, kernel=kern)
@@ -183,7 +183,7 @@ def dram_gemv(fmt, reps, n=25600, k=5120):
     x = np.random.default_rng(3).standard_normal((1, k), dtype=np.float32)
     kern = "qgemm_vnni" if quant.kernels().get("qgemm_vnni") else "qgemm_ref"
     if fmt in quant.K_FORMATS:
-        kern = "kquant_vnni" if quant.kernels().get("kquant_vnni") else "kquant_ref"
+        kern = next(v for v in ("kquant_vnni", "kquant_avx2", "kquant_ref") if quant.kernels().get(v))
     for w in qs:
         quant.linear(x, w, kernel=kern)
     best = None

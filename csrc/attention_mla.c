@@ -951,7 +951,7 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
         const int64_t vrb = gb_mla_row_bytes(sp->vfmt, R);
         if (sp->v_packed) { /* the repacked rows: q8_K activations once per head, 16-row groups (gb_kp_rows) */
             const int64_t nbk = R / 256, hb = gb_kp_bytes(sp->vfmt, Dv, R);
-            const int ver = gb_kversion_available(GB_KV_VNNI) ? GB_KV_VNNI : GB_KV_REF;
+            const int ver = gb_kversion_best();
 #pragma omp parallel
             {
                 gb_block_q8_K *xq = (gb_block_q8_K *)gb_ws_aligned_alloc(64, (size_t)nbk * sizeof(gb_block_q8_K));

@@ -220,7 +220,7 @@ int gb_kmoe_packed(const float *x, const int64_t *topk_idx, const float *topk_we
     /* decode-sized batches in one region: fewer than 16 tokens per expert (the packed linears switch
      * to their prefill panels there) */
     const int64_t fuse_max = 16;
-    if (version == GB_KV_AUTO) version = gb_kversion_available(GB_KV_VNNI) ? GB_KV_VNNI : GB_KV_REF;
+    if (version == GB_KV_AUTO) version = gb_kversion_best();
     if (!gb_kversion_available(version))
         return gb_error(GB_EVALUE, "kmoe: kernel version %d (%s) is not compiled in on this build", version, gb_kversion_name(version));
     const int64_t i = gb_count_routes(topk_idx, T, k, E, D, y, counts);

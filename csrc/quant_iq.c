@@ -631,6 +631,7 @@ static int iqlinear_impl(int fmt, const float *x, const void *w, const void *wp,
     if (version == GB_KV_AUTO || version == GB_KV_VNNI) vnni = 1;
 #endif
     if (version == GB_KV_AUTO) version = vnni ? GB_KV_VNNI : GB_KV_REF;
+    if (version == GB_KV_AVX2 && gb_kversion_available(GB_KV_AVX2)) version = GB_KV_REF; /* no AVX2 kernel of its own: the portable one */
     if (version != GB_KV_REF && !vnni)
         return gb_error(GB_EVALUE, "iqlinear: kernel version %d (%s) is not compiled in on this build", version, gb_kversion_name(version));
     if (T == 0 || N == 0) return GB_OK;

@@ -6,7 +6,8 @@
  * OpenMP over weight rows. Per (row, super-block) the weights are decoded once - the portable
  * version into a small struct, the VNNI version into four zmm of unsigned bytes plus per-lane int32
  * scales - and dotted with every token of the chunk. The weights are read in the ggml layout as
- * stored (no repacked copy): a row of super-blocks is one contiguous stream. */
+ * stored (no repacked copy): a row of super-blocks is one contiguous stream. The AVX2 version
+ * (kp_tile_avx2, kp_tile2_avx2) reads the repacked layout only; elsewhere it runs the portable code. */
 #include "quant_k.h"
 
 #include <math.h>
@@ -15,6 +16,10 @@
 
 #if defined(__AVX512F__) || defined(__F16C__) || defined(__AVX2__)
 #include <immintrin.h>
+#endif
+/* the AVX2 version (repacked K formats): compiled wherever AVX2, FMA and F16C are */
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define GB_HAVE_K_AVX2 1
 #endif
 
 #include "common.h"
@@ -247,37 +252,94 @@ static void quantize_block_q8_K_avx512(const float *xb, gb_block_q8_K *y) {
 }
 #endif
 
+/* one block, portable (ggml's quantize_row_q8_K_ref) */
+static void quantize_block_q8_K_ref(const float *xb, gb_block_q8_K *y) {
+    float max = 0.0f, amax = 0.0f;
+    for (int j = 0; j < QKK; j++) {
+        const float ax = fabsf(xb[j]);
+        if (ax > amax) {
+            amax = ax;
+            max = xb[j];
+        }
+    }
+    if (!amax) {
+        memset(y, 0, sizeof(gb_block_q8_K));
+        return;
+    }
+    const float iscale = -127.0f / max;
+    for (int j = 0; j < QKK; j++) {
+        const int v = (int)rintf(iscale * xb[j]); /* ggml's nearest_int: round half to even */
+        y->qs[j] = (int8_t)(v < 127 ? v : 127);
+    }
+    for (int j = 0; j < QKK / 16; j++) {
+        int s = 0;
+        for (int l = 0; l < 16; l++) s += y->qs[16 * j + l];
+        y->bsums[j] = (int16_t)s;
+    }
+    y->d = 1.0f / iscale;
+}
+
+#if defined(__AVX2__) && !(defined(__AVX512F__) && defined(__AVX512BW__))
+/* one block in AVX2, the bytes of the portable loop: the first value of largest magnitude by a
+ * vector max then a compare, values rounded by vcvtps2dq (round half to even, the default MXCSR
+ * mode, as rintf). Every value is then in [-127, 127], so the saturating packs are exact. Returns 0,
+ * writing nothing, for a block the portable loop must do: a non-finite value, or a scale -127/max
+ * that overflows (max tiny), where the portable loop's int conversions of inf/NaN decide the bytes. */
+static int quantize_block_q8_K_avx2(const float *xb, gb_block_q8_K *y) {
+    const __m256 sgn = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)), inf = _mm256_set1_ps(INFINITY);
+    __m256 vm = _mm256_setzero_ps(), bad = _mm256_setzero_ps();
+    for (int j = 0; j < QKK / 8; j++) {
+        const __m256 a = _mm256_and_ps(_mm256_loadu_ps(xb + 8 * j), sgn);
+        bad = _mm256_or_ps(bad, _mm256_cmp_ps(a, inf, _CMP_NLT_UQ)); /* inf or NaN */
+        vm = _mm256_max_ps(vm, a);
+    }
+    if (_mm256_movemask_ps(bad)) return 0;
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(vm), _mm256_extractf128_ps(vm, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
+    const float amax = _mm_cvtss_f32(m);
+    if (!amax) {
+        memset(y, 0, sizeof(gb_block_q8_K));
+        return 1;
+    }
+    float max = 0.0f;
+    const __m256 va = _mm256_set1_ps(amax);
+    for (int j = 0; j < QKK / 8; j++) {
+        const int mk = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_and_ps(_mm256_loadu_ps(xb + 8 * j), sgn), va, _CMP_EQ_OQ));
+        if (mk) {
+            max = xb[8 * j + __builtin_ctz((unsigned)mk)];
+            break;
+        }
+    }
+    const float iscale = -127.0f / max;
+    if (!isfinite(iscale)) return 0;
+    const __m256 vs = _mm256_set1_ps(iscale);
+    const __m256i c127 = _mm256_set1_epi32(127);
+    for (int j = 0; j < QKK / 16; j++) {
+        const __m256i a = _mm256_min_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(vs, _mm256_loadu_ps(xb + 16 * j))), c127);
+        const __m256i b = _mm256_min_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(vs, _mm256_loadu_ps(xb + 16 * j + 8))), c127);
+        const __m256i p16 = _mm256_permute4x64_epi64(_mm256_packs_epi32(a, b), 0xd8); /* a0..7 | b0..7 as int16 */
+        _mm_storeu_si128((__m128i *)(y->qs + 16 * j), _mm_packs_epi16(_mm256_castsi256_si128(p16), _mm256_extracti128_si256(p16, 1)));
+        const __m256i s8 = _mm256_add_epi32(a, b);
+        __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s8), _mm256_extracti128_si256(s8, 1));
+        s4 = _mm_add_epi32(s4, _mm_unpackhi_epi64(s4, s4));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 1));
+        y->bsums[j] = (int16_t)_mm_cvtsi128_si32(s4);
+    }
+    y->d = 1.0f / iscale;
+    return 1;
+}
+#endif
+
 void gb_quantize_row_q8_K(const float *x, gb_block_q8_K *y, int64_t k) {
 #if defined(__AVX512F__) && defined(__AVX512BW__)
     for (int64_t i = 0; i < k / QKK; i++) quantize_block_q8_K_avx512(x + i * QKK, &y[i]);
-    return;
+#elif defined(__AVX2__)
+    for (int64_t i = 0; i < k / QKK; i++)
+        if (!quantize_block_q8_K_avx2(x + i * QKK, &y[i])) quantize_block_q8_K_ref(x + i * QKK, &y[i]);
+#else
+    for (int64_t i = 0; i < k / QKK; i++) quantize_block_q8_K_ref(x + i * QKK, &y[i]);
 #endif
-    for (int64_t i = 0; i < k / QKK; i++) {
-        const float *xb = x + i * QKK;
-        float max = 0.0f, amax = 0.0f;
-        for (int j = 0; j < QKK; j++) {
-            const float ax = fabsf(xb[j]);
-            if (ax > amax) {
-                amax = ax;
-                max = xb[j];
-            }
-        }
-        if (!amax) {
-            memset(&y[i], 0, sizeof(gb_block_q8_K));
-            continue;
-        }
-        const float iscale = -127.0f / max;
-        for (int j = 0; j < QKK; j++) {
-            const int v = (int)rintf(iscale * xb[j]); /* ggml's nearest_int: round half to even */
-            y[i].qs[j] = (int8_t)(v < 127 ? v : 127);
-        }
-        for (int j = 0; j < QKK / 16; j++) {
-            int s = 0;
-            for (int l = 0; l < 16; l++) s += y[i].qs[16 * j + l];
-            y[i].bsums[j] = (int16_t)s;
-        }
-        y[i].d = 1.0f / iscale;
-    }
 }
 
 /* ---- kernels: one token chunk of one weight row --------------------------------------------- */
@@ -908,11 +970,18 @@ int gb_kversion_available(int v) {
 #ifdef GB_HAVE_K_VNNI
     if (v == GB_KV_VNNI) return 1;
 #endif
+#ifdef GB_HAVE_K_AVX2
+    if (v == GB_KV_AVX2) return 1;
+#endif
     return 0;
 }
 
+int gb_kversion_best(void) {
+    return gb_kversion_available(GB_KV_VNNI) ? GB_KV_VNNI : gb_kversion_available(GB_KV_AVX2) ? GB_KV_AVX2 : GB_KV_REF;
+}
+
 const char *gb_kversion_name(int v) {
-    static const char *names[GB_KV_COUNT] = {"auto", "kquant_ref", "kquant_vnni"};
+    static const char *names[GB_KV_COUNT] = {"auto", "kquant_ref", "kquant_vnni", "kquant_avx2"};
     return v >= 0 && v < GB_KV_COUNT ? names[v] : "?";
 }
 
@@ -928,7 +997,7 @@ int gb_klinear(int fmt, const float *x, const void *w, const float *bias, float 
     if (!gb_is_kfmt(fmt)) return gb_error(GB_EVALUE, "klinear: format %d is not q2_K (10), q3_K (11), q4_K (12), q5_K (13), q6_K (14) or iq4_xs (23)", fmt);
     if (K <= 0 || K % QKK) return gb_error(GB_EVALUE, "klinear: K=%ld must be a positive multiple of 256", (long)K);
     if (T < 0 || N < 0) return gb_error(GB_EVALUE, "klinear: T=%ld and N=%ld must be >= 0", (long)T, (long)N);
-    if (version == GB_KV_AUTO) version = gb_kversion_available(GB_KV_VNNI) ? GB_KV_VNNI : GB_KV_REF;
+    if (version == GB_KV_AUTO) version = gb_kversion_best();
     if (!gb_kversion_available(version))
         return gb_error(GB_EVALUE, "klinear: kernel version %d (%s) is not compiled in on this build", version, gb_kversion_name(version));
     if (T == 0 || N == 0) return GB_OK;
@@ -1564,6 +1633,319 @@ static void panel_fill_packed(int fmt, const uint8_t *P, int nr, int64_t nb, kpa
 }
 #endif
 
+#ifndef KP_PF_BYTES_AVX2
+#define KP_PF_BYTES_AVX2 14208 /* software prefetch distance of the AVX2 version, bytes: 9.5-9.8 GB/s q4_K, 6.9-8.8 q6_K from DRAM at 1 thread (0: 5-6.5; 7104: 8.6-9.0, 5.1-8.1; 28416: 6.8-7.4; Zen 3, 2026-12-02) */
+#endif
+#ifndef KP_AVX2_UNROLL
+#define KP_AVX2_UNROLL 1 /* sub-block loop: unrolling it cost registers (spills), no speed */
+#endif
+#ifndef KP_AVX2_HB1
+#define KP_AVX2_HB1 2 /* halves per pass of the 1-token tile (the GEMV) */
+#endif
+#ifndef KP_AVX2_HB2
+#define KP_AVX2_HB2 1 /* of the 2-token tile */
+#endif
+#define KP_AVX2_PRAGMA_(x) _Pragma(#x)
+#define KP_AVX2_PRAGMA(x) KP_AVX2_PRAGMA_(x)
+#ifdef GB_HAVE_K_AVX2
+/* ---- the AVX2 version (repacked K formats) -----------------------------------------------------------
+ * The repacked record as it is (no layout of its own): each zmm-sized 64 bytes of nibbles is two
+ * ymm, rows 0..7 and rows 8..15, 4 bytes per row, so int32 lane r of a ymm is row r of the half
+ * and follows the portable arithmetic exactly, as the VNNI version's zmm lanes do. Per 32 bytes of
+ * nibbles and token: two vpmaddubsw (unsigned weights x the token's 4 signed activation bytes
+ * broadcast, pairs into int16; q4_K values 0..15, q5_K 0..31, q6_K 0..63 against |x| <= 127 cannot
+ * saturate), their int16 sums over as many nibble ymm as cannot overflow (q4_K 4: 8 x 2 x 15 x 127
+ * = 30480, q5_K 2: 31496, q6_K 1: 32004), then one vpmaddwd by the sub-block's scale repeated in
+ * both int16 halves (int32: scale x the 4-value sums) into isum. msum by vpmaddwd of (mn[2c],
+ * mn[2c+1]) int16 pairs against the token's pair of 32-value sums (q4_K/q5_K) or of 16-value sums
+ * with the scales (q6_K, then x 32). Then the float32 formula of kterm lane by lane, in block
+ * order: bit-identical to the portable version. Half a group (8 rows) per pass over a record. */
+static inline int32_t ld32a(const void *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* int8 a[r], b[r] (r < 8) -> the int16 pair (a[r], b[r]) in int32 lane r */
+static inline __attribute__((always_inline)) __m256i pairs8(const uint8_t *a, const uint8_t *b) {
+    return _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)a), _mm_loadl_epi64((const __m128i *)b)));
+}
+
+/* half h (rows 8h..8h+7) of zmm k of a record -> the unsigned values 8k..8k+3 (lo) and 8k+4..8k+7 (hi) */
+static inline __attribute__((always_inline)) void kp_decode_y(const int fmt, const uint8_t *p, const int k, const int h, __m256i *plo,
+                                                              __m256i *phi) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    const __m256i Q = _mm256_loadu_si256((const __m256i *)(p + kp_qs_at(fmt, k) + 32 * h));
+    __m256i lo = _mm256_and_si256(Q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(Q, 4), m4);
+    if (fmt == GB_Q5_K) {
+        /* byte 4r+i of the run's fifth-bit ymm: bit 2j for lo, 2j+1 for hi (j = k % 4), moved to bit 4 */
+        const __m256i H = _mm256_loadu_si256((const __m256i *)(p + kp_hb_at(fmt, k) + 32 * h)), c16 = _mm256_set1_epi8(0x10);
+        const int j = k % 4;
+        const __m256i flo = 2 * j <= 4 ? _mm256_slli_epi16(H, 4 - 2 * j) : _mm256_srli_epi16(H, 2 * j - 4);
+        const __m256i fhi = 2 * j + 1 <= 4 ? _mm256_slli_epi16(H, 3 - 2 * j) : _mm256_srli_epi16(H, 2 * j - 3);
+        lo = _mm256_or_si256(lo, _mm256_and_si256(flo, c16));
+        hi = _mm256_or_si256(hi, _mm256_and_si256(fhi, c16));
+    } else if (fmt == GB_IQ4_XS) {
+        /* the grid values themselves, signed (-127..113): the tile multiplies them by the activations
+         * through |x| and x's sign (vpsignb), so no +128 offset and no msum: isum is kterm's exact
+         * isum - msum of the portable version's unsigned values */
+        const __m256i tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)kvalues_iq4nl));
+        lo = _mm256_shuffle_epi8(tbl, lo);
+        hi = _mm256_shuffle_epi8(tbl, hi);
+    } else if (fmt == GB_Q6_K) {
+        /* bits 4(k%2)..+1 for lo, the next two for hi, moved to bits 4..5 */
+        const __m256i H = _mm256_loadu_si256((const __m256i *)(p + kp_hb_at(fmt, k) + 32 * h)), m30 = _mm256_set1_epi8(0x30);
+        if (k % 2 == 0) {
+            lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi16(H, 4), m30));
+            hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_slli_epi16(H, 2), m30));
+        } else {
+            lo = _mm256_or_si256(lo, _mm256_and_si256(H, m30));
+            hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_srli_epi16(H, 2), m30));
+        }
+    }
+    *plo = lo;
+    *phi = hi;
+}
+
+/* TT tokens (xq[t * nb]) x the nr rows of a group, all super-blocks: y[t * ldy + r] = sum + bias[r]
+ * (bz: 16 floats, zero without a bias). HB halves per pass over a record: 1 (rows 0..7, then 8..15
+ * if nr > 8: the registers of 4 tokens), or 2 (both halves at once: one pair of activation
+ * broadcasts feeds 4 vpmaddubsw and the record is read front to back once; the GEMV) */
+static inline __attribute__((always_inline)) void kp_tile_avx2(const int fmt, const uint8_t *P, int64_t nb, const gb_block_q8_K *xq,
+                                                               float *y, int64_t ldy, const float *bz, int nr, const int TT,
+                                                               const int HB, int pf) {
+    const int64_t pb = gb_kp_block_bytes(fmt), sco = kp_sc_off(fmt), mno = kp_mn_off(fmt), dof = kp_d_off(fmt);
+    const int64_t pfd = KP_PF_BYTES_AVX2;
+    const int nsub = kp_nsub(fmt), zps = 32 / nsub;
+    const int kps = fmt == GB_Q4_K ? 4 : fmt == GB_Q5_K ? 2 : 1; /* nibble ymm per int16 partial sum */
+    const int nh = HB == 2 || nr > 8 ? 2 : 1;
+    const int iq = fmt == GB_IQ4_XS; /* signed grid values: no msum (see kp_decode_y) */
+    /* the float32 running sums in memory (L1): 8 ymm held across the loop left too few for the tile */
+    float acc[2][4][8];
+    memset(acc, 0, sizeof(acc));
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *p = P + b * pb;
+        /* per token the int16 pairs msum is taken against: (32-value sums 2c, 2c+1), q6_K (16-value sums 2c, 2c+1) */
+        int32_t bp[4][8];
+        for (int t = 0; t < TT; t++) {
+            const int16_t *bs = xq[t * nb + b].bsums;
+            if (fmt == GB_Q6_K)
+                for (int c = 0; c < 8; c++) bp[t][c] = ld32a(bs + 2 * c);
+            else
+                for (int c = 0; c < 4; c++)
+                    bp[t][c] = (int32_t)((uint32_t)(uint16_t)(bs[4 * c] + bs[4 * c + 1]) | ((uint32_t)(uint16_t)(bs[4 * c + 2] + bs[4 * c + 3]) << 16));
+        }
+        for (int h0 = 0; h0 < nh; h0 += HB) {
+            __m256i isum[2][4];
+            for (int hh = 0; hh < HB; hh++)
+                for (int t = 0; t < TT; t++) isum[hh][t] = _mm256_setzero_si256();
+            KP_AVX2_PRAGMA(GCC unroll KP_AVX2_UNROLL)
+            for (int s = 0; s < nsub; s++) {
+                __m256i sc[2];
+                for (int hh = 0; hh < HB; hh++) {
+                    const __m128i s8 = _mm_loadl_epi64((const __m128i *)(p + sco + 16 * s + 8 * (h0 + hh)));
+                    sc[hh] = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s8, s8)); /* (sc, sc) per row */
+                }
+#pragma GCC unroll 4
+                for (int k0 = 0; k0 < zps; k0 += kps) { /* unrolled: k % 4 (q5_K's bit) and k % 2 (q6_K's) constant */
+                    __m256i a16[2][4];
+#pragma GCC unroll 4
+                    for (int kk = k0; kk < k0 + kps; kk++) {
+                        const int k = s * zps + kk;
+                        if (pfd && pf && h0 == 0) { /* the record pfd bytes ahead, every line of it */
+                            _mm_prefetch((const char *)(p + pfd + 64 * k), _MM_HINT_T0);
+                            if (64 * (k + 32) < pb) _mm_prefetch((const char *)(p + pfd + 64 * (k + 32)), _MM_HINT_T0);
+                        }
+                        __m256i lo[2], hi[2];
+                        for (int hh = 0; hh < HB; hh++) kp_decode_y(fmt, p, k, h0 + hh, &lo[hh], &hi[hh]);
+                        for (int t = 0; t < TT; t++) {
+                            const int8_t *xs = xq[t * nb + b].qs + 8 * k;
+                            const __m256i x0 = _mm256_set1_epi32(ld32a(xs)), x1 = _mm256_set1_epi32(ld32a(xs + 4));
+                            if (iq) { /* |x| x (w with x's sign): pairs <= 2 * 127 * 127, one vpmaddwd each */
+                                const __m256i ax0 = _mm256_abs_epi8(x0), ax1 = _mm256_abs_epi8(x1);
+                                for (int hh = 0; hh < HB; hh++)
+                                    isum[hh][t] = _mm256_add_epi32(
+                                        isum[hh][t], _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(ax0, _mm256_sign_epi8(lo[hh], x0)), sc[hh]),
+                                                                      _mm256_madd_epi16(_mm256_maddubs_epi16(ax1, _mm256_sign_epi8(hi[hh], x1)), sc[hh])));
+                                continue;
+                            }
+                            for (int hh = 0; hh < HB; hh++) {
+                                const __m256i v = _mm256_add_epi16(_mm256_maddubs_epi16(lo[hh], x0), _mm256_maddubs_epi16(hi[hh], x1));
+                                a16[hh][t] = kk == k0 ? v : _mm256_add_epi16(a16[hh][t], v);
+                                /* into isum as soon as complete (q6_K: at once, fewer live registers) */
+                                if (kk == k0 + kps - 1) isum[hh][t] = _mm256_add_epi32(isum[hh][t], _mm256_madd_epi16(a16[hh][t], sc[hh]));
+                            }
+                        }
+                    }
+                }
+            }
+            for (int hh = 0; hh < HB; hh++) {
+                const int h = h0 + hh;
+                const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + dof + 16 * h)));
+                const __m256 dm = kp_has_min(fmt) ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + dof + 32 + 16 * h))) : d;
+                const int np = fmt == GB_Q6_K ? 8 : iq ? 0 : 4;
+                const int64_t mo = fmt == GB_Q6_K ? sco : mno;
+                __m256i mp[8];
+                for (int c = 0; c < np; c++) mp[c] = pairs8(p + mo + 16 * (2 * c) + 8 * h, p + mo + 16 * (2 * c + 1) + 8 * h);
+                for (int t = 0; t < TT; t++) {
+                    if (iq) { /* isum is already kterm's exact isum - msum */
+                        const __m256 r = _mm256_mul_ps(_mm256_mul_ps(d, _mm256_set1_ps(xq[t * nb + b].d)), _mm256_cvtepi32_ps(isum[hh][t]));
+                        _mm256_storeu_ps(acc[h][t], _mm256_add_ps(_mm256_loadu_ps(acc[h][t]), r));
+                        continue;
+                    }
+                    __m256i msum = _mm256_madd_epi16(mp[0], _mm256_set1_epi32(bp[t][0]));
+                    for (int c = 1; c < np; c++) msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mp[c], _mm256_set1_epi32(bp[t][c])));
+                    const __m256 dx = _mm256_set1_ps(xq[t * nb + b].d);
+                    /* lane by lane kterm: q6_K (d*dx)*(isum - 32 msum), else (d*dx)*isum - (dm*dx)*msum, then added */
+                    const __m256 r = fmt == GB_Q6_K
+                                         ? _mm256_mul_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(_mm256_sub_epi32(isum[hh][t], _mm256_slli_epi32(msum, 5))))
+                                         : _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(isum[hh][t])),
+                                                         _mm256_mul_ps(_mm256_mul_ps(dm, dx), _mm256_cvtepi32_ps(msum)));
+                    _mm256_storeu_ps(acc[h][t], _mm256_add_ps(_mm256_loadu_ps(acc[h][t]), r));
+                }
+            }
+        }
+    }
+    for (int h = 0; h < nh; h++) {
+        const __m256 vb = _mm256_loadu_ps(bz + 8 * h);
+        const int n = nr - 8 * h < 8 ? nr - 8 * h : 8;
+        for (int t = 0; t < TT && n > 0; t++) {
+            const __m256 v = _mm256_add_ps(_mm256_loadu_ps(acc[h][t]), vb);
+            if (n == 8) _mm256_storeu_ps(y + t * ldy + 8 * h, v);
+            else {
+                float tmp[8];
+                _mm256_storeu_ps(tmp, v);
+                memcpy(y + t * ldy + 8 * h, tmp, (size_t)n * sizeof(float));
+            }
+        }
+    }
+}
+
+#define KP_GROUP_AVX2(name, F)                                                                                           \
+    /* tiles of 4 tokens, then the rest; software prefetch in the first tile only (the group's records   \
+     * come from DRAM once; the later tiles find them in L1/L2, where prefetching the next group's     \
+     * records would only evict them) */                                                               \
+    static void name(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, int64_t T, float *y, int64_t ldy,            \
+                     const float *bias, int nr) {                                                                        \
+        float bz[16] = {0};                                                                                              \
+        if (bias) memcpy(bz, bias, (size_t)nr * sizeof(float));                                                          \
+        int64_t t0 = 0;                                                                                                  \
+        for (; t0 + 4 <= T; t0 += 4) kp_tile_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 4, 1, t0 == 0);     \
+        switch (T - t0) {                                                                                                \
+        case 3: kp_tile_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 3, 1, t0 == 0); break;                   \
+        case 2: kp_tile_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 2, KP_AVX2_HB2, t0 == 0); break;         \
+        case 1: kp_tile_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 1, KP_AVX2_HB1, t0 == 0); break;         \
+        default: break;                                                                                                  \
+        }                                                                                                                \
+    }
+KP_GROUP_AVX2(kp_group_avx2_q4, GB_Q4_K)
+KP_GROUP_AVX2(kp_group_avx2_q5, GB_Q5_K)
+KP_GROUP_AVX2(kp_group_avx2_q6, GB_Q6_K)
+KP_GROUP_AVX2(kp_group_avx2_iq4xs, GB_IQ4_XS)
+
+/* q2_K / q3_K (the 2-bit planes of kp_2bit): per 32 bytes of a plane (one 16-value sub-block of 8
+ * rows) 4 fields of 2 bits, each one vpmaddubsw per token (values 0..3, q3_K's third bit from its
+ * byte mask: 0..7; 4 pairs <= 4 * 2 * 7 * 127 in int16), one vpmaddwd by the sub-block's scale;
+ * msum by vpmaddwd of (min, min) pairs (q2_K; q3_K: (sc, sc), x 4) against the token's 16-value
+ * sums. The portable arithmetic lane by lane, as kp_tile_avx2. */
+static inline __attribute__((always_inline)) void kp_tile2_avx2(const int fmt, const uint8_t *P, int64_t nb, const gb_block_q8_K *xq,
+                                                                float *y, int64_t ldy, const float *bz, int nr, const int TT, int pf) {
+    const int64_t pb = gb_kp_block_bytes(fmt), sco = kp_sc_off(fmt), dof = kp_d_off(fmt);
+    const int64_t pfd = KP_PF_BYTES_AVX2;
+    const int nh = nr > 8 ? 2 : 1;
+    const __m256i m3 = _mm256_set1_epi8(3), m4 = _mm256_set1_epi8(0x0f), c4 = _mm256_set1_epi8(4);
+    const __m256i bsel = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    const __m256i bidx = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    float acc[2][4][8];
+    memset(acc, 0, sizeof(acc));
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *p = P + b * pb;
+        for (int h = 0; h < nh; h++) {
+            __m256i isum[4];
+            for (int t = 0; t < TT; t++) isum[t] = _mm256_setzero_si256();
+            for (int m = 0; m < 16; m++) {
+                if (pfd && pf && h == 0) {
+                    _mm_prefetch((const char *)(p + pfd + 64 * m), _MM_HINT_T0);
+                    if (64 * (m + 16) < pb) _mm_prefetch((const char *)(p + pfd + 64 * (m + 16)), _MM_HINT_T0);
+                }
+                const __m256i Q = _mm256_loadu_si256((const __m256i *)(p + 64 * m + 32 * h));
+                __m128i s8 = _mm_loadl_epi64((const __m128i *)(p + sco + 16 * m + 8 * h));
+                if (fmt == GB_Q2_K) s8 = _mm_and_si128(s8, _mm_set1_epi8(0x0f));
+                const __m256i sc = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s8, s8));
+                __m256i v[4];
+#pragma GCC unroll 4
+                for (int j = 0; j < 4; j++) {
+                    v[j] = _mm256_and_si256(j ? _mm256_srli_epi16(Q, 2 * j) : Q, m3);
+                    if (fmt == GB_Q3_K) { /* bit 4r+i of the half's 32-bit mask: + 4 to byte 4r+i */
+                        const __m256i hm = _mm256_shuffle_epi8(_mm256_set1_epi32(ld32a(p + 1024 + 32 * m + 8 * j + 4 * h)), bidx);
+                        v[j] = _mm256_add_epi8(v[j], _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hm, bsel), bsel), c4));
+                    }
+                }
+                for (int t = 0; t < TT; t++) {
+                    const int8_t *xs = xq[t * nb + b].qs + 16 * m;
+                    __m256i a16 = _mm256_maddubs_epi16(v[0], _mm256_set1_epi32(ld32a(xs)));
+                    for (int j = 1; j < 4; j++) a16 = _mm256_add_epi16(a16, _mm256_maddubs_epi16(v[j], _mm256_set1_epi32(ld32a(xs + 4 * j))));
+                    isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(a16, sc));
+                }
+            }
+            const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + dof + 16 * h)));
+            const __m256 dm = fmt == GB_Q2_K ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + dof + 32 + 16 * h))) : d;
+            __m256i mp[8];
+            for (int c = 0; c < 8; c++) {
+                if (fmt == GB_Q2_K) { /* the mins: high nibbles */
+                    const __m128i a = _mm_loadl_epi64((const __m128i *)(p + sco + 16 * (2 * c) + 8 * h));
+                    const __m128i a2 = _mm_loadl_epi64((const __m128i *)(p + sco + 16 * (2 * c + 1) + 8 * h));
+                    const __m128i lo = _mm_and_si128(_mm_srli_epi16(a, 4), _mm256_castsi256_si128(m4));
+                    const __m128i hi = _mm_and_si128(_mm_srli_epi16(a2, 4), _mm256_castsi256_si128(m4));
+                    mp[c] = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(lo, hi));
+                } else
+                    mp[c] = pairs8(p + sco + 16 * (2 * c) + 8 * h, p + sco + 16 * (2 * c + 1) + 8 * h);
+            }
+            for (int t = 0; t < TT; t++) {
+                const int16_t *bs = xq[t * nb + b].bsums;
+                __m256i msum = _mm256_madd_epi16(mp[0], _mm256_set1_epi32(ld32a(bs)));
+                for (int c = 1; c < 8; c++) msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mp[c], _mm256_set1_epi32(ld32a(bs + 2 * c))));
+                if (fmt == GB_Q3_K) msum = _mm256_slli_epi32(msum, 2); /* mn = 4 (sc - 32) */
+                const __m256 dx = _mm256_set1_ps(xq[t * nb + b].d);
+                const __m256 r = _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(isum[t])),
+                                               _mm256_mul_ps(_mm256_mul_ps(dm, dx), _mm256_cvtepi32_ps(msum)));
+                _mm256_storeu_ps(acc[h][t], _mm256_add_ps(_mm256_loadu_ps(acc[h][t]), r));
+            }
+        }
+    }
+    for (int h = 0; h < nh; h++) {
+        const __m256 vb = _mm256_loadu_ps(bz + 8 * h);
+        const int n = nr - 8 * h < 8 ? nr - 8 * h : 8;
+        for (int t = 0; t < TT && n > 0; t++) {
+            const __m256 v = _mm256_add_ps(_mm256_loadu_ps(acc[h][t]), vb);
+            if (n == 8) _mm256_storeu_ps(y + t * ldy + 8 * h, v);
+            else {
+                float tmp[8];
+                _mm256_storeu_ps(tmp, v);
+                memcpy(y + t * ldy + 8 * h, tmp, (size_t)n * sizeof(float));
+            }
+        }
+    }
+}
+
+#define KP_GROUP2_AVX2(name, F)                                                                                          \
+    static void name(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, int64_t T, float *y, int64_t ldy,            \
+                     const float *bias, int nr) {                                                                        \
+        float bz[16] = {0};                                                                                              \
+        if (bias) memcpy(bz, bias, (size_t)nr * sizeof(float));                                                          \
+        int64_t t0 = 0;                                                                                                  \
+        for (; t0 + 4 <= T; t0 += 4) kp_tile2_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 4, t0 == 0);       \
+        switch (T - t0) {                                                                                                \
+        case 3: kp_tile2_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 3, t0 == 0); break;                     \
+        case 2: kp_tile2_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 2, t0 == 0); break;                     \
+        case 1: kp_tile2_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 1, t0 == 0); break;                     \
+        default: break;                                                                                                  \
+        }                                                                                                                \
+    }
+KP_GROUP2_AVX2(kp_group_avx2_q2, GB_Q2_K)
+KP_GROUP2_AVX2(kp_group_avx2_q3, GB_Q3_K)
+#endif
+
 void gb_kp_rows(int fmt, const void *wp, int64_t N, int64_t K, int64_t g, const gb_block_q8_K *xq, int64_t T, float *y,
                 int64_t ldy, const float *bias, int version) {
     const int64_t nb = K / QKK;
@@ -1574,6 +1956,13 @@ void gb_kp_rows(int fmt, const void *wp, int64_t N, int64_t K, int64_t g, const 
         const __mmask16 m = (__mmask16)((1u << nr) - 1);
         (fmt == GB_Q4_K ? kp_group_q4 : fmt == GB_Q5_K ? kp_group_q5 : fmt == GB_Q6_K ? kp_group_q6 : fmt == GB_Q2_K ? kp_group_q2
          : fmt == GB_Q3_K ? kp_group_q3 : kp_group_iq4xs)(P, nb, xq, T, y, ldy, bias, m);
+        return;
+    }
+#endif
+#ifdef GB_HAVE_K_AVX2
+    if (version == GB_KV_AVX2) {
+        (fmt == GB_Q4_K ? kp_group_avx2_q4 : fmt == GB_Q5_K ? kp_group_avx2_q5 : fmt == GB_Q6_K ? kp_group_avx2_q6
+         : fmt == GB_Q2_K ? kp_group_avx2_q2 : fmt == GB_Q3_K ? kp_group_avx2_q3 : kp_group_avx2_iq4xs)(P, nb, xq, T, y, ldy, bias, nr);
         return;
     }
 #endif
@@ -1672,7 +2061,7 @@ int gb_klinear_packed_chk(int fmt, const float *x, const void *wp, const float *
     if (!gb_kp_is_fmt(fmt)) return gb_error(GB_EVALUE, "klinear_packed: format %d is not a K-quant (q2_K..q6_K, iq4_xs)", fmt);
     if (K <= 0 || K % QKK) return gb_error(GB_EVALUE, "klinear_packed: K=%ld must be a positive multiple of 256", (long)K);
     if (T < 0 || N < 0) return gb_error(GB_EVALUE, "klinear_packed: T=%ld and N=%ld must be >= 0", (long)T, (long)N);
-    if (version == GB_KV_AUTO) version = gb_kversion_available(GB_KV_VNNI) ? GB_KV_VNNI : GB_KV_REF;
+    if (version == GB_KV_AUTO) version = gb_kversion_best();
     if (!gb_kversion_available(version))
         return gb_error(GB_EVALUE, "klinear_packed: kernel version %d (%s) is not compiled in on this build", version, gb_kversion_name(version));
     if (T == 0 || N == 0) return GB_OK;

@@ -34,7 +34,9 @@
  * and SIMD versions give bit-identical outputs.
  *
  * Versions: 1 ref (portable C, any build), 2 vnni (AVX-512 VNNI vpdpbusd, super-blocks decoded in
- * registers); 0 = best compiled in. */
+ * registers), 3 avx2 (AVX2 + FMA + F16C: the repacked GEMV/GEMM of every K format by vpmaddubsw and
+ * vpmaddwd, 8 rows per ymm; every other format and the stored layout run the portable code under
+ * it); 0 = best compiled in (vnni, else avx2, else ref). */
 #ifndef GLMBENCH_QUANT_K_H
 #define GLMBENCH_QUANT_K_H
 #include <stddef.h>
@@ -42,7 +44,7 @@
 
 #define GB_QKK 256
 enum { GB_Q2_K = 10, GB_Q3_K = 11, GB_Q4_K = 12, GB_Q5_K = 13, GB_Q6_K = 14, GB_IQ4_XS = 23 };
-enum { GB_KV_AUTO = 0, GB_KV_REF = 1, GB_KV_VNNI = 2, GB_KV_COUNT = 3 };
+enum { GB_KV_AUTO = 0, GB_KV_REF = 1, GB_KV_VNNI = 2, GB_KV_AVX2 = 3, GB_KV_COUNT = 4 };
 
 /* ggml's block_q8_K: float32 scale, 256 int8 values, 16 sums of 16 values. 292 bytes. */
 typedef struct {
@@ -64,6 +66,8 @@ void gb_quantize_row_q8_K(const float *x, gb_block_q8_K *y, int64_t k);
 
 int gb_kversion_available(int v);
 const char *gb_kversion_name(int v);
+/* what version 0 (auto) runs: vnni where compiled in, else avx2, else ref */
+int gb_kversion_best(void);
 
 /* y[T, N] = x[T, K] . W^T (+ bias), W [N, K] as N rows of K-format super-blocks as stored. */
 int gb_klinear(int fmt, const float *x, const void *w, const float *bias, float *y, int64_t T, int64_t N,

@@ -382,7 +382,7 @@ def test_measure_runs_an_mxfp4_gguf_as_stored(tmp_path, monkeypatch):
 @pytest.mark.parametrize("fmt", FMTS)
 def test_repacked_equals_stored_bit_for_bit(rng, fmt):
     fid = quant.FORMATS[fmt][0]
-    kv = {"kquant_ref": 1, "kquant_vnni": 2}
+    kv = {"kquant_ref": 1, "kquant_vnni": 2, "kquant_avx2": 3}
     quant_cases.repacked_equals_stored(
         rng, fmt, random_blocks, VERSIONS,
         lambda x, w, v, b: _core.klinear(x, w, fid, x.shape[1], b, kv[v]),

@@ -341,7 +341,7 @@ def test_inputs_unchanged_and_no_leaks(rng):
 
 # ---- the repacked layout (q4_K, q5_K, q6_K, iq4_xs) -------------------------------------------------
 KP = FMTS  # every K format has a repacked layout
-KV = {"kquant_ref": 1, "kquant_vnni": 2}
+KV = {"kquant_ref": 1, "kquant_vnni": 2, "kquant_avx2": 3}
 
 
 @pytest.mark.parametrize("fmt", KP)

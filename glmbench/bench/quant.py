@@ -120,12 +120,12 @@ def kquant_cases(quick: bool = False, rng=None):
 
 
 def stored_linear_cases(quick, rng, fmts, weights, act_deq, tagged=False):
-    """GEMV (T=1, each shape; on the small one also kquant_ref when the VNNI version is the default)
+    """GEMV (T=1, each shape; on the small one also kquant_ref when a SIMD version is the default)
     and GEMM (T=512, the small shape) per format of weights read as stored (`weights(n, k, fmt, seed)`
     -> QTensor); the NumPy twin is float32 BLAS on the dequantized weights and `act_deq(x)`, the
     activations as the kernels round them. `tagged`: cases carry gemv_<fmt> / gemm_<fmt> tags."""
     avail = quant.kernels()
-    kern = "kquant_vnni" if avail.get("kquant_vnni") else "kquant_ref"
+    kern = next(v for v in ("kquant_vnni", "kquant_avx2", "kquant_ref") if avail.get(v))
     out = []
     for label, n, k in SHAPES[:1] if quick else SHAPES:
         for fmt in fmts:
@@ -146,7 +146,7 @@ def stored_linear_cases(quick, rng, fmts, weights, act_deq, tagged=False):
                                 tags=(f"gemv_{fmt}",) if tagged else ()))
             if qt.packed is not None:
                 from glmbench.core._loader import _core
-                fid, kv = quant.FORMATS[fmt][0], 2 if kern == "kquant_vnni" else 1
+                fid, kv = quant.FORMATS[fmt][0], quant._KQUANT[kern]
                 out.append(Case(f"qlinear {fmt} {kern} as-stored T=1 {label} {n}x{k}",
                                 run=lambda qt=qt, x=x1, fid=fid, kv=kv: _core.klinear(x, qt.data, fid, qt.shape[1], None, kv),
                                 numpy_run=lambda wd=wd, x=x1q: x @ wd.T,

@@ -39,8 +39,8 @@ _COMPUTE = {"auto": 0, "f32": 1, "q8": 2}
 _VERSIONS = {"auto": 0, "ref_f32": 1, "avx512_f32": 2, "ref_q8": 3, "avx2_q8": 4, "vnni_q8": 5, "blas_f32": 6}
 # the integer GEMM on repacked weights (csrc/qgemm.c): portable scalar, AVX-512 VNNI
 _QGEMM = {"qgemm_ref": 1, "qgemm_vnni": 2}
-# the K-quant GEMV/GEMM on the weights as stored (csrc/quant_k.c): portable C, AVX-512 VNNI
-_KQUANT = {"kquant_ref": 1, "kquant_vnni": 2}
+# the K-quant GEMV/GEMM (csrc/quant_k.c): portable C, AVX-512 VNNI, AVX2 (repacked K formats)
+_KQUANT = {"kquant_ref": 1, "kquant_vnni": 2, "kquant_avx2": 3}
 
 
 def _fmt_id(fmt: str) -> int:
@@ -301,7 +301,7 @@ def linear(x: np.ndarray, weight: QTensor, bias=None, *, compute: str = "auto", 
     `kernel` forces a numbered version (see kernels()); for tests and benchmarks.
 
     q2_K..q6_K and iq4_xs weights (csrc/quant_k.c): x quantized to q8_K per row, integer super-block dots
-    (kernels kquant_vnni / kquant_ref, bit-identical) on the weight repacked once on first use
+    (kernels kquant_vnni / kquant_avx2 / kquant_ref, bit-identical) on the weight repacked once on first use
     (KP_FORMATS, see QTensor.repack; the same numbers as on the bytes as stored); compute="f32"
     dequantizes W to float32 and calls the C core's float linear.
     """

@@ -1,0 +1,229 @@
+"""The AVX2 version of the K-quant GEMV/GEMM (csrc/quant_k.c kp_tile_avx2, 'kquant_avx2': the
+repacked K formats, 8 rows per ymm by vpmaddubsw + vpmaddwd) and the AVX2 q8_K activation
+quantizer. The version reads the repacked weight (QTensor.repack), so every check here runs on a
+repacked copy: bit-identical to the portable version ('kquant_ref') on the same bytes, exact within
+float32 rounding against the float64 reference, for token counts 1..17 (the 1-token tile reads both
+halves of a group at once, 2..4 token tiles one half at a time, and their remainders), row counts
+that leave a half or a whole group partly empty, strided activations, zero and non-finite scales."""
+import os
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("gguf")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import quant_cases  # noqa: E402
+from test_quant_k import BB, SCALE_AT, gguf_deq, q8_K_core, q8_K_np, random_blocks, xq_deq  # noqa: E402
+
+import glmbench  # noqa: E402
+from glmbench.core import quant  # noqa: E402
+from glmbench.core._core import kmoe  # noqa: E402
+from glmbench.core.quant import QTensor  # noqa: E402
+
+AVX2 = quant.kernels().get("kquant_avx2", False)
+needs_avx2 = pytest.mark.skipif(not AVX2, reason="the AVX2 version is not compiled in on this build")
+KF = ALL = ["q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "iq4_xs"]  # each with an AVX2 kernel of its own
+
+
+def _same(a, b, msg=""):
+    np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32), err_msg=msg)
+
+
+def test_auto_picks_the_best_compiled_version():
+    k = quant.kernels()
+    assert k["kquant_ref"]
+    if not k.get("kquant_vnni") and k.get("kquant_avx2"):
+        # what "auto" runs is the AVX2 version: same bits as naming it
+        rng = np.random.default_rng(0)
+        qt = QTensor(random_blocks(rng, "q4_K", 20, 512), "q4_K", (20, 512)).repack()
+        x = rng.standard_normal((3, 512)).astype(np.float32)
+        _same(quant.linear(x, qt), quant.linear(x, qt, kernel="kquant_avx2"))
+
+
+@needs_avx2
+@pytest.mark.parametrize("fmt", ALL)
+@pytest.mark.parametrize("N", [1, 7, 8, 9, 16, 33])
+def test_bit_identical_to_portable_T_1_to_17(rng, fmt, N):
+    K = 768
+    w = random_blocks(rng, fmt, N, K)
+    w0 = w.copy()
+    qt = QTensor(w, fmt, (N, K)).repack()
+    bias = rng.standard_normal(N).astype(np.float32)
+    x = rng.standard_normal((17, K)).astype(np.float32)
+    x[4] = 0                                   # an all-zero token: zero q8_K blocks
+    x[6, 256:512] *= 1e-30                     # a tiny block next to ordinary ones
+    x0 = x.copy()
+    for T_ in range(1, 18):
+        for b in (None, bias):
+            ref = quant.linear(x[:T_], qt, b, kernel="kquant_ref")
+            _same(quant.linear(x[:T_], qt, b, kernel="kquant_avx2"), ref, f"{fmt} N={N} T={T_} bias={b is not None}")
+    np.testing.assert_array_equal(w, w0)
+    np.testing.assert_array_equal(x, x0)
+
+
+@needs_avx2
+@pytest.mark.parametrize("fmt", KF)
+@pytest.mark.parametrize("T_,N,K", [(1, 37, 2048), (5, 20, 512), (70, 50, 1280), (129, 24, 256)])
+def test_against_float64(rng, fmt, T_, N, K):
+    w = random_blocks(rng, fmt, N, K)
+    x = rng.standard_normal((T_, K)).astype(np.float32)
+    bias = rng.standard_normal(N).astype(np.float32)
+    qt = QTensor(w, fmt, (N, K)).repack()
+    y = quant.linear(x, qt, bias, kernel="kquant_avx2")
+    # the float64 reference on the same weights (stored path, checked there), and the same bits
+    y0 = quant_cases.check_linear(fmt, w, x, gguf_deq, xq_deq, 256, 1e-4, "kquant_ref", bias)
+    _same(y, y0)
+
+
+@needs_avx2
+@pytest.mark.parametrize("fmt", KF)
+def test_threads_and_views(rng, fmt):
+    N, K = 41, 1024
+    qt = QTensor(random_blocks(rng, fmt, N, K), fmt, (N, K)).repack()
+    x = rng.standard_normal((10, 2 * K)).astype(np.float32)
+    xv = x[::2, ::2]                           # strided activations
+    ref = quant.linear(np.ascontiguousarray(xv), qt, kernel="kquant_ref")
+    prev = glmbench.get_num_threads()
+    try:
+        for th in (1, 2):
+            glmbench.set_num_threads(th)
+            _same(quant.linear(xv, qt, kernel="kquant_avx2"), ref, f"threads={th}")
+            _same(quant.linear(xv[3], qt, kernel="kquant_avx2"), ref[3], f"threads={th} T=1")
+    finally:
+        glmbench.set_num_threads(prev)
+
+
+@needs_avx2
+@pytest.mark.parametrize("fmt", KF)
+def test_zero_scales(rng, fmt):
+    N, K = 12, 768
+    w = random_blocks(rng, fmt, N, K)
+    blk = w.reshape(N, 3, BB[fmt])
+    for o in SCALE_AT[fmt]:
+        blk[1, 1, o:o + 2] = 0                 # d = dmin = 0: a zero block
+    if fmt == "q6_K":
+        blk[5, 0, 192:208] = 0                 # every int8 sub-block scale 0
+    elif fmt == "iq4_xs":
+        blk[5, 0, 2:4] = 0xAA                  # every 6-bit scale 32 (stored + 32): 0
+        blk[5, 0, 4:8] = 0
+    else:
+        blk[5, 0, 4:16] = 0                    # every 6-bit scale and min 0
+    qt = QTensor(w, fmt, (N, K)).repack()
+    x = rng.standard_normal((5, K)).astype(np.float32)
+    x[0, :256] = 0
+    for T_ in (1, 2, 5):
+        _same(quant.linear(x[:T_], qt, kernel="kquant_avx2"), quant.linear(x[:T_], qt, kernel="kquant_ref"))
+
+
+@needs_avx2
+@pytest.mark.parametrize("fmt", KF)
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])
+def test_non_finite_scale_as_portable(rng, fmt, bad):
+    """A NaN/Inf f16 scale is not checked: the rows that read it come out non-finite, at the same
+    places and with the same bits as the portable version; every other row is exact."""
+    N, K = 20, 512
+    w = random_blocks(rng, fmt, N, K)
+    o = SCALE_AT[fmt][-1]                      # dmin (q4_K/q5_K) or d (q6_K)
+    w.reshape(N, 2, BB[fmt])[9, 1, o:o + 2] = np.array([bad], np.float16).view(np.uint8)
+    qt = QTensor(w, fmt, (N, K)).repack()
+    x = rng.standard_normal((6, K)).astype(np.float32)
+    for T_ in (1, 2, 6):
+        y = quant.linear(x[:T_], qt, kernel="kquant_avx2")
+        _same(y, quant.linear(x[:T_], qt, kernel="kquant_ref"))
+        assert not np.any(np.isfinite(y[:, 9]))
+        assert np.all(np.isfinite(np.delete(y, 9, axis=1)))
+
+
+@needs_avx2
+@pytest.mark.parametrize("fmts", [("q4_K", "q4_K", "q6_K"), ("q5_K", "q5_K", "q5_K"), ("q6_K", "q4_K", "q6_K"),
+                                  ("iq4_xs", "iq4_xs", "q6_K"), ("q2_K", "q3_K", "q3_K")])
+def test_routed_experts(rng, fmts):
+    """csrc/moe_k.c on repacked experts with the AVX2 version: the portable version's bits, decode
+    (one C region over experts x groups) and batches."""
+    E, F, D, k = 5, 768, 512, 2
+    ws = []
+    for f, a, b in ((fmts[0], F, D), (fmts[1], F, D), (fmts[2], D, F)):
+        q = QTensor(random_blocks(rng, f, E * a, b).reshape(E, a, -1), f, (E, a, b))
+        q.repack()
+        ws.append(q)
+    arr = [w.packed.reshape(E, -1) for w in ws]
+    for T_ in (1, 3, 40):
+        x = rng.standard_normal((T_, D)).astype(np.float32)
+        idx = np.stack([rng.choice(E, k, replace=False) for _ in range(T_)]).astype(np.int64)
+        wt = rng.uniform(0.1, 1, idx.shape).astype(np.float32)
+        fid = [quant.FORMATS[f][0] for f in fmts]
+        y1, c1 = kmoe(x, idx, wt, *arr, *fid, F, 1, True)
+        y3, c3 = kmoe(x, idx, wt, *arr, *fid, F, 3, True)
+        np.testing.assert_array_equal(c1, c3)
+        _same(y3, y1, f"T={T_}")
+
+
+# ---- the q8_K activations (gb_quantize_row_q8_K: AVX2 where no AVX-512) ---------------------------
+def q8_K_c(x):
+    """ggml's quantize_row_q8_K_ref as C runs it on x86, non-finite values included: NaN never the
+    largest magnitude, and an int conversion of inf/NaN gives INT_MIN, whose low byte (the int8
+    stored) and low 16 bits (in the sums) are 0."""
+    R, K = x.shape
+    xb = x.reshape(R, K // 256, 256)
+    d = np.zeros(xb.shape[:2], np.float32)
+    q = np.zeros(xb.shape, np.int8)
+    with np.errstate(all="ignore"):
+        for r in range(R):
+            for b in range(K // 256):
+                v = xb[r, b]
+                a = np.where(np.isnan(v), -1, np.abs(v))
+                i = int(np.argmax(a))
+                if not a[i] > 0:
+                    continue
+                iscale = np.float32(-127.0) / v[i]
+                qq = np.rint(iscale * v)
+                qq = np.where(np.isfinite(qq), np.minimum(qq, 127), 0)
+                q[r, b] = qq.astype(np.int8)
+                d[r, b] = np.float32(1.0) / iscale
+    bs = q.reshape(R, -1, 16).astype(np.int32).sum(-1).astype(np.int16)
+    return d, q.reshape(R, K), bs
+
+
+def test_q8_K_edge_blocks_byte_exact(rng):
+    K = 256 * 14
+    x = (rng.standard_normal((2, K)) * 3).astype(np.float32)
+    b = x[0].reshape(14, 256)
+    b[0] = 0                                            # all zero
+    b[1] = -0.0                                         # negative zeros
+    b[2, 7] = b[2, 200] = 50.0                          # two of the largest magnitude: the first one
+    b[2, 100] = -50.0                                   # and the same magnitude negative, later
+    b[3] = np.float32(0.5) * np.rint(b[3] * 2)          # exact halves: round half to even
+    b[4] *= np.float32(1e-38)                           # -127/max overflows to inf: inf * value bytes
+    b[5, :] = 0
+    b[5, 17] = np.float32(1e-45)                        # a lone denormal
+    b[6] = np.float32(3e38) * np.sign(b[6])             # near the float32 maximum
+    b[7] = np.linspace(-1, 1, 256, dtype=np.float32)    # every rounding position
+    b[8, 255] = 1e4                                     # largest value in the last lane
+    b[9, 0] = -1e4                                      # ... in the first lane
+    # (non-finite activations are refused by the bindings, and the C quantizer hands such a block to
+    # the portable loop as a whole: what q8_K_c models)
+    b[10] *= np.float32(2e-37)                          # -127/max just finite: values near the int range
+    b[11, :] = np.float32(-1e-40)                       # all the same denormal
+    b[12] = np.float32(127.5) * np.sign(b[12])          # |iscale * x| = 127 exactly, both signs
+    b[13, 100:] = 0
+    x[1] = x[1] * np.float32(1e-20)
+    d, q, bs = q8_K_core(x)
+    dn, qn, bsn = q8_K_c(x)
+    np.testing.assert_array_equal(d.view(np.uint32), dn.view(np.uint32))
+    np.testing.assert_array_equal(q, qn)
+    np.testing.assert_array_equal(bs, bsn)
+    # the finite blocks also as the test_quant_k NumPy reference
+    with np.errstate(all="ignore"):
+        d2, q2, bs2 = q8_K_np(np.ascontiguousarray(x[1:]))
+    np.testing.assert_array_equal(q[1:], q2)
+    np.testing.assert_array_equal(d[1:].view(np.uint32), d2.view(np.uint32))
+
+
+def test_q8_K_random_scales_byte_exact(rng):
+    x = (rng.standard_normal((40, 512)) * 10.0 ** rng.uniform(-30, 30, (40, 1))).astype(np.float32)
+    d, q, bs = q8_K_core(x)
+    dn, qn, bsn = q8_K_np(x)
+    np.testing.assert_array_equal(d.view(np.uint32), dn.view(np.uint32))
+    np.testing.assert_array_equal(q, qn)
+    np.testing.assert_array_equal(bs, bsn)
