@@ -148,8 +148,17 @@ static void xact_row(int fmt, const float *x, xact *a, int64_t t, gb_block_q8_0 
     for (int64_t b = 0; b < nb; b++) {
         memcpy(a->qs + t * a->K + b * QK, tmp[b].qs, QK);
         a->d[t * nb + b] = h2f(tmp[b].d);
+#if defined(__AVX2__)
+        const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), _mm256_loadu_si256((const __m256i *)tmp[b].qs)),
+                                            _mm256_set1_epi16(1));
+        __m128i h = _mm_add_epi32(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
+        h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4e));
+        h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0xb1));
+        const int s = _mm_cvtsi128_si32(h);
+#else
         int s = 0;
         for (int j = 0; j < QK; j++) s += tmp[b].qs[j];
+#endif
         a->c[t * nb + b] = -zp * s;
     }
 }
