@@ -56,7 +56,7 @@ def _load() -> str:
 def _kern(fmt):
     if fmt in quant.K_FORMATS:
         return "kquant_vnni" if quant.kernels().get("kquant_vnni") else "kquant_ref"
-    return "qgemm_vnni" if quant.kernels().get("qgemm_vnni") else "qgemm_ref"
+    return next(k for k in ("qgemm_vnni", "qgemm_avx2", "qgemm_ref") if quant.kernels().get(k))
 
 
 def dram_gemv(fmt, reps, rounds):

@@ -376,6 +376,11 @@ static void tile_vnni_q4_ng(int ng, const uint8_t *gp, int64_t gstride, const xa
  * Then the same float steps: one int -> float conversion and one FMA with d_w * d_x per block, in
  * block order, so every output is bit-identical to qgemm_vnni (and to qgemm_ref where the compiler
  * contracts its multiply-add, as -march=native builds do). */
+/* The GEMV's software prefetch distance: measured on a Zen 3 (25600x5120 from DRAM, 1 thread,
+ * CPU time), 2 KB ahead read 13.2 / 12.6 GB/s (q4_0 / q8_0) where none read 10.5 / 10.3 and 1, 4,
+ * 8 KB in between (prefetches past the end of the buffer do not fault). */
+#define GB_QG_AVX2_AHEAD 2048
+
 static inline __m256i bc4_256(const int8_t *p) {
     int32_t v;
     memcpy(&v, p, 4);
@@ -397,6 +402,8 @@ static inline __attribute__((always_inline)) void tile_avx2(const int fmt, const
     const __m256i ones = _mm256_set1_epi16(1);
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *o = gp + b * bb;
+        if (TT == 1 && H == 2) /* the GEMV: one stream from DRAM, read ahead of the hardware prefetcher */
+            for (int64_t l = 0; l < bb; l += 64) _mm_prefetch((const char *)(o + GB_QG_AVX2_AHEAD + l), _MM_HINT_T0);
         __m256i ia[2][4];
         if (fmt == GB_Q8_0) {
             const __m256i flip = _mm256_set1_epi8((char)0x80);
