@@ -121,7 +121,7 @@ def test_qgemm_decode_same_bits_on_1_and_2_threads(rng, fmt):
     # (runs of groups shared out dynamically) equals the 3-token tile's row on 1 and 2 threads,
     # and T = 2..8 (decode batches) the same rows on both thread counts
     for kern in FAST_QG:
-        for n, k in _shapes(fmt) + [(1030, 5152)]:
+        for n, k in _shapes(fmt) + [(1030, 5152), (983, 5152)]:  # runs of 5 groups: an odd last run, a last pair with a partial group
             w = _weight(rng, fmt, n, k)
             x = rng.standard_normal((8, k)).astype(np.float32)
             bias = rng.standard_normal(n).astype(np.float32)
