@@ -19,7 +19,9 @@ Rows:
   setup (one routing, repeated: its 4 experts' weights can stay in the L3 on both sides).
 
 Needs the llama.cpp build of bench/build_llama_bench.sh for the ggml rows (--build-dir; skipped
-with --no-ggml). The machine load (/proc/loadavg) is recorded before and after.
+with --no-ggml). --clock cpu (with --threads 1) times every call, both sides, and the read-only
+ceiling (csrc/bench.c's read pass over 4x the L3) by the calling thread's / process's CPU time: on
+a machine other jobs share, a one-thread call's CPU time is its own work. The machine load (/proc/loadavg) is recorded before and after.
 """
 from __future__ import annotations
 
@@ -55,9 +57,23 @@ def _load() -> str:
 
 def _kern(fmt):
     if fmt in quant.K_FORMATS:
-        kv = quant.kernels()
-        return "kquant_vnni" if kv.get("kquant_vnni") else "kquant_avx2" if kv.get("kquant_avx2") else "kquant_ref"
-    return "qgemm_vnni" if quant.kernels().get("qgemm_vnni") else "qgemm_ref"
+        return next(k for k in ("kquant_vnni", "kquant_avx2", "kquant_ref") if quant.kernels().get(k))
+    return next(k for k in ("qgemm_vnni", "qgemm_avx2", "qgemm_ref") if quant.kernels().get(k))
+
+
+CLOCK = time.perf_counter  # --clock cpu: time.thread_time
+
+
+def read_ceiling(reps=8):
+    """Read-only GB/s of one thread by CPU time: csrc/bench.c's read pass (two streams, nothing
+    written) over 4x the L3, best of `reps`."""
+    b = np.ones(max(1 << 24, _l3_bytes()), np.float32)  # 4 bytes per element: 4x the L3
+    best = float("inf")
+    for _ in range(reps):
+        t0 = CLOCK()
+        _core.bench_read(b, 1)
+        best = min(best, CLOCK() - t0)
+    return b.nbytes / best / 1e9
 
 
 def dram_gemv(fmt, reps, rounds):
@@ -83,9 +99,9 @@ def dram_gemv(fmt, reps, rounds):
             f = modes[m][0]
             for _ in range(reps):
                 for w in qs:  # each call reads a copy not touched since the previous pass: from DRAM
-                    t0 = time.perf_counter()
+                    t0 = CLOCK()
                     f(w)
-                    best[m] = min(best[m], time.perf_counter() - t0)
+                    best[m] = min(best[m], CLOCK() - t0)
     return {m: (best[m], modes[m][1]) for m in modes}, copies
 
 
@@ -105,9 +121,9 @@ def dram_moe(fmt, reps, E=64, F=1536, D=2048, k=4):
     best = 1e9
     for _ in range(reps):
         for r in routes:
-            t0 = time.perf_counter()
+            t0 = CLOCK()
             quant.moe_experts(x, r, wt, *qs)
-            best = min(best, time.perf_counter() - t0)
+            best = min(best, CLOCK() - t0)
     return best, k * ebytes
 
 
@@ -120,13 +136,20 @@ def main(argv=None):
     ap.add_argument("--build-dir", default=os.path.join(os.path.dirname(os.path.dirname(peer.HERE)), "llama-build"))
     ap.add_argument("--no-ggml", action="store_true")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                    help="cpu: time by CPU time (needs --threads 1; for a shared machine)")
     a = ap.parse_args(argv)
+    if a.clock == "cpu" and a.threads != 1:
+        ap.error("--clock cpu needs --threads 1 (the CPU time of several threads is not a duration)")
+    global CLOCK
+    CLOCK = time.thread_time if a.clock == "cpu" else time.perf_counter
+    cpu = a.clock == "cpu"
     fmts = [f for f in a.formats.split(",") if f]
     glmbench.set_num_threads(a.threads)
     load0, t_start = _load(), datetime.datetime.now(datetime.timezone.utc)
     exe = None if a.no_ggml else peer.build_peer(a.build_dir)
     ceil0 = measure_ceilings()
-    rbw = ceil0["bandwidth_read_gbs"]
+    rbw = read_ceiling() if cpu else ceil0["bandwidth_read_gbs"]
     gemv, peers, moes = [], [], []
     for fmt in fmts:
         res, copies = dram_gemv(fmt, a.reps, a.rounds)
@@ -137,9 +160,9 @@ def main(argv=None):
             for r in range(a.rounds):
                 for side in (("g", "c") if r % 2 == 0 else ("c", "g")):
                     if side == "g":
-                        g.append(peer.glmbench_case("linear", fmt, (N, K, 1), a.reps)[0])
+                        g.append(peer.glmbench_case("linear", fmt, (N, K, 1), a.reps, CLOCK)[0])
                     else:
-                        t, where = peer.ggml_case(exe, "linear", fmt, (N, K, 1), a.reps, a.threads)
+                        t, where = peer.ggml_case(exe, "linear", fmt, (N, K, 1), a.reps, a.threads, cpu)
                         c.append(t)
             peers.append(("linear", fmt, min(g), min(c), where))
             print(f"  vs ggml: {min(c) / min(g):.2f}x ({where})", flush=True)
@@ -153,13 +176,14 @@ def main(argv=None):
             for r in range(a.rounds):
                 for side in (("g", "c") if r % 2 == 0 else ("c", "g")):
                     if side == "g":
-                        g.append(peer.glmbench_case("moe", fmt, shape, a.reps)[0])
+                        g.append(peer.glmbench_case("moe", fmt, shape, a.reps, CLOCK)[0])
                     else:
-                        tt, where = peer.ggml_case(exe, "moe", fmt, shape, a.reps, a.threads)
+                        tt, where = peer.ggml_case(exe, "moe", fmt, shape, a.reps, a.threads, cpu)
                         c.append(tt)
             peers.append(("moe", fmt, min(g), min(c), where))
             print(f"  vs ggml: {min(c) / min(g):.2f}x ({where})", flush=True)
     ceil1 = measure_ceilings(quick=True)
+    rbw1 = read_ceiling() if cpu else ceil1["bandwidth_read_gbs"]
     load1 = _load()
     L = [f"# Decode GEMV and routed-expert decode on the repacked K-quant / iq4_nl / mxfp4 layouts, "
          f"{t_start.strftime('%Y-%m-%d %H:%M UTC')}", "",
@@ -167,8 +191,11 @@ def main(argv=None):
          f"threads {a.threads} (both sides); code {code_version(_core)} (glmbench version + hash of the built C core)",
          f"- load average (1/5/15 min) before: {load0}; after: {load1}. The machine may be SHARED with other jobs: "
          "times are the best of repeated calls, sides alternate round by round",
-         f"- read-only bandwidth measured in this run: {rbw:.1f} GB/s at the start, {ceil1['bandwidth_read_gbs']:.1f} "
-         f"at the end (triad {ceil0['bandwidth_gbs']:.1f} / {ceil1['bandwidth_gbs']:.1f})",
+         f"- read-only bandwidth measured in this run: {rbw:.1f} GB/s at the start, {rbw1:.1f} "
+         f"at the end{' (one thread, by CPU time; the % columns use the start)' if cpu else ''} (wall-clock triad "
+         f"{ceil0['bandwidth_gbs']:.1f} / {ceil1['bandwidth_gbs']:.1f}, read-only {ceil0['bandwidth_read_gbs']:.1f} / "
+         f"{ceil1['bandwidth_read_gbs']:.1f})",
+         f"- clock: {'CPU time of the calling thread (glmbench) / the process (ggml harness), one thread' if cpu else 'wall'}",
          "- weights: random blocks (small finite scales); speed does not depend on the values. glmbench reads its "
          "repacked copy (QTensor.repack: 16 rows interleaved, scales decoded, made once; the stored bytes are "
          "only read); `as stored` is the previous kernel on the ggml bytes",

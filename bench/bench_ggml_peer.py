@@ -120,7 +120,7 @@ def glmbench_case(kind, fmt, shape, reps, clock=time.perf_counter):
         n, k, T = shape
         qp = _stored_weights(n, k, fmt, 0).repack()
         x = rng.standard_normal((T, k), dtype=np.float32)
-        kern = "qgemm_vnni" if quant.kernels().get("qgemm_vnni") else "qgemm_ref"
+        kern = next(k for k in ("qgemm_vnni", "qgemm_avx2", "qgemm_ref") if quant.kernels().get(k))
         if fmt in quant.K_FORMATS:
             kern = next(v for v in ("kquant_vnni", "kquant_avx2", "kquant_ref") if quant.kernels().get(v))
 
@@ -181,7 +181,7 @@ def dram_gemv(fmt, reps, n=25600, k=5120):
     copies = max(2, -(-2 * _l3_bytes() // nbytes))
     qs = [q] + [_stored_weights(n, k, fmt, 1 + i).repack() for i in range(copies - 1)]
     x = np.random.default_rng(3).standard_normal((1, k), dtype=np.float32)
-    kern = "qgemm_vnni" if quant.kernels().get("qgemm_vnni") else "qgemm_ref"
+    kern = next(k for k in ("qgemm_vnni", "qgemm_avx2", "qgemm_ref") if quant.kernels().get(k))
     if fmt in quant.K_FORMATS:
         kern = next(v for v in ("kquant_vnni", "kquant_avx2", "kquant_ref") if quant.kernels().get(v))
     for w in qs:

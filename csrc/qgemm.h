@@ -16,13 +16,15 @@
  * Activations are quantized to q8_0 per row (ggml's reference rounding, scale rounded to f16) as
  * ggml's CPU backend does for these weight types.
  *
- * Versions: 1 ref (portable scalar, any build), 2 vnni (AVX-512 VNNI); 0 = best compiled in. */
+ * Versions: 1 ref (portable scalar, any build), 2 vnni (AVX-512 VNNI), 3 avx2 (AVX2 + FMA + F16C:
+ * vpmaddubsw / vpmaddwd, the same integers and float steps); 0 = best compiled in (vnni, else avx2,
+ * else ref). */
 #ifndef GLMBENCH_QGEMM_H
 #define GLMBENCH_QGEMM_H
 #include <stdint.h>
 
 #define GB_QPACK_ROWS 16
-enum { GB_QG_AUTO = 0, GB_QG_REF = 1, GB_QG_VNNI = 2, GB_QG_COUNT = 3 };
+enum { GB_QG_AUTO = 0, GB_QG_REF = 1, GB_QG_VNNI = 2, GB_QG_AVX2 = 3, GB_QG_COUNT = 4 };
 
 /* Bytes of the packed form of an [N, K] matrix in fmt (q8_0/q4_0); -1 if K is not whole blocks. */
 int64_t gb_qpacked_bytes(int fmt, int64_t N, int64_t K);

@@ -123,6 +123,48 @@ static void quantize_block_q4_0_avx512(const float *xb, gb_block_q4_0 *b) {
 }
 #define quantize_block_q8_0 quantize_block_q8_0_avx512
 #define quantize_block_q4_0 quantize_block_q4_0_avx512
+#elif defined(__AVX2__)
+/* q8_0 on 8 lanes (the activation quantizer of the integer GEMMs on an AVX2 CPU), the same bytes
+ * as the scalar version: max |x| is exact in any order, d and 1/d are the scalar's, and roundf()
+ * is done exactly (v - trunc(v) is exact for |v| < 2^23). A block with NaN or inf, or whose 1/d
+ * overflows (d subnormal), goes to the scalar version (its NaN-ordering of fmaxf and the
+ * float -> int conversion of non-finite products are not reproduced here). */
+static inline __m256i round_away_epi32_avx2(__m256 v) {
+    const __m256 t = _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    const __m256 sgn = _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32((int)0x80000000u)));
+    const __m256 f = _mm256_andnot_ps(sgn, _mm256_sub_ps(v, t)); /* |v - t|: v - t has v's sign or is 0 */
+    const __m256 up = _mm256_cmp_ps(f, _mm256_set1_ps(0.5f), _CMP_GE_OQ);
+    const __m256 one = _mm256_or_ps(_mm256_set1_ps(1.0f), sgn);
+    return _mm256_cvttps_epi32(_mm256_add_ps(t, _mm256_and_ps(up, one)));
+}
+
+static void quantize_block_q8_0_avx2(const float *xb, gb_block_q8_0 *b) {
+    const __m256 x0 = _mm256_loadu_ps(xb), x1 = _mm256_loadu_ps(xb + 8), x2 = _mm256_loadu_ps(xb + 16), x3 = _mm256_loadu_ps(xb + 24);
+    const __m256 nan = _mm256_or_ps(_mm256_or_ps(_mm256_cmp_ps(x0, x0, _CMP_UNORD_Q), _mm256_cmp_ps(x1, x1, _CMP_UNORD_Q)),
+                                    _mm256_or_ps(_mm256_cmp_ps(x2, x2, _CMP_UNORD_Q), _mm256_cmp_ps(x3, x3, _CMP_UNORD_Q)));
+    const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    __m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_and_ps(x0, absm), _mm256_and_ps(x1, absm)),
+                             _mm256_max_ps(_mm256_and_ps(x2, absm), _mm256_and_ps(x3, absm)));
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_max_ss(h, _mm_movehdup_ps(h));
+    const float amax = _mm_cvtss_f32(h);
+    const float d = amax / 127.0f;
+    const float id = d ? 1.0f / d : 0.0f;
+    if (_mm256_movemask_ps(nan) || !(amax <= 3.4028235e38f) || !(id <= 3.4028235e38f)) {
+        quantize_block_q8_0_scalar(xb, b);
+        return;
+    }
+    b->d = gb_f32_to_f16(d);
+    const __m256 vid = _mm256_set1_ps(id);
+    const __m256i q0 = round_away_epi32_avx2(_mm256_mul_ps(x0, vid)), q1 = round_away_epi32_avx2(_mm256_mul_ps(x1, vid));
+    const __m256i q2 = round_away_epi32_avx2(_mm256_mul_ps(x2, vid)), q3 = round_away_epi32_avx2(_mm256_mul_ps(x3, vid));
+    /* packs work per 128-bit lane: dwords come out as [q0 0:4, q1 0:4, q2 0:4, q3 0:4 | q0 4:8, ...] */
+    const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q0, q1), _mm256_packs_epi32(q2, q3));
+    _mm256_storeu_si256((__m256i *)b->qs, _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+}
+#define quantize_block_q8_0 quantize_block_q8_0_avx2
+#define quantize_block_q4_0 quantize_block_q4_0_scalar
 #else
 #define quantize_block_q8_0 quantize_block_q8_0_scalar
 #define quantize_block_q4_0 quantize_block_q4_0_scalar

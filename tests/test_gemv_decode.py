@@ -109,3 +109,45 @@ def test_decode_step_experts_same_bits_on_1_and_2_threads(rng, fmt):
     both = _on_threads(2, lambda: quant.moe_experts(x, idx, wt, *ws)[0])
     np.testing.assert_array_equal(both[0].view(np.uint32), y1[0].view(np.uint32))
     assert np.all(np.isfinite(y1))
+
+
+FAST_QG = [k for k in ("qgemm_vnni", "qgemm_avx2") if quant.kernels().get(k)]
+
+
+@pytest.mark.skipif(not FAST_QG, reason="no SIMD version of the q4_0/q8_0 GEMM compiled in")
+@pytest.mark.parametrize("fmt", QG)
+def test_qgemm_decode_same_bits_on_1_and_2_threads(rng, fmt):
+    # q4_0/q8_0 on every SIMD version compiled in (qgemm_avx2 on an AVX2-only CPU): the T = 1 GEMV
+    # (runs of groups shared out dynamically) equals the 3-token tile's row on 1 and 2 threads,
+    # and T = 2..8 (decode batches) the same rows on both thread counts
+    for kern in FAST_QG:
+        for n, k in _shapes(fmt) + [(1030, 5152), (983, 5152)]:  # runs of 5 groups: an odd last run, a last pair with a partial group
+            w = _weight(rng, fmt, n, k)
+            x = rng.standard_normal((8, k)).astype(np.float32)
+            bias = rng.standard_normal(n).astype(np.float32)
+            want = _on_threads(1, lambda: quant.linear(x, w, bias, kernel=kern))
+            for th in (1, 2):
+                got = _on_threads(th, lambda: quant.linear(x[:1], w, bias, kernel=kern))
+                np.testing.assert_array_equal(got.view(np.uint32), want[:1].view(np.uint32), err_msg=f"{kern} {fmt} N={n} K={k} threads={th}")
+                for T in (2, 3, 5, 8):
+                    got = _on_threads(th, lambda: quant.linear(x[:T], w, bias, kernel=kern))
+                    np.testing.assert_array_equal(got.view(np.uint32), want[:T].view(np.uint32))
+            assert np.all(np.isfinite(want))
+
+
+@pytest.mark.skipif(not FAST_QG, reason="no SIMD version of the q4_0/q8_0 GEMM compiled in")
+@pytest.mark.parametrize("fmt", QG)
+def test_qgemm_decode_step_experts_same_bits_on_1_and_2_threads(rng, fmt):
+    E, k, F, D = 16, 4, 160, 544
+    ws = [_weight(rng, fmt, E * a, b) for a, b in ((F, D), (F, D), (D, F))]
+    ws = [quant.QTensor(w.data.reshape(E, a, -1), fmt, (E, a, b)) for w, (a, b) in zip(ws, ((F, D), (F, D), (D, F)))]
+    x = rng.standard_normal((2, D)).astype(np.float32)
+    idx = np.array([[3, 9, 0, 14], [1, 9, 7, 2]], np.int64)
+    wt = np.array([[0.4, 0.3, 0.2, 0.1], [0.25, 0.25, 0.25, 0.25]], np.float32)
+    for kern in FAST_QG:
+        y1 = _on_threads(1, lambda: quant.moe_experts(x[:1], idx[:1], wt[:1], *ws, kernel=kern)[0])
+        y2 = _on_threads(2, lambda: quant.moe_experts(x[:1], idx[:1], wt[:1], *ws, kernel=kern)[0])
+        np.testing.assert_array_equal(y1.view(np.uint32), y2.view(np.uint32))
+        both = _on_threads(2, lambda: quant.moe_experts(x, idx, wt, *ws, kernel=kern)[0])
+        np.testing.assert_array_equal(both[0].view(np.uint32), y1[0].view(np.uint32))
+        assert np.all(np.isfinite(y1))

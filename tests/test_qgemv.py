@@ -136,3 +136,135 @@ def test_swiglu_in_row_chunks_gives_the_same_numbers(fmt, monkeypatch):
     calls.clear()
     q.swiglu(x[:16], *W)            # small enough: one call
     assert calls == [16]
+
+
+# ---- the SIMD versions against an exact oracle of their arithmetic ---------------------------
+# qgemm_vnni and qgemm_avx2 compute, per output, the integer block sums sum(w_q * x_q) (exact) and
+# then acc = fma(float(s), d_w * d_x, acc) block after block (then + bias): bit-identical to each
+# other. qgemm_ref does the same integers with a separate multiply and add (-std=c11: no FMA
+# contraction), or with FMA where a compiler contracts it. The oracle below is that arithmetic in
+# NumPy, each FMA rounded once (float64 product exact, TwoSum for the sum's error).
+FAST = [k for k in VNNI if k != "qgemm_ref"]
+
+
+def _fma32(a, b, c):
+    a64, b64, c64 = (np.asarray(v, np.float32).astype(np.float64) for v in (a, b, c))
+    p = a64 * b64                       # exact: |s| < 2^20 and a 24-bit scale
+    s = p + c64
+    bv = s - p
+    e = (p - (s - bv)) + (c64 - bv)     # s + e == p + c exactly
+    r = s.astype(np.float32)
+    d = s - r.astype(np.float64)
+    nxt = np.nextafter(r, np.where(d > 0, np.float32(np.inf), np.float32(-np.inf)))
+    tie = (d != 0) & (d == (nxt.astype(np.float64) - r.astype(np.float64)) / 2) & (e != 0)
+    return np.where(tie & (np.sign(e) == np.sign(d)), nxt, r)   # a midpoint s: the exact sum's side
+
+
+def _int_oracle(x, wdata, fmt, n, k, bias=None, fma=True):
+    T, nb = x.shape[0], k // 32
+    xb = np.asarray(ref.quantize_q8_0(x)).reshape(T, nb, 34)
+    dx = xb[..., :2].copy().view(np.float16)[..., 0].astype(np.float32)
+    xv = xb[..., 2:].copy().view(np.int8).astype(np.int64)
+    bb = 34 if fmt == "q8_0" else 18
+    wb = np.ascontiguousarray(wdata).reshape(n, nb, bb)
+    dw = wb[..., :2].copy().view(np.float16)[..., 0].astype(np.float32)
+    if fmt == "q8_0":
+        wv = wb[..., 2:].copy().view(np.int8).astype(np.int64)
+    else:
+        nib = wb[..., 2:].astype(np.int64)
+        wv = np.concatenate([nib & 15, nib >> 4], axis=-1) - 8
+    s = np.einsum("tbk,nbk->tnb", xv, wv)
+    sc = dw[None, :, :] * dx[:, None, :]          # float32 products
+    acc = np.zeros((T, n), np.float32)
+    for b in range(nb):
+        sf = s[:, :, b].astype(np.float32)
+        acc = _fma32(sf, sc[:, :, b], acc) if fma else (acc + sf * sc[:, :, b]).astype(np.float32)
+    return acc if bias is None else (acc + bias).astype(np.float32)
+
+
+def _same_bits(got, want, msg=""):
+    np.testing.assert_array_equal(np.asarray(got, np.float32).view(np.uint32), want.view(np.uint32), err_msg=msg)
+
+
+@pytest.mark.parametrize("fmt", FMTS)
+@pytest.mark.parametrize("N,K", [(1, 32), (7, 96), (17, 64), (45, 544), (250, 160)])
+def test_qgemm_versions_equal_the_integer_oracle(rng, fmt, N, K):
+    # every token count 1..17 (the GEMV, whole and partial 4-token tiles), odd N (a partial
+    # 16-row group and a partial 8-row half), zero-scale weight and activation blocks, a bias
+    w = _w(rng, (N, K))
+    w[N // 2, :32] = 0                                   # a weight block with scale 0
+    qt = quant.quantize(w, fmt)
+    x = rng.standard_normal((17, K)).astype(np.float32)
+    x[3, 32:64 if K > 32 else 32] = 0                    # an activation block with scale 0
+    x[5, :32] = 0
+    bias = rng.standard_normal(N).astype(np.float32)
+    want = _int_oracle(x, qt.data, fmt, N, K)
+    want_b = _int_oracle(x, qt.data, fmt, N, K, bias)
+    for T in range(1, 18):
+        for kern in FAST:
+            _same_bits(quant.linear(x[:T], qt, kernel=kern), want[:T], f"{kern} T={T}")
+        _same_bits(quant.linear(x[:T], qt, bias, kernel=FAST[0] if FAST else "qgemm_ref"),
+                   want_b[:T] if FAST else quant.linear(x[:T], qt, bias, kernel="qgemm_ref"))
+    # the portable version: the same integers, one rounding more per block (or the FMA where the
+    # compiler contracts it)
+    y = quant.linear(x, qt, kernel="qgemm_ref")
+    alt = _int_oracle(x, qt.data, fmt, N, K, fma=False)
+    assert np.array_equal(y.view(np.uint32), alt.view(np.uint32)) or np.array_equal(y.view(np.uint32), want.view(np.uint32))
+
+
+@pytest.mark.parametrize("kernel", FAST)
+@pytest.mark.parametrize("fmt", FMTS)
+def test_qgemm_int16_extremes(rng, kernel, fmt):
+    # the largest integer sums the AVX2 version meets in int16: q4_0 nibbles all 15 (or 0) against
+    # activations all +-127 (8 pairs of a block: 30480); q8_0 weights -128 and +127 (raw bytes,
+    # beyond what the quantizer writes) against +-127 (sign trick: 2 * 128 * 127 per pair)
+    N, K = 37, 256
+    nb, bb = K // 32, (34 if fmt == "q8_0" else 18)
+    data = np.zeros((N, nb, bb), np.uint8)
+    data[..., :2] = np.float16(0.01).reshape(1).view(np.uint8)
+    if fmt == "q8_0":
+        vals = rng.choice(np.array([-128, 127, -127, 0], np.int8), size=(N, nb, 32))
+        vals[:5] = -128
+        vals[5:10] = 127
+        data[..., 2:] = vals.view(np.uint8)
+    else:
+        data[..., 2:] = rng.choice(np.array([0x00, 0xff, 0x0f, 0xf0], np.uint8), size=(N, nb, 16))
+        data[:5, :, 2:] = 0xff
+        data[5:10, :, 2:] = 0x00
+    qt = quant.QTensor(data.reshape(N, nb * bb), fmt, (N, K))
+    x = np.where(rng.random((9, K)) < 0.5, -1.0, 1.0).astype(np.float32)
+    x[0], x[1] = 1.0, -1.0
+    want = _int_oracle(x, qt.data, fmt, N, K)
+    for T in (1, 2, 5, 9):
+        _same_bits(quant.linear(x[:T], qt, kernel=kernel), want[:T], f"T={T}")
+    y = quant.linear(x, qt, kernel="qgemm_ref").view(np.uint32)
+    assert np.array_equal(y, _int_oracle(x, qt.data, fmt, N, K, fma=False).view(np.uint32)) or np.array_equal(y, want.view(np.uint32))
+
+
+@pytest.mark.parametrize("kernel", VNNI)
+@pytest.mark.parametrize("fmt", FMTS)
+def test_qgemm_views_and_nan(rng, kernel, fmt):
+    # non-contiguous / offset activations read as their contiguous copy; NaN: the same clear error
+    # on every version
+    qt = quant.quantize(_w(rng, (33, 128)), fmt)
+    big = rng.standard_normal((12, 260)).astype(np.float32)
+    for view in (big[::2, 3:131], big[1:10, 130:258], np.asfortranarray(big[:5, :128])):
+        _same_bits(quant.linear(view, qt, kernel=kernel), quant.linear(np.ascontiguousarray(view), qt, kernel=kernel))
+    x = rng.standard_normal((3, 128)).astype(np.float32)
+    x[1, 70] = np.nan
+    with pytest.raises(ValueError, match=r"`x` contains NaN at flat index 198"):
+        quant.linear(x, qt, kernel=kernel)
+    x[1, 70] = np.inf
+    with pytest.raises(ValueError, match=r"`x` contains inf"):
+        quant.linear(x[1:2], qt, kernel=kernel)
+
+
+def test_qgemm_auto_picks_the_best_compiled_in():
+    k = quant.kernels()
+    assert k["qgemm_ref"]
+    if k.get("qgemm_vnni") or k.get("qgemm_avx2"):
+        rng = np.random.default_rng(3)
+        qt = quant.quantize(_w(rng, (40, 96)), "q4_0")
+        x = rng.standard_normal((5, 96)).astype(np.float32)
+        best = "qgemm_vnni" if k.get("qgemm_vnni") else "qgemm_avx2"
+        _same_bits(quant.linear(x, qt), quant.linear(x, qt, kernel=best))

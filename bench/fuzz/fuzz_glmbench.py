@@ -278,7 +278,7 @@ def t_qunpack(R):
 def t_qgemm(R):
     fmt, K, N, T = int(R.choice([8, 9])), 32 * dim(R, 1, 3), dim(R), dim(R, 0)
     bias = None if R.random() < 0.5 else arr(R, (N,))
-    return "qgemm", [arr(R, (T, K)), _packed(R, fmt, N, K), fmt, N, K, bias, int(R.integers(0, 3))], {}
+    return "qgemm", [arr(R, (T, K)), _packed(R, fmt, N, K), fmt, N, K, bias, int(R.integers(0, 5))], {}
 
 
 def t_qmoe(R):
@@ -287,7 +287,7 @@ def t_qmoe(R):
     idx = np.stack([R.permutation(E)[:k] for _ in range(T)]).astype(np.int64)
     w = R.random((T, k)).astype(np.float32)
     pk = lambda n, kk: np.stack([_packed(R, fmt, n, kk) for _ in range(E)])  # noqa: E731
-    return "qmoe", [arr(R, (T, D)), idx, w, pk(F, D), pk(F, D), pk(D, F), fmt, F, int(R.integers(0, 3))], {}
+    return "qmoe", [arr(R, (T, D)), idx, w, pk(F, D), pk(F, D), pk(D, F), fmt, F, int(R.integers(0, 5))], {}
 
 
 # ggml's K-quant / IQ / MXFP4 weights read as stored (csrc/quant_k.c, quant_iq.c, moe_k.c)

@@ -37,7 +37,7 @@ def cases(quick: bool = False):
     out = []
     avail = quant.kernels()
     q8_kernel = "vnni_q8" if avail.get("vnni_q8") else ("avx2_q8" if avail.get("avx2_q8") else "ref_q8")
-    qg_kernel = "qgemm_vnni" if avail.get("qgemm_vnni") else "qgemm_ref"
+    qg_kernel = next(k for k in ("qgemm_vnni", "qgemm_avx2", "qgemm_ref") if avail.get(k))
     f32_kernel = "avx512_f32" if avail.get("avx512_f32") else "ref_f32"
     rng = np.random.default_rng(1)
     for label, n, k in SHAPES[:1] if quick else SHAPES:

@@ -37,8 +37,8 @@ K_FORMATS = ("q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "iq4_xs", "iq4_nl", "mxfp4"
 KP_FORMATS = ("q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "iq4_xs", "iq4_nl", "mxfp4")
 _COMPUTE = {"auto": 0, "f32": 1, "q8": 2}
 _VERSIONS = {"auto": 0, "ref_f32": 1, "avx512_f32": 2, "ref_q8": 3, "avx2_q8": 4, "vnni_q8": 5, "blas_f32": 6}
-# the integer GEMM on repacked weights (csrc/qgemm.c): portable scalar, AVX-512 VNNI
-_QGEMM = {"qgemm_ref": 1, "qgemm_vnni": 2}
+# the integer GEMM on repacked weights (csrc/qgemm.c): portable scalar, AVX-512 VNNI, AVX2
+_QGEMM = {"qgemm_ref": 1, "qgemm_vnni": 2, "qgemm_avx2": 3}
 # the K-quant GEMV/GEMM (csrc/quant_k.c): portable C, AVX-512 VNNI, AVX2 (repacked K formats)
 _KQUANT = {"kquant_ref": 1, "kquant_vnni": 2, "kquant_avx2": 3}
 
