@@ -291,6 +291,16 @@ def triad() -> float:
 
 
 # ---- the run ------------------------------------------------------------------------------------------
+def _cpu_simd() -> str:
+    """The widest x86 vector extension this CPU reports (the features build_llama_bench.sh switches on)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = set(next((ln for ln in f if ln.startswith("flags")), "").split())
+    except OSError:
+        return "native"
+    return "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "native"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--llama-build", default=os.path.join(os.path.dirname(ROOT), "llama-build"),
@@ -434,7 +444,7 @@ def render(a, argv, made, rows, ceil0, ceil1, up0, up1, wall) -> str:
           f"{ceil0['fma_gflops']:.0f} GFLOP/s; end: triad {ceil1['bandwidth_gbs']:.1f} GB/s, read "
           f"{ceil1['bandwidth_read_gbs']:.1f} GB/s, FMA {ceil1['fma_gflops']:.0f} GFLOP/s",
           f"- llama-bench: llama.cpp {lb_version} as vendored by llama-cpp-python 0.3.36, built by "
-          "bench/build_llama_bench.sh (native AVX-512 build, AMX off); run with its defaults: only "
+          f"bench/build_llama_bench.sh ({_cpu_simd()} build for this CPU, AMX off); run with its defaults: only "
           f"`-m FILE -t {a.threads} -p {a.n_prompt} -n {a.n_gen} -d DEPTH -o json -oe md` (output formats "
           "only), one process per (file, depth); "
           f"from its JSON: {defaults}; {reps} repetitions (its default -r 5) after its warm-up. Its CPU_REPACK "
