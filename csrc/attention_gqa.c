@@ -91,6 +91,20 @@ void gb_attn_prefetch(const void *p, int64_t bytes) {
 
 /* ---- the tile kernel ----------------------------------------------------------------------- */
 
+/* Row r's scores s[0, nt) before its softmax: soft-capped (Gemma 2: cap * tanh(s / cap) on the scaled
+ * logits, before the mask) and -inf before its window; returns its count of valid keys (causal lim). */
+static inline int64_t row_scores_prep(float *sr, int64_t r, int64_t nt, int64_t t0, const int64_t *lim,
+                                      const int64_t *lo, float softcap) {
+    int64_t nv = lim ? lim[r] - t0 : nt;
+    if (nv > nt) nv = nt;
+    if (softcap > 0.0f)
+        for (int64_t j = 0; j < nv; j++) sr[j] = softcap * tanhf(sr[j] / softcap);
+    if (lo)
+        for (int64_t j = 0; j < lo[r] - t0 && j < nv; j++) sr[j] = -INFINITY; /* before the window */
+    return nv;
+}
+
+
 #ifdef __AVX512F__
 static inline __mmask16 tail_mask(int64_t left) { return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u); }
 
@@ -434,13 +448,8 @@ static void tile_avx2(const float *q, int64_t nr, int64_t dk, const float *k, in
                       float *l, float *o, float *sbuf) {
     scores_avx2(q, nr, dk, k, ks, nt, sbuf);
     for (int64_t r = 0; r < nr; r++) {
-        int64_t nv = lim ? lim[r] - t0 : nt;
-        if (nv > nt) nv = nt;
         float *sr = sbuf + r * GB_ATTN_TILE;
-        if (softcap > 0.0f) /* Gemma 2: cap * tanh(s / cap) on the scaled logits, before the mask */
-            for (int64_t j = 0; j < nv; j++) sr[j] = softcap * tanhf(sr[j] / softcap);
-        if (lo)
-            for (int64_t j = 0; j < lo[r] - t0 && j < nv; j++) sr[j] = -INFINITY; /* before the window */
+        const int64_t nv = row_scores_prep(sr, r, nt, t0, lim, lo, softcap);
         softmax_row_avx2(sr, nt, nv, m + r, l + r, o + r * dv, dv);
     }
     pv_avx2(sbuf, nr, nt, v, vs, o, dv);
@@ -499,13 +508,8 @@ void gb_attn_tile_ex(const float *q, int64_t nr, int64_t dk, const float *k, int
     float *alpha = sbuf + nr * GB_ATTN_TILE;
     scores_avx512(q, nr, dk, k, ks, nt, sbuf);
     for (int64_t r = 0; r < nr; r++) {
-        int64_t nv = lim ? lim[r] - t0 : nt;
-        if (nv > nt) nv = nt;
         float *sr = sbuf + r * GB_ATTN_TILE;
-        if (softcap > 0.0f) /* Gemma 2: cap * tanh(s / cap) on the scaled logits, before the mask */
-            for (int64_t j = 0; j < nv; j++) sr[j] = softcap * tanhf(sr[j] / softcap);
-        if (lo)
-            for (int64_t j = 0; j < lo[r] - t0 && j < nv; j++) sr[j] = -INFINITY; /* before the window */
+        const int64_t nv = row_scores_prep(sr, r, nt, t0, lim, lo, softcap);
         softmax_row(sr, nt, nv, m + r, l + r, alpha + r);
     }
     pv_avx512(sbuf, nr, nt, v, vs, o, dv, alpha);

@@ -1707,6 +1707,23 @@ static inline __attribute__((always_inline)) void kp_decode_y(const int fmt, con
     *phi = hi;
 }
 
+/* y[t * ldy + r] = acc[r / 8][t][r % 8] + bz[r] for the nr (<= 16) rows of a group and TT tokens */
+static inline void kp_store_avx2(float acc[2][4][8], int nh, int nr, int TT, const float *bz, float *y, int64_t ldy) {
+    for (int h = 0; h < nh; h++) {
+        const __m256 vb = _mm256_loadu_ps(bz + 8 * h);
+        const int n = nr - 8 * h < 8 ? nr - 8 * h : 8;
+        for (int t = 0; t < TT && n > 0; t++) {
+            const __m256 v = _mm256_add_ps(_mm256_loadu_ps(acc[h][t]), vb);
+            if (n == 8) _mm256_storeu_ps(y + t * ldy + 8 * h, v);
+            else {
+                float tmp[8];
+                _mm256_storeu_ps(tmp, v);
+                memcpy(y + t * ldy + 8 * h, tmp, (size_t)n * sizeof(float));
+            }
+        }
+    }
+}
+
 /* TT tokens (xq[t * nb]) x the nr rows of a group, all super-blocks: y[t * ldy + r] = sum + bias[r]
  * (bz: 16 floats, zero without a bias). HB halves per pass over a record: 1 (rows 0..7, then 8..15
  * if nr > 8: the registers of 4 tokens), or 2 (both halves at once: one pair of activation
@@ -1806,19 +1823,7 @@ static inline __attribute__((always_inline)) void kp_tile_avx2(const int fmt, co
             }
         }
     }
-    for (int h = 0; h < nh; h++) {
-        const __m256 vb = _mm256_loadu_ps(bz + 8 * h);
-        const int n = nr - 8 * h < 8 ? nr - 8 * h : 8;
-        for (int t = 0; t < TT && n > 0; t++) {
-            const __m256 v = _mm256_add_ps(_mm256_loadu_ps(acc[h][t]), vb);
-            if (n == 8) _mm256_storeu_ps(y + t * ldy + 8 * h, v);
-            else {
-                float tmp[8];
-                _mm256_storeu_ps(tmp, v);
-                memcpy(y + t * ldy + 8 * h, tmp, (size_t)n * sizeof(float));
-            }
-        }
-    }
+    kp_store_avx2(acc, nh, nr, TT, bz, y, ldy);
 }
 
 #define KP_GROUP_AVX2(name, F)                                                                                           \
@@ -1913,19 +1918,7 @@ static inline __attribute__((always_inline)) void kp_tile2_avx2(const int fmt, c
             }
         }
     }
-    for (int h = 0; h < nh; h++) {
-        const __m256 vb = _mm256_loadu_ps(bz + 8 * h);
-        const int n = nr - 8 * h < 8 ? nr - 8 * h : 8;
-        for (int t = 0; t < TT && n > 0; t++) {
-            const __m256 v = _mm256_add_ps(_mm256_loadu_ps(acc[h][t]), vb);
-            if (n == 8) _mm256_storeu_ps(y + t * ldy + 8 * h, v);
-            else {
-                float tmp[8];
-                _mm256_storeu_ps(tmp, v);
-                memcpy(y + t * ldy + 8 * h, tmp, (size_t)n * sizeof(float));
-            }
-        }
-    }
+    kp_store_avx2(acc, nh, nr, TT, bz, y, ldy);
 }
 
 #define KP_GROUP2_AVX2(name, F)                                                                                          \
