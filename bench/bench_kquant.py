@@ -109,7 +109,10 @@ def main(argv=None):
     load0 = _load()
     ceil = measure_ceilings()
     # short runs (~1 ms), best of many: one that ran undisturbed on a shared machine
-    vnni = _core.bench_vnni(50_000, 200) if quant.kernels().get("kquant_vnni") else None
+    try:  # the int8 dot-product peak: vpdpbusd (AVX-512 VNNI) or vpmaddubsw + vpmaddwd (AVX2)
+        vnni, int8_instr = _core.bench_int8(50_000, 200)
+    except ValueError:
+        vnni, int8_instr = None, None
     rows = run_rows(kquant_cases(a.quick) + _q4_0_cases(a.quick), ceil, vnni, a.repeats, a.threads, "x NumPy")
     load1 = _load()
     after = measure_ceilings(quick=True)
@@ -123,8 +126,8 @@ def main(argv=None):
          f"- ceilings measured in this run: read-only bandwidth {ceil['bandwidth_read_gbs']:.1f} GB/s (triad "
          f"{ceil['bandwidth_gbs']:.1f}; after the cases {after['bandwidth_read_gbs']:.1f} / "
          f"{after['bandwidth_gbs']:.1f}), "
-         f"float32 FMA peak {ceil['fma_gflops']:.0f} GFLOP/s, int8 vpdpbusd peak "
-         + (f"{vnni:.0f} GOP/s" if vnni else "n/a (no VNNI in this build)"),
+         f"float32 FMA peak {ceil['fma_gflops']:.0f} GFLOP/s, int8 dot-product peak "
+         + (f"{vnni:.0f} GOP/s ({int8_instr})" if vnni else "n/a (neither VNNI nor AVX2 in this build)"),
          "- % ceiling: GEMV (T=1) weight bytes / s over the read-only bandwidth (the qwen3-32b-ffn weights, 43-107 MB, "
          "exceed the L3, so they stream from DRAM; the glm-expert ones, 1.0-2.7 MB, stay in cache and can pass 100%); "
          "GEMM (T=512) multiply-adds x 2 / s over the int8 peak",

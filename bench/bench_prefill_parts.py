@@ -14,7 +14,8 @@ function of glmbench.core._core is wrapped for the run (the Python modules that 
 wrapper), so the per-call time includes the binding's argument checks. With --threads 1 the times
 are the calling thread's CPU time (time.thread_time: what the work costs, close to unaffected by
 neighbours on a shared machine); with more threads wall time. Ceilings, measured at the start at
-the same thread count, from CPU time (see _ceilings): the int8 vpdpbusd peak (_core.bench_vnni) for
+the same thread count, from CPU time (see _ceilings): the int8 dot-product peak (_core.bench_int8: vpdpbusd, or
+vpmaddubsw + vpmaddwd on AVX2-only CPUs) for
 the quantized weight GEMMs (2 ops per multiply-add), the float32 FMA peak (_core.bench_fma) for the
 attention.
 OpenMP regions are counted where a counting shim is preloaded (GLMBENCH_GOMP_COUNT=path to a
@@ -59,24 +60,26 @@ def _regions():
         return None
 
 
-def _ceilings(threads) -> tuple[float, float]:
-    """(int8 vpdpbusd GOP/s, float32 FMA GFLOP/s) on `threads` threads, from the process's CPU time
-    over the register-resident loops (_core.bench_vnni: 16 chains x 64 int8 multiply-adds per
-    instruction; _core.bench_fma: 16 chains x 16 lanes), times the threads: on a shared machine their
+def _ceilings(threads) -> tuple[float, float, str]:
+    """(int8 dot-product GOP/s, float32 FMA GFLOP/s, the int8 instruction) on `threads` threads, from
+    the process's CPU time over the register-resident loops (_core.bench_int8: vpdpbusd, 16 chains x 64
+    int8 multiply-adds per iteration, or on AVX2-only CPUs vpmaddubsw + vpmaddwd + vpaddd, 12 chains x
+    32; _core.bench_fma: 16 chains x 16 lanes or 12 x 8), times the threads: on a shared machine their
     own wall-clock best understates the peak (a 1-thread vpdpbusd loop read 306-328 GOP/s by the wall
     clock and 887-901 by CPU time, 2026-12-02)."""
     it, reps = 2_000_000, 10
     t = time.process_time()
     try:
-        _core.bench_vnni(it, reps)
-        int8 = it * 16 * 64 * 2 * reps * threads / (time.process_time() - t) / 1e9
-    except ValueError:  # no AVX-512 VNNI on this build
-        int8 = float("nan")
+        _, instr = _core.bench_int8(it, reps)
+        per_iter = {"vpdpbusd": 16 * 64 * 2, "vpmaddubsw": 12 * 32 * 2}[instr]
+        int8 = it * per_iter * reps * threads / (time.process_time() - t) / 1e9
+    except ValueError:  # neither VNNI nor AVX2 in this build
+        int8, instr = float("nan"), "none"
     t = time.process_time()
     _, bits = _core.bench_fma(it, reps)
     per_iter = {512: 16 * 16 * 2, 256: 12 * 8 * 2}.get(int(bits))   # csrc/bench.c's chains x lanes x 2
     f32 = it * per_iter * reps * threads / (time.process_time() - t) / 1e9 if per_iter else float("nan")
-    return int8, f32
+    return int8, f32, instr
 
 
 def _macs(name, args, cfg) -> tuple[float, str]:
@@ -108,7 +111,7 @@ def _key(name, args) -> str:
 
 def run(path, depth, n_prompt, threads, reps, warm=2) -> dict:
     set_num_threads(threads)
-    ceil_int8, ceil_f32 = _ceilings(threads)
+    ceil_int8, ceil_f32, int8_instr = _ceilings(threads)
     cfg, state = checkpoint.state_dict(path)
     m = Model(cfg, state, weights="stored", kv="f16", max_context=depth + n_prompt + 1, mla_strategy="flash")
     clock = time.thread_time if threads == 1 else time.perf_counter
@@ -162,7 +165,7 @@ def run(path, depth, n_prompt, threads, reps, warm=2) -> dict:
             mod._core = c
         on[0] = False
     return dict(stats={k: list(v) for k, v in stats.items()}, totals=totals, cpu_main=cpu_main, reps=reps,
-                ceil_int8=ceil_int8, ceil_f32=ceil_f32, threads=threads, regions=regions is not None,
+                ceil_int8=ceil_int8, ceil_f32=ceil_f32, int8_instr=int8_instr, threads=threads, regions=regions is not None,
                 file=os.path.basename(path), depth=depth, n_prompt=n_prompt)
 
 
@@ -176,7 +179,7 @@ def render(res) -> str:
            f"- per prefill: {main * 1e3:.1f} ms ({clock}; wall median {np.median(res['totals']) * 1e3:.1f} ms), "
            f"of it in C-core calls {in_core * 1e3:.1f} ms, outside (Python, NumPy) "
            + (f"{(main - in_core) * 1e3:.1f} ms" if main >= in_core else "~0 ms (the two clocks' readings differ by more)"),
-           f"- ceilings at {th} thread{'s' if th > 1 else ''} (measured at the start): int8 vpdpbusd "
+           f"- ceilings at {th} thread{'s' if th > 1 else ''} (measured at the start): int8 {res.get('int8_instr', 'vpdpbusd')} "
            f"{res['ceil_int8']:.0f} GOP/s, float32 FMA {res['ceil_f32']:.0f} GFLOP/s", "",
            "| C-core call (shape, format id, output rows) | calls | ms | share | GOP | GOP/s | ceiling GOP/s | x ceiling |"
            + (" OpenMP regions |" if res["regions"] else ""),

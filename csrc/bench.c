@@ -1,10 +1,11 @@
-/* bench.c: memory bandwidth (STREAM-like triad, read-only sum) and float32 FMA peak. */
+/* bench.c: memory bandwidth (STREAM-like triad, read-only sum), float32 FMA peak, int8 dot-product peak. */
 #include "bench.h"
 
 #include <omp.h>
 #include <stdlib.h>
 
 #include "common.h"
+#include "quant_k.h"
 
 #if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
 #include <immintrin.h>
@@ -196,4 +197,65 @@ int gb_bench_fma(int64_t iters, int reps, double *gflops, int *vector_bits) {
 #endif
     *gflops = flops_per_thread * nthreads / best / 1e9;
     return sink == -1.0 ? GB_EINTERNAL : GB_OK;
+}
+
+/* The int8 dot-product ceiling the quantized GEMMs are judged against, on every thread, in GOP/s (a
+ * multiply-add counted as 2 ops). With AVX-512 VNNI: vpdpbusd chains (gb_bench_vnni, csrc/quant_k.c;
+ * *kind = 2). With AVX2 only: the sequence the AVX2 kernels (qgemm_avx2, kquant_avx2) and ggml's AVX2
+ * dots run per 32 byte pairs, vpmaddubsw (u8 x s8 -> 16 int16 pair sums) + vpmaddwd by ones (-> 8
+ * int32) + vpaddd, on 12 independent chains (*kind = 1). GB_EVALUE on builds with neither. */
+int gb_bench_int8(int64_t iters, int reps, double *gops, int *kind) {
+    *gops = 0.0;
+    *kind = 0;
+    if (iters < 1 || reps < 1 || iters > GB_BENCH_MAX_ITERS || reps > GB_BENCH_MAX_REPS)
+        return gb_error(GB_EVALUE, "bench: need 1 <= iters <= %ld and 1 <= reps <= %d, got %ld, %d",
+                        (long)GB_BENCH_MAX_ITERS, GB_BENCH_MAX_REPS, (long)iters, reps);
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
+    *kind = 2;
+    return gb_bench_vnni(iters, reps, gops);
+#elif defined(__AVX2__)
+    double best = 1e30;
+    int nthreads = 1;
+    volatile int32_t sink = 0;
+    for (int r = 0; r < reps; r++) {
+        const double t0 = omp_get_wtime();
+        int32_t part = 0;
+#pragma omp parallel reduction(+ : part)
+        {
+#pragma omp single
+            nthreads = omp_get_num_threads();
+            const __m256i a = _mm256_set1_epi8(3), b = _mm256_set1_epi8(-1), one = _mm256_set1_epi16(1);
+            const int th = omp_get_thread_num();
+            /* named accumulators (an array's chains went partly to the stack in gb_bench_vnni) */
+#define I8_ACC(j) __m256i c##j = _mm256_set1_epi32(j + th);
+            I8_ACC(0) I8_ACC(1) I8_ACC(2) I8_ACC(3) I8_ACC(4) I8_ACC(5)
+            I8_ACC(6) I8_ACC(7) I8_ACC(8) I8_ACC(9) I8_ACC(10) I8_ACC(11)
+#undef I8_ACC
+            for (int64_t i = 0; i < iters; i++) {
+#define I8_DP(j) c##j = _mm256_add_epi32(c##j, _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), one));
+                I8_DP(0) I8_DP(1) I8_DP(2) I8_DP(3) I8_DP(4) I8_DP(5)
+                I8_DP(6) I8_DP(7) I8_DP(8) I8_DP(9) I8_DP(10) I8_DP(11)
+#undef I8_DP
+                /* the products are loop-invariant: keep them from being hoisted (a and b "change"),
+                 * and the 12 chains in registers */
+                __asm__ volatile("" : "+x"(c0), "+x"(c1), "+x"(c2), "+x"(c3), "+x"(c4), "+x"(c5));
+                __asm__ volatile("" : "+x"(c6), "+x"(c7), "+x"(c8), "+x"(c9), "+x"(c10), "+x"(c11));
+            }
+            __m256i s = _mm256_add_epi32(_mm256_add_epi32(_mm256_add_epi32(c0, c1), _mm256_add_epi32(c2, c3)),
+                                         _mm256_add_epi32(_mm256_add_epi32(c4, c5), _mm256_add_epi32(c6, c7)));
+            s = _mm256_add_epi32(s, _mm256_add_epi32(_mm256_add_epi32(c8, c9), _mm256_add_epi32(c10, c11)));
+            int32_t t[8];
+            _mm256_storeu_si256((__m256i *)t, s);
+            for (int j = 0; j < 8; j++) part += t[j];
+        }
+        const double dt = omp_get_wtime() - t0;
+        sink += part;
+        if (dt < best) best = dt;
+    }
+    *kind = 1;
+    *gops = (double)nthreads * (double)iters * 12.0 * 32.0 * 2.0 / best * 1e-9;
+    return GB_OK;
+#else
+    return gb_error(GB_EVALUE, "bench_int8: neither AVX-512 VNNI nor AVX2 is compiled in on this build");
+#endif
 }

@@ -27,4 +27,9 @@ int gb_bench_read(const float *b, int64_t n, int reps, double *read_gbs);
  * Best of `reps`; *gflops counts 2 FLOPs per lane per FMA. *vector_bits gets 512, 256 or 32. */
 int gb_bench_fma(int64_t iters, int reps, double *gflops, int *vector_bits);
 
+/* int8 dot-product peak on every thread (GOP/s, a multiply-add = 2 ops): *kind 2 = AVX-512 VNNI
+ * vpdpbusd (16 chains x 64 multiply-adds per iteration), 1 = AVX2 vpmaddubsw + vpmaddwd + vpaddd
+ * (12 chains x 32 per iteration). GB_EVALUE where neither is compiled in. */
+int gb_bench_int8(int64_t iters, int reps, double *gops, int *kind);
+
 #endif

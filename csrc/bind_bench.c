@@ -79,6 +79,19 @@ static PyObject *py_bench_fma(PyObject *self, PyObject *args, PyObject *kw) {
     return Py_BuildValue("(di)", gf, bits);
 }
 
+static PyObject *py_bench_int8(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"iters", "reps", NULL};
+    long long iters;
+    int reps, st, kind = 0;
+    double g = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "Li:bench_int8", kwlist, &iters, &reps)) return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    st = gb_bench_int8(iters, reps, &g, &kind);
+    Py_END_ALLOW_THREADS
+    if (st != GB_OK) return gb_raise_status(st);
+    return Py_BuildValue("(ds)", g, kind == 2 ? "vpdpbusd" : "vpmaddubsw");
+}
+
 PyMethodDef gb_bench_methods[] = {
     {"bench_bandwidth", (PyCFunction)(void (*)(void))py_bench_bandwidth, METH_VARARGS | METH_KEYWORDS,
      "bench_bandwidth(n, reps) -> (triad_gbs, read_gbs): float32 arrays of n elements, best of reps"},
@@ -90,4 +103,8 @@ PyMethodDef gb_bench_methods[] = {
      "(its halves as two streams), best of reps"},
     {"bench_fma", (PyCFunction)(void (*)(void))py_bench_fma, METH_VARARGS | METH_KEYWORDS,
      "bench_fma(iters, reps) -> (gflops, vector_bits): register-resident FMA loop on every thread"},
+    {"bench_int8", (PyCFunction)(void (*)(void))py_bench_int8, METH_VARARGS | METH_KEYWORDS,
+     "bench_int8(iters, reps) -> (gops, instruction): register-resident int8 dot-product loop on every thread; "
+     "instruction 'vpdpbusd' (AVX-512 VNNI: 16 chains x 64 multiply-adds per iteration) or 'vpmaddubsw' (AVX2: "
+     "vpmaddubsw + vpmaddwd + vpaddd, 12 chains x 32 per iteration); ValueError with neither"},
     {NULL, NULL, 0, NULL}};

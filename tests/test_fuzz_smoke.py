@@ -71,9 +71,21 @@ def test_bench_counts_are_bounded():
     """bench_fma(2**62, 1) looped for hours and bench_bandwidth(2**40, 1) asked for 12 TB."""
     from glmbench.core._loader import _core
     for call in (lambda: _core.bench_fma(2**62, 1), lambda: _core.bench_fma(1000, 10**6),
+                 lambda: _core.bench_int8(2**62, 1), lambda: _core.bench_int8(1000, 10**6),
                  lambda: _core.bench_bandwidth(2**40, 1), lambda: _core.bench_bandwidth(4096, 10**6)):
         with pytest.raises(ValueError, match="bench: need"):
             call()
+
+
+def test_bench_int8_names_its_instruction():
+    """The int8 ceiling exists on AVX2-only CPUs too (vpmaddubsw + vpmaddwd), and says which it is."""
+    from glmbench.core._loader import _core
+    try:
+        gops, instr = _core.bench_int8(1000, 2)
+    except ValueError as e:  # a portable build (GLMBENCH_NATIVE=0 on a CPU without either)
+        assert "neither" in str(e)
+        return
+    assert instr in ("vpdpbusd", "vpmaddubsw") and gops > 0
 
 
 def test_readers_name_the_file(tmp_path):

@@ -504,6 +504,8 @@ def t_bench(R):
         if R.random() < 0.3:
             return "bench_vnni", [int(R.choice([1, 10, 1000])), int(R.integers(1, 3))], {}
         if R.random() < 0.3:
+            return "bench_int8", [int(R.choice([1, 10, 1000])), int(R.integers(1, 3))], {}
+        if R.random() < 0.3:
             return "bench_bf16dot", [int(R.choice([1, 10, 1000])), int(R.integers(1, 3))], {}
         return "bench_fma", [int(R.choice([1, 10, 1000])), int(R.integers(1, 3))], {}
     n = dim(R, 1, 4096)

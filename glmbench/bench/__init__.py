@@ -97,7 +97,11 @@ def run_case(case: Case, ceilings: dict, repeats: int, min_seconds: float) -> di
     t = time_best(case.run, repeats, min_seconds)
     gbs = case.bytes / t / 1e9
     gfs = case.flops / t / 1e9
-    pct = 100 * (gbs / ceilings["bandwidth_gbs"] if case.bound == "memory" else gfs / ceilings["fma_gflops"])
+    # memory: of the triad; compute: of the float32 FMA peak; int8 (quantized GEMMs on integer dot
+    # products): of the int8 dot-product peak (NaN where the build has none)
+    ceil = {"memory": ceilings["bandwidth_gbs"], "compute": ceilings["fma_gflops"],
+            "int8": ceilings.get("int8_gops", float("nan"))}[case.bound]
+    pct = 100 * ((gbs if case.bound == "memory" else gfs) / ceil)
     return {"name": case.name, "seconds": t, "gbs": gbs, "gflops": gfs, "bound": case.bound, "pct": pct,
             "numpy_seconds": t_np, "vs_numpy": (t_np / t) if t_np else None, "check": check, "tags": case.tags}
 
@@ -455,10 +459,12 @@ def kernels(quick: bool = False, out: str | None = None, only: str | None = None
             f"{'yes' if _core._linear_has_avx512() else 'no'}",
             f"- ceilings: triad bandwidth {ceil['bandwidth_gbs']:.1f} GB/s (read-only {ceil['bandwidth_read_gbs']:.1f} GB/s), "
             f"float32 FMA peak {ceil['fma_gflops']:.1f} GFLOP/s ({ceil['fma_vector_bits']}-bit)"
-            + (f", bf16 dot-product peak {bf16_peak:.1f} GFLOP/s (vdpbf16ps)" if bf16_peak else ""),
+            + (f", bf16 dot-product peak {bf16_peak:.1f} GFLOP/s (vdpbf16ps)" if bf16_peak else "")
+            + (f", int8 dot-product peak {ceil['int8_gops']:.1f} GOP/s ({ceil['int8_instr']})" if ceil.get("int8_instr") else ""),
             f"- 16-bit prefill GEMM kernel (csrc/hgemm.c, picked by cpuid): bf16 {_core._linear_hgemm('bf16')}, "
             f"f16 {_core._linear_hgemm('f16')}",
-            "- time: best of repeated calls; % ceiling: of the triad bandwidth (mem) or FMA peak (com); "
+            "- time: best of repeated calls; % ceiling: of the triad bandwidth (mem), the float32 FMA peak (com) "
+            "or the int8 dot-product peak (int: quantized GEMMs, GFLOP/s column = GOP/s); "
             "vs NumPy: NumPy time / glmbench time", ""]
     print("\n".join(head), file=stream, flush=True)
     print(HEADER, file=stream, flush=True)

@@ -22,5 +22,5 @@ class Case:
     rtol: float = 1e-3
 
     def __post_init__(self):
-        if self.bound not in ("memory", "compute"):
-            raise ValueError(f"`bound` must be 'memory' or 'compute', got {self.bound!r}")
+        if self.bound not in ("memory", "compute", "int8"):
+            raise ValueError(f"`bound` must be 'memory', 'compute' or 'int8', got {self.bound!r}")

@@ -63,7 +63,7 @@ def cases(quick: bool = False):
                 out.append(Case(f"qlinear {fmt} {qg_kernel} T=512 {label} {n}x{k}",
                                 run=lambda qp=qp, x=x: quant.linear(x, qp, kernel=qg_kernel),
                                 numpy_run=lambda wd=wd, x=xq: x @ wd.T,
-                                flops=2.0 * 512 * n * k, bytes=float(qt.nbytes + 4 * 512 * (k + n)), bound="compute",
+                                flops=2.0 * 512 * n * k, bytes=float(qt.nbytes + 4 * 512 * (k + n)), bound="int8",
                                 tags=(f"qgemm_{fmt}",)))
                 out.append(Case(f"qlinear {fmt} blas_f32 T=512 {label} {n}x{k}",
                                 run=lambda qt=qt, x=x: quant.linear(x, qt, compute="f32"),
@@ -158,7 +158,7 @@ def stored_linear_cases(quick, rng, fmts, weights, act_deq, tagged=False):
                 out.append(Case(f"qlinear {fmt} {kern} T=512 {label} {n}x{k}",
                                 run=lambda qt=qt, x=x: quant.linear(x, qt, kernel=kern),
                                 numpy_run=lambda wd=wd, x=xq: x @ wd.T,
-                                flops=2.0 * 512 * n * k, bytes=float(qt.nbytes + 4 * 512 * (k + n)), bound="compute",
+                                flops=2.0 * 512 * n * k, bytes=float(qt.nbytes + 4 * 512 * (k + n)), bound="int8",
                                 tags=(f"gemm_{fmt}",) if tagged else ()))
             del wd
     return out
@@ -200,7 +200,7 @@ def _moe_cases(quick, rng):
             out.append(Case(f"moe experts {fmt} T={T} glm E={E}x{F} top{k} ({hit} hit)",
                             run=lambda x=x, idx=idx, wts=wts, qs=qs: quant.moe_experts(x, idx, wts, *qs)[0],
                             numpy_run=np_run, flops=6.0 * T * k * F * D, bytes=hit * ebytes + 8.0 * T * D,
-                            bound="memory" if T <= 8 else "compute", tags=("moe", f"moe_{fmt}"), rtol=0.05))
+                            bound="memory" if T <= 8 else "int8", tags=("moe", f"moe_{fmt}"), rtol=0.05))
     return out
 
 

@@ -70,7 +70,9 @@ def _l3_bytes() -> int:
 
 def measure_ceilings(quick: bool = False) -> dict:
     """{"bandwidth_gbs": triad GB/s, "bandwidth_read_gbs": read-only GB/s, "fma_gflops",
-    "fma_vector_bits", "threads", "cpu"} for this machine at the current thread count."""
+    "fma_vector_bits", "int8_gops", "int8_instr", "threads", "cpu"} for this machine at the current
+    thread count. int8: the dot-product peak the quantized GEMMs run on (vpdpbusd with AVX-512 VNNI,
+    vpmaddubsw + vpmaddwd on AVX2-only CPUs; _core.bench_int8), NaN / None where neither is built."""
     # STREAM's rule: each array at least 4x the last-level cache, so no pass is served from it.
     n = max(1 << 24, 4 * _l3_bytes() // 4)
     triad, read = _core.bench_bandwidth(n, 4 if quick else 10)
@@ -78,8 +80,12 @@ def measure_ceilings(quick: bool = False) -> dict:
     # fork/join, short against a scheduler time slice, so the best of many runs on a shared
     # machine is one that ran undisturbed (0.1 s runs measured 40% low under load here)
     gf, bits = _core.bench_fma(2_000_000, 10 if quick else 40)
+    try:  # ~1 GOP per thread, as the FMA loop
+        i8, instr = _core.bench_int8(1_000_000, 10 if quick else 40)
+    except ValueError:  # a portable build: no int8 dot-product instruction compiled in
+        i8, instr = float("nan"), None
     return {"bandwidth_gbs": triad, "bandwidth_read_gbs": read, "fma_gflops": gf, "fma_vector_bits": bits,
-            "threads": _core.get_num_threads(), "cpu": cpu_name()}
+            "int8_gops": i8, "int8_instr": instr, "threads": _core.get_num_threads(), "cpu": cpu_name()}
 
 
 def llc_bytes() -> int:
