@@ -6,9 +6,10 @@
  *
  * glmbench/model.py builds the spec (Layer._c_plan); the capsule keeps a reference to every array
  * it points into, so the weights live as long as the plan. */
+#include "bind.h" /* Python.h first: it sets the feature macros the system headers read */
+
 #include <math.h>
 
-#include "bind.h"
 #include "layer.h"
 
 extern gb_kvcache *gb_kvcache_from_py(PyObject *obj, const char *name); /* bind_kvcache.c */

@@ -104,10 +104,16 @@ int gb_weight_elem_bytes(int fmt) {
     return 0;
 }
 
+/* element i of a weight buffer as float32 (f16 through F16C's vcvtph2ps where compiled: the same
+ * value as gb_f16_to_f32, without the call) */
 static inline float w_scalar(const void *w, int fmt, int64_t i) {
     if (fmt == GB_F32) return ((const float *)w)[i];
     uint16_t h = ((const uint16_t *)w)[i];
+#if GB_HAVE_AVX2L
+    return fmt == GB_BF16 ? gb_bf16_to_f32(h) : _cvtsh_ss(h);
+#else
     return fmt == GB_BF16 ? gb_bf16_to_f32(h) : gb_f16_to_f32(h);
+#endif
 }
 
 /* Address of element i of a weight buffer in format fmt. */
@@ -466,12 +472,6 @@ ALWAYS_INLINE float hsum8(__m256 v) {
     return _mm_cvtss_f32(a);
 }
 
-ALWAYS_INLINE float w_at(const void *w, int fmt, int64_t i) {
-    if (fmt == GB_F32) return ((const float *)w)[i];
-    const uint16_t h = ((const uint16_t *)w)[i];
-    return fmt == GB_BF16 ? gb_bf16_to_f32(h) : _cvtsh_ss(h);
-}
-
 /* dot(row at element offset o, x), four accumulators (32 weights per step); the K % 8 tail scalar */
 ALWAYS_INLINE float dot1_avx2(const float *x, int64_t K, const void *w, int fmt, int64_t o) {
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
@@ -484,7 +484,7 @@ ALWAYS_INLINE float dot1_avx2(const float *x, int64_t K, const void *w, int fmt,
     }
     for (; k + 8 <= K; k += 8) a0 = _mm256_fmadd_ps(ldw8(w, o + k, fmt), _mm256_loadu_ps(x + k), a0);
     float r = hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
-    for (; k < K; k++) r += w_at(w, fmt, o + k) * x[k];
+    for (; k < K; k++) r += w_scalar(w, fmt, o + k) * x[k];
     return r;
 }
 
@@ -506,8 +506,8 @@ ALWAYS_INLINE void tile2_avx2(const float *x, const int TT, int64_t K, const voi
     for (int t = 0; t < TT; t++) {
         float r0 = hsum8(a[0][t]), r1 = hsum8(a[1][t]);
         for (int64_t j = k; j < K; j++) {
-            r0 += w_at(w, fmt, o0 + j) * x[t * K + j];
-            r1 += w_at(w, fmt, o1 + j) * x[t * K + j];
+            r0 += w_scalar(w, fmt, o0 + j) * x[t * K + j];
+            r1 += w_scalar(w, fmt, o1 + j) * x[t * K + j];
         }
         y[t * ldy] = r0;
         y[t * ldy + 1] = r1;
@@ -551,7 +551,7 @@ static void convert_row_avx2(const void *w, int fmt, int64_t o, int64_t K, float
         for (; k + 8 <= K; k += 8) _mm256_storeu_ps(dst + k, ldw8(w, o + k, GB_F16));
     else
         for (; k + 8 <= K; k += 8) _mm256_storeu_ps(dst + k, ldw8(w, o + k, GB_F32));
-    for (; k < K; k++) dst[k] = w_at(w, fmt, o + k);
+    for (; k < K; k++) dst[k] = w_scalar(w, fmt, o + k);
 }
 
 #endif
