@@ -126,13 +126,13 @@ static int mact_rows(int fmt, const void *w, int64_t N, const mact *a, int64_t g
     return GB_OK;
 }
 
-/* Prefill-sized batches of K formats (VNNI): every routed expert in ONE parallel region, rather
+/* Prefill-sized batches of K formats: every routed expert in ONE parallel region, rather
  * than three gb_klinear_packed calls (three regions, each with its own fork, quantization and
  * join) per expert: 64 experts made ~190 regions per MoE layer, each a barrier where a thread
  * that the OS has parked (a shared machine) holds up the other. Phases, each an `omp for`:
- *   1. the gathered rows quantized to q8_K (and prepared for the panels where the expert has
- *      >= 16 rows: gb_kp_panel_prep_x; fewer rows run the packed group kernel, as gb_klinear_packed
- *      does below GB_KP_PANEL_MIN_T);
+ *   1. the gathered rows quantized to q8_K (and, VNNI, prepared for the panels where the expert has
+ *      >= 16 rows: gb_kp_panel_prep_x; fewer rows, and every expert on the AVX2 and reference
+ *      versions, run the packed group kernel gb_kp_rows, as gb_klinear_packed does there);
  *   2. gate and up: work items (expert, matrix, pair of 16-row groups), dynamic, so the experts'
  *      uneven token counts balance across threads;
  *   3. h = SiLU(g) * u per row (gb_silu_mul, as gb_kmoe), quantized for down;
@@ -141,8 +141,10 @@ static int mact_rows(int fmt, const void *w, int64_t N, const mact *a, int64_t g
  * (gb_kp_panel_step / gb_kp_rows), so the results are bit-identical to the per-expert calls. */
 static int kmoe_prefill(const float *xg, int64_t R, int64_t na, const int64_t *act, const int64_t *counts, const int64_t *off,
                         int fg, const void *gate, int64_t pg, int fu, const void *up, int64_t pu, int fd, const void *down,
-                        int64_t pd, int64_t F, int64_t D, float *g, float *u, float *o, int version) {
-    const int64_t nbD = D / GB_QKK, nbF = F / GB_QKK, SF = (F + 31) / 32, SD = (D + 31) / 32, pmin = 16;
+                        int64_t pd, int64_t F, int64_t D, float *g, float *u, float *o, int version, int panels) {
+    /* experts with pmin or more rows run the byte panels; without panels (kernel versions other than
+     * VNNI: gb_kp_panel_ok) every expert runs the packed group kernel, as gb_klinear_packed does */
+    const int64_t nbD = D / GB_QKK, nbF = F / GB_QKK, SF = (F + 31) / 32, SD = (D + 31) / 32, pmin = panels ? 16 : INT64_MAX;
     gb_block_q8_K *xq = (gb_block_q8_K *)gb_ws_aligned_alloc(64, (size_t)(R * nbD + 1) * sizeof(gb_block_q8_K));
     gb_block_q8_K *hq = (gb_block_q8_K *)gb_ws_aligned_alloc(64, (size_t)(R * nbF + 1) * sizeof(gb_block_q8_K));
     uint8_t *big = (uint8_t *)gb_ws_malloc((size_t)R + 1);
@@ -153,11 +155,11 @@ static int kmoe_prefill(const float *xg, int64_t R, int64_t na, const int64_t *a
         return gb_error(GB_ENOMEM, "kmoe: cannot allocate the prepared activations (%ld rows, F=%ld, D=%ld)", (long)R, (long)F, (long)D);
     }
     for (int64_t j = 0; j < na; j++) memset(big + off[act[j]], counts[act[j]] >= pmin, (size_t)counts[act[j]]);
-    const size_t scr = gb_kp_panel_scratch(nbD > nbF ? D : F);
+    const size_t scr = panels ? gb_kp_panel_scratch(nbD > nbF ? D : F) : 0;
     int fail = 0;
 #pragma omp parallel
     {
-        void *P = gb_ws_aligned_alloc(64, scr);
+        void *P = panels ? gb_ws_aligned_alloc(64, scr) : (void *)big; /* (no panels: a non-NULL token) */
         if (!P) {
 #pragma omp atomic write
             fail = 1;
@@ -200,7 +202,7 @@ static int kmoe_prefill(const float *xg, int64_t R, int64_t na, const int64_t *a
                 for (int64_t gi = 2 * s2; gi < 2 * s2 + 2 && 16 * gi < D; gi++)
                     gb_kp_rows(fd, w, D, F, gi, hq + o0 * nbF, c, o + o0 * D + 16 * gi, D, NULL, version);
         }
-        gb_ws_free(P);
+        if (panels) gb_ws_free(P);
     }
     gb_ws_free(xq);
     gb_ws_free(hq);
@@ -251,8 +253,9 @@ int gb_kmoe_packed(const float *x, const int64_t *topk_idx, const float *topk_we
             if (counts[e] > cmax) cmax = counts[e];
         }
     const int kall = !gb_is_iqfmt(fg) && !gb_is_iqfmt(fu) && !gb_is_iqfmt(fd);
-    if (cmax >= fuse_max && kall && gb_kp_panel_ok(version) && gb_kp_panel_x_kind(fg) == gb_kp_panel_x_kind(fu)) {
-        st = kmoe_prefill(xg, R, na, act, counts, off, fg, gate, pg, fu, up, pu, fd, down, pd, F, D, g, u, o, version);
+    const int panels = gb_kp_panel_ok(version);
+    if (cmax >= fuse_max && kall && (!panels || gb_kp_panel_x_kind(fg) == gb_kp_panel_x_kind(fu))) {
+        st = kmoe_prefill(xg, R, na, act, counts, off, fg, gate, pg, fu, up, pu, fd, down, pd, F, D, g, u, o, version, panels);
         if (st != GB_OK) goto done;
     } else if (cmax >= fuse_max) { /* prefill-sized: expert by expert */
         for (int64_t j = 0; j < na && st == GB_OK; j++) {
