@@ -6,9 +6,11 @@
  *   tile_avx2    CPUs with AVX2 + FMA + F16C but no AVX-512: (4 rows x 2 keys) score blocks of 8
  *                lanes, vector exp, p*V as (4 rows x 16 dims); head dims that are multiples of 8.
  *   tile_scalar  plain loops, for builds with neither (GLMBENCH_NATIVE=0) and other head dims.
- *   gb_attn_tile_lanes  prefill (16+ rows, AVX-512): rows in vector lanes, the queries transposed once
- *                per work item; scores as (4 x 16 rows x 6 keys) outer products, the softmax
- *                lane-parallel, p*V as the 6 x 64 kernel. Builds without AVX-512 run gb_attn_tile_ex's
+ *   gb_attn_tile_lanes  prefill (16+ rows): rows in vector lanes, the queries transposed once per work
+ *                item; the softmax lane-parallel. AVX-512: scores as (4 x 16 rows x 6 keys) outer
+ *                products, p*V as the 6 x 64 kernel. AVX2 + FMA + F16C (no AVX-512): scores as
+ *                (3 x 8 rows x 4 keys) outer products over 64-dim chunks (L1-resident), p*V as
+ *                6 rows x 16 dims, row blocks outside. Builds with neither run gb_attn_tile_ex's
  *                portable path for prefill too.
  * Each key/value row of a tile is read once per row group; the query rows of one KV head (the G
  * query heads of a group, times the chunk's tokens) all share that read.
