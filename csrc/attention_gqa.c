@@ -822,18 +822,23 @@ void gb_attn_tile_lanes(const float *qT, int64_t nr, int64_t dk, const float *k,
     for (int64_t z = z0; z < z1; z++) {
         const int64_t rb = z * 8;
         int32_t hi[8], lw[8], in[8]; /* valid keys of lane i: [lw[i], hi[i]); in: the row is in [r0, r1) */
+        int full = 1; /* every lane sees every key of the tile: no masks (the same results) */
         for (int i = 0; i < 8; i++) {
             const int64_t r = rb + i;
             in[i] = r >= r0 && r < r1 ? -1 : 0;
             int64_t h = in[i] ? (lim ? lim[r] - t0 : nt) : 0, w = lo && in[i] ? lo[r] - t0 : 0;
             hi[i] = (int32_t)(h < 0 ? 0 : h > nt ? nt : h);
             lw[i] = (int32_t)(w < 0 ? 0 : w > nt ? nt : w);
+            full &= in[i] && hi[i] == nt && lw[i] == 0;
         }
         const __m256i hv = _mm256_loadu_si256((const __m256i *)hi), lv = _mm256_loadu_si256((const __m256i *)lw);
         const __m256i rmi = _mm256_loadu_si256((const __m256i *)in);
         const __m256 rm = _mm256_castsi256_ps(rmi);
         const __m256 mold = _mm256_blendv_ps(ninf, _mm256_maskload_ps(m + rb, rmi), rm);
         __m256 mx = ninf;
+        if (full)
+            for (int64_t j = 0; j < nt; j++) mx = _mm256_max_ps(mx, _mm256_loadu_ps(sT + j * GB_ATTN_LANES + rb));
+        else
         for (int64_t j = 0; j < nt; j++) {
             const __m256i jv = _mm256_set1_epi32((int)j);
             /* j < hi and !(lw > j) */
@@ -844,6 +849,14 @@ void gb_attn_tile_lanes(const float *qT, int64_t nr, int64_t dk, const float *k,
         /* alpha = e^(m_old - m_new); 0 where m_old = -inf (no key yet: o is 0), 1 where no key here */
         const __m256 al = _mm256_and_ps(_mm256_cmp_ps(mold, ninf, _CMP_NEQ_OQ), gb_exp256(_mm256_sub_ps(mold, mnew)));
         __m256 sum = _mm256_setzero_ps();
+        if (full)
+            for (int64_t j = 0; j < nt; j++) {
+                float *sp = sT + j * GB_ATTN_LANES + rb;
+                const __m256 pj = gb_exp256(_mm256_sub_ps(_mm256_loadu_ps(sp), mnew));
+                _mm256_storeu_ps(sp, pj);
+                sum = _mm256_add_ps(sum, pj);
+            }
+        else
         for (int64_t j = 0; j < nt; j++) {
             const __m256i jv = _mm256_set1_epi32((int)j);
             const __m256 ok = _mm256_castsi256_ps(_mm256_andnot_si256(_mm256_cmpgt_epi32(lv, jv), _mm256_cmpgt_epi32(hv, jv)));
