@@ -6,9 +6,11 @@
  *   tile_avx2    CPUs with AVX2 + FMA + F16C but no AVX-512: (4 rows x 2 keys) score blocks of 8
  *                lanes, vector exp, p*V as (4 rows x 16 dims); head dims that are multiples of 8.
  *   tile_scalar  plain loops, for builds with neither (GLMBENCH_NATIVE=0) and other head dims.
- *   gb_attn_tile_lanes  prefill (16+ rows, AVX-512): rows in vector lanes, the queries transposed once
- *                per work item; scores as (4 x 16 rows x 6 keys) outer products, the softmax
- *                lane-parallel, p*V as the 6 x 64 kernel. Builds without AVX-512 run gb_attn_tile_ex's
+ *   gb_attn_tile_lanes  prefill (16+ rows): rows in vector lanes, the queries transposed once per work
+ *                item; the softmax lane-parallel. AVX-512: scores as (4 x 16 rows x 6 keys) outer
+ *                products, p*V as the 6 x 64 kernel. AVX2 + FMA + F16C (no AVX-512): scores as
+ *                (3 x 8 rows x 4 keys) outer products over 64-dim chunks (L1-resident), p*V as
+ *                6 rows x 16 dims, row blocks outside. Builds with neither run gb_attn_tile_ex's
  *                portable path for prefill too.
  * Each key/value row of a tile is read once per row group; the query rows of one KV head (the G
  * query heads of a group, times the chunk's tokens) all share that read.
@@ -647,6 +649,230 @@ void gb_attn_tile_lanes(const float *qT, int64_t nr, int64_t dk, const float *k,
     pv_rows(sT + r0, r1 - r0, nt, v, vs, o + r0 * dv, dv, alpha + r0, 1, GB_ATTN_LANES);
 }
 #endif /* __AVX512F__ */
+
+#if GB_ATTN_AVX2
+/* ---- rows in lanes on 8 lanes (AVX2 + FMA + F16C, no AVX-512) ----------------------------------
+ * The same contract and layout as the AVX-512 version above (qT[d][GB_ATTN_LANES], key-major scores
+ * sT[j][GB_ATTN_LANES], alpha after them), sized for 16 ymm registers:
+ *   scores  (LZ <= 3 vectors of 8 rows) x (LK <= 4 broadcast keys) = 12 accumulators + 3 query
+ *           vectors + 1 broadcast key; the dims cut into chunks of GB_ATTN_AVX2_DC so that the
+ *           chunk of qT (64 lanes) and of the tile's keys stay in L1 (MLA's 576-dim qT is 147 KB),
+ *           the partial scores kept in sT between chunks (the same sum order per lane: each lane's
+ *           score is one FMA chain over d in order).
+ *   softmax lane-parallel over rows (8 per vector), masks from integer compares.
+ *   p*V     (<= 6 rows) x 16 columns = 12 accumulators + 2 value vectors + 1 broadcast p; 8-column
+ *           and scalar tails for dv % 16.
+ * Rows before the first row that sees a key of the tile are skipped a vector at a time. */
+#ifndef GB_ATTN_AVX2_DC
+#define GB_ATTN_AVX2_DC 64
+#endif
+#define L2_JZ(j, z, X) if (LK > j && LZ > z) { X(j, z) }
+#define L2_J(j, X) L2_JZ(j, 0, X) L2_JZ(j, 1, X) L2_JZ(j, 2, X)
+#define L2_ALL(X) L2_J(0, X) L2_J(1, X) L2_J(2, X) L2_J(3, X)
+#define L2_INIT(j, z) a##j##z = first ? _mm256_setzero_ps() : _mm256_loadu_ps(sT + j * GB_ATTN_LANES + 8 * z);
+#define L2_STORE(j, z) _mm256_storeu_ps(sT + j * GB_ATTN_LANES + 8 * z, a##j##z);
+#define L2_LOADQ(z) if (LZ > z) { q##z = _mm256_loadu_ps(qd + 8 * z); __asm__("" : "+x"(q##z)); }
+#define L2_KEY(j)                                                                                  \
+    if (LK > j) {                                                                                  \
+        const __m256 kb = _mm256_broadcast_ss(k + j * ks + d);                                     \
+        if (LZ > 0) a##j##0 = _mm256_fmadd_ps(q0, kb, a##j##0);                                    \
+        if (LZ > 1) a##j##1 = _mm256_fmadd_ps(q1, kb, a##j##1);                                    \
+        if (LZ > 2) a##j##2 = _mm256_fmadd_ps(q2, kb, a##j##2);                                    \
+    }
+/* sT[j][8z + i] (+)= sum over d in [d0, d1) of qT[d][8z + i] k_j[d], j < LK, z < LZ (qT, sT offset to
+ * the first vector); first: start from 0, else from the partial sums in sT */
+AI void lscore2_mk(const float *qT, int64_t d0, int64_t d1, const float *k, int64_t ks, float *sT, int first,
+                   const int LZ, const int LK) {
+    __m256 a00, a01, a02, a10, a11, a12, a20, a21, a22, a30, a31, a32, q0, q1, q2;
+    a00 = a01 = a02 = a10 = a11 = a12 = a20 = a21 = a22 = a30 = a31 = a32 = q0 = q1 = q2 = _mm256_setzero_ps();
+    L2_ALL(L2_INIT)
+    for (int64_t d = d0; d < d1; d++) {
+        const float *qd = qT + d * GB_ATTN_LANES;
+        L2_LOADQ(0) L2_LOADQ(1) L2_LOADQ(2)
+        L2_KEY(0) L2_KEY(1) L2_KEY(2) L2_KEY(3)
+    }
+    L2_ALL(L2_STORE)
+}
+
+#define LSCORE2_KB(LZ)                                                                                 \
+    do {                                                                                               \
+        const float *qz = qT + 8 * z;                                                                  \
+        float *sz = sT + 8 * z;                                                                        \
+        int64_t j = 0;                                                                                 \
+        for (; j + 4 <= nt; j += 4) lscore2_mk(qz, d0, d1, k + j * ks, ks, sz + j * GB_ATTN_LANES, first, LZ, 4); \
+        switch (nt - j) {                                                                              \
+        case 3: lscore2_mk(qz, d0, d1, k + j * ks, ks, sz + j * GB_ATTN_LANES, first, LZ, 3); break;   \
+        case 2: lscore2_mk(qz, d0, d1, k + j * ks, ks, sz + j * GB_ATTN_LANES, first, LZ, 2); break;   \
+        case 1: lscore2_mk(qz, d0, d1, k + j * ks, ks, sz + j * GB_ATTN_LANES, first, LZ, 1); break;   \
+        }                                                                                              \
+    } while (0)
+
+/* scores of the row vectors [z0, z1) (8 rows each) for nt keys */
+static void scores_lanes_avx2(const float *qT, int64_t z0, int64_t z1, int64_t dk, const float *k, int64_t ks,
+                              int64_t nt, float *sT) {
+    for (int64_t d0 = 0; d0 < dk; d0 += GB_ATTN_AVX2_DC) {
+        const int64_t d1 = dk - d0 > GB_ATTN_AVX2_DC ? d0 + GB_ATTN_AVX2_DC : dk;
+        const int first = d0 == 0;
+        /* vectors in groups of 3, the last two groups balanced (8 -> 3 3 2, 4 -> 2 2, 5 -> 3 2) */
+        for (int64_t z = z0; z < z1;) {
+            const int64_t left = z1 - z;
+            const int lz = left >= 5 || left == 3 ? 3 : left == 1 ? 1 : 2;
+            switch (lz) {
+            case 3: LSCORE2_KB(3); break;
+            case 2: LSCORE2_KB(2); break;
+            default: LSCORE2_KB(1); break;
+            }
+            z += lz;
+        }
+    }
+}
+
+/* o[i][d, d + 8 NV) = alpha[i] o[i][d, d + 8 NV) + sum_j p[j][i] v_j[d, d + 8 NV) for RB <= 6 rows;
+ * p[j][i] at p + j * GB_ATTN_LANES + i */
+#define P2_ALL(X) X(0) X(1) X(2) X(3) X(4) X(5)
+#define P2_INIT(i)                                                                                 \
+    if (RB > i) {                                                                                  \
+        const __m256 a = _mm256_set1_ps(alpha[i]);                                                 \
+        c##i##0 = _mm256_mul_ps(a, _mm256_loadu_ps(o + i * dv + d));                               \
+        if (NV > 1) c##i##1 = _mm256_mul_ps(a, _mm256_loadu_ps(o + i * dv + d + 8));               \
+    }
+#define P2_FMA(i)                                                                                  \
+    if (RB > i) {                                                                                  \
+        const __m256 pb = _mm256_broadcast_ss(pj + i);                                             \
+        c##i##0 = _mm256_fmadd_ps(pb, v0, c##i##0);                                                \
+        if (NV > 1) c##i##1 = _mm256_fmadd_ps(pb, v1, c##i##1);                                    \
+    }
+#define P2_STORE(i)                                                                                \
+    if (RB > i) {                                                                                  \
+        _mm256_storeu_ps(o + i * dv + d, c##i##0);                                                 \
+        if (NV > 1) _mm256_storeu_ps(o + i * dv + d + 8, c##i##1);                                 \
+    }
+AI void pv_lanes2_mk(const float *p, int64_t nt, const float *v, int64_t vs, float *o, int64_t dv, int64_t d,
+                     const float *alpha, const int RB, const int NV) {
+    __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
+    c00 = c01 = c10 = c11 = c20 = c21 = c30 = c31 = c40 = c41 = c50 = c51 = _mm256_setzero_ps();
+    P2_ALL(P2_INIT)
+    for (int64_t j = 0; j < nt; j++) {
+        const float *vj = v + j * vs + d, *pj = p + j * GB_ATTN_LANES;
+        const __m256 v0 = _mm256_loadu_ps(vj), v1 = NV > 1 ? _mm256_loadu_ps(vj + 8) : v0;
+        P2_ALL(P2_FMA)
+    }
+    P2_ALL(P2_STORE)
+}
+
+#define PV2_RB(NV)                                                                                     \
+    switch (nr - r >= rbk ? rbk : nr - r) {                                                            \
+    case 6: pv_lanes2_mk(p + r, nt, v, vs, o + r * dv, dv, d, alpha + r, 6, NV); break;                \
+    case 5: pv_lanes2_mk(p + r, nt, v, vs, o + r * dv, dv, d, alpha + r, 5, NV); break;                \
+    case 4: pv_lanes2_mk(p + r, nt, v, vs, o + r * dv, dv, d, alpha + r, 4, NV); break;                \
+    case 3: pv_lanes2_mk(p + r, nt, v, vs, o + r * dv, dv, d, alpha + r, 3, NV); break;                \
+    case 2: pv_lanes2_mk(p + r, nt, v, vs, o + r * dv, dv, d, alpha + r, 2, NV); break;                \
+    default: pv_lanes2_mk(p + r, nt, v, vs, o + r * dv, dv, d, alpha + r, 1, NV); break;               \
+    }
+
+/* rows [0, nr) of o (o, p and alpha offset to the first row) */
+static void pv_lanes_avx2(const float *p, int64_t nr, int64_t nt, const float *v, int64_t vs, float *o, int64_t dv,
+                          const float *alpha) {
+    /* rows in equal blocks of at most 6 (as pv_rows) */
+    const int64_t nbk = (nr + 5) / 6, rbk = (nr + nbk - 1) / nbk;
+    const int64_t d16 = dv / 16 * 16, d8 = dv / 8 * 8;
+    /* row blocks outside, columns inside: each block's o rows are read in order (the prefetcher
+     * follows them; MLA's o is 128 KB per 64 rows, past L1 and, with 256-row work items and their qT,
+     * past a Zen 3's 512 KB L2), the value columns come from L2. Columns outside (a block's o rows
+     * read 64 bytes at a time, 2 KB apart) measured 45 -> 57-66% of the FMA peak, 1 thread, MLA T=256
+     * at depth 4096. */
+    for (int64_t r = 0; r < nr; r += rbk) {
+        for (int64_t d = 0; d < d16; d += 16) { PV2_RB(2) }
+        for (int64_t d = d16; d < d8; d += 8) { PV2_RB(1) }
+    }
+    for (int64_t d = d8; d < dv; d++) /* dv % 8 columns */
+        for (int64_t r = 0; r < nr; r++) {
+            float acc = alpha[r] * o[r * dv + d];
+            for (int64_t j = 0; j < nt; j++) acc = fmaf(p[j * GB_ATTN_LANES + r], v[j * vs + d], acc);
+            o[r * dv + d] = acc;
+        }
+}
+
+void gb_attn_lanes_pack(const float *q, int64_t nr, int64_t dk, float *qT) {
+    for (int64_t d = 0; d < dk; d++) {
+        float *dst = qT + d * GB_ATTN_LANES;
+        int64_t r = 0;
+        for (; r < nr; r++) dst[r] = q[r * dk + d];
+        for (; r < GB_ATTN_LANES; r++) dst[r] = 0.0f;
+    }
+}
+
+void gb_attn_tile_lanes(const float *qT, int64_t nr, int64_t dk, const float *k, int64_t ks, const float *v,
+                        int64_t vs, int64_t dv, int64_t nt, int64_t t0, const int64_t *lim, const int64_t *lo,
+                        float softcap, float *m, float *l, float *o, float *sbuf) {
+    if (nt <= 0 || nr <= 0) return;
+    int64_t r0 = 0, r1 = nr; /* rows that see a key of this tile: [r0, r1) */
+    if (lim)
+        while (r0 < r1 && lim[r0] <= t0) r0++;
+    if (lo)
+        while (r1 > r0 && lo[r1 - 1] >= t0 + nt) r1--;
+    if (r0 >= r1) return;
+    float *sT = sbuf, *alpha = sbuf + GB_ATTN_TILE * GB_ATTN_LANES;
+    const int64_t z0 = r0 / 8, z1 = (r1 + 7) / 8;
+    scores_lanes_avx2(qT, z0, z1, dk, k, ks, nt, sT);
+    if (softcap > 0.0f) /* Gemma 2: cap * tanh(s / cap) on the scaled logits, before the mask */
+        for (int64_t j = 0; j < nt; j++)
+            for (int64_t r = r0; r < r1; r++) sT[j * GB_ATTN_LANES + r] = softcap * tanhf(sT[j * GB_ATTN_LANES + r] / softcap);
+    const __m256 ninf = _mm256_set1_ps(-INFINITY);
+    for (int64_t z = z0; z < z1; z++) {
+        const int64_t rb = z * 8;
+        int32_t hi[8], lw[8], in[8]; /* valid keys of lane i: [lw[i], hi[i]); in: the row is in [r0, r1) */
+        int full = 1; /* every lane sees every key of the tile: no masks (the same results) */
+        for (int i = 0; i < 8; i++) {
+            const int64_t r = rb + i;
+            in[i] = r >= r0 && r < r1 ? -1 : 0;
+            int64_t h = in[i] ? (lim ? lim[r] - t0 : nt) : 0, w = lo && in[i] ? lo[r] - t0 : 0;
+            hi[i] = (int32_t)(h < 0 ? 0 : h > nt ? nt : h);
+            lw[i] = (int32_t)(w < 0 ? 0 : w > nt ? nt : w);
+            full &= in[i] && hi[i] == nt && lw[i] == 0;
+        }
+        const __m256i hv = _mm256_loadu_si256((const __m256i *)hi), lv = _mm256_loadu_si256((const __m256i *)lw);
+        const __m256i rmi = _mm256_loadu_si256((const __m256i *)in);
+        const __m256 rm = _mm256_castsi256_ps(rmi);
+        const __m256 mold = _mm256_blendv_ps(ninf, _mm256_maskload_ps(m + rb, rmi), rm);
+        __m256 mx = ninf;
+        if (full)
+            for (int64_t j = 0; j < nt; j++) mx = _mm256_max_ps(mx, _mm256_loadu_ps(sT + j * GB_ATTN_LANES + rb));
+        else
+        for (int64_t j = 0; j < nt; j++) {
+            const __m256i jv = _mm256_set1_epi32((int)j);
+            /* j < hi and !(lw > j) */
+            const __m256 ok = _mm256_castsi256_ps(_mm256_andnot_si256(_mm256_cmpgt_epi32(lv, jv), _mm256_cmpgt_epi32(hv, jv)));
+            mx = _mm256_blendv_ps(mx, _mm256_max_ps(mx, _mm256_loadu_ps(sT + j * GB_ATTN_LANES + rb)), ok);
+        }
+        const __m256 mnew = _mm256_max_ps(mold, mx);
+        /* alpha = e^(m_old - m_new); 0 where m_old = -inf (no key yet: o is 0), 1 where no key here */
+        const __m256 al = _mm256_and_ps(_mm256_cmp_ps(mold, ninf, _CMP_NEQ_OQ), gb_exp256(_mm256_sub_ps(mold, mnew)));
+        __m256 sum = _mm256_setzero_ps();
+        if (full)
+            for (int64_t j = 0; j < nt; j++) {
+                float *sp = sT + j * GB_ATTN_LANES + rb;
+                const __m256 pj = gb_exp256(_mm256_sub_ps(_mm256_loadu_ps(sp), mnew));
+                _mm256_storeu_ps(sp, pj);
+                sum = _mm256_add_ps(sum, pj);
+            }
+        else
+        for (int64_t j = 0; j < nt; j++) {
+            const __m256i jv = _mm256_set1_epi32((int)j);
+            const __m256 ok = _mm256_castsi256_ps(_mm256_andnot_si256(_mm256_cmpgt_epi32(lv, jv), _mm256_cmpgt_epi32(hv, jv)));
+            float *sp = sT + j * GB_ATTN_LANES + rb;
+            const __m256 pj = _mm256_and_ps(ok, gb_exp256(_mm256_sub_ps(_mm256_loadu_ps(sp), mnew)));
+            _mm256_storeu_ps(sp, pj);
+            sum = _mm256_add_ps(sum, pj);
+        }
+        const __m256 lold = _mm256_maskload_ps(l + rb, rmi);
+        _mm256_maskstore_ps(l + rb, rmi, _mm256_fmadd_ps(lold, al, sum));
+        _mm256_maskstore_ps(m + rb, rmi, mnew);
+        _mm256_maskstore_ps(alpha + rb, rmi, al);
+    }
+    pv_lanes_avx2(sT + r0, r1 - r0, nt, v, vs, o + r0 * dv, dv, alpha + r0);
+}
+#endif /* GB_ATTN_AVX2 */
 
 /* ---- bfloat16 dot-product tile ---------------------------------------------------------------- */
 

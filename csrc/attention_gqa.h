@@ -33,7 +33,7 @@ void gb_attn_tile_ex(const float *q, int64_t nr, int64_t dk, const float *k, int
                      int64_t dv, int64_t nt, int64_t t0, const int64_t *lim, const int64_t *lo, float softcap, float *m,
                      float *l, float *o, float *sbuf);
 
-/* ---- rows in lanes (AVX-512 builds: GB_ATTN_HAVE_LANES) ----
+/* ---- rows in lanes (AVX-512 and AVX2 + FMA + F16C builds: GB_ATTN_HAVE_LANES) ----
  * gb_attn_tile_ex for up to GB_ATTN_LANES rows with the queries given transposed, qT[dk][GB_ATTN_LANES]
  * (gb_attn_lanes_pack; lanes past nr zero): the prefill tile as an outer-product GEMM, the softmax
  * lane-parallel over rows. Same contract as gb_attn_tile_ex otherwise (nt <= GB_ATTN_TILE);
@@ -42,7 +42,7 @@ void gb_attn_tile_ex(const float *q, int64_t nr, int64_t dk, const float *k, int
 /* Rows per prefill work item on that path (whole multiples of GB_ATTN_LANES): each cache tile is
  * decoded to float32 once per work item, so more rows share that pass. */
 #define GB_ATTN_LANES_BLOCK 128
-#ifdef __AVX512F__
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__) && defined(__F16C__))
 #define GB_ATTN_HAVE_LANES 1
 void gb_attn_lanes_pack(const float *q, int64_t nr, int64_t dk, float *qT);
 void gb_attn_tile_lanes(const float *qT, int64_t nr, int64_t dk, const float *k, int64_t ks, const float *v,

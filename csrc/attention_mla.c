@@ -25,7 +25,9 @@
 /* Query rows per prefill work item of the rows-in-lanes tile (whole multiples of GB_ATTN_LANES): the
  * heads share one latent row, so more rows per decoded f16 tile; 1 thread, T=256 at depth 2048,
  * in-process runs: 128 rows 127-137, 256 rows 142-144 GFLOP per CPU second (GQA stays at 128). */
+#ifndef GB_MLA_LANES_BLOCK
 #define GB_MLA_LANES_BLOCK 256
+#endif
 /* Query rows (T x H) up to which an f16 cache runs the f16 decode tile (mla_tile_f16) rather than
  * the rows-in-lanes prefill tile: T = 1 and small T (speculative decoding's few tokens). GLM-4.7-Flash
  * shape, 1 thread, f16, shared machine, GFLOP/s of the part that grows with depth (lanes -> f16

@@ -51,3 +51,24 @@ def test_mla_lanes_strategies_agree_with_naive(rng, threads, d, T):
     for st in ("absorbed", "flash"):
         got = mla_attention(qn, qr, c, 0, kvb, v_head_dim=Dv, strategy=st)
         assert np.abs(got - want).max() <= 2e-5 * np.abs(want).max(), st
+
+
+@pytest.mark.parametrize("Dh", [40, 36, 8])
+@pytest.mark.parametrize("window,cap", [(None, 0.0), (19, 2.5)])
+def test_gqa_prefill_tile_odd_head_dims(rng, threads, Dh, window, cap):
+    """Head dims off the vector widths: the AVX2 tile's p*V runs 16-, 8-column and scalar column
+    blocks (40 = 16+16+8, 36 = 16+16+4 scalar, 8), the AVX-512 one masked vectors."""
+    Hkv, G, P, T = 2, 7, 45, 19                    # 133 rows per KV head: 64-lane blocks 64, 64, 5
+    L = P + T
+    k = rng.standard_normal((L, Hkv, Dh)).astype(np.float32)
+    v = rng.standard_normal((L, Hkv, Dh)).astype(np.float32)
+    c = KVCache.gqa(1, L, Hkv, Dh, kv="f16", block_size=16)
+    c.append(0, k, v)
+    k16, v16 = k.astype(np.float16).astype(np.float32), v.astype(np.float16).astype(np.float32)
+    q = (2 * rng.standard_normal((T, Hkv * G, Dh))).astype(np.float32)
+    kw = dict(window=window) if window else {}
+    if cap:
+        kw["softcap"] = cap
+    got = gqa_attention(q, c, 0, **kw)
+    want = ref.gqa_attention(q, k16, v16, **kw)
+    np.testing.assert_allclose(got, want, rtol=0, atol=2e-5 * max(1.0, np.abs(want).max()))
