@@ -1636,6 +1636,9 @@ static void panel_fill_packed(int fmt, const uint8_t *P, int nr, int64_t nb, kpa
 #ifndef KP_PF_BYTES_AVX2
 #define KP_PF_BYTES_AVX2 14208 /* software prefetch distance of the AVX2 version, bytes: 9.5-9.8 GB/s q4_K, 6.9-8.8 q6_K from DRAM at 1 thread (0: 5-6.5; 7104: 8.6-9.0, 5.1-8.1; 28416: 6.8-7.4; Zen 3, 2026-12-02) */
 #endif
+#ifndef KP_PF_HINT_AVX2
+#define KP_PF_HINT_AVX2 _MM_HINT_T0
+#endif
 #ifndef KP_AVX2_UNROLL
 #define KP_AVX2_UNROLL 1 /* sub-block loop: unrolling it cost registers (spills), no speed */
 #endif
@@ -1728,20 +1731,16 @@ static inline void kp_store_avx2(float acc[2][4][8], int nh, int nr, int TT, con
  * (bz: 16 floats, zero without a bias). HB halves per pass over a record: 1 (rows 0..7, then 8..15
  * if nr > 8: the registers of 4 tokens), or 2 (both halves at once: one pair of activation
  * broadcasts feeds 4 vpmaddubsw and the record is read front to back once; the GEMV) */
-static inline __attribute__((always_inline)) void kp_tile_avx2(const int fmt, const uint8_t *P, int64_t nb, const gb_block_q8_K *xq,
-                                                               float *y, int64_t ldy, const float *bz, int nr, const int TT,
-                                                               const int HB, int pf) {
+/* one record (super-block b of a group at p) into acc: the body of kp_tile_avx2 / kp_gemv_avx2 */
+static inline __attribute__((always_inline)) void kp_rec_avx2(const int fmt, const uint8_t *p, int64_t nb, int64_t b,
+                                                              const gb_block_q8_K *xq, const int TT, const int HB, const int nh,
+                                                              int pf, float acc[2][4][8]) {
     const int64_t pb = gb_kp_block_bytes(fmt), sco = kp_sc_off(fmt), mno = kp_mn_off(fmt), dof = kp_d_off(fmt);
     const int64_t pfd = KP_PF_BYTES_AVX2;
     const int nsub = kp_nsub(fmt), zps = 32 / nsub;
     const int kps = fmt == GB_Q4_K ? 4 : fmt == GB_Q5_K ? 2 : 1; /* nibble ymm per int16 partial sum */
-    const int nh = HB == 2 || nr > 8 ? 2 : 1;
     const int iq = fmt == GB_IQ4_XS; /* signed grid values: no msum (see kp_decode_y) */
-    /* the float32 running sums in memory (L1): 8 ymm held across the loop left too few for the tile */
-    float acc[2][4][8];
-    memset(acc, 0, sizeof(acc));
-    for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *p = P + b * pb;
+    {
         /* per token the int16 pairs msum is taken against: (32-value sums 2c, 2c+1), q6_K (16-value sums 2c, 2c+1) */
         int32_t bp[4][8];
         for (int t = 0; t < TT; t++) {
@@ -1770,8 +1769,8 @@ static inline __attribute__((always_inline)) void kp_tile_avx2(const int fmt, co
                     for (int kk = k0; kk < k0 + kps; kk++) {
                         const int k = s * zps + kk;
                         if (pfd && pf && h0 == 0) { /* the record pfd bytes ahead, every line of it */
-                            _mm_prefetch((const char *)(p + pfd + 64 * k), _MM_HINT_T0);
-                            if (64 * (k + 32) < pb) _mm_prefetch((const char *)(p + pfd + 64 * (k + 32)), _MM_HINT_T0);
+                            _mm_prefetch((const char *)(p + pfd + 64 * k), KP_PF_HINT_AVX2);
+                            if (64 * (k + 32) < pb) _mm_prefetch((const char *)(p + pfd + 64 * (k + 32)), KP_PF_HINT_AVX2);
                         }
                         __m256i lo[2], hi[2];
                         for (int hh = 0; hh < HB; hh++) kp_decode_y(fmt, p, k, h0 + hh, &lo[hh], &hi[hh]);
@@ -1823,7 +1822,26 @@ static inline __attribute__((always_inline)) void kp_tile_avx2(const int fmt, co
             }
         }
     }
+}
+
+static inline __attribute__((always_inline)) void kp_tile_avx2(const int fmt, const uint8_t *P, int64_t nb, const gb_block_q8_K *xq,
+                                                               float *y, int64_t ldy, const float *bz, int nr, const int TT,
+                                                               const int HB, int pf) {
+    const int64_t pb = gb_kp_block_bytes(fmt);
+    const int nh = HB == 2 || nr > 8 ? 2 : 1;
+    /* the float32 running sums in memory (L1): 8 ymm held across the loop left too few for the tile */
+    float acc[2][4][8];
+    memset(acc, 0, sizeof(acc));
+    for (int64_t b = 0; b < nb; b++) kp_rec_avx2(fmt, P + b * pb, nb, b, xq, TT, HB, nh, pf, acc);
     kp_store_avx2(acc, nh, nr, TT, bz, y, ldy);
+}
+
+/* the GEMV (T = 1) over one whole group: kp_tile_avx2 (TT 1, HB 2), the call the driver makes per group */
+static inline __attribute__((always_inline)) void kp_gemv_avx2(const int fmt, const uint8_t *P, int64_t nb, const gb_block_q8_K *xq,
+                                                               float *y, const float *bias) {
+    float bz[16] = {0};
+    if (bias) memcpy(bz, bias, 16 * sizeof(float));
+    kp_tile_avx2(fmt, P, nb, xq, y, 0, bz, 16, 1, KP_AVX2_HB1, 1);
 }
 
 #define KP_GROUP_AVX2(name, F)                                                                                           \
@@ -1847,6 +1865,86 @@ KP_GROUP_AVX2(kp_group_avx2_q4, GB_Q4_K)
 KP_GROUP_AVX2(kp_group_avx2_q5, GB_Q5_K)
 KP_GROUP_AVX2(kp_group_avx2_q6, GB_Q6_K)
 KP_GROUP_AVX2(kp_group_avx2_iq4xs, GB_IQ4_XS)
+#define KP_GEMV_AVX2(name, F)                                                                                            \
+    static void name(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, float *y, const float *bias) {             \
+        kp_gemv_avx2(F, P, nb, xq, y, bias);                                                                             \
+    }
+KP_GEMV_AVX2(kp_gemv_avx2_q4, GB_Q4_K)
+KP_GEMV_AVX2(kp_gemv_avx2_q5, GB_Q5_K)
+KP_GEMV_AVX2(kp_gemv_avx2_iq4xs, GB_IQ4_XS)
+
+#ifndef KP_PF_Q6_AVX2
+#define KP_PF_Q6_AVX2 KP_PF_BYTES_AVX2 /* the q6_K GEMV's prefetch distance, bytes */
+#endif
+/* q6_K GEMV (T = 1), one whole group of 16 rows: kp_tile_avx2's arithmetic (TT 1, HB 2) written for
+ * the record's q6_K layout. Per run s (sub-block s: 192 bytes, nibbles of zmm 2s, 2s+1, then their
+ * 2-bit fields) each half's 2-bit ymm is read once for both nibble ymm, the 16 rows' scales in one
+ * 16-byte load, addresses by pointer; the running sums stay in registers. isum and msum are the
+ * same integers, the float32 steps the same, lane by lane: bit-identical to kp_tile_avx2. */
+static void kp_gemv_avx2_q6(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, float *y, const float *bias) {
+    const int64_t pb = gb_kp_block_bytes(GB_Q6_K), pfd = KP_PF_Q6_AVX2;
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *p = P + b * pb, *sc = p + 3072;
+        const gb_block_q8_K *xb = xq + b;
+        __m256i is0 = _mm256_setzero_si256(), is1 = _mm256_setzero_si256();
+#pragma GCC unroll 2
+        for (int s = 0; s < 16; s++) {
+            const uint8_t *q = p + 192 * s;
+            if (pfd) { /* the record pfd bytes ahead: its 3 lines of this run, and the scales' 5 at the start */
+                _mm_prefetch((const char *)(q + pfd), KP_PF_HINT_AVX2);
+                _mm_prefetch((const char *)(q + pfd + 64), KP_PF_HINT_AVX2);
+                _mm_prefetch((const char *)(q + pfd + 128), KP_PF_HINT_AVX2);
+                if (s < 5) _mm_prefetch((const char *)(sc + pfd + 64 * s), KP_PF_HINT_AVX2);
+            }
+            const __m128i s8 = _mm_loadu_si128((const __m128i *)(sc + 16 * s));
+            const __m256i sc0 = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s8, s8)), sc1 = _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(s8, s8));
+            const int8_t *xs = xb->qs + 16 * s;
+            const __m256i x00 = _mm256_set1_epi32(ld32a(xs)), x01 = _mm256_set1_epi32(ld32a(xs + 4));
+            const __m256i x10 = _mm256_set1_epi32(ld32a(xs + 8)), x11 = _mm256_set1_epi32(ld32a(xs + 12));
+#define KP_Q6_HALF(h, is, scv)                                                                                           \
+    do {                                                                                                                 \
+        const __m256i Q0 = _mm256_loadu_si256((const __m256i *)(q + 32 * (h)));                                          \
+        const __m256i Q1 = _mm256_loadu_si256((const __m256i *)(q + 64 + 32 * (h)));                                     \
+        const __m256i H = _mm256_loadu_si256((const __m256i *)(q + 128 + 32 * (h)));                                     \
+        const __m256i lo0 = _mm256_or_si256(_mm256_and_si256(Q0, m4), _mm256_and_si256(_mm256_slli_epi16(H, 4), m30));   \
+        const __m256i hi0 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(Q0, 4), m4),                            \
+                                            _mm256_and_si256(_mm256_slli_epi16(H, 2), m30));                            \
+        const __m256i lo1 = _mm256_or_si256(_mm256_and_si256(Q1, m4), _mm256_and_si256(H, m30));                         \
+        const __m256i hi1 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(Q1, 4), m4),                            \
+                                            _mm256_and_si256(_mm256_srli_epi16(H, 2), m30));                            \
+        const __m256i a0 = _mm256_add_epi16(_mm256_maddubs_epi16(lo0, x00), _mm256_maddubs_epi16(hi0, x01));            \
+        const __m256i a1 = _mm256_add_epi16(_mm256_maddubs_epi16(lo1, x10), _mm256_maddubs_epi16(hi1, x11));            \
+        is = _mm256_add_epi32(is, _mm256_add_epi32(_mm256_madd_epi16(a0, scv), _mm256_madd_epi16(a1, scv)));            \
+    } while (0)
+            KP_Q6_HALF(0, is0, sc0);
+            KP_Q6_HALF(1, is1, sc1);
+#undef KP_Q6_HALF
+        }
+        /* msum: the scales' (2c, 2c+1) int16 pairs against the token's 16-value sums (2c, 2c+1) */
+        __m256i ms0 = _mm256_setzero_si256(), ms1 = _mm256_setzero_si256();
+        for (int c = 0; c < 8; c++) {
+            const __m128i a = _mm_loadu_si128((const __m128i *)(sc + 32 * c)), a2 = _mm_loadu_si128((const __m128i *)(sc + 32 * c + 16));
+            const __m256i bp = _mm256_set1_epi32(ld32a(xb->bsums + 2 * c));
+            ms0 = _mm256_add_epi32(ms0, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, a2)), bp));
+            ms1 = _mm256_add_epi32(ms1, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_unpackhi_epi8(a, a2)), bp));
+        }
+        const __m256 dx = _mm256_set1_ps(xb->d);
+        const __m256 d0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(sc + 256))), d1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(sc + 272)));
+        acc0 = _mm256_add_ps(acc0, _mm256_mul_ps(_mm256_mul_ps(d0, dx), _mm256_cvtepi32_ps(_mm256_sub_epi32(is0, _mm256_slli_epi32(ms0, 5)))));
+        acc1 = _mm256_add_ps(acc1, _mm256_mul_ps(_mm256_mul_ps(d1, dx), _mm256_cvtepi32_ps(_mm256_sub_epi32(is1, _mm256_slli_epi32(ms1, 5)))));
+    }
+    if (bias) {
+        acc0 = _mm256_add_ps(acc0, _mm256_loadu_ps(bias));
+        acc1 = _mm256_add_ps(acc1, _mm256_loadu_ps(bias + 8));
+    } else { /* + 0.0f as kp_store_avx2 does (-0.0f + 0.0f = 0.0f) */
+        acc0 = _mm256_add_ps(acc0, _mm256_setzero_ps());
+        acc1 = _mm256_add_ps(acc1, _mm256_setzero_ps());
+    }
+    _mm256_storeu_ps(y, acc0);
+    _mm256_storeu_ps(y + 8, acc1);
+}
 
 /* q2_K / q3_K (the 2-bit planes of kp_2bit): per 32 bytes of a plane (one 16-value sub-block of 8
  * rows) 4 fields of 2 bits, each one vpmaddubsw per token (values 0..3, q3_K's third bit from its
@@ -2110,8 +2208,22 @@ int gb_klinear_packed_chk(int fmt, const float *x, const void *wp, const float *
             /* runs of groups of ~256 KB: long streams, and a thread held up by another job does not
              * hold up the others (dynamic) */
             const int64_t run = gbytes >= (256 << 10) ? 1 : (256 << 10) / gbytes;
+#ifdef GB_HAVE_K_AVX2
+            if (T == 1 && version == GB_KV_AVX2 && (fmt == GB_Q4_K || fmt == GB_Q5_K || fmt == GB_Q6_K || fmt == GB_IQ4_XS)) {
+                /* the GEMV: whole groups by kp_gemv_avx2_* (q6_K: its own loop), a last part group by gb_kp_rows */
+                const int64_t NG = 1, U = N / (16 * NG), urun = (run + NG - 1) / NG;
+                void (*gv)(const uint8_t *, int64_t, const gb_block_q8_K *, float *, const float *) =
+                    fmt == GB_Q4_K ? kp_gemv_avx2_q4 : fmt == GB_Q5_K ? kp_gemv_avx2_q5 : fmt == GB_Q6_K ? kp_gemv_avx2_q6 : kp_gemv_avx2_iq4xs;
+#pragma omp for schedule(dynamic, urun) nowait
+                for (int64_t u = 0; u < U; u++) gv(wb + u * NG * gbytes, nb, xq, y + 16 * NG * u, bias ? bias + 16 * NG * u : NULL);
+#pragma omp for schedule(dynamic, 1)
+                for (int64_t g = U * NG; g < G; g++) gb_kp_rows(fmt, wb, N, K, g, xq, T, y + 16 * g, N, bias ? bias + 16 * g : NULL, version);
+            } else
+#endif
+            {
 #pragma omp for schedule(dynamic, run)
-            for (int64_t g = 0; g < G; g++) gb_kp_rows(fmt, wb, N, K, g, xq, T, y + 16 * g, N, bias ? bias + 16 * g : NULL, version);
+                for (int64_t g = 0; g < G; g++) gb_kp_rows(fmt, wb, N, K, g, xq, T, y + 16 * g, N, bias ? bias + 16 * g : NULL, version);
+            }
         }
     }
     gb_ws_free(xq);
