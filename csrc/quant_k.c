@@ -1967,9 +1967,7 @@ static void kp_gemv_avx2_q6(const uint8_t *P, int64_t nb, const gb_block_q8_K *x
         for (int s = 0; s < 16; s++) {
             const uint8_t *q = p + 192 * s;
             if (pfd) { /* the record pfd bytes ahead: its 3 lines of this run, and the scales' 5 at the start */
-                _mm_prefetch((const char *)(q + pfd), KP_PF_HINT_AVX2);
-                _mm_prefetch((const char *)(q + pfd + 64), KP_PF_HINT_AVX2);
-                _mm_prefetch((const char *)(q + pfd + 128), KP_PF_HINT_AVX2);
+                for (int l = 0; l < 3; l++) _mm_prefetch((const char *)(q + pfd + 64 * l), KP_PF_HINT_AVX2);
                 if (s < 5) _mm_prefetch((const char *)(sc + pfd + 64 * s), KP_PF_HINT_AVX2);
             }
             const __m128i s8 = _mm_loadu_si128((const __m128i *)(sc + 16 * s));
