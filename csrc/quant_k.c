@@ -1731,16 +1731,20 @@ static inline void kp_store_avx2(float acc[2][4][8], int nh, int nr, int TT, con
  * (bz: 16 floats, zero without a bias). HB halves per pass over a record: 1 (rows 0..7, then 8..15
  * if nr > 8: the registers of 4 tokens), or 2 (both halves at once: one pair of activation
  * broadcasts feeds 4 vpmaddubsw and the record is read front to back once; the GEMV) */
-/* one record (super-block b of a group at p) into acc: the body of kp_tile_avx2 / kp_gemv_avx2 */
-static inline __attribute__((always_inline)) void kp_rec_avx2(const int fmt, const uint8_t *p, int64_t nb, int64_t b,
-                                                              const gb_block_q8_K *xq, const int TT, const int HB, const int nh,
-                                                              int pf, float acc[2][4][8]) {
+static inline __attribute__((always_inline)) void kp_tile_avx2(const int fmt, const uint8_t *P, int64_t nb, const gb_block_q8_K *xq,
+                                                               float *y, int64_t ldy, const float *bz, int nr, const int TT,
+                                                               const int HB, int pf) {
     const int64_t pb = gb_kp_block_bytes(fmt), sco = kp_sc_off(fmt), mno = kp_mn_off(fmt), dof = kp_d_off(fmt);
     const int64_t pfd = KP_PF_BYTES_AVX2;
     const int nsub = kp_nsub(fmt), zps = 32 / nsub;
     const int kps = fmt == GB_Q4_K ? 4 : fmt == GB_Q5_K ? 2 : 1; /* nibble ymm per int16 partial sum */
+    const int nh = HB == 2 || nr > 8 ? 2 : 1;
     const int iq = fmt == GB_IQ4_XS; /* signed grid values: no msum (see kp_decode_y) */
-    {
+    /* the float32 running sums in memory (L1): 8 ymm held across the loop left too few for the tile */
+    float acc[2][4][8];
+    memset(acc, 0, sizeof(acc));
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *p = P + b * pb;
         /* per token the int16 pairs msum is taken against: (32-value sums 2c, 2c+1), q6_K (16-value sums 2c, 2c+1) */
         int32_t bp[4][8];
         for (int t = 0; t < TT; t++) {
@@ -1822,26 +1826,7 @@ static inline __attribute__((always_inline)) void kp_rec_avx2(const int fmt, con
             }
         }
     }
-}
-
-static inline __attribute__((always_inline)) void kp_tile_avx2(const int fmt, const uint8_t *P, int64_t nb, const gb_block_q8_K *xq,
-                                                               float *y, int64_t ldy, const float *bz, int nr, const int TT,
-                                                               const int HB, int pf) {
-    const int64_t pb = gb_kp_block_bytes(fmt);
-    const int nh = HB == 2 || nr > 8 ? 2 : 1;
-    /* the float32 running sums in memory (L1): 8 ymm held across the loop left too few for the tile */
-    float acc[2][4][8];
-    memset(acc, 0, sizeof(acc));
-    for (int64_t b = 0; b < nb; b++) kp_rec_avx2(fmt, P + b * pb, nb, b, xq, TT, HB, nh, pf, acc);
     kp_store_avx2(acc, nh, nr, TT, bz, y, ldy);
-}
-
-/* the GEMV (T = 1) over one whole group: kp_tile_avx2 (TT 1, HB 2), the call the driver makes per group */
-static inline __attribute__((always_inline)) void kp_gemv_avx2(const int fmt, const uint8_t *P, int64_t nb, const gb_block_q8_K *xq,
-                                                               float *y, const float *bias) {
-    float bz[16] = {0};
-    if (bias) memcpy(bz, bias, 16 * sizeof(float));
-    kp_tile_avx2(fmt, P, nb, xq, y, 0, bz, 16, 1, KP_AVX2_HB1, 1);
 }
 
 #define KP_GROUP_AVX2(name, F)                                                                                           \
@@ -1865,12 +1850,6 @@ KP_GROUP_AVX2(kp_group_avx2_q4, GB_Q4_K)
 KP_GROUP_AVX2(kp_group_avx2_q5, GB_Q5_K)
 KP_GROUP_AVX2(kp_group_avx2_q6, GB_Q6_K)
 KP_GROUP_AVX2(kp_group_avx2_iq4xs, GB_IQ4_XS)
-#define KP_GEMV_AVX2(name, F)                                                                                            \
-    static void name(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, float *y, const float *bias) {             \
-        kp_gemv_avx2(F, P, nb, xq, y, bias);                                                                             \
-    }
-KP_GEMV_AVX2(kp_gemv_avx2_q4, GB_Q4_K)
-KP_GEMV_AVX2(kp_gemv_avx2_iq4xs, GB_IQ4_XS)
 
 /* q5_K GEMV (T = 1), one whole group of 16 rows: kp_tile_avx2's arithmetic (TT 1, HB 2) written for
  * the record's q5_K layout. Run s (sub-block s: 320 bytes, nibbles of zmm 4s..4s+3, then their fifth
@@ -2124,6 +2103,10 @@ void gb_kp_rows(int fmt, const void *wp, int64_t N, int64_t K, int64_t g, const 
 #endif
 #ifdef GB_HAVE_K_AVX2
     if (version == GB_KV_AVX2) {
+        if (T == 1 && nr == 16 && (fmt == GB_Q6_K || fmt == GB_Q5_K)) { /* the GEMV over a whole group: the formats' own loops */
+            (fmt == GB_Q6_K ? kp_gemv_avx2_q6 : kp_gemv_avx2_q5)(P, nb, xq, y, bias);
+            return;
+        }
         (fmt == GB_Q4_K ? kp_group_avx2_q4 : fmt == GB_Q5_K ? kp_group_avx2_q5 : fmt == GB_Q6_K ? kp_group_avx2_q6
          : fmt == GB_Q2_K ? kp_group_avx2_q2 : fmt == GB_Q3_K ? kp_group_avx2_q3 : kp_group_avx2_iq4xs)(P, nb, xq, T, y, ldy, bias, nr);
         return;
@@ -2280,22 +2263,8 @@ int gb_klinear_packed_chk(int fmt, const float *x, const void *wp, const float *
             /* runs of groups of ~256 KB: long streams, and a thread held up by another job does not
              * hold up the others (dynamic) */
             const int64_t run = gbytes >= (256 << 10) ? 1 : (256 << 10) / gbytes;
-#ifdef GB_HAVE_K_AVX2
-            if (T == 1 && version == GB_KV_AVX2 && (fmt == GB_Q4_K || fmt == GB_Q5_K || fmt == GB_Q6_K || fmt == GB_IQ4_XS)) {
-                /* the GEMV: whole groups by kp_gemv_avx2_* (q6_K: its own loop), a last part group by gb_kp_rows */
-                const int64_t NG = 1, U = N / (16 * NG), urun = (run + NG - 1) / NG;
-                void (*gv)(const uint8_t *, int64_t, const gb_block_q8_K *, float *, const float *) =
-                    fmt == GB_Q4_K ? kp_gemv_avx2_q4 : fmt == GB_Q5_K ? kp_gemv_avx2_q5 : fmt == GB_Q6_K ? kp_gemv_avx2_q6 : kp_gemv_avx2_iq4xs;
-#pragma omp for schedule(dynamic, urun) nowait
-                for (int64_t u = 0; u < U; u++) gv(wb + u * NG * gbytes, nb, xq, y + 16 * NG * u, bias ? bias + 16 * NG * u : NULL);
-#pragma omp for schedule(dynamic, 1)
-                for (int64_t g = U * NG; g < G; g++) gb_kp_rows(fmt, wb, N, K, g, xq, T, y + 16 * g, N, bias ? bias + 16 * g : NULL, version);
-            } else
-#endif
-            {
 #pragma omp for schedule(dynamic, run)
-                for (int64_t g = 0; g < G; g++) gb_kp_rows(fmt, wb, N, K, g, xq, T, y + 16 * g, N, bias ? bias + 16 * g : NULL, version);
-            }
+            for (int64_t g = 0; g < G; g++) gb_kp_rows(fmt, wb, N, K, g, xq, T, y + 16 * g, N, bias ? bias + 16 * g : NULL, version);
         }
     }
     gb_ws_free(xq);

@@ -97,8 +97,8 @@ def test_threads_and_views(rng, fmt):
 @needs_avx2
 @pytest.mark.parametrize("fmt", KF)
 def test_gemv_whole_groups(rng, fmt):
-    # T=1 runs whole 16-row groups through kp_gemv_avx2_* (q5_K, q6_K: loops of their own) and a last
-    # partial group through gb_kp_rows: many groups, 1 and 2 threads, with and without a bias
+    # T=1 runs whole 16-row groups of q5_K/q6_K through loops of their own (kp_gemv_avx2_q5/_q6), a last
+    # partial group through the tile: many groups, 1 and 2 threads, with and without a bias
     N, K = 16 * 9 + 5, 512
     qt = QTensor(random_blocks(rng, fmt, N, K), fmt, (N, K)).repack()
     x = rng.standard_normal((1, K)).astype(np.float32)
