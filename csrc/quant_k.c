@@ -1636,6 +1636,9 @@ static void panel_fill_packed(int fmt, const uint8_t *P, int nr, int64_t nb, kpa
 #ifndef KP_PF_BYTES_AVX2
 #define KP_PF_BYTES_AVX2 14208 /* software prefetch distance of the AVX2 version, bytes: 9.5-9.8 GB/s q4_K, 6.9-8.8 q6_K from DRAM at 1 thread (0: 5-6.5; 7104: 8.6-9.0, 5.1-8.1; 28416: 6.8-7.4; Zen 3, 2026-12-02) */
 #endif
+#ifndef KP_PF_HINT_AVX2
+#define KP_PF_HINT_AVX2 _MM_HINT_T0
+#endif
 #ifndef KP_AVX2_UNROLL
 #define KP_AVX2_UNROLL 1 /* sub-block loop: unrolling it cost registers (spills), no speed */
 #endif
@@ -1770,8 +1773,8 @@ static inline __attribute__((always_inline)) void kp_tile_avx2(const int fmt, co
                     for (int kk = k0; kk < k0 + kps; kk++) {
                         const int k = s * zps + kk;
                         if (pfd && pf && h0 == 0) { /* the record pfd bytes ahead, every line of it */
-                            _mm_prefetch((const char *)(p + pfd + 64 * k), _MM_HINT_T0);
-                            if (64 * (k + 32) < pb) _mm_prefetch((const char *)(p + pfd + 64 * (k + 32)), _MM_HINT_T0);
+                            _mm_prefetch((const char *)(p + pfd + 64 * k), KP_PF_HINT_AVX2);
+                            if (64 * (k + 32) < pb) _mm_prefetch((const char *)(p + pfd + 64 * (k + 32)), KP_PF_HINT_AVX2);
                         }
                         __m256i lo[2], hi[2];
                         for (int hh = 0; hh < HB; hh++) kp_decode_y(fmt, p, k, h0 + hh, &lo[hh], &hi[hh]);
@@ -1847,6 +1850,152 @@ KP_GROUP_AVX2(kp_group_avx2_q4, GB_Q4_K)
 KP_GROUP_AVX2(kp_group_avx2_q5, GB_Q5_K)
 KP_GROUP_AVX2(kp_group_avx2_q6, GB_Q6_K)
 KP_GROUP_AVX2(kp_group_avx2_iq4xs, GB_IQ4_XS)
+
+/* q5_K GEMV (T = 1), one whole group of 16 rows: kp_tile_avx2's arithmetic (TT 1, HB 2) written for
+ * the record's q5_K layout. Run s (sub-block s: 320 bytes, nibbles of zmm 4s..4s+3, then their fifth
+ * bits) read once, each half's fifth-bit ymm once for its 4 nibble ymm, the int16 sums over 2 nibble
+ * ymm as kp_tile_avx2's (k 4s, 4s+1 and 4s+2, 4s+3), scales and mins by 16-byte loads, the running
+ * sums in registers: the same integers and float32 steps, bit-identical to kp_tile_avx2. */
+static void kp_gemv_avx2_q5(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, float *y, const float *bias) {
+    const int64_t pb = gb_kp_block_bytes(GB_Q5_K), pfd = KP_PF_BYTES_AVX2;
+    const __m256i m4 = _mm256_set1_epi8(0x0f), c16 = _mm256_set1_epi8(0x10);
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *p = P + b * pb, *sc = p + 2560, *mn = p + 2688;
+        const gb_block_q8_K *xb = xq + b;
+        __m256i is0 = _mm256_setzero_si256(), is1 = _mm256_setzero_si256();
+        for (int s = 0; s < 8; s++) {
+            const uint8_t *q = p + 320 * s;
+            if (pfd) { /* the record pfd bytes ahead: the 5 lines of this run, the scales' 5 at the start */
+                for (int l = 0; l < 5; l++) _mm_prefetch((const char *)(q + pfd + 64 * l), KP_PF_HINT_AVX2);
+                if (s < 5) _mm_prefetch((const char *)(sc + pfd + 64 * s), KP_PF_HINT_AVX2);
+            }
+            const __m128i s8 = _mm_loadu_si128((const __m128i *)(sc + 16 * s));
+            const __m256i sc0 = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s8, s8)), sc1 = _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(s8, s8));
+            const int8_t *xs = xb->qs + 32 * s;
+            __m256i xv[8];
+            for (int i = 0; i < 8; i++) xv[i] = _mm256_set1_epi32(ld32a(xs + 4 * i));
+#define KP_Q5_VAL(Q, H, j, lo, hi)                                                                                       \
+    do {                                                                                                                 \
+        const __m256i flo = 2 * (j) <= 4 ? _mm256_slli_epi16(H, 4 - 2 * (j)) : _mm256_srli_epi16(H, 2 * (j) - 4);        \
+        const __m256i fhi = 2 * (j) + 1 <= 4 ? _mm256_slli_epi16(H, 3 - 2 * (j)) : _mm256_srli_epi16(H, 2 * (j) - 3);    \
+        lo = _mm256_or_si256(_mm256_and_si256(Q, m4), _mm256_and_si256(flo, c16));                                      \
+        hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(Q, 4), m4), _mm256_and_si256(fhi, c16));                \
+    } while (0)
+#define KP_Q5_HALF(h, is, scv)                                                                                           \
+    do {                                                                                                                 \
+        const __m256i H = _mm256_loadu_si256((const __m256i *)(q + 256 + 32 * (h)));                                     \
+        __m256i l0, h0, l1, h1, l2, h2, l3, h3;                                                                          \
+        KP_Q5_VAL(_mm256_loadu_si256((const __m256i *)(q + 32 * (h))), H, 0, l0, h0);                                    \
+        KP_Q5_VAL(_mm256_loadu_si256((const __m256i *)(q + 64 + 32 * (h))), H, 1, l1, h1);                               \
+        KP_Q5_VAL(_mm256_loadu_si256((const __m256i *)(q + 128 + 32 * (h))), H, 2, l2, h2);                              \
+        KP_Q5_VAL(_mm256_loadu_si256((const __m256i *)(q + 192 + 32 * (h))), H, 3, l3, h3);                              \
+        const __m256i a0 = _mm256_add_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(l0, xv[0]), _mm256_maddubs_epi16(h0, xv[1])), \
+                                            _mm256_add_epi16(_mm256_maddubs_epi16(l1, xv[2]), _mm256_maddubs_epi16(h1, xv[3]))); \
+        const __m256i a1 = _mm256_add_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(l2, xv[4]), _mm256_maddubs_epi16(h2, xv[5])), \
+                                            _mm256_add_epi16(_mm256_maddubs_epi16(l3, xv[6]), _mm256_maddubs_epi16(h3, xv[7]))); \
+        is = _mm256_add_epi32(is, _mm256_add_epi32(_mm256_madd_epi16(a0, scv), _mm256_madd_epi16(a1, scv)));            \
+    } while (0)
+            KP_Q5_HALF(0, is0, sc0);
+            KP_Q5_HALF(1, is1, sc1);
+#undef KP_Q5_HALF
+#undef KP_Q5_VAL
+        }
+        /* msum: the mins' (2c, 2c+1) int16 pairs against the token's pairs of 32-value sums */
+        __m256i ms0 = _mm256_setzero_si256(), ms1 = _mm256_setzero_si256();
+        for (int c = 0; c < 4; c++) {
+            const int16_t *bs = xb->bsums;
+            const __m128i a = _mm_loadu_si128((const __m128i *)(mn + 32 * c)), a2 = _mm_loadu_si128((const __m128i *)(mn + 32 * c + 16));
+            const __m256i bp = _mm256_set1_epi32((int32_t)((uint32_t)(uint16_t)(bs[4 * c] + bs[4 * c + 1]) |
+                                                           ((uint32_t)(uint16_t)(bs[4 * c + 2] + bs[4 * c + 3]) << 16)));
+            ms0 = _mm256_add_epi32(ms0, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, a2)), bp));
+            ms1 = _mm256_add_epi32(ms1, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_unpackhi_epi8(a, a2)), bp));
+        }
+        const __m256 dx = _mm256_set1_ps(xb->d);
+        const uint8_t *dp = p + 2816;
+        const __m256 d0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)dp)), d1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(dp + 16)));
+        const __m256 m0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(dp + 32))), m1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(dp + 48)));
+        acc0 = _mm256_add_ps(acc0, _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(d0, dx), _mm256_cvtepi32_ps(is0)),
+                                                 _mm256_mul_ps(_mm256_mul_ps(m0, dx), _mm256_cvtepi32_ps(ms0))));
+        acc1 = _mm256_add_ps(acc1, _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(d1, dx), _mm256_cvtepi32_ps(is1)),
+                                                 _mm256_mul_ps(_mm256_mul_ps(m1, dx), _mm256_cvtepi32_ps(ms1))));
+    }
+    acc0 = _mm256_add_ps(acc0, bias ? _mm256_loadu_ps(bias) : _mm256_setzero_ps());
+    acc1 = _mm256_add_ps(acc1, bias ? _mm256_loadu_ps(bias + 8) : _mm256_setzero_ps());
+    _mm256_storeu_ps(y, acc0);
+    _mm256_storeu_ps(y + 8, acc1);
+}
+
+#ifndef KP_PF_Q6_AVX2
+#define KP_PF_Q6_AVX2 KP_PF_BYTES_AVX2 /* the q6_K GEMV's prefetch distance, bytes */
+#endif
+/* q6_K GEMV (T = 1), one whole group of 16 rows: kp_tile_avx2's arithmetic (TT 1, HB 2) written for
+ * the record's q6_K layout. Per run s (sub-block s: 192 bytes, nibbles of zmm 2s, 2s+1, then their
+ * 2-bit fields) each half's 2-bit ymm is read once for both nibble ymm, the 16 rows' scales in one
+ * 16-byte load, addresses by pointer; the running sums stay in registers. isum and msum are the
+ * same integers, the float32 steps the same, lane by lane: bit-identical to kp_tile_avx2. */
+static void kp_gemv_avx2_q6(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, float *y, const float *bias) {
+    const int64_t pb = gb_kp_block_bytes(GB_Q6_K), pfd = KP_PF_Q6_AVX2;
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *p = P + b * pb, *sc = p + 3072;
+        const gb_block_q8_K *xb = xq + b;
+        __m256i is0 = _mm256_setzero_si256(), is1 = _mm256_setzero_si256();
+#pragma GCC unroll 2
+        for (int s = 0; s < 16; s++) {
+            const uint8_t *q = p + 192 * s;
+            if (pfd) { /* the record pfd bytes ahead: its 3 lines of this run, and the scales' 5 at the start */
+                for (int l = 0; l < 3; l++) _mm_prefetch((const char *)(q + pfd + 64 * l), KP_PF_HINT_AVX2);
+                if (s < 5) _mm_prefetch((const char *)(sc + pfd + 64 * s), KP_PF_HINT_AVX2);
+            }
+            const __m128i s8 = _mm_loadu_si128((const __m128i *)(sc + 16 * s));
+            const __m256i sc0 = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s8, s8)), sc1 = _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(s8, s8));
+            const int8_t *xs = xb->qs + 16 * s;
+            const __m256i x00 = _mm256_set1_epi32(ld32a(xs)), x01 = _mm256_set1_epi32(ld32a(xs + 4));
+            const __m256i x10 = _mm256_set1_epi32(ld32a(xs + 8)), x11 = _mm256_set1_epi32(ld32a(xs + 12));
+#define KP_Q6_HALF(h, is, scv)                                                                                           \
+    do {                                                                                                                 \
+        const __m256i Q0 = _mm256_loadu_si256((const __m256i *)(q + 32 * (h)));                                          \
+        const __m256i Q1 = _mm256_loadu_si256((const __m256i *)(q + 64 + 32 * (h)));                                     \
+        const __m256i H = _mm256_loadu_si256((const __m256i *)(q + 128 + 32 * (h)));                                     \
+        const __m256i lo0 = _mm256_or_si256(_mm256_and_si256(Q0, m4), _mm256_and_si256(_mm256_slli_epi16(H, 4), m30));   \
+        const __m256i hi0 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(Q0, 4), m4),                            \
+                                            _mm256_and_si256(_mm256_slli_epi16(H, 2), m30));                            \
+        const __m256i lo1 = _mm256_or_si256(_mm256_and_si256(Q1, m4), _mm256_and_si256(H, m30));                         \
+        const __m256i hi1 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(Q1, 4), m4),                            \
+                                            _mm256_and_si256(_mm256_srli_epi16(H, 2), m30));                            \
+        const __m256i a0 = _mm256_add_epi16(_mm256_maddubs_epi16(lo0, x00), _mm256_maddubs_epi16(hi0, x01));            \
+        const __m256i a1 = _mm256_add_epi16(_mm256_maddubs_epi16(lo1, x10), _mm256_maddubs_epi16(hi1, x11));            \
+        is = _mm256_add_epi32(is, _mm256_add_epi32(_mm256_madd_epi16(a0, scv), _mm256_madd_epi16(a1, scv)));            \
+    } while (0)
+            KP_Q6_HALF(0, is0, sc0);
+            KP_Q6_HALF(1, is1, sc1);
+#undef KP_Q6_HALF
+        }
+        /* msum: the scales' (2c, 2c+1) int16 pairs against the token's 16-value sums (2c, 2c+1) */
+        __m256i ms0 = _mm256_setzero_si256(), ms1 = _mm256_setzero_si256();
+        for (int c = 0; c < 8; c++) {
+            const __m128i a = _mm_loadu_si128((const __m128i *)(sc + 32 * c)), a2 = _mm_loadu_si128((const __m128i *)(sc + 32 * c + 16));
+            const __m256i bp = _mm256_set1_epi32(ld32a(xb->bsums + 2 * c));
+            ms0 = _mm256_add_epi32(ms0, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, a2)), bp));
+            ms1 = _mm256_add_epi32(ms1, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_unpackhi_epi8(a, a2)), bp));
+        }
+        const __m256 dx = _mm256_set1_ps(xb->d);
+        const __m256 d0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(sc + 256))), d1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(sc + 272)));
+        acc0 = _mm256_add_ps(acc0, _mm256_mul_ps(_mm256_mul_ps(d0, dx), _mm256_cvtepi32_ps(_mm256_sub_epi32(is0, _mm256_slli_epi32(ms0, 5)))));
+        acc1 = _mm256_add_ps(acc1, _mm256_mul_ps(_mm256_mul_ps(d1, dx), _mm256_cvtepi32_ps(_mm256_sub_epi32(is1, _mm256_slli_epi32(ms1, 5)))));
+    }
+    if (bias) {
+        acc0 = _mm256_add_ps(acc0, _mm256_loadu_ps(bias));
+        acc1 = _mm256_add_ps(acc1, _mm256_loadu_ps(bias + 8));
+    } else { /* + 0.0f as kp_store_avx2 does (-0.0f + 0.0f = 0.0f) */
+        acc0 = _mm256_add_ps(acc0, _mm256_setzero_ps());
+        acc1 = _mm256_add_ps(acc1, _mm256_setzero_ps());
+    }
+    _mm256_storeu_ps(y, acc0);
+    _mm256_storeu_ps(y + 8, acc1);
+}
 
 /* q2_K / q3_K (the 2-bit planes of kp_2bit): per 32 bytes of a plane (one 16-value sub-block of 8
  * rows) 4 fields of 2 bits, each one vpmaddubsw per token (values 0..3, q3_K's third bit from its
@@ -1954,6 +2103,10 @@ void gb_kp_rows(int fmt, const void *wp, int64_t N, int64_t K, int64_t g, const 
 #endif
 #ifdef GB_HAVE_K_AVX2
     if (version == GB_KV_AVX2) {
+        if (T == 1 && nr == 16 && (fmt == GB_Q6_K || fmt == GB_Q5_K)) { /* the GEMV over a whole group: the formats' own loops */
+            (fmt == GB_Q6_K ? kp_gemv_avx2_q6 : kp_gemv_avx2_q5)(P, nb, xq, y, bias);
+            return;
+        }
         (fmt == GB_Q4_K ? kp_group_avx2_q4 : fmt == GB_Q5_K ? kp_group_avx2_q5 : fmt == GB_Q6_K ? kp_group_avx2_q6
          : fmt == GB_Q2_K ? kp_group_avx2_q2 : fmt == GB_Q3_K ? kp_group_avx2_q3 : kp_group_avx2_iq4xs)(P, nb, xq, T, y, ldy, bias, nr);
         return;

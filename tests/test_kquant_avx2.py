@@ -96,6 +96,26 @@ def test_threads_and_views(rng, fmt):
 
 @needs_avx2
 @pytest.mark.parametrize("fmt", KF)
+def test_gemv_whole_groups(rng, fmt):
+    # T=1 runs whole 16-row groups of q5_K/q6_K through loops of their own (kp_gemv_avx2_q5/_q6), a last
+    # partial group through the tile: many groups, 1 and 2 threads, with and without a bias
+    N, K = 16 * 9 + 5, 512
+    qt = QTensor(random_blocks(rng, fmt, N, K), fmt, (N, K)).repack()
+    x = rng.standard_normal((1, K)).astype(np.float32)
+    bias = rng.standard_normal(N).astype(np.float32)
+    prev = glmbench.get_num_threads()
+    try:
+        for b in (None, bias):
+            ref = quant.linear(x, qt, b, kernel="kquant_ref")
+            for th in (1, 2):
+                glmbench.set_num_threads(th)
+                _same(quant.linear(x, qt, b, kernel="kquant_avx2"), ref, f"threads={th} bias={b is not None}")
+    finally:
+        glmbench.set_num_threads(prev)
+
+
+@needs_avx2
+@pytest.mark.parametrize("fmt", KF)
 def test_zero_scales(rng, fmt):
     N, K = 12, 768
     w = random_blocks(rng, fmt, N, K)

@@ -1,0 +1,111 @@
+"""K-quant decode GEMV (T=1) from DRAM against this machine's read ceiling, optionally before vs after.
+A shape under 1 MB (e.g. 256x2048) stays in L2: many calls, the kernel's compute rate.
+
+Per format and shape: enough weight copies (repacked, QTensor.repack) to total >= 200 MB, so each call
+reads DRAM; alternating with each call, a plain AVX2 read of as many bytes (bench/rdlib: the 1-thread
+read ceiling as a program with no arithmetic gets it). With --before LIB (another build's _core .so)
+both builds' gb_klinear_packed run alternately in the same process on the same weights. Time: the
+calling thread's CPU time at --threads 1 (a shared machine), wall clock otherwise; best and median.
+
+  PYTHONPATH=$PWD python bench/bench_kgemv_dram.py --formats q6_K,q5_K --shapes 25600x5120,151552x2048 [--before /tmp/old/_core.so]
+"""
+import argparse
+import ctypes
+import os
+import subprocess
+import tempfile
+import time
+
+import numpy as np
+
+from glmbench.bench.quant import kquant_weights
+from glmbench.core import _loader, ops, quant
+
+RD = r"""
+#include <immintrin.h>
+#include <stddef.h>
+long long rd(const char *p, size_t n) {
+  __m256i a = _mm256_setzero_si256(), b = a, c = a, d = a;
+  for (size_t i = 0; i + 128 <= n; i += 128) {
+    a = _mm256_add_epi32(a, _mm256_loadu_si256((const __m256i *)(p + i)));
+    b = _mm256_add_epi32(b, _mm256_loadu_si256((const __m256i *)(p + i + 32)));
+    c = _mm256_add_epi32(c, _mm256_loadu_si256((const __m256i *)(p + i + 64)));
+    d = _mm256_add_epi32(d, _mm256_loadu_si256((const __m256i *)(p + i + 96)));
+  }
+  __m256i v = _mm256_add_epi32(_mm256_add_epi32(a, b), _mm256_add_epi32(c, d));
+  return _mm256_extract_epi32(v, 0);
+}
+"""
+
+
+def _rdlib():
+    d = tempfile.mkdtemp()
+    src, so = os.path.join(d, "rd.c"), os.path.join(d, "rd.so")
+    with open(src, "w") as f:
+        f.write(RD)
+    subprocess.run(["gcc", "-O2", "-mavx2", "-shared", "-fPIC", "-o", so, src], check=True)
+    lib = ctypes.CDLL(so)
+    lib.rd.argtypes, lib.rd.restype = [ctypes.c_void_p, ctypes.c_size_t], ctypes.c_longlong
+    return lib
+
+
+def _kl(path):
+    lib = ctypes.CDLL(path)
+    f = lib.gb_klinear_packed
+    f.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+                  ctypes.c_int64, ctypes.c_int64, ctypes.c_int]
+    return f
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--formats", default="q6_K,q5_K,q4_K")
+    ap.add_argument("--shapes", default="25600x5120,151552x2048")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--before", default=None, help="another build's _core .so to run alternately (label: before)")
+    a = ap.parse_args()
+    ops.set_num_threads(a.threads)
+    clock = time.thread_time if a.threads == 1 else time.perf_counter
+    rd = _rdlib()
+    kern = {"after": _kl(_loader._core.__file__)}
+    if a.before:
+        kern = {"before": _kl(a.before), **kern}
+    kv = 3  # GB_KV_AVX2 (kquant_avx2)
+    for fmt in a.formats.split(","):
+        for shp in a.shapes.split(","):
+            n, k = map(int, shp.split("x"))
+            small = n * k * 210 // 256 < (1 << 20)  # cache-resident: the kernel's compute rate, many calls
+            ncopy = 1 if small else max(1, -(-200_000_000 // (n * k * 210 // 256)))
+            qs = [kquant_weights(n, k, fmt, seed=i).repack() for i in range(ncopy)]
+            bufs = [np.ones(q.packed.nbytes, np.uint8) for q in qs]
+            x = np.random.default_rng(0).standard_normal(k).astype(np.float32)
+            y = np.zeros(n, np.float32)
+            nbytes = qs[0].packed.nbytes
+            ts = {lab: [] for lab in list(kern) + ["read"]}
+            outs = {}
+            for _ in range(a.rounds * (300 if small else 1)):
+                for q, b in zip(qs, bufs):
+                    for lab, f in kern.items():
+                        for _ in range(5 if small else 1):
+                            t = clock()
+                            f(quant.FORMATS[fmt][0], x.ctypes.data, q.packed.ctypes.data, None, y.ctypes.data, 1, n, k, kv)
+                            ts[lab].append(clock() - t)
+                        outs.setdefault(lab, y.copy())
+                    t = clock()
+                    rd.rd(b.ctypes.data, b.nbytes)
+                    ts["read"].append(clock() - t)
+            rb, rm = nbytes / min(ts["read"]) / 1e9, nbytes / np.median(ts["read"]) / 1e9
+            line = f"| {fmt} | {n}x{k} | {nbytes / 1e6:.1f} MB | read {rb:.2f} / {rm:.2f} GB/s |"
+            for lab in kern:
+                gb, gm = nbytes / min(ts[lab]) / 1e9, nbytes / np.median(ts[lab]) / 1e9
+                line += f" {lab} {min(ts[lab]) * 1e3:.2f} ms, {gb:.2f} / {gm:.2f} GB/s ({gb / rb:.0%} / {gm / rm:.0%}) |"
+            if a.before:
+                line += f" {min(ts['before']) / min(ts['after']):.2f}x / {np.median(ts['before']) / np.median(ts['after']):.2f}x |"
+                assert np.array_equal(outs["before"].view(np.uint32), outs["after"].view(np.uint32)), "outputs differ"
+            print(line, flush=True)
+            del qs, bufs
+
+
+if __name__ == "__main__":
+    main()
