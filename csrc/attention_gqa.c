@@ -533,6 +533,32 @@ void gb_attn_tile_ex(const float *q, int64_t nr, int64_t dk, const float *k, int
  * max, l and alpha of 16 rows per vector), and p*V reads p from the key-major score tile. Measured
  * (1 thread, CPU time, f16 cache, T=256 at depth 2048, machine shared): see
  * bench/results/attention_prefill_2026-12-01.md. */
+#if GB_ATTN_HAVE_LANES
+/* shared by the AVX-512 and AVX2 versions of the rows-in-lanes tile below */
+void gb_attn_lanes_pack(const float *q, int64_t nr, int64_t dk, float *qT) {
+    for (int64_t d = 0; d < dk; d++) {
+        float *dst = qT + d * GB_ATTN_LANES;
+        int64_t r = 0;
+        for (; r < nr; r++) dst[r] = q[r * dk + d];
+        for (; r < GB_ATTN_LANES; r++) dst[r] = 0.0f;
+    }
+}
+
+/* the rows [*r0, *r1) of nr that see a key of the tile [t0, t0 + nt) (lim: causal ends, lo: window
+ * starts, both nondecreasing over rows); 0 when none does */
+static int lanes_rows(int64_t nr, int64_t nt, int64_t t0, const int64_t *lim, const int64_t *lo, int64_t *r0, int64_t *r1) {
+    if (nt <= 0 || nr <= 0) return 0;
+    int64_t a = 0, b = nr;
+    if (lim)
+        while (a < b && lim[a] <= t0) a++;
+    if (lo)
+        while (b > a && lo[b - 1] >= t0 + nt) b--;
+    *r0 = a;
+    *r1 = b;
+    return a < b;
+}
+#endif
+
 #ifdef __AVX512F__
 #define LS_JZ(j, z, X) if (KB > j && RZ > z) { X(j, z) }
 #define LS_J(j, X) LS_JZ(j, 0, X) LS_JZ(j, 1, X) LS_JZ(j, 2, X) LS_JZ(j, 3, X)
@@ -585,25 +611,11 @@ static void scores_lanes(const float *qT, int64_t nr, int64_t dk, const float *k
     }
 }
 
-void gb_attn_lanes_pack(const float *q, int64_t nr, int64_t dk, float *qT) {
-    for (int64_t d = 0; d < dk; d++) {
-        float *dst = qT + d * GB_ATTN_LANES;
-        int64_t r = 0;
-        for (; r < nr; r++) dst[r] = q[r * dk + d];
-        for (; r < GB_ATTN_LANES; r++) dst[r] = 0.0f;
-    }
-}
-
 void gb_attn_tile_lanes(const float *qT, int64_t nr, int64_t dk, const float *k, int64_t ks, const float *v,
                         int64_t vs, int64_t dv, int64_t nt, int64_t t0, const int64_t *lim, const int64_t *lo,
                         float softcap, float *m, float *l, float *o, float *sbuf) {
-    if (nt <= 0 || nr <= 0) return;
-    int64_t r0 = 0, r1 = nr; /* rows that see a key of this tile: [r0, r1) */
-    if (lim)
-        while (r0 < r1 && lim[r0] <= t0) r0++;
-    if (lo)
-        while (r1 > r0 && lo[r1 - 1] >= t0 + nt) r1--;
-    if (r0 >= r1) return;
+    int64_t r0, r1; /* rows that see a key of this tile: [r0, r1) */
+    if (!lanes_rows(nr, nt, t0, lim, lo, &r0, &r1)) return;
     float *sT = sbuf, *alpha = sbuf + GB_ATTN_TILE * GB_ATTN_LANES;
     scores_lanes(qT, r1, dk, k, ks, nt, sT);
     if (softcap > 0.0f) /* Gemma 2: cap * tanh(s / cap) on the scaled logits, before the mask */
@@ -793,25 +805,11 @@ static void pv_lanes_avx2(const float *p, int64_t nr, int64_t nt, const float *v
         }
 }
 
-void gb_attn_lanes_pack(const float *q, int64_t nr, int64_t dk, float *qT) {
-    for (int64_t d = 0; d < dk; d++) {
-        float *dst = qT + d * GB_ATTN_LANES;
-        int64_t r = 0;
-        for (; r < nr; r++) dst[r] = q[r * dk + d];
-        for (; r < GB_ATTN_LANES; r++) dst[r] = 0.0f;
-    }
-}
-
 void gb_attn_tile_lanes(const float *qT, int64_t nr, int64_t dk, const float *k, int64_t ks, const float *v,
                         int64_t vs, int64_t dv, int64_t nt, int64_t t0, const int64_t *lim, const int64_t *lo,
                         float softcap, float *m, float *l, float *o, float *sbuf) {
-    if (nt <= 0 || nr <= 0) return;
-    int64_t r0 = 0, r1 = nr; /* rows that see a key of this tile: [r0, r1) */
-    if (lim)
-        while (r0 < r1 && lim[r0] <= t0) r0++;
-    if (lo)
-        while (r1 > r0 && lo[r1 - 1] >= t0 + nt) r1--;
-    if (r0 >= r1) return;
+    int64_t r0, r1; /* rows that see a key of this tile: [r0, r1) */
+    if (!lanes_rows(nr, nt, t0, lim, lo, &r0, &r1)) return;
     float *sT = sbuf, *alpha = sbuf + GB_ATTN_TILE * GB_ATTN_LANES;
     const int64_t z0 = r0 / 8, z1 = (r1 + 7) / 8;
     scores_lanes_avx2(qT, z0, z1, dk, k, ks, nt, sT);
