@@ -31,5 +31,7 @@ int gb_bench_fma(int64_t iters, int reps, double *gflops, int *vector_bits);
  * vpdpbusd (16 chains x 64 multiply-adds per iteration), 1 = AVX2 vpmaddubsw + vpmaddwd + vpaddd
  * (12 chains x 32 per iteration). GB_EVALUE where neither is compiled in. */
 int gb_bench_int8(int64_t iters, int reps, double *gops, int *kind);
+/* gb_bench_int8 on VNNI builds (vpdpbusd); GB_EVALUE on others */
+int gb_bench_vnni(int64_t iters, int reps, double *gops);
 
 #endif

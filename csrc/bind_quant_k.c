@@ -4,6 +4,7 @@
 #include "bind.h"
 #include "quant_iq.h"
 #include "moe_k.h"
+#include "bench.h"
 #include "quant_k.h"
 
 /* iq4_nl and mxfp4 (csrc/quant_iq.c, blocks of 32) share these entry points with the K-quants */

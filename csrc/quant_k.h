@@ -73,8 +73,6 @@ int gb_kversion_best(void);
 int gb_klinear(int fmt, const float *x, const void *w, const float *bias, float *y, int64_t T, int64_t N,
                int64_t K, int version);
 
-/* The int8 dot-product ceiling (vpdpbusd, every thread, register resident), GOP/s in *gops. */
-int gb_bench_vnni(int64_t iters, int reps, double *gops);
 
 /* ---- repacked layout for the decode GEMV (every K format) -----------------------------------------
  * Made once from the stored rows (gb_krepack; the source is only read): 16 rows interleaved per
