@@ -599,30 +599,32 @@ static inline __attribute__((always_inline)) void iqp_tile_avx2(const int fmt, c
             const uint8_t *o = P[g] + b * pb;
             if (TT == 1)
                 for (int i = 0; i < 5; i++) _mm_prefetch((const char *)(o + GB_IQ_AVX2_AHEAD + 64 * i), _MM_HINT_T0);
-            __m256i ia[4][2];
-            for (int t = 0; t < TT; t++) ia[t][0] = ia[t][1] = _mm256_setzero_si256();
+            /* one half (8 rows) at a time: TT int accumulators, the decoded chunk and the broadcasts
+             * stay in the 16 ymm registers (both halves at once spilled at TT = 4) */
 #pragma GCC unroll 1
-            for (int k = 0; k < 4; k++) {
-                for (int h = 0; h < 2; h++) {
+            for (int h = 0; h < 2; h++) {
+                __m256i ia[4];
+                for (int t = 0; t < TT; t++) ia[t] = _mm256_setzero_si256();
+#pragma GCC unroll 1
+                for (int k = 0; k < 4; k++) {
                     const __m256i raw = _mm256_loadu_si256((const __m256i *)(o + 64 * k + 32 * h));
                     const __m256i lo = _mm256_shuffle_epi8(tbl, _mm256_and_si256(raw, m4));
                     const __m256i hi = _mm256_shuffle_epi8(tbl, _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4));
                     const __m256i alo = _mm256_abs_epi8(lo), ahi = _mm256_abs_epi8(hi);
+#pragma GCC unroll 4
                     for (int t = 0; t < TT; t++) {
-                        const __m256i x0 = bc4_avx2(xb + t * nbp * QB + 4 * k), x1 = bc4_avx2(xb + t * nbp * QB + 16 + 4 * k);
+                        __m256i x0 = bc4_avx2(xb + t * nbp * QB + 4 * k), x1 = bc4_avx2(xb + t * nbp * QB + 16 + 4 * k);
                         const __m256i p0 = _mm256_maddubs_epi16(alo, _mm256_sign_epi8(x0, lo));
                         const __m256i p1 = _mm256_maddubs_epi16(ahi, _mm256_sign_epi8(x1, hi));
                         if (fmt == GB_MXFP4)
-                            ia[t][h] = _mm256_add_epi16(ia[t][h], _mm256_add_epi16(p0, p1));
+                            ia[t] = _mm256_add_epi16(ia[t], _mm256_add_epi16(p0, p1));
                         else
-                            ia[t][h] = _mm256_add_epi32(ia[t][h], _mm256_add_epi32(_mm256_madd_epi16(p0, ones), _mm256_madd_epi16(p1, ones)));
+                            ia[t] = _mm256_add_epi32(ia[t], _mm256_add_epi32(_mm256_madd_epi16(p0, ones), _mm256_madd_epi16(p1, ones)));
                     }
                 }
-            }
-            for (int h = 0; h < 2; h++) {
                 const __m256 vd = iqp_scales_avx2(fmt, o + 256, h);
                 for (int t = 0; t < TT; t++) {
-                    const __m256i s = fmt == GB_MXFP4 ? _mm256_madd_epi16(ia[t][h], ones) : ia[t][h];
+                    const __m256i s = fmt == GB_MXFP4 ? _mm256_madd_epi16(ia[t], ones) : ia[t];
                     const __m256 p = _mm256_mul_ps(_mm256_mul_ps(vd, _mm256_set1_ps(dxp[(t0 + t) * nbp + li])), _mm256_cvtepi32_ps(s));
                     acc[l][g * TT + t][h] = _mm256_add_ps(acc[l][g * TT + t][h], p);
                 }
@@ -685,10 +687,134 @@ static inline __attribute__((always_inline)) void iqp_tile_avx2(const int fmt, c
 IQP_ROWS_AVX2(iqp_rows_avx2_nl, GB_IQ4_NL)
 IQP_ROWS_AVX2(iqp_rows_avx2_mx, GB_MXFP4)
 
+/* Prefill (T >= GB_IQ_AVX2_PANEL_T): a packed group decoded once per call into a panel, per record
+ * and (chunk k, half h) the signed values and their magnitudes of the low and high nibbles (4 ymm)
+ * and the 16 float scales; then tiles of 8 rows x up to 8 tokens read it (TT int accumulators, two
+ * weight magnitudes and the broadcasts fit the 16 ymm registers). Same integers, same float steps. */
+#ifndef GB_IQ_AVX2_PANEL_T
+#define GB_IQ_AVX2_PANEL_T 8
+#endif
+typedef struct {
+    __m256i q[4][2][4]; /* [k][h]: lo, hi, |lo|, |hi| */
+    float d[16];
+} iqpan_avx2;
+
+static void iqpan_fill_avx2(int fmt, const uint8_t *P, int64_t nb, iqpan_avx2 *pan) {
+    const __m256i tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)iq_table(fmt)));
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    const int64_t pb = gb_iqp_block_bytes(fmt);
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *o = P + b * pb;
+        for (int k = 0; k < 4; k++)
+            for (int h = 0; h < 2; h++) {
+                const __m256i raw = _mm256_loadu_si256((const __m256i *)(o + 64 * k + 32 * h));
+                const __m256i lo = _mm256_shuffle_epi8(tbl, _mm256_and_si256(raw, m4));
+                const __m256i hi = _mm256_shuffle_epi8(tbl, _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4));
+                pan[b].q[k][h][0] = lo;
+                pan[b].q[k][h][1] = hi;
+                pan[b].q[k][h][2] = _mm256_abs_epi8(lo);
+                pan[b].q[k][h][3] = _mm256_abs_epi8(hi);
+            }
+        _mm256_store_ps(pan[b].d, iqp_scales_avx2(fmt, o + 256, 0));
+        _mm256_store_ps(pan[b].d + 8, iqp_scales_avx2(fmt, o + 256, 1));
+    }
+}
+
+/* rows 8h..8h+7 of a panel x TT tokens from t0: y[t * ldy + r] (row 8h + r), bias per row or NULL */
+static inline __attribute__((always_inline)) void iqpan_tile_avx2(const int fmt, const iqpan_avx2 *pan, int64_t nb, int64_t nbp,
+                                                                  const int8_t *xq, const float *dxp, int64_t t0, float *y,
+                                                                  int64_t ldy, const float *bias, int h, int nv, const int TT) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[16][8];
+    for (int l = 0; l < 16; l++)
+        for (int t = 0; t < TT; t++) acc[l][t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const int8_t *xb = xq + t0 * nbp * QB + b * QB;
+        const int l = lane_blk[b % 16];
+        const int64_t li = 16 * (b / 16) + l;
+        __m256i ia[8];
+        for (int t = 0; t < TT; t++) ia[t] = _mm256_setzero_si256();
+#pragma GCC unroll 1
+        for (int k = 0; k < 4; k++) {
+            const __m256i *q = pan[b].q[k][h];
+            const __m256i alo = _mm256_load_si256(q + 2), ahi = _mm256_load_si256(q + 3);
+#pragma GCC unroll 8
+            for (int t = 0; t < TT; t++) {
+                const __m256i x0 = bc4_avx2(xb + t * nbp * QB + 4 * k), x1 = bc4_avx2(xb + t * nbp * QB + 16 + 4 * k);
+                const __m256i p0 = _mm256_maddubs_epi16(alo, _mm256_sign_epi8(x0, _mm256_load_si256(q)));
+                const __m256i p1 = _mm256_maddubs_epi16(ahi, _mm256_sign_epi8(x1, _mm256_load_si256(q + 1)));
+                if (fmt == GB_MXFP4)
+                    ia[t] = _mm256_add_epi16(ia[t], _mm256_add_epi16(p0, p1));
+                else
+                    ia[t] = _mm256_add_epi32(ia[t], _mm256_add_epi32(_mm256_madd_epi16(p0, ones), _mm256_madd_epi16(p1, ones)));
+            }
+        }
+        const __m256 vd = _mm256_load_ps(pan[b].d + 8 * h);
+        for (int t = 0; t < TT; t++) {
+            const __m256i s = fmt == GB_MXFP4 ? _mm256_madd_epi16(ia[t], ones) : ia[t];
+            const __m256 p = _mm256_mul_ps(_mm256_mul_ps(vd, _mm256_set1_ps(dxp[(t0 + t) * nbp + li])), _mm256_cvtepi32_ps(s));
+            acc[l][t] = _mm256_add_ps(acc[l][t], p);
+        }
+    }
+    __m256 vb = _mm256_setzero_ps();
+    if (bias) {
+        float tb[8] = {0};
+        memcpy(tb, bias + 8 * h, (size_t)(nv < 8 ? nv : 8) * sizeof(float));
+        vb = _mm256_loadu_ps(tb);
+    }
+    for (int t = 0; t < TT; t++) {
+        __m256 h8[8], h4[4], h2[2];
+        for (int i = 0; i < 8; i++) h8[i] = _mm256_add_ps(acc[i][t], acc[i + 8][t]);
+        for (int i = 0; i < 4; i++) h4[i] = _mm256_add_ps(h8[i], h8[i + 4]);
+        for (int i = 0; i < 2; i++) h2[i] = _mm256_add_ps(h4[i], h4[i + 2]);
+        const __m256 r = _mm256_add_ps(_mm256_add_ps(h2[0], h2[1]), vb);
+        float *dst = y + (t0 + t) * ldy + 8 * h;
+        if (nv >= 8) {
+            _mm256_storeu_ps(dst, r);
+        } else {
+            float tmp[8];
+            _mm256_storeu_ps(tmp, r);
+            memcpy(dst, tmp, (size_t)nv * sizeof(float));
+        }
+    }
+}
+
+#define IQPAN_ROWS_AVX2(name, F)                                                                                        \
+    static void name(const iqpan_avx2 *pan, int64_t nb, int64_t nbp, const int8_t *xq, const float *dxp, int64_t T,     \
+                     float *y, int64_t ldy, const float *bias, int nr) {                                                \
+        for (int h = 0; h < 2 && 8 * h < nr; h++) {                                                                     \
+            const int nv = nr - 8 * h;                                                                                  \
+            int64_t t0 = 0;                                                                                             \
+            for (; t0 + 6 <= T; t0 += 6) iqpan_tile_avx2(F, pan, nb, nbp, xq, dxp, t0, y, ldy, bias, h, nv, 6);          \
+            switch (T - t0) {                                                                                           \
+            case 5: iqpan_tile_avx2(F, pan, nb, nbp, xq, dxp, t0, y, ldy, bias, h, nv, 5); break;                       \
+            case 4: iqpan_tile_avx2(F, pan, nb, nbp, xq, dxp, t0, y, ldy, bias, h, nv, 4); break;                       \
+            case 3: iqpan_tile_avx2(F, pan, nb, nbp, xq, dxp, t0, y, ldy, bias, h, nv, 3); break;                       \
+            case 2: iqpan_tile_avx2(F, pan, nb, nbp, xq, dxp, t0, y, ldy, bias, h, nv, 2); break;                       \
+            case 1: iqpan_tile_avx2(F, pan, nb, nbp, xq, dxp, t0, y, ldy, bias, h, nv, 1); break;                       \
+            default: break;                                                                                             \
+            }                                                                                                           \
+        }                                                                                                               \
+    }
+IQPAN_ROWS_AVX2(iqpan_rows_avx2_nl, GB_IQ4_NL)
+IQPAN_ROWS_AVX2(iqpan_rows_avx2_mx, GB_MXFP4)
+
+/* one packed group (nr rows) x T tokens: the panel when T is large enough and pan is given, else the
+ * register-decoding tiles */
+static void iqp_group_avx2(int fmt, const uint8_t *P, int64_t nb, int64_t nbp, const int8_t *xq, const float *dxp, int64_t T,
+                           float *y, int64_t ldy, const float *bias, int nr, iqpan_avx2 *pan) {
+    if (pan && T >= GB_IQ_AVX2_PANEL_T) {
+        iqpan_fill_avx2(fmt, P, nb, pan);
+        (fmt == GB_IQ4_NL ? iqpan_rows_avx2_nl : iqpan_rows_avx2_mx)(pan, nb, nbp, xq, dxp, T, y, ldy, bias, nr);
+        return;
+    }
+    (fmt == GB_IQ4_NL ? iqp_rows_avx2_nl : iqp_rows_avx2_mx)(P, nb, nbp, xq, dxp, T, y, ldy, bias, nr);
+}
+
 /* groups [g0, g1) of a packed [N, K] matrix for T tokens (y: row 0 of token 0, rows N apart). The
  * GEMV (T = 1) reads the run's first half beside its second (two streams from DRAM), as qgemm_avx2. */
 static void iqp_groups_avx2(int fmt, const uint8_t *wp, int64_t g0, int64_t g1, int64_t nb, int64_t nbp, const int8_t *xq,
-                            const float *dxp, int64_t T, float *y, const float *bias, int64_t N) {
+                            const float *dxp, int64_t T, float *y, const float *bias, int64_t N, iqpan_avx2 *pan) {
     const int64_t gbytes = nb * gb_iqp_block_bytes(fmt);
 #define IQ_NR(g) ((int)(N - 16 * (g) < 16 ? N - 16 * (g) : 16))
 #define IQ_B(g) (bias ? bias + 16 * (g) : NULL)
@@ -703,7 +829,7 @@ static void iqp_groups_avx2(int fmt, const uint8_t *wp, int64_t g0, int64_t g1, 
         g = g0 + 2 * half;
     }
     for (; g < g1; g++)
-        (fmt == GB_IQ4_NL ? iqp_rows_avx2_nl : iqp_rows_avx2_mx)(wp + g * gbytes, nb, nbp, xq, dxp, T, y + 16 * g, N, IQ_B(g), IQ_NR(g));
+        iqp_group_avx2(fmt, wp + g * gbytes, nb, nbp, xq, dxp, T, y + 16 * g, N, IQ_B(g), IQ_NR(g), pan);
 #undef IQ_NR
 #undef IQ_B
 }
@@ -773,7 +899,9 @@ int gb_iqp_rows(int fmt, const void *wp, int64_t N, int64_t K, int64_t g, const 
 #endif
 #ifdef GB_HAVE_IQ_AVX2
     if (version == GB_KV_AVX2) {
-        (fmt == GB_IQ4_NL ? iqp_rows_avx2_nl : iqp_rows_avx2_mx)(P, nb, nbp, xq, dxp, T, y, ldy, NULL, nr);
+        iqpan_avx2 *pan = T >= GB_IQ_AVX2_PANEL_T ? (iqpan_avx2 *)gb_ws_aligned_alloc(64, (size_t)nb * sizeof(iqpan_avx2)) : NULL;
+        iqp_group_avx2(fmt, P, nb, nbp, xq, dxp, T, y, ldy, NULL, nr, pan); /* without the panel if it cannot be had */
+        gb_ws_free(pan);
         return GB_OK;
     }
 #endif
@@ -879,9 +1007,12 @@ static int iqlinear_impl(int fmt, const float *x, const void *w, const void *wp,
             if (version == GB_KV_AVX2) { /* runs of groups (the GEMV pairs each run's halves: iqp_groups_avx2) */
                 Gr = 0;
                 const int64_t step = T == 1 ? (run < 8 ? 8 : run) : 1;
+                iqpan_avx2 *pan = T >= GB_IQ_AVX2_PANEL_T ? (iqpan_avx2 *)gb_ws_aligned_alloc(64, (size_t)nb * sizeof(iqpan_avx2)) : NULL;
 #pragma omp for schedule(dynamic, 1)
                 for (int64_t s = 0; s < (G + step - 1) / step; s++)
-                    iqp_groups_avx2(fmt, (const uint8_t *)wp, s * step, (s + 1) * step < G ? (s + 1) * step : G, nb, nbp, xq, dxp, T, y, bias, N);
+                    iqp_groups_avx2(fmt, (const uint8_t *)wp, s * step, (s + 1) * step < G ? (s + 1) * step : G, nb, nbp, xq, dxp, T, y, bias, N,
+                                    pan);
+                gb_ws_free(pan);
             }
 #endif
 #pragma omp for schedule(dynamic, run)
@@ -935,6 +1066,7 @@ static int iqlinear_impl(int fmt, const float *x, const void *w, const void *wp,
         if (version == GB_KV_AVX2 && !wp) { /* as stored: two 16-row groups at a time repacked in L1/L2, then the packed kernels */
             const int64_t gbytes = nb * gb_iqp_block_bytes(fmt), Gn = (N + 15) / 16;
             uint8_t *buf = (uint8_t *)gb_ws_aligned_alloc(64, (size_t)(2 * gbytes));
+            iqpan_avx2 *pan = T >= GB_IQ_AVX2_PANEL_T ? (iqpan_avx2 *)gb_ws_aligned_alloc(64, (size_t)nb * sizeof(iqpan_avx2)) : NULL;
             if (!buf) {
 #pragma omp atomic write
                 fail = 1;
@@ -955,11 +1087,10 @@ static int iqlinear_impl(int fmt, const float *x, const void *w, const void *wp,
                                                                                        y + 16 * (g + 1), b0, b1, nr[0], nr[1]);
                     continue;
                 }
-                for (int i = 0; i < ng; i++)
-                    (fmt == GB_IQ4_NL ? iqp_rows_avx2_nl : iqp_rows_avx2_mx)(buf + i * gbytes, nb, nbp, xq, dxp, T, y + 16 * (g + i), N,
-                                                                           i ? b1 : b0, nr[i]);
+                for (int i = 0; i < ng; i++) iqp_group_avx2(fmt, buf + i * gbytes, nb, nbp, xq, dxp, T, y + 16 * (g + i), N, i ? b1 : b0, nr[i], pan);
             }
             gb_ws_free(buf);
+            gb_ws_free(pan);
         }
 #endif
         uint8_t *u = (uint8_t *)gb_ws_aligned_alloc(64, (size_t)(nbp * QB));
