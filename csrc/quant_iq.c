@@ -660,6 +660,77 @@ static inline __attribute__((always_inline)) void iqp_tile_avx2(const int fmt, c
         }
 }
 
+/* Decode GEMV of two packed groups side by side (two record streams from DRAM, as qgemm_avx2's
+ * q4_0 GEMV): per block the 4 broadcasts of each nibble half feed 4 units (group u / 2, rows
+ * 8 (u % 2) ..), all in registers; the float steps as iqp_tile_avx2's (same bits). */
+static inline __attribute__((always_inline)) void iqp_gemv2_avx2(const int fmt, const uint8_t *P0, const uint8_t *P1, int64_t nb,
+                                                                 const int8_t *xq, const float *dxp, float *y0, float *y1,
+                                                                 const float *b0, const float *b1, int nr0, int nr1) {
+    const __m256i tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)iq_table(fmt)));
+    const __m256i m4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+    const int64_t pb = gb_iqp_block_bytes(fmt);
+    const uint8_t *Pg[2] = {P0, P1};
+    __m256 acc[16][4];
+    for (int l = 0; l < 16; l++)
+        for (int u = 0; u < 4; u++) acc[l][u] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const int8_t *xb = xq + b * QB;
+        const int l = lane_blk[b % 16];
+        const int64_t li = 16 * (b / 16) + l;
+        for (int g = 0; g < 2; g++)
+            for (int i = 0; i < 5; i++) _mm_prefetch((const char *)(Pg[g] + b * pb + GB_IQ_AVX2_AHEAD + 64 * i), _MM_HINT_T0);
+        __m256i ia[4];
+        for (int u = 0; u < 4; u++) ia[u] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++) {
+            const __m256i x0 = bc4_avx2(xb + 4 * k), x1 = bc4_avx2(xb + 16 + 4 * k);
+#pragma GCC unroll 4
+            for (int u = 0; u < 4; u++) {
+                const __m256i raw = _mm256_loadu_si256((const __m256i *)(Pg[u >> 1] + b * pb + 64 * k + 32 * (u & 1)));
+                const __m256i lo = _mm256_shuffle_epi8(tbl, _mm256_and_si256(raw, m4));
+                const __m256i hi = _mm256_shuffle_epi8(tbl, _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4));
+                const __m256i p0 = _mm256_maddubs_epi16(_mm256_abs_epi8(lo), _mm256_sign_epi8(x0, lo));
+                const __m256i p1 = _mm256_maddubs_epi16(_mm256_abs_epi8(hi), _mm256_sign_epi8(x1, hi));
+                if (fmt == GB_MXFP4)
+                    ia[u] = _mm256_add_epi16(ia[u], _mm256_add_epi16(p0, p1));
+                else
+                    ia[u] = _mm256_add_epi32(ia[u], _mm256_add_epi32(_mm256_madd_epi16(p0, ones), _mm256_madd_epi16(p1, ones)));
+            }
+        }
+        const __m256 dx = _mm256_set1_ps(dxp[li]);
+        for (int u = 0; u < 4; u++) {
+            const __m256 vd = iqp_scales_avx2(fmt, Pg[u >> 1] + b * pb + 256, u & 1);
+            const __m256i s = fmt == GB_MXFP4 ? _mm256_madd_epi16(ia[u], ones) : ia[u];
+            acc[l][u] = _mm256_add_ps(acc[l][u], _mm256_mul_ps(_mm256_mul_ps(vd, dx), _mm256_cvtepi32_ps(s)));
+        }
+    }
+    float *yg[2] = {y0, y1};
+    const float *bg[2] = {b0, b1};
+    const int ng[2] = {nr0, nr1};
+    for (int u = 0; u < 4; u++) {
+        const int g = u >> 1, r0 = 8 * (u & 1), nv = ng[g] - r0;
+        if (nv <= 0) continue;
+        __m256 vb = _mm256_setzero_ps();
+        if (bg[g]) {
+            float tb[8] = {0};
+            memcpy(tb, bg[g] + r0, (size_t)(nv < 8 ? nv : 8) * sizeof(float));
+            vb = _mm256_loadu_ps(tb);
+        }
+        __m256 h8[8], h4[4], h2[2];
+        for (int i = 0; i < 8; i++) h8[i] = _mm256_add_ps(acc[i][u], acc[i + 8][u]);
+        for (int i = 0; i < 4; i++) h4[i] = _mm256_add_ps(h8[i], h8[i + 4]);
+        for (int i = 0; i < 2; i++) h2[i] = _mm256_add_ps(h4[i], h4[i + 2]);
+        const __m256 r = _mm256_add_ps(_mm256_add_ps(h2[0], h2[1]), vb);
+        if (nv >= 8) {
+            _mm256_storeu_ps(yg[g] + r0, r);
+        } else {
+            float tmp[8];
+            _mm256_storeu_ps(tmp, r);
+            memcpy(yg[g] + r0, tmp, (size_t)nv * sizeof(float));
+        }
+    }
+}
+
 #define IQP_ROWS_AVX2(name, F)                                                                                          \
     static void name(const uint8_t *P, int64_t nb, int64_t nbp, const int8_t *xq, const float *dxp, int64_t T, float *y,  \
                      int64_t ldy, const float *bias, int nr) {                                                          \
@@ -678,11 +749,8 @@ static inline __attribute__((always_inline)) void iqp_tile_avx2(const int fmt, c
     }                                                                                                                   \
     static void name##_gemv2(const uint8_t *P0, const uint8_t *P1, int64_t nb, int64_t nbp, const int8_t *xq,           \
                              const float *dxp, float *y0, float *y1, const float *b0, const float *b1, int nr0, int nr1) { \
-        const uint8_t *Pg[2] = {P0, P1};                                                                                \
-        float *yg[2] = {y0, y1};                                                                                        \
-        const float *bg[2] = {b0, b1};                                                                                  \
-        const int ng[2] = {nr0, nr1};                                                                                   \
-        iqp_tile_avx2(F, Pg, nb, nbp, xq, dxp, 0, yg, 0, bg, ng, 2, 1);                                                 \
+        (void)nbp;                                                                                                      \
+        iqp_gemv2_avx2(F, P0, P1, nb, xq, dxp, y0, y1, b0, b1, nr0, nr1);                                               \
     }
 IQP_ROWS_AVX2(iqp_rows_avx2_nl, GB_IQ4_NL)
 IQP_ROWS_AVX2(iqp_rows_avx2_mx, GB_MXFP4)
