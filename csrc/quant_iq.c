@@ -767,8 +767,10 @@ typedef struct {
     float d[16];
 } iqpan_avx2;
 
+static const int8_t kv_mxfp4_u12[16] = {12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0}; /* kvalues_mxfp4 + 12 */
+
 static void iqpan_fill_avx2(int fmt, const uint8_t *P, int64_t nb, iqpan_avx2 *pan) {
-    const __m256i tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)iq_table(fmt)));
+    const __m256i tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(fmt == GB_MXFP4 ? kv_mxfp4_u12 : iq_table(fmt))));
     const __m256i m4 = _mm256_set1_epi8(0x0f);
     const int64_t pb = gb_iqp_block_bytes(fmt);
     for (int64_t b = 0; b < nb; b++) {
@@ -790,7 +792,7 @@ static void iqpan_fill_avx2(int fmt, const uint8_t *P, int64_t nb, iqpan_avx2 *p
 
 /* rows 8h..8h+7 of a panel x TT tokens from t0: y[t * ldy + r] (row 8h + r), bias per row or NULL */
 static inline __attribute__((always_inline)) void iqpan_tile_avx2(const int fmt, const iqpan_avx2 *pan, int64_t nb, int64_t nbp,
-                                                                  const int8_t *xq, const float *dxp, int64_t t0, float *y,
+                                                                  const int8_t *xq, const float *dxp, const int32_t *xsp, int64_t t0, float *y,
                                                                   int64_t ldy, const float *bias, int h, int nv, const int TT) {
     const __m256i ones = _mm256_set1_epi16(1);
     __m256 acc[16][8];
@@ -800,6 +802,31 @@ static inline __attribute__((always_inline)) void iqpan_tile_avx2(const int fmt,
         const int8_t *xb = xq + t0 * nbp * QB + b * QB;
         const int l = lane_blk[b % 16];
         const int64_t li = 16 * (b / 16) + l;
+        if (fmt == GB_MXFP4) {
+            /* the values + 12 (0..24) are unsigned: vpmaddubsw against x directly (no sign trick), low
+             * and high nibbles in separate int16 sums (4 pairs of at most 2 * 24 * 127 each: <= 24384),
+             * then 12 * sum(x_block) (xsp / 128 * 12) taken off: the same isum */
+            __m256i il[8], ih[8];
+            for (int t = 0; t < TT; t++) il[t] = ih[t] = _mm256_setzero_si256();
+#pragma GCC unroll 1
+            for (int k = 0; k < 4; k++) {
+                const __m256i *q = pan[b].q[k][h];
+                const __m256i ulo = _mm256_load_si256(q), uhi = _mm256_load_si256(q + 1);
+#pragma GCC unroll 8
+                for (int t = 0; t < TT; t++) {
+                    il[t] = _mm256_add_epi16(il[t], _mm256_maddubs_epi16(ulo, bc4_avx2(xb + t * nbp * QB + 4 * k)));
+                    ih[t] = _mm256_add_epi16(ih[t], _mm256_maddubs_epi16(uhi, bc4_avx2(xb + t * nbp * QB + 16 + 4 * k)));
+                }
+            }
+            const __m256 vd = _mm256_load_ps(pan[b].d + 8 * h);
+            for (int t = 0; t < TT; t++) {
+                const __m256i s = _mm256_sub_epi32(_mm256_add_epi32(_mm256_madd_epi16(il[t], ones), _mm256_madd_epi16(ih[t], ones)),
+                                                   _mm256_set1_epi32(xsp[(t0 + t) * nbp + li] / 128 * 12));
+                const __m256 p = _mm256_mul_ps(_mm256_mul_ps(vd, _mm256_set1_ps(dxp[(t0 + t) * nbp + li])), _mm256_cvtepi32_ps(s));
+                acc[l][t] = _mm256_add_ps(acc[l][t], p);
+            }
+            continue;
+        }
         __m256i ia[8];
         for (int t = 0; t < TT; t++) ia[t] = _mm256_setzero_si256();
 #pragma GCC unroll 1
@@ -811,15 +838,12 @@ static inline __attribute__((always_inline)) void iqpan_tile_avx2(const int fmt,
                 const __m256i x0 = bc4_avx2(xb + t * nbp * QB + 4 * k), x1 = bc4_avx2(xb + t * nbp * QB + 16 + 4 * k);
                 const __m256i p0 = _mm256_maddubs_epi16(alo, _mm256_sign_epi8(x0, _mm256_load_si256(q)));
                 const __m256i p1 = _mm256_maddubs_epi16(ahi, _mm256_sign_epi8(x1, _mm256_load_si256(q + 1)));
-                if (fmt == GB_MXFP4)
-                    ia[t] = _mm256_add_epi16(ia[t], _mm256_add_epi16(p0, p1));
-                else
-                    ia[t] = _mm256_add_epi32(ia[t], _mm256_add_epi32(_mm256_madd_epi16(p0, ones), _mm256_madd_epi16(p1, ones)));
+                ia[t] = _mm256_add_epi32(ia[t], _mm256_add_epi32(_mm256_madd_epi16(p0, ones), _mm256_madd_epi16(p1, ones)));
             }
         }
         const __m256 vd = _mm256_load_ps(pan[b].d + 8 * h);
         for (int t = 0; t < TT; t++) {
-            const __m256i s = fmt == GB_MXFP4 ? _mm256_madd_epi16(ia[t], ones) : ia[t];
+            const __m256i s = ia[t];
             const __m256 p = _mm256_mul_ps(_mm256_mul_ps(vd, _mm256_set1_ps(dxp[(t0 + t) * nbp + li])), _mm256_cvtepi32_ps(s));
             acc[l][t] = _mm256_add_ps(acc[l][t], p);
         }
@@ -848,18 +872,21 @@ static inline __attribute__((always_inline)) void iqpan_tile_avx2(const int fmt,
 }
 
 #define IQPAN_ROWS_AVX2(name, F)                                                                                        \
-    static void name(const iqpan_avx2 *pan, int64_t nb, int64_t nbp, const int8_t *xq, const float *dxp, int64_t T,     \
+    static void name(const iqpan_avx2 *pan, int64_t nb, int64_t nbp, const int8_t *xq, const float *dxp,                \
+                     const int32_t *xsp, int64_t T,                                                                     \
                      float *y, int64_t ldy, const float *bias, int nr) {                                                \
         for (int h = 0; h < 2 && 8 * h < nr; h++) {                                                                     \
             const int nv = nr - 8 * h;                                                                                  \
             int64_t t0 = 0;                                                                                             \
-            for (; t0 + 6 <= T; t0 += 6) iqpan_tile_avx2(F, pan, nb, nbp, xq, dxp, t0, y, ldy, bias, h, nv, 6);          \
+            if (F == GB_IQ4_NL)                                                                                         \
+                for (; t0 + 6 <= T; t0 += 6) iqpan_tile_avx2(F, pan, nb, nbp, xq, dxp, xsp, t0, y, ldy, bias, h, nv, 6);      \
+            for (; t0 + 4 <= T; t0 += 4) iqpan_tile_avx2(F, pan, nb, nbp, xq, dxp, xsp, t0, y, ldy, bias, h, nv, 4);          \
             switch (T - t0) {                                                                                           \
-            case 5: iqpan_tile_avx2(F, pan, nb, nbp, xq, dxp, t0, y, ldy, bias, h, nv, 5); break;                       \
-            case 4: iqpan_tile_avx2(F, pan, nb, nbp, xq, dxp, t0, y, ldy, bias, h, nv, 4); break;                       \
-            case 3: iqpan_tile_avx2(F, pan, nb, nbp, xq, dxp, t0, y, ldy, bias, h, nv, 3); break;                       \
-            case 2: iqpan_tile_avx2(F, pan, nb, nbp, xq, dxp, t0, y, ldy, bias, h, nv, 2); break;                       \
-            case 1: iqpan_tile_avx2(F, pan, nb, nbp, xq, dxp, t0, y, ldy, bias, h, nv, 1); break;                       \
+            case 5: iqpan_tile_avx2(F, pan, nb, nbp, xq, dxp, xsp, t0, y, ldy, bias, h, nv, 5); break;                       \
+            case 4: iqpan_tile_avx2(F, pan, nb, nbp, xq, dxp, xsp, t0, y, ldy, bias, h, nv, 4); break;                       \
+            case 3: iqpan_tile_avx2(F, pan, nb, nbp, xq, dxp, xsp, t0, y, ldy, bias, h, nv, 3); break;                       \
+            case 2: iqpan_tile_avx2(F, pan, nb, nbp, xq, dxp, xsp, t0, y, ldy, bias, h, nv, 2); break;                       \
+            case 1: iqpan_tile_avx2(F, pan, nb, nbp, xq, dxp, xsp, t0, y, ldy, bias, h, nv, 1); break;                       \
             default: break;                                                                                             \
             }                                                                                                           \
         }                                                                                                               \
@@ -869,11 +896,11 @@ IQPAN_ROWS_AVX2(iqpan_rows_avx2_mx, GB_MXFP4)
 
 /* one packed group (nr rows) x T tokens: the panel when T is large enough and pan is given, else the
  * register-decoding tiles */
-static void iqp_group_avx2(int fmt, const uint8_t *P, int64_t nb, int64_t nbp, const int8_t *xq, const float *dxp, int64_t T,
+static void iqp_group_avx2(int fmt, const uint8_t *P, int64_t nb, int64_t nbp, const int8_t *xq, const float *dxp, const int32_t *xsp, int64_t T,
                            float *y, int64_t ldy, const float *bias, int nr, iqpan_avx2 *pan) {
     if (pan && T >= GB_IQ_AVX2_PANEL_T) {
         iqpan_fill_avx2(fmt, P, nb, pan);
-        (fmt == GB_IQ4_NL ? iqpan_rows_avx2_nl : iqpan_rows_avx2_mx)(pan, nb, nbp, xq, dxp, T, y, ldy, bias, nr);
+        (fmt == GB_IQ4_NL ? iqpan_rows_avx2_nl : iqpan_rows_avx2_mx)(pan, nb, nbp, xq, dxp, xsp, T, y, ldy, bias, nr);
         return;
     }
     (fmt == GB_IQ4_NL ? iqp_rows_avx2_nl : iqp_rows_avx2_mx)(P, nb, nbp, xq, dxp, T, y, ldy, bias, nr);
@@ -882,7 +909,7 @@ static void iqp_group_avx2(int fmt, const uint8_t *P, int64_t nb, int64_t nbp, c
 /* groups [g0, g1) of a packed [N, K] matrix for T tokens (y: row 0 of token 0, rows N apart). The
  * GEMV (T = 1) reads the run's first half beside its second (two streams from DRAM), as qgemm_avx2. */
 static void iqp_groups_avx2(int fmt, const uint8_t *wp, int64_t g0, int64_t g1, int64_t nb, int64_t nbp, const int8_t *xq,
-                            const float *dxp, int64_t T, float *y, const float *bias, int64_t N, iqpan_avx2 *pan) {
+                            const float *dxp, const int32_t *xsp, int64_t T, float *y, const float *bias, int64_t N, iqpan_avx2 *pan) {
     const int64_t gbytes = nb * gb_iqp_block_bytes(fmt);
 #define IQ_NR(g) ((int)(N - 16 * (g) < 16 ? N - 16 * (g) : 16))
 #define IQ_B(g) (bias ? bias + 16 * (g) : NULL)
@@ -897,7 +924,7 @@ static void iqp_groups_avx2(int fmt, const uint8_t *wp, int64_t g0, int64_t g1, 
         g = g0 + 2 * half;
     }
     for (; g < g1; g++)
-        iqp_group_avx2(fmt, wp + g * gbytes, nb, nbp, xq, dxp, T, y + 16 * g, N, IQ_B(g), IQ_NR(g), pan);
+        iqp_group_avx2(fmt, wp + g * gbytes, nb, nbp, xq, dxp, xsp, T, y + 16 * g, N, IQ_B(g), IQ_NR(g), pan);
 #undef IQ_NR
 #undef IQ_B
 }
@@ -968,7 +995,7 @@ int gb_iqp_rows(int fmt, const void *wp, int64_t N, int64_t K, int64_t g, const 
 #ifdef GB_HAVE_IQ_AVX2
     if (version == GB_KV_AVX2) {
         iqpan_avx2 *pan = T >= GB_IQ_AVX2_PANEL_T ? (iqpan_avx2 *)gb_ws_aligned_alloc(64, (size_t)nb * sizeof(iqpan_avx2)) : NULL;
-        iqp_group_avx2(fmt, P, nb, nbp, xq, dxp, T, y, ldy, NULL, nr, pan); /* without the panel if it cannot be had */
+        iqp_group_avx2(fmt, P, nb, nbp, xq, dxp, xsp, T, y, ldy, NULL, nr, pan); /* without the panel if it cannot be had */
         gb_ws_free(pan);
         return GB_OK;
     }
@@ -1078,7 +1105,7 @@ static int iqlinear_impl(int fmt, const float *x, const void *w, const void *wp,
                 iqpan_avx2 *pan = T >= GB_IQ_AVX2_PANEL_T ? (iqpan_avx2 *)gb_ws_aligned_alloc(64, (size_t)nb * sizeof(iqpan_avx2)) : NULL;
 #pragma omp for schedule(dynamic, 1)
                 for (int64_t s = 0; s < (G + step - 1) / step; s++)
-                    iqp_groups_avx2(fmt, (const uint8_t *)wp, s * step, (s + 1) * step < G ? (s + 1) * step : G, nb, nbp, xq, dxp, T, y, bias, N,
+                    iqp_groups_avx2(fmt, (const uint8_t *)wp, s * step, (s + 1) * step < G ? (s + 1) * step : G, nb, nbp, xq, dxp, xsp, T, y, bias, N,
                                     pan);
                 gb_ws_free(pan);
             }
@@ -1155,7 +1182,7 @@ static int iqlinear_impl(int fmt, const float *x, const void *w, const void *wp,
                                                                                        y + 16 * (g + 1), b0, b1, nr[0], nr[1]);
                     continue;
                 }
-                for (int i = 0; i < ng; i++) iqp_group_avx2(fmt, buf + i * gbytes, nb, nbp, xq, dxp, T, y + 16 * (g + i), N, i ? b1 : b0, nr[i], pan);
+                for (int i = 0; i < ng; i++) iqp_group_avx2(fmt, buf + i * gbytes, nb, nbp, xq, dxp, xsp, T, y + 16 * (g + i), N, i ? b1 : b0, nr[i], pan);
             }
             gb_ws_free(buf);
             gb_ws_free(pan);
