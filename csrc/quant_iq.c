@@ -756,9 +756,11 @@ IQP_ROWS_AVX2(iqp_rows_avx2_nl, GB_IQ4_NL)
 IQP_ROWS_AVX2(iqp_rows_avx2_mx, GB_MXFP4)
 
 /* Prefill (T >= GB_IQ_AVX2_PANEL_T): a packed group decoded once per call into a panel, per record
- * and (chunk k, half h) the signed values and their magnitudes of the low and high nibbles (4 ymm)
- * and the 16 float scales; then tiles of 8 rows x up to 8 tokens read it (TT int accumulators, two
- * weight magnitudes and the broadcasts fit the 16 ymm registers). Same integers, same float steps. */
+ * and (chunk k, half h) 4 ymm of the low and high nibbles' values (iq4_nl: signed and magnitudes;
+ * mxfp4: values + 12 in the first two) and the 16 float scales; then tiles of 8 rows x 6 (iq4_nl)
+ * or 4 (mxfp4) tokens read it, one half of the group after the other over all tokens (the TT int
+ * accumulators, the weights and the broadcasts fit the 16 ymm registers). Same integers, same
+ * float steps. (A half-size panel, magnitudes taken per tile, measured slower here.) */
 #ifndef GB_IQ_AVX2_PANEL_T
 #define GB_IQ_AVX2_PANEL_T 8
 #endif
