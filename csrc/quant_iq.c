@@ -579,85 +579,91 @@ static inline __m256i bc4_avx2(const int8_t *p) {
     return _mm256_set1_epi32(v);
 }
 
-/* NG (1 or 2) packed groups (P[0], P[1]) x TT tokens from t0: y[t * ldy + 16 g + r] for r < nr[g]
- * (bias per row, or NULL). NG = 2 is the GEMV's: two record streams side by side. */
-static inline __attribute__((always_inline)) void iqp_tile_avx2(const int fmt, const uint8_t *const *P, int64_t nb, int64_t nbp,
-                                                                const int8_t *xq, const float *dxp, int64_t t0, float *const *y,
-                                                                int64_t ldy, const float *const *bias, const int *nr, const int NG,
-                                                                const int TT) {
-    const __m256i tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)iq_table(fmt)));
+/* One packed group x TT tokens from t0 (the GEMM, and T < 4 tails): y[t * ldy + r] for r < nr (bias
+ * per row, or NULL). One half (8 rows) after the other per record: the TT int accumulators, the
+ * decoded chunk and the broadcasts stay in the 16 ymm registers (iq4_nl TT = 8, mxfp4 4). Decoding
+ * the records in registers per tile measured 10-25% faster than a panel decoded once per group (its
+ * signed values and magnitudes, 1 KB per record, did not stay in L1). iq4_nl: the signed values by
+ * vpshufb, ggml's sign trick, vpmaddwd per vpmaddubsw. mxfp4: the values + 12 (0..24, unsigned) by
+ * vpshufb, vpmaddubsw against x directly, low and high nibbles in separate int16 sums (4 pairs of
+ * at most 2 * 24 * 127: <= 24384), then 12 * sum(x_block) (xsp / 128 * 12) taken off: the same isum. */
+static const int8_t kv_mxfp4_u12[16] = {12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0}; /* kvalues_mxfp4 + 12 */
+
+static inline __attribute__((always_inline)) void iqp_tile_avx2(const int fmt, const uint8_t *P, int64_t nb, int64_t nbp,
+                                                                const int8_t *xq, const float *dxp, const int32_t *xsp, int64_t t0,
+                                                                float *y, int64_t ldy, const float *bias, int nr, const int TT) {
+    const __m256i tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(fmt == GB_MXFP4 ? kv_mxfp4_u12 : iq_table(fmt))));
     const __m256i m4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
     const int64_t pb = gb_iqp_block_bytes(fmt);
-    __m256 acc[16][2 * 4][2]; /* [lane][g * TT + t][half] */
+    __m256 acc[16][8][2]; /* [lane][t][half] */
     for (int l = 0; l < 16; l++)
-        for (int u = 0; u < NG * TT; u++) acc[l][u][0] = acc[l][u][1] = _mm256_setzero_ps();
+        for (int t = 0; t < TT; t++) acc[l][t][0] = acc[l][t][1] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const int8_t *xb = xq + t0 * nbp * QB + b * QB;
         const int l = lane_blk[b % 16];
         const int64_t li = 16 * (b / 16) + l;
-        for (int g = 0; g < NG; g++) {
-            const uint8_t *o = P[g] + b * pb;
-            if (TT == 1)
-                for (int i = 0; i < 5; i++) _mm_prefetch((const char *)(o + GB_IQ_AVX2_AHEAD + 64 * i), _MM_HINT_T0);
-            /* one half (8 rows) at a time: TT int accumulators, the decoded chunk and the broadcasts
-             * stay in the 16 ymm registers (both halves at once spilled at TT = 4) */
+        const uint8_t *o = P + b * pb;
 #pragma GCC unroll 1
-            for (int h = 0; h < 2; h++) {
-                __m256i ia[4];
-                for (int t = 0; t < TT; t++) ia[t] = _mm256_setzero_si256();
+        for (int h = 0; h < 2; h++) {
+            __m256i ia[8], ib[8];
+            for (int t = 0; t < TT; t++) ia[t] = ib[t] = _mm256_setzero_si256();
 #pragma GCC unroll 1
-                for (int k = 0; k < 4; k++) {
-                    const __m256i raw = _mm256_loadu_si256((const __m256i *)(o + 64 * k + 32 * h));
-                    const __m256i lo = _mm256_shuffle_epi8(tbl, _mm256_and_si256(raw, m4));
-                    const __m256i hi = _mm256_shuffle_epi8(tbl, _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4));
-                    const __m256i alo = _mm256_abs_epi8(lo), ahi = _mm256_abs_epi8(hi);
-#pragma GCC unroll 4
+            for (int k = 0; k < 4; k++) {
+                const __m256i raw = _mm256_loadu_si256((const __m256i *)(o + 64 * k + 32 * h));
+                const __m256i lo = _mm256_shuffle_epi8(tbl, _mm256_and_si256(raw, m4));
+                const __m256i hi = _mm256_shuffle_epi8(tbl, _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4));
+                if (fmt == GB_MXFP4) {
+#pragma GCC unroll 8
                     for (int t = 0; t < TT; t++) {
-                        __m256i x0 = bc4_avx2(xb + t * nbp * QB + 4 * k), x1 = bc4_avx2(xb + t * nbp * QB + 16 + 4 * k);
+                        ia[t] = _mm256_add_epi16(ia[t], _mm256_maddubs_epi16(lo, bc4_avx2(xb + t * nbp * QB + 4 * k)));
+                        ib[t] = _mm256_add_epi16(ib[t], _mm256_maddubs_epi16(hi, bc4_avx2(xb + t * nbp * QB + 16 + 4 * k)));
+                    }
+                } else {
+                    const __m256i alo = _mm256_abs_epi8(lo), ahi = _mm256_abs_epi8(hi);
+#pragma GCC unroll 8
+                    for (int t = 0; t < TT; t++) {
+                        const __m256i x0 = bc4_avx2(xb + t * nbp * QB + 4 * k), x1 = bc4_avx2(xb + t * nbp * QB + 16 + 4 * k);
                         const __m256i p0 = _mm256_maddubs_epi16(alo, _mm256_sign_epi8(x0, lo));
                         const __m256i p1 = _mm256_maddubs_epi16(ahi, _mm256_sign_epi8(x1, hi));
-                        if (fmt == GB_MXFP4)
-                            ia[t] = _mm256_add_epi16(ia[t], _mm256_add_epi16(p0, p1));
-                        else
-                            ia[t] = _mm256_add_epi32(ia[t], _mm256_add_epi32(_mm256_madd_epi16(p0, ones), _mm256_madd_epi16(p1, ones)));
+                        ia[t] = _mm256_add_epi32(ia[t], _mm256_add_epi32(_mm256_madd_epi16(p0, ones), _mm256_madd_epi16(p1, ones)));
                     }
                 }
-                const __m256 vd = iqp_scales_avx2(fmt, o + 256, h);
-                for (int t = 0; t < TT; t++) {
-                    const __m256i s = fmt == GB_MXFP4 ? _mm256_madd_epi16(ia[t], ones) : ia[t];
-                    const __m256 p = _mm256_mul_ps(_mm256_mul_ps(vd, _mm256_set1_ps(dxp[(t0 + t) * nbp + li])), _mm256_cvtepi32_ps(s));
-                    acc[l][g * TT + t][h] = _mm256_add_ps(acc[l][g * TT + t][h], p);
-                }
+            }
+            const __m256 vd = iqp_scales_avx2(fmt, o + 256, h);
+            for (int t = 0; t < TT; t++) {
+                const __m256i s = fmt == GB_MXFP4 ? _mm256_sub_epi32(_mm256_add_epi32(_mm256_madd_epi16(ia[t], ones), _mm256_madd_epi16(ib[t], ones)),
+                                                                     _mm256_set1_epi32(xsp[(t0 + t) * nbp + li] / 128 * 12))
+                                                  : ia[t];
+                const __m256 p = _mm256_mul_ps(_mm256_mul_ps(vd, _mm256_set1_ps(dxp[(t0 + t) * nbp + li])), _mm256_cvtepi32_ps(s));
+                acc[l][t][h] = _mm256_add_ps(acc[l][t][h], p);
             }
         }
     }
-    for (int g = 0; g < NG; g++)
-        for (int h = 0; h < 2; h++) {
-            const int r0 = 8 * h, nv = nr[g] - r0;
-            if (nv <= 0) continue;
-            __m256 vb = _mm256_setzero_ps();
-            if (bias[g]) {
-                float tb[8] = {0};
-                memcpy(tb, bias[g] + r0, (size_t)(nv < 8 ? nv : 8) * sizeof(float));
-                vb = _mm256_loadu_ps(tb);
-            }
-            for (int t = 0; t < TT; t++) {
-                const int u = g * TT + t;
-                __m256 h8[8], h4[4], h2[2];
-                for (int i = 0; i < 8; i++) h8[i] = _mm256_add_ps(acc[i][u][h], acc[i + 8][u][h]);
-                for (int i = 0; i < 4; i++) h4[i] = _mm256_add_ps(h8[i], h8[i + 4]);
-                for (int i = 0; i < 2; i++) h2[i] = _mm256_add_ps(h4[i], h4[i + 2]);
-                const __m256 r = _mm256_add_ps(_mm256_add_ps(h2[0], h2[1]), vb);
-                float *dst = y[g] + (t0 + t) * ldy + r0;
-                if (nv >= 8) {
-                    _mm256_storeu_ps(dst, r);
-                } else {
-                    float tmp[8];
-                    _mm256_storeu_ps(tmp, r);
-                    memcpy(dst, tmp, (size_t)nv * sizeof(float));
-                }
+    for (int h = 0; h < 2; h++) {
+        const int r0 = 8 * h, nv = nr - r0;
+        if (nv <= 0) continue;
+        __m256 vb = _mm256_setzero_ps();
+        if (bias) {
+            float tb[8] = {0};
+            memcpy(tb, bias + r0, (size_t)(nv < 8 ? nv : 8) * sizeof(float));
+            vb = _mm256_loadu_ps(tb);
+        }
+        for (int t = 0; t < TT; t++) {
+            __m256 h8[8], h4[4], h2[2];
+            for (int i = 0; i < 8; i++) h8[i] = _mm256_add_ps(acc[i][t][h], acc[i + 8][t][h]);
+            for (int i = 0; i < 4; i++) h4[i] = _mm256_add_ps(h8[i], h8[i + 4]);
+            for (int i = 0; i < 2; i++) h2[i] = _mm256_add_ps(h4[i], h4[i + 2]);
+            const __m256 r = _mm256_add_ps(_mm256_add_ps(h2[0], h2[1]), vb);
+            float *dst = y + (t0 + t) * ldy + r0;
+            if (nv >= 8) {
+                _mm256_storeu_ps(dst, r);
+            } else {
+                float tmp[8];
+                _mm256_storeu_ps(tmp, r);
+                memcpy(dst, tmp, (size_t)nv * sizeof(float));
             }
         }
+    }
 }
 
 /* Decode GEMV of two packed groups side by side (two record streams from DRAM, as qgemm_avx2's
@@ -732,18 +738,16 @@ static inline __attribute__((always_inline)) void iqp_gemv2_avx2(const int fmt, 
 }
 
 #define IQP_ROWS_AVX2(name, F)                                                                                          \
-    static void name(const uint8_t *P, int64_t nb, int64_t nbp, const int8_t *xq, const float *dxp, int64_t T, float *y,  \
-                     int64_t ldy, const float *bias, int nr) {                                                          \
-        const uint8_t *Pg[1] = {P};                                                                                     \
-        float *yg[1] = {y};                                                                                             \
-        const float *bg[1] = {bias};                                                                                    \
-        const int ng[1] = {nr};                                                                                         \
+    static void name(const uint8_t *P, int64_t nb, int64_t nbp, const int8_t *xq, const float *dxp, const int32_t *xsp,   \
+                     int64_t T, float *y, int64_t ldy, const float *bias, int nr) {                                     \
         int64_t t0 = 0;                                                                                                 \
-        for (; t0 + 4 <= T; t0 += 4) iqp_tile_avx2(F, Pg, nb, nbp, xq, dxp, t0, yg, ldy, bg, ng, 1, 4);                 \
+        if (F == GB_IQ4_NL) /* 8 tokens (one ymm accumulator each); mxfp4 holds two per token */                      \
+            for (; t0 + 8 <= T; t0 += 8) iqp_tile_avx2(F, P, nb, nbp, xq, dxp, xsp, t0, y, ldy, bias, nr, 8);           \
+        for (; t0 + 4 <= T; t0 += 4) iqp_tile_avx2(F, P, nb, nbp, xq, dxp, xsp, t0, y, ldy, bias, nr, 4);               \
         switch (T - t0) {                                                                                               \
-        case 3: iqp_tile_avx2(F, Pg, nb, nbp, xq, dxp, t0, yg, ldy, bg, ng, 1, 3); break;                               \
-        case 2: iqp_tile_avx2(F, Pg, nb, nbp, xq, dxp, t0, yg, ldy, bg, ng, 1, 2); break;                               \
-        case 1: iqp_tile_avx2(F, Pg, nb, nbp, xq, dxp, t0, yg, ldy, bg, ng, 1, 1); break;                               \
+        case 3: iqp_tile_avx2(F, P, nb, nbp, xq, dxp, xsp, t0, y, ldy, bias, nr, 3); break;                             \
+        case 2: iqp_tile_avx2(F, P, nb, nbp, xq, dxp, xsp, t0, y, ldy, bias, nr, 2); break;                             \
+        case 1: iqp_tile_avx2(F, P, nb, nbp, xq, dxp, xsp, t0, y, ldy, bias, nr, 1); break;                             \
         default: break;                                                                                                 \
         }                                                                                                               \
     }                                                                                                                   \
@@ -755,163 +759,10 @@ static inline __attribute__((always_inline)) void iqp_gemv2_avx2(const int fmt, 
 IQP_ROWS_AVX2(iqp_rows_avx2_nl, GB_IQ4_NL)
 IQP_ROWS_AVX2(iqp_rows_avx2_mx, GB_MXFP4)
 
-/* Prefill (T >= GB_IQ_AVX2_PANEL_T): a packed group decoded once per call into a panel, per record
- * and (chunk k, half h) 4 ymm of the low and high nibbles' values (iq4_nl: signed and magnitudes;
- * mxfp4: values + 12 in the first two) and the 16 float scales; then tiles of 8 rows x 6 (iq4_nl)
- * or 4 (mxfp4) tokens read it, one half of the group after the other over all tokens (the TT int
- * accumulators, the weights and the broadcasts fit the 16 ymm registers). Same integers, same
- * float steps. (A half-size panel, magnitudes taken per tile, measured slower here.) */
-#ifndef GB_IQ_AVX2_PANEL_T
-#define GB_IQ_AVX2_PANEL_T 8
-#endif
-typedef struct {
-    __m256i q[4][2][4]; /* [k][h]: lo, hi, |lo|, |hi| */
-    float d[16];
-} iqpan_avx2;
-
-static const int8_t kv_mxfp4_u12[16] = {12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0}; /* kvalues_mxfp4 + 12 */
-
-static void iqpan_fill_avx2(int fmt, const uint8_t *P, int64_t nb, iqpan_avx2 *pan) {
-    const __m256i tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(fmt == GB_MXFP4 ? kv_mxfp4_u12 : iq_table(fmt))));
-    const __m256i m4 = _mm256_set1_epi8(0x0f);
-    const int64_t pb = gb_iqp_block_bytes(fmt);
-    for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *o = P + b * pb;
-        for (int k = 0; k < 4; k++)
-            for (int h = 0; h < 2; h++) {
-                const __m256i raw = _mm256_loadu_si256((const __m256i *)(o + 64 * k + 32 * h));
-                const __m256i lo = _mm256_shuffle_epi8(tbl, _mm256_and_si256(raw, m4));
-                const __m256i hi = _mm256_shuffle_epi8(tbl, _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4));
-                pan[b].q[k][h][0] = lo;
-                pan[b].q[k][h][1] = hi;
-                pan[b].q[k][h][2] = _mm256_abs_epi8(lo);
-                pan[b].q[k][h][3] = _mm256_abs_epi8(hi);
-            }
-        _mm256_store_ps(pan[b].d, iqp_scales_avx2(fmt, o + 256, 0));
-        _mm256_store_ps(pan[b].d + 8, iqp_scales_avx2(fmt, o + 256, 1));
-    }
-}
-
-/* rows 8h..8h+7 of a panel x TT tokens from t0: y[t * ldy + r] (row 8h + r), bias per row or NULL */
-static inline __attribute__((always_inline)) void iqpan_tile_avx2(const int fmt, const iqpan_avx2 *pan, int64_t nb, int64_t nbp,
-                                                                  const int8_t *xq, const float *dxp, const int32_t *xsp, int64_t t0, float *y,
-                                                                  int64_t ldy, const float *bias, int h, int nv, const int TT) {
-    const __m256i ones = _mm256_set1_epi16(1);
-    __m256 acc[16][8];
-    for (int l = 0; l < 16; l++)
-        for (int t = 0; t < TT; t++) acc[l][t] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; b++) {
-        const int8_t *xb = xq + t0 * nbp * QB + b * QB;
-        const int l = lane_blk[b % 16];
-        const int64_t li = 16 * (b / 16) + l;
-        if (fmt == GB_MXFP4) {
-            /* the values + 12 (0..24) are unsigned: vpmaddubsw against x directly (no sign trick), low
-             * and high nibbles in separate int16 sums (4 pairs of at most 2 * 24 * 127 each: <= 24384),
-             * then 12 * sum(x_block) (xsp / 128 * 12) taken off: the same isum */
-            __m256i il[8], ih[8];
-            for (int t = 0; t < TT; t++) il[t] = ih[t] = _mm256_setzero_si256();
-#pragma GCC unroll 1
-            for (int k = 0; k < 4; k++) {
-                const __m256i *q = pan[b].q[k][h];
-                const __m256i ulo = _mm256_load_si256(q), uhi = _mm256_load_si256(q + 1);
-#pragma GCC unroll 8
-                for (int t = 0; t < TT; t++) {
-                    il[t] = _mm256_add_epi16(il[t], _mm256_maddubs_epi16(ulo, bc4_avx2(xb + t * nbp * QB + 4 * k)));
-                    ih[t] = _mm256_add_epi16(ih[t], _mm256_maddubs_epi16(uhi, bc4_avx2(xb + t * nbp * QB + 16 + 4 * k)));
-                }
-            }
-            const __m256 vd = _mm256_load_ps(pan[b].d + 8 * h);
-            for (int t = 0; t < TT; t++) {
-                const __m256i s = _mm256_sub_epi32(_mm256_add_epi32(_mm256_madd_epi16(il[t], ones), _mm256_madd_epi16(ih[t], ones)),
-                                                   _mm256_set1_epi32(xsp[(t0 + t) * nbp + li] / 128 * 12));
-                const __m256 p = _mm256_mul_ps(_mm256_mul_ps(vd, _mm256_set1_ps(dxp[(t0 + t) * nbp + li])), _mm256_cvtepi32_ps(s));
-                acc[l][t] = _mm256_add_ps(acc[l][t], p);
-            }
-            continue;
-        }
-        __m256i ia[8];
-        for (int t = 0; t < TT; t++) ia[t] = _mm256_setzero_si256();
-#pragma GCC unroll 1
-        for (int k = 0; k < 4; k++) {
-            const __m256i *q = pan[b].q[k][h];
-            const __m256i alo = _mm256_load_si256(q + 2), ahi = _mm256_load_si256(q + 3);
-#pragma GCC unroll 8
-            for (int t = 0; t < TT; t++) {
-                const __m256i x0 = bc4_avx2(xb + t * nbp * QB + 4 * k), x1 = bc4_avx2(xb + t * nbp * QB + 16 + 4 * k);
-                const __m256i p0 = _mm256_maddubs_epi16(alo, _mm256_sign_epi8(x0, _mm256_load_si256(q)));
-                const __m256i p1 = _mm256_maddubs_epi16(ahi, _mm256_sign_epi8(x1, _mm256_load_si256(q + 1)));
-                ia[t] = _mm256_add_epi32(ia[t], _mm256_add_epi32(_mm256_madd_epi16(p0, ones), _mm256_madd_epi16(p1, ones)));
-            }
-        }
-        const __m256 vd = _mm256_load_ps(pan[b].d + 8 * h);
-        for (int t = 0; t < TT; t++) {
-            const __m256i s = ia[t];
-            const __m256 p = _mm256_mul_ps(_mm256_mul_ps(vd, _mm256_set1_ps(dxp[(t0 + t) * nbp + li])), _mm256_cvtepi32_ps(s));
-            acc[l][t] = _mm256_add_ps(acc[l][t], p);
-        }
-    }
-    __m256 vb = _mm256_setzero_ps();
-    if (bias) {
-        float tb[8] = {0};
-        memcpy(tb, bias + 8 * h, (size_t)(nv < 8 ? nv : 8) * sizeof(float));
-        vb = _mm256_loadu_ps(tb);
-    }
-    for (int t = 0; t < TT; t++) {
-        __m256 h8[8], h4[4], h2[2];
-        for (int i = 0; i < 8; i++) h8[i] = _mm256_add_ps(acc[i][t], acc[i + 8][t]);
-        for (int i = 0; i < 4; i++) h4[i] = _mm256_add_ps(h8[i], h8[i + 4]);
-        for (int i = 0; i < 2; i++) h2[i] = _mm256_add_ps(h4[i], h4[i + 2]);
-        const __m256 r = _mm256_add_ps(_mm256_add_ps(h2[0], h2[1]), vb);
-        float *dst = y + (t0 + t) * ldy + 8 * h;
-        if (nv >= 8) {
-            _mm256_storeu_ps(dst, r);
-        } else {
-            float tmp[8];
-            _mm256_storeu_ps(tmp, r);
-            memcpy(dst, tmp, (size_t)nv * sizeof(float));
-        }
-    }
-}
-
-#define IQPAN_ROWS_AVX2(name, F)                                                                                        \
-    static void name(const iqpan_avx2 *pan, int64_t nb, int64_t nbp, const int8_t *xq, const float *dxp,                \
-                     const int32_t *xsp, int64_t T,                                                                     \
-                     float *y, int64_t ldy, const float *bias, int nr) {                                                \
-        for (int h = 0; h < 2 && 8 * h < nr; h++) {                                                                     \
-            const int nv = nr - 8 * h;                                                                                  \
-            int64_t t0 = 0;                                                                                             \
-            if (F == GB_IQ4_NL)                                                                                         \
-                for (; t0 + 6 <= T; t0 += 6) iqpan_tile_avx2(F, pan, nb, nbp, xq, dxp, xsp, t0, y, ldy, bias, h, nv, 6);      \
-            for (; t0 + 4 <= T; t0 += 4) iqpan_tile_avx2(F, pan, nb, nbp, xq, dxp, xsp, t0, y, ldy, bias, h, nv, 4);          \
-            switch (T - t0) {                                                                                           \
-            case 5: iqpan_tile_avx2(F, pan, nb, nbp, xq, dxp, xsp, t0, y, ldy, bias, h, nv, 5); break;                       \
-            case 4: iqpan_tile_avx2(F, pan, nb, nbp, xq, dxp, xsp, t0, y, ldy, bias, h, nv, 4); break;                       \
-            case 3: iqpan_tile_avx2(F, pan, nb, nbp, xq, dxp, xsp, t0, y, ldy, bias, h, nv, 3); break;                       \
-            case 2: iqpan_tile_avx2(F, pan, nb, nbp, xq, dxp, xsp, t0, y, ldy, bias, h, nv, 2); break;                       \
-            case 1: iqpan_tile_avx2(F, pan, nb, nbp, xq, dxp, xsp, t0, y, ldy, bias, h, nv, 1); break;                       \
-            default: break;                                                                                             \
-            }                                                                                                           \
-        }                                                                                                               \
-    }
-IQPAN_ROWS_AVX2(iqpan_rows_avx2_nl, GB_IQ4_NL)
-IQPAN_ROWS_AVX2(iqpan_rows_avx2_mx, GB_MXFP4)
-
-/* one packed group (nr rows) x T tokens: the panel when T is large enough and pan is given, else the
- * register-decoding tiles */
-static void iqp_group_avx2(int fmt, const uint8_t *P, int64_t nb, int64_t nbp, const int8_t *xq, const float *dxp, const int32_t *xsp, int64_t T,
-                           float *y, int64_t ldy, const float *bias, int nr, iqpan_avx2 *pan) {
-    if (pan && T >= GB_IQ_AVX2_PANEL_T) {
-        iqpan_fill_avx2(fmt, P, nb, pan);
-        (fmt == GB_IQ4_NL ? iqpan_rows_avx2_nl : iqpan_rows_avx2_mx)(pan, nb, nbp, xq, dxp, xsp, T, y, ldy, bias, nr);
-        return;
-    }
-    (fmt == GB_IQ4_NL ? iqp_rows_avx2_nl : iqp_rows_avx2_mx)(P, nb, nbp, xq, dxp, T, y, ldy, bias, nr);
-}
-
 /* groups [g0, g1) of a packed [N, K] matrix for T tokens (y: row 0 of token 0, rows N apart). The
  * GEMV (T = 1) reads the run's first half beside its second (two streams from DRAM), as qgemm_avx2. */
 static void iqp_groups_avx2(int fmt, const uint8_t *wp, int64_t g0, int64_t g1, int64_t nb, int64_t nbp, const int8_t *xq,
-                            const float *dxp, const int32_t *xsp, int64_t T, float *y, const float *bias, int64_t N, iqpan_avx2 *pan) {
+                            const float *dxp, const int32_t *xsp, int64_t T, float *y, const float *bias, int64_t N) {
     const int64_t gbytes = nb * gb_iqp_block_bytes(fmt);
 #define IQ_NR(g) ((int)(N - 16 * (g) < 16 ? N - 16 * (g) : 16))
 #define IQ_B(g) (bias ? bias + 16 * (g) : NULL)
@@ -926,7 +777,7 @@ static void iqp_groups_avx2(int fmt, const uint8_t *wp, int64_t g0, int64_t g1, 
         g = g0 + 2 * half;
     }
     for (; g < g1; g++)
-        iqp_group_avx2(fmt, wp + g * gbytes, nb, nbp, xq, dxp, xsp, T, y + 16 * g, N, IQ_B(g), IQ_NR(g), pan);
+        (fmt == GB_IQ4_NL ? iqp_rows_avx2_nl : iqp_rows_avx2_mx)(wp + g * gbytes, nb, nbp, xq, dxp, xsp, T, y + 16 * g, N, IQ_B(g), IQ_NR(g));
 #undef IQ_NR
 #undef IQ_B
 }
@@ -996,9 +847,7 @@ int gb_iqp_rows(int fmt, const void *wp, int64_t N, int64_t K, int64_t g, const 
 #endif
 #ifdef GB_HAVE_IQ_AVX2
     if (version == GB_KV_AVX2) {
-        iqpan_avx2 *pan = T >= GB_IQ_AVX2_PANEL_T ? (iqpan_avx2 *)gb_ws_aligned_alloc(64, (size_t)nb * sizeof(iqpan_avx2)) : NULL;
-        iqp_group_avx2(fmt, P, nb, nbp, xq, dxp, xsp, T, y, ldy, NULL, nr, pan); /* without the panel if it cannot be had */
-        gb_ws_free(pan);
+        (fmt == GB_IQ4_NL ? iqp_rows_avx2_nl : iqp_rows_avx2_mx)(P, nb, nbp, xq, dxp, xsp, T, y, ldy, NULL, nr);
         return GB_OK;
     }
 #endif
@@ -1104,12 +953,9 @@ static int iqlinear_impl(int fmt, const float *x, const void *w, const void *wp,
             if (version == GB_KV_AVX2) { /* runs of groups (the GEMV pairs each run's halves: iqp_groups_avx2) */
                 Gr = 0;
                 const int64_t step = T == 1 ? (run < 8 ? 8 : run) : 1;
-                iqpan_avx2 *pan = T >= GB_IQ_AVX2_PANEL_T ? (iqpan_avx2 *)gb_ws_aligned_alloc(64, (size_t)nb * sizeof(iqpan_avx2)) : NULL;
 #pragma omp for schedule(dynamic, 1)
                 for (int64_t s = 0; s < (G + step - 1) / step; s++)
-                    iqp_groups_avx2(fmt, (const uint8_t *)wp, s * step, (s + 1) * step < G ? (s + 1) * step : G, nb, nbp, xq, dxp, xsp, T, y, bias, N,
-                                    pan);
-                gb_ws_free(pan);
+                    iqp_groups_avx2(fmt, (const uint8_t *)wp, s * step, (s + 1) * step < G ? (s + 1) * step : G, nb, nbp, xq, dxp, xsp, T, y, bias, N);
             }
 #endif
 #pragma omp for schedule(dynamic, run)
@@ -1163,7 +1009,6 @@ static int iqlinear_impl(int fmt, const float *x, const void *w, const void *wp,
         if (version == GB_KV_AVX2 && !wp) { /* as stored: two 16-row groups at a time repacked in L1/L2, then the packed kernels */
             const int64_t gbytes = nb * gb_iqp_block_bytes(fmt), Gn = (N + 15) / 16;
             uint8_t *buf = (uint8_t *)gb_ws_aligned_alloc(64, (size_t)(2 * gbytes));
-            iqpan_avx2 *pan = T >= GB_IQ_AVX2_PANEL_T ? (iqpan_avx2 *)gb_ws_aligned_alloc(64, (size_t)nb * sizeof(iqpan_avx2)) : NULL;
             if (!buf) {
 #pragma omp atomic write
                 fail = 1;
@@ -1184,10 +1029,11 @@ static int iqlinear_impl(int fmt, const float *x, const void *w, const void *wp,
                                                                                        y + 16 * (g + 1), b0, b1, nr[0], nr[1]);
                     continue;
                 }
-                for (int i = 0; i < ng; i++) iqp_group_avx2(fmt, buf + i * gbytes, nb, nbp, xq, dxp, xsp, T, y + 16 * (g + i), N, i ? b1 : b0, nr[i], pan);
+                for (int i = 0; i < ng; i++)
+                    (fmt == GB_IQ4_NL ? iqp_rows_avx2_nl : iqp_rows_avx2_mx)(buf + i * gbytes, nb, nbp, xq, dxp, xsp, T, y + 16 * (g + i), N,
+                                                                           i ? b1 : b0, nr[i]);
             }
             gb_ws_free(buf);
-            gb_ws_free(pan);
         }
 #endif
         uint8_t *u = (uint8_t *)gb_ws_aligned_alloc(64, (size_t)(nbp * QB));
