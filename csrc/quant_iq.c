@@ -670,9 +670,9 @@ static inline __attribute__((always_inline)) void iqp_tile_avx2(const int fmt, c
  * q4_0 GEMV): per block the 4 broadcasts of each nibble half feed 4 units (group u / 2, rows
  * 8 (u % 2) ..), all in registers; the float steps as iqp_tile_avx2's (same bits). */
 static inline __attribute__((always_inline)) void iqp_gemv2_avx2(const int fmt, const uint8_t *P0, const uint8_t *P1, int64_t nb,
-                                                                 const int8_t *xq, const float *dxp, float *y0, float *y1,
-                                                                 const float *b0, const float *b1, int nr0, int nr1) {
-    const __m256i tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)iq_table(fmt)));
+                                                                 const int8_t *xq, const float *dxp, const int32_t *xsp, float *y0,
+                                                                 float *y1, const float *b0, const float *b1, int nr0, int nr1) {
+    const __m256i tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(fmt == GB_MXFP4 ? kv_mxfp4_u12 : iq_table(fmt))));
     const __m256i m4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
     const int64_t pb = gb_iqp_block_bytes(fmt);
     const uint8_t *Pg[2] = {P0, P1};
@@ -685,8 +685,8 @@ static inline __attribute__((always_inline)) void iqp_gemv2_avx2(const int fmt, 
         const int64_t li = 16 * (b / 16) + l;
         for (int g = 0; g < 2; g++)
             for (int i = 0; i < 5; i++) _mm_prefetch((const char *)(Pg[g] + b * pb + GB_IQ_AVX2_AHEAD + 64 * i), _MM_HINT_T0);
-        __m256i ia[4];
-        for (int u = 0; u < 4; u++) ia[u] = _mm256_setzero_si256();
+        __m256i ia[4], i16[4];
+        for (int u = 0; u < 4; u++) ia[u] = i16[u] = _mm256_setzero_si256();
 #pragma GCC unroll 4
         for (int k = 0; k < 4; k++) {
             const __m256i x0 = bc4_avx2(xb + 4 * k), x1 = bc4_avx2(xb + 16 + 4 * k);
@@ -695,18 +695,21 @@ static inline __attribute__((always_inline)) void iqp_gemv2_avx2(const int fmt, 
                 const __m256i raw = _mm256_loadu_si256((const __m256i *)(Pg[u >> 1] + b * pb + 64 * k + 32 * (u & 1)));
                 const __m256i lo = _mm256_shuffle_epi8(tbl, _mm256_and_si256(raw, m4));
                 const __m256i hi = _mm256_shuffle_epi8(tbl, _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4));
-                const __m256i p0 = _mm256_maddubs_epi16(_mm256_abs_epi8(lo), _mm256_sign_epi8(x0, lo));
-                const __m256i p1 = _mm256_maddubs_epi16(_mm256_abs_epi8(hi), _mm256_sign_epi8(x1, hi));
-                if (fmt == GB_MXFP4)
-                    ia[u] = _mm256_add_epi16(ia[u], _mm256_add_epi16(p0, p1));
-                else
+                if (fmt == GB_MXFP4) { /* values + 12 against x (as iqp_tile_avx2); int16 sums of 2 chunks (<= 24384) */
+                    const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(lo, x0), _mm256_maddubs_epi16(hi, x1));
+                    i16[u] = k & 1 ? _mm256_add_epi16(i16[u], p) : p;
+                    if (k & 1) ia[u] = _mm256_add_epi32(ia[u], _mm256_madd_epi16(i16[u], ones));
+                } else {
+                    const __m256i p0 = _mm256_maddubs_epi16(_mm256_abs_epi8(lo), _mm256_sign_epi8(x0, lo));
+                    const __m256i p1 = _mm256_maddubs_epi16(_mm256_abs_epi8(hi), _mm256_sign_epi8(x1, hi));
                     ia[u] = _mm256_add_epi32(ia[u], _mm256_add_epi32(_mm256_madd_epi16(p0, ones), _mm256_madd_epi16(p1, ones)));
+                }
             }
         }
         const __m256 dx = _mm256_set1_ps(dxp[li]);
         for (int u = 0; u < 4; u++) {
             const __m256 vd = iqp_scales_avx2(fmt, Pg[u >> 1] + b * pb + 256, u & 1);
-            const __m256i s = fmt == GB_MXFP4 ? _mm256_madd_epi16(ia[u], ones) : ia[u];
+            const __m256i s = fmt == GB_MXFP4 ? _mm256_sub_epi32(ia[u], _mm256_set1_epi32(xsp[li] / 128 * 12)) : ia[u];
             acc[l][u] = _mm256_add_ps(acc[l][u], _mm256_mul_ps(_mm256_mul_ps(vd, dx), _mm256_cvtepi32_ps(s)));
         }
     }
@@ -752,9 +755,10 @@ static inline __attribute__((always_inline)) void iqp_gemv2_avx2(const int fmt, 
         }                                                                                                               \
     }                                                                                                                   \
     static void name##_gemv2(const uint8_t *P0, const uint8_t *P1, int64_t nb, int64_t nbp, const int8_t *xq,           \
-                             const float *dxp, float *y0, float *y1, const float *b0, const float *b1, int nr0, int nr1) { \
+                             const float *dxp, const int32_t *xsp, float *y0, float *y1, const float *b0, const float *b1,   \
+                             int nr0, int nr1) {                                                                        \
         (void)nbp;                                                                                                      \
-        iqp_gemv2_avx2(F, P0, P1, nb, xq, dxp, y0, y1, b0, b1, nr0, nr1);                                               \
+        iqp_gemv2_avx2(F, P0, P1, nb, xq, dxp, xsp, y0, y1, b0, b1, nr0, nr1);                                          \
     }
 IQP_ROWS_AVX2(iqp_rows_avx2_nl, GB_IQ4_NL)
 IQP_ROWS_AVX2(iqp_rows_avx2_mx, GB_MXFP4)
@@ -771,7 +775,7 @@ static void iqp_groups_avx2(int fmt, const uint8_t *wp, int64_t g0, int64_t g1, 
         const int64_t half = (g1 - g0) / 2;
         for (int64_t i = 0; i < half; i++) {
             const int64_t ga = g0 + i, gb = g0 + half + i;
-            (fmt == GB_IQ4_NL ? iqp_rows_avx2_nl_gemv2 : iqp_rows_avx2_mx_gemv2)(wp + ga * gbytes, wp + gb * gbytes, nb, nbp, xq, dxp,
+            (fmt == GB_IQ4_NL ? iqp_rows_avx2_nl_gemv2 : iqp_rows_avx2_mx_gemv2)(wp + ga * gbytes, wp + gb * gbytes, nb, nbp, xq, dxp, xsp,
                                                                                y + 16 * ga, y + 16 * gb, IQ_B(ga), IQ_B(gb), IQ_NR(ga), IQ_NR(gb));
         }
         g = g0 + 2 * half;
@@ -1025,7 +1029,7 @@ static int iqlinear_impl(int fmt, const float *x, const void *w, const void *wp,
                 }
                 const float *b0 = bias ? bias + 16 * g : NULL, *b1 = bias && ng > 1 ? bias + 16 * (g + 1) : NULL;
                 if (T == 1 && ng == 2) {
-                    (fmt == GB_IQ4_NL ? iqp_rows_avx2_nl_gemv2 : iqp_rows_avx2_mx_gemv2)(buf, buf + gbytes, nb, nbp, xq, dxp, y + 16 * g,
+                    (fmt == GB_IQ4_NL ? iqp_rows_avx2_nl_gemv2 : iqp_rows_avx2_mx_gemv2)(buf, buf + gbytes, nb, nbp, xq, dxp, xsp, y + 16 * g,
                                                                                        y + 16 * (g + 1), b0, b1, nr[0], nr[1]);
                     continue;
                 }
