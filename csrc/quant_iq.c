@@ -547,13 +547,14 @@ IQP_ROWS(iqp_rows_mx, GB_MXFP4)
 
 /* ---- AVX2 (+FMA +F16C): the packed records (quant_iq.h), 8 rows per ymm ------------------------
  * Each 64-byte chunk k of a record is two ymm: rows 0-7 (bytes 0-31) and rows 8-15 (32-63), 4
- * nibble bytes per row; vpshufb maps the nibbles to the signed table values (kvalues_iq4nl,
- * kvalues_mxfp4) and the signed int8 x int8 products run through ggml's sign trick,
- * vpmaddubsw(|w|, sign(x, w)): a pair is at most 2 * 127 * 127 = 32258, no int16 saturation. That is
- * sum(kvalue * x) directly, the integer sum(u * x) - 128 * sum(x) of the other versions. iq4_nl
- * widens each vpmaddubsw to int32 (vpmaddwd with ones); mxfp4 (|value| <= 12: the 16 products an
- * int16 lane gathers over a block are at most 16 * 12 * 127 = 24384) adds them in int16 and widens
- * once per block. Then the float steps of quant_iq.h, lane l of the 16 float lanes held per row in
+ * nibble bytes per row; vpshufb maps the nibbles to table values. iq4_nl: the signed values, the
+ * int8 x int8 products through ggml's sign trick, vpmaddubsw(|w|, sign(x, w)): a pair is at most
+ * 2 * 127 * 127 = 32258, no int16 saturation, and sum(kvalue * x) directly (the integer
+ * sum(u * x) - 128 * sum(x) of the other versions), each result widened by vpmaddwd. mxfp4: the
+ * values + 12 (0..24, unsigned) straight into vpmaddubsw against x, int16 sums of at most 4 pairs
+ * (<= 4 * 2 * 24 * 127 = 24384) widened, then 12 * sum(x_block) (xsp / 128 * 12) taken off: the
+ * same integer.
+ * Then the float steps of quant_iq.h, lane l of the 16 float lanes held per row in
  * memory (16 x 8-row vectors per token and half), the same expression as the other versions, so every
  * output is bit-identical to kquant_ref and kquant_vnni. */
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
