@@ -407,24 +407,27 @@ int64_t gb_iqp_bytes(int fmt, int64_t N, int64_t K) {
     return (N + 15) / 16 * (K / QB) * gb_iqp_block_bytes(fmt);
 }
 
+/* one 16-row group (nr rows from w, rb bytes apart) into the packed records; rows past nr zero */
+static void iq_repack_group(int fmt, const uint8_t *w, int64_t rb, int nr, int64_t nb, uint8_t *out) {
+    const int64_t bb = iq_blk_bytes(fmt), pb = gb_iqp_block_bytes(fmt);
+    const int hd = iq_head(fmt);
+    memset(out, 0, (size_t)(nb * pb));
+    for (int64_t b = 0; b < nb; b++)
+        for (int r = 0; r < nr; r++) {
+            const uint8_t *blk = w + r * rb + b * bb;
+            uint8_t *o = out + b * pb;
+            for (int k = 0; k < 4; k++) memcpy(o + 64 * k + 4 * r, blk + hd + 4 * k, 4);
+            memcpy(o + 256 + hd * r, blk, (size_t)hd);
+        }
+}
+
 int gb_iqrepack(int fmt, const void *w, void *packed, int64_t N, int64_t K) {
     if (!gb_is_iqfmt(fmt)) return gb_error(GB_EVALUE, "iqrepack: format %d is not iq4_nl (20) or mxfp4 (39)", fmt);
     if (N < 0 || K <= 0 || K % QB) return gb_error(GB_EVALUE, "iqrepack: N=%ld, K=%ld (K a positive multiple of 32)", (long)N, (long)K);
-    const int64_t nb = K / QB, rb = gb_iq_row_bytes(fmt, K), bb = iq_blk_bytes(fmt), pb = gb_iqp_block_bytes(fmt), G = (N + 15) / 16;
-    const int hd = iq_head(fmt);
+    const int64_t nb = K / QB, rb = gb_iq_row_bytes(fmt, K), pb = gb_iqp_block_bytes(fmt), G = (N + 15) / 16;
 #pragma omp parallel for schedule(static) if (N * K > 1 << 20)
-    for (int64_t g = 0; g < G; g++) {
-        uint8_t *out = (uint8_t *)packed + g * nb * pb;
-        memset(out, 0, (size_t)(nb * pb));
-        const int nr = (int)(N - 16 * g < 16 ? N - 16 * g : 16);
-        for (int64_t b = 0; b < nb; b++)
-            for (int r = 0; r < nr; r++) {
-                const uint8_t *blk = (const uint8_t *)w + (16 * g + r) * rb + b * bb;
-                uint8_t *o = out + b * pb;
-                for (int k = 0; k < 4; k++) memcpy(o + 64 * k + 4 * r, blk + hd + 4 * k, 4);
-                memcpy(o + 256 + hd * r, blk, (size_t)hd);
-            }
-    }
+    for (int64_t g = 0; g < G; g++)
+        iq_repack_group(fmt, (const uint8_t *)w + 16 * g * rb, rb, (int)(N - 16 * g < 16 ? N - 16 * g : 16), nb, (uint8_t *)packed + g * nb * pb);
     return GB_OK;
 }
 
@@ -787,20 +790,6 @@ static void iqp_groups_avx2(int fmt, const uint8_t *wp, int64_t g0, int64_t g1, 
 #undef IQ_B
 }
 #endif
-
-/* one 16-row group (nr rows from w, rb bytes apart) into the packed records (gb_iqrepack's bytes) */
-static void iq_repack_group(int fmt, const uint8_t *w, int64_t rb, int nr, int64_t nb, uint8_t *out) {
-    const int64_t bb = iq_blk_bytes(fmt), pb = gb_iqp_block_bytes(fmt);
-    const int hd = iq_head(fmt);
-    memset(out, 0, (size_t)(nb * pb));
-    for (int64_t b = 0; b < nb; b++)
-        for (int r = 0; r < nr; r++) {
-            const uint8_t *blk = w + r * rb + b * bb;
-            uint8_t *o = out + b * pb;
-            for (int k = 0; k < 4; k++) memcpy(o + 64 * k + 4 * r, blk + hd + 4 * k, 4);
-            memcpy(o + 256 + hd * r, blk, (size_t)hd);
-        }
-}
 
 static int iqlinear_impl(int fmt, const float *x, const void *w, const void *wp, const float *bias, float *y, int64_t T, int64_t N,
                          int64_t K, int version);
