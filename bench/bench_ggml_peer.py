@@ -61,7 +61,7 @@ CASES = [("linear", f, (1536, 2048, 512)) for f in ("q4_0", "q8_0")] + \
 # prefill GEMM (T=512, GLM's expert shape) in the types of downloaded files (issue 28, whole-model peer)
 CASES += [("linear", f, (1536, 2048, 512)) for f in ("q4_K", "q5_K", "q6_K", "iq4_xs", "iq4_nl", "mxfp4")]
 # the same matrix at the token counts a routed expert sees in a 512-token prefill (issue 28: 32-128)
-CASES += [("linear", f, (1536, 2048, T)) for f in ("q4_K", "q5_K", "q6_K", "iq4_xs") for T in (32, 128)]
+CASES += [("linear", f, (1536, 2048, T)) for f in ("q4_K", "q5_K", "q6_K", "iq4_xs", "iq4_nl", "mxfp4") for T in (32, 128)]
 
 
 def _stored_weights(n, k, fmt, seed):
@@ -232,6 +232,8 @@ def main(argv=None) -> int:
     ap.add_argument("--exe-dir", default=None, help="where to compile the ggml harness (default: this checkout's build/ggml_peer)")
     ap.add_argument("--only", default=None, metavar="FMT,...",
                     help="run only the cases of these weight formats (e.g. bf16,f16), without the DRAM GEMV part")
+    ap.add_argument("--dram", action="store_true",
+                    help="with --only: also the DRAM GEMV part for those of its formats that have one")
     ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                     help="cpu: time by process CPU time on both sides (needs --threads 1; for a shared machine)")
     a = ap.parse_args(argv)
@@ -265,7 +267,7 @@ def main(argv=None) -> int:
         rows.append((label(kind, fmt, shape), where, tg, tc, flops))
         print(f"{rows[-1][0]}: glmbench {tg * 1e3:.3f} ms, ggml {tc * 1e3:.3f} ms ({where}), ratio {tc / tg:.2f}x",
               flush=True)
-    dram = [] if only else [(fmt, *dram_gemv(fmt, a.reps)) for fmt in ("q4_0", "q8_0") + NEW_FMTS]
+    dram = [(fmt, *dram_gemv(fmt, a.reps)) for fmt in ("q4_0", "q8_0") + NEW_FMTS if only is None or (a.dram and fmt in only)]
     for fmt, gbs, tot in dram:
         print(f"glmbench GEMV from DRAM {fmt}: {gbs:.1f} GB/s over {tot / 2**20:.0f} MiB of weights", flush=True)
     after = measure_ceilings(quick=True)

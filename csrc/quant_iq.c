@@ -407,24 +407,27 @@ int64_t gb_iqp_bytes(int fmt, int64_t N, int64_t K) {
     return (N + 15) / 16 * (K / QB) * gb_iqp_block_bytes(fmt);
 }
 
+/* one 16-row group (nr rows from w, rb bytes apart) into the packed records; rows past nr zero */
+static void iq_repack_group(int fmt, const uint8_t *w, int64_t rb, int nr, int64_t nb, uint8_t *out) {
+    const int64_t bb = iq_blk_bytes(fmt), pb = gb_iqp_block_bytes(fmt);
+    const int hd = iq_head(fmt);
+    memset(out, 0, (size_t)(nb * pb));
+    for (int64_t b = 0; b < nb; b++)
+        for (int r = 0; r < nr; r++) {
+            const uint8_t *blk = w + r * rb + b * bb;
+            uint8_t *o = out + b * pb;
+            for (int k = 0; k < 4; k++) memcpy(o + 64 * k + 4 * r, blk + hd + 4 * k, 4);
+            memcpy(o + 256 + hd * r, blk, (size_t)hd);
+        }
+}
+
 int gb_iqrepack(int fmt, const void *w, void *packed, int64_t N, int64_t K) {
     if (!gb_is_iqfmt(fmt)) return gb_error(GB_EVALUE, "iqrepack: format %d is not iq4_nl (20) or mxfp4 (39)", fmt);
     if (N < 0 || K <= 0 || K % QB) return gb_error(GB_EVALUE, "iqrepack: N=%ld, K=%ld (K a positive multiple of 32)", (long)N, (long)K);
-    const int64_t nb = K / QB, rb = gb_iq_row_bytes(fmt, K), bb = iq_blk_bytes(fmt), pb = gb_iqp_block_bytes(fmt), G = (N + 15) / 16;
-    const int hd = iq_head(fmt);
+    const int64_t nb = K / QB, rb = gb_iq_row_bytes(fmt, K), pb = gb_iqp_block_bytes(fmt), G = (N + 15) / 16;
 #pragma omp parallel for schedule(static) if (N * K > 1 << 20)
-    for (int64_t g = 0; g < G; g++) {
-        uint8_t *out = (uint8_t *)packed + g * nb * pb;
-        memset(out, 0, (size_t)(nb * pb));
-        const int nr = (int)(N - 16 * g < 16 ? N - 16 * g : 16);
-        for (int64_t b = 0; b < nb; b++)
-            for (int r = 0; r < nr; r++) {
-                const uint8_t *blk = (const uint8_t *)w + (16 * g + r) * rb + b * bb;
-                uint8_t *o = out + b * pb;
-                for (int k = 0; k < 4; k++) memcpy(o + 64 * k + 4 * r, blk + hd + 4 * k, 4);
-                memcpy(o + 256 + hd * r, blk, (size_t)hd);
-            }
-    }
+    for (int64_t g = 0; g < G; g++)
+        iq_repack_group(fmt, (const uint8_t *)w + 16 * g * rb, rb, (int)(N - 16 * g < 16 ? N - 16 * g : 16), nb, (uint8_t *)packed + g * nb * pb);
     return GB_OK;
 }
 
@@ -545,6 +548,249 @@ IQP_ROWS(iqp_rows_nl, GB_IQ4_NL)
 IQP_ROWS(iqp_rows_mx, GB_MXFP4)
 #endif
 
+/* ---- AVX2 (+FMA +F16C): the packed records (quant_iq.h), 8 rows per ymm ------------------------
+ * Each 64-byte chunk k of a record is two ymm: rows 0-7 (bytes 0-31) and rows 8-15 (32-63), 4
+ * nibble bytes per row; vpshufb maps the nibbles to table values. iq4_nl: the signed values, the
+ * int8 x int8 products through ggml's sign trick, vpmaddubsw(|w|, sign(x, w)): a pair is at most
+ * 2 * 127 * 127 = 32258, no int16 saturation, and sum(kvalue * x) directly (the integer
+ * sum(u * x) - 128 * sum(x) of the other versions), each result widened by vpmaddwd. mxfp4: the
+ * values + 12 (0..24, unsigned) straight into vpmaddubsw against x, int16 sums of at most 4 pairs
+ * (<= 4 * 2 * 24 * 127 = 24384) widened, then 12 * sum(x_block) (xsp / 128 * 12) taken off: the
+ * same integer.
+ * Then the float steps of quant_iq.h, lane l of the 16 float lanes held per row in
+ * memory (16 x 8-row vectors per token and half), the same expression as the other versions, so every
+ * output is bit-identical to kquant_ref and kquant_vnni. */
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define GB_HAVE_IQ_AVX2 1
+
+/* The GEMV's software prefetch distance in bytes of the group's record stream (as qgemm_avx2's). */
+#ifndef GB_IQ_AVX2_AHEAD
+#define GB_IQ_AVX2_AHEAD 2048
+#endif
+
+/* the 8 scales of rows 8h..8h+7 of a packed record (s: its scales) as float, blk_scale's values */
+static inline __attribute__((always_inline)) __m256 iqp_scales_avx2(int fmt, const uint8_t *s, int h) {
+    if (fmt == GB_IQ4_NL) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + 16 * h)));
+    const __m256i e = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(s + 8 * h)));
+    const __m256i big = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+    const __m256i small = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+    return _mm256_castsi256_ps(_mm256_blendv_epi8(big, small, _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e)));
+}
+
+static inline __m256i bc4_avx2(const int8_t *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+}
+
+/* One packed group x TT tokens from t0 (the GEMM, and T < 4 tails): y[t * ldy + r] for r < nr (bias
+ * per row, or NULL). One half (8 rows) after the other per record: the TT int accumulators, the
+ * decoded chunk and the broadcasts stay in the 16 ymm registers (iq4_nl TT = 8, mxfp4 4). Decoding
+ * the records in registers per tile measured 10-25% faster than a panel decoded once per group (its
+ * signed values and magnitudes, 1 KB per record, did not stay in L1). iq4_nl: the signed values by
+ * vpshufb, ggml's sign trick, vpmaddwd per vpmaddubsw. mxfp4: the values + 12 (0..24, unsigned) by
+ * vpshufb, vpmaddubsw against x directly, low and high nibbles in separate int16 sums (4 pairs of
+ * at most 2 * 24 * 127: <= 24384), then 12 * sum(x_block) (xsp / 128 * 12) taken off: the same isum. */
+static const int8_t kv_mxfp4_u12[16] = {12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0}; /* kvalues_mxfp4 + 12 */
+
+static inline __attribute__((always_inline)) void iqp_tile_avx2(const int fmt, const uint8_t *P, int64_t nb, int64_t nbp,
+                                                                const int8_t *xq, const float *dxp, const int32_t *xsp, int64_t t0,
+                                                                float *y, int64_t ldy, const float *bias, int nr, const int TT) {
+    const __m256i tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(fmt == GB_MXFP4 ? kv_mxfp4_u12 : iq_table(fmt))));
+    const __m256i m4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+    const int64_t pb = gb_iqp_block_bytes(fmt);
+    __m256 acc[16][8][2]; /* [lane][t][half] */
+    for (int l = 0; l < 16; l++)
+        for (int t = 0; t < TT; t++) acc[l][t][0] = acc[l][t][1] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const int8_t *xb = xq + t0 * nbp * QB + b * QB;
+        const int l = lane_blk[b % 16];
+        const int64_t li = 16 * (b / 16) + l;
+        const uint8_t *o = P + b * pb;
+#pragma GCC unroll 1
+        for (int h = 0; h < 2; h++) {
+            __m256i ia[8], ib[8];
+            for (int t = 0; t < TT; t++) ia[t] = ib[t] = _mm256_setzero_si256();
+#pragma GCC unroll 1
+            for (int k = 0; k < 4; k++) {
+                const __m256i raw = _mm256_loadu_si256((const __m256i *)(o + 64 * k + 32 * h));
+                const __m256i lo = _mm256_shuffle_epi8(tbl, _mm256_and_si256(raw, m4));
+                const __m256i hi = _mm256_shuffle_epi8(tbl, _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4));
+                if (fmt == GB_MXFP4) {
+#pragma GCC unroll 8
+                    for (int t = 0; t < TT; t++) {
+                        ia[t] = _mm256_add_epi16(ia[t], _mm256_maddubs_epi16(lo, bc4_avx2(xb + t * nbp * QB + 4 * k)));
+                        ib[t] = _mm256_add_epi16(ib[t], _mm256_maddubs_epi16(hi, bc4_avx2(xb + t * nbp * QB + 16 + 4 * k)));
+                    }
+                } else {
+                    const __m256i alo = _mm256_abs_epi8(lo), ahi = _mm256_abs_epi8(hi);
+#pragma GCC unroll 8
+                    for (int t = 0; t < TT; t++) {
+                        const __m256i x0 = bc4_avx2(xb + t * nbp * QB + 4 * k), x1 = bc4_avx2(xb + t * nbp * QB + 16 + 4 * k);
+                        const __m256i p0 = _mm256_maddubs_epi16(alo, _mm256_sign_epi8(x0, lo));
+                        const __m256i p1 = _mm256_maddubs_epi16(ahi, _mm256_sign_epi8(x1, hi));
+                        ia[t] = _mm256_add_epi32(ia[t], _mm256_add_epi32(_mm256_madd_epi16(p0, ones), _mm256_madd_epi16(p1, ones)));
+                    }
+                }
+            }
+            const __m256 vd = iqp_scales_avx2(fmt, o + 256, h);
+            for (int t = 0; t < TT; t++) {
+                const __m256i s = fmt == GB_MXFP4 ? _mm256_sub_epi32(_mm256_add_epi32(_mm256_madd_epi16(ia[t], ones), _mm256_madd_epi16(ib[t], ones)),
+                                                                     _mm256_set1_epi32(xsp[(t0 + t) * nbp + li] / 128 * 12))
+                                                  : ia[t];
+                const __m256 p = _mm256_mul_ps(_mm256_mul_ps(vd, _mm256_set1_ps(dxp[(t0 + t) * nbp + li])), _mm256_cvtepi32_ps(s));
+                acc[l][t][h] = _mm256_add_ps(acc[l][t][h], p);
+            }
+        }
+    }
+    for (int h = 0; h < 2; h++) {
+        const int r0 = 8 * h, nv = nr - r0;
+        if (nv <= 0) continue;
+        __m256 vb = _mm256_setzero_ps();
+        if (bias) {
+            float tb[8] = {0};
+            memcpy(tb, bias + r0, (size_t)(nv < 8 ? nv : 8) * sizeof(float));
+            vb = _mm256_loadu_ps(tb);
+        }
+        for (int t = 0; t < TT; t++) {
+            __m256 h8[8], h4[4], h2[2];
+            for (int i = 0; i < 8; i++) h8[i] = _mm256_add_ps(acc[i][t][h], acc[i + 8][t][h]);
+            for (int i = 0; i < 4; i++) h4[i] = _mm256_add_ps(h8[i], h8[i + 4]);
+            for (int i = 0; i < 2; i++) h2[i] = _mm256_add_ps(h4[i], h4[i + 2]);
+            const __m256 r = _mm256_add_ps(_mm256_add_ps(h2[0], h2[1]), vb);
+            float *dst = y + (t0 + t) * ldy + r0;
+            if (nv >= 8) {
+                _mm256_storeu_ps(dst, r);
+            } else {
+                float tmp[8];
+                _mm256_storeu_ps(tmp, r);
+                memcpy(dst, tmp, (size_t)nv * sizeof(float));
+            }
+        }
+    }
+}
+
+/* Decode GEMV of two packed groups side by side (two record streams from DRAM, as qgemm_avx2's
+ * q4_0 GEMV): per block the 4 broadcasts of each nibble half feed 4 units (group u / 2, rows
+ * 8 (u % 2) ..), all in registers; the float steps as iqp_tile_avx2's (same bits). */
+static inline __attribute__((always_inline)) void iqp_gemv2_avx2(const int fmt, const uint8_t *P0, const uint8_t *P1, int64_t nb,
+                                                                 const int8_t *xq, const float *dxp, const int32_t *xsp, float *y0,
+                                                                 float *y1, const float *b0, const float *b1, int nr0, int nr1) {
+    const __m256i tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(fmt == GB_MXFP4 ? kv_mxfp4_u12 : iq_table(fmt))));
+    const __m256i m4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+    const int64_t pb = gb_iqp_block_bytes(fmt);
+    const uint8_t *Pg[2] = {P0, P1};
+    __m256 acc[16][4];
+    for (int l = 0; l < 16; l++)
+        for (int u = 0; u < 4; u++) acc[l][u] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const int8_t *xb = xq + b * QB;
+        const int l = lane_blk[b % 16];
+        const int64_t li = 16 * (b / 16) + l;
+        for (int g = 0; g < 2; g++)
+            for (int i = 0; i < 5; i++) _mm_prefetch((const char *)(Pg[g] + b * pb + GB_IQ_AVX2_AHEAD + 64 * i), _MM_HINT_T0);
+        __m256i ia[4], i16[4];
+        for (int u = 0; u < 4; u++) ia[u] = i16[u] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++) {
+            const __m256i x0 = bc4_avx2(xb + 4 * k), x1 = bc4_avx2(xb + 16 + 4 * k);
+#pragma GCC unroll 4
+            for (int u = 0; u < 4; u++) {
+                const __m256i raw = _mm256_loadu_si256((const __m256i *)(Pg[u >> 1] + b * pb + 64 * k + 32 * (u & 1)));
+                const __m256i lo = _mm256_shuffle_epi8(tbl, _mm256_and_si256(raw, m4));
+                const __m256i hi = _mm256_shuffle_epi8(tbl, _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4));
+                if (fmt == GB_MXFP4) { /* values + 12 against x (as iqp_tile_avx2); int16 sums of 2 chunks (<= 24384) */
+                    const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(lo, x0), _mm256_maddubs_epi16(hi, x1));
+                    i16[u] = k & 1 ? _mm256_add_epi16(i16[u], p) : p;
+                    if (k & 1) ia[u] = _mm256_add_epi32(ia[u], _mm256_madd_epi16(i16[u], ones));
+                } else {
+                    const __m256i p0 = _mm256_maddubs_epi16(_mm256_abs_epi8(lo), _mm256_sign_epi8(x0, lo));
+                    const __m256i p1 = _mm256_maddubs_epi16(_mm256_abs_epi8(hi), _mm256_sign_epi8(x1, hi));
+                    ia[u] = _mm256_add_epi32(ia[u], _mm256_add_epi32(_mm256_madd_epi16(p0, ones), _mm256_madd_epi16(p1, ones)));
+                }
+            }
+        }
+        const __m256 dx = _mm256_set1_ps(dxp[li]);
+        for (int u = 0; u < 4; u++) {
+            const __m256 vd = iqp_scales_avx2(fmt, Pg[u >> 1] + b * pb + 256, u & 1);
+            const __m256i s = fmt == GB_MXFP4 ? _mm256_sub_epi32(ia[u], _mm256_set1_epi32(xsp[li] / 128 * 12)) : ia[u];
+            acc[l][u] = _mm256_add_ps(acc[l][u], _mm256_mul_ps(_mm256_mul_ps(vd, dx), _mm256_cvtepi32_ps(s)));
+        }
+    }
+    float *yg[2] = {y0, y1};
+    const float *bg[2] = {b0, b1};
+    const int ng[2] = {nr0, nr1};
+    for (int u = 0; u < 4; u++) {
+        const int g = u >> 1, r0 = 8 * (u & 1), nv = ng[g] - r0;
+        if (nv <= 0) continue;
+        __m256 vb = _mm256_setzero_ps();
+        if (bg[g]) {
+            float tb[8] = {0};
+            memcpy(tb, bg[g] + r0, (size_t)(nv < 8 ? nv : 8) * sizeof(float));
+            vb = _mm256_loadu_ps(tb);
+        }
+        __m256 h8[8], h4[4], h2[2];
+        for (int i = 0; i < 8; i++) h8[i] = _mm256_add_ps(acc[i][u], acc[i + 8][u]);
+        for (int i = 0; i < 4; i++) h4[i] = _mm256_add_ps(h8[i], h8[i + 4]);
+        for (int i = 0; i < 2; i++) h2[i] = _mm256_add_ps(h4[i], h4[i + 2]);
+        const __m256 r = _mm256_add_ps(_mm256_add_ps(h2[0], h2[1]), vb);
+        if (nv >= 8) {
+            _mm256_storeu_ps(yg[g] + r0, r);
+        } else {
+            float tmp[8];
+            _mm256_storeu_ps(tmp, r);
+            memcpy(yg[g] + r0, tmp, (size_t)nv * sizeof(float));
+        }
+    }
+}
+
+#define IQP_ROWS_AVX2(name, F)                                                                                          \
+    static void name(const uint8_t *P, int64_t nb, int64_t nbp, const int8_t *xq, const float *dxp, const int32_t *xsp,   \
+                     int64_t T, float *y, int64_t ldy, const float *bias, int nr) {                                     \
+        int64_t t0 = 0;                                                                                                 \
+        if (F == GB_IQ4_NL) /* 8 tokens (one ymm accumulator each); mxfp4 holds two per token */                      \
+            for (; t0 + 8 <= T; t0 += 8) iqp_tile_avx2(F, P, nb, nbp, xq, dxp, xsp, t0, y, ldy, bias, nr, 8);           \
+        for (; t0 + 4 <= T; t0 += 4) iqp_tile_avx2(F, P, nb, nbp, xq, dxp, xsp, t0, y, ldy, bias, nr, 4);               \
+        switch (T - t0) {                                                                                               \
+        case 3: iqp_tile_avx2(F, P, nb, nbp, xq, dxp, xsp, t0, y, ldy, bias, nr, 3); break;                             \
+        case 2: iqp_tile_avx2(F, P, nb, nbp, xq, dxp, xsp, t0, y, ldy, bias, nr, 2); break;                             \
+        case 1: iqp_tile_avx2(F, P, nb, nbp, xq, dxp, xsp, t0, y, ldy, bias, nr, 1); break;                             \
+        default: break;                                                                                                 \
+        }                                                                                                               \
+    }                                                                                                                   \
+    static void name##_gemv2(const uint8_t *P0, const uint8_t *P1, int64_t nb, int64_t nbp, const int8_t *xq,           \
+                             const float *dxp, const int32_t *xsp, float *y0, float *y1, const float *b0, const float *b1,   \
+                             int nr0, int nr1) {                                                                        \
+        (void)nbp;                                                                                                      \
+        iqp_gemv2_avx2(F, P0, P1, nb, xq, dxp, xsp, y0, y1, b0, b1, nr0, nr1);                                          \
+    }
+IQP_ROWS_AVX2(iqp_rows_avx2_nl, GB_IQ4_NL)
+IQP_ROWS_AVX2(iqp_rows_avx2_mx, GB_MXFP4)
+
+/* groups [g0, g1) of a packed [N, K] matrix for T tokens (y: row 0 of token 0, rows N apart). The
+ * GEMV (T = 1) reads the run's first half beside its second (two streams from DRAM), as qgemm_avx2. */
+static void iqp_groups_avx2(int fmt, const uint8_t *wp, int64_t g0, int64_t g1, int64_t nb, int64_t nbp, const int8_t *xq,
+                            const float *dxp, const int32_t *xsp, int64_t T, float *y, const float *bias, int64_t N) {
+    const int64_t gbytes = nb * gb_iqp_block_bytes(fmt);
+#define IQ_NR(g) ((int)(N - 16 * (g) < 16 ? N - 16 * (g) : 16))
+#define IQ_B(g) (bias ? bias + 16 * (g) : NULL)
+    int64_t g = g0;
+    if (T == 1) {
+        const int64_t half = (g1 - g0) / 2;
+        for (int64_t i = 0; i < half; i++) {
+            const int64_t ga = g0 + i, gb = g0 + half + i;
+            (fmt == GB_IQ4_NL ? iqp_rows_avx2_nl_gemv2 : iqp_rows_avx2_mx_gemv2)(wp + ga * gbytes, wp + gb * gbytes, nb, nbp, xq, dxp, xsp,
+                                                                               y + 16 * ga, y + 16 * gb, IQ_B(ga), IQ_B(gb), IQ_NR(ga), IQ_NR(gb));
+        }
+        g = g0 + 2 * half;
+    }
+    for (; g < g1; g++)
+        (fmt == GB_IQ4_NL ? iqp_rows_avx2_nl : iqp_rows_avx2_mx)(wp + g * gbytes, nb, nbp, xq, dxp, xsp, T, y + 16 * g, N, IQ_B(g), IQ_NR(g));
+#undef IQ_NR
+#undef IQ_B
+}
+#endif
+
 static int iqlinear_impl(int fmt, const float *x, const void *w, const void *wp, const float *bias, float *y, int64_t T, int64_t N,
                          int64_t K, int version);
 
@@ -593,6 +839,12 @@ int gb_iqp_rows(int fmt, const void *wp, int64_t N, int64_t K, int64_t g, const 
         return GB_OK;
     }
 #endif
+#ifdef GB_HAVE_IQ_AVX2
+    if (version == GB_KV_AVX2) {
+        (fmt == GB_IQ4_NL ? iqp_rows_avx2_nl : iqp_rows_avx2_mx)(P, nb, nbp, xq, dxp, xsp, T, y, ldy, NULL, nr);
+        return GB_OK;
+    }
+#endif
     uint8_t *u = (uint8_t *)gb_ws_aligned_alloc(64, (size_t)(nbp * QB));
     float *dwp = (float *)gb_ws_aligned_alloc(64, (size_t)nbp * sizeof(float));
     if (!u || !dwp) {
@@ -626,13 +878,15 @@ static int iqlinear_impl(int fmt, const float *x, const void *w, const void *wp,
     if (!gb_is_iqfmt(fmt)) return gb_error(GB_EVALUE, "iqlinear: format %d is not iq4_nl (20) or mxfp4 (39)", fmt);
     if (K <= 0 || K % QB) return gb_error(GB_EVALUE, "iqlinear: K=%ld must be a positive multiple of 32", (long)K);
     if (T < 0 || N < 0) return gb_error(GB_EVALUE, "iqlinear: T=%ld and N=%ld must be >= 0", (long)T, (long)N);
-    int vnni = 0;
+    int vnni = 0, avx2 = 0;
 #ifdef GB_HAVE_IQ_VNNI
     if (version == GB_KV_AUTO || version == GB_KV_VNNI) vnni = 1;
 #endif
-    if (version == GB_KV_AUTO) version = vnni ? GB_KV_VNNI : GB_KV_REF;
-    if (version == GB_KV_AVX2 && gb_kversion_available(GB_KV_AVX2)) version = GB_KV_REF; /* no AVX2 kernel of its own: the portable one */
-    if (version != GB_KV_REF && !vnni)
+#ifdef GB_HAVE_IQ_AVX2
+    if ((version == GB_KV_AUTO && !vnni) || version == GB_KV_AVX2) avx2 = 1;
+#endif
+    if (version == GB_KV_AUTO) version = vnni ? GB_KV_VNNI : avx2 ? GB_KV_AVX2 : GB_KV_REF;
+    if (version != GB_KV_REF && !vnni && !avx2)
         return gb_error(GB_EVALUE, "iqlinear: kernel version %d (%s) is not compiled in on this build", version, gb_kversion_name(version));
     if (T == 0 || N == 0) return GB_OK;
     const int64_t nb = K / QB, nbp = (nb + 15) / 16 * 16, nc = nbp / 16, rb = gb_iq_row_bytes(fmt, K);
@@ -688,7 +942,16 @@ static int iqlinear_impl(int fmt, const float *x, const void *w, const void *wp,
             }
 #endif
             const int64_t run = gbytes >= (256 << 10) ? 1 : (256 << 10) / gbytes; /* as gb_klinear_packed */
-            const int64_t Gr = panel ? 0 : G;
+            int64_t Gr = panel ? 0 : G;
+#ifdef GB_HAVE_IQ_AVX2
+            if (version == GB_KV_AVX2) { /* runs of groups (the GEMV pairs each run's halves: iqp_groups_avx2) */
+                Gr = 0;
+                const int64_t step = T == 1 ? (run < 8 ? 8 : run) : 1;
+#pragma omp for schedule(dynamic, 1)
+                for (int64_t s = 0; s < (G + step - 1) / step; s++)
+                    iqp_groups_avx2(fmt, (const uint8_t *)wp, s * step, (s + 1) * step < G ? (s + 1) * step : G, nb, nbp, xq, dxp, xsp, T, y, bias, N);
+            }
+#endif
 #pragma omp for schedule(dynamic, run)
             for (int64_t g = 0; g < Gr; g++) {
                 const uint8_t *P = (const uint8_t *)wp + g * gbytes;
@@ -736,13 +999,44 @@ static int iqlinear_impl(int fmt, const float *x, const void *w, const void *wp,
             gb_ws_free(P);
         }
 #endif
+#ifdef GB_HAVE_IQ_AVX2
+        if (version == GB_KV_AVX2 && !wp) { /* as stored: two 16-row groups at a time repacked in L1/L2, then the packed kernels */
+            const int64_t gbytes = nb * gb_iqp_block_bytes(fmt), Gn = (N + 15) / 16;
+            uint8_t *buf = (uint8_t *)gb_ws_aligned_alloc(64, (size_t)(2 * gbytes));
+            if (!buf) {
+#pragma omp atomic write
+                fail = 1;
+            }
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t s2 = 0; s2 < (Gn + 1) / 2; s2++) {
+                if (!buf) continue;
+                const int64_t g = 2 * s2;
+                const int ng = g + 1 < Gn ? 2 : 1;
+                int nr[2];
+                for (int i = 0; i < ng; i++) {
+                    nr[i] = (int)(N - 16 * (g + i) < 16 ? N - 16 * (g + i) : 16);
+                    iq_repack_group(fmt, wb + 16 * (g + i) * rb, rb, nr[i], nb, buf + i * gbytes);
+                }
+                const float *b0 = bias ? bias + 16 * g : NULL, *b1 = bias && ng > 1 ? bias + 16 * (g + 1) : NULL;
+                if (T == 1 && ng == 2) {
+                    (fmt == GB_IQ4_NL ? iqp_rows_avx2_nl_gemv2 : iqp_rows_avx2_mx_gemv2)(buf, buf + gbytes, nb, nbp, xq, dxp, xsp, y + 16 * g,
+                                                                                       y + 16 * (g + 1), b0, b1, nr[0], nr[1]);
+                    continue;
+                }
+                for (int i = 0; i < ng; i++)
+                    (fmt == GB_IQ4_NL ? iqp_rows_avx2_nl : iqp_rows_avx2_mx)(buf + i * gbytes, nb, nbp, xq, dxp, xsp, T, y + 16 * (g + i), N,
+                                                                           i ? b1 : b0, nr[i]);
+            }
+            gb_ws_free(buf);
+        }
+#endif
         uint8_t *u = (uint8_t *)gb_ws_aligned_alloc(64, (size_t)(nbp * QB));
         float *dwp = (float *)gb_ws_aligned_alloc(64, (size_t)nbp * sizeof(float));
         if (!u || !dwp) {
 #pragma omp atomic write
             fail = 1;
         }
-        for (int64_t t0 = 0; t0 < T && !panel && !wp; t0 += tc) {
+        for (int64_t t0 = 0; t0 < T && !panel && !wp && version != GB_KV_AVX2; t0 += tc) {
             const int64_t tt = T - t0 < tc ? T - t0 : tc;
 #pragma omp for schedule(static, 4)
             for (int64_t n = 0; n < N; n++) {

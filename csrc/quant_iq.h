@@ -19,7 +19,10 @@
  * (l + 8, then + 4, + 2, + 1). Both versions compute exactly this, so they are bit-identical.
  *
  * Versions (GB_KV_* of quant_k.h): 1 ref (portable C), 2 vnni (AVX-512 VNNI vpdpbusd, nibbles
- * decoded with one vpshufb per block). */
+ * decoded with one vpshufb per block), 3 avx2 (AVX2 + FMA + F16C: the packed records, 8 rows per
+ * ymm, nibbles decoded by vpshufb; iq4_nl's signed values times x by ggml's sign trick, mxfp4's
+ * values + 12 (unsigned) times x with 12 * sum(x) taken off: the same isum; what auto runs where
+ * VNNI is not compiled in; stored rows are repacked 2 groups at a time). */
 #ifndef GLMBENCH_QUANT_IQ_H
 #define GLMBENCH_QUANT_IQ_H
 #include <stdint.h>
