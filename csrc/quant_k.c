@@ -1648,6 +1648,13 @@ static void panel_fill_packed(int fmt, const uint8_t *P, int nr, int64_t nb, kpa
 #ifndef KP_AVX2_HB2
 #define KP_AVX2_HB2 1 /* of the 2-token tile */
 #endif
+#ifndef KP_AVX2_TQ6
+#define KP_AVX2_TQ6 8 /* tokens per tile of the q6_K GEMM (the 4-token tile's decode shared by 8) */
+#endif
+#define KP_TT_AVX2 8 /* the most tokens of one tile */
+#ifndef KP_XCHUNK_AVX2
+#define KP_XCHUNK_AVX2 (160 << 10) /* gb_klinear_packed's token chunk, bytes of q8_K activations (L2: 512 KB on Zen 3) */
+#endif
 #define KP_AVX2_PRAGMA_(x) _Pragma(#x)
 #define KP_AVX2_PRAGMA(x) KP_AVX2_PRAGMA_(x)
 #ifdef GB_HAVE_K_AVX2
@@ -1711,7 +1718,7 @@ static inline __attribute__((always_inline)) void kp_decode_y(const int fmt, con
 }
 
 /* y[t * ldy + r] = acc[r / 8][t][r % 8] + bz[r] for the nr (<= 16) rows of a group and TT tokens */
-static inline void kp_store_avx2(float acc[2][4][8], int nh, int nr, int TT, const float *bz, float *y, int64_t ldy) {
+static inline void kp_store_avx2(float acc[2][KP_TT_AVX2][8], int nh, int nr, int TT, const float *bz, float *y, int64_t ldy) {
     for (int h = 0; h < nh; h++) {
         const __m256 vb = _mm256_loadu_ps(bz + 8 * h);
         const int n = nr - 8 * h < 8 ? nr - 8 * h : 8;
@@ -1741,12 +1748,12 @@ static inline __attribute__((always_inline)) void kp_tile_avx2(const int fmt, co
     const int nh = HB == 2 || nr > 8 ? 2 : 1;
     const int iq = fmt == GB_IQ4_XS; /* signed grid values: no msum (see kp_decode_y) */
     /* the float32 running sums in memory (L1): 8 ymm held across the loop left too few for the tile */
-    float acc[2][4][8];
+    float acc[2][KP_TT_AVX2][8];
     memset(acc, 0, sizeof(acc));
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *p = P + b * pb;
         /* per token the int16 pairs msum is taken against: (32-value sums 2c, 2c+1), q6_K (16-value sums 2c, 2c+1) */
-        int32_t bp[4][8];
+        int32_t bp[KP_TT_AVX2][8];
         for (int t = 0; t < TT; t++) {
             const int16_t *bs = xq[t * nb + b].bsums;
             if (fmt == GB_Q6_K)
@@ -1756,7 +1763,7 @@ static inline __attribute__((always_inline)) void kp_tile_avx2(const int fmt, co
                     bp[t][c] = (int32_t)((uint32_t)(uint16_t)(bs[4 * c] + bs[4 * c + 1]) | ((uint32_t)(uint16_t)(bs[4 * c + 2] + bs[4 * c + 3]) << 16));
         }
         for (int h0 = 0; h0 < nh; h0 += HB) {
-            __m256i isum[2][4];
+            __m256i isum[2][KP_TT_AVX2];
             for (int hh = 0; hh < HB; hh++)
                 for (int t = 0; t < TT; t++) isum[hh][t] = _mm256_setzero_si256();
             KP_AVX2_PRAGMA(GCC unroll KP_AVX2_UNROLL)
@@ -1768,7 +1775,7 @@ static inline __attribute__((always_inline)) void kp_tile_avx2(const int fmt, co
                 }
 #pragma GCC unroll 4
                 for (int k0 = 0; k0 < zps; k0 += kps) { /* unrolled: k % 4 (q5_K's bit) and k % 2 (q6_K's) constant */
-                    __m256i a16[2][4];
+                    __m256i a16[2][KP_TT_AVX2];
 #pragma GCC unroll 4
                     for (int kk = k0; kk < k0 + kps; kk++) {
                         const int k = s * zps + kk;
@@ -1778,6 +1785,7 @@ static inline __attribute__((always_inline)) void kp_tile_avx2(const int fmt, co
                         }
                         __m256i lo[2], hi[2];
                         for (int hh = 0; hh < HB; hh++) kp_decode_y(fmt, p, k, h0 + hh, &lo[hh], &hi[hh]);
+#pragma GCC unroll 8
                         for (int t = 0; t < TT; t++) {
                             const int8_t *xs = xq[t * nb + b].qs + 8 * k;
                             const __m256i x0 = _mm256_set1_epi32(ld32a(xs)), x1 = _mm256_set1_epi32(ld32a(xs + 4));
@@ -1829,8 +1837,8 @@ static inline __attribute__((always_inline)) void kp_tile_avx2(const int fmt, co
     kp_store_avx2(acc, nh, nr, TT, bz, y, ldy);
 }
 
-#define KP_GROUP_AVX2(name, F)                                                                                           \
-    /* tiles of 4 tokens, then the rest; software prefetch in the first tile only (the group's records   \
+#define KP_GROUP_AVX2(name, F, TB)                                                                                          \
+    /* tiles of TB tokens (8: q6_K), of 4, then the rest; software prefetch in the first tile only (the group's records   \
      * come from DRAM once; the later tiles find them in L1/L2, where prefetching the next group's     \
      * records would only evict them) */                                                               \
     static void name(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, int64_t T, float *y, int64_t ldy,            \
@@ -1838,6 +1846,8 @@ static inline __attribute__((always_inline)) void kp_tile_avx2(const int fmt, co
         float bz[16] = {0};                                                                                              \
         if (bias) memcpy(bz, bias, (size_t)nr * sizeof(float));                                                          \
         int64_t t0 = 0;                                                                                                  \
+        if (TB == 8)                                                                                                     \
+            for (; t0 + 8 <= T; t0 += 8) kp_tile_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 8, 1, t0 == 0); \
         for (; t0 + 4 <= T; t0 += 4) kp_tile_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 4, 1, t0 == 0);     \
         switch (T - t0) {                                                                                                \
         case 3: kp_tile_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 3, 1, t0 == 0); break;                   \
@@ -1846,10 +1856,10 @@ static inline __attribute__((always_inline)) void kp_tile_avx2(const int fmt, co
         default: break;                                                                                                  \
         }                                                                                                                \
     }
-KP_GROUP_AVX2(kp_group_avx2_q4, GB_Q4_K)
-KP_GROUP_AVX2(kp_group_avx2_q5, GB_Q5_K)
-KP_GROUP_AVX2(kp_group_avx2_q6, GB_Q6_K)
-KP_GROUP_AVX2(kp_group_avx2_iq4xs, GB_IQ4_XS)
+KP_GROUP_AVX2(kp_group_avx2_q4, GB_Q4_K, 4)
+KP_GROUP_AVX2(kp_group_avx2_q5, GB_Q5_K, 4)
+KP_GROUP_AVX2(kp_group_avx2_q6, GB_Q6_K, KP_AVX2_TQ6)
+KP_GROUP_AVX2(kp_group_avx2_iq4xs, GB_IQ4_XS, 4)
 
 /* q5_K GEMV (T = 1), one whole group of 16 rows: kp_tile_avx2's arithmetic (TT 1, HB 2) written for
  * the record's q5_K layout. Run s (sub-block s: 320 bytes, nibbles of zmm 4s..4s+3, then their fifth
@@ -2010,7 +2020,7 @@ static inline __attribute__((always_inline)) void kp_tile2_avx2(const int fmt, c
     const __m256i m3 = _mm256_set1_epi8(3), m4 = _mm256_set1_epi8(0x0f), c4 = _mm256_set1_epi8(4);
     const __m256i bsel = _mm256_set1_epi64x((long long)0x8040201008040201ull);
     const __m256i bidx = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
-    float acc[2][4][8];
+    float acc[2][KP_TT_AVX2][8];
     memset(acc, 0, sizeof(acc));
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *p = P + b * pb;
@@ -2261,10 +2271,25 @@ int gb_klinear_packed_chk(int fmt, const float *x, const void *wp, const float *
 #endif
         if (!panel && !nonf) {
             /* runs of groups of ~256 KB: long streams, and a thread held up by another job does not
-             * hold up the others (dynamic) */
+             * hold up the others (dynamic). The AVX2 version: token chunks of about KP_XCHUNK_AVX2
+             * bytes of q8_K activations (multiples of 8 tokens, the q6_K tile), every group per chunk,
+             * so a chunk's activations stay in L2 while the groups pass (all T per group streamed them
+             * from L3 once per group); each token's outputs are the same steps either way */
             const int64_t run = gbytes >= (256 << 10) ? 1 : (256 << 10) / gbytes;
+            int64_t tc = T;
+#ifdef GB_HAVE_K_AVX2
+            if (version == GB_KV_AVX2 && KP_XCHUNK_AVX2 > 0) {
+                tc = (int64_t)KP_XCHUNK_AVX2 / (nb * (int64_t)sizeof(gb_block_q8_K)) / 8 * 8;
+                if (tc < 8) tc = 8;
+                if (tc > T) tc = T;
+            }
+#endif
+            const int64_t nc = (T + tc - 1) / tc;
 #pragma omp for schedule(dynamic, run)
-            for (int64_t g = 0; g < G; g++) gb_kp_rows(fmt, wb, N, K, g, xq, T, y + 16 * g, N, bias ? bias + 16 * g : NULL, version);
+            for (int64_t w = 0; w < nc * G; w++) {
+                const int64_t g = w % G, t0 = w / G * tc, tn = T - t0 < tc ? T - t0 : tc;
+                gb_kp_rows(fmt, wb, N, K, g, xq + t0 * nb, tn, y + t0 * N + 16 * g, N, bias ? bias + 16 * g : NULL, version);
+            }
         }
     }
     gb_ws_free(xq);
