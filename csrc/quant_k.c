@@ -1651,6 +1651,18 @@ static void panel_fill_packed(int fmt, const uint8_t *P, int nr, int64_t nb, kpa
 #ifndef KP_AVX2_TQ6
 #define KP_AVX2_TQ6 8 /* tokens per tile of the q6_K GEMM (the 4-token tile's decode shared by 8) */
 #endif
+#ifndef KP_AVX2_TQ5
+#define KP_AVX2_TQ5 8
+#endif
+#ifndef KP_AVX2_TQ4
+#define KP_AVX2_TQ4 8
+#endif
+#ifndef KP_AVX2_KPS8_Q5
+#define KP_AVX2_KPS8_Q5 2 /* q5_K's nibble ymm per int16 sum in the 8-token tile (1: 0.9x) */
+#endif
+#ifndef KP_AVX2_KPS8_Q4
+#define KP_AVX2_KPS8_Q4 4 /* q4_K's (2: about the same) */
+#endif
 #define KP_TT_AVX2 8 /* the most tokens of one tile */
 #ifndef KP_XCHUNK_AVX2
 #define KP_XCHUNK_AVX2 (160 << 10) /* gb_klinear_packed's token chunk, bytes of q8_K activations (L2: 512 KB on Zen 3) */
@@ -1744,7 +1756,8 @@ static inline __attribute__((always_inline)) void kp_tile_avx2(const int fmt, co
     const int64_t pb = gb_kp_block_bytes(fmt), sco = kp_sc_off(fmt), mno = kp_mn_off(fmt), dof = kp_d_off(fmt);
     const int64_t pfd = KP_PF_BYTES_AVX2;
     const int nsub = kp_nsub(fmt), zps = 32 / nsub;
-    const int kps = fmt == GB_Q4_K ? 4 : fmt == GB_Q5_K ? 2 : 1; /* nibble ymm per int16 partial sum */
+    /* nibble ymm per int16 partial sum (the 8-token tile: fewer, so the partial sums fit the registers) */
+    const int kps = fmt == GB_Q4_K ? (TT == 8 ? KP_AVX2_KPS8_Q4 : 4) : fmt == GB_Q5_K ? (TT == 8 ? KP_AVX2_KPS8_Q5 : 2) : 1;
     const int nh = HB == 2 || nr > 8 ? 2 : 1;
     const int iq = fmt == GB_IQ4_XS; /* signed grid values: no msum (see kp_decode_y) */
     /* the float32 running sums in memory (L1): 8 ymm held across the loop left too few for the tile */
@@ -1856,8 +1869,8 @@ static inline __attribute__((always_inline)) void kp_tile_avx2(const int fmt, co
         default: break;                                                                                                  \
         }                                                                                                                \
     }
-KP_GROUP_AVX2(kp_group_avx2_q4, GB_Q4_K, 4)
-KP_GROUP_AVX2(kp_group_avx2_q5, GB_Q5_K, 4)
+KP_GROUP_AVX2(kp_group_avx2_q4, GB_Q4_K, KP_AVX2_TQ4)
+KP_GROUP_AVX2(kp_group_avx2_q5, GB_Q5_K, KP_AVX2_TQ5)
 KP_GROUP_AVX2(kp_group_avx2_q6, GB_Q6_K, KP_AVX2_TQ6)
 KP_GROUP_AVX2(kp_group_avx2_iq4xs, GB_IQ4_XS, 4)
 
