@@ -1850,6 +1850,71 @@ static inline __attribute__((always_inline)) void kp_tile_avx2(const int fmt, co
     kp_store_avx2(acc, nh, nr, TT, bz, y, ldy);
 }
 
+/* q6_K GEMM, 8 tokens x the nr rows of a group: kp_tile_avx2's steps (TT 8, HB 1) written for the q6_K
+ * record: per run s (192 bytes) the half's 2-bit ymm read once for both nibble ymm, the token rows by
+ * pointer, the prefetch as kp_gemv_avx2_q6's; the same integers and float32 steps, bit-identical */
+static void kp_tile8_avx2_q6(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, float *y, int64_t ldy, const float *bz, int nr,
+                             int pf) {
+    const int64_t pb = gb_kp_block_bytes(GB_Q6_K), pfd = KP_PF_BYTES_AVX2;
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
+    const int nh = nr > 8 ? 2 : 1;
+    float acc[2][KP_TT_AVX2][8];
+    memset(acc, 0, sizeof(acc));
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *p = P + b * pb, *sc = p + 3072;
+        const int8_t *xs[8];
+        for (int t = 0; t < 8; t++) xs[t] = xq[t * nb + b].qs;
+        for (int h = 0; h < nh; h++) {
+            __m256i is[8];
+            for (int t = 0; t < 8; t++) is[t] = _mm256_setzero_si256();
+            for (int s = 0; s < 16; s++) {
+                const uint8_t *q = p + 192 * s;
+                if (pfd && pf && h == 0) { /* the record pfd bytes ahead: its 3 lines of this run, the scales' 5 */
+                    for (int l = 0; l < 3; l++) _mm_prefetch((const char *)(q + pfd + 64 * l), KP_PF_HINT_AVX2);
+                    if (s < 5) _mm_prefetch((const char *)(sc + pfd + 64 * s), KP_PF_HINT_AVX2);
+                }
+                const __m128i s8 = _mm_loadl_epi64((const __m128i *)(sc + 16 * s + 8 * h));
+                const __m256i scv = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s8, s8));
+                const __m256i H = _mm256_loadu_si256((const __m256i *)(q + 128 + 32 * h));
+                const __m256i Q0 = _mm256_loadu_si256((const __m256i *)(q + 32 * h));
+                __m256i lo = _mm256_or_si256(_mm256_and_si256(Q0, m4), _mm256_and_si256(_mm256_slli_epi16(H, 4), m30));
+                __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(Q0, 4), m4), _mm256_and_si256(_mm256_slli_epi16(H, 2), m30));
+#pragma GCC unroll 8
+                for (int t = 0; t < 8; t++) {
+                    const __m256i v = _mm256_add_epi16(_mm256_maddubs_epi16(lo, _mm256_set1_epi32(ld32a(xs[t] + 16 * s))),
+                                                       _mm256_maddubs_epi16(hi, _mm256_set1_epi32(ld32a(xs[t] + 16 * s + 4))));
+                    is[t] = _mm256_add_epi32(is[t], _mm256_madd_epi16(v, scv));
+                }
+                const __m256i Q1 = _mm256_loadu_si256((const __m256i *)(q + 64 + 32 * h));
+                lo = _mm256_or_si256(_mm256_and_si256(Q1, m4), _mm256_and_si256(H, m30));
+                hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(Q1, 4), m4), _mm256_and_si256(_mm256_srli_epi16(H, 2), m30));
+#pragma GCC unroll 8
+                for (int t = 0; t < 8; t++) {
+                    const __m256i v = _mm256_add_epi16(_mm256_maddubs_epi16(lo, _mm256_set1_epi32(ld32a(xs[t] + 16 * s + 8))),
+                                                       _mm256_maddubs_epi16(hi, _mm256_set1_epi32(ld32a(xs[t] + 16 * s + 12))));
+                    is[t] = _mm256_add_epi32(is[t], _mm256_madd_epi16(v, scv));
+                }
+            }
+            const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 3328 + 16 * h)));
+            __m256i mp[8];
+            for (int c = 0; c < 8; c++) mp[c] = pairs8(sc + 16 * (2 * c) + 8 * h, sc + 16 * (2 * c + 1) + 8 * h);
+            for (int t = 0; t < 8; t++) {
+                const int16_t *bs = xq[t * nb + b].bsums;
+                __m256i msum = _mm256_madd_epi16(mp[0], _mm256_set1_epi32(ld32a(bs)));
+                for (int c = 1; c < 8; c++) msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mp[c], _mm256_set1_epi32(ld32a(bs + 2 * c))));
+                const __m256 dx = _mm256_set1_ps(xq[t * nb + b].d);
+                const __m256 r = _mm256_mul_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(_mm256_sub_epi32(is[t], _mm256_slli_epi32(msum, 5))));
+                _mm256_storeu_ps(acc[h][t], _mm256_add_ps(_mm256_loadu_ps(acc[h][t]), r));
+            }
+        }
+    }
+    kp_store_avx2(acc, nh, nr, 8, bz, y, ldy);
+}
+
+#ifndef KP_AVX2_OWN_Q6
+#define KP_AVX2_OWN_Q6 1 /* the q6_K 8-token tile's own loop (0: kp_tile_avx2's) */
+#endif
+
 #define KP_GROUP_AVX2(name, F, TB)                                                                                          \
     /* tiles of TB tokens (8: q6_K), of 4, then the rest; software prefetch in the first tile only (the group's records   \
      * come from DRAM once; the later tiles find them in L1/L2, where prefetching the next group's     \
@@ -1859,8 +1924,12 @@ static inline __attribute__((always_inline)) void kp_tile_avx2(const int fmt, co
         float bz[16] = {0};                                                                                              \
         if (bias) memcpy(bz, bias, (size_t)nr * sizeof(float));                                                          \
         int64_t t0 = 0;                                                                                                  \
-        if (TB == 8)                                                                                                     \
-            for (; t0 + 8 <= T; t0 += 8) kp_tile_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 8, 1, t0 == 0); \
+        if (TB == 8) {                                                                                                   \
+            for (; t0 + 8 <= T; t0 += 8) {                                                                               \
+                if (F == GB_Q6_K && KP_AVX2_OWN_Q6) kp_tile8_avx2_q6(P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, t0 == 0); \
+                else kp_tile_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 8, 1, t0 == 0);                   \
+            }                                                                                                            \
+        }                                                                                                                \
         for (; t0 + 4 <= T; t0 += 4) kp_tile_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 4, 1, t0 == 0);     \
         switch (T - t0) {                                                                                                \
         case 3: kp_tile_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 3, 1, t0 == 0); break;                   \
