@@ -1915,6 +1915,81 @@ static void kp_tile8_avx2_q6(const uint8_t *P, int64_t nb, const gb_block_q8_K *
 #define KP_AVX2_OWN_Q6 1 /* the q6_K 8-token tile's own loop (0: kp_tile_avx2's) */
 #endif
 
+/* q5_K GEMM, 8 tokens x the nr rows of a group: kp_tile_avx2's steps (TT 8, HB 1, int16 sums over 2
+ * nibble ymm) written for the q5_K record: per run s (320 bytes) the half's fifth-bit ymm read once for
+ * its 4 nibble ymm, token rows by pointer; the same integers and float32 steps, bit-identical */
+static void kp_tile8_avx2_q5(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, float *y, int64_t ldy, const float *bz, int nr,
+                             int pf) {
+    const int64_t pb = gb_kp_block_bytes(GB_Q5_K), pfd = KP_PF_BYTES_AVX2;
+    const __m256i m4 = _mm256_set1_epi8(0x0f), c16 = _mm256_set1_epi8(0x10);
+    const int nh = nr > 8 ? 2 : 1;
+    float acc[2][KP_TT_AVX2][8];
+    memset(acc, 0, sizeof(acc));
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *p = P + b * pb, *sc = p + 2560, *mn = p + 2688;
+        const int8_t *xs[8];
+        for (int t = 0; t < 8; t++) xs[t] = xq[t * nb + b].qs;
+        for (int h = 0; h < nh; h++) {
+            __m256i is[8];
+            for (int t = 0; t < 8; t++) is[t] = _mm256_setzero_si256();
+            for (int s = 0; s < 8; s++) {
+                const uint8_t *q = p + 320 * s;
+                if (pfd && pf && h == 0) { /* the record pfd bytes ahead: the 5 lines of this run, the scales' 5 */
+                    for (int l = 0; l < 5; l++) _mm_prefetch((const char *)(q + pfd + 64 * l), KP_PF_HINT_AVX2);
+                    if (s < 5) _mm_prefetch((const char *)(sc + pfd + 64 * s), KP_PF_HINT_AVX2);
+                }
+                const __m128i s8 = _mm_loadl_epi64((const __m128i *)(sc + 16 * s + 8 * h));
+                const __m256i scv = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s8, s8));
+                const __m256i H = _mm256_loadu_si256((const __m256i *)(q + 256 + 32 * h));
+#pragma GCC unroll 2
+                for (int j0 = 0; j0 < 4; j0 += 2) { /* nibble ymm j0, j0 + 1 (k = 4s + j): one int16 sum */
+                    __m256i lo[2], hi[2];
+#pragma GCC unroll 2
+                    for (int u = 0; u < 2; u++) {
+                        const int j = j0 + u;
+                        const __m256i Q = _mm256_loadu_si256((const __m256i *)(q + 64 * j + 32 * h));
+                        const __m256i flo = 2 * j <= 4 ? _mm256_slli_epi16(H, 4 - 2 * j) : _mm256_srli_epi16(H, 2 * j - 4);
+                        const __m256i fhi = 2 * j + 1 <= 4 ? _mm256_slli_epi16(H, 3 - 2 * j) : _mm256_srli_epi16(H, 2 * j - 3);
+                        lo[u] = _mm256_or_si256(_mm256_and_si256(Q, m4), _mm256_and_si256(flo, c16));
+                        hi[u] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(Q, 4), m4), _mm256_and_si256(fhi, c16));
+                    }
+#pragma GCC unroll 8
+                    for (int t = 0; t < 8; t++) {
+                        const int8_t *x = xs[t] + 32 * s + 8 * j0;
+                        const __m256i v0 = _mm256_add_epi16(_mm256_maddubs_epi16(lo[0], _mm256_set1_epi32(ld32a(x))),
+                                                            _mm256_maddubs_epi16(hi[0], _mm256_set1_epi32(ld32a(x + 4))));
+                        const __m256i v1 = _mm256_add_epi16(_mm256_maddubs_epi16(lo[1], _mm256_set1_epi32(ld32a(x + 8))),
+                                                            _mm256_maddubs_epi16(hi[1], _mm256_set1_epi32(ld32a(x + 12))));
+                        is[t] = _mm256_add_epi32(is[t], _mm256_madd_epi16(_mm256_add_epi16(v0, v1), scv));
+                    }
+                }
+            }
+            const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 2816 + 16 * h)));
+            const __m256 dm = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 2848 + 16 * h)));
+            __m256i mp[4];
+            for (int c = 0; c < 4; c++) mp[c] = pairs8(mn + 16 * (2 * c) + 8 * h, mn + 16 * (2 * c + 1) + 8 * h);
+            for (int t = 0; t < 8; t++) {
+                const int16_t *bs = xq[t * nb + b].bsums;
+                __m256i msum = _mm256_setzero_si256();
+                for (int c = 0; c < 4; c++) {
+                    const int32_t bp = (int32_t)((uint32_t)(uint16_t)(bs[4 * c] + bs[4 * c + 1]) | ((uint32_t)(uint16_t)(bs[4 * c + 2] + bs[4 * c + 3]) << 16));
+                    const __m256i m = _mm256_madd_epi16(mp[c], _mm256_set1_epi32(bp));
+                    msum = c ? _mm256_add_epi32(msum, m) : m;
+                }
+                const __m256 dx = _mm256_set1_ps(xq[t * nb + b].d);
+                const __m256 r = _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(is[t])),
+                                               _mm256_mul_ps(_mm256_mul_ps(dm, dx), _mm256_cvtepi32_ps(msum)));
+                _mm256_storeu_ps(acc[h][t], _mm256_add_ps(_mm256_loadu_ps(acc[h][t]), r));
+            }
+        }
+    }
+    kp_store_avx2(acc, nh, nr, 8, bz, y, ldy);
+}
+
+#ifndef KP_AVX2_OWN_Q5
+#define KP_AVX2_OWN_Q5 1 /* the q5_K 8-token tile's own loop (0: kp_tile_avx2's) */
+#endif
+
 #define KP_GROUP_AVX2(name, F, TB)                                                                                          \
     /* tiles of TB tokens (8: q6_K), of 4, then the rest; software prefetch in the first tile only (the group's records   \
      * come from DRAM once; the later tiles find them in L1/L2, where prefetching the next group's     \
@@ -1927,6 +2002,7 @@ static void kp_tile8_avx2_q6(const uint8_t *P, int64_t nb, const gb_block_q8_K *
         if (TB == 8) {                                                                                                   \
             for (; t0 + 8 <= T; t0 += 8) {                                                                               \
                 if (F == GB_Q6_K && KP_AVX2_OWN_Q6) kp_tile8_avx2_q6(P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, t0 == 0); \
+                else if (F == GB_Q5_K && KP_AVX2_OWN_Q5) kp_tile8_avx2_q5(P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, t0 == 0); \
                 else kp_tile_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 8, 1, t0 == 0);                   \
             }                                                                                                            \
         }                                                                                                                \
