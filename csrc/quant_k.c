@@ -1648,6 +1648,25 @@ static void panel_fill_packed(int fmt, const uint8_t *P, int nr, int64_t nb, kpa
 #ifndef KP_AVX2_HB2
 #define KP_AVX2_HB2 1 /* of the 2-token tile */
 #endif
+#ifndef KP_AVX2_TQ6
+#define KP_AVX2_TQ6 8 /* tokens per tile of the q6_K GEMM (the 4-token tile's decode shared by 8) */
+#endif
+#ifndef KP_AVX2_TQ5
+#define KP_AVX2_TQ5 8
+#endif
+#ifndef KP_AVX2_TQ4
+#define KP_AVX2_TQ4 8
+#endif
+#ifndef KP_AVX2_KPS8_Q5
+#define KP_AVX2_KPS8_Q5 2 /* q5_K's nibble ymm per int16 sum in the 8-token tile (1: 0.9x) */
+#endif
+#ifndef KP_AVX2_KPS8_Q4
+#define KP_AVX2_KPS8_Q4 4 /* q4_K's (2: about the same) */
+#endif
+#define KP_TT_AVX2 8 /* the most tokens of one tile */
+#ifndef KP_XCHUNK_AVX2
+#define KP_XCHUNK_AVX2 (160 << 10) /* gb_klinear_packed's token chunk, bytes of q8_K activations (L2: 512 KB on Zen 3) */
+#endif
 #define KP_AVX2_PRAGMA_(x) _Pragma(#x)
 #define KP_AVX2_PRAGMA(x) KP_AVX2_PRAGMA_(x)
 #ifdef GB_HAVE_K_AVX2
@@ -1711,7 +1730,7 @@ static inline __attribute__((always_inline)) void kp_decode_y(const int fmt, con
 }
 
 /* y[t * ldy + r] = acc[r / 8][t][r % 8] + bz[r] for the nr (<= 16) rows of a group and TT tokens */
-static inline void kp_store_avx2(float acc[2][4][8], int nh, int nr, int TT, const float *bz, float *y, int64_t ldy) {
+static inline void kp_store_avx2(float acc[2][KP_TT_AVX2][8], int nh, int nr, int TT, const float *bz, float *y, int64_t ldy) {
     for (int h = 0; h < nh; h++) {
         const __m256 vb = _mm256_loadu_ps(bz + 8 * h);
         const int n = nr - 8 * h < 8 ? nr - 8 * h : 8;
@@ -1737,16 +1756,17 @@ static inline __attribute__((always_inline)) void kp_tile_avx2(const int fmt, co
     const int64_t pb = gb_kp_block_bytes(fmt), sco = kp_sc_off(fmt), mno = kp_mn_off(fmt), dof = kp_d_off(fmt);
     const int64_t pfd = KP_PF_BYTES_AVX2;
     const int nsub = kp_nsub(fmt), zps = 32 / nsub;
-    const int kps = fmt == GB_Q4_K ? 4 : fmt == GB_Q5_K ? 2 : 1; /* nibble ymm per int16 partial sum */
+    /* nibble ymm per int16 partial sum (the 8-token tile: fewer, so the partial sums fit the registers) */
+    const int kps = fmt == GB_Q4_K ? (TT == 8 ? KP_AVX2_KPS8_Q4 : 4) : fmt == GB_Q5_K ? (TT == 8 ? KP_AVX2_KPS8_Q5 : 2) : 1;
     const int nh = HB == 2 || nr > 8 ? 2 : 1;
     const int iq = fmt == GB_IQ4_XS; /* signed grid values: no msum (see kp_decode_y) */
     /* the float32 running sums in memory (L1): 8 ymm held across the loop left too few for the tile */
-    float acc[2][4][8];
+    float acc[2][KP_TT_AVX2][8];
     memset(acc, 0, sizeof(acc));
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *p = P + b * pb;
         /* per token the int16 pairs msum is taken against: (32-value sums 2c, 2c+1), q6_K (16-value sums 2c, 2c+1) */
-        int32_t bp[4][8];
+        int32_t bp[KP_TT_AVX2][8];
         for (int t = 0; t < TT; t++) {
             const int16_t *bs = xq[t * nb + b].bsums;
             if (fmt == GB_Q6_K)
@@ -1756,7 +1776,7 @@ static inline __attribute__((always_inline)) void kp_tile_avx2(const int fmt, co
                     bp[t][c] = (int32_t)((uint32_t)(uint16_t)(bs[4 * c] + bs[4 * c + 1]) | ((uint32_t)(uint16_t)(bs[4 * c + 2] + bs[4 * c + 3]) << 16));
         }
         for (int h0 = 0; h0 < nh; h0 += HB) {
-            __m256i isum[2][4];
+            __m256i isum[2][KP_TT_AVX2];
             for (int hh = 0; hh < HB; hh++)
                 for (int t = 0; t < TT; t++) isum[hh][t] = _mm256_setzero_si256();
             KP_AVX2_PRAGMA(GCC unroll KP_AVX2_UNROLL)
@@ -1768,7 +1788,7 @@ static inline __attribute__((always_inline)) void kp_tile_avx2(const int fmt, co
                 }
 #pragma GCC unroll 4
                 for (int k0 = 0; k0 < zps; k0 += kps) { /* unrolled: k % 4 (q5_K's bit) and k % 2 (q6_K's) constant */
-                    __m256i a16[2][4];
+                    __m256i a16[2][KP_TT_AVX2];
 #pragma GCC unroll 4
                     for (int kk = k0; kk < k0 + kps; kk++) {
                         const int k = s * zps + kk;
@@ -1778,6 +1798,7 @@ static inline __attribute__((always_inline)) void kp_tile_avx2(const int fmt, co
                         }
                         __m256i lo[2], hi[2];
                         for (int hh = 0; hh < HB; hh++) kp_decode_y(fmt, p, k, h0 + hh, &lo[hh], &hi[hh]);
+#pragma GCC unroll 8
                         for (int t = 0; t < TT; t++) {
                             const int8_t *xs = xq[t * nb + b].qs + 8 * k;
                             const __m256i x0 = _mm256_set1_epi32(ld32a(xs)), x1 = _mm256_set1_epi32(ld32a(xs + 4));
@@ -1829,8 +1850,148 @@ static inline __attribute__((always_inline)) void kp_tile_avx2(const int fmt, co
     kp_store_avx2(acc, nh, nr, TT, bz, y, ldy);
 }
 
-#define KP_GROUP_AVX2(name, F)                                                                                           \
-    /* tiles of 4 tokens, then the rest; software prefetch in the first tile only (the group's records   \
+/* q6_K GEMM, 8 tokens x the nr rows of a group: kp_tile_avx2's steps (TT 8, HB 1) written for the q6_K
+ * record: per run s (192 bytes) the half's 2-bit ymm read once for both nibble ymm, the token rows by
+ * pointer, the prefetch as kp_gemv_avx2_q6's; the same integers and float32 steps, bit-identical */
+static void kp_tile8_avx2_q6(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, float *y, int64_t ldy, const float *bz, int nr,
+                             int pf) {
+    const int64_t pb = gb_kp_block_bytes(GB_Q6_K), pfd = KP_PF_BYTES_AVX2;
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
+    const int nh = nr > 8 ? 2 : 1;
+    float acc[2][KP_TT_AVX2][8];
+    memset(acc, 0, sizeof(acc));
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *p = P + b * pb, *sc = p + 3072;
+        const int8_t *xs[8];
+        for (int t = 0; t < 8; t++) xs[t] = xq[t * nb + b].qs;
+        for (int h = 0; h < nh; h++) {
+            __m256i is[8];
+            for (int t = 0; t < 8; t++) is[t] = _mm256_setzero_si256();
+            for (int s = 0; s < 16; s++) {
+                const uint8_t *q = p + 192 * s;
+                if (pfd && pf && h == 0) { /* the record pfd bytes ahead: its 3 lines of this run, the scales' 5 */
+                    for (int l = 0; l < 3; l++) _mm_prefetch((const char *)(q + pfd + 64 * l), KP_PF_HINT_AVX2);
+                    if (s < 5) _mm_prefetch((const char *)(sc + pfd + 64 * s), KP_PF_HINT_AVX2);
+                }
+                const __m128i s8 = _mm_loadl_epi64((const __m128i *)(sc + 16 * s + 8 * h));
+                const __m256i scv = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s8, s8));
+                const __m256i H = _mm256_loadu_si256((const __m256i *)(q + 128 + 32 * h));
+                const __m256i Q0 = _mm256_loadu_si256((const __m256i *)(q + 32 * h));
+                __m256i lo = _mm256_or_si256(_mm256_and_si256(Q0, m4), _mm256_and_si256(_mm256_slli_epi16(H, 4), m30));
+                __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(Q0, 4), m4), _mm256_and_si256(_mm256_slli_epi16(H, 2), m30));
+#pragma GCC unroll 8
+                for (int t = 0; t < 8; t++) {
+                    const __m256i v = _mm256_add_epi16(_mm256_maddubs_epi16(lo, _mm256_set1_epi32(ld32a(xs[t] + 16 * s))),
+                                                       _mm256_maddubs_epi16(hi, _mm256_set1_epi32(ld32a(xs[t] + 16 * s + 4))));
+                    is[t] = _mm256_add_epi32(is[t], _mm256_madd_epi16(v, scv));
+                }
+                const __m256i Q1 = _mm256_loadu_si256((const __m256i *)(q + 64 + 32 * h));
+                lo = _mm256_or_si256(_mm256_and_si256(Q1, m4), _mm256_and_si256(H, m30));
+                hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(Q1, 4), m4), _mm256_and_si256(_mm256_srli_epi16(H, 2), m30));
+#pragma GCC unroll 8
+                for (int t = 0; t < 8; t++) {
+                    const __m256i v = _mm256_add_epi16(_mm256_maddubs_epi16(lo, _mm256_set1_epi32(ld32a(xs[t] + 16 * s + 8))),
+                                                       _mm256_maddubs_epi16(hi, _mm256_set1_epi32(ld32a(xs[t] + 16 * s + 12))));
+                    is[t] = _mm256_add_epi32(is[t], _mm256_madd_epi16(v, scv));
+                }
+            }
+            const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 3328 + 16 * h)));
+            __m256i mp[8];
+            for (int c = 0; c < 8; c++) mp[c] = pairs8(sc + 16 * (2 * c) + 8 * h, sc + 16 * (2 * c + 1) + 8 * h);
+            for (int t = 0; t < 8; t++) {
+                const int16_t *bs = xq[t * nb + b].bsums;
+                __m256i msum = _mm256_madd_epi16(mp[0], _mm256_set1_epi32(ld32a(bs)));
+                for (int c = 1; c < 8; c++) msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mp[c], _mm256_set1_epi32(ld32a(bs + 2 * c))));
+                const __m256 dx = _mm256_set1_ps(xq[t * nb + b].d);
+                const __m256 r = _mm256_mul_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(_mm256_sub_epi32(is[t], _mm256_slli_epi32(msum, 5))));
+                _mm256_storeu_ps(acc[h][t], _mm256_add_ps(_mm256_loadu_ps(acc[h][t]), r));
+            }
+        }
+    }
+    kp_store_avx2(acc, nh, nr, 8, bz, y, ldy);
+}
+
+#ifndef KP_AVX2_OWN_Q6
+#define KP_AVX2_OWN_Q6 1 /* the q6_K 8-token tile's own loop (0: kp_tile_avx2's) */
+#endif
+
+/* q5_K GEMM, 8 tokens x the nr rows of a group: kp_tile_avx2's steps (TT 8, HB 1, int16 sums over 2
+ * nibble ymm) written for the q5_K record: per run s (320 bytes) the half's fifth-bit ymm read once for
+ * its 4 nibble ymm, token rows by pointer; the same integers and float32 steps, bit-identical */
+static void kp_tile8_avx2_q5(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, float *y, int64_t ldy, const float *bz, int nr,
+                             int pf) {
+    const int64_t pb = gb_kp_block_bytes(GB_Q5_K), pfd = KP_PF_BYTES_AVX2;
+    const __m256i m4 = _mm256_set1_epi8(0x0f), c16 = _mm256_set1_epi8(0x10);
+    const int nh = nr > 8 ? 2 : 1;
+    float acc[2][KP_TT_AVX2][8];
+    memset(acc, 0, sizeof(acc));
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *p = P + b * pb, *sc = p + 2560, *mn = p + 2688;
+        const int8_t *xs[8];
+        for (int t = 0; t < 8; t++) xs[t] = xq[t * nb + b].qs;
+        for (int h = 0; h < nh; h++) {
+            __m256i is[8];
+            for (int t = 0; t < 8; t++) is[t] = _mm256_setzero_si256();
+            for (int s = 0; s < 8; s++) {
+                const uint8_t *q = p + 320 * s;
+                if (pfd && pf && h == 0) { /* the record pfd bytes ahead: the 5 lines of this run, the scales' 5 */
+                    for (int l = 0; l < 5; l++) _mm_prefetch((const char *)(q + pfd + 64 * l), KP_PF_HINT_AVX2);
+                    if (s < 5) _mm_prefetch((const char *)(sc + pfd + 64 * s), KP_PF_HINT_AVX2);
+                }
+                const __m128i s8 = _mm_loadl_epi64((const __m128i *)(sc + 16 * s + 8 * h));
+                const __m256i scv = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s8, s8));
+                const __m256i H = _mm256_loadu_si256((const __m256i *)(q + 256 + 32 * h));
+#pragma GCC unroll 2
+                for (int j0 = 0; j0 < 4; j0 += 2) { /* nibble ymm j0, j0 + 1 (k = 4s + j): one int16 sum */
+                    __m256i lo[2], hi[2];
+#pragma GCC unroll 2
+                    for (int u = 0; u < 2; u++) {
+                        const int j = j0 + u;
+                        const __m256i Q = _mm256_loadu_si256((const __m256i *)(q + 64 * j + 32 * h));
+                        const __m256i flo = 2 * j <= 4 ? _mm256_slli_epi16(H, 4 - 2 * j) : _mm256_srli_epi16(H, 2 * j - 4);
+                        const __m256i fhi = 2 * j + 1 <= 4 ? _mm256_slli_epi16(H, 3 - 2 * j) : _mm256_srli_epi16(H, 2 * j - 3);
+                        lo[u] = _mm256_or_si256(_mm256_and_si256(Q, m4), _mm256_and_si256(flo, c16));
+                        hi[u] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(Q, 4), m4), _mm256_and_si256(fhi, c16));
+                    }
+#pragma GCC unroll 8
+                    for (int t = 0; t < 8; t++) {
+                        const int8_t *x = xs[t] + 32 * s + 8 * j0;
+                        const __m256i v0 = _mm256_add_epi16(_mm256_maddubs_epi16(lo[0], _mm256_set1_epi32(ld32a(x))),
+                                                            _mm256_maddubs_epi16(hi[0], _mm256_set1_epi32(ld32a(x + 4))));
+                        const __m256i v1 = _mm256_add_epi16(_mm256_maddubs_epi16(lo[1], _mm256_set1_epi32(ld32a(x + 8))),
+                                                            _mm256_maddubs_epi16(hi[1], _mm256_set1_epi32(ld32a(x + 12))));
+                        is[t] = _mm256_add_epi32(is[t], _mm256_madd_epi16(_mm256_add_epi16(v0, v1), scv));
+                    }
+                }
+            }
+            const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 2816 + 16 * h)));
+            const __m256 dm = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 2848 + 16 * h)));
+            __m256i mp[4];
+            for (int c = 0; c < 4; c++) mp[c] = pairs8(mn + 16 * (2 * c) + 8 * h, mn + 16 * (2 * c + 1) + 8 * h);
+            for (int t = 0; t < 8; t++) {
+                const int16_t *bs = xq[t * nb + b].bsums;
+                __m256i msum = _mm256_setzero_si256();
+                for (int c = 0; c < 4; c++) {
+                    const int32_t bp = (int32_t)((uint32_t)(uint16_t)(bs[4 * c] + bs[4 * c + 1]) | ((uint32_t)(uint16_t)(bs[4 * c + 2] + bs[4 * c + 3]) << 16));
+                    const __m256i m = _mm256_madd_epi16(mp[c], _mm256_set1_epi32(bp));
+                    msum = c ? _mm256_add_epi32(msum, m) : m;
+                }
+                const __m256 dx = _mm256_set1_ps(xq[t * nb + b].d);
+                const __m256 r = _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(is[t])),
+                                               _mm256_mul_ps(_mm256_mul_ps(dm, dx), _mm256_cvtepi32_ps(msum)));
+                _mm256_storeu_ps(acc[h][t], _mm256_add_ps(_mm256_loadu_ps(acc[h][t]), r));
+            }
+        }
+    }
+    kp_store_avx2(acc, nh, nr, 8, bz, y, ldy);
+}
+
+#ifndef KP_AVX2_OWN_Q5
+#define KP_AVX2_OWN_Q5 1 /* the q5_K 8-token tile's own loop (0: kp_tile_avx2's) */
+#endif
+
+#define KP_GROUP_AVX2(name, F, TB)                                                                                          \
+    /* tiles of TB tokens (8: q6_K), of 4, then the rest; software prefetch in the first tile only (the group's records   \
      * come from DRAM once; the later tiles find them in L1/L2, where prefetching the next group's     \
      * records would only evict them) */                                                               \
     static void name(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, int64_t T, float *y, int64_t ldy,            \
@@ -1838,6 +1999,13 @@ static inline __attribute__((always_inline)) void kp_tile_avx2(const int fmt, co
         float bz[16] = {0};                                                                                              \
         if (bias) memcpy(bz, bias, (size_t)nr * sizeof(float));                                                          \
         int64_t t0 = 0;                                                                                                  \
+        if (TB == 8) {                                                                                                   \
+            for (; t0 + 8 <= T; t0 += 8) {                                                                               \
+                if (F == GB_Q6_K && KP_AVX2_OWN_Q6) kp_tile8_avx2_q6(P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, t0 == 0); \
+                else if (F == GB_Q5_K && KP_AVX2_OWN_Q5) kp_tile8_avx2_q5(P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, t0 == 0); \
+                else kp_tile_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 8, 1, t0 == 0);                   \
+            }                                                                                                            \
+        }                                                                                                                \
         for (; t0 + 4 <= T; t0 += 4) kp_tile_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 4, 1, t0 == 0);     \
         switch (T - t0) {                                                                                                \
         case 3: kp_tile_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 3, 1, t0 == 0); break;                   \
@@ -1846,10 +2014,10 @@ static inline __attribute__((always_inline)) void kp_tile_avx2(const int fmt, co
         default: break;                                                                                                  \
         }                                                                                                                \
     }
-KP_GROUP_AVX2(kp_group_avx2_q4, GB_Q4_K)
-KP_GROUP_AVX2(kp_group_avx2_q5, GB_Q5_K)
-KP_GROUP_AVX2(kp_group_avx2_q6, GB_Q6_K)
-KP_GROUP_AVX2(kp_group_avx2_iq4xs, GB_IQ4_XS)
+KP_GROUP_AVX2(kp_group_avx2_q4, GB_Q4_K, KP_AVX2_TQ4)
+KP_GROUP_AVX2(kp_group_avx2_q5, GB_Q5_K, KP_AVX2_TQ5)
+KP_GROUP_AVX2(kp_group_avx2_q6, GB_Q6_K, KP_AVX2_TQ6)
+KP_GROUP_AVX2(kp_group_avx2_iq4xs, GB_IQ4_XS, 4)
 
 /* q5_K GEMV (T = 1), one whole group of 16 rows: kp_tile_avx2's arithmetic (TT 1, HB 2) written for
  * the record's q5_K layout. Run s (sub-block s: 320 bytes, nibbles of zmm 4s..4s+3, then their fifth
@@ -2010,7 +2178,7 @@ static inline __attribute__((always_inline)) void kp_tile2_avx2(const int fmt, c
     const __m256i m3 = _mm256_set1_epi8(3), m4 = _mm256_set1_epi8(0x0f), c4 = _mm256_set1_epi8(4);
     const __m256i bsel = _mm256_set1_epi64x((long long)0x8040201008040201ull);
     const __m256i bidx = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
-    float acc[2][4][8];
+    float acc[2][KP_TT_AVX2][8];
     memset(acc, 0, sizeof(acc));
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *p = P + b * pb;
@@ -2261,10 +2429,25 @@ int gb_klinear_packed_chk(int fmt, const float *x, const void *wp, const float *
 #endif
         if (!panel && !nonf) {
             /* runs of groups of ~256 KB: long streams, and a thread held up by another job does not
-             * hold up the others (dynamic) */
+             * hold up the others (dynamic). The AVX2 version: token chunks of about KP_XCHUNK_AVX2
+             * bytes of q8_K activations (multiples of 8 tokens, the q6_K tile), every group per chunk,
+             * so a chunk's activations stay in L2 while the groups pass (all T per group streamed them
+             * from L3 once per group); each token's outputs are the same steps either way */
             const int64_t run = gbytes >= (256 << 10) ? 1 : (256 << 10) / gbytes;
+            int64_t tc = T;
+#ifdef GB_HAVE_K_AVX2
+            if (version == GB_KV_AVX2 && KP_XCHUNK_AVX2 > 0) {
+                tc = (int64_t)KP_XCHUNK_AVX2 / (nb * (int64_t)sizeof(gb_block_q8_K)) / 8 * 8;
+                if (tc < 8) tc = 8;
+                if (tc > T) tc = T;
+            }
+#endif
+            const int64_t nc = (T + tc - 1) / tc;
 #pragma omp for schedule(dynamic, run)
-            for (int64_t g = 0; g < G; g++) gb_kp_rows(fmt, wb, N, K, g, xq, T, y + 16 * g, N, bias ? bias + 16 * g : NULL, version);
+            for (int64_t w = 0; w < nc * G; w++) {
+                const int64_t g = w % G, t0 = w / G * tc, tn = T - t0 < tc ? T - t0 : tc;
+                gb_kp_rows(fmt, wb, N, K, g, xq + t0 * nb, tn, y + t0 * N + 16 * g, N, bias ? bias + 16 * g : NULL, version);
+            }
         }
     }
     gb_ws_free(xq);

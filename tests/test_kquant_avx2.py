@@ -64,7 +64,7 @@ def test_bit_identical_to_portable_T_1_to_17(rng, fmt, N):
 
 @needs_avx2
 @pytest.mark.parametrize("fmt", KF)
-@pytest.mark.parametrize("T_,N,K", [(1, 37, 2048), (5, 20, 512), (70, 50, 1280), (129, 24, 256)])
+@pytest.mark.parametrize("T_,N,K", [(1, 37, 2048), (5, 20, 512), (70, 50, 1280), (129, 24, 256), (203, 20, 2048)])
 def test_against_float64(rng, fmt, T_, N, K):
     w = random_blocks(rng, fmt, N, K)
     x = rng.standard_normal((T_, K)).astype(np.float32)

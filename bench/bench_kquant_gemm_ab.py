@@ -1,0 +1,79 @@
+"""K-quant prefill GEMM (T > 1) of the AVX2 version, one thread, this build against another build's _core .so.
+
+Both builds' gb_klinear_packed (version kquant_avx2) run alternately in one process on the same
+repacked weights (glmbench.bench.quant.kquant_weights, QTensor.repack) and activations (standard
+normal); time: the calling thread's CPU time (time.thread_time: a neighbour on a shared machine
+barely moves it), best and median of --rounds calls each. The outputs must be bit-identical.
+GOP: 2 x T x N x K.
+
+  PYTHONPATH=$PWD OMP_NUM_THREADS=1 python bench/bench_kquant_gemm_ab.py --before /tmp/old/_core.so \
+      --formats q6_K --shapes 2048x1536,1536x2048 --tokens 32,512
+"""
+import argparse
+import ctypes
+import time
+
+import numpy as np
+
+from glmbench.bench.quant import kquant_weights
+from glmbench.core import _loader, ops, quant
+
+
+def _kl(path):
+    f = ctypes.CDLL(path).gb_klinear_packed
+    f.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+                  ctypes.c_int64, ctypes.c_int64, ctypes.c_int]
+    f.restype = ctypes.c_int
+    return f
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--formats", default="q6_K")
+    ap.add_argument("--shapes", default="2048x1536,1536x2048", help="NxK, comma-separated")
+    ap.add_argument("--tokens", default="32,512")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--copies", type=int, default=1, help="weight copies called in turn (e.g. 16 x 2.6 MB > L3: cold weights)")
+    ap.add_argument("--before", default=None, help="another build's _core .so (label: before)")
+    ap.add_argument("--after", default=None, help="the _core .so to measure (default: this build's)")
+    a = ap.parse_args(argv)
+    ops.set_num_threads(1)
+    kern = {"after": _kl(a.after or _loader._core.__file__)}
+    if a.before:
+        kern = {"before": _kl(a.before), **kern}
+    kv = 3  # GB_KV_AVX2 (kquant_avx2)
+    hdr = "| format | NxK | T |" + "".join(f" {k} best / median |" for k in kern) + (" speed-up best / median |" if a.before else "")
+    print(hdr, flush=True)
+    for fmt in a.formats.split(","):
+        for shp in a.shapes.split(","):
+            n, k = map(int, shp.split("x"))
+            qs = [kquant_weights(n, k, fmt, seed=1 + i).repack() for i in range(a.copies)]
+            for T in (int(t) for t in a.tokens.split(",")):
+                x = np.random.default_rng(T).standard_normal((T, k)).astype(np.float32)
+                ts = {lab: [] for lab in kern}
+                outs = {}
+                reps = max(2, int(a.rounds * 512 / T) if T < 512 else a.rounds)
+                for i in range(reps * a.copies):
+                    for j, (lab, f) in enumerate(kern.items()):
+                        c = (i * len(kern) + j + i // a.copies) % a.copies  # each call on another copy
+                        q = qs[c]
+                        y = np.zeros((T, n), np.float32)
+                        t0 = time.thread_time()
+                        rc = f(quant.FORMATS[fmt][0], x.ctypes.data, q.packed.ctypes.data, None, y.ctypes.data, T, n, k, kv)
+                        ts[lab].append(time.thread_time() - t0)
+                        assert rc == 0
+                        outs.setdefault((lab, c), y)
+                line = f"| {fmt} | {n}x{k} | {T} |"
+                for lab in kern:
+                    gb, gm = 2 * T * n * k / min(ts[lab]) / 1e9, 2 * T * n * k / np.median(ts[lab]) / 1e9
+                    line += f" {min(ts[lab]) * 1e3:.3f} ms {gb:.1f} / {gm:.1f} GOP/s |"
+                if a.before:
+                    line += f" {min(ts['before']) / min(ts['after']):.2f}x / {np.median(ts['before']) / np.median(ts['after']):.2f}x |"
+                    same = [c for c in range(a.copies) if ("before", c) in outs and ("after", c) in outs]
+                    assert same and all(np.array_equal(outs["before", c].view(np.uint32), outs["after", c].view(np.uint32)) for c in same), "outputs differ"
+                print(line, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
