@@ -2,8 +2,8 @@
 A shape under 1 MB (e.g. 256x2048) stays in L2: many calls, the kernel's compute rate.
 
 Per format and shape: enough weight copies (repacked, QTensor.repack) to total >= 200 MB, so each call
-reads DRAM; alternating with each call, a plain AVX2 read of as many bytes (bench/rdlib: the 1-thread
-read ceiling as a program with no arithmetic gets it). With --before LIB (another build's _core .so)
+reads DRAM; alternating with each call, a read-only pass over as many bytes (_core.bench_read,
+csrc/bench.c's read loop: the read ceiling as a program with no arithmetic gets it). With --before LIB (another build's _core .so)
 both builds' gb_klinear_packed run alternately in the same process on the same weights. Time: the
 calling thread's CPU time at --threads 1 (a shared machine), wall clock otherwise; best and median.
 
@@ -11,9 +11,6 @@ calling thread's CPU time at --threads 1 (a shared machine), wall clock otherwis
 """
 import argparse
 import ctypes
-import os
-import subprocess
-import tempfile
 import time
 
 import numpy as np
@@ -21,39 +18,13 @@ import numpy as np
 from glmbench.bench.quant import kquant_weights
 from glmbench.core import _loader, ops, quant
 
-RD = r"""
-#include <immintrin.h>
-#include <stddef.h>
-long long rd(const char *p, size_t n) {
-  __m256i a = _mm256_setzero_si256(), b = a, c = a, d = a;
-  for (size_t i = 0; i + 128 <= n; i += 128) {
-    a = _mm256_add_epi32(a, _mm256_loadu_si256((const __m256i *)(p + i)));
-    b = _mm256_add_epi32(b, _mm256_loadu_si256((const __m256i *)(p + i + 32)));
-    c = _mm256_add_epi32(c, _mm256_loadu_si256((const __m256i *)(p + i + 64)));
-    d = _mm256_add_epi32(d, _mm256_loadu_si256((const __m256i *)(p + i + 96)));
-  }
-  __m256i v = _mm256_add_epi32(_mm256_add_epi32(a, b), _mm256_add_epi32(c, d));
-  return _mm256_extract_epi32(v, 0);
-}
-"""
-
-
-def _rdlib():
-    d = tempfile.mkdtemp()
-    src, so = os.path.join(d, "rd.c"), os.path.join(d, "rd.so")
-    with open(src, "w") as f:
-        f.write(RD)
-    subprocess.run(["gcc", "-O2", "-mavx2", "-shared", "-fPIC", "-o", so, src], check=True)
-    lib = ctypes.CDLL(so)
-    lib.rd.argtypes, lib.rd.restype = [ctypes.c_void_p, ctypes.c_size_t], ctypes.c_longlong
-    return lib
-
-
 def _kl(path):
-    lib = ctypes.CDLL(path)
-    f = lib.gb_klinear_packed
+    """gb_klinear_packed of the C core built at `path` (a _core .so), by ctypes: two builds side by side
+    in one process (bench_kquant_gemm_ab.py uses it too)."""
+    f = ctypes.CDLL(path).gb_klinear_packed
     f.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
                   ctypes.c_int64, ctypes.c_int64, ctypes.c_int]
+    f.restype = ctypes.c_int
     return f
 
 
@@ -67,7 +38,6 @@ def main():
     a = ap.parse_args()
     ops.set_num_threads(a.threads)
     clock = time.thread_time if a.threads == 1 else time.perf_counter
-    rd = _rdlib()
     kern = {"after": _kl(_loader._core.__file__)}
     if a.before:
         kern = {"before": _kl(a.before), **kern}
@@ -78,7 +48,7 @@ def main():
             small = n * k * 210 // 256 < (1 << 20)  # cache-resident: the kernel's compute rate, many calls
             ncopy = 1 if small else max(1, -(-200_000_000 // (n * k * 210 // 256)))
             qs = [kquant_weights(n, k, fmt, seed=i).repack() for i in range(ncopy)]
-            bufs = [np.ones(q.packed.nbytes, np.uint8) for q in qs]
+            bufs = [np.ones(q.packed.nbytes // 4, np.float32) for q in qs]  # bench_read reads float32
             x = np.random.default_rng(0).standard_normal(k).astype(np.float32)
             y = np.zeros(n, np.float32)
             nbytes = qs[0].packed.nbytes
@@ -93,9 +63,9 @@ def main():
                             ts[lab].append(clock() - t)
                         outs.setdefault(lab, y.copy())
                     t = clock()
-                    rd.rd(b.ctypes.data, b.nbytes)
+                    _loader._core.bench_read(b, 1)
                     ts["read"].append(clock() - t)
-            rb, rm = nbytes / min(ts["read"]) / 1e9, nbytes / np.median(ts["read"]) / 1e9
+            rb, rm = 4 * bufs[0].size / min(ts["read"]) / 1e9, 4 * bufs[0].size / np.median(ts["read"]) / 1e9
             line = f"| {fmt} | {n}x{k} | {nbytes / 1e6:.1f} MB | read {rb:.2f} / {rm:.2f} GB/s |"
             for lab in kern:
                 gb, gm = nbytes / min(ts[lab]) / 1e9, nbytes / np.median(ts[lab]) / 1e9

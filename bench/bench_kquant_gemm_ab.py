@@ -10,7 +10,6 @@ GOP: 2 x T x N x K.
       --formats q6_K --shapes 2048x1536,1536x2048 --tokens 32,512
 """
 import argparse
-import ctypes
 import time
 
 import numpy as np
@@ -18,13 +17,7 @@ import numpy as np
 from glmbench.bench.quant import kquant_weights
 from glmbench.core import _loader, ops, quant
 
-
-def _kl(path):
-    f = ctypes.CDLL(path).gb_klinear_packed
-    f.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
-                  ctypes.c_int64, ctypes.c_int64, ctypes.c_int]
-    f.restype = ctypes.c_int
-    return f
+from bench_kgemv_dram import _kl  # noqa: E402  (bench/ is the script's directory)
 
 
 def main(argv=None):
