@@ -231,7 +231,8 @@ def test_fit_keeps_a_memory_efficiency_compute_bound_points_cannot_identify(comp
     assert not any(k.startswith("cublas") and k.endswith(":memory") for k in fit.profile.kernels)
     # the post-fit rule alone: even where the sensitivity check lets every candidate through (as the
     # fit once let llama.cpp's mul_mat_id memory efficiency through, fitted on compute-bound
-    # prefill), an efficiency that binds no op at the fitted values goes back to its start
+    # prefill), an efficiency that binds no op at the fitted values, or binds some only past the
+    # roofline's kink where the points do not need it (_kinked), goes back to its start
     monkeypatch.setattr(jf, "_streams_as_gemv", lambda name: False)
     monkeypatch.setattr(jf, "_identifiable", lambda J, names, n, order=None: list(names))
     loose = jf.fit_runtime("llama.cpp", fake, base=start)
@@ -242,6 +243,34 @@ def test_fit_keeps_a_memory_efficiency_compute_bound_points_cannot_identify(comp
         assert loose.kept[n] == jf._start(start, n)
     assert loose.fitted["cublas:compute"] == pytest.approx(0.3, rel=0.02)
     assert max(abs(e) for e in loose.errors) < 0.02
+
+
+def test_an_efficiency_past_the_kink_goes_back_unless_the_points_need_it(public):
+    """_kinked: an equal fit with cuBLAS's memory efficiency pushed past the roofline's kink (it binds
+    small GEMMs at 0.25, the Ampere factor makes up for it exactly: found by the loose fit above in
+    one environment) goes back to its start and the rest is refitted to the truth; where the points
+    were made with a memory efficiency that binds (0.2, 0.1), the fit needs it and keeps it."""
+    pts = [p for p in public if p.runtime == "llama.cpp" and p.test == "pp" and p.setup.weights == "f16"]
+    start = jf._start_profile("llama.cpp")
+    n = len(pts)
+    for mem in (None, 0.2, 0.1):
+        params = {"cublas:compute": 0.3, **({} if mem is None else {"cublas:memory": mem})}
+        truth = jf._with_params(start, params)
+        fake = [dataclasses.replace(p, measured=q) for p, q in zip(pts, jf.predict_many(pts, truth))]
+        comp = jf.compile_points(fake, truth)
+        meas_s = jf._work(fake) / np.array([p.measured for p in fake])
+        fitted = dict(params) if mem is not None else \
+            {"cublas:compute": 0.3210455536126052, "cublas:memory": 0.25107730836663966, "arch.Ampere:compute": 0.9344504998033167}
+        x = np.array([jf._to_x(k, v) for k, v in fitted.items()])
+        assert jf._ssr(comp, start, list(fitted), x, meas_s, n) < 1e-8              # an equal fit either way
+        assert "cublas:memory" not in jf._unbound(comp, start, fitted, n)            # it binds ops here
+        assert "cublas:memory" in jf._unbound(comp, start, {**fitted, "cublas:memory": jf._start(start, "cublas:memory")}, n)
+        refit, drop = jf._kinked(comp, start, list(fitted), fitted, meas_s, n)
+        if mem is None:
+            assert drop == ["cublas:memory"] and "cublas:memory" not in refit
+            assert refit["cublas:compute"] * refit.get("arch.Ampere:compute", 1.0) == pytest.approx(0.3, rel=1e-3)
+        else:
+            assert drop == [] and refit == fitted
 
 
 def test_unbound_names_only_efficiencies_no_op_is_bound_by(compute_bound):

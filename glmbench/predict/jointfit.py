@@ -714,6 +714,8 @@ def fit_runtime(runtime: str, points: Sequence[PublicPoint], base: cm.RuntimePro
     for _ in range(3 if BOUND_ONLY else 0):
         drop = _unbound(comp, start, fitted, n)
         if not drop:
+            fitted, drop = _kinked(comp, start, chosen, fitted, meas_s, n)
+        if not drop:
             break
         unbound += drop
         chosen = [nm for nm in chosen if nm not in drop]
@@ -826,6 +828,28 @@ def _unbound(comp, prof, params, n_points) -> list[str]:
                 break
     return [nm for nm in params if _is_eff(nm) and nm != "pipeline_overlap" and ":" in nm
             and not nm.startswith(("card.", "arch.")) and nm not in bound]
+
+
+def _kinked(comp, start, chosen, fitted, meas_s, n):
+    """(fitted, [name]) for the first fitted efficiency that binds ops at its fitted value but none
+    at its start and that the points do not need: the others refitted with it at its start fit the
+    points as well (n ln(SSR0 / SSR1) within LR_CRIT). A fit can push an efficiency its points
+    cannot identify (memory on compute-bound GEMMs) past the roofline's kink, where it binds some
+    small ops and the other parameters make up for it exactly: which of those equal fits the
+    optimizer lands on is then a matter of rounding, so the rule asks whether the points need it
+    instead. (fitted, []) when none is such; fitted is the refit without it otherwise."""
+    for nm in list(fitted):
+        if nm not in _unbound(comp, start, fitted, n) and nm in _unbound(comp, start, {**fitted, nm: _start(start, nm)}, n):
+            rest = [c for c in chosen if c != nm]
+            x1 = np.array([_to_x(c, fitted[c]) for c in chosen])
+            x0 = np.array([_to_x(c, fitted[c]) for c in rest])
+            ssr1 = _ssr(comp, start, chosen, x1, meas_s, n)
+            res = _lsq(comp, start, rest, x0, meas_s, n) if rest else None
+            ssr0 = 2.0 * res.cost if rest else _ssr(comp, start, [], np.array([]), meas_s, n)
+            floor = n * LR_NOISE_FLOOR ** 2
+            if n * math.log((ssr0 + floor) / (ssr1 + floor)) <= LR_CRIT:
+                return ({c: _from_x(c, v) for c, v in zip(rest, res.x)} if rest else {}), [nm]
+    return fitted, []
 
 
 def _identifiable(J, names, n_points, order=None) -> list[str]:
