@@ -619,26 +619,27 @@ static inline __attribute__((always_inline)) void iqp_tile_avx2(const int fmt, c
         const int l = lane_blk[b % 16];
         const int64_t li = 16 * (b / 16) + l;
         const uint8_t *o = P + b * pb;
+        int32_t mc[8]; /* mxfp4, 8 tokens: the int sums start at -12 sum(x_block) (broadcast loads, no vpsubd) */
+        if (fmt == GB_MXFP4 && TT == 8)
+            for (int t = 0; t < 8; t++) mc[t] = -(xsp[(t0 + t) * nbp + li] / 128 * 12);
 #pragma GCC unroll 1
         for (int h = 0; h < 2; h++) {
             __m256i ia[8], ib[8];
             for (int t = 0; t < TT; t++) ia[t] = ib[t] = _mm256_setzero_si256();
+            if (fmt == GB_MXFP4 && TT == 8)
+                for (int t = 0; t < 8; t++) ia[t] = _mm256_castps_si256(_mm256_broadcast_ss((const float *)&mc[t]));
             if (fmt == GB_MXFP4 && TT == 8) {
-                /* 8 tokens, one int32 sum each: per pair of nibble ymm one int16 sum of 4 vpmaddubsw
-                 * (8 pairs of at most 24 * 127: <= 24384), then vpmaddwd; the same isum */
+                /* 8 tokens, one int32 sum each (started at -12 sum(x_block)): per nibble ymm one int16 sum of
+                 * 2 vpmaddubsw (4 pairs of at most 24 * 127), then vpmaddwd; 2 decoded ymm live; the same isum */
 #pragma GCC unroll 1
-                for (int k0 = 0; k0 < 4; k0 += 2) {
-                    const __m256i r0 = _mm256_loadu_si256((const __m256i *)(o + 64 * k0 + 32 * h));
-                    const __m256i r1 = _mm256_loadu_si256((const __m256i *)(o + 64 * (k0 + 1) + 32 * h));
-                    const __m256i lo0 = _mm256_shuffle_epi8(tbl, _mm256_and_si256(r0, m4));
-                    const __m256i hi0 = _mm256_shuffle_epi8(tbl, _mm256_and_si256(_mm256_srli_epi16(r0, 4), m4));
-                    const __m256i lo1 = _mm256_shuffle_epi8(tbl, _mm256_and_si256(r1, m4));
-                    const __m256i hi1 = _mm256_shuffle_epi8(tbl, _mm256_and_si256(_mm256_srli_epi16(r1, 4), m4));
+                for (int k = 0; k < 4; k++) {
+                    const __m256i raw = _mm256_loadu_si256((const __m256i *)(o + 64 * k + 32 * h));
+                    const __m256i lo = _mm256_shuffle_epi8(tbl, _mm256_and_si256(raw, m4));
+                    const __m256i hi = _mm256_shuffle_epi8(tbl, _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4));
 #pragma GCC unroll 8
                     for (int t = 0; t < 8; t++) {
-                        const int8_t *xt = xb + t * nbp * QB + 4 * k0;
-                        const __m256i a = _mm256_add_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(lo0, bc4_avx2(xt)), _mm256_maddubs_epi16(hi0, bc4_avx2(xt + 16))),
-                                                           _mm256_add_epi16(_mm256_maddubs_epi16(lo1, bc4_avx2(xt + 4)), _mm256_maddubs_epi16(hi1, bc4_avx2(xt + 20))));
+                        const int8_t *xt = xb + t * nbp * QB + 4 * k;
+                        const __m256i a = _mm256_add_epi16(_mm256_maddubs_epi16(lo, bc4_avx2(xt)), _mm256_maddubs_epi16(hi, bc4_avx2(xt + 16)));
                         ia[t] = _mm256_add_epi32(ia[t], _mm256_madd_epi16(a, ones));
                         IQ_PIN(ia[t]);
                     }
@@ -682,7 +683,7 @@ static inline __attribute__((always_inline)) void iqp_tile_avx2(const int fmt, c
             }
             const __m256 vd = iqp_scales_avx2(fmt, o + 256, h);
             for (int t = 0; t < TT; t++) {
-                const __m256i s = fmt == GB_MXFP4 && TT == 8 ? _mm256_sub_epi32(ia[t], _mm256_set1_epi32(xsp[(t0 + t) * nbp + li] / 128 * 12))
+                const __m256i s = fmt == GB_MXFP4 && TT == 8 ? ia[t]
                                   : fmt == GB_MXFP4 ? _mm256_sub_epi32(_mm256_add_epi32(_mm256_madd_epi16(ia[t], ones), _mm256_madd_epi16(ib[t], ones)),
                                                                        _mm256_set1_epi32(xsp[(t0 + t) * nbp + li] / 128 * 12))
                                                     : ia[t];
