@@ -1,8 +1,8 @@
-"""K-quant prefill GEMM (T > 1) of the AVX2 version, one thread, this build against another build's _core .so.
+"""K-quant (and iq4_nl/mxfp4) prefill GEMM (T > 1) of the AVX2 version, one thread, this build against another build's _core .so.
 
 Both builds' gb_klinear_packed (version kquant_avx2) run alternately in one process on the same
-repacked weights (glmbench.bench.quant.kquant_weights, QTensor.repack) and activations (standard
-normal); time: the calling thread's CPU time (time.thread_time: a neighbour on a shared machine
+repacked weights (glmbench.bench.quant.kquant_weights; iq4_nl/mxfp4: bench_ggml_peer._stored_weights
+and gb_iqlinear_packed; QTensor.repack) and activations (standard normal); time: the calling thread's CPU time (time.thread_time: a neighbour on a shared machine
 barely moves it), best and median of --rounds calls each. The outputs must be bit-identical.
 GOP: 2 x T x N x K.
 
@@ -19,6 +19,24 @@ from glmbench.core import _loader, ops, quant
 
 from bench_kgemv_dram import _kl  # noqa: E402  (bench/ is the script's directory)
 
+IQ_FMTS = ("iq4_nl", "mxfp4")  # csrc/quant_iq.c: gb_iqlinear_packed (the same arguments)
+
+
+def _iql(path):
+    import ctypes
+    f = ctypes.CDLL(path).gb_iqlinear_packed
+    f.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+                  ctypes.c_int64, ctypes.c_int64, ctypes.c_int]
+    f.restype = ctypes.c_int
+    return f
+
+
+def _weights(n, k, fmt, seed):
+    if fmt in IQ_FMTS:
+        from bench_ggml_peer import _stored_weights
+        return _stored_weights(n, k, fmt, seed)
+    return kquant_weights(n, k, fmt, seed=seed)
+
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -31,16 +49,18 @@ def main(argv=None):
     ap.add_argument("--after", default=None, help="the _core .so to measure (default: this build's)")
     a = ap.parse_args(argv)
     ops.set_num_threads(1)
-    kern = {"after": _kl(a.after or _loader._core.__file__)}
+    paths = {"after": a.after or _loader._core.__file__}
     if a.before:
-        kern = {"before": _kl(a.before), **kern}
+        paths = {"before": a.before, **paths}
+    kerns = {lab: (_kl(p), _iql(p)) for lab, p in paths.items()}
     kv = 3  # GB_KV_AVX2 (kquant_avx2)
-    hdr = "| format | NxK | T |" + "".join(f" {k} best / median |" for k in kern) + (" speed-up best / median |" if a.before else "")
+    hdr = "| format | NxK | T |" + "".join(f" {k} best / median |" for k in kerns) + (" speed-up best / median |" if a.before else "")
     print(hdr, flush=True)
     for fmt in a.formats.split(","):
         for shp in a.shapes.split(","):
             n, k = map(int, shp.split("x"))
-            qs = [kquant_weights(n, k, fmt, seed=1 + i).repack() for i in range(a.copies)]
+            qs = [_weights(n, k, fmt, 1 + i).repack() for i in range(a.copies)]
+            kern = {lab: f[1] if fmt in IQ_FMTS else f[0] for lab, f in kerns.items()}
             for T in (int(t) for t in a.tokens.split(",")):
                 x = np.random.default_rng(T).standard_normal((T, k)).astype(np.float32)
                 ts = {lab: [] for lab in kern}

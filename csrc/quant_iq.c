@@ -564,6 +564,15 @@ IQP_ROWS(iqp_rows_mx, GB_MXFP4)
 #define GB_HAVE_IQ_AVX2 1
 
 /* The GEMV's software prefetch distance in bytes of the group's record stream (as qgemm_avx2's). */
+#ifndef IQ_AVX2_NL_SPLIT
+#define IQ_AVX2_NL_SPLIT 1 /* iq4_nl's 8-token tile: low then high nibbles, sums pinned (0: both per token) */
+#endif
+#ifndef IQ_AVX2_MX8
+#define IQ_AVX2_MX8 1 /* mxfp4's 8-token tile (0: tiles of 4, two int16 sums per token) */
+#endif
+#ifndef IQ_XCHUNK_AVX2
+#define IQ_XCHUNK_AVX2 (160 << 10) /* the packed GEMM's token chunk, bytes of prepared activations (L2: 512 KB on Zen 3) */
+#endif
 #ifndef GB_IQ_AVX2_AHEAD
 #define GB_IQ_AVX2_AHEAD 2048
 #endif
@@ -591,6 +600,9 @@ static inline __m256i bc4_avx2(const int8_t *p) {
  * vpshufb, ggml's sign trick, vpmaddwd per vpmaddubsw. mxfp4: the values + 12 (0..24, unsigned) by
  * vpshufb, vpmaddubsw against x directly, low and high nibbles in separate int16 sums (4 pairs of
  * at most 2 * 24 * 127: <= 24384), then 12 * sum(x_block) (xsp / 128 * 12) taken off: the same isum. */
+/* an empty asm on a running sum: gcc keeps each token's adds in order (reassociated, the partial
+ * sums outnumbered the 16 ymm registers and spilled) */
+#define IQ_PIN(v) __asm__("" : "+x"(v))
 static const int8_t kv_mxfp4_u12[16] = {12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0}; /* kvalues_mxfp4 + 12 */
 
 static inline __attribute__((always_inline)) void iqp_tile_avx2(const int fmt, const uint8_t *P, int64_t nb, int64_t nbp,
@@ -607,10 +619,32 @@ static inline __attribute__((always_inline)) void iqp_tile_avx2(const int fmt, c
         const int l = lane_blk[b % 16];
         const int64_t li = 16 * (b / 16) + l;
         const uint8_t *o = P + b * pb;
+        int32_t mc[8]; /* mxfp4, 8 tokens: the int sums start at -12 sum(x_block) (broadcast loads, no vpsubd) */
+        if (fmt == GB_MXFP4 && TT == 8)
+            for (int t = 0; t < 8; t++) mc[t] = -(xsp[(t0 + t) * nbp + li] / 128 * 12);
 #pragma GCC unroll 1
         for (int h = 0; h < 2; h++) {
             __m256i ia[8], ib[8];
             for (int t = 0; t < TT; t++) ia[t] = ib[t] = _mm256_setzero_si256();
+            if (fmt == GB_MXFP4 && TT == 8)
+                for (int t = 0; t < 8; t++) ia[t] = _mm256_castps_si256(_mm256_broadcast_ss((const float *)&mc[t]));
+            if (fmt == GB_MXFP4 && TT == 8) {
+                /* 8 tokens, one int32 sum each (started at -12 sum(x_block)): per nibble ymm one int16 sum of
+                 * 2 vpmaddubsw (4 pairs of at most 24 * 127), then vpmaddwd; 2 decoded ymm live; the same isum */
+#pragma GCC unroll 1
+                for (int k = 0; k < 4; k++) {
+                    const __m256i raw = _mm256_loadu_si256((const __m256i *)(o + 64 * k + 32 * h));
+                    const __m256i lo = _mm256_shuffle_epi8(tbl, _mm256_and_si256(raw, m4));
+                    const __m256i hi = _mm256_shuffle_epi8(tbl, _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4));
+#pragma GCC unroll 8
+                    for (int t = 0; t < 8; t++) {
+                        const int8_t *xt = xb + t * nbp * QB + 4 * k;
+                        const __m256i a = _mm256_add_epi16(_mm256_maddubs_epi16(lo, bc4_avx2(xt)), _mm256_maddubs_epi16(hi, bc4_avx2(xt + 16)));
+                        ia[t] = _mm256_add_epi32(ia[t], _mm256_madd_epi16(a, ones));
+                        IQ_PIN(ia[t]);
+                    }
+                }
+            } else
 #pragma GCC unroll 1
             for (int k = 0; k < 4; k++) {
                 const __m256i raw = _mm256_loadu_si256((const __m256i *)(o + 64 * k + 32 * h));
@@ -621,6 +655,20 @@ static inline __attribute__((always_inline)) void iqp_tile_avx2(const int fmt, c
                     for (int t = 0; t < TT; t++) {
                         ia[t] = _mm256_add_epi16(ia[t], _mm256_maddubs_epi16(lo, bc4_avx2(xb + t * nbp * QB + 4 * k)));
                         ib[t] = _mm256_add_epi16(ib[t], _mm256_maddubs_epi16(hi, bc4_avx2(xb + t * nbp * QB + 16 + 4 * k)));
+                    }
+                } else if (TT == 8 && IQ_AVX2_NL_SPLIT) {
+                    /* low nibbles for the 8 tokens, then high (2 decoded ymm live, the sums pinned): no spills */
+                    const __m256i alo = _mm256_abs_epi8(lo);
+#pragma GCC unroll 8
+                    for (int t = 0; t < 8; t++) {
+                        ia[t] = _mm256_add_epi32(ia[t], _mm256_madd_epi16(_mm256_maddubs_epi16(alo, _mm256_sign_epi8(bc4_avx2(xb + t * nbp * QB + 4 * k), lo)), ones));
+                        IQ_PIN(ia[t]);
+                    }
+                    const __m256i ahi = _mm256_abs_epi8(hi);
+#pragma GCC unroll 8
+                    for (int t = 0; t < 8; t++) {
+                        ia[t] = _mm256_add_epi32(ia[t], _mm256_madd_epi16(_mm256_maddubs_epi16(ahi, _mm256_sign_epi8(bc4_avx2(xb + t * nbp * QB + 16 + 4 * k), hi)), ones));
+                        IQ_PIN(ia[t]);
                     }
                 } else {
                     const __m256i alo = _mm256_abs_epi8(lo), ahi = _mm256_abs_epi8(hi);
@@ -635,9 +683,10 @@ static inline __attribute__((always_inline)) void iqp_tile_avx2(const int fmt, c
             }
             const __m256 vd = iqp_scales_avx2(fmt, o + 256, h);
             for (int t = 0; t < TT; t++) {
-                const __m256i s = fmt == GB_MXFP4 ? _mm256_sub_epi32(_mm256_add_epi32(_mm256_madd_epi16(ia[t], ones), _mm256_madd_epi16(ib[t], ones)),
-                                                                     _mm256_set1_epi32(xsp[(t0 + t) * nbp + li] / 128 * 12))
-                                                  : ia[t];
+                const __m256i s = fmt == GB_MXFP4 && TT == 8 ? ia[t]
+                                  : fmt == GB_MXFP4 ? _mm256_sub_epi32(_mm256_add_epi32(_mm256_madd_epi16(ia[t], ones), _mm256_madd_epi16(ib[t], ones)),
+                                                                       _mm256_set1_epi32(xsp[(t0 + t) * nbp + li] / 128 * 12))
+                                                    : ia[t];
                 const __m256 p = _mm256_mul_ps(_mm256_mul_ps(vd, _mm256_set1_ps(dxp[(t0 + t) * nbp + li])), _mm256_cvtepi32_ps(s));
                 acc[l][t][h] = _mm256_add_ps(acc[l][t][h], p);
             }
@@ -748,7 +797,7 @@ static inline __attribute__((always_inline)) void iqp_gemv2_avx2(const int fmt, 
     static void name(const uint8_t *P, int64_t nb, int64_t nbp, const int8_t *xq, const float *dxp, const int32_t *xsp,   \
                      int64_t T, float *y, int64_t ldy, const float *bias, int nr) {                                     \
         int64_t t0 = 0;                                                                                                 \
-        if (F == GB_IQ4_NL) /* 8 tokens (one ymm accumulator each); mxfp4 holds two per token */                      \
+        if (F == GB_IQ4_NL || IQ_AVX2_MX8) /* 8 tokens (one ymm accumulator each) */                                 \
             for (; t0 + 8 <= T; t0 += 8) iqp_tile_avx2(F, P, nb, nbp, xq, dxp, xsp, t0, y, ldy, bias, nr, 8);           \
         for (; t0 + 4 <= T; t0 += 4) iqp_tile_avx2(F, P, nb, nbp, xq, dxp, xsp, t0, y, ldy, bias, nr, 4);               \
         switch (T - t0) {                                                                                               \
@@ -947,9 +996,22 @@ static int iqlinear_impl(int fmt, const float *x, const void *w, const void *wp,
             if (version == GB_KV_AVX2) { /* runs of groups (the GEMV pairs each run's halves: iqp_groups_avx2) */
                 Gr = 0;
                 const int64_t step = T == 1 ? (run < 8 ? 8 : run) : 1;
+                /* the GEMM in token chunks of about IQ_XCHUNK_AVX2 bytes of prepared activations (multiples
+                 * of 8 tokens), chunk-major, every group per chunk: a chunk stays in L2 while the groups
+                 * pass (all T per group streamed them from L3 once per group); the same steps per token */
+                int64_t tc = T;
+                if (T > 1 && IQ_XCHUNK_AVX2 > 0) {
+                    tc = (int64_t)IQ_XCHUNK_AVX2 / (nbp * 40) / 8 * 8;
+                    if (tc < 8) tc = 8;
+                    if (tc > T) tc = T;
+                }
+                const int64_t ns = (G + step - 1) / step, nck = (T + tc - 1) / tc;
 #pragma omp for schedule(dynamic, 1)
-                for (int64_t s = 0; s < (G + step - 1) / step; s++)
-                    iqp_groups_avx2(fmt, (const uint8_t *)wp, s * step, (s + 1) * step < G ? (s + 1) * step : G, nb, nbp, xq, dxp, xsp, T, y, bias, N);
+                for (int64_t w = 0; w < nck * ns; w++) {
+                    const int64_t s = w % ns, t0 = w / ns * tc, tn = T - t0 < tc ? T - t0 : tc;
+                    iqp_groups_avx2(fmt, (const uint8_t *)wp, s * step, (s + 1) * step < G ? (s + 1) * step : G, nb, nbp, xq + t0 * nbp * QB,
+                                    dxp + t0 * nbp, xsp + t0 * nbp, tn, y + t0 * N, bias, N);
+                }
             }
 #endif
 #pragma omp for schedule(dynamic, run)

@@ -1990,6 +1990,92 @@ static void kp_tile8_avx2_q5(const uint8_t *P, int64_t nb, const gb_block_q8_K *
 #define KP_AVX2_OWN_Q5 1 /* the q5_K 8-token tile's own loop (0: kp_tile_avx2's) */
 #endif
 
+/* iq4_xs GEMM, 8 tokens x the nr rows of a group: kp_tile_avx2's integers with the sign moved to the
+ * activations: vpmaddubsw(|w|, x with w's sign) (|w| <= 127 by a table of the grid's magnitudes) is
+ * the same int16 pairs as vpmaddubsw(|x|, w with x's sign) (q8_K values are in [-127, 127]: the
+ * quantizers clamp at 127 and -127/max scales the largest magnitude to -127, never -128), so the
+ * token's |x| is not taken per ymm; each nibble ymm decoded once (2 lookups per half-byte) for its 8
+ * tokens, low then high nibbles (fewer live registers); isum and the float32 steps as kp_tile_avx2's:
+ * bit-identical */
+/* an empty asm on a running sum: gcc then keeps the token's adds in order (reassociated, they held
+ * more partial sums than the 16 ymm registers and spilled) */
+#ifndef KP_PIN_SUMS
+#define KP_PIN_SUMS 1
+#endif
+#if KP_PIN_SUMS
+#define KP_PIN(v) __asm__("" : "+x"(v))
+#else
+#define KP_PIN(v) (void)0
+#endif
+#ifndef KP_IQ_ABS_TBL
+#define KP_IQ_ABS_TBL 0 /* |w| by a second lookup (1) or vpabsb of w (0: one register fewer) */
+#endif
+#if KP_IQ_ABS_TBL
+static const int8_t kvalues_iq4nl_abs[16] = {127, 104, 83, 65, 49, 35, 22, 10, 1, 13, 25, 38, 53, 69, 89, 113};
+#define KP_IQ_ABS(w, i) _mm256_shuffle_epi8(atbl, i)
+#else
+#define KP_IQ_ABS(w, i) _mm256_abs_epi8(w)
+#endif
+static void kp_tile8_avx2_iq4xs(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, float *y, int64_t ldy, const float *bz,
+                                int nr, int pf) {
+    const int64_t pb = gb_kp_block_bytes(GB_IQ4_XS), pfd = KP_PF_BYTES_AVX2;
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    const __m256i tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)kvalues_iq4nl));
+#if KP_IQ_ABS_TBL
+    const __m256i atbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)kvalues_iq4nl_abs));
+#endif
+    const int nh = nr > 8 ? 2 : 1;
+    float acc[2][KP_TT_AVX2][8];
+    memset(acc, 0, sizeof(acc));
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *p = P + b * pb, *sc = p + 2048;
+        const int8_t *xs[8];
+        for (int t = 0; t < 8; t++) xs[t] = xq[t * nb + b].qs;
+        for (int h = 0; h < nh; h++) {
+            __m256i is[8];
+            for (int t = 0; t < 8; t++) is[t] = _mm256_setzero_si256();
+            for (int s = 0; s < 8; s++) {
+                const __m128i s8 = _mm_loadl_epi64((const __m128i *)(sc + 16 * s + 8 * h));
+                const __m256i scv = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s8, s8));
+#pragma GCC unroll 4
+                for (int j = 0; j < 4; j++) {
+                    const int k = 4 * s + j;
+                    if (pfd && pf && h == 0) { /* the record pfd bytes ahead, every line of it */
+                        _mm_prefetch((const char *)(p + pfd + 64 * k), KP_PF_HINT_AVX2);
+                        if (64 * (k + 32) < pb) _mm_prefetch((const char *)(p + pfd + 64 * (k + 32)), KP_PF_HINT_AVX2);
+                    }
+                    const __m256i Q = _mm256_loadu_si256((const __m256i *)(p + 64 * k + 32 * h));
+                    const __m256i ilo = _mm256_and_si256(Q, m4), ihi = _mm256_and_si256(_mm256_srli_epi16(Q, 4), m4);
+                    const __m256i wl = _mm256_shuffle_epi8(tbl, ilo), al = KP_IQ_ABS(wl, ilo);
+#pragma GCC unroll 8
+                    for (int t = 0; t < 8; t++) {
+                        const __m256i x0 = _mm256_set1_epi32(ld32a(xs[t] + 8 * k));
+                        is[t] = _mm256_add_epi32(is[t], _mm256_madd_epi16(_mm256_maddubs_epi16(al, _mm256_sign_epi8(x0, wl)), scv));
+                        KP_PIN(is[t]);
+                    }
+                    const __m256i wh = _mm256_shuffle_epi8(tbl, ihi), ah = KP_IQ_ABS(wh, ihi);
+#pragma GCC unroll 8
+                    for (int t = 0; t < 8; t++) {
+                        const __m256i x1 = _mm256_set1_epi32(ld32a(xs[t] + 8 * k + 4));
+                        is[t] = _mm256_add_epi32(is[t], _mm256_madd_epi16(_mm256_maddubs_epi16(ah, _mm256_sign_epi8(x1, wh)), scv));
+                        KP_PIN(is[t]);
+                    }
+                }
+            }
+            const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 2176 + 16 * h)));
+            for (int t = 0; t < 8; t++) {
+                const __m256 r = _mm256_mul_ps(_mm256_mul_ps(d, _mm256_set1_ps(xq[t * nb + b].d)), _mm256_cvtepi32_ps(is[t]));
+                _mm256_storeu_ps(acc[h][t], _mm256_add_ps(_mm256_loadu_ps(acc[h][t]), r));
+            }
+        }
+    }
+    kp_store_avx2(acc, nh, nr, 8, bz, y, ldy);
+}
+
+#ifndef KP_AVX2_TIQ4XS
+#define KP_AVX2_TIQ4XS 8 /* tokens per tile of the iq4_xs GEMM (4: kp_tile_avx2's 4-token tile only) */
+#endif
+
 #define KP_GROUP_AVX2(name, F, TB)                                                                                          \
     /* tiles of TB tokens (8: q6_K), of 4, then the rest; software prefetch in the first tile only (the group's records   \
      * come from DRAM once; the later tiles find them in L1/L2, where prefetching the next group's     \
@@ -2003,6 +2089,7 @@ static void kp_tile8_avx2_q5(const uint8_t *P, int64_t nb, const gb_block_q8_K *
             for (; t0 + 8 <= T; t0 += 8) {                                                                               \
                 if (F == GB_Q6_K && KP_AVX2_OWN_Q6) kp_tile8_avx2_q6(P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, t0 == 0); \
                 else if (F == GB_Q5_K && KP_AVX2_OWN_Q5) kp_tile8_avx2_q5(P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, t0 == 0); \
+                else if (F == GB_IQ4_XS) kp_tile8_avx2_iq4xs(P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, t0 == 0);       \
                 else kp_tile_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 8, 1, t0 == 0);                   \
             }                                                                                                            \
         }                                                                                                                \
@@ -2017,7 +2104,7 @@ static void kp_tile8_avx2_q5(const uint8_t *P, int64_t nb, const gb_block_q8_K *
 KP_GROUP_AVX2(kp_group_avx2_q4, GB_Q4_K, KP_AVX2_TQ4)
 KP_GROUP_AVX2(kp_group_avx2_q5, GB_Q5_K, KP_AVX2_TQ5)
 KP_GROUP_AVX2(kp_group_avx2_q6, GB_Q6_K, KP_AVX2_TQ6)
-KP_GROUP_AVX2(kp_group_avx2_iq4xs, GB_IQ4_XS, 4)
+KP_GROUP_AVX2(kp_group_avx2_iq4xs, GB_IQ4_XS, KP_AVX2_TIQ4XS)
 
 /* q5_K GEMV (T = 1), one whole group of 16 rows: kp_tile_avx2's arithmetic (TT 1, HB 2) written for
  * the record's q5_K layout. Run s (sub-block s: 320 bytes, nibbles of zmm 4s..4s+3, then their fifth

@@ -247,3 +247,40 @@ def test_q8_K_random_scales_byte_exact(rng):
     np.testing.assert_array_equal(d.view(np.uint32), dn.view(np.uint32))
     np.testing.assert_array_equal(q, qn)
     np.testing.assert_array_equal(bs, bsn)
+
+
+@needs_avx2
+@pytest.mark.parametrize("T_", [8, 16, 21])
+def test_iq4_xs_8_token_tile_extreme_products(rng, T_):
+    """The iq4_xs 8-token tile (kp_tile8_avx2_iq4xs) takes |w| x (x with w's sign): at the largest
+    magnitudes (every index 0, w = -127, activations of +-full scale so q8_K values are +-127 in
+    both signs: int16 pairs of 2 x 127 x 127, the most a vpmaddubsw pair holds) and extreme 6-bit
+    scales, the same bits as the portable version; also mixed with random blocks."""
+    N, K = 24, 512
+    w = random_blocks(rng, "iq4_xs", N, K)
+    blk = w.reshape(N, 2, BB["iq4_xs"])
+    blk[:8, :, 8:] = 0                          # rows 0..7: every nibble index 0 (value -127)
+    blk[:4, :, 2:4] = 0xFF                      # rows 0..3: 6-bit scales 63 - 32 = 31 (high 2 bits set)
+    blk[:4, :, 4:8] = 0xFF
+    qt = QTensor(w, "iq4_xs", (N, K)).repack()
+    x = rng.standard_normal((T_, K)).astype(np.float32)
+    x[0] = 1.0                                  # all +127
+    x[1] = -1.0                                 # all -127
+    x[2, ::2], x[2, 1::2] = 1.0, -1.0
+    x[3] = np.where(rng.random(K) < 0.5, 1.0, -1.0).astype(np.float32)
+    y = quant.linear(x, qt, kernel="kquant_avx2")
+    _same(y, quant.linear(x, qt, kernel="kquant_ref"))
+    assert np.all(np.isfinite(y))
+
+
+@needs_avx2
+@pytest.mark.parametrize("fmt", ["iq4_xs", "q6_K"])
+def test_token_chunks_and_8_token_tiles(rng, fmt):
+    """T = 203 at K = 4096: gb_klinear_packed's AVX2 token chunks (KP_XCHUNK_AVX2: 32 tokens of
+    146 KB here, the last one 11 tokens: an 8-token tile and a 3-token tail) against the portable version."""
+    N, K, T_ = 20, 4096, 203
+    w = random_blocks(rng, fmt, N, K)
+    qt = QTensor(w, fmt, (N, K)).repack()
+    x = rng.standard_normal((T_, K)).astype(np.float32)
+    bias = rng.standard_normal(N).astype(np.float32)
+    _same(quant.linear(x, qt, bias, kernel="kquant_avx2"), quant.linear(x, qt, bias, kernel="kquant_ref"))

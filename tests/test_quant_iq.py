@@ -405,3 +405,31 @@ def test_repacked_experts_equal_stored(rng):
         return (random_blocks if fmt in FMTS else test_quant_k.random_blocks)(rng, fmt, rows, k)
     quant_cases.repacked_experts_equal_stored(rng, ("q4_K", "mxfp4", "iq4_nl"), blocks, kmoe)
     quant_cases.repacked_experts_equal_stored(rng, ("mxfp4", "mxfp4", "q6_K"), blocks, kmoe)
+
+
+AVX2 = quant.kernels().get("kquant_avx2", False)
+
+
+@pytest.mark.skipif(not AVX2, reason="the AVX2 version is not compiled in on this build")
+@pytest.mark.parametrize("fmt", FMTS)
+@pytest.mark.parametrize("T_,N,K", [(203, 20, 2048), (16, 33, 4096), (9, 16, 64)])
+def test_avx2_token_chunks_and_tiles_bit_identical(rng, fmt, T_, N, K):
+    """The AVX2 GEMM on repacked weights in token chunks (IQ_XCHUNK_AVX2: 64 tokens at K = 2048, the
+    last chunk 11 tokens: an 8-token tile and a 3-token tail) and 8-token tiles (iq4_nl: low then high
+    nibbles; mxfp4: one int32 sum per token), with the largest-magnitude values (iq4_nl -127,
+    mxfp4 +-12 = index 7/15) against +-full-scale activations in some rows: the portable version's bits."""
+    w = random_blocks(rng, fmt, N, K)
+    blk = w.reshape(N, K // 32, BB[fmt])
+    hd = 2 if fmt == "iq4_nl" else 1
+    blk[:4, :, hd:] = 0 if fmt == "iq4_nl" else 0x77   # iq4_nl index 0 (-127); mxfp4 index 7 (12)
+    if fmt == "mxfp4":
+        blk[4:6, :, hd:] = 0xFF                        # index 15 (-12)
+    qt = QTensor(w, fmt, (N, K)).repack()
+    x = rng.standard_normal((T_, K)).astype(np.float32)
+    x[0] = 1.0
+    x[1, ::2], x[1, 1::2] = 1.0, -1.0
+    x[2] = -1.0
+    bias = rng.standard_normal(N).astype(np.float32)
+    y = quant.linear(x, qt, bias, kernel="kquant_avx2")
+    np.testing.assert_array_equal(y.view(np.uint32), quant.linear(x, qt, bias, kernel="kquant_ref").view(np.uint32))
+    assert np.all(np.isfinite(y))
