@@ -2102,25 +2102,26 @@ static void kp_gemv_avx2_q5(const uint8_t *P, int64_t nb, const gb_block_q8_K *x
  * 2-bit fields) each half's 2-bit ymm is read once for both nibble ymm, the 16 rows' scales in one
  * 16-byte load, addresses by pointer; the running sums stay in registers. isum and msum are the
  * same integers, the float32 steps the same, lane by lane: bit-identical to kp_tile_avx2. */
-/* one super-block (record p, activations xb) of the q6_K GEMV into the running sums of rows 0..7 (a0)
- * and 8..15 (a1) */
-static inline __attribute__((always_inline)) void kp_sb_avx2_q6(const uint8_t *p, const gb_block_q8_K *xb, __m256 *a0, __m256 *a1,
-                                                                const int64_t pfd) {
+static void kp_gemv_avx2_q6(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, float *y, const float *bias) {
+    const int64_t pb = gb_kp_block_bytes(GB_Q6_K), pfd = KP_PF_Q6_AVX2;
     const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
-    const uint8_t *sc = p + 3072;
-    __m256i is0 = _mm256_setzero_si256(), is1 = _mm256_setzero_si256();
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *p = P + b * pb, *sc = p + 3072;
+        const gb_block_q8_K *xb = xq + b;
+        __m256i is0 = _mm256_setzero_si256(), is1 = _mm256_setzero_si256();
 #pragma GCC unroll 2
-    for (int s = 0; s < 16; s++) {
-        const uint8_t *q = p + 192 * s;
-        if (pfd) { /* the record pfd bytes ahead: its 3 lines of this run, and the scales' 5 at the start */
-            for (int l = 0; l < 3; l++) _mm_prefetch((const char *)(q + pfd + 64 * l), KP_PF_HINT_AVX2);
-            if (s < 5) _mm_prefetch((const char *)(sc + pfd + 64 * s), KP_PF_HINT_AVX2);
-        }
-        const __m128i s8 = _mm_loadu_si128((const __m128i *)(sc + 16 * s));
-        const __m256i sc0 = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s8, s8)), sc1 = _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(s8, s8));
-        const int8_t *xs = xb->qs + 16 * s;
-        const __m256i x00 = _mm256_set1_epi32(ld32a(xs)), x01 = _mm256_set1_epi32(ld32a(xs + 4));
-        const __m256i x10 = _mm256_set1_epi32(ld32a(xs + 8)), x11 = _mm256_set1_epi32(ld32a(xs + 12));
+        for (int s = 0; s < 16; s++) {
+            const uint8_t *q = p + 192 * s;
+            if (pfd) { /* the record pfd bytes ahead: its 3 lines of this run, and the scales' 5 at the start */
+                for (int l = 0; l < 3; l++) _mm_prefetch((const char *)(q + pfd + 64 * l), KP_PF_HINT_AVX2);
+                if (s < 5) _mm_prefetch((const char *)(sc + pfd + 64 * s), KP_PF_HINT_AVX2);
+            }
+            const __m128i s8 = _mm_loadu_si128((const __m128i *)(sc + 16 * s));
+            const __m256i sc0 = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s8, s8)), sc1 = _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(s8, s8));
+            const int8_t *xs = xb->qs + 16 * s;
+            const __m256i x00 = _mm256_set1_epi32(ld32a(xs)), x01 = _mm256_set1_epi32(ld32a(xs + 4));
+            const __m256i x10 = _mm256_set1_epi32(ld32a(xs + 8)), x11 = _mm256_set1_epi32(ld32a(xs + 12));
 #define KP_Q6_HALF(h, is, scv)                                                                                           \
     do {                                                                                                                 \
         const __m256i Q0 = _mm256_loadu_si256((const __m256i *)(q + 32 * (h)));                                          \
@@ -2136,129 +2137,32 @@ static inline __attribute__((always_inline)) void kp_sb_avx2_q6(const uint8_t *p
         const __m256i a1 = _mm256_add_epi16(_mm256_maddubs_epi16(lo1, x10), _mm256_maddubs_epi16(hi1, x11));            \
         is = _mm256_add_epi32(is, _mm256_add_epi32(_mm256_madd_epi16(a0, scv), _mm256_madd_epi16(a1, scv)));            \
     } while (0)
-        KP_Q6_HALF(0, is0, sc0);
-        KP_Q6_HALF(1, is1, sc1);
+            KP_Q6_HALF(0, is0, sc0);
+            KP_Q6_HALF(1, is1, sc1);
 #undef KP_Q6_HALF
-    }
-    /* msum: the scales' (2c, 2c+1) int16 pairs against the token's 16-value sums (2c, 2c+1) */
-    __m256i ms0 = _mm256_setzero_si256(), ms1 = _mm256_setzero_si256();
-    for (int c = 0; c < 8; c++) {
-        const __m128i a = _mm_loadu_si128((const __m128i *)(sc + 32 * c)), a2 = _mm_loadu_si128((const __m128i *)(sc + 32 * c + 16));
-        const __m256i bp = _mm256_set1_epi32(ld32a(xb->bsums + 2 * c));
-        ms0 = _mm256_add_epi32(ms0, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, a2)), bp));
-        ms1 = _mm256_add_epi32(ms1, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_unpackhi_epi8(a, a2)), bp));
-    }
-    const __m256 dx = _mm256_set1_ps(xb->d);
-    const __m256 d0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(sc + 256))), d1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(sc + 272)));
-    *a0 = _mm256_add_ps(*a0, _mm256_mul_ps(_mm256_mul_ps(d0, dx), _mm256_cvtepi32_ps(_mm256_sub_epi32(is0, _mm256_slli_epi32(ms0, 5)))));
-    *a1 = _mm256_add_ps(*a1, _mm256_mul_ps(_mm256_mul_ps(d1, dx), _mm256_cvtepi32_ps(_mm256_sub_epi32(is1, _mm256_slli_epi32(ms1, 5)))));
-}
-
-/* one super-block of the q4_K GEMV: kp_tile_avx2's steps at TT 1, HB 2 (the int16 sums over the 4
- * nibble ymm of a sub-block, one vpmaddwd by its scale; msum by the (min 2c, min 2c+1) pairs against
- * the token's pairs of 32-value sums; the same float32 steps lane by lane), the running sums in registers */
-static inline __attribute__((always_inline)) void kp_sb_avx2_q4(const uint8_t *p, const gb_block_q8_K *xb, __m256 *a0, __m256 *a1,
-                                                                const int64_t pfd) {
-    const __m256i m4 = _mm256_set1_epi8(0x0f);
-    const uint8_t *sc = p + 2048, *mn = p + 2176, *dp = p + 2304;
-    __m256i is0 = _mm256_setzero_si256(), is1 = _mm256_setzero_si256();
-    for (int s = 0; s < 8; s++) {
-        const uint8_t *q = p + 256 * s;
-        if (pfd) { /* the record pfd bytes ahead: the 4 lines of this sub-block, the tail's 5 (scales, mins, d) first */
-            for (int l = 0; l < 4; l++) _mm_prefetch((const char *)(q + pfd + 64 * l), KP_PF_HINT_AVX2);
-            if (s < 5) _mm_prefetch((const char *)(sc + pfd + 64 * s), KP_PF_HINT_AVX2);
         }
-        const __m128i s8 = _mm_loadu_si128((const __m128i *)(sc + 16 * s));
-        const __m256i sc0 = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s8, s8)), sc1 = _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(s8, s8));
-        const int8_t *xs = xb->qs + 32 * s;
-        __m256i v0 = _mm256_setzero_si256(), v1 = _mm256_setzero_si256();
-#pragma GCC unroll 4
-        for (int kk = 0; kk < 4; kk++) {
-            const __m256i x0 = _mm256_set1_epi32(ld32a(xs + 8 * kk)), x1 = _mm256_set1_epi32(ld32a(xs + 8 * kk + 4));
-            const __m256i Q0 = _mm256_loadu_si256((const __m256i *)(q + 64 * kk)), Q1 = _mm256_loadu_si256((const __m256i *)(q + 64 * kk + 32));
-            const __m256i u0 = _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_and_si256(Q0, m4), x0),
-                                                _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(Q0, 4), m4), x1));
-            const __m256i u1 = _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_and_si256(Q1, m4), x0),
-                                                _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(Q1, 4), m4), x1));
-            v0 = kk ? _mm256_add_epi16(v0, u0) : u0;
-            v1 = kk ? _mm256_add_epi16(v1, u1) : u1;
+        /* msum: the scales' (2c, 2c+1) int16 pairs against the token's 16-value sums (2c, 2c+1) */
+        __m256i ms0 = _mm256_setzero_si256(), ms1 = _mm256_setzero_si256();
+        for (int c = 0; c < 8; c++) {
+            const __m128i a = _mm_loadu_si128((const __m128i *)(sc + 32 * c)), a2 = _mm_loadu_si128((const __m128i *)(sc + 32 * c + 16));
+            const __m256i bp = _mm256_set1_epi32(ld32a(xb->bsums + 2 * c));
+            ms0 = _mm256_add_epi32(ms0, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, a2)), bp));
+            ms1 = _mm256_add_epi32(ms1, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_unpackhi_epi8(a, a2)), bp));
         }
-        is0 = _mm256_add_epi32(is0, _mm256_madd_epi16(v0, sc0));
-        is1 = _mm256_add_epi32(is1, _mm256_madd_epi16(v1, sc1));
+        const __m256 dx = _mm256_set1_ps(xb->d);
+        const __m256 d0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(sc + 256))), d1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(sc + 272)));
+        acc0 = _mm256_add_ps(acc0, _mm256_mul_ps(_mm256_mul_ps(d0, dx), _mm256_cvtepi32_ps(_mm256_sub_epi32(is0, _mm256_slli_epi32(ms0, 5)))));
+        acc1 = _mm256_add_ps(acc1, _mm256_mul_ps(_mm256_mul_ps(d1, dx), _mm256_cvtepi32_ps(_mm256_sub_epi32(is1, _mm256_slli_epi32(ms1, 5)))));
     }
-    const int16_t *bs = xb->bsums;
-    __m256i ms0 = _mm256_setzero_si256(), ms1 = _mm256_setzero_si256();
-    for (int c = 0; c < 4; c++) {
-        const __m256i bp = _mm256_set1_epi32((int32_t)((uint32_t)(uint16_t)(bs[4 * c] + bs[4 * c + 1]) |
-                                                       ((uint32_t)(uint16_t)(bs[4 * c + 2] + bs[4 * c + 3]) << 16)));
-        const __m128i a = _mm_loadu_si128((const __m128i *)(mn + 32 * c)), a2 = _mm_loadu_si128((const __m128i *)(mn + 32 * c + 16));
-        const __m256i t0 = _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, a2)), bp);
-        const __m256i t1 = _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_unpackhi_epi8(a, a2)), bp);
-        ms0 = c ? _mm256_add_epi32(ms0, t0) : t0;
-        ms1 = c ? _mm256_add_epi32(ms1, t1) : t1;
+    if (bias) {
+        acc0 = _mm256_add_ps(acc0, _mm256_loadu_ps(bias));
+        acc1 = _mm256_add_ps(acc1, _mm256_loadu_ps(bias + 8));
+    } else { /* + 0.0f as kp_store_avx2 does (-0.0f + 0.0f = 0.0f) */
+        acc0 = _mm256_add_ps(acc0, _mm256_setzero_ps());
+        acc1 = _mm256_add_ps(acc1, _mm256_setzero_ps());
     }
-    const __m256 dx = _mm256_set1_ps(xb->d);
-    const __m256 d0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)dp)), d1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(dp + 16)));
-    const __m256 m0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(dp + 32))), m1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(dp + 48)));
-    *a0 = _mm256_add_ps(*a0, _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(d0, dx), _mm256_cvtepi32_ps(is0)),
-                                           _mm256_mul_ps(_mm256_mul_ps(m0, dx), _mm256_cvtepi32_ps(ms0))));
-    *a1 = _mm256_add_ps(*a1, _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(d1, dx), _mm256_cvtepi32_ps(is1)),
-                                           _mm256_mul_ps(_mm256_mul_ps(m1, dx), _mm256_cvtepi32_ps(ms1))));
-}
-
-/* y[0..15] = a0 | a1 + bias (+ 0.0f without one, as kp_store_avx2: -0.0f + 0.0f = 0.0f) */
-static inline void kp_gemv_store(__m256 a0, __m256 a1, float *y, const float *bias) {
-    a0 = _mm256_add_ps(a0, bias ? _mm256_loadu_ps(bias) : _mm256_setzero_ps());
-    a1 = _mm256_add_ps(a1, bias ? _mm256_loadu_ps(bias + 8) : _mm256_setzero_ps());
-    _mm256_storeu_ps(y, a0);
-    _mm256_storeu_ps(y + 8, a1);
-}
-
-/* q6_K GEMV (T = 1), one whole group of 16 rows: kp_tile_avx2's arithmetic (TT 1, HB 2) written for
- * the record's q6_K layout. Per run s (sub-block s: 192 bytes, nibbles of zmm 2s, 2s+1, then their
- * 2-bit fields) each half's 2-bit ymm is read once for both nibble ymm, the 16 rows' scales in one
- * 16-byte load, addresses by pointer; the running sums stay in registers. isum and msum are the
- * same integers, the float32 steps the same, lane by lane: bit-identical to kp_tile_avx2. */
-static void kp_gemv_avx2_q6(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, float *y, const float *bias) {
-    const int64_t pb = gb_kp_block_bytes(GB_Q6_K);
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; b++) kp_sb_avx2_q6(P + b * pb, xq + b, &acc0, &acc1, KP_PF_Q6_AVX2);
-    kp_gemv_store(acc0, acc1, y, bias);
-}
-
-#ifndef KP_GEMV_DUAL
-#define KP_GEMV_DUAL 1 /* T = 1: two groups at once, super-block by super-block (two read streams) */
-#endif
-/* two whole groups (records PA, PB; outputs yA, yB) of the q4_K / q6_K GEMV, their super-blocks in
- * turn: two streams of reads in flight instead of one. Each group's rows take the same steps in the
- * same order as the one-group loop: bit-identical. */
-static void kp_gemv2_avx2_q6(const uint8_t *PA, const uint8_t *PB, int64_t nb, const gb_block_q8_K *xq, float *yA, float *yB,
-                             const float *bA, const float *bB) {
-    const int64_t pb = gb_kp_block_bytes(GB_Q6_K);
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, c0 = a0, c1 = a0;
-    for (int64_t b = 0; b < nb; b++) {
-        kp_sb_avx2_q6(PA + b * pb, xq + b, &a0, &a1, KP_PF_Q6_AVX2);
-        kp_sb_avx2_q6(PB + b * pb, xq + b, &c0, &c1, KP_PF_Q6_AVX2);
-    }
-    kp_gemv_store(a0, a1, yA, bA);
-    kp_gemv_store(c0, c1, yB, bB);
-}
-static void kp_gemv2_avx2_q4(const uint8_t *PA, const uint8_t *PB, int64_t nb, const gb_block_q8_K *xq, float *yA, float *yB,
-                             const float *bA, const float *bB) {
-    const int64_t pb = gb_kp_block_bytes(GB_Q4_K);
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, c0 = a0, c1 = a0;
-    for (int64_t b = 0; b < nb; b++) {
-        kp_sb_avx2_q4(PA + b * pb, xq + b, &a0, &a1, KP_PF_BYTES_AVX2);
-        kp_sb_avx2_q4(PB + b * pb, xq + b, &c0, &c1, KP_PF_BYTES_AVX2);
-    }
-    kp_gemv_store(a0, a1, yA, bA);
-    kp_gemv_store(c0, c1, yB, bB);
-}
-static void kp_gemv_avx2_q4(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, float *y, const float *bias) {
-    const int64_t pb = gb_kp_block_bytes(GB_Q4_K);
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; b++) kp_sb_avx2_q4(P + b * pb, xq + b, &acc0, &acc1, KP_PF_BYTES_AVX2);
-    kp_gemv_store(acc0, acc1, y, bias);
+    _mm256_storeu_ps(y, acc0);
+    _mm256_storeu_ps(y + 8, acc1);
 }
 
 /* q2_K / q3_K (the 2-bit planes of kp_2bit): per 32 bytes of a plane (one 16-value sub-block of 8
@@ -2367,8 +2271,8 @@ void gb_kp_rows(int fmt, const void *wp, int64_t N, int64_t K, int64_t g, const 
 #endif
 #ifdef GB_HAVE_K_AVX2
     if (version == GB_KV_AVX2) {
-        if (T == 1 && nr == 16 && (fmt == GB_Q6_K || fmt == GB_Q5_K || fmt == GB_Q4_K)) { /* the GEMV over a whole group: the formats' own loops */
-            (fmt == GB_Q6_K ? kp_gemv_avx2_q6 : fmt == GB_Q5_K ? kp_gemv_avx2_q5 : kp_gemv_avx2_q4)(P, nb, xq, y, bias);
+        if (T == 1 && nr == 16 && (fmt == GB_Q6_K || fmt == GB_Q5_K)) { /* the GEMV over a whole group: the formats' own loops */
+            (fmt == GB_Q6_K ? kp_gemv_avx2_q6 : kp_gemv_avx2_q5)(P, nb, xq, y, bias);
             return;
         }
         (fmt == GB_Q4_K ? kp_group_avx2_q4 : fmt == GB_Q5_K ? kp_group_avx2_q5 : fmt == GB_Q6_K ? kp_group_avx2_q6
@@ -2378,27 +2282,6 @@ void gb_kp_rows(int fmt, const void *wp, int64_t N, int64_t K, int64_t g, const 
 #endif
     (void)version;
     kp_group_ref(fmt, P, nb, xq, T, y, ldy, bias, nr);
-}
-
-/* the GEMV (T = 1) of the run of groups ga..gb-1: q4_K / q6_K as two read streams, the run's first
- * half beside its second (group ga + i with group ga + h + i, kp_gemv2_avx2_*: each stream
- * sequential, as qgemm.c's q4_0 GEMV), an odd or partial last group alone; else group by group */
-static void kp_gemv_run(int fmt, const void *wp, int64_t N, int64_t K, int64_t ga, int64_t gb, const gb_block_q8_K *xq, float *y,
-                        const float *bias, int version) {
-    int64_t g = ga;
-#ifdef GB_HAVE_K_AVX2
-    if (version == GB_KV_AVX2 && KP_GEMV_DUAL && (fmt == GB_Q4_K || fmt == GB_Q6_K)) {
-        const int64_t nb = K / QKK, gbytes = nb * gb_kp_block_bytes(fmt), full = N / 16 < gb ? N / 16 : gb, h = (full - ga) / 2;
-        for (int64_t i = 0; i < h; i++) {
-            const int64_t g0 = ga + i, g1 = ga + h + i;
-            const uint8_t *P = (const uint8_t *)wp;
-            (fmt == GB_Q4_K ? kp_gemv2_avx2_q4 : kp_gemv2_avx2_q6)(P + g0 * gbytes, P + g1 * gbytes, nb, xq, y + 16 * g0, y + 16 * g1,
-                                                                   bias ? bias + 16 * g0 : NULL, bias ? bias + 16 * g1 : NULL);
-        }
-        g = ga + 2 * (h > 0 ? h : 0);
-    }
-#endif
-    for (; g < gb; g++) gb_kp_rows(fmt, wp, N, K, g, xq, 1, y + 16 * g, N, bias ? bias + 16 * g : NULL, version);
 }
 
 /* Prefill panels for callers that share one parallel region among several matrices (csrc/moe_k.c's
@@ -2560,20 +2443,10 @@ int gb_klinear_packed_chk(int fmt, const float *x, const void *wp, const float *
             }
 #endif
             const int64_t nc = (T + tc - 1) / tc;
-            if (T == 1 && version == GB_KV_AVX2) { /* the GEMV: groups in pairs, two read streams (kp_rows_pair) */
-#ifndef KP_GEMV_RUN
-#define KP_GEMV_RUN (256 << 10)
-#endif
-                const int64_t rg = gbytes >= KP_GEMV_RUN ? 1 : KP_GEMV_RUN / gbytes, nrun = (G + rg - 1) / rg;
-#pragma omp for schedule(dynamic, 1)
-                for (int64_t r = 0; r < nrun; r++)
-                    kp_gemv_run(fmt, wb, N, K, r * rg, (r + 1) * rg < G ? (r + 1) * rg : G, xq, y, bias, version);
-            } else {
 #pragma omp for schedule(dynamic, run)
-                for (int64_t w = 0; w < nc * G; w++) {
-                    const int64_t g = w % G, t0 = w / G * tc, tn = T - t0 < tc ? T - t0 : tc;
-                    gb_kp_rows(fmt, wb, N, K, g, xq + t0 * nb, tn, y + t0 * N + 16 * g, N, bias ? bias + 16 * g : NULL, version);
-                }
+            for (int64_t w = 0; w < nc * G; w++) {
+                const int64_t g = w % G, t0 = w / G * tc, tn = T - t0 < tc ? T - t0 : tc;
+                gb_kp_rows(fmt, wb, N, K, g, xq + t0 * nb, tn, y + t0 * N + 16 * g, N, bias ? bias + 16 * g : NULL, version);
             }
         }
     }
