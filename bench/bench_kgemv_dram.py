@@ -7,7 +7,7 @@ csrc/bench.c's read loop: the read ceiling as a program with no arithmetic gets 
 both builds' gb_klinear_packed run alternately in the same process on the same weights. Time: the
 calling thread's CPU time at --threads 1 (a shared machine), wall clock otherwise; best and median.
 
-  PYTHONPATH=$PWD python bench/bench_kgemv_dram.py --formats q6_K,q5_K --shapes 25600x5120,151552x2048 [--before /tmp/old/_core.so]
+  PYTHONPATH=$PWD python bench/bench_kgemv_dram.py --formats q6_K,q5_K[,q4_0,q8_0] --shapes 25600x5120,151552x2048 [--before /tmp/old/_core.so]
 """
 import argparse
 import ctypes
@@ -18,14 +18,28 @@ import numpy as np
 from glmbench.bench.quant import kquant_weights
 from glmbench.core import _loader, ops, quant
 
-def _kl(path):
-    """gb_klinear_packed of the C core built at `path` (a _core .so), by ctypes: two builds side by side
-    in one process (bench_kquant_gemm_ab.py uses it too)."""
-    f = ctypes.CDLL(path).gb_klinear_packed
+def _kl(path, name="gb_klinear_packed"):
+    """gb_klinear_packed (or another function of its signature: gb_qgemm, the q8_0/q4_0 packed GEMV)
+    of the C core built at `path` (a _core .so), by ctypes: two builds side by side in one process
+    (bench_kquant_gemm_ab.py uses it too)."""
+    f = getattr(ctypes.CDLL(path), name)
     f.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
                   ctypes.c_int64, ctypes.c_int64, ctypes.c_int]
     f.restype = ctypes.c_int
     return f
+
+
+Q_FMTS = ("q8_0", "q4_0")
+
+
+def q_weights(n, k, fmt, seed=0):
+    """A [n, k] q8_0/q4_0 QTensor of random blocks (random bytes, the f16 scale drawn small and finite),
+    as kquant_weights makes the K-quants: the kernels' speed does not depend on the values."""
+    _, qk, bb = quant.FORMATS[fmt]
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 256, (n, k // qk, bb), dtype=np.uint8)
+    a[:, :, 0:2] = rng.uniform(0.001, 0.01, (n, k // qk)).astype(np.float16).view(np.uint8).reshape(n, k // qk, 2)
+    return quant.QTensor(a.reshape(n, k // qk * bb), fmt, (n, k))
 
 
 def main():
@@ -38,16 +52,20 @@ def main():
     a = ap.parse_args()
     ops.set_num_threads(a.threads)
     clock = time.thread_time if a.threads == 1 else time.perf_counter
-    kern = {"after": _kl(_loader._core.__file__)}
-    if a.before:
-        kern = {"before": _kl(a.before), **kern}
-    kv = 3  # GB_KV_AVX2 (kquant_avx2)
     for fmt in a.formats.split(","):
+        # q8_0/q4_0: gb_qgemm on the packed layout (csrc/qgemm.h, version qgemm_avx2); K-quants:
+        # gb_klinear_packed (kquant_avx2); both version 3
+        fn = "gb_qgemm" if fmt in Q_FMTS else "gb_klinear_packed"
+        kern = {"after": _kl(_loader._core.__file__, fn)}
+        if a.before:
+            kern = {"before": _kl(a.before, fn), **kern}
+        kv = 3
         for shp in a.shapes.split(","):
             n, k = map(int, shp.split("x"))
-            small = n * k * 210 // 256 < (1 << 20)  # cache-resident: the kernel's compute rate, many calls
-            ncopy = 1 if small else max(1, -(-200_000_000 // (n * k * 210 // 256)))
-            qs = [kquant_weights(n, k, fmt, seed=i).repack() for i in range(ncopy)]
+            wbytes = n * k * quant.FORMATS[fmt][2] // quant.FORMATS[fmt][1]  # the stored bytes
+            small = wbytes < (1 << 20)  # cache-resident: the kernel's compute rate, many calls
+            ncopy = 1 if small else max(1, -(-200_000_000 // wbytes))
+            qs = [(q_weights if fmt in Q_FMTS else kquant_weights)(n, k, fmt, seed=i).repack() for i in range(ncopy)]
             bufs = [np.ones(q.packed.nbytes // 4, np.float32) for q in qs]  # bench_read reads float32
             x = np.random.default_rng(0).standard_normal(k).astype(np.float32)
             y = np.zeros(n, np.float32)
