@@ -2183,7 +2183,7 @@ static inline __attribute__((always_inline)) void kp_tile2_avx2(const int fmt, c
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *p = P + b * pb;
         for (int h = 0; h < nh; h++) {
-            __m256i isum[4];
+            __m256i isum[KP_TT_AVX2];
             for (int t = 0; t < TT; t++) isum[t] = _mm256_setzero_si256();
             for (int m = 0; m < 16; m++) {
                 if (pfd && pf && h == 0) {
@@ -2238,12 +2238,17 @@ static inline __attribute__((always_inline)) void kp_tile2_avx2(const int fmt, c
     kp_store_avx2(acc, nh, nr, TT, bz, y, ldy);
 }
 
+#ifndef KP_AVX2_TQ2
+#define KP_AVX2_TQ2 8 /* tokens per tile of the q2_K/q3_K GEMM (the plane decode shared by 8) */
+#endif
 #define KP_GROUP2_AVX2(name, F)                                                                                          \
     static void name(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, int64_t T, float *y, int64_t ldy,            \
                      const float *bias, int nr) {                                                                        \
         float bz[16] = {0};                                                                                              \
         if (bias) memcpy(bz, bias, (size_t)nr * sizeof(float));                                                          \
         int64_t t0 = 0;                                                                                                  \
+        if (KP_AVX2_TQ2 == 8)                                                                                            \
+            for (; t0 + 8 <= T; t0 += 8) kp_tile2_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 8, t0 == 0);   \
         for (; t0 + 4 <= T; t0 += 4) kp_tile2_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 4, t0 == 0);       \
         switch (T - t0) {                                                                                                \
         case 3: kp_tile2_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 3, t0 == 0); break;                     \
