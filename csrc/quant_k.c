@@ -1730,12 +1730,13 @@ static inline __attribute__((always_inline)) void kp_decode_y(const int fmt, con
 }
 
 /* y[t * ldy + r] = acc[r / 8][t][r % 8] + bz[r] for the nr (<= 16) rows of a group and TT tokens */
-static inline void kp_store_avx2(float acc[2][KP_TT_AVX2][8], int nh, int nr, int TT, const float *bz, float *y, int64_t ldy) {
+static inline void kp_store_avx2_n(const float *accp, int tmax, int nh, int nr, int TT, const float *bz, float *y, int64_t ldy) {
+    const float(*acc)[8] = (const float(*)[8])accp; /* [2][tmax][8]: acc[h * tmax + t] */
     for (int h = 0; h < nh; h++) {
         const __m256 vb = _mm256_loadu_ps(bz + 8 * h);
         const int n = nr - 8 * h < 8 ? nr - 8 * h : 8;
         for (int t = 0; t < TT && n > 0; t++) {
-            const __m256 v = _mm256_add_ps(_mm256_loadu_ps(acc[h][t]), vb);
+            const __m256 v = _mm256_add_ps(_mm256_loadu_ps(acc[h * tmax + t]), vb);
             if (n == 8) _mm256_storeu_ps(y + t * ldy + 8 * h, v);
             else {
                 float tmp[8];
@@ -1744,6 +1745,9 @@ static inline void kp_store_avx2(float acc[2][KP_TT_AVX2][8], int nh, int nr, in
             }
         }
     }
+}
+static inline void kp_store_avx2(float acc[2][KP_TT_AVX2][8], int nh, int nr, int TT, const float *bz, float *y, int64_t ldy) {
+    kp_store_avx2_n(&acc[0][0][0], KP_TT_AVX2, nh, nr, TT, bz, y, ldy);
 }
 
 /* TT tokens (xq[t * nb]) x the nr rows of a group, all super-blocks: y[t * ldy + r] = sum + bias[r]
@@ -2165,6 +2169,13 @@ static void kp_gemv_avx2_q6(const uint8_t *P, int64_t nb, const gb_block_q8_K *x
     _mm256_storeu_ps(y + 8, acc1);
 }
 
+#ifndef KP_AVX2_TQ2
+#define KP_AVX2_TQ2 8 /* tokens per tile of the q2_K GEMM (the plane decode shared by 8; 16: slower) */
+#endif
+#ifndef KP_AVX2_TQ3
+#define KP_AVX2_TQ3 16 /* of the q3_K GEMM (its third bits' decode is 3 times q2_K's) */
+#endif
+#define KP_TT2_AVX2 16
 /* q2_K / q3_K (the 2-bit planes of kp_2bit): per 32 bytes of a plane (one 16-value sub-block of 8
  * rows) 4 fields of 2 bits, each one vpmaddubsw per token (values 0..3, q3_K's third bit from its
  * byte mask: 0..7; 4 pairs <= 4 * 2 * 7 * 127 in int16), one vpmaddwd by the sub-block's scale;
@@ -2178,12 +2189,12 @@ static inline __attribute__((always_inline)) void kp_tile2_avx2(const int fmt, c
     const __m256i m3 = _mm256_set1_epi8(3), m4 = _mm256_set1_epi8(0x0f), c4 = _mm256_set1_epi8(4);
     const __m256i bsel = _mm256_set1_epi64x((long long)0x8040201008040201ull);
     const __m256i bidx = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
-    float acc[2][KP_TT_AVX2][8];
-    memset(acc, 0, sizeof(acc));
+    float acc[2][KP_TT2_AVX2][8];
+    for (int h = 0; h < nh; h++) memset(acc[h], 0, (size_t)TT * sizeof(acc[h][0]));
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *p = P + b * pb;
         for (int h = 0; h < nh; h++) {
-            __m256i isum[KP_TT_AVX2];
+            __m256i isum[KP_TT2_AVX2];
             for (int t = 0; t < TT; t++) isum[t] = _mm256_setzero_si256();
             for (int m = 0; m < 16; m++) {
                 if (pfd && pf && h == 0) {
@@ -2203,6 +2214,7 @@ static inline __attribute__((always_inline)) void kp_tile2_avx2(const int fmt, c
                         v[j] = _mm256_add_epi8(v[j], _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hm, bsel), bsel), c4));
                     }
                 }
+#pragma GCC unroll 16
                 for (int t = 0; t < TT; t++) {
                     const int8_t *xs = xq[t * nb + b].qs + 16 * m;
                     __m256i a16 = _mm256_maddubs_epi16(v[0], _mm256_set1_epi32(ld32a(xs)));
@@ -2235,19 +2247,19 @@ static inline __attribute__((always_inline)) void kp_tile2_avx2(const int fmt, c
             }
         }
     }
-    kp_store_avx2(acc, nh, nr, TT, bz, y, ldy);
+    kp_store_avx2_n(&acc[0][0][0], KP_TT2_AVX2, nh, nr, TT, bz, y, ldy);
 }
 
-#ifndef KP_AVX2_TQ2
-#define KP_AVX2_TQ2 8 /* tokens per tile of the q2_K/q3_K GEMM (the plane decode shared by 8) */
-#endif
 #define KP_GROUP2_AVX2(name, F)                                                                                          \
     static void name(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, int64_t T, float *y, int64_t ldy,            \
                      const float *bias, int nr) {                                                                        \
         float bz[16] = {0};                                                                                              \
         if (bias) memcpy(bz, bias, (size_t)nr * sizeof(float));                                                          \
         int64_t t0 = 0;                                                                                                  \
-        if (KP_AVX2_TQ2 == 8)                                                                                            \
+        const int tq = F == GB_Q3_K ? KP_AVX2_TQ3 : KP_AVX2_TQ2;                                                          \
+        if (tq == 16)                                                                                                    \
+            for (; t0 + 16 <= T; t0 += 16) kp_tile2_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 16, t0 == 0);\
+        if (tq >= 8)                                                                                                     \
             for (; t0 + 8 <= T; t0 += 8) kp_tile2_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 8, t0 == 0);   \
         for (; t0 + 4 <= T; t0 += 4) kp_tile2_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 4, t0 == 0);       \
         switch (T - t0) {                                                                                                \
