@@ -2349,6 +2349,100 @@ static __attribute__((noinline)) void kp_tile16_avx2_q3(const uint8_t *P, int64_
     }
 }
 
+#ifndef KP_AVX2_GEMV_Q3
+#define KP_AVX2_GEMV_Q3 1 /* the q3_K GEMV's own loop (0: kp_group_avx2_q3's 1-token tile): 1.13-1.22x */
+#endif
+#ifndef KP_AVX2_GEMV_Q2
+#define KP_AVX2_GEMV_Q2 1 /* q2_K's */
+#endif
+/* q3_K GEMV (T = 1), one whole group of 16 rows: kp_tile2_avx2's arithmetic (TT 1) with both halves
+ * per sub-block: the token's 4 broadcasts and the 16 rows' scales (one 16-byte load) shared by the
+ * halves, the running sums in registers; the same integers and float32 steps, bit-identical */
+static inline __attribute__((always_inline)) void kp_gemv2_avx2(const int fmt, const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, float *y,
+                                                                const float *bias) {
+    const int64_t pb = gb_kp_block_bytes(fmt), sco = kp_sc_off(fmt), dof = kp_d_off(fmt), pfd = KP_PF_BYTES_AVX2;
+    const __m256i m3 = _mm256_set1_epi8(3), c4 = _mm256_set1_epi8(4);
+    const __m256i bsel = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    const __m256i bidx = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *p = P + b * pb;
+        const gb_block_q8_K *xb = xq + b;
+        __m256i is0 = _mm256_setzero_si256(), is1 = _mm256_setzero_si256();
+        for (int m = 0; m < 16; m++) {
+            if (pfd) {
+                _mm_prefetch((const char *)(p + pfd + 64 * m), _MM_HINT_T0);
+                if (64 * (m + 16) < pb) _mm_prefetch((const char *)(p + pfd + 64 * (m + 16)), _MM_HINT_T0);
+            }
+            __m128i s16 = _mm_loadu_si128((const __m128i *)(p + sco + 16 * m));
+            if (fmt == GB_Q2_K) s16 = _mm_and_si128(s16, _mm_set1_epi8(0x0f)); /* the scales: low nibbles */
+            const __m256i sc0 = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s16, s16)), sc1 = _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(s16, s16));
+            const int8_t *xs = xb->qs + 16 * m;
+            const __m256i x0 = _mm256_set1_epi32(ld32a(xs)), x1 = _mm256_set1_epi32(ld32a(xs + 4));
+            const __m256i x2 = _mm256_set1_epi32(ld32a(xs + 8)), x3 = _mm256_set1_epi32(ld32a(xs + 12));
+#define KP_Q3_V(Q, j, h)                                                                                                 \
+    (fmt == GB_Q2_K ? _mm256_and_si256((j) ? _mm256_srli_epi16(Q, 2 * (j)) : Q, m3)                                    \
+                    : _mm256_add_epi8(_mm256_and_si256((j) ? _mm256_srli_epi16(Q, 2 * (j)) : Q, m3),                    \
+                                      _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(          \
+                                          _mm256_set1_epi32(ld32a(p + 1024 + 32 * m + 8 * (j) + 4 * (h))), bidx), bsel), bsel), c4)))
+#define KP_Q3_HALF(h, is, scv)                                                                                           \
+    do {                                                                                                                 \
+        const __m256i Q = _mm256_loadu_si256((const __m256i *)(p + 64 * m + 32 * (h)));                                  \
+        __m256i a16 = _mm256_maddubs_epi16(KP_Q3_V(Q, 0, h), x0);                                                        \
+        a16 = _mm256_add_epi16(a16, _mm256_maddubs_epi16(KP_Q3_V(Q, 1, h), x1));                                         \
+        a16 = _mm256_add_epi16(a16, _mm256_maddubs_epi16(KP_Q3_V(Q, 2, h), x2));                                         \
+        a16 = _mm256_add_epi16(a16, _mm256_maddubs_epi16(KP_Q3_V(Q, 3, h), x3));                                         \
+        is = _mm256_add_epi32(is, _mm256_madd_epi16(a16, scv));                                                          \
+    } while (0)
+            KP_Q3_HALF(0, is0, sc0);
+            KP_Q3_HALF(1, is1, sc1);
+#undef KP_Q3_HALF
+#undef KP_Q3_V
+        }
+        __m256i ms0 = _mm256_setzero_si256(), ms1 = _mm256_setzero_si256();
+        for (int c = 0; c < 8; c++) {
+            __m128i a = _mm_loadu_si128((const __m128i *)(p + sco + 32 * c)), a2 = _mm_loadu_si128((const __m128i *)(p + sco + 32 * c + 16));
+            const __m256i bp = _mm256_set1_epi32(ld32a(xb->bsums + 2 * c));
+            __m256i mp0, mp1;
+            if (fmt == GB_Q2_K) { /* the mins: high nibbles */
+                a = _mm_and_si128(_mm_srli_epi16(a, 4), _mm_set1_epi8(0x0f));
+                a2 = _mm_and_si128(_mm_srli_epi16(a2, 4), _mm_set1_epi8(0x0f));
+                mp0 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(a, a2));
+                mp1 = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(a, a2));
+            } else {
+                mp0 = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, a2));
+                mp1 = _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(a, a2));
+            }
+            ms0 = _mm256_add_epi32(ms0, _mm256_madd_epi16(mp0, bp));
+            ms1 = _mm256_add_epi32(ms1, _mm256_madd_epi16(mp1, bp));
+        }
+        if (fmt == GB_Q3_K) { /* mn = 4 (sc - 32) */
+            ms0 = _mm256_slli_epi32(ms0, 2);
+            ms1 = _mm256_slli_epi32(ms1, 2);
+        }
+        const __m256 dx = _mm256_set1_ps(xb->d);
+        const __m256 d0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + dof))), d1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + dof + 16)));
+        const __m256 m0 = fmt == GB_Q2_K ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + dof + 32))) : d0;
+        const __m256 m1 = fmt == GB_Q2_K ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + dof + 48))) : d1;
+        acc0 = _mm256_add_ps(acc0, _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(d0, dx), _mm256_cvtepi32_ps(is0)),
+                                                 _mm256_mul_ps(_mm256_mul_ps(m0, dx), _mm256_cvtepi32_ps(ms0))));
+        acc1 = _mm256_add_ps(acc1, _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(d1, dx), _mm256_cvtepi32_ps(is1)),
+                                                 _mm256_mul_ps(_mm256_mul_ps(m1, dx), _mm256_cvtepi32_ps(ms1))));
+    }
+    if (bias) {
+        acc0 = _mm256_add_ps(acc0, _mm256_loadu_ps(bias));
+        acc1 = _mm256_add_ps(acc1, _mm256_loadu_ps(bias + 8));
+    } else { /* + 0.0f as kp_store_avx2 does (-0.0f + 0.0f = 0.0f) */
+        acc0 = _mm256_add_ps(acc0, _mm256_setzero_ps());
+        acc1 = _mm256_add_ps(acc1, _mm256_setzero_ps());
+    }
+    _mm256_storeu_ps(y, acc0);
+    _mm256_storeu_ps(y + 8, acc1);
+}
+
+static void kp_gemv_avx2_q2(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, float *y, const float *bias) { kp_gemv2_avx2(GB_Q2_K, P, nb, xq, y, bias); }
+static void kp_gemv_avx2_q3(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, float *y, const float *bias) { kp_gemv2_avx2(GB_Q3_K, P, nb, xq, y, bias); }
+
 /* q3_K GEMM of T >= 16 tokens: 16-token tiles, then kp_group_avx2_q3 for the rest (its own function, so
  * the GEMV's code in kp_group_avx2_q3 stays as it was) */
 static void kp_group16_avx2_q3(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, int64_t T, float *y, int64_t ldy,
@@ -2376,8 +2470,9 @@ void gb_kp_rows(int fmt, const void *wp, int64_t N, int64_t K, int64_t g, const 
 #endif
 #ifdef GB_HAVE_K_AVX2
     if (version == GB_KV_AVX2) {
-        if (T == 1 && nr == 16 && (fmt == GB_Q6_K || fmt == GB_Q5_K)) { /* the GEMV over a whole group: the formats' own loops */
-            (fmt == GB_Q6_K ? kp_gemv_avx2_q6 : kp_gemv_avx2_q5)(P, nb, xq, y, bias);
+        if (T == 1 && nr == 16 && (fmt == GB_Q6_K || fmt == GB_Q5_K || (fmt == GB_Q3_K && KP_AVX2_GEMV_Q3) || (fmt == GB_Q2_K && KP_AVX2_GEMV_Q2))) {
+            /* the GEMV over a whole group: the formats' own loops */
+            (fmt == GB_Q6_K ? kp_gemv_avx2_q6 : fmt == GB_Q5_K ? kp_gemv_avx2_q5 : fmt == GB_Q3_K ? kp_gemv_avx2_q3 : kp_gemv_avx2_q2)(P, nb, xq, y, bias);
             return;
         }
         (fmt == GB_Q4_K ? kp_group_avx2_q4 : fmt == GB_Q5_K ? kp_group_avx2_q5 : fmt == GB_Q6_K ? kp_group_avx2_q6
