@@ -62,6 +62,8 @@ CASES = [("linear", f, (1536, 2048, 512)) for f in ("q4_0", "q8_0")] + \
 CASES += [("linear", f, (1536, 2048, 512)) for f in ("q4_K", "q5_K", "q6_K", "iq4_xs", "iq4_nl", "mxfp4")]
 # the same matrix at the token counts a routed expert sees in a 512-token prefill (issue 28: 32-128)
 CASES += [("linear", f, (1536, 2048, T)) for f in ("q4_K", "q5_K", "q6_K", "iq4_xs", "iq4_nl", "mxfp4") for T in (32, 128)]
+# q2_K and q3_K (the low-bit files) at the same prefill shapes (issue 28)
+CASES += [("linear", f, (1536, 2048, T)) for f in ("q2_K", "q3_K") for T in (512, 32, 128)]
 
 
 def _stored_weights(n, k, fmt, seed):

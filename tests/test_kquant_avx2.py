@@ -137,6 +137,38 @@ def test_zero_scales(rng, fmt):
 
 
 @needs_avx2
+@pytest.mark.parametrize("fmt", ["q2_K", "q3_K"])
+@pytest.mark.parametrize("T_", [8, 16, 29, 64, 75])
+def test_2bit_8_token_tiles_extreme(rng, fmt, T_):
+    """q2_K/q3_K GEMM in 8-token tiles (KP_AVX2_TQ2), then 4 and the rest, over token chunks: the
+    portable version's bits with the largest values and scales (q2_K every field 3, scale and min 15;
+    q3_K every value 7 = 3 with its hmask bit, scales 31 or -32 by row), activations at +-127 of q8_K
+    (a constant, an alternating and a random block per token), a partial last group and a bias"""
+    N, K = 37, 1024
+    w = random_blocks(rng, fmt, N, K)
+    blk = w.reshape(N, K // 256, BB[fmt])
+    ext = rng.random((N, K // 256)) < 0.5             # half the blocks extreme
+    if fmt == "q2_K":
+        blk[ext, 0:80] = 0xFF                          # scales|mins 15|15, every 2-bit field 3
+    else:
+        blk[ext, 0:96] = 0xFF                          # hmask bits set, fields 3: value 7 (no -4)
+        blk[ext & (np.arange(N)[:, None] % 2 == 0), 96:108] = 0xFF   # 6-bit scales 63: +31
+        blk[ext & (np.arange(N)[:, None] % 2 == 1), 96:108] = 0      # 0: -32
+    qt = QTensor(w, fmt, (N, K)).repack()
+    bias = rng.standard_normal(N).astype(np.float32)
+    x = rng.standard_normal((T_, K)).astype(np.float32)
+    x[0::3, :256] = 1.0                                # q8_K 127 everywhere in the block
+    x[1::3, 256:512] = np.where(np.arange(256) % 2 == 0, 1.0, -1.0)
+    x[2::3, 512:768] = -2.5
+    for b in (None, bias):
+        ref = quant.linear(x, qt, b, kernel="kquant_ref")
+        y = quant.linear(x, qt, b, kernel="kquant_avx2")
+        _same(y, ref, f"{fmt} T={T_} bias={b is not None}")
+        for t0 in (0, T_ - 1):                         # each token alone (the GEMV) gives the same bits
+            _same(quant.linear(x[t0], qt, b, kernel="kquant_avx2"), ref[t0])
+
+
+@needs_avx2
 @pytest.mark.parametrize("fmt", KF)
 @pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])
 def test_non_finite_scale_as_portable(rng, fmt, bad):
