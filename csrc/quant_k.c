@@ -1730,12 +1730,13 @@ static inline __attribute__((always_inline)) void kp_decode_y(const int fmt, con
 }
 
 /* y[t * ldy + r] = acc[r / 8][t][r % 8] + bz[r] for the nr (<= 16) rows of a group and TT tokens */
-static inline void kp_store_avx2(float acc[2][KP_TT_AVX2][8], int nh, int nr, int TT, const float *bz, float *y, int64_t ldy) {
+/* acc: [2][TS][8] (TS tokens per half: KP_TT_AVX2, or 16 for kp_tile16_avx2_q3) */
+static inline void kp_store_acc_avx2(const float *acc, const int TS, int nh, int nr, int TT, const float *bz, float *y, int64_t ldy) {
     for (int h = 0; h < nh; h++) {
         const __m256 vb = _mm256_loadu_ps(bz + 8 * h);
         const int n = nr - 8 * h < 8 ? nr - 8 * h : 8;
         for (int t = 0; t < TT && n > 0; t++) {
-            const __m256 v = _mm256_add_ps(_mm256_loadu_ps(acc[h][t]), vb);
+            const __m256 v = _mm256_add_ps(_mm256_loadu_ps(acc + 8 * (h * TS + t)), vb);
             if (n == 8) _mm256_storeu_ps(y + t * ldy + 8 * h, v);
             else {
                 float tmp[8];
@@ -1744,6 +1745,9 @@ static inline void kp_store_avx2(float acc[2][KP_TT_AVX2][8], int nh, int nr, in
             }
         }
     }
+}
+static inline void kp_store_avx2(float acc[2][KP_TT_AVX2][8], int nh, int nr, int TT, const float *bz, float *y, int64_t ldy) {
+    kp_store_acc_avx2(&acc[0][0][0], KP_TT_AVX2, nh, nr, TT, bz, y, ldy);
 }
 
 /* TT tokens (xq[t * nb]) x the nr rows of a group, all super-blocks: y[t * ldy + r] = sum + bias[r]
@@ -2257,113 +2261,14 @@ static void kp_gemv_avx2_q6(const uint8_t *P, int64_t nb, const gb_block_q8_K *x
  * byte mask: 0..7; 4 pairs <= 4 * 2 * 7 * 127 in int16), one vpmaddwd by the sub-block's scale;
  * msum by vpmaddwd of (min, min) pairs (q2_K; q3_K: (sc, sc), x 4) against the token's 16-value
  * sums. The portable arithmetic lane by lane, as kp_tile_avx2. */
-static inline __attribute__((always_inline)) void kp_tile2_avx2(const int fmt, const uint8_t *P, int64_t nb, const gb_block_q8_K *xq,
-                                                                float *y, int64_t ldy, const float *bz, int nr, const int TT, int pf) {
+static inline __attribute__((always_inline)) void kp_tile2_sums(const int fmt, const uint8_t *P, int64_t nb, const gb_block_q8_K *xq,
+                                                                int nr, const int TT, int pf, float *acc, const int TS) {
     const int64_t pb = gb_kp_block_bytes(fmt), sco = kp_sc_off(fmt), dof = kp_d_off(fmt);
     const int64_t pfd = KP_PF_BYTES_AVX2;
     const int nh = nr > 8 ? 2 : 1;
     const __m256i m3 = _mm256_set1_epi8(3), m4 = _mm256_set1_epi8(0x0f), c4 = _mm256_set1_epi8(4);
     const __m256i bsel = _mm256_set1_epi64x((long long)0x8040201008040201ull);
     const __m256i bidx = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
-    float acc[2][KP_TT_AVX2][8];
-    memset(acc, 0, sizeof(acc));
-    for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *p = P + b * pb;
-        for (int h = 0; h < nh; h++) {
-            __m256i isum[KP_TT_AVX2];
-            for (int t = 0; t < TT; t++) isum[t] = _mm256_setzero_si256();
-            for (int m = 0; m < 16; m++) {
-                if (pfd && pf && h == 0) {
-                    _mm_prefetch((const char *)(p + pfd + 64 * m), _MM_HINT_T0);
-                    if (64 * (m + 16) < pb) _mm_prefetch((const char *)(p + pfd + 64 * (m + 16)), _MM_HINT_T0);
-                }
-                const __m256i Q = _mm256_loadu_si256((const __m256i *)(p + 64 * m + 32 * h));
-                __m128i s8 = _mm_loadl_epi64((const __m128i *)(p + sco + 16 * m + 8 * h));
-                if (fmt == GB_Q2_K) s8 = _mm_and_si128(s8, _mm_set1_epi8(0x0f));
-                const __m256i sc = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s8, s8));
-                __m256i v[4];
-#pragma GCC unroll 4
-                for (int j = 0; j < 4; j++) {
-                    v[j] = _mm256_and_si256(j ? _mm256_srli_epi16(Q, 2 * j) : Q, m3);
-                    if (fmt == GB_Q3_K) { /* bit 4r+i of the half's 32-bit mask: + 4 to byte 4r+i */
-                        const __m256i hm = _mm256_shuffle_epi8(_mm256_set1_epi32(ld32a(p + 1024 + 32 * m + 8 * j + 4 * h)), bidx);
-                        v[j] = _mm256_add_epi8(v[j], _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hm, bsel), bsel), c4));
-                    }
-                }
-                for (int t = 0; t < TT; t++) {
-                    const int8_t *xs = xq[t * nb + b].qs + 16 * m;
-                    __m256i a16 = _mm256_maddubs_epi16(v[0], _mm256_set1_epi32(ld32a(xs)));
-                    for (int j = 1; j < 4; j++) a16 = _mm256_add_epi16(a16, _mm256_maddubs_epi16(v[j], _mm256_set1_epi32(ld32a(xs + 4 * j))));
-                    isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(a16, sc));
-                }
-            }
-            const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + dof + 16 * h)));
-            const __m256 dm = fmt == GB_Q2_K ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + dof + 32 + 16 * h))) : d;
-            __m256i mp[8];
-            for (int c = 0; c < 8; c++) {
-                if (fmt == GB_Q2_K) { /* the mins: high nibbles */
-                    const __m128i a = _mm_loadl_epi64((const __m128i *)(p + sco + 16 * (2 * c) + 8 * h));
-                    const __m128i a2 = _mm_loadl_epi64((const __m128i *)(p + sco + 16 * (2 * c + 1) + 8 * h));
-                    const __m128i lo = _mm_and_si128(_mm_srli_epi16(a, 4), _mm256_castsi256_si128(m4));
-                    const __m128i hi = _mm_and_si128(_mm_srli_epi16(a2, 4), _mm256_castsi256_si128(m4));
-                    mp[c] = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(lo, hi));
-                } else
-                    mp[c] = pairs8(p + sco + 16 * (2 * c) + 8 * h, p + sco + 16 * (2 * c + 1) + 8 * h);
-            }
-            for (int t = 0; t < TT; t++) {
-                const int16_t *bs = xq[t * nb + b].bsums;
-                __m256i msum = _mm256_madd_epi16(mp[0], _mm256_set1_epi32(ld32a(bs)));
-                for (int c = 1; c < 8; c++) msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mp[c], _mm256_set1_epi32(ld32a(bs + 2 * c))));
-                if (fmt == GB_Q3_K) msum = _mm256_slli_epi32(msum, 2); /* mn = 4 (sc - 32) */
-                const __m256 dx = _mm256_set1_ps(xq[t * nb + b].d);
-                const __m256 r = _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(isum[t])),
-                                               _mm256_mul_ps(_mm256_mul_ps(dm, dx), _mm256_cvtepi32_ps(msum)));
-                _mm256_storeu_ps(acc[h][t], _mm256_add_ps(_mm256_loadu_ps(acc[h][t]), r));
-            }
-        }
-    }
-    kp_store_avx2(acc, nh, nr, TT, bz, y, ldy);
-}
-
-
-#ifndef KP_AVX2_TQ2
-#define KP_AVX2_TQ2 8 /* tokens per tile of the q2_K/q3_K GEMM (the plane decode shared by 8; q2_K at 16 measured the same) */
-#endif
-#ifndef KP_AVX2_TQ3
-#define KP_AVX2_TQ3 16 /* q3_K's first tiles (kp_tile16_avx2_q3: its third bits' decode shared by 16; 1.04-1.07x over 8) */
-#endif
-#define KP_GROUP2_AVX2(name, F)                                                                                          \
-    static void name(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, int64_t T, float *y, int64_t ldy,            \
-                     const float *bias, int nr) {                                                                        \
-        float bz[16] = {0};                                                                                              \
-        if (bias) memcpy(bz, bias, (size_t)nr * sizeof(float));                                                          \
-        int64_t t0 = 0;                                                                                                  \
-        if (KP_AVX2_TQ2 == 8)                                                                                            \
-            for (; t0 + 8 <= T; t0 += 8) kp_tile2_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 8, t0 == 0);   \
-        for (; t0 + 4 <= T; t0 += 4) kp_tile2_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 4, t0 == 0);       \
-        switch (T - t0) {                                                                                                \
-        case 3: kp_tile2_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 3, t0 == 0); break;                     \
-        case 2: kp_tile2_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 2, t0 == 0); break;                     \
-        case 1: kp_tile2_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 1, t0 == 0); break;                     \
-        default: break;                                                                                                  \
-        }                                                                                                                \
-    }
-KP_GROUP2_AVX2(kp_group_avx2_q2, GB_Q2_K)
-KP_GROUP2_AVX2(kp_group_avx2_q3, GB_Q3_K)
-/* (defined after the group functions: the code before them keeps its place) */
-/* q3_K GEMM, 16 tokens x the nr rows of a group: kp_tile2_avx2's steps (fmt q3_K, TT 16), its own
- * function so that the smaller tiles and the GEMV keep their stack frame and code: the third bits'
- * decode (3 times q2_K's) shared by 16 tokens; the same integers and float32 steps, bit-identical */
-static __attribute__((noinline)) void kp_tile16_avx2_q3(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, float *y, int64_t ldy, const float *bz, int nr, int pf) {
-    const int fmt = GB_Q3_K, TT = 16;
-    const int64_t pb = gb_kp_block_bytes(fmt), sco = kp_sc_off(fmt), dof = kp_d_off(fmt);
-    const int64_t pfd = KP_PF_BYTES_AVX2;
-    const int nh = nr > 8 ? 2 : 1;
-    const __m256i m3 = _mm256_set1_epi8(3), m4 = _mm256_set1_epi8(0x0f), c4 = _mm256_set1_epi8(4);
-    const __m256i bsel = _mm256_set1_epi64x((long long)0x8040201008040201ull);
-    const __m256i bidx = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
-    float acc[2][16][8];
-    memset(acc, 0, sizeof(acc));
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *p = P + b * pb;
         for (int h = 0; h < nh; h++) {
@@ -2416,24 +2321,53 @@ static __attribute__((noinline)) void kp_tile16_avx2_q3(const uint8_t *P, int64_
                 const __m256 dx = _mm256_set1_ps(xq[t * nb + b].d);
                 const __m256 r = _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(isum[t])),
                                                _mm256_mul_ps(_mm256_mul_ps(dm, dx), _mm256_cvtepi32_ps(msum)));
-                _mm256_storeu_ps(acc[h][t], _mm256_add_ps(_mm256_loadu_ps(acc[h][t]), r));
+                _mm256_storeu_ps(acc + 8 * (h * TS + t), _mm256_add_ps(_mm256_loadu_ps(acc + 8 * (h * TS + t)), r));
             }
         }
     }
-    /* kp_store_avx2 for 16 tokens */
-    for (int h = 0; h < nh; h++) {
-        const __m256 vb = _mm256_loadu_ps(bz + 8 * h);
-        const int n = nr - 8 * h < 8 ? nr - 8 * h : 8;
-        for (int t = 0; t < TT; t++) {
-            const __m256 v = _mm256_add_ps(_mm256_loadu_ps(acc[h][t]), vb);
-            if (n == 8) _mm256_storeu_ps(y + t * ldy + 8 * h, v);
-            else {
-                float tmp[8];
-                _mm256_storeu_ps(tmp, v);
-                memcpy(y + t * ldy + 8 * h, tmp, (size_t)n * sizeof(float));
-            }
-        }
+}
+static inline __attribute__((always_inline)) void kp_tile2_avx2(const int fmt, const uint8_t *P, int64_t nb, const gb_block_q8_K *xq,
+                                                                float *y, int64_t ldy, const float *bz, int nr, const int TT, int pf) {
+    float acc[2][KP_TT_AVX2][8];
+    memset(acc, 0, sizeof(acc));
+    kp_tile2_sums(fmt, P, nb, xq, nr, TT, pf, &acc[0][0][0], KP_TT_AVX2);
+    kp_store_avx2(acc, nr > 8 ? 2 : 1, nr, TT, bz, y, ldy);
+}
+
+
+#ifndef KP_AVX2_TQ2
+#define KP_AVX2_TQ2 8 /* tokens per tile of the q2_K/q3_K GEMM (the plane decode shared by 8; q2_K at 16 measured the same) */
+#endif
+#ifndef KP_AVX2_TQ3
+#define KP_AVX2_TQ3 16 /* q3_K's first tiles (kp_tile16_avx2_q3: its third bits' decode shared by 16; 1.04-1.07x over 8) */
+#endif
+#define KP_GROUP2_AVX2(name, F)                                                                                          \
+    static void name(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, int64_t T, float *y, int64_t ldy,            \
+                     const float *bias, int nr) {                                                                        \
+        float bz[16] = {0};                                                                                              \
+        if (bias) memcpy(bz, bias, (size_t)nr * sizeof(float));                                                          \
+        int64_t t0 = 0;                                                                                                  \
+        if (KP_AVX2_TQ2 == 8)                                                                                            \
+            for (; t0 + 8 <= T; t0 += 8) kp_tile2_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 8, t0 == 0);   \
+        for (; t0 + 4 <= T; t0 += 4) kp_tile2_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 4, t0 == 0);       \
+        switch (T - t0) {                                                                                                \
+        case 3: kp_tile2_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 3, t0 == 0); break;                     \
+        case 2: kp_tile2_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 2, t0 == 0); break;                     \
+        case 1: kp_tile2_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 1, t0 == 0); break;                     \
+        default: break;                                                                                                  \
+        }                                                                                                                \
     }
+KP_GROUP2_AVX2(kp_group_avx2_q2, GB_Q2_K)
+KP_GROUP2_AVX2(kp_group_avx2_q3, GB_Q3_K)
+/* (defined after the group functions: the code before them keeps its place) */
+/* q3_K GEMM, 16 tokens x the nr rows of a group: kp_tile2_avx2's steps (fmt q3_K, TT 16), its own
+ * function so that the smaller tiles and the GEMV keep their stack frame and code: the third bits'
+ * decode (3 times q2_K's) shared by 16 tokens; the same integers and float32 steps, bit-identical */
+static __attribute__((noinline)) void kp_tile16_avx2_q3(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, float *y, int64_t ldy, const float *bz, int nr, int pf) {
+    float acc[2][16][8];
+    memset(acc, 0, sizeof(acc));
+    kp_tile2_sums(GB_Q3_K, P, nb, xq, nr, 16, pf, &acc[0][0][0], 16);
+    kp_store_acc_avx2(&acc[0][0][0], 16, nr > 8 ? 2 : 1, nr, 16, bz, y, ldy);
 }
 
 #ifndef KP_AVX2_GEMV_Q3
