@@ -2072,96 +2072,6 @@ static void kp_tile8_avx2_iq4xs(const uint8_t *P, int64_t nb, const gb_block_q8_
     kp_store_avx2(acc, nh, nr, 8, bz, y, ldy);
 }
 
-/* q4_K GEMM, 8 token slots x the nr rows of a group: kp_tile_avx2's integers (TT 8, HB 1) written for the
- * q4_K record (nibbles of zmm k at 64k, scales at 2048, mins at 2176, d/dmin at 2304). Per sub-block s
- * (nibble ymm 4s..4s+3 of the half) the nibble ymm are decoded once for the 8 tokens, KP_Q4_T8_KPS at a
- * time (2: lo/hi of 2 ymm live, one int16 sum per pair; 4: all 4 ymm, one int16 sum per sub-block,
- * 8 x 2 x 15 x 127 = 30480 fits); the token sums pinned in registers (KP_PIN). nt (1..8) tokens are
- * real: the slots past nt read token nt - 1 again and are not stored, so a remainder of a tile's
- * worth runs as one pass over the record. isum, msum and the float32 steps are kp_tile_avx2's
- * (int16 sums regrouped: exact, they cannot overflow): bit-identical. */
-#ifndef KP_Q4_T8_KPS
-#define KP_Q4_T8_KPS 2
-#endif
-static void kp_tile8_avx2_q4(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, float *y, int64_t ldy, const float *bz, int nr,
-                             int pf, int nt) {
-    const int64_t pb = gb_kp_block_bytes(GB_Q4_K), pfd = KP_PF_BYTES_AVX2;
-    const __m256i m4 = _mm256_set1_epi8(0x0f);
-    const int nh = nr > 8 ? 2 : 1;
-    float acc[2][KP_TT_AVX2][8];
-    memset(acc, 0, sizeof(acc));
-    int64_t ti[8];
-    for (int t = 0; t < 8; t++) ti[t] = (t < nt ? t : nt - 1) * nb;
-    for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *p = P + b * pb, *sc = p + 2048, *mn = p + 2176;
-        const int8_t *xs[8];
-        for (int t = 0; t < 8; t++) xs[t] = xq[ti[t] + b].qs;
-        for (int h = 0; h < nh; h++) {
-            __m256i is[8];
-            for (int t = 0; t < 8; t++) is[t] = _mm256_setzero_si256();
-            for (int s = 0; s < 8; s++) {
-                const uint8_t *q = p + 256 * s + 32 * h;
-                if (pfd && pf && h == 0) { /* the record pfd bytes ahead: the 4 lines of this sub-block, the scales' 5 */
-                    for (int l = 0; l < 4; l++) _mm_prefetch((const char *)(p + 256 * s + pfd + 64 * l), KP_PF_HINT_AVX2);
-                    if (s < 5) _mm_prefetch((const char *)(sc + pfd + 64 * s), KP_PF_HINT_AVX2);
-                }
-                const __m128i s8 = _mm_loadl_epi64((const __m128i *)(sc + 16 * s + 8 * h));
-                const __m256i scv = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s8, s8));
-#pragma GCC unroll 4
-                for (int j0 = 0; j0 < 4; j0 += KP_Q4_T8_KPS) {
-                    __m256i lo[KP_Q4_T8_KPS], hi[KP_Q4_T8_KPS];
-#pragma GCC unroll 4
-                    for (int u = 0; u < KP_Q4_T8_KPS; u++) {
-                        const __m256i Q = _mm256_loadu_si256((const __m256i *)(q + 64 * (j0 + u)));
-                        lo[u] = _mm256_and_si256(Q, m4);
-                        hi[u] = _mm256_and_si256(_mm256_srli_epi16(Q, 4), m4);
-                    }
-#pragma GCC unroll 8
-                    for (int t = 0; t < 8; t++) {
-                        const int8_t *x = xs[t] + 32 * s + 8 * j0;
-                        __m256i v = _mm256_add_epi16(_mm256_maddubs_epi16(lo[0], _mm256_set1_epi32(ld32a(x))),
-                                                     _mm256_maddubs_epi16(hi[0], _mm256_set1_epi32(ld32a(x + 4))));
-#pragma GCC unroll 4
-                        for (int u = 1; u < KP_Q4_T8_KPS; u++)
-                            v = _mm256_add_epi16(v, _mm256_add_epi16(_mm256_maddubs_epi16(lo[u], _mm256_set1_epi32(ld32a(x + 8 * u))),
-                                                                     _mm256_maddubs_epi16(hi[u], _mm256_set1_epi32(ld32a(x + 8 * u + 4)))));
-                        is[t] = _mm256_add_epi32(is[t], _mm256_madd_epi16(v, scv));
-                        KP_PIN(is[t]);
-                    }
-                }
-            }
-            const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 2304 + 16 * h)));
-            const __m256 dm = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 2336 + 16 * h)));
-            __m256i mp[4];
-            for (int c = 0; c < 4; c++) mp[c] = pairs8(mn + 16 * (2 * c) + 8 * h, mn + 16 * (2 * c + 1) + 8 * h);
-            for (int t = 0; t < 8; t++) {
-                const int16_t *bs = xq[ti[t] + b].bsums;
-                __m256i msum = _mm256_setzero_si256();
-                for (int c = 0; c < 4; c++) {
-                    const int32_t bp = (int32_t)((uint32_t)(uint16_t)(bs[4 * c] + bs[4 * c + 1]) | ((uint32_t)(uint16_t)(bs[4 * c + 2] + bs[4 * c + 3]) << 16));
-                    const __m256i m = _mm256_madd_epi16(mp[c], _mm256_set1_epi32(bp));
-                    msum = c ? _mm256_add_epi32(msum, m) : m;
-                }
-                const __m256 dx = _mm256_set1_ps(xq[ti[t] + b].d);
-                const __m256 r = _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(is[t])),
-                                               _mm256_mul_ps(_mm256_mul_ps(dm, dx), _mm256_cvtepi32_ps(msum)));
-                _mm256_storeu_ps(acc[h][t], _mm256_add_ps(_mm256_loadu_ps(acc[h][t]), r));
-            }
-        }
-    }
-    kp_store_avx2(acc, nh, nr, nt, bz, y, ldy);
-}
-
-#ifndef KP_AVX2_OWN_Q4
-#define KP_AVX2_OWN_Q4 0 /* the q4_K 8-token tile's own loop for whole tiles (1: 0.84-0.98x kp_tile_avx2's, KPS 2; 0.90x KPS 4) */
-#endif
-#ifndef KP_AVX2_Q4_HB2
-#define KP_AVX2_Q4_HB2 0 /* q4_K 4-token tiles over both halves (1: 0.90-1.00x best, Zen 3 s11) */
-#endif
-#ifndef KP_AVX2_PAD_Q4
-#define KP_AVX2_PAD_Q4 9 /* a q4_K remainder of this many tokens or more (< 8) runs as one 8-slot tile (9: never; 4: 0.75-0.99x at T 12..36, Zen 3 s11) */
-#endif
-
 #ifndef KP_AVX2_TIQ4XS
 #define KP_AVX2_TIQ4XS 8 /* tokens per tile of the iq4_xs GEMM (4: kp_tile_avx2's 4-token tile only) */
 #endif
@@ -2175,19 +2085,12 @@ static void kp_tile8_avx2_q4(const uint8_t *P, int64_t nb, const gb_block_q8_K *
         float bz[16] = {0};                                                                                              \
         if (bias) memcpy(bz, bias, (size_t)nr * sizeof(float));                                                          \
         int64_t t0 = 0;                                                                                                  \
-        if (F == GB_Q4_K && KP_AVX2_Q4_HB2) /* 4-token tiles over both halves: a broadcast feeds 4 vpmaddubsw */           \
-            for (; t0 + 4 <= T; t0 += 4) kp_tile_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 4, 2, t0 == 0); \
         if (TB == 8) {                                                                                                   \
             for (; t0 + 8 <= T; t0 += 8) {                                                                               \
                 if (F == GB_Q6_K && KP_AVX2_OWN_Q6) kp_tile8_avx2_q6(P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, t0 == 0); \
                 else if (F == GB_Q5_K && KP_AVX2_OWN_Q5) kp_tile8_avx2_q5(P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, t0 == 0); \
-                else if (F == GB_Q4_K && KP_AVX2_OWN_Q4) kp_tile8_avx2_q4(P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, t0 == 0, 8); \
                 else if (F == GB_IQ4_XS) kp_tile8_avx2_iq4xs(P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, t0 == 0);       \
                 else kp_tile_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 8, 1, t0 == 0);                   \
-            }                                                                                                            \
-            if (F == GB_Q4_K && T - t0 >= KP_AVX2_PAD_Q4 && T - t0 < 8) { /* the remainder as one tile */ \
-                kp_tile8_avx2_q4(P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, t0 == 0, (int)(T - t0));              \
-                return;                                                                                                  \
             }                                                                                                            \
         }                                                                                                                \
         for (; t0 + 4 <= T; t0 += 4) kp_tile_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 4, 1, t0 == 0);     \
