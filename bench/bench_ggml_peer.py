@@ -62,6 +62,8 @@ CASES = [("linear", f, (1536, 2048, 512)) for f in ("q4_0", "q8_0")] + \
 CASES += [("linear", f, (1536, 2048, 512)) for f in ("q4_K", "q5_K", "q6_K", "iq4_xs", "iq4_nl", "mxfp4")]
 # the same matrix at the token counts a routed expert sees in a 512-token prefill (issue 28: 32-128)
 CASES += [("linear", f, (1536, 2048, T)) for f in ("q4_K", "q5_K", "q6_K", "iq4_xs", "iq4_nl", "mxfp4") for T in (32, 128)]
+# routed experts at prefill (T=512, 64 experts top-4, GLM's 2048->1536->2048) in K formats (issue 28, s11)
+CASES += [("moe", f, (64, 1536, 2048, 4, 512)) for f in ("q4_K",)]
 
 
 def _stored_weights(n, k, fmt, seed):
