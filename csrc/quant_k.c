@@ -1639,12 +1639,6 @@ static void panel_fill_packed(int fmt, const uint8_t *P, int nr, int64_t nb, kpa
 #ifndef KP_PF_HINT_AVX2
 #define KP_PF_HINT_AVX2 _MM_HINT_T0
 #endif
-#ifndef KP_PF2_HINT_AVX2
-#define KP_PF2_HINT_AVX2 _MM_HINT_T1
-#endif
-#ifndef KP_AVX2_PF_NEXT_Q4
-#define KP_AVX2_PF_NEXT_Q4 1 /* q4_K: the group's second tile prefetches the next group's records (pf 2) */
-#endif
 #ifndef KP_AVX2_UNROLL
 #define KP_AVX2_UNROLL 1 /* sub-block loop: unrolling it cost registers (spills), no speed */
 #endif
@@ -1798,12 +1792,9 @@ static inline __attribute__((always_inline)) void kp_tile_avx2(const int fmt, co
 #pragma GCC unroll 4
                     for (int kk = k0; kk < k0 + kps; kk++) {
                         const int k = s * zps + kk;
-                        if (pfd && pf == 1 && h0 == 0) { /* the record pfd bytes ahead, every line of it */
+                        if (pfd && pf && h0 == 0) { /* the record pfd bytes ahead, every line of it */
                             _mm_prefetch((const char *)(p + pfd + 64 * k), KP_PF_HINT_AVX2);
                             if (64 * (k + 32) < pb) _mm_prefetch((const char *)(p + pfd + 64 * (k + 32)), KP_PF_HINT_AVX2);
-                        } else if (pf == 2 && h0 == 0) { /* the next group's record (nb records on), to L2 */
-                            _mm_prefetch((const char *)(p + nb * pb + 64 * k), KP_PF2_HINT_AVX2);
-                            if (64 * (k + 32) < pb) _mm_prefetch((const char *)(p + nb * pb + 64 * (k + 32)), KP_PF2_HINT_AVX2);
                         }
                         __m256i lo[2], hi[2];
                         for (int hh = 0; hh < HB; hh++) kp_decode_y(fmt, p, k, h0 + hh, &lo[hh], &hi[hh]);
@@ -2085,8 +2076,6 @@ static void kp_tile8_avx2_iq4xs(const uint8_t *P, int64_t nb, const gb_block_q8_
 #define KP_AVX2_TIQ4XS 8 /* tokens per tile of the iq4_xs GEMM (4: kp_tile_avx2's 4-token tile only) */
 #endif
 
-/* the prefetch of a tile at token t0: its own records ahead (1: the first tile), q4_K's second tile the next group's (2) */
-#define KP_PF_Q4(F, t0) ((t0) == 0 ? 1 : (F) == GB_Q4_K && KP_AVX2_PF_NEXT_Q4 && (t0) == 8 ? 2 : 0)
 #define KP_GROUP_AVX2(name, F, TB)                                                                                          \
     /* tiles of TB tokens (8: q6_K), of 4, then the rest; software prefetch in the first tile only (the group's records   \
      * come from DRAM once; the later tiles find them in L1/L2, where prefetching the next group's     \
@@ -2101,10 +2090,10 @@ static void kp_tile8_avx2_iq4xs(const uint8_t *P, int64_t nb, const gb_block_q8_
                 if (F == GB_Q6_K && KP_AVX2_OWN_Q6) kp_tile8_avx2_q6(P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, t0 == 0); \
                 else if (F == GB_Q5_K && KP_AVX2_OWN_Q5) kp_tile8_avx2_q5(P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, t0 == 0); \
                 else if (F == GB_IQ4_XS) kp_tile8_avx2_iq4xs(P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, t0 == 0);       \
-                else kp_tile_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 8, 1, KP_PF_Q4(F, t0));          \
+                else kp_tile_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 8, 1, t0 == 0);                   \
             }                                                                                                            \
         }                                                                                                                \
-        for (; t0 + 4 <= T; t0 += 4) kp_tile_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 4, 1, KP_PF_Q4(F, t0)); \
+        for (; t0 + 4 <= T; t0 += 4) kp_tile_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 4, 1, t0 == 0);     \
         switch (T - t0) {                                                                                                \
         case 3: kp_tile_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 3, 1, t0 == 0); break;                   \
         case 2: kp_tile_avx2(F, P, nb, xq + t0 * nb, y + t0 * ldy, ldy, bz, nr, 2, KP_AVX2_HB2, t0 == 0); break;         \
