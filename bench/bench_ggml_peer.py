@@ -64,6 +64,8 @@ CASES += [("linear", f, (1536, 2048, 512)) for f in ("q4_K", "q5_K", "q6_K", "iq
 CASES += [("linear", f, (1536, 2048, T)) for f in ("q4_K", "q5_K", "q6_K", "iq4_xs", "iq4_nl", "mxfp4") for T in (32, 128)]
 # q2_K and q3_K (the low-bit files) at the same prefill shapes (issue 28)
 CASES += [("linear", f, (1536, 2048, T)) for f in ("q2_K", "q3_K") for T in (512, 32, 128)]
+# routed experts at prefill (T=512, 64 experts top-4, GLM's 2048->1536->2048) in K formats (issue 28, s11)
+CASES += [("moe", f, (64, 1536, 2048, 4, 512)) for f in ("q4_K",)]
 
 
 def _stored_weights(n, k, fmt, seed):
