@@ -22,15 +22,6 @@ from bench_kgemv_dram import _kl  # noqa: E402  (bench/ is the script's director
 IQ_FMTS = ("iq4_nl", "mxfp4")  # csrc/quant_iq.c: gb_iqlinear_packed (the same arguments)
 
 
-def _iql(path):
-    import ctypes
-    f = ctypes.CDLL(path).gb_iqlinear_packed
-    f.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
-                  ctypes.c_int64, ctypes.c_int64, ctypes.c_int]
-    f.restype = ctypes.c_int
-    return f
-
-
 def _weights(n, k, fmt, seed):
     if fmt in IQ_FMTS:
         from bench_ggml_peer import _stored_weights
@@ -52,7 +43,7 @@ def main(argv=None):
     paths = {"after": a.after or _loader._core.__file__}
     if a.before:
         paths = {"before": a.before, **paths}
-    kerns = {lab: (_kl(p), _iql(p)) for lab, p in paths.items()}
+    kerns = {lab: (_kl(p), _kl(p, "gb_iqlinear_packed")) for lab, p in paths.items()}
     kv = 3  # GB_KV_AVX2 (kquant_avx2)
     hdr = "| format | NxK | T |" + "".join(f" {k} best / median |" for k in kerns) + (" speed-up best / median |" if a.before else "")
     print(hdr, flush=True)
