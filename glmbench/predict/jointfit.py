@@ -838,8 +838,9 @@ def _kinked(comp, start, chosen, fitted, meas_s, n):
     small ops and the other parameters make up for it exactly: which of those equal fits the
     optimizer lands on is then a matter of rounding, so the rule asks whether the points need it
     instead. (fitted, []) when none is such; fitted is the refit without it otherwise."""
+    loose = set(_unbound(comp, start, fitted, n))
     for nm in list(fitted):
-        if nm not in _unbound(comp, start, fitted, n) and nm in _unbound(comp, start, {**fitted, nm: _start(start, nm)}, n):
+        if nm not in loose and nm in _unbound(comp, start, {**fitted, nm: _start(start, nm)}, n):
             rest = [c for c in chosen if c != nm]
             x1 = np.array([_to_x(c, fitted[c]) for c in chosen])
             x0 = np.array([_to_x(c, fitted[c]) for c in rest])
