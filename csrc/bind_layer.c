@@ -1,8 +1,8 @@
 /* bind_layer.c: Python bindings for layer.c.
  *
  *   layer_plan(spec: dict) -> capsule    every array and size of one layer, checked once
- *   layer_forward(plan, x[T, D] f32, cache, layer, positions[T] int64, strategy='flash')
- *       -> (y[T, D] f32, counts[E] int64 or None)
+ *   layer_forward(plan, x[T, D] f32, cache, layer, positions[T] int64, strategy='flash', n_out=-1)
+ *       -> (y[n_out, D] f32, counts[E] int64 or None)   (the feed-forward part on the last n_out rows)
  *
  * glmbench/model.py builds the spec (Layer._c_plan); the capsule keeps a reference to every array
  * it points into, so the weights live as long as the plan. */
@@ -276,7 +276,8 @@ static PyObject *py_layer_forward(PyObject *self, PyObject *args) {
     PyObject *cap, *xo, *co, *po;
     long long layer;
     const char *strategy_name = "flash";
-    if (!PyArg_ParseTuple(args, "OOOLO|s:layer_forward", &cap, &xo, &co, &layer, &po, &strategy_name)) return NULL;
+    long long n_out = -1;
+    if (!PyArg_ParseTuple(args, "OOOLO|sL:layer_forward", &cap, &xo, &co, &layer, &po, &strategy_name, &n_out)) return NULL;
     const int strategy = gb_mla_strategy(strategy_name);
     if (strategy < 0) return NULL;
     plan_t *p = (plan_t *)PyCapsule_GetPointer(cap, PLAN_NAME);
@@ -292,6 +293,11 @@ static PyObject *py_layer_forward(PyObject *self, PyObject *args) {
     if (!(pos = gb_array(po, "positions", NPY_INT64, 1, GB_COPY))) goto done;
     if (gb_check_dim(pos, "positions", 0, T, "x.shape[0] (tokens)")) goto done;
     if (gb_check_finite(x, "x") < 0) goto done;
+    if (n_out == -1) n_out = T;
+    if (n_out < 1 || n_out > T) {
+        PyErr_Format(PyExc_ValueError, "`n_out`=%lld must be in [1, %lld] (the rows of x), or -1 for all", n_out, (long long)T);
+        goto done;
+    }
     if (layer < 0 || layer >= c->n_layers) {
         PyErr_Format(PyExc_ValueError, "`layer`=%lld is out of range for a cache of %lld layers", layer,
                      (long long)c->n_layers);
@@ -305,14 +311,14 @@ static PyObject *py_layer_forward(PyObject *self, PyObject *args) {
                      mla ? "mla" : "gqa");
         goto done;
     }
-    npy_intp yd[2] = {T, L->D}, cd[1] = {L->moe ? L->E : 0};
+    npy_intp yd[2] = {(npy_intp)n_out, L->D}, cd[1] = {L->moe ? L->E : 0};
     if (!(y = gb_new_f32(2, yd))) goto done;
     if (L->moe && !(cnt = (PyArrayObject *)PyArray_ZEROS(1, cd, NPY_INT64, 0))) goto done;
     int st = GB_OK, err;
     Py_BEGIN_ALLOW_THREADS
     if (!(err = gb_kvcache_lock(c, 1))) { /* exclusive: the layer appends */
         st = gb_layer_forward(L, c, layer, (const float *)PyArray_DATA(x), T, (const int64_t *)PyArray_DATA(pos), strategy,
-                              (float *)PyArray_DATA(y), cnt ? (int64_t *)PyArray_DATA(cnt) : NULL);
+                              (int64_t)n_out, (float *)PyArray_DATA(y), cnt ? (int64_t *)PyArray_DATA(cnt) : NULL);
         gb_kvcache_unlock(c);
     }
     Py_END_ALLOW_THREADS
@@ -338,6 +344,7 @@ PyMethodDef gb_layer_methods[] = {
      "layer_plan(spec: dict) -> capsule: one decoder layer's arrays and sizes, checked once "
      "(glmbench.model.Layer builds the spec)."},
     {"layer_forward", py_layer_forward, METH_VARARGS,
-     "layer_forward(plan, x[T, D] f32, cache, layer, positions[T] int64, strategy='flash') -> (y[T, D] f32, "
-     "counts[E] int64 | None): the whole layer in one call, appending to the cache."},
+     "layer_forward(plan, x[T, D] f32, cache, layer, positions[T] int64, strategy='flash', n_out=-1) -> "
+     "(y[n_out, D] f32, counts[E] int64 | None): the whole layer in one call, appending to the cache; the "
+     "feed-forward part on the last n_out rows only (-1: all T)."},
     {NULL, NULL, 0, NULL}};

@@ -146,9 +146,10 @@ done:
 }
 
 int gb_layer_forward(const gb_layer *L, gb_kvcache *c, int64_t layer, const float *x, int64_t T, const int64_t *pos,
-                     int mla_strategy, float *y, int64_t *counts) {
+                     int mla_strategy, int64_t n_out, float *y, int64_t *counts) {
     if (T <= 0) return T == 0 ? GB_OK : gb_error(GB_EVALUE, "layer: T=%ld must be >= 0", (long)T);
-    const int64_t D = L->D;
+    if (n_out < 1 || n_out > T) return gb_error(GB_EVALUE, "layer: n_out=%ld must be in [1, T=%ld]", (long)n_out, (long)T);
+    const int64_t D = L->D, T0 = T - n_out; /* the first T0 rows leave after the attention */
     float *h = (float *)gb_ws_malloc((size_t)(T * D) * sizeof(float));
     float *a = (float *)gb_ws_malloc((size_t)(T * D) * sizeof(float));
     int st = GB_OK;
@@ -161,23 +162,27 @@ int gb_layer_forward(const gb_layer *L, gb_kvcache *c, int64_t layer, const floa
     st = L->attention == GB_LAYER_MLA ? mla_block(L, c, layer, h, T, pos, mla_strategy, a)
                                       : gqa_block(L, c, layer, h, T, pos, a);
     if (st) goto done;
+    /* from here on the last n_out rows only: ak = a's, xk = x's */
+    float *ak = a + T0 * D;
+    const float *xk = x + T0 * D;
+    const int64_t N = n_out;
     if (L->gemma) { /* _forward_gemma: x + post_attention_layernorm(a); x + post_ffn(geglu(pre_ffn(x))) */
-        if ((st = gb_rms_norm(a, L->ln_post, a, T, D, L->eps))) goto done;
-        for (int64_t i = 0; i < T * D; i++) a[i] = x[i] + a[i];
-        if ((st = gb_rms_norm(a, L->ln_pre_ffn, h, T, D, L->eps))) goto done;
-        if ((st = gb_geglu(h, T, D, L->gate.p, L->gate.fmt, L->up.p, L->up.fmt, L->down.p, L->down.fmt, L->F, y)))
+        if ((st = gb_rms_norm(ak, L->ln_post, ak, N, D, L->eps))) goto done;
+        for (int64_t i = 0; i < N * D; i++) ak[i] = xk[i] + ak[i];
+        if ((st = gb_rms_norm(ak, L->ln_pre_ffn, h, N, D, L->eps))) goto done;
+        if ((st = gb_geglu(h, N, D, L->gate.p, L->gate.fmt, L->up.p, L->up.fmt, L->down.p, L->down.fmt, L->F, y)))
             goto done;
-        if ((st = gb_rms_norm(y, L->ln_post_ffn, y, T, D, L->eps))) goto done;
-        for (int64_t i = 0; i < T * D; i++) y[i] = a[i] + y[i];
+        if ((st = gb_rms_norm(y, L->ln_post_ffn, y, N, D, L->eps))) goto done;
+        for (int64_t i = 0; i < N * D; i++) y[i] = ak[i] + y[i];
         goto done;
     }
-    for (int64_t i = 0; i < T * D; i++) a[i] = x[i] + a[i];
+    for (int64_t i = 0; i < N * D; i++) ak[i] = xk[i] + ak[i];
     /* h = post_attention_layernorm(x); y = x + mlp(h) */
-    if ((st = gb_rms_norm(a, L->ln_post, h, T, D, L->eps))) goto done;
-    if (L->moe) st = moe_block(L, h, T, y, counts);
-    else st = gb_swiglu(h, T, D, L->gate.p, L->gate.fmt, L->up.p, L->up.fmt, L->down.p, L->down.fmt, L->F, y);
+    if ((st = gb_rms_norm(ak, L->ln_post, h, N, D, L->eps))) goto done;
+    if (L->moe) st = moe_block(L, h, N, y, counts);
+    else st = gb_swiglu(h, N, D, L->gate.p, L->gate.fmt, L->up.p, L->up.fmt, L->down.p, L->down.fmt, L->F, y);
     if (st) goto done;
-    for (int64_t i = 0; i < T * D; i++) y[i] = a[i] + y[i];
+    for (int64_t i = 0; i < N * D; i++) y[i] = ak[i] + y[i];
 done:
     gb_ws_free(h);
     gb_ws_free(a);

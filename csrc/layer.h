@@ -76,10 +76,13 @@ typedef struct {
     gb_shared_expert shared;
 } gb_layer;
 
-/* y[T, D] = the layer applied to x[T, D] at positions pos[T], appending the T tokens' keys to
- * cache layer `layer` (kind and dims must match: the binding checks). counts[E] (MoE only, may be
- * NULL) = (token, slot) pairs per expert. mla_strategy: GB_MLA_NAIVE/ABSORBED/FLASH. */
+/* y[n_out, D] = the layer applied to x[T, D] at positions pos[T] (its last n_out rows), appending the
+ * T tokens' keys to cache layer `layer` (kind and dims must match: the binding checks). Attention
+ * runs on all T tokens; the feed-forward part only on the last n_out rows (1 <= n_out <= T; T: the
+ * whole layer), as llama.cpp's graphs do in the last layer when only the last token's logits are
+ * wanted (the rows dropped there feed nothing). counts[E] (MoE only, may be NULL) = (token, slot)
+ * pairs per expert. mla_strategy: GB_MLA_NAIVE/ABSORBED/FLASH. */
 int gb_layer_forward(const gb_layer *L, gb_kvcache *c, int64_t layer, const float *x, int64_t T, const int64_t *pos,
-                     int mla_strategy, float *y, int64_t *counts);
+                     int mla_strategy, int64_t n_out, float *y, int64_t *counts);
 
 #endif

@@ -180,3 +180,79 @@ def test_builtin_names_and_package_export():
     assert m.layers[1].w["mlp.experts.gate_proj"].dtype == np.float16
     assert m.layers[1].w["mlp.gate.weight"].dtype == np.float32  # routers stay f32
     assert "q_proj.weight" in m.layers[0].attn  # DeepSeek-V2-Lite has no q_lora
+
+
+@pytest.mark.parametrize("name,fmt", [("glm-4.7-flash", "f32"), ("qwen3-32b", "f32"), ("qwen3-30b-a3b", "bf16"),
+                                      ("gemma-3-4b", "f32"), ("glm-4.7-flash", "q4_0"), ("qwen3-32b", "q8_0")])
+def test_last_logits_skip_the_last_layers_other_rows(name, fmt, monkeypatch):
+    """prefill(logits="last") runs the last layer's feed-forward part on the last row only (as llama.cpp's
+    inp_out_ids): the same logits as the whole prefill's last row, the same cache (the next step agrees),
+    and the last layer was asked for one row, the others for all (C layer and Python-op paths)."""
+    over = dict(layer_types=["sliding_attention", "full_attention", "sliding_attention"], sliding_window=4) if "gemma" in name else {}
+    cfg = tiny(name, num_hidden_layers=3, **over)
+    toks = np.array([5, 9, 2, 7, 1, 3, 8])
+    m = Model(cfg, max_context=16, seed=3, weights=fmt, kv="f32")
+    whole = m.prefill(toks)
+    nxt_whole = m.decode(4)
+    m.reset()
+    from glmbench.models import model as mm
+    seen, fwd = [], mm.Layer.forward
+
+    def spy(self, x, *a, n_out=None, **k):
+        seen.append((self.index, int(x.shape[0]), n_out))
+        y = fwd(self, x, *a, n_out=n_out, **k)
+        assert y.shape[0] == (x.shape[0] if n_out is None else n_out)
+        return y
+    monkeypatch.setattr(mm.Layer, "forward", spy)
+    last = m.prefill(toks, logits="last")
+    assert seen == [(0, 7, None), (1, 7, None), (2, 7, 1)]
+    np.testing.assert_allclose(last, whole[-1], rtol=2e-5, atol=2e-5 * np.abs(whole[-1]).max())
+    assert m.n_past == toks.size
+    np.testing.assert_allclose(m.decode(4), nxt_whole, rtol=2e-5, atol=2e-5 * np.abs(nxt_whole).max())
+
+
+def test_a_sampled_model_runs_its_last_built_layer_whole(monkeypatch):
+    """A sampled model's last built layer stands for a middle layer: it is timed whole."""
+    cfg = tiny("qwen3-32b", num_hidden_layers=4)
+    m = Model(cfg, max_context=16, seed=3, weights="f32", kv="f32", layers=[0, 2])
+    from glmbench.models import model as mm
+    seen, fwd = [], mm.Layer.forward
+    monkeypatch.setattr(mm.Layer, "forward", lambda self, x, *a, n_out=None, **k: (seen.append(n_out), fwd(self, x, *a, n_out=n_out, **k))[1])
+    m.prefill(np.arange(5), logits="last")
+    assert seen == [None, None]
+
+
+def test_layer_n_out_bad_values():
+    cfg = tiny("glm-4.7-flash")
+    m = Model(cfg, max_context=16, seed=3, weights="f32", kv="f32")
+    x = np.zeros((3, cfg.hidden_size), np.float32)
+    for bad in (0, 4, -1, True, 1.5):
+        with pytest.raises(ValueError, match="n_out"):
+            m.layers[0].forward(x, m.cache, 0, np.arange(3), n_out=bad)
+    assert m.n_past == 0  # refused before anything was appended
+    from glmbench.core import _core
+    plan = m.layers[0]._c_plan()
+    for bad in (0, 4, -2):
+        with pytest.raises(ValueError, match="n_out"):
+            _core.layer_forward(plan, x, m.cache, 0, np.arange(3, dtype=np.int64), "flash", bad)
+    y, _ = _core.layer_forward(plan, x, m.cache, 0, np.arange(3, dtype=np.int64), "flash", 2)
+    assert y.shape == (2, cfg.hidden_size)
+
+
+@pytest.mark.parametrize("name", ["gemma-3-4b", "gpt-oss-20b"])
+def test_last_logits_with_windows_chunked(name):
+    """A windowed model prefilled in window_chunk pieces: each piece's last layer keeps one row, the
+    logits and the cache as the whole prefill's."""
+    over = dict(layer_types=["sliding_attention", "full_attention", "sliding_attention"], sliding_window=4,
+                num_hidden_layers=3)
+    if "gpt-oss" in name:
+        over.update(num_local_experts=4, num_experts_per_tok=2)
+    cfg = tiny(name, **over)
+    toks = np.array([5, 9, 2, 7, 1, 3, 8, 6, 0])
+    m = Model(cfg, max_context=16, seed=3, weights="f32", kv="f32", window_chunk=4)
+    whole = m.prefill(toks)
+    nxt = m.decode(4)
+    m.reset()
+    last = m.prefill(toks, logits="last")
+    np.testing.assert_allclose(last, whole[-1], rtol=2e-5, atol=2e-5 * np.abs(whole[-1]).max())
+    np.testing.assert_allclose(m.decode(4), nxt, rtol=2e-5, atol=2e-5 * np.abs(nxt).max())

@@ -463,7 +463,7 @@ def t_layer_forward(R):
     T = dim(R, 1, 4)
     pos = (c.length(0) + np.arange(T)).astype(np.int64)
     return "layer_forward", [plan, arr(R, (T, cfg.hidden_size)), c, int(R.integers(0, 2)), pos,
-                             str(R.choice(["naive", "absorbed", "flash"]))], {}
+                             str(R.choice(["naive", "absorbed", "flash"])), int(R.integers(-2, T + 2))], {}
 
 
 def t_kvcache(R):

@@ -241,6 +241,9 @@ def _measure(cfg, depths, tests, layers, n_prompt, n_gen, weights, kv, mla_strat
         # how a layer runs: one C call (csrc/layer.c; sliding windows and Gemma's layers included) or
         # op by op from Python (quantized matrices: Layer.forward_py)
         layer_exec="python-ops" if weights in ("q8_0", "q4_0", STORED) else "c-layer",
+        # pp: the rows the last layer's feed-forward part runs on (Model.prefill, logits="last"): the
+        # last one when every layer is built (llama.cpp's inp_out_ids), all in a sampled model
+        prefill_last_layer="last row" if mode == "full" else "all rows",
         layers_mode=mode, sampled=mode == "sampled",
         layers_timed=",".join(map(str, idx if idx is not None else range(cfg.n_layers))),
         model_size=_model_bytes(cfg, weights, state), model_n_params=cfg.total_params(),

@@ -207,15 +207,25 @@ class Layer:
     def nbytes(self) -> int:
         return int(sum(a.nbytes for a in self.w.values()))
 
-    def forward(self, x, cache, cache_layer: int, positions, mla_strategy: str = "flash"):
+    def forward(self, x, cache, cache_layer: int, positions, mla_strategy: str = "flash", n_out: int | None = None):
         """The layer on x[T, hidden] at positions[T], appending to `cache` layer `cache_layer`. Runs as
         one C call (csrc/layer.c, `_core.layer_forward`) when every matrix is an ndarray (sliding
         windows, soft-capping, Gemma 2/3's sandwich norms and GeGLU included); otherwise, and as the
-        readable definition, `forward_py`."""
+        readable definition, `forward_py`.
+
+        n_out: None (every row out), or k in [1, T]: the attention on all T tokens (the cache gets them
+        all), the rest of the layer on the last k rows only, returned as [k, hidden]. Model.prefill
+        uses it in the last layer when only the last token's logits are wanted, as llama.cpp's graphs
+        do (the other rows' outputs there feed nothing)."""
         vocab.mla_strategy(mla_strategy)
+        T = int(np.shape(x)[0]) if np.ndim(x) == 2 else None
+        if n_out is not None:
+            if isinstance(n_out, bool) or not isinstance(n_out, (int, np.integer)) or T is None or not 1 <= n_out <= T:
+                raise ValueError(f"`n_out` must be None or an int in [1, {T}] (the rows of x), got {n_out!r}")
+            n_out = int(n_out)
         plan = self._c_plan()
         if plan is None:
-            return self.forward_py(x, cache, cache_layer, positions, mla_strategy)
+            return self.forward_py(x, cache, cache_layer, positions, mla_strategy, n_out=n_out)
         if not isinstance(x, np.ndarray):
             raise TypeError(f"`x` must be a numpy.ndarray, got {type(x).__name__}")
         p = np.asarray(positions)
@@ -230,7 +240,7 @@ class Layer:
                 raise ValueError(f"cache layer {cl} keeps a window of {cw} tokens but model layer {self.index} "
                                  f"attends to {'all tokens' if win is None else f'{win} tokens'}")
         y, counts = _core.layer_forward(plan, x, cache, int(cache_layer), p.astype(np.int64, copy=False),
-                                        mla_strategy)
+                                        mla_strategy, -1 if n_out is None else n_out)
         if self.kind == "moe":
             self.last_counts = counts
         return y
@@ -303,20 +313,21 @@ class Layer:
                 s.update(Fs=int(sg.shape[0]), sg=sg, su=su, sd=sd)
         return s
 
-    def forward_py(self, x, cache, cache_layer: int, positions, mla_strategy: str = "flash"):
-        """The layer as a sequence of Python-level op calls (the definition layer.c follows)."""
+    def forward_py(self, x, cache, cache_layer: int, positions, mla_strategy: str = "flash", n_out: int | None = None):
+        """The layer as a sequence of Python-level op calls (the definition layer.c follows); n_out as
+        in `forward` (the rows kept after the attention)."""
         cfg, w = self.cfg, self.w
         eps = float(cfg.rms_norm_eps)
         if cfg.model_type in configs.GEMMA_FAMILIES:
-            return self._forward_gemma(x, cache, cache_layer, positions)
+            return self._forward_gemma(x, cache, cache_layer, positions, n_out)
         if cfg.attention_sinks:
-            return self._forward_gpt_oss(x, cache, cache_layer, positions)
+            return self._forward_gpt_oss(x, cache, cache_layer, positions, n_out)
         h = _ops.rms_norm(x, w["input_layernorm.weight"], eps)
         if cfg.attention == "mla":
             a = attention.mla_block(h, self.attn, cache, cache_layer, positions, cfg, strategy=mla_strategy)
         else:
             a = attention.gqa_block(h, self.attn, cache, cache_layer, positions, cfg, model_layer=self.index)
-        x = x + a
+        x = _keep(x + a, n_out)
         h = _ops.rms_norm(x, w["post_attention_layernorm.weight"], eps)
         if self.kind == "dense":
             m = _ops.swiglu(h, w["mlp.gate_proj.weight"], w["mlp.up_proj.weight"], w["mlp.down_proj.weight"])
@@ -326,19 +337,20 @@ class Layer:
         return x + m
 
 
-    def _forward_gemma(self, x, cache, cache_layer: int, positions):
+    def _forward_gemma(self, x, cache, cache_layer: int, positions, n_out=None):
         """Gemma 2/3's sandwich-norm layer (norm weights held as 1 + w, see the module docstring)."""
         cfg, w = self.cfg, self.w
         eps = float(cfg.rms_norm_eps)
         h = _ops.rms_norm(x, w["input_layernorm.weight"], eps)
         a = attention.gqa_block(h, self.attn, cache, cache_layer, positions, cfg, model_layer=self.index)
+        x, a = _keep(x, n_out), _keep(a, n_out)
         x = x + _ops.rms_norm(a, w["post_attention_layernorm.weight"], eps)
         h = _ops.rms_norm(x, w["pre_feedforward_layernorm.weight"], eps)
         m = _ops.geglu(h, w["mlp.gate_proj.weight"], w["mlp.up_proj.weight"], w["mlp.down_proj.weight"])
         return x + _ops.rms_norm(m, w["post_feedforward_layernorm.weight"], eps)
 
 
-    def _forward_gpt_oss(self, x, cache, cache_layer: int, positions):
+    def _forward_gpt_oss(self, x, cache, cache_layer: int, positions, n_out=None):
         """GPT-OSS's layer (HF modeling_gpt_oss): pre-norm; attention with q/k/v/o biases, YaRN rope,
         per-head sinks and every other layer windowed (attention.gqa_sink_block); MoE with a biased
         router, softmax over the top-k logits and biased experts with the clamped SwiGLU
@@ -346,7 +358,8 @@ class Layer:
         cfg, w = self.cfg, self.w
         eps = float(cfg.rms_norm_eps)
         h = _ops.rms_norm(x, w["input_layernorm.weight"], eps)
-        x = x + attention.gqa_sink_block(h, self.attn, cache, cache_layer, positions, cfg, model_layer=self.index)
+        x = _keep(x + attention.gqa_sink_block(h, self.attn, cache, cache_layer, positions, cfg, model_layer=self.index),
+                  n_out)
         h = _ops.rms_norm(x, w["post_attention_layernorm.weight"], eps)
         hf = getattr(cfg, "hf", None) or {}
         m, self.last_counts = _ops.moe_gpt_oss(
@@ -355,6 +368,11 @@ class Layer:
             alpha=float(hf.get("swiglu_alpha", _ops.SWIGLU_ALPHA)),
             limit=float(hf.get("swiglu_limit", _ops.SWIGLU_LIMIT)))
         return x + m
+
+
+def _keep(a, n_out):
+    """The last n_out rows of a (all of them for None), contiguous."""
+    return a if n_out is None or n_out == a.shape[0] else np.ascontiguousarray(a[a.shape[0] - n_out:])
 
 
 def _gemma_norm(cfg, name: str, a):
@@ -579,11 +597,13 @@ class Model:
             x *= np.float32(self.config.hidden_size ** 0.5)
         return x
 
-    def forward_layers(self, x: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    def forward_layers(self, x: np.ndarray, positions: np.ndarray, n_out: int | None = None) -> np.ndarray:
+        """x through every built layer; n_out (Layer.forward's) applies to the last one."""
         times = []
+        last = len(self.layers) - 1
         for j, layer in enumerate(self.layers):
             t0 = time.perf_counter()
-            x = layer.forward(x, self.cache, j, positions, self.mla_strategy)
+            x = layer.forward(x, self.cache, j, positions, self.mla_strategy, n_out=n_out if j == last else None)
             times.append(time.perf_counter() - t0)
         self.last_timing["layer_s"] = times
         return x
@@ -596,7 +616,10 @@ class Model:
 
     def prefill(self, tokens, *, logits: str = "all") -> np.ndarray:
         """Ingest `tokens` after what the cache holds. logits="all" -> [T, vocab]; "last" -> [vocab]
-        (what generation needs: the lm_head runs on the last token only).
+        (what generation needs: the lm_head runs on the last token only, and in a model with all its
+        layers built the last layer's feed-forward part too, after the attention has put every
+        token in the cache: llama.cpp's graphs skip the same rows, `inp_out_ids`; a sampled model
+        runs its last built layer whole, since it stands for a middle one).
 
         Afterwards `last_timing` holds the seconds spent in the embedding lookup, in each built
         layer (a list) and in the final norm + lm_head (glmbench.measure reads it)."""
@@ -609,12 +632,13 @@ class Model:
         t1 = time.perf_counter()
         self.last_timing = {"embed_s": t1 - t0}
         step = self.window_chunk if any(getattr(self.cache, "windows", ())) else t.size
+        n_out = 1 if logits == "last" and not self.sampled else None
         if t.size <= step:
-            x = self.forward_layers(x, pos)
+            x = self.forward_layers(x, pos, n_out)
         else:  # a ring layer takes at most window_chunk tokens at once; layer_s sums the pieces
             parts, per_layer = [], np.zeros(len(self.layers))
             for a in range(0, t.size, step):
-                parts.append(self.forward_layers(np.ascontiguousarray(x[a:a + step]), pos[a:a + step]))
+                parts.append(self.forward_layers(np.ascontiguousarray(x[a:a + step]), pos[a:a + step], n_out))
                 per_layer += self.last_timing["layer_s"]
             x = np.concatenate(parts)
             self.last_timing["layer_s"] = per_layer.tolist()
