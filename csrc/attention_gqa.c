@@ -346,8 +346,8 @@ AI float hsum8a(__m256 v) {
 
 AI void score2_mk(const float *q, int64_t dk, const float *k, int64_t ks, float *s, int64_t sld, const int RB,
                   const int TB) {
-    __m256 a[4][2];
-    for (int i = 0; i < 4; i++) a[i][0] = a[i][1] = _mm256_setzero_ps();
+    __m256 a[5][2];
+    for (int i = 0; i < 5; i++) a[i][0] = a[i][1] = _mm256_setzero_ps();
     for (int64_t d = 0; d < dk; d += 8) {
         const __m256 k0 = _mm256_loadu_ps(k + d), k1 = TB > 1 ? _mm256_loadu_ps(k + ks + d) : k0;
         for (int i = 0; i < RB; i++) {
@@ -360,15 +360,24 @@ AI void score2_mk(const float *q, int64_t dk, const float *k, int64_t ks, float 
         for (int t = 0; t < TB; t++) s[i * sld + t] = hsum8a(a[i][t]);
 }
 
+/* Query rows per register block of the AVX2 score and p.V kernels: 5 rows x 2 keys (10 accumulators)
+ * and 5 rows x 16 dims, where 4 left FMA latency exposed. 1 thread, f16 cache, Zen 3, 2026-12-02
+ * (bench/bench_attention_decode.py, in-process A/B): GLM-4.7-Flash MLA decode (20 rows) 16K 19.3-20.9
+ * -> 12.7-14.8 ms, 4K 3.7-4.5 -> 2.9-3.2 ms; GQA (8 rows: 5 + 3) 4K 5.15 -> 4.96, 16K 23.1 -> 21.5;
+ * 6 rows no faster. */
+#ifndef AVX2_RB
+#define AVX2_RB 5
+#endif
 static void scores_avx2(const float *q, int64_t nr, int64_t dk, const float *k, int64_t ks, int64_t nt, float *s) {
-    for (int64_t r = 0; r < nr; r += 4) {
+    for (int64_t r = 0; r < nr; r += AVX2_RB) {
         const float *qr = q + r * dk;
         float *sr = s + r * GB_ATTN_TILE;
         for (int64_t j = 0; j < nt; j += 2) {
             const int tb = nt - j >= 2 ? 2 : 1;
 #define SC2(RB) (tb == 2 ? score2_mk(qr, dk, k + j * ks, ks, sr + j, GB_ATTN_TILE, RB, 2) \
                          : score2_mk(qr, dk, k + j * ks, ks, sr + j, GB_ATTN_TILE, RB, 1))
-            switch (nr - r >= 4 ? 4 : nr - r) {
+            switch (nr - r >= AVX2_RB ? AVX2_RB : nr - r) {
+            case 5: SC2(5); break;
             case 4: SC2(4); break;
             case 3: SC2(3); break;
             case 2: SC2(2); break;
@@ -408,10 +417,10 @@ static void softmax_row_avx2(float *s, int64_t nt, int64_t nv, float *m, float *
     for (int64_t d = 0; d < dv; d += 8) _mm256_storeu_ps(o + d, _mm256_mul_ps(va, _mm256_loadu_ps(o + d)));
 }
 
-/* o[i][d, d + 8 * NV) += sum_j p[i][j] v_j[d, d + 8 * NV) for RB <= 4 rows */
+/* o[i][d, d + 8 * NV) += sum_j p[i][j] v_j[d, d + 8 * NV) for RB <= 5 rows */
 AI void pv2_mk(const float *p, int64_t nt, const float *v, int64_t vs, float *o, int64_t dv, int64_t d, const int RB,
                const int NV) {
-    __m256 c[4][2];
+    __m256 c[5][2];
     for (int i = 0; i < RB; i++)
         for (int u = 0; u < NV; u++) c[i][u] = _mm256_loadu_ps(o + i * dv + d + 8 * u);
     for (int64_t j = 0; j < nt; j++) {
@@ -427,14 +436,15 @@ AI void pv2_mk(const float *p, int64_t nt, const float *v, int64_t vs, float *o,
 }
 
 static void pv_avx2(const float *p, int64_t nr, int64_t nt, const float *v, int64_t vs, float *o, int64_t dv) {
-    for (int64_t r = 0; r < nr; r += 4) {
+    for (int64_t r = 0; r < nr; r += AVX2_RB) {
         const float *pr = p + r * GB_ATTN_TILE;
         float *orow = o + r * dv;
-        const int rb = nr - r >= 4 ? 4 : (int)(nr - r);
+        const int rb = nr - r >= AVX2_RB ? AVX2_RB : (int)(nr - r);
         for (int64_t d = 0; d < dv; d += 16) {
             const int nv = dv - d >= 16 ? 2 : 1;
 #define PV2(RB) (nv == 2 ? pv2_mk(pr, nt, v, vs, orow, dv, d, RB, 2) : pv2_mk(pr, nt, v, vs, orow, dv, d, RB, 1))
             switch (rb) {
+            case 5: PV2(5); break;
             case 4: PV2(4); break;
             case 3: PV2(3); break;
             case 2: PV2(2); break;
