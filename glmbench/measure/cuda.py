@@ -51,6 +51,10 @@ def measure(model, *, depths=(4096,), n_prompt: int = 512, n_gen: int = 1, tests
                                 code=protocol.code_version(getattr(cuda, "_C", None)),
                                 settings={"seed": int(seed)},
                                 iters=int(iters), sampled=False,
+                                # its prefill graph (glmbench.cuda Model.prefill_graph) runs every row
+                                # through every layer (the CPU backend's full models: the last row only
+                                # after the last layer's attention, measure.cpu)
+                                prefill_last_layer="all rows",
                                 # part of the resume key: a run of the first k layers is another point
                                 layers_mode="full" if n_built == cfg.n_layers else f"first{n_built}",
                                 layers_timed=",".join(map(str, range(n_built))),
