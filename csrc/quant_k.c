@@ -1690,10 +1690,11 @@ static inline int32_t ld32a(const void *p) {
 
 /* Software prefetch of a record of pb bytes at a (any alignment), slice i of n: its lines in address
  * order, slice by slice, so the prefetches walk the weights strictly forward. Measured on the Zen 3
- * (1 thread, from DRAM, 25600x5120, quiet, 2026-12-02): q4_K 60% -> 73-79% of the read ceiling, q5_K
- * 61% -> 78%, q6_K 56% -> 73-80%, against the order it replaced (line k with line k + 32, or a run's
- * lines with the record's tail's), bit-identical. The GEMV paths only: the GEMM tiles' prefetch is
- * the same speed either way, iq4_xs's GEMV and q2_K/q3_K's (compute-bound) not faster. */
+ * (1 thread, from DRAM, 25600x5120, quiet, 2026-12-02): q4_K 60% -> 73-83% of the read ceiling, q5_K
+ * 61% -> 78-84%, q6_K 56% -> 73-80%, against the order it replaced (line k with line k + 32, or a run's
+ * lines with the record's tail's), bit-identical (bench/results/kgemv_fwd_prefetch_zen3_s12_2026-12-02.md).
+ * The GEMV paths only: the GEMM tiles keep the old order (1-4% faster with it), as do iq4_xs's GEMV
+ * (8 points faster with it) and q2_K/q3_K's (compute-bound, no faster either way). */
 #ifndef KP_PF_GEMV_HINT_AVX2
 #define KP_PF_GEMV_HINT_AVX2 _MM_HINT_NTA /* the GEMV reads each weight once: NTA 0-12% faster than T0 (q4_K, q5_K; q6_K 1.00-1.05x), 6 runs, Zen 3 */
 #endif
