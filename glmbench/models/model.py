@@ -218,8 +218,8 @@ class Layer:
         uses it in the last layer when only the last token's logits are wanted, as llama.cpp's graphs
         do (the other rows' outputs there feed nothing)."""
         vocab.mla_strategy(mla_strategy)
-        T = int(np.shape(x)[0]) if np.ndim(x) == 2 else None
         if n_out is not None:
+            T = int(np.shape(x)[0]) if np.ndim(x) == 2 else None
             if isinstance(n_out, bool) or not isinstance(n_out, (int, np.integer)) or T is None or not 1 <= n_out <= T:
                 raise ValueError(f"`n_out` must be None or an int in [1, {T}] (the rows of x), got {n_out!r}")
             n_out = int(n_out)
