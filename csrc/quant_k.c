@@ -1143,9 +1143,13 @@ static inline int64_t kp_d_off(int fmt) {
     return kp_2bit(fmt) ? kp_sc_off(fmt) + 256 : kp_mn_off(fmt) + (kp_has_min(fmt) ? 128 : 0);
 }
 
+/* a record's bytes as a constant the kernels' loops fold (gb_kp_block_bytes is exported: under -fPIC
+ * an interposable call the compiler neither inlines nor folds) */
+static inline int64_t kp_pb(int fmt) { return kp_d_off(fmt) + (kp_has_min(fmt) ? 64 : 32); }
+
 int64_t gb_kp_block_bytes(int fmt) {
     if (!gb_kp_is_fmt(fmt)) return -1;
-    return kp_d_off(fmt) + (kp_has_min(fmt) ? 64 : 32);
+    return kp_pb(fmt);
 }
 
 int64_t gb_kp_bytes(int fmt, int64_t N, int64_t K) {
@@ -1878,7 +1882,7 @@ static inline __attribute__((always_inline)) void kp_tile_avx2(const int fmt, co
  * pointer, the prefetch as kp_gemv_avx2_q6's; the same integers and float32 steps, bit-identical */
 static void kp_tile8_avx2_q6(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, float *y, int64_t ldy, const float *bz, int nr,
                              int pf) {
-    const int64_t pb = gb_kp_block_bytes(GB_Q6_K), pfd = KP_PF_BYTES_AVX2;
+    const int64_t pb = kp_pb(GB_Q6_K), pfd = KP_PF_BYTES_AVX2;
     const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
     const int nh = nr > 8 ? 2 : 1;
     float acc[2][KP_TT_AVX2][8];
@@ -1943,7 +1947,7 @@ static void kp_tile8_avx2_q6(const uint8_t *P, int64_t nb, const gb_block_q8_K *
  * its 4 nibble ymm, token rows by pointer; the same integers and float32 steps, bit-identical */
 static void kp_tile8_avx2_q5(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, float *y, int64_t ldy, const float *bz, int nr,
                              int pf) {
-    const int64_t pb = gb_kp_block_bytes(GB_Q5_K), pfd = KP_PF_BYTES_AVX2;
+    const int64_t pb = kp_pb(GB_Q5_K), pfd = KP_PF_BYTES_AVX2;
     const __m256i m4 = _mm256_set1_epi8(0x0f), c16 = _mm256_set1_epi8(0x10);
     const int nh = nr > 8 ? 2 : 1;
     float acc[2][KP_TT_AVX2][8];
@@ -2135,7 +2139,7 @@ KP_GROUP_AVX2(kp_group_avx2_iq4xs, GB_IQ4_XS, KP_AVX2_TIQ4XS)
  * ymm as kp_tile_avx2's (k 4s, 4s+1 and 4s+2, 4s+3), scales and mins by 16-byte loads, the running
  * sums in registers: the same integers and float32 steps, bit-identical to kp_tile_avx2. */
 static void kp_gemv_avx2_q5(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, float *y, const float *bias) {
-    const int64_t pb = gb_kp_block_bytes(GB_Q5_K), pfd = KP_PF_BYTES_AVX2;
+    const int64_t pb = kp_pb(GB_Q5_K), pfd = KP_PF_BYTES_AVX2;
     const __m256i m4 = _mm256_set1_epi8(0x0f), c16 = _mm256_set1_epi8(0x10);
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
@@ -2201,6 +2205,70 @@ static void kp_gemv_avx2_q5(const uint8_t *P, int64_t nb, const gb_block_q8_K *x
     _mm256_storeu_ps(y + 8, acc1);
 }
 
+#ifndef KP_AVX2_GEMV_Q4
+#define KP_AVX2_GEMV_Q4 1 /* the q4_K GEMV's own loop (0: kp_group_avx2_q4's 1-token tile) */
+#endif
+/* q4_K GEMV (T = 1), one whole group of 16 rows: kp_tile_avx2's arithmetic (TT 1, HB 2) written for
+ * the record's q4_K layout, as kp_gemv_avx2_q5 (without the fifth bits): sub-block s (nibble zmm
+ * 4s..4s+3, 256 bytes) per pass, the 8 activation broadcasts once for both halves, each half's int16
+ * sum over the 4 nibble ymm pairs (<= 8 x 2 x 15 x 127 = 30480, kp_tile_avx2's KPS 4), scales and
+ * mins by 16-byte loads, the running sums in registers: the same integers and float32 steps,
+ * bit-identical to kp_tile_avx2. */
+static void kp_gemv_avx2_q4(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, float *y, const float *bias) {
+    const int64_t pb = kp_pb(GB_Q4_K), pfd = KP_PF_BYTES_AVX2;
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *p = P + b * pb, *sc = p + 2048, *mn = p + 2176;
+        const gb_block_q8_K *xb = xq + b;
+        __m256i is0 = _mm256_setzero_si256(), is1 = _mm256_setzero_si256();
+        for (int s = 0; s < 8; s++) {
+            const uint8_t *q = p + 256 * s;
+            if (pfd) kp_pf_fwd(p + pfd, pb, s, 8); /* the record pfd bytes ahead */
+            const __m128i s8 = _mm_loadu_si128((const __m128i *)(sc + 16 * s));
+            const __m256i sc0 = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s8, s8)), sc1 = _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(s8, s8));
+            const int8_t *xs = xb->qs + 32 * s;
+            __m256i xv[8];
+            for (int i = 0; i < 8; i++) xv[i] = _mm256_set1_epi32(ld32a(xs + 4 * i));
+#define KP_Q4_PAIR(j, h) \
+    _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_and_si256(_mm256_loadu_si256((const __m256i *)(q + 64 * (j) + 32 * (h))), m4), xv[2 * (j)]), \
+                     _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(_mm256_loadu_si256((const __m256i *)(q + 64 * (j) + 32 * (h))), 4), m4), xv[2 * (j) + 1]))
+#define KP_Q4_HALF(h, is, scv)                                                                                           \
+    do {                                                                                                                 \
+        const __m256i a = _mm256_add_epi16(_mm256_add_epi16(KP_Q4_PAIR(0, h), KP_Q4_PAIR(1, h)),                         \
+                                           _mm256_add_epi16(KP_Q4_PAIR(2, h), KP_Q4_PAIR(3, h)));                        \
+        is = _mm256_add_epi32(is, _mm256_madd_epi16(a, scv));                                                           \
+    } while (0)
+            KP_Q4_HALF(0, is0, sc0);
+            KP_Q4_HALF(1, is1, sc1);
+#undef KP_Q4_HALF
+#undef KP_Q4_PAIR
+        }
+        /* msum: the mins' (2c, 2c+1) int16 pairs against the token's pairs of 32-value sums */
+        __m256i ms0 = _mm256_setzero_si256(), ms1 = _mm256_setzero_si256();
+        for (int c = 0; c < 4; c++) {
+            const int16_t *bs = xb->bsums;
+            const __m128i a = _mm_loadu_si128((const __m128i *)(mn + 32 * c)), a2 = _mm_loadu_si128((const __m128i *)(mn + 32 * c + 16));
+            const __m256i bp = _mm256_set1_epi32((int32_t)((uint32_t)(uint16_t)(bs[4 * c] + bs[4 * c + 1]) |
+                                                           ((uint32_t)(uint16_t)(bs[4 * c + 2] + bs[4 * c + 3]) << 16)));
+            ms0 = _mm256_add_epi32(ms0, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, a2)), bp));
+            ms1 = _mm256_add_epi32(ms1, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_unpackhi_epi8(a, a2)), bp));
+        }
+        const __m256 dx = _mm256_set1_ps(xb->d);
+        const uint8_t *dp = p + 2304;
+        const __m256 d0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)dp)), d1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(dp + 16)));
+        const __m256 m0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(dp + 32))), m1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(dp + 48)));
+        acc0 = _mm256_add_ps(acc0, _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(d0, dx), _mm256_cvtepi32_ps(is0)),
+                                                 _mm256_mul_ps(_mm256_mul_ps(m0, dx), _mm256_cvtepi32_ps(ms0))));
+        acc1 = _mm256_add_ps(acc1, _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(d1, dx), _mm256_cvtepi32_ps(is1)),
+                                                 _mm256_mul_ps(_mm256_mul_ps(m1, dx), _mm256_cvtepi32_ps(ms1))));
+    }
+    acc0 = _mm256_add_ps(acc0, bias ? _mm256_loadu_ps(bias) : _mm256_setzero_ps());
+    acc1 = _mm256_add_ps(acc1, bias ? _mm256_loadu_ps(bias + 8) : _mm256_setzero_ps());
+    _mm256_storeu_ps(y, acc0);
+    _mm256_storeu_ps(y + 8, acc1);
+}
+
 #ifndef KP_PF_Q6_AVX2
 #define KP_PF_Q6_AVX2 KP_PF_BYTES_AVX2 /* the q6_K GEMV's prefetch distance, bytes */
 #endif
@@ -2210,7 +2278,7 @@ static void kp_gemv_avx2_q5(const uint8_t *P, int64_t nb, const gb_block_q8_K *x
  * 16-byte load, addresses by pointer; the running sums stay in registers. isum and msum are the
  * same integers, the float32 steps the same, lane by lane: bit-identical to kp_tile_avx2. */
 static void kp_gemv_avx2_q6(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, float *y, const float *bias) {
-    const int64_t pb = gb_kp_block_bytes(GB_Q6_K), pfd = KP_PF_Q6_AVX2;
+    const int64_t pb = kp_pb(GB_Q6_K), pfd = KP_PF_Q6_AVX2;
     const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
@@ -2504,9 +2572,9 @@ void gb_kp_rows(int fmt, const void *wp, int64_t N, int64_t K, int64_t g, const 
 #endif
 #ifdef GB_HAVE_K_AVX2
     if (version == GB_KV_AVX2) {
-        if (T == 1 && nr == 16 && (fmt == GB_Q6_K || fmt == GB_Q5_K || (fmt == GB_Q3_K && KP_AVX2_GEMV_Q3) || (fmt == GB_Q2_K && KP_AVX2_GEMV_Q2))) {
+        if (T == 1 && nr == 16 && (fmt == GB_Q6_K || fmt == GB_Q5_K || (fmt == GB_Q4_K && KP_AVX2_GEMV_Q4) || (fmt == GB_Q3_K && KP_AVX2_GEMV_Q3) || (fmt == GB_Q2_K && KP_AVX2_GEMV_Q2))) {
             /* the GEMV over a whole group: the formats' own loops */
-            (fmt == GB_Q6_K ? kp_gemv_avx2_q6 : fmt == GB_Q5_K ? kp_gemv_avx2_q5 : fmt == GB_Q3_K ? kp_gemv_avx2_q3 : kp_gemv_avx2_q2)(P, nb, xq, y, bias);
+            (fmt == GB_Q6_K ? kp_gemv_avx2_q6 : fmt == GB_Q5_K ? kp_gemv_avx2_q5 : fmt == GB_Q4_K ? kp_gemv_avx2_q4 : fmt == GB_Q3_K ? kp_gemv_avx2_q3 : kp_gemv_avx2_q2)(P, nb, xq, y, bias);
             return;
         }
         (fmt == GB_Q4_K ? kp_group_avx2_q4 : fmt == GB_Q5_K ? kp_group_avx2_q5 : fmt == GB_Q6_K ? kp_group_avx2_q6

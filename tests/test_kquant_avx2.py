@@ -97,8 +97,9 @@ def test_threads_and_views(rng, fmt):
 @needs_avx2
 @pytest.mark.parametrize("fmt", KF)
 def test_gemv_whole_groups(rng, fmt):
-    # T=1 runs whole 16-row groups of q5_K/q6_K through loops of their own (kp_gemv_avx2_q5/_q6), a last
-    # partial group through the tile: many groups, 1 and 2 threads, with and without a bias
+    # T=1 runs whole 16-row groups of q4_K/q5_K/q6_K/q2_K/q3_K through loops of their own
+    # (kp_gemv_avx2_q4/_q5/_q6/...), a last partial group through the tile: many groups, 1 and 2 threads,
+    # with and without a bias
     N, K = 16 * 9 + 5, 512
     qt = QTensor(random_blocks(rng, fmt, N, K), fmt, (N, K)).repack()
     x = rng.standard_normal((1, K)).astype(np.float32)
@@ -112,6 +113,22 @@ def test_gemv_whole_groups(rng, fmt):
                 _same(quant.linear(x, qt, b, kernel="kquant_avx2"), ref, f"threads={th} bias={b is not None}")
     finally:
         glmbench.set_num_threads(prev)
+
+
+@needs_avx2
+def test_q4_K_gemv_extreme_sums(rng):
+    """q4_K's GEMV loop (kp_gemv_avx2_q4) sums a sub-block's 4 nibble ymm in int16 before the scale:
+    every nibble 15, every 6-bit scale and min 63 and activations at q8_K's +-127 (a constant and an
+    alternating block) reach 8 x 2 x 15 x 127 = 30480 per lane without wrapping: the portable bits"""
+    N, K = 16 * 3, 1024
+    w = random_blocks(rng, "q4_K", N, K)
+    blk = w.reshape(N, K // 256, BB["q4_K"])
+    ext = rng.random((N, K // 256)) < 0.6
+    blk[ext, 4:144] = 0xFF                             # scales|mins 63, every nibble 15
+    qt = QTensor(w, "q4_K", (N, K)).repack()
+    for x in (np.ones((1, K), np.float32), np.where(np.arange(K) % 2 == 0, -1.0, 1.0).astype(np.float32)[None],
+              -np.ones((1, K), np.float32)):
+        _same(quant.linear(x, qt, kernel="kquant_avx2"), quant.linear(x, qt, kernel="kquant_ref"))
 
 
 @needs_avx2
