@@ -9,7 +9,7 @@
 #include "common.h"
 #include "linear.h"
 
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
 #include <immintrin.h>
 #endif
 
@@ -34,6 +34,19 @@ static void router_logits_direct(const float *x, int64_t D, const float *w, int6
                                  _mm512_cvtps_pd(_mm256_loadu_ps(we + d + 8)), a1);
         }
         acc = _mm512_reduce_add_pd(_mm512_add_pd(a0, a1));
+#elif defined(__AVX2__) && defined(__FMA__)
+        /* AVX2 CPUs: 4 float64 accumulators of 4 lanes (the scalar loop is one dependent add per
+         * product: 64 x 2048 took ~0.13 ms on a Zen 3, against ~0.02 ms for reading the weight) */
+        __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
+        for (; d + 16 <= D; d += 16) {
+            a0 = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + d)), _mm256_cvtps_pd(_mm_loadu_ps(we + d)), a0);
+            a1 = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + d + 4)), _mm256_cvtps_pd(_mm_loadu_ps(we + d + 4)), a1);
+            a2 = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + d + 8)), _mm256_cvtps_pd(_mm_loadu_ps(we + d + 8)), a2);
+            a3 = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + d + 12)), _mm256_cvtps_pd(_mm_loadu_ps(we + d + 12)), a3);
+        }
+        const __m256d a = _mm256_add_pd(_mm256_add_pd(a0, a1), _mm256_add_pd(a2, a3));
+        const __m128d h = _mm_add_pd(_mm256_castpd256_pd128(a), _mm256_extractf128_pd(a, 1));
+        acc = _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
 #endif
         for (; d < D; d++) acc += (double)x[d] * (double)we[d];
         out[e] = acc;
