@@ -37,10 +37,14 @@ int gb_mla_attention(const gb_kvcache *c, int64_t layer, const float *q_nope, co
  * with the format's own GEMV (activations quantized per block as ggml does). Prefill and the naive
  * strategy join them into a float32 kv_b for the call (gb_mla_kv_b_f32) and run gb_mla_attention.
  * v_packed (may be NULL): v_b in a K format repacked per head (gb_krepack of each [Dv, R]; Dv a multiple
- * of 16), read at decode by gb_kp_rows (bit-identical to the stored rows' GEMV). */
+ * of 16), read at decode by gb_kp_rows (bit-identical to the stored rows' GEMV).
+ * k_packed (may be NULL): k_b in q8_0/q4_0 packed per head (gb_qrepack of each [R, Dn], csrc/qgemm.h),
+ * read at decode by gb_qgemm: the same integer block dots as the stored rows' GEMV, the float32 sums
+ * in qgemm's order (within float32 rounding of it; the portable versions of the two agree bit for bit). */
 int gb_mla_attention_kb_vb(const gb_kvcache *c, int64_t layer, const float *q_nope, const float *q_rope, int64_t T,
                            int64_t H, int64_t Dn, int64_t Dv, const void *k_b, int kfmt, const void *v_b, int vfmt,
-                           const void *v_packed, float scale, int strategy, int64_t n_splits, float *out);
+                           const void *v_packed, const void *k_packed, float scale, int strategy, int64_t n_splits,
+                           float *out);
 /* The one place the split pair becomes what the joined paths need: kv_b [H*(Dn+Dv)][R] float32
  * (head h: rows h*(Dn+Dv) + i = column i of k_b[h], then the Dv rows of v_b[h]). */
 int gb_mla_kv_b_f32(const void *k_b, int kfmt, const void *v_b, int vfmt, int64_t H, int64_t Dn, int64_t Dv, int64_t R,

@@ -5,6 +5,7 @@
 
 #include "attention_mla.h"
 #include "kvcache.h"
+#include "qgemm.h"
 #include "quant_k.h"
 
 extern gb_kvcache *gb_kvcache_from_py(PyObject *obj, const char *name); /* bind_kvcache.c */
@@ -121,16 +122,16 @@ fail:
 
 static PyObject *py_mla_attention_kb_vb(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"q_nope", "q_rope", "cache", "layer", "k_b", "k_fmt", "v_b", "v_fmt", "v_head_dim", "scale",
-                             "strategy", "n_splits", "v_packed", NULL};
-    PyObject *qno, *qro, *co, *kbo, *vbo, *vpo = Py_None;
+                             "strategy", "n_splits", "v_packed", "k_packed", NULL};
+    PyObject *qno, *qro, *co, *kbo, *vbo, *vpo = Py_None, *kpo = Py_None;
     long long layer, v_head_dim, n_splits = 0;
     int kfmt, vfmt;
     double scale = 0.0;
     const char *strategy = "flash";
-    PyArrayObject *qn = NULL, *qr = NULL, *kb = NULL, *vb = NULL, *vp = NULL, *y = NULL;
+    PyArrayObject *qn = NULL, *qr = NULL, *kb = NULL, *vb = NULL, *vp = NULL, *kp = NULL, *y = NULL;
     PyObject *ret = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOLOiOiL|dsLO:mla_attention_kb_vb", kwlist, &qno, &qro, &co, &layer, &kbo,
-                                     &kfmt, &vbo, &vfmt, &v_head_dim, &scale, &strategy, &n_splits, &vpo))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOLOiOiL|dsLOO:mla_attention_kb_vb", kwlist, &qno, &qro, &co, &layer, &kbo,
+                                     &kfmt, &vbo, &vfmt, &v_head_dim, &scale, &strategy, &n_splits, &vpo, &kpo))
         return NULL;
     int strat;
     gb_kvcache *c = mla_inputs(strategy, &strat, co, v_head_dim, qno, qro, &qn, &qr);
@@ -149,6 +150,17 @@ static PyObject *py_mla_attention_kb_vb(PyObject *self, PyObject *args, PyObject
         if (gb_check_dim(vp, "v_packed", 0, H, "the heads") < 0 || gb_check_dim(vp, "v_packed", 1, pb, "one head's repacked bytes") < 0)
             goto done;
     }
+    if (kpo != Py_None) {
+        const int64_t pb = kfmt == GB_Q8_0 || kfmt == GB_Q4_0 ? gb_qpacked_bytes(kfmt, c->dk, Dn) : -1;
+        if (pb < 0) {
+            PyErr_Format(PyExc_ValueError, "`k_packed`: format %d with rows of %lld has no packed layout (q8_0 or q4_0, "
+                         "rows a multiple of 32)", kfmt, (long long)Dn);
+            goto done;
+        }
+        if (!(kp = gb_array(kpo, "k_packed", NPY_UINT8, 2, GB_COPY))) goto done;
+        if (gb_check_dim(kp, "k_packed", 0, H, "the heads") < 0 || gb_check_dim(kp, "k_packed", 1, pb, "one head's packed bytes") < 0)
+            goto done;
+    }
     if (mla_check_values(qn, qr, scale) < 0) goto done;
     npy_intp dims[3] = {T, H, v_head_dim};
     if (!(y = gb_new_f32(3, dims))) goto done;
@@ -157,7 +169,7 @@ static PyObject *py_mla_attention_kb_vb(PyObject *self, PyObject *args, PyObject
     if (!(err = gb_kvcache_lock(c, 0))) {
         st = gb_mla_attention_kb_vb(c, layer, (const float *)PyArray_DATA(qn), (const float *)PyArray_DATA(qr), T, H, Dn,
                                     v_head_dim, PyArray_DATA(kb), kfmt, PyArray_DATA(vb), vfmt, vp ? PyArray_DATA(vp) : NULL,
-                                    (float)scale, strat,
+                                    kp ? PyArray_DATA(kp) : NULL, (float)scale, strat,
                                     n_splits, (float *)PyArray_DATA(y));
         gb_kvcache_unlock(c);
     }
@@ -173,6 +185,7 @@ done:
     Py_XDECREF(kb);
     Py_XDECREF(vb);
     Py_XDECREF(vp);
+    Py_XDECREF(kp);
     Py_XDECREF(y);
     return ret;
 }
@@ -235,8 +248,9 @@ PyMethodDef gb_attention_mla_methods[] = {
     {"_mla_own_gemm", py_mla_own_gemm, METH_NOARGS, "_mla_own_gemm() -> bool: the MLA prefill's own GEMM is compiled in and on."},
     {"mla_attention_kb_vb", (PyCFunction)(void (*)(void))py_mla_attention_kb_vb, METH_VARARGS | METH_KEYWORDS,
      "mla_attention_kb_vb(q_nope[T,H,Dn], q_rope[T,H,Dr], cache, layer, k_b[H,R,row], k_fmt, v_b[H,Dv,row], v_fmt, "
-     "v_head_dim, scale=0, strategy='flash', n_splits=0, v_packed=None) -> [T, H, Dv] f32 (kv_b split as GGUF stores it; "
-     "v_packed: v_b's K format repacked per head, uint8 [H, bytes])"},
+     "v_head_dim, scale=0, strategy='flash', n_splits=0, v_packed=None, k_packed=None) -> [T, H, Dv] f32 (kv_b split as GGUF "
+     "stores it; v_packed: v_b's K format repacked per head, uint8 [H, bytes]; k_packed: a q8_0/q4_0 k_b packed per head "
+     "(qrepack), uint8 [H, bytes])"},
     {"mla_kv_b_f32", (PyCFunction)py_mla_kv_b_f32, METH_VARARGS,
      "mla_kv_b_f32(k_b[H,R,row], k_fmt, v_b[H,Dv,row], v_fmt, Dn, R) -> kv_b[H*(Dn+Dv), R] f32"},
     {"mla_attention", (PyCFunction)(void (*)(void))py_mla_attention, METH_VARARGS | METH_KEYWORDS,

@@ -13,6 +13,7 @@ import kquant_np
 from glmbench.core._loader import _core
 from glmbench.core.attention import KVBSplit, mla_attention
 from glmbench.core.kvcache import KVCache
+from glmbench.core import quant
 from glmbench.core.quant import QTensor, quantize
 from glmbench.models.model import to_format
 
@@ -112,12 +113,23 @@ def test_quantized_split_decode_reads_the_stored_rows(kf, vf, strategy):
     err = np.abs(got - ref).max() / np.abs(ref).max()
     assert err < 3e-2, err
     # a K-format v_b is read repacked (16-row groups): bit-identical to its stored rows' GEMV
+    kp = sp.packed_k()
     if vf.endswith("_K"):
         assert sp.packed_v() is not None
-        stored = _core.mla_attention_kb_vb(qn, qr, c, 0, *sp._args(), Dv, 0.0, strategy)
+        stored = _core.mla_attention_kb_vb(qn, qr, c, 0, *sp._args(), Dv, 0.0, strategy, k_packed=kp)
         np.testing.assert_array_equal(got, stored)
     else:
         assert sp.packed_v() is None
+    # a q8_0/q4_0 k_b is read packed per head (qgemm's layout): the same integer dots as its stored rows,
+    # the float32 sums in another order, so within float32 rounding of the stored rows' path; one copy,
+    # made once
+    if kf in ("q8_0", "q4_0"):
+        assert kp is not None and kp.shape == (H, 16 * -(-R // 16) * quant.row_bytes(kf, Dn)) and sp.packed_k() is kp
+        rows = _core.mla_attention_kb_vb(qn, qr, c, 0, *sp._args(), Dv, 0.0, strategy, v_packed=sp.packed_v())
+        assert np.abs(got - rows).max() <= 1e-5 * np.abs(rows).max()
+        np.testing.assert_array_equal(kp, _core.qrepack(kq.data, quant._fmt_id(kf), Dn))
+    else:
+        assert kp is None
     # not the joined path in disguise: the float32 products differ from the integer ones
     joined_out = mla_attention(qn, qr, c, 0, joined, v_head_dim=Dv, strategy=strategy)
     if kf != "bf16":
@@ -152,6 +164,20 @@ def test_bad_split_is_one_clear_error():
     vq = _q(vb, "q4_K")
     with pytest.raises(ValueError, match="v_packed"):
         _core.mla_attention_kb_vb(qn, qr, c, 0, kb, 0, vq.data, 12, Dv, v_packed=np.zeros((H, 10), np.uint8))
+    # a packed k_b only for q8_0/q4_0, of the right size; inputs untouched
+    with pytest.raises(ValueError, match="k_packed"):
+        _core.mla_attention_kb_vb(qn, qr, c, 0, kb, 0, vb, 0, Dv, k_packed=np.zeros((H, 10), np.uint8))
+    kq = _q(kb, "q8_0")
+    kp = KVBSplit(kq, vb).packed_k()
+    with pytest.raises(ValueError, match="k_packed"):
+        _core.mla_attention_kb_vb(qn, qr, c, 0, kq.data, 8, vb, 0, Dv, k_packed=kp[:, :-1])
+    with pytest.raises(ValueError, match="k_packed"):
+        _core.mla_attention_kb_vb(qn, qr, c, 0, kq.data, 8, vb, 0, Dv, k_packed=kp[:-1])
+    with pytest.raises(TypeError, match="k_packed"):
+        _core.mla_attention_kb_vb(qn, qr, c, 0, kq.data, 8, vb, 0, Dv, k_packed=kp.astype(np.int16))
+    kp0 = kp.copy()
+    _core.mla_attention_kb_vb(qn, qr, c, 0, kq.data, 8, vb, 0, Dv, k_packed=kp)
+    np.testing.assert_array_equal(kp, kp0)
 
 
 def test_gguf_split_q5_0_k_b_runs_as_stored(tmp_path):

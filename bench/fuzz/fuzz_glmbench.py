@@ -402,7 +402,7 @@ def t_mla_attention_kb_vb(R):
     T = int(R.integers(0, c.length(0) + 1))
     strat = str(R.choice(["naive", "absorbed", "flash"]))
     return "mla_attention_kb_vb", [arr(R, (T, H, Dn)), arr(R, (T, H, dr)), c, int(R.integers(0, c.n_layers)),
-                                   *s._args(), Dv, 0.0, strat, int(R.integers(0, 4)), s.packed_v()], {}
+                                   *s._args(), Dv, 0.0, strat, int(R.integers(0, 4)), s.packed_v(), s.packed_k()], {}
 
 
 def t_mla_kv_b_f32(R):

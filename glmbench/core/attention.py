@@ -108,7 +108,7 @@ class KVBSplit:
     kv_b per call (`joined()`, the same function in C). Acts as the [H*(Dn+Dv), R] matrix it stands
     for: `shape`, `nbytes` (the stored bytes), `dequantize()`."""
 
-    __slots__ = ("k_b", "v_b", "_f32")
+    __slots__ = ("k_b", "v_b", "_f32", "_kp")
     ndim = 2
 
     def __init__(self, k_b, v_b):
@@ -123,6 +123,7 @@ class KVBSplit:
             raise ValueError(f"`k_b` [H, R, Dn] and `v_b` [H, Dv, R] disagree: shapes {ks} and {vs}")
         self.k_b, self.v_b = k_b, v_b
         self._f32 = None  # joined() kept for prefill (prefill_kv_b)
+        self._kp = None   # packed_k(), made on first use
 
     @staticmethod
     def _id(a):
@@ -156,6 +157,19 @@ class KVBSplit:
         if not (isinstance(v, QTensor) and v.fmt in _KP_V and v.shape[1] % 16 == 0 and v.shape[2] % 256 == 0):
             return None
         return v.repack().packed
+
+    def packed_k(self):
+        """k_b in q8_0/q4_0 packed per head (csrc/qgemm.h's 16-row interleaved layout of each [R, Dn]),
+        read by the decode products instead of the stored rows (the same integer block dots; on
+        GLM-4.7-Flash's [512, 192] heads 2.2x the stored rows' GEMV). A copy beside the stored bytes
+        (which prefill's join and `data` keep reading): +1.0x k_b's bytes. Made on first use; None
+        when k_b is not q8_0/q4_0 (GGUF's q5_0 k_b loads as its exact q8_0 twin, checkpoint.py)."""
+        k = self.k_b
+        if not (isinstance(k, QTensor) and k.fmt in ("q8_0", "q4_0")):
+            return None
+        if self._kp is None:
+            self._kp = _core.qrepack(np.ascontiguousarray(k.data), _fmt_id(k.fmt), int(k.shape[2]))
+        return self._kp
 
     def joined(self) -> np.ndarray:
         """The float32 kv_b [H*(Dn+Dv), R] (HF's kv_b_proj.weight layout) these two stand for."""
@@ -239,7 +253,8 @@ def mla_attention(q_nope: np.ndarray, q_rope: np.ndarray, cache, layer: int, kv_
         kv_b_weight = prefill_kv_b(kv_b_weight)
     if isinstance(kv_b_weight, KVBSplit):   # k_b / v_b as stored
         return _core.mla_attention_kb_vb(q_nope, q_rope, cache, _layer(layer), *kv_b_weight._args(), int(v_head_dim),
-                                         _opt_scale(scale), strategy, _opt_splits(n_splits), kv_b_weight.packed_v())
+                                         _opt_scale(scale), strategy, _opt_splits(n_splits), kv_b_weight.packed_v(),
+                                         kv_b_weight.packed_k())
     return _core.mla_attention(q_nope, q_rope, cache, _layer(layer), _kv_b_arg(kv_b_weight), int(v_head_dim),
                                _opt_scale(scale), strategy, _opt_splits(n_splits))
 
