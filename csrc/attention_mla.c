@@ -10,8 +10,8 @@
 
 #include "attention_gqa.h"
 #include "common.h"
-#include "qgemm.h"
 #include "linear.h"
+#include "qgemm.h"
 #include "quant.h"
 #include "quant_iq.h"
 #include "quant_k.h"
