@@ -2133,6 +2133,35 @@ KP_GROUP_AVX2(kp_group_avx2_q5, GB_Q5_K, KP_AVX2_TQ5)
 KP_GROUP_AVX2(kp_group_avx2_q6, GB_Q6_K, KP_AVX2_TQ6)
 KP_GROUP_AVX2(kp_group_avx2_iq4xs, GB_IQ4_XS, KP_AVX2_TIQ4XS)
 
+/* the end of a super-block in the q4_K/q5_K GEMV loops: msum from the mins' (2c, 2c+1) int16 pairs
+ * against the token's pairs of 32-value sums, then the float32 steps of kp_tile_avx2 (d at dp, dmin at
+ * dp + 32) into the two halves' running sums */
+static inline __attribute__((always_inline)) void kp_gemv_min_block(const uint8_t *mn, const uint8_t *dp, const gb_block_q8_K *xb,
+                                                                    __m256i is0, __m256i is1, __m256 *acc0, __m256 *acc1) {
+    __m256i ms0 = _mm256_setzero_si256(), ms1 = _mm256_setzero_si256();
+    for (int c = 0; c < 4; c++) {
+        const int16_t *bs = xb->bsums;
+        const __m128i a = _mm_loadu_si128((const __m128i *)(mn + 32 * c)), a2 = _mm_loadu_si128((const __m128i *)(mn + 32 * c + 16));
+        const __m256i bp = _mm256_set1_epi32((int32_t)((uint32_t)(uint16_t)(bs[4 * c] + bs[4 * c + 1]) |
+                                                       ((uint32_t)(uint16_t)(bs[4 * c + 2] + bs[4 * c + 3]) << 16)));
+        ms0 = _mm256_add_epi32(ms0, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, a2)), bp));
+        ms1 = _mm256_add_epi32(ms1, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_unpackhi_epi8(a, a2)), bp));
+    }
+    const __m256 dx = _mm256_set1_ps(xb->d);
+    const __m256 d0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)dp)), d1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(dp + 16)));
+    const __m256 m0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(dp + 32))), m1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(dp + 48)));
+    *acc0 = _mm256_add_ps(*acc0, _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(d0, dx), _mm256_cvtepi32_ps(is0)),
+                                               _mm256_mul_ps(_mm256_mul_ps(m0, dx), _mm256_cvtepi32_ps(ms0))));
+    *acc1 = _mm256_add_ps(*acc1, _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(d1, dx), _mm256_cvtepi32_ps(is1)),
+                                               _mm256_mul_ps(_mm256_mul_ps(m1, dx), _mm256_cvtepi32_ps(ms1))));
+}
+
+/* y[0..15] = the two halves' sums + bias (+ 0.0f without one, as kp_store_avx2) */
+static inline __attribute__((always_inline)) void kp_gemv_store(__m256 acc0, __m256 acc1, const float *bias, float *y) {
+    _mm256_storeu_ps(y, _mm256_add_ps(acc0, bias ? _mm256_loadu_ps(bias) : _mm256_setzero_ps()));
+    _mm256_storeu_ps(y + 8, _mm256_add_ps(acc1, bias ? _mm256_loadu_ps(bias + 8) : _mm256_setzero_ps()));
+}
+
 /* q5_K GEMV (T = 1), one whole group of 16 rows: kp_tile_avx2's arithmetic (TT 1, HB 2) written for
  * the record's q5_K layout. Run s (sub-block s: 320 bytes, nibbles of zmm 4s..4s+3, then their fifth
  * bits) read once, each half's fifth-bit ymm once for its 4 nibble ymm, the int16 sums over 2 nibble
@@ -2180,29 +2209,9 @@ static void kp_gemv_avx2_q5(const uint8_t *P, int64_t nb, const gb_block_q8_K *x
 #undef KP_Q5_HALF
 #undef KP_Q5_VAL
         }
-        /* msum: the mins' (2c, 2c+1) int16 pairs against the token's pairs of 32-value sums */
-        __m256i ms0 = _mm256_setzero_si256(), ms1 = _mm256_setzero_si256();
-        for (int c = 0; c < 4; c++) {
-            const int16_t *bs = xb->bsums;
-            const __m128i a = _mm_loadu_si128((const __m128i *)(mn + 32 * c)), a2 = _mm_loadu_si128((const __m128i *)(mn + 32 * c + 16));
-            const __m256i bp = _mm256_set1_epi32((int32_t)((uint32_t)(uint16_t)(bs[4 * c] + bs[4 * c + 1]) |
-                                                           ((uint32_t)(uint16_t)(bs[4 * c + 2] + bs[4 * c + 3]) << 16)));
-            ms0 = _mm256_add_epi32(ms0, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, a2)), bp));
-            ms1 = _mm256_add_epi32(ms1, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_unpackhi_epi8(a, a2)), bp));
-        }
-        const __m256 dx = _mm256_set1_ps(xb->d);
-        const uint8_t *dp = p + 2816;
-        const __m256 d0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)dp)), d1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(dp + 16)));
-        const __m256 m0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(dp + 32))), m1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(dp + 48)));
-        acc0 = _mm256_add_ps(acc0, _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(d0, dx), _mm256_cvtepi32_ps(is0)),
-                                                 _mm256_mul_ps(_mm256_mul_ps(m0, dx), _mm256_cvtepi32_ps(ms0))));
-        acc1 = _mm256_add_ps(acc1, _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(d1, dx), _mm256_cvtepi32_ps(is1)),
-                                                 _mm256_mul_ps(_mm256_mul_ps(m1, dx), _mm256_cvtepi32_ps(ms1))));
+        kp_gemv_min_block(mn, p + 2816, xb, is0, is1, &acc0, &acc1);
     }
-    acc0 = _mm256_add_ps(acc0, bias ? _mm256_loadu_ps(bias) : _mm256_setzero_ps());
-    acc1 = _mm256_add_ps(acc1, bias ? _mm256_loadu_ps(bias + 8) : _mm256_setzero_ps());
-    _mm256_storeu_ps(y, acc0);
-    _mm256_storeu_ps(y + 8, acc1);
+    kp_gemv_store(acc0, acc1, bias, y);
 }
 
 #ifndef KP_AVX2_GEMV_Q4
@@ -2244,29 +2253,9 @@ static void kp_gemv_avx2_q4(const uint8_t *P, int64_t nb, const gb_block_q8_K *x
 #undef KP_Q4_HALF
 #undef KP_Q4_PAIR
         }
-        /* msum: the mins' (2c, 2c+1) int16 pairs against the token's pairs of 32-value sums */
-        __m256i ms0 = _mm256_setzero_si256(), ms1 = _mm256_setzero_si256();
-        for (int c = 0; c < 4; c++) {
-            const int16_t *bs = xb->bsums;
-            const __m128i a = _mm_loadu_si128((const __m128i *)(mn + 32 * c)), a2 = _mm_loadu_si128((const __m128i *)(mn + 32 * c + 16));
-            const __m256i bp = _mm256_set1_epi32((int32_t)((uint32_t)(uint16_t)(bs[4 * c] + bs[4 * c + 1]) |
-                                                           ((uint32_t)(uint16_t)(bs[4 * c + 2] + bs[4 * c + 3]) << 16)));
-            ms0 = _mm256_add_epi32(ms0, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, a2)), bp));
-            ms1 = _mm256_add_epi32(ms1, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_unpackhi_epi8(a, a2)), bp));
-        }
-        const __m256 dx = _mm256_set1_ps(xb->d);
-        const uint8_t *dp = p + 2304;
-        const __m256 d0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)dp)), d1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(dp + 16)));
-        const __m256 m0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(dp + 32))), m1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(dp + 48)));
-        acc0 = _mm256_add_ps(acc0, _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(d0, dx), _mm256_cvtepi32_ps(is0)),
-                                                 _mm256_mul_ps(_mm256_mul_ps(m0, dx), _mm256_cvtepi32_ps(ms0))));
-        acc1 = _mm256_add_ps(acc1, _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(d1, dx), _mm256_cvtepi32_ps(is1)),
-                                                 _mm256_mul_ps(_mm256_mul_ps(m1, dx), _mm256_cvtepi32_ps(ms1))));
+        kp_gemv_min_block(mn, p + 2304, xb, is0, is1, &acc0, &acc1);
     }
-    acc0 = _mm256_add_ps(acc0, bias ? _mm256_loadu_ps(bias) : _mm256_setzero_ps());
-    acc1 = _mm256_add_ps(acc1, bias ? _mm256_loadu_ps(bias + 8) : _mm256_setzero_ps());
-    _mm256_storeu_ps(y, acc0);
-    _mm256_storeu_ps(y + 8, acc1);
+    kp_gemv_store(acc0, acc1, bias, y);
 }
 
 #ifndef KP_PF_Q6_AVX2
