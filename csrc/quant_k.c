@@ -2162,27 +2162,35 @@ static inline __attribute__((always_inline)) void kp_gemv_store(__m256 acc0, __m
     _mm256_storeu_ps(y + 8, _mm256_add_ps(acc1, bias ? _mm256_loadu_ps(bias + 8) : _mm256_setzero_ps()));
 }
 
-/* q5_K GEMV (T = 1), one whole group of 16 rows: kp_tile_avx2's arithmetic (TT 1, HB 2) written for
- * the record's q5_K layout. Run s (sub-block s: 320 bytes, nibbles of zmm 4s..4s+3, then their fifth
- * bits) read once, each half's fifth-bit ymm once for its 4 nibble ymm, the int16 sums over 2 nibble
- * ymm as kp_tile_avx2's (k 4s, 4s+1 and 4s+2, 4s+3), scales and mins by 16-byte loads, the running
- * sums in registers: the same integers and float32 steps, bit-identical to kp_tile_avx2. */
-static void kp_gemv_avx2_q5(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, float *y, const float *bias) {
-    const int64_t pb = kp_pb(GB_Q5_K), pfd = KP_PF_BYTES_AVX2;
+#ifndef KP_AVX2_GEMV_Q4
+#define KP_AVX2_GEMV_Q4 1 /* the q4_K GEMV's own loop (0: kp_group_avx2_q4's 1-token tile) */
+#endif
+/* q4_K / q5_K GEMV (T = 1), one whole group of 16 rows: kp_tile_avx2's arithmetic (TT 1, HB 2) written
+ * for the record's layout. Per sub-block s (q4_K: nibble zmm 4s..4s+3, 256 bytes; q5_K: the same then
+ * their fifth bits, 320 bytes) the 8 activation broadcasts once for both halves; q5_K reads each half's
+ * fifth-bit ymm once for its 4 nibble ymm. The int16 sums as kp_tile_avx2's: q4_K over the 4 nibble
+ * ymm pairs (<= 8 x 2 x 15 x 127 = 30480, its KPS 4), q5_K over 2 (k 4s, 4s+1 and 4s+2, 4s+3); scales
+ * and mins by 16-byte loads, the running sums in registers: the same integers and float32 steps,
+ * bit-identical to kp_tile_avx2. q4_K's loop of its own (session 13): cache-resident compute 25 -> 30
+ * GB/s, from DRAM at 2 threads 83% -> 91% of the read ceiling (25600x5120; before: the tile). */
+static inline __attribute__((always_inline)) void kp_gemv_avx2_q45(const int fmt, const uint8_t *P, int64_t nb, const gb_block_q8_K *xq,
+                                                                   float *y, const float *bias) {
+    const int64_t pb = kp_pb(fmt), pfd = KP_PF_BYTES_AVX2, run = fmt == GB_Q5_K ? 320 : 256;
     const __m256i m4 = _mm256_set1_epi8(0x0f), c16 = _mm256_set1_epi8(0x10);
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *p = P + b * pb, *sc = p + 2560, *mn = p + 2688;
+        const uint8_t *p = P + b * pb, *sc = p + kp_sc_off(fmt), *mn = p + kp_mn_off(fmt);
         const gb_block_q8_K *xb = xq + b;
         __m256i is0 = _mm256_setzero_si256(), is1 = _mm256_setzero_si256();
         for (int s = 0; s < 8; s++) {
-            const uint8_t *q = p + 320 * s;
+            const uint8_t *q = p + run * s;
             if (pfd) kp_pf_fwd(p + pfd, pb, s, 8); /* the record pfd bytes ahead */
             const __m128i s8 = _mm_loadu_si128((const __m128i *)(sc + 16 * s));
             const __m256i sc0 = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s8, s8)), sc1 = _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(s8, s8));
             const int8_t *xs = xb->qs + 32 * s;
             __m256i xv[8];
             for (int i = 0; i < 8; i++) xv[i] = _mm256_set1_epi32(ld32a(xs + 4 * i));
+            if (fmt == GB_Q5_K) {
 #define KP_Q5_VAL(Q, H, j, lo, hi)                                                                                       \
     do {                                                                                                                 \
         const __m256i flo = 2 * (j) <= 4 ? _mm256_slli_epi16(H, 4 - 2 * (j)) : _mm256_srli_epi16(H, 2 * (j) - 4);        \
@@ -2204,41 +2212,11 @@ static void kp_gemv_avx2_q5(const uint8_t *P, int64_t nb, const gb_block_q8_K *x
                                             _mm256_add_epi16(_mm256_maddubs_epi16(l3, xv[6]), _mm256_maddubs_epi16(h3, xv[7]))); \
         is = _mm256_add_epi32(is, _mm256_add_epi32(_mm256_madd_epi16(a0, scv), _mm256_madd_epi16(a1, scv)));            \
     } while (0)
-            KP_Q5_HALF(0, is0, sc0);
-            KP_Q5_HALF(1, is1, sc1);
+                KP_Q5_HALF(0, is0, sc0);
+                KP_Q5_HALF(1, is1, sc1);
 #undef KP_Q5_HALF
 #undef KP_Q5_VAL
-        }
-        kp_gemv_min_block(mn, p + 2816, xb, is0, is1, &acc0, &acc1);
-    }
-    kp_gemv_store(acc0, acc1, bias, y);
-}
-
-#ifndef KP_AVX2_GEMV_Q4
-#define KP_AVX2_GEMV_Q4 1 /* the q4_K GEMV's own loop (0: kp_group_avx2_q4's 1-token tile) */
-#endif
-/* q4_K GEMV (T = 1), one whole group of 16 rows: kp_tile_avx2's arithmetic (TT 1, HB 2) written for
- * the record's q4_K layout, as kp_gemv_avx2_q5 (without the fifth bits): sub-block s (nibble zmm
- * 4s..4s+3, 256 bytes) per pass, the 8 activation broadcasts once for both halves, each half's int16
- * sum over the 4 nibble ymm pairs (<= 8 x 2 x 15 x 127 = 30480, kp_tile_avx2's KPS 4), scales and
- * mins by 16-byte loads, the running sums in registers: the same integers and float32 steps,
- * bit-identical to kp_tile_avx2. */
-static void kp_gemv_avx2_q4(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, float *y, const float *bias) {
-    const int64_t pb = kp_pb(GB_Q4_K), pfd = KP_PF_BYTES_AVX2;
-    const __m256i m4 = _mm256_set1_epi8(0x0f);
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *p = P + b * pb, *sc = p + 2048, *mn = p + 2176;
-        const gb_block_q8_K *xb = xq + b;
-        __m256i is0 = _mm256_setzero_si256(), is1 = _mm256_setzero_si256();
-        for (int s = 0; s < 8; s++) {
-            const uint8_t *q = p + 256 * s;
-            if (pfd) kp_pf_fwd(p + pfd, pb, s, 8); /* the record pfd bytes ahead */
-            const __m128i s8 = _mm_loadu_si128((const __m128i *)(sc + 16 * s));
-            const __m256i sc0 = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s8, s8)), sc1 = _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(s8, s8));
-            const int8_t *xs = xb->qs + 32 * s;
-            __m256i xv[8];
-            for (int i = 0; i < 8; i++) xv[i] = _mm256_set1_epi32(ld32a(xs + 4 * i));
+            } else {
 #define KP_Q4_PAIR(j, h) \
     _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_and_si256(_mm256_loadu_si256((const __m256i *)(q + 64 * (j) + 32 * (h))), m4), xv[2 * (j)]), \
                      _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(_mm256_loadu_si256((const __m256i *)(q + 64 * (j) + 32 * (h))), 4), m4), xv[2 * (j) + 1]))
@@ -2248,15 +2226,18 @@ static void kp_gemv_avx2_q4(const uint8_t *P, int64_t nb, const gb_block_q8_K *x
                                            _mm256_add_epi16(KP_Q4_PAIR(2, h), KP_Q4_PAIR(3, h)));                        \
         is = _mm256_add_epi32(is, _mm256_madd_epi16(a, scv));                                                           \
     } while (0)
-            KP_Q4_HALF(0, is0, sc0);
-            KP_Q4_HALF(1, is1, sc1);
+                KP_Q4_HALF(0, is0, sc0);
+                KP_Q4_HALF(1, is1, sc1);
 #undef KP_Q4_HALF
 #undef KP_Q4_PAIR
+            }
         }
-        kp_gemv_min_block(mn, p + 2304, xb, is0, is1, &acc0, &acc1);
+        kp_gemv_min_block(mn, p + kp_d_off(fmt), xb, is0, is1, &acc0, &acc1);
     }
     kp_gemv_store(acc0, acc1, bias, y);
 }
+static void kp_gemv_avx2_q4(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, float *y, const float *bias) { kp_gemv_avx2_q45(GB_Q4_K, P, nb, xq, y, bias); }
+static void kp_gemv_avx2_q5(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, float *y, const float *bias) { kp_gemv_avx2_q45(GB_Q5_K, P, nb, xq, y, bias); }
 
 #ifndef KP_PF_Q6_AVX2
 #define KP_PF_Q6_AVX2 KP_PF_BYTES_AVX2 /* the q6_K GEMV's prefetch distance, bytes */
