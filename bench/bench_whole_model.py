@@ -31,6 +31,11 @@ FMA peak) at the start and end.
 Decode floor: bytes one decode step reads at least (from the file's own tensor bytes: every matrix,
 the routed experts' k-of-E share, one embedding row; plus the KV cache at the depth,
 cfg.kv_bytes_per_token(f16) x depth) over the triad measured right before glmbench's point.
+With --paired-probe glmbench's measure() also runs one triad pass after each timed decode step
+(measure(bandwidth_probe=True), not counted in the step times) and the table adds the floor at that
+paired bandwidth (the median over the repeats of each repeat's mean probe): on a VM whose bandwidth
+moves by tens of percent within minutes, the best-of-3 read before the point can catch a quiet moment
+the steps never see. The probes flush the caches between steps (as the output head already does).
 """
 from __future__ import annotations
 
@@ -280,10 +285,19 @@ def run_llama_bench(cmd) -> dict:
     return out
 
 
-def run_glmbench(path, threads, n_prompt, n_gen, depth, repeats, kv) -> dict:
+def run_glmbench(path, threads, n_prompt, n_gen, depth, repeats, kv, probe=False) -> dict:
     recs = mcpu.measure(path, depths=(depth,), n_prompt=n_prompt, n_gen=n_gen, threads=threads, repeats=repeats,
-                        kv=kv, tests=("pp", "tg"), progress=False)
+                        kv=kv, tests=("pp", "tg"), progress=False, bandwidth_probe=bool(probe))
     return {r["test"]: r for r in recs}
+
+
+def paired_floor(nbytes: float, tg: dict):
+    """(paired triad GB/s, x floor at it) of a tg record measured with bandwidth_probe=True, else None:
+    the floor tok/s at the bandwidth measured beside the steps over the record's tok/s."""
+    bw = tg.get("bandwidth_gbs")
+    if bw is None or not bw > 0 or not tg.get("avg_ts", 0) > 0:
+        return None
+    return float(bw), float(bw * 1e9 / nbytes / tg["avg_ts"])
 
 
 def triad() -> float:
@@ -321,6 +335,9 @@ def main(argv=None) -> int:
     ap.add_argument("--make-only", action="store_true",
                     help="make the files (and say what glmbench runs as stored), measure nothing")
     ap.add_argument("--smoke", action="store_true", help="mark the result as a smoke run (shared machine, short settings)")
+    ap.add_argument("--paired-probe", action="store_true",
+                    help="glmbench's decode steps each followed by one triad pass (measure(bandwidth_probe=True)); "
+                         "the table adds the floor at that paired bandwidth")
     ap.add_argument("--out", default=None, help="write the Markdown table here (atomically)")
     a = ap.parse_args(argv)
     try:
@@ -391,7 +408,7 @@ def run(a, argv) -> int:
                 if side == "llama-bench":
                     res[side] = run_llama_bench(cmd)
                 else:
-                    res[side] = run_glmbench(path, a.threads, a.n_prompt, a.n_gen, d, a.repeats, a.kv)
+                    res[side] = run_glmbench(path, a.threads, a.n_prompt, a.n_gen, d, a.repeats, a.kv, a.paired_probe)
                 res[side + " triad"] = bw
                 res[side + " s"] = time.perf_counter() - t0
                 bar.update(1)
@@ -462,7 +479,10 @@ def render(a, argv, made, rows, ceil0, ceil1, up0, up1, wall) -> str:
           "(> 1: glmbench faster)",
           "- floor: decode bytes per token (the file's matrices with routed experts at k of E, one embedding row, "
           f"the output head, the {a.kv} KV cache at the depth) / the triad read right before glmbench's point; "
-          "'x floor' = floor tok/s / glmbench tok/s (1.00 = at the bandwidth floor)",
+          "'x floor' = floor tok/s / glmbench tok/s (1.00 = at the bandwidth floor)"
+          + ("; 'paired': the same bytes over the triad measured after each of glmbench's timed decode steps "
+             "(measure(bandwidth_probe=True): one pass per step, each repeat's mean, their median; probe time not in "
+             "the steps)" if a.paired_probe else ""),
           "- roofline: the same bytes at that triad, except that the attention over the cache takes the larger of its "
           "bytes at the triad and its arithmetic (2 x heads x (key + value width) per cached token and layer, MLA "
           "absorbed) at the f32 FMA peak measured at the start; 'x roofline' = roofline tok/s / glmbench tok/s. Where "
@@ -483,8 +503,8 @@ def render(a, argv, made, rows, ceil0, ceil1, up0, up1, wall) -> str:
     L += ["", "## Results", "",
           "| file | depth | llama-bench pp tok/s | glmbench pp tok/s | pp ratio | llama-bench tg tok/s | "
           "glmbench tg tok/s | tg ratio | decode MB/token (head, KV) | triad GB/s | floor tok/s | glmbench x floor | "
-          "roofline tok/s | glmbench x roofline |",
-          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+          "roofline tok/s | glmbench x roofline |" + (" paired triad GB/s | x floor (paired) |" if a.paired_probe else ""),
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if a.paired_probe else "")]
     for key, d, cmd, res in rows:
         lbp, lbt = res["llama-bench"]["pp"], res["llama-bench"]["tg"]
         gp, gt = res["glmbench"]["pp"], res["glmbench"]["tg"]
@@ -497,7 +517,9 @@ def render(a, argv, made, rows, ceil0, ceil1, up0, up1, wall) -> str:
                  f"| {gp['avg_ts'] / lbp['avg_ts']:.2f}x | {lbt['avg_ts']:.2f} ± {lbt['stddev_ts']:.2f} | "
                  f"{gt['avg_ts']:.2f} ± {gt['stddev_ts']:.2f}{flag} | {gt['avg_ts'] / lbt['avg_ts']:.2f}x | "
                  f"{nbytes / 1e6:.0f} ({head / 1e6:.0f}, {kvb / 1e6:.0f}) | {bw:.1f} | {floor:.2f} | "
-                 f"{floor / gt['avg_ts']:.2f} | {roof:.2f} | {roof / gt['avg_ts']:.2f} |")
+                 f"{floor / gt['avg_ts']:.2f} | {roof:.2f} | {roof / gt['avg_ts']:.2f} |"
+                 + ((" {:.1f} | {:.2f} |".format(*pf) if (pf := paired_floor(nbytes, gt)) else " – | – |")
+                    if a.paired_probe else ""))
     why = [f"{key} d={d} {t}: {res['glmbench'][t].get('unstable_reason')}" for key, d, cmd, res in rows
            for t in ("pp", "tg") if not res["glmbench"][t].get("stable", True)]
     if why:

@@ -129,3 +129,19 @@ def test_roofline_floor_takes_the_attention_at_its_larger_cost(tmp_path):
     slow = bw.roofline_floor(nbytes, kvb, 5e9, 50.0, 500.0)      # 10 ms of arithmetic vs 4 ms of cache bytes
     assert slow == pytest.approx(1.0 / (0.8e9 / 50e9 + 5e9 / 500e9))
     assert slow < 50e9 / nbytes
+
+
+def test_paired_floor_from_a_probed_measure(tmp_path):
+    # --paired-probe: measure(bandwidth_probe=True) gives the tg record the triad measured beside its
+    # steps, and the floor at it is the file's decode bytes at that bandwidth over the record's tok/s
+    p = _glm_file(tmp_path)
+    res = bw.run_glmbench(p, 1, 8, 2, 0, 1, "f16", probe=True)
+    tg = res["tg"]
+    assert tg["bandwidth_gbs"] > 0 and len(tg["bandwidth_gbs_samples"]) == 1
+    nbytes = bw.decode_bytes(p, 0, "f16")[0]
+    gbs, x = bw.paired_floor(nbytes, tg)
+    assert gbs == tg["bandwidth_gbs"]
+    assert x == pytest.approx(gbs * 1e9 / nbytes / tg["avg_ts"])
+    # without the probes (or a record that has none) there is no paired floor
+    assert bw.paired_floor(nbytes, bw.run_glmbench(p, 1, 8, 2, 0, 1, "f16")["tg"]) is None
+    assert bw.paired_floor(nbytes, {"avg_ts": 10.0, "bandwidth_gbs": 0.0}) is None
