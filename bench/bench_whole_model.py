@@ -35,7 +35,11 @@ With --paired-probe glmbench's measure() also runs one triad pass after each tim
 (measure(bandwidth_probe=True), not counted in the step times) and the table adds the floor at that
 paired bandwidth (the median over the repeats of each repeat's mean probe): on a VM whose bandwidth
 moves by tens of percent within minutes, the best-of-3 read before the point can catch a quiet moment
-the steps never see. The probes flush the caches between steps (as the output head already does).
+the steps never see. The probes cost the steps something: a triad pass leaves its written lines dirty
+in the last-level cache, written back while the next step streams its weights (on the Zen 3 VM of
+2026-12-03 glm-Q4_K_M's decode at depth 0 ran 75.9 tok/s with the probes against 82.9 in the runs
+without), so the ratio column of a --paired-probe run is glmbench slowed by its probes, and the
+paired floor a conservative one; the ratios to quote come from runs without it.
 """
 from __future__ import annotations
 
@@ -337,7 +341,8 @@ def main(argv=None) -> int:
     ap.add_argument("--smoke", action="store_true", help="mark the result as a smoke run (shared machine, short settings)")
     ap.add_argument("--paired-probe", action="store_true",
                     help="glmbench's decode steps each followed by one triad pass (measure(bandwidth_probe=True)); "
-                         "the table adds the floor at that paired bandwidth")
+                         "the table adds the floor at that paired bandwidth (the probes slow glmbench's steps: "
+                         "see the module docstring)")
     ap.add_argument("--out", default=None, help="write the Markdown table here (atomically)")
     a = ap.parse_args(argv)
     try:
