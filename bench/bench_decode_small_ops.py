@@ -146,11 +146,10 @@ def main(argv=None) -> int:
                              f"{base / m:.2f}x |")
     finally:
         glmbench.set_num_threads(prev)
-    L += ["", f"- load after: {os.getloadavg()[0]:.2f}"]
-    text = "\n".join(L) + "\n"
-    print(text)
-    if a.out:
+    text = "\n".join(L + ["", f"- load after: {os.getloadavg()[0]:.2f}", ""])
+    if a.out:   # written first, then shown
         atomic_write_text(a.out, text)
+    print(text)
     return 0
 
 
