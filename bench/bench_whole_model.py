@@ -31,15 +31,15 @@ FMA peak) at the start and end.
 Decode floor: bytes one decode step reads at least (from the file's own tensor bytes: every matrix,
 the routed experts' k-of-E share, one embedding row; plus the KV cache at the depth,
 cfg.kv_bytes_per_token(f16) x depth) over the triad measured right before glmbench's point.
-With --paired-probe glmbench's measure() also runs one triad pass after each timed decode step
-(measure(bandwidth_probe=True), not counted in the step times) and the table adds the floor at that
+With --paired-probe [read|triad] glmbench's measure() also runs one probe pass after each timed decode
+step (measure(bandwidth_probe=...), not counted in the step times) and the table adds the floor at that
 paired bandwidth (the median over the repeats of each repeat's mean probe): on a VM whose bandwidth
 moves by tens of percent within minutes, the best-of-3 read before the point can catch a quiet moment
-the steps never see. The probes cost the steps something: a triad pass leaves its written lines dirty
-in the last-level cache, written back while the next step streams its weights (on the Zen 3 VM of
-2026-12-03 glm-Q4_K_M's decode at depth 0 ran 75.9 tok/s with the probes against 82.9 in the runs
-without), so the ratio column of a --paired-probe run is glmbench slowed by its probes, and the
-paired floor a conservative one; the ratios to quote come from runs without it.
+the steps never see. "read" (the default of the flag): a read-only pass, the access pattern of a decode
+step. "triad" costs the steps something: a triad pass leaves its written lines dirty in the last-level
+cache, written back while the next step streams its weights (on the Zen 3 VM of 2026-12-03
+glm-Q4_K_M's decode at depth 0 ran 75.9 tok/s with triad probes against 82.9 in the runs without), so
+the ratio column of a triad-probed run is glmbench slowed by its probes.
 """
 from __future__ import annotations
 
@@ -289,9 +289,10 @@ def run_llama_bench(cmd) -> dict:
     return out
 
 
-def run_glmbench(path, threads, n_prompt, n_gen, depth, repeats, kv, probe=False) -> dict:
+def run_glmbench(path, threads, n_prompt, n_gen, depth, repeats, kv, probe=None) -> dict:
+    """measure()'s pp and tg records of the file; probe: None, "read" or "triad" (measure's bandwidth_probe)."""
     recs = mcpu.measure(path, depths=(depth,), n_prompt=n_prompt, n_gen=n_gen, threads=threads, repeats=repeats,
-                        kv=kv, tests=("pp", "tg"), progress=False, bandwidth_probe=bool(probe))
+                        kv=kv, tests=("pp", "tg"), progress=False, bandwidth_probe=probe or False)
     return {r["test"]: r for r in recs}
 
 
@@ -339,10 +340,10 @@ def main(argv=None) -> int:
     ap.add_argument("--make-only", action="store_true",
                     help="make the files (and say what glmbench runs as stored), measure nothing")
     ap.add_argument("--smoke", action="store_true", help="mark the result as a smoke run (shared machine, short settings)")
-    ap.add_argument("--paired-probe", action="store_true",
-                    help="glmbench's decode steps each followed by one triad pass (measure(bandwidth_probe=True)); "
-                         "the table adds the floor at that paired bandwidth (the probes slow glmbench's steps: "
-                         "see the module docstring)")
+    ap.add_argument("--paired-probe", nargs="?", const="read", default=None, choices=("read", "triad"),
+                    help="glmbench's decode steps each followed by one probe pass (measure(bandwidth_probe=...)): "
+                         "read-only (the default) or a triad; the table adds the floor at that paired bandwidth "
+                         "(a triad slows glmbench's steps: see the module docstring)")
     ap.add_argument("--out", default=None, help="write the Markdown table here (atomically)")
     a = ap.parse_args(argv)
     try:
@@ -485,9 +486,9 @@ def render(a, argv, made, rows, ceil0, ceil1, up0, up1, wall) -> str:
           "- floor: decode bytes per token (the file's matrices with routed experts at k of E, one embedding row, "
           f"the output head, the {a.kv} KV cache at the depth) / the triad read right before glmbench's point; "
           "'x floor' = floor tok/s / glmbench tok/s (1.00 = at the bandwidth floor)"
-          + ("; 'paired': the same bytes over the triad measured after each of glmbench's timed decode steps "
-             "(measure(bandwidth_probe=True): one pass per step, each repeat's mean, their median; probe time not in "
-             "the steps)" if a.paired_probe else ""),
+          + (f"; 'paired': the same bytes over the {'read-only' if a.paired_probe == 'read' else 'triad'} bandwidth "
+             f"measured after each of glmbench's timed decode steps (measure(bandwidth_probe={a.paired_probe!r}): one "
+             "pass per step, each repeat's mean, their median; probe time not in the steps)" if a.paired_probe else ""),
           "- roofline: the same bytes at that triad, except that the attention over the cache takes the larger of its "
           "bytes at the triad and its arithmetic (2 x heads x (key + value width) per cached token and layer, MLA "
           "absorbed) at the f32 FMA peak measured at the start; 'x roofline' = roofline tok/s / glmbench tok/s. Where "
@@ -508,7 +509,7 @@ def render(a, argv, made, rows, ceil0, ceil1, up0, up1, wall) -> str:
     L += ["", "## Results", "",
           "| file | depth | llama-bench pp tok/s | glmbench pp tok/s | pp ratio | llama-bench tg tok/s | "
           "glmbench tg tok/s | tg ratio | decode MB/token (head, KV) | triad GB/s | floor tok/s | glmbench x floor | "
-          "roofline tok/s | glmbench x roofline |" + (" paired triad GB/s | x floor (paired) |" if a.paired_probe else ""),
+          "roofline tok/s | glmbench x roofline |" + (f" paired {a.paired_probe} GB/s | x floor (paired) |" if a.paired_probe else ""),
           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if a.paired_probe else "")]
     for key, d, cmd, res in rows:
         lbp, lbt = res["llama-bench"]["pp"], res["llama-bench"]["tg"]

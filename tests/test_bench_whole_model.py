@@ -135,9 +135,9 @@ def test_paired_floor_from_a_probed_measure(tmp_path):
     # --paired-probe: measure(bandwidth_probe=True) gives the tg record the triad measured beside its
     # steps, and the floor at it is the file's decode bytes at that bandwidth over the record's tok/s
     p = _glm_file(tmp_path)
-    res = bw.run_glmbench(p, 1, 8, 2, 0, 1, "f16", probe=True)
-    tg = res["tg"]
-    assert tg["bandwidth_gbs"] > 0 and len(tg["bandwidth_gbs_samples"]) == 1
+    for kind in ("read", "triad"):
+        tg = bw.run_glmbench(p, 1, 8, 2, 0, 1, "f16", probe=kind)["tg"]
+        assert tg["bandwidth_gbs"] > 0 and len(tg["bandwidth_gbs_samples"]) == 1 and tg["bandwidth_kind"] == kind
     nbytes = bw.decode_bytes(p, 0, "f16")[0]
     gbs, x = bw.paired_floor(nbytes, tg)
     assert gbs == tg["bandwidth_gbs"]

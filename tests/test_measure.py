@@ -81,6 +81,21 @@ def test_bandwidth_probe_pairs_each_repeat(monkeypatch):
     assert [r["bandwidth_gbs_samples"] for r in recs] == [[18.0, 10.0], [41.666666666666664, 19.0]]
     assert [r["bandwidth_gbs"] for r in recs] == [14.0, (41.666666666666664 + 19.0) / 2]
     assert next(seen, None) is None  # exactly one probe per timed step, none during warm-up
+    assert all(r["bandwidth_kind"] == "triad" for r in recs)
+
+
+def test_bandwidth_probe_read_only(monkeypatch):
+    from glmbench.measure import cpu as cpu_backend
+    # "read": the read-only probe after each timed step (the triad's is not called), said in the record
+    seen = iter([10.0, 20.0, 30.0, 40.0, 50.0, 60.0])
+    monkeypatch.setattr(cpu_backend, "probe_read", lambda: next(seen))
+    monkeypatch.setattr(cpu_backend, "probe_bandwidth", lambda: pytest.fail("the triad probe ran"))
+    recs = M.measure(tiny_qwen(), tests=("tg",), bandwidth_probe="read", **{**KW, "depths": (0,)})
+    assert recs[0]["bandwidth_gbs_samples"] == [20.0, 50.0] and recs[0]["bandwidth_kind"] == "read"
+    assert next(seen, None) is None
+    for bad in ("dram", 2, 1.0, "True"):
+        with pytest.raises(ValueError, match="bandwidth_probe"):
+            M.measure(tiny_qwen(), tests=("tg",), bandwidth_probe=bad, **KW)
 
 
 def test_gemm_arithmetic_names_what_runs():

@@ -20,7 +20,8 @@ by layer sampling: k distinct full-size layers of each kind (dense-FFN, MoE) are
 and the record says `sampled: true`, which layers were timed, and the spread between them.
 
 Every tg/pp record carries its timed repeats as llama-bench does (`samples_ns`, `samples_ts`). With
-`bandwidth_probe=True` the memory bandwidth (a triad, glmbench.bench.probe_bandwidth, ~10 ms) is
+`bandwidth_probe=True` the memory bandwidth (a triad, glmbench.bench.probe_bandwidth, ~10 ms; "read": a read-only
+pass, machine.probe_read, which leaves no written lines for the next step to write back) is
 measured right after every decode step of a timed repeat (after the prefill for pp), one pass, and
 each repeat gets the mean of its probes, as its time is the sum of its steps (`bandwidth_gbs_samples`;
 `bandwidth_gbs` is their median):
@@ -47,7 +48,7 @@ from tqdm.auto import tqdm
 
 from glmbench import vocab
 from glmbench.measure import machine, protocol
-from glmbench.measure.machine import available_bytes, cpu_name, probe_bandwidth, rss_bytes  # noqa: F401
+from glmbench.measure.machine import available_bytes, cpu_name, probe_bandwidth, probe_read, rss_bytes  # noqa: F401
 from glmbench.core import _core
 from glmbench.core.ops import get_num_threads, reset_workspace_peak, set_num_threads, workspace_bytes
 from glmbench.models import checkpoint, configs
@@ -162,7 +163,9 @@ def measure(model, *, depths=(4096,), n_prompt: int = 512, n_gen: int = 16,
     out:    a .json path: finished points are stored as they complete and skipped on a rerun.
     warmup: untimed runs before the `repeats` timed ones, per point, at least; more (up to
             WARMUP_EXTRA) until two consecutive ones agree within WARMUP_TOL (record: `warmup_runs`).
-    bandwidth_probe: measure the memory bandwidth after each timed repeat (see the module docstring).
+    bandwidth_probe: measure the memory bandwidth after each timed decode step (see the module docstring):
+            True or "triad" (a triad pass), "read" (a read-only pass: no written lines left for the next
+            step to write back; the record says which in `bandwidth_kind`), False: none.
     weights: None -> the measured default (bf16) for random weights; a GGUF file or an HF
             safetensors folder (models/checkpoint.py) runs its real weights as stored.
     routing_stats: (real weights, MoE) each tg record gains `routing_counts` {layer: tokens per
@@ -171,6 +174,10 @@ def measure(model, *, depths=(4096,), n_prompt: int = 512, n_gen: int = 16,
     retries: time a point marked unstable (`stable: false`) again, up to this many more times.
     """
 
+    if bandwidth_probe not in (False, True, "triad", "read") or isinstance(bandwidth_probe, (int, float)) and \
+            not isinstance(bandwidth_probe, bool):
+        raise ValueError(f"`bandwidth_probe` must be False, True, 'triad' or 'read', got {bandwidth_probe!r}")
+    probe_kind = "read" if bandwidth_probe == "read" else "triad" if bandwidth_probe else None
     depths, tests = protocol.check_args(depths, n_prompt, n_gen, repeats, warmup, tests)
     layers = _check_layers(layers, threads)
     if isinstance(retries, bool) or not isinstance(retries, (int, np.integer)) or not 0 <= retries <= 10:
@@ -201,7 +208,7 @@ def measure(model, *, depths=(4096,), n_prompt: int = 512, n_gen: int = 16,
         set_num_threads(int(threads))
     try:
         return _measure(cfg, depths, tests, layers, n_prompt, n_gen, weights, kv, mla_strategy, repeats, out,
-                        progress, warmup, seed, bool(bandwidth_probe), state, bool(routing_stats), int(retries))
+                        progress, warmup, seed, probe_kind, state, bool(routing_stats), int(retries))
     finally:
         if threads is not None:
             set_num_threads(threads_before)
@@ -235,7 +242,7 @@ def _measure(cfg, depths, tests, layers, n_prompt, n_gen, weights, kv, mla_strat
     base = protocol.base_record(
         cfg, device=f"CPU: {cpu} ({n_threads} thread{'s' if n_threads != 1 else ''})", weights=rec_weights, kv=kv,
         mla_strategy=mla_strategy, runtime="glmbench", repeats=repeats,
-        code=protocol.code_version(_core), settings={"seed": int(seed), "bandwidth_probe": bool(bandwidth_probe)},
+        code=protocol.code_version(_core), settings={"seed": int(seed), "bandwidth_probe": "read" if bandwidth_probe == "read" else bool(bandwidth_probe)},
         cpu_info=cpu, n_threads=n_threads, warmup=int(warmup), attn_arithmetic=attn_arithmetic(kv),
         gemm_arithmetic=gemm_arithmetic(rec_weights),
         # how a layer runs: one C call (csrc/layer.c; sliding windows and Gemma's layers included) or
@@ -424,7 +431,7 @@ def _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar, bandwidth_p
                 if rep >= n_warm:
                     _collect(m.last_timing, per_layer, ends)
                     if bandwidth_probe:
-                        probes.append(probe_bandwidth()[0])  # triad
+                        probes.append(probe_read() if bandwidth_probe == "read" else probe_bandwidth()[0])  # read / triad
             n = p["n_gen"]
         else:
             toks = rng.integers(0, cfg.vocab_size, p["n_prompt"])
@@ -437,7 +444,7 @@ def _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar, bandwidth_p
             if rep >= n_warm:
                 _collect(m.last_timing, per_layer, ends)
                 if bandwidth_probe:
-                    probes.append(probe_bandwidth()[0])
+                    probes.append(probe_read() if bandwidth_probe == "read" else probe_bandwidth()[0])
             n = p["n_prompt"]
         if rep >= n_warm:
             tok_s.append(n / t)
@@ -461,6 +468,7 @@ def _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar, bandwidth_p
     if bandwidth_probe:
         r["bandwidth_gbs_samples"] = [float(b) for b in bws]
         r["bandwidth_gbs"] = float(np.median(bws))
+        r["bandwidth_kind"] = "read" if bandwidth_probe == "read" else "triad"
     r["kv_fill"] = "synthetic" if d else "none"
     r["warmup_runs"] = int(n_warm)   # untimed runs done (>= warmup: until two agreed within WARMUP_TOL)
     if routed:
