@@ -188,11 +188,13 @@ def probe_bandwidth(reps: int = 1) -> tuple[float, float]:
 
 
 def probe_read() -> float:
-    """Read-only GB/s now: one pass over probe_bandwidth's b array (twice the L3), nothing written. measure(bandwidth_probe="read") pairs it with each decode step: unlike the triad, it
-    leaves no dirty lines in the cache for the next step to write back while it streams its weights
-    (the triad's cost a glm-Q4_K_M decode step at depth 0 ~8% on a Zen 3 VM, 2026-12-03)."""
+    """Read-only GB/s now: one pass over probe_bandwidth's b array (twice the L3), nothing written.
+    measure(bandwidth_probe="read") pairs it with each decode step: unlike the triad, it leaves no
+    dirty lines in the cache for the next step to write back while it streams its weights (the
+    triad's cost a glm-Q4_K_M decode step at depth 0 ~8% on a Zen 3 VM, 2026-12-03)."""
     if not _PROBE:
-        probe_bandwidth()
+        probe_bandwidth()                # allocates and touches the arrays (a triad pass) ...
+        _core.bench_read(_PROBE[1], 1)   # ... whose written lines this untimed read evicts now
     return float(_core.bench_read(_PROBE[1], 1))
 
 
