@@ -20,7 +20,6 @@ import ctypes
 import datetime
 import os
 import platform
-import subprocess
 import sys
 import time
 
@@ -35,6 +34,7 @@ from glmbench.core import _loader, quant  # noqa: E402
 from glmbench.core.attention import KVBSplit  # noqa: E402
 from glmbench.core.kvcache import KVCache  # noqa: E402
 from glmbench.core.quant import QTensor  # noqa: E402
+from glmbench.measure.machine import llc_bytes  # noqa: E402
 from glmbench.results.records import atomic_write_text  # noqa: E402
 
 E, D, TOPK = 64, 2048, 4            # GLM-4.7-Flash's router
@@ -90,7 +90,7 @@ def bench_mla(reps: int, depth: int = 8) -> list:
     qr = rng.standard_normal((1, H, DR)).astype(np.float32)
     core = _loader._core
     args = (qn, qr, c, 0, *sp._args(), DV, 0.0, "flash", 0, sp.packed_v())
-    big = np.ones(3 * _llc_bytes() // 4, np.float32)
+    big = np.ones(3 * llc_bytes() // 4, np.float32)
     ts = {"k_b stored rows": [], "k_b packed": []}
     outs = {}
     for i in range(reps):
@@ -105,14 +105,6 @@ def bench_mla(reps: int, depth: int = 8) -> list:
     assert err < 1e-5, err
     return [(f"MLA decode attention, k_b q8_0 [20, 512, 192] + v_b q4_K [20, 256, 512], f16 cache of {depth}, weights cold "
              f"(outputs within {err:.1e})", {k: np.array(v) for k, v in ts.items()})]
-
-
-def _llc_bytes() -> int:
-    try:
-        return int(subprocess.run(["getconf", "LEVEL3_CACHE_SIZE"], capture_output=True, text=True).stdout.strip() or 0) \
-            or 32 << 20
-    except (OSError, ValueError):
-        return 32 << 20
 
 
 def main(argv=None) -> int:

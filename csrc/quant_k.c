@@ -2156,7 +2156,8 @@ static inline __attribute__((always_inline)) void kp_gemv_min_block(const uint8_
                                                _mm256_mul_ps(_mm256_mul_ps(m1, dx), _mm256_cvtepi32_ps(ms1))));
 }
 
-/* y[0..15] = the two halves' sums + bias (+ 0.0f without one, as kp_store_avx2) */
+/* y[0..15] = the two halves' sums + bias (+ 0.0f without one, as kp_store_avx2: -0.0f + 0.0f = 0.0f);
+ * the end of every whole-group GEMV loop */
 static inline __attribute__((always_inline)) void kp_gemv_store(__m256 acc0, __m256 acc1, const float *bias, float *y) {
     _mm256_storeu_ps(y, _mm256_add_ps(acc0, bias ? _mm256_loadu_ps(bias) : _mm256_setzero_ps()));
     _mm256_storeu_ps(y + 8, _mm256_add_ps(acc1, bias ? _mm256_loadu_ps(bias + 8) : _mm256_setzero_ps()));
@@ -2296,15 +2297,7 @@ static void kp_gemv_avx2_q6(const uint8_t *P, int64_t nb, const gb_block_q8_K *x
         acc0 = _mm256_add_ps(acc0, _mm256_mul_ps(_mm256_mul_ps(d0, dx), _mm256_cvtepi32_ps(_mm256_sub_epi32(is0, _mm256_slli_epi32(ms0, 5)))));
         acc1 = _mm256_add_ps(acc1, _mm256_mul_ps(_mm256_mul_ps(d1, dx), _mm256_cvtepi32_ps(_mm256_sub_epi32(is1, _mm256_slli_epi32(ms1, 5)))));
     }
-    if (bias) {
-        acc0 = _mm256_add_ps(acc0, _mm256_loadu_ps(bias));
-        acc1 = _mm256_add_ps(acc1, _mm256_loadu_ps(bias + 8));
-    } else { /* + 0.0f as kp_store_avx2 does (-0.0f + 0.0f = 0.0f) */
-        acc0 = _mm256_add_ps(acc0, _mm256_setzero_ps());
-        acc1 = _mm256_add_ps(acc1, _mm256_setzero_ps());
-    }
-    _mm256_storeu_ps(y, acc0);
-    _mm256_storeu_ps(y + 8, acc1);
+    kp_gemv_store(acc0, acc1, bias, y);
 }
 
 /* q2_K / q3_K (the 2-bit planes of kp_2bit): per 32 bytes of a plane (one 16-value sub-block of 8
@@ -2501,15 +2494,7 @@ static inline __attribute__((always_inline)) void kp_gemv2_avx2(const int fmt, c
         acc1 = _mm256_add_ps(acc1, _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(d1, dx), _mm256_cvtepi32_ps(is1)),
                                                  _mm256_mul_ps(_mm256_mul_ps(m1, dx), _mm256_cvtepi32_ps(ms1))));
     }
-    if (bias) {
-        acc0 = _mm256_add_ps(acc0, _mm256_loadu_ps(bias));
-        acc1 = _mm256_add_ps(acc1, _mm256_loadu_ps(bias + 8));
-    } else { /* + 0.0f as kp_store_avx2 does (-0.0f + 0.0f = 0.0f) */
-        acc0 = _mm256_add_ps(acc0, _mm256_setzero_ps());
-        acc1 = _mm256_add_ps(acc1, _mm256_setzero_ps());
-    }
-    _mm256_storeu_ps(y, acc0);
-    _mm256_storeu_ps(y + 8, acc1);
+    kp_gemv_store(acc0, acc1, bias, y);
 }
 
 static void kp_gemv_avx2_q2(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, float *y, const float *bias) { kp_gemv2_avx2(GB_Q2_K, P, nb, xq, y, bias); }

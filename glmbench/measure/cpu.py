@@ -174,8 +174,7 @@ def measure(model, *, depths=(4096,), n_prompt: int = 512, n_gen: int = 16,
     retries: time a point marked unstable (`stable: false`) again, up to this many more times.
     """
 
-    if bandwidth_probe not in (False, True, "triad", "read") or isinstance(bandwidth_probe, (int, float)) and \
-            not isinstance(bandwidth_probe, bool):
+    if not isinstance(bandwidth_probe, bool) and bandwidth_probe not in ("triad", "read"):
         raise ValueError(f"`bandwidth_probe` must be False, True, 'triad' or 'read', got {bandwidth_probe!r}")
     probe_kind = "read" if bandwidth_probe == "read" else "triad" if bandwidth_probe else None
     depths, tests = protocol.check_args(depths, n_prompt, n_gen, repeats, warmup, tests)
@@ -366,6 +365,11 @@ def _steady(times) -> bool:
     return len(times) >= 2 and abs(times[-1] - times[-2]) <= WARMUP_TOL * min(times[-2:])
 
 
+def _probe(kind: str) -> float:
+    """One paired bandwidth probe: read-only GB/s for "read", else the triad's."""
+    return probe_read() if kind == "read" else probe_bandwidth()[0]
+
+
 def _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar, bandwidth_probe=False,
                routing_stats=False, probe_noise=None) -> dict:
     cfg, d = m.config, p["n_depth"]
@@ -431,7 +435,7 @@ def _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar, bandwidth_p
                 if rep >= n_warm:
                     _collect(m.last_timing, per_layer, ends)
                     if bandwidth_probe:
-                        probes.append(probe_read() if bandwidth_probe == "read" else probe_bandwidth()[0])  # read / triad
+                        probes.append(_probe(bandwidth_probe))
             n = p["n_gen"]
         else:
             toks = rng.integers(0, cfg.vocab_size, p["n_prompt"])
@@ -444,7 +448,7 @@ def _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar, bandwidth_p
             if rep >= n_warm:
                 _collect(m.last_timing, per_layer, ends)
                 if bandwidth_probe:
-                    probes.append(probe_read() if bandwidth_probe == "read" else probe_bandwidth()[0])
+                    probes.append(_probe(bandwidth_probe))
             n = p["n_prompt"]
         if rep >= n_warm:
             tok_s.append(n / t)
@@ -468,7 +472,7 @@ def _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar, bandwidth_p
     if bandwidth_probe:
         r["bandwidth_gbs_samples"] = [float(b) for b in bws]
         r["bandwidth_gbs"] = float(np.median(bws))
-        r["bandwidth_kind"] = "read" if bandwidth_probe == "read" else "triad"
+        r["bandwidth_kind"] = bandwidth_probe   # "triad" or "read"
     r["kv_fill"] = "synthetic" if d else "none"
     r["warmup_runs"] = int(n_warm)   # untimed runs done (>= warmup: until two agreed within WARMUP_TOL)
     if routed:
