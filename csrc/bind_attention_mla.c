@@ -93,7 +93,7 @@ done:
 
 /* k_b [H, R, Dn] or v_b [H, Dv, R] in format fmt: float32/float16/uint16 (bf16) elements, or uint8 rows of
  * the format's blocks; its dtype must match fmt and its last axis hold one row of `len` elements. */
-static PyArrayObject *split_weight(PyObject *o, const char *name, int fmt, npy_intp d0, npy_intp d1, int64_t len,
+PyArrayObject *gb_mla_split_weight(PyObject *o, const char *name, int fmt, npy_intp d0, npy_intp d1, int64_t len,
                                    const char *what1) {
     static const int types[] = {NPY_FLOAT32, NPY_FLOAT16, NPY_UINT16, NPY_UINT8, -1};
     PyArrayObject *a = gb_array_any(o, name, types, 3, GB_COPY);
@@ -137,8 +137,8 @@ static PyObject *py_mla_attention_kb_vb(PyObject *self, PyObject *args, PyObject
     gb_kvcache *c = mla_inputs(strategy, &strat, co, v_head_dim, qno, qro, &qn, &qr);
     if (!c) goto done;
     const npy_intp T = PyArray_DIM(qn, 0), H = PyArray_DIM(qn, 1), Dn = PyArray_DIM(qn, 2);
-    if (!(kb = split_weight(kbo, "k_b", kfmt, H, c->dk, Dn, "the cache's kv_lora_rank"))) goto done;
-    if (!(vb = split_weight(vbo, "v_b", vfmt, H, v_head_dim, c->dk, "v_head_dim"))) goto done;
+    if (!(kb = gb_mla_split_weight(kbo, "k_b", kfmt, H, c->dk, Dn, "the cache's kv_lora_rank"))) goto done;
+    if (!(vb = gb_mla_split_weight(vbo, "v_b", vfmt, H, v_head_dim, c->dk, "v_head_dim"))) goto done;
     if (vpo != Py_None) {
         const int64_t pb = gb_kp_is_fmt(vfmt) && v_head_dim % 16 == 0 ? gb_kp_bytes(vfmt, v_head_dim, c->dk) : -1;
         if (pb < 0) {
@@ -203,8 +203,8 @@ static PyObject *py_mla_kv_b_f32(PyObject *self, PyObject *args) {
     const npy_intp H = PyArray_DIM(vb, 0), Dv = PyArray_DIM(vb, 1);
     Py_DECREF(vb);
     vb = NULL;
-    if (!(kb = split_weight(kbo, "k_b", kfmt, H, R, Dn, "kv_lora_rank"))) goto done;
-    if (!(vb = split_weight(vbo, "v_b", vfmt, H, Dv, R, "v_head_dim"))) goto done;
+    if (!(kb = gb_mla_split_weight(kbo, "k_b", kfmt, H, R, Dn, "kv_lora_rank"))) goto done;
+    if (!(vb = gb_mla_split_weight(vbo, "v_b", vfmt, H, Dv, R, "v_head_dim"))) goto done;
     npy_intp dims[2] = {H * (Dn + Dv), R};
     if (!(y = gb_new_f32(2, dims))) goto done;
     int st;

@@ -11,12 +11,17 @@
 #include <math.h>
 
 #include "layer.h"
+#include "qgemm.h"
+#include "quant_iq.h"
+#include "quant_k.h"
 
 extern gb_kvcache *gb_kvcache_from_py(PyObject *obj, const char *name); /* bind_kvcache.c */
 extern int gb_kvcache_lock_error(int err);                              /* bind_kvcache.c */
+extern PyArrayObject *gb_mla_split_weight(PyObject *o, const char *name, int fmt, npy_intp d0, npy_intp d1, int64_t len,
+                                          const char *what1); /* bind_attention_mla.c */
 
 #define PLAN_NAME "glmbench.layer_plan"
-#define MAX_REFS 48
+#define MAX_REFS 64
 
 typedef struct {
     gb_layer L;
@@ -86,17 +91,122 @@ static int get_arr(plan_t *p, PyObject *d, const char *key, const int *types, in
     return 0;
 }
 
+/* the packed bytes of an [n, k] matrix in block format fmt (-1: not a format the layer reads packed) */
+static int64_t packed_bytes(int fmt, int64_t n, int64_t k) {
+    if (fmt == GB_Q8_0 || fmt == GB_Q4_0) return gb_qpacked_bytes(fmt, n, k);
+    if (gb_is_iqfmt(fmt)) return gb_iqp_bytes(fmt, n, k);
+    if (gb_kp_is_fmt(fmt)) return gb_kp_bytes(fmt, n, k);
+    return -1;
+}
+
+/* spec[key]: a float array (get_arr), or a (packed, fmt) tuple: a block-format matrix [dims] in its
+ * packed layout (uint8, any shape; ndim 3: dims[0] matrices back to back), its byte count checked */
+static int get_w(plan_t *p, PyObject *d, const char *key, int ndim, const npy_intp *dims, int optional, gb_wmat *m) {
+    PyObject *v = PyDict_GetItemString(d, key);
+    if (!v || !PyTuple_Check(v)) return get_arr(p, d, key, wtypes, ndim, dims, optional, &m->p, &m->fmt);
+    PyObject *ao;
+    int fmt;
+    if (PyTuple_GET_SIZE(v) != 2 || !PyArg_ParseTuple(v, "Oi", &ao, &fmt)) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "layer spec %s: a block-format matrix is a (packed uint8 array, format id) pair", key);
+        return -1;
+    }
+    const int64_t n = dims[ndim - 2], k = dims[ndim - 1], nm = ndim == 3 ? dims[0] : 1;
+    const int64_t pb = packed_bytes(fmt, n, k);
+    if (pb < 0) {
+        PyErr_Format(PyExc_ValueError, "layer spec %s: format %d has no packed layout for a [%lld, %lld] matrix", key, fmt,
+                     (long long)n, (long long)k);
+        return -1;
+    }
+    PyArrayObject *a = gb_array(ao, key, NPY_UINT8, -1, GB_COPY);
+    if (!a) return -1;
+    if ((int64_t)PyArray_NBYTES(a) != nm * pb) {
+        PyErr_Format(PyExc_ValueError, "layer spec %s: %lld packed bytes, want %lld (%lld matrices of [%lld, %lld] in format %d)",
+                     key, (long long)PyArray_NBYTES(a), (long long)(nm * pb), (long long)nm, (long long)n, (long long)k, fmt);
+        Py_DECREF(a);
+        return -1;
+    }
+    if (p->nrefs >= MAX_REFS) {
+        Py_DECREF(a);
+        PyErr_SetString(PyExc_RuntimeError, "layer_plan: too many arrays");
+        return -1;
+    }
+    p->refs[p->nrefs++] = (PyObject *)a;
+    m->p = PyArray_DATA(a);
+    m->fmt = fmt;
+    p->L.quant = 1;
+    return 0;
+}
+
 #define I64(key, dst) do { if (get_i64(spec, key, &(dst)) < 0) goto fail; } while (0)
 #define F64(key, dst) do { if (get_f64(spec, key, &(dst)) < 0) goto fail; } while (0)
 #define W2(key, m, n0, n1) do { npy_intp dd[2] = {n0, n1}; \
-        if (get_arr(p, spec, key, wtypes, 2, dd, 0, &(m).p, &(m).fmt) < 0) goto fail; } while (0)
+        if (get_w(p, spec, key, 2, dd, 0, &(m)) < 0) goto fail; } while (0)
 #define W2OPT(key, m, n0, n1) do { npy_intp dd[2] = {n0, n1}; \
-        if (get_arr(p, spec, key, wtypes, 2, dd, 1, &(m).p, &(m).fmt) < 0) goto fail; } while (0)
+        if (get_w(p, spec, key, 2, dd, 1, &(m)) < 0) goto fail; } while (0)
 #define W3(key, m, n0, n1, n2) do { npy_intp dd[3] = {n0, n1, n2}; \
-        if (get_arr(p, spec, key, wtypes, 3, dd, 0, &(m).p, &(m).fmt) < 0) goto fail; } while (0)
+        if (get_w(p, spec, key, 3, dd, 0, &(m)) < 0) goto fail; } while (0)
 #define V1(key, dst, n, opt) do { npy_intp dd[1] = {n}; const void *pp_; \
         if (get_arr(p, spec, key, NULL, 1, dd, opt, &pp_, NULL) < 0) goto fail; \
         (dst) = (const float *)pp_; } while (0)
+
+static int is_float(int fmt) { return fmt == GB_F32 || fmt == GB_F16 || fmt == GB_BF16; }
+
+/* MLA's kv_b as GGUF stores it: k_b [H, R, Dn] (format k_fmt) and v_b [H, Dvm, R] (v_fmt), each float
+ * elements or uint8 rows of blocks (as mla_attention_kb_vb takes them), and their optional packed
+ * copies k_packed (q8_0/q4_0 per head, [H] x gb_qpacked_bytes(k_fmt, R, Dn)) and v_packed (K formats,
+ * [H] x gb_kp_bytes(v_fmt, Dvm, R)) */
+static int kv_split_spec(plan_t *p, PyObject *spec) {
+    gb_layer *L = &p->L;
+    int64_t kf, vf;
+    if (get_i64(spec, "k_fmt", &kf) < 0 || get_i64(spec, "v_fmt", &vf) < 0) return -1;
+    PyObject *o[4] = {PyDict_GetItemString(spec, "k_b"), PyDict_GetItemString(spec, "v_b"),
+                      PyDict_GetItemString(spec, "k_packed"), PyDict_GetItemString(spec, "v_packed")};
+    if (!o[1]) {
+        PyErr_SetString(PyExc_KeyError, "layer spec lacks v_b");
+        return -1;
+    }
+    if (p->nrefs + 4 > MAX_REFS) {
+        PyErr_SetString(PyExc_RuntimeError, "layer_plan: too many arrays");
+        return -1;
+    }
+    PyArrayObject *kb = gb_mla_split_weight(o[0], "k_b", (int)kf, L->H, L->R, L->Dn, "kv_lora_rank");
+    if (!kb) return -1;
+    p->refs[p->nrefs++] = (PyObject *)kb;
+    PyArrayObject *vb = gb_mla_split_weight(o[1], "v_b", (int)vf, L->H, L->Dvm, L->R, "v_head_dim");
+    if (!vb) return -1;
+    p->refs[p->nrefs++] = (PyObject *)vb;
+    L->k_b = PyArray_DATA(kb);
+    L->v_b = PyArray_DATA(vb);
+    L->kb_fmt = (int)kf;
+    L->vb_fmt = (int)vf;
+    const int64_t pk = kf == GB_Q8_0 || kf == GB_Q4_0 ? gb_qpacked_bytes((int)kf, L->R, L->Dn) : -1;
+    const int64_t pv = gb_kp_is_fmt((int)vf) && L->Dvm % 16 == 0 ? gb_kp_bytes((int)vf, L->Dvm, L->R) : -1;
+    const int64_t want[2] = {pk, pv};
+    const char *name[2] = {"k_packed", "v_packed"};
+    const void **dst[2] = {&L->k_packed, &L->v_packed};
+    for (int i = 0; i < 2; i++) {
+        PyObject *v = o[2 + i];
+        if (!v || v == Py_None) continue;
+        if (want[i] < 0) {
+            PyErr_Format(PyExc_ValueError, "layer spec %s: format %lld has no packed layout for these heads", name[i],
+                         (long long)(i ? vf : kf));
+            return -1;
+        }
+        PyArrayObject *a = gb_array(v, name[i], NPY_UINT8, -1, GB_COPY);
+        if (!a) return -1;
+        p->refs[p->nrefs++] = (PyObject *)a;
+        if ((int64_t)PyArray_NBYTES(a) != L->H * want[i]) {
+            PyErr_Format(PyExc_ValueError, "layer spec %s: %lld bytes, want %lld (%lld heads of %lld)", name[i],
+                         (long long)PyArray_NBYTES(a), (long long)(L->H * want[i]), (long long)L->H, (long long)want[i]);
+            return -1;
+        }
+        *dst[i] = PyArray_DATA(a);
+    }
+    L->kv_split = 1;
+    L->quant = 1; /* decode only: a prefill joins k_b / v_b into a float32 kv_b (attention.prefill_kv_b) */
+    return 0;
+}
 
 static PyObject *py_layer_plan(PyObject *self, PyObject *args) {
     PyObject *spec;
@@ -153,12 +263,16 @@ static PyObject *py_layer_plan(PyObject *self, PyObject *args) {
             W2("q_b", L->q_b, H * Dq, L->QL);
             V1("q_a_bias", L->q_a_bias, L->QL, 1);
             V1("q_a_ln", L->q_a_ln, L->QL, 0);
+            W2OPT("qa_kva", L->qa_kva, L->QL + L->R + L->Dr, D); /* q_a then kv_a stacked (quant.fuse_rows) */
         } else
             W2("q_proj", L->q_proj, H * Dq, D);
         W2("kv_a", L->kv_a, L->R + L->Dr, D);
         V1("kv_a_bias", L->kv_a_bias, L->R + L->Dr, 1);
         V1("kv_a_ln", L->kv_a_ln, L->R, 0);
-        W2("kv_b", L->kv_b, H * (L->Dn + L->Dvm), L->R);
+        if (PyDict_GetItemString(spec, "k_b")) { /* GGUF's k_b / v_b (attention.KVBSplit) */
+            if (kv_split_spec(p, spec) < 0) goto fail;
+        } else
+            W2("kv_b", L->kv_b, H * (L->Dn + L->Dvm), L->R);
         W2("wo", L->wo, D, H * L->Dvm);
         if (L->Dr % 2 || L->Dr > 4096) {
             PyErr_Format(PyExc_ValueError, "layer spec: rope dims Dr=%lld must be even (and <= 4096)", (long long)L->Dr);
@@ -228,8 +342,12 @@ static PyObject *py_layer_plan(PyObject *self, PyObject *args) {
         W3("eg", L->eg, L->E, L->Fe, D);
         W3("eu", L->eu, L->E, L->Fe, D);
         W3("ed", L->ed, L->E, D, L->Fe);
-        if (L->eg.fmt != L->eu.fmt) {
-            PyErr_SetString(PyExc_ValueError, "layer spec: routed gate and up weights must share a format");
+        const int fg = L->eg.fmt, fu = L->eu.fmt, fd = L->ed.fmt;
+        if (is_float(fg) ? fg != fu || !is_float(fd)
+                         : (fg == GB_Q8_0 || fg == GB_Q4_0) ? fu != fg || fd != fg : packed_bytes(fu, 16, 256) < 0 ||
+                           packed_bytes(fd, 16, 256) < 0 || fu == GB_Q8_0 || fu == GB_Q4_0 || fd == GB_Q8_0 || fd == GB_Q4_0) {
+            PyErr_Format(PyExc_ValueError, "layer spec: routed experts in formats %d/%d/%d: want float gate and up of one format "
+                         "with a float down, q8_0 or q4_0 throughout, or K/IQ formats throughout", fg, fu, fd);
             goto fail;
         }
         if (L->has_shared) {
@@ -239,7 +357,17 @@ static PyObject *py_layer_plan(PyObject *self, PyObject *args) {
             W2("sg", sg, Fs, D);
             W2("su", su, Fs, D);
             W2("sd", sd, D, Fs);
-            L->shared = (gb_shared_expert){sg.p, su.p, sd.p, sg.fmt, su.fmt, sd.fmt, Fs};
+            if (is_float(fg) && is_float(sg.fmt) && is_float(su.fmt) && is_float(sd.fmt))
+                L->shared = (gb_shared_expert){sg.p, su.p, sd.p, sg.fmt, su.fmt, sd.fmt, Fs}; /* in gb_moe_experts' regions */
+            else { /* added after the routed experts (ops.moe's `y += swiglu(x, *shared)`) */
+                L->has_shared = 0;
+                L->qshared = 1;
+                L->sg = sg;
+                L->su = su;
+                L->sd = sd;
+                L->Fs = Fs;
+                W2OPT("sgu", L->sgu, 2 * Fs, D); /* gate then up stacked (quant.fuse_rows) */
+            }
         }
         if (L->top_k < 1 || L->top_k > L->E) {
             PyErr_Format(PyExc_ValueError, "layer spec: top_k=%lld must be in [1, E=%lld]", (long long)L->top_k,
@@ -262,6 +390,12 @@ static PyObject *py_layer_plan(PyObject *self, PyObject *args) {
         W2("gate", L->gate, L->F, D);
         W2("up", L->up, L->F, D);
         W2("down", L->down, D, L->F);
+        W2OPT("gate_up", L->gate_up, 2 * L->F, D); /* gate then up stacked (quant.fuse_rows) */
+        if (gemma && L->quant) {
+            PyErr_SetString(PyExc_ValueError, "layer spec: a Gemma layer takes float matrices only (its block-format "
+                            "matrices run through Layer.forward_py)");
+            goto fail;
+        }
     }
     PyObject *cap = PyCapsule_New(p, PLAN_NAME, plan_free);
     if (!cap) goto fail;

@@ -2,13 +2,18 @@
  * glmbench/model.py / attention.py / ops.py it mirrors; the kernels are the same ones. */
 #include "layer.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "attention_gqa.h"
 #include "attention_mla.h"
 #include "common.h"
 #include "linear.h"
+#include "moe_k.h"
 #include "norm.h"
+#include "qgemm.h"
+#include "quant_iq.h"
+#include "quant_k.h"
 #include "rope.h"
 
 /* The rotated rope dims of rows [n][Dr] rewritten evens then odds (HF glm4_moe_lite). */
@@ -24,9 +29,65 @@ static void deinterleave_rows(float *a, int64_t n, int64_t Dr) {
     }
 }
 
-/* dst[r][0, w) = src[r][off, off + w) for n rows of stride ld. */
 static void take_cols(float *dst, const float *src, int64_t n, int64_t ld, int64_t off, int64_t w) {
     for (int64_t r = 0; r < n; r++) memcpy(dst + r * w, src + r * ld + off, (size_t)w * sizeof(float));
+}
+
+static int is_float_fmt(int fmt) { return fmt == GB_F32 || fmt == GB_F16 || fmt == GB_BF16; }
+
+/* y[T, N] = x[T, K] . W^T (+ bias) by the kernel quant.linear / ops.linear call for W's format (the
+ * packed layouts, default versions). A block format quantizes x: non-finite x is an error there, as
+ * the bindings' check makes it (forward_py raises the same ValueError kind). */
+static int wlinear(const gb_wmat *w, const float *x, int64_t T, int64_t K, int64_t N, const float *bias, float *y) {
+    if (is_float_fmt(w->fmt)) return gb_linear(x, T, K, w->p, w->fmt, N, bias, y);
+    for (int64_t i = 0; i < T * K; i++)
+        if (!isfinite(x[i]))
+            return gb_error(GB_EVALUE, "layer: x holds a non-finite value (NaN or inf) at index %ld before a block-format "
+                            "matrix (format %d)", (long)i, w->fmt);
+    if (w->fmt == GB_Q8_0 || w->fmt == GB_Q4_0) return gb_qgemm(w->fmt, x, w->p, bias, y, T, N, K, 0);
+    if (gb_is_iqfmt(w->fmt)) return gb_iqlinear_packed(w->fmt, x, w->p, bias, y, T, N, K, 0);
+    return gb_klinear_packed(w->fmt, x, w->p, bias, y, T, N, K, GB_KV_AUTO);
+}
+
+/* dst[r][0, w) = src[r][off, off + w) for n rows of stride ld. */
+static void take_cols(float *dst, const float *src, int64_t n, int64_t ld, int64_t off, int64_t w);
+
+/* (a x + bias_a, b x + bias_b) into ya[T, Na], yb[T, Nb]: one call on their stacked matrix ab where
+ * there is one (quant.linear_pair; rows are computed independently, so the same numbers) */
+static int wlinear_pair(const gb_wmat *ab, const gb_wmat *a, const gb_wmat *b, const float *x, int64_t T, int64_t K,
+                        int64_t Na, int64_t Nb, const float *bias_a, const float *bias_b, float *ya, float *yb) {
+    int st;
+    if (!ab->p) {
+        if ((st = wlinear(a, x, T, K, Na, bias_a, ya))) return st;
+        return wlinear(b, x, T, K, Nb, bias_b, yb);
+    }
+    float *t = (float *)gb_ws_malloc((size_t)(T * (Na + Nb)) * sizeof(float));
+    if (!t) return gb_error(GB_ENOMEM, "layer: out of memory for a stacked pair's output");
+    if (!(st = wlinear(ab, x, T, K, Na + Nb, NULL, t))) {
+        take_cols(ya, t, T, Na + Nb, 0, Na);
+        take_cols(yb, t, T, Na + Nb, Na, Nb);
+    }
+    gb_ws_free(t);
+    return st;
+}
+
+/* ops.swiglu: y[T, D] = down(silu(gate x) * up x); float weights: gb_swiglu (_core.swiglu), otherwise
+ * quant.swiglu's steps (the stacked gate + up gu where there is one, gb_silu_act, down) */
+static int wswiglu(const gb_wmat *g, const gb_wmat *u, const gb_wmat *gu, const gb_wmat *d, const float *x, int64_t T,
+                   int64_t D, int64_t F, float *y) {
+    if (is_float_fmt(g->fmt) && is_float_fmt(u->fmt) && is_float_fmt(d->fmt))
+        return gb_swiglu(x, T, D, g->p, g->fmt, u->p, u->fmt, d->p, d->fmt, F, y);
+    float *h = (float *)gb_ws_malloc((size_t)(T * F) * sizeof(float));
+    float *hu = (float *)gb_ws_malloc((size_t)(T * F) * sizeof(float));
+    int st;
+    if (!h || !hu) st = gb_error(GB_ENOMEM, "layer: out of memory for the SwiGLU activations");
+    else if (!(st = wlinear_pair(gu, g, u, x, T, D, F, F, NULL, NULL, h, hu))) {
+        gb_silu_act(h, hu, T * F);
+        st = wlinear(d, h, T, F, D, NULL, y);
+    }
+    gb_ws_free(h);
+    gb_ws_free(hu);
+    return st;
 }
 
 /* attention.mla_block: h (already input_layernorm-ed) -> a[T, D] */
@@ -49,13 +110,17 @@ static int mla_block(const gb_layer *L, gb_kvcache *c, int64_t layer, const floa
         goto done;
     }
     /* q = q_b(RMSNorm(q_a x)) or q_proj x */
+    /* (q_a and kv_a read the same h: one call on their stacked matrix where there is one) */
     if (L->QL) {
-        if ((st = gb_linear(h, T, D, L->q_a.p, L->q_a.fmt, L->QL, L->q_a_bias, qa))) goto done;
+        if ((st = wlinear_pair(&L->qa_kva, &L->q_a, &L->kv_a, h, T, D, L->QL, R + Dr, L->q_a_bias, L->kv_a_bias, qa, ckv)))
+            goto done;
         if ((st = gb_rms_norm(qa, L->q_a_ln, qa, T, L->QL, L->latent_eps))) goto done;
-        if ((st = gb_linear(qa, T, L->QL, L->q_b.p, L->q_b.fmt, H * Dq, NULL, q))) goto done;
-    } else if ((st = gb_linear(h, T, D, L->q_proj.p, L->q_proj.fmt, H * Dq, NULL, q))) goto done;
+        if ((st = wlinear(&L->q_b, qa, T, L->QL, H * Dq, NULL, q))) goto done;
+    } else {
+        if ((st = wlinear(&L->q_proj, h, T, D, H * Dq, NULL, q))) goto done;
+        if ((st = wlinear(&L->kv_a, h, T, D, R + Dr, L->kv_a_bias, ckv))) goto done;
+    }
     /* [c, k_rope] = kv_a x; latent = kv_a_layernorm(c) */
-    if ((st = gb_linear(h, T, D, L->kv_a.p, L->kv_a.fmt, R + Dr, L->kv_a_bias, ckv))) goto done;
     take_cols(lat, ckv, T, R + Dr, 0, R);
     if ((st = gb_rms_norm(lat, L->kv_a_ln, lat, T, R, L->latent_eps))) goto done;
     /* rope on q's last Dr dims and on k_rope */
@@ -69,9 +134,13 @@ static int mla_block(const gb_layer *L, gb_kvcache *c, int64_t layer, const floa
         deinterleave_rows(kr2, T, Dr);
     }
     if ((st = gb_kvcache_append(c, layer, lat, kr2, T))) goto done;
-    if ((st = gb_mla_attention(c, layer, qn, qr2, T, H, Dn, L->Dvm, L->kv_b.p, L->kv_b.fmt, L->scale, strategy, 0, o)))
-        goto done;
-    st = gb_linear(o, T, H * L->Dvm, L->wo.p, L->wo.fmt, D, L->bo, a);
+    if (L->kv_split) /* attention.mla_attention with a KVBSplit (decode: its rows as stored, or packed) */
+        st = gb_mla_attention_kb_vb(c, layer, qn, qr2, T, H, Dn, L->Dvm, L->k_b, L->kb_fmt, L->v_b, L->vb_fmt, L->v_packed,
+                                    L->k_packed, L->scale, strategy, 0, o);
+    else
+        st = gb_mla_attention(c, layer, qn, qr2, T, H, Dn, L->Dvm, L->kv_b.p, L->kv_b.fmt, L->scale, strategy, 0, o);
+    if (st) goto done;
+    st = wlinear(&L->wo, o, T, H * L->Dvm, D, L->bo, a);
 done:
     gb_ws_free(q);
     gb_ws_free(qa);
@@ -101,9 +170,9 @@ static int gqa_block(const gb_layer *L, gb_kvcache *c, int64_t layer, const floa
         st = gb_error(GB_ENOMEM, "layer: out of memory for the GQA scratch");
         goto done;
     }
-    if ((st = gb_linear(h, T, D, L->wq.p, L->wq.fmt, Hq * Dh, L->bq, q))) goto done;
-    if ((st = gb_linear(h, T, D, L->wk.p, L->wk.fmt, Hkv * Dh, L->bk, k))) goto done;
-    if ((st = gb_linear(h, T, D, L->wv.p, L->wv.fmt, Hkv * Dv, L->bv, v))) goto done;
+    if ((st = wlinear(&L->wq, h, T, D, Hq * Dh, L->bq, q))) goto done;
+    if ((st = wlinear(&L->wk, h, T, D, Hkv * Dh, L->bk, k))) goto done;
+    if ((st = wlinear(&L->wv, h, T, D, Hkv * Dv, L->bv, v))) goto done;
     if (L->q_norm && (st = gb_rms_norm(q, L->q_norm, q, T * Hq, Dh, L->eps))) goto done;
     if (L->k_norm && (st = gb_rms_norm(k, L->k_norm, k, T * Hkv, Dh, L->eps))) goto done;
     if ((st = gb_rope(q, q2, pos, T, Hq, Dh, L->theta, L->rot_dim, 0, L->rope_layout, L->inv_freq, L->attn_factor)))
@@ -112,7 +181,7 @@ static int gqa_block(const gb_layer *L, gb_kvcache *c, int64_t layer, const floa
         goto done;
     if ((st = gb_kvcache_append(c, layer, k2, v, T))) goto done;
     if ((st = gb_gqa_attention_ex(c, layer, q2, T, Hq, L->scale, L->window, L->softcap, 0, o))) goto done;
-    st = gb_linear(o, T, Hq * Dv, L->wo.p, L->wo.fmt, D, L->bo, a);
+    st = wlinear(&L->wo, o, T, Hq * Dv, D, L->bo, a);
 done:
     gb_ws_free(q);
     gb_ws_free(k);
@@ -123,11 +192,17 @@ done:
     return st;
 }
 
-/* ops.moe: route, then the routed and shared experts -> m[T, D] */
+/* ops.moe: route, then the routed and shared experts -> m[T, D]. Float experts: gb_moe_experts, with a
+ * float shared expert in its parallel regions (_core.moe_experts); block-format experts: the one call
+ * quant.moe_experts makes (gb_qmoe for q8_0/q4_0, gb_kmoe_packed for the K and IQ formats), then
+ * m += the shared expert (qshared: ops.swiglu's steps), as ops.moe adds it. */
 static int moe_block(const gb_layer *L, const float *h, int64_t T, float *m, int64_t *counts) {
-    int32_t *idx = (int32_t *)gb_ws_malloc((size_t)(T * L->top_k) * sizeof(int32_t));
-    float *wt = (float *)gb_ws_malloc((size_t)(T * L->top_k) * sizeof(float));
+    const int64_t D = L->D, n = T * L->top_k;
+    int32_t *idx = (int32_t *)gb_ws_malloc((size_t)n * sizeof(int32_t));
+    float *wt = (float *)gb_ws_malloc((size_t)n * sizeof(float));
     int64_t *cnt = counts ? counts : (int64_t *)gb_ws_malloc((size_t)L->E * sizeof(int64_t));
+    int64_t *idx64 = NULL;
+    float *s = NULL;
     int st = GB_OK;
     if (!idx || !wt || !cnt) {
         st = gb_error(GB_ENOMEM, "layer: out of memory for the router's output");
@@ -136,11 +211,33 @@ static int moe_block(const gb_layer *L, const float *h, int64_t T, float *m, int
     if ((st = gb_moe_route(h, T, L->D, L->router, L->E, L->top_k, L->scoring, L->rbias, L->n_group, L->topk_group,
                            L->group_score, L->norm_topk, L->rscale, idx, wt)))
         goto done;
-    st = gb_moe_experts(h, T, L->D, idx, wt, L->top_k, L->eg.p, L->eg.fmt, L->eu.p, L->eu.fmt, L->ed.p, L->ed.fmt, L->E,
-                        L->Fe, L->has_shared ? &L->shared : NULL, m, cnt);
+    if (is_float_fmt(L->eg.fmt))
+        st = gb_moe_experts(h, T, D, idx, wt, L->top_k, L->eg.p, L->eg.fmt, L->eu.p, L->eu.fmt, L->ed.p, L->ed.fmt, L->E,
+                            L->Fe, L->has_shared ? &L->shared : NULL, m, cnt);
+    else {
+        if (!(idx64 = (int64_t *)gb_ws_malloc((size_t)n * sizeof(int64_t)))) {
+            st = gb_error(GB_ENOMEM, "layer: out of memory for the router's output");
+            goto done;
+        }
+        for (int64_t i = 0; i < n; i++) idx64[i] = idx[i];
+        if (L->eg.fmt == GB_Q8_0 || L->eg.fmt == GB_Q4_0)
+            st = gb_qmoe(L->eg.fmt, h, idx64, wt, T, L->top_k, L->eg.p, L->eu.p, L->ed.p, L->E, L->Fe, D, m, cnt, 0);
+        else
+            st = gb_kmoe_packed(h, idx64, wt, T, L->top_k, L->eg.fmt, L->eg.p, L->eu.fmt, L->eu.p, L->ed.fmt, L->ed.p, L->E,
+                                L->Fe, D, m, cnt, GB_KV_AUTO);
+    }
+    if (st || !L->qshared) goto done;
+    if (!(s = (float *)gb_ws_malloc((size_t)(T * D) * sizeof(float)))) {
+        st = gb_error(GB_ENOMEM, "layer: out of memory for the shared expert's output");
+        goto done;
+    }
+    if ((st = wswiglu(&L->sg, &L->su, &L->sgu, &L->sd, h, T, D, L->Fs, s))) goto done;
+    for (int64_t i = 0; i < T * D; i++) m[i] += s[i];
 done:
     gb_ws_free(idx);
     gb_ws_free(wt);
+    gb_ws_free(idx64);
+    gb_ws_free(s);
     if (!counts) gb_ws_free(cnt);
     return st;
 }
@@ -149,6 +246,11 @@ int gb_layer_forward(const gb_layer *L, gb_kvcache *c, int64_t layer, const floa
                      int mla_strategy, int64_t n_out, float *y, int64_t *counts) {
     if (T <= 0) return T == 0 ? GB_OK : gb_error(GB_EVALUE, "layer: T=%ld must be >= 0", (long)T);
     if (n_out < 1 || n_out > T) return gb_error(GB_EVALUE, "layer: n_out=%ld must be in [1, T=%ld]", (long)n_out, (long)T);
+    if (L->quant && T != 1)
+        return gb_error(GB_EVALUE, "layer: a layer with block-format matrices runs one token at a time (decode), got T=%ld",
+                        (long)T);
+    if (L->kv_split && mla_strategy == GB_MLA_NAIVE)
+        return gb_error(GB_EVALUE, "layer: the naive MLA strategy needs the joined float32 kv_b, not GGUF's k_b / v_b");
     const int64_t D = L->D, T0 = T - n_out; /* the first T0 rows leave after the attention */
     float *h = (float *)gb_ws_malloc((size_t)(T * D) * sizeof(float));
     float *a = (float *)gb_ws_malloc((size_t)(T * D) * sizeof(float));
@@ -180,7 +282,7 @@ int gb_layer_forward(const gb_layer *L, gb_kvcache *c, int64_t layer, const floa
     /* h = post_attention_layernorm(x); y = x + mlp(h) */
     if ((st = gb_rms_norm(ak, L->ln_post, h, N, D, L->eps))) goto done;
     if (L->moe) st = moe_block(L, h, N, y, counts);
-    else st = gb_swiglu(h, N, D, L->gate.p, L->gate.fmt, L->up.p, L->up.fmt, L->down.p, L->down.fmt, L->F, y);
+    else st = wswiglu(&L->gate, &L->up, &L->gate_up, &L->down, h, N, D, L->F, y);
     if (st) goto done;
     for (int64_t i = 0; i < N * D; i++) y[i] = ak[i] + y[i];
 done:

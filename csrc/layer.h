@@ -2,7 +2,8 @@
  * the Python interpreter between the kernels).
  *
  * glmbench/model.py's Layer.forward_py runs the same layer as a sequence of Python calls to the
- * op kernels; it stays the readable definition (and the path for quantized weights). This file
+ * op kernels; it stays the readable definition (and the path of a quantized layer's prefill: block
+ * formats run here at decode only, T = 1). This file
  * runs the same kernels in the same order with the same arithmetic, so both paths give the same
  * numbers (tests/test_layer.py compares them). Why it exists: at decode every weight matrix is
  * streamed from DRAM once, which evicts the interpreter's own working set from the caches, and
@@ -22,7 +23,11 @@
 #include "kvcache.h"
 #include "moe.h"
 
-/* A weight matrix: data and format (GB_F32/GB_F16/GB_BF16); p == NULL: absent. */
+/* A weight matrix: data and format; p == NULL: absent. GB_F32/GB_F16/GB_BF16: the elements, read by
+ * gb_linear. A block format: p holds its packed layout (as quant.QTensor.repack makes it, the
+ * matrix's 16-row groups one after another): GB_Q8_0/GB_Q4_0 read by gb_qgemm (csrc/qgemm.h),
+ * q2_K..q6_K/iq4_xs by gb_klinear_packed (csrc/quant_k.h), iq4_nl/mxfp4 by gb_iqlinear_packed
+ * (csrc/quant_iq.h): the calls quant.linear makes. A 3-D expert stack: E such buffers back to back. */
 typedef struct {
     const void *p;
     int fmt;
@@ -74,6 +79,19 @@ typedef struct {
     gb_wmat eg, eu, ed; /* [E, Fe, D], [E, Fe, D], [E, D, Fe] */
     int has_shared;
     gb_shared_expert shared;
+    /* Packed block-format matrices (quantized GGUF weights), decode only (T = 1: layer_forward refuses
+     * more tokens; Layer.forward runs forward_py there). quant: any matrix is in a block format.
+     * Stacked pairs (quant.fuse_rows: one matrix of both parts' rows, read by one call; p NULL: the
+     * parts apart): qa_kva = q_a then kv_a, gate_up = gate then up, sgu = the shared expert's.
+     * qshared: the shared expert as three wmats of width Fs (some in a block format; `shared` unused).
+     * kv_split: MLA's kv_b as GGUF stores it (attention.KVBSplit): k_b [H, R, Dn] and v_b [H, Dv, R]
+     * rows in formats kb_fmt / vb_fmt, with their packed copies (NULL: none), read by
+     * gb_mla_attention_kb_vb (kv_b unused). */
+    int quant, qshared, kv_split;
+    gb_wmat qa_kva, gate_up, sgu, sg, su, sd;
+    int64_t Fs;
+    const void *k_b, *v_b, *k_packed, *v_packed;
+    int kb_fmt, vb_fmt;
 } gb_layer;
 
 /* y[n_out, D] = the layer applied to x[T, D] at positions pos[T] (its last n_out rows), appending the
@@ -81,7 +99,8 @@ typedef struct {
  * runs on all T tokens; the feed-forward part only on the last n_out rows (1 <= n_out <= T; T: the
  * whole layer), as llama.cpp's graphs do in the last layer when only the last token's logits are
  * wanted (the rows dropped there feed nothing). counts[E] (MoE only, may be NULL) = (token, slot)
- * pairs per expert. mla_strategy: GB_MLA_NAIVE/ABSORBED/FLASH. */
+ * pairs per expert. mla_strategy: GB_MLA_NAIVE/ABSORBED/FLASH (a kv_split layer: ABSORBED or FLASH). A layer with
+ * block-format matrices (L->quant) takes T = 1 only. */
 int gb_layer_forward(const gb_layer *L, gb_kvcache *c, int64_t layer, const float *x, int64_t T, const int64_t *pos,
                      int mla_strategy, int64_t n_out, float *y, int64_t *counts);
 

@@ -147,7 +147,7 @@ def _f32_compute(monkeypatch):
 
 @pytest.mark.parametrize("kind", ["f16", "q8_0", "split"])
 @pytest.mark.parametrize("family", RUN)
-def test_converted_file_matches_hf(tmp, family, kind, monkeypatch):
+def test_converted_file_matches_hf(tmp, family, kind, monkeypatch, python_quant_layers):
     hf_cfg, _, files = _converted(family, tmp)
     p = files[kind]
     if kind == "split":
@@ -157,7 +157,7 @@ def test_converted_file_matches_hf(tmp, family, kind, monkeypatch):
     assert ("Q8_0" if kind != "f16" else "F16") in types
     ref = hf_logits(_hf_with_file_weights(family, sd), PROMPT, STEPS)
     if kind != "f16":
-        _f32_compute(monkeypatch)
+        _f32_compute(monkeypatch)   # (python_quant_layers: decode op by op, so the patches run)
     m = checkpoint.load_model(p, kv="f32", max_context=32)
     errs = [rel_err(a, b) for a, b in zip(_glm_logits(m), ref)]
     assert max(errs) < RTOL, errs

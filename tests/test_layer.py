@@ -155,10 +155,10 @@ def test_geglu_act_matches_torch(rng):
         _core.geglu_act(h.astype(np.float64), u)
 
 
-def test_quantized_layers_run_the_python_path():
+def test_quantized_joined_kv_b_runs_the_python_path():
     cfg = tiny("glm-4.7-flash")
-    L = M.build_layer(cfg, 1, "q8_0", seed=0)
-    assert L._c_plan() is None
+    L = M.build_layer(cfg, 1, "q8_0", seed=0)   # kv_b one q8_0 matrix (not GGUF's k_b / v_b)
+    assert L._c_plan() is None and not L.runs_in_c(1)
     c = make_cache(cfg, 1, "f32")
     y = L.forward(np.ones((1, cfg.hidden_size), np.float32), c, 0, [0])
     assert y.shape == (1, cfg.hidden_size) and np.isfinite(y).all()
@@ -194,3 +194,155 @@ def test_c_layer_bad_input(rng):
     assert small.length(0) == 30
     with pytest.raises(KeyError, match=r"layer spec lacks D"):
         _core.layer_plan({"attention": 0})
+
+
+# ---- block-format matrices (quantized GGUF weights) at decode ---------------------------------
+# The C layer reads q8_0/q4_0, the K and IQ formats in their packed layouts and GGUF's k_b / v_b
+# (KVBSplit) one token at a time: the same kernels Layer.forward_py calls, so bit-identical. The K
+# formats need rows of whole 256-element super-blocks: tiny shapes of 256 (other rows fall back to
+# q8_0, as llama.cpp's quantizer does).
+MLA_K = dict(hidden_size=256, num_attention_heads=2, num_key_value_heads=2, kv_lora_rank=256, qk_rope_head_dim=16,
+             qk_nope_head_dim=32, v_head_dim=64, intermediate_size=256, moe_intermediate_size=256,
+             n_routed_experts=4, num_experts_per_tok=2, vocab_size=64)
+GQA_K = dict(hidden_size=256, num_attention_heads=4, num_key_value_heads=2, head_dim=64, intermediate_size=256,
+             vocab_size=64, moe_intermediate_size=256, num_experts=4, num_experts_per_tok=2)
+# variant -> format of a matrix by its name (attention / MLP / down projections)
+QVARIANTS = {"q4_K_M": lambda n: "q6_K" if "down" in n else "q4_K",
+             "q5_K+iq4_xs": lambda n: "q5_K" if "attn" in n else "iq4_xs",
+             "q2_K+q3_K": lambda n: "q3_K" if "down" in n else "q2_K",
+             "iq4_nl+mxfp4": lambda n: "iq4_nl" if "attn" in n else "mxfp4",
+             "q4_0": lambda n: "q4_0", "q8_0": lambda n: "q8_0"}
+_SCALES = {"q2_K": (80, 82), "q3_K": (108,), "q4_K": (0, 2), "q5_K": (0, 2), "q6_K": (208,), "iq4_xs": (0,),
+           "iq4_nl": (0,)}
+
+
+def tiny_k(name):
+    with open(configs.builtin_path(name)) as f:
+        hf = json.load(f)
+    if "kv_lora_rank" in hf:
+        hf.update(MLA_K)
+        if hf.get("q_lora_rank"):
+            hf["q_lora_rank"] = 256
+    else:
+        hf.update(GQA_K)
+    hf.update(num_hidden_layers=3)
+    if "first_k_dense_replace" in hf:
+        hf["first_k_dense_replace"] = 1
+    return configs.load(hf)
+
+
+def _blocks(a, fmt, seed):
+    """a (float32 [..., K]) as a QTensor of `fmt`: quantized (q8_0, q4_0, mxfp4), or random blocks with
+    small finite scales (the formats glmbench reads as stored but does not quantize)."""
+    from glmbench.core import quant
+    a = np.ascontiguousarray(a, dtype=np.float32)
+    if fmt in ("q8_0", "q4_0", "mxfp4"):
+        return quant.quantize(a, fmt)
+    _, qk, bb = quant.FORMATS[fmt]
+    r = np.random.default_rng(seed)
+    n, nb = int(np.prod(a.shape[:-1])), a.shape[-1] // qk
+    b = r.integers(0, 256, (n, nb, bb), dtype=np.uint8)
+    for o in _SCALES[fmt]:
+        b[:, :, o:o + 2] = r.uniform(0.001, 0.01, (n, nb)).astype(np.float16).view(np.uint8).reshape(n, nb, 2)
+    return quant.QTensor(b.reshape(a.shape[:-1] + (nb * bb,)), fmt, a.shape)
+
+
+def quantized_layer(cfg, i, variant):
+    """Layer i of cfg with its matrices in `variant`'s formats (kv_b split into k_b q8_0 / v_b, or bf16
+    both for q4_0, as bench_llamacpp.py's q4_0 files store them)."""
+    from glmbench.core.attention import KVBSplit
+    from glmbench.core import quant
+    L0 = M.build_layer(cfg, i, "f32", seed=3)
+    pick = QVARIANTS[variant]
+    w = {}
+    for j, (name, a) in enumerate(L0.w.items()):
+        if a.ndim < 2 or name.endswith("norm.weight") or name == "mlp.gate.weight":
+            w[name] = a
+            continue
+        if name == "self_attn.kv_b_proj.weight":
+            H, Dn, Dv, R = cfg.n_heads, cfg.qk_nope_head_dim, cfg.v_head_dim, cfg.kv_lora_rank
+            kv = a.reshape(H, Dn + Dv, R)
+            k_b, v_b = kv[:, :Dn].transpose(0, 2, 1), kv[:, Dn:]
+            if variant == "q4_0":
+                w[name] = KVBSplit(M.to_format(k_b, "bf16"), M.to_format(v_b, "bf16"))
+            else:
+                w[name] = KVBSplit(_blocks(k_b, "q8_0", j), _blocks(v_b, pick("attn"), j))
+            continue
+        fmt = pick(name)
+        if quant.FORMATS[fmt][1] == 256 and a.shape[-1] % 256:
+            fmt = "q8_0"
+        w[name] = _blocks(a, fmt, j)
+    return M.Layer(cfg, i, L0.kind, w)
+
+
+@pytest.mark.parametrize("name", ["glm-4.7-flash", "deepseek-v2-lite", "qwen3-32b", "qwen3-30b-a3b"])
+@pytest.mark.parametrize("variant", list(QVARIANTS))
+def test_c_layer_block_formats_equal_python_layer(rng, name, variant):
+    cfg = tiny_k(name)
+    layers = [quantized_layer(cfg, i, variant) for i in range(cfg.n_layers)]
+    for L in layers:
+        assert L._c_plan() is not None and L._plan_decode, "packed block formats: the C path must run at decode"
+    if variant == "q4_K_M" and cfg.attention == "mla":   # the stacked pairs and the packed k_b / v_b are read
+        spec = layers[1]._c_spec()
+        assert spec["qa_kva" if cfg.q_lora_rank else "kv_a"] is not None and spec["sgu"] is not None
+        assert spec["k_packed"] is not None and spec["v_packed"] is not None
+    ran_py = []
+    for L in layers:   # count forward_py's runs through forward (the reference below calls it directly)
+        L.forward_py = (lambda f: lambda *a, **k: (ran_py.append(1), f(*a, **k))[1])(L.forward_py)
+    strategies = M.MLA_STRATEGIES if cfg.attention == "mla" else ("flash",)
+    for strategy in strategies:
+        c_cache, py_cache = make_cache(cfg, len(layers), "f16"), make_cache(cfg, len(layers), "f16")
+        x0 = rng.standard_normal((3, cfg.hidden_size)).astype(np.float32)
+        pos = 0
+        for T in (3, 1, 1):  # a prefill (forward_py in both), then two decode steps (the C layer)
+            xc = xp = x0[:T].copy()
+            del ran_py[:]
+            for j, L in enumerate(layers):
+                before = xc.copy()
+                out = L.forward(xc, c_cache, j, np.arange(pos, pos + T), strategy)
+                np.testing.assert_array_equal(xc, before)  # the input is not modified
+                xc, cc = out, L.last_counts
+                xp = M.Layer.forward_py(L, xp, py_cache, j, np.arange(pos, pos + T), strategy)
+                np.testing.assert_array_equal(xc, xp, err_msg=f"{name} {variant} layer {j} T={T} {strategy}")
+                if L.kind == "moe":
+                    np.testing.assert_array_equal(cc, L.last_counts)
+            # decode runs in C except the naive strategy (it needs the joined float32 kv_b)
+            assert len(ran_py) == (len(layers) if T > 1 or strategy == "naive" else 0)
+            pos += T
+        for j in range(len(layers)):
+            for a, b in zip(c_cache.read(j), py_cache.read(j)):
+                np.testing.assert_array_equal(a, b)
+
+
+def test_c_layer_block_formats_bad_input():
+    cfg = tiny_k("glm-4.7-flash")
+    L = quantized_layer(cfg, 1, "q4_K_M")
+    plan, spec = L._c_plan(), L._c_spec()
+    c = make_cache(cfg, 1, "f16")
+    x = np.ones((2, cfg.hidden_size), np.float32)
+    with pytest.raises(ValueError, match=r"one token at a time \(decode\), got T=2"):
+        _core.layer_forward(plan, x, c, 0, np.arange(2, dtype=np.int64))
+    with pytest.raises(ValueError, match=r"naive MLA strategy needs the joined float32 kv_b"):
+        _core.layer_forward(plan, x[:1], c, 0, np.zeros(1, np.int64), "naive")
+    with pytest.raises(ValueError, match=r"NaN"):
+        _core.layer_forward(plan, np.full((1, cfg.hidden_size), np.nan, np.float32), c, 0, np.zeros(1, np.int64))
+    assert c.length(0) == 0
+    packed, fid = spec["q_b"]
+    from glmbench.core import quant
+    q8 = quant.quantize(np.zeros((4, 256, 256), np.float32), "q8_0").repack()
+    q8_ed = (q8.packed, 8)
+    for key, val, err, msg in [
+            ("q_b", (packed[:-1], fid), ValueError, r"q_b: \d+ packed bytes, want \d+"),
+            ("q_b", (packed, 99), ValueError, r"q_b: format 99 has no packed layout"),
+            ("q_b", (packed,), TypeError, r"q_b: a block-format matrix is a \(packed uint8 array, format id\) pair"),
+            ("q_b", (packed.view(np.int8), fid), TypeError, r"uint8"),
+            ("k_packed", spec["k_packed"][:1], ValueError, r"k_packed: \d+ bytes, want \d+"),
+            ("v_packed", np.zeros(3, np.uint8), ValueError, r"v_packed: 3 bytes"),
+            ("ed", q8_ed, ValueError, r"routed experts in formats 12/12/8: want"),
+            ("k_b", spec["k_b"][:, :, :1], ValueError, r"k_b")]:
+        with pytest.raises(err, match=msg):
+            _core.layer_plan({**spec, key: val})
+    g = quantized_layer(tiny_k("qwen3-32b"), 0, "q4_K_M")._c_spec()
+    ones = np.ones(256, np.float32)
+    with pytest.raises(ValueError, match=r"a Gemma layer takes float matrices only"):
+        _core.layer_plan({**g, "gemma": 1, "ln_pre_ffn": ones, "ln_post_ffn": ones})

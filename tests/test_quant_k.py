@@ -312,6 +312,8 @@ def test_measure_runs_a_k_quant_gguf_as_stored(tmp_path, monkeypatch):
     assert {"pp", "tg", "mem"} <= set(by)
     assert all(r["weights"] == "q4_K" and r["stored_weights"] for r in recs)
     assert by["pp"]["avg_ts"] > 0 and by["tg"]["avg_ts"] > 0
+    # packed block formats: a decode step runs each layer as one C call, a prefill op by op
+    assert by["tg"]["layer_exec"] == "c-layer" and by["pp"]["layer_exec"] == "python-ops"
     from glmbench.models import gguf_file
     assert by["mem"]["model_size"] == gguf_file.read(p).tensor_bytes
 

@@ -415,16 +415,21 @@ _SPECS: list = []
 
 
 def _layer_specs():
-    """A few real layer specs (tiny MLA and GQA models, dense and MoE) to mutate."""
+    """A few real layer specs (tiny MLA and GQA models, dense and MoE) to mutate: float matrices, and
+    block formats in their packed layouts with GGUF's k_b / v_b (decode-only plans)."""
     if not _SPECS:
         sys.path.insert(0, os.path.join(ROOT, "tests"))
-        from test_layer import tiny
+        from test_layer import quantized_layer, tiny, tiny_k
         from glmbench.models import model as M
         for name in ("glm-4.7-flash", "qwen3-30b-a3b", "deepseek-v2-lite", "qwen3-32b"):
             cfg = tiny(name)
             for i in range(2):
                 layer = M.build_layer(cfg, i, "f32", seed=i)
                 _SPECS.append((cfg, layer._c_spec()))
+        for name, variant in (("glm-4.7-flash", "q4_K_M"), ("qwen3-30b-a3b", "iq4_nl+mxfp4"), ("glm-4.7-flash", "q4_0")):
+            cfg = tiny_k(name)
+            for i in range(2):
+                _SPECS.append((cfg, quantized_layer(cfg, i, variant)._c_spec()))
     return _SPECS
 
 
@@ -438,7 +443,11 @@ def _mutate_spec(R, spec):
                 del spec[key]
             else:
                 v = spec[key]
-                spec[key] = mutate_array(R, v) if isinstance(v, np.ndarray) else mutate_scalar(R, v)
+                if isinstance(v, tuple) and len(v) == 2 and R.random() < 0.8:  # (packed bytes, format id)
+                    v = (mutate_array(R, v[0]), v[1]) if R.random() < 0.5 else (v[0], mutate_scalar(R, v[1]))
+                    spec[key] = v
+                else:
+                    spec[key] = mutate_array(R, v) if isinstance(v, np.ndarray) else mutate_scalar(R, v)
     return spec
 
 
@@ -460,7 +469,7 @@ def t_layer_forward(R):
         c = KVCache.gqa(2, cap, cfg.n_kv_heads, cfg.head_dim, cfg.v_head_dim or cfg.head_dim,
                         kv=str(R.choice(FMTS[:3])), block_size=4)
     c.fill_synthetic(int(R.integers(0, cap + 1)))
-    T = dim(R, 1, 4)
+    T = 1 if R.random() < 0.5 else dim(R, 1, 4)  # a plan with block formats takes T = 1 only
     pos = (c.length(0) + np.arange(T)).astype(np.int64)
     return "layer_forward", [plan, arr(R, (T, cfg.hidden_size)), c, int(R.integers(0, 2)), pos,
                              str(R.choice(["naive", "absorbed", "flash"])), int(R.integers(-2, T + 2))], {}

@@ -244,9 +244,9 @@ def _measure(cfg, depths, tests, layers, n_prompt, n_gen, weights, kv, mla_strat
         code=protocol.code_version(_core), settings={"seed": int(seed), "bandwidth_probe": "read" if bandwidth_probe == "read" else bool(bandwidth_probe)},
         cpu_info=cpu, n_threads=n_threads, warmup=int(warmup), attn_arithmetic=attn_arithmetic(kv),
         gemm_arithmetic=gemm_arithmetic(rec_weights),
-        # how a layer runs: one C call (csrc/layer.c; sliding windows and Gemma's layers included) or
-        # op by op from Python (quantized matrices: Layer.forward_py)
-        layer_exec="python-ops" if weights in ("q8_0", "q4_0", STORED) else "c-layer",
+        # how a layer runs (each point says it again from the built model, _layer_exec): one C call
+        # (csrc/layer.c; sliding windows and Gemma's layers included) or op by op from Python
+        layer_exec="c-layer",
         # pp: the rows the last layer's feed-forward part runs on (Model.prefill, logits="last"): the
         # last one when every layer is built (llama.cpp's inp_out_ids), all in a sampled model
         prefill_last_layer="last row" if mode == "full" else "all rows",
@@ -370,10 +370,21 @@ def _probe(kind: str) -> float:
     return probe_read() if kind == "read" else probe_bandwidth()[0]
 
 
+def _layer_exec(m, test: str) -> str:
+    """How the built layers run a point's steps: "c-layer" (each layer one C call, csrc/layer.c),
+    "python-ops" (Layer.forward_py: op by op from Python), or "mixed". Block-format (quantized)
+    matrices run in C one token at a time only: a decode step, not a prefill."""
+    n = 1 if test == "tg" else 2
+    c = [l.runs_in_c(n, m.mla_strategy) for l in m.layers]
+    return "c-layer" if all(c) else "python-ops" if not any(c) else "mixed"
+
+
 def _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar, bandwidth_probe=False,
                routing_stats=False, probe_noise=None) -> dict:
     cfg, d = m.config, p["n_depth"]
     r = dict(p)
+    if p["test"] != "mem":
+        r["layer_exec"] = _layer_exec(m, p["test"])
     routed = {l.index: np.zeros(cfg.n_routed_experts, np.int64) for l in m.layers if l.kind == "moe"} \
         if routing_stats and p["test"] == "tg" else {}
     if p["test"] == "mem":

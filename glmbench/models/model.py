@@ -58,7 +58,7 @@ from glmbench.core import attention
 from glmbench.core import ops as _ops
 from glmbench.core.attention import KVBSplit, _hf_deinterleaves
 from glmbench.core.kvcache import KVCache
-from glmbench.core.quant import QTensor, fuse_rows, quantize, quantize_chunks
+from glmbench.core.quant import KP_FORMATS, QTensor, _fmt_id, fuse_rows, quantize, quantize_chunks, stacked
 from glmbench.models import configs
 from glmbench.models.configs import layer_kinds, route_groups
 from glmbench.core._loader import _core
@@ -202,6 +202,7 @@ class Layer:
                 fuse_rows(weights[a], weights[b])
         self.last_counts = None  # tokens per expert in the last MoE call (how many experts were read)
         self._plan = None  # _core.layer_forward's capsule (False: forward_py runs)
+        self._plan_decode = False  # the plan holds block-format matrices: one token at a time only
 
     @property
     def nbytes(self) -> int:
@@ -210,8 +211,10 @@ class Layer:
     def forward(self, x, cache, cache_layer: int, positions, mla_strategy: str = "flash", n_out: int | None = None):
         """The layer on x[T, hidden] at positions[T], appending to `cache` layer `cache_layer`. Runs as
         one C call (csrc/layer.c, `_core.layer_forward`) when every matrix is an ndarray (sliding
-        windows, soft-capping, Gemma 2/3's sandwich norms and GeGLU included); otherwise, and as the
-        readable definition, `forward_py`.
+        windows, soft-capping, Gemma 2/3's sandwich norms and GeGLU included), and at decode (T = 1,
+        absorbed/flash MLA) also with the block formats the C core reads packed (q8_0, q4_0, the K
+        and IQ formats, GGUF's k_b / v_b: the same kernels forward_py calls, the same numbers);
+        otherwise, and as the readable definition, `forward_py`.
 
         n_out: None (every row out), or k in [1, T]: the attention on all T tokens (the cache gets them
         all), the rest of the layer on the last k rows only, returned as [k, hidden]. Model.prefill
@@ -223,9 +226,9 @@ class Layer:
             if isinstance(n_out, bool) or not isinstance(n_out, (int, np.integer)) or T is None or not 1 <= n_out <= T:
                 raise ValueError(f"`n_out` must be None or an int in [1, {T}] (the rows of x), got {n_out!r}")
             n_out = int(n_out)
-        plan = self._c_plan()
-        if plan is None:
+        if not self.runs_in_c(np.shape(x)[0] if np.ndim(x) == 2 else -1, mla_strategy):
             return self.forward_py(x, cache, cache_layer, positions, mla_strategy, n_out=n_out)
+        plan = self._plan
         if not isinstance(x, np.ndarray):
             raise TypeError(f"`x` must be a numpy.ndarray, got {type(x).__name__}")
         p = np.asarray(positions)
@@ -245,48 +248,62 @@ class Layer:
             self.last_counts = counts
         return y
 
+    def runs_in_c(self, n_tokens: int, mla_strategy: str = "flash") -> bool:
+        """Whether `forward` on n_tokens rows runs as one C call (False: forward_py)."""
+        return self._c_plan() is not None and not (self._plan_decode and (n_tokens != 1 or mla_strategy == "naive"))
+
     def _c_plan(self):
         """The capsule `_core.layer_forward` runs (built on first use), or None where forward_py must
-        run: quantized matrices (quant.QTensor), a tensor missing."""
+        run: a matrix in a form the C layer does not read (see _wspec), a tensor missing."""
         if self._plan is None:
             self._plan = False
             try:
                 spec = self._c_spec()
-            except KeyError:
+            except (KeyError, _NoPlan):
                 spec = None  # forward_py names the missing tensor
             if spec is not None:
                 self._plan = _core.layer_plan(spec)
+                self._plan_decode = any(isinstance(v, tuple) for v in spec.values()) or "k_b" in spec
         return self._plan or None
 
     def _c_spec(self) -> dict | None:
         cfg, w, a = self.cfg, self.w, self.attn
-        if not all(isinstance(v, np.ndarray) for v in w.values()) or cfg.attention_sinks:
-            return None   # GPT-OSS: no C layer yet (_forward_gpt_oss)
-        mla = cfg.attention == "mla"
         gemma = cfg.model_type in configs.GEMMA_FAMILIES   # sandwich norms and GeGLU (_forward_gemma)
+        if cfg.attention_sinks or (gemma and not all(isinstance(v, np.ndarray) for v in w.values())):
+            return None   # GPT-OSS: no C layer yet (_forward_gpt_oss); Gemma: float matrices only
+        mla = cfg.attention == "mla"
         rot = cfg.layer_rope(self.index) if not mla else dict(
             theta=cfg.rope_theta, inv_freq=cfg.rope_inv_freq(), attention_factor=cfg.rope_attention_factor())
         s = dict(attention=int(mla), D=int(cfg.hidden_size), eps=float(cfg.rms_norm_eps),
                  ln_in=w["input_layernorm.weight"], ln_post=w["post_attention_layernorm.weight"],
                  theta=float(rot["theta"]), attn_factor=float(rot["attention_factor"]),
                  scale=float(cfg.softmax_scale or 0.0), rope_layout=_ops._ROPE_LAYOUTS[cfg.rope_layout],
-                 inv_freq=rot["inv_freq"], wo=a["o_proj.weight"], bo=a.get("o_proj.bias"))
+                 inv_freq=rot["inv_freq"], wo=_wspec(a["o_proj.weight"]), bo=a.get("o_proj.bias"))
         if mla:
             s.update(rot_dim=int(cfg.qk_rope_head_dim), H=int(cfg.n_heads), Dn=int(cfg.qk_nope_head_dim),
                      Dr=int(cfg.qk_rope_head_dim), Dvm=int(cfg.v_head_dim), R=int(cfg.kv_lora_rank),
                      QL=int(cfg.q_lora_rank or 0), latent_eps=float(getattr(cfg, "latent_norm_eps", 1e-6)),
-                     deinterleave=int(_hf_deinterleaves(cfg)), kv_a=a["kv_a_proj_with_mqa.weight"],
-                     kv_a_bias=a.get("kv_a_proj_with_mqa.bias"), kv_a_ln=a["kv_a_layernorm.weight"],
-                     kv_b=a["kv_b_proj.weight"])
-            if cfg.q_lora_rank:
-                s.update(q_a=a["q_a_proj.weight"], q_b=a["q_b_proj.weight"], q_a_bias=a.get("q_a_proj.bias"),
-                         q_a_ln=a["q_a_layernorm.weight"])
+                     deinterleave=int(_hf_deinterleaves(cfg)), kv_a=_wspec(a["kv_a_proj_with_mqa.weight"]),
+                     kv_a_bias=a.get("kv_a_proj_with_mqa.bias"), kv_a_ln=a["kv_a_layernorm.weight"])
+            kvb = a["kv_b_proj.weight"]
+            if isinstance(kvb, KVBSplit):   # GGUF's k_b / v_b, read as mla_attention reads them at decode
+                kb, kf, vb, vf = kvb._args()
+                s.update(k_b=kb, k_fmt=kf, v_b=vb, v_fmt=vf, k_packed=kvb.packed_k(), v_packed=kvb.packed_v())
+            elif isinstance(kvb, np.ndarray):
+                s.update(kv_b=kvb)
             else:
-                s.update(q_proj=a["q_proj.weight"])
+                raise _NoPlan   # a quantized joined kv_b: forward_py (mla_attention dequantizes it)
+            if cfg.q_lora_rank:
+                qa, kva = a["q_a_proj.weight"], a["kv_a_proj_with_mqa.weight"]
+                s.update(q_a=_wspec(qa), q_b=_wspec(a["q_b_proj.weight"]), q_a_bias=a.get("q_a_proj.bias"),
+                         q_a_ln=a["q_a_layernorm.weight"], qa_kva=_stacked_spec(qa, kva, a.get("q_a_proj.bias"),
+                                                                                a.get("kv_a_proj_with_mqa.bias")))
+            else:
+                s.update(q_proj=_wspec(a["q_proj.weight"]))
         else:
             s.update(rot_dim=int(cfg.rope_dim), Hq=int(cfg.n_heads), Hkv=int(cfg.n_kv_heads), Dh=int(cfg.head_dim),
-                     Dv=int(cfg.v_head_dim or cfg.head_dim), wq=a["q_proj.weight"], wk=a["k_proj.weight"],
-                     wv=a["v_proj.weight"], bq=a.get("q_proj.bias"), bk=a.get("k_proj.bias"),
+                     Dv=int(cfg.v_head_dim or cfg.head_dim), wq=_wspec(a["q_proj.weight"]), wk=_wspec(a["k_proj.weight"]),
+                     wv=_wspec(a["v_proj.weight"]), bq=a.get("q_proj.bias"), bk=a.get("k_proj.bias"),
                      bv=a.get("v_proj.bias"))
             if cfg.qk_norm:
                 s.update(q_norm=a["q_norm.weight"], k_norm=a["k_norm.weight"])
@@ -297,20 +314,22 @@ class Layer:
             s.update(gemma=1, ln_pre_ffn=w["pre_feedforward_layernorm.weight"],
                      ln_post_ffn=w["post_feedforward_layernorm.weight"])
         if self.kind == "dense":
-            g = w["mlp.gate_proj.weight"]
-            s.update(moe=0, F=int(g.shape[0]), gate=g, up=w["mlp.up_proj.weight"], down=w["mlp.down_proj.weight"])
+            g, u = w["mlp.gate_proj.weight"], w["mlp.up_proj.weight"]
+            s.update(moe=0, F=int(g.shape[0]), gate=_wspec(g), up=_wspec(u), down=_wspec(w["mlp.down_proj.weight"]),
+                     gate_up=_stacked_spec(g, u))
         else:
             r = self._route
             eg = w["mlp.experts.gate_proj"]
             gs = r["group_score"] or ("max" if r["scoring"] == "softmax" else "top2_sum")
             s.update(moe=1, router=w["mlp.gate.weight"], rbias=r["bias"], E=int(eg.shape[0]), Fe=int(eg.shape[1]),
-                     eg=eg, eu=w["mlp.experts.up_proj"], ed=w["mlp.experts.down_proj"], top_k=r["top_k"],
+                     eg=_wspec(eg), eu=_wspec(w["mlp.experts.up_proj"]), ed=_wspec(w["mlp.experts.down_proj"]),
+                     top_k=r["top_k"],
                      scoring=_ops._SCORING[r["scoring"]], n_group=int(r["n_group"]), topk_group=int(r["topk_group"]),
                      group_score=_ops._GROUP_SCORE[gs], norm_topk=int(r["norm_topk_prob"]),
                      rscale=float(r["routed_scaling_factor"]), has_shared=int(self._shared is not None))
             if self._shared is not None:
                 sg, su, sd = self._shared
-                s.update(Fs=int(sg.shape[0]), sg=sg, su=su, sd=sd)
+                s.update(Fs=int(sg.shape[0]), sg=_wspec(sg), su=_wspec(su), sd=_wspec(sd), sgu=_stacked_spec(sg, su))
         return s
 
     def forward_py(self, x, cache, cache_layer: int, positions, mla_strategy: str = "flash", n_out: int | None = None):
@@ -368,6 +387,33 @@ class Layer:
             alpha=float(hf.get("swiglu_alpha", _ops.SWIGLU_ALPHA)),
             limit=float(hf.get("swiglu_limit", _ops.SWIGLU_LIMIT)))
         return x + m
+
+
+class _NoPlan(Exception):
+    """A layer the C layer does not run (Layer._c_spec): forward_py runs it."""
+
+
+# block formats csrc/layer.c reads in their packed layouts (the kernels quant.linear calls)
+_PACKED = ("q8_0", "q4_0") + KP_FORMATS
+
+
+def _wspec(a):
+    """A matrix as _core.layer_plan takes it: a float array as is, a QTensor in a format the C layer
+    reads packed as (packed bytes, format id) (repacked here on first use, as quant.linear would);
+    anything else: _NoPlan (forward_py runs the layer)."""
+    if isinstance(a, np.ndarray):
+        return a
+    if isinstance(a, QTensor) and a.fmt in _PACKED:
+        a.repack()
+        return a.packed, _fmt_id(a.fmt)
+    raise _NoPlan
+
+
+def _stacked_spec(a, b, bias_a=None, bias_b=None):
+    """The matrix quant.fuse_rows stacked of a then b, as quant.linear_pair reads it at decode (no biases),
+    in _wspec's form; None: the two calls apart."""
+    f = stacked(a, b) if isinstance(a, QTensor) and isinstance(b, QTensor) and bias_a is None and bias_b is None else None
+    return None if f is None else _wspec(f)
 
 
 def _keep(a, n_out):
