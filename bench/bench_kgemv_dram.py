@@ -4,7 +4,9 @@ A shape under 1 MB (e.g. 256x2048) stays in L2: many calls, the kernel's compute
 Per format and shape: enough weight copies (repacked, QTensor.repack) to total >= 200 MB, so each call
 reads DRAM; alternating with each call, a read-only pass over as many bytes (_core.bench_read,
 csrc/bench.c's read loop: the read ceiling as a program with no arithmetic gets it). With --before LIB (another build's _core .so)
-both builds' gb_klinear_packed run alternately in the same process on the same weights. Time: the
+both builds' gb_klinear_packed run alternately in the same process on the same weights (each sweeping
+every copy in turn, the order alternating by round; until 2026-12-03 they ran back to back on each copy,
+so for a matrix smaller than the L3 the second build read what the first had just cached). Time: the
 calling thread's CPU time at --threads 1 (a shared machine), wall clock otherwise; best and median.
 
   PYTHONPATH=$PWD python bench/bench_kgemv_dram.py --formats q6_K,q5_K[,q4_0,q8_0] --shapes 25600x5120,151552x2048 [--before /tmp/old/_core.so]
@@ -72,14 +74,18 @@ def main():
             nbytes = qs[0].packed.nbytes
             ts = {lab: [] for lab in list(kern) + ["read"]}
             outs = {}
-            for _ in range(a.rounds * (300 if small else 1)):
-                for q, b in zip(qs, bufs):
-                    for lab, f in kern.items():
+            for r in range(a.rounds * (300 if small else 1)):
+                # from DRAM: each build sweeps every copy in turn (which goes first alternating by round),
+                # so no call finds its weights in the L3 the other build's call just filled
+                for lab, f in (list(kern.items()) if small or r % 2 == 0 else list(kern.items())[::-1]):
+                    for q in qs:
                         for _ in range(5 if small else 1):
                             t = clock()
                             f(quant.FORMATS[fmt][0], x.ctypes.data, q.packed.ctypes.data, None, y.ctypes.data, 1, n, k, kv)
                             ts[lab].append(clock() - t)
-                        outs.setdefault(lab, y.copy())
+                        if q is qs[0]:
+                            outs.setdefault(lab, y.copy())
+                for b in bufs:
                     t = clock()
                     _loader._core.bench_read(b, 1)
                     ts["read"].append(clock() - t)

@@ -276,10 +276,11 @@ int gb_kmoe_packed(const float *x, const int64_t *topk_idx, const float *topk_we
         {
 #pragma omp for schedule(static)
             for (int64_t p = 0; p < R; p++) mact_prep(&xa, p, xg + p * D);
-            /* runs of ~256 KB of weights per grab: long streams; dynamic, so a thread held up by
-             * another job does not hold up the others */
-            const int64_t rgu = (int64_t)1 + (256 << 10) / (pg / GF + 1), rdn = (int64_t)1 + (256 << 10) / (pd / GD + 1);
-#pragma omp for schedule(dynamic, rgu)
+            /* guided grabs of at least ~128 KB of weights: long streams first (each selected expert's
+             * matrices lie in turn), short ones at the end, so a thread held up by another job does not
+             * hold up the others (as gb_klinear_packed's decode; before 2026-12-03: dynamic 256 KB runs) */
+            const int64_t rgu = (int64_t)1 + (128 << 10) / (pg / GF + 1), rdn = (int64_t)1 + (128 << 10) / (pd / GD + 1);
+#pragma omp for schedule(guided, rgu)
             for (int64_t it = 0; it < na * 2 * GF; it++) {
                 const int64_t e = act[it / (2 * GF)], gi = it % GF, o0 = off[e];
                 const int isup = (int)((it / GF) % 2);
@@ -296,7 +297,7 @@ int gb_kmoe_packed(const float *x, const int64_t *topk_idx, const float *topk_we
                 gb_silu_mul(gp, up_, F);
                 mact_prep(&ha, p, gp);
             }
-#pragma omp for schedule(dynamic, rdn)
+#pragma omp for schedule(guided, rdn)
             for (int64_t it = 0; it < na * GD; it++) {
                 const int64_t e = act[it / GD], gi = it % GD, o0 = off[e];
                 if (mact_rows(fd, (const uint8_t *)down + e * pd, D, &ha, gi, o0, counts[e], o + o0 * D + 16 * gi, D, version) != GB_OK) {
