@@ -29,6 +29,7 @@ static void deinterleave_rows(float *a, int64_t n, int64_t Dr) {
     }
 }
 
+/* dst[r][0, w) = src[r][off, off + w) for n rows of stride ld. */
 static void take_cols(float *dst, const float *src, int64_t n, int64_t ld, int64_t off, int64_t w) {
     for (int64_t r = 0; r < n; r++) memcpy(dst + r * w, src + r * ld + off, (size_t)w * sizeof(float));
 }
@@ -48,9 +49,6 @@ static int wlinear(const gb_wmat *w, const float *x, int64_t T, int64_t K, int64
     if (gb_is_iqfmt(w->fmt)) return gb_iqlinear_packed(w->fmt, x, w->p, bias, y, T, N, K, 0);
     return gb_klinear_packed(w->fmt, x, w->p, bias, y, T, N, K, GB_KV_AUTO);
 }
-
-/* dst[r][0, w) = src[r][off, off + w) for n rows of stride ld. */
-static void take_cols(float *dst, const float *src, int64_t n, int64_t ld, int64_t off, int64_t w);
 
 /* (a x + bias_a, b x + bias_b) into ya[T, Na], yb[T, Nb]: one call on their stacked matrix ab where
  * there is one (quant.linear_pair; rows are computed independently, so the same numbers) */
@@ -109,8 +107,8 @@ static int mla_block(const gb_layer *L, gb_kvcache *c, int64_t layer, const floa
         st = gb_error(GB_ENOMEM, "layer: out of memory for the MLA scratch");
         goto done;
     }
-    /* q = q_b(RMSNorm(q_a x)) or q_proj x */
-    /* (q_a and kv_a read the same h: one call on their stacked matrix where there is one) */
+    /* q = q_b(RMSNorm(q_a x)) or q_proj x; [c, k_rope] = kv_a x (q_a and kv_a read the same h: one
+     * call on their stacked matrix where there is one) */
     if (L->QL) {
         if ((st = wlinear_pair(&L->qa_kva, &L->q_a, &L->kv_a, h, T, D, L->QL, R + Dr, L->q_a_bias, L->kv_a_bias, qa, ckv)))
             goto done;
@@ -120,7 +118,7 @@ static int mla_block(const gb_layer *L, gb_kvcache *c, int64_t layer, const floa
         if ((st = wlinear(&L->q_proj, h, T, D, H * Dq, NULL, q))) goto done;
         if ((st = wlinear(&L->kv_a, h, T, D, R + Dr, L->kv_a_bias, ckv))) goto done;
     }
-    /* [c, k_rope] = kv_a x; latent = kv_a_layernorm(c) */
+    /* latent = kv_a_layernorm(c) */
     take_cols(lat, ckv, T, R + Dr, 0, R);
     if ((st = gb_rms_norm(lat, L->kv_a_ln, lat, T, R, L->latent_eps))) goto done;
     /* rope on q's last Dr dims and on k_rope */
