@@ -62,6 +62,17 @@ static int get_f64(PyObject *d, const char *key, double *out) {
     return 0;
 }
 
+/* the plan keeps a (a new reference, given up on failure) */
+static int keep(plan_t *p, PyArrayObject *a) {
+    if (p->nrefs >= MAX_REFS) {
+        Py_DECREF(a);
+        PyErr_SetString(PyExc_RuntimeError, "layer_plan: too many arrays");
+        return -1;
+    }
+    p->refs[p->nrefs++] = (PyObject *)a;
+    return 0;
+}
+
 /* spec[key] as a C-contiguous array of one of `types` (or float32 when types is NULL) with the
  * given dims (dims[i] < 0: any); absent or None -> *out = NULL when optional. */
 static int get_arr(plan_t *p, PyObject *d, const char *key, const int *types, int ndim, const npy_intp *dims,
@@ -80,12 +91,7 @@ static int get_arr(plan_t *p, PyObject *d, const char *key, const int *types, in
             Py_DECREF(a);
             return -1;
         }
-    if (p->nrefs >= MAX_REFS) {
-        Py_DECREF(a);
-        PyErr_SetString(PyExc_RuntimeError, "layer_plan: too many arrays");
-        return -1;
-    }
-    p->refs[p->nrefs++] = (PyObject *)a;
+    if (keep(p, a) < 0) return -1;
     *out = PyArray_DATA(a);
     if (fmt) *fmt = PyArray_TYPE(a) == NPY_FLOAT16 ? GB_F16 : PyArray_TYPE(a) == NPY_UINT16 ? GB_BF16 : GB_F32;
     return 0;
@@ -126,12 +132,7 @@ static int get_w(plan_t *p, PyObject *d, const char *key, int ndim, const npy_in
         Py_DECREF(a);
         return -1;
     }
-    if (p->nrefs >= MAX_REFS) {
-        Py_DECREF(a);
-        PyErr_SetString(PyExc_RuntimeError, "layer_plan: too many arrays");
-        return -1;
-    }
-    p->refs[p->nrefs++] = (PyObject *)a;
+    if (keep(p, a) < 0) return -1;
     m->p = PyArray_DATA(a);
     m->fmt = fmt;
     p->L.quant = 1;
@@ -166,16 +167,10 @@ static int kv_split_spec(plan_t *p, PyObject *spec) {
         PyErr_SetString(PyExc_KeyError, "layer spec lacks v_b");
         return -1;
     }
-    if (p->nrefs + 4 > MAX_REFS) {
-        PyErr_SetString(PyExc_RuntimeError, "layer_plan: too many arrays");
-        return -1;
-    }
     PyArrayObject *kb = gb_mla_split_weight(o[0], "k_b", (int)kf, L->H, L->R, L->Dn, "kv_lora_rank");
-    if (!kb) return -1;
-    p->refs[p->nrefs++] = (PyObject *)kb;
+    if (!kb || keep(p, kb) < 0) return -1;
     PyArrayObject *vb = gb_mla_split_weight(o[1], "v_b", (int)vf, L->H, L->Dvm, L->R, "v_head_dim");
-    if (!vb) return -1;
-    p->refs[p->nrefs++] = (PyObject *)vb;
+    if (!vb || keep(p, vb) < 0) return -1;
     L->k_b = PyArray_DATA(kb);
     L->v_b = PyArray_DATA(vb);
     L->kb_fmt = (int)kf;
@@ -194,8 +189,7 @@ static int kv_split_spec(plan_t *p, PyObject *spec) {
             return -1;
         }
         PyArrayObject *a = gb_array(v, name[i], NPY_UINT8, -1, GB_COPY);
-        if (!a) return -1;
-        p->refs[p->nrefs++] = (PyObject *)a;
+        if (!a || keep(p, a) < 0) return -1;
         if ((int64_t)PyArray_NBYTES(a) != L->H * want[i]) {
             PyErr_Format(PyExc_ValueError, "layer spec %s: %lld bytes, want %lld (%lld heads of %lld)", name[i],
                          (long long)PyArray_NBYTES(a), (long long)(L->H * want[i]), (long long)L->H, (long long)want[i]);
@@ -242,7 +236,7 @@ static PyObject *py_layer_plan(PyObject *self, PyObject *args) {
                 Py_DECREF(a);
                 goto fail;
             }
-            p->refs[p->nrefs++] = (PyObject *)a;
+            if (keep(p, a) < 0) goto fail;
             L->inv_freq = (const double *)PyArray_DATA(a);
         }
     }

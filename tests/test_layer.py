@@ -19,14 +19,19 @@ GQA_TINY = dict(hidden_size=48, num_attention_heads=6, num_key_value_heads=2, he
 
 
 def tiny(name, **over):
+    return _tiny(name, MLA_TINY, GQA_TINY, 48, over)
+
+
+def _tiny(name, mla, gqa, q_lora, over):
+    """Built-in model `name` shrunk to 3 layers (the first dense) of the `mla` or `gqa` sizes."""
     with open(configs.builtin_path(name)) as f:
         hf = json.load(f)
     if "kv_lora_rank" in hf:
-        hf.update(MLA_TINY)
+        hf.update(mla)
         if hf.get("q_lora_rank"):
-            hf["q_lora_rank"] = 48
+            hf["q_lora_rank"] = q_lora
     else:
-        hf.update(GQA_TINY)
+        hf.update(gqa)
     hf.update(num_hidden_layers=3, **over)
     if "first_k_dense_replace" in hf:
         hf["first_k_dense_replace"] = 1
@@ -217,18 +222,7 @@ _SCALES = {"q2_K": (80, 82), "q3_K": (108,), "q4_K": (0, 2), "q5_K": (0, 2), "q6
 
 
 def tiny_k(name):
-    with open(configs.builtin_path(name)) as f:
-        hf = json.load(f)
-    if "kv_lora_rank" in hf:
-        hf.update(MLA_K)
-        if hf.get("q_lora_rank"):
-            hf["q_lora_rank"] = 256
-    else:
-        hf.update(GQA_K)
-    hf.update(num_hidden_layers=3)
-    if "first_k_dense_replace" in hf:
-        hf["first_k_dense_replace"] = 1
-    return configs.load(hf)
+    return _tiny(name, MLA_K, GQA_K, 256, {})
 
 
 def _blocks(a, fmt, seed):
