@@ -308,6 +308,19 @@ def test_c_layer_block_formats_equal_python_layer(rng, name, variant):
                 np.testing.assert_array_equal(a, b)
 
 
+def test_mixed_expert_formats_run_the_python_path(rng):
+    """Routed experts the C layer does not take (q4_K gate / up with a q8_0 down, as a file whose expert
+    width is not whole super-blocks gets): forward_py runs the layer, no error."""
+    from glmbench.core import quant
+    cfg = tiny_k("glm-4.7-flash")
+    L = quantized_layer(cfg, 1, "q4_K_M")
+    d = L.w["mlp.experts.down_proj"]
+    L.w["mlp.experts.down_proj"] = quant.quantize(np.ascontiguousarray(d.dequantize(), np.float32), "q8_0")
+    assert L._c_plan() is None and not L.runs_in_c(1)
+    y = L.forward(rng.standard_normal((1, cfg.hidden_size)).astype(np.float32), make_cache(cfg, 1, "f16"), 0, [0])
+    assert y.shape == (1, cfg.hidden_size) and np.isfinite(y).all()
+
+
 def test_c_layer_block_formats_bad_input():
     cfg = tiny_k("glm-4.7-flash")
     L = quantized_layer(cfg, 1, "q4_K_M")

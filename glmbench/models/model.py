@@ -320,6 +320,10 @@ class Layer:
         else:
             r = self._route
             eg = w["mlp.experts.gate_proj"]
+            ex = (eg, w["mlp.experts.up_proj"], w["mlp.experts.down_proj"])
+            if not (all(isinstance(e, np.ndarray) for e in ex) or all(isinstance(e, QTensor) for e in ex) and (
+                    all(e.fmt in KP_FORMATS for e in ex) or eg.fmt in ("q8_0", "q4_0") and {e.fmt for e in ex} == {eg.fmt})):
+                raise _NoPlan   # quant.moe_experts' loop over experts (e.g. q4_K gate/up with a q8_0 down)
             gs = r["group_score"] or ("max" if r["scoring"] == "softmax" else "top2_sum")
             s.update(moe=1, router=w["mlp.gate.weight"], rbias=r["bias"], E=int(eg.shape[0]), Fe=int(eg.shape[1]),
                      eg=_wspec(eg), eu=_wspec(w["mlp.experts.up_proj"]), ed=_wspec(w["mlp.experts.down_proj"]),
