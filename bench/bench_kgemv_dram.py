@@ -2,7 +2,7 @@
 A shape under 1 MB (e.g. 256x2048) stays in L2: many calls, the kernel's compute rate.
 
 Per format and shape: enough weight copies (repacked, QTensor.repack) to total >= 200 MB, so each call
-reads DRAM; alternating with each call, a read-only pass over as many bytes (_core.bench_read,
+reads DRAM; after each round's calls, a read-only pass over as many bytes per copy (_core.bench_read,
 csrc/bench.c's read loop: the read ceiling as a program with no arithmetic gets it). With --before LIB (another build's _core .so)
 both builds' gb_klinear_packed run alternately in the same process on the same weights (each sweeping
 every copy in turn, the order alternating by round; until 2026-12-03 they ran back to back on each copy,

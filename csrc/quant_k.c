@@ -2704,8 +2704,8 @@ int gb_klinear_packed_chk(int fmt, const float *x, const void *wp, const float *
             if (T == 1) {
                 /* decode: guided, runs of at least half the above: the first grabs are long (fewer,
                  * longer streams than dynamic's 256 KB runs), the last short (a held-up thread still
-                 * gets help at the end). From DRAM at 2 threads, Zen 3 (2026-12-03): 1.02-1.09x the
-                 * dynamic runs on q4_K/q6_K matrices of 1.5-260 MB (session 14's note in docs/QUANT.md) */
+                 * gets help at the end). From DRAM at 2 threads, Zen 3 (2026-12-03): 1.03-1.10x the
+                 * dynamic runs on q4_K/q6_K matrices of 1.8-260 MB (session 14's note in docs/QUANT.md) */
 #pragma omp for schedule(guided, run / 2 + 1)
                 for (int64_t g = 0; g < G; g++) gb_kp_rows(fmt, wb, N, K, g, xq, 1, y + 16 * g, N, bias ? bias + 16 * g : NULL, version);
             } else {
