@@ -1035,7 +1035,7 @@ int64_t gb_mla_row_bytes(int fmt, int64_t K) {
  * quantized per block as ggml does, integer dot products). Called inside a parallel loop over heads,
  * so the kernels' own OpenMP regions run on the calling thread. */
 static int split_gemv(const float *x, int64_t K, const void *w, int fmt, int64_t N, float *y) {
-    if (fmt == GB_F32 || fmt == GB_F16 || fmt == GB_BF16) {
+    if (gb_is_float_fmt(fmt)) {
         gb_gemv_rows(x, 1, K, w, fmt, 0, N, y, N);
         return GB_OK;
     }

@@ -101,8 +101,7 @@ static int get_arr(plan_t *p, PyObject *d, const char *key, const int *types, in
 static int64_t packed_bytes(int fmt, int64_t n, int64_t k) {
     if (fmt == GB_Q8_0 || fmt == GB_Q4_0) return gb_qpacked_bytes(fmt, n, k);
     if (gb_is_iqfmt(fmt)) return gb_iqp_bytes(fmt, n, k);
-    if (gb_kp_is_fmt(fmt)) return gb_kp_bytes(fmt, n, k);
-    return -1;
+    return gb_kp_bytes(fmt, n, k); /* -1 for a format it does not pack */
 }
 
 /* spec[key]: a float array (get_arr), or a (packed, fmt) tuple: a block-format matrix [dims] in its
@@ -151,7 +150,8 @@ static int get_w(plan_t *p, PyObject *d, const char *key, int ndim, const npy_in
         if (get_arr(p, spec, key, NULL, 1, dd, opt, &pp_, NULL) < 0) goto fail; \
         (dst) = (const float *)pp_; } while (0)
 
-static int is_float(int fmt) { return fmt == GB_F32 || fmt == GB_F16 || fmt == GB_BF16; }
+/* a block format the layer reads packed from gb_klinear_packed / gb_iqlinear_packed (and gb_kmoe_packed) */
+static int is_kq(int fmt) { return gb_kp_is_fmt(fmt) || gb_is_iqfmt(fmt); }
 
 /* MLA's kv_b as GGUF stores it: k_b [H, R, Dn] (format k_fmt) and v_b [H, Dvm, R] (v_fmt), each float
  * elements or uint8 rows of blocks (as mla_attention_kb_vb takes them), and their optional packed
@@ -337,9 +337,8 @@ static PyObject *py_layer_plan(PyObject *self, PyObject *args) {
         W3("eu", L->eu, L->E, L->Fe, D);
         W3("ed", L->ed, L->E, D, L->Fe);
         const int fg = L->eg.fmt, fu = L->eu.fmt, fd = L->ed.fmt;
-        if (is_float(fg) ? fg != fu || !is_float(fd)
-                         : (fg == GB_Q8_0 || fg == GB_Q4_0) ? fu != fg || fd != fg : packed_bytes(fu, 16, 256) < 0 ||
-                           packed_bytes(fd, 16, 256) < 0 || fu == GB_Q8_0 || fu == GB_Q4_0 || fd == GB_Q8_0 || fd == GB_Q4_0) {
+        if (gb_is_float_fmt(fg) ? fg != fu || !gb_is_float_fmt(fd)
+                                : fg == GB_Q8_0 || fg == GB_Q4_0 ? fu != fg || fd != fg : !is_kq(fu) || !is_kq(fd)) {
             PyErr_Format(PyExc_ValueError, "layer spec: routed experts in formats %d/%d/%d: want float gate and up of one format "
                          "with a float down, q8_0 or q4_0 throughout, or K/IQ formats throughout", fg, fu, fd);
             goto fail;
@@ -351,7 +350,7 @@ static PyObject *py_layer_plan(PyObject *self, PyObject *args) {
             W2("sg", sg, Fs, D);
             W2("su", su, Fs, D);
             W2("sd", sd, D, Fs);
-            if (is_float(fg) && is_float(sg.fmt) && is_float(su.fmt) && is_float(sd.fmt))
+            if (gb_is_float_fmt(fg) && gb_is_float_fmt(sg.fmt) && gb_is_float_fmt(su.fmt) && gb_is_float_fmt(sd.fmt))
                 L->shared = (gb_shared_expert){sg.p, su.p, sd.p, sg.fmt, su.fmt, sd.fmt, Fs}; /* in gb_moe_experts' regions */
             else { /* added after the routed experts (ops.moe's `y += swiglu(x, *shared)`) */
                 L->has_shared = 0;

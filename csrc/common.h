@@ -41,6 +41,9 @@ enum {
     GB_Q4_0 = 9
 };
 
+/* whether fmt holds float elements (GB_F32, GB_F16, GB_BF16), not blocks */
+static inline int gb_is_float_fmt(int fmt) { return fmt == GB_F32 || fmt == GB_F16 || fmt == GB_BF16; }
+
 static inline float gb_bf16_to_f32(uint16_t h) {
     union { uint32_t u; float f; } v;
     v.u = (uint32_t)h << 16;

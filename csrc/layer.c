@@ -34,19 +34,17 @@ static void take_cols(float *dst, const float *src, int64_t n, int64_t ld, int64
     for (int64_t r = 0; r < n; r++) memcpy(dst + r * w, src + r * ld + off, (size_t)w * sizeof(float));
 }
 
-static int is_float_fmt(int fmt) { return fmt == GB_F32 || fmt == GB_F16 || fmt == GB_BF16; }
-
 /* y[T, N] = x[T, K] . W^T (+ bias) by the kernel quant.linear / ops.linear call for W's format (the
  * packed layouts, default versions). A block format quantizes x: non-finite x is an error there, as
  * the bindings' check makes it (forward_py raises the same ValueError kind). */
 static int wlinear(const gb_wmat *w, const float *x, int64_t T, int64_t K, int64_t N, const float *bias, float *y) {
-    if (is_float_fmt(w->fmt)) return gb_linear(x, T, K, w->p, w->fmt, N, bias, y);
+    if (gb_is_float_fmt(w->fmt)) return gb_linear(x, T, K, w->p, w->fmt, N, bias, y);
     for (int64_t i = 0; i < T * K; i++)
         if (!isfinite(x[i]))
             return gb_error(GB_EVALUE, "layer: x holds a non-finite value (NaN or inf) at index %ld before a block-format "
                             "matrix (format %d)", (long)i, w->fmt);
-    if (w->fmt == GB_Q8_0 || w->fmt == GB_Q4_0) return gb_qgemm(w->fmt, x, w->p, bias, y, T, N, K, 0);
-    if (gb_is_iqfmt(w->fmt)) return gb_iqlinear_packed(w->fmt, x, w->p, bias, y, T, N, K, 0);
+    if (w->fmt == GB_Q8_0 || w->fmt == GB_Q4_0) return gb_qgemm(w->fmt, x, w->p, bias, y, T, N, K, GB_QG_AUTO);
+    if (gb_is_iqfmt(w->fmt)) return gb_iqlinear_packed(w->fmt, x, w->p, bias, y, T, N, K, GB_KV_AUTO);
     return gb_klinear_packed(w->fmt, x, w->p, bias, y, T, N, K, GB_KV_AUTO);
 }
 
@@ -73,7 +71,7 @@ static int wlinear_pair(const gb_wmat *ab, const gb_wmat *a, const gb_wmat *b, c
  * quant.swiglu's steps (the stacked gate + up gu where there is one, gb_silu_act, down) */
 static int wswiglu(const gb_wmat *g, const gb_wmat *u, const gb_wmat *gu, const gb_wmat *d, const float *x, int64_t T,
                    int64_t D, int64_t F, float *y) {
-    if (is_float_fmt(g->fmt) && is_float_fmt(u->fmt) && is_float_fmt(d->fmt))
+    if (gb_is_float_fmt(g->fmt) && gb_is_float_fmt(u->fmt) && gb_is_float_fmt(d->fmt))
         return gb_swiglu(x, T, D, g->p, g->fmt, u->p, u->fmt, d->p, d->fmt, F, y);
     float *h = (float *)gb_ws_malloc((size_t)(T * F) * sizeof(float));
     float *hu = (float *)gb_ws_malloc((size_t)(T * F) * sizeof(float));
@@ -209,7 +207,7 @@ static int moe_block(const gb_layer *L, const float *h, int64_t T, float *m, int
     if ((st = gb_moe_route(h, T, L->D, L->router, L->E, L->top_k, L->scoring, L->rbias, L->n_group, L->topk_group,
                            L->group_score, L->norm_topk, L->rscale, idx, wt)))
         goto done;
-    if (is_float_fmt(L->eg.fmt))
+    if (gb_is_float_fmt(L->eg.fmt))
         st = gb_moe_experts(h, T, D, idx, wt, L->top_k, L->eg.p, L->eg.fmt, L->eu.p, L->eu.fmt, L->ed.p, L->ed.fmt, L->E,
                             L->Fe, L->has_shared ? &L->shared : NULL, m, cnt);
     else {
@@ -219,7 +217,7 @@ static int moe_block(const gb_layer *L, const float *h, int64_t T, float *m, int
         }
         for (int64_t i = 0; i < n; i++) idx64[i] = idx[i];
         if (L->eg.fmt == GB_Q8_0 || L->eg.fmt == GB_Q4_0)
-            st = gb_qmoe(L->eg.fmt, h, idx64, wt, T, L->top_k, L->eg.p, L->eu.p, L->ed.p, L->E, L->Fe, D, m, cnt, 0);
+            st = gb_qmoe(L->eg.fmt, h, idx64, wt, T, L->top_k, L->eg.p, L->eu.p, L->ed.p, L->E, L->Fe, D, m, cnt, GB_QG_AUTO);
         else
             st = gb_kmoe_packed(h, idx64, wt, T, L->top_k, L->eg.fmt, L->eg.p, L->eu.fmt, L->eu.p, L->ed.fmt, L->ed.p, L->E,
                                 L->Fe, D, m, cnt, GB_KV_AUTO);

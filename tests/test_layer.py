@@ -6,6 +6,7 @@ import json
 import numpy as np
 import pytest
 
+from glmbench.bench.quant import _K_SCALES
 from glmbench.core._loader import _core
 from glmbench.models import configs
 from glmbench.models import model as M
@@ -217,8 +218,7 @@ QVARIANTS = {"q4_K_M": lambda n: "q6_K" if "down" in n else "q4_K",
              "q2_K+q3_K": lambda n: "q3_K" if "down" in n else "q2_K",
              "iq4_nl+mxfp4": lambda n: "iq4_nl" if "attn" in n else "mxfp4",
              "q4_0": lambda n: "q4_0", "q8_0": lambda n: "q8_0"}
-_SCALES = {"q2_K": (80, 82), "q3_K": (108,), "q4_K": (0, 2), "q5_K": (0, 2), "q6_K": (208,), "iq4_xs": (0,),
-           "iq4_nl": (0,)}
+_SCALES = {**_K_SCALES, "iq4_nl": (0,)}   # each format's f16 scale offsets in a block
 
 
 def tiny_k(name):

@@ -373,9 +373,9 @@ def _probe(kind: str) -> float:
 def _layer_exec(m, test: str) -> str:
     """How the built layers run a point's steps: "c-layer" (each layer one C call, csrc/layer.c),
     "python-ops" (Layer.forward_py: op by op from Python), or "mixed". Block-format (quantized)
-    matrices run in C one token at a time only: a decode step, not a prefill."""
-    n = 1 if test == "tg" else 2
-    c = [l.runs_in_c(n, m.mla_strategy) for l in m.layers]
+    matrices run in C one token at a time only: a decode step, not a prefill ("mem" runs both)."""
+    ns = {"tg": (1,), "pp": (2,)}.get(test, (1, 2))
+    c = [l.runs_in_c(n, m.mla_strategy) for l in m.layers for n in ns]
     return "c-layer" if all(c) else "python-ops" if not any(c) else "mixed"
 
 
@@ -383,8 +383,7 @@ def _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar, bandwidth_p
                routing_stats=False, probe_noise=None) -> dict:
     cfg, d = m.config, p["n_depth"]
     r = dict(p)
-    if p["test"] != "mem":
-        r["layer_exec"] = _layer_exec(m, p["test"])
+    r["layer_exec"] = _layer_exec(m, p["test"])
     routed = {l.index: np.zeros(cfg.n_routed_experts, np.int64) for l in m.layers if l.kind == "moe"} \
         if routing_stats and p["test"] == "tg" else {}
     if p["test"] == "mem":
