@@ -20,10 +20,11 @@ part that grows with the cache, and GB/s / GFLOP/s are computed on it (kv_b read
 the calls go round copies of it totalling >= 4x the L3).
 
     PYTHONPATH=$PWD python bench/bench_attention_decode.py [--depths 4096 16384 32768] [--kv f16]
-        [--only gqa|mla] [--reps 15] [--threads N] [--mla-tile on|off|both] [--T 1]
+        [--only gqa|mla] [--reps 15] [--threads N] [--f16-tile on|off|both] [--T 1]
 
---mla-tile both: each MLA row twice in the same run, "mla-" with the f16 decode tile off (the f16 rows
-widened into a float32 tile first: the path before it) and "mla" with it on (the default). --T: query
+--f16-tile both (alias --mla-tile): each row twice in the same run, "mla-" / "gqa-" with the f16 decode
+tile off (the f16 rows widened into a float32 tile first: the path before it) and "mla" / "gqa" with it
+on (the default; GQA's is the AVX2 tile, compiled in on CPUs with AVX2 but no AVX-512). --T: query
 tokens per call (1 = decode; a few = speculative decoding), MLA only.
 """
 import argparse
@@ -147,11 +148,11 @@ def main():
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--only", choices=["mla", "gqa"], default=None)
     ap.add_argument("--threads", type=int, default=None)
-    ap.add_argument("--mla-tile", choices=["on", "off", "both"], default="on")
+    ap.add_argument("--f16-tile", "--mla-tile", dest="f16_tile", choices=["on", "off", "both"], default="on")
     ap.add_argument("--T", type=int, default=1)
     a = ap.parse_args()
     from glmbench.core import _core
-    tiles = {"on": [True], "off": [False], "both": [False, True]}[a.mla_tile]
+    tiles = {"on": [True], "off": [False], "both": [False, True]}[a.f16_tile]
     if a.threads:
         glmbench.set_num_threads(a.threads)
     rng = np.random.default_rng(0)
@@ -162,21 +163,20 @@ def main():
     print(f"{'case':4s} {'depth':>6s} {'layers':>6s} {'ms':>7s} {'med ms':>7s} {'cpu ms':>7s} {'att ms':>7s} {'GB/s':>6s} {'%bw':>5s} "
           f"{'GFLOP/s':>8s} {'%peak':>6s} {'numpy ms':>9s} {'xNumPy':>7s} {'err':>8s}")
     for d in a.depths:
-        runs = [("gqa", gqa, None)] + [("mla" if on else "mla-", mla, on) for on in tiles]
+        runs = [("gqa" if on else "gqa-", gqa, on) for on in tiles] + [("mla" if on else "mla-", mla, on) for on in tiles]
         for name, fn, on in runs:
             if a.only not in (None, name.rstrip("-")):
                 continue
             MED.clear()
             CPU.clear()
-            if on is None:
-                r = fn(d, a.kv, a.reps, rng)
-            else:
-                was = _core._mla_f16_tile()
-                _core._mla_set_f16_tile(on)
-                try:
-                    r = fn(d, a.kv, a.reps, rng, a.T)
-                finally:
-                    _core._mla_set_f16_tile(was)
+            get, put = ((_core._gqa_f16_tile, _core._gqa_set_f16_tile) if fn is gqa
+                        else (_core._mla_f16_tile, _core._mla_set_f16_tile))
+            was = get()
+            put(on)
+            try:
+                r = fn(d, a.kv, a.reps, rng) if fn is gqa else fn(d, a.kv, a.reps, rng, a.T)
+            finally:
+                put(was)
             med, cpu = MED[-2], CPU[-2]   # the C call at depth d (the last entry is the NumPy twin)
             t = r["att_ms"] / 1e3
             gbs, gfl = r["bytes"] / t / 1e9, 2 * r["mac"] / t / 1e9

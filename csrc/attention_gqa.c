@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attn_tile_f16.h"
 #include "common.h"
 #include "quant.h"
 
@@ -1386,6 +1387,10 @@ static void gqa_decode_g8_bf16dp(const gb_kvcache *c, int64_t layer, int64_t h, 
 
 /* ---- GQA over the paged cache -------------------------------------------------------------- */
 
+static int gqa_f16_tile_on = 1;
+void gb_gqa_set_f16_tile(int on) { gqa_f16_tile_on = on ? 1 : 0; }
+int gb_gqa_f16_tile_ok(void) { return GB_ATTN_F16_AVX2 && gqa_f16_tile_on; }
+
 int gb_gqa_attention(const gb_kvcache *c, int64_t layer, const float *q, int64_t T, int64_t Hq, float scale,
                      int64_t n_splits, float *out) {
     return gb_gqa_attention_ex(c, layer, q, T, Hq, scale, 0, 0.0f, n_splits, out);
@@ -1451,15 +1456,22 @@ int gb_gqa_attention_ex(const gb_kvcache *c, int64_t layer, const float *q, int6
      * tile's lane order); an f16 cache keeps float32 arithmetic */
     const int g8_dp = fast_g8 && c->fmt == GB_BF16 && GB_HAVE_G8_DP && gb_attn_bf16_ok();
     (void)fast_g8;
+    /* AVX2 builds: decode over an f16 cache on the f16 tile (the G heads of a KV head as its rows) */
+    const int f16t = T == 1 && c->fmt == GB_F16 && gb_gqa_f16_tile_ok() && Dh % 8 == 0 && Dv % 16 == 0 && softcap == 0.0f;
+    const int64_t sfl = (lanes ? GB_ATTN_LANES : rblk) * (GB_ATTN_TILE + 1);
 #pragma omp parallel num_threads(nw < nth ? (int)nw : nth) if (T * Hq * span * (Dh + Dv) >= GB_ATTN_PAR_MIN)
     {
         float *qs = (float *)gb_ws_malloc((size_t)(rblk * Dh) * sizeof(float));
-        float *sbuf = (float *)gb_ws_malloc((size_t)((lanes ? GB_ATTN_LANES : rblk) * (GB_ATTN_TILE + 1)) * sizeof(float));
-        float *kbuf = (float *)gb_ws_malloc((size_t)(GB_ATTN_TILE * Dh) * sizeof(float));
-        float *vbuf = (float *)gb_ws_malloc((size_t)(GB_ATTN_TILE * Dv) * sizeof(float));
+#if GB_ATTN_F16_AVX2
+        float *sbuf = (float *)gb_ws_malloc((size_t)(f16t && GB_ATTN_F16_SBUF(rblk) > sfl ? GB_ATTN_F16_SBUF(rblk) : sfl) * sizeof(float));
+#else
+        float *sbuf = (float *)gb_ws_malloc((size_t)sfl * sizeof(float));
+#endif
+        float *kbuf = f16t ? NULL : (float *)gb_ws_malloc((size_t)(GB_ATTN_TILE * Dh) * sizeof(float));
+        float *vbuf = f16t ? NULL : (float *)gb_ws_malloc((size_t)(GB_ATTN_TILE * Dv) * sizeof(float));
         uint16_t *qb = g8_dp ? (uint16_t *)gb_ws_malloc((size_t)(rblk * Dh) * sizeof(uint16_t)) : NULL;
         float *qT = lanes ? (float *)gb_ws_malloc((size_t)(GB_ATTN_LANES_BLOCK * Dh) * sizeof(float)) : NULL;
-        int ok = qs && sbuf && kbuf && vbuf && (!g8_dp || qb) && (!lanes || qT);
+        int ok = qs && sbuf && ((kbuf && vbuf) || f16t) && (!g8_dp || qb) && (!lanes || qT);
         if (!ok) {
 #pragma omp atomic write
             failed = 1;
@@ -1505,6 +1517,29 @@ int gb_gqa_attention_ex(const gb_kvcache *c, int64_t layer, const float *q, int6
 #endif
             while (t < t1) {
                 const int64_t n = gb_attn_tile_len(t, t1, bs);
+#if GB_ATTN_F16_AVX2
+                if (f16t) { /* the next tile's K and V rows prefetched from inside this one's micro-kernels */
+                    /* one tile ahead: 1 thread, Qwen3-32B's heads, Zen 3, in-process A/B of builds
+                     * (bench_attention_decode.py): 16K 8.5-8.9 ms; two or three tiles ahead 8.7-9.0;
+                     * none (the hardware's prefetchers only) 12.5-12.6 */
+                    const int64_t u = t + n, nu = gb_attn_tile_len(u, t1, bs);
+                    if (t == t0) {
+                        gb_attn_prefetch(gb_kvcache_k_ptr(c, layer, h, t), n * c->k_row_bytes);
+                        gb_attn_prefetch(gb_kvcache_v_ptr(c, layer, h, t), n * c->v_row_bytes);
+                    }
+                    const void *pk = nu ? gb_kvcache_k_ptr(c, layer, h, u) : NULL, *pv = nu ? gb_kvcache_v_ptr(c, layer, h, u) : NULL;
+                    const uint16_t *kr = (const uint16_t *)gb_kvcache_k_ptr(c, layer, h, t),
+                                   *vr = (const uint16_t *)gb_kvcache_v_ptr(c, layer, h, t);
+                    if (Dh == 128 && Dv == 128 && c->k_row_bytes == 256 && c->v_row_bytes == 256) /* Llama / Qwen heads */
+                        gb_attn_tile_f16_8(qs, rn, 128, kr, 128, vr, 128, 128, n, t, NULL, m, l, o, sbuf, pk, nu * 256, pv,
+                                           nu * 256);
+                    else
+                        gb_attn_tile_f16_8(qs, rn, Dh, kr, c->k_row_bytes / 2, vr, c->v_row_bytes / 2, Dv, n, t, NULL, m, l,
+                                           o, sbuf, pk, nu * c->k_row_bytes, pv, nu * c->v_row_bytes);
+                    t += n;
+                    continue;
+                }
+#endif
                 if (t == t0) /* the pipeline's first tile */
                     for (int64_t u = t; u < t1 && u < t + GB_ATTN_TILE; u++) {
                         __builtin_prefetch(gb_kvcache_k_ptr(c, layer, h, u), 0, 2);

@@ -66,6 +66,12 @@ void gb_attn_tile_lanes(const float *qT, int64_t nr, int64_t dk, const float *k,
  * gb_attn_bf16_ok(): compiled in (AVX512_BF16) and not switched off by gb_attn_set_bf16(0). */
 int gb_attn_bf16_ok(void);
 void gb_attn_set_bf16(int on);
+
+/* GQA decode (T = 1) over an f16 cache on AVX2 builds without AVX-512 runs the f16 tile on 8 lanes
+ * (attn_tile_f16.h: rows widened in registers). gb_gqa_f16_tile_ok(): compiled in and on;
+ * gb_gqa_set_f16_tile(0) sends those calls back through the widened float32 tile (tests, A/B timings). */
+int gb_gqa_f16_tile_ok(void);
+void gb_gqa_set_f16_tile(int on);
 void gb_attn_tile_bf16(const uint16_t *qb, int64_t nr, int64_t dk, const uint16_t *k, int64_t ks, const uint16_t *v,
                        int64_t vs, int64_t dv, int64_t nt, int64_t t0, const int64_t *lim, float *m, float *l,
                        float *o, float *sbuf, const void *pf, int64_t pf_bytes);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "attention_gqa.h"
+#include "attn_tile_f16.h"
 #include "common.h"
 #include "linear.h"
 #include "qgemm.h"
@@ -760,6 +761,20 @@ static void mla_tile_f16(const float *q, int64_t nr, int64_t dk, const uint16_t 
         md_tile(q, nr, 576, k, 576, v, 576, 512, nt, t0, lim, m, l, o, sbuf, pf, pf_bytes);
     else
         md_tile(q, nr, dk, k, ks, v, vs, dv, nt, t0, lim, m, l, o, sbuf, pf, pf_bytes);
+}
+#elif GB_ATTN_F16_AVX2
+/* the f16 decode tile on 8 lanes (attn_tile_f16.h), GLM-4.7-Flash's 20 rows as 4 blocks of 5 */
+#define MLA_HAVE_F16_TILE 1
+int gb_mla_f16_tile_ok(void) { return f16_tile_on; }
+
+/* compiled separately for the 576/512 MLA rows (as on AVX-512) */
+static void mla_tile_f16(const float *q, int64_t nr, int64_t dk, const uint16_t *k, int64_t ks, const uint16_t *v,
+                         int64_t vs, int64_t dv, int64_t nt, int64_t t0, const int64_t *lim, float *m, float *l, float *o,
+                         float *sbuf, const void *pf, int64_t pf_bytes) {
+    if (dk == 576 && dv == 512 && ks == 576 && vs == 576)
+        gb_attn_tile_f16_8(q, nr, 576, k, 576, v, 576, 512, nt, t0, lim, m, l, o, sbuf, pf, pf_bytes, NULL, 0);
+    else
+        gb_attn_tile_f16_8(q, nr, dk, k, ks, v, vs, dv, nt, t0, lim, m, l, o, sbuf, pf, pf_bytes, NULL, 0);
 }
 #else
 #define MLA_HAVE_F16_TILE 0

@@ -122,6 +122,56 @@ def test_g8_f16_decode_is_float32_exact(rng, Hkv, Dh, P, bs, window):
         glmbench.set_num_threads(nth)
 
 
+# The AVX2 f16 decode tile (f16 cache, T = 1, Dh % 8 == 0, Dv % 16 == 0, no soft-capping; compiled in on
+# CPUs with AVX2 but no AVX-512): the G query heads of a KV head as its rows, cut into equal blocks of
+# <= 6 (8 -> 2 x 4, 5 -> 5, 7 -> 2 x 4 and 3, 1), 3-key score blocks where the blocks have <= 4 rows.
+F16_TILE_SHAPES = [  # Hq, Hkv, Dh, Dv, P (cached before the new token), block_size
+    (64, 8, 128, 128, 4095, 64),   # Qwen3-32B at 4K: the 128/128 build, splits, an odd last tile
+    (16, 2, 128, 128, 70, 16),     # 16-token blocks: tiles cut at block edges
+    (10, 2, 64, 32, 100, 32),      # 5 rows, Dv != Dh
+    (14, 2, 24, 16, 33, 8),        # 7 rows (4 + 3), Dh = 24: the generic sizes
+    (3, 3, 8, 16, 1, 16),          # MHA, 1 row per head, two keys
+    (48, 1, 64, 64, 200, 64),      # 48 rows: 8 blocks of 6
+]
+
+
+@pytest.mark.parametrize("Hq,Hkv,Dh,Dv,P,bs", F16_TILE_SHAPES)
+@pytest.mark.parametrize("window", [None, 37])
+def test_f16_decode_tile_against_reference(rng, Hq, Hkv, Dh, Dv, P, bs, window):
+    """Against the float64 reference of the stored values and against the widened float32 tile
+    (the path with the tile switched off), at 1 and 2 threads, with and without a window."""
+    from glmbench.core import _core
+    c = _filled(rng, Hkv, Dh, Dv, P, 1, fmt="f16", bs=bs)
+    q = rng.standard_normal((1, Hq, Dh)).astype(np.float32)
+    k, v = c.read(1)
+    r = ref.gqa_attention(q, k, v, window=window)
+    assert np.abs(r).max() > 0.1
+    was, nth = _core._gqa_f16_tile(), glmbench.get_num_threads()
+    try:
+        for th in (1, 2):
+            glmbench.set_num_threads(th)
+            _core._gqa_set_f16_tile(True)
+            y = gqa_attention(q, c, 1, window=window)
+            np.testing.assert_allclose(y, r, rtol=0, atol=ATOL, err_msg=f"{th} threads")
+            _core._gqa_set_f16_tile(False)
+            y0 = gqa_attention(q, c, 1, window=window)
+            np.testing.assert_allclose(y, y0, rtol=0, atol=ATOL, err_msg=f"tile on/off, {th} threads")
+    finally:
+        _core._gqa_set_f16_tile(was)
+        glmbench.set_num_threads(nth)
+
+
+def test_f16_tile_switch():
+    from glmbench.core import _core
+    was = _core._gqa_f16_tile()
+    _core._gqa_set_f16_tile(False)
+    try:
+        assert _core._gqa_f16_tile() is False
+    finally:
+        _core._gqa_set_f16_tile(was)
+    assert _core._gqa_f16_tile() is was
+
+
 @pytest.mark.parametrize("splits", [1, 2, 3, 7, 1000])
 def test_split_cache_combine_equals_one_pass(rng, splits):
     c = _filled(rng, 2, 64, 64, 300, 6, bs=64)

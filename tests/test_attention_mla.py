@@ -140,7 +140,7 @@ def test_bf16_tile_against_reference(rng, H, Dn, Dr, Dv, R, P, T, bs):
     assert d <= tol and (d > 1e-6 or P + T == 1), d
 
 
-# The f16 decode tile (f16 caches, AVX-512; T = 1, or T x H <= 40 query rows): the rows widened in registers,
+# The f16 decode tile (f16 caches, AVX-512 or AVX2 + F16C; T = 1, or T x H <= 40 query rows): the rows widened in registers,
 # float32 arithmetic throughout, so the same bound as the float32 tile (ATOL) holds.
 F16_SHAPES = [  # H, Dn, Dr, Dv, R, P, T, block_size
     (20, 192, 64, 256, 512, 4000, 1, 64),   # GLM-4.7-Flash decode: 4001 keys, an odd last tile (the 576/512 build)
@@ -157,7 +157,7 @@ F16_SHAPES = [  # H, Dn, Dr, Dv, R, P, T, block_size
 def test_f16_tile_against_reference(rng, H, Dn, Dr, Dv, R, P, T, bs):
     from glmbench.core import _core
     if not _core._mla_f16_tile():
-        pytest.skip("the MLA f16 decode tile is not compiled in (no AVX-512 at build time)")
+        pytest.skip("the MLA f16 decode tile is not compiled in (neither AVX-512 nor AVX2 + FMA + F16C at build time)")
     c, qn, qr, w = _case(rng, H, Dn, Dr, Dv, R, P, T, fmt="f16", bs=bs)
     lat, kr = c.read(1)
     r = ref.mla_attention(qn, qr, lat, kr, w, Dv)

@@ -530,11 +530,12 @@ def t_controls(R):
                          "reset_workspace_peak", "qversions", "qgemm_versions", "kversions", "_attn_bf16",
                          "_linear_has_avx512", "_linear_simd", "_linear_set_hgemm", "_linear_hgemm", "_hgemm_kernels",
                          "_linear_gemv_max_t", "keep_heap", "_mla_set_f16_tile", "_mla_f16_tile",
+                         "_gqa_set_f16_tile", "_gqa_f16_tile",
                          "_mla_set_own_gemm", "_mla_own_gemm"]))
     args = {"_attn_set_bf16": [True], "_linear_set_gemv_max_t": [int(R.integers(0, 64))],
             "_linear_set_pairs": [True], "_linear_set_portable": [False],
             "set_num_threads": [int(R.integers(1, 5))], "_linear_set_hgemm": ["auto"], "_mla_set_f16_tile": [True],
-            "_mla_set_own_gemm": [True],
+            "_mla_set_own_gemm": [True], "_gqa_set_f16_tile": [True],
             "_linear_hgemm": [str(R.choice(["bf16", "f16"]))], "_hgemm_kernels": [str(R.choice(["bf16", "f16"]))]}.get(name, [])
     return name, args, {}
 
@@ -548,7 +549,7 @@ TARGETS = {f.__name__[2:]: f for f in (t_rms_norm, t_rope, t_linear, t_hgemm, t_
 # Values the controls would keep if a mutated call changed them: put back after every input.
 _CONTROL_RESET = (("_attn_set_bf16", True), ("_linear_set_gemv_max_t", 0), ("_linear_set_pairs", True),
                   ("_linear_set_portable", False), ("_linear_set_hgemm", "auto"), ("_mla_set_f16_tile", True),
-                  ("_mla_set_own_gemm", True))
+                  ("_mla_set_own_gemm", True), ("_gqa_set_f16_tile", True))
 
 
 def _digest(v):
