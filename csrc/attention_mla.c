@@ -557,6 +557,9 @@ done:
  * Measured (1 thread, shared machine, standalone C harness, GLM-4.7-Flash's 20 heads): the score and
  * p*V micro-kernels alone on L2-resident rows 93% of the f32 FMA peak, the whole tile 83-88% there and
  * ~80% with the rows streamed from DRAM; whole calls: bench/results/attention_decode_2026-12-02b.md.
+ * That is the AVX-512 version (md_tile below); AVX2 + FMA + F16C builds run the same plan on 8 lanes
+ * (attn_tile_f16.h: 5-row blocks for GLM's 20 heads, 1 thread on a Zen 3 at 4K-16K 57% -> 85% of the
+ * FMA peak, bench/results/attention_decode_avx2_zen3_s15_2026-12-03.md).
  * Switched off by gb_mla_set_f16_tile(0) (tests, before/after timings): then the f16 rows go through
  * gb_attn_rows + gb_attn_tile. */
 static int f16_tile_on = 1;

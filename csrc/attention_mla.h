@@ -49,7 +49,7 @@ int gb_mla_attention_kb_vb(const gb_kvcache *c, int64_t layer, const float *q_no
  * (head h: rows h*(Dn+Dv) + i = column i of k_b[h], then the Dv rows of v_b[h]). */
 int gb_mla_kv_b_f32(const void *k_b, int kfmt, const void *v_b, int vfmt, int64_t H, int64_t Dn, int64_t Dv, int64_t R,
                     float *kv_b);
-/* Absorbed/flash with an f16 cache, T = 1 or T x H <= 40 query rows, on AVX-512 builds: the f16 decode tile
+/* Absorbed/flash with an f16 cache, T = 1 or T x H <= 40 query rows, on AVX-512 or AVX2 + F16C builds: the f16 decode tile
  * (rows widened in registers, register-blocked scores and p*V; float32 arithmetic as the float32
  * tile). gb_mla_f16_tile_ok(): compiled in and on; gb_mla_set_f16_tile(0) sends those calls through
  * the float32 tile instead (tests, before/after timings). */
