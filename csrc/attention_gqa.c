@@ -1456,8 +1456,9 @@ int gb_gqa_attention_ex(const gb_kvcache *c, int64_t layer, const float *q, int6
      * tile's lane order); an f16 cache keeps float32 arithmetic */
     const int g8_dp = fast_g8 && c->fmt == GB_BF16 && GB_HAVE_G8_DP && gb_attn_bf16_ok();
     (void)fast_g8;
-    /* AVX2 builds: decode over an f16 cache on the f16 tile (the G heads of a KV head as its rows) */
-    const int f16t = T == 1 && c->fmt == GB_F16 && gb_gqa_f16_tile_ok() && Dh % 8 == 0 && Dv % 16 == 0 && softcap == 0.0f;
+    /* AVX2 builds: decode over an f16 or bf16 cache on the 16-bit tile (the G heads of a KV head as its rows) */
+    const int f16t = T == 1 && (c->fmt == GB_F16 || c->fmt == GB_BF16) && gb_gqa_f16_tile_ok() && Dh % 8 == 0 && Dv % 16 == 0 &&
+                     softcap == 0.0f;
     const int64_t sfl = (lanes ? GB_ATTN_LANES : rblk) * (GB_ATTN_TILE + 1);
 #pragma omp parallel num_threads(nw < nth ? (int)nw : nth) if (T * Hq * span * (Dh + Dv) >= GB_ATTN_PAR_MIN)
     {
@@ -1530,12 +1531,20 @@ int gb_gqa_attention_ex(const gb_kvcache *c, int64_t layer, const float *q, int6
                     const void *pk = nu ? gb_kvcache_k_ptr(c, layer, h, u) : NULL, *pv = nu ? gb_kvcache_v_ptr(c, layer, h, u) : NULL;
                     const uint16_t *kr = (const uint16_t *)gb_kvcache_k_ptr(c, layer, h, t),
                                    *vr = (const uint16_t *)gb_kvcache_v_ptr(c, layer, h, t);
-                    if (Dh == 128 && Dv == 128 && c->k_row_bytes == 256 && c->v_row_bytes == 256) /* Llama / Qwen heads */
-                        gb_attn_tile_f16_8(qs, rn, 128, kr, 128, vr, 128, 128, n, t, NULL, m, l, o, sbuf, pk, nu * 256, pv,
-                                           nu * 256);
+                    const int b16 = c->fmt == GB_BF16;
+                    if (Dh == 128 && Dv == 128 && c->k_row_bytes == 256 && c->v_row_bytes == 256) { /* Llama / Qwen heads */
+                        if (b16)
+                            gb_attn_tile_f16_8(qs, rn, 128, kr, 128, vr, 128, 128, n, t, NULL, m, l, o, sbuf, pk, nu * 256, pv,
+                                               nu * 256, 1);
+                        else
+                            gb_attn_tile_f16_8(qs, rn, 128, kr, 128, vr, 128, 128, n, t, NULL, m, l, o, sbuf, pk, nu * 256, pv,
+                                               nu * 256, 0);
+                    } else if (b16)
+                        gb_attn_tile_f16_8(qs, rn, Dh, kr, c->k_row_bytes / 2, vr, c->v_row_bytes / 2, Dv, n, t, NULL, m, l,
+                                           o, sbuf, pk, nu * c->k_row_bytes, pv, nu * c->v_row_bytes, 1);
                     else
                         gb_attn_tile_f16_8(qs, rn, Dh, kr, c->k_row_bytes / 2, vr, c->v_row_bytes / 2, Dv, n, t, NULL, m, l,
-                                           o, sbuf, pk, nu * c->k_row_bytes, pv, nu * c->v_row_bytes);
+                                           o, sbuf, pk, nu * c->k_row_bytes, pv, nu * c->v_row_bytes, 0);
                     t += n;
                     continue;
                 }

@@ -759,7 +759,8 @@ static inline __attribute__((always_inline)) void md_tile(const float *q, int64_
  * L3-resident: 182 -> 195 GFLOP/s). */
 static void mla_tile_f16(const float *q, int64_t nr, int64_t dk, const uint16_t *k, int64_t ks, const uint16_t *v,
                          int64_t vs, int64_t dv, int64_t nt, int64_t t0, const int64_t *lim, float *m, float *l, float *o,
-                         float *sbuf, const void *pf, int64_t pf_bytes) {
+                         float *sbuf, const void *pf, int64_t pf_bytes, int bf) {
+    (void)bf; /* never set here: a bf16 cache takes the f16 tile on AVX2 builds only */
     if (dk == 576 && dv == 512 && ks == 576 && vs == 576)
         md_tile(q, nr, 576, k, 576, v, 576, 512, nt, t0, lim, m, l, o, sbuf, pf, pf_bytes);
     else
@@ -770,14 +771,15 @@ static void mla_tile_f16(const float *q, int64_t nr, int64_t dk, const uint16_t 
 #define MLA_HAVE_F16_TILE 1
 int gb_mla_f16_tile_ok(void) { return f16_tile_on; }
 
-/* compiled separately for the 576/512 MLA rows (as on AVX-512) */
+/* compiled separately for the 576/512 MLA rows (as on AVX-512); bf: a bf16 cache */
 static void mla_tile_f16(const float *q, int64_t nr, int64_t dk, const uint16_t *k, int64_t ks, const uint16_t *v,
                          int64_t vs, int64_t dv, int64_t nt, int64_t t0, const int64_t *lim, float *m, float *l, float *o,
-                         float *sbuf, const void *pf, int64_t pf_bytes) {
-    if (dk == 576 && dv == 512 && ks == 576 && vs == 576)
-        gb_attn_tile_f16_8(q, nr, 576, k, 576, v, 576, 512, nt, t0, lim, m, l, o, sbuf, pf, pf_bytes, NULL, 0);
-    else
-        gb_attn_tile_f16_8(q, nr, dk, k, ks, v, vs, dv, nt, t0, lim, m, l, o, sbuf, pf, pf_bytes, NULL, 0);
+                         float *sbuf, const void *pf, int64_t pf_bytes, int bf) {
+    const int glm = dk == 576 && dv == 512 && ks == 576 && vs == 576;
+    if (glm && bf) gb_attn_tile_f16_8(q, nr, 576, k, 576, v, 576, 512, nt, t0, lim, m, l, o, sbuf, pf, pf_bytes, NULL, 0, 1);
+    else if (glm) gb_attn_tile_f16_8(q, nr, 576, k, 576, v, 576, 512, nt, t0, lim, m, l, o, sbuf, pf, pf_bytes, NULL, 0, 0);
+    else if (bf) gb_attn_tile_f16_8(q, nr, dk, k, ks, v, vs, dv, nt, t0, lim, m, l, o, sbuf, pf, pf_bytes, NULL, 0, 1);
+    else gb_attn_tile_f16_8(q, nr, dk, k, ks, v, vs, dv, nt, t0, lim, m, l, o, sbuf, pf, pf_bytes, NULL, 0, 0);
 }
 #else
 #define MLA_HAVE_F16_TILE 0
@@ -818,8 +820,9 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
     const int bf16 = c->fmt == GB_BF16 && R % 32 == 0 && gb_attn_bf16_ok();
     /* else, prefill: the rows-in-lanes tile on blocks of up to GB_ATTN_LANES rows */
     /* f16 cache, decode (any head count) and small T: the f16 tile (mla_tile_f16), rows widened in registers */
-    const int f16t = MLA_HAVE_F16_TILE && !bf16 && c->fmt == GB_F16 && gb_mla_f16_tile_ok() && Dq % 16 == 0 && R % 32 == 0 &&
-                     (T == 1 || nr <= GB_MLA_F16_ROWS);
+    /* (AVX2 builds: a bf16 cache too, on the same 8-lane tile) */
+    const int f16t = MLA_HAVE_F16_TILE && !bf16 && (c->fmt == GB_F16 || (GB_ATTN_F16_AVX2 && c->fmt == GB_BF16)) &&
+                     gb_mla_f16_tile_ok() && Dq % 16 == 0 && R % 32 == 0 && (T == 1 || nr <= GB_MLA_F16_ROWS);
     const int lanes = GB_ATTN_HAVE_LANES && !bf16 && !f16t && T > 1 && nr >= 16;
     if (lanes) { /* work items of up to GB_MLA_LANES_BLOCK rows: each tile decoded once for all of them */
         rblk = split_cache ? GB_MLA_LANES_BLOCK : (nr + nth - 1) / nth;
@@ -946,7 +949,7 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
                 else if (f16t) {
                     const uint16_t *kr = (const uint16_t *)gb_kvcache_k_ptr(c, layer, 0, t);
                     const int64_t ks = c->k_row_bytes / 2;
-                    mla_tile_f16(qa + r0 * Dq, rn, Dq, kr, ks, kr, ks, R, n, t, lr, m, l, o, sbuf, pf, pf_bytes);
+                    mla_tile_f16(qa + r0 * Dq, rn, Dq, kr, ks, kr, ks, R, n, t, lr, m, l, o, sbuf, pf, pf_bytes, c->fmt == GB_BF16);
                 }
 #endif
                 else {

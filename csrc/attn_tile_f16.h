@@ -1,9 +1,10 @@
-/* attn_tile_f16.h: the f16 decode tile on 8 lanes, shared by MLA and GQA decode.
+/* attn_tile_f16.h: the 16-bit (f16 / bf16) decode tile on 8 lanes, shared by MLA and GQA decode.
  *
  * For CPUs with AVX2 + FMA + F16C but no AVX-512 (Zen 2/3, Intel client cores); AVX-512 builds have
  * their own (attention_mla.c's md_tile, attention_gqa.c's gqa_decode_g8). A few query rows (decode:
- * MLA's H heads, GQA's G heads of one KV head; small T: T x those) against one tile of f16 cache
- * rows, widened in registers by vcvtph2ps as the micro-kernels read them (no float32 copy of the tile):
+ * MLA's H heads, GQA's G heads of one KV head; small T: T x those) against one tile of f16 or bf16
+ * cache rows, widened in registers as the micro-kernels read them (f16 by vcvtph2ps, bf16 by a 16-bit
+ * shift: both exact; no float32 copy of the tile):
  *   scores  (RB <= 6 rows x 2 keys) register blocks: per 8 dims 2 widened keys and RB query loads feed
  *           2 x RB FMAs (12 accumulators + 2 keys + 1 query of the 16 ymm registers); one horizontal
  *           reduction per 4 dot products, stored key-major (s[key][row]).
@@ -38,8 +39,11 @@ static inline __attribute__((always_inline)) __m128 m8_reduce4(__m256 a, __m256 
     return _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
 }
 
-static inline __attribute__((always_inline)) __m256 m8_ld16(const uint16_t *p) {
-    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+/* 8 cache values widened to float32: f16 by vcvtph2ps, bf16 (BF) by a 16-bit shift (both exact) */
+static inline __attribute__((always_inline)) __m256 m8_ld16(const uint16_t *p, const int BF) {
+    const __m128i h = _mm_loadu_si128((const __m128i *)p);
+    if (BF) return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    return _mm256_cvtph_ps(h);
 }
 
 #define M8_RT(i, X) if (RB > i) { X(i) }
@@ -55,14 +59,14 @@ static inline __attribute__((always_inline)) __m256 m8_ld16(const uint16_t *p) {
 #define M8_SPUT(i) { acc[0][i] = a##i##0; if (KB > 1) acc[1][i] = a##i##1; if (KB > 2) acc[2][i] = a##i##2; }
 /* s[t * sld + i] = q_i . k_t for RB <= 6 rows x KB (1 or 2) f16 keys, dk a multiple of 8 */
 static inline __attribute__((always_inline)) void m8_score_mk(const float *q, int64_t dk, const uint16_t *k, int64_t ks,
-                                                              float *s, int64_t sld, const int RB, const int KB) {
+                                                              float *s, int64_t sld, const int RB, const int KB, const int BF) {
     __m256 a00, a01, a02, a10, a11, a12, a20, a21, a22, a30, a31, a32, a40, a41, a42, a50, a51, a52;
     a00 = a01 = a02 = a10 = a11 = a12 = a20 = a21 = a22 = a30 = a31 = a32 = a40 = a41 = a42 = a50 = a51 = a52 =
         _mm256_setzero_ps();
     for (int64_t d = 0; d < dk; d += 8) {
-        const __m256 k0 = m8_ld16(k + d);
-        const __m256 k1 = KB > 1 ? m8_ld16(k + ks + d) : k0;
-        const __m256 k2 = KB > 2 ? m8_ld16(k + 2 * ks + d) : k0;
+        const __m256 k0 = m8_ld16(k + d, BF);
+        const __m256 k1 = KB > 1 ? m8_ld16(k + ks + d, BF) : k0;
+        const __m256 k2 = KB > 2 ? m8_ld16(k + 2 * ks + d, BF) : k0;
         M8_ROWS(M8_SFMA)
     }
     __m256 acc[3][M8_RB], rest[12];
@@ -101,19 +105,19 @@ static inline __attribute__((always_inline)) void m8_score_mk(const float *q, in
 #define M8_PSTORE(i) { _mm256_storeu_ps(o + i * dv + c0, c##i##0); _mm256_storeu_ps(o + i * dv + c0 + 8, c##i##1); }
 static inline __attribute__((always_inline)) void m8_pv_mk(const float *p, int64_t ps, int64_t nt, const uint16_t *v,
                                                            int64_t vs, float *o, int64_t dv, int64_t c0,
-                                                           const float *alpha, const int RB) {
+                                                           const float *alpha, const int RB, const int BF) {
     __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
     c00 = c01 = c10 = c11 = c20 = c21 = c30 = c31 = c40 = c41 = c50 = c51 = _mm256_setzero_ps();
     M8_ROWS(M8_PINIT)
     for (int64_t j = 0; j < nt; j++) {
         const uint16_t *vj = v + j * vs + c0;
-        const __m256 v0 = m8_ld16(vj), v1 = m8_ld16(vj + 8);
+        const __m256 v0 = m8_ld16(vj, BF), v1 = m8_ld16(vj + 8, BF);
         M8_ROWS(M8_PFMA)
     }
     M8_ROWS(M8_PSTORE)
 }
 
-#define M8_SCORE(RB, KB) m8_score_mk(qr, dk, k + j * ks, ks, s + j * sr + r, sr, RB, KB)
+#define M8_SCORE(RB, KB) m8_score_mk(qr, dk, k + j * ks, ks, s + j * sr + r, sr, RB, KB, BF)
 #define M8_SCORE_RB(RB)                                                                            \
     {                                                                                              \
         if (RB <= 4 && kstep == 3 && nt - j >= 3) M8_SCORE(RB, 3);                                             \
@@ -121,7 +125,7 @@ static inline __attribute__((always_inline)) void m8_pv_mk(const float *p, int64
         else M8_SCORE(RB, 1);                                                                      \
     }                                                                                              \
     break
-#define M8_PV(RB) m8_pv_mk(s + r, sr, nt, v, vs, o + r * dv, dv, c0, alpha + r, RB); break
+#define M8_PV(RB) m8_pv_mk(s + r, sr, nt, v, vs, o + r * dv, dv, c0, alpha + r, RB, BF); break
 
 static inline void m8_pf_step(const char **p, const char *end, int64_t n) {
     /* every line: every other one (the adjacent-line prefetcher left to fetch its pair) measured GQA
@@ -130,7 +134,8 @@ static inline void m8_pf_step(const char **p, const char *end, int64_t n) {
 }
 
 /* The online-softmax tile (gb_attn_tile's contract: q scaled float32 [nr][dk], lim (NULL: every row
- * sees all nt keys), running m, l, o[nr][dv]) for f16 keys at k + j*ks and values at v + j*vs;
+ * sees all nt keys), running m, l, o[nr][dv]) for 16-bit keys at k + j*ks and values at v + j*vs
+ * (BF: bf16, else f16; a constant at each call site);
  * dk % 8 == 0, dv % 16 == 0, nt <= GB_ATTN_TILE; sbuf: GB_ATTN_F16_SBUF(nr) floats. pf (may be
  * NULL): pf_bytes to prefetch (the next tile), spread over the score micro-kernels (all at once,
  * they stall the core on its few miss buffers: GQA decode with gb_attn_prefetch ahead of each tile
@@ -140,7 +145,7 @@ static inline __attribute__((always_inline)) void gb_attn_tile_f16_8(const float
                                                           const int64_t ks, const uint16_t *v, const int64_t vs,
                                                           const int64_t dv, int64_t nt, int64_t t0, const int64_t *lim,
                                                           float *m, float *l, float *o, float *sbuf, const void *pf,
-                                                          int64_t pf_bytes, const void *pf2, int64_t pf2_bytes) {
+                                                          int64_t pf_bytes, const void *pf2, int64_t pf2_bytes, const int BF) {
     const char *pfp = (const char *)pf, *pfe = pfp ? pfp + pf_bytes : NULL;
     const char *pfp2 = (const char *)pf2, *pfe2 = pfp2 ? pfp2 + pf2_bytes : NULL;
     int64_t r0 = 0;
