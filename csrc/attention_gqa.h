@@ -67,8 +67,8 @@ void gb_attn_tile_lanes(const float *qT, int64_t nr, int64_t dk, const float *k,
 int gb_attn_bf16_ok(void);
 void gb_attn_set_bf16(int on);
 
-/* GQA decode (T = 1) over an f16 cache on AVX2 builds without AVX-512 runs the f16 tile on 8 lanes
- * (attn_tile_f16.h: rows widened in registers). gb_gqa_f16_tile_ok(): compiled in and on;
+/* GQA decode (T = 1) over an f16 or bf16 cache on AVX2 builds without AVX-512 runs the 16-bit tile on
+ * 8 lanes (attn_tile_f16.h: rows widened in registers). gb_gqa_f16_tile_ok(): compiled in and on;
  * gb_gqa_set_f16_tile(0) sends those calls back through the widened float32 tile (tests, A/B timings). */
 int gb_gqa_f16_tile_ok(void);
 void gb_gqa_set_f16_tile(int on);

@@ -79,8 +79,8 @@ static PyObject *py_gqa_f16_tile(PyObject *self, PyObject *noargs) { return PyBo
 
 PyMethodDef gb_attention_gqa_methods[] = {
     {"_gqa_set_f16_tile", py_gqa_set_f16_tile, METH_VARARGS,
-     "_gqa_set_f16_tile(on): GQA decode over an f16 cache uses the AVX2 f16 decode tile (default on where compiled in; "
-     "tests, A/B timings)."},
+     "_gqa_set_f16_tile(on): GQA decode over an f16 or bf16 cache uses the AVX2 16-bit decode tile (default on where "
+     "compiled in; tests, A/B timings)."},
     {"_gqa_f16_tile", py_gqa_f16_tile, METH_NOARGS, "_gqa_f16_tile() -> bool: the GQA f16 decode tile is compiled in and on."},
     {"_attn_set_bf16", py_attn_set_bf16, METH_VARARGS,
      "_attn_set_bf16(on): bf16 caches use the bf16 dot-product tile (default on where compiled in; tests)."},
