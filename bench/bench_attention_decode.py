@@ -43,6 +43,10 @@ MLA = dict(H=20, Dn=192, Dr=64, Dv=256, R=512)
 GQA = dict(Hq=64, Hkv=8, Dh=128)
 
 
+# cache bytes per stored value (q8_0: 34-byte blocks of 32)
+BYTES = {"f16": 2.0, "bf16": 2.0, "f32": 4.0, "q8_0": 34 / 32}
+
+
 def n_layers_for(row_bytes_per_layer):
     return int(max(1, -(-4 * _l3_bytes() // max(1, row_bytes_per_layer))))
 
@@ -76,7 +80,7 @@ def gqa(d, kv, reps, rng):
     g = GQA
     Hq, Hkv, Dh = g["Hq"], g["Hkv"], g["Dh"]
     L = d + 1
-    bytes_ = L * Hkv * 2 * Dh * 2
+    bytes_ = int(L * Hkv * 2 * Dh * BYTES[kv])
     nl = n_layers_for(bytes_)
     c = KVCache.gqa(nl, L, Hkv, Dh, kv=kv)
     c.fill_synthetic(L, seed=1)
@@ -110,7 +114,7 @@ def mla(d, kv, reps, rng, T=1):
 
     def timed_at(depth):
         L = depth + 1
-        nl = n_layers_for(L * (R + Dr) * 2)
+        nl = n_layers_for(int(L * (R + Dr) * BYTES[kv]))
         c = KVCache.mla(nl, L, R, Dr, kv=kv)
         c.fill_synthetic(L, seed=2)
         ms = med_time(lambda l: mla_attention(qn, qr, c, l, kvbs[l % len(kvbs)], v_head_dim=Dv, strategy="flash"),
@@ -137,14 +141,14 @@ def mla(d, kv, reps, rng, T=1):
     err = float(np.abs(mla_attention(qn, qr, c, 0, kvb, v_head_dim=Dv, strategy="flash") - ref).max()
                 / np.abs(ref).max())
     del c
-    return dict(ms=ms, att_ms=ms - base_ms, bytes=L * (R + Dr) * 2, mac=T * H * L * (R + Dr + R), np_ms=np_ms,
+    return dict(ms=ms, att_ms=ms - base_ms, bytes=int(L * (R + Dr) * BYTES[kv]), mac=T * H * L * (R + Dr + R), np_ms=np_ms,
                 err=err, layers=nl)
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--depths", type=int, nargs="+", default=[4096, 16384, 32768])
-    ap.add_argument("--kv", default="f16", choices=["f16", "bf16", "f32"])
+    ap.add_argument("--kv", default="f16", choices=list(BYTES))
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--only", choices=["mla", "gqa"], default=None)
     ap.add_argument("--threads", type=int, default=None)

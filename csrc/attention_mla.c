@@ -759,8 +759,7 @@ static inline __attribute__((always_inline)) void md_tile(const float *q, int64_
  * L3-resident: 182 -> 195 GFLOP/s). */
 static void mla_tile_f16(const float *q, int64_t nr, int64_t dk, const uint16_t *k, int64_t ks, const uint16_t *v,
                          int64_t vs, int64_t dv, int64_t nt, int64_t t0, const int64_t *lim, float *m, float *l, float *o,
-                         float *sbuf, const void *pf, int64_t pf_bytes, int bf) {
-    (void)bf; /* never set here: a bf16 cache takes the f16 tile on AVX2 builds only */
+                         float *sbuf, const void *pf, int64_t pf_bytes) {
     if (dk == 576 && dv == 512 && ks == 576 && vs == 576)
         md_tile(q, nr, 576, k, 576, v, 576, 512, nt, t0, lim, m, l, o, sbuf, pf, pf_bytes);
     else
@@ -771,15 +770,17 @@ static void mla_tile_f16(const float *q, int64_t nr, int64_t dk, const uint16_t 
 #define MLA_HAVE_F16_TILE 1
 int gb_mla_f16_tile_ok(void) { return f16_tile_on; }
 
-/* compiled separately for the 576/512 MLA rows (as on AVX-512); bf: a bf16 cache */
-static void mla_tile_f16(const float *q, int64_t nr, int64_t dk, const uint16_t *k, int64_t ks, const uint16_t *v,
-                         int64_t vs, int64_t dv, int64_t nt, int64_t t0, const int64_t *lim, float *m, float *l, float *o,
-                         float *sbuf, const void *pf, int64_t pf_bytes, int bf) {
-    const int glm = dk == 576 && dv == 512 && ks == 576 && vs == 576;
-    if (glm && bf) gb_attn_tile_f16_8(q, nr, 576, k, 576, v, 576, 512, nt, t0, lim, m, l, o, sbuf, pf, pf_bytes, NULL, 0, 1);
-    else if (glm) gb_attn_tile_f16_8(q, nr, 576, k, 576, v, 576, 512, nt, t0, lim, m, l, o, sbuf, pf, pf_bytes, NULL, 0, 0);
-    else if (bf) gb_attn_tile_f16_8(q, nr, dk, k, ks, v, vs, dv, nt, t0, lim, m, l, o, sbuf, pf, pf_bytes, NULL, 0, 1);
-    else gb_attn_tile_f16_8(q, nr, dk, k, ks, v, vs, dv, nt, t0, lim, m, l, o, sbuf, pf, pf_bytes, NULL, 0, 0);
+/* compiled separately for the 576/512 MLA rows (as on AVX-512), per row format (f16, bf16, else float32
+ * rows: a q8_0 tile widened first); k, ks in bytes */
+static void mla_tile_8(const float *q, int64_t nr, int64_t dk, const uint8_t *k, int64_t ks, int64_t dv, int64_t nt,
+                       int64_t t0, const int64_t *lim, float *m, float *l, float *o, float *sbuf, const void *pf,
+                       int64_t pf_bytes, int fmt) {
+    const int glm = dk == 576 && dv == 512;
+#define MLA_T8(DK, DV, FMT) gb_attn_tile_f16_8(q, nr, DK, k, ks, k, ks, DV, nt, t0, lim, m, l, o, sbuf, pf, pf_bytes, NULL, 0, FMT)
+    if (fmt == GB_F16) { if (glm) MLA_T8(576, 512, M8_F16); else MLA_T8(dk, dv, M8_F16); }
+    else if (fmt == GB_BF16) { if (glm) MLA_T8(576, 512, M8_BF16); else MLA_T8(dk, dv, M8_BF16); }
+    else { if (glm) MLA_T8(576, 512, M8_F32); else MLA_T8(dk, dv, M8_F32); }
+#undef MLA_T8
 }
 #else
 #define MLA_HAVE_F16_TILE 0
@@ -820,8 +821,9 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
     const int bf16 = c->fmt == GB_BF16 && R % 32 == 0 && gb_attn_bf16_ok();
     /* else, prefill: the rows-in-lanes tile on blocks of up to GB_ATTN_LANES rows */
     /* f16 cache, decode (any head count) and small T: the f16 tile (mla_tile_f16), rows widened in registers */
-    /* (AVX2 builds: a bf16 cache too, on the same 8-lane tile) */
-    const int f16t = MLA_HAVE_F16_TILE && !bf16 && (c->fmt == GB_F16 || (GB_ATTN_F16_AVX2 && c->fmt == GB_BF16)) &&
+    /* (AVX2 builds: bf16 and q8_0 caches too, on the same 8-lane tile) */
+    const int f16t = MLA_HAVE_F16_TILE && !bf16 &&
+                     (c->fmt == GB_F16 || (GB_ATTN_F16_AVX2 && (c->fmt == GB_BF16 || (c->fmt == GB_Q8_0 && Dq % 32 == 0)))) &&
                      gb_mla_f16_tile_ok() && Dq % 16 == 0 && R % 32 == 0 && (T == 1 || nr <= GB_MLA_F16_ROWS);
     const int lanes = GB_ATTN_HAVE_LANES && !bf16 && !f16t && T > 1 && nr >= 16;
     if (lanes) { /* work items of up to GB_MLA_LANES_BLOCK rows: each tile decoded once for all of them */
@@ -890,9 +892,9 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
         int64_t sfl = (lanes ? GB_ATTN_LANES : rblk) * (GB_ATTN_TILE + 1 + GB_ATTN_TILE / 2);
         if (f16t && sfl < MLA_F16_SBUF(rblk)) sfl = MLA_F16_SBUF(rblk);
         float *sbuf = (float *)gb_ws_aligned_alloc(64, (size_t)sfl * sizeof(float));
-        float *kbuf = bf16 || f16t ? NULL : (float *)gb_ws_malloc((size_t)(GB_ATTN_TILE * Dq) * sizeof(float));
+        float *kbuf = bf16 || (f16t && c->fmt != GB_Q8_0) ? NULL : (float *)gb_ws_malloc((size_t)(GB_ATTN_TILE * Dq) * sizeof(float));
         float *qT = lanes ? (float *)gb_ws_malloc((size_t)(GB_MLA_LANES_BLOCK * Dq) * sizeof(float)) : NULL;
-        int ok = sbuf && (bf16 || f16t || kbuf) && (!lanes || qT);
+        int ok = sbuf && (bf16 || (f16t && c->fmt != GB_Q8_0) || kbuf) && (!lanes || qT);
         if (!ok) {
 #pragma omp atomic write
             failed = 1;
@@ -934,7 +936,7 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
                     if (nn > ib) nn = ib;
                     pf = gb_kvcache_k_ptr(c, layer, 0, t + n);
                     pf_bytes = nn * c->k_row_bytes;
-                    if (!bf16 && !f16t) {
+                    if (!bf16 && (!f16t || c->fmt == GB_Q8_0)) {
                         gb_attn_prefetch(pf, pf_bytes);
                         pf = NULL;
                     }
@@ -945,11 +947,21 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
                     const int64_t ks = c->k_row_bytes / 2;
                     gb_attn_tile_bf16(qb + r0 * Dq, rn, Dq, kr, ks, kr, ks, R, n, t, lr, m, l, o, sbuf, pf, pf_bytes);
                 }
-#if MLA_HAVE_F16_TILE
+#if GB_ATTN_F16_AVX2
+                /* q8_0: the tile's rows widened into float32 once, then read by the same tile: 1 thread,
+                 * GLM-4.7-Flash at 16K, 12.3 (gb_attn_tile) -> 10.2-10.7 ms; widened in registers by each of
+                 * the 4 row blocks (a convert and a multiply per 8 values), 12.9-13.4 */
+                else if (f16t && c->fmt == GB_Q8_0) {
+                    const float *kr = gb_attn_rows(c->fmt, gb_kvcache_k_ptr(c, layer, 0, t), n * Dq, kbuf);
+                    mla_tile_8(qa + r0 * Dq, rn, Dq, (const uint8_t *)kr, 4 * Dq, R, n, t, lr, m, l, o, sbuf, NULL, 0, GB_F32);
+                } else if (f16t)
+                    mla_tile_8(qa + r0 * Dq, rn, Dq, gb_kvcache_k_ptr(c, layer, 0, t), c->k_row_bytes, R, n, t, lr, m, l, o, sbuf,
+                               pf, pf_bytes, c->fmt);
+#elif MLA_HAVE_F16_TILE
                 else if (f16t) {
                     const uint16_t *kr = (const uint16_t *)gb_kvcache_k_ptr(c, layer, 0, t);
                     const int64_t ks = c->k_row_bytes / 2;
-                    mla_tile_f16(qa + r0 * Dq, rn, Dq, kr, ks, kr, ks, R, n, t, lr, m, l, o, sbuf, pf, pf_bytes, c->fmt == GB_BF16);
+                    mla_tile_f16(qa + r0 * Dq, rn, Dq, kr, ks, kr, ks, R, n, t, lr, m, l, o, sbuf, pf, pf_bytes);
                 }
 #endif
                 else {

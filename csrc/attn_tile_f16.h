@@ -20,6 +20,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "attention_gqa.h"
 #include "common.h"
@@ -39,11 +40,29 @@ static inline __attribute__((always_inline)) __m128 m8_reduce4(__m256 a, __m256 
     return _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
 }
 
-/* 8 cache values widened to float32: f16 by vcvtph2ps, bf16 (BF) by a 16-bit shift (both exact) */
-static inline __attribute__((always_inline)) __m256 m8_ld16(const uint16_t *p, const int BF) {
-    const __m128i h = _mm_loadu_si128((const __m128i *)p);
-    if (BF) return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+/* The cache row formats the tile reads (a constant at each call site) */
+#define M8_F16 0
+#define M8_BF16 1
+#define M8_Q8 2 /* ggml's q8_0: blocks of 32 int8 after an f16 scale, 34 bytes */
+#define M8_F32 3 /* float32 rows (another format widened into a buffer first) */
+
+/* values d .. d+7 of a row, widened to float32: f16 by vcvtph2ps, bf16 by a 16-bit shift (both exact);
+ * q8_0 (d % 8 == 0, so within one block): the integers, unscaled (m8_q8_scale) */
+static inline __attribute__((always_inline)) __m256 m8_ld(const uint8_t *row, int64_t d, const int FMT) {
+    if (FMT == M8_Q8)
+        return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(row + (d >> 5) * 34 + 2 + (d & 31)))));
+    if (FMT == M8_F32) return _mm256_loadu_ps((const float *)row + d);
+    const __m128i h = _mm_loadu_si128((const __m128i *)(row + 2 * d));
+    if (FMT == M8_BF16) return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
     return _mm256_cvtph_ps(h);
+}
+
+/* the scale of the q8_0 block holding value d of a row, in every lane (d * q: the stored value, as
+ * gb_decode_row makes it: one float32 product) */
+static inline __attribute__((always_inline)) __m256 m8_q8_scale(const uint8_t *row, int64_t d) {
+    uint16_t h;
+    memcpy(&h, row + (d >> 5) * 34, 2);
+    return _mm256_set1_ps(_cvtsh_ss(h));
 }
 
 #define M8_RT(i, X) if (RB > i) { X(i) }
@@ -57,18 +76,30 @@ static inline __attribute__((always_inline)) __m256 m8_ld16(const uint16_t *p, c
         if (KB > 2) a##i##2 = _mm256_fmadd_ps(qv, k2, a##i##2);                                    \
     }
 #define M8_SPUT(i) { acc[0][i] = a##i##0; if (KB > 1) acc[1][i] = a##i##1; if (KB > 2) acc[2][i] = a##i##2; }
-/* s[t * sld + i] = q_i . k_t for RB <= 6 rows x KB (1 or 2) f16 keys, dk a multiple of 8 */
-static inline __attribute__((always_inline)) void m8_score_mk(const float *q, int64_t dk, const uint16_t *k, int64_t ks,
-                                                              float *s, int64_t sld, const int RB, const int KB, const int BF) {
+/* s[t * sld + i] = q_i . k_t for RB <= 6 rows x KB (1 to 3) keys ks bytes apart, dk a multiple of 8 (q8_0: of 32) */
+static inline __attribute__((always_inline)) void m8_score_mk(const float *q, int64_t dk, const uint8_t *k, int64_t ks,
+                                                              float *s, int64_t sld, const int RB, const int KB, const int FMT) {
     __m256 a00, a01, a02, a10, a11, a12, a20, a21, a22, a30, a31, a32, a40, a41, a42, a50, a51, a52;
     a00 = a01 = a02 = a10 = a11 = a12 = a20 = a21 = a22 = a30 = a31 = a32 = a40 = a41 = a42 = a50 = a51 = a52 =
         _mm256_setzero_ps();
-    for (int64_t d = 0; d < dk; d += 8) {
-        const __m256 k0 = m8_ld16(k + d, BF);
-        const __m256 k1 = KB > 1 ? m8_ld16(k + ks + d, BF) : k0;
-        const __m256 k2 = KB > 2 ? m8_ld16(k + 2 * ks + d, BF) : k0;
-        M8_ROWS(M8_SFMA)
-    }
+    if (FMT == M8_Q8) /* a block at a time: each key's scale read once per 32 values */
+        for (int64_t d0 = 0; d0 < dk; d0 += 32) {
+            const __m256 s0 = m8_q8_scale(k, d0), s1 = KB > 1 ? m8_q8_scale(k + ks, d0) : s0,
+                         s2 = KB > 2 ? m8_q8_scale(k + 2 * ks, d0) : s0;
+            for (int64_t d = d0; d < d0 + 32; d += 8) {
+                const __m256 k0 = _mm256_mul_ps(m8_ld(k, d, FMT), s0);
+                const __m256 k1 = KB > 1 ? _mm256_mul_ps(m8_ld(k + ks, d, FMT), s1) : k0;
+                const __m256 k2 = KB > 2 ? _mm256_mul_ps(m8_ld(k + 2 * ks, d, FMT), s2) : k0;
+                M8_ROWS(M8_SFMA)
+            }
+        }
+    else
+        for (int64_t d = 0; d < dk; d += 8) {
+            const __m256 k0 = m8_ld(k, d, FMT);
+            const __m256 k1 = KB > 1 ? m8_ld(k + ks, d, FMT) : k0;
+            const __m256 k2 = KB > 2 ? m8_ld(k + 2 * ks, d, FMT) : k0;
+            M8_ROWS(M8_SFMA)
+        }
     __m256 acc[3][M8_RB], rest[12];
     M8_ROWS(M8_SPUT)
     const __m256 z = _mm256_setzero_ps();
@@ -89,7 +120,7 @@ static inline __attribute__((always_inline)) void m8_score_mk(const float *q, in
     }
 }
 
-/* o[i][c0, c0 + 16) = alpha[i] o[i] + sum_j p[j * ps + i] v_j[c0, c0 + 16) for RB <= 6 rows, nt f16 values */
+/* o[i][c0, c0 + 16) = alpha[i] o[i] + sum_j p[j * ps + i] v_j[c0, c0 + 16) for RB <= 6 rows, nt value rows vs bytes apart */
 #define M8_PINIT(i)                                                                                \
     {                                                                                              \
         const __m256 al = _mm256_set1_ps(alpha[i]);                                                \
@@ -103,21 +134,26 @@ static inline __attribute__((always_inline)) void m8_score_mk(const float *q, in
         c##i##1 = _mm256_fmadd_ps(pb, v1, c##i##1);                                                \
     }
 #define M8_PSTORE(i) { _mm256_storeu_ps(o + i * dv + c0, c##i##0); _mm256_storeu_ps(o + i * dv + c0 + 8, c##i##1); }
-static inline __attribute__((always_inline)) void m8_pv_mk(const float *p, int64_t ps, int64_t nt, const uint16_t *v,
+static inline __attribute__((always_inline)) void m8_pv_mk(const float *p, int64_t ps, int64_t nt, const uint8_t *v,
                                                            int64_t vs, float *o, int64_t dv, int64_t c0,
-                                                           const float *alpha, const int RB, const int BF) {
+                                                           const float *alpha, const int RB, const int FMT) {
     __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
     c00 = c01 = c10 = c11 = c20 = c21 = c30 = c31 = c40 = c41 = c50 = c51 = _mm256_setzero_ps();
     M8_ROWS(M8_PINIT)
     for (int64_t j = 0; j < nt; j++) {
-        const uint16_t *vj = v + j * vs + c0;
-        const __m256 v0 = m8_ld16(vj, BF), v1 = m8_ld16(vj + 8, BF);
+        const uint8_t *vj = v + j * vs;
+        __m256 v0 = m8_ld(vj, c0, FMT), v1 = m8_ld(vj, c0 + 8, FMT);
+        if (FMT == M8_Q8) { /* c0 % 16 == 0: both in one block */
+            const __m256 sc = m8_q8_scale(vj, c0);
+            v0 = _mm256_mul_ps(v0, sc);
+            v1 = _mm256_mul_ps(v1, sc);
+        }
         M8_ROWS(M8_PFMA)
     }
     M8_ROWS(M8_PSTORE)
 }
 
-#define M8_SCORE(RB, KB) m8_score_mk(qr, dk, k + j * ks, ks, s + j * sr + r, sr, RB, KB, BF)
+#define M8_SCORE(RB, KB) m8_score_mk(qr, dk, k + j * ks, ks, s + j * sr + r, sr, RB, KB, FMT)
 #define M8_SCORE_RB(RB)                                                                            \
     {                                                                                              \
         if (RB <= 4 && kstep == 3 && nt - j >= 3) M8_SCORE(RB, 3);                                             \
@@ -125,7 +161,7 @@ static inline __attribute__((always_inline)) void m8_pv_mk(const float *p, int64
         else M8_SCORE(RB, 1);                                                                      \
     }                                                                                              \
     break
-#define M8_PV(RB) m8_pv_mk(s + r, sr, nt, v, vs, o + r * dv, dv, c0, alpha + r, RB, BF); break
+#define M8_PV(RB) m8_pv_mk(s + r, sr, nt, v, vs, o + r * dv, dv, c0, alpha + r, RB, FMT); break
 
 static inline void m8_pf_step(const char **p, const char *end, int64_t n) {
     /* every line: every other one (the adjacent-line prefetcher left to fetch its pair) measured GQA
@@ -134,18 +170,18 @@ static inline void m8_pf_step(const char **p, const char *end, int64_t n) {
 }
 
 /* The online-softmax tile (gb_attn_tile's contract: q scaled float32 [nr][dk], lim (NULL: every row
- * sees all nt keys), running m, l, o[nr][dv]) for 16-bit keys at k + j*ks and values at v + j*vs
- * (BF: bf16, else f16; a constant at each call site);
- * dk % 8 == 0, dv % 16 == 0, nt <= GB_ATTN_TILE; sbuf: GB_ATTN_F16_SBUF(nr) floats. pf (may be
+ * sees all nt keys), running m, l, o[nr][dv]) for keys at k + j*ks and values at v + j*vs (bytes) in
+ * format FMT (M8_F16, M8_BF16, M8_Q8; a constant at each call site);
+ * dk % 8 == 0, dv % 16 == 0 (q8_0: dk % 32 == 0), nt <= GB_ATTN_TILE; sbuf: GB_ATTN_F16_SBUF(nr) floats. pf (may be
  * NULL): pf_bytes to prefetch (the next tile), spread over the score micro-kernels (all at once,
  * they stall the core on its few miss buffers: GQA decode with gb_attn_prefetch ahead of each tile
  * spent 17% of its samples in the prefetch loop); pf2 (may be NULL): pf2_bytes more (GQA: the next
  * tile's values), spread over the p*V micro-kernels. */
-static inline __attribute__((always_inline)) void gb_attn_tile_f16_8(const float *q, int64_t nr, const int64_t dk, const uint16_t *k,
-                                                          const int64_t ks, const uint16_t *v, const int64_t vs,
+static inline __attribute__((always_inline)) void gb_attn_tile_f16_8(const float *q, int64_t nr, const int64_t dk, const uint8_t *k,
+                                                          const int64_t ks, const uint8_t *v, const int64_t vs,
                                                           const int64_t dv, int64_t nt, int64_t t0, const int64_t *lim,
                                                           float *m, float *l, float *o, float *sbuf, const void *pf,
-                                                          int64_t pf_bytes, const void *pf2, int64_t pf2_bytes, const int BF) {
+                                                          int64_t pf_bytes, const void *pf2, int64_t pf2_bytes, const int FMT) {
     const char *pfp = (const char *)pf, *pfe = pfp ? pfp + pf_bytes : NULL;
     const char *pfp2 = (const char *)pf2, *pfe2 = pfp2 ? pfp2 + pf2_bytes : NULL;
     int64_t r0 = 0;
