@@ -102,7 +102,11 @@ def bench_mla(reps: int, depth: int = 8) -> list:
             ts[name].append(time.perf_counter() - t)
     a, b = outs.values()
     err = float(np.abs(a - b).max() / np.abs(a).max())
-    assert err < 1e-5, err
+    # q_lat in float32 sums of another order (~1e-7 apart); v_b's product quantizes o_lat to q8_K, where
+    # a value that close can round to the next integer: one step of 1/127 of its block's largest value
+    # (seen: 5e-4 of the output scale with the AVX2 f16 tile, whose o_lat differs by float32 rounding
+    # from the widened tile's). Both sides are ~1e-2 from the float64 reference (the q8 activations).
+    assert err < 5e-3, err
     return [(f"MLA decode attention, k_b q8_0 [20, 512, 192] + v_b q4_K [20, 256, 512], f16 cache of {depth}, weights cold "
              f"(outputs within {err:.1e})", {k: np.array(v) for k, v in ts.items()})]
 

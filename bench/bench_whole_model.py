@@ -22,8 +22,8 @@ they are kept in --work-dir and reused).
 
 For each file and depth, alternating which side goes first: llama-bench with its defaults and only
 -m FILE -t THREADS -p N_PROMPT -n N_GEN -d DEPTH -o json (5 repetitions, n_batch 2048, n_ubatch 512,
-f16 KV cache, flash attention auto, CPU_REPACK on: recorded from its JSON), then glmbench's
-measure() on the same file (its stored types, f16 KV cache, same threads, pp N_PROMPT and tg N_GEN at
+f16 KV cache, flash attention auto, CPU_REPACK on: recorded from its JSON; --kv q8_0 adds -ctk/-ctv q8_0), then glmbench's
+measure() on the same file (its stored types, the same KV cache, same threads, pp N_PROMPT and tg N_GEN at
 the depth: synthetic cache fill, as measure does). The triad (glmbench.measure.machine
 .probe_bandwidth, best of 3) is read right before each side; measure_ceilings() (triad, read-only,
 FMA peak) at the start and end.
@@ -265,8 +265,11 @@ def roofline_floor(nbytes: float, kvb: float, attn_flops: float, bw_gbs: float, 
 
 
 # ---- the two sides --------------------------------------------------------------------------------
-def llama_bench_cmd(lb, path, threads, n_prompt, n_gen, depth):
-    return [lb, "-m", path, "-t", str(threads), "-p", str(n_prompt), "-n", str(n_gen), "-d", str(depth),
+def llama_bench_cmd(lb, path, threads, n_prompt, n_gen, depth, kv="f16"):
+    """llama-bench's command: its defaults, plus -ctk/-ctv when the cache is not its default f16 (both
+    sides then run the same cache format)."""
+    ckv = ["-ctk", kv, "-ctv", kv] if kv != "f16" else []
+    return [lb, "-m", path, "-t", str(threads), "-p", str(n_prompt), "-n", str(n_gen), "-d", str(depth), *ckv,
             "-o", "json", "-oe", "md"]
 
 
@@ -333,7 +336,8 @@ def main(argv=None) -> int:
     ap.add_argument("--n-gen", type=int, default=32)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=5, help="glmbench's timed repeats (llama-bench's default is 5)")
-    ap.add_argument("--kv", default="f16", help="glmbench's KV-cache format (llama-bench's default cache is f16)")
+    ap.add_argument("--kv", default="f16",
+                    help="KV-cache format of both sides (f16: llama-bench's default; else llama-bench gets -ctk KV -ctv KV)")
     ap.add_argument("--work-dir", default=os.path.join(tempfile.gettempdir(), "glmbench-whole-model"),
                     help="where the GGUF files are made and kept")
     ap.add_argument("--seed", type=int, default=0)
@@ -405,7 +409,7 @@ def run(a, argv) -> int:
     for key in files:
         path = made[key]["path"]
         for d in depths:
-            cmd = llama_bench_cmd(lb, path, a.threads, a.n_prompt, a.n_gen, d)
+            cmd = llama_bench_cmd(lb, path, a.threads, a.n_prompt, a.n_gen, d, a.kv)
             res = {}
             for side in (("llama-bench", "glmbench") if i % 2 == 0 else ("glmbench", "llama-bench")):
                 note(f"{key} d={d}: {side}")
@@ -468,8 +472,9 @@ def render(a, argv, made, rows, ceil0, ceil1, up0, up1, wall) -> str:
           f"{ceil1['bandwidth_read_gbs']:.1f} GB/s, FMA {ceil1['fma_gflops']:.0f} GFLOP/s",
           f"- llama-bench: llama.cpp {lb_version} as vendored by llama-cpp-python 0.3.36, built by "
           f"bench/build_llama_bench.sh ({_cpu_simd()} build for this CPU, AMX off); run with its defaults: only "
-          f"`-m FILE -t {a.threads} -p {a.n_prompt} -n {a.n_gen} -d DEPTH -o json -oe md` (output formats "
-          "only), one process per (file, depth); "
+          f"`-m FILE -t {a.threads} -p {a.n_prompt} -n {a.n_gen} -d DEPTH"
+          f"{'' if a.kv == 'f16' else f' -ctk {a.kv} -ctv {a.kv}'} -o json -oe md` (output formats "
+          f"only{'' if a.kv == 'f16' else ', and the KV-cache format glmbench runs'}), one process per (file, depth); "
           f"from its JSON: {defaults}; {reps} repetitions (its default -r 5) after its warm-up. Its CPU_REPACK "
           "buffer holds the types ggml has a repacked layout for on this CPU (ggml-cpu/repack.cpp of that build, "
           "x86: q4_0, q4_K, iq4_nl, mxfp4 with AVX2, q2_K with AVX-512); q5_K, q6_K, q8_0, iq4_xs, bf16 run from the "

@@ -62,6 +62,10 @@ def test_llama_bench_json_read_into_pp_and_tg(tmp_path):
     lb = _fake_llama_bench(tmp_path, json.dumps(recs), md)
     cmd = bw.llama_bench_cmd(lb, "m.gguf", 2, 512, 32, 4096)
     assert cmd[1:] == ["-m", "m.gguf", "-t", "2", "-p", "512", "-n", "32", "-d", "4096", "-o", "json", "-oe", "md"]
+    # another cache format: llama-bench runs it too (a peer row compares the same cache)
+    q8 = bw.llama_bench_cmd(lb, "m.gguf", 2, 512, 32, 4096, "q8_0")
+    assert q8[1:] == ["-m", "m.gguf", "-t", "2", "-p", "512", "-n", "32", "-d", "4096", "-ctk", "q8_0", "-ctv", "q8_0",
+                      "-o", "json", "-oe", "md"]
     out = bw.run_llama_bench(cmd)
     assert out["pp"]["avg_ts"] == 70.5 and out["tg"]["avg_ts"] == 18.25
     assert out["md"] == md.strip().splitlines()
