@@ -1,20 +1,22 @@
-/* attn_tile_f16.h: the 16-bit (f16 / bf16) decode tile on 8 lanes, shared by MLA and GQA decode.
+/* attn_tile_f16.h: the decode tile on 8 lanes, shared by MLA and GQA decode (named for its first
+ * format, f16; it also reads bf16 and q8_0 rows, and float32 ones).
  *
  * For CPUs with AVX2 + FMA + F16C but no AVX-512 (Zen 2/3, Intel client cores); AVX-512 builds have
  * their own (attention_mla.c's md_tile, attention_gqa.c's gqa_decode_g8). A few query rows (decode:
- * MLA's H heads, GQA's G heads of one KV head; small T: T x those) against one tile of f16 or bf16
- * cache rows, widened in registers as the micro-kernels read them (f16 by vcvtph2ps, bf16 by a 16-bit
- * shift: both exact; no float32 copy of the tile):
- *   scores  (RB <= 6 rows x 2 keys) register blocks: per 8 dims 2 widened keys and RB query loads feed
- *           2 x RB FMAs (12 accumulators + 2 keys + 1 query of the 16 ymm registers); one horizontal
- *           reduction per 4 dot products, stored key-major (s[key][row]).
+ * MLA's H heads, GQA's G heads of one KV head; small T: T x those) against one tile of cache rows,
+ * widened in registers as the micro-kernels read them (f16 by vcvtph2ps, bf16 by a 16-bit shift, q8_0
+ * as d * q with the block's scale read once per 32 values: each the stored value exactly; no float32
+ * copy of the tile):
+ *   scores  (RB <= 6 rows x 2 keys) register blocks, or (RB <= 4 x 3 keys): per 8 dims the widened
+ *           keys and RB query loads feed KB x RB FMAs (12 accumulators + the keys + 1 query of the 16
+ *           ymm registers); one horizontal reduction per 4 dot products, stored key-major (s[key][row]).
  *   softmax online, float32, 8 rows per vector over the key-major scores (masked to each row's lim).
  *   p*V     (RB <= 6 rows x 16 columns) blocks: per key 2 widened value vectors and RB broadcast p's
  *           feed 2 x RB FMAs; o is read (scaled by the softmax's alpha) and written once per tile and block.
  * Rows are cut into equal blocks of <= 6 (GLM-4.7-Flash's 20 heads: 4 x 5; GQA's 8: 2 x 4). float32
  * arithmetic throughout, each score one sum in dimension order per lane. Measured on a Zen 3:
  * bench/results/attention_decode_avx2_zen3_s15_2026-12-03.md. Everything here is static inline, so
- * each caller compiles it with its own constant sizes. */
+ * each caller compiles it with its own constant sizes and row format. */
 #ifndef GB_ATTN_TILE_F16_H
 #define GB_ATTN_TILE_F16_H
 
