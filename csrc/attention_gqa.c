@@ -960,9 +960,6 @@ AI void pv_bf16_mk(const uint32_t *pp, int64_t nt, const uint16_t *v, int64_t vs
     PB_ALL(PB_STORE)
 }
 
-static inline void pf_step(const char **p, const char *end, int64_t n) {
-    for (int64_t i = 0; i < n && *p < end; i++, *p += 64) __builtin_prefetch(*p, 0, GB_PF_LOCALITY);
-}
 
 void gb_attn_tile_bf16(const uint16_t *qb, int64_t nr, int64_t dk, const uint16_t *k, int64_t ks, const uint16_t *v,
                        int64_t vs, int64_t dv, int64_t nt, int64_t t0, const int64_t *lim, float *m, float *l,
@@ -992,7 +989,7 @@ void gb_attn_tile_bf16(const uint16_t *qb, int64_t nr, int64_t dk, const uint16_
         case 2: SCORE_BF16_ROWS(2); break;
         case 1: SCORE_BF16_ROWS(1); break;
         }
-        if (pfp) pf_step(&pfp, pfe, pf_n);
+        if (pfp) gb_attn_pf_step(&pfp, pfe, pf_n);
     }
     for (int64_t r = 0; r < nr; r++) {
         int64_t nv = lim ? lim[r] - t0 : nt;
@@ -1019,9 +1016,9 @@ void gb_attn_tile_bf16(const uint16_t *qb, int64_t nr, int64_t dk, const uint16_
             case 2: pv_bf16_mk(pr, nt, v, vs, orow, dv, d, alpha + r, 2); break;
             case 1: pv_bf16_mk(pr, nt, v, vs, orow, dv, d, alpha + r, 1); break;
             }
-            if (pfp) pf_step(&pfp, pfe, pf_n);
+            if (pfp) gb_attn_pf_step(&pfp, pfe, pf_n);
         }
-    if (pfp) pf_step(&pfp, pfe, pf_bytes); /* whatever is left */
+    if (pfp) gb_attn_pf_step(&pfp, pfe, pf_bytes); /* whatever is left */
 }
 
 void gb_attn_bf16_unpermute(float *o, int64_t nr, int64_t dv) {

@@ -89,6 +89,15 @@ const float *gb_attn_rows(int fmt, const uint8_t *src, int64_t n, float *scratch
 void gb_attn_combine(int64_t nr, int64_t dv, int64_t n_splits, int64_t split_stride, const float *m, const float *l,
                      const float *o, float *out, int64_t out_stride);
 
+/* Prefetch the next n lines (64 bytes) from *p, not past end, advancing *p: the tiles spread the
+ * next tile's rows over their micro-kernels this way (issued all at once, prefetches stall the core
+ * on its few miss buffers). Every line: every other one (the adjacent-line prefetcher left to fetch
+ * its pair) measured GQA decode 1.3-1.5x slower on a Zen 3 (bench/results/attention_decode_avx2_zen3_s15_2026-12-03.md).
+ * Into L2 (locality 2, prefetcht1), as gb_attn_prefetch. */
+static inline void gb_attn_pf_step(const char **p, const char *end, int64_t n) {
+    for (int64_t i = 0; i < n && *p < end; i++, *p += 64) __builtin_prefetch(*p, 0, 2);
+}
+
 /* Ask for `bytes` at p to be brought into the cache while the current tile computes (software
  * prefetch: the hardware stream prefetcher stops at 4 KB page edges, and a tile of one head's keys
  * is 8-16 KB of a block). */

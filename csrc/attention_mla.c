@@ -658,9 +658,6 @@ static inline __attribute__((always_inline)) void md_pv_mk(const float *p, int64
 #define MD_SCORE_RB(RB) { if (nt - j >= 2) MD_SCORE(RB, 2); else MD_SCORE(RB, 1); } break
 #define MD_PV(RB) md_pv_mk(s + r, sr, nt, v, vs, o + r * dv, dv, c0, alpha + r, RB); break
 
-static inline void md_pf_step(const char **p, const char *end, int64_t n) {
-    for (int64_t i = 0; i < n && *p < end; i++, *p += 64) __builtin_prefetch(*p, 0, 2);
-}
 
 /* gb_attn_tile's contract (q scaled float32 [nr][dk], lim, m, l, o[nr][dv]) for f16 keys at
  * k + j*ks and values at v + j*vs; dk % 16 == 0, dv % 32 == 0, nt <= GB_ATTN_TILE; sbuf:
@@ -702,7 +699,7 @@ static inline __attribute__((always_inline)) void md_tile(const float *q, int64_
                 case 2: MD_SCORE_RB(2);
                 default: MD_SCORE_RB(1);
                 }
-                if (pfp) md_pf_step(&pfp, pfe, pf_n);
+                if (pfp) gb_attn_pf_step(&pfp, pfe, pf_n);
             }
         }
         /* online softmax, 16 rows per vector (s key-major): s becomes p, 0 past each row's lim */
@@ -750,7 +747,7 @@ static inline __attribute__((always_inline)) void md_tile(const float *q, int64_
                 }
             }
     }
-    if (pfp) md_pf_step(&pfp, pfe, pf_bytes); /* whatever is left */
+    if (pfp) gb_attn_pf_step(&pfp, pfe, pf_bytes); /* whatever is left */
 }
 
 /* md_tile, compiled separately for the MLA rows of DeepSeek-V2/V3, Kimi and GLM-4.7-Flash (latent

@@ -165,11 +165,6 @@ static inline __attribute__((always_inline)) void m8_pv_mk(const float *p, int64
     break
 #define M8_PV(RB) m8_pv_mk(s + r, sr, nt, v, vs, o + r * dv, dv, c0, alpha + r, RB, FMT); break
 
-static inline void m8_pf_step(const char **p, const char *end, int64_t n) {
-    /* every line: every other one (the adjacent-line prefetcher left to fetch its pair) measured GQA
-     * 1.3-1.5x slower */
-    for (int64_t i = 0; i < n && *p < end; i++, *p += 64) __builtin_prefetch(*p, 0, 2);
-}
 
 /* The online-softmax tile (gb_attn_tile's contract: q scaled float32 [nr][dk], lim (NULL: every row
  * sees all nt keys), running m, l, o[nr][dv]) for keys at k + j*ks and values at v + j*vs (bytes) in
@@ -213,7 +208,7 @@ static inline __attribute__((always_inline)) void gb_attn_tile_f16_8(const float
                 case 2: M8_SCORE_RB(2);
                 default: M8_SCORE_RB(1);
                 }
-                if (pfp) m8_pf_step(&pfp, pfe, pf_n);
+                if (pfp) gb_attn_pf_step(&pfp, pfe, pf_n);
             }
         }
         /* online softmax, 8 rows per vector (s key-major): s becomes p, 0 past each row's lim; the
@@ -258,7 +253,7 @@ static inline __attribute__((always_inline)) void gb_attn_tile_f16_8(const float
         const int64_t pcall = ((nr + pb - 1) / pb) * (dv / 16), pf2_n = pfp2 ? (pf2_bytes / 64 + pcall - 1) / pcall : 0;
         for (int64_t c0 = 0; c0 < dv; c0 += 16)
             for (int64_t r = 0; r < nr; r += pb) {
-                if (pfp2) m8_pf_step(&pfp2, pfe2, pf2_n);
+                if (pfp2) gb_attn_pf_step(&pfp2, pfe2, pf2_n);
                 switch (nr - r >= pb ? pb : nr - r) {
                 case 6: M8_PV(6);
                 case 5: M8_PV(5);
@@ -269,8 +264,8 @@ static inline __attribute__((always_inline)) void gb_attn_tile_f16_8(const float
                 }
             }
     }
-    if (pfp) m8_pf_step(&pfp, pfe, pf_bytes); /* whatever is left */
-    if (pfp2) m8_pf_step(&pfp2, pfe2, pf2_bytes);
+    if (pfp) gb_attn_pf_step(&pfp, pfe, pf_bytes); /* whatever is left */
+    if (pfp2) gb_attn_pf_step(&pfp2, pfe2, pf2_bytes);
 }
 #else
 #define GB_ATTN_F16_AVX2 0

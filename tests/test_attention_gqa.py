@@ -168,15 +168,19 @@ def test_f16_decode_tile_against_reference(rng, Hq, Hkv, Dh, Dv, P, bs, window, 
         glmbench.set_num_threads(nth)
 
 
-def test_f16_tile_switch():
+@pytest.mark.parametrize("get,put", [("_gqa_f16_tile", "_gqa_set_f16_tile"), ("_mla_f16_tile", "_mla_set_f16_tile"),
+                                     ("_mla_own_gemm", "_mla_set_own_gemm")])
+def test_attention_switches(get, put):
+    """The attention kernels' switches (GQA's and MLA's, tests and A/B timings use them): off reads off,
+    and putting the old value back restores it."""
     from glmbench.core import _core
-    was = _core._gqa_f16_tile()
-    _core._gqa_set_f16_tile(False)
+    was = getattr(_core, get)()
+    getattr(_core, put)(False)
     try:
-        assert _core._gqa_f16_tile() is False
+        assert getattr(_core, get)() is False
     finally:
-        _core._gqa_set_f16_tile(was)
-    assert _core._gqa_f16_tile() is was
+        getattr(_core, put)(was)
+    assert getattr(_core, get)() is was
 
 
 @pytest.mark.parametrize("splits", [1, 2, 3, 7, 1000])

@@ -216,26 +216,6 @@ def test_own_prefill_gemm_against_reference(rng, H, Dn, Dr, Dv, R, P, T, strateg
     np.testing.assert_allclose(out[True], out[False], rtol=0, atol=ATOL)
 
 
-def test_own_gemm_switch():
-    from glmbench.core import _core
-    was = _core._mla_own_gemm()
-    _core._mla_set_own_gemm(False)
-    try:
-        assert _core._mla_own_gemm() is False
-    finally:
-        _core._mla_set_own_gemm(was)
-    assert _core._mla_own_gemm() is was
-
-
-def test_f16_tile_switch():
-    from glmbench.core import _core
-    was = _core._mla_f16_tile()
-    _core._mla_set_f16_tile(False)
-    try:
-        assert _core._mla_f16_tile() is False
-    finally:
-        _core._mla_set_f16_tile(was)
-    assert _core._mla_f16_tile() is was
 
 
 @pytest.mark.parametrize("splits", [1, 2, 5, 1000])
