@@ -22,8 +22,8 @@ the calls go round copies of it totalling >= 4x the L3).
     PYTHONPATH=$PWD python bench/bench_attention_decode.py [--depths 4096 16384 32768] [--kv f16]
         [--only gqa|mla] [--reps 15] [--threads N] [--f16-tile on|off|both] [--T 1]
 
---f16-tile both (alias --mla-tile): each row twice in the same run, "mla-" / "gqa-" with the f16 decode
-tile off (the f16 rows widened into a float32 tile first: the path before it) and "mla" / "gqa" with it
+--f16-tile both (alias --mla-tile): each row twice in the same run, "mla-" / "gqa-" with the decode
+tile off (the cache rows widened into a float32 tile first: the path before it) and "mla" / "gqa" with it
 on (the default; GQA's is the AVX2 tile, compiled in on CPUs with AVX2 but no AVX-512). --T: query
 tokens per call (1 = decode; a few = speculative decoding), MLA only.
 """

@@ -1,6 +1,6 @@
 """bench/bench_decode_small_ops.py runs end to end on tiny repeat counts: the router of two builds
 (here the same one twice) choosing the same experts, the MLA decode attention with k_b from its stored
-rows and packed giving outputs within float32 rounding, one table row per (op, threads, variant)."""
+rows and packed giving outputs within one q8_K step of o_lat, one table row per (op, threads, variant)."""
 import os
 import sys
 
