@@ -122,10 +122,10 @@ def test_g8_f16_decode_is_float32_exact(rng, Hkv, Dh, P, bs, window):
         glmbench.set_num_threads(nth)
 
 
-# The AVX2 8-lane decode tile (f16 or bf16 cache with Dh % 8 == 0, Dv % 16 == 0; q8_0 with both % 32 == 0; T = 1,
-# no soft-capping; compiled in on
-# CPUs with AVX2 but no AVX-512): the G query heads of a KV head as its rows, cut into equal blocks of
-# <= 6 (8 -> 2 x 4, 5 -> 5, 7 -> 2 x 4 and 3, 1), 3-key score blocks where the blocks have <= 4 rows.
+# The AVX2 8-lane decode tile (f16 or bf16 cache with Dh % 8 == 0, Dv % 16 == 0; q8_0 with both % 32 == 0;
+# T = 1, no soft-capping; compiled in on CPUs with AVX2 but no AVX-512): the G query heads of a KV head as
+# its rows, cut into equal blocks of <= 6 (8 -> 2 x 4, 5 -> 5, 7 -> 2 x 4 and 3, 1), 3-key score blocks
+# where the blocks have <= 4 rows.
 F16_TILE_SHAPES = [  # Hq, Hkv, Dh, Dv, P (cached before the new token), block_size
     (64, 8, 128, 128, 4095, 64),   # Qwen3-32B at 4K: the 128/128 build, splits, an odd last tile
     (16, 2, 128, 128, 70, 16),     # 16-token blocks: tiles cut at block edges

@@ -216,8 +216,6 @@ def test_own_prefill_gemm_against_reference(rng, H, Dn, Dr, Dv, R, P, T, strateg
     np.testing.assert_allclose(out[True], out[False], rtol=0, atol=ATOL)
 
 
-
-
 @pytest.mark.parametrize("splits", [1, 2, 5, 1000])
 def test_flash_splits(rng, splits):
     c, qn, qr, w = _case(rng, 8, 16, 16, 16, 64, 400, 5, bs=64)
