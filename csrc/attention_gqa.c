@@ -1453,10 +1453,10 @@ int gb_gqa_attention_ex(const gb_kvcache *c, int64_t layer, const float *q, int6
      * tile's lane order); an f16 cache keeps float32 arithmetic */
     const int g8_dp = fast_g8 && c->fmt == GB_BF16 && GB_HAVE_G8_DP && gb_attn_bf16_ok();
     (void)fast_g8;
-    /* AVX2 builds: decode over an f16, bf16 or q8_0 cache on the 8-lane tile (the G heads of a KV head as its rows) */
+    /* AVX2 builds: decode over an f16, bf16, q8_0 or q4_0 cache on the 8-lane tile (the G heads of a KV head as its rows) */
     const int f16t = T == 1 && gb_gqa_f16_tile_ok() && softcap == 0.0f &&
                      (((c->fmt == GB_F16 || c->fmt == GB_BF16) && Dh % 8 == 0 && Dv % 16 == 0) ||
-                      (c->fmt == GB_Q8_0 && Dh % 32 == 0 && Dv % 32 == 0));
+                      ((c->fmt == GB_Q8_0 || c->fmt == GB_Q4_0) && Dh % 32 == 0 && Dv % 32 == 0));
     const int64_t sfl = (lanes ? GB_ATTN_LANES : rblk) * (GB_ATTN_TILE + 1);
 #pragma omp parallel num_threads(nw < nth ? (int)nw : nth) if (T * Hq * span * (Dh + Dv) >= GB_ATTN_PAR_MIN)
     {
@@ -1535,7 +1535,8 @@ int gb_gqa_attention_ex(const gb_kvcache *c, int64_t layer, const float *q, int6
                     else if (c->fmt == GB_BF16) { if (qwen) GQA_F16T(128, 128, M8_BF16); else GQA_F16T(Dh, Dv, M8_BF16); }
                     /* q8_0 widened in registers too (scale per 32 values): 1 thread, Qwen3-32B's heads at 16K,
                      * 16.6 -> 11.0-11.3 ms; widened into float32 buffers first and read by this tile: 16.1-16.2 */
-                    else { if (qwen) GQA_F16T(128, 128, M8_Q8); else GQA_F16T(Dh, Dv, M8_Q8); }
+                    else if (c->fmt == GB_Q8_0) { if (qwen) GQA_F16T(128, 128, M8_Q8); else GQA_F16T(Dh, Dv, M8_Q8); }
+                    else { if (qwen) GQA_F16T(128, 128, M8_Q4); else GQA_F16T(Dh, Dv, M8_Q4); }
 #undef GQA_F16T
                     t += n;
                     continue;

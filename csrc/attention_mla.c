@@ -768,7 +768,7 @@ static void mla_tile_f16(const float *q, int64_t nr, int64_t dk, const uint16_t 
 int gb_mla_f16_tile_ok(void) { return f16_tile_on; }
 
 /* compiled separately for the 576/512 MLA rows (as on AVX-512), per row format (f16, bf16, else float32
- * rows: a q8_0 tile widened first); k, ks in bytes */
+ * rows: a q8_0 / q4_0 tile widened first); k, ks in bytes */
 static void mla_tile_8(const float *q, int64_t nr, int64_t dk, const uint8_t *k, int64_t ks, int64_t dv, int64_t nt,
                        int64_t t0, const int64_t *lim, float *m, float *l, float *o, float *sbuf, const void *pf,
                        int64_t pf_bytes, int fmt) {
@@ -818,9 +818,9 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
     const int bf16 = c->fmt == GB_BF16 && R % 32 == 0 && gb_attn_bf16_ok();
     /* else, prefill: the rows-in-lanes tile on blocks of up to GB_ATTN_LANES rows */
     /* f16 cache, decode (any head count) and small T: the f16 tile (mla_tile_f16), rows widened in registers */
-    /* (AVX2 builds: bf16 and q8_0 caches too, on the same 8-lane tile) */
+    /* (AVX2 builds: bf16, q8_0 and q4_0 caches too, on the same 8-lane tile) */
     const int f16t = MLA_HAVE_F16_TILE && !bf16 &&
-                     (c->fmt == GB_F16 || (GB_ATTN_F16_AVX2 && (c->fmt == GB_BF16 || (c->fmt == GB_Q8_0 && Dq % 32 == 0)))) &&
+                     (c->fmt == GB_F16 || (GB_ATTN_F16_AVX2 && (c->fmt == GB_BF16 || ((c->fmt == GB_Q8_0 || c->fmt == GB_Q4_0) && Dq % 32 == 0)))) &&
                      gb_mla_f16_tile_ok() && Dq % 16 == 0 && R % 32 == 0 && (T == 1 || nr <= GB_MLA_F16_ROWS);
     const int lanes = GB_ATTN_HAVE_LANES && !bf16 && !f16t && T > 1 && nr >= 16;
     if (lanes) { /* work items of up to GB_MLA_LANES_BLOCK rows: each tile decoded once for all of them */
@@ -889,9 +889,10 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
         int64_t sfl = (lanes ? GB_ATTN_LANES : rblk) * (GB_ATTN_TILE + 1 + GB_ATTN_TILE / 2);
         if (f16t && sfl < MLA_F16_SBUF(rblk)) sfl = MLA_F16_SBUF(rblk);
         float *sbuf = (float *)gb_ws_aligned_alloc(64, (size_t)sfl * sizeof(float));
-        float *kbuf = bf16 || (f16t && c->fmt != GB_Q8_0) ? NULL : (float *)gb_ws_malloc((size_t)(GB_ATTN_TILE * Dq) * sizeof(float));
+        const int widen = f16t && (c->fmt == GB_Q8_0 || c->fmt == GB_Q4_0); /* the 8-lane tile on float32 rows */
+        float *kbuf = bf16 || (f16t && !widen) ? NULL : (float *)gb_ws_malloc((size_t)(GB_ATTN_TILE * Dq) * sizeof(float));
         float *qT = lanes ? (float *)gb_ws_malloc((size_t)(GB_MLA_LANES_BLOCK * Dq) * sizeof(float)) : NULL;
-        int ok = sbuf && (bf16 || (f16t && c->fmt != GB_Q8_0) || kbuf) && (!lanes || qT);
+        int ok = sbuf && (bf16 || (f16t && !widen) || kbuf) && (!lanes || qT);
         if (!ok) {
 #pragma omp atomic write
             failed = 1;
@@ -933,7 +934,7 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
                     if (nn > ib) nn = ib;
                     pf = gb_kvcache_k_ptr(c, layer, 0, t + n);
                     pf_bytes = nn * c->k_row_bytes;
-                    if (!bf16 && (!f16t || c->fmt == GB_Q8_0)) {
+                    if (!bf16 && (!f16t || widen)) {
                         gb_attn_prefetch(pf, pf_bytes);
                         pf = NULL;
                     }
@@ -945,10 +946,10 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
                     gb_attn_tile_bf16(qb + r0 * Dq, rn, Dq, kr, ks, kr, ks, R, n, t, lr, m, l, o, sbuf, pf, pf_bytes);
                 }
 #if GB_ATTN_F16_AVX2
-                /* q8_0: the tile's rows widened into float32 once, then read by the same tile: 1 thread,
-                 * GLM-4.7-Flash at 16K, 12.3 (gb_attn_tile) -> 10.2-10.7 ms; widened in registers by each of
-                 * the 4 row blocks (a convert and a multiply per 8 values), 12.9-13.4 */
-                else if (f16t && c->fmt == GB_Q8_0) {
+                /* q8_0 / q4_0: the tile's rows widened into float32 once, then read by the same tile: 1 thread,
+                 * GLM-4.7-Flash at 16K, q8_0 12.3 (gb_attn_tile) -> 10.2-10.7 ms; widened in registers by each
+                 * of the 4 row blocks (a convert and a multiply per 8 values), 12.9-13.4 */
+                else if (widen) {
                     const float *kr = gb_attn_rows(c->fmt, gb_kvcache_k_ptr(c, layer, 0, t), n * Dq, kbuf);
                     mla_tile_8(qa + r0 * Dq, rn, Dq, (const uint8_t *)kr, 4 * Dq, R, n, t, lr, m, l, o, sbuf, NULL, 0, GB_F32);
                 } else if (f16t)

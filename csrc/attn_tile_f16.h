@@ -1,12 +1,12 @@
 /* attn_tile_f16.h: the decode tile on 8 lanes, shared by MLA and GQA decode (named for its first
- * format, f16; it also reads bf16 and q8_0 rows, and float32 ones).
+ * format, f16; it also reads bf16, q8_0 and q4_0 rows, and float32 ones).
  *
  * For CPUs with AVX2 + FMA + F16C but no AVX-512 (Zen 2/3, Intel client cores); AVX-512 builds have
  * their own (attention_mla.c's md_tile, attention_gqa.c's gqa_decode_g8). A few query rows (decode:
  * MLA's H heads, GQA's G heads of one KV head; small T: T x those) against one tile of cache rows,
  * widened in registers as the micro-kernels read them (f16 by vcvtph2ps, bf16 by a 16-bit shift, q8_0
- * as d * q with the block's scale read once per 32 values: each the stored value exactly; no float32
- * copy of the tile):
+ * and q4_0 as d * q with the block's scale read once per 32 values: each the stored value exactly; no
+ * float32 copy of the tile):
  *   scores  (RB <= 6 rows x 2 keys) register blocks, or (RB <= 4 x 3 keys): per 8 dims the widened
  *           keys and RB query loads feed KB x RB FMAs (12 accumulators + the keys + 1 query of the 16
  *           ymm registers); one horizontal reduction per 4 dot products, stored key-major (s[key][row]).
@@ -47,23 +47,31 @@ static inline __attribute__((always_inline)) __m128 m8_reduce4(__m256 a, __m256 
 #define M8_BF16 1
 #define M8_Q8 2 /* ggml's q8_0: blocks of 32 int8 after an f16 scale, 34 bytes */
 #define M8_F32 3 /* float32 rows (another format widened into a buffer first) */
+#define M8_Q4 4 /* ggml's q4_0: blocks of 16 bytes of nibbles (value j low, j + 16 high) after an f16 scale, 18 bytes */
+#define M8_BLOCKED(FMT) ((FMT) == M8_Q8 || (FMT) == M8_Q4)
 
 /* values d .. d+7 of a row, widened to float32: f16 by vcvtph2ps, bf16 by a 16-bit shift (both exact);
- * q8_0 (d % 8 == 0, so within one block): the integers, unscaled (m8_q8_scale) */
+ * q8_0 / q4_0 (d % 8 == 0, so within one block): the integers (q4_0: nibble - 8), unscaled (m8_scale) */
 static inline __attribute__((always_inline)) __m256 m8_ld(const uint8_t *row, int64_t d, const int FMT) {
     if (FMT == M8_Q8)
         return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(row + (d >> 5) * 34 + 2 + (d & 31)))));
+    if (FMT == M8_Q4) {
+        const int64_t o = d & 31;
+        const __m256i b = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(row + (d >> 5) * 18 + 2 + (o & 15))));
+        const __m256i w = o < 16 ? _mm256_and_si256(b, _mm256_set1_epi32(15)) : _mm256_srli_epi32(b, 4);
+        return _mm256_cvtepi32_ps(_mm256_sub_epi32(w, _mm256_set1_epi32(8)));
+    }
     if (FMT == M8_F32) return _mm256_loadu_ps((const float *)row + d);
     const __m128i h = _mm_loadu_si128((const __m128i *)(row + 2 * d));
     if (FMT == M8_BF16) return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
     return _mm256_cvtph_ps(h);
 }
 
-/* the scale of the q8_0 block holding value d of a row, in every lane (d * q: the stored value, as
- * gb_decode_row makes it: one float32 product) */
-static inline __attribute__((always_inline)) __m256 m8_q8_scale(const uint8_t *row, int64_t d) {
+/* the scale of the q8_0 / q4_0 block holding value d of a row, in every lane (d * q: the stored value,
+ * as gb_decode_row makes it: one float32 product) */
+static inline __attribute__((always_inline)) __m256 m8_scale(const uint8_t *row, int64_t d, const int FMT) {
     uint16_t h;
-    memcpy(&h, row + (d >> 5) * 34, 2);
+    memcpy(&h, row + (d >> 5) * (FMT == M8_Q4 ? 18 : 34), 2);
     return _mm256_set1_ps(_cvtsh_ss(h));
 }
 
@@ -84,10 +92,10 @@ static inline __attribute__((always_inline)) void m8_score_mk(const float *q, in
     __m256 a00, a01, a02, a10, a11, a12, a20, a21, a22, a30, a31, a32, a40, a41, a42, a50, a51, a52;
     a00 = a01 = a02 = a10 = a11 = a12 = a20 = a21 = a22 = a30 = a31 = a32 = a40 = a41 = a42 = a50 = a51 = a52 =
         _mm256_setzero_ps();
-    if (FMT == M8_Q8) /* a block at a time: each key's scale read once per 32 values */
+    if (M8_BLOCKED(FMT)) /* a block at a time: each key's scale read once per 32 values */
         for (int64_t d0 = 0; d0 < dk; d0 += 32) {
-            const __m256 s0 = m8_q8_scale(k, d0), s1 = KB > 1 ? m8_q8_scale(k + ks, d0) : s0,
-                         s2 = KB > 2 ? m8_q8_scale(k + 2 * ks, d0) : s0;
+            const __m256 s0 = m8_scale(k, d0, FMT), s1 = KB > 1 ? m8_scale(k + ks, d0, FMT) : s0,
+                         s2 = KB > 2 ? m8_scale(k + 2 * ks, d0, FMT) : s0;
             for (int64_t d = d0; d < d0 + 32; d += 8) {
                 const __m256 k0 = _mm256_mul_ps(m8_ld(k, d, FMT), s0);
                 const __m256 k1 = KB > 1 ? _mm256_mul_ps(m8_ld(k + ks, d, FMT), s1) : k0;
@@ -145,8 +153,8 @@ static inline __attribute__((always_inline)) void m8_pv_mk(const float *p, int64
     for (int64_t j = 0; j < nt; j++) {
         const uint8_t *vj = v + j * vs;
         __m256 v0 = m8_ld(vj, c0, FMT), v1 = m8_ld(vj, c0 + 8, FMT);
-        if (FMT == M8_Q8) { /* c0 % 16 == 0: both in one block */
-            const __m256 sc = m8_q8_scale(vj, c0);
+        if (M8_BLOCKED(FMT)) { /* c0 % 16 == 0: both in one block */
+            const __m256 sc = m8_scale(vj, c0, FMT);
             v0 = _mm256_mul_ps(v0, sc);
             v1 = _mm256_mul_ps(v1, sc);
         }
@@ -168,8 +176,8 @@ static inline __attribute__((always_inline)) void m8_pv_mk(const float *p, int64
 
 /* The online-softmax tile (gb_attn_tile's contract: q scaled float32 [nr][dk], lim (NULL: every row
  * sees all nt keys), running m, l, o[nr][dv]) for keys at k + j*ks and values at v + j*vs (bytes) in
- * format FMT (M8_F16, M8_BF16, M8_Q8; a constant at each call site);
- * dk % 8 == 0, dv % 16 == 0 (q8_0: dk % 32 == 0), nt <= GB_ATTN_TILE; sbuf: GB_ATTN_F16_SBUF(nr) floats. pf (may be
+ * format FMT (M8_F16, M8_BF16, M8_Q8, M8_Q4, M8_F32; a constant at each call site);
+ * dk % 8 == 0, dv % 16 == 0 (q8_0 / q4_0: dk and dv % 32 == 0), nt <= GB_ATTN_TILE; sbuf: GB_ATTN_F16_SBUF(nr) floats. pf (may be
  * NULL): pf_bytes to prefetch (the next tile), spread over the score micro-kernels (all at once,
  * they stall the core on its few miss buffers: GQA decode with gb_attn_prefetch ahead of each tile
  * spent 17% of its samples in the prefetch loop); pf2 (may be NULL): pf2_bytes more (GQA: the next

@@ -122,7 +122,7 @@ def test_g8_f16_decode_is_float32_exact(rng, Hkv, Dh, P, bs, window):
         glmbench.set_num_threads(nth)
 
 
-# The AVX2 8-lane decode tile (f16 or bf16 cache with Dh % 8 == 0, Dv % 16 == 0; q8_0 with both % 32 == 0;
+# The AVX2 8-lane decode tile (f16 or bf16 cache with Dh % 8 == 0, Dv % 16 == 0; q8_0 / q4_0 with both % 32 == 0;
 # T = 1, no soft-capping; compiled in on CPUs with AVX2 but no AVX-512): the G query heads of a KV head as
 # its rows, cut into equal blocks of <= 6 (8 -> 2 x 4, 5 -> 5, 7 -> 2 x 4 and 3, 1), 3-key score blocks
 # where the blocks have <= 4 rows.
@@ -138,16 +138,16 @@ F16_TILE_SHAPES = [  # Hq, Hkv, Dh, Dv, P (cached before the new token), block_s
 
 @pytest.mark.parametrize("Hq,Hkv,Dh,Dv,P,bs", F16_TILE_SHAPES)
 @pytest.mark.parametrize("window", [None, 37])
-@pytest.mark.parametrize("fmt", ["f16", "bf16", "q8_0"])
+@pytest.mark.parametrize("fmt", ["f16", "bf16", "q8_0", "q4_0"])
 def test_f16_decode_tile_against_reference(rng, Hq, Hkv, Dh, Dv, P, bs, window, fmt):
     """Against the float64 reference of the stored values and against the widened float32 tile
     (the path with the tile switched off), at 1 and 2 threads, with and without a window; f16, bf16
-    and q8_0 caches (the tile widens each exactly: q8_0 as d * q, one float32 product)."""
+    q8_0 and q4_0 caches (the tile widens each exactly: q8_0 / q4_0 as d * q, one float32 product)."""
     from glmbench.core import _core
     if fmt == "bf16" and not _core._gqa_f16_tile() and _core._attn_bf16():
         pytest.skip("a bf16 cache takes the bf16 dot-product kernel here (AVX512_BF16), not float32 arithmetic")
-    if fmt == "q8_0" and (Dh % 32 or Dv % 32):
-        pytest.skip("q8_0 rows are whole 32-value blocks")
+    if fmt in ("q8_0", "q4_0") and (Dh % 32 or Dv % 32):
+        pytest.skip("q8_0 / q4_0 rows are whole 32-value blocks")
     c = _filled(rng, Hkv, Dh, Dv, P, 1, fmt=fmt, bs=bs)
     q = rng.standard_normal((1, Hq, Dh)).astype(np.float32)
     k, v = c.read(1)
