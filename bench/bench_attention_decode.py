@@ -43,8 +43,8 @@ MLA = dict(H=20, Dn=192, Dr=64, Dv=256, R=512)
 GQA = dict(Hq=64, Hkv=8, Dh=128)
 
 
-# cache bytes per stored value (q8_0: 34-byte blocks of 32)
-BYTES = {"f16": 2.0, "bf16": 2.0, "f32": 4.0, "q8_0": 34 / 32}
+# cache bytes per stored value (q8_0 / q4_0: 34- / 18-byte blocks of 32)
+BYTES = {"f16": 2.0, "bf16": 2.0, "f32": 4.0, "q8_0": 34 / 32, "q4_0": 18 / 32}
 
 
 def n_layers_for(row_bytes_per_layer):
