@@ -1461,11 +1461,7 @@ int gb_gqa_attention_ex(const gb_kvcache *c, int64_t layer, const float *q, int6
 #pragma omp parallel num_threads(nw < nth ? (int)nw : nth) if (T * Hq * span * (Dh + Dv) >= GB_ATTN_PAR_MIN)
     {
         float *qs = (float *)gb_ws_malloc((size_t)(rblk * Dh) * sizeof(float));
-#if GB_ATTN_F16_AVX2
         float *sbuf = (float *)gb_ws_malloc((size_t)(f16t && GB_ATTN_F16_SBUF(rblk) > sfl ? GB_ATTN_F16_SBUF(rblk) : sfl) * sizeof(float));
-#else
-        float *sbuf = (float *)gb_ws_malloc((size_t)sfl * sizeof(float));
-#endif
         float *kbuf = f16t ? NULL : (float *)gb_ws_malloc((size_t)(GB_ATTN_TILE * Dh) * sizeof(float));
         float *vbuf = f16t ? NULL : (float *)gb_ws_malloc((size_t)(GB_ATTN_TILE * Dv) * sizeof(float));
         uint16_t *qb = g8_dp ? (uint16_t *)gb_ws_malloc((size_t)(rblk * Dh) * sizeof(uint16_t)) : NULL;

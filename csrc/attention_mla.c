@@ -36,8 +36,6 @@
  * tile): T = 2 (40 rows) 4K 120 -> 117, 16K 123 -> 137; T = 3 (60 rows) 4K 166 -> 169, 16K 177 ->
  * 173: past 40 rows the lanes tile fills its vectors and is as fast. */
 #define GB_MLA_F16_ROWS 40
-/* floats of its score/alpha buffer for nr rows: key-major scores, rows padded to whole vectors */
-#define MLA_F16_SBUF(nr) (((nr) + 15) / 16 * 16 * (GB_ATTN_TILE + 1))
 
 static int check_common(const gb_kvcache *c, int64_t layer, int64_t T, int64_t H, int64_t Dn, int64_t Dv) {
     if (c->kind != GB_KV_MLA) return gb_error(GB_EVALUE, "`cache` must be an MLA cache (KVCache.mla), got a GQA cache");
@@ -661,7 +659,7 @@ static inline __attribute__((always_inline)) void md_pv_mk(const float *p, int64
 
 /* gb_attn_tile's contract (q scaled float32 [nr][dk], lim, m, l, o[nr][dv]) for f16 keys at
  * k + j*ks and values at v + j*vs; dk % 16 == 0, dv % 32 == 0, nt <= GB_ATTN_TILE; sbuf:
- * MLA_F16_SBUF(nr) floats, 64-byte aligned. pf (may be NULL): pf_bytes to prefetch (the next tile), spread
+ * GB_ATTN_F16_SBUF(nr) floats, 64-byte aligned. pf (may be NULL): pf_bytes to prefetch (the next tile), spread
  * over the score micro-kernels (all at once, they stall the core on its few miss buffers). */
 static inline __attribute__((always_inline)) void md_tile(const float *q, int64_t nr, const int64_t dk, const uint16_t *k,
                                                           const int64_t ks, const uint16_t *v, const int64_t vs,
@@ -822,6 +820,7 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
     const int f16t = MLA_HAVE_F16_TILE && !bf16 &&
                      (c->fmt == GB_F16 || (GB_ATTN_F16_AVX2 && (c->fmt == GB_BF16 || ((c->fmt == GB_Q8_0 || c->fmt == GB_Q4_0) && Dq % 32 == 0)))) &&
                      gb_mla_f16_tile_ok() && Dq % 16 == 0 && R % 32 == 0 && (T == 1 || nr <= GB_MLA_F16_ROWS);
+    const int widen = f16t && (c->fmt == GB_Q8_0 || c->fmt == GB_Q4_0); /* the 8-lane tile on float32 rows */
     const int lanes = GB_ATTN_HAVE_LANES && !bf16 && !f16t && T > 1 && nr >= 16;
     if (lanes) { /* work items of up to GB_MLA_LANES_BLOCK rows: each tile decoded once for all of them */
         rblk = split_cache ? GB_MLA_LANES_BLOCK : (nr + nth - 1) / nth;
@@ -887,9 +886,8 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
     {
         /* scores, alpha and (bf16) the packed p pairs */
         int64_t sfl = (lanes ? GB_ATTN_LANES : rblk) * (GB_ATTN_TILE + 1 + GB_ATTN_TILE / 2);
-        if (f16t && sfl < MLA_F16_SBUF(rblk)) sfl = MLA_F16_SBUF(rblk);
+        if (f16t && sfl < GB_ATTN_F16_SBUF(rblk)) sfl = GB_ATTN_F16_SBUF(rblk);
         float *sbuf = (float *)gb_ws_aligned_alloc(64, (size_t)sfl * sizeof(float));
-        const int widen = f16t && (c->fmt == GB_Q8_0 || c->fmt == GB_Q4_0); /* the 8-lane tile on float32 rows */
         float *kbuf = bf16 || (f16t && !widen) ? NULL : (float *)gb_ws_malloc((size_t)(GB_ATTN_TILE * Dq) * sizeof(float));
         float *qT = lanes ? (float *)gb_ws_malloc((size_t)(GB_MLA_LANES_BLOCK * Dq) * sizeof(float)) : NULL;
         int ok = sbuf && (bf16 || (f16t && !widen) || kbuf) && (!lanes || qT);

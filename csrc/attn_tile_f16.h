@@ -27,12 +27,13 @@
 #include "attention_gqa.h"
 #include "common.h"
 
+/* floats of the decode tiles' score/alpha buffer for nr rows (this one's and AVX-512's md_tile): key-major
+ * scores, rows padded to whole 16-lane vectors */
+#define GB_ATTN_F16_SBUF(nr) (((nr) + 15) / 16 * 16 * (GB_ATTN_TILE + 1))
+
 #if !defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #define GB_ATTN_F16_AVX2 1
 #include <immintrin.h>
-
-/* floats of the tile's score/alpha buffer for nr rows: key-major scores, rows padded to whole vectors */
-#define GB_ATTN_F16_SBUF(nr) (((nr) + 15) / 16 * 16 * (GB_ATTN_TILE + 1))
 
 #define M8_RB 6
 
