@@ -564,12 +564,6 @@ IQP_ROWS(iqp_rows_mx, GB_MXFP4)
 #define GB_HAVE_IQ_AVX2 1
 
 /* The GEMV's software prefetch distance in bytes of the group's record stream (as qgemm_avx2's). */
-#ifndef IQ_AVX2_NL_SPLIT
-#define IQ_AVX2_NL_SPLIT 1 /* iq4_nl's 8-token tile: low then high nibbles, sums pinned (0: both per token) */
-#endif
-#ifndef IQ_AVX2_MX8
-#define IQ_AVX2_MX8 1 /* mxfp4's 8-token tile (0: tiles of 4, two int16 sums per token) */
-#endif
 #ifndef IQ_XCHUNK_AVX2
 #define IQ_XCHUNK_AVX2 (160 << 10) /* the packed GEMM's token chunk, bytes of prepared activations (L2: 512 KB on Zen 3) */
 #endif
@@ -592,9 +586,41 @@ static inline __m256i bc4_avx2(const int8_t *p) {
     return _mm256_set1_epi32(v);
 }
 
-/* One packed group x TT tokens from t0 (the GEMM, and T < 4 tails): y[t * ldy + r] for r < nr (bias
- * per row, or NULL). One half (8 rows) after the other per record: the TT int accumulators, the
- * decoded chunk and the broadcasts stay in the 16 ymm registers (iq4_nl TT = 8, mxfp4 4). Decoding
+/* y[t * ldy + r] (r < nr, t < TT) = the 16 float lanes of acc [16][TS][2] (lane, token, half) summed
+ * in the order of the reference's reduction, + bias (or + 0.0f: -0.0f + 0.0f = 0.0f as kquant_ref) */
+static inline void iqp_store_avx2(const __m256 *acc, int TS, int TT, int nr, const float *bias, float *y, int64_t ldy) {
+#define IQ_ACC(l, t, h) acc[((l) * TS + (t)) * 2 + (h)]
+    for (int h = 0; h < 2; h++) {
+        const int r0 = 8 * h, nv = nr - r0;
+        if (nv <= 0) continue;
+        __m256 vb = _mm256_setzero_ps();
+        if (bias) {
+            float tb[8] = {0};
+            memcpy(tb, bias + r0, (size_t)(nv < 8 ? nv : 8) * sizeof(float));
+            vb = _mm256_loadu_ps(tb);
+        }
+        for (int t = 0; t < TT; t++) {
+            __m256 h8[8], h4[4], h2[2];
+            for (int i = 0; i < 8; i++) h8[i] = _mm256_add_ps(IQ_ACC(i, t, h), IQ_ACC(i + 8, t, h));
+            for (int i = 0; i < 4; i++) h4[i] = _mm256_add_ps(h8[i], h8[i + 4]);
+            for (int i = 0; i < 2; i++) h2[i] = _mm256_add_ps(h4[i], h4[i + 2]);
+            const __m256 r = _mm256_add_ps(_mm256_add_ps(h2[0], h2[1]), vb);
+            float *dst = y + t * ldy + r0;
+            if (nv >= 8) {
+                _mm256_storeu_ps(dst, r);
+            } else {
+                float tmp[8];
+                _mm256_storeu_ps(tmp, r);
+                memcpy(dst, tmp, (size_t)nv * sizeof(float));
+            }
+        }
+    }
+#undef IQ_ACC
+}
+
+/* One packed group x TT <= 4 tokens from t0 (the GEMM's tiles after the 8-token ones, iqp_tile8_avx2):
+ * y[t * ldy + r] for r < nr (bias per row, or NULL). One half (8 rows) after the other per record:
+ * the TT int accumulators, the decoded chunk and the broadcasts stay in the 16 ymm registers. Decoding
  * the records in registers per tile measured 10-25% faster than a panel decoded once per group (its
  * signed values and magnitudes, 1 KB per record, did not stay in L1). iq4_nl: the signed values by
  * vpshufb, ggml's sign trick, vpmaddwd per vpmaddubsw. mxfp4: the values + 12 (0..24, unsigned) by
@@ -611,7 +637,7 @@ static inline __attribute__((always_inline)) void iqp_tile_avx2(const int fmt, c
     const __m256i tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(fmt == GB_MXFP4 ? kv_mxfp4_u12 : iq_table(fmt))));
     const __m256i m4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
     const int64_t pb = gb_iqp_block_bytes(fmt);
-    __m256 acc[16][8][2]; /* [lane][t][half] */
+    __m256 acc[16][4][2]; /* [lane][t][half] */
     for (int l = 0; l < 16; l++)
         for (int t = 0; t < TT; t++) acc[l][t][0] = acc[l][t][1] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
@@ -619,32 +645,10 @@ static inline __attribute__((always_inline)) void iqp_tile_avx2(const int fmt, c
         const int l = lane_blk[b % 16];
         const int64_t li = 16 * (b / 16) + l;
         const uint8_t *o = P + b * pb;
-        int32_t mc[8]; /* mxfp4, 8 tokens: the int sums start at -12 sum(x_block) (broadcast loads, no vpsubd) */
-        if (fmt == GB_MXFP4 && TT == 8)
-            for (int t = 0; t < 8; t++) mc[t] = -(xsp[(t0 + t) * nbp + li] / 128 * 12);
 #pragma GCC unroll 1
         for (int h = 0; h < 2; h++) {
-            __m256i ia[8], ib[8];
+            __m256i ia[4], ib[4];
             for (int t = 0; t < TT; t++) ia[t] = ib[t] = _mm256_setzero_si256();
-            if (fmt == GB_MXFP4 && TT == 8)
-                for (int t = 0; t < 8; t++) ia[t] = _mm256_castps_si256(_mm256_broadcast_ss((const float *)&mc[t]));
-            if (fmt == GB_MXFP4 && TT == 8) {
-                /* 8 tokens, one int32 sum each (started at -12 sum(x_block)): per nibble ymm one int16 sum of
-                 * 2 vpmaddubsw (4 pairs of at most 24 * 127), then vpmaddwd; 2 decoded ymm live; the same isum */
-#pragma GCC unroll 1
-                for (int k = 0; k < 4; k++) {
-                    const __m256i raw = _mm256_loadu_si256((const __m256i *)(o + 64 * k + 32 * h));
-                    const __m256i lo = _mm256_shuffle_epi8(tbl, _mm256_and_si256(raw, m4));
-                    const __m256i hi = _mm256_shuffle_epi8(tbl, _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4));
-#pragma GCC unroll 8
-                    for (int t = 0; t < 8; t++) {
-                        const int8_t *xt = xb + t * nbp * QB + 4 * k;
-                        const __m256i a = _mm256_add_epi16(_mm256_maddubs_epi16(lo, bc4_avx2(xt)), _mm256_maddubs_epi16(hi, bc4_avx2(xt + 16)));
-                        ia[t] = _mm256_add_epi32(ia[t], _mm256_madd_epi16(a, ones));
-                        IQ_PIN(ia[t]);
-                    }
-                }
-            } else
 #pragma GCC unroll 1
             for (int k = 0; k < 4; k++) {
                 const __m256i raw = _mm256_loadu_si256((const __m256i *)(o + 64 * k + 32 * h));
@@ -655,20 +659,6 @@ static inline __attribute__((always_inline)) void iqp_tile_avx2(const int fmt, c
                     for (int t = 0; t < TT; t++) {
                         ia[t] = _mm256_add_epi16(ia[t], _mm256_maddubs_epi16(lo, bc4_avx2(xb + t * nbp * QB + 4 * k)));
                         ib[t] = _mm256_add_epi16(ib[t], _mm256_maddubs_epi16(hi, bc4_avx2(xb + t * nbp * QB + 16 + 4 * k)));
-                    }
-                } else if (TT == 8 && IQ_AVX2_NL_SPLIT) {
-                    /* low nibbles for the 8 tokens, then high (2 decoded ymm live, the sums pinned): no spills */
-                    const __m256i alo = _mm256_abs_epi8(lo);
-#pragma GCC unroll 8
-                    for (int t = 0; t < 8; t++) {
-                        ia[t] = _mm256_add_epi32(ia[t], _mm256_madd_epi16(_mm256_maddubs_epi16(alo, _mm256_sign_epi8(bc4_avx2(xb + t * nbp * QB + 4 * k), lo)), ones));
-                        IQ_PIN(ia[t]);
-                    }
-                    const __m256i ahi = _mm256_abs_epi8(hi);
-#pragma GCC unroll 8
-                    for (int t = 0; t < 8; t++) {
-                        ia[t] = _mm256_add_epi32(ia[t], _mm256_madd_epi16(_mm256_maddubs_epi16(ahi, _mm256_sign_epi8(bc4_avx2(xb + t * nbp * QB + 16 + 4 * k), hi)), ones));
-                        IQ_PIN(ia[t]);
                     }
                 } else {
                     const __m256i alo = _mm256_abs_epi8(lo), ahi = _mm256_abs_epi8(hi);
@@ -683,8 +673,7 @@ static inline __attribute__((always_inline)) void iqp_tile_avx2(const int fmt, c
             }
             const __m256 vd = iqp_scales_avx2(fmt, o + 256, h);
             for (int t = 0; t < TT; t++) {
-                const __m256i s = fmt == GB_MXFP4 && TT == 8 ? ia[t]
-                                  : fmt == GB_MXFP4 ? _mm256_sub_epi32(_mm256_add_epi32(_mm256_madd_epi16(ia[t], ones), _mm256_madd_epi16(ib[t], ones)),
+                const __m256i s = fmt == GB_MXFP4 ? _mm256_sub_epi32(_mm256_add_epi32(_mm256_madd_epi16(ia[t], ones), _mm256_madd_epi16(ib[t], ones)),
                                                                        _mm256_set1_epi32(xsp[(t0 + t) * nbp + li] / 128 * 12))
                                                     : ia[t];
                 const __m256 p = _mm256_mul_ps(_mm256_mul_ps(vd, _mm256_set1_ps(dxp[(t0 + t) * nbp + li])), _mm256_cvtepi32_ps(s));
@@ -692,31 +681,96 @@ static inline __attribute__((always_inline)) void iqp_tile_avx2(const int fmt, c
             }
         }
     }
-    for (int h = 0; h < 2; h++) {
-        const int r0 = 8 * h, nv = nr - r0;
-        if (nv <= 0) continue;
-        __m256 vb = _mm256_setzero_ps();
-        if (bias) {
-            float tb[8] = {0};
-            memcpy(tb, bias + r0, (size_t)(nv < 8 ? nv : 8) * sizeof(float));
-            vb = _mm256_loadu_ps(tb);
+    iqp_store_avx2(&acc[0][0][0], 4, TT, nr, bias, y + t0 * ldy, ldy);
+}
+
+/* The 8-token tiles' activations, interleaved per block so that one pointer reaches every token's
+ * values: per (tile of tokens 8j..8j+7, block b) a record of the 8 tokens' 32 int8 values (token t
+ * at 32 t), their 8 q8_0 scales (float) and their 8 -12 sum(x_block) (int32: mxfp4's starting
+ * sums). Built once per call (iq_x8_build) from iq_prep's layout. The tile read iq_prep's rows
+ * directly before (session 16): 8 token pointers with a run-time stride took 8 general registers,
+ * were spilled and reloaded per block, and the per-token scales and sums were loaded, scaled and
+ * stored per block: a third of the tile's time was outside its integer loop (Zen 3, perf). */
+#define IQ_X8_REC (8 * QB + 8 * 4 + 8 * 4)
+#define IQ_HAVE_X8 1
+
+/* tile j's records (nb of them, IQ_X8_REC bytes apart) from the prepared activations of its 8 tokens */
+static void iq_x8_build(const int8_t *xq, const float *dxp, const int32_t *xsp, int64_t nb, int64_t nbp, int64_t j, uint8_t *out) {
+    for (int64_t b = 0; b < nb; b++) {
+        uint8_t *r = out + b * IQ_X8_REC;
+        const int64_t li = 16 * (b / 16) + lane_blk[b % 16];
+        float dv[8];
+        int32_t cv[8];
+        for (int t = 0; t < 8; t++) {
+            const int64_t tt = 8 * j + t;
+            memcpy(r + QB * t, xq + tt * nbp * QB + b * QB, QB);
+            dv[t] = dxp[tt * nbp + li];
+            cv[t] = -(xsp[tt * nbp + li] / 128 * 12);
         }
-        for (int t = 0; t < TT; t++) {
-            __m256 h8[8], h4[4], h2[2];
-            for (int i = 0; i < 8; i++) h8[i] = _mm256_add_ps(acc[i][t][h], acc[i + 8][t][h]);
-            for (int i = 0; i < 4; i++) h4[i] = _mm256_add_ps(h8[i], h8[i + 4]);
-            for (int i = 0; i < 2; i++) h2[i] = _mm256_add_ps(h4[i], h4[i + 2]);
-            const __m256 r = _mm256_add_ps(_mm256_add_ps(h2[0], h2[1]), vb);
-            float *dst = y + (t0 + t) * ldy + r0;
-            if (nv >= 8) {
-                _mm256_storeu_ps(dst, r);
-            } else {
-                float tmp[8];
-                _mm256_storeu_ps(tmp, r);
-                memcpy(dst, tmp, (size_t)nv * sizeof(float));
+        memcpy(r + 8 * QB, dv, sizeof dv);
+        memcpy(r + 8 * QB + sizeof dv, cv, sizeof cv);
+    }
+}
+
+/* One packed group x 8 tokens (their records X8, IQ_X8_REC bytes per block): y[t * ldy + r] for r <
+ * nr. iqp_tile_avx2's integers and float steps (same bits), one 8-row half at a time: iq4_nl low then
+ * high nibbles for the 8 tokens (two decoded ymm live, the sums pinned); mxfp4 one int32 sum per
+ * token started at -12 sum(x_block), per nibble ymm one int16 sum of 2 vpmaddubsw (4 pairs of at
+ * most 24 * 127), then vpmaddwd. */
+static inline __attribute__((always_inline)) void iqp_tile8_avx2(const int fmt, const uint8_t *P, int64_t nb, const uint8_t *X8,
+                                                                 float *y, int64_t ldy, const float *bias, int nr) {
+    const __m256i tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(fmt == GB_MXFP4 ? kv_mxfp4_u12 : iq_table(fmt))));
+    const __m256i m4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+    const int64_t pb = gb_iqp_block_bytes(fmt);
+    __m256 acc[16][8][2]; /* [lane][t][half] */
+    for (int l = 0; l < 16; l++)
+        for (int t = 0; t < 8; t++) acc[l][t][0] = acc[l][t][1] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const int8_t *xb = (const int8_t *)(X8 + b * IQ_X8_REC);
+        const float *dx = (const float *)(X8 + b * IQ_X8_REC + 8 * QB);
+        const int32_t *mc = (const int32_t *)(X8 + b * IQ_X8_REC + 8 * QB + 32);
+        const int l = lane_blk[b % 16];
+        const uint8_t *o = P + b * pb;
+#pragma GCC unroll 1
+        for (int h = 0; h < 2; h++) {
+            __m256i ia[8];
+            for (int t = 0; t < 8; t++) ia[t] = fmt == GB_MXFP4 ? _mm256_set1_epi32(mc[t]) : _mm256_setzero_si256();
+#pragma GCC unroll 1
+            for (int k = 0; k < 4; k++) {
+                const __m256i raw = _mm256_loadu_si256((const __m256i *)(o + 64 * k + 32 * h));
+                const __m256i lo = _mm256_shuffle_epi8(tbl, _mm256_and_si256(raw, m4));
+                const __m256i hi = _mm256_shuffle_epi8(tbl, _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4));
+                if (fmt == GB_MXFP4) {
+#pragma GCC unroll 8
+                    for (int t = 0; t < 8; t++) {
+                        const int8_t *xt = xb + QB * t + 4 * k;
+                        const __m256i a = _mm256_add_epi16(_mm256_maddubs_epi16(lo, bc4_avx2(xt)), _mm256_maddubs_epi16(hi, bc4_avx2(xt + 16)));
+                        ia[t] = _mm256_add_epi32(ia[t], _mm256_madd_epi16(a, ones));
+                        IQ_PIN(ia[t]);
+                    }
+                } else {
+                    const __m256i alo = _mm256_abs_epi8(lo);
+#pragma GCC unroll 8
+                    for (int t = 0; t < 8; t++) {
+                        ia[t] = _mm256_add_epi32(ia[t], _mm256_madd_epi16(_mm256_maddubs_epi16(alo, _mm256_sign_epi8(bc4_avx2(xb + QB * t + 4 * k), lo)), ones));
+                        IQ_PIN(ia[t]);
+                    }
+                    const __m256i ahi = _mm256_abs_epi8(hi);
+#pragma GCC unroll 8
+                    for (int t = 0; t < 8; t++) {
+                        ia[t] = _mm256_add_epi32(ia[t], _mm256_madd_epi16(_mm256_maddubs_epi16(ahi, _mm256_sign_epi8(bc4_avx2(xb + QB * t + 16 + 4 * k), hi)), ones));
+                        IQ_PIN(ia[t]);
+                    }
+                }
+            }
+            const __m256 vd = iqp_scales_avx2(fmt, o + 256, h);
+            for (int t = 0; t < 8; t++) {
+                const __m256 p = _mm256_mul_ps(_mm256_mul_ps(vd, _mm256_set1_ps(dx[t])), _mm256_cvtepi32_ps(ia[t]));
+                acc[l][t][h] = _mm256_add_ps(acc[l][t][h], p);
             }
         }
     }
+    iqp_store_avx2(&acc[0][0][0], 8, 8, nr, bias, y, ldy);
 }
 
 /* Decode GEMV of two packed groups side by side (two record streams from DRAM, as qgemm_avx2's
@@ -795,10 +849,10 @@ static inline __attribute__((always_inline)) void iqp_gemv2_avx2(const int fmt, 
 
 #define IQP_ROWS_AVX2(name, F)                                                                                          \
     static void name(const uint8_t *P, int64_t nb, int64_t nbp, const int8_t *xq, const float *dxp, const int32_t *xsp,   \
-                     int64_t T, float *y, int64_t ldy, const float *bias, int nr) {                                     \
+                     const uint8_t *x8, int64_t T, float *y, int64_t ldy, const float *bias, int nr) {                  \
         int64_t t0 = 0;                                                                                                 \
-        if (F == GB_IQ4_NL || IQ_AVX2_MX8) /* 8 tokens (one ymm accumulator each) */                                 \
-            for (; t0 + 8 <= T; t0 += 8) iqp_tile_avx2(F, P, nb, nbp, xq, dxp, xsp, t0, y, ldy, bias, nr, 8);           \
+        for (; x8 && t0 + 8 <= T; t0 += 8) /* x8: the records of tokens [0, T / 8 * 8) (iq_x8_build) */               \
+            iqp_tile8_avx2(F, P, nb, x8 + t0 / 8 * nb * IQ_X8_REC, y + t0 * ldy, ldy, bias, nr);                        \
         for (; t0 + 4 <= T; t0 += 4) iqp_tile_avx2(F, P, nb, nbp, xq, dxp, xsp, t0, y, ldy, bias, nr, 4);               \
         switch (T - t0) {                                                                                               \
         case 3: iqp_tile_avx2(F, P, nb, nbp, xq, dxp, xsp, t0, y, ldy, bias, nr, 3); break;                             \
@@ -819,7 +873,7 @@ IQP_ROWS_AVX2(iqp_rows_avx2_mx, GB_MXFP4)
 /* groups [g0, g1) of a packed [N, K] matrix for T tokens (y: row 0 of token 0, rows N apart). The
  * GEMV (T = 1) reads the run's first half beside its second (two streams from DRAM), as qgemm_avx2. */
 static void iqp_groups_avx2(int fmt, const uint8_t *wp, int64_t g0, int64_t g1, int64_t nb, int64_t nbp, const int8_t *xq,
-                            const float *dxp, const int32_t *xsp, int64_t T, float *y, const float *bias, int64_t N) {
+                            const float *dxp, const int32_t *xsp, const uint8_t *x8, int64_t T, float *y, const float *bias, int64_t N) {
     const int64_t gbytes = nb * gb_iqp_block_bytes(fmt);
 #define IQ_NR(g) ((int)(N - 16 * (g) < 16 ? N - 16 * (g) : 16))
 #define IQ_B(g) (bias ? bias + 16 * (g) : NULL)
@@ -834,7 +888,8 @@ static void iqp_groups_avx2(int fmt, const uint8_t *wp, int64_t g0, int64_t g1, 
         g = g0 + 2 * half;
     }
     for (; g < g1; g++)
-        (fmt == GB_IQ4_NL ? iqp_rows_avx2_nl : iqp_rows_avx2_mx)(wp + g * gbytes, nb, nbp, xq, dxp, xsp, T, y + 16 * g, N, IQ_B(g), IQ_NR(g));
+        (fmt == GB_IQ4_NL ? iqp_rows_avx2_nl : iqp_rows_avx2_mx)(wp + g * gbytes, nb, nbp, xq, dxp, xsp, x8, T, y + 16 * g, N, IQ_B(g),
+                                                               IQ_NR(g));
 #undef IQ_NR
 #undef IQ_B
 }
@@ -842,6 +897,10 @@ static void iqp_groups_avx2(int fmt, const uint8_t *wp, int64_t g0, int64_t g1, 
 
 static int iqlinear_impl(int fmt, const float *x, const void *w, const void *wp, const float *bias, float *y, int64_t T, int64_t N,
                          int64_t K, int version);
+#ifndef IQ_HAVE_X8
+#define IQ_HAVE_X8 0
+#define IQ_X8_REC 1
+#endif
 
 /* one token's activations for the kernels: q8_0 blocks (scratch q8, K/32 of them), the int8
  * values padded to whole groups of 16 blocks (natural order, or the quad layout of the VNNI row
@@ -890,7 +949,11 @@ int gb_iqp_rows(int fmt, const void *wp, int64_t N, int64_t K, int64_t g, const 
 #endif
 #ifdef GB_HAVE_IQ_AVX2
     if (version == GB_KV_AVX2) {
-        (fmt == GB_IQ4_NL ? iqp_rows_avx2_nl : iqp_rows_avx2_mx)(P, nb, nbp, xq, dxp, xsp, T, y, ldy, NULL, nr);
+        uint8_t *x8 = T >= 8 ? (uint8_t *)gb_ws_aligned_alloc(64, (size_t)(T / 8 * nb * IQ_X8_REC)) : NULL;
+        if (T >= 8 && !x8) return GB_ENOMEM;
+        for (int64_t j = 0; j < T / 8; j++) iq_x8_build(xq, dxp, xsp, nb, nbp, j, x8 + j * nb * IQ_X8_REC);
+        (fmt == GB_IQ4_NL ? iqp_rows_avx2_nl : iqp_rows_avx2_mx)(P, nb, nbp, xq, dxp, xsp, x8, T, y, ldy, NULL, nr);
+        gb_ws_free(x8);
         return GB_OK;
     }
 #endif
@@ -943,11 +1006,15 @@ static int iqlinear_impl(int fmt, const float *x, const void *w, const void *wp,
     float *dxp = (float *)gb_ws_aligned_alloc(64, (size_t)(T * nbp) * sizeof(float));
     int32_t *xsp = (int32_t *)gb_ws_aligned_alloc(64, (size_t)(T * nbp) * sizeof(int32_t));
     uint8_t *q8 = (uint8_t *)gb_ws_aligned_alloc(64, (size_t)(T * nb) * sizeof(gb_block_q8_0));
-    if (!xq || !dxp || !xsp || !q8) {
+    /* the AVX2 GEMM's 8-token tiles read their activations interleaved (iq_x8_build) */
+    const int64_t nx8 = IQ_HAVE_X8 && version == GB_KV_AVX2 ? T / 8 : 0;
+    uint8_t *x8 = nx8 ? (uint8_t *)gb_ws_aligned_alloc(64, (size_t)(nx8 * nb * IQ_X8_REC)) : NULL;
+    if (!xq || !dxp || !xsp || !q8 || (nx8 && !x8)) {
         gb_ws_free(xq);
         gb_ws_free(dxp);
         gb_ws_free(xsp);
         gb_ws_free(q8);
+        gb_ws_free(x8);
         return gb_error(GB_ENOMEM, "iqlinear: cannot allocate the q8_0 activations (%ld rows of %ld)", (long)T, (long)K);
     }
     /* tokens per chunk: their prepared activations (40 bytes per 32 values) within ~256 KB of L2 */
@@ -963,6 +1030,10 @@ static int iqlinear_impl(int fmt, const float *x, const void *w, const void *wp,
 #pragma omp for schedule(static)
         for (int64_t t = 0; t < T; t++)
             iq_prep(x + t * K, K, xpair, q8 + t * nb * sizeof(gb_block_q8_0), xq + t * nbp * QB, dxp + t * nbp, xsp + t * nbp);
+#if IQ_HAVE_X8
+#pragma omp for schedule(static)
+        for (int64_t j = 0; j < nx8; j++) iq_x8_build(xq, dxp, xsp, nb, nbp, j, x8 + j * nb * IQ_X8_REC);
+#endif
         if (wp) { /* repacked: work by 16-row groups, each one stream of records */
             const int64_t G = (N + 15) / 16, gbytes = nb * gb_iqp_block_bytes(fmt);
 #ifdef GB_HAVE_IQ_VNNI
@@ -1010,7 +1081,7 @@ static int iqlinear_impl(int fmt, const float *x, const void *w, const void *wp,
                 for (int64_t w = 0; w < nck * ns; w++) {
                     const int64_t s = w % ns, t0 = w / ns * tc, tn = T - t0 < tc ? T - t0 : tc;
                     iqp_groups_avx2(fmt, (const uint8_t *)wp, s * step, (s + 1) * step < G ? (s + 1) * step : G, nb, nbp, xq + t0 * nbp * QB,
-                                    dxp + t0 * nbp, xsp + t0 * nbp, tn, y + t0 * N, bias, N);
+                                    dxp + t0 * nbp, xsp + t0 * nbp, x8 ? x8 + t0 / 8 * nb * IQ_X8_REC : NULL, tn, y + t0 * N, bias, N);
                 }
             }
 #endif
@@ -1086,7 +1157,7 @@ static int iqlinear_impl(int fmt, const float *x, const void *w, const void *wp,
                     continue;
                 }
                 for (int i = 0; i < ng; i++)
-                    (fmt == GB_IQ4_NL ? iqp_rows_avx2_nl : iqp_rows_avx2_mx)(buf + i * gbytes, nb, nbp, xq, dxp, xsp, T, y + 16 * (g + i), N,
+                    (fmt == GB_IQ4_NL ? iqp_rows_avx2_nl : iqp_rows_avx2_mx)(buf + i * gbytes, nb, nbp, xq, dxp, xsp, x8, T, y + 16 * (g + i), N,
                                                                            i ? b1 : b0, nr[i]);
             }
             gb_ws_free(buf);
@@ -1128,6 +1199,7 @@ static int iqlinear_impl(int fmt, const float *x, const void *w, const void *wp,
     gb_ws_free(dxp);
     gb_ws_free(xsp);
     gb_ws_free(q8);
+    gb_ws_free(x8);
     if (fail) return gb_error(GB_ENOMEM, "iqlinear: cannot allocate the decoded row (%ld blocks)", (long)nbp);
     return GB_OK;
 }

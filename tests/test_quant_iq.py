@@ -316,14 +316,16 @@ def test_inputs_unchanged_and_no_leaks(rng):
 
 @pytest.mark.parametrize("fmts", [("q4_K", "q4_K", "q6_K"), ("q4_K", "q5_K", "iq4_xs"), ("mxfp4",) * 3,
                                   ("iq4_nl", "mxfp4", "q8_K_mix")])
-def test_moe_experts_in_one_c_call(rng, fmts, monkeypatch):
+@pytest.mark.parametrize("Tn", [7, 40])
+def test_moe_experts_in_one_c_call(rng, fmts, Tn, monkeypatch):
     """K-quant / iq4_nl / mxfp4 experts (mixed formats, as Q4_K_M files mix q4_K and q6_K) run as one
     C call (csrc/moe_k.c): no Python per expert, the same result as the per-expert Python loop
     over the same kernels (up to SiLU's expf vs NumPy's exp, which can move a q8 rounding of h), the
-    portable and VNNI versions bit-identical, counts right, inputs unchanged."""
+    portable, VNNI and AVX2 versions bit-identical, counts right, inputs unchanged. Tn = 40: experts
+    with 8-30 tokens each (the group kernels' 8-token tiles, gb_iqp_rows' interleaved records)."""
     import kquant_np
     fmts = tuple("q6_K" if f == "q8_K_mix" else f for f in fmts)
-    E, F, D, Tn, k = 5, 256, 512, 7, 2
+    E, F, D, k = 5, 256, 512, 2
 
     def q(fmt, shape):
         a = (rng.standard_normal(shape) * 0.05).astype(np.float32)
