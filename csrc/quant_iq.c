@@ -580,6 +580,13 @@ static inline __attribute__((always_inline)) __m256 iqp_scales_avx2(int fmt, con
     return _mm256_castsi256_ps(_mm256_blendv_epi8(big, small, _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e)));
 }
 
+/* one 32-byte chunk of a packed record (8 rows x 4 bytes): its low and high nibbles as table values */
+static inline __attribute__((always_inline)) void iqp_nibbles_avx2(__m256i tbl, __m256i m4, const uint8_t *c, __m256i *lo, __m256i *hi) {
+    const __m256i raw = _mm256_loadu_si256((const __m256i *)c);
+    *lo = _mm256_shuffle_epi8(tbl, _mm256_and_si256(raw, m4));
+    *hi = _mm256_shuffle_epi8(tbl, _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4));
+}
+
 static inline __m256i bc4_avx2(const int8_t *p) {
     int32_t v;
     memcpy(&v, p, 4);
@@ -651,9 +658,8 @@ static inline __attribute__((always_inline)) void iqp_tile_avx2(const int fmt, c
             for (int t = 0; t < TT; t++) ia[t] = ib[t] = _mm256_setzero_si256();
 #pragma GCC unroll 1
             for (int k = 0; k < 4; k++) {
-                const __m256i raw = _mm256_loadu_si256((const __m256i *)(o + 64 * k + 32 * h));
-                const __m256i lo = _mm256_shuffle_epi8(tbl, _mm256_and_si256(raw, m4));
-                const __m256i hi = _mm256_shuffle_epi8(tbl, _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4));
+                __m256i lo, hi;
+                iqp_nibbles_avx2(tbl, m4, o + 64 * k + 32 * h, &lo, &hi);
                 if (fmt == GB_MXFP4) {
 #pragma GCC unroll 8
                     for (int t = 0; t < TT; t++) {
@@ -737,9 +743,8 @@ static inline __attribute__((always_inline)) void iqp_tile8_avx2(const int fmt, 
             for (int t = 0; t < 8; t++) ia[t] = fmt == GB_MXFP4 ? _mm256_set1_epi32(mc[t]) : _mm256_setzero_si256();
 #pragma GCC unroll 1
             for (int k = 0; k < 4; k++) {
-                const __m256i raw = _mm256_loadu_si256((const __m256i *)(o + 64 * k + 32 * h));
-                const __m256i lo = _mm256_shuffle_epi8(tbl, _mm256_and_si256(raw, m4));
-                const __m256i hi = _mm256_shuffle_epi8(tbl, _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4));
+                __m256i lo, hi;
+                iqp_nibbles_avx2(tbl, m4, o + 64 * k + 32 * h, &lo, &hi);
                 if (fmt == GB_MXFP4) {
 #pragma GCC unroll 8
                     for (int t = 0; t < 8; t++) {
@@ -799,9 +804,8 @@ static inline __attribute__((always_inline)) void iqp_gemv2_avx2(const int fmt, 
             const __m256i x0 = bc4_avx2(xb + 4 * k), x1 = bc4_avx2(xb + 16 + 4 * k);
 #pragma GCC unroll 4
             for (int u = 0; u < 4; u++) {
-                const __m256i raw = _mm256_loadu_si256((const __m256i *)(Pg[u >> 1] + b * pb + 64 * k + 32 * (u & 1)));
-                const __m256i lo = _mm256_shuffle_epi8(tbl, _mm256_and_si256(raw, m4));
-                const __m256i hi = _mm256_shuffle_epi8(tbl, _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4));
+                __m256i lo, hi;
+                iqp_nibbles_avx2(tbl, m4, Pg[u >> 1] + b * pb + 64 * k + 32 * (u & 1), &lo, &hi);
                 if (fmt == GB_MXFP4) { /* values + 12 against x (as iqp_tile_avx2); int16 sums of 2 chunks (<= 24384) */
                     const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(lo, x0), _mm256_maddubs_epi16(hi, x1));
                     i16[u] = k & 1 ? _mm256_add_epi16(i16[u], p) : p;
