@@ -1,4 +1,4 @@
-"""K-quant decode GEMV (T=1) from DRAM against this machine's read ceiling, optionally before vs after.
+"""K-quant, iq4_nl and mxfp4 decode GEMV (T=1) from DRAM against this machine's read ceiling, optionally before vs after.
 A shape under 1 MB (e.g. 256x2048) stays in L2: many calls, the kernel's compute rate.
 
 Per format and shape: enough weight copies (repacked, QTensor.repack) to total >= 200 MB, so each call
@@ -9,7 +9,7 @@ every copy in turn, the order alternating by round; until 2026-12-03 they ran ba
 so for a matrix smaller than the L3 the second build read what the first had just cached). Time: the
 calling thread's CPU time at --threads 1 (a shared machine), wall clock otherwise; best and median.
 
-  PYTHONPATH=$PWD python bench/bench_kgemv_dram.py --formats q6_K,q5_K[,q4_0,q8_0] --shapes 25600x5120,151552x2048 [--before /tmp/old/_core.so]
+  PYTHONPATH=$PWD python bench/bench_kgemv_dram.py --formats q6_K,q5_K[,q4_0,q8_0,iq4_nl,mxfp4] --shapes 25600x5120,151552x2048 [--before /tmp/old/_core.so]
 """
 import argparse
 import ctypes
@@ -32,15 +32,20 @@ def _kl(path, name="gb_klinear_packed"):
 
 
 Q_FMTS = ("q8_0", "q4_0")
+IQ_FMTS = ("iq4_nl", "mxfp4")  # 32-value blocks like q4_0's, read by gb_iqlinear_packed
 
 
 def q_weights(n, k, fmt, seed=0):
-    """A [n, k] q8_0/q4_0 QTensor of random blocks (random bytes, the f16 scale drawn small and finite),
-    as kquant_weights makes the K-quants: the kernels' speed does not depend on the values."""
+    """A [n, k] q8_0/q4_0/iq4_nl/mxfp4 QTensor of random blocks (random bytes, the scale drawn small and
+    finite: f16, or mxfp4's E8M0 exponent byte), as kquant_weights makes the K-quants: the kernels'
+    speed does not depend on the values."""
     _, qk, bb = quant.FORMATS[fmt]
     rng = np.random.default_rng(seed)
     a = rng.integers(0, 256, (n, k // qk, bb), dtype=np.uint8)
-    a[:, :, 0:2] = rng.uniform(0.001, 0.01, (n, k // qk)).astype(np.float16).view(np.uint8).reshape(n, k // qk, 2)
+    if fmt == "mxfp4":
+        a[:, :, 0] = rng.integers(116, 122, (n, k // qk))
+    else:
+        a[:, :, 0:2] = rng.uniform(0.001, 0.01, (n, k // qk)).astype(np.float16).view(np.uint8).reshape(n, k // qk, 2)
     return quant.QTensor(a.reshape(n, k // qk * bb), fmt, (n, k))
 
 
@@ -56,8 +61,8 @@ def main():
     clock = time.thread_time if a.threads == 1 else time.perf_counter
     for fmt in a.formats.split(","):
         # q8_0/q4_0: gb_qgemm on the packed layout (csrc/qgemm.h, version qgemm_avx2); K-quants:
-        # gb_klinear_packed (kquant_avx2); both version 3
-        fn = "gb_qgemm" if fmt in Q_FMTS else "gb_klinear_packed"
+        # gb_klinear_packed / gb_iqlinear_packed (kquant_avx2); all version 3
+        fn = "gb_qgemm" if fmt in Q_FMTS else "gb_iqlinear_packed" if fmt in IQ_FMTS else "gb_klinear_packed"
         kern = {"after": _kl(_loader._core.__file__, fn)}
         if a.before:
             kern = {"before": _kl(a.before, fn), **kern}
@@ -67,7 +72,7 @@ def main():
             wbytes = n * k * quant.FORMATS[fmt][2] // quant.FORMATS[fmt][1]  # the stored bytes
             small = wbytes < (1 << 20)  # cache-resident: the kernel's compute rate, many calls
             ncopy = 1 if small else max(1, -(-200_000_000 // wbytes))
-            qs = [(q_weights if fmt in Q_FMTS else kquant_weights)(n, k, fmt, seed=i).repack() for i in range(ncopy)]
+            qs = [(q_weights if fmt in Q_FMTS + IQ_FMTS else kquant_weights)(n, k, fmt, seed=i).repack() for i in range(ncopy)]
             bufs = [np.ones(q.packed.nbytes // 4, np.float32) for q in qs]  # bench_read reads float32
             x = np.random.default_rng(0).standard_normal(k).astype(np.float32)
             y = np.zeros(n, np.float32)
