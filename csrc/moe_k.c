@@ -88,9 +88,10 @@ typedef struct {
     float *d;
     int32_t *s;
     uint8_t *q8;
+    uint8_t *x8; /* the AVX2 iq tiles' interleaved records (gb_iqp_x8), per expert from its first row's offset */
 } mact;
 
-static int mact_alloc(mact *a, int64_t R, int64_t K, int need_k, int need_iq) {
+static int mact_alloc(mact *a, int64_t R, int64_t K, int need_k, int need_iq, int version) {
     memset(a, 0, sizeof(*a));
     a->K = K;
     a->nbk = need_k ? K / GB_QKK : 0;
@@ -100,7 +101,9 @@ static int mact_alloc(mact *a, int64_t R, int64_t K, int need_k, int need_iq) {
     a->d = (float *)gb_ws_aligned_alloc(64, (size_t)(R * a->nbp + 1) * sizeof(float));
     a->s = (int32_t *)gb_ws_aligned_alloc(64, (size_t)(R * a->nbp + 1) * sizeof(int32_t));
     a->q8 = (uint8_t *)gb_ws_malloc((size_t)(R * (need_iq ? K / 32 : 0) + 1) * sizeof(gb_block_q8_0));
-    return a->k && a->q && a->d && a->s && a->q8 ? GB_OK : GB_ENOMEM;
+    const int64_t x8b = need_iq && version == GB_KV_AVX2 ? gb_iqp_x8_bytes(K, R) : 0;
+    a->x8 = x8b ? (uint8_t *)gb_ws_aligned_alloc(64, (size_t)x8b) : NULL;
+    return a->k && a->q && a->d && a->s && a->q8 && (!x8b || a->x8) ? GB_OK : GB_ENOMEM;
 }
 
 static void mact_free(mact *a) {
@@ -109,6 +112,7 @@ static void mact_free(mact *a) {
     gb_ws_free(a->d);
     gb_ws_free(a->s);
     gb_ws_free(a->q8);
+    gb_ws_free(a->x8);
 }
 
 static void mact_prep(const mact *a, int64_t p, const float *x) {
@@ -117,11 +121,18 @@ static void mact_prep(const mact *a, int64_t p, const float *x) {
         gb_iqp_prepare(x, a->K, a->q8 + p * (a->K / 32) * sizeof(gb_block_q8_0), a->q + p * a->nbp * 32, a->d + p * a->nbp, a->s + p * a->nbp);
 }
 
+/* the interleaved records of the c rows of a from row o0 (one expert's), once for all its groups */
+static void mact_x8(const mact *a, int64_t o0, int64_t c) {
+    if (a->x8 && c >= 8)
+        gb_iqp_x8(a->q + o0 * a->nbp * 32, a->d + o0 * a->nbp, a->s + o0 * a->nbp, a->K, c, a->x8 + gb_iqp_x8_bytes(a->K, o0));
+}
+
 /* the 16 rows of group g of matrix w [N, a->K] for the c rows of a from row o0 */
 static int mact_rows(int fmt, const void *w, int64_t N, const mact *a, int64_t g, int64_t o0, int64_t c, float *y, int64_t ldy,
                      int version) {
     if (gb_is_iqfmt(fmt))
-        return gb_iqp_rows(fmt, w, N, a->K, g, a->q + o0 * a->nbp * 32, a->d + o0 * a->nbp, a->s + o0 * a->nbp, c, y, ldy, version);
+        return gb_iqp_rows(fmt, w, N, a->K, g, a->q + o0 * a->nbp * 32, a->d + o0 * a->nbp, a->s + o0 * a->nbp,
+                           a->x8 ? a->x8 + gb_iqp_x8_bytes(a->K, o0) : NULL, c, y, ldy, version);
     gb_kp_rows(fmt, w, N, a->K, g, a->k + o0 * a->nbk, c, y, ldy, NULL, version);
     return GB_OK;
 }
@@ -267,7 +278,7 @@ int gb_kmoe_packed(const float *x, const int64_t *topk_idx, const float *topk_we
         }
         if (st != GB_OK) goto done;
     } else {
-        if (mact_alloc(&xa, R, D, kx, iqx) != GB_OK || mact_alloc(&ha, R, F, !gb_is_iqfmt(fd), gb_is_iqfmt(fd)) != GB_OK) {
+        if (mact_alloc(&xa, R, D, kx, iqx, version) != GB_OK || mact_alloc(&ha, R, F, !gb_is_iqfmt(fd), gb_is_iqfmt(fd), version) != GB_OK) {
             st = gb_error(GB_ENOMEM, "kmoe: cannot allocate the prepared activations (%ld rows, F=%ld, D=%ld)", (long)R, (long)F, (long)D);
             goto done;
         }
@@ -276,6 +287,8 @@ int gb_kmoe_packed(const float *x, const int64_t *topk_idx, const float *topk_we
         {
 #pragma omp for schedule(static)
             for (int64_t p = 0; p < R; p++) mact_prep(&xa, p, xg + p * D);
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t j = 0; j < na; j++) mact_x8(&xa, off[act[j]], counts[act[j]]);
             /* guided grabs of at least ~128 KB of weights: long streams first (each selected expert's
              * matrices lie in turn), short ones at the end, so a thread held up by another job does not
              * hold up the others (as gb_klinear_packed's decode; before 2026-12-03: dynamic 256 KB runs) */
@@ -297,6 +310,8 @@ int gb_kmoe_packed(const float *x, const int64_t *topk_idx, const float *topk_we
                 gb_silu_mul(gp, up_, F);
                 mact_prep(&ha, p, gp);
             }
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t j = 0; j < na; j++) mact_x8(&ha, off[act[j]], counts[act[j]]);
 #pragma omp for schedule(guided, rdn)
             for (int64_t it = 0; it < na * GD; it++) {
                 const int64_t e = act[it / GD], gi = it % GD, o0 = off[e];

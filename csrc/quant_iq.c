@@ -563,10 +563,10 @@ IQP_ROWS(iqp_rows_mx, GB_MXFP4)
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #define GB_HAVE_IQ_AVX2 1
 
-/* The GEMV's software prefetch distance in bytes of the group's record stream (as qgemm_avx2's). */
 #ifndef IQ_XCHUNK_AVX2
 #define IQ_XCHUNK_AVX2 (160 << 10) /* the packed GEMM's token chunk, bytes of prepared activations (L2: 512 KB on Zen 3) */
 #endif
+/* The GEMV's software prefetch distance in bytes of the group's record stream (as qgemm_avx2's). */
 #ifndef GB_IQ_AVX2_AHEAD
 #define GB_IQ_AVX2_AHEAD 2048
 #endif
@@ -940,8 +940,19 @@ void gb_iqp_prepare(const float *x, int64_t K, void *q8, int8_t *xq, float *dxp,
     iq_prep(x, K, 0, (uint8_t *)q8, xq, dxp, xsp);
 }
 
+int64_t gb_iqp_x8_bytes(int64_t K, int64_t T) { return IQ_HAVE_X8 ? T * (K / QB) * (IQ_X8_REC / 8) : 0; }
+
+void gb_iqp_x8(const int8_t *xq, const float *dxp, const int32_t *xsp, int64_t K, int64_t T, void *x8) {
+#if IQ_HAVE_X8
+    const int64_t nb = K / QB, nbp = gb_iqp_blocks(K);
+    for (int64_t j = 0; j < T / 8; j++) iq_x8_build(xq, dxp, xsp, nb, nbp, j, (uint8_t *)x8 + j * nb * IQ_X8_REC);
+#else
+    (void)xq, (void)dxp, (void)xsp, (void)K, (void)T, (void)x8;
+#endif
+}
+
 int gb_iqp_rows(int fmt, const void *wp, int64_t N, int64_t K, int64_t g, const int8_t *xq, const float *dxp, const int32_t *xsp,
-                int64_t T, float *y, int64_t ldy, int version) {
+                const void *x8, int64_t T, float *y, int64_t ldy, int version) {
     const int64_t nb = K / QB, nbp = gb_iqp_blocks(K), nc = nbp / 16;
     const uint8_t *P = (const uint8_t *)wp + g * nb * gb_iqp_block_bytes(fmt);
     const int nr = (int)(N - 16 * g < 16 ? N - 16 * g : 16);
@@ -953,11 +964,7 @@ int gb_iqp_rows(int fmt, const void *wp, int64_t N, int64_t K, int64_t g, const 
 #endif
 #ifdef GB_HAVE_IQ_AVX2
     if (version == GB_KV_AVX2) {
-        uint8_t *x8 = T >= 8 ? (uint8_t *)gb_ws_aligned_alloc(64, (size_t)(T / 8 * nb * IQ_X8_REC)) : NULL;
-        if (T >= 8 && !x8) return GB_ENOMEM;
-        for (int64_t j = 0; j < T / 8; j++) iq_x8_build(xq, dxp, xsp, nb, nbp, j, x8 + j * nb * IQ_X8_REC);
-        (fmt == GB_IQ4_NL ? iqp_rows_avx2_nl : iqp_rows_avx2_mx)(P, nb, nbp, xq, dxp, xsp, x8, T, y, ldy, NULL, nr);
-        gb_ws_free(x8);
+        (fmt == GB_IQ4_NL ? iqp_rows_avx2_nl : iqp_rows_avx2_mx)(P, nb, nbp, xq, dxp, xsp, (const uint8_t *)x8, T, y, ldy, NULL, nr);
         return GB_OK;
     }
 #endif
@@ -1034,10 +1041,8 @@ static int iqlinear_impl(int fmt, const float *x, const void *w, const void *wp,
 #pragma omp for schedule(static)
         for (int64_t t = 0; t < T; t++)
             iq_prep(x + t * K, K, xpair, q8 + t * nb * sizeof(gb_block_q8_0), xq + t * nbp * QB, dxp + t * nbp, xsp + t * nbp);
-#if IQ_HAVE_X8
 #pragma omp for schedule(static)
-        for (int64_t j = 0; j < nx8; j++) iq_x8_build(xq, dxp, xsp, nb, nbp, j, x8 + j * nb * IQ_X8_REC);
-#endif
+        for (int64_t j = 0; j < nx8; j++) gb_iqp_x8(xq + 8 * j * nbp * QB, dxp + 8 * j * nbp, xsp + 8 * j * nbp, K, 8, x8 + j * nb * IQ_X8_REC);
         if (wp) { /* repacked: work by 16-row groups, each one stream of records */
             const int64_t G = (N + 15) / 16, gbytes = nb * gb_iqp_block_bytes(fmt);
 #ifdef GB_HAVE_IQ_VNNI

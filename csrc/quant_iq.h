@@ -59,6 +59,12 @@ int gb_iqlinear_packed(int fmt, const float *x, const void *wp, const float *bia
 int64_t gb_iqp_blocks(int64_t K);
 void gb_iqp_prepare(const float *x, int64_t K, void *q8, int8_t *xq, float *dxp, int32_t *xsp);
 int gb_iqp_rows(int fmt, const void *wp, int64_t N, int64_t K, int64_t g, const int8_t *xq, const float *dxp, const int32_t *xsp,
-                int64_t T, float *y, int64_t ldy, int version);
+                const void *x8, int64_t T, float *y, int64_t ldy, int version);
+/* The AVX2 version's 8-token tiles read the prepared activations of tokens [0, T / 8 * 8) interleaved
+ * per block: x8, built once from T prepared tokens by gb_iqp_x8 (gb_iqp_x8_bytes(K, T) bytes, a whole
+ * multiple per token: the records of the tokens from o0 start gb_iqp_x8_bytes(K, o0) in; 0 where the
+ * AVX2 version is not compiled in). gb_iqp_rows with x8 NULL runs those tokens in smaller tiles. */
+int64_t gb_iqp_x8_bytes(int64_t K, int64_t T);
+void gb_iqp_x8(const int8_t *xq, const float *dxp, const int32_t *xsp, int64_t K, int64_t T, void *x8);
 
 #endif

@@ -316,13 +316,14 @@ def test_inputs_unchanged_and_no_leaks(rng):
 
 @pytest.mark.parametrize("fmts", [("q4_K", "q4_K", "q6_K"), ("q4_K", "q5_K", "iq4_xs"), ("mxfp4",) * 3,
                                   ("iq4_nl", "mxfp4", "q8_K_mix")])
-@pytest.mark.parametrize("Tn", [7, 40])
+@pytest.mark.parametrize("Tn", [7, 30, 40])
 def test_moe_experts_in_one_c_call(rng, fmts, Tn, monkeypatch):
     """K-quant / iq4_nl / mxfp4 experts (mixed formats, as Q4_K_M files mix q4_K and q6_K) run as one
     C call (csrc/moe_k.c): no Python per expert, the same result as the per-expert Python loop
     over the same kernels (up to SiLU's expf vs NumPy's exp, which can move a q8 rounding of h), the
-    portable, VNNI and AVX2 versions bit-identical, counts right, inputs unchanged. Tn = 40: experts
-    with 8-30 tokens each (the group kernels' 8-token tiles, gb_iqp_rows' interleaved records)."""
+    portable, VNNI and AVX2 versions bit-identical, counts right, inputs unchanged. Tn = 30: every
+    expert 11-13 tokens (one C call over experts x groups: gb_iqp_rows' 8-token tiles on the records
+    built once per expert); Tn = 40: some expert gets >= 16 (expert by expert, the GEMM's tiles)."""
     import kquant_np
     fmts = tuple("q6_K" if f == "q8_K_mix" else f for f in fmts)
     E, F, D, k = 5, 256, 512, 2
@@ -339,6 +340,8 @@ def test_moe_experts_in_one_c_call(rng, fmts, Tn, monkeypatch):
     x0 = x.copy()
     idx = rng.integers(0, E, (Tn, k))
     idx[:, 1] = (idx[:, 0] + 1 + rng.integers(0, E - 1, Tn)) % E
+    if Tn == 30:
+        idx[:, 0], idx[:, 1] = np.arange(Tn) % E, (np.arange(Tn) + 1) % E
     idx[0] = [4, 1]
     wt = rng.uniform(0.1, 1, idx.shape).astype(np.float32)
     calls = []
