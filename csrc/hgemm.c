@@ -21,6 +21,11 @@
 #define KCP 128 /* bf16 pairs per K block: 4 groups x 128 pairs x 16 lanes x 4 B = 32 KiB (256 weights a row) */
 #define KCF 128 /* float32 columns per K block: 4 groups x 128 x 16 lanes x 4 B = 32 KiB */
 #define ROWS (NR * NG)
+#ifndef GB_HG_AVX2_AUTO
+/* GB_HG_AUTO picks the AVX2 F32FMA version (hgemm_avx2) over panel + OpenBLAS sgemm where AVX-512 is
+ * not reported (0: sgemm, as before session 17) */
+#define GB_HG_AVX2_AUTO 1
+#endif
 /* Below this many multiply-adds one thread does the whole product. */
 #define PAR_MIN_MACS (1 << 20)
 
@@ -49,6 +54,7 @@ int gb_hgemm_cpu_features(void) {
     if (__builtin_cpu_supports("avx512bf16")) f |= 2;
     if (__builtin_cpu_supports("f16c")) f |= 4;
     if (__builtin_cpu_supports("fma")) f |= 8;
+    if (__builtin_cpu_supports("avx2")) f |= 16;
 #endif
     __atomic_store_n(&feats, f, __ATOMIC_RELAXED);
     return f;
@@ -56,6 +62,8 @@ int gb_hgemm_cpu_features(void) {
 
 static int has_f32fma(void) { return (gb_hgemm_cpu_features() & (1 | 4 | 8)) == (1 | 4 | 8); }
 static int has_bf16dot(void) { return has_f32fma() && (gb_hgemm_cpu_features() & 2); }
+/* the AVX2 version of GB_HG_F32FMA (hgemm_avx2), where AVX-512 is not reported */
+static int has_avx2fma(void) { return (gb_hgemm_cpu_features() & (4 | 8 | 16)) == (4 | 8 | 16); }
 
 int gb_hgemm_available(int v, int fmt) {
     if (fmt != GB_BF16 && fmt != GB_F16) return 0;
@@ -63,7 +71,7 @@ int gb_hgemm_available(int v, int fmt) {
     case GB_HG_AUTO:
     case GB_HG_REF:
     case GB_HG_SGEMM: return 1;
-    case GB_HG_F32FMA: return has_f32fma();
+    case GB_HG_F32FMA: return has_f32fma() || has_avx2fma();
     case GB_HG_BF16DOT: return fmt == GB_BF16 && has_bf16dot();
     default: return 0;
     }
@@ -76,7 +84,7 @@ const char *gb_hgemm_name(int v) {
 
 int gb_hgemm_pick(int fmt) {
     if (fmt == GB_BF16 && has_bf16dot()) return GB_HG_BF16DOT;
-    if (has_f32fma()) return GB_HG_F32FMA;
+    if (has_f32fma() || (GB_HG_AVX2_AUTO && has_avx2fma())) return GB_HG_F32FMA;
     return GB_HG_SGEMM;
 }
 
@@ -297,6 +305,187 @@ TGT_BF16 static void round_x(const float *x, int64_t T, int64_t K, uint32_t *xb)
     }
 }
 
+/* ---- the AVX2 + FMA + F16C version of GB_HG_F32FMA (CPUs without AVX-512) -------------------------
+ * The same blocking with 8 rows per ymm: a tile of A2_ROWS rows is widened exactly to float32 into
+ * panels pf[((kb * A2_G + g) * A2_KC + k) * 8 + r] = w[n0 + 8 g + r][kb A2_KC + k] (zero past N);
+ * the register tile is 2 groups (16 rows) x 6 tokens: 12 ymm accumulators, 2 weight loads and one
+ * broadcast per column, the shape of the 6x16 float32 micro-kernels BLIS and OpenBLAS run on
+ * Haswell/Zen. Against the panel + sgemm path it replaces (gb_linear's version 4), the widening
+ * runs inside each thread's work item instead of serially between sgemm calls. The same products
+ * and float32 sums as every F32FMA version, in its own order. */
+#define TGT_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define A2_NR 8                  /* rows per ymm */
+#define A2_G 8                   /* 8-row groups per tile: 64 rows */
+#define A2_ROWS (A2_NR * A2_G)
+#ifndef A2_KC
+/* float32 columns per K block: a 16-row register tile's panel 16 KiB (L1), the tile's 64 KiB (L2).
+ * Zen 3, 2 threads, against 128 and 192 (2 rounds): T = 512 1.00-1.06x OpenBLAS's sgemm (128:
+ * 0.93-1.03x), T = 128 1.15-1.22x (1.04-1.16x). The other loop order (the register tile's groups
+ * outside the tokens) was slower at 64, 128 and 256. */
+#define A2_KC 256
+#endif
+#define A2_TT 6                  /* tokens per register tile */
+
+/* out[c] lane r = in[r] lane c, 8 x 8 float32 */
+TGT_AVX2 AI void transpose8_avx2(__m256 in[8], __m256 out[8]) {
+    __m256 t[8], u[8];
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = _mm256_unpacklo_ps(in[2 * i], in[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_ps(in[2 * i], in[2 * i + 1]);
+    }
+    for (int i = 0; i < 2; i++) {
+        u[4 * i + 0] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+        u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0xee);
+        u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+        u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xee);
+    }
+    for (int c = 0; c < 4; c++) {
+        out[c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x20);
+        out[c + 4] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x31);
+    }
+}
+
+/* 8 weights of a row from element k, widened exactly to float32 */
+TGT_AVX2 AI __m256 widen8_avx2(const uint16_t *p, int fmt) {
+    const __m128i h = _mm_loadu_si128((const __m128i *)p);
+    if (fmt == GB_BF16) return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    return _mm256_cvtph_ps(h);
+}
+
+TGT_AVX2 AI void pack_avx2_fmt(const uint16_t *w, int fmt, int64_t N, int64_t K, int64_t n0, int gn, float *pf) {
+    const int64_t nkb = (K + A2_KC - 1) / A2_KC;
+    for (int g = 0; g < gn; g++) {
+        const int64_t r0 = n0 + (int64_t)g * A2_NR, nr = N - r0 < A2_NR ? N - r0 : A2_NR;
+        for (int64_t kb = 0; kb < nkb; kb++) {
+            const int64_t kbeg = kb * A2_KC, kend = kbeg + A2_KC < K ? kbeg + A2_KC : K;
+            float *dst = pf + (kb * A2_G + g) * A2_KC * A2_NR;
+            int64_t k = kbeg;
+            if (nr == A2_NR)
+                for (; k + 8 <= kend; k += 8) {
+                    __m256 in[8], out[8];
+                    for (int r = 0; r < A2_NR; r++) in[r] = widen8_avx2(w + (r0 + r) * K + k, fmt);
+                    transpose8_avx2(in, out);
+                    for (int c = 0; c < 8; c++) _mm256_store_ps(dst + (k - kbeg + c) * A2_NR, out[c]);
+                }
+            for (; k < kend; k++)
+                for (int r = 0; r < A2_NR; r++) dst[(k - kbeg) * A2_NR + r] = r < nr ? wval(w, fmt, (r0 + r) * K + k) : 0.0f;
+        }
+    }
+}
+
+TGT_AVX2 static void pack_avx2(const uint16_t *w, int fmt, int64_t N, int64_t K, int64_t n0, int gn, float *pf) {
+    if (fmt == GB_BF16) pack_avx2_fmt(w, GB_BF16, N, K, n0, gn, pf);
+    else pack_avx2_fmt(w, GB_F16, N, K, n0, gn, pf);
+}
+
+/* y[t, 8 g + r] (+)= this K block's sums for G (1 or 2) groups from pf (the first group's panel,
+ * groups A2_KC * 8 apart) x TT tokens; nlast: the rows of the last group to store (1..8); add: to
+ * what y holds (a later K block). Rows past N are computed on zero weights and not stored. */
+TGT_AVX2 AI void mk_avx2(const float *pf, const float *x, int64_t ldx, int64_t nk, float *y, int64_t ldy, int add,
+                         int nlast, const int G, const int TT) {
+    __m256 acc[2][A2_TT];
+    /* lane r < nlast; made again after the loop (the asm keeps gcc from holding it in a register
+     * through the loop, where the 12 accumulators, 2 weights and the broadcast need 15 of the 16) */
+    __m256i mlast = _mm256_cmpgt_epi32(_mm256_set1_epi32(nlast), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+#pragma GCC unroll 2
+    for (int g = 0; g < G; g++)
+#pragma GCC unroll 6
+        for (int t = 0; t < TT; t++) {
+            float *yp = y + t * ldy + 8 * g;
+            acc[g][t] = !add ? _mm256_setzero_ps() : g == G - 1 && nlast < 8 ? _mm256_maskload_ps(yp, mlast) : _mm256_loadu_ps(yp);
+        }
+    for (int64_t k = 0; k < nk; k++) {
+        __m256 wv[2];
+#pragma GCC unroll 2
+        for (int g = 0; g < G; g++) wv[g] = _mm256_load_ps(pf + (g * A2_KC + k) * A2_NR);
+#pragma GCC unroll 6
+        for (int t = 0; t < TT; t++) {
+            const __m256 xv = _mm256_broadcast_ss(x + t * ldx + k);
+#pragma GCC unroll 2
+            for (int g = 0; g < G; g++) acc[g][t] = _mm256_fmadd_ps(wv[g], xv, acc[g][t]);
+        }
+    }
+    __asm__("" : "+r"(nlast));
+    mlast = _mm256_cmpgt_epi32(_mm256_set1_epi32(nlast), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+#pragma GCC unroll 2
+    for (int g = 0; g < G; g++)
+#pragma GCC unroll 6
+        for (int t = 0; t < TT; t++) {
+            float *yp = y + t * ldy + 8 * g;
+            if (g == G - 1 && nlast < 8) _mm256_maskstore_ps(yp, mlast, acc[g][t]);
+            else _mm256_storeu_ps(yp, acc[g][t]);
+        }
+}
+
+TGT_AVX2 static void tile_avx2(int gn, int tt, const float *pf, const float *x, int64_t ldx, int64_t nk, float *y, int64_t ldy,
+                               int add, int nlast) {
+#define CALL(G, TT) mk_avx2(pf, x, ldx, nk, y, ldy, add, nlast, G, TT)
+#define A2_TTS(G)                                                                                                     \
+    switch (tt) {                                                                                                     \
+    case 1: CALL(G, 1); break;                                                                                        \
+    case 2: CALL(G, 2); break;                                                                                        \
+    case 3: CALL(G, 3); break;                                                                                        \
+    case 4: CALL(G, 4); break;                                                                                        \
+    case 5: CALL(G, 5); break;                                                                                        \
+    default: CALL(G, 6); break;                                                                                       \
+    }
+    if (gn == 1) A2_TTS(1)
+    else A2_TTS(2)
+#undef A2_TTS
+#undef CALL
+}
+
+static int hgemm_avx2(const float *x, int64_t T, int64_t K, const void *w, int fmt, int64_t N, float *y) {
+    const int64_t nkb = (K + A2_KC - 1) / A2_KC;
+    const size_t pbytes = (size_t)(nkb * A2_G * A2_NR * A2_KC) * sizeof(float);
+    const int64_t ntiles = (N + A2_ROWS - 1) / A2_ROWS;
+    const int nth = (double)T * (double)N * (double)K >= PAR_MIN_MACS ? omp_get_max_threads() : 1;
+    /* token chunks as hgemm_simd's */
+    int64_t tchunks = (8 * (int64_t)nth + ntiles - 1) / ntiles;
+    const int64_t tmax = (T + 47) / 48;
+    if (tchunks > tmax) tchunks = tmax;
+    if (tchunks < 1) tchunks = 1;
+    const int64_t tcs = ((T + tchunks - 1) / tchunks + A2_TT - 1) / A2_TT * A2_TT;
+    tchunks = (T + tcs - 1) / tcs;
+    const int64_t items = ntiles * tchunks;
+    int fail = 0;
+#pragma omp parallel num_threads(nth)
+    {
+        float *buf = (float *)gb_ws_aligned_alloc(64, pbytes);
+        int64_t packed = -1;
+        if (!buf) {
+#pragma omp atomic write
+            fail = 1;
+        }
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t it = 0; it < items; it++) {
+            if (!buf) continue;
+            const int64_t nt = it / tchunks, tc = it % tchunks;
+            const int64_t n0 = nt * A2_ROWS, nrows = N - n0 < A2_ROWS ? N - n0 : A2_ROWS;
+            const int gn = (int)((nrows + A2_NR - 1) / A2_NR);
+            const int64_t t0 = tc * tcs, t1 = t0 + tcs < T ? t0 + tcs : T;
+            if (packed != nt) { /* consecutive items of one tile on this thread share the packing */
+                pack_avx2((const uint16_t *)w, fmt, N, K, n0, gn, buf);
+                packed = nt;
+            }
+            for (int64_t kb = 0; kb < nkb; kb++) {
+                const int64_t kbeg = kb * A2_KC, nk = K - kbeg < A2_KC ? K - kbeg : A2_KC;
+                for (int64_t t = t0; t < t1; t += A2_TT)
+                    for (int g = 0; g < gn; g += 2) { /* 16-row register tiles over the tile's groups */
+                        const int tt = (int)(t1 - t < A2_TT ? t1 - t : A2_TT);
+                        const int g2 = gn - g < 2 ? gn - g : 2;
+                        const int64_t rl = nrows - 8 * (g + g2 - 1); /* rows of the last group stored */
+                        tile_avx2(g2, tt, buf + (kb * A2_G + g) * A2_KC * A2_NR, x + t * K + kbeg, K, nk, y + t * N + n0 + 8 * g, N,
+                                  kb > 0, (int)(rl < 8 ? rl : 8));
+                    }
+            }
+        }
+        gb_ws_free(buf);
+    }
+    if (fail) return gb_error(GB_ENOMEM, "hgemm: cannot allocate a %zu-byte packed weight tile", pbytes);
+    return GB_OK;
+}
+
 /* ---- the driver ------------------------------------------------------------------------------- */
 
 static int hgemm_simd(const float *x, int64_t T, int64_t K, const void *w, int fmt, int64_t N, float *y, int version) {
@@ -422,6 +611,7 @@ int gb_hgemm(const float *x, int64_t T, int64_t K, const void *w, int fmt, int64
     if (T == 0) return GB_OK;
     if (version == GB_HG_REF) return hgemm_ref(x, T, K, w, fmt, N, y);
 #if GB_HG_X86
+    if (version == GB_HG_F32FMA && !has_f32fma()) return hgemm_avx2(x, T, K, w, fmt, N, y);
     return hgemm_simd(x, T, K, w, fmt, N, y, version);
 #else
     return gb_error(GB_EINTERNAL, "hgemm: no SIMD kernels in this build");

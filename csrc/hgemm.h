@@ -8,7 +8,9 @@
  *                  GB_HG_F32FMA); float32 sums.
  *   GB_HG_F32FMA   AVX-512F (+F16C): each 64-row tile's weights widened exactly to float32 into
  *                  packed panels (16 rows per zmm, k-major), a 4 x 16-row by 6-token register tile
- *                  of float32 FMAs; activations float32 as given. bf16 and f16.
+ *                  of float32 FMAs; activations float32 as given. bf16 and f16. Where AVX-512
+ *                  is not reported, the AVX2 + FMA + F16C version (hgemm_avx2): 8 rows per ymm,
+ *                  a 2 x 8-row by 6-token register tile, K blocks of 256 columns.
  *   GB_HG_BF16DOT  AVX512_BF16, bf16 weights only: activations rounded to bf16 once per call
  *                  (round to nearest even, as ggml's CPU backend does for a bf16 weight's
  *                  vec_dot_type), weights packed as (k, k+1) pairs per 32-bit lane, `vdpbf16ps`
@@ -16,8 +18,8 @@
  *                  instruction treats bf16 denormals as zero) in the same 4 x 16-row by 6-token tile.
  *   GB_HG_SGEMM    (gb_linear only) the previous path: panels widened to float32, then OpenBLAS sgemm.
  *   GB_HG_AUTO     the fastest this CPU runs: BF16DOT for bf16 where avx512_bf16 is reported,
- *                  F32FMA where avx512f (and f16c) is, else SGEMM (OpenBLAS's own kernels for the
- *                  CPU it finds); gb_hgemm_pick says which.
+ *                  F32FMA where avx512f (and f16c) is, or avx2 + fma + f16c, else SGEMM (OpenBLAS's
+ *                  own kernels for the CPU it finds); gb_hgemm_pick says which.
  *
  * Blocking: OpenMP over work items of one 64-row tile x a chunk of tokens (dynamic schedule); an
  * item packs its tile's weights once (all of K), then for each K block (256 bf16 pairs = 32 KiB of
@@ -35,7 +37,7 @@ int gb_hgemm_available(int version, int fmt);
 const char *gb_hgemm_name(int version);
 /* The version GB_HG_AUTO resolves to for weights in fmt on this CPU. */
 int gb_hgemm_pick(int fmt);
-/* What the CPU reports: bit 0 avx512f (+bw, vl, dq), bit 1 avx512_bf16, bit 2 f16c, bit 3 fma. */
+/* What the CPU reports: bit 0 avx512f (+bw, vl, dq), bit 1 avx512_bf16, bit 2 f16c, bit 3 fma, bit 4 avx2. */
 int gb_hgemm_cpu_features(void);
 
 /* y[T, N] = x[T, K] . w[N, K]^T, all contiguous, w bf16 bits or f16 (fmt GB_BF16 / GB_F16);

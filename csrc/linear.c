@@ -7,8 +7,8 @@
  *              tile of 4 rows x up to 4 tokens), AVX-512 or portable
  *   3 hgemm    16-bit weights, T > gb_linear_gemv_max_t(): hgemm.c's packed-panel GEMM, the kernel picked by
  *              what the CPU reports (bf16: vdpbf16ps with bf16-rounded activations; f16, or bf16
- *              without avx512_bf16: float32 FMA on weights widened in the panel); where the CPU has
- *              no AVX-512, or when gb_linear_set_hgemm(GB_HG_SGEMM) asks for it, version 4
+ *              without avx512_bf16: float32 FMA on weights widened in the panel, AVX-512 or AVX2);
+ *              where the CPU has neither, or when gb_linear_set_hgemm(GB_HG_SGEMM) asks for it, version 4
  *   4 panel    rows converted to float32 in panels, then sgemm
  */
 #include "linear.h"

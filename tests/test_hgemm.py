@@ -197,13 +197,14 @@ def test_hgemm_pick_follows_what_the_cpu_reports():
     if flags is None:
         pytest.skip("no /proc/cpuinfo")
     avx512 = {"avx512f", "avx512bw", "avx512vl", "avx512dq", "f16c", "fma"} <= flags
+    avx2 = {"avx2", "f16c", "fma"} <= flags  # hgemm_avx2, the F32FMA version without AVX-512
     bf16 = _core._hgemm_kernels("bf16")
     f16 = _core._hgemm_kernels("f16")
     assert bf16["bf16dot"] == (avx512 and "avx512_bf16" in flags)
-    assert bf16["f32fma"] == f16["f32fma"] == avx512
+    assert bf16["f32fma"] == f16["f32fma"] == (avx512 or avx2)
     assert not f16["bf16dot"] and bf16["ref"] and f16["ref"]
-    assert bf16["auto"] == ("bf16dot" if bf16["bf16dot"] else "f32fma" if avx512 else "sgemm")
-    assert f16["auto"] == ("f32fma" if avx512 else "sgemm")
+    assert bf16["auto"] == ("bf16dot" if bf16["bf16dot"] else "f32fma" if avx512 or avx2 else "sgemm")
+    assert f16["auto"] == ("f32fma" if avx512 or avx2 else "sgemm")
     if "avx512_bf16" in flags and avx512:
         assert _core.bench_bf16dot(1000, 1) > 0
     else:
