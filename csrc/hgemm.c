@@ -352,30 +352,28 @@ TGT_AVX2 AI __m256 widen8_avx2(const uint16_t *p, int fmt) {
     return _mm256_cvtph_ps(h);
 }
 
-TGT_AVX2 AI void pack_avx2_fmt(const uint16_t *w, int fmt, int64_t N, int64_t K, int64_t n0, int gn, float *pf) {
-    const int64_t nkb = (K + A2_KC - 1) / A2_KC;
+/* K block kb of the tile of rows n0.. (gn groups) */
+TGT_AVX2 AI void pack_avx2_fmt(const uint16_t *w, int fmt, int64_t N, int64_t K, int64_t n0, int gn, int64_t kb, float *pf) {
+    const int64_t kbeg = kb * A2_KC, kend = kbeg + A2_KC < K ? kbeg + A2_KC : K;
     for (int g = 0; g < gn; g++) {
         const int64_t r0 = n0 + (int64_t)g * A2_NR, nr = N - r0 < A2_NR ? N - r0 : A2_NR;
-        for (int64_t kb = 0; kb < nkb; kb++) {
-            const int64_t kbeg = kb * A2_KC, kend = kbeg + A2_KC < K ? kbeg + A2_KC : K;
-            float *dst = pf + (kb * A2_G + g) * A2_KC * A2_NR;
-            int64_t k = kbeg;
-            if (nr == A2_NR)
-                for (; k + 8 <= kend; k += 8) {
-                    __m256 in[8], out[8];
-                    for (int r = 0; r < A2_NR; r++) in[r] = widen8_avx2(w + (r0 + r) * K + k, fmt);
-                    transpose8_avx2(in, out);
-                    for (int c = 0; c < 8; c++) _mm256_store_ps(dst + (k - kbeg + c) * A2_NR, out[c]);
-                }
-            for (; k < kend; k++)
-                for (int r = 0; r < A2_NR; r++) dst[(k - kbeg) * A2_NR + r] = r < nr ? wval(w, fmt, (r0 + r) * K + k) : 0.0f;
-        }
+        float *dst = pf + (kb * A2_G + g) * A2_KC * A2_NR;
+        int64_t k = kbeg;
+        if (nr == A2_NR)
+            for (; k + 8 <= kend; k += 8) {
+                __m256 in[8], out[8];
+                for (int r = 0; r < A2_NR; r++) in[r] = widen8_avx2(w + (r0 + r) * K + k, fmt);
+                transpose8_avx2(in, out);
+                for (int c = 0; c < 8; c++) _mm256_store_ps(dst + (k - kbeg + c) * A2_NR, out[c]);
+            }
+        for (; k < kend; k++)
+            for (int r = 0; r < A2_NR; r++) dst[(k - kbeg) * A2_NR + r] = r < nr ? wval(w, fmt, (r0 + r) * K + k) : 0.0f;
     }
 }
 
-TGT_AVX2 static void pack_avx2(const uint16_t *w, int fmt, int64_t N, int64_t K, int64_t n0, int gn, float *pf) {
-    if (fmt == GB_BF16) pack_avx2_fmt(w, GB_BF16, N, K, n0, gn, pf);
-    else pack_avx2_fmt(w, GB_F16, N, K, n0, gn, pf);
+TGT_AVX2 static void pack_avx2(const uint16_t *w, int fmt, int64_t N, int64_t K, int64_t n0, int gn, int64_t kb, float *pf) {
+    if (fmt == GB_BF16) pack_avx2_fmt(w, GB_BF16, N, K, n0, gn, kb, pf);
+    else pack_avx2_fmt(w, GB_F16, N, K, n0, gn, kb, pf);
 }
 
 /* y[t, 8 g + r] (+)= this K block's sums for G (1 or 2) groups from pf (the first group's panel,
@@ -452,7 +450,7 @@ static int hgemm_avx2(const float *x, int64_t T, int64_t K, const void *w, int f
 #pragma omp parallel num_threads(nth)
     {
         float *buf = (float *)gb_ws_aligned_alloc(64, pbytes);
-        int64_t packed = -1;
+        int64_t packed = -1, kpacked = 0; /* the tile in buf, and its K blocks packed so far */
         if (!buf) {
 #pragma omp atomic write
             fail = 1;
@@ -465,11 +463,17 @@ static int hgemm_avx2(const float *x, int64_t T, int64_t K, const void *w, int f
             const int gn = (int)((nrows + A2_NR - 1) / A2_NR);
             const int64_t t0 = tc * tcs, t1 = t0 + tcs < T ? t0 + tcs : T;
             if (packed != nt) { /* consecutive items of one tile on this thread share the packing */
-                pack_avx2((const uint16_t *)w, fmt, N, K, n0, gn, buf);
                 packed = nt;
+                kpacked = 0;
             }
             for (int64_t kb = 0; kb < nkb; kb++) {
                 const int64_t kbeg = kb * A2_KC, nk = K - kbeg < A2_KC ? K - kbeg : A2_KC;
+                /* each K block packed right before its first use, so it is read back from L2 (the whole
+                 * tile at K = 5120 is 1.3 MB: packed up front, every block came back from L3) */
+                if (kb == kpacked) {
+                    pack_avx2((const uint16_t *)w, fmt, N, K, n0, gn, kb, buf);
+                    kpacked = kb + 1;
+                }
                 for (int64_t t = t0; t < t1; t += A2_TT)
                     for (int g = 0; g < gn; g += 2) { /* 16-row register tiles over the tile's groups */
                         const int tt = (int)(t1 - t < A2_TT ? t1 - t : A2_TT);
