@@ -55,7 +55,7 @@ CASES = [("linear", f, (1536, 2048, 512)) for f in ("q4_0", "q8_0")] + \
         [("linear", f, (25600, 5120, 1)) for f in ("q4_0", "q8_0")] + \
         [("moe", f, (64, 1536, 2048, 4, T)) for f in ("q4_0", "q8_0") for T in (512, 1)] + \
         [("linear", f, (25600, 5120, 1)) for f in NEW_FMTS] + \
-        [("moe", f, (64, 1536, 2048, 4, 1)) for f in ("q4_K", "q6_K", "mxfp4")] + \
+        [("moe", f, (64, 1536, 2048, 4, 1)) for f in ("q4_K", "q6_K", "mxfp4", "iq4_nl")] + \
         [("linear", f, (n, k, 512)) for f in ("bf16", "f16") for n, k in GLM_PROJ]
 
 # prefill GEMM (T=512, GLM's expert shape) in the types of downloaded files (issue 28, whole-model peer)

@@ -567,6 +567,9 @@ IQP_ROWS(iqp_rows_mx, GB_MXFP4)
 #define IQ_XCHUNK_AVX2 (160 << 10) /* the packed GEMM's token chunk, bytes of prepared activations (L2: 512 KB on Zen 3) */
 #endif
 /* The GEMV's software prefetch distance in bytes of the group's record stream (as qgemm_avx2's). */
+#ifndef IQ_AVX2_GEMV1
+#define IQ_AVX2_GEMV1 1 /* gb_iqp_rows at T = 1 (routed experts' decode): the GEMV loop on one group (0: the 1-token tile) */
+#endif
 #ifndef GB_IQ_AVX2_AHEAD
 #define GB_IQ_AVX2_AHEAD 2048
 #endif
@@ -783,27 +786,28 @@ static inline __attribute__((always_inline)) void iqp_tile8_avx2(const int fmt, 
  * 8 (u % 2) ..), all in registers; the float steps as iqp_tile_avx2's (same bits). */
 static inline __attribute__((always_inline)) void iqp_gemv2_avx2(const int fmt, const uint8_t *P0, const uint8_t *P1, int64_t nb,
                                                                  const int8_t *xq, const float *dxp, const int32_t *xsp, float *y0,
-                                                                 float *y1, const float *b0, const float *b1, int nr0, int nr1) {
+                                                                 float *y1, const float *b0, const float *b1, int nr0, int nr1,
+                                                                 const int NG) {
     const __m256i tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(fmt == GB_MXFP4 ? kv_mxfp4_u12 : iq_table(fmt))));
     const __m256i m4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
     const int64_t pb = gb_iqp_block_bytes(fmt);
     const uint8_t *Pg[2] = {P0, P1};
     __m256 acc[16][4];
     for (int l = 0; l < 16; l++)
-        for (int u = 0; u < 4; u++) acc[l][u] = _mm256_setzero_ps();
+        for (int u = 0; u < 2 * NG; u++) acc[l][u] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const int8_t *xb = xq + b * QB;
         const int l = lane_blk[b % 16];
         const int64_t li = 16 * (b / 16) + l;
-        for (int g = 0; g < 2; g++)
+        for (int g = 0; g < NG; g++)
             for (int i = 0; i < 5; i++) _mm_prefetch((const char *)(Pg[g] + b * pb + GB_IQ_AVX2_AHEAD + 64 * i), _MM_HINT_T0);
         __m256i ia[4], i16[4];
-        for (int u = 0; u < 4; u++) ia[u] = i16[u] = _mm256_setzero_si256();
+        for (int u = 0; u < 2 * NG; u++) ia[u] = i16[u] = _mm256_setzero_si256();
 #pragma GCC unroll 4
         for (int k = 0; k < 4; k++) {
             const __m256i x0 = bc4_avx2(xb + 4 * k), x1 = bc4_avx2(xb + 16 + 4 * k);
 #pragma GCC unroll 4
-            for (int u = 0; u < 4; u++) {
+            for (int u = 0; u < 2 * NG; u++) {
                 __m256i lo, hi;
                 iqp_nibbles_avx2(tbl, m4, Pg[u >> 1] + b * pb + 64 * k + 32 * (u & 1), &lo, &hi);
                 if (fmt == GB_MXFP4) { /* values + 12 against x (as iqp_tile_avx2); int16 sums of 2 chunks (<= 24384) */
@@ -818,7 +822,7 @@ static inline __attribute__((always_inline)) void iqp_gemv2_avx2(const int fmt, 
             }
         }
         const __m256 dx = _mm256_set1_ps(dxp[li]);
-        for (int u = 0; u < 4; u++) {
+        for (int u = 0; u < 2 * NG; u++) {
             const __m256 vd = iqp_scales_avx2(fmt, Pg[u >> 1] + b * pb + 256, u & 1);
             const __m256i s = fmt == GB_MXFP4 ? _mm256_sub_epi32(ia[u], _mm256_set1_epi32(xsp[li] / 128 * 12)) : ia[u];
             acc[l][u] = _mm256_add_ps(acc[l][u], _mm256_mul_ps(_mm256_mul_ps(vd, dx), _mm256_cvtepi32_ps(s)));
@@ -827,7 +831,7 @@ static inline __attribute__((always_inline)) void iqp_gemv2_avx2(const int fmt, 
     float *yg[2] = {y0, y1};
     const float *bg[2] = {b0, b1};
     const int ng[2] = {nr0, nr1};
-    for (int u = 0; u < 4; u++) {
+    for (int u = 0; u < 2 * NG; u++) {
         const int g = u >> 1, r0 = 8 * (u & 1), nv = ng[g] - r0;
         if (nv <= 0) continue;
         __m256 vb = _mm256_setzero_ps();
@@ -869,7 +873,12 @@ static inline __attribute__((always_inline)) void iqp_gemv2_avx2(const int fmt, 
                              const float *dxp, const int32_t *xsp, float *y0, float *y1, const float *b0, const float *b1,   \
                              int nr0, int nr1) {                                                                        \
         (void)nbp;                                                                                                      \
-        iqp_gemv2_avx2(F, P0, P1, nb, xq, dxp, xsp, y0, y1, b0, b1, nr0, nr1);                                          \
+        iqp_gemv2_avx2(F, P0, P1, nb, xq, dxp, xsp, y0, y1, b0, b1, nr0, nr1, 2);                                       \
+    }                                                                                                                   \
+    /* one group's GEMV (routed experts at decode: gb_iqp_rows with T = 1), both halves per block */                   \
+    static void name##_gemv1(const uint8_t *P, int64_t nb, const int8_t *xq, const float *dxp, const int32_t *xsp,     \
+                             float *y, const float *bias, int nr) {                                                     \
+        iqp_gemv2_avx2(F, P, P, nb, xq, dxp, xsp, y, y, bias, bias, nr, nr, 1);                                         \
     }
 IQP_ROWS_AVX2(iqp_rows_avx2_nl, GB_IQ4_NL)
 IQP_ROWS_AVX2(iqp_rows_avx2_mx, GB_MXFP4)
@@ -890,6 +899,10 @@ static void iqp_groups_avx2(int fmt, const uint8_t *wp, int64_t g0, int64_t g1, 
                                                                                y + 16 * ga, y + 16 * gb, IQ_B(ga), IQ_B(gb), IQ_NR(ga), IQ_NR(gb));
         }
         g = g0 + 2 * half;
+        if (g < g1) /* an odd group out */
+            (fmt == GB_IQ4_NL ? iqp_rows_avx2_nl_gemv1 : iqp_rows_avx2_mx_gemv1)(wp + g * gbytes, nb, xq, dxp, xsp, y + 16 * g, IQ_B(g),
+                                                                               IQ_NR(g));
+        return;
     }
     for (; g < g1; g++)
         (fmt == GB_IQ4_NL ? iqp_rows_avx2_nl : iqp_rows_avx2_mx)(wp + g * gbytes, nb, nbp, xq, dxp, xsp, x8, T, y + 16 * g, N, IQ_B(g),
@@ -964,7 +977,10 @@ int gb_iqp_rows(int fmt, const void *wp, int64_t N, int64_t K, int64_t g, const 
 #endif
 #ifdef GB_HAVE_IQ_AVX2
     if (version == GB_KV_AVX2) {
-        (fmt == GB_IQ4_NL ? iqp_rows_avx2_nl : iqp_rows_avx2_mx)(P, nb, nbp, xq, dxp, xsp, (const uint8_t *)x8, T, y, ldy, NULL, nr);
+        if (T == 1 && IQ_AVX2_GEMV1) /* both halves of the group per block, as the dense GEMV (iqp_gemv2_avx2) */
+            (fmt == GB_IQ4_NL ? iqp_rows_avx2_nl_gemv1 : iqp_rows_avx2_mx_gemv1)(P, nb, xq, dxp, xsp, y, NULL, nr);
+        else
+            (fmt == GB_IQ4_NL ? iqp_rows_avx2_nl : iqp_rows_avx2_mx)(P, nb, nbp, xq, dxp, xsp, (const uint8_t *)x8, T, y, ldy, NULL, nr);
         return GB_OK;
     }
 #endif
