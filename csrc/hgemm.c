@@ -305,6 +305,18 @@ TGT_BF16 static void round_x(const float *x, int64_t T, int64_t K, uint32_t *xb)
     }
 }
 
+/* Token chunks of the drivers' work items (ntiles row tiles x chunks): enough items (8 per thread)
+ * for a dynamic schedule to even out a small N, each chunk at least 48 tokens (a tile's packing is
+ * repeated once per chunk), whole register tiles of ttm tokens; *tcs: tokens per chunk. */
+static int64_t token_chunks(int64_t T, int64_t ntiles, int nth, int ttm, int64_t *tcs) {
+    int64_t tchunks = (8 * (int64_t)nth + ntiles - 1) / ntiles;
+    const int64_t tmax = (T + 47) / 48;
+    if (tchunks > tmax) tchunks = tmax;
+    if (tchunks < 1) tchunks = 1;
+    *tcs = ((T + tchunks - 1) / tchunks + ttm - 1) / ttm * ttm;
+    return (T + *tcs - 1) / *tcs;
+}
+
 /* ---- the AVX2 + FMA + F16C version of GB_HG_F32FMA (CPUs without AVX-512) -------------------------
  * The same blocking with 8 rows per ymm: a tile of A2_ROWS rows is widened exactly to float32 into
  * panels pf[((kb * A2_G + g) * A2_KC + k) * 8 + r] = w[n0 + 8 g + r][kb A2_KC + k] (zero past N);
@@ -438,14 +450,8 @@ static int hgemm_avx2(const float *x, int64_t T, int64_t K, const void *w, int f
     const size_t pbytes = (size_t)(nkb * A2_G * A2_NR * A2_KC) * sizeof(float);
     const int64_t ntiles = (N + A2_ROWS - 1) / A2_ROWS;
     const int nth = (double)T * (double)N * (double)K >= PAR_MIN_MACS ? omp_get_max_threads() : 1;
-    /* token chunks as hgemm_simd's */
-    int64_t tchunks = (8 * (int64_t)nth + ntiles - 1) / ntiles;
-    const int64_t tmax = (T + 47) / 48;
-    if (tchunks > tmax) tchunks = tmax;
-    if (tchunks < 1) tchunks = 1;
-    const int64_t tcs = ((T + tchunks - 1) / tchunks + A2_TT - 1) / A2_TT * A2_TT;
-    tchunks = (T + tcs - 1) / tcs;
-    const int64_t items = ntiles * tchunks;
+    int64_t tcs;
+    const int64_t tchunks = token_chunks(T, ntiles, nth, A2_TT, &tcs), items = ntiles * tchunks;
     int fail = 0;
 #pragma omp parallel num_threads(nth)
     {
@@ -506,15 +512,8 @@ static int hgemm_simd(const float *x, int64_t T, int64_t K, const void *w, int f
     const size_t pbytes = (size_t)(nkb * NG * NR) * (size_t)(bf ? KCP * sizeof(uint32_t) : KCF * sizeof(float));
     const int64_t ntiles = (N + ROWS - 1) / ROWS;
     const int nth = (double)T * (double)N * (double)K >= PAR_MIN_MACS ? omp_get_max_threads() : 1;
-    /* token chunks: enough work items (8 per thread) for a dynamic schedule to even out a small N,
-     * each chunk at least 48 tokens (the tile's packing is repeated once per chunk) */
-    int64_t tchunks = (8 * (int64_t)nth + ntiles - 1) / ntiles;
-    const int64_t tmax = (T + 47) / 48;
-    if (tchunks > tmax) tchunks = tmax;
-    if (tchunks < 1) tchunks = 1;
-    const int64_t tcs = ((T + tchunks - 1) / tchunks + TTM - 1) / TTM * TTM;
-    tchunks = (T + tcs - 1) / tcs;
-    const int64_t items = ntiles * tchunks;
+    int64_t tcs;
+    const int64_t tchunks = token_chunks(T, ntiles, nth, TTM, &tcs), items = ntiles * tchunks;
     int fail = 0;
 #pragma omp parallel num_threads(nth)
     {
