@@ -24,7 +24,8 @@
  * Blocking: OpenMP over work items of one 64-row tile x a chunk of tokens (dynamic schedule); an
  * item packs its tile's weights once (all of K), then for each K block (256 bf16 pairs = 32 KiB of
  * packed bf16, or 128 float32 columns = 32 KiB: L1) runs every 6-token tile of its chunk, the
- * outputs accumulated in y across K blocks. */
+ * outputs accumulated in y across K blocks. The AVX2 version packs each K block (256 float32
+ * columns, 64 KiB for the tile: L2) right before its first use instead of all of K at once. */
 #ifndef GLMBENCH_HGEMM_H
 #define GLMBENCH_HGEMM_H
 #include <stdint.h>

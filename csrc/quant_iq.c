@@ -566,10 +566,10 @@ IQP_ROWS(iqp_rows_mx, GB_MXFP4)
 #ifndef IQ_XCHUNK_AVX2
 #define IQ_XCHUNK_AVX2 (160 << 10) /* the packed GEMM's token chunk, bytes of prepared activations (L2: 512 KB on Zen 3) */
 #endif
-/* The GEMV's software prefetch distance in bytes of the group's record stream (as qgemm_avx2's). */
 #ifndef IQ_AVX2_GEMV1
 #define IQ_AVX2_GEMV1 1 /* gb_iqp_rows at T = 1 (routed experts' decode): the GEMV loop on one group (0: the 1-token tile) */
 #endif
+/* The GEMV's software prefetch distance in bytes of the group's record stream (as qgemm_avx2's). */
 #ifndef GB_IQ_AVX2_AHEAD
 #define GB_IQ_AVX2_AHEAD 2048
 #endif
@@ -781,9 +781,10 @@ static inline __attribute__((always_inline)) void iqp_tile8_avx2(const int fmt, 
     iqp_store_avx2(&acc[0][0][0], 8, 8, nr, bias, y, ldy);
 }
 
-/* Decode GEMV of two packed groups side by side (two record streams from DRAM, as qgemm_avx2's
- * q4_0 GEMV): per block the 4 broadcasts of each nibble half feed 4 units (group u / 2, rows
- * 8 (u % 2) ..), all in registers; the float steps as iqp_tile_avx2's (same bits). */
+/* Decode GEMV of NG = 2 packed groups side by side (two record streams from DRAM, as qgemm_avx2's
+ * q4_0 GEMV), or of NG = 1 (P1, y1, b1, nr1 unused: a routed expert's group, gb_iqp_rows at T = 1):
+ * per block the 4 broadcasts of each nibble half feed 2 NG units (group u / 2, rows 8 (u % 2) ..),
+ * all in registers; the float steps as iqp_tile_avx2's (same bits). */
 static inline __attribute__((always_inline)) void iqp_gemv2_avx2(const int fmt, const uint8_t *P0, const uint8_t *P1, int64_t nb,
                                                                  const int8_t *xq, const float *dxp, const int32_t *xsp, float *y0,
                                                                  float *y1, const float *b0, const float *b1, int nr0, int nr1,
