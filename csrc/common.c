@@ -22,15 +22,16 @@ int gb_error(int status, const char *fmt, ...) {
 const char *gb_last_error(void) { return gb_errbuf[0] ? gb_errbuf : "unknown error in glmbench C core"; }
 
 /* ---- workspace ledger ------------------------------------------------------------------------
- * Block layout: [padding][ws_header][the caller's bytes]. The header sits right before the
- * returned pointer; its size is a multiple of alignof(max_align_t), so a malloc block keeps
- * malloc's alignment, and an aligned block puts the header at the end of `align` bytes of padding
- * (the padding is a multiple of `align`). `offset` leads back to the start for free(), which
- * releases aligned_alloc blocks too. */
+ * Block layout: [padding][ws_header][the caller's bytes], all from one malloc block. The header
+ * sits right before the returned pointer; its size is a multiple of alignof(max_align_t), so a
+ * block without padding keeps malloc's alignment, and an aligned block (gb_ws_aligned_alloc) is
+ * allocated `align` bytes larger and pads up to the first multiple of `align` that leaves room for
+ * the header. `offset` leads back to the start for free() and for the kept-block list, which takes
+ * both kinds. */
 typedef struct {
     _Alignas(max_align_t) size_t bytes; /* requested by the caller: what the counters hold */
     size_t offset;                      /* returned pointer - start of the underlying block */
-    size_t cap;                         /* bytes usable after the header (malloc blocks; 0: aligned) */
+    size_t cap;                         /* bytes usable after a header at the block's start */
 } ws_header;
 
 #define WS_HDR sizeof(ws_header)
@@ -156,11 +157,22 @@ void *gb_ws_calloc(size_t n, size_t size) {
 void *gb_ws_aligned_alloc(size_t align, size_t bytes) {
     if (align == 0 || (align & (align - 1))) return NULL; /* not a power of two */
     if (align <= _Alignof(max_align_t)) return gb_ws_malloc(bytes);
-    const size_t pad = (WS_HDR + align - 1) & ~(align - 1);
-    if (bytes > SIZE_MAX - pad - align) return NULL;
-    const size_t total = (pad + bytes + align - 1) & ~(align - 1); /* C11: a multiple of align */
-    char *p = ws_track(aligned_alloc(align, total), pad, bytes);
-    if (p) ((ws_header *)p - 1)->cap = 0; /* never kept */
+    if (bytes > SIZE_MAX - WS_HDR - align) return NULL;
+    /* a malloc block (kept or fresh) with align bytes of slack, the pointer moved up to the next
+     * multiple of align: [pad][header][bytes] as ws_block's, so gb_ws_free keeps it as one of them.
+     * (aligned_alloc blocks were freed each call: megabyte ones freed every call raised glibc's mmap
+     * threshold, and later calls' buffers then grew the heap: RSS +270 KB over 300 calls) */
+    const size_t need = bytes + align;
+    size_t cap = 0;
+    void *base = ws_take(need, &cap);
+    if (!base) {
+        base = malloc(WS_HDR + need);
+        cap = need;
+    }
+    if (!base) return NULL;
+    const uintptr_t at = ((uintptr_t)base + WS_HDR + align - 1) & ~(uintptr_t)(align - 1);
+    char *p = ws_track(base, (size_t)(at - (uintptr_t)base), bytes);
+    ((ws_header *)p - 1)->cap = cap;
     return p;
 }
 

@@ -455,11 +455,7 @@ static int hgemm_avx2(const float *x, int64_t T, int64_t K, const void *w, int f
     int fail = 0;
 #pragma omp parallel num_threads(nth)
     {
-        /* from the workspace's kept blocks (gb_ws_malloc), 32-byte aligned by hand: an aligned block
-         * is freed each call, and megabyte ones freed every call raised glibc's mmap threshold, so
-         * that later calls' buffers grew the heap instead (RSS +270 KB over 300 mxfp4 linears) */
-        char *raw = (char *)gb_ws_malloc(pbytes + 32);
-        float *buf = raw ? (float *)(((uintptr_t)raw + 31) & ~(uintptr_t)31) : NULL;
+        float *buf = (float *)gb_ws_aligned_alloc(64, pbytes);
         int64_t packed = -1, kpacked = 0; /* the tile in buf, and its K blocks packed so far */
         if (!buf) {
 #pragma omp atomic write
@@ -494,7 +490,7 @@ static int hgemm_avx2(const float *x, int64_t T, int64_t K, const void *w, int f
                     }
             }
         }
-        gb_ws_free(raw);
+        gb_ws_free(buf);
     }
     if (fail) return gb_error(GB_ENOMEM, "hgemm: cannot allocate a %zu-byte packed weight tile", pbytes);
     return GB_OK;

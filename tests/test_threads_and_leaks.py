@@ -121,3 +121,32 @@ def test_error_paths_leak_nothing():
             with pytest.raises(ValueError):
                 call()
         assert _rss_bytes() - before < 256 << 10
+
+
+SPIN_PROBE = r"""
+import os, sys, time
+import glmbench.measure.cpu  # imports NumPy (and its own OpenBLAS) after glmbench
+import numpy as np
+a = np.ones((384, 384))
+for _ in range(3):
+    a @ a                      # NumPy's OpenBLAS, several worker threads where there are cores
+t0 = time.process_time()
+time.sleep(0.3)                # a spinning worker would burn CPU here (~0.1 s each by default)
+print(os.environ.get("OPENBLAS_THREAD_TIMEOUT"), time.process_time() - t0)
+"""
+
+
+def test_numpy_openblas_workers_do_not_spin():
+    """`import glmbench` sets OPENBLAS_THREAD_TIMEOUT before any of its modules imports NumPy, so
+    NumPy's own OpenBLAS (not only the core's) puts its workers to sleep right after a call instead of
+    spinning ~0.1 s on the cores the C kernels' OpenMP threads need; a user's own setting wins."""
+    import subprocess
+    import sys
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
+    out = subprocess.run([sys.executable, "-c", SPIN_PROBE], capture_output=True, text=True, env=env, check=True)
+    val, cpu = out.stdout.split()
+    assert val == "4"
+    assert float(cpu) < 0.03, f"{cpu} s of CPU while the process slept: NumPy's OpenBLAS workers spin"
+    mine = subprocess.run([sys.executable, "-c", SPIN_PROBE], capture_output=True, text=True, check=True,
+                          env=dict(env, OPENBLAS_THREAD_TIMEOUT="6"))
+    assert mine.stdout.split()[0] == "6"

@@ -21,10 +21,9 @@ def _unavailable(why: str) -> CoreUnavailable:
         "reinstall with a C compiler and OpenMP (`pip install .`; setup.py prints why a build was skipped)")
 
 
-# OpenBLAS's worker threads spin for 2^28 cycles (~0.1 s) after each call before sleeping, which
-# starves the C core's OpenMP threads on a small machine (seen here: a 5 ms op took 0.5 s on 2
-# cores). 2^4 cycles, then sleep. Read once when the library loads; a user's own setting wins.
-os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+# OPENBLAS_THREAD_TIMEOUT (OpenBLAS's idle workers sleep at once instead of spinning ~0.1 s, which
+# starved the C core's OpenMP threads on 2 cores: a 5 ms op took 0.5 s) is set by glmbench/__init__.py,
+# which runs before this module and before NumPy loads; the OpenBLAS preloaded here reads it too.
 
 try:
     import scipy_openblas32
