@@ -39,14 +39,18 @@ def fma_peak():
 
 
 def timed(fn, reps):
-    """(best wall seconds, best CPU seconds) of reps calls after one warm-up call."""
+    """(best wall seconds, mean CPU seconds per call) of reps calls after one warm-up call. The CPU
+    time is the process clock over all the calls / reps: Linux adds another thread's time to it at
+    its scheduler ticks, so one call's own reading can miss part of its workers' time (a 2 ms
+    2-thread call read 2.2-7.2 ms; 2026-12-03), and the smallest reading of several was too low."""
     fn()
-    best, best_cpu = float("inf"), float("inf")
+    best = float("inf")
+    c = time.process_time()
     for _ in range(reps):
-        c, t0 = time.process_time(), time.perf_counter()
+        t0 = time.perf_counter()
         fn()
-        best, best_cpu = min(best, time.perf_counter() - t0), min(best_cpu, time.process_time() - c)
-    return best, best_cpu
+        best = min(best, time.perf_counter() - t0)
+    return best, (time.process_time() - c) / reps
 
 
 def line(name, d, T, dt, fl, peak):
