@@ -23,7 +23,11 @@ faster of two, run before and after the deep case), i.e. the part that grows wit
 the calls go round copies of it totalling >= 4x the L3).
 
     PYTHONPATH=$PWD python bench/bench_attention_decode.py [--depths 4096 16384 32768] [--kv f16]
-        [--only gqa|mla] [--reps 15] [--threads N] [--f16-tile on|off|both] [--T 1]
+        [--only gqa|mla|sink] [--reps 15] [--threads N] [--f16-tile on|off|both] [--T 1]
+
+"sink" rows: GQA with GPT-OSS's attention sinks (gpt-oss-20b/120b's full-attention layers: 64 query / 8
+KV heads of 64; one sink logit per query head), the NumPy twin with the sink as one more logit per
+head. --only gqa|mla|sink runs one kind.
 
 --f16-tile both (alias --mla-tile): each row twice in the same run, "mla-" / "gqa-" with the decode
 tile off (the cache rows widened into a float32 tile first: the path before it) and "mla" / "gqa" with it
@@ -44,6 +48,7 @@ from glmbench.measure.machine import _l3_bytes, cpu_name, measure_ceilings
 
 MLA = dict(H=20, Dn=192, Dr=64, Dv=256, R=512)
 GQA = dict(Hq=64, Hkv=8, Dh=128)
+OSS = dict(Hq=64, Hkv=8, Dh=64)   # gpt-oss-20b/120b's full-attention layers, with their sinks
 
 
 # cache bytes per stored value (q8_0 / q4_0: 34- / 18-byte blocks of 32)
@@ -79,27 +84,33 @@ def np_softmax(s):
     return p / p.sum(axis=-1, keepdims=True)
 
 
-def gqa(d, kv, reps, rng):
-    g = GQA
+def gqa(d, kv, reps, rng, shape=None, sinks=False):
+    g = shape or GQA
     Hq, Hkv, Dh = g["Hq"], g["Hkv"], g["Dh"]
+    sk = rng.standard_normal(Hq).astype(np.float32) if sinks else None
     L = d + 1
     bytes_ = int(L * Hkv * 2 * Dh * BYTES[kv])
     nl = n_layers_for(bytes_)
     c = KVCache.gqa(nl, L, Hkv, Dh, kv=kv)
     c.fill_synthetic(L, seed=1)
     q = rng.standard_normal((1, Hq, Dh), dtype=np.float32)
-    ms = med_time(lambda l: gqa_attention(q, c, l), nl, reps)
+    ms = med_time(lambda l: gqa_attention(q, c, l, sinks=sk), nl, reps)
     k, v = (np.ascontiguousarray(x, dtype=np.float32) for x in c.read(0))   # [L, Hkv, Dh]
     kT = np.ascontiguousarray(k.transpose(1, 2, 0))                           # [Hkv, Dh, L]
     vv = np.ascontiguousarray(v.transpose(1, 0, 2))                           # [Hkv, L, Dh]
     qq = (q[0] * np.float32(Dh ** -0.5)).reshape(Hkv, Hq // Hkv, Dh)
 
     def np_run():
-        return np.matmul(np_softmax(np.matmul(qq, kT)), vv).reshape(1, Hq, Dh)
+        s = np.matmul(qq, kT)                                                 # [Hkv, G, L]
+        if sk is None:
+            return np.matmul(np_softmax(s), vv).reshape(1, Hq, Dh)
+        # the sink as one more logit per head, its probability dropped (HF GPT-OSS)
+        p = np_softmax(np.concatenate([s, sk.reshape(Hkv, Hq // Hkv, 1)], axis=-1))[..., :-1]
+        return np.matmul(p, vv).reshape(1, Hq, Dh)
 
     ref = np_run()
     np_ms = med_time(lambda l: np_run(), 1, max(3, reps // 3))
-    err = float(np.abs(gqa_attention(q, c, 0) - ref).max() / np.abs(ref).max())
+    err = float(np.abs(gqa_attention(q, c, 0, sinks=sk) - ref).max() / np.abs(ref).max())
     del c
     return dict(ms=ms, att_ms=ms, bytes=bytes_, mac=Hq * L * 2 * Dh, np_ms=np_ms, err=err, layers=nl)
 
@@ -157,7 +168,7 @@ def main():
     ap.add_argument("--depths", type=int, nargs="+", default=[4096, 16384, 32768])
     ap.add_argument("--kv", default="f16", choices=list(BYTES))
     ap.add_argument("--reps", type=int, default=15)
-    ap.add_argument("--only", choices=["mla", "gqa"], default=None)
+    ap.add_argument("--only", choices=["mla", "gqa", "sink"], default=None)
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--f16-tile", "--mla-tile", dest="f16_tile", choices=["on", "off", "both"], default="on")
     ap.add_argument("--T", type=int, default=1)
@@ -174,18 +185,20 @@ def main():
     print(f"{'case':4s} {'depth':>6s} {'layers':>6s} {'ms':>7s} {'med ms':>7s} {'cpu ms':>7s} {'att ms':>7s} {'GB/s':>6s} {'%bw':>5s} "
           f"{'GFLOP/s':>8s} {'%peak':>6s} {'numpy ms':>9s} {'xNumPy':>7s} {'err':>8s}")
     for d in a.depths:
-        runs = [("gqa" if on else "gqa-", gqa, on) for on in tiles] + [("mla" if on else "mla-", mla, on) for on in tiles]
+        runs = [("gqa" if on else "gqa-", gqa, on) for on in tiles] + [("mla" if on else "mla-", mla, on) for on in tiles] \
+            + [("sink" if on else "sink-", "sink", on) for on in tiles]
         for name, fn, on in runs:
             if a.only not in (None, name.rstrip("-")):
                 continue
             MED.clear()
             CPU.clear()
-            get, put = ((_core._gqa_f16_tile, _core._gqa_set_f16_tile) if fn is gqa
-                        else (_core._mla_f16_tile, _core._mla_set_f16_tile))
+            get, put = ((_core._mla_f16_tile, _core._mla_set_f16_tile) if fn is mla
+                        else (_core._gqa_f16_tile, _core._gqa_set_f16_tile))
             was = get()
             put(on)
             try:
-                r = fn(d, a.kv, a.reps, rng) if fn is gqa else fn(d, a.kv, a.reps, rng, a.T)
+                r = (gqa(d, a.kv, a.reps, rng) if fn is gqa else gqa(d, a.kv, a.reps, rng, OSS, sinks=True)
+                     if fn == "sink" else fn(d, a.kv, a.reps, rng, a.T))
             finally:
                 put(was)
             med, cpu = MED[-2], CPU[-2]   # the C call at depth d (the last entry is the NumPy twin)

@@ -1058,11 +1058,17 @@ void gb_attn_to_bf16(const float *x, int64_t n, uint16_t *out) {
 
 void gb_attn_combine(int64_t nr, int64_t dv, int64_t n_splits, int64_t split_stride, const float *m, const float *l,
                      const float *o, float *out, int64_t out_stride) {
+    gb_attn_combine_sink(nr, dv, n_splits, split_stride, m, l, o, NULL, out, out_stride);
+}
+
+void gb_attn_combine_sink(int64_t nr, int64_t dv, int64_t n_splits, int64_t split_stride, const float *m,
+                          const float *l, const float *o, const float *sink, float *out, int64_t out_stride) {
     for (int64_t r = 0; r < nr; r++) {
-        float M = -INFINITY;
+        /* a sink is one more state: m = its logit, l = 1, o = 0 (a key whose value is zero) */
+        float M = sink ? sink[r] : -INFINITY;
         for (int64_t s = 0; s < n_splits; s++) M = fmaxf(M, m[s * split_stride + r]);
         float *y = out + r * out_stride;
-        double den = 0.0;
+        double den = sink ? (double)expf(sink[r] - M) : 0.0;
         for (int64_t d = 0; d < dv; d++) y[d] = 0.0f;
         for (int64_t s = 0; s < n_splits; s++) {
             const int64_t i = s * split_stride + r;
@@ -1395,6 +1401,11 @@ int gb_gqa_attention(const gb_kvcache *c, int64_t layer, const float *q, int64_t
 
 int gb_gqa_attention_ex(const gb_kvcache *c, int64_t layer, const float *q, int64_t T, int64_t Hq, float scale,
                         int64_t window, float softcap, int64_t n_splits, float *out) {
+    return gb_gqa_attention_sk(c, layer, q, T, Hq, scale, window, softcap, NULL, n_splits, out);
+}
+
+int gb_gqa_attention_sk(const gb_kvcache *c, int64_t layer, const float *q, int64_t T, int64_t Hq, float scale,
+                        int64_t window, float softcap, const float *sinks, int64_t n_splits, float *out) {
     if (c->kind != GB_KV_GQA) return gb_error(GB_EVALUE, "`cache` must be a GQA cache, got an MLA cache");
     if (layer < 0 || layer >= c->n_layers)
         return gb_error(GB_EVALUE, "`layer`=%ld is out of range for a cache of %ld layers", (long)layer, (long)c->n_layers);
@@ -1409,6 +1420,9 @@ int gb_gqa_attention_ex(const gb_kvcache *c, int64_t layer, const float *q, int6
     if (window < 0) return gb_error(GB_EVALUE, "`window` must be >= 1 token (0 = the layer's own), got %ld", (long)window);
     if (!(softcap >= 0.0f) || isinf(softcap))
         return gb_error(GB_EVALUE, "`softcap` must be a finite number >= 0 (0 = off), got %g", (double)softcap);
+    if (sinks)
+        for (int64_t j = 0; j < Hq; j++)
+            if (!isfinite(sinks[j])) return gb_error(GB_EVALUE, "`sinks`[%ld] is %g: sink logits must be finite", (long)j, (double)sinks[j]);
     const int64_t W = window > 0 ? window : c->window[layer];
     /* the keys these queries see: [kb, L); the first query's window starts at L - T - W + 1 */
     const int64_t kb = W > 0 && L - T - W + 1 > 0 ? L - T - W + 1 : 0;
@@ -1582,8 +1596,8 @@ int gb_gqa_attention_ex(const gb_kvcache *c, int64_t layer, const float *q, int6
     for (int64_t h = 0; h < Hkv; h++)
         for (int64_t i = 0; i < T; i++) {
             const int64_t base = h * nr + i * G;
-            gb_attn_combine(G, Dv, S, Hkv * nr, pm + base, pl + base, po + base * Dv, out + (i * Hq + h * G) * Dv,
-                                    Dv);
+            gb_attn_combine_sink(G, Dv, S, Hkv * nr, pm + base, pl + base, po + base * Dv, sinks ? sinks + h * G : NULL,
+                                 out + (i * Hq + h * G) * Dv, Dv);
         }
     if (g8_dp) gb_attn_bf16_unpermute(out, T * Hq, Dv); /* the combine works lane by lane */
 done:

@@ -88,6 +88,10 @@ const float *gb_attn_rows(int fmt, const uint8_t *src, int64_t n, float *scratch
  * as m[s * split_stride + r], l[s * split_stride + r], o[(s * split_stride + r) * dv]. */
 void gb_attn_combine(int64_t nr, int64_t dv, int64_t n_splits, int64_t split_stride, const float *m, const float *l,
                      const float *o, float *out, int64_t out_stride);
+/* The same with one sink logit per row (sink[r]; NULL: none): one more term e^(sink - M) in the
+ * denominator, none in the numerator (GPT-OSS's learned sinks: a logit whose probability is dropped). */
+void gb_attn_combine_sink(int64_t nr, int64_t dv, int64_t n_splits, int64_t split_stride, const float *m,
+                          const float *l, const float *o, const float *sink, float *out, int64_t out_stride);
 
 /* Prefetch the next n lines (64 bytes) from *p, not past end, advancing *p: the tiles spread the
  * next tile's rows over their micro-kernels this way (issued all at once, prefetches stall the core
@@ -136,5 +140,12 @@ int gb_gqa_attention(const gb_kvcache *c, int64_t layer, const float *q, int64_t
  *   softcap > 0: logits soft-capped as gb_attn_tile_ex (the float32 tile kernels; off: 0). */
 int gb_gqa_attention_ex(const gb_kvcache *c, int64_t layer, const float *q, int64_t T, int64_t Hq, float scale,
                         int64_t window, float softcap, int64_t n_splits, float *out);
+
+/* The same with attention sinks (GPT-OSS): sinks[Hq] (NULL: none), one logit per query head in the
+ * same units as the scaled scores, added to each row's softmax denominator and not to its output
+ * (HF modeling_gpt_oss.eager_attention_forward); non-finite sinks -> GB_EVALUE. Every kernel path
+ * runs unchanged: the sinks enter where the splits' softmax states are combined. */
+int gb_gqa_attention_sk(const gb_kvcache *c, int64_t layer, const float *q, int64_t T, int64_t Hq, float scale,
+                        int64_t window, float softcap, const float *sinks, int64_t n_splits, float *out);
 
 #endif

@@ -8,14 +8,14 @@ extern gb_kvcache *gb_kvcache_from_py(PyObject *obj, const char *name); /* bind_
 extern int gb_kvcache_lock_error(int err);                              /* bind_kvcache.c */
 
 static PyObject *py_gqa_attention(PyObject *self, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"q", "cache", "layer", "scale", "n_splits", "window", "softcap", NULL};
-    PyObject *qo, *co;
+    static char *kwlist[] = {"q", "cache", "layer", "scale", "n_splits", "window", "softcap", "sinks", NULL};
+    PyObject *qo, *co, *so = Py_None;
     long long layer, n_splits = 0, window = 0;
     double scale = 0.0, softcap = 0.0;
-    PyArrayObject *q = NULL, *y = NULL;
+    PyArrayObject *q = NULL, *y = NULL, *sk = NULL;
     PyObject *ret = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOL|dLLd:gqa_attention", kwlist, &qo, &co, &layer, &scale, &n_splits,
-                                     &window, &softcap))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOL|dLLdO:gqa_attention", kwlist, &qo, &co, &layer, &scale, &n_splits,
+                                     &window, &softcap, &so))
         return NULL;
     if (window < 0) {
         PyErr_Format(PyExc_ValueError, "`window` must be >= 1 token (0 = the layer's own), got %lld", window);
@@ -34,6 +34,11 @@ static PyObject *py_gqa_attention(PyObject *self, PyObject *args, PyObject *kw) 
     if (!(q = gb_array(qo, "q", NPY_FLOAT32, 3, GB_COPY))) goto done;
     if (gb_check_dim(q, "q", 2, c->dk, "the cache's head_dim") < 0) goto done;
     if (gb_check_finite(q, "q") < 0) goto done;
+    if (so != Py_None) { /* one sink logit per query head (GPT-OSS) */
+        if (!(sk = gb_array(so, "sinks", NPY_FLOAT32, 1, GB_COPY))) goto done;
+        if (gb_check_dim(sk, "sinks", 0, PyArray_DIM(q, 1), "q's heads") < 0) goto done;
+        if (gb_check_finite(sk, "sinks") < 0) goto done;
+    }
     if (!(scale >= 0.0) || !isfinite(scale)) {
         PyErr_Format(PyExc_ValueError, "`scale` must be a positive finite number, got %g", scale);
         goto done;
@@ -43,8 +48,9 @@ static PyObject *py_gqa_attention(PyObject *self, PyObject *args, PyObject *kw) 
     int st = GB_OK, err;
     Py_BEGIN_ALLOW_THREADS
     if (!(err = gb_kvcache_lock(c, 0))) { /* shared: attention only reads the cache */
-        st = gb_gqa_attention_ex(c, layer, (const float *)PyArray_DATA(q), PyArray_DIM(q, 0), PyArray_DIM(q, 1),
-                                 (float)scale, window, (float)softcap, n_splits, (float *)PyArray_DATA(y));
+        st = gb_gqa_attention_sk(c, layer, (const float *)PyArray_DATA(q), PyArray_DIM(q, 0), PyArray_DIM(q, 1),
+                                 (float)scale, window, (float)softcap, sk ? (const float *)PyArray_DATA(sk) : NULL, n_splits,
+                                 (float *)PyArray_DATA(y));
         gb_kvcache_unlock(c);
     }
     Py_END_ALLOW_THREADS
@@ -55,6 +61,7 @@ static PyObject *py_gqa_attention(PyObject *self, PyObject *args, PyObject *kw) 
     ret = gb_result(st, &y);
 done:
     Py_XDECREF(q);
+    Py_XDECREF(sk);
     Py_XDECREF(y);
     return ret;
 }
@@ -87,5 +94,5 @@ PyMethodDef gb_attention_gqa_methods[] = {
     {"_attn_bf16", py_attn_bf16, METH_NOARGS, "_attn_bf16() -> bool: the bf16 dot-product tile is compiled in and on."},
     {"gqa_attention", (PyCFunction)(void (*)(void))py_gqa_attention, METH_VARARGS | METH_KEYWORDS,
      "gqa_attention(q[T, Hq, Dh] f32, cache, layer, scale=0 (1/sqrt(Dh)), n_splits=0 (auto), window=0 (the layer's), "
-     "softcap=0 (off)) -> [T, Hq, Dv] f32"},
+     "softcap=0 (off), sinks=None ([Hq] f32: GPT-OSS's sink logits)) -> [T, Hq, Dv] f32"},
     {NULL, NULL, 0, NULL}};

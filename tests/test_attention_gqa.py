@@ -574,3 +574,57 @@ def test_window_bad_input(rng):
         _core.gqa_attention(q, c, 0, 0.0, 0, -1, 0.0)
     with pytest.raises(ValueError, match=r"`softcap` must be a finite number >= 0"):
         _core.gqa_attention(q, c, 0, 0.0, 0, 0, -2.0)
+
+
+# ---- attention sinks (GPT-OSS): one logit per query head in the softmax denominator ----
+SINK_CASES = [  # Hq, Hkv, Dh, Dv, P, T, fmt, window, n_splits
+    (64, 8, 128, 128, 300, 1, "f16", None, None),   # Qwen3-shaped decode on the AVX2 f16 tile, auto splits
+    (64, 8, 64, 64, 200, 1, "bf16", 40, 3),         # gpt-oss-shaped decode (64 / 8 heads of 64), windowed, 3 splits
+    (8, 2, 64, 64, 120, 9, "f32", None, 4),         # prefill rows, every split boundary
+    (8, 2, 64, 64, 120, 9, "f32", 5, 1),            # prefill, window 5 (the first rows see fewer keys)
+    (6, 3, 32, 64, 77, 1, "q8_0", None, 2),         # quantized cache, Dv != Dh
+    (4, 4, 16, 16, 0, 6, "f32", None, None),        # an empty cache, MHA
+]
+
+
+@pytest.mark.parametrize("Hq,Hkv,Dh,Dv,P,T,fmt,window,splits", SINK_CASES)
+def test_sinks_match_reference(rng, Hq, Hkv, Dh, Dv, P, T, fmt, window, splits):
+    """gqa_attention(sinks=) against the float64 reference (reference.gqa_attention(sinks=), HF
+    GPT-OSS's definition) on the values the cache stores, and against the NumPy twin; inputs kept."""
+    from glmbench.core.attention import gqa_sink_attention
+    c = _filled(rng, Hkv, Dh, Dv, P, T, fmt=fmt, bs=32)
+    q = rng.standard_normal((T, Hq, Dh)).astype(np.float32)
+    sinks = (rng.standard_normal(Hq) * 2).astype(np.float32)
+    sinks[0] = 30.0    # a sink far above every score: that head's output nearly vanishes
+    q0, s0 = q.copy(), sinks.copy()
+    k, v = c.read(1)
+    y = gqa_attention(q, c, 1, window=window, n_splits=splits, sinks=sinks)
+    want = ref.gqa_attention(q, k, v, window=window, sinks=sinks)
+    np.testing.assert_allclose(y, want, rtol=0, atol=ATOL)
+    np.testing.assert_allclose(y, gqa_sink_attention(q, k, v, sinks, window=window), rtol=0, atol=ATOL)
+    assert np.abs(y[:, 0]).max() < 1e-5   # about e^(s - 30) of the rows: the sink takes nearly all the mass
+    # the sinks take part: without them the outputs differ by far more than the tolerance
+    assert np.abs(y - gqa_attention(q, c, 1, window=window, n_splits=splits)).max() > 100 * ATOL
+    np.testing.assert_array_equal(q, q0)
+    np.testing.assert_array_equal(sinks, s0)
+    # very negative sinks are no sinks
+    np.testing.assert_allclose(gqa_attention(q, c, 1, window=window, n_splits=splits, sinks=np.full(Hq, -1e30, np.float32)),
+                               ref.gqa_attention(q, k, v, window=window), rtol=0, atol=ATOL)
+
+
+def test_sinks_bad_input(rng):
+    c = _filled(rng, 2, 16, 16, 10, 1)
+    q = rng.standard_normal((1, 4, 16)).astype(np.float32)
+    with pytest.raises(ValueError, match="sinks"):
+        gqa_attention(q, c, 1, sinks=np.zeros(3, np.float32))          # not one per query head
+    with pytest.raises(ValueError, match="sinks"):
+        gqa_attention(q, c, 1, sinks=np.array([0, np.nan, 0, 0], np.float32))
+    with pytest.raises(ValueError, match="sinks"):
+        gqa_attention(q, c, 1, sinks=np.array([0, np.inf, 0, 0], np.float32))
+    with pytest.raises((TypeError, ValueError), match="sinks"):
+        gqa_attention(q, c, 1, sinks=np.zeros((2, 2), np.float32))
+    with pytest.raises((TypeError, ValueError), match="sinks"):
+        gqa_attention(q, c, 1, sinks=np.zeros(4, np.int32))
+    s = np.zeros(8, np.float32)[::2]   # a strided view is read as its values
+    np.testing.assert_allclose(gqa_attention(q, c, 1, sinks=s), gqa_attention(q, c, 1, sinks=np.zeros(4, np.float32)),
+                               rtol=0, atol=0)

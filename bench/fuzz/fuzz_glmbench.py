@@ -367,7 +367,10 @@ def t_gqa_attention(R):
     hkv, dk, _ = c._dims
     T = int(R.integers(0, c.length(0) + 1)) if R.random() < 0.9 else c.length(0) + 1
     layer = int(R.integers(0, c.n_layers))
-    return "gqa_attention", [arr(R, (T, hkv * dim(R, 1, 3), dk)), c, layer, 0.0, int(R.integers(0, 4))], {}
+    hq = hkv * dim(R, 1, 3)
+    # sinks (GPT-OSS) on half the calls: one logit per query head (the mutator breaks shape, dtype, values)
+    kw = {"sinks": arr(R, (hq,), scale=3.0)} if R.random() < 0.5 else {}
+    return "gqa_attention", [arr(R, (T, hq, dk)), c, layer, 0.0, int(R.integers(0, 4))], kw
 
 
 def t_mla_attention(R):

@@ -69,7 +69,7 @@ def _layer(layer):
 
 def gqa_attention(q: np.ndarray, cache, layer: int, *, scale: float | None = None,
                   n_splits: int | None = None, window: int | None = None,
-                  softcap: float | None = None) -> np.ndarray:
+                  softcap: float | None = None, sinks: np.ndarray | None = None) -> np.ndarray:
     """Causal GQA attention of q[T, Hq, Dh] float32 against cache layer `layer` (its last T tokens
     are the queries' own). Query head j reads KV head j // (Hq / n_kv_heads). scale defaults to
     1/sqrt(Dh) (Gemma: query_pre_attn_scalar ** -0.5).
@@ -79,6 +79,10 @@ def gqa_attention(q: np.ndarray, cache, layer: int, *, scale: float | None = Non
         window's keys are read.
     softcap: scores s = (scale q) . k become softcap * tanh(s / softcap) before the softmax (Gemma 2's
         attn_logit_softcapping); None = off.
+    sinks: [Hq] float32, one learned logit per query head in each row's softmax denominator whose
+        probability is dropped (GPT-OSS, HF modeling_gpt_oss.eager_attention_forward); None = off.
+        Every kernel path runs as without; the sinks enter where the cache splits' softmax states
+        are combined (csrc/attention_gqa.c, gb_attn_combine_sink).
     -> [T, Hq, Dv] float32."""
     if window is not None:
         if isinstance(window, (bool, np.bool_)) or not isinstance(window, (int, np.integer)):
@@ -91,7 +95,7 @@ def gqa_attention(q: np.ndarray, cache, layer: int, *, scale: float | None = Non
         if not (cap > 0.0 and np.isfinite(cap)):
             raise ValueError(f"`softcap` must be None or a positive finite number, got {softcap!r}")
     return _core.gqa_attention(q, cache, _layer(layer), _opt_scale(scale), _opt_splits(n_splits),
-                               0 if window is None else int(window), cap)
+                               0 if window is None else int(window), cap, sinks)
 
 
 _KP_V = ("q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "iq4_xs")   # v_b formats read repacked (csrc/quant_k.h)
@@ -428,10 +432,11 @@ def gqa_sink_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, sinks: np.nd
 def gqa_sink_block(x: np.ndarray, w: dict, cache, layer: int, positions, cfg,
                    model_layer: int | None = None) -> np.ndarray:
     """GPT-OSS's attention sub-layer: gqa_block's projections (biases), rope (cfg.layer_rope: YaRN)
-    and append, then gqa_sink_attention with w["sinks"] over the layer's keys read back from the
-    cache (KVCache.read, as stored), o_proj (+ bias). A windowed layer may be a ring
-    (KVCache.gqa(windows=)): the new tokens then go in pieces of at most `window` tokens, each
-    attending to the keys read before its append plus its own read back after it."""
+    and append, then the C core's gqa_attention with w["sinks"] (the kernels of every other GQA model
+    over the cache as stored, the sinks added where the softmax states are combined; its NumPy twin is
+    gqa_sink_attention), o_proj (+ bias). A windowed layer may be a ring (KVCache.gqa(windows=)): the
+    new tokens then go in pieces small enough that each piece's window is still stored
+    (ring_tokens - window + 1 tokens)."""
     T = _x2d(x, cfg.hidden_size).shape[0]
     pos = _positions(positions, T)
     Hq, Hkv, Dh, Dv = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.v_head_dim or cfg.head_dim
@@ -448,22 +453,16 @@ def gqa_sink_block(x: np.ndarray, w: dict, cache, layer: int, positions, cfg,
     q = ops.rope(q, pos, **rot)
     k = ops.rope(k, pos, **rot)
     sinks = np.asarray(_need(w, "sinks"), np.float32)
-    if not cw:   # every token kept: append all, read back what the queries can see
+    if not cw:   # every token kept
         cache.append(layer, k, v)
-        kk, vv = cache.read(layer)
-        if win is not None:
-            keep = min(kk.shape[0], win - 1 + T)
-            kk, vv = kk[-keep:], vv[-keep:]
-        o = gqa_sink_attention(q, kk, vv, sinks, scale=cfg.softmax_scale, window=win)
-    else:        # a ring returns only its last `window` tokens: pieces of at most `window`
+        o = gqa_attention(q, cache, layer, scale=cfg.softmax_scale, window=win, sinks=sinks)
+    else:        # a ring keeps ring_tokens: pieces whose window's keys are all still stored
+        step = max(1, cache.ring_tokens(layer) - cw + 1)
         parts = []
-        for a in range(0, T, cw):
-            b = min(T, a + cw)
-            kp, vp = cache.read(layer)
+        for a in range(0, T, step):
+            b = min(T, a + step)
             cache.append(layer, np.ascontiguousarray(k[a:b]), np.ascontiguousarray(v[a:b]))
-            kn, vn = cache.read(layer)
-            kk, vv = np.concatenate([kp, kn[-(b - a):]]), np.concatenate([vp, vn[-(b - a):]])
-            parts.append(gqa_sink_attention(np.ascontiguousarray(q[a:b]), kk, vv, sinks, scale=cfg.softmax_scale,
-                                            window=win))
+            parts.append(gqa_attention(np.ascontiguousarray(q[a:b]), cache, layer, scale=cfg.softmax_scale,
+                                       window=win, sinks=sinks))
         o = np.concatenate(parts)
     return ops.linear(o.reshape(T, Hq * Dv), _need(w, "o_proj.weight"), w.get("o_proj.bias"))

@@ -377,7 +377,8 @@ class Layer:
         """GPT-OSS's layer (HF modeling_gpt_oss): pre-norm; attention with q/k/v/o biases, YaRN rope,
         per-head sinks and every other layer windowed (attention.gqa_sink_block); MoE with a biased
         router, softmax over the top-k logits and biased experts with the clamped SwiGLU
-        (ops.moe_gpt_oss). NumPy float32 around the C matmuls for now (no C layer)."""
+        (ops.moe_gpt_oss). The attention on the C core's GQA kernels (gqa_attention(sinks=)), the MoE
+        NumPy float32 around the C matmuls (no C layer)."""
         cfg, w = self.cfg, self.w
         eps = float(cfg.rms_norm_eps)
         h = _ops.rms_norm(x, w["input_layernorm.weight"], eps)
