@@ -24,9 +24,9 @@ import os as _os
 
 # OpenBLAS's worker threads spin for 2^28 cycles (~0.1 s) after each call before they sleep, which
 # starves the C core's OpenMP threads on a small machine. NumPy's own OpenBLAS reads this when NumPy
-# loads, so it is set here, before any glmbench module imports NumPy (glmbench.core._loader sets it
-# too, for the core's OpenBLAS); where NumPy was imported before glmbench, NumPy's copy keeps its
-# default. A user's own setting wins.
+# loads, so it is set here, before any glmbench module imports NumPy (the core's own OpenBLAS,
+# preloaded by glmbench.core._loader, reads it too); where NumPy was imported before glmbench,
+# NumPy's copy keeps its default. A user's own setting wins.
 _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 # name -> module that defines it; resolved on first access (PEP 562), so `import glmbench.predict`
