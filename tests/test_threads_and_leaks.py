@@ -136,17 +136,19 @@ print(os.environ.get("OPENBLAS_THREAD_TIMEOUT"), time.process_time() - t0)
 """
 
 
-def test_numpy_openblas_workers_do_not_spin():
+def test_numpy_openblas_workers_do_not_spin(tmp_path):
     """`import glmbench` sets OPENBLAS_THREAD_TIMEOUT before any of its modules imports NumPy, so
     NumPy's own OpenBLAS (not only the core's) puts its workers to sleep right after a call instead of
     spinning ~0.1 s on the cores the C kernels' OpenMP threads need; a user's own setting wins."""
     import subprocess
     import sys
     env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
-    out = subprocess.run([sys.executable, "-c", SPIN_PROBE], capture_output=True, text=True, env=env, check=True)
+    # from another folder, so the child imports the package the tests run (installed, or the editable
+    # source), not a source tree in the working directory that has no compiled core
+    run = dict(capture_output=True, text=True, check=True, cwd=tmp_path)
+    out = subprocess.run([sys.executable, "-c", SPIN_PROBE], env=env, **run)
     val, cpu = out.stdout.split()
     assert val == "4"
     assert float(cpu) < 0.03, f"{cpu} s of CPU while the process slept: NumPy's OpenBLAS workers spin"
-    mine = subprocess.run([sys.executable, "-c", SPIN_PROBE], capture_output=True, text=True, check=True,
-                          env=dict(env, OPENBLAS_THREAD_TIMEOUT="6"))
+    mine = subprocess.run([sys.executable, "-c", SPIN_PROBE], env=dict(env, OPENBLAS_THREAD_TIMEOUT="6"), **run)
     assert mine.stdout.split()[0] == "6"
