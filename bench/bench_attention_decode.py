@@ -115,6 +115,11 @@ def gqa(d, kv, reps, rng, shape=None, sinks=False):
     return dict(ms=ms, att_ms=ms, bytes=bytes_, mac=Hq * L * 2 * Dh, np_ms=np_ms, err=err, layers=nl)
 
 
+def sink(d, kv, reps, rng):
+    """GQA with GPT-OSS's sinks, at gpt-oss's full-attention heads (OSS)."""
+    return gqa(d, kv, reps, rng, OSS, sinks=True)
+
+
 def mla(d, kv, reps, rng, T=1):
     m = MLA
     H, Dn, Dr, Dv, R = m["H"], m["Dn"], m["Dr"], m["Dv"], m["R"]
@@ -140,7 +145,8 @@ def mla(d, kv, reps, rng, T=1):
     _, base_ms, _ = timed_at(64)
     c, ms, nl = timed_at(d)
     base_ms = min(base_ms, timed_at(64)[1])
-    MED.pop(), CPU.pop()   # keep the deep call's entries last (main reads MED[-2], CPU[-2])
+    MED.pop()   # keep the deep call's entries last (main reads MED[-2], CPU[-2])
+    CPU.pop()
     L = d + 1
     lat, rope = (np.ascontiguousarray(x, dtype=np.float32) for x in c.read(0))    # [L, R], [L, Dr]
     W = kvb.astype(np.float32).reshape(H, Dn + Dv, R)
@@ -186,7 +192,7 @@ def main():
           f"{'GFLOP/s':>8s} {'%peak':>6s} {'numpy ms':>9s} {'xNumPy':>7s} {'err':>8s}")
     for d in a.depths:
         runs = [("gqa" if on else "gqa-", gqa, on) for on in tiles] + [("mla" if on else "mla-", mla, on) for on in tiles] \
-            + [("sink" if on else "sink-", "sink", on) for on in tiles]
+            + [("sink" if on else "sink-", sink, on) for on in tiles]
         for name, fn, on in runs:
             if a.only not in (None, name.rstrip("-")):
                 continue
@@ -197,8 +203,7 @@ def main():
             was = get()
             put(on)
             try:
-                r = (gqa(d, a.kv, a.reps, rng) if fn is gqa else gqa(d, a.kv, a.reps, rng, OSS, sinks=True)
-                     if fn == "sink" else fn(d, a.kv, a.reps, rng, a.T))
+                r = fn(d, a.kv, a.reps, rng, a.T) if fn is mla else fn(d, a.kv, a.reps, rng)
             finally:
                 put(was)
             med, cpu = MED[-2], CPU[-2]   # the C call at depth d (the last entry is the NumPy twin)
