@@ -481,7 +481,7 @@ def render(a, argv, made, rows, ceil0, ceil1, up0, up1, wall) -> str:
           "plain buffer",
           f"- glmbench: glmbench.measure.cpu.measure(FILE, depths=(DEPTH,), n_prompt={a.n_prompt}, n_gen={a.n_gen}, "
           f"threads={a.threads}, repeats={a.repeats}, kv={a.kv!r}, tests=('pp', 'tg')): weights as stored in the file, "
-          f"KV cache {a.kv}, MLA strategy {g0.get('mla_strategy', '?')}, warm-up runs {_warmups(rows)} (at least 1, "
+          f"KV cache {a.kv}, MLA strategy {g0.get('mla_strategy', '?') or 'n/a (no MLA layer)'}, warm-up runs {_warmups(rows)} (at least 1, "
           f"until two agree within 10%), attention arithmetic "
           f"{g0.get('attn_arithmetic', '?')}, cache filled to the depth synthetically (llama-bench prefills it)",
           "- order: the two sides alternate which goes first at each (file, depth); triad read right before each side "

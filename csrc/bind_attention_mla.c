@@ -65,7 +65,9 @@ static PyObject *py_mla_attention(PyObject *self, PyObject *args, PyObject *kw) 
     const int wfmt = PyArray_TYPE(w) == NPY_FLOAT32 ? GB_F32 : (PyArray_TYPE(w) == NPY_FLOAT16 ? GB_F16 : GB_BF16);
     const npy_intp T = PyArray_DIM(qn, 0), H = PyArray_DIM(qn, 1), Dn = PyArray_DIM(qn, 2);
     if (gb_check_dim(w, "kv_b_weight", 1, c->dk, "the cache's kv_lora_rank") < 0) goto done;
-    if (gb_check_dim(w, "kv_b_weight", 0, H * (Dn + v_head_dim), "heads x (qk_nope_head_dim + v_head_dim)") < 0) goto done;
+    if (gb_check_dim(w, "kv_b_weight", 0, gb_size_mul(H, v_head_dim > INT64_MAX - Dn ? -1 : Dn + v_head_dim),
+                     "heads x (qk_nope_head_dim + v_head_dim)") < 0)
+        goto done;
     if (mla_check_values(qn, qr, scale) < 0) goto done;
     npy_intp dims[3] = {T, H, v_head_dim};
     if (!(y = gb_new_f32(3, dims))) goto done;

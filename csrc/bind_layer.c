@@ -46,6 +46,12 @@ static int get_i64(PyObject *d, const char *key, int64_t *out) {
     }
     long long x = PyLong_AsLongLong(v);
     if (x == -1 && PyErr_Occurred()) return -1;
+    /* every spec integer is a size, a count or a flag: bounded, so that the products of two or three of
+     * them that size the weights (H * (Dn + Dvm), Hq * Dh, ...) cannot overflow (found by UBSan) */
+    if (x <= -(1LL << 30) || x >= (1LL << 30)) {
+        PyErr_Format(PyExc_ValueError, "layer spec: %s=%lld is out of range (|value| < 2^30)", key, x);
+        return -1;
+    }
     *out = (int64_t)x;
     return 0;
 }

@@ -143,8 +143,8 @@ static PyObject *py_kmoe(PyObject *self, PyObject *args, PyObject *kw) {
     }
     if (packed ? gb_packed_moe_check(&a, (npy_intp)packed_bytes_any(fg, F, D), (npy_intp)packed_bytes_any(fu, F, D), (npy_intp)packed_bytes_any(fd, D, F),
                                      "the repacked bytes") < 0
-               : gb_packed_moe_check(&a, (npy_intp)(F * row_bytes_any(fg, D)), (npy_intp)(F * row_bytes_any(fu, D)),
-                                     (npy_intp)(D * row_bytes_any(fd, F)), "the bytes") < 0)
+               : gb_packed_moe_check(&a, (npy_intp)gb_size_mul(F, row_bytes_any(fg, D)), (npy_intp)gb_size_mul(F, row_bytes_any(fu, D)),
+                                     (npy_intp)gb_size_mul(D, row_bytes_any(fd, F)), "the bytes") < 0)
         goto done;
     if (gb_moe_outputs(T, D, E, &y, &cnt) < 0) goto done;
     int st;

@@ -41,6 +41,20 @@ enum {
     GB_Q4_0 = 9
 };
 
+/* Byte and element counts from sizes a caller passed in (through the bindings, user input): a * b,
+ * or -1 when an operand is negative or the product does not fit int64. Signed overflow is undefined
+ * behaviour; the fuzzer under UBSan (bench/fuzz/run_asan.sh with FUZZ_UBSAN=1) found size products
+ * of absurd n / k / head counts that wrapped. -1 is what the size functions already return for
+ * sizes they cannot serve, and gb_check_dim turns it into one clear error. */
+static inline int64_t gb_size_mul(int64_t a, int64_t b) {
+    int64_t r;
+    return a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r) ? -1 : r;
+}
+/* n rounded up to a multiple of m (m >= 1), or -1 (n < 0, or past int64) */
+static inline int64_t gb_size_roundup(int64_t n, int64_t m) {
+    return n < 0 ? -1 : gb_size_mul(n / m + (n % m != 0), m);
+}
+
 /* whether fmt holds float elements (GB_F32, GB_F16, GB_BF16), not blocks */
 static inline int gb_is_float_fmt(int fmt) { return fmt == GB_F32 || fmt == GB_F16 || fmt == GB_BF16; }
 

@@ -40,6 +40,9 @@ int gb_kvcache_create(gb_kvcache **out, int kind, int fmt, int64_t n_layers, int
     if (dv < 1) return gb_error(GB_EVALUE, "`%s` must be >= 1, got %ld", vn, (long)dv);
     if (block_size < 1) return gb_error(GB_EVALUE, "`block_size` must be >= 1, got %ld", (long)block_size);
     int64_t kb = gb_row_bytes(fmt, dk), vb = gb_row_bytes(fmt, dv);
+    if ((kb < 0 || vb < 0) && gb_is_float_fmt(fmt)) /* float rows: only a size past 64 bits has none */
+        return gb_error(GB_EVALUE, "`%s`=%ld: a row of that many values is too large to count in 64 bits", kb < 0 ? kn : vn,
+                        (long)(kb < 0 ? dk : dv));
     if (kb < 0)
         return gb_error(GB_EVALUE, "`kv`=%s stores rows in blocks of 32; `%s`=%ld is not a multiple of 32",
                         fmt_name(fmt), kn, (long)dk);
@@ -49,13 +52,19 @@ int gb_kvcache_create(gb_kvcache **out, int kind, int fmt, int64_t n_layers, int
     /* The block table and the pool hold one pointer each per block of every layer: bounded, so a
      * capacity no model has is an error at once, not gigabytes of zeroed tables (found by
      * bench/fuzz) or an n_layers x blocks product that overflows. */
-    const int64_t blocks = (capacity + block_size - 1) / block_size;
+    const int64_t blocks = capacity / block_size + (capacity % block_size != 0);
     if (blocks > GB_KV_MAX_TABLE_BYTES / 16 / n_layers)
         return gb_error(GB_EVALUE,
                         "KV cache: %ld layers x %ld blocks (capacity_tokens=%ld / block_size=%ld) need %.3g GiB of "
                         "block tables, more than the %d GiB allowed: a smaller capacity_tokens or a larger block_size",
                         (long)n_layers, (long)blocks, (long)capacity, (long)block_size,
                         16.0 * (double)n_layers * (double)blocks / (double)(1 << 30), (int)(GB_KV_MAX_TABLE_BYTES >> 30));
+    /* one block's bytes, counted without signed overflow (huge head counts or dims from the caller) */
+    const int64_t rowb = kb > INT64_MAX - vb ? -1 : kb + vb; /* MLA: one row holds both; GQA: a K and a V row */
+    const int64_t bbytes = gb_size_mul(gb_size_mul(block_size, kind == GB_KV_MLA ? 1 : n_heads), rowb);
+    if (bbytes < 0 || bbytes > INT64_MAX - GB_KV_ALIGN)
+        return gb_error(GB_EVALUE, "KV cache: one block (%ld tokens x %ld heads x rows of %s=%ld and %s=%ld) is too large to count in 64 bits",
+                        (long)block_size, (long)(kind == GB_KV_MLA ? 1 : n_heads), kn, (long)dk, vn, (long)dv);
     gb_kvcache *c = (gb_kvcache *)calloc(1, sizeof *c);
     if (!c) return gb_error(GB_ENOMEM, "KV cache: out of memory");
     c->kind = kind;
@@ -73,9 +82,8 @@ int gb_kvcache_create(gb_kvcache **out, int kind, int fmt, int64_t n_layers, int
         c->k_row_bytes = kb;
         c->v_row_bytes = vb;
     }
-    c->block_bytes = block_size * c->n_heads * (c->k_row_bytes + c->v_row_bytes);
-    c->block_bytes = (c->block_bytes + GB_KV_ALIGN - 1) / GB_KV_ALIGN * GB_KV_ALIGN;
-    c->max_blocks = (capacity + block_size - 1) / block_size;
+    c->block_bytes = (bbytes + GB_KV_ALIGN - 1) / GB_KV_ALIGN * GB_KV_ALIGN;
+    c->max_blocks = blocks;
     c->len = (int64_t *)calloc((size_t)n_layers, sizeof(int64_t));
     c->table = (uint8_t **)calloc((size_t)(n_layers * c->max_blocks), sizeof(uint8_t *));
     c->pool = (uint8_t **)calloc((size_t)(n_layers * c->max_blocks), sizeof(uint8_t *));

@@ -39,7 +39,7 @@ static inline int64_t blk_bytes(int fmt) { return fmt == GB_Q8_0 ? (int64_t)size
 
 int64_t gb_qpacked_bytes(int fmt, int64_t N, int64_t K) {
     if ((fmt != GB_Q8_0 && fmt != GB_Q4_0) || K <= 0 || K % QK || N < 0) return -1;
-    return (N + NR - 1) / NR * NR * (K / QK) * blk_bytes(fmt);
+    return gb_size_mul(gb_size_mul(gb_size_roundup(N, NR), K / QK), blk_bytes(fmt));
 }
 
 /* ---- repack / unpack ------------------------------------------------------------------------ */

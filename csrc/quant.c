@@ -41,9 +41,9 @@ static inline uint16_t load_u16(const void *p) {
 int64_t gb_row_bytes(int fmt, int64_t n) {
     if (n < 0) return -1;
     switch (fmt) {
-    case GB_F32: return 4 * n;
+    case GB_F32: return gb_size_mul(4, n);
     case GB_F16:
-    case GB_BF16: return 2 * n;
+    case GB_BF16: return gb_size_mul(2, n);
     case GB_Q8_0: return n % GB_QK ? -1 : n / GB_QK * (int64_t)sizeof(gb_block_q8_0);
     case GB_Q4_0: return n % GB_QK ? -1 : n / GB_QK * (int64_t)sizeof(gb_block_q4_0);
     default: return -1;

@@ -404,7 +404,7 @@ int64_t gb_iqp_block_bytes(int fmt) { return !gb_is_iqfmt(fmt) ? -1 : fmt == GB_
 
 int64_t gb_iqp_bytes(int fmt, int64_t N, int64_t K) {
     if (!gb_is_iqfmt(fmt) || N < 0 || K <= 0 || K % QB) return -1;
-    return (N + 15) / 16 * (K / QB) * gb_iqp_block_bytes(fmt);
+    return gb_size_mul(gb_size_mul(N / 16 + (N % 16 != 0), K / QB), gb_iqp_block_bytes(fmt));
 }
 
 /* one 16-row group (nr rows from w, rb bytes apart) into the packed records; rows past nr zero */

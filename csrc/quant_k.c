@@ -1154,7 +1154,7 @@ int64_t gb_kp_block_bytes(int fmt) {
 
 int64_t gb_kp_bytes(int fmt, int64_t N, int64_t K) {
     if (!gb_kp_is_fmt(fmt) || N < 0 || K <= 0 || K % QKK) return -1;
-    return (N + 15) / 16 * (K / QKK) * gb_kp_block_bytes(fmt);
+    return gb_size_mul(gb_size_mul(N / 16 + (N % 16 != 0), K / QKK), gb_kp_block_bytes(fmt));
 }
 
 /* offsets of the stored f16 d (and dmin) inside a ggml block */

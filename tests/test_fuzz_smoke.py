@@ -118,3 +118,40 @@ def test_readers_name_the_file(tmp_path):
     csv.write_bytes(b"test,model\ntg,a\rb\n")  # a bare CR inside an unquoted cell: csv.Error
     with pytest.raises(ValueError, match=r"r.csv: line \d+: not valid CSV"):
         records.read_records(csv)
+
+
+def test_sizes_past_64_bits_are_errors(fz):
+    """UndefinedBehaviorSanitizer under the fuzzer (bench/fuzz/run_asan.sh with FUZZ_UBSAN=1,
+    2026-12-03) found sizes multiplied into byte counts before any check could see them: huge n / k /
+    f / v_head_dim / head_dim / layer-spec integers overflowed int64 (undefined behaviour; in practice
+    a wrapped count compared against the arrays). Each is a clear ValueError now."""
+    import numpy as np
+    from glmbench.core._loader import _core
+    from glmbench.core.kvcache import KVCache
+    big = 2**62  # a multiple of 32 and of 256: only the products are wrong
+    x = np.zeros((1, 256), np.float32)
+    p0 = _core.qrepack(_core.quantize(np.zeros((16, 256), np.float32), 9), 9, 256)
+    too_large = "too large"
+    with pytest.raises(ValueError, match=too_large):
+        _core.qgemm(x, p0, 9, big, 256)                   # packed bytes of n x k (qgemm.c)
+    with pytest.raises(ValueError, match=too_large):
+        _core.qunpack(p0, 9, 256, big)
+    pk = _core.krepack(np.zeros((16, 144), np.uint8), 12, 256, 16)  # q4_K: 144 bytes per 256 values
+    with pytest.raises(ValueError, match=too_large):
+        _core.klinear_packed(x, pk.reshape(-1), 12, big, 256)      # gb_kp_bytes
+    idx, wt = np.zeros((1, 1), np.int64), np.ones((1, 1), np.float32)
+    m = np.zeros((1, 144), np.uint8)
+    with pytest.raises(ValueError, match=too_large):                # f x the row bytes (kmoe)
+        _core.kmoe(x, idx, wt, m, m, m, 12, 12, 12, big)
+    c = KVCache.mla(1, 8, 32, 32, kv="f16")
+    c.fill_synthetic(4)
+    q = np.zeros((1, 2, 16), np.float32)
+    with pytest.raises(ValueError, match=too_large):               # heads x (Dn + v_head_dim)
+        _core.mla_attention(q, np.zeros((1, 2, 32), np.float32), c, 0, np.zeros((4, 32), np.float32), big)
+    for kv, hd in (("f32", big), ("f16", 2**61)):                  # a row, then one block of rows
+        with pytest.raises(ValueError, match=too_large):
+            KVCache.gqa(1, 8, 4, hd, kv=kv)
+    spec = dict(next(sp for _, sp in fz._layer_specs() if "Hkv" in sp))  # a real GQA spec, one size absurd
+    spec["Dv"] = big
+    with pytest.raises(ValueError, match="out of range"):
+        _core.layer_plan(spec)

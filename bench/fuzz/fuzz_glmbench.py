@@ -304,7 +304,8 @@ def _kweight(R, name, N, K):
     even offset of its block) has an all-ones exponent."""
     from glmbench.core import quant
     if name == "mxfp4":
-        return np.ascontiguousarray(quant.quantize(arr(R, (N, K)), "mxfp4").data).view(np.uint8).reshape(N, -1)
+        # the row width named (reshape(N, -1) cannot infer it for N = 0 rows)
+        return np.ascontiguousarray(quant.quantize(arr(R, (N, K)), "mxfp4").data).view(np.uint8).reshape(N, quant.row_bytes(name, K))
     w = R.integers(0, 256, (N, quant.row_bytes(name, K)), dtype=np.uint8)
     w[:, 1::2] &= 0xBF
     return w

@@ -5,6 +5,7 @@
 #
 #   bench/fuzz/run_asan.sh [N] [fuzz_glmbench.py options...]     # N inputs per target (default 10000)
 #   FUZZ_TARGETS="rope kvcache" bench/fuzz/run_asan.sh [N]        # some targets only
+#   FUZZ_UBSAN=1 bench/fuzz/run_asan.sh [N]                        # UndefinedBehaviorSanitizer too
 #
 # Writes build-asan/fuzz-summary.json and build-asan/fuzz-findings.jsonl; ASan reports go to stderr
 # (a memory error ends the process there, with the stack).
@@ -20,10 +21,19 @@ LIBASAN=$(gcc -print-file-name=libasan.so)
 # __cxa_throw interceptor needs the real one loaded (else "CHECK failed: real___cxa_throw")
 LIBSTDCXX=$(gcc -print-file-name=libstdc++.so.6)
 PRELOAD="$LIBASAN $LIBSTDCXX"
+SAN=address
+if [ -n "${FUZZ_UBSAN:-}" ]; then
+  # -fno-sanitize-recover: the first undefined operation (signed overflow, a shift past the width,
+  # a misaligned load, a float cast out of range ...) ends the process with its report, as ASan does
+  SAN=address,undefined
+  LIBUBSAN=$(gcc -print-file-name=libubsan.so)
+  [ -e "$LIBUBSAN" ] || { echo "run_asan.sh: gcc has no libubsan.so ($LIBUBSAN)" >&2; exit 2; }
+  PRELOAD="$LIBASAN $LIBUBSAN $LIBSTDCXX"
+fi
 
-echo "building the C core with -fsanitize=address into $B ..." >&2
+echo "building the C core with -fsanitize=$SAN into $B ..." >&2
 rm -rf "$B/tree" "$B/lib"
-CFLAGS="-fsanitize=address -fno-omit-frame-pointer -g" LDFLAGS="-fsanitize=address" \
+CFLAGS="-fsanitize=$SAN -fno-sanitize-recover=all -fno-omit-frame-pointer -g" LDFLAGS="-fsanitize=$SAN" \
   GLMBENCH_CUDA=0 GLMBENCH_CORE=1 python setup.py -q build_ext --build-temp "$B/temp" --build-lib "$B/lib" >&2
 SO=$(ls "$B"/lib/glmbench/core/_core*.so)
 mkdir -p "$B/tree"
@@ -41,6 +51,7 @@ status=0
 for t in $TARGETS; do
   if GLMBENCH_FUZZ_ASAN=1 PYTHONPATH="$B/tree" LD_PRELOAD="$PRELOAD" \
       ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1:halt_on_error=1:abort_on_error=1 \
+      UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
       python -W ignore "$ROOT/bench/fuzz/fuzz_glmbench.py" --target "$t" --n "$N" --out "$B/fuzz-summary-$t.json" \
       --log "$B/fuzz-findings.jsonl" "$@" 2> "$B/asan-$t.log"; then
     :
@@ -48,7 +59,7 @@ for t in $TARGETS; do
     rc=$?
     status=1
     echo "$t: exit $rc (findings in $B/fuzz-findings.jsonl; an ASan report in $B/asan-$t.log)" >&2
-    grep -A12 "ERROR: AddressSanitizer" "$B/asan-$t.log" | grep -v "^    #[1-9][0-9] " >&2 || true
+    grep -A12 "ERROR: AddressSanitizer\|runtime error:" "$B/asan-$t.log" | grep -v "^    #[1-9][0-9] " >&2 || true
   fi
 done
 exit $status
