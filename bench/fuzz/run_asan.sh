@@ -24,8 +24,9 @@ PRELOAD="$LIBASAN $LIBSTDCXX"
 SAN=address
 if [ -n "${FUZZ_UBSAN:-}" ]; then
   # -fno-sanitize-recover: the first undefined operation (signed overflow, a shift past the width,
-  # a misaligned load, a float cast out of range ...) ends the process with its report, as ASan does
-  SAN=address,undefined
+  # a misaligned load, a float-to-integer cast out of range (float-cast-overflow: not in gcc's
+  # "undefined" group) ...) ends the process with its report, as ASan does
+  SAN=address,undefined,float-cast-overflow
   LIBUBSAN=$(gcc -print-file-name=libubsan.so)
   [ -e "$LIBUBSAN" ] || { echo "run_asan.sh: gcc has no libubsan.so ($LIBUBSAN)" >&2; exit 2; }
   PRELOAD="$LIBASAN $LIBUBSAN $LIBSTDCXX"
