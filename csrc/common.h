@@ -55,6 +55,12 @@ static inline int64_t gb_size_roundup(int64_t n, int64_t m) {
     return n < 0 ? -1 : gb_size_mul(n / m + (n % m != 0), m);
 }
 
+/* (int32_t)v, truncated toward zero, as x86's cvttss2si gives it: INT32_MIN for NaN and for values
+ * past int32. C leaves a float-to-integer cast out of range undefined; the quantizers of activations
+ * met NaN there (a NaN or inf activation, or inf * 0 in the block's scaling: UBSan's
+ * float-cast-overflow under the fuzzer), and this keeps the results the x86 builds always gave. */
+static inline int32_t gb_f2i(float v) { return v >= -2147483648.0f && v < 2147483648.0f ? (int32_t)v : INT32_MIN; }
+
 /* whether fmt holds float elements (GB_F32, GB_F16, GB_BF16), not blocks */
 static inline int gb_is_float_fmt(int fmt) { return fmt == GB_F32 || fmt == GB_F16 || fmt == GB_BF16; }
 

@@ -59,7 +59,7 @@ static void quantize_block_q8_0_scalar(const float *xb, gb_block_q8_0 *b) {
     const float d = amax / 127.0f;
     const float id = d ? 1.0f / d : 0.0f;
     b->d = gb_f32_to_f16(d);
-    for (int j = 0; j < GB_QK; j++) b->qs[j] = (int8_t)roundf(xb[j] * id);
+    for (int j = 0; j < GB_QK; j++) b->qs[j] = (int8_t)gb_f2i(roundf(xb[j] * id)); /* NaN (non-finite x): 0 */
 }
 
 static void quantize_block_q4_0_scalar(const float *xb, gb_block_q4_0 *b) {
@@ -71,7 +71,7 @@ static void quantize_block_q4_0_scalar(const float *xb, gb_block_q4_0 *b) {
     b->d = gb_f32_to_f16(d);
     for (int j = 0; j < GB_QK / 2; j++) {
         /* x * id lies in [-8, 8]: + 8.5 is >= 0.5, so truncation never goes negative; 16 clips to 15 */
-        int q0 = (int)(xb[j] * id + 8.5f), q1 = (int)(xb[j + GB_QK / 2] * id + 8.5f);
+        int q0 = gb_f2i(xb[j] * id + 8.5f), q1 = gb_f2i(xb[j + GB_QK / 2] * id + 8.5f); /* NaN: clipped to 0 */
         q0 = q0 > 15 ? 15 : (q0 < 0 ? 0 : q0);
         q1 = q1 > 15 ? 15 : (q1 < 0 ? 0 : q1);
         b->qs[j] = (uint8_t)(q0 | (q1 << 4));

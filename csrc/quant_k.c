@@ -268,7 +268,7 @@ static void quantize_block_q8_K_ref(const float *xb, gb_block_q8_K *y) {
     }
     const float iscale = -127.0f / max;
     for (int j = 0; j < QKK; j++) {
-        const int v = (int)rintf(iscale * xb[j]); /* ggml's nearest_int: round half to even */
+        const int v = gb_f2i(rintf(iscale * xb[j])); /* ggml's nearest_int: round half to even (NaN: INT32_MIN -> 0) */
         y->qs[j] = (int8_t)(v < 127 ? v : 127);
     }
     for (int j = 0; j < QKK / 16; j++) {

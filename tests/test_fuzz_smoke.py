@@ -155,3 +155,21 @@ def test_sizes_past_64_bits_are_errors(fz):
     spec["Dv"] = big
     with pytest.raises(ValueError, match="out of range"):
         _core.layer_plan(spec)
+
+
+def test_activation_quantizer_is_defined_on_subnormal_rows():
+    """UBSan's float-cast-overflow under the fuzzer (2026-12-03): a q8_K row whose largest magnitude
+    is subnormal has -127 / max = -inf, so the products are -inf and NaN (0 x inf) before the cast
+    to an integer, which C leaves undefined. Now gb_f2i defines it as x86 always computed it: the
+    block quantizes to zeros with a scale of -0.0 (no NaN or garbage reaches the dot products)."""
+    import numpy as np
+    from glmbench.core._loader import _core
+    x = np.zeros((2, 256), np.float32)
+    x[0, 5], x[0, 9] = 1e-45, -7e-46
+    x[1, :] = np.linspace(-1, 1, 256, dtype=np.float32)  # a normal row beside it
+    r = _core.quantize_q8_K(x)
+    d0 = r[0, :4].view(np.float32)[0]
+    assert d0 == 0.0 and np.signbit(d0) and not r[0, 4:].any()
+    d1 = r[1, :4].view(np.float32)[0]
+    q1 = r[1, 4:260].view(np.int8)
+    assert d1 > 0 and np.abs(q1.astype(np.float32) * d1 - x[1]).max() <= d1 / 2 + 1e-7

@@ -456,7 +456,7 @@ def _mutate_spec(R, spec):
                 del spec[key]
             else:
                 v = spec[key]
-                if isinstance(v, tuple) and len(v) == 2 and R.random() < 0.8:  # (packed bytes, format id)
+                if isinstance(v, tuple) and len(v) == 2 and isinstance(v[0], np.ndarray) and R.random() < 0.8:  # (packed bytes, format id)
                     v = (mutate_array(R, v[0]), v[1]) if R.random() < 0.5 else (v[0], mutate_scalar(R, v[1]))
                     spec[key] = v
                 else:
