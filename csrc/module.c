@@ -107,7 +107,8 @@ PyArrayObject *gb_array(PyObject *obj, const char *name, int typenum, int ndim, 
 int gb_check_dim(PyArrayObject *arr, const char *name, int axis, npy_intp expected, const char *what) {
     if (expected < 0) { /* the size functions' -1: sizes whose count does not fit 64 bits, or none they serve */
         char s[128];
-        PyErr_Format(PyExc_ValueError, "`%s` has shape %s: %s cannot be counted for the sizes given (too large for 64 bits)",
+        PyErr_Format(PyExc_ValueError, "`%s` has shape %s: %s cannot be counted for the sizes given (too large for 64 bits, or "
+                     "sizes its format does not take)",
                      name, gb_shape_str(arr, s, sizeof s), what);
         return -1;
     }
