@@ -34,10 +34,9 @@ static PyObject *py_gqa_attention(PyObject *self, PyObject *args, PyObject *kw) 
     if (!(q = gb_array(qo, "q", NPY_FLOAT32, 3, GB_COPY))) goto done;
     if (gb_check_dim(q, "q", 2, c->dk, "the cache's head_dim") < 0) goto done;
     if (gb_check_finite(q, "q") < 0) goto done;
-    if (so != Py_None) { /* one sink logit per query head (GPT-OSS) */
+    if (so != Py_None) { /* one sink logit per query head (GPT-OSS); gb_gqa_attention_sk checks they are finite */
         if (!(sk = gb_array(so, "sinks", NPY_FLOAT32, 1, GB_COPY))) goto done;
         if (gb_check_dim(sk, "sinks", 0, PyArray_DIM(q, 1), "q's heads") < 0) goto done;
-        if (gb_check_finite(sk, "sinks") < 0) goto done;
     }
     if (!(scale >= 0.0) || !isfinite(scale)) {
         PyErr_Format(PyExc_ValueError, "`scale` must be a positive finite number, got %g", scale);
