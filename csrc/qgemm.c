@@ -380,6 +380,26 @@ static void tile_vnni_q4_ng(int ng, const uint8_t *gp, int64_t gstride, const xa
  * CPU time), 2 KB ahead read 13.2 / 12.6 GB/s (q4_0 / q8_0) where none read 10.5 / 10.3 and 1, 4,
  * 8 KB in between (prefetches past the end of the buffer do not fault). */
 #define GB_QG_AVX2_AHEAD 2048
+/* The two-stream GEMVs' distances (gemv2_avx2_q4 / _q8: each stream prefetched this far ahead): far
+ * more than one stream's 2 KB. Zen 3, 25600 x 5120 from DRAM (2026-12-03, session 20, a host whose
+ * read ceiling was 45 GB/s at 2 threads, 24.5 at 1): q4_0 2 KB 30.0 / 17.1 GB/s (2 threads / 1),
+ * 34 KB 34.0 / 19.4, 68 KB 32.7 / 19.7; q8_0 (two streams) 2 KB 25.0 / 14.4, 34 KB 30.7 / 16.1,
+ * 68 KB 29.7-32.9 / 18.1, 136 KB 27.8 / 16.9, 272 KB 26.6 / 15.6; NTA at 8.5 or 34 KB below T0. Small
+ * matrices from DRAM (1.8-4.5 MB) are no slower. */
+#ifndef GB_QG_AVX2_AHEAD4
+#define GB_QG_AVX2_AHEAD4 34816
+#endif
+#ifndef GB_QG_AVX2_AHEAD8
+#define GB_QG_AVX2_AHEAD8 69632
+#endif
+#ifndef GB_QG_AVX2_HINT8
+#define GB_QG_AVX2_HINT8 _MM_HINT_T0
+#endif
+/* q8_0's GEMV as two streams too (gemv2_avx2_q8; 0: one stream, tile_avx2): same host, 2 threads,
+ * 24.4-25.9 -> 29.7-33.5 GB/s with the distance above (session 14 saw no gain at 2 KB) */
+#ifndef GB_QG_AVX2_Q8_2S
+#define GB_QG_AVX2_Q8_2S 1
+#endif
 
 static inline __m256i bc4_256(const int8_t *p) {
     int32_t v;
@@ -471,8 +491,8 @@ static inline __attribute__((always_inline)) void tile_avx2(const int fmt, const
 
 /* Decode GEMV step of q4_0 on two groups at once (p0 and p1, anywhere): the GEMV reads its run of
  * groups as two streams (its first and second half side by side): from DRAM on the Zen 3, 25600 x
- * 5120, one thread, CPU time, 13.7-14.2 GB/s where one stream read 11.8-12.5 (q8_0: no gain, it
- * keeps one stream). Each row's integers and float steps are the tile's, so the outputs are the
+ * 5120, one thread, CPU time, 13.7-14.2 GB/s where one stream read 11.8-12.5 (q8_0 too since
+ * session 20, gemv2_avx2_q8, with the distances above). Each row's integers and float steps are the tile's, so the outputs are the
  * same bits. The second group has nvalid1 valid rows. */
 static void gemv2_avx2_q4(const uint8_t *p0, const uint8_t *p1, const xact *a, float *y0, float *y1, int nvalid1) {
     const int64_t nb = a->nb, bb = 18 * NR;
@@ -482,7 +502,7 @@ static void gemv2_avx2_q4(const uint8_t *p0, const uint8_t *p1, const xact *a, f
     const __m256i ones = _mm256_set1_epi16(1), m4 = _mm256_set1_epi8(0x0f);
     for (int64_t b = 0; b < nb; b++) {
         for (int g = 0; g < 2; g++)
-            for (int64_t l = 0; l < bb; l += 64) _mm_prefetch((const char *)(gpp[g] + b * bb + GB_QG_AVX2_AHEAD + l), _MM_HINT_T0);
+            for (int64_t l = 0; l < bb; l += 64) _mm_prefetch((const char *)(gpp[g] + b * bb + GB_QG_AVX2_AHEAD4 + l), _MM_HINT_T0);
         const int8_t *xb = a->qs + b * QK;
         __m256i s16[4];
         for (int u = 0; u < 4; u++) s16[u] = _mm256_setzero_si256();
@@ -517,14 +537,55 @@ static void gemv2_avx2_q4(const uint8_t *p0, const uint8_t *p1, const xact *a, f
     }
 }
 
-/* Decode GEMV (one token): ng consecutive groups (q4_0: the first half beside the second, an odd
- * last group alone; q8_0: one after another), both halves of a group per block; the last group has
- * nlast valid rows. */
+/* The same for q8_0: two groups at once, each row's integers (the sign trick per 4-value step, summed
+ * in int32 over the block) and float steps those of tile_avx2's q8_0 GEMV, so the same bits. */
+static void gemv2_avx2_q8(const uint8_t *p0, const uint8_t *p1, const xact *a, float *y0, float *y1, int nvalid1) {
+    const int64_t nb = a->nb, bb = 34 * NR;
+    const uint8_t *gpp[2] = {p0, p1};
+    __m256 acc[4];
+    for (int u = 0; u < 4; u++) acc[u] = _mm256_setzero_ps();
+    const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8((char)0x80);
+    for (int64_t b = 0; b < nb; b++) {
+        for (int g = 0; g < 2; g++)
+            for (int64_t l = 0; l < bb; l += 64) _mm_prefetch((const char *)(gpp[g] + b * bb + GB_QG_AVX2_AHEAD8 + l), GB_QG_AVX2_HINT8);
+        const int8_t *xb = a->qs + b * QK;
+        __m256i ia[4];
+        for (int u = 0; u < 4; u++) ia[u] = _mm256_setzero_si256();
+#pragma GCC unroll 1
+        for (int j = 0; j < 8; j++) {
+            const __m256i xv = bc4_256(xb + 4 * j);
+            for (int u = 0; u < 4; u++) { /* unit u: group u / 2, rows 8 (u % 2) .. + 7 */
+                const __m256i w = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(gpp[u >> 1] + b * bb + 32 + 64 * j + 32 * (u & 1))), flip);
+                ia[u] = _mm256_add_epi32(ia[u], _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(xv, w)), ones));
+            }
+        }
+        const __m256 dx = _mm256_set1_ps(a->d[b]);
+        for (int u = 0; u < 4; u++) {
+            const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(gpp[u >> 1] + b * bb + 16 * (u & 1))));
+            acc[u] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[u]), _mm256_mul_ps(dw, dx), acc[u]);
+        }
+    }
+    _mm256_storeu_ps(y0, acc[0]);
+    _mm256_storeu_ps(y0 + 8, acc[1]);
+    for (int h = 0; h < 2; h++) {
+        if (nvalid1 >= 8 * h + 8) {
+            _mm256_storeu_ps(y1 + 8 * h, acc[2 + h]);
+        } else if (nvalid1 > 8 * h) {
+            float tmp[8];
+            _mm256_storeu_ps(tmp, acc[2 + h]);
+            memcpy(y1 + 8 * h, tmp, (size_t)(nvalid1 - 8 * h) * sizeof(float));
+        }
+    }
+}
+
+/* Decode GEMV (one token): ng consecutive groups (the first half beside the second, an odd last
+ * group alone; q8_0 one after another where GB_QG_AVX2_Q8_2S is 0), both halves of a group per
+ * block; the last group has nlast valid rows. */
 static void gemv_avx2(int fmt, const uint8_t *gp, int64_t ng, const xact *a, float *y, int nlast) {
-    const int64_t gbytes = a->nb * blk_bytes(fmt) * NR, half = fmt == GB_Q4_0 ? ng / 2 : 0;
+    const int64_t gbytes = a->nb * blk_bytes(fmt) * NR, half = fmt == GB_Q4_0 || GB_QG_AVX2_Q8_2S ? ng / 2 : 0;
     for (int64_t i = 0; i < half; i++) {
         const int64_t g1 = half + i;
-        gemv2_avx2_q4(gp + i * gbytes, gp + g1 * gbytes, a, y + NR * i, y + NR * g1, g1 == ng - 1 ? nlast : NR);
+        (fmt == GB_Q4_0 ? gemv2_avx2_q4 : gemv2_avx2_q8)(gp + i * gbytes, gp + g1 * gbytes, a, y + NR * i, y + NR * g1, g1 == ng - 1 ? nlast : NR);
     }
     for (int64_t g = 2 * half; g < ng; g++) {
         const int nv = g == ng - 1 ? nlast : NR;

@@ -2163,6 +2163,12 @@ static inline __attribute__((always_inline)) void kp_gemv_store(__m256 acc0, __m
     _mm256_storeu_ps(y + 8, _mm256_add_ps(acc1, bias ? _mm256_loadu_ps(bias + 8) : _mm256_setzero_ps()));
 }
 
+#ifndef KP_PF_GEMV_AVX2
+/* the q4_K / q5_K GEMV's prefetch distance, bytes, per stream (KP_AVX2_GEMV_NS): with two streams
+ * 2.4-7 KB read alike and 14 KB 0-5% less; T0 instead of NTA at 28 or 71 KB 5-10% less (Zen 3, 2 threads,
+ * from DRAM, 2026-12-03) */
+#define KP_PF_GEMV_AVX2 7104
+#endif
 #ifndef KP_AVX2_GEMV_Q4
 #define KP_AVX2_GEMV_Q4 1 /* the q4_K GEMV's own loop (0: kp_group_avx2_q4's 1-token tile) */
 #endif
@@ -2173,15 +2179,16 @@ static inline __attribute__((always_inline)) void kp_gemv_store(__m256 acc0, __m
  * ymm pairs (<= 8 x 2 x 15 x 127 = 30480, its KPS 4), q5_K over 2 (k 4s, 4s+1 and 4s+2, 4s+3); scales
  * and mins by 16-byte loads, the running sums in registers: the same integers and float32 steps,
  * bit-identical to kp_tile_avx2. q4_K's loop of its own (session 13): cache-resident compute 25 -> 30
- * GB/s, from DRAM at 2 threads 83% -> 91% of the read ceiling (25600x5120; before: the tile). */
-static inline __attribute__((always_inline)) void kp_gemv_avx2_q45(const int fmt, const uint8_t *P, int64_t nb, const gb_block_q8_K *xq,
-                                                                   float *y, const float *bias) {
-    const int64_t pb = kp_pb(fmt), pfd = KP_PF_BYTES_AVX2, run = fmt == GB_Q5_K ? 320 : 256;
+ * GB/s, from DRAM at 2 threads 83% -> 91% of the read ceiling (25600x5120; before: the tile).
+ * _rec: one super-block's record p into the group's running sums (*acc0p, *acc1p); kp_gemv_avx2_q45
+ * walks one group's records, kp_gemvn_avx2 several groups' side by side. */
+static inline __attribute__((always_inline)) void kp_gemv_avx2_q45_rec(const int fmt, const uint8_t *p, const gb_block_q8_K *xb,
+                                                                       __m256 *acc0p, __m256 *acc1p) {
+    const int64_t pb = kp_pb(fmt), pfd = KP_PF_GEMV_AVX2, run = fmt == GB_Q5_K ? 320 : 256;
     const __m256i m4 = _mm256_set1_epi8(0x0f), c16 = _mm256_set1_epi8(0x10);
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *p = P + b * pb, *sc = p + kp_sc_off(fmt), *mn = p + kp_mn_off(fmt);
-        const gb_block_q8_K *xb = xq + b;
+    __m256 acc0 = *acc0p, acc1 = *acc1p;
+    {
+        const uint8_t *sc = p + kp_sc_off(fmt), *mn = p + kp_mn_off(fmt);
         __m256i is0 = _mm256_setzero_si256(), is1 = _mm256_setzero_si256();
         for (int s = 0; s < 8; s++) {
             const uint8_t *q = p + run * s;
@@ -2235,26 +2242,35 @@ static inline __attribute__((always_inline)) void kp_gemv_avx2_q45(const int fmt
         }
         kp_gemv_min_block(mn, p + kp_d_off(fmt), xb, is0, is1, &acc0, &acc1);
     }
+    *acc0p = acc0;
+    *acc1p = acc1;
+}
+static inline __attribute__((always_inline)) void kp_gemv_avx2_q45(const int fmt, const uint8_t *P, int64_t nb, const gb_block_q8_K *xq,
+                                                                   float *y, const float *bias) {
+    const int64_t pb = kp_pb(fmt);
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) kp_gemv_avx2_q45_rec(fmt, P + b * pb, xq + b, &acc0, &acc1);
     kp_gemv_store(acc0, acc1, bias, y);
 }
 static void kp_gemv_avx2_q4(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, float *y, const float *bias) { kp_gemv_avx2_q45(GB_Q4_K, P, nb, xq, y, bias); }
 static void kp_gemv_avx2_q5(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, float *y, const float *bias) { kp_gemv_avx2_q45(GB_Q5_K, P, nb, xq, y, bias); }
 
 #ifndef KP_PF_Q6_AVX2
-#define KP_PF_Q6_AVX2 KP_PF_BYTES_AVX2 /* the q6_K GEMV's prefetch distance, bytes */
+#define KP_PF_Q6_AVX2 7104 /* the q6_K GEMV's prefetch distance, bytes (as KP_PF_GEMV_AVX2) */
 #endif
 /* q6_K GEMV (T = 1), one whole group of 16 rows: kp_tile_avx2's arithmetic (TT 1, HB 2) written for
  * the record's q6_K layout. Per run s (sub-block s: 192 bytes, nibbles of zmm 2s, 2s+1, then their
  * 2-bit fields) each half's 2-bit ymm is read once for both nibble ymm, the 16 rows' scales in one
  * 16-byte load, addresses by pointer; the running sums stay in registers. isum and msum are the
- * same integers, the float32 steps the same, lane by lane: bit-identical to kp_tile_avx2. */
-static void kp_gemv_avx2_q6(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, float *y, const float *bias) {
+ * same integers, the float32 steps the same, lane by lane: bit-identical to kp_tile_avx2. _rec: one
+ * super-block's record, as kp_gemv_avx2_q45_rec. */
+static inline __attribute__((always_inline)) void kp_gemv_avx2_q6_rec(const uint8_t *p, const gb_block_q8_K *xb, __m256 *acc0p,
+                                                                      __m256 *acc1p) {
     const int64_t pb = kp_pb(GB_Q6_K), pfd = KP_PF_Q6_AVX2;
     const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *p = P + b * pb, *sc = p + 3072;
-        const gb_block_q8_K *xb = xq + b;
+    __m256 acc0 = *acc0p, acc1 = *acc1p;
+    {
+        const uint8_t *sc = p + 3072;
         __m256i is0 = _mm256_setzero_si256(), is1 = _mm256_setzero_si256();
 #pragma GCC unroll 2
         for (int s = 0; s < 16; s++) {
@@ -2297,8 +2313,41 @@ static void kp_gemv_avx2_q6(const uint8_t *P, int64_t nb, const gb_block_q8_K *x
         acc0 = _mm256_add_ps(acc0, _mm256_mul_ps(_mm256_mul_ps(d0, dx), _mm256_cvtepi32_ps(_mm256_sub_epi32(is0, _mm256_slli_epi32(ms0, 5)))));
         acc1 = _mm256_add_ps(acc1, _mm256_mul_ps(_mm256_mul_ps(d1, dx), _mm256_cvtepi32_ps(_mm256_sub_epi32(is1, _mm256_slli_epi32(ms1, 5)))));
     }
+    *acc0p = acc0;
+    *acc1p = acc1;
+}
+static void kp_gemv_avx2_q6(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, float *y, const float *bias) {
+    const int64_t pb = kp_pb(GB_Q6_K);
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) kp_gemv_avx2_q6_rec(P + b * pb, xq + b, &acc0, &acc1);
     kp_gemv_store(acc0, acc1, bias, y);
 }
+
+#ifndef KP_AVX2_GEMV_NS
+/* Groups per GEMV step (1..4): the T = 1 loop of gb_klinear_packed hands a thread NS whole groups
+ * H = G / NS apart and it reads them record by record, NS streams at once (the read ceiling's
+ * bench_read reads two per thread too). From DRAM (q4_K / q5_K / q6_K 25600 x 5120, Zen 3, a host
+ * with a 45 GB/s 2-thread read ceiling, 2026-12-03): 2 threads 26-30 -> 31-34 GB/s (1.10-1.17x),
+ * 1 thread 14.6-16.3 -> 16.5-17.7; 3 streams about the same as 2, 4 slower (0.9x). Every row's
+ * integers and float steps are its group's own, in the same order: the same bits as NS 1. */
+#define KP_AVX2_GEMV_NS 2
+#endif
+/* ns (<= 4) whole groups at once, record by record: ns streams for the prefetchers */
+static inline __attribute__((always_inline)) void kp_gemvn_avx2(const int fmt, const uint8_t *const *Ps, const int ns, int64_t nb,
+                                                                const gb_block_q8_K *xq, float *const *ys, const float *const *bs) {
+    const int64_t pb = kp_pb(fmt);
+    __m256 acc[4][2];
+    for (int i = 0; i < ns; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++)
+        for (int i = 0; i < ns; i++) {
+            if (fmt == GB_Q6_K) kp_gemv_avx2_q6_rec(Ps[i] + b * pb, xq + b, &acc[i][0], &acc[i][1]);
+            else kp_gemv_avx2_q45_rec(fmt, Ps[i] + b * pb, xq + b, &acc[i][0], &acc[i][1]);
+        }
+    for (int i = 0; i < ns; i++) kp_gemv_store(acc[i][0], acc[i][1], bs[i], ys[i]);
+}
+static void kp_gemvn_avx2_q4(const uint8_t *const *Ps, int ns, int64_t nb, const gb_block_q8_K *xq, float *const *ys, const float *const *bs) { kp_gemvn_avx2(GB_Q4_K, Ps, ns, nb, xq, ys, bs); }
+static void kp_gemvn_avx2_q5(const uint8_t *const *Ps, int ns, int64_t nb, const gb_block_q8_K *xq, float *const *ys, const float *const *bs) { kp_gemvn_avx2(GB_Q5_K, Ps, ns, nb, xq, ys, bs); }
+static void kp_gemvn_avx2_q6(const uint8_t *const *Ps, int ns, int64_t nb, const gb_block_q8_K *xq, float *const *ys, const float *const *bs) { kp_gemvn_avx2(GB_Q6_K, Ps, ns, nb, xq, ys, bs); }
 
 /* q2_K / q3_K (the 2-bit planes of kp_2bit): per 32 bytes of a plane (one 16-value sub-block of 8
  * rows) 4 fields of 2 bits, each one vpmaddubsw per token (values 0..3, q3_K's third bit from its
@@ -2706,8 +2755,36 @@ int gb_klinear_packed_chk(int fmt, const float *x, const void *wp, const float *
                  * longer streams than dynamic's 256 KB runs), the last short (a held-up thread still
                  * gets help at the end). From DRAM at 2 threads, Zen 3 (2026-12-03): 1.03-1.10x the
                  * dynamic runs on q4_K/q6_K matrices of 1.8-260 MB (session 14's note in docs/QUANT.md) */
+#ifdef GB_HAVE_K_AVX2
+                if (KP_AVX2_GEMV_NS > 1 && version == GB_KV_AVX2 && (fmt == GB_Q4_K || fmt == GB_Q5_K || fmt == GB_Q6_K) && G >= 2) {
+                    /* KP_AVX2_GEMV_NS groups H apart at once, record by record */
+                    const int NS = KP_AVX2_GEMV_NS;
+                    const int64_t H = (G + NS - 1) / NS;
+#pragma omp for schedule(guided, run / (2 * NS) + 1)
+                    for (int64_t g = 0; g < H; g++) {
+                        const uint8_t *Ps[4];
+                        float *ys[4];
+                        const float *bs[4];
+                        int ns = 0;
+                        for (int i = 0; i < NS; i++) {
+                            const int64_t gi = g + i * H;
+                            if (gi >= G) break;
+                            if (N - 16 * gi < 16) { /* a group of fewer rows: on its own */
+                                gb_kp_rows(fmt, wb, N, K, gi, xq, 1, y + 16 * gi, N, bias ? bias + 16 * gi : NULL, version);
+                                continue;
+                            }
+                            Ps[ns] = wb + gi * gbytes;
+                            ys[ns] = y + 16 * gi;
+                            bs[ns++] = bias ? bias + 16 * gi : NULL;
+                        }
+                        if (ns) (fmt == GB_Q4_K ? kp_gemvn_avx2_q4 : fmt == GB_Q5_K ? kp_gemvn_avx2_q5 : kp_gemvn_avx2_q6)(Ps, ns, nb, xq, ys, bs);
+                    }
+                } else
+#endif
+                {
 #pragma omp for schedule(guided, run / 2 + 1)
-                for (int64_t g = 0; g < G; g++) gb_kp_rows(fmt, wb, N, K, g, xq, 1, y + 16 * g, N, bias ? bias + 16 * g : NULL, version);
+                    for (int64_t g = 0; g < G; g++) gb_kp_rows(fmt, wb, N, K, g, xq, 1, y + 16 * g, N, bias ? bias + 16 * g : NULL, version);
+                }
             } else {
 #pragma omp for schedule(dynamic, run)
                 for (int64_t w = 0; w < nc * G; w++) {
