@@ -293,12 +293,17 @@ int gb_kmoe_packed(const float *x, const int64_t *topk_idx, const float *topk_we
              * matrices lie in turn), short ones at the end, so a thread held up by another job does not
              * hold up the others (as gb_klinear_packed's decode; before 2026-12-03: dynamic 256 KB runs) */
             const int64_t rgu = (int64_t)1 + (128 << 10) / (pg / GF + 1), rdn = (int64_t)1 + (128 << 10) / (pd / GD + 1);
-#pragma omp for schedule(guided, rgu)
-            for (int64_t it = 0; it < na * 2 * GF; it++) {
-                const int64_t e = act[it / (2 * GF)], gi = it % GF, o0 = off[e];
-                const int isup = (int)((it / GF) % 2);
-                if (mact_rows(isup ? fu : fg, (const uint8_t *)(isup ? up : gate) + e * (isup ? pu : pg), F, &xa, gi, o0, counts[e],
-                              (isup ? u : g) + o0 * F + 16 * gi, F, version) != GB_OK) {
+            /* items: (expert, group gi of gate and of up): where one token meets the expert and the format
+             * has a two-stream GEMV (gb_kp_gemv_pair), both matrices' group gi side by side */
+#pragma omp for schedule(guided, rgu / 2 + 1)
+            for (int64_t it = 0; it < na * GF; it++) {
+                const int64_t e = act[it / GF], gi = it % GF, o0 = off[e];
+                const uint8_t *wg = (const uint8_t *)gate + e * pg, *wu = (const uint8_t *)up + e * pu;
+                if (counts[e] == 1 && fg == fu && !gb_is_iqfmt(fg) &&
+                    gb_kp_gemv_pair(fg, wg, F, gi, g + o0 * F + 16 * gi, wu, F, gi, u + o0 * F + 16 * gi, D, xa.k + o0 * xa.nbk, version))
+                    continue;
+                if (mact_rows(fg, wg, F, &xa, gi, o0, counts[e], g + o0 * F + 16 * gi, F, version) != GB_OK ||
+                    mact_rows(fu, wu, F, &xa, gi, o0, counts[e], u + o0 * F + 16 * gi, F, version) != GB_OK) {
 #pragma omp atomic write
                     fail = 1;
                 }
@@ -312,10 +317,17 @@ int gb_kmoe_packed(const float *x, const int64_t *topk_idx, const float *topk_we
             }
 #pragma omp for schedule(dynamic, 1)
             for (int64_t j = 0; j < na; j++) mact_x8(&ha, off[act[j]], counts[act[j]]);
-#pragma omp for schedule(guided, rdn)
-            for (int64_t it = 0; it < na * GD; it++) {
-                const int64_t e = act[it / GD], gi = it % GD, o0 = off[e];
-                if (mact_rows(fd, (const uint8_t *)down + e * pd, D, &ha, gi, o0, counts[e], o + o0 * D + 16 * gi, D, version) != GB_OK) {
+            /* items: (expert, groups gi and gi + HD of down), side by side where gb_kp_gemv_pair can */
+            const int64_t HD = (GD + 1) / 2;
+#pragma omp for schedule(guided, rdn / 2 + 1)
+            for (int64_t it = 0; it < na * HD; it++) {
+                const int64_t e = act[it / HD], gi = it % HD, g2 = gi + HD, o0 = off[e];
+                const uint8_t *wd = (const uint8_t *)down + e * pd;
+                if (g2 < GD && counts[e] == 1 && !gb_is_iqfmt(fd) &&
+                    gb_kp_gemv_pair(fd, wd, D, gi, o + o0 * D + 16 * gi, wd, D, g2, o + o0 * D + 16 * g2, F, ha.k + o0 * ha.nbk, version))
+                    continue;
+                if (mact_rows(fd, wd, D, &ha, gi, o0, counts[e], o + o0 * D + 16 * gi, D, version) != GB_OK ||
+                    (g2 < GD && mact_rows(fd, wd, D, &ha, g2, o0, counts[e], o + o0 * D + 16 * g2, D, version) != GB_OK)) {
 #pragma omp atomic write
                     fail = 1;
                 }

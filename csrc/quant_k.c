@@ -2591,6 +2591,23 @@ void gb_kp_rows(int fmt, const void *wp, int64_t N, int64_t K, int64_t g, const 
     kp_group_ref(fmt, P, nb, xq, T, y, ldy, bias, nr);
 }
 
+int gb_kp_gemv_pair(int fmt, const void *w1, int64_t N1, int64_t g1, float *y1, const void *w2, int64_t N2, int64_t g2, float *y2,
+                    int64_t K, const gb_block_q8_K *xq, int version) {
+#ifdef GB_HAVE_K_AVX2
+    if (KP_AVX2_GEMV_NS > 1 && version == GB_KV_AVX2 && (fmt == GB_Q4_K || fmt == GB_Q5_K || fmt == GB_Q6_K) && N1 - 16 * g1 >= 16 &&
+        N2 - 16 * g2 >= 16) {
+        const int64_t nb = K / QKK, gbytes = nb * gb_kp_block_bytes(fmt);
+        const uint8_t *Ps[2] = {(const uint8_t *)w1 + g1 * gbytes, (const uint8_t *)w2 + g2 * gbytes};
+        float *ys[2] = {y1, y2};
+        const float *bs[2] = {NULL, NULL};
+        (fmt == GB_Q4_K ? kp_gemvn_avx2_q4 : fmt == GB_Q5_K ? kp_gemvn_avx2_q5 : kp_gemvn_avx2_q6)(Ps, 2, nb, xq, ys, bs);
+        return 1;
+    }
+#endif
+    (void)fmt, (void)w1, (void)N1, (void)g1, (void)y1, (void)w2, (void)N2, (void)g2, (void)y2, (void)K, (void)xq, (void)version;
+    return 0;
+}
+
 /* Prefill panels for callers that share one parallel region among several matrices (csrc/moe_k.c's
  * prefill: every routed expert's gate/up rows, then every down, as work items of one region). The
  * same steps gb_klinear_packed runs per pair of 16-row groups, so the outputs are bit-identical. */
