@@ -2316,6 +2316,57 @@ static inline __attribute__((always_inline)) void kp_gemv_avx2_q6_rec(const uint
     *acc0p = acc0;
     *acc1p = acc1;
 }
+/* iq4_xs's GEMV loop: its prefetch distance per stream (bytes) and order (1: kp_pf_fwd, address order,
+ * NTA; 0: line k with line k + 32, T0, as kp_tile_avx2). 25600 x 5120 from DRAM, Zen 3, 2026-12-03: the
+ * 1-token tile (one stream) 22.3-22.9 / 12.4 GB/s (2 threads / 1), this loop on two streams with the
+ * tile's order 23.2-23.6 / 12.7, with the forward order 7 KB ahead 27.8-29.4 / 16.7 */
+#ifndef KP_PF_IQ4XS_AVX2
+#define KP_PF_IQ4XS_AVX2 7104
+#endif
+#ifndef KP_IQ4XS_GEMV_FWD
+#define KP_IQ4XS_GEMV_FWD 1
+#endif
+/* iq4_xs GEMV (T = 1), one super-block's record of a whole group: kp_tile_avx2's arithmetic (TT 1, HB 2,
+ * the signed grid values through |x| and x's sign) with the activation broadcasts of a sub-block shared
+ * by both halves and the sums in registers: the same integers and float32 steps, bit-identical. */
+static inline __attribute__((always_inline)) void kp_gemv_avx2_iq4xs_rec(const uint8_t *p, const gb_block_q8_K *xb, __m256 *acc0p,
+                                                                         __m256 *acc1p) {
+    const int64_t pb = kp_pb(GB_IQ4_XS), pfd = KP_PF_IQ4XS_AVX2, sco = kp_sc_off(GB_IQ4_XS), dof = kp_d_off(GB_IQ4_XS);
+    const __m256i m4 = _mm256_set1_epi8(0x0f), tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)kvalues_iq4nl));
+    __m256i is0 = _mm256_setzero_si256(), is1 = _mm256_setzero_si256();
+    for (int s = 0; s < 8; s++) {
+        if (pfd && KP_IQ4XS_GEMV_FWD) kp_pf_fwd(p + pfd, pb, s, 8);
+        const __m128i s8 = _mm_loadu_si128((const __m128i *)(p + sco + 16 * s));
+        const __m256i sc0 = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s8, s8)), sc1 = _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(s8, s8));
+#pragma GCC unroll 4
+        for (int kk = 0; kk < 4; kk++) {
+            const int k = 4 * s + kk;
+            if (pfd && !KP_IQ4XS_GEMV_FWD) {
+                _mm_prefetch((const char *)(p + pfd + 64 * k), KP_PF_HINT_AVX2);
+                if (64 * (k + 32) < pb) _mm_prefetch((const char *)(p + pfd + 64 * (k + 32)), KP_PF_HINT_AVX2);
+            }
+            const int8_t *xs = xb->qs + 8 * k;
+            const __m256i x0 = _mm256_set1_epi32(ld32a(xs)), x1 = _mm256_set1_epi32(ld32a(xs + 4));
+            const __m256i ax0 = _mm256_abs_epi8(x0), ax1 = _mm256_abs_epi8(x1);
+#define KP_IQ_HALF(h, is, scv)                                                                                            \
+    do {                                                                                                                  \
+        const __m256i Q = _mm256_loadu_si256((const __m256i *)(p + 64 * k + 32 * (h)));                                   \
+        const __m256i lo = _mm256_shuffle_epi8(tbl, _mm256_and_si256(Q, m4));                                             \
+        const __m256i hi = _mm256_shuffle_epi8(tbl, _mm256_and_si256(_mm256_srli_epi16(Q, 4), m4));                       \
+        is = _mm256_add_epi32(is, _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(ax0, _mm256_sign_epi8(lo, x0)), scv), \
+                                                   _mm256_madd_epi16(_mm256_maddubs_epi16(ax1, _mm256_sign_epi8(hi, x1)), scv))); \
+    } while (0)
+            KP_IQ_HALF(0, is0, sc0);
+            KP_IQ_HALF(1, is1, sc1);
+#undef KP_IQ_HALF
+        }
+    }
+    const __m256 dx = _mm256_set1_ps(xb->d);
+    const __m256 d0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + dof))), d1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + dof + 16)));
+    *acc0p = _mm256_add_ps(*acc0p, _mm256_mul_ps(_mm256_mul_ps(d0, dx), _mm256_cvtepi32_ps(is0)));
+    *acc1p = _mm256_add_ps(*acc1p, _mm256_mul_ps(_mm256_mul_ps(d1, dx), _mm256_cvtepi32_ps(is1)));
+}
+
 static void kp_gemv_avx2_q6(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, float *y, const float *bias) {
     const int64_t pb = kp_pb(GB_Q6_K);
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
@@ -2323,6 +2374,10 @@ static void kp_gemv_avx2_q6(const uint8_t *P, int64_t nb, const gb_block_q8_K *x
     kp_gemv_store(acc0, acc1, bias, y);
 }
 
+#ifndef KP_GEMVN_IQ4XS
+#define KP_GEMVN_IQ4XS 1 /* iq4_xs's GEMV through kp_gemvn_avx2 too (0: kp_tile_avx2's 1-token tile) */
+#endif
+#define KP_GEMVN_FMT(f) ((f) == GB_Q4_K || (f) == GB_Q5_K || (f) == GB_Q6_K || (KP_GEMVN_IQ4XS && (f) == GB_IQ4_XS))
 #ifndef KP_AVX2_GEMV_NS
 /* Groups per GEMV step (1..4): the T = 1 loop of gb_klinear_packed hands a thread NS whole groups
  * H = G / NS apart and it reads them record by record, NS streams at once (the read ceiling's
@@ -2341,6 +2396,7 @@ static inline __attribute__((always_inline)) void kp_gemvn_avx2(const int fmt, c
     for (int64_t b = 0; b < nb; b++)
         for (int i = 0; i < ns; i++) {
             if (fmt == GB_Q6_K) kp_gemv_avx2_q6_rec(Ps[i] + b * pb, xq + b, &acc[i][0], &acc[i][1]);
+            else if (fmt == GB_IQ4_XS) kp_gemv_avx2_iq4xs_rec(Ps[i] + b * pb, xq + b, &acc[i][0], &acc[i][1]);
             else kp_gemv_avx2_q45_rec(fmt, Ps[i] + b * pb, xq + b, &acc[i][0], &acc[i][1]);
         }
     for (int i = 0; i < ns; i++) kp_gemv_store(acc[i][0], acc[i][1], bs[i], ys[i]);
@@ -2348,6 +2404,7 @@ static inline __attribute__((always_inline)) void kp_gemvn_avx2(const int fmt, c
 static void kp_gemvn_avx2_q4(const uint8_t *const *Ps, int ns, int64_t nb, const gb_block_q8_K *xq, float *const *ys, const float *const *bs) { kp_gemvn_avx2(GB_Q4_K, Ps, ns, nb, xq, ys, bs); }
 static void kp_gemvn_avx2_q5(const uint8_t *const *Ps, int ns, int64_t nb, const gb_block_q8_K *xq, float *const *ys, const float *const *bs) { kp_gemvn_avx2(GB_Q5_K, Ps, ns, nb, xq, ys, bs); }
 static void kp_gemvn_avx2_q6(const uint8_t *const *Ps, int ns, int64_t nb, const gb_block_q8_K *xq, float *const *ys, const float *const *bs) { kp_gemvn_avx2(GB_Q6_K, Ps, ns, nb, xq, ys, bs); }
+static void kp_gemvn_avx2_iq4xs(const uint8_t *const *Ps, int ns, int64_t nb, const gb_block_q8_K *xq, float *const *ys, const float *const *bs) { kp_gemvn_avx2(GB_IQ4_XS, Ps, ns, nb, xq, ys, bs); }
 
 /* q2_K / q3_K (the 2-bit planes of kp_2bit): per 32 bytes of a plane (one 16-value sub-block of 8
  * rows) 4 fields of 2 bits, each one vpmaddubsw per token (values 0..3, q3_K's third bit from its
@@ -2594,13 +2651,13 @@ void gb_kp_rows(int fmt, const void *wp, int64_t N, int64_t K, int64_t g, const 
 int gb_kp_gemv_pair(int fmt, const void *w1, int64_t N1, int64_t g1, float *y1, const void *w2, int64_t N2, int64_t g2, float *y2,
                     int64_t K, const gb_block_q8_K *xq, int version) {
 #ifdef GB_HAVE_K_AVX2
-    if (KP_AVX2_GEMV_NS > 1 && version == GB_KV_AVX2 && (fmt == GB_Q4_K || fmt == GB_Q5_K || fmt == GB_Q6_K) && N1 - 16 * g1 >= 16 &&
+    if (KP_AVX2_GEMV_NS > 1 && version == GB_KV_AVX2 && KP_GEMVN_FMT(fmt) && N1 - 16 * g1 >= 16 &&
         N2 - 16 * g2 >= 16) {
         const int64_t nb = K / QKK, gbytes = nb * gb_kp_block_bytes(fmt);
         const uint8_t *Ps[2] = {(const uint8_t *)w1 + g1 * gbytes, (const uint8_t *)w2 + g2 * gbytes};
         float *ys[2] = {y1, y2};
         const float *bs[2] = {NULL, NULL};
-        (fmt == GB_Q4_K ? kp_gemvn_avx2_q4 : fmt == GB_Q5_K ? kp_gemvn_avx2_q5 : kp_gemvn_avx2_q6)(Ps, 2, nb, xq, ys, bs);
+        (fmt == GB_Q4_K ? kp_gemvn_avx2_q4 : fmt == GB_Q5_K ? kp_gemvn_avx2_q5 : fmt == GB_Q6_K ? kp_gemvn_avx2_q6 : kp_gemvn_avx2_iq4xs)(Ps, 2, nb, xq, ys, bs);
         return 1;
     }
 #endif
@@ -2773,7 +2830,7 @@ int gb_klinear_packed_chk(int fmt, const float *x, const void *wp, const float *
                  * gets help at the end). From DRAM at 2 threads, Zen 3 (2026-12-03): 1.03-1.10x the
                  * dynamic runs on q4_K/q6_K matrices of 1.8-260 MB (session 14's note in docs/QUANT.md) */
 #ifdef GB_HAVE_K_AVX2
-                if (KP_AVX2_GEMV_NS > 1 && version == GB_KV_AVX2 && (fmt == GB_Q4_K || fmt == GB_Q5_K || fmt == GB_Q6_K) && G >= 2) {
+                if (KP_AVX2_GEMV_NS > 1 && version == GB_KV_AVX2 && KP_GEMVN_FMT(fmt) && G >= 2) {
                     /* KP_AVX2_GEMV_NS groups H apart at once, record by record */
                     const int NS = KP_AVX2_GEMV_NS;
                     const int64_t H = (G + NS - 1) / NS;
@@ -2794,7 +2851,7 @@ int gb_klinear_packed_chk(int fmt, const float *x, const void *wp, const float *
                             ys[ns] = y + 16 * gi;
                             bs[ns++] = bias ? bias + 16 * gi : NULL;
                         }
-                        if (ns) (fmt == GB_Q4_K ? kp_gemvn_avx2_q4 : fmt == GB_Q5_K ? kp_gemvn_avx2_q5 : kp_gemvn_avx2_q6)(Ps, ns, nb, xq, ys, bs);
+                        if (ns) (fmt == GB_Q4_K ? kp_gemvn_avx2_q4 : fmt == GB_Q5_K ? kp_gemvn_avx2_q5 : fmt == GB_Q6_K ? kp_gemvn_avx2_q6 : kp_gemvn_avx2_iq4xs)(Ps, ns, nb, xq, ys, bs);
                     }
                 } else
 #endif
