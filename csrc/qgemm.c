@@ -494,6 +494,21 @@ static inline __attribute__((always_inline)) void tile_avx2(const int fmt, const
  * 5120, one thread, CPU time, 13.7-14.2 GB/s where one stream read 11.8-12.5 (q8_0 too since
  * session 20, gemv2_avx2_q8, with the distances above). Each row's integers and float steps are the tile's, so the outputs are the
  * same bits. The second group has nvalid1 valid rows. */
+/* the two-group GEMVs' outputs: the first group's 16 rows, the second's nvalid1 */
+static inline void gemv2_store(const __m256 acc[4], float *y0, float *y1, int nvalid1) {
+    _mm256_storeu_ps(y0, acc[0]);
+    _mm256_storeu_ps(y0 + 8, acc[1]);
+    for (int h = 0; h < 2; h++) {
+        if (nvalid1 >= 8 * h + 8) {
+            _mm256_storeu_ps(y1 + 8 * h, acc[2 + h]);
+        } else if (nvalid1 > 8 * h) {
+            float tmp[8];
+            _mm256_storeu_ps(tmp, acc[2 + h]);
+            memcpy(y1 + 8 * h, tmp, (size_t)(nvalid1 - 8 * h) * sizeof(float));
+        }
+    }
+}
+
 static void gemv2_avx2_q4(const uint8_t *p0, const uint8_t *p1, const xact *a, float *y0, float *y1, int nvalid1) {
     const int64_t nb = a->nb, bb = 18 * NR;
     const uint8_t *gpp[2] = {p0, p1};
@@ -524,17 +539,7 @@ static void gemv2_avx2_q4(const uint8_t *p0, const uint8_t *p1, const xact *a, f
             acc[u] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia), _mm256_mul_ps(dw, dx), acc[u]);
         }
     }
-    _mm256_storeu_ps(y0, acc[0]);
-    _mm256_storeu_ps(y0 + 8, acc[1]);
-    for (int h = 0; h < 2; h++) {
-        if (nvalid1 >= 8 * h + 8) {
-            _mm256_storeu_ps(y1 + 8 * h, acc[2 + h]);
-        } else if (nvalid1 > 8 * h) {
-            float tmp[8];
-            _mm256_storeu_ps(tmp, acc[2 + h]);
-            memcpy(y1 + 8 * h, tmp, (size_t)(nvalid1 - 8 * h) * sizeof(float));
-        }
-    }
+    gemv2_store(acc, y0, y1, nvalid1);
 }
 
 /* The same for q8_0: two groups at once, each row's integers (the sign trick per 4-value step, summed
@@ -565,17 +570,7 @@ static void gemv2_avx2_q8(const uint8_t *p0, const uint8_t *p1, const xact *a, f
             acc[u] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[u]), _mm256_mul_ps(dw, dx), acc[u]);
         }
     }
-    _mm256_storeu_ps(y0, acc[0]);
-    _mm256_storeu_ps(y0 + 8, acc[1]);
-    for (int h = 0; h < 2; h++) {
-        if (nvalid1 >= 8 * h + 8) {
-            _mm256_storeu_ps(y1 + 8 * h, acc[2 + h]);
-        } else if (nvalid1 > 8 * h) {
-            float tmp[8];
-            _mm256_storeu_ps(tmp, acc[2 + h]);
-            memcpy(y1 + 8 * h, tmp, (size_t)(nvalid1 - 8 * h) * sizeof(float));
-        }
-    }
+    gemv2_store(acc, y0, y1, nvalid1);
 }
 
 /* Decode GEMV (one token): ng consecutive groups (the first half beside the second, an odd last
