@@ -110,7 +110,7 @@ void gb_kp_rows(int fmt, const void *wp, int64_t N, int64_t K, int64_t g, const 
                 int64_t ldy, const float *bias, int version);
 /* One token (T = 1, no bias): group g1 of packed [N1, K] matrix w1 into y1[0..15] and group g2 of
  * [N2, K] matrix w2 into y2[0..15], read side by side (two streams), where the version and format have
- * such a loop (AVX2, q4_K / q5_K / q6_K) and both groups are whole: returns 1. Else nothing is done,
+ * such a loop (AVX2, q4_K / q5_K / q6_K / iq4_xs) and both groups are whole: returns 1. Else nothing is done,
  * returns 0 (the caller runs gb_kp_rows on each). The same bits as gb_kp_rows. */
 int gb_kp_gemv_pair(int fmt, const void *w1, int64_t N1, int64_t g1, float *y1, const void *w2, int64_t N2, int64_t g2, float *y2,
                     int64_t K, const gb_block_q8_K *xq, int version);
