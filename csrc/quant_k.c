@@ -2405,6 +2405,10 @@ static void kp_gemvn_avx2_q4(const uint8_t *const *Ps, int ns, int64_t nb, const
 static void kp_gemvn_avx2_q5(const uint8_t *const *Ps, int ns, int64_t nb, const gb_block_q8_K *xq, float *const *ys, const float *const *bs) { kp_gemvn_avx2(GB_Q5_K, Ps, ns, nb, xq, ys, bs); }
 static void kp_gemvn_avx2_q6(const uint8_t *const *Ps, int ns, int64_t nb, const gb_block_q8_K *xq, float *const *ys, const float *const *bs) { kp_gemvn_avx2(GB_Q6_K, Ps, ns, nb, xq, ys, bs); }
 static void kp_gemvn_avx2_iq4xs(const uint8_t *const *Ps, int ns, int64_t nb, const gb_block_q8_K *xq, float *const *ys, const float *const *bs) { kp_gemvn_avx2(GB_IQ4_XS, Ps, ns, nb, xq, ys, bs); }
+/* the loop of format fmt (KP_GEMVN_FMT) on ns whole groups */
+static void kp_gemvn_fmt(int fmt, const uint8_t *const *Ps, int ns, int64_t nb, const gb_block_q8_K *xq, float *const *ys, const float *const *bs) {
+    (fmt == GB_Q4_K ? kp_gemvn_avx2_q4 : fmt == GB_Q5_K ? kp_gemvn_avx2_q5 : fmt == GB_Q6_K ? kp_gemvn_avx2_q6 : kp_gemvn_avx2_iq4xs)(Ps, ns, nb, xq, ys, bs);
+}
 
 /* q2_K / q3_K (the 2-bit planes of kp_2bit): per 32 bytes of a plane (one 16-value sub-block of 8
  * rows) 4 fields of 2 bits, each one vpmaddubsw per token (values 0..3, q3_K's third bit from its
@@ -2657,7 +2661,7 @@ int gb_kp_gemv_pair(int fmt, const void *w1, int64_t N1, int64_t g1, float *y1, 
         const uint8_t *Ps[2] = {(const uint8_t *)w1 + g1 * gbytes, (const uint8_t *)w2 + g2 * gbytes};
         float *ys[2] = {y1, y2};
         const float *bs[2] = {NULL, NULL};
-        (fmt == GB_Q4_K ? kp_gemvn_avx2_q4 : fmt == GB_Q5_K ? kp_gemvn_avx2_q5 : fmt == GB_Q6_K ? kp_gemvn_avx2_q6 : kp_gemvn_avx2_iq4xs)(Ps, 2, nb, xq, ys, bs);
+        kp_gemvn_fmt(fmt, Ps, 2, nb, xq, ys, bs);
         return 1;
     }
 #endif
@@ -2851,7 +2855,7 @@ int gb_klinear_packed_chk(int fmt, const float *x, const void *wp, const float *
                             ys[ns] = y + 16 * gi;
                             bs[ns++] = bias ? bias + 16 * gi : NULL;
                         }
-                        if (ns) (fmt == GB_Q4_K ? kp_gemvn_avx2_q4 : fmt == GB_Q5_K ? kp_gemvn_avx2_q5 : fmt == GB_Q6_K ? kp_gemvn_avx2_q6 : kp_gemvn_avx2_iq4xs)(Ps, ns, nb, xq, ys, bs);
+                        if (ns) kp_gemvn_fmt(fmt, Ps, ns, nb, xq, ys, bs);
                     }
                 } else
 #endif
