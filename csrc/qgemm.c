@@ -400,6 +400,14 @@ static void tile_vnni_q4_ng(int ng, const uint8_t *gp, int64_t gstride, const xa
 #ifndef GB_QG_PF_SPREAD
 #define GB_QG_PF_SPREAD 1
 #endif
+/* step j of a two-stream GEMV's block b: line j of each stream AHEAD bytes on, and at j = 0 the line
+ * TAIL bytes into it (the record's last, 256 for q4_0's 288-byte records, 512 for q8_0's 544) */
+#define GEMV2_PF_STEP(AHEAD, HINT, TAIL)                                                            \
+    for (int g = 0; g < 2; g++) {                                                                  \
+        const char *q_ = (const char *)(gpp[g] + b * bb + (AHEAD));                               \
+        _mm_prefetch(q_ + 64 * j, HINT);                                                           \
+        if (j == 0) _mm_prefetch(q_ + (TAIL), HINT);                                               \
+    }
 #ifndef GB_QG_AVX2_HINT8
 #define GB_QG_AVX2_HINT8 _MM_HINT_T0
 #endif
@@ -534,11 +542,7 @@ static void gemv2_avx2_q4(const uint8_t *p0, const uint8_t *p1, const xact *a, f
 #pragma GCC unroll 1
         for (int j = 0; j < 4; j++) {
 #if GB_QG_PF_SPREAD
-            for (int g = 0; g < 2; g++) {
-                const char *q = (const char *)(gpp[g] + b * bb + GB_QG_AVX2_AHEAD4);
-                _mm_prefetch(q + 64 * j, _MM_HINT_T0);
-                if (j == 0) _mm_prefetch(q + 256, _MM_HINT_T0);
-            }
+            GEMV2_PF_STEP(GB_QG_AVX2_AHEAD4, _MM_HINT_T0, 256);
 #endif
             const __m256i x0 = bc4_256(xb + 4 * j), x1 = bc4_256(xb + 16 + 4 * j);
             for (int u = 0; u < 4; u++) { /* unit u: group u / 2, rows 8 (u % 2) .. + 7 */
@@ -578,11 +582,7 @@ static void gemv2_avx2_q8(const uint8_t *p0, const uint8_t *p1, const xact *a, f
 #pragma GCC unroll 1
         for (int j = 0; j < 8; j++) {
 #if GB_QG_PF_SPREAD
-            for (int g = 0; g < 2; g++) {
-                const char *q = (const char *)(gpp[g] + b * bb + GB_QG_AVX2_AHEAD8);
-                _mm_prefetch(q + 64 * j, GB_QG_AVX2_HINT8);
-                if (j == 0) _mm_prefetch(q + 512, GB_QG_AVX2_HINT8);
-            }
+            GEMV2_PF_STEP(GB_QG_AVX2_AHEAD8, GB_QG_AVX2_HINT8, 512);
 #endif
             const __m256i xv = bc4_256(xb + 4 * j);
             for (int u = 0; u < 4; u++) { /* unit u: group u / 2, rows 8 (u % 2) .. + 7 */
