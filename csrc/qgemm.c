@@ -395,8 +395,9 @@ static void tile_vnni_q4_ng(int ng, const uint8_t *gp, int64_t gstride, const xa
 /* 1: the two-stream GEMVs prefetch each block's lines one step of the j loop at a time (line j of each
  * stream, the tail line with the first); 0: all of a block's lines at its start. Zen 2 (family 23,
  * 2 threads, 25600 x 5120 and 151552 x 2048 from DRAM, 2026-12-03, session 21, three A/B runs): q8_0
- * 1.04-1.06x (74-76% -> 78-81% of the read ceiling), q4_0 1.00-1.02x; a burst of 18 prefetches
- * holds the core's miss buffers while the block's own loads wait (as the attention tiles found). */
+ * 1.04-1.06x (74-76% -> 78-81% of the read ceiling), q4_0 1.00-1.02x. Presumably a burst of 18
+ * prefetches fills the core's miss buffers while the block's own loads wait, as the attention tiles
+ * measured (attn_tile_f16.h); not measured directly here (no counters on these VMs). */
 #ifndef GB_QG_PF_SPREAD
 #define GB_QG_PF_SPREAD 1
 #endif
