@@ -401,8 +401,9 @@ static void tile_vnni_q4_ng(int ng, const uint8_t *gp, int64_t gstride, const xa
 #ifndef GB_QG_PF_SPREAD
 #define GB_QG_PF_SPREAD 1
 #endif
-/* step j of a two-stream GEMV's block b: line j of each stream AHEAD bytes on, and at j = 0 the line
- * TAIL bytes into it (the record's last, 256 for q4_0's 288-byte records, 512 for q8_0's 544) */
+/* step j of a two-stream GEMV's block b (the caller's gpp, b, bb and j): line j of each stream AHEAD
+ * bytes on, and at j = 0 the line TAIL bytes into it (the record's last: 256 for q4_0's 288-byte
+ * records, 512 for q8_0's 544) */
 #define GEMV2_PF_STEP(AHEAD, HINT, TAIL)                                                            \
     for (int g = 0; g < 2; g++) {                                                                  \
         const char *q_ = (const char *)(gpp[g] + b * bb + (AHEAD));                               \
