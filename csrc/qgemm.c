@@ -392,15 +392,12 @@ static void tile_vnni_q4_ng(int ng, const uint8_t *gp, int64_t gstride, const xa
 #ifndef GB_QG_AVX2_AHEAD8
 #define GB_QG_AVX2_AHEAD8 69632
 #endif
-/* 1: the two-stream GEMVs prefetch each block's lines one step of the j loop at a time (line j of each
- * stream, the tail line with the first); 0: all of a block's lines at its start. Zen 2 (family 23,
- * 2 threads, 25600 x 5120 and 151552 x 2048 from DRAM, 2026-12-03, session 21, three A/B runs): q8_0
- * 1.04-1.06x (74-76% -> 78-81% of the read ceiling), q4_0 1.00-1.02x. Presumably a burst of 18
- * prefetches fills the core's miss buffers while the block's own loads wait, as the attention tiles
- * measured (attn_tile_f16.h); not measured directly here (no counters on these VMs). */
-#ifndef GB_QG_PF_SPREAD
-#define GB_QG_PF_SPREAD 1
-#endif
+/* The two-stream GEMVs prefetch one line per stream per step of a block's j loop (GEMV2_PF_STEP), not
+ * all of a block's lines at its start as before session 21. Zen 2 (family 23, 2 threads, 25600 x
+ * 5120 and 151552 x 2048 from DRAM, 2026-12-03, three A/B runs): q8_0 1.04-1.06x (74-76% -> 78-81%
+ * of the read ceiling), q4_0 1.00-1.02x. Presumably a burst of 18 prefetches fills the core's miss
+ * buffers while the block's own loads wait, as the attention tiles measured (attn_tile_f16.h); not
+ * measured directly here (no counters on these VMs). */
 /* step j of a two-stream GEMV's block b (the caller's gpp, b, bb and j): line j of each stream AHEAD
  * bytes on, and at j = 0 the line TAIL bytes into it (the record's last: 256 for q4_0's 288-byte
  * records, 512 for q8_0's 544) */
@@ -534,18 +531,12 @@ static void gemv2_avx2_q4(const uint8_t *p0, const uint8_t *p1, const xact *a, f
     for (int u = 0; u < 4; u++) acc[u] = _mm256_setzero_ps();
     const __m256i ones = _mm256_set1_epi16(1), m4 = _mm256_set1_epi8(0x0f);
     for (int64_t b = 0; b < nb; b++) {
-#if !GB_QG_PF_SPREAD
-        for (int g = 0; g < 2; g++)
-            for (int64_t l = 0; l < bb; l += 64) _mm_prefetch((const char *)(gpp[g] + b * bb + GB_QG_AVX2_AHEAD4 + l), _MM_HINT_T0);
-#endif
         const int8_t *xb = a->qs + b * QK;
         __m256i s16[4];
         for (int u = 0; u < 4; u++) s16[u] = _mm256_setzero_si256();
 #pragma GCC unroll 1
         for (int j = 0; j < 4; j++) {
-#if GB_QG_PF_SPREAD
             GEMV2_PF_STEP(GB_QG_AVX2_AHEAD4, _MM_HINT_T0, 256);
-#endif
             const __m256i x0 = bc4_256(xb + 4 * j), x1 = bc4_256(xb + 16 + 4 * j);
             for (int u = 0; u < 4; u++) { /* unit u: group u / 2, rows 8 (u % 2) .. + 7 */
                 const __m256i raw = _mm256_loadu_si256((const __m256i *)(gpp[u >> 1] + b * bb + 32 + 64 * j + 32 * (u & 1)));
@@ -574,18 +565,12 @@ static void gemv2_avx2_q8(const uint8_t *p0, const uint8_t *p1, const xact *a, f
     for (int u = 0; u < 4; u++) acc[u] = _mm256_setzero_ps();
     const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8((char)0x80);
     for (int64_t b = 0; b < nb; b++) {
-#if !GB_QG_PF_SPREAD
-        for (int g = 0; g < 2; g++)
-            for (int64_t l = 0; l < bb; l += 64) _mm_prefetch((const char *)(gpp[g] + b * bb + GB_QG_AVX2_AHEAD8 + l), GB_QG_AVX2_HINT8);
-#endif
         const int8_t *xb = a->qs + b * QK;
         __m256i ia[4];
         for (int u = 0; u < 4; u++) ia[u] = _mm256_setzero_si256();
 #pragma GCC unroll 1
         for (int j = 0; j < 8; j++) {
-#if GB_QG_PF_SPREAD
             GEMV2_PF_STEP(GB_QG_AVX2_AHEAD8, GB_QG_AVX2_HINT8, 512);
-#endif
             const __m256i xv = bc4_256(xb + 4 * j);
             for (int u = 0; u < 4; u++) { /* unit u: group u / 2, rows 8 (u % 2) .. + 7 */
                 const __m256i w = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(gpp[u >> 1] + b * bb + 32 + 64 * j + 32 * (u & 1))), flip);

@@ -639,14 +639,6 @@ static inline void iqp_store_avx2(const __m256 *acc, int TS, int TT, int nr, con
 /* an empty asm on a running sum: gcc keeps each token's adds in order (reassociated, the partial
  * sums outnumbered the 16 ymm registers and spilled) */
 #define IQ_PIN(v) __asm__("" : "+x"(v))
-/* 1: the 8-token tile sums mxfp4's chunk pairs k, k + 1 in int16 (4 vpmaddubsw of <= 24 * 127 pairs:
- * <= 24384) before one vpmaddwd, as the GEMV does; 0: one vpmaddwd per chunk. Same integers, same bits.
- * On a Zen 2, whose vpmaddubsw and vpmaddwd share one pipe at 1 per cycle
- * (bench/results/avx2_op_mix_zen2_s21_2026-12-03.md): GEMM 1536x2048 / 2048x1536, T = 32..512, one
- * thread, 1.02-1.07x (session 21) */
-#ifndef IQ_MX_PAIRK
-#define IQ_MX_PAIRK 1
-#endif
 static const int8_t kv_mxfp4_u12[16] = {12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0}; /* kvalues_mxfp4 + 12 */
 
 static inline __attribute__((always_inline)) void iqp_tile_avx2(const int fmt, const uint8_t *P, int64_t nb, int64_t nbp,
@@ -732,7 +724,7 @@ static void iq_x8_build(const int8_t *xq, const float *dxp, const int32_t *xsp, 
 /* One packed group x 8 tokens (their records X8, IQ_X8_REC bytes per block): y[t * ldy + r] for r <
  * nr. iqp_tile_avx2's integers and float steps (same bits), one 8-row half at a time: iq4_nl low then
  * high nibbles for the 8 tokens (two decoded ymm live, the sums pinned); mxfp4 one int32 sum per
- * token started at -12 sum(x_block), per two nibble ymm (chunks k, k + 1: IQ_MX_PAIRK) one int16 sum
+ * token started at -12 sum(x_block), per two nibble ymm (chunks k, k + 1) one int16 sum
  * of 4 vpmaddubsw (8 pairs of at most 24 * 127), then vpmaddwd. */
 static inline __attribute__((always_inline)) void iqp_tile8_avx2(const int fmt, const uint8_t *P, int64_t nb, const uint8_t *X8,
                                                                  float *y, int64_t ldy, const float *bias, int nr) {
@@ -752,8 +744,9 @@ static inline __attribute__((always_inline)) void iqp_tile8_avx2(const int fmt, 
         for (int h = 0; h < 2; h++) {
             __m256i ia[8];
             for (int t = 0; t < 8; t++) ia[t] = fmt == GB_MXFP4 ? _mm256_set1_epi32(mc[t]) : _mm256_setzero_si256();
-#if IQ_MX_PAIRK
-            if (fmt == GB_MXFP4) {
+            if (fmt == GB_MXFP4) { /* chunk pairs k, k + 1 in int16 (4 vpmaddubsw of <= 24 * 127 pairs: <= 24384)
+                                    * before one vpmaddwd, as the GEMV: on a Zen 2 (one multiply pipe) 1.02-1.07x
+                                    * against one vpmaddwd per chunk (session 21), the same integers */
 #pragma GCC unroll 1
                 for (int k = 0; k < 4; k += 2) {
                     __m256i lo0, hi0, lo1, hi1;
@@ -769,32 +762,21 @@ static inline __attribute__((always_inline)) void iqp_tile8_avx2(const int fmt, 
                     }
                 }
             } else
-#endif
 #pragma GCC unroll 1
-            for (int k = 0; k < 4; k++) {
+            for (int k = 0; k < 4; k++) { /* iq4_nl */
                 __m256i lo, hi;
                 iqp_nibbles_avx2(tbl, m4, o + 64 * k + 32 * h, &lo, &hi);
-                if (fmt == GB_MXFP4) {
+                const __m256i alo = _mm256_abs_epi8(lo);
 #pragma GCC unroll 8
-                    for (int t = 0; t < 8; t++) {
-                        const int8_t *xt = xb + QB * t + 4 * k;
-                        const __m256i a = _mm256_add_epi16(_mm256_maddubs_epi16(lo, bc4_avx2(xt)), _mm256_maddubs_epi16(hi, bc4_avx2(xt + 16)));
-                        ia[t] = _mm256_add_epi32(ia[t], _mm256_madd_epi16(a, ones));
-                        IQ_PIN(ia[t]);
-                    }
-                } else {
-                    const __m256i alo = _mm256_abs_epi8(lo);
+                for (int t = 0; t < 8; t++) {
+                    ia[t] = _mm256_add_epi32(ia[t], _mm256_madd_epi16(_mm256_maddubs_epi16(alo, _mm256_sign_epi8(bc4_avx2(xb + QB * t + 4 * k), lo)), ones));
+                    IQ_PIN(ia[t]);
+                }
+                const __m256i ahi = _mm256_abs_epi8(hi);
 #pragma GCC unroll 8
-                    for (int t = 0; t < 8; t++) {
-                        ia[t] = _mm256_add_epi32(ia[t], _mm256_madd_epi16(_mm256_maddubs_epi16(alo, _mm256_sign_epi8(bc4_avx2(xb + QB * t + 4 * k), lo)), ones));
-                        IQ_PIN(ia[t]);
-                    }
-                    const __m256i ahi = _mm256_abs_epi8(hi);
-#pragma GCC unroll 8
-                    for (int t = 0; t < 8; t++) {
-                        ia[t] = _mm256_add_epi32(ia[t], _mm256_madd_epi16(_mm256_maddubs_epi16(ahi, _mm256_sign_epi8(bc4_avx2(xb + QB * t + 16 + 4 * k), hi)), ones));
-                        IQ_PIN(ia[t]);
-                    }
+                for (int t = 0; t < 8; t++) {
+                    ia[t] = _mm256_add_epi32(ia[t], _mm256_madd_epi16(_mm256_maddubs_epi16(ahi, _mm256_sign_epi8(bc4_avx2(xb + QB * t + 16 + 4 * k), hi)), ones));
+                    IQ_PIN(ia[t]);
                 }
             }
             const __m256 vd = iqp_scales_avx2(fmt, o + 256, h);
