@@ -2169,6 +2169,7 @@ static inline __attribute__((always_inline)) void kp_gemv_store(__m256 acc0, __m
  * from DRAM, 2026-12-03) */
 #define KP_PF_GEMV_AVX2 7104
 #endif
+#define KP_GEMV_MAXS 4 /* streams a GEMV loop can walk at once (KP_AVX2_GEMV_NS <= 4) */
 #ifndef KP_AVX2_GEMV_Q4
 #define KP_AVX2_GEMV_Q4 1 /* the q4_K GEMV's own loop (0: kp_group_avx2_q4's 1-token tile) */
 #endif
@@ -2180,24 +2181,29 @@ static inline __attribute__((always_inline)) void kp_gemv_store(__m256 acc0, __m
  * and mins by 16-byte loads, the running sums in registers: the same integers and float32 steps,
  * bit-identical to kp_tile_avx2. q4_K's loop of its own (session 13): cache-resident compute 25 -> 30
  * GB/s, from DRAM at 2 threads 83% -> 91% of the read ceiling (25600x5120; before: the tile).
- * _rec: one super-block's record p into the group's running sums (*acc0p, *acc1p); kp_gemv_avx2_q45
- * walks one group's records, kp_gemvn_avx2 several groups' side by side. */
-static inline __attribute__((always_inline)) void kp_gemv_avx2_q45_rec(const int fmt, const uint8_t *p, const gb_block_q8_K *xb,
-                                                                       __m256 *acc0p, __m256 *acc1p) {
+ * _recn: one super-block's record of each of NS groups (pp[i], NS a constant after inlining) into
+ * their running sums (acc[2i], acc[2i + 1]), sub-block by sub-block, the groups' runs of one
+ * sub-block side by side sharing its activation broadcasts (each group's integers and float steps as
+ * NS 1's, in its order: the same bits); _rec: NS 1; kp_gemv_avx2_q45 walks one group's records,
+ * kp_gemvn_avx2 several groups' side by side. */
+static inline __attribute__((always_inline)) void kp_gemv_avx2_q45_recn(const int fmt, const int NS, const uint8_t *const *pp,
+                                                                        const gb_block_q8_K *xb, __m256 *acc) {
     const int64_t pb = kp_pb(fmt), pfd = KP_PF_GEMV_AVX2, run = fmt == GB_Q5_K ? 320 : 256;
     const __m256i m4 = _mm256_set1_epi8(0x0f), c16 = _mm256_set1_epi8(0x10);
-    __m256 acc0 = *acc0p, acc1 = *acc1p;
-    {
-        const uint8_t *sc = p + kp_sc_off(fmt), *mn = p + kp_mn_off(fmt);
-        __m256i is0 = _mm256_setzero_si256(), is1 = _mm256_setzero_si256();
-        for (int s = 0; s < 8; s++) {
-            const uint8_t *q = p + run * s;
+    __m256i isv[KP_GEMV_MAXS][2];
+#pragma GCC unroll 4
+    for (int i = 0; i < NS; i++) isv[i][0] = isv[i][1] = _mm256_setzero_si256();
+    for (int s = 0; s < 8; s++) {
+        const int8_t *xs = xb->qs + 32 * s;
+        __m256i xv[8];
+        for (int i = 0; i < 8; i++) xv[i] = _mm256_set1_epi32(ld32a(xs + 4 * i));
+#pragma GCC unroll 4
+        for (int i = 0; i < NS; i++) {
+            const uint8_t *p = pp[i], *q = p + run * s, *sc = p + kp_sc_off(fmt);
+            __m256i is0 = isv[i][0], is1 = isv[i][1];
             if (pfd) kp_pf_fwd(p + pfd, pb, s, 8); /* the record pfd bytes ahead */
             const __m128i s8 = _mm_loadu_si128((const __m128i *)(sc + 16 * s));
             const __m256i sc0 = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s8, s8)), sc1 = _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(s8, s8));
-            const int8_t *xs = xb->qs + 32 * s;
-            __m256i xv[8];
-            for (int i = 0; i < 8; i++) xv[i] = _mm256_set1_epi32(ld32a(xs + 4 * i));
             if (fmt == GB_Q5_K) {
 #define KP_Q5_VAL(Q, H, j, lo, hi)                                                                                       \
     do {                                                                                                                 \
@@ -2239,11 +2245,19 @@ static inline __attribute__((always_inline)) void kp_gemv_avx2_q45_rec(const int
 #undef KP_Q4_HALF
 #undef KP_Q4_PAIR
             }
+            isv[i][0] = is0;
+            isv[i][1] = is1;
         }
-        kp_gemv_min_block(mn, p + kp_d_off(fmt), xb, is0, is1, &acc0, &acc1);
     }
-    *acc0p = acc0;
-    *acc1p = acc1;
+#pragma GCC unroll 4
+    for (int i = 0; i < NS; i++) kp_gemv_min_block(pp[i] + kp_mn_off(fmt), pp[i] + kp_d_off(fmt), xb, isv[i][0], isv[i][1], &acc[2 * i], &acc[2 * i + 1]);
+}
+static inline __attribute__((always_inline)) void kp_gemv_avx2_q45_rec(const int fmt, const uint8_t *p, const gb_block_q8_K *xb,
+                                                                       __m256 *acc0p, __m256 *acc1p) {
+    __m256 a[2] = {*acc0p, *acc1p};
+    kp_gemv_avx2_q45_recn(fmt, 1, &p, xb, a);
+    *acc0p = a[0];
+    *acc1p = a[1];
 }
 static inline __attribute__((always_inline)) void kp_gemv_avx2_q45(const int fmt, const uint8_t *P, int64_t nb, const gb_block_q8_K *xq,
                                                                    float *y, const float *bias) {
@@ -2262,25 +2276,27 @@ static void kp_gemv_avx2_q5(const uint8_t *P, int64_t nb, const gb_block_q8_K *x
  * the record's q6_K layout. Per run s (sub-block s: 192 bytes, nibbles of zmm 2s, 2s+1, then their
  * 2-bit fields) each half's 2-bit ymm is read once for both nibble ymm, the 16 rows' scales in one
  * 16-byte load, addresses by pointer; the running sums stay in registers. isum and msum are the
- * same integers, the float32 steps the same, lane by lane: bit-identical to kp_tile_avx2. _rec: one
- * super-block's record, as kp_gemv_avx2_q45_rec. */
-static inline __attribute__((always_inline)) void kp_gemv_avx2_q6_rec(const uint8_t *p, const gb_block_q8_K *xb, __m256 *acc0p,
-                                                                      __m256 *acc1p) {
+ * same integers, the float32 steps the same, lane by lane: bit-identical to kp_tile_avx2. _recn: one
+ * super-block's record of each of NS groups, as kp_gemv_avx2_q45_recn; _rec: NS 1. */
+static inline __attribute__((always_inline)) void kp_gemv_avx2_q6_recn(const int NS, const uint8_t *const *pp, const gb_block_q8_K *xb,
+                                                                       __m256 *acc) {
     const int64_t pb = kp_pb(GB_Q6_K), pfd = KP_PF_Q6_AVX2;
     const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
-    __m256 acc0 = *acc0p, acc1 = *acc1p;
-    {
-        const uint8_t *sc = p + 3072;
-        __m256i is0 = _mm256_setzero_si256(), is1 = _mm256_setzero_si256();
+    __m256i isv[KP_GEMV_MAXS][2];
+#pragma GCC unroll 4
+    for (int i = 0; i < NS; i++) isv[i][0] = isv[i][1] = _mm256_setzero_si256();
 #pragma GCC unroll 2
-        for (int s = 0; s < 16; s++) {
-            const uint8_t *q = p + 192 * s;
+    for (int s = 0; s < 16; s++) {
+        const int8_t *xs = xb->qs + 16 * s;
+        const __m256i x00 = _mm256_set1_epi32(ld32a(xs)), x01 = _mm256_set1_epi32(ld32a(xs + 4));
+        const __m256i x10 = _mm256_set1_epi32(ld32a(xs + 8)), x11 = _mm256_set1_epi32(ld32a(xs + 12));
+#pragma GCC unroll 4
+        for (int i = 0; i < NS; i++) {
+            const uint8_t *p = pp[i], *q = p + 192 * s, *sc = p + 3072;
+            __m256i is0 = isv[i][0], is1 = isv[i][1];
             if (pfd) kp_pf_fwd(p + pfd, pb, s, 16); /* the record pfd bytes ahead */
             const __m128i s8 = _mm_loadu_si128((const __m128i *)(sc + 16 * s));
             const __m256i sc0 = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s8, s8)), sc1 = _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(s8, s8));
-            const int8_t *xs = xb->qs + 16 * s;
-            const __m256i x00 = _mm256_set1_epi32(ld32a(xs)), x01 = _mm256_set1_epi32(ld32a(xs + 4));
-            const __m256i x10 = _mm256_set1_epi32(ld32a(xs + 8)), x11 = _mm256_set1_epi32(ld32a(xs + 12));
 #define KP_Q6_HALF(h, is, scv)                                                                                           \
     do {                                                                                                                 \
         const __m256i Q0 = _mm256_loadu_si256((const __m256i *)(q + 32 * (h)));                                          \
@@ -2299,7 +2315,15 @@ static inline __attribute__((always_inline)) void kp_gemv_avx2_q6_rec(const uint
             KP_Q6_HALF(0, is0, sc0);
             KP_Q6_HALF(1, is1, sc1);
 #undef KP_Q6_HALF
+            isv[i][0] = is0;
+            isv[i][1] = is1;
         }
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < NS; i++) {
+        const uint8_t *sc = pp[i] + 3072;
+        const __m256i is0 = isv[i][0], is1 = isv[i][1];
+        __m256 acc0 = acc[2 * i], acc1 = acc[2 * i + 1];
         /* msum: the scales' (2c, 2c+1) int16 pairs against the token's 16-value sums (2c, 2c+1) */
         __m256i ms0 = _mm256_setzero_si256(), ms1 = _mm256_setzero_si256();
         for (int c = 0; c < 8; c++) {
@@ -2312,9 +2336,16 @@ static inline __attribute__((always_inline)) void kp_gemv_avx2_q6_rec(const uint
         const __m256 d0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(sc + 256))), d1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(sc + 272)));
         acc0 = _mm256_add_ps(acc0, _mm256_mul_ps(_mm256_mul_ps(d0, dx), _mm256_cvtepi32_ps(_mm256_sub_epi32(is0, _mm256_slli_epi32(ms0, 5)))));
         acc1 = _mm256_add_ps(acc1, _mm256_mul_ps(_mm256_mul_ps(d1, dx), _mm256_cvtepi32_ps(_mm256_sub_epi32(is1, _mm256_slli_epi32(ms1, 5)))));
+        acc[2 * i] = acc0;
+        acc[2 * i + 1] = acc1;
     }
-    *acc0p = acc0;
-    *acc1p = acc1;
+}
+static inline __attribute__((always_inline)) void kp_gemv_avx2_q6_rec(const uint8_t *p, const gb_block_q8_K *xb, __m256 *acc0p,
+                                                                      __m256 *acc1p) {
+    __m256 a[2] = {*acc0p, *acc1p};
+    kp_gemv_avx2_q6_recn(1, &p, xb, a);
+    *acc0p = a[0];
+    *acc1p = a[1];
 }
 /* iq4_xs's GEMV loop: its prefetch distance per stream (bytes) and order (1: kp_pf_fwd, address order,
  * NTA; 0: line k with line k + 32, T0, as kp_tile_avx2). 25600 x 5120 from DRAM, Zen 3, 2026-12-03: the
@@ -2328,26 +2359,34 @@ static inline __attribute__((always_inline)) void kp_gemv_avx2_q6_rec(const uint
 #endif
 /* iq4_xs GEMV (T = 1), one super-block's record of a whole group: kp_tile_avx2's arithmetic (TT 1, HB 2,
  * the signed grid values through |x| and x's sign) with the activation broadcasts of a sub-block shared
- * by both halves and the sums in registers: the same integers and float32 steps, bit-identical. */
-static inline __attribute__((always_inline)) void kp_gemv_avx2_iq4xs_rec(const uint8_t *p, const gb_block_q8_K *xb, __m256 *acc0p,
-                                                                         __m256 *acc1p) {
+ * by both halves and the sums in registers: the same integers and float32 steps, bit-identical. _recn:
+ * NS groups' records sub-block by sub-block (called with NS 1: interleaved it read slower on the Zen 2,
+ * KP_AVX2_GEMV_NS's note); _rec: NS 1. */
+static inline __attribute__((always_inline)) void kp_gemv_avx2_iq4xs_recn(const int NS, const uint8_t *const *pp, const gb_block_q8_K *xb,
+                                                                          __m256 *acc) {
     const int64_t pb = kp_pb(GB_IQ4_XS), pfd = KP_PF_IQ4XS_AVX2, sco = kp_sc_off(GB_IQ4_XS), dof = kp_d_off(GB_IQ4_XS);
     const __m256i m4 = _mm256_set1_epi8(0x0f), tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)kvalues_iq4nl));
-    __m256i is0 = _mm256_setzero_si256(), is1 = _mm256_setzero_si256();
-    for (int s = 0; s < 8; s++) {
-        if (pfd && KP_IQ4XS_GEMV_FWD) kp_pf_fwd(p + pfd, pb, s, 8);
-        const __m128i s8 = _mm_loadu_si128((const __m128i *)(p + sco + 16 * s));
-        const __m256i sc0 = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s8, s8)), sc1 = _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(s8, s8));
+    __m256i isv[KP_GEMV_MAXS][2];
 #pragma GCC unroll 4
-        for (int kk = 0; kk < 4; kk++) {
-            const int k = 4 * s + kk;
-            if (pfd && !KP_IQ4XS_GEMV_FWD) {
-                _mm_prefetch((const char *)(p + pfd + 64 * k), KP_PF_HINT_AVX2);
-                if (64 * (k + 32) < pb) _mm_prefetch((const char *)(p + pfd + 64 * (k + 32)), KP_PF_HINT_AVX2);
-            }
-            const int8_t *xs = xb->qs + 8 * k;
-            const __m256i x0 = _mm256_set1_epi32(ld32a(xs)), x1 = _mm256_set1_epi32(ld32a(xs + 4));
-            const __m256i ax0 = _mm256_abs_epi8(x0), ax1 = _mm256_abs_epi8(x1);
+    for (int i = 0; i < NS; i++) isv[i][0] = isv[i][1] = _mm256_setzero_si256();
+    for (int s = 0; s < 8; s++)
+#pragma GCC unroll 4
+        for (int i = 0; i < NS; i++) {
+            const uint8_t *p = pp[i];
+            __m256i is0 = isv[i][0], is1 = isv[i][1];
+            if (pfd && KP_IQ4XS_GEMV_FWD) kp_pf_fwd(p + pfd, pb, s, 8);
+            const __m128i s8 = _mm_loadu_si128((const __m128i *)(p + sco + 16 * s));
+            const __m256i sc0 = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s8, s8)), sc1 = _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(s8, s8));
+#pragma GCC unroll 4
+            for (int kk = 0; kk < 4; kk++) {
+                const int k = 4 * s + kk;
+                if (pfd && !KP_IQ4XS_GEMV_FWD) {
+                    _mm_prefetch((const char *)(p + pfd + 64 * k), KP_PF_HINT_AVX2);
+                    if (64 * (k + 32) < pb) _mm_prefetch((const char *)(p + pfd + 64 * (k + 32)), KP_PF_HINT_AVX2);
+                }
+                const int8_t *xs = xb->qs + 8 * k;
+                const __m256i x0 = _mm256_set1_epi32(ld32a(xs)), x1 = _mm256_set1_epi32(ld32a(xs + 4));
+                const __m256i ax0 = _mm256_abs_epi8(x0), ax1 = _mm256_abs_epi8(x1);
 #define KP_IQ_HALF(h, is, scv)                                                                                            \
     do {                                                                                                                  \
         const __m256i Q = _mm256_loadu_si256((const __m256i *)(p + 64 * k + 32 * (h)));                                   \
@@ -2356,15 +2395,28 @@ static inline __attribute__((always_inline)) void kp_gemv_avx2_iq4xs_rec(const u
         is = _mm256_add_epi32(is, _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(ax0, _mm256_sign_epi8(lo, x0)), scv), \
                                                    _mm256_madd_epi16(_mm256_maddubs_epi16(ax1, _mm256_sign_epi8(hi, x1)), scv))); \
     } while (0)
-            KP_IQ_HALF(0, is0, sc0);
-            KP_IQ_HALF(1, is1, sc1);
+                KP_IQ_HALF(0, is0, sc0);
+                KP_IQ_HALF(1, is1, sc1);
 #undef KP_IQ_HALF
+            }
+            isv[i][0] = is0;
+            isv[i][1] = is1;
         }
-    }
     const __m256 dx = _mm256_set1_ps(xb->d);
-    const __m256 d0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + dof))), d1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + dof + 16)));
-    *acc0p = _mm256_add_ps(*acc0p, _mm256_mul_ps(_mm256_mul_ps(d0, dx), _mm256_cvtepi32_ps(is0)));
-    *acc1p = _mm256_add_ps(*acc1p, _mm256_mul_ps(_mm256_mul_ps(d1, dx), _mm256_cvtepi32_ps(is1)));
+#pragma GCC unroll 4
+    for (int i = 0; i < NS; i++) {
+        const uint8_t *p = pp[i];
+        const __m256 d0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + dof))), d1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + dof + 16)));
+        acc[2 * i] = _mm256_add_ps(acc[2 * i], _mm256_mul_ps(_mm256_mul_ps(d0, dx), _mm256_cvtepi32_ps(isv[i][0])));
+        acc[2 * i + 1] = _mm256_add_ps(acc[2 * i + 1], _mm256_mul_ps(_mm256_mul_ps(d1, dx), _mm256_cvtepi32_ps(isv[i][1])));
+    }
+}
+static inline __attribute__((always_inline)) void kp_gemv_avx2_iq4xs_rec(const uint8_t *p, const gb_block_q8_K *xb, __m256 *acc0p,
+                                                                         __m256 *acc1p) {
+    __m256 a[2] = {*acc0p, *acc1p};
+    kp_gemv_avx2_iq4xs_recn(1, &p, xb, a);
+    *acc0p = a[0];
+    *acc1p = a[1];
 }
 
 static void kp_gemv_avx2_q6(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, float *y, const float *bias) {
@@ -2384,22 +2436,44 @@ static void kp_gemv_avx2_q6(const uint8_t *P, int64_t nb, const gb_block_q8_K *x
  * bench_read reads two per thread too). From DRAM (q4_K / q5_K / q6_K 25600 x 5120, Zen 3, a host
  * with a 45 GB/s 2-thread read ceiling, 2026-12-03): 2 threads 26-30 -> 31-34 GB/s (1.10-1.17x),
  * 1 thread 14.6-16.3 -> 16.5-17.7; 3 streams about the same as 2, 4 slower (0.9x). Every row's
- * integers and float steps are its group's own, in the same order: the same bits as NS 1. */
+ * integers and float steps are its group's own, in the same order: the same bits as NS 1.
+ * Session 22 (Zen 2, 2026-12-03): the q4_K / q5_K / q6_K loops walk two streams' records sub-block by
+ * sub-block (_recn, NS 2: 256-320 bytes of one stream, then the other's, the activation broadcasts
+ * shared) instead of record by record (2.3-3.3 KB runs): 7-18% faster from DRAM at 1 and 2 threads,
+ * 1.8-260 MB (q4_K 25600x5120 73-77% -> 86-91% of the read ceiling), 3-8% on cache-resident weights.
+ * A C probe of the host: two streams alternating 0.5-1 KB runs read 7-9% more than 128-byte runs
+ * (bench_read's) and 2.3 KB runs 3% less, with no software prefetch. q4_K then gains 8-11% more with
+ * three streams (KP_AVX2_GEMV_NS_Q4: 85-87% of the ceiling at 25600x5120); q5_K / q6_K not (0.98-1.05x).
+ * iq4_xs stays record by record: interleaved it read 18-33% slower (its loop is compute-bound here:
+ * 33-34 GB/s cache-resident at 2 threads). */
 #define KP_AVX2_GEMV_NS 2
 #endif
-/* ns (<= 4) whole groups at once, record by record: ns streams for the prefetchers */
+#ifndef KP_AVX2_GEMV_NS_Q4
+#define KP_AVX2_GEMV_NS_Q4 3 /* q4_K's streams per GEMV step (above) */
+#endif
+/* ns (<= 4) whole groups at once: q4_K / q5_K / q6_K two (q4_K three) interleaved by sub-block
+ * (kp_gemvn_recn with NS > 1), otherwise record by record, stream after stream */
+static inline __attribute__((always_inline)) void kp_gemvn_recn(const int fmt, const int NS, const uint8_t *const *Ps, int64_t b,
+                                                                const gb_block_q8_K *xq, __m256 *acc) {
+    const int64_t pb = kp_pb(fmt);
+    const uint8_t *pp[KP_GEMV_MAXS];
+#pragma GCC unroll 4
+    for (int i = 0; i < NS; i++) pp[i] = Ps[i] + b * pb;
+    if (fmt == GB_Q6_K) kp_gemv_avx2_q6_recn(NS, pp, xq + b, acc);
+    else if (fmt == GB_IQ4_XS) kp_gemv_avx2_iq4xs_recn(NS, pp, xq + b, acc);
+    else kp_gemv_avx2_q45_recn(fmt, NS, pp, xq + b, acc);
+}
 static inline __attribute__((always_inline)) void kp_gemvn_avx2(const int fmt, const uint8_t *const *Ps, const int ns, int64_t nb,
                                                                 const gb_block_q8_K *xq, float *const *ys, const float *const *bs) {
-    const int64_t pb = kp_pb(fmt);
-    __m256 acc[4][2];
-    for (int i = 0; i < ns; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; b++)
-        for (int i = 0; i < ns; i++) {
-            if (fmt == GB_Q6_K) kp_gemv_avx2_q6_rec(Ps[i] + b * pb, xq + b, &acc[i][0], &acc[i][1]);
-            else if (fmt == GB_IQ4_XS) kp_gemv_avx2_iq4xs_rec(Ps[i] + b * pb, xq + b, &acc[i][0], &acc[i][1]);
-            else kp_gemv_avx2_q45_rec(fmt, Ps[i] + b * pb, xq + b, &acc[i][0], &acc[i][1]);
-        }
-    for (int i = 0; i < ns; i++) kp_gemv_store(acc[i][0], acc[i][1], bs[i], ys[i]);
+    __m256 acc[2 * KP_GEMV_MAXS];
+    for (int i = 0; i < 2 * ns; i++) acc[i] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        if (fmt != GB_IQ4_XS && ns == 2) kp_gemvn_recn(fmt, 2, Ps, b, xq, acc);
+        else if (fmt == GB_Q4_K && ns == 3) kp_gemvn_recn(fmt, 3, Ps, b, xq, acc);
+        else
+            for (int i = 0; i < ns; i++) kp_gemvn_recn(fmt, 1, Ps + i, b, xq, acc + 2 * i);
+    }
+    for (int i = 0; i < ns; i++) kp_gemv_store(acc[2 * i], acc[2 * i + 1], bs[i], ys[i]);
 }
 static void kp_gemvn_avx2_q4(const uint8_t *const *Ps, int ns, int64_t nb, const gb_block_q8_K *xq, float *const *ys, const float *const *bs) { kp_gemvn_avx2(GB_Q4_K, Ps, ns, nb, xq, ys, bs); }
 static void kp_gemvn_avx2_q5(const uint8_t *const *Ps, int ns, int64_t nb, const gb_block_q8_K *xq, float *const *ys, const float *const *bs) { kp_gemvn_avx2(GB_Q5_K, Ps, ns, nb, xq, ys, bs); }
@@ -2836,7 +2910,7 @@ int gb_klinear_packed_chk(int fmt, const float *x, const void *wp, const float *
 #ifdef GB_HAVE_K_AVX2
                 if (KP_AVX2_GEMV_NS > 1 && version == GB_KV_AVX2 && KP_GEMVN_FMT(fmt) && G >= 2) {
                     /* KP_AVX2_GEMV_NS groups H apart at once, record by record */
-                    const int NS = KP_AVX2_GEMV_NS;
+                    const int NS = fmt == GB_Q4_K ? KP_AVX2_GEMV_NS_Q4 : KP_AVX2_GEMV_NS;
                     const int64_t H = (G + NS - 1) / NS;
 #pragma omp for schedule(guided, run / (2 * NS) + 1)
                     for (int64_t g = 0; g < H; g++) {
@@ -2844,6 +2918,7 @@ int gb_klinear_packed_chk(int fmt, const float *x, const void *wp, const float *
                         float *ys[4];
                         const float *bs[4];
                         int ns = 0;
+#pragma GCC unroll 4
                         for (int i = 0; i < NS; i++) {
                             const int64_t gi = g + i * H;
                             if (gi >= G) break;

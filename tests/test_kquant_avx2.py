@@ -99,7 +99,8 @@ def test_threads_and_views(rng, fmt):
 @pytest.mark.parametrize("N", [16 * 9 + 5, 16 * 7, 16 * 2, 16 + 3])
 def test_gemv_whole_groups(rng, fmt, N):
     # T=1 runs whole 16-row groups of q4_K/q5_K/q6_K/q2_K/q3_K through loops of their own
-    # (kp_gemv_avx2_q4/_q5/_q6/...; q4_K/q5_K/q6_K two groups G/2 apart side by side, kp_gemvn_avx2),
+    # (kp_gemv_avx2_q4/_q5/_q6/...; q5_K/q6_K two groups G/2 apart, q4_K three G/3 apart, side by side
+    # and interleaved by sub-block, kp_gemvn_avx2: 7 groups give q4_K steps of three and of two),
     # a last partial group through the tile: an even and an odd number of whole groups, with a partial
     # one after them or not, 1 and 2 threads, with and without a bias
     K = 512
