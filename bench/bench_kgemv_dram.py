@@ -6,10 +6,11 @@ reads DRAM; after each round's calls, a read-only pass over as many bytes per co
 csrc/bench.c's read loop: the read ceiling as a program with no arithmetic gets it). With --before LIB (another build's _core .so)
 both builds' gb_klinear_packed run alternately in the same process on the same weights (each sweeping
 every copy in turn, the order alternating by round; until 2026-12-03 they ran back to back on each copy,
-so for a matrix smaller than the L3 the second build read what the first had just cached). Time: the
+so for a matrix smaller than the L3 the second build read what the first had just cached); --after LIB
+puts another build in the installed package's place (two experimental builds side by side). Time: the
 calling thread's CPU time at --threads 1 (a shared machine), wall clock otherwise; best and median.
 
-  PYTHONPATH=$PWD python bench/bench_kgemv_dram.py --formats q6_K,q5_K[,q4_0,q8_0,iq4_nl,mxfp4] --shapes 25600x5120,151552x2048 [--before /tmp/old/_core.so]
+  PYTHONPATH=$PWD python bench/bench_kgemv_dram.py --formats q6_K,q5_K[,q4_0,q8_0,iq4_nl,mxfp4] --shapes 25600x5120,151552x2048 [--before /tmp/old/_core.so [--after /tmp/new/_core.so]]
 """
 import argparse
 import ctypes
@@ -56,6 +57,7 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--before", default=None, help="another build's _core .so to run alternately (label: before)")
+    ap.add_argument("--after", default=None, help="the build to compare against (default: the installed package's _core)")
     a = ap.parse_args()
     ops.set_num_threads(a.threads)
     clock = time.thread_time if a.threads == 1 else time.perf_counter
@@ -63,7 +65,7 @@ def main():
         # q8_0/q4_0: gb_qgemm on the packed layout (csrc/qgemm.h, version qgemm_avx2); K-quants:
         # gb_klinear_packed / gb_iqlinear_packed (kquant_avx2); all version 3
         fn = "gb_qgemm" if fmt in Q_FMTS else "gb_iqlinear_packed" if fmt in IQ_FMTS else "gb_klinear_packed"
-        kern = {"after": _kl(_loader._core.__file__, fn)}
+        kern = {"after": _kl(a.after or _loader._core.__file__, fn)}
         if a.before:
             kern = {"before": _kl(a.before, fn), **kern}
         kv = 3

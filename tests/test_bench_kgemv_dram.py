@@ -1,5 +1,5 @@
 """bench/bench_kgemv_dram.py runs end to end on cache-sized matrices of a K-quant, iq4_nl, mxfp4 and
-q4_0 (their three C entry points through ctypes), with --before pointing at this same build: one row per
+q4_0 (their three C entry points through ctypes), with --before and --after pointing at this same build: one row per
 format, the GEMV's GB/s and share of the read ceiling printed, both labels' outputs bit-identical."""
 import os
 import sys
@@ -13,7 +13,8 @@ def test_rows_for_each_entry_point(monkeypatch, capsys):
     from glmbench.core import _loader
     n0 = glmbench.get_num_threads()
     monkeypatch.setattr(sys, "argv", ["bench_kgemv_dram.py", "--formats", "q4_K,iq4_nl,mxfp4,q4_0", "--shapes", "64x1024",
-                                      "--rounds", "1", "--before", _loader._core.__file__])
+                                      "--rounds", "1", "--before", _loader._core.__file__,
+                                      "--after", _loader._core.__file__])
     try:
         b.main()
     finally:
