@@ -2918,7 +2918,6 @@ int gb_klinear_packed_chk(int fmt, const float *x, const void *wp, const float *
                         float *ys[4];
                         const float *bs[4];
                         int ns = 0;
-#pragma GCC unroll 4
                         for (int i = 0; i < NS; i++) {
                             const int64_t gi = g + i * H;
                             if (gi >= G) break;
