@@ -2169,6 +2169,12 @@ static inline __attribute__((always_inline)) void kp_gemv_store(__m256 acc0, __m
  * from DRAM, 2026-12-03) */
 #define KP_PF_GEMV_AVX2 7104
 #endif
+#ifndef KP_PF_GEMV_Q4_AVX2
+/* q4_K's since session 22 (its loop interleaved, three streams): 2368 bytes (about one record) read
+ * 0.92-0.94x the time of 7104 from DRAM (25600x5120, 151552x2048, 2048x1536; Zen 2, 2 threads, two
+ * A/B runs: 90-97% of the read ceiling), 3552 0.96-0.99x, 10656 1.02-1.05x */
+#define KP_PF_GEMV_Q4_AVX2 2368
+#endif
 #define KP_GEMV_MAXS 4 /* streams a GEMV loop can walk at once (KP_AVX2_GEMV_NS <= 4) */
 #ifndef KP_AVX2_GEMV_Q4
 #define KP_AVX2_GEMV_Q4 1 /* the q4_K GEMV's own loop (0: kp_group_avx2_q4's 1-token tile) */
@@ -2188,7 +2194,7 @@ static inline __attribute__((always_inline)) void kp_gemv_store(__m256 acc0, __m
  * kp_gemvn_avx2 several groups' side by side. */
 static inline __attribute__((always_inline)) void kp_gemv_avx2_q45_recn(const int fmt, const int NS, const uint8_t *const *pp,
                                                                         const gb_block_q8_K *xb, __m256 *acc) {
-    const int64_t pb = kp_pb(fmt), pfd = KP_PF_GEMV_AVX2, run = fmt == GB_Q5_K ? 320 : 256;
+    const int64_t pb = kp_pb(fmt), pfd = fmt == GB_Q5_K ? KP_PF_GEMV_AVX2 : KP_PF_GEMV_Q4_AVX2, run = fmt == GB_Q5_K ? 320 : 256;
     const __m256i m4 = _mm256_set1_epi8(0x0f), c16 = _mm256_set1_epi8(0x10);
     __m256i isv[KP_GEMV_MAXS][2];
 #pragma GCC unroll 4
@@ -2270,7 +2276,10 @@ static void kp_gemv_avx2_q4(const uint8_t *P, int64_t nb, const gb_block_q8_K *x
 static void kp_gemv_avx2_q5(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, float *y, const float *bias) { kp_gemv_avx2_q45(GB_Q5_K, P, nb, xq, y, bias); }
 
 #ifndef KP_PF_Q6_AVX2
-#define KP_PF_Q6_AVX2 7104 /* the q6_K GEMV's prefetch distance, bytes (as KP_PF_GEMV_AVX2) */
+/* the q6_K GEMV's prefetch distance, bytes: 7104 as KP_PF_GEMV_AVX2 until session 22; with its loop
+ * interleaved, 3552 read 0.92-0.98x the time of 7104 (Zen 2, 2 threads, from DRAM, two A/B runs), 2368
+ * 0.97-1.10x, 10656 1.01-1.08x */
+#define KP_PF_Q6_AVX2 3552
 #endif
 /* q6_K GEMV (T = 1), one whole group of 16 rows: kp_tile_avx2's arithmetic (TT 1, HB 2) written for
  * the record's q6_K layout. Per run s (sub-block s: 192 bytes, nibbles of zmm 2s, 2s+1, then their
