@@ -2359,9 +2359,11 @@ static inline __attribute__((always_inline)) void kp_gemv_avx2_q6_rec(const uint
 /* iq4_xs's GEMV loop: its prefetch distance per stream (bytes) and order (1: kp_pf_fwd, address order,
  * NTA; 0: line k with line k + 32, T0, as kp_tile_avx2). 25600 x 5120 from DRAM, Zen 3, 2026-12-03: the
  * 1-token tile (one stream) 22.3-22.9 / 12.4 GB/s (2 threads / 1), this loop on two streams with the
- * tile's order 23.2-23.6 / 12.7, with the forward order 7 KB ahead 27.8-29.4 / 16.7 */
+ * tile's order 23.2-23.6 / 12.7, with the forward order 7 KB ahead 27.8-29.4 / 16.7. Session 22 (Zen 2,
+ * 2 threads, two A/B runs): 2368 bytes ahead (about one record) 0.92-0.96x the time of 7104, 3552
+ * 0.92-0.96x; interleaving its two streams by sub-block (as q4_K's) still 1.10-1.20x slower at 2368 */
 #ifndef KP_PF_IQ4XS_AVX2
-#define KP_PF_IQ4XS_AVX2 7104
+#define KP_PF_IQ4XS_AVX2 2368
 #endif
 #ifndef KP_IQ4XS_GEMV_FWD
 #define KP_IQ4XS_GEMV_FWD 1
