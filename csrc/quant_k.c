@@ -2370,34 +2370,28 @@ static inline __attribute__((always_inline)) void kp_gemv_avx2_q6_rec(const uint
 #endif
 /* iq4_xs GEMV (T = 1), one super-block's record of a whole group: kp_tile_avx2's arithmetic (TT 1, HB 2,
  * the signed grid values through |x| and x's sign) with the activation broadcasts of a sub-block shared
- * by both halves and the sums in registers: the same integers and float32 steps, bit-identical. _recn:
- * NS groups' records sub-block by sub-block (called with NS 1: interleaved it read slower on the Zen 2,
- * KP_AVX2_GEMV_NS's note); _rec: NS 1. */
-static inline __attribute__((always_inline)) void kp_gemv_avx2_iq4xs_recn(const int NS, const uint8_t *const *pp, const gb_block_q8_K *xb,
-                                                                          __m256 *acc) {
+ * by both halves and the sums in registers: the same integers and float32 steps, bit-identical. Its
+ * streams stay record by record (interleaved by sub-block as q4_K's, it read slower on the Zen 2:
+ * KP_AVX2_GEMV_NS's note). */
+static inline __attribute__((always_inline)) void kp_gemv_avx2_iq4xs_rec(const uint8_t *p, const gb_block_q8_K *xb, __m256 *acc0p,
+                                                                         __m256 *acc1p) {
     const int64_t pb = kp_pb(GB_IQ4_XS), pfd = KP_PF_IQ4XS_AVX2, sco = kp_sc_off(GB_IQ4_XS), dof = kp_d_off(GB_IQ4_XS);
     const __m256i m4 = _mm256_set1_epi8(0x0f), tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)kvalues_iq4nl));
-    __m256i isv[KP_GEMV_MAXS][2];
+    __m256i is0 = _mm256_setzero_si256(), is1 = _mm256_setzero_si256();
+    for (int s = 0; s < 8; s++) {
+        if (pfd && KP_IQ4XS_GEMV_FWD) kp_pf_fwd(p + pfd, pb, s, 8);
+        const __m128i s8 = _mm_loadu_si128((const __m128i *)(p + sco + 16 * s));
+        const __m256i sc0 = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s8, s8)), sc1 = _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(s8, s8));
 #pragma GCC unroll 4
-    for (int i = 0; i < NS; i++) isv[i][0] = isv[i][1] = _mm256_setzero_si256();
-    for (int s = 0; s < 8; s++)
-#pragma GCC unroll 4
-        for (int i = 0; i < NS; i++) {
-            const uint8_t *p = pp[i];
-            __m256i is0 = isv[i][0], is1 = isv[i][1];
-            if (pfd && KP_IQ4XS_GEMV_FWD) kp_pf_fwd(p + pfd, pb, s, 8);
-            const __m128i s8 = _mm_loadu_si128((const __m128i *)(p + sco + 16 * s));
-            const __m256i sc0 = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s8, s8)), sc1 = _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(s8, s8));
-#pragma GCC unroll 4
-            for (int kk = 0; kk < 4; kk++) {
-                const int k = 4 * s + kk;
-                if (pfd && !KP_IQ4XS_GEMV_FWD) {
-                    _mm_prefetch((const char *)(p + pfd + 64 * k), KP_PF_HINT_AVX2);
-                    if (64 * (k + 32) < pb) _mm_prefetch((const char *)(p + pfd + 64 * (k + 32)), KP_PF_HINT_AVX2);
-                }
-                const int8_t *xs = xb->qs + 8 * k;
-                const __m256i x0 = _mm256_set1_epi32(ld32a(xs)), x1 = _mm256_set1_epi32(ld32a(xs + 4));
-                const __m256i ax0 = _mm256_abs_epi8(x0), ax1 = _mm256_abs_epi8(x1);
+        for (int kk = 0; kk < 4; kk++) {
+            const int k = 4 * s + kk;
+            if (pfd && !KP_IQ4XS_GEMV_FWD) {
+                _mm_prefetch((const char *)(p + pfd + 64 * k), KP_PF_HINT_AVX2);
+                if (64 * (k + 32) < pb) _mm_prefetch((const char *)(p + pfd + 64 * (k + 32)), KP_PF_HINT_AVX2);
+            }
+            const int8_t *xs = xb->qs + 8 * k;
+            const __m256i x0 = _mm256_set1_epi32(ld32a(xs)), x1 = _mm256_set1_epi32(ld32a(xs + 4));
+            const __m256i ax0 = _mm256_abs_epi8(x0), ax1 = _mm256_abs_epi8(x1);
 #define KP_IQ_HALF(h, is, scv)                                                                                            \
     do {                                                                                                                  \
         const __m256i Q = _mm256_loadu_si256((const __m256i *)(p + 64 * k + 32 * (h)));                                   \
@@ -2406,28 +2400,15 @@ static inline __attribute__((always_inline)) void kp_gemv_avx2_iq4xs_recn(const 
         is = _mm256_add_epi32(is, _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(ax0, _mm256_sign_epi8(lo, x0)), scv), \
                                                    _mm256_madd_epi16(_mm256_maddubs_epi16(ax1, _mm256_sign_epi8(hi, x1)), scv))); \
     } while (0)
-                KP_IQ_HALF(0, is0, sc0);
-                KP_IQ_HALF(1, is1, sc1);
+            KP_IQ_HALF(0, is0, sc0);
+            KP_IQ_HALF(1, is1, sc1);
 #undef KP_IQ_HALF
-            }
-            isv[i][0] = is0;
-            isv[i][1] = is1;
         }
-    const __m256 dx = _mm256_set1_ps(xb->d);
-#pragma GCC unroll 4
-    for (int i = 0; i < NS; i++) {
-        const uint8_t *p = pp[i];
-        const __m256 d0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + dof))), d1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + dof + 16)));
-        acc[2 * i] = _mm256_add_ps(acc[2 * i], _mm256_mul_ps(_mm256_mul_ps(d0, dx), _mm256_cvtepi32_ps(isv[i][0])));
-        acc[2 * i + 1] = _mm256_add_ps(acc[2 * i + 1], _mm256_mul_ps(_mm256_mul_ps(d1, dx), _mm256_cvtepi32_ps(isv[i][1])));
     }
-}
-static inline __attribute__((always_inline)) void kp_gemv_avx2_iq4xs_rec(const uint8_t *p, const gb_block_q8_K *xb, __m256 *acc0p,
-                                                                         __m256 *acc1p) {
-    __m256 a[2] = {*acc0p, *acc1p};
-    kp_gemv_avx2_iq4xs_recn(1, &p, xb, a);
-    *acc0p = a[0];
-    *acc1p = a[1];
+    const __m256 dx = _mm256_set1_ps(xb->d);
+    const __m256 d0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + dof))), d1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + dof + 16)));
+    *acc0p = _mm256_add_ps(*acc0p, _mm256_mul_ps(_mm256_mul_ps(d0, dx), _mm256_cvtepi32_ps(is0)));
+    *acc1p = _mm256_add_ps(*acc1p, _mm256_mul_ps(_mm256_mul_ps(d1, dx), _mm256_cvtepi32_ps(is1)));
 }
 
 static void kp_gemv_avx2_q6(const uint8_t *P, int64_t nb, const gb_block_q8_K *xq, float *y, const float *bias) {
@@ -2471,7 +2452,8 @@ static inline __attribute__((always_inline)) void kp_gemvn_recn(const int fmt, c
 #pragma GCC unroll 4
     for (int i = 0; i < NS; i++) pp[i] = Ps[i] + b * pb;
     if (fmt == GB_Q6_K) kp_gemv_avx2_q6_recn(NS, pp, xq + b, acc);
-    else if (fmt == GB_IQ4_XS) kp_gemv_avx2_iq4xs_recn(NS, pp, xq + b, acc);
+    else if (fmt == GB_IQ4_XS)
+        for (int i = 0; i < NS; i++) kp_gemv_avx2_iq4xs_rec(pp[i], xq + b, &acc[2 * i], &acc[2 * i + 1]);
     else kp_gemv_avx2_q45_recn(fmt, NS, pp, xq + b, acc);
 }
 static inline __attribute__((always_inline)) void kp_gemvn_avx2(const int fmt, const uint8_t *const *Ps, const int ns, int64_t nb,
@@ -2920,7 +2902,7 @@ int gb_klinear_packed_chk(int fmt, const float *x, const void *wp, const float *
                  * dynamic runs on q4_K/q6_K matrices of 1.8-260 MB (session 14's note in docs/QUANT.md) */
 #ifdef GB_HAVE_K_AVX2
                 if (KP_AVX2_GEMV_NS > 1 && version == GB_KV_AVX2 && KP_GEMVN_FMT(fmt) && G >= 2) {
-                    /* KP_AVX2_GEMV_NS groups H apart at once, record by record */
+                    /* NS groups H apart at once (q4_K: KP_AVX2_GEMV_NS_Q4), walked by kp_gemvn_avx2 */
                     const int NS = fmt == GB_Q4_K ? KP_AVX2_GEMV_NS_Q4 : KP_AVX2_GEMV_NS;
                     const int64_t H = (G + NS - 1) / NS;
 #pragma omp for schedule(guided, run / (2 * NS) + 1)
