@@ -138,6 +138,16 @@ def test_unknown_format_and_csv_lines(tmp_path, capsys):
         cal.load_points([str(c)])
 
 
+def test_records_of_glmbench_cuda_name_their_card(tmp_path):
+    """A record as glmbench's CUDA measurement writes it (device "GPU: <CUDA name>", no `hardware`;
+    bench/results/2026-12-04_NVIDIA-H200/models.csv) is fitted on that card without --hardware."""
+    c = tmp_path / "models.csv"
+    c.write_text("evidence,test,model,device,n_cards,weights,type_k,mla_strategy,runtime,n_prompt,n_gen,n_depth,avg_ts\n"
+                 "measured,tg,glm-4.7-flash,GPU: NVIDIA H200,1,bf16,bf16,flash,glmbench-cuda,0,1,1024,95.3\n")
+    (p,) = cal.load_points([str(c)])
+    assert p.setup.rig.gpu.key == "h200-sxm" and p.setup.weights == "bf16" and p.setup.kv == "bf16"
+
+
 @pytest.mark.slow
 def test_script_contract(tmp_path, capsys):
     src = os.path.join(MEASURED, "ik-llama-mla-fixed.json")

@@ -225,6 +225,15 @@ def test_llama_cpp_device_lines_resolve(text, key):
     assert hw.get_gpu(text).key == key
 
 
+@pytest.mark.parametrize("text,key", [("GPU: NVIDIA H200", "h200-sxm"), ("GPU: NVIDIA H200 NVL", "h200-nvl"),
+                                      ("GPU: NVIDIA A100-SXM4-80GB", "a100-sxm-80gb")])
+def test_glmbench_cuda_device_field_resolves(text, key):
+    """The `device` glmbench's CUDA measurement writes ("GPU: " + the CUDA name, glmbench/measure/cuda.py)
+    names its card: `glmbench calibrate` read the 2026-12-04 H200 records only with --hardware before."""
+    assert hw.resolve_gpu_name(text) == key
+    assert hw.get_gpu(text).key == key
+
+
 @pytest.mark.parametrize("text,key", [
     ("Device 0: NVIDIA A10G, compute capability 8.6, VMM: yes", "a10g"), ("A10G", "a10g"), ("NVIDIA A10", "a10"),
     ("Device 0: NVIDIA GH200 480GB, compute capability 9.0, VMM: yes", "gh200-96gb"), ("GH200", "gh200-96gb"),

@@ -309,6 +309,8 @@ def _parse_name(text: str) -> _Name:
         if m:
             s = m.group(1)
             break
+    # the `device` glmbench's own CUDA measurement writes: "GPU: NVIDIA H200" (glmbench/measure/cuda.py)
+    s = re.sub(r"^gpu\s*:\s*", "", s, flags=re.I)
     s = s.lower().replace("(tm)", " ").replace("(r)", " ").replace("\u2122", " ").replace("\u00ae", " ")
     s = re.sub(r"\(nvidia\)|\((?:cuda|vulkan)\)|\(one gpu\)", " ", s)
     s = re.sub(r"pci[\s_-]*e(?:xpress)?\b", "pcie", s)
