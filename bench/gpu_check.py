@@ -288,11 +288,13 @@ def validate(tab, quick, model_names=(), start=0):
     def t_gqa():
         cases = [(1, 1000, 64, 8, 128, 128), (4, 777, 32, 8, 128, 128), (1, 3000, 80, 8, 128, 128),
                  (2, 500, 16, 16, 256, 256), (300, 300, 8, 2, 128, 128), (100, 400, 12, 4, 64, 96),
-                 (130, 1000, 16, 2, 128, 128), (64, 64, 4, 4, 64, 64)]
-        for T, L, Hq, Hkv, Dh, Dv in cases:
+                 (130, 1000, 16, 2, 128, 128), (64, 64, 4, 4, 64, 64),
+                 # pages that tiles straddle (kernel 5 keeps the rows of two tiles ahead)
+                 (1, 2000, 64, 8, 128, 128, 17), (3, 1500, 40, 8, 64, 64, 48)]
+        for T, L, Hq, Hkv, Dh, Dv, *bs in cases:
             k, v, q = bf(rng, L, Hkv, Dh), bf(rng, L, Hkv, Dv), bf(rng, T, Hq, Dh)
             want = ref.gqa_attention(q, k, v)
-            cache = cuda.PagedCache.gqa(1, L + 100, Hkv, Dh, Dv, block_size=64, shuffle_seed=2)
+            cache = cuda.PagedCache.gqa(1, L + 100, Hkv, Dh, Dv, block_size=bs[0] if bs else 64, shuffle_seed=2)
             cache.append(0, cuda.to_device(k), cuda.to_device(v))
             versions = [1]
             if T <= 4 and Dh == Dv == 128:
@@ -301,30 +303,36 @@ def validate(tab, quick, model_names=(), start=0):
                 versions.append(3)
             if Dh % 16 == 0 and Dv % 16 == 0 and Dh <= 128 and Dv <= 128:
                 versions.append(4)
+            if T <= 4 and Dh % 16 == 0 and Dv % 32 == 0 and Dh <= 128 and Dv <= 128:
+                versions.append(5)
             for ver in versions:
-                for splits in ((1, 0) if ver != 4 else (1,)):  # kernel 4 has no split-K
+                for splits in ((1, 0) if ver not in (4, 5) else (1,) if ver == 4 else (1, 0, 7)):  # 4: no split-K
                     out = cuda.gqa_attention(cuda.to_device(q), cache, 0, n_splits=splits, version=ver).to_numpy()
-                    check("gqa_attention", ver, f"T{T} L{L} Hq{Hq} Hkv{Hkv} Dh{Dh} Dv{Dv}", rel(out, want), 1e-2,
+                    check("gqa_attention", ver, f"T{T} L{L} Hq{Hq} Hkv{Hkv} Dh{Dh} Dv{Dv}"
+                          + (f" page{bs[0]}" if bs else ""), rel(out, want), 1e-2,
                           f"splits={'auto' if splits == 0 else splits}")
     groups.append(("gqa_attention", t_gqa))
 
     def t_mla():
         H, Dn, Dr, Dv, R = 20, 192, 64, 256, 512
-        for T, L in ((1, 700), (3, 2000), (1, 5), (200, 200)):
+        for T, L, bs in ((1, 700, 64), (3, 2000, 64), (1, 5, 64), (200, 200, 64), (1, 3000, 17), (2, 1200, 48)):
             lat, kr = bf(rng, L, R), bf(rng, L, Dr)
             kvb = bf(rng, H * (Dn + Dv), R, scale=R ** -0.5)
             qn, qr = bf(rng, T, H, Dn), bf(rng, T, H, Dr)
             want = ref.mla_attention(qn, qr, lat, kr, kvb, Dv, 1 / 16)
-            cache = cuda.PagedCache.mla(1, L + 64, R, Dr, block_size=64, shuffle_seed=3)
+            cache = cuda.PagedCache.mla(1, L + 64, R, Dr, block_size=bs, shuffle_seed=3)
             cache.append(0, cuda.to_device(lat), cuda.to_device(kr))
             dkvb = cuda.to_device(kvb)
-            for strat, ver in (("naive", 0), ("absorbed", 1), ("absorbed", 2), ("flash", 1), ("flash", 2)):
+            for strat, ver, splits in (("naive", 0, None), ("absorbed", 1, None), ("absorbed", 2, None),
+                                       ("absorbed", 3, None), ("flash", 1, None), ("flash", 2, None),
+                                       ("flash", 3, None), ("flash", 3, 5)):
                 if strat == "naive" and T * L > 500_000:
                     continue
                 out = cuda.mla_attention(cuda.to_device(qn), cuda.to_device(qr), cache, 0, dkvb, v_head_dim=Dv,
-                                         scale=1 / 16, strategy=strat, version=ver).to_numpy()
+                                         scale=1 / 16, strategy=strat, n_splits=splits, version=ver).to_numpy()
                 # q_lat, p and o_lat are rounded to bf16 on the way (as FlashMLA does with p)
-                check(f"mla_attention[{strat}]", ver, f"T{T} L{L} H{H} R{R}", rel(out, want), 2e-2)
+                check(f"mla_attention[{strat}]", ver, f"T{T} L{L} H{H} R{R}" + (f" page{bs}" if bs != 64 else ""),
+                      rel(out, want), 2e-2, "" if splits is None else f"splits={splits}")
     groups.append(("mla_attention", t_mla))
 
     def t_models():
@@ -443,10 +451,11 @@ def load_failures(out):
                 FAILED.add((r["op"], r["version"]))
     if FAILED:
         log(f"  failed validation, skipped below: {sorted(FAILED)}")
-    if failed("gqa_attention", 3):
-        cuda.prefer("gqa", 1 if failed("gqa_attention", 2) else 2)
-    if failed("mla_attention[flash]", 2) or failed("mla_attention[absorbed]", 2):
-        cuda.prefer("mla", 1)
+    if failed("gqa_attention", 5):  # the decode default; then kernel 3, 2, 1
+        cuda.prefer("gqa", next((v for v in (3, 2) if not failed("gqa_attention", v)), 1))
+    mla_bad = lambda v: failed("mla_attention[flash]", v) or failed("mla_attention[absorbed]", v)  # noqa: E731
+    if mla_bad(3):
+        cuda.prefer("mla", 1 if mla_bad(2) else 2)
 
 
 def failed(op, version):
@@ -557,7 +566,7 @@ def kernels(tab, ceil, quick, budget):
             c.fill_synthetic(L, seed=i)
             return c, rand_dev((1, Hq, Dh))
         sets = rotated(mk, kv_bytes, l2)
-        for v in (1, 2, 3):
+        for v in (1, 2, 3, 5):
             if failed("gqa_attention", v):
                 continue
             ms, _ = time_sets([lambda s=s: cuda.gqa_attention(s[1], s[0], 0, version=v) for s in sets])
@@ -582,7 +591,7 @@ def kernels(tab, ceil, quick, budget):
             cuda._lib().mla_absorbed_attention(ql.ptr, qr.ptr, c.layer_pages(0).ptr, c.layer_table(0).ptr,
                                                c.block_size, o.ptr, 1, L, H, R, Dr, 1 / 16, S, ws.ptr, wsb, v)
             return o
-        for v in (1, 2):
+        for v in (1, 2, 3):
             if failed("mla_attention[flash]", v):
                 continue
             ms, _ = time_sets([lambda s=s: mla_core(s, v) for s in sets])

@@ -6,7 +6,9 @@
 # ceilings measured in the same run and against PyTorch peers; sweep GLM-4.7-Flash and Qwen3-32B
 # over depths. Results: $OUT (the device tool's folder) or bench/results/<date>_<card>/ --
 # validation.csv kernels.csv peers.csv peers_hf.csv models.csv log.txt build.log pytest.log (8).
-# Extra arguments go to gpu_check.py (e.g. --quick).
+# Extra arguments go to gpu_check.py (e.g. --quick). GPU_CHECK_PYTEST=0 skips tests/test_cuda.py,
+# GPU_CHECK_HF=0 the HF transformers peer, GPU_CHECK_PROBE=1 adds bench/gpu_probe.py (probe.txt,
+# probe.csv: keep the files at 8, the device tool's limit, by skipping two of the others).
 #
 # The device image has nvcc, PyTorch (whose nvidia-cublas wheel gives cuBLAS), NumPy, setuptools
 # and pytest, but not scipy-openblas32: carry its wheel in .whl/ (docs/CUDA.md says how).
@@ -41,8 +43,10 @@ if ! $PY setup.py build_ext --inplace >> "$DEST/build.log" 2>&1; then
   exit 4
 fi
 echo "gpu_check.sh: built in $(( $(date +%s) - START )) s"
-$PY -m pytest -q -p no:cacheprovider tests/test_cuda.py > "$DEST/pytest.log" 2>&1
-tail -3 "$DEST/pytest.log"
+if [ "${GPU_CHECK_PYTEST:-1}" != 0 ]; then
+  $PY -m pytest -q -p no:cacheprovider tests/test_cuda.py > "$DEST/pytest.log" 2>&1
+  tail -3 "$DEST/pytest.log"
+fi
 # Three processes: a kernel fault leaves a sticky CUDA error that ends its process, not the run.
 # The later ones read validation.csv and neither time nor use a kernel that failed it.
 rc=0
@@ -56,6 +60,11 @@ for attempt in 1 2 3 4 5 6; do  # exit 3 = a sticky CUDA error: go on in a new p
 done
 rm -f "$DEST/.validate.out"
 $PY bench/gpu_check.py --out "$DEST" --only kernels,peers --budget-s "${BUDGET_KERNELS_S:-120}" "$@" || rc=$((rc ? rc : $?))
-$PY bench/gpu_check.py --out "$DEST" --only models,hf --budget-s "${BUDGET_MODELS_S:-150}" "$@" || rc=$((rc ? rc : $?))
+$PY bench/gpu_check.py --out "$DEST" --only "models$([ "${GPU_CHECK_HF:-1}" != 0 ] && echo ,hf)" \
+  --budget-s "${BUDGET_MODELS_S:-150}" "$@" || rc=$((rc ? rc : $?))
+# GPU_CHECK_PROBE=1: the per-kernel breakdown of whole steps and the split sweep (bench/gpu_probe.py)
+if [ "${GPU_CHECK_PROBE:-0}" != 0 ]; then
+  $PY bench/gpu_probe.py --out "$DEST" || rc=$((rc ? rc : $?))
+fi
 echo "gpu_check.sh: $(( $(date +%s) - START )) s in all, results in $DEST (exit $rc)"
 exit $rc

@@ -20,8 +20,12 @@
  *                quad of lanes, P goes from the accumulator layout straight into A fragments
  *                (bf16), O = O * alpha + P.V in registers; causal per element. Dh, Dv % 16 == 0,
  *                both <= 128. No split-K (enough blocks at prefill sizes); no cp.async pipeline.
+ *   gqa_kernel5  kernel 3's products with its loads restructured (Dh, Dv <= 128): the cache rows of
+ *                the next two tiles in shared memory (block-table entries loaded a tile ahead, 32-bit
+ *                index arithmetic), the next tile's K and V loaded into registers while this one is
+ *                computed; about three blocks per SM (gqa_kernel3's template with FAST = true).
  *   gqa_combine_kernel1  merges the split partials: out = sum_s e^(m_s - M) acc_s / sum_s e^(m_s - M) l_s.
- * Launcher (version 0): decode (T <= 4): kernel3 when its shape rules hold, else kernel2 when
+ * Launcher (version 0): decode (T <= 4): kernel5 when its shape rules hold, else kernel3, else kernel2 when
  * Dh = Dv = 128 and G <= 16, else kernel1; prefill: kernel4 when its shape rules hold, else kernel1. Splits
  * (n_splits = 0): about two blocks per SM of an H100/H200 (132 SMs), at least 64 keys per split. */
 #include <math.h>
@@ -31,11 +35,12 @@
 
 #define Q1_QB 16 /* queries per block, kernel1 */
 #define Q1_KT 32 /* keys per tile, kernel1 */
-#define GQA_MAX_SPLITS 64
-#define GQA_TARGET_BLOCKS 264
+#define GQA_MAX_SPLITS 128
+#define GQA_TARGET_BLOCKS 264  /* two blocks per SM of a 132-SM card */
+#define GQA5_TARGET_BLOCKS 396 /* kernel 5: three (registers and shared memory allow three) */
 
-static int64_t auto_splits(int64_t n_units, int64_t L) {
-    int64_t s = GQA_TARGET_BLOCKS / (n_units > 0 ? n_units : 1);
+static int64_t auto_splits(int64_t n_units, int64_t L, int64_t target = GQA_TARGET_BLOCKS) {
+    int64_t s = target / (n_units > 0 ? n_units : 1);
     int64_t by_len = cdiv(L, 64);
     if (s > by_len) s = by_len;
     if (s > GQA_MAX_SPLITS) s = GQA_MAX_SPLITS;
@@ -253,11 +258,21 @@ __global__ void __launch_bounds__(128) gqa_kernel2(const bf16 *__restrict__ q, c
 #define G3_NT 64
 #define G3_PAD 8
 
-static size_t gqa3_smem_bytes(int64_t Dh, int64_t Dv) {
+static size_t gqa3_smem_bytes(int64_t Dh, int64_t Dv, bool fast) {
     return (size_t)(16 * (Dh + G3_PAD) * 2 + G3_NT * (Dh + G3_PAD) * 2 + G3_NT * (Dv + G3_PAD) * 2 +
-                    16 * (G3_NT + 1) * 4 + 16 * (G3_NT + 8) * 2 + 3 * 16 * 4);
+                    16 * (G3_NT + 1) * 4 + 16 * (G3_NT + 8) * 2 + 3 * 16 * 4) +
+           (fast ? 2 * G3_NT * sizeof(int64_t) + 8 : 0); /* kernel 5: the cache rows of the next two tiles */
 }
 
+/* FAST = false: kernel 3. FAST = true: kernel 5 (Dh, Dv <= 128): the same products, with the loads
+ * of kernel 3 restructured. Kernel 3 fetches a tile element by element in a loop the compiler does
+ * not unroll (runtime Dh), each element after a 64-bit division and a block-table load it depends
+ * on: about 16 dependent memory round trips per 64-token tile (the first H200 run measured 13-15%
+ * of the copy bandwidth). Kernel 5 keeps the cache rows of the next two tiles in shared memory
+ * (block-table entries loaded one tile ahead, 32-bit index arithmetic) and loads the next tile's K
+ * and V into registers (8 + 8 16-byte loads per thread, all in flight together) while this tile is
+ * computed. */
+template <bool FAST>
 __global__ void __launch_bounds__(128) gqa_kernel3(const bf16 *__restrict__ q, const bf16 *__restrict__ kp,
                                                    const bf16 *__restrict__ vp, const int32_t *__restrict__ table,
                                                    int64_t page_size, bf16 *__restrict__ out, float *__restrict__ ws_m,
@@ -273,6 +288,7 @@ __global__ void __launch_bounds__(128) gqa_kernel3(const bf16 *__restrict__ q, c
     bf16 *ps = (bf16 *)(ss + 16 * (G3_NT + 1));      /* [16][NT + 8] */
     float *m_s = (float *)(ps + 16 * (G3_NT + 8));
     float *l_s = m_s + 16, *a_s = l_s + 16;
+    int64_t *rows_s = (int64_t *)(((uintptr_t)(a_s + 16) + 7) & ~(uintptr_t)7); /* FAST: [2][NT] */
     const uint16_t *qh = (const uint16_t *)qs, *kh = (const uint16_t *)ks, *vh = (const uint16_t *)vs;
     const uint16_t *ph = (const uint16_t *)ps;
     const int s = blockIdx.x, hkv = blockIdx.y;
@@ -297,9 +313,60 @@ __global__ void __launch_bounds__(128) gqa_kernel3(const bf16 *__restrict__ q, c
         for (int e = 0; e < 4; e++) o[j][e] = 0.0f;
 
     int64_t k_begin = (int64_t)s * chunk, k_end = min(min(L, k_begin + chunk), p + 1);
-    for (int64_t kt = k_begin; kt < k_end; kt += G3_NT) {
+    /* FAST: 32-bit token arithmetic (the launcher checks L < 2^31) */
+    const int ps32 = (int)page_size, dh8 = Dh / 8, dv8 = Dv / 8, kend32 = (int)k_end;
+    uint4 pk[8], pv[8];
+    auto load_fast = [&](int kt, const int64_t *rows) {
+#pragma unroll
+        for (int u = 0; u < 8; u++) {
+            int i = tid + u * 128, j = i / dh8;
+            uint4 v = make_uint4(0u, 0u, 0u, 0u);
+            if (i < G3_NT * dh8 && kt + j < kend32) v = ((const uint4 *)(kp + (rows[j] * Hkv + hkv) * (int64_t)Dh))[i - j * dh8];
+            pk[u] = v;
+        }
+#pragma unroll
+        for (int u = 0; u < 8; u++) {
+            int i = tid + u * 128, j = i / dv8;
+            uint4 v = make_uint4(0u, 0u, 0u, 0u);
+            if (i < G3_NT * dv8 && kt + j < kend32) v = ((const uint4 *)(vp + (rows[j] * Hkv + hkv) * (int64_t)Dv))[i - j * dv8];
+            pv[u] = v;
+        }
+    };
+    int pg_next = 0, off_next = 0; /* FAST, threads < NT: the block-table entry of a token two tiles on */
+    if (FAST) {
+        if (tid < G3_NT) {
+            int t0 = (int)k_begin + tid, t1 = t0 + G3_NT;
+            rows_s[tid] = t0 < kend32 ? (int64_t)table[t0 / ps32] * ps32 + t0 % ps32 : 0;
+            rows_s[G3_NT + tid] = t1 < kend32 ? (int64_t)table[t1 / ps32] * ps32 + t1 % ps32 : 0;
+        }
         __syncthreads();
-        for (int i = tid; i < G3_NT * (Dh / 8); i += 128) {
+        if (k_begin < k_end) load_fast((int)k_begin, rows_s);
+    }
+    int it = 0;
+    for (int64_t kt = k_begin; kt < k_end; kt += G3_NT, it++) {
+        __syncthreads();
+        if (FAST) {
+#pragma unroll
+            for (int u = 0; u < 8; u++) {
+                int i = tid + u * 128, j = i / dh8;
+                if (i < G3_NT * dh8) *(uint4 *)(ks + j * LK + (i - j * dh8) * 8) = pk[u];
+            }
+#pragma unroll
+            for (int u = 0; u < 8; u++) {
+                int i = tid + u * 128, j = i / dv8;
+                if (i < G3_NT * dv8) *(uint4 *)(vs + j * LV + (i - j * dv8) * 8) = pv[u];
+            }
+            __syncthreads();
+            if (kt + G3_NT < k_end) load_fast((int)kt + G3_NT, rows_s + ((it + 1) & 1) * G3_NT);
+            if (tid < G3_NT) {
+                int tk = (int)kt + 2 * G3_NT + tid;
+                if (tk < kend32) {
+                    pg_next = table[tk / ps32]; /* used at the end of this iteration */
+                    off_next = tk % ps32;
+                }
+            }
+        }
+        for (int i = tid; !FAST && i < G3_NT * (Dh / 8); i += 128) {
             int j = i / (Dh / 8), q8 = i % (Dh / 8);
             int64_t tok = kt + j;
             uint4 v = make_uint4(0u, 0u, 0u, 0u);
@@ -309,7 +376,7 @@ __global__ void __launch_bounds__(128) gqa_kernel3(const bf16 *__restrict__ q, c
             }
             *(uint4 *)(ks + j * LK + q8 * 8) = v;
         }
-        for (int i = tid; i < G3_NT * (Dv / 8); i += 128) {
+        for (int i = tid; !FAST && i < G3_NT * (Dv / 8); i += 128) {
             int j = i / (Dv / 8), q8 = i % (Dv / 8);
             int64_t tok = kt + j;
             uint4 v = make_uint4(0u, 0u, 0u, 0u);
@@ -319,7 +386,7 @@ __global__ void __launch_bounds__(128) gqa_kernel3(const bf16 *__restrict__ q, c
             }
             *(uint4 *)(vs + j * LV + q8 * 8) = v;
         }
-        __syncthreads();
+        if (!FAST) __syncthreads();
         /* S = Q . K^T: 8 n-tiles of 8 tokens, warp -> tiles 2w and 2w + 1 */
 #pragma unroll
         for (int u = 0; u < 2; u++) {
@@ -399,6 +466,9 @@ __global__ void __launch_bounds__(128) gqa_kernel3(const bf16 *__restrict__ q, c
                 }
             }
         }
+        /* rows of tile it + 2, read after the next iteration's barriers (this buffer's last
+         * readers were the loads of iteration it - 1) */
+        if (FAST && tid < G3_NT) rows_s[(it & 1) * G3_NT + tid] = (int64_t)pg_next * ps32 + off_next;
     }
     __syncthreads();
 #pragma unroll
@@ -607,10 +677,12 @@ extern "C" int gbc_gqa_plan(int64_t T, int64_t L, int64_t Hq, int64_t Hkv, int64
     if (Hkv <= 0 || Hq % Hkv) return VALUE_ERROR("gqa_plan: `q_heads`=%ld is not a multiple of `kv_heads`=%ld", (long)Hq, (long)Hkv);
     bool k2_ok = T <= 4 && Dh == 128 && Dv == 128 && Hq / Hkv <= 16;
     bool k3_ok = T <= 4 && Dh % 16 == 0 && Dv % 32 == 0 && Dh <= 256 && Dv <= 256 && Hq / Hkv <= 16;
+    bool k5_ok = k3_ok && Dh <= 128 && Dv <= 128 && L <= 2147483647 - 2 * G3_NT;
     bool k4_ok = T > 4 && Dh % 16 == 0 && Dv % 16 == 0 && Dh <= 128 && Dv <= 128;
-    int v = version ? version : (k3_ok ? 3 : k2_ok ? 2 : k4_ok ? 4 : 1);
+    int v = version ? version : (k5_ok ? 5 : k3_ok ? 3 : k2_ok ? 2 : k4_ok ? 4 : 1);
     *version_out = v;
-    *splits_out = v == 4 ? 1 : auto_splits(v >= 2 ? Hkv * T : Hq * cdiv(T, Q1_QB), L);
+    *splits_out = v == 4 ? 1 : auto_splits(v >= 2 ? Hkv * T : Hq * cdiv(T, Q1_QB), L,
+                                           v == 5 ? GQA5_TARGET_BLOCKS : GQA_TARGET_BLOCKS);
     return GBC_OK;
 }
 
@@ -625,15 +697,16 @@ extern "C" int gbc_gqa_attention(const void *q, const void *k_pages, const void 
     if (page_size <= 0) return VALUE_ERROR("gqa_attention: `page_size` must be > 0, got %ld", (long)page_size);
     if (n_splits < 0 || n_splits > GQA_MAX_SPLITS)
         return VALUE_ERROR("gqa_attention: `n_splits`=%ld must be in 0..%d", (long)n_splits, GQA_MAX_SPLITS);
-    if (version < 0 || version > 4) return VALUE_ERROR("gqa_attention: `version` must be 0..4, got %d", version);
+    if (version < 0 || version > 5) return VALUE_ERROR("gqa_attention: `version` must be 0..5, got %d", version);
     GBC_INIT();
     if (T == 0) return GBC_OK;
     int64_t G = Hq / Hkv;
     bool al = aligned16(q) && aligned16(k_pages) && aligned16(v_pages) && aligned16(out);
     bool k2_ok = T <= 4 && Dh == 128 && Dv == 128 && G <= 16 && al;
     bool k3_ok = T <= 4 && Dh % 16 == 0 && Dv % 32 == 0 && G <= 16 && al;
+    bool k5_ok = k3_ok && Dh <= 128 && Dv <= 128 && L <= 2147483647 - 2 * G3_NT;
     bool k4_ok = Dh % 16 == 0 && Dv % 16 == 0 && Dh <= 128 && Dv <= 128 && al;
-    if (version == 0) version = k3_ok ? 3 : k2_ok ? 2 : (T > 4 && k4_ok) ? 4 : 1;
+    if (version == 0) version = k5_ok ? 5 : k3_ok ? 3 : k2_ok ? 2 : (T > 4 && k4_ok) ? 4 : 1;
     if (version == 4 && !k4_ok)
         return VALUE_ERROR("gqa_attention version 4 needs Dh, Dv %% 16 == 0 and <= 128, got Dh=%ld Dv=%ld", (long)Dh, (long)Dv);
     if (version == 4) {
@@ -650,8 +723,11 @@ extern "C" int gbc_gqa_attention(const void *q, const void *k_pages, const void 
     if (version == 3 && !k3_ok)
         return VALUE_ERROR("gqa_attention version 3 needs T <= 4, Dh %% 16 == 0, Dv %% 32 == 0 and G <= 16, got T=%ld "
                            "Dh=%ld Dv=%ld G=%ld", (long)T, (long)Dh, (long)Dv, (long)G);
+    if (version == 5 && !k5_ok)
+        return VALUE_ERROR("gqa_attention version 5 needs T <= 4, Dh %% 16 == 0, Dv %% 32 == 0, Dh, Dv <= 128 and "
+                           "G <= 16, got T=%ld Dh=%ld Dv=%ld G=%ld", (long)T, (long)Dh, (long)Dv, (long)G);
     int64_t units = version >= 2 ? Hkv * T : Hq * cdiv(T, Q1_QB);
-    int64_t S = n_splits ? n_splits : auto_splits(units, L);
+    int64_t S = n_splits ? n_splits : auto_splits(units, L, version == 5 ? GQA5_TARGET_BLOCKS : GQA_TARGET_BLOCKS);
     if (S > 1 && gbc_gqa_workspace_bytes(T, Hq, Dv, S) > ws_bytes)
         return VALUE_ERROR("gqa_attention: workspace of %zu bytes is too small, %zu needed", ws_bytes,
                            gbc_gqa_workspace_bytes(T, Hq, Dv, S));
@@ -672,17 +748,26 @@ extern "C" int gbc_gqa_attention(const void *q, const void *k_pages, const void 
             gqa_kernel1<8><<<grid, 128, smem, gbc_stream>>>(qb, kb, vb, table, page_size, ob, ws_m, ws_l, ws_acc, T, L,
                                                            (int)Hq, (int)Hkv, (int)Dh, (int)Dv, scale, (int)S, chunk);
         LAUNCH_CHECK("gqa_kernel1");
-    } else if (version == 3) {
+    } else if (version == 3 || version == 5) {
         dim3 grid((unsigned)S, (unsigned)Hkv, (unsigned)T);
-        size_t smem = gqa3_smem_bytes(Dh, Dv);
-        static size_t smem_set = 0;
-        if (smem > 48 * 1024 && smem > smem_set) {
-            CUDA_CHECK(cudaFuncSetAttribute(gqa_kernel3, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-            smem_set = smem;
+        bool fast = version == 5;
+        size_t smem = gqa3_smem_bytes(Dh, Dv, fast);
+        static size_t smem_set[2] = {0, 0};
+        if (smem > 48 * 1024 && smem > smem_set[fast]) {
+            CUDA_CHECK(cudaFuncSetAttribute(fast ? gqa_kernel3<true> : gqa_kernel3<false>,
+                                            cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+            smem_set[fast] = smem;
         }
-        gqa_kernel3<<<grid, 128, smem, gbc_stream>>>(qb, kb, vb, table, page_size, ob, ws_m, ws_l, ws_acc, T, L, (int)Hq,
-                                                     (int)Hkv, (int)G, (int)Dh, (int)Dv, scale, (int)S, chunk);
-        LAUNCH_CHECK("gqa_kernel3");
+        if (fast)
+            gqa_kernel3<true><<<grid, 128, smem, gbc_stream>>>(qb, kb, vb, table, page_size, ob, ws_m, ws_l, ws_acc, T, L,
+                                                               (int)Hq, (int)Hkv, (int)G, (int)Dh, (int)Dv, scale, (int)S,
+                                                               chunk);
+        else
+            gqa_kernel3<false><<<grid, 128, smem, gbc_stream>>>(qb, kb, vb, table, page_size, ob, ws_m, ws_l, ws_acc, T,
+                                                                L, (int)Hq, (int)Hkv, (int)G, (int)Dh, (int)Dv, scale,
+                                                                (int)S, chunk);
+        if (fast) LAUNCH_CHECK("gqa_kernel5");
+        else LAUNCH_CHECK("gqa_kernel3");
     } else {
         dim3 grid((unsigned)S, (unsigned)Hkv, (unsigned)T);
 #define GB_K2(GG)                                                                                                \

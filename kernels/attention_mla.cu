@@ -19,6 +19,10 @@
  *                      sm_80/sm_90. The next tile is loaded into registers while this one is
  *                      computed (a two-stage software pipeline). Needs R % 64 == 0, R + Dr <= 576,
  *                      (R + Dr) % 16 == 0.
+ *   mla_kernel3        kernel 2's products with its loads restructured: the cache rows of the next
+ *                      two tiles in shared memory (block-table entries loaded a tile ahead, 32-bit
+ *                      index arithmetic), so each tile's loads issue together; S = Q.K^T as two
+ *                      independent mma chains (mla_kernel2's template with FAST = true).
  *   combine            attention_gqa.cu's gqa_combine_kernel1 (same partial layout).
  *   mla_absorb_q_kernel1  q_lat[t, h, :] = q_nope[t, h, :] . W_uk[h]   (thread per latent column)
  *   mla_absorb_o_kernel1  out[t, h, v] = o_lat[t, h, :] . W_uv[h, v, :]  (warp per output)
@@ -185,16 +189,25 @@ __global__ void __launch_bounds__(MLA_THREADS) mla_kernel1(
 #define M2_ROWS 32 /* query rows (heads) per block: two m16 tiles */
 #define M2_PAD 8   /* bf16 of padding per shared row (16 bytes) */
 
-static size_t mla2_smem_bytes(int64_t R, int64_t Dr) {
+static size_t mla2_smem_bytes(int64_t R, int64_t Dr, bool fast) {
     int64_t LD = R + Dr + M2_PAD;
     return (size_t)(2 * M2_ROWS * LD * 2              /* q, tile */
                     + M2_ROWS * (M2_NT + 1) * 4       /* scores */
                     + M2_ROWS * (M2_NT + 8) * 2       /* p */
-                    + 3 * M2_ROWS * 4);               /* m, l, alpha */
+                    + 3 * M2_ROWS * 4)                /* m, l, alpha */
+           + (fast ? 2 * M2_NT * sizeof(int64_t) + 8 : 0); /* kernel 3: cache rows of the next two tiles */
 }
 
 #define M2_PRE 9 /* 16-byte chunks per thread per tile: 32 rows x 576 / 8 / 256 threads */
 
+/* FAST = false: kernel 2. FAST = true: kernel 3, the same products with kernel 2's loads
+ * restructured: kernel 2 finds each 16-byte piece's cache row by a 64-bit division (a subroutine
+ * call) and a block-table load that the piece's load waits for, nine times per thread per tile,
+ * one after another (the first H200 run: ~11 us per 32-row tile, 5-10% of the copy bandwidth).
+ * Kernel 3 keeps the cache rows of the next two tiles in shared memory (block-table entries
+ * loaded a tile ahead, 32-bit index arithmetic), so the next tile's nine loads per thread issue
+ * together; and S = Q.K^T runs as two independent mma chains (even and odd k-steps). */
+template <bool FAST>
 __global__ void __launch_bounds__(256, 1) mla_kernel2(
     const bf16 *__restrict__ q_lat, const bf16 *__restrict__ q_rope, const bf16 *__restrict__ pages,
     const int32_t *__restrict__ table, int64_t page_size, bf16 *__restrict__ o_lat, float *__restrict__ ws_m,
@@ -208,6 +221,7 @@ __global__ void __launch_bounds__(256, 1) mla_kernel2(
     bf16 *ps = (bf16 *)(ss + M2_ROWS * (M2_NT + 1));         /* [32][NT + 8] */
     float *m_s = (float *)(ps + M2_ROWS * (M2_NT + 8));
     float *l_s = m_s + M2_ROWS, *a_s = l_s + M2_ROWS;
+    int64_t *rows_s = (int64_t *)(((uintptr_t)(a_s + M2_ROWS) + 7) & ~(uintptr_t)7); /* FAST: [2][NT] */
     const uint16_t *qh = (const uint16_t *)qs, *kh = (const uint16_t *)ks, *ph = (const uint16_t *)ps;
     const int s = blockIdx.x;
     const int64_t t = blockIdx.y, p = L - T + t;
@@ -259,8 +273,31 @@ __global__ void __launch_bounds__(256, 1) mla_kernel2(
             pre[u] = v;
         }
     };
-    if (k_begin < k_end) load_tile(k_begin);
-    for (int64_t kt = k_begin; kt < k_end; kt += M2_NT) {
+    /* FAST: 32-bit token arithmetic (the launcher checks L < 2^31) */
+    const int ps32 = (int)page_size, kend32 = (int)k_end;
+    auto load_fast = [&](int kt, const int64_t *rows) {
+#pragma unroll
+        for (int u = 0; u < M2_PRE; u++) {
+            int i = tid + u * 256, j = i / chunks;
+            uint4 v = make_uint4(0u, 0u, 0u, 0u);
+            if (i < M2_NT * chunks && kt + j < kend32) v = ((const uint4 *)(pages + rows[j] * (int64_t)W))[i - j * chunks];
+            pre[u] = v;
+        }
+    };
+    int pg_next = 0, off_next = 0; /* FAST, threads < NT: the block-table entry of a row two tiles on */
+    if (FAST) {
+        if (tid < M2_NT) {
+            int t0 = (int)k_begin + tid, t1 = t0 + M2_NT;
+            rows_s[tid] = t0 < kend32 ? (int64_t)table[t0 / ps32] * ps32 + t0 % ps32 : 0;
+            rows_s[M2_NT + tid] = t1 < kend32 ? (int64_t)table[t1 / ps32] * ps32 + t1 % ps32 : 0;
+        }
+        __syncthreads();
+        if (k_begin < k_end) load_fast((int)k_begin, rows_s);
+    } else if (k_begin < k_end) {
+        load_tile(k_begin);
+    }
+    int it = 0;
+    for (int64_t kt = k_begin; kt < k_end; kt += M2_NT, it++) {
         __syncthreads(); /* the previous tile's readers are done */
 #pragma unroll
         for (int u = 0; u < M2_PRE; u++) {
@@ -268,12 +305,23 @@ __global__ void __launch_bounds__(256, 1) mla_kernel2(
             if (i < M2_NT * chunks) *(uint4 *)(ks + (i / chunks) * LD + (i % chunks) * 8) = pre[u];
         }
         __syncthreads();
-        if (kt + M2_NT < k_end) load_tile(kt + M2_NT); /* in flight during the products below */
+        if (FAST) {
+            if (kt + M2_NT < k_end) load_fast((int)kt + M2_NT, rows_s + ((it + 1) & 1) * M2_NT);
+            if (tid < M2_NT) {
+                int tk = (int)kt + 2 * M2_NT + tid;
+                if (tk < kend32) {
+                    pg_next = table[tk / ps32]; /* used at the end of this iteration */
+                    off_next = tk % ps32;
+                }
+            }
+        } else if (kt + M2_NT < k_end) {
+            load_tile(kt + M2_NT); /* in flight during the products below */
+        }
         { /* S = Q . K^T: warp -> m-tile (warp & 1), n-tile of 8 rows (warp >> 1) */
             const int mt = warp & 1, nt = warp >> 1;
             const uint16_t *qa = qh + (mt * 16) * LD, *kb = kh + (nt * 8) * LD;
-            float acc[4] = {0.f, 0.f, 0.f, 0.f};
-            for (int k0 = 0; k0 < W; k0 += 16) {
+            float acc[4] = {0.f, 0.f, 0.f, 0.f}, acc2[4] = {0.f, 0.f, 0.f, 0.f};
+            for (int k0 = 0; k0 < W; k0 += FAST ? 32 : 16) {
                 uint32_t a[4], b[2];
                 a[0] = *(const uint32_t *)(qa + g * LD + k0 + 2 * c);
                 a[1] = *(const uint32_t *)(qa + (g + 8) * LD + k0 + 2 * c);
@@ -282,6 +330,20 @@ __global__ void __launch_bounds__(256, 1) mla_kernel2(
                 b[0] = *(const uint32_t *)(kb + g * LD + k0 + 2 * c);
                 b[1] = *(const uint32_t *)(kb + g * LD + k0 + 8 + 2 * c);
                 mma_16816(acc, a, b);
+                if (FAST && k0 + 16 < W) { /* the odd k-step: a second, independent chain */
+                    const int k1 = k0 + 16;
+                    a[0] = *(const uint32_t *)(qa + g * LD + k1 + 2 * c);
+                    a[1] = *(const uint32_t *)(qa + (g + 8) * LD + k1 + 2 * c);
+                    a[2] = *(const uint32_t *)(qa + g * LD + k1 + 8 + 2 * c);
+                    a[3] = *(const uint32_t *)(qa + (g + 8) * LD + k1 + 8 + 2 * c);
+                    b[0] = *(const uint32_t *)(kb + g * LD + k1 + 2 * c);
+                    b[1] = *(const uint32_t *)(kb + g * LD + k1 + 8 + 2 * c);
+                    mma_16816(acc2, a, b);
+                }
+            }
+            if (FAST) {
+#pragma unroll
+                for (int e = 0; e < 4; e++) acc[e] += acc2[e];
             }
             int r0 = mt * 16 + g, col = nt * 8 + 2 * c;
             ss[r0 * (M2_NT + 1) + col] = acc[0] * scale;
@@ -358,6 +420,9 @@ __global__ void __launch_bounds__(256, 1) mla_kernel2(
                 }
             }
         }
+        /* rows of tile it + 2, read after the next iteration's barriers (this buffer's last
+         * readers were the loads of iteration it - 1) */
+        if (FAST && tid < M2_NT) rows_s[(it & 1) * M2_NT + tid] = (int64_t)pg_next * ps32 + off_next;
     }
     __syncthreads();
 #pragma unroll
@@ -400,20 +465,25 @@ extern "C" int gbc_mla_absorbed_attention(const void *q_lat, const void *q_rope,
     if (page_size <= 0) return VALUE_ERROR("mla_attention: `page_size` must be > 0, got %ld", (long)page_size);
     if (n_splits < 0 || n_splits > MLA_MAX_SPLITS)
         return VALUE_ERROR("mla_attention: `n_splits`=%ld must be in 0..%d", (long)n_splits, MLA_MAX_SPLITS);
-    if (version < 0 || version > 2) return VALUE_ERROR("mla_attention: `version` must be 0, 1 or 2, got %d", version);
+    if (version < 0 || version > 3) return VALUE_ERROR("mla_attention: `version` must be 0..3, got %d", version);
     bool k2_ok = R % 64 == 0 && (R + Dr) % 16 == 0 && M2_NT * (R + Dr) / 8 <= M2_PRE * 256 && aligned16(pages) &&
                  aligned16(q_lat) && aligned16(q_rope) && aligned16(o_lat);
-    if (version == 0) version = k2_ok ? 2 : 1;
+    if (version == 0) version = k2_ok ? (L <= 2147483647 - 2 * M2_NT ? 3 : 2) : 1;
+    if (version == 3 && !(k2_ok && L <= 2147483647 - 2 * M2_NT))
+        return VALUE_ERROR("mla_attention version 3 needs kv_lora_rank %% 64 == 0, (R + Dr) %% 16 == 0, R + Dr <= 576 "
+                           "and aligned buffers, got R=%ld Dr=%ld", (long)R, (long)Dr);
     if (version == 2 && !k2_ok)
         return VALUE_ERROR("mla_attention version 2 needs kv_lora_rank %% 64 == 0, (R + Dr) %% 16 == 0, R + Dr <= 576 "
                            "and aligned buffers, got R=%ld Dr=%ld", (long)R, (long)Dr);
     GBC_INIT();
     if (T == 0) return GBC_OK;
-    size_t smem = version == 2 ? mla2_smem_bytes(R, Dr) : mla_smem_bytes(R, Dr);
-    static size_t smem_set[3] = {0, 0, 0};
+    size_t smem = version >= 2 ? mla2_smem_bytes(R, Dr, version == 3) : mla_smem_bytes(R, Dr);
+    static size_t smem_set[4] = {0, 0, 0, 0};
     if (smem > 48 * 1024 && smem > smem_set[version]) {
-        if (version == 2)
-            CUDA_CHECK(cudaFuncSetAttribute(mla_kernel2, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        if (version == 3)
+            CUDA_CHECK(cudaFuncSetAttribute(mla_kernel2<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        else if (version == 2)
+            CUDA_CHECK(cudaFuncSetAttribute(mla_kernel2<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         else
             CUDA_CHECK(cudaFuncSetAttribute(mla_kernel1, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         smem_set[version] = smem;
@@ -427,8 +497,8 @@ extern "C" int gbc_mla_absorbed_attention(const void *q_lat, const void *q_rope,
     int64_t rows = T * H, chunk = cdiv(L, S);
     float *wsf = (float *)ws;
     dim3 grid((unsigned)S, (unsigned)T, (unsigned)hgroups);
-    if (version == 2) {
-        mla_kernel2<<<grid, 256, smem, gbc_stream>>>(
+    if (version >= 2) {
+        (version == 3 ? mla_kernel2<true> : mla_kernel2<false>)<<<grid, 256, smem, gbc_stream>>>(
             (const bf16 *)q_lat, (const bf16 *)q_rope, (const bf16 *)pages, table, page_size, (bf16 *)o_lat, wsf,
             wsf ? wsf + rows * S : nullptr, wsf ? wsf + 2 * rows * S : nullptr, T, L, (int)H, (int)R, (int)Dr, scale,
             (int)S, chunk);

@@ -281,7 +281,7 @@ class Emulator:
         self._a(dst, np.uint16, L * w)[:] = P[rows, off:off + w].ravel()
 
     def gqa_workspace_bytes(self, T, Hq, Dv, S):
-        return T * Hq * (S if S > 0 else 64) * (Dv + 2) * 4
+        return T * Hq * (S if S > 0 else 128) * (Dv + 2) * 4
 
     def gqa_plan(self, T, L, Hq, Hkv, Dh, Dv, v):
         if Hkv <= 0 or Hq % Hkv:
@@ -289,11 +289,12 @@ class Emulator:
         k2 = T <= 4 and Dh == 128 and Dv == 128 and Hq // Hkv <= 16
         k3 = T <= 4 and Dh % 16 == 0 and Dv % 32 == 0 and Dh <= 256 and Dv <= 256 and Hq // Hkv <= 16
         k4 = T > 4 and Dh % 16 == 0 and Dv % 16 == 0 and Dh <= 128 and Dv <= 128
-        ver = v or (3 if k3 else 2 if k2 else 4 if k4 else 1)
+        k5 = k3 and Dh <= 128 and Dv <= 128
+        ver = v or (5 if k5 else 3 if k3 else 2 if k2 else 4 if k4 else 1)
         if ver == 4:
             return ver, 1
         units = Hkv * T if ver >= 2 else Hq * -(-T // 16)
-        return ver, max(1, min(264 // max(units, 1), -(-L // 64), 64))
+        return ver, max(1, min((396 if ver == 5 else 264) // max(units, 1), -(-L // 64), 128))
 
     def _gqa_attention(self, q, kp, vp, table, ps, out, T, L, Hq, Hkv, Dh, Dv, scale, S, ws, wsb, v):
         if os.environ.get("GLMBENCH_EMU_STICKY") == f"gqa_attention:{v}":  # fault injection (gpu_check's restart)

@@ -44,7 +44,9 @@ def test_pure_size_helpers_need_no_device():
     assert _cuda.gqa_workspace_bytes(2, 4, 128, 3) == 2 * 4 * 3 * 130 * 4
     assert _cuda.mla_workspace_bytes(1, 20, 512, 8) == 20 * 8 * 514 * 4
     v, s = _cuda.gqa_plan(1, 32768, 64, 8, 128, 128, 0)
-    assert v == 3 and 1 <= s <= 64          # decode takes the tensor-core group-shared kernel
+    assert v == 5 and s == 396 // 8         # decode: the pipelined tensor-core kernel, ~3 blocks per SM
+    v, s = _cuda.gqa_plan(1, 32768, 16, 8, 256, 256, 0)
+    assert v == 3 and s == 264 // 8         # head dims past kernel 5's 128: kernel 3, ~2 blocks per SM
     v, s = _cuda.gqa_plan(1, 32768, 64, 8, 120, 120, 0)
     assert v == 1                           # a head dim the tensor-core tiles do not cover
     v, s = _cuda.gqa_plan(512, 512, 64, 8, 128, 128, 0)
@@ -177,7 +179,7 @@ def test_gpu_gqa_decode_over_a_shuffled_poisoned_cache(rng):
     k, v, q = _bf(rng, L, Hkv, D), _bf(rng, L, Hkv, D), _bf(rng, 1, Hq, D)
     cache = cuda.PagedCache.gqa(1, 512, Hkv, D, block_size=64, poison=True, shuffle_seed=3)
     cache.append(0, cuda.to_device(k), cuda.to_device(v))
-    for version in (1, 2, 3):
+    for version in (1, 2, 3, 5):
         out = cuda.gqa_attention(cuda.to_device(q), cache, 0, version=version).to_numpy()
         assert np.isfinite(out).all()   # a NaN here means a read past the 300 cached tokens
         assert _rel(out, ref.gqa_attention(q, k, v)) < 1e-2

@@ -240,7 +240,8 @@ _PREFER = {}
 def prefer(op: str, version: int) -> None:
     """Use `version` wherever `op` ("gqa" or "mla" attention) is called with version=0 (e.g. the
     CUDA-core kernel when the tensor-core one failed validation on this card); 0 restores the
-    launcher's choice."""
+    launcher's choice. For "gqa" it applies to decode (T <= 4) only: prefill keeps the launcher's
+    kernel, since the decode kernels take T <= 4."""
     if op not in ("gqa", "mla"):
         raise ValueError(f"`op` must be 'gqa' or 'mla', got {op!r}")
     _PREFER[op] = int(version)
@@ -628,7 +629,8 @@ def _gqa(q, kp, vp, table, page_size, T, L, Hq, Hkv, Dh, Dv, scale, n_splits, ve
     lib = _lib()
     if Hq % Hkv:
         raise ValueError(f"`q_heads`={Hq} is not a multiple of `kv_heads`={Hkv}")
-    v, S = lib.gqa_plan(T, L, Hq, Hkv, Dh, Dv, int(version) or _PREFER.get("gqa", 0))
+    # a preferred version stands in for the launcher's decode choice (T <= 4); prefill keeps its own
+    v, S = lib.gqa_plan(T, L, Hq, Hkv, Dh, Dv, int(version) or (_PREFER.get("gqa", 0) if T <= 4 else 0))
     S = int(n_splits) or S
     ws_bytes = lib.gqa_workspace_bytes(T, Hq, Dv, S) if S > 1 else 0
     ws = empty((max(1, ws_bytes // 4),), "f32") if ws_bytes else None
