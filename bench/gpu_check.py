@@ -335,6 +335,34 @@ def validate(tab, quick, model_names=(), start=0):
                       rel(out, want), 2e-2, "" if splits is None else f"splits={splits}")
     groups.append(("mla_attention", t_mla))
 
+    def t_glue():
+        # the split-K combine alone (partials as the split kernels write them; empty splits with
+        # m = -inf and NaN partials, which must not leak) and MLA's q absorption, every version
+        for rows, S, Dv in ((20, 32, 512), (64, 49, 128), (7, 3, 96), (5, 200, 64), (3, 1, 40)):
+            m = rng.standard_normal((rows, S)).astype(np.float32) * 3
+            lse = rng.uniform(0.5, 40.0, (rows, S)).astype(np.float32)
+            acc = rng.standard_normal((rows, S, Dv)).astype(np.float32) * lse[..., None]
+            if S > 2:
+                m[:, 1], acc[:, 1] = -np.inf, np.nan   # an empty split
+            e = np.where(np.isneginf(m), 0.0, np.exp(m - m.max(axis=1, keepdims=True)))
+            want = np.einsum("rs,rsd->rd", e, np.nan_to_num(acc)) / (e * lse).sum(axis=1, keepdims=True)
+            ws = cuda.to_device(np.concatenate([m.ravel(), lse.ravel(), acc.ravel()]), "f32")
+            for v in (1, 2):
+                out = cuda.empty((rows, Dv))
+                cuda._lib().attention_combine(ws.ptr, out.ptr, rows, S, Dv, v)
+                check("attention_combine", v, f"rows{rows} S{S} Dv{Dv}", rel(out.to_numpy(), want), 4e-3)
+        for T, H, Dn, Dv, R in ((1, 20, 192, 256, 512), (3, 20, 192, 256, 512), (8, 16, 128, 128, 512),
+                                (2, 5, 24, 40, 128), (12, 20, 192, 256, 512)):
+            qn, kvb = bf(rng, T, H, Dn), bf(rng, H * (Dn + Dv), R, scale=R ** -0.5)
+            want = np.einsum("thn,hnr->thr", qn.astype(np.float64),
+                             kvb.astype(np.float64).reshape(H, Dn + Dv, R)[:, :Dn])
+            dq, dk = cuda.to_device(qn), cuda.to_device(kvb)
+            for v in (1, 2):
+                out = cuda.empty((T, H, R))
+                cuda._lib().mla_absorb_q(dq.ptr, dk.ptr, out.ptr, T, H, Dn, Dv, R, v)
+                check("mla_absorb_q", v, f"T{T} H{H} Dn{Dn} R{R}", rel(out.to_numpy(), want), 4e-3)
+    groups.append(("attention_glue", t_glue))
+
     def t_models():
         # Whole-model wiring at full width, 2 decoder layers (GLM: one dense, one MoE): CudaModel
         # against the C-core Model on the same weights (float32 activations there, bf16 here).
@@ -483,7 +511,7 @@ def time_sets(fns):
     return t["median_ms"] / len(fns), t
 
 
-def kernels(tab, ceil, quick, budget):
+def kernels(tab, ceil, quick, budget, glue_only=False):
     info = cuda.device_info()
     l2 = info["l2_bytes"]
     rng = np.random.default_rng(7)
@@ -505,6 +533,9 @@ def kernels(tab, ceil, quick, budget):
         cuda._lib().random_bf16(a.ptr, a.size, int(rng.integers(1 << 62)), scale)
         return a
 
+    if glue_only:
+        glue(tab, row, rand_dev)
+        return
     # GEMV (decode) and GEMM (prefill)
     for T, N, K in P["gemv"]:
         for v in (2, 4) if cuda.have_cublas() else (2,):
@@ -553,6 +584,7 @@ def kernels(tab, ceil, quick, budget):
             chosen = min(E, T * k)
             row("moe (route+experts)", v, f"T{T} E{E} k{k} D{D} F{F}", ms, nbytes=chosen * 3 * F * D * 2,
                 flops=T * k * 6 * F * D, note="bytes: chosen experts' weights")
+    glue(tab, row, rand_dev)
     if time.time() - T0 > budget:
         return
     # attention at depth
@@ -611,6 +643,29 @@ def kernels(tab, ceil, quick, budget):
             continue
         ms, _ = time_sets([lambda: cuda.gqa_attention(q, c, 0, version=v)])
         row("gqa prefill (Qwen3-32B)", v, f"T{T} causal", ms, flops=4 * Hq * Dh * T * T / 2)
+
+
+def glue(tab, row, rand_dev):
+    """The split-K combine and MLA's q absorption, each version, at GLM-4.7-Flash's and Qwen3-32B's
+    decode shapes (bytes: what the kernel must read and write)."""
+    lib = cuda._lib()
+    for rows, S, Dv, what in ((20, 32, 512, "GLM @4K"), (20, 132, 512, "GLM @32K+"), (64, 49, 128, "Qwen3")):
+        ws = cuda.empty((rows * S * (Dv + 2),), "f32")
+        lib.fill_u32(ws.ptr, 0x3F800000, ws.size)  # 1.0f: finite partials
+        out = cuda.empty((rows, Dv))
+        for v in (1, 2):
+            if failed("attention_combine", v):
+                continue
+            ms, _ = time_sets([lambda: lib.attention_combine(ws.ptr, out.ptr, rows, S, Dv, v)])
+            row("attention combine", v, f"rows{rows} S{S} Dv{Dv} ({what})", ms, nbytes=rows * S * (Dv + 2) * 4)
+    T, H, Dn, Dv, R = 1, 20, 192, 256, 512
+    sets = [(rand_dev((T, H, Dn)), rand_dev((H * (Dn + Dv), R), R ** -0.5), cuda.empty((T, H, R))) for _ in range(16)]
+    for v in (1, 2):
+        if failed("mla_absorb_q", v):
+            continue
+        ms, _ = time_sets([lambda s=s: lib.mla_absorb_q(s[0].ptr, s[1].ptr, s[2].ptr, T, H, Dn, Dv, R, v)
+                           for s in sets])
+        row("mla absorb_q (GLM)", v, f"T{T} H{H} Dn{Dn} R{R}", ms, nbytes=H * Dn * R * 2)
 
 
 def ceilings(tab):
@@ -823,7 +878,7 @@ def models(path, names, ceil, quick, budget):
     return recs
 
 
-SECTIONS = ("validate", "kernels", "peers", "models", "hf")
+SECTIONS = ("validate", "kernels", "glue", "peers", "models", "hf")
 
 
 def main(argv=None):
@@ -875,13 +930,17 @@ def main(argv=None):
             status = 1 if n_bad else 0
         load_failures(a.out)
         ceil = None
-        if "kernels" in only or "models" in only:
-            ktab = Table(os.path.join(a.out, "kernels.csv" if "kernels" in only else "ceilings.tmp.csv"))
+        if "kernels" in only or "glue" in only or "models" in only:
+            keep = "kernels" in only or "glue" in only
+            ktab = Table(os.path.join(a.out, "kernels.csv" if keep else "ceilings.tmp.csv"))
             log("== ceilings")
             ceil = ceilings(ktab)
         if "kernels" in only:
             log("== kernels")
             kernels(ktab, ceil, a.quick, a.budget_s * 0.6)
+        elif "glue" in only:
+            log("== the attention's glue kernels (combine, q absorption)")
+            kernels(ktab, ceil, a.quick, 0.0, glue_only=True)
         ptab = Table(os.path.join(a.out, "peers.csv" if "peers" in only else "peers_hf.csv"))
         if "peers" in only:
             log("== peers: PyTorch SDPA")

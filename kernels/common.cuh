@@ -97,4 +97,16 @@ __device__ __forceinline__ float block_sum(float v) {
     return warp_sum(s);
 }
 
+/* Max over a block of blockDim.x threads (a multiple of 32, <= 1024); every thread gets it. */
+__device__ __forceinline__ float block_max(float v) {
+    __shared__ float part[32];
+    int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    v = warp_max(v);
+    __syncthreads();
+    if (lane == 0) part[wid] = v;
+    __syncthreads();
+    float s = lane < nw ? part[lane] : -INFINITY;
+    return warp_max(s);
+}
+
 __host__ __device__ static inline bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }

@@ -424,8 +424,18 @@ static PyObject *py_mla_absorbed_attention(PyObject *self, PyObject *args) {
 static PyObject *py_mla_absorb_q(PyObject *self, PyObject *args) {
     ptr_t qn, kvb, ql;
     i64 T, H, Dn, Dv, R;
-    if (!PyArg_ParseTuple(args, "KKKLLLLL:mla_absorb_q", &qn, &kvb, &ql, &T, &H, &Dn, &Dv, &R)) return NULL;
-    RUN(gbc_mla_absorb_q(P(qn), P(kvb), P(ql), T, H, Dn, Dv, R));
+    int v = 0;
+    if (!PyArg_ParseTuple(args, "KKKLLLLL|i:mla_absorb_q", &qn, &kvb, &ql, &T, &H, &Dn, &Dv, &R, &v)) return NULL;
+    RUN(gbc_mla_absorb_q(P(qn), P(kvb), P(ql), T, H, Dn, Dv, R, v));
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_attention_combine(PyObject *self, PyObject *args) {
+    ptr_t ws, out;
+    i64 rows, S, Dv;
+    int v;
+    if (!PyArg_ParseTuple(args, "KKLLLi:attention_combine", &ws, &out, &rows, &S, &Dv, &v)) return NULL;
+    RUN(gbc_attention_combine_ex(P(ws), P(out), rows, S, Dv, v));
     Py_RETURN_NONE;
 }
 
@@ -503,7 +513,8 @@ static PyMethodDef cuda_methods[] = {
     MV(gqa_attention, "gqa_attention(q, k_pages, v_pages, table, page_size, out, T, L, Hq, Hkv, Dh, Dv, scale, n_splits, ws, ws_bytes, version)"),
     MV(mla_workspace_bytes, "mla_workspace_bytes(T, H, R, n_splits) -> int"),
     MV(mla_absorbed_attention, "mla_absorbed_attention(q_lat, q_rope, pages, table, page_size, o_lat, T, L, H, R, Dr, scale, n_splits, ws, ws_bytes, version)"),
-    MV(mla_absorb_q, "mla_absorb_q(q_nope, kv_b, q_lat, T, H, Dn, Dv, R)"),
+    MV(mla_absorb_q, "mla_absorb_q(q_nope, kv_b, q_lat, T, H, Dn, Dv, R, version=0)"),
+    MV(attention_combine, "attention_combine(ws, out, rows, S, Dv, version): the split-K combine alone"),
     MV(mla_absorb_o, "mla_absorb_o(o_lat, kv_b, out, T, H, Dn, Dv, R)"),
     MV(mla_split_kv, "mla_split_kv(kv, rope, k, v, L, H, Dn, Dr, Dv)"),
     MV(concat_heads, "concat_heads(a, b, y, rows, Da, Db)"),

@@ -124,6 +124,9 @@ size_t gbc_gqa_workspace_bytes(int64_t T, int64_t Hq, int64_t Dv, int64_t n_spli
 /* What version 0 / n_splits 0 would choose for these sizes (assuming 16-byte aligned buffers). */
 int gbc_gqa_plan(int64_t T, int64_t L, int64_t Hq, int64_t Hkv, int64_t Dh, int64_t Dv, int version,
                  int *version_out, int64_t *splits_out);
+/* The split-K combine alone: ws = [m: rows x S][l: rows x S][acc: rows x S x Dv] floats as the split
+ * kernels write them; out[rows, Dv] bf16. version 0 = 2 (S <= 256), 1 the one-block-per-row kernel. */
+int gbc_attention_combine_ex(void *ws, void *out, int64_t rows, int64_t S, int64_t Dv, int version);
 int gbc_gqa_attention(const void *q, const void *k_pages, const void *v_pages, const int32_t *table,
                       int64_t page_size, void *out, int64_t T, int64_t L, int64_t Hq, int64_t Hkv,
                       int64_t Dh, int64_t Dv, float scale, int64_t n_splits, void *ws, size_t ws_bytes,
@@ -142,7 +145,7 @@ int gbc_mla_absorbed_attention(const void *q_lat, const void *q_rope, const void
  * absorb_q: q_lat[t, h, r] = sum_n q_nope[t, h, n] * kv_b[h*(Dn+Dv) + n, r]
  * absorb_o: out[t, h, v]   = sum_r o_lat[t, h, r]  * kv_b[h*(Dn+Dv) + Dn + v, r] */
 int gbc_mla_absorb_q(const void *q_nope, const void *kv_b, void *q_lat, int64_t T, int64_t H, int64_t Dn,
-                     int64_t Dv, int64_t R);
+                     int64_t Dv, int64_t R, int version); /* 0: 2 when T <= 8 and R % 64 == 0, else 1 */
 int gbc_mla_absorb_o(const void *o_lat, const void *kv_b, void *out, int64_t T, int64_t H, int64_t Dn,
                      int64_t Dv, int64_t R);
 /* Naive MLA's key/value assembly from expanded kv[L, H*(Dn+Dv)] and the cached rope keys

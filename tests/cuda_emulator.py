@@ -326,7 +326,19 @@ class Emulator:
         v_ = np.broadcast_to(P[:, None, :R], (L, H, R))
         self._put_bf(ol, ref.attention(q, k, v_, scale))
 
-    def _mla_absorb_q(self, qn, kvb, ql, T, H, Dn, Dv, R):
+    def _attention_combine(self, ws, out, rows, S, Dv, v):
+        if v not in (0, 1, 2):
+            raise ValueError(f"attention_combine: `version` must be 0..2, got {v}")
+        m = self._a(ws, np.float32, rows * S).reshape(rows, S).astype(np.float64)
+        lse = self._a(ws + 4 * rows * S, np.float32, rows * S).reshape(rows, S).astype(np.float64)
+        acc = self._a(ws + 8 * rows * S, np.float32, rows * S * Dv).reshape(rows, S, Dv).astype(np.float64)
+        e = np.where(np.isneginf(m), 0.0, np.exp(m - m.max(axis=1, keepdims=True)))
+        num = np.einsum("rs,rsd->rd", e, np.where(e[..., None] == 0, 0.0, acc))
+        self._put_bf(out, num / (e * lse).sum(axis=1, keepdims=True))
+
+    def _mla_absorb_q(self, qn, kvb, ql, T, H, Dn, Dv, R, v=0):
+        if v not in (0, 1, 2):
+            raise ValueError(f"mla_absorb_q: `version` must be 0..2, got {v}")
         W = self._bf(kvb, H * (Dn + Dv) * R).reshape(H, Dn + Dv, R)
         Q = self._bf(qn, T * H * Dn).reshape(T, H, Dn)
         self._put_bf(ql, np.einsum("thn,hnr->thr", Q, W[:, :Dn]))

@@ -19,7 +19,7 @@ EXPECTED = [
     "rms_norm", "rope", "linear", "silu_mul", "add", "moe_route", "moe_max_tiles", "moe_permute", "moe_gather",
     "moe_grouped_linear", "moe_unpermute", "paged_append", "paged_gather", "gqa_workspace_bytes", "gqa_plan",
     "gqa_attention", "mla_workspace_bytes", "mla_plan", "mla_absorbed_attention", "mla_absorb_q", "mla_absorb_o",
-    "mla_split_kv", "concat_heads",
+    "mla_split_kv", "concat_heads", "attention_combine",
 ]
 
 needs_ext = pytest.mark.skipif(not glmbench.HAS_CUDA, reason="glmbench.cuda._cuda not built (no nvcc at build time)")
@@ -80,6 +80,16 @@ def test_bad_sizes_are_value_errors_before_any_device_call():
         _cuda.linear(0, 0, 0, 0, 1, 8, 8, 7)
     with pytest.raises(ValueError, match=r"columns \[60, 70\) do not fit a row of 64"):
         _cuda.paged_append(0, 0, 16, 64, 60, 0, 10, 1, 0)
+    with pytest.raises(ValueError, match=r"attention_combine: `version` must be 0..2, got 3"):
+        _cuda.attention_combine(0, 0, 20, 32, 512, 3)
+    with pytest.raises(ValueError, match=r"attention_combine version 2 takes S <= 256 splits, got 300"):
+        _cuda.attention_combine(0, 0, 20, 300, 512, 2)
+    with pytest.raises(ValueError, match=r"need rows, S, Dv > 0"):
+        _cuda.attention_combine(0, 0, 0, 32, 512, 0)
+    with pytest.raises(ValueError, match=r"mla_absorb_q: `version` must be 0..2, got 5"):
+        _cuda.mla_absorb_q(0, 0, 0, 1, 20, 192, 256, 512, 5)
+    with pytest.raises(ValueError, match=r"mla_absorb_q version 2 needs kv_lora_rank % 64 == 0"):
+        _cuda.mla_absorb_q(0, 0, 0, 1, 4, 16, 16, 96, 2)
 
 
 @needs_ext
@@ -94,6 +104,8 @@ def test_without_a_device_every_call_raises_the_cuda_error():
         lambda: _cuda.rms_norm(0, 0, 0, 4, 64, 1e-5, 0),
         lambda: _cuda.linear(0, 0, 0, 0, 1, 64, 64, 0),
         lambda: _cuda.gqa_attention(0, 0, 0, 0, 64, 0, 1, 10, 16, 8, 128, 128, 1.0, 0, 0, 0, 0),
+        lambda: _cuda.attention_combine(0, 0, 20, 32, 512, 0),
+        lambda: _cuda.mla_absorb_q(0, 0, 0, 1, 20, 192, 256, 512),
         lambda: _cuda.capture_begin(),
     ]
     for call in calls:
