@@ -11,7 +11,8 @@
 # probe.csv: keep the files at 8, the device tool's limit, by skipping two of the others).
 #
 # The device image has nvcc, PyTorch (whose nvidia-cublas wheel gives cuBLAS), NumPy, setuptools
-# and pytest, but not scipy-openblas32: carry its wheel in .whl/ (docs/CUDA.md says how).
+# and pytest, but not scipy-openblas32: carry its wheel in .whl/ (docs/CUDA.md says how). The build
+# is skipped when bench/gpu_prebuild.sh's extensions for these sources are carried along.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 START=$(date +%s)
@@ -36,13 +37,22 @@ mkdir -p "$DEST"
 CAP=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d .)
 export GLMBENCH_CUDA=1 GLMBENCH_CUDA_ARCHS=${GLMBENCH_CUDA_ARCHS:-${CAP:-90}}
 { nvidia-smi; echo; } > "$DEST/build.log" 2>&1
-echo "gpu_check.sh: building for sm_$GLMBENCH_CUDA_ARCHS"
-if ! $PY setup.py build_ext --inplace >> "$DEST/build.log" 2>&1; then
-  tail -40 "$DEST/build.log"
-  echo "gpu_check.sh: build failed ($(( $(date +%s) - START )) s)"
-  exit 4
+# Extensions built off the device by bench/gpu_prebuild.sh (and carried) are used when they were
+# built from these very sources for this card and import; otherwise build here (1-2 min).
+if [ -f build/prebuilt.sha256 ] && [ "$(cat build/prebuilt.sha256)" = "$(bash bench/gpu_sources_hash.sh)" ] \
+   && [ "$(cat build/prebuilt.archs 2>/dev/null)" = "$GLMBENCH_CUDA_ARCHS" ] \
+   && $PY -c "import glmbench.core._core, glmbench.cuda._cuda" >> "$DEST/build.log" 2>&1; then
+  echo "gpu_check.sh: prebuilt extensions (sources $(cut -c1-12 build/prebuilt.sha256), sm_$GLMBENCH_CUDA_ARCHS)" \
+    | tee -a "$DEST/build.log"
+else
+  echo "gpu_check.sh: building for sm_$GLMBENCH_CUDA_ARCHS"
+  if ! $PY setup.py build_ext --inplace >> "$DEST/build.log" 2>&1; then
+    tail -40 "$DEST/build.log"
+    echo "gpu_check.sh: build failed ($(( $(date +%s) - START )) s)"
+    exit 4
+  fi
+  echo "gpu_check.sh: built in $(( $(date +%s) - START )) s"
 fi
-echo "gpu_check.sh: built in $(( $(date +%s) - START )) s"
 if [ "${GPU_CHECK_PYTEST:-1}" != 0 ]; then
   $PY -m pytest -q -p no:cacheprovider tests/test_cuda.py > "$DEST/pytest.log" 2>&1
   tail -3 "$DEST/pytest.log"

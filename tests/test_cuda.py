@@ -1038,3 +1038,30 @@ def test_cuda_model_refuses_what_it_does_not_run():
               num_attention_heads=4, num_key_value_heads=2, head_dim=16, vocab_size=64, sliding_window=8)
     with pytest.raises(ValueError, match=r"CudaModel: .*sliding-window attention or Gemma's layer"):
         cuda.CudaModel(configs.load(hf), max_context=16)
+
+
+def test_gpu_sources_hash_is_stable_and_sees_a_source_change(tmp_path):
+    # bench/gpu_check.sh uses extensions prebuilt off the device (bench/gpu_prebuild.sh) only when
+    # this hash of the sources matches their stamp: it must be reproducible and follow every source
+    import shutil
+    import subprocess
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    tree = tmp_path / "tree"
+    (tree / "bench").mkdir(parents=True)
+    shutil.copy(os.path.join(root, "bench", "gpu_sources_hash.sh"), tree / "bench")
+    shutil.copy(os.path.join(root, "setup.py"), tree)
+    for d in ("csrc", "kernels"):
+        shutil.copytree(os.path.join(root, d), tree / d)
+
+    def digest():
+        out = subprocess.run(["bash", str(tree / "bench" / "gpu_sources_hash.sh")], cwd=tmp_path,
+                             capture_output=True, text=True, check=True).stdout.strip()
+        assert len(out) == 64 and int(out, 16) >= 0
+        return out
+    h = digest()
+    assert digest() == h
+    (tree / "kernels" / "notes.txt").write_text("not a source")
+    assert digest() == h                        # only sources count
+    k = tree / "kernels" / "norm.cu"
+    k.write_text(k.read_text() + "\n")
+    assert digest() != h                        # any source byte does
