@@ -218,6 +218,32 @@ def _tiny(kind):
     return cuda_emulator.tiny_config(kind)
 
 
+def test_prefer_steers_gqa_decode_only(emu, rng, monkeypatch):
+    # gpu_check falls back with cuda.prefer("gqa", v) when a decode kernel fails validation; the
+    # decode kernels take T <= 4, so prefill must keep the launcher's own choice
+    import cuda_emulator
+    seen = []
+    orig = cuda_emulator.Emulator._gqa_attention
+
+    def spy(self, *a):
+        seen.append((a[6], a[-1]))  # (T, version)
+        return orig(self, *a)
+    monkeypatch.setattr(cuda_emulator.Emulator, "_gqa_attention", spy)
+    Hq, Hkv, D, L = 8, 2, 64, 40
+    k, v = _bf(rng, L, Hkv, D), _bf(rng, L, Hkv, D)
+    cache = cuda.PagedCache.gqa(1, 64, Hkv, D, block_size=16)
+    cache.append(0, cuda.to_device(k), cuda.to_device(v))
+    cuda.prefer("gqa", 2)
+    try:
+        for T in (1, 20):
+            q = _bf(rng, T, Hq, D)
+            out = cuda.gqa_attention(cuda.to_device(q), cache, 0).to_numpy()
+            np.testing.assert_allclose(out, ref.gqa_attention(q, k, v), rtol=2e-2, atol=2e-2)
+    finally:
+        cuda.prefer("gqa", 0)
+    assert seen == [(1, 2), (20, 4)]  # decode: the preferred kernel; prefill: the launcher's kernel 4
+
+
 def test_emulated_ops_match_the_reference(emu, rng):
     cuda.set_poison(True)
     x, w = _bf(rng, 5, 64), _bf(rng, 64)
