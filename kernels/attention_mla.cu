@@ -23,7 +23,7 @@
  *                      two tiles in shared memory (block-table entries loaded a tile ahead, 32-bit
  *                      index arithmetic), so each tile's loads issue together; S = Q.K^T as two
  *                      independent mma chains (mla_kernel2's template with FAST = true).
- *   combine            attention_gqa.cu's gqa_combine_kernel1 (same partial layout).
+ *   combine            attention_gqa.cu's gqa_combine_kernel2 (same partial layout; version 1 on request).
  *   mla_absorb_q_kernel1  q_lat[t, h, :] = q_nope[t, h, :] . W_uk[h]   (thread per latent column)
  *   mla_absorb_q_kernel2  the same for decode (T <= 8): a block per (head, 64 columns, token), warps
  *                      split the rows (the launcher's default there)
@@ -208,7 +208,8 @@ static size_t mla2_smem_bytes(int64_t R, int64_t Dr, bool fast) {
  * one after another (the first H200 run: ~11 us per 32-row tile, 5-10% of the copy bandwidth).
  * Kernel 3 keeps the cache rows of the next two tiles in shared memory (block-table entries
  * loaded a tile ahead, 32-bit index arithmetic), so the next tile's nine loads per thread issue
- * together; and S = Q.K^T runs as two independent mma chains (even and odd k-steps). */
+ * together; and S = Q.K^T runs as two independent mma chains (even and odd k-steps). The second
+ * H200 run measured it only 5-16% faster than kernel 2: the loads were not most of the ~11 us. */
 template <bool FAST>
 __global__ void __launch_bounds__(256, 1) mla_kernel2(
     const bf16 *__restrict__ q_lat, const bf16 *__restrict__ q_rope, const bf16 *__restrict__ pages,
