@@ -5,7 +5,7 @@
  *   gcc -O3 -march=native -std=c11 -fopenmp -fno-strict-aliasing -Icsrc bench/cpu_ops/kgemv_call.c \
  *     csrc/{quant_k,common,quant,quant_iq,qgemm,linear,hgemm,moe_k,moe}.c -I$OB/include -L$OB/lib \
  *     -lscipy_openblas -Wl,-rpath,$OB/lib -lm -o /tmp/kgemv_call      # OB: the scipy_openblas32 package dir
- *   OMP_NUM_THREADS=2 /tmp/kgemv_call N K ITERS NCOPY
+ *   OMP_NUM_THREADS=2 /tmp/kgemv_call N K ITERS NCOPY [PFKB]
  * Results: bench/results/session23_gemv_call_cost_zen2_2026-12-04.md. */
 #include <stdint.h>
 #include <stdio.h>
@@ -18,6 +18,10 @@ static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t);
 int main(int argc, char **argv) {
     int64_t N = atoll(argv[1]), K = atoll(argv[2]);
     int iters = atoi(argv[3]), ncopy = atoi(argv[4]);
+    /* optional: before each call, prefetch the first PFKB KB at the six places the next copy's
+     * streams start (2 threads x 3 streams: k/6 of the matrix, the guided schedule's first grabs),
+     * as a layer could for its next matrix; the prefetches are inside the timed interval */
+    int pfkb = argc > 5 ? atoi(argv[5]) : 0;
     int64_t rb = K / 256 * 144, pb = gb_kp_bytes(GB_Q4_K, N, K);
     uint8_t *w = malloc(N * rb);
     srand(1);
@@ -31,6 +35,13 @@ int main(int argc, char **argv) {
     for (int it = 0; it < iters; it++) {
         for (int c = 0; c < ncopy; c++) {
             double t0 = now();
+            if (pfkb > 0) {
+                const uint8_t *nx = p[(c + 1) % ncopy];
+                for (int k = 0; k < 6; k++) {
+                    const uint8_t *b = nx + (pb * k / 6) / 64 * 64;
+                    for (int64_t o = 0; o < (int64_t)pfkb * 1024 && (b - nx) + o < pb; o += 64) __builtin_prefetch(b + o, 0, 1);
+                }
+            }
             gb_klinear_packed(GB_Q4_K, x, p[c], NULL, y, 1, N, K, 0);
             double dt = now() - t0;
             if (dt < best) best = dt;
