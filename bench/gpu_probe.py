@@ -30,6 +30,9 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from glmbench import cuda  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gpu_check import time_sets  # noqa: E402
+
 LOG: list[str] = []
 ROWS: list[dict] = []
 
@@ -98,8 +101,7 @@ def splits(copy_gbs, l2):
         return a
 
     def timed(fns):
-        g = cuda.capture(lambda: [f() for f in fns])
-        return cuda.time_ms(g, warmup=2, iters=max(1, 20 // len(fns)), repeats=5)["median_ms"] / len(fns)
+        return time_sets(fns)[0]  # gpu_check's: one graph over all sets, median ms per call
 
     def row(op, v, L, S, ms, nbytes):
         gbs = nbytes / ms / 1e6
