@@ -815,6 +815,7 @@ static inline __attribute__((always_inline)) void iqp_gemv2_avx2(const int fmt, 
 #pragma GCC unroll 4
         for (int k = 0; k < 4; k++) {
             const __m256i x0 = bc4_avx2(xb + 4 * k), x1 = bc4_avx2(xb + 16 + 4 * k);
+            const __m256i ax0 = _mm256_abs_epi8(x0), ax1 = _mm256_abs_epi8(x1); /* iq4_nl: shared by the 2 NG units */
 #pragma GCC unroll 4
             for (int u = 0; u < 2 * NG; u++) {
                 __m256i lo, hi;
@@ -823,10 +824,14 @@ static inline __attribute__((always_inline)) void iqp_gemv2_avx2(const int fmt, 
                     const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(lo, x0), _mm256_maddubs_epi16(hi, x1));
                     i16[u] = k & 1 ? _mm256_add_epi16(i16[u], p) : p;
                     if (k & 1) ia[u] = _mm256_add_epi32(ia[u], _mm256_madd_epi16(i16[u], ones));
-                } else {
-                    const __m256i p0 = _mm256_maddubs_epi16(_mm256_abs_epi8(lo), _mm256_sign_epi8(x0, lo));
-                    const __m256i p1 = _mm256_maddubs_epi16(_mm256_abs_epi8(hi), _mm256_sign_epi8(x1, hi));
-                    ia[u] = _mm256_add_epi32(ia[u], _mm256_add_epi32(_mm256_madd_epi16(p0, ones), _mm256_madd_epi16(p1, ones)));
+                } else { /* |x| against the values with x's sign (the sign moved to the weights: no |value| per chunk),
+                          * each product's int32 sum added in order (IQ_PIN: gcc otherwise spilled the 8 sums of a block) */
+                    const __m256i p0 = _mm256_maddubs_epi16(ax0, _mm256_sign_epi8(lo, x0));
+                    const __m256i p1 = _mm256_maddubs_epi16(ax1, _mm256_sign_epi8(hi, x1));
+                    ia[u] = _mm256_add_epi32(ia[u], _mm256_madd_epi16(p0, ones));
+                    IQ_PIN(ia[u]);
+                    ia[u] = _mm256_add_epi32(ia[u], _mm256_madd_epi16(p1, ones));
+                    IQ_PIN(ia[u]);
                 }
             }
         }

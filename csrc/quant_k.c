@@ -2397,8 +2397,10 @@ static inline __attribute__((always_inline)) void kp_gemv_avx2_iq4xs_rec(const u
         const __m256i Q = _mm256_loadu_si256((const __m256i *)(p + 64 * k + 32 * (h)));                                   \
         const __m256i lo = _mm256_shuffle_epi8(tbl, _mm256_and_si256(Q, m4));                                             \
         const __m256i hi = _mm256_shuffle_epi8(tbl, _mm256_and_si256(_mm256_srli_epi16(Q, 4), m4));                       \
-        is = _mm256_add_epi32(is, _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(ax0, _mm256_sign_epi8(lo, x0)), scv), \
-                                                   _mm256_madd_epi16(_mm256_maddubs_epi16(ax1, _mm256_sign_epi8(hi, x1)), scv))); \
+        is = _mm256_add_epi32(is, _mm256_madd_epi16(_mm256_maddubs_epi16(ax0, _mm256_sign_epi8(lo, x0)), scv));          \
+        KP_PIN(is);                                                                                                       \
+        is = _mm256_add_epi32(is, _mm256_madd_epi16(_mm256_maddubs_epi16(ax1, _mm256_sign_epi8(hi, x1)), scv));          \
+        KP_PIN(is);                                                                                                       \
     } while (0)
             KP_IQ_HALF(0, is0, sc0);
             KP_IQ_HALF(1, is1, sc1);
