@@ -35,7 +35,11 @@ def core_extension():
     # build requirements of the C core only (pyproject's build-system installs them)
     import numpy
     import scipy_openblas32
-    cflags = ["-std=c11", "-fopenmp", "-Wall", "-Wno-unused-function", "-fno-strict-aliasing"]
+    # -fno-wrapv: undoes the -fwrapv Python's own CFLAGS put first on the command line (CPython needs
+    # it; the C core does not: it keeps clear of signed overflow, which the UBSan fuzz builds check).
+    # With -fwrapv the q4_K decode GEMV read 0.85-0.91x as fast from DRAM (Zen 2, 2 threads; Qwen3-32B-
+    # shaped Q4_K_M decode 29.5 -> 31.1 tok/s without it): bench/results/session24_iq4_gemv_zen2_2026-12-04.md
+    cflags = ["-std=c11", "-fopenmp", "-Wall", "-Wno-unused-function", "-fno-strict-aliasing", "-fno-wrapv"]
     if _flag("GLMBENCH_DEBUG") == "1":
         cflags += ["-O0", "-g"]
     else:

@@ -1,18 +1,24 @@
-/* One q4_K decode GEMV call (gb_klinear_packed, T = 1) timed from C, with no Python in the loop:
- * `ncopy` repacked copies of a random [N, K] matrix are called in turn, so with enough copies
- * (200 MB / matrix size) every call reads its weights from DRAM, as a layer of a whole model
- * does. Prints the best and the mean time per call and GB/s. Build (from the repository root) and run:
+/* One packed decode GEMV call (T = 1: gb_klinear_packed for the K formats and iq4_xs, gb_iqlinear_packed
+ * for iq4_nl and mxfp4) timed from C, with no Python in the loop: `ncopy` repacked copies of a random
+ * [N, K] matrix are called in turn, so with enough copies (200 MB / matrix size) every call reads its
+ * weights from DRAM, as a layer of a whole model does; with one copy that fits the L2 (e.g. 512 x 2048
+ * at 1 thread) it measures the kernel's compute rate (take the difference of two N to drop the fixed
+ * cost of a call). Prints the best and the mean time per call and GB/s of the packed bytes. Build (from the repository root) and run:
  *   gcc -O3 -march=native -std=c11 -fopenmp -fno-strict-aliasing -Icsrc bench/cpu_ops/kgemv_call.c \
  *     csrc/{quant_k,common,quant,quant_iq,qgemm,linear,hgemm,moe_k,moe}.c -I$OB/include -L$OB/lib \
  *     -lscipy_openblas -Wl,-rpath,$OB/lib -lm -o /tmp/kgemv_call      # OB: the scipy_openblas32 package dir
- *   OMP_NUM_THREADS=2 /tmp/kgemv_call N K ITERS NCOPY [PFKB]
- * Results: bench/results/session23_gemv_call_cost_zen2_2026-12-04.md. */
+ *   OMP_NUM_THREADS=2 /tmp/kgemv_call N K ITERS NCOPY [PFKB [FORMAT]]
+ * FORMAT: q4_K (default), q5_K, q6_K, iq4_xs, iq4_nl, mxfp4. Results: bench/results/
+ * session23_gemv_call_cost_zen2_2026-12-04.md (q4_K), session24_iq4_gemv_zen2_2026-12-04.md. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <omp.h>
+#include "common.h"
+#include "quant.h"
+#include "quant_iq.h"
 #include "quant_k.h"
 static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + 1e-9 * t.tv_nsec; }
 int main(int argc, char **argv) {
@@ -22,13 +28,34 @@ int main(int argc, char **argv) {
      * streams start (2 threads x 3 streams: k/6 of the matrix, the guided schedule's first grabs),
      * as a layer could for its next matrix; the prefetches are inside the timed interval */
     int pfkb = argc > 5 ? atoi(argv[5]) : 0;
-    int64_t rb = K / 256 * 144, pb = gb_kp_bytes(GB_Q4_K, N, K);
+    const char *f = argc > 6 ? argv[6] : "q4_K";
+    /* the format's block: bytes, values, the offsets of its f16 scales (set to 2^-10 so the sums stay
+     * finite; the other bytes random) */
+    int fmt, iq = 0, nd = 2, doff[2] = {0, 2};
+    int64_t bb, qk = 256;
+    if (!strcmp(f, "q4_K")) { fmt = GB_Q4_K; bb = 144; }
+    else if (!strcmp(f, "q5_K")) { fmt = GB_Q5_K; bb = 176; }
+    else if (!strcmp(f, "q6_K")) { fmt = GB_Q6_K; bb = 210; nd = 1; doff[0] = 208; }
+    else if (!strcmp(f, "iq4_xs")) { fmt = GB_IQ4_XS; bb = 136; nd = 1; }
+    else if (!strcmp(f, "iq4_nl")) { fmt = GB_IQ4_NL; bb = 18; qk = 32; nd = 1; iq = 1; }
+    else if (!strcmp(f, "mxfp4")) { fmt = GB_MXFP4; bb = 17; qk = 32; nd = 0; iq = 1; }
+    else { fprintf(stderr, "unknown format %s\n", f); return 2; }
+    if (N <= 0 || K <= 0 || K % qk || iters <= 0 || ncopy <= 0) { fprintf(stderr, "bad N, K, ITERS or NCOPY\n"); return 2; }
+    int64_t rb = K / qk * bb, pb = iq ? gb_iqp_bytes(fmt, N, K) : gb_kp_bytes(fmt, N, K);
     uint8_t *w = malloc(N * rb);
     srand(1);
     for (int64_t i = 0; i < N * rb; i++) w[i] = rand();
-    for (int64_t r = 0; r < N * K / 256; r++) { uint16_t h = 0x1400; memcpy(w + r * 144, &h, 2); memcpy(w + r * 144 + 2, &h, 2); }
+    for (int64_t r = 0; r < N * K / qk; r++) {
+        uint16_t h = 0x1400;
+        for (int j = 0; j < nd; j++) memcpy(w + r * bb + doff[j], &h, 2);
+        if (fmt == GB_MXFP4) w[r * bb] = 120; /* E8M0 2^-8 */
+    }
     uint8_t **p = malloc(ncopy * sizeof(void *));
-    for (int c = 0; c < ncopy; c++) { p[c] = aligned_alloc(64, (pb + 63) / 64 * 64); gb_krepack(GB_Q4_K, w, p[c], N, K); }
+    for (int c = 0; c < ncopy; c++) {
+        p[c] = aligned_alloc(64, (pb + 63) / 64 * 64);
+        if (iq) gb_iqrepack(fmt, w, p[c], N, K);
+        else gb_krepack(fmt, w, p[c], N, K);
+    }
     float *x = malloc(K * 4), *y = malloc(N * 4);
     for (int64_t i = 0; i < K; i++) x[i] = (float)(i % 7) - 3.0f;
     double best = 1e9, tot = 0;
@@ -42,14 +69,15 @@ int main(int argc, char **argv) {
                     for (int64_t o = 0; o < (int64_t)pfkb * 1024 && (b - nx) + o < pb; o += 64) __builtin_prefetch(b + o, 0, 1);
                 }
             }
-            gb_klinear_packed(GB_Q4_K, x, p[c], NULL, y, 1, N, K, 0);
+            const int rc = iq ? gb_iqlinear_packed(fmt, x, p[c], NULL, y, 1, N, K, 0) : gb_klinear_packed(fmt, x, p[c], NULL, y, 1, N, K, 0);
+            if (rc != GB_OK) { fprintf(stderr, "the GEMV failed (%d)\n", rc); return 1; }
             double dt = now() - t0;
             if (dt < best) best = dt;
             tot += dt;
         }
     }
     double med = tot / (iters * ncopy);
-    printf("N=%ld K=%ld %.1f KB: best %.2f us (%.1f GB/s) mean %.2f us (%.1f GB/s), threads %d\n", (long)N, (long)K,
+    printf("%s N=%ld K=%ld %.1f KB: best %.2f us (%.1f GB/s) mean %.2f us (%.1f GB/s), threads %d\n", f, (long)N, (long)K,
            pb / 1e3, best * 1e6, pb / best / 1e9, med * 1e6, pb / med / 1e9, omp_get_max_threads());
     return 0;
 }
