@@ -386,8 +386,18 @@ static void tile_vnni_q4_ng(int ng, const uint8_t *gp, int64_t gstride, const xa
  * 34 KB 34.0 / 19.4, 68 KB 32.7 / 19.7; q8_0 (two streams) 2 KB 25.0 / 14.4, 34 KB 30.7 / 16.1,
  * 68 KB 29.7-32.9 / 18.1, 136 KB 27.8 / 16.9, 272 KB 26.6 / 15.6; NTA at 8.5 or 34 KB below T0. Small
  * matrices from DRAM (1.8-4.5 MB) are no slower. */
+/* q4_0's since session 24 (Zen 2, 2 threads, from DRAM, every q4_0 run of groups an even count so
+ * that the two streams cover it all (gemm_core): 2368 bytes ahead, NTA (GB_QG_AVX2_HINT4), about four
+ * records, the K-quant GEMVs' distance: against 34816 / T0 on the old odd runs 1.02-1.18x best,
+ * 1.03-1.14x median on 1.8-175 MB; T0 at 2368 or NTA at 4736 0.95-1.00x of it; 34816 / T0 with even
+ * runs 0.91-1.03x (bench/results/session24_iq4_gemv_zen2_2026-12-04.md). Session 20's Zen 3 rows above
+ * (2 KB, T0, 0.88x of 34 KB) were on 25600 x 5120, whose runs of 5 groups left one to the one-stream
+ * tile; not re-measured on a Zen 3. */
 #ifndef GB_QG_AVX2_AHEAD4
-#define GB_QG_AVX2_AHEAD4 34816
+#define GB_QG_AVX2_AHEAD4 2368
+#endif
+#ifndef GB_QG_AVX2_HINT4
+#define GB_QG_AVX2_HINT4 _MM_HINT_NTA
 #endif
 #ifndef GB_QG_AVX2_AHEAD8
 #define GB_QG_AVX2_AHEAD8 69632
@@ -536,7 +546,7 @@ static void gemv2_avx2_q4(const uint8_t *p0, const uint8_t *p1, const xact *a, f
         for (int u = 0; u < 4; u++) s16[u] = _mm256_setzero_si256();
 #pragma GCC unroll 1
         for (int j = 0; j < 4; j++) {
-            GEMV2_PF_STEP(GB_QG_AVX2_AHEAD4, _MM_HINT_T0, 256);
+            GEMV2_PF_STEP(GB_QG_AVX2_AHEAD4, GB_QG_AVX2_HINT4, 256);
             const __m256i x0 = bc4_256(xb + 4 * j), x1 = bc4_256(xb + 16 + 4 * j);
             for (int u = 0; u < 4; u++) { /* unit u: group u / 2, rows 8 (u % 2) .. + 7 */
                 const __m256i raw = _mm256_loadu_si256((const __m256i *)(gpp[u >> 1] + b * bb + 32 + 64 * j + 32 * (u & 1)));
@@ -728,6 +738,12 @@ static void gemm_core(int fmt, int version, const xact *a, const uint8_t *packed
         const int64_t gbytes = a->nb * blk_bytes(fmt) * NR, even = G / (8 * (int64_t)omp_get_max_threads());
         int64_t run = gbytes >= (256 << 10) ? 1 : (256 << 10) / gbytes;
         if (run > even) run = even > 1 ? even : 1; /* small matrices: >= 8 runs per thread to share */
+        /* q4_0's AVX2 GEMV reads a run as two streams (its halves, gemv_avx2): an even count of
+         * groups, so no group is left to the one-stream tile (K = 5120: runs of 5 read one in five
+         * groups alone: with GB_QG_AVX2_AHEAD4's 2368 they read 0.93-0.95x the old code's speed, with
+         * even runs 1.02-1.04x; q8_0, whose runs of 3 at K = 5120 read 1.06-1.22x faster than runs of 2,
+         * keeps them) */
+        if (version == GB_QG_AVX2 && fmt == GB_Q4_0 && run > 1 && run % 2) run--;
         const int64_t nrun = (G + run - 1) / run;
 #pragma omp parallel for schedule(dynamic, 1) if (N * a->K > 65536)
         for (int64_t r = 0; r < nrun; r++) {
