@@ -389,8 +389,8 @@ static void tile_vnni_q4_ng(int ng, const uint8_t *gp, int64_t gstride, const xa
 /* q4_0's since session 24 (Zen 2, 2 threads, from DRAM, every q4_0 run of groups an even count so
  * that the two streams cover it all (gemm_core): 2368 bytes ahead, NTA (GB_QG_AVX2_HINT4), about four
  * records, the K-quant GEMVs' distance: against 34816 / T0 on the old odd runs 1.02-1.18x best,
- * 1.03-1.14x median on 1.8-175 MB; T0 at 2368 or NTA at 4736 0.95-1.00x of it; 34816 / T0 with even
- * runs 0.91-1.03x (bench/results/session24_iq4_gemv_zen2_2026-12-04.md). Session 20's Zen 3 rows above
+ * 1.03-1.14x median on 1.8-175 MB; against it T0 at 2368 0.83-1.00x best / 0.97-1.01x median, NTA at
+ * 4736 0.96-0.99x / 0.98-1.00x; 34816 / T0 with even runs 0.91-1.03x (bench/results/session24_iq4_gemv_zen2_2026-12-04.md). Session 20's Zen 3 rows above
  * (2 KB, T0, 0.88x of 34 KB) were on 25600 x 5120, whose runs of 5 groups left one to the one-stream
  * tile; not re-measured on a Zen 3. */
 #ifndef GB_QG_AVX2_AHEAD4
