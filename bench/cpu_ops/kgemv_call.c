@@ -3,7 +3,8 @@
  * [N, K] matrix are called in turn, so with enough copies (200 MB / matrix size) every call reads its
  * weights from DRAM, as a layer of a whole model does; with one copy that fits the L2 (e.g. 512 x 2048
  * at 1 thread) it measures the kernel's compute rate (take the difference of two N to drop the fixed
- * cost of a call). Prints the best and the mean time per call and GB/s of the packed bytes. Build (from the repository root) and run:
+ * cost of a call). Prints the best and the mean time per call and GB/s of the packed bytes.
+ * Build (from the repository root) and run:
  *   gcc -O3 -march=native -std=c11 -fopenmp -fno-strict-aliasing -Icsrc bench/cpu_ops/kgemv_call.c \
  *     csrc/{quant_k,common,quant,quant_iq,qgemm,linear,hgemm,moe_k,moe}.c -I$OB/include -L$OB/lib \
  *     -lscipy_openblas -Wl,-rpath,$OB/lib -lm -o /tmp/kgemv_call      # OB: the scipy_openblas32 package dir
