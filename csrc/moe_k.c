@@ -137,6 +137,16 @@ static int mact_rows(int fmt, const void *w, int64_t N, const mact *a, int64_t g
     return GB_OK;
 }
 
+/* one token (row o0 of a) against group g1 of w1 and group g2 of w2 side by side, two streams, where
+ * the format has that GEMV (gb_kp_gemv_pair, gb_iqp_gemv_pair: 1, done; 0: run mact_rows on each) */
+static int mact_pair(int fmt, const void *w1, int64_t N1, int64_t g1, float *y1, const void *w2, int64_t N2, int64_t g2, float *y2,
+                     const mact *a, int64_t o0, int version) {
+    if (gb_is_iqfmt(fmt))
+        return a->nbp && gb_iqp_gemv_pair(fmt, w1, N1, g1, y1, w2, N2, g2, y2, a->K, a->q + o0 * a->nbp * 32, a->d + o0 * a->nbp,
+                                           a->s + o0 * a->nbp, version);
+    return a->nbk && gb_kp_gemv_pair(fmt, w1, N1, g1, y1, w2, N2, g2, y2, a->K, a->k + o0 * a->nbk, version);
+}
+
 /* Prefill-sized batches of K formats: every routed expert in ONE parallel region, rather
  * than three gb_klinear_packed calls (three regions, each with its own fork, quantization and
  * join) per expert: 64 experts made ~190 regions per MoE layer, each a barrier where a thread
@@ -299,8 +309,7 @@ int gb_kmoe_packed(const float *x, const int64_t *topk_idx, const float *topk_we
             for (int64_t it = 0; it < na * GF; it++) {
                 const int64_t e = act[it / GF], gi = it % GF, o0 = off[e];
                 const uint8_t *wg = (const uint8_t *)gate + e * pg, *wu = (const uint8_t *)up + e * pu;
-                if (counts[e] == 1 && fg == fu && !gb_is_iqfmt(fg) &&
-                    gb_kp_gemv_pair(fg, wg, F, gi, g + o0 * F + 16 * gi, wu, F, gi, u + o0 * F + 16 * gi, D, xa.k + o0 * xa.nbk, version))
+                if (counts[e] == 1 && fg == fu && mact_pair(fg, wg, F, gi, g + o0 * F + 16 * gi, wu, F, gi, u + o0 * F + 16 * gi, &xa, o0, version))
                     continue;
                 if (mact_rows(fg, wg, F, &xa, gi, o0, counts[e], g + o0 * F + 16 * gi, F, version) != GB_OK ||
                     mact_rows(fu, wu, F, &xa, gi, o0, counts[e], u + o0 * F + 16 * gi, F, version) != GB_OK) {
@@ -323,8 +332,7 @@ int gb_kmoe_packed(const float *x, const int64_t *topk_idx, const float *topk_we
             for (int64_t it = 0; it < na * HD; it++) {
                 const int64_t e = act[it / HD], gi = it % HD, g2 = gi + HD, o0 = off[e];
                 const uint8_t *wd = (const uint8_t *)down + e * pd;
-                if (g2 < GD && counts[e] == 1 && !gb_is_iqfmt(fd) &&
-                    gb_kp_gemv_pair(fd, wd, D, gi, o + o0 * D + 16 * gi, wd, D, g2, o + o0 * D + 16 * g2, F, ha.k + o0 * ha.nbk, version))
+                if (g2 < GD && counts[e] == 1 && mact_pair(fd, wd, D, gi, o + o0 * D + 16 * gi, wd, D, g2, o + o0 * D + 16 * g2, &ha, o0, version))
                     continue;
                 if (mact_rows(fd, wd, D, &ha, gi, o0, counts[e], o + o0 * D + 16 * gi, D, version) != GB_OK ||
                     (g2 < GD && mact_rows(fd, wd, D, &ha, g2, o0, counts[e], o + o0 * D + 16 * g2, D, version) != GB_OK)) {

@@ -978,6 +978,21 @@ void gb_iqp_x8(const int8_t *xq, const float *dxp, const int32_t *xsp, int64_t K
 #endif
 }
 
+int gb_iqp_gemv_pair(int fmt, const void *w1, int64_t N1, int64_t g1, float *y1, const void *w2, int64_t N2, int64_t g2, float *y2,
+                     int64_t K, const int8_t *xq, const float *dxp, const int32_t *xsp, int version) {
+#ifdef GB_HAVE_IQ_AVX2
+    if (version == GB_KV_AVX2 && IQ_AVX2_GEMV1 && gb_is_iqfmt(fmt) && N1 - 16 * g1 >= 16 && N2 - 16 * g2 >= 16) {
+        const int64_t nb = K / QB, gbytes = nb * gb_iqp_block_bytes(fmt);
+        (fmt == GB_IQ4_NL ? iqp_rows_avx2_nl_gemv2 : iqp_rows_avx2_mx_gemv2)((const uint8_t *)w1 + g1 * gbytes, (const uint8_t *)w2 + g2 * gbytes,
+                                                                           nb, gb_iqp_blocks(K), xq, dxp, xsp, y1, y2, NULL, NULL, 16, 16);
+        return 1;
+    }
+#endif
+    (void)fmt, (void)w1, (void)N1, (void)g1, (void)y1, (void)w2, (void)N2, (void)g2, (void)y2, (void)K, (void)xq, (void)dxp, (void)xsp,
+        (void)version;
+    return 0;
+}
+
 int gb_iqp_rows(int fmt, const void *wp, int64_t N, int64_t K, int64_t g, const int8_t *xq, const float *dxp, const int32_t *xsp,
                 const void *x8, int64_t T, float *y, int64_t ldy, int version) {
     const int64_t nb = K / QB, nbp = gb_iqp_blocks(K), nc = nbp / 16;
