@@ -304,7 +304,7 @@ int gb_kmoe_packed(const float *x, const int64_t *topk_idx, const float *topk_we
              * hold up the others (as gb_klinear_packed's decode; before 2026-12-03: dynamic 256 KB runs) */
             const int64_t rgu = (int64_t)1 + (128 << 10) / (pg / GF + 1), rdn = (int64_t)1 + (128 << 10) / (pd / GD + 1);
             /* items: (expert, group gi of gate and of up): where one token meets the expert and the format
-             * has a two-stream GEMV (gb_kp_gemv_pair), both matrices' group gi side by side */
+             * has a two-stream GEMV (mact_pair), both matrices' group gi side by side */
 #pragma omp for schedule(guided, rgu / 2 + 1)
             for (int64_t it = 0; it < na * GF; it++) {
                 const int64_t e = act[it / GF], gi = it % GF, o0 = off[e];
@@ -326,7 +326,7 @@ int gb_kmoe_packed(const float *x, const int64_t *topk_idx, const float *topk_we
             }
 #pragma omp for schedule(dynamic, 1)
             for (int64_t j = 0; j < na; j++) mact_x8(&ha, off[act[j]], counts[act[j]]);
-            /* items: (expert, groups gi and gi + HD of down), side by side where gb_kp_gemv_pair can */
+            /* items: (expert, groups gi and gi + HD of down), side by side where mact_pair can */
             const int64_t HD = (GD + 1) / 2;
 #pragma omp for schedule(guided, rdn / 2 + 1)
             for (int64_t it = 0; it < na * HD; it++) {

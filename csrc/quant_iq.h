@@ -65,12 +65,12 @@ int gb_iqp_rows(int fmt, const void *wp, int64_t N, int64_t K, int64_t g, const 
  * multiple per token: the records of the tokens from o0 start gb_iqp_x8_bytes(K, o0) in; 0 where the
  * AVX2 version is not compiled in). gb_iqp_rows with x8 NULL runs those tokens in smaller tiles. */
 int64_t gb_iqp_x8_bytes(int64_t K, int64_t T);
+void gb_iqp_x8(const int8_t *xq, const float *dxp, const int32_t *xsp, int64_t K, int64_t T, void *x8);
 /* One token (T = 1) against group g1 of packed [N1, K] w1 and group g2 of packed [N2, K] w2 side by
  * side, two record streams (the dense GEMV's loop: routed experts' gate and up, or two down groups):
  * 16 outputs each to y1 / y2. Returns 1 when done (the AVX2 version, both groups whole), 0 when the
  * caller should run gb_iqp_rows on each instead; the same bits either way. */
 int gb_iqp_gemv_pair(int fmt, const void *w1, int64_t N1, int64_t g1, float *y1, const void *w2, int64_t N2, int64_t g2, float *y2,
                      int64_t K, const int8_t *xq, const float *dxp, const int32_t *xsp, int version);
-void gb_iqp_x8(const int8_t *xq, const float *dxp, const int32_t *xsp, int64_t K, int64_t T, void *x8);
 
 #endif
