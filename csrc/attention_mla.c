@@ -36,6 +36,11 @@
  * tile): T = 2 (40 rows) 4K 120 -> 117, 16K 123 -> 137; T = 3 (60 rows) 4K 166 -> 169, 16K 177 ->
  * 173: past 40 rows the lanes tile fills its vectors and is as fast. */
 #define GB_MLA_F16_ROWS 40
+/* the multiply-adds (rows x cached tokens x (key + value width)) from which a decode step's rows are
+ * shared out over the threads on a short cache (mla_absorbed's par_rows) */
+#ifndef GB_MLA_PAR_ROWS_MIN
+#define GB_MLA_PAR_ROWS_MIN (1 << 18)
+#endif
 
 static int check_common(const gb_kvcache *c, int64_t layer, int64_t T, int64_t H, int64_t Dn, int64_t Dv) {
     if (c->kind != GB_KV_MLA) return gb_error(GB_EVALUE, "`cache` must be an MLA cache (KVCache.mla), got a GQA cache");
@@ -313,6 +318,12 @@ static inline __m512 ld16w(const void *w, int fmt, int64_t i) {
  * 0.30-0.31 ms -> with the prefetch 0.23-0.27 ms; mla_attention at depth 64 (absorb + W_v), two
  * passes against one, in-process A/B: 0.486/0.424/0.444 -> 0.408/0.381/0.370 ms. */
 #define ABSORB_PF_ROWS 32
+#ifndef ABSORB_AVX2_ROWS
+#define ABSORB_AVX2_ROWS 4
+#endif
+#ifndef ABSORB_AVX2_PF
+#define ABSORB_AVX2_PF 4096
+#endif
 
 #if defined(__AVX512F__)
 /* y[0, 32n) = alpha x the pair accumulators in column order: columns 2j and 2j+1 of block i are lane
@@ -391,26 +402,46 @@ static void absorb_rows(const float *a, int64_t K, float alpha, const void *B, i
     }
 #endif
 #if !defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-    /* CPUs without AVX-512: 64 columns (8 accumulators of 8 lanes) per pass over the rows, each
-     * 16-bit weight widened as it is loaded */
-    for (; c0 + 64 <= R; c0 += 64) {
-        __m256 acc[8];
-        for (int i = 0; i < 8; i++) acc[i] = _mm256_setzero_ps();
-        for (int64_t k = 0; k < K; k++) {
-            const __m256 ak = _mm256_set1_ps(a[k]);
-            const int64_t o = k * R + c0;
-            if (fmt == GB_F32)
-                for (int i = 0; i < 8; i++) acc[i] = _mm256_fmadd_ps(ak, _mm256_loadu_ps((const float *)B + o + 8 * i), acc[i]);
-            else if (fmt == GB_BF16)
-                for (int i = 0; i < 8; i++) {
-                    const __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)B + o + 8 * i));
-                    acc[i] = _mm256_fmadd_ps(ak, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)), acc[i]);
+    /* CPUs without AVX-512: the rows in order, ABSORB_AVX2_ROWS at a time, each over all of y's
+     * columns (y, R floats, stays in L1 between them): every column still sums its rows in order
+     * k = 0, 1, ... by one FMA each, as the 64-column passes over all rows did, so the same bits;
+     * but B is read once, front to back, where the passes read 128 bytes of every 1 KB row per pass
+     * (GLM-4.7-Flash's bf16 kv_b, 20 heads of 192 x 512, cold, 2 threads, Zen 2: 242 -> see
+     * bench/results/session25_*). The rows ABSORB_AVX2_PF bytes ahead prefetched, a line per step. */
+    const int64_t c1 = R / 8 * 8;
+    if (c1 > 0) {
+        const int64_t esz = fmt == GB_F32 ? 4 : 2, rbytes = R * esz;
+        for (int64_t j = 0; j < c1; j++) y[j] = 0.0f;
+        int64_t k = 0;
+        for (; k < K; k += ABSORB_AVX2_ROWS) {
+            const int nk = K - k < ABSORB_AVX2_ROWS ? (int)(K - k) : ABSORB_AVX2_ROWS;
+            const char *pf = (const char *)B + k * rbytes + ABSORB_AVX2_PF, *pend = (const char *)B + K * rbytes;
+            const int64_t blk_bytes = nk * rbytes;
+            __m256 ak[ABSORB_AVX2_ROWS];
+            for (int i = 0; i < nk; i++) ak[i] = _mm256_set1_ps(a[k + i]);
+            int64_t pfo = 0;
+            for (int64_t c = 0; c < c1; c += 8) {
+                if (pfo < blk_bytes && pf + pfo < pend) {
+                    _mm_prefetch(pf + pfo, _MM_HINT_T0);
+                    pfo += 64;
                 }
-            else
-                for (int i = 0; i < 8; i++)
-                    acc[i] = _mm256_fmadd_ps(ak, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)B + o + 8 * i))), acc[i]);
+                __m256 acc = _mm256_loadu_ps(y + c);
+                for (int i = 0; i < nk; i++) {
+                    const int64_t o = (k + i) * R + c;
+                    __m256 w;
+                    if (fmt == GB_F32) w = _mm256_loadu_ps((const float *)B + o);
+                    else if (fmt == GB_BF16)
+                        w = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)((const uint16_t *)B + o))), 16));
+                    else w = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)B + o)));
+                    acc = _mm256_fmadd_ps(ak[i], w, acc);
+                }
+                _mm256_storeu_ps(y + c, acc);
+            }
+            for (; pfo < blk_bytes && pf + pfo < pend; pfo += 64) _mm_prefetch(pf + pfo, _MM_HINT_T0);
         }
-        for (int i = 0; i < 8; i++) _mm256_storeu_ps(y + c0 + 8 * i, _mm256_mul_ps(_mm256_set1_ps(alpha), acc[i]));
+        const __m256 al = _mm256_set1_ps(alpha);
+        for (int64_t c = 0; c < c1; c += 8) _mm256_storeu_ps(y + c, _mm256_mul_ps(al, _mm256_loadu_ps(y + c)));
+        c0 = c1;
     }
 #endif
     if (c0 < R) { /* columns left over (and builds without AVX-512 or AVX2): row by row */
@@ -801,10 +832,18 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
     const int64_t nr = T * H; /* row r = t*H + h: lim is nondecreasing in r */
     const int nth = omp_get_max_threads();
     int64_t rblk, S;
+    int par_rows = 0; /* rows shared out over the threads on a short cache (below) */
     if (split_cache) {
         rblk = nr < 64 ? nr : 64;
         const int64_t nrb = (nr + rblk - 1) / rblk;
         S = n_splits > 0 ? n_splits : gb_attn_default_splits(nrb, L, 256);
+        /* a short cache (under 2 x 256 tokens, so one split) and fewer row blocks than threads: the
+         * rows shared out instead (each row's numbers are its own: the same bits), so a decode step at
+         * a few hundred tokens does not run its heads on one thread */
+        if (n_splits <= 0 && S == 1 && nrb < nth && nr >= 2 * nth) {
+            rblk = (nr + nth - 1) / nth;
+            par_rows = 1;
+        }
     } else {
         /* one pass over the cache per row block; enough row blocks for the threads */
         rblk = (nr + nth - 1) / nth;
@@ -882,7 +921,7 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
         lim[r] = L - T + r / H + 1;
     }
     if (bf16) gb_attn_to_bf16(qa, nr * Dq, qb);
-#pragma omp parallel num_threads(nw < nth ? (int)nw : nth) if (nr * L * (Dq + R) >= GB_ATTN_PAR_MIN)
+#pragma omp parallel num_threads(nw < nth ? (int)nw : nth) if (nr * L * (Dq + R) >= (par_rows ? GB_MLA_PAR_ROWS_MIN : GB_ATTN_PAR_MIN))
     {
         /* scores, alpha and (bf16) the packed p pairs */
         int64_t sfl = (lanes ? GB_ATTN_LANES : rblk) * (GB_ATTN_TILE + 1 + GB_ATTN_TILE / 2);

@@ -566,6 +566,109 @@ static void gemv2_avx2_q4(const uint8_t *p0, const uint8_t *p1, const xact *a, f
     gemv2_store(acc, y0, y1, nvalid1);
 }
 
+/* q4_0's decode GEMV on NS (<= 4) whole 16-row groups at once, anywhere: the T = 1 loop (gemm_core)
+ * hands a thread groups g, g + H, g + 2H, g + 3H (H = G / NS), so each thread reads NS far-apart
+ * streams, as q4_K's kp_gemvn_avx2 reads three; a whole block (288 bytes) of one group, then the next
+ * group's. Each row's integers and float steps are gemv2_avx2_q4's / the tile's, in the same order:
+ * the same bits. Against the runs of groups read as two streams (gemv_avx2), Zen 2, 2 threads, from
+ * DRAM (2026-12-04, bench_kgemv_dram.py A/B, bench/results/session25_q4_0_q8_0_gemv_zen2_2026-12-04.md):
+ * NS 4 1.18-1.28x on 1.8-178 MB (80-83% -> 87-105% of the read ceiling at K = 2048-10240); NS 3
+ * 1.11-1.21x but K = 5120 0.88x of NS 4; NS 2 0.94-1.08x of NS 3. Block by block on the old two
+ * streams (instead of 64 bytes of each in turn): 0.96-1.00x. */
+static inline __attribute__((always_inline)) void gemvn_avx2_q4(const int NS, const uint8_t *const *gpp, const xact *a,
+                                                                float *const *ys) {
+    const int64_t nb = a->nb, bb = 18 * NR;
+    __m256 acc[8];
+    for (int u = 0; u < 2 * NS; u++) acc[u] = _mm256_setzero_ps();
+    const __m256i ones = _mm256_set1_epi16(1), m4 = _mm256_set1_epi8(0x0f);
+    for (int64_t b = 0; b < nb; b++) {
+        const int8_t *xb = a->qs + b * QK;
+        const __m256 dx = _mm256_set1_ps(a->d[b]);
+        const __m256i c = _mm256_set1_epi32(a->c[b]);
+        for (int g = 0; g < NS; g++) {
+            const uint8_t *o = gpp[g] + b * bb;
+            __m256i s16[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+#pragma GCC unroll 1
+            for (int j = 0; j < 4; j++) {
+                _mm_prefetch((const char *)(o + GB_QG_AVX2_AHEAD4) + 64 * j, GB_QG_AVX2_HINT4);
+                if (j == 0) _mm_prefetch((const char *)(o + GB_QG_AVX2_AHEAD4) + 256, GB_QG_AVX2_HINT4);
+                const __m256i x0 = bc4_256(xb + 4 * j), x1 = bc4_256(xb + 16 + 4 * j);
+                for (int h = 0; h < 2; h++) {
+                    const __m256i raw = _mm256_loadu_si256((const __m256i *)(o + 32 + 64 * j + 32 * h));
+                    const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_and_si256(raw, m4), x0),
+                                                       _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(raw, 4), m4), x1));
+                    s16[h] = _mm256_add_epi16(s16[h], p);
+                }
+            }
+            for (int h = 0; h < 2; h++) {
+                const __m256i ia = _mm256_add_epi32(_mm256_madd_epi16(s16[h], ones), c);
+                const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(o + 16 * h)));
+                acc[2 * g + h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia), _mm256_mul_ps(dw, dx), acc[2 * g + h]);
+            }
+        }
+    }
+    for (int g = 0; g < NS; g++) {
+        _mm256_storeu_ps(ys[g], acc[2 * g]);
+        _mm256_storeu_ps(ys[g] + 8, acc[2 * g + 1]);
+    }
+}
+static void gemv4_avx2_q4(const uint8_t *const *gpp, const xact *a, float *const *ys) { gemvn_avx2_q4(4, gpp, a, ys); }
+static void gemv3_avx2_q4(const uint8_t *const *gpp, const xact *a, float *const *ys) { gemvn_avx2_q4(3, gpp, a, ys); }
+static void gemv2n_avx2_q4(const uint8_t *const *gpp, const xact *a, float *const *ys) { gemvn_avx2_q4(2, gpp, a, ys); }
+static void gemv1n_avx2_q4(const uint8_t *const *gpp, const xact *a, float *const *ys) { gemvn_avx2_q4(1, gpp, a, ys); }
+/* q8_0's the same way (gemv2_avx2_q8's arithmetic per row, in the same order: the same bits): NS 4
+ * against the two-stream runs 1.01-1.56x best (74-87% -> 88-98% of the read ceiling, the same
+ * session); its prefetch 4352 bytes ahead, NTA (2368: 0.98-0.99x, 8704: 0.96-0.98x). */
+#ifndef GB_QG_AVX2_AHEAD8N
+#define GB_QG_AVX2_AHEAD8N 4352
+#endif
+#ifndef GB_QG_AVX2_HINT8N
+#define GB_QG_AVX2_HINT8N _MM_HINT_NTA
+#endif
+static inline __attribute__((always_inline)) void gemvn_avx2_q8(const int NS, const uint8_t *const *gpp, const xact *a,
+                                                                float *const *ys) {
+    const int64_t nb = a->nb, bb = 34 * NR;
+    __m256 acc[8];
+    for (int u = 0; u < 2 * NS; u++) acc[u] = _mm256_setzero_ps();
+    const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8((char)0x80);
+    for (int64_t b = 0; b < nb; b++) {
+        const int8_t *xb = a->qs + b * QK;
+        const __m256 dx = _mm256_set1_ps(a->d[b]);
+        for (int g = 0; g < NS; g++) {
+            const uint8_t *o = gpp[g] + b * bb;
+            __m256i ia[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+#pragma GCC unroll 1
+            for (int j = 0; j < 8; j++) {
+                _mm_prefetch((const char *)(o + GB_QG_AVX2_AHEAD8N) + 64 * j, GB_QG_AVX2_HINT8N);
+                if (j == 0) _mm_prefetch((const char *)(o + GB_QG_AVX2_AHEAD8N) + 512, GB_QG_AVX2_HINT8N);
+                const __m256i xv = bc4_256(xb + 4 * j);
+                for (int h = 0; h < 2; h++) {
+                    const __m256i w = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(o + 32 + 64 * j + 32 * h)), flip);
+                    ia[h] = _mm256_add_epi32(ia[h], _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(xv, w)), ones));
+                }
+            }
+            for (int h = 0; h < 2; h++) {
+                const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(o + 16 * h)));
+                acc[2 * g + h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[h]), _mm256_mul_ps(dw, dx), acc[2 * g + h]);
+            }
+        }
+    }
+    for (int g = 0; g < NS; g++) {
+        _mm256_storeu_ps(ys[g], acc[2 * g]);
+        _mm256_storeu_ps(ys[g] + 8, acc[2 * g + 1]);
+    }
+}
+static void gemv4_avx2_q8(const uint8_t *const *gpp, const xact *a, float *const *ys) { gemvn_avx2_q8(4, gpp, a, ys); }
+static void gemv3_avx2_q8(const uint8_t *const *gpp, const xact *a, float *const *ys) { gemvn_avx2_q8(3, gpp, a, ys); }
+static void gemv2n_avx2_q8(const uint8_t *const *gpp, const xact *a, float *const *ys) { gemvn_avx2_q8(2, gpp, a, ys); }
+static void gemv1n_avx2_q8(const uint8_t *const *gpp, const xact *a, float *const *ys) { gemvn_avx2_q8(1, gpp, a, ys); }
+#ifndef GB_QG_Q8_NS
+#define GB_QG_Q8_NS 4 /* q8_0's (gemvn_avx2_q8) */
+#endif
+#ifndef GB_QG_Q4_NS
+#define GB_QG_Q4_NS 4 /* q4_0's streams per thread at T = 1 (gemvn_avx2_q4; 0: gemv_avx2's two-stream runs) */
+#endif
+
 /* The same for q8_0: two groups at once, each row's integers (the sign trick per 4-value step, summed
  * in int32 over the block) and float steps those of tile_avx2's q8_0 GEMV, so the same bits. */
 static void gemv2_avx2_q8(const uint8_t *p0, const uint8_t *p1, const xact *a, float *y0, float *y1, int nvalid1) {
@@ -734,7 +837,8 @@ static void gemm_core(int fmt, int version, const xact *a, const uint8_t *packed
 #if defined(GB_HAVE_QG_VNNI) || defined(GB_HAVE_QG_AVX2)
     if (T == 1 && version != GB_QG_REF) {
         /* runs of groups of ~256 KB, each read as one stream; dynamic, so a thread held up by another
-         * job does not hold up the others (as gb_klinear_packed) */
+         * job does not hold up the others (as gb_klinear_packed). The AVX2 version: NS streams per
+         * thread instead (below; the runs where GB_QG_Q4_NS / GB_QG_Q8_NS is 0) */
         const int64_t gbytes = a->nb * blk_bytes(fmt) * NR, even = G / (8 * (int64_t)omp_get_max_threads());
         int64_t run = gbytes >= (256 << 10) ? 1 : (256 << 10) / gbytes;
         if (run > even) run = even > 1 ? even : 1; /* small matrices: >= 8 runs per thread to share */
@@ -744,6 +848,46 @@ static void gemm_core(int fmt, int version, const xact *a, const uint8_t *packed
          * even runs 1.02-1.04x; q8_0, whose runs of 3 at K = 5120 read 1.06-1.22x faster than runs of 2,
          * keeps them) */
         if (version == GB_QG_AVX2 && fmt == GB_Q4_0 && run > 1 && run % 2) run--;
+#ifdef GB_HAVE_QG_AVX2
+        if (version == GB_QG_AVX2 && (fmt == GB_Q4_0 ? GB_QG_Q4_NS : GB_QG_Q8_NS) > 0 && G >= 2) {
+            /* NS groups H apart per step (gemvn_avx2_q4 / _q8), guided as q4_K's loop; a last group of
+             * fewer than 16 rows through the tile on its own */
+            const int NS = (fmt == GB_Q4_0 ? GB_QG_Q4_NS : GB_QG_Q8_NS) > 0 ? (fmt == GB_Q4_0 ? GB_QG_Q4_NS : GB_QG_Q8_NS) : 1;
+            const int64_t Gf = N % NR ? G - 1 : G, H = (Gf + NS - 1) / NS;
+            const int64_t grun = gbytes >= (256 << 10) ? 1 : (256 << 10) / gbytes;
+#pragma omp parallel for schedule(guided, grun / (2 * NS) + 1) if (N * a->K > 65536)
+            for (int64_t g = 0; g <= H; g++) {
+                if (g == H) {
+                    if (Gf < G) {
+                        if (fmt == GB_Q4_0) tile_avx2(GB_Q4_0, packed + Gf * gbytes, a, 0, y + NR * Gf, 0, 0, 2, 1, (int)(N % NR));
+                        else tile_avx2(GB_Q8_0, packed + Gf * gbytes, a, 0, y + NR * Gf, 0, 0, 2, 1, (int)(N % NR));
+                    }
+                    continue;
+                }
+                const uint8_t *gpp[4];
+                float *ys[4];
+                int ns = 0;
+                for (int i = 0; i < NS; i++) {
+                    const int64_t gi = g + i * H;
+                    if (gi >= Gf) break;
+                    gpp[ns] = packed + gi * gbytes;
+                    ys[ns++] = y + NR * gi;
+                }
+                if (fmt == GB_Q4_0) {
+                    if (ns == 4) gemv4_avx2_q4(gpp, a, ys);
+                    else if (ns == 3) gemv3_avx2_q4(gpp, a, ys);
+                    else if (ns == 2) gemv2n_avx2_q4(gpp, a, ys);
+                    else if (ns == 1) gemv1n_avx2_q4(gpp, a, ys);
+                } else {
+                    if (ns == 4) gemv4_avx2_q8(gpp, a, ys);
+                    else if (ns == 3) gemv3_avx2_q8(gpp, a, ys);
+                    else if (ns == 2) gemv2n_avx2_q8(gpp, a, ys);
+                    else if (ns == 1) gemv1n_avx2_q8(gpp, a, ys);
+                }
+            }
+            return;
+        }
+#endif
         const int64_t nrun = (G + run - 1) / run;
 #pragma omp parallel for schedule(dynamic, 1) if (N * a->K > 65536)
         for (int64_t r = 0; r < nrun; r++) {

@@ -9,18 +9,22 @@
  *     csrc/{quant_k,common,quant,quant_iq,qgemm,linear,hgemm,moe_k,moe}.c -I$OB/include -L$OB/lib \
  *     -lscipy_openblas -Wl,-rpath,$OB/lib -lm -o /tmp/kgemv_call      # OB: the scipy_openblas32 package dir
  *   OMP_NUM_THREADS=2 /tmp/kgemv_call N K ITERS NCOPY [PFKB [FORMAT]]
- * FORMAT: q4_K (default), q5_K, q6_K, iq4_xs, iq4_nl, mxfp4. Results: bench/results/
+ * FORMAT: q4_K (default), q5_K, q6_K, iq4_xs, iq4_nl, mxfp4, q4_0, q8_0 (gb_qgemm's packed rows). Results: bench/results/
  * session23_gemv_call_cost_zen2_2026-12-04.md (q4_K), session24_iq4_gemv_zen2_2026-12-04.md. */
+#define _GNU_SOURCE
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/mman.h>
 #include <omp.h>
 #include "common.h"
 #include "quant.h"
 #include "quant_iq.h"
 #include "quant_k.h"
+#include "qgemm.h"
+static int cmp_d(const void *a, const void *b) { double x = *(const double *)a, y = *(const double *)b; return (x > y) - (x < y); }
 static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + 1e-9 * t.tv_nsec; }
 int main(int argc, char **argv) {
     int64_t N = atoll(argv[1]), K = atoll(argv[2]);
@@ -40,9 +44,11 @@ int main(int argc, char **argv) {
     else if (!strcmp(f, "iq4_xs")) { fmt = GB_IQ4_XS; bb = 136; nd = 1; }
     else if (!strcmp(f, "iq4_nl")) { fmt = GB_IQ4_NL; bb = 18; qk = 32; nd = 1; iq = 1; }
     else if (!strcmp(f, "mxfp4")) { fmt = GB_MXFP4; bb = 17; qk = 32; nd = 0; iq = 1; }
+    else if (!strcmp(f, "q4_0")) { fmt = GB_Q4_0; bb = 18; qk = 32; nd = 1; iq = 2; }
+    else if (!strcmp(f, "q8_0")) { fmt = GB_Q8_0; bb = 34; qk = 32; nd = 1; iq = 2; }
     else { fprintf(stderr, "unknown format %s\n", f); return 2; }
     if (N <= 0 || K <= 0 || K % qk || iters <= 0 || ncopy <= 0) { fprintf(stderr, "bad N, K, ITERS or NCOPY\n"); return 2; }
-    int64_t rb = K / qk * bb, pb = iq ? gb_iqp_bytes(fmt, N, K) : gb_kp_bytes(fmt, N, K);
+    int64_t rb = K / qk * bb, pb = iq == 2 ? gb_qpacked_bytes(fmt, N, K) : iq ? gb_iqp_bytes(fmt, N, K) : gb_kp_bytes(fmt, N, K);
     uint8_t *w = malloc(N * rb);
     srand(1);
     for (int64_t i = 0; i < N * rb; i++) w[i] = rand();
@@ -53,13 +59,19 @@ int main(int argc, char **argv) {
     }
     uint8_t **p = malloc(ncopy * sizeof(void *));
     for (int c = 0; c < ncopy; c++) {
-        p[c] = aligned_alloc(64, (pb + 63) / 64 * 64);
-        if (iq) gb_iqrepack(fmt, w, p[c], N, K);
+        /* 2 MB aligned and, with GB_HUGE=1 in the environment, madvised for transparent huge pages
+         * (NumPy does so for its large arrays, so glmbench's weights are on huge pages) */
+        const size_t sz = (size_t)(pb + (2 << 20) - 1) / (2 << 20) * (2 << 20);
+        p[c] = aligned_alloc(2 << 20, sz);
+        if (getenv("GB_HUGE") && atoi(getenv("GB_HUGE"))) madvise(p[c], sz, MADV_HUGEPAGE);
+        if (iq == 2) gb_qrepack(fmt, w, p[c], N, K);
+        else if (iq) gb_iqrepack(fmt, w, p[c], N, K);
         else gb_krepack(fmt, w, p[c], N, K);
     }
     float *x = malloc(K * 4), *y = malloc(N * 4);
     for (int64_t i = 0; i < K; i++) x[i] = (float)(i % 7) - 3.0f;
-    double best = 1e9, tot = 0;
+    double best = 1e9, tot = 0, *dts = malloc((size_t)iters * ncopy * sizeof(double));
+    int ndt = 0;
     for (int it = 0; it < iters; it++) {
         for (int c = 0; c < ncopy; c++) {
             double t0 = now();
@@ -70,15 +82,19 @@ int main(int argc, char **argv) {
                     for (int64_t o = 0; o < (int64_t)pfkb * 1024 && (b - nx) + o < pb; o += 64) __builtin_prefetch(b + o, 0, 1);
                 }
             }
-            const int rc = iq ? gb_iqlinear_packed(fmt, x, p[c], NULL, y, 1, N, K, 0) : gb_klinear_packed(fmt, x, p[c], NULL, y, 1, N, K, 0);
+            const int rc = iq == 2 ? gb_qgemm(fmt, x, p[c], NULL, y, 1, N, K, GB_QG_AUTO)
+                         : iq ? gb_iqlinear_packed(fmt, x, p[c], NULL, y, 1, N, K, 0) : gb_klinear_packed(fmt, x, p[c], NULL, y, 1, N, K, 0);
             if (rc != GB_OK) { fprintf(stderr, "the GEMV failed (%d)\n", rc); return 1; }
             double dt = now() - t0;
             if (dt < best) best = dt;
             tot += dt;
+            dts[ndt++] = dt;
         }
     }
     double med = tot / (iters * ncopy);
-    printf("%s N=%ld K=%ld %.1f KB: best %.2f us (%.1f GB/s) mean %.2f us (%.1f GB/s), threads %d\n", f, (long)N, (long)K,
-           pb / 1e3, best * 1e6, pb / best / 1e9, med * 1e6, pb / med / 1e9, omp_get_max_threads());
+    qsort(dts, (size_t)ndt, sizeof(double), cmp_d);
+    printf("%s N=%ld K=%ld %.1f KB: best %.2f us (%.1f GB/s) mean %.2f us (%.1f GB/s), threads %d; p10/p50/p90 %.1f/%.1f/%.1f us\n",
+           f, (long)N, (long)K, pb / 1e3, best * 1e6, pb / best / 1e9, med * 1e6, pb / med / 1e9, omp_get_max_threads(),
+           dts[ndt / 10] * 1e6, dts[ndt / 2] * 1e6, dts[ndt * 9 / 10] * 1e6);
     return 0;
 }
