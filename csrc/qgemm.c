@@ -668,6 +668,36 @@ static void gemv1n_avx2_q8(const uint8_t *const *gpp, const xact *a, float *cons
 #ifndef GB_QG_Q4_NS
 #define GB_QG_Q4_NS 4 /* q4_0's streams per thread at T = 1 (gemvn_avx2_q4; 0: gemv_avx2's two-stream runs) */
 #endif
+#ifndef GB_QG_MOE_NS
+/* a decode step's routed experts the same way (gb_qmoe; 0: steps of 4 groups, gemv_avx2): top-4 of 48
+ * GLM-4.7-Flash-shaped experts (2048 x 1536) from DRAM, 2 threads, q4_0 34.5-35.1 -> 40.5-41.1 GB/s
+ * best (1.17-1.19x), q8_0 30.0-30.6 -> 37.5-37.6 (1.23-1.25x); 1 thread q4_0 1.12x (bench_moe_decode.py) */
+#define GB_QG_MOE_NS 1
+#endif
+/* groups g0, g0 + H, ... (< G, all of 16 rows) of a matrix of G groups gbytes apart, one token */
+static void qgemv_groups(int fmt, int NS, const uint8_t *base, int64_t gbytes, int64_t G, int64_t H, int64_t g0,
+                         const xact *a, float *y) {
+    const uint8_t *gpp[4];
+    float *ys[4];
+    int ns = 0;
+    for (int i = 0; i < NS; i++) {
+        const int64_t gi = g0 + i * H;
+        if (gi >= G) break;
+        gpp[ns] = base + gi * gbytes;
+        ys[ns++] = y + NR * gi;
+    }
+    if (fmt == GB_Q4_0) {
+        if (ns == 4) gemv4_avx2_q4(gpp, a, ys);
+        else if (ns == 3) gemv3_avx2_q4(gpp, a, ys);
+        else if (ns == 2) gemv2n_avx2_q4(gpp, a, ys);
+        else if (ns == 1) gemv1n_avx2_q4(gpp, a, ys);
+    } else {
+        if (ns == 4) gemv4_avx2_q8(gpp, a, ys);
+        else if (ns == 3) gemv3_avx2_q8(gpp, a, ys);
+        else if (ns == 2) gemv2n_avx2_q8(gpp, a, ys);
+        else if (ns == 1) gemv1n_avx2_q8(gpp, a, ys);
+    }
+}
 
 /* The same for q8_0: two groups at once, each row's integers (the sign trick per 4-value step, summed
  * in int32 over the block) and float steps those of tile_avx2's q8_0 GEMV, so the same bits. */
@@ -864,26 +894,7 @@ static void gemm_core(int fmt, int version, const xact *a, const uint8_t *packed
                     }
                     continue;
                 }
-                const uint8_t *gpp[4];
-                float *ys[4];
-                int ns = 0;
-                for (int i = 0; i < NS; i++) {
-                    const int64_t gi = g + i * H;
-                    if (gi >= Gf) break;
-                    gpp[ns] = packed + gi * gbytes;
-                    ys[ns++] = y + NR * gi;
-                }
-                if (fmt == GB_Q4_0) {
-                    if (ns == 4) gemv4_avx2_q4(gpp, a, ys);
-                    else if (ns == 3) gemv3_avx2_q4(gpp, a, ys);
-                    else if (ns == 2) gemv2n_avx2_q4(gpp, a, ys);
-                    else if (ns == 1) gemv1n_avx2_q4(gpp, a, ys);
-                } else {
-                    if (ns == 4) gemv4_avx2_q8(gpp, a, ys);
-                    else if (ns == 3) gemv3_avx2_q8(gpp, a, ys);
-                    else if (ns == 2) gemv2n_avx2_q8(gpp, a, ys);
-                    else if (ns == 1) gemv1n_avx2_q8(gpp, a, ys);
-                }
+                qgemv_groups(fmt, NS, packed, gbytes, Gf, H, g, a, y);
             }
             return;
         }
@@ -997,6 +1008,60 @@ int gb_qmoe(int fmt, const float *x, const int64_t *topk_idx, const float *topk_
     const int64_t cup = cmax < 4 ? 1 + (256 << 10) / (sb_up + 1) : 1, cdn = cmax < 4 ? 1 + (256 << 10) / (sb_dn + 1) : 1;
     const int nbF = (int)(F / QK);
     int fail = 0;
+#ifdef GB_HAVE_QG_AVX2
+    /* decode (one row per expert): each matrix's groups NS at once, H apart, as the dense GEMV
+     * (gemm_core); items (active expert, gate/up, g) then (active expert, g), in expert order */
+    const int nsm = fmt == GB_Q4_0 ? GB_QG_Q4_NS : GB_QG_Q8_NS;
+    if (version == GB_QG_AVX2 && cmax == 1 && nsm > 0 && F % NR == 0 && D % NR == 0 && GB_QG_MOE_NS) {
+        const int NS = nsm;
+        const int64_t HF = (GF + NS - 1) / NS, HD = (GD + NS - 1) / NS;
+        const int64_t gbu = nbD * blk_bytes(fmt) * NR, gbd = (F / QK) * blk_bytes(fmt) * NR;
+        int64_t nact = 0;
+        for (int64_t e = 0; e < E; e++)
+            if (counts[e]) fill[nact++] = e; /* fill: the active experts, in order (gb_group_rows is done with it) */
+        const int64_t cu = 1 + (256 << 10) / (NS * gbu), cd = 1 + (256 << 10) / (NS * gbd);
+#pragma omp parallel
+        {
+#pragma omp for schedule(static)
+            for (int64_t p = 0; p < R; p++) {
+                const int64_t t = tok[p];
+                memcpy(ga.qs + p * D, xa.qs + t * D, (size_t)D);
+                memcpy(ga.d + p * nbD, xa.d + t * nbD, (size_t)nbD * sizeof(float));
+                memcpy(ga.c + p * nbD, xa.c + t * nbD, (size_t)nbD * sizeof(int32_t));
+            }
+#pragma omp for schedule(dynamic, cu)
+            for (int64_t it = 0; it < nact * 2 * HF; it++) {
+                const int64_t e = fill[it / (2 * HF)], r = it % (2 * HF), which = r / HF, g0 = r % HF;
+                const xact v = xact_view(&ga, off[e], 1);
+                const uint8_t *base = (const uint8_t *)(which ? up : gate) + e * pgu;
+                float *yb = (which ? u : g) + off[e] * F;
+                qgemv_groups(fmt, NS, base, gbu, GF, HF, g0, &v, yb);
+            }
+            gb_block_q8_0 *tmp = (gb_block_q8_0 *)malloc((size_t)nbF * sizeof(gb_block_q8_0));
+            if (!tmp) {
+#pragma omp atomic write
+                fail = 1;
+            }
+#pragma omp for schedule(static)
+            for (int64_t p = 0; p < R; p++) {
+                float *gr = g + p * F;
+                gb_silu_mul(gr, u + p * F, F);
+                if (tmp) xact_row(fmt, gr, &ha, p, tmp);
+            }
+            free(tmp);
+#pragma omp for schedule(dynamic, cd)
+            for (int64_t it = 0; it < nact * HD; it++) {
+                const int64_t e = fill[it / HD], g0 = it % HD;
+                const xact v = xact_view(&ha, off[e], 1);
+                qgemv_groups(fmt, NS, (const uint8_t *)down + e * pd, gbd, GD, HD, g0, &v, o + off[e] * D);
+            }
+#pragma omp for schedule(static)
+            for (int64_t t = 0; t < T; t++) gb_moe_combine(y, o, pos, topk_weight, t, t + 1, k, D);
+        }
+        if (fail) st = gb_error(GB_ENOMEM, "qmoe: out of memory");
+        goto done;
+    }
+#endif
 #pragma omp parallel
     {
 #pragma omp for schedule(static)
