@@ -879,9 +879,12 @@ static void gemm_core(int fmt, int version, const xact *a, const uint8_t *packed
          * keeps them) */
         if (version == GB_QG_AVX2 && fmt == GB_Q4_0 && run > 1 && run % 2) run--;
 #ifdef GB_HAVE_QG_AVX2
-        if (version == GB_QG_AVX2 && (fmt == GB_Q4_0 ? GB_QG_Q4_NS : GB_QG_Q8_NS) > 0 && G >= 2) {
+        if (version == GB_QG_AVX2 && (fmt == GB_Q4_0 ? GB_QG_Q4_NS : GB_QG_Q8_NS) > 0 && G >= 2 && !omp_in_parallel()) {
             /* NS groups H apart per step (gemvn_avx2_q4 / _q8), guided as q4_K's loop; a last group of
-             * fewer than 16 rows through the tile on its own */
+             * fewer than 16 rows through the tile on its own. Not where the caller's own parallel loop
+             * runs this GEMV on one thread (MLA's k_b, a head per call, split_gemv): there the runs read
+             * a thread's heads as one sequential stream, and the NS streams restarting every 104 KB head
+             * took 74-76 us where the runs took 63-67 (GLM-4.7-Flash-shaped Q4_K_M layer, q8_0 k_b) */
             const int NS = (fmt == GB_Q4_0 ? GB_QG_Q4_NS : GB_QG_Q8_NS) > 0 ? (fmt == GB_Q4_0 ? GB_QG_Q4_NS : GB_QG_Q8_NS) : 1;
             const int64_t Gf = N % NR ? G - 1 : G, H = (Gf + NS - 1) / NS;
             const int64_t grun = gbytes >= (256 << 10) ? 1 : (256 << 10) / gbytes;
