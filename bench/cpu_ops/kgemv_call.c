@@ -9,7 +9,8 @@
  *     csrc/{quant_k,common,quant,quant_iq,qgemm,linear,hgemm,moe_k,moe}.c -I$OB/include -L$OB/lib \
  *     -lscipy_openblas -Wl,-rpath,$OB/lib -lm -o /tmp/kgemv_call      # OB: the scipy_openblas32 package dir
  *   OMP_NUM_THREADS=2 /tmp/kgemv_call N K ITERS NCOPY [PFKB [FORMAT]]
- * FORMAT: q4_K (default), q5_K, q6_K, iq4_xs, iq4_nl, mxfp4, q4_0, q8_0 (gb_qgemm's packed rows). Results: bench/results/
+ * FORMAT: q4_K (default), q5_K, q6_K, iq4_xs, iq4_nl, mxfp4, q4_0, q8_0 (gb_qgemm's packed rows), bf16
+ * (gb_linear's rows as stored). Results: bench/results/
  * session23_gemv_call_cost_zen2_2026-12-04.md (q4_K), session24_iq4_gemv_zen2_2026-12-04.md. */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -24,6 +25,7 @@
 #include "quant_iq.h"
 #include "quant_k.h"
 #include "qgemm.h"
+#include "linear.h"
 static int cmp_d(const void *a, const void *b) { double x = *(const double *)a, y = *(const double *)b; return (x > y) - (x < y); }
 static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + 1e-9 * t.tv_nsec; }
 int main(int argc, char **argv) {
@@ -46,9 +48,10 @@ int main(int argc, char **argv) {
     else if (!strcmp(f, "mxfp4")) { fmt = GB_MXFP4; bb = 17; qk = 32; nd = 0; iq = 1; }
     else if (!strcmp(f, "q4_0")) { fmt = GB_Q4_0; bb = 18; qk = 32; nd = 1; iq = 2; }
     else if (!strcmp(f, "q8_0")) { fmt = GB_Q8_0; bb = 34; qk = 32; nd = 1; iq = 2; }
+    else if (!strcmp(f, "bf16")) { fmt = GB_BF16; bb = 2; qk = 1; nd = 0; iq = 3; } /* gb_linear's float rows */
     else { fprintf(stderr, "unknown format %s\n", f); return 2; }
     if (N <= 0 || K <= 0 || K % qk || iters <= 0 || ncopy <= 0) { fprintf(stderr, "bad N, K, ITERS or NCOPY\n"); return 2; }
-    int64_t rb = K / qk * bb, pb = iq == 2 ? gb_qpacked_bytes(fmt, N, K) : iq ? gb_iqp_bytes(fmt, N, K) : gb_kp_bytes(fmt, N, K);
+    int64_t rb = K / qk * bb, pb = iq == 3 ? N * K * 2 : iq == 2 ? gb_qpacked_bytes(fmt, N, K) : iq ? gb_iqp_bytes(fmt, N, K) : gb_kp_bytes(fmt, N, K);
     uint8_t *w = malloc(N * rb);
     srand(1);
     for (int64_t i = 0; i < N * rb; i++) w[i] = rand();
@@ -64,7 +67,14 @@ int main(int argc, char **argv) {
         const size_t sz = (size_t)(pb + (2 << 20) - 1) / (2 << 20) * (2 << 20);
         p[c] = aligned_alloc(2 << 20, sz);
         if (getenv("GB_HUGE") && atoi(getenv("GB_HUGE"))) madvise(p[c], sz, MADV_HUGEPAGE);
-        if (iq == 2) gb_qrepack(fmt, w, p[c], N, K);
+        if (iq == 3) { /* bf16 of small values: the high halves of floats in [-1, 1) / 64 */
+            for (int64_t i = 0; i < N * K; i++) {
+                float v = ((float)(rand() % 2048) - 1024.0f) / 65536.0f;
+                uint32_t u;
+                memcpy(&u, &v, 4);
+                ((uint16_t *)p[c])[i] = (uint16_t)(u >> 16);
+            }
+        } else if (iq == 2) gb_qrepack(fmt, w, p[c], N, K);
         else if (iq) gb_iqrepack(fmt, w, p[c], N, K);
         else gb_krepack(fmt, w, p[c], N, K);
     }
@@ -82,7 +92,8 @@ int main(int argc, char **argv) {
                     for (int64_t o = 0; o < (int64_t)pfkb * 1024 && (b - nx) + o < pb; o += 64) __builtin_prefetch(b + o, 0, 1);
                 }
             }
-            const int rc = iq == 2 ? gb_qgemm(fmt, x, p[c], NULL, y, 1, N, K, GB_QG_AUTO)
+            const int rc = iq == 3 ? gb_linear(x, 1, K, p[c], GB_BF16, N, NULL, y)
+                         : iq == 2 ? gb_qgemm(fmt, x, p[c], NULL, y, 1, N, K, GB_QG_AUTO)
                          : iq ? gb_iqlinear_packed(fmt, x, p[c], NULL, y, 1, N, K, 0) : gb_klinear_packed(fmt, x, p[c], NULL, y, 1, N, K, 0);
             if (rc != GB_OK) { fprintf(stderr, "the GEMV failed (%d)\n", rc); return 1; }
             double dt = now() - t0;
