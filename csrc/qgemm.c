@@ -566,57 +566,16 @@ static void gemv2_avx2_q4(const uint8_t *p0, const uint8_t *p1, const xact *a, f
     gemv2_store(acc, y0, y1, nvalid1);
 }
 
-/* q4_0's decode GEMV on NS (<= 4) whole 16-row groups at once, anywhere: the T = 1 loop (gemm_core)
- * hands a thread groups g, g + H, g + 2H, g + 3H (H = G / NS), so each thread reads NS far-apart
- * streams, as q4_K's kp_gemvn_avx2 reads three; a whole block (288 bytes) of one group, then the next
- * group's. Each row's integers and float steps are gemv2_avx2_q4's / the tile's, in the same order:
- * the same bits. Against the runs of groups read as two streams (gemv_avx2), Zen 2, 2 threads, from
+/* q4_0's and q8_0's decode GEMV (gemvn_avx2) on NS (<= 4) whole 16-row groups at once, anywhere: the
+ * T = 1 loop (gemm_core) hands a thread groups g, g + H, g + 2H, g + 3H (H = G / NS), so each thread
+ * reads NS far-apart streams, as q4_K's kp_gemvn_avx2 reads three; a whole block record (288 / 544
+ * bytes) of one group, then the next group's. Each row's integers and float steps are gemv2_avx2_q4's
+ * / _q8's and the tile's, in the same order: the same bits. q4_0: Against the runs of groups read as two streams (gemv_avx2), Zen 2, 2 threads, from
  * DRAM (2026-12-04, bench_kgemv_dram.py A/B, bench/results/session25_q4_0_q8_0_gemv_zen2_2026-12-04.md):
  * NS 4 1.18-1.28x on 1.8-178 MB (80-83% -> 87-105% of the read ceiling at K = 2048-10240); NS 3
  * 1.11-1.21x but K = 5120 0.88x of NS 4; NS 2 0.94-1.08x of NS 3. Block by block on the old two
  * streams (instead of 64 bytes of each in turn): 0.96-1.00x. */
-static inline __attribute__((always_inline)) void gemvn_avx2_q4(const int NS, const uint8_t *const *gpp, const xact *a,
-                                                                float *const *ys) {
-    const int64_t nb = a->nb, bb = 18 * NR;
-    __m256 acc[8];
-    for (int u = 0; u < 2 * NS; u++) acc[u] = _mm256_setzero_ps();
-    const __m256i ones = _mm256_set1_epi16(1), m4 = _mm256_set1_epi8(0x0f);
-    for (int64_t b = 0; b < nb; b++) {
-        const int8_t *xb = a->qs + b * QK;
-        const __m256 dx = _mm256_set1_ps(a->d[b]);
-        const __m256i c = _mm256_set1_epi32(a->c[b]);
-        for (int g = 0; g < NS; g++) {
-            const uint8_t *o = gpp[g] + b * bb;
-            __m256i s16[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
-#pragma GCC unroll 1
-            for (int j = 0; j < 4; j++) {
-                _mm_prefetch((const char *)(o + GB_QG_AVX2_AHEAD4) + 64 * j, GB_QG_AVX2_HINT4);
-                if (j == 0) _mm_prefetch((const char *)(o + GB_QG_AVX2_AHEAD4) + 256, GB_QG_AVX2_HINT4);
-                const __m256i x0 = bc4_256(xb + 4 * j), x1 = bc4_256(xb + 16 + 4 * j);
-                for (int h = 0; h < 2; h++) {
-                    const __m256i raw = _mm256_loadu_si256((const __m256i *)(o + 32 + 64 * j + 32 * h));
-                    const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_and_si256(raw, m4), x0),
-                                                       _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(raw, 4), m4), x1));
-                    s16[h] = _mm256_add_epi16(s16[h], p);
-                }
-            }
-            for (int h = 0; h < 2; h++) {
-                const __m256i ia = _mm256_add_epi32(_mm256_madd_epi16(s16[h], ones), c);
-                const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(o + 16 * h)));
-                acc[2 * g + h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia), _mm256_mul_ps(dw, dx), acc[2 * g + h]);
-            }
-        }
-    }
-    for (int g = 0; g < NS; g++) {
-        _mm256_storeu_ps(ys[g], acc[2 * g]);
-        _mm256_storeu_ps(ys[g] + 8, acc[2 * g + 1]);
-    }
-}
-static void gemv4_avx2_q4(const uint8_t *const *gpp, const xact *a, float *const *ys) { gemvn_avx2_q4(4, gpp, a, ys); }
-static void gemv3_avx2_q4(const uint8_t *const *gpp, const xact *a, float *const *ys) { gemvn_avx2_q4(3, gpp, a, ys); }
-static void gemv2n_avx2_q4(const uint8_t *const *gpp, const xact *a, float *const *ys) { gemvn_avx2_q4(2, gpp, a, ys); }
-static void gemv1n_avx2_q4(const uint8_t *const *gpp, const xact *a, float *const *ys) { gemvn_avx2_q4(1, gpp, a, ys); }
-/* q8_0's the same way (gemv2_avx2_q8's arithmetic per row, in the same order: the same bits): NS 4
+/* q8_0 the same way (gemv2_avx2_q8's arithmetic per row, in the same order: the same bits): NS 4
  * against the two-stream runs 1.01-1.56x best (74-87% -> 88-98% of the read ceiling, the same
  * session); its prefetch 4352 bytes ahead, NTA (2368: 0.98-0.99x, 8704: 0.96-0.98x). */
 #ifndef GB_QG_AVX2_AHEAD8N
@@ -625,26 +584,44 @@ static void gemv1n_avx2_q4(const uint8_t *const *gpp, const xact *a, float *cons
 #ifndef GB_QG_AVX2_HINT8N
 #define GB_QG_AVX2_HINT8N _MM_HINT_NTA
 #endif
-static inline __attribute__((always_inline)) void gemvn_avx2_q8(const int NS, const uint8_t *const *gpp, const xact *a,
-                                                                float *const *ys) {
-    const int64_t nb = a->nb, bb = 34 * NR;
+static inline __attribute__((always_inline)) void gemvn_avx2(const int fmt, const int NS, const uint8_t *const *gpp,
+                                                             const xact *a, float *const *ys) {
+    const int64_t nb = a->nb, bb = blk_bytes(fmt) * NR;
     __m256 acc[8];
     for (int u = 0; u < 2 * NS; u++) acc[u] = _mm256_setzero_ps();
-    const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8((char)0x80);
+    const __m256i ones = _mm256_set1_epi16(1), m4 = _mm256_set1_epi8(0x0f), flip = _mm256_set1_epi8((char)0x80);
     for (int64_t b = 0; b < nb; b++) {
         const int8_t *xb = a->qs + b * QK;
         const __m256 dx = _mm256_set1_ps(a->d[b]);
         for (int g = 0; g < NS; g++) {
             const uint8_t *o = gpp[g] + b * bb;
             __m256i ia[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+            if (fmt == GB_Q4_0) { /* 4 steps of 8 nibble pairs per row half, int16 sums (<= 30480), one vpmaddwd */
+                __m256i s16[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
 #pragma GCC unroll 1
-            for (int j = 0; j < 8; j++) {
-                _mm_prefetch((const char *)(o + GB_QG_AVX2_AHEAD8N) + 64 * j, GB_QG_AVX2_HINT8N);
-                if (j == 0) _mm_prefetch((const char *)(o + GB_QG_AVX2_AHEAD8N) + 512, GB_QG_AVX2_HINT8N);
-                const __m256i xv = bc4_256(xb + 4 * j);
-                for (int h = 0; h < 2; h++) {
-                    const __m256i w = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(o + 32 + 64 * j + 32 * h)), flip);
-                    ia[h] = _mm256_add_epi32(ia[h], _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(xv, w)), ones));
+                for (int j = 0; j < 4; j++) {
+                    _mm_prefetch((const char *)(o + GB_QG_AVX2_AHEAD4) + 64 * j, GB_QG_AVX2_HINT4);
+                    if (j == 0) _mm_prefetch((const char *)(o + GB_QG_AVX2_AHEAD4) + 256, GB_QG_AVX2_HINT4);
+                    const __m256i x0 = bc4_256(xb + 4 * j), x1 = bc4_256(xb + 16 + 4 * j);
+                    for (int h = 0; h < 2; h++) {
+                        const __m256i raw = _mm256_loadu_si256((const __m256i *)(o + 32 + 64 * j + 32 * h));
+                        const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_and_si256(raw, m4), x0),
+                                                           _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(raw, 4), m4), x1));
+                        s16[h] = _mm256_add_epi16(s16[h], p);
+                    }
+                }
+                const __m256i c = _mm256_set1_epi32(a->c[b]);
+                for (int h = 0; h < 2; h++) ia[h] = _mm256_add_epi32(_mm256_madd_epi16(s16[h], ones), c);
+            } else { /* q8_0: 8 steps of the sign trick, int32 sums */
+#pragma GCC unroll 1
+                for (int j = 0; j < 8; j++) {
+                    _mm_prefetch((const char *)(o + GB_QG_AVX2_AHEAD8N) + 64 * j, GB_QG_AVX2_HINT8N);
+                    if (j == 0) _mm_prefetch((const char *)(o + GB_QG_AVX2_AHEAD8N) + 512, GB_QG_AVX2_HINT8N);
+                    const __m256i xv = bc4_256(xb + 4 * j);
+                    for (int h = 0; h < 2; h++) {
+                        const __m256i w = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(o + 32 + 64 * j + 32 * h)), flip);
+                        ia[h] = _mm256_add_epi32(ia[h], _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(xv, w)), ones));
+                    }
                 }
             }
             for (int h = 0; h < 2; h++) {
@@ -658,15 +635,24 @@ static inline __attribute__((always_inline)) void gemvn_avx2_q8(const int NS, co
         _mm256_storeu_ps(ys[g] + 8, acc[2 * g + 1]);
     }
 }
-static void gemv4_avx2_q8(const uint8_t *const *gpp, const xact *a, float *const *ys) { gemvn_avx2_q8(4, gpp, a, ys); }
-static void gemv3_avx2_q8(const uint8_t *const *gpp, const xact *a, float *const *ys) { gemvn_avx2_q8(3, gpp, a, ys); }
-static void gemv2n_avx2_q8(const uint8_t *const *gpp, const xact *a, float *const *ys) { gemvn_avx2_q8(2, gpp, a, ys); }
-static void gemv1n_avx2_q8(const uint8_t *const *gpp, const xact *a, float *const *ys) { gemvn_avx2_q8(1, gpp, a, ys); }
+/* ns (1..4) groups of format fmt: the loop compiled per format and count */
+static void gemvn_q4(int ns, const uint8_t *const *gpp, const xact *a, float *const *ys) {
+    if (ns == 4) gemvn_avx2(GB_Q4_0, 4, gpp, a, ys);
+    else if (ns == 3) gemvn_avx2(GB_Q4_0, 3, gpp, a, ys);
+    else if (ns == 2) gemvn_avx2(GB_Q4_0, 2, gpp, a, ys);
+    else if (ns == 1) gemvn_avx2(GB_Q4_0, 1, gpp, a, ys);
+}
+static void gemvn_q8(int ns, const uint8_t *const *gpp, const xact *a, float *const *ys) {
+    if (ns == 4) gemvn_avx2(GB_Q8_0, 4, gpp, a, ys);
+    else if (ns == 3) gemvn_avx2(GB_Q8_0, 3, gpp, a, ys);
+    else if (ns == 2) gemvn_avx2(GB_Q8_0, 2, gpp, a, ys);
+    else if (ns == 1) gemvn_avx2(GB_Q8_0, 1, gpp, a, ys);
+}
 #ifndef GB_QG_Q8_NS
-#define GB_QG_Q8_NS 4 /* q8_0's (gemvn_avx2_q8) */
+#define GB_QG_Q8_NS 4 /* q8_0's */
 #endif
 #ifndef GB_QG_Q4_NS
-#define GB_QG_Q4_NS 4 /* q4_0's streams per thread at T = 1 (gemvn_avx2_q4; 0: gemv_avx2's two-stream runs) */
+#define GB_QG_Q4_NS 4 /* q4_0's streams per thread at T = 1 (gemvn_avx2; 0: gemv_avx2's two-stream runs) */
 #endif
 #ifndef GB_QG_MOE_NS
 /* a decode step's routed experts the same way (gb_qmoe; 0: steps of 4 groups, gemv_avx2): top-4 of 48
@@ -686,17 +672,7 @@ static void qgemv_groups(int fmt, int NS, const uint8_t *base, int64_t gbytes, i
         gpp[ns] = base + gi * gbytes;
         ys[ns++] = y + NR * gi;
     }
-    if (fmt == GB_Q4_0) {
-        if (ns == 4) gemv4_avx2_q4(gpp, a, ys);
-        else if (ns == 3) gemv3_avx2_q4(gpp, a, ys);
-        else if (ns == 2) gemv2n_avx2_q4(gpp, a, ys);
-        else if (ns == 1) gemv1n_avx2_q4(gpp, a, ys);
-    } else {
-        if (ns == 4) gemv4_avx2_q8(gpp, a, ys);
-        else if (ns == 3) gemv3_avx2_q8(gpp, a, ys);
-        else if (ns == 2) gemv2n_avx2_q8(gpp, a, ys);
-        else if (ns == 1) gemv1n_avx2_q8(gpp, a, ys);
-    }
+    (fmt == GB_Q4_0 ? gemvn_q4 : gemvn_q8)(ns, gpp, a, ys);
 }
 
 /* The same for q8_0: two groups at once, each row's integers (the sign trick per 4-value step, summed
@@ -880,7 +856,7 @@ static void gemm_core(int fmt, int version, const xact *a, const uint8_t *packed
         if (version == GB_QG_AVX2 && fmt == GB_Q4_0 && run > 1 && run % 2) run--;
 #ifdef GB_HAVE_QG_AVX2
         if (version == GB_QG_AVX2 && (fmt == GB_Q4_0 ? GB_QG_Q4_NS : GB_QG_Q8_NS) > 0 && G >= 2 && !omp_in_parallel()) {
-            /* NS groups H apart per step (gemvn_avx2_q4 / _q8), guided as q4_K's loop; a last group of
+            /* NS groups H apart per step (gemvn_avx2), guided as q4_K's loop; a last group of
              * fewer than 16 rows through the tile on its own. Not where the caller's own parallel loop
              * runs this GEMV on one thread (MLA's k_b, a head per call, split_gemv): there the runs read
              * a thread's heads as one sequential stream, and the NS streams restarting every 104 KB head
@@ -1011,60 +987,23 @@ int gb_qmoe(int fmt, const float *x, const int64_t *topk_idx, const float *topk_
     const int64_t cup = cmax < 4 ? 1 + (256 << 10) / (sb_up + 1) : 1, cdn = cmax < 4 ? 1 + (256 << 10) / (sb_dn + 1) : 1;
     const int nbF = (int)(F / QK);
     int fail = 0;
+    /* decode (one row per expert) on AVX2: each matrix's groups NS at once, H apart, as the dense GEMV
+     * (gemm_core, qgemv_groups); items (active expert, gate/up, g) then (active expert, g), in expert
+     * order, in place of the 4-group steps */
 #ifdef GB_HAVE_QG_AVX2
-    /* decode (one row per expert): each matrix's groups NS at once, H apart, as the dense GEMV
-     * (gemm_core); items (active expert, gate/up, g) then (active expert, g), in expert order */
     const int nsm = fmt == GB_Q4_0 ? GB_QG_Q4_NS : GB_QG_Q8_NS;
-    if (version == GB_QG_AVX2 && cmax == 1 && nsm > 0 && F % NR == 0 && D % NR == 0 && GB_QG_MOE_NS) {
-        const int NS = nsm;
-        const int64_t HF = (GF + NS - 1) / NS, HD = (GD + NS - 1) / NS;
-        const int64_t gbu = nbD * blk_bytes(fmt) * NR, gbd = (F / QK) * blk_bytes(fmt) * NR;
-        int64_t nact = 0;
-        for (int64_t e = 0; e < E; e++)
-            if (counts[e]) fill[nact++] = e; /* fill: the active experts, in order (gb_group_rows is done with it) */
-        const int64_t cu = 1 + (256 << 10) / (NS * gbu), cd = 1 + (256 << 10) / (NS * gbd);
-#pragma omp parallel
-        {
-#pragma omp for schedule(static)
-            for (int64_t p = 0; p < R; p++) {
-                const int64_t t = tok[p];
-                memcpy(ga.qs + p * D, xa.qs + t * D, (size_t)D);
-                memcpy(ga.d + p * nbD, xa.d + t * nbD, (size_t)nbD * sizeof(float));
-                memcpy(ga.c + p * nbD, xa.c + t * nbD, (size_t)nbD * sizeof(int32_t));
-            }
-#pragma omp for schedule(dynamic, cu)
-            for (int64_t it = 0; it < nact * 2 * HF; it++) {
-                const int64_t e = fill[it / (2 * HF)], r = it % (2 * HF), which = r / HF, g0 = r % HF;
-                const xact v = xact_view(&ga, off[e], 1);
-                const uint8_t *base = (const uint8_t *)(which ? up : gate) + e * pgu;
-                float *yb = (which ? u : g) + off[e] * F;
-                qgemv_groups(fmt, NS, base, gbu, GF, HF, g0, &v, yb);
-            }
-            gb_block_q8_0 *tmp = (gb_block_q8_0 *)malloc((size_t)nbF * sizeof(gb_block_q8_0));
-            if (!tmp) {
-#pragma omp atomic write
-                fail = 1;
-            }
-#pragma omp for schedule(static)
-            for (int64_t p = 0; p < R; p++) {
-                float *gr = g + p * F;
-                gb_silu_mul(gr, u + p * F, F);
-                if (tmp) xact_row(fmt, gr, &ha, p, tmp);
-            }
-            free(tmp);
-#pragma omp for schedule(dynamic, cd)
-            for (int64_t it = 0; it < nact * HD; it++) {
-                const int64_t e = fill[it / HD], g0 = it % HD;
-                const xact v = xact_view(&ha, off[e], 1);
-                qgemv_groups(fmt, NS, (const uint8_t *)down + e * pd, gbd, GD, HD, g0, &v, o + off[e] * D);
-            }
-#pragma omp for schedule(static)
-            for (int64_t t = 0; t < T; t++) gb_moe_combine(y, o, pos, topk_weight, t, t + 1, k, D);
-        }
-        if (fail) st = gb_error(GB_ENOMEM, "qmoe: out of memory");
-        goto done;
-    }
+    const int nsdec = GB_QG_MOE_NS && version == GB_QG_AVX2 && cmax == 1 && nsm > 0 && F % NR == 0 && D % NR == 0;
+#else
+    const int nsm = 1, nsdec = 0;
 #endif
+    const int NS = nsm > 0 ? nsm : 1;
+    const int64_t HF = (GF + NS - 1) / NS, HD = (GD + NS - 1) / NS;
+    const int64_t gbu = nbD * blk_bytes(fmt) * NR, gbd = (F / QK) * blk_bytes(fmt) * NR;
+    int64_t nact = 0;
+    for (int64_t e = 0; e < E; e++)
+        if (counts[e]) fill[nact++] = e; /* fill: the active experts, in order (gb_group_rows is done with it) */
+    const int64_t n_gu = nsdec ? nact * 2 * HF : nup, n_dn = nsdec ? nact * HD : ndn;
+    const int64_t c_gu = nsdec ? 1 + (256 << 10) / (NS * gbu) : cup, c_dn = nsdec ? 1 + (256 << 10) / (NS * gbd) : cdn;
 #pragma omp parallel
     {
 #pragma omp for schedule(static)
@@ -1075,8 +1014,17 @@ int gb_qmoe(int fmt, const float *x, const int64_t *topk_idx, const float *topk_
             memcpy(ga.c + p * nbD, xa.c + t * nbD, (size_t)nbD * sizeof(int32_t));
         }
         /* gate and up of every expert: one pool of steps (dynamic: experts differ in rows) */
-#pragma omp for schedule(dynamic, cup)
-        for (int64_t it = 0; it < nup; it++) {
+#pragma omp for schedule(dynamic, c_gu)
+        for (int64_t it = 0; it < n_gu; it++) {
+#ifdef GB_HAVE_QG_AVX2
+            if (nsdec) {
+                const int64_t e = fill[it / (2 * HF)], r = it % (2 * HF), which = r / HF, g0 = r % HF;
+                const xact v = xact_view(&ga, off[e], 1);
+                qgemv_groups(fmt, NS, (const uint8_t *)(which ? up : gate) + e * pgu, gbu, GF, HF, g0, &v,
+                             (which ? u : g) + off[e] * F);
+                continue;
+            }
+#endif
             int64_t e = 0;
             while (e + 1 < E && items[e + 1] <= it) e++;
             while (!counts[e]) e++;
@@ -1101,8 +1049,16 @@ int gb_qmoe(int fmt, const float *x, const int64_t *topk_idx, const float *topk_
             if (tmp) xact_row(fmt, gr, &ha, p, tmp);
         }
         free(tmp);
-#pragma omp for schedule(dynamic, cdn)
-        for (int64_t it = 0; it < ndn; it++) {
+#pragma omp for schedule(dynamic, c_dn)
+        for (int64_t it = 0; it < n_dn; it++) {
+#ifdef GB_HAVE_QG_AVX2
+            if (nsdec) {
+                const int64_t e = fill[it / HD], g0 = it % HD;
+                const xact v = xact_view(&ha, off[e], 1);
+                qgemv_groups(fmt, NS, (const uint8_t *)down + e * pd, gbd, GD, HD, g0, &v, o + off[e] * D);
+                continue;
+            }
+#endif
             int64_t e = 0;
             while (e + 1 < E && items[E + e + 1] <= it) e++;
             while (!counts[e]) e++;
