@@ -404,10 +404,13 @@ static void absorb_rows(const float *a, int64_t K, float alpha, const void *B, i
 #if !defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
     /* CPUs without AVX-512: the rows in order, ABSORB_AVX2_ROWS at a time, each over all of y's
      * columns (y, R floats, stays in L1 between them): every column still sums its rows in order
-     * k = 0, 1, ... by one FMA each, as the 64-column passes over all rows did, so the same bits;
-     * but B is read once, front to back, where the passes read 128 bytes of every 1 KB row per pass
-     * (GLM-4.7-Flash's bf16 kv_b, 20 heads of 192 x 512, cold, 2 threads, Zen 2: 242 -> see
-     * bench/results/session25_*). The rows ABSORB_AVX2_PF bytes ahead prefetched, a line per step. */
+     * k = 0, 1, ... by one FMA each, as the 64-column passes over all rows did (since session 25),
+     * so for R a multiple of 64 the same bits (R % 64 columns had gone to the scalar loop below,
+     * now only R % 8); but B is read once, front to back, where the passes read 128 bytes of every
+     * 1 KB row per pass: GLM-4.7-Flash's bf16 kv_b (20 heads of 192 x 512, a decode layer's k_b
+     * product, cold, 2 threads, Zen 2) 242 -> 103-119 us
+     * (bench/results/session25_q4_0_q8_0_gemv_zen2_2026-12-04.md). The next rows, ABSORB_AVX2_PF
+     * bytes ahead, prefetched a line per step. */
     const int64_t c1 = R / 8 * 8;
     if (c1 > 0) {
         const int64_t esz = fmt == GB_F32 ? 4 : 2, rbytes = R * esz;
