@@ -570,9 +570,9 @@ static void gemv2_avx2_q4(const uint8_t *p0, const uint8_t *p1, const xact *a, f
  * T = 1 loop (gemm_core) hands a thread groups g, g + H, g + 2H, g + 3H (H = G / NS), so each thread
  * reads NS far-apart streams, as q4_K's kp_gemvn_avx2 reads three; a whole block record (288 / 544
  * bytes) of one group, then the next group's. Each row's integers and float steps are gemv2_avx2_q4's
- * / _q8's and the tile's, in the same order: the same bits. q4_0: Against the runs of groups read as two streams (gemv_avx2), Zen 2, 2 threads, from
- * DRAM (2026-12-04, bench_kgemv_dram.py A/B, bench/results/session25_q4_0_q8_0_gemv_zen2_2026-12-04.md):
- * NS 4 1.18-1.28x on 1.8-178 MB (80-83% -> 87-105% of the read ceiling at K = 2048-10240); NS 3
+ * / _q8's and the tile's, in the same order: the same bits. q4_0 against the runs of groups read as
+ * two streams (gemv_avx2), Zen 2, 2 threads, from DRAM (2026-12-04, bench_kgemv_dram.py A/B,
+ * bench/results/session25_q4_0_q8_0_gemv_zen2_2026-12-04.md): NS 4 1.18-1.28x on 1.8-178 MB (80-83% -> 87-105% of the read ceiling at K = 2048-10240); NS 3
  * 1.11-1.21x but K = 5120 0.88x of NS 4; NS 2 0.94-1.08x of NS 3. Block by block on the old two
  * streams (instead of 64 bytes of each in turn): 0.96-1.00x. */
 /* q8_0 the same way (gemv2_avx2_q8's arithmetic per row, in the same order: the same bits): NS 4
@@ -858,7 +858,7 @@ static void gemm_core(int fmt, int version, const xact *a, const uint8_t *packed
         if (version == GB_QG_AVX2 && (fmt == GB_Q4_0 ? GB_QG_Q4_NS : GB_QG_Q8_NS) > 0 && G >= 2 && !omp_in_parallel()) {
             /* NS groups H apart per step (gemvn_avx2), guided as q4_K's loop; a last group of
              * fewer than 16 rows through the tile on its own. Not where the caller's own parallel loop
-             * runs this GEMV on one thread (MLA's k_b, a head per call, split_gemv): there the runs read
+             * runs this GEMV on one thread (MLA's packed k_b, a head per call in mla_absorbed): there the runs read
              * a thread's heads as one sequential stream, and the NS streams restarting every 104 KB head
              * took 74-76 us where the runs took 63-67 (GLM-4.7-Flash-shaped Q4_K_M layer, q8_0 k_b) */
             const int NS = (fmt == GB_Q4_0 ? GB_QG_Q4_NS : GB_QG_Q8_NS) > 0 ? (fmt == GB_Q4_0 ? GB_QG_Q4_NS : GB_QG_Q8_NS) : 1;
