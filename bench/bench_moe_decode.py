@@ -1,7 +1,8 @@
 """Routed experts at decode: one token through `quant.moe_experts` (top-k of E experts, a new random
 routing per call, the experts' repacked bytes read from DRAM once there are enough of them), in
-iq4_nl or mxfp4 (random valid blocks, bench_iq_mxfp4.iq_weights) or q4_0 / q8_0 (bench_kgemv_dram.q_weights). Prints the best and the median time
-per call (the first 20 calls dropped) and GB/s of the k experts' packed bytes.
+iq4_nl or mxfp4 (random valid blocks, bench_iq_mxfp4.iq_weights) or q4_0 / q8_0 (bench_kgemv_dram.q_weights).
+Prints the best and the median time per call (the first 20 calls dropped) and GB/s of the k experts'
+packed bytes.
 
     PYTHONPATH=$PWD OMP_NUM_THREADS=2 python bench/bench_moe_decode.py --fmt mxfp4 --E 32 --D 2880 --F 2880
     PYTHONPATH=$PWD OMP_NUM_THREADS=2 python bench/bench_moe_decode.py --fmt q4_0 --E 48 --D 2048 --F 1536

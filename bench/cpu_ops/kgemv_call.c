@@ -11,7 +11,8 @@
  *   OMP_NUM_THREADS=2 /tmp/kgemv_call N K ITERS NCOPY [PFKB [FORMAT]]
  * FORMAT: q4_K (default), q5_K, q6_K, iq4_xs, iq4_nl, mxfp4, q4_0, q8_0 (gb_qgemm's packed rows), bf16
  * (gb_linear's rows as stored). Results: bench/results/
- * session23_gemv_call_cost_zen2_2026-12-04.md (q4_K), session24_iq4_gemv_zen2_2026-12-04.md. */
+ * session23_gemv_call_cost_zen2_2026-12-04.md (q4_K), session24_iq4_gemv_zen2_2026-12-04.md,
+ * session25_q4_0_q8_0_gemv_zen2_2026-12-04.md (q4_0, q8_0, bf16, every format's cache-resident rate). */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdio.h>
