@@ -61,6 +61,34 @@ def test_moe_one_token_equals_its_row_of_two(rng, fmt, kernel):
     np.testing.assert_array_equal(y2[0], y2[1])
 
 
+@pytest.mark.parametrize("kernel", VNNI)
+@pytest.mark.parametrize("fmt", FMTS)
+def test_moe_disjoint_tokens_equal_each_alone(rng, fmt, kernel):
+    # three tokens on disjoint experts: every expert has one row (the decode items, each matrix's groups
+    # far apart at once on AVX2), as when each token runs alone; D and F of 2-10 16-row groups, so the
+    # four streams have 1-3 groups each (and some none)
+    for D, F in ((64, 96), (96, 160), (32, 64)):
+        E, k = 9, 3
+        ws = [quant.quantize(_w(rng, s, 0.1), fmt) for s in ((E, F, D), (E, F, D), (E, D, F))]
+        x = rng.standard_normal((3, D)).astype(np.float32)
+        idx = np.array([[4, 0, 2], [1, 8, 5], [7, 3, 6]], np.int64)
+        wts = rng.random((3, k)).astype(np.float32)
+        y, c = quant.moe_experts(x, idx, wts, *ws, kernel=kernel)
+        np.testing.assert_array_equal(c, np.ones(E, np.int64))
+        for t in range(3):
+            yt, _ = quant.moe_experts(x[t:t + 1], idx[t:t + 1], wts[t:t + 1], *ws, kernel=kernel)
+            np.testing.assert_array_equal(y[t], yt[0])
+        # and the float64 oracle on the dequantized experts (q8_0 activations: ~1% of the output's scale)
+        dg, du, dd = (ref.dequantize(q.data, fmt).reshape(q.shape) for q in ws)
+        want = np.zeros((3, D))
+        for t in range(3):
+            for j in range(k):
+                e = idx[t, j]
+                g, u = dg[e] @ x[t].astype(np.float64), du[e] @ x[t].astype(np.float64)
+                want[t] += wts[t, j] * (dd[e] @ (g / (1 + np.exp(-g)) * u))
+        np.testing.assert_allclose(y, want, rtol=0, atol=0.03 * np.abs(want).max())
+
+
 @pytest.mark.parametrize("fmt,K", [("q8_0", 96), ("q4_0", 64), ("q4_K", 256), ("q6_K", 512)])
 @pytest.mark.parametrize("T", [1, 3, 16, 20])
 def test_fuse_rows_stacked_call_equals_separate_calls(rng, fmt, K, T):
