@@ -846,7 +846,8 @@ static void gemm_core(int fmt, int version, const xact *a, const uint8_t *packed
          * job does not hold up the others (as gb_klinear_packed). The AVX2 version: NS streams per
          * thread instead (below; the runs where GB_QG_Q4_NS / GB_QG_Q8_NS is 0) */
         const int64_t gbytes = a->nb * blk_bytes(fmt) * NR, even = G / (8 * (int64_t)omp_get_max_threads());
-        int64_t run = gbytes >= (256 << 10) ? 1 : (256 << 10) / gbytes;
+        const int64_t run256 = gbytes >= (256 << 10) ? 1 : (256 << 10) / gbytes; /* groups in ~256 KB */
+        int64_t run = run256;
         if (run > even) run = even > 1 ? even : 1; /* small matrices: >= 8 runs per thread to share */
         /* q4_0's AVX2 GEMV reads a run as two streams (its halves, gemv_avx2): an even count of
          * groups, so no group is left to the one-stream tile (K = 5120: runs of 5 read one in five
@@ -855,16 +856,16 @@ static void gemm_core(int fmt, int version, const xact *a, const uint8_t *packed
          * keeps them) */
         if (version == GB_QG_AVX2 && fmt == GB_Q4_0 && run > 1 && run % 2) run--;
 #ifdef GB_HAVE_QG_AVX2
-        if (version == GB_QG_AVX2 && (fmt == GB_Q4_0 ? GB_QG_Q4_NS : GB_QG_Q8_NS) > 0 && G >= 2 && !omp_in_parallel()) {
+        const int nsf = fmt == GB_Q4_0 ? GB_QG_Q4_NS : GB_QG_Q8_NS;
+        if (version == GB_QG_AVX2 && nsf > 0 && G >= 2 && !omp_in_parallel()) {
             /* NS groups H apart per step (gemvn_avx2), guided as q4_K's loop; a last group of
              * fewer than 16 rows through the tile on its own. Not where the caller's own parallel loop
              * runs this GEMV on one thread (MLA's packed k_b, a head per call in mla_absorbed): there the runs read
              * a thread's heads as one sequential stream, and the NS streams restarting every 104 KB head
              * took 74-76 us where the runs took 63-67 (GLM-4.7-Flash-shaped Q4_K_M layer, q8_0 k_b) */
-            const int NS = (fmt == GB_Q4_0 ? GB_QG_Q4_NS : GB_QG_Q8_NS) > 0 ? (fmt == GB_Q4_0 ? GB_QG_Q4_NS : GB_QG_Q8_NS) : 1;
+            const int NS = nsf > 0 ? nsf : 1; /* (nsf > 0 here; the guard keeps an NS 0 A/B build free of warnings) */
             const int64_t Gf = N % NR ? G - 1 : G, H = (Gf + NS - 1) / NS;
-            const int64_t grun = gbytes >= (256 << 10) ? 1 : (256 << 10) / gbytes;
-#pragma omp parallel for schedule(guided, grun / (2 * NS) + 1) if (N * a->K > 65536)
+#pragma omp parallel for schedule(guided, run256 / (2 * NS) + 1) if (N * a->K > 65536)
             for (int64_t g = 0; g <= H; g++) {
                 if (g == H) {
                     if (Gf < G) {
