@@ -51,12 +51,12 @@ def main(argv=None) -> int:
     n_combos = sum(r["n"] for r in f["rows"])
     best = min(runs)
     lines = [
-        "# glmbench report benchmark (findings searched over every dense built-in x runtime x cards)", "",
+        "# glmbench report benchmark (findings searched over the study's dense candidates x runtime x cards)", "",
         f"- date: {start:%Y-%m-%d %H:%M} UTC",
         f"- machine: {_cpu()} ({os.cpu_count()} logical CPUs, shared with other jobs), Python "
         f"{platform.python_version()}, glmbench {__version__}; load average {load0:.1f} at start, {load1:.1f} at end",
         "- study: the default (`glmbench report`: GLM-4.7-Flash vs Qwen3-32B, 1 and 2 x RTX 3090, depths 1K-128K)",
-        f"- search: {len(cx.dense_builtins())} dense built-ins x {len(fd.runtime_names())} runtime profiles "
+        f"- search: {len(cx.study_dense())} dense candidates x {len(fd.runtime_names())} runtime profiles "
         f"({', '.join(fd.runtime_names())}) x 2 card counts: {len(f['rows'])} findings, {n_combos} combinations, "
         f"{len(f['records'])} predicted records, {len(f['crossover'])} crossover-curve points",
         f"- time: {a.repeats} runs, each into a fresh folder", "",

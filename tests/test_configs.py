@@ -5,10 +5,14 @@ import pytest
 from glmbench.models import configs
 from glmbench import vocab
 
-ALL = ["deepseek-v2-lite", "deepseek-v3", "gemma-3-12b", "gemma-3-27b", "gemma-3-4b", "glm-4.5-air", "glm-4.7-flash",
-       "gpt-oss-120b", "gpt-oss-20b", "llama-2-7b", "llama-3-70b", "llama-3-8b", "llama-3.1-8b", "llama-3.3-70b",
-       "mistral-small-24b", "qwen2.5-coder-7b", "qwen3-14b", "qwen3-235b-a22b", "qwen3-30b-a3b", "qwen3-32b",
-       "qwen3-8b", "qwen3-coder-30b-a3b", "seed-oss-36b"]
+ALL = ["deepseek-v2-lite", "deepseek-v3", "gemma-2-27b", "gemma-2-2b", "gemma-2-9b", "gemma-3-12b", "gemma-3-1b",
+       "gemma-3-27b", "gemma-3-4b", "glm-4.5", "glm-4.5-air", "glm-4.7-flash", "gpt-oss-120b", "gpt-oss-20b",
+       "llama-2-13b", "llama-2-70b", "llama-2-7b", "llama-3-70b", "llama-3-8b", "llama-3.1-405b", "llama-3.1-8b",
+       "llama-3.2-1b", "llama-3.2-3b", "llama-3.3-70b", "mistral-7b", "mistral-nemo", "mistral-small-24b",
+       "mixtral-8x22b", "mixtral-8x7b",
+       "qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-14b", "qwen2.5-32b", "qwen2.5-3b", "qwen2.5-72b",
+       "qwen2.5-coder-7b", "qwen3-0.6b", "qwen3-1.7b", "qwen3-14b", "qwen3-235b-a22b", "qwen3-30b-a3b",
+       "qwen3-32b", "qwen3-4b", "qwen3-8b", "qwen3-coder-30b-a3b", "qwen3-coder-480b-a35b", "seed-oss-36b"]
 
 
 def test_builtin_names():
@@ -45,6 +49,33 @@ KV_F16 = {
     # GPT-OSS: every layer caches (the windowed half only their last 128 tokens)
     "gpt-oss-20b": 24 * 8 * (64 + 64) * 2,            # 49,152
     "gpt-oss-120b": 36 * 8 * (64 + 64) * 2,           # 73,728
+    # catalog built-ins for published results (docs/SOURCES.md, "Built-in models of issue 22")
+    "llama-2-13b": 40 * 40 * (128 + 128) * 2,         # 819,200 = 800 KiB (MHA)
+    "llama-2-70b": 80 * 8 * (128 + 128) * 2,          # 327,680
+    "llama-3.1-405b": 126 * 8 * (128 + 128) * 2,      # 516,096
+    "llama-3.2-1b": 16 * 8 * (64 + 64) * 2,           # 32,768 (head_dim 64)
+    "llama-3.2-3b": 28 * 8 * (128 + 128) * 2,         # 114,688
+    "mistral-7b": 32 * 8 * (128 + 128) * 2,           # 131,072
+    "mistral-nemo": 40 * 8 * (128 + 128) * 2,         # 163,840
+    "mixtral-8x7b": 32 * 8 * (128 + 128) * 2,         # 131,072
+    "mixtral-8x22b": 56 * 8 * (128 + 128) * 2,        # 229,376
+    "qwen2.5-0.5b": 24 * 2 * (64 + 64) * 2,           # 12,288 (896 / 14 heads = head_dim 64)
+    "qwen2.5-1.5b": 28 * 2 * (128 + 128) * 2,         # 28,672
+    "qwen2.5-3b": 36 * 2 * (128 + 128) * 2,           # 36,864
+    "qwen2.5-14b": 48 * 8 * (128 + 128) * 2,          # 196,608
+    "qwen2.5-32b": 64 * 8 * (128 + 128) * 2,          # 262,144
+    "qwen2.5-72b": 80 * 8 * (128 + 128) * 2,          # 327,680
+    "qwen3-0.6b": 28 * 8 * (128 + 128) * 2,           # 114,688
+    "qwen3-1.7b": 28 * 8 * (128 + 128) * 2,
+    "qwen3-4b": 36 * 8 * (128 + 128) * 2,             # 147,456
+    "qwen3-coder-480b-a35b": 62 * 8 * (128 + 128) * 2,  # 253,952
+    "glm-4.5": 92 * 8 * (128 + 128) * 2,              # 376,832 (the MTP layer not counted)
+    # Gemma 2 (even layers windowed to 4096) and Gemma 3 1B (five of six to 512): every layer caches
+    "gemma-2-2b": 26 * 4 * (256 + 256) * 2,           # 106,496
+    "gemma-2-9b": 42 * 8 * (256 + 256) * 2,           # 344,064
+    "gemma-2-27b": 46 * 16 * (128 + 128) * 2,         # 376,832
+    "gemma-3-1b": 26 * 1 * (256 + 256) * 2,           # 26,624
+
 }
 
 
@@ -307,6 +338,18 @@ PUBLISHED = {
     "qwen3-235b-a22b": (235, 22, True), "qwen3-coder-30b-a3b": (30.5, 3.3, True),
     "glm-4.5-air": (106, 12, False), "deepseek-v3": (671, 37, True),         # DeepSeek-V3: without its 14B MTP module
     "gpt-oss-20b": (20.91, None, None), "gpt-oss-120b": (116.83, None, None),
+    # catalog built-ins for published results: llama-bench's params column where it is well known
+    # ("13.02 B", "68.98 B", "1.24 B", "3.21 B"), else the model card's count
+    "llama-2-13b": (13.02, None, None), "llama-2-70b": (68.98, None, None), "llama-3.1-405b": (405, None, None),
+    "llama-3.2-1b": (1.24, None, None), "llama-3.2-3b": (3.21, None, None),
+    "mistral-7b": (7.25, None, None), "mistral-nemo": (12.2, None, None),
+    "mixtral-8x7b": (46.7, 12.9, True), "mixtral-8x22b": (141, 39, True),   # llama-bench's "46.70 B" for 8x7B
+    "qwen2.5-0.5b": (0.49, None, None), "qwen2.5-1.5b": (1.54, None, None), "qwen2.5-3b": (3.09, None, None),
+    "qwen2.5-14b": (14.7, None, None), "qwen2.5-32b": (32.5, None, None), "qwen2.5-72b": (72.7, None, None),
+    "qwen3-0.6b": (0.6, None, None), "qwen3-1.7b": (1.7, None, None), "qwen3-4b": (4.0, None, None),
+    "qwen3-coder-480b-a35b": (480, 35, True), "glm-4.5": (355, 32, False),
+    "gemma-2-2b": (2.61, None, None), "gemma-2-9b": (9.24, None, None), "gemma-2-27b": (27.2, None, None),
+    "gemma-3-1b": (1.0, None, None),
 }
 
 

@@ -203,7 +203,11 @@ def _every_setup():
             for rig, split in ((hw.Rig("rtx-3090"), "none"), (hw.study_rig(), "layer"),
                                (hw.Rig("h100-sxm", 2), "tensor")):
                 for kv in ("f16", "q8_0"):
-                    out.append(cm.Setup(name, rig, split=split, weights="q4_K", kv=kv, mla_strategy=strat))
+                    try:
+                        out.append(cm.Setup(name, rig, split=split, weights="q4_K", kv=kv, mla_strategy=strat))
+                    except ValueError as e:     # Gemma 3 1B's one KV head cannot be split over 2 cards
+                        assert split == "tensor" and "divide evenly" in str(e), e
+    assert len(out) >= 6 * len(BUILTINS)
     return out
 
 

@@ -95,9 +95,10 @@ def test_runtime_models_sweep_their_mla_kernel():
 def test_findings_search_every_combination_from_records():
     study = report.Study()
     f = fd.findings(study)
-    dense, rts = cx.dense_builtins(), fd.runtime_names()
-    # every dense built-in (the Gemma 3 sliding-window models among them) and every shipped profile
+    dense, rts = cx.study_dense(), fd.runtime_names()
+    # the study's dense candidates (the Gemma 3 sliding-window models among them) and every shipped profile
     assert {"gemma-3-27b", "gemma-3-12b", "qwen3-32b"} <= set(dense) == set(f["dense_models"])
+    assert set(dense) <= set(cx.dense_builtins()) and len(dense) == 14
     assert [r["name"] for r in f["runtimes"]] == rts and set(cm.list_calibrated()) <= set(rts)
     assert [r["key"] for r in f["rows"]] == ["generation", "crossover", "prefill", "memory", "quant_kv", "one_vs_two"]
     n = {"generation": len(dense) * len(rts) * 2, "crossover": len(dense) * len(rts) * 2,

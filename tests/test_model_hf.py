@@ -60,6 +60,15 @@ TINY = {
         routed_scaling_factor=2.5, kv_lora_rank=32, q_lora_rank=48, qk_rope_head_dim=8, v_head_dim=16,
         qk_nope_head_dim=12, n_group=2, topk_group=1, num_experts_per_tok=2, first_k_dense_replace=1,
         norm_topk_prob=True, rms_norm_eps=1e-6, rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+    # Mixtral: Mistral's attention, every layer MoE (softmax over all experts, the top-k renormalized)
+    "mixtral": dict(
+        vocab_size=160, hidden_size=64, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=16, num_local_experts=8, num_experts_per_tok=2, rms_norm_eps=1e-5,
+        sliding_window=None, rope_parameters={"rope_type": "default", "rope_theta": 1000000.0}),
+    "mistral": dict(
+        vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=16, rms_norm_eps=1e-5, sliding_window=None,
+        rope_parameters={"rope_type": "default", "rope_theta": 1000000.0}),
     # GLM-4.5-Air's shape: GQA with q/k/v bias, half the head rotated, sigmoid router (noaux_tc)
     "glm4_moe": dict(
         vocab_size=160, hidden_size=64, intermediate_size=96, moe_intermediate_size=32, num_hidden_layers=3,
@@ -122,7 +131,7 @@ def glm_logits(m, prompt, steps):
 
 CASES = [("glm4_moe_lite", s) for s in ("naive", "absorbed", "flash")] + \
         [("deepseek_v2", s) for s in ("naive", "absorbed", "flash")] + [("qwen3", ""), ("qwen3_moe", "")] + \
-        [("deepseek_v3", "flash"), ("llama", ""), ("qwen2", ""), ("glm4_moe", "")]
+        [("deepseek_v3", "flash"), ("llama", ""), ("qwen2", ""), ("glm4_moe", ""), ("mixtral", ""), ("mistral", "")]
 
 
 @pytest.mark.parametrize("model_type,strategy", CASES)

@@ -8,6 +8,7 @@ Families (HF `model_type`), with the field names HF uses in each:
   qwen3          dense GQA, per-head RMSNorm on q and k
   qwen3_moe      GQA + MoE, softmax router, no shared expert; decoder_sparse_step, mlp_only_layers
   llama, mistral dense GQA
+  mixtral        GQA + MoE (Mistral's attention; softmax router, top-k renormalized, no shared expert)
   seed_oss       dense GQA with q/k/v bias (attention_out_bias for o_proj)
 
 Structural sizes (hidden_size, heads, layers, MLA ranks, expert counts...) are required: a
@@ -47,6 +48,7 @@ FAMILIES = {
     "qwen3_moe": "gqa",
     "llama": "gqa",
     "mistral": "gqa",
+    "mixtral": "gqa",
     "seed_oss": "gqa",
     "qwen2": "gqa",
     "glm4_moe": "gqa",
@@ -73,6 +75,8 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
                       norm_topk_prob=False, decoder_sparse_step=1, mlp_only_layers=[]),
     "llama": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False),
     "mistral": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, num_key_value_heads=8, sliding_window=4096),
+    "mixtral": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, num_key_value_heads=8, sliding_window=None,
+                    num_local_experts=8, num_experts_per_tok=2),
     "seed_oss": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=True, attention_out_bias=False,
                      head_dim=128, num_key_value_heads=8),
     "qwen2": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, max_window_layers=28),
@@ -875,7 +879,7 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
         rope_dim = int(hd * prf)
         if rope_dim % 2:
             raise ValueError(f"rotated dims head_dim*partial_rotary_factor = {rope_dim} must be even")
-        if mt == "mistral":
+        if mt in ("mistral", "mixtral"):
             bias = False
         elif mt == "qwen2":
             bias = True              # Qwen2Attention: q/k/v always carry a bias, o_proj none
@@ -884,7 +888,7 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
         out_bias = r.bool("attention_out_bias") if mt == "seed_oss" else \
             False if mt in ("qwen2", "glm4_moe") else bool(bias)
         sw, win_layers = None, None
-        if mt == "mistral":
+        if mt in ("mistral", "mixtral"):
             sw = r.int("sliding_window", allow_none=True)
         elif mt in ("qwen2", "qwen3", "qwen3_moe"):
             if r.hf.get("use_sliding_window", False):
@@ -972,6 +976,20 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
                   shared_expert_intermediate_size=0, first_k_dense_replace=0, router_scoring="softmax",
                   router_bias=False, n_group=1, topk_group=1, norm_topk_prob=True, routed_scaling_factor=1.0,
                   topk_method="", moe_layers=moe_layers, expert_bias=True)
+    elif mt == "mixtral":
+        # MixtralSparseMoeBlock: every layer, num_local_experts experts of intermediate_size, softmax
+        # over all router logits, the top-k renormalized (= norm_topk_prob), no shared expert
+        E = r.int("num_local_experts")
+        k = r.int("num_experts_per_tok")
+        if not 1 <= k <= E:
+            raise ValueError(f"config field `num_experts_per_tok`={k} must be in [1, num_local_experts={E}]")
+        Fe = r.int("intermediate_size")
+        moe_layers = tuple(range(L))
+        n_group, topk_group = 1, 1
+        kw.update(n_routed_experts=E, n_experts_per_tok=k, n_shared_experts=0, moe_intermediate_size=Fe,
+                  shared_expert_intermediate_size=0, first_k_dense_replace=0, router_scoring="softmax",
+                  router_bias=False, n_group=1, topk_group=1, norm_topk_prob=True, routed_scaling_factor=1.0,
+                  topk_method="", moe_layers=moe_layers)
     elif mt == "qwen3_moe":
         # transformers 5.x writes the expert count as `num_local_experts` (its attribute_map alias)
         E = r.int("num_local_experts" if "num_experts" not in hf and "num_local_experts" in hf else "num_experts")

@@ -379,7 +379,7 @@ def hf_config(g: GGUFFile) -> dict:
     glmbench.models.configs.from_hf reads). deepseek2 files become `glm4_moe_lite` when the
     router is sigmoid (expert_gating_func 2: GLM-4.7-Flash, and DeepSeek-V3 routes the same
     way) and `deepseek_v2` when it is softmax; qwen3moe -> qwen3_moe, qwen2 -> qwen2,
-    llama -> llama, glm4moe -> glm4_moe."""
+    llama -> llama (mixtral when it has experts), glm4moe -> glm4_moe."""
     arch = g.architecture
     if not arch:
         raise GGUFError(f"{g.path}: metadata 'general.architecture' is missing")
@@ -547,6 +547,12 @@ def hf_config(g: GGUFFile) -> dict:
     if arch == "seed_oss":
         hf.update(model_type="seed_oss", attention_bias=blk(0, "attn_q").replace("weight", "bias") in ts,
                   attention_out_bias=blk(0, "attn_output").replace("weight", "bias") in ts)
+        return hf
+    if arch == "llama" and m("expert_count", 0):
+        # Mixtral: llama.cpp's `llama` architecture with experts in every layer (llm_build_llama's
+        # MoE branch: softmax gating, the top-k weights renormalised); no window (the converter keeps none)
+        hf.update(model_type="mixtral", num_local_experts=m("expert_count", required=True, minimum=1),
+                  num_experts_per_tok=m("expert_used_count", required=True, minimum=1), sliding_window=None)
         return hf
     hf["model_type"] = {"qwen3": "qwen3", "qwen2": "qwen2", "llama": "llama"}[arch]
     return hf

@@ -30,7 +30,7 @@ from glmbench.predict import kernels as kn
 
 DEPTHS = tuple(sorted({int(round(1024 * 2 ** (i / 2))) for i in range(0, 15)}))   # 1K .. 128K, x sqrt(2)
 EFFICIENCIES = tuple(round(0.02 * (1 / 0.02) ** (i / 13), 4) for i in range(14))   # 0.02 .. 1, log-spaced
-DENSE_MODELS = ("qwen3-32b", "mistral-small-24b", "seed-oss-36b")   # the first three; dense_builtins() has all
+DENSE_MODELS = ("qwen3-32b", "mistral-small-24b", "seed-oss-36b")   # the first three; study_dense() has all the study tries
 
 
 def dense_builtins() -> tuple:
@@ -42,6 +42,26 @@ def dense_builtins() -> tuple:
         if c.attention == "gqa" and not c.n_routed_experts:
             out.append(n)
     return tuple(out)
+
+
+# The dense candidates of the study's search (report/findings.py, the crossover curves, `glmbench
+# search`'s study setups): the study never named its dense model ("a plain dense GQA model of the same
+# size class"), so the search tries these 14 dense built-ins, from 4B to 70B, sliding-window Gemma 3
+# among them. A fixed list: the catalog also holds models shipped to import and predict published
+# results (Llama 2 13B/70B, Qwen2.5, Gemma 2, Mistral 7B/Nemo, ...), and those do not join the
+# study's search (and change its report) unless listed here; a name not built in is an error.
+STUDY_DENSE = ("gemma-3-12b", "gemma-3-27b", "gemma-3-4b", "llama-2-7b", "llama-3-70b", "llama-3-8b", "llama-3.1-8b",
+               "llama-3.3-70b", "mistral-small-24b", "qwen2.5-coder-7b", "qwen3-14b", "qwen3-32b", "qwen3-8b",
+               "seed-oss-36b")
+
+
+def study_dense() -> tuple:
+    """STUDY_DENSE, each checked to be a built-in dense GQA model."""
+    dense = set(dense_builtins())
+    bad = [n for n in STUDY_DENSE if n not in dense]
+    if bad:
+        raise ValueError(f"STUDY_DENSE names {', '.join(bad)}: not built-in dense GQA models")
+    return STUDY_DENSE
 
 
 def runs_strategy(runtime, strategy: str) -> str:
@@ -119,8 +139,8 @@ def mla_crossover_curves(rigs: Sequence, runtimes: Sequence, *, mla_model: str =
     runtime model runs its own strategy whatever is asked (runs_strategy), so its rows carry that one.
     `knob` names what the sweep sets: the kernel-table entry of a runtime model ("kernels.mla_flash:memory")
     or "mla_attention_efficiency.<strategy>".
-    dense_models: None = every built-in dense model (dense_builtins)."""
-    dense_models = dense_builtins() if dense_models is None else tuple(dense_models)
+    dense_models: None = the study's dense candidates (study_dense)."""
+    dense_models = study_dense() if dense_models is None else tuple(dense_models)
     rows = []
     for rig in rigs:
         sp = "none" if rig.n_cards == 1 else split
@@ -151,6 +171,6 @@ def mla_crossover_curves(rigs: Sequence, runtimes: Sequence, *, mla_model: str =
     return rows
 
 
-__all__ = ["crossover_depth", "mla_crossover_curves", "with_mla_efficiency", "mla_efficiency_of", "dense_builtins",
-           "runs_strategy", "mla_kernel_key",
+__all__ = ["crossover_depth", "mla_crossover_curves", "with_mla_efficiency", "mla_efficiency_of", "dense_builtins", "study_dense",
+           "STUDY_DENSE", "runs_strategy", "mla_kernel_key",
            "DEPTHS", "EFFICIENCIES", "DENSE_MODELS"]

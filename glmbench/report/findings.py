@@ -4,8 +4,8 @@ combinations reproduce it, which do not, and why, in one sentence each.
 
 The study never named its dense model ("a plain dense GQA model of the same size class") nor, for
 every figure, its runtime; so instead of checking one guess, every candidate is tried:
-  - dense models: every built-in with GQA attention and no routed experts
-    (predict/crossover.dense_builtins: Qwen3-32B, Mistral-Small-24B, Seed-OSS-36B, Gemma 3 ...);
+  - dense models: the study's dense candidates, built-ins with GQA attention and no routed experts
+    from 4B to 70B (predict/crossover.study_dense: Qwen3-32B, Mistral-Small-24B, Seed-OSS-36B, Gemma 3 ...);
   - runtimes: every profile shipped in glmbench/data/runtime/ and glmbench/data/calibrated/
     (discovered from the folders, not listed here);
   - cards: the study's card counts (one and two RTX 3090 over its measured 1.4 GB/s link).
@@ -90,7 +90,7 @@ class Search:
 
     def __init__(self, study, *, dense=None, runtimes=None):
         self.study = study
-        self.dense = tuple(dense) if dense is not None else cx.dense_builtins()
+        self.dense = tuple(dense) if dense is not None else cx.study_dense()
         rts = runtime_names() if runtimes is None else list(runtimes)
         self.runtimes = [cm.load_runtime(r) for r in rts]       # each profile resolved once
         if runtimes is None and study.runtime_profile.name not in rts:

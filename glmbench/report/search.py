@@ -333,10 +333,9 @@ STUDY_GPU = "rtx-3090"
 
 
 def study_models() -> tuple:
-    """GLM-4.7-Flash and every dense built-in (no routed experts)."""
-    from glmbench.models import configs
-    dense = [n for n in configs.builtin_names() if not configs.load(n).n_routed_experts]
-    return ("glm-4.7-flash", *dense)
+    """GLM-4.7-Flash and the study's dense candidates (predict/crossover.study_dense)."""
+    from glmbench.predict import crossover as cx
+    return ("glm-4.7-flash", *cx.study_dense())
 
 
 def _kind(r) -> str:
