@@ -842,7 +842,7 @@ _GPU_TEXT = (
     (re.compile(r"(?<![a-z0-9])(?:(\d+)\s*[x×]\s*)?(?:nvidia[\s_-]*)?(?:geforce[\s_-]*)?(rtx|gtx)[\s_-]*(a?\d{4})"
                 r"(?:[\s_-]*(ti|super))?(?![a-z0-9])", re.I),
      lambda m: f"{m.group(2).upper()} {m.group(3).upper()}" + (f" {m.group(4).capitalize()}" if m.group(4) else "")),
-    (re.compile(r"(?<![a-z0-9])(?:(\d+)\s*[x×]\s*)?(?:nvidia[\s_-]*)?((?:gb|[abhl])\d{2,3}s?|a\d{4})"
+    (re.compile(r"(?<![a-z0-9])(?:(\d+)\s*[x×]\s*)?(?:nvidia[\s_-]*)?((?:gb|[abhl])\d{1,3}[sg]?|a\d{4})"
                 r"(?:[\s_-]*(sxm\d?|pcie|nvl))?(?![a-z0-9])", re.I),
      lambda m: ("RTX " if re.fullmatch(r"a\d{4}", m.group(2), re.I) else "") + m.group(2).upper()
      + (f" {m.group(3).upper()}" if m.group(3) else "")),
@@ -864,10 +864,13 @@ def gpus_in(text: str | None) -> list[tuple[str, int | None]]:
     if not text:
         return []
     found = []
-    for rx, name in _GPU_TEXT:
+    for i, (rx, name) in enumerate(_GPU_TEXT):
         for m in rx.finditer(text):
             n = m.group(1)
-            found.append((m.start(), name(m), int(n) if n and n.isdigit() else None))
+            g = name(m)
+            if i == 2 and _hardware_key(g) is None:
+                continue   # a letter and digits ("a28_run.md", "h12"): only a data-centre card the catalog knows
+            found.append((m.start(), g, int(n) if n and n.isdigit() else None))
     out, seen = [], set()
     for _, g, n in sorted(found):
         if g not in seen:
@@ -951,6 +954,9 @@ _LOADER = (  # llama.cpp's model-load log: what a table without a model column w
 )
 
 
+_MD_SEP = re.compile(r"\s*\|?[\s:|-]+\|?\s*")   # a markdown table's separator line
+
+
 def _unquote(text: str) -> list[str]:
     """The lines of `text` without e-mail/GitHub quote markers ("> | model | ..." in a reply)."""
     return [_QUOTE.sub("", ln) for ln in text.splitlines()]
@@ -979,7 +985,7 @@ def _scan(text) -> tuple[list[_Block], dict]:
         no = i + 1
         st = ln.strip()
         # a markdown table: header, separator, rows
-        if st.startswith("|") and i + 1 < n and re.fullmatch(r"\s*\|?[\s:|-]+\|?\s*", lines[i + 1]) and "-" in lines[i + 1]:
+        if st.startswith("|") and i + 1 < n and _MD_SEP.fullmatch(lines[i + 1]) and "-" in lines[i + 1]:
             header = _split_md(ln)
             cells = set(header)
             if {"PP", "TG", "N_KV", "S_PP t/s", "S_TG t/s"} <= cells:
@@ -990,9 +996,21 @@ def _scan(text) -> tuple[list[_Block], dict]:
                 kind = None
             j = i + 2
             rows = []
-            while j < n and lines[j].strip().startswith("|"):
-                rows.append((j + 1, _split_md(lines[j])))
-                j += 1
+            while True:
+                while j < n and lines[j].strip().startswith("|"):
+                    rows.append((j + 1, _split_md(lines[j])))
+                    j += 1
+                # a table a blank line splits (a paste cut in two): rows of the header's width after
+                # blank lines, with no separator line under the first (that would be a new table)
+                k = j
+                while k < n and not lines[k].strip():
+                    k += 1
+                if (kind and k > j and k < n and lines[k].strip().startswith("|")
+                        and len(_split_md(lines[k])) == len(header) and _split_md(lines[k]) != header
+                        and not (k + 1 < n and _MD_SEP.fullmatch(lines[k + 1]) and "-" in lines[k + 1])):
+                    j = k
+                    continue
+                break
             if kind:
                 take(_Block(kind, no, header, rows))
                 before, label = [], None
@@ -1310,6 +1328,15 @@ def _block_meta(b, ctx, text, text_before, fname, weights_seen):
     return meta, inferred
 
 
+# llama-bench's "mean ± stddev" as pastes spell it: "+-" or "+/-" typed by hand, and the UTF-8 "±"
+# shown in a Windows console's code page ("Â±" in cp1252, "┬▒" in cp437) and copied from there
+_PLUS_MINUS = re.compile(r"\+/?-|Â±|┬▒")
+
+
+def _plus_minus(cell: str) -> str:
+    return _PLUS_MINUS.sub("±", cell or "")
+
+
 def _pasted_llama_bench(b, ctx, meta, inferred, text_before):
     out = []
     model_cache = {}
@@ -1320,7 +1347,7 @@ def _pasted_llama_bench(b, ctx, meta, inferred, text_before):
         m = _MD_TEST.match(row.get("test", "").strip())
         if not m or not (m.group(1) or m.group(3)) or (m.group(2) and not (m.group(1) and m.group(3))):
             _fail(ctx.path, line, f"test {row.get('test')!r} is not llama-bench's pp<n>, tg<n> or pp<n>+tg<n> [@ d<n>]")
-        ts = re.fullmatch(r"\s*([^\s±]+)\s*(?:±\s*(\S+))?\s*", row.get("t/s", ""))
+        ts = re.fullmatch(r"\s*([^\s±]+)\s*(?:±\s*(\S+))?\s*", _plus_minus(row.get("t/s", "")))
         if not ts:
             _fail(ctx.path, line, f"t/s {row.get('t/s')!r} is not 'mean ± stddev'")
         o = {"model_type": row.get("model"), "n_prompt": int(m.group(1) or 0), "n_gen": int(m.group(3) or 0),
@@ -1329,11 +1356,12 @@ def _pasted_llama_bench(b, ctx, meta, inferred, text_before):
             if col in ("model", "test", "t/s", "size", "params"):
                 continue
             o[_MD_COLS.get(col, col)] = v
-        sizes = {}
-        for col, unit, field in (("size", "GiB", "model_size"), ("params", "B", "model_n_params")):
-            mm = re.fullmatch(r"\s*(\d+(?:\.\d+)?) " + unit + r"\s*", row.get(col, ""))
-            if mm:
-                sizes[field] = round(float(mm.group(1)) * (1024 ** 3 if unit == "GiB" else 1e9))
+        sizes = {}   # llama-bench prints a size under 1 GiB in MiB, a count under 1e9 in M
+        for col, field, units in (("size", "model_size", {"GiB": 1024 ** 3, "MiB": 1024 ** 2}),
+                                  ("params", "model_n_params", {"B": 1e9, "M": 1e6})):
+            mm = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(GiB|MiB|B|M)\s*", row.get(col, ""))
+            if mm and mm.group(2) in units:
+                sizes[field] = round(float(mm.group(1)) * units[mm.group(2)])
         key = (row.get("model"), sizes.get("model_n_params"))
         if key not in model_cache:
             if ctx.model:
