@@ -166,8 +166,16 @@ _KEEP = ("model", "device", "hardware", "n_cards", "split", "weights", "weights_
 
 
 def _runtime_of(r):
-    """The runtime model a record belongs to, from what the import read (tool, backend)."""
+    """The runtime model a record belongs to, from what the import read (tool, backend; for a
+    serving benchmark the server its --backend names: SGLang's client measures a vLLM server with
+    --backend vllm, and vLLM's an SGLang one with --backend sglang)."""
     tool = str(r.get("tool") or "")
+    if r.get("test") == "serve":
+        sb = str(r.get("serve_backend") or "").lower()
+        for engine in ("sglang", "vllm"):
+            if engine in sb:
+                return engine
+        return "sglang" if "sglang" in tool else "vllm"
     if "vllm" in tool:
         return "vllm"
     if r.get("backend") == "Vulkan":
@@ -175,13 +183,28 @@ def _runtime_of(r):
     return "ik_llama.cpp" if "ik_llama.cpp" in tool else "llama.cpp"
 
 
+def _blank_between(path, a, b, cache={}):
+    """Lines a+1 .. b-1 of `path` are all blank (a table a blank line splits is one table)."""
+    if path not in cache:
+        try:
+            with open(path, encoding="utf-8-sig", errors="replace") as f:
+                cache[path] = [re.sub(r"^[ \t]*(?:>[ \t]?)+", "", x).strip() for x in f.read().splitlines()]
+        except OSError:
+            cache[path] = None
+    lines = cache[path]
+    return bool(lines) and all(not x for x in lines[a:b - 1])
+
+
 def _tables_of(recs):
-    """The import's records split into the file's tables (by heading label, else by a gap in lines)."""
+    """The import's records split into the file's tables (by heading label, else by a gap in lines
+    that is not only blank lines)."""
     out, last = [], None
     for r in recs:
-        ln = int(str(r["source"]).rsplit(":", 1)[1])
+        path, ln = str(r["source"]).rsplit(":", 1)
+        ln = int(ln)
         key = r.get("label")
-        if not out or (last is not None and (ln > last[0] + 1 or key != last[1])):
+        if not out or (last is not None and ((ln > last[0] + 1 and not _blank_between(path, last[0], ln))
+                                             or key != last[1])):
             out.append([])
         out[-1].append(r)
         last = (ln, key)
@@ -272,7 +295,7 @@ def _vllm(src_dir, meta=VLLM, sid="qwen3-30b-a3b-bf16_h100_vllm", recs=None):
 
 
 # ---- the generic path: a pasted file and its sidecar, no SOURCES entry ---------------------------
-PASTED = (".md", ".log", ".json", ".jsonl", ".csv")
+PASTED = (".md", ".log", ".json", ".jsonl", ".csv", ".sql")
 # sidecar key (lower case) -> the attribution field it gives; the first key present wins
 SIDECAR_KEYS = {"url": ("url", "source_url", "source", "link"), "date": ("date",),
                 "command": ("command", "cmd", "server", "client"), "runtime": ("runtime", "engine", "backend"),
@@ -419,6 +442,11 @@ def _fill_from_sidecar(r: dict, side: dict) -> list:
             r["hardware"], r["device"] = key, r.get("device") or key
             r.setdefault("n_cards", 1)
             filled.append("hardware")
+            if r["n_cards"] == 1:
+                r["split"] = "none"
+            elif r.get("split") in (None, "none"):   # the runtime's default: llama.cpp -sm layer, vLLM -tp
+                r["split"] = "tensor" if _runtime_of(r) == "vllm" else "layer"
+                filled.append("split")
     mtext = _side(side, "model") or ""
     if r.get("model") is None:
         names = importers.names_in(mtext)
@@ -456,15 +484,33 @@ def generic_records(path) -> tuple[str, list]:
     rt_text = _side(side, "runtime")
     rt_side = sidecar_runtime(rt_text)
     meta = dict(file=name, url=url, date=_date_of(side), command=cmd or "not stated", note=note, runtime=rt_side)
-    if any(_runtime_of(r) == "vllm" for r in recs):
+    if any(r.get("test") == "serve" for r in recs):
+        # a serving benchmark: the runtime is the server measured; one glmbench has no model of
+        # (SGLang) is left out, said in the records kept or, where none is kept, in the skip line
+        serving = [r for r in recs if r.get("test") == "serve"]
+        recs = [r for r in serving if _runtime_of(r) in cm.list_runtimes()]
+        other = [r for r in serving if _runtime_of(r) not in cm.list_runtimes()]
+        if other:
+            r = other[0]
+            why = (f"a {r.get('tool')} result of a{'n' if _runtime_of(r)[0] in 'aeiou' else ''} "
+                   f"{_runtime_of(r)} server (--backend {r.get('serve_backend')}): glmbench has no "
+                   f"{_runtime_of(r)} runtime model (runtimes: {', '.join(cm.list_runtimes())})")
+            if not recs:
+                raise Skip(f"{name}:{str(r['source']).rsplit(':', 1)[1]}: {why}")
+            note = (note + "; " if note else "") + (f"{len(other)} result(s) of the file left out (line "
+                                                    f"{', '.join(str(x['source']).rsplit(':', 1)[1] for x in other)}: {why})")
         for r in recs:
             if len(named) == 1 and r.get("model") not in (None, named[0]):
                 raise SystemExit(f"{name}:{str(r['source']).rsplit(':', 1)[1]}: the paste's model is {r['model']!r}, "
                                  f"the sidecar's model line names {named[0]!r} ({_side(side, 'model')!r})")
             _fill_from_sidecar(r, side)
-            if r.get("hardware") is None or r.get("model") is None or r.get("weights") is None:
-                raise Skip(f"{name}:{str(r['source']).rsplit(':', 1)[1]}: the card, model or weights are stated "
-                           "neither in the paste nor in the sidecar")
+            missing = [k for k in ("hardware", "model", "weights") if r.get(k) is None]
+            if missing:
+                raise Skip(f"{name}:{str(r['source']).rsplit(':', 1)[1]}: the "
+                           f"{', '.join('card' if k == 'hardware' else k for k in missing)} stated neither in the "
+                           "paste nor in the sidecar" + (" (vLLM serves the checkpoint's own dtype: name it on the "
+                                                         "sidecar's model line, e.g. 'Model: org/name BF16')"
+                                                         if missing == ["weights"] else ""))
         if rt_side not in (None, "vllm"):
             raise SystemExit(f"{name}: the import implies runtime 'vllm', the sidecar's runtime says {rt_side!r} ({rt_text!r})")
         meta["note"] = note or f"read by bench/public_records.py's generic path from {name} and its sidecar"
@@ -487,6 +533,11 @@ def generic_records(path) -> tuple[str, list]:
             ln = str(r["source"]).rsplit(":", 1)[1]
             where = f"{name}:{ln}"
             rt = _runtime_of(r)
+            from_side_rt = False
+            if rt_side == "ik_llama.cpp" and rt == "llama.cpp" and r.get("tool") == "llama-bench":
+                # ik_llama.cpp's llama-bench prints as mainline's (but for its own columns, which
+                # the import reads as the tool "llama-bench (ik_llama.cpp)"): the sidecar tells
+                rt, from_side_rt = rt_side, True
             if rt_side is not None and rt != rt_side:
                 raise SystemExit(f"{where}: the import implies runtime {rt!r} (tool {r.get('tool')!r}, backend "
                                  f"{r.get('backend')!r}), the sidecar's runtime says {rt_side!r} ({rt_text!r})")
@@ -500,7 +551,7 @@ def generic_records(path) -> tuple[str, list]:
                            "stated neither in the paste nor in the sidecar")
             rec = {"evidence": "measured", "public_source": sid, "runtime": rt}
             rec.update((k, r[k]) for k in _KEEP if r.get(k) is not None)
-            from_sidecar = list(filled)
+            from_sidecar = list(filled) + (["runtime"] if from_side_rt else [])
             for field in ("flash_attn", "n_ubatch", "mla", "type_k"):
                 pv = r.get(field)
                 cv = cmd_opts.get(field)

@@ -814,3 +814,41 @@ def test_letters_and_digits_that_name_no_card_are_not_a_gpu():
     (r,) = im.read_text(LB_HEAD + lb_row("llama 7B Q4_0", "3.56 GiB", "6.74 B", "tg128", "142.51 ± 0.30"),
                         "/tmp/a28_llama2.md", notices=notes)
     assert "device" not in r and "hardware" not in r and any("card: not stated" in n for n in notes)
+
+
+def test_ik_llama_bench_columns_old_backend_fields_and_the_older_load_log():
+    # ik_llama.cpp's llama-bench: mainline's table plus its own columns (mla, amb, fmoe, ...)
+    head = ("| model                          |       size |     params | backend    | ngl | n_ubatch | fa | mla |  amb | fmoe |"
+            "            test |                  t/s |\n"
+            "| ------------------------------ | ---------: | ---------: | ---------- | --: | -------: | -: | --: | ---: | ---: |"
+            " --------------: | -------------------: |\n")
+    row = ("| deepseek2 16B Q4_0             |   8.29 GiB |    15.71 B | CUDA       |  99 |     2048 |  1 |   3 |  512 |    1 |"
+           "          pp2048 |      8800.00 ± 40.00 |\n")
+    (r,) = im.read_text("  Device 0: NVIDIA GeForce RTX 4090, compute capability 8.9, VMM: yes\n" + head + row, "x.md")
+    assert (r["tool"], r["mla"], r["n_ubatch"], r["flash_attn"], r["model"]) == (
+        "llama-bench (ik_llama.cpp)", "3", 2048, 1, "deepseek-v2-lite")
+    assert r["inferred"]["tool"] == "ik_llama.cpp (what only its llama-bench prints: amb, fmoe, mla)"
+    # its own weight types tell it too; mainline's table stays mainline's
+    (r,) = im.read_text(LB_HEAD + lb_row("deepseek2 16B IQ4_KS - 4.25 bpw", "8.31 GiB", "15.71 B", "tg128", "168.10 ± 0.40"), "x.md")
+    assert r["tool"] == "llama-bench (ik_llama.cpp)" and r["weights"] == "iq4_ks"
+    (r,) = im.read_text(LB_HEAD + lb_row("deepseek2 16B Q4_0", "8.29 GiB", "15.71 B", "tg128", "190.00 ± 0.60"), "x.md")
+    assert r["tool"] == "llama-bench" and "mla" not in r
+    (r,) = im.read_text(json.dumps([lb(mla_attn=3, fused_moe=True)]), "x.json")
+    assert r["tool"] == "llama-bench (ik_llama.cpp)" and r["mla"] == "3"
+    # 2024 builds: no `backends`, a 0/1 field per backend
+    keys = ("build_commit,build_number,cuda,vulkan,metal,gpu_info,model_filename,model_type,model_n_params,n_prompt,n_gen,"
+            "avg_ts,stddev_ts")
+    for flags, backend in (('"1","0","0"', "CUDA"), ('"0","1","0"', "Vulkan")):
+        csv_text = (keys + "\n" + f'"7a221b67","3091",{flags},"NVIDIA GeForce RTX 3090","Meta-Llama-3-8B.Q4_K_M.gguf","llama 8B Q4_K - Medium",'
+                    '"8030261248","512","0","4867.123456","20.1"\n')
+        (r,) = im.read_text(csv_text, "x.csv")
+        assert (r["backend"], r["hardware"], r["avg_ts"], r["n_depth"]) == (backend, "rtx-3090", 4867.123456, 0)
+    # llm_load_print_meta's `model ftype` (older builds; print_info's `file type` since 2025)
+    log = ("llm_load_print_meta: arch             = deepseek2\nllm_load_print_meta: model ftype      = IQ4_KS - 4.25 bpw\n"
+           "llm_load_print_meta: model params     = 15.706 B\n\n"
+           "|    PP |     TG |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |\n"
+           "|-------|--------|--------|----------|----------|----------|----------|\n"
+           "|  2048 |    512 |      0 |    0.228 |  9000.00 |    3.012 |   170.00 |\n")
+    rs = im.read_text(log, "x.md")
+    assert {r["weights"] for r in rs} == {"iq4_ks"} and {r["model"] for r in rs} == {"deepseek-v2-lite"}
+    assert "load log (line 2)" in rs[0]["inferred"]["weights"]

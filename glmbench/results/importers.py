@@ -629,6 +629,10 @@ _LB_KEEP = ("build_commit", "build_number", "cpu_info", "gpu_info", "backends", 
             "fit_target", "fit_min_ctx", "test_time", "avg_ns", "stddev_ns", "samples_ns", "samples_ts")
 
 
+# llama-bench's backend fields before `backends` (2024 builds: "cuda": "1", "vulkan": "0", ...)
+_OLD_BACKEND_FIELDS = (("vulkan", "Vulkan"), ("metal", "Metal"), ("sycl", "SYCL"), ("kompute", "Kompute"), ("cuda", "CUDA"))
+# what only ik_llama.cpp's llama-bench prints (md columns; json/csv fields): -mla, -amb, -fmoe, -rtr, -ser, -thp
+_IK_ONLY_FIELDS = {"mla", "amb", "fmoe", "rtr", "ser", "thp", "mla_attn", "attn_max_batch", "fused_moe", "repack", "use_thp"}
 # fields only llama-bench writes: a record with n_prompt/n_gen and one of these is llama-bench's
 # even without its speed (the import then says `avg_ts` is missing, naming the line)
 _LLAMA_BENCH_ONLY = {"build_commit", "build_number", "model_filename", "avg_ns", "samples_ns", "samples_ts"}
@@ -669,6 +673,19 @@ def _llama_bench_record(o: dict, ctx, line, meta: dict | None = None) -> dict:
                                f"from the file name {_stem(o.get('model_filename'))!r}")
     if o.get("backends") and "backend" not in meta:
         r["backend"] = _backend_name(o.get("backends"))
+    elif "backends" not in o and "backend" not in meta:   # builds before `backends` (2024): a 0/1 field per backend
+        on = [b for k, b in _OLD_BACKEND_FIELDS if _bool(o.get(k))]
+        if on:
+            r["backend"] = on[0]
+    ik = sorted(k for k in o if k in _IK_ONLY_FIELDS)
+    if ik or r["weights"] in vocab.IK_FORMATS:
+        # ik_llama.cpp's llama-bench prints as mainline's but for its own options and types
+        r["tool"] = "llama-bench (ik_llama.cpp)"
+        inferred["tool"] = (f"ik_llama.cpp (what only its llama-bench prints: {', '.join(ik)})" if ik
+                            else f"ik_llama.cpp (its own weight type {r['weights']})")
+        mla = o.get("mla", o.get("mla_attn"))
+        if mla not in (None, "") and "mla" not in meta:
+            r["mla"] = str(mla).strip()
     r["type_k"], r["type_v"] = _kv_name(o.get("type_k")), _kv_name(o.get("type_v"))
     r.update(n_prompt=n_prompt, n_gen=n_gen, n_depth=n_depth, n_streams=1, avg_ts=avg, stddev_ts=sd,
              flash_attn=_flag(o.get("flash_attn")))
@@ -948,7 +965,7 @@ _QUOTE = re.compile(r"^[ \t]*(?:>[ \t]?)+")
 _LOADER = (  # llama.cpp's model-load log: what a table without a model column was run on
     ("arch", re.compile(r"(?:general\.architecture\s+str\s+=|(?:print_info|llm_load_print_meta): arch\s+=)\s+(\S+)")),
     ("params", re.compile(r"(?:print_info|llm_load_print_meta): model params\s+=\s+([\d.]+ [KMBT])")),
-    ("ftype", re.compile(r"(?:print_info|llm_load_print_meta): file type\s+=\s+(.+?)\s*$")),
+    ("ftype", re.compile(r"(?:print_info|llm_load_print_meta): (?:file type|model ftype)\s+=\s+(.+?)\s*$")),
     ("name", re.compile(r"general\.name\s+str\s+=\s+(.+?)\s*$")),
     ("path", re.compile(r"(?:loaded meta data with .* from|loading model from)\s+'?(\S+?\.gguf)'?")),
 )
@@ -1390,7 +1407,6 @@ def _pasted_llama_bench(b, ctx, meta, inferred, text_before):
             if b.devices and b.backend:
                 rm["backend"] = b.backend
         r = _llama_bench_record(o, ctx, line, meta=rm)
-        r["tool"] = "llama-bench"
         r.update(sizes)
         ft = " ".join(str(row.get("model") or "").split()[2:])
         if r.get("weights"):
