@@ -30,6 +30,10 @@ options (fa, ubatch, mla) and KV type from the paste first, else the sidecar's c
 text ("n_ubatch 512", "fa off", "f16 KV"); a paste / command disagreement is an error naming the
 file and line. The source id is the file's stem, cleaned. A file without a sidecar, or whose card,
 model or weights neither the paste nor the sidecar states, is skipped with one line saying why.
+Records of runs partly on the CPU (--n-cpu-moe, -ot, -nkvo, -ngl below the layer count) are left
+out, and a serving result is filed under the server it measured (its --backend: SGLang's client on
+a vLLM server is vLLM's; an SGLang server, of which there is no runtime model, is left out); what
+is left out is said in the records' note, or in the skip line where nothing is kept.
 --generic reads every file that way, SOURCES' too (to compare; tests/test_public_check.py).
 """
 from __future__ import annotations
@@ -269,6 +273,27 @@ def _records(sid, meta, src_dir):
     return out
 
 
+def _vllm_kv(weights):
+    """vLLM's KV cache with --kv-cache-dtype auto: the model's dtype, the weights' own where they are
+    a float type, else (an fp8 / MXFP4 / AWQ checkpoint: quantized weights, bf16 activations) bf16."""
+    return weights if weights in ("bf16", "f16", "f32") else "bf16"
+
+
+def _offloaded(r, layers):
+    """Why a llama.cpp record ran partly on the CPU (the runtime models are of all-GPU runs), or None."""
+    if int(r.get("n_cpu_moe") or 0) > 0:
+        return f"n_cpu_moe {r['n_cpu_moe']} (expert weights on the CPU)"
+    ot = str(r.get("tensor_buft_overrides") or "none").strip()
+    if ot.lower() not in ("none", "", "auto"):
+        return f"tensor overrides {ot!r} (-ot: tensors on another buffer)"
+    if r.get("no_kv_offload") is True:
+        return "no_kv_offload (the KV cache on the CPU)"
+    ngl = r.get("n_gpu_layers")
+    if isinstance(ngl, int) and layers and 0 <= ngl < layers:
+        return f"n_gpu_layers {ngl} of the model's {layers} layers"
+    return None
+
+
 def _vllm(src_dir, meta=VLLM, sid="qwen3-30b-a3b-bf16_h100_vllm", recs=None):
     """The vLLM console block as the fit's decode point: the import's serving record gives the
     concurrency B and the mean TPOT; the aggregate decode of B streams is B / TPOT, each stream at
@@ -283,13 +308,14 @@ def _vllm(src_dir, meta=VLLM, sid="qwen3-30b-a3b-bf16_h100_vllm", recs=None):
         B, tpot = int(r["max_concurrency"]), float(r["tpot_s"])
         out.append({"evidence": "measured", "public_source": sid, "runtime": "vllm",
                     "runtime_options": {}, "model": r.get("model"), "device": r.get("device"), "hardware": r.get("hardware"),
-                    "n_cards": r.get("n_cards"), "split": r.get("split"), "weights": r.get("weights"), "type_k": r.get("weights"),
+                    "n_cards": r.get("n_cards"), "split": r.get("split"), "weights": r.get("weights"), "type_k": _vllm_kv(r.get("weights")),
                     "tool": r["tool"], "test": "tg", "n_prompt": 0, "n_gen": r["n_gen"], "n_depth": r["n_prompt"],
                     "n_streams": B, "avg_ts": round(B / tpot, 2),
                     "source": meta["url"], "date": meta["date"], "command": meta["command"],
                     "note": meta["note"] + f"; aggregate decode of {B} streams = {B} / mean TPOT {tpot * 1000:g} ms, "
                                            f"each generating {r['n_gen']} tokens (mean) after a {r['n_prompt']}-token "
-                                           "prompt (mean); KV cache in the weights' bf16 (vLLM's default 'auto')",
+                                           "prompt (mean); KV cache in the model's dtype " + _vllm_kv(r.get("weights"))
+                                           + " (vLLM's default --kv-cache-dtype auto)",
                     "line": where, "inferred": r.get("inferred") or {}, "from_sidecar": ["type_k"]})
     return out
 
@@ -398,6 +424,17 @@ def _command_options(cmd: str | None) -> dict:
         except ValueError:
             continue
     return out
+
+
+def cm_layers(model) -> int | None:
+    """The layer count of a built-in model (llama.cpp's -ngl counts these, plus the output layer)."""
+    if not model:
+        return None
+    from glmbench.models import configs
+    try:
+        return configs.load(model).n_layers
+    except (ValueError, TypeError, KeyError, OSError):
+        return None
 
 
 def source_id(path) -> str:
@@ -523,6 +560,22 @@ def generic_records(path) -> tuple[str, list]:
     if not recs:
         raise Skip(f"all {n_all} records are of several streams (batched-bench): not single-stream points "
                    "(bench/bench_public_batched.py covers them)")
+    # runs partly on the CPU (--n-cpu-moe, -ot, -nkvo, -ngl below the layer count): not the all-GPU
+    # runs the runtime models are of; left out with the reason
+    offloaded = []
+    kept = []
+    for r in recs:
+        why = _offloaded(r, cm_layers(r.get("model")))
+        if why:
+            offloaded.append((str(r["source"]).rsplit(":", 1)[1], why))
+        else:
+            kept.append(r)
+    if offloaded:
+        recs = kept
+        said = "; ".join(f"line {ln}: {why}" for ln, why in offloaded[:3]) + (" ..." if len(offloaded) > 3 else "")
+        if not recs:
+            raise Skip(f"{name}: every record ran partly on the CPU ({said}): not an all-GPU point")
+        note = (note + "; " if note else "") + f"{len(offloaded)} record(s) left out, partly on the CPU ({said})"
     cmd_opts = _command_options(cmd)
     text_opts = _text_options(" ; ".join(x for x in (rt_text, cmd, note) if x))
     side_opts = _sidecar_options(side, side_path)

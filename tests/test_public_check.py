@@ -336,3 +336,34 @@ def test_generic_path_reads_what_real_pastes_vary(tmp_path, capsys):
     _write(d, "vk.md", ds, "URL: https://example.org/vk\nRuntime: llama.cpp Vulkan\n")
     with pytest.raises(SystemExit, match=r"^vk\.md:\d+: the import implies runtime 'llama.cpp'.*says 'llama.cpp-vulkan'"):
         pr.generic_records(os.path.join(d, "vk.md"))
+
+
+def test_partly_cpu_runs_are_left_out_and_vllm_kv_is_the_model_dtype(tmp_path):
+    d = str(tmp_path)
+    head = LBH.replace("| fa |", "| n_cpu_moe | fa |").replace("| -: |", "| --------: | -: |")
+
+    def row(ncm, test, ts):
+        return _lbr("gpt-oss 120B MXFP4 MoE", test, ts, "59.02 GiB", "116.83 B").replace("|  1 |", f"| {ncm:>9} |  1 |")
+    dev = "  Device 0: NVIDIA GeForce RTX 3090, compute capability 8.6, VMM: yes\n"
+    _write(d, "moe.md", dev + head + row(24, "pp512", "310.00 ± 5.00") + row(24, "tg128", "28.30 ± 0.30"),
+           "URL: https://example.org/moe\n")
+    with pytest.raises(pr.Skip, match=r"^moe\.md: every record ran partly on the CPU \(line 4: n_cpu_moe 24 \(expert "
+                                      r"weights on the CPU\); line 5: .*not an all-GPU point"):
+        pr.generic_records(os.path.join(d, "moe.md"))
+    _write(d, "moe2.md", dev + head + row(0, "tg128", "180.00 ± 0.30") + row(24, "tg128", "28.30 ± 0.30"),
+           "URL: https://example.org/moe\n")
+    _, (r,) = pr.generic_records(os.path.join(d, "moe2.md"))
+    assert (r["avg_ts"], r["line"]) == (180.0, "moe2.md:4") and "1 record(s) left out, partly on the CPU (line 5: n_cpu_moe 24" in r["note"]
+    # -ot and -ngl below the layer count too; ngl 99 is all of them
+    assert pr._offloaded({"tensor_buft_overrides": "exps=CPU"}, 36).startswith("tensor overrides 'exps=CPU'")
+    assert pr._offloaded({"n_gpu_layers": 20}, 36) == "n_gpu_layers 20 of the model's 36 layers"
+    assert pr._offloaded({"n_gpu_layers": 99, "tensor_buft_overrides": "none", "n_cpu_moe": 0}, 36) is None
+    # vLLM's KV cache (auto) is the model's dtype: bf16 for an MXFP4 checkpoint, not its weights' type
+    _write(d, "oss.log", "vllm bench serve --model openai/gpt-oss-20b --max-concurrency 32\n"
+           "============ Serving Benchmark Result ============\nSuccessful requests:                     1000      \n"
+           "Maximum request concurrency:             32        \nTotal input tokens:                      1021304   \n"
+           "Total generated tokens:                  127811    \nOutput token throughput (tok/s):         1341.56   \n"
+           "Mean TPOT (ms):                          41.26     \n==================================================\n",
+           "URL: https://example.org/oss\nGPU: H200 141GB\nModel: openai/gpt-oss-20b (MXFP4)\n")
+    _, (v,) = pr.generic_records(os.path.join(d, "oss.log"))
+    assert (v["model"], v["hardware"], v["weights"], v["type_k"], v["n_streams"]) == ("gpt-oss-20b", "h200-sxm", "mxfp4", "bf16", 32)
