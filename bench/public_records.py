@@ -337,11 +337,13 @@ def read_sidecar(path) -> dict:
     """{lower-case key: value} of a sidecar's "key: value" lines (a line without one continues the
     previous value); the first of a repeated key is kept."""
     out, last = {}, None
-    with open(path, encoding="utf-8", errors="replace") as f:
+    with open(path, encoding="utf-8-sig", errors="replace") as f:
         for ln in f:
-            m = re.match(r"^\s*([A-Za-z][\w .-]{0,40}?)\s*:\s+(.*\S)?\s*$", ln)
+            m = re.match(r"^\s*([A-Za-z][\w .()/-]{0,40}?)\s*:\s+(.*\S)?\s*$", ln)
             if m and not m.group(1).lower().startswith(("http", "https")):
-                last = m.group(1).strip().lower()
+                # one spelling per key: "Source URL" = "source_url", "GPU(s)" = "GPUs" = "gpu"
+                last = re.sub(r"[\s-]+", "_", re.sub(r"\((?:e?s)\)$", "", m.group(1).strip().lower()).strip())
+                last = {"gpus": "gpu", "cards": "card", "devices": "device", "models": "model"}.get(last, last)
                 out.setdefault(last, (m.group(2) or "").strip())
             elif last and ln.strip() and out.get(last) is not None:
                 out[last] = (out[last] + " " + ln.strip()).strip()
@@ -490,8 +492,9 @@ def _fill_from_sidecar(r: dict, side: dict) -> list:
         if len(names) == 1:
             r["model"] = names[0]
             filled.append("model")
-    if r.get("weights") is None:
-        ws = {q for q in (importers.quant_name(t) for t in re.split(r"[\s,;()/]+", mtext)) if q}
+    if r.get("weights") is None:      # a quant name, or a file name's ("Qwen3-30B-A3B-UD-Q4_K_XL.gguf")
+        ws = {q for q in (importers.quant_name(t) or importers._quant_from_filename(t)
+                          for t in re.split(r"[\s,;()/]+", mtext)) if q}
         if len(ws) == 1:
             r["weights"] = ws.pop()
             filled.append("weights")

@@ -367,3 +367,19 @@ def test_partly_cpu_runs_are_left_out_and_vllm_kv_is_the_model_dtype(tmp_path):
            "URL: https://example.org/oss\nGPU: H200 141GB\nModel: openai/gpt-oss-20b (MXFP4)\n")
     _, (v,) = pr.generic_records(os.path.join(d, "oss.log"))
     assert (v["model"], v["hardware"], v["weights"], v["type_k"], v["n_streams"]) == ("gpt-oss-20b", "h200-sxm", "mxfp4", "bf16", 32)
+
+
+def test_sidecar_key_spellings_and_a_model_file_name(tmp_path):
+    side = tmp_path / "s.txt"
+    side.write_text("\ufeffSource URL: https://example.org/a\nGPU(s): 2x 4090\nMODEL : Qwen3-30B-A3B-UD-Q4_K_XL.gguf\n"
+                    "Run-time: ik_llama.cpp\n", encoding="utf-8")
+    s = pr.read_sidecar(str(side))
+    assert s == {"source_url": "https://example.org/a", "gpu": "2x 4090", "model": "Qwen3-30B-A3B-UD-Q4_K_XL.gguf",
+                 "run_time": "ik_llama.cpp"}
+    r = {}
+    assert pr._fill_from_sidecar(r, s) == ["hardware", "split", "model", "weights"]
+    assert (r["hardware"], r["n_cards"], r["split"], r["model"], r["weights"]) == ("rtx-4090", 2, "layer", "qwen3-30b-a3b",
+                                                                                  "UD-Q4_K_XL")
+    r = {}
+    pr._fill_from_sidecar(r, {"model": "DeepSeek-V2-Lite-Chat.Q8_0.gguf", "gpu": "NVIDIA GeForce RTX 4090 24GB"})
+    assert (r["model"], r["weights"], r["hardware"], r["n_cards"], r["split"]) == ("deepseek-v2-lite", "q8_0", "rtx-4090", 1, "none")
