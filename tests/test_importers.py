@@ -852,3 +852,10 @@ def test_ik_llama_bench_columns_old_backend_fields_and_the_older_load_log():
     rs = im.read_text(log, "x.md")
     assert {r["weights"] for r in rs} == {"iq4_ks"} and {r["model"] for r in rs} == {"deepseek-v2-lite"}
     assert "load log (line 2)" in rs[0]["inferred"]["weights"]
+
+
+def test_a_table_copied_from_a_rendered_page_is_one_clear_error(tmp_path):
+    text = ("model\tsize\tparams\tbackend\tngl\ttest\tt/s\n"
+            "llama 8B Q4_K - Medium\t4.58 GiB\t8.03 B\tCUDA\t99\tpp512\t4321.00 ± 10.00\n")
+    with pytest.raises(im.FormatError, match=r"^x\.md:1: a table copied from a rendered page \(tab-separated, no '\|'\)"):
+        im.read_text(text, "x.md")

@@ -156,6 +156,10 @@ def detect(text: str, path: str = "<text>") -> str:
         return "glmbench"
     if {"n_prompt", "n_gen", "avg_ts"} <= set(cols):
         return "llama-bench-csv"
+    if "\t" in head and ({"model", "test", "t/s"} <= set(c.strip() for c in head.split("\t"))
+                         or {"PP", "TG", "N_KV"} <= set(c.strip() for c in head.split("\t"))):
+        _fail(path, first_line, "a table copied from a rendered page (tab-separated, no '|'): paste the tool's "
+                                "own markdown output (the raw text of the comment) instead")
     _fail(path, first_line, "not a results format glmbench reads (" + "; ".join(FORMATS.values()) + ")")
 
 
