@@ -30,6 +30,10 @@ options (fa, ubatch, mla) and KV type from the paste first, else the sidecar's c
 text ("n_ubatch 512", "fa off", "f16 KV"); a paste / command disagreement is an error naming the
 file and line. The source id is the file's stem, cleaned. A file without a sidecar, or whose card,
 model or weights neither the paste nor the sidecar states, is skipped with one line saying why.
+Records of runs partly on the CPU (--n-cpu-moe, -ot, -nkvo, -ngl below the layer count) are left
+out, and a serving result is filed under the server it measured (its --backend: SGLang's client on
+a vLLM server is vLLM's; an SGLang server, of which there is no runtime model, is left out); what
+is left out is said in the records' note, or in the skip line where nothing is kept.
 --generic reads every file that way, SOURCES' too (to compare; tests/test_public_check.py).
 """
 from __future__ import annotations
@@ -166,8 +170,16 @@ _KEEP = ("model", "device", "hardware", "n_cards", "split", "weights", "weights_
 
 
 def _runtime_of(r):
-    """The runtime model a record belongs to, from what the import read (tool, backend)."""
+    """The runtime model a record belongs to, from what the import read (tool, backend; for a
+    serving benchmark the server its --backend names: SGLang's client measures a vLLM server with
+    --backend vllm, and vLLM's an SGLang one with --backend sglang)."""
     tool = str(r.get("tool") or "")
+    if r.get("test") == "serve":
+        sb = str(r.get("serve_backend") or "").lower()
+        for engine in ("sglang", "vllm"):
+            if engine in sb:
+                return engine
+        return "sglang" if "sglang" in tool else "vllm"
     if "vllm" in tool:
         return "vllm"
     if r.get("backend") == "Vulkan":
@@ -175,13 +187,28 @@ def _runtime_of(r):
     return "ik_llama.cpp" if "ik_llama.cpp" in tool else "llama.cpp"
 
 
+def _blank_between(path, a, b, cache={}):
+    """Lines a+1 .. b-1 of `path` are all blank (a table a blank line splits is one table)."""
+    if path not in cache:
+        try:
+            with open(path, encoding="utf-8-sig", errors="replace") as f:
+                cache[path] = [re.sub(r"^[ \t]*(?:>[ \t]?)+", "", x).strip() for x in f.read().splitlines()]
+        except OSError:
+            cache[path] = None
+    lines = cache[path]
+    return bool(lines) and all(not x for x in lines[a:b - 1])
+
+
 def _tables_of(recs):
-    """The import's records split into the file's tables (by heading label, else by a gap in lines)."""
+    """The import's records split into the file's tables (by heading label, else by a gap in lines
+    that is not only blank lines)."""
     out, last = [], None
     for r in recs:
-        ln = int(str(r["source"]).rsplit(":", 1)[1])
+        path, ln = str(r["source"]).rsplit(":", 1)
+        ln = int(ln)
         key = r.get("label")
-        if not out or (last is not None and (ln > last[0] + 1 or key != last[1])):
+        if not out or (last is not None and ((ln > last[0] + 1 and not _blank_between(path, last[0], ln))
+                                             or key != last[1])):
             out.append([])
         out[-1].append(r)
         last = (ln, key)
@@ -246,6 +273,27 @@ def _records(sid, meta, src_dir):
     return out
 
 
+def _vllm_kv(weights):
+    """vLLM's KV cache with --kv-cache-dtype auto: the model's dtype, the weights' own where they are
+    a float type, else (an fp8 / MXFP4 / AWQ checkpoint: quantized weights, bf16 activations) bf16."""
+    return weights if weights in ("bf16", "f16", "f32") else "bf16"
+
+
+def _offloaded(r, layers):
+    """Why a llama.cpp record ran partly on the CPU (the runtime models are of all-GPU runs), or None."""
+    if int(r.get("n_cpu_moe") or 0) > 0:
+        return f"n_cpu_moe {r['n_cpu_moe']} (expert weights on the CPU)"
+    ot = str(r.get("tensor_buft_overrides") or "none").strip()
+    if ot.lower() not in ("none", "", "auto"):
+        return f"tensor overrides {ot!r} (-ot: tensors on another buffer)"
+    if r.get("no_kv_offload") is True:
+        return "no_kv_offload (the KV cache on the CPU)"
+    ngl = r.get("n_gpu_layers")
+    if isinstance(ngl, int) and layers and 0 <= ngl < layers:
+        return f"n_gpu_layers {ngl} of the model's {layers} layers"
+    return None
+
+
 def _vllm(src_dir, meta=VLLM, sid="qwen3-30b-a3b-bf16_h100_vllm", recs=None):
     """The vLLM console block as the fit's decode point: the import's serving record gives the
     concurrency B and the mean TPOT; the aggregate decode of B streams is B / TPOT, each stream at
@@ -260,19 +308,20 @@ def _vllm(src_dir, meta=VLLM, sid="qwen3-30b-a3b-bf16_h100_vllm", recs=None):
         B, tpot = int(r["max_concurrency"]), float(r["tpot_s"])
         out.append({"evidence": "measured", "public_source": sid, "runtime": "vllm",
                     "runtime_options": {}, "model": r.get("model"), "device": r.get("device"), "hardware": r.get("hardware"),
-                    "n_cards": r.get("n_cards"), "split": r.get("split"), "weights": r.get("weights"), "type_k": r.get("weights"),
+                    "n_cards": r.get("n_cards"), "split": r.get("split"), "weights": r.get("weights"), "type_k": _vllm_kv(r.get("weights")),
                     "tool": r["tool"], "test": "tg", "n_prompt": 0, "n_gen": r["n_gen"], "n_depth": r["n_prompt"],
                     "n_streams": B, "avg_ts": round(B / tpot, 2),
                     "source": meta["url"], "date": meta["date"], "command": meta["command"],
                     "note": meta["note"] + f"; aggregate decode of {B} streams = {B} / mean TPOT {tpot * 1000:g} ms, "
                                            f"each generating {r['n_gen']} tokens (mean) after a {r['n_prompt']}-token "
-                                           "prompt (mean); KV cache in the weights' bf16 (vLLM's default 'auto')",
+                                           "prompt (mean); KV cache in the model's dtype " + _vllm_kv(r.get("weights"))
+                                           + " (vLLM's default --kv-cache-dtype auto)",
                     "line": where, "inferred": r.get("inferred") or {}, "from_sidecar": ["type_k"]})
     return out
 
 
 # ---- the generic path: a pasted file and its sidecar, no SOURCES entry ---------------------------
-PASTED = (".md", ".log", ".json", ".jsonl", ".csv")
+PASTED = (".md", ".log", ".json", ".jsonl", ".csv", ".sql")
 # sidecar key (lower case) -> the attribution field it gives; the first key present wins
 SIDECAR_KEYS = {"url": ("url", "source_url", "source", "link"), "date": ("date",),
                 "command": ("command", "cmd", "server", "client"), "runtime": ("runtime", "engine", "backend"),
@@ -288,11 +337,13 @@ def read_sidecar(path) -> dict:
     """{lower-case key: value} of a sidecar's "key: value" lines (a line without one continues the
     previous value); the first of a repeated key is kept."""
     out, last = {}, None
-    with open(path, encoding="utf-8", errors="replace") as f:
+    with open(path, encoding="utf-8-sig", errors="replace") as f:
         for ln in f:
-            m = re.match(r"^\s*([A-Za-z][\w .-]{0,40}?)\s*:\s+(.*\S)?\s*$", ln)
+            m = re.match(r"^\s*([A-Za-z][\w .()/-]{0,40}?)\s*:\s+(.*\S)?\s*$", ln)
             if m and not m.group(1).lower().startswith(("http", "https")):
-                last = m.group(1).strip().lower()
+                # one spelling per key: "Source URL" = "source_url", "GPU(s)" = "GPUs" = "gpu"
+                last = re.sub(r"[\s-]+", "_", re.sub(r"\((?:e?s)\)$", "", m.group(1).strip().lower()).strip())
+                last = {"gpus": "gpu", "cards": "card", "devices": "device", "models": "model"}.get(last, last)
                 out.setdefault(last, (m.group(2) or "").strip())
             elif last and ln.strip() and out.get(last) is not None:
                 out[last] = (out[last] + " " + ln.strip()).strip()
@@ -377,6 +428,17 @@ def _command_options(cmd: str | None) -> dict:
     return out
 
 
+def cm_layers(model) -> int | None:
+    """The layer count of a built-in model (llama.cpp's -ngl counts these, plus the output layer)."""
+    if not model:
+        return None
+    from glmbench.models import configs
+    try:
+        return configs.load(model).n_layers
+    except (ValueError, TypeError, KeyError, OSError):
+        return None
+
+
 def source_id(path) -> str:
     """The source id of a pasted file: its stem, lower case, anything but [a-z0-9._-] as '-'."""
     stem = os.path.splitext(os.path.basename(path))[0].lower()
@@ -419,14 +481,20 @@ def _fill_from_sidecar(r: dict, side: dict) -> list:
             r["hardware"], r["device"] = key, r.get("device") or key
             r.setdefault("n_cards", 1)
             filled.append("hardware")
+            if r["n_cards"] == 1:
+                r["split"] = "none"
+            elif r.get("split") in (None, "none"):   # the runtime's default: llama.cpp -sm layer, vLLM -tp
+                r["split"] = "tensor" if _runtime_of(r) == "vllm" else "layer"
+                filled.append("split")
     mtext = _side(side, "model") or ""
     if r.get("model") is None:
         names = importers.names_in(mtext)
         if len(names) == 1:
             r["model"] = names[0]
             filled.append("model")
-    if r.get("weights") is None:
-        ws = {q for q in (importers.quant_name(t) for t in re.split(r"[\s,;()/]+", mtext)) if q}
+    if r.get("weights") is None:      # a quant name, or a file name's ("Qwen3-30B-A3B-UD-Q4_K_XL.gguf")
+        ws = {q for q in (importers.quant_name(t) or importers._quant_from_filename(t)
+                          for t in re.split(r"[\s,;()/]+", mtext)) if q}
         if len(ws) == 1:
             r["weights"] = ws.pop()
             filled.append("weights")
@@ -456,15 +524,33 @@ def generic_records(path) -> tuple[str, list]:
     rt_text = _side(side, "runtime")
     rt_side = sidecar_runtime(rt_text)
     meta = dict(file=name, url=url, date=_date_of(side), command=cmd or "not stated", note=note, runtime=rt_side)
-    if any(_runtime_of(r) == "vllm" for r in recs):
+    if any(r.get("test") == "serve" for r in recs):
+        # a serving benchmark: the runtime is the server measured; one glmbench has no model of
+        # (SGLang) is left out, said in the records kept or, where none is kept, in the skip line
+        serving = [r for r in recs if r.get("test") == "serve"]
+        recs = [r for r in serving if _runtime_of(r) in cm.list_runtimes()]
+        other = [r for r in serving if _runtime_of(r) not in cm.list_runtimes()]
+        if other:
+            r = other[0]
+            why = (f"a {r.get('tool')} result of a{'n' if _runtime_of(r)[0] in 'aeiou' else ''} "
+                   f"{_runtime_of(r)} server (--backend {r.get('serve_backend')}): glmbench has no "
+                   f"{_runtime_of(r)} runtime model (runtimes: {', '.join(cm.list_runtimes())})")
+            if not recs:
+                raise Skip(f"{name}:{str(r['source']).rsplit(':', 1)[1]}: {why}")
+            note = (note + "; " if note else "") + (f"{len(other)} result(s) of the file left out (line "
+                                                    f"{', '.join(str(x['source']).rsplit(':', 1)[1] for x in other)}: {why})")
         for r in recs:
             if len(named) == 1 and r.get("model") not in (None, named[0]):
                 raise SystemExit(f"{name}:{str(r['source']).rsplit(':', 1)[1]}: the paste's model is {r['model']!r}, "
                                  f"the sidecar's model line names {named[0]!r} ({_side(side, 'model')!r})")
             _fill_from_sidecar(r, side)
-            if r.get("hardware") is None or r.get("model") is None or r.get("weights") is None:
-                raise Skip(f"{name}:{str(r['source']).rsplit(':', 1)[1]}: the card, model or weights are stated "
-                           "neither in the paste nor in the sidecar")
+            missing = [k for k in ("hardware", "model", "weights") if r.get(k) is None]
+            if missing:
+                raise Skip(f"{name}:{str(r['source']).rsplit(':', 1)[1]}: the "
+                           f"{', '.join('card' if k == 'hardware' else k for k in missing)} stated neither in the "
+                           "paste nor in the sidecar" + (" (vLLM serves the checkpoint's own dtype: name it on the "
+                                                         "sidecar's model line, e.g. 'Model: org/name BF16')"
+                                                         if missing == ["weights"] else ""))
         if rt_side not in (None, "vllm"):
             raise SystemExit(f"{name}: the import implies runtime 'vllm', the sidecar's runtime says {rt_side!r} ({rt_text!r})")
         meta["note"] = note or f"read by bench/public_records.py's generic path from {name} and its sidecar"
@@ -477,6 +563,22 @@ def generic_records(path) -> tuple[str, list]:
     if not recs:
         raise Skip(f"all {n_all} records are of several streams (batched-bench): not single-stream points "
                    "(bench/bench_public_batched.py covers them)")
+    # runs partly on the CPU (--n-cpu-moe, -ot, -nkvo, -ngl below the layer count): not the all-GPU
+    # runs the runtime models are of; left out with the reason
+    offloaded = []
+    kept = []
+    for r in recs:
+        why = _offloaded(r, cm_layers(r.get("model")))
+        if why:
+            offloaded.append((str(r["source"]).rsplit(":", 1)[1], why))
+        else:
+            kept.append(r)
+    if offloaded:
+        recs = kept
+        said = "; ".join(f"line {ln}: {why}" for ln, why in offloaded[:3]) + (" ..." if len(offloaded) > 3 else "")
+        if not recs:
+            raise Skip(f"{name}: every record ran partly on the CPU ({said}): not an all-GPU point")
+        note = (note + "; " if note else "") + f"{len(offloaded)} record(s) left out, partly on the CPU ({said})"
     cmd_opts = _command_options(cmd)
     text_opts = _text_options(" ; ".join(x for x in (rt_text, cmd, note) if x))
     side_opts = _sidecar_options(side, side_path)
@@ -487,6 +589,11 @@ def generic_records(path) -> tuple[str, list]:
             ln = str(r["source"]).rsplit(":", 1)[1]
             where = f"{name}:{ln}"
             rt = _runtime_of(r)
+            from_side_rt = False
+            if rt_side == "ik_llama.cpp" and rt == "llama.cpp" and r.get("tool") == "llama-bench":
+                # ik_llama.cpp's llama-bench prints as mainline's (but for its own columns, which
+                # the import reads as the tool "llama-bench (ik_llama.cpp)"): the sidecar tells
+                rt, from_side_rt = rt_side, True
             if rt_side is not None and rt != rt_side:
                 raise SystemExit(f"{where}: the import implies runtime {rt!r} (tool {r.get('tool')!r}, backend "
                                  f"{r.get('backend')!r}), the sidecar's runtime says {rt_side!r} ({rt_text!r})")
@@ -500,7 +607,7 @@ def generic_records(path) -> tuple[str, list]:
                            "stated neither in the paste nor in the sidecar")
             rec = {"evidence": "measured", "public_source": sid, "runtime": rt}
             rec.update((k, r[k]) for k in _KEEP if r.get(k) is not None)
-            from_sidecar = list(filled)
+            from_sidecar = list(filled) + (["runtime"] if from_side_rt else [])
             for field in ("flash_attn", "n_ubatch", "mla", "type_k"):
                 pv = r.get(field)
                 cv = cmd_opts.get(field)

@@ -769,3 +769,93 @@ def test_calibrate_says_which_link_a_two_card_import_uses():
     pts = cal.load_points([pasted("llama3-70b-Q4_K_M_2x3090_xiongjiedai.md")], notes, model="qwen3-32b")
     assert {p.setup.rig.n_cards for p in pts} == {2} and {p.setup.rig.link_gbps for p in pts} == {25}
     assert any("card-to-card link: RTX 3090's stated 25 GB/s" in n for n in notes), notes
+
+
+def test_plus_minus_spellings_and_mib_sizes_in_a_pasted_table():
+    # "+-" / "+/-" typed by hand, and the UTF-8 "±" of a Windows console copied as "Â±" (cp1252) or "┬▒" (cp437)
+    for pm in ("+-", "+/-", "Â±", "┬▒", "±"):
+        text = (LB_HEAD + lb_row("llama 7B Q4_0", "3.56 GiB", "6.74 B", "pp512", f"5243.63 {pm} 12.21")
+                + lb_row("llama 7B Q4_0", "3.56 GiB", "6.74 B", "tg128", f"142.51 {pm} 0.30"))
+        a, b = im.read_text(text, "rtx3080.md")
+        assert (a["avg_ts"], a["stddev_ts"], b["avg_ts"], b["stddev_ts"]) == (5243.63, 12.21, 142.51, 0.3), pm
+        assert a["model"] == "llama-2-7b" and a["weights"] == "q4_0"
+    with pytest.raises(im.FormatError, match=r"^x\.md:3: t/s '142\.51 ~ 0\.30' is not 'mean ± stddev'"):
+        im.read_text(LB_HEAD + lb_row("llama 7B Q4_0", "3.56 GiB", "6.74 B", "tg128", "142.51 ~ 0.30"), "x.md")
+    # llama-bench prints a size under 1 GiB in MiB and a count under 1e9 in M
+    (r,) = im.read_text(LB_HEAD + lb_row("gemma3 4B IQ1_S - 1.5625 bpw", "980.12 MiB", "3.88 B", "tg128", "200.00 ± 1.00"),
+                        "x.md")
+    assert r["model_size"] == round(980.12 * 1024 ** 2) and r["model_n_params"] == 3880000000 and r["weights"] == "iq1_s"
+
+
+def test_a_table_split_by_a_blank_line_is_one_table():
+    rows = [lb_row("deepseek2 16B Q4_0", "8.29 GiB", "15.71 B", t, v) for t, v in
+            (("pp512", "6100.00 ± 20.00"), ("pp512 @ d4096", "5300.00 ± 20.00"), ("tg128", "190.00 ± 0.60"),
+             ("tg128 @ d4096", "165.00 ± 0.60"))]
+    text = "  Device 0: NVIDIA GeForce RTX 4080, compute capability 8.9, VMM: yes\n" + LB_HEAD + "".join(rows[:2]) + "\n" \
+        + "".join(rows[2:]) + "\nbuild: 3f4fc97f (6110)\n"
+    rs = im.read_text(text, "split.md")
+    assert [(r["test"], r["n_depth"], r["avg_ts"], r["source"]) for r in rs] == [
+        ("pp", 0, 6100.0, "split.md:4"), ("pp", 4096, 5300.0, "split.md:5"),
+        ("tg", 0, 190.0, "split.md:7"), ("tg", 4096, 165.0, "split.md:8")]
+    assert all(r["hardware"] == "rtx-4080" and r["build_number"] == 6110 for r in rs)
+    # rows of another width after the blank line are not this table's (and not read)
+    assert len(im.read_text(LB_HEAD + rows[0] + "\n| a | b |\n", "x.md")) == 1
+    # a second table (its own header and separator) after a blank line stays a table of its own
+    rs = im.read_text(LB_HEAD + rows[0] + "\n" + LB_HEAD + rows[2], "rtx4080.md")
+    assert [r["source"] for r in rs] == ["rtx4080.md:3", "rtx4080.md:7"]
+
+
+def test_letters_and_digits_that_name_no_card_are_not_a_gpu():
+    # "a28_..." / "h12" in a file name are no card; data-centre names the catalog knows are
+    assert im.gpus_in("a28_nodevice_llama31-8b.md") == [] and im.gpus_in("run h12 b5901") == []
+    assert im.gpus_in("on an L4 and an A10G") == [("L4", None), ("A10G", None)]
+    assert im.gpus_in("2xH100 sxm") == [("H100 SXM", 2)] and im.gpus_in("RTX A6000") == [("RTX A6000", None)]
+    notes = []
+    (r,) = im.read_text(LB_HEAD + lb_row("llama 7B Q4_0", "3.56 GiB", "6.74 B", "tg128", "142.51 ± 0.30"),
+                        "/tmp/a28_llama2.md", notices=notes)
+    assert "device" not in r and "hardware" not in r and any("card: not stated" in n for n in notes)
+
+
+def test_ik_llama_bench_columns_old_backend_fields_and_the_older_load_log():
+    # ik_llama.cpp's llama-bench: mainline's table plus its own columns (mla, amb, fmoe, ...)
+    head = ("| model                          |       size |     params | backend    | ngl | n_ubatch | fa | mla |  amb | fmoe |"
+            "            test |                  t/s |\n"
+            "| ------------------------------ | ---------: | ---------: | ---------- | --: | -------: | -: | --: | ---: | ---: |"
+            " --------------: | -------------------: |\n")
+    row = ("| deepseek2 16B Q4_0             |   8.29 GiB |    15.71 B | CUDA       |  99 |     2048 |  1 |   3 |  512 |    1 |"
+           "          pp2048 |      8800.00 ± 40.00 |\n")
+    (r,) = im.read_text("  Device 0: NVIDIA GeForce RTX 4090, compute capability 8.9, VMM: yes\n" + head + row, "x.md")
+    assert (r["tool"], r["mla"], r["n_ubatch"], r["flash_attn"], r["model"]) == (
+        "llama-bench (ik_llama.cpp)", "3", 2048, 1, "deepseek-v2-lite")
+    assert r["inferred"]["tool"] == "ik_llama.cpp (what only its llama-bench prints: amb, fmoe, mla)"
+    # its own weight types tell it too; mainline's table stays mainline's
+    (r,) = im.read_text(LB_HEAD + lb_row("deepseek2 16B IQ4_KS - 4.25 bpw", "8.31 GiB", "15.71 B", "tg128", "168.10 ± 0.40"), "x.md")
+    assert r["tool"] == "llama-bench (ik_llama.cpp)" and r["weights"] == "iq4_ks"
+    (r,) = im.read_text(LB_HEAD + lb_row("deepseek2 16B Q4_0", "8.29 GiB", "15.71 B", "tg128", "190.00 ± 0.60"), "x.md")
+    assert r["tool"] == "llama-bench" and "mla" not in r
+    (r,) = im.read_text(json.dumps([lb(mla_attn=3, fused_moe=True)]), "x.json")
+    assert r["tool"] == "llama-bench (ik_llama.cpp)" and r["mla"] == "3"
+    # 2024 builds: no `backends`, a 0/1 field per backend
+    keys = ("build_commit,build_number,cuda,vulkan,metal,gpu_info,model_filename,model_type,model_n_params,n_prompt,n_gen,"
+            "avg_ts,stddev_ts")
+    for flags, backend in (('"1","0","0"', "CUDA"), ('"0","1","0"', "Vulkan")):
+        csv_text = (keys + "\n" + f'"7a221b67","3091",{flags},"NVIDIA GeForce RTX 3090","Meta-Llama-3-8B.Q4_K_M.gguf","llama 8B Q4_K - Medium",'
+                    '"8030261248","512","0","4867.123456","20.1"\n')
+        (r,) = im.read_text(csv_text, "x.csv")
+        assert (r["backend"], r["hardware"], r["avg_ts"], r["n_depth"]) == (backend, "rtx-3090", 4867.123456, 0)
+    # llm_load_print_meta's `model ftype` (older builds; print_info's `file type` since 2025)
+    log = ("llm_load_print_meta: arch             = deepseek2\nllm_load_print_meta: model ftype      = IQ4_KS - 4.25 bpw\n"
+           "llm_load_print_meta: model params     = 15.706 B\n\n"
+           "|    PP |     TG |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |\n"
+           "|-------|--------|--------|----------|----------|----------|----------|\n"
+           "|  2048 |    512 |      0 |    0.228 |  9000.00 |    3.012 |   170.00 |\n")
+    rs = im.read_text(log, "x.md")
+    assert {r["weights"] for r in rs} == {"iq4_ks"} and {r["model"] for r in rs} == {"deepseek-v2-lite"}
+    assert "load log (line 2)" in rs[0]["inferred"]["weights"]
+
+
+def test_a_table_copied_from_a_rendered_page_is_one_clear_error(tmp_path):
+    text = ("model\tsize\tparams\tbackend\tngl\ttest\tt/s\n"
+            "llama 8B Q4_K - Medium\t4.58 GiB\t8.03 B\tCUDA\t99\tpp512\t4321.00 ± 10.00\n")
+    with pytest.raises(im.FormatError, match=r"^x\.md:1: a table copied from a rendered page \(tab-separated, no '\|'\)"):
+        im.read_text(text, "x.md")

@@ -254,3 +254,132 @@ def test_check_with_fit_uses_this_runs_profiles(tmp_path, monkeypatch):
     assert "as fitted by this run" in text and "| ik_llama.cpp | carol-dsv2lite |" in text
     assert set(used) == set(bpf.RUNTIMES)
     assert not glob.glob(str(res / "public_check_*.md"))
+
+
+LBH = ("| model                          |       size |     params | backend    | ngl | fa |            test |                  t/s |\n"
+       "| ------------------------------ | ---------: | ---------: | ---------- | --: | -: | --------------: | -------------------: |\n")
+
+
+def _lbr(model, test, ts, size="4.58 GiB", params="8.03 B"):
+    return f"| {model:30} | {size:>10} | {params:>10} | CUDA       |  99 |  1 | {test:>15} | {ts:>20} |\n"
+
+
+def _write(d, name, text, sidecar):
+    with open(os.path.join(d, name), "w") as f:
+        f.write(text)
+    with open(os.path.join(d, os.path.splitext(name)[0] + ".txt"), "w") as f:
+        f.write(sidecar)
+
+
+def test_generic_path_reads_what_real_pastes_vary(tmp_path, capsys):
+    src, out = tmp_path / "src", tmp_path / "out"
+    src.mkdir()
+    d = str(src)
+    # a table a blank line splits, no device lines, a file name with letters and digits; two cards in the sidecar
+    rows = [_lbr("llama 8B Q4_K - Medium", t, v) for t, v in (("pp512", "4900.00 ± 12.00"), ("tg128", "118.50 ± 0.20"),
+                                                               ("pp512 @ d4096", "4400.00 ± 10.00"), ("tg128 @ d4096", "110.00 ± 0.20"))]
+    _write(d, "a28_split.md", LBH + rows[0] + rows[1] + "\n" + rows[2] + rows[3] + "\nbuild: 8854044 (3406)\n",
+           "URL: https://example.org/split\nGPU: 2x RTX 3090 (NVLink)\nModel: Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf\n")
+    # llama-bench -o sql saved as .sql
+    _write(d, "lb.sql", "CREATE TABLE IF NOT EXISTS llama_bench (\n  build_commit TEXT,\n  gpu_info TEXT,\n  backends TEXT,\n"
+           "  model_filename TEXT,\n  model_type TEXT,\n  model_n_params INTEGER,\n  n_prompt INTEGER,\n  n_gen INTEGER,\n"
+           "  n_depth INTEGER,\n  flash_attn INTEGER,\n  n_ubatch INTEGER,\n  avg_ts REAL,\n  stddev_ts REAL\n);\n\n"
+           "INSERT INTO llama_bench (build_commit, gpu_info, backends, model_filename, model_type, model_n_params, n_prompt, "
+           "n_gen, n_depth, flash_attn, n_ubatch, avg_ts, stddev_ts) VALUES ('4be1e7c', 'NVIDIA GeForce RTX 5090', 'CUDA', "
+           "'/m/Qwen3-30B-A3B-Q4_K_M.gguf', 'qwen3moe 30B.A3B Q4_K - Medium', '30532122624', '0', '128', '32768', '1', '512', "
+           "'150.3', '1.0');\n", "URL: https://example.org/sql\nRuntime: llama.cpp\n")
+    # ik_llama.cpp's llama-bench: the sidecar tells a plain table's fork; an mla column tells it itself
+    ds = ("  Device 0: NVIDIA GeForce RTX 4090, compute capability 8.9, VMM: yes\n" + LBH
+          + _lbr("deepseek2 16B Q4_0", "tg128", "190.00 ± 0.60", "8.29 GiB", "15.71 B"))
+    _write(d, "ik-plain.md", ds, "URL: https://example.org/ik\nRuntime: ik_llama.cpp (CUDA)\n")
+    _write(d, "ik-mla.md", ds.replace("| fa |", "| fa | mla |").replace("| -: |", "| -: | --: |").replace("|  1 |", "|  1 |   3 |"),
+           "URL: https://example.org/ik2\n")
+    # SGLang's client: a run against an SGLang server (no runtime model: left out), one against a vLLM server
+    sg = {"max_concurrency": 4, "completed": 16, "total_input_tokens": 32768, "total_output_tokens": 2048, "duration": 17.2,
+          "request_rate": "inf", "output_throughput": 119.26, "mean_ttft_ms": 542.1, "mean_tpot_ms": 29.134}
+    _write(d, "sg.jsonl", json.dumps(dict(sg, backend="sglang")) + "\n" + json.dumps(dict(sg, backend="vllm")) + "\n",
+           "URL: https://example.org/sg\nGPU: H100 SXM\nModel: Qwen/Qwen3-32B bf16\n")
+    _write(d, "sg-console.log", "python3 -m sglang.bench_serving --backend sglang --model Qwen/Qwen3-32B --max-concurrency 32\n"
+           "============ Serving Benchmark Result ============\nBackend:                                 sglang    \n"
+           "Max request concurrency:                 32        \nSuccessful requests:                     500       \n"
+           "Total input tokens:                      512000    \nTotal generated tokens:                  64000     \n"
+           "Output token throughput (tok/s):         798.80    \nMean TPOT (ms):                          34.61     \n"
+           "==================================================\n", "URL: https://example.org/sgc\nGPU: H100 SXM\nModel: Qwen3-32B BF16\n")
+    pr.main([d, "--out", str(out)])
+    said = capsys.readouterr().out
+    assert sorted(os.listdir(out)) == ["a28_split.json", "ik-mla.json", "ik-plain.json", "lb.json", "sg.json"]
+    assert re.search(r"skipped sg-console\.log: sg-console\.log:2: a sglang bench_serving \(console\) result of a sglang "
+                     r"server \(--backend sglang\): glmbench has no sglang runtime model", said)
+
+    a = _load(out, "a28_split")
+    assert [(r["test"], r["n_depth"], r["avg_ts"]) for r in a] == [("pp", 0, 4900.0), ("tg", 0, 118.5), ("pp", 4096, 4400.0),
+                                                                   ("tg", 4096, 110.0)]
+    assert all("table" not in r for r in a)          # one table, though a blank line splits it
+    assert {(r["model"], r["hardware"], r["n_cards"], r["split"], r["weights"]) for r in a} == {
+        ("llama-3.1-8b", "rtx-3090", 2, "layer", "Q4_K_M")}
+    assert {"hardware", "split"} <= set(a[0]["from_sidecar"]) and a[0]["device"] == "rtx-3090"   # not "A28"
+    (s,) = _load(out, "lb")
+    assert (s["model"], s["hardware"], s["test"], s["n_depth"], s["avg_ts"], s["runtime_options"]) == (
+        "qwen3-30b-a3b", "rtx-5090", "tg", 32768, 150.3, {"fa": "1", "ubatch": "512"})
+    (p,) = _load(out, "ik-plain")
+    assert (p["runtime"], p["tool"], p["model"]) == ("ik_llama.cpp", "llama-bench", "deepseek-v2-lite")
+    assert "runtime" in p["from_sidecar"]
+    (m,) = _load(out, "ik-mla")
+    assert (m["runtime"], m["tool"], m["runtime_options"]["mla"]) == ("ik_llama.cpp", "llama-bench (ik_llama.cpp)", "3")
+    assert "runtime" not in m.get("from_sidecar", [])
+    (v,) = _load(out, "sg")
+    assert (v["runtime"], v["model"], v["hardware"], v["weights"], v["n_streams"], v["n_depth"], v["avg_ts"]) == (
+        "vllm", "qwen3-32b", "h100-sxm", "bf16", 4, 2048, round(4 / 0.029134, 2))
+    assert v["line"] == "sg.jsonl:2" and "1 result(s) of the file left out (line 1:" in v["note"]
+
+    # a CUDA table filed under Vulkan by its sidecar is still a disagreement
+    _write(d, "vk.md", ds, "URL: https://example.org/vk\nRuntime: llama.cpp Vulkan\n")
+    with pytest.raises(SystemExit, match=r"^vk\.md:\d+: the import implies runtime 'llama.cpp'.*says 'llama.cpp-vulkan'"):
+        pr.generic_records(os.path.join(d, "vk.md"))
+
+
+def test_partly_cpu_runs_are_left_out_and_vllm_kv_is_the_model_dtype(tmp_path):
+    d = str(tmp_path)
+    head = LBH.replace("| fa |", "| n_cpu_moe | fa |").replace("| -: |", "| --------: | -: |")
+
+    def row(ncm, test, ts):
+        return _lbr("gpt-oss 120B MXFP4 MoE", test, ts, "59.02 GiB", "116.83 B").replace("|  1 |", f"| {ncm:>9} |  1 |")
+    dev = "  Device 0: NVIDIA GeForce RTX 3090, compute capability 8.6, VMM: yes\n"
+    _write(d, "moe.md", dev + head + row(24, "pp512", "310.00 ± 5.00") + row(24, "tg128", "28.30 ± 0.30"),
+           "URL: https://example.org/moe\n")
+    with pytest.raises(pr.Skip, match=r"^moe\.md: every record ran partly on the CPU \(line 4: n_cpu_moe 24 \(expert "
+                                      r"weights on the CPU\); line 5: .*not an all-GPU point"):
+        pr.generic_records(os.path.join(d, "moe.md"))
+    _write(d, "moe2.md", dev + head + row(0, "tg128", "180.00 ± 0.30") + row(24, "tg128", "28.30 ± 0.30"),
+           "URL: https://example.org/moe\n")
+    _, (r,) = pr.generic_records(os.path.join(d, "moe2.md"))
+    assert (r["avg_ts"], r["line"]) == (180.0, "moe2.md:4") and "1 record(s) left out, partly on the CPU (line 5: n_cpu_moe 24" in r["note"]
+    # -ot and -ngl below the layer count too; ngl 99 is all of them
+    assert pr._offloaded({"tensor_buft_overrides": "exps=CPU"}, 36).startswith("tensor overrides 'exps=CPU'")
+    assert pr._offloaded({"n_gpu_layers": 20}, 36) == "n_gpu_layers 20 of the model's 36 layers"
+    assert pr._offloaded({"n_gpu_layers": 99, "tensor_buft_overrides": "none", "n_cpu_moe": 0}, 36) is None
+    # vLLM's KV cache (auto) is the model's dtype: bf16 for an MXFP4 checkpoint, not its weights' type
+    _write(d, "oss.log", "vllm bench serve --model openai/gpt-oss-20b --max-concurrency 32\n"
+           "============ Serving Benchmark Result ============\nSuccessful requests:                     1000      \n"
+           "Maximum request concurrency:             32        \nTotal input tokens:                      1021304   \n"
+           "Total generated tokens:                  127811    \nOutput token throughput (tok/s):         1341.56   \n"
+           "Mean TPOT (ms):                          41.26     \n==================================================\n",
+           "URL: https://example.org/oss\nGPU: H200 141GB\nModel: openai/gpt-oss-20b (MXFP4)\n")
+    _, (v,) = pr.generic_records(os.path.join(d, "oss.log"))
+    assert (v["model"], v["hardware"], v["weights"], v["type_k"], v["n_streams"]) == ("gpt-oss-20b", "h200-sxm", "mxfp4", "bf16", 32)
+
+
+def test_sidecar_key_spellings_and_a_model_file_name(tmp_path):
+    side = tmp_path / "s.txt"
+    side.write_text("\ufeffSource URL: https://example.org/a\nGPU(s): 2x 4090\nMODEL : Qwen3-30B-A3B-UD-Q4_K_XL.gguf\n"
+                    "Run-time: ik_llama.cpp\n", encoding="utf-8")
+    s = pr.read_sidecar(str(side))
+    assert s == {"source_url": "https://example.org/a", "gpu": "2x 4090", "model": "Qwen3-30B-A3B-UD-Q4_K_XL.gguf",
+                 "run_time": "ik_llama.cpp"}
+    r = {}
+    assert pr._fill_from_sidecar(r, s) == ["hardware", "split", "model", "weights"]
+    assert (r["hardware"], r["n_cards"], r["split"], r["model"], r["weights"]) == ("rtx-4090", 2, "layer", "qwen3-30b-a3b",
+                                                                                  "UD-Q4_K_XL")
+    r = {}
+    pr._fill_from_sidecar(r, {"model": "DeepSeek-V2-Lite-Chat.Q8_0.gguf", "gpu": "NVIDIA GeForce RTX 4090 24GB"})
+    assert (r["model"], r["weights"], r["hardware"], r["n_cards"], r["split"]) == ("deepseek-v2-lite", "q8_0", "rtx-4090", 1, "none")

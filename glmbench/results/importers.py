@@ -156,6 +156,10 @@ def detect(text: str, path: str = "<text>") -> str:
         return "glmbench"
     if {"n_prompt", "n_gen", "avg_ts"} <= set(cols):
         return "llama-bench-csv"
+    if "\t" in head and ({"model", "test", "t/s"} <= set(c.strip() for c in head.split("\t"))
+                         or {"PP", "TG", "N_KV"} <= set(c.strip() for c in head.split("\t"))):
+        _fail(path, first_line, "a table copied from a rendered page (tab-separated, no '|'): paste the tool's "
+                                "own markdown output (the raw text of the comment) instead")
     _fail(path, first_line, "not a results format glmbench reads (" + "; ".join(FORMATS.values()) + ")")
 
 
@@ -629,6 +633,10 @@ _LB_KEEP = ("build_commit", "build_number", "cpu_info", "gpu_info", "backends", 
             "fit_target", "fit_min_ctx", "test_time", "avg_ns", "stddev_ns", "samples_ns", "samples_ts")
 
 
+# llama-bench's backend fields before `backends` (2024 builds: "cuda": "1", "vulkan": "0", ...)
+_OLD_BACKEND_FIELDS = (("vulkan", "Vulkan"), ("metal", "Metal"), ("sycl", "SYCL"), ("kompute", "Kompute"), ("cuda", "CUDA"))
+# what only ik_llama.cpp's llama-bench prints (md columns; json/csv fields): -mla, -amb, -fmoe, -rtr, -ser, -thp
+_IK_ONLY_FIELDS = {"mla", "amb", "fmoe", "rtr", "ser", "thp", "mla_attn", "attn_max_batch", "fused_moe", "repack", "use_thp"}
 # fields only llama-bench writes: a record with n_prompt/n_gen and one of these is llama-bench's
 # even without its speed (the import then says `avg_ts` is missing, naming the line)
 _LLAMA_BENCH_ONLY = {"build_commit", "build_number", "model_filename", "avg_ns", "samples_ns", "samples_ts"}
@@ -669,6 +677,19 @@ def _llama_bench_record(o: dict, ctx, line, meta: dict | None = None) -> dict:
                                f"from the file name {_stem(o.get('model_filename'))!r}")
     if o.get("backends") and "backend" not in meta:
         r["backend"] = _backend_name(o.get("backends"))
+    elif "backends" not in o and "backend" not in meta:   # builds before `backends` (2024): a 0/1 field per backend
+        on = [b for k, b in _OLD_BACKEND_FIELDS if _bool(o.get(k))]
+        if on:
+            r["backend"] = on[0]
+    ik = sorted(k for k in o if k in _IK_ONLY_FIELDS)
+    if ik or r["weights"] in vocab.IK_FORMATS:
+        # ik_llama.cpp's llama-bench prints as mainline's but for its own options and types
+        r["tool"] = "llama-bench (ik_llama.cpp)"
+        inferred["tool"] = (f"ik_llama.cpp (what only its llama-bench prints: {', '.join(ik)})" if ik
+                            else f"ik_llama.cpp (its own weight type {r['weights']})")
+        mla = o.get("mla", o.get("mla_attn"))
+        if mla not in (None, "") and "mla" not in meta:
+            r["mla"] = str(mla).strip()
     r["type_k"], r["type_v"] = _kv_name(o.get("type_k")), _kv_name(o.get("type_v"))
     r.update(n_prompt=n_prompt, n_gen=n_gen, n_depth=n_depth, n_streams=1, avg_ts=avg, stddev_ts=sd,
              flash_attn=_flag(o.get("flash_attn")))
@@ -842,7 +863,7 @@ _GPU_TEXT = (
     (re.compile(r"(?<![a-z0-9])(?:(\d+)\s*[x×]\s*)?(?:nvidia[\s_-]*)?(?:geforce[\s_-]*)?(rtx|gtx)[\s_-]*(a?\d{4})"
                 r"(?:[\s_-]*(ti|super))?(?![a-z0-9])", re.I),
      lambda m: f"{m.group(2).upper()} {m.group(3).upper()}" + (f" {m.group(4).capitalize()}" if m.group(4) else "")),
-    (re.compile(r"(?<![a-z0-9])(?:(\d+)\s*[x×]\s*)?(?:nvidia[\s_-]*)?((?:gb|[abhl])\d{2,3}s?|a\d{4})"
+    (re.compile(r"(?<![a-z0-9])(?:(\d+)\s*[x×]\s*)?(?:nvidia[\s_-]*)?((?:gb|[abhl])\d{1,3}[sg]?|a\d{4})"
                 r"(?:[\s_-]*(sxm\d?|pcie|nvl))?(?![a-z0-9])", re.I),
      lambda m: ("RTX " if re.fullmatch(r"a\d{4}", m.group(2), re.I) else "") + m.group(2).upper()
      + (f" {m.group(3).upper()}" if m.group(3) else "")),
@@ -864,10 +885,13 @@ def gpus_in(text: str | None) -> list[tuple[str, int | None]]:
     if not text:
         return []
     found = []
-    for rx, name in _GPU_TEXT:
+    for i, (rx, name) in enumerate(_GPU_TEXT):
         for m in rx.finditer(text):
             n = m.group(1)
-            found.append((m.start(), name(m), int(n) if n and n.isdigit() else None))
+            g = name(m)
+            if i == 2 and _hardware_key(g) is None:
+                continue   # a letter and digits ("a28_run.md", "h12"): only a data-centre card the catalog knows
+            found.append((m.start(), g, int(n) if n and n.isdigit() else None))
     out, seen = [], set()
     for _, g, n in sorted(found):
         if g not in seen:
@@ -945,10 +969,13 @@ _QUOTE = re.compile(r"^[ \t]*(?:>[ \t]?)+")
 _LOADER = (  # llama.cpp's model-load log: what a table without a model column was run on
     ("arch", re.compile(r"(?:general\.architecture\s+str\s+=|(?:print_info|llm_load_print_meta): arch\s+=)\s+(\S+)")),
     ("params", re.compile(r"(?:print_info|llm_load_print_meta): model params\s+=\s+([\d.]+ [KMBT])")),
-    ("ftype", re.compile(r"(?:print_info|llm_load_print_meta): file type\s+=\s+(.+?)\s*$")),
+    ("ftype", re.compile(r"(?:print_info|llm_load_print_meta): (?:file type|model ftype)\s+=\s+(.+?)\s*$")),
     ("name", re.compile(r"general\.name\s+str\s+=\s+(.+?)\s*$")),
     ("path", re.compile(r"(?:loaded meta data with .* from|loading model from)\s+'?(\S+?\.gguf)'?")),
 )
+
+
+_MD_SEP = re.compile(r"\s*\|?[\s:|-]+\|?\s*")   # a markdown table's separator line
 
 
 def _unquote(text: str) -> list[str]:
@@ -979,7 +1006,7 @@ def _scan(text) -> tuple[list[_Block], dict]:
         no = i + 1
         st = ln.strip()
         # a markdown table: header, separator, rows
-        if st.startswith("|") and i + 1 < n and re.fullmatch(r"\s*\|?[\s:|-]+\|?\s*", lines[i + 1]) and "-" in lines[i + 1]:
+        if st.startswith("|") and i + 1 < n and _MD_SEP.fullmatch(lines[i + 1]) and "-" in lines[i + 1]:
             header = _split_md(ln)
             cells = set(header)
             if {"PP", "TG", "N_KV", "S_PP t/s", "S_TG t/s"} <= cells:
@@ -990,9 +1017,21 @@ def _scan(text) -> tuple[list[_Block], dict]:
                 kind = None
             j = i + 2
             rows = []
-            while j < n and lines[j].strip().startswith("|"):
-                rows.append((j + 1, _split_md(lines[j])))
-                j += 1
+            while True:
+                while j < n and lines[j].strip().startswith("|"):
+                    rows.append((j + 1, _split_md(lines[j])))
+                    j += 1
+                # a table a blank line splits (a paste cut in two): rows of the header's width after
+                # blank lines, with no separator line under the first (that would be a new table)
+                k = j
+                while k < n and not lines[k].strip():
+                    k += 1
+                if (kind and k > j and k < n and lines[k].strip().startswith("|")
+                        and len(_split_md(lines[k])) == len(header) and _split_md(lines[k]) != header
+                        and not (k + 1 < n and _MD_SEP.fullmatch(lines[k + 1]) and "-" in lines[k + 1])):
+                    j = k
+                    continue
+                break
             if kind:
                 take(_Block(kind, no, header, rows))
                 before, label = [], None
@@ -1310,6 +1349,15 @@ def _block_meta(b, ctx, text, text_before, fname, weights_seen):
     return meta, inferred
 
 
+# llama-bench's "mean ± stddev" as pastes spell it: "+-" or "+/-" typed by hand, and the UTF-8 "±"
+# shown in a Windows console's code page ("Â±" in cp1252, "┬▒" in cp437) and copied from there
+_PLUS_MINUS = re.compile(r"\+/?-|Â±|┬▒")
+
+
+def _plus_minus(cell: str) -> str:
+    return _PLUS_MINUS.sub("±", cell or "")
+
+
 def _pasted_llama_bench(b, ctx, meta, inferred, text_before):
     out = []
     model_cache = {}
@@ -1320,7 +1368,7 @@ def _pasted_llama_bench(b, ctx, meta, inferred, text_before):
         m = _MD_TEST.match(row.get("test", "").strip())
         if not m or not (m.group(1) or m.group(3)) or (m.group(2) and not (m.group(1) and m.group(3))):
             _fail(ctx.path, line, f"test {row.get('test')!r} is not llama-bench's pp<n>, tg<n> or pp<n>+tg<n> [@ d<n>]")
-        ts = re.fullmatch(r"\s*([^\s±]+)\s*(?:±\s*(\S+))?\s*", row.get("t/s", ""))
+        ts = re.fullmatch(r"\s*([^\s±]+)\s*(?:±\s*(\S+))?\s*", _plus_minus(row.get("t/s", "")))
         if not ts:
             _fail(ctx.path, line, f"t/s {row.get('t/s')!r} is not 'mean ± stddev'")
         o = {"model_type": row.get("model"), "n_prompt": int(m.group(1) or 0), "n_gen": int(m.group(3) or 0),
@@ -1329,11 +1377,12 @@ def _pasted_llama_bench(b, ctx, meta, inferred, text_before):
             if col in ("model", "test", "t/s", "size", "params"):
                 continue
             o[_MD_COLS.get(col, col)] = v
-        sizes = {}
-        for col, unit, field in (("size", "GiB", "model_size"), ("params", "B", "model_n_params")):
-            mm = re.fullmatch(r"\s*(\d+(?:\.\d+)?) " + unit + r"\s*", row.get(col, ""))
-            if mm:
-                sizes[field] = round(float(mm.group(1)) * (1024 ** 3 if unit == "GiB" else 1e9))
+        sizes = {}   # llama-bench prints a size under 1 GiB in MiB, a count under 1e9 in M
+        for col, field, units in (("size", "model_size", {"GiB": 1024 ** 3, "MiB": 1024 ** 2}),
+                                  ("params", "model_n_params", {"B": 1e9, "M": 1e6})):
+            mm = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(GiB|MiB|B|M)\s*", row.get(col, ""))
+            if mm and mm.group(2) in units:
+                sizes[field] = round(float(mm.group(1)) * units[mm.group(2)])
         key = (row.get("model"), sizes.get("model_n_params"))
         if key not in model_cache:
             if ctx.model:
@@ -1362,7 +1411,6 @@ def _pasted_llama_bench(b, ctx, meta, inferred, text_before):
             if b.devices and b.backend:
                 rm["backend"] = b.backend
         r = _llama_bench_record(o, ctx, line, meta=rm)
-        r["tool"] = "llama-bench"
         r.update(sizes)
         ft = " ".join(str(row.get("model") or "").split()[2:])
         if r.get("weights"):
