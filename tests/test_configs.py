@@ -9,7 +9,7 @@ ALL = ["deepseek-v2-lite", "deepseek-v3", "gemma-2-27b", "gemma-2-2b", "gemma-2-
        "gemma-3-27b", "gemma-3-4b", "glm-4.5", "glm-4.5-air", "glm-4.7-flash", "gpt-oss-120b", "gpt-oss-20b",
        "llama-2-13b", "llama-2-70b", "llama-2-7b", "llama-3-70b", "llama-3-8b", "llama-3.1-405b", "llama-3.1-8b",
        "llama-3.2-1b", "llama-3.2-3b", "llama-3.3-70b", "mistral-7b", "mistral-nemo", "mistral-small-24b",
-       "mixtral-8x22b", "mixtral-8x7b",
+       "mixtral-8x22b", "mixtral-8x7b", "phi-3-mini", "phi-4",
        "qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-14b", "qwen2.5-32b", "qwen2.5-3b", "qwen2.5-72b",
        "qwen2.5-coder-7b", "qwen3-0.6b", "qwen3-1.7b", "qwen3-14b", "qwen3-235b-a22b", "qwen3-30b-a3b",
        "qwen3-32b", "qwen3-4b", "qwen3-8b", "qwen3-coder-30b-a3b", "qwen3-coder-480b-a35b", "seed-oss-36b"]
@@ -59,6 +59,8 @@ KV_F16 = {
     "mistral-nemo": 40 * 8 * (128 + 128) * 2,         # 163,840
     "mixtral-8x7b": 32 * 8 * (128 + 128) * 2,         # 131,072
     "mixtral-8x22b": 56 * 8 * (128 + 128) * 2,        # 229,376
+    "phi-4": 40 * 10 * (128 + 128) * 2,               # 204,800
+    "phi-3-mini": 32 * 32 * (96 + 96) * 2,            # 393,216 (MHA, head_dim 96)
     "qwen2.5-0.5b": 24 * 2 * (64 + 64) * 2,           # 12,288 (896 / 14 heads = head_dim 64)
     "qwen2.5-1.5b": 28 * 2 * (128 + 128) * 2,         # 28,672
     "qwen2.5-3b": 36 * 2 * (128 + 128) * 2,           # 36,864
@@ -344,6 +346,7 @@ PUBLISHED = {
     "llama-3.2-1b": (1.24, None, None), "llama-3.2-3b": (3.21, None, None),
     "mistral-7b": (7.25, None, None), "mistral-nemo": (12.2, None, None),
     "mixtral-8x7b": (46.7, 12.9, True), "mixtral-8x22b": (141, 39, True),   # llama-bench's "46.70 B" for 8x7B
+    "phi-4": (14.7, None, None), "phi-3-mini": (3.8, None, None),
     "qwen2.5-0.5b": (0.49, None, None), "qwen2.5-1.5b": (1.54, None, None), "qwen2.5-3b": (3.09, None, None),
     "qwen2.5-14b": (14.7, None, None), "qwen2.5-32b": (32.5, None, None), "qwen2.5-72b": (72.7, None, None),
     "qwen3-0.6b": (0.6, None, None), "qwen3-1.7b": (1.7, None, None), "qwen3-4b": (4.0, None, None),

@@ -46,7 +46,7 @@ EXTRA = {
                                 sliding_window=8)),
 }
 RUN = ["llama", "llama_tied", "mistral", "qwen2", "qwen2_tied", "qwen3", "qwen3_moe", "deepseek_v2", "deepseek_v3",
-       "glm4_moe_lite", "glm4_moe", "seed_oss", "gemma2", "gemma3_text", "gpt_oss", "mixtral"]
+       "glm4_moe_lite", "glm4_moe", "seed_oss", "gemma2", "gemma3_text", "gpt_oss", "mixtral", "phi3"]
 PREDICT_ONLY = []   # every family glmbench lists runs in Model
 PROMPT, STEPS = [3, 17, 42, 5, 99, 1, 7], [7, 11, 13, 2]
 
@@ -117,6 +117,11 @@ def _hf_with_file_weights(family, sd):
                 p = k[: -len("gate_up_proj")]
                 a = np.concatenate([f32[p + "gate_proj"], f32[p + "up_proj"]], axis=1)
                 done |= {p + "gate_proj", p + "up_proj"}
+            elif k.endswith(("self_attn.qkv_proj.weight", "mlp.gate_up_proj.weight")):   # Phi-3: fused in HF
+                p = k[: -len("qkv_proj.weight")] if "qkv" in k else k[: -len("gate_up_proj.weight")]
+                parts = [p + f"{x}_proj.weight" for x in (("q", "k", "v") if "qkv" in k else ("gate", "up"))]
+                a = np.concatenate([f32[n] for n in parts], axis=0)
+                done |= set(parts)
             elif k in f32:
                 a = f32[k]
                 done.add(k)
@@ -244,6 +249,33 @@ def test_glm_flash_router_is_assumed_with_a_notice(tmp):
     with pytest.warns(gguf_file.GGUFNotice, match="assumed softmax"):
         cfg = configs.load(files["f16"])
     assert cfg.router_scoring == "softmax"
+
+
+def test_phi3_file_fused_rows_and_window_as_llama_cpp_runs_it(tmp):
+    """llama.cpp's converter fuses Phi-3's q/k/v (attn_qkv) and gate/up (ffn_up, 2F rows) and writes
+    the config's window, which llama.cpp's phi3 model does not apply: the file is read with full
+    attention (a notice says so), each HF tensor a row range of the fused one, its bytes that share."""
+    cfg, model = _hf("phi3")
+    cfg.sliding_window = 5
+    folder = lc.save_hf(model, cfg, os.path.join(tmp, "phi3-window"))
+    path = lc.convert(folder, os.path.join(tmp, "phi3-window-q8_0.gguf"), "q8_0")
+    g = gguf_file.read(path)
+    assert g.metadata["phi3.attention.sliding_window"] == 5 and "blk.0.attn_q.weight" not in g.tensors
+    with pytest.warns(gguf_file.GGUFNotice, match="sliding_window"):
+        c = configs.load(path)
+    assert c.model_type == "phi3" and c.sliding_window is None and c.rope_dim == 12
+    fw = c.file_weights.bytes_of()
+    qkv, up = g.tensors["blk.0.attn_qkv.weight"], g.tensors["blk.0.ffn_up.weight"]
+    p = "model.layers.0."
+    assert sum(fw[p + f"self_attn.{x}_proj.weight"] for x in "qkv") == qkv.n_bytes
+    assert fw[p + "mlp.gate_proj.weight"] == fw[p + "mlp.up_proj.weight"] == up.n_bytes // 2
+    w = c.file_weights      # every stored byte counted once (the fused tensors' rows not thrice)
+    assert sum(b for _, _, b in w.tensors) + w.extra_bytes + w.skipped_bytes == w.total_bytes == g.tensor_bytes
+    _, sd = checkpoint.state_dict(path)
+    q = sd[p + "self_attn.q_proj.weight"]
+    assert q.fmt == "q8_0" and q.shape == (64, 64) and sd[p + "self_attn.v_proj.weight"].shape == (32, 64)
+    np.testing.assert_array_equal(np.asarray(sd[p + "mlp.up_proj.weight"].data),
+                                  np.asarray(g.tensor_data("blk.0.ffn_up.weight"))[96:])
 
 
 def _measure(capsys, path, out, *args):

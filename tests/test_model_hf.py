@@ -69,6 +69,11 @@ TINY = {
         vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
         num_key_value_heads=2, head_dim=16, rms_norm_eps=1e-5, sliding_window=None,
         rope_parameters={"rope_type": "default", "rope_theta": 1000000.0}),
+    # Phi-3 / Phi-4: q/k/v and gate/up fused in the checkpoint; Phi-4-mini's partial rotary (0.75)
+    "phi3": dict(
+        vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, rms_norm_eps=1e-5, sliding_window=None, pad_token_id=0, bos_token_id=1,
+        eos_token_id=2, rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.75}),
     # GLM-4.5-Air's shape: GQA with q/k/v bias, half the head rotated, sigmoid router (noaux_tc)
     "glm4_moe": dict(
         vocab_size=160, hidden_size=64, intermediate_size=96, moe_intermediate_size=32, num_hidden_layers=3,
@@ -131,7 +136,7 @@ def glm_logits(m, prompt, steps):
 
 CASES = [("glm4_moe_lite", s) for s in ("naive", "absorbed", "flash")] + \
         [("deepseek_v2", s) for s in ("naive", "absorbed", "flash")] + [("qwen3", ""), ("qwen3_moe", "")] + \
-        [("deepseek_v3", "flash"), ("llama", ""), ("qwen2", ""), ("glm4_moe", ""), ("mixtral", ""), ("mistral", "")]
+        [("deepseek_v3", "flash"), ("llama", ""), ("qwen2", ""), ("glm4_moe", ""), ("mixtral", ""), ("mistral", ""), ("phi3", "")]
 
 
 @pytest.mark.parametrize("model_type,strategy", CASES)
@@ -561,3 +566,17 @@ def test_gpt_oss_sink_attention_and_moe_match_float64_reference():
     y, counts = ops.moe_gpt_oss(x, *w, top_k=3, limit=0.7)
     np.testing.assert_allclose(y, reference.moe_gpt_oss(x, *w, top_k=3, limit=0.7), rtol=0, atol=1e-5)
     assert counts.sum() == 7 * 3
+
+
+def test_phi3_window_on_every_layer_matches_hf():
+    # Phi-3-mini-4k's config sets sliding_window (2047): HF applies it on every layer. A window of 5
+    # tokens, shorter than the 7-token prompt and the 8 decode steps after it
+    hf_cfg, hf = tiny_hf_model("phi3", sliding_window=5)
+    cfg = configs.load(hf_cfg.to_dict())
+    assert cfg.sliding_window == 5 and cfg.windowed_layers == (0, 1) and cfg.rope_dim == 12
+    m = glmbench.Model(cfg, state_dict={k: v.numpy() for k, v in hf.state_dict().items()}, weights="f32",
+                       kv="f32", max_context=32)
+    rng = np.random.default_rng(3)
+    prompt, steps = rng.integers(0, cfg.vocab_size, 7).tolist(), rng.integers(0, cfg.vocab_size, 8).tolist()
+    for i, (a, b) in enumerate(zip(glm_logits(m, prompt, steps), hf_logits(hf, prompt, steps))):
+        assert rel_err(a, b) < RTOL, (i, rel_err(a, b))

@@ -14,6 +14,7 @@ gguf.quants.dequantize, and a warning names the types and tensors. `weights=` a 
 every matrix to it instead.
 
 GGUF layout undone here (see models/gguf_file.py): the llama architecture's permuted q/k rows;
+phi3's fused attn_qkv and ffn_up split into q/k/v and gate/up rows (gguf_file.RowSlice);
 deepseek2's split attn_k_b / attn_v_b: kept split as stored (core.attention.KVBSplit) when either is
 quantized in an executable block format (q5_0 as its exact q8_0 twin), else joined back into kv_b_proj
 (bf16/f16 when both are stored so, else f32: q4_1/q5_1 and the other types dequantized); gemma2/gemma3 norm weights stored as 1 + w. A split GGUF is given by its first
@@ -155,6 +156,8 @@ def _gguf_state_dict(path: str):
             continue
         t = g.tensors[names[0]]
         a = _tensor(g, t, converted)
+        if isinstance(names[0], gguf_file.RowSlice):   # phi3's fused attn_qkv / ffn_up: this tensor's rows
+            a = a[names[0].start:names[0].stop]
         if arch == "llama" and hf.endswith(("self_attn.q_proj.weight", "self_attn.k_proj.weight")):
             n_head = cfg.n_heads if hf.endswith("q_proj.weight") else cfg.n_kv_heads
             a = _unpermute(a, n_head)

@@ -9,6 +9,8 @@ Families (HF `model_type`), with the field names HF uses in each:
   qwen3_moe      GQA + MoE, softmax router, no shared expert; decoder_sparse_step, mlp_only_layers
   llama, mistral dense GQA
   mixtral        GQA + MoE (Mistral's attention; softmax router, top-k renormalized, no shared expert)
+  phi3           dense GQA (Phi-3, Phi-3.5, Phi-4): q/k/v and gate/up fused in the checkpoint, split on input;
+                 partial rotary (Phi-4-mini), a window on every layer where the config sets one
   seed_oss       dense GQA with q/k/v bias (attention_out_bias for o_proj)
 
 Structural sizes (hidden_size, heads, layers, MLA ranks, expert counts...) are required: a
@@ -49,6 +51,7 @@ FAMILIES = {
     "llama": "gqa",
     "mistral": "gqa",
     "mixtral": "gqa",
+    "phi3": "gqa",
     "seed_oss": "gqa",
     "qwen2": "gqa",
     "glm4_moe": "gqa",
@@ -77,6 +80,7 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     "mistral": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, num_key_value_heads=8, sliding_window=4096),
     "mixtral": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, num_key_value_heads=8, sliding_window=None,
                     num_local_experts=8, num_experts_per_tok=2),
+    "phi3": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, sliding_window=None),
     "seed_oss": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=True, attention_out_bias=False,
                      head_dim=128, num_key_value_heads=8),
     "qwen2": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, max_window_layers=28),
@@ -879,7 +883,7 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
         rope_dim = int(hd * prf)
         if rope_dim % 2:
             raise ValueError(f"rotated dims head_dim*partial_rotary_factor = {rope_dim} must be even")
-        if mt in ("mistral", "mixtral"):
+        if mt in ("mistral", "mixtral", "phi3"):
             bias = False
         elif mt == "qwen2":
             bias = True              # Qwen2Attention: q/k/v always carry a bias, o_proj none
@@ -888,7 +892,7 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
         out_bias = r.bool("attention_out_bias") if mt == "seed_oss" else \
             False if mt in ("qwen2", "glm4_moe") else bool(bias)
         sw, win_layers = None, None
-        if mt in ("mistral", "mixtral"):
+        if mt in ("mistral", "mixtral", "phi3"):   # HF: the window (if any) on every layer
             sw = r.int("sliding_window", allow_none=True)
         elif mt in ("qwen2", "qwen3", "qwen3_moe"):
             if r.hf.get("use_sliding_window", False):

@@ -49,7 +49,7 @@ __all__ = ["GGUFError", "GGUFNotice", "GGUFFile", "GGUFTensor", "FileWeights", "
 
 MAGIC = b"GGUF"
 ARCHITECTURES = ("deepseek2", "qwen3", "qwen3moe", "qwen2", "llama", "glm4moe", "gemma2", "gemma3", "seed_oss",
-                 "gpt-oss")
+                 "gpt-oss", "phi3")
 # GGUF value types by id (the values of gguf.GGUFValueType; tests/test_gguf.py checks they agree)
 _STRING, _ARRAY = 8, 9
 _U64 = struct.Struct("<Q")
@@ -379,7 +379,7 @@ def hf_config(g: GGUFFile) -> dict:
     glmbench.models.configs.from_hf reads). deepseek2 files become `glm4_moe_lite` when the
     router is sigmoid (expert_gating_func 2: GLM-4.7-Flash, and DeepSeek-V3 routes the same
     way) and `deepseek_v2` when it is softmax; qwen3moe -> qwen3_moe, qwen2 -> qwen2,
-    llama -> llama (mixtral when it has experts), glm4moe -> glm4_moe."""
+    llama -> llama (mixtral when it has experts), glm4moe -> glm4_moe, phi3 -> phi3."""
     arch = g.architecture
     if not arch:
         raise GGUFError(f"{g.path}: metadata 'general.architecture' is missing")
@@ -548,6 +548,19 @@ def hf_config(g: GGUFFile) -> dict:
         hf.update(model_type="seed_oss", attention_bias=blk(0, "attn_q").replace("weight", "bias") in ts,
                   attention_out_bias=blk(0, "attn_output").replace("weight", "bias") in ts)
         return hf
+    if arch == "phi3":
+        # llama.cpp's phi3 model (src/models/phi3.cpp) ignores the window the converter writes ("Phi SWA
+        # is currently disabled"): full attention on every layer, as here. Phi-3.5 / Phi-4-mini's 128K
+        # rope (rope_factors_long / _short tensors) is HF's longrope: predicted, not run by Model
+        sw = m("attention.sliding_window", 0)
+        if sw:
+            _notice(hf, f"{g.path}: '{arch}.attention.sliding_window' = {sw} is not applied: llama.cpp runs "
+                        f"Phi-3 with full attention (its phi3 model disables the window), and so does glmbench")
+        hf.update(model_type="phi3", sliding_window=None)
+        if "rope_factors_long.weight" in ts:
+            hf["rope_scaling"] = {"rope_type": "longrope",
+                                  "original_max_position_embeddings": m("rope.scaling.original_context_length", 4096)}
+        return hf
     if arch == "llama" and m("expert_count", 0):
         # Mixtral: llama.cpp's `llama` architecture with experts in every layer (llm_build_llama's
         # MoE branch: softmax gating, the top-k weights renormalised); no window (the converter keeps none)
@@ -682,14 +695,54 @@ class FileWeights:
         return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 
+class RowSlice(str):
+    """A GGUF tensor name standing for rows [start, stop) of that tensor: phi3's fused attn_qkv (q, k,
+    v one after the other) and ffn_up ([2F, D]: gate rows first, then up, as llama.cpp's fused SwiGLU
+    splits it). As a str it is the tensor's name."""
+    start: int
+    stop: int
+
+    def __new__(cls, name: str, start: int, stop: int):
+        o = super().__new__(cls, name)
+        o.start, o.stop = int(start), int(stop)
+        return o
+
+
+def _phi3_fused(hf: str, shapes: dict, ts: dict) -> RowSlice | None:
+    """The rows of phi3's fused attn_qkv / ffn_up holding HF tensor `hf`, when the file fuses them."""
+    blk = hf.split(".self_attn.")[0].split(".mlp.")[0].replace("model.layers.", "blk.")
+    pre = hf.split(".self_attn.")[0].split(".mlp.")[0]
+    if hf.endswith(("self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight")):
+        name = blk + ".attn_qkv.weight"
+        if name not in ts:
+            return None
+        q, k = (shapes[f"{pre}.self_attn.{x}_proj.weight"][0] for x in ("q", "k"))
+        a = {"q": 0, "k": q, "v": q + k}[hf.split(".self_attn.")[1][0]]
+        return RowSlice(name, a, a + shapes[hf][0])
+    if hf.endswith(("mlp.gate_proj.weight", "mlp.up_proj.weight")):
+        name = blk + ".ffn_up.weight"
+        F = shapes[hf][0]
+        if blk + ".ffn_gate.weight" in ts or name not in ts or ts[name].shape[0] != 2 * F:
+            return None
+        return RowSlice(name, 0, F) if hf.endswith("gate_proj.weight") else RowSlice(name, F, 2 * F)
+    return None
+
+
 def expected_gguf_tensors(g: GGUFFile, shapes: dict, n_layers: int) -> dict:
-    """HF name -> the GGUF tensor names that hold it (kv_b_proj: attn_kv_b, or attn_k_b + attn_v_b),
-    checked against the file: a missing tensor or a shape that disagrees with the config is a
-    GGUFError naming both names."""
+    """HF name -> the GGUF tensor names that hold it (kv_b_proj: attn_kv_b, or attn_k_b + attn_v_b;
+    phi3's q/k/v and gate/up: a RowSlice of the fused attn_qkv / ffn_up), checked against the file: a
+    missing tensor or a shape that disagrees with the config is a GGUFError naming both names."""
     arch, ts = g.architecture, g.tensors
     nb = n_layers + int(g.get(f"{arch}.nextn_predict_layers") or 0)
     out = {}
     for hf, shape in shapes.items():
+        fused = _phi3_fused(hf, shapes, ts) if arch == "phi3" else None
+        if fused is not None:
+            if tuple(ts[fused].shape[1:]) != tuple(shape[1:]) or fused.stop > ts[fused].shape[0]:
+                raise GGUFError(f"{g.path}: tensor {str(fused)!r} has shape {tuple(ts[fused].shape)}, the config "
+                                f"({hf!r}) expects rows {fused.start}..{fused.stop} of width {tuple(shape[1:])}")
+            out[hf] = (fused,)
+            continue
         name = gguf_name(hf, arch, nb)
         if name is None:
             raise GGUFError(f"{g.path}: no GGUF name for tensor {hf!r} (architecture {arch})")
@@ -717,8 +770,10 @@ def file_weights(g: GGUFFile, shapes: dict, n_layers: int) -> FileWeights:
     used, rows = set(), []
     for hf, names in where.items():
         ts = [g.tensors[n] for n in names]
-        used.update(names)
-        rows.append((hf, ts[0].type_name, sum(t.n_bytes for t in ts)))
+        used.update(str(n) for n in names)
+        # a RowSlice holds its rows' share of the fused tensor's bytes (whole rows: exact)
+        rows.append((hf, ts[0].type_name, sum(t.n_bytes * (n.stop - n.start) // t.shape[0] if isinstance(n, RowSlice)
+                                              else t.n_bytes for n, t in zip(names, ts))))
     skipped = extra = 0
     for n, t in g.tensors.items():
         if n in used:

@@ -34,7 +34,8 @@ Weights are kept under their HF names relative to `model.layers.{i}.` (plus `mod
 experts are held as three stacked tensors `mlp.experts.gate_proj` [E, F, D], `mlp.experts.up_proj`
 [E, F, D], `mlp.experts.down_proj` [E, D, F] (the layout `ops.moe` reads); HF's fused
 `mlp.experts.gate_up_proj` [E, 2F, D] + `mlp.experts.down_proj` (transformers 5.x) and per-expert
-`mlp.experts.{e}.gate_proj.weight` (4.x) are accepted on input.
+`mlp.experts.{e}.gate_proj.weight` (4.x) are accepted on input, and so are Phi-3's fused
+`self_attn.qkv_proj` / `mlp.gate_up_proj` (split into q/k/v and gate/up rows, `_unfused`).
 
 weights="stored" (with a state_dict, e.g. from models/checkpoint.py) keeps each matrix in the
 format it comes in (f32, f16, bf16 bits, q8_0/q4_0 QTensor). Otherwise matrices are stored in the weight format (f32 float32, f16 float16, bf16 uint16 bits, q8_0/q4_0
@@ -458,7 +459,7 @@ def _layer_from_hf(cfg, index: int, kind: str, src: Mapping, fmt: str) -> Layer:
                              f"{cfg.model_type})")
         return _np(src[key], key)
 
-    experts = {}
+    experts = _unfused(cfg, p, src, get)
     if kind == "moe":
         E, F = cfg.n_routed_experts, cfg.moe_intermediate_size
         if cfg.expert_bias and p + "mlp.experts.gate_up_proj" in src:
@@ -496,6 +497,24 @@ def _layer_from_hf(cfg, index: int, kind: str, src: Mapping, fmt: str) -> Layer:
         # GPT-OSS's 2-D expert biases and sinks stay float32 as the other biases do
         w[name] = to_format(a, "f32" if name.endswith(("_bias", "sinks")) else _tensor_fmt(fmt, name, shape, a))
     return Layer(cfg, index, kind, w)
+
+
+def _unfused(cfg, p: str, src: Mapping, get) -> dict:
+    """Phi-3's fused matrices split into the names the layer holds (row views, QTensor rows too):
+    self_attn.qkv_proj [(H + 2 Hk) Dh, D] -> q_proj, k_proj, v_proj; mlp.gate_up_proj [2F, D] ->
+    gate_proj (the first F rows: HF's Phi3MLP chunks gate first), up_proj. {} for other checkpoints."""
+    out = {}
+    if p + "self_attn.qkv_proj.weight" in src:
+        qkv = get("self_attn.qkv_proj.weight")
+        q, kv = cfg.n_heads * cfg.head_dim, cfg.n_kv_heads * cfg.head_dim
+        _expect(qkv, (q + 2 * kv, cfg.hidden_size), p + "self_attn.qkv_proj.weight")
+        out.update({"self_attn.q_proj.weight": qkv[:q], "self_attn.k_proj.weight": qkv[q:q + kv],
+                    "self_attn.v_proj.weight": qkv[q + kv:]})
+    if p + "mlp.gate_up_proj.weight" in src:
+        gu, F = get("mlp.gate_up_proj.weight"), cfg.intermediate_size
+        _expect(gu, (2 * F, cfg.hidden_size), p + "mlp.gate_up_proj.weight")
+        out.update({"mlp.gate_proj.weight": gu[:F], "mlp.up_proj.weight": gu[F:]})
+    return out
 
 
 def _np(a, name: str) -> np.ndarray:
