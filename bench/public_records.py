@@ -33,7 +33,10 @@ model or weights neither the paste nor the sidecar states, is skipped with one l
 Records of runs partly on the CPU (--n-cpu-moe, -ot, -nkvo, -ngl below the layer count) are left
 out, and a serving result is filed under the server it measured (its --backend: SGLang's client on
 a vLLM server is vLLM's; an SGLang server, of which there is no runtime model, is left out); what
-is left out is said in the records' note, or in the skip line where nothing is kept.
+is left out is said in the records' note, or in the skip line where nothing is kept. So are runs on a
+backend no runtime model is of (ROCm / HIP, Metal, SYCL, the CPU, RPC to another host: the paste's
+backend, else the sidecar's runtime text) and runs on mixed cards (a 4090 + a 3090); Vulkan's coopmat
+is the ggml_vulkan device line's "matrix cores" where the paste has one.
 --generic reads every file that way, SOURCES' too (to compare; tests/test_public_check.py).
 """
 from __future__ import annotations
