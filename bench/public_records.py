@@ -33,7 +33,10 @@ model or weights neither the paste nor the sidecar states, is skipped with one l
 Records of runs partly on the CPU (--n-cpu-moe, -ot, -nkvo, -ngl below the layer count) are left
 out, and a serving result is filed under the server it measured (its --backend: SGLang's client on
 a vLLM server is vLLM's; an SGLang server, of which there is no runtime model, is left out); what
-is left out is said in the records' note, or in the skip line where nothing is kept.
+is left out is said in the records' note, or in the skip line where nothing is kept. So are runs on a
+backend no runtime model is of (ROCm / HIP, Metal, SYCL, the CPU, RPC to another host: the paste's
+backend, else the sidecar's runtime text) and runs on mixed cards (a 4090 + a 3090); Vulkan's coopmat
+is the ggml_vulkan device line's "matrix cores" where the paste has one.
 --generic reads every file that way, SOURCES' too (to compare; tests/test_public_check.py).
 """
 from __future__ import annotations
@@ -243,6 +246,12 @@ def _records(sid, meta, src_dir):
                                  f"{r.get('backend')!r}), the sidecar says {meta['runtime']!r}")
             if r.get("hardware") is None or r.get("model") is None or r.get("weights") is None:
                 raise SystemExit(f"{where}: the import did not find the card, model or weights")
+            why = _no_model_backend(r)
+            if why:
+                raise SystemExit(f"{where}: {why}")
+            if r.get("coopmat") and opts.get("coopmat") and r["coopmat"] != opts["coopmat"]:
+                raise SystemExit(f"{where}: the paste's ggml_vulkan line says coopmat {r['coopmat']}, the metadata "
+                                 f"coopmat={opts['coopmat']}")
             rec = {"evidence": "measured", "public_source": sid, "runtime": rt}
             rec.update((k, r[k]) for k in _KEEP if r.get(k) is not None)
             from_sidecar = []
@@ -372,6 +381,65 @@ def sidecar_runtime(text: str | None) -> str | None:
     return None
 
 
+# llama.cpp backends without a runtime model (the models are of CUDA, ik_llama.cpp's CUDA, the ggml Vulkan
+# backend and vLLM): a record run on one is left out with the reason, never filed under CUDA
+_NO_MODEL_BACKENDS = {"rocm": "ROCm", "hip": "ROCm", "metal": "Metal", "sycl": "SYCL", "cann": "CANN", "musa": "MUSA",
+                      "opencl": "OpenCL", "kompute": "Kompute", "cpu": "CPU", "blas": "CPU"}
+
+
+def _runtimes_said():
+    return ", ".join(f"{r} (CUDA)" if r in ("llama.cpp", "ik_llama.cpp") else r
+                     for r in cm.list_runtimes() if r not in ("ideal", "typical"))
+
+
+def sidecar_backend(text: str | None) -> str | None:
+    """A backend without a runtime model that a sidecar's runtime text names ("llama.cpp ROCm 6.4
+    (HIP)", "Metal", "SYCL", "CPU only", "RPC"), where it names no modelled one (CUDA, Vulkan, vLLM); or None."""
+    t = (text or "").lower()
+    if re.search(r"\bcuda\b|vulkan|vllm", t) and not re.search(r"\brpc\b", t):
+        return None
+    if re.search(r"\brpc\b", t):
+        return "RPC"
+    for k in ("rocm", "hip", "metal", "sycl", "cann", "musa", "opencl", "kompute"):
+        if re.search(rf"\b{k}\b", t):
+            return _NO_MODEL_BACKENDS[k]
+    if re.search(r"\bcpu[- ]?(?:only|backend|build)\b|\bno gpu\b", t):
+        return "CPU"
+    return None
+
+
+def _no_model_backend(r: dict, side_backend: str | None = None) -> str | None:
+    """Why a record ran on a backend no runtime model is of (ROCm, Metal, SYCL, the CPU, RPC to
+    another host), or None: the record's own backend, else the sidecar's runtime text."""
+    parts = [p.strip() for p in str(r.get("backend") or "").split(",") if p.strip()]
+    tail = f": glmbench has no runtime model of it (runtime models: {_runtimes_said()})"
+    if "RPC" in (p.upper() for p in parts):
+        return "backend RPC (layers on another host's rpc-server, over the network)" + tail
+    for p in parts:
+        if p.lower() in _NO_MODEL_BACKENDS:
+            return f"backend {_NO_MODEL_BACKENDS[p.lower()]}" + tail
+    if not parts and side_backend:
+        return f"backend {side_backend} (the sidecar's runtime)" + tail
+    if not parts and not r.get("hardware") and r.get("device") and not importers.gpus_in(str(r["device"])) \
+            and r.get("tool", "").startswith("llama-bench"):
+        return f"the CPU ({r['device']}: no GPU in gpu_info)" + tail
+    return None
+
+
+def _mixed_cards(r: dict, side: dict) -> str | None:
+    """Why a record is of a rig of different cards (a 4090 + a 3090: no runtime model is of one), or None."""
+    if r.get("hardware"):
+        return None
+    tail = ": the runtime models are of one card type (or several of it)"
+    if " + " in str(r.get("device") or ""):
+        return f"mixed cards ({r['device']})" + tail
+    g = _side(side, "gpu") or ""
+    found = importers.gpus_in(g)
+    if len({hardware.resolve_gpu_name(n) or n for n, _ in found}) > 1:
+        return f"mixed cards (the sidecar's GPU line {g!r})" + tail
+    return None
+
+
 def _text_options(text: str) -> dict:
     """Options stated in a sidecar's prose ("n_ubatch 512", "fa off", "-mla 3", "f16 KV"); an
     option the prose gives two values of (one per table, say) is not taken from it."""
@@ -455,6 +523,9 @@ def _date_of(side: dict) -> str:
     m = re.search(r"\b(\d{4}-\d{2}(?:-\d{2})?)\b", d)
     if m:
         return m.group(1)
+    m = re.search(r"\b(20\d{2})[/.](\d{1,2})(?:[/.](\d{1,2}))?\b", d)      # "2025/08/03", "2025.8.3"
+    if m and 1 <= int(m.group(2)) <= 12 and (m.group(3) is None or 1 <= int(m.group(3)) <= 31):
+        return f"{m.group(1)}-{int(m.group(2)):02d}" + (f"-{int(m.group(3)):02d}" if m.group(3) else "")
     m = re.search(r"\b(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?\s+(\d{1,2}),?\s+(?:[\d:]+\s+)?(\d{4})\b", d)
     if m:
         mon = "JanFebMarAprMayJunJulAugSepOctNovDec".index(m.group(1)) // 3 + 1
@@ -495,6 +566,8 @@ def _fill_from_sidecar(r: dict, side: dict) -> list:
     if r.get("weights") is None:      # a quant name, or a file name's ("Qwen3-30B-A3B-UD-Q4_K_XL.gguf")
         ws = {q for q in (importers.quant_name(t) or importers._quant_from_filename(t)
                           for t in re.split(r"[\s,;()/]+", mtext)) if q}
+        if not ws and _runtime_of(r) == "vllm":    # a vLLM checkpoint's name: "Qwen2.5-32B-Instruct-AWQ"
+            ws = {importers.checkpoint_quant(mtext)} - {None}
         if len(ws) == 1:
             r["weights"] = ws.pop()
             filled.append("weights")
@@ -561,8 +634,21 @@ def generic_records(path) -> tuple[str, list]:
     n_all = len(recs)
     recs = [r for r in recs if r.get("tool") != "llama-batched-bench" and int(r.get("n_streams") or 1) == 1]
     if not recs:
-        raise Skip(f"all {n_all} records are of several streams (batched-bench): not single-stream points "
-                   "(bench/bench_public_batched.py covers them)")
+        raise Skip(f"all {n_all} records are llama-batched-bench's (several streams, or -npl 1 rows of its "
+                   "own runs): not the single-stream points of llama-bench / sweep-bench (bench/bench_public_batched.py "
+                   "covers them)")
+    # runs on a backend no runtime model is of (ROCm, Metal, SYCL, the CPU, RPC) or on mixed cards:
+    # left out with the reason, never filed under CUDA or under the first card
+    side_bk = sidecar_backend(rt_text)
+    other = [(str(r["source"]).rsplit(":", 1)[1], _no_model_backend(r, side_bk) or _mixed_cards(r, side)) for r in recs]
+    if any(why for _, why in other):
+        said = "; ".join(f"line {ln}: {why}" for ln, why in other if why)
+        left = [why for _, why in other if why]
+        if len(left) == len(recs):
+            ln, why = next((ln, why) for ln, why in other if why)
+            raise Skip(f"{name}:{ln}: {why}" + (f" (all {len(recs)} records)" if len(recs) > 1 else ""))
+        recs = [r for r, (_, why) in zip(recs, other) if not why]
+        note = (note + "; " if note else "") + f"{len(left)} record(s) left out, no runtime model of them ({said})"
     # runs partly on the CPU (--n-cpu-moe, -ot, -nkvo, -ngl below the layer count): not the all-GPU
     # runs the runtime models are of; left out with the reason
     offloaded = []
@@ -635,6 +721,12 @@ def generic_records(path) -> tuple[str, list]:
                 rec["defaults"] = ["ubatch"]
             if mla is not None and rt == "ik_llama.cpp":
                 ropts["mla"] = str(mla)
+            coop = r.get("coopmat")     # ggml_vulkan's device line: "matrix cores: KHR_coopmat"
+            if rt == "llama.cpp-vulkan" and coop in cm.load_runtime(rt).options.get("coopmat", {}).get("values", {}):
+                ropts["coopmat"] = coop
+            elif rt == "llama.cpp-vulkan" and coop == "none" and "coopmat" in side_opts:
+                raise SystemExit(f"{where}: the paste's device line says no matrix cores, the sidecar's options "
+                                 f"coopmat={side_opts['coopmat']}")
             for k, v in side_opts.items():          # the sidecar's `options:` line (era, coopmat, ...)
                 prof = cm.load_runtime(rt)
                 if k not in prof.options:

@@ -859,3 +859,120 @@ def test_a_table_copied_from_a_rendered_page_is_one_clear_error(tmp_path):
             "llama 8B Q4_K - Medium\t4.58 GiB\t8.03 B\tCUDA\t99\tpp512\t4321.00 ± 10.00\n")
     with pytest.raises(im.FormatError, match=r"^x\.md:1: a table copied from a rendered page \(tab-separated, no '\|'\)"):
         im.read_text(text, "x.md")
+
+
+# ---- the second audit: multi-GPU rigs, other backends, vLLM's other benchmarks --------------------
+_LB_HEAD = ("| model                          |       size |     params | backend    | ngl | {x:>9} |            test |                  t/s |\n"
+            "| ------------------------------ | ---------: | ---------: | ---------- | --: | --------: | --------------: | -------------------: |\n")
+
+
+def _lb_row(backend, x, test, ts, model="llama 8B Q4_K - Medium"):
+    return f"| {model:30} |   4.58 GiB |     8.03 B | {backend:10} |  99 | {x:>9} | {test:>15} | {ts:>20} |\n"
+
+
+def test_dev_selects_cards_by_index_and_vulkan_matrix_cores(tmp_path):
+    # -dev CUDA1 on a 4090 + 3090 box: the 3090 alone (not "RTX 4090 + RTX 3090", not the 4090)
+    cuda = ("ggml_cuda_init: found 2 CUDA devices:\n  Device 0: NVIDIA GeForce RTX 4090, compute capability 8.9, VMM: yes\n"
+            "  Device 1: NVIDIA GeForce RTX 3090, compute capability 8.6, VMM: yes\n")
+    p = write(tmp_path, "dev1.md", cuda + _LB_HEAD.format(x="dev") + _lb_row("CUDA", "CUDA1", "tg128", "127.55 ± 0.35"))
+    (r,) = im.read(p, model="llama-3.1-8b")
+    assert (r["device"], r["hardware"], r["n_cards"], r["split"], r["backend"]) == ("RTX 3090", "rtx-3090", 1, "none", "CUDA")
+    # the same from the command line's -dev (no dev column)
+    p = write(tmp_path, "dev1cmd.md", "$ llama-bench -m x.gguf -dev CUDA1\n" + cuda + _LB_HEAD.format(x="fa")
+              + _lb_row("CUDA", "1", "tg128", "127.55 ± 0.35"))
+    (r,) = im.read(p, model="llama-3.1-8b")
+    assert (r["device"], r["hardware"], r["n_cards"], r["split"]) == ("RTX 3090", "rtx-3090", 1, "none")
+    # both cards: a mixed rig, said as such (no profile is of it)
+    p = write(tmp_path, "both.md", cuda + _LB_HEAD.format(x="fa") + _lb_row("CUDA", "1", "tg128", "88.31 ± 0.12"))
+    (r,) = im.read(p, model="llama-3.1-8b")
+    assert (r["device"], r.get("hardware"), r["n_cards"], r["split"]) == ("RTX 4090 + RTX 3090", None, 2, "layer")
+    # llama-bench json: devices "CUDA1" picks that card of gpu_info
+    o = dict(LB_KEYS, gpu_info="NVIDIA GeForce RTX 4090, NVIDIA GeForce RTX 3090", devices="CUDA1", split_mode="layer",
+             n_prompt=0, n_gen=128, avg_ts=127.5)
+    (r,) = im.read(write(tmp_path, "dev1.jsonl", json.dumps(o) + "\n"), model="llama-3.1-8b")
+    assert (r["device"], r["hardware"], r["n_cards"], r["split"]) == ("RTX 3090", "rtx-3090", 1, "none")
+    # Vulkan: ggml_vulkan's "matrix cores" is the coopmat path; -dev Vulkan0 leaves out the iGPU
+    vk = ("ggml_vulkan: Found 2 Vulkan devices:\n"
+          "ggml_vulkan: 0 = NVIDIA GeForce RTX 4070 (NVIDIA) | uma: 0 | fp16: 1 | bf16: 0 | warp size: 32 | shared memory: "
+          "49152 | int dot: 1 | matrix cores: KHR_coopmat\n"
+          "ggml_vulkan: 1 = AMD Radeon(TM) Graphics (RADV RAPHAEL_MENDOCINO) (radv) | uma: 1 | fp16: 1 | bf16: 0 | warp "
+          "size: 64 | shared memory: 65536 | int dot: 0 | matrix cores: none\n")
+    p = write(tmp_path, "vk.md", vk + _LB_HEAD.format(x="dev") + _lb_row("Vulkan", "Vulkan0", "pp512", "2900.40 ± 5.20"))
+    (r,) = im.read(p, model="llama-3.1-8b")
+    assert (r["device"], r["hardware"], r["n_cards"], r["split"], r["backend"], r["coopmat"]) == (
+        "RTX 4070", "rtx-4070", 1, "none", "Vulkan", "khr")
+    p = write(tmp_path, "vk2.md", vk.replace("KHR_coopmat", "NV_coopmat2").replace("Found 2", "Found 1").split("ggml_vulkan: 1")[0]
+              + _LB_HEAD.format(x="fa") + _lb_row("Vulkan", "1", "pp512", "2900.40 ± 5.20"))
+    (r,) = im.read(p, model="llama-3.1-8b")
+    assert (r["hardware"], r["coopmat"]) == ("rtx-4070", "nv2")
+
+
+def test_sycl_device_list_rpc_and_other_backends_are_read_as_such(tmp_path):
+    # SYCL prints its device list as a '|' table right above llama-bench's: the benchmark table is still found
+    sycl = ("ggml_sycl_init: found 1 SYCL devices:\n"
+            "|ID|        Device Type|                                   Name|Version|units  |\n"
+            "|--|-------------------|---------------------------------------|-------|-------|\n"
+            "| 0| [level_zero:gpu:0]|                Intel Arc A770 Graphics|    1.6|    512|\n")
+    p = write(tmp_path, "sycl.md", sycl + _LB_HEAD.format(x="fa") + _lb_row("SYCL", "1", "tg128", "41.71 ± 0.11"))
+    assert im.detect(open(p).read()) == "llama-bench-md"
+    (r,) = im.read(p, model="llama-3.1-8b")
+    assert (r["backend"], r["test"], r["avg_ts"], r["source"].rsplit(":", 1)[1]) == ("SYCL", "tg", 41.71, "7")
+    # RPC: the backend column's "CUDA,RPC" (and --rpc) survive the CUDA device lines
+    cuda = "ggml_cuda_init: found 1 CUDA devices:\n  Device 0: NVIDIA GeForce RTX 3090, compute capability 8.6, VMM: yes\n"
+    p = write(tmp_path, "rpc.md", "$ llama-bench -m x.gguf --rpc 10.0.0.2:50052\n" + cuda + _LB_HEAD.format(x="fa")
+              + _lb_row("CUDA,RPC", "1", "tg128", "9.87 ± 0.02"))
+    (r,) = im.read(p, model="llama-3.1-8b")
+    assert r["backend"] == "CUDA,RPC" and r["hardware"] == "rtx-3090"
+    p = write(tmp_path, "rpc2.md", "$ llama-bench -m x.gguf --rpc 10.0.0.2:50052\n" + cuda + _LB_HEAD.format(x="fa")
+              + _lb_row("CUDA", "1", "tg128", "9.87 ± 0.02"))
+    assert im.read(p, model="llama-3.1-8b")[0]["backend"] == "CUDA,RPC"
+    # ROCm and Metal keep their backend (public_records leaves them out: no runtime model)
+    rocm = "ggml_cuda_init: found 1 ROCm devices:\n  Device 0: AMD Radeon RX 7900 XTX, gfx1100 (0x1100), VMM: no, Wave Size: 32\n"
+    (r,) = im.read(write(tmp_path, "rocm.md", rocm + _LB_HEAD.format(x="fa") + _lb_row("ROCm", "1", "tg128", "97.1 ± 0.1")),
+                   model="llama-3.1-8b")
+    assert (r["backend"], r["device"], r.get("hardware")) == ("ROCm", "AMD Radeon RX 7900 XTX", None)
+
+
+def test_gpu_counts_after_the_name_and_vllm_checkpoint_formats():
+    assert im.gpus_in("RTX 3090 x2 (NVLink)") == [("RTX 3090", 2)]
+    assert im.gpus_in("A100 80GB ×4") == [("A100", 4)]
+    assert im.gpus_in("4x A100 80GB SXM") == [("A100", 4)]
+    assert im.gpus_in("NVIDIA GeForce RTX 4090 (24 GB, PCIe 4.0 x16)") == [("RTX 4090", None)]   # lanes, not cards
+    assert [im.checkpoint_quant(n) for n in ("Qwen/Qwen2.5-32B-Instruct-AWQ", "Qwen/Qwen2.5-14B-Instruct-GPTQ-Int4",
+                                             "neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8",
+                                             "RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic", "Qwen2.5-7B-Instruct-GPTQ-Int8",
+                                             "meta-llama/Llama-3.1-8B-Instruct")] == ["awq", "gptq", "fp8", "fp8_per_channel",
+                                                                                       None, None]
+
+
+_SERVE = ("============ Serving Benchmark Result ============\nSuccessful requests:                     320\n"
+          "Maximum request concurrency:             32\nBenchmark duration (s):                  60.12\n"
+          "Total input tokens:                      327680\nTotal generated tokens:                  81920\n"
+          "Output token throughput (tok/s):         1362.61\nMean TPOT (ms):                          21.84\n"
+          "==================================================\n")
+
+
+def test_vllm_server_tp_and_quantized_checkpoint_and_its_other_benchmarks(tmp_path):
+    # the server's --tensor-parallel-size is on its own line, before the client's
+    text = ("Two H100 SXM cards on one box.\n"
+            "$ python -m vllm.entrypoints.openai.api_server --model Qwen/Qwen2.5-32B-Instruct-AWQ --tensor-parallel-size 2\n"
+            "$ python benchmarks/benchmark_serving.py --backend vllm --model Qwen/Qwen2.5-32B-Instruct-AWQ "
+            "--num-prompts 320 --max-concurrency 32\n" + _SERVE)
+    (r,) = im.read(write(tmp_path, "tp.log", text))
+    assert (r["model"], r["weights"], r["hardware"], r["n_cards"], r["split"], r["n_streams"]) == (
+        "qwen2.5-32b", "awq", "h100-sxm", 2, "tensor", 32)
+    js = {"backend": "vllm", "model_id": "Qwen/Qwen2.5-14B-Instruct-GPTQ-Int4", "num_prompts": 10, "completed": 10,
+          "max_concurrency": 4, "total_input_tokens": 5120, "total_output_tokens": 1280, "output_throughput": 300.0,
+          "mean_tpot_ms": 12.0}
+    (r,) = im.read(write(tmp_path, "q.json", json.dumps(js)))
+    assert (r["model"], r["weights"]) == ("qwen2.5-14b", "gptq")
+    # vllm bench throughput / latency: one clear error each, with the line
+    thr = ("$ vllm bench throughput --model meta-llama/Llama-3.1-8B-Instruct --input-len 1024 --output-len 128\n"
+           "INFO 08-03 12:00:00 [__init__.py:241] Automatically detected platform cuda.\n"
+           "Throughput: 34.87 requests/s, 40172.31 total tokens/s, 4463.59 output tokens/s\n")
+    with pytest.raises(im.FormatError, match=r"thr\.log:3: vLLM's offline throughput benchmark .*not a result glmbench reads"):
+        im.read(write(tmp_path, "thr.log", thr))
+    lat = ("$ vllm bench latency --model m --input-len 32 --output-len 128 --batch-size 1\nWarming up...\n"
+           "Avg latency: 0.7094 seconds\n10% percentile latency: 0.7071 seconds\n")
+    with pytest.raises(im.FormatError, match=r"lat\.log:3: vLLM's latency benchmark .*not a per-token speed"):
+        im.read(write(tmp_path, "lat.log", lat))

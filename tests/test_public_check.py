@@ -46,7 +46,7 @@ def _unseen(d):
          "source_url: https://example.org/bob/post-7\ndate: 2025-07-01 16:12:50 UTC\n"
          "engine: mainline llama.cpp, Vulkan backend\n"
          "command: llama-bench -m C:\\models\\meta-llama-3.1-8b-instruct-q4_0.gguf -fa 1 -n 0 -p 1024 -r 1\n"
-         "hardware: 1x NVIDIA GeForce RTX 5090\noptions: coopmat=khr\n")
+         "hardware: 1x NVIDIA GeForce RTX 5090\n")
     _put(d, IK, "carol-dsv2lite.md",
          "Source_URL: https://example.org/carol (comment, 2025-07-13)\n"
          "ENGINE: ik_llama.cpp, CUDA backend\n"
@@ -87,7 +87,9 @@ def test_generic_path_reads_an_unseen_set(tmp_path, capsys):
     assert {x["runtime_options"]["fa"] for x in b} == {"1"}              # the paste's fa column
     assert {x["runtime_options"]["ubatch"] for x in b} == {"512"} and b[0]["defaults"] == ["ubatch"]
     assert b[0]["date"] == "2025-07-01" and b[0]["source"] == "https://example.org/bob/post-7"
-    assert {x["runtime_options"]["coopmat"] for x in b} == {"khr"} and "runtime_options.coopmat" in b[0]["from_sidecar"]
+    # coopmat from each table's ggml_vulkan line ("matrix cores: NV_coopmat2", then "KHR_coopmat")
+    assert {(x["table"], x["runtime_options"]["coopmat"]) for x in b} == {(1, "nv2"), (2, "khr")}
+    assert "runtime_options.coopmat" not in b[0].get("from_sidecar", [])
 
     c = _load(out, "carol-dsv2lite")
     assert {x["runtime"] for x in c} == {"ik_llama.cpp"}
@@ -148,11 +150,10 @@ def test_skips_and_conflicts_say_why(tmp_path, capsys):
 
 # Fields of the shipped (SOURCES) records the generic path cannot infer from a paste and its
 # sidecar, and why: the llama.cpp `era` (2024-cublas for XiongjieDai's 2024 builds, before/after
-# PR 374 for ik_llama.cpp: a build's kernels, stated by no paste); Vulkan's `coopmat` (KHR / NV2:
-# in the ggml_vulkan device line, which the importer does not keep); PR 386's `mla` (2 for table 1,
-# 3 for table 2: said per table in prose only, so the generic path takes neither).
+# PR 374 for ik_llama.cpp: a build's kernels, stated by no paste); PR 386's `mla` (2 for table 1,
+# 3 for table 2: said per table in prose only, so the generic path takes neither). Vulkan's `coopmat`
+# is the ggml_vulkan device line's "matrix cores" (read, and the same as SOURCES say).
 NOT_INFERRED = {("era", "llama3-8b-f16_rtx3090"), ("era", "llama3.1-8b-iq4_ks_rtx4080_ik-pr374"),
-                ("coopmat", "dsv2lite-q4_0_rtx3090ti_ik-vulkan"), ("coopmat", "llama3.1-8b-q4_0_rtx5090_vulkan"),
                 ("mla", "dsv2lite-q4_0_rtx4080_ik-pr386")}
 
 
@@ -383,3 +384,81 @@ def test_sidecar_key_spellings_and_a_model_file_name(tmp_path):
     r = {}
     pr._fill_from_sidecar(r, {"model": "DeepSeek-V2-Lite-Chat.Q8_0.gguf", "gpu": "NVIDIA GeForce RTX 4090 24GB"})
     assert (r["model"], r["weights"], r["hardware"], r["n_cards"], r["split"]) == ("deepseek-v2-lite", "q8_0", "rtx-4090", 1, "none")
+
+
+def test_backends_without_a_model_mixed_cards_and_sidecar_spellings(tmp_path):
+    """The second audit: ROCm / Metal / SYCL / CPU / RPC runs and mixed rigs are left out with one reason
+    (never filed under CUDA or under the first card); a sidecar's "RTX 3090 x2", "2025/08/03";
+    Vulkan's matrix cores; vLLM's quantized checkpoints named on the model line."""
+    d = str(tmp_path)
+    side = "URL: https://example.org/x\nModel: Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf\n"
+
+    def lbrow(backend, test, ts):
+        return _lbr("llama 8B Q4_K - Medium", test, ts).replace("| CUDA       |", f"| {backend:10} |")
+    rocm = "ggml_cuda_init: found 1 ROCm devices:\n  Device 0: AMD Radeon RX 7900 XTX, gfx1100 (0x1100), VMM: no, Wave Size: 32\n"
+    _write(d, "rocm.md", rocm + LBH + lbrow("ROCm", "pp512", "3108.40 ± 6.50") + lbrow("ROCm", "tg128", "97.13 ± 0.09"),
+           side + "GPU: AMD Radeon RX 7900 XTX\n")
+    with pytest.raises(pr.Skip, match=r"^rocm\.md:5: backend ROCm: glmbench has no runtime model of it \(runtime models: "
+                                      r"ik_llama\.cpp \(CUDA\), llama\.cpp \(CUDA\), llama\.cpp-vulkan, vllm\) \(all 2 records\)$"):
+        pr.generic_records(os.path.join(d, "rocm.md"))
+    # a CPU-only build on a box whose sidecar names its (unused) 4090: not a 4090 point
+    _write(d, "cpu.md", LBH + lbrow("CPU", "tg128", "14.37 ± 0.05"), side + "GPU: RTX 4090 (not used)\n")
+    with pytest.raises(pr.Skip, match=r"^cpu\.md:3: backend CPU: glmbench has no runtime model"):
+        pr.generic_records(os.path.join(d, "cpu.md"))
+    _write(d, "metal.md", LBH + lbrow("Metal,BLAS", "tg128", "94.27 ± 0.16"), side + "GPU: Apple M2 Ultra\n")
+    with pytest.raises(pr.Skip, match=r"^metal\.md:3: backend Metal: "):
+        pr.generic_records(os.path.join(d, "metal.md"))
+    cuda1 = "ggml_cuda_init: found 1 CUDA devices:\n  Device 0: NVIDIA GeForce RTX 3090, compute capability 8.6, VMM: yes\n"
+    _write(d, "rpc.md", cuda1 + LBH + lbrow("CUDA,RPC", "tg128", "9.87 ± 0.02"), side)
+    with pytest.raises(pr.Skip, match=r"^rpc\.md:5: backend RPC \(layers on another host's rpc-server"):
+        pr.generic_records(os.path.join(d, "rpc.md"))
+    # a sweep-bench table states no backend: the sidecar's "HIP/ROCm build" does
+    sweep = ("|    PP |     TG |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |\n"
+             "|-------|--------|--------|----------|----------|----------|----------|\n"
+             "|   512 |    128 |      0 |    0.341 |  1500.00 |    1.600 |    80.00 |\n")
+    _write(d, "sw.md", sweep, side + "GPU: RX 7900 XTX\nRuntime: ik_llama.cpp, HIP/ROCm build\n")
+    with pytest.raises(pr.Skip, match=r"^sw\.md:3: backend ROCm \(the sidecar's runtime\)"):
+        pr.generic_records(os.path.join(d, "sw.md"))
+    # CUDA rows kept, a CPU row of the same table left out and said in the note
+    _write(d, "some.md", cuda1 + LBH + lbrow("CUDA", "tg128", "150.31 ± 0.20") + lbrow("CPU", "tg128", "14.20 ± 0.10"), side)
+    _, (r,) = pr.generic_records(os.path.join(d, "some.md"))
+    assert (r["line"], r["hardware"], r["avg_ts"]) == ("some.md:5", "rtx-3090", 150.31)
+    assert "1 record(s) left out, no runtime model of them (line 6: backend CPU" in r["note"]
+    # a 4090 + a 3090: not filed as two 4090s (the paste's device lines, or the sidecar's GPU line)
+    mixed = cuda1.replace("found 1", "found 2").replace("Device 0: NVIDIA GeForce RTX 3090, compute capability 8.6",
+                                                        "Device 0: NVIDIA GeForce RTX 4090, compute capability 8.9") \
+        + "  Device 1: NVIDIA GeForce RTX 3090, compute capability 8.6, VMM: yes\n"
+    _write(d, "mix.md", mixed + LBH + lbrow("CUDA", "tg128", "88.31 ± 0.12"), side + "GPU: RTX 4090 + RTX 3090\n")
+    with pytest.raises(pr.Skip, match=r"^mix\.md:6: mixed cards \(RTX 4090 \+ RTX 3090\): the runtime models are of one card type"):
+        pr.generic_records(os.path.join(d, "mix.md"))
+    _write(d, "mix2.md", LBH + lbrow("CUDA", "tg128", "88.31 ± 0.12"), side + "GPU: RTX 4090 + RTX 3090\n")
+    with pytest.raises(pr.Skip, match=r"^mix2\.md:3: mixed cards \(the sidecar's GPU line 'RTX 4090 \+ RTX 3090'\)"):
+        pr.generic_records(os.path.join(d, "mix2.md"))
+    # the sidecar's count after the name, a date with slashes
+    _write(d, "two.md", LBH + lbrow("CUDA", "tg128", "52.77 ± 0.10"),
+           "URL: https://example.org/two/).\nDate: 2025/08/03\nGPU: RTX 3090 x2 (NVLink)\n"
+           "Model: bartowski/Meta-Llama-3.1-8B-Instruct-GGUF (Q4_K_M)\n")
+    _, (r,) = pr.generic_records(os.path.join(d, "two.md"))
+    assert (r["hardware"], r["n_cards"], r["split"], r["date"], r["source"], r["model"]) == (
+        "rtx-3090", 2, "layer", "2025-08-03", "https://example.org/two/", "llama-3.1-8b")
+    # Vulkan: the device line's matrix cores are the coopmat option; a sidecar that says otherwise is an error
+    vk = ("ggml_vulkan: 0 = NVIDIA GeForce RTX 3090 (NVIDIA) | uma: 0 | fp16: 1 | warp size: 32 | shared memory: 49152 | "
+          "int dot: 1 | matrix cores: KHR_coopmat\n")
+    _write(d, "vk.md", vk + LBH + lbrow("Vulkan", "tg128", "113.20 ± 0.21"), side + "Runtime: llama.cpp Vulkan\n")
+    _, (r,) = pr.generic_records(os.path.join(d, "vk.md"))
+    assert (r["runtime"], r["hardware"], r["runtime_options"]) == ("llama.cpp-vulkan", "rtx-3090",
+                                                                    {"fa": "1", "ubatch": "512", "coopmat": "khr"})
+    _write(d, "vk2.md", vk + LBH + lbrow("Vulkan", "tg128", "113.20 ± 0.21"), side + "options: coopmat=nv2\n")
+    with pytest.raises(SystemExit, match=r"^vk2\.md:4: the records say coopmat=khr, the sidecar's options coopmat=nv2"):
+        pr.generic_records(os.path.join(d, "vk2.md"))
+    # vLLM: the checkpoint's quantization on the sidecar's model line (AWQ, GPTQ-Int4, FP8)
+    serve = ("vllm bench serve --model x --max-concurrency 8\n============ Serving Benchmark Result ============\n"
+             "Successful requests:                     100\nMaximum request concurrency:             8\n"
+             "Total input tokens:                      204800\nTotal generated tokens:                  51200\n"
+             "Output token throughput (tok/s):         640.00\nMean TPOT (ms):                          12.10\n"
+             "==================================================\n")
+    for name, model, w in (("s1", "Qwen2.5-32B-Instruct-AWQ", "awq"), ("s2", "Qwen/Qwen2.5-32B-Instruct-GPTQ-Int4", "gptq"),
+                           ("s3", "RedHatAI/Qwen2.5-32B-Instruct-FP8-dynamic", "fp8_per_channel")):
+        _write(d, f"{name}.log", serve, f"URL: https://example.org/{name}\nGPU: H100 NVL\nModel: {model}\n")
+        _, (v,) = pr.generic_records(os.path.join(d, f"{name}.log"))
+        assert (v["model"], v["weights"], v["hardware"], v["type_k"], v["n_streams"]) == ("qwen2.5-32b", w, "h100-nvl", "bf16", 8)

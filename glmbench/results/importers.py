@@ -156,6 +156,18 @@ def detect(text: str, path: str = "<text>") -> str:
         return "glmbench"
     if {"n_prompt", "n_gen", "avg_ts"} <= set(cols):
         return "llama-bench-csv"
+    for ln in s.splitlines():
+        t = _QUOTE.sub("", ln).strip()
+        if re.match(r"Throughput: [\d.]+ requests/s, [\d.]+ (?:total )?tokens/s", t):
+            _fail(path, first_line + s[:s.find(ln)].count("\n"),
+                  "vLLM's offline throughput benchmark (`vllm bench throughput` / benchmark_throughput.py: one "
+                  "total rate of a batch run, no per-token decode time, no concurrency): not a result glmbench "
+                  "reads; `vllm bench serve` with --max-concurrency gives one")
+        if re.match(r"Avg latency: [\d.]+ seconds", t):
+            _fail(path, first_line + s[:s.find(ln)].count("\n"),
+                  "vLLM's latency benchmark (`vllm bench latency` / benchmark_latency.py: the time of a whole "
+                  "prefill + decode of one batch, not a per-token speed): not a result glmbench reads; "
+                  "`vllm bench serve` with --max-concurrency gives one")
     if "\t" in head and ({"model", "test", "t/s"} <= set(c.strip() for c in head.split("\t"))
                          or {"PP", "TG", "N_KV"} <= set(c.strip() for c in head.split("\t"))):
         _fail(path, first_line, "a table copied from a rendered page (tab-separated, no '|'): paste the tool's "
@@ -165,8 +177,7 @@ def detect(text: str, path: str = "<text>") -> str:
 
 def _detect_pasted(text) -> str | None:
     """The first table's kind, or a vLLM/SGLang console block; None when the text has neither."""
-    header = _md_header(text)
-    if header is not None:
+    for header in _md_headers(text):   # the first benchmark table (not a SYCL device list printed above it)
         cells = {c.strip() for c in header}
         if {"PP", "TG", "N_KV", "S_PP t/s", "S_TG t/s"} <= cells:
             return "batched-bench-md" if "B" in cells else "sweep-bench-md"
@@ -273,6 +284,24 @@ def _quant_from_filename(filename: str | None) -> str | None:
     stem = _stem(filename)
     found = _QUANT_RE.findall(stem)
     return quant_name(found[-1]) if found else None
+
+
+# vLLM checkpoints name their quantization in the repository id ("Qwen2.5-32B-Instruct-AWQ",
+# "Qwen2.5-14B-Instruct-GPTQ-Int4", "Meta-Llama-3.1-70B-Instruct-FP8", "...-FP8-dynamic")
+_CKPT_QUANT = re.compile(r"(?<![a-z0-9])(awq|gptq|fp8)(?:[-_](int4|int8|4bit|8bit|dynamic|static))?(?![a-z0-9])", re.I)
+
+
+def checkpoint_quant(name: str | None) -> str | None:
+    """The vLLM weight format an HF checkpoint's name states: "awq", "gptq" (4-bit), "fp8" (per-tensor
+    scales), "fp8_per_channel" (llm-compressor's FP8-dynamic); None where it states none or one
+    glmbench has no format of (GPTQ-Int8, AWQ 8-bit)."""
+    found = _CKPT_QUANT.findall(str(name or ""))
+    if not found:
+        return None
+    q, v = found[-1][0].lower(), found[-1][1].lower()
+    if q in ("awq", "gptq"):
+        return q if v in ("", "int4", "4bit") else None
+    return "fp8_per_channel" if v == "dynamic" else "fp8"
 
 
 def _stem(filename: str) -> str:
@@ -568,6 +597,9 @@ def _rig(gpu_info, cpu_info, devices, split_mode) -> dict:
     n_dev = None
     if devices and str(devices).strip().lower() not in ("auto", "none", ""):
         n_dev = len([d for d in str(devices).split("/") if d.strip()])
+    sel = selected_devices(dict(enumerate(gpus)), devices) if gpus else None
+    if sel:   # devices "CUDA1": that card of gpu_info's list
+        gpus = sel
     if gpus:
         n = n_dev or len(gpus)
         device = gpus[0] if len(set(gpus)) == 1 else " + ".join(dict.fromkeys(gpus))
@@ -834,7 +866,7 @@ _MD_TEST = re.compile(r"^(?:pp\s*(\d+))?\s*(\+)?\s*(?:tg\s*(\d+))?(?:\s*@\s*d\s*
 # header line or the command line's -fa; `inferred` says, field by field, where each came from.
 _GPU_BACKENDS = ("CUDA", "Vulkan", "Metal", "ROCm", "SYCL", "HIP", "CANN", "MUSA", "OpenCL")
 _CMD_RE = re.compile(r"(?:^|[\s/\\>!$#;(])(llama-bench|llama-sweep-bench|sweep-bench|llama-batched-bench|batched-bench|"
-                     r"benchmark_serving\.py|vllm\s+serve|vllm\s+bench\s+serve|sglang\.bench_serving|"
+                     r"benchmark_serving\.py|vllm\s+serve|vllm\.entrypoints\.openai\.api_server|vllm\s+bench\s+serve|sglang\.bench_serving|"
                      r"sglang\.launch_server)(?:\.exe)?(?=\s|$)")
 _DEVICE_RE = re.compile(r"\bDevice (\d+): ([^,]+),")
 _VULKAN_RE = re.compile(r"ggml_vulkan: (\d+) = (.+?) \(")
@@ -891,6 +923,9 @@ def gpus_in(text: str | None) -> list[tuple[str, int | None]]:
             g = name(m)
             if i == 2 and _hardware_key(g) is None:
                 continue   # a letter and digits ("a28_run.md", "h12"): only a data-centre card the catalog knows
+            if not n:      # the count after the name: "RTX 3090 x2 (NVLink)", "A100 80GB ×4" (not "PCIe 4.0 x16")
+                after = re.match(r"(?:\s*\d+\s*GB)?\s*[x×]\s*(\d{1,2})(?![\w.])", text[m.end():], re.I)
+                n = after.group(1) if after else None
             found.append((m.start(), g, int(n) if n and n.isdigit() else None))
     out, seen = [], set()
     for _, g, n in sorted(found):
@@ -926,7 +961,7 @@ def _command_args(line: str, assigned: dict) -> dict:
                "-b": "n_batch", "--batch-size": "n_batch", "-t": "n_threads", "--threads": "n_threads",
                "-ctk": "type_k", "--cache-type-k": "type_k", "-ctv": "type_v", "--cache-type-v": "type_v",
                "-mla": "mla", "--mla-use": "mla", "-tp": "tensor_parallel", "--tensor-parallel-size": "tensor_parallel",
-               "--num-prompts": "num_prompts", "--num-prompt": "num_prompts"}.get(t.split("=")[0])
+               "--num-prompts": "num_prompts", "--num-prompt": "num_prompts", "--rpc": "rpc"}.get(t.split("=")[0])
         if key and "=" in t and t.startswith("--"):
             out[key] = t.split("=", 1)[1]
         elif key and val is not None:
@@ -963,6 +998,8 @@ class _Block:
         self.label = None                # the heading or <summary> just before it
         self.serve: dict = {}            # a console block's `Key: value` lines
         self.loader: dict = {}           # llama.cpp's model-load log before it: arch, params, ftype, name, path
+        self.coopmat: dict = {}          # Vulkan device index -> its cooperative-matrix path (ggml_vulkan's line)
+        self.cmds: list = []             # every command line before it (cmd is the latest)
 
 
 _QUOTE = re.compile(r"^[ \t]*(?:>[ \t]?)+")
@@ -973,6 +1010,28 @@ _LOADER = (  # llama.cpp's model-load log: what a table without a model column w
     ("name", re.compile(r"general\.name\s+str\s+=\s+(.+?)\s*$")),
     ("path", re.compile(r"(?:loaded meta data with .* from|loading model from)\s+'?(\S+?\.gguf)'?")),
 )
+
+
+# ggml_vulkan's "matrix cores:" -> the llama.cpp-vulkan runtime model's coopmat option
+_COOPMAT = {"nv_coopmat2": "nv2", "khr_coopmat": "khr", "none": "none"}
+
+
+def selected_devices(devices: dict, dev: str | None) -> list[str] | None:
+    """The names of the devices llama.cpp's -dev / the `dev` column / `devices` selects ("CUDA1",
+    "CUDA0/CUDA1", "Vulkan0": the backend's device index) out of `devices` (index -> name, from the
+    device lines or gpu_info), in order; None where `dev` names none by index or an index not listed."""
+    if not dev or str(dev).strip().lower() in ("auto", "none", ""):
+        return None
+    out = []
+    for d in re.split(r"[/,]", str(dev)):
+        d = d.strip()
+        if not d:
+            continue
+        m = re.fullmatch(r"[A-Za-z]+(\d+)", d)
+        if not m or int(m.group(1)) not in devices:
+            return None
+        out.append(devices[int(m.group(1))])
+    return out or None
 
 
 _MD_SEP = re.compile(r"\s*\|?[\s:|-]+\|?\s*")   # a markdown table's separator line
@@ -994,10 +1053,14 @@ def _scan(text) -> tuple[list[_Block], dict]:
     n = len(lines)
 
     loader: dict = {}
+    coopmat: dict = {}   # Vulkan device index -> its `matrix cores:` (nv2, khr, none)
+    cmds: list = []      # every command line so far (a server's -tp before the client's line)
 
     def take(b):
         b.loader = dict(loader)
         b.devices, b.backend, b.device_line, b.cmd = dict(devices), dev_backend, device_line, cmd
+        b.coopmat = {k: v for k, v in coopmat.items() if k in devices}
+        b.cmds = list(cmds)
         b.main, b.label, b.before = dict(main), label, list(before)
         blocks.append(b)
 
@@ -1018,7 +1081,8 @@ def _scan(text) -> tuple[list[_Block], dict]:
             j = i + 2
             rows = []
             while True:
-                while j < n and lines[j].strip().startswith("|"):
+                while j < n and lines[j].strip().startswith("|") and not (   # a new table's header ends it
+                        j + 1 < n and _MD_SEP.fullmatch(lines[j + 1]) and "-" in lines[j + 1]):
                     rows.append((j + 1, _split_md(lines[j])))
                     j += 1
                 # a table a blank line splits (a paste cut in two): rows of the header's width after
@@ -1072,6 +1136,9 @@ def _scan(text) -> tuple[list[_Block], dict]:
                 devices[int(dm.group(1))] = dm.group(2).strip()
                 if _VULKAN_RE.search(ln):
                     dev_backend = "Vulkan"
+                    cm = re.search(r"\bmatrix cores:\s*(\w+)", ln)
+                    if cm:
+                        coopmat[int(dm.group(1))] = _COOPMAT.get(cm.group(1).lower(), cm.group(1))
                 elif re.search(r"\b(AMD|Radeon|Instinct)\b", dm.group(2)) or "ROCm" in ln:
                     dev_backend = "ROCm"
                 elif dev_backend not in ("ROCm", "SYCL", "MUSA"):
@@ -1095,6 +1162,7 @@ def _scan(text) -> tuple[list[_Block], dict]:
                 devices = {}
         if _CMD_RE.search(ln):
             cmd = (no, st, _command_args(ln, assigned))
+            cmds.append(cmd)
         mm2 = re.search(r"^\s*[\w.:-]+: (n_kv_max = .*)$", ln)
         if mm2:
             main = _main_line(ln)
@@ -1209,11 +1277,18 @@ def _block_meta(b, ctx, text, text_before, fname, weights_seen):
     and how each was told."""
     meta, inferred = {}, {}
     opts = b.cmd[2] if b.cmd else {}
+    if b.kind == "serve" and "tensor_parallel" not in opts:   # the server's -tp, on its line before the client's
+        tp = [c[2]["tensor_parallel"] for c in b.cmds if c[2].get("tensor_parallel")]
+        if tp:
+            opts = dict(opts, tensor_parallel=tp[-1])
     # the card
     names, count, how = [], None, None
     if b.devices:
         names = [b.devices[k] for k in sorted(b.devices)]
         how = f"'{b.device_line[1]}' line{'s' if len(names) > 1 else ''} (line {b.device_line[0]})"
+        sel = selected_devices(b.devices, opts.get("devices"))
+        if sel:   # -dev CUDA1 of a two-card box: the second card only
+            names, how = sel, how + f" and -dev {opts['devices']}"
     else:
         for where, t in (("heading", b.label or ""), ("text before the table", " ".join(x for _, x in b.before)),
                          ("text above the table", text_before), ("file name", fname), ("text", text)):
@@ -1266,6 +1341,13 @@ def _block_meta(b, ctx, text, text_before, fname, weights_seen):
     # the backend
     if b.devices and b.backend:
         meta["backend"], inferred["backend"] = b.backend, f"{b.backend} (from the device lines)"
+        if opts.get("rpc"):   # --rpc HOST:PORT: layers also on another machine's rpc-server
+            meta["backend"] += ",RPC"
+            inferred["backend"] += f" + RPC (--rpc {opts['rpc']} on the command line)"
+        vk = {b.coopmat.get(k) for k in b.devices if b.devices[k] in names} - {None}
+        if b.backend == "Vulkan" and len(vk) == 1:
+            meta["coopmat"] = vk.pop()
+            inferred["coopmat"] = f"{meta['coopmat']} (the ggml_vulkan device line's 'matrix cores')"
     else:
         for where, t in (("heading", b.label or ""), ("text before the table", " ".join(x for _, x in b.before)),
                          ("text", text), ("file name", fname)):
@@ -1333,6 +1415,8 @@ def _block_meta(b, ctx, text, text_before, fname, weights_seen):
             if not t:
                 continue
             found = {quant_name(q) for q in _QUANT_RE.findall(t)} - {None}
+            if b.kind == "serve" and not found and where != "file's other table":   # an HF checkpoint's name
+                found = {checkpoint_quant(t)} - {None}
             if where in ("heading", "text before the table"):   # prose: only names glmbench knows ("Q4" is not one)
                 found = {q for q in found if weights_note(q) is None or q in vocab.FORMAT_NOTES}
             if len(found) == 1:
@@ -1398,6 +1482,15 @@ def _pasted_llama_bench(b, ctx, meta, inferred, text_before):
         dev = str(o.get("devices") or "").strip()
         if dev and dev.lower() not in ("auto", "none") and rm.get("device"):
             rm["n_cards"] = len([d for d in re.split(r"[/,]", dev) if d.strip()])
+            sel = selected_devices(b.devices, dev)
+            if sel:   # the cards of those indices ("CUDA1" of a 4090 + 3090 box: the 3090)
+                rm["device"] = _short_gpu(sel[0]) if len(set(sel)) == 1 else " + ".join(dict.fromkeys(_short_gpu(x) for x in sel))
+                rm["hardware"] = _hardware_key(rm["device"])
+                vk = {b.coopmat.get(k) for k in b.devices if b.devices[k] in sel} - {None}
+                if rm.get("coopmat") is not None or vk:
+                    rm["coopmat"] = vk.pop() if len(vk) == 1 else None
+            if rm["n_cards"] == 1:
+                rm["split"] = "none"
             rm["inferred"]["card"] = f"{rm['hardware'] or rm['device']} x{rm['n_cards']} (dev column {dev!r})"
         sm = str(o.get("split_mode") or "").strip().lower()
         if sm and rm.get("n_cards"):
@@ -1407,9 +1500,11 @@ def _pasted_llama_bench(b, ctx, meta, inferred, text_before):
         if "backends" in o:
             rm["backend"] = _backend_name(o["backends"])
             rm["inferred"]["backend"] = f"{rm['backend']} (from the backend column)" if not (b.devices and b.backend) \
-                else rm["inferred"].get("backend")
-            if b.devices and b.backend:
-                rm["backend"] = b.backend
+                or rm["backend"] in ("CPU", "BLAS") else rm["inferred"].get("backend")
+            if b.devices and b.backend and rm["backend"] not in ("CPU", "BLAS"):   # a CPU build's row stays the CPU's
+                base = meta.get("backend") or b.backend      # the device lines' (+ RPC where --rpc says so)
+                rm["backend"] = base + (",RPC" if "RPC" in str(o["backends"]).upper().split(",")
+                                        and "RPC" not in base else "")
         r = _llama_bench_record(o, ctx, line, meta=rm)
         r.update(sizes)
         ft = " ".join(str(row.get("model") or "").split()[2:])
@@ -1467,7 +1562,8 @@ def _pasted_serve(b, ctx, meta, inferred, text_before, models_seen):
     r = _serve_record(ctx, line, o, tool=tool, model_name=None, n_cards=n_cards, resolved=(model, how))
     inferred = dict(inferred, model=how)
     if "weights" not in meta:
-        w = _quant_from_filename(os.path.basename(ctx.path))
+        w = _quant_from_filename(os.path.basename(ctx.path)) or next(
+            (q for q in map(checkpoint_quant, names) if q), None)
         if w:
             meta["weights"], inferred["weights"] = w, f"{w} (from the file name)"
         else:
@@ -1614,6 +1710,10 @@ def _read_vllm(text, ctx):
         if "model_id" not in o:
             _fail(ctx.path, line, "not a vllm bench serve result (no `model_id`)")
         r = _serve_record(ctx, line, o, tool="vllm bench serve", model_name=o.get("model_id"))
+        w = checkpoint_quant(o.get("model_id"))
+        if w:   # "Qwen/Qwen2.5-32B-Instruct-AWQ"
+            r["weights"] = w
+            r["inferred"]["weights"] = f"{w} (from the model_id {o['model_id']!r})"
         if o.get("date"):
             r["date"] = o["date"]
         out.append(r)
@@ -1723,12 +1823,16 @@ def _split_md(ln: str) -> list[str]:
     return [c.strip() for c in s.split("|")]
 
 
-def _md_header(text) -> list[str] | None:
+def _md_headers(text) -> list[list[str]]:
+    """The header rows of every markdown table of `text`, in order."""
     lines = _unquote(text)
-    for i, ln in enumerate(lines[:-1]):
-        if ln.lstrip().startswith("|") and re.fullmatch(r"\s*\|?[\s:|-]+\|?\s*", lines[i + 1]) and "-" in lines[i + 1]:
-            return _split_md(ln)
-    return None
+    return [_split_md(ln) for i, ln in enumerate(lines[:-1])
+            if ln.lstrip().startswith("|") and re.fullmatch(r"\s*\|?[\s:|-]+\|?\s*", lines[i + 1]) and "-" in lines[i + 1]]
+
+
+def _md_header(text) -> list[str] | None:
+    h = _md_headers(text)
+    return h[0] if h else None
 
 
 _READERS = {
