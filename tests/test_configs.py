@@ -5,14 +5,16 @@ import pytest
 from glmbench.models import configs
 from glmbench import vocab
 
-ALL = ["deepseek-v2-lite", "deepseek-v3", "gemma-2-27b", "gemma-2-2b", "gemma-2-9b", "gemma-3-12b", "gemma-3-1b",
-       "gemma-3-27b", "gemma-3-4b", "glm-4.5", "glm-4.5-air", "glm-4.7-flash", "gpt-oss-120b", "gpt-oss-20b",
-       "llama-2-13b", "llama-2-70b", "llama-2-7b", "llama-3-70b", "llama-3-8b", "llama-3.1-405b", "llama-3.1-8b",
+ALL = ["deepseek-r1-distill-llama-70b", "deepseek-r1-distill-llama-8b", "deepseek-r1-distill-qwen-14b",
+       "deepseek-r1-distill-qwen-32b", "deepseek-r1-distill-qwen-7b", "deepseek-v2-lite", "deepseek-v3",
+       "devstral-small", "gemma-2-27b", "gemma-2-2b", "gemma-2-9b", "gemma-3-12b", "gemma-3-1b", "gemma-3-27b",
+       "gemma-3-4b", "glm-4.5", "glm-4.5-air", "glm-4.7-flash", "gpt-oss-120b", "gpt-oss-20b", "llama-2-13b",
+       "llama-2-70b", "llama-2-7b", "llama-3-70b", "llama-3-8b", "llama-3.1-405b", "llama-3.1-70b", "llama-3.1-8b",
        "llama-3.2-1b", "llama-3.2-3b", "llama-3.3-70b", "mistral-7b", "mistral-nemo", "mistral-small-24b",
-       "mixtral-8x22b", "mixtral-8x7b", "phi-3-mini", "phi-4",
-       "qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-14b", "qwen2.5-32b", "qwen2.5-3b", "qwen2.5-72b",
-       "qwen2.5-coder-7b", "qwen3-0.6b", "qwen3-1.7b", "qwen3-14b", "qwen3-235b-a22b", "qwen3-30b-a3b",
-       "qwen3-32b", "qwen3-4b", "qwen3-8b", "qwen3-coder-30b-a3b", "qwen3-coder-480b-a35b", "seed-oss-36b"]
+       "mixtral-8x22b", "mixtral-8x7b", "phi-3-mini", "phi-4", "qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-14b",
+       "qwen2.5-32b", "qwen2.5-3b", "qwen2.5-72b", "qwen2.5-7b", "qwen2.5-coder-32b", "qwen2.5-coder-7b",
+       "qwen3-0.6b", "qwen3-1.7b", "qwen3-14b", "qwen3-235b-a22b", "qwen3-30b-a3b", "qwen3-32b", "qwen3-4b",
+       "qwen3-8b", "qwen3-coder-30b-a3b", "qwen3-coder-480b-a35b", "qwq-32b", "seed-oss-36b"]
 
 
 def test_builtin_names():
@@ -61,6 +63,14 @@ KV_F16 = {
     "mixtral-8x22b": 56 * 8 * (128 + 128) * 2,        # 229,376
     "phi-4": 40 * 10 * (128 + 128) * 2,               # 204,800
     "phi-3-mini": 32 * 32 * (96 + 96) * 2,            # 393,216 (MHA, head_dim 96)
+    # fine-tunes named as people name them, on the layers of a built-in above
+    "llama-3.1-70b": 80 * 8 * (128 + 128) * 2, "deepseek-r1-distill-llama-70b": 80 * 8 * (128 + 128) * 2,
+    "deepseek-r1-distill-llama-8b": 32 * 8 * (128 + 128) * 2,
+    "qwen2.5-7b": 28 * 4 * (128 + 128) * 2, "deepseek-r1-distill-qwen-7b": 28 * 4 * (128 + 128) * 2,
+    "deepseek-r1-distill-qwen-14b": 48 * 8 * (128 + 128) * 2,
+    "qwen2.5-coder-32b": 64 * 8 * (128 + 128) * 2, "qwq-32b": 64 * 8 * (128 + 128) * 2,
+    "deepseek-r1-distill-qwen-32b": 64 * 8 * (128 + 128) * 2,
+    "devstral-small": 40 * 8 * (128 + 128) * 2,
     "qwen2.5-0.5b": 24 * 2 * (64 + 64) * 2,           # 12,288 (896 / 14 heads = head_dim 64)
     "qwen2.5-1.5b": 28 * 2 * (128 + 128) * 2,         # 28,672
     "qwen2.5-3b": 36 * 2 * (128 + 128) * 2,           # 36,864
@@ -347,6 +357,11 @@ PUBLISHED = {
     "mistral-7b": (7.25, None, None), "mistral-nemo": (12.2, None, None),
     "mixtral-8x7b": (46.7, 12.9, True), "mixtral-8x22b": (141, 39, True),   # llama-bench's "46.70 B" for 8x7B
     "phi-4": (14.7, None, None), "phi-3-mini": (3.8, None, None),
+    "llama-3.1-70b": (70.6, None, None), "deepseek-r1-distill-llama-70b": (70.6, None, None),
+    "deepseek-r1-distill-llama-8b": (8.03, None, None), "qwen2.5-7b": (7.61, None, None),
+    "deepseek-r1-distill-qwen-7b": (7.62, None, None), "deepseek-r1-distill-qwen-14b": (14.8, None, None),
+    "qwen2.5-coder-32b": (32.8, None, None), "qwq-32b": (32.5, None, None), "deepseek-r1-distill-qwen-32b": (32.8, None, None),
+    "devstral-small": (23.6, None, None),
     "qwen2.5-0.5b": (0.49, None, None), "qwen2.5-1.5b": (1.54, None, None), "qwen2.5-3b": (3.09, None, None),
     "qwen2.5-14b": (14.7, None, None), "qwen2.5-32b": (32.5, None, None), "qwen2.5-72b": (72.7, None, None),
     "qwen3-0.6b": (0.6, None, None), "qwen3-1.7b": (1.7, None, None), "qwen3-4b": (4.0, None, None),

@@ -259,13 +259,29 @@ def test_quant_names_are_one_spelling_whatever_the_case():
     ("/m/model.gguf", "qwen3 32B Q4_K - Medium", "qwen3-32b"),        # the architecture and size tell
     ("/m/Qwen3-30B-A3B-Q4_K_M.gguf", "qwen3moe 30B.A3B Q4_K - Medium", "qwen3-30b-a3b"),  # the name narrows
     ("/m/model.gguf", "deepseek2 30B.A3B Q4_K - Medium", "glm-4.7-flash"),  # the only deepseek2 of ~30B
-    ("/m/model.gguf", "llama 24B Q4_K - Medium", "mistral-small-24b"),      # Mistral Small is a llama
+    ("/m/Mistral-Small-24B-Q4_K_M.gguf", "llama 24B Q4_K - Medium", "mistral-small-24b"),  # Mistral Small is a llama
+    ("/m/Devstral-Small-2505-Q4_K_M.gguf", "llama 24B Q4_K - Medium", "devstral-small"),    # on Mistral Small's layers
+    ("/m/Qwen2.5-32B-Instruct-Q4_K_M.gguf", "qwen2 32B Q4_K - Medium", "qwen2.5-32b"),
+    ("/m/QwQ-32B-Q4_K_M.gguf", "qwen2 32B Q4_K - Medium", "qwq-32b"),
+    ("/m/DeepSeek-R1-Distill-Qwen-32B-Q4_K_M.gguf", "qwen2 32B Q4_K - Medium", "deepseek-r1-distill-qwen-32b"),
+    ("/m/model.gguf", "phi3 14B Q4_K - Medium", "phi-4"),
     ("/m/model.gguf", "qwen3 3B Q4_K - Medium", None),                # no built-in of that size
     ("/m/model.gguf", "bert 24B Q4_K - Medium", None),                # an architecture no built-in has
 ])
 def test_identify_model(filename, model_type, expect):
     name, why = im.identify_model(filename, model_type)
     assert name == expect, why
+
+
+def test_identify_model_by_parameter_count():
+    # llama.cpp names Mixtral "llama 8x7B": the parameter count finds it among the llama built-ins
+    assert im.identify_model("/m/model.gguf", "llama 8x7B Q4_K - Medium", 46.70e9)[0] == "mixtral-8x7b"
+    assert im.identify_model("/m/model.gguf", "llama 7B Q4_0", 7.24e9)[0] == "mistral-7b"
+    assert im.identify_model("/m/model.gguf", "llama 7B Q4_0", 6.74e9)[0] == "llama-2-7b"
+    assert im.identify_model("/m/model.gguf", "gemma2 27B Q4_K - Medium", 27.23e9)[0] == "gemma-2-27b"
+    # fine-tunes on one set of layers: the name tells them apart, nothing else does
+    with pytest.raises(im.AmbiguousModel, match="qwen2.5-32b, qwen2.5-coder-32b, qwq-32b"):
+        im.identify_model("/m/model.gguf", "qwen2 32B Q4_K - Medium", 32.76e9)
 
 
 def test_same_shape_built_ins_are_ambiguous_without_a_name():

@@ -116,7 +116,7 @@ def test_skips_and_conflicts_say_why(tmp_path, capsys):
     (q,) = [ln for ln in said if ln.startswith("skipped quant-unknown.md")]
     assert re.search(r"quant-unknown\.md:\d+: the weights stated neither in the paste nor in the sidecar", q)
     (w,) = [ln for ln in said if ln.startswith("skipped which-8b.md")]
-    assert "fits several built-in models: llama-3-8b, llama-3.1-8b" in w
+    assert "fits several built-in models: deepseek-r1-distill-llama-8b, llama-3-8b, llama-3.1-8b" in w
     assert os.listdir(out) == ["ok.json"]
     assert _load(out, "ok")[0]["runtime_options"] == {"ubatch": "512"}   # fa stated nowhere: the model's default
 
