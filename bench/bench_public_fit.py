@@ -342,6 +342,9 @@ def check_points(path) -> tuple[list, list]:
                 notes.append(f"{where}: card {r.get('hardware') or r.get('device')!r} not in the catalog")
                 continue
             r = dict(r, runtime=rt, line=where, public_source=r.get("public_source") or stem)
+            m = str(r.get("model") or "")
+            if m.startswith("configs/"):   # an HF config public_records.py copied beside the records
+                r["model"] = os.path.join(os.path.dirname(os.path.abspath(f)), m)
             if "runtime_options" not in r:
                 r["runtime_options"] = {k: str(v) for k, v in rtm.options_from_record(cm.load_runtime(rt), r).items()}
             try:

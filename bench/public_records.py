@@ -38,6 +38,12 @@ backend no runtime model is of (ROCm / HIP, Metal, SYCL, the CPU, RPC to another
 backend, else the sidecar's runtime text) and runs on mixed cards (a 4090 + a 3090); Vulkan's coopmat
 is the ggml_vulkan device line's "matrix cores" where the paste has one.
 --generic reads every file that way, SOURCES' too (to compare; tests/test_public_check.py).
+
+HF config.json files in DIR (`*.json` with `model_type` and `architectures`, as the published set
+ships llama3-8b.json) are not pastes: a paste whose model is no built-in, where its sidecar's model
+line or its file name names one of them (the config's file stem or `_name_or_path`, word by word),
+is read with that config; its records' `model` is `configs/<file>`, the config copied into OUT's
+configs/, where bench_public_fit.py --check reads it.
 """
 from __future__ import annotations
 
@@ -46,9 +52,11 @@ import glob
 import json
 import os
 import re
+import shutil
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from glmbench.models import configs  # noqa: E402
 from glmbench.predict import costmodel as cm  # noqa: E402
 from glmbench.predict import hardware  # noqa: E402
 from glmbench.results import importers  # noqa: E402
@@ -574,20 +582,71 @@ def _fill_from_sidecar(r: dict, side: dict) -> list:
     return filled
 
 
-def generic_records(path) -> tuple[str, list]:
+def folder_configs(src) -> dict:
+    """{file name: path} of the HF config.json files beside the pastes (`*.json` holding an object
+    with `model_type` and `architectures` that configs.load reads), as the published set ships
+    llama3-8b.json / llama3-70b.json: the models a paste names that are not built in."""
+    out = {}
+    for p in sorted(glob.glob(os.path.join(src, "*.json"))):
+        try:
+            with open(p) as f:
+                d = json.load(f)
+        except (OSError, ValueError):
+            continue
+        if isinstance(d, dict) and "model_type" in d and "architectures" in d:
+            try:
+                configs.load(p)
+            except (ValueError, TypeError, KeyError) as e:
+                print(f"{os.path.basename(p)}: an HF config glmbench cannot read ({e}); not used")
+                continue
+            out[os.path.basename(p)] = p
+    return out
+
+
+def _config_named(texts, cfgs: dict) -> str | None:
+    """The one config of `cfgs` (folder_configs) whose file stem's words, or its `_name_or_path`'s
+    last part's, occur in order in one of `texts` (a sidecar's model line, the paste's file name)."""
+    for text in texts:
+        toks = importers._tokens(str(text or ""))
+        hits = set()
+        for fname, p in cfgs.items():
+            with open(p) as f:
+                nop = str(json.load(f).get("_name_or_path") or "")
+            for stem in (os.path.splitext(fname)[0], nop.rstrip("/").split("/")[-1]):
+                if stem and importers._in_order(importers._tokens(stem), toks, slack=0):
+                    hits.add(fname)
+        if len(hits) == 1:
+            return hits.pop()
+    return None
+
+
+def generic_records(path, cfgs: dict | None = None) -> tuple[str, list]:
     """(source id, records) of one pasted file read the generic way (module docstring); Skip
     when it has no sidecar or the card, model or weights are not stated; SystemExit on a
-    disagreement (the runtime, an option) naming the file and line."""
+    disagreement (the runtime, an option) naming the file and line. `cfgs` (folder_configs): HF
+    configs beside the pastes, for a model the sidecar or file name names that is not built in; its
+    records' `model` is then `configs/<file>` (copied next to the records by main)."""
     name = os.path.basename(path)
     side_path = os.path.splitext(path)[0] + ".txt"
     if not os.path.isfile(side_path):
         raise Skip(f"no sidecar {os.path.basename(side_path)} (URL, date, command, runtime, GPU, model)")
     side = read_sidecar(side_path)
     named = importers.names_in(_side(side, "model"))
+    cfg_file = None
+    if len(named) != 1 and cfgs:   # not a built-in: a config beside the pastes that the sidecar or file names
+        cfg_file = _config_named((_side(side, "model"), os.path.splitext(name)[0]), cfgs)
+    default = cfgs[cfg_file] if cfg_file else (named[0] if len(named) == 1 else None)
     try:        # the sidecar's model where the paste does not tell (or tells only the architecture)
-        recs = importers.read(path, default_model=named[0] if len(named) == 1 else None)
+        recs = importers.read(path, default_model=default)
     except importers.FormatError as e:
         raise Skip(str(e)) from None
+    if cfg_file:
+        own = configs.load(cfgs[cfg_file]).name
+        for r in recs:
+            if r.get("model") == own:
+                r["model"] = f"configs/{cfg_file}"
+                r.setdefault("inferred", {})["model"] = (f"the HF config {cfg_file} beside the paste (not a built-in), "
+                                                         f"named by the sidecar's model line or the file name")
     sid = source_id(path)
     url = _first_url(_side(side, "url")) or _first_url(" ".join(side.values()))
     if not url:
@@ -786,17 +845,25 @@ def main(argv):
             _write("qwen3-30b-a3b-bf16_h100_vllm", recs, out_dir)
             n, n_src = n + len(recs), n_src + 1
     seen = {}
+    cfgs = folder_configs(src)
     for p in pasted_files(src):
         if os.path.basename(p) in known:
             continue
+        if os.path.basename(p) in cfgs:
+            print(f"{os.path.basename(p)}: an HF config, for the pastes that name it")
+            continue
         try:
-            sid, recs = generic_records(p)
+            sid, recs = generic_records(p, cfgs)
         except Skip as e:
             print(f"skipped {os.path.basename(p)}: {e}")
             continue
         if sid in seen or (not a.generic and sid in SOURCES):
             raise SystemExit(f"{p}: source id {sid!r} is also {seen.get(sid, 'a SOURCES entry')}'s; rename one file")
         seen[sid] = os.path.basename(p)
+        for r in recs:      # a config the records name: copied beside them (bench_public_fit --check reads it there)
+            if str(r.get("model", "")).startswith("configs/"):
+                os.makedirs(os.path.join(out_dir, "configs"), exist_ok=True)
+                shutil.copyfile(cfgs[r["model"][len("configs/"):]], os.path.join(out_dir, r["model"]))
         _write(sid, recs, out_dir)
         print(f"{os.path.basename(p)}: {len(recs)} records -> {sid}.json (generic: importer + sidecar)")
         n, n_src = n + len(recs), n_src + 1

@@ -462,3 +462,41 @@ def test_backends_without_a_model_mixed_cards_and_sidecar_spellings(tmp_path):
         _write(d, f"{name}.log", serve, f"URL: https://example.org/{name}\nGPU: H100 NVL\nModel: {model}\n")
         _, (v,) = pr.generic_records(os.path.join(d, f"{name}.log"))
         assert (v["model"], v["weights"], v["hardware"], v["type_k"], v["n_streams"]) == ("qwen2.5-32b", w, "h100-nvl", "bf16", 8)
+
+
+TINYLLAMA = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "_name_or_path": "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
+             "vocab_size": 32000, "hidden_size": 2048, "intermediate_size": 5632, "num_hidden_layers": 22,
+             "num_attention_heads": 32, "num_key_value_heads": 4, "hidden_act": "silu", "max_position_embeddings": 2048,
+             "rms_norm_eps": 1e-05, "rope_theta": 10000.0, "tie_word_embeddings": False}
+
+
+def test_a_config_beside_the_pastes_names_a_model_not_built_in(tmp_path, capsys):
+    """The published set ships HF configs beside its pastes (llama3-8b.json): a paste whose model is
+    no built-in but one of those configs (named by the sidecar's model line) is read with it, its
+    records name `configs/<file>`, copied beside them, and --check predicts them from it."""
+    src, out = tmp_path / "src", tmp_path / "out"
+    src.mkdir()
+    (src / "tinyllama-1.1b.json").write_text(json.dumps(TINYLLAMA))
+    (src / "erin-tiny.md").write_text(      # sweep-bench's table (numbers made up for the test)
+        "main: n_kv_max = 16896, n_batch = 2048, n_ubatch = 512, flash_attn = 1, n_gpu_layers = 99\n\n"
+        "|    PP |     TG |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |\n"
+        "|-------|--------|--------|----------|----------|----------|----------|\n"
+        "|   512 |    128 |      0 |    0.040 | 12800.00 |    0.400 |   320.00 |\n"
+        "|   512 |    128 |   4096 |    0.060 |  8533.33 |    0.500 |   256.00 |\n")
+    (src / "erin-tiny.txt").write_text("URL: https://example.org/erin\nRuntime: ik_llama.cpp, CUDA\nGPU: RTX 3090\n"
+                                       "Model: TinyLlama-1.1B-Chat-v1.0 Q8_0\n"
+                                       "Command: ./llama-sweep-bench -m tinyllama-1.1b-chat-v1.0.Q8_0.gguf -c 16896 -ngl 99 -fa\n")
+    _put(str(src), XD, "frank.md", "URL: https://example.org/frank\nGPU: rtx3090\nModel: Meta Llama 3 8B f16\n")
+    pr.main([str(src), "--out", str(out)])
+    said = capsys.readouterr().out
+    assert "tinyllama-1.1b.json: an HF config, for the pastes that name it" in said
+    recs = _load(out, "erin-tiny")
+    assert recs and {r["model"] for r in recs} == {"configs/tinyllama-1.1b.json"}
+    assert "HF config tinyllama-1.1b.json" in recs[0]["inferred"]["model"]
+    assert json.load(open(out / "configs" / "tinyllama-1.1b.json")) == TINYLLAMA
+    assert {r["model"] for r in _load(out, "frank")} == {"llama-3-8b"}    # a built-in named: no config needed
+    pts, notes = bpf.check_points(str(out))
+    tiny = [p for p in pts if p.source == "erin-tiny"]
+    assert len(tiny) == len(recs) and not [n for n in notes if "erin" in n]
+    res = bpf.check(pts, {rt: __import__("glmbench").predict.costmodel.load_runtime(rt) for rt in {p.runtime for p in pts}})
+    assert all(pred > 0 for p, pred in res["ik_llama.cpp"] if p.source == "erin-tiny")
