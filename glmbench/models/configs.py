@@ -968,24 +968,13 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
                   router_scoring=scoring, router_bias=rbias, n_group=n_group, topk_group=topk_group,
                   norm_topk_prob=r.bool("norm_topk_prob"),
                   routed_scaling_factor=r.float("routed_scaling_factor"), topk_method=method, moe_layers=moe_layers)
-    elif mt == "gpt_oss":
-        # every layer MoE: num_local_experts experts of intermediate_size, softmax over the top-k
-        # router logits (a biased router), no shared expert
+    elif mt in ("gpt_oss", "mixtral"):
+        # every layer MoE: num_local_experts experts of intermediate_size, no shared expert. GPT-OSS takes
+        # the softmax over the top-k router logits (a biased router, biased experts), Mixtral's
+        # MixtralSparseMoeBlock the softmax over all of them with the top-k renormalized: the same weights
         E = r.int("num_local_experts" if "num_local_experts" in hf or "num_experts" not in hf else "num_experts")
         k = r.int("num_experts_per_tok")
-        Fe = r.int("intermediate_size")
-        moe_layers = tuple(range(L))
-        n_group, topk_group = 1, 1
-        kw.update(n_routed_experts=E, n_experts_per_tok=k, n_shared_experts=0, moe_intermediate_size=Fe,
-                  shared_expert_intermediate_size=0, first_k_dense_replace=0, router_scoring="softmax",
-                  router_bias=False, n_group=1, topk_group=1, norm_topk_prob=True, routed_scaling_factor=1.0,
-                  topk_method="", moe_layers=moe_layers, expert_bias=True)
-    elif mt == "mixtral":
-        # MixtralSparseMoeBlock: every layer, num_local_experts experts of intermediate_size, softmax
-        # over all router logits, the top-k renormalized (= norm_topk_prob), no shared expert
-        E = r.int("num_local_experts")
-        k = r.int("num_experts_per_tok")
-        if not 1 <= k <= E:
+        if k > E:
             raise ValueError(f"config field `num_experts_per_tok`={k} must be in [1, num_local_experts={E}]")
         Fe = r.int("intermediate_size")
         moe_layers = tuple(range(L))
@@ -993,7 +982,7 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
         kw.update(n_routed_experts=E, n_experts_per_tok=k, n_shared_experts=0, moe_intermediate_size=Fe,
                   shared_expert_intermediate_size=0, first_k_dense_replace=0, router_scoring="softmax",
                   router_bias=False, n_group=1, topk_group=1, norm_topk_prob=True, routed_scaling_factor=1.0,
-                  topk_method="", moe_layers=moe_layers)
+                  topk_method="", moe_layers=moe_layers, expert_bias=mt == "gpt_oss")
     elif mt == "qwen3_moe":
         # transformers 5.x writes the expert count as `num_local_experts` (its attribute_map alias)
         E = r.int("num_local_experts" if "num_experts" not in hf and "num_local_experts" in hf else "num_experts")
