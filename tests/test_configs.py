@@ -5,16 +5,17 @@ import pytest
 from glmbench.models import configs
 from glmbench import vocab
 
-ALL = ["deepseek-r1-distill-llama-70b", "deepseek-r1-distill-llama-8b", "deepseek-r1-distill-qwen-14b",
-       "deepseek-r1-distill-qwen-32b", "deepseek-r1-distill-qwen-7b", "deepseek-v2-lite", "deepseek-v3",
-       "devstral-small", "gemma-2-27b", "gemma-2-2b", "gemma-2-9b", "gemma-3-12b", "gemma-3-1b", "gemma-3-27b",
-       "gemma-3-4b", "glm-4.5", "glm-4.5-air", "glm-4.7-flash", "gpt-oss-120b", "gpt-oss-20b", "llama-2-13b",
-       "llama-2-70b", "llama-2-7b", "llama-3-70b", "llama-3-8b", "llama-3.1-405b", "llama-3.1-70b", "llama-3.1-8b",
-       "llama-3.2-1b", "llama-3.2-3b", "llama-3.3-70b", "mistral-7b", "mistral-nemo", "mistral-small-24b",
-       "mixtral-8x22b", "mixtral-8x7b", "phi-3-mini", "phi-4", "qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-14b",
-       "qwen2.5-32b", "qwen2.5-3b", "qwen2.5-72b", "qwen2.5-7b", "qwen2.5-coder-32b", "qwen2.5-coder-7b",
-       "qwen3-0.6b", "qwen3-1.7b", "qwen3-14b", "qwen3-235b-a22b", "qwen3-30b-a3b", "qwen3-32b", "qwen3-4b",
-       "qwen3-8b", "qwen3-coder-30b-a3b", "qwen3-coder-480b-a35b", "qwq-32b", "seed-oss-36b"]
+ALL = ["deepseek-r1", "deepseek-r1-distill-llama-70b", "deepseek-r1-distill-llama-8b",
+       "deepseek-r1-distill-qwen-14b", "deepseek-r1-distill-qwen-32b", "deepseek-r1-distill-qwen-7b",
+       "deepseek-v2-lite", "deepseek-v3", "deepseek-v3.1", "devstral-small", "gemma-2-27b", "gemma-2-2b",
+       "gemma-2-9b", "gemma-3-12b", "gemma-3-1b", "gemma-3-27b", "gemma-3-4b", "glm-4.5", "glm-4.5-air", "glm-4.6",
+       "glm-4.7-flash", "gpt-oss-120b", "gpt-oss-20b", "kimi-k2", "llama-2-13b", "llama-2-70b", "llama-2-7b",
+       "llama-3-70b", "llama-3-8b", "llama-3.1-405b", "llama-3.1-70b", "llama-3.1-8b", "llama-3.2-1b",
+       "llama-3.2-3b", "llama-3.3-70b", "mistral-7b", "mistral-nemo", "mistral-small-24b", "mixtral-8x22b",
+       "mixtral-8x7b", "phi-3-mini", "phi-4", "qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-14b", "qwen2.5-32b",
+       "qwen2.5-3b", "qwen2.5-72b", "qwen2.5-7b", "qwen2.5-coder-32b", "qwen2.5-coder-7b", "qwen3-0.6b",
+       "qwen3-1.7b", "qwen3-14b", "qwen3-235b-a22b", "qwen3-30b-a3b", "qwen3-32b", "qwen3-4b", "qwen3-8b",
+       "qwen3-coder-30b-a3b", "qwen3-coder-480b-a35b", "qwq-32b", "seed-oss-36b"]
 
 
 def test_builtin_names():
@@ -71,6 +72,8 @@ KV_F16 = {
     "qwen2.5-coder-32b": 64 * 8 * (128 + 128) * 2, "qwq-32b": 64 * 8 * (128 + 128) * 2,
     "deepseek-r1-distill-qwen-32b": 64 * 8 * (128 + 128) * 2,
     "devstral-small": 40 * 8 * (128 + 128) * 2,
+    "deepseek-r1": 61 * (512 + 64) * 2, "deepseek-v3.1": 61 * (512 + 64) * 2, "kimi-k2": 61 * (512 + 64) * 2,
+    "glm-4.6": 92 * 8 * (128 + 128) * 2,
     "qwen2.5-0.5b": 24 * 2 * (64 + 64) * 2,           # 12,288 (896 / 14 heads = head_dim 64)
     "qwen2.5-1.5b": 28 * 2 * (128 + 128) * 2,         # 28,672
     "qwen2.5-3b": 36 * 2 * (128 + 128) * 2,           # 36,864
@@ -362,6 +365,8 @@ PUBLISHED = {
     "deepseek-r1-distill-qwen-7b": (7.62, None, None), "deepseek-r1-distill-qwen-14b": (14.8, None, None),
     "qwen2.5-coder-32b": (32.8, None, None), "qwq-32b": (32.5, None, None), "deepseek-r1-distill-qwen-32b": (32.8, None, None),
     "devstral-small": (23.6, None, None),
+    "deepseek-r1": (671, 37, True), "deepseek-v3.1": (671, 37, True), "glm-4.6": (355, 32, False),
+    "kimi-k2": (1030, None, None),   # the hub's 1.03T; the card's "32B activated" is rounded (32.9 B here with embeddings)
     "qwen2.5-0.5b": (0.49, None, None), "qwen2.5-1.5b": (1.54, None, None), "qwen2.5-3b": (3.09, None, None),
     "qwen2.5-14b": (14.7, None, None), "qwen2.5-32b": (32.5, None, None), "qwen2.5-72b": (72.7, None, None),
     "qwen3-0.6b": (0.6, None, None), "qwen3-1.7b": (1.7, None, None), "qwen3-4b": (4.0, None, None),
@@ -404,3 +409,12 @@ def test_glm_flash_states_its_router():
     assert c.router_scoring == "sigmoid" and c.router_bias
     with pytest.raises(ValueError, match="scoring_func"):
         configs.load({**{k: v for k, v in raw.items() if not k.startswith("_")}, "scoring_func": "softmax"})
+
+
+def test_kimi_k2_config_reads_as_deepseek_v3():
+    # Kimi-K2's published config.json says model_type "kimi_k2" (remote code: DeepSeek-V3's)
+    raw = {k: v for k, v in json.load(open(configs.builtin_path("kimi-k2"))).items() if not k.startswith("_")}
+    c = configs.load({**raw, "model_type": "kimi_k2"})
+    assert c.model_type == "deepseek_v3" and c.attention == "mla" and c.n_routed_experts == 384
+    assert c.total_params() == configs.load("kimi-k2").total_params()
+    assert (c.n_heads, c.first_k_dense_replace, c.n_group, c.topk_group) == (64, 1, 1, 1)

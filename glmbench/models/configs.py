@@ -64,6 +64,8 @@ FAMILIES = {
 GEMMA_FAMILIES = ("gemma2", "gemma3_text")
 # multimodal wrappers whose text model is one of the families (the config's `text_config`)
 _WRAPPERS = {"gemma3": "gemma3_text"}
+# model_types whose (remote) code is one of the families': Kimi-K2's is DeepSeek-V3's
+_ALIASES = {"kimi_k2": "deepseek_v3"}
 
 # HF config-class defaults for optional behavioural fields (transformers 5.x).
 _DEFAULTS: dict[str, dict[str, Any]] = {
@@ -824,6 +826,9 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
         if not isinstance(tc, dict):
             raise ValueError(f"config field `text_config` of a {mt!r} config must be an object, got {tc!r}")
         hf = {**tc, "model_type": _WRAPPERS[mt]}
+        mt = hf["model_type"]
+    if mt in _ALIASES:
+        hf = {**hf, "model_type": _ALIASES[mt]}
         mt = hf["model_type"]
     if mt not in FAMILIES:
         raise ValueError(f"config field `model_type` = {mt!r} is not a supported family; "
