@@ -500,3 +500,34 @@ def test_a_config_beside_the_pastes_names_a_model_not_built_in(tmp_path, capsys)
     assert len(tiny) == len(recs) and not [n for n in notes if "erin" in n]
     res = bpf.check(pts, {rt: __import__("glmbench").predict.costmodel.load_runtime(rt) for rt in {p.runtime for p in pts}})
     assert all(pred > 0 for p, pred in res["ik_llama.cpp"] if p.source == "erin-tiny")
+
+
+def test_flash_attention_auto_and_the_old_default(tmp_path):
+    """llama-bench's -fa: `auto` (-1 in its json, its default since mid-2025) runs flash attention on
+    CUDA, so the runtime model takes fa=1; a markdown table of a build before the auto mode prints no
+    fa column when it was off (that build's default), so it is fa=0."""
+    src, out = tmp_path / "src", tmp_path / "out"
+    src.mkdir()
+    rec = {"build_commit": "0c1e5707", "build_number": 7500, "backends": "CUDA", "gpu_info": "NVIDIA GeForce RTX 4090",
+           "model_filename": "/m/Qwen3-8B-Q4_K_M.gguf", "model_type": "qwen3 8B Q4_K - Medium", "model_size": 5027783488,
+           "model_n_params": 8190735360, "n_batch": 2048, "n_ubatch": 512, "n_threads": 16, "type_k": "f16",
+           "type_v": "f16", "n_gpu_layers": 99, "split_mode": "layer", "main_gpu": 0, "no_kv_offload": False,
+           "flash_attn": -1, "n_prompt": 512, "n_gen": 0, "n_depth": 0, "avg_ns": 40000000, "stddev_ns": 100000,
+           "avg_ts": 12800.0, "stddev_ts": 30.0}
+    (src / "gina.json").write_text(json.dumps([rec, dict(rec, n_prompt=0, n_gen=128, avg_ts=130.0)]))
+    (src / "gina.txt").write_text("URL: https://example.org/gina\n")
+    (src / "hank.md").write_text(
+        "| model                          |       size |     params | backend    | ngl |            test |                  t/s |\n"
+        "| ------------------------------ | ---------: | ---------: | ---------- | --: | --------------: | -------------------: |\n"
+        "| qwen3 8B Q4_K - Medium         |   4.68 GiB |     8.19 B | CUDA       |  99 |           pp512 |      8000.00 ± 10.00 |\n"
+        "| qwen3 8B Q4_K - Medium         |   4.68 GiB |     8.19 B | CUDA       |  99 |           tg128 |        120.00 ± 0.10 |\n"
+        "\nbuild: 1d36b367 (4040)\n")
+    (src / "hank.txt").write_text("URL: https://example.org/hank\nGPU: RTX 4090\n")
+    pr.main([str(src), "--out", str(out)])
+    g, h = _load(out, "gina"), _load(out, "hank")
+    assert {r["flash_attn"] for r in g} == {-1} and {r["runtime_options"]["fa"] for r in g} == {"1"}
+    assert "auto" in g[0]["inferred"]["flash_attn"]
+    assert {r["flash_attn"] for r in h} == {0} and {r["runtime_options"]["fa"] for r in h} == {"0"}
+    assert "build 4040" in h[0]["inferred"]["flash_attn"]
+    pts, notes = bpf.check_points(str(out))
+    assert len(pts) == 4 and not notes
