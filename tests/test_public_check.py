@@ -118,7 +118,8 @@ def test_skips_and_conflicts_say_why(tmp_path, capsys):
     (w,) = [ln for ln in said if ln.startswith("skipped which-8b.md")]
     assert "fits several built-in models: deepseek-r1-distill-llama-8b, llama-3-8b, llama-3.1-8b" in w
     assert os.listdir(out) == ["ok.json"]
-    assert _load(out, "ok")[0]["runtime_options"] == {"ubatch": "512"}   # fa stated nowhere: the model's default
+    # fa stated nowhere, the build (2843, 2024) before llama-bench's -fa auto: its then default, off
+    assert _load(out, "ok")[0]["runtime_options"] == {"fa": "0", "ubatch": "512"}
 
     # the same file with a sidecar that names its weights: read, the weights from the sidecar
     _put(str(src), "llama-3.1-8b_RTX4080_Vulkan-vs-CUDA-sweep_ik-llama-disc562-ikawrakow.md", "quant-unknown.md",
