@@ -30,8 +30,8 @@ options (fa, ubatch, mla) and KV type from the paste first, else the sidecar's c
 text ("n_ubatch 512", "fa off", "f16 KV"); a paste / command disagreement is an error naming the
 file and line.
 llama-bench's -fa auto (-1, its default since mid-2025) is fa=1 (llama.cpp runs flash attention
-on CUDA and Vulkan where the head sizes allow); a markdown table of a build before FA_AUTO_BUILD with
-no fa column ran with its then default, fa=0. The source id is the file's stem, cleaned. A file without a sidecar, or whose card,
+on CUDA and Vulkan where the head sizes allow); a markdown table of an older build without an fa
+column reads as fa=0 (importers.FA_AUTO_BUILD). The source id is the file's stem, cleaned. A file without a sidecar, or whose card,
 model or weights neither the paste nor the sidecar states, is skipped with one line saying why.
 Records of runs partly on the CPU (--n-cpu-moe, -ot, -nkvo, -ngl below the layer count) are left
 out, and a serving result is filed under the server it measured (its --backend: SGLang's client on
@@ -177,10 +177,6 @@ VLLM = dict(
 
 # the import's fields an option checks or fills: option -> (record field, type)
 _STATED = {"fa": ("flash_attn", int), "ubatch": ("n_ubatch", int)}
-# llama-bench's -fa default was 0 (off) until its auto mode (2025-08/09, about build 6300): a table of a
-# build before this one that prints no fa column ran with flash attention off. The threshold is kept
-# below the change (builds 6000-6300 without the column are taken as the runtime model's default, on)
-FA_AUTO_BUILD = 6000
 # record fields copied from the import as they are
 _KEEP = ("model", "device", "hardware", "n_cards", "split", "weights", "weights_note", "flash_attn", "n_ubatch",
          "type_k", "backend", "tool", "build_commit", "build_number", "test", "n_prompt", "n_gen", "n_depth",
@@ -779,13 +775,6 @@ def generic_records(path, cfgs: dict | None = None) -> tuple[str, list]:
             mla = rec.pop("mla", None)
             ropts = {}
             fa = rec.get("flash_attn")
-            build = r.get("build_number")
-            if fa is None and r.get("tool") == "llama-bench" and isinstance(build, int) and build < FA_AUTO_BUILD:
-                # llama-bench printed -fa only when it was not its default, and that default was off
-                # before its auto mode (mid-2025): an older table without the column ran without it
-                fa = rec["flash_attn"] = 0
-                r.setdefault("inferred", {})["flash_attn"] = (f"off: build {build} predates llama-bench's -fa auto "
-                                                                f"default (builds before {FA_AUTO_BUILD}: -fa 0)")
             if fa is not None and int(fa) < 0:
                 # -fa auto (llama-bench's default since mid-2025, -1 in its json / csv): llama.cpp turns flash
                 # attention on where the backend runs the model's head sizes, as CUDA and Vulkan do

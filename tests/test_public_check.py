@@ -77,7 +77,8 @@ def test_generic_path_reads_an_unseen_set(tmp_path, capsys):
     r = a[0]
     assert (r["model"], r["hardware"], r["weights"], r["type_k"]) == ("llama-3-8b", "rtx-3090", "f16", "f16")
     assert r["runtime_options"] == {"fa": "0", "ubatch": "512"}          # fa off, n_ubatch 512: the sidecar's prose
-    assert {"flash_attn", "n_ubatch", "type_k"} <= set(r["from_sidecar"])
+    assert {"n_ubatch", "type_k"} <= set(r["from_sidecar"])     # fa: the paste's build (2824) tells it first
+    assert "build 2824" in r["inferred"]["flash_attn"]
     assert r["source"] == "https://example.org/alice/bench.ipynb" and r["date"] == "2024-05-03"
     assert r["public_source"] == "alice-8b-f16-3090" and r["line"].startswith("Alice 8B f16 (3090).md:")
     assert r["evidence"] == "measured" and r["avg_ts"] > 0

@@ -1433,6 +1433,13 @@ def _block_meta(b, ctx, text, text_before, fname, weights_seen):
     return meta, inferred
 
 
+# llama-bench's -fa default was 0 (off) until its auto mode (2025-08/09, about build 6300; auto = -1 in its
+# json / csv, on where the backend runs the head sizes). A markdown table prints fa only when it is not the
+# default, so a table of a build before this threshold without the column ran with fa off. The threshold
+# is kept below the change: builds 6000-6300 without the column stay unstated (the runtime model's default)
+FA_AUTO_BUILD = 6000
+
+
 # llama-bench's "mean ± stddev" as pastes spell it: "+-" or "+/-" typed by hand, and the UTF-8 "±"
 # shown in a Windows console's code page ("Â±" in cp1252, "┬▒" in cp437) and copied from there
 _PLUS_MINUS = re.compile(r"\+/?-|Â±|┬▒")
@@ -1513,6 +1520,13 @@ def _pasted_llama_bench(b, ctx, meta, inferred, text_before):
                 r["inferred"].get("weights", r["weights"])
         if "flash_attn" in o:
             r["inferred"]["flash_attn"] = f"{r.get('flash_attn')} (from the fa column)"
+        elif (isinstance(r.get("build_number"), int) and r["build_number"] < FA_AUTO_BUILD
+              and r.get("tool") == "llama-bench" and r.get("flash_attn") is None):
+            # llama-bench prints a column only where it is not its default, and its -fa default was off
+            # before its auto mode (mid-2025): an older table without the column ran without it
+            r["flash_attn"] = 0
+            r["inferred"]["flash_attn"] = (f"0: no fa column, and build {r['build_number']} predates llama-bench's "
+                                           f"-fa auto (builds before {FA_AUTO_BUILD}: off by default)")
         out.append(r)
     return out
 
