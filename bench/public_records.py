@@ -554,6 +554,11 @@ def _fill_from_sidecar(r: dict, side: dict) -> list:
     if r.get("hardware") is None:
         g = _side(side, "gpu") or ""
         key = hardware.resolve_gpu_name(g)
+        bare = re.fullmatch(r"\s*(?:(\d)\s*[x×]\s*)?([2-5]0[5-9]0)(\s*(?:ti|super))?\s*(?:[x×]\s*(\d))?\s*", g, re.I)
+        if key is None and bare:    # a GPU line that is only GeForce's model number ("4090", "2x 3090 Ti")
+            n1, num, suf, n2 = bare.groups()
+            suf = {"ti": " Ti", "super": " Super"}.get((suf or "").strip().lower(), "")
+            g = f"{n1 + 'x ' if n1 else ''}RTX {num}{suf}{' x' + n2 if n2 else ''}"
         if key is None:
             found = importers.gpus_in(g)
             key = hardware.resolve_gpu_name(found[0][0]) if found else None

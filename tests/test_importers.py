@@ -992,3 +992,10 @@ def test_vllm_server_tp_and_quantized_checkpoint_and_its_other_benchmarks(tmp_pa
            "Avg latency: 0.7094 seconds\n10% percentile latency: 0.7071 seconds\n")
     with pytest.raises(im.FormatError, match=r"lat\.log:3: vLLM's latency benchmark .*not a per-token speed"):
         im.read(write(tmp_path, "lat.log", lat))
+
+
+def test_gpu_counts_in_words_and_plurals():
+    assert im.gpus_in("benchmarks on dual RTX 3090") == [("RTX 3090", 2)]
+    assert im.gpus_in("my two RTX 3090s over NVLink") == [("RTX 3090", 2)]
+    assert im.gpus_in("Table 2 RTX 4090 results") == [("RTX 4090", None)]    # a bare digit before it is no count
+    assert im.gpus_in("RTX 4090 on PCIe 4.0 x16") == [("RTX 4090", None)]

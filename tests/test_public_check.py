@@ -533,3 +533,13 @@ def test_flash_attention_auto_and_the_old_default(tmp_path):
     assert "build 4040" in h[0]["inferred"]["flash_attn"]
     pts, notes = bpf.check_points(str(out))
     assert len(pts) == 4 and not notes
+
+
+@pytest.mark.parametrize("gpu,key,n", [("4090", "rtx-4090", 1), ("3090 Ti", "rtx-3090-ti", 1), ("2x 3090", "rtx-3090", 2),
+                                       ("5090 x2", "rtx-5090", 2), ("4070 super", "rtx-4070-super", 1),
+                                       ("Dual RTX 3090", "rtx-3090", 2), ("two RTX 3090s", "rtx-3090", 2),
+                                       ("NVIDIA GeForce RTX 4090 (24 GB, PCIe 4.0 x16)", "rtx-4090", 1)])
+def test_sidecar_gpu_lines_as_people_write_them(gpu, key, n):
+    r = {"hardware": None}
+    assert "hardware" in pr._fill_from_sidecar(r, {"gpu": gpu})
+    assert (r["hardware"], r["n_cards"]) == (key, n)

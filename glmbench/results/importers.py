@@ -893,7 +893,7 @@ _GPU_TEXT = (
                 r"(?:[\s_-]*(blackwell))?(?![a-z0-9])", re.I),
      lambda m: "RTX PRO " + m.group(2) + (" Blackwell" if m.group(3) else "")),
     (re.compile(r"(?<![a-z0-9])(?:(\d+)\s*[x×]\s*)?(?:nvidia[\s_-]*)?(?:geforce[\s_-]*)?(rtx|gtx)[\s_-]*(a?\d{4})"
-                r"(?:[\s_-]*(ti|super))?(?![a-z0-9])", re.I),
+                r"(?:[\s_-]*(ti|super))?s?(?![a-z0-9])", re.I),      # "RTX 3090s": a plural
      lambda m: f"{m.group(2).upper()} {m.group(3).upper()}" + (f" {m.group(4).capitalize()}" if m.group(4) else "")),
     (re.compile(r"(?<![a-z0-9])(?:(\d+)\s*[x×]\s*)?(?:nvidia[\s_-]*)?((?:gb|[abhl])\d{1,3}[sg]?|a\d{4})"
                 r"(?:[\s_-]*(sxm\d?|pcie|nvl))?(?![a-z0-9])", re.I),
@@ -911,9 +911,12 @@ _GPU_TEXT = (
 )
 
 
+_COUNT_WORDS = {"dual": 2, "double": 2, "two": 2, "triple": 3, "three": 3, "quad": 4, "four": 4, "six": 6, "eight": 8}
+
+
 def gpus_in(text: str | None) -> list[tuple[str, int | None]]:
     """The GPUs `text` names, in order of appearance, without repeats: (name, count) where an
-    "Nx" before the name gives a count."""
+    "Nx" before the name, an "xN" after it or a count word before it ("dual", "two") gives a count."""
     if not text:
         return []
     found = []
@@ -926,6 +929,11 @@ def gpus_in(text: str | None) -> list[tuple[str, int | None]]:
             if not n:      # the count after the name: "RTX 3090 x2 (NVLink)", "A100 80GB ×4" (not "PCIe 4.0 x16")
                 after = re.match(r"(?:\s*\d+\s*GB)?\s*[x×]\s*(\d{1,2})(?![\w.])", text[m.end():], re.I)
                 n = after.group(1) if after else None
+            if not n:      # a count in words before it: "dual RTX 3090", "two RTX 3090s" (a bare digit there,
+                           # "Table 2 RTX 4090", is not taken for one)
+                before = re.search(r"(?<![a-z0-9])(dual|double|two|triple|three|quad|four|six|eight)[\s_-]+$",
+                                   text[:m.start()], re.I)
+                n = str(_COUNT_WORDS[before.group(1).lower()]) if before else None
             found.append((m.start(), g, int(n) if n and n.isdigit() else None))
     out, seen = [], set()
     for _, g, n in sorted(found):
