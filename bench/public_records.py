@@ -62,6 +62,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from glmbench.models import configs  # noqa: E402
 from glmbench.predict import costmodel as cm  # noqa: E402
 from glmbench.predict import hardware  # noqa: E402
+from glmbench.predict import runtime as rtm  # noqa: E402
 from glmbench.results import importers  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -795,6 +796,15 @@ def generic_records(path, cfgs: dict | None = None) -> tuple[str, list]:
                 rec["defaults"] = ["ubatch"]
             if mla is not None and rt == "ik_llama.cpp":
                 ropts["mla"] = str(mla)
+            era = rtm.cuda_prefill_era(r.get("cuda_flags") or {}, r.get("build_number")) \
+                if rt == "llama.cpp" and "era" in cm.load_runtime(rt).options else None
+            soft = set()    # options read from a build number: a sidecar's options may say otherwise
+            if era:      # mainline CUDA's quantized prefill path: its init lines, else its build number
+                r.setdefault("inferred", {})["era"] = f"{era[0]}: {era[1]}"
+                if era[0] != cm.load_runtime(rt).quantized_prefill:     # mmq is the model's own path: no option
+                    ropts["era"] = era[0]
+                    if era[1].startswith("build"):
+                        soft.add("era")
             coop = r.get("coopmat")     # ggml_vulkan's device line: "matrix cores: KHR_coopmat"
             if rt == "llama.cpp-vulkan" and coop in cm.load_runtime(rt).options.get("coopmat", {}).get("values", {}):
                 ropts["coopmat"] = coop
@@ -809,7 +819,7 @@ def generic_records(path, cfgs: dict | None = None) -> tuple[str, list]:
                 vals = prof.options[k].get("values")
                 if vals and v not in vals:
                     raise SystemExit(f"{os.path.basename(side_path)}: option {k}={v}: the {rt} model takes {', '.join(vals)}")
-                if k in ropts and ropts[k] != v and k not in rec.get("defaults", []):
+                if k in ropts and ropts[k] != v and k not in rec.get("defaults", []) and k not in soft:
                     raise SystemExit(f"{where}: the records say {k}={ropts[k]}, the sidecar's options {k}={v}")
                 ropts[k] = v
                 from_sidecar.append(f"runtime_options.{k}")

@@ -76,7 +76,10 @@ def test_generic_path_reads_an_unseen_set(tmp_path, capsys):
     assert len(a) == 8 and {r["runtime"] for r in a} == {"llama.cpp"}
     r = a[0]
     assert (r["model"], r["hardware"], r["weights"], r["type_k"]) == ("llama-3-8b", "rtx-3090", "f16", "f16")
-    assert r["runtime_options"] == {"fa": "0", "ubatch": "512"}          # fa off, n_ubatch 512: the sidecar's prose
+    # fa off (the 2024 build's default), n_ubatch 512 (the sidecar's prose), and the 2024 quantized prefill
+    # path: its ggml_cuda_init line CUDA_USE_TENSOR_CORES: yes
+    assert r["runtime_options"] == {"fa": "0", "ubatch": "512", "era": "2024-cublas"}
+    assert "CUDA_USE_TENSOR_CORES: yes" in r["inferred"]["era"]
     assert {"n_ubatch", "type_k"} <= set(r["from_sidecar"])     # fa: the paste's build (2824) tells it first
     assert "build 2824" in r["inferred"]["flash_attn"]
     assert r["source"] == "https://example.org/alice/bench.ipynb" and r["date"] == "2024-05-03"
@@ -120,7 +123,7 @@ def test_skips_and_conflicts_say_why(tmp_path, capsys):
     assert "fits several built-in models: deepseek-r1-distill-llama-8b, llama-3-8b, llama-3.1-8b" in w
     assert os.listdir(out) == ["ok.json"]
     # fa stated nowhere, the build (2843, 2024) before llama-bench's -fa auto: its then default, off
-    assert _load(out, "ok")[0]["runtime_options"] == {"fa": "0", "ubatch": "512"}
+    assert _load(out, "ok")[0]["runtime_options"] == {"fa": "0", "ubatch": "512", "era": "2024-cublas"}
 
     # the same file with a sidecar that names its weights: read, the weights from the sidecar
     _put(str(src), "llama-3.1-8b_RTX4080_Vulkan-vs-CUDA-sweep_ik-llama-disc562-ikawrakow.md", "quant-unknown.md",
@@ -155,8 +158,9 @@ def test_skips_and_conflicts_say_why(tmp_path, capsys):
 # PR 374 for ik_llama.cpp: a build's kernels, stated by no paste); PR 386's `mla` (2 for table 1,
 # 3 for table 2: said per table in prose only, so the generic path takes neither). Vulkan's `coopmat`
 # is the ggml_vulkan device line's "matrix cores" (read, and the same as SOURCES say).
-NOT_INFERRED = {("era", "llama3-8b-f16_rtx3090"), ("era", "llama3.1-8b-iq4_ks_rtx4080_ik-pr374"),
-                ("mla", "dsv2lite-q4_0_rtx4080_ik-pr386")}
+# (the 2024 llama.cpp tables' era=2024-cublas is inferred since 2026-12-04: their ggml_cuda_init line
+# CUDA_USE_TENSOR_CORES: yes)
+NOT_INFERRED = {("era", "llama3.1-8b-iq4_ks_rtx4080_ik-pr374"), ("mla", "dsv2lite-q4_0_rtx4080_ik-pr386")}
 
 
 def test_generic_path_reproduces_the_shipped_records(tmp_path):
@@ -543,3 +547,27 @@ def test_sidecar_gpu_lines_as_people_write_them(gpu, key, n):
     r = {"hardware": None}
     assert "hardware" in pr._fill_from_sidecar(r, {"gpu": gpu})
     assert (r["hardware"], r["n_cards"]) == (key, n)
+
+
+@pytest.mark.parametrize("init,build,era", [
+    ("ggml_cuda_init: CUDA_USE_TENSOR_CORES: yes\n", 2843, "2024-cublas"),   # the 2024 builds' line
+    ("ggml_cuda_init: GGML_CUDA_FORCE_MMQ:    no\nggml_cuda_init: GGML_CUDA_FORCE_CUBLAS: no\n", 6500, None),  # MMQ: the model's own
+    ("", 2950, "2024-cublas"),                                               # no init lines: the build number
+    ("", 3200, None),                                                        # near the change: not guessed
+    ("", 4040, None)])                                                       # after it: MMQ
+def test_cuda_prefill_path_from_the_paste(tmp_path, init, build, era):
+    """Mainline llama.cpp's quantized prefill path (the runtime model's `era`): dequantize + cuBLAS in the
+    2024 builds that print CUDA_USE_TENSOR_CORES: yes, MMQ after (the model's own path: no option)."""
+    src, out = tmp_path / "src", tmp_path / "out"
+    src.mkdir()
+    (src / "ivan.md").write_text(
+        init + "| model                          |       size |     params | backend    | ngl |            test |                  t/s |\n"
+        "| ------------------------------ | ---------: | ---------: | ---------- | --: | --------------: | -------------------: |\n"
+        "| llama 8B Q4_K - Medium         |   4.58 GiB |     8.03 B | CUDA       |  99 |           pp512 |      4000.00 ± 10.00 |\n"
+        f"\nbuild: 1d36b367 ({build})\n")
+    (src / "ivan.txt").write_text("URL: https://example.org/ivan\nGPU: RTX 3090\nModel: Llama-3.1-8B Q4_K_M\n")
+    pr.main([str(src), "--out", str(out)])
+    (r,) = _load(out, "ivan")
+    assert r["runtime_options"].get("era") == era
+    if era or init:
+        assert r["inferred"]["era"].startswith(era or "mmq")

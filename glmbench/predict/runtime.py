@@ -89,9 +89,35 @@ def from_record(r: dict) -> str | None:
     return None
 
 
+# Mainline llama.cpp's CUDA path for a quantized matrix times a batch of more than ~32 tokens (prefill):
+# builds of early / mid 2024 dequantized to f16 and ran cuBLAS on tensor cores (their ggml_cuda_init
+# printed CUDA_USE_TENSOR_CORES: yes); from PR 8075 (2024-06, about build 3200) int8 MMQ is the default
+# (the init lines then print GGML_CUDA_FORCE_CUBLAS: no). The llama.cpp runtime model's option `era`
+# (2024-cublas / mmq). A table that prints neither line: by its build number, outside the uncertain
+# span around the change (before ERA_CUBLAS_BEFORE: 2024-cublas; from ERA_MMQ_FROM on: mmq)
+ERA_CUBLAS_BEFORE, ERA_MMQ_FROM = 3100, 3300
+
+
+def cuda_prefill_era(flags: dict, build: int | None) -> tuple[str, str] | None:
+    """(era, why) of a mainline llama.cpp CUDA run from its ggml_cuda_init flags or build number;
+    None when neither tells."""
+    if flags.get("GGML_CUDA_FORCE_CUBLAS") == "yes" or flags.get("CUDA_USE_TENSOR_CORES") == "yes":
+        k = "GGML_CUDA_FORCE_CUBLAS" if flags.get("GGML_CUDA_FORCE_CUBLAS") == "yes" else "CUDA_USE_TENSOR_CORES"
+        return "2024-cublas", f"ggml_cuda_init's {k}: yes (quantized prefill: dequantize + cuBLAS)"
+    if flags.get("GGML_CUDA_FORCE_CUBLAS") == "no" or flags.get("GGML_CUDA_FORCE_MMQ") == "yes":
+        return "mmq", "ggml_cuda_init's GGML_CUDA_FORCE_CUBLAS: no (quantized prefill: MMQ)"
+    if isinstance(build, int) and build < ERA_CUBLAS_BEFORE:
+        return "2024-cublas", f"build {build}, before llama.cpp's MMQ default (PR 8075, mid-2024)"
+    if isinstance(build, int) and build >= ERA_MMQ_FROM:
+        return "mmq", f"build {build}, after llama.cpp's MMQ default (PR 8075, mid-2024)"
+    return None
+
+
 def options_from_record(prof: cm.RuntimeProfile, r: dict) -> dict:
     """The options of a runtime model a measured record states: `flash_attn` (llama-bench -fa) as
-    `fa`, `n_ubatch` as `ubatch`, and a record's own `runtime_options`; only those the profile has."""
+    `fa`, `n_ubatch` as `ubatch`, mainline CUDA's quantized prefill path as `era` (its ggml_cuda_init
+    lines or build number, cuda_prefill_era), and a record's own `runtime_options`; only
+    those the profile has."""
     out = {}
     fa = r.get("flash_attn")
     if "fa" in prof.options and fa is not None and fa != "":
@@ -101,6 +127,12 @@ def options_from_record(prof: cm.RuntimeProfile, r: dict) -> dict:
     ub = r.get("n_ubatch")
     if "ubatch" in prof.options and isinstance(ub, int) and not isinstance(ub, bool) and ub > 0:
         out["ubatch"] = ub
+    era = prof.options.get("era", {}).get("values")
+    if era and (r.get("cuda_flags") or r.get("build_number")) and str(r.get("backend") or "CUDA").upper().startswith("CUDA"):
+        # mainline CUDA's quantized prefill path, as the paste's init lines or build number tell it
+        got = cuda_prefill_era(r.get("cuda_flags") or {}, r.get("build_number"))
+        if got and got[0] in era and got[0] != prof.quantized_prefill:
+            out["era"] = got[0]
     for k, v in (r.get("runtime_options") or {}).items():
         if k in prof.options:
             out[k] = int(v) if k == "ubatch" else v

@@ -869,6 +869,8 @@ _CMD_RE = re.compile(r"(?:^|[\s/\\>!$#;(])(llama-bench|llama-sweep-bench|sweep-b
                      r"benchmark_serving\.py|vllm\s+serve|vllm\.entrypoints\.openai\.api_server|vllm\s+bench\s+serve|sglang\.bench_serving|"
                      r"sglang\.launch_server)(?:\.exe)?(?=\s|$)")
 _DEVICE_RE = re.compile(r"\bDevice (\d+): ([^,]+),")
+_CUDA_FLAG_RE = re.compile(r"ggml_cuda_init:\s*((?:GGML_)?CUDA_(?:USE_TENSOR_CORES|FORCE_MMQ|FORCE_CUBLAS)):\s*(yes|no)\b", re.I)
+# (what the flags say about the quantized prefill path: predict/runtime.cuda_prefill_era)
 _VULKAN_RE = re.compile(r"ggml_vulkan: (\d+) = (.+?) \(")
 _METAL_RE = re.compile(r"(?:ggml_metal_init: found device:|GPU name:)\s+(.+?)\s*$")
 _BUILD_RE = re.compile(r"^\s*build: ([0-9a-f]{6,40}) \((\d+)\)\s*$")
@@ -1008,6 +1010,7 @@ class _Block:
         self.loader: dict = {}           # llama.cpp's model-load log before it: arch, params, ftype, name, path
         self.coopmat: dict = {}          # Vulkan device index -> its cooperative-matrix path (ggml_vulkan's line)
         self.cmds: list = []             # every command line before it (cmd is the latest)
+        self.cuda_flags: dict = {}       # ggml_cuda_init's flags before it: {"CUDA_USE_TENSOR_CORES": "yes", ...}
 
 
 _QUOTE = re.compile(r"^[ \t]*(?:>[ \t]?)+")
@@ -1063,9 +1066,11 @@ def _scan(text) -> tuple[list[_Block], dict]:
     loader: dict = {}
     coopmat: dict = {}   # Vulkan device index -> its `matrix cores:` (nv2, khr, none)
     cmds: list = []      # every command line so far (a server's -tp before the client's line)
+    cuda_flags: dict = {}  # ggml_cuda_init's GGML_CUDA_FORCE_MMQ / _FORCE_CUBLAS / CUDA_USE_TENSOR_CORES lines
 
     def take(b):
         b.loader = dict(loader)
+        b.cuda_flags = dict(cuda_flags)
         b.devices, b.backend, b.device_line, b.cmd = dict(devices), dev_backend, device_line, cmd
         b.coopmat = {k: v for k, v in coopmat.items() if k in devices}
         b.cmds = list(cmds)
@@ -1129,6 +1134,9 @@ def _scan(text) -> tuple[list[_Block], dict]:
                 if key == "arch" and loader.get("arch") and loader["arch"][1] != lm.group(1):
                     loader = {}   # another model's load log
                 loader[key] = (no, lm.group(1).strip("'\""))
+        cf = _CUDA_FLAG_RE.search(ln)
+        if cf:
+            cuda_flags[cf.group(1).upper()] = cf.group(2).lower()
         m = _BUILD_RE.match(ln)
         if m and blocks and blocks[-1].kind == "llama-bench" and blocks[-1].build is None:
             blocks[-1].build = (m.group(1), int(m.group(2)))
@@ -1411,6 +1419,8 @@ def _block_meta(b, ctx, text, text_before, fname, weights_seen):
         meta["label"] = b.label
     if b.build:
         meta["build_commit"], meta["build_number"] = b.build
+    if b.cuda_flags:
+        meta["cuda_flags"] = dict(b.cuda_flags)
     # weights for tables without a model column: the command line's model file, the file name, the text
     if b.kind != "llama-bench":
         w, whow = None, None
