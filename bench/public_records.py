@@ -759,6 +759,11 @@ def generic_records(path, cfgs: dict | None = None) -> tuple[str, list]:
             if missing:
                 raise Skip(f"{where}: the {', '.join('card' if k == 'hardware' else k for k in missing)} "
                            "stated neither in the paste nor in the sidecar")
+            if rt == "ik_llama.cpp" and str((r.get("inferred") or {}).get("flash_attn", "")).startswith("0: no fa column"):
+                # the importer's rule is mainline llama-bench's -fa default; ik_llama.cpp's build numbers
+                # and defaults are its own: fa stays unstated
+                r["flash_attn"] = None
+                r["inferred"].pop("flash_attn")
             rec = {"evidence": "measured", "public_source": sid, "runtime": rt}
             rec.update((k, r[k]) for k in _KEEP if r.get(k) is not None)
             from_sidecar = list(filled) + (["runtime"] if from_side_rt else [])

@@ -571,3 +571,20 @@ def test_cuda_prefill_path_from_the_paste(tmp_path, init, build, era):
     assert r["runtime_options"].get("era") == era
     if era or init:
         assert r["inferred"]["era"].startswith(era or "mmq")
+
+
+def test_the_old_fa_default_is_mainline_llama_bench_s_only(tmp_path):
+    # a plain llama-bench table whose sidecar says ik_llama.cpp: ik's build numbers and defaults are its
+    # own, so its missing fa column says nothing (the runtime model's default)
+    src, out = tmp_path / "src", tmp_path / "out"
+    src.mkdir()
+    (src / "judy.md").write_text(
+        "| model                          |       size |     params | backend    | ngl |            test |                  t/s |\n"
+        "| ------------------------------ | ---------: | ---------: | ---------- | --: | --------------: | -------------------: |\n"
+        "| llama 8B Q4_K - Medium         |   4.58 GiB |     8.03 B | CUDA       |  99 |           tg128 |        150.00 ± 0.50 |\n"
+        "\nbuild: 6e2b5c35 (3600)\n")
+    (src / "judy.txt").write_text("URL: https://example.org/judy\nGPU: RTX 4090\nModel: Llama-3.1-8B Q4_K_M\n"
+                                  "Runtime: ik_llama.cpp, CUDA\n")
+    pr.main([str(src), "--out", str(out)])
+    (r,) = _load(out, "judy")
+    assert r["runtime"] == "ik_llama.cpp" and "flash_attn" not in r and "fa" not in r["runtime_options"]
