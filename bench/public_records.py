@@ -555,11 +555,14 @@ def _fill_from_sidecar(r: dict, side: dict) -> list:
     if r.get("hardware") is None:
         g = _side(side, "gpu") or ""
         key = hardware.resolve_gpu_name(g)
-        bare = re.fullmatch(r"\s*(?:(\d)\s*[x×]\s*)?([2-5]0[5-9]0)(\s*(?:ti|super))?\s*(?:[x×]\s*(\d))?\s*", g, re.I)
-        if key is None and bare:    # a GPU line that is only GeForce's model number ("4090", "2x 3090 Ti")
-            n1, num, suf, n2 = bare.groups()
-            suf = {"ti": " Ti", "super": " Super"}.get((suf or "").strip().lower(), "")
-            g = f"{n1 + 'x ' if n1 else ''}RTX {num}{suf}{' x' + n2 if n2 else ''}"
+        bare = re.fullmatch(r"\s*(?:(\d)\s*[x×]\s*)?([2-5]0[5-9]0)([\s_-]*(?:ti|super))?(?:[\s_-]*(\d+)\s*GB)?"
+                            r"\s*(?:[x×]\s*(\d))?\s*", g, re.I)
+        if key is None and bare:    # a GPU line that is only GeForce's model number ("4090", "2x 3090 Ti", "3080_10GB")
+            n1, num, suf, mem, n2 = bare.groups()
+            suf = {"ti": " Ti", "super": " Super"}.get((suf or "").strip(" _-").lower(), "")
+            key = hardware.resolve_gpu_name(f"RTX {num}{suf}{' ' + mem + 'GB' if mem else ''}")
+            if key and (n1 or n2):
+                r["n_cards"] = int(n1 or n2)
         if key is None:
             found = importers.gpus_in(g)
             key = hardware.resolve_gpu_name(found[0][0]) if found else None

@@ -542,7 +542,9 @@ def test_flash_attention_auto_and_the_old_default(tmp_path):
 @pytest.mark.parametrize("gpu,key,n", [("4090", "rtx-4090", 1), ("3090 Ti", "rtx-3090-ti", 1), ("2x 3090", "rtx-3090", 2),
                                        ("5090 x2", "rtx-5090", 2), ("4070 super", "rtx-4070-super", 1),
                                        ("Dual RTX 3090", "rtx-3090", 2), ("two RTX 3090s", "rtx-3090", 2),
-                                       ("NVIDIA GeForce RTX 4090 (24 GB, PCIe 4.0 x16)", "rtx-4090", 1)])
+                                       ("NVIDIA GeForce RTX 4090 (24 GB, PCIe 4.0 x16)", "rtx-4090", 1),
+                                       ("3080Ti_12GB", "rtx-3080-ti", 1), ("4060Ti_16GB", "rtx-4060-ti-16gb", 1),
+                                       ("RTX6000Ada", "rtx-6000-ada", 1), ("RTX4000Ada", "rtx-4000-ada", 1)])
 def test_sidecar_gpu_lines_as_people_write_them(gpu, key, n):
     r = {"hardware": None}
     assert "hardware" in pr._fill_from_sidecar(r, {"gpu": gpu})

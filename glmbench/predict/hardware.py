@@ -328,10 +328,11 @@ def _parse_name(text: str) -> _Name:
             base.append("laptop")
         elif t not in _NOISE:
             base.append(t)
-    # "V100S" and "A100X" are names, not qualifiers; "RTX4090" is "RTX 4090"
+    # "V100S" and "A100X" are names, not qualifiers; "RTX4090" is "RTX 4090", "RTX6000Ada" "RTX 6000 Ada"
     words = " ".join(base)
     words = re.sub(r"\b(rtx|gtx|gt)(\d)", r"\1 \2", words)
     words = re.sub(r"\b(\d{3,4})(ti|super|d)\b", r"\1 \2", words)
+    words = re.sub(r"\b(\d{4})(ada|blackwell)\b", r"\1 \2", words)     # "RTX4000Ada" (a file or folder name)
     return _Name(words, form, mem)
 
 
