@@ -15,7 +15,7 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="HF oracle tests need torch")
 pytest.importorskip("transformers", reason="HF oracle tests need transformers")
-pytest.importorskip("gguf", reason="GGUF tests need the gguf package")
+gguf = pytest.importorskip("gguf", reason="GGUF tests need the gguf package")
 
 import llama_cpp_convert as lc  # noqa: E402
 from test_model_hf import TINY, hf_logits, rel_err, tiny_hf_model  # noqa: E402
@@ -276,6 +276,55 @@ def test_phi3_file_fused_rows_and_window_as_llama_cpp_runs_it(tmp):
     assert q.fmt == "q8_0" and q.shape == (64, 64) and sd[p + "self_attn.v_proj.weight"].shape == (32, 64)
     np.testing.assert_array_equal(np.asarray(sd[p + "mlp.up_proj.weight"].data),
                                   np.asarray(g.tensor_data("blk.0.ffn_up.weight"))[96:])
+
+
+def test_mixtral_file_with_one_tensor_per_expert(tmp):
+    """The first Mixtral GGUFs (late 2023) stored each expert as its own tensor (blk.N.ffn_gate.E.weight;
+    llama.cpp still loads them): the same file rewritten so reads as the converter's stacked one, the
+    same weights as stored (q8_0 blocks), the same bytes."""
+    _, _, files = _converted("mixtral", tmp)
+    g = gguf_file.read(files["q8_0"])
+    path = os.path.join(tmp, "mixtral-per-expert-q8_0.gguf")
+    w = gguf.GGUFWriter(path, "llama")
+    for k, v in g.metadata.items():
+        if not k.startswith("llama."):
+            continue
+        if isinstance(v, bool):
+            w.add_bool(k, v)
+        elif isinstance(v, int):
+            w.add_uint32(k, v)
+        elif isinstance(v, float):
+            w.add_float32(k, v)
+        else:
+            w.add_string(k, str(v))
+    n_split = 0
+    for name, t in g.tensors.items():
+        data, typ = np.asarray(g.tensor_data(name)), gguf.GGMLQuantizationType[t.type_name]
+        if "_exps." in name:
+            for e in range(data.shape[0]):
+                w.add_tensor(name.replace("_exps.weight", f".{e}.weight"), np.ascontiguousarray(data[e]), raw_dtype=typ)
+            n_split += 1
+        else:
+            w.add_tensor(name, data, raw_dtype=typ)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    assert n_split == 3 * 2 and "blk.0.ffn_gate.7.weight" in gguf_file.read(path).tensors
+    c1, sd1 = checkpoint.state_dict(files["q8_0"])
+    c2, sd2 = checkpoint.state_dict(path)
+    assert c2.model_type == c1.model_type == "mixtral" and c2.n_routed_experts == 8
+    assert set(sd1) == set(sd2)
+    for k in sd1:
+        a, b = sd1[k], sd2[k]
+        if hasattr(a, "fmt"):
+            assert b.fmt == a.fmt and b.shape == a.shape, k
+            np.testing.assert_array_equal(np.asarray(b.data), np.asarray(a.data))
+        else:
+            np.testing.assert_array_equal(np.asarray(b), np.asarray(a))
+    assert c2.file_weights.bytes_of() == c1.file_weights.bytes_of()
+    m1, m2 = (checkpoint.load_model(p, kv="f32", max_context=32) for p in (files["q8_0"], path))
+    np.testing.assert_array_equal(m2.prefill(np.array(PROMPT)), m1.prefill(np.array(PROMPT)))
 
 
 def _measure(capsys, path, out, *args):

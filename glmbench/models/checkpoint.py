@@ -14,7 +14,8 @@ gguf.quants.dequantize, and a warning names the types and tensors. `weights=` a 
 every matrix to it instead.
 
 GGUF layout undone here (see models/gguf_file.py): the llama architecture's permuted q/k rows;
-phi3's fused attn_qkv and ffn_up split into q/k/v and gate/up rows (gguf_file.RowSlice);
+phi3's fused attn_qkv and ffn_up split into q/k/v and gate/up rows (gguf_file.RowSlice); the first
+Mixtral files' per-expert ffn_gate.E / ffn_up.E / ffn_down.E stacked (gguf_file.PerExpert);
 deepseek2's split attn_k_b / attn_v_b: kept split as stored (core.attention.KVBSplit) when either is
 quantized in an executable block format (q5_0 as its exact q8_0 twin), else joined back into kv_b_proj
 (bf16/f16 when both are stored so, else f32: q4_1/q5_1 and the other types dequantized); gemma2/gemma3 norm weights stored as 1 + w. A split GGUF is given by its first
@@ -140,6 +141,16 @@ def _gguf_state_dict(path: str):
     sd = {}
     arch = g.architecture
     for hf, names in where.items():
+        if isinstance(names, gguf_file.PerExpert):   # old Mixtral files: one tensor per expert, stacked here
+            parts = [_tensor(g, g.tensors[n], converted) for n in names]
+            fmts = {p.fmt if isinstance(p, QTensor) else None for p in parts}
+            if len(fmts) == 1 and None not in fmts:
+                sd[hf] = QTensor(np.stack([np.asarray(p.data) for p in parts]), fmts.pop(), (len(parts),) + tuple(parts[0].shape))
+            elif fmts == {None} and len({np.asarray(p).dtype for p in parts}) == 1:
+                sd[hf] = np.stack([np.asarray(p) for p in parts])
+            else:   # experts stored in different types: one float32 stack
+                sd[hf] = np.stack([_dequant(g, n, converted) for n in names])
+            continue
         if len(names) == 2:  # deepseek2: kv_b_proj stored as attn_k_b [H, R, Dn] + attn_v_b [H, Dv, R]
             types = {g.tensors[n].type_name for n in names}
             if types & _QUANT_KVB and types <= _QUANT_KVB | {"F32", "F16", "BF16"}:

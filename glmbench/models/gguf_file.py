@@ -708,6 +708,23 @@ class RowSlice(str):
         return o
 
 
+class PerExpert(tuple):
+    """The GGUF names of a stacked expert tensor stored one expert at a time (llama.cpp's first Mixtral
+    files, late 2023: blk.N.ffn_gate.E.weight per expert; the converter stacks them as ffn_gate_exps
+    since 2024, and llama.cpp still loads both): the HF tensor is their stack, in expert order."""
+
+
+def _per_expert(hf: str, shape, ts: dict) -> PerExpert | None:
+    """The per-expert names of a stacked expert tensor `hf` ([E, ...]), when the file holds them so."""
+    parts = {"mlp.experts.gate_proj": "ffn_gate", "mlp.experts.up_proj": "ffn_up", "mlp.experts.down_proj": "ffn_down"}
+    pre, _, rest = hf.partition(".mlp.")
+    if "mlp." + rest not in parts or not pre.startswith("model.layers."):
+        return None
+    blk = pre.replace("model.layers.", "blk.")
+    names = [f"{blk}.{parts['mlp.' + rest]}.{e}.weight" for e in range(int(shape[0]))]
+    return PerExpert(names) if all(n in ts for n in names) else None
+
+
 def _phi3_fused(hf: str, shapes: dict, ts: dict) -> RowSlice | None:
     """The rows of phi3's fused attn_qkv / ffn_up holding HF tensor `hf`, when the file fuses them."""
     blk = hf.split(".self_attn.")[0].split(".mlp.")[0].replace("model.layers.", "blk.")
@@ -730,7 +747,8 @@ def _phi3_fused(hf: str, shapes: dict, ts: dict) -> RowSlice | None:
 
 def expected_gguf_tensors(g: GGUFFile, shapes: dict, n_layers: int) -> dict:
     """HF name -> the GGUF tensor names that hold it (kv_b_proj: attn_kv_b, or attn_k_b + attn_v_b;
-    phi3's q/k/v and gate/up: a RowSlice of the fused attn_qkv / ffn_up), checked against the file: a
+    phi3's q/k/v and gate/up: a RowSlice of the fused attn_qkv / ffn_up; stacked experts stored one
+    expert at a time: a PerExpert of their names), checked against the file: a
     missing tensor or a shape that disagrees with the config is a GGUFError naming both names."""
     arch, ts = g.architecture, g.tensors
     nb = n_layers + int(g.get(f"{arch}.nextn_predict_layers") or 0)
@@ -749,6 +767,14 @@ def expected_gguf_tensors(g: GGUFFile, shapes: dict, n_layers: int) -> dict:
         if name not in ts:
             if hf.endswith(".e_score_correction_bias") or (hf == "lm_head.weight" and "output.weight" not in ts):
                 continue  # routed on scores alone / tied embeddings
+            each = _per_expert(hf, shape, ts)
+            if each is not None:
+                bad = [n for n in each if tuple(ts[n].shape) != tuple(shape[1:])]
+                if bad:
+                    raise GGUFError(f"{g.path}: tensor {bad[0]!r} has shape {tuple(ts[bad[0]].shape)}, the config "
+                                    f"({hf!r}, one expert) expects {tuple(shape[1:])}")
+                out[hf] = each
+                continue
             if hf.endswith("self_attn.kv_b_proj.weight"):
                 kb, vb = name.replace("attn_kv_b", "attn_k_b"), name.replace("attn_kv_b", "attn_v_b")
                 if kb in ts and vb in ts:
