@@ -51,6 +51,7 @@ configs/, where bench_public_fit.py --check reads it.
 from __future__ import annotations
 
 import argparse
+import functools
 import glob
 import json
 import os
@@ -512,7 +513,6 @@ def cm_layers(model) -> int | None:
     """The layer count of a built-in model (llama.cpp's -ngl counts these, plus the output layer)."""
     if not model:
         return None
-    from glmbench.models import configs
     try:
         return configs.load(model).n_layers
     except (ValueError, TypeError, KeyError, OSError):
@@ -615,18 +615,21 @@ def folder_configs(src) -> dict:
     return out
 
 
+@functools.lru_cache(maxsize=None)
+def _config_names(path: str) -> tuple:
+    """The names an HF config beside the pastes goes by: its file stem and its `_name_or_path`'s last part."""
+    with open(path) as f:
+        nop = str(json.load(f).get("_name_or_path") or "")
+    return tuple(n for n in (os.path.splitext(os.path.basename(path))[0], nop.rstrip("/").split("/")[-1]) if n)
+
+
 def _config_named(texts, cfgs: dict) -> str | None:
     """The one config of `cfgs` (folder_configs) whose file stem's words, or its `_name_or_path`'s
     last part's, occur in order in one of `texts` (a sidecar's model line, the paste's file name)."""
     for text in texts:
         toks = importers._tokens(str(text or ""))
-        hits = set()
-        for fname, p in cfgs.items():
-            with open(p) as f:
-                nop = str(json.load(f).get("_name_or_path") or "")
-            for stem in (os.path.splitext(fname)[0], nop.rstrip("/").split("/")[-1]):
-                if stem and importers._in_order(importers._tokens(stem), toks, slack=0):
-                    hits.add(fname)
+        hits = {fname for fname, p in cfgs.items()
+                if any(importers._in_order(importers._tokens(n), toks, slack=0) for n in _config_names(p))}
         if len(hits) == 1:
             return hits.pop()
     return None
@@ -804,8 +807,7 @@ def generic_records(path, cfgs: dict | None = None) -> tuple[str, list]:
                 rec["defaults"] = ["ubatch"]
             if mla is not None and rt == "ik_llama.cpp":
                 ropts["mla"] = str(mla)
-            era = rtm.cuda_prefill_era(r.get("cuda_flags") or {}, r.get("build_number")) \
-                if rt == "llama.cpp" and "era" in cm.load_runtime(rt).options else None
+            era = rtm.record_era(cm.load_runtime(rt), r)
             soft = set()    # options read from a build number: a sidecar's options may say otherwise
             if era:      # mainline CUDA's quantized prefill path: its init lines, else its build number
                 r.setdefault("inferred", {})["era"] = f"{era[0]}: {era[1]}"
@@ -893,10 +895,10 @@ def main(argv):
         if sid in seen or (not a.generic and sid in SOURCES):
             raise SystemExit(f"{p}: source id {sid!r} is also {seen.get(sid, 'a SOURCES entry')}'s; rename one file")
         seen[sid] = os.path.basename(p)
-        for r in recs:      # a config the records name: copied beside them (bench_public_fit --check reads it there)
-            if str(r.get("model", "")).startswith("configs/"):
-                os.makedirs(os.path.join(out_dir, "configs"), exist_ok=True)
-                shutil.copyfile(cfgs[r["model"][len("configs/"):]], os.path.join(out_dir, r["model"]))
+        for m in {str(r.get("model")) for r in recs if str(r.get("model", "")).startswith("configs/")}:
+            # a config the records name: copied beside them (bench_public_fit --check reads it there)
+            os.makedirs(os.path.join(out_dir, "configs"), exist_ok=True)
+            shutil.copyfile(cfgs[m[len("configs/"):]], os.path.join(out_dir, m))
         _write(sid, recs, out_dir)
         print(f"{os.path.basename(p)}: {len(recs)} records -> {sid}.json (generic: importer + sidecar)")
         n, n_src = n + len(recs), n_src + 1

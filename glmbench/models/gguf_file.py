@@ -727,8 +727,8 @@ def _per_expert(hf: str, shape, ts: dict) -> PerExpert | None:
 
 def _phi3_fused(hf: str, shapes: dict, ts: dict) -> RowSlice | None:
     """The rows of phi3's fused attn_qkv / ffn_up holding HF tensor `hf`, when the file fuses them."""
-    blk = hf.split(".self_attn.")[0].split(".mlp.")[0].replace("model.layers.", "blk.")
-    pre = hf.split(".self_attn.")[0].split(".mlp.")[0]
+    pre = hf.split(".self_attn.")[0].split(".mlp.")[0]       # "model.layers.N"
+    blk = pre.replace("model.layers.", "blk.")
     if hf.endswith(("self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight")):
         name = blk + ".attn_qkv.weight"
         if name not in ts:

@@ -113,6 +113,16 @@ def cuda_prefill_era(flags: dict, build: int | None) -> tuple[str, str] | None:
     return None
 
 
+def record_era(prof: cm.RuntimeProfile, r: dict) -> tuple[str, str] | None:
+    """(era, why) a measured mainline CUDA record states for `prof`'s `era` option (cuda_prefill_era
+    of its init lines or build number), where the profile takes that value; else None."""
+    vals = prof.options.get("era", {}).get("values") or {}
+    if not vals or not str(r.get("backend") or "CUDA").upper().startswith("CUDA"):
+        return None
+    got = cuda_prefill_era(r.get("cuda_flags") or {}, r.get("build_number"))
+    return got if got and got[0] in vals else None
+
+
 def options_from_record(prof: cm.RuntimeProfile, r: dict) -> dict:
     """The options of a runtime model a measured record states: `flash_attn` (llama-bench -fa) as
     `fa`, `n_ubatch` as `ubatch`, mainline CUDA's quantized prefill path as `era` (its ggml_cuda_init
@@ -127,12 +137,9 @@ def options_from_record(prof: cm.RuntimeProfile, r: dict) -> dict:
     ub = r.get("n_ubatch")
     if "ubatch" in prof.options and isinstance(ub, int) and not isinstance(ub, bool) and ub > 0:
         out["ubatch"] = ub
-    era = prof.options.get("era", {}).get("values")
-    if era and (r.get("cuda_flags") or r.get("build_number")) and str(r.get("backend") or "CUDA").upper().startswith("CUDA"):
-        # mainline CUDA's quantized prefill path, as the paste's init lines or build number tell it
-        got = cuda_prefill_era(r.get("cuda_flags") or {}, r.get("build_number"))
-        if got and got[0] in era and got[0] != prof.quantized_prefill:
-            out["era"] = got[0]
+    era = record_era(prof, r)     # mainline CUDA's quantized prefill path, as the paste tells it
+    if era and era[0] != prof.quantized_prefill:
+        out["era"] = era[0]
     for k, v in (r.get("runtime_options") or {}).items():
         if k in prof.options:
             out[k] = int(v) if k == "ubatch" else v
