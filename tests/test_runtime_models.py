@@ -398,11 +398,65 @@ def test_mmq_per_sm_term_tracks_sm_clock():
     assert typ["h100-sxm"] / typ["rtx-4090"] > 2      # the physics reference still prices the int8 peak
 
 
+def test_gemv_per_sm_cap_binds_only_where_bandwidth_per_sm_is_high():
+    """The weight GEMVs' per-SM streaming cap (kernels.SM_BYTES, bytes per SM-cycle): a card whose
+    bandwidth its SMs x clock x cap cannot cover (an HBM card: A100, H100) decodes at the cap, a
+    GeForce card below it keeps its bandwidth time (the max of the two, not their sum); prefill,
+    `typical` and a profile without the entry are unaffected."""
+    from glmbench.predict import hardware
+    base = cm.load_runtime("llama.cpp[fa=1]")
+    kern = {k: v for k, v in base.kernels.items() if k != kn.SM_BYTES}
+    plain = dataclasses.replace(base, kernels=kern)
+    capped = dataclasses.replace(base, kernels={**kern, kn.SM_BYTES: 5.0})
+    assert kn.sm_bytes(capped.kernels, "mmvq") == 5.0 and kn.sm_bytes(capped.kernels, "mmv") == 5.0
+    assert kn.sm_bytes(capped.kernels, "mmid_vec") == 5.0
+    assert kn.sm_bytes(capped.kernels, "mmq") == 0.0 and kn.sm_bytes(capped.kernels, "fa_vec") == 0.0
+    assert kn.sm_bytes(plain.kernels, "mmvq") == 0.0
+
+    def tg(g, prof, w="q4_0"):
+        return cm.decode(cm.Setup("llama-3-8b", g, weights=w, runtime=prof), 0).tok_s
+
+    r4090, a100 = hardware.get_gpu("rtx-4090"), hardware.get_gpu("a100-sxm-80gb")
+    assert a100.bandwidth_gbs / kn.sm_ghz(a100) > 5.0 > r4090.bandwidth_gbs / kn.sm_ghz(r4090)
+    assert tg("rtx-4090", capped) == pytest.approx(tg("rtx-4090", plain), rel=1e-9)    # max, not a sum
+    slow = tg("a100-sxm-80gb", capped) / tg("a100-sxm-80gb", plain)
+    assert slow < 0.8
+    # the A100's GEMVs run at the cap: f16 weights (nearly all GEMV bytes) at SMs x clock x 5 bytes
+    ops = {o.name: o for o in cm.decode(cm.Setup("llama-3-8b", "a100-sxm-80gb", weights="f16", runtime=capped), 0).ops}
+    for name in ("attn.qkv", "attn.o_proj", "mlp", "head.lm_head"):
+        o = ops[name]
+        assert o.memory_s == pytest.approx(o.bytes / (kn.sm_ghz(a100) * 1e9 * 5.0), rel=1e-9), name
+    assert ops["norms"].memory_s < ops["norms"].bytes / (kn.sm_ghz(a100) * 1e9 * 5.0)   # not a GEMV
+    pp = [cm.prefill(cm.Setup("llama-3-8b", "a100-sxm-80gb", weights="q4_0", runtime=p), 512).tok_s
+          for p in (plain, capped)]
+    assert pp[1] == pytest.approx(pp[0], rel=0.02)          # prefill's GEMMs are not GEMVs (the head's one row is)
+    typ = cm.decode(cm.Setup("llama-3-8b", "a100-sxm-80gb", weights="q4_0", runtime="typical"), 0).tok_s
+    assert typ > tg("a100-sxm-80gb", capped)
+    with pytest.raises(ValueError, match="must be >= 0"):
+        kn.check_table({kn.SM_BYTES: -1.0}, "x")
+    assert kn.check_table({kn.SM_BYTES: 5.5}, "x") == {kn.SM_BYTES: 5.5}
+
+
+def test_joint_fit_recovers_a_gemv_cap_from_a_start_where_it_binds_nothing(public):
+    """The cap is a max() with the bandwidth time: at its start (above every card's bandwidth per
+    SM-cycle) it binds no op and has no sensitivity; the fit's lower starts find it. Synthetic
+    points from the fitted profile with the cap set to 4.5 bytes per SM-cycle: recovered within 2%."""
+    pts = [p for p in public if p.runtime == "llama.cpp" and p.test == "tg"]
+    start = jf._start_profile("llama.cpp")
+    truth = dataclasses.replace(cm.load_runtime("llama.cpp"),
+                                kernels={**cm.load_runtime("llama.cpp").kernels, kn.SM_BYTES: 4.5})
+    synth = jf.predict_many(pts, truth)
+    fake = [dataclasses.replace(p, measured=q) for p, q in zip(pts, synth)]
+    fit = jf.fit_runtime("llama.cpp", fake, base=start)
+    assert fit.fitted.get(kn.SM_BYTES) == pytest.approx(4.5, rel=0.02)
+    assert max(abs(e) for e in fit.errors) < 0.02
+
+
 def test_compiled_and_direct_predictions_agree_with_the_new_terms(public):
     """jointfit's compiled evaluation and the cost model agree with the per-SM term and the Hopper
     peak factor in the profile (the fit and the predictions users get are the same model)."""
     base = cm.load_runtime("llama.cpp")
-    prof = dataclasses.replace(base, kernels={**base.kernels, kn.SM_FLOP: 900.0})
+    prof = dataclasses.replace(base, kernels={**base.kernels, kn.SM_FLOP: 900.0, kn.SM_BYTES: 6.0})
     pts = [p for p in public if p.runtime == "llama.cpp" and p.source == "scoreboard-cuda"][:40]
     fast = jf.predict_many(pts, prof)
     for p, q in zip(pts, fast):

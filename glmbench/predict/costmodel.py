@@ -756,12 +756,13 @@ def _time(op: _Op, gpu, rt: RuntimeProfile, attn=None):
     (RuntimeProfile.attention_efficiency); None: the profile's attention class."""
     ce = rt.compute_efficiency
     e_c, e_m = _op_efficiency(op, rt, attn)
-    peak, sm_f, smg = 1.0, 0.0, 0.0
+    peak, sm_f, sm_b, smg = 1.0, 0.0, 0.0, 0.0
     if rt.kernels or rt.options:
-        # runtime models: the kernel path's reach of the datasheet peak and its per-SM limit
-        # (kernels.mma_peak_factor, kernels.sm_flop)
+        # runtime models: the kernel path's reach of the datasheet peak and its per-SM limits
+        # (kernels.mma_peak_factor, kernels.sm_flop, kernels.sm_bytes)
         peak = kn.mma_peak_factor(gpu, op.path)
         sm_f = kn.sm_flop(rt.kernels, op.path)
+        sm_b = kn.sm_bytes(rt.kernels, op.path)
         smg = kn.sm_ghz(gpu)
     if rt.kernels:
         e_c *= kn.card_factor(rt.kernels, gpu.key, "compute") * kn.arch_factor(rt.kernels, gpu, "compute")
@@ -778,6 +779,11 @@ def _time(op: _Op, gpu, rt: RuntimeProfile, attn=None):
     if op.vflops:
         tc += op.vflops / (gpu.tflops["fp32"] * 1e12 * ce["vector"])
     tm = op.bytes / (gpu.bandwidth_gbs * 1e9 * e_m)
+    if sm_b and smg and op.bytes:
+        # the weight GEMV's loads in flight per SM (kernels.SM_BYTES): on a card with more bandwidth
+        # than its SMs' resident warps can keep busy, the stream is capped at SMs x clock x bytes
+        tm = max(tm, op.bytes / (smg * 1e9 * sm_b * kn.card_factor(rt.kernels, gpu.key, "memory")
+                                 * kn.arch_factor(rt.kernels, gpu, "memory")))
     tl = op.kernels * gpu.launch_us * 1e-6 if rt.launch_overhead else 0.0
     if rt.kernel_overhead_us:
         tl += op.kernels * rt.kernel_overhead_us * 1e-6 * kn.clock_scale(gpu)

@@ -74,6 +74,12 @@ LR_TIE = 1.0               # candidates whose statistics are within this of the 
 LR_CONTEND = 10.0          # trials within this of the best are refitted to convergence before the tie rule
 LR_MAX_CONTENDERS = 4
 PER_SM = True              # fit the per-SM limits (kernels.SM_PARAMS) where the points identify them
+PER_SM_BYTES = True        # ... the weight GEMVs' streaming limit per SM-cycle among them (kernels.SM_BYTES)
+# ... for the runtimes whose points put it on a card it caps (HBM: the scoreboard's H100; Jetson Orin).
+# llama.cpp-vulkan has no point on such a card (its cards: 3.1-7.5 bytes per SM-cycle of bandwidth):
+# its fit took the cap (6.4) to explain its one MoE source's per-token time, and its scoreboard fold
+# then read 60% off instead of 7% (docs/COSTMODEL.md). ik_llama.cpp takes mainline's (FORK_SHARES).
+SM_BYTES_RUNTIMES = ("llama.cpp", "ik_llama.cpp")
 
 
 class FitError(ValueError):
@@ -219,6 +225,7 @@ class _Compiled:
     tpe: np.ndarray
     smclk: np.ndarray            # SMs x clock of the op's card (SM-cycles per second; kernels.sm_ghz)
     smf: np.ndarray              # 1 where the op's path has the per-SM FLOP term (kernels.SM_FLOP_PATHS)
+    smb: np.ndarray              # 1 where the op's path has the per-SM streaming term (kernels.SM_BYTES_PATHS)
     chain_c: np.ndarray          # index into chains (compute efficiency of the tensor part)
     chain_m: np.ndarray          # index into chains (memory efficiency)
     chain_v: np.ndarray          # index into chains (vector compute efficiency)
@@ -251,7 +258,7 @@ def _chain(path, fam, which, cls, scopes):
 
 def compile_points(points: Sequence[PublicPoint], base: cm.RuntimeProfile) -> _Compiled:
     cols = {k: [] for k in ("tflops", "vflops", "nbytes", "peak_t", "peak_v", "bw", "count", "nkern", "tpe", "smclk",
-                            "smf", "chain_c", "chain_m", "chain_v", "card_c", "op_stage")}
+                            "smf", "smb", "chain_c", "chain_m", "chain_v", "card_c", "op_stage")}
     model_rt = bool(base.kernels or base.options)     # a runtime model: kernel-path peaks and per-SM terms
     stage_point, stage_weight, stage_layers, point_const, pipelines = [], [], [], [], {}
     stage_moe = []
@@ -311,6 +318,7 @@ def compile_points(points: Sequence[PublicPoint], base: cm.RuntimeProfile) -> _C
                     cols["peak_t"].append(gpu.tflops[op.dtype] * 1e12 * pf if op.tflops else 1.0)
                     cols["smclk"].append(kn.sm_ghz(gpu) * 1e9)
                     cols["smf"].append(1.0 if model_rt and op.path in kn.SM_FLOP_PATHS else 0.0)
+                    cols["smb"].append(1.0 if model_rt and op.path in kn.SM_BYTES_PATHS else 0.0)
                     cols["peak_v"].append(gpu.tflops["fp32"] * 1e12)
                     cols["bw"].append(gpu.bandwidth_gbs * 1e9)
                     cols["count"].append(n)
@@ -410,6 +418,14 @@ def evaluate(comp: _Compiled, prof: cm.RuntimeProfile, params: dict, n_points: i
     if sf > 0:
         fcard = fc[comp.card_c] if len(comp.cards) else 1.0
         tc = tc + np.where(smok & (comp.smf > 0), comp.tflops / (np.where(smok, comp.smclk, 1.0) * sf * fcard * occ), 0.0)
+    sb = params.get(kn.SM_BYTES, prof.kernels.get(kn.SM_BYTES, 0.0))
+    capped = None
+    if sb > 0:
+        # the weight GEMVs' stream capped at SMs x clock x bytes (kernels.SM_BYTES)
+        fmem = fm[comp.card_c] if len(comp.cards) else 1.0
+        tsm = np.where(smok & (comp.smb > 0), comp.nbytes / (np.where(smok, comp.smclk, 1.0) * sb * fmem), 0.0)
+        capped = tsm > tm
+        tm = np.maximum(tm, tsm)
     ko = params.get("kernel_overhead_us", prof.kernel_overhead_us)
     op_s = comp.count * np.maximum(tc, tm) + comp.nkern * ko * 1e-6
     stage_s = np.bincount(comp.op_stage, weights=op_s, minlength=len(comp.stage_point))
@@ -431,7 +447,7 @@ def evaluate(comp: _Compiled, prof: cm.RuntimeProfile, params: dict, n_points: i
         seq = sum(stage_s[sid] for sids, _ in stages for sid in sids) + sum(link * (N - 1) for _, link in stages)
         tot[pi] = po * fin[-1] + (1.0 - po) * seq
     if parts:
-        return tot, op_s, tc, tm
+        return (tot, op_s, tc, tm, capped) if parts == "capped" else (tot, op_s, tc, tm)
     return tot
 
 
@@ -447,7 +463,7 @@ def _shares(comp, prof, n_points, bound=False, params=None) -> dict:
     compute efficiency (by the tensor part of the compute time) where the FLOPs do. An efficiency
     whose ops are bound by the other resource on every point does not change any prediction near
     the start, so the points cannot identify it."""
-    tot, op_s, tc, tm = evaluate(comp, prof, params or {}, n_points, parts=True)
+    tot, op_s, tc, tm, capped = evaluate(comp, prof, params or {}, n_points, parts="capped")
     point_of_op = comp.stage_point[comp.op_stage]
     sh = op_s * comp.stage_weight[comp.op_stage] / tot[point_of_op]
     if bound:
@@ -455,7 +471,8 @@ def _shares(comp, prof, n_points, bound=False, params=None) -> dict:
         tv = comp.vflops / (comp.peak_v * e_v)
         tensor = np.where(tc > 0, np.clip(tc - tv, 0.0, None) / np.where(tc > 0, tc, 1.0), 0.0)
         sh_c = np.where(tc >= tm, sh * tensor, 0.0)
-        sh_m = np.where(tm >= tc, sh, 0.0)
+        # a memory efficiency binds where the bandwidth time is the op's, not the per-SM cap's
+        sh_m = np.where((tm >= tc) & (~capped if capped is not None else True), sh, 0.0)
     else:
         sh_c = sh_m = sh
     out: dict = {}
@@ -483,8 +500,11 @@ def _is_log(n):
 # not kept at this value; no pull toward it: a limit pulled toward "weak" stops mattering) and
 # their bounds. Start: 2048 FLOP (1024 int8 MACs, the dense tensor rate per SM-cycle of GeForce
 # and workstation cards Turing to Blackwell)
-SM_NOMINAL = {kn.SM_FLOP: 2048.0}
-SM_BOUNDS = {kn.SM_FLOP: (256.0, 1e6)}
+SM_NOMINAL = {kn.SM_FLOP: 2048.0, kn.SM_BYTES: 32.0}
+SM_BOUNDS = {kn.SM_FLOP: (256.0, 1e6), kn.SM_BYTES: (1.0, 1e5)}
+# limits whose time is a max() with another (kernels.SM_BYTES caps the bandwidth time): above the
+# bandwidth they cap they bind nothing, so a fit also starts them lower
+SM_CAPS = (kn.SM_BYTES,)
 
 
 def _scale(n):
@@ -531,6 +551,8 @@ def candidates(comp: _Compiled, points) -> list[str]:
         names.append("pipeline_overlap")
     if comp.model_rt and PER_SM and comp.smf.any():
         names.append(kn.SM_FLOP)
+    if comp.model_rt and PER_SM and PER_SM_BYTES and comp.smb.any():
+        names.append(kn.SM_BYTES)
     per_arch: dict = {}
     for p in points:
         a = kn.arch_key(p.setup.gpu)
@@ -677,6 +699,8 @@ def fit_runtime(runtime: str, points: Sequence[PublicPoint], base: cm.RuntimePro
     n = len(points)
     meas_s = _work(points) / np.array([p.measured for p in points])
     names = candidates(comp, points)
+    if runtime not in SM_BYTES_RUNTIMES:
+        names = [nm for nm in names if nm != kn.SM_BYTES]
     unbound = [nm for nm in names if BOUND_ONLY and _streams_as_gemv(nm)]
     names = [nm for nm in names if nm not in unbound]
     if runtime in PRIORS and FORK_SHARES:
@@ -690,7 +714,9 @@ def fit_runtime(runtime: str, points: Sequence[PublicPoint], base: cm.RuntimePro
     for mode in ("start", "low", "compute"):
         x0 = []
         for nm, r in zip(names, ref):
-            if not _is_eff(nm) or nm == "pipeline_overlap" or _is_log(nm):
+            if nm in SM_CAPS and mode != "start":
+                x0.append(r - math.log(4.0 if mode == "low" else 16.0))   # a cap binds only below its start
+            elif not _is_eff(nm) or nm == "pipeline_overlap" or _is_log(nm):
                 x0.append(r)
             elif mode == "start":
                 x0.append(r)
@@ -768,6 +794,10 @@ def _lr_pass(comp, start, names, unbound, chosen, fitted, meas_s, n):
                 if _ssr(comp, start, chosen + [nm], np.append(x0, low), meas_s, n) < \
                         _ssr(comp, start, chosen + [nm], np.append(x0, s0), meas_s, n):
                     s0 = low
+            elif nm in SM_CAPS:
+                # a cap binds no op above the bandwidth it caps (no sensitivity there): lower starts too
+                s0 = min((s0 - math.log(f) for f in (1.0, 4.0, 16.0)),
+                         key=lambda v: _ssr(comp, start, chosen + [nm], np.append(x0, v), meas_s, n))
             res = _lsq(comp, start, chosen + [nm], np.append(x0, s0), meas_s, n, max_nfev=LR_TRIAL_NFEV)
             trials.append((nm, 2.0 * res.cost, res.x))
         floor = n * LR_NOISE_FLOOR ** 2      # below this the points are fitted to their rounding

@@ -36,6 +36,13 @@ Kernel parameters that are not efficiencies live in the same table under their o
                         and the per-block scale arithmetic of a warp-level mma.sync kernel scale with
                         SMs x clock, not with the tensor peak; its time adds to the tensor time
                         (sm_ghz). 0 / absent: no such term.
+    "mmvq:bytes_per_sm_clk"  the weight GEMVs' (MMVQ, the f16 GEMV, mul_mat_id's GEMV) bytes per SM
+                        and clock cycle: a GEMV keeps only as many loads in flight as its resident
+                        warps issue, and by Little's law a stream of in-flight bytes / latency;
+                        with one row per warp that is a count per SM, so a card with much
+                        bandwidth per SM (HBM: A100, H100) streams a smaller share of it than a
+                        GeForce card. Its time adds to the bandwidth time (sm_ghz). 0 / absent:
+                        no such term.
 
 Two rules apply to every runtime model (not to `typical` / `ideal`) by the card's architecture:
 mma_peak_factor (ggml's own tensor-core kernels issue warp-level mma.sync, which on Hopper and
@@ -110,7 +117,8 @@ MMV_MAX_BATCH = 8            # ggml-cuda: MMVQ_MAX_BATCH_SIZE / the f16 GEMV up 
 MMQ_DP4A_MAX_BATCH = 64      # ggml-cuda mmq.cu: without int8 tensor cores MMQ only below 64 columns
 QUANTIZED_PREFILL = ("mmq", "dequant_cublas")
 SM_FLOP = "mmq:flop_per_sm_clk"    # MMQ's rate limit per SM and clock cycle (FLOP), beside the tensor peak
-SM_PARAMS = (SM_FLOP,)
+SM_BYTES = "mmvq:bytes_per_sm_clk"  # the weight GEMVs' streaming limit per SM and clock cycle (bytes)
+SM_PARAMS = (SM_FLOP, SM_BYTES)
 KERNEL_PARAMS = ("mmid:half_tokens", "mmid:layer_us") + SM_PARAMS
 
 
@@ -161,6 +169,7 @@ def sm_ghz(gpu) -> float:
 LEGACY_MMA_PEAK = {"9": 0.63, "10": 0.63}
 MMA_SYNC_PATHS = ("mmq", "mmid", "fa_mma", "mla_flash", "mla_absorbed", "mla_expand")
 SM_FLOP_PATHS = ("mmq", "mmid")
+SM_BYTES_PATHS = ("mmvq", "mmv", "mmid_vec")
 
 
 def mma_peak_factor(gpu, path: str | None) -> float:
@@ -177,6 +186,13 @@ def sm_flop(table: dict, path: str | None) -> float:
     if not table or path not in SM_FLOP_PATHS:
         return 0.0
     return table.get(SM_FLOP, 0.0)
+
+
+def sm_bytes(table: dict, path: str | None) -> float:
+    """The bytes per SM-cycle limit of a weight-GEMV path under a kernel table (0: none)."""
+    if not table or path not in SM_BYTES_PATHS:
+        return 0.0
+    return table.get(SM_BYTES, 0.0)
 
 
 def _key_ok(key: str) -> bool:
