@@ -462,14 +462,23 @@ def _text_options(text: str) -> dict:
 def _text_values(text: str) -> dict:
     """{option: the set of values `text` gives it}."""
     t = text or ""
-    found = {"n_ubatch": {int(m.group(1)) for m in re.finditer(r"\b(?:n_ubatch|ubatch|u-batch)\s*[=:]?\s*(\d+)", t, re.I)}
-             | {int(m.group(1)) for m in re.finditer(r"(?:^|\s)(?:-ub|--ubatch-size)[\s=]+(\d+)", t)},
+    # a value followed by ",x" is the first of a llama-bench list ("-fa 0,1", "-ub 512,2048"): one run per
+    # value, so no option of every record (lst: every value of the list)
+    lst = r"((?:[\w.-]+,)+[\w.-]+)(?![\w,])"
+    found = {"n_ubatch": {int(m.group(1)) for m in re.finditer(r"\b(?:n_ubatch|ubatch|u-batch)\s*[=:]?\s*(\d+)(?!\d|,\w)", t, re.I)}
+             | {int(m.group(1)) for m in re.finditer(r"(?:^|\s)(?:-ub|--ubatch-size)[\s=]+(\d+)(?!\d|,\w)", t)}
+             | {int(v) for m in re.finditer(r"(?:^|\s)(?:-ub|--ubatch-size)[\s=]+" + lst, t) for v in m.group(1).split(",")
+                if v.isdigit()},
              "flash_attn": {int(m.group(1).lower() in ("on", "1", "true")) for m in re.finditer(
-                 r"(?:^|[\s,;(])(?:-fa|fa|flash[_ ]attn|flash attention)\s*[=:]?\s*(on|off|0|1|true|false)\b", t, re.I)}
-             | {1 for _ in re.finditer(r"(?:^|[\s,;(])-fa\b(?!\s*[=:]?\s*(?:on|off|0|1|true|false)\b)", t)},
-             "mla": {m.group(1) for m in re.finditer(r"(?:^|[\s,;(])-?mla\s*[=:]?\s*(\d)\b", t, re.I)},
+                 r"(?:^|[\s,;(])(?:-fa|fa|flash[_ ]attn|flash attention)\s*[=:]?\s*(on|off|0|1|true|false)\b(?!,\w)", t, re.I)}
+             | {1 for _ in re.finditer(r"(?:^|[\s,;(])-fa\b(?!\s*[=:]?\s*(?:on|off|auto|0|1|true|false)\b)", t)}
+             | {int(v.lower() in ("on", "1", "true")) for m in re.finditer(r"(?:^|\s)(?:-fa|--flash-attn)[\s=]+" + lst, t)
+                for v in m.group(1).split(",")},
+             "mla": {m.group(1) for m in re.finditer(r"(?:^|[\s,;(])-?mla\s*[=:]?\s*(\d)\b(?!,\w)", t, re.I)}
+             | {v for m in re.finditer(r"(?:^|\s)-mla[\s=]+" + lst, t) for v in m.group(1).split(",")},
              "type_k": {m.group(1).lower() for m in re.finditer(r"\b(" + "|".join(_KV_TYPES) + r")\s+KV\b", t, re.I)}
-             | {m.group(1).lower() for m in re.finditer(r"(?:^|\s)(?:-ctk|--cache-type-k)[\s=]+(\w+)", t)}}
+             | {m.group(1).lower() for m in re.finditer(r"(?:^|\s)(?:-ctk|--cache-type-k)[\s=]+(\w+)\b(?!,\w)", t)}
+             | {v.lower() for m in re.finditer(r"(?:^|\s)(?:-ctk|--cache-type-k)[\s=]+" + lst, t) for v in m.group(1).split(",")}}
     return found
 
 

@@ -999,3 +999,29 @@ def test_gpu_counts_in_words_and_plurals():
     assert im.gpus_in("my two RTX 3090s over NVLink") == [("RTX 3090", 2)]
     assert im.gpus_in("Table 2 RTX 4090 results") == [("RTX 4090", None)]    # a bare digit before it is no count
     assert im.gpus_in("RTX 4090 on PCIe 4.0 x16") == [("RTX 4090", None)]
+
+
+# ---- the third audit: 2025-26 llama-bench options, command lines, card names ---------------------
+_CUDA_4090 = "ggml_cuda_init: found 1 CUDA devices:\n  Device 0: NVIDIA GeForce RTX 4090, compute capability 8.9, VMM: yes\n"
+
+
+def test_llama_bench_lists_on_the_command_line_leave_each_row_its_own_value(tmp_path):
+    # `-fa 0,1 -ub 512,2048 -ctk f16,q8_0`: one run per value, each row's column says which (the list is
+    # not a bare -fa, and the command line does not overwrite the rows' n_ubatch / type_k)
+    head = ("| model                          |       size |     params | backend    | ngl | n_ubatch | type_k |  fa |"
+            "            test |                  t/s |\n"
+            "| ------------------------------ | ---------: | ---------: | ---------- | --: | -------: | ------ | --: |"
+            " --------------: | -------------------: |\n")
+
+    def row(ub, tk, fa, ts):
+        return (f"| qwen3moe 30B.A3B Q4_K - Medium |  17.28 GiB |    30.53 B | CUDA       |  99 | {ub:>8} | {tk:6} | {fa:>3} |"
+                f"          pp2048 | {ts:>20} |\n")
+    p = write(tmp_path, "lists.md", "$ llama-bench -m Qwen3-30B-A3B-Q4_K_M.gguf -ngl 99 -fa 0,1 -ub 512,2048 -ctk f16,q8_0 -p 2048 -n 0\n"
+              + _CUDA_4090 + head + row(512, "f16", 0, "8120.40 ± 20.10") + row(2048, "q8_0", 1, "11840.30 ± 31.02"))
+    a, b = im.read(p)
+    assert [(r["n_ubatch"], r["type_k"], r["flash_attn"], r["avg_ts"]) for r in (a, b)] == [
+        (512, "f16", 0, 8120.4), (2048, "q8_0", 1, 11840.3)]
+    # one value (the same in a list, or a bare value) still tells a table without the column
+    assert im._command_args("llama-bench -fa 1,1 -ub 1024", {})["flash_attn"] == 1
+    assert "flash_attn" not in im._command_args("llama-bench -fa on,off", {})
+    assert im._command_args("llama-bench -fa -ngl 99", {})["flash_attn"] == 1     # the older bare switch

@@ -590,3 +590,18 @@ def test_the_old_fa_default_is_mainline_llama_bench_s_only(tmp_path):
     pr.main([str(src), "--out", str(out)])
     (r,) = _load(out, "judy")
     assert r["runtime"] == "ik_llama.cpp" and "flash_attn" not in r and "fa" not in r["runtime_options"]
+
+
+# ---- the third audit ------------------------------------------------------------------------------
+def test_a_sidecar_command_with_llama_bench_lists(tmp_path):
+    # the sidecar's `llama-bench -fa 0,1`: both rows kept, each with its fa column (not "the command says 1")
+    d = str(tmp_path)
+    head = LBH.replace("| fa |", "| fa |")
+    rows = _lbr("llama 8B Q4_K - Medium", "pp512", "9812.30 ± 40.10").replace("|  1 |", "|  0 |") \
+        + _lbr("llama 8B Q4_K - Medium", "pp512", "10410.20 ± 41.30")
+    _write(d, "fa01.md", head + rows + "\nbuild: 2b3c4d5e (6500)\n",
+           "URL: https://example.org/fa01\nGPU: NVIDIA A100-SXM4-80GB\nModel: Meta-Llama-3-8B-Instruct Q4_K_M\n"
+           "Command: llama-bench -m Meta-Llama-3-8B-Instruct-Q4_K_M.gguf -fa 0,1 -ub 512,2048\n")
+    _, recs = pr.generic_records(os.path.join(d, "fa01.md"))
+    assert [(r["flash_attn"], r["runtime_options"]["fa"], r["avg_ts"]) for r in recs] == [(0, "0", 9812.3), (1, "1", 10410.2)]
+    assert {r["hardware"] for r in recs} == {"a100-sxm-80gb"} and "n_ubatch" not in recs[0].get("from_sidecar", [])

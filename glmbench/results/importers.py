@@ -765,8 +765,9 @@ def _apply_meta(r: dict, meta: dict | None, inferred: dict):
             continue
         if k in ("device", "hardware", "n_cards", "split") and own_card:
             continue  # the row's own gpu_info
-        if k in ("flash_attn", "weights", "backend") and r.get(k) is not None:
-            continue
+        if k in ("flash_attn", "weights", "backend", "n_ubatch", "n_batch", "n_gpu_layers", "n_threads", "type_k",
+                 "type_v", "mla") and r.get(k) is not None:
+            continue    # the row's own column (or the header line's) over the command line's
         r[k] = v
     if inferred:
         r["inferred"] = inferred
@@ -980,6 +981,12 @@ def _command_args(line: str, assigned: dict) -> dict:
         elif t in ("-fa", "--flash-attn"):
             if val is not None and val.lower() in ("on", "off", "auto", "0", "1", "true", "false"):
                 out["flash_attn"] = _flag(val)
+                i += 1
+            elif val is not None and re.fullmatch(r"(?:on|off|auto|-?[01]|true|false)(?:,(?:on|off|auto|-?[01]|true|false))+",
+                                                  val.lower()):
+                # llama-bench's list ("-fa 0,1"): one run per value, the table's fa column says which
+                if len({_flag(v) for v in val.split(",")}) == 1:
+                    out["flash_attn"] = _flag(val.split(",")[0])
                 i += 1
             else:
                 out["flash_attn"] = 1   # older builds: a bare switch
@@ -1402,15 +1409,18 @@ def _block_meta(b, ctx, text, text_before, fname, weights_seen):
                 meta[k] = int(v) if k == "n_ubatch" and re.fullmatch(r"\d+", str(v)) else v
                 inferred[k] = f"{v} (from the options quoted in the {where})"
                 break
+    # a llama-bench list ("-ub 512,2048", "-ctk f16,q8_0") is one run per value: the table's column says
+    # which, the list says nothing of a row
+    single = {k: v for k, v in opts.items() if not (isinstance(v, str) and "," in v)}
     for k in ("n_gpu_layers", "n_ubatch", "n_batch", "n_threads"):
-        if k in opts and not b.main.get(k):
-            v = opts[k]
+        if k in single and not b.main.get(k):
+            v = single[k]
             meta[k] = int(v) if re.fullmatch(r"-?\d+", str(v)) else v
     for k in ("type_k", "type_v"):
-        if k in opts:
-            meta[k] = _kv_name(opts[k])
-    if "mla" in opts:
-        meta["mla"] = opts["mla"]
+        if k in single:
+            meta[k] = _kv_name(single[k])
+    if "mla" in single:
+        meta["mla"] = single["mla"]
     if opts.get("fmoe"):
         meta["fmoe"] = True
     if b.cmd:
