@@ -301,8 +301,20 @@ def _vllm_kv(weights):
     return weights if weights in ("bf16", "f16", "f32") else "bf16"
 
 
-def _offloaded(r, layers):
-    """Why a llama.cpp record ran partly on the CPU (the runtime models are of all-GPU runs), or None."""
+def _offloaded(r, layers, side_cmd=None):
+    """Why a llama.cpp record ran partly on the CPU (the runtime models are of all-GPU runs), or None:
+    the record's own fields, else the sidecar's command line (`side_cmd`, where the paste states none of them)."""
+    if side_cmd:
+        a = importers._command_args(side_cmd, {})
+        said = {k: a[k] for k in ("n_cpu_moe", "tensor_buft_overrides", "no_kv_offload", "n_gpu_layers")
+                if a.get(k) is not None and r.get(k) is None and "," not in str(a[k])}
+        if said.get("n_cpu_moe") is not None or said.get("n_gpu_layers") is not None:
+            try:
+                said.update((k, int(said[k])) for k in ("n_cpu_moe", "n_gpu_layers") if k in said)
+            except ValueError:
+                said.pop("n_cpu_moe", None), said.pop("n_gpu_layers", None)
+        why = _offloaded(dict(r, **said), layers) if said else None
+        return why + " (the sidecar's command line)" if why and not _offloaded(r, layers) else _offloaded(r, layers)
     if int(r.get("n_cpu_moe") or 0) > 0:
         return f"n_cpu_moe {r['n_cpu_moe']} (expert weights on the CPU)"
     ot = str(r.get("tensor_buft_overrides") or "none").strip()
@@ -737,14 +749,15 @@ def generic_records(path, cfgs: dict | None = None) -> tuple[str, list]:
     offloaded = []
     kept = []
     for r in recs:
-        why = _offloaded(r, cm_layers(r.get("model")))
+        why = _offloaded(r, cm_layers(r.get("model")), cmd)
         if why:
             offloaded.append((str(r["source"]).rsplit(":", 1)[1], why))
         else:
             kept.append(r)
     if offloaded:
         recs = kept
-        said = "; ".join(f"line {ln}: {why}" for ln, why in offloaded[:3]) + (" ..." if len(offloaded) > 3 else "")
+        lines = list(dict.fromkeys(offloaded))     # a sweep-bench row is two records (pp, tg) of one line
+        said = "; ".join(f"line {ln}: {why}" for ln, why in lines[:3]) + (" ..." if len(lines) > 3 else "")
         if not recs:
             raise Skip(f"{name}: every record ran partly on the CPU ({said}): not an all-GPU point")
         note = (note + "; " if note else "") + f"{len(offloaded)} record(s) left out, partly on the CPU ({said})"

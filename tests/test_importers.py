@@ -1025,3 +1025,33 @@ def test_llama_bench_lists_on_the_command_line_leave_each_row_its_own_value(tmp_
     assert im._command_args("llama-bench -fa 1,1 -ub 1024", {})["flash_attn"] == 1
     assert "flash_attn" not in im._command_args("llama-bench -fa on,off", {})
     assert im._command_args("llama-bench -fa -ngl 99", {})["flash_attn"] == 1     # the older bare switch
+
+
+def test_a_command_over_several_lines_and_what_it_puts_on_the_cpu(tmp_path):
+    # `llama-sweep-bench \` continued over lines is one command: its --model (the weights) and its -ot
+    sweep = ("main: n_kv_max = 32768, n_batch = 4096, n_ubatch = 4096, flash_attn = 1, n_gpu_layers = 99, n_threads = 24, "
+             "n_threads_batch = 24\n\n"
+             "|    PP |     TG |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |\n"
+             "|-------|--------|--------|----------|----------|----------|----------|\n"
+             "|  4096 |   1024 |      0 |   22.141 |   185.00 |   91.429 |    11.20 |\n")
+    cmd = ("./build/bin/llama-sweep-bench \\\n    --model /mnt/DeepSeek-R1-0528-IQ2_K_R4-00001-of-00005.gguf \\\n"
+           "    -mla 3 -fa -amb 512 -fmoe \\\n    -ctk q8_0 -c 32768 \\\n    -ngl 99 -ot exps=CPU \\\n"
+           "    --threads 24 -ub 4096 -b 4096\n\n" + _CUDA_4090 + "\n")
+    pp, tg = im.read(write(tmp_path, "ot.md", cmd + sweep))
+    assert (pp["model"], pp["weights"], pp["type_k"], pp["mla"], pp["tensor_buft_overrides"], pp["hardware"]) == (
+        "deepseek-r1", "IQ2_K_R4", "q8_0", "3", "exps=CPU", "rtx-4090")
+    assert pp["command"].startswith("./build/bin/llama-sweep-bench --model /mnt/DeepSeek-R1-0528") and "-ot exps=CPU" in pp["command"]
+    # --n-cpu-moe N, --cpu-moe and -nkvo on the command line are said too (a sweep table has no column for them)
+    for flags, field, value in (("--n-cpu-moe 28", "n_cpu_moe", 28), ("--cpu-moe", "tensor_buft_overrides", "exps=CPU (--cpu-moe)"),
+                                ("-nkvo", "no_kv_offload", True)):
+        p = write(tmp_path, "c.md", f"llama-sweep-bench -m GLM-4.5-Air-Q4_K_M.gguf -c 8192 -ngl 99 {flags} -fa on\n\n" + sweep)
+        assert im.read(p)[0][field] == value
+    # a llama-bench row's own ot column is what it ran with
+    (r,) = im.read(write(tmp_path, "lb.md", "$ llama-bench -m x.gguf -ot exps=CPU\n" + _CUDA_4090 + _LB_HEAD.format(x="ot")
+                         + _lb_row("CUDA", "exps=CPU", "tg128", "20.10 ± 0.10")), model="llama-3.1-8b")
+    assert r["tensor_buft_overrides"] == "exps=CPU"
+    # a vLLM server started over several lines: its model and its -tp
+    serve = ("vllm serve \\\n  Qwen/Qwen2.5-32B-Instruct-AWQ \\\n  --tensor-parallel-size 2\n"
+             "vllm bench serve --model Qwen/Qwen2.5-32B-Instruct-AWQ --max-concurrency 32\nH100 SXM\n" + _SERVE)
+    (r,) = im.read(write(tmp_path, "tp.log", serve))
+    assert (r["model"], r["weights"], r["n_cards"]) == ("qwen2.5-32b", "awq", 2)

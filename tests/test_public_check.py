@@ -605,3 +605,28 @@ def test_a_sidecar_command_with_llama_bench_lists(tmp_path):
     _, recs = pr.generic_records(os.path.join(d, "fa01.md"))
     assert [(r["flash_attn"], r["runtime_options"]["fa"], r["avg_ts"]) for r in recs] == [(0, "0", 9812.3), (1, "1", 10410.2)]
     assert {r["hardware"] for r in recs} == {"a100-sxm-80gb"} and "n_ubatch" not in recs[0].get("from_sidecar", [])
+
+
+def test_runs_partly_on_the_cpu_said_only_on_a_command_line(tmp_path):
+    # a sweep-bench table has no column for -ot / --n-cpu-moe / -nkvo: its pasted command line, else the
+    # sidecar's, says the experts or the KV cache were on the CPU; left out as such
+    d = str(tmp_path)
+    sweep = ("main: n_kv_max = 8192, n_batch = 2048, n_ubatch = 2048, flash_attn_type = 1, n_gpu_layers = 99, n_threads = 16, "
+             "n_threads_batch = 16\n\n"
+             "|    PP |     TG |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |\n"
+             "|-------|--------|--------|----------|----------|----------|----------|\n"
+             "|  2048 |    512 |      0 |    4.995 |   410.00 |   36.056 |    14.20 |\n")
+    side = "URL: https://example.org/air\nGPU: RTX 3090\nModel: unsloth/GLM-4.5-Air-GGUF Q4_K_M\n"
+    _write(d, "ncmoe.md", "llama-sweep-bench -m GLM-4.5-Air-Q4_K_M-00001-of-00002.gguf -c 8192 -ngl 99 --n-cpu-moe 28 -fa on\n\n"
+           + sweep, side)
+    with pytest.raises(pr.Skip, match=r"^ncmoe\.md: every record ran partly on the CPU \(line 7: n_cpu_moe 28 \(expert weights "
+                                      r"on the CPU\)\): not an all-GPU point$"):
+        pr.generic_records(os.path.join(d, "ncmoe.md"))
+    _write(d, "side.md", sweep, side + "Command: llama-sweep-bench -m GLM-4.5-Air-Q4_K_M.gguf -c 8192 -ngl 99 -ot exps=CPU -fa on\n")
+    with pytest.raises(pr.Skip, match=r"^side\.md: every record ran partly on the CPU \(line 5: tensor overrides 'exps=CPU' "
+                                      r"\(-ot: tensors on another buffer\) \(the sidecar's command line\)\)"):
+        pr.generic_records(os.path.join(d, "side.md"))
+    # all on the GPU: kept
+    _write(d, "gpu.md", sweep, side + "Command: llama-sweep-bench -m GLM-4.5-Air-Q4_K_M.gguf -c 8192 -ngl 99 -fa on\n")
+    _, recs = pr.generic_records(os.path.join(d, "gpu.md"))
+    assert [(r["test"], r["avg_ts"]) for r in recs] == [("pp", 410.0), ("tg", 14.2)]

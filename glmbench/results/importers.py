@@ -766,7 +766,7 @@ def _apply_meta(r: dict, meta: dict | None, inferred: dict):
         if k in ("device", "hardware", "n_cards", "split") and own_card:
             continue  # the row's own gpu_info
         if k in ("flash_attn", "weights", "backend", "n_ubatch", "n_batch", "n_gpu_layers", "n_threads", "type_k",
-                 "type_v", "mla") and r.get(k) is not None:
+                 "type_v", "mla", "tensor_buft_overrides", "n_cpu_moe", "no_kv_offload") and r.get(k) is not None:
             continue    # the row's own column (or the header line's) over the command line's
         r[k] = v
     if inferred:
@@ -992,6 +992,16 @@ def _command_args(line: str, assigned: dict) -> dict:
                 out["flash_attn"] = 1   # older builds: a bare switch
         elif t in ("-fmoe", "--fused-moe"):
             out["fmoe"] = True
+        elif t in ("-ot", "--override-tensor") and val is not None:     # tensors on another buffer (exps=CPU)
+            out["tensor_buft_overrides"] = ",".join(x for x in (out.get("tensor_buft_overrides"), val) if x)
+            i += 1
+        elif t in ("--n-cpu-moe", "-ncmoe") and val is not None:        # the experts of N layers on the CPU
+            out["n_cpu_moe"] = val
+            i += 1
+        elif t in ("--cpu-moe", "-cmoe"):                               # every expert on the CPU
+            out["tensor_buft_overrides"] = ",".join(x for x in (out.get("tensor_buft_overrides"), "exps=CPU (--cpu-moe)") if x)
+        elif t in ("-nkvo", "--no-kv-offload"):
+            out["no_kv_offload"] = True
         elif t == "serve" and i > 0 and toks[i - 1].endswith("vllm") and val is not None:
             positional_model = val
         i += 1
@@ -1184,7 +1194,12 @@ def _scan(text) -> tuple[list[_Block], dict]:
             if last_kind not in ("device", "init"):
                 devices = {}
         if _CMD_RE.search(ln):
-            cmd = (no, st, _command_args(ln, assigned))
+            # a command continued over lines (" \\" in a shell, " ^" in cmd.exe, " `" in PowerShell) is one
+            full, j = ln, i
+            while re.search(r"\s[\\^`]\s*$", full) and j + 1 < n and lines[j + 1].strip():
+                j += 1
+                full = re.sub(r"\s[\\^`]\s*$", " ", full) + lines[j].strip()
+            cmd = (no, " ".join(full.split()), _command_args(full, assigned))
             cmds.append(cmd)
         mm2 = re.search(r"^\s*[\w.:-]+: (n_kv_max = .*)$", ln)
         if mm2:
@@ -1421,6 +1436,14 @@ def _block_meta(b, ctx, text, text_before, fname, weights_seen):
             meta[k] = _kv_name(single[k])
     if "mla" in single:
         meta["mla"] = single["mla"]
+    # what runs on the CPU (-ot exps=CPU, --n-cpu-moe N, --cpu-moe, -nkvo): a table without llama-bench's
+    # columns for them (sweep-bench's) says so only on its command line
+    if single.get("tensor_buft_overrides"):
+        meta["tensor_buft_overrides"] = single["tensor_buft_overrides"]
+    if re.fullmatch(r"\d+", str(single.get("n_cpu_moe", ""))):
+        meta["n_cpu_moe"] = int(single["n_cpu_moe"])
+    if single.get("no_kv_offload"):
+        meta["no_kv_offload"] = True
     if opts.get("fmoe"):
         meta["fmoe"] = True
     if b.cmd:
@@ -1586,11 +1609,10 @@ def _pasted_serve(b, ctx, meta, inferred, text_before, models_seen):
             _fail(ctx.path, line, f"a serving benchmark block without its `{k}` line")
     # the model: every command line of the text (server and client) names it the same way
     names = []
-    for ln in text_before.splitlines():
-        if _CMD_RE.search(ln):
-            mname = _command_args(ln, {}).get("model")
-            if mname and mname not in names:
-                names.append(mname)
+    for c in b.cmds:
+        mname = c[2].get("model")
+        if mname and mname not in names:
+            names.append(mname)
     if ctx.model:
         model, how = ctx.model, "given (--model)"
     else:
