@@ -1055,3 +1055,20 @@ def test_a_command_over_several_lines_and_what_it_puts_on_the_cpu(tmp_path):
              "vllm bench serve --model Qwen/Qwen2.5-32B-Instruct-AWQ --max-concurrency 32\nH100 SXM\n" + _SERVE)
     (r,) = im.read(write(tmp_path, "tp.log", serve))
     assert (r["model"], r["weights"], r["n_cards"]) == ("qwen2.5-32b", "awq", 2)
+
+
+def test_the_kv_cache_type_is_not_the_weights(tmp_path):
+    # `-m "$MODEL" -ctk q8_0`: the model file is not in the paste, and q8_0 is the KV cache's type, not the weights'
+    sweep = ("main: n_kv_max = 8192, n_batch = 2048, n_ubatch = 512, flash_attn = 1, n_gpu_layers = 99, n_threads = 16, "
+             "n_threads_batch = 16\n\n"
+             "|    PP |     TG |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |\n"
+             "|-------|--------|--------|----------|----------|----------|----------|\n"
+             "|   512 |    128 |      0 |    0.089 |  5752.81 |    0.751 |   170.44 |\n")
+    p = write(tmp_path, "kv.md", '```\n./build/bin/llama-sweep-bench -m "$MODEL" -c 8192 -ngl 99 -fa -ctk q8_0 -ctv q8_0 -fmoe\n```\n\n'
+              + _CUDA_4090 + "\n" + sweep)
+    pp, _ = im.read(p, model="qwen3-30b-a3b")
+    assert (pp["type_k"], pp.get("weights")) == ("q8_0", None)
+    # nor in prose: "q8_0 KV" / "--cache-type-k=q8_0"; the weights the prose names are still read
+    p = write(tmp_path, "kv2.md", "Qwen3-30B-A3B Q4_K_M, q8_0 KV, --cache-type-k=q8_0:\n\n" + sweep)
+    pp, _ = im.read(p, model="qwen3-30b-a3b")
+    assert pp["weights"] == "Q4_K_M"

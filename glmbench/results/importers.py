@@ -1465,6 +1465,8 @@ def _block_meta(b, ctx, text, text_before, fname, weights_seen):
                          ("file's other table", weights_seen[0] if len(weights_seen) == 1 else ""))):
             if not t:
                 continue
+            # the KV cache's type is no weight format: "-ctk q8_0", "--cache-type-v=q4_0", "q8_0 KV"
+            t = _KV_TEXT.sub(" ", t)
             found = {quant_name(q) for q in _QUANT_RE.findall(t)} - {None}
             if b.kind == "serve" and not found and where != "file's other table":   # an HF checkpoint's name
                 found = {checkpoint_quant(t)} - {None}
@@ -1482,6 +1484,10 @@ def _block_meta(b, ctx, text, text_before, fname, weights_seen):
             inferred["weights"] = f"{w} (from the {whow})"
     meta["inferred"] = inferred
     return meta, inferred
+
+
+_KV_TEXT = re.compile(r"(?:(?<=\s)|^)(?:-ctk|-ctv|-ctkd|-ctvd|--cache-type-[kv](?:-draft)?)(?:\s+|=)\S+"
+                      r"|\b(?:f16|bf16|f32|q8_0|q4_0|q4_1|q5_0|q5_1|iq4_nl)\s+(?:KV|K/V|K|V)\b", re.I)
 
 
 # llama-bench's -fa default was 0 (off) until its auto mode (2025-08/09, about build 6300; auto = -1 in its
