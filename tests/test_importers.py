@@ -11,6 +11,7 @@ import pytest
 
 from glmbench import vocab
 from glmbench.predict import costmodel as cm
+from glmbench.predict import hardware
 from glmbench.predict import sweep
 from glmbench.results import compare as cmp
 from glmbench.results import importers as im
@@ -1072,3 +1073,18 @@ def test_the_kv_cache_type_is_not_the_weights(tmp_path):
     p = write(tmp_path, "kv2.md", "Qwen3-30B-A3B Q4_K_M, q8_0 KV, --cache-type-k=q8_0:\n\n" + sweep)
     pp, _ = im.read(p, model="qwen3-30b-a3b")
     assert pp["weights"] == "Q4_K_M"
+
+
+def test_the_words_after_a_gpu_name_that_pick_its_variant():
+    # memory / form factor / "Ada" after the name pick another card of the catalog: kept with the name
+    assert im.gpus_in("1x H100 80GB PCIe") == [("H100 80GB PCIe", 1)]
+    assert im.gpus_in("4 x NVIDIA A100-SXM4-40GB") == [("A100 SXM4 40GB", 4)]
+    assert im.gpus_in("2x NVIDIA A100 80GB PCIe") == [("A100 80GB PCIe", 2)]
+    assert im.gpus_in("2x NVIDIA RTX 6000 Ada Generation") == [("RTX 6000 Ada Generation", 2)]
+    assert im.gpus_in("RTX 4060 Ti 16GB") == [("RTX 4060 Ti 16GB", None)]
+    assert im.gpus_in("H100 80GB PCIe x4") == [("H100 80GB PCIe", 4)]
+    assert [hardware.resolve_gpu_name(n) for n, _ in im.gpus_in("1x H100 80GB PCIe, 2x RTX 6000 Ada, RTX 4000 SFF Ada")] == [
+        "h100-pcie", "rtx-6000-ada", "rtx-4000-sff-ada"]
+    # words that pick the card the bare name is anyway add nothing
+    assert im.gpus_in("1x H100 80GB SXM5") == [("H100", 1)]
+    assert im.gpus_in("RTX 4090 24GB") == [("RTX 4090", None)]

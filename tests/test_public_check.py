@@ -630,3 +630,14 @@ def test_runs_partly_on_the_cpu_said_only_on_a_command_line(tmp_path):
     _write(d, "gpu.md", sweep, side + "Command: llama-sweep-bench -m GLM-4.5-Air-Q4_K_M.gguf -c 8192 -ngl 99 -fa on\n")
     _, recs = pr.generic_records(os.path.join(d, "gpu.md"))
     assert [(r["test"], r["avg_ts"]) for r in recs] == [("pp", 410.0), ("tg", 14.2)]
+
+
+@pytest.mark.parametrize("gpu,key,n", [("1x H100 80GB PCIe", "h100-pcie", 1), ("2x NVIDIA A100 80GB PCIe", "a100-pcie-80gb", 2),
+                                       ("4 x NVIDIA A100-SXM4-40GB", "a100-sxm-40gb", 4),
+                                       ("2x NVIDIA RTX 6000 Ada Generation", "rtx-6000-ada", 2),
+                                       ("4x RTX 3090 (PCIe 4.0 x8)", "rtx-3090", 4), ("1x H100 80GB SXM5", "h100-sxm", 1),
+                                       ("8x NVIDIA H200 141GB SXM", "h200-sxm", 8), ("RTX 4090 24GB", "rtx-4090", 1)])
+def test_sidecar_gpu_lines_with_memory_and_form_factor(gpu, key, n):
+    r = {"hardware": None}
+    assert "hardware" in pr._fill_from_sidecar(r, {"gpu": gpu})
+    assert (r["hardware"], r["n_cards"]) == (key, n)

@@ -914,6 +914,8 @@ _GPU_TEXT = (
 )
 
 
+_GPU_QUALIFIERS = re.compile(r"(?:[\s_-]*(?:\d{1,3}\s*GB|sxm\d?|pcie|nvl|hbm\d?e?|sff|ada(?:[\s_-]*generation)?)(?![a-z0-9]))*",
+                             re.I)
 _COUNT_WORDS = {"dual": 2, "double": 2, "two": 2, "triple": 3, "three": 3, "quad": 4, "four": 4, "six": 6, "eight": 8}
 
 
@@ -929,8 +931,16 @@ def gpus_in(text: str | None) -> list[tuple[str, int | None]]:
             g = name(m)
             if i == 2 and _hardware_key(g) is None:
                 continue   # a letter and digits ("a28_run.md", "h12"): only a data-centre card the catalog knows
+            end = m.end()
+            # the words after the name that pick another variant of it: "H100 80GB PCIe" (not the SXM card),
+            # "A100-SXM4-40GB", "RTX 6000 Ada Generation" (not the Turing Quadro), "RTX 4060 Ti 16GB"
+            q = _GPU_QUALIFIERS.match(text, end)
+            if q and q.group(0).strip(" _-"):
+                longer = g + " " + " ".join(re.split(r"[\s_-]+", q.group(0).strip(" _-")))
+                if _hardware_key(longer) not in (None, _hardware_key(g)):
+                    g, end = longer, q.end()
             if not n:      # the count after the name: "RTX 3090 x2 (NVLink)", "A100 80GB ×4" (not "PCIe 4.0 x16")
-                after = re.match(r"(?:\s*\d+\s*GB)?\s*[x×]\s*(\d{1,2})(?![\w.])", text[m.end():], re.I)
+                after = re.match(r"(?:\s*\d+\s*GB)?\s*[x×]\s*(\d{1,2})(?![\w.])", text[end:], re.I)
                 n = after.group(1) if after else None
             if not n:      # a count in words before it: "dual RTX 3090", "two RTX 3090s" (a bare digit there,
                            # "Table 2 RTX 4090", is not taken for one)
