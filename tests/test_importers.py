@@ -1088,3 +1088,19 @@ def test_the_words_after_a_gpu_name_that_pick_its_variant():
     # words that pick the card the bare name is anyway add nothing
     assert im.gpus_in("1x H100 80GB SXM5") == [("H100", 1)]
     assert im.gpus_in("RTX 4090 24GB") == [("RTX 4090", None)]
+
+
+def test_glm_4_5_params_as_llama_bench_counts_them(tmp_path):
+    # llama.cpp's GGUF of GLM-4.5 / 4.5-Air keeps the MTP layer (blk.N.nextn.*): llama-bench prints 110.47 B
+    # for GLM-4.5-Air (106.85 B without it, 3.4% away) and 358.34 B for GLM-4.5 / 4.6
+    head = _LB_HEAD.format(x="fa")
+    row = "| glm4moe 106B.A12B Q4_K - Medium |  68.01 GiB |   110.47 B | CUDA       |  99 |         1 |           tg128 |        38.91 ± 0.12 |\n"
+    (r,) = im.read(write(tmp_path, "air.md", _CUDA_4090 + head + row))
+    assert r["model"] == "glm-4.5-air" and "110.47 B params" in r["inferred"]["model"]
+    big = row.replace("glm4moe 106B.A12B", "glm4moe 355B.A32B").replace("110.47 B", "358.34 B").replace(" 68.01 GiB", "201.12 GiB")
+    with pytest.raises(im.FormatError, match=r"fits several built-in models: glm-4.5, glm-4.6"):
+        im.read(write(tmp_path, "big.md", _CUDA_4090 + head + big))
+    (r,) = im.read(write(tmp_path, "GLM-4.6-Q4_K_M_4090.md", _CUDA_4090 + head + big))
+    assert r["model"] == "glm-4.6"
+    # the other families' counts are their totals, as before
+    assert im.model_candidates("qwen3moe 30B.A3B Q4_K - Medium", 30.53e9)[0] == ["qwen3-30b-a3b", "qwen3-coder-30b-a3b"]

@@ -336,6 +336,21 @@ def _arch_of(model_type: str) -> str:
     return _HF_TO_ARCH.get(model_type, model_type.replace("_", ""))
 
 
+def _gguf_params(c) -> int:
+    """The parameter count llama-bench prints for a config: its total, plus for GLM-4.5 / 4.6 (glm4_moe) the
+    multi-token-prediction layers the HF checkpoint holds and llama.cpp's converter keeps in the GGUF
+    (blk.N.nextn.*: a MoE layer with its eh_proj, norms, embed_tokens and shared_head; GLM-4.5-Air 110.47 B
+    where its total without them is 106.85 B, more than PARAMS_TOLERANCE apart)."""
+    total = c.total_params()
+    n_mtp = int((getattr(c, "hf", None) or {}).get("num_nextn_predict_layers") or 0)
+    if c.model_type != "glm4_moe" or not n_mtp:
+        return total
+    h = c.hidden_size
+    layer = (c.attention_params() + c.n_layer_norms * h + c.router_params() + c.n_routed_experts * c.expert_params()
+             + c.shared_expert_params())
+    return total + n_mtp * (layer + 2 * h * h + 3 * h + 2 * c.vocab_size * h)
+
+
 _BUILTIN_CACHE: dict = {}
 
 
@@ -348,7 +363,7 @@ def _builtins() -> dict:
         for n in names:
             try:
                 c = configs.load(n)
-                info[n] = (_arch_of(c.model_type), c.total_params())
+                info[n] = (_arch_of(c.model_type), _gguf_params(c))
             except (ValueError, TypeError, KeyError, OSError):
                 continue
         _BUILTIN_CACHE.update(names=names, info=info)
