@@ -559,10 +559,20 @@ def _date_of(side: dict) -> str:
     m = re.search(r"\b(20\d{2})[/.](\d{1,2})(?:[/.](\d{1,2}))?\b", d)      # "2025/08/03", "2025.8.3"
     if m and 1 <= int(m.group(2)) <= 12 and (m.group(3) is None or 1 <= int(m.group(3)) <= 31):
         return f"{m.group(1)}-{int(m.group(2)):02d}" + (f"-{int(m.group(3)):02d}" if m.group(3) else "")
-    m = re.search(r"\b(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?\s+(\d{1,2}),?\s+(?:[\d:]+\s+)?(\d{4})\b", d)
+    mon_re = (r"(Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sep(?:t(?:ember)?)?|"
+              r"Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\.?(?![a-z])")
+
+    def mon(name):
+        return "janfebmaraprmayjunjulaugsepoctnovdec".index(name[:3].lower()) // 3 + 1
+    m = re.search(r"\b" + mon_re + r"\s+(\d{1,2}),?\s+(?:[\d:]+\s+)?(\d{4})\b", d, re.I)
     if m:
-        mon = "JanFebMarAprMayJunJulAugSepOctNovDec".index(m.group(1)) // 3 + 1
-        return f"{m.group(3)}-{mon:02d}-{int(m.group(2)):02d}"
+        return f"{m.group(3)}-{mon(m.group(1)):02d}-{int(m.group(2)):02d}"
+    m = re.search(r"\b(\d{1,2})(?:st|nd|rd|th)?\s+" + mon_re + r",?\s+(\d{4})\b", d, re.I)       # "14 Mar 2025"
+    if m and 1 <= int(m.group(1)) <= 31:
+        return f"{m.group(3)}-{mon(m.group(2)):02d}-{int(m.group(1)):02d}"
+    m = re.search(r"\b" + mon_re + r",?\s+(\d{4})\b", d, re.I)                                  # "March 2025"
+    if m:
+        return f"{m.group(2)}-{mon(m.group(1)):02d}"
     for v in side.values():                     # a date anywhere (the URL's or the repository's line)
         m = re.search(r"\b(20\d{2}-\d{2}(?:-\d{2})?)\b", v)
         if m:

@@ -641,3 +641,11 @@ def test_sidecar_gpu_lines_with_memory_and_form_factor(gpu, key, n):
     r = {"hardware": None}
     assert "hardware" in pr._fill_from_sidecar(r, {"gpu": gpu})
     assert (r["hardware"], r["n_cards"]) == (key, n)
+
+
+@pytest.mark.parametrize("date,iso", [("2025-03-14", "2025-03-14"), ("14 Mar 2025", "2025-03-14"), ("3 Nov 2025", "2025-11-03"),
+                                      ("March 2025", "2025-03"), ("Sept. 2025", "2025-09"), ("Feb 2026", "2026-02"),
+                                      ("Apr 19, 2025", "2025-04-19"), ("the 21st March 2025", "2025-03-21"),
+                                      ("Sun Nov  2 10:43:25 2025", "2025-11-02"), ("sometime in spring", "sometime in spring")])
+def test_sidecar_dates_as_people_write_them(date, iso):
+    assert pr._date_of({"date": date}) == iso
