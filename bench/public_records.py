@@ -580,10 +580,27 @@ def _date_of(side: dict) -> str:
     return d or "not stated"
 
 
+def _cards_run(cmd: str | None, n: int) -> int:
+    """How many of the `n` cards a sidecar's GPU line names the sidecar's command ran on: its
+    CUDA_VISIBLE_DEVICES, -sm none, -dev, a vLLM server's -tp; else all `n`."""
+    a = importers._command_args(cmd or "", {})
+    if a.get("visible_devices"):
+        return len(a["visible_devices"])
+    if str(a.get("split_mode", "")).lower() == "none":
+        return 1
+    dev = str(a.get("devices") or "")
+    if dev and dev.lower() not in ("auto", "none") and "," not in dev:
+        return len([d for d in dev.split("/") if d.strip()])
+    if re.fullmatch(r"\d+", str(a.get("tensor_parallel", ""))):
+        return int(a["tensor_parallel"])
+    return n
+
+
 def _fill_from_sidecar(r: dict, side: dict) -> list:
     """The card, model and weights the sidecar names where the paste does not: the fields filled."""
     filled = []
     if r.get("hardware") is None:
+        count = None
         g = _side(side, "gpu") or ""
         key = hardware.resolve_gpu_name(g)
         bare = re.fullmatch(r"\s*(?:(\d)\s*[x×]\s*)?([2-5]0[5-9]0)([\s_-]*(?:ti|super))?(?:[\s_-]*(\d+)\s*GB)?"
@@ -593,15 +610,16 @@ def _fill_from_sidecar(r: dict, side: dict) -> list:
             suf = {"ti": " Ti", "super": " Super"}.get((suf or "").strip(" _-").lower(), "")
             key = hardware.resolve_gpu_name(f"RTX {num}{suf}{' ' + mem + 'GB' if mem else ''}")
             if key and (n1 or n2):
-                r["n_cards"] = int(n1 or n2)
+                count = int(n1 or n2)
         if key is None:
             found = importers.gpus_in(g)
             key = hardware.resolve_gpu_name(found[0][0]) if found else None
             if key and found[0][1]:
-                r["n_cards"] = found[0][1]
+                count = found[0][1]
         if key:
             r["hardware"], r["device"] = key, r.get("device") or key
-            r.setdefault("n_cards", 1)
+            if r.get("n_cards") is None:    # a count the paste states (device lines, -tp) wins over the sidecar's
+                r["n_cards"] = _cards_run(_side(side, "command"), count or 1)
             filled.append("hardware")
             if r["n_cards"] == 1:
                 r["split"] = "none"

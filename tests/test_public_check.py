@@ -649,3 +649,33 @@ def test_sidecar_gpu_lines_with_memory_and_form_factor(gpu, key, n):
                                       ("Sun Nov  2 10:43:25 2025", "2025-11-02"), ("sometime in spring", "sometime in spring")])
 def test_sidecar_dates_as_people_write_them(date, iso):
     assert pr._date_of({"date": date}) == iso
+
+
+def test_the_cards_a_run_used_of_the_sidecar_s_gpu_line(tmp_path):
+    # "GPU: 2x RTX 6000 Ada" names the box; the command ran on the cards CUDA_VISIBLE_DEVICES / -sm none / -tp name
+    d = str(tmp_path)
+    sweep = ("main: n_kv_max = 8192, n_batch = 2048, n_ubatch = 512, flash_attn = 1, n_gpu_layers = 99, n_threads = 16, "
+             "n_threads_batch = 16\n\n|    PP |     TG |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |\n"
+             "|-------|--------|--------|----------|----------|----------|----------|\n"
+             "|   512 |    128 |      0 |    0.121 |  4231.40 |    1.161 |   110.25 |\n")
+    side = ("URL: https://example.org/ada\nRuntime: ik_llama.cpp CUDA\nGPU: 2x NVIDIA RTX 6000 Ada Generation\n"
+            "Model: Llama-3.1-8B-Instruct Q4_K_M\n")
+    for name, cmd, n in (("one", "CUDA_VISIBLE_DEVICES=0 llama-sweep-bench -m M.gguf -c 8192 -ngl 99 -fa", 1),
+                         ("smnone", "llama-sweep-bench -m M.gguf -c 8192 -ngl 99 -fa -sm none", 1),
+                         ("both", "llama-sweep-bench -m M.gguf -c 8192 -ngl 99 -fa", 2)):
+        _write(d, f"{name}.md", sweep, side + f"Command: {cmd}\n")
+        _, recs = pr.generic_records(os.path.join(d, f"{name}.md"))
+        assert {(r["hardware"], r["n_cards"], r["split"]) for r in recs} == {("rtx-6000-ada", n, "none" if n == 1 else "layer")}
+    # vLLM: the server's -tp in the paste (no card named there) over the sidecar's "8x"; the sidecar's -tp where the paste has none
+    serve = ("vllm bench serve --model Qwen/Qwen2.5-32B-Instruct --max-concurrency 8\n============ Serving Benchmark Result ============\n"
+             "Successful requests:                     100\nMaximum request concurrency:             8\n"
+             "Total input tokens:                      204800\nTotal generated tokens:                  51200\n"
+             "Output token throughput (tok/s):         640.00\nMean TPOT (ms):                          12.10\n"
+             "==================================================\n")
+    vside = "URL: https://example.org/v\nGPU: 8x H100 80GB SXM5\nModel: Qwen/Qwen2.5-32B-Instruct BF16\n"
+    _write(d, "tp2.log", "vllm serve Qwen/Qwen2.5-32B-Instruct -tp 2\n" + serve, vside)
+    _, (v,) = pr.generic_records(os.path.join(d, "tp2.log"))
+    assert (v["hardware"], v["n_cards"], v["split"]) == ("h100-sxm", 2, "tensor")
+    _write(d, "tp4.log", serve, vside + "Server: vllm serve Qwen/Qwen2.5-32B-Instruct --tensor-parallel-size 4\n")
+    _, (v,) = pr.generic_records(os.path.join(d, "tp4.log"))
+    assert (v["hardware"], v["n_cards"], v["split"]) == ("h100-sxm", 4, "tensor")

@@ -1401,6 +1401,20 @@ def _block_meta(b, ctx, text, text_before, fname, weights_seen):
     else:
         ctx.notice(b.start, "card: not stated (no device lines and no GPU named in the text or the file name); "
                             "calibrate needs --hardware")
+        # how many cards the command line ran on, whichever they were (-tp 2, CUDA_VISIBLE_DEVICES=0,1, -sm none)
+        n, why_n = None, None
+        if str(opts.get("split_mode", "")).lower() == "none":
+            n, why_n = 1, "-sm none on the command line"
+        elif opts.get("visible_devices"):
+            n, why_n = len(opts["visible_devices"]), "CUDA_VISIBLE_DEVICES"
+        elif re.fullmatch(r"\d+", str(opts.get("tensor_parallel", ""))):
+            n, why_n = int(opts["tensor_parallel"]), f"-tp {opts['tensor_parallel']}"
+        if n:
+            meta["n_cards"] = n
+            inferred["card"] = f"not stated, x{n} (from {why_n})"
+            if n > 1 and b.kind == "serve":
+                meta["split"] = "tensor"
+                inferred["split"] = "tensor (vLLM's tensor parallelism)"
     # the backend
     if b.devices and b.backend:
         meta["backend"], inferred["backend"] = b.backend, f"{b.backend} (from the device lines)"
