@@ -742,11 +742,9 @@ def generic_records(path, cfgs: dict | None = None) -> tuple[str, list]:
             _fill_from_sidecar(r, side)
             missing = [k for k in ("hardware", "model", "weights") if r.get(k) is None]
             if missing:
-                raise Skip(f"{name}:{str(r['source']).rsplit(':', 1)[1]}: the "
-                           f"{', '.join('card' if k == 'hardware' else k for k in missing)} stated neither in the "
-                           "paste nor in the sidecar" + (" (vLLM serves the checkpoint's own dtype: name it on the "
-                                                         "sidecar's model line, e.g. 'Model: org/name BF16')"
-                                                         if missing == ["weights"] else ""))
+                raise Skip(f"{name}:{str(r['source']).rsplit(':', 1)[1]}: " + _missing(r, missing)
+                           + (" (vLLM serves the checkpoint's own dtype: name it on the sidecar's model line, e.g. "
+                              "'Model: org/name BF16')" if missing == ["weights"] else ""))
         if rt_side not in (None, "vllm"):
             raise SystemExit(f"{name}: the import implies runtime 'vllm', the sidecar's runtime says {rt_side!r} ({rt_text!r})")
         meta["note"] = note or f"read by bench/public_records.py's generic path from {name} and its sidecar"
@@ -813,8 +811,7 @@ def generic_records(path, cfgs: dict | None = None) -> tuple[str, list]:
             filled = _fill_from_sidecar(r, side)
             missing = [k for k in ("hardware", "model", "weights") if r.get(k) is None]
             if missing:
-                raise Skip(f"{where}: the {', '.join('card' if k == 'hardware' else k for k in missing)} "
-                           "stated neither in the paste nor in the sidecar")
+                raise Skip(f"{where}: " + _missing(r, missing))
             if rt == "ik_llama.cpp" and str((r.get("inferred") or {}).get("flash_attn", "")).startswith("0: no fa column"):
                 # the importer's rule is mainline llama-bench's -fa default; ik_llama.cpp's build numbers
                 # and defaults are its own: fa stays unstated
@@ -897,6 +894,24 @@ def generic_records(path, cfgs: dict | None = None) -> tuple[str, list]:
                 rec["from_sidecar"] = from_sidecar
             out.append(rec)
     return sid, out
+
+
+def _missing(r: dict, missing: list) -> str:
+    """Why a record lacks its card, model or weights: what neither the paste nor the sidecar states, and
+    what the paste states that glmbench has no profile or config of (a card outside the catalog, a model
+    no built-in is)."""
+    said, unstated = [], []
+    for k in missing:
+        if k == "hardware" and r.get("device"):
+            said.append(f"card {r['device']!r} is not in glmbench's GPU catalog (`glmbench hardware` lists it)")
+        elif k == "model" and (r.get("model_type") or "matches no built-in" in str((r.get("inferred") or {}).get("model"))):
+            what = r.get("model_type") or str(r["inferred"]["model"])
+            said.append(f"model {what!r}" + (f" ({r['model_n_params'] / 1e9:.2f} B params)" if r.get("model_n_params") else "")
+                        + " is no built-in model, and no HF config beside the pastes is named by the sidecar's model "
+                          "line or the file name (put its config.json there)")
+        else:
+            unstated.append("card" if k == "hardware" else k)
+    return "; ".join(([f"the {', '.join(unstated)} stated neither in the paste nor in the sidecar"] if unstated else []) + said)
 
 
 def pasted_files(src) -> list:

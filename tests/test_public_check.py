@@ -679,3 +679,20 @@ def test_the_cards_a_run_used_of_the_sidecar_s_gpu_line(tmp_path):
     _write(d, "tp4.log", serve, vside + "Server: vllm serve Qwen/Qwen2.5-32B-Instruct --tensor-parallel-size 4\n")
     _, (v,) = pr.generic_records(os.path.join(d, "tp4.log"))
     assert (v["hardware"], v["n_cards"], v["split"]) == ("h100-sxm", 4, "tensor")
+
+
+def test_a_model_or_card_the_paste_states_but_glmbench_has_none_of(tmp_path):
+    # the skip line says what the paste states and that glmbench has no config / profile of it (not "stated neither")
+    d = str(tmp_path)
+    cuda = "ggml_cuda_init: found 1 CUDA devices:\n  Device 0: NVIDIA GeForce RTX 5090, compute capability 12.0, VMM: yes\n"
+    _write(d, "next.md", cuda + LBH + _lbr("qwen3next 80B.A3B Q4_K - Medium", "tg128", "98.60 ± 0.40", "45.08 GiB", "79.67 B"),
+           "URL: https://example.org/next\nModel: Qwen/Qwen3-Next-80B-A3B-Instruct Q4_K_M\n")
+    with pytest.raises(pr.Skip, match=r"^next\.md:5: model 'qwen3next 80B\.A3B Q4_K - Medium' \(79\.67 B params\) is no built-in "
+                                      r"model, and no HF config beside the pastes"):
+        pr.generic_records(os.path.join(d, "next.md"))
+    vk = ("ggml_vulkan: 0 = AMD Radeon RX 7900 XTX (RADV NAVI31) (radv) | uma: 0 | fp16: 1 | bf16: 0 | warp size: 64 | shared "
+          "memory: 65536 | int dot: 1 | matrix cores: KHR_coopmat\n")
+    _write(d, "amd.md", vk + LBH + _lbr("llama 8B Q4_K - Medium", "tg128", "98.60 ± 0.40").replace("| CUDA       |", "| Vulkan     |"),
+           "URL: https://example.org/amd\nRuntime: llama.cpp Vulkan\nModel: Llama-3.1-8B-Instruct Q4_K_M\n")
+    with pytest.raises(pr.Skip, match=r"^amd\.md:4: card 'AMD Radeon RX 7900 XTX' is not in glmbench's GPU catalog"):
+        pr.generic_records(os.path.join(d, "amd.md"))
