@@ -1104,3 +1104,17 @@ def test_glm_4_5_params_as_llama_bench_counts_them(tmp_path):
     assert r["model"] == "glm-4.6"
     # the other families' counts are their totals, as before
     assert im.model_candidates("qwen3moe 30B.A3B Q4_K - Medium", 30.53e9)[0] == ["qwen3-30b-a3b", "qwen3-coder-30b-a3b"]
+
+
+def test_a_serving_block_s_client_and_the_server_it_measured(tmp_path):
+    # vLLM's client on an SGLang server: the tool is vLLM's, the server (serve_backend) SGLang's
+    text = ("python -m sglang.launch_server --model-path Qwen/Qwen3-32B --tp 2\n"
+            "vllm bench serve --backend sglang --port 30000 --model Qwen/Qwen3-32B --max-concurrency 32\n" + _SERVE)
+    (r,) = im.read(write(tmp_path, "s.log", text))
+    assert (r["tool"], r["serve_backend"]) == ("vllm benchmark_serving (console)", "sglang")
+    # SGLang's client on a vLLM server, and on its own
+    (r,) = im.read(write(tmp_path, "v.log", "python -m sglang.bench_serving --backend vllm --model Qwen/Qwen3-32B "
+                                            "--max-concurrency 32\n" + _SERVE))
+    assert (r["tool"], r["serve_backend"]) == ("sglang bench_serving (console)", "vllm")
+    (r,) = im.read(write(tmp_path, "g.log", "python -m sglang.bench_serving --backend sglang --model Qwen/Qwen3-32B\n" + _SERVE))
+    assert (r["tool"], r["serve_backend"]) == ("sglang bench_serving (console)", "sglang")

@@ -1664,9 +1664,15 @@ def _pasted_serve(b, ctx, meta, inferred, text_before, models_seen):
         hints = [(n, f"command line's model {n!r}") for n in names]
         hints.append((os.path.basename(ctx.path), f"file name {os.path.basename(ctx.path)!r}"))
         model, how = ctx.model_for(line, hints=hints, what="this run served")
-    sglang = "sglang" in (b.cmd[1] if b.cmd else "") or str(o.get("backend", "")).lower() == "sglang"
+    # the client that printed the block (its command line), not the server it measured: `vllm bench serve
+    # --backend sglang` is vLLM's client on an SGLang server
+    cmdline = b.cmd[1] if b.cmd else ""
+    client = re.search(r"sglang\.bench_serving|vllm\s+bench\s+serve|benchmark_serving\.py", cmdline)
+    sglang = client.group(0).startswith("sglang") if client else (
+        "sglang" in cmdline or str(o.get("backend", "")).lower() == "sglang")
     tool = "sglang bench_serving (console)" if sglang else "vllm benchmark_serving (console)"
-    o["backend"] = o.get("backend") or ("sglang" if sglang else "vllm")
+    bm = re.search(r"--backend[=\s]+([\w.-]+)", cmdline) if client else None
+    o["backend"] = o.get("backend") or (bm.group(1) if bm else ("sglang" if sglang else "vllm"))
     n_cards = meta.get("n_cards")
     r = _serve_record(ctx, line, o, tool=tool, model_name=None, n_cards=n_cards, resolved=(model, how))
     inferred = dict(inferred, model=how)
