@@ -204,11 +204,13 @@ def _runtime_of(r):
 
 
 def _blank_between(path, a, b, cache={}):
-    """Lines a+1 .. b-1 of `path` are all blank (a table a blank line splits is one table)."""
+    """Lines a+1 .. b-1 of `path` are all blank or llama-bench progress lines (a table a blank line splits
+    is one table)."""
     if path not in cache:
         try:
             with open(path, encoding="utf-8-sig", errors="replace") as f:
-                cache[path] = [re.sub(r"^[ \t]*(?:>[ \t]?)+", "", x).strip() for x in f.read().splitlines()]
+                cache[path] = ["" if importers.LB_PROGRESS.match(x) else re.sub(r"^[ \t]*(?:>[ \t]?)+", "", x).strip()
+                               for x in f.read().splitlines()]      # llama-bench --progress lines between rows: none
         except OSError:
             cache[path] = None
     lines = cache[path]

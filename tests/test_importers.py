@@ -1118,3 +1118,16 @@ def test_a_serving_block_s_client_and_the_server_it_measured(tmp_path):
     assert (r["tool"], r["serve_backend"]) == ("sglang bench_serving (console)", "vllm")
     (r,) = im.read(write(tmp_path, "g.log", "python -m sglang.bench_serving --backend sglang --model Qwen/Qwen3-32B\n" + _SERVE))
     assert (r["tool"], r["serve_backend"]) == ("sglang bench_serving (console)", "sglang")
+
+
+def test_llama_bench_progress_lines_between_the_rows(tmp_path):
+    # `llama-bench --progress` writes to stderr between the rows: a terminal's copy interleaves them
+    head = _LB_HEAD.format(x="fa")
+    prog = "".join(f"llama-bench: benchmark {{i}}/2: {w}\n" for w in ("starting", "warmup prompt run", "prompt run 1/5",
+                                                                       "prompt run 2/5", "depth run 1/5"))
+    text = ("$ llama-bench -m Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf -fa 1 -d 0,4096 --progress\n" + _CUDA_4090 + head
+            + prog.format(i=1) + _lb_row("CUDA", "1", "pp512", "8120.00 ± 10.00")
+            + prog.format(i=2) + _lb_row("CUDA", "1", "pp512 @ d4096", "6010.00 ± 9.00") + "\nbuild: 6e7fc8a1 (6410)\n")
+    a, b = im.read(write(tmp_path, "progress.log", text), model="llama-3.1-8b")
+    assert [(r["n_depth"], r["avg_ts"], r["source"].rsplit(":", 1)[1], r["build_number"]) for r in (a, b)] == [
+        (0, 8120.0, "11", 6410), (4096, 6010.0, "17", 6410)]

@@ -696,3 +696,13 @@ def test_a_model_or_card_the_paste_states_but_glmbench_has_none_of(tmp_path):
            "URL: https://example.org/amd\nRuntime: llama.cpp Vulkan\nModel: Llama-3.1-8B-Instruct Q4_K_M\n")
     with pytest.raises(pr.Skip, match=r"^amd\.md:4: card 'AMD Radeon RX 7900 XTX' is not in glmbench's GPU catalog"):
         pr.generic_records(os.path.join(d, "amd.md"))
+
+
+def test_llama_bench_progress_lines_do_not_split_a_table(tmp_path):
+    d = str(tmp_path)
+    prog = "llama-bench: benchmark 2/2: starting\nllama-bench: benchmark 2/2: generation run 1/5\n"
+    _write(d, "prog.md", LBH + _lbr("llama 8B Q4_K - Medium", "pp512", "8120.00 ± 10.00") + prog
+           + _lbr("llama 8B Q4_K - Medium", "tg128", "150.00 ± 0.50"),
+           "URL: https://example.org/prog\nGPU: RTX 4090\nModel: Llama-3.1-8B Q4_K_M\n")
+    _, recs = pr.generic_records(os.path.join(d, "prog.md"))
+    assert [(r["test"], r["avg_ts"], r.get("table")) for r in recs] == [("pp", 8120.0, None), ("tg", 150.0, None)]

@@ -1056,6 +1056,8 @@ class _Block:
 
 
 _QUOTE = re.compile(r"^[ \t]*(?:>[ \t]?)+")
+# llama-bench --progress (stderr): "llama-bench: benchmark 2/6: prompt run 3/5"
+LB_PROGRESS = re.compile(r"^\s*llama-bench: benchmark \d+/\d+: ")
 _LOADER = (  # llama.cpp's model-load log: what a table without a model column was run on
     ("arch", re.compile(r"(?:general\.architecture\s+str\s+=|(?:print_info|llm_load_print_meta): arch\s+=)\s+(\S+)")),
     ("params", re.compile(r"(?:print_info|llm_load_print_meta): model params\s+=\s+([\d.]+ [KMBT])")),
@@ -1136,9 +1138,11 @@ def _scan(text) -> tuple[list[_Block], dict]:
             j = i + 2
             rows = []
             while True:
-                while j < n and lines[j].strip().startswith("|") and not (   # a new table's header ends it
-                        j + 1 < n and _MD_SEP.fullmatch(lines[j + 1]) and "-" in lines[j + 1]):
-                    rows.append((j + 1, _split_md(lines[j])))
+                # (llama-bench --progress writes its lines to stderr between the rows: a terminal's copy has them)
+                while j < n and (lines[j].strip().startswith("|") or (kind and LB_PROGRESS.match(lines[j]))) and not (
+                        j + 1 < n and _MD_SEP.fullmatch(lines[j + 1]) and "-" in lines[j + 1]):   # a new table's header ends it
+                    if lines[j].strip().startswith("|"):
+                        rows.append((j + 1, _split_md(lines[j])))
                     j += 1
                 # a table a blank line splits (a paste cut in two): rows of the header's width after
                 # blank lines, with no separator line under the first (that would be a new table)
