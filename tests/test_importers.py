@@ -1131,3 +1131,11 @@ def test_llama_bench_progress_lines_between_the_rows(tmp_path):
     a, b = im.read(write(tmp_path, "progress.log", text), model="llama-3.1-8b")
     assert [(r["n_depth"], r["avg_ts"], r["source"].rsplit(":", 1)[1], r["build_number"]) for r in (a, b)] == [
         (0, 8120.0, "11", 6410), (4096, 6010.0, "17", 6410)]
+
+
+def test_gpu_counts_in_parentheses_a_card_named_twice_and_grace_hopper():
+    assert im.gpus_in("RTX 3090 (x2)") == [("RTX 3090", 2)]
+    assert im.gpus_in("DGX H100 (8x H100 SXM)") == [("H100", 8)]          # one card, with the count said of it
+    assert im.gpus_in("1x NVIDIA GH200 480GB") == [("GH200", 1)]
+    assert im.gpus_in("RTX 4090 (24 GB, PCIe 4.0 x16)") == [("RTX 4090", None)]
+    assert im.gpus_in("RTX 3090 and RTX 3090 Ti") == [("RTX 3090", None), ("RTX 3090 Ti", None)]

@@ -913,7 +913,7 @@ _GPU_TEXT = (
     (re.compile(r"(?<![a-z0-9])(?:(\d+)\s*[x×]\s*)?(?:nvidia[\s_-]*)?(?:geforce[\s_-]*)?(rtx|gtx)[\s_-]*(a?\d{4})"
                 r"(?:[\s_-]*(ti|super))?s?(?![a-z0-9])", re.I),      # "RTX 3090s": a plural
      lambda m: f"{m.group(2).upper()} {m.group(3).upper()}" + (f" {m.group(4).capitalize()}" if m.group(4) else "")),
-    (re.compile(r"(?<![a-z0-9])(?:(\d+)\s*[x×]\s*)?(?:nvidia[\s_-]*)?((?:gb|[abhl])\d{1,3}[sg]?|a\d{4})"
+    (re.compile(r"(?<![a-z0-9])(?:(\d+)\s*[x×]\s*)?(?:nvidia[\s_-]*)?((?:gb|gh|[abhl])\d{1,3}[sg]?|a\d{4})"
                 r"(?:[\s_-]*(sxm\d?|pcie|nvl))?(?![a-z0-9])", re.I),
      lambda m: ("RTX " if re.fullmatch(r"a\d{4}", m.group(2), re.I) else "") + m.group(2).upper()
      + (f" {m.group(3).upper()}" if m.group(3) else "")),
@@ -955,7 +955,7 @@ def gpus_in(text: str | None) -> list[tuple[str, int | None]]:
                 if _hardware_key(longer) not in (None, _hardware_key(g)):
                     g, end = longer, q.end()
             if not n:      # the count after the name: "RTX 3090 x2 (NVLink)", "A100 80GB ×4" (not "PCIe 4.0 x16")
-                after = re.match(r"(?:\s*\d+\s*GB)?\s*[x×]\s*(\d{1,2})(?![\w.])", text[end:], re.I)
+                after = re.match(r"(?:\s*\d+\s*GB)?\s*\(?\s*[x×]\s*(\d{1,2})(?![\w.])", text[end:], re.I)   # "RTX 3090 (x2)"
                 n = after.group(1) if after else None
             if not n:      # a count in words before it: "dual RTX 3090", "two RTX 3090s" (a bare digit there,
                            # "Table 2 RTX 4090", is not taken for one)
@@ -963,11 +963,14 @@ def gpus_in(text: str | None) -> list[tuple[str, int | None]]:
                                    text[:m.start()], re.I)
                 n = str(_COUNT_WORDS[before.group(1).lower()]) if before else None
             found.append((m.start(), g, int(n) if n and n.isdigit() else None))
-    out, seen = [], set()
+    out, seen = [], {}
     for _, g, n in sorted(found):
-        if g not in seen:
-            seen.add(g)
+        key = _hardware_key(g) or g
+        if key not in seen:
+            seen[key] = len(out)
             out.append((g, n))
+        elif n and out[seen[key]][1] is None:    # "DGX H100 (8x H100 SXM)": the card once, with its count
+            out[seen[key]] = (out[seen[key]][0], n)
     return out
 
 
