@@ -804,6 +804,13 @@ def generic_records(path, cfgs: dict | None = None) -> tuple[str, list]:
                 # ik_llama.cpp's llama-bench prints as mainline's (but for its own columns, which
                 # the import reads as the tool "llama-bench (ik_llama.cpp)"): the sidecar tells
                 rt, from_side_rt = rt_side, True
+            elif rt_side == "llama.cpp" and rt == "ik_llama.cpp" and r.get("tool") == "llama-sweep-bench (ik_llama.cpp)":
+                # the mainline port of sweep-bench built before mainline's Aug-2025 API prints ik_llama.cpp's
+                # header (flash_attn = 1, not flash_attn_type): the table is the same, the sidecar tells
+                rt, from_side_rt = rt_side, True
+                r["tool"] = "llama-sweep-bench (mainline port)"
+                r.setdefault("inferred", {})["tool"] = ("the mainline port (the sidecar's runtime; its header before "
+                                                        "mainline's Aug-2025 API is ik_llama.cpp's)")
             if rt_side is not None and rt != rt_side:
                 raise SystemExit(f"{where}: the import implies runtime {rt!r} (tool {r.get('tool')!r}, backend "
                                  f"{r.get('backend')!r}), the sidecar's runtime says {rt_side!r} ({rt_text!r})")

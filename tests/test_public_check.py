@@ -706,3 +706,22 @@ def test_llama_bench_progress_lines_do_not_split_a_table(tmp_path):
            "URL: https://example.org/prog\nGPU: RTX 4090\nModel: Llama-3.1-8B Q4_K_M\n")
     _, recs = pr.generic_records(os.path.join(d, "prog.md"))
     assert [(r["test"], r["avg_ts"], r.get("table")) for r in recs] == [("pp", 8120.0, None), ("tg", 150.0, None)]
+
+
+def test_the_mainline_sweep_bench_port_with_ik_s_header(tmp_path):
+    # the mainline port of sweep-bench built before mainline's Aug-2025 API printed ik_llama.cpp's header
+    # (flash_attn = 1): a sidecar that says mainline llama.cpp files it there (it stopped the whole run)
+    d = str(tmp_path)
+    sweep = ("main: n_kv_max = 16384, n_batch = 2048, n_ubatch = 2048, flash_attn = 1, n_gpu_layers = 99, n_threads = 16, "
+             "n_threads_batch = 16\n\n|    PP |     TG |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |\n"
+             "|-------|--------|--------|----------|----------|----------|----------|\n"
+             "|  2048 |    512 |      0 |    0.335 |  6120.00 |    2.994 |   171.00 |\n")
+    side = "URL: https://example.org/port\nGPU: RTX 4090\nModel: unsloth/Qwen3-30B-A3B-GGUF Q4_K_M\n"
+    _write(d, "port.md", sweep, side + "Runtime: llama.cpp mainline (ubergarm's port of sweep-bench), CUDA\n")
+    _, recs = pr.generic_records(os.path.join(d, "port.md"))
+    assert {(r["runtime"], r["tool"], r["runtime_options"]["ubatch"]) for r in recs} == {
+        ("llama.cpp", "llama-sweep-bench (mainline port)", "2048")} and "runtime" in recs[0]["from_sidecar"]
+    # the same table under ik_llama.cpp's sidecar, or none, stays ik_llama.cpp's
+    _write(d, "ik.md", sweep, side + "Runtime: ik_llama.cpp CUDA\n")
+    _, recs = pr.generic_records(os.path.join(d, "ik.md"))
+    assert {r["runtime"] for r in recs} == {"ik_llama.cpp"}
