@@ -399,13 +399,23 @@ def sidecar_runtime(text: str | None) -> str | None:
     t = (text or "").lower()
     if "vllm" in t:
         return "vllm"
-    if "vulkan" in t:
+    if "vulkan" in t and not _cuda_and_vulkan(t):
         return "llama.cpp-vulkan"
+    main = re.search(r"llama\.cpp|mainline|llama-bench", t.replace("ik_llama.cpp", ""))
+    if "ik_llama" in t and main and re.search(r"\bvs\.?(?!\w)|versus|compar|\band\b|\bboth\b|\s/\s", t):
+        return None     # "ik_llama.cpp vs mainline llama.cpp": each table's own tool tells
     if "ik_llama" in t:
         return "ik_llama.cpp"
-    if "llama.cpp" in t or "mainline" in t or "llama-bench" in t:
+    if main:
         return "llama.cpp"
     return None
+
+
+def _cuda_and_vulkan(text: str | None) -> bool:
+    """A sidecar's runtime text names both CUDA and Vulkan ("CUDA vs Vulkan builds"): each table's own
+    backend (device lines, backend column) says which it ran on."""
+    t = (text or "").lower()
+    return "vulkan" in t and bool(re.search(r"\bcuda\b", t))
 
 
 # llama.cpp backends without a runtime model (the models are of CUDA, ik_llama.cpp's CUDA, the ggml Vulkan
@@ -811,7 +821,7 @@ def generic_records(path, cfgs: dict | None = None) -> tuple[str, list]:
                 r["tool"] = "llama-sweep-bench (mainline port)"
                 r.setdefault("inferred", {})["tool"] = ("the mainline port (the sidecar's runtime; its header before "
                                                         "mainline's Aug-2025 API is ik_llama.cpp's)")
-            if rt_side is not None and rt != rt_side:
+            if rt_side is not None and rt != rt_side and not (rt == "llama.cpp-vulkan" and _cuda_and_vulkan(rt_text)):
                 raise SystemExit(f"{where}: the import implies runtime {rt!r} (tool {r.get('tool')!r}, backend "
                                  f"{r.get('backend')!r}), the sidecar's runtime says {rt_side!r} ({rt_text!r})")
             if len(named) == 1 and r.get("model") not in (None, named[0]):

@@ -725,3 +725,21 @@ def test_the_mainline_sweep_bench_port_with_ik_s_header(tmp_path):
     _write(d, "ik.md", sweep, side + "Runtime: ik_llama.cpp CUDA\n")
     _, recs = pr.generic_records(os.path.join(d, "ik.md"))
     assert {r["runtime"] for r in recs} == {"ik_llama.cpp"}
+
+
+def test_a_sidecar_that_names_two_backends_or_two_forks(tmp_path):
+    # "CUDA vs Vulkan builds": each table's own backend says which (it stopped the whole run on a runtime conflict)
+    d = str(tmp_path)
+    cuda = "ggml_cuda_init: found 1 CUDA devices:\n  Device 0: NVIDIA GeForce RTX 4070, compute capability 8.9, VMM: yes\n"
+    vk = ("ggml_vulkan: 0 = NVIDIA GeForce RTX 4070 (NVIDIA) | uma: 0 | fp16: 1 | bf16: 1 | warp size: 32 | shared memory: "
+          "49152 | int dot: 1 | matrix cores: NV_coopmat2\n")
+    row = _lbr("qwen3 8B Q4_K - Medium", "tg128", "81.30 ± 0.20", "4.68 GiB", "8.19 B")
+    _write(d, "cv.md", "### CUDA\n\n" + cuda + LBH + row + "\nbuild: 6e7fc8a1 (6410)\n\n### Vulkan\n\n" + vk + LBH
+           + row.replace("| CUDA       |", "| Vulkan     |").replace("81.30", "84.00") + "\nbuild: 6e7fc8a1 (6410)\n",
+           "URL: https://example.org/cv\nRuntime: llama.cpp b6410, CUDA vs Vulkan builds\nGPU: RTX 4070\nModel: Qwen3-8B Q4_K_M\n")
+    _, recs = pr.generic_records(os.path.join(d, "cv.md"))
+    assert [(r["runtime"], r["backend"], r["avg_ts"], r["runtime_options"].get("coopmat")) for r in recs] == [
+        ("llama.cpp", "CUDA", 81.3, None), ("llama.cpp-vulkan", "Vulkan", 84.0, "nv2")]
+    assert [pr.sidecar_runtime(t) for t in ("llama.cpp, CUDA vs Vulkan", "llama.cpp Vulkan", "ik_llama.cpp vs mainline llama.cpp",
+                                            "ik_llama.cpp (a fork of llama.cpp)", "ik_llama.cpp, CUDA and Vulkan")] == [
+        "llama.cpp", "llama.cpp-vulkan", None, "ik_llama.cpp", "ik_llama.cpp"]
