@@ -359,9 +359,14 @@ def _vllm(src_dir, meta=VLLM, sid="qwen3-30b-a3b-bf16_h100_vllm", recs=None):
 # ---- the generic path: a pasted file and its sidecar, no SOURCES entry ---------------------------
 PASTED = (".md", ".log", ".json", ".jsonl", ".csv", ".sql")
 # sidecar key (lower case) -> the attribution field it gives; the first key present wins
-SIDECAR_KEYS = {"url": ("url", "source_url", "source", "link"), "date": ("date",),
-                "command": ("command", "cmd", "server", "client"), "runtime": ("runtime", "engine", "backend"),
-                "gpu": ("gpu", "hardware", "card", "device"), "model": ("model",), "note": ("notes", "note")}
+SIDECAR_KEYS = {"url": ("url", "source_url", "source", "link", "thread", "post", "permalink"),
+                "date": ("date", "posted", "published", "when"),
+                "command": ("command", "cmd", "command_line", "server", "client"),
+                "runtime": ("runtime", "engine", "backend", "software", "inference_engine", "framework"),
+                "gpu": ("gpu", "hardware", "card", "device", "graphics_card", "gpu_model", "setup", "rig", "system", "machine"),
+                # every one of these present is read (a model line and a separate quant / file line)
+                "model": ("model", "model_file", "model_name", "gguf", "checkpoint", "weights", "quant", "quantization"),
+                "note": ("notes", "note")}
 _KV_TYPES = ("f16", "bf16", "f32", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl")
 
 
@@ -379,7 +384,8 @@ def read_sidecar(path) -> dict:
             if m and not m.group(1).lower().startswith(("http", "https")):
                 # one spelling per key: "Source URL" = "source_url", "GPU(s)" = "GPUs" = "gpu"
                 last = re.sub(r"[\s-]+", "_", re.sub(r"\((?:e?s)\)$", "", m.group(1).strip().lower()).strip())
-                last = {"gpus": "gpu", "cards": "card", "devices": "device", "models": "model"}.get(last, last)
+                last = {"gpus": "gpu", "cards": "card", "devices": "device", "models": "model",
+                        "commands": "command"}.get(last, last)
                 out.setdefault(last, (m.group(2) or "").strip())
             elif last and ln.strip() and out.get(last) is not None:
                 out[last] = (out[last] + " " + ln.strip()).strip()
@@ -390,6 +396,8 @@ def _side(side: dict, what: str) -> str | None:
     vals = [side[k] for k in SIDECAR_KEYS[what] if side.get(k)]
     if what == "command" and "command" not in side and "cmd" not in side and len(vals) > 1:
         return "; ".join(vals)                # vLLM: the server and the client command
+    if what == "model" and len(vals) > 1:
+        return " ; ".join(dict.fromkeys(vals))   # "Model: Qwen2.5-32B-Instruct" + "Quant: Q4_K_M"
     return vals[0] if vals else None
 
 

@@ -743,3 +743,23 @@ def test_a_sidecar_that_names_two_backends_or_two_forks(tmp_path):
     assert [pr.sidecar_runtime(t) for t in ("llama.cpp, CUDA vs Vulkan", "llama.cpp Vulkan", "ik_llama.cpp vs mainline llama.cpp",
                                             "ik_llama.cpp (a fork of llama.cpp)", "ik_llama.cpp, CUDA and Vulkan")] == [
         "llama.cpp", "llama.cpp-vulkan", None, "ik_llama.cpp", "ik_llama.cpp"]
+
+
+def test_sidecar_keys_people_also_use(tmp_path):
+    # Thread / Posted / Setup / Software / Model file + Quant / Command line: read as URL, date, GPU, runtime, model, command
+    d = str(tmp_path)
+    sweep = ("main: n_kv_max = 8192, n_batch = 2048, n_ubatch = 512, flash_attn = 1, n_gpu_layers = 99, n_threads = 16, "
+             "n_threads_batch = 16\n\n|    PP |     TG |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |\n"
+             "|-------|--------|--------|----------|----------|----------|----------|\n"
+             "|   512 |    128 |      0 |    0.412 |  1242.72 |    4.120 |    31.07 |\n")
+    _write(d, "keys.md", sweep,
+           "Thread: https://www.reddit.com/r/LocalLLaMA/comments/1abc/x/\nPosted: March 2025\n"
+           "Setup: 2x RTX 3090 (NVLink), Ryzen 9 5950X\nSoftware: ik_llama.cpp (CUDA 12.4)\n"
+           "Model file: Qwen2.5-32B-Instruct.gguf\nQuant: Q4_K_M\n"
+           "Command line: CUDA_VISIBLE_DEVICES=0,1 llama-sweep-bench -m Qwen2.5-32B-Instruct.gguf -c 8192 -ngl 99 -fa -ctk q8_0\n")
+    _, recs = pr.generic_records(os.path.join(d, "keys.md"))
+    r = recs[0]
+    assert (r["source"], r["date"], r["hardware"], r["n_cards"], r["runtime"], r["model"], r["weights"], r["type_k"]) == (
+        "https://www.reddit.com/r/LocalLLaMA/comments/1abc/x/", "2025-03", "rtx-3090", 2, "ik_llama.cpp", "qwen2.5-32b",
+        "Q4_K_M", "q8_0")
+    assert r["command"].startswith("CUDA_VISIBLE_DEVICES=0,1 llama-sweep-bench")
