@@ -20,10 +20,13 @@ runtime the sidecar names and the one the import implies (its tool and backend).
 Any other pasted file of DIR (not in SOURCES; every `<name>.md|.log|.json|.jsonl|.csv` but a
 README) is read the generic way (`generic_records`): the importer's numbers and what the paste
 states; the attribution from its sidecar `<name>.txt` ("key: value" lines, keys in any case:
-URL / source_url, date, command / Command / Client, runtime / Runtime / engine, GPU / hardware,
-model, notes; `options:` name=value for what no paste states, e.g. era=2024-cublas or coopmat=khr);
+URL / source_url / thread, date / posted, command / Command line / Server + Client, runtime / engine /
+software, GPU / hardware / setup (a count there names the box: the command's CUDA_VISIBLE_DEVICES,
+-sm none, -dev or -tp the cards the run used), model / model file / quant, notes; `options:` name=value
+for what no paste states, e.g. era=2024-cublas or coopmat=khr);
 the runtime model from the import's tool and backend, which must agree with the
-sidecar's runtime text (ik_llama.cpp, Vulkan, vLLM, llama.cpp) where it names one (so must the
+sidecar's runtime text (ik_llama.cpp, Vulkan, vLLM, llama.cpp) where it names one, a text naming CUDA
+and Vulkan or two forks leaving each table's own backend and tool to tell (so must the
 model its model line names, where it names exactly one built-in); the runtime
 options (fa, ubatch, mla) and KV type from the paste first, else the sidecar's command flags
 (-fa / --flash-attn, -ub / --ubatch-size, -mla, -ctk / --cache-type-k), else its runtime / notes
@@ -32,10 +35,11 @@ file and line.
 llama-bench's -fa auto (-1, its default since mid-2025) is fa=1 (llama.cpp runs flash attention
 on CUDA and Vulkan where the head sizes allow); a markdown table of an older build without an fa
 column reads as fa=0 (importers.FA_AUTO_BUILD). The source id is the file's stem, cleaned. A file without a sidecar, or whose card,
-model or weights neither the paste nor the sidecar states, is skipped with one line saying why.
-Records of runs partly on the CPU (--n-cpu-moe, -ot, -nkvo, -ngl below the layer count) are left
-out, and a serving result is filed under the server it measured (its --backend: SGLang's client on
-a vLLM server is vLLM's; an SGLang server, of which there is no runtime model, is left out); what
+model or weights neither the paste nor the sidecar states (or that states a card outside the GPU
+catalog, a model no built-in or config beside the pastes is), is skipped with one line saying why.
+Records of runs partly on the CPU (--n-cpu-moe, -ot, -nkvo, -ngl below the layer count: the paste's
+columns, else its command line or the sidecar's) are left out, and a serving result is filed under
+the server it measured (its --backend: SGLang's client on a vLLM server is vLLM's; an SGLang server, of which there is no runtime model, is left out); what
 is left out is said in the records' note, or in the skip line where nothing is kept. So are runs on a
 backend no runtime model is of (ROCm / HIP, Metal, SYCL, the CPU, RPC to another host: the paste's
 backend, else the sidecar's runtime text) and runs on mixed cards (a 4090 + a 3090); Vulkan's coopmat
