@@ -980,7 +980,8 @@ def _short_gpu(name: str) -> str:
 
 def _command_args(line: str, assigned: dict) -> dict:
     """The options a pasted command line gives that a record needs (-m, -fa, -sm, -mg, -dev, -ts,
-    -ngl, -ub, -b, -t, -ctk/-ctv, -mla, -fmoe, -tp, CUDA_VISIBLE_DEVICES)."""
+    -ngl, -ub, -b, -t, -ctk/-ctv, -mla, -fmoe, -tp, CUDA_VISIBLE_DEVICES; what runs on the CPU: -ot,
+    --n-cpu-moe, --cpu-moe, -nkvo). A llama-bench list ("-ub 512,2048") is kept as written."""
     toks = [t.strip("\"'") for t in re.findall(r'"[^"]*"|\'[^\']*\'|\S+', line)]
     toks = [re.sub(r"\$\{?(\w+)\}?", lambda m: assigned.get(m.group(1), m.group(0)), t) for t in toks]
     out = {}
