@@ -1139,3 +1139,23 @@ def test_gpu_counts_in_parentheses_a_card_named_twice_and_grace_hopper():
     assert im.gpus_in("1x NVIDIA GH200 480GB") == [("GH200", 1)]
     assert im.gpus_in("RTX 4090 (24 GB, PCIe 4.0 x16)") == [("RTX 4090", None)]
     assert im.gpus_in("RTX 3090 and RTX 3090 Ti") == [("RTX 3090", None), ("RTX 3090 Ti", None)]
+
+
+def test_a_json_result_pasted_with_prose_around_it(tmp_path):
+    # a ```json fence in a comment, or the command line above a -o jsonl run: the JSON is read, at its own lines
+    o = dict(LB_KEYS, n_prompt=512, n_gen=0, n_depth=4096, avg_ts=9120.3, stddev_ts=20.1)
+    text = ("Output of `llama-bench -m Qwen3-32B-Q4_K_M.gguf -fa 1 -d 4096 -o json`:\n\n```json\n"
+            + json.dumps([o, dict(o, n_prompt=0, n_gen=128, avg_ts=40.2)], indent=2) + "\n```\n\nThanks!\n")
+    a, b = im.read(write(tmp_path, "fence.md", text))
+    assert [(r["test"], r["n_depth"], r["avg_ts"], r["source"].rsplit(":", 1)[1], r["model"]) for r in (a, b)] == [
+        ("pp", 4096, 9120.3, "5", "qwen3-32b"), ("tg", 4096, 40.2, "28", "qwen3-32b")]
+    (r,) = im.read(write(tmp_path, "cmd.log", "$ ./llama-bench -m Qwen3-32B-Q4_K_M.gguf -o jsonl\n" + json.dumps(o) + "\n"))
+    assert (r["avg_ts"], r["source"].rsplit(":", 1)[1]) == (9120.3, "2")
+    # vllm bench serve --save-result JSON in a fence
+    js = {"backend": "vllm", "model_id": "Qwen/Qwen2.5-14B-Instruct", "num_prompts": 10, "completed": 10, "max_concurrency": 4,
+          "total_input_tokens": 5120, "total_output_tokens": 1280, "output_throughput": 300.0, "mean_tpot_ms": 12.0}
+    (r,) = im.read(write(tmp_path, "v.md", "Result:\n```\n" + json.dumps(js) + "\n```\n"))
+    assert (r["model"], r["n_streams"], r["tpot_s"]) == ("qwen2.5-14b", 4, 0.012)
+    # prose with no result in it stays one clear error
+    with pytest.raises(im.FormatError, match=r"not a results format glmbench reads"):
+        im.read(write(tmp_path, "prose.md", "Some numbers:\n{not json}\n"))

@@ -122,7 +122,15 @@ def read(path, *, model: str | None = None, default_model: str | None = None,
 def read_text(text: str, path: str = "<text>", *, model: str | None = None,
               default_model: str | None = None, notices: list | None = None) -> list[dict]:
     """read() on text already in memory; `path` names it in errors and in `source`."""
-    fmt = detect(text, path)
+    try:
+        fmt = detect(text, path)
+    except FormatError:
+        # a JSON result pasted with prose around it (a ```json fence in a comment, the command line above
+        # a -o jsonl run): the JSON alone, at its own lines (blank lines before it keep "file:line")
+        found = _embedded_json(text)
+        if found is None:
+            raise
+        text, fmt = found
     ctx = _Context(path, fmt, _canonical_model(model, path, "model"), _canonical_model(default_model, path, "default_model"),
                    notices)
     recs = _READERS[fmt](text, ctx)
@@ -173,6 +181,26 @@ def detect(text: str, path: str = "<text>") -> str:
         _fail(path, first_line, "a table copied from a rendered page (tab-separated, no '|'): paste the tool's "
                                 "own markdown output (the raw text of the comment) instead")
     _fail(path, first_line, "not a results format glmbench reads (" + "; ".join(FORMATS.values()) + ")")
+
+
+_JSON_FORMATS = ("llama-bench-json", "llama-bench-jsonl", "vllm", "sglang", "sweep-bench-jsonl", "batched-bench-jsonl")
+
+
+def _embedded_json(text: str):
+    """(the text with only its JSON kept, the format) of a JSON result inside prose or a markdown fence,
+    or None: from the first line that starts a JSON value to the closing fence (or the end)."""
+    lines = text.splitlines()
+    for i, ln in enumerate(lines):
+        if not ln.strip().startswith(("{", "[")):
+            continue
+        end = next((j for j in range(i + 1, len(lines)) if lines[j].strip().startswith("```")), len(lines))
+        body = "\n" * i + "\n".join(lines[i:end]) + "\n"
+        try:
+            fmt = detect(body)
+        except FormatError:
+            return None
+        return (body, fmt) if fmt in _JSON_FORMATS else None
+    return None
 
 
 def _detect_pasted(text) -> str | None:
