@@ -1159,3 +1159,15 @@ def test_a_json_result_pasted_with_prose_around_it(tmp_path):
     # prose with no result in it stays one clear error
     with pytest.raises(im.FormatError, match=r"not a results format glmbench reads"):
         im.read(write(tmp_path, "prose.md", "Some numbers:\n{not json}\n"))
+
+
+def test_llama_bench_csv_and_sql_pasted_under_their_command_line(tmp_path):
+    o = dict(LB_KEYS, n_prompt=512, n_gen=0, n_depth=0, avg_ts=9120.3, stddev_ts=20.1)
+    head = ",".join(o)
+    row = ",".join(f'"{v}"' for v in o.values())
+    (r,) = im.read(write(tmp_path, "c.log", "$ llama-bench -m Qwen3-32B-Q4_K_M.gguf -o csv\n```\n" + head + "\n" + row + "\n```\n"))
+    assert (r["avg_ts"], r["model"], r["source"].rsplit(":", 1)[1]) == (9120.3, "qwen3-32b", "4")
+    sql = ("CREATE TABLE IF NOT EXISTS llama_bench (\n" + ",\n".join(f"  {k} TEXT" for k in o) + "\n);\n"
+           "INSERT INTO llama_bench (" + ", ".join(o) + ") VALUES (" + ", ".join(f"'{v}'" for v in o.values()) + ");\n")
+    (r,) = im.read(write(tmp_path, "s.log", "$ llama-bench -m Qwen3-32B-Q4_K_M.gguf -o sql\n" + sql))
+    assert (r["avg_ts"], r["source"].rsplit(":", 1)[1]) == (9120.3, str(2 + len(o) + 2))

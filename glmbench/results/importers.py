@@ -183,15 +183,19 @@ def detect(text: str, path: str = "<text>") -> str:
     _fail(path, first_line, "not a results format glmbench reads (" + "; ".join(FORMATS.values()) + ")")
 
 
-_JSON_FORMATS = ("llama-bench-json", "llama-bench-jsonl", "vllm", "sglang", "sweep-bench-jsonl", "batched-bench-jsonl")
+_EMBEDDED_FORMATS = ("llama-bench-json", "llama-bench-jsonl", "vllm", "sglang", "sweep-bench-jsonl", "batched-bench-jsonl",
+                     "llama-bench-csv", "llama-bench-sql")
 
 
 def _embedded_json(text: str):
-    """(the text with only its JSON kept, the format) of a JSON result inside prose or a markdown fence,
-    or None: from the first line that starts a JSON value to the closing fence (or the end)."""
+    """(the text with only its result kept, the format) of a JSON result (or llama-bench's csv / sql)
+    inside prose or a markdown fence, or None: from the first line that starts one to the closing fence
+    (or the end)."""
     lines = text.splitlines()
     for i, ln in enumerate(lines):
-        if not ln.strip().startswith(("{", "[")):
+        st = ln.strip()
+        if not (st.startswith(("{", "[")) or re.match(r"CREATE TABLE IF NOT EXISTS llama_bench\b", st)
+                or {"n_prompt", "n_gen", "avg_ts"} <= set(st.split(","))):
             continue
         end = next((j for j in range(i + 1, len(lines)) if lines[j].strip().startswith("```")), len(lines))
         body = "\n" * i + "\n".join(lines[i:end]) + "\n"
@@ -199,7 +203,7 @@ def _embedded_json(text: str):
             fmt = detect(body)
         except FormatError:
             return None
-        return (body, fmt) if fmt in _JSON_FORMATS else None
+        return (body, fmt) if fmt in _EMBEDDED_FORMATS else None
     return None
 
 
@@ -837,12 +841,14 @@ def _read_llama_bench_jsonl(text, ctx):
 
 
 def _read_llama_bench_csv(text, ctx):
-    rows = csv.DictReader(io.StringIO(text))
+    body = text.lstrip("\r\n")
+    lead = text[:len(text) - len(body)].count("\n")    # blank lines before the header (a csv inside a paste)
+    rows = csv.DictReader(io.StringIO(body))
     out = []
     for row in rows:
         if None in row or any(v is None for v in row.values()):
-            _fail(ctx.path, rows.line_num, f"the row does not have the header's {len(rows.fieldnames)} cells")
-        out.append(_llama_bench_record(row, ctx, rows.line_num))
+            _fail(ctx.path, rows.line_num + lead, f"the row does not have the header's {len(rows.fieldnames)} cells")
+        out.append(_llama_bench_record(row, ctx, rows.line_num + lead))
     return out
 
 
