@@ -1047,6 +1047,11 @@ def test_a_command_over_several_lines_and_what_it_puts_on_the_cpu(tmp_path):
                                 ("-nkvo", "no_kv_offload", True)):
         p = write(tmp_path, "c.md", f"llama-sweep-bench -m GLM-4.5-Air-Q4_K_M.gguf -c 8192 -ngl 99 {flags} -fa on\n\n" + sweep)
         assert im.read(p)[0][field] == value
+    # llama-bench's -nkvo takes a value: -nkvo 0 is the default (all on the GPU), -nkvo 1 the KV cache on the CPU
+    assert [im._command_args(f"llama-bench -m x.gguf -nkvo {v} -fa 1", {}).get("no_kv_offload") for v in ("0", "1", "0,1")] == [
+        False, True, None]
+    p = write(tmp_path, "n.md", "llama-bench -m GLM-4.5-Air-Q4_K_M.gguf -nkvo 0\n\n" + sweep)
+    assert "no_kv_offload" not in im.read(p)[0]
     # a llama-bench row's own ot column is what it ran with
     (r,) = im.read(write(tmp_path, "lb.md", "$ llama-bench -m x.gguf -ot exps=CPU\n" + _CUDA_4090 + _LB_HEAD.format(x="ot")
                          + _lb_row("CUDA", "exps=CPU", "tg128", "20.10 ± 0.10")), model="llama-3.1-8b")

@@ -1064,7 +1064,12 @@ def _command_args(line: str, assigned: dict) -> dict:
         elif t in ("--cpu-moe", "-cmoe"):                               # every expert on the CPU
             out["tensor_buft_overrides"] = ",".join(x for x in (out.get("tensor_buft_overrides"), "exps=CPU (--cpu-moe)") if x)
         elif t in ("-nkvo", "--no-kv-offload"):
-            out["no_kv_offload"] = True
+            if val is not None and re.fullmatch(r"[01](?:,[01])*", val):     # llama-bench's -nkvo <0|1> (a list)
+                if len(set(val.split(","))) == 1:
+                    out["no_kv_offload"] = val[0] == "1"
+                i += 1
+            else:
+                out["no_kv_offload"] = True   # llama-server / sweep-bench: a switch
         elif t == "serve" and i > 0 and toks[i - 1].endswith("vllm") and val is not None:
             positional_model = val
         i += 1
@@ -1523,7 +1528,7 @@ def _block_meta(b, ctx, text, text_before, fname, weights_seen):
         meta["tensor_buft_overrides"] = single["tensor_buft_overrides"]
     if re.fullmatch(r"\d+", str(single.get("n_cpu_moe", ""))):
         meta["n_cpu_moe"] = int(single["n_cpu_moe"])
-    if single.get("no_kv_offload"):
+    if single.get("no_kv_offload") is True:
         meta["no_kv_offload"] = True
     if opts.get("fmoe"):
         meta["fmoe"] = True
