@@ -20,10 +20,13 @@ runtime the sidecar names and the one the import implies (its tool and backend).
 Any other pasted file of DIR (not in SOURCES; every `<name>.md|.log|.json|.jsonl|.csv` but a
 README) is read the generic way (`generic_records`): the importer's numbers and what the paste
 states; the attribution from its sidecar `<name>.txt` ("key: value" lines, keys in any case:
-URL / source_url, date, command / Command / Client, runtime / Runtime / engine, GPU / hardware,
-model, notes; `options:` name=value for what no paste states, e.g. era=2024-cublas or coopmat=khr);
+URL / source_url / thread, date / posted, command / Command line / Server + Client, runtime / engine /
+software, GPU / hardware / setup (a count there names the box: the command's CUDA_VISIBLE_DEVICES,
+-sm none, -dev or -tp the cards the run used), model / model file / quant, notes; `options:` name=value
+for what no paste states, e.g. era=2024-cublas or coopmat=khr);
 the runtime model from the import's tool and backend, which must agree with the
-sidecar's runtime text (ik_llama.cpp, Vulkan, vLLM, llama.cpp) where it names one (so must the
+sidecar's runtime text (ik_llama.cpp, Vulkan, vLLM, llama.cpp) where it names one, a text naming CUDA
+and Vulkan or two forks leaving each table's own backend and tool to tell (so must the
 model its model line names, where it names exactly one built-in); the runtime
 options (fa, ubatch, mla) and KV type from the paste first, else the sidecar's command flags
 (-fa / --flash-attn, -ub / --ubatch-size, -mla, -ctk / --cache-type-k), else its runtime / notes
@@ -32,10 +35,11 @@ file and line.
 llama-bench's -fa auto (-1, its default since mid-2025) is fa=1 (llama.cpp runs flash attention
 on CUDA and Vulkan where the head sizes allow); a markdown table of an older build without an fa
 column reads as fa=0 (importers.FA_AUTO_BUILD). The source id is the file's stem, cleaned. A file without a sidecar, or whose card,
-model or weights neither the paste nor the sidecar states, is skipped with one line saying why.
-Records of runs partly on the CPU (--n-cpu-moe, -ot, -nkvo, -ngl below the layer count) are left
-out, and a serving result is filed under the server it measured (its --backend: SGLang's client on
-a vLLM server is vLLM's; an SGLang server, of which there is no runtime model, is left out); what
+model or weights neither the paste nor the sidecar states (or that states a card outside the GPU
+catalog, a model no built-in or config beside the pastes is), is skipped with one line saying why.
+Records of runs partly on the CPU (--n-cpu-moe, -ot, -nkvo, -ngl below the layer count: the paste's
+columns, else its command line or the sidecar's) are left out, and a serving result is filed under
+the server it measured (its --backend: SGLang's client on a vLLM server is vLLM's; an SGLang server, of which there is no runtime model, is left out); what
 is left out is said in the records' note, or in the skip line where nothing is kept. So are runs on a
 backend no runtime model is of (ROCm / HIP, Metal, SYCL, the CPU, RPC to another host: the paste's
 backend, else the sidecar's runtime text) and runs on mixed cards (a 4090 + a 3090); Vulkan's coopmat
@@ -204,11 +208,13 @@ def _runtime_of(r):
 
 
 def _blank_between(path, a, b, cache={}):
-    """Lines a+1 .. b-1 of `path` are all blank (a table a blank line splits is one table)."""
+    """Lines a+1 .. b-1 of `path` are all blank or llama-bench progress lines (a table a blank line splits
+    is one table)."""
     if path not in cache:
         try:
             with open(path, encoding="utf-8-sig", errors="replace") as f:
-                cache[path] = [re.sub(r"^[ \t]*(?:>[ \t]?)+", "", x).strip() for x in f.read().splitlines()]
+                cache[path] = ["" if importers.LB_PROGRESS.match(x) else re.sub(r"^[ \t]*(?:>[ \t]?)+", "", x).strip()
+                               for x in f.read().splitlines()]      # llama-bench --progress lines between rows: none
         except OSError:
             cache[path] = None
     lines = cache[path]
@@ -301,8 +307,20 @@ def _vllm_kv(weights):
     return weights if weights in ("bf16", "f16", "f32") else "bf16"
 
 
-def _offloaded(r, layers):
-    """Why a llama.cpp record ran partly on the CPU (the runtime models are of all-GPU runs), or None."""
+def _offloaded(r, layers, side_cmd=None):
+    """Why a llama.cpp record ran partly on the CPU (the runtime models are of all-GPU runs), or None:
+    the record's own fields, else the sidecar's command line (`side_cmd`, where the paste states none of them)."""
+    if side_cmd:
+        a = importers._command_args(side_cmd, {})
+        said = {k: a[k] for k in ("n_cpu_moe", "tensor_buft_overrides", "no_kv_offload", "n_gpu_layers")
+                if a.get(k) is not None and r.get(k) is None and "," not in str(a[k])}
+        if said.get("n_cpu_moe") is not None or said.get("n_gpu_layers") is not None:
+            try:
+                said.update((k, int(said[k])) for k in ("n_cpu_moe", "n_gpu_layers") if k in said)
+            except ValueError:
+                said.pop("n_cpu_moe", None), said.pop("n_gpu_layers", None)
+        why = _offloaded(dict(r, **said), layers) if said else None
+        return why + " (the sidecar's command line)" if why and not _offloaded(r, layers) else _offloaded(r, layers)
     if int(r.get("n_cpu_moe") or 0) > 0:
         return f"n_cpu_moe {r['n_cpu_moe']} (expert weights on the CPU)"
     ot = str(r.get("tensor_buft_overrides") or "none").strip()
@@ -345,9 +363,14 @@ def _vllm(src_dir, meta=VLLM, sid="qwen3-30b-a3b-bf16_h100_vllm", recs=None):
 # ---- the generic path: a pasted file and its sidecar, no SOURCES entry ---------------------------
 PASTED = (".md", ".log", ".json", ".jsonl", ".csv", ".sql")
 # sidecar key (lower case) -> the attribution field it gives; the first key present wins
-SIDECAR_KEYS = {"url": ("url", "source_url", "source", "link"), "date": ("date",),
-                "command": ("command", "cmd", "server", "client"), "runtime": ("runtime", "engine", "backend"),
-                "gpu": ("gpu", "hardware", "card", "device"), "model": ("model",), "note": ("notes", "note")}
+SIDECAR_KEYS = {"url": ("url", "source_url", "source", "link", "thread", "post", "permalink"),
+                "date": ("date", "posted", "published", "when"),
+                "command": ("command", "cmd", "command_line", "server", "client"),
+                "runtime": ("runtime", "engine", "backend", "software", "inference_engine", "framework"),
+                "gpu": ("gpu", "hardware", "card", "device", "graphics_card", "gpu_model", "setup", "rig", "system", "machine"),
+                # every one of these present is read (a model line and a separate quant / file line)
+                "model": ("model", "model_file", "model_name", "gguf", "checkpoint", "weights", "quant", "quantization"),
+                "note": ("notes", "note")}
 _KV_TYPES = ("f16", "bf16", "f32", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl")
 
 
@@ -365,7 +388,8 @@ def read_sidecar(path) -> dict:
             if m and not m.group(1).lower().startswith(("http", "https")):
                 # one spelling per key: "Source URL" = "source_url", "GPU(s)" = "GPUs" = "gpu"
                 last = re.sub(r"[\s-]+", "_", re.sub(r"\((?:e?s)\)$", "", m.group(1).strip().lower()).strip())
-                last = {"gpus": "gpu", "cards": "card", "devices": "device", "models": "model"}.get(last, last)
+                last = {"gpus": "gpu", "cards": "card", "devices": "device", "models": "model",
+                        "commands": "command"}.get(last, last)
                 out.setdefault(last, (m.group(2) or "").strip())
             elif last and ln.strip() and out.get(last) is not None:
                 out[last] = (out[last] + " " + ln.strip()).strip()
@@ -376,6 +400,8 @@ def _side(side: dict, what: str) -> str | None:
     vals = [side[k] for k in SIDECAR_KEYS[what] if side.get(k)]
     if what == "command" and "command" not in side and "cmd" not in side and len(vals) > 1:
         return "; ".join(vals)                # vLLM: the server and the client command
+    if what == "model" and len(vals) > 1:
+        return " ; ".join(dict.fromkeys(vals))   # "Model: Qwen2.5-32B-Instruct" + "Quant: Q4_K_M"
     return vals[0] if vals else None
 
 
@@ -385,13 +411,23 @@ def sidecar_runtime(text: str | None) -> str | None:
     t = (text or "").lower()
     if "vllm" in t:
         return "vllm"
-    if "vulkan" in t:
+    if "vulkan" in t and not _cuda_and_vulkan(t):
         return "llama.cpp-vulkan"
+    main = re.search(r"llama\.cpp|mainline|llama-bench", t.replace("ik_llama.cpp", ""))
+    if "ik_llama" in t and main and re.search(r"\bvs\.?(?!\w)|versus|compar|\band\b|\bboth\b|\s/\s", t):
+        return None     # "ik_llama.cpp vs mainline llama.cpp": each table's own tool tells
     if "ik_llama" in t:
         return "ik_llama.cpp"
-    if "llama.cpp" in t or "mainline" in t or "llama-bench" in t:
+    if main:
         return "llama.cpp"
     return None
+
+
+def _cuda_and_vulkan(text: str | None) -> bool:
+    """A sidecar's runtime text names both CUDA and Vulkan ("CUDA vs Vulkan builds"): each table's own
+    backend (device lines, backend column) says which it ran on."""
+    t = (text or "").lower()
+    return "vulkan" in t and bool(re.search(r"\bcuda\b", t))
 
 
 # llama.cpp backends without a runtime model (the models are of CUDA, ik_llama.cpp's CUDA, the ggml Vulkan
@@ -462,14 +498,23 @@ def _text_options(text: str) -> dict:
 def _text_values(text: str) -> dict:
     """{option: the set of values `text` gives it}."""
     t = text or ""
-    found = {"n_ubatch": {int(m.group(1)) for m in re.finditer(r"\b(?:n_ubatch|ubatch|u-batch)\s*[=:]?\s*(\d+)", t, re.I)}
-             | {int(m.group(1)) for m in re.finditer(r"(?:^|\s)(?:-ub|--ubatch-size)[\s=]+(\d+)", t)},
+    # a value followed by ",x" is the first of a llama-bench list ("-fa 0,1", "-ub 512,2048"): one run per
+    # value, so no option of every record (lst: every value of the list)
+    lst = r"((?:[\w.-]+,)+[\w.-]+)(?![\w,])"
+    found = {"n_ubatch": {int(m.group(1)) for m in re.finditer(r"\b(?:n_ubatch|ubatch|u-batch)\s*[=:]?\s*(\d+)(?!\d|,\w)", t, re.I)}
+             | {int(m.group(1)) for m in re.finditer(r"(?:^|\s)(?:-ub|--ubatch-size)[\s=]+(\d+)(?!\d|,\w)", t)}
+             | {int(v) for m in re.finditer(r"(?:^|\s)(?:-ub|--ubatch-size)[\s=]+" + lst, t) for v in m.group(1).split(",")
+                if v.isdigit()},
              "flash_attn": {int(m.group(1).lower() in ("on", "1", "true")) for m in re.finditer(
-                 r"(?:^|[\s,;(])(?:-fa|fa|flash[_ ]attn|flash attention)\s*[=:]?\s*(on|off|0|1|true|false)\b", t, re.I)}
-             | {1 for _ in re.finditer(r"(?:^|[\s,;(])-fa\b(?!\s*[=:]?\s*(?:on|off|0|1|true|false)\b)", t)},
-             "mla": {m.group(1) for m in re.finditer(r"(?:^|[\s,;(])-?mla\s*[=:]?\s*(\d)\b", t, re.I)},
+                 r"(?:^|[\s,;(])(?:-fa|fa|flash[_ ]attn|flash attention)\s*[=:]?\s*(on|off|0|1|true|false)\b(?!,\w)", t, re.I)}
+             | {1 for _ in re.finditer(r"(?:^|[\s,;(])-fa\b(?!\s*[=:]?\s*(?:on|off|auto|0|1|true|false)\b)", t)}
+             | {int(v.lower() in ("on", "1", "true")) for m in re.finditer(r"(?:^|\s)(?:-fa|--flash-attn)[\s=]+" + lst, t)
+                for v in m.group(1).split(",")},
+             "mla": {m.group(1) for m in re.finditer(r"(?:^|[\s,;(])-?mla\s*[=:]?\s*(\d)\b(?!,\w)", t, re.I)}
+             | {v for m in re.finditer(r"(?:^|\s)-mla[\s=]+" + lst, t) for v in m.group(1).split(",")},
              "type_k": {m.group(1).lower() for m in re.finditer(r"\b(" + "|".join(_KV_TYPES) + r")\s+KV\b", t, re.I)}
-             | {m.group(1).lower() for m in re.finditer(r"(?:^|\s)(?:-ctk|--cache-type-k)[\s=]+(\w+)", t)}}
+             | {m.group(1).lower() for m in re.finditer(r"(?:^|\s)(?:-ctk|--cache-type-k)[\s=]+(\w+)\b(?!,\w)", t)}
+             | {v.lower() for m in re.finditer(r"(?:^|\s)(?:-ctk|--cache-type-k)[\s=]+" + lst, t) for v in m.group(1).split(",")}}
     return found
 
 
@@ -538,10 +583,20 @@ def _date_of(side: dict) -> str:
     m = re.search(r"\b(20\d{2})[/.](\d{1,2})(?:[/.](\d{1,2}))?\b", d)      # "2025/08/03", "2025.8.3"
     if m and 1 <= int(m.group(2)) <= 12 and (m.group(3) is None or 1 <= int(m.group(3)) <= 31):
         return f"{m.group(1)}-{int(m.group(2)):02d}" + (f"-{int(m.group(3)):02d}" if m.group(3) else "")
-    m = re.search(r"\b(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?\s+(\d{1,2}),?\s+(?:[\d:]+\s+)?(\d{4})\b", d)
+    mon_re = (r"(Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sep(?:t(?:ember)?)?|"
+              r"Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\.?(?![a-z])")
+
+    def mon(name):
+        return "janfebmaraprmayjunjulaugsepoctnovdec".index(name[:3].lower()) // 3 + 1
+    m = re.search(r"\b" + mon_re + r"\s+(\d{1,2}),?\s+(?:[\d:]+\s+)?(\d{4})\b", d, re.I)
     if m:
-        mon = "JanFebMarAprMayJunJulAugSepOctNovDec".index(m.group(1)) // 3 + 1
-        return f"{m.group(3)}-{mon:02d}-{int(m.group(2)):02d}"
+        return f"{m.group(3)}-{mon(m.group(1)):02d}-{int(m.group(2)):02d}"
+    m = re.search(r"\b(\d{1,2})(?:st|nd|rd|th)?\s+" + mon_re + r",?\s+(\d{4})\b", d, re.I)       # "14 Mar 2025"
+    if m and 1 <= int(m.group(1)) <= 31:
+        return f"{m.group(3)}-{mon(m.group(2)):02d}-{int(m.group(1)):02d}"
+    m = re.search(r"\b" + mon_re + r",?\s+(\d{4})\b", d, re.I)                                  # "March 2025"
+    if m:
+        return f"{m.group(2)}-{mon(m.group(1)):02d}"
     for v in side.values():                     # a date anywhere (the URL's or the repository's line)
         m = re.search(r"\b(20\d{2}-\d{2}(?:-\d{2})?)\b", v)
         if m:
@@ -549,10 +604,27 @@ def _date_of(side: dict) -> str:
     return d or "not stated"
 
 
+def _cards_run(cmd: str | None, n: int) -> int:
+    """How many of the `n` cards a sidecar's GPU line names the sidecar's command ran on: its
+    CUDA_VISIBLE_DEVICES, -sm none, -dev, a vLLM server's -tp; else all `n`."""
+    a = importers._command_args(cmd or "", {})
+    if a.get("visible_devices"):
+        return len(a["visible_devices"])
+    if str(a.get("split_mode", "")).lower() == "none":
+        return 1
+    dev = str(a.get("devices") or "")
+    if dev and dev.lower() not in ("auto", "none") and "," not in dev:
+        return len([d for d in dev.split("/") if d.strip()])
+    if re.fullmatch(r"\d+", str(a.get("tensor_parallel", ""))):
+        return int(a["tensor_parallel"])
+    return n
+
+
 def _fill_from_sidecar(r: dict, side: dict) -> list:
     """The card, model and weights the sidecar names where the paste does not: the fields filled."""
     filled = []
     if r.get("hardware") is None:
+        count = None
         g = _side(side, "gpu") or ""
         key = hardware.resolve_gpu_name(g)
         bare = re.fullmatch(r"\s*(?:(\d)\s*[x×]\s*)?([2-5]0[5-9]0)([\s_-]*(?:ti|super))?(?:[\s_-]*(\d+)\s*GB)?"
@@ -562,15 +634,16 @@ def _fill_from_sidecar(r: dict, side: dict) -> list:
             suf = {"ti": " Ti", "super": " Super"}.get((suf or "").strip(" _-").lower(), "")
             key = hardware.resolve_gpu_name(f"RTX {num}{suf}{' ' + mem + 'GB' if mem else ''}")
             if key and (n1 or n2):
-                r["n_cards"] = int(n1 or n2)
+                count = int(n1 or n2)
         if key is None:
             found = importers.gpus_in(g)
             key = hardware.resolve_gpu_name(found[0][0]) if found else None
             if key and found[0][1]:
-                r["n_cards"] = found[0][1]
+                count = found[0][1]
         if key:
             r["hardware"], r["device"] = key, r.get("device") or key
-            r.setdefault("n_cards", 1)
+            if r.get("n_cards") is None:    # a count the paste states (device lines, -tp) wins over the sidecar's
+                r["n_cards"] = _cards_run(_side(side, "command"), count or 1)
             filled.append("hardware")
             if r["n_cards"] == 1:
                 r["split"] = "none"
@@ -693,11 +766,9 @@ def generic_records(path, cfgs: dict | None = None) -> tuple[str, list]:
             _fill_from_sidecar(r, side)
             missing = [k for k in ("hardware", "model", "weights") if r.get(k) is None]
             if missing:
-                raise Skip(f"{name}:{str(r['source']).rsplit(':', 1)[1]}: the "
-                           f"{', '.join('card' if k == 'hardware' else k for k in missing)} stated neither in the "
-                           "paste nor in the sidecar" + (" (vLLM serves the checkpoint's own dtype: name it on the "
-                                                         "sidecar's model line, e.g. 'Model: org/name BF16')"
-                                                         if missing == ["weights"] else ""))
+                raise Skip(f"{name}:{str(r['source']).rsplit(':', 1)[1]}: " + _missing(r, missing)
+                           + (" (vLLM serves the checkpoint's own dtype: name it on the sidecar's model line, e.g. "
+                              "'Model: org/name BF16')" if missing == ["weights"] else ""))
         if rt_side not in (None, "vllm"):
             raise SystemExit(f"{name}: the import implies runtime 'vllm', the sidecar's runtime says {rt_side!r} ({rt_text!r})")
         meta["note"] = note or f"read by bench/public_records.py's generic path from {name} and its sidecar"
@@ -728,14 +799,15 @@ def generic_records(path, cfgs: dict | None = None) -> tuple[str, list]:
     offloaded = []
     kept = []
     for r in recs:
-        why = _offloaded(r, cm_layers(r.get("model")))
+        why = _offloaded(r, cm_layers(r.get("model")), cmd)
         if why:
             offloaded.append((str(r["source"]).rsplit(":", 1)[1], why))
         else:
             kept.append(r)
     if offloaded:
         recs = kept
-        said = "; ".join(f"line {ln}: {why}" for ln, why in offloaded[:3]) + (" ..." if len(offloaded) > 3 else "")
+        lines = list(dict.fromkeys(offloaded))     # a sweep-bench row is two records (pp, tg) of one line
+        said = "; ".join(f"line {ln}: {why}" for ln, why in lines[:3]) + (" ..." if len(lines) > 3 else "")
         if not recs:
             raise Skip(f"{name}: every record ran partly on the CPU ({said}): not an all-GPU point")
         note = (note + "; " if note else "") + f"{len(offloaded)} record(s) left out, partly on the CPU ({said})"
@@ -754,7 +826,14 @@ def generic_records(path, cfgs: dict | None = None) -> tuple[str, list]:
                 # ik_llama.cpp's llama-bench prints as mainline's (but for its own columns, which
                 # the import reads as the tool "llama-bench (ik_llama.cpp)"): the sidecar tells
                 rt, from_side_rt = rt_side, True
-            if rt_side is not None and rt != rt_side:
+            elif rt_side == "llama.cpp" and rt == "ik_llama.cpp" and r.get("tool") == "llama-sweep-bench (ik_llama.cpp)":
+                # the mainline port of sweep-bench built before mainline's Aug-2025 API prints ik_llama.cpp's
+                # header (flash_attn = 1, not flash_attn_type): the table is the same, the sidecar tells
+                rt, from_side_rt = rt_side, True
+                r["tool"] = "llama-sweep-bench (mainline port)"
+                r.setdefault("inferred", {})["tool"] = ("the mainline port (the sidecar's runtime; its header before "
+                                                        "mainline's Aug-2025 API is ik_llama.cpp's)")
+            if rt_side is not None and rt != rt_side and not (rt == "llama.cpp-vulkan" and _cuda_and_vulkan(rt_text)):
                 raise SystemExit(f"{where}: the import implies runtime {rt!r} (tool {r.get('tool')!r}, backend "
                                  f"{r.get('backend')!r}), the sidecar's runtime says {rt_side!r} ({rt_text!r})")
             if len(named) == 1 and r.get("model") not in (None, named[0]):
@@ -763,8 +842,7 @@ def generic_records(path, cfgs: dict | None = None) -> tuple[str, list]:
             filled = _fill_from_sidecar(r, side)
             missing = [k for k in ("hardware", "model", "weights") if r.get(k) is None]
             if missing:
-                raise Skip(f"{where}: the {', '.join('card' if k == 'hardware' else k for k in missing)} "
-                           "stated neither in the paste nor in the sidecar")
+                raise Skip(f"{where}: " + _missing(r, missing))
             if rt == "ik_llama.cpp" and str((r.get("inferred") or {}).get("flash_attn", "")).startswith("0: no fa column"):
                 # the importer's rule is mainline llama-bench's -fa default; ik_llama.cpp's build numbers
                 # and defaults are its own: fa stays unstated
@@ -847,6 +925,24 @@ def generic_records(path, cfgs: dict | None = None) -> tuple[str, list]:
                 rec["from_sidecar"] = from_sidecar
             out.append(rec)
     return sid, out
+
+
+def _missing(r: dict, missing: list) -> str:
+    """Why a record lacks its card, model or weights: what neither the paste nor the sidecar states, and
+    what the paste states that glmbench has no profile or config of (a card outside the catalog, a model
+    no built-in is)."""
+    said, unstated = [], []
+    for k in missing:
+        if k == "hardware" and r.get("device"):
+            said.append(f"card {r['device']!r} is not in glmbench's GPU catalog (`glmbench hardware` lists it)")
+        elif k == "model" and (r.get("model_type") or "matches no built-in" in str((r.get("inferred") or {}).get("model"))):
+            what = r.get("model_type") or str(r["inferred"]["model"])
+            said.append(f"model {what!r}" + (f" ({r['model_n_params'] / 1e9:.2f} B params)" if r.get("model_n_params") else "")
+                        + " is no built-in model, and no HF config beside the pastes is named by the sidecar's model "
+                          "line or the file name (put its config.json there)")
+        else:
+            unstated.append("card" if k == "hardware" else k)
+    return "; ".join(([f"the {', '.join(unstated)} stated neither in the paste nor in the sidecar"] if unstated else []) + said)
 
 
 def pasted_files(src) -> list:

@@ -11,6 +11,7 @@ import pytest
 
 from glmbench import vocab
 from glmbench.predict import costmodel as cm
+from glmbench.predict import hardware
 from glmbench.predict import sweep
 from glmbench.results import compare as cmp
 from glmbench.results import importers as im
@@ -999,3 +1000,179 @@ def test_gpu_counts_in_words_and_plurals():
     assert im.gpus_in("my two RTX 3090s over NVLink") == [("RTX 3090", 2)]
     assert im.gpus_in("Table 2 RTX 4090 results") == [("RTX 4090", None)]    # a bare digit before it is no count
     assert im.gpus_in("RTX 4090 on PCIe 4.0 x16") == [("RTX 4090", None)]
+
+
+# ---- the third audit: 2025-26 llama-bench options, command lines, card names ---------------------
+_CUDA_4090 = "ggml_cuda_init: found 1 CUDA devices:\n  Device 0: NVIDIA GeForce RTX 4090, compute capability 8.9, VMM: yes\n"
+
+
+def test_llama_bench_lists_on_the_command_line_leave_each_row_its_own_value(tmp_path):
+    # `-fa 0,1 -ub 512,2048 -ctk f16,q8_0`: one run per value, each row's column says which (the list is
+    # not a bare -fa, and the command line does not overwrite the rows' n_ubatch / type_k)
+    head = ("| model                          |       size |     params | backend    | ngl | n_ubatch | type_k |  fa |"
+            "            test |                  t/s |\n"
+            "| ------------------------------ | ---------: | ---------: | ---------- | --: | -------: | ------ | --: |"
+            " --------------: | -------------------: |\n")
+
+    def row(ub, tk, fa, ts):
+        return (f"| qwen3moe 30B.A3B Q4_K - Medium |  17.28 GiB |    30.53 B | CUDA       |  99 | {ub:>8} | {tk:6} | {fa:>3} |"
+                f"          pp2048 | {ts:>20} |\n")
+    p = write(tmp_path, "lists.md", "$ llama-bench -m Qwen3-30B-A3B-Q4_K_M.gguf -ngl 99 -fa 0,1 -ub 512,2048 -ctk f16,q8_0 -p 2048 -n 0\n"
+              + _CUDA_4090 + head + row(512, "f16", 0, "8120.40 ± 20.10") + row(2048, "q8_0", 1, "11840.30 ± 31.02"))
+    a, b = im.read(p)
+    assert [(r["n_ubatch"], r["type_k"], r["flash_attn"], r["avg_ts"]) for r in (a, b)] == [
+        (512, "f16", 0, 8120.4), (2048, "q8_0", 1, 11840.3)]
+    # one value (the same in a list, or a bare value) still tells a table without the column
+    assert im._command_args("llama-bench -fa 1,1 -ub 1024", {})["flash_attn"] == 1
+    assert "flash_attn" not in im._command_args("llama-bench -fa on,off", {})
+    assert im._command_args("llama-bench -fa -ngl 99", {})["flash_attn"] == 1     # the older bare switch
+
+
+def test_a_command_over_several_lines_and_what_it_puts_on_the_cpu(tmp_path):
+    # `llama-sweep-bench \` continued over lines is one command: its --model (the weights) and its -ot
+    sweep = ("main: n_kv_max = 32768, n_batch = 4096, n_ubatch = 4096, flash_attn = 1, n_gpu_layers = 99, n_threads = 24, "
+             "n_threads_batch = 24\n\n"
+             "|    PP |     TG |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |\n"
+             "|-------|--------|--------|----------|----------|----------|----------|\n"
+             "|  4096 |   1024 |      0 |   22.141 |   185.00 |   91.429 |    11.20 |\n")
+    cmd = ("./build/bin/llama-sweep-bench \\\n    --model /mnt/DeepSeek-R1-0528-IQ2_K_R4-00001-of-00005.gguf \\\n"
+           "    -mla 3 -fa -amb 512 -fmoe \\\n    -ctk q8_0 -c 32768 \\\n    -ngl 99 -ot exps=CPU \\\n"
+           "    --threads 24 -ub 4096 -b 4096\n\n" + _CUDA_4090 + "\n")
+    pp, tg = im.read(write(tmp_path, "ot.md", cmd + sweep))
+    assert (pp["model"], pp["weights"], pp["type_k"], pp["mla"], pp["tensor_buft_overrides"], pp["hardware"]) == (
+        "deepseek-r1", "IQ2_K_R4", "q8_0", "3", "exps=CPU", "rtx-4090")
+    assert pp["command"].startswith("./build/bin/llama-sweep-bench --model /mnt/DeepSeek-R1-0528") and "-ot exps=CPU" in pp["command"]
+    # --n-cpu-moe N, --cpu-moe and -nkvo on the command line are said too (a sweep table has no column for them)
+    for flags, field, value in (("--n-cpu-moe 28", "n_cpu_moe", 28), ("--cpu-moe", "tensor_buft_overrides", "exps=CPU (--cpu-moe)"),
+                                ("-nkvo", "no_kv_offload", True)):
+        p = write(tmp_path, "c.md", f"llama-sweep-bench -m GLM-4.5-Air-Q4_K_M.gguf -c 8192 -ngl 99 {flags} -fa on\n\n" + sweep)
+        assert im.read(p)[0][field] == value
+    # llama-bench's -nkvo takes a value: -nkvo 0 is the default (all on the GPU), -nkvo 1 the KV cache on the CPU
+    assert [im._command_args(f"llama-bench -m x.gguf -nkvo {v} -fa 1", {}).get("no_kv_offload") for v in ("0", "1", "0,1")] == [
+        False, True, None]
+    p = write(tmp_path, "n.md", "llama-bench -m GLM-4.5-Air-Q4_K_M.gguf -nkvo 0\n\n" + sweep)
+    assert "no_kv_offload" not in im.read(p)[0]
+    # a llama-bench row's own ot column is what it ran with
+    (r,) = im.read(write(tmp_path, "lb.md", "$ llama-bench -m x.gguf -ot exps=CPU\n" + _CUDA_4090 + _LB_HEAD.format(x="ot")
+                         + _lb_row("CUDA", "exps=CPU", "tg128", "20.10 ± 0.10")), model="llama-3.1-8b")
+    assert r["tensor_buft_overrides"] == "exps=CPU"
+    # a vLLM server started over several lines: its model and its -tp
+    serve = ("vllm serve \\\n  Qwen/Qwen2.5-32B-Instruct-AWQ \\\n  --tensor-parallel-size 2\n"
+             "vllm bench serve --model Qwen/Qwen2.5-32B-Instruct-AWQ --max-concurrency 32\nH100 SXM\n" + _SERVE)
+    (r,) = im.read(write(tmp_path, "tp.log", serve))
+    assert (r["model"], r["weights"], r["n_cards"]) == ("qwen2.5-32b", "awq", 2)
+
+
+def test_the_kv_cache_type_is_not_the_weights(tmp_path):
+    # `-m "$MODEL" -ctk q8_0`: the model file is not in the paste, and q8_0 is the KV cache's type, not the weights'
+    sweep = ("main: n_kv_max = 8192, n_batch = 2048, n_ubatch = 512, flash_attn = 1, n_gpu_layers = 99, n_threads = 16, "
+             "n_threads_batch = 16\n\n"
+             "|    PP |     TG |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |\n"
+             "|-------|--------|--------|----------|----------|----------|----------|\n"
+             "|   512 |    128 |      0 |    0.089 |  5752.81 |    0.751 |   170.44 |\n")
+    p = write(tmp_path, "kv.md", '```\n./build/bin/llama-sweep-bench -m "$MODEL" -c 8192 -ngl 99 -fa -ctk q8_0 -ctv q8_0 -fmoe\n```\n\n'
+              + _CUDA_4090 + "\n" + sweep)
+    pp, _ = im.read(p, model="qwen3-30b-a3b")
+    assert (pp["type_k"], pp.get("weights")) == ("q8_0", None)
+    # nor in prose: "q8_0 KV" / "--cache-type-k=q8_0"; the weights the prose names are still read
+    p = write(tmp_path, "kv2.md", "Qwen3-30B-A3B Q4_K_M, q8_0 KV, --cache-type-k=q8_0:\n\n" + sweep)
+    pp, _ = im.read(p, model="qwen3-30b-a3b")
+    assert pp["weights"] == "Q4_K_M"
+
+
+def test_the_words_after_a_gpu_name_that_pick_its_variant():
+    # memory / form factor / "Ada" after the name pick another card of the catalog: kept with the name
+    assert im.gpus_in("1x H100 80GB PCIe") == [("H100 80GB PCIe", 1)]
+    assert im.gpus_in("4 x NVIDIA A100-SXM4-40GB") == [("A100 SXM4 40GB", 4)]
+    assert im.gpus_in("2x NVIDIA A100 80GB PCIe") == [("A100 80GB PCIe", 2)]
+    assert im.gpus_in("2x NVIDIA RTX 6000 Ada Generation") == [("RTX 6000 Ada Generation", 2)]
+    assert im.gpus_in("RTX 4060 Ti 16GB") == [("RTX 4060 Ti 16GB", None)]
+    assert im.gpus_in("H100 80GB PCIe x4") == [("H100 80GB PCIe", 4)]
+    assert [hardware.resolve_gpu_name(n) for n, _ in im.gpus_in("1x H100 80GB PCIe, 2x RTX 6000 Ada, RTX 4000 SFF Ada")] == [
+        "h100-pcie", "rtx-6000-ada", "rtx-4000-sff-ada"]
+    # words that pick the card the bare name is anyway add nothing
+    assert im.gpus_in("1x H100 80GB SXM5") == [("H100", 1)]
+    assert im.gpus_in("RTX 4090 24GB") == [("RTX 4090", None)]
+
+
+def test_glm_4_5_params_as_llama_bench_counts_them(tmp_path):
+    # llama.cpp's GGUF of GLM-4.5 / 4.5-Air keeps the MTP layer (blk.N.nextn.*): llama-bench prints 110.47 B
+    # for GLM-4.5-Air (106.85 B without it, 3.4% away) and 358.34 B for GLM-4.5 / 4.6
+    head = _LB_HEAD.format(x="fa")
+    row = "| glm4moe 106B.A12B Q4_K - Medium |  68.01 GiB |   110.47 B | CUDA       |  99 |         1 |           tg128 |        38.91 ± 0.12 |\n"
+    (r,) = im.read(write(tmp_path, "air.md", _CUDA_4090 + head + row))
+    assert r["model"] == "glm-4.5-air" and "110.47 B params" in r["inferred"]["model"]
+    big = row.replace("glm4moe 106B.A12B", "glm4moe 355B.A32B").replace("110.47 B", "358.34 B").replace(" 68.01 GiB", "201.12 GiB")
+    with pytest.raises(im.FormatError, match=r"fits several built-in models: glm-4.5, glm-4.6"):
+        im.read(write(tmp_path, "big.md", _CUDA_4090 + head + big))
+    (r,) = im.read(write(tmp_path, "GLM-4.6-Q4_K_M_4090.md", _CUDA_4090 + head + big))
+    assert r["model"] == "glm-4.6"
+    # the other families' counts are their totals, as before
+    assert im.model_candidates("qwen3moe 30B.A3B Q4_K - Medium", 30.53e9)[0] == ["qwen3-30b-a3b", "qwen3-coder-30b-a3b"]
+
+
+def test_a_serving_block_s_client_and_the_server_it_measured(tmp_path):
+    # vLLM's client on an SGLang server: the tool is vLLM's, the server (serve_backend) SGLang's
+    text = ("python -m sglang.launch_server --model-path Qwen/Qwen3-32B --tp 2\n"
+            "vllm bench serve --backend sglang --port 30000 --model Qwen/Qwen3-32B --max-concurrency 32\n" + _SERVE)
+    (r,) = im.read(write(tmp_path, "s.log", text))
+    assert (r["tool"], r["serve_backend"]) == ("vllm benchmark_serving (console)", "sglang")
+    # SGLang's client on a vLLM server, and on its own
+    (r,) = im.read(write(tmp_path, "v.log", "python -m sglang.bench_serving --backend vllm --model Qwen/Qwen3-32B "
+                                            "--max-concurrency 32\n" + _SERVE))
+    assert (r["tool"], r["serve_backend"]) == ("sglang bench_serving (console)", "vllm")
+    (r,) = im.read(write(tmp_path, "g.log", "python -m sglang.bench_serving --backend sglang --model Qwen/Qwen3-32B\n" + _SERVE))
+    assert (r["tool"], r["serve_backend"]) == ("sglang bench_serving (console)", "sglang")
+
+
+def test_llama_bench_progress_lines_between_the_rows(tmp_path):
+    # `llama-bench --progress` writes to stderr between the rows: a terminal's copy interleaves them
+    head = _LB_HEAD.format(x="fa")
+    prog = "".join(f"llama-bench: benchmark {{i}}/2: {w}\n" for w in ("starting", "warmup prompt run", "prompt run 1/5",
+                                                                       "prompt run 2/5", "depth run 1/5"))
+    text = ("$ llama-bench -m Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf -fa 1 -d 0,4096 --progress\n" + _CUDA_4090 + head
+            + prog.format(i=1) + _lb_row("CUDA", "1", "pp512", "8120.00 ± 10.00")
+            + prog.format(i=2) + _lb_row("CUDA", "1", "pp512 @ d4096", "6010.00 ± 9.00") + "\nbuild: 6e7fc8a1 (6410)\n")
+    a, b = im.read(write(tmp_path, "progress.log", text), model="llama-3.1-8b")
+    assert [(r["n_depth"], r["avg_ts"], r["source"].rsplit(":", 1)[1], r["build_number"]) for r in (a, b)] == [
+        (0, 8120.0, "11", 6410), (4096, 6010.0, "17", 6410)]
+
+
+def test_gpu_counts_in_parentheses_a_card_named_twice_and_grace_hopper():
+    assert im.gpus_in("RTX 3090 (x2)") == [("RTX 3090", 2)]
+    assert im.gpus_in("DGX H100 (8x H100 SXM)") == [("H100", 8)]          # one card, with the count said of it
+    assert im.gpus_in("1x NVIDIA GH200 480GB") == [("GH200", 1)]
+    assert im.gpus_in("RTX 4090 (24 GB, PCIe 4.0 x16)") == [("RTX 4090", None)]
+    assert im.gpus_in("RTX 3090 and RTX 3090 Ti") == [("RTX 3090", None), ("RTX 3090 Ti", None)]
+
+
+def test_a_json_result_pasted_with_prose_around_it(tmp_path):
+    # a ```json fence in a comment, or the command line above a -o jsonl run: the JSON is read, at its own lines
+    o = dict(LB_KEYS, n_prompt=512, n_gen=0, n_depth=4096, avg_ts=9120.3, stddev_ts=20.1)
+    text = ("Output of `llama-bench -m Qwen3-32B-Q4_K_M.gguf -fa 1 -d 4096 -o json`:\n\n```json\n"
+            + json.dumps([o, dict(o, n_prompt=0, n_gen=128, avg_ts=40.2)], indent=2) + "\n```\n\nThanks!\n")
+    a, b = im.read(write(tmp_path, "fence.md", text))
+    assert [(r["test"], r["n_depth"], r["avg_ts"], r["source"].rsplit(":", 1)[1], r["model"]) for r in (a, b)] == [
+        ("pp", 4096, 9120.3, "5", "qwen3-32b"), ("tg", 4096, 40.2, "28", "qwen3-32b")]
+    (r,) = im.read(write(tmp_path, "cmd.log", "$ ./llama-bench -m Qwen3-32B-Q4_K_M.gguf -o jsonl\n" + json.dumps(o) + "\n"))
+    assert (r["avg_ts"], r["source"].rsplit(":", 1)[1]) == (9120.3, "2")
+    # vllm bench serve --save-result JSON in a fence
+    js = {"backend": "vllm", "model_id": "Qwen/Qwen2.5-14B-Instruct", "num_prompts": 10, "completed": 10, "max_concurrency": 4,
+          "total_input_tokens": 5120, "total_output_tokens": 1280, "output_throughput": 300.0, "mean_tpot_ms": 12.0}
+    (r,) = im.read(write(tmp_path, "v.md", "Result:\n```\n" + json.dumps(js) + "\n```\n"))
+    assert (r["model"], r["n_streams"], r["tpot_s"]) == ("qwen2.5-14b", 4, 0.012)
+    # prose with no result in it stays one clear error
+    with pytest.raises(im.FormatError, match=r"not a results format glmbench reads"):
+        im.read(write(tmp_path, "prose.md", "Some numbers:\n{not json}\n"))
+
+
+def test_llama_bench_csv_and_sql_pasted_under_their_command_line(tmp_path):
+    o = dict(LB_KEYS, n_prompt=512, n_gen=0, n_depth=0, avg_ts=9120.3, stddev_ts=20.1)
+    head = ",".join(o)
+    row = ",".join(f'"{v}"' for v in o.values())
+    (r,) = im.read(write(tmp_path, "c.log", "$ llama-bench -m Qwen3-32B-Q4_K_M.gguf -o csv\n```\n" + head + "\n" + row + "\n```\n"))
+    assert (r["avg_ts"], r["model"], r["source"].rsplit(":", 1)[1]) == (9120.3, "qwen3-32b", "4")
+    sql = ("CREATE TABLE IF NOT EXISTS llama_bench (\n" + ",\n".join(f"  {k} TEXT" for k in o) + "\n);\n"
+           "INSERT INTO llama_bench (" + ", ".join(o) + ") VALUES (" + ", ".join(f"'{v}'" for v in o.values()) + ");\n")
+    (r,) = im.read(write(tmp_path, "s.log", "$ llama-bench -m Qwen3-32B-Q4_K_M.gguf -o sql\n" + sql))
+    assert (r["avg_ts"], r["source"].rsplit(":", 1)[1]) == (9120.3, str(2 + len(o) + 2))

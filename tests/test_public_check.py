@@ -590,3 +590,176 @@ def test_the_old_fa_default_is_mainline_llama_bench_s_only(tmp_path):
     pr.main([str(src), "--out", str(out)])
     (r,) = _load(out, "judy")
     assert r["runtime"] == "ik_llama.cpp" and "flash_attn" not in r and "fa" not in r["runtime_options"]
+
+
+# ---- the third audit ------------------------------------------------------------------------------
+def test_a_sidecar_command_with_llama_bench_lists(tmp_path):
+    # the sidecar's `llama-bench -fa 0,1`: both rows kept, each with its fa column (not "the command says 1")
+    d = str(tmp_path)
+    head = LBH.replace("| fa |", "| fa |")
+    rows = _lbr("llama 8B Q4_K - Medium", "pp512", "9812.30 ± 40.10").replace("|  1 |", "|  0 |") \
+        + _lbr("llama 8B Q4_K - Medium", "pp512", "10410.20 ± 41.30")
+    _write(d, "fa01.md", head + rows + "\nbuild: 2b3c4d5e (6500)\n",
+           "URL: https://example.org/fa01\nGPU: NVIDIA A100-SXM4-80GB\nModel: Meta-Llama-3-8B-Instruct Q4_K_M\n"
+           "Command: llama-bench -m Meta-Llama-3-8B-Instruct-Q4_K_M.gguf -fa 0,1 -ub 512,2048\n")
+    _, recs = pr.generic_records(os.path.join(d, "fa01.md"))
+    assert [(r["flash_attn"], r["runtime_options"]["fa"], r["avg_ts"]) for r in recs] == [(0, "0", 9812.3), (1, "1", 10410.2)]
+    assert {r["hardware"] for r in recs} == {"a100-sxm-80gb"} and "n_ubatch" not in recs[0].get("from_sidecar", [])
+
+
+def test_runs_partly_on_the_cpu_said_only_on_a_command_line(tmp_path):
+    # a sweep-bench table has no column for -ot / --n-cpu-moe / -nkvo: its pasted command line, else the
+    # sidecar's, says the experts or the KV cache were on the CPU; left out as such
+    d = str(tmp_path)
+    sweep = ("main: n_kv_max = 8192, n_batch = 2048, n_ubatch = 2048, flash_attn_type = 1, n_gpu_layers = 99, n_threads = 16, "
+             "n_threads_batch = 16\n\n"
+             "|    PP |     TG |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |\n"
+             "|-------|--------|--------|----------|----------|----------|----------|\n"
+             "|  2048 |    512 |      0 |    4.995 |   410.00 |   36.056 |    14.20 |\n")
+    side = "URL: https://example.org/air\nGPU: RTX 3090\nModel: unsloth/GLM-4.5-Air-GGUF Q4_K_M\n"
+    _write(d, "ncmoe.md", "llama-sweep-bench -m GLM-4.5-Air-Q4_K_M-00001-of-00002.gguf -c 8192 -ngl 99 --n-cpu-moe 28 -fa on\n\n"
+           + sweep, side)
+    with pytest.raises(pr.Skip, match=r"^ncmoe\.md: every record ran partly on the CPU \(line 7: n_cpu_moe 28 \(expert weights "
+                                      r"on the CPU\)\): not an all-GPU point$"):
+        pr.generic_records(os.path.join(d, "ncmoe.md"))
+    _write(d, "side.md", sweep, side + "Command: llama-sweep-bench -m GLM-4.5-Air-Q4_K_M.gguf -c 8192 -ngl 99 -ot exps=CPU -fa on\n")
+    with pytest.raises(pr.Skip, match=r"^side\.md: every record ran partly on the CPU \(line 5: tensor overrides 'exps=CPU' "
+                                      r"\(-ot: tensors on another buffer\) \(the sidecar's command line\)\)"):
+        pr.generic_records(os.path.join(d, "side.md"))
+    # all on the GPU: kept
+    _write(d, "gpu.md", sweep, side + "Command: llama-sweep-bench -m GLM-4.5-Air-Q4_K_M.gguf -c 8192 -ngl 99 -fa on\n")
+    _, recs = pr.generic_records(os.path.join(d, "gpu.md"))
+    assert [(r["test"], r["avg_ts"]) for r in recs] == [("pp", 410.0), ("tg", 14.2)]
+
+
+@pytest.mark.parametrize("gpu,key,n", [("1x H100 80GB PCIe", "h100-pcie", 1), ("2x NVIDIA A100 80GB PCIe", "a100-pcie-80gb", 2),
+                                       ("4 x NVIDIA A100-SXM4-40GB", "a100-sxm-40gb", 4),
+                                       ("2x NVIDIA RTX 6000 Ada Generation", "rtx-6000-ada", 2),
+                                       ("4x RTX 3090 (PCIe 4.0 x8)", "rtx-3090", 4), ("1x H100 80GB SXM5", "h100-sxm", 1),
+                                       ("8x NVIDIA H200 141GB SXM", "h200-sxm", 8), ("RTX 4090 24GB", "rtx-4090", 1)])
+def test_sidecar_gpu_lines_with_memory_and_form_factor(gpu, key, n):
+    r = {"hardware": None}
+    assert "hardware" in pr._fill_from_sidecar(r, {"gpu": gpu})
+    assert (r["hardware"], r["n_cards"]) == (key, n)
+
+
+@pytest.mark.parametrize("date,iso", [("2025-03-14", "2025-03-14"), ("14 Mar 2025", "2025-03-14"), ("3 Nov 2025", "2025-11-03"),
+                                      ("March 2025", "2025-03"), ("Sept. 2025", "2025-09"), ("Feb 2026", "2026-02"),
+                                      ("Apr 19, 2025", "2025-04-19"), ("the 21st March 2025", "2025-03-21"),
+                                      ("Sun Nov  2 10:43:25 2025", "2025-11-02"), ("sometime in spring", "sometime in spring")])
+def test_sidecar_dates_as_people_write_them(date, iso):
+    assert pr._date_of({"date": date}) == iso
+
+
+def test_the_cards_a_run_used_of_the_sidecar_s_gpu_line(tmp_path):
+    # "GPU: 2x RTX 6000 Ada" names the box; the command ran on the cards CUDA_VISIBLE_DEVICES / -sm none / -tp name
+    d = str(tmp_path)
+    sweep = ("main: n_kv_max = 8192, n_batch = 2048, n_ubatch = 512, flash_attn = 1, n_gpu_layers = 99, n_threads = 16, "
+             "n_threads_batch = 16\n\n|    PP |     TG |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |\n"
+             "|-------|--------|--------|----------|----------|----------|----------|\n"
+             "|   512 |    128 |      0 |    0.121 |  4231.40 |    1.161 |   110.25 |\n")
+    side = ("URL: https://example.org/ada\nRuntime: ik_llama.cpp CUDA\nGPU: 2x NVIDIA RTX 6000 Ada Generation\n"
+            "Model: Llama-3.1-8B-Instruct Q4_K_M\n")
+    for name, cmd, n in (("one", "CUDA_VISIBLE_DEVICES=0 llama-sweep-bench -m M.gguf -c 8192 -ngl 99 -fa", 1),
+                         ("smnone", "llama-sweep-bench -m M.gguf -c 8192 -ngl 99 -fa -sm none", 1),
+                         ("both", "llama-sweep-bench -m M.gguf -c 8192 -ngl 99 -fa", 2)):
+        _write(d, f"{name}.md", sweep, side + f"Command: {cmd}\n")
+        _, recs = pr.generic_records(os.path.join(d, f"{name}.md"))
+        assert {(r["hardware"], r["n_cards"], r["split"]) for r in recs} == {("rtx-6000-ada", n, "none" if n == 1 else "layer")}
+    # vLLM: the server's -tp in the paste (no card named there) over the sidecar's "8x"; the sidecar's -tp where the paste has none
+    serve = ("vllm bench serve --model Qwen/Qwen2.5-32B-Instruct --max-concurrency 8\n============ Serving Benchmark Result ============\n"
+             "Successful requests:                     100\nMaximum request concurrency:             8\n"
+             "Total input tokens:                      204800\nTotal generated tokens:                  51200\n"
+             "Output token throughput (tok/s):         640.00\nMean TPOT (ms):                          12.10\n"
+             "==================================================\n")
+    vside = "URL: https://example.org/v\nGPU: 8x H100 80GB SXM5\nModel: Qwen/Qwen2.5-32B-Instruct BF16\n"
+    _write(d, "tp2.log", "vllm serve Qwen/Qwen2.5-32B-Instruct -tp 2\n" + serve, vside)
+    _, (v,) = pr.generic_records(os.path.join(d, "tp2.log"))
+    assert (v["hardware"], v["n_cards"], v["split"]) == ("h100-sxm", 2, "tensor")
+    _write(d, "tp4.log", serve, vside + "Server: vllm serve Qwen/Qwen2.5-32B-Instruct --tensor-parallel-size 4\n")
+    _, (v,) = pr.generic_records(os.path.join(d, "tp4.log"))
+    assert (v["hardware"], v["n_cards"], v["split"]) == ("h100-sxm", 4, "tensor")
+
+
+def test_a_model_or_card_the_paste_states_but_glmbench_has_none_of(tmp_path):
+    # the skip line says what the paste states and that glmbench has no config / profile of it (not "stated neither")
+    d = str(tmp_path)
+    cuda = "ggml_cuda_init: found 1 CUDA devices:\n  Device 0: NVIDIA GeForce RTX 5090, compute capability 12.0, VMM: yes\n"
+    _write(d, "next.md", cuda + LBH + _lbr("qwen3next 80B.A3B Q4_K - Medium", "tg128", "98.60 ± 0.40", "45.08 GiB", "79.67 B"),
+           "URL: https://example.org/next\nModel: Qwen/Qwen3-Next-80B-A3B-Instruct Q4_K_M\n")
+    with pytest.raises(pr.Skip, match=r"^next\.md:5: model 'qwen3next 80B\.A3B Q4_K - Medium' \(79\.67 B params\) is no built-in "
+                                      r"model, and no HF config beside the pastes"):
+        pr.generic_records(os.path.join(d, "next.md"))
+    vk = ("ggml_vulkan: 0 = AMD Radeon RX 7900 XTX (RADV NAVI31) (radv) | uma: 0 | fp16: 1 | bf16: 0 | warp size: 64 | shared "
+          "memory: 65536 | int dot: 1 | matrix cores: KHR_coopmat\n")
+    _write(d, "amd.md", vk + LBH + _lbr("llama 8B Q4_K - Medium", "tg128", "98.60 ± 0.40").replace("| CUDA       |", "| Vulkan     |"),
+           "URL: https://example.org/amd\nRuntime: llama.cpp Vulkan\nModel: Llama-3.1-8B-Instruct Q4_K_M\n")
+    with pytest.raises(pr.Skip, match=r"^amd\.md:4: card 'AMD Radeon RX 7900 XTX' is not in glmbench's GPU catalog"):
+        pr.generic_records(os.path.join(d, "amd.md"))
+
+
+def test_llama_bench_progress_lines_do_not_split_a_table(tmp_path):
+    d = str(tmp_path)
+    prog = "llama-bench: benchmark 2/2: starting\nllama-bench: benchmark 2/2: generation run 1/5\n"
+    _write(d, "prog.md", LBH + _lbr("llama 8B Q4_K - Medium", "pp512", "8120.00 ± 10.00") + prog
+           + _lbr("llama 8B Q4_K - Medium", "tg128", "150.00 ± 0.50"),
+           "URL: https://example.org/prog\nGPU: RTX 4090\nModel: Llama-3.1-8B Q4_K_M\n")
+    _, recs = pr.generic_records(os.path.join(d, "prog.md"))
+    assert [(r["test"], r["avg_ts"], r.get("table")) for r in recs] == [("pp", 8120.0, None), ("tg", 150.0, None)]
+
+
+def test_the_mainline_sweep_bench_port_with_ik_s_header(tmp_path):
+    # the mainline port of sweep-bench built before mainline's Aug-2025 API printed ik_llama.cpp's header
+    # (flash_attn = 1): a sidecar that says mainline llama.cpp files it there (it stopped the whole run)
+    d = str(tmp_path)
+    sweep = ("main: n_kv_max = 16384, n_batch = 2048, n_ubatch = 2048, flash_attn = 1, n_gpu_layers = 99, n_threads = 16, "
+             "n_threads_batch = 16\n\n|    PP |     TG |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |\n"
+             "|-------|--------|--------|----------|----------|----------|----------|\n"
+             "|  2048 |    512 |      0 |    0.335 |  6120.00 |    2.994 |   171.00 |\n")
+    side = "URL: https://example.org/port\nGPU: RTX 4090\nModel: unsloth/Qwen3-30B-A3B-GGUF Q4_K_M\n"
+    _write(d, "port.md", sweep, side + "Runtime: llama.cpp mainline (ubergarm's port of sweep-bench), CUDA\n")
+    _, recs = pr.generic_records(os.path.join(d, "port.md"))
+    assert {(r["runtime"], r["tool"], r["runtime_options"]["ubatch"]) for r in recs} == {
+        ("llama.cpp", "llama-sweep-bench (mainline port)", "2048")} and "runtime" in recs[0]["from_sidecar"]
+    # the same table under ik_llama.cpp's sidecar, or none, stays ik_llama.cpp's
+    _write(d, "ik.md", sweep, side + "Runtime: ik_llama.cpp CUDA\n")
+    _, recs = pr.generic_records(os.path.join(d, "ik.md"))
+    assert {r["runtime"] for r in recs} == {"ik_llama.cpp"}
+
+
+def test_a_sidecar_that_names_two_backends_or_two_forks(tmp_path):
+    # "CUDA vs Vulkan builds": each table's own backend says which (it stopped the whole run on a runtime conflict)
+    d = str(tmp_path)
+    cuda = "ggml_cuda_init: found 1 CUDA devices:\n  Device 0: NVIDIA GeForce RTX 4070, compute capability 8.9, VMM: yes\n"
+    vk = ("ggml_vulkan: 0 = NVIDIA GeForce RTX 4070 (NVIDIA) | uma: 0 | fp16: 1 | bf16: 1 | warp size: 32 | shared memory: "
+          "49152 | int dot: 1 | matrix cores: NV_coopmat2\n")
+    row = _lbr("qwen3 8B Q4_K - Medium", "tg128", "81.30 ± 0.20", "4.68 GiB", "8.19 B")
+    _write(d, "cv.md", "### CUDA\n\n" + cuda + LBH + row + "\nbuild: 6e7fc8a1 (6410)\n\n### Vulkan\n\n" + vk + LBH
+           + row.replace("| CUDA       |", "| Vulkan     |").replace("81.30", "84.00") + "\nbuild: 6e7fc8a1 (6410)\n",
+           "URL: https://example.org/cv\nRuntime: llama.cpp b6410, CUDA vs Vulkan builds\nGPU: RTX 4070\nModel: Qwen3-8B Q4_K_M\n")
+    _, recs = pr.generic_records(os.path.join(d, "cv.md"))
+    assert [(r["runtime"], r["backend"], r["avg_ts"], r["runtime_options"].get("coopmat")) for r in recs] == [
+        ("llama.cpp", "CUDA", 81.3, None), ("llama.cpp-vulkan", "Vulkan", 84.0, "nv2")]
+    assert [pr.sidecar_runtime(t) for t in ("llama.cpp, CUDA vs Vulkan", "llama.cpp Vulkan", "ik_llama.cpp vs mainline llama.cpp",
+                                            "ik_llama.cpp (a fork of llama.cpp)", "ik_llama.cpp, CUDA and Vulkan")] == [
+        "llama.cpp", "llama.cpp-vulkan", None, "ik_llama.cpp", "ik_llama.cpp"]
+
+
+def test_sidecar_keys_people_also_use(tmp_path):
+    # Thread / Posted / Setup / Software / Model file + Quant / Command line: read as URL, date, GPU, runtime, model, command
+    d = str(tmp_path)
+    sweep = ("main: n_kv_max = 8192, n_batch = 2048, n_ubatch = 512, flash_attn = 1, n_gpu_layers = 99, n_threads = 16, "
+             "n_threads_batch = 16\n\n|    PP |     TG |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |\n"
+             "|-------|--------|--------|----------|----------|----------|----------|\n"
+             "|   512 |    128 |      0 |    0.412 |  1242.72 |    4.120 |    31.07 |\n")
+    _write(d, "keys.md", sweep,
+           "Thread: https://www.reddit.com/r/LocalLLaMA/comments/1abc/x/\nPosted: March 2025\n"
+           "Setup: 2x RTX 3090 (NVLink), Ryzen 9 5950X\nSoftware: ik_llama.cpp (CUDA 12.4)\n"
+           "Model file: Qwen2.5-32B-Instruct.gguf\nQuant: Q4_K_M\n"
+           "Command line: CUDA_VISIBLE_DEVICES=0,1 llama-sweep-bench -m Qwen2.5-32B-Instruct.gguf -c 8192 -ngl 99 -fa -ctk q8_0\n")
+    _, recs = pr.generic_records(os.path.join(d, "keys.md"))
+    r = recs[0]
+    assert (r["source"], r["date"], r["hardware"], r["n_cards"], r["runtime"], r["model"], r["weights"], r["type_k"]) == (
+        "https://www.reddit.com/r/LocalLLaMA/comments/1abc/x/", "2025-03", "rtx-3090", 2, "ik_llama.cpp", "qwen2.5-32b",
+        "Q4_K_M", "q8_0")
+    assert r["command"].startswith("CUDA_VISIBLE_DEVICES=0,1 llama-sweep-bench")

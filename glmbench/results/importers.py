@@ -122,7 +122,15 @@ def read(path, *, model: str | None = None, default_model: str | None = None,
 def read_text(text: str, path: str = "<text>", *, model: str | None = None,
               default_model: str | None = None, notices: list | None = None) -> list[dict]:
     """read() on text already in memory; `path` names it in errors and in `source`."""
-    fmt = detect(text, path)
+    try:
+        fmt = detect(text, path)
+    except FormatError:
+        # a JSON result pasted with prose around it (a ```json fence in a comment, the command line above
+        # a -o jsonl run): the JSON alone, at its own lines (blank lines before it keep "file:line")
+        found = _embedded_json(text)
+        if found is None:
+            raise
+        text, fmt = found
     ctx = _Context(path, fmt, _canonical_model(model, path, "model"), _canonical_model(default_model, path, "default_model"),
                    notices)
     recs = _READERS[fmt](text, ctx)
@@ -173,6 +181,30 @@ def detect(text: str, path: str = "<text>") -> str:
         _fail(path, first_line, "a table copied from a rendered page (tab-separated, no '|'): paste the tool's "
                                 "own markdown output (the raw text of the comment) instead")
     _fail(path, first_line, "not a results format glmbench reads (" + "; ".join(FORMATS.values()) + ")")
+
+
+_EMBEDDED_FORMATS = ("llama-bench-json", "llama-bench-jsonl", "vllm", "sglang", "sweep-bench-jsonl", "batched-bench-jsonl",
+                     "llama-bench-csv", "llama-bench-sql")
+
+
+def _embedded_json(text: str):
+    """(the text with only its result kept, the format) of a JSON result (or llama-bench's csv / sql)
+    inside prose or a markdown fence, or None: from the first line that starts one to the closing fence
+    (or the end)."""
+    lines = text.splitlines()
+    for i, ln in enumerate(lines):
+        st = ln.strip()
+        if not (st.startswith(("{", "[")) or re.match(r"CREATE TABLE IF NOT EXISTS llama_bench\b", st)
+                or {"n_prompt", "n_gen", "avg_ts"} <= set(st.split(","))):
+            continue
+        end = next((j for j in range(i + 1, len(lines)) if lines[j].strip().startswith("```")), len(lines))
+        body = "\n" * i + "\n".join(lines[i:end]) + "\n"
+        try:
+            fmt = detect(body)
+        except FormatError:
+            return None
+        return (body, fmt) if fmt in _EMBEDDED_FORMATS else None
+    return None
 
 
 def _detect_pasted(text) -> str | None:
@@ -336,6 +368,21 @@ def _arch_of(model_type: str) -> str:
     return _HF_TO_ARCH.get(model_type, model_type.replace("_", ""))
 
 
+def _gguf_params(c) -> int:
+    """The parameter count llama-bench prints for a config: its total, plus for GLM-4.5 / 4.6 (glm4_moe) the
+    multi-token-prediction layers the HF checkpoint holds and llama.cpp's converter keeps in the GGUF
+    (blk.N.nextn.*: a MoE layer with its eh_proj, norms, embed_tokens and shared_head; GLM-4.5-Air 110.47 B
+    where its total without them is 106.85 B, more than PARAMS_TOLERANCE apart)."""
+    total = c.total_params()
+    n_mtp = int((getattr(c, "hf", None) or {}).get("num_nextn_predict_layers") or 0)
+    if c.model_type != "glm4_moe" or not n_mtp:
+        return total
+    h = c.hidden_size
+    layer = (c.attention_params() + c.n_layer_norms * h + c.router_params() + c.n_routed_experts * c.expert_params()
+             + c.shared_expert_params())
+    return total + n_mtp * (layer + 2 * h * h + 3 * h + 2 * c.vocab_size * h)
+
+
 _BUILTIN_CACHE: dict = {}
 
 
@@ -348,7 +395,7 @@ def _builtins() -> dict:
         for n in names:
             try:
                 c = configs.load(n)
-                info[n] = (_arch_of(c.model_type), c.total_params())
+                info[n] = (_arch_of(c.model_type), _gguf_params(c))
             except (ValueError, TypeError, KeyError, OSError):
                 continue
         _BUILTIN_CACHE.update(names=names, info=info)
@@ -765,8 +812,9 @@ def _apply_meta(r: dict, meta: dict | None, inferred: dict):
             continue
         if k in ("device", "hardware", "n_cards", "split") and own_card:
             continue  # the row's own gpu_info
-        if k in ("flash_attn", "weights", "backend") and r.get(k) is not None:
-            continue
+        if k in ("flash_attn", "weights", "backend", "n_ubatch", "n_batch", "n_gpu_layers", "n_threads", "type_k",
+                 "type_v", "mla", "tensor_buft_overrides", "n_cpu_moe", "no_kv_offload") and r.get(k) is not None:
+            continue    # the row's own column (or the header line's) over the command line's
         r[k] = v
     if inferred:
         r["inferred"] = inferred
@@ -793,12 +841,14 @@ def _read_llama_bench_jsonl(text, ctx):
 
 
 def _read_llama_bench_csv(text, ctx):
-    rows = csv.DictReader(io.StringIO(text))
+    body = text.lstrip("\r\n")
+    lead = text[:len(text) - len(body)].count("\n")    # blank lines before the header (a csv inside a paste)
+    rows = csv.DictReader(io.StringIO(body))
     out = []
     for row in rows:
         if None in row or any(v is None for v in row.values()):
-            _fail(ctx.path, rows.line_num, f"the row does not have the header's {len(rows.fieldnames)} cells")
-        out.append(_llama_bench_record(row, ctx, rows.line_num))
+            _fail(ctx.path, rows.line_num + lead, f"the row does not have the header's {len(rows.fieldnames)} cells")
+        out.append(_llama_bench_record(row, ctx, rows.line_num + lead))
     return out
 
 
@@ -897,7 +947,7 @@ _GPU_TEXT = (
     (re.compile(r"(?<![a-z0-9])(?:(\d+)\s*[x×]\s*)?(?:nvidia[\s_-]*)?(?:geforce[\s_-]*)?(rtx|gtx)[\s_-]*(a?\d{4})"
                 r"(?:[\s_-]*(ti|super))?s?(?![a-z0-9])", re.I),      # "RTX 3090s": a plural
      lambda m: f"{m.group(2).upper()} {m.group(3).upper()}" + (f" {m.group(4).capitalize()}" if m.group(4) else "")),
-    (re.compile(r"(?<![a-z0-9])(?:(\d+)\s*[x×]\s*)?(?:nvidia[\s_-]*)?((?:gb|[abhl])\d{1,3}[sg]?|a\d{4})"
+    (re.compile(r"(?<![a-z0-9])(?:(\d+)\s*[x×]\s*)?(?:nvidia[\s_-]*)?((?:gb|gh|[abhl])\d{1,3}[sg]?|a\d{4})"
                 r"(?:[\s_-]*(sxm\d?|pcie|nvl))?(?![a-z0-9])", re.I),
      lambda m: ("RTX " if re.fullmatch(r"a\d{4}", m.group(2), re.I) else "") + m.group(2).upper()
      + (f" {m.group(3).upper()}" if m.group(3) else "")),
@@ -913,6 +963,8 @@ _GPU_TEXT = (
 )
 
 
+_GPU_QUALIFIERS = re.compile(r"(?:[\s_-]*(?:\d{1,3}\s*GB|sxm\d?|pcie|nvl|hbm\d?e?|sff|ada(?:[\s_-]*generation)?)(?![a-z0-9]))*",
+                             re.I)
 _COUNT_WORDS = {"dual": 2, "double": 2, "two": 2, "triple": 3, "three": 3, "quad": 4, "four": 4, "six": 6, "eight": 8}
 
 
@@ -928,8 +980,16 @@ def gpus_in(text: str | None) -> list[tuple[str, int | None]]:
             g = name(m)
             if i == 2 and _hardware_key(g) is None:
                 continue   # a letter and digits ("a28_run.md", "h12"): only a data-centre card the catalog knows
+            end = m.end()
+            # the words after the name that pick another variant of it: "H100 80GB PCIe" (not the SXM card),
+            # "A100-SXM4-40GB", "RTX 6000 Ada Generation" (not the Turing Quadro), "RTX 4060 Ti 16GB"
+            q = _GPU_QUALIFIERS.match(text, end)
+            if q and q.group(0).strip(" _-"):
+                longer = g + " " + " ".join(re.split(r"[\s_-]+", q.group(0).strip(" _-")))
+                if _hardware_key(longer) not in (None, _hardware_key(g)):
+                    g, end = longer, q.end()
             if not n:      # the count after the name: "RTX 3090 x2 (NVLink)", "A100 80GB ×4" (not "PCIe 4.0 x16")
-                after = re.match(r"(?:\s*\d+\s*GB)?\s*[x×]\s*(\d{1,2})(?![\w.])", text[m.end():], re.I)
+                after = re.match(r"(?:\s*\d+\s*GB)?\s*\(?\s*[x×]\s*(\d{1,2})(?![\w.])", text[end:], re.I)   # "RTX 3090 (x2)"
                 n = after.group(1) if after else None
             if not n:      # a count in words before it: "dual RTX 3090", "two RTX 3090s" (a bare digit there,
                            # "Table 2 RTX 4090", is not taken for one)
@@ -937,11 +997,14 @@ def gpus_in(text: str | None) -> list[tuple[str, int | None]]:
                                    text[:m.start()], re.I)
                 n = str(_COUNT_WORDS[before.group(1).lower()]) if before else None
             found.append((m.start(), g, int(n) if n and n.isdigit() else None))
-    out, seen = [], set()
+    out, seen = [], {}
     for _, g, n in sorted(found):
-        if g not in seen:
-            seen.add(g)
+        key = _hardware_key(g) or g
+        if key not in seen:
+            seen[key] = len(out)
             out.append((g, n))
+        elif n and out[seen[key]][1] is None:    # "DGX H100 (8x H100 SXM)": the card once, with its count
+            out[seen[key]] = (out[seen[key]][0], n)
     return out
 
 
@@ -951,7 +1014,8 @@ def _short_gpu(name: str) -> str:
 
 def _command_args(line: str, assigned: dict) -> dict:
     """The options a pasted command line gives that a record needs (-m, -fa, -sm, -mg, -dev, -ts,
-    -ngl, -ub, -b, -t, -ctk/-ctv, -mla, -fmoe, -tp, CUDA_VISIBLE_DEVICES)."""
+    -ngl, -ub, -b, -t, -ctk/-ctv, -mla, -fmoe, -tp, CUDA_VISIBLE_DEVICES; what runs on the CPU: -ot,
+    --n-cpu-moe, --cpu-moe, -nkvo). A llama-bench list ("-ub 512,2048") is kept as written."""
     toks = [t.strip("\"'") for t in re.findall(r'"[^"]*"|\'[^\']*\'|\S+', line)]
     toks = [re.sub(r"\$\{?(\w+)\}?", lambda m: assigned.get(m.group(1), m.group(0)), t) for t in toks]
     out = {}
@@ -981,10 +1045,31 @@ def _command_args(line: str, assigned: dict) -> dict:
             if val is not None and val.lower() in ("on", "off", "auto", "0", "1", "true", "false"):
                 out["flash_attn"] = _flag(val)
                 i += 1
+            elif val is not None and re.fullmatch(r"(?:on|off|auto|-?[01]|true|false)(?:,(?:on|off|auto|-?[01]|true|false))+",
+                                                  val.lower()):
+                # llama-bench's list ("-fa 0,1"): one run per value, the table's fa column says which
+                if len({_flag(v) for v in val.split(",")}) == 1:
+                    out["flash_attn"] = _flag(val.split(",")[0])
+                i += 1
             else:
                 out["flash_attn"] = 1   # older builds: a bare switch
         elif t in ("-fmoe", "--fused-moe"):
             out["fmoe"] = True
+        elif t in ("-ot", "--override-tensor") and val is not None:     # tensors on another buffer (exps=CPU)
+            out["tensor_buft_overrides"] = ",".join(x for x in (out.get("tensor_buft_overrides"), val) if x)
+            i += 1
+        elif t in ("--n-cpu-moe", "-ncmoe") and val is not None:        # the experts of N layers on the CPU
+            out["n_cpu_moe"] = val
+            i += 1
+        elif t in ("--cpu-moe", "-cmoe"):                               # every expert on the CPU
+            out["tensor_buft_overrides"] = ",".join(x for x in (out.get("tensor_buft_overrides"), "exps=CPU (--cpu-moe)") if x)
+        elif t in ("-nkvo", "--no-kv-offload"):
+            if val is not None and re.fullmatch(r"[01](?:,[01])*", val):     # llama-bench's -nkvo <0|1> (a list)
+                if len(set(val.split(","))) == 1:
+                    out["no_kv_offload"] = val[0] == "1"
+                i += 1
+            else:
+                out["no_kv_offload"] = True   # llama-server / sweep-bench: a switch
         elif t == "serve" and i > 0 and toks[i - 1].endswith("vllm") and val is not None:
             positional_model = val
         i += 1
@@ -1014,6 +1099,8 @@ class _Block:
 
 
 _QUOTE = re.compile(r"^[ \t]*(?:>[ \t]?)+")
+# llama-bench --progress (stderr): "llama-bench: benchmark 2/6: prompt run 3/5"
+LB_PROGRESS = re.compile(r"^\s*llama-bench: benchmark \d+/\d+: ")
 _LOADER = (  # llama.cpp's model-load log: what a table without a model column was run on
     ("arch", re.compile(r"(?:general\.architecture\s+str\s+=|(?:print_info|llm_load_print_meta): arch\s+=)\s+(\S+)")),
     ("params", re.compile(r"(?:print_info|llm_load_print_meta): model params\s+=\s+([\d.]+ [KMBT])")),
@@ -1094,9 +1181,11 @@ def _scan(text) -> tuple[list[_Block], dict]:
             j = i + 2
             rows = []
             while True:
-                while j < n and lines[j].strip().startswith("|") and not (   # a new table's header ends it
-                        j + 1 < n and _MD_SEP.fullmatch(lines[j + 1]) and "-" in lines[j + 1]):
-                    rows.append((j + 1, _split_md(lines[j])))
+                # (llama-bench --progress writes its lines to stderr between the rows: a terminal's copy has them)
+                while j < n and (lines[j].strip().startswith("|") or (kind and LB_PROGRESS.match(lines[j]))) and not (
+                        j + 1 < n and _MD_SEP.fullmatch(lines[j + 1]) and "-" in lines[j + 1]):   # a new table's header ends it
+                    if lines[j].strip().startswith("|"):
+                        rows.append((j + 1, _split_md(lines[j])))
                     j += 1
                 # a table a blank line splits (a paste cut in two): rows of the header's width after
                 # blank lines, with no separator line under the first (that would be a new table)
@@ -1177,7 +1266,12 @@ def _scan(text) -> tuple[list[_Block], dict]:
             if last_kind not in ("device", "init"):
                 devices = {}
         if _CMD_RE.search(ln):
-            cmd = (no, st, _command_args(ln, assigned))
+            # a command continued over lines (" \\" in a shell, " ^" in cmd.exe, " `" in PowerShell) is one
+            full, j = ln, i
+            while re.search(r"\s[\\^`]\s*$", full) and j + 1 < n and lines[j + 1].strip():
+                j += 1
+                full = re.sub(r"\s[\\^`]\s*$", " ", full) + lines[j].strip()
+            cmd = (no, " ".join(full.split()), _command_args(full, assigned))
             cmds.append(cmd)
         mm2 = re.search(r"^\s*[\w.:-]+: (n_kv_max = .*)$", ln)
         if mm2:
@@ -1354,6 +1448,20 @@ def _block_meta(b, ctx, text, text_before, fname, weights_seen):
     else:
         ctx.notice(b.start, "card: not stated (no device lines and no GPU named in the text or the file name); "
                             "calibrate needs --hardware")
+        # how many cards the command line ran on, whichever they were (-tp 2, CUDA_VISIBLE_DEVICES=0,1, -sm none)
+        n, why_n = None, None
+        if str(opts.get("split_mode", "")).lower() == "none":
+            n, why_n = 1, "-sm none on the command line"
+        elif opts.get("visible_devices"):
+            n, why_n = len(opts["visible_devices"]), "CUDA_VISIBLE_DEVICES"
+        elif re.fullmatch(r"\d+", str(opts.get("tensor_parallel", ""))):
+            n, why_n = int(opts["tensor_parallel"]), f"-tp {opts['tensor_parallel']}"
+        if n:
+            meta["n_cards"] = n
+            inferred["card"] = f"not stated, x{n} (from {why_n})"
+            if n > 1 and b.kind == "serve":
+                meta["split"] = "tensor"
+                inferred["split"] = "tensor (vLLM's tensor parallelism)"
     # the backend
     if b.devices and b.backend:
         meta["backend"], inferred["backend"] = b.backend, f"{b.backend} (from the device lines)"
@@ -1402,15 +1510,26 @@ def _block_meta(b, ctx, text, text_before, fname, weights_seen):
                 meta[k] = int(v) if k == "n_ubatch" and re.fullmatch(r"\d+", str(v)) else v
                 inferred[k] = f"{v} (from the options quoted in the {where})"
                 break
+    # a llama-bench list ("-ub 512,2048", "-ctk f16,q8_0") is one run per value: the table's column says
+    # which, the list says nothing of a row
+    single = {k: v for k, v in opts.items() if not (isinstance(v, str) and "," in v)}
     for k in ("n_gpu_layers", "n_ubatch", "n_batch", "n_threads"):
-        if k in opts and not b.main.get(k):
-            v = opts[k]
+        if k in single and not b.main.get(k):
+            v = single[k]
             meta[k] = int(v) if re.fullmatch(r"-?\d+", str(v)) else v
     for k in ("type_k", "type_v"):
-        if k in opts:
-            meta[k] = _kv_name(opts[k])
-    if "mla" in opts:
-        meta["mla"] = opts["mla"]
+        if k in single:
+            meta[k] = _kv_name(single[k])
+    if "mla" in single:
+        meta["mla"] = single["mla"]
+    # what runs on the CPU (-ot exps=CPU, --n-cpu-moe N, --cpu-moe, -nkvo): a table without llama-bench's
+    # columns for them (sweep-bench's) says so only on its command line
+    if single.get("tensor_buft_overrides"):
+        meta["tensor_buft_overrides"] = single["tensor_buft_overrides"]
+    if re.fullmatch(r"\d+", str(single.get("n_cpu_moe", ""))):
+        meta["n_cpu_moe"] = int(single["n_cpu_moe"])
+    if single.get("no_kv_offload") is True:
+        meta["no_kv_offload"] = True
     if opts.get("fmoe"):
         meta["fmoe"] = True
     if b.cmd:
@@ -1432,6 +1551,8 @@ def _block_meta(b, ctx, text, text_before, fname, weights_seen):
                          ("file's other table", weights_seen[0] if len(weights_seen) == 1 else ""))):
             if not t:
                 continue
+            # the KV cache's type is no weight format: "-ctk q8_0", "--cache-type-v=q4_0", "q8_0 KV"
+            t = _KV_TEXT.sub(" ", t)
             found = {quant_name(q) for q in _QUANT_RE.findall(t)} - {None}
             if b.kind == "serve" and not found and where != "file's other table":   # an HF checkpoint's name
                 found = {checkpoint_quant(t)} - {None}
@@ -1449,6 +1570,10 @@ def _block_meta(b, ctx, text, text_before, fname, weights_seen):
             inferred["weights"] = f"{w} (from the {whow})"
     meta["inferred"] = inferred
     return meta, inferred
+
+
+_KV_TEXT = re.compile(r"(?:(?<=\s)|^)(?:-ctk|-ctv|-ctkd|-ctvd|--cache-type-[kv](?:-draft)?)(?:\s+|=)\S+"
+                      r"|\b(?:f16|bf16|f32|q8_0|q4_0|q4_1|q5_0|q5_1|iq4_nl)\s+(?:KV|K/V|K|V)\b", re.I)
 
 
 # llama-bench's -fa default was 0 (off) until its auto mode (2025-08/09, about build 6300; auto = -1 in its
@@ -1576,20 +1701,25 @@ def _pasted_serve(b, ctx, meta, inferred, text_before, models_seen):
             _fail(ctx.path, line, f"a serving benchmark block without its `{k}` line")
     # the model: every command line of the text (server and client) names it the same way
     names = []
-    for ln in text_before.splitlines():
-        if _CMD_RE.search(ln):
-            mname = _command_args(ln, {}).get("model")
-            if mname and mname not in names:
-                names.append(mname)
+    for c in b.cmds:
+        mname = c[2].get("model")
+        if mname and mname not in names:
+            names.append(mname)
     if ctx.model:
         model, how = ctx.model, "given (--model)"
     else:
         hints = [(n, f"command line's model {n!r}") for n in names]
         hints.append((os.path.basename(ctx.path), f"file name {os.path.basename(ctx.path)!r}"))
         model, how = ctx.model_for(line, hints=hints, what="this run served")
-    sglang = "sglang" in (b.cmd[1] if b.cmd else "") or str(o.get("backend", "")).lower() == "sglang"
+    # the client that printed the block (its command line), not the server it measured: `vllm bench serve
+    # --backend sglang` is vLLM's client on an SGLang server
+    cmdline = b.cmd[1] if b.cmd else ""
+    client = re.search(r"sglang\.bench_serving|vllm\s+bench\s+serve|benchmark_serving\.py", cmdline)
+    sglang = client.group(0).startswith("sglang") if client else (
+        "sglang" in cmdline or str(o.get("backend", "")).lower() == "sglang")
     tool = "sglang bench_serving (console)" if sglang else "vllm benchmark_serving (console)"
-    o["backend"] = o.get("backend") or ("sglang" if sglang else "vllm")
+    bm = re.search(r"--backend[=\s]+([\w.-]+)", cmdline) if client else None
+    o["backend"] = o.get("backend") or (bm.group(1) if bm else ("sglang" if sglang else "vllm"))
     n_cards = meta.get("n_cards")
     r = _serve_record(ctx, line, o, tool=tool, model_name=None, n_cards=n_cards, resolved=(model, how))
     inferred = dict(inferred, model=how)
