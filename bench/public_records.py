@@ -31,7 +31,8 @@ model its model line names, where it names exactly one built-in); the runtime
 options (fa, ubatch, mla) and KV type from the paste first, else the sidecar's command flags
 (-fa / --flash-attn, -ub / --ubatch-size, -mla, -ctk / --cache-type-k), else its runtime / notes
 text ("n_ubatch 512", "fa off", "f16 KV"); a paste / command disagreement is an error naming the
-file and line.
+file and line: that file is left out (said on an `error, left out FILE: ...` line and in the run's
+last line) and the other files are still read, as is any file the importer fails on.
 llama-bench's -fa auto (-1, its default since mid-2025) is fa=1 (llama.cpp runs flash attention
 on CUDA and Vulkan where the head sizes allow); a markdown table of an older build without an fa
 column reads as fa=0 (importers.FA_AUTO_BUILD). The source id is the file's stem, cleaned. A file without a sidecar, or whose card,
@@ -977,6 +978,7 @@ def main(argv):
             n, n_src = n + len(recs), n_src + 1
     seen = {}
     cfgs = folder_configs(src)
+    errors = []
     for p in pasted_files(src):
         if os.path.basename(p) in known:
             continue
@@ -988,8 +990,21 @@ def main(argv):
         except Skip as e:
             print(f"skipped {os.path.basename(p)}: {e}")
             continue
+        except SystemExit as e:
+            # the paste and its sidecar disagree (runtime, an option, the model): this file is left out
+            # with the reason, and the others are still read
+            errors.append(os.path.basename(p))
+            print(f"error, left out {os.path.basename(p)}: {e}")
+            continue
+        except Exception as e:          # noqa: BLE001 - a file the importer cannot read must not stop the others
+            errors.append(os.path.basename(p))
+            print(f"error, left out {os.path.basename(p)}: {type(e).__name__}: {e} (not read; please report it)")
+            continue
         if sid in seen or (not a.generic and sid in SOURCES):
-            raise SystemExit(f"{p}: source id {sid!r} is also {seen.get(sid, 'a SOURCES entry')}'s; rename one file")
+            errors.append(os.path.basename(p))
+            print(f"error, left out {os.path.basename(p)}: source id {sid!r} is also "
+                  f"{seen.get(sid, 'a SOURCES entry')}'s; rename one file")
+            continue
         seen[sid] = os.path.basename(p)
         for m in {str(r.get("model")) for r in recs if str(r.get("model", "")).startswith("configs/")}:
             # a config the records name: copied beside them (bench_public_fit --check reads it there)
@@ -999,6 +1014,8 @@ def main(argv):
         print(f"{os.path.basename(p)}: {len(recs)} records -> {sid}.json (generic: importer + sidecar)")
         n, n_src = n + len(recs), n_src + 1
     print(f"{n} records from {n_src} sources -> {os.path.normpath(out_dir)}")
+    if errors:
+        print(f"{len(errors)} file(s) left out for the errors above: {', '.join(errors)}")
 
 
 def _write(sid, recs, out_dir=OUT):

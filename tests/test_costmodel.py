@@ -110,6 +110,42 @@ def test_tensor_split_memory_kv_per_card():
     assert [c.kv for c in l.cards] == [8192 * 24 * 1152, 8192 * 23 * 1152]
 
 
+def _op0(step, name):
+    """The OpCost line called `name` of card 0."""
+    return next(o for o in step.ops if o.name == name and o.card == 0)
+
+
+def test_tensor_split_past_the_kv_heads_replicates_them():
+    """More cards than KV heads (vLLM's tensor parallelism: each KV head on cards / n_kv_heads cards,
+    QKVParallelLinear's num_kv_head_replicas): a card caches and reads one KV head's rows, not
+    1 / cards of them, and holds that head's whole k / v projections; the query heads still split.
+    Qwen3-235B-A22B: 64 query heads, 4 KV heads of 128 (k and v), 94 layers."""
+    cfg = configs.load("qwen3-235b-a22b")
+    assert (cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.n_layers) == (64, 4, 128, 94)
+    kv_layer = 2 * 4 * 128 * 2                            # f16 K and V rows per token and layer
+    four, eight = (cm.Setup("qwen3-235b-a22b", hw.Rig("h100-sxm", n), split="tensor", weights="bf16") for n in (4, 8))
+    for s, heads in ((four, 1), (eight, 1)):
+        m = cm.memory(s, 8192)
+        assert [c.kv for c in m.cards] == [8192 * 94 * kv_layer * heads // 4] * s.n_cards
+        core = _op0(cm.decode(s, 4096), "attn.core")
+        assert core.bytes >= 4096 * 94 * kv_layer // 4   # one KV head's cache read per layer
+    # the 8-card card holds the 4-card card's k / v projections (replicated), half of everything else
+    wb = cm._layer_weight_bytes(cfg, "bf16")["attn"]
+    kvw = sum(v for k, v in wb.items() if k.split(".")[0] in ("k_proj", "v_proj"))
+    w4, w8 = cm.memory(four, 0).cards[0].weights, cm.memory(eight, 0).cards[0].weights
+    assert w8 == pytest.approx(w4 / 2 + 94 * kvw / 8, rel=1e-6)
+    # the qkv product: half the query rows, the same KV rows
+    q4, q8 = (_op0(cm.decode(s, 0), "attn.qkv") for s in (four, eight))
+    assert q4.flops - q8.flops == pytest.approx(94 * 2 * 64 * 128 * cfg.hidden_size / 8, rel=1e-6)
+    # KV heads that neither divide the cards nor are divided by them, and query heads that do not divide: errors
+    with pytest.raises(ValueError, match="num_attention_heads=64 to divide evenly"):
+        cm.Setup("qwen3-235b-a22b", hw.Rig("h100-sxm", 3), split="tensor", weights="bf16")
+    with pytest.raises(ValueError, match=r"num_key_value_heads=8 to divide evenly, or to divide 10"):
+        cm.Setup("seed-oss-36b", hw.Rig("h100-sxm", 10), split="tensor", weights="bf16")   # 80 query heads / 10: fine
+    two = cm.Setup("qwen3-32b", hw.Rig("h100-sxm", 2), split="tensor", weights="bf16")   # 8 KV heads over 2: split
+    assert cm._kv_share(two) == 0.5 and cm._kv_share(eight) == 0.25 and cm._kv_share(four) == 0.25
+
+
 def test_two_card_allreduce_by_hand():
     # ring all-reduce on 2 cards: 2 steps, each a latency plus half the data
     assert cm.allreduce_seconds(8192, 2, 1.4, 30) == pytest.approx(2 * 30e-6 + 8192 / 1.4e9)
@@ -330,8 +366,12 @@ def test_setup_errors():
         cm.Setup("qwen3-32b", "rtx-3090", kv="q4_K")
     with pytest.raises(ValueError, match="`mla_strategy`"):
         cm.Setup("glm-4.7-flash", "rtx-3090", mla_strategy="fast")
-    with pytest.raises(ValueError, match="num_key_value_heads=4 to divide"):
-        cm.Setup("qwen3-30b-a3b", hw.Rig("rtx-3090", 8, link_gbps=10), split="tensor")
+    # 4 KV heads over 8 cards: each replicated on two (vLLM); 32 query heads over 6 cards: an error
+    assert cm.Setup("qwen3-30b-a3b", hw.Rig("rtx-3090", 8, link_gbps=10), split="tensor").n_cards == 8
+    with pytest.raises(ValueError, match="num_attention_heads=32 to divide"):
+        cm.Setup("qwen3-30b-a3b", hw.Rig("rtx-3090", 6, link_gbps=10), split="tensor")
+    with pytest.raises(ValueError, match="num_key_value_heads=8 to divide evenly, or to divide 10"):
+        cm.Setup("seed-oss-36b", hw.Rig("rtx-3090", 10, link_gbps=10), split="tensor")
     with pytest.raises(ValueError, match="histogram has 3 entries"):
         cm.Setup("glm-4.7-flash", "rtx-3090", expert_skew=[1, 2, 3])
     with pytest.raises(ValueError, match="dense"):

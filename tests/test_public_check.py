@@ -763,3 +763,35 @@ def test_sidecar_keys_people_also_use(tmp_path):
         "https://www.reddit.com/r/LocalLLaMA/comments/1abc/x/", "2025-03", "rtx-3090", 2, "ik_llama.cpp", "qwen2.5-32b",
         "Q4_K_M", "q8_0")
     assert r["command"].startswith("CUDA_VISIBLE_DEVICES=0,1 llama-sweep-bench")
+
+
+def test_a_file_in_error_is_left_out_and_the_others_are_read(tmp_path, capsys, monkeypatch):
+    """A paste whose sidecar disagrees with it (here the runtime) or that the importer cannot read is
+    left out with its reason; the run goes on and writes every other file's records (one bad file in
+    a folder of someone's published results must not lose the rest)."""
+    src, out = tmp_path / "src", tmp_path / "out"
+    src.mkdir()
+    _unseen(str(src))
+    _put(str(src), VK, "zz-conflict.md", "URL: https://example.org/y\nRuntime: ik_llama.cpp CUDA\n")
+    with open(src / "zz-garbled.md", "w") as f:
+        f.write("| model | size | params | backend | ngl | test | t/s |\n|---|---|---|---|---|---|---|\n"
+                "| llama 8B Q4_0 | 4.33 GiB | 8.03 B | CUDA | 99 | pp512 | \x00\x01 |\n")
+    with open(src / "zz-garbled.txt", "w") as f:
+        f.write("URL: https://example.org/z\nGPU: RTX 4090\n")
+    real = pr.generic_records
+
+    def flaky(path, *a, **k):           # an importer fault on one file (a bug): reported, the run goes on
+        if os.path.basename(path) == "zz-garbled.md":
+            raise RuntimeError("importer fault")
+        return real(path, *a, **k)
+    monkeypatch.setattr(pr, "generic_records", flaky)
+    pr.main([str(src), "--out", str(out)])
+    said = capsys.readouterr().out
+    assert "error, left out zz-garbled.md: RuntimeError: importer fault (not read; please report it)" in said
+    assert re.search(r"^error, left out zz-conflict\.md: zz-conflict\.md:\d+: the import implies runtime "
+                     r"'llama.cpp-vulkan'.*sidecar's runtime says 'ik_llama.cpp'", said, re.M)
+    assert "zz-conflict.json" not in os.listdir(out)
+    # the four good sources are all written
+    assert {"alice-8b-f16-3090.json", "bob_5090_vulkan.json", "carol-dsv2lite.json", "dave-vllm.json"} <= set(os.listdir(out))
+    assert "119 records from 4 sources" in said
+    assert re.search(r"^2 file\(s\) left out for the errors above: zz-conflict\.md, zz-garbled\.md$", said, re.M)

@@ -549,10 +549,15 @@ class Setup:
         if self.split == "layer" and rig.n_cards > cfg.n_layers:
             raise ValueError(f"`split`='layer' over {rig.n_cards} cards needs at least as many layers, got {cfg.n_layers}")
         if self.split == "tensor":
-            heads = cfg.n_heads if cfg.attention == "mla" else cfg.n_kv_heads
-            what = "num_attention_heads" if cfg.attention == "mla" else "num_key_value_heads"
-            if heads % rig.n_cards:
-                raise ValueError(f"`split`='tensor' over {rig.n_cards} cards needs {what}={heads} to divide evenly")
+            n = rig.n_cards
+            if cfg.n_heads % n:
+                raise ValueError(f"`split`='tensor' over {n} cards needs num_attention_heads={cfg.n_heads} to divide evenly")
+            if cfg.attention != "mla" and cfg.n_kv_heads % n and n % cfg.n_kv_heads:
+                # more cards than KV heads: each KV head replicated on n / n_kv cards (vLLM's
+                # QKVParallelLinear, num_kv_head_replicas), which needs n a multiple of the heads
+                raise ValueError(f"`split`='tensor' over {n} cards needs num_key_value_heads={cfg.n_kv_heads} to "
+                                 f"divide evenly, or to divide {n} (each KV head then replicated on "
+                                 f"{n} / {cfg.n_kv_heads} cards)")
         if cfg.file_weights is not None:
             # a model file: its own tensors' types and bytes (the `weights` asked for does not apply)
             s(self, "weights", cfg.file_weights.weight_format)
@@ -1160,13 +1165,22 @@ def _attention_ops(setup: Setup, T: int, work: _Attn, share: float) -> list:
     ops = []
     if cfg.attention == "gqa":
         Hq, Hk, Dh, Dv = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.v_head_dim
-        qkv_w = sum(v for k, v in wb.items() if k.split(".")[0] in ("q_proj", "k_proj", "v_proj"))
-        ops.append(_matmul("attn.qkv", T, (Hq + Hk) * Dh + Hk * Dv, D, qkv_w, setup, share, kernels=3))
+        ks = _kv_share(setup) if share < 1.0 else share       # KV heads replicated past their count (_kv_share)
+        q_w = sum(v for k, v in wb.items() if k.split(".")[0] == "q_proj")
+        kv_w = sum(v for k, v in wb.items() if k.split(".")[0] in ("k_proj", "v_proj"))
+        if ks == share:
+            ops.append(_matmul("attn.qkv", T, (Hq + Hk) * Dh + Hk * Dv, D, q_w + kv_w, setup, share, kernels=3))
+        else:
+            # q's heads split over the cards, each card's KV heads whole (a KV head on several cards)
+            q = _matmul("attn.qkv", T, Hq * Dh, D, q_w, setup, share, kernels=3)
+            kv = _matmul("attn.qkv", T, Hk * (Dh + Dv), D, kv_w, setup, ks)
+            ops.append(_Op("attn.qkv", q.cls, q.dtype, q.tflops + kv.tflops, q.vflops + kv.vflops, q.bytes + kv.bytes,
+                           q.kernels, q.path, q.family))
         nk = 2 + (2 if cfg.qk_norm else 0)            # rope q, k (+ q/k norm)
-        ops.append(_Op("attn.rope_norm", "vector", "fp32", 0.0, (6 + (4 if cfg.qk_norm else 0)) * T * (Hq + Hk) * Dh * share,
-                       2 * ACT_BYTES * T * (Hq + Hk) * Dh * share, nk))
-        row = sum(kvf.nbytes(r) for r in cfg.kv_rows_per_layer()) * share
-        elems = cfg.kv_elems_per_token_per_layer() * share
+        ops.append(_Op("attn.rope_norm", "vector", "fp32", 0.0, (6 + (4 if cfg.qk_norm else 0)) * T * (Hq * share + Hk * ks) * Dh,
+                       2 * ACT_BYTES * T * (Hq * share + Hk * ks) * Dh, nk))
+        row = sum(kvf.nbytes(r) for r in cfg.kv_rows_per_layer()) * ks
+        elems = cfg.kv_elems_per_token_per_layer() * ks
         ops.append(_Op("attn.kv_write", "vector", "fp32", 0.0, deq * elems * work.n_q,
                        work.n_q * (row + ACT_BYTES * elems), 2))
         rt = setup.runtime
@@ -1423,6 +1437,19 @@ def _layer_ranges(setup: Setup) -> list:
         out.append(range(start, start + n))
         start += n
     return out
+
+
+def _kv_share(setup: Setup) -> float:
+    """The share of a layer's KV heads (their cache and their k / v projections) on each card:
+    1 / cards under tensor split, but at least one head: with more cards than KV heads vLLM
+    replicates each KV head on cards / n_kv_heads cards (QKVParallelLinear's num_kv_head_replicas).
+    MLA's latent is on every card (1)."""
+    cfg = setup.model
+    if setup.split != "tensor":
+        return 1.0
+    if cfg.attention == "mla":
+        return 1.0
+    return max(1.0 / setup.n_cards, 1.0 / cfg.n_kv_heads)
 
 
 def _card_ops(setup: Setup, T: int, work: _Works, T_out: int) -> list:
@@ -1749,9 +1776,13 @@ def _memory_terms(setup: Setup, batch: int):
         layers = nd + nm - n_win            # layers whose cache grows with the context
         if tp:
             w = (sum(per_layer) + head_w) / N
-            # an MLA latent is shared by all heads: every card caches all of it
-            kv_tok = kv_layer * layers / (1 if cfg.attention == "mla" else N)
-            kv_win = kv_layer * n_win / (1 if cfg.attention == "mla" else N)
+            if cfg.attention != "mla" and _kv_share(setup) > 1.0 / N:
+                # KV heads replicated past their count: each card holds its heads' whole k / v projections
+                kv_w = sum(v for k, v in wb["attn"].items() if k.split(".")[0] in ("k_proj", "v_proj"))
+                w += cfg.n_layers * kv_w * (_kv_share(setup) - 1.0 / N)
+            # an MLA latent is on every card; GQA's KV heads split, at least one per card (_kv_share)
+            kv_tok = kv_layer * layers * _kv_share(setup)
+            kv_win = kv_layer * n_win * _kv_share(setup)
         else:
             w = sum(per_layer[i] for i in rng) + (head_w if has_head else 0)
             kv_tok = kv_layer * layers
