@@ -321,7 +321,8 @@ def _offloaded(r, layers, side_cmd=None):
             except ValueError:
                 said.pop("n_cpu_moe", None), said.pop("n_gpu_layers", None)
         why = _offloaded(dict(r, **said), layers) if said else None
-        return why + " (the sidecar's command line)" if why and not _offloaded(r, layers) else _offloaded(r, layers)
+        own = _offloaded(r, layers)
+        return why + " (the sidecar's command line)" if why and not own else own
     if int(r.get("n_cpu_moe") or 0) > 0:
         return f"n_cpu_moe {r['n_cpu_moe']} (expert weights on the CPU)"
     ot = str(r.get("tensor_buft_overrides") or "none").strip()

@@ -769,9 +769,11 @@ def _time(op: _Op, gpu, rt: RuntimeProfile, attn=None):
         sm_f = kn.sm_flop(rt.kernels, op.path)
         sm_b = kn.sm_bytes(rt.kernels, op.path)
         smg = kn.sm_ghz(gpu)
+    f_m = 1.0
     if rt.kernels:
         e_c *= kn.card_factor(rt.kernels, gpu.key, "compute") * kn.arch_factor(rt.kernels, gpu, "compute")
-        e_m *= kn.card_factor(rt.kernels, gpu.key, "memory") * kn.arch_factor(rt.kernels, gpu, "memory")
+        f_m = kn.card_factor(rt.kernels, gpu.key, "memory") * kn.arch_factor(rt.kernels, gpu, "memory")
+        e_m *= f_m
     tc = 0.0
     if op.tflops:
         tc += op.tflops / (gpu.tflops[op.dtype] * 1e12 * peak * e_c)
@@ -787,8 +789,7 @@ def _time(op: _Op, gpu, rt: RuntimeProfile, attn=None):
     if sm_b and smg and op.bytes:
         # the weight GEMV's loads in flight per SM (kernels.SM_BYTES): on a card with more bandwidth
         # than its SMs' resident warps can keep busy, the stream is capped at SMs x clock x bytes
-        tm = max(tm, op.bytes / (smg * 1e9 * sm_b * kn.card_factor(rt.kernels, gpu.key, "memory")
-                                 * kn.arch_factor(rt.kernels, gpu, "memory")))
+        tm = max(tm, op.bytes / (smg * 1e9 * sm_b * f_m))
     tl = op.kernels * gpu.launch_us * 1e-6 if rt.launch_overhead else 0.0
     if rt.kernel_overhead_us:
         tl += op.kernels * rt.kernel_overhead_us * 1e-6 * kn.clock_scale(gpu)
@@ -1776,13 +1777,14 @@ def _memory_terms(setup: Setup, batch: int):
         layers = nd + nm - n_win            # layers whose cache grows with the context
         if tp:
             w = (sum(per_layer) + head_w) / N
-            if cfg.attention != "mla" and _kv_share(setup) > 1.0 / N:
+            ks = _kv_share(setup)
+            if cfg.attention != "mla" and ks > 1.0 / N:
                 # KV heads replicated past their count: each card holds its heads' whole k / v projections
                 kv_w = sum(v for k, v in wb["attn"].items() if k.split(".")[0] in ("k_proj", "v_proj"))
-                w += cfg.n_layers * kv_w * (_kv_share(setup) - 1.0 / N)
+                w += cfg.n_layers * kv_w * (ks - 1.0 / N)
             # an MLA latent is on every card; GQA's KV heads split, at least one per card (_kv_share)
-            kv_tok = kv_layer * layers * _kv_share(setup)
-            kv_win = kv_layer * n_win * _kv_share(setup)
+            kv_tok = kv_layer * layers * ks
+            kv_win = kv_layer * n_win * ks
         else:
             w = sum(per_layer[i] for i in rng) + (head_w if has_head else 0)
             kv_tok = kv_layer * layers
