@@ -380,6 +380,65 @@ def test_mma_sync_paths_on_hopper_and_sm_clock():
     assert kn.fp32_lanes("7.5") == 64 and kn.fp32_lanes("8.6") == 128 and kn.fp32_lanes("12.0") == 128
 
 
+def test_a_card_with_an_unpublished_clock_gets_its_own_compute_factor(public, monkeypatch):
+    """GB10's boost clock is a reported figure (the catalog says so): with 3+ sources in the points
+    it gets card.gb10:compute, so the Blackwell factor is the datasheet cards'; datasheet cards get
+    none, nor GB10 with fewer sources or with the rule off."""
+    from glmbench.predict import hardware
+    assert hardware.clock_unpublished(hardware.get_gpu("gb10")) and hardware.clock_unpublished(hardware.get_gpu("h20"))
+    assert not hardware.clock_unpublished(hardware.get_gpu("rtx-4090"))
+    assert not hardware.clock_unpublished(hardware.get_gpu("h100-sxm"))
+    pts = [p for p in public if p.runtime == "llama.cpp"]
+    start = jf._start_profile("llama.cpp")
+
+    def cards(points):
+        return [n for n in jf.candidates(jf.compile_points(points, start), points) if n.startswith("card.")]
+    assert cards(pts) == ["card.gb10:compute"]
+    gb10_sources = sorted({p.source for p in pts if p.gpu_key == "gb10"})
+    assert len(gb10_sources) >= 3
+    few = [p for p in pts if p.gpu_key != "gb10" or p.source in gb10_sources[:2]]
+    assert cards(few) == []
+    monkeypatch.setattr(jf, "UNPUBLISHED_MIN_SOURCES", 0)
+    assert cards(pts) == []
+    # the fitted factor applies to GB10's predictions only
+    prof = dataclasses.replace(start, kernels={**start.kernels, "card.gb10:compute": 0.5})
+    for g, slower in (("gb10", True), ("rtx-5090", False)):
+        s0 = cm.Setup("llama-3-8b", g, weights="q4_0", runtime=start)
+        s1 = cm.Setup("llama-3-8b", g, weights="q4_0", runtime=prof)
+        assert (cm.prefill(s1, 512).tok_s < 0.9 * cm.prefill(s0, 512).tok_s) == slower, g
+
+
+def test_flash_attention_mma_accumulates_v_p_in_f16():
+    """ggml-cuda's flash-attention mma kernel accumulates K.Q in f32 and V.P in f16
+    (fattn-mma-f16.cuh): on a GeForce card the V.P share of the FLOPs runs at the f16-accumulate
+    rate; on a card whose two rates are equal, and for runtimes without ggml's CUDA kernels, nothing
+    changes."""
+    from glmbench.predict import hardware
+    r4090, a6000 = hardware.get_gpu("rtx-4090"), hardware.get_gpu("rtx-a6000")
+    llama = cm.load_runtime("llama.cpp")
+    assert kn.fa_acc16_share("fa_mma", llama, 128, 128) == pytest.approx(0.5)
+    assert kn.fa_acc16_share("mla_flash", llama, 576, 512) == pytest.approx(512 / 1088)
+    for path, rt in (("fa_vec", llama), ("attn_mat", llama), ("cublas", llama),
+                     ("fa_mma", cm.load_runtime("typical")), ("fa_mma", cm.load_runtime("llama.cpp-vulkan"))):
+        assert kn.fa_acc16_share(path, rt, 128, 128) == 0.0, (path, rt.name)
+    f16, f16a = r4090.tflops["fp16"], r4090.tflops["fp16_acc16"]
+    assert kn.tensor_peak(r4090, "fp16", 0.5) == pytest.approx(1 / (0.5 / f16 + 0.5 / f16a))
+    assert kn.tensor_peak(r4090, "fp16", 0.0) == f16 and kn.tensor_peak(r4090, "int8", 0.5) == r4090.tflops["int8"]
+    assert kn.tensor_peak(a6000, "fp16", 0.5) == pytest.approx(a6000.tflops["fp16"])
+    # the cost model's prefill attention: compute time at the mixed rate, against the same profile
+    # without ggml's CUDA accumulation rule (cublas_acc16 off)
+    base = cm.load_runtime("llama.cpp[fa=1]")
+    base = dataclasses.replace(base, compute_efficiency={**base.compute_efficiency, "vector": 1e12})  # tensor time only
+    off = dataclasses.replace(base, cublas_acc16=False)
+
+    def core_compute(rt, gpu):
+        st = cm.prefill(cm.Setup("llama-3-8b", gpu, weights="f16", runtime=rt), 512, 16384)
+        return sum(o.compute_s for o in st.ops if o.name == "attn.core")
+    assert core_compute(base, "rtx-4090") / core_compute(off, "rtx-4090") == pytest.approx(
+        (0.5 / f16 + 0.5 / f16a) / (1 / f16), rel=1e-6)
+    assert core_compute(base, "rtx-a6000") == pytest.approx(core_compute(off, "rtx-a6000"), rel=1e-9)
+
+
 def test_mmq_per_sm_term_tracks_sm_clock():
     """With MMQ bound by its per-SM work (a small flop_per_sm_clk), quantized prefill on two cards
     scales with SMs x clock, not with the int8 tensor peak; typical/ideal are unaffected."""

@@ -733,12 +733,14 @@ class _Op:
     """One op of one layer (or of the head) on one card: raw counts before timing. `path` and
     `family`: the kernel path and weight family (glmbench.predict.kernels) whose efficiencies a
     runtime model's kernel table gives; `tpe`: tokens per expert of a MoE prefill op."""
-    __slots__ = ("name", "cls", "dtype", "tflops", "vflops", "bytes", "kernels", "path", "family", "tpe", "tile")
+    __slots__ = ("name", "cls", "dtype", "tflops", "vflops", "bytes", "kernels", "path", "family", "tpe", "tile", "acc16")
 
-    def __init__(self, name, cls, dtype, tflops, vflops, nbytes, kernels, path=None, family=None, tpe=0.0, tile=0.0):
+    def __init__(self, name, cls, dtype, tflops, vflops, nbytes, kernels, path=None, family=None, tpe=0.0, tile=0.0,
+                 acc16=0.0):
         self.name, self.cls, self.dtype = name, cls, dtype
         self.tflops, self.vflops, self.bytes, self.kernels = tflops, vflops, nbytes, kernels
         self.path, self.family, self.tpe, self.tile = path, family, tpe, tile
+        self.acc16 = acc16      # share of the tensor FLOPs accumulated in f16 (kernels.tensor_peak)
 
 
 def _op_efficiency(op: _Op, rt: RuntimeProfile, attn=None) -> tuple:
@@ -776,7 +778,7 @@ def _time(op: _Op, gpu, rt: RuntimeProfile, attn=None):
         e_m *= f_m
     tc = 0.0
     if op.tflops:
-        tc += op.tflops / (gpu.tflops[op.dtype] * 1e12 * peak * e_c)
+        tc += op.tflops / (kn.tensor_peak(gpu, op.dtype, op.acc16) * 1e12 * peak * e_c)
         if sm_f and smg:
             # the per-SM work of MMQ, the tile loads, is spread over the tile's tokens: MoE's few
             # tokens per expert lose on it as on the tensor part (kernels.moe_occupancy)
@@ -1200,7 +1202,8 @@ def _attention_ops(setup: Setup, T: int, work: _Attn, share: float) -> list:
         else:
             ops.append(_Op("attn.core", "attention", "fp16", 2.0 * H * (Dh + Dv) * work.keys,
                            SOFTMAX_OPS * H * work.keys + deq * elems * work.read,
-                           row * work.read + ACT_BYTES * T * H * (Dh + Dv), 2, path))
+                           row * work.read + ACT_BYTES * T * H * (Dh + Dv), 2, path,
+                           acc16=kn.fa_acc16_share(path, rt, Dh, Dv)))
         ops.append(_matmul("attn.o_proj", T, D, Hq * Dv, wb["o_proj.weight"], setup, share))
         return ops
 
@@ -1249,8 +1252,9 @@ def _attention_ops(setup: Setup, T: int, work: _Attn, share: float) -> list:
             # flash: one fused pass over the cache, split over it (split-K) and combined
             nbytes = row * work.read
             kernels = 2
+        mpath = "mla_absorbed" if strat == "absorbed" else "mla_flash"
         ops.append(_Op("attn.core", "attention", "fp16", flops, vec, nbytes + ACT_BYTES * T * H * (R + Dr + R), kernels,
-                       "mla_absorbed" if strat == "absorbed" else "mla_flash"))
+                       mpath, acc16=kn.fa_acc16_share(mpath, setup.runtime, R + Dr, R)))
         ops.append(_mm_path(setup, _Op("attn.absorb_out", "matmul", _wdtype(setup), 2.0 * T * H * R * Dv,
                        DEQUANT_OPS * H * R * Dv if setup.weight_fmt.dequant else 0.0,
                        kvb_w * Dv / (Dn + Dv) + ACT_BYTES * T * H * (R + Dv), 1), T))

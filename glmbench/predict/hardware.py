@@ -123,6 +123,17 @@ class GPU:
                      tuple(sorted(self.tflops.items()))))
 
 
+# the catalog's words (tools/gpu_catalog.py) for a boost clock NVIDIA does not publish
+_REPORTED_CLOCK = "not published by NVIDIA; a reported figure"
+
+
+def clock_unpublished(gpu) -> bool:
+    """True for a catalog card whose boost clock (and so its SMs x clock, kernels.sm_ghz) is a
+    reported figure, not NVIDIA's (GB10, B200, GB200, H20): its per-SM rates are less certain than
+    a datasheet card's."""
+    return _REPORTED_CLOCK in (getattr(gpu, "source", "") or "")
+
+
 def _num(where, key, v, *, minimum=0.0, strict=True):
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
         raise ValueError(f"{where}: field `{key}` must be a number, got {v!r}")

@@ -57,6 +57,12 @@ HALF = "mmid:half_tokens"
 SOURCE_WEIGHTS = True      # each source weighs the same in a fit (points weighted 1/sqrt(n of its source))
 ARCH_MIN_CARDS = 2         # an architecture with this many cards in the points gets a compute factor (0: none)
 CARD_MIN_SOURCES = 0       # >0: a card with this many sources gets its own factors (off: 10x slower fits, little gain)
+# a card whose boost clock NVIDIA does not publish (hardware.clock_unpublished: GB10, B200, GB200,
+# H20) gets its own compute factor when this many sources measured it (0: none): its SMs x clock and
+# tensor peaks are reported figures, and without its own factor the architecture's factor absorbs
+# them (the public set's GB10 sources pulled the Blackwell factor from ~0.85-1.0 of the GeForce
+# cards to 0.72; docs/COSTMODEL.md)
+UNPUBLISHED_MIN_SOURCES = 3
 FAMILY_KEYS = False        # per-family kernel entries where a runtime's points have several families
 # options whose values get their own kernel efficiencies (a different set of shaders)
 SCOPED_OPTIONS = {"llama.cpp-vulkan": ("coopmat",)}
@@ -315,7 +321,7 @@ def compile_points(points: Sequence[PublicPoint], base: cm.RuntimeProfile) -> _C
                     cols["vflops"].append(op.vflops)
                     cols["nbytes"].append(op.bytes)
                     pf = kn.mma_peak_factor(gpu, op.path) if model_rt else 1.0
-                    cols["peak_t"].append(gpu.tflops[op.dtype] * 1e12 * pf if op.tflops else 1.0)
+                    cols["peak_t"].append(kn.tensor_peak(gpu, op.dtype, op.acc16) * 1e12 * pf if op.tflops else 1.0)
                     cols["smclk"].append(kn.sm_ghz(gpu) * 1e9)
                     cols["smf"].append(1.0 if model_rt and op.path in kn.SM_FLOP_PATHS else 0.0)
                     cols["smb"].append(1.0 if model_rt and op.path in kn.SM_BYTES_PATHS else 0.0)
@@ -564,9 +570,13 @@ def candidates(comp: _Compiled, points) -> list[str]:
     per_card: dict = {}
     for p in points:
         per_card.setdefault(p.gpu_key, set()).add(p.source)
+    gpu_of = {p.gpu_key: p.setup.gpu for p in points}
     for k in sorted(per_card):
         if CARD_MIN_SOURCES and len(per_card[k]) >= CARD_MIN_SOURCES:
             names += [f"card.{k}:compute", f"card.{k}:memory"]
+        elif (UNPUBLISHED_MIN_SOURCES and len(per_card[k]) >= UNPUBLISHED_MIN_SOURCES
+              and hardware.clock_unpublished(gpu_of[k])):
+            names.append(f"card.{k}:compute")
     # A runtime model's per-layer fixed time is its kernels' (kernel_overhead_us over the structural
     # count, scaled by the card's clock): a separate unscaled per-layer term is nearly collinear
     # with it, never identified by the public points, and can take its place in a fit.

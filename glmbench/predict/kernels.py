@@ -172,6 +172,30 @@ SM_FLOP_PATHS = ("mmq", "mmid")
 SM_BYTES_PATHS = ("mmvq", "mmv", "mmid_vec")
 
 
+# ggml-cuda's flash-attention mma kernel (fattn-mma-f16.cuh, the tile types of each head size)
+# accumulates K.Q in f32 (T_C_KQ: float) but V.P in f16 (T_C_VKQ: half2): on cards whose f16
+# tensor rate with f16 accumulation is twice the f32-accumulate one (GeForce), the V.P half of the
+# work runs at the faster rate. The MLA kernel (K 576 / V 512) is the same kernel.
+FA_ACC16_PATHS = ("fa_mma", "mla_flash")
+
+
+def fa_acc16_share(path: str | None, rt, dk: float, dv: float) -> float:
+    """The share of a flash-attention op's tensor FLOPs that accumulate in f16: V.P's, dv / (dk + dv),
+    for ggml-cuda's mma kernel (a runtime model with `cublas_acc16`: the ggml CUDA backend); else 0."""
+    if path not in FA_ACC16_PATHS or not getattr(rt, "cublas_acc16", False) or dk + dv <= 0:
+        return 0.0
+    return dv / (dk + dv)
+
+
+def tensor_peak(gpu, dtype: str, acc16: float = 0.0) -> float:
+    """The datasheet tensor rate (TFLOPS) of an op's dtype; an fp16 op with a share `acc16` of its
+    FLOPs accumulated in f16 runs that share at the card's fp16_acc16 rate (the harmonic mix)."""
+    p = gpu.tflops[dtype]
+    if acc16 > 0 and dtype == "fp16" and gpu.tflops.get("fp16_acc16", 0.0) > p:
+        p = 1.0 / ((1.0 - acc16) / p + acc16 / gpu.tflops["fp16_acc16"])
+    return p
+
+
 def mma_peak_factor(gpu, path: str | None) -> float:
     """The share of the datasheet tensor peak a ggml mma.sync kernel path can reach on this card:
     LEGACY_MMA_PEAK by compute-capability major for MMA_SYNC_PATHS, else 1."""
