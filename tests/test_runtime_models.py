@@ -418,6 +418,7 @@ def test_flash_attention_mma_accumulates_v_p_in_f16():
     llama = cm.load_runtime("llama.cpp")
     assert kn.fa_acc16_share("fa_mma", llama, 128, 128) == pytest.approx(0.5)
     assert kn.fa_acc16_share("mla_flash", llama, 576, 512) == pytest.approx(512 / 1088)
+    assert kn.fa_acc16_share("fa_mma", cm.load_runtime("ideal"), 128, 128) == pytest.approx(0.5)   # never slower than a model
     for path, rt in (("fa_vec", llama), ("attn_mat", llama), ("cublas", llama),
                      ("fa_mma", cm.load_runtime("typical")), ("fa_mma", cm.load_runtime("llama.cpp-vulkan"))):
         assert kn.fa_acc16_share(path, rt, 128, 128) == 0.0, (path, rt.name)

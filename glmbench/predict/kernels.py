@@ -181,7 +181,8 @@ FA_ACC16_PATHS = ("fa_mma", "mla_flash")
 
 def fa_acc16_share(path: str | None, rt, dk: float, dv: float) -> float:
     """The share of a flash-attention op's tensor FLOPs that accumulate in f16: V.P's, dv / (dk + dv),
-    for ggml-cuda's mma kernel (a runtime model with `cublas_acc16`: the ggml CUDA backend); else 0."""
+    for ggml-cuda's mma kernel under a profile with `cublas_acc16` (the ggml CUDA runtime models, and
+    `ideal`, which prices f16 work at the f16-accumulate peak); else 0."""
     if path not in FA_ACC16_PATHS or not getattr(rt, "cublas_acc16", False) or dk + dv <= 0:
         return 0.0
     return dv / (dk + dv)
