@@ -1450,9 +1450,7 @@ def _kv_share(setup: Setup) -> float:
     replicates each KV head on cards / n_kv_heads cards (QKVParallelLinear's num_kv_head_replicas).
     MLA's latent is on every card (1)."""
     cfg = setup.model
-    if setup.split != "tensor":
-        return 1.0
-    if cfg.attention == "mla":
+    if setup.split != "tensor" or cfg.attention == "mla":
         return 1.0
     return max(1.0 / setup.n_cards, 1.0 / cfg.n_kv_heads)
 

@@ -1012,6 +1012,11 @@ def _short_gpu(name: str) -> str:
     return re.sub(r"^(NVIDIA\s+)?(GeForce\s+)?", "", name.strip())
 
 
+def _joined(have: str | None, more: str) -> str:
+    """Tensor overrides given more than once on a command line (-ot A -ot B), as llama.cpp joins them."""
+    return ",".join(x for x in (have, more) if x)
+
+
 def _command_args(line: str, assigned: dict) -> dict:
     """The options a pasted command line gives that a record needs (-m, -fa, -sm, -mg, -dev, -ts,
     -ngl, -ub, -b, -t, -ctk/-ctv, -mla, -fmoe, -tp, CUDA_VISIBLE_DEVICES; what runs on the CPU: -ot,
@@ -1056,13 +1061,13 @@ def _command_args(line: str, assigned: dict) -> dict:
         elif t in ("-fmoe", "--fused-moe"):
             out["fmoe"] = True
         elif t in ("-ot", "--override-tensor") and val is not None:     # tensors on another buffer (exps=CPU)
-            out["tensor_buft_overrides"] = ",".join(x for x in (out.get("tensor_buft_overrides"), val) if x)
+            out["tensor_buft_overrides"] = _joined(out.get("tensor_buft_overrides"), val)
             i += 1
         elif t in ("--n-cpu-moe", "-ncmoe") and val is not None:        # the experts of N layers on the CPU
             out["n_cpu_moe"] = val
             i += 1
         elif t in ("--cpu-moe", "-cmoe"):                               # every expert on the CPU
-            out["tensor_buft_overrides"] = ",".join(x for x in (out.get("tensor_buft_overrides"), "exps=CPU (--cpu-moe)") if x)
+            out["tensor_buft_overrides"] = _joined(out.get("tensor_buft_overrides"), "exps=CPU (--cpu-moe)")
         elif t in ("-nkvo", "--no-kv-offload"):
             if val is not None and re.fullmatch(r"[01](?:,[01])*", val):     # llama-bench's -nkvo <0|1> (a list)
                 if len(set(val.split(","))) == 1:
