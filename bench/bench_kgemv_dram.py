@@ -32,6 +32,8 @@ def _kl(path, name="gb_klinear_packed"):
     return f
 
 
+# the kernel versions of gb_klinear_packed / gb_iqlinear_packed / gb_qgemm (csrc/quant_k.h, qgemm.h: the same numbers)
+KERNELS = {"auto": 0, "ref": 1, "vnni": 2, "avx2": 3}
 Q_FMTS = ("q8_0", "q4_0")
 IQ_FMTS = ("iq4_nl", "mxfp4")  # 32-value blocks like q4_0's, read by gb_iqlinear_packed
 
@@ -56,19 +58,21 @@ def main():
     ap.add_argument("--shapes", default="25600x5120,151552x2048")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--kernel", choices=tuple(KERNELS), default="auto",
+                    help="kernel version: auto (what this CPU runs: vnni where AVX-512 VNNI is, else avx2), or one by name")
     ap.add_argument("--before", default=None, help="another build's _core .so to run alternately (label: before)")
     ap.add_argument("--after", default=None, help="the build to compare against (default: the installed package's _core)")
     a = ap.parse_args()
     ops.set_num_threads(a.threads)
     clock = time.thread_time if a.threads == 1 else time.perf_counter
     for fmt in a.formats.split(","):
-        # q8_0/q4_0: gb_qgemm on the packed layout (csrc/qgemm.h, version qgemm_avx2); K-quants:
-        # gb_klinear_packed / gb_iqlinear_packed (kquant_avx2); all version 3
+        # q8_0/q4_0: gb_qgemm on the packed layout (csrc/qgemm.h); K-quants: gb_klinear_packed,
+        # iq4_nl/mxfp4: gb_iqlinear_packed; the version --kernel names (until 2026-12-04 always 3, avx2)
         fn = "gb_qgemm" if fmt in Q_FMTS else "gb_iqlinear_packed" if fmt in IQ_FMTS else "gb_klinear_packed"
         kern = {"after": _kl(a.after or _loader._core.__file__, fn)}
         if a.before:
             kern = {"before": _kl(a.before, fn), **kern}
-        kv = 3
+        kv = KERNELS[a.kernel]
         for shp in a.shapes.split(","):
             n, k = map(int, shp.split("x"))
             wbytes = n * k * quant.FORMATS[fmt][2] // quant.FORMATS[fmt][1]  # the stored bytes

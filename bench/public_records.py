@@ -607,19 +607,9 @@ def _date_of(side: dict) -> str:
 
 
 def _cards_run(cmd: str | None, n: int) -> int:
-    """How many of the `n` cards a sidecar's GPU line names the sidecar's command ran on: its
-    CUDA_VISIBLE_DEVICES, -sm none, -dev, a vLLM server's -tp; else all `n`."""
-    a = importers._command_args(cmd or "", {})
-    if a.get("visible_devices"):
-        return len(a["visible_devices"])
-    if str(a.get("split_mode", "")).lower() == "none":
-        return 1
-    dev = str(a.get("devices") or "")
-    if dev and dev.lower() not in ("auto", "none") and "," not in dev:
-        return len([d for d in dev.split("/") if d.strip()])
-    if re.fullmatch(r"\d+", str(a.get("tensor_parallel", ""))):
-        return int(a["tensor_parallel"])
-    return n
+    """How many of the `n` cards a sidecar's GPU line names the sidecar's command ran on
+    (importers.cards_from_command: -sm none, -dev, CUDA_VISIBLE_DEVICES, a vLLM server's -tp); else all `n`."""
+    return importers.cards_from_command(importers._command_args(cmd or "", {}))[0] or n
 
 
 def _fill_from_sidecar(r: dict, side: dict) -> list:

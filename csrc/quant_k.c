@@ -1385,7 +1385,18 @@ static inline __attribute__((always_inline)) void kp_decode_z(const int fmt, con
  * that opened issue 28 (2026-12-02); the others used whole records nearest 6.5 KB, 5.8-6.7 KB
  * (q5_K 5760, q6_K 6720: 50-55% there). Any distance covers every line: record b's lines are
  * fetched at p + pfd + 64 k. */
+/* ... and the level it prefetches to: the L2 (prefetcht1), not the L1. On a Zen 4 (2 threads, from
+ * DRAM, 2026-12-04, bench/results/session29_kgemv_prefetch_zen4_2026-12-04.md) prefetcht0 this far
+ * ahead held the GEMV at 51-86% of the read bandwidth (q3_K 51%: the L1's few miss buffers full of
+ * prefetches the loads wait behind); prefetcht1 92-102% (q3_K 2.0-2.7x, q4_K/q5_K/q6_K 1.06-1.1x),
+ * prefetcht2 the same, prefetchnta no gain; 3552 or 14208 bytes ahead no better than 7104. The
+ * iq4_nl/mxfp4 and q4_0/q8_0 GEMVs, at 90-97% with prefetcht0, measured no gain and keep it. */
+#ifndef KP_PF_HINT
+#define KP_PF_HINT _MM_HINT_T1
+#endif
+#ifndef KP_PF_BYTES
 #define KP_PF_BYTES 7104
+#endif
 
 /* TT tokens x the 16 rows of a group, all super-blocks: lane r of every vector is row r, so each
  * lane follows the portable arithmetic exactly (exact int32 isum and msum per super-block, then the
@@ -1411,8 +1422,8 @@ static inline __attribute__((always_inline)) void kp_tile(const int fmt, const u
                 const int k = s * zps + kk;
                 const __m512i Q = _mm512_loadu_si512((const void *)(p + kp_qs_at(fmt, k)));
                 /* the record KP_PF_BYTES ahead, all its lines (<= 64): the high-bit planes and scales too */
-                _mm_prefetch((const char *)(p + pfd + 64 * k), _MM_HINT_T0);
-                if (64 * (k + 32) < pb) _mm_prefetch((const char *)(p + pfd + 64 * (k + 32)), _MM_HINT_T0);
+                _mm_prefetch((const char *)(p + pfd + 64 * k), KP_PF_HINT);
+                if (64 * (k + 32) < pb) _mm_prefetch((const char *)(p + pfd + 64 * (k + 32)), KP_PF_HINT);
                 __m512i lo, hi;
                 kp_decode_z(fmt, p, k, Q, &lo, &hi);
                 for (int t = 0; t < TT; t++) {
@@ -1483,8 +1494,8 @@ static inline __attribute__((always_inline)) void kp_tile2(const int fmt, const 
         for (int t = 0; t < TT; t++) isum[t] = msum[t] = _mm512_setzero_si512();
         for (int m = 0; m < 16; m++) {
             const __m512i Q = _mm512_loadu_si512((const void *)(p + 64 * m));
-            _mm_prefetch((const char *)(p + pfd + 64 * m), _MM_HINT_T0);
-            if (64 * (m + 16) < pb) _mm_prefetch((const char *)(p + pfd + 64 * (m + 16)), _MM_HINT_T0);
+            _mm_prefetch((const char *)(p + pfd + 64 * m), KP_PF_HINT);
+            if (64 * (m + 16) < pb) _mm_prefetch((const char *)(p + pfd + 64 * (m + 16)), KP_PF_HINT);
             __m512i a0[4], a1[4];
             for (int t = 0; t < TT; t++) a0[t] = a1[t] = _mm512_setzero_si512();
             for (int j = 0; j < 4; j++) {
@@ -1523,6 +1534,12 @@ static inline __attribute__((always_inline)) void kp_tile2(const int fmt, const 
 }
 
 
+/* the prefill panels' prefetches to the L2 as the GEMV's (KP_PF_HINT): routed experts at T = 512 (about
+ * 32 tokens each, the panels decoded per call) 1.10x (q5_K) and 1.16x (q6_K) on the Zen 4, q4_K 1.01-1.04x,
+ * T = 64-128 unchanged (bench/results/session29_kgemv_prefetch_zen4_2026-12-04.md) */
+#ifndef KP_PANEL_HINT
+#define KP_PANEL_HINT _MM_HINT_T1
+#endif
 /* a packed q2_K/q3_K group -> the prefill panels */
 static inline __attribute__((always_inline)) void panel_fill_packed2(const int fmt, const uint8_t *P, int64_t nb, kpanel *K) {
     const int64_t pb = gb_kp_block_bytes(fmt), sco = kp_sc_off(fmt), dof = kp_d_off(fmt);
@@ -1533,8 +1550,8 @@ static inline __attribute__((always_inline)) void panel_fill_packed2(const int f
         const int64_t pfd = (6500 + pb / 2) / pb * pb; /* as kp_tile2 */
         for (int m = 0; m < 16; m++) {
             const __m512i Q = _mm512_loadu_si512((const void *)(p + 64 * m));
-            _mm_prefetch((const char *)(p + pfd + 64 * m), _MM_HINT_T0);
-            if (64 * (m + 16) < pb) _mm_prefetch((const char *)(p + pfd + 64 * (m + 16)), _MM_HINT_T0);
+            _mm_prefetch((const char *)(p + pfd + 64 * m), KP_PANEL_HINT);
+            if (64 * (m + 16) < pb) _mm_prefetch((const char *)(p + pfd + 64 * (m + 16)), KP_PANEL_HINT);
             for (int j = 0; j < 4; j++) {
                 __m512i v;
                 kp_decode2(fmt, p, m, j, Q, &v);
@@ -1592,8 +1609,8 @@ static inline __attribute__((always_inline)) void panel_fill_packed_f(const int 
         __m512i ws = _mm512_setzero_si512(), corr = _mm512_setzero_si512();
         for (int k = 0; k < 32; k++) {
             __m512i lo, hi;
-            _mm_prefetch((const char *)(p + pfd + 64 * k), _MM_HINT_T0);
-            if (64 * (k + 32) < pb) _mm_prefetch((const char *)(p + pfd + 64 * (k + 32)), _MM_HINT_T0);
+            _mm_prefetch((const char *)(p + pfd + 64 * k), KP_PANEL_HINT);
+            if (64 * (k + 32) < pb) _mm_prefetch((const char *)(p + pfd + 64 * (k + 32)), KP_PANEL_HINT);
             kp_decode_z(fmt, p, k, _mm512_loadu_si512((const void *)(p + kp_qs_at(fmt, k))), &lo, &hi);
             if (SGN) { /* panel_signed's work on the fly: values signed, corr from the 16-value groups' sums */
                 lo = _mm512_sub_epi8(lo, off);

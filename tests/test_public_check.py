@@ -790,3 +790,21 @@ def test_a_file_in_error_is_left_out_and_the_others_are_read(tmp_path, capsys, m
     assert {"alice-8b-f16-3090.json", "bob_5090_vulkan.json", "carol-dsv2lite.json", "dave-vllm.json"} <= set(os.listdir(out))
     assert "119 records from 4 sources" in said
     assert re.search(r"^2 file\(s\) left out for the errors above: zz-conflict\.md, zz-garbled\.md$", said, re.M)
+
+
+def test_card_count_from_the_command_line_one_rule():
+    """The sidecar path (public_records._cards_run) and the paste path (importers._block_meta) count
+    the cards a command line ran on by one rule (importers.cards_from_command): -sm none is one card
+    even with two visible devices; -dev A/B is two; a llama-bench list -dev A,B (separate runs) says
+    nothing about one row; CUDA_VISIBLE_DEVICES, then -tp."""
+    from glmbench.results import importers as im
+    assert pr._cards_run("CUDA_VISIBLE_DEVICES=0,1 ./llama-bench -m x.gguf -sm none", 2) == 1
+    assert pr._cards_run("./llama-bench -m x.gguf -dev CUDA0/CUDA1", 4) == 2
+    assert pr._cards_run("./llama-bench -m x.gguf -dev CUDA0,CUDA1", 3) == 3
+    assert pr._cards_run("CUDA_VISIBLE_DEVICES=0,1,2 ./llama-bench -m x.gguf", 4) == 3
+    assert pr._cards_run("vllm serve m -tp 2", 4) == 2
+    assert pr._cards_run("./llama-bench -m x.gguf", 2) == 2
+    assert pr._cards_run(None, 1) == 1
+    opts = im._command_args("CUDA_VISIBLE_DEVICES=0,1 ./llama-bench -m x.gguf", {})
+    assert im.cards_from_command(opts) == (2, "CUDA_VISIBLE_DEVICES")
+    assert im.cards_from_command(opts, device_lines=True) == (None, None)   # the device lines list them

@@ -1387,6 +1387,24 @@ def _table_model(b, ctx, text_before, models_seen):
     return ctx.model_for(b.start, hints=hints, what=f"the {b.kind} table at line {b.start} measured")
 
 
+def cards_from_command(opts: dict, device_lines: bool = False) -> tuple:
+    """How many cards a command line ran on, from its own options (`_command_args`' dict), with why:
+    -sm none -> 1 (one card, whatever else is visible); -dev A/B -> its devices (one value: llama-bench's
+    commas are separate runs, so a list says nothing about one row); CUDA_VISIBLE_DEVICES -> its devices
+    (not where device lines are printed: those list the visible cards already, and -dev picks among
+    them); -tp N -> N. (None, None) where the command line does not say."""
+    if str(opts.get("split_mode", "")).lower() == "none":
+        return 1, "-sm none on the command line"
+    dev = str(opts.get("devices") or "")
+    if dev and dev.lower() not in ("auto", "none") and "," not in dev:
+        return len([d for d in dev.split("/") if d.strip()]), f"-dev {dev}"
+    if opts.get("visible_devices") and not device_lines:
+        return len(opts["visible_devices"]), "CUDA_VISIBLE_DEVICES"
+    if re.fullmatch(r"\d+", str(opts.get("tensor_parallel", "")).strip()):
+        return int(opts["tensor_parallel"]), f"-tp {opts['tensor_parallel']}"
+    return None, None
+
+
 def _block_meta(b, ctx, text, text_before, fname, weights_seen):
     """The context of one block: card, card count, split, backend, flash attention, label, build,
     and how each was told."""
@@ -1416,18 +1434,9 @@ def _block_meta(b, ctx, text, text_before, fname, weights_seen):
     if names:
         device = _short_gpu(names[0]) if len(set(names)) == 1 else " + ".join(dict.fromkeys(_short_gpu(x) for x in names))
         n = count or len(names)
-        why_n = None
-        if str(opts.get("split_mode", "")).lower() == "none":
-            n, why_n = 1, "-sm none on the command line"
-        elif opts.get("devices") and str(opts["devices"]).lower() not in ("auto", "none"):
-            n, why_n = len([d for d in re.split(r"[/,]", str(opts["devices"])) if d.strip()]), f"-dev {opts['devices']}"
-        elif opts.get("visible_devices") and not b.devices:
-            n, why_n = len(opts["visible_devices"]), "CUDA_VISIBLE_DEVICES"
-        elif opts.get("tensor_parallel"):
-            try:
-                n, why_n = int(opts["tensor_parallel"]), f"-tp {opts['tensor_parallel']}"
-            except ValueError:
-                pass
+        n_cmd, why_n = cards_from_command(opts, device_lines=bool(b.devices))
+        if n_cmd:
+            n = n_cmd
         elif b.kind == "serve" and not count:
             tp = re.search(r"\bTP\s*=\s*(\d+)", text)
             n, why_n = (int(tp.group(1)), f"'TP={tp.group(1)}' in the text") if tp else (1, "no -tp: one card assumed")
@@ -1454,13 +1463,7 @@ def _block_meta(b, ctx, text, text_before, fname, weights_seen):
         ctx.notice(b.start, "card: not stated (no device lines and no GPU named in the text or the file name); "
                             "calibrate needs --hardware")
         # how many cards the command line ran on, whichever they were (-tp 2, CUDA_VISIBLE_DEVICES=0,1, -sm none)
-        n, why_n = None, None
-        if str(opts.get("split_mode", "")).lower() == "none":
-            n, why_n = 1, "-sm none on the command line"
-        elif opts.get("visible_devices"):
-            n, why_n = len(opts["visible_devices"]), "CUDA_VISIBLE_DEVICES"
-        elif re.fullmatch(r"\d+", str(opts.get("tensor_parallel", ""))):
-            n, why_n = int(opts["tensor_parallel"]), f"-tp {opts['tensor_parallel']}"
+        n, why_n = cards_from_command(opts)
         if n:
             meta["n_cards"] = n
             inferred["card"] = f"not stated, x{n} (from {why_n})"
