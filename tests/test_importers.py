@@ -943,6 +943,18 @@ def test_sycl_device_list_rpc_and_other_backends_are_read_as_such(tmp_path):
     p = write(tmp_path, "rpc2.md", "$ llama-bench -m x.gguf --rpc 10.0.0.2:50052\n" + cuda + _LB_HEAD.format(x="fa")
               + _lb_row("CUDA", "1", "tg128", "9.87 ± 0.02"))
     assert im.read(p, model="llama-3.1-8b")[0]["backend"] == "CUDA,RPC"
+    # ... llama-bench's short -rpc too; "CUDA,RPC" with no -rpc/--rpc on the command line is a build with RPC
+    # compiled in (late-2024 llama-bench listed every compiled backend): CUDA, said how
+    p = write(tmp_path, "rpc3.md", "$ llama-bench -m x.gguf -rpc 10.0.0.2:50052\n" + cuda + _LB_HEAD.format(x="fa")
+              + _lb_row("CUDA", "1", "tg128", "9.87 ± 0.02"))
+    assert im.read(p, model="llama-3.1-8b")[0]["backend"] == "CUDA,RPC"
+    for pre in ("$ llama-bench -m x.gguf -fa 1\n" + cuda, "$ llama-bench -m x.gguf -fa 1\n"):
+        p = write(tmp_path, "rpc4.md", pre + _LB_HEAD.format(x="fa") + _lb_row("CUDA,RPC", "1", "tg128", "9.87 ± 0.02"))
+        (r,) = im.read(p, model="llama-3.1-8b")
+        assert r["backend"] == "CUDA" and "RPC compiled in, not used" in r["inferred"]["backend"]
+    # no command line: RPC may have been used, so it stays
+    p = write(tmp_path, "rpc5.md", cuda + _LB_HEAD.format(x="fa") + _lb_row("CUDA,RPC", "1", "tg128", "9.87 ± 0.02"))
+    assert im.read(p, model="llama-3.1-8b")[0]["backend"] == "CUDA,RPC"
     # ROCm and Metal keep their backend (public_records leaves them out: no runtime model)
     rocm = "ggml_cuda_init: found 1 ROCm devices:\n  Device 0: AMD Radeon RX 7900 XTX, gfx1100 (0x1100), VMM: no, Wave Size: 32\n"
     (r,) = im.read(write(tmp_path, "rocm.md", rocm + _LB_HEAD.format(x="fa") + _lb_row("ROCm", "1", "tg128", "97.1 ± 0.1")),

@@ -1040,7 +1040,7 @@ def _command_args(line: str, assigned: dict) -> dict:
                "-b": "n_batch", "--batch-size": "n_batch", "-t": "n_threads", "--threads": "n_threads",
                "-ctk": "type_k", "--cache-type-k": "type_k", "-ctv": "type_v", "--cache-type-v": "type_v",
                "-mla": "mla", "--mla-use": "mla", "-tp": "tensor_parallel", "--tensor-parallel-size": "tensor_parallel",
-               "--num-prompts": "num_prompts", "--num-prompt": "num_prompts", "--rpc": "rpc"}.get(t.split("=")[0])
+               "--num-prompts": "num_prompts", "--num-prompt": "num_prompts", "--rpc": "rpc", "-rpc": "rpc"}.get(t.split("=")[0])
         if key and "=" in t and t.startswith("--"):
             out[key] = t.split("=", 1)[1]
         elif key and val is not None:
@@ -1655,6 +1655,17 @@ def _pasted_llama_bench(b, ctx, meta, inferred, text_before):
             if sm == "none":
                 rm["n_cards"] = 1
             rm["split"] = "none" if rm["n_cards"] == 1 else {"row": "tensor", "tensor": "tensor"}.get(sm, sm)
+        rpc_note = None
+        if "backends" in o and b.cmd and not b.cmd[2].get("rpc") and \
+                "RPC" in [x.strip().upper() for x in str(o["backends"]).split(",")]:
+            # RPC in the column but no --rpc on the block's llama-bench command line: builds of late 2024
+            # listed every backend compiled in (GGML_RPC=ON: "CUDA,RPC" whether or not it was used); later
+            # builds list RPC only with an RPC device, which only --rpc makes. Either way not used here.
+            kept = [x.strip() for x in str(o["backends"]).split(",") if x.strip() and x.strip().upper() != "RPC"]
+            if kept:
+                rpc_note = f"{o['backends']!r} in the backend column, no --rpc on the command line (line {b.cmd[0]}): " \
+                           f"RPC compiled in, not used"
+                o["backends"] = ",".join(kept)
         if "backends" in o:
             rm["backend"] = _backend_name(o["backends"])
             rm["inferred"]["backend"] = f"{rm['backend']} (from the backend column)" if not (b.devices and b.backend) \
@@ -1663,6 +1674,8 @@ def _pasted_llama_bench(b, ctx, meta, inferred, text_before):
                 base = meta.get("backend") or b.backend      # the device lines' (+ RPC where --rpc says so)
                 rm["backend"] = base + (",RPC" if "RPC" in str(o["backends"]).upper().split(",")
                                         and "RPC" not in base else "")
+            if rpc_note:
+                rm["inferred"]["backend"] = f"{rm['backend']} ({rpc_note})"
         r = _llama_bench_record(o, ctx, line, meta=rm)
         r.update(sizes)
         ft = " ".join(str(row.get("model") or "").split()[2:])
