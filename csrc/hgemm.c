@@ -17,9 +17,21 @@
 
 #define NR 16   /* rows per group: one zmm of outputs */
 #define NG 4    /* groups per tile: 64 rows */
+#ifndef TTM
 #define TTM 6   /* tokens per register tile */
-#define KCP 128 /* bf16 pairs per K block: 4 groups x 128 pairs x 16 lanes x 4 B = 32 KiB (256 weights a row) */
-#define KCF 128 /* float32 columns per K block: 4 groups x 128 x 16 lanes x 4 B = 32 KiB */
+#endif
+/* K blocks: 512 bf16 pairs / 512 float32 columns (4 groups x 512 x 16 lanes x 4 B = 128 KiB of panel,
+ * L2-resident). They were 128 (a 32 KiB panel, L1-sized, chosen on a shared Zen 5); on a Zen 4 (2 threads,
+ * GLM-4.7-Flash's projections at T = 512, builds alternating in one process, three runs) 256 ran 1.03-1.23x
+ * and 512 1.08-1.37x the speed of 128, for bf16 and f16 alike (the equal K = 512 case aside):
+ * bench/results/session29_hgemm_kblock_zen4_2026-12-04.md. The sums are the same either way (each block
+ * continues the float32 accumulation from y in k order). */
+#ifndef KCP
+#define KCP 512 /* bf16 pairs per K block (1024 weights a row) */
+#endif
+#ifndef KCF
+#define KCF 512 /* float32 columns per K block */
+#endif
 #define ROWS (NR * NG)
 #ifndef GB_HG_AVX2_AUTO
 /* GB_HG_AUTO picks the AVX2 F32FMA version (hgemm_avx2) over panel + OpenBLAS sgemm where AVX-512 is
