@@ -1388,7 +1388,7 @@ static inline __attribute__((always_inline)) void kp_decode_z(const int fmt, con
 /* ... and the level it prefetches to: the L2 (prefetcht1), not the L1. On a Zen 4 (2 threads, from
  * DRAM, 2026-12-04, bench/results/session29_kgemv_prefetch_zen4_2026-12-04.md) prefetcht0 this far
  * ahead held the GEMV at 51-86% of the read bandwidth (q3_K 51%: the L1's few miss buffers full of
- * prefetches the loads wait behind); prefetcht1 92-102% (q3_K 2.0-2.7x, q4_K/q5_K/q6_K 1.06-1.1x),
+ * prefetches the loads wait behind); prefetcht1 88-102% (q3_K 2.0-2.7x, q4_K/q5_K/q6_K 1.06-1.1x),
  * prefetcht2 the same, prefetchnta no gain; 3552 or 14208 bytes ahead no better than 7104. The
  * iq4_nl/mxfp4 and q4_0/q8_0 GEMVs, at 90-97% with prefetcht0, measured no gain and keep it. */
 #ifndef KP_PF_HINT
