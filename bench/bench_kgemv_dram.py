@@ -32,8 +32,9 @@ def _kl(path, name="gb_klinear_packed"):
     return f
 
 
-# the kernel versions of gb_klinear_packed / gb_iqlinear_packed / gb_qgemm (csrc/quant_k.h, qgemm.h: the same numbers)
-KERNELS = {"auto": 0, "ref": 1, "vnni": 2, "avx2": 3}
+# the kernel versions of gb_klinear_packed / gb_iqlinear_packed / gb_qgemm (csrc/quant_k.h, qgemm.h: the same
+# numbers), by the last part of quant's kquant_* names: auto 0, ref 1, vnni 2, avx2 3
+KERNELS = {"auto": 0, **{k.split("_", 1)[1]: v for k, v in quant._KQUANT.items()}}
 Q_FMTS = ("q8_0", "q4_0")
 IQ_FMTS = ("iq4_nl", "mxfp4")  # 32-value blocks like q4_0's, read by gb_iqlinear_packed
 

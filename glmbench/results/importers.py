@@ -1656,16 +1656,15 @@ def _pasted_llama_bench(b, ctx, meta, inferred, text_before):
                 rm["n_cards"] = 1
             rm["split"] = "none" if rm["n_cards"] == 1 else {"row": "tensor", "tensor": "tensor"}.get(sm, sm)
         rpc_note = None
-        if "backends" in o and b.cmd and not b.cmd[2].get("rpc") and \
-                "RPC" in [x.strip().upper() for x in str(o["backends"]).split(",")]:
+        parts = [x.strip() for x in str(o.get("backends") or "").split(",") if x.strip()]
+        kept = [x for x in parts if x.upper() != "RPC"]
+        if b.cmd and not b.cmd[2].get("rpc") and kept and len(kept) < len(parts):
             # RPC in the column but no --rpc on the block's llama-bench command line: builds of late 2024
             # listed every backend compiled in (GGML_RPC=ON: "CUDA,RPC" whether or not it was used); later
             # builds list RPC only with an RPC device, which only --rpc makes. Either way not used here.
-            kept = [x.strip() for x in str(o["backends"]).split(",") if x.strip() and x.strip().upper() != "RPC"]
-            if kept:
-                rpc_note = f"{o['backends']!r} in the backend column, no --rpc on the command line (line {b.cmd[0]}): " \
-                           f"RPC compiled in, not used"
-                o["backends"] = ",".join(kept)
+            rpc_note = f"{o['backends']!r} in the backend column, no --rpc on the command line (line {b.cmd[0]}): " \
+                       f"RPC compiled in, not used"
+            o["backends"] = ",".join(kept)
         if "backends" in o:
             rm["backend"] = _backend_name(o["backends"])
             rm["inferred"]["backend"] = f"{rm['backend']} (from the backend column)" if not (b.devices and b.backend) \
