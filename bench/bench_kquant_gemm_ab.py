@@ -1,9 +1,9 @@
-"""K-quant (and iq4_nl/mxfp4) prefill GEMM (T > 1) of the AVX2 version, one thread, this build against another build's _core .so.
+"""K-quant (and iq4_nl/mxfp4) prefill GEMM (T > 1) of one kernel version (--kernel, default the AVX2 one), this build against another build's _core .so.
 
-Both builds' gb_klinear_packed (version kquant_avx2) run alternately in one process on the same
+Both builds' gb_klinear_packed (version kquant_avx2, or --kernel's) run alternately in one process on the same
 repacked weights (glmbench.bench.quant.kquant_weights; iq4_nl/mxfp4: bench_ggml_peer._stored_weights
 and gb_iqlinear_packed; QTensor.repack) and activations (standard normal); time: the calling thread's CPU time (time.thread_time: a neighbour on a shared machine
-barely moves it), best and median of --rounds calls each. The outputs must be bit-identical.
+barely moves it; wall time with --threads > 1), best and median of --rounds calls each. The outputs must be bit-identical.
 GOP: 2 x T x N x K.
 
   PYTHONPATH=$PWD OMP_NUM_THREADS=1 python bench/bench_kquant_gemm_ab.py --before /tmp/old/_core.so \
@@ -17,7 +17,7 @@ import numpy as np
 from glmbench.bench.quant import kquant_weights
 from glmbench.core import _loader, ops, quant
 
-from bench_kgemv_dram import _kl  # noqa: E402  (bench/ is the script's directory)
+from bench_kgemv_dram import KERNELS, _kl  # noqa: E402  (bench/ is the script's directory)
 
 IQ_FMTS = ("iq4_nl", "mxfp4")  # csrc/quant_iq.c: gb_iqlinear_packed (the same arguments)
 
@@ -38,13 +38,16 @@ def main(argv=None):
     ap.add_argument("--copies", type=int, default=1, help="weight copies called in turn (e.g. 16 x 2.6 MB > L3: cold weights)")
     ap.add_argument("--before", default=None, help="another build's _core .so (label: before)")
     ap.add_argument("--after", default=None, help="the _core .so to measure (default: this build's)")
+    ap.add_argument("--kernel", default="avx2", choices=sorted(KERNELS), help="the kernel version both builds run (default avx2)")
+    ap.add_argument("--threads", type=int, default=1)
     a = ap.parse_args(argv)
-    ops.set_num_threads(1)
+    ops.set_num_threads(a.threads)
     paths = {"after": a.after or _loader._core.__file__}
     if a.before:
         paths = {"before": a.before, **paths}
     kerns = {lab: (_kl(p), _kl(p, "gb_iqlinear_packed")) for lab, p in paths.items()}
-    kv = 3  # GB_KV_AVX2 (kquant_avx2)
+    kv = KERNELS[a.kernel]
+    clock = time.thread_time if a.threads == 1 else time.perf_counter  # more threads: wall time
     hdr = "| format | NxK | T |" + "".join(f" {k} best / median |" for k in kerns) + (" speed-up best / median |" if a.before else "")
     print(hdr, flush=True)
     for fmt in a.formats.split(","):
@@ -62,9 +65,9 @@ def main(argv=None):
                         c = (i * len(kern) + j + i // a.copies) % a.copies  # each call on another copy
                         q = qs[c]
                         y = np.zeros((T, n), np.float32)
-                        t0 = time.thread_time()
+                        t0 = clock()
                         rc = f(quant.FORMATS[fmt][0], x.ctypes.data, q.packed.ctypes.data, None, y.ctypes.data, T, n, k, kv)
-                        ts[lab].append(time.thread_time() - t0)
+                        ts[lab].append(clock() - t0)
                         assert rc == 0
                         outs.setdefault((lab, c), y)
                 line = f"| {fmt} | {n}x{k} | {T} |"

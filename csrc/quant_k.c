@@ -90,7 +90,7 @@ typedef struct {
     uint8_t q[QKK];
 } kdec;
 
-static inline int k_off_only(int fmt) { return fmt == GB_Q6_K || fmt == GB_IQ4_XS; }
+static inline int k_off_only(int fmt) { return fmt == GB_Q6_K || fmt == GB_Q3_K || fmt == GB_IQ4_XS; }
 
 /* one super-block's float32 term, the formula of every version (quant_k.h) */
 static inline float kterm(int off, float d, float dm, float dx, int32_t isum, int32_t msum) {
@@ -683,10 +683,33 @@ static void x_pairs32(gb_block_q8_K *x, int64_t nb) {
  * per 4 values sum (x + 128) q = sum x q + 128 sum q, and the second term, the weights' own, is taken
  * off once per row and super-block (corr, the initial isum). The tile then needs no 16-value sums
  * of the activations and no msum: the same int32 isum - msum, so the same float32 result. */
-static inline int panel_sgn(int fmt) { return fmt == GB_Q6_K || fmt == GB_IQ4_XS; }
+static inline int panel_sgn(int fmt) { return fmt == GB_Q6_K || fmt == GB_Q3_K || fmt == GB_IQ4_XS; }
+
+/* q2_K / q3_K (SUB 1, 16-value sums |ia| <= 16 * 255 * 4 < 2^14): two groups' sums as the int16
+ * halves of one int32 lane, group 2k's + PANEL_PAIR_BIAS (so >= 0: no borrow from the high half)
+ * and group 2k + 1's << 16, times the pair of scales (panel_pair: sc[k] = (sc[2k], sc[2k + 1]) as
+ * int16) by one vpdpwssd instead of two vpmulld and two vpaddd; corr takes the bias off again
+ * (- PANEL_PAIR_BIAS * sum_k sc[2k]). The same exact int32 isum. */
+#ifndef PANEL_PAIR_BIAS
+#define PANEL_PAIR_BIAS 16384
+#endif
+static inline int panel_pair(int fmt) { return fmt == GB_Q2_K || fmt == GB_Q3_K; }
+
+/* panel_pair's form of the scales, and the bias off through corr (after panel_signed's corr) */
+static void panel_pair_scales(int fmt, kpanel *P, int64_t nb) {
+    for (int64_t b = 0; b < nb; b++) {
+        __m512i corr = panel_sgn(fmt) ? _mm512_load_si512((const void *)P[b].corr) : _mm512_setzero_si512();
+        for (int k = 0; k < 8; k++) { /* reads 2k, 2k + 1 >= k: in place in increasing k */
+            const __m512i e = _mm512_load_si512((const void *)(P[b].sc + 2 * k * 16)), o = _mm512_load_si512((const void *)(P[b].sc + (2 * k + 1) * 16));
+            corr = _mm512_sub_epi32(corr, _mm512_mullo_epi32(e, _mm512_set1_epi32(PANEL_PAIR_BIAS)));
+            _mm512_store_si512((void *)(P[b].sc + k * 16), _mm512_or_si512(_mm512_and_si512(e, _mm512_set1_epi32(0xffff)), _mm512_slli_epi32(o, 16)));
+        }
+        _mm512_store_si512((void *)P[b].corr, corr);
+    }
+}
 
 static void panel_signed(int fmt, kpanel *P, int64_t nb) {
-    const __m512i off = _mm512_set1_epi8((char)(fmt == GB_Q6_K ? 32 : 128)), one = _mm512_set1_epi8(1);
+    const __m512i off = _mm512_set1_epi8((char)(fmt == GB_Q6_K ? 32 : fmt == GB_Q3_K ? 4 : 128)), one = _mm512_set1_epi8(1);
     for (int64_t b = 0; b < nb; b++) {
         __m512i corr = _mm512_setzero_si512();
         for (int c = 0; c < 16; c++) { /* 16-value group c: chunks 4c..4c+3 */
@@ -798,7 +821,7 @@ static int quant_row_panel(int fmt, const float *x, gb_block_q8_K *y, int64_t nb
 static inline __attribute__((always_inline)) void panel_tile(const kpanel *P0, const kpanel *P1, int64_t nb, const gb_block_q8_K *xq,
                                                              int64_t ldx, int64_t t0, float *y, int64_t ldy, const float *bias,
                                                              __mmask16 m0, __mmask16 m1, int first, int last, const int NG,
-                                                             const int TT, const int SUB, const int SGN) {
+                                                             const int TT, const int SUB, const int SGN, const int PAIR) {
     __m512 acc[2][8];
     for (int g = 0; g < NG; g++)
         for (int t = 0; t < TT; t++)
@@ -809,12 +832,15 @@ static inline __attribute__((always_inline)) void panel_tile(const kpanel *P0, c
         for (int t = 0; t < TT; t++) xb[t] = xq[(t0 + t) * ldx + b].qs;
         __m512i isum[2][8];
         for (int g = 0; g < NG; g++)
-            for (int t = 0; t < TT; t++) isum[g][t] = SGN ? _mm512_load_si512((const void *)p[g]->corr) : _mm512_setzero_si512();
-        for (int s = 0; s < 16 / SUB; s++) {
-            __m512i ia[2][8];
+            for (int t = 0; t < TT; t++) isum[g][t] = SGN || PAIR ? _mm512_load_si512((const void *)p[g]->corr) : _mm512_setzero_si512();
+        for (int s = 0; s < 16 / SUB; s += PAIR ? 2 : 1) {
+            __m512i ia[2][8], io[2][8]; /* PAIR: group s's sums (+ PANEL_PAIR_BIAS) and group s + 1's */
             for (int g = 0; g < NG; g++)
-                for (int t = 0; t < TT; t++) ia[g][t] = _mm512_setzero_si512();
-            for (int cj = 0; cj < 4 * SUB; cj++) {
+                for (int t = 0; t < TT; t++) {
+                    ia[g][t] = PAIR ? _mm512_set1_epi32(PANEL_PAIR_BIAS) : _mm512_setzero_si512();
+                    io[g][t] = _mm512_setzero_si512();
+                }
+            for (int cj = 0; cj < 4 * SUB * (PAIR ? 2 : 1); cj++) {
                 const int ch = 4 * SUB * s + cj;
                 __m512i wq[2];
                 for (int g = 0; g < NG; g++) {
@@ -825,10 +851,18 @@ static inline __attribute__((always_inline)) void panel_tile(const kpanel *P0, c
                     int32_t xv;
                     memcpy(&xv, xb[t] + 4 * ch, 4);
                     const __m512i xb4 = _mm512_set1_epi32(xv);
-                    for (int g = 0; g < NG; g++) ia[g][t] = SGN ? _mm512_dpbusd_epi32(ia[g][t], xb4, wq[g]) : _mm512_dpbusd_epi32(ia[g][t], wq[g], xb4);
+                    for (int g = 0; g < NG; g++) { /* (two accumulators per pair: 1.05-1.07x over one, group s + 1's first then shifted) */
+                        if (PAIR && cj >= 4) io[g][t] = SGN ? _mm512_dpbusd_epi32(io[g][t], xb4, wq[g]) : _mm512_dpbusd_epi32(io[g][t], wq[g], xb4);
+                        else ia[g][t] = SGN ? _mm512_dpbusd_epi32(ia[g][t], xb4, wq[g]) : _mm512_dpbusd_epi32(ia[g][t], wq[g], xb4);
+                    }
                 }
             }
-            for (int g = 0; g < NG; g++) {
+            for (int g = 0; g < NG && PAIR; g++) { /* both groups' sums as int16 halves, times their scales */
+                const __m512i scp = _mm512_load_si512((const void *)(p[g]->sc + s / 2 * 16));
+                for (int t = 0; t < TT; t++)
+                    isum[g][t] = _mm512_dpwssd_epi32(isum[g][t], _mm512_add_epi32(ia[g][t], _mm512_slli_epi32(io[g][t], 16)), scp);
+            }
+            for (int g = 0; g < NG && !PAIR; g++) {
                 const __m512i sc = _mm512_load_si512((const void *)(p[g]->sc + SUB * s * 16));
                 for (int t = 0; t < TT; t++)
                     isum[g][t] = _mm512_add_epi32(isum[g][t], _mm512_mullo_epi32(ia[g][t], sc));
@@ -868,40 +902,42 @@ static inline __attribute__((always_inline)) void panel_tile(const kpanel *P0, c
 /* One group of 16 rows x all T tokens (t0 = 0..): tiles of 8 tokens (then 4, 3, 2, 1). A group's
  * panel (~45 KB for K = 2048) stays in L1 across its tiles; two groups' (the tile of 2 groups x 4
  * tokens it replaced, 2026-12-02) did not, and were re-read from L2 by every tile. */
-#define PANEL_ROWS(name, SUB, SGN)                                                                                  \
+#define PANEL_ROWS(name, SUB, SGN, PAIR)                                                                                  \
     static void name(const kpanel *P, int64_t nb, const gb_block_q8_K *xq, int64_t ldx, int64_t T, float *y, int64_t ldy,  \
                      const float *bias, __mmask16 m, int first, int last) {                                         \
         int64_t t0 = 0;                                                                                             \
-        for (; t0 + 8 <= T; t0 += 8) panel_tile(P, P, nb, xq, ldx, t0, y, ldy, bias, m, m, first, last, 1, 8, SUB, SGN); \
-        for (; t0 + 4 <= T; t0 += 4) panel_tile(P, P, nb, xq, ldx, t0, y, ldy, bias, m, m, first, last, 1, 4, SUB, SGN); \
+        for (; t0 + 8 <= T; t0 += 8) panel_tile(P, P, nb, xq, ldx, t0, y, ldy, bias, m, m, first, last, 1, 8, SUB, SGN, PAIR); \
+        for (; t0 + 4 <= T; t0 += 4) panel_tile(P, P, nb, xq, ldx, t0, y, ldy, bias, m, m, first, last, 1, 4, SUB, SGN, PAIR); \
         switch (T - t0) {                                                                                           \
-        case 3: panel_tile(P, P, nb, xq, ldx, t0, y, ldy, bias, m, m, first, last, 1, 3, SUB, SGN); break;          \
-        case 2: panel_tile(P, P, nb, xq, ldx, t0, y, ldy, bias, m, m, first, last, 1, 2, SUB, SGN); break;          \
-        case 1: panel_tile(P, P, nb, xq, ldx, t0, y, ldy, bias, m, m, first, last, 1, 1, SUB, SGN); break;          \
+        case 3: panel_tile(P, P, nb, xq, ldx, t0, y, ldy, bias, m, m, first, last, 1, 3, SUB, SGN, PAIR); break;          \
+        case 2: panel_tile(P, P, nb, xq, ldx, t0, y, ldy, bias, m, m, first, last, 1, 2, SUB, SGN, PAIR); break;          \
+        case 1: panel_tile(P, P, nb, xq, ldx, t0, y, ldy, bias, m, m, first, last, 1, 1, SUB, SGN, PAIR); break;          \
         default: break;                                                                                             \
         }                                                                                                           \
     }
-PANEL_ROWS(panel_rows_s1, 1, 0)  /* q2_K, q3_K */
-PANEL_ROWS(panel_rows_s2, 2, 0)  /* q4_K, q5_K */
-PANEL_ROWS(panel_rows_s1g, 1, 1) /* q6_K */
-PANEL_ROWS(panel_rows_s2g, 2, 1) /* iq4_xs */
+PANEL_ROWS(panel_rows_s1p, 1, 0, 1)  /* q2_K */
+PANEL_ROWS(panel_rows_s1gp, 1, 1, 1) /* q3_K */
+PANEL_ROWS(panel_rows_s2, 2, 0, 0)   /* q4_K, q5_K */
+PANEL_ROWS(panel_rows_s1g, 1, 1, 0)  /* q6_K */
+PANEL_ROWS(panel_rows_s2g, 2, 1, 0)  /* iq4_xs */
 /* two groups (P, P + ldp) x 4 tokens */
-#define PANEL_ROWS2(name, SUB, SGN)                                                                                 \
+#define PANEL_ROWS2(name, SUB, SGN, PAIR)                                                                                 \
     static void name(const kpanel *P, int64_t ldp, int64_t nb, const gb_block_q8_K *xq, int64_t ldx, int64_t T, float *y, \
                      int64_t ldy, const float *bias, __mmask16 m0, __mmask16 m1, int first, int last) {              \
         int64_t t0 = 0;                                                                                             \
-        for (; t0 + 4 <= T; t0 += 4) panel_tile(P, P + ldp, nb, xq, ldx, t0, y, ldy, bias, m0, m1, first, last, 2, 4, SUB, SGN); \
+        for (; t0 + 4 <= T; t0 += 4) panel_tile(P, P + ldp, nb, xq, ldx, t0, y, ldy, bias, m0, m1, first, last, 2, 4, SUB, SGN, PAIR); \
         switch (T - t0) {                                                                                           \
-        case 3: panel_tile(P, P + ldp, nb, xq, ldx, t0, y, ldy, bias, m0, m1, first, last, 2, 3, SUB, SGN); break;  \
-        case 2: panel_tile(P, P + ldp, nb, xq, ldx, t0, y, ldy, bias, m0, m1, first, last, 2, 2, SUB, SGN); break;  \
-        case 1: panel_tile(P, P + ldp, nb, xq, ldx, t0, y, ldy, bias, m0, m1, first, last, 2, 1, SUB, SGN); break;  \
+        case 3: panel_tile(P, P + ldp, nb, xq, ldx, t0, y, ldy, bias, m0, m1, first, last, 2, 3, SUB, SGN, PAIR); break;  \
+        case 2: panel_tile(P, P + ldp, nb, xq, ldx, t0, y, ldy, bias, m0, m1, first, last, 2, 2, SUB, SGN, PAIR); break;  \
+        case 1: panel_tile(P, P + ldp, nb, xq, ldx, t0, y, ldy, bias, m0, m1, first, last, 2, 1, SUB, SGN, PAIR); break;  \
         default: break;                                                                                             \
         }                                                                                                           \
     }
-PANEL_ROWS2(panel_rows2_s1, 1, 0)
-PANEL_ROWS2(panel_rows2_s2, 2, 0)
-PANEL_ROWS2(panel_rows2_s1g, 1, 1)
-PANEL_ROWS2(panel_rows2_s2g, 2, 1)
+PANEL_ROWS2(panel_rows2_s1p, 1, 0, 1)
+PANEL_ROWS2(panel_rows2_s1gp, 1, 1, 1)
+PANEL_ROWS2(panel_rows2_s2, 2, 0, 0)
+PANEL_ROWS2(panel_rows2_s1g, 1, 1, 0)
+PANEL_ROWS2(panel_rows2_s2g, 2, 1, 0)
 
 /* groups g (and g + 1 if ng = 2, its panel at P + nb) of an N-row output from their panels,
  * super-blocks [b0, b0 + nbc) of the nb: the running sums kept in y between the chunks (a float32
@@ -913,12 +949,12 @@ static void panel_rows(int fmt, int ng, const kpanel *P, int64_t nb, int64_t b0,
     const __mmask16 m0 = (__mmask16)((1u << nr) - 1);
     if (ng == 2) {
         const int nr1 = (int)(N - 16 * (g + 1) < 16 ? N - 16 * (g + 1) : 16);
-        (fmt == GB_Q6_K ? panel_rows2_s1g : fmt == GB_IQ4_XS ? panel_rows2_s2g : panel_sub(fmt) == 2 ? panel_rows2_s2 : panel_rows2_s1)(
+        (fmt == GB_Q6_K ? panel_rows2_s1g : fmt == GB_Q3_K ? panel_rows2_s1gp : fmt == GB_IQ4_XS ? panel_rows2_s2g : panel_sub(fmt) == 2 ? panel_rows2_s2 : panel_rows2_s1p)(
             P + b0, nb, nbc, xq + b0, nb, T, y + 16 * g, ldy, bias ? bias + 16 * g : NULL, m0, (__mmask16)((1u << nr1) - 1), b0 == 0,
             b0 + nbc == nb);
         return;
     }
-    (fmt == GB_Q6_K ? panel_rows_s1g : fmt == GB_IQ4_XS ? panel_rows_s2g : panel_sub(fmt) == 2 ? panel_rows_s2 : panel_rows_s1)(
+    (fmt == GB_Q6_K ? panel_rows_s1g : fmt == GB_Q3_K ? panel_rows_s1gp : fmt == GB_IQ4_XS ? panel_rows_s2g : panel_sub(fmt) == 2 ? panel_rows_s2 : panel_rows_s1p)(
         P + b0, nbc, xq + b0, nb, T, y + 16 * g, ldy, bias ? bias + 16 * g : NULL, m0, b0 == 0, b0 + nbc == nb);
 }
 #endif
@@ -960,6 +996,7 @@ static void panel_step(int fmt, const kpanel *P, int64_t g0, int n, int64_t nb, 
 static void panel_prep(int fmt, kpanel *P, int64_t nb) {
     if (panel_sgn(fmt)) panel_signed(fmt, P, nb);
     else if (panel_sub(fmt) == 2) panel_pairs32(P, nb);
+    if (panel_pair(fmt)) panel_pair_scales(fmt, P, nb);
 }
 #endif
 
@@ -1523,10 +1560,11 @@ static inline __attribute__((always_inline)) void kp_tile2(const int fmt, const 
         const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + dof)));
         const __m512 dm = fmt == GB_Q2_K ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + dof + 32))) : d;
         for (int t = 0; t < TT; t++) {
-            const __m512i ms = fmt == GB_Q3_K ? _mm512_slli_epi32(msum[t], 2) : msum[t]; /* q3_K: mn = 4 (sc - 32) */
             const __m512 dx = _mm512_set1_ps(xq[t * nb + b].d);
-            const __m512 r = _mm512_sub_ps(_mm512_mul_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(isum[t])),
-                                           _mm512_mul_ps(_mm512_mul_ps(dm, dx), _mm512_cvtepi32_ps(ms)));
+            const __m512 r = fmt == GB_Q3_K /* mn = 4 (sc - 32), d = dm: kterm's exact difference */
+                                 ? _mm512_mul_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(_mm512_sub_epi32(isum[t], _mm512_slli_epi32(msum[t], 2))))
+                                 : _mm512_sub_ps(_mm512_mul_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(isum[t])),
+                                                 _mm512_mul_ps(_mm512_mul_ps(dm, dx), _mm512_cvtepi32_ps(msum[t])));
             acc[t] = _mm512_add_ps(acc[t], r);
         }
     }
@@ -2557,10 +2595,11 @@ static inline __attribute__((always_inline)) void kp_tile2_sums(const int fmt, c
                 const int16_t *bs = xq[t * nb + b].bsums;
                 __m256i msum = _mm256_madd_epi16(mp[0], _mm256_set1_epi32(ld32a(bs)));
                 for (int c = 1; c < 8; c++) msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mp[c], _mm256_set1_epi32(ld32a(bs + 2 * c))));
-                if (fmt == GB_Q3_K) msum = _mm256_slli_epi32(msum, 2); /* mn = 4 (sc - 32) */
                 const __m256 dx = _mm256_set1_ps(xq[t * nb + b].d);
-                const __m256 r = _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(isum[t])),
-                                               _mm256_mul_ps(_mm256_mul_ps(dm, dx), _mm256_cvtepi32_ps(msum)));
+                const __m256 r = fmt == GB_Q3_K /* mn = 4 (sc - 32), d = dm: kterm's exact difference */
+                                     ? _mm256_mul_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(_mm256_sub_epi32(isum[t], _mm256_slli_epi32(msum, 2))))
+                                     : _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(isum[t])),
+                                                     _mm256_mul_ps(_mm256_mul_ps(dm, dx), _mm256_cvtepi32_ps(msum)));
                 _mm256_storeu_ps(acc + 8 * (h * TS + t), _mm256_add_ps(_mm256_loadu_ps(acc + 8 * (h * TS + t)), r));
             }
         }
@@ -2677,14 +2716,15 @@ static inline __attribute__((always_inline)) void kp_gemv2_avx2(const int fmt, c
             ms0 = _mm256_add_epi32(ms0, _mm256_madd_epi16(mp0, bp));
             ms1 = _mm256_add_epi32(ms1, _mm256_madd_epi16(mp1, bp));
         }
-        if (fmt == GB_Q3_K) { /* mn = 4 (sc - 32) */
-            ms0 = _mm256_slli_epi32(ms0, 2);
-            ms1 = _mm256_slli_epi32(ms1, 2);
-        }
         const __m256 dx = _mm256_set1_ps(xb->d);
         const __m256 d0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + dof))), d1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + dof + 16)));
-        const __m256 m0 = fmt == GB_Q2_K ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + dof + 32))) : d0;
-        const __m256 m1 = fmt == GB_Q2_K ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + dof + 48))) : d1;
+        if (fmt == GB_Q3_K) { /* mn = 4 (sc - 32), d = dm: kterm's exact difference */
+            acc0 = _mm256_add_ps(acc0, _mm256_mul_ps(_mm256_mul_ps(d0, dx), _mm256_cvtepi32_ps(_mm256_sub_epi32(is0, _mm256_slli_epi32(ms0, 2)))));
+            acc1 = _mm256_add_ps(acc1, _mm256_mul_ps(_mm256_mul_ps(d1, dx), _mm256_cvtepi32_ps(_mm256_sub_epi32(is1, _mm256_slli_epi32(ms1, 2)))));
+            continue;
+        }
+        const __m256 m0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + dof + 32)));
+        const __m256 m1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + dof + 48)));
         acc0 = _mm256_add_ps(acc0, _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(d0, dx), _mm256_cvtepi32_ps(is0)),
                                                  _mm256_mul_ps(_mm256_mul_ps(m0, dx), _mm256_cvtepi32_ps(ms0))));
         acc1 = _mm256_add_ps(acc1, _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(d1, dx), _mm256_cvtepi32_ps(is1)),

@@ -112,3 +112,42 @@ def test_iq_formats_still_checked(rng):
         x[4, 9] = np.inf
         with pytest.raises(ValueError, match=rf"`x` contains inf at flat index {4 * 256 + 9}$"):
             quant.linear(x, qt)
+
+
+def _extreme_blocks(fmt, N, K):
+    """q2_K / q3_K rows whose 16-value sums reach the bounds of the panels' int16 pairs (csrc/quant_k.c,
+    PANEL_PAIR_BIAS): every value at one end of the format's range, the scales at theirs."""
+    bb = {"q2_K": 84, "q3_K": 110}[fmt]
+    w = np.zeros((N, K // 256, bb), np.uint8)
+    one = np.frombuffer(np.float16(1.0).tobytes(), np.uint8)
+    for r in range(N):
+        hi_vals, hi_scale = r % 2 == 1, (r // 2) % 2 == 1
+        if fmt == "q3_K":                       # hmask[32] qs[64] scales[12] d
+            w[r, :, :96] = 0xFF if hi_vals else 0      # values 3 or -4
+            w[r, :, 96:108] = 0xFF if hi_scale else 0  # 6-bit scales 63 - 32 = 31 or 0 - 32 = -32
+            w[r, :, 108:110] = one
+        else:                                   # scales[16] qs[64] d dmin
+            w[r, :, :16] = 0xFF if hi_scale else 0x11  # scale and min 15, or 1
+            w[r, :, 16:80] = 0xFF if hi_vals else 0    # values 3 or 0
+            w[r, :, 80:82] = one
+            w[r, :, 82:84] = one
+    return w.reshape(N, -1)
+
+
+@needs_vnni
+@pytest.mark.parametrize("fmt", ["q2_K", "q3_K"])
+def test_pair_sums_at_their_bounds(fmt):
+    """The q2_K / q3_K panels sum two 16-value groups as the int16 halves of one lane: the largest
+    sums the formats can make (values and scales at their ends, activations at +-127 after q8_K) give
+    the portable version's outputs bit for bit, and the float64 reference's within float32 rounding."""
+    N, K = 8, 512
+    w = _extreme_blocks(fmt, N, K)
+    x = np.ones((80, K), np.float32)            # >= 64 tokens: the panels on the stored bytes too
+    x[1::4] = -1.0                              # q8_K -127 (q3_K's panels: x + 128 = 1)
+    x[2::4, ::2] = -1.0                         # mixed signs
+    x[3::4, 1::3] = 0.5
+    ref = _run(x, w, fmt, N, K, "kquant_ref", None, False)
+    quant_cases.check_linear(fmt, w, x, gguf_deq, xq_deq, 256, 1e-4, "kquant_ref", None)
+    for packed in (True, False):
+        y = _run(x, w, fmt, N, K, "kquant_vnni", None, packed)
+        np.testing.assert_array_equal(y.view(np.uint32), ref.view(np.uint32), err_msg=f"{fmt} packed={packed}")
