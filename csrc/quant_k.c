@@ -631,9 +631,9 @@ static void row_vnni_iq4xs(const uint8_t *w, const gb_block_q8_K *xq, int64_t nb
  * portable version, so the outputs stay bit-identical to it. */
 typedef struct {
     uint32_t q[64 * 16]; /* [4-value chunk][row] */
-    int32_t sc[16 * 16]; /* [16-value group][row] */
+    int32_t sc[16 * 16]; /* [16-value group][row]; q2_K/q3_K: [pair of groups][row] as int16 pairs (panel_pair_scales) */
     int32_t mn[8 * 16];  /* [pair of groups][row]: int16 pairs for vpdpwssd */
-    int32_t corr[16];    /* signed panels (panel_signed): -128 * sum_c sc[c] * (sum of group c's values) */
+    int32_t corr[16];    /* signed panels (panel_signed): -128 * sum_c sc[c] * (sum of group c's values); pairs: - the bias's */
     float d[16], dm[16];
 } kpanel;
 
@@ -678,7 +678,7 @@ static void x_pairs32(gb_block_q8_K *x, int64_t nb) {
         for (int j = 0; j < 8; j++) x[b].bsums[j] = (int16_t)(x[b].bsums[2 * j] + x[b].bsums[2 * j + 1]);
 }
 
-/* q6_K and iq4_xs (d = dm, msum only the values' offset: kterm's exact difference isum - msum) take
+/* q6_K, q3_K and iq4_xs (d = dm, msum only the values' offset: kterm's exact difference isum - msum) take
  * their panel values signed (q - 32, kvalue) and the activations unsigned (x + 128, x_unsigned):
  * per 4 values sum (x + 128) q = sum x q + 128 sum q, and the second term, the weights' own, is taken
  * off once per row and super-block (corr, the initial isum). The tile then needs no 16-value sums
@@ -817,7 +817,8 @@ static int quant_row_panel(int fmt, const float *x, gb_block_q8_K *y, int64_t nb
  * running sums start at 0, else from y (an earlier pass); last: + bias. Per 4-value chunk: one load
  * per group and one broadcast per token feed NG x TT vpdpbusd (2 x 4: 6 loads per 8, where 1 x 4 took
  * 5 per 4). SUB: 16-value groups per scale (2 for q4_K/q5_K/iq4_xs, whose scales are per 32 values:
- * one vpmulld per 32 values). SGN: q6_K/iq4_xs's signed panels (panel_signed). */
+ * one vpmulld per 32 values). SGN: q6_K/q3_K/iq4_xs's signed panels (panel_signed). PAIR: q2_K/q3_K's
+ * two 16-value groups per vpdpwssd (panel_pair). */
 static inline __attribute__((always_inline)) void panel_tile(const kpanel *P0, const kpanel *P1, int64_t nb, const gb_block_q8_K *xq,
                                                              int64_t ldx, int64_t t0, float *y, int64_t ldy, const float *bias,
                                                              __mmask16 m0, __mmask16 m1, int first, int last, const int NG,

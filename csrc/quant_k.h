@@ -26,11 +26,11 @@
  * d = max/-127 of the signed value of largest magnitude, int8 values rounded to nearest even,
  * sums of each 16 values), as ggml's CPU backend does for these weight types. Each super-block's
  * dot product is two exact int32 sums, isum = sum_c sc[c] * sum_j q[j] x[j] and
- * msum = sum_c mn[c] * bsum[c] (mn = dmin-scaled mins for q4_K/q5_K, 32 * sc for q6_K), combined
- * in float32 as (d*dx)*isum - (dm*dx)*msum and added in block order. q6_K and iq4_xs, whose msum
- * is only the offset of the stored values (d = dm), take the exact int32 difference once:
+ * msum = sum_c mn[c] * bsum[c] (mn = dmin-scaled mins for q2_K/q4_K/q5_K, 32 * sc for q6_K, 4 * sc for q3_K), combined
+ * in float32 as (d*dx)*isum - (dm*dx)*msum and added in block order. q6_K, q3_K and iq4_xs, whose
+ * msum is only the offset of the stored values (d = dm), take the exact int32 difference once:
  * (d*dx)*(isum - msum), ggml's own form for them (one rounding where the two products took three;
- * since 2026-12-02, issue 28). Every kernel version computes these the same way, so the portable
+ * since 2026-12-02, q3_K since 2026-12-04, issue 28). Every kernel version computes these the same way, so the portable
  * and SIMD versions give bit-identical outputs.
  *
  * Versions: 1 ref (portable C, any build), 2 vnni (AVX-512 VNNI vpdpbusd, super-blocks decoded in
