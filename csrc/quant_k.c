@@ -852,7 +852,7 @@ static inline __attribute__((always_inline)) void panel_tile(const kpanel *P0, c
                     int32_t xv;
                     memcpy(&xv, xb[t] + 4 * ch, 4);
                     const __m512i xb4 = _mm512_set1_epi32(xv);
-                    for (int g = 0; g < NG; g++) { /* (two accumulators per pair: 1.05-1.07x over one, group s + 1's first then shifted) */
+                    for (int g = 0; g < NG; g++) { /* PAIR: two accumulators, 1.05-1.07x over one that took group s + 1's sum, shifted, then group s's */
                         if (PAIR && cj >= 4) io[g][t] = SGN ? _mm512_dpbusd_epi32(io[g][t], xb4, wq[g]) : _mm512_dpbusd_epi32(io[g][t], wq[g], xb4);
                         else ia[g][t] = SGN ? _mm512_dpbusd_epi32(ia[g][t], xb4, wq[g]) : _mm512_dpbusd_epi32(ia[g][t], wq[g], xb4);
                     }
@@ -2818,7 +2818,7 @@ size_t gb_kp_panel_scratch(int64_t K) {
 }
 
 /* the activations' panel form a format's tile takes (quantize_block_q8_K_panel's mode): 0 plain
- * q8_K, 1 32-value sums (x_pairs32: q4_K/q5_K), 2 unsigned values (x_unsigned: q6_K/iq4_xs) */
+ * q8_K, 1 32-value sums (x_pairs32: q4_K/q5_K), 2 unsigned values (x_unsigned: q6_K/q3_K/iq4_xs) */
 int gb_kp_panel_x_kind(int fmt) {
 #ifdef GB_HAVE_K_VNNI
     return panel_sgn(fmt) ? 2 : panel_sub(fmt) == 2 ? 1 : 0;
