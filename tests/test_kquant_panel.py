@@ -142,10 +142,14 @@ def test_pair_sums_at_their_bounds(fmt):
     the portable version's outputs bit for bit, and the float64 reference's within float32 rounding."""
     N, K = 8, 512
     w = _extreme_blocks(fmt, N, K)
+    # q8_K maps each block's first value of largest magnitude to -127: a constant row is -127
+    # everywhere (q3_K's panels: x + 128 = 1), a row of +1 led by a -1 is +127 after its first value
+    # (x + 128 = 255: the sums' bounds, -16 * 255 * 4 for q3_K)
     x = np.ones((80, K), np.float32)            # >= 64 tokens: the panels on the stored bytes too
-    x[1::4] = -1.0                              # q8_K -127 (q3_K's panels: x + 128 = 1)
-    x[2::4, ::2] = -1.0                         # mixed signs
-    x[3::4, 1::3] = 0.5
+    x[1::4, ::256] = -1.0
+    x[2::4] = -1.0
+    x[2::4, ::256] = 1.0
+    x[3::4, 1::3] = -0.5                        # mixed
     ref = _run(x, w, fmt, N, K, "kquant_ref", None, False)
     quant_cases.check_linear(fmt, w, x, gguf_deq, xq_deq, 256, 1e-4, "kquant_ref", None)
     for packed in (True, False):
