@@ -1579,21 +1579,27 @@ static inline __attribute__((always_inline)) void kp_tile2(const int fmt, const 
 #ifndef KP_PANEL_HINT
 #define KP_PANEL_HINT _MM_HINT_T1
 #endif
-/* a packed q2_K/q3_K group -> the prefill panels */
+/* a packed q2_K/q3_K group -> the prefill panels in the tile's forms (what panel_fill then panel_prep
+ * make from the stored rows): q3_K's values signed with their corr, the scales in pairs */
 static inline __attribute__((always_inline)) void panel_fill_packed2(const int fmt, const uint8_t *P, int64_t nb, kpanel *K) {
     const int64_t pb = gb_kp_block_bytes(fmt), sco = kp_sc_off(fmt), dof = kp_d_off(fmt);
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *p = P + b * pb;
         kpanel *o = K + b;
-        __m512i sc[16], mn[16];
+        __m512i sc[16], mn[16], ws[16];
         const int64_t pfd = (6500 + pb / 2) / pb * pb; /* as kp_tile2 */
         for (int m = 0; m < 16; m++) {
             const __m512i Q = _mm512_loadu_si512((const void *)(p + 64 * m));
             _mm_prefetch((const char *)(p + pfd + 64 * m), KP_PANEL_HINT);
             if (64 * (m + 16) < pb) _mm_prefetch((const char *)(p + pfd + 64 * (m + 16)), KP_PANEL_HINT);
+            ws[m] = _mm512_setzero_si512();
             for (int j = 0; j < 4; j++) {
                 __m512i v;
                 kp_decode2(fmt, p, m, j, Q, &v);
+                if (fmt == GB_Q3_K) { /* panel_signed's work on the fly: q - 4, and group m's sums for corr */
+                    v = _mm512_sub_epi8(v, _mm512_set1_epi8(4));
+                    ws[m] = _mm512_dpbusd_epi32(ws[m], _mm512_set1_epi8(1), v);
+                }
                 _mm512_store_si512((void *)(o->q + (4 * m + j) * 16), v);
             }
             if (fmt == GB_Q2_K) {
@@ -1604,8 +1610,17 @@ static inline __attribute__((always_inline)) void panel_fill_packed2(const int f
                 sc[m] = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + sco + 16 * m)));
                 mn[m] = _mm512_slli_epi32(sc[m], 2);
             }
-            _mm512_store_si512((void *)(o->sc + m * 16), sc[m]);
         }
+        /* panel_signed's corr (q3_K) and panel_pair_scales' form: the scales in int16 pairs, the bias off */
+        __m512i corr = _mm512_setzero_si512();
+        for (int m = 0; m < 16 && fmt == GB_Q3_K; m++) corr = _mm512_add_epi32(corr, _mm512_mullo_epi32(ws[m], sc[m]));
+        corr = _mm512_mullo_epi32(corr, _mm512_set1_epi32(-128));
+        for (int k = 0; k < 8; k++) {
+            corr = _mm512_sub_epi32(corr, _mm512_mullo_epi32(sc[2 * k], _mm512_set1_epi32(PANEL_PAIR_BIAS)));
+            _mm512_store_si512((void *)(o->sc + k * 16), _mm512_or_si512(_mm512_and_si512(sc[2 * k], _mm512_set1_epi32(0xffff)),
+                                                                         _mm512_slli_epi32(sc[2 * k + 1], 16)));
+        }
+        _mm512_store_si512((void *)o->corr, corr);
         for (int c2 = 0; c2 < 8; c2++)
             _mm512_store_si512((void *)(o->mn + c2 * 16), _mm512_or_si512(_mm512_and_si512(mn[2 * c2], _mm512_set1_epi32(0xffff)),
                                                                           _mm512_slli_epi32(mn[2 * c2 + 1], 16)));
@@ -2849,7 +2864,6 @@ void gb_kp_panel_step(int fmt, const void *wp, int64_t N, int64_t K, int64_t s2,
     kpanel *Pn = (kpanel *)scratch;
     for (int i = 0; i < ng; i++) {
         panel_fill_packed(fmt, (const uint8_t *)wp + (g + i) * gbytes, 16, nb, Pn + i * nb);
-        if (kp_2bit(fmt)) panel_prep(fmt, Pn + i * nb, nb); /* panel_fill_packed_f writes the tile's forms itself */
     }
     /* as panel_step: the groups in passes of GB_K_PANEL_CHUNK super-blocks, the running sums in y */
     const int64_t kc = GB_PT2 ? GB_K_PANEL_CHUNK : nb;
@@ -2932,7 +2946,6 @@ int gb_klinear_packed_chk(int fmt, const float *x, const void *wp, const float *
                 const int n = G - g0 < sp ? (int)(G - g0) : sp;
                 for (int i = 0; i < n; i++) {
                     panel_fill_packed(fmt, wb + (g0 + i) * gbytes, 16, nb, Pn + i * nb);
-                    if (kp_2bit(fmt)) panel_prep(fmt, Pn + i * nb, nb); /* panel_fill_packed_f writes the tile's forms itself */
                 }
                 panel_step(fmt, Pn, g0, n, nb, xq, T, tb, y, N, bias);
             }
