@@ -695,16 +695,23 @@ static inline int panel_sgn(int fmt) { return fmt == GB_Q6_K || fmt == GB_Q3_K |
 #endif
 static inline int panel_pair(int fmt) { return fmt == GB_Q2_K || fmt == GB_Q3_K; }
 
-/* panel_pair's form of the scales, and the bias off through corr (after panel_signed's corr) */
+/* one super-block's scales sc[16] (one zmm of 16 rows per group) in panel_pair's form, and corr with
+ * the bias off */
+static inline __attribute__((always_inline)) void panel_pair_store(kpanel *o, const __m512i *sc, __m512i corr) {
+    for (int k = 0; k < 8; k++) {
+        corr = _mm512_sub_epi32(corr, _mm512_mullo_epi32(sc[2 * k], _mm512_set1_epi32(PANEL_PAIR_BIAS)));
+        _mm512_store_si512((void *)(o->sc + k * 16), _mm512_or_si512(_mm512_and_si512(sc[2 * k], _mm512_set1_epi32(0xffff)),
+                                                                     _mm512_slli_epi32(sc[2 * k + 1], 16)));
+    }
+    _mm512_store_si512((void *)o->corr, corr);
+}
+
+/* a filled panel's scales in panel_pair's form (after panel_signed's corr) */
 static void panel_pair_scales(int fmt, kpanel *P, int64_t nb) {
     for (int64_t b = 0; b < nb; b++) {
-        __m512i corr = panel_sgn(fmt) ? _mm512_load_si512((const void *)P[b].corr) : _mm512_setzero_si512();
-        for (int k = 0; k < 8; k++) { /* reads 2k, 2k + 1 >= k: in place in increasing k */
-            const __m512i e = _mm512_load_si512((const void *)(P[b].sc + 2 * k * 16)), o = _mm512_load_si512((const void *)(P[b].sc + (2 * k + 1) * 16));
-            corr = _mm512_sub_epi32(corr, _mm512_mullo_epi32(e, _mm512_set1_epi32(PANEL_PAIR_BIAS)));
-            _mm512_store_si512((void *)(P[b].sc + k * 16), _mm512_or_si512(_mm512_and_si512(e, _mm512_set1_epi32(0xffff)), _mm512_slli_epi32(o, 16)));
-        }
-        _mm512_store_si512((void *)P[b].corr, corr);
+        __m512i sc[16];
+        for (int c = 0; c < 16; c++) sc[c] = _mm512_load_si512((const void *)(P[b].sc + c * 16));
+        panel_pair_store(P + b, sc, panel_sgn(fmt) ? _mm512_load_si512((const void *)P[b].corr) : _mm512_setzero_si512());
     }
 }
 
@@ -1606,22 +1613,15 @@ static inline __attribute__((always_inline)) void panel_fill_packed2(const int f
                 const __m512i sm = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(p + sco + 16 * m)));
                 sc[m] = _mm512_and_si512(sm, _mm512_set1_epi32(15));
                 mn[m] = _mm512_srli_epi32(sm, 4);
-            } else {
+            } else { /* q3_K: its offset went into corr (signed panels): no mins */
                 sc[m] = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + sco + 16 * m)));
-                mn[m] = _mm512_slli_epi32(sc[m], 2);
             }
         }
         /* panel_signed's corr (q3_K) and panel_pair_scales' form: the scales in int16 pairs, the bias off */
         __m512i corr = _mm512_setzero_si512();
         for (int m = 0; m < 16 && fmt == GB_Q3_K; m++) corr = _mm512_add_epi32(corr, _mm512_mullo_epi32(ws[m], sc[m]));
-        corr = _mm512_mullo_epi32(corr, _mm512_set1_epi32(-128));
-        for (int k = 0; k < 8; k++) {
-            corr = _mm512_sub_epi32(corr, _mm512_mullo_epi32(sc[2 * k], _mm512_set1_epi32(PANEL_PAIR_BIAS)));
-            _mm512_store_si512((void *)(o->sc + k * 16), _mm512_or_si512(_mm512_and_si512(sc[2 * k], _mm512_set1_epi32(0xffff)),
-                                                                         _mm512_slli_epi32(sc[2 * k + 1], 16)));
-        }
-        _mm512_store_si512((void *)o->corr, corr);
-        for (int c2 = 0; c2 < 8; c2++)
+        panel_pair_store(o, sc, _mm512_mullo_epi32(corr, _mm512_set1_epi32(-128)));
+        for (int c2 = 0; c2 < 8 && fmt == GB_Q2_K; c2++)
             _mm512_store_si512((void *)(o->mn + c2 * 16), _mm512_or_si512(_mm512_and_si512(mn[2 * c2], _mm512_set1_epi32(0xffff)),
                                                                           _mm512_slli_epi32(mn[2 * c2 + 1], 16)));
         _mm512_store_ps(o->d, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + dof))));
