@@ -567,6 +567,38 @@ def test_fixed_kernel_times_scale_with_the_boost_clock(public):
         assert q == pytest.approx(jf.predict(p, prof), rel=1e-6), p.label
 
 
+def test_expert_fixed_time_counts_the_experts_a_decode_pass_selects(public):
+    """mmid_vec:expert_us is a fixed time per routed expert a decode pass selects (k for one token,
+    E (1 - (1 - k/E)^T) for T tokens), per MoE layer, at the reference clock; a prefill ubatch does
+    not pay it; the cost model and the compiled fit agree on it."""
+    assert kn.experts_touched(64, 6, 1) == 6.0
+    assert kn.experts_touched(64, 4, 1) == 4.0
+    assert kn.experts_touched(64, 4, 2) == pytest.approx(64 * (1 - (60 / 64) ** 2))
+    assert 4.0 < kn.experts_touched(64, 4, 8) < 32.0
+    assert kn.experts_touched(0, 0, 1) == 0.0 and kn.experts_touched(None, None, 1) == 0.0
+    g = hw.get_gpu("rtx-3090")
+    base = cm.load_runtime("ik_llama.cpp")
+    e_us = 25.0
+    prof = dataclasses.replace(base, kernels={**base.kernels, kn.EXPERT_US: e_us})
+    none = dataclasses.replace(base, kernels={**base.kernels, kn.EXPERT_US: 0.0})
+    for name in ("deepseek-v2-lite", "glm-4.7-flash"):
+        cfg = configs.load(name)
+        n_moe = len(cfg.moe_layers)
+        t = [cm.decode(cm.Setup(name, g, weights="q4_0", runtime=p), 512).seconds for p in (prof, none)]
+        want = e_us * cfg.n_experts_per_tok * n_moe * kn.clock_scale(g) * 1e-6
+        assert t[0] - t[1] == pytest.approx(want, rel=1e-6), name
+        # a prefill ubatch (512 tokens) does not pay the per-expert time
+        pf = [cm.prefill(cm.Setup(name, g, weights="q4_0", runtime=p), 512, 0).seconds for p in (prof, none)]
+        assert pf[0] == pytest.approx(pf[1], rel=1e-9), name
+    # a dense model has no routed experts: nothing changes
+    t = [cm.decode(cm.Setup("qwen3-32b", g, weights="q4_0", runtime=p), 512).seconds for p in (prof, none)]
+    assert t[0] == t[1]
+    pts = [p for p in public if p.runtime == "ik_llama.cpp" and p.setup.model.n_experts_per_tok][::7]
+    assert any(p.test == "tg" for p in pts) and any(p.test == "pp" for p in pts)
+    for p, q in zip(pts, jf.predict_many(pts, prof)):
+        assert q == pytest.approx(jf.predict(p, prof), rel=1e-6), p.label
+
+
 def test_mla_expand_of_the_f16_cache_runs_dequant_cublas():
     # ggml-cuda's MMQ/MMVQ take f32 activations only: kv_b times the f16 latent cache (ik_llama.cpp's
     # -mla 3 prompt path) dequantizes kv_b and runs cuBLAS; an f32 cache could take MMQ; Vulkan's

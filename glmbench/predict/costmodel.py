@@ -1489,6 +1489,19 @@ def transfer_seconds(nbytes: float, link_gbps: float, latency_us: float) -> floa
     return latency_us * 1e-6 + nbytes / (link_gbps * 1e9)
 
 
+def moe_fixed_us(rt, cfg, T: float) -> float:
+    """A runtime model's fixed microseconds per MoE layer of a pass of T tokens at the reference
+    clock: mmid:layer_us, and for a decode pass mmid_vec:expert_us per selected expert
+    (kernels.KERNEL_PARAMS)."""
+    if not rt.kernels:
+        return 0.0
+    if T > kn.MMV_MAX_BATCH:
+        return rt.kernels.get("mmid:layer_us", 0.0)
+    e = rt.kernels.get(kn.EXPERT_US, 0.0)
+    touched = kn.experts_touched(cfg.n_routed_experts, cfg.n_experts_per_tok, T) if e else 0.0
+    return rt.kernels.get("mmid:layer_us", 0.0) + e * touched
+
+
 def _pass(setup: Setup, T: int, work: _Works, T_out: int):
     """One pass of T tokens: (per-card busy seconds, link seconds per boundary or per pass, OpCosts)."""
     if setup.offload is not None:
@@ -1503,10 +1516,10 @@ def _pass(setup: Setup, T: int, work: _Works, T_out: int):
             s, tc, tm, tl = _time(op, gpu, rt, attn)
             tot += n * s
             costs.append(OpCost(op.name, c, n, n * (op.tflops + op.vflops), n * op.bytes, n * s, n * tc, n * tm, n * tl))
-        moe_us = rt.kernels.get("mmid:layer_us", 0.0) if rt.kernels else 0.0
+        moe_us = moe_fixed_us(rt, setup.model, T)
         if rt.step_overhead_us or rt.layer_overhead_us or moe_us:
             # a calibrated profile's fixed costs (in place of counted launches): per pass and per layer
-            # (and per MoE layer for a runtime model's routing kernels)
+            # (and per MoE layer for a runtime model's routing kernels and per-expert launches)
             n_layers = counts[c][0] + counts[c][1]
             ov = (rt.step_overhead_us + rt.layer_overhead_us * n_layers
                   + moe_us * counts[c][1] * kn.clock_scale(gpu)) * 1e-6

@@ -54,6 +54,7 @@ MIN_EFF = cal.MIN_EFF
 OVERHEADS = ("kernel_overhead_us", "step_overhead_us", "layer_overhead_us")
 MOE_US = "mmid:layer_us"
 HALF = "mmid:half_tokens"
+EXPERT_US = kn.EXPERT_US
 SOURCE_WEIGHTS = True      # each source weighs the same in a fit (points weighted 1/sqrt(n of its source))
 ARCH_MIN_CARDS = 2         # an architecture with this many cards in the points gets a compute factor (0: none)
 CARD_MIN_SOURCES = 0       # >0: a card with this many sources gets its own factors (off: 10x slower fits, little gain)
@@ -241,6 +242,7 @@ class _Compiled:
     stage_weight: np.ndarray     # weight of the stage in its point's time (mean decode) or 1
     stage_layers: np.ndarray     # layers in the stage (for layer_overhead_us)
     stage_moe: np.ndarray        # MoE layers in the stage (for mmid:layer_us)
+    stage_moe_e: np.ndarray      # MoE layers x experts selected in the stage if a decode pass (mmid_vec:expert_us)
     point_const: np.ndarray      # link seconds per point
     pipelines: dict              # point -> (n_ubatches, n_cards, [stage ids], link per ubatch)
     chains: list                 # [(key, key, ..., ("class", cls, which)), ...]
@@ -267,7 +269,7 @@ def compile_points(points: Sequence[PublicPoint], base: cm.RuntimeProfile) -> _C
                             "smf", "smb", "chain_c", "chain_m", "chain_v", "card_c", "op_stage")}
     model_rt = bool(base.kernels or base.options)     # a runtime model: kernel-path peaks and per-SM terms
     stage_point, stage_weight, stage_layers, point_const, pipelines = [], [], [], [], {}
-    stage_moe = []
+    stage_moe, stage_moe_e = [], []
     tiles = []                   # per op: MMQ's column tile for its batch (kernels.mmq_tile)
     chains, chain_ix = [], {}
     cards, card_ix = [], {}
@@ -314,7 +316,10 @@ def compile_points(points: Sequence[PublicPoint], base: cm.RuntimeProfile) -> _C
                 stage_point.append(pi)
                 stage_weight.append(w)
                 stage_layers.append(counts[c][0] + counts[c][1])
+                dec = T <= kn.MMV_MAX_BATCH
                 stage_moe.append(counts[c][1] * kn.clock_scale(gpu))
+                stage_moe_e.append(counts[c][1] * kn.clock_scale(gpu)
+                                   * kn.experts_touched(cfg.n_routed_experts, cfg.n_experts_per_tok, T) if dec else 0.0)
                 per_pass.append(sid)
                 for n, op in lines:
                     cols["tflops"].append(op.tflops)
@@ -354,7 +359,7 @@ def compile_points(points: Sequence[PublicPoint], base: cm.RuntimeProfile) -> _C
            for k, v in cols.items()}
     comp = _Compiled(**arr, stage_point=np.asarray(stage_point, dtype=np.int64),
                      stage_weight=np.asarray(stage_weight), stage_layers=np.asarray(stage_layers, dtype=float),
-                     stage_moe=np.asarray(stage_moe, dtype=float),
+                     stage_moe=np.asarray(stage_moe, dtype=float), stage_moe_e=np.asarray(stage_moe_e, dtype=float),
                      point_const=np.asarray(point_const), pipelines=pipelines, chains=chains, shares={}, cards=cards,
                      model_rt=model_rt)
     comp.tile = np.asarray(tiles, dtype=float)
@@ -438,7 +443,8 @@ def evaluate(comp: _Compiled, prof: cm.RuntimeProfile, params: dict, n_points: i
     step = params.get("step_overhead_us", prof.step_overhead_us)
     layer = params.get("layer_overhead_us", prof.layer_overhead_us)
     moe = params.get(MOE_US, prof.kernels.get(MOE_US, 0.0))
-    stage_s = stage_s + (step + layer * comp.stage_layers + moe * comp.stage_moe) * 1e-6
+    moe_e = params.get(EXPERT_US, prof.kernels.get(EXPERT_US, 0.0))
+    stage_s = stage_s + (step + layer * comp.stage_layers + moe * comp.stage_moe + moe_e * comp.stage_moe_e) * 1e-6
     tot = np.bincount(comp.stage_point, weights=stage_s * comp.stage_weight, minlength=n_points) + comp.point_const
     for pi, stages in comp.pipelines.items():
         N = len(stages[0][0])
@@ -494,7 +500,7 @@ def _shares(comp, prof, n_points, bound=False, params=None) -> dict:
 
 # ---- the fit ----------------------------------------------------------------------------------
 def _is_eff(n):
-    return n not in OVERHEADS and n != HALF and n != MOE_US and n not in kn.SM_PARAMS   # pipeline_overlap is in (0, 1]
+    return n not in OVERHEADS and n not in (HALF, MOE_US, EXPERT_US) and n not in kn.SM_PARAMS   # pipeline_overlap is in (0, 1]
 
 
 def _is_log(n):
@@ -517,9 +523,12 @@ def _scale(n):
     """The unit of a parameter's fit coordinate (and of the first fit's pull toward its start):
     an efficiency moves in log space; an overhead in units of its expected size: a few us per
     kernel, about 100 us per MoE layer (its 20-30 routing, sorting and gathering kernels at a few us
-    each), 50 us per layer or pass, 100 tokens per expert."""
+    each), 20 us per selected expert (a few launches each), 50 us per layer or pass, 100 tokens per
+    expert."""
     if n == "kernel_overhead_us":
         return 2.0
+    if n == EXPERT_US:
+        return 20.0
     if n in (MOE_US, HALF):
         return 100.0
     return 50.0 if n in OVERHEADS else 1.0
@@ -553,6 +562,8 @@ def candidates(comp: _Compiled, points) -> list[str]:
         names.append(HALF)
     if comp.stage_moe.any():
         names.append(MOE_US)
+    if comp.stage_moe_e.any():
+        names.append(EXPERT_US)
     if comp.pipelines:
         names.append("pipeline_overlap")
     if comp.model_rt and PER_SM and comp.smf.any():
@@ -587,7 +598,7 @@ def candidates(comp: _Compiled, points) -> list[str]:
 def _start(prof, n):
     if n in OVERHEADS or n == "pipeline_overlap":
         return getattr(prof, n)
-    if n in (HALF, MOE_US):
+    if n in (HALF, MOE_US, EXPERT_US):
         return prof.kernels.get(n, 0.0)
     if n in kn.SM_PARAMS:
         return prof.kernels.get(n) or SM_NOMINAL[n]
