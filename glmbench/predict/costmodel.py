@@ -1491,12 +1491,10 @@ def transfer_seconds(nbytes: float, link_gbps: float, latency_us: float) -> floa
 
 def moe_fixed_us(rt, cfg, T: float) -> float:
     """A runtime model's fixed microseconds per MoE layer of a pass of T tokens at the reference
-    clock: mmid:layer_us, and for a decode pass mmid_vec:expert_us per selected expert
-    (kernels.KERNEL_PARAMS)."""
+    clock: mmid:layer_us, and mmid:expert_us per routed expert the pass selects
+    (kernels.KERNEL_PARAMS, kernels.experts_touched)."""
     if not rt.kernels:
         return 0.0
-    if T > kn.MMV_MAX_BATCH:
-        return rt.kernels.get("mmid:layer_us", 0.0)
     e = rt.kernels.get(kn.EXPERT_US, 0.0)
     touched = kn.experts_touched(cfg.n_routed_experts, cfg.n_experts_per_tok, T) if e else 0.0
     return rt.kernels.get("mmid:layer_us", 0.0) + e * touched

@@ -242,7 +242,7 @@ class _Compiled:
     stage_weight: np.ndarray     # weight of the stage in its point's time (mean decode) or 1
     stage_layers: np.ndarray     # layers in the stage (for layer_overhead_us)
     stage_moe: np.ndarray        # MoE layers in the stage (for mmid:layer_us)
-    stage_moe_e: np.ndarray      # MoE layers x experts selected in the stage if a decode pass (mmid_vec:expert_us)
+    stage_moe_e: np.ndarray      # MoE layers x routed experts the stage's tokens select (mmid:expert_us)
     point_const: np.ndarray      # link seconds per point
     pipelines: dict              # point -> (n_ubatches, n_cards, [stage ids], link per ubatch)
     chains: list                 # [(key, key, ..., ("class", cls, which)), ...]
@@ -316,10 +316,9 @@ def compile_points(points: Sequence[PublicPoint], base: cm.RuntimeProfile) -> _C
                 stage_point.append(pi)
                 stage_weight.append(w)
                 stage_layers.append(counts[c][0] + counts[c][1])
-                dec = T <= kn.MMV_MAX_BATCH
                 stage_moe.append(counts[c][1] * kn.clock_scale(gpu))
                 stage_moe_e.append(counts[c][1] * kn.clock_scale(gpu)
-                                   * kn.experts_touched(cfg.n_routed_experts, cfg.n_experts_per_tok, T) if dec else 0.0)
+                                   * kn.experts_touched(cfg.n_routed_experts, cfg.n_experts_per_tok, T))
                 per_pass.append(sid)
                 for n, op in lines:
                     cols["tflops"].append(op.tflops)

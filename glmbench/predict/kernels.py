@@ -28,16 +28,16 @@ Kernel parameters that are not efficiencies live in the same table under their o
     "mmid:layer_us"     fixed microseconds per MoE layer and pass at the reference clock: the routing,
                         sorting and gathering kernels around mul_mat_id that the structural kernel
                         count does not see (clock_scale)
-    "mmid_vec:expert_us"  besides: fixed microseconds per routed expert a decode pass (MMV_MAX_BATCH
-                        tokens or fewer) selects, per MoE layer, at the reference clock (experts_touched: k
-                        for one token). ggml-cuda's mul_mat_id before device-side expert ids copied
-                        the ids to the host, synchronized, and for a single token looped over the
-                        k selected experts on the host, launching each one's matmuls (activation
-                        quantization + GEMV) in turn (ggml-cuda.cu ggml_cuda_mul_mat_id, the
-                        `ne12 == 1` loop; ik_llama.cpp kept that loop, its -fmoe fusing only the
-                        up and gate products): a fixed time per selected expert, not per layer
-                        (DeepSeek-V2-Lite selects 6 of 64, GLM-4.7-Flash 4 of 64). Mainline's MMVQ
-                        reads the ids on the device and fits ~0 here.
+    "mmid:expert_us"    besides: fixed microseconds per routed expert a pass's tokens select, per MoE
+                        layer, at the reference clock (experts_touched: k for one token, nearly all
+                        E for a prefill ubatch). ggml-cuda's mul_mat_id before device-side expert ids
+                        copied the ids to the host, synchronized, and looped on the host over the
+                        experts that have rows, launching each one's gather, activation quantization,
+                        matmul and scatter in turn (ggml-cuda.cu ggml_cuda_mul_mat_id; ik_llama.cpp
+                        kept that loop, its -fmoe fusing only the up and gate products): a few
+                        launches per expert, without CUDA graphs, so a time per expert, not per
+                        layer (DeepSeek-V2-Lite selects 6 of 64 per token, GLM-4.7-Flash 4 of 64).
+                        Mainline's MMVQ / MMQ read the ids on the device and fit ~0 here.
     "mmid:half_tokens"  MoE prefill (mul_mat_id) reaches half of its efficiency when each expert
                         gets this many tokens of a ubatch (few tokens per expert leave the GPU
                         idle: one small GEMM per expert). 0 (the default): no such loss.
@@ -129,7 +129,7 @@ QUANTIZED_PREFILL = ("mmq", "dequant_cublas")
 SM_FLOP = "mmq:flop_per_sm_clk"    # MMQ's rate limit per SM and clock cycle (FLOP), beside the tensor peak
 SM_BYTES = "mmvq:bytes_per_sm_clk"  # the weight GEMVs' streaming limit per SM and clock cycle (bytes)
 SM_PARAMS = (SM_FLOP, SM_BYTES)
-EXPERT_US = "mmid_vec:expert_us"   # the decode pass's fixed time per selected expert and MoE layer
+EXPERT_US = "mmid:expert_us"   # a pass's fixed time per selected expert and MoE layer
 KERNEL_PARAMS = ("mmid:half_tokens", "mmid:layer_us", EXPERT_US) + SM_PARAMS
 
 
@@ -157,7 +157,7 @@ def fp32_lanes(cc: str) -> int:
     return 128
 
 
-# A fixed time per kernel (a runtime model's kernel_overhead_us, mmid:layer_us, mmid_vec:expert_us) is latency: the
+# A fixed time per kernel (a runtime model's kernel_overhead_us, mmid:layer_us, mmid:expert_us) is latency: the
 # ramp-up, tail and dependent steps of small kernels that do not fill the card, counted in clock
 # cycles, so on another card it scales as 1 / its boost clock. Fitted values are microseconds at
 # this reference clock. Public evidence: DeepSeek-V2-Lite decode on ik_llama.cpp runs at the same
