@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
+import glob
 import json
 import os
 import sys
@@ -45,6 +46,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
 
+from glmbench import vocab  # noqa: E402
 from glmbench.measure import machine  # noqa: E402
 from glmbench.predict import costmodel as cm  # noqa: E402
 from glmbench.predict import hardware  # noqa: E402
@@ -96,8 +98,9 @@ def run(write_profiles: bool, out_dir: str, scoreboard_only_logo=True):
         # other cards); without a scoreboard for the runtime, every card of its sources
         sb = {p.source for p in mine if p.source.startswith("scoreboard-")} if scoreboard_only_logo else set()
         logo = jf.leave_one_gpu_out(mine, rt, test_sources=sb or None) if len({p.gpu_key for p in mine}) > 1 else {}
+        held = held_out_points(rt)
         res[rt] = dict(points=mine, fit=fit, typical=list(zip(mine, typ)), loso=lo, sd=sd, logo=logo, start=start,
-                       variants=_variants(mine, rt, logo))
+                       variants=_variants(mine, rt, logo), held=list(zip(held, jf.predict_many(held, fit.profile))))
         if write_profiles:
             _write_profile(rt, fit, start, res[rt])
     return pts, res, time.time() - t0
@@ -133,17 +136,52 @@ def _baseline(path) -> dict:
     return out
 
 
-def cv_bands(pairs) -> dict:
-    """{"decode"|"prefill": {"dense"|"moe": pooled leave-one-source-out MAPE or None, "n": {...}}}
-    from (point, predicted) pairs of a leave-one-source-out run."""
+BAND_CLASSES = ("dense", "moe", "mla")
+
+
+def band_class(cfg) -> str:
+    """A model's class for the error bands: "mla" (MLA attention, whatever its MLP), "moe" (routed
+    experts), else "dense" (RuntimeProfile.cv_band reads them in that order)."""
+    if getattr(cfg, "attention", None) == "mla":
+        return "mla"
+    return "moe" if getattr(cfg, "n_routed_experts", 0) else "dense"
+
+
+def _in_class(p, cls) -> bool:
+    return band_class(p.setup.model) == cls
+
+
+def held_out_points(rt) -> list:
+    """The runtime's published points shipped beside the public set but never fitted
+    (glmbench/data/measured/*.json records whose `runtime_model` is `rt`: the study's own
+    GLM-4.7-Flash results, docs/TRUTH_TABLE.md)."""
+    out = []
+    for f in sorted(glob.glob(os.path.join(vocab.DATA_DIR, "measured", "*.json"))):
+        for i, r in enumerate(rec.read_records(f)):
+            if r.get("runtime_model") == rt and r.get("evidence") == "measured" and r.get("test") in ("pp", "tg"):
+                out.append(jf.point_from_record({**r, "runtime": rt}, f"{os.path.basename(f)}:{i + 1}"))
+    return out
+
+
+def cv_bands(pairs, held=()) -> dict:
+    """{"decode"|"prefill": {"dense"|"moe"|"mla": band or None, "n": {...}, "held_out": {...}}}: the
+    leave-one-source-out MAPE pooled over the pairs (point, predicted) of each test and class
+    (band_class's, disjoint: "mla" every MLA model, MoE or not; "moe" the other models with routed
+    experts); where `held` (point, predicted) pairs of published points never fitted hold a class,
+    the larger of the two MAPEs (both are out-of-sample; held_out: their MAPE and count)."""
     out = {}
     for key, test in (("decode", "tg"), ("prefill", "pp")):
-        row, n = {}, {}
-        for cls in ("dense", "moe"):
-            sel = [pq for pq in pairs if pq[0].test == test and bool(pq[0].setup.model.n_routed_experts) == (cls == "moe")]
+        row, n, ho = {}, {}, {}
+        for cls in BAND_CLASSES:
+            sel = [pq for pq in pairs if pq[0].test == test and _in_class(pq[0], cls)]
             row[cls] = jf.mape(sel, test) if sel else None
             n[cls] = len(sel)
-        out[key] = {**row, "n": n}
+            hs = [pq for pq in held if pq[0].test == test and _in_class(pq[0], cls)]
+            if hs:
+                m = jf.mape(hs, test)
+                ho[cls] = {"mape": m, "n": len(hs)}
+                row[cls] = m if row[cls] is None else max(row[cls], m)
+        out[key] = {**row, "n": n, "held_out": ho}
     return out
 
 
@@ -169,10 +207,12 @@ def _write_profile(rt, fit, start, r):
               "see bench/results/public_fit_<date>.md for shallow-to-deep and leave-one-GPU-out",
         "sources": {s: {"points": len(v), "loso_mape_decode": jf.mape(v, "tg"), "loso_mape_prefill": jf.mape(v, "pp")}
                     for s, v in r["loso"].items()},
-        "cv_bands": cv_bands(loso_pairs),
+        "cv_bands": cv_bands(loso_pairs, r.get("held", ())),
         "cv_bands_why": "the band of a prediction (RuntimeProfile.cv_band): leave-one-source-out MAPE pooled over this "
-                        "runtime's public points of one test (decode, prefill) and model class (moe: routed experts; "
-                        "dense); n: the points behind it; null where no source holds that class",
+                        "runtime's public points of one test (decode, prefill) and model class (mla: MLA attention; "
+                        "moe: the other models with routed experts; dense); n: the points behind it; where published points of this "
+                        "runtime shipped in glmbench/data/measured and never fitted hold the class (held_out: their "
+                        "MAPE under this fit and count), the larger of the two; null where neither holds it",
         "start": start.to_dict(),
         "points_columns": ["where", "source", "label", "options", "measured_ts", "predicted_ts", "residual"],
         "points": [[p.where, p.source, p.label, ",".join(f"{k}={v}" for k, v in p.options.items()),
@@ -238,14 +278,21 @@ def report(pts, res, seconds, baseline=None, baseline_label="") -> str:
         L.append(f"| {rt} | {key} | {test} |{b} {_pct(v)} | {_pct(m)} | {_pct(lim)} | {'yes' if v <= lim else '**no**'} |")
     L += ["", "## Bands per test and model class", "",
           "The error band a record of each runtime model carries (RuntimeProfile.cv_band): the leave-one-source-out "
-          "MAPE pooled over the runtime's points of that test and model class (MoE: routed experts). A class with no "
-          "source (–) takes the runtime's error for the test (all classes).", "",
-          "| runtime | decode dense (points) | decode MoE (points) | prefill dense (points) | prefill MoE (points) |",
-          "|---|---|---|---|---|"]
+          "MAPE pooled over the runtime's points of that test and model class (MLA: MLA attention; MoE: the other "
+          "models with routed experts; an MLA model takes the MLA band, else its MLP's class's, else the runtime's). Where the runtime's published "
+          "points shipped in glmbench/data/measured (never fitted: the study's GLM-4.7-Flash results) hold the class, "
+          "the band is the larger of that and their MAPE under the fit (in brackets: their MAPE, points). A class "
+          "with neither (–) takes the next one's, else the runtime's error for the test (all classes).", "",
+          "| runtime | decode dense (points) | decode MoE (points) | decode MLA (points) | prefill dense (points) "
+          "| prefill MoE (points) | prefill MLA (points) |",
+          "|---|---|---|---|---|---|---|"]
     for rt, r in res.items():
-        b = cv_bands([pq for v in r["loso"].values() for pq in v])
-        L.append(f"| {rt} | " + " | ".join(f"{_pct(b[k][c])} ({b[k]['n'][c]})" for k in ("decode", "prefill")
-                                            for c in ("dense", "moe")) + " |")
+        b = cv_bands([pq for v in r["loso"].values() for pq in v], r.get("held", ()))
+
+        def cell(k, c):
+            h = b[k]["held_out"].get(c)
+            return f"{_pct(b[k][c])} ({b[k]['n'][c]})" + (f" [{_pct(h['mape'])}, {h['n']}]" if h else "")
+        L.append(f"| {rt} | " + " | ".join(cell(k, c) for k in ("decode", "prefill") for c in BAND_CLASSES) + " |")
     L += ["", "## Per source", "",
           "| runtime | source | points | typical tg / pp | fitted tg / pp | LOSO tg / pp | shallow-to-deep tg / pp |",
           "|---|---|---|---|---|---|---|"]

@@ -140,17 +140,20 @@ def test_records_carry_the_band_of_their_test_and_model_class():
     from glmbench.predict import sweep
     vk = cm.load_runtime("llama.cpp-vulkan")
     b = vk.calibration["cv_bands"]
-    moe, dense = configs.load("glm-4.7-flash"), configs.load("llama-3-8b")
-    assert vk.cv_band("tg", moe) == pytest.approx(b["decode"]["moe"])
+    moe, dense = configs.load("glm-4.7-flash"), configs.load("llama-3-8b")   # GLM: MoE with MLA
+    assert vk.cv_band("tg", moe) == pytest.approx(b["decode"]["mla"])
     assert vk.cv_band("pp", dense) == pytest.approx(b["prefill"]["dense"])
-    assert b["decode"]["n"]["moe"] > 0 and b["decode"]["n"]["dense"] > 0
-    # the pooled decode band is the points-weighted mean of the two classes'
+    assert b["decode"]["n"]["mla"] > 0 and b["decode"]["n"]["dense"] > 0 and b["decode"]["n"]["moe"] == 0
+    # the pooled decode band is the points-weighted mean of the classes' (disjoint: MLA models, the
+    # other MoE models, dense ones; no published point of Vulkan widens one)
     n = b["decode"]["n"]
-    pooled = (b["decode"]["dense"] * n["dense"] + b["decode"]["moe"] * n["moe"]) / (n["dense"] + n["moe"])
+    assert not any(b[k]["held_out"] for k in ("decode", "prefill"))
+    pooled = sum((b["decode"][c] or 0.0) * n[c] for c in ("dense", "moe", "mla")) / sum(n.values())
     assert pooled == pytest.approx(vk.calibration["loso_mape_decode"], rel=1e-9)
     # Vulkan's only MoE source is far less predictable than its dense ones: the bands say so
     assert vk.cv_band("tg", moe) > 2 * vk.cv_band("tg", dense)
-    # no MoE source of a test: the runtime's error for that test
+    # no MLA nor MoE source of a test: the runtime's error for that test; an MLA model without an
+    # MLA band takes its MLP's class's (a profile written before the MLA class had none)
     cal = {**vk.calibration, "cv_bands": {"decode": {"dense": 0.1, "moe": None, "n": {"dense": 3, "moe": 0}},
                                           "prefill": {"dense": 0.2, "moe": 0.3, "n": {"dense": 3, "moe": 4}}}}
     p = dataclasses.replace(vk, calibration=cal)
@@ -160,10 +163,52 @@ def test_records_carry_the_band_of_their_test_and_model_class():
     s = cm.Setup("glm-4.7-flash", "rtx-3090", weights="q4_0", runtime="llama.cpp-vulkan")
     recs = sweep.predict(None, [s], depths=[0], tests=("tg", "pp"))
     by = {r["test"]: r for r in recs}
-    assert by["tg"]["cv_error"] == pytest.approx(b["decode"]["moe"])
-    assert by["pp"]["cv_error"] == pytest.approx(b["prefill"]["moe"])
-    assert by["tg"]["avg_ts_hi"] == pytest.approx(by["tg"]["avg_ts"] * (1 + b["decode"]["moe"]))
+    assert by["tg"]["cv_error"] == pytest.approx(b["decode"]["mla"])
+    assert by["pp"]["cv_error"] == pytest.approx(b["prefill"]["mla"])
+    assert by["tg"]["avg_ts_hi"] == pytest.approx(by["tg"]["avg_ts"] * (1 + b["decode"]["mla"]))
     assert cm.load_runtime("typical").cv_band("tg", moe) is None
+
+
+def _bench_public_fit():
+    p = os.path.join(os.path.dirname(__file__), "..", "bench", "bench_public_fit.py")
+    spec = importlib.util.spec_from_file_location("bench_public_fit", p)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_mla_models_take_the_mla_band_widened_by_published_points_never_fitted():
+    """An MLA model's records carry the MLA class's band; where the runtime's published points
+    shipped in glmbench/data/measured (never fitted) hold the class, the band is at least their
+    error under the shipped fit, recomputed here: mainline llama.cpp's public set has no MLA model,
+    so GLM-4.7-Flash's decode band on it is the error on the study's two mainline points, not the
+    few percent of its GQA MoE sources."""
+    bpf = _bench_public_fit()
+    glm, qmoe, dense = configs.load("glm-4.7-flash"), configs.load("qwen3-30b-a3b"), configs.load("llama-3-8b")
+    assert bpf.band_class(glm) == "mla" and bpf.band_class(qmoe) == "moe" and bpf.band_class(dense) == "dense"
+    for rt in ("llama.cpp", "ik_llama.cpp"):
+        prof = cm.load_runtime(rt)
+        b = prof.calibration["cv_bands"]
+        held = bpf.held_out_points(rt)
+        assert held and all(p.runtime == rt and p.setup.model.attention == "mla" for p in held)
+        pairs = list(zip(held, jf.predict_many(held, prof)))
+        for key, test in (("decode", "tg"), ("prefill", "pp")):
+            sel = [pq for pq in pairs if pq[0].test == test]
+            ho = b[key]["held_out"].get("mla")
+            if not sel:
+                assert ho is None
+                continue
+            assert ho["n"] == len(sel) and ho["mape"] == pytest.approx(jf.mape(sel, test), rel=1e-6)
+            assert b[key]["mla"] >= ho["mape"] - 1e-12
+            assert prof.cv_band(test, glm) == pytest.approx(b[key]["mla"])
+    lc = cm.load_runtime("llama.cpp")
+    b = lc.calibration["cv_bands"]
+    assert b["decode"]["n"]["mla"] == 0 and b["decode"]["mla"] > 2 * b["decode"]["moe"]
+    # the published MLA points widen the MLA class only: GQA MoE models keep their sources' band
+    assert not b["decode"]["held_out"].get("moe")
+    assert lc.cv_band("tg", qmoe) == pytest.approx(b["decode"]["moe"]) and b["decode"]["moe"] < 0.15
+    # no MLA band for prefill (no source, no published point): the MoE class's
+    assert b["prefill"]["mla"] is None and lc.cv_band("pp", glm) == pytest.approx(b["prefill"]["moe"])
 
 
 def test_truth_table_public_section():

@@ -199,17 +199,24 @@ class RuntimeProfile:
         """The cross-validated error (a fraction) a prediction of `test` ("tg"/"serve": decode,
         "pp": prefill) for a model `cfg` carries, or None for a profile that was not fitted.
         A runtime model fitted to the public set keeps its leave-one-source-out error per test
-        and model class (`cv_bands`: "moe" with routed experts, else "dense"), since one runtime
-        can be well known on dense models and barely on MoE ones (llama.cpp-vulkan: one MoE
-        source); where its sources hold no model of that class the runtime's error for the test
-        (all classes) is the band, and a profile calibrated on one user's file has one error
-        (cv_error) for everything."""
+        and model class (`cv_bands`: "mla" with MLA attention, "moe" with routed experts, else
+        "dense"; bench/bench_public_fit.py, which also widens a class to the error on the
+        runtime's published points shipped but never fitted), since one runtime can be well known
+        on dense models and barely on MoE or MLA ones (llama.cpp-vulkan: one MoE source; mainline
+        llama.cpp: no MLA source); an MLA model takes the MLA band, else its MLP's class's; where
+        neither is held the runtime's error for the test (all classes) is the band, and a profile
+        calibrated on one user's file has one error (cv_error) for everything."""
         c = self.calibration or {}
         key = "decode" if test in ("tg", "serve", "decode") else "prefill" if test in ("pp", "prefill") else None
         if key is None:
             return self.cv_error
-        cls = None if cfg is None else ("moe" if getattr(cfg, "n_routed_experts", 0) else "dense")
-        band = ((c.get("cv_bands") or {}).get(key) or {}).get(cls) if cls else None
+        row = (c.get("cv_bands") or {}).get(key) or {}
+        band = None
+        if cfg is not None:
+            # an MLA model: its class's band where the fit kept one, then its MLP's (moe / dense)
+            order = (["mla"] if getattr(cfg, "attention", None) == "mla" else []) + \
+                ["moe" if getattr(cfg, "n_routed_experts", 0) else "dense"]
+            band = next((row[k] for k in order if isinstance(row.get(k), (int, float))), None)
         if not isinstance(band, (int, float)):
             band = c.get(f"loso_mape_{key}")
         return float(band) if isinstance(band, (int, float)) else self.cv_error

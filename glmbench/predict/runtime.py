@@ -63,8 +63,10 @@ def describe(name: str) -> str:
                  f"leave-one-source-out {100 * (c.get('loo_mape') or 0):.1f}% (decode and prefill pooled)")
         b = c.get("cv_bands")
         for key in ("decode", "prefill") if b else ():
-            cells = [f"{cls} {100 * b[key][cls]:.1f}% ({b[key]['n'][cls]} points)" for cls in ("dense", "moe")
-                     if b[key].get(cls) is not None]
+            cells = [f"{cls} {100 * b[key][cls]:.1f}% ({b[key]['n'][cls]} points"
+                     + (f"; {b[key]['held_out'][cls]['n']} published points never fitted: "
+                        f"{100 * b[key]['held_out'][cls]['mape']:.1f}%" if (b[key].get("held_out") or {}).get(cls) else "")
+                     + ")" for cls in ("dense", "moe", "mla") if b[key].get(cls) is not None]
             if cells:
                 L.append(f"  {key} band (leave-one-source-out, the band of its {key} records): " + ", ".join(cells))
     return "\n".join(L)
