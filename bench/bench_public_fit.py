@@ -139,16 +139,11 @@ def _baseline(path) -> dict:
 BAND_CLASSES = ("dense", "moe", "mla")
 
 
-def band_class(cfg) -> str:
-    """A model's class for the error bands: "mla" (MLA attention, whatever its MLP), "moe" (routed
-    experts), else "dense" (RuntimeProfile.cv_band reads them in that order)."""
-    if getattr(cfg, "attention", None) == "mla":
-        return "mla"
-    return "moe" if getattr(cfg, "n_routed_experts", 0) else "dense"
+band_class = cm.band_class
 
 
 def _in_class(p, cls) -> bool:
-    return band_class(p.setup.model) == cls
+    return cm.band_class(p.setup.model) == cls
 
 
 def held_out_points(rt) -> list:

@@ -62,6 +62,15 @@ models_table = configs.models_table
 
 
 # ---- runtime profiles ------------------------------------------------------------------------------
+def band_class(cfg) -> str:
+    """A model's class for a runtime model's error bands (RuntimeProfile.cv_band; the public fit's
+    cv_bands): "mla" (MLA attention, whatever its MLP), "moe" (the other models with routed experts),
+    else "dense"."""
+    if getattr(cfg, "attention", None) == "mla":
+        return "mla"
+    return "moe" if getattr(cfg, "n_routed_experts", 0) else "dense"
+
+
 @dataclass(frozen=True)
 class RuntimeProfile:
     """How a runtime uses the hardware: efficiencies per op class (compute and memory, each in
@@ -214,8 +223,7 @@ class RuntimeProfile:
         band = None
         if cfg is not None:
             # an MLA model: its class's band where the fit kept one, then its MLP's (moe / dense)
-            order = (["mla"] if getattr(cfg, "attention", None) == "mla" else []) + \
-                ["moe" if getattr(cfg, "n_routed_experts", 0) else "dense"]
+            order = dict.fromkeys([band_class(cfg), "moe" if getattr(cfg, "n_routed_experts", 0) else "dense"])
             band = next((row[k] for k in order if isinstance(row.get(k), (int, float))), None)
         if not isinstance(band, (int, float)):
             band = c.get(f"loso_mape_{key}")

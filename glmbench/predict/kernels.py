@@ -28,7 +28,7 @@ Kernel parameters that are not efficiencies live in the same table under their o
     "mmid:layer_us"     fixed microseconds per MoE layer and pass at the reference clock: the routing,
                         sorting and gathering kernels around mul_mat_id that the structural kernel
                         count does not see (clock_scale)
-    "mmid:expert_us"    besides: fixed microseconds per routed expert a pass's tokens select, per MoE
+    "mmid:expert_us"    beside it: fixed microseconds per routed expert a pass's tokens select, per MoE
                         layer, at the reference clock (experts_touched: k for one token, nearly all
                         E for a prefill ubatch). ggml-cuda's mul_mat_id before device-side expert ids
                         copied the ids to the host, synchronized, and looped on the host over the
