@@ -169,12 +169,11 @@ def test_records_carry_the_band_of_their_test_and_model_class():
     assert cm.load_runtime("typical").cv_band("tg", moe) is None
 
 
-def _bench_public_fit():
-    p = os.path.join(os.path.dirname(__file__), "..", "bench", "bench_public_fit.py")
-    spec = importlib.util.spec_from_file_location("bench_public_fit", p)
+def _bench(name):
+    """A bench/ script as a module (bench/ is not a package)."""
+    spec = importlib.util.spec_from_file_location(name, os.path.join(os.path.dirname(__file__), "..", "bench", name + ".py"))
     mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return spec.loader.exec_module(mod) or mod
 
 
 def test_mla_models_take_the_mla_band_widened_by_published_points_never_fitted():
@@ -183,7 +182,7 @@ def test_mla_models_take_the_mla_band_widened_by_published_points_never_fitted()
     error under the shipped fit, recomputed here: mainline llama.cpp's public set has no MLA model,
     so GLM-4.7-Flash's decode band on it is the error on the study's two mainline points, not the
     few percent of its GQA MoE sources."""
-    bpf = _bench_public_fit()
+    bpf = _bench("bench_public_fit")
     glm, qmoe, dense = configs.load("glm-4.7-flash"), configs.load("qwen3-30b-a3b"), configs.load("llama-3-8b")
     assert bpf.band_class(glm) == "mla" and bpf.band_class(qmoe) == "moe" and bpf.band_class(dense) == "dense"
     for rt in ("llama.cpp", "ik_llama.cpp"):
@@ -397,10 +396,7 @@ def _batched_records():
 def test_ideal_never_slower_than_any_batched_public_point():
     """`ideal` (the fewest distinct experts a batch can touch, every efficiency 1) is faster than
     every held-out batched-bench point and the vLLM serving block (TTFT and TPOT), predicted now."""
-    p = os.path.join(os.path.dirname(__file__), "..", "bench", "bench_public_batched.py")
-    spec = importlib.util.spec_from_file_location("bench_public_batched", p)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = _bench("bench_public_batched")
     recs = _batched_records()
     assert len(recs) >= 70 and any(r["test"] == "tg" and r.get("n_streams", 1) >= 16 for r in recs)
     for r in recs:
