@@ -568,6 +568,20 @@ def test_ik_and_unsloth_formats_have_definitions_and_a_note():
     assert w("IQ4_K") == w("q4_K") and w("UD-Q4_K_XL") == w("Q4_K_M")
 
 
+def test_table_heading_settings():
+    """The settings a table's own heading or <summary> line states in words: MLA mode, u-batch and
+    flash attention (on, or off where it says so); nothing from a heading that states none."""
+    ls = im.label_settings
+    assert ls("Main branch, mla = 2, fa") == {"mla": "2", "flash_attn": 1}
+    assert ls("PR, -mla 3 -fa -ub 4096") == {"mla": "3", "n_ubatch": 4096, "flash_attn": 1}
+    assert ls("no fa, u-batch 512") == {"n_ubatch": 512, "flash_attn": 0}
+    assert ls("FA off") == {"flash_attn": 0} and ls("flash attention on") == {"flash_attn": 1}
+    assert ls("mla3 fa=0") == {"mla": "3", "flash_attn": 0}
+    for t in ("Llama 3.1 8B, RTX 4090", "default settings", "CUDA sweep-bench, LlaMA-3.1-8B", "", None,
+              "fa on and fa off", "Qwen3-30B-A3B (fast attention)"):
+        assert ls(t) == {}, t
+
+
 def test_vllm_console_block():
     notes = []
     (r,) = im.read(pasted("qwen3-30b-a3b-bf16_h100_vllm-pr23151.log"), notices=notes)
@@ -704,15 +718,18 @@ def test_depths_and_tests_of_published_files():
     rs = im.read(pasted("deepseek-v2-lite-q4_0_RTX4080_ik-llama-sweep_ik-llama-pr386-ikawrakow.md"))
     assert {r["label"] for r in rs} == {"Main branch, mla = 2, fa", "PR, mla = 3, fa"}
     assert max(r["n_depth"] for r in rs) == 61440 and {r["n_prompt"] for r in rs if r["test"] == "pp"} == {4096}
-    # no command line: flash attention from the options the prose quotes ("the PR uses `-mla 3 -fa`")
-    assert {r["flash_attn"] for r in rs} == {1} and "-fa` in the text" in rs[0]["inferred"]["flash_attn"]
+    # no command line: each table's <summary> says its MLA mode and flash attention ("Main branch, mla =
+    # 2, fa"; the prose quotes both `-mla 2 -fa` and `-mla 3 -fa`, so it cannot say which table is which)
+    assert {r["flash_attn"] for r in rs} == {1} and "heading 'Main branch" in rs[0]["inferred"]["flash_attn"]
+    assert {(r["label"], r["mla"]) for r in rs} == {("Main branch, mla = 2, fa", "2"), ("PR, mla = 3, fa", "3")}
     rs = im.read(pasted("deepseek-v2-lite-q4_0_RTX4080_ik-llama-sweep_ik-llama-pr589-ikawrakow.md"))
     assert {r["flash_attn"] for r in rs} == {1} and "-fa -fmoe" in rs[0]["inferred"]["flash_attn"]
     # the u-batch and MLA mode from the same quoted options (`-mla 3 -fa -fmoe -b 4096 -ub 4096`)
     assert {(r["n_ubatch"], r["mla"]) for r in rs} == {(4096, "3")} and "quoted" in rs[0]["inferred"]["n_ubatch"]
-    # pr386 quotes `-mla 2 -fa` and `-mla 3 -fa` (one per table): no single MLA mode, none taken
+    # pr386's prose quotes `-mla 2 -fa` and `-mla 3 -fa` (one per table): no single MLA mode from it;
+    # each table's <summary> says its own (above)
     rs = im.read(pasted("deepseek-v2-lite-q4_0_RTX4080_ik-llama-sweep_ik-llama-pr386-ikawrakow.md"))
-    assert {r.get("mla") for r in rs} == {None}
+    assert {r.get("mla") for r in rs} == {"2", "3"} and all("heading" in r["inferred"]["mla"] for r in rs)
 
 
 def test_bad_pasted_input_is_one_clear_error(tmp_path):

@@ -40,7 +40,9 @@ Pasted text (`llama-bench-md`, `sweep-bench-md`, `batched-bench-md`, `vllm-conso
 command line, llama.cpp's load log, `ggml_cuda_init` / `Device N:` lines, a heading, the `build:`
 line). Each record says in `inferred` how its model, card (`device`, `hardware`, `n_cards`),
 split, backend, flash attention and weights were told; `read(..., notices=[])` collects one line
-per assumption (a card count assumed, no model named, an approximate format).
+per assumption (a card count assumed, no model named, an approximate format). A table's own
+heading or `<summary>` line that states settings in words ("Main branch, mla = 2, fa", "-ub 4096")
+gives them to that table where its rows and command line do not (`label_settings`).
 
 Malformed input (no known format, a row that does not parse, a speed that is not a positive
 number, a record without a depth, an empty file) is one `FormatError` (a ValueError) that names
@@ -1017,6 +1019,26 @@ def _joined(have: str | None, more: str) -> str:
     return ",".join(x for x in (have, more) if x)
 
 
+def label_settings(label: str) -> dict:
+    """The run settings a table's heading or <summary> line states in words: the MLA mode ("mla = 2",
+    "-mla 3", "mla3"), the u-batch ("-ub 4096", "u-batch 2048", "ubatch=512") and flash attention
+    ("fa" / "-fa" / "fa = 1" / "FA on": 1; "no fa" / "fa off" / "fa = 0" / "-fa 0": 0)."""
+    out: dict = {}
+    t = " " + str(label or "") + " "
+    m = re.search(r"(?<![A-Za-z0-9])-{0,2}mla\s*(?:=|:)?\s*([0-3])(?![0-9])", t, re.I)
+    if m:
+        out["mla"] = m.group(1)
+    m = re.search(r"(?<![A-Za-z0-9])-{0,2}(?:ub|u-?batch(?:-size)?)\s*(?:=|:)?\s*(\d{2,6})(?![0-9])", t, re.I)
+    if m:
+        out["n_ubatch"] = int(m.group(1))
+    fa = list(re.finditer(r"(?<![A-Za-z0-9])(no\s+)?-{0,2}(?:fa|flash[- ]attn|flash attention)(?![A-Za-z0-9])"
+                          r"(?:\s*(?:=|:)?\s*(on|off|1|0|true|false)(?![A-Za-z0-9]))?", t, re.I))
+    vals = {0 if (f.group(1) or (f.group(2) or "").lower() in ("off", "0", "false")) else 1 for f in fa}
+    if len(vals) == 1:
+        out["flash_attn"] = vals.pop()
+    return out
+
+
 def _command_args(line: str, assigned: dict) -> dict:
     """The options a pasted command line gives that a record needs (-m, -fa, -sm, -mg, -dev, -ts,
     -ngl, -ub, -b, -t, -ctk/-ctv, -mla, -fmoe, -tp, CUDA_VISIBLE_DEVICES; what runs on the CPU: -ot,
@@ -1490,12 +1512,20 @@ def _block_meta(b, ctx, text, text_before, fname, weights_seen):
                 bk = found.pop()
                 meta["backend"], inferred["backend"] = bk, f"{bk} (from the {where})"
                 break
+    # settings a table's own heading or <summary> states in words ("Main branch, mla = 2, fa",
+    # "PR, -mla 3 -fa -ub 4096"): that table's, so they win over the prose above it (two tables of one
+    # paste under two labels, e.g. ik_llama.cpp PR 386's `-mla 2` and `-mla 3` runs)
+    for k, v in label_settings(b.label or "").items():
+        if k in opts or b.main.get(k) or (k == "flash_attn" and ("flash_attn" in b.main or "flash_attn_type" in b.main)):
+            continue
+        meta[k] = v
+        inferred[k] = f"{v} (from the table's heading {b.label!r})"
     # flash attention from the command line, else from options quoted in the prose ("using `-mla 3
     # -fa -fmoe`"), where every quoted set that says agrees; the header line's wins (_bench_common)
     if "flash_attn" in opts:
         meta["flash_attn"] = opts["flash_attn"]
         inferred["flash_attn"] = f"{opts['flash_attn']} (from the command line, line {b.cmd[0]})"
-    elif "flash_attn" not in b.main and "flash_attn_type" not in b.main:
+    elif "flash_attn" not in b.main and "flash_attn_type" not in b.main and "flash_attn" not in meta:
         for where, t in (("text before the table", "\n".join(x for _, x in b.before)), ("text above", text_before)):
             spans = [sp for sp in re.findall(r"`([^`\n]+)`", t) if re.match(r"\s*-{1,2}[a-z]", sp)]
             fas = [(sp, _command_args(sp, {}).get("flash_attn")) for sp in spans]   # in the text's order
@@ -1508,7 +1538,7 @@ def _block_meta(b, ctx, text, text_before, fname, weights_seen):
     # the u-batch and MLA mode quoted in the prose the same way ("using `-mla 3 -fa -ub 4096`"), where
     # the command line does not give them and every quoted set that says agrees
     for k in ("n_ubatch", "mla"):
-        if k in opts or b.main.get(k):
+        if k in opts or b.main.get(k) or k in meta:
             continue
         for where, t in (("text before the table", "\n".join(x for _, x in b.before)), ("text above", text_before)):
             spans = [sp for sp in re.findall(r"`([^`\n]+)`", t) if re.match(r"\s*-{1,2}[a-z]", sp)]
