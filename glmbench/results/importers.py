@@ -1515,7 +1515,7 @@ def _block_meta(b, ctx, text, text_before, fname, weights_seen):
     # settings a table's own heading or <summary> states in words ("Main branch, mla = 2, fa",
     # "PR, -mla 3 -fa -ub 4096"): that table's, so they win over the prose above it (two tables of one
     # paste under two labels, e.g. ik_llama.cpp PR 386's `-mla 2` and `-mla 3` runs)
-    for k, v in label_settings(b.label or "").items():
+    for k, v in (label_settings(b.label or "") if b.kind != "serve" else {}).items():   # llama.cpp's settings
         if k in opts or b.main.get(k) or (k == "flash_attn" and ("flash_attn" in b.main or "flash_attn_type" in b.main)):
             continue
         meta[k] = v
