@@ -578,7 +578,7 @@ def test_table_heading_settings():
     assert ls("FA off") == {"flash_attn": 0} and ls("flash attention on") == {"flash_attn": 1}
     assert ls("mla3 fa=0") == {"mla": "3", "flash_attn": 0}
     for t in ("Llama 3.1 8B, RTX 4090", "default settings", "CUDA sweep-bench, LlaMA-3.1-8B", "", None,
-              "fa on and fa off", "Qwen3-30B-A3B (fast attention)"):
+              "fa on and fa off", "Qwen3-30B-A3B (fast attention)", "ub=512 vs ub=2048", "mla 2 and mla 3"):
         assert ls(t) == {}, t
 
 

@@ -1025,12 +1025,13 @@ def label_settings(label: str) -> dict:
     ("fa" / "-fa" / "fa = 1" / "FA on": 1; "no fa" / "fa off" / "fa = 0" / "-fa 0": 0)."""
     out: dict = {}
     t = " " + str(label or "") + " "
-    m = re.search(r"(?<![A-Za-z0-9])-{0,2}mla\s*(?:=|:)?\s*([0-3])(?![0-9])", t, re.I)
-    if m:
-        out["mla"] = m.group(1)
-    m = re.search(r"(?<![A-Za-z0-9])-{0,2}(?:ub|u-?batch(?:-size)?)\s*(?:=|:)?\s*(\d{2,6})(?![0-9])", t, re.I)
-    if m:
-        out["n_ubatch"] = int(m.group(1))
+    # one value each, or none ("ub=512 vs ub=2048" heads a comparison, not one run)
+    mla = set(re.findall(r"(?<![A-Za-z0-9])-{0,2}mla\s*(?:=|:)?\s*([0-3])(?![0-9])", t, re.I))
+    if len(mla) == 1:
+        out["mla"] = mla.pop()
+    ub = set(re.findall(r"(?<![A-Za-z0-9])-{0,2}(?:ub|u-?batch(?:-size)?)\s*(?:=|:)?\s*(\d{2,6})(?![0-9])", t, re.I))
+    if len(ub) == 1:
+        out["n_ubatch"] = int(ub.pop())
     fa = list(re.finditer(r"(?<![A-Za-z0-9])(no\s+)?-{0,2}(?:fa|flash[- ]attn|flash attention)(?![A-Za-z0-9])"
                           r"(?:\s*(?:=|:)?\s*(on|off|1|0|true|false)(?![A-Za-z0-9]))?", t, re.I))
     vals = {0 if (f.group(1) or (f.group(2) or "").lower() in ("off", "0", "false")) else 1 for f in fa}
