@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
-import glob
 import json
 import os
 import sys
@@ -46,12 +45,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
 
-from glmbench import vocab  # noqa: E402
 from glmbench.measure import machine  # noqa: E402
 from glmbench.predict import costmodel as cm  # noqa: E402
 from glmbench.predict import hardware  # noqa: E402
 from glmbench.predict import jointfit as jf  # noqa: E402
 from glmbench.predict import runtime as rtm  # noqa: E402
+from glmbench.report import truth  # noqa: E402
 from glmbench.results import importers  # noqa: E402
 from glmbench.results import records as rec  # noqa: E402
 
@@ -136,25 +135,20 @@ def _baseline(path) -> dict:
     return out
 
 
-BAND_CLASSES = ("dense", "moe", "mla")
-
-
-band_class = cm.band_class
-
-
 def _in_class(p, cls) -> bool:
     return cm.band_class(p.setup.model) == cls
 
 
 def held_out_points(rt) -> list:
-    """The runtime's published points shipped beside the public set but never fitted
-    (glmbench/data/measured/*.json records whose `runtime_model` is `rt`: the study's own
-    GLM-4.7-Flash results, docs/TRUTH_TABLE.md)."""
+    """The runtime's published points shipped beside the public set but never fitted (the truth
+    table's published sources whose runtime model is `rt`: the study's own GLM-4.7-Flash results)."""
     out = []
-    for f in sorted(glob.glob(os.path.join(vocab.DATA_DIR, "measured", "*.json"))):
-        for i, r in enumerate(rec.read_records(f)):
-            if r.get("runtime_model") == rt and r.get("evidence") == "measured" and r.get("test") in ("pp", "tg"):
-                out.append(jf.point_from_record({**r, "runtime": rt}, f"{os.path.basename(f)}:{i + 1}"))
+    for src in truth.published_sources():
+        if src.runtime_model != rt:
+            continue
+        for i, r in enumerate(rec.read_records(src.path)):
+            if r.get("evidence") == "measured" and r.get("test") in ("pp", "tg"):
+                out.append(jf.point_from_record({**r, "runtime": rt}, f"{os.path.basename(src.path)}:{i + 1}"))
     return out
 
 
@@ -167,7 +161,7 @@ def cv_bands(pairs, held=()) -> dict:
     out = {}
     for key, test in (("decode", "tg"), ("prefill", "pp")):
         row, n, ho = {}, {}, {}
-        for cls in BAND_CLASSES:
+        for cls in cm.BAND_CLASSES:
             sel = [pq for pq in pairs if pq[0].test == test and _in_class(pq[0], cls)]
             row[cls] = jf.mape(sel, test) if sel else None
             n[cls] = len(sel)
@@ -287,7 +281,7 @@ def report(pts, res, seconds, baseline=None, baseline_label="") -> str:
         def cell(k, c):
             h = b[k]["held_out"].get(c)
             return f"{_pct(b[k][c])} ({b[k]['n'][c]})" + (f" [{_pct(h['mape'])}, {h['n']}]" if h else "")
-        L.append(f"| {rt} | " + " | ".join(cell(k, c) for k in ("decode", "prefill") for c in BAND_CLASSES) + " |")
+        L.append(f"| {rt} | " + " | ".join(cell(k, c) for k in ("decode", "prefill") for c in cm.BAND_CLASSES) + " |")
     L += ["", "## Per source", "",
           "| runtime | source | points | typical tg / pp | fitted tg / pp | LOSO tg / pp | shallow-to-deep tg / pp |",
           "|---|---|---|---|---|---|---|"]

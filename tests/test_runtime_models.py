@@ -184,7 +184,7 @@ def test_mla_models_take_the_mla_band_widened_by_published_points_never_fitted()
     few percent of its GQA MoE sources."""
     bpf = _bench("bench_public_fit")
     glm, qmoe, dense = configs.load("glm-4.7-flash"), configs.load("qwen3-30b-a3b"), configs.load("llama-3-8b")
-    assert bpf.band_class(glm) == "mla" and bpf.band_class(qmoe) == "moe" and bpf.band_class(dense) == "dense"
+    assert cm.band_class(glm) == "mla" and cm.band_class(qmoe) == "moe" and cm.band_class(dense) == "dense"
     for rt in ("llama.cpp", "ik_llama.cpp"):
         prof = cm.load_runtime(rt)
         b = prof.calibration["cv_bands"]

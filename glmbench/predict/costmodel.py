@@ -62,6 +62,9 @@ models_table = configs.models_table
 
 
 # ---- runtime profiles ------------------------------------------------------------------------------
+BAND_CLASSES = ("dense", "moe", "mla")   # the model classes of a runtime model's error bands (band_class)
+
+
 def band_class(cfg) -> str:
     """A model's class for a runtime model's error bands (RuntimeProfile.cv_band; the public fit's
     cv_bands): "mla" (MLA attention, whatever its MLP), "moe" (the other models with routed experts),

@@ -66,7 +66,7 @@ def describe(name: str) -> str:
             cells = [f"{cls} {100 * b[key][cls]:.1f}% ({b[key]['n'][cls]} points"
                      + (f"; {b[key]['held_out'][cls]['n']} published points never fitted: "
                         f"{100 * b[key]['held_out'][cls]['mape']:.1f}%" if (b[key].get("held_out") or {}).get(cls) else "")
-                     + ")" for cls in ("dense", "moe", "mla") if b[key].get(cls) is not None]
+                     + ")" for cls in cm.BAND_CLASSES if b[key].get(cls) is not None]
             if cells:
                 L.append(f"  {key} band (leave-one-source-out, the band of its {key} records): " + ", ".join(cells))
     return "\n".join(L)

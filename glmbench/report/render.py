@@ -10,6 +10,7 @@ import math
 from typing import Sequence
 
 from glmbench import __version__, vocab
+from glmbench.predict import costmodel as cm
 from glmbench.report import plots
 from glmbench.report.plots import rig_label, tokens_label
 from glmbench.report.study import GIB, OFFLOAD_PROMPT, Study
@@ -346,7 +347,7 @@ def _bands_text(rt) -> str:
     def pct(v):
         return "–" if v is None else f"±{100 * v:.0f}%"
     parts = [f"{cls} models decode {pct(b['decode'].get(cls))} / prefill {pct(b['prefill'].get(cls))}"
-             for cls in ("dense", "moe", "mla") if b["decode"].get(cls) is not None or b["prefill"].get(cls) is not None]
+             for cls in cm.BAND_CLASSES if b["decode"].get(cls) is not None or b["prefill"].get(cls) is not None]
     return ("leave-one-source-out error on its public sources (where larger, the error on its published points "
             "never fitted): " + ", ".join(parts)
             + " (the bands of its records; – : no source of that kind, the runtime's error for the test applies)")
