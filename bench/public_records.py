@@ -287,6 +287,12 @@ def _records(sid, meta, src_dir):
                 rec["type_k"] = "f16"
                 from_sidecar.append("type_k")
             ropts = {k: v for k, v in opts.items() if k not in _STATED}
+            fork = rtm.vulkan_fork(r) if rt == "llama.cpp-vulkan" else None
+            if fork and ropts.get("fork", fork[0]) != fork[0]:
+                raise SystemExit(f"{where}: {fork[1]}, the metadata fork={ropts['fork']}")
+            if fork:
+                ropts["fork"] = fork[0]
+                rec["inferred"] = {**(r.get("inferred") or {}), "fork": f"{fork[0]} ({fork[1]})"}
             if rec.get("flash_attn") is not None:
                 ropts["fa"] = str(int(rec["flash_attn"]))
             if rec.get("n_ubatch") is not None:
@@ -295,7 +301,7 @@ def _records(sid, meta, src_dir):
             if len(tables) > 1:
                 rec["table"] = ti + 1
             rec.update(source=meta["url"], date=meta["date"], command=meta["command"], note=meta["note"],
-                       line=where, inferred=r.get("inferred") or {})
+                       line=where, inferred=rec.get("inferred") or r.get("inferred") or {})
             if from_sidecar:
                 rec["from_sidecar"] = from_sidecar
             out.append(rec)
@@ -891,6 +897,10 @@ def generic_records(path, cfgs: dict | None = None) -> tuple[str, list]:
             elif rt == "llama.cpp-vulkan" and coop == "none" and "coopmat" in side_opts:
                 raise SystemExit(f"{where}: the paste's device line says no matrix cores, the sidecar's options "
                                  f"coopmat={side_opts['coopmat']}")
+            fork = rtm.vulkan_fork(r, rt_text) if rt == "llama.cpp-vulkan" else None
+            if fork:       # ik_llama.cpp's port of the Vulkan backend (its tool, else the sidecar's runtime text)
+                ropts["fork"] = fork[0]
+                r.setdefault("inferred", {})["fork"] = f"{fork[0]} ({fork[1]})"
             for k, v in side_opts.items():          # the sidecar's `options:` line (era, coopmat, ...)
                 prof = cm.load_runtime(rt)
                 if k not in prof.options:

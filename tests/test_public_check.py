@@ -94,6 +94,7 @@ def test_generic_path_reads_an_unseen_set(tmp_path, capsys):
     # coopmat from each table's ggml_vulkan line ("matrix cores: NV_coopmat2", then "KHR_coopmat")
     assert {(x["table"], x["runtime_options"]["coopmat"]) for x in b} == {(1, "nv2"), (2, "khr")}
     assert "runtime_options.coopmat" not in b[0].get("from_sidecar", [])
+    assert not any("fork" in x["runtime_options"] for x in b)          # mainline's Vulkan build: the default
 
     c = _load(out, "carol-dsv2lite")
     assert {x["runtime"] for x in c} == {"ik_llama.cpp"}
@@ -138,7 +139,7 @@ def test_skips_and_conflicts_say_why(tmp_path, capsys):
     with pytest.raises(SystemExit, match=r"^fa\.md:\d+: the paste says flash_attn 1, the sidecar's command says 0"):
         pr.generic_records(str(bad / "fa.md"))
     _put(str(bad), VK, "opt.md", "URL: https://example.org/y\noptions: mla=3\n")
-    with pytest.raises(SystemExit, match=r"^opt\.txt: option 'mla' is not one of the llama.cpp-vulkan model's \(fa, ubatch, coopmat\)"):
+    with pytest.raises(SystemExit, match=r"^opt\.txt: option 'mla' is not one of the llama.cpp-vulkan model's \(fa, ubatch, coopmat, fork\)"):
         pr.generic_records(str(bad / "opt.md"))
     _put(str(bad), VK, "val.md", "URL: https://example.org/y\noptions: coopmat=xyz\n")
     with pytest.raises(SystemExit, match=r"^val\.txt: option coopmat=xyz: the llama.cpp-vulkan model takes nv2, khr"):
@@ -190,6 +191,25 @@ def test_generic_path_reproduces_the_shipped_records(tmp_path):
                     diffs.add((o, "llama3-8b-f16_rtx3090" if sid.startswith("llama3-") else sid))
     assert n == 575
     assert diffs == NOT_INFERRED
+
+
+def test_generic_path_files_ik_llama_cpps_vulkan_port_under_its_fork(tmp_path):
+    """A Vulkan sweep-bench paste of ik_llama.cpp (its tool's header) is llama.cpp-vulkan with
+    fork=ik_llama.cpp, whatever its sidecar's runtime line says about the fork; a sidecar naming
+    mainline leaves the default."""
+    vk = "deepseek-v2-lite-Q4_0_rtx3090ti_ik-pr598-vulkan.md"
+    _put(str(tmp_path), vk, "frank-vk.md", "URL: https://example.org/frank\nRuntime: Vulkan backend\n"
+                                           "Command: llama-sweep-bench -m DeepSeek-V2-Lite-Q4_0.gguf -fa -mla 3\n")
+    _, got = pr.generic_records(str(tmp_path / "frank-vk.md"))
+    assert len(got) == 80 and {r["runtime"] for r in got} == {"llama.cpp-vulkan"}
+    assert {r["runtime_options"]["fork"] for r in got} == {"ik_llama.cpp"}
+    assert "ik_llama.cpp's" in got[0]["inferred"]["fork"]
+    pts = [jf.point_from_record(r, f"x:{i}") for i, r in enumerate(got)]
+    assert {p.options.get("fork") for p in pts} == {"ik_llama.cpp"}
+    # sweep-bench's mainline port prints the same header: a sidecar naming mainline keeps the default
+    _put(str(tmp_path), vk, "gina-vk.md", "URL: https://example.org/gina\nRuntime: mainline llama.cpp, Vulkan\n")
+    _, got = pr.generic_records(str(tmp_path / "gina-vk.md"))
+    assert len(got) == 80 and not any("fork" in r["runtime_options"] for r in got)
 
 
 def test_check_reports_per_source_mape(tmp_path):

@@ -705,8 +705,9 @@ def test_likelihood_ratio_pass_fits_a_slope_the_sensitivity_rule_misses(public, 
     point's time, under the sensitivity rule's threshold, though the points' slope with depth calls
     for ~0.09. Synthetic points from the shipped Vulkan model; fitted on DeepSeek-V2-Lite's shallower
     half (with the other Vulkan sources) from the physics start: the likelihood-ratio pass fits it and
-    the deeper half is predicted; without the pass it stays at its start and the deeper half is not."""
-    key = "mla_flash:memory@coopmat=khr"
+    the deeper half is predicted; without the pass it stays at its start and the deeper half is not.
+    (The efficiency is the fork's: ik_llama.cpp's port of the Vulkan backend ran this source.)"""
+    key = "mla_flash:memory@fork=ik_llama.cpp"
     truth = cm.load_runtime("llama.cpp-vulkan")
     pts = [p for p in public if p.runtime == "llama.cpp-vulkan"]
     pts = [dataclasses.replace(p, measured=q) for p, q in zip(pts, jf.predict_many(pts, truth))]
@@ -715,7 +716,7 @@ def test_likelihood_ratio_pass_fits_a_slope_the_sensitivity_rule_misses(public, 
     cut = dsv2[len(dsv2) // 2]
     train = [p for p in pts if p.source != src or p.n_depth < cut]
     deep = [p for p in pts if p.source == src and p.n_depth >= cut and p.test == "tg"]
-    want = truth.options["coopmat"]["values"]["khr"]["kernels"]["mla_flash:memory"]
+    want = truth.options["fork"]["values"]["ik_llama.cpp"]["kernels"]["mla_flash:memory"]
     fit = jf.fit_runtime("llama.cpp-vulkan", train)
     assert fit.fitted[key] == pytest.approx(want, rel=0.05)
     assert jf.mape(list(zip(deep, jf.predict_many(deep, fit.profile))), "tg") < 0.02
@@ -749,4 +750,57 @@ def test_likelihood_ratio_pass_breaks_ties_by_candidate_order_not_by_rounding(pu
     assert picks[0] == picks[1] == picks[2]
     for p in preds[1:]:
         np.testing.assert_allclose(p, preds[0], rtol=5e-3)
-    assert len({"mmid:layer_us", "kernel_overhead_us", "step_overhead_us"} & set(picks[0])) <= 1
+    assert len({"mmid:layer_us@fork=ik_llama.cpp", "kernel_overhead_us", "step_overhead_us"} & set(picks[0])) <= 1
+
+
+def test_vulkan_fork_keeps_the_ports_moe_and_mla_terms_to_itself(public):
+    """llama.cpp-vulkan's MoE fixed times and MLA efficiencies rest on one source, ik_llama.cpp's port
+    of the Vulkan backend (PR 598, no -fmoe): the fit keeps them under fork=ik_llama.cpp, so a
+    mainline Vulkan MoE prediction (the default) carries none of them (the physics start: mainline's
+    mul_mat_id is one device-side dispatch), and the compiled fit and the cost model agree on both."""
+    prof = cm.load_runtime("llama.cpp-vulkan")
+    ik = prof.options["fork"]["values"]["ik_llama.cpp"]["kernels"]
+    assert list(prof.options["fork"]["values"]) == ["mainline", "ik_llama.cpp"]    # the first is the default
+    assert ik["mmid:layer_us"] > 50.0 and "mla_flash:memory" in ik
+    for k in ("mmid:layer_us", "mmid:expert_us", "mla_flash:memory", "mla_flash:compute"):
+        assert k not in prof.kernels, k
+        for v in prof.options["coopmat"]["values"].values():
+            assert k not in v.get("kernels", {}), k
+    g = hw.get_gpu("rtx-4090")
+
+    def t(model, **o):
+        return cm.decode(cm.Setup(model, g, weights="q4_K", runtime=prof.with_options(coopmat="khr", **o)), 1024).seconds
+
+    cfg = configs.load("qwen3-30b-a3b")
+    want = ((ik["mmid:layer_us"] + ik.get("mmid:expert_us", 0.0) * cfg.n_experts_per_tok)
+            * len(cfg.moe_layers) * kn.clock_scale(g) * 1e-6)
+    assert t("qwen3-30b-a3b", fork="ik_llama.cpp") - t("qwen3-30b-a3b") == pytest.approx(want, rel=1e-6)
+    assert t("qwen3-30b-a3b", fork="mainline") == t("qwen3-30b-a3b")
+    assert t("qwen3-32b", fork="ik_llama.cpp") == t("qwen3-32b")       # dense, GQA: nothing of the port's
+    pts = [p for p in public if p.runtime == "llama.cpp-vulkan"]
+    assert {p.options.get("fork") for p in pts} == {None, "ik_llama.cpp"}
+    assert {p.source for p in pts if p.options.get("fork")} == {"dsv2lite-q4_0_rtx3090ti_ik-vulkan"}
+    pts = pts[::4]
+    for p, q in zip(pts, jf.predict_many(pts, prof)):
+        assert q == pytest.approx(jf.predict(p, prof), rel=1e-6), p.label
+
+
+def test_vulkan_fork_from_records_and_text():
+    from glmbench.predict import runtime
+    prof = cm.load_runtime("llama.cpp-vulkan")
+    ik = {"tool": "llama-sweep-bench (ik_llama.cpp)", "backends": "Vulkan"}
+    assert runtime.from_record(ik) == "llama.cpp-vulkan"
+    assert runtime.options_from_record(prof, ik)["fork"] == "ik_llama.cpp"
+    assert "fork" not in runtime.options_from_record(prof, {"tool": "llama-bench", "backends": "Vulkan"})
+    assert "fork" not in runtime.options_from_record(cm.load_runtime("ik_llama.cpp"), dict(ik, backends="CUDA"))
+    assert runtime.vulkan_fork({}, "ik_llama.cpp, Vulkan backend (KHR_coopmat)")[0] == "ik_llama.cpp"
+    assert runtime.vulkan_fork({}, "mainline llama.cpp, Vulkan backend") is None
+    assert runtime.vulkan_fork({}, "ik_llama.cpp vs mainline llama.cpp, Vulkan") is None
+    sweep = {"tool": "llama-sweep-bench (ik_llama.cpp)"}       # a header sweep-bench's mainline port prints too
+    assert runtime.vulkan_fork(sweep, "mainline llama.cpp, Vulkan backend") is None
+    assert runtime.vulkan_fork(sweep, "llama.cpp-vulkan")[0] == "ik_llama.cpp"
+    assert runtime.vulkan_fork({"tool": "llama-bench (ik_llama.cpp)"}, "mainline llama.cpp")[0] == "ik_llama.cpp"
+    with pytest.raises(ValueError, match="fork"):
+        prof.with_options(fork="vulkan-2024")
+    with pytest.raises(ValueError, match="no option 'fork'"):
+        cm.load_runtime("llama.cpp").with_options(fork="ik_llama.cpp")

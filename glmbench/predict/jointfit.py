@@ -67,6 +67,14 @@ UNPUBLISHED_MIN_SOURCES = 3
 FAMILY_KEYS = False        # per-family kernel entries where a runtime's points have several families
 # options whose values get their own kernel efficiencies (a different set of shaders)
 SCOPED_OPTIONS = {"llama.cpp-vulkan": ("coopmat",)}
+# options whose non-default values get their own entries for some kernel paths only (and, with
+# the mmid path, their own MoE fixed times mmid:layer_us / mmid:expert_us): llama.cpp-vulkan's
+# `fork`: ik_llama.cpp's port of the Vulkan backend runs its own MoE and MLA graph (no -fmoe on
+# Vulkan, -mla 2/3), so what its one published source shows for those paths is not mainline's;
+# mainline Vulkan keeps the physics start there until a mainline source identifies them
+# (docs/COSTMODEL.md). The option's first value is its default (no scope).
+PATH_SCOPED_OPTIONS = {"llama.cpp-vulkan": {"fork": ("mla_flash", "mla_absorbed", "mla_naive", "mla_expand",
+                                                     "mmid", "mmid_vec")}}
 # identifiability (docs/COSTMODEL.md): a batched kernel path's memory efficiency is its GEMV
 # counterpart's (kernels.GEMV_OF), not fitted; and an efficiency that binds no op of any point at
 # the fitted values (roofline max(compute, memory): the other resource takes longer everywhere) goes
@@ -251,6 +259,8 @@ class _Compiled:
     weight: np.ndarray | None = None              # per point: 1 / sqrt(points of its source) (SOURCE_WEIGHTS)
     tile: np.ndarray | None = None                  # per op: MMQ's column tile (kernels.moe_occupancy)
     model_rt: bool = False                        # compiled for a runtime model (kernel-path peaks, per-SM terms)
+    moe_keys: list = field(default_factory=list)  # the (layer_us, expert_us) name pairs of the stages
+    stage_moe_kix: np.ndarray | None = None       # per stage: index into moe_keys
 
 
 def _chain(path, fam, which, cls, scopes):
@@ -270,6 +280,7 @@ def compile_points(points: Sequence[PublicPoint], base: cm.RuntimeProfile) -> _C
     model_rt = bool(base.kernels or base.options)     # a runtime model: kernel-path peaks and per-SM terms
     stage_point, stage_weight, stage_layers, point_const, pipelines = [], [], [], [], {}
     stage_moe, stage_moe_e = [], []
+    stage_moe_key = []           # per stage: (mmid:layer_us, mmid:expert_us) names, scoped (PATH_SCOPED_OPTIONS)
     tiles = []                   # per op: MMQ's column tile for its batch (kernels.mmq_tile)
     chains, chain_ix = [], {}
     cards, card_ix = [], {}
@@ -286,6 +297,8 @@ def compile_points(points: Sequence[PublicPoint], base: cm.RuntimeProfile) -> _C
         s = dataclasses.replace(pt.setup, runtime=prof)
         gpu, cfg = s.gpu, s.model
         scopes = [f"{k}={pt.options[k]}" for k in scoped if k in pt.options]
+        path_scopes = _path_scopes(base, pt.options)
+        moe_keys = (_scoped_name(MOE_US, path_scopes), _scoped_name(EXPERT_US, path_scopes))
         passes = []              # (weight, T, work, T_out)
         if pt.test == "pp":
             ub = prof.n_ubatch
@@ -319,6 +332,7 @@ def compile_points(points: Sequence[PublicPoint], base: cm.RuntimeProfile) -> _C
                 stage_moe.append(counts[c][1] * kn.clock_scale(gpu))
                 stage_moe_e.append(counts[c][1] * kn.clock_scale(gpu)
                                    * kn.experts_touched(cfg.n_routed_experts, cfg.n_experts_per_tok, T))
+                stage_moe_key.append(moe_keys)
                 per_pass.append(sid)
                 for n, op in lines:
                     cols["tflops"].append(op.tflops)
@@ -335,8 +349,9 @@ def compile_points(points: Sequence[PublicPoint], base: cm.RuntimeProfile) -> _C
                     cols["nkern"].append(n * op.kernels * kn.clock_scale(gpu))
                     cols["tpe"].append(op.tpe or 0.0)
                     tiles.append(getattr(op, "tile", 0.0) or 0.0)
-                    cols["chain_c"].append(cix(_chain(op.path, op.family, "compute", op.cls, scopes)))
-                    cols["chain_m"].append(cix(_chain(op.path, op.family, "memory", op.cls, scopes)))
+                    osc = [sc for paths, sc in path_scopes if op.path in paths] + scopes
+                    cols["chain_c"].append(cix(_chain(op.path, op.family, "compute", op.cls, osc)))
+                    cols["chain_m"].append(cix(_chain(op.path, op.family, "memory", op.cls, osc)))
                     cols["chain_v"].append(cix(_chain(None, None, "compute", "vector", ())))
                     cols["op_stage"].append(sid)
                     ck = (gpu.key or gpu.name, kn.arch_key(gpu))
@@ -362,6 +377,9 @@ def compile_points(points: Sequence[PublicPoint], base: cm.RuntimeProfile) -> _C
                      point_const=np.asarray(point_const), pipelines=pipelines, chains=chains, shares={}, cards=cards,
                      model_rt=model_rt)
     comp.tile = np.asarray(tiles, dtype=float)
+    comp.moe_keys = sorted(set(stage_moe_key))
+    kix = {k: i for i, k in enumerate(comp.moe_keys)}
+    comp.stage_moe_kix = np.asarray([kix[k] for k in stage_moe_key], dtype=np.int64)
     comp.shares = _shares(comp, base, len(points))
     if SOURCE_WEIGHTS:
         n_src: dict = {}
@@ -441,8 +459,7 @@ def evaluate(comp: _Compiled, prof: cm.RuntimeProfile, params: dict, n_points: i
     stage_s = np.bincount(comp.op_stage, weights=op_s, minlength=len(comp.stage_point))
     step = params.get("step_overhead_us", prof.step_overhead_us)
     layer = params.get("layer_overhead_us", prof.layer_overhead_us)
-    moe = params.get(MOE_US, prof.kernels.get(MOE_US, 0.0))
-    moe_e = params.get(EXPERT_US, prof.kernels.get(EXPERT_US, 0.0))
+    moe, moe_e = _moe_values(comp, prof, params)
     stage_s = stage_s + (step + layer * comp.stage_layers + moe * comp.stage_moe + moe_e * comp.stage_moe_e) * 1e-6
     tot = np.bincount(comp.stage_point, weights=stage_s * comp.stage_weight, minlength=n_points) + comp.point_const
     for pi, stages in comp.pipelines.items():
@@ -460,6 +477,40 @@ def evaluate(comp: _Compiled, prof: cm.RuntimeProfile, params: dict, n_points: i
     if parts:
         return (tot, op_s, tc, tm, capped) if parts == "capped" else (tot, op_s, tc, tm)
     return tot
+
+
+def _moe_values(comp, prof, params):
+    """Per stage: the MoE fixed times (mmid:layer_us, mmid:expert_us) its scope takes; a scoped name
+    the params and profile lack falls back to the plain one (as RuntimeProfile.with_options does)."""
+    def val(k):
+        plain = k.split("@")[0]
+        return params.get(k, params.get(plain, prof.kernels.get(plain, 0.0)))
+    if not comp.moe_keys:
+        return 0.0, 0.0
+    lv = np.array([val(a) for a, _ in comp.moe_keys])
+    ev = np.array([val(b) for _, b in comp.moe_keys])
+    return lv[comp.stage_moe_kix], ev[comp.stage_moe_kix]
+
+
+def _path_scopes(prof: cm.RuntimeProfile, options: dict) -> list:
+    """[(paths, "option=value"), ...]: the PATH_SCOPED_OPTIONS a point's options set to a value other
+    than the option's default (its first)."""
+    out = []
+    for o, paths in PATH_SCOPED_OPTIONS.get(prof.name.split("[")[0], {}).items():
+        vals = list(prof.options.get(o, {}).get("values", {}))
+        v = options.get(o)
+        if v is not None and vals and str(v) != vals[0]:
+            out.append((paths, f"{o}={v}"))
+    return out
+
+
+def _scoped_name(name: str, path_scopes: list) -> str:
+    """`name` ("mmid:layer_us") with the scope of the first path scope covering its path."""
+    path = name.split(":")[0]
+    for paths, sc in path_scopes:
+        if path in paths:
+            return f"{name}@{sc}"
+    return name
 
 
 def _work(points) -> np.ndarray:
@@ -499,6 +550,7 @@ def _shares(comp, prof, n_points, bound=False, params=None) -> dict:
 
 # ---- the fit ----------------------------------------------------------------------------------
 def _is_eff(n):
+    n = n.split("@")[0]
     return n not in OVERHEADS and n not in (HALF, MOE_US, EXPERT_US) and n not in kn.SM_PARAMS   # pipeline_overlap is in (0, 1]
 
 
@@ -524,6 +576,7 @@ def _scale(n):
     kernel, about 100 us per MoE layer (its 20-30 routing, sorting and gathering kernels at a few us
     each), 20 us per selected expert (a few launches each), 50 us per layer or pass, 100 tokens per
     expert."""
+    n = n.split("@")[0]
     if n == "kernel_overhead_us":
         return 2.0
     if n == EXPERT_US:
@@ -559,10 +612,14 @@ def candidates(comp: _Compiled, points) -> list[str]:
             names.append(pick)
     if any(t > 0 for t in comp.tpe):
         names.append(HALF)
-    if comp.stage_moe.any():
-        names.append(MOE_US)
-    if comp.stage_moe_e.any():
-        names.append(EXPERT_US)
+    for j, (lk, ek) in enumerate(comp.moe_keys):
+        on = comp.stage_moe_kix == j
+        if comp.stage_moe[on].any() and lk not in names:
+            names.append(lk)
+    for j, (lk, ek) in enumerate(comp.moe_keys):
+        on = comp.stage_moe_kix == j
+        if comp.stage_moe_e[on].any() and ek not in names:
+            names.append(ek)
     if comp.pipelines:
         names.append("pipeline_overlap")
     if comp.model_rt and PER_SM and comp.smf.any():
@@ -597,8 +654,8 @@ def candidates(comp: _Compiled, points) -> list[str]:
 def _start(prof, n):
     if n in OVERHEADS or n == "pipeline_overlap":
         return getattr(prof, n)
-    if n in (HALF, MOE_US, EXPERT_US):
-        return prof.kernels.get(n, 0.0)
+    if n.split("@")[0] in (HALF, MOE_US, EXPERT_US):
+        return prof.kernels.get(n.split("@")[0], 0.0)
     if n in kn.SM_PARAMS:
         return prof.kernels.get(n) or SM_NOMINAL[n]
     if n.startswith(("card.", "arch.")):
@@ -1007,7 +1064,8 @@ def _scoped_params(profile: cm.RuntimeProfile) -> dict:
     """The kernel entries a profile keeps under an option value (SCOPED_OPTIONS: Vulkan's coopmat)
     as the scoped names the compiled chains look up ("mmq:compute@coopmat=khr")."""
     out = {}
-    for o in SCOPED_OPTIONS.get(profile.name.split("[")[0], ()):
+    rt = profile.name.split("[")[0]
+    for o in tuple(SCOPED_OPTIONS.get(rt, ())) + tuple(PATH_SCOPED_OPTIONS.get(rt, {})):
         for val, sets in profile.options.get(o, {}).get("values", {}).items():
             for k, v in sets.get("kernels", {}).items():
                 out[f"{k}@{o}={val}"] = v

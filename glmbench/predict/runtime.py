@@ -11,11 +11,14 @@ kernel table (glmbench.predict.kernels: which kernel each op runs, how fast) fit
 results (glmbench.predict.jointfit, bench/bench_public_fit.py) and a list of the options its users
 set: `fa` (llama-bench -fa 0|1), `ubatch` (-ub N / vLLM's max_num_batched_tokens), `mla`
 (ik_llama.cpp -mla 2|3), `era` (a build range where the data shows a kernel change), `coopmat`
-(Vulkan's cooperative-matrix extension). `ideal` and `typical` are physics profiles, not runtime
+(Vulkan's cooperative-matrix extension), `fork` (whose Vulkan backend: mainline or ik_llama.cpp's
+port). `ideal` and `typical` are physics profiles, not runtime
 models: they take no options. An option a runtime does not have is one ValueError naming those it
 has; a name that is no runtime is one ValueError naming those there are.
 """
 from __future__ import annotations
+
+import re
 
 from glmbench.predict import costmodel as cm
 
@@ -125,11 +128,30 @@ def record_era(prof: cm.RuntimeProfile, r: dict) -> tuple[str, str] | None:
     return got if got and got[0] in vals else None
 
 
+def vulkan_fork(r: dict, text: str | None = None) -> tuple[str, str] | None:
+    """(fork, why) of a Vulkan record for llama.cpp-vulkan's `fork` option, or None (mainline, the
+    option's default). ik_llama.cpp where its llama-bench printed the table (its own columns); where
+    `text` (a sidecar's runtime line) names ik_llama.cpp and not mainline; or where the table is
+    ik_llama.cpp's sweep-bench and `text` does not name mainline (sweep-bench has a mainline port
+    that prints the same header)."""
+    tool = str(r.get("tool") or "")
+    t = (text or "").lower()
+    ik_text = "ik_llama" in t
+    main_text = bool(re.search(r"mainline|ggml-org|ggerganov", t))
+    if tool == "llama-bench (ik_llama.cpp)":
+        return "ik_llama.cpp", f"the tool is ik_llama.cpp's ({tool})"
+    if ik_text and not main_text:
+        return "ik_llama.cpp", "the runtime text names ik_llama.cpp"
+    if "ik_llama" in tool and not main_text:
+        return "ik_llama.cpp", f"the tool is ik_llama.cpp's ({tool})"
+    return None
+
+
 def options_from_record(prof: cm.RuntimeProfile, r: dict) -> dict:
     """The options of a runtime model a measured record states: `flash_attn` (llama-bench -fa) as
     `fa`, `n_ubatch` as `ubatch`, mainline CUDA's quantized prefill path as `era` (its ggml_cuda_init
-    lines or build number, cuda_prefill_era), and a record's own `runtime_options`; only
-    those the profile has."""
+    lines or build number, cuda_prefill_era), ik_llama.cpp's Vulkan port as `fork` (vulkan_fork),
+    and a record's own `runtime_options`; only those the profile has."""
     out = {}
     fa = r.get("flash_attn")
     if "fa" in prof.options and fa is not None and fa != "":
@@ -142,6 +164,9 @@ def options_from_record(prof: cm.RuntimeProfile, r: dict) -> dict:
     era = record_era(prof, r)     # mainline CUDA's quantized prefill path, as the paste tells it
     if era and era[0] != prof.quantized_prefill:
         out["era"] = era[0]
+    fork = vulkan_fork(r) if "fork" in prof.options else None   # ik_llama.cpp's port of the Vulkan backend
+    if fork and fork[0] in prof.options["fork"].get("values", {}):
+        out["fork"] = fork[0]
     for k, v in (r.get("runtime_options") or {}).items():
         if k in prof.options:
             out[k] = int(v) if k == "ubatch" else v
