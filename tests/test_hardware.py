@@ -416,3 +416,25 @@ def test_bad_catalog_fields(change, match):
     d = dict(GOOD, **change)
     with pytest.raises(ValueError, match=match):
         hw.profile_from_dict(d)
+
+
+def test_a_rigs_default_link_latency_is_its_links():
+    """A multi-card rig without a stated latency takes its card's stated link latency where it uses
+    that link (NVLink 5 us, PCIe 10 us), and the study's assumed 30 us for a link given by bandwidth
+    alone; `glmbench sweep`, the study and calibration agree with the public fit (jointfit) on it."""
+    from glmbench.predict import calibrate as cal
+    from glmbench.report.study import Study
+    h100, r3090 = hw.get_gpu("h100-sxm"), hw.get_gpu("rtx-3090")
+    assert hw.default_link_latency_us(h100, None) == h100.link_latency_us == 5.0
+    assert hw.default_link_latency_us(h100, h100.link_gbps) == 5.0
+    assert hw.default_link_latency_us(h100, 64.0) == hw.STUDY_LINK_LATENCY_US
+    assert hw.default_link_latency_us(r3090, hw.STUDY_LINK_GBPS) == hw.STUDY_LINK_LATENCY_US
+    assert hw.default_link_latency_us(r3090, None) == r3090.link_latency_us == 10.0
+    st = Study(hardware="h100-sxm", cards=(1, 4), link_gbps=h100.link_gbps)
+    assert st.rigs()[1].link_latency_us == 5.0
+    assert Study().rigs()[1].link_latency_us == hw.STUDY_LINK_LATENCY_US    # the study's own 1.4 GB/s pair
+    assert Study(hardware="h100-sxm", cards=(4,), link_gbps=64.0).rigs()[0].link_latency_us == 30.0
+    r = {"evidence": "measured", "model": "llama-3-8b", "hardware": "h100-sxm", "n_cards": 4, "weights": "bf16", "split": "tensor",
+         "test": "tg", "n_gen": 128, "n_depth": 0, "avg_ts": 100.0}
+    assert cal.point_from_record("x:1", r).setup.rig.link_latency_us == 5.0
+    assert cal.point_from_record("x:1", dict(r, link_gbps=64.0)).setup.rig.link_latency_us == 30.0

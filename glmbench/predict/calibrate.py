@@ -199,7 +199,7 @@ def point_from_record(where: str, r: dict, *, model=None, hardware_=None, cards=
         lg = link if link is not None else r.get("link_gbps")
         lat = r.get("link_latency_us") if link is None else None
         if n > 1 and lat is None:
-            lat = hardware.STUDY_LINK_LATENCY_US   # as `glmbench sweep --link` uses
+            lat = hardware.default_link_latency_us(gpu, lg)   # as `glmbench sweep` takes it
         rig = hardware.Rig(gpu, int(n), link_gbps=lg if n > 1 else None, link_latency_us=lat if n > 1 else None)
         sp = split or (r.get("split") if r.get("split") not in (None, "") else None) or ("none" if n == 1 else "layer")
         if n == 1:

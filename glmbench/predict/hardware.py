@@ -79,6 +79,18 @@ STUDY_LINK_GBPS = 1.4
 STUDY_LINK_LATENCY_US = 30.0
 
 
+def default_link_latency_us(gpu, link_gbps: float | None) -> float:
+    """Per-transfer latency of a multi-card rig's link when none is given: the card profile's stated
+    latency where the rig uses the profile's stated link (link_gbps None or equal to it: NVLink 5 us,
+    PCIe 10 us in the catalog), else the study's assumed 30 us (a link given by its bandwidth alone,
+    such as the study's 1.4 GB/s path between two RTX 3090s)."""
+    stated = getattr(gpu, "link_gbps", None)
+    lat = getattr(gpu, "link_latency_us", None)
+    if lat is not None and (link_gbps is None or (stated is not None and float(link_gbps) == float(stated))):
+        return float(lat)
+    return STUDY_LINK_LATENCY_US
+
+
 @dataclass(frozen=True)
 class GPU:
     name: str

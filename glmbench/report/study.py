@@ -55,7 +55,7 @@ class Study:
     hardware: str = "rtx-3090"
     cards: tuple = (1, 2)
     link_gbps: float = 1.4          # what the study measured between its two RTX 3090s (REFERENCE.md s.3)
-    link_latency_us: float | None = None   # None: hardware.STUDY_LINK_LATENCY_US
+    link_latency_us: float | None = None   # None: hardware.default_link_latency_us (the card's stated link's, else the study's)
     split: str = vocab.DEFAULTS["split"]
     weights: str = vocab.DEFAULTS["weights"]
     kv: str = vocab.DEFAULTS["kv"]
@@ -138,7 +138,8 @@ class Study:
         return hardware.get_gpu(self.hardware)
 
     def _rig(self, n: int):
-        lat = hardware.STUDY_LINK_LATENCY_US if self.link_latency_us is None else self.link_latency_us
+        lat = (hardware.default_link_latency_us(self._gpu, self.link_gbps) if self.link_latency_us is None
+               else self.link_latency_us)
         return hardware.Rig(self._gpu, n, link_gbps=self.link_gbps if n > 1 else None,
                             link_latency_us=lat if n > 1 else None)
 
