@@ -151,6 +151,10 @@ def test_two_card_allreduce_by_hand():
     assert cm.allreduce_seconds(8192, 2, 1.4, 30) == pytest.approx(2 * 30e-6 + 8192 / 1.4e9)
     assert cm.allreduce_seconds(8192, 4, 1.4, 30) == pytest.approx(6 * 30e-6 + 6 / 4 * 8192 / 1.4e9)
     assert cm.allreduce_seconds(8192, 1, 1.4, 30) == 0
+    # on a switched fabric (NVSwitch): a reduce-scatter and an all-gather straight to the peers, 2
+    # latencies whatever the card count; the same as the ring on two cards
+    assert cm.allreduce_seconds(8192, 8, 450, 5, switched=True) == pytest.approx(2 * 5e-6 + 14 / 8 * 8192 / 450e9)
+    assert cm.allreduce_seconds(8192, 2, 450, 5, switched=True) == cm.allreduce_seconds(8192, 2, 450, 5)
     s = cm.Setup("qwen3-32b", hw.study_rig(), split="tensor", weights="q4_K")
     st = cm.decode(s, 0)
     ar = _op(st, "link.allreduce")
@@ -160,6 +164,17 @@ def test_two_card_allreduce_by_hand():
     assert lg.seconds == pytest.approx(2 * 30e-6 + 4 * 151936 / 2 / 1.4e9)
     card = max(sum(o.seconds for o in st.ops if o.card == c and not o.name.startswith("link")) for c in (0, 1))
     assert st.seconds == pytest.approx(card + ar.seconds + lg.seconds)
+
+
+def test_switched_fabric_is_sxm4_on_and_superchips_on_their_nvlink():
+    assert hw.Rig("h100-sxm", 8).switched and hw.Rig("a100-sxm-80gb", 4).switched and hw.Rig("gb200", 4).switched
+    assert not hw.Rig("h100-sxm", 8, link_gbps=64.0).switched          # another link: a ring
+    assert not hw.Rig("v100-sxm2-32gb", 8).switched                    # DGX-1's hybrid cube mesh
+    assert not hw.Rig("h100-pcie", 4).switched and not hw.Rig("rtx-3090", 2).switched
+    assert not hw.Rig("h100-sxm", 1).switched
+    s = cm.Setup("llama-3.1-70b", hw.Rig("h100-sxm", 8), split="tensor", weights="bf16")
+    ar = _op(cm.decode(s, 0), "link.allreduce")
+    assert ar.count == 160 and ar.seconds == pytest.approx(160 * (2 * 5e-6 + 14 / 8 * 4 * 8192 / 450e9))
 
 
 def test_layer_split_decode_is_sequential_plus_one_transfer():

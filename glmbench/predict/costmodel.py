@@ -1494,13 +1494,20 @@ def _card_ops(setup: Setup, T: int, work: _Works, T_out: int) -> list:
     return out
 
 
-def allreduce_seconds(nbytes: float, n_cards: int, link_gbps: float, latency_us: float) -> float:
-    """Ring all-reduce of `nbytes` over n cards: 2(n-1) steps, each one latency plus a 1/n
-    slice of the data, so 2(n-1) latencies + 2(n-1)/n * bytes / bandwidth."""
+def allreduce_seconds(nbytes: float, n_cards: int, link_gbps: float, latency_us: float,
+                      switched: bool = False) -> float:
+    """All-reduce of `nbytes` over n cards. A ring (PCIe, or NVLink without a switch: NCCL's ring):
+    2(n-1) steps, each one latency plus a 1/n slice of the data, so 2(n-1) latencies + 2(n-1)/n *
+    bytes / bandwidth. On a switched fabric (`switched`: SXM cards on an NVSwitch baseboard, where
+    every card reaches every other directly) the two-stage direct form: a reduce-scatter and an
+    all-gather each written straight to the peers, 2 latencies + the same 2(n-1)/n * bytes /
+    bandwidth (vLLM's custom all-reduce on fully NVLink-connected cards, one or two stages; NCCL's
+    NVLS on NVSwitch): the two forms agree for two cards."""
     if n_cards <= 1:
         return 0.0
     steps = 2 * (n_cards - 1)
-    return steps * latency_us * 1e-6 + steps / n_cards * nbytes / (link_gbps * 1e9)
+    hops = 2 if switched else steps
+    return hops * latency_us * 1e-6 + steps / n_cards * nbytes / (link_gbps * 1e9)
 
 
 def transfer_seconds(nbytes: float, link_gbps: float, latency_us: float) -> float:
@@ -1553,8 +1560,10 @@ def _pass(setup: Setup, T: int, work: _Works, T_out: int):
         cfg = setup.model
         # two all-reduces of the hidden state per layer (after o_proj and after the MLP), and the
         # vocabulary-split logits gathered once
-        ar = allreduce_seconds(ACT_BYTES * T * cfg.hidden_size, setup.n_cards, link_gbps, rig.link_latency_us)
-        gather = allreduce_seconds(ACT_BYTES * T_out * cfg.vocab_size / 2, setup.n_cards, link_gbps, rig.link_latency_us)
+        sw = rig.switched
+        ar = allreduce_seconds(ACT_BYTES * T * cfg.hidden_size, setup.n_cards, link_gbps, rig.link_latency_us, sw)
+        gather = allreduce_seconds(ACT_BYTES * T_out * cfg.vocab_size / 2, setup.n_cards, link_gbps,
+                                   rig.link_latency_us, sw)
         link = 2 * cfg.n_layers * ar + gather
         costs.append(OpCost("link.allreduce", 0, 2 * cfg.n_layers, 0.0,
                             2 * cfg.n_layers * ACT_BYTES * T * cfg.hidden_size, 2 * cfg.n_layers * ar, 0.0, 0.0, 0.0))

@@ -396,8 +396,10 @@ def _links(s, T, T_out):
         return None, cm.transfer_seconds(cm.ACT_BYTES * T * s.model.hidden_size, rig.link_gbps, rig.link_latency_us), None
     if s.split == "tensor":
         cfg = s.model
-        ar = cm.allreduce_seconds(cm.ACT_BYTES * T * cfg.hidden_size, s.n_cards, rig.link_gbps, rig.link_latency_us)
-        g = cm.allreduce_seconds(cm.ACT_BYTES * T_out * cfg.vocab_size / 2, s.n_cards, rig.link_gbps, rig.link_latency_us)
+        ar = cm.allreduce_seconds(cm.ACT_BYTES * T * cfg.hidden_size, s.n_cards, rig.link_gbps, rig.link_latency_us,
+                                  rig.switched)
+        g = cm.allreduce_seconds(cm.ACT_BYTES * T_out * cfg.vocab_size / 2, s.n_cards, rig.link_gbps,
+                                 rig.link_latency_us, rig.switched)
         return None, 2 * cfg.n_layers * ar + g, None
     return None, 0.0, None
 
