@@ -181,7 +181,7 @@ def test_a_fake_profile_pair_is_found_or_not():
     fig = plots.mla_crossover(f["crossover"])
     labels = {t.get_text() for t in fig.legends[0].get_texts()}
     assert {x for x in labels if not x.startswith("own value")} == {"gemma-3-27b", "qwen3-32b"}
-    assert "own value, not fitted (physics profile)" in labels     # the markers' kinds are explained
+    assert "own value, not fitted (physics value: a physics profile, or a start the fit kept)" in labels     # the markers' kinds are explained
     assert len(fig.axes) == 3            # three profiles x one card count
 
 
@@ -219,3 +219,16 @@ def test_the_studys_own_profile_joins_the_search(tmp_path):
     assert {r["runtime"] for r in gen["results"]} == set(names)
     # a study without GLM-4.7-Flash has no findings
     assert fd.findings(report.Study(models=("qwen3-32b",))) is None
+
+
+def test_crossover_rows_say_whether_the_own_mla_value_was_fitted():
+    """The chart's marker for a profile's own MLA efficiency: fitted (ik_llama.cpp's MLA decode,
+    fitted to its public sources) or a physics value (typical; mainline llama.cpp-vulkan, whose
+    only MLA source is ik_llama.cpp's port: the fit keeps it under fork=ik_llama.cpp)."""
+    from glmbench.predict import crossover as xo
+    from glmbench.predict import hardware as hw
+    rows = xo.mla_crossover_curves([hw.Rig("rtx-3090", 1)], ["ik_llama.cpp", "llama.cpp-vulkan", "typical"],
+                                   dense_models=["qwen3-32b"], efficiencies=(0.1,), depths=(1024, 65536),
+                                   strategies=["flash"])
+    own = {r["runtime"]: r["own_fitted"] for r in rows if r["own"]}
+    assert own == {"ik_llama.cpp": True, "llama.cpp-vulkan": False, "typical": False}

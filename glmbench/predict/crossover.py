@@ -138,7 +138,8 @@ def mla_crossover_curves(rigs: Sequence, runtimes: Sequence, *, mla_model: str =
     profile the strategies it was fitted for (its measurements say nothing about the others); a
     runtime model runs its own strategy whatever is asked (runs_strategy), so its rows carry that one.
     `knob` names what the sweep sets: the kernel-table entry of a runtime model ("kernels.mla_flash:memory")
-    or "mla_attention_efficiency.<strategy>".
+    or "mla_attention_efficiency.<strategy>"; `own_fitted` whether the profile's own value of it was
+    fitted (the knob among its calibration's fitted parameters) or is a physics value.
     dense_models: None = the study's dense candidates (study_dense)."""
     dense_models = study_dense() if dense_models is None else tuple(dense_models)
     rows = []
@@ -157,6 +158,9 @@ def mla_crossover_curves(rigs: Sequence, runtimes: Sequence, *, mla_model: str =
                 own = mla_efficiency_of(rt, st)
                 key = mla_kernel_key(rt, st)
                 knob = f"kernels.{key}" if key else f"mla_attention_efficiency.{st}"
+                # the own value came from a fit (the knob is among the profile's fitted parameters),
+                # or is the physics start the fit kept (not identified) or a physics profile's
+                fitted = (key or f"mla_attention_efficiency.{st}") in ((rt.calibration or {}).get("fitted") or {})
                 grid = sorted(set(efficiencies) | {own})
                 for e in grid:
                     mla = cm.Setup(mla_model, rig, split=sp, weights=weights, kv=kv, mla_strategy=st,
@@ -166,7 +170,7 @@ def mla_crossover_curves(rigs: Sequence, runtimes: Sequence, *, mla_model: str =
                         rows.append({"mla_model": mla.model.name, "dense_model": dense[m].model.name,
                                      "n_cards": rig.n_cards, "rig": rig.name, "split": sp, "runtime": rt.name,
                                      "evidence": "calibrated" if rt.calibrated else "predicted",
-                                     "mla_strategy": st, "mla_attention_efficiency": e, "own": e == own, "knob": knob,
+                                     "mla_strategy": st, "mla_attention_efficiency": e, "own": e == own, "own_fitted": fitted, "knob": knob,
                                      "crossover_depth": x, "max_depth": depths[-1], "weights": weights, "kv": kv})
     return rows
 

@@ -124,6 +124,12 @@ def rig_label(r: dict) -> str:
     return s
 
 
+def _own_fitted(r: dict) -> bool:
+    """A crossover row's own MLA efficiency came from a fit (crossover rows before `own_fitted`: a
+    calibrated profile's)."""
+    return bool(r.get("own_fitted", r.get("evidence") == "calibrated"))
+
+
 def _rig_key(r: dict) -> tuple:
     return tuple(r.get(f) for f in RIG_FIELDS)
 
@@ -591,7 +597,7 @@ def mla_crossover(rows: Sequence[dict], *, title: str | None = None) -> Figure:
                             label=dm if st == "flash" or one_strategy else f"{dm} · {st}")
                     for r, y in zip(line, ys):
                         if r["own"]:
-                            ax.plot([r["mla_attention_efficiency"]], [y], "o" if r["evidence"] == "calibrated" else "D",
+                            ax.plot([r["mla_attention_efficiency"]], [y], "o" if _own_fitted(r) else "D",
                                     color=colour[dm], ms=6, mfc="white", mew=1.8, zorder=4)
             ax.axhspan(top * 1.15, hi_y * 1.2, color="0.9", zorder=0)
             ax.axhline(65536, color="0.4", lw=0.8, ls=(0, (2, 2)))
@@ -615,8 +621,9 @@ def mla_crossover(rows: Sequence[dict], *, title: str | None = None) -> Figure:
             if lab not in labels:
                 handles.append(h)
                 labels.append(lab)
-    for mk, lab in (("o", "own value, fitted (runtime model / calibrated)"), ("D", "own value, not fitted (physics profile)")):
-        if any(r["own"] and (r["evidence"] == "calibrated") == (mk == "o") for r in rows):
+    for mk, lab in (("o", "own value, fitted (runtime model / calibrated)"),
+                    ("D", "own value, not fitted (physics value: a physics profile, or a start the fit kept)")):
+        if any(r["own"] and _own_fitted(r) == (mk == "o") for r in rows):
             handles.append(Line2D([], [], ls="", marker=mk, color="0.3", mfc="white", mew=1.8, ms=6))
             labels.append(lab)
     if handles:
