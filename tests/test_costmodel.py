@@ -478,3 +478,20 @@ def test_gemma3_windowed_layers_read_and_hold_the_window_only():
     grow = pf(65536) - pf(8192)
     assert grow == pytest.approx(2 * 32 * (128 + 128) * 512 * (65536 - 8192) * n_glob
                                  + cm.SOFTMAX_OPS * 32 * 512 * (65536 - 8192) * n_glob)
+
+
+def test_int4_weights_of_vllm_multiply_on_the_f16_tensor_cores():
+    """AWQ / GPTQ weights run vLLM's W4A16 kernels (Marlin, Machete, AWQ): dequantized to f16 in
+    registers, multiplied at the f16 tensor peak, never the int8 one; fp8 weights on a card with
+    FP8 tensor cores at the fp8 peak; llama.cpp's quantized types keep the runtime's int8 path."""
+    g = hw.get_gpu("a100-sxm-80gb")
+    assert g.tflops["int8"] >= 1.9 * g.tflops["fp16"]
+    for w in ("awq", "gptq"):
+        s = cm.Setup("llama-3.1-8b", g, weights=w, runtime="vllm")
+        assert cm._wdtype(s) == "fp16"
+        pf = cm.prefill(s, 2048, 0)
+        f16 = cm.prefill(cm.Setup("llama-3.1-8b", g, weights="bf16", runtime="vllm"), 2048, 0)
+        # compute-bound at 2048 tokens: the MLP's arithmetic time is the f16 GEMM's, not half of it
+        assert _op(pf, "mlp").compute_s == pytest.approx(_op(f16, "mlp").compute_s, rel=0.02)
+    assert cm._wdtype(cm.Setup("llama-3.1-8b", "h100-sxm", weights="fp8", runtime="vllm")) == "fp8"
+    assert cm._wdtype(cm.Setup("llama-3.1-8b", g, weights="q4_K", runtime="llama.cpp")) == "int8"

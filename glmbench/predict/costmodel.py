@@ -1087,10 +1087,15 @@ def _wdtype(setup: Setup) -> str:
     has no fp8 type): on a card with FP8 tensor cores (a `tflops.fp8` peak: Ada sm_89, Hopper,
     Blackwell) W8A8, the activations quantized to fp8 per token and the GEMM on the FP8 tensor cores
     (vLLM's CUTLASS scaled_mm, f32 accumulate); on older cards weight-only (vLLM's FP8 Marlin
-    kernel, W8A16: f16 tensor cores). Other quantized formats: the profile's `quantized_matmul`."""
+    kernel, W8A16: f16 tensor cores). AWQ / GPTQ int4 weights (vLLM's Marlin, Machete and AWQ
+    kernels: W4A16, the weights dequantized to f16/bf16 in registers and multiplied on the f16
+    tensor cores; no int8 activations): the f16 peak. Other quantized formats (llama.cpp's MMQ,
+    int8 activations): the profile's `quantized_matmul`."""
     f = setup.weight_fmt
     if f.dequant and kn.family(f.name) == "fp8":
         return "fp8" if "fp8" in setup.gpu.tflops else "fp16"
+    if f.dequant and kn.family(f.name) == "int4":
+        return "fp16"
     if f.dequant:
         return setup.runtime.quantized_matmul
     return {"f32": "fp32", "f64": "fp32", "f16": "fp16", "bf16": "bf16"}[f.name]
