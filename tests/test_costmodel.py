@@ -495,3 +495,22 @@ def test_int4_weights_of_vllm_multiply_on_the_f16_tensor_cores():
         assert _op(pf, "mlp").compute_s == pytest.approx(_op(f16, "mlp").compute_s, rel=0.02)
     assert cm._wdtype(cm.Setup("llama-3.1-8b", "h100-sxm", weights="fp8", runtime="vllm")) == "fp8"
     assert cm._wdtype(cm.Setup("llama-3.1-8b", g, weights="q4_K", runtime="llama.cpp")) == "int8"
+
+
+def test_vllm_fills_only_its_gpu_memory_utilization():
+    """vLLM's weights, activations and KV pool share --gpu-memory-utilization (0.9 by default) of
+    each card: the tenth it leaves is a reserve like the runtime's own overhead; profiles without
+    the field use the whole card; a bad value is a clear error; the field survives to_dict."""
+    import dataclasses
+    p = cm.load_runtime("vllm")
+    assert p.memory_fraction == 0.9 and cm.load_runtime("llama.cpp").memory_fraction == 1.0
+    whole = dataclasses.replace(p, memory_fraction=1.0)
+    g = hw.get_gpu("h100-sxm")
+    a = cm.max_context(cm.Setup("llama-3.1-8b", g, weights="bf16", runtime=p))
+    b = cm.max_context(cm.Setup("llama-3.1-8b", g, weights="bf16", runtime=whole))
+    kv = configs.load("llama-3.1-8b").kv_bytes_per_token("f16")
+    assert (b - a) * kv == pytest.approx(0.1 * g.memory_gib * 2**30, abs=2 * kv)
+    assert cm.runtime_from_dict(p.to_dict()).memory_fraction == 0.9
+    for bad in (0, 1.5, True, "0.9"):
+        with pytest.raises(ValueError, match="memory_fraction"):
+            cm.runtime_from_dict({**p.to_dict(), "memory_fraction": bad})

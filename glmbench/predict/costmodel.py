@@ -113,6 +113,8 @@ class RuntimeProfile:
       expert_routing     "uniform": a batch of MoE tokens touches the experts uniform routing (or the
                          Setup's expert_skew) leaves distinct (expected_distinct_experts); "fewest": the
                          fewest a batch can touch, top_k (fewest_distinct_experts; `ideal`: a bound)
+      memory_fraction    the share of each card's memory the runtime may fill (weights, activations,
+                         KV cache, its reserve): vLLM's --gpu-memory-utilization (0.9); 1 for llama.cpp
       options            the options a user may set ({name: {"values": {v: {field: value}}} or
                          {"field": f, "min": n}}) and `option_values` those applied (with_options)
 
@@ -145,6 +147,7 @@ class RuntimeProfile:
     pipeline_overlap: float = 1.0
     kernel_overhead_us: float = 0.0
     expert_routing: str = "uniform"
+    memory_fraction: float = 1.0
     options: dict = field(default_factory=dict, compare=False)
     option_values: dict = field(default_factory=dict)
 
@@ -158,7 +161,7 @@ class RuntimeProfile:
                      self.quantized_prefill, tuple(sorted(self.prefill_paths.items())), self.flash_attn,
                      self.moe_kernel, self.attention_kernel, self.mla_strategy, self.mla_prefill,
                      self.cublas_acc16, self.pipeline_overlap, self.kernel_overhead_us, tuple(sorted(self.option_values.items())),
-                     self.expert_routing))
+                     self.expert_routing, self.memory_fraction))
 
     def with_options(self, **opts) -> "RuntimeProfile":
         """The profile with runtime options set as a user sets them (`fa=1`, `ubatch=2048`,
@@ -262,6 +265,8 @@ class RuntimeProfile:
                      options=self.options, option_values=dict(self.option_values))
         if self.expert_routing != "uniform":
             d["expert_routing"] = self.expert_routing
+        if self.memory_fraction != 1.0:
+            d["memory_fraction"] = self.memory_fraction
         if self.calibration:
             d["calibration"] = self.calibration
         return d
@@ -296,7 +301,7 @@ def runtime_from_dict(d: dict, where: str = "runtime") -> RuntimeProfile:
                              "layer_overhead_us", "link_efficiency", "calibration", "kernels",
                              "quantized_prefill", "prefill_paths", "flash_attn", "moe_kernel", "attention_kernel",
                              "mla_strategy", "mla_prefill", "cublas_acc16", "pipeline_overlap", "kernel_overhead_us", "options",
-                             "option_values", "expert_routing"})
+                             "option_values", "expert_routing", "memory_fraction"})
     effs = {}
     for k in ("compute_efficiency", "memory_efficiency"):
         e = d[k]
@@ -389,7 +394,11 @@ def runtime_from_dict(d: dict, where: str = "runtime") -> RuntimeProfile:
     ko = d.get("kernel_overhead_us", 0.0)
     if isinstance(ko, bool) or not isinstance(ko, (int, float)) or not 0 <= ko < 1e4:
         raise ValueError(f"{where}: field `kernel_overhead_us` must be >= 0 (microseconds per kernel), got {ko!r}")
-    kw = dict(kernels=kt, cublas_acc16=acc, pipeline_overlap=float(po), kernel_overhead_us=float(ko), quantized_prefill=choice("quantized_prefill", kn.QUANTIZED_PREFILL, "mmq"),
+    mf = d.get("memory_fraction", 1.0)
+    if isinstance(mf, bool) or not isinstance(mf, (int, float)) or not 0 < mf <= 1:
+        raise ValueError(f"{where}: field `memory_fraction` must be in (0, 1] (the share of each card's memory "
+                         f"the runtime may use), got {mf!r}")
+    kw = dict(kernels=kt, cublas_acc16=acc, memory_fraction=float(mf), pipeline_overlap=float(po), kernel_overhead_us=float(ko), quantized_prefill=choice("quantized_prefill", kn.QUANTIZED_PREFILL, "mmq"),
               prefill_paths=dict(pp), flash_attn=fa,
               moe_kernel=choice("moe_kernel", ("mmid", "fused_moe"), "mmid"),
               attention_kernel=choice("attention_kernel", ("default", "paged_attn"), "default"),
@@ -1805,7 +1814,10 @@ def _memory_terms(setup: Setup, batch: int):
         qkv = cfg.n_heads * cfg.head_dim + cfg.n_kv_heads * (cfg.head_dim + cfg.v_head_dim) + cfg.n_heads * cfg.v_head_dim
     act = ACT_BYTES * max(setup.runtime.n_ubatch, batch) * (3 * D + qkv + 2 * F_act + cfg.n_routed_experts)
     logits = ACT_BYTES * cfg.vocab_size * batch
-    overhead = int(setup.runtime.overhead_gib_per_card * GIB)
+    # the runtime's own reserve, and the share of the card it leaves unused (vLLM's
+    # --gpu-memory-utilization: weights, activations and the KV pool within 0.9 of the card by default)
+    overhead = int(setup.runtime.overhead_gib_per_card * GIB
+                   + (1.0 - setup.runtime.memory_fraction) * setup.gpu.memory_gib * GIB)
     tp = setup.split == "tensor"
     out = []
     per_layer = _layer_total(cfg, setup.weights)
