@@ -32,11 +32,14 @@ A point the shipped profiles were fitted to (same model, test, depth and value) 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import datetime
+import io
 import json
 import os
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -325,14 +328,61 @@ def report(pts, res, seconds, baseline=None, baseline_label="") -> str:
 
 # ---- --check: records the fit never saw ----------------------------------------------------------
 def _check_files(path) -> list[str]:
+    if published_folder(path):
+        return [path]       # converted when read (check_points: _from_published)
     if os.path.isdir(path):
         files = sorted(os.path.join(path, f) for f in os.listdir(path) if f.endswith((".json", ".csv")))
         if not files:
-            raise SystemExit(f"{path}: no records files (.json) in it; bench/public_records.py SRC --out {path} writes them")
+            raise SystemExit(f"{path}: no records files (.json) in it, and no pasted results with a sidecar "
+                             f"(<name>.txt); bench/public_records.py SRC --out {path} writes records")
         return files
     if not os.path.isfile(path):
         raise SystemExit(f"{path}: no such file or folder")
     return [path]
+
+
+def published_folder(path) -> bool:
+    """A folder of published results as people paste them (bench/public_records.py's input): a
+    results file with its `<name>.txt` sidecar, or a subfolder holding a scoreboard copy."""
+    if not os.path.isdir(path):
+        return False
+    if any(os.path.isfile(os.path.splitext(p)[0] + ".txt") for p in public_records.pasted_files(path)):
+        return True
+    return bool(_scoreboards(path))
+
+
+def _scoreboards(path) -> list[str]:
+    """The scoreboard copies (importers' `scoreboard-csv`) in the subfolders of `path`."""
+    out = []
+    for d in sorted(os.listdir(path)):
+        sub = os.path.join(path, d)
+        if not os.path.isdir(sub):
+            continue
+        for f in sorted(os.listdir(sub)):
+            p = os.path.join(sub, f)
+            if p.endswith(".csv") and os.path.isfile(p):
+                with open(p, encoding="utf-8-sig", errors="replace") as fh:
+                    head = fh.readline()
+                if set(importers.SCOREBOARD_COLUMNS) <= {c.strip() for c in head.split(",")}:
+                    out.append(p)
+    return out
+
+
+def _from_published(path) -> tuple[list, list]:
+    """(files, notes) of a published folder: its pastes turned into records by
+    bench/public_records.py (its SOURCES entries, else the generic path with each sidecar) in a
+    temporary folder, and the scoreboard copies of its subfolders; a note for each file that
+    left out (the public_records line that says why)."""
+    tmp = tempfile.mkdtemp(prefix="glmbench-check-")
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        public_records.main([path, "--out", tmp])
+    said = buf.getvalue().splitlines()
+    for ln in said:
+        print(f"  {ln}")
+    notes = [ln for ln in said if ln.startswith(("skipped ", "error, left out "))]
+    files = sorted(os.path.join(tmp, f) for f in os.listdir(tmp) if f.endswith(".json"))
+    return files + _scoreboards(path), notes
 
 
 def _read_any(path) -> list[dict]:
@@ -340,9 +390,8 @@ def _read_any(path) -> list[dict]:
     if path.endswith((".json", ".csv")):
         try:
             return rec.read_records(path)
-        except ValueError as e:
-            if path.endswith(".csv"):
-                raise SystemExit(str(e)) from None
+        except ValueError:
+            pass        # another tool's JSON / CSV (llama-bench -o csv, a scoreboard copy): the importer
     try:
         return importers.read(path)
     except importers.FormatError as e:
@@ -350,11 +399,15 @@ def _read_any(path) -> list[dict]:
 
 
 def check_points(path) -> tuple[list, list]:
-    """(points, notes) of the records at `path` (a folder of records files, or one file): each
-    measured single-stream pp / tg record as a point; every record left out is one note line
-    ("file:line: why")."""
+    """(points, notes) of the records at `path` (a folder of records files, a folder of published
+    results as pasted, each with its sidecar (published_folder: read by bench/public_records.py
+    first), or one file): each measured single-stream pp / tg record as a point; every record or
+    file left out is one note line ("file:line: why")."""
     pts, notes = [], []
-    for f in _check_files(path):
+    files = _check_files(path)
+    if published_folder(path):
+        files, notes = _from_published(path)
+    for f in files:
         stem = os.path.splitext(os.path.basename(f))[0]
         for i, r in enumerate(_read_any(f)):
             where = str(r.get("line") or (f"{os.path.basename(f)}:{str(r['source']).rsplit(':', 1)[1]}"

@@ -1205,3 +1205,41 @@ def test_llama_bench_csv_and_sql_pasted_under_their_command_line(tmp_path):
            "INSERT INTO llama_bench (" + ", ".join(o) + ") VALUES (" + ", ".join(f"'{v}'" for v in o.values()) + ");\n")
     (r,) = im.read(write(tmp_path, "s.log", "$ llama-bench -m Qwen3-32B-Q4_K_M.gguf -o sql\n" + sql))
     assert (r["avg_ts"], r["source"].rsplit(":", 1)[1]) == (9120.3, str(2 + len(o) + 2))
+
+
+SCOREBOARD_CSV = (
+    "gpu,gpu_device_name,n_gpus,model,quant,backend,fa,test,depth,t_s,stddev,build,date,url,via,notes\n"
+    'RTX 4090,NVIDIA GeForce RTX 4090,1,"llama 7B Q4_0 (llama-2-7b.Q4_0.gguf, 3.56 GiB, 6.74 B)",Q4_0,CUDA,1,'
+    "pp512,0,12000.5,50.1,8cf6b42,,https://example.org/scoreboard,copied by hand,\n"
+    'RTX 4090,NVIDIA GeForce RTX 4090,1,"llama 7B Q4_0 (llama-2-7b.Q4_0.gguf, 3.56 GiB, 6.74 B)",Q4_0,Vulkan,0,'
+    "tg128,0,140.2,,,,https://example.org/vk,copied by hand,\n"
+    'Tesla P40,Tesla P40,1,"llama 7B Q4_0 (llama-2-7b.Q4_0.gguf, 3.56 GiB, 6.74 B)",Q4_0,CUDA,0,tg128,0,54.7,,,,'
+    "https://example.org/scoreboard,copied by hand,\n"
+    'RTX 3090,NVIDIA GeForce RTX 3090,1,"llama 7B F16 (codellama-7b ggml-model-f16.gguf, 12.55 GiB, 6.74 B)",F16,CUDA,'
+    'n/a (pre-FA build),pp512,0,4000.0,10.0,32d9f7d9 (1786),2024-01-07,https://example.org/pr,primary,a PR comment\n')
+
+
+def test_a_scoreboard_copy_imports_row_by_row(tmp_path):
+    """llama.cpp's performance scoreboard as people copy it into a CSV: one llama-bench record per
+    row, the card as published and resolved to the catalog (None outside it: a Tesla P40), the
+    model from the row's model text, Vulkan rows on llama.cpp-vulkan, a pre-flash-attention build's
+    prompt path as the 2024 cuBLAS era, the file a row names noted where it is another model's file."""
+    p = tmp_path / "board.csv"
+    p.write_text(SCOREBOARD_CSV)
+    recs = im.read(str(p))
+    assert im.detect(SCOREBOARD_CSV) == "scoreboard-csv" and len(recs) == 4
+    a, v, p40, old = recs
+    assert (a["hardware"], a["model"], a["weights"], a["test"], a["n_prompt"], a["avg_ts"], a["flash_attn"]) == \
+        ("rtx-4090", "llama-2-7b", "q4_0", "pp", 512, 12000.5, True)
+    assert a["runtime"] == "llama.cpp" and a["source"] == "https://example.org/scoreboard" and a["line"].endswith(":2")
+    assert v["runtime"] == "llama.cpp-vulkan" and v["n_gen"] == 128 and v["flash_attn"] is False
+    assert p40.get("hardware") is None and p40["device"] == "Tesla P40"
+    assert old["runtime_options"]["era"] == "2024-cublas" and old["build_number"] == 1786 and old["weights"] == "f16"
+    assert "codellama-7b" in old["notes"] and "predicted as llama-2-7b" in old["notes"]
+    bad = tmp_path / "bad.csv"
+    bad.write_text(SCOREBOARD_CSV.replace("pp512,0,12000.5", "pp-x,0,12000.5"))
+    with pytest.raises(im.FormatError, match=r"bad\.csv:2: test 'pp-x' is not pp<n> or tg<n>"):
+        im.read(str(bad))
+    bad.write_text(SCOREBOARD_CSV.replace("12000.5", "fast"))
+    with pytest.raises(im.FormatError, match=r"bad\.csv:2: field `t_s` must be a number"):
+        im.read(str(bad))

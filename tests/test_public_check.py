@@ -828,3 +828,28 @@ def test_card_count_from_the_command_line_one_rule():
     opts = im._command_args("CUDA_VISIBLE_DEVICES=0,1 ./llama-bench -m x.gguf", {})
     assert im.cards_from_command(opts) == (2, "CUDA_VISIBLE_DEVICES")
     assert im.cards_from_command(opts, device_lines=True) == (None, None)   # the device lines list them
+
+
+def test_check_takes_a_folder_of_published_results_as_pasted(tmp_path):
+    """--check on a folder laid out as the published set is (pastes with their sidecars, a
+    scoreboard copy in a subfolder): the pastes go through bench/public_records.py first (a file it
+    skips is a note), the scoreboard through the importer; one command, every point predicted."""
+    src = tmp_path / "pub"
+    src.mkdir()
+    _unseen(str(src))
+    shutil.copy(os.path.join(PASTED, XD), str(src / "no-sidecar.md"))          # skipped: no sidecar
+    (src / "board").mkdir()
+    (src / "board" / "scoreboard.csv").write_text(
+        "gpu,gpu_device_name,n_gpus,model,quant,backend,fa,test,depth,t_s,stddev,build,date,url,via,notes\n"
+        'RTX 4090,NVIDIA GeForce RTX 4090,1,"llama 7B Q4_0 (llama-2-7b.Q4_0.gguf, 3.56 GiB, 6.74 B)",Q4_0,CUDA,1,'
+        "tg128,0,150.0,,,,https://example.org/board,by hand,\n")
+    assert bpf.published_folder(str(src)) and not bpf.published_folder(str(tmp_path / "nothing"))
+    pts, notes = bpf.check_points(str(src))
+    assert len(pts) == 120                               # the four pastes' 119 and the scoreboard row
+    assert any(p.setup.model.name == "llama-2-7b" and p.gpu_key == "rtx-4090" for p in pts)
+    assert any(n.startswith("skipped no-sidecar.md") for n in notes)
+    res = tmp_path / "res"
+    bpf.main(["--check", str(src), "--out", str(res)])
+    (path,) = glob.glob(str(res / "public_check_*.md"))
+    text = open(path).read()
+    assert "| llama.cpp | scoreboard |" in text and "skipped no-sidecar.md" in text

@@ -80,6 +80,8 @@ FORMATS = {
     "vllm": "vllm bench serve --save-result JSON",
     "vllm-console": "vLLM's (or SGLang's) benchmark console block (====== Serving Benchmark Result ======)",
     "sglang": "sglang bench_serving --output-file JSONL",
+    "scoreboard-csv": "a copy of llama.cpp's performance scoreboard as CSV (gpu, gpu_device_name, n_gpus, model, "
+                      "quant, backend, fa, test, depth, t_s, stddev, build, date, url, via, notes)",
 }
 
 
@@ -166,6 +168,8 @@ def detect(text: str, path: str = "<text>") -> str:
         return "glmbench"
     if {"n_prompt", "n_gen", "avg_ts"} <= set(cols):
         return "llama-bench-csv"
+    if set(SCOREBOARD_COLUMNS) <= set(c.strip() for c in cols):
+        return "scoreboard-csv"
     for ln in s.splitlines():
         t = _QUOTE.sub("", ln).strip()
         if re.match(r"Throughput: [\d.]+ requests/s, [\d.]+ (?:total )?tokens/s", t):
@@ -851,6 +855,95 @@ def _read_llama_bench_csv(text, ctx):
         if None in row or any(v is None for v in row.values()):
             _fail(ctx.path, rows.line_num + lead, f"the row does not have the header's {len(rows.fieldnames)} cells")
         out.append(_llama_bench_record(row, ctx, rows.line_num + lead))
+    return out
+
+
+# llama.cpp's performance scoreboards (the CUDA discussion 15013, Vulkan 10879; one row per GPU x fa x
+# test of `llama-bench -m llama-2-7b.Q4_0.gguf -ngl 99 -fa 0,1`) as people copy them into a CSV: one
+# row per card, flash-attention setting and test, with where the row came from
+SCOREBOARD_COLUMNS = ("gpu", "model", "quant", "backend", "fa", "test", "t_s")
+SCOREBOARD_ASSUME = ("Not in the copied row, taken as the scoreboard's standard run (llama-bench -m llama-2-7b.Q4_0.gguf "
+                     "-ngl 99 -fa 0,1): one card holding every layer, llama-bench's defaults (n_batch 2048, n_ubatch 512, "
+                     "f16 KV cache), depth 0 unless the row has a depth; pp512 is the prompt rate of 512 tokens, tg128 "
+                     "the mean rate over 128 generated tokens from an empty cache.")
+
+
+def scoreboard_fa(v: str) -> tuple:
+    """(flash_attn True/False/None, note) of a scoreboard row's fa cell ("0", "1", "n/a (pre-fa build)")."""
+    s = str(v or "").strip().lower()
+    if s in ("0", "1"):
+        return s == "1", ""
+    if s.startswith("n/a (pre-fa"):
+        return False, "a build from before llama.cpp had flash attention (fa column: n/a): attention materialized"
+    if s.startswith("0 (scraper label"):
+        return None, "flash attention not known (the scraper labelled the single Vulkan table fa 0)"
+    return None, f"flash attention not stated (fa column: {v!r})"
+
+
+def _read_scoreboard_csv(text, ctx):
+    """A scoreboard copy (SCOREBOARD_COLUMNS and the optional gpu_device_name, n_gpus, depth,
+    stddev, build, date, url, via, notes): one llama-bench record per row, the card named as
+    published (`device`, `scoreboard_gpu`; resolved to the catalog by resolve_gpu_name, `hardware`
+    None for a card outside it), the model told from the row's model text (llama.cpp's model type,
+    the file name and parameter count in brackets), the runtime from the backend (CUDA: llama.cpp,
+    Vulkan: llama.cpp-vulkan, others their backend name). A build from before flash attention
+    (fa n/a, early 2024) ran before llama.cpp's MMQ default (PR 8075, mid-2024): its quantized
+    prompt path is `era` 2024-cublas."""
+    body = text.lstrip("\r\n")
+    lead = text[:len(text) - len(body)].count("\n")
+    rows = csv.DictReader(io.StringIO(body))
+    out = []
+    for row in rows:
+        line = rows.line_num + lead
+        if None in row or any(v is None for v in row.values()):
+            _fail(ctx.path, line, f"the row does not have the header's {len(rows.fieldnames)} cells")
+        r = {k.strip(): (v or "").strip() for k, v in row.items()}
+        names = [n for n in (r.get("gpu_device_name", ""), r["gpu"]) if n]
+        if not names:
+            _fail(ctx.path, line, "the row names no GPU (columns gpu, gpu_device_name)")
+        key = next((k for k in map(_hardware_key, names) if k), None)
+        m = re.fullmatch(r"(pp|tg)\s*(\d+)", r["test"])
+        if not m:
+            _fail(ctx.path, line, f"test {r['test']!r} is not pp<n> or tg<n>")
+        test, n = m.group(1), int(m.group(2))
+        fa, fa_note = scoreboard_fa(r["fa"])
+        mt = r["model"]
+        size = re.search(r"(\d+(?:\.\d+)?) GiB", mt)
+        params = re.search(r"(\d+(?:\.\d+)?) B\b", mt)
+        fname = re.search(r"\(([^,()]+\.gguf)", mt)
+        mtype = mt.split("(")[0].strip() or f"llama 7B {r['quant']}"
+        model, how = ctx.model_for(line, filename=fname.group(1).strip() if fname else None, model_type=mtype,
+                                   n_params=float(params.group(1)) * 1e9 if params else None, what=f"the row's {mt!r}")
+        notes = [x for x in (r.get("notes", ""), fa_note) if x]
+        if model and fname and model not in names_in(fname.group(1)):
+            notes.append(f"the file is {fname.group(1).strip()!r}: {model}'s architecture and size "
+                         f"({mtype}, {params.group(1) + ' B' if params else 'size not stated'}): predicted as {model}")
+        backend = r["backend"] or "CUDA"
+        build = r.get("build", "")
+        bm = re.fullmatch(r"([0-9a-f]{7,40})(?:\s*\((\d+)\))?", build)
+        inferred = {"card": f"{key or 'not in the catalog'} (from {names[0]!r})", "model": how}
+        d = {"evidence": "measured", "test": test, "model": model, "model_type": f"{mtype}",
+             "device": names[0], "hardware": key, "n_cards": _num(ctx, line, "n_gpus", r.get("n_gpus") or 1, integer=True,
+                                                                  minimum=1),
+             "split": "none", "weights": quant_name(r["quant"]), "type_k": "f16", "type_v": "f16",
+             "n_prompt": n if test == "pp" else 0, "n_gen": n if test == "tg" else 0,
+             "n_depth": _num(ctx, line, "depth", r.get("depth") or 0, integer=True, minimum=0),
+             "n_streams": 1, "avg_ts": _num(ctx, line, "t_s", r["t_s"], positive=True),
+             "stddev_ts": _num(ctx, line, "stddev", r.get("stddev"), required=False),
+             "flash_attn": fa, "backends": backend, "tool": "llama-bench", "n_gpu_layers": 99, "n_ubatch": 512,
+             "runtime": {"cuda": "llama.cpp", "vulkan": "llama.cpp-vulkan"}.get(backend.lower(), f"llama.cpp-{backend.lower()}"),
+             "model_filename": fname.group(1).strip() if fname else None,
+             "model_size": round(float(size.group(1)) * (1 << 30)) if size else None,
+             "model_n_params": round(float(params.group(1)) * 1e9) if params else None,
+             "build_commit": bm.group(1) if bm else None, "build_number": int(bm.group(2)) if bm and bm.group(2) else None,
+             "date": r.get("date") or None, "scoreboard_gpu": r["gpu"], "via": r.get("via") or None,
+             "notes": "; ".join(notes) or None, "assumptions": SCOREBOARD_ASSUME,
+             "source": r.get("url") or ctx.source(line), "line": ctx.source(line), "inferred": inferred}
+        if fa_note.startswith("a build from before") and backend.upper() == "CUDA":
+            d["runtime_options"] = {"era": "2024-cublas", "fa": "0", "ubatch": "512"}
+            inferred["era"] = ("2024-cublas: a build from before flash attention (early 2024), before llama.cpp's "
+                               "MMQ default (PR 8075, mid-2024)")
+        out.append({k: v for k, v in d.items() if v is not None})
     return out
 
 
@@ -2062,4 +2155,5 @@ _READERS = {
     "batched-bench-jsonl": _read_batched_jsonl,
     "vllm": _read_vllm,
     "sglang": _read_sglang,
+    "scoreboard-csv": lambda text, ctx: _read_scoreboard_csv(text, ctx),
 }
