@@ -358,7 +358,8 @@ def _add_study_options(p, *, report: bool):
     g.add_argument("--runtime", default=d.runtime, metavar="PROFILE",
                    help="runtime profile of the cost model: ideal, typical, a runtime model fitted to public results "
                         "(llama.cpp, ik_llama.cpp, llama.cpp-vulkan, vllm; options as name[fa=1,ubatch=2048,mla=3,era=...] "
-                        "or --fa/--ubatch), a shipped calibrated profile "
+                        "or --fa/--ubatch; llama.cpp-vulkan also coopmat=nv2|khr, fork=mainline|ik_llama.cpp; "
+                        "an option a runtime lacks is an error naming those it has), a shipped calibrated profile "
                         "(ik-llama-before-mla-fix, ik-llama-mla-fixed, llama-cpp-1x3090), or calibrated:<file> "
                         f"(default: {d.runtime})")
     g.add_argument("--fa", type=int, choices=(0, 1), default=None,
