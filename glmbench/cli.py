@@ -816,6 +816,44 @@ def cmd_models(args) -> int:
     return 0
 
 
+def cmd_runtimes(args) -> int:
+    """The runtime profiles: the runtime models (options, what their fit rests on, their bands),
+    the physics profiles and the shipped calibrated ones."""
+    from glmbench.predict import costmodel as _cm
+    from glmbench.predict import runtime as _runtime
+    models = _runtime.names()
+    for n in args.names:
+        base = n.split("[", 1)[0]
+        if base not in _cm.list_runtimes() and base not in _cm.list_calibrated():
+            raise UserError(f"unknown runtime {n!r}; runtime models: {', '.join(models)}; physics profiles: "
+                            f"{', '.join(_runtime.PHYSICS)}; calibrated: {', '.join(_cm.list_calibrated())}")
+    names = args.names or (models + list(_runtime.PHYSICS) + _cm.list_calibrated())
+    rows = []
+    for n in names:
+        p = _cm.load_runtime(n)
+        c = p.calibration or {}
+        rows.append({"name": p.name, "kind": "runtime model" if p.name.split("[")[0] in models else
+                     "calibrated" if p.calibrated else "physics",
+                     "options": {k: v["values"] for k, v in _runtime.options(p.name).items()} if p.options else {},
+                     "points": c.get("n_points", len(c.get("points", []) or [])) if c else 0,
+                     "loso_decode": c.get("loso_mape_decode"), "loso_prefill": c.get("loso_mape_prefill"),
+                     "loo_mape": c.get("loo_mape"), "description": p.description})
+    if args.json:
+        print(json.dumps(rows, indent=1, default=str))
+        return 0
+    if args.csv:
+        sys.stdout.write(_plain_csv([{k: v for k, v in r.items() if k not in ("options", "description")} for r in rows]))
+        return 0
+    for n, r in zip(names, rows):
+        if r["kind"] == "runtime model":
+            print(_runtime.describe(n))
+        else:
+            err = f"; leave-one-out MAPE {100 * r['loo_mape']:.1f}%" if isinstance(r["loo_mape"], (int, float)) else ""
+            print(f"{r['name']} ({r['kind']}{err}): {r['description']}")
+        print()
+    return 0
+
+
 def cmd_hardware(args) -> int:
     if args.save_host:
         if not args.save_host.endswith(".json"):
@@ -1122,6 +1160,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = add("models", "list the built-in model configs", cmd_models)
     sp.add_argument("names", nargs="*", metavar="NAME|config.json", help="only these models")
+    fmt_opts(sp)
+
+    sp = add("runtimes", "list the runtime profiles: the runtime models (llama.cpp, ik_llama.cpp, llama.cpp-vulkan, "
+                         "vllm) with their options and cross-validated error, the physics and calibrated profiles",
+             cmd_runtimes)
+    sp.add_argument("names", nargs="*", metavar="RUNTIME", help="only these (default: every one)")
     fmt_opts(sp)
 
     sp = add("hardware", "list the built-in hardware profiles, or save this machine's measured one", cmd_hardware)

@@ -123,6 +123,22 @@ def test_hardware(capsys):
     assert rc == 0 and "RTX 3090" in out and "bandwidth (GB/s)" in out
 
 
+def test_runtimes(capsys):
+    """`glmbench runtimes`: the runtime models with their options and errors, the physics and
+    calibrated profiles; one name; an unknown name is one error naming those there are."""
+    rc, out, _ = run(capsys, "runtimes", "--json")
+    rows = {r["name"]: r for r in json.loads(out)}
+    assert rc == 0 and {"llama.cpp", "ik_llama.cpp", "llama.cpp-vulkan", "vllm", "ideal", "typical"} <= set(rows)
+    assert rows["llama.cpp-vulkan"]["kind"] == "runtime model"
+    assert rows["llama.cpp-vulkan"]["options"]["fork"] == ["mainline", "ik_llama.cpp"]
+    assert rows["ik_llama.cpp"]["points"] > 100 and 0 < rows["ik_llama.cpp"]["loso_decode"] < 1
+    assert rows["typical"]["kind"] == "physics" and rows["typical"]["points"] == 0
+    rc, out, _ = run(capsys, "runtimes", "llama.cpp-vulkan")
+    assert rc == 0 and "--fork mainline|ik_llama.cpp" in out and "decode band" in out
+    rc, _, err = run(capsys, "runtimes", "sglang")
+    assert rc != 0 and "unknown runtime 'sglang'" in err and "llama.cpp-vulkan" in err
+
+
 # ---- sweep, compare, plot ------------------------------------------------------------------------
 def test_sweep_formats_and_compare(capsys, tmp_path):
     a, b = tmp_path / "a.json", tmp_path / "b.csv"
