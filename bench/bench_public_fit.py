@@ -363,8 +363,11 @@ def _scoreboards(path) -> list[str]:
             if p.endswith(".csv") and os.path.isfile(p):
                 with open(p, encoding="utf-8-sig", errors="replace") as fh:
                     head = fh.readline()
-                if set(importers.SCOREBOARD_COLUMNS) <= {c.strip() for c in head.split(",")}:
-                    out.append(p)
+                try:
+                    if importers.detect(head, p) == "scoreboard-csv":
+                        out.append(p)
+                except importers.FormatError:
+                    pass            # another CSV: not a scoreboard copy
     return out
 
 
@@ -403,10 +406,8 @@ def check_points(path) -> tuple[list, list]:
     results as pasted, each with its sidecar (published_folder: read by bench/public_records.py
     first), or one file): each measured single-stream pp / tg record as a point; every record or
     file left out is one note line ("file:line: why")."""
-    pts, notes = [], []
-    files = _check_files(path)
-    if published_folder(path):
-        files, notes = _from_published(path)
+    pts = []
+    files, notes = _from_published(path) if published_folder(path) else (_check_files(path), [])
     for f in files:
         stem = os.path.splitext(os.path.basename(f))[0]
         for i, r in enumerate(_read_any(f)):

@@ -922,7 +922,7 @@ def _read_scoreboard_csv(text, ctx):
         build = r.get("build", "")
         bm = re.fullmatch(r"([0-9a-f]{7,40})(?:\s*\((\d+)\))?", build)
         inferred = {"card": f"{key or 'not in the catalog'} (from {names[0]!r})", "model": how}
-        d = {"evidence": "measured", "test": test, "model": model, "model_type": f"{mtype}",
+        d = {"evidence": "measured", "test": test, "model": model, "model_type": mtype,
              "device": names[0], "hardware": key, "n_cards": _num(ctx, line, "n_gpus", r.get("n_gpus") or 1, integer=True,
                                                                   minimum=1),
              "split": "none", "weights": quant_name(r["quant"]), "type_k": "f16", "type_v": "f16",
