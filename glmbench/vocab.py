@@ -269,10 +269,15 @@ FORMAT_NOTES.update({n: m.note for n, m in UD_MIXES.items()})
 # case-insensitive lookup: a ggml type or vLLM format by its name ("Q8_0" = "q8_0": that type on
 # every quantized tensor, as `llama-quantize --pure`), a mix by its ftype name ("q4_k_m") or, for
 # every mix, "mix:<ftype>" ("mix:Q2_K": llama.cpp's Q2_K file, not the pure q2_K type)
+# Spellings of a mix people write that llama.cpp does not: llama.cpp prints its Q2_K file type as
+# "Q2_K - Medium" (llama_model_ftype_name), which reads "Q2_K_M" by the rule that makes "Q4_K - Medium"
+# Q4_K_M; that file is the Q2_K mix (q2_K with the quantizer's bumped tensors), not the pure type.
+MIX_ALIASES = {"Q2_K_M": "mix:Q2_K"}
 _BY_LOWER = {**{n.lower(): f for n, f in WEIGHT_FORMATS.items()},
              **{m.name.lower(): m for m in MIXES.values()},
              **{"mix:" + m.ftype.lower(): m for m in MIXES.values()},
-             **{n.lower(): m for n, m in UD_MIXES.items()}}
+             **{n.lower(): m for n, m in UD_MIXES.items()},
+             **{a.lower(): MIXES[m] for a, m in MIX_ALIASES.items()}}
 
 
 def weight_format(name) -> Format | Mix:

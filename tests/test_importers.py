@@ -542,7 +542,8 @@ def test_card_count_backend_and_flash_attention():
 
 
 @pytest.mark.parametrize("printed,name", [
-    ("Q2_K - Medium", "q2_K"), ("Q2_K - Small", "Q2_K_S"), ("Q4_K - Medium", "Q4_K_M"), ("Q4_K - Small", "Q4_K_S"),
+    ("Q2_K - Medium", "mix:Q2_K"), ("Q2_K_M", "mix:Q2_K"), ("q2_k_m", "mix:Q2_K"), ("Q2_K - Small", "Q2_K_S"),
+    ("Q4_K - Medium", "Q4_K_M"), ("Q4_K - Small", "Q4_K_S"),
     ("IQ4_XS - 4.25 bpw", "iq4_xs"), ("MXFP4 MoE", "MXFP4_MOE"), ("Q4_0", "q4_0"), ("F16", "f16"), ("BF16", "bf16"),
     ("IQ3_S mix - 3.66 bpw", "IQ3_M"), ("all F32", "f32"), ("IQ4_KS - 4.25 bpw", "iq4_ks"), ("IQ6_K - 6.6 bpw", "iq6_k"),
     ("UD-Q2_K_XL", "UD-Q2_K_XL")])

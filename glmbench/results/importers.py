@@ -257,7 +257,7 @@ def _detect_json(s, path, first_line) -> str:
 # "IQ4_XS - 4.25 bpw", "all F32", "MXFP4 MoE", "IQ3_S mix - 3.66 bpw") -> the ftype ("Q4_K_M").
 # ik_llama.cpp prints its own types the same way ("IQ4_KS - 4.25 bpw").
 _FTYPE_SIZE = {"small": "S", "medium": "M", "large": "L", "extra small": "XS", "extra large": "XL"}
-_FTYPE_SPECIAL = {"q2_k - medium": "Q2_K", "iq3_s mix": "IQ3_M", "mxfp4 moe": "MXFP4_MOE", "all f32": "F32"}
+_FTYPE_SPECIAL = {"q2_k - medium": "mix:Q2_K", "iq3_s mix": "IQ3_M", "mxfp4 moe": "MXFP4_MOE", "all f32": "F32"}
 _QUANT_RE = re.compile(r"(?<![a-z0-9])((?:ud[-_])?(?:i?q\d(?:_(?:\d|k|s|m|l|xs|xxs|xl|nl|ks|kt|kss|kl|r4|r8))*)"
                        r"|bf16|f16|f32|mxfp4(?:_moe)?)(?![a-z0-9])", re.I)
 
@@ -284,7 +284,8 @@ def quant_name(name: str | None) -> str | None:
     ik_llama.cpp's `IQ4_KS` -> "iq4_ks"); a llama.cpp mix keeps llama.cpp's name in its upper case
     (`q4_k_m` -> "Q4_K_M"; "MXFP4_MOE"); Unsloth's dynamic quants their own (`ud-q4_k_xl` ->
     "UD-Q4_K_XL"). llama.cpp's file-type text is read too ("Q4_K - Medium" -> "Q4_K_M", "Q2_K -
-    Medium" -> "q2_K", "IQ4_XS - 4.25 bpw" -> "iq4_xs", "MXFP4 MoE" -> "MXFP4_MOE", "all F32" ->
+    Medium" and "Q2_K_M" -> "mix:Q2_K": the Q2_K file, q2_K with the quantizer's bumped tensors,
+    not the pure type; "IQ4_XS - 4.25 bpw" -> "iq4_xs", "MXFP4 MoE" -> "MXFP4_MOE", "all F32" ->
     "f32"). A name that looks like a quant but that glmbench does not know comes back in upper
     case (the record then says so); None when `name` holds no quant name."""
     if not name:
@@ -296,6 +297,9 @@ def quant_name(name: str | None) -> str | None:
             return k
     for k in list(vocab.MIXES) + list(vocab.UD_MIXES):
         if k.lower().replace("-", "_") == low:
+            return k
+    for a, k in vocab.MIX_ALIASES.items():
+        if a.lower() == low:
             return k
     if _QUANT_RE.fullmatch(low):
         return s.upper().replace("UD_", "UD-")
