@@ -243,6 +243,27 @@ def _t1_cache_note(l3: int) -> str:
             "and bench/bench_kgemv_dram.py")
 
 
+# vpmulld per 16 vpdpbusd in glmbench's K-quant prefill tile (csrc/quant_k.c panel_tile): one per
+# 16 output rows x token and scale group, 4 vpdpbusd per 16 values: q6_K's 16-value scales 4; the
+# 32-value scale groups of q4_K/q5_K/iq4_xs 2; q2_K/q3_K's vpdpwssd of two 16-value groups 2
+TILE_SCALES = {"q6_K": 4, "q4_K": 2, "q5_K": 2, "iq4_xs": 2, "q2_K": 2, "q3_K": 2}
+
+
+def vnni_ceilings() -> dict:
+    """{scale multiplies per 16 vpdpbusd: GOP/s of the vpdpbusd work} on every thread (_core.bench_int8
+    with `scales`): the most a tile with that op mix reaches on this CPU; {} without AVX-512 VNNI."""
+    out = {}
+    for sc in sorted({0, *TILE_SCALES.values()}):
+        try:
+            g, instr = _core.bench_int8(1_000_000, 20, scales=sc)
+        except ValueError:
+            return {}
+        if instr != "vpdpbusd":
+            return {}
+        out[sc] = g
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build-dir", default=os.path.join(os.path.dirname(os.path.dirname(HERE)), "llama-build"))
@@ -268,6 +289,7 @@ def main(argv=None) -> int:
     exe = build_peer(a.build_dir, a.exe_dir)
     glmbench.set_num_threads(a.threads)
     ceil = measure_ceilings()
+    vnni = vnni_ceilings()
     cpu_peaks = cpu_ceilings() if a.clock == "cpu" else None
     if cpu_peaks:  # the % columns use the ceilings timed the same way as the cases
         ceil = dict(ceil, fma_gflops=cpu_peaks[0])
@@ -311,9 +333,18 @@ def main(argv=None) -> int:
          "(> 1: glmbench faster); % = of the float32 FMA peak (T > 1; int8 VNNI dot products do 4 multiply-adds per "
          "32-bit lane, so integer GEMMs can pass it) or of the read-only bandwidth (T=1, the format's weight bytes)",
          _t1_cache_note(_l3_bytes()),
+         ("- int8 VNNI ceilings measured in this run (bench_int8, every thread; GOP/s of the vpdpbusd work): "
+          + ", ".join(f"{g:.0f} with {sc} vpmulld per 16 vpdpbusd" if sc else f"{g:.0f} plain" for sc, g in vnni.items())
+          + ". glmbench's K-quant prefill tile applies a scale per 16 rows x token and scale group (csrc/quant_k.c "
+          "panel_tile), "
+          + ", ".join(f"{f} {n}" for f, n in TILE_SCALES.items())
+          + " per 16 vpdpbusd; where the multiplies share the dot-product pipes (Zen 4) that op mix caps the tile "
+          "below the plain peak: 'tile %' is glmbench's rate against its format's capped ceiling, ggml's against "
+          "the plain one" if vnni else "- int8 VNNI ceilings: not measured (no AVX-512 VNNI in this build)"),
          f"- command: python bench/bench_ggml_peer.py {' '.join(sys.argv[1:] if argv is None else argv)}", "",
-         "| case | ggml buffer | glmbench | ggml | ratio | glmbench GFLOP/s (% ceiling) | ggml GFLOP/s (% ceiling) |",
-         "|---|---|---|---|---|---|---|"]
+         "| case | ggml buffer | glmbench | ggml | ratio | glmbench GFLOP/s (% ceiling) | ggml GFLOP/s (% ceiling) "
+         "| VNNI tile %: glmbench / ggml |",
+         "|---|---|---|---|---|---|---|---|"]
     for name, where, tg, tc, flops in rows:
         if "T=1 " in name:
             fmt = name.split()[1] if name.startswith("linear") else name.split()[2]
@@ -321,8 +352,13 @@ def main(argv=None) -> int:
             pg, pc = f"{nbytes / tg / 1e9 / rbw:.0%} rd bw", f"{nbytes / tc / 1e9 / rbw:.0%} rd bw"
         else:
             pg, pc = f"{flops / tg / 1e9 / fma:.0%} FMA", f"{flops / tc / 1e9 / fma:.0%} FMA"
+        tile = "–"
+        fmt = name.split()[1] if name.startswith("linear") else ""
+        if vnni and "T=1 " not in name and fmt in TILE_SCALES:
+            tile = (f"{flops / tg / 1e9 / vnni[TILE_SCALES[fmt]]:.0%} of {vnni[TILE_SCALES[fmt]]:.0f} / "
+                    f"{flops / tc / 1e9 / vnni[0]:.0%} of {vnni[0]:.0f}")
         L.append(f"| {name} | {where} | {tg * 1e3:.3f} ms | {tc * 1e3:.3f} ms | {tc / tg:.2f}x | "
-                 f"{flops / tg / 1e9:.1f} ({pg}) | {flops / tc / 1e9:.1f} ({pc}) |")
+                 f"{flops / tg / 1e9:.1f} ({pg}) | {flops / tc / 1e9:.1f} ({pc}) | {tile} |")
     if not dram:
         text = "\n".join(L) + "\n"
         print(text)

@@ -31,6 +31,9 @@ int gb_bench_fma(int64_t iters, int reps, double *gflops, int *vector_bits);
  * vpdpbusd (16 chains x 64 multiply-adds per iteration), 1 = AVX2 vpmaddubsw + vpmaddwd + vpaddd
  * (12 chains x 32 per iteration). GB_EVALUE where neither is compiled in. */
 int gb_bench_int8(int64_t iters, int reps, double *gops, int *kind);
+/* the VNNI ceiling with `scales` (0..8) vpmulld per 16 vpdpbusd (GOP/s of the vpdpbusd work only);
+ * GB_EVALUE without AVX-512 VNNI or with scales out of range */
+int gb_bench_int8_scaled(int64_t iters, int reps, int scales, double *gops);
 /* gb_bench_int8 on VNNI builds (vpdpbusd); GB_EVALUE on others */
 int gb_bench_vnni(int64_t iters, int reps, double *gops);
 

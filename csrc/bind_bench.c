@@ -80,13 +80,17 @@ static PyObject *py_bench_fma(PyObject *self, PyObject *args, PyObject *kw) {
 }
 
 static PyObject *py_bench_int8(PyObject *self, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"iters", "reps", NULL};
+    static char *kwlist[] = {"iters", "reps", "scales", NULL};
     long long iters;
-    int reps, st, kind = 0;
+    int reps, st, kind = 0, scales = 0;
     double g = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "Li:bench_int8", kwlist, &iters, &reps)) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "Li|i:bench_int8", kwlist, &iters, &reps, &scales)) return NULL;
     Py_BEGIN_ALLOW_THREADS
-    st = gb_bench_int8(iters, reps, &g, &kind);
+    if (scales) {
+        st = gb_bench_int8_scaled(iters, reps, scales, &g);
+        kind = 2;
+    } else
+        st = gb_bench_int8(iters, reps, &g, &kind);
     Py_END_ALLOW_THREADS
     if (st != GB_OK) return gb_raise_status(st);
     return Py_BuildValue("(ds)", g, kind == 2 ? "vpdpbusd" : "vpmaddubsw");
@@ -106,5 +110,7 @@ PyMethodDef gb_bench_methods[] = {
     {"bench_int8", (PyCFunction)(void (*)(void))py_bench_int8, METH_VARARGS | METH_KEYWORDS,
      "bench_int8(iters, reps) -> (gops, instruction): register-resident int8 dot-product loop on every thread; "
      "instruction 'vpdpbusd' (AVX-512 VNNI: 16 chains x 64 multiply-adds per iteration) or 'vpmaddubsw' (AVX2: "
-     "vpmaddubsw + vpmaddwd + vpaddd, 12 chains x 32 per iteration); ValueError with neither"},
+     "vpmaddubsw + vpmaddwd + vpaddd, 12 chains x 32 per iteration); ValueError with neither. scales=S (1..8, "
+     "AVX-512 VNNI only): S vpmulld + vpaddd per 16 vpdpbusd beside them, the K-quant prefill tile's scale "
+     "multiplies; GOP/s of the vpdpbusd work only (the tile's ceiling)"},
     {NULL, NULL, 0, NULL}};

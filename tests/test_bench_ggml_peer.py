@@ -17,3 +17,11 @@ def test_t1_note_follows_the_cache_size():
     assert "are larger than it" in mid and "partly fit in it" in mid
     big = b._t1_cache_note(256 << 20)
     assert big.count("stay in it between calls (cache-resident)") == 2 and "DRAM" not in big.split(".")[0]
+
+
+def test_vnni_ceilings_cover_every_tile_mix():
+    """The tile ceilings: one per scale-multiply count the K-quant tile uses, plus the plain peak."""
+    v = b.vnni_ceilings()
+    if not v:  # no AVX-512 VNNI in this build
+        return
+    assert set(v) == {0, *b.TILE_SCALES.values()} and all(g > 0 for g in v.values())

@@ -77,6 +77,22 @@ def test_bench_counts_are_bounded():
             call()
 
 
+def test_bench_int8_scales_are_bounded_and_vnni_only():
+    """bench_int8(scales=S): S vpmulld per 16 vpdpbusd (the K-quant tile's op mix), 1..8, AVX-512 VNNI only."""
+    from glmbench.core._loader import _core
+    for bad in (-1, 9, 2**31 - 1):
+        with pytest.raises(ValueError, match="scales must be 0..8"):
+            _core.bench_int8(1000, 1, scales=bad)
+    with pytest.raises(ValueError, match="bench: need"):
+        _core.bench_int8(2**62, 1, scales=2)
+    try:
+        gops, instr = _core.bench_int8(1000, 2, scales=4)
+    except ValueError as e:  # a build without AVX-512 VNNI
+        assert "needs AVX-512 VNNI" in str(e)
+        return
+    assert instr == "vpdpbusd" and gops > 0
+
+
 def test_bench_int8_names_its_instruction():
     """The int8 ceiling exists on AVX2-only CPUs too (vpmaddubsw + vpmaddwd), and says which it is."""
     from glmbench.core._loader import _core
