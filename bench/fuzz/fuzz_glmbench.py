@@ -526,7 +526,8 @@ def t_bench(R):
         if R.random() < 0.3:
             return "bench_vnni", [int(R.choice([1, 10, 1000])), int(R.integers(1, 3))], {}
         if R.random() < 0.3:
-            return "bench_int8", [int(R.choice([1, 10, 1000])), int(R.integers(1, 3))], {}
+            kw = {"scales": int(R.choice([0, 1, 2, 4, 8, 9, -1]))} if R.random() < 0.5 else {}
+            return "bench_int8", [int(R.choice([1, 10, 1000])), int(R.integers(1, 3))], kw
         if R.random() < 0.3:
             return "bench_bf16dot", [int(R.choice([1, 10, 1000])), int(R.integers(1, 3))], {}
         return "bench_fma", [int(R.choice([1, 10, 1000])), int(R.integers(1, 3))], {}
