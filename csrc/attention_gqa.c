@@ -627,7 +627,7 @@ void gb_attn_tile_lanes(const float *qT, int64_t nr, int64_t dk, const float *k,
                         float softcap, float *m, float *l, float *o, float *sbuf) {
     int64_t r0, r1; /* rows that see a key of this tile: [r0, r1) */
     if (!lanes_rows(nr, nt, t0, lim, lo, &r0, &r1)) return;
-    float *sT = sbuf, *alpha = sbuf + GB_ATTN_TILE * GB_ATTN_LANES;
+    float *sT = sbuf, *alpha = sbuf + GB_ATTN_LANES_TILE * GB_ATTN_LANES;
     scores_lanes(qT, r1, dk, k, ks, nt, sT);
     if (softcap > 0.0f) /* Gemma 2: cap * tanh(s / cap) on the scaled logits, before the mask */
         for (int64_t j = 0; j < nt; j++)
@@ -821,7 +821,7 @@ void gb_attn_tile_lanes(const float *qT, int64_t nr, int64_t dk, const float *k,
                         float softcap, float *m, float *l, float *o, float *sbuf) {
     int64_t r0, r1; /* rows that see a key of this tile: [r0, r1) */
     if (!lanes_rows(nr, nt, t0, lim, lo, &r0, &r1)) return;
-    float *sT = sbuf, *alpha = sbuf + GB_ATTN_TILE * GB_ATTN_LANES;
+    float *sT = sbuf, *alpha = sbuf + GB_ATTN_LANES_TILE * GB_ATTN_LANES;
     const int64_t z0 = r0 / 8, z1 = (r1 + 7) / 8;
     scores_lanes_avx2(qT, z0, z1, dk, k, ks, nt, sT);
     if (softcap > 0.0f) /* Gemma 2: cap * tanh(s / cap) on the scaled logits, before the mask */
@@ -1471,13 +1471,14 @@ int gb_gqa_attention_sk(const gb_kvcache *c, int64_t layer, const float *q, int6
     const int f16t = T == 1 && gb_gqa_f16_tile_ok() && softcap == 0.0f &&
                      (((c->fmt == GB_F16 || c->fmt == GB_BF16) && Dh % 8 == 0 && Dv % 16 == 0) ||
                       ((c->fmt == GB_Q8_0 || c->fmt == GB_Q4_0) && Dh % 32 == 0 && Dv % 32 == 0));
-    const int64_t sfl = (lanes ? GB_ATTN_LANES : rblk) * (GB_ATTN_TILE + 1);
+    const int64_t sfl = lanes ? GB_ATTN_LANES * (GB_ATTN_LANES_TILE + 1) : rblk * (GB_ATTN_TILE + 1);
 #pragma omp parallel num_threads(nw < nth ? (int)nw : nth) if (T * Hq * span * (Dh + Dv) >= GB_ATTN_PAR_MIN)
     {
         float *qs = (float *)gb_ws_malloc((size_t)(rblk * Dh) * sizeof(float));
         float *sbuf = (float *)gb_ws_malloc((size_t)(f16t && GB_ATTN_F16_SBUF(rblk) > sfl ? GB_ATTN_F16_SBUF(rblk) : sfl) * sizeof(float));
-        float *kbuf = f16t ? NULL : (float *)gb_ws_malloc((size_t)(GB_ATTN_TILE * Dh) * sizeof(float));
-        float *vbuf = f16t ? NULL : (float *)gb_ws_malloc((size_t)(GB_ATTN_TILE * Dv) * sizeof(float));
+        const int64_t tl = lanes ? GB_ATTN_LANES_TILE : GB_ATTN_TILE; /* keys per tile */
+        float *kbuf = f16t ? NULL : (float *)gb_ws_malloc((size_t)(tl * Dh) * sizeof(float));
+        float *vbuf = f16t ? NULL : (float *)gb_ws_malloc((size_t)(tl * Dv) * sizeof(float));
         uint16_t *qb = g8_dp ? (uint16_t *)gb_ws_malloc((size_t)(rblk * Dh) * sizeof(uint16_t)) : NULL;
         float *qT = lanes ? (float *)gb_ws_malloc((size_t)(GB_ATTN_LANES_BLOCK * Dh) * sizeof(float)) : NULL;
         int ok = qs && sbuf && ((kbuf && vbuf) || f16t) && (!g8_dp || qb) && (!lanes || qT);
@@ -1525,7 +1526,7 @@ int gb_gqa_attention_sk(const gb_kvcache *c, int64_t layer, const float *q, int6
             }
 #endif
             while (t < t1) {
-                const int64_t n = gb_attn_tile_len(t, t1, bs);
+                const int64_t n = gb_attn_tile_len_max(t, t1, bs, tl);
 #if GB_ATTN_F16_AVX2
                 if (f16t) { /* the next tile's K and V rows prefetched from inside this one's micro-kernels */
                     /* one tile ahead: 1 thread, Qwen3-32B's heads, Zen 3, in-process A/B of builds
@@ -1553,14 +1554,14 @@ int gb_gqa_attention_sk(const gb_kvcache *c, int64_t layer, const float *q, int6
                 }
 #endif
                 if (t == t0) /* the pipeline's first tile */
-                    for (int64_t u = t; u < t1 && u < t + GB_ATTN_TILE; u++) {
+                    for (int64_t u = t; u < t1 && u < t + tl; u++) {
                         __builtin_prefetch(gb_kvcache_k_ptr(c, layer, h, u), 0, 2);
                         __builtin_prefetch(gb_kvcache_v_ptr(c, layer, h, u), 0, 2);
                     }
                 /* keep GB_ATTN_PF_TILES tiles in flight: at the first tile ask for all of them, then
                  * for the one GB_ATTN_PF_TILES ahead */
                 for (int64_t a = 1, u = t + n; a <= GB_ATTN_PF_TILES && u < t1; a++) {
-                    const int64_t nu = gb_attn_tile_len(u, t1, bs);
+                    const int64_t nu = gb_attn_tile_len_max(u, t1, bs, tl);
                     if (a == GB_ATTN_PF_TILES || t == t0) {
                         gb_attn_prefetch(gb_kvcache_k_ptr(c, layer, h, u), nu * c->k_row_bytes);
                         gb_attn_prefetch(gb_kvcache_v_ptr(c, layer, h, u), nu * c->v_row_bytes);

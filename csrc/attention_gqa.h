@@ -36,9 +36,24 @@ void gb_attn_tile_ex(const float *q, int64_t nr, int64_t dk, const float *k, int
 /* ---- rows in lanes (AVX-512 and AVX2 + FMA + F16C builds: GB_ATTN_HAVE_LANES) ----
  * gb_attn_tile_ex for up to GB_ATTN_LANES rows with the queries given transposed, qT[dk][GB_ATTN_LANES]
  * (gb_attn_lanes_pack; lanes past nr zero): the prefill tile as an outer-product GEMM, the softmax
- * lane-parallel over rows. Same contract as gb_attn_tile_ex otherwise (nt <= GB_ATTN_TILE);
- * sbuf: GB_ATTN_LANES * (GB_ATTN_TILE + 1) floats. */
+ * lane-parallel over rows. Same contract as gb_attn_tile_ex otherwise (nt <= GB_ATTN_LANES_TILE, below);
+ * sbuf: GB_ATTN_LANES * (GB_ATTN_LANES_TILE + 1) floats. */
 #define GB_ATTN_LANES 64
+/* Keys per rows-in-lanes tile (callers of gb_attn_tile_lanes pass nt <= this; sbuf then
+ * GB_ATTN_LANES * (GB_ATTN_LANES_TILE + 1) floats). AVX-512: 64, twice the other tiles' 32: the
+ * output rows (MLA: 128 KB per 64 rows) rescaled, read and written once per 64 keys, and half the
+ * softmax passes. Zen 4, 2 threads, T = 512, f16 cache, alternating builds
+ * (bench/bench_attention_prefill.py): MLA at 16K 1855-1870 -> 1791-1822 ms (85 -> 87-88% of the f32
+ * FMA peak), at 4K 521-525 -> 503-504 ms; GQA at 16K 1530-1596 -> 1484-1525 ms, at 4K 407-408 ->
+ * 379-386 ms; 128 keys no faster than 64. AVX2 builds keep 32 (their score kernel's dim chunks are
+ * sized for a 32-key tile in L1; not measured). */
+#ifndef GB_ATTN_LANES_TILE
+#ifdef __AVX512F__
+#define GB_ATTN_LANES_TILE 64
+#else
+#define GB_ATTN_LANES_TILE GB_ATTN_TILE
+#endif
+#endif
 /* Rows per prefill work item on that path (whole multiples of GB_ATTN_LANES): each cache tile is
  * decoded to float32 once per work item, so more rows share that pass. */
 #define GB_ATTN_LANES_BLOCK 128
@@ -107,13 +122,16 @@ static inline void gb_attn_pf_step(const char **p, const char *end, int64_t n) {
  * is 8-16 KB of a block). */
 void gb_attn_prefetch(const void *p, int64_t bytes);
 
-/* Tokens in the tile that starts at t: up to GB_ATTN_TILE, never past t1 or the end of t's block
- * (0 when t >= t1). */
-static inline int64_t gb_attn_tile_len(int64_t t, int64_t t1, int64_t block_size) {
+/* Tokens in the tile that starts at t: up to max (GB_ATTN_TILE; the rows-in-lanes tile's
+ * GB_ATTN_LANES_TILE), never past t1 or the end of t's block (0 when t >= t1). */
+static inline int64_t gb_attn_tile_len_max(int64_t t, int64_t t1, int64_t block_size, int64_t max) {
     int64_t n = t1 - t, inblk = block_size - t % block_size;
-    if (n > GB_ATTN_TILE) n = GB_ATTN_TILE;
+    if (n > max) n = max;
     if (n > inblk) n = inblk;
     return n > 0 ? n : 0;
+}
+static inline int64_t gb_attn_tile_len(int64_t t, int64_t t1, int64_t block_size) {
+    return gb_attn_tile_len_max(t, t1, block_size, GB_ATTN_TILE);
 }
 
 /* Multiply-adds below which an attention call runs on one thread: starting a team and meeting at its

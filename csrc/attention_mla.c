@@ -933,10 +933,11 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
 #pragma omp parallel num_threads(nw < nth ? (int)nw : nth) if (nr * L * (Dq + R) >= (par_rows ? GB_MLA_PAR_ROWS_MIN : GB_ATTN_PAR_MIN))
     {
         /* scores, alpha and (bf16) the packed p pairs */
-        int64_t sfl = (lanes ? GB_ATTN_LANES : rblk) * (GB_ATTN_TILE + 1 + GB_ATTN_TILE / 2);
+        int64_t sfl = lanes ? GB_ATTN_LANES * (GB_ATTN_LANES_TILE + 1) : rblk * (GB_ATTN_TILE + 1 + GB_ATTN_TILE / 2);
         if (f16t && sfl < GB_ATTN_F16_SBUF(rblk)) sfl = GB_ATTN_F16_SBUF(rblk);
         float *sbuf = (float *)gb_ws_aligned_alloc(64, (size_t)sfl * sizeof(float));
-        float *kbuf = bf16 || (f16t && !widen) ? NULL : (float *)gb_ws_malloc((size_t)(GB_ATTN_TILE * Dq) * sizeof(float));
+        const int64_t tile = lanes ? GB_ATTN_LANES_TILE : GB_ATTN_TILE; /* keys per tile */
+        float *kbuf = bf16 || (f16t && !widen) ? NULL : (float *)gb_ws_malloc((size_t)(tile * Dq) * sizeof(float));
         float *qT = lanes ? (float *)gb_ws_malloc((size_t)(GB_MLA_LANES_BLOCK * Dq) * sizeof(float)) : NULL;
         int ok = sbuf && (bf16 || (f16t && !widen) || kbuf) && (!lanes || qT);
         if (!ok) {
@@ -966,7 +967,7 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
 #endif
             while (t < t1) {
                 int64_t n = t1 - t, inblk = bs - t % bs;
-                if (n > GB_ATTN_TILE) n = GB_ATTN_TILE;
+                if (n > tile) n = tile;
                 if (n > inblk) n = inblk;
                 const void *pf = NULL;
                 int64_t pf_bytes = 0;
@@ -976,7 +977,7 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
                      * on its few miss buffers, and the tiles ran as if the cache rows were not
                      * prefetched at all. In-process A/B, GLM-4.7-Flash decode (cold kv_b and
                      * cache): 1K 0.65 -> 0.63 ms, 4K 1.25-1.33 -> 1.13-1.20, 32K 5.7 -> 4.7. */
-                    int64_t nn = t1 - t - n < GB_ATTN_TILE ? t1 - t - n : GB_ATTN_TILE, ib = bs - (t + n) % bs;
+                    int64_t nn = t1 - t - n < tile ? t1 - t - n : tile, ib = bs - (t + n) % bs;
                     if (nn > ib) nn = ib;
                     pf = gb_kvcache_k_ptr(c, layer, 0, t + n);
                     pf_bytes = nn * c->k_row_bytes;
