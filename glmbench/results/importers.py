@@ -257,7 +257,7 @@ def _detect_json(s, path, first_line) -> str:
 # "IQ4_XS - 4.25 bpw", "all F32", "MXFP4 MoE", "IQ3_S mix - 3.66 bpw") -> the ftype ("Q4_K_M").
 # ik_llama.cpp prints its own types the same way ("IQ4_KS - 4.25 bpw").
 _FTYPE_SIZE = {"small": "S", "medium": "M", "large": "L", "extra small": "XS", "extra large": "XL"}
-_FTYPE_SPECIAL = {"q2_k - medium": "mix:Q2_K", "iq3_s mix": "IQ3_M", "mxfp4 moe": "MXFP4_MOE", "all f32": "F32"}
+_FTYPE_SPECIAL = {"iq3_s mix": "IQ3_M", "mxfp4 moe": "MXFP4_MOE", "all f32": "F32"}
 _QUANT_RE = re.compile(r"(?<![a-z0-9])((?:ud[-_])?(?:i?q\d(?:_(?:\d|k|s|m|l|xs|xxs|xl|nl|ks|kt|kss|kl|r4|r8))*)"
                        r"|bf16|f16|f32|mxfp4(?:_moe)?)(?![a-z0-9])", re.I)
 
@@ -2159,5 +2159,5 @@ _READERS = {
     "batched-bench-jsonl": _read_batched_jsonl,
     "vllm": _read_vllm,
     "sglang": _read_sglang,
-    "scoreboard-csv": lambda text, ctx: _read_scoreboard_csv(text, ctx),
+    "scoreboard-csv": _read_scoreboard_csv,
 }
