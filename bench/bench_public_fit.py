@@ -224,7 +224,7 @@ def _write_profile(rt, fit, start, r):
         srcs[f"kernels.{k}" if k not in jf.OVERHEADS else k] = (
             f"fitted jointly to {len(fit.points)} public points of {rt} (glmbench/data/public/, docs/SOURCES.md)")
     d["sources"] = srcs
-    path = os.path.join(cm._RUNTIME_DIR, rt + ".json")
+    path = os.path.join(rtm._RUNTIME_DIR, rt + ".json")
     cm.runtime_from_dict(d, where=path)
     rec.atomic_write_text(path, json.dumps(d, indent=1) + "\n")
 

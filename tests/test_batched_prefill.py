@@ -9,6 +9,7 @@ import os
 import pytest
 
 from glmbench.predict import costmodel as cm
+from glmbench.predict import runtime as runtime_mod
 from glmbench.predict import hardware as hw
 
 RIG = hw.Rig(hw.get_gpu("rtx-3090"), 1)
@@ -110,7 +111,7 @@ def test_bench_script_predicts_held_out_points(tmp_path, monkeypatch):
         + BATCHED)
     monkeypatch.setattr(mod, "SOURCES", {"t": dict(file="llama-3.1-8b-q4_0_rtx3090_batched.md", runtime="llama.cpp",
                                                    url="https://example.org/t", date="2026-01-01", command="c", note="n")})
-    runtime_before = {f: os.path.getmtime(os.path.join(cm._RUNTIME_DIR, f)) for f in os.listdir(cm._RUNTIME_DIR)}
+    runtime_before = {f: os.path.getmtime(os.path.join(runtime_mod._RUNTIME_DIR, f)) for f in os.listdir(runtime_mod._RUNTIME_DIR)}
     out = tmp_path / "out"
     out.mkdir()
     assert mod.main([str(src), "--out", str(out)]) == 0
@@ -139,7 +140,7 @@ def test_bench_script_predicts_held_out_points(tmp_path, monkeypatch):
     assert mod.main(["--records", str(next(out.glob("*.json"))), "--out", str(out2)]) == 0
     again = json.loads(next(out2.glob("*.json")).read_text())["records"]
     assert [r["predicted"] for r in again] == [r["predicted"] for r in recs]
-    assert runtime_before == {f: os.path.getmtime(os.path.join(cm._RUNTIME_DIR, f)) for f in os.listdir(cm._RUNTIME_DIR)}
+    assert runtime_before == {f: os.path.getmtime(os.path.join(runtime_mod._RUNTIME_DIR, f)) for f in os.listdir(runtime_mod._RUNTIME_DIR)}
     # a folder without the file: one error naming it
     monkeypatch.setattr(mod, "SOURCES", {"t": dict(file="missing.md", runtime="llama.cpp", url="u", date="d",
                                                    command="c", note="n")})

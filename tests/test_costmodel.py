@@ -1,10 +1,12 @@
 import json
 import math
+import os
 
 import pytest
 
 from glmbench.models import configs
 from glmbench.predict import costmodel as cm
+from glmbench.predict import runtime as runtime_mod
 from glmbench.predict import hardware as hw
 
 GIB = 2 ** 30
@@ -411,7 +413,7 @@ def test_runtime_profiles(tmp_path):
     assert t.launch_overhead and 0 < t.memory_efficiency["attention"] < 1 and t.sources
     i = cm.load_runtime("ideal")
     assert not i.launch_overhead and set(i.compute_efficiency.values()) == {1.0}
-    good = json.loads(open(cm.os.path.join(cm._RUNTIME_DIR, "typical.json")).read())
+    good = json.loads(open(os.path.join(runtime_mod._RUNTIME_DIR, "typical.json")).read())
     p = tmp_path / "mine.json"
     p.write_text(json.dumps({**good, "name": "mine"}))
     assert cm.load_runtime(str(p)).name == "mine"

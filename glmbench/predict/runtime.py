@@ -6,7 +6,12 @@
     runtime.describe("ik_llama.cpp")              # what it models, its options, its fit and error
     runtime.from_record(rec)                      # the runtime model a measured record ran on
 
-A runtime model is a runtime profile (costmodel.RuntimeProfile, data/runtime/<name>.json) with a
+This module owns the runtime profiles: RuntimeProfile (how a runtime uses the hardware: efficiencies
+per op class, the kernel table, overheads, options), the JSON schema data/runtime/*.json and
+data/calibrated/*.json follow (runtime_from_dict) and loading by name or path (load_runtime). The cost
+model (glmbench.predict.costmodel) prices a step under one; it re-exports these names.
+
+A runtime model is a runtime profile (RuntimeProfile, data/runtime/<name>.json) with a
 kernel table (glmbench.predict.kernels: which kernel each op runs, how fast) fitted to published
 results (glmbench.predict.jointfit, bench/bench_public_fit.py) and a list of the options its users
 set: `fa` (llama-bench -fa 0|1), `ubatch` (-ub N / vLLM's max_num_batched_tokens), `mla`
@@ -18,25 +23,439 @@ has; a name that is no runtime is one ValueError naming those there are.
 """
 from __future__ import annotations
 
+import dataclasses
+import functools
+import json
+import os
 import re
+from dataclasses import dataclass, field
 
-from glmbench.predict import costmodel as cm
+from glmbench import vocab
+from glmbench.predict import hardware
+from glmbench.predict import kernels as kn
 
+_RUNTIME_DIR = os.path.join(vocab.DATA_DIR, "runtime")
+CLASSES = ("matmul", "attention", "vector")   # the op classes of a profile's efficiencies
+MLA_STRATEGIES = vocab.MLA_STRATEGIES
+EXPERT_ROUTING = ("uniform", "fewest")     # RuntimeProfile.expert_routing (costmodel.expected_distinct_experts)
+
+
+# ---- runtime profiles ------------------------------------------------------------------------------
+BAND_CLASSES = ("dense", "moe", "mla")   # the model classes of a runtime model's error bands (band_class)
+
+
+def band_class(cfg) -> str:
+    """A model's class for a runtime model's error bands (RuntimeProfile.cv_band; the public fit's
+    cv_bands): "mla" (MLA attention, whatever its MLP), "moe" (the other models with routed experts),
+    else "dense"."""
+    if getattr(cfg, "attention", None) == "mla":
+        return "mla"
+    return "moe" if getattr(cfg, "n_routed_experts", 0) else "dense"
+
+
+@dataclass(frozen=True)
+class RuntimeProfile:
+    """How a runtime uses the hardware: efficiencies per op class (compute and memory, each in
+    (0, 1]) and, for calibrated profiles (glmbench.predict.calibrate), what replaces the counted
+    kernel launches and what the measurements say about particular kernels:
+
+      mla_attention_efficiency  {strategy: e}: the memory efficiency of MLA attention run as that
+                                strategy (replaces memory_efficiency.attention for MLA models)
+      kv_attention_efficiency   {kv format: f}: a factor in (0, 1] on the attention efficiencies
+                                (compute and memory) over a cache in that format (quantized-cache
+                                kernels that dequantize in the inner loop run slower)
+      step_overhead_us          fixed seconds per pass (a decode step or a prefill ubatch) per card
+      layer_overhead_us         fixed seconds per layer per pass
+      link_efficiency           the fraction of the rig's link bandwidth transfers reach
+
+    Their defaults ({}, 0, 0, 1) leave a profile's predictions as they were without them.
+    `calibration` holds what a fit recorded (sources, points, residuals, errors).
+
+    Runtime models (data/runtime/llama.cpp.json, ...; glmbench.predict.runtime) add what the
+    runtime's kernels do (glmbench.predict.kernels):
+
+      kernels            {"<path>[.<family>]:compute|memory": e, ...}: efficiencies per kernel path
+                         and weight-type family (empty: the per-class efficiencies)
+      quantized_prefill  "mmq" | "dequant_cublas": the path of quantized weights x a batch
+      prefill_paths      {family: path}: where a family takes another path
+      flash_attn         flash attention (-fa 1) or materialized attention (-fa 0)
+      moe_kernel         "mmid" (llama.cpp mul_mat_id) | "fused_moe" (vLLM)
+      attention_kernel   "default" | "paged_attn" (vLLM)
+      mla_strategy       the MLA strategy the runtime runs (None: the Setup's)
+      mla_prefill        "auto" (the cheaper of expand-once and the strategy) | "expand" | "strategy"
+      cublas_acc16       f16 cuBLAS GEMMs at the card's f16-accumulate peak (llama.cpp: CUBLAS_COMPUTE_16F)
+      kernel_overhead_us fixed microseconds per kernel of the cost model's structural count (launch and
+                         tail of each kernel under the runtime's graphs) at the reference clock; on a
+                         card it scales as kernels.clock_scale (latency is clock cycles)
+      pipeline_overlap   the share of the layer-split prefill pipeline's overlap the runtime realizes (1: the
+                         exact schedule; 0: cards one after another)
+      expert_routing     "uniform": a batch of MoE tokens touches the experts uniform routing (or the
+                         Setup's expert_skew) leaves distinct (expected_distinct_experts); "fewest": the
+                         fewest a batch can touch, top_k (fewest_distinct_experts; `ideal`: a bound)
+      memory_fraction    the share of each card's memory the runtime may fill (weights, activations,
+                         KV cache, its reserve): vLLM's --gpu-memory-utilization (0.9); 1 for llama.cpp
+      options            the options a user may set ({name: {"values": {v: {field: value}}} or
+                         {"field": f, "min": n}}) and `option_values` those applied (with_options)
+
+    Their defaults leave `ideal` and `typical` as they were."""
+    name: str
+    compute_efficiency: dict = field(compare=False)
+    memory_efficiency: dict = field(compare=False)
+    launch_overhead: bool = True
+    overhead_gib_per_card: float = 0.0
+    n_ubatch: int = 512
+    quantized_matmul: str = "int8"        # dtype whose peak bounds quantized-weight matmuls
+    embeddings_on_host: bool = True
+    description: str = field(default="", compare=False)
+    sources: dict = field(default_factory=dict, compare=False)
+    mla_attention_efficiency: dict = field(default_factory=dict, compare=False)
+    kv_attention_efficiency: dict = field(default_factory=dict, compare=False)
+    step_overhead_us: float = 0.0
+    layer_overhead_us: float = 0.0
+    link_efficiency: float = 1.0
+    calibration: dict = field(default_factory=dict, compare=False)
+    kernels: dict = field(default_factory=dict)
+    quantized_prefill: str = "mmq"
+    prefill_paths: dict = field(default_factory=dict)
+    flash_attn: bool = True
+    moe_kernel: str = "mmid"
+    attention_kernel: str = "default"
+    mla_strategy: str | None = None
+    mla_prefill: str = "auto"
+    cublas_acc16: bool = False
+    pipeline_overlap: float = 1.0
+    kernel_overhead_us: float = 0.0
+    expert_routing: str = "uniform"
+    memory_fraction: float = 1.0
+    options: dict = field(default_factory=dict, compare=False)
+    option_values: dict = field(default_factory=dict)
+
+    def __hash__(self):
+        return hash((self.name, tuple(sorted(self.compute_efficiency.items())),
+                     tuple(sorted(self.memory_efficiency.items())), self.launch_overhead,
+                     self.overhead_gib_per_card, self.n_ubatch, self.quantized_matmul, self.embeddings_on_host,
+                     tuple(sorted(self.mla_attention_efficiency.items())),
+                     tuple(sorted(self.kv_attention_efficiency.items())), self.step_overhead_us,
+                     self.layer_overhead_us, self.link_efficiency, tuple(sorted(self.kernels.items())),
+                     self.quantized_prefill, tuple(sorted(self.prefill_paths.items())), self.flash_attn,
+                     self.moe_kernel, self.attention_kernel, self.mla_strategy, self.mla_prefill,
+                     self.cublas_acc16, self.pipeline_overlap, self.kernel_overhead_us, tuple(sorted(self.option_values.items())),
+                     self.expert_routing, self.memory_fraction))
+
+    def with_options(self, **opts) -> "RuntimeProfile":
+        """The profile with runtime options set as a user sets them (`fa=1`, `ubatch=2048`,
+        `mla=3`, `era=...`: those the profile's `options` lists); None values are ignored. An
+        option this runtime does not have, or a value it does not take, is a ValueError naming the
+        runtime and what it has."""
+        opts = {k: v for k, v in opts.items() if v is not None}
+        if not opts:
+            return self
+        base = self.name.split("[", 1)[0]
+        ch: dict = {}
+        applied = dict(self.option_values)
+        for k, v in opts.items():
+            spec = self.options.get(k)
+            if spec is None:
+                have = ", ".join(f"--{n}" for n in self.options) or "none"
+                raise ValueError(f"runtime {base!r} has no option {k!r} (its options: {have})")
+            if "values" in spec:
+                vals = spec["values"]
+                key = str(int(v)) if isinstance(v, bool) else str(v)
+                if key not in vals:
+                    raise ValueError(f"runtime {base!r}: option {k!r} must be one of {', '.join(vals)}, got {v!r}")
+                for f, x in vals[key].items():
+                    if f == "kernels":
+                        ch["kernels"] = {**ch.get("kernels", self.kernels), **x}
+                    else:
+                        ch[f] = x
+                applied[k] = key
+            else:
+                lo = spec.get("min", 1)
+                if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+                    raise ValueError(f"runtime {base!r}: option {k!r} must be a whole number >= {lo}, got {v!r}")
+                ch[spec["field"]] = v
+                applied[k] = str(v)
+        name = base + ("[" + ",".join(f"{k}={v}" for k, v in applied.items()) + "]" if applied else "")
+        return dataclasses.replace(self, name=name, option_values=applied, **ch)
+
+    @property
+    def calibrated(self) -> bool:
+        return bool(self.calibration)
+
+    @property
+    def cv_error(self):
+        """The leave-one-out mean absolute percentage error of a calibrated profile (a fraction),
+        or None for a profile that was not fitted."""
+        v = self.calibration.get("loo_mape") if self.calibration else None
+        return float(v) if isinstance(v, (int, float)) else None
+
+    def cv_band(self, test: str, cfg=None):
+        """The cross-validated error (a fraction) a prediction of `test` ("tg"/"serve": decode,
+        "pp": prefill) for a model `cfg` carries, or None for a profile that was not fitted.
+        A runtime model fitted to the public set keeps its leave-one-source-out error per test
+        and model class (`cv_bands`: "mla" with MLA attention, "moe" with routed experts, else
+        "dense"; bench/bench_public_fit.py, which also widens a class to the error on the
+        runtime's published points shipped but never fitted), since one runtime can be well known
+        on dense models and barely on MoE or MLA ones (llama.cpp-vulkan: one MoE source; mainline
+        llama.cpp: no MLA source); an MLA model takes the MLA band, else its MLP's class's; where
+        neither is held the runtime's error for the test (all classes) is the band, and a profile
+        calibrated on one user's file has one error (cv_error) for everything."""
+        c = self.calibration or {}
+        key = "decode" if test in ("tg", "serve", "decode") else "prefill" if test in ("pp", "prefill") else None
+        if key is None:
+            return self.cv_error
+        row = (c.get("cv_bands") or {}).get(key) or {}
+        band = None
+        if cfg is not None:
+            # an MLA model: its class's band where the fit kept one, then its MLP's (moe / dense)
+            order = dict.fromkeys([band_class(cfg), "moe" if getattr(cfg, "n_routed_experts", 0) else "dense"])
+            band = next((row[k] for k in order if isinstance(row.get(k), (int, float))), None)
+        if not isinstance(band, (int, float)):
+            band = c.get(f"loso_mape_{key}")
+        return float(band) if isinstance(band, (int, float)) else self.cv_error
+
+    def attention_efficiency(self, cfg, strategy: str, kv: str) -> tuple:
+        """(compute, memory) efficiency of attention for a model, MLA strategy and KV format."""
+        ce, me = self.compute_efficiency["attention"], self.memory_efficiency["attention"]
+        if cfg.attention == "mla" and strategy in self.mla_attention_efficiency:
+            me = self.mla_attention_efficiency[strategy]
+        f = self.kv_attention_efficiency.get(kv, 1.0)
+        return ce * f, me * f
+
+    def to_dict(self) -> dict:
+        """The profile as the JSON fields runtime_from_dict reads."""
+        d = {"name": self.name, "description": self.description,
+             "compute_efficiency": dict(self.compute_efficiency), "memory_efficiency": dict(self.memory_efficiency),
+             "launch_overhead": self.launch_overhead, "overhead_gib_per_card": self.overhead_gib_per_card,
+             "n_ubatch": self.n_ubatch, "quantized_matmul": self.quantized_matmul,
+             "embeddings_on_host": self.embeddings_on_host, "mla_attention_efficiency": dict(self.mla_attention_efficiency),
+             "kv_attention_efficiency": dict(self.kv_attention_efficiency), "step_overhead_us": self.step_overhead_us,
+             "layer_overhead_us": self.layer_overhead_us, "link_efficiency": self.link_efficiency,
+             "sources": dict(self.sources)}
+        if self.kernels or self.options or self.quantized_prefill != "mmq" or not self.flash_attn \
+                or self.moe_kernel != "mmid" or self.attention_kernel != "default" or self.mla_strategy \
+                or self.mla_prefill != "auto" or self.prefill_paths or self.cublas_acc16 or self.pipeline_overlap != 1.0 \
+                or self.kernel_overhead_us:
+            d.update(kernels=dict(self.kernels), quantized_prefill=self.quantized_prefill,
+                     prefill_paths=dict(self.prefill_paths), flash_attn=self.flash_attn, moe_kernel=self.moe_kernel,
+                     attention_kernel=self.attention_kernel, mla_strategy=self.mla_strategy,
+                     mla_prefill=self.mla_prefill, cublas_acc16=self.cublas_acc16,
+                     pipeline_overlap=self.pipeline_overlap, kernel_overhead_us=self.kernel_overhead_us,
+                     options=self.options, option_values=dict(self.option_values))
+        if self.expert_routing != "uniform":
+            d["expert_routing"] = self.expert_routing
+        if self.memory_fraction != 1.0:
+            d["memory_fraction"] = self.memory_fraction
+        if self.calibration:
+            d["calibration"] = self.calibration
+        return d
+
+
+def list_runtimes() -> list[str]:
+    return sorted(f[:-5] for f in os.listdir(_RUNTIME_DIR) if f.endswith(".json"))
+
+
+_CALIBRATED_DIR = os.path.join(vocab.DATA_DIR, "calibrated")
+
+
+def list_calibrated() -> list[str]:
+    """The calibrated profiles shipped with glmbench (data/calibrated/*.json, fitted by
+    `glmbench calibrate` to the measurements in data/measured/), usable by name."""
+    if not os.path.isdir(_CALIBRATED_DIR):
+        return []
+    return sorted(f[:-5] for f in os.listdir(_CALIBRATED_DIR) if f.endswith(".json"))
+
+
+@functools.lru_cache(maxsize=None)
+def _shipped_calibrated(name: str) -> RuntimeProfile:
+    path = os.path.join(_CALIBRATED_DIR, name + ".json")
+    return runtime_from_dict(hardware._read_table(path), where=path)
+
+
+def runtime_from_dict(d: dict, where: str = "runtime") -> RuntimeProfile:
+    vocab.check_table(d, where, required=("name", "compute_efficiency", "memory_efficiency"),
+                      known={"name", "description", "compute_efficiency", "memory_efficiency", "launch_overhead",
+                             "overhead_gib_per_card", "n_ubatch", "quantized_matmul", "embeddings_on_host", "sources",
+                             "mla_attention_efficiency", "kv_attention_efficiency", "step_overhead_us",
+                             "layer_overhead_us", "link_efficiency", "calibration", "kernels",
+                             "quantized_prefill", "prefill_paths", "flash_attn", "moe_kernel", "attention_kernel",
+                             "mla_strategy", "mla_prefill", "cublas_acc16", "pipeline_overlap", "kernel_overhead_us", "options",
+                             "option_values", "expert_routing", "memory_fraction"})
+    effs = {}
+    for k in ("compute_efficiency", "memory_efficiency"):
+        e = d[k]
+        if not isinstance(e, dict):
+            raise ValueError(f"{where}: field `{k}` must be a table of {', '.join(CLASSES)}, got {e!r}")
+        for c in CLASSES:
+            if c not in e:
+                raise ValueError(f"{where}: field `{k}.{c}` is missing")
+            v = e[c]
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1:
+                raise ValueError(f"{where}: field `{k}.{c}` must be in (0, 1], got {v!r}")
+        extra = sorted(set(e) - set(CLASSES))
+        if extra:
+            raise ValueError(f"{where}: field `{k}.{extra[0]}` is not an op class ({', '.join(CLASSES)})")
+        effs[k] = {c: float(e[c]) for c in CLASSES}
+    lo = d.get("launch_overhead", True)
+    if not isinstance(lo, bool):
+        raise ValueError(f"{where}: field `launch_overhead` must be true or false, got {lo!r}")
+    ov = d.get("overhead_gib_per_card", 0.0)
+    if isinstance(ov, bool) or not isinstance(ov, (int, float)) or not 0 <= ov < 1000:
+        raise ValueError(f"{where}: field `overhead_gib_per_card` must be in [0, 1000), got {ov!r}")
+    ub = d.get("n_ubatch", 512)
+    if isinstance(ub, bool) or not isinstance(ub, int) or ub < 1:
+        raise ValueError(f"{where}: field `n_ubatch` must be an integer >= 1, got {ub!r}")
+    qm = d.get("quantized_matmul", "int8")
+    if qm not in hardware.DTYPES:
+        raise ValueError(f"{where}: field `quantized_matmul` must be one of {hardware.DTYPES}, got {qm!r}")
+    eh = d.get("embeddings_on_host", True)
+    if not isinstance(eh, bool):
+        raise ValueError(f"{where}: field `embeddings_on_host` must be true or false, got {eh!r}")
+    name = d["name"]
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"{where}: field `name` must be a non-empty string, got {name!r}")
+
+    def table(key, keys, what):
+        t = d.get(key, {})
+        if not isinstance(t, dict):
+            raise ValueError(f"{where}: field `{key}` must be a table of {what}, got {t!r}")
+        out = {}
+        for k, v in t.items():
+            if k not in keys:
+                raise ValueError(f"{where}: field `{key}.{k}` is not one of {', '.join(keys)}")
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1:
+                raise ValueError(f"{where}: field `{key}.{k}` must be in (0, 1], got {v!r}")
+            out[k] = float(v)
+        return out
+
+    mla = table("mla_attention_efficiency", MLA_STRATEGIES, "MLA strategies")
+    kva = table("kv_attention_efficiency", tuple(vocab.KV_FORMATS), "KV formats")
+    over = {}
+    for k in ("step_overhead_us", "layer_overhead_us"):
+        v = d.get(k, 0.0)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < 1e7:
+            raise ValueError(f"{where}: field `{k}` must be >= 0 (microseconds), got {v!r}")
+        over[k] = float(v)
+    le = d.get("link_efficiency", 1.0)
+    if isinstance(le, bool) or not isinstance(le, (int, float)) or not 0 < le <= 1:
+        raise ValueError(f"{where}: field `link_efficiency` must be in (0, 1], got {le!r}")
+    cal = d.get("calibration", {})
+    if not isinstance(cal, dict):
+        raise ValueError(f"{where}: field `calibration` must be a table, got {cal!r}")
+    kt = kn.check_table(d.get("kernels", {}), where)
+
+    def choice(key, allowed, default):
+        v = d.get(key, default)
+        if v not in allowed:
+            raise ValueError(f"{where}: field `{key}` must be one of {', '.join(map(str, allowed))}, got {v!r}")
+        return v
+    pp = d.get("prefill_paths", {})
+    if not isinstance(pp, dict) or any(f not in kn.FAMILIES or v not in kn.QUANTIZED_PREFILL for f, v in pp.items()):
+        raise ValueError(f"{where}: field `prefill_paths` must map weight families ({', '.join(kn.FAMILIES)}) "
+                         f"to {' or '.join(kn.QUANTIZED_PREFILL)}, got {pp!r}")
+    fa = d.get("flash_attn", True)
+    if not isinstance(fa, bool):
+        raise ValueError(f"{where}: field `flash_attn` must be true or false, got {fa!r}")
+    opts = d.get("options", {})
+    if not isinstance(opts, dict) or any(not isinstance(v, dict) or not ("values" in v or "field" in v)
+                                         for v in opts.values()):
+        raise ValueError(f"{where}: field `options` must map option names to tables with `values` or `field`, "
+                         f"got {opts!r}")
+    optv = d.get("option_values", {})
+    if not isinstance(optv, dict):
+        raise ValueError(f"{where}: field `option_values` must be a table, got {optv!r}")
+    acc = d.get("cublas_acc16", False)
+    if not isinstance(acc, bool):
+        raise ValueError(f"{where}: field `cublas_acc16` must be true or false, got {acc!r}")
+    po = d.get("pipeline_overlap", 1.0)
+    if isinstance(po, bool) or not isinstance(po, (int, float)) or not 0 <= po <= 1:
+        raise ValueError(f"{where}: field `pipeline_overlap` must be in [0, 1], got {po!r}")
+    ko = d.get("kernel_overhead_us", 0.0)
+    if isinstance(ko, bool) or not isinstance(ko, (int, float)) or not 0 <= ko < 1e4:
+        raise ValueError(f"{where}: field `kernel_overhead_us` must be >= 0 (microseconds per kernel), got {ko!r}")
+    mf = d.get("memory_fraction", 1.0)
+    if isinstance(mf, bool) or not isinstance(mf, (int, float)) or not 0 < mf <= 1:
+        raise ValueError(f"{where}: field `memory_fraction` must be in (0, 1] (the share of each card's memory "
+                         f"the runtime may use), got {mf!r}")
+    kw = dict(kernels=kt, cublas_acc16=acc, memory_fraction=float(mf), pipeline_overlap=float(po), kernel_overhead_us=float(ko), quantized_prefill=choice("quantized_prefill", kn.QUANTIZED_PREFILL, "mmq"),
+              prefill_paths=dict(pp), flash_attn=fa,
+              moe_kernel=choice("moe_kernel", ("mmid", "fused_moe"), "mmid"),
+              attention_kernel=choice("attention_kernel", ("default", "paged_attn"), "default"),
+              mla_strategy=choice("mla_strategy", (None,) + tuple(MLA_STRATEGIES), None),
+              mla_prefill=choice("mla_prefill", ("auto", "expand", "strategy"), "auto"),
+              expert_routing=choice("expert_routing", EXPERT_ROUTING, "uniform"),
+              options=opts, option_values=dict(optv))
+    return RuntimeProfile(**kw, name=name, compute_efficiency=effs["compute_efficiency"],
+                          memory_efficiency=effs["memory_efficiency"], launch_overhead=lo,
+                          overhead_gib_per_card=float(ov), n_ubatch=ub, quantized_matmul=qm,
+                          embeddings_on_host=eh, description=str(d.get("description", "")),
+                          sources=dict(d.get("sources", {})), mla_attention_efficiency=mla,
+                          kv_attention_efficiency=kva, link_efficiency=float(le), calibration=dict(cal), **over)
+
+
+@functools.lru_cache(maxsize=None)
+def _builtin_runtime(name: str) -> RuntimeProfile:
+    with open(os.path.join(_RUNTIME_DIR, name + ".json")) as f:
+        return runtime_from_dict(json.load(f), where=name)
+
+
+def load_runtime(src) -> RuntimeProfile:
+    """"ideal" / "typical", a .json/.toml path, a dict, or a RuntimeProfile."""
+    if isinstance(src, RuntimeProfile):
+        return src
+    if isinstance(src, dict):
+        return runtime_from_dict(src)
+    if isinstance(src, (str, os.PathLike)):
+        s = os.fspath(src)
+        if s in list_runtimes():
+            return _builtin_runtime(s)
+        m = re.fullmatch(r"([^\[\]]+)\[([^\[\]]*)\]", s)
+        if m and m.group(1) in list_runtimes():
+            # a runtime model with options, as with_options names it: "llama.cpp[fa=1,ubatch=2048]"
+            opts = {}
+            for part in filter(None, (x.strip() for x in m.group(2).split(","))):
+                k, eq, v = part.partition("=")
+                if not eq:
+                    raise ValueError(f"runtime {s!r}: option {part!r} is not name=value")
+                opts[k.strip()] = int(v) if v.strip().isdigit() and k.strip() == "ubatch" else v.strip()
+            return _builtin_runtime(m.group(1)).with_options(**opts)
+        if s in list_calibrated():
+            return _shipped_calibrated(s)
+        if s.startswith("calibrated:"):
+            # a profile written by calibration; its name records where it came from
+            path = s[len("calibrated:"):]
+            if not os.path.isfile(path) and path in list_calibrated():
+                return _shipped_calibrated(path)
+            if not os.path.isfile(path):
+                raise ValueError(f"calibrated runtime profile {path!r} does not exist "
+                                 f"(shipped: {', '.join(list_calibrated()) or 'none'})")
+            d = hardware._read_table(path)
+            return runtime_from_dict({**d, "name": s} if isinstance(d, dict) else d, where=path)
+        if s.endswith((".json", ".toml")):
+            if not os.path.isfile(s):
+                raise ValueError(f"runtime profile file {s!r} does not exist")
+            return runtime_from_dict(hardware._read_table(s), where=s)
+        raise ValueError(f"unknown runtime profile {s!r}; built-in: {', '.join(list_runtimes() + list_calibrated())}, "
+                         f"calibrated:<file>, or a .json/.toml path")
+    raise TypeError(f"`runtime` must be a name, a path, a dict or a RuntimeProfile, got {type(src).__name__}")
+
+
+# ---- runtime models as users name them ------------------------------------------------------------
 PHYSICS = ("ideal", "typical")
 
 
 def names() -> list[str]:
     """The built-in runtime models (profiles with options; not ideal/typical)."""
-    return [n for n in cm.list_runtimes() if n not in PHYSICS and cm.load_runtime(n).options]
+    return [n for n in list_runtimes() if n not in PHYSICS and load_runtime(n).options]
 
 
-def load(name: str, **options) -> cm.RuntimeProfile:
+def load(name: str, **options) -> RuntimeProfile:
     """A runtime model with options set (None values are ignored): load("llama.cpp", fa=0)."""
     base = str(name).split("[", 1)[0]
-    if base not in cm.list_runtimes():
+    if base not in list_runtimes():
         raise ValueError(f"unknown runtime {base!r}; runtime models: {', '.join(names())} "
                          f"(physics profiles: {', '.join(PHYSICS)})")
-    prof = cm.load_runtime(name)
+    prof = load_runtime(name)
     opts = {k: v for k, v in options.items() if v is not None}
     if opts and not prof.options:
         raise ValueError(f"runtime profile {base!r} takes no options ({', '.join('--' + k for k in opts)}); "
@@ -46,7 +465,7 @@ def load(name: str, **options) -> cm.RuntimeProfile:
 
 def options(name: str) -> dict:
     """{option: what it does and the values it takes} of a runtime model."""
-    prof = cm.load_runtime(str(name).split("[", 1)[0])
+    prof = load_runtime(str(name).split("[", 1)[0])
     out = {}
     for k, spec in prof.options.items():
         vals = list(spec["values"]) if "values" in spec else [f">= {spec.get('min', 1)}"]
@@ -56,7 +475,7 @@ def options(name: str) -> dict:
 
 def describe(name: str) -> str:
     """A few lines: what the runtime model is, its options, what its fit rests on and its error."""
-    prof = cm.load_runtime(str(name).split("[", 1)[0])
+    prof = load_runtime(str(name).split("[", 1)[0])
     L = [f"{prof.name}: {prof.description}"]
     for k, o in options(name).items():
         L.append(f"  --{k} {'|'.join(o['values'])}: {o['doc']}")
@@ -69,7 +488,7 @@ def describe(name: str) -> str:
             cells = [f"{cls} {100 * b[key][cls]:.1f}% ({b[key]['n'][cls]} points"
                      + (f"; {b[key]['held_out'][cls]['n']} published points never fitted: "
                         f"{100 * b[key]['held_out'][cls]['mape']:.1f}%" if (b[key].get("held_out") or {}).get(cls) else "")
-                     + ")" for cls in cm.BAND_CLASSES if b[key].get(cls) is not None]
+                     + ")" for cls in BAND_CLASSES if b[key].get(cls) is not None]
             if cells:
                 L.append(f"  {key} band (leave-one-source-out, the band of its {key} records): " + ", ".join(cells))
     return "\n".join(L)
@@ -118,7 +537,7 @@ def cuda_prefill_era(flags: dict, build: int | None) -> tuple[str, str] | None:
     return None
 
 
-def record_era(prof: cm.RuntimeProfile, r: dict) -> tuple[str, str] | None:
+def record_era(prof: RuntimeProfile, r: dict) -> tuple[str, str] | None:
     """(era, why) a measured mainline CUDA record states for `prof`'s `era` option (cuda_prefill_era
     of its init lines or build number), where the profile takes that value; else None."""
     vals = prof.options.get("era", {}).get("values") or {}
@@ -147,7 +566,7 @@ def vulkan_fork(r: dict, text: str | None = None) -> tuple[str, str] | None:
     return None
 
 
-def options_from_record(prof: cm.RuntimeProfile, r: dict) -> dict:
+def options_from_record(prof: RuntimeProfile, r: dict) -> dict:
     """The options of a runtime model a measured record states: `flash_attn` (llama-bench -fa) as
     `fa`, `n_ubatch` as `ubatch`, mainline CUDA's quantized prefill path as `era` (its ggml_cuda_init
     lines or build number, cuda_prefill_era), ik_llama.cpp's Vulkan port as `fork` (vulkan_fork),
