@@ -1,6 +1,7 @@
 """Runtime models fitted to public results (issue 22): the joint fit recovers known parameters,
 `ideal` bounds every public measurement and every runtime model, options and names fail clearly,
 and records predicted with a runtime model carry its cross-validated error."""
+import copy
 import dataclasses
 import glob
 import importlib.util
@@ -582,6 +583,43 @@ def test_fork_keeps_mainline_rates_for_shared_kernels(public):
         jf.PRIOR_FITS.update(old)
 
 
+def test_vulkan_port_starts_from_ik_llama_cpp_fit(public):
+    """llama.cpp-vulkan's fork=ik_llama.cpp runs ik_llama.cpp's MoE and MLA graph: its entries for
+    those paths start from ik_llama.cpp's fit (jointfit.OPTION_PRIORS), so a fit without the port's
+    points predicts them with ik_llama.cpp's values (not the physics start), and the fit evaluates
+    an unfitted scoped entry at the value its predictions use."""
+    ik = dataclasses.replace(cm.load_runtime("ik_llama.cpp"),
+                             kernels={**cm.load_runtime("ik_llama.cpp").kernels, "mla_flash:memory": 0.31,
+                                      "mmid:expert_us": 17.0, "mmvq:memory": 0.5})
+    old = dict(jf.PRIOR_FITS)
+    try:
+        jf.PRIOR_FITS["ik_llama.cpp"] = ik
+        start = jf._start_profile("llama.cpp-vulkan")
+        got = start.options["fork"]["values"]["ik_llama.cpp"]["kernels"]
+        assert got["mla_flash:memory"] == 0.31 and got["mmid:expert_us"] == 17.0
+        assert "mmvq:memory" not in got                       # a path the port shares with mainline Vulkan: not ik's
+        assert start.options["fork"]["values"]["mainline"].get("kernels", {}) == {}
+        assert jf._start(start, "mla_flash:memory@fork=ik_llama.cpp") == 0.31
+        mine = [p for p in public if p.runtime == "llama.cpp-vulkan"]
+        port = [p for p in mine if p.options.get("fork") == "ik_llama.cpp"][::8]
+        fit = jf.fit_runtime("llama.cpp-vulkan", [p for p in mine if not p.options.get("fork")][::3])
+        assert not any("@fork=" in n for n in fit.fitted)
+        held = fit.profile.options["fork"]["values"]["ik_llama.cpp"]["kernels"]
+        assert held["mla_flash:memory"] == 0.31 and held["mmid:expert_us"] == 17.0
+        # the compiled evaluation of the fit reads the scoped entries as predict_many does
+        comp = jf.compile_points(port, fit.profile)
+        t = jf.evaluate(comp, fit.profile, {}, len(port))
+        assert list(jf._work(port) / t) == pytest.approx(jf.predict_many(port, fit.profile), rel=1e-9)
+        slow = dataclasses.replace(ik, kernels={**ik.kernels, "mla_flash:memory": 0.1})
+        jf.PRIOR_FITS["ik_llama.cpp"] = slow
+        deep = [p for p in port if p.test == "tg"]
+        assert all(a < b for a, b in zip(jf.predict_many(deep, jf._start_profile("llama.cpp-vulkan")),
+                                          jf.predict_many(deep, start)))
+    finally:
+        jf.PRIOR_FITS.clear()
+        jf.PRIOR_FITS.update(old)
+
+
 def test_fixed_kernel_times_scale_with_the_boost_clock(public):
     """A runtime model's per-kernel and per-MoE-layer fixed times are clock cycles: on a card at
     half the clock they take twice as long (cost model and compiled fit alike); every catalog card
@@ -767,14 +805,20 @@ def test_vulkan_fork_keeps_the_ports_moe_and_mla_terms_to_itself(public):
         for v in prof.options["coopmat"]["values"].values():
             assert k not in v.get("kernels", {}), k
     g = hw.get_gpu("rtx-4090")
+    # the port without its MoE fixed times (its other entries, from ik_llama.cpp's fit, kept)
+    opts = copy.deepcopy(prof.options)
+    opts["fork"]["values"]["ik_llama.cpp"]["kernels"].update({"mmid:layer_us": 0.0, "mmid:expert_us": 0.0})
+    no_fixed = dataclasses.replace(prof, options=opts)
 
-    def t(model, **o):
-        return cm.decode(cm.Setup(model, g, weights="q4_K", runtime=prof.with_options(coopmat="khr", **o)), 1024).seconds
+    def t(model, p=prof, **o):
+        return cm.decode(cm.Setup(model, g, weights="q4_K", runtime=p.with_options(coopmat="khr", **o)), 1024).seconds
 
     cfg = configs.load("qwen3-30b-a3b")
     want = ((ik["mmid:layer_us"] + ik.get("mmid:expert_us", 0.0) * cfg.n_experts_per_tok)
             * len(cfg.moe_layers) * kn.clock_scale(g) * 1e-6)
-    assert t("qwen3-30b-a3b", fork="ik_llama.cpp") - t("qwen3-30b-a3b") == pytest.approx(want, rel=1e-6)
+    assert t("qwen3-30b-a3b", fork="ik_llama.cpp") - t("qwen3-30b-a3b", no_fixed, fork="ik_llama.cpp") == \
+        pytest.approx(want, rel=1e-6)
+    assert t("qwen3-30b-a3b", fork="ik_llama.cpp") > t("qwen3-30b-a3b") + want * 0.99
     assert t("qwen3-30b-a3b", fork="mainline") == t("qwen3-30b-a3b")
     assert t("qwen3-32b", fork="ik_llama.cpp") == t("qwen3-32b")       # dense, GQA: nothing of the port's
     pts = [p for p in public if p.runtime == "llama.cpp-vulkan"]

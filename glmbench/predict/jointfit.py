@@ -29,6 +29,7 @@ with the point's options (they do not move during a fit).
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import glob
 import math
@@ -422,6 +423,9 @@ def _resolve(chains, prof: cm.RuntimeProfile, params: dict) -> np.ndarray:
 def evaluate(comp: _Compiled, prof: cm.RuntimeProfile, params: dict, n_points: int, parts=False):
     """Seconds per point (and, with parts, each op's seconds) for the profile with `params`
     (kernel-table entries and overheads) set over it."""
+    # the option-scoped entries the profile holds (a start's priors, OPTION_PRIORS) where not fitted,
+    # as predict_many reads them
+    params = {**_scoped_params(prof), **params}
     eff = _resolve(comp.chains, prof, params)
     e_c, e_m, e_v = eff[comp.chain_c], eff[comp.chain_m], eff[comp.chain_v]
     def f(k, which):
@@ -656,6 +660,11 @@ def candidates(comp: _Compiled, points) -> list[str]:
 def _start(prof, n):
     if n in OVERHEADS or n == "pipeline_overlap":
         return getattr(prof, n)
+    if "@" in n:   # an option-scoped entry the start holds (OPTION_PRIORS)
+        o, _, val = n.split("@", 1)[1].partition("=")
+        v = prof.options.get(o, {}).get("values", {}).get(val, {}).get("kernels", {}).get(n.split("@")[0])
+        if v is not None:
+            return v
     if n.split("@")[0] in (HALF, MOE_US, EXPERT_US):
         return prof.kernels.get(n.split("@")[0], 0.0)
     if n in kn.SM_PARAMS:
@@ -1022,6 +1031,14 @@ def _shared_with_prior(nm: str) -> bool:
     return nm in kn.SM_PARAMS or nm.split("@")[0].split(":")[0].split(".")[0] in PRIOR_PATHS
 
 
+# An option value whose kernel paths run another runtime's code starts those paths from that
+# runtime's fit: llama.cpp-vulkan's `fork=ik_llama.cpp` (ik_llama.cpp's port of the Vulkan backend)
+# runs ik_llama.cpp's MoE and MLA graph (PATH_SCOPED_OPTIONS), so where no Vulkan point of the port
+# identifies an entry of those paths (its one source left out) it keeps ik_llama.cpp's (CUDA) fitted
+# value, not the physics start: the same expert batching and MLA kernels' structure, though on other
+# shaders (docs/COSTMODEL.md, "Whose Vulkan backend")
+OPTION_PRIORS = {"llama.cpp-vulkan": {("fork", "ik_llama.cpp"): "ik_llama.cpp"}}
+
 # the fits of this process that a fork's start takes (set by bench/bench_public_fit.py after
 # fitting the runtime a fork starts from), so that a run does not depend on the profiles on disk
 PRIOR_FITS: dict = {}
@@ -1042,6 +1059,18 @@ def _start_profile(runtime: str) -> cm.RuntimeProfile:
             shared = {k: v for k, v in q.kernels.items() if _shared_with_prior(k)}
             prof = dataclasses.replace(prof, kernels={**prof.kernels, **shared},
                                        layer_overhead_us=q.layer_overhead_us, step_overhead_us=q.step_overhead_us)
+    for (opt, val), prior in OPTION_PRIORS.get(runtime, {}).items():
+        q = PRIOR_FITS.get(prior) or cm.load_runtime(prior)
+        paths = PATH_SCOPED_OPTIONS.get(runtime, {}).get(opt, ())
+        if not (q.calibration or prior in PRIOR_FITS) or opt not in prof.options:
+            continue
+        # the prior's entries of the option's paths (kernel efficiencies and the MoE fixed times: what
+        # the compiled fit scopes per point; not mmid:half_tokens, one value per runtime there) under
+        # the option value, in place of a recorded start's (which holds only what a prior gave)
+        got = {k: v for k, v in q.kernels.items() if k.split(":")[0].split(".")[0] in paths and k != HALF}
+        options = copy.deepcopy(prof.options)
+        options[opt]["values"].setdefault(val, {})["kernels"] = got
+        prof = dataclasses.replace(prof, options=options)
     return prof
 
 
@@ -1058,7 +1087,7 @@ def predict_many(points: Sequence[PublicPoint], profile: cm.RuntimeProfile) -> l
     if not points:
         return []
     comp = compile_points(points, profile)
-    t = evaluate(comp, profile, _scoped_params(profile), len(points))
+    t = evaluate(comp, profile, {}, len(points))
     return list(_work(points) / t)
 
 
