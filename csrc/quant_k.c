@@ -1439,6 +1439,15 @@ static inline __attribute__((always_inline)) void kp_decode_z(const int fmt, con
 #ifndef KP_PF_HINT
 #define KP_PF_HINT _MM_HINT_T1
 #endif
+/* which formats' GEMV tiles prefetch at all: q4_K and q6_K stream from DRAM faster on the hardware
+ * prefetchers alone (Zen 4, session 34, alternating builds: 1.03-1.09x at a 35 GB/s read ceiling,
+ * 1.04-1.17x at 60-70 GB/s, a whole Q4_K_M model's decode 1.07-1.12x; q5_K mixed, iq4_xs even, q2_K /
+ * q3_K 0.3-0.7x without: bench/results/kgemv_prefetch_q4k_q6k_zen4_s34_2026-12-05.md). A matrix
+ * partly in the cache (one 76-108 MB matrix called again and again) is the case the prefetch still
+ * wins (1.2-1.3x); a model's decode reads each weight once per token from DRAM. */
+#ifndef KP_GEMV_PF
+#define KP_GEMV_PF(fmt) ((fmt) != GB_Q4_K && (fmt) != GB_Q6_K)
+#endif
 #ifndef KP_PF_BYTES
 #define KP_PF_BYTES 7104
 #endif
@@ -1467,8 +1476,10 @@ static inline __attribute__((always_inline)) void kp_tile(const int fmt, const u
                 const int k = s * zps + kk;
                 const __m512i Q = _mm512_loadu_si512((const void *)(p + kp_qs_at(fmt, k)));
                 /* the record KP_PF_BYTES ahead, all its lines (<= 64): the high-bit planes and scales too */
-                _mm_prefetch((const char *)(p + pfd + 64 * k), KP_PF_HINT);
-                if (64 * (k + 32) < pb) _mm_prefetch((const char *)(p + pfd + 64 * (k + 32)), KP_PF_HINT);
+                if (KP_GEMV_PF(fmt)) {
+                    _mm_prefetch((const char *)(p + pfd + 64 * k), KP_PF_HINT);
+                    if (64 * (k + 32) < pb) _mm_prefetch((const char *)(p + pfd + 64 * (k + 32)), KP_PF_HINT);
+                }
                 __m512i lo, hi;
                 kp_decode_z(fmt, p, k, Q, &lo, &hi);
                 for (int t = 0; t < TT; t++) {
@@ -1539,8 +1550,10 @@ static inline __attribute__((always_inline)) void kp_tile2(const int fmt, const 
         for (int t = 0; t < TT; t++) isum[t] = msum[t] = _mm512_setzero_si512();
         for (int m = 0; m < 16; m++) {
             const __m512i Q = _mm512_loadu_si512((const void *)(p + 64 * m));
-            _mm_prefetch((const char *)(p + pfd + 64 * m), KP_PF_HINT);
-            if (64 * (m + 16) < pb) _mm_prefetch((const char *)(p + pfd + 64 * (m + 16)), KP_PF_HINT);
+            if (KP_GEMV_PF(fmt)) {
+                _mm_prefetch((const char *)(p + pfd + 64 * m), KP_PF_HINT);
+                if (64 * (m + 16) < pb) _mm_prefetch((const char *)(p + pfd + 64 * (m + 16)), KP_PF_HINT);
+            }
             __m512i a0[4], a1[4];
             for (int t = 0; t < TT; t++) a0[t] = a1[t] = _mm512_setzero_si512();
             for (int j = 0; j < 4; j++) {
