@@ -289,14 +289,16 @@ static inline __attribute__((always_inline)) void tile_vnni(const int fmt, const
 
 /* Decode GEMV (one token): ng consecutive groups one after another, so a thread reads its run of the
  * matrix as one sequential stream (the prefetchers see a single stream, not the four interleaved ones
- * of the 4-group tiles: lm_head 178 MB on 1 thread 24.8 -> 31.7 GB/s), with a software prefetch
- * GB_QGEMV_PF bytes ahead: ~7 KB, the distance of the repacked K-quant kernels (csrc/quant_k.c
- * KP_PF_BYTES); at 1 KB a thread streamed q4_0 from DRAM at 29 GB/s, at 6.6 KB 35.6 (1 thread, the
- * read-only probe 33 GB/s, 2026-12-02). Per block two independent int32 chains
+ * of the 4-group tiles: lm_head 178 MB on 1 thread 24.8 -> 31.7 GB/s). A software prefetch
+ * GB_QGEMV_PF bytes ahead (0: none) was 7104 (at 1 KB a thread streamed q4_0 from DRAM at 29 GB/s, at
+ * 6.6 KB 35.6: 1 thread, the read-only probe 33 GB/s, 2026-12-02, a Zen 3); on a Zen 4 (session 34,
+ * alternating builds, 2 threads) the hardware prefetchers alone stream it faster: q4_0 1.01-1.05x,
+ * q8_0 1.03-1.13x at read probes of 35 and 60-65 GB/s, the routed experts' 2048x1536 1.02-1.30x
+ * (bench/results/kgemv_prefetch_q4k_q6k_zen4_s34_2026-12-05.md). Per block two independent int32 chains
  * (low and high nibbles / even and odd chunks) summed before the one FMA: the same integers and the
  * same float operations in the same order as tile_vnni with TT = 1, so bit-identical results. */
 #ifndef GB_QGEMV_PF
-#define GB_QGEMV_PF 7104
+#define GB_QGEMV_PF 0
 #endif
 static inline __attribute__((always_inline)) void gemv_vnni_run(const int fmt, const uint8_t *gp, int64_t ng, const xact *a,
                                                                 float *y, __mmask16 mlast) {
@@ -309,7 +311,7 @@ static inline __attribute__((always_inline)) void gemv_vnni_run(const int fmt, c
         __m512 acc = _mm512_setzero_ps();
         for (int64_t b = 0; b < nb; b++) {
             const uint8_t *o = gp + b * bb;
-            for (int64_t pf = 0; pf < bb; pf += 64) _mm_prefetch((const char *)(o + GB_QGEMV_PF + pf), _MM_HINT_T0);
+            for (int64_t pf = 0; GB_QGEMV_PF && pf < bb; pf += 64) _mm_prefetch((const char *)(o + GB_QGEMV_PF + pf), _MM_HINT_T0);
             __m512i i0 = _mm512_set1_epi32(xc[b]), i1 = _mm512_setzero_si512();
             const int8_t *xb = xq + b * QK;
             if (fmt == GB_Q8_0) {
