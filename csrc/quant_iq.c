@@ -486,6 +486,10 @@ static void ipanel_fill_packed(int fmt, const uint8_t *P, int64_t nb, ipanel *Pn
     }
 }
 
+#ifndef GB_IQP_GEMV_PF
+#define GB_IQP_GEMV_PF 0 /* 1: the GEMV tiles prefetch each record 24 records ahead (iqp_tile) */
+#endif
+
 /* TT tokens x the 16 rows of a packed group (ipanel_tile's arithmetic, the nibbles decoded in
  * registers: one vpshufb per 64 values of 16 rows) */
 static inline __attribute__((always_inline)) void iqp_tile(const int fmt, const uint8_t *P, int64_t nb, int64_t nbp, const int8_t *xq,
@@ -507,10 +511,14 @@ static inline __attribute__((always_inline)) void iqp_tile(const int fmt, const 
         for (int t = 0; t < TT; t++) xb[t] = (const int32_t *)(xq + (t0 + t) * nbp * QB + b * QB);
         for (int k = 0; k < 4; k++) {
             const __m512i Q = _mm512_loadu_si512((const void *)(o + 64 * k));
-            /* ~6.5 KB ahead (measured best of 4-32 records), every line of the record: its 5th (the
-             * scales, 256..287 / 271) was left to the hardware prefetcher before */
-            _mm_prefetch((const char *)(o + 64 * k + 24 * pb), _MM_HINT_T0);
-            if (k == 3) _mm_prefetch((const char *)(o + 64 * 4 + 24 * pb), _MM_HINT_T0);
+            /* GB_IQP_GEMV_PF: ~6.5 KB ahead (measured best of 4-32 records on a Zen 3), every line of
+             * the record; off since session 34: on a Zen 4 the hardware prefetchers alone stream the
+             * GEMV from DRAM 1.07-1.14x (iq4_nl) and 1.01-1.09x (mxfp4) faster at a 60-70 GB/s read
+             * probe (bench/results/kgemv_prefetch_q4k_q6k_zen4_s34_2026-12-05.md) */
+            if (GB_IQP_GEMV_PF) {
+                _mm_prefetch((const char *)(o + 64 * k + 24 * pb), _MM_HINT_T0);
+                if (k == 3) _mm_prefetch((const char *)(o + 64 * 4 + 24 * pb), _MM_HINT_T0);
+            }
             const __m512i lo = _mm512_shuffle_epi8(tbl, _mm512_and_si512(Q, m4));
             const __m512i hi = _mm512_shuffle_epi8(tbl, _mm512_and_si512(_mm512_srli_epi16(Q, 4), m4));
             for (int t = 0; t < TT; t++) {
