@@ -1441,7 +1441,7 @@ static inline __attribute__((always_inline)) void kp_decode_z(const int fmt, con
 #endif
 /* which formats' GEMV tiles prefetch at all: q4_K and q6_K stream from DRAM faster on the hardware
  * prefetchers alone (Zen 4, session 34, alternating builds: 1.03-1.09x at a 35 GB/s read ceiling,
- * 1.04-1.17x at 60-70 GB/s, a whole Q4_K_M model's decode 1.07-1.12x; q5_K mixed, iq4_xs even, q2_K /
+ * 1.04-1.17x at 60-70 GB/s, a whole Q4_K_M model's decode 1.07-1.13x; q5_K mixed, iq4_xs even, q2_K /
  * q3_K 0.3-0.7x without: bench/results/kgemv_prefetch_q4k_q6k_zen4_s34_2026-12-05.md). A matrix
  * partly in the cache (one 76-108 MB matrix called again and again) is the case the prefetch still
  * wins (1.2-1.3x); a model's decode reads each weight once per token from DRAM. */

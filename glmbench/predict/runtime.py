@@ -71,7 +71,7 @@ class RuntimeProfile:
     Their defaults ({}, 0, 0, 1) leave a profile's predictions as they were without them.
     `calibration` holds what a fit recorded (sources, points, residuals, errors).
 
-    Runtime models (data/runtime/llama.cpp.json, ...; glmbench.predict.runtime) add what the
+    Runtime models (data/runtime/llama.cpp.json, ...; names() and load() below) add what the
     runtime's kernels do (glmbench.predict.kernels):
 
       kernels            {"<path>[.<family>]:compute|memory": e, ...}: efficiencies per kernel path
