@@ -331,7 +331,9 @@ def _check_files(path) -> list[str]:
     if published_folder(path):
         return [path]       # converted when read (check_points: _from_published)
     if os.path.isdir(path):
-        files = sorted(os.path.join(path, f) for f in os.listdir(path) if f.endswith((".json", ".csv")))
+        # glmbench records files and any other results file the importer reads (a paste without its
+        # sidecar: what the file itself says; check_points notes what it cannot read)
+        files = public_records.pasted_files(path)
         if not files:
             raise SystemExit(f"{path}: no records files (.json) in it, and no pasted results with a sidecar "
                              f"(<name>.txt); bench/public_records.py SRC --out {path} writes records")
@@ -406,11 +408,18 @@ def check_points(path) -> tuple[list, list]:
     results as pasted, each with its sidecar (published_folder: read by bench/public_records.py
     first), or one file): each measured single-stream pp / tg record as a point; every record or
     file left out is one note line ("file:line: why")."""
-    pts = []
+    pts, seen = [], {}
     files, notes = _from_published(path) if published_folder(path) else (_check_files(path), [])
     for f in files:
         stem = os.path.splitext(os.path.basename(f))[0]
-        for i, r in enumerate(_read_any(f)):
+        try:
+            recs = _read_any(f)
+        except SystemExit as e:
+            if not os.path.isdir(path):
+                raise
+            notes.append(f"{os.path.basename(f)}: not read ({e})")      # one file of a folder: the others still count
+            continue
+        for i, r in enumerate(recs):
             where = str(r.get("line") or (f"{os.path.basename(f)}:{str(r['source']).rsplit(':', 1)[1]}"
                                           if str(r.get("source", "")).startswith(f) else f"{os.path.basename(f)}:{i + 1}"))
             if r.get("test") == "serve" and r.get("tpot_s") and r.get("max_concurrency") and rtm.from_record(r) == "vllm":
@@ -428,8 +437,13 @@ def check_points(path) -> tuple[list, list]:
                 notes.append(f"{where}: a batched-bench record ({r.get('n_streams')} stream(s)): left out of the "
                              "single-stream check (bench/bench_public_batched.py covers them)")
                 continue
-            if hardware.resolve_gpu_name(str(r.get("hardware") or r.get("device") or "")) is None:
-                notes.append(f"{where}: card {r.get('hardware') or r.get('device')!r} not in the catalog")
+            card = r.get("hardware") or r.get("device")
+            if not card:
+                notes.append(f"{where}: names no card (a paste that does not say which GPU ran it: a sidecar "
+                             f"{stem}.txt with a `GPU:` line says it)")
+                continue
+            if hardware.resolve_gpu_name(str(card)) is None:
+                notes.append(f"{where}: card {card!r} not in the catalog")
                 continue
             r = dict(r, runtime=rt, line=where, public_source=r.get("public_source") or stem)
             m = str(r.get("model") or "")
@@ -438,9 +452,16 @@ def check_points(path) -> tuple[list, list]:
             if "runtime_options" not in r:
                 r["runtime_options"] = {k: str(v) for k, v in rtm.options_from_record(cm.load_runtime(rt), r).items()}
             try:
-                pts.append(jf.point_from_record(r, where))
+                pt = jf.point_from_record(r, where)
             except jf.FitError as e:
                 notes.append(str(e))
+                continue
+            key = (pt.runtime, pt.gpu_key, pt.label, round(pt.measured, 3))
+            if key in seen:     # the same results in another file (llama-bench -o json and -o md of one run)
+                notes.append(f"{where}: the same point as {seen[key]}: counted once")
+                continue
+            seen[key] = where
+            pts.append(pt)
     return pts, notes
 
 

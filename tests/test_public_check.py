@@ -853,3 +853,26 @@ def test_check_takes_a_folder_of_published_results_as_pasted(tmp_path):
     (path,) = glob.glob(str(res / "public_check_*.md"))
     text = open(path).read()
     assert "| llama.cpp | scoreboard |" in text and "skipped no-sidecar.md" in text
+
+
+def test_check_reads_every_results_file_of_a_folder_once(tmp_path):
+    """--check on a folder without sidecars: every results file the importer reads (llama-bench's
+    json / csv / md of one run, a sweep-bench paste), each point counted once whatever file holds it;
+    what it cannot use is a note saying why (a paste naming no card, a file that is no results file),
+    never a silent skip."""
+    forms = os.path.join(os.path.dirname(ROOT), "shared", "formats")
+    if not os.path.isdir(forms):
+        pytest.skip("../shared/formats not here")
+    d = tmp_path / "mine"
+    d.mkdir()
+    for f in ("llama-bench.json", "llama-bench.csv", "llama-bench.md", "sweep-bench.md"):
+        shutil.copy(os.path.join(forms, f), d / f)
+    (d / "notes.md").write_text("# my notes\n\nnothing measured here\n")
+    pts, notes = bpf.check_points(str(d))
+    one, _ = bpf.check_points(str(d / "llama-bench.json"))
+    assert len(one) == 6 and len(pts) == 6                       # json and csv: the same six points, once
+    assert {(p.label, p.measured) for p in pts} == {(p.label, p.measured) for p in one}
+    assert sum("the same point as" in n for n in notes) == 6
+    assert any(n.startswith("llama-bench.md:") and "names no card" in n and "llama-bench.txt" in n for n in notes)
+    assert any(n.startswith("sweep-bench.md:") and "names no card" in n for n in notes)
+    assert any(n.startswith("notes.md: not read") for n in notes)
