@@ -391,16 +391,14 @@ def _from_published(path) -> tuple[list, list]:
 
 
 def _read_any(path) -> list[dict]:
-    """A glmbench records file as it is; any other results file through the importer."""
+    """A glmbench records file as it is; any other results file through the importer (its
+    FormatError when neither reads it)."""
     if path.endswith((".json", ".csv")):
         try:
             return rec.read_records(path)
         except ValueError:
             pass        # another tool's JSON / CSV (llama-bench -o csv, a scoreboard copy): the importer
-    try:
-        return importers.read(path)
-    except importers.FormatError as e:
-        raise SystemExit(str(e)) from None
+    return importers.read(path)
 
 
 def check_points(path) -> tuple[list, list]:
@@ -414,9 +412,9 @@ def check_points(path) -> tuple[list, list]:
         stem = os.path.splitext(os.path.basename(f))[0]
         try:
             recs = _read_any(f)
-        except SystemExit as e:
+        except importers.FormatError as e:
             if not os.path.isdir(path):
-                raise
+                raise SystemExit(str(e)) from None
             notes.append(f"{os.path.basename(f)}: not read ({e})")      # one file of a folder: the others still count
             continue
         for i, r in enumerate(recs):

@@ -660,11 +660,9 @@ def candidates(comp: _Compiled, points) -> list[str]:
 def _start(prof, n):
     if n in OVERHEADS or n == "pipeline_overlap":
         return getattr(prof, n)
-    if "@" in n:   # an option-scoped entry the start holds (OPTION_PRIORS)
-        o, _, val = n.split("@", 1)[1].partition("=")
-        v = prof.options.get(o, {}).get("values", {}).get(val, {}).get("kernels", {}).get(n.split("@")[0])
-        if v is not None:
-            return v
+    v = _scoped_params(prof).get(n) if "@" in n else None   # an option-scoped entry the start holds (OPTION_PRIORS)
+    if v is not None:
+        return v
     if n.split("@")[0] in (HALF, MOE_US, EXPERT_US):
         return prof.kernels.get(n.split("@")[0], 0.0)
     if n in kn.SM_PARAMS:
