@@ -39,13 +39,14 @@
 /* the multiply-adds (rows x cached tokens x (key + value width)) from which a decode step's rows are
  * shared out over the threads on a short cache (mla_absorbed's par_rows) */
 /* a repacked K-format v_b read two 16-row groups at a time (gb_kp_gemv_pair; 0: one group at a time,
- * so a thread's heads, adjacent in memory, are one stream): GLM-4.7-Flash-shaped Q4_K_M decode layer
- * (q4_K v_b, 20 heads of 256 x 512, cold, 2 threads) on a Zen 2 two at a time was faster, 57-64 -> 46-48 us
- * (bench/results/session25_q4_0_q8_0_gemv_zen2_2026-12-04.md); on a Zen 4 (session 35) one at a time is:
- * the v_b product 73-76 -> 47-52 us in the whole model's decode steps, layers 1.5% faster in-process
+ * so a thread's heads, adjacent in memory, are one stream), by kernel version: GLM-4.7-Flash-shaped
+ * Q4_K_M decode layer (q4_K v_b, 20 heads of 256 x 512, cold, 2 threads) on a Zen 2 (AVX2 kernels) two
+ * at a time was faster, 57-64 -> 46-48 us (bench/results/session25_q4_0_q8_0_gemv_zen2_2026-12-04.md);
+ * on a Zen 4 (AVX-512 VNNI kernels, session 35) one at a time is: the v_b product 73-76 -> 47-52 us in
+ * the whole model's decode steps, layers 1.5% faster in-process
  * (bench/results/mla_vb_stream_zen4_s35_2026-12-05.md) */
 #ifndef MLA_VB_PAIR
-#define MLA_VB_PAIR 0
+#define MLA_VB_PAIR(ver) ((ver) != GB_KV_VNNI)
 #endif
 #ifndef GB_MLA_PAR_ROWS_MIN
 #define GB_MLA_PAR_ROWS_MIN (1 << 18)
@@ -1052,17 +1053,18 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
                 for (int64_t h = 0; h < H; h++) {
                     if (!xq) continue;
                     gb_quantize_row_q8_K(olat + h * R, xq, R);
-                    /* the groups in order; with MLA_VB_PAIR, g and g + GV/2 side by side where the format
+                    /* the groups in order; with MLA_VB_PAIR(ver), g and g + GV/2 side by side where the format
                      * has the two-stream GEMV (gb_kp_gemv_pair: the same bits as gb_kp_rows) */
                     const char *vp = (const char *)sp->v_packed + h * hb;
                     float *oh = out + h * Dv;
-                    const int64_t GV = (Dv + 15) / 16, HV = MLA_VB_PAIR ? (GV + 1) / 2 : GV;
+                    const int pair = MLA_VB_PAIR(ver);
+                    const int64_t GV = (Dv + 15) / 16, HV = pair ? (GV + 1) / 2 : GV;
                     for (int64_t g = 0; g < HV; g++) {
                         const int64_t g2 = g + HV;
-                        if (MLA_VB_PAIR && g2 < GV && gb_kp_gemv_pair(sp->vfmt, vp, Dv, g, oh + 16 * g, vp, Dv, g2, oh + 16 * g2, R, xq, ver))
+                        if (pair && g2 < GV && gb_kp_gemv_pair(sp->vfmt, vp, Dv, g, oh + 16 * g, vp, Dv, g2, oh + 16 * g2, R, xq, ver))
                             continue;
                         gb_kp_rows(sp->vfmt, vp, Dv, R, g, xq, 1, oh + 16 * g, Dv, NULL, ver);
-                        if (MLA_VB_PAIR && g2 < GV) gb_kp_rows(sp->vfmt, vp, Dv, R, g2, xq, 1, oh + 16 * g2, Dv, NULL, ver);
+                        if (pair && g2 < GV) gb_kp_rows(sp->vfmt, vp, Dv, R, g2, xq, 1, oh + 16 * g2, Dv, NULL, ver);
                     }
                 }
                 gb_ws_free(xq);

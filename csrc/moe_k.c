@@ -137,6 +137,17 @@ static int mact_rows(int fmt, const void *w, int64_t N, const mact *a, int64_t g
     return GB_OK;
 }
 
+/* Decode batches read each selected expert's matrices group by group in memory order (1) or, where the
+ * format has a two-stream GEMV, two groups side by side (0: gate's and up's group gi; down's gi and
+ * gi + GD/2, through mact_pair). The pairs were measured faster on a Zen 2 / Zen 3 (AVX2 kernels,
+ * sessions 17-24); on a Zen 4 (AVX-512 VNNI kernels, session 35) in order is: a GLM-4.7-Flash-shaped
+ * Q4_K_M MoE layer 1.391 -> 1.288 ms and 1.724 -> 1.682 ms in two in-process A/Bs
+ * (bench/results/mla_vb_stream_zen4_s35_2026-12-05.md). The same numbers either way. K formats only:
+ * iq4_nl / mxfp4 experts keep their pairs (gb_iqp_gemv_pair), not measured in order. */
+#ifndef KMOE_DEC_INORDER
+#define KMOE_DEC_INORDER(version) ((version) == GB_KV_VNNI)
+#endif
+
 /* one token (row o0 of a) against group g1 of w1 and group g2 of w2 side by side, two streams, where
  * the format has that GEMV (gb_kp_gemv_pair, gb_iqp_gemv_pair: 1, done; 0: run mact_rows on each) */
 static int mact_pair(int fmt, const void *w1, int64_t N1, int64_t g1, float *y1, const void *w2, int64_t N2, int64_t g2, float *y2,
@@ -303,6 +314,19 @@ int gb_kmoe_packed(const float *x, const int64_t *topk_idx, const float *topk_we
              * matrices lie in turn), short ones at the end, so a thread held up by another job does not
              * hold up the others (as gb_klinear_packed's decode; before 2026-12-03: dynamic 256 KB runs) */
             const int64_t rgu = (int64_t)1 + (128 << 10) / (pg / GF + 1), rdn = (int64_t)1 + (128 << 10) / (pd / GD + 1);
+            const int inorder = KMOE_DEC_INORDER(version) && !gb_is_iqfmt(fg) && !gb_is_iqfmt(fu) && !gb_is_iqfmt(fd);
+            if (inorder) {
+                /* items: (expert, gate or up, group gi), each matrix's groups in memory order */
+#pragma omp for schedule(guided, rgu / 2 + 1)
+                for (int64_t it = 0; it < na * 2 * GF; it++) {
+                    const int64_t e = act[it / (2 * GF)], r = it % (2 * GF), which = r / GF, gi = r % GF, o0 = off[e];
+                    const uint8_t *w = which ? (const uint8_t *)up + e * pu : (const uint8_t *)gate + e * pg;
+                    if (mact_rows(which ? fu : fg, w, F, &xa, gi, o0, counts[e], (which ? u : g) + o0 * F + 16 * gi, F, version) != GB_OK) {
+#pragma omp atomic write
+                        fail = 1;
+                    }
+                }
+            } else
             /* items: (expert, group gi of gate and of up): where one token meets the expert and the format
              * has a two-stream GEMV (mact_pair), both matrices' group gi side by side */
 #pragma omp for schedule(guided, rgu / 2 + 1)
@@ -326,8 +350,19 @@ int gb_kmoe_packed(const float *x, const int64_t *topk_idx, const float *topk_we
             }
 #pragma omp for schedule(dynamic, 1)
             for (int64_t j = 0; j < na; j++) mact_x8(&ha, off[act[j]], counts[act[j]]);
-            /* items: (expert, groups gi and gi + HD of down), side by side where mact_pair can */
             const int64_t HD = (GD + 1) / 2;
+            if (inorder) {
+                /* items: (expert, group gi of down), in memory order */
+#pragma omp for schedule(guided, rdn / 2 + 1)
+                for (int64_t it = 0; it < na * GD; it++) {
+                    const int64_t e = act[it / GD], gi = it % GD, o0 = off[e];
+                    if (mact_rows(fd, (const uint8_t *)down + e * pd, D, &ha, gi, o0, counts[e], o + o0 * D + 16 * gi, D, version) != GB_OK) {
+#pragma omp atomic write
+                        fail = 1;
+                    }
+                }
+            } else
+            /* items: (expert, groups gi and gi + HD of down), side by side where mact_pair can */
 #pragma omp for schedule(guided, rdn / 2 + 1)
             for (int64_t it = 0; it < na * HD; it++) {
                 const int64_t e = act[it / HD], gi = it % HD, g2 = gi + HD, o0 = off[e];
