@@ -26,7 +26,9 @@ f16 KV cache, flash attention auto, CPU_REPACK on: recorded from its JSON; --kv 
 measure() on the same file (its stored types, the same KV cache, same threads, pp N_PROMPT and tg N_GEN at
 the depth: synthetic cache fill, as measure does). The triad (glmbench.measure.machine
 .probe_bandwidth, best of 3) is read right before each side; measure_ceilings() (triad, read-only,
-FMA peak) at the start and end.
+FMA peak) at the start and end. --rounds N runs each (file, depth) N times, the order flipping every
+round, and adds each point's median ratio over the rounds (a shared host's bandwidth can move for minutes
+between one side's run and the other's: one round's ratio then says more about the host than the code).
 
 Decode floor: bytes one decode step reads at least (from the file's own tensor bytes: every matrix,
 the routed experts' k-of-E share, one embedding row; plus the KV cache at the depth,
@@ -49,6 +51,7 @@ import json
 import os
 import platform
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -336,6 +339,10 @@ def main(argv=None) -> int:
     ap.add_argument("--n-gen", type=int, default=32)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=5, help="glmbench's timed repeats (llama-bench's default is 5)")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="rounds per (file, depth), each side once per round, the order flipping every round (ABBA "
+                         "...): on a host whose bandwidth moves for minutes at a time a ratio is read per round and "
+                         "the table adds each point's median ratio over the rounds")
     ap.add_argument("--kv", default="f16",
                     help="KV-cache format of both sides (f16: llama-bench's default; else llama-bench gets -ctk KV -ctv KV)")
     ap.add_argument("--work-dir", default=os.path.join(tempfile.gettempdir(), "glmbench-whole-model"),
@@ -375,7 +382,7 @@ def run(a, argv) -> int:
         raise BenchError(f"--depths must be >= 0, got {a.depths!r}")
     if a.glm_layers < 2 or a.qwen_layers < 1:
         raise BenchError("--glm-layers must be >= 2 (block 0 is dense) and --qwen-layers >= 1")
-    for name in ("n_prompt", "n_gen", "threads", "repeats"):
+    for name in ("n_prompt", "n_gen", "threads", "repeats", "rounds"):
         if getattr(a, name) < 1:
             raise BenchError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(a, name)}")
     os.makedirs(a.work_dir, exist_ok=True)
@@ -383,7 +390,7 @@ def run(a, argv) -> int:
     t_start = time.perf_counter()
     uptime_start = _uptime()
 
-    bar = tqdm(total=len(files) * (1 + 2 * len(depths)) + 2, desc="whole model", unit="step")
+    bar = tqdm(total=len(files) * (1 + 2 * len(depths) * a.rounds) + 2, desc="whole model", unit="step")
     note = (lambda s: bar.set_postfix_str(s, refresh=True))
     note("ceilings")
     ceil0 = measure_ceilings()
@@ -410,20 +417,21 @@ def run(a, argv) -> int:
         path = made[key]["path"]
         for d in depths:
             cmd = llama_bench_cmd(lb, path, a.threads, a.n_prompt, a.n_gen, d, a.kv)
-            res = {}
-            for side in (("llama-bench", "glmbench") if i % 2 == 0 else ("glmbench", "llama-bench")):
-                note(f"{key} d={d}: {side}")
-                bw = triad()
-                t0 = time.perf_counter()
-                if side == "llama-bench":
-                    res[side] = run_llama_bench(cmd)
-                else:
-                    res[side] = run_glmbench(path, a.threads, a.n_prompt, a.n_gen, d, a.repeats, a.kv, a.paired_probe)
-                res[side + " triad"] = bw
-                res[side + " s"] = time.perf_counter() - t0
-                bar.update(1)
-            i += 1
-            rows.append((key, d, cmd, res))
+            for r in range(a.rounds):
+                res = {}
+                for side in (("llama-bench", "glmbench") if i % 2 == 0 else ("glmbench", "llama-bench")):
+                    note(f"{key} d={d}{f' round {r + 1}' if a.rounds > 1 else ''}: {side}")
+                    bw = triad()
+                    t0 = time.perf_counter()
+                    if side == "llama-bench":
+                        res[side] = run_llama_bench(cmd)
+                    else:
+                        res[side] = run_glmbench(path, a.threads, a.n_prompt, a.n_gen, d, a.repeats, a.kv, a.paired_probe)
+                    res[side + " triad"] = bw
+                    res[side + " s"] = time.perf_counter() - t0
+                    bar.update(1)
+                i += 1
+                rows.append((key, d, cmd, res, r))
     note("ceilings")
     ceil1 = measure_ceilings(quick=True)
     bar.update(1)
@@ -453,6 +461,8 @@ def _warmups(rows) -> str:
 
 def render(a, argv, made, rows, ceil0, ceil1, up0, up1, wall) -> str:
     first = rows[0][3]["llama-bench"]["pp"] if rows else {}
+    rnd = a.rounds > 1
+    lab = (lambda key, r: f"{key} (round {r + 1})" if rnd else key)
     lb_version = f"build {first.get('build_commit', '?')} ({first.get('build_number', '?')})"
     defaults = ", ".join(f"{k} {first.get(k)}" for k in ("n_batch", "n_ubatch", "type_k", "type_v", "flash_attn",
                                                           "repack", "n_threads", "poll", "split_mode") if k in first)
@@ -484,8 +494,9 @@ def render(a, argv, made, rows, ceil0, ceil1, up0, up1, wall) -> str:
           f"KV cache {a.kv}, MLA strategy {g0.get('mla_strategy', '?') or 'n/a (no MLA layer)'}, warm-up runs {_warmups(rows)} (at least 1, "
           f"until two agree within 10%), attention arithmetic "
           f"{g0.get('attn_arithmetic', '?')}, cache filled to the depth synthetically (llama-bench prefills it)",
-          "- order: the two sides alternate which goes first at each (file, depth); triad read right before each side "
-          "(best of 3 probe_bandwidth passes)",
+          "- order: the two sides alternate which goes first at each (file, depth)"
+          + (f" and round ({a.rounds} rounds per point)" if a.rounds > 1 else "")
+          + "; triad read right before each side (best of 3 probe_bandwidth passes)",
           "- tok/s: llama-bench avg_ts; glmbench avg_ts (mean of its repeats). Ratio = glmbench / llama-bench "
           "(> 1: glmbench faster)",
           "- floor: decode bytes per token (the file's matrices with routed experts at k of E, one embedding row, "
@@ -516,7 +527,7 @@ def render(a, argv, made, rows, ceil0, ceil1, up0, up1, wall) -> str:
           "glmbench tg tok/s | tg ratio | decode MB/token (head, KV) | triad GB/s | floor tok/s | glmbench x floor | "
           "roofline tok/s | glmbench x roofline |" + (f" paired {a.paired_probe} GB/s | x floor (paired) |" if a.paired_probe else ""),
           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if a.paired_probe else "")]
-    for key, d, cmd, res in rows:
+    for key, d, cmd, res, r in rows:
         lbp, lbt = res["llama-bench"]["pp"], res["llama-bench"]["tg"]
         gp, gt = res["glmbench"]["pp"], res["glmbench"]["tg"]
         nbytes, head, kvb = decode_bytes(made[key]["path"], d, a.kv)
@@ -524,14 +535,25 @@ def render(a, argv, made, rows, ceil0, ceil1, up0, up1, wall) -> str:
         floor = bw * 1e9 / nbytes
         roof = roofline_floor(nbytes, kvb, decode_attention_flops(made[key]["path"], d), bw, ceil0["fma_gflops"])
         flag = "" if gp.get("stable", True) and gt.get("stable", True) else " (unstable)"
-        L.append(f"| {key} | {d} | {lbp['avg_ts']:.1f} ± {lbp['stddev_ts']:.1f} | {gp['avg_ts']:.1f} ± {gp['stddev_ts']:.1f} "
+        L.append(f"| {lab(key, r)} | {d} | {lbp['avg_ts']:.1f} ± {lbp['stddev_ts']:.1f} | {gp['avg_ts']:.1f} ± {gp['stddev_ts']:.1f} "
                  f"| {gp['avg_ts'] / lbp['avg_ts']:.2f}x | {lbt['avg_ts']:.2f} ± {lbt['stddev_ts']:.2f} | "
                  f"{gt['avg_ts']:.2f} ± {gt['stddev_ts']:.2f}{flag} | {gt['avg_ts'] / lbt['avg_ts']:.2f}x | "
                  f"{nbytes / 1e6:.0f} ({head / 1e6:.0f}, {kvb / 1e6:.0f}) | {bw:.1f} | {floor:.2f} | "
                  f"{floor / gt['avg_ts']:.2f} | {roof:.2f} | {roof / gt['avg_ts']:.2f} |"
                  + ((" {:.1f} | {:.2f} |".format(*pf) if (pf := paired_floor(nbytes, gt)) else " – | – |")
                     if a.paired_probe else ""))
-    why = [f"{key} d={d} {t}: {res['glmbench'][t].get('unstable_reason')}" for key, d, cmd, res in rows
+    if rnd:
+        L += ["", f"Median over the {a.rounds} rounds of each point's ratio (glmbench / llama-bench; each round's two sides "
+              "ran back to back, the order flipping every round), with the rounds' range:", "",
+              "| file | depth | pp ratio, median (range) | tg ratio, median (range) |", "|---|---|---|---|"]
+        for key, d in dict.fromkeys((key, d) for key, d, *_ in rows):
+            rr = [res for k2, d2, _, res, _ in rows if (k2, d2) == (key, d)]
+            cells = []
+            for t in ("pp", "tg"):
+                q = sorted(x["glmbench"][t]["avg_ts"] / x["llama-bench"][t]["avg_ts"] for x in rr)
+                cells.append(f"{statistics.median(q):.2f}x ({q[0]:.2f}-{q[-1]:.2f}x)")
+            L.append(f"| {key} | {d} | {cells[0]} | {cells[1]} |")
+    why = [f"{lab(key, r)} d={d} {t}: {res['glmbench'][t].get('unstable_reason')}" for key, d, cmd, res, r in rows
            for t in ("pp", "tg") if not res["glmbench"][t].get("stable", True)]
     if why:
         L += ["", "glmbench points its own stability check marked unstable (glmbench.measure.protocol.stability):", ""]
@@ -539,18 +561,18 @@ def render(a, argv, made, rows, ceil0, ceil1, up0, up1, wall) -> str:
     L += ["", "glmbench's decode step by part (tg record: median ms per step; the head is the final norm + output "
           "matrix):", "", "| file | depth | embed ms | layers ms (dense, moe: per layer) | head ms | head MB | head GB/s |",
           "|---|---|---|---|---|---|---|"]
-    for key, d, cmd, res in rows:
+    for key, d, cmd, res, r in rows:
         gt = res["glmbench"]["tg"]
         _, head, _ = decode_bytes(made[key]["path"], d, a.kv)
         per = ", ".join(f"{k} {gt[f'layer_ms_{k}']:.2f}" for k in ("dense", "moe") if f"layer_ms_{k}" in gt)
-        L.append(f"| {key} | {d} | {gt['embed_ms']:.2f} | {per} | {gt['head_ms']:.2f} | {head / 1e6:.0f} | "
+        L.append(f"| {lab(key, r)} | {d} | {gt['embed_ms']:.2f} | {per} | {gt['head_ms']:.2f} | {head / 1e6:.0f} | "
                  f"{head / gt['head_ms'] / 1e6:.1f} |")
     L += ["", "Seconds per side (llama-bench includes its depth prefill and model load; glmbench its model build):", "",
           "| file | depth | llama-bench s | glmbench s | llama-bench command |", "|---|---|---|---|---|"]
-    for key, d, cmd, res in rows:
-        L.append(f"| {key} | {d} | {res['llama-bench s']:.0f} | {res['glmbench s']:.0f} | `{' '.join(cmd)}` |")
+    for key, d, cmd, res, r in rows:
+        L.append(f"| {lab(key, r)} | {d} | {res['llama-bench s']:.0f} | {res['glmbench s']:.0f} | `{' '.join(cmd)}` |")
     L += ["", "llama-bench's own table (-oe md), as printed:", ""]
-    for j, (key, d, cmd, res) in enumerate(rows):
+    for j, (key, d, cmd, res, r) in enumerate(rows):
         md = res["llama-bench"]["md"]
         L += md if j == 0 else md[2:]
     return "\n".join(L) + "\n"

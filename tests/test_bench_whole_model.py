@@ -149,3 +149,39 @@ def test_paired_floor_from_a_probed_measure(tmp_path):
     # without the probes (or a record that has none) there is no paired floor
     assert bw.paired_floor(nbytes, bw.run_glmbench(p, 1, 8, 2, 0, 1, "f16")["tg"]) is None
     assert bw.paired_floor(nbytes, {"avg_ts": 10.0, "bandwidth_gbs": 0.0}) is None
+
+
+def test_rounds_give_a_median_ratio_per_point(tmp_path):
+    # --rounds N: every round's ratio is its own row and the point's median ratio over the rounds (with
+    # their range) is added, read from the rows' own numbers
+    import argparse
+    p = _glm_file(tmp_path)
+    made = {"glm-q4_0": dict(path=p, layers=2, make_s=0.0, types=bw.file_types(p), stored=bw.stored_check(p),
+                             size=os.path.getsize(p))}
+
+    def side(pp, tg, extra=None):
+        return {"pp": {"avg_ts": pp, "stddev_ts": 1.0, **(extra or {})},
+                "tg": {"avg_ts": tg, "stddev_ts": 0.1, "embed_ms": 0.1, "head_ms": 1.0, "layer_ms_moe": 1.0,
+                       **(extra or {})}, "md": ["| a | b |", "|---|---|", "| x | y |"]}
+    # ratios pp 2.0, 1.5, 3.0 (median 2.0) and tg 1.1, 1.3, 0.9 (median 1.1)
+    rows = [("glm-q4_0", 0, ["llama-bench"], {"llama-bench": side(100.0, 10.0), "glmbench": side(l * 100.0, t * 10.0),
+                                              "llama-bench triad": 40.0, "glmbench triad": 40.0,
+                                              "llama-bench s": 1.0, "glmbench s": 1.0}, r)
+            for r, (l, t) in enumerate([(2.0, 1.1), (1.5, 1.3), (3.0, 0.9)])]
+    a = argparse.Namespace(rounds=3, smoke=False, threads=2, n_prompt=512, n_gen=32, kv="f16", repeats=5, paired_probe=None)
+    ceil = {"bandwidth_gbs": 40.0, "bandwidth_read_gbs": 38.0, "fma_gflops": 200.0}
+    text = bw.render(a, [], made, rows, ceil, ceil, "u0", "u1", 60.0)
+    assert "| glm-q4_0 (round 2) | 0 |" in text and "3 rounds per point" in text
+    assert "| glm-q4_0 | 0 | 2.00x (1.50-3.00x) | 1.10x (0.90-1.30x) |" in text
+    # one round: the table as before, no round labels and no median table
+    one = bw.render(argparse.Namespace(**{**vars(a), "rounds": 1}), [], made, rows[:1], ceil, ceil, "u0", "u1", 60.0)
+    assert "(round" not in one and "Median over" not in one and "| glm-q4_0 | 0 |" in one
+
+
+def test_rounds_must_be_positive(tmp_path, capsys):
+    (tmp_path / "bin").mkdir()
+    for n in ("llama-bench", "llama-quantize"):
+        _exe(tmp_path / "bin" / n, "#!/bin/sh\nexit 0\n")
+    assert bw.main(["--llama-build", str(tmp_path), "--work-dir", str(tmp_path / "w"), "--rounds", "0"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--rounds" in err and ">= 1" in err
