@@ -501,7 +501,9 @@ def render(a, argv, made, rows, ceil0, ceil1, up0, up1, wall) -> str:
           "(> 1: glmbench faster)",
           "- floor: decode bytes per token (the file's matrices with routed experts at k of E, one embedding row, "
           f"the output head, the {a.kv} KV cache at the depth) / the triad read right before glmbench's point; "
-          "'x floor' = floor tok/s / glmbench tok/s (1.00 = at the bandwidth floor)"
+          "'x floor' = floor tok/s / glmbench tok/s (1.00 = at the bandwidth floor); 'llama-bench x floor': the same "
+          "bytes over the triad read right before llama-bench's run, over its tok/s (both sides near 1: both at the "
+          "bandwidth, and no kernel can pass the other by much there)"
           + (f"; 'paired': the same bytes over the {'read-only' if a.paired_probe == 'read' else 'triad'} bandwidth "
              f"measured after each of glmbench's timed decode steps (measure(bandwidth_probe={a.paired_probe!r}): one "
              "pass per step, each repeat's mean, their median; probe time not in the steps)" if a.paired_probe else ""),
@@ -525,8 +527,8 @@ def render(a, argv, made, rows, ceil0, ceil1, up0, up1, wall) -> str:
     L += ["", "## Results", "",
           "| file | depth | llama-bench pp tok/s | glmbench pp tok/s | pp ratio | llama-bench tg tok/s | "
           "glmbench tg tok/s | tg ratio | decode MB/token (head, KV) | triad GB/s | floor tok/s | glmbench x floor | "
-          "roofline tok/s | glmbench x roofline |" + (f" paired {a.paired_probe} GB/s | x floor (paired) |" if a.paired_probe else ""),
-          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if a.paired_probe else "")]
+          "llama-bench x floor (its triad) | roofline tok/s | glmbench x roofline |" + (f" paired {a.paired_probe} GB/s | x floor (paired) |" if a.paired_probe else ""),
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if a.paired_probe else "")]
     for key, d, cmd, res, r in rows:
         lbp, lbt = res["llama-bench"]["pp"], res["llama-bench"]["tg"]
         gp, gt = res["glmbench"]["pp"], res["glmbench"]["tg"]
@@ -539,7 +541,8 @@ def render(a, argv, made, rows, ceil0, ceil1, up0, up1, wall) -> str:
                  f"| {gp['avg_ts'] / lbp['avg_ts']:.2f}x | {lbt['avg_ts']:.2f} ± {lbt['stddev_ts']:.2f} | "
                  f"{gt['avg_ts']:.2f} ± {gt['stddev_ts']:.2f}{flag} | {gt['avg_ts'] / lbt['avg_ts']:.2f}x | "
                  f"{nbytes / 1e6:.0f} ({head / 1e6:.0f}, {kvb / 1e6:.0f}) | {bw:.1f} | {floor:.2f} | "
-                 f"{floor / gt['avg_ts']:.2f} | {roof:.2f} | {roof / gt['avg_ts']:.2f} |"
+                 f"{floor / gt['avg_ts']:.2f} | {res['llama-bench triad'] * 1e9 / nbytes / lbt['avg_ts']:.2f} | "
+                 f"{roof:.2f} | {roof / gt['avg_ts']:.2f} |"
                  + ((" {:.1f} | {:.2f} |".format(*pf) if (pf := paired_floor(nbytes, gt)) else " – | – |")
                     if a.paired_probe else ""))
     if rnd:

@@ -172,6 +172,10 @@ def test_rounds_give_a_median_ratio_per_point(tmp_path):
     ceil = {"bandwidth_gbs": 40.0, "bandwidth_read_gbs": 38.0, "fma_gflops": 200.0}
     text = bw.render(a, [], made, rows, ceil, ceil, "u0", "u1", 60.0)
     assert "| glm-q4_0 (round 2) | 0 |" in text and "3 rounds per point" in text
+    # llama-bench against the same bytes at the triad read before its run: 40 GB/s over the file's decode bytes
+    nbytes = bw.decode_bytes(p, 0, "f16")[0]
+    row = next(ln for ln in text.splitlines() if ln.startswith("| glm-q4_0 (round 1) | 0 | 100.0"))
+    assert f"| {40.0e9 / nbytes / 10.0:.2f} |" in row
     assert "| glm-q4_0 | 0 | 2.00x (1.50-3.00x) | 1.10x (0.90-1.30x) |" in text
     # one round: the table as before, no round labels and no median table
     one = bw.render(argparse.Namespace(**{**vars(a), "rounds": 1}), [], made, rows[:1], ceil, ceil, "u0", "u1", 60.0)
