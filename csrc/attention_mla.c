@@ -1041,7 +1041,7 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
         const int64_t vrb = gb_mla_row_bytes(sp->vfmt, R);
         if (sp->v_packed) { /* the repacked rows: q8_K activations once per head, 16-row groups (gb_kp_rows) */
             const int64_t nbk = R / 256, hb = gb_kp_bytes(sp->vfmt, Dv, R);
-            const int ver = gb_kversion_best();
+            const int ver = gb_kversion_best(), pair = MLA_VB_PAIR(ver);
 #pragma omp parallel
             {
                 gb_block_q8_K *xq = (gb_block_q8_K *)gb_ws_aligned_alloc(64, (size_t)nbk * sizeof(gb_block_q8_K));
@@ -1057,7 +1057,6 @@ static int mla_absorbed(const gb_kvcache *c, int64_t layer, const float *q_nope,
                      * has the two-stream GEMV (gb_kp_gemv_pair: the same bits as gb_kp_rows) */
                     const char *vp = (const char *)sp->v_packed + h * hb;
                     float *oh = out + h * Dv;
-                    const int pair = MLA_VB_PAIR(ver);
                     const int64_t GV = (Dv + 15) / 16, HV = pair ? (GV + 1) / 2 : GV;
                     for (int64_t g = 0; g < HV; g++) {
                         const int64_t g2 = g + HV;
