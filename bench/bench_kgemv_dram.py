@@ -1,5 +1,6 @@
 """K-quant, iq4_nl and mxfp4 decode GEMV (T=1) from DRAM against this machine's read ceiling, optionally before vs after.
-A shape under 1 MB (e.g. 256x2048) stays in L2: many calls, the kernel's compute rate.
+A shape under 1 MB (e.g. 256x2048) stays in L2: many calls, the kernel's compute rate; --resident does the
+same for any shape (one copy: 8192x2048 stays in a 32 MB L3, the rate the kernel reaches when memory is fast).
 
 Per format and shape: enough weight copies (repacked, QTensor.repack) to total >= 200 MB, so each call
 reads DRAM; after each round's calls, a read-only pass over as many bytes per copy (_core.bench_read,
@@ -70,6 +71,9 @@ def main():
     ap.add_argument("--shapes", default="25600x5120,151552x2048")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--resident", action="store_true",
+                    help="one copy of each matrix, called again and again: a matrix under the L3 (e.g. 8192x2048) "
+                         "stays there, so the kernel's compute rate with the L3's bandwidth, not DRAM's")
     ap.add_argument("--kernel", choices=tuple(KERNELS), default="auto",
                     help="kernel version: auto (what this CPU runs: vnni where AVX-512 VNNI is, else avx2), or one by name")
     ap.add_argument("--before", default=None, help="another build's _core .so to run alternately (label: before)")
@@ -90,7 +94,7 @@ def main():
         for shp in a.shapes.split(","):
             n, k = map(int, shp.split("x"))
             wbytes = n * k * quant.FORMATS[fmt][2] // quant.FORMATS[fmt][1]  # the stored bytes
-            small = wbytes < (1 << 20)  # cache-resident: the kernel's compute rate, many calls
+            small = wbytes < (1 << 20) or a.resident  # cache-resident: the kernel's compute rate, many calls
             ncopy = 1 if small else max(1, -(-200_000_000 // wbytes))
             qs = [(q_weights if fmt in Q_FMTS + IQ_FMTS else kquant_weights)(n, k, fmt, seed=i).repack() for i in range(ncopy)]
             bufs = [np.ones(q.packed.nbytes // 4, np.float32) for q in qs]  # bench_read reads float32
