@@ -1561,6 +1561,12 @@ static inline __attribute__((always_inline)) void kp_decode2(const int fmt, cons
     *v = x;
 }
 
+#ifndef KP2_PAIR
+#define KP2_PAIR 1
+#endif
+#if KP2_PAIR && PANEL_PAIR_BIAS != (1 << 14)
+#error "kp_tile2 takes the bias off as a shift by 14"
+#endif
 static inline __attribute__((always_inline)) void kp_tile2(const int fmt, const uint8_t *P, int64_t nb, const gb_block_q8_K *xq,
                                                            float *y, int64_t ldy, __m512 vb, __mmask16 msk, const int TT) {
     const int64_t pb = gb_kp_block_bytes(fmt), sco = kp_sc_off(fmt), dof = kp_d_off(fmt);
@@ -1569,8 +1575,9 @@ static inline __attribute__((always_inline)) void kp_tile2(const int fmt, const 
     for (int t = 0; t < TT; t++) acc[t] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *p = P + b * pb;
-        __m512i isum[4], msum[4];
-        for (int t = 0; t < TT; t++) isum[t] = msum[t] = _mm512_setzero_si512();
+        __m512i isum[4], msum[4], iprev[4];
+        __m512i sc_even = _mm512_setzero_si512();
+        for (int t = 0; t < TT; t++) isum[t] = msum[t] = iprev[t] = _mm512_setzero_si512();
         for (int m = 0; m < 16; m++) {
             const __m512i Q = _mm512_loadu_si512((const void *)(p + 64 * m));
             if (KP_GEMV_PF(fmt)) {
@@ -1588,6 +1595,31 @@ static inline __attribute__((always_inline)) void kp_tile2(const int fmt, const 
                     else a0[t] = _mm512_dpbusd_epi32(a0[t], v, xv);
                 }
             }
+            if (KP2_PAIR) {
+                /* sub-blocks m - 1, m as the int16 halves of one lane (|sum| <= 16 * 7 * 128 < 2^14: the even
+                 * one + PANEL_PAIR_BIAS so no borrow reaches the high half, as panel_pair), times the pair
+                 * of scales by one vpdpwssd, and the pair of mins against the pair of 16-value activation
+                 * sums (adjacent int16) by another: 2 ops per token and pair of sub-blocks, not 4 vpmulld.
+                 * The pairs of scales (and mins) from the two sub-blocks' 32 bytes by one vpermw. */
+                if (m % 2 == 0) {
+                    for (int t = 0; t < TT; t++) iprev[t] = _mm512_add_epi32(a0[t], a1[t]);
+                    continue;
+                }
+                const __m256i s32 = _mm256_loadu_si256((const __m256i *)(p + sco + 16 * (m - 1)));
+                const __m512i pw = _mm512_permutexvar_epi16(_mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8,
+                                                                             23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0),
+                                                            fmt == GB_Q2_K ? _mm512_cvtepu8_epi16(s32) : _mm512_cvtepi8_epi16(s32));
+                const __m512i scp = fmt == GB_Q2_K ? _mm512_and_si512(pw, _mm512_set1_epi16(15)) : pw;
+                const __m512i mnp = fmt == GB_Q2_K ? _mm512_srli_epi16(pw, 4) : pw;
+                sc_even = _mm512_add_epi32(sc_even, scp); /* the low halves' sum, |.| < 2^15 */
+                for (int t = 0; t < TT; t++) {
+                    const __m512i pr = _mm512_add_epi32(_mm512_add_epi32(iprev[t], _mm512_set1_epi32(PANEL_PAIR_BIAS)),
+                                                        _mm512_slli_epi32(_mm512_add_epi32(a0[t], a1[t]), 16));
+                    isum[t] = _mm512_dpwssd_epi32(isum[t], pr, scp);
+                    msum[t] = _mm512_dpwssd_epi32(msum[t], mnp, _mm512_set1_epi32(ld32(xq[t * nb + b].bsums + m - 1)));
+                }
+                continue;
+            }
             __m512i sc, mn;
             if (fmt == GB_Q2_K) {
                 const __m512i sm = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(p + sco + 16 * m)));
@@ -1600,6 +1632,10 @@ static inline __attribute__((always_inline)) void kp_tile2(const int fmt, const 
                 isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(_mm512_add_epi32(a0[t], a1[t]), sc));
                 msum[t] = _mm512_add_epi32(msum[t], _mm512_mullo_epi32(mn, _mm512_set1_epi32(xq[t * nb + b].bsums[m])));
             }
+        }
+        if (KP2_PAIR) { /* the bias off again: - PANEL_PAIR_BIAS * (the even sub-blocks' scales, sign-extended from the low halves) */
+            const __m512i cb = _mm512_srai_epi32(_mm512_slli_epi32(sc_even, 16), 2);
+            for (int t = 0; t < TT; t++) isum[t] = _mm512_sub_epi32(isum[t], cb);
         }
         const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + dof)));
         const __m512 dm = fmt == GB_Q2_K ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + dof + 32))) : d;

@@ -155,3 +155,26 @@ def test_pair_sums_at_their_bounds(fmt):
     for packed in (True, False):
         y = _run(x, w, fmt, N, K, "kquant_vnni", None, packed)
         np.testing.assert_array_equal(y.view(np.uint32), ref.view(np.uint32), err_msg=f"{fmt} packed={packed}")
+
+
+@needs_vnni
+@pytest.mark.parametrize("fmt", ["q2_K", "q3_K"])
+def test_decode_pair_sums_at_their_bounds(fmt):
+    """The q2_K / q3_K decode tile (repacked weights, T < 16: kp_tile2) also sums two 16-value
+    sub-blocks as the int16 halves of one lane, scales and mins applied in pairs (KP2_PAIR): at the
+    largest sums the formats can make, each token alone and in tiles of 2, 3, 4 and 5 gives the
+    portable version's bits."""
+    N, K = 40, 768                              # 3 groups, the last masked
+    w = _extreme_blocks(fmt, N, K)
+    x = np.ones((15, K), np.float32)
+    x[1::4, ::256] = -1.0                       # +127 after its first value
+    x[2::4] = -1.0
+    x[2::4, ::256] = 1.0
+    x[3::4, 1::3] = -0.5
+    bias = np.linspace(-1, 1, N).astype(np.float32)
+    qt = QTensor(w, fmt, (N, K)).repack()
+    for T_ in (1, 2, 3, 4, 5, 15):
+        for b in (None, bias):
+            ref = quant.linear(x[:T_], qt, b, kernel="kquant_ref")
+            y = quant.linear(x[:T_], qt, b, kernel="kquant_vnni")
+            np.testing.assert_array_equal(y.view(np.uint32), ref.view(np.uint32), err_msg=f"{fmt} T={T_}")
