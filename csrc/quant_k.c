@@ -1366,6 +1366,13 @@ static inline int32_t ld32(const void *p) {
     return v;
 }
 
+#ifndef KP_MN_PAIR
+#define KP_MN_PAIR 1
+#endif
+/* vpermw's index taking int16 r and 16 + r to lane r: two 16-row int16 vectors as pairs per row */
+static inline __m512i kp_pair_idx(void) {
+    return _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+}
 #ifndef KP_Q4_HI16
 #define KP_Q4_HI16 1
 #endif
@@ -1479,6 +1486,7 @@ static inline __attribute__((always_inline)) void kp_tile(const int fmt, const u
     const int64_t pb = gb_kp_block_bytes(fmt), sco = kp_sc_off(fmt), mno = kp_mn_off(fmt), dof = kp_d_off(fmt);
     const int64_t pfd = KP_PF_BYTES;
     const int nsub = kp_nsub(fmt), zps = 32 / nsub;
+    const int MP = KP_MN_PAIR && fmt != GB_Q6_K; /* q4_K, q5_K, iq4_xs: msum in pairs of 32-value sub-blocks */
     __m512 acc[4];
     for (int t = 0; t < TT; t++) acc[t] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
@@ -1486,6 +1494,11 @@ static inline __attribute__((always_inline)) void kp_tile(const int fmt, const u
         __m512i isum[4], msum[4];
         for (int t = 0; t < TT; t++) isum[t] = msum[t] = _mm512_setzero_si512();
         __m512i sc_prev = _mm512_setzero_si512();
+        int32_t s32p[4][8]; /* MP: the token's 32-value sums as int16 pairs, pair k in dword (k % 2) + 4 (k / 2) */
+        for (int t = 0; t < TT && MP; t++) {
+            const __m256i s32 = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)xq[t * nb + b].bsums), _mm256_set1_epi16(1));
+            _mm256_storeu_si256((__m256i *)s32p[t], _mm256_packs_epi32(s32, s32)); /* |sum| <= 32 * 127: no saturation */
+        }
 #pragma GCC unroll 16
         for (int s = 0; s < nsub; s++) {
             __m512i a0[4], a1[4];
@@ -1512,6 +1525,13 @@ static inline __attribute__((always_inline)) void kp_tile(const int fmt, const u
             }
             const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + sco + 16 * s)));
             const __m512i mn = kp_has_min(fmt) ? _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + mno + 16 * s))) : sc;
+            if (MP && s % 2) {
+                /* msum two 32-value sub-blocks per vpdpwssd: lane r the int16 pair (mn[s-1][r], mn[s][r]) from
+                 * the two sub-blocks' 32 bytes by one vpermw, against the pair of 32-value activation sums */
+                const __m512i pw = _mm512_permutexvar_epi16(kp_pair_idx(),
+                                                            _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)(p + (kp_has_min(fmt) ? mno : sco) + 16 * (s - 1)))));
+                for (int t = 0; t < TT; t++) msum[t] = _mm512_dpwssd_epi32(msum[t], pw, _mm512_set1_epi32(s32p[t][(s / 2) % 2 + 4 * (s / 4)]));
+            }
             if (fmt == GB_Q6_K && s % 2) {
                 /* msum two sub-blocks per vpdpwssd: lane r holds the int16 pair (sc[s-1][r], sc[s][r])
                  * against the pair (bsums[s-1], bsums[s]) broadcast; the same exact int32 */
@@ -1522,7 +1542,7 @@ static inline __attribute__((always_inline)) void kp_tile(const int fmt, const u
             for (int t = 0; t < TT; t++) {
                 const __m512i a1t = fmt == GB_Q4_K && KP_Q4_HI16 ? _mm512_srai_epi32(a1[t], 4) : a1[t]; /* exact: a multiple of 16 */
                 isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(_mm512_add_epi32(a0[t], a1t), sc));
-                if (fmt == GB_Q6_K) continue; /* msum above */
+                if (fmt == GB_Q6_K || MP) continue; /* msum above */
                 const int16_t *bs = xq[t * nb + b].bsums;
                 msum[t] = _mm512_add_epi32(msum[t], _mm512_mullo_epi32(mn, _mm512_set1_epi32((int32_t)bs[2 * s] + bs[2 * s + 1])));
             }
