@@ -177,12 +177,18 @@ def ggml_case(exe, kind, fmt, shape, reps, threads, cpu_clock=False):
     raise AssertionError
 
 
+def _dram_copies(fmt, n=25600, k=5120):
+    """Distinct copies of an [n, k] weight whose total is at least twice the last-level cache (>= 2)."""
+    stored = n * k * quant.FORMATS[fmt][2] // quant.FORMATS[fmt][1]
+    return max(2, -(-2 * _l3_bytes() // stored))
+
+
 def dram_gemv(fmt, reps, n=25600, k=5120):
-    """(GB/s, bytes cycled): glmbench's decode GEMV over copies of one repacked weight whose total is
-    at least twice the last-level cache, one call per copy in turn, best pass of `reps`."""
+    """(seconds per call, copies, bytes each call streams): glmbench's decode GEMV over _dram_copies
+    distinct repacked weights, one call per copy in turn, best pass of `reps`."""
     q = _stored_weights(n, k, fmt, 0).repack()
     nbytes = q.packed.nbytes if fmt in quant.KP_FORMATS else q.nbytes  # the bytes each call streams
-    copies = max(2, -(-2 * _l3_bytes() // nbytes))
+    copies = _dram_copies(fmt, n, k)
     qs = [q] + [_stored_weights(n, k, fmt, 1 + i).repack() for i in range(copies - 1)]
     x = np.random.default_rng(3).standard_normal((1, k), dtype=np.float32)
     kern = next(k for k in ("qgemm_vnni", "qgemm_avx2", "qgemm_ref") if quant.kernels().get(k))
@@ -197,7 +203,24 @@ def dram_gemv(fmt, reps, n=25600, k=5120):
             quant.linear(x, w, kernel=kern)
         t = time.perf_counter() - t0
         best = t if best is None else min(best, t)
-    return copies * nbytes / best / 1e9, copies * nbytes
+    return best / copies, copies, nbytes
+
+
+def ggml_dram_gemv(exe, fmt, reps, threads, copies, n=25600, k=5120):
+    """(seconds per product, ggml buffer): ggml's decode GEMV over `copies` distinct weights in one
+    graph (the harness's COPIES: one MUL_MAT per copy on the same x), best compute of `reps` / copies;
+    CPU_REPACK where ggml has a layout for the type on this CPU, else the plain buffer."""
+    for repack in (1, 0):
+        args = [exe, "linear", fmt, str(n), str(k), "1", str(repack), str(threads), str(reps), str(copies)]
+        p = subprocess.run(args, capture_output=True, text=True)
+        if p.returncode == 5 and repack:
+            continue
+        if p.returncode != 0:
+            raise RuntimeError(f"{' '.join(args)}: exit {p.returncode}: {p.stderr.strip()}")
+        f = p.stdout.split()
+        assert int(f[f.index("copies") + 1]) == copies
+        return float(f[f.index("best_s") + 1]) / copies, "CPU_REPACK" if repack else "CPU (no repacked layout)"
+    raise AssertionError
 
 
 def cpu_ceilings(reps=20):
@@ -310,9 +333,25 @@ def main(argv=None) -> int:
         rows.append((label(kind, fmt, shape), where, tg, tc, flops))
         print(f"{rows[-1][0]}: glmbench {tg * 1e3:.3f} ms, ggml {tc * 1e3:.3f} ms ({where}), ratio {tc / tg:.2f}x",
               flush=True)
-    dram = [(fmt, *dram_gemv(fmt, a.reps)) for fmt in ("q4_0", "q8_0") + NEW_FMTS if only is None or (a.dram and fmt in only)]
-    for fmt, gbs, tot in dram:
-        print(f"glmbench GEMV from DRAM {fmt}: {gbs:.1f} GB/s over {tot / 2**20:.0f} MiB of weights", flush=True)
+    dram = []
+    for fmt in ("q4_0", "q8_0") + NEW_FMTS:
+        if not (only is None or (a.dram and fmt in only)):
+            continue
+        # both sides over the same number of distinct copies, alternating rounds, the best of each
+        tg = tc = float("inf")
+        where = "–"
+        for r in range(a.rounds):
+            for side in (("glmbench", "ggml") if r % 2 == 0 else ("ggml", "glmbench")):
+                if side == "glmbench":
+                    t1, copies, _ = dram_gemv(fmt, a.reps)
+                    tg = min(tg, t1)
+                else:
+                    t1, where = ggml_dram_gemv(exe, fmt, a.reps, a.threads, _dram_copies(fmt))
+                    tc = min(tc, t1)
+        stored = 25600 * 5120 * quant.FORMATS[fmt][2] // quant.FORMATS[fmt][1]
+        dram.append((fmt, _dram_copies(fmt), stored, tg, tc, where))
+        print(f"GEMV from DRAM {fmt}, {_dram_copies(fmt)} copies: glmbench {stored / tg / 1e9:.1f} GB/s, ggml "
+              f"{stored / tc / 1e9:.1f} GB/s ({where}), ratio {tc / tg:.2f}x", flush=True)
     after = measure_ceilings(quick=True)
     bw, fma, rbw = ceil["bandwidth_gbs"], ceil["fma_gflops"], ceil["bandwidth_read_gbs"]
     L = [f"# glmbench vs ggml's own quantized and 16-bit CPU kernels, same shapes ({datetime.date.today().isoformat()})", "",
@@ -365,13 +404,18 @@ def main(argv=None) -> int:
         if a.out:
             atomic_write_text(a.out, text)
         return 0
-    L += ["", "Decode GEMV from DRAM (glmbench only): T=1 25600x5120 over enough distinct copies of the weight that "
-          "they cannot stay in the last-level cache (each call reads a copy not touched since the previous pass); "
-          "GB/s of weight bytes read (the repacked copy's for the formats that have one), against the read-only "
-          "bandwidth and the triad measured at the start of this run.", "",
-          "| format | weights cycled | glmbench GB/s | % of read-only | % of triad |", "|---|---|---|---|---|"]
-    for fmt, gbs, tot in dram:
-        L.append(f"| {fmt} | {tot / 2**20:.0f} MiB | {gbs:.1f} | {gbs / rbw:.0%} | {gbs / bw:.0%} |")
+    L += ["", "Decode GEMV from DRAM, both sides: T=1 25600x5120 over enough distinct copies of the weight that "
+          "they cannot stay in the last-level cache (each product reads a copy not touched since the previous pass: "
+          "glmbench one call per copy in turn, ggml one MUL_MAT per copy in one graph, the harness's COPIES), the "
+          "same number of copies on both sides, alternating rounds, the best pass of each; GB/s of the format's "
+          "stored weight bytes, against the read-only bandwidth and the triad measured at the start of this run "
+          "(the host's bandwidth moves: the two sides alternate, so the ratio is of the same spells).", "",
+          "| format | copies | ggml buffer | glmbench | ggml | ratio | glmbench GB/s (% read-only / % triad) "
+          "| ggml GB/s (% read-only / % triad) |", "|---|---|---|---|---|---|---|---|"]
+    for fmt, copies, stored, tg, tc, where in dram:
+        gg, gc = stored / tg / 1e9, stored / tc / 1e9
+        L.append(f"| {fmt} | {copies} | {where} | {tg * 1e3:.3f} ms | {tc * 1e3:.3f} ms | {tc / tg:.2f}x | "
+                 f"{gg:.1f} ({gg / rbw:.0%} / {gg / bw:.0%}) | {gc:.1f} ({gc / rbw:.0%} / {gc / bw:.0%}) |")
     text = "\n".join(L) + "\n"
     print(text)
     if a.out:

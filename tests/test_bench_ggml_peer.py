@@ -25,3 +25,26 @@ def test_vnni_ceilings_cover_every_tile_mix():
     if not v:  # no AVX-512 VNNI in this build
         return
     assert set(v) == {0, *b.TILE_SCALES.values()} and all(g > 0 for g in v.values())
+
+
+LLAMA_BUILD = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "llama-build")
+
+
+def test_harness_copies_stream_each_weight(tmp_path):
+    """The ggml harness's COPIES (the DRAM GEMV peer): that many distinct weights, one product each in
+    one graph; the line says how many, and ggml_dram_gemv gives seconds per product (a graph of 4
+    copies takes about 4 times one copy's time, not the same time). Skipped without the llama.cpp
+    build of bench/build_llama_bench.sh beside the checkout."""
+    import pytest
+    if not os.path.exists(os.path.join(LLAMA_BUILD, "ggml", "src", "libggml.a")):
+        pytest.skip("no llama.cpp build beside the checkout")
+    exe = b.build_peer(LLAMA_BUILD, str(tmp_path))
+    import subprocess
+    out = subprocess.run([exe, "linear", "q4_0", "2048", "2048", "1", "0", "1", "3", "4"], capture_output=True, text=True, check=True).stdout
+    f = out.split()
+    assert f[f.index("copies") + 1] == "4" and float(f[f.index("best_s") + 1]) > 0
+    bad = subprocess.run([exe, "linear", "q4_0", "64", "256", "1", "0", "1", "3", "0"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "COPIES" in bad.stderr
+    one, _ = b.ggml_dram_gemv(exe, "q4_0", 5, 1, 1, n=4096, k=2048)
+    four, _ = b.ggml_dram_gemv(exe, "q4_0", 5, 1, 4, n=4096, k=2048)
+    assert 0.4 < four / one < 2.5  # per product: the graph's time divided by the copies

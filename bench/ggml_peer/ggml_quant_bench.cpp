@@ -3,10 +3,14 @@
 // glmbench. Built against the static ggml libraries of a llama.cpp build by
 // bench/bench_ggml_peer.sh (bench/build_llama_bench.sh makes that build).
 //
-//   ggml_quant_bench linear TYPE N K T REPACK THREADS REPS
+//   ggml_quant_bench linear TYPE N K T REPACK THREADS REPS [COPIES]
 //       y[T, N] = x[T, K] W[N, K]^T, W in TYPE (q4_0 | q8_0 | q2_K..q6_K | iq4_xs | iq4_nl | mxfp4 | bf16 | f16),
 //       x float32 (ggml converts it to the weight type's vec_dot type inside the op as in a model's graph: q8_0, q8_K, bf16, f16); REPACK 1 puts W in the CPU_REPACK buffer (interleaved q4_0x8 /
 //       q8_0x4 layout, llama.cpp's default on an AVX2/AVX-512 CPU), 0 in the plain CPU buffer.
+//       COPIES > 1: that many distinct weights (each its own random blocks), one MUL_MAT each on the
+//       same x in one graph, so a compute streams every copy in turn: with their total past the
+//       last-level cache each product reads its weight from DRAM, as a model's decode does; the
+//       times printed are of the whole graph (the caller divides by COPIES).
 //   ggml_quant_bench moe TYPE E F D TOPK T REPACK THREADS REPS
 //       GLM-style routed experts as llama.cpp's graph runs them: gate and up MUL_MAT_ID, SwiGLU,
 //       down MUL_MAT_ID, scaled by the router weights and summed over the TOPK experts.
@@ -110,11 +114,11 @@ static ggml_backend_buffer_type_t repack_buft(ggml_backend_t be) {
 
 int main(int argc, char ** argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s linear TYPE N K T REPACK THREADS REPS | moe TYPE E F D TOPK T REPACK THREADS REPS\n", argv[0]);
+        fprintf(stderr, "usage: %s linear TYPE N K T REPACK THREADS REPS [COPIES] | moe TYPE E F D TOPK T REPACK THREADS REPS\n", argv[0]);
         return 2;
     }
     const bool moe = !strcmp(argv[1], "moe");
-    if ((moe && argc != 11) || (!moe && argc != 9)) {
+    if ((moe && argc != 11) || (!moe && argc != 9 && argc != 10)) {
         fprintf(stderr, "wrong number of arguments\n");
         return 2;
     }
@@ -130,13 +134,15 @@ int main(int argc, char ** argv) {
     const int repack = atoi(argv[a++]);
     const int threads = atoi(argv[a++]);
     const int reps = atoi(argv[a++]);
+    const int copies = !moe && argc == 10 ? atoi(argv[a++]) : 1;
+    if (copies < 1) { fprintf(stderr, "COPIES must be >= 1\n"); return 2; }
 
     ggml_backend_t be = ggml_backend_cpu_init();
     ggml_backend_cpu_set_n_threads(be, threads);
     ggml_backend_buffer_type_t wbuft = repack ? repack_buft(be) : ggml_backend_cpu_buffer_type();
 
     // weights
-    ggml_init_params wp = {ggml_tensor_overhead() * 8, nullptr, true};
+    ggml_init_params wp = {ggml_tensor_overhead() * (8 + (size_t) copies), nullptr, true};
     ggml_context * wctx = ggml_init(wp);
     std::vector<ggml_tensor *> W;
     if (moe) {
@@ -144,15 +150,16 @@ int main(int argc, char ** argv) {
         W.push_back(ggml_new_tensor_3d(wctx, t, D, F, E));  // up
         W.push_back(ggml_new_tensor_3d(wctx, t, F, D, E));  // down
     } else {
-        W.push_back(ggml_new_tensor_2d(wctx, t, K, N));
+        for (int c = 0; c < copies; c++) W.push_back(ggml_new_tensor_2d(wctx, t, K, N));
     }
     ggml_backend_buffer_t wbuf = ggml_backend_alloc_ctx_tensors_from_buft(wctx, wbuft);
     if (!wbuf) { fprintf(stderr, "could not allocate the weights\n"); return 3; }
 
     // graph
-    ggml_init_params gp = {ggml_tensor_overhead() * 64 + ggml_graph_overhead(), nullptr, true};
+    ggml_init_params gp = {ggml_tensor_overhead() * (64 + (size_t) copies) + ggml_graph_overhead(), nullptr, true};
     ggml_context * gctx = ggml_init(gp);
     ggml_tensor * x = nullptr, * ids = nullptr, * wts = nullptr, * y = nullptr;
+    std::vector<ggml_tensor *> ys;  // every output (COPIES products)
     double flops;
     if (moe) {
         x = ggml_new_tensor_3d(gctx, GGML_TYPE_F32, D, 1, T);
@@ -167,15 +174,19 @@ int main(int argc, char ** argv) {
         flops = 6.0 * T * TOPK * F * D;
     } else {
         x = ggml_new_tensor_2d(gctx, GGML_TYPE_F32, K, T);
-        y = ggml_mul_mat(gctx, W[0], x);
-        flops = 2.0 * T * N * K;
+        for (int c = 0; c < copies; c++) ys.push_back(ggml_mul_mat(gctx, W[c], x));
+        y = ys[0];
+        flops = 2.0 * T * N * K * copies;
     }
+    if (ys.empty()) ys.push_back(y);
     ggml_set_input(x);  // graph inputs and the output keep their own memory (the allocator reuses the rest)
     if (ids) ggml_set_input(ids);
     if (wts) ggml_set_input(wts);
-    ggml_set_output(y);
     ggml_cgraph * gf = ggml_new_graph(gctx);
-    ggml_build_forward_expand(gf, y);
+    for (ggml_tensor * o : ys) {
+        ggml_set_output(o);
+        ggml_build_forward_expand(gf, o);
+    }
     // a weight in CPU_REPACK must have a repacked layout for its type on this CPU (llama.cpp
     // checks the same before placing a weight there: on x86, q4_0 has one, q8_0 has none)
     for (int i = 0; i < ggml_graph_n_nodes(gf); i++) {
@@ -222,9 +233,11 @@ int main(int argc, char ** argv) {
     };
     std::vector<float> out(ggml_nelements(y));
     auto check = [&]() {
-        ggml_backend_tensor_get(y, out.data(), 0, out.size() * sizeof(float));
-        for (size_t i = 0; i < out.size(); i++) {
-            if (!std::isfinite(out[i])) { fprintf(stderr, "non-finite output at %zu of %zu\n", i, out.size()); exit(4); }
+        for (ggml_tensor * o : ys) {
+            ggml_backend_tensor_get(o, out.data(), 0, out.size() * sizeof(float));
+            for (size_t i = 0; i < out.size(); i++) {
+                if (!std::isfinite(out[i])) { fprintf(stderr, "non-finite output at %zu of %zu\n", i, out.size()); exit(4); }
+            }
         }
     };
     set_inputs();
@@ -253,8 +266,8 @@ int main(int argc, char ** argv) {
                argv[2], (long long) E, (long long) F, (long long) D, (long long) TOPK, (long long) T, repack, best, med,
                flops / best / 1e9, cpu_best);
     } else {
-        printf("linear %s N=%lld K=%lld T=%lld repack=%d best_s %.6g median_s %.6g gflops %.2f cpu_best_s %.6g\n", argv[2],
-               (long long) N, (long long) K, (long long) T, repack, best, med, flops / best / 1e9, cpu_best);
+        printf("linear %s N=%lld K=%lld T=%lld repack=%d best_s %.6g median_s %.6g gflops %.2f cpu_best_s %.6g copies %d\n", argv[2],
+               (long long) N, (long long) K, (long long) T, repack, best, med, flops / best / 1e9, cpu_best, copies);
     }
     ggml_gallocr_free(galloc);
     ggml_free(gctx);
