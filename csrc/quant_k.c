@@ -1626,9 +1626,7 @@ static inline __attribute__((always_inline)) void kp_tile2(const int fmt, const 
                     continue;
                 }
                 const __m256i s32 = _mm256_loadu_si256((const __m256i *)(p + sco + 16 * (m - 1)));
-                const __m512i pw = _mm512_permutexvar_epi16(_mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8,
-                                                                             23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0),
-                                                            fmt == GB_Q2_K ? _mm512_cvtepu8_epi16(s32) : _mm512_cvtepi8_epi16(s32));
+                const __m512i pw = _mm512_permutexvar_epi16(kp_pair_idx(), fmt == GB_Q2_K ? _mm512_cvtepu8_epi16(s32) : _mm512_cvtepi8_epi16(s32));
                 const __m512i scp = fmt == GB_Q2_K ? _mm512_and_si512(pw, _mm512_set1_epi16(15)) : pw;
                 const __m512i mnp = fmt == GB_Q2_K ? _mm512_srli_epi16(pw, 4) : pw;
                 sc_even = _mm512_add_epi32(sc_even, scp); /* the low halves' sum, |.| < 2^15 */
