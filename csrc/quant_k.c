@@ -1469,9 +1469,12 @@ static inline __attribute__((always_inline)) void kp_decode_z(const int fmt, con
  * 1.04-1.17x at 60-70 GB/s, a whole Q4_K_M model's decode 1.07-1.13x; q5_K mixed, iq4_xs even, q2_K /
  * q3_K 0.3-0.7x without: bench/results/kgemv_prefetch_q4k_q6k_zen4_s34_2026-12-05.md). A matrix
  * partly in the cache (one 76-108 MB matrix called again and again) is the case the prefetch still
- * wins (1.2-1.3x); a model's decode reads each weight once per token from DRAM. */
+ * wins (1.2-1.3x); a model's decode reads each weight once per token from DRAM. Session 36, the same
+ * Zen 4, with the lighter decode of that session (iq4_xs by vpermb, the mins in pairs): iq4_xs 1.04x
+ * at ~35 GB/s and 1.08-1.18x at ~58-61 GB/s without, q5_K 1.01-1.35x (best; medians 0.93-1.20x, 10 of
+ * 12 pairs above 1) at 30-52 GB/s: both join them (bench/results/kgemv_iq4xs_vpermb_zen4_s36_2026-12-05.md). */
 #ifndef KP_GEMV_PF
-#define KP_GEMV_PF(fmt) ((fmt) != GB_Q4_K && (fmt) != GB_Q6_K && (fmt) != GB_IQ4_XS)
+#define KP_GEMV_PF(fmt) ((fmt) != GB_Q4_K && (fmt) != GB_Q5_K && (fmt) != GB_Q6_K && (fmt) != GB_IQ4_XS)
 #endif
 #ifndef KP_PF_BYTES
 #define KP_PF_BYTES 7104
