@@ -343,7 +343,7 @@ def main(argv=None) -> int:
         for r in range(a.rounds):
             for side in (("glmbench", "ggml") if r % 2 == 0 else ("ggml", "glmbench")):
                 if side == "glmbench":
-                    t1, copies, _ = dram_gemv(fmt, a.reps)
+                    t1, _, _ = dram_gemv(fmt, a.reps)
                     tg = min(tg, t1)
                 else:
                     t1, where = ggml_dram_gemv(exe, fmt, a.reps, a.threads, _dram_copies(fmt))

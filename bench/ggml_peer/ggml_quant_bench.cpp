@@ -15,7 +15,7 @@
 //       GLM-style routed experts as llama.cpp's graph runs them: gate and up MUL_MAT_ID, SwiGLU,
 //       down MUL_MAT_ID, scaled by the router weights and summed over the TOPK experts.
 //
-// Prints one line: "<case> best_s <s> median_s <s> gflops <best> cpu_best_s <s>" (cpu_best_s: the
+// Prints one line: "<case> best_s <s> median_s <s> gflops <best> cpu_best_s <s>" (linear: then "copies <n>"; cpu_best_s: the
 // process CPU time of the best compute, which with THREADS 1 is the compute's own time even on a
 // loaded machine). Weights are seeded random
 // blocks (valid scales, uniform quants); time is the best of REPS graph computes after one warm-up.
