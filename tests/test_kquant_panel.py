@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("gguf")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import quant_cases  # noqa: E402
-from test_quant_k import FMTS, KV, gguf_deq, random_blocks, xq_deq  # noqa: E402
+from test_quant_k import BB, FMTS, KV, gguf_deq, random_blocks, xq_deq  # noqa: E402
 
 import glmbench  # noqa: E402
 from glmbench.core import quant  # noqa: E402
@@ -178,3 +178,35 @@ def test_decode_pair_sums_at_their_bounds(fmt):
             ref = quant.linear(x[:T_], qt, b, kernel="kquant_ref")
             y = quant.linear(x[:T_], qt, b, kernel="kquant_vnni")
             np.testing.assert_array_equal(y.view(np.uint32), ref.view(np.uint32), err_msg=f"{fmt} T={T_}")
+
+
+@needs_vnni
+@pytest.mark.parametrize("fmt", ["q4_K", "q5_K", "iq4_xs"])
+def test_decode_tile_extremes(fmt):
+    """The VNNI decode tile (repacked weights, T < 16: kp_tile) at the formats' ends: q4_K's high
+    nibbles multiplied in place (16 x the value, the sum shifted back), the mins (iq4_xs: the offset
+    term) in pairs of 32-value sub-blocks against int16 pairs of 32-value activation sums (KP_MN_PAIR),
+    iq4_xs's grid by vpermb. Every value and 6-bit scale at its largest (iq4_xs: rows of index 15 =
+    +113 with scale +31 and rows of index 0 = -127 with scale -32) against activations at q8_K's +-127,
+    each token alone and in tiles of 2..5: the portable version's bits."""
+    rng = np.random.default_rng(5)
+    N, K = 40, 1024
+    w = random_blocks(rng, fmt, N, K)
+    blk = w.reshape(N, K // 256, BB[fmt])
+    if fmt == "iq4_xs":                       # d[2] scales_h[2] scales_l[4] qs[128]
+        blk[:16, :, 2:] = 0xFF                 # scale 63 - 32, every index 15
+        blk[16:32, :, 2:] = 0                  # scale 0 - 32, every index 0
+    else:                                      # d dmin scales[12] (qh[32]) qs: all bits set
+        blk[:24, :, 4:] = 0xFF
+    x = np.ones((9, K), np.float32)
+    x[1::3] = -1.0
+    x[2::3, ::2] = -1.0
+    x[4, :256] = 0.0                           # an all-zero block of activations
+    x[5:] = rng.standard_normal((4, K))        # 32-value sums that differ from sub-block to sub-block
+    x[6, ::32] = -4.0                          # ... and a -127 leading each of them
+    qt = QTensor(w, fmt, (N, K)).repack()
+    for t0, T_ in ((0, 1), (0, 2), (0, 3), (0, 4), (0, 5), (0, 9), (5, 1), (5, 4), (6, 1)):
+        ref = quant.linear(x[t0:t0 + T_], qt, kernel="kquant_ref")
+        y = quant.linear(x[t0:t0 + T_], qt, kernel="kquant_vnni")
+        np.testing.assert_array_equal(y.view(np.uint32), ref.view(np.uint32), err_msg=f"{fmt} tokens {t0}..{t0 + T_ - 1}")
+        assert np.all(np.isfinite(y))
