@@ -1366,6 +1366,9 @@ static inline int32_t ld32(const void *p) {
     return v;
 }
 
+#ifndef KP_ONE_TT
+#define KP_ONE_TT 2
+#endif
 #ifndef KP_ONE_CHAIN
 #define KP_ONE_CHAIN 1
 #endif
@@ -1495,7 +1498,7 @@ static inline __attribute__((always_inline)) void kp_tile(const int fmt, const u
     const int MP = KP_MN_PAIR && fmt != GB_Q6_K; /* q4_K, q5_K, iq4_xs: msum in pairs of 32-value sub-blocks */
     /* q6_K (16-value sub-blocks: 2 lo + 2 hi products per token) sums them in one accumulator, not two then
      * an add: 1.07-1.10x cache-resident (session 36); the 32-value formats' chain of 8 was 0.98x */
-    const int ONE = KP_ONE_CHAIN && fmt == GB_Q6_K;
+    const int ONE = KP_ONE_CHAIN && (fmt == GB_Q6_K || (TT >= KP_ONE_TT && fmt != GB_Q4_K));
     __m512 acc[4];
     for (int t = 0; t < TT; t++) acc[t] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
