@@ -1498,7 +1498,8 @@ static inline __attribute__((always_inline)) void kp_tile(const int fmt, const u
     const int MP = KP_MN_PAIR && fmt != GB_Q6_K; /* q4_K, q5_K, iq4_xs: msum in pairs of 32-value sub-blocks */
     /* q6_K (16-value sub-blocks: 2 lo + 2 hi products per token) sums them in one accumulator, not two then
      * an add: 1.07-1.10x cache-resident (session 36); the 32-value formats' chain of 8 was 0.98x */
-    const int ONE = KP_ONE_CHAIN && (fmt == GB_Q6_K || (TT >= KP_ONE_TT && fmt != GB_Q4_K));
+    const int HI16 = fmt == GB_Q4_K && KP_Q4_HI16 && TT < KP_ONE_TT;
+    const int ONE = KP_ONE_CHAIN && (fmt == GB_Q6_K || TT >= KP_ONE_TT);
     __m512 acc[4];
     for (int t = 0; t < TT; t++) acc[t] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
@@ -1524,7 +1525,7 @@ static inline __attribute__((always_inline)) void kp_tile(const int fmt, const u
                     if (64 * (k + 32) < pb) _mm_prefetch((const char *)(p + pfd + 64 * (k + 32)), KP_PF_HINT);
                 }
                 __m512i lo, hi;
-                if (fmt == GB_Q4_K && KP_Q4_HI16) { /* the high nibbles left in place: 16 x the values, a1 16 x its sum */
+                if (HI16) { /* the high nibbles left in place: 16 x the values, a1 16 x its sum */
                     lo = _mm512_and_si512(Q, _mm512_set1_epi8(0x0f));
                     hi = _mm512_and_si512(Q, _mm512_set1_epi8((char)0xf0));
                 } else
@@ -1553,7 +1554,7 @@ static inline __attribute__((always_inline)) void kp_tile(const int fmt, const u
             }
             sc_prev = sc;
             for (int t = 0; t < TT; t++) {
-                const __m512i a1t = fmt == GB_Q4_K && KP_Q4_HI16 ? _mm512_srai_epi32(a1[t], 4) : a1[t]; /* exact: a multiple of 16 */
+                const __m512i a1t = HI16 ? _mm512_srai_epi32(a1[t], 4) : a1[t]; /* exact: a multiple of 16 */
                 isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(ONE ? a0[t] : _mm512_add_epi32(a0[t], a1t), sc));
                 if (fmt == GB_Q6_K || MP) continue; /* msum above */
                 const int16_t *bs = xq[t * nb + b].bsums;
