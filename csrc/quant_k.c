@@ -1595,6 +1595,9 @@ static inline __attribute__((always_inline)) void kp_decode2(const int fmt, cons
     *v = x;
 }
 
+#ifndef KP2_ONE_TT
+#define KP2_ONE_TT 1
+#endif
 #ifndef KP2_PAIR
 #define KP2_PAIR 1
 #endif
@@ -1605,6 +1608,7 @@ static inline __attribute__((always_inline)) void kp_tile2(const int fmt, const 
                                                            float *y, int64_t ldy, __m512 vb, __mmask16 msk, const int TT) {
     const int64_t pb = gb_kp_block_bytes(fmt), sco = kp_sc_off(fmt), dof = kp_d_off(fmt);
     const int64_t pfd = KP_PF_BYTES; /* as kp_tile */
+    const int ONE2 = KP_ONE_CHAIN && TT >= KP2_ONE_TT; /* the 4 fields' products into one sum (kp_tile's ONE) */
     __m512 acc[4];
     for (int t = 0; t < TT; t++) acc[t] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
@@ -1625,7 +1629,7 @@ static inline __attribute__((always_inline)) void kp_tile2(const int fmt, const 
                 kp_decode2(fmt, p, m, j, Q, &v);
                 for (int t = 0; t < TT; t++) {
                     const __m512i xv = _mm512_set1_epi32(ld32(xq[t * nb + b].qs + 16 * m + 4 * j));
-                    if (j % 2) a1[t] = _mm512_dpbusd_epi32(a1[t], v, xv);
+                    if (j % 2 && !ONE2) a1[t] = _mm512_dpbusd_epi32(a1[t], v, xv);
                     else a0[t] = _mm512_dpbusd_epi32(a0[t], v, xv);
                 }
             }
@@ -1636,7 +1640,7 @@ static inline __attribute__((always_inline)) void kp_tile2(const int fmt, const 
                  * sums (adjacent int16) by another: 2 ops per token and pair of sub-blocks, not 4 vpmulld.
                  * The pairs of scales (and mins) from the two sub-blocks' 32 bytes by one vpermw. */
                 if (m % 2 == 0) {
-                    for (int t = 0; t < TT; t++) iprev[t] = _mm512_add_epi32(a0[t], a1[t]);
+                    for (int t = 0; t < TT; t++) iprev[t] = ONE2 ? a0[t] : _mm512_add_epi32(a0[t], a1[t]);
                     continue;
                 }
                 const __m256i s32 = _mm256_loadu_si256((const __m256i *)(p + sco + 16 * (m - 1)));
@@ -1646,7 +1650,7 @@ static inline __attribute__((always_inline)) void kp_tile2(const int fmt, const 
                 sc_even = _mm512_add_epi32(sc_even, scp); /* the low halves' sum, |.| < 2^15 */
                 for (int t = 0; t < TT; t++) {
                     const __m512i pr = _mm512_add_epi32(_mm512_add_epi32(iprev[t], _mm512_set1_epi32(PANEL_PAIR_BIAS)),
-                                                        _mm512_slli_epi32(_mm512_add_epi32(a0[t], a1[t]), 16));
+                                                        _mm512_slli_epi32(ONE2 ? a0[t] : _mm512_add_epi32(a0[t], a1[t]), 16));
                     isum[t] = _mm512_dpwssd_epi32(isum[t], pr, scp);
                     msum[t] = _mm512_dpwssd_epi32(msum[t], mnp, _mm512_set1_epi32(ld32(xq[t * nb + b].bsums + m - 1)));
                 }
