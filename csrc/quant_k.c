@@ -1496,8 +1496,10 @@ static inline __attribute__((always_inline)) void kp_tile(const int fmt, const u
     const int64_t pfd = KP_PF_BYTES;
     const int nsub = kp_nsub(fmt), zps = 32 / nsub;
     const int MP = KP_MN_PAIR && fmt != GB_Q6_K; /* q4_K, q5_K, iq4_xs: msum in pairs of 32-value sub-blocks */
-    /* q6_K (16-value sub-blocks: 2 lo + 2 hi products per token) sums them in one accumulator, not two then
-     * an add: 1.07-1.10x cache-resident (session 36); the 32-value formats' chain of 8 was 0.98x */
+    /* ONE: a sub-block's lo and hi products summed in one accumulator, not two then an add: q6_K always (its
+     * 16-value sub-blocks make a chain of 4 per token: 1.06-1.07x at one token, 1.32x at four), the 32-value
+     * formats from KP_ONE_TT tokens on (1.03-1.07x; at one token their chain of 8 was 0.98x). HI16: q4_K at one
+     * token keeps its high nibbles in place instead (16 x the values in a1, shifted back per sub-block). */
     const int HI16 = fmt == GB_Q4_K && KP_Q4_HI16 && TT < KP_ONE_TT;
     const int ONE = KP_ONE_CHAIN && (fmt == GB_Q6_K || TT >= KP_ONE_TT);
     __m512 acc[4];
