@@ -490,11 +490,12 @@ static void ipanel_fill_packed(int fmt, const uint8_t *P, int64_t nb, ipanel *Pn
 #define GB_IQP_GEMV_PF 0 /* 1: the GEMV tiles prefetch each record 24 records ahead (iqp_tile) */
 #endif
 
-/* TT tokens x the 16 rows of a packed group (ipanel_tile's arithmetic, the nibbles decoded in
- * registers: one vpshufb per 64 values of 16 rows) */
 #ifndef IQP_VPERMB
 #define IQP_VPERMB 1
 #endif
+/* TT tokens x the 16 rows of a packed group (ipanel_tile's arithmetic, the nibbles decoded in
+ * registers: one vpermb per 64 values of 16 rows where the CPU has AVX-512 VBMI, else an and-mask
+ * and a vpshufb) */
 static inline __attribute__((always_inline)) void iqp_tile(const int fmt, const uint8_t *P, int64_t nb, int64_t nbp, const int8_t *xq,
                                                            const float *dxp, const int32_t *xsp, int64_t t0, float *y, int64_t ldy,
                                                            __m512 vb, __mmask16 m, const int TT) {
