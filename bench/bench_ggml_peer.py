@@ -177,18 +177,20 @@ def ggml_case(exe, kind, fmt, shape, reps, threads, cpu_clock=False):
     raise AssertionError
 
 
+def _stored_bytes(fmt, n=25600, k=5120):
+    """The bytes of an [n, k] weight as the format stores it."""
+    return n * k * quant.FORMATS[fmt][2] // quant.FORMATS[fmt][1]
+
+
 def _dram_copies(fmt, n=25600, k=5120):
     """Distinct copies of an [n, k] weight whose total is at least twice the last-level cache (>= 2)."""
-    stored = n * k * quant.FORMATS[fmt][2] // quant.FORMATS[fmt][1]
-    return max(2, -(-2 * _l3_bytes() // stored))
+    return max(2, -(-2 * _l3_bytes() // _stored_bytes(fmt, n, k)))
 
 
-def dram_gemv(fmt, reps, n=25600, k=5120):
-    """(seconds per call, copies, bytes each call streams): glmbench's decode GEMV over _dram_copies
-    distinct repacked weights, one call per copy in turn, best pass of `reps`."""
+def dram_gemv(fmt, reps, copies, n=25600, k=5120):
+    """Seconds per call of glmbench's decode GEMV over `copies` distinct repacked weights, one call
+    per copy in turn, best pass of `reps`."""
     q = _stored_weights(n, k, fmt, 0).repack()
-    nbytes = q.packed.nbytes if fmt in quant.KP_FORMATS else q.nbytes  # the bytes each call streams
-    copies = _dram_copies(fmt, n, k)
     qs = [q] + [_stored_weights(n, k, fmt, 1 + i).repack() for i in range(copies - 1)]
     x = np.random.default_rng(3).standard_normal((1, k), dtype=np.float32)
     kern = next(k for k in ("qgemm_vnni", "qgemm_avx2", "qgemm_ref") if quant.kernels().get(k))
@@ -203,7 +205,7 @@ def dram_gemv(fmt, reps, n=25600, k=5120):
             quant.linear(x, w, kernel=kern)
         t = time.perf_counter() - t0
         best = t if best is None else min(best, t)
-    return best / copies, copies, nbytes
+    return best / copies
 
 
 def ggml_dram_gemv(exe, fmt, reps, threads, copies, n=25600, k=5120):
@@ -338,19 +340,18 @@ def main(argv=None) -> int:
         if not (only is None or (a.dram and fmt in only)):
             continue
         # both sides over the same number of distinct copies, alternating rounds, the best of each
+        copies, stored = _dram_copies(fmt), _stored_bytes(fmt)
         tg = tc = float("inf")
         where = "–"
         for r in range(a.rounds):
             for side in (("glmbench", "ggml") if r % 2 == 0 else ("ggml", "glmbench")):
                 if side == "glmbench":
-                    t1, _, _ = dram_gemv(fmt, a.reps)
-                    tg = min(tg, t1)
+                    tg = min(tg, dram_gemv(fmt, a.reps, copies))
                 else:
-                    t1, where = ggml_dram_gemv(exe, fmt, a.reps, a.threads, _dram_copies(fmt))
+                    t1, where = ggml_dram_gemv(exe, fmt, a.reps, a.threads, copies)
                     tc = min(tc, t1)
-        stored = 25600 * 5120 * quant.FORMATS[fmt][2] // quant.FORMATS[fmt][1]
-        dram.append((fmt, _dram_copies(fmt), stored, tg, tc, where))
-        print(f"GEMV from DRAM {fmt}, {_dram_copies(fmt)} copies: glmbench {stored / tg / 1e9:.1f} GB/s, ggml "
+        dram.append((fmt, copies, stored, tg, tc, where))
+        print(f"GEMV from DRAM {fmt}, {copies} copies: glmbench {stored / tg / 1e9:.1f} GB/s, ggml "
               f"{stored / tc / 1e9:.1f} GB/s ({where}), ratio {tc / tg:.2f}x", flush=True)
     after = measure_ceilings(quick=True)
     bw, fma, rbw = ceil["bandwidth_gbs"], ceil["fma_gflops"], ceil["bandwidth_read_gbs"]

@@ -1540,7 +1540,6 @@ static inline __attribute__((always_inline)) void kp_tile(const int fmt, const u
                 }
             }
             const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + sco + 16 * s)));
-            const __m512i mn = kp_has_min(fmt) ? _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + mno + 16 * s))) : sc;
             if (MP && s % 2) {
                 /* msum two 32-value sub-blocks per vpdpwssd: lane r the int16 pair (mn[s-1][r], mn[s][r]) from
                  * the two sub-blocks' 32 bytes by one vpermw, against the pair of 32-value activation sums */
@@ -1559,6 +1558,7 @@ static inline __attribute__((always_inline)) void kp_tile(const int fmt, const u
                 const __m512i a1t = HI16 ? _mm512_srai_epi32(a1[t], 4) : a1[t]; /* exact: a multiple of 16 */
                 isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(ONE ? a0[t] : _mm512_add_epi32(a0[t], a1t), sc));
                 if (fmt == GB_Q6_K || MP) continue; /* msum above */
+                const __m512i mn = kp_has_min(fmt) ? _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + mno + 16 * s))) : sc;
                 const int16_t *bs = xq[t * nb + b].bsums;
                 msum[t] = _mm512_add_epi32(msum[t], _mm512_mullo_epi32(mn, _mm512_set1_epi32((int32_t)bs[2 * s] + bs[2 * s + 1])));
             }

@@ -2,7 +2,10 @@
 cache: the 25600x5120 matrices (74-139 MB) and the 4 experts x 3 matrices (21-40 MB) are read from
 DRAM on a 16 MiB L3, from the cache on a large one (the note used to say "cache-resident" everywhere)."""
 import os
+import subprocess
 import sys
+
+import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
 import bench_ggml_peer as b  # noqa: E402
@@ -35,11 +38,9 @@ def test_harness_copies_stream_each_weight(tmp_path):
     one graph; the line says how many, and ggml_dram_gemv gives seconds per product (a graph of 4
     copies takes about 4 times one copy's time, not the same time). Skipped without the llama.cpp
     build of bench/build_llama_bench.sh beside the checkout."""
-    import pytest
     if not os.path.exists(os.path.join(LLAMA_BUILD, "ggml", "src", "libggml.a")):
         pytest.skip("no llama.cpp build beside the checkout")
     exe = b.build_peer(LLAMA_BUILD, str(tmp_path))
-    import subprocess
     out = subprocess.run([exe, "linear", "q4_0", "2048", "2048", "1", "0", "1", "3", "4"], capture_output=True, text=True, check=True).stdout
     f = out.split()
     assert f[f.index("copies") + 1] == "4" and float(f[f.index("best_s") + 1]) > 0
