@@ -5,9 +5,14 @@ other jobs the wall time counts the waits for a core, the CPU time does not), an
 FMA peak measured the same way in this run (bench_fma: wall and per CPU second).
 
     PYTHONPATH=$PWD python bench/bench_attention_prefill.py [--depths 0 4096 16384] [--T 512] [--kv f16]
+        [--mla-strategies flash naive]
 
 FLOPs counted: the keys the causal mask lets through, 2 x heads x (score dims + value dims) each
-(MLA absorbed: 576 + 512 per head and key; the absorb and W_v products are not counted)."""
+(MLA absorbed: 576 + 512 per head and key; the absorb and W_v products are not counted). The naive
+strategy (the cache's latent rows expanded to per-head keys and values by kv_b, chunk by chunk, then
+plain attention) is counted with the same absorbed FLOPs, so its GFLOP/s is the absorbed work per
+second: a rate beside flash's, not its own arithmetic (it does ~11% fewer multiply-adds at T = 512
+and 16K, the expansion included)."""
 import argparse
 import time
 
@@ -67,6 +72,7 @@ def main():
     ap.add_argument("--reps", type=int, default=1)
     ap.add_argument("--only", choices=["mla", "gqa"], default=None)
     ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--mla-strategies", nargs="+", choices=["flash", "absorbed", "naive"], default=["flash"])
     a = ap.parse_args()
     rng = np.random.default_rng(0)
     if a.threads:
@@ -85,7 +91,7 @@ def main():
             qn = rng.standard_normal((T, m["H"], m["Dn"]), dtype=np.float32)
             qr = rng.standard_normal((T, m["H"], m["Dr"]), dtype=np.float32)
             kvb = (rng.standard_normal((m["H"] * (m["Dn"] + m["Dv"]), m["R"]), dtype=np.float32) * 0.05)
-            for st in ("flash",):
+            for st in a.mla_strategies:
                 dt = timed(lambda: mla_attention(qn, qr, c, 0, kvb, v_head_dim=m["Dv"], strategy=st), a.reps)
                 fl = 2.0 * m["H"] * (m["R"] + m["Dr"] + m["R"]) * keys(T, d)
                 print(line(f"MLA {st}", d, T, dt, fl, peak), flush=True)
