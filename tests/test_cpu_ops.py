@@ -9,22 +9,13 @@ import subprocess
 
 import pytest
 
+from glmbench.measure.machine import cpu_flags
+
 SRC = os.path.join(os.path.dirname(__file__), "..", "bench", "cpu_ops", "vnni_scale_mix.c")
 
 
-def _cpu_flags() -> set:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return set()
-
-
 needs_vnni = pytest.mark.skipif(
-    platform.machine() != "x86_64" or not {"avx512f", "avx512bw", "avx512_vnni"} <= _cpu_flags()
+    platform.machine() != "x86_64" or not {"avx512f", "avx512bw", "avx512_vnni"} <= (cpu_flags() or set())
     or not shutil.which("gcc") or not shutil.which("objdump"),
     reason="needs an x86-64 CPU with AVX-512 VNNI, gcc and objdump")
 

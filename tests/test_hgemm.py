@@ -7,6 +7,7 @@ import pytest
 import glmbench
 from glmbench.core import _core
 from glmbench.core import reference as ref
+from glmbench.measure.machine import cpu_flags
 
 EPS32 = float(np.finfo(np.float32).eps)
 # bf16 keeps 8 significant bits: rounding to nearest moves a value by at most 2^-9 of itself
@@ -181,19 +182,8 @@ def test_hgemm_bad_input(rng):
     assert _core.hgemm(x[:0], wb).shape == (0, 3)
 
 
-def _cpu_flags():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return None
-
-
 def test_hgemm_pick_follows_what_the_cpu_reports():
-    flags = _cpu_flags()
+    flags = cpu_flags()
     if flags is None:
         pytest.skip("no /proc/cpuinfo")
     avx512 = {"avx512f", "avx512bw", "avx512vl", "avx512dq", "f16c", "fma"} <= flags

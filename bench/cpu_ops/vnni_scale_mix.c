@@ -40,110 +40,41 @@ static double now(void) {
 
 static __m512i sink[NG];
 
-__attribute__((noinline)) static void mix_mulld(long iters) {
-    __m512i s[NG], w = _mm512_set1_epi32(0x01020304), x = _mm512_set1_epi32(0x05060708), sc = _mm512_set1_epi32(3);
-    for (int i = 0; i < NG; i++) s[i] = _mm512_setzero_si512();
-    __asm__("" : "+v"(sc));
-    for (long it = 0; it < iters; it++)
-        for (int i = 0; i < NG; i++) {
-            __m512i a = _mm512_setzero_si512();
-            __asm__("" : "+v"(w), "+v"(x));
-            DP4(a, w, x);
-            s[i] = _mm512_add_epi32(s[i], _mm512_mullo_epi32(a, sc));
-        }
-    for (int i = 0; i < NG; i++) sink[i] = s[i];
-}
+/* One mix: ST the running sums' type (ZERO its zero, OUT them as integers for the sink), SC the scale
+ * (declared, then hidden from the compiler), A0 a group's start, DPS its dot products, STEP the scale
+ * step on its sum `a` into s[i] */
+#define MIX(name, ST, ZERO, OUT, SC, A0, DPS, STEP)                                                            \
+    __attribute__((noinline)) static void name(long iters) {                                                    \
+        ST s[NG];                                                                                               \
+        __m512i w = _mm512_set1_epi32(0x01020304), x = _mm512_set1_epi32(0x05060708);                           \
+        SC;                                                                                                     \
+        for (int i = 0; i < NG; i++) s[i] = ZERO;                                                               \
+        for (long it = 0; it < iters; it++)                                                                     \
+            for (int i = 0; i < NG; i++) {                                                                      \
+                __m512i a = A0;                                                                                 \
+                __asm__("" : "+v"(w), "+v"(x));                                                                 \
+                DPS;                                                                                            \
+                STEP;                                                                                           \
+            }                                                                                                   \
+        for (int i = 0; i < NG; i++) sink[i] = OUT;                                                             \
+    }
+#define ISC(v) __m512i sc = _mm512_set1_epi32(v); __asm__("" : "+v"(sc))
+#define FSC __m512 sc = _mm512_set1_ps(3.0f); __asm__("" : "+v"(sc))
+#define IZ _mm512_setzero_si512()
+#define FZ _mm512_setzero_ps()
 
-__attribute__((noinline)) static void mix_pshufb_dpwssd(long iters) {
-    __m512i s[NG], w = _mm512_set1_epi32(0x01020304), x = _mm512_set1_epi32(0x05060708);
-    __m512i sc = _mm512_set1_epi32(3 | (768 << 16)); /* (s, 256 s) */
-    const __m512i ctl = _mm512_set4_epi32(0x0e0d800c, 0x0a098008, 0x06058004, 0x02018000); /* b0, 0, b1, b2 */
-    for (int i = 0; i < NG; i++) s[i] = _mm512_setzero_si512();
-    __asm__("" : "+v"(sc));
-    for (long it = 0; it < iters; it++)
-        for (int i = 0; i < NG; i++) {
-            __m512i a = _mm512_setzero_si512();
-            __asm__("" : "+v"(w), "+v"(x));
-            DP4(a, w, x);
-            s[i] = _mm512_dpwssd_epi32(s[i], _mm512_shuffle_epi8(a, ctl), sc);
-        }
-    for (int i = 0; i < NG; i++) sink[i] = s[i];
-}
-
-__attribute__((noinline)) static void mix_cvt_fma(long iters) {
-    __m512 s[NG];
-    __m512i w = _mm512_set1_epi32(0x01020304), x = _mm512_set1_epi32(0x05060708);
-    __m512 sc = _mm512_set1_ps(3.0f);
-    for (int i = 0; i < NG; i++) s[i] = _mm512_setzero_ps();
-    __asm__("" : "+v"(sc));
-    for (long it = 0; it < iters; it++)
-        for (int i = 0; i < NG; i++) {
-            __m512i a = _mm512_setzero_si512();
-            __asm__("" : "+v"(w), "+v"(x));
-            DP4(a, w, x);
-            s[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a), sc, s[i]);
-        }
-    for (int i = 0; i < NG; i++) sink[i] = _mm512_castps_si512(s[i]);
-}
-
-__attribute__((noinline)) static void mix_cvt(long iters) {
-    __m512i s[NG], w = _mm512_set1_epi32(0x01020304), x = _mm512_set1_epi32(0x05060708);
-    for (int i = 0; i < NG; i++) s[i] = _mm512_setzero_si512();
-    for (long it = 0; it < iters; it++)
-        for (int i = 0; i < NG; i++) {
-            __m512i a = _mm512_setzero_si512();
-            __asm__("" : "+v"(w), "+v"(x));
-            DP4(a, w, x);
-            s[i] = _mm512_xor_si512(s[i], _mm512_castps_si512(_mm512_cvtepi32_ps(a)));
-        }
-    for (int i = 0; i < NG; i++) sink[i] = s[i];
-}
-
-__attribute__((noinline)) static void mix_none(long iters) {
-    __m512i s[NG], w = _mm512_set1_epi32(0x01020304), x = _mm512_set1_epi32(0x05060708);
-    for (int i = 0; i < NG; i++) s[i] = _mm512_setzero_si512();
-    for (long it = 0; it < iters; it++)
-        for (int i = 0; i < NG; i++) {
-            __m512i a = s[i];
-            __asm__("" : "+v"(w), "+v"(x));
-            DP4(a, w, x);
-            s[i] = a;
-        }
-    for (int i = 0; i < NG; i++) sink[i] = s[i];
-}
-
-__attribute__((noinline)) static void mix_cvt_mul_add(long iters) {
-    __m512 s[NG];
-    __m512i w = _mm512_set1_epi32(0x01020304), x = _mm512_set1_epi32(0x05060708);
-    __m512 sc = _mm512_set1_ps(3.0f);
-    for (int i = 0; i < NG; i++) s[i] = _mm512_setzero_ps();
-    __asm__("" : "+v"(sc));
-    for (long it = 0; it < iters; it++)
-        for (int i = 0; i < NG; i++) {
-            __m512i a = _mm512_setzero_si512();
-            __asm__("" : "+v"(w), "+v"(x));
-            DP4(a, w, x);
-            __m512 m = _mm512_mul_ps(_mm512_cvtepi32_ps(a), sc);
-            __asm__("" : "+v"(m)); /* kept a vmulps: gcc contracts mul + add into an FMA outside -std=c11 */
-            s[i] = _mm512_add_ps(s[i], m);
-        }
-    for (int i = 0; i < NG; i++) sink[i] = _mm512_castps_si512(s[i]);
-}
-
-__attribute__((noinline)) static void mix_8dp_mulld(long iters) {
-    __m512i s[NG], w = _mm512_set1_epi32(0x01020304), x = _mm512_set1_epi32(0x05060708), sc = _mm512_set1_epi32(3);
-    for (int i = 0; i < NG; i++) s[i] = _mm512_setzero_si512();
-    __asm__("" : "+v"(sc));
-    for (long it = 0; it < iters; it++)
-        for (int i = 0; i < NG; i++) {
-            __m512i a = _mm512_setzero_si512();
-            __asm__("" : "+v"(w), "+v"(x));
-            DP4(a, w, x);
-            DP4(a, w, x);
-            s[i] = _mm512_add_epi32(s[i], _mm512_mullo_epi32(a, sc));
-        }
-    for (int i = 0; i < NG; i++) sink[i] = s[i];
-}
+MIX(mix_none, __m512i, IZ, s[i], (void)0, s[i], DP4(a, w, x), s[i] = a)
+MIX(mix_mulld, __m512i, IZ, s[i], ISC(3), IZ, DP4(a, w, x), s[i] = _mm512_add_epi32(s[i], _mm512_mullo_epi32(a, sc)))
+/* the pair (s, 256 s) against the sum's (bits 0-7, bits 8-23): bytes b0, 0, b1, b2 of each dword */
+MIX(mix_pshufb_dpwssd, __m512i, IZ, s[i], ISC(3 | (768 << 16)); const __m512i ctl = _mm512_set4_epi32(0x0e0d800c, 0x0a098008, 0x06058004, 0x02018000),
+    IZ, DP4(a, w, x), s[i] = _mm512_dpwssd_epi32(s[i], _mm512_shuffle_epi8(a, ctl), sc))
+MIX(mix_cvt_fma, __m512, FZ, _mm512_castps_si512(s[i]), FSC, IZ, DP4(a, w, x),
+    s[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a), sc, s[i]))
+MIX(mix_cvt, __m512i, IZ, s[i], (void)0, IZ, DP4(a, w, x), s[i] = _mm512_xor_si512(s[i], _mm512_castps_si512(_mm512_cvtepi32_ps(a))))
+/* the vmulps kept apart from the add: gcc contracts mul + add into an FMA outside -std=c11 */
+MIX(mix_cvt_mul_add, __m512, FZ, _mm512_castps_si512(s[i]), FSC, IZ, DP4(a, w, x),
+    __m512 m = _mm512_mul_ps(_mm512_cvtepi32_ps(a), sc); __asm__("" : "+v"(m)); s[i] = _mm512_add_ps(s[i], m))
+MIX(mix_8dp_mulld, __m512i, IZ, s[i], ISC(3), IZ, DP4(a, w, x); DP4(a, w, x), s[i] = _mm512_add_epi32(s[i], _mm512_mullo_epi32(a, sc)))
 
 /* the cycle: a dependent vpaddd chain, 8 adds per step */
 __attribute__((noinline)) static void chain(long iters) {

@@ -23,6 +23,19 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
+def cpu_flags() -> frozenset | None:
+    """The instruction-set flags the kernel reports for this CPU (/proc/cpuinfo's first `flags`
+    line, e.g. "avx512_vnni"), or None where it cannot be read (no /proc)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return frozenset(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return None
+
+
 def _proc_status(field: str) -> int:
     try:
         with open("/proc/self/status") as f:
