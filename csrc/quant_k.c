@@ -416,14 +416,20 @@ static void permute_x(int fmt, gb_block_q8_K *blk, int64_t nb) {
     }
 }
 
+/* iq4_xs's 16 grid values + 128 (unsigned) in every 128-bit lane: a vpshufb table, and for vpermb a
+ * 64-entry one whose low 6 index bits take the 16 values repeated */
+static inline __m512i kiq4_grid512(void) {
+    return _mm512_broadcast_i32x4(_mm_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, (char)129, (char)141, (char)153, (char)166, (char)181,
+                                                (char)197, (char)217, (char)241));
+}
+
 /* w[z]: the 64 unsigned values 64z..64z+63 in order; s[z]: int16 scale of each pair of values (scales16) */
 static inline __attribute__((always_inline)) void kdecode_vnni(int fmt, const uint8_t *b, __m512i w[4], __m512i s[4],
                                                                __m256i *mn, float *d, float *dm) {
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     if (fmt == GB_IQ4_XS) {
         /* values up to 241 (kvalue + 128): s[z] are int32 scales per vpdpbusd lane (4 values), see dot_vnni */
-        const __m512i tbl = _mm512_broadcast_i32x4(_mm_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, (char)129, (char)141, (char)153,
-                                                                 (char)166, (char)181, (char)197, (char)217, (char)241));
+        const __m512i tbl = kiq4_grid512();
         for (int h = 0; h < 2; h++) {
             /* sub-blocks 4h..4h+3, 16 bytes each: low nibbles the first 16 values, high the next 16;
              * used as loaded, the activations permuted to match (permute_x) */
@@ -1440,15 +1446,13 @@ static inline __attribute__((always_inline)) void kp_decode_z(const int fmt, con
         /* vpermb reads the low 6 bits of each index byte: a 64-entry table of the 16 grid values
          * repeated 4 times takes the nibble as it lies (lo) or shifted down with the neighbour's bits
          * above it (hi), with no and-mask: 3 ops per 64 bytes of nibbles instead of 5 */
-        const __m512i t64 = _mm512_broadcast_i32x4(_mm_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, (char)129, (char)141, (char)153,
-                                                                 (char)166, (char)181, (char)197, (char)217, (char)241));
+        const __m512i t64 = kiq4_grid512();
         *plo = _mm512_permutexvar_epi8(Q, t64);
         *phi = _mm512_permutexvar_epi8(_mm512_srli_epi16(Q, 4), t64);
         (void)lo, (void)hi, (void)c16, (void)m30;
         return;
 #endif
-        const __m512i tbl = _mm512_broadcast_i32x4(_mm_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, (char)129, (char)141, (char)153,
-                                                                 (char)166, (char)181, (char)197, (char)217, (char)241));
+        const __m512i tbl = kiq4_grid512();
         lo = _mm512_shuffle_epi8(tbl, lo);
         hi = _mm512_shuffle_epi8(tbl, hi);
     }
