@@ -701,6 +701,46 @@ static inline int panel_sgn(int fmt) { return fmt == GB_Q6_K || fmt == GB_Q3_K |
 #endif
 static inline int panel_pair(int fmt) { return fmt == GB_Q2_K || fmt == GB_Q3_K; }
 
+/* q3_K (PRE): the panel's signed values times their group's scale, negated, in the bytes themselves:
+ * v in [-4, 3] times -sc in [-31, 32] is in [-128, 124], a signed byte (v * sc is not: +128 at v = -4,
+ * sc = -32, the scale the quantizer gives a super-block's largest group), so the tile adds every
+ * chunk into one sum per row and token with no scale step (no vpdpwssd, shift and add per pair of
+ * groups): 64 vpdpbusd per super-block and token instead of 64 + 8 + 16. corr = 128 sum_c sc[c] *
+ * (group c's values' sum) (minus panel_signed's), so the tile's sum is minus the exact isum - msum,
+ * negated again before the float32 step: the same int32, the same outputs. */
+#ifndef KP_Q3_PRE
+#define KP_Q3_PRE 1
+#endif
+/* q2_K likewise: its values 0..3 times scales 0..15 are at most 45, an unsigned byte as they stand
+ * (no negation, no corr); its mins stay in msum */
+#ifndef KP_Q2_PRE
+#define KP_Q2_PRE 1
+#endif
+static inline int panel_pre(int fmt) { return (KP_Q3_PRE && fmt == GB_Q3_K) || (KP_Q2_PRE && fmt == GB_Q2_K); }
+
+/* bytes v times the int32 lane's s (the same for its 4 bytes), low 8 bits of each product */
+static inline __m512i kp_mul_i8_lane(__m512i v, __m512i s32) {
+    const __m512i s16 = _mm512_or_si512(_mm512_and_si512(s32, _mm512_set1_epi32(0xffff)), _mm512_slli_epi32(s32, 16));
+    const __m512i pe = _mm512_mullo_epi16(_mm512_srai_epi16(_mm512_slli_epi16(v, 8), 8), s16);
+    const __m512i po = _mm512_mullo_epi16(_mm512_srai_epi16(v, 8), s16);
+    return _mm512_mask_blend_epi8((__mmask64)0xAAAAAAAAAAAAAAAAull, pe, _mm512_slli_epi16(po, 8));
+}
+
+/* a filled panel into PRE's form, in place (q3_K after panel_signed) */
+static void panel_premul(int fmt, kpanel *P, int64_t nb) {
+    for (int64_t b = 0; b < nb; b++) {
+        for (int c = 0; c < 16; c++) {
+            const __m512i sc = _mm512_load_si512((const void *)(P[b].sc + c * 16));
+            const __m512i ns = fmt == GB_Q3_K ? _mm512_sub_epi32(_mm512_setzero_si512(), sc) : sc;
+            for (int j = 0; j < 4; j++) {
+                uint32_t *q = P[b].q + (4 * c + j) * 16;
+                _mm512_store_si512((void *)q, kp_mul_i8_lane(_mm512_load_si512((const void *)q), ns));
+            }
+        }
+        if (fmt == GB_Q3_K) _mm512_store_si512((void *)P[b].corr, _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_load_si512((const void *)P[b].corr)));
+    }
+}
+
 /* one super-block's scales sc[16] (one zmm of 16 rows per group) in panel_pair's form, and corr with
  * the bias off */
 static inline __attribute__((always_inline)) void panel_pair_store(kpanel *o, const __m512i *sc, __m512i corr) {
@@ -825,6 +865,22 @@ static int quant_row_panel(int fmt, const float *x, gb_block_q8_K *y, int64_t nb
 }
 
 
+/* one 4-value chunk ch of NG groups' panels p against TT tokens' activations xb into sums a */
+static inline __attribute__((always_inline)) void panel_chunk(const kpanel *const *p, const int8_t *const *xb, const int ch,
+                                                              __m512i (*a)[8], const int NG, const int TT, const int SGN) {
+    __m512i wq[2];
+    for (int g = 0; g < NG; g++) {
+        wq[g] = _mm512_load_si512((const void *)(p[g]->q + ch * 16));
+        __asm__("" : "+v"(wq[g])); /* one load per chunk: gcc otherwise reloaded it per token */
+    }
+    for (int t = 0; t < TT; t++) {
+        int32_t xv;
+        memcpy(&xv, xb[t] + 4 * ch, 4);
+        const __m512i xb4 = _mm512_set1_epi32(xv);
+        for (int g = 0; g < NG; g++) a[g][t] = SGN ? _mm512_dpbusd_epi32(a[g][t], xb4, wq[g]) : _mm512_dpbusd_epi32(a[g][t], wq[g], xb4);
+    }
+}
+
 /* NG (1 or 2) groups of 16 rows x TT tokens (t0..), the nb super-blocks from P0/P1 and xq (token
  * rows ldx blocks apart); group i's outputs y[t * ldy + 16 i + r], masked by m0/m1. first: the
  * running sums start at 0, else from y (an earlier pass); last: + bias. Per 4-value chunk: one load
@@ -835,7 +891,7 @@ static int quant_row_panel(int fmt, const float *x, gb_block_q8_K *y, int64_t nb
 static inline __attribute__((always_inline)) void panel_tile(const kpanel *P0, const kpanel *P1, int64_t nb, const gb_block_q8_K *xq,
                                                              int64_t ldx, int64_t t0, float *y, int64_t ldy, const float *bias,
                                                              __mmask16 m0, __mmask16 m1, int first, int last, const int NG,
-                                                             const int TT, const int SUB, const int SGN, const int PAIR) {
+                                                             const int TT, const int SUB, const int SGN, const int PAIR, const int PRE) {
     __m512 acc[2][8];
     for (int g = 0; g < NG; g++)
         for (int t = 0; t < TT; t++)
@@ -847,30 +903,17 @@ static inline __attribute__((always_inline)) void panel_tile(const kpanel *P0, c
         __m512i isum[2][8];
         for (int g = 0; g < NG; g++)
             for (int t = 0; t < TT; t++) isum[g][t] = SGN || PAIR ? _mm512_load_si512((const void *)p[g]->corr) : _mm512_setzero_si512();
-        for (int s = 0; s < 16 / SUB; s += PAIR ? 2 : 1) {
+        /* PRE (q3_K): the values already times their scales, negated (panel_premul): every chunk into isum */
+        for (int ch = 0; ch < 64 && PRE; ch++) panel_chunk(p, xb, ch, isum, NG, TT, SGN);
+        for (int s = 0; s < 16 / SUB && !PRE; s += PAIR ? 2 : 1) {
             __m512i ia[2][8], io[2][8]; /* PAIR: group s's sums (+ PANEL_PAIR_BIAS) and group s + 1's */
             for (int g = 0; g < NG; g++)
                 for (int t = 0; t < TT; t++) {
                     ia[g][t] = PAIR ? _mm512_set1_epi32(PANEL_PAIR_BIAS) : _mm512_setzero_si512();
                     io[g][t] = _mm512_setzero_si512();
                 }
-            for (int cj = 0; cj < 4 * SUB * (PAIR ? 2 : 1); cj++) {
-                const int ch = 4 * SUB * s + cj;
-                __m512i wq[2];
-                for (int g = 0; g < NG; g++) {
-                    wq[g] = _mm512_load_si512((const void *)(p[g]->q + ch * 16));
-                    __asm__("" : "+v"(wq[g])); /* one load per chunk: gcc otherwise reloaded it per token */
-                }
-                for (int t = 0; t < TT; t++) {
-                    int32_t xv;
-                    memcpy(&xv, xb[t] + 4 * ch, 4);
-                    const __m512i xb4 = _mm512_set1_epi32(xv);
-                    for (int g = 0; g < NG; g++) { /* PAIR: two accumulators, 1.05-1.07x over one that took group s + 1's sum, shifted, then group s's */
-                        if (PAIR && cj >= 4) io[g][t] = SGN ? _mm512_dpbusd_epi32(io[g][t], xb4, wq[g]) : _mm512_dpbusd_epi32(io[g][t], wq[g], xb4);
-                        else ia[g][t] = SGN ? _mm512_dpbusd_epi32(ia[g][t], xb4, wq[g]) : _mm512_dpbusd_epi32(ia[g][t], wq[g], xb4);
-                    }
-                }
-            }
+            for (int cj = 0; cj < 4 * SUB; cj++) panel_chunk(p, xb, 4 * SUB * s + cj, ia, NG, TT, SGN);
+            for (int cj = 0; cj < 4 && PAIR; cj++) panel_chunk(p, xb, 4 * SUB * s + 4 + cj, io, NG, TT, SGN);
             for (int g = 0; g < NG && PAIR; g++) { /* both groups' sums as int16 halves, times their scales */
                 const __m512i scp = _mm512_load_si512((const void *)(p[g]->sc + s / 2 * 16));
                 for (int t = 0; t < TT; t++)
@@ -885,7 +928,8 @@ static inline __attribute__((always_inline)) void panel_tile(const kpanel *P0, c
         for (int t = 0; t < TT && SGN; t++) { /* kterm's (d*dx)*(isum - msum), corr having taken msum off */
             const __m512 dx = _mm512_set1_ps(xq[(t0 + t) * ldx + b].d);
             for (int g = 0; g < NG; g++)
-                acc[g][t] = _mm512_add_ps(acc[g][t], _mm512_mul_ps(_mm512_mul_ps(_mm512_load_ps(p[g]->d), dx), _mm512_cvtepi32_ps(isum[g][t])));
+                acc[g][t] = _mm512_add_ps(acc[g][t], _mm512_mul_ps(_mm512_mul_ps(_mm512_load_ps(p[g]->d), dx),
+                                                                   _mm512_cvtepi32_ps(PRE ? _mm512_sub_epi32(_mm512_setzero_si512(), isum[g][t]) : isum[g][t])));
         }
         for (int t = 0; t < TT && !SGN; t++) {
             const gb_block_q8_K *x = &xq[(t0 + t) * ldx + b];
@@ -916,42 +960,58 @@ static inline __attribute__((always_inline)) void panel_tile(const kpanel *P0, c
 /* One group of 16 rows x all T tokens (t0 = 0..): tiles of 8 tokens (then 4, 3, 2, 1). A group's
  * panel (~45 KB for K = 2048) stays in L1 across its tiles; two groups' (the tile of 2 groups x 4
  * tokens it replaced, 2026-12-02) did not, and were re-read from L2 by every tile. */
-#define PANEL_ROWS(name, SUB, SGN, PAIR)                                                                                  \
+#define PANEL_ROWS(name, SUB, SGN, PAIR, PRE)                                                                                  \
     static void name(const kpanel *P, int64_t nb, const gb_block_q8_K *xq, int64_t ldx, int64_t T, float *y, int64_t ldy,  \
                      const float *bias, __mmask16 m, int first, int last) {                                         \
         int64_t t0 = 0;                                                                                             \
-        for (; t0 + 8 <= T; t0 += 8) panel_tile(P, P, nb, xq, ldx, t0, y, ldy, bias, m, m, first, last, 1, 8, SUB, SGN, PAIR); \
-        for (; t0 + 4 <= T; t0 += 4) panel_tile(P, P, nb, xq, ldx, t0, y, ldy, bias, m, m, first, last, 1, 4, SUB, SGN, PAIR); \
+        for (; t0 + 8 <= T; t0 += 8) panel_tile(P, P, nb, xq, ldx, t0, y, ldy, bias, m, m, first, last, 1, 8, SUB, SGN, PAIR, PRE); \
+        for (; t0 + 4 <= T; t0 += 4) panel_tile(P, P, nb, xq, ldx, t0, y, ldy, bias, m, m, first, last, 1, 4, SUB, SGN, PAIR, PRE); \
         switch (T - t0) {                                                                                           \
-        case 3: panel_tile(P, P, nb, xq, ldx, t0, y, ldy, bias, m, m, first, last, 1, 3, SUB, SGN, PAIR); break;          \
-        case 2: panel_tile(P, P, nb, xq, ldx, t0, y, ldy, bias, m, m, first, last, 1, 2, SUB, SGN, PAIR); break;          \
-        case 1: panel_tile(P, P, nb, xq, ldx, t0, y, ldy, bias, m, m, first, last, 1, 1, SUB, SGN, PAIR); break;          \
+        case 3: panel_tile(P, P, nb, xq, ldx, t0, y, ldy, bias, m, m, first, last, 1, 3, SUB, SGN, PAIR, PRE); break;          \
+        case 2: panel_tile(P, P, nb, xq, ldx, t0, y, ldy, bias, m, m, first, last, 1, 2, SUB, SGN, PAIR, PRE); break;          \
+        case 1: panel_tile(P, P, nb, xq, ldx, t0, y, ldy, bias, m, m, first, last, 1, 1, SUB, SGN, PAIR, PRE); break;          \
         default: break;                                                                                             \
         }                                                                                                           \
     }
-PANEL_ROWS(panel_rows_s1p, 1, 0, 1)  /* q2_K */
-PANEL_ROWS(panel_rows_s1gp, 1, 1, 1) /* q3_K */
-PANEL_ROWS(panel_rows_s2, 2, 0, 0)   /* q4_K, q5_K */
-PANEL_ROWS(panel_rows_s1g, 1, 1, 0)  /* q6_K */
-PANEL_ROWS(panel_rows_s2g, 2, 1, 0)  /* iq4_xs */
+#if KP_Q2_PRE
+PANEL_ROWS(panel_rows_s1p, 1, 0, 0, 1) /* q2_K */
+#else
+PANEL_ROWS(panel_rows_s1p, 1, 0, 1, 0)
+#endif  /* q2_K */
+#if KP_Q3_PRE
+PANEL_ROWS(panel_rows_s1gp, 1, 1, 0, 1) /* q3_K */
+#else
+PANEL_ROWS(panel_rows_s1gp, 1, 1, 1, 0)
+#endif /* q3_K */
+PANEL_ROWS(panel_rows_s2, 2, 0, 0, 0)   /* q4_K, q5_K */
+PANEL_ROWS(panel_rows_s1g, 1, 1, 0, 0)  /* q6_K */
+PANEL_ROWS(panel_rows_s2g, 2, 1, 0, 0)  /* iq4_xs */
 /* two groups (P, P + ldp) x 4 tokens */
-#define PANEL_ROWS2(name, SUB, SGN, PAIR)                                                                                 \
+#define PANEL_ROWS2(name, SUB, SGN, PAIR, PRE)                                                                                 \
     static void name(const kpanel *P, int64_t ldp, int64_t nb, const gb_block_q8_K *xq, int64_t ldx, int64_t T, float *y, \
                      int64_t ldy, const float *bias, __mmask16 m0, __mmask16 m1, int first, int last) {              \
         int64_t t0 = 0;                                                                                             \
-        for (; t0 + 4 <= T; t0 += 4) panel_tile(P, P + ldp, nb, xq, ldx, t0, y, ldy, bias, m0, m1, first, last, 2, 4, SUB, SGN, PAIR); \
+        for (; t0 + 4 <= T; t0 += 4) panel_tile(P, P + ldp, nb, xq, ldx, t0, y, ldy, bias, m0, m1, first, last, 2, 4, SUB, SGN, PAIR, PRE); \
         switch (T - t0) {                                                                                           \
-        case 3: panel_tile(P, P + ldp, nb, xq, ldx, t0, y, ldy, bias, m0, m1, first, last, 2, 3, SUB, SGN, PAIR); break;  \
-        case 2: panel_tile(P, P + ldp, nb, xq, ldx, t0, y, ldy, bias, m0, m1, first, last, 2, 2, SUB, SGN, PAIR); break;  \
-        case 1: panel_tile(P, P + ldp, nb, xq, ldx, t0, y, ldy, bias, m0, m1, first, last, 2, 1, SUB, SGN, PAIR); break;  \
+        case 3: panel_tile(P, P + ldp, nb, xq, ldx, t0, y, ldy, bias, m0, m1, first, last, 2, 3, SUB, SGN, PAIR, PRE); break;  \
+        case 2: panel_tile(P, P + ldp, nb, xq, ldx, t0, y, ldy, bias, m0, m1, first, last, 2, 2, SUB, SGN, PAIR, PRE); break;  \
+        case 1: panel_tile(P, P + ldp, nb, xq, ldx, t0, y, ldy, bias, m0, m1, first, last, 2, 1, SUB, SGN, PAIR, PRE); break;  \
         default: break;                                                                                             \
         }                                                                                                           \
     }
-PANEL_ROWS2(panel_rows2_s1p, 1, 0, 1)
-PANEL_ROWS2(panel_rows2_s1gp, 1, 1, 1)
-PANEL_ROWS2(panel_rows2_s2, 2, 0, 0)
-PANEL_ROWS2(panel_rows2_s1g, 1, 1, 0)
-PANEL_ROWS2(panel_rows2_s2g, 2, 1, 0)
+#if KP_Q2_PRE
+PANEL_ROWS2(panel_rows2_s1p, 1, 0, 0, 1)
+#else
+PANEL_ROWS2(panel_rows2_s1p, 1, 0, 1, 0)
+#endif
+#if KP_Q3_PRE
+PANEL_ROWS2(panel_rows2_s1gp, 1, 1, 0, 1) /* q3_K */
+#else
+PANEL_ROWS2(panel_rows2_s1gp, 1, 1, 1, 0)
+#endif
+PANEL_ROWS2(panel_rows2_s2, 2, 0, 0, 0)
+PANEL_ROWS2(panel_rows2_s1g, 1, 1, 0, 0)
+PANEL_ROWS2(panel_rows2_s2g, 2, 1, 0, 0)
 
 /* groups g (and g + 1 if ng = 2, its panel at P + nb) of an N-row output from their panels,
  * super-blocks [b0, b0 + nbc) of the nb: the running sums kept in y between the chunks (a float32
@@ -1010,7 +1070,8 @@ static void panel_step(int fmt, const kpanel *P, int64_t g0, int n, int64_t nb, 
 static void panel_prep(int fmt, kpanel *P, int64_t nb) {
     if (panel_sgn(fmt)) panel_signed(fmt, P, nb);
     else if (panel_sub(fmt) == 2) panel_pairs32(P, nb);
-    if (panel_pair(fmt)) panel_pair_scales(fmt, P, nb);
+    if (panel_pre(fmt)) panel_premul(fmt, P, nb);
+    else if (panel_pair(fmt)) panel_pair_scales(fmt, P, nb);
 }
 #endif
 
@@ -1714,15 +1775,6 @@ static inline __attribute__((always_inline)) void panel_fill_packed2(const int f
             _mm_prefetch((const char *)(p + pfd + 64 * m), KP_PANEL_HINT);
             if (64 * (m + 16) < pb) _mm_prefetch((const char *)(p + pfd + 64 * (m + 16)), KP_PANEL_HINT);
             ws[m] = _mm512_setzero_si512();
-            for (int j = 0; j < 4; j++) {
-                __m512i v;
-                kp_decode2(fmt, p, m, j, Q, &v);
-                if (fmt == GB_Q3_K) { /* panel_signed's work on the fly: q - 4, and group m's sums for corr */
-                    v = _mm512_sub_epi8(v, _mm512_set1_epi8(4));
-                    ws[m] = _mm512_dpbusd_epi32(ws[m], _mm512_set1_epi8(1), v);
-                }
-                _mm512_store_si512((void *)(o->q + (4 * m + j) * 16), v);
-            }
             if (fmt == GB_Q2_K) {
                 const __m512i sm = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(p + sco + 16 * m)));
                 sc[m] = _mm512_and_si512(sm, _mm512_set1_epi32(15));
@@ -1730,11 +1782,23 @@ static inline __attribute__((always_inline)) void panel_fill_packed2(const int f
             } else { /* q3_K: its offset went into corr (signed panels): no mins */
                 sc[m] = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + sco + 16 * m)));
             }
+            const __m512i ns = fmt == GB_Q3_K ? _mm512_sub_epi32(_mm512_setzero_si512(), sc[m]) : sc[m];
+            for (int j = 0; j < 4; j++) {
+                __m512i v;
+                kp_decode2(fmt, p, m, j, Q, &v);
+                if (fmt == GB_Q3_K) { /* panel_signed's work on the fly: q - 4, and group m's sums for corr */
+                    v = _mm512_sub_epi8(v, _mm512_set1_epi8(4));
+                    ws[m] = _mm512_dpbusd_epi32(ws[m], _mm512_set1_epi8(1), v);
+                }
+                if (panel_pre(fmt)) v = kp_mul_i8_lane(v, ns); /* panel_premul's */
+                _mm512_store_si512((void *)(o->q + (4 * m + j) * 16), v);
+            }
         }
         /* panel_signed's corr (q3_K) and panel_pair_scales' form: the scales in int16 pairs, the bias off */
         __m512i corr = _mm512_setzero_si512();
         for (int m = 0; m < 16 && fmt == GB_Q3_K; m++) corr = _mm512_add_epi32(corr, _mm512_mullo_epi32(ws[m], sc[m]));
-        panel_pair_store(o, sc, _mm512_mullo_epi32(corr, _mm512_set1_epi32(-128)));
+        if (panel_pre(fmt)) _mm512_store_si512((void *)o->corr, _mm512_slli_epi32(corr, 7)); /* panel_premul's corr (q2_K: 0, unread) */
+        else panel_pair_store(o, sc, _mm512_mullo_epi32(corr, _mm512_set1_epi32(-128)));
         for (int c2 = 0; c2 < 8 && fmt == GB_Q2_K; c2++)
             _mm512_store_si512((void *)(o->mn + c2 * 16), _mm512_or_si512(_mm512_and_si512(mn[2 * c2], _mm512_set1_epi32(0xffff)),
                                                                           _mm512_slli_epi32(mn[2 * c2 + 1], 16)));
