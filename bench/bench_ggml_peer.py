@@ -270,8 +270,9 @@ def _t1_cache_note(l3: int) -> str:
 
 # vpmulld per 16 vpdpbusd in glmbench's K-quant prefill tile (csrc/quant_k.c panel_tile): one per
 # 16 output rows x token and scale group, 4 vpdpbusd per 16 values: q6_K's 16-value scales 4; the
-# 32-value scale groups of q4_K/q5_K/iq4_xs 2; q2_K/q3_K's vpdpwssd of two 16-value groups 2
-TILE_SCALES = {"q6_K": 4, "q4_K": 2, "q5_K": 2, "iq4_xs": 2, "q2_K": 2, "q3_K": 2}
+# 32-value scale groups of q4_K/q5_K/iq4_xs 2; q2_K/q3_K none since session 38 (their panels hold each
+# value times its scale, a byte: panel_premul; their vpdpwssd of two 16-value groups had been 2)
+TILE_SCALES = {"q6_K": 4, "q4_K": 2, "q5_K": 2, "iq4_xs": 2, "q2_K": 0, "q3_K": 0}
 
 
 def vnni_ceilings() -> dict:
