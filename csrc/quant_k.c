@@ -637,9 +637,9 @@ static void row_vnni_iq4xs(const uint8_t *w, const gb_block_q8_K *xq, int64_t nb
  * portable version, so the outputs stay bit-identical to it. */
 typedef struct {
     uint32_t q[64 * 16]; /* [4-value chunk][row] */
-    int32_t sc[16 * 16]; /* [16-value group][row]; q2_K/q3_K: [pair of groups][row] as int16 pairs (panel_pair_scales) */
+    int32_t sc[16 * 16]; /* [16-value group][row] (q2_K/q3_K: applied to q by panel_premul, then unread) */
     int32_t mn[8 * 16];  /* [pair of groups][row]: int16 pairs for vpdpwssd */
-    int32_t corr[16];    /* signed panels (panel_signed): -128 * sum_c sc[c] * (sum of group c's values); pairs: - the bias's */
+    int32_t corr[16];    /* signed panels (panel_signed): -128 * sum_c sc[c] * (sum of group c's values); q3_K: + (panel_premul) */
     float d[16], dm[16];
 } kpanel;
 
@@ -691,32 +691,24 @@ static void x_pairs32(gb_block_q8_K *x, int64_t nb) {
  * of the activations and no msum: the same int32 isum - msum, so the same float32 result. */
 static inline int panel_sgn(int fmt) { return fmt == GB_Q6_K || fmt == GB_Q3_K || fmt == GB_IQ4_XS; }
 
-/* q2_K / q3_K (SUB 1, 16-value sums |ia| <= 16 * 255 * 4 < 2^14): two groups' sums as the int16
- * halves of one int32 lane, group 2k's + PANEL_PAIR_BIAS (so >= 0: no borrow from the high half)
- * and group 2k + 1's << 16, times the pair of scales (panel_pair: sc[k] = (sc[2k], sc[2k + 1]) as
- * int16) by one vpdpwssd instead of two vpmulld and two vpaddd; corr takes the bias off again
- * (- PANEL_PAIR_BIAS * sum_k sc[2k]). The same exact int32 isum. */
+/* the decode tile's q2_K / q3_K pairs (kp_tile2, KP2_PAIR): two 16-value sums as the int16 halves of one
+ * int32 lane, the low one + PANEL_PAIR_BIAS so >= 0 (no borrow from the high half). Until session 38 the
+ * prefill panels took the same pairs (one vpdpwssd per two groups); now their values carry the scales. */
 #ifndef PANEL_PAIR_BIAS
 #define PANEL_PAIR_BIAS 16384
 #endif
-static inline int panel_pair(int fmt) { return fmt == GB_Q2_K || fmt == GB_Q3_K; }
 
 /* q3_K (PRE): the panel's signed values times their group's scale, negated, in the bytes themselves:
  * v in [-4, 3] times -sc in [-31, 32] is in [-128, 124], a signed byte (v * sc is not: +128 at v = -4,
  * sc = -32, the scale the quantizer gives a super-block's largest group), so the tile adds every
- * chunk into one sum per row and token with no scale step (no vpdpwssd, shift and add per pair of
- * groups): 64 vpdpbusd per super-block and token instead of 64 + 8 + 16. corr = 128 sum_c sc[c] *
- * (group c's values' sum) (minus panel_signed's), so the tile's sum is minus the exact isum - msum,
- * negated again before the float32 step: the same int32, the same outputs. */
-#ifndef KP_Q3_PRE
-#define KP_Q3_PRE 1
-#endif
-/* q2_K likewise: its values 0..3 times scales 0..15 are at most 45, an unsigned byte as they stand
- * (no negation, no corr); its mins stay in msum */
-#ifndef KP_Q2_PRE
-#define KP_Q2_PRE 1
-#endif
-static inline int panel_pre(int fmt) { return (KP_Q3_PRE && fmt == GB_Q3_K) || (KP_Q2_PRE && fmt == GB_Q2_K); }
+ * chunk into one sum per row and token with no scale step: 64 vpdpbusd per super-block and token,
+ * where two groups' sums as int16 halves times their pair of scales (one vpdpwssd, a shift and an
+ * add per two groups) had cost 64 + 8 + 16 (T = 512: 1.08x). corr = 128 sum_c sc[c] * (group c's
+ * values' sum) (minus panel_signed's), so the tile's sum is minus the exact isum - msum, negated
+ * again before the float32 step: the same int32, the same outputs. q2_K likewise: its values 0..3
+ * times scales 0..15 are at most 45, an unsigned byte as they stand (no negation, no corr); its mins
+ * stay in msum (1.15-1.17x). The other formats' products do not fit a byte. */
+static inline int panel_pre(int fmt) { return fmt == GB_Q3_K || fmt == GB_Q2_K; }
 
 /* bytes v times the int32 lane's s (the same for its 4 bytes), low 8 bits of each product */
 static inline __m512i kp_mul_i8_lane(__m512i v, __m512i s32) {
@@ -738,26 +730,6 @@ static void panel_premul(int fmt, kpanel *P, int64_t nb) {
             }
         }
         if (fmt == GB_Q3_K) _mm512_store_si512((void *)P[b].corr, _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_load_si512((const void *)P[b].corr)));
-    }
-}
-
-/* one super-block's scales sc[16] (one zmm of 16 rows per group) in panel_pair's form, and corr with
- * the bias off */
-static inline __attribute__((always_inline)) void panel_pair_store(kpanel *o, const __m512i *sc, __m512i corr) {
-    for (int k = 0; k < 8; k++) {
-        corr = _mm512_sub_epi32(corr, _mm512_mullo_epi32(sc[2 * k], _mm512_set1_epi32(PANEL_PAIR_BIAS)));
-        _mm512_store_si512((void *)(o->sc + k * 16), _mm512_or_si512(_mm512_and_si512(sc[2 * k], _mm512_set1_epi32(0xffff)),
-                                                                     _mm512_slli_epi32(sc[2 * k + 1], 16)));
-    }
-    _mm512_store_si512((void *)o->corr, corr);
-}
-
-/* a filled panel's scales in panel_pair's form (after panel_signed's corr) */
-static void panel_pair_scales(int fmt, kpanel *P, int64_t nb) {
-    for (int64_t b = 0; b < nb; b++) {
-        __m512i sc[16];
-        for (int c = 0; c < 16; c++) sc[c] = _mm512_load_si512((const void *)(P[b].sc + c * 16));
-        panel_pair_store(P + b, sc, panel_sgn(fmt) ? _mm512_load_si512((const void *)P[b].corr) : _mm512_setzero_si512());
     }
 }
 
@@ -886,12 +858,12 @@ static inline __attribute__((always_inline)) void panel_chunk(const kpanel *cons
  * running sums start at 0, else from y (an earlier pass); last: + bias. Per 4-value chunk: one load
  * per group and one broadcast per token feed NG x TT vpdpbusd (2 x 4: 6 loads per 8, where 1 x 4 took
  * 5 per 4). SUB: 16-value groups per scale (2 for q4_K/q5_K/iq4_xs, whose scales are per 32 values:
- * one vpmulld per 32 values). SGN: q6_K/q3_K/iq4_xs's signed panels (panel_signed). PAIR: q2_K/q3_K's
- * two 16-value groups per vpdpwssd (panel_pair). */
+ * one vpmulld per 32 values). SGN: q6_K/q3_K/iq4_xs's signed panels (panel_signed). PRE: q2_K/q3_K's
+ * values times their scales (panel_premul): no scale step. */
 static inline __attribute__((always_inline)) void panel_tile(const kpanel *P0, const kpanel *P1, int64_t nb, const gb_block_q8_K *xq,
                                                              int64_t ldx, int64_t t0, float *y, int64_t ldy, const float *bias,
                                                              __mmask16 m0, __mmask16 m1, int first, int last, const int NG,
-                                                             const int TT, const int SUB, const int SGN, const int PAIR, const int PRE) {
+                                                             const int TT, const int SUB, const int SGN, const int PRE) {
     __m512 acc[2][8];
     for (int g = 0; g < NG; g++)
         for (int t = 0; t < TT; t++)
@@ -902,24 +874,15 @@ static inline __attribute__((always_inline)) void panel_tile(const kpanel *P0, c
         for (int t = 0; t < TT; t++) xb[t] = xq[(t0 + t) * ldx + b].qs;
         __m512i isum[2][8];
         for (int g = 0; g < NG; g++)
-            for (int t = 0; t < TT; t++) isum[g][t] = SGN || PAIR ? _mm512_load_si512((const void *)p[g]->corr) : _mm512_setzero_si512();
-        /* PRE (q3_K): the values already times their scales, negated (panel_premul): every chunk into isum */
+            for (int t = 0; t < TT; t++) isum[g][t] = SGN ? _mm512_load_si512((const void *)p[g]->corr) : _mm512_setzero_si512();
+        /* PRE: the values already times their scales (q3_K negated: panel_premul): every chunk into isum */
         for (int ch = 0; ch < 64 && PRE; ch++) panel_chunk(p, xb, ch, isum, NG, TT, SGN);
-        for (int s = 0; s < 16 / SUB && !PRE; s += PAIR ? 2 : 1) {
-            __m512i ia[2][8], io[2][8]; /* PAIR: group s's sums (+ PANEL_PAIR_BIAS) and group s + 1's */
+        for (int s = 0; s < 16 / SUB && !PRE; s++) {
+            __m512i ia[2][8];
             for (int g = 0; g < NG; g++)
-                for (int t = 0; t < TT; t++) {
-                    ia[g][t] = PAIR ? _mm512_set1_epi32(PANEL_PAIR_BIAS) : _mm512_setzero_si512();
-                    io[g][t] = _mm512_setzero_si512();
-                }
+                for (int t = 0; t < TT; t++) ia[g][t] = _mm512_setzero_si512();
             for (int cj = 0; cj < 4 * SUB; cj++) panel_chunk(p, xb, 4 * SUB * s + cj, ia, NG, TT, SGN);
-            for (int cj = 0; cj < 4 && PAIR; cj++) panel_chunk(p, xb, 4 * SUB * s + 4 + cj, io, NG, TT, SGN);
-            for (int g = 0; g < NG && PAIR; g++) { /* both groups' sums as int16 halves, times their scales */
-                const __m512i scp = _mm512_load_si512((const void *)(p[g]->sc + s / 2 * 16));
-                for (int t = 0; t < TT; t++)
-                    isum[g][t] = _mm512_dpwssd_epi32(isum[g][t], _mm512_add_epi32(ia[g][t], _mm512_slli_epi32(io[g][t], 16)), scp);
-            }
-            for (int g = 0; g < NG && !PAIR; g++) {
+            for (int g = 0; g < NG; g++) {
                 const __m512i sc = _mm512_load_si512((const void *)(p[g]->sc + SUB * s * 16));
                 for (int t = 0; t < TT; t++)
                     isum[g][t] = _mm512_add_epi32(isum[g][t], _mm512_mullo_epi32(ia[g][t], sc));
@@ -960,58 +923,42 @@ static inline __attribute__((always_inline)) void panel_tile(const kpanel *P0, c
 /* One group of 16 rows x all T tokens (t0 = 0..): tiles of 8 tokens (then 4, 3, 2, 1). A group's
  * panel (~45 KB for K = 2048) stays in L1 across its tiles; two groups' (the tile of 2 groups x 4
  * tokens it replaced, 2026-12-02) did not, and were re-read from L2 by every tile. */
-#define PANEL_ROWS(name, SUB, SGN, PAIR, PRE)                                                                                  \
+#define PANEL_ROWS(name, SUB, SGN, PRE)                                                                                  \
     static void name(const kpanel *P, int64_t nb, const gb_block_q8_K *xq, int64_t ldx, int64_t T, float *y, int64_t ldy,  \
                      const float *bias, __mmask16 m, int first, int last) {                                         \
         int64_t t0 = 0;                                                                                             \
-        for (; t0 + 8 <= T; t0 += 8) panel_tile(P, P, nb, xq, ldx, t0, y, ldy, bias, m, m, first, last, 1, 8, SUB, SGN, PAIR, PRE); \
-        for (; t0 + 4 <= T; t0 += 4) panel_tile(P, P, nb, xq, ldx, t0, y, ldy, bias, m, m, first, last, 1, 4, SUB, SGN, PAIR, PRE); \
+        for (; t0 + 8 <= T; t0 += 8) panel_tile(P, P, nb, xq, ldx, t0, y, ldy, bias, m, m, first, last, 1, 8, SUB, SGN, PRE); \
+        for (; t0 + 4 <= T; t0 += 4) panel_tile(P, P, nb, xq, ldx, t0, y, ldy, bias, m, m, first, last, 1, 4, SUB, SGN, PRE); \
         switch (T - t0) {                                                                                           \
-        case 3: panel_tile(P, P, nb, xq, ldx, t0, y, ldy, bias, m, m, first, last, 1, 3, SUB, SGN, PAIR, PRE); break;          \
-        case 2: panel_tile(P, P, nb, xq, ldx, t0, y, ldy, bias, m, m, first, last, 1, 2, SUB, SGN, PAIR, PRE); break;          \
-        case 1: panel_tile(P, P, nb, xq, ldx, t0, y, ldy, bias, m, m, first, last, 1, 1, SUB, SGN, PAIR, PRE); break;          \
+        case 3: panel_tile(P, P, nb, xq, ldx, t0, y, ldy, bias, m, m, first, last, 1, 3, SUB, SGN, PRE); break;          \
+        case 2: panel_tile(P, P, nb, xq, ldx, t0, y, ldy, bias, m, m, first, last, 1, 2, SUB, SGN, PRE); break;          \
+        case 1: panel_tile(P, P, nb, xq, ldx, t0, y, ldy, bias, m, m, first, last, 1, 1, SUB, SGN, PRE); break;          \
         default: break;                                                                                             \
         }                                                                                                           \
     }
-#if KP_Q2_PRE
-PANEL_ROWS(panel_rows_s1p, 1, 0, 0, 1) /* q2_K */
-#else
-PANEL_ROWS(panel_rows_s1p, 1, 0, 1, 0)
-#endif  /* q2_K */
-#if KP_Q3_PRE
-PANEL_ROWS(panel_rows_s1gp, 1, 1, 0, 1) /* q3_K */
-#else
-PANEL_ROWS(panel_rows_s1gp, 1, 1, 1, 0)
-#endif /* q3_K */
-PANEL_ROWS(panel_rows_s2, 2, 0, 0, 0)   /* q4_K, q5_K */
-PANEL_ROWS(panel_rows_s1g, 1, 1, 0, 0)  /* q6_K */
-PANEL_ROWS(panel_rows_s2g, 2, 1, 0, 0)  /* iq4_xs */
+PANEL_ROWS(panel_rows_s1p, 1, 0, 1)  /* q2_K */
+PANEL_ROWS(panel_rows_s1gp, 1, 1, 1) /* q3_K */
+PANEL_ROWS(panel_rows_s2, 2, 0, 0)   /* q4_K, q5_K */
+PANEL_ROWS(panel_rows_s1g, 1, 1, 0)  /* q6_K */
+PANEL_ROWS(panel_rows_s2g, 2, 1, 0)  /* iq4_xs */
 /* two groups (P, P + ldp) x 4 tokens */
-#define PANEL_ROWS2(name, SUB, SGN, PAIR, PRE)                                                                                 \
+#define PANEL_ROWS2(name, SUB, SGN, PRE)                                                                                 \
     static void name(const kpanel *P, int64_t ldp, int64_t nb, const gb_block_q8_K *xq, int64_t ldx, int64_t T, float *y, \
                      int64_t ldy, const float *bias, __mmask16 m0, __mmask16 m1, int first, int last) {              \
         int64_t t0 = 0;                                                                                             \
-        for (; t0 + 4 <= T; t0 += 4) panel_tile(P, P + ldp, nb, xq, ldx, t0, y, ldy, bias, m0, m1, first, last, 2, 4, SUB, SGN, PAIR, PRE); \
+        for (; t0 + 4 <= T; t0 += 4) panel_tile(P, P + ldp, nb, xq, ldx, t0, y, ldy, bias, m0, m1, first, last, 2, 4, SUB, SGN, PRE); \
         switch (T - t0) {                                                                                           \
-        case 3: panel_tile(P, P + ldp, nb, xq, ldx, t0, y, ldy, bias, m0, m1, first, last, 2, 3, SUB, SGN, PAIR, PRE); break;  \
-        case 2: panel_tile(P, P + ldp, nb, xq, ldx, t0, y, ldy, bias, m0, m1, first, last, 2, 2, SUB, SGN, PAIR, PRE); break;  \
-        case 1: panel_tile(P, P + ldp, nb, xq, ldx, t0, y, ldy, bias, m0, m1, first, last, 2, 1, SUB, SGN, PAIR, PRE); break;  \
+        case 3: panel_tile(P, P + ldp, nb, xq, ldx, t0, y, ldy, bias, m0, m1, first, last, 2, 3, SUB, SGN, PRE); break;  \
+        case 2: panel_tile(P, P + ldp, nb, xq, ldx, t0, y, ldy, bias, m0, m1, first, last, 2, 2, SUB, SGN, PRE); break;  \
+        case 1: panel_tile(P, P + ldp, nb, xq, ldx, t0, y, ldy, bias, m0, m1, first, last, 2, 1, SUB, SGN, PRE); break;  \
         default: break;                                                                                             \
         }                                                                                                           \
     }
-#if KP_Q2_PRE
-PANEL_ROWS2(panel_rows2_s1p, 1, 0, 0, 1)
-#else
-PANEL_ROWS2(panel_rows2_s1p, 1, 0, 1, 0)
-#endif
-#if KP_Q3_PRE
-PANEL_ROWS2(panel_rows2_s1gp, 1, 1, 0, 1) /* q3_K */
-#else
-PANEL_ROWS2(panel_rows2_s1gp, 1, 1, 1, 0)
-#endif
-PANEL_ROWS2(panel_rows2_s2, 2, 0, 0, 0)
-PANEL_ROWS2(panel_rows2_s1g, 1, 1, 0, 0)
-PANEL_ROWS2(panel_rows2_s2g, 2, 1, 0, 0)
+PANEL_ROWS2(panel_rows2_s1p, 1, 0, 1)
+PANEL_ROWS2(panel_rows2_s1gp, 1, 1, 1)
+PANEL_ROWS2(panel_rows2_s2, 2, 0, 0)
+PANEL_ROWS2(panel_rows2_s1g, 1, 1, 0)
+PANEL_ROWS2(panel_rows2_s2g, 2, 1, 0)
 
 /* groups g (and g + 1 if ng = 2, its panel at P + nb) of an N-row output from their panels,
  * super-blocks [b0, b0 + nbc) of the nb: the running sums kept in y between the chunks (a float32
@@ -1071,7 +1018,6 @@ static void panel_prep(int fmt, kpanel *P, int64_t nb) {
     if (panel_sgn(fmt)) panel_signed(fmt, P, nb);
     else if (panel_sub(fmt) == 2) panel_pairs32(P, nb);
     if (panel_pre(fmt)) panel_premul(fmt, P, nb);
-    else if (panel_pair(fmt)) panel_pair_scales(fmt, P, nb);
 }
 #endif
 
@@ -1702,7 +1648,7 @@ static inline __attribute__((always_inline)) void kp_tile2(const int fmt, const 
             }
             if (KP2_PAIR) {
                 /* sub-blocks m - 1, m as the int16 halves of one lane (|sum| <= 16 * 7 * 128 < 2^14: the even
-                 * one + PANEL_PAIR_BIAS so no borrow reaches the high half, as panel_pair), times the pair
+                 * one + PANEL_PAIR_BIAS so no borrow reaches the high half), times the pair
                  * of scales by one vpdpwssd, and the pair of mins against the pair of 16-value activation
                  * sums (adjacent int16) by another: 2 ops per token and pair of sub-blocks, not 4 vpmulld.
                  * The pairs of scales (and mins) from the two sub-blocks' 32 bytes by one vpermw. */
@@ -1790,15 +1736,14 @@ static inline __attribute__((always_inline)) void panel_fill_packed2(const int f
                     v = _mm512_sub_epi8(v, _mm512_set1_epi8(4));
                     ws[m] = _mm512_dpbusd_epi32(ws[m], _mm512_set1_epi8(1), v);
                 }
-                if (panel_pre(fmt)) v = kp_mul_i8_lane(v, ns); /* panel_premul's */
+                v = kp_mul_i8_lane(v, ns); /* panel_premul's */
                 _mm512_store_si512((void *)(o->q + (4 * m + j) * 16), v);
             }
         }
-        /* panel_signed's corr (q3_K) and panel_pair_scales' form: the scales in int16 pairs, the bias off */
+        /* panel_signed's then panel_premul's corr (q3_K; q2_K: 0, unread) */
         __m512i corr = _mm512_setzero_si512();
         for (int m = 0; m < 16 && fmt == GB_Q3_K; m++) corr = _mm512_add_epi32(corr, _mm512_mullo_epi32(ws[m], sc[m]));
-        if (panel_pre(fmt)) _mm512_store_si512((void *)o->corr, _mm512_slli_epi32(corr, 7)); /* panel_premul's corr (q2_K: 0, unread) */
-        else panel_pair_store(o, sc, _mm512_mullo_epi32(corr, _mm512_set1_epi32(-128)));
+        _mm512_store_si512((void *)o->corr, _mm512_slli_epi32(corr, 7));
         for (int c2 = 0; c2 < 8 && fmt == GB_Q2_K; c2++)
             _mm512_store_si512((void *)(o->mn + c2 * 16), _mm512_or_si512(_mm512_and_si512(mn[2 * c2], _mm512_set1_epi32(0xffff)),
                                                                           _mm512_slli_epi32(mn[2 * c2 + 1], 16)));
