@@ -115,8 +115,10 @@ def test_iq_formats_still_checked(rng):
 
 
 def _extreme_blocks(fmt, N, K):
-    """q2_K / q3_K rows whose 16-value sums reach the bounds of the panels' int16 pairs (csrc/quant_k.c,
-    PANEL_PAIR_BIAS): every value at one end of the format's range, the scales at theirs."""
+    """q2_K / q3_K rows at the formats' ends: every value at one end of its range, the scales at theirs
+    (q3_K's value -4 with scale -32: the product +128 that the prefill panels store negated, -128, as a
+    signed byte, csrc/quant_k.c panel_premul; the decode tile's 16-value sums at the bounds of its int16
+    pairs, PANEL_PAIR_BIAS)."""
     bb = {"q2_K": 84, "q3_K": 110}[fmt]
     w = np.zeros((N, K // 256, bb), np.uint8)
     one = np.frombuffer(np.float16(1.0).tobytes(), np.uint8)
@@ -137,9 +139,10 @@ def _extreme_blocks(fmt, N, K):
 @needs_vnni
 @pytest.mark.parametrize("fmt", ["q2_K", "q3_K"])
 def test_pair_sums_at_their_bounds(fmt):
-    """The q2_K / q3_K panels sum two 16-value groups as the int16 halves of one lane: the largest
-    sums the formats can make (values and scales at their ends, activations at +-127 after q8_K) give
-    the portable version's outputs bit for bit, and the float64 reference's within float32 rounding."""
+    """The q2_K / q3_K prefill panels hold each value times its scale in a byte (q3_K negated): with
+    values and scales at their ends (q3_K's products -124..+128 before the negation) and activations at
+    +-127 after q8_K, the portable version's outputs bit for bit, and the float64 reference's within
+    float32 rounding."""
     N, K = 8, 512
     w = _extreme_blocks(fmt, N, K)
     # q8_K maps each block's first value of largest magnitude to -127: a constant row is -127
