@@ -637,7 +637,7 @@ static void row_vnni_iq4xs(const uint8_t *w, const gb_block_q8_K *xq, int64_t nb
  * portable version, so the outputs stay bit-identical to it. */
 typedef struct {
     uint32_t q[64 * 16]; /* [4-value chunk][row] */
-    int32_t sc[16 * 16]; /* [16-value group][row] (q2_K/q3_K: applied to q by panel_premul, then unread) */
+    int32_t sc[16 * 16]; /* [16-value group][row] (q2_K/q3_K: unread by the tile, the values carry them: panel_premul) */
     int32_t mn[8 * 16];  /* [pair of groups][row]: int16 pairs for vpdpwssd */
     int32_t corr[16];    /* signed panels (panel_signed): -128 * sum_c sc[c] * (sum of group c's values); q3_K: + (panel_premul) */
     float d[16], dm[16];
@@ -1708,7 +1708,7 @@ static inline __attribute__((always_inline)) void kp_tile2(const int fmt, const 
 #define KP_PANEL_HINT _MM_HINT_T1
 #endif
 /* a packed q2_K/q3_K group -> the prefill panels in the tile's forms (what panel_fill then panel_prep
- * make from the stored rows): q3_K's values signed with their corr, the scales in pairs */
+ * make from the stored rows): the values times their scales (q3_K's signed and negated, with its corr) */
 static inline __attribute__((always_inline)) void panel_fill_packed2(const int fmt, const uint8_t *P, int64_t nb, kpanel *K) {
     const int64_t pb = gb_kp_block_bytes(fmt), sco = kp_sc_off(fmt), dof = kp_d_off(fmt);
     for (int64_t b = 0; b < nb; b++) {
