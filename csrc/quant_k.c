@@ -718,6 +718,16 @@ static inline __m512i kp_mul_i8_lane(__m512i v, __m512i s32) {
     return _mm512_mask_blend_epi8((__mmask64)0xAAAAAAAAAAAAAAAAull, pe, _mm512_slli_epi16(po, 8));
 }
 
+/* unsigned bytes x times the int32 lane's s (|s| < 128, the same for its 4 bytes), low 8 bits of each
+ * product: vpmaddubsw against (s, 0) and (0, s) byte pairs (x * s fits an int16: no saturation), where
+ * kp_mul_i8_lane sign-extends and multiplies by vpmullw (the repacked panels' fill, T = 16-32 per call) */
+static inline __m512i kp_mul_u8_lane(__m512i x, __m512i s32) {
+    const __m512i sb = _mm512_and_si512(s32, _mm512_set1_epi32(0xff));
+    const __m512i se = _mm512_or_si512(sb, _mm512_slli_epi32(sb, 16));
+    const __m512i pe = _mm512_maddubs_epi16(x, se), po = _mm512_maddubs_epi16(x, _mm512_slli_epi32(se, 8));
+    return _mm512_mask_blend_epi8((__mmask64)0xAAAAAAAAAAAAAAAAull, pe, _mm512_slli_epi16(po, 8));
+}
+
 /* a filled panel into PRE's form, in place (q3_K after panel_signed) */
 static void panel_premul(int fmt, kpanel *P, int64_t nb) {
     for (int64_t b = 0; b < nb; b++) {
@@ -1729,16 +1739,18 @@ static inline __attribute__((always_inline)) void panel_fill_packed2(const int f
                 sc[m] = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + sco + 16 * m)));
             }
             const __m512i ns = fmt == GB_Q3_K ? _mm512_sub_epi32(_mm512_setzero_si512(), sc[m]) : sc[m];
+            /* q3_K: (x - 4) (-sc) = x (-sc) + 4 sc, byte-wise modulo 256 (the result is in [-128, 124]) */
+            const __m512i c4 = _mm512_mullo_epi32(_mm512_and_si512(_mm512_slli_epi32(sc[m], 2), _mm512_set1_epi32(0xff)), _mm512_set1_epi32(0x01010101));
             for (int j = 0; j < 4; j++) {
-                __m512i v;
-                kp_decode2(fmt, p, m, j, Q, &v);
-                if (fmt == GB_Q3_K) { /* panel_signed's work on the fly: q - 4, and group m's sums for corr */
-                    v = _mm512_sub_epi8(v, _mm512_set1_epi8(4));
-                    ws[m] = _mm512_dpbusd_epi32(ws[m], _mm512_set1_epi8(1), v);
-                }
-                v = kp_mul_i8_lane(v, ns); /* panel_premul's */
+                __m512i x;
+                kp_decode2(fmt, p, m, j, Q, &x); /* the stored value x (q3_K: q + 4) */
+                if (fmt == GB_Q3_K) /* panel_signed's group sums on the fly: sum x now, - 4 * 16 below */
+                    ws[m] = _mm512_dpbusd_epi32(ws[m], x, _mm512_set1_epi8(1));
+                __m512i v = kp_mul_u8_lane(x, ns); /* panel_premul's */
+                if (fmt == GB_Q3_K) v = _mm512_add_epi8(v, c4);
                 _mm512_store_si512((void *)(o->q + (4 * m + j) * 16), v);
             }
+            if (fmt == GB_Q3_K) ws[m] = _mm512_sub_epi32(ws[m], _mm512_set1_epi32(64));
         }
         /* panel_signed's then panel_premul's corr (q3_K; q2_K: 0, unread) */
         __m512i corr = _mm512_setzero_si512();
