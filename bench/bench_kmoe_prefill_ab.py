@@ -1,5 +1,5 @@
-"""Routed experts at prefill (gb_kmoe_packed, AVX2 version kquant_avx2), one thread, this build against
-another build's _core .so, alternately in one process (issue 28, s11).
+"""Routed experts at prefill (gb_kmoe_packed; --kernel avx2 (default) or vnni), one thread, this build against
+another build's _core .so, alternately in one process (issue 28, s11; --kernel and q2_K/q3_K since s38).
 
 GLM-4.7-Flash's routed-expert shapes by default: E=64 experts, top-4, D=2048 -> F=1536 -> D, T=512
 tokens routed at random (about 32 tokens per expert, uneven). Weights: random K-quant blocks
@@ -18,7 +18,7 @@ import numpy as np
 from glmbench.core import _loader, ops, quant
 from glmbench.bench.quant import _K_SCALES
 
-FMT_ID = {"q4_K": 12, "q5_K": 13, "q6_K": 14}
+FMT_ID = {"q2_K": 10, "q3_K": 11, "q4_K": 12, "q5_K": 13, "q6_K": 14}
 
 
 def _km(path):
@@ -52,7 +52,10 @@ def main():
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--before", required=True)
     ap.add_argument("--after", default=None)
+    ap.add_argument("--kernel", choices=("avx2", "vnni"), default="avx2",
+                    help="gb_kmoe_packed's kernel version (csrc/quant_k.h: vnni 2, avx2 3)")
     a = ap.parse_args()
+    version = {"vnni": 2, "avx2": 3}[a.kernel]
     ops.set_num_threads(1)
     kern = {"before": _km(a.before), "after": _km(a.after or _loader._core.__file__)}
     E, k, F, D = a.E, a.k, a.F, a.D
@@ -73,7 +76,7 @@ def main():
                     cnt = np.zeros(E, np.int64)
                     t0 = time.thread_time()
                     st = f(x.ctypes.data, idx.ctypes.data, w.ctypes.data, T, k, FMT_ID[fmt], gate.ctypes.data, FMT_ID[fmt],
-                           up.ctypes.data, FMT_ID[fd], down.ctypes.data, E, F, D, y.ctypes.data, cnt.ctypes.data, 3)
+                           up.ctypes.data, FMT_ID[fd], down.ctypes.data, E, F, D, y.ctypes.data, cnt.ctypes.data, version)
                     tm[n].append(time.thread_time() - t0)
                     assert st == 0, st
                     out[n] = y
