@@ -639,7 +639,7 @@ typedef struct {
     uint32_t q[64 * 16]; /* [4-value chunk][row] */
     int32_t sc[16 * 16]; /* [16-value group][row] (q2_K/q3_K: unread by the tile, the values carry them: panel_premul) */
     int32_t mn[8 * 16];  /* [pair of groups][row]: int16 pairs for vpdpwssd */
-    int32_t corr[16];    /* signed panels (panel_signed): -128 * sum_c sc[c] * (sum of group c's values); q3_K: + (panel_premul) */
+    int32_t corr[16];    /* signed panels (panel_signed): -128 * sum_c sc[c] * (sum of group c's values); q3_K: -128 * (sum of its bytes) (panel_premul) */
     float d[16], dm[16];
 } kpanel;
 
@@ -703,24 +703,16 @@ static inline int panel_sgn(int fmt) { return fmt == GB_Q6_K || fmt == GB_Q3_K |
  * sc = -32, the scale the quantizer gives a super-block's largest group), so the tile adds every
  * chunk into one sum per row and token with no scale step: 64 vpdpbusd per super-block and token,
  * where two groups' sums as int16 halves times their pair of scales (one vpdpwssd, a shift and an
- * add per two groups) had cost 64 + 8 + 16 (T = 512: 1.08x). corr = 128 sum_c sc[c] * (group c's
- * values' sum) (minus panel_signed's), so the tile's sum is minus the exact isum - msum, negated
- * again before the float32 step: the same int32, the same outputs. q2_K likewise: its values 0..3
+ * add per two groups) had cost 64 + 8 + 16 (T = 512: 1.08x). corr = 128 sum v sc = -128 x (the sum of
+ * the stored bytes), so with the activations + 128 (as the signed panels') the tile's sum is minus the
+ * exact isum - msum, negated again before the float32 step: the same int32, the same outputs. Both
+ * fills (panel_premul, panel_fill_packed2) form the bytes by kp_premul4. q2_K likewise: its values 0..3
  * times scales 0..15 are at most 45, an unsigned byte as they stand (no negation, no corr); its mins
  * stay in msum (1.15-1.17x). The other formats' products do not fit a byte. */
 static inline int panel_pre(int fmt) { return fmt == GB_Q3_K || fmt == GB_Q2_K; }
 
-/* bytes v times the int32 lane's s (the same for its 4 bytes), low 8 bits of each product */
-static inline __m512i kp_mul_i8_lane(__m512i v, __m512i s32) {
-    const __m512i s16 = _mm512_or_si512(_mm512_and_si512(s32, _mm512_set1_epi32(0xffff)), _mm512_slli_epi32(s32, 16));
-    const __m512i pe = _mm512_mullo_epi16(_mm512_srai_epi16(_mm512_slli_epi16(v, 8), 8), s16);
-    const __m512i po = _mm512_mullo_epi16(_mm512_srai_epi16(v, 8), s16);
-    return _mm512_mask_blend_epi8((__mmask64)0xAAAAAAAAAAAAAAAAull, pe, _mm512_slli_epi16(po, 8));
-}
-
 /* unsigned bytes x times the int32 lane's s (|s| < 128, the same for its 4 bytes), low 8 bits of each
- * product: vpmaddubsw against (s, 0) and (0, s) byte pairs (x * s fits an int16: no saturation), where
- * kp_mul_i8_lane sign-extends and multiplies by vpmullw (the repacked panels' fill, T = 16-32 per call) */
+ * product: vpmaddubsw against (s, 0) and (0, s) byte pairs (x * s fits an int16: no saturation) */
 static inline __m512i kp_mul_u8_lane(__m512i x, __m512i s32) {
     const __m512i sb = _mm512_and_si512(s32, _mm512_set1_epi32(0xff));
     const __m512i se = _mm512_or_si512(sb, _mm512_slli_epi32(sb, 16));
@@ -728,23 +720,34 @@ static inline __m512i kp_mul_u8_lane(__m512i x, __m512i s32) {
     return _mm512_mask_blend_epi8((__mmask64)0xAAAAAAAAAAAAAAAAull, pe, _mm512_slli_epi16(po, 8));
 }
 
-/* a filled panel into PRE's form, in place (q3_K after panel_signed) */
+/* PRE's bytes of 4 stored values per row (x: q2_K 0..3, q3_K q + 4 in 0..7) of a group with scale sc
+ * (one int32 lane per row): q2_K x sc; q3_K (x - 4) (-sc) = x (-sc) + 4 sc, byte-wise modulo 256 (the
+ * result is in [-128, 124]); wsum += the 4 bytes' sum per row (q3_K's corr: 128 sum v sc = -128 wsum) */
+static inline __attribute__((always_inline)) __m512i kp_premul4(const int fmt, __m512i x, __m512i sc, __m512i *wsum) {
+    if (fmt == GB_Q2_K) return kp_mul_u8_lane(x, sc);
+    const __m512i c4 = _mm512_mullo_epi32(_mm512_and_si512(_mm512_slli_epi32(sc, 2), _mm512_set1_epi32(0xff)), _mm512_set1_epi32(0x01010101));
+    const __m512i v = _mm512_add_epi8(kp_mul_u8_lane(x, _mm512_sub_epi32(_mm512_setzero_si512(), sc)), c4);
+    *wsum = _mm512_dpbusd_epi32(*wsum, _mm512_set1_epi8(1), v);
+    return v;
+}
+
+/* a filled panel (the stored values) into PRE's form, in place */
 static void panel_premul(int fmt, kpanel *P, int64_t nb) {
     for (int64_t b = 0; b < nb; b++) {
+        __m512i ws = _mm512_setzero_si512();
         for (int c = 0; c < 16; c++) {
             const __m512i sc = _mm512_load_si512((const void *)(P[b].sc + c * 16));
-            const __m512i ns = fmt == GB_Q3_K ? _mm512_sub_epi32(_mm512_setzero_si512(), sc) : sc;
             for (int j = 0; j < 4; j++) {
                 uint32_t *q = P[b].q + (4 * c + j) * 16;
-                _mm512_store_si512((void *)q, kp_mul_i8_lane(_mm512_load_si512((const void *)q), ns));
+                _mm512_store_si512((void *)q, kp_premul4(fmt, _mm512_load_si512((const void *)q), sc, &ws));
             }
         }
-        if (fmt == GB_Q3_K) _mm512_store_si512((void *)P[b].corr, _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_load_si512((const void *)P[b].corr)));
+        if (fmt == GB_Q3_K) _mm512_store_si512((void *)P[b].corr, _mm512_mullo_epi32(ws, _mm512_set1_epi32(-128)));
     }
 }
 
 static void panel_signed(int fmt, kpanel *P, int64_t nb) {
-    const __m512i off = _mm512_set1_epi8((char)(fmt == GB_Q6_K ? 32 : fmt == GB_Q3_K ? 4 : 128)), one = _mm512_set1_epi8(1);
+    const __m512i off = _mm512_set1_epi8((char)(fmt == GB_Q6_K ? 32 : 128)), one = _mm512_set1_epi8(1); /* q6_K, iq4_xs (q3_K: panel_premul) */
     for (int64_t b = 0; b < nb; b++) {
         __m512i corr = _mm512_setzero_si512();
         for (int c = 0; c < 16; c++) { /* 16-value group c: chunks 4c..4c+3 */
@@ -1025,9 +1028,9 @@ static void panel_step(int fmt, const kpanel *P, int64_t g0, int n, int64_t nb, 
 
 /* the tile's forms of a freshly filled panel (signed values, or 32-value mins) */
 static void panel_prep(int fmt, kpanel *P, int64_t nb) {
-    if (panel_sgn(fmt)) panel_signed(fmt, P, nb);
-    else if (panel_sub(fmt) == 2) panel_pairs32(P, nb);
     if (panel_pre(fmt)) panel_premul(fmt, P, nb);
+    else if (panel_sgn(fmt)) panel_signed(fmt, P, nb);
+    else if (panel_sub(fmt) == 2) panel_pairs32(P, nb);
 }
 #endif
 
@@ -1724,38 +1727,27 @@ static inline __attribute__((always_inline)) void panel_fill_packed2(const int f
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *p = P + b * pb;
         kpanel *o = K + b;
-        __m512i sc[16], mn[16], ws[16];
+        __m512i mn[16], ws = _mm512_setzero_si512();
         const int64_t pfd = (6500 + pb / 2) / pb * pb; /* as kp_tile2 */
         for (int m = 0; m < 16; m++) {
             const __m512i Q = _mm512_loadu_si512((const void *)(p + 64 * m));
             _mm_prefetch((const char *)(p + pfd + 64 * m), KP_PANEL_HINT);
             if (64 * (m + 16) < pb) _mm_prefetch((const char *)(p + pfd + 64 * (m + 16)), KP_PANEL_HINT);
-            ws[m] = _mm512_setzero_si512();
+            __m512i sc;
             if (fmt == GB_Q2_K) {
                 const __m512i sm = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(p + sco + 16 * m)));
-                sc[m] = _mm512_and_si512(sm, _mm512_set1_epi32(15));
+                sc = _mm512_and_si512(sm, _mm512_set1_epi32(15));
                 mn[m] = _mm512_srli_epi32(sm, 4);
-            } else { /* q3_K: its offset went into corr (signed panels): no mins */
-                sc[m] = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + sco + 16 * m)));
+            } else { /* q3_K: its offset goes into corr (signed panels): no mins */
+                sc = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + sco + 16 * m)));
             }
-            const __m512i ns = fmt == GB_Q3_K ? _mm512_sub_epi32(_mm512_setzero_si512(), sc[m]) : sc[m];
-            /* q3_K: (x - 4) (-sc) = x (-sc) + 4 sc, byte-wise modulo 256 (the result is in [-128, 124]) */
-            const __m512i c4 = _mm512_mullo_epi32(_mm512_and_si512(_mm512_slli_epi32(sc[m], 2), _mm512_set1_epi32(0xff)), _mm512_set1_epi32(0x01010101));
             for (int j = 0; j < 4; j++) {
                 __m512i x;
-                kp_decode2(fmt, p, m, j, Q, &x); /* the stored value x (q3_K: q + 4) */
-                if (fmt == GB_Q3_K) /* panel_signed's group sums on the fly: sum x now, - 4 * 16 below */
-                    ws[m] = _mm512_dpbusd_epi32(ws[m], x, _mm512_set1_epi8(1));
-                __m512i v = kp_mul_u8_lane(x, ns); /* panel_premul's */
-                if (fmt == GB_Q3_K) v = _mm512_add_epi8(v, c4);
-                _mm512_store_si512((void *)(o->q + (4 * m + j) * 16), v);
+                kp_decode2(fmt, p, m, j, Q, &x); /* the stored value (q3_K: q + 4) */
+                _mm512_store_si512((void *)(o->q + (4 * m + j) * 16), kp_premul4(fmt, x, sc, &ws)); /* panel_premul's */
             }
-            if (fmt == GB_Q3_K) ws[m] = _mm512_sub_epi32(ws[m], _mm512_set1_epi32(64));
         }
-        /* panel_signed's then panel_premul's corr (q3_K; q2_K: 0, unread) */
-        __m512i corr = _mm512_setzero_si512();
-        for (int m = 0; m < 16 && fmt == GB_Q3_K; m++) corr = _mm512_add_epi32(corr, _mm512_mullo_epi32(ws[m], sc[m]));
-        _mm512_store_si512((void *)o->corr, _mm512_slli_epi32(corr, 7));
+        if (fmt == GB_Q3_K) _mm512_store_si512((void *)o->corr, _mm512_mullo_epi32(ws, _mm512_set1_epi32(-128))); /* panel_premul's corr */
         for (int c2 = 0; c2 < 8 && fmt == GB_Q2_K; c2++)
             _mm512_store_si512((void *)(o->mn + c2 * 16), _mm512_or_si512(_mm512_and_si512(mn[2 * c2], _mm512_set1_epi32(0xffff)),
                                                                           _mm512_slli_epi32(mn[2 * c2 + 1], 16)));
