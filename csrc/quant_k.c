@@ -685,7 +685,8 @@ static void x_pairs32(gb_block_q8_K *x, int64_t nb) {
 }
 
 /* q6_K, q3_K and iq4_xs (d = dm, msum only the values' offset: kterm's exact difference isum - msum) take
- * their panel values signed (q - 32, kvalue) and the activations unsigned (x + 128, x_unsigned):
+ * their panel values signed (q - 32, kvalue; q3_K's times their scales, PRE below) and the activations
+ * unsigned (x + 128, x_unsigned):
  * per 4 values sum (x + 128) q = sum x q + 128 sum q, and the second term, the weights' own, is taken
  * off once per row and super-block (corr, the initial isum). The tile then needs no 16-value sums
  * of the activations and no msum: the same int32 isum - msum, so the same float32 result. */
