@@ -692,13 +692,6 @@ static void x_pairs32(gb_block_q8_K *x, int64_t nb) {
  * of the activations and no msum: the same int32 isum - msum, so the same float32 result. */
 static inline int panel_sgn(int fmt) { return fmt == GB_Q6_K || fmt == GB_Q3_K || fmt == GB_IQ4_XS; }
 
-/* the decode tile's q2_K / q3_K pairs (kp_tile2, KP2_PAIR): two 16-value sums as the int16 halves of one
- * int32 lane, the low one + PANEL_PAIR_BIAS so >= 0 (no borrow from the high half). Until session 38 the
- * prefill panels took the same pairs (one vpdpwssd per two groups); now their values carry the scales. */
-#ifndef PANEL_PAIR_BIAS
-#define PANEL_PAIR_BIAS 16384
-#endif
-
 /* q3_K (PRE): the panel's signed values times their group's scale, negated, in the bytes themselves:
  * v in [-4, 3] times -sc in [-31, 32] is in [-128, 124], a signed byte (v * sc is not: +128 at v = -4,
  * sc = -32, the scale the quantizer gives a super-block's largest group), so the tile adds every
@@ -1621,6 +1614,13 @@ static inline __attribute__((always_inline)) void kp_decode2(const int fmt, cons
     }
     *v = x;
 }
+
+/* the decode tile's q2_K / q3_K pairs (kp_tile2, KP2_PAIR): two 16-value sums as the int16 halves of one
+ * int32 lane, the low one + PANEL_PAIR_BIAS so >= 0 (no borrow from the high half). Until session 38 the
+ * prefill panels took the same pairs (one vpdpwssd per two groups); now their values carry the scales. */
+#ifndef PANEL_PAIR_BIAS
+#define PANEL_PAIR_BIAS 16384
+#endif
 
 #ifndef KP2_ONE_TT
 #define KP2_ONE_TT 1
