@@ -416,11 +416,10 @@ static void permute_x(int fmt, gb_block_q8_K *blk, int64_t nb) {
     }
 }
 
-/* iq4_xs's 16 grid values + 128 (unsigned) in every 128-bit lane: a vpshufb table, and for vpermb a
- * 64-entry one whose low 6 index bits take the 16 values repeated */
+/* iq4_xs's 16 grid values (kvalues_iq4nl) + 128 (unsigned: the sign bit flipped) in every 128-bit lane:
+ * a vpshufb table, and for vpermb a 64-entry one whose low 6 index bits take the 16 values repeated */
 static inline __m512i kiq4_grid512(void) {
-    return _mm512_broadcast_i32x4(_mm_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, (char)129, (char)141, (char)153, (char)166, (char)181,
-                                                (char)197, (char)217, (char)241));
+    return _mm512_xor_si512(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)kvalues_iq4nl)), _mm512_set1_epi8((char)0x80));
 }
 
 /* w[z]: the 64 unsigned values 64z..64z+63 in order; s[z]: int16 scale of each pair of values (scales16) */
