@@ -539,6 +539,44 @@ def test_gemv_per_sm_cap_binds_only_where_bandwidth_per_sm_is_high():
     assert kn.check_table({kn.SM_BYTES: 5.5}, "x") == {kn.SM_BYTES: 5.5}
 
 
+def test_gemv_cap_follows_each_types_bytes_per_mmvq_pass():
+    """The per-SM cap is fitted on Q4_0; a type packing fewer bytes into a thread's pass of MMVQ's K
+    loop (vdr words of 4 x QR weights each, ggml-cuda) streams that much less per SM-cycle: Q2_K
+    16 weights x 2.625 bits = 5.25 bytes against Q4_0's 16 x 4.5 = 9. Never above Q4_0's cap; 1.0
+    for unquantized and unknown types. A mix's op takes its tensors' byte-weighted harmonic mean."""
+    from glmbench import vocab
+    from glmbench.predict import hardware
+    for t, (vdr, qr) in kn.MMVQ_PASS.items():
+        f = vocab.weight_format(t)
+        want = min(1.0, vdr * 4 * qr * f.bits_per_weight / (2 * 4 * 2 * 4.5))
+        assert kn.mmvq_pass_factor(t) == pytest.approx(want, rel=1e-12), t
+    assert kn.mmvq_pass_factor("q2_K") == pytest.approx(5.25 / 9)
+    assert kn.mmvq_pass_factor("Q6_K") == pytest.approx(6.5625 / 9)
+    assert kn.mmvq_pass_factor("q4_K") == kn.mmvq_pass_factor("iq4_xs") == kn.mmvq_pass_factor("q4_0") == 1.0
+    assert kn.mmvq_pass_factor("f16") == kn.mmvq_pass_factor("bf16") == kn.mmvq_pass_factor("no-such-type") == 1.0
+
+    base = cm.load_runtime("llama.cpp[fa=1]")
+    capped = dataclasses.replace(base, kernels={**base.kernels, kn.SM_BYTES: 5.0})
+    a100 = hardware.get_gpu("a100-sxm-80gb")
+
+    def ops(w):
+        return {o.name: o for o in cm.decode(cm.Setup("llama-3-8b", "a100-sxm-80gb", weights=w, runtime=capped), 0).ops}
+
+    for w, f in (("q2_K", 5.25 / 9), ("q4_0", 1.0), ("q8_0", 8.5 / 9)):
+        o = ops(w)["mlp"]
+        assert o.memory_s == pytest.approx(o.bytes / (kn.sm_ghz(a100) * 1e9 * 5.0 * f), rel=1e-9), w
+    # a mix: Q4_K_M keeps Q4_K's cap on its q4_K tensors and Q6_K's on its q6_K ones
+    mix = cm.Setup("llama-3-8b", "a100-sxm-80gb", weights="mix:Q4_K_M", runtime=capped)
+    cf = cm._cap_factor(mix.model, mix.weights, "mlp")
+    assert 6.5625 / 9 < cf < 1.0
+    assert cm._cap_factor(mix.model, mix.weights, "norms") == 1.0
+    # the compiled fit evaluates the same per-type cap as the cost model
+    pt = jf.PublicPoint(where="t:1", source="s", runtime="llama.cpp", options={}, test="tg", n_prompt=0, n_gen=1,
+                        n_depth=0, batch=1, measured=1.0, record={},
+                        setup=cm.Setup("llama-3-8b", "a100-sxm-80gb", weights="mix:Q4_K_M", runtime=capped))
+    assert jf.predict_many([pt], capped)[0] == pytest.approx(jf.predict(pt, capped), rel=1e-9)
+
+
 def test_joint_fit_recovers_a_gemv_cap_from_a_start_where_it_binds_nothing(public):
     """The cap is a max() with the bandwidth time: at its start (above every card's bandwidth per
     SM-cycle) it binds no op and has no sensitivity; the fit's lower starts find it. Synthetic

@@ -358,7 +358,8 @@ class _Op:
     """One op of one layer (or of the head) on one card: raw counts before timing. `path` and
     `family`: the kernel path and weight family (glmbench.predict.kernels) whose efficiencies a
     runtime model's kernel table gives; `tpe`: tokens per expert of a MoE prefill op."""
-    __slots__ = ("name", "cls", "dtype", "tflops", "vflops", "bytes", "kernels", "path", "family", "tpe", "tile", "acc16")
+    __slots__ = ("name", "cls", "dtype", "tflops", "vflops", "bytes", "kernels", "path", "family", "tpe", "tile", "acc16",
+                 "capf")
 
     def __init__(self, name, cls, dtype, tflops, vflops, nbytes, kernels, path=None, family=None, tpe=0.0, tile=0.0,
                  acc16=0.0):
@@ -366,6 +367,7 @@ class _Op:
         self.tflops, self.vflops, self.bytes, self.kernels = tflops, vflops, nbytes, kernels
         self.path, self.family, self.tpe, self.tile = path, family, tpe, tile
         self.acc16 = acc16      # share of the tensor FLOPs accumulated in f16 (kernels.tensor_peak)
+        self.capf = 1.0         # share of the per-SM GEMV cap its weight types stream (_cap_factor)
 
 
 def _op_efficiency(op: _Op, rt: RuntimeProfile, attn=None) -> tuple:
@@ -416,7 +418,8 @@ def _time(op: _Op, gpu, rt: RuntimeProfile, attn=None):
     if sm_b and smg and op.bytes:
         # the weight GEMV's loads in flight per SM (kernels.SM_BYTES): on a card with more bandwidth
         # than its SMs' resident warps can keep busy, the stream is capped at SMs x clock x bytes
-        tm = max(tm, op.bytes / (smg * 1e9 * sm_b * f_m))
+        # (kernels.mmvq_pass_factor: less for a weight type that packs fewer bytes into a pass)
+        tm = max(tm, op.bytes / (smg * 1e9 * sm_b * f_m * op.capf))
     tl = op.kernels * gpu.launch_us * 1e-6 if rt.launch_overhead else 0.0
     if rt.kernel_overhead_us:
         tl += op.kernels * rt.kernel_overhead_us * 1e-6 * kn.clock_scale(gpu)
@@ -458,6 +461,46 @@ def _weight_table(cfg: configs.ModelConfig, weights: str) -> dict:
         else:
             L["mlp"] += b
     return {"layers": layers, **head}
+
+
+# the tensors (HF names after "model.layers.N.", or whole names for the head) each weight op reads
+_CAP_TENSORS = {"attn.qkv": ("self_attn.q_proj.", "self_attn.k_proj.", "self_attn.v_proj."),
+                "attn.o_proj": ("self_attn.o_proj.",), "attn.q_a": ("self_attn.q_a_proj.",),
+                "attn.q_b": ("self_attn.q_b_proj.",), "attn.q_proj": ("self_attn.q_proj.",),
+                "attn.kv_a": ("self_attn.kv_a_proj_with_mqa.",), "attn.absorb_q": ("self_attn.kv_b_proj.",),
+                "attn.absorb_out": ("self_attn.kv_b_proj.",),
+                "mlp": ("mlp.gate_proj.", "mlp.up_proj.", "mlp.down_proj."),
+                "moe.experts": ("mlp.experts.",), "moe.shared": ("mlp.shared_experts.",)}
+
+
+@functools.lru_cache(maxsize=1024)
+def _cap_factor(cfg: configs.ModelConfig, weights: str, op_name: str) -> float:
+    """The share of the per-SM weight-GEMV cap (kernels.SM_BYTES) op `op_name` streams: its tensors'
+    bytes over the sum of each tensor's bytes / kernels.mmvq_pass_factor of its type (all layers;
+    a model file's own types and bytes, else `weights`' rule, vocab.tensor_format). 1.0 for a plain
+    Q4_0-like format and for ops without weights."""
+    fw = getattr(cfg, "file_weights", None)
+    real, types = (fw.bytes_of(), fw.types()) if fw is not None else ({}, {})
+    fmt, ctx = vocab.weight_format(weights), cfg.tensor_context()
+    shapes = cfg.tensor_shapes()
+    if op_name == "head.lm_head":
+        name = "lm_head.weight" if "lm_head.weight" in shapes else "model.embed_tokens.weight"
+        picked = [name] if name in shapes else []
+    elif op_name in _CAP_TENSORS:
+        pre = _CAP_TENSORS[op_name]
+        picked = [n for n in shapes if n.startswith("model.layers.") and n.split(".", 3)[3].startswith(pre)]
+    else:
+        return 1.0
+    total = capped = 0.0
+    for n in picked:
+        if n in real:
+            b, t = real[n], types.get(n, "")
+        else:
+            b = vocab.tensor_nbytes(fmt, n, shapes[n], ctx)
+            t = vocab.tensor_format(fmt, n, shapes[n], ctx).name
+        total += b
+        capped += b / kn.mmvq_pass_factor(t)
+    return total / capped if capped else 1.0
 
 
 def _mean(values):
@@ -721,9 +764,11 @@ def _matmul(name, T, n_out, n_in, wbytes, setup, share=1.0, kernels=1):
         dtype, extra = "fp16", 2 * 2.0 * n_out * n_in * share
     if path in ("cublas", "dequant_cublas") and dtype == "fp16":
         dtype = _cublas_dtype(setup)
-    return _Op(name, "matmul", dtype, 2.0 * T * n_out * n_in * share,
-               DEQUANT_OPS * n_out * n_in * share if quant else 0.0,
-               wbytes * share + extra + ACT_BYTES * T * (n_in + n_out * share), kernels, path, fam)
+    op = _Op(name, "matmul", dtype, 2.0 * T * n_out * n_in * share,
+             DEQUANT_OPS * n_out * n_in * share if quant else 0.0,
+             wbytes * share + extra + ACT_BYTES * T * (n_in + n_out * share), kernels, path, fam)
+    op.capf = _cap_factor(setup.model, setup.weights, name)
+    return op
 
 
 @dataclass(frozen=True)
@@ -809,6 +854,7 @@ def _attention_ops(setup: Setup, T: int, work: _Attn, share: float) -> list:
             kv = _matmul("attn.qkv", T, Hk * (Dh + Dv), D, kv_w, setup, ks)
             ops.append(_Op("attn.qkv", q.cls, q.dtype, q.tflops + kv.tflops, q.vflops + kv.vflops, q.bytes + kv.bytes,
                            q.kernels, q.path, q.family))
+            ops[-1].capf = q.capf
         nk = 2 + (2 if cfg.qk_norm else 0)            # rope q, k (+ q/k norm)
         ops.append(_Op("attn.rope_norm", "vector", "fp32", 0.0, (6 + (4 if cfg.qk_norm else 0)) * T * (Hq * share + Hk * ks) * Dh,
                        2 * ACT_BYTES * T * (Hq * share + Hk * ks) * Dh, nk))
@@ -992,6 +1038,7 @@ def _mm_path(setup: Setup, op: _Op, n_cols, cache_operand: bool = False) -> _Op:
         op.dtype = "fp16"
     if op.path in ("cublas", "dequant_cublas") and op.dtype == "fp16":
         op.dtype = _cublas_dtype(setup)
+    op.capf = _cap_factor(setup.model, setup.weights, op.name)
     return op
 
 
@@ -1029,6 +1076,7 @@ def _ffn_ops(setup: Setup, T: int, moe: bool, share: float) -> list:
                    (DEQUANT_OPS * u * 3 * D * Fe * share if quant else 0.0) + 4 * T * k * Fe * share,
                    u * wb["expert"] * share + extra + ACT_BYTES * T * k * (2 * D + 3 * Fe * share), 5,
                    path, fam, T * k / max(u, 1.0) if path != "mmid_vec" else 0.0, kn.mmq_tile(T)))
+    ops[-1].capf = _cap_factor(cfg, setup.weights, "moe.experts")
     if cfg.shared_expert_intermediate_size:
         ops.append(_matmul("moe.shared", T, 3 * cfg.shared_expert_intermediate_size, D, wb["shared"], setup, share, kernels=4))
     return ops

@@ -241,7 +241,8 @@ class _Compiled:
     tpe: np.ndarray
     smclk: np.ndarray            # SMs x clock of the op's card (SM-cycles per second; kernels.sm_ghz)
     smf: np.ndarray              # 1 where the op's path has the per-SM FLOP term (kernels.SM_FLOP_PATHS)
-    smb: np.ndarray              # 1 where the op's path has the per-SM streaming term (kernels.SM_BYTES_PATHS)
+    smb: np.ndarray              # > 0 where the op's path has the per-SM streaming term (kernels.SM_BYTES_PATHS):
+                                 # the share of the cap its weight types stream (costmodel._cap_factor)
     chain_c: np.ndarray          # index into chains (compute efficiency of the tensor part)
     chain_m: np.ndarray          # index into chains (memory efficiency)
     chain_v: np.ndarray          # index into chains (vector compute efficiency)
@@ -343,7 +344,7 @@ def compile_points(points: Sequence[PublicPoint], base: cm.RuntimeProfile) -> _C
                     cols["peak_t"].append(kn.tensor_peak(gpu, op.dtype, op.acc16) * 1e12 * pf if op.tflops else 1.0)
                     cols["smclk"].append(kn.sm_ghz(gpu) * 1e9)
                     cols["smf"].append(1.0 if model_rt and op.path in kn.SM_FLOP_PATHS else 0.0)
-                    cols["smb"].append(1.0 if model_rt and op.path in kn.SM_BYTES_PATHS else 0.0)
+                    cols["smb"].append(op.capf if model_rt and op.path in kn.SM_BYTES_PATHS else 0.0)
                     cols["peak_v"].append(gpu.tflops["fp32"] * 1e12)
                     cols["bw"].append(gpu.bandwidth_gbs * 1e9)
                     cols["count"].append(n)
@@ -457,7 +458,8 @@ def evaluate(comp: _Compiled, prof: cm.RuntimeProfile, params: dict, n_points: i
     if sb > 0:
         # the weight GEMVs' stream capped at SMs x clock x bytes (kernels.SM_BYTES)
         fmem = fm[comp.card_c] if len(comp.cards) else 1.0
-        tsm = np.where(smok & (comp.smb > 0), comp.nbytes / (np.where(smok, comp.smclk, 1.0) * sb * fmem), 0.0)
+        tsm = np.where(smok & (comp.smb > 0), comp.nbytes / (np.where(smok, comp.smclk, 1.0) * sb * fmem
+                                                              * np.where(comp.smb > 0, comp.smb, 1.0)), 0.0)
         capped = tsm > tm
         tm = np.maximum(tm, tsm)
     ko = params.get("kernel_overhead_us", prof.kernel_overhead_us)

@@ -66,6 +66,8 @@ from __future__ import annotations
 
 import math
 
+from glmbench import vocab
+
 # ---- weight-type families ----------------------------------------------------------------------
 # A family groups the ggml / vLLM formats whose kernels share code and rate: llama.cpp's MMQ and
 # MMVQ have one template per family of block layouts (legacy 32-weight blocks, K-quant 256-weight
@@ -233,6 +235,42 @@ def sm_flop(table: dict, path: str | None) -> float:
     if not table or path not in SM_FLOP_PATHS:
         return 0.0
     return table.get(SM_FLOP, 0.0)
+
+
+# MMVQ's weights per thread and pass of its K loop, by weight type (ggml-cuda/mmvq.cu
+# mul_mat_vec_q: a thread reads `vdr` 32-bit words of a block's quants per pass, each word holding
+# 4 x QR weights, QI = QK / (4 QR); VDR_<type>_Q8_1_MMVQ and QR<type> in ggml-cuda/vecdotq.cuh and
+# ggml-common.h, unchanged for these types since 2024): {type: (vdr, QR)}. Bytes per pass =
+# vdr x 4 x QR x bits per weight / 8: Q4_0 16 weights, 9 bytes; Q2_K 16 weights but 5.25 bytes;
+# Q6_K 8 weights, 6.6 bytes; Q8_0 8 weights, 8.5 bytes.
+MMVQ_PASS = {"q4_0": (2, 2), "q4_1": (2, 2), "q5_0": (2, 2), "q5_1": (2, 2), "q8_0": (2, 1), "mxfp4": (2, 2),
+             "q2_K": (1, 4), "q3_K": (1, 4), "q4_K": (2, 2), "q5_K": (2, 2), "q6_K": (1, 2),
+             "iq2_xxs": (2, 4), "iq2_xs": (2, 4), "iq2_s": (2, 4), "iq3_xxs": (2, 4), "iq3_s": (2, 4),
+             "iq1_s": (1, 8), "iq1_m": (1, 8), "iq4_nl": (2, 2), "iq4_xs": (4, 2)}
+MMVQ_PASS_REF = "q4_0"   # the type SM_BYTES is fitted on (the scoreboard's Llama-2-7B Q4_0)
+
+
+def mmvq_pass_factor(type_name: str) -> float:
+    """The share of SM_BYTES a weight GEMV of this weight type streams: its bytes per thread and
+    pass of MMVQ's K loop over Q4_0's, at most 1. The per-SM cap is bytes in flight over latency
+    (Little's law); what a thread has in flight is one pass's loads, so a type that packs fewer
+    bytes into a pass (Q2_K 0.58, Q6_K 0.73, Q3_K 0.76, Q8_0 0.94) streams proportionally less per
+    SM-cycle. A type with more bytes per pass than Q4_0 keeps Q4_0's cap (1.0): nothing in the
+    public data measures whether its heavier dequantization then binds instead. Unquantized and
+    unknown types (the f16 GEMV, ik_llama.cpp's own IQ*_K types): 1.0."""
+    name = str(type_name)
+    try:
+        f = vocab.weight_format(name)
+    except (KeyError, ValueError):
+        return 1.0
+    if isinstance(f, vocab.Mix) or not getattr(f, "dequant", False) or f.name not in MMVQ_PASS:
+        return 1.0
+
+    def pass_bytes(fmt) -> float:
+        vdr, qr = MMVQ_PASS[fmt.name]
+        return vdr * 4 * qr * fmt.bits_per_weight / 8.0
+
+    return min(1.0, pass_bytes(f) / pass_bytes(vocab.weight_format(MMVQ_PASS_REF)))
 
 
 def sm_bytes(table: dict, path: str | None) -> float:
