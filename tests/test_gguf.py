@@ -93,6 +93,11 @@ def test_weight_bytes_are_the_files_tensors(tmp_path, mt):
     # KV bytes in the prediction: the config's exact bytes per token
     assert mem.cards[0].kv == cfg.kv_bytes_per_token("f16") * 1024
     assert s.weights == cfg.file_weights.weight_format
+    # the per-SM GEMV cap's share per op from the file's own types (kernels.mmvq_pass_factor): the
+    # q8_0 attention 8.5 of q4_0's 9 bytes per MMVQ pass, the q4_0 experts and q5_0 MLP all of it
+    assert costmodel._cap_factor(cfg, s.weights, "attn.o_proj") == pytest.approx(8.5 / 9)
+    if cfg.n_routed_experts:
+        assert costmodel._cap_factor(cfg, s.weights, "moe.experts") == 1.0
 
 
 @pytest.mark.parametrize("mt,split", [("glm4_moe_lite", True), ("glm4_moe_lite", False), ("deepseek_v2", True),
