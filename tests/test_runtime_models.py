@@ -886,3 +886,73 @@ def test_vulkan_fork_from_records_and_text():
         prof.with_options(fork="vulkan-2024")
     with pytest.raises(ValueError, match="no option 'fork'"):
         cm.load_runtime("llama.cpp").with_options(fork="ik_llama.cpp")
+
+
+def test_mla_flash_attention_tiles_follow_ggml_cudas_dispatch():
+    """Mainline ggml-cuda's MMA kernel for MLA (head 576) puts ncols2 heads x ncols1 tokens in a
+    tile (fattn.cu): GLM-4.7-Flash's 20 heads decode in 2 tiles of 16 or one of 32 on Ampere (32
+    columns for 20: 1.6x), in 5 tiles of 4 heads x 2 token columns on consumer Blackwell below 64K
+    (2x); DeepSeek's 16 and 128 heads fill their tiles; prefill's wide tiles leave nothing empty."""
+    g = hw.get_gpu
+    assert kn.mla_fa_tile(g("rtx-3090"), 20, 1, 8192) == (1, 16)
+    assert kn.mla_fa_tile(g("rtx-3090"), 20, 1, 32768) == (1, 32)
+    assert kn.mla_fa_tile(g("rtx-4090"), 20, 1, 32768) == (1, 16)
+    assert kn.mla_fa_tile(g("rtx-5090"), 20, 1, 8192) == (2, 4)
+    assert kn.mla_fa_tile(g("rtx-5090"), 20, 1, 65536) == (1, 16)
+    assert kn.mla_fa_tile(g("gb10"), 20, 1, 8192) == (1, 16)
+    assert kn.mla_fa_tile(g("rtx-3090"), 20, 512, 8192) == (16, 4)
+    assert kn.mla_fa_tile(g("v100-sxm2-32gb"), 20, 1, 8192) is None       # no MMA kernel before Turing
+    rt = cm.load_runtime("llama.cpp")
+    assert rt.attention_kernel == "ggml_cuda"
+    pad = lambda gpu, h, nq, nkv: kn.mla_fa_padding(rt, g(gpu), 576, h, nq, nkv)  # noqa: E731
+    assert pad("rtx-3090", 20, 1, 8192) == pytest.approx(32 / 20)
+    assert pad("rtx-3090", 20, 1, 100_000) == pytest.approx(32 / 20)
+    assert pad("rtx-5090", 20, 1, 8192) == pytest.approx(2.0)
+    assert pad("rtx-3090", 20, 512, 8192) == 1.0
+    assert pad("rtx-3090", 16, 1, 8192) == pad("rtx-3090", 128, 1, 8192) == 1.0
+    assert pad("v100-sxm2-32gb", 20, 1, 8192) == 1.0
+    assert kn.mla_fa_padding(rt, g("rtx-3090"), 288, 20, 1, 8192) == 1.0          # not the 576 kernel
+    for other in ("ik_llama.cpp", "llama.cpp-vulkan", "typical", "ideal"):
+        assert kn.mla_fa_padding(cm.load_runtime(other), g("rtx-3090"), 576, 20, 1, 8192) == 1.0, other
+
+    # in the cost model: only the attention core's tensor work grows, by exactly the padding
+    def core(runtime, gpu="rtx-3090", depth=8192):
+        s = cm.Setup("glm-4.7-flash", gpu, weights="q4_K", runtime=runtime)
+        return next(o for o in cm.decode(s, depth).ops if o.name == "attn.core")
+    plain = dataclasses.replace(rt, attention_kernel="default")
+    a, b = core(rt), core(plain)
+    assert a.bytes == b.bytes
+    assert a.flops - b.flops == pytest.approx(0.6 * 2.0 * 20 * (512 + 64 + 512) * 8193 * a.count, rel=1e-9)
+    assert core(rt).compute_s == pytest.approx(1.6 * core(plain).compute_s, rel=0.02)
+
+
+def test_mla_without_flash_attention_runs_unfused():
+    """-fa 0 on a ggml runtime model: no fused MLA kernel, so K.Q, softmax and P.V run as separate
+    products over the latent cache (the absorbed strategy, read twice; on mainline V copied
+    transposed first); the Setup says so and the crossover helpers price the same kernel. Profiles
+    without a kernel table keep the strategy."""
+    from glmbench.predict import crossover as cx
+    for name in ("llama.cpp", "ik_llama.cpp"):
+        off = cm.load_runtime(f"{name}[fa=0]")
+        on = cm.load_runtime(f"{name}[fa=1]")
+        s_off = cm.Setup("glm-4.7-flash", "rtx-3090", weights="q4_K", runtime=off)
+        s_on = cm.Setup("glm-4.7-flash", "rtx-3090", weights="q4_K", runtime=on)
+        assert s_off.mla_strategy == "absorbed" and "MLA absorbed" in s_off.label, name
+        assert s_on.mla_strategy == on.mla_strategy == "flash", name
+        assert cx.runs_strategy(off, "flash") == "absorbed" and cx.runs_strategy(on, "flash") == "flash"
+        assert cx.mla_kernel_key(off, "flash") == "mla_absorbed:memory"
+        assert cm.decode(s_off, 32768).tok_s < cm.decode(s_on, 32768).tok_s, name
+        # the same Setup put back under flash attention runs the fused kernel again
+        assert dataclasses.replace(s_off, runtime=on, mla_strategy="flash").mla_strategy == "flash"
+    # mainline's graph copies the latent V view transposed before P.V: one more read and write of
+    # the 512-wide latents per step; ik_llama.cpp's graph is priced without it
+    def core(name):
+        s = cm.Setup("glm-4.7-flash", "rtx-3090", weights="q4_K", runtime=cm.load_runtime(f"{name}[fa=0]"))
+        return next(o for o in cm.decode(s, 8192).ops if o.name == "attn.core")
+    main, ik = core("llama.cpp"), core("ik_llama.cpp")
+    assert main.bytes - ik.bytes == pytest.approx(2 * 512 * 2 * 8193 * main.count, rel=1e-9)
+    typ = cm.Setup("glm-4.7-flash", "rtx-3090", runtime="typical", mla_strategy="flash")
+    assert typ.mla_strategy == "flash"
+    # GQA models are untouched by the rule
+    assert cm.Setup("qwen3-32b", "rtx-3090", runtime="llama.cpp[fa=0]").mla_strategy == \
+        cm.Setup("qwen3-32b", "rtx-3090", runtime="llama.cpp[fa=1]").mla_strategy

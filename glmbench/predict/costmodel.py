@@ -195,6 +195,9 @@ class Setup:
         if self.runtime.mla_strategy and cfg.attention == "mla":
             # the runtime model runs its own MLA kernel (ik_llama.cpp's -mla option...)
             s(self, "mla_strategy", self.runtime.mla_strategy)
+        if cfg.attention == "mla":
+            # without flash attention (-fa 0) a ggml runtime runs MLA unfused (kernels.mla_runs)
+            s(self, "mla_strategy", kn.mla_runs(self.mla_strategy, self.runtime))
         s(self, "expert_skew", _check_skew(self.expert_skew, cfg))
         if self.offload is not None:
             off = self.offload
@@ -918,12 +921,24 @@ def _attention_ops(setup: Setup, T: int, work: _Attn, share: float) -> list:
                        DEQUANT_OPS * H * Dn * R if setup.weight_fmt.dequant else 0.0,
                        kvb_w * Dn / (Dn + Dv) + ACT_BYTES * T * H * (Dn + R), 1), T))
         flops = 2.0 * H * (R + Dr + R) * work.keys
+        if strat == "flash":
+            # mainline ggml-cuda's MMA tiles compute the columns of heads and tokens they leave
+            # empty (kernels.mla_fa_padding: GLM-4.7-Flash's 20 heads in tiles of 16 or 32)
+            n_q = T if work.prefill else max(work.n_q, 1)
+            flops *= kn.mla_fa_padding(setup.runtime, setup.gpu, R + Dr, round(H), n_q,
+                                       work.keys / max(work.n_q, 1))
         vec = SOFTMAX_OPS * H * work.keys + deq * (R + Dr) * work.read
         if strat == "absorbed":
             # unfused: K.Q and P.V are separate kernels, each reading the latent cache, with f32
             # scores written, softmaxed in place (read + write) and read back
             nbytes = 2 * row * work.read + 4 * SCORE_BYTES * H * work.keys
             kernels = 4
+            if setup.runtime.attention_kernel == "ggml_cuda":
+                # mainline's graph without flash attention: V is a view of the latent cache, not
+                # stored transposed, so P.V first copies it transposed (ggml_cont of
+                # ggml_transpose, build_attn_mha): read and written once more per step
+                nbytes += 2 * kvf.nbytes(R) * work.read
+                kernels += 1
         else:
             # flash: one fused pass over the cache, split over it (split-K) and combined
             nbytes = row * work.read

@@ -66,9 +66,10 @@ def study_dense() -> tuple:
 
 def runs_strategy(runtime, strategy: str) -> str:
     """The MLA strategy a Setup with `strategy` runs under this profile: a runtime model's own
-    (RuntimeProfile.mla_strategy, which the Setup takes), else `strategy`."""
+    (RuntimeProfile.mla_strategy, which the Setup takes), else `strategy`; unfused ("absorbed")
+    where a runtime model's flash attention is off (kernels.mla_runs)."""
     rt = cm.load_runtime(runtime)
-    return rt.mla_strategy or vocab.mla_strategy(strategy)
+    return kn.mla_runs(rt.mla_strategy or vocab.mla_strategy(strategy), rt)
 
 
 def mla_kernel_key(runtime, strategy: str) -> str | None:

@@ -463,6 +463,85 @@ def moe_occupancy(table: dict, tokens_per_expert: float, tile: float = 0.0) -> f
     return tokens_per_expert / (tokens_per_expert + h)
 
 
+def mla_runs(strategy: str, rt) -> str:
+    """The MLA strategy a runtime runs when asked for `strategy`: the "flash" strategy is a
+    flash-attention kernel, so a ggml runtime model with flash attention off (llama-bench -fa 0)
+    runs MLA unfused instead: K.Q, softmax and P.V as separate products over the latent cache
+    ("absorbed"; llama.cpp's deepseek2 graph without flash attention, llm_graph_context::build_attn_mha)."""
+    if (strategy == "flash" and getattr(rt, "kernels", None) and not getattr(rt, "flash_attn", True)
+            and getattr(rt, "attention_kernel", "default") != "paged_attn"):
+        return "absorbed"
+    return strategy
+
+
+# Mainline ggml-cuda's flash-attention dispatch for MLA (K 576 = latent 512 + rope 64 wide, V 512:
+# DeepSeek-2/3, GLM-4.7-Flash; fattn.cu, ggml_cuda_flash_attn_ext_mma_f16 case 576 and
+# ..._switch_ncols1, fattn-common.cuh launch_fattn: ntiles_z_gqa = ceil(gqa_ratio / ncols2)). The
+# MMA kernel puts ncols2 query heads of one KV head and ncols1 query tokens in the columns of one
+# tile; a head count that the tile's ncols2 does not divide, or fewer tokens than ncols1, leaves
+# columns empty, and the tile computes them anyway. GLM-4.7-Flash's 20 heads decode in tiles of 16
+# or 32 (32 columns: 1.6x the work); DeepSeek's 16 or 128 fill them. The tiles of a KV head read the
+# same cache side by side (stream-k splits each over the cache), so the card's memory traffic stays
+# one pass: only the tensor work is padded. Compute-capability thresholds as ggml's (common.cuh):
+_CC_TURING, _CC_ADA, _CC_BLACKWELL, _CC_DGX_SPARK = 750, 890, 1200, 1210
+MLA_FA_HEAD_DIM = 576
+MLA_ATTENTION_KERNELS = ("default", "ggml_cuda")
+
+
+def _cc(gpu) -> int:
+    """ggml's integer compute capability (8.6 -> 860); 0 when the card gives none."""
+    s = str(getattr(gpu, "compute_capability", "") or "")
+    try:
+        major, _, minor = s.partition(".")
+        return 100 * int(major) + 10 * int(minor or 0)
+    except ValueError:
+        return 0
+
+
+def mla_fa_tile(gpu, gqa: int, n_q: int, n_kv: int) -> tuple:
+    """(ncols1, ncols2): the query tokens and heads per tile of ggml-cuda's MMA kernel for MLA
+    (head size 576) on this card, for `gqa` query heads per KV head, `n_q` query tokens per sequence
+    and `n_kv` cached tokens (fattn.cu, as vendored by llama-cpp-python 0.3.36); None before Turing
+    (no MMA kernel there)."""
+    cc = _cc(gpu)
+    if cc < _CC_TURING:
+        return None
+    if gqa == 20:               # GLM-4.7-Flash: fattn.cu's own branch per architecture
+        if cc >= _CC_DGX_SPARK:
+            ncols2 = 16 if n_q <= 8 else 4
+        elif cc >= _CC_BLACKWELL:
+            ncols2 = 16 if (n_q <= 4 and n_kv >= 65536) else 4
+        elif cc >= _CC_ADA:
+            ncols2 = 16 if n_q <= 4 else 4
+        else:
+            ncols2 = (16 if n_kv <= 16384 else 32) if n_q <= 4 else 4
+    else:
+        ncols2 = 16 if gqa % 16 == 0 else 4
+    if ncols2 <= 8 and n_q <= 8 // ncols2:
+        ncols1 = 8 // ncols2
+    elif ncols2 <= 16 and n_q <= 16 // ncols2:
+        ncols1 = 16 // ncols2
+    elif n_q <= max(32 // ncols2, 1):
+        ncols1 = max(32 // ncols2, 1)
+    else:
+        ncols1 = max(64 // ncols2, 1)
+    return ncols1, ncols2
+
+
+def mla_fa_padding(rt, gpu, head_dim: int, gqa: int, n_q: int, n_kv: int) -> float:
+    """The columns ggml-cuda's MLA flash-attention tiles compute per real (head, query) column,
+    >= 1 (mla_fa_tile): for a runtime model whose attention kernel is mainline ggml-cuda's
+    (attention_kernel "ggml_cuda") and an MLA head of 576; else 1."""
+    if getattr(rt, "attention_kernel", "default") != "ggml_cuda" or head_dim != MLA_FA_HEAD_DIM:
+        return 1.0
+    n_q, gqa = max(int(n_q), 1), max(int(gqa), 1)
+    t = mla_fa_tile(gpu, gqa, n_q, int(n_kv))
+    if t is None:
+        return 1.0
+    c1, c2 = t
+    return (math.ceil(n_q / c1) * c1 * math.ceil(gqa / c2) * c2) / (n_q * gqa)
+
+
 def attention_path(cfg_attention: str, strategy: str, prefill: bool, flash_attn: bool, rt) -> str:
     """The attention path: flash attention (vec for decode, mma for prefill) or materialized
     products without it (-fa 0); vLLM's paged attention; for MLA the strategy's kernel."""

@@ -80,7 +80,8 @@ class RuntimeProfile:
       prefill_paths      {family: path}: where a family takes another path
       flash_attn         flash attention (-fa 1) or materialized attention (-fa 0)
       moe_kernel         "mmid" (llama.cpp mul_mat_id) | "fused_moe" (vLLM)
-      attention_kernel   "default" | "paged_attn" (vLLM)
+      attention_kernel   "default" | "ggml_cuda" (mainline ggml-cuda's flash-attention dispatch: its MLA
+                         tiles' empty head columns, kernels.mla_fa_padding) | "paged_attn" (vLLM)
       mla_strategy       the MLA strategy the runtime runs (None: the Setup's)
       mla_prefill        "auto" (the cheaper of expand-once and the strategy) | "expand" | "strategy"
       cublas_acc16       f16 cuBLAS GEMMs at the card's f16-accumulate peak (llama.cpp: CUBLAS_COMPUTE_16F)
@@ -380,7 +381,7 @@ def runtime_from_dict(d: dict, where: str = "runtime") -> RuntimeProfile:
     kw = dict(kernels=kt, cublas_acc16=acc, memory_fraction=float(mf), pipeline_overlap=float(po), kernel_overhead_us=float(ko), quantized_prefill=choice("quantized_prefill", kn.QUANTIZED_PREFILL, "mmq"),
               prefill_paths=dict(pp), flash_attn=fa,
               moe_kernel=choice("moe_kernel", ("mmid", "fused_moe"), "mmid"),
-              attention_kernel=choice("attention_kernel", ("default", "paged_attn"), "default"),
+              attention_kernel=choice("attention_kernel", ("default", "ggml_cuda", "paged_attn"), "default"),
               mla_strategy=choice("mla_strategy", (None,) + tuple(MLA_STRATEGIES), None),
               mla_prefill=choice("mla_prefill", ("auto", "expand", "strategy"), "auto"),
               expert_routing=choice("expert_routing", EXPERT_ROUTING, "uniform"),
