@@ -244,6 +244,16 @@ def test_glmbench_cuda_device_field_resolves(text, key):
     ("Device 0: NVIDIA L20, compute capability 8.9, VMM: yes", "l20"), ("L20", "l20"),
     ("NVIDIA A800-SXM4-80GB", "a800-sxm-80gb"), ("A800", "a800-sxm-80gb"), ("NVIDIA A800 80GB PCIe", "a800-pcie-80gb"),
     ("Quadro GV100", "quadro-gv100"), ("NVIDIA GB200", "gb200"),
+    ("Device 0: NVIDIA GeForce RTX 5090 Laptop GPU, compute capability 12.0, VMM: yes", "rtx-5090-laptop"),
+    ("NVIDIA GeForce RTX 5080 Laptop GPU", "rtx-5080-laptop"), ("RTX 5070 Ti Laptop", "rtx-5070-ti-laptop"),
+    ("NVIDIA GeForce RTX 5070 Laptop GPU", "rtx-5070-laptop"), ("RTX 5060 Laptop", "rtx-5060-laptop"),
+    ("NVIDIA GeForce RTX 4050 Laptop GPU", "rtx-4050-laptop"), ("RTX 3050 6GB", "rtx-3050-6gb"),
+    ("NVIDIA GeForce RTX 3050", "rtx-3050"),
+    ("Device 0: NVIDIA RTX PRO 5000 Blackwell, compute capability 12.0, VMM: yes", "rtx-pro-5000-blackwell"),
+    ("NVIDIA RTX PRO 4500 Blackwell", "rtx-pro-4500-blackwell"), ("RTX PRO 2000 Blackwell", "rtx-pro-2000-blackwell"),
+    ("Device 0: NVIDIA A2, compute capability 8.6, VMM: yes", "a2"),
+    ("Jetson Orin NX 16GB", "jetson-orin-nx-16gb"), ("Orin NX", "jetson-orin-nx-16gb"),
+    ("Jetson Orin Nano Super", "jetson-orin-nano-8gb"), ("NVIDIA Jetson Orin Nano", "jetson-orin-nano-8gb"),
 ])
 def test_added_cards_resolve_as_tools_print_them(text, key):
     assert hw.resolve_gpu_name(text) == key
@@ -262,6 +272,12 @@ def test_added_cards_figures():
     assert f("l20") == (45, 864, 119.5, 239, 59.8, 119.5)
     assert f("a10g") == (22.5, 600, 140.1, 280.2, 35.0, None)
     assert f("a800-sxm-80gb")[:5] == f("a100-sxm-80gb")[:5] and hw.get_gpu("a800-sxm-80gb").link_gbps == 200
+    assert f("a2") == (16, 200, 18, 36, 4.5, None)
+    # derived cards: SMs x per-SM rate x clock; the PRO Blackwell cards at the clock their AI TOPS imply
+    assert f("rtx-5090-laptop") == (24, 896, 90.7, 362.7, 45.3, 181.3)
+    assert _t("rtx-pro-5000-blackwell", "fp16_acc16") * 8 == pytest.approx(2064, rel=1e-3)
+    assert _t("rtx-pro-2000-blackwell", "int8") * 4 == pytest.approx(545, rel=1e-3)
+    assert hw.get_gpu("jetson-orin-nano-8gb").bandwidth_gbs == 102.4 and hw.get_gpu("jetson-orin-nano-8gb").link_gbps is None
     # FP8 with f32 accumulate: half the int8 rate on GeForce (RTX 4090: 330.3, Ada whitepaper), the int8 rate on
     # workstation and data-center cards
     assert (_t("rtx-4090", "fp8"), _t("rtx-6000-ada", "fp8"), _t("l40s", "fp8"), _t("h100-sxm", "fp8"),
@@ -312,7 +328,7 @@ def test_names_resolve(text, key):
 
 
 @pytest.mark.parametrize("text", ["RTX 3060 8GB", "H100 PCIe 94GB", "Radeon RX 7900 XTX", "", "   ",
-                                  "RTX 9090", "Orin Nano", "A100 SXM 24GB"])
+                                  "RTX 9090", "Orin Nano 4GB", "A100 SXM 24GB"])
 def test_names_not_in_the_catalog(text):
     assert hw.resolve_gpu_name(text) is None
 

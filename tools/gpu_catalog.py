@@ -229,6 +229,11 @@ add(given("a40", "A40", "ga10x", 45, 696, 149.7, 299.3, 37.4, "GDDR6", "PCIe 4.0
           aliases=["NVIDIA A40"], source="https://www.nvidia.com/en-us/data-center/a40/",
           note="BF16/FP16 149.7 TFLOPS dense, INT8 299.3 TOPS dense, FP32 37.4; NVLink bridge 112.5 GB/s total (not "
                "assumed). Memory: 48 GB with ECC on by default (1/16 reserved): 45 GiB."))
+add(given("a2", "A2", "ga10x", 16, 200, 18, 36, 4.5, "GDDR6", "PCIe 4.0 x8", link=12.5,
+          aliases=["NVIDIA A2", "A2 Tensor Core GPU", "NVIDIA A2 Tensor Core GPU"],
+          source="https://www.nvidia.com/en-us/data-center/products/a2/",
+          note="Datasheet: FP16/BF16 tensor 18 TFLOPS dense (36 with sparsity), INT8 36 TOPS dense, FP32 4.5; 16 GB "
+               "GDDR6 at 200 GB/s; PCIe 4.0 x8; 40-60 W. f32 accumulate at the full rate (data-center card)."))
 add(given("a10g", "A10G", "ga10x", 22.5, 600, 140.1, 280.2, 35.0, "GDDR6", "PCIe 4.0 x16", link=25,
           aliases=["NVIDIA A10G"], source="AWS EC2 G5 instances https://aws.amazon.com/ec2/instance-types/g5/; " + WP["ga10x"]
           + "; " + WP["tpu"],
@@ -249,6 +254,7 @@ add(given("a800-pcie-80gb", "A800 PCIe 80GB", "ga100", 80, 1935, 312, 624, 19.5,
                "A100. Memory: 81,920 MiB."))
 for k, n, sms, mhz, bits, gbps, mem, mt, lanes, nv in (
         ("rtx-3050", "RTX 3050", 20, 1777, 128, 14, 8, "GDDR6", 8, None),
+        ("rtx-3050-6gb", "RTX 3050 6GB", 18, 1470, 96, 14, 6, "GDDR6", 8, None),
         ("rtx-3060", "RTX 3060", 28, 1777, 192, 15, 12, "GDDR6", 16, None),
         ("rtx-3060-ti", "RTX 3060 Ti", 38, 1665, 256, 14, 8, "GDDR6", 16, None),
         ("rtx-3070", "RTX 3070", 46, 1725, 256, 14, 8, "GDDR6", 16, None),
@@ -257,8 +263,11 @@ for k, n, sms, mhz, bits, gbps, mem, mt, lanes, nv in (
         ("rtx-3080-12gb", "RTX 3080 12GB", 70, 1710, 384, 19, 12, "GDDR6X", 16, None),
         ("rtx-3080-ti", "RTX 3080 Ti", 80, 1665, 384, 19, 12, "GDDR6X", 16, None),
         ("rtx-3090-ti", "RTX 3090 Ti", 84, 1860, 384, 21, 24, "GDDR6X", 16, 56.25)):
-    add(derived(k, n, "ga10x", sms, mhz, bits, gbps, mem, mt, 4, lanes=lanes, nvlink=nv, device=gf(n),
-                note="NVLink bridge 112.5 GB/s total (not assumed)." if nv else ""))
+    add(derived(k, n, "ga10x", sms, mhz, bits, gbps, mem, mt, 4, lanes=lanes, nvlink=nv,
+                device=gf(n) if k != "rtx-3050-6gb" else None,
+                note="NVLink bridge 112.5 GB/s total (not assumed)." if nv else
+                "The 70 W GA107 card of 2024 (18 SMs, 96-bit); its device line reads like the 8 GB card's, "
+                "so only the name with '6GB' resolves here." if k == "rtx-3050-6gb" else ""))
 add(derived("rtx-3090", "RTX 3090", "ga10x", 82, 1695, 384, 19.5, 24, "GDDR6X", 4, nvlink=56.25,
             device=gf("RTX 3090"), aliases=["RTX3090"], rates={"fp16": 71, "bf16": 71, "fp32": 35.6, "int8": 284},
             note="GA102 whitepaper: FP16/BF16 tensor with f32 accumulate 71 TFLOPS dense (142 with f16 accumulate), "
@@ -289,6 +298,21 @@ for k, n, sms, mhz, mem, gib, al in (
                      f"{gib} GiB of the {mem} GB is visible to the OS. One module: no card-to-card link.")
     c["link"] = None
     add(c)
+# Orin NX / Nano: 8 SMs (1024 CUDA cores, 32 tensor cores), 128-bit LPDDR5; the visible share of memory
+# assumed as the AGX modules' (~96%)
+for k, n, mhz, gbps, mem, gib, al, note in (
+        ("jetson-orin-nx-16gb", "Jetson Orin NX 16GB", 918, 6.4, 16, 15.3, ["Jetson Orin NX", "Orin NX"],
+         "GPU at its 25 W / MAXN maximum, 918 MHz."),
+        ("jetson-orin-nano-8gb", "Jetson Orin Nano 8GB", 1020, 6.4, 8, 7.6,
+         ["Jetson Orin Nano", "Orin Nano", "Jetson Orin Nano Super"],
+         "The MAXN SUPER mode of JetPack 6.2 (the 'Super' developer kit): GPU 1020 MHz, memory 102 GB/s; the "
+         "original 15 W mode runs 625 MHz and 68 GB/s, 0.61x and 0.67x of these.")):
+    c = derived(k, n, "ga10b", 8, mhz, 128, gbps, mem, "LPDDR5", None, aliases=al, page=ORIN, memory_gib=gib,
+                bus="SoC (memory shared with the CPU)",
+                note="GPU only (the DLAs' TOPS are not counted). " + note + " Memory is shared with the Arm CPU: "
+                     f"about {gib} GiB of the {mem} GB assumed visible to the OS. One module: no card-to-card link.")
+    c["link"] = None
+    add(c)
 
 # ---- Ada -----------------------------------------------------------------------------------------
 for k, n, sms, mhz, bits, gbps, mem, mt, lanes in (
@@ -310,6 +334,7 @@ add(derived("rtx-4090", "RTX 4090", "ada", 128, 2520, 384, 21, 24, "GDDR6X", 4, 
             note="Ada whitepaper: FP16/BF16 tensor with f32 accumulate 165.2 TFLOPS dense (330.3 with f16 accumulate), "
                  "INT8 660.6 TOPS dense, FP32 82.6. No NVLink or P2P on GeForce Ada."))
 for k, n, sms, mhz, bits, gbps, mem in (
+        ("rtx-4050-laptop", "RTX 4050 Laptop", 20, 2370, 96, 16, 6),
         ("rtx-4060-laptop", "RTX 4060 Laptop", 24, 2370, 128, 16, 8),
         ("rtx-4070-laptop", "RTX 4070 Laptop", 36, 2175, 128, 16, 8),
         ("rtx-4080-laptop", "RTX 4080 Laptop", 58, 2280, 192, 18, 12),
@@ -442,6 +467,28 @@ for k, n, sms, mhz, bits, gbps, mem, mt, lanes in (
                 aliases=["RTX 5060 Ti 16GB"] if k == "rtx-5060-ti" else (),
                 note=("'RTX 5060 Ti' is the 16 GB card (the one sold most for inference); the 8 GB one is "
                       "rtx-5060-ti-8gb." if k == "rtx-5060-ti" else "")))
+for k, n, sms, mhz, bits, gbps, mem in (
+        ("rtx-5060-laptop", "RTX 5060 Laptop", 26, 2497, 128, 24, 8),
+        ("rtx-5070-laptop", "RTX 5070 Laptop", 36, 2347, 128, 24, 8),
+        ("rtx-5070-ti-laptop", "RTX 5070 Ti Laptop", 46, 2220, 192, 28, 12),
+        ("rtx-5080-laptop", "RTX 5080 Laptop", 60, 2287, 256, 28, 16),
+        ("rtx-5090-laptop", "RTX 5090 Laptop", 82, 2160, 256, 28, 24)):
+    add(derived(k, n, "blackwell", sms, mhz, bits, gbps, mem, "GDDR7", 5, device=gf(n + " GPU"),
+                lanes=8 if sms < 40 else 16, page="https://www.nvidia.com/en-us/geforce/laptops/compare/",
+                note="Laptop: the boost clock of the highest TGP (less certain than the desktop cards'); a laptop at "
+                     "a lower TGP is slower. NVIDIA's AI TOPS for these parts imply about 2.7 GHz, above any "
+                     "laptop boost clock, and are not used."))
+for k, n, sms, tops, bits, gbps, mem, lanes, watts in (
+        ("rtx-pro-5000-blackwell", "RTX PRO 5000 Blackwell", 110, 2064, 384, 28, 48, 16, 300),
+        ("rtx-pro-4500-blackwell", "RTX PRO 4500 Blackwell", 82, 1687, 256, 28, 32, 16, 200),
+        ("rtx-pro-2000-blackwell", "RTX PRO 2000 Blackwell", 34, 545, 128, 18, 16, 8, 70)):
+    mhz = round(tops * 1e6 / (sms * 8192))      # the clock NVIDIA's AI TOPS (FP4, sparse: 8192 per SM-clock) imply
+    add(derived(k, n, "blackwell", sms, mhz, bits, gbps, mem, "GDDR7", 5, lanes=lanes, pro=True,
+                aliases=[f"NVIDIA {n}"],
+                page="https://www.nvidia.com/en-us/products/workstations/professional-desktop-gpus/",
+                note=f"A {watts} W card: NVIDIA states {tops} AI TOPS (FP4 with sparsity), which {sms} SMs give at about "
+                     f"{mhz} MHz; every rate here at that clock. f32 accumulate at the full rate assumed as for the "
+                     "RTX PRO 6000 (NVIDIA publishes FP4 only)."))
 c = derived("rtx-5090-d", "RTX 5090 D", "blackwell", 170, 2407, 512, 28, 32, "GDDR7", 5, device=gf("RTX 5090 D"),
             rates={"fp16": 148.4, "bf16": 148.4, "int8": 593.8, "fp16_acc16": 296.9},
             note="The China-market card has the 5090's SMs but its tensor rate capped: NVIDIA gives 2375 AI TOPS "
@@ -495,7 +542,7 @@ for c in CARDS:
 # 1 / boost clock (glmbench/predict/kernels.py clock_scale).
 GIVEN_MHZ = {
     "titan-v": (1455, "source"), "quadro-gv100": (1450, "source"), "a10g": (1710, "source"),
-    "a10": (1695, "datasheet"), "a100-pcie-40gb": (1410, "datasheet"), "a100-pcie-80gb": (1410, "datasheet"),
+    "a10": (1695, "datasheet"), "a2": (1770, "reported"), "a100-pcie-40gb": (1410, "datasheet"), "a100-pcie-80gb": (1410, "datasheet"),
     "a100-sxm-40gb": (1410, "datasheet"), "a100-sxm-80gb": (1410, "datasheet"), "a30": (1440, "datasheet"),
     "a40": (1740, "datasheet"), "a800-pcie-80gb": (1410, "datasheet"), "a800-sxm-80gb": (1410, "datasheet"),
     "b200": (1965, "reported"), "gb10": (2500, "reported"), "gb200": (1965, "reported"), "gh200-144gb": (1980, "datasheet"),
