@@ -1244,3 +1244,18 @@ def test_a_scoreboard_copy_imports_row_by_row(tmp_path):
     bad.write_text(SCOREBOARD_CSV.replace("12000.5", "fast"))
     with pytest.raises(im.FormatError, match=r"bad\.csv:2: field `t_s` must be a number"):
         im.read(str(bad))
+
+
+def test_a_laptop_gpu_named_in_free_text_is_the_laptop_part():
+    """A sidecar or paste that names a laptop GPU ("1x NVIDIA GeForce RTX 5090 Laptop GPU", "RTX 4060
+    Mobile") names the laptop part, not the desktop card of the same number (another chip, bus and
+    clocks); "a laptop" elsewhere in the text does not make a desktop card one."""
+    from glmbench.predict import hardware as hw
+    for text, key, n in (("1x NVIDIA GeForce RTX 5090 Laptop GPU", "rtx-5090-laptop", 1),
+                         ("RTX 4060 Mobile", "rtx-4060-laptop", None),
+                         ("NVIDIA GeForce RTX 3080 Laptop GPU with Max-Q design", "rtx-3080-laptop", None),
+                         ("RTX 5070 Ti Laptop GPU", "rtx-5070-ti-laptop", None),
+                         ("RTX 4090 and a laptop", "rtx-4090", None),
+                         ("RTX 3050 6GB", "rtx-3050-6gb", None)):
+        (g, count), = im.gpus_in(text)
+        assert hw.resolve_gpu_name(g) == key and count == n, text

@@ -1062,7 +1062,8 @@ _GPU_TEXT = (
 )
 
 
-_GPU_QUALIFIERS = re.compile(r"(?:[\s_-]*(?:\d{1,3}\s*GB|sxm\d?|pcie|nvl|hbm\d?e?|sff|ada(?:[\s_-]*generation)?)(?![a-z0-9]))*",
+_GPU_QUALIFIERS = re.compile(r"(?:[\s_-]*(?:\d{1,3}\s*GB|sxm\d?|pcie|nvl|hbm\d?e?|sff|ada(?:[\s_-]*generation)?"
+                             r"|laptop(?:[\s_-]*gpu)?|mobile|max[\s_-]*q)(?![a-z0-9]))*",
                              re.I)
 _COUNT_WORDS = {"dual": 2, "double": 2, "two": 2, "triple": 3, "three": 3, "quad": 4, "four": 4, "six": 6, "eight": 8}
 
