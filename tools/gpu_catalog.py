@@ -333,15 +333,23 @@ add(derived("rtx-4090", "RTX 4090", "ada", 128, 2520, 384, 21, 24, "GDDR6X", 4, 
             aliases=["RTX4090"], rates={"fp16": 165.2, "bf16": 165.2, "fp32": 82.6, "int8": 660.6},
             note="Ada whitepaper: FP16/BF16 tensor with f32 accumulate 165.2 TFLOPS dense (330.3 with f16 accumulate), "
                  "INT8 660.6 TOPS dense, FP32 82.6. No NVLink or P2P on GeForce Ada."))
-for k, n, sms, mhz, bits, gbps, mem in (
-        ("rtx-4050-laptop", "RTX 4050 Laptop", 20, 2370, 96, 16, 6),
-        ("rtx-4060-laptop", "RTX 4060 Laptop", 24, 2370, 128, 16, 8),
-        ("rtx-4070-laptop", "RTX 4070 Laptop", 36, 2175, 128, 16, 8),
-        ("rtx-4080-laptop", "RTX 4080 Laptop", 58, 2280, 192, 18, 12),
-        ("rtx-4090-laptop", "RTX 4090 Laptop", 76, 2040, 256, 18, 16)):
-    add(derived(k, n, "ada", sms, mhz, bits, gbps, mem, "GDDR6", 4, device=gf(n + " GPU"), lanes=8 if sms < 40 else 16,
-                page="https://www.nvidia.com/en-us/geforce/laptops/compare/",
-                note="Laptop: the boost clock of the highest TGP; a laptop at a lower TGP is slower."))
+LAPTOP_NOTE = "Laptop: the boost clock of the highest TGP; a laptop at a lower TGP is slower."
+
+
+def add_laptops(a, mem_type, pcie, rows, note=LAPTOP_NOTE):
+    """Laptop GPUs of one architecture: (key, name, SMs, top boost MHz, bus bits, Gbps, GB) rows;
+    CUDA calls each "NVIDIA GeForce <name> GPU"; x8 below 40 SMs."""
+    for k, n, sms, mhz, bits, gbps, mem in rows:
+        add(derived(k, n, a, sms, mhz, bits, gbps, mem, mem_type, pcie, device=gf(n + " GPU"),
+                    lanes=8 if sms < 40 else 16, page="https://www.nvidia.com/en-us/geforce/laptops/compare/", note=note))
+
+
+add_laptops("ada", "GDDR6", 4, (
+    ("rtx-4050-laptop", "RTX 4050 Laptop", 20, 2370, 96, 16, 6),
+    ("rtx-4060-laptop", "RTX 4060 Laptop", 24, 2370, 128, 16, 8),
+    ("rtx-4070-laptop", "RTX 4070 Laptop", 36, 2175, 128, 16, 8),
+    ("rtx-4080-laptop", "RTX 4080 Laptop", 58, 2280, 192, 18, 12),
+    ("rtx-4090-laptop", "RTX 4090 Laptop", 76, 2040, 256, 18, 16)))
 ADA_WS = "https://www.nvidia.com/en-us/design-visualization/desktop-graphics/"
 for k, n, sms, mhz, bits, gbps, mem, lanes in (
         ("rtx-2000-ada", "RTX 2000 Ada", 22, 2130, 128, 14, 16, 8),
@@ -467,17 +475,14 @@ for k, n, sms, mhz, bits, gbps, mem, mt, lanes in (
                 aliases=["RTX 5060 Ti 16GB"] if k == "rtx-5060-ti" else (),
                 note=("'RTX 5060 Ti' is the 16 GB card (the one sold most for inference); the 8 GB one is "
                       "rtx-5060-ti-8gb." if k == "rtx-5060-ti" else "")))
-for k, n, sms, mhz, bits, gbps, mem in (
-        ("rtx-5060-laptop", "RTX 5060 Laptop", 26, 2497, 128, 24, 8),
-        ("rtx-5070-laptop", "RTX 5070 Laptop", 36, 2347, 128, 24, 8),
-        ("rtx-5070-ti-laptop", "RTX 5070 Ti Laptop", 46, 2220, 192, 28, 12),
-        ("rtx-5080-laptop", "RTX 5080 Laptop", 60, 2287, 256, 28, 16),
-        ("rtx-5090-laptop", "RTX 5090 Laptop", 82, 2160, 256, 28, 24)):
-    add(derived(k, n, "blackwell", sms, mhz, bits, gbps, mem, "GDDR7", 5, device=gf(n + " GPU"),
-                lanes=8 if sms < 40 else 16, page="https://www.nvidia.com/en-us/geforce/laptops/compare/",
-                note="Laptop: the boost clock of the highest TGP (less certain than the desktop cards'); a laptop at "
-                     "a lower TGP is slower. NVIDIA's AI TOPS for these parts imply about 2.7 GHz, above any "
-                     "laptop boost clock, and are not used."))
+add_laptops("blackwell", "GDDR7", 5, (
+    ("rtx-5060-laptop", "RTX 5060 Laptop", 26, 2497, 128, 24, 8),
+    ("rtx-5070-laptop", "RTX 5070 Laptop", 36, 2347, 128, 24, 8),
+    ("rtx-5070-ti-laptop", "RTX 5070 Ti Laptop", 46, 2220, 192, 28, 12),
+    ("rtx-5080-laptop", "RTX 5080 Laptop", 60, 2287, 256, 28, 16),
+    ("rtx-5090-laptop", "RTX 5090 Laptop", 82, 2160, 256, 28, 24)),
+    note="Laptop: the boost clock of the highest TGP (less certain than the desktop cards'); a laptop at a lower TGP "
+         "is slower. NVIDIA's AI TOPS for these parts imply about 2.7 GHz, above any laptop boost clock, and are not used.")
 for k, n, sms, tops, bits, gbps, mem, lanes, watts in (
         ("rtx-pro-5000-blackwell", "RTX PRO 5000 Blackwell", 110, 2064, 384, 28, 48, 16, 300),
         ("rtx-pro-4500-blackwell", "RTX PRO 4500 Blackwell", 82, 1687, 256, 28, 32, 16, 200),
