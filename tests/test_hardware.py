@@ -272,7 +272,7 @@ def test_added_cards_figures():
     assert f("l20") == (45, 864, 119.5, 239, 59.8, 119.5)
     assert f("a10g") == (22.5, 600, 140.1, 280.2, 35.0, None)
     assert f("a800-sxm-80gb")[:5] == f("a100-sxm-80gb")[:5] and hw.get_gpu("a800-sxm-80gb").link_gbps == 200
-    assert f("a2") == (16, 200, 18, 36, 4.5, None)
+    assert f("a2") == (15, 200, 18, 36, 4.5, None)
     # derived cards: SMs x per-SM rate x clock; the PRO Blackwell cards at the clock their AI TOPS imply
     assert f("rtx-5090-laptop") == (24, 896, 90.7, 362.7, 45.3, 181.3)
     assert _t("rtx-pro-5000-blackwell", "fp16_acc16") * 8 == pytest.approx(2064, rel=1e-3)

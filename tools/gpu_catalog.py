@@ -229,11 +229,12 @@ add(given("a40", "A40", "ga10x", 45, 696, 149.7, 299.3, 37.4, "GDDR6", "PCIe 4.0
           aliases=["NVIDIA A40"], source="https://www.nvidia.com/en-us/data-center/a40/",
           note="BF16/FP16 149.7 TFLOPS dense, INT8 299.3 TOPS dense, FP32 37.4; NVLink bridge 112.5 GB/s total (not "
                "assumed). Memory: 48 GB with ECC on by default (1/16 reserved): 45 GiB."))
-add(given("a2", "A2", "ga10x", 16, 200, 18, 36, 4.5, "GDDR6", "PCIe 4.0 x8", link=12.5,
+add(given("a2", "A2", "ga10x", 15, 200, 18, 36, 4.5, "GDDR6", "PCIe 4.0 x8", link=12.5,
           aliases=["NVIDIA A2", "A2 Tensor Core GPU", "NVIDIA A2 Tensor Core GPU"],
           source="https://www.nvidia.com/en-us/data-center/products/a2/",
           note="Datasheet: FP16/BF16 tensor 18 TFLOPS dense (36 with sparsity), INT8 36 TOPS dense, FP32 4.5; 16 GB "
-               "GDDR6 at 200 GB/s; PCIe 4.0 x8; 40-60 W. f32 accumulate at the full rate (data-center card)."))
+               "GDDR6 at 200 GB/s; PCIe 4.0 x8; 40-60 W. f32 accumulate at the full rate (data-center card). Memory: 16 GB "
+               "with ECC on by default (1/16 reserved): 15 GiB."))
 add(given("a10g", "A10G", "ga10x", 22.5, 600, 140.1, 280.2, 35.0, "GDDR6", "PCIe 4.0 x16", link=25,
           aliases=["NVIDIA A10G"], source="AWS EC2 G5 instances https://aws.amazon.com/ec2/instance-types/g5/; " + WP["ga10x"]
           + "; " + WP["tpu"],

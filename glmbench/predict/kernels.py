@@ -485,7 +485,6 @@ def mla_runs(strategy: str, rt) -> str:
 # one pass: only the tensor work is padded. Compute-capability thresholds as ggml's (common.cuh):
 _CC_TURING, _CC_ADA, _CC_BLACKWELL, _CC_DGX_SPARK = 750, 890, 1200, 1210
 MLA_FA_HEAD_DIM = 576
-MLA_ATTENTION_KERNELS = ("default", "ggml_cuda")
 
 
 def _cc(gpu) -> int:
