@@ -767,6 +767,10 @@ def _matmul(name, T, n_out, n_in, wbytes, setup, share=1.0, kernels=1):
         dtype, extra = "fp16", 2 * 2.0 * n_out * n_in * share
     if path in ("cublas", "dequant_cublas") and dtype == "fp16":
         dtype = _cublas_dtype(setup)
+    if path == "mmq" and setup.runtime.kernels:
+        # a runtime model's MMQ loads the weights again for each column tile of the batch
+        # (kernels.mmq_weight_passes); the physics profiles price one pass
+        extra = (kn.mmq_weight_passes(T) - 1) * wbytes * share
     op = _Op(name, "matmul", dtype, 2.0 * T * n_out * n_in * share,
              DEQUANT_OPS * n_out * n_in * share if quant else 0.0,
              wbytes * share + extra + ACT_BYTES * T * (n_in + n_out * share), kernels, path, fam)

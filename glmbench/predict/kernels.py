@@ -448,6 +448,18 @@ def mmq_tile(n_tokens: float) -> float:
     return float(min(MMQ_X_MAX, 8 * math.ceil(max(n_tokens, 1) / 8)))
 
 
+def mmq_weight_passes(n_tokens: float) -> int:
+    """How many times MMQ streams a matrix's weights for a batch of n_tokens: once per column tile
+    (ceil(n / MMQ_X_MAX)). mmq.cuh walks its (row tile, column tile, k-block) work with the
+    k-blocks innermost and the column tiles next (the stream-k index kbc; the plain grid runs the
+    row tiles of one column tile side by side), so each row tile's weights are loaded again, over
+    their whole K, for every column tile; the L2 keeps them between two only where every SM's row
+    tile (128 rows x K) fits it at once, which the catalog cannot tell (no L2 sizes): taken as not
+    (an upper bound of the traffic; it binds only where bandwidth is low against the int8 rate,
+    e.g. GB10 at 2048-token ubatches)."""
+    return max(1, math.ceil(max(n_tokens, 1) / MMQ_X_MAX))
+
+
 def moe_occupancy(table: dict, tokens_per_expert: float, tile: float = 0.0) -> float:
     """The share of its efficiency MoE prefill keeps with this many tokens per expert and ubatch:
     t / (t + half_tokens x tile / MMQ_X_MAX), `tile` the column tile of the batch (mmq_tile; 0:
