@@ -986,3 +986,16 @@ def test_mmq_reads_the_weights_once_per_column_tile(monkeypatch):
     assert mlp(rt, 2048)[0].bytes == pytest.approx(b.bytes, rel=1e-9)
     for p, nbytes in phys.items():     # the physics profiles never consult it
         assert mlp(dataclasses.replace(cm.load_runtime(p), n_ubatch=2048), 2048)[0].bytes == nbytes, p
+
+
+def test_batched_mla_decode_keeps_one_query_per_stream_tile():
+    """llama.cpp keeps a cache per stream by default (kv_unified false): a batched decode step's
+    streams each run their one query in GLM-4.7-Flash's 16/32-column tiles, so the padding of one
+    stream (1.6x on an RTX 3090) holds at every batch size."""
+    rt = cm.load_runtime("llama.cpp")
+    plain = dataclasses.replace(rt, attention_kernel="default")
+    for b in (1, 8, 32):
+        ops = [{o.name: o for o in cm.decode(cm.Setup("glm-4.7-flash", "rtx-3090", weights="q4_K", runtime=r),
+                                             8192, b).ops}["attn.core"] for r in (rt, plain)]
+        assert ops[0].flops - ops[1].flops == pytest.approx(0.6 * 2.0 * 20 * 1088 * 8193 * b * ops[0].count,
+                                                            rel=1e-9), b

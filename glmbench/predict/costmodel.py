@@ -927,8 +927,9 @@ def _attention_ops(setup: Setup, T: int, work: _Attn, share: float) -> list:
         flops = 2.0 * H * (R + Dr + R) * work.keys
         if strat == "flash":
             # mainline ggml-cuda's MMA tiles compute the columns of heads and tokens they leave
-            # empty (kernels.mla_fa_padding: GLM-4.7-Flash's 20 heads in tiles of 16 or 32)
-            n_q = T if work.prefill else max(work.n_q, 1)
+            # empty (kernels.mla_fa_padding: GLM-4.7-Flash's 20 heads in tiles of 16 or 32); a
+            # decode step's streams each bring one query (llama.cpp's default: a cache per stream)
+            n_q = T if work.prefill else 1
             flops *= kn.mla_fa_padding(setup.runtime, setup.gpu, R + Dr, round(H), n_q,
                                        work.keys / max(work.n_q, 1))
         vec = SOFTMAX_OPS * H * work.keys + deq * (R + Dr) * work.read
