@@ -999,3 +999,25 @@ def test_batched_mla_decode_keeps_one_query_per_stream_tile():
                                              8192, b).ops}["attn.core"] for r in (rt, plain)]
         assert ops[0].flops - ops[1].flops == pytest.approx(0.6 * 2.0 * 20 * 1088 * 8193 * b * ops[0].count,
                                                             rel=1e-9), b
+
+
+def test_a_published_gguf_type_is_read_as_llama_cpps_file_type(public):
+    """llama-bench's "Q4_0" names llama-quantize's Q4_0 file (the output matrix in Q6_K), not the pure
+    type: the public points of the GGUF runtimes hold the file type, the scoreboard's stated bytes
+    (3,822,520,893) pick it over the pure type, a record whose bytes match the pure type keeps it, and
+    a type with no file type of its name (ik_llama.cpp's iq4_ks) or vLLM's bf16 are left as they are."""
+    from glmbench import vocab
+    from glmbench.models import configs
+    ws = {(p.runtime, p.setup.weights) for p in public}
+    assert ("llama.cpp", "mix:Q4_0") in ws and ("llama.cpp", "q4_0") not in ws
+    assert ("ik_llama.cpp", "iq4_ks") in ws and ("vllm", "bf16") in ws
+    cfg = configs.load("llama-2-7b")
+    assert jf.file_weights("q4_0", cfg) == "mix:Q4_0" and jf.file_weights("q8_0", cfg) == "mix:Q8_0"
+    assert jf.file_weights("q4_0", cfg, 3822520893) == "mix:Q4_0"
+    ctx = cfg.tensor_context()
+    pure = sum(vocab.tensor_nbytes("q4_0", n, sh, ctx) for n, sh in cfg.tensor_shapes().items())
+    assert jf.file_weights("q4_0", cfg, pure) == "q4_0"
+    assert jf.file_weights("Q4_K_M", cfg) == "Q4_K_M" and jf.file_weights(None, cfg) is None
+    sb = [p for p in public if p.source == "scoreboard-cuda"][0]
+    assert sb.setup.weights == "mix:Q4_0"
+

@@ -133,8 +133,33 @@ def public_files() -> list[str]:
     return sorted(glob.glob(os.path.join(PUBLIC_DIR, "*.json")))
 
 
+# llama.cpp's file types whose name is also a single ggml type's: a published GGUF said to be "Q4_0"
+# (llama-bench's model type "llama 7B Q4_0", a file name) is llama-quantize's Q4_0 file, whose
+# output matrix (or tied token_embd) the quantizer keeps in Q6_K (src/llama-quant.cpp
+# llama_tensor_get_type; vocab.mix_type), not the pure type on every tensor (`--pure`)
+FILE_TYPE_MIX = {"q4_0": "mix:Q4_0", "q4_1": "mix:Q4_1", "q5_0": "mix:Q5_0", "q5_1": "mix:Q5_1",
+                 "q8_0": "mix:Q8_0", "q6_K": "mix:Q6_K", "iq4_nl": "mix:IQ4_NL", "iq4_xs": "mix:IQ4_XS"}
+
+
+def file_weights(weights: str | None, cfg, model_size=None) -> str | None:
+    """The weight format a published GGUF of file type `weights` holds (FILE_TYPE_MIX: llama.cpp's
+    file type, its output in Q6_K); where the record states the file's bytes (llama-bench's
+    model_size), whichever of the file type and the pure type comes closer to them."""
+    mix = FILE_TYPE_MIX.get(str(weights)) if weights else None
+    if mix is None:
+        return weights
+    if model_size:
+        def nbytes(w):
+            ctx = cfg.tensor_context()
+            return sum(vocab.tensor_nbytes(w, n, sh, ctx) for n, sh in cfg.tensor_shapes().items())
+        if abs(nbytes(weights) - float(model_size)) < abs(nbytes(mix) - float(model_size)):
+            return weights
+    return mix
+
+
 def point_from_record(r: dict, where: str) -> PublicPoint:
-    """A PublicPoint from a record with `runtime`, `runtime_options`, `device`/`hardware`."""
+    """A PublicPoint from a record with `runtime`, `runtime_options`, `device`/`hardware`. A
+    llama.cpp-family record's weights are read as the GGUF file type they name (file_weights)."""
     try:
         rtname = r["runtime"]
         opts = dict(r.get("runtime_options") or {})
@@ -145,9 +170,12 @@ def point_from_record(r: dict, where: str) -> PublicPoint:
         n = int(r.get("n_cards") or 1)
         rig = hardware.Rig(gpu, n, link_gbps=r.get("link_gbps") or (gpu.link_gbps if n > 1 else None),
                            link_latency_us=r.get("link_latency_us") or (gpu.link_latency_us if n > 1 else None))
-        setup = cm.Setup(configs.load(r["model"]), rig, split=r.get("split") or ("layer" if n > 1 else "none"),
-                         weights=r.get("weights") or vocab.DEFAULTS["weights"], kv=r.get("type_k") or "f16",
-                         runtime=prof)
+        cfg = configs.load(r["model"])
+        w = r.get("weights") or vocab.DEFAULTS["weights"]
+        if base.kernels and base.attention_kernel != "paged_attn":     # a GGUF runtime
+            w = file_weights(w, cfg, r.get("model_size"))
+        setup = cm.Setup(cfg, rig, split=r.get("split") or ("layer" if n > 1 else "none"),
+                         weights=w, kv=r.get("type_k") or "f16", runtime=prof)
     except (KeyError, ValueError, TypeError, OSError) as e:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else e
         raise FitError(f"{where}: {msg}") from None
