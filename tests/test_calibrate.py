@@ -188,3 +188,24 @@ def test_multi_stream_records_are_left_out_of_a_fit_and_priced_as_streams(tmp_pa
     # four streams decode faster in aggregate than one, and the single-stream price is unchanged
     assert cal.predict_point(kept[1], prof) > cal.predict_point(kept[0], prof)
     assert cal.predict_point(kept[0], prof) == pytest.approx(1 / cm._mean_decode(s, 512, 32, 1)[0], rel=1e-12)
+
+
+def test_a_llama_bench_gguf_on_a_gpu_is_read_as_its_file_type():
+    """A llama.cpp tool's GPU record of a "Q4_0" GGUF is llama-quantize's Q4_0 file (output in Q6_K,
+    calibrate.file_weights), unless its model_size matches the pure type; --weights overrides; a CPU
+    run (glmbench's own files, every matrix in the type) and another tool's record keep the type."""
+    from glmbench.predict import calibrate as cal
+    base = {"evidence": "measured", "test": "tg", "avg_ts": 100.0, "n_depth": 0, "n_gen": 128, "model": "llama-2-7b",
+            "hardware": "rtx-3090", "weights": "q4_0", "tool": "llama-bench"}
+    assert cal.point_from_record("a:1", base).setup.weights == "mix:Q4_0"
+    assert cal.point_from_record("a:1", dict(base, model_size=3822520893)).setup.weights == "mix:Q4_0"
+    cfg = cal.configs.load("llama-2-7b")
+    ctx = cfg.tensor_context()
+    pure = sum(cal.vocab.tensor_nbytes("q4_0", n, sh, ctx) for n, sh in cfg.tensor_shapes().items())
+    assert cal.point_from_record("a:1", dict(base, model_size=pure)).setup.weights == "q4_0"
+    assert cal.point_from_record("a:1", base, weights="q4_0").setup.weights == "q4_0"
+    assert cal.point_from_record("a:1", dict(base, tool="glmbench")).setup.weights == "q4_0"
+    host = os.path.join(os.path.dirname(__file__), "..", "bench", "results", "llama-bench_q4_0_L47_2026-12-01",
+                        "host_profile.json")
+    cpu = dict(base, hardware=None, device="CPU: some cpu")
+    assert cal.point_from_record("a:1", cpu, hardware_=host).setup.weights == "q4_0"

@@ -160,6 +160,30 @@ def _int_field(where, r, k, lo, default=None):
     return v
 
 
+# llama.cpp's file types whose name is also a single ggml type's: a published GGUF said to be "Q4_0"
+# (llama-bench's model type "llama 7B Q4_0", a file name) is llama-quantize's Q4_0 file, whose
+# output matrix (or tied token_embd) the quantizer keeps in Q6_K (src/llama-quant.cpp
+# llama_tensor_get_type; vocab.mix_type), not the pure type on every tensor (`--pure`)
+FILE_TYPE_MIX = {"q4_0": "mix:Q4_0", "q4_1": "mix:Q4_1", "q5_0": "mix:Q5_0", "q5_1": "mix:Q5_1",
+                 "q8_0": "mix:Q8_0", "q6_K": "mix:Q6_K", "iq4_nl": "mix:IQ4_NL", "iq4_xs": "mix:IQ4_XS"}
+
+
+def file_weights(weights: str | None, cfg, model_size=None) -> str | None:
+    """The weight format a published GGUF of file type `weights` holds (FILE_TYPE_MIX: llama.cpp's
+    file type, its output in Q6_K); where the record states the file's bytes (llama-bench's
+    model_size), whichever of the file type and the pure type comes closer to them."""
+    mix = FILE_TYPE_MIX.get(str(weights)) if weights else None
+    if mix is None:
+        return weights
+    if model_size:
+        def nbytes(w):
+            ctx = cfg.tensor_context()
+            return sum(vocab.tensor_nbytes(w, n, sh, ctx) for n, sh in cfg.tensor_shapes().items())
+        if abs(nbytes(weights) - float(model_size)) < abs(nbytes(mix) - float(model_size)):
+            return weights
+    return mix
+
+
 def point_from_record(where: str, r: dict, *, model=None, hardware_=None, cards=None, link=None,
                       split=None, weights=None, kv=None, mla_strategy=None) -> Point:
     """A Point from one measured record; the keyword arguments, when given, override the record's
@@ -207,6 +231,12 @@ def point_from_record(where: str, r: dict, *, model=None, hardware_=None, cards=
         w = weights or r.get("weights") or vocab.DEFAULTS["weights"]
         k = kv or r.get("type_k") or vocab.DEFAULTS["kv"]
         cfg = configs.load(m)
+        rec_hw = r.get("hardware") or r.get("device")
+        rec_cpu = r.get("backends") == "CPU" or (isinstance(rec_hw, str) and rec_hw.startswith("CPU:"))
+        if weights is None and not rec_cpu and str(r.get("tool") or "").startswith("llama-"):
+            # a llama.cpp tool's run of a GGUF on a GPU: its file type (file_weights); the CPU runs
+            # this repo records are of glmbench's own files, written with the type on every matrix
+            w = file_weights(w, cfg, r.get("model_size"))
         st = mla_strategy or r.get("mla_strategy") or vocab.DEFAULTS["mla_strategy"]
         setup = cm.Setup(cfg, rig, split=sp, weights=str(w), kv=str(k), mla_strategy=st, runtime="typical")
     except (ValueError, TypeError, KeyError, OSError) as e:

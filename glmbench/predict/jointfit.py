@@ -133,28 +133,9 @@ def public_files() -> list[str]:
     return sorted(glob.glob(os.path.join(PUBLIC_DIR, "*.json")))
 
 
-# llama.cpp's file types whose name is also a single ggml type's: a published GGUF said to be "Q4_0"
-# (llama-bench's model type "llama 7B Q4_0", a file name) is llama-quantize's Q4_0 file, whose
-# output matrix (or tied token_embd) the quantizer keeps in Q6_K (src/llama-quant.cpp
-# llama_tensor_get_type; vocab.mix_type), not the pure type on every tensor (`--pure`)
-FILE_TYPE_MIX = {"q4_0": "mix:Q4_0", "q4_1": "mix:Q4_1", "q5_0": "mix:Q5_0", "q5_1": "mix:Q5_1",
-                 "q8_0": "mix:Q8_0", "q6_K": "mix:Q6_K", "iq4_nl": "mix:IQ4_NL", "iq4_xs": "mix:IQ4_XS"}
-
-
-def file_weights(weights: str | None, cfg, model_size=None) -> str | None:
-    """The weight format a published GGUF of file type `weights` holds (FILE_TYPE_MIX: llama.cpp's
-    file type, its output in Q6_K); where the record states the file's bytes (llama-bench's
-    model_size), whichever of the file type and the pure type comes closer to them."""
-    mix = FILE_TYPE_MIX.get(str(weights)) if weights else None
-    if mix is None:
-        return weights
-    if model_size:
-        def nbytes(w):
-            ctx = cfg.tensor_context()
-            return sum(vocab.tensor_nbytes(w, n, sh, ctx) for n, sh in cfg.tensor_shapes().items())
-        if abs(nbytes(weights) - float(model_size)) < abs(nbytes(mix) - float(model_size)):
-            return weights
-    return mix
+# a published GGUF's weights as llama.cpp's file type (calibrate.file_weights)
+FILE_TYPE_MIX = cal.FILE_TYPE_MIX
+file_weights = cal.file_weights
 
 
 def point_from_record(r: dict, where: str) -> PublicPoint:
