@@ -1008,16 +1008,17 @@ def test_a_published_gguf_type_is_read_as_llama_cpps_file_type(public):
     a type with no file type of its name (ik_llama.cpp's iq4_ks) or vLLM's bf16 are left as they are."""
     from glmbench import vocab
     from glmbench.models import configs
+    from glmbench.predict import calibrate as cal
     ws = {(p.runtime, p.setup.weights) for p in public}
     assert ("llama.cpp", "mix:Q4_0") in ws and ("llama.cpp", "q4_0") not in ws
     assert ("ik_llama.cpp", "iq4_ks") in ws and ("vllm", "bf16") in ws
     cfg = configs.load("llama-2-7b")
-    assert jf.file_weights("q4_0", cfg) == "mix:Q4_0" and jf.file_weights("q8_0", cfg) == "mix:Q8_0"
-    assert jf.file_weights("q4_0", cfg, 3822520893) == "mix:Q4_0"
+    assert cal.file_weights("q4_0", cfg) == "mix:Q4_0" and cal.file_weights("q8_0", cfg) == "mix:Q8_0"
+    assert cal.file_weights("q4_0", cfg, 3822520893) == "mix:Q4_0"
     ctx = cfg.tensor_context()
     pure = sum(vocab.tensor_nbytes("q4_0", n, sh, ctx) for n, sh in cfg.tensor_shapes().items())
-    assert jf.file_weights("q4_0", cfg, pure) == "q4_0"
-    assert jf.file_weights("Q4_K_M", cfg) == "Q4_K_M" and jf.file_weights(None, cfg) is None
+    assert cal.file_weights("q4_0", cfg, pure) == "q4_0"
+    assert cal.file_weights("Q4_K_M", cfg) == "Q4_K_M" and cal.file_weights(None, cfg) is None
     sb = [p for p in public if p.source == "scoreboard-cuda"][0]
     assert sb.setup.weights == "mix:Q4_0"
 

@@ -133,14 +133,9 @@ def public_files() -> list[str]:
     return sorted(glob.glob(os.path.join(PUBLIC_DIR, "*.json")))
 
 
-# a published GGUF's weights as llama.cpp's file type (calibrate.file_weights)
-FILE_TYPE_MIX = cal.FILE_TYPE_MIX
-file_weights = cal.file_weights
-
-
 def point_from_record(r: dict, where: str) -> PublicPoint:
     """A PublicPoint from a record with `runtime`, `runtime_options`, `device`/`hardware`. A
-    llama.cpp-family record's weights are read as the GGUF file type they name (file_weights)."""
+    llama.cpp-family record's weights are read as the GGUF file type they name (calibrate.file_weights)."""
     try:
         rtname = r["runtime"]
         opts = dict(r.get("runtime_options") or {})
@@ -154,7 +149,7 @@ def point_from_record(r: dict, where: str) -> PublicPoint:
         cfg = configs.load(r["model"])
         w = r.get("weights") or vocab.DEFAULTS["weights"]
         if base.kernels and base.attention_kernel != "paged_attn":     # a GGUF runtime
-            w = file_weights(w, cfg, r.get("model_size"))
+            w = cal.file_weights(w, cfg, r.get("model_size"))
         setup = cm.Setup(cfg, rig, split=r.get("split") or ("layer" if n > 1 else "none"),
                          weights=w, kv=r.get("type_k") or "f16", runtime=prof)
     except (KeyError, ValueError, TypeError, OSError) as e:
