@@ -517,6 +517,7 @@ def check_report(path, pairs: dict, notes: list, profiles_from: str) -> list[str
             models = ", ".join(sorted({p.setup.model.name for p, _ in sv}))
             L.append(f"| {rt} | {src} | {cards} | {models} | {len(sv)} | {_pct(jf.mape(sv, 'tg'))} | {_pct(jf.mape(sv, 'pp'))} | "
                      f"{sgn[0]} / {sgn[1]} |")
+    L += point_rows(pairs)
     seen = [p for rt, v in pairs.items() for p, _ in v if (p.label, round(p.measured, 3)) in _seen(rt)]
     if seen:
         srcs = sorted({p.source for p in seen})
@@ -528,6 +529,26 @@ def check_report(path, pairs: dict, notes: list, profiles_from: str) -> list[str
         if len(notes) > 40:
             L.append(f"- ... and {len(notes) - 40} more")
     L.append("")
+    return L
+
+
+POINT_ROWS = 300     # the per-point table of a check lists at most this many points (the worst first)
+
+
+def point_rows(pairs: dict) -> list[str]:
+    """The check's per-point table: each point (its file:line, runtime options, measured and
+    predicted tok/s, signed error), the largest |error| first; at most POINT_ROWS rows."""
+    allp = sorted(((rt, p, float(q)) for rt, v in pairs.items() for p, q in v),
+                  key=lambda t: -abs(t[2] / t[1].measured - 1))
+    L = ["", f"Per point ({len(allp)}{f', the {POINT_ROWS} largest errors' if len(allp) > POINT_ROWS else ''}; "
+         "error = predicted / measured - 1, largest |error| first):", "",
+         "| runtime | source | where | card | point | options | measured tok/s | predicted tok/s | error |",
+         "|---|---|---|---|---|---|---|---|---|"]
+    for rt, p, q in allp[:POINT_ROWS]:
+        opts = ",".join(f"{k}={v}" for k, v in sorted(p.options.items())) or "–"
+        card = p.gpu_key + (f" x{p.setup.n_cards}" if p.setup.n_cards > 1 else "")
+        L.append(f"| {rt} | {p.source} | {p.where} | {card} | {p.label} | {opts} | {p.measured:.2f} | {q:.2f} | "
+                 f"{q / p.measured - 1:+.1%} |")
     return L
 
 

@@ -876,3 +876,24 @@ def test_check_reads_every_results_file_of_a_folder_once(tmp_path):
     assert any(n.startswith("llama-bench.md:") and "names no card" in n and "llama-bench.txt" in n for n in notes)
     assert any(n.startswith("sweep-bench.md:") and "names no card" in n for n in notes)
     assert any(n.startswith("notes.md: not read") for n in notes)
+
+
+def test_check_reads_the_studys_records_by_their_runtime_model(tmp_path):
+    """glmbench/data/measured's records say the runtime in words ("ik_llama.cpp (after its MLA
+    attention fixes)") and the runtime model apart (`runtime_model`): --check takes the model, and
+    lists each point with its signed error, the largest first."""
+    assert bpf.rtm.from_record({"runtime": "ik_llama.cpp (after its MLA attention fixes)",
+                                "runtime_model": "ik_llama.cpp"}) == "ik_llama.cpp"
+    assert bpf.rtm.from_record({"runtime": "something else", "tool": "llama-bench"}) == "llama.cpp"
+    d = os.path.join(ROOT, "glmbench", "data", "measured")
+    pts, notes = bpf.check_points(d)
+    assert len(pts) == 10 and not notes
+    assert sorted({p.runtime for p in pts}) == ["ik_llama.cpp", "llama.cpp"]
+    pairs = bpf.check(pts, {rt: bpf.cm.load_runtime(rt) for rt in ("ik_llama.cpp", "llama.cpp")})
+    rows = [ln for ln in bpf.point_rows(pairs) if ln.startswith("| ik_llama.cpp |") or ln.startswith("| llama.cpp |")]
+    assert len(rows) == 10
+    errs = [float(r.rstrip(" |").rsplit("|", 1)[1].strip().rstrip("%")) for r in rows]
+    assert errs == sorted(errs, key=lambda e: -abs(e))
+    for p, q in pairs["llama.cpp"]:
+        assert any(f"| {p.label} |" in r and f"| {p.measured:.2f} | {q:.2f} | {q / p.measured - 1:+.1%} |" in r
+                   for r in rows)

@@ -496,11 +496,12 @@ def describe(name: str) -> str:
 
 
 def from_record(r: dict) -> str | None:
-    """The runtime model a measured record ran on: its `runtime` field when that names one, else
+    """The runtime model a measured record ran on: its `runtime_model` or `runtime` field when that
+    names one (glmbench/data/measured's records say the runtime in words and the model apart), else
     llama.cpp (or llama.cpp-vulkan for a Vulkan backend) for a llama-bench / sweep-bench record."""
-    rt = r.get("runtime")
-    if isinstance(rt, str) and rt.split("[", 1)[0] in names():
-        return rt.split("[", 1)[0]
+    for rt in (r.get("runtime_model"), r.get("runtime")):   # runtime_model: the study's records name both
+        if isinstance(rt, str) and rt.split("[", 1)[0] in names():
+            return rt.split("[", 1)[0]
     be = str(r.get("backends") or "").lower()
     tool = str(r.get("tool") or "").lower()
     if "vulkan" in be:
