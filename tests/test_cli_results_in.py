@@ -150,3 +150,15 @@ def test_cards_without_link_says_which_link(capsys):
     assert rc == 0 and "card-to-card link" not in err and {r["link_gbps"] for r in json.loads(out) if r["n_cards"] == 2} == {64}
     rc, out, err = run(capsys, "sweep", "-q", "--model", "qwen3-32b", "--depths", "1K", "--tests", "tg", "--json")
     assert rc == 0 and {r["link_gbps"] for r in json.loads(out) if r["n_cards"] == 2} == {1.4}
+
+
+@needs_samples
+def test_calibrate_with_hardware_drops_the_card_notice(capsys, tmp_path):
+    """A llama-bench -o md table names no card: calibrate says it needs --hardware; given
+    --hardware, that notice is not printed and the fit runs on the card named."""
+    rc, _, err = run(capsys, "calibrate", sample("llama-bench.md"), "--out", str(tmp_path / "a.json"))
+    assert rc == 2 and "pass --hardware" in err
+    rc, out, err = run(capsys, "calibrate", sample("llama-bench.md"), "--hardware", "RTX 4090",
+                       "--out", str(tmp_path / "b.json"))
+    assert rc == 0 and "calibrate needs --hardware" not in err
+    assert "glm-4.7-flash pp512 @ d0" in out and json.load(open(tmp_path / "b.json"))
