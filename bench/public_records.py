@@ -9,7 +9,7 @@ command, runtime and options. Run once when the published set changes:
 published results, to check the runtime models on: `bench/bench_public_fit.py --check DIR`).
 
 Each pasted file is read by glmbench's importer (glmbench.results.importers.read, no flags: as a
-user's `glmbench import FILE` reads it), which gives every record's numbers and what the paste
+user's `glmbench compare FILE` reads it), which gives every record's numbers and what the paste
 states: model, card, card count, test, depth, weights, backend, flash attention, u-batch. SOURCES
 below holds only what the paste does not state, copied from each file's sidecar: the attribution
 (URL, date, command, note), the runtime's era / build options per table, and the run's defaults
