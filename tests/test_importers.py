@@ -280,18 +280,28 @@ def test_identify_model_by_parameter_count():
     assert im.identify_model("/m/model.gguf", "llama 7B Q4_0", 7.24e9)[0] == "mistral-7b"
     assert im.identify_model("/m/model.gguf", "llama 7B Q4_0", 6.74e9)[0] == "llama-2-7b"
     assert im.identify_model("/m/model.gguf", "gemma2 27B Q4_K - Medium", 27.23e9)[0] == "gemma-2-27b"
-    # fine-tunes on one set of layers: the name tells them apart, nothing else does
-    with pytest.raises(im.AmbiguousModel, match="qwen2.5-32b, qwen2.5-coder-32b, qwq-32b"):
-        im.identify_model("/m/model.gguf", "qwen2 32B Q4_K - Medium", 32.76e9)
+    # fine-tunes on one set of layers: the name tells them apart, nothing else does; priced alike, the
+    # base stands for them and the note says so
+    name, why = im.identify_model("/m/model.gguf", "qwen2 32B Q4_K - Medium", 32.76e9)
+    assert name == "qwen2.5-32b" and "qwen2.5-coder-32b, qwq-32b" in why and "--model" in why
+    assert im.identify_model("/m/Qwen2.5-Coder-32B-Q4_K_M.gguf", "qwen2 32B Q4_K - Medium", 32.76e9)[0] == \
+        "qwen2.5-coder-32b"
 
 
-def test_same_shape_built_ins_are_ambiguous_without_a_name():
+def test_same_shape_built_ins_without_a_name_take_the_base():
     fit = [n for n, (a, p) in im._builtins().items() if a == "qwen3moe" and abs(p - 30.53e9) < 0.01e9]
     if len(fit) < 2:
         pytest.skip("fewer than two qwen3moe built-ins of 30.53 B params")
-    with pytest.raises(im.AmbiguousModel) as e:
-        im.identify_model("/m/model.gguf", "qwen3moe 30B.A3B Q8_0", 30.53e9)
-    assert all(n in str(e.value) for n in fit) and "--model" in str(e.value)
+    name, why = im.identify_model("/m/model.gguf", "qwen3moe 30B.A3B Q8_0", 30.53e9)
+    assert name == "qwen3-30b-a3b" and all(n in why for n in fit) and "prices alike" in why
+    # alike: every field the cost model prices (Qwen3-Coder's unused dense MLP width differs)
+    shapes = {im.configs.load(n).cost_shape() for n in fit}
+    assert len(shapes) == 1
+    assert im.alike_pick(["llama-3-8b", "llama-3.1-8b", "deepseek-r1-distill-llama-8b"]) == "llama-3-8b"
+    # different shapes stay an error naming them
+    assert im.alike_pick(["llama-3-8b", "mistral-7b"]) is None
+    a, b = im.configs.load("llama-3-8b"), im.configs.load("mistral-7b")
+    assert a.cost_shape() != b.cost_shape()
 
 
 def test_llama_bench_variants(tmp_path):
@@ -1133,8 +1143,8 @@ def test_glm_4_5_params_as_llama_bench_counts_them(tmp_path):
     (r,) = im.read(write(tmp_path, "air.md", _CUDA_4090 + head + row))
     assert r["model"] == "glm-4.5-air" and "110.47 B params" in r["inferred"]["model"]
     big = row.replace("glm4moe 106B.A12B", "glm4moe 355B.A32B").replace("110.47 B", "358.34 B").replace(" 68.01 GiB", "201.12 GiB")
-    with pytest.raises(im.FormatError, match=r"fits several built-in models: glm-4.5, glm-4.6"):
-        im.read(write(tmp_path, "big.md", _CUDA_4090 + head + big))
+    (r,) = im.read(write(tmp_path, "big.md", _CUDA_4090 + head + big))    # one shape: the first stands for both
+    assert r["model"] == "glm-4.5" and "fits glm-4.5, glm-4.6" in r["inferred"]["model"]
     (r,) = im.read(write(tmp_path, "GLM-4.6-Q4_K_M_4090.md", _CUDA_4090 + head + big))
     assert r["model"] == "glm-4.6"
     # the other families' counts are their totals, as before

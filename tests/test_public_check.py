@@ -120,9 +120,12 @@ def test_skips_and_conflicts_say_why(tmp_path, capsys):
     assert "skipped no-sidecar.md: no sidecar no-sidecar.txt (URL, date, command, runtime, GPU, model)" in said
     (q,) = [ln for ln in said if ln.startswith("skipped quant-unknown.md")]
     assert re.search(r"quant-unknown\.md:\d+: the weights stated neither in the paste nor in the sidecar", q)
-    (w,) = [ln for ln in said if ln.startswith("skipped which-8b.md")]
-    assert "fits several built-in models: deepseek-r1-distill-llama-8b, llama-3-8b, llama-3.1-8b" in w
-    assert os.listdir(out) == ["ok.json"]
+    # llama 8B: Llama 3, 3.1 or the R1 distill, one shape priced alike: read as the base, and said so
+    assert not [ln for ln in said if ln.startswith("skipped which-8b.md")]
+    (w,) = _load(out, "which-8b")[:1]
+    assert w["model"] == "llama-3-8b" and "fits deepseek-r1-distill-llama-8b, llama-3-8b, llama-3.1-8b" in \
+        w["inferred"]["model"]
+    assert sorted(os.listdir(out)) == ["ok.json", "which-8b.json"]
     # fa stated nowhere, the build (2843, 2024) before llama-bench's -fa auto: its then default, off
     assert _load(out, "ok")[0]["runtime_options"] == {"fa": "0", "ubatch": "512", "era": "2024-cublas"}
 

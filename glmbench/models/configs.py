@@ -442,6 +442,18 @@ class ModelConfig:
         fmt, ctx = vocab.weight_format(weights), self.tensor_context()
         return sum(vocab.tensor_nbytes(fmt, name, shape, ctx) for name, shape in self.tensor_shapes().items())
 
+    # fields that set no cost: numerics (rope bases, epsilons, scales, caps), the native context
+    # and the name; two configs alike in everything else are priced alike (cost_shape)
+    _NO_COST = frozenset({"name", "hf", "rope_theta", "rope_scaling", "max_position_embeddings", "rms_norm_eps",
+                          "latent_norm_eps", "file_weights", "routed_scaling_factor", "rope_local_theta",
+                          "query_pre_attn_scalar", "attn_logit_softcapping"})
+
+    def cost_shape(self) -> tuple:
+        """The fields the cost model prices (every field but _NO_COST; the dense MLP width only
+        where a layer has a dense MLP): fine-tunes of one set of layers share it."""
+        skip = self._NO_COST | ({"intermediate_size"} if not self.n_dense_layers else set())
+        return tuple((f.name, getattr(self, f.name)) for f in dataclasses.fields(self) if f.name not in skip)
+
     def summary(self) -> dict:
         """The row `glmbench models --json` prints."""
         return {

@@ -470,13 +470,14 @@ def model_candidates(model_type: str | None, n_params: float | None = None) -> t
 
 
 def identify_model(filename: str | None = None, model_type: str | None = None, n_params: float | None = None,
-                   hints: Iterable[tuple[str, str]] = ()) -> tuple[str | None, str]:
+                   hints: Iterable[tuple[str, str]] = (), alike: bool = True) -> tuple[str | None, str]:
     """(built-in model name, how it was told), or (None, why not). Told from llama.cpp's
     `model_type` and parameter count (model_candidates), narrowed where several fit by the names
     in `filename` and `hints` ((text, where) pairs: a command line's -m, a heading, the file
     name); without a model_type, from the first of those that names exactly one built-in.
-    Raises AmbiguousModel when the architecture fits several built-ins and nothing tells them
-    apart."""
+    Where several fit and nothing tells them apart: with `alike`, one to stand for them when they
+    share a cost shape (alike_pick: fine-tunes of one set of layers, priced alike; the how says
+    so); else (or when their shapes differ) raises AmbiguousModel."""
     sources = ([(filename, f"file name {_stem(filename)!r}")] if filename else []) + list(hints)
     if model_type:
         cands, what = model_candidates(model_type, n_params)
@@ -487,6 +488,11 @@ def identify_model(filename: str | None = None, model_type: str | None = None, n
                 pick = [n for n in names_in(text) if n in cands]
                 if len(pick) == 1:
                     return pick[0], f"from {what} (fits {', '.join(cands)}) and the {where}"
+            pick = alike_pick(cands) if alike else None
+            if pick:
+                return pick, (f"from {what}: fits {', '.join(cands)}, fine-tunes of one shape the cost model prices "
+                              f"alike (configs.cost_shape); taken as {pick}, nothing in the file names which "
+                              "(--model NAME picks one)")
             raise AmbiguousModel(f"{what} fits several built-in models: {', '.join(cands)}; --model NAME picks one")
         why = f"{what} matches no built-in model"
     else:
@@ -498,6 +504,21 @@ def identify_model(filename: str | None = None, model_type: str | None = None, n
                 break
             return found[0], f"from the {where}"
     return None, why
+
+
+def alike_pick(names: list[str]) -> str | None:
+    """Where every one of `names` has the same cost shape (configs.ModelConfig.cost_shape: one set
+    of layers, fine-tuned or renamed), the one to stand for them: the base whose name's words the
+    most others' hold ("qwen3-30b-a3b" in "qwen3-coder-30b-a3b"), then the fewest words, the shortest
+    name, the first by name; else None."""
+    try:
+        shapes = {configs.load(n).cost_shape() for n in names}
+    except (ValueError, TypeError, KeyError, OSError):
+        return None
+    if len(shapes) != 1:
+        return None
+    toks = {n: set(_tokens(n)) for n in names}
+    return min(sorted(names), key=lambda n: (-sum(toks[n] < toks[o] for o in names if o != n), len(toks[n]), len(n)))
 
 
 class AmbiguousModel(ValueError):
@@ -540,7 +561,8 @@ class _Context:
         if self.model:
             return self.model, "given (--model)"
         try:
-            name, why = identify_model(filename, model_type, n_params, hints)
+            # a default model (the one --model, a sidecar's) decides among alike built-ins
+            name, why = identify_model(filename, model_type, n_params, hints, alike=not self.default_model)
         except AmbiguousModel as e:
             if self.default_model:
                 return self.default_model, "given (the one --model)"
