@@ -1269,3 +1269,28 @@ def test_a_laptop_gpu_named_in_free_text_is_the_laptop_part():
                          ("RTX 3050 6GB", "rtx-3050-6gb", None)):
         (g, count), = im.gpus_in(text)
         assert hw.resolve_gpu_name(g) == key and count == n, text
+
+
+def test_table_without_outer_pipes_and_the_sm_column(tmp_path):
+    """A llama-bench table pasted without its outer pipes (some editors and forums drop them) reads
+    as the piped one, line for line; a row's sm column replaces the block's default split, and
+    `inferred` says which."""
+    piped = (_CUDA_4090 + _LB_HEAD.format(x="fa")
+             + "| gemma3 27B Q4_K - Medium       |  15.40 GiB |    27.01 B | CUDA       |  99 |  1 |           pp512 |      2650.12 ± 10.10 |\n"
+             + "| gemma3 27B Q4_K - Medium       |  15.40 GiB |    27.01 B | CUDA       |  99 |  1 |           tg128 |         41.20 ± 0.10 |\n")
+    bare = "\n".join(ln.strip().strip("|") if ln.lstrip().startswith("|") else ln for ln in piped.splitlines()) + "\n"
+    assert "\n| " not in bare
+    a, b = im.read(write(tmp_path, "piped.md", piped)), im.read(write(tmp_path, "bare.md", bare))
+    strip = lambda rs: [{k: v for k, v in r.items() if k != "source"} for r in rs]    # noqa: E731
+    assert len(a) == 2 and strip(a) == strip(b)
+    assert [r["source"].rsplit(":", 1)[1] for r in a] == [r["source"].rsplit(":", 1)[1] for r in b]
+    # a line with pipes that is no table stays as it is
+    assert im._outer_pipes(["a | b", "c"]) == ["a | b", "c"]
+    two = ("  Device 0: NVIDIA GeForce RTX 3090, compute capability 8.6, VMM: yes\n"
+           "  Device 1: NVIDIA GeForce RTX 3090, compute capability 8.6, VMM: yes\n"
+           "| model | size | params | backend | ngl | sm | test | t/s |\n|---|---|---|---|---|---|---|---|\n"
+           "| llama 70B Q4_K - Medium | 39.59 GiB | 70.55 B | CUDA | 99 | row | tg128 | 19.10 ± 0.02 |\n"
+           "| llama 70B Q4_K - Medium | 39.59 GiB | 70.55 B | CUDA | 99 | layer | tg128 | 17.90 ± 0.02 |\n")
+    row, layer = im.read(write(tmp_path, "two.md", two))
+    assert row["split"] == "tensor" and row["inferred"]["split"] == "tensor (the sm column 'row')"
+    assert layer["split"] == "layer" and "default" not in layer["inferred"]["split"]

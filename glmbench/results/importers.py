@@ -1284,8 +1284,29 @@ _MD_SEP = re.compile(r"\s*\|?[\s:|-]+\|?\s*")   # a markdown table's separator l
 
 
 def _unquote(text: str) -> list[str]:
-    """The lines of `text` without e-mail/GitHub quote markers ("> | model | ..." in a reply)."""
-    return [_QUOTE.sub("", ln) for ln in text.splitlines()]
+    """The lines of `text` without e-mail/GitHub quote markers ("> | model | ..." in a reply), a
+    markdown table written without its outer pipes ("model | size | ... | t/s" over "---|---|...",
+    as some editors and forums keep it) given them, line for line."""
+    return _outer_pipes([_QUOTE.sub("", ln) for ln in text.splitlines()])
+
+
+def _outer_pipes(lines: list[str]) -> list[str]:
+    """`lines` with each pipe-less table's header, separator and rows (as many pipes as the
+    header) wrapped in outer pipes; every other line as it is."""
+    out, i = list(lines), 0
+    while i + 1 < len(out):
+        h, sep = out[i].strip(), out[i + 1]
+        if ("|" in h and not h.startswith("|") and "|" in sep and "-" in sep and _MD_SEP.fullmatch(sep)
+                and not sep.strip().startswith("|")):
+            n = h.count("|")
+            out[i], out[i + 1] = f"| {h.strip('|').strip()} |", f"|{sep.strip().strip('|')}|"
+            i += 2
+            while i < len(out) and out[i].count("|") == n and not out[i].strip().startswith("|"):
+                out[i] = f"| {out[i].strip().strip('|').strip()} |"
+                i += 1
+        else:
+            i += 1
+    return out
 
 
 def _scan(text) -> tuple[list[_Block], dict]:
@@ -1806,6 +1827,8 @@ def _pasted_llama_bench(b, ctx, meta, inferred, text_before):
             if sm == "none":
                 rm["n_cards"] = 1
             rm["split"] = "none" if rm["n_cards"] == 1 else {"row": "tensor", "tensor": "tensor"}.get(sm, sm)
+            if rm["inferred"].get("split"):     # the block's default, which the row's column replaces
+                rm["inferred"]["split"] = f"{rm['split']} (the sm column {sm!r})"
         rpc_note = None
         parts = [x.strip() for x in str(o.get("backends") or "").split(",") if x.strip()]
         kept = [x for x in parts if x.upper() != "RPC"]
