@@ -28,6 +28,7 @@ import faulthandler
 import hashlib
 import json
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -648,7 +649,60 @@ def _seed_docs():
     recs = json.loads(json.dumps(report.sweep(study, tests=("tg", "mem"), progress=False), default=str))
     docs.append(("records", ".json", recs))
     docs.append(("records", ".csv", recs))
+    # other tools' output as people paste it (tests/data: the format samples, verbatim public pastes)
+    for sub in ("formats", "pasted"):
+        d = os.path.join(ROOT, "tests", "data", sub)
+        for fn in sorted(os.listdir(d)) if os.path.isdir(d) else ():
+            if fn.lower() != "readme.md" and os.path.isfile(os.path.join(d, fn)):
+                with open(os.path.join(d, fn), encoding="utf-8", errors="replace") as f:
+                    docs.append(("results", os.path.splitext(fn)[1] or ".txt", f.read()))
     return docs
+
+
+# what a paste gets wrong: a table's pipes, a device line, a number, a line cut, moved or doubled
+_PASTE_BITS = ("|", "||", " | ", "±", "nan", "inf", "-1", "0", "1e309", "99999999999999999999", " @ d", "pp0", "tg0",
+               "  Device 0: NVIDIA GeForce RTX 3090, compute capability 8.6", "build: ", "\t", "\n", "{", "}", '"', ",",
+               "ggml_cuda_init: found 2 CUDA devices:", "-sm row", "-dev CUDA1", "| --- |", "N_KV", "S_PP t/s",
+               "============ Serving Benchmark Result ============", "Max request concurrency:", "CUDA_VISIBLE_DEVICES=0,1",
+               "-ub 0", "pp512 @ d-5", "é\x00")
+
+
+def _mutate_paste(R, text: str) -> bytes:
+    """A pasted result with one to four edits: a bit inserted, a span cut, a line replaced or two
+    swapped, a number turned into an extreme, a span doubled; 30%: bytes flipped too."""
+    for _ in range(int(R.integers(1, 5))):
+        if not text:
+            text = str(R.choice(_PASTE_BITS))
+            continue
+        i, op = int(R.integers(0, len(text))), R.random()
+        lines = text.split("\n")
+        a, b = int(R.integers(0, len(lines))), int(R.integers(0, len(lines)))
+        if op < 0.25:
+            text = text[:i] + str(R.choice(_PASTE_BITS)) + text[i:]
+        elif op < 0.45:
+            text = text[:i] + text[i + int(R.integers(1, 40)):]
+        elif op < 0.6:
+            lines[a] = str(R.choice(_PASTE_BITS)) + lines[a][int(R.integers(0, len(lines[a]) + 1)):]
+            text = "\n".join(lines)
+        elif op < 0.75:
+            lines[a], lines[b] = lines[b], lines[a]
+            text = "\n".join(lines)
+        elif op < 0.85:
+            nums = list(re.finditer(r"\d+(?:\.\d+)?", text))
+            if nums:
+                m = nums[int(R.integers(0, len(nums)))]
+                text = text[:m.start()] + str(R.choice(["0", "-3", "1e400", "nan", "1" * 30, "0.0"])) + text[m.end():]
+        else:
+            text = text[:i] + text[i:i + int(R.integers(1, 200))] * 2 + text[i + 1:]
+    data = text.encode("utf-8", "surrogatepass")
+    if R.random() < 0.3:
+        b = bytearray(data)
+        for _ in range(int(R.integers(1, 4))):
+            j = int(R.integers(0, max(1, len(b))))
+            if b:
+                b[min(j, len(b) - 1)] = int(R.integers(0, 256))
+        data = bytes(b)
+    return data
 
 
 def _mutate_doc(R, doc, depth=0):
@@ -710,6 +764,9 @@ def _read(reader, path):
     if reader == "runtime":
         from glmbench.predict import costmodel
         return costmodel.load_runtime(path)
+    if reader == "results":
+        from glmbench.results import importers
+        return importers.read(path)
     from glmbench.results import records
     return records.read_records(path)
 
@@ -727,10 +784,13 @@ def run_reader_input(R, target, tmp):
         _DOCS.extend(_seed_docs())
     docs = [d for d in _DOCS if d[0] == target]
     reader, suffix, doc = docs[int(R.integers(0, len(docs)))]
-    if R.random() < 0.9:
-        for _ in range(int(R.integers(1, 3))):
-            doc = _mutate_doc(R, doc)
-    data = _text(R, reader, suffix, doc)
+    if reader == "results":
+        data = _mutate_paste(R, doc) if R.random() < 0.9 else doc.encode()
+    else:
+        if R.random() < 0.9:
+            for _ in range(int(R.integers(1, 3))):
+                doc = _mutate_doc(R, doc)
+        data = _text(R, reader, suffix, doc)
     if reader == "config" and _layers_beyond(doc):
         # known finding (bench/fuzz/results.md), bounded by issue 16 item 5 in another branch:
         # configs.load builds a tuple over every layer in C (tuple(range(L))), which no alarm
@@ -753,7 +813,7 @@ def run_reader_input(R, target, tmp):
     return ok
 
 
-READERS = ("config", "hardware", "runtime", "records")
+READERS = ("config", "hardware", "runtime", "records", "results")
 
 
 # ---- the loop ---------------------------------------------------------------------------------
