@@ -24,10 +24,11 @@ What is predicted (glmbench.predict.costmodel):
   half the mean output) followed by the prompt's prefill, as glmbench's replay prices a mixed step
   (glmbench/predict/replay.py); and `replayed`: the benchmark's closed loop (100 requests, 10 in
   flight, the next sent when one finishes) on glmbench's continuous-batching replay, TTFT counted
-  from the request's admission as the client counts it.
+  from when the request is sent (the k-th finish sends request B + k), as the client counts it: the
+  server's wait for its prefill budget (vLLM's max_num_batched_tokens, 8192 on the H100) included.
 
 Each pasted file is read by glmbench's importer (glmbench.results.importers.read, as `glmbench
-import FILE` reads it: one record per point, `inferred` says how each field was told). The
+compare FILE` reads it: one record per point, `inferred` says how each field was told). The
 attribution (URL, date, command) comes from the files' sidecars, copied into SOURCES below. Writes
 bench/results/public_batched_<date>.md (MAPE per source and test, per profile) and .json (every
 held-out record with its predictions), atomically.
@@ -115,10 +116,10 @@ def held_out(src_dir) -> list[dict]:
 def _profile(name, r):
     """The profile a record is predicted with: a runtime model with the options the record states
     (-fa, -ub), or a physics profile with the same schedule only: the record's ubatch, else its
-    runtime model's (vLLM's 2048-token prefill budget)."""
+    runtime model's on the record's card (runtime.ubatch_for: vLLM's prefill budget, 8192 on an H100)."""
     p = cm.load_runtime(name)
     if name in PHYSICS:
-        ub = r.get("n_ubatch") or cm.load_runtime(r["runtime"]).n_ubatch
+        ub = r.get("n_ubatch") or rtm.ubatch_for(cm.load_runtime(r["runtime"]), hw.get_gpu(r["hardware"]))
         return dataclasses.replace(p, n_ubatch=int(ub))
     return p.with_options(**rtm.options_from_record(p, r))
 
@@ -149,15 +150,20 @@ def predict(r, name) -> dict:
 def _closed_loop_ttft(s, r) -> float:
     """Mean TTFT as benchmark_serving measures it with --max-concurrency B and every request sent at
     once (--request-rate inf, its default): at most B requests in flight, the next sent when one
-    finishes. Replayed on glmbench's continuous-batching server (glmbench.predict.replay: B seqs,
-    the runtime's prefill budget per step, no prefix cache) with all `completed` requests (the
-    block's mean prompt and output) queued at t = 0; the client's clock starts when the request
-    is admitted (sent), so TTFT = first token - admission."""
+    finishes (vllm/benchmarks/serve.py: the request goes out inside an asyncio.Semaphore(B); its
+    TTFT clock starts when it is sent, lib/endpoint_request_func.py). Replayed on glmbench's
+    continuous-batching server (glmbench.predict.replay: B seqs, the runtime's prefill budget per
+    step, no prefix cache) with all `completed` requests (the block's mean prompt and output)
+    queued at t = 0 in order; request k > B is sent when the (k - B)-th request finishes, so its
+    TTFT = its first token - that finish. The server's own wait for the prefill budget (the
+    replay's queueing after a request is sent) is part of the TTFT, as the client sees it."""
     B, P, G, N = int(r["max_concurrency"]), int(r["n_prompt"]), int(r["n_gen"]), int(r.get("completed") or 100)
     trace = traces.from_requests([(0.0, P, G)] * N, name=f"{N} x {P}+{G}, {B} at a time")
-    cfg = replay.ServerConfig(max_num_seqs=B, max_batched_tokens=s.runtime.n_ubatch, prefix_cache=False)
+    cfg = replay.ServerConfig(max_num_seqs=B, max_batched_tokens=s.n_ubatch, prefix_cache=False)
     lat = replay.replay(trace, s, cfg).latency
-    return float(statistics.fmean(t - q for t, q in zip(lat["ttft_s"], lat["queueing_s"])))
+    first, done = lat["ttft_s"], sorted(lat["e2e_s"])      # from t = 0: every arrival is at 0
+    sent = [0.0] * min(B, N) + done[:max(0, N - B)]
+    return float(statistics.fmean(f - t for f, t in zip(first, sent)))
 
 
 def _measured(r, q):
@@ -254,7 +260,7 @@ def render(recs, profiles, seconds, hashes=None, before=None, before_label="", n
          "d, B)` over d = PP .. PP+TG-1 (weights once per step, KV per stream); TTFT = the prompt's prefill alone, "
          "`loaded`: after one decode pass of the other 9 streams at their mean depth, and `replayed`: the "
          "benchmark's closed loop (all requests sent at once, 10 in flight) on glmbench's continuous-batching replay "
-         "(glmbench/predict/replay.py; the runtime's prefill budget per step), TTFT from each request's admission. Error = predicted / measured - 1 on the rate (tok/s, or 1 / seconds): + is too fast; "
+         "(glmbench/predict/replay.py; the runtime's prefill budget per step on the card, `runtime.ubatch_for`: vLLM's 8192 on an H100), TTFT from when the client sends each request (the k-th finish sends request 10 + k), the server's wait for the budget included. Error = predicted / measured - 1 on the rate (tok/s, or 1 / seconds): + is too fast; "
          "MAPE = mean |error|.", "",
          "`runtime model` is the runtime each source ran on: " + ", ".join(
              f"{sid}: `{next(r['predicted']['runtime model']['profile'] for r in recs if r['public_source'] == sid)}`"

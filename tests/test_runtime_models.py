@@ -1022,3 +1022,46 @@ def test_a_published_gguf_type_is_read_as_llama_cpps_file_type(public):
     sb = [p for p in public if p.source == "scoreboard-cuda"][0]
     assert sb.setup.weights == "mix:Q4_0"
 
+
+
+def test_vllm_prefill_budget_by_card():
+    """vLLM's API server defaults max_num_batched_tokens to 8192 on a device of >= 70 GiB whose
+    name has no "a100", else 2048 (vLLM 0.10.1 EngineArgs._set_default_args_v1): the runtime
+    model's ubatch on each card (Setup.n_ubatch), the ubatch option always winning."""
+    from glmbench.predict import hardware, runtime
+    v = cm.load_runtime("vllm")
+    assert v.n_ubatch == 2048 and v.ubatch_by_card == {"n_ubatch": 8192, "min_memory_gib": 70, "except": ["a100"]}
+    got = {k: runtime.ubatch_for(v, hardware.get_gpu(k)) for k in ("h100-sxm", "h200", "a100-sxm-80gb", "rtx-3090", "l40s")}
+    assert got == {"h100-sxm": 8192, "h200": 8192, "a100-sxm-80gb": 2048, "rtx-3090": 2048, "l40s": 2048}
+    assert runtime.ubatch_for(v.with_options(ubatch=2048), hardware.get_gpu("h100-sxm")) == 2048
+    assert runtime.ubatch_for(v.with_options(ubatch=512), hardware.get_gpu("rtx-3090")) == 512
+    for rt in ("llama.cpp", "ik_llama.cpp", "typical"):     # no rule: their n_ubatch on every card
+        p = cm.load_runtime(rt)
+        assert runtime.ubatch_for(p, hardware.get_gpu("h200")) == p.n_ubatch
+    big = cm.Setup("qwen3-30b-a3b", "h100-sxm", weights="bf16", runtime="vllm")
+    small = cm.Setup("qwen3-30b-a3b", "h100-sxm", weights="bf16", runtime=v.with_options(ubatch=2048))
+    assert big.n_ubatch == 8192 and small.n_ubatch == 2048 and big.runtime.n_ubatch == 2048
+    # an 8192-token prompt: one pass reading the weights once, not four
+    a, b = cm.prefill(big, 8192), cm.prefill(small, 8192)
+    assert a.bytes < b.bytes and a.seconds < b.seconds
+    assert cm.Setup("qwen3-30b-a3b", "rtx-pro-6000-blackwell", weights="q4_K", runtime="vllm").n_ubatch == 8192
+    # the field survives the JSON round trip and is checked
+    assert cm.runtime_from_dict(v.to_dict()).ubatch_by_card == v.ubatch_by_card
+    for bad in ({"n_ubatch": 0, "min_memory_gib": 70}, {"n_ubatch": 8192}, {"n_ubatch": 8192, "min_memory_gib": 70, "x": 1},
+                {"n_ubatch": 8192, "min_memory_gib": 70, "except": "a100"}, [8192]):
+        with pytest.raises(ValueError, match="ubatch_by_card"):
+            cm.runtime_from_dict(dict(v.to_dict(), ubatch_by_card=bad))
+
+
+def test_closed_loop_ttft_counts_from_when_the_client_sends():
+    """benchmark_serving's TTFT starts when a request is sent (inside its concurrency semaphore):
+    request B + k goes out when the k-th request finishes, and its wait on the server for the
+    prefill budget counts. One slot at a time, each request's TTFT is its own prefill step."""
+    mod = _bench("bench_public_batched")
+    s = cm.Setup("qwen3-30b-a3b", "h100-sxm", weights="bf16", kv="bf16", runtime="vllm")
+    one = dict(max_concurrency=1, n_prompt=2042, n_gen=64, completed=5)
+    assert mod._closed_loop_ttft(s, one) == pytest.approx(cm.prefill(s, 2042).seconds, rel=0.05)
+    # ten sent at once into a 2048-token budget: the tenth waits for nine prefills first
+    ten = dict(max_concurrency=10, n_prompt=2042, n_gen=64, completed=10)
+    s2 = cm.Setup("qwen3-30b-a3b", "h100-sxm", weights="bf16", kv="bf16", runtime=cm.load_runtime("vllm").with_options(ubatch=2048))
+    assert mod._closed_loop_ttft(s2, ten) > 4 * cm.prefill(s2, 2042).seconds

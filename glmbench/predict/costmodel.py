@@ -33,7 +33,7 @@ from glmbench.predict.hardware import GIB, Rig
 # the runtime profiles (their schema, loading and options) are glmbench.predict.runtime's; the cost
 # model's callers name them through it too (cm.load_runtime, cm.RuntimeProfile)
 from glmbench.predict.runtime import (BAND_CLASSES, CLASSES, RuntimeProfile, band_class,  # noqa: F401
-                                      list_calibrated, list_runtimes, load_runtime, runtime_from_dict)
+                                      list_calibrated, list_runtimes, load_runtime, runtime_from_dict, ubatch_for)
 
 SPLITS = vocab.SPLITS
 MLA_STRATEGIES = vocab.MLA_STRATEGIES
@@ -216,6 +216,12 @@ class Setup:
     @property
     def gpu(self):
         return self.rig.gpu
+
+    @property
+    def n_ubatch(self) -> int:
+        """The runtime's physical batch on this card: its n_ubatch, or its larger default on big
+        cards (runtime.ubatch_for: vLLM's max_num_batched_tokens 8192 on an H100) unless set."""
+        return ubatch_for(self.runtime, self.rig.gpu)
 
     @property
     def n_cards(self) -> int:
@@ -1298,7 +1304,7 @@ def decode(setup: Setup, depth: int, batch: int = 1) -> StepCost:
     setup = _setup(setup)
     depth = _check_int("depth", depth, 0)
     batch = _check_int("batch", batch, 1)
-    ub = setup.runtime.n_ubatch
+    ub = setup.n_ubatch
     if setup.split != "layer" or batch <= ub:
         card_s, link, costs = _pass(setup, batch, _decode_work(setup.model, depth, batch), batch)
         return StepCost(_sequential_seconds(setup, card_s, link), batch, costs, "decode", depth, batch)
@@ -1319,7 +1325,7 @@ def prefill(setup: Setup, n_tokens: int, depth: int = 0) -> StepCost:
     setup = _setup(setup)
     n = _check_int("n_tokens", n_tokens, 1)
     depth = _check_int("depth", depth, 0)
-    ub = setup.runtime.n_ubatch
+    ub = setup.n_ubatch
     n_ub = -(-n // ub)
     cfg = setup.model
     all_costs, stages, links = [], [], []
@@ -1357,7 +1363,7 @@ def prefill_batch(setup: Setup, n_tokens: int, streams: int, depth: int = 0) -> 
     n = _check_int("n_tokens", n_tokens, 1)
     B = _check_int("streams", streams, 1)
     depth = _check_int("depth", depth, 0)
-    ub = setup.runtime.n_ubatch
+    ub = setup.n_ubatch
     cfg = setup.model
     w = cfg.sliding_window if cfg.windowed_layers else None
     total = n * B
@@ -1478,7 +1484,7 @@ def _memory_terms(setup: Setup, batch: int):
         qkv = cfg.n_heads * (cfg.head_dim + cfg.kv_lora_rank + cfg.v_head_dim) + cfg.kv_lora_rank + cfg.qk_rope_head_dim
     else:
         qkv = cfg.n_heads * cfg.head_dim + cfg.n_kv_heads * (cfg.head_dim + cfg.v_head_dim) + cfg.n_heads * cfg.v_head_dim
-    act = ACT_BYTES * max(setup.runtime.n_ubatch, batch) * (3 * D + qkv + 2 * F_act + cfg.n_routed_experts)
+    act = ACT_BYTES * max(setup.n_ubatch, batch) * (3 * D + qkv + 2 * F_act + cfg.n_routed_experts)
     logits = ACT_BYTES * cfg.vocab_size * batch
     # the runtime's own reserve, and the share of the card it leaves unused (vLLM's
     # --gpu-memory-utilization: weights, activations and the KV pool within 0.9 of the card by default)
@@ -1562,7 +1568,7 @@ def memory(setup: Setup, context: int, batch: int = 1) -> Memory:
     cfg = setup.model
     cap = setup.gpu.memory_bytes
     # a windowed layer holds the runtime's SWA cells (window + n_ubatch, padded), not the window alone
-    cells = window_cells(context, cfg.sliding_window, setup.runtime.n_ubatch) if cfg.windowed_layers else 0
+    cells = window_cells(context, cfg.sliding_window, setup.n_ubatch) if cfg.windowed_layers else 0
     cards = [CardMemory(weights=w, kv=math.ceil(kv * context + kvw * cells), workspace=math.ceil(ws + ex * context),
                         overhead=ov, capacity=cap)
              for w, ws, ov, kv, ex, kvw in _memory_terms(setup, batch)]
@@ -1581,7 +1587,7 @@ def max_context(setup: Setup, batch: int = 1) -> int:
     cap = setup.gpu.memory_bytes
     best = math.inf
     # a windowed layer's cells stop growing at the window + n_ubatch (window_cells)
-    full = (window_cells(2 ** 62, setup.model.sliding_window, setup.runtime.n_ubatch)
+    full = (window_cells(2 ** 62, setup.model.sliding_window, setup.n_ubatch)
             if setup.model.windowed_layers else 0)
 
     def longest(room, grow, kvw):
@@ -1662,7 +1668,7 @@ def serve(setup: Setup, concurrency: int, context: int) -> dict:
         return res
     step = decode(setup, context, fit)
     agg = step.tok_s
-    ub = setup.runtime.n_ubatch
+    ub = setup.n_ubatch
     schedule = "one batch" if fit <= ub or setup.split != "layer" else f"{-(-fit // ub)} pipelined ubatches"
     res.update(aggregate_tok_s=agg, per_stream_tok_s=agg / fit, step_seconds=fit / agg,
                limited_by="kv_memory" if fit < C else step.dominant, schedule=schedule,

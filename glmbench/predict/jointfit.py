@@ -307,7 +307,7 @@ def compile_points(points: Sequence[PublicPoint], base: cm.RuntimeProfile) -> _C
         moe_keys = (_scoped_name(MOE_US, path_scopes), _scoped_name(EXPERT_US, path_scopes))
         passes = []              # (weight, T, work, T_out)
         if pt.test == "pp":
-            ub = prof.n_ubatch
+            ub = s.n_ubatch
             n_ub = -(-pt.n_prompt // ub)
             for u in range(n_ub):
                 T = min(ub, pt.n_prompt - u * ub)

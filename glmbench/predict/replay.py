@@ -91,7 +91,7 @@ class StepCosts:
         self._pf: dict = {}
         self._dline: dict = {}
         self._pline: dict = {}
-        ub = setup.runtime.n_ubatch
+        ub = setup.n_ubatch
         self._ub = ub
         self.calls = 0
 

@@ -95,6 +95,10 @@ class RuntimeProfile:
                          fewest a batch can touch, top_k (fewest_distinct_experts; `ideal`: a bound)
       memory_fraction    the share of each card's memory the runtime may fill (weights, activations,
                          KV cache, its reserve): vLLM's --gpu-memory-utilization (0.9); 1 for llama.cpp
+      ubatch_by_card     a larger default n_ubatch on big cards, {"n_ubatch": N, "min_memory_gib": G,
+                         "except": [names]}: a card with at least G GiB whose name or key holds none
+                         of `except` runs N unless the ubatch option is set (ubatch_for); vLLM's
+                         server takes 8192 on such cards (70 GiB, not an A100), 2048 elsewhere
       options            the options a user may set ({name: {"values": {v: {field: value}}} or
                          {"field": f, "min": n}}) and `option_values` those applied (with_options)
 
@@ -128,6 +132,7 @@ class RuntimeProfile:
     kernel_overhead_us: float = 0.0
     expert_routing: str = "uniform"
     memory_fraction: float = 1.0
+    ubatch_by_card: dict = field(default_factory=dict)
     options: dict = field(default_factory=dict, compare=False)
     option_values: dict = field(default_factory=dict)
 
@@ -141,7 +146,7 @@ class RuntimeProfile:
                      self.quantized_prefill, tuple(sorted(self.prefill_paths.items())), self.flash_attn,
                      self.moe_kernel, self.attention_kernel, self.mla_strategy, self.mla_prefill,
                      self.cublas_acc16, self.pipeline_overlap, self.kernel_overhead_us, tuple(sorted(self.option_values.items())),
-                     self.expert_routing, self.memory_fraction))
+                     self.expert_routing, self.memory_fraction, tuple(sorted((k, str(v)) for k, v in self.ubatch_by_card.items()))))
 
     def with_options(self, **opts) -> "RuntimeProfile":
         """The profile with runtime options set as a user sets them (`fa=1`, `ubatch=2048`,
@@ -247,6 +252,8 @@ class RuntimeProfile:
             d["expert_routing"] = self.expert_routing
         if self.memory_fraction != 1.0:
             d["memory_fraction"] = self.memory_fraction
+        if self.ubatch_by_card:
+            d["ubatch_by_card"] = dict(self.ubatch_by_card)
         if self.calibration:
             d["calibration"] = self.calibration
         return d
@@ -281,7 +288,7 @@ def runtime_from_dict(d: dict, where: str = "runtime") -> RuntimeProfile:
                              "layer_overhead_us", "link_efficiency", "calibration", "kernels",
                              "quantized_prefill", "prefill_paths", "flash_attn", "moe_kernel", "attention_kernel",
                              "mla_strategy", "mla_prefill", "cublas_acc16", "pipeline_overlap", "kernel_overhead_us", "options",
-                             "option_values", "expert_routing", "memory_fraction"})
+                             "option_values", "expert_routing", "memory_fraction", "ubatch_by_card"})
     effs = {}
     for k in ("compute_efficiency", "memory_efficiency"):
         e = d[k]
@@ -378,7 +385,16 @@ def runtime_from_dict(d: dict, where: str = "runtime") -> RuntimeProfile:
     if isinstance(mf, bool) or not isinstance(mf, (int, float)) or not 0 < mf <= 1:
         raise ValueError(f"{where}: field `memory_fraction` must be in (0, 1] (the share of each card's memory "
                          f"the runtime may use), got {mf!r}")
-    kw = dict(kernels=kt, cublas_acc16=acc, memory_fraction=float(mf), pipeline_overlap=float(po), kernel_overhead_us=float(ko), quantized_prefill=choice("quantized_prefill", kn.QUANTIZED_PREFILL, "mmq"),
+    ubc = d.get("ubatch_by_card", {})
+    if not isinstance(ubc, dict) or (ubc and (
+            set(ubc) - {"n_ubatch", "min_memory_gib", "except"} or not {"n_ubatch", "min_memory_gib"} <= set(ubc)
+            or isinstance(ubc["n_ubatch"], bool) or not isinstance(ubc["n_ubatch"], int) or ubc["n_ubatch"] < 1
+            or isinstance(ubc["min_memory_gib"], bool) or not isinstance(ubc["min_memory_gib"], (int, float))
+            or ubc["min_memory_gib"] < 0
+            or not isinstance(ubc.get("except", []), list) or not all(isinstance(x, str) for x in ubc.get("except", [])))):
+        raise ValueError(f"{where}: field `ubatch_by_card` must be a table {{n_ubatch: integer >= 1, min_memory_gib: "
+                         f"number >= 0, except: [card names]}}, got {ubc!r}")
+    kw = dict(kernels=kt, cublas_acc16=acc, memory_fraction=float(mf), ubatch_by_card=dict(ubc), pipeline_overlap=float(po), kernel_overhead_us=float(ko), quantized_prefill=choice("quantized_prefill", kn.QUANTIZED_PREFILL, "mmq"),
               prefill_paths=dict(pp), flash_attn=fa,
               moe_kernel=choice("moe_kernel", ("mmid", "fused_moe"), "mmid"),
               attention_kernel=choice("attention_kernel", ("default", "ggml_cuda", "paged_attn"), "default"),
@@ -513,6 +529,21 @@ def from_record(r: dict) -> str | None:
     if "vllm" in tool:
         return "vllm"
     return None
+
+
+def ubatch_for(rt: RuntimeProfile, gpu) -> int:
+    """The n_ubatch `rt` runs on `gpu` by default: its `ubatch_by_card` size where the card has the
+    memory it asks and is none of its exceptions (vLLM 0.10's EngineArgs._set_default_args_v1: the
+    API server's max_num_batched_tokens 8192 on a device of >= 70 GiB whose name has no "a100",
+    2048 elsewhere), else n_ubatch; the ubatch option, where set, always wins."""
+    rule = rt.ubatch_by_card
+    if not rule or "ubatch" in rt.option_values:
+        return rt.n_ubatch
+    names = " ".join(str(x or "") for x in (getattr(gpu, "name", ""), getattr(gpu, "key", ""))).lower()
+    if float(getattr(gpu, "memory_gib", 0) or 0) >= float(rule["min_memory_gib"]) and \
+            not any(x.lower() in names for x in rule.get("except", [])):
+        return int(rule["n_ubatch"])
+    return rt.n_ubatch
 
 
 # Mainline llama.cpp's CUDA path for a quantized matrix times a batch of more than ~32 tokens (prefill):
