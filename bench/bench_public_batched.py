@@ -161,9 +161,10 @@ def _closed_loop_ttft(s, r) -> float:
     trace = traces.from_requests([(0.0, P, G)] * N, name=f"{N} x {P}+{G}, {B} at a time")
     cfg = replay.ServerConfig(max_num_seqs=B, max_batched_tokens=s.n_ubatch, prefix_cache=False)
     lat = replay.replay(trace, s, cfg).latency
-    first, done = lat["ttft_s"], sorted(lat["e2e_s"])      # from t = 0: every arrival is at 0
+    # from t = 0 (every arrival is at 0); a request the server rejects (nan) frees its slot at once
+    first, done = lat["ttft_s"], sorted(float(x) if x == x else 0.0 for x in lat["e2e_s"])
     sent = [0.0] * min(B, N) + done[:max(0, N - B)]
-    return float(statistics.fmean(f - t for f, t in zip(first, sent)))
+    return float(statistics.fmean(f - t for f, t in zip(first, sent) if f == f))     # rejected: no first token
 
 
 def _measured(r, q):
