@@ -669,7 +669,7 @@ _PASTE_BITS = ("|", "||", " | ", "±", "nan", "inf", "-1", "0", "1e309", "999999
 
 def _mutate_paste(R, text: str) -> bytes:
     """A pasted result with one to four edits: a bit inserted, a span cut, a line replaced or two
-    swapped, a number turned into an extreme, a span doubled; 30%: bytes flipped too."""
+    swapped, a number turned into an extreme, a span doubled; 30%: byte-level edits too."""
     for _ in range(int(R.integers(1, 5))):
         if not text:
             text = str(R.choice(_PASTE_BITS))
@@ -695,14 +695,21 @@ def _mutate_paste(R, text: str) -> bytes:
         else:
             text = text[:i] + text[i:i + int(R.integers(1, 200))] * 2 + text[i + 1:]
     data = text.encode("utf-8", "surrogatepass")
-    if R.random() < 0.3:
-        b = bytearray(data)
-        for _ in range(int(R.integers(1, 4))):
-            j = int(R.integers(0, max(1, len(b))))
-            if b:
-                b[min(j, len(b) - 1)] = int(R.integers(0, 256))
-        data = bytes(b)
-    return data
+    return _byte_edits(R, data) if R.random() < 0.3 else data
+
+
+def _byte_edits(R, data: bytes) -> bytes:
+    """One to three byte-level edits: a byte flipped, a span cut, or random bytes inserted."""
+    b = bytearray(data)
+    for _ in range(int(R.integers(1, 4))):
+        k, i = int(R.integers(0, 3)), int(R.integers(0, max(1, len(b))))
+        if k == 0 and b:
+            b[i] = int(R.integers(0, 256))
+        elif k == 1:
+            del b[i:i + int(R.integers(1, 50))]
+        else:
+            b[i:i] = bytes(R.integers(0, 256, int(R.integers(1, 8))).astype(np.uint8))
+    return bytes(b)
 
 
 def _mutate_doc(R, doc, depth=0):
@@ -738,16 +745,7 @@ def _text(R, reader, suffix, doc):
     else:
         text = json.dumps(doc, allow_nan=True, default=str)
     if R.random() < 0.3:  # byte-level: flip, cut, or insert
-        b = bytearray(text.encode())
-        for _ in range(int(R.integers(1, 4))):
-            k, i = int(R.integers(0, 3)), int(R.integers(0, max(1, len(b))))
-            if k == 0 and b:
-                b[i] = int(R.integers(0, 256))
-            elif k == 1:
-                del b[i:i + int(R.integers(1, 50))]
-            else:
-                b[i:i] = bytes(R.integers(0, 256, int(R.integers(1, 8))).astype(np.uint8))
-        return bytes(b)
+        return _byte_edits(R, text.encode())
     return text.encode()
 
 
