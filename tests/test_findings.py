@@ -232,3 +232,10 @@ def test_crossover_rows_say_whether_the_own_mla_value_was_fitted():
                                    strategies=["flash"])
     own = {r["runtime"]: r["own_fitted"] for r in rows if r["own"]}
     assert own == {"ik_llama.cpp": True, "llama.cpp-vulkan": False, "typical": False}
+
+
+def test_the_summary_calls_only_the_studys_link_the_studys():
+    own = fd.findings(report.Study(depths=(1024, 8192, 65536)), dense=["qwen3-32b"])
+    assert "over the study's 1.4 GB/s link" in own["summary"][1]
+    other = fd.findings(report.Study(depths=(1024, 8192, 65536), link_gbps=25.0), dense=["qwen3-32b"])
+    assert "over a 25 GB/s link" in other["summary"][1] and "study's 25" not in other["summary"][1]
