@@ -14,7 +14,7 @@ record of the same point are spelled the same and join on one key. Imports nothi
   bf16         to_bf16 / bf16_to_f32: the one round-to-nearest-even bf16 conversion
 
 Storage formats: exact bytes, shared by the configs, the cost model and the quantized kernels.
-Block layouts are ggml's (REFERENCE.md section 4; ggml-common.h):
+Block layouts are ggml's (docs/SOURCES.md §4; ggml-common.h):
   q8_0   32 weights per block: f16 scale + 32 x int8                       = 34 bytes (8.5 bpw)
   q4_0   32 weights per block: f16 scale + 16 bytes of nibbles             = 18 bytes (4.5 bpw)
   q2_K   256 per super-block                                               = 84 bytes (2.625)

@@ -51,7 +51,7 @@ def test_two_depths_of_one_test_fit_two_numbers(tmp_path):
     assert fit.loo_mape is not None and len(fit.loo_errors) == 2
     prof = fit.profile
     assert not prof.launch_overhead and prof.calibration["points"][0]["where"].endswith(":2")
-    assert prof.calibration["measurement_sources"] and "REFERENCE.md" in prof.calibration["measurement_sources"][0]
+    assert prof.calibration["measurement_sources"] and "docs/SOURCES.md §6" in prof.calibration["measurement_sources"][0]
     for k in fit.fitted:
         assert "fitted" in prof.sources[k]
     for k in fit.kept:

@@ -100,7 +100,7 @@ def test_models(capsys):
     rows = json.loads(out)
     assert [r["name"] for r in rows] == configs.builtin_names()
     glm = next(r for r in rows if r["name"] == "glm-4.7-flash")
-    # 47 layers x (512 latent + 64 rope) x 2 bytes (REFERENCE.md section 2)
+    # 47 layers x (512 latent + 64 rope) x 2 bytes (docs/SOURCES.md §2)
     assert glm["kv_bytes_per_token"]["f16"] == 54144
     rc, out, _ = run(capsys, "models", "qwen3-32b")
     lines = out.strip().splitlines()

@@ -27,7 +27,7 @@ def test_builtin_names():
 
 # KV bytes per token, by hand: layers x values cached per token and layer x bytes per value.
 KV_F16 = {
-    "glm-4.7-flash": 47 * (512 + 64) * 2,             # 54,144 (REFERENCE.md section 2)
+    "glm-4.7-flash": 47 * (512 + 64) * 2,             # 54,144 (docs/SOURCES.md §2)
     "deepseek-v2-lite": 27 * (512 + 64) * 2,          # 31,104
     "qwen3-32b": 64 * 8 * (128 + 128) * 2,            # 262,144 = 256 KiB
     "seed-oss-36b": 64 * 8 * (128 + 128) * 2,         # 262,144

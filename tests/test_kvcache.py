@@ -21,7 +21,7 @@ def _rss_kb():
 # ---- byte accounting ----------------------------------------------------------------------------
 
 def test_real_model_bytes_per_token():
-    # REFERENCE.md section 2: GLM-4.7-Flash 47 x 576 x 2 = 54,144 B; Qwen3-32B 64 x 8 x 128 x 2 x 2 = 256 KiB.
+    # docs/SOURCES.md §2: GLM-4.7-Flash 47 x 576 x 2 = 54,144 B; Qwen3-32B 64 x 8 x 128 x 2 x 2 = 256 KiB.
     assert KVCache.mla(47, 16, 512, 64, kv="bf16").bytes_per_token == 54_144
     assert KVCache.gqa(64, 16, 8, 128, kv="bf16").bytes_per_token == 262_144
     assert KVCache.gqa(40, 16, 8, 128, kv="f16").bytes_per_token == 160 * 1024   # Mistral-Small-24B

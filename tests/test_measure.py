@@ -195,7 +195,7 @@ def test_auto_decides_from_memory():
 def test_decode_bytes_per_token_counts_active_weights():
     glm = configs.load("glm-4.7-flash")
     b0 = M.decode_bytes_per_token(glm, "bf16", "bf16", 0)
-    # ~3.1 B weights touched per token (REFERENCE: ~3.2 B active incl. one embedding table) at 2 bytes
+    # ~3.1 B weights touched per token (docs/SOURCES.md §1: ~3.2 B active incl. one embedding table) at 2 bytes
     active = glm.active_params(embeddings=False) + glm.vocab_size * glm.hidden_size  # + lm_head
     assert abs(b0 - 2 * active) / (2 * active) < 0.01
     # KV at depth: exactly 54,144 bytes per cached token (47 x 576 x 2)

@@ -7,7 +7,7 @@ from glmbench.core import reference as ref
 
 EPS32 = float(np.finfo(np.float32).eps)
 
-# Router configurations of the real models (REFERENCE.md sections 1-2) plus a grouped one
+# Router configurations of the real models (docs/SOURCES.md §1-§2) plus a grouped one
 # (DeepSeek-V3 style n_group 8 / topk_group 4) so the group-limited path is exercised.
 ROUTERS = {
     "glm-4.7-flash": dict(E=64, D=2048, top_k=4, scoring="sigmoid", bias=True, n_group=1, topk_group=1,

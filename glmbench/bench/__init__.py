@@ -122,7 +122,7 @@ HEADER = ("| op and shape" + " " * 46 + " | time        |    GB/s |  GFLOP/s | %
 
 # ---- cases: norm, rope, linear, swiglu, moe --------------------------------------------------
 
-# Shapes from REFERENCE.md: GLM-4.7-Flash (hidden 2048, MLA projections, dense layer-0 FFN 10240,
+# Shapes from docs/SOURCES.md §1-§2: GLM-4.7-Flash (hidden 2048, MLA projections, dense layer-0 FFN 10240,
 # 64 experts x 1536, top-4, sigmoid router) and Qwen3-32B (hidden 5120, 64/8 heads x 128, FFN 25600).
 GLM_PROJ = {"q_a": (768, 2048), "q_b": (5120, 768), "kv_a": (576, 2048), "kv_b": (8960, 512), "o_proj": (2048, 5120)}
 QWEN_PROJ = {"q_proj": (8192, 5120), "k_proj": (1024, 5120), "v_proj": (1024, 5120), "o_proj": (5120, 8192)}

@@ -352,7 +352,7 @@ def _hf_deinterleaves(cfg) -> bool:
 
 
 def mla_block(x: np.ndarray, w: dict, cache, layer: int, positions, cfg, strategy: str = "flash") -> np.ndarray:
-    """MLA attention sub-layer as GLM-4.7-Flash / DeepSeek-V2 define it (REFERENCE.md section 1):
+    """MLA attention sub-layer as GLM-4.7-Flash / DeepSeek-V2 define it (docs/SOURCES.md §1):
     q = q_b(RMSNorm(q_a x)) (q_proj x when cfg.q_lora_rank is None); [c, k_rope] = kv_a_proj_with_mqa x;
     latent = kv_a_layernorm(c) (eps cfg.latent_norm_eps = 1e-6); rope (cfg.rope_layout) on the Dr rope
     dims of q and on k_rope; append (latent, k_rope); attention (`strategy`) with cfg.softmax_scale

@@ -7,7 +7,7 @@
     logits = m.decode(token)          # [vocab]
     m.reset()
 
-A decoder layer is pre-norm (REFERENCE.md section 1): h = x + Attn(RMSNorm(x)); y = h + MLP(RMSNorm(h)).
+A decoder layer is pre-norm (docs/SOURCES.md §1): h = x + Attn(RMSNorm(x)); y = h + MLP(RMSNorm(h)).
 Attention is `attention.mla_block` or `attention.gqa_block`; the MLP is `ops.swiglu` for dense
 layers and `ops.moe` (router + routed experts + shared experts) for MoE layers.
 

@@ -72,8 +72,8 @@ GIB = 1 << 30
 _LIMITS = {"memory_gib": 100_000, "bandwidth_gbs": 100_000, "tflops": 100_000, "launch_us": 100_000,
            "link_gbps": 100_000, "link_latency_us": 1_000_000, "boost_mhz": 10_000}
 
-# The study's two RTX 3090s measured only ~1.4 GB/s between them (REFERENCE.md section 3).
-# REFERENCE.md section 5 speaks of "tens of microseconds of latency per transfer" for such a link;
+# The study's two RTX 3090s measured only ~1.4 GB/s between them (docs/SOURCES.md §3).
+# docs/SOURCES.md §5 speaks of "tens of microseconds of latency per transfer" for such a link;
 # 30 us is an assumption inside that range.
 STUDY_LINK_GBPS = 1.4
 STUDY_LINK_LATENCY_US = 30.0

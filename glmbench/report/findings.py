@@ -30,7 +30,7 @@ from glmbench.report.plots import approx_tokens, tokens_label
 from glmbench.report.study import Study
 
 MLA_MODEL = "glm-4.7-flash"
-STUDY_ERA = "ik-llama-before-mla-fix"   # the runtime of the study's own measurements (REFERENCE.md s.6)
+STUDY_ERA = "ik-llama-before-mla-fix"   # the runtime of the study's own measurements (docs/SOURCES.md §6)
 FIXED = "ik-llama-mla-fixed"            # the same runtime after its MLA fixes
 
 # ---- the study's words, as criteria (fixed before looking at any result) -------------------------

@@ -346,7 +346,7 @@ def prefill_vs_prompt(records: Sequence[dict], *, title: str | None = None) -> F
         raise ValueError("no prefill (test='pp', n_depth=0) records to plot")
     styler = _Styler(recs)
     fig, (ax1, ax2) = _new_figure(2, width=6.0, height=4.8)
-    # a prompt ingested from an empty cache: TTFT is its prefill time (REFERENCE.md section 7)
+    # a prompt ingested from an empty cache: TTFT is its prefill time (docs/SOURCES.md §7)
     tt = [dict(r, ttft_s=r["ttft_s"] if r.get("ttft_s") is not None else
                (float(r["n_prompt"]) / float(r["avg_ts"]) if r.get("avg_ts") else None)) for r in recs]
     for key, s in _series(recs, "n_prompt").items():

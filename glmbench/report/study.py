@@ -54,7 +54,7 @@ class Study:
     models: tuple = ("glm-4.7-flash", "qwen3-32b")
     hardware: str = "rtx-3090"
     cards: tuple = (1, 2)
-    link_gbps: float = 1.4          # what the study measured between its two RTX 3090s (REFERENCE.md s.3)
+    link_gbps: float = 1.4          # what the study measured between its two RTX 3090s (docs/SOURCES.md §3)
     link_latency_us: float | None = None   # None: hardware.default_link_latency_us (the card's stated link's, else the study's)
     split: str = vocab.DEFAULTS["split"]
     weights: str = vocab.DEFAULTS["weights"]

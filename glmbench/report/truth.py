@@ -4,7 +4,7 @@ prediction, with the errors and the MAPE per runtime.
     glmbench truth-table [--host DIR ...] [--out docs/TRUTH_TABLE.md]
 
 Sources:
-  - the published measurements shipped in glmbench/data/measured/ (REFERENCE.md section 6), each
+  - the published measurements shipped in glmbench/data/measured/ (docs/SOURCES.md §6), each
     with the calibrated profile of the same name (glmbench/data/calibrated/). Those profiles were
     fitted to the very points they are shown against (in-sample), so the leave-one-out error is
     computed here (each point predicted by a profile refitted without it) and shown beside it.
