@@ -4,7 +4,7 @@ time the PyTorch peers on the same shapes, and sweep whole models over depths.
 
     python bench/gpu_check.py --out DIR [--budget-s 420] [--quick] [--no-models] [--no-peers]
 
-Method (../.library/device/METHOD.md, ../shared/STYLE.md):
+Method (what the lending device library's method notes and the house style ask):
   * validate before timing: every output buffer is NaN-poisoned before the kernel runs
     (cuda.set_poison), every cache page past the cached tokens holds bf16 NaN and the block table
     is shuffled, so a missed write or a stray read shows as NaN; then ||out - ref|| / ||ref|| against

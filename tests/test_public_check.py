@@ -863,9 +863,7 @@ def test_check_reads_every_results_file_of_a_folder_once(tmp_path):
     json / csv / md of one run, a sweep-bench paste), each point counted once whatever file holds it;
     what it cannot use is a note saying why (a paste naming no card, a file that is no results file),
     never a silent skip."""
-    forms = os.path.join(os.path.dirname(ROOT), "shared", "formats")
-    if not os.path.isdir(forms):
-        pytest.skip("../shared/formats not here")
+    forms = os.path.join(ROOT, "tests", "data", "formats")     # the copies of ../shared/formats
     d = tmp_path / "mine"
     d.mkdir()
     for f in ("llama-bench.json", "llama-bench.csv", "llama-bench.md", "sweep-bench.md"):
