@@ -1151,6 +1151,17 @@ def test_glm_4_5_params_as_llama_bench_counts_them(tmp_path):
     assert im.model_candidates("qwen3moe 30B.A3B Q4_K - Medium", 30.53e9)[0] == ["qwen3-30b-a3b", "qwen3-coder-30b-a3b"]
 
 
+def test_a_vision_language_model_s_text_layers_read_as_its_text_model(tmp_path):
+    # llama-bench on Qwen3-VL's GGUF (the vision tower is the separate mmproj file): its architecture is
+    # qwen3vlmoe / qwen3vl, its layers Qwen3-MoE's / Qwen3's
+    head = _LB_HEAD.format(x="fa")
+    row = "| qwen3vlmoe 30B.A3B Q4_K - Medium |  17.28 GiB |    30.53 B | CUDA       |  99 |         1 |           tg128 |       180.10 ± 0.50 |\n"
+    (r,) = im.read(write(tmp_path, "Qwen3-VL-30B-A3B-Instruct-Q4_K_M.md", _CUDA_4090 + head + row))
+    assert r["model"] == "qwen3-30b-a3b" and "vision-language model's text layers, as qwen3moe" in r["inferred"]["model"]
+    assert im.model_candidates("qwen3vl 8B Q4_K - Medium", 8.19e9)[0] == ["qwen3-8b"]
+    assert im.model_candidates("qwen3vl 8B Q4_K - Medium", 30.53e9)[0] == []      # the count still decides
+
+
 def test_a_serving_block_s_client_and_the_server_it_measured(tmp_path):
     # vLLM's client on an SGLang server: the tool is vLLM's, the server (serve_backend) SGLang's
     text = ("python -m sglang.launch_server --model-path Qwen/Qwen3-32B --tp 2\n"

@@ -370,6 +370,10 @@ _HF_TO_ARCH = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2"
                "glm4_moe_lite": "deepseek2", "kimi_k2": "deepseek2", "glm4_moe": "glm4moe", "gemma3": "gemma3",
                "gemma3_text": "gemma3", "gemma2": "gemma2", "gpt_oss": "gpt-oss", "seed_oss": "seed_oss",
                "phi3": "phi3"}
+# llama.cpp architectures that are a vision-language model's text layers: the GGUF llama-bench runs holds only
+# those (the vision tower is the separate mmproj file), the same layers as the text model's architecture
+# (Qwen3-VL's text config: Qwen3's / Qwen3-MoE's layers, longer native context; Qwen2-VL / Qwen2.5-VL: Qwen2's).
+TEXT_ARCH_OF = {"qwen3vlmoe": "qwen3moe", "qwen3vl": "qwen3", "qwen2vl": "qwen2"}
 PARAMS_TOLERANCE = 0.03   # a built-in matches llama-bench's params count within 3%
 _TIE = 0.005              # built-ins whose counts are within 0.5% of each other are one candidate set
 
@@ -455,11 +459,14 @@ def model_candidates(model_type: str | None, n_params: float | None = None) -> t
     arch = parts[0].lower() if parts else ""
     size = parts[1] if len(parts) > 1 else ""
     info = _builtins()
-    same = {n: p for n, (a, p) in info.items() if a == arch}
+    text_arch = TEXT_ARCH_OF.get(arch, arch)
+    same = {n: p for n, (a, p) in info.items() if a == text_arch}
     if n_params:
         tol, ref, what = PARAMS_TOLERANCE, float(n_params), f"'{arch} {size}'".replace(" '", "'") + f" + {_fmt_params(n_params)} params"
     else:
         ref, tol, what = (_size_params(size) or 0) * 1e9, 0.15, f"'{arch} {size}'".strip()
+    if text_arch != arch:
+        what += f" (a vision-language model's text layers, as {text_arch})"
     if not ref:
         return [], what
     near = {n: abs(p - ref) / ref for n, p in same.items() if abs(p - ref) <= tol * ref}
