@@ -170,6 +170,27 @@ def test_records_carry_the_band_of_their_test_and_model_class():
     assert cm.load_runtime("typical").cv_band("tg", moe) is None
 
 
+def test_a_test_a_runtime_model_has_no_public_point_of_takes_the_widest_band():
+    """vLLM's one public point is a decode rate: its prefill records carry the widest prefill band any
+    runtime model holds (a test its fit says nothing about), not its decode error; its decode keeps its
+    own; `glmbench runtimes vllm` says the prefill band is unvalidated."""
+    from glmbench.predict import runtime as rtm
+    v = cm.load_runtime("vllm")
+    assert v.calibration["loso_mape_prefill"] is None and v.calibration["loso_mape_decode"] is not None
+    widest = 0.0
+    for n in ("llama.cpp", "ik_llama.cpp", "llama.cpp-vulkan", "vllm"):
+        c = cm.load_runtime(n).calibration
+        vals = [x for k, x in c["cv_bands"]["prefill"].items() if k in cm.BAND_CLASSES and x is not None]
+        widest = max([widest, *vals] + ([c["loso_mape_prefill"]] if c["loso_mape_prefill"] is not None else []))
+    assert widest > v.calibration["loso_mape_decode"]
+    for m in ("qwen3-30b-a3b", "qwen3-32b", "glm-4.7-flash"):
+        assert v.cv_band("pp", configs.load(m)) == pytest.approx(widest)
+    assert v.cv_band("tg", configs.load("qwen3-30b-a3b")) == pytest.approx(v.calibration["loso_mape_decode"])
+    assert "unvalidated" in rtm.describe("vllm") and f"±{100 * widest:.1f}%" in rtm.describe("vllm")
+    # a runtime model with prefill points keeps its own, however few
+    assert cm.load_runtime("llama.cpp").cv_band("pp", configs.load("llama-3-8b")) < widest
+
+
 def _bench(name):
     """A bench/ script as a module (bench/ is not a package)."""
     spec = importlib.util.spec_from_file_location(name, os.path.join(os.path.dirname(__file__), "..", "bench", name + ".py"))

@@ -204,7 +204,9 @@ class RuntimeProfile:
         runtime's published points shipped but never fitted), since one runtime can be well known
         on dense models and barely on MoE or MLA ones (llama.cpp-vulkan: one MoE source; mainline
         llama.cpp: no MLA source); an MLA model takes the MLA band, else its MLP's class's; where
-        neither is held the runtime's error for the test (all classes) is the band, and a profile
+        neither is held the runtime's error for the test (all classes) is the band; a runtime
+        model with no public point of the test at all (vLLM's prefill) takes the widest band any
+        runtime model has on that test (unvalidated_band), not its other test's error; a profile
         calibrated on one user's file has one error (cv_error) for everything."""
         c = self.calibration or {}
         key = "decode" if test in ("tg", "serve", "decode") else "prefill" if test in ("pp", "prefill") else None
@@ -218,6 +220,10 @@ class RuntimeProfile:
             band = next((row[k] for k in order if isinstance(row.get(k), (int, float))), None)
         if not isinstance(band, (int, float)):
             band = c.get(f"loso_mape_{key}")
+        if not isinstance(band, (int, float)) and c.get("cv_bands") is not None:
+            # a runtime model with no public point of this test at all (vLLM's prefill): its fit says
+            # nothing about it, so not its other test's error but the widest any runtime model has on it
+            band = unvalidated_band(key)
         return float(band) if isinstance(band, (int, float)) else self.cv_error
 
     def attention_efficiency(self, cfg, strategy: str, kv: str) -> tuple:
@@ -261,6 +267,22 @@ class RuntimeProfile:
 
 def list_runtimes() -> list[str]:
     return sorted(f[:-5] for f in os.listdir(_RUNTIME_DIR) if f.endswith(".json"))
+
+
+@functools.lru_cache(maxsize=None)
+def unvalidated_band(key: str) -> float | None:
+    """The band of a test ("decode" / "prefill") a runtime model has no published point of: the widest
+    band of that test (any model class, or the pooled leave-one-source-out error) among the shipped
+    runtime models fitted to the public set. Nothing bounds the untested runtime's error there better;
+    the widest known one is the honest floor. None if no runtime model holds one."""
+    out = []
+    for n in list_runtimes():
+        c = hardware._read_table(os.path.join(_RUNTIME_DIR, n + ".json")).get("calibration") or {}
+        row = (c.get("cv_bands") or {}).get(key) or {}
+        out += [v for k, v in row.items() if k in BAND_CLASSES and isinstance(v, (int, float))]
+        if isinstance(c.get(f"loso_mape_{key}"), (int, float)):
+            out.append(c[f"loso_mape_{key}"])
+    return max(out) if out else None
 
 
 _CALIBRATED_DIR = os.path.join(vocab.DATA_DIR, "calibrated")
@@ -508,6 +530,9 @@ def describe(name: str) -> str:
                      + ")" for cls in BAND_CLASSES if b[key].get(cls) is not None]
             if cells:
                 L.append(f"  {key} band (leave-one-source-out, the band of its {key} records): " + ", ".join(cells))
+            elif c.get(f"loso_mape_{key}") is None and unvalidated_band(key) is not None:
+                L.append(f"  {key} band: no published {key} point of this runtime: its {key} records carry "
+                         f"±{100 * unvalidated_band(key):.1f}%, the widest {key} band of the runtime models (unvalidated)")
     return "\n".join(L)
 
 

@@ -350,7 +350,8 @@ def _bands_text(rt) -> str:
              for cls in cm.BAND_CLASSES if b["decode"].get(cls) is not None or b["prefill"].get(cls) is not None]
     return ("leave-one-source-out error on its public sources (where larger, the error on its published points "
             "never fitted): " + ", ".join(parts)
-            + " (the bands of its records; – : no source of that kind, the runtime's error for the test applies)")
+            + " (the bands of its records; – : no source of that kind, the runtime's error for the test applies, or with"
+            " no source of the test at all the widest band of the runtime models on it, unvalidated)")
 
 
 def _band_cell(rt: dict) -> str:
