@@ -108,6 +108,21 @@ def test_unknown_runtime_and_options_fail_clearly():
     assert (p.flash_attn, p.n_ubatch, p.mla_strategy) == (False, 1024, "absorbed")
 
 
+def test_a_gpu_runtime_model_on_a_cpu_is_an_error():
+    """The runtime models price a GPU runtime's kernels with efficiencies fitted to published GPU
+    results: on a CPU profile (a saved `glmbench hardware --save` host, kind 'cpu') they are one clear
+    error, while the physics profiles run there as before."""
+    from glmbench.predict import hardware
+    cpu = hardware.cpu_profile({"bandwidth_gbs": 20.0, "fma_gflops": 500.0, "threads": 4, "cpu": "x"},
+                               launch_us=2.0, source="given")
+    for rt in ("llama.cpp", "ik_llama.cpp[mla=3]", "llama.cpp-vulkan", "vllm"):
+        with pytest.raises(ValueError, match="is a CPU: use `typical` or `ideal`"):
+            cm.Setup("qwen3-8b", cpu, runtime=rt)
+    for rt in ("typical", "ideal", "llama-cpp-1x3090"):     # a profile calibrated on one file: its own business
+        assert cm.decode(cm.Setup("qwen3-8b", cpu, runtime=rt), 1024).tok_s > 0
+    assert cm.load_runtime("llama.cpp").fitted_to_gpus and not cm.load_runtime("typical").fitted_to_gpus
+
+
 def test_options_change_the_kernel_paths():
     s = cm.Setup("llama-3-8b", "rtx-3090", weights="Q4_K_M", runtime="llama.cpp[era=2024-cublas]")
     ops = cm.prefill(s, 512).ops

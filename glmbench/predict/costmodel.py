@@ -192,6 +192,10 @@ class Setup:
         s(self, "kv_fmt", vocab.kv_format(self.kv))
         vocab.mla_strategy(self.mla_strategy)
         s(self, "runtime", load_runtime(self.runtime))
+        if rig.gpu.kind == "cpu" and self.runtime.fitted_to_gpus:
+            raise ValueError(f"the runtime model `{self.runtime.name}` prices a GPU runtime's kernels, fitted to published "
+                             f"GPU results; {rig.gpu.name} is a CPU: use `typical` or `ideal`, or a profile calibrated "
+                             "on this CPU's own records (glmbench calibrate RECORDS --hardware host)")
         if self.runtime.mla_strategy and cfg.attention == "mla":
             # the runtime model runs its own MLA kernel (ik_llama.cpp's -mla option...)
             s(self, "mla_strategy", self.runtime.mla_strategy)

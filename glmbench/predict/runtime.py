@@ -189,6 +189,12 @@ class RuntimeProfile:
         return bool(self.calibration)
 
     @property
+    def fitted_to_gpus(self) -> bool:
+        """A runtime model fitted to the published GPU results (its calibration holds the public fit's
+        bands): its kernel paths and efficiencies are a GPU runtime's, meaningless on a CPU."""
+        return (self.calibration or {}).get("cv_bands") is not None
+
+    @property
     def cv_error(self):
         """The leave-one-out mean absolute percentage error of a calibrated profile (a fraction),
         or None for a profile that was not fitted."""
