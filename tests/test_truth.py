@@ -179,3 +179,24 @@ def test_published_points_are_predicted_by_their_runtime_model_out_of_the_box():
     assert all(r.point.record["runtime_options"]["ubatch"] == "2048" for r in truth.rows_for(after))
     (d,) = [d for d in truth.summary(truth.rows_for(after))]
     assert d["model"] is not None and "runtime model (public fit)" in truth.render(truth.rows_for(after), [after], "x")
+
+
+def test_a_physics_profile_s_report_says_its_error_on_the_public_set():
+    """`typical` (the report's default) and `ideal` are physics only: the report says what they miss on
+    the published points shipped with glmbench, recomputed here point by point, beside the runtime
+    models' leave-one-source-out error; a runtime model's report says its bands instead."""
+    from glmbench.predict import jointfit as jf
+    import importlib
+    render = importlib.import_module("glmbench.report.render")    # the module (glmbench.report.render is also a function)
+    pts = jf.load_public()
+    p = truth.physics_on_public("typical")
+    pred = jf.predict_many(pts, cm.load_runtime("typical"))
+    for test in ("tg", "pp"):
+        e = [abs(pr / q.measured - 1) for pr, q in zip(pred, pts) if q.test == test]
+        assert p[test] == pytest.approx(float(np.mean(e)))
+    assert p["points"] == len(pts) == sum(d["points"] for d in p["per_runtime"].values())
+    assert p["per_runtime"]["llama.cpp"]["loso_tg"] == cm.load_runtime("llama.cpp").calibration["loso_mape_decode"]
+    text = render._physics_error("typical")
+    assert f"`typical` misses decode by {100 * p['tg']:.0f}% and prefill by {100 * p['pp']:.0f}%" in text
+    assert "(`llama.cpp`)" in text and "(`vllm`)" in text
+    assert truth.physics_on_public("ideal")["pp"] != p["pp"]

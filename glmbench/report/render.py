@@ -66,6 +66,8 @@ def _header(records, study: Study, charts) -> list:
             L.append(f"Runtime profile `{rt.name}`: {rt.description.rstrip('.')}. Efficiencies: compute "
                      + ", ".join(f"{k} {v:g}" for k, v in rt.compute_efficiency.items()) + "; memory "
                      + ", ".join(f"{k} {v:g}" for k, v in rt.memory_efficiency.items()) + ".")
+            if rt.name in ("ideal", "typical") and not rt.calibrated:   # runtime.PHYSICS
+                L += ["", _physics_error(rt.name)]
     L.append("")
     L.append(f"**Setup:** {', '.join(study.configs)}; weights `{study.weights}`, KV cache `{study.kv}`; "
              f"{', '.join(_rig_name(study, n) for n in study.cards)}; "
@@ -336,6 +338,23 @@ def _findings(finds, study: Study) -> list:
             L += [f"- {r['sentence']}" for r in f["results"]]
             L += ["", "</details>", ""]
     return L
+
+
+def _physics_error(name: str) -> str:
+    """What a physics profile's numbers are worth: its MAPE on the published points shipped with
+    glmbench, beside the leave-one-source-out MAPE of the runtime models fitted to them."""
+    from glmbench.report import truth   # the public set, read only for a physics profile's report
+    p = truth.physics_on_public(name)
+
+    def pct(v):
+        return "–" if v is None else f"{100 * v:.0f}%"
+    per = p["per_runtime"]
+    most = "llama.cpp" if "llama.cpp" in per else max(per, key=lambda r: per[r]["points"])   # mainline, the most used
+    return (f"On the {p['points']} published points shipped with glmbench (glmbench/data/public/; docs/TRUTH_TABLE.md), "
+            f"`{name}` misses decode by {pct(p['tg'])} and prefill by {pct(p['pp'])} (MAPE; on {most}'s "
+            f"{per[most]['points']}: {pct(per[most]['tg'])} / {pct(per[most]['pp'])}), where the runtime models fitted "
+            "to them miss by " + ", ".join(f"{pct(d['loso_tg'])} / {pct(d['loso_pp'])} (`{r}`)" for r, d in per.items())
+            + " leave-one-source-out: `--runtime NAME` prices what that runtime runs, its records with their error band.")
 
 
 def _bands_text(rt) -> str:

@@ -191,6 +191,28 @@ def public_summary() -> list[dict]:
     return out
 
 
+def physics_on_public(name: str = "typical") -> dict:
+    """How a physics profile (`typical`, `ideal`) predicts the published points shipped in
+    glmbench/data/public/, beside the runtime models fitted to them: {"points", "tg", "pp" (its MAPE
+    pooled), "per_runtime": {runtime: {"points", "tg", "pp" (its MAPE on that runtime's points),
+    "loso_tg", "loso_pp" (the runtime model's leave-one-source-out MAPE, its `calibration`)}}}."""
+    from glmbench.predict import jointfit as jf
+    pts = jf.load_public()
+    pred = jf.predict_many(pts, cm.load_runtime(name))
+    err = [pr / p.measured - 1 for pr, p in zip(pred, pts)]
+    out = {"points": len(pts), "per_runtime": {}}
+    for test in ("tg", "pp"):
+        out[test] = _mape([e for e, p in zip(err, pts) if p.test == test])
+    for rt in sorted({p.runtime for p in pts}):
+        c = cm.load_runtime(rt).calibration or {}
+        d = {"points": sum(p.runtime == rt for p in pts), "loso_tg": c.get("loso_mape_decode"),
+             "loso_pp": c.get("loso_mape_prefill")}
+        for test in ("tg", "pp"):
+            d[test] = _mape([e for e, p in zip(err, pts) if p.runtime == rt and p.test == test])
+        out["per_runtime"][rt] = d
+    return out
+
+
 def render_public(rows: list[dict]) -> list[str]:
     L = ["", "## Public results and the runtime models", "",
          "Published llama-bench / sweep-bench / vLLM results (glmbench/data/public/, each record with its source URL, date "
