@@ -80,6 +80,8 @@ FORMATS = {
     "vllm": "vllm bench serve --save-result JSON",
     "vllm-console": "vLLM's (or SGLang's) benchmark console block (====== Serving Benchmark Result ======)",
     "sglang": "sglang bench_serving --output-file JSONL",
+    "llama-timings": "llama.cpp's timing lines (llama-cli, llama-server, ik_llama.cpp: `prompt eval time = ... ms / N "
+                     "tokens (...)`, `eval time = ... ms / M runs (...)`)",
     "scoreboard-csv": "a copy of llama.cpp's performance scoreboard as CSV (gpu, gpu_device_name, n_gpus, model, "
                       "quant, backend, fa, test, depth, t_s, stddev, build, date, url, via, notes)",
 }
@@ -223,6 +225,8 @@ def _detect_pasted(text) -> str | None:
             return "llama-bench-md"
     if any(_SERVE_START.match(ln.strip()) for ln in _unquote(text)):
         return "vllm-console"
+    if any(_TIMING_RE.search(ln) for ln in _unquote(text)):
+        return "llama-timings"
     return None
 
 
@@ -1046,6 +1050,9 @@ _GPU_BACKENDS = ("CUDA", "Vulkan", "Metal", "ROCm", "SYCL", "HIP", "CANN", "MUSA
 _CMD_RE = re.compile(r"(?:^|[\s/\\>!$#;(])(llama-bench|llama-sweep-bench|sweep-bench|llama-batched-bench|batched-bench|"
                      r"benchmark_serving\.py|vllm\s+serve|vllm\.entrypoints\.openai\.api_server|vllm\s+bench\s+serve|sglang\.bench_serving|"
                      r"sglang\.launch_server)(?:\.exe)?(?=\s|$)")
+# llama.cpp's run-a-model tools, whose timing lines the importer reads: a command line only with an option on it
+# (prose naming llama-server is not one)
+_RUN_CMD_RE = re.compile(r"(?:^|[\s/\\>!$#;(])(llama-cli|llama-server|llama-simple|llama-completion)(?:\.exe)?\s.*\s-{1,2}[a-z]")
 _DEVICE_RE = re.compile(r"\bDevice (\d+): ([^,]+),")
 _CUDA_FLAG_RE = re.compile(r"ggml_cuda_init:\s*((?:GGML_)?CUDA_(?:USE_TENSOR_CORES|FORCE_MMQ|FORCE_CUBLAS)):\s*(yes|no)\b", re.I)
 # (what the flags say about the quantized prefill path: predict/runtime.cuda_prefill_era)
@@ -1053,6 +1060,13 @@ _VULKAN_RE = re.compile(r"ggml_vulkan: (\d+) = (.+?) \(")
 _METAL_RE = re.compile(r"(?:ggml_metal_init: found device:|GPU name:)\s+(.+?)\s*$")
 _BUILD_RE = re.compile(r"^\s*build: ([0-9a-f]{6,40}) \((\d+)\)\s*$")
 _SERVE_START = re.compile(r"^=+ Serving Benchmark Result =+\s*$")
+# llama.cpp's timing lines: llama-cli's `llama_perf_context_print: prompt eval time = ...` (`llama_print_timings:`
+# before late 2024), llama-server's bare `prompt eval time = ...` / `       eval time = ...` (after a
+# `slot print_timing: id 0 | task 0 |` line, or with that prefix on the same line); ik_llama.cpp prints the same
+_TIMING_RE = re.compile(r"(?:^\s*|[:|]\s*)(prompt eval|eval) time\s*=\s*([\d.]+)\s*ms\s*/\s*(\d+)\s*(?:tokens?|runs?)\s*"
+                        r"\(\s*([\d.]+|inf|-?nan)\s*ms per token,\s*([\d.]+|inf|nan|-?nan)\s*tokens per second\s*\)", re.I)
+# llama-cli / llama-server's own startup line (llama-bench prints `build: <commit> (<number>)` after its table)
+_BUILD_START_RE = re.compile(r"^\s*(?:[\w.]+:\s*)?build:?\s*=?\s*(\d+) \(([0-9a-f]{6,40})\)")
 _SERVE_KEYS = {
     "successful requests": "completed", "failed requests": "failed",
     "maximum request concurrency": "max_concurrency", "max request concurrency": "max_concurrency",
@@ -1251,6 +1265,7 @@ class _Block:
         self.coopmat: dict = {}          # Vulkan device index -> its cooperative-matrix path (ggml_vulkan's line)
         self.cmds: list = []             # every command line before it (cmd is the latest)
         self.cuda_flags: dict = {}       # ggml_cuda_init's flags before it: {"CUDA_USE_TENSOR_CORES": "yes", ...}
+        self.timing: dict = {}           # a timings block's lines: "pp" / "tg" -> (line, ms, tokens, prefix)
 
 
 _QUOTE = re.compile(r"^[ \t]*(?:>[ \t]?)+")
@@ -1330,8 +1345,13 @@ def _scan(text) -> tuple[list[_Block], dict]:
     coopmat: dict = {}   # Vulkan device index -> its `matrix cores:` (nv2, khr, none)
     cmds: list = []      # every command line so far (a server's -tp before the client's line)
     cuda_flags: dict = {}  # ggml_cuda_init's GGML_CUDA_FORCE_MMQ / _FORCE_CUBLAS / CUDA_USE_TENSOR_CORES lines
+    run_build = None       # llama-cli / llama-server's startup `build: <number> (<commit>)` line
+    pending = None         # a timings block whose `prompt eval` line waits for its `eval` line
 
-    def take(b):
+    def take(b, context=True):
+        if not context:           # a block whose context was taken where it started (a timings pair)
+            blocks.append(b)
+            return
         b.loader = dict(loader)
         b.cuda_flags = dict(cuda_flags)
         b.devices, b.backend, b.device_line, b.cmd = dict(devices), dev_backend, device_line, cmd
@@ -1393,6 +1413,27 @@ def _scan(text) -> tuple[list[_Block], dict]:
             before, label = [], None
             i = j + 1
             continue
+        tm = _TIMING_RE.search(ln)
+        if tm:
+            which = "pp" if tm.group(1).lower().startswith("prompt") else "tg"
+            entry = (no, float(tm.group(2)), int(tm.group(3)), ln[:tm.start(1)].strip())
+            if which == "pp" or pending is None or "tg" in pending.timing:
+                if pending is not None:
+                    take(pending, context=False)
+                pending = _Block("timings", no)
+                take(pending)             # its context: the lines before its first timing line
+                blocks.pop()
+                pending.build = run_build
+            pending.timing[which] = entry
+            if which == "tg":   # a run's pair is complete (or a lone eval line: its depth is not known)
+                take(pending, context=False)
+                pending = None
+            before, label = [], None
+            i += 1
+            continue
+        bm = _BUILD_START_RE.match(ln)
+        if bm:
+            run_build = (bm.group(2), int(bm.group(1)))
         for key, rx in _LOADER:
             lm = rx.search(ln)
             if lm:
@@ -1441,7 +1482,7 @@ def _scan(text) -> tuple[list[_Block], dict]:
             kind_now = "init"
             if last_kind not in ("device", "init"):
                 devices = {}
-        if _CMD_RE.search(ln):
+        if _CMD_RE.search(ln) or _RUN_CMD_RE.search(ln):
             # a command continued over lines (" \\" in a shell, " ^" in cmd.exe, " `" in PowerShell) is one
             full, j = ln, i
             while re.search(r"\s[\\^`]\s*$", full) and j + 1 < n and lines[j + 1].strip():
@@ -1459,6 +1500,8 @@ def _scan(text) -> tuple[list[_Block], dict]:
             before.append((no, ln))
             last_kind = kind_now
         i += 1
+    if pending is not None:
+        take(pending, context=False)
     return blocks, assigned
 
 
@@ -1486,7 +1529,8 @@ def _table_hints(b: _Block, path: str, text_before: str) -> list[tuple[str, str]
 def _read_pasted(text, ctx):
     blocks, assigned = _scan(text)
     if not blocks:
-        _fail(ctx.path, None, "no llama-bench, sweep-bench or batched-bench table and no vLLM console block")
+        _fail(ctx.path, None, "no llama-bench, sweep-bench or batched-bench table, no vLLM console block and no "
+                              "llama.cpp timing lines")
     lines = text.splitlines()
     fname = os.path.basename(ctx.path)
     out = []
@@ -1499,6 +1543,8 @@ def _read_pasted(text, ctx):
             recs = _pasted_llama_bench(b, ctx, meta, inferred, text_before)
         elif b.kind == "serve":
             recs = _pasted_serve(b, ctx, meta, inferred, text_before, models_seen)
+        elif b.kind == "timings":
+            recs = _pasted_timings(b, ctx, meta, inferred, text_before, models_seen)
         else:
             model, how = _table_model(b, ctx, text_before, models_seen)
             meta["model"] = model
@@ -1545,7 +1591,8 @@ def _table_model(b, ctx, text_before, models_seen):
         p = ld["params"][1].split()
         n_params = float(p[0]) * {"K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}[p[1]]
         model, how = ctx.model_for(ld["arch"][0], model_type=f"{ld['arch'][1]} {p[0]}{p[1]}", n_params=n_params,
-                                   hints=hints + [(os.path.basename(ctx.path), f"file name {os.path.basename(ctx.path)!r}")],
+                                   hints=hints + [h for h in _block_hints(b) if h[1].startswith("command line's model")]
+                                   + [(os.path.basename(ctx.path), f"file name {os.path.basename(ctx.path)!r}")],
                                    what=f"the {b.kind} table at line {b.start} measured")
         return model, how.replace("' + ", f"' (the load log's arch and params, lines {ld['arch'][0]}, "
                                           f"{ld['params'][0]}) + ", 1)
@@ -1940,6 +1987,54 @@ def _pasted_serve(b, ctx, meta, inferred, text_before, models_seen):
     return [_clean(r)]
 
 
+def _pasted_timings(b, ctx, meta, inferred, text_before, models_seen):
+    """One run's timing lines: `prompt eval time = T ms / N tokens` is pp N from an empty cache (llama-cli
+    starts from one; a server's prompt may follow a cached prefix it does not print: said in a notice), and
+    `eval time = T ms / M runs` the M generated tokens after it, tg M at depth N (the first step reads the
+    N prompt tokens' cache). A lone eval line has no depth: left out with a notice."""
+    model, how = _table_model(b, ctx, text_before, models_seen)
+    meta = dict(meta, model=model)
+    inferred = dict(inferred, model=how)
+    if "flash_attn" not in meta and b.build and b.build[1] < FA_AUTO_BUILD:
+        meta["flash_attn"] = 0
+        inferred["flash_attn"] = (f"0: not on the command line, and build {b.build[1]} predates -fa auto "
+                                  f"(builds before {FA_AUTO_BUILD}: off by default)")
+    meta["inferred"] = inferred
+    pp, tg = b.timing.get("pp"), b.timing.get("tg")
+    prefix = (pp or tg)[3]
+    cmdline = b.cmd[1] if b.cmd else ""
+    server = "llama-server" in cmdline or not re.search(r"llama_(?:perf_context_print|print_timings)", prefix)
+    tool = "llama-server (timings)" if server else "llama-cli (timings)"
+    hdr = {k: meta.get(k) for k in ("n_batch", "n_ubatch", "n_gpu_layers", "n_threads")}
+    base = _bench_common(ctx, b.start, hdr, tool, "this run measured", meta)
+    out = []
+
+    def rate(entry, what):
+        line, ms, n, _ = entry
+        if n <= 0 or ms <= 0:
+            ctx.notice(line, f"{what}: {n} tokens in {ms:g} ms is no speed: left out")
+            return None
+        return line, n, ms / 1e3, n / (ms / 1e3)
+    if pp:
+        got = rate(pp, "prompt eval")
+        if got:
+            line, n, sec, ts = got
+            if server:
+                ctx.notice(line, "prompt eval: taken as from an empty cache (a server's prompt may follow a "
+                                 "cached prefix, which its timing line does not count)")
+            out.append(_clean({**base, "source": ctx.source(line), "test": "pp", "n_prompt": n, "n_gen": 0,
+                               "n_depth": 0, "n_streams": 1, "avg_ts": ts, "seconds": sec}))
+    if tg and not pp:
+        ctx.notice(tg[0], "eval time without its prompt eval line: the depth it ran at is not known; left out")
+    elif tg:
+        got = rate(tg, "eval")
+        if got:
+            line, n, sec, ts = got
+            out.append(_clean({**base, "source": ctx.source(line), "test": "tg", "n_prompt": 0, "n_gen": n,
+                               "n_depth": pp[2], "n_streams": 1, "avg_ts": ts, "seconds": sec}))
+    return out
+
+
 # ---- sweep-bench and batched-bench ----------------------------------------------------------------
 def _main_line(text) -> dict:
     """The `main: n_kv_max = 16896, n_batch = 2048, ...` line of sweep- and batched-bench (2026 builds
@@ -2209,6 +2304,7 @@ _READERS = {
     "sweep-bench-jsonl": _read_sweep_jsonl,
     "batched-bench-md": lambda text, ctx: _read_pasted(text, ctx),
     "vllm-console": lambda text, ctx: _read_pasted(text, ctx),
+    "llama-timings": lambda text, ctx: _read_pasted(text, ctx),
     "batched-bench-jsonl": _read_batched_jsonl,
     "vllm": _read_vllm,
     "sglang": _read_sglang,

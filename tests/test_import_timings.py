@@ -1,0 +1,131 @@
+"""llama.cpp's timing lines as people paste them (glmbench.results.importers, format `llama-timings`):
+llama-cli's `llama_perf_context_print:` lines (`llama_print_timings:` before late 2024), llama-server's
+bare `prompt eval time` / `eval time` lines after its `slot print_timing` line. The layouts are the
+tools' own (llama.cpp's common/log and tools/server printf formats); the numbers are invented."""
+import pytest
+
+from glmbench import cli
+from glmbench.results import importers as im
+
+CLI_LOG = """$ ./llama-cli -m Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf -ngl 99 -fa on -c 8192 -p "Write a story" -n 256
+build: 6512 (1d36b367) with cc (Ubuntu 13.2.0) 13.2.0 for x86_64-linux-gnu
+ggml_cuda_init: found 1 CUDA devices:
+  Device 0: NVIDIA GeForce RTX 3090, compute capability 8.6, VMM: yes
+llama_model_loader: loaded meta data with 29 key-value pairs and 292 tensors from Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf (version GGUF V3 (latest))
+print_info: file type   = Q4_K - Medium
+print_info: model params = 8.03 B
+
+llama_perf_sampler_print:    sampling time =      21.05 ms /   268 runs   (    0.08 ms per token, 12731.59 tokens per second)
+llama_perf_context_print:        load time =    2317.51 ms
+llama_perf_context_print: prompt eval time =     130.00 ms /   520 tokens (    0.25 ms per token,  4000.00 tokens per second)
+llama_perf_context_print:        eval time =    2040.00 ms /   255 runs   (    8.00 ms per token,   125.00 tokens per second)
+llama_perf_context_print:       total time =    2200.43 ms /   775 tokens
+"""
+
+SERVER_LOG = """llama-server -m /models/Qwen3-30B-A3B-Q4_K_M.gguf -ngl 99 -c 32768 -fa on --port 8080
+ggml_cuda_init: found 2 CUDA devices:
+  Device 0: NVIDIA GeForce RTX 4090, compute capability 8.9, VMM: yes
+  Device 1: NVIDIA GeForce RTX 4090, compute capability 8.9, VMM: yes
+print_info: arch             = qwen3moe
+print_info: file type        = Q4_K - Medium
+print_info: model params     = 30.53 B
+slot print_timing: id  0 | task 0 | 
+prompt eval time =    1024.00 ms /  4096 tokens (    0.25 ms per token,  4000.00 tokens per second)
+       eval time =    4000.00 ms /   512 tokens (    7.81 ms per token,   128.00 tokens per second)
+      total time =    5024.00 ms /  4608 tokens
+slot print_timing: id  0 | task 1 | 
+prompt eval time =     512.00 ms /  2048 tokens (    0.25 ms per token,  4000.00 tokens per second)
+       eval time =    1000.00 ms /   120 tokens (    8.33 ms per token,   120.00 tokens per second)
+      total time =    1512.00 ms /  2168 tokens
+"""
+
+
+def _write(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(text)
+    return str(p)
+
+
+def test_llama_cli_timings_read_as_pp_and_tg_at_the_prompt_s_depth(tmp_path):
+    notes = []
+    recs = im.read(_write(tmp_path, "run.log", CLI_LOG), notices=notes)
+    assert im.detect(CLI_LOG) == "llama-timings"
+    pp, tg = recs
+    assert (pp["test"], pp["n_prompt"], pp["n_depth"], pp["n_gen"]) == ("pp", 520, 0, 0)
+    assert pp["avg_ts"] == pytest.approx(520 / 0.130) and pp["seconds"] == pytest.approx(0.130)
+    # 255 generated steps after the 520-token prompt: tg255 at depth 520, the mean over the steps
+    assert (tg["test"], tg["n_gen"], tg["n_depth"], tg["n_prompt"]) == ("tg", 255, 520, 0)
+    assert tg["avg_ts"] == pytest.approx(255 / 2.040)
+    for r in recs:
+        assert (r["model"], r["hardware"], r["n_cards"], r["weights"], r["flash_attn"]) == (
+            "llama-3.1-8b", "rtx-3090", 1, "Q4_K_M", 1)
+        assert r["tool"] == "llama-cli (timings)" and r["evidence"] == "measured"
+        assert "load log" in r["inferred"]["model"] and "command line" in r["inferred"]["flash_attn"]
+    assert pp["source"].endswith("run.log:11") and tg["source"].endswith("run.log:12")
+    assert notes == []          # nothing assumed: a fresh context, everything stated
+
+
+def test_llama_server_timings_each_request_and_the_cached_prefix_notice(tmp_path):
+    notes = []
+    recs = im.read(_write(tmp_path, "server.log", SERVER_LOG), notices=notes)
+    assert [(r["test"], r["n_prompt"] or r["n_gen"], r["n_depth"]) for r in recs] == [
+        ("pp", 4096, 0), ("tg", 512, 4096), ("pp", 2048, 0), ("tg", 120, 2048)]
+    for r in recs:
+        assert (r["hardware"], r["n_cards"], r["split"], r["tool"]) == ("rtx-4090", 2, "layer", "llama-server (timings)")
+        # arch + params fit Qwen3-30B-A3B and its Coder fine-tune: the command line's model file names which
+        assert r["model"] == "qwen3-30b-a3b" and "command line's model" in r["inferred"]["model"]
+    assert any("cached prefix" in n for n in notes)
+
+
+def test_old_llama_print_timings_and_flash_attention_by_build(tmp_path):
+    text = ("main: build = 2833 (abcdef12)\n"
+            "./main -m models/llama-2-7b.Q4_0.gguf -ngl 99 -n 128 -p hello\n"
+            "  Device 0: NVIDIA GeForce RTX 3060, compute capability 8.6, VMM: yes\n"
+            "llama_print_timings: prompt eval time =      50.00 ms /   100 tokens (    0.50 ms per token,  2000.00 tokens per second)\n"
+            "llama_print_timings:        eval time =    1270.00 ms /   127 runs   (   10.00 ms per token,   100.00 tokens per second)\n")
+    recs = im.read(_write(tmp_path, "llama-2-7b-q4_0-3060.txt", text))
+    assert [r["test"] for r in recs] == ["pp", "tg"]
+    for r in recs:
+        assert (r["model"], r["hardware"], r["weights"]) == ("llama-2-7b", "rtx-3060", "q4_0")
+        assert r["flash_attn"] == 0 and "build 2833" in r["inferred"]["flash_attn"]
+
+
+def test_quoted_and_fenced_pastes_read_alike(tmp_path):
+    quoted = "".join("> " + ln + "\n" for ln in CLI_LOG.splitlines())
+    fenced = "Here is what I got:\n\n```\n" + CLI_LOG + "```\n"
+    plain = [(r["test"], round(r["avg_ts"], 6)) for r in im.read(_write(tmp_path, "a.log", CLI_LOG))]
+    assert [(r["test"], round(r["avg_ts"], 6)) for r in im.read(_write(tmp_path, "b.md", quoted))] == plain
+    assert [(r["test"], round(r["avg_ts"], 6)) for r in im.read(_write(tmp_path, "c.md", fenced))] == plain
+
+
+def test_lines_that_are_no_speed_are_left_out_with_a_notice(tmp_path):
+    notes = []
+    lone = ("  Device 0: NVIDIA GeForce RTX 3090, compute capability 8.6, VMM: yes\n"
+            "llama_perf_context_print:        eval time =    1000.00 ms /   100 runs   (   10.00 ms per token,   100.00 tokens per second)\n")
+    with pytest.raises(im.FormatError, match="holds no records"):
+        im.read(_write(tmp_path, "llama-3.1-8b.log", lone), notices=notes)
+    assert any("depth it ran at is not known" in n for n in notes)
+    notes = []
+    zero = CLI_LOG.replace("2040.00 ms /   255 runs   (    8.00 ms per token,   125.00 tokens per second)",
+                           "   0.00 ms /     0 runs   (     nan ms per token,      nan tokens per second)")
+    recs = im.read(_write(tmp_path, "z.log", zero), notices=notes)
+    assert [r["test"] for r in recs] == ["pp"] and any("is no speed" in n for n in notes)
+
+
+def test_prose_naming_llama_server_is_no_command_line(tmp_path):
+    # a llama-bench table after prose that mentions llama-server: the table keeps its own command line
+    text = ("$ llama-bench -m Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf -fa 1\n"
+            "I also tried llama-server, it felt the same.\n"
+            "  Device 0: NVIDIA GeForce RTX 4090, compute capability 8.9, VMM: yes\n"
+            "| model                          |       size |     params | backend    | ngl |            test |                  t/s |\n"
+            "| ------------------------------ | ---------: | ---------: | ---------- | --: | --------------: | -------------------: |\n"
+            "| llama 8B Q4_K - Medium         |   4.58 GiB |     8.03 B | CUDA       |  99 |           tg128 |        150.00 ± 0.10 |\n")
+    (r,) = im.read(_write(tmp_path, "t.md", text))
+    assert r["flash_attn"] == 1 and "llama-bench" in r["command"]
+
+
+def test_compare_shows_a_pasted_log(tmp_path, capsys):
+    p = _write(tmp_path, "run.log", CLI_LOG)
+    assert cli.main(["compare", p]) == 0
+    out = capsys.readouterr().out
+    assert "pp520" in out and "tg255" in out and "llama-3.1-8b" in out
