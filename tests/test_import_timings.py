@@ -129,3 +129,17 @@ def test_compare_shows_a_pasted_log(tmp_path, capsys):
     assert cli.main(["compare", p]) == 0
     out = capsys.readouterr().out
     assert "pp520" in out and "tg255" in out and "llama-3.1-8b" in out
+
+
+def test_a_2024_server_s_json_log_lines(tmp_path):
+    # llama-server of 2024 logged JSON lines: the timing text in "msg", the decode line named "generation eval"
+    text = ('{"tid":"140","timestamp":1718000000,"level":"INFO","function":"main","line":3000,"msg":"model loaded"}\n'
+            '{"tid":"140","timestamp":1718000100,"level":"INFO","function":"print_timings","line":313,"msg":"prompt eval '
+            'time     =     256.00 ms /  1024 tokens (    0.25 ms per token,  4000.00 tokens per second)","id_slot":0}\n'
+            '{"tid":"140","timestamp":1718000100,"level":"INFO","function":"print_timings","line":327,"msg":"generation '
+            'eval time =    1000.00 ms /   100 runs   (   10.00 ms per token,   100.00 tokens per second)","id_slot":0}\n')
+    recs = im.read(_write(tmp_path, "Meta-Llama-3-8B-Instruct.Q4_K_M_rtx4090.log", text))
+    assert [(r["test"], r["n_prompt"] or r["n_gen"], r["n_depth"], r["avg_ts"]) for r in recs] == [
+        ("pp", 1024, 0, pytest.approx(4000.0)), ("tg", 100, 1024, pytest.approx(100.0))]
+    assert {(r["model"], r["weights"], r["hardware"], r["tool"]) for r in recs} == {
+        ("llama-3-8b", "Q4_K_M", "rtx-4090", "llama-server (timings)")}

@@ -1062,8 +1062,9 @@ _BUILD_RE = re.compile(r"^\s*build: ([0-9a-f]{6,40}) \((\d+)\)\s*$")
 _SERVE_START = re.compile(r"^=+ Serving Benchmark Result =+\s*$")
 # llama.cpp's timing lines: llama-cli's `llama_perf_context_print: prompt eval time = ...` (`llama_print_timings:`
 # before late 2024), llama-server's bare `prompt eval time = ...` / `       eval time = ...` (after a
-# `slot print_timing: id 0 | task 0 |` line, or with that prefix on the same line); ik_llama.cpp prints the same
-_TIMING_RE = re.compile(r"(?:^\s*|[:|]\s*)(prompt eval|eval) time\s*=\s*([\d.]+)\s*ms\s*/\s*(\d+)\s*(?:tokens?|runs?)\s*"
+# `slot print_timing: id 0 | task 0 |` line, or with that prefix on the same line; its 2024 JSON log lines say
+# `"msg":"prompt eval time = ..."` and `"generation eval time = ..."`); ik_llama.cpp prints the same
+_TIMING_RE = re.compile(r"(?:^\s*|[:|\"]\s*)(prompt eval|(?:generation )?eval) time\s*=\s*([\d.]+)\s*ms\s*/\s*(\d+)\s*(?:tokens?|runs?)\s*"
                         r"\(\s*([\d.]+|inf|-?nan)\s*ms per token,\s*([\d.]+|inf|nan|-?nan)\s*tokens per second\s*\)", re.I)
 # llama-cli / llama-server's own startup line (llama-bench prints `build: <commit> (<number>)` after its table)
 _BUILD_START_RE = re.compile(r"^\s*(?:[\w.]+:\s*)?build:?\s*=?\s*(\d+) \(([0-9a-f]{6,40})\)")
