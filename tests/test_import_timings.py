@@ -143,3 +143,37 @@ def test_a_2024_server_s_json_log_lines(tmp_path):
         ("pp", 1024, 0, pytest.approx(4000.0)), ("tg", 100, 1024, pytest.approx(100.0))]
     assert {(r["model"], r["weights"], r["hardware"], r["tool"]) for r in recs} == {
         ("llama-3-8b", "Q4_K_M", "rtx-4090", "llama-server (timings)")}
+
+
+def _response(**timings):
+    import json
+    t = {"prompt_n": 1024, "prompt_ms": 800.0, "prompt_per_token_ms": 0.78, "prompt_per_second": 1280.0,
+         "predicted_n": 256, "predicted_ms": 8000.0, "predicted_per_token_ms": 31.25, "predicted_per_second": 32.0}
+    t.update(timings)
+    return json.dumps({"index": 0, "content": "Once upon a time", "model": "/models/Qwen3-32B-Q4_K_M.gguf",
+                       "stop": True, "timings": t}, indent=2)
+
+
+def test_llama_server_response_timings_with_the_cached_prefix(tmp_path):
+    """A llama-server response's `timings`: prompt_n ingested on top of cache_n reused tokens (pp @ d
+    cache_n), then predicted_n generated (tg @ d cache_n + prompt_n); pasted alone or in a ```json fence."""
+    text = _response(cache_n=2048)
+    assert im.detect(text) == "llama-server-json"
+    pp, tg = im.read(_write(tmp_path, "resp_rtx-3090.json", text))
+    assert (pp["test"], pp["n_prompt"], pp["n_depth"], pp["avg_ts"]) == ("pp", 1024, 2048, pytest.approx(1280.0))
+    assert (tg["test"], tg["n_gen"], tg["n_depth"], tg["avg_ts"]) == ("tg", 256, 3072, pytest.approx(32.0))
+    for r in (pp, tg):
+        assert (r["model"], r["weights"], r["hardware"], r["n_cards"]) == ("qwen3-32b", "Q4_K_M", "rtx-3090", 1)
+        assert "response's model" in r["inferred"]["model"]
+    fenced = im.read(_write(tmp_path, "resp_RTX4090.md", "My server said:\n```json\n" + text + "\n```\n"))
+    assert [(r["test"], r["n_depth"], r["hardware"]) for r in fenced] == [("pp", 2048, "rtx-4090"), ("tg", 3072, "rtx-4090")]
+
+
+def test_llama_server_response_without_cache_n_or_card_says_so(tmp_path):
+    notes = []
+    recs = im.read(_write(tmp_path, "resp.json", _response()), notices=notes)
+    assert [(r["test"], r["n_depth"]) for r in recs] == [("pp", 0), ("tg", 1024)]
+    assert any("without cache_n" in n for n in notes) and any("does not name it" in n for n in notes)
+    assert "hardware" not in recs[0]
+    with pytest.raises(im.FormatError, match="timings.prompt_ms"):
+        im.read(_write(tmp_path, "bad.json", _response(prompt_ms="fast")))

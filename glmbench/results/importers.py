@@ -82,6 +82,8 @@ FORMATS = {
     "sglang": "sglang bench_serving --output-file JSONL",
     "llama-timings": "llama.cpp's timing lines (llama-cli, llama-server, ik_llama.cpp: `prompt eval time = ... ms / N "
                      "tokens (...)`, `eval time = ... ms / M runs (...)`)",
+    "llama-server-json": "llama-server's response JSON (/completion, /v1/chat/completions) with its `timings` "
+                         "(cache_n, prompt_n, prompt_ms, predicted_n, predicted_ms)",
     "scoreboard-csv": "a copy of llama.cpp's performance scoreboard as CSV (gpu, gpu_device_name, n_gpus, model, "
                       "quant, backend, fa, test, depth, t_s, stddev, build, date, url, via, notes)",
 }
@@ -192,7 +194,7 @@ def detect(text: str, path: str = "<text>") -> str:
 
 
 _EMBEDDED_FORMATS = ("llama-bench-json", "llama-bench-jsonl", "vllm", "sglang", "sweep-bench-jsonl", "batched-bench-jsonl",
-                     "llama-bench-csv", "llama-bench-sql")
+                     "llama-bench-csv", "llama-bench-sql", "llama-server-json")
 
 
 def _embedded_json(text: str):
@@ -252,6 +254,8 @@ def _detect_json(s, path, first_line) -> str:
             return "batched-bench-jsonl" if "pl" in keys else "sweep-bench-jsonl"
         if "evidence" in keys:
             return "glmbench"
+        if _is_server_timings(obj):
+            return "llama-server-json"
         _fail(path, first_line, "a JSON object of no known format (llama-bench -o jsonl, vllm bench serve, "
                                 "sglang bench_serving, sweep-/batched-bench jsonl)")
 
@@ -2179,6 +2183,68 @@ def _read_vllm(text, ctx):
     return out
 
 
+def _is_server_timings(o) -> bool:
+    t = o.get("timings") if isinstance(o, dict) else None
+    return isinstance(t, dict) and {"prompt_n", "prompt_ms", "predicted_n", "predicted_ms"} <= set(t)
+
+
+def _read_server_json(text, ctx):
+    """llama-server's response (`/completion`, `/v1/chat/completions`; tools/server: `result_timings`): its
+    `timings` say prompt_n tokens ingested in prompt_ms on top of cache_n reused from the cache (pp
+    prompt_n @ d cache_n; a response without cache_n, before 2025, taken as from an empty cache with a
+    notice), then predicted_n tokens in predicted_ms (tg predicted_n @ d cache_n + prompt_n). The model
+    from the response's `model` (a path or alias), `generation_settings.model`, the file name; the card
+    from the file name or a sidecar: a response does not name it."""
+    out = []
+    for line, o in _jsonl(text, ctx.path):
+        if not _is_server_timings(o):
+            _fail(ctx.path, line, "not a llama-server response (no `timings` with prompt_n, prompt_ms, predicted_n, "
+                                  "predicted_ms)")
+        t = o["timings"]
+        gs = o.get("generation_settings") if isinstance(o.get("generation_settings"), dict) else {}
+        names = [str(v) for v in (o.get("model"), gs.get("model")) if isinstance(v, str) and v]
+        if ctx.model:
+            model, how = ctx.model, "given (--model)"
+        else:
+            hints = [(n, f"response's model {_stem(n)!r}") for n in names]
+            hints.append((os.path.basename(ctx.path), f"file name {os.path.basename(ctx.path)!r}"))
+            model, how = ctx.model_for(line, hints=hints, what="this response's server ran")
+        inferred = {"model": how}
+        r = {"evidence": "measured", "model": model, "tool": "llama-server (response timings)",
+             "source": ctx.source(line), "n_streams": 1}
+        found = gpus_in(os.path.basename(ctx.path))
+        if found:
+            dev = _short_gpu(found[0][0])
+            n = found[0][1] or 1
+            r.update(device=dev, hardware=_hardware_key(dev), n_cards=n, split="none" if n == 1 else "layer")
+            inferred["card"] = f"{r['hardware'] or dev} x{n} (from the file name)"
+        else:
+            ctx.notice(line, "card: a response does not name it (a sidecar's GPU line or the file name does)")
+        w = next((q for q in map(_quant_from_filename, names) if q), None) \
+            or _quant_from_filename(os.path.basename(ctx.path))
+        if w:
+            r["weights"] = w
+            inferred["weights"] = f"{w} (from the model name)"
+        r["inferred"] = inferred
+        _weights_fields(ctx, line, r)
+        cache = t.get("cache_n")
+        if cache is None:
+            ctx.notice(line, "timings without cache_n (a server before 2025): the prompt taken as from an empty cache")
+            cache = 0
+        cache = _num(ctx, line, "timings.cache_n", cache, integer=True, minimum=0)
+        n_p = _num(ctx, line, "timings.prompt_n", t.get("prompt_n"), integer=True, minimum=0)
+        n_g = _num(ctx, line, "timings.predicted_n", t.get("predicted_n"), integer=True, minimum=0)
+        ms_p = _num(ctx, line, "timings.prompt_ms", t.get("prompt_ms"), minimum=0)
+        ms_g = _num(ctx, line, "timings.predicted_ms", t.get("predicted_ms"), minimum=0)
+        if n_p and ms_p:
+            out.append(_clean({**r, "test": "pp", "n_prompt": n_p, "n_gen": 0, "n_depth": cache,
+                               "avg_ts": n_p / (ms_p / 1e3), "seconds": ms_p / 1e3}))
+        if n_g and ms_g:
+            out.append(_clean({**r, "test": "tg", "n_prompt": 0, "n_gen": n_g, "n_depth": cache + n_p,
+                               "avg_ts": n_g / (ms_g / 1e3), "seconds": ms_g / 1e3}))
+    return out
+
+
 def _read_sglang(text, ctx):
     out = []
     for line, o in _jsonl(text, ctx.path):
@@ -2306,6 +2372,7 @@ _READERS = {
     "batched-bench-md": lambda text, ctx: _read_pasted(text, ctx),
     "vllm-console": lambda text, ctx: _read_pasted(text, ctx),
     "llama-timings": lambda text, ctx: _read_pasted(text, ctx),
+    "llama-server-json": _read_server_json,
     "batched-bench-jsonl": _read_batched_jsonl,
     "vllm": _read_vllm,
     "sglang": _read_sglang,
