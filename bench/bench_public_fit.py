@@ -43,6 +43,7 @@ import tempfile
 import time
 
 import numpy as np
+from tqdm import tqdm
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
@@ -88,23 +89,35 @@ def run(write_profiles: bool, out_dir: str, scoreboard_only_logo=True):
     pts = jf.load_public()
     typical = cm.load_runtime("typical")
     res = {}
+    # the stages of each runtime's fit and cross-validation, one step each (stderr; the refits of
+    # leave-one-source-out and leave-one-GPU-out take most of the ~3 minutes)
+    bar = tqdm(total=4 * len(RUNTIMES), desc="public fit", unit="stage", file=sys.stderr)
     for rt in RUNTIMES:
         mine = [p for p in pts if p.runtime == rt]
         start = jf._start_profile(rt)
+        bar.set_postfix_str(f"{rt}: joint fit")
         fit = jf.fit_runtime(rt, mine, base=start)
         jf.PRIOR_FITS[rt] = fit.profile          # a fork's start (jointfit.PRIORS) is this run's fit
         typ = jf.predict_many(mine, typical)
+        bar.update()
+        bar.set_postfix_str(f"{rt}: leave-one-source-out")
         lo = jf.loso(mine, rt)
+        bar.update()
+        bar.set_postfix_str(f"{rt}: shallow-to-deep")
         sd = jf.shallow_deep(mine, rt)
+        bar.update()
         # leave-one-GPU-out: the scoreboard's cards (each predicted by a fit to every point on the
         # other cards); without a scoreboard for the runtime, every card of its sources
+        bar.set_postfix_str(f"{rt}: leave-one-GPU-out")
         sb = {p.source for p in mine if p.source.startswith("scoreboard-")} if scoreboard_only_logo else set()
         logo = jf.leave_one_gpu_out(mine, rt, test_sources=sb or None) if len({p.gpu_key for p in mine}) > 1 else {}
+        bar.update()
         held = held_out_points(rt)
         res[rt] = dict(points=mine, fit=fit, typical=list(zip(mine, typ)), loso=lo, sd=sd, logo=logo, start=start,
                        variants=_variants(mine, rt, logo), held=list(zip(held, jf.predict_many(held, fit.profile))))
         if write_profiles:
             _write_profile(rt, fit, start, res[rt])
+    bar.close()
     return pts, res, time.time() - t0
 
 
