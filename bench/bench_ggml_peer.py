@@ -33,6 +33,7 @@ import sys
 import time
 
 import numpy as np
+from tqdm import tqdm
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -321,7 +322,7 @@ def main(argv=None) -> int:
         ceil = dict(ceil, fma_gflops=cpu_peaks[0])
     clock = time.process_time if a.clock == "cpu" else time.perf_counter
     rows = []
-    for kind, fmt, shape in cases:
+    for kind, fmt, shape in tqdm(cases, desc="kernel cases", unit="case", file=sys.stderr):
         g, c, where = [], [], ""
         for r in range(a.rounds):
             order = ("glmbench", "ggml") if r % 2 == 0 else ("ggml", "glmbench")
@@ -334,12 +335,10 @@ def main(argv=None) -> int:
                     c.append(t)
         tg, tc = min(g), min(c)
         rows.append((label(kind, fmt, shape), where, tg, tc, flops))
-        print(f"{rows[-1][0]}: glmbench {tg * 1e3:.3f} ms, ggml {tc * 1e3:.3f} ms ({where}), ratio {tc / tg:.2f}x",
-              flush=True)
+        tqdm.write(f"{rows[-1][0]}: glmbench {tg * 1e3:.3f} ms, ggml {tc * 1e3:.3f} ms ({where}), ratio {tc / tg:.2f}x")
     dram = []
-    for fmt in ("q4_0", "q8_0") + NEW_FMTS:
-        if not (only is None or (a.dram and fmt in only)):
-            continue
+    for fmt in tqdm([f for f in ("q4_0", "q8_0") + NEW_FMTS if only is None or (a.dram and f in only)],
+                    desc="GEMV from DRAM", unit="format", file=sys.stderr):
         # both sides over the same number of distinct copies, alternating rounds, the best of each
         copies, stored = _dram_copies(fmt), _stored_bytes(fmt)
         tg = tc = float("inf")
@@ -352,8 +351,8 @@ def main(argv=None) -> int:
                     t1, where = ggml_dram_gemv(exe, fmt, a.reps, a.threads, copies)
                     tc = min(tc, t1)
         dram.append((fmt, copies, stored, tg, tc, where))
-        print(f"GEMV from DRAM {fmt}, {copies} copies: glmbench {stored / tg / 1e9:.1f} GB/s, ggml "
-              f"{stored / tc / 1e9:.1f} GB/s ({where}), ratio {tc / tg:.2f}x", flush=True)
+        tqdm.write(f"GEMV from DRAM {fmt}, {copies} copies: glmbench {stored / tg / 1e9:.1f} GB/s, ggml "
+                   f"{stored / tc / 1e9:.1f} GB/s ({where}), ratio {tc / tg:.2f}x")
     after = measure_ceilings(quick=True)
     bw, fma, rbw = ceil["bandwidth_gbs"], ceil["fma_gflops"], ceil["bandwidth_read_gbs"]
     L = [f"# glmbench vs ggml's own quantized and 16-bit CPU kernels, same shapes ({datetime.date.today().isoformat()})", "",

@@ -20,9 +20,11 @@ import argparse
 import os
 import platform
 import statistics
+import sys
 import time
 
 import numpy as np
+from tqdm import tqdm
 
 import glmbench
 from glmbench.models import configs
@@ -130,6 +132,7 @@ def main(argv=None):
     rng = np.random.default_rng(0)
     out = []
     print(f"{'model':15s} {'depth':>6s} {'fmt':5s} {'ms/layer':>9s} {'tok/s':>8s} {'KV GiB':>8s} {'GB/s':>6s} {'vs f16':>7s}")
+    bar = tqdm(total=len(args.models) * len(args.depths), desc="model x depth", unit="point", file=sys.stderr)
     for name in args.models:
         cfg = configs.load(name)
         for depth in args.depths:
@@ -162,9 +165,11 @@ def main(argv=None):
                 }
                 out.append(rec)
                 ratio = f"{tok_s / base:6.2f}x" if base else "     -"
-                print(f"{name:15s} {depth:6d} {fmt:5s} {t * 1e3:9.3f} {tok_s:8.2f} {rec['kv_bytes'] / 2**30:8.3f} "
-                      f"{rec['read_gbs']:6.1f} {ratio}", flush=True)
+                tqdm.write(f"{name:15s} {depth:6d} {fmt:5s} {t * 1e3:9.3f} {tok_s:8.2f} {rec['kv_bytes'] / 2**30:8.3f} "
+                           f"{rec['read_gbs']:6.1f} {ratio}")
             del cases
+            bar.update()
+    bar.close()
     if args.out and out:
         records.write_records(args.out, out)
         print(f"wrote {len(out)} records to {args.out}")
