@@ -1005,7 +1005,7 @@ def build_parser() -> argparse.ArgumentParser:
              "which setup wins; where the crossover lands; one decision", cmd_trace)
     sp.add_argument("trace", metavar="NAME|FILE",
                     help="mooncake-conversation, mooncake-synthetic, azure-code-2023, azure-conv-2023, or a "
-                         ".jsonl/.csv trace (Mooncake, Azure, or arrival_s,prompt_tokens,output_tokens)")
+                         ".jsonl/.csv trace (Mooncake, Azure, BurstGPT, or arrival_s,prompt_tokens,output_tokens)")
     _add_study_options(sp, report=False)
     _add_trace_options(sp)
     fmt_opts(sp)

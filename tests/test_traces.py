@@ -68,6 +68,29 @@ def test_plain_csv_and_jsonl(tmp_path):
     assert t.hash_ids == [(1, 2), None] and t.has_prefixes
 
 
+BURST = ("Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
+         "5,ChatGPT,472,18,490,Conversation log\n"
+         "45,ChatGPT,1087,0,1087,Conversation log\n"
+         "118,GPT-4,417,276,693,API log\n"
+         "120,ChatGPT,0,12,12,Conversation log\n")
+
+
+def test_burstgpt_csv(tmp_path):
+    """BurstGPT's layout (Timestamp in seconds, Request / Response tokens): a failed request (0 response
+    tokens) is kept as failed, a row without request tokens has nothing to replay and is left out, said."""
+    p = tmp_path / "BurstGPT_1.csv"
+    p.write_text(BURST)
+    t = traces.read(p)
+    assert t.meta["format"] == "burstgpt"
+    assert t.arrival_s == [0.0, 40.0, 113.0] and t.prompt == [472, 1087, 417] and t.output == [18, 0, 276]
+    assert t.meta["zero_output_requests"] == 1 and t.meta["zero_prompt_rows"] == 1
+    assert any("0 request tokens" in n for n in t.meta["notices"])
+    bad = tmp_path / "bad.csv"
+    bad.write_text(BURST.replace("118,GPT-4,417", "118,GPT-4,many"))
+    with pytest.raises(ValueError, match=r"bad\.csv:4: .*Request tokens"):
+        traces.read(bad)
+
+
 def test_mooncake_file(tmp_path):
     j = tmp_path / "m.jsonl"
     j.write_text('{"timestamp": 0, "input_length": 600, "output_length": 5, "hash_ids": [0, 1]}\n'

@@ -4,7 +4,11 @@ generated, and (Mooncake) which 512-token prompt blocks it shares with others.
 Readers:
 - Mooncake JSONL (`timestamp` in ms, `input_length`, `output_length`, `hash_ids`: one id per
   512-token block of the prompt, the last one partial; equal leading ids = a shared prefix);
-- Azure LLM inference CSV (`TIMESTAMP,ContextTokens,GeneratedTokens`, wall-clock timestamps);
+- Azure LLM inference CSV (`TIMESTAMP,ContextTokens,GeneratedTokens`, wall-clock timestamps; the 2023
+  and 2024 releases);
+- BurstGPT CSV (`Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type`: seconds from
+  the trace's start; failed requests logged with 0 response tokens; a row with 0 request tokens has
+  nothing to replay and is left out, counted in `meta["zero_prompt_rows"]` with a notice);
 - a plain CSV or JSONL with `arrival_s`, `prompt_tokens`, `output_tokens` (and, in JSONL,
   optional `hash_ids` of `block_tokens` tokens each, 512 unless a line says otherwise).
 
@@ -133,7 +137,7 @@ def read(path, name: str | None = None) -> Trace:
     if os.path.isdir(path):
         raise ValueError(f"{path}: is a folder, expected a .jsonl or .csv trace file")
     if not path.endswith((".jsonl", ".json", ".csv")):
-        raise ValueError(f"{path}: trace files end in .jsonl (Mooncake or plain) or .csv (Azure or plain)")
+        raise ValueError(f"{path}: trace files end in .jsonl (Mooncake or plain) or .csv (Azure, BurstGPT or plain)")
     # utf-8-sig: a byte-order mark (spreadsheet exports write one) is not part of the first field
     try:
         with open(path, encoding="utf-8-sig", newline="") as f:
@@ -143,7 +147,7 @@ def read(path, name: str | None = None) -> Trace:
     except UnicodeDecodeError as e:
         raise ValueError(f"{path}: not a text file (not UTF-8 at byte {e.start}); expected a .jsonl or .csv "
                          "trace") from None
-    raise ValueError(f"{path}: trace files end in .jsonl (Mooncake or plain) or .csv (Azure or plain)")
+    raise ValueError(f"{path}: trace files end in .jsonl (Mooncake or plain) or .csv (Azure, BurstGPT or plain)")
 
 
 # ---- parsing ---------------------------------------------------------------------------------------
@@ -285,15 +289,19 @@ def _read_csv(path, f, name):
     except StopIteration:
         raise ValueError(f"{path}: empty file") from None
     azure = ["TIMESTAMP", "ContextTokens", "GeneratedTokens"]
+    burst = ["Timestamp", "Request tokens", "Response tokens"]     # BurstGPT (also Model, Total tokens, Log Type)
     plain = ["arrival_s", "prompt_tokens", "output_tokens"]
     if all(c in header for c in azure):
         kind, cols = "azure", [header.index(c) for c in azure]
+    elif all(c in header for c in burst):
+        kind, cols = "burstgpt", [header.index(c) for c in burst]
     elif all(c in header for c in plain):
         kind, cols = "plain", [header.index(c) for c in plain]
     else:
-        raise ValueError(f"{path}:1: header must hold {','.join(azure)} (Azure) or {','.join(plain)} (plain), "
-                         f"got {','.join(header)}")
+        raise ValueError(f"{path}:1: header must hold {','.join(azure)} (Azure), {','.join(burst)} (BurstGPT) or "
+                         f"{','.join(plain)} (plain), got {','.join(header)}")
     rows = _Rows()
+    no_prompt = 0
     for lineno, rec in enumerate(reader, 2):
         if not rec or not "".join(rec).strip():
             continue
@@ -301,8 +309,17 @@ def _read_csv(path, f, name):
         if len(rec) != len(header):
             raise ValueError(f"{where}: expected {len(header)} fields, got {len(rec)}")
         a, p, o = (rec[i].strip() for i in cols)
+        if kind == "burstgpt" and _int(where, "Request tokens", p, 0) == 0:
+            no_prompt += 1      # BurstGPT logs some requests with no request tokens: nothing to replay
+            continue
         arrival = _azure_time(where, a) if kind == "azure" else a
         rows.append(_row(where, arrival, p, o, None, MOONCAKE_BLOCK))
     if not rows:
         raise ValueError(f"{path}: the trace holds no requests")
-    return _trace(name, path, rows, MOONCAKE_BLOCK, {"format": kind})
+    t = _trace(name, path, rows, MOONCAKE_BLOCK, {"format": kind})
+    if kind == "burstgpt":
+        t.meta["zero_prompt_rows"] = no_prompt
+        if no_prompt:
+            t.meta["notices"].append(f"{path}: {no_prompt} row{'s' if no_prompt > 1 else ''} with 0 request tokens "
+                                     "(nothing to prefill or replay): left out")
+    return t
