@@ -113,8 +113,8 @@ def list_traces() -> list[str]:
 
 
 def load(src, name: str | None = None) -> Trace:
-    """A built-in trace by name (`TRACES`) or a trace file (.jsonl Mooncake or plain, .csv Azure
-    or plain)."""
+    """A built-in trace by name (`TRACES`) or a trace file (.jsonl Mooncake or plain, .csv Azure,
+    BurstGPT or plain)."""
     if isinstance(src, Trace):
         return src
     if not isinstance(src, (str, os.PathLike)):
