@@ -104,7 +104,7 @@ def test_lines_that_are_no_speed_are_left_out_with_a_notice(tmp_path):
             "llama_perf_context_print:        eval time =    1000.00 ms /   100 runs   (   10.00 ms per token,   100.00 tokens per second)\n")
     with pytest.raises(im.FormatError, match="holds no records"):
         im.read(_write(tmp_path, "llama-3.1-8b.log", lone), notices=notes)
-    assert any("depth it ran at is not known" in n for n in notes)
+    assert any("the depth it ran at is not known" in n for n in notes)
     notes = []
     zero = CLI_LOG.replace("2040.00 ms /   255 runs   (    8.00 ms per token,   125.00 tokens per second)",
                            "   0.00 ms /     0 runs   (     nan ms per token,      nan tokens per second)")

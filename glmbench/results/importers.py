@@ -1353,17 +1353,17 @@ def _scan(text) -> tuple[list[_Block], dict]:
     run_build = None       # llama-cli / llama-server's startup `build: <number> (<commit>)` line
     pending = None         # a timings block whose `prompt eval` line waits for its `eval` line
 
-    def take(b, context=True):
-        if not context:           # a block whose context was taken where it started (a timings pair)
-            blocks.append(b)
-            return
+    def take(b):
+        snap(b)
+        blocks.append(b)
+
+    def snap(b):                  # the context a block was printed in: the lines before it
         b.loader = dict(loader)
         b.cuda_flags = dict(cuda_flags)
         b.devices, b.backend, b.device_line, b.cmd = dict(devices), dev_backend, device_line, cmd
         b.coopmat = {k: v for k, v in coopmat.items() if k in devices}
         b.cmds = list(cmds)
         b.main, b.label, b.before = dict(main), label, list(before)
-        blocks.append(b)
 
     while i < n:
         ln = lines[i]
@@ -1424,14 +1424,13 @@ def _scan(text) -> tuple[list[_Block], dict]:
             entry = (no, float(tm.group(2)), int(tm.group(3)), ln[:tm.start(1)].strip())
             if which == "pp" or pending is None or "tg" in pending.timing:
                 if pending is not None:
-                    take(pending, context=False)
+                    blocks.append(pending)
                 pending = _Block("timings", no)
-                take(pending)             # its context: the lines before its first timing line
-                blocks.pop()
+                snap(pending)             # its context: the lines before its first timing line
                 pending.build = run_build
             pending.timing[which] = entry
             if which == "tg":   # a run's pair is complete (or a lone eval line: its depth is not known)
-                take(pending, context=False)
+                blocks.append(pending)
                 pending = None
             before, label = [], None
             i += 1
@@ -1506,7 +1505,7 @@ def _scan(text) -> tuple[list[_Block], dict]:
             last_kind = kind_now
         i += 1
     if pending is not None:
-        take(pending, context=False)
+        blocks.append(pending)
     return blocks, assigned
 
 
@@ -2008,7 +2007,8 @@ def _pasted_timings(b, ctx, meta, inferred, text_before, models_seen):
     pp, tg = b.timing.get("pp"), b.timing.get("tg")
     prefix = (pp or tg)[3]
     cmdline = b.cmd[1] if b.cmd else ""
-    server = "llama-server" in cmdline or not re.search(r"llama_(?:perf_context_print|print_timings)", prefix)
+    server = "llama-server" in cmdline or ("llama-cli" not in cmdline
+                                            and not re.search(r"llama_(?:perf_context_print|print_timings)", prefix))
     tool = "llama-server (timings)" if server else "llama-cli (timings)"
     hdr = {k: meta.get(k) for k in ("n_batch", "n_ubatch", "n_gpu_layers", "n_threads")}
     base = _bench_common(ctx, b.start, hdr, tool, "this run measured", meta)
@@ -2029,8 +2029,9 @@ def _pasted_timings(b, ctx, meta, inferred, text_before, models_seen):
                                  "cached prefix, which its timing line does not count)")
             out.append(_clean({**base, "source": ctx.source(line), "test": "pp", "n_prompt": n, "n_gen": 0,
                                "n_depth": 0, "n_streams": 1, "avg_ts": ts, "seconds": sec}))
-    if tg and not pp:
-        ctx.notice(tg[0], "eval time without its prompt eval line: the depth it ran at is not known; left out")
+    if tg and not (pp and pp[2] > 0):
+        ctx.notice(tg[0], "eval time without a prompt eval line of its own (or of 0 tokens): the depth it ran at "
+                          "is not known; left out")
     elif tg:
         got = rate(tg, "eval")
         if got:
