@@ -1182,7 +1182,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     formats = ("glmbench records, llama-bench -o json/jsonl/csv/md/sql, llama-sweep-bench, llama-batched-bench, "
                "vllm bench serve --save-result, sglang bench_serving, llama-cli / llama-server timing lines, a "
-               "llama-server response's timings JSON; the format is told from the content")
+               "llama-server response's timings JSON, ollama run --verbose; the format is told from the content")
     model_help = ("the model the files measured, for a file that does not say (a sweep-bench table; llama-bench's "
                   "'deepseek2 30B.A3B'): a built-in name or a config.json; overrides what an imported file says")
     sp = add("compare", "result files side by side, with ratios to the first (B/A, C/A, ...); one file: what "

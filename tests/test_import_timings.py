@@ -177,3 +177,40 @@ def test_llama_server_response_without_cache_n_or_card_says_so(tmp_path):
     assert "hardware" not in recs[0]
     with pytest.raises(im.FormatError, match="timings.prompt_ms"):
         im.read(_write(tmp_path, "bad.json", _response(prompt_ms="fast")))
+
+
+OLLAMA = """$ ollama run qwen3:30b-a3b --verbose
+>>> Write a haiku about GPUs.
+Silicon rivers...
+
+total duration:       2.517283917s
+load duration:        21.483ms
+prompt eval count:    18 token(s)
+prompt eval duration: 45ms
+prompt eval rate:     400.00 tokens/s
+eval count:           312 token(s)
+eval duration:        2.4s
+eval rate:            130.00 tokens/s
+"""
+
+
+def test_ollama_verbose_statistics(tmp_path):
+    """`ollama run MODEL --verbose`: pp of the prompt eval count, tg of the eval count at its depth; the
+    model from the tag, the weights from it or Ollama's default tags (assumed, said), Go durations."""
+    notes = []
+    text_path = _write(tmp_path, "ollama_rtx4090.txt", OLLAMA)
+    assert im.detect(OLLAMA) == "ollama-verbose"
+    pp, tg = im.read(text_path, notices=notes)
+    assert (pp["test"], pp["n_prompt"], pp["n_depth"], pp["avg_ts"]) == ("pp", 18, 0, pytest.approx(18 / 0.045))
+    assert (tg["test"], tg["n_gen"], tg["n_depth"], tg["avg_ts"]) == ("tg", 312, 18, pytest.approx(130.0))
+    for r in (pp, tg):
+        assert (r["model"], r["weights"], r["hardware"], r["tool"]) == ("qwen3-30b-a3b", "Q4_K_M", "rtx-4090",
+                                                                         "ollama run --verbose")
+        assert "ollama tag" in r["inferred"]["model"] and "assumed" in r["inferred"]["weights"]
+    assert sum("weights" in n for n in notes) == 1 and any("Ollama keeps" in n for n in notes)
+    q8 = im.read(_write(tmp_path, "o2_rtx4090.txt", OLLAMA.replace("qwen3:30b-a3b", "llama3.1:8b-instruct-q8_0")))
+    assert {(r["model"], r["weights"]) for r in q8} == {("llama-3.1-8b", "q8_0")}
+    assert [im.go_duration(x) for x in ("1m2.5s", "160.2ms", "523µs", "2h0m1s", "1.5", "2s left")] == [
+        pytest.approx(62.5), pytest.approx(0.1602), pytest.approx(523e-6), 7201.0, None, None]
+    with pytest.raises(im.FormatError, match=r"o3_rtx4090.txt:11: .*eval duration.*Go duration"):
+        im.read(_write(tmp_path, "o3_rtx4090.txt", OLLAMA.replace("eval duration:        2.4s", "eval duration:        soon")))

@@ -82,6 +82,7 @@ FORMATS = {
     "sglang": "sglang bench_serving --output-file JSONL",
     "llama-timings": "llama.cpp's timing lines (llama-cli, llama-server, ik_llama.cpp: `prompt eval time = ... ms / N "
                      "tokens (...)`, `eval time = ... ms / M runs (...)`)",
+    "ollama-verbose": "`ollama run MODEL --verbose`'s statistics (prompt eval count / duration, eval count / duration)",
     "llama-server-json": "llama-server's response JSON (/completion, /v1/chat/completions) with its `timings` "
                          "(cache_n, prompt_n, prompt_ms, predicted_n, predicted_ms)",
     "scoreboard-csv": "a copy of llama.cpp's performance scoreboard as CSV (gpu, gpu_device_name, n_gpus, model, "
@@ -229,6 +230,8 @@ def _detect_pasted(text) -> str | None:
         return "vllm-console"
     if any(_TIMING_RE.search(ln) for ln in _unquote(text)):
         return "llama-timings"
+    if any(_OLLAMA_RE.match(ln) and _OLLAMA_RE.match(ln).group(1).lower() == "eval rate" for ln in _unquote(text)):
+        return "ollama-verbose"
     return None
 
 
@@ -1070,6 +1073,10 @@ _SERVE_START = re.compile(r"^=+ Serving Benchmark Result =+\s*$")
 # `"msg":"prompt eval time = ..."` and `"generation eval time = ..."`); ik_llama.cpp prints the same
 _TIMING_RE = re.compile(r"(?:^\s*|[:|\"]\s*)(prompt eval|(?:generation )?eval) time\s*=\s*([\d.]+)\s*ms\s*/\s*(\d+)\s*(?:tokens?|runs?)\s*"
                         r"\(\s*([\d.]+|inf|-?nan)\s*ms per token,\s*([\d.]+|inf|nan|-?nan)\s*tokens per second\s*\)", re.I)
+# `ollama run MODEL --verbose` prints its statistics after each answer (Go durations: "1m2.5s", "160.2ms", "523µs")
+_OLLAMA_RE = re.compile(r"^\s*(total duration|load duration|prompt eval count|prompt eval duration|prompt eval rate|"
+                        r"eval count|eval duration|eval rate):\s*(\S.*?)\s*$", re.I)
+_OLLAMA_RUN = re.compile(r"\bollama\s+run\s+([\w.:/-]+)")
 # llama-cli / llama-server's own startup line (llama-bench prints `build: <commit> (<number>)` after its table)
 _BUILD_START_RE = re.compile(r"^\s*(?:[\w.]+:\s*)?build:?\s*=?\s*(\d+) \(([0-9a-f]{6,40})\)")
 _SERVE_KEYS = {
@@ -1435,6 +1442,19 @@ def _scan(text) -> tuple[list[_Block], dict]:
             before, label = [], None
             i += 1
             continue
+        om = _OLLAMA_RE.match(ln)
+        if om:
+            b = _Block("ollama", no)
+            snap(b)
+            j = i
+            while j < n and _OLLAMA_RE.match(lines[j]):
+                m2 = _OLLAMA_RE.match(lines[j])
+                b.serve[m2.group(1).lower()] = (j + 1, m2.group(2))
+                j += 1
+            blocks.append(b)
+            before, label = [], None
+            i = j
+            continue
         bm = _BUILD_START_RE.match(ln)
         if bm:
             run_build = (bm.group(2), int(bm.group(1)))
@@ -1549,6 +1569,8 @@ def _read_pasted(text, ctx):
             recs = _pasted_serve(b, ctx, meta, inferred, text_before, models_seen)
         elif b.kind == "timings":
             recs = _pasted_timings(b, ctx, meta, inferred, text_before, models_seen)
+        elif b.kind == "ollama":
+            recs = _pasted_ollama(b, ctx, meta, inferred, text, models_seen)
         else:
             model, how = _table_model(b, ctx, text_before, models_seen)
             meta["model"] = model
@@ -1802,7 +1824,9 @@ def _block_meta(b, ctx, text, text_before, fname, weights_seen):
         if w is None and b.kind == "serve":
             pass
         elif w is None:
-            ctx.notice(b.start, "weights: not stated (no model file, quant name or file type in the text or the file name)")
+            if b.kind != "ollama":     # an Ollama tag without one: its reader says what it assumes
+                ctx.notice(b.start, "weights: not stated (no model file, quant name or file type in the text or the "
+                                    "file name)")
         else:
             meta["weights"] = w
             inferred["weights"] = f"{w} (from the {whow})"
@@ -2038,6 +2062,88 @@ def _pasted_timings(b, ctx, meta, inferred, text_before, models_seen):
             line, n, sec, ts = got
             out.append(_clean({**base, "source": ctx.source(line), "test": "tg", "n_prompt": 0, "n_gen": n,
                                "n_depth": pp[2], "n_streams": 1, "avg_ts": ts, "seconds": sec}))
+    return out
+
+
+def go_duration(text: str) -> float | None:
+    """Seconds of a Go duration as Ollama prints it ("1m2.345s", "160.2ms", "523.4µs", "2h0m1s"), or None."""
+    t = str(text).strip().replace("μ", "µ")
+    parts = re.findall(r"(\d+(?:\.\d+)?)(h|ms|µs|us|ns|m|s)", t)
+    if not parts or "".join(a + u for a, u in parts) != t:
+        return None
+    scale = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "µs": 1e-6, "us": 1e-6, "ns": 1e-9}
+    return sum(float(a) * scale[u] for a, u in parts)
+
+
+def _pasted_ollama(b, ctx, meta, inferred, text, models_seen):
+    """`ollama run MODEL --verbose`: prompt eval count N in prompt eval duration is pp N (from an empty
+    cache: an earlier turn of the same session stays cached, which Ollama does not count; said in a
+    notice), eval count M in eval duration tg M at depth N. Ollama runs llama.cpp's kernels (its `llama`
+    runner; the runtime model llama.cpp prices them). The model from the `ollama run` tag ("qwen3:30b-a3b"),
+    the text, the file name; its weights from the tag ("...-q8_0"), else Ollama's default tag
+    quantization, Q4_K_M (MXFP4 for gpt-oss), assumed and said."""
+    v = {k: val for k, (_, val) in b.serve.items()}
+    line = b.start
+    tags = []
+    for _, t in b.before + [(0, c[1]) for c in b.cmds]:
+        for m in _OLLAMA_RUN.finditer(t):
+            if m.group(1) not in tags:
+                tags.append(m.group(1))
+    if not tags:
+        tags = list(dict.fromkeys(m.group(1) for m in _OLLAMA_RUN.finditer(text)))
+    if ctx.model:
+        model, how = ctx.model, "given (--model)"
+    else:
+        hints = [(tg.replace(":", " "), f"ollama tag {tg!r}") for tg in tags]
+        if len(models_seen) == 1:
+            hints.append((models_seen[0], "file's other block"))
+        hints.append((os.path.basename(ctx.path), f"file name {os.path.basename(ctx.path)!r}"))
+        model, how = ctx.model_for(line, hints=hints, what="this Ollama run measured")
+    meta = dict(meta, model=model)
+    inferred = dict(inferred, model=how)
+    # the weights: the tag's quantization ("llama3.1:8b-instruct-q8_0"), else what the text or file name
+    # says (_block_meta), else Ollama's default for a tag that names none
+    w = next((q for q in (quant_name(x) for tg in tags for x in _QUANT_RE.findall(tg.split(":", 1)[-1])) if q), None)
+    if w:
+        meta["weights"], inferred["weights"] = w, f"{w} (from the ollama tag)"
+    elif "weights" not in meta:
+        w = "MXFP4_MOE" if model and str(model).startswith("gpt-oss") else "Q4_K_M"
+        meta["weights"] = w
+        inferred["weights"] = f"{w} (Ollama's default tag quantization, assumed: the tag names none)"
+        ctx.notice(line, f"weights: {w} assumed (Ollama's default tags; a tag such as ':8b-instruct-q8_0' names one)")
+    meta["inferred"] = inferred
+    base = _bench_common(ctx, line, {}, "ollama run --verbose", "this Ollama run measured", meta)
+    out = []
+
+    def pair(kc, kd, what):
+        if kc not in v or kd not in v:
+            return None
+        cl = b.serve[kc][0]
+        m = re.match(r"^(\d+)\s*tokens?(?:\(s\))?$", v[kc])
+        if not m:
+            _fail(ctx.path, cl, f"`{kc}`: expected a count such as '512 token(s)', got {v[kc]!r}")
+        sec = go_duration(v[kd])
+        if sec is None:
+            _fail(ctx.path, b.serve[kd][0], f"`{kd}`: expected a Go duration such as '160.2ms' or '2.05s', got {v[kd]!r}")
+        n = int(m.group(1))
+        if n <= 0 or sec <= 0:
+            ctx.notice(cl, f"{what}: {n} tokens in {sec:g} s is no speed: left out")
+            return None
+        return cl, n, sec
+    pp = pair("prompt eval count", "prompt eval duration", "prompt eval")
+    if pp:
+        cl, n, sec = pp
+        ctx.notice(cl, "prompt eval: taken as from an empty cache (Ollama keeps a session's earlier turns cached "
+                       "and counts only the new tokens)")
+        out.append(_clean({**base, "source": ctx.source(cl), "test": "pp", "n_prompt": n, "n_gen": 0, "n_depth": 0,
+                           "n_streams": 1, "avg_ts": n / sec, "seconds": sec}))
+    tg = pair("eval count", "eval duration", "eval")
+    if tg and pp:
+        cl, n, sec = tg
+        out.append(_clean({**base, "source": ctx.source(cl), "test": "tg", "n_prompt": 0, "n_gen": n,
+                           "n_depth": pp[1], "n_streams": 1, "avg_ts": n / sec, "seconds": sec}))
+    elif tg:
+        ctx.notice(tg[0], "eval without a prompt eval of its own: the depth it ran at is not known; left out")
     return out
 
 
@@ -2373,6 +2479,7 @@ _READERS = {
     "batched-bench-md": lambda text, ctx: _read_pasted(text, ctx),
     "vllm-console": lambda text, ctx: _read_pasted(text, ctx),
     "llama-timings": lambda text, ctx: _read_pasted(text, ctx),
+    "ollama-verbose": lambda text, ctx: _read_pasted(text, ctx),
     "llama-server-json": _read_server_json,
     "batched-bench-jsonl": _read_batched_jsonl,
     "vllm": _read_vllm,
