@@ -25,9 +25,9 @@ from glmbench.models import configs
 from glmbench.vocab import Workload
 from glmbench.predict import costmodel as cm
 from glmbench.predict import crossover as cx
+from glmbench.predict import hardware as hw
 from glmbench.predict import sweep as sw
 from glmbench.report.plots import approx_tokens, tokens_label
-from glmbench.report.study import Study
 
 MLA_MODEL = "glm-4.7-flash"
 STUDY_ERA = "ik-llama-before-mla-fix"   # the runtime of the study's own measurements (docs/SOURCES.md §6)
@@ -49,7 +49,6 @@ KV_DEPTH = 32768         # where the quantized cache's speed is compared
 CHAT = (1024, 256)       # "short chat": a 1K prompt, 256 tokens out (the report's "chat turn")
 BATCHED_TOK_S = 500.0    # "~500 tok/s aggregate" on two cards (report/workload.STUDY_BATCHED_TOK_S)
 BATCHED_CONTEXT = 4096   # at 4K context per stream (report/workload.STUDY_POINT_PROMPT)
-STUDY_LINK_GBPS = Study.link_gbps   # the study's measured link between its two cards (report/study.Study)
 
 
 def runtime_names() -> list[str]:
@@ -516,7 +515,7 @@ def _summary(S: Search, likely) -> list[str]:
         a = S.tg_at(MLA_MODEL, rts[0], 1, S.grid[0])["avg_ts"]
         b = S.tg_at(MLA_MODEL, rts[0], 2, S.grid[0])["avg_ts"]
         gain = b > a * (1 + S.band(rts[0]))
-        link = (f"the study's {S.study.link_gbps:g} GB/s link" if S.study.link_gbps == STUDY_LINK_GBPS
+        link = (f"the study's {S.study.link_gbps:g} GB/s link" if S.study.link_gbps == hw.STUDY_LINK_GBPS
                 else f"a {S.study.link_gbps:g} GB/s link")
         second += (f", and a second card over {link} "
                    + ("adds single-stream speed" if gain else "adds memory, not single-stream speed")
