@@ -14,6 +14,11 @@ The format is detected from the content, never from the file name:
   vllm               `vllm bench serve --save-result` JSON (one object; `--append-result`: one per line),
                      and the console block vLLM's and SGLang's benchmarks print (`==== Serving Benchmark Result ====`)
   sglang             `python -m sglang.bench_serving --output-file` JSONL (one run per line)
+  llama-timings      llama-cli's / llama-server's timing lines (`prompt eval time = T ms / N tokens (...)`,
+                     `eval time = T ms / M runs (...)`): pp N from an empty cache, tg M at depth N
+  llama-server-json  a llama-server response's `timings` (pp prompt_n @ d cache_n, tg predicted_n after it)
+  ollama-verbose     `ollama run MODEL --verbose`'s statistics (prompt eval / eval count and duration)
+  scoreboard-csv     a copy of llama.cpp's performance scoreboard as CSV
   glmbench           glmbench's own records (.json list or .csv with an `evidence` column)
 
 Every record read from another tool says `evidence: measured`, `tool` (what wrote it) and
@@ -35,7 +40,8 @@ name for a mix, `Q4_K_M`; ik_llama.cpp's `iq4_ks` and Unsloth's `UD-Q4_K_XL` wit
 names. Several built-ins that fit is a FormatError naming them (`--model` picks); no model at
 all imports without one, with a notice.
 
-Pasted text (`llama-bench-md`, `sweep-bench-md`, `batched-bench-md`, `vllm-console`) is read whole
+Pasted text (`llama-bench-md`, `sweep-bench-md`, `batched-bench-md`, `vllm-console`, `llama-timings`,
+`ollama-verbose`) is read whole
 (`_read_pasted`): every table and console block, each with the lines printed around it (the
 command line, llama.cpp's load log, `ggml_cuda_init` / `Device N:` lines, a heading, the `build:`
 line). Each record says in `inferred` how its model, card (`device`, `hardware`, `n_cards`),
