@@ -578,6 +578,10 @@ class _Context:
         self._said = getattr(self, "_said", set()) | {msg}
         self.notices.append(f"{_where(self.path, line)}: {msg}")
 
+    def file_hint(self) -> tuple:
+        """The file's own name as a hint for its model (the last one tried)."""
+        return os.path.basename(self.path), f"file name {os.path.basename(self.path)!r}"
+
     def model_for(self, line, *, filename=None, model_type=None, n_params=None, hints=(), what=""):
         """(model or None, how). --model wins; else the file tells (identify_model); else
         default_model; else no model, with a notice (compare shows the records; calibrate and
@@ -1987,12 +1991,8 @@ def _pasted_serve(b, ctx, meta, inferred, text_before, models_seen):
         mname = c[2].get("model")
         if mname and mname not in names:
             names.append(mname)
-    if ctx.model:
-        model, how = ctx.model, "given (--model)"
-    else:
-        hints = [(n, f"command line's model {n!r}") for n in names]
-        hints.append((os.path.basename(ctx.path), f"file name {os.path.basename(ctx.path)!r}"))
-        model, how = ctx.model_for(line, hints=hints, what="this run served")
+    model, how = ctx.model_for(line, hints=[(n, f"command line's model {n!r}") for n in names] + [ctx.file_hint()],
+                               what="this run served")
     # the client that printed the block (its command line), not the server it measured: `vllm bench serve
     # --backend sglang` is vLLM's client on an SGLang server
     cmdline = b.cmd[1] if b.cmd else ""
@@ -2097,14 +2097,9 @@ def _pasted_ollama(b, ctx, meta, inferred, text, models_seen):
                 tags.append(m.group(1))
     if not tags:
         tags = list(dict.fromkeys(m.group(1) for m in _OLLAMA_RUN.finditer(text)))
-    if ctx.model:
-        model, how = ctx.model, "given (--model)"
-    else:
-        hints = [(tg.replace(":", " "), f"ollama tag {tg!r}") for tg in tags]
-        if len(models_seen) == 1:
-            hints.append((models_seen[0], "file's other block"))
-        hints.append((os.path.basename(ctx.path), f"file name {os.path.basename(ctx.path)!r}"))
-        model, how = ctx.model_for(line, hints=hints, what="this Ollama run measured")
+    hints = ([(tg.replace(":", " "), f"ollama tag {tg!r}") for tg in tags]
+             + ([(models_seen[0], "file's other block")] if len(models_seen) == 1 else []) + [ctx.file_hint()])
+    model, how = ctx.model_for(line, hints=hints, what="this Ollama run measured")
     meta = dict(meta, model=model)
     inferred = dict(inferred, model=how)
     # the weights: the tag's quantization ("llama3.1:8b-instruct-q8_0"), else what the text or file name
@@ -2316,12 +2311,8 @@ def _read_server_json(text, ctx):
         t = o["timings"]
         gs = o.get("generation_settings") if isinstance(o.get("generation_settings"), dict) else {}
         names = [str(v) for v in (o.get("model"), gs.get("model")) if isinstance(v, str) and v]
-        if ctx.model:
-            model, how = ctx.model, "given (--model)"
-        else:
-            hints = [(n, f"response's model {_stem(n)!r}") for n in names]
-            hints.append((os.path.basename(ctx.path), f"file name {os.path.basename(ctx.path)!r}"))
-            model, how = ctx.model_for(line, hints=hints, what="this response's server ran")
+        model, how = ctx.model_for(line, hints=[(n, f"response's model {_stem(n)!r}") for n in names] + [ctx.file_hint()],
+                                   what="this response's server ran")
         inferred = {"model": how}
         r = {"evidence": "measured", "model": model, "tool": "llama-server (response timings)",
              "source": ctx.source(line), "n_streams": 1}
