@@ -214,3 +214,18 @@ def test_ollama_verbose_statistics(tmp_path):
         pytest.approx(62.5), pytest.approx(0.1602), pytest.approx(523e-6), 7201.0, None, None]
     with pytest.raises(im.FormatError, match=r"o3_rtx4090.txt:11: .*eval duration.*Go duration"):
         im.read(_write(tmp_path, "o3_rtx4090.txt", OLLAMA.replace("eval duration:        2.4s", "eval duration:        soon")))
+
+
+def test_llama_server_s_cache_line_gives_the_prompt_s_depth(tmp_path):
+    """llama-server says how many prompt tokens it kept from the slot's cache (`kv cache rm [N, end)`;
+    2025 builds: `memory_seq_rm [N, end)`): the prompt eval after it is pp @ d N, its eval tg @ d N + prompt."""
+    notes = []
+    text = (SERVER_LOG.replace("slot print_timing: id  0 | task 0 | \n",
+                               "slot update_slots: id  0 | task 0 | kv cache rm [0, end)\nslot print_timing: id  0 | task 0 | \n")
+            .replace("slot print_timing: id  0 | task 1 | \n",
+                     "slot update_slots: id  0 | task 1 | n_past = 4096, memory_seq_rm [4096, end)\n"
+                     "slot print_timing: id  0 | task 1 | \n"))
+    recs = im.read(_write(tmp_path, "server.log", text), notices=notes)
+    assert [(r["test"], r["n_depth"]) for r in recs] == [("pp", 0), ("tg", 4096), ("pp", 4096), ("tg", 6144)]
+    assert "'memory_seq_rm [4096, end)', line 13" in recs[2]["inferred"]["depth"]
+    assert not any("cached prefix" in n for n in notes)     # both prompts' cached parts are stated

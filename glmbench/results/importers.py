@@ -1087,6 +1087,10 @@ _TIMING_RE = re.compile(r"(?:^\s*|[:|\"]\s*)(prompt eval|(?:generation )?eval) t
 _OLLAMA_RE = re.compile(r"^\s*(total duration|load duration|prompt eval count|prompt eval duration|prompt eval rate|"
                         r"eval count|eval duration|eval rate):\s*(\S.*?)\s*$", re.I)
 _OLLAMA_RUN = re.compile(r"\bollama\s+run\s+([\w.:/-]+)")
+# llama-server's line for the prompt tokens it keeps from the slot's cache before a prompt (2024: `kv cache rm
+# [N, end)`; 2025: `memory_seq_rm [N, end)`): the first N tokens are reused, the prompt eval that follows is
+# the rest, on top of N cached
+_CACHE_RM_RE = re.compile(r"\b(?:kv cache rm|memory_seq_rm)\s*\[(\d+),\s*end\)")
 # llama-cli / llama-server's own startup line (llama-bench prints `build: <commit> (<number>)` after its table)
 _BUILD_START_RE = re.compile(r"^\s*(?:[\w.]+:\s*)?build:?\s*=?\s*(\d+) \(([0-9a-f]{6,40})\)")
 _SERVE_KEYS = {
@@ -1288,6 +1292,7 @@ class _Block:
         self.cmds: list = []             # every command line before it (cmd is the latest)
         self.cuda_flags: dict = {}       # ggml_cuda_init's flags before it: {"CUDA_USE_TENSOR_CORES": "yes", ...}
         self.timing: dict = {}           # a timings block's lines: "pp" / "tg" -> (line, ms, tokens, prefix)
+        self.cached = None               # llama-server's reused prompt tokens before it: (line, N, its text)
 
 
 _QUOTE = re.compile(r"^[ \t]*(?:>[ \t]?)+")
@@ -1368,6 +1373,7 @@ def _scan(text) -> tuple[list[_Block], dict]:
     cmds: list = []      # every command line so far (a server's -tp before the client's line)
     cuda_flags: dict = {}  # ggml_cuda_init's GGML_CUDA_FORCE_MMQ / _FORCE_CUBLAS / CUDA_USE_TENSOR_CORES lines
     run_build = None       # llama-cli / llama-server's startup `build: <number> (<commit>)` line
+    cache_rm = None        # llama-server's latest `kv cache rm [N, end)` line since the last timings block
     pending = None         # a timings block whose `prompt eval` line waits for its `eval` line
 
     def take(b):
@@ -1445,6 +1451,7 @@ def _scan(text) -> tuple[list[_Block], dict]:
                 pending = _Block("timings", no)
                 snap(pending)             # its context: the lines before its first timing line
                 pending.build = run_build
+                pending.cached, cache_rm = cache_rm, None
             pending.timing[which] = entry
             if which == "tg":   # a run's pair is complete (or a lone eval line: its depth is not known)
                 blocks.append(pending)
@@ -1468,6 +1475,9 @@ def _scan(text) -> tuple[list[_Block], dict]:
         bm = _BUILD_START_RE.match(ln)
         if bm:
             run_build = (bm.group(2), int(bm.group(1)))
+        cr = _CACHE_RM_RE.search(ln)
+        if cr:
+            cache_rm = (no, int(cr.group(1)), cr.group(0))
         for key, rx in _LOADER:
             lm = rx.search(ln)
             if lm:
@@ -2050,15 +2060,20 @@ def _pasted_timings(b, ctx, meta, inferred, text_before, models_seen):
             ctx.notice(line, f"{what}: {n} tokens in {ms:g} ms is no speed: left out")
             return None
         return line, n, ms / 1e3, n / (ms / 1e3)
+    depth = 0
+    if b.cached:    # llama-server kept the first N prompt tokens from the slot's cache: its prompt eval is the rest
+        depth = b.cached[1]
+        base = dict(base, inferred=dict(base.get("inferred") or {}, depth=(
+            f"{depth}: the prompt tokens the server kept from its cache ('{b.cached[2]}', line {b.cached[0]})")))
     if pp:
         got = rate(pp, "prompt eval")
         if got:
             line, n, sec, ts = got
-            if server:
+            if server and not b.cached:
                 ctx.notice(line, "prompt eval: taken as from an empty cache (a server's prompt may follow a "
                                  "cached prefix, which its timing line does not count)")
             out.append(_clean({**base, "source": ctx.source(line), "test": "pp", "n_prompt": n, "n_gen": 0,
-                               "n_depth": 0, "n_streams": 1, "avg_ts": ts, "seconds": sec}))
+                               "n_depth": depth, "n_streams": 1, "avg_ts": ts, "seconds": sec}))
     if tg and not (pp and pp[2] > 0):
         ctx.notice(tg[0], "eval time without a prompt eval line of its own (or of 0 tokens): the depth it ran at "
                           "is not known; left out")
@@ -2067,7 +2082,7 @@ def _pasted_timings(b, ctx, meta, inferred, text_before, models_seen):
         if got:
             line, n, sec, ts = got
             out.append(_clean({**base, "source": ctx.source(line), "test": "tg", "n_prompt": 0, "n_gen": n,
-                               "n_depth": pp[2], "n_streams": 1, "avg_ts": ts, "seconds": sec}))
+                               "n_depth": depth + pp[2], "n_streams": 1, "avg_ts": ts, "seconds": sec}))
     return out
 
 
