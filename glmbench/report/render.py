@@ -11,6 +11,7 @@ from typing import Sequence
 
 from glmbench import __version__, vocab
 from glmbench.predict import costmodel as cm
+from glmbench.predict import runtime as rtm
 from glmbench.report import plots
 from glmbench.report.plots import rig_label, tokens_label
 from glmbench.report.study import GIB, OFFLOAD_PROMPT, Study
@@ -66,7 +67,7 @@ def _header(records, study: Study, charts) -> list:
             L.append(f"Runtime profile `{rt.name}`: {rt.description.rstrip('.')}. Efficiencies: compute "
                      + ", ".join(f"{k} {v:g}" for k, v in rt.compute_efficiency.items()) + "; memory "
                      + ", ".join(f"{k} {v:g}" for k, v in rt.memory_efficiency.items()) + ".")
-            if rt.name in ("ideal", "typical") and not rt.calibrated:   # runtime.PHYSICS
+            if rt.name in rtm.PHYSICS and not rt.calibrated:
                 L += ["", _physics_error(rt.name)]
     L.append("")
     L.append(f"**Setup:** {', '.join(study.configs)}; weights `{study.weights}`, KV cache `{study.kv}`; "
