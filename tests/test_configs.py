@@ -1,5 +1,6 @@
 import json
 
+import numpy as np
 import pytest
 
 from glmbench.models import configs
@@ -7,15 +8,17 @@ from glmbench import vocab
 
 ALL = ["deepseek-r1", "deepseek-r1-distill-llama-70b", "deepseek-r1-distill-llama-8b",
        "deepseek-r1-distill-qwen-14b", "deepseek-r1-distill-qwen-32b", "deepseek-r1-distill-qwen-7b",
-       "deepseek-v2-lite", "deepseek-v3", "deepseek-v3.1", "devstral-small", "gemma-2-27b", "gemma-2-2b",
-       "gemma-2-9b", "gemma-3-12b", "gemma-3-1b", "gemma-3-27b", "gemma-3-4b", "glm-4.5", "glm-4.5-air", "glm-4.6",
-       "glm-4.7-flash", "gpt-oss-120b", "gpt-oss-20b", "kimi-k2", "llama-2-13b", "llama-2-70b", "llama-2-7b",
-       "llama-3-70b", "llama-3-8b", "llama-3.1-405b", "llama-3.1-70b", "llama-3.1-8b", "llama-3.2-1b",
-       "llama-3.2-3b", "llama-3.3-70b", "mistral-7b", "mistral-nemo", "mistral-small-24b", "mixtral-8x22b",
-       "mixtral-8x7b", "phi-3-mini", "phi-4", "qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-14b", "qwen2.5-32b",
-       "qwen2.5-3b", "qwen2.5-72b", "qwen2.5-7b", "qwen2.5-coder-32b", "qwen2.5-coder-7b", "qwen3-0.6b",
-       "qwen3-1.7b", "qwen3-14b", "qwen3-235b-a22b", "qwen3-30b-a3b", "qwen3-32b", "qwen3-4b", "qwen3-8b",
-       "qwen3-coder-30b-a3b", "qwen3-coder-480b-a35b", "qwq-32b", "seed-oss-36b"]
+       "deepseek-v2-lite", "deepseek-v3", "deepseek-v3.1", "devstral-small", "ernie-4.5-21b-a3b",
+       "gemma-2-27b", "gemma-2-2b", "gemma-2-9b", "gemma-3-12b", "gemma-3-1b", "gemma-3-27b", "gemma-3-4b",
+       "glm-4-32b", "glm-4-9b", "glm-4.5", "glm-4.5-air", "glm-4.6", "glm-4.7-flash", "gpt-oss-120b",
+       "gpt-oss-20b", "kimi-k2", "llama-2-13b", "llama-2-70b", "llama-2-7b", "llama-3-70b", "llama-3-8b",
+       "llama-3.1-405b", "llama-3.1-70b", "llama-3.1-8b", "llama-3.2-1b", "llama-3.2-3b", "llama-3.3-70b",
+       "llama-4-maverick", "llama-4-scout", "minimax-m2", "mistral-7b", "mistral-nemo", "mistral-small-24b",
+       "mixtral-8x22b", "mixtral-8x7b", "phi-3-mini", "phi-4", "qwen1.5-moe-a2.7b", "qwen2-57b-a14b",
+       "qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-14b", "qwen2.5-32b", "qwen2.5-3b", "qwen2.5-72b", "qwen2.5-7b",
+       "qwen2.5-coder-32b", "qwen2.5-coder-7b", "qwen3-0.6b", "qwen3-1.7b", "qwen3-14b", "qwen3-235b-a22b",
+       "qwen3-30b-a3b", "qwen3-32b", "qwen3-4b", "qwen3-8b", "qwen3-coder-30b-a3b", "qwen3-coder-480b-a35b",
+       "qwq-32b", "seed-oss-36b"]
 
 
 def test_builtin_names():
@@ -90,6 +93,15 @@ KV_F16 = {
     "gemma-2-9b": 42 * 8 * (256 + 256) * 2,           # 344,064
     "gemma-2-27b": 46 * 16 * (128 + 128) * 2,         # 376,832
     "gemma-3-1b": 26 * 1 * (256 + 256) * 2,           # 26,624
+    # families priced, not run (configs.PRICED_ONLY)
+    "glm-4-32b": 61 * 2 * (128 + 128) * 2,            # 62,464 (2 KV heads)
+    "glm-4-9b": 40 * 2 * (128 + 128) * 2,             # 40,960
+    "llama-4-scout": 48 * 8 * (128 + 128) * 2,        # 196,608 (36 chunked layers keep their last 8192 + ubatch)
+    "llama-4-maverick": 48 * 8 * (128 + 128) * 2,
+    "minimax-m2": 62 * 8 * (128 + 128) * 2,           # 253,952
+    "ernie-4.5-21b-a3b": 28 * 4 * (128 + 128) * 2,    # 57,344
+    "qwen2-57b-a14b": 28 * 4 * (128 + 128) * 2,       # 57,344
+    "qwen1.5-moe-a2.7b": 24 * 16 * (128 + 128) * 2,   # 196,608 (MHA)
 
 }
 
@@ -373,6 +385,14 @@ PUBLISHED = {
     "qwen3-coder-480b-a35b": (480, 35, True), "glm-4.5": (355, 32, False),
     "gemma-2-2b": (2.61, None, None), "gemma-2-9b": (9.24, None, None), "gemma-2-27b": (27.2, None, None),
     "gemma-3-1b": (1.0, None, None),
+    # families priced, not run: llama-bench's params column ("32.57 B" GLM-4-32B, "107.77 B" Llama 4
+    # Scout, "228.69 B" MiniMax-M2, "21.83 B" ERNIE-4.5-21B-A3B) or the model card's count; active with
+    # the embeddings (Llama 4's "17B active", Qwen2's "A14B", Qwen1.5-MoE's "2.7B"); MiniMax-M2's "10B"
+    # and ERNIE's "3B" active are rounded past 2% and not checked
+    "glm-4-32b": (32.57, None, None), "glm-4-9b": (9.4, None, None),
+    "llama-4-scout": (107.77, 17, True), "llama-4-maverick": (400, 17, True),
+    "minimax-m2": (228.69, None, None), "ernie-4.5-21b-a3b": (21.83, None, None),
+    "qwen2-57b-a14b": (57.41, 14, True), "qwen1.5-moe-a2.7b": (14.3, 2.7, True),
 }
 
 
@@ -418,3 +438,99 @@ def test_kimi_k2_config_reads_as_deepseek_v3():
     assert c.model_type == "deepseek_v3" and c.attention == "mla" and c.n_routed_experts == 384
     assert c.total_params() == configs.load("kimi-k2").total_params()
     assert (c.n_heads, c.first_k_dense_replace, c.n_group, c.topk_group) == (64, 1, 1, 1)
+
+
+# Families priced, not run (configs.PRICED_ONLY): each built from HF transformers' own tiny model of
+# the family (oracle: the parameter count of the model HF builds) and read for its structure.
+def _hf_tiny(family):
+    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("torch")
+    small = dict(vocab_size=64, hidden_size=32, num_hidden_layers=8, num_attention_heads=4, num_key_value_heads=2,
+                 pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    if family == "glm4":
+        hc, M = transformers.Glm4Config(**small, head_dim=8, intermediate_size=48), transformers.Glm4ForCausalLM
+    elif family == "llama4_text":
+        hc = transformers.Llama4TextConfig(**small, head_dim=8, intermediate_size=16, intermediate_size_mlp=48,
+                                           num_local_experts=4, interleave_moe_layer_step=2, moe_layers=None,
+                                           attention_chunk_size=16)
+        M = transformers.Llama4ForCausalLM
+    elif family == "minimax_m2":
+        hc = transformers.MiniMaxM2Config(**small, head_dim=8, intermediate_size=16, num_local_experts=4,
+                                          num_experts_per_tok=2)
+        M = transformers.MiniMaxM2ForCausalLM
+    elif family == "ernie4_5_moe":
+        hc = transformers.Ernie4_5_MoeConfig(**small, intermediate_size=48, moe_intermediate_size=16, moe_num_experts=4,
+                                             moe_k=2, moe_num_shared_experts=2, moe_layer_start_index=1,
+                                             moe_layer_end_index=6)
+        M = transformers.Ernie4_5_MoeForCausalLM
+    else:
+        hc = transformers.Qwen2MoeConfig(**small, intermediate_size=48, moe_intermediate_size=16, num_experts=4,
+                                         num_experts_per_tok=2, shared_expert_intermediate_size=24, mlp_only_layers=[2])
+        M = transformers.Qwen2MoeForCausalLM
+    return hc.to_dict(), M(hc)
+
+
+@pytest.mark.parametrize("family", sorted(configs.PRICED_ONLY))
+def test_priced_families_match_hf_parameter_counts(family):
+    d, m = _hf_tiny(family)
+    c = configs.from_hf(d)
+    n = sum(p.numel() for p in m.parameters())
+    n += sum(b.numel() for k, b in m.named_buffers() if k.endswith("e_score_correction_bias"))
+    assert c.total_params() == n
+    # every HF parameter tensor has its count in ours (names differ: fused gate_up, stacked experts)
+    assert sum(configs._numel(s) for s in c.tensor_shapes().values()) == n
+    assert c.forward_unsupported() and configs.PRICED_ONLY[c.model_type] in c.forward_unsupported()[-1]
+    expect_moe = {"glm4": (), "llama4_text": (1, 3, 5, 7), "minimax_m2": tuple(range(8)),
+                  "ernie4_5_moe": (1, 2, 3, 4, 5, 6), "qwen2_moe": (0, 1, 3, 4, 5, 6, 7)}[family]
+    assert c.moe_layers == expect_moe
+    if family == "llama4_text":   # rope layers chunked (every 4th global), one shared expert, dense MLP 48 wide
+        assert c.windowed_layers == (0, 1, 2, 4, 5, 6) and c.window_chunked and c.sliding_window == 16
+        assert (c.n_experts_per_tok, c.shared_expert_intermediate_size, c.intermediate_size) == (1, 16, 48)
+    else:
+        assert not c.window_chunked and not c.windowed_layers
+
+
+def test_priced_families_refused_by_the_forward_pass():
+    from glmbench.models.model import Model
+    with pytest.raises(ValueError, match="priced, not run"):
+        Model("glm-4-9b")
+
+
+def test_llama4_builtins():
+    s, m = configs.load("llama-4-scout"), configs.load("llama-4-maverick")
+    assert (s.n_routed_experts, m.n_routed_experts, s.n_moe_layers, m.n_moe_layers) == (16, 128, 48, 24)
+    assert m.moe_layers == tuple(range(1, 48, 2)) and m.intermediate_size == 16384
+    for c in (s, m):   # the rope layers chunked to 8192, every 4th layer global
+        assert c.window_chunked and c.sliding_window == 8192
+        assert c.windowed_layers == tuple(i for i in range(48) if (i + 1) % 4)
+    # Scout's llama3 rope scaling has low_freq_factor == high_freq_factor (1.0): no blended band; the
+    # frequencies as HF computes them (float32)
+    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("torch")
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+    hc = transformers.Llama4TextConfig(rope_parameters=dict(rope_type="llama3", rope_theta=500000.0, factor=16.0,
+                                                            high_freq_factor=1.0, low_freq_factor=1.0,
+                                                            original_max_position_embeddings=8192))
+    inv, _ = ROPE_INIT_FUNCTIONS["llama3"](hc, "cpu")
+    np.testing.assert_allclose(s.rope_inv_freq(), inv.double().numpy(), rtol=1e-6)
+    plain = 1.0 / 500000.0 ** (np.arange(0, 128, 2) / 128)
+    r = plain / s.rope_inv_freq()        # each pair kept (1) or divided by the factor (16), none between
+    assert np.all(np.isclose(r, 1, rtol=1e-9) | np.isclose(r, 16, rtol=1e-9))
+    assert np.isclose(r, 16, rtol=1e-9).sum() == (2 * np.pi / plain > 8192).sum() > 0
+
+
+def test_minimax_m2_and_glm4_structure():
+    mm = configs.load("minimax-m2")
+    assert (mm.rope_dim, mm.head_dim, mm.router_scoring, mm.router_bias, mm.qk_norm_all_heads) == \
+        (64, 128, "sigmoid", True, True)
+    assert mm.tensor_shapes()["model.layers.0.self_attn.q_norm.weight"] == (48 * 128,)
+    g = configs.load("glm-4-32b")
+    assert (g.rope_dim, g.rope_layout, g.attention_bias, g.attention_out_bias, g.n_layer_norms) == \
+        (64, "interleaved", True, False, 4)
+    assert "model.layers.0.post_mlp_layernorm.weight" in g.tensor_shapes()
+    q = configs.load("qwen2-57b-a14b")
+    assert q.shared_expert_gate and q.tensor_shapes()["model.layers.0.mlp.shared_expert_gate.weight"] == (1, 3584)
+    with pytest.raises(ValueError, match="use_bias"):
+        configs.from_hf(dict(json.load(open(configs.builtin_path("ernie-4.5-21b-a3b"))), use_bias=True))
+    with pytest.raises(ValueError, match="shared_intermediate_size"):
+        configs.from_hf(dict(json.load(open(configs.builtin_path("minimax-m2"))), shared_intermediate_size=512))

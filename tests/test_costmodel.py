@@ -1,3 +1,4 @@
+import dataclasses
 import json
 import math
 import os
@@ -269,10 +270,12 @@ DEPTHS = [0, 1, 100, 1000, 4096, 8192, 32768, 65536, 131072]
 
 def test_decode_time_never_decreases_with_depth():
     for s in _every_setup():
+        # chunked attention (Llama 4) restarts at each chunk: within one, the time grows with the depth
+        depths = [d for d in DEPTHS if d < s.model.sliding_window] if s.model.window_chunked else DEPTHS
         for b in (1, 8):
-            t = [cm.decode(s, d, b).seconds for d in DEPTHS]
+            t = [cm.decode(s, d, b).seconds for d in depths]
             assert all(x <= y for x, y in zip(t, t[1:])), (s.label, b, t)
-        p = [cm.prefill(s, 512, d).seconds for d in DEPTHS[::2]]
+        p = [cm.prefill(s, 512, d).seconds for d in depths[::2]]
         assert all(x <= y for x, y in zip(p, p[1:])), (s.label, p)
 
 
@@ -480,6 +483,47 @@ def test_gemma3_windowed_layers_read_and_hold_the_window_only():
     grow = pf(65536) - pf(8192)
     assert grow == pytest.approx(2 * 32 * (128 + 128) * 512 * (65536 - 8192) * n_glob
                                  + cm.SOFTMAX_OPS * 32 * 512 * (65536 - 8192) * n_glob)
+
+
+def test_chunked_attention_work_by_brute_force():
+    # Llama 4's chunked attention: the query at p sees the keys of its own chunk, p - p % w .. p; each
+    # 128-query tile reads from its first query's chunk start to its last query
+    for depth, n, w in [(0, 1, 1), (0, 300, 7), (0, 300, 1024), (5000, 300, 1024), (900, 700, 1024),
+                        (0, 2048, 1024), (1023, 1, 1024), (1024, 129, 128), (3, 5, 7), (8191, 512, 8192)]:
+        a = cm._prefill_attn(depth, n, w, chunked=True)
+        keys = sum(p % w + 1 for p in range(depth, depth + n))
+        read = 0
+        for t0 in range(0, n, cm.Q_TILE):
+            q0, q1 = depth + t0, depth + min(n, t0 + cm.Q_TILE) - 1
+            read += len(range(q0 - q0 % w, q1 + 1))
+        assert (a.keys, a.read) == (keys, read), (depth, n, w)
+        d = cm._decode_attn(depth, 3, w, chunked=True)
+        assert (d.keys, d.read) == (3 * (depth % w + 1), 3 * (depth % w + 1))
+        # a chunk at least as long as the context changes nothing
+        full = cm._prefill_attn(depth, n, None)
+        big = cm._prefill_attn(depth, n, depth + n, chunked=True)
+        assert (big.keys, big.read) == (full.keys, full.read)
+
+
+def test_llama4_chunked_layers_restart_each_chunk_and_hold_the_swa_cells():
+    cfg = configs.load("llama-4-scout")
+    n_win, n_glob = len(cfg.windowed_layers), cfg.n_layers - len(cfg.windowed_layers)
+    assert (n_win, n_glob) == (36, 12)
+    row = 8 * (128 + 128) * 2                    # one token's K and V in one layer, f16
+    s = cm.Setup(cfg, "rtx-pro-6000-blackwell", weights="q4_K", kv="f16", runtime="ideal")
+    att = lambda d: sum(o.bytes for o in cm.decode(s, d).ops if o.name == "attn.core")
+    # at depth 8192 a new chunk starts: the chunked layers read 1 row, not 8192 (a sawtooth)
+    assert att(8191) - att(8192) == pytest.approx((8192 - 1) * n_win * row - n_glob * row)
+    assert att(16384 + 100) - att(100) == pytest.approx(16384 * n_glob * row)
+    # the cache: llama.cpp's SWA cells for the chunked layers (chunk + n_ubatch, padded), as for a window
+    for ctx, cells in ((100, 256), (9000, 8704), (131072, 8704)):
+        assert cm.memory(s, ctx).kv == row * (n_glob * ctx + n_win * cells)
+    # the same layers as a sliding window of 8192: every windowed layer reads 8192 rows past the first chunk,
+    # the chunked ones depth % 8192 + 1 (4097 at 12288)
+    slid = cm.Setup(dataclasses.replace(cfg, window_chunked=False), "rtx-pro-6000-blackwell", weights="q4_K",
+                    kv="f16", runtime="ideal")
+    a_slid = sum(o.bytes for o in cm.decode(slid, 12288).ops if o.name == "attn.core")
+    assert a_slid - att(12288) == pytest.approx((8192 - 4097) * n_win * row)
 
 
 def test_int4_weights_of_vllm_multiply_on_the_f16_tensor_cores():

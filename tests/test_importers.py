@@ -1162,6 +1162,24 @@ def test_a_vision_language_model_s_text_layers_read_as_its_text_model(tmp_path):
     assert im.model_candidates("qwen3vl 8B Q4_K - Medium", 30.53e9)[0] == []      # the count still decides
 
 
+def test_the_priced_families_read_from_llama_bench_rows(tmp_path):
+    # Llama 4, GLM-4-0414, MiniMax-M2, ERNIE-4.5 MoE and Qwen2-MoE as llama-bench names them (llama.cpp's
+    # architecture, its size label, for Llama 4 the name it prints after it) and counts their parameters
+    head = _LB_HEAD.format(x="fa")
+    rows = {"llama4 17Bx16E (Scout) Q4_K - Medium |  60.87 GiB |   107.77 B": ("llama-4-scout", "Q4_K_M"),
+            "llama4 17Bx128E (Maverick) Q4_K - Medium | 226.37 GiB | 400.71 B": ("llama-4-maverick", "Q4_K_M"),
+            "glm4 32B Q4_K - Medium         |  18.47 GiB |    32.57 B": ("glm-4-32b", "Q4_K_M"),
+            "minimax-m2 230B.A10B Q3_K - Medium | 101.68 GiB | 228.69 B": ("minimax-m2", "Q3_K_M"),
+            "ernie4_5-moe 21B.A3B Q4_K - Medium |  12.48 GiB |    21.83 B": ("ernie-4.5-21b-a3b", "Q4_K_M"),
+            "qwen2moe 57B.A14B Q4_K - Medium |  32.25 GiB |    57.41 B": ("qwen2-57b-a14b", "Q4_K_M")}
+    for i, (cols, (model, weights)) in enumerate(rows.items()):
+        row = f"| {cols} | CUDA       |  99 |         1 |           tg128 |       40.10 ± 0.50 |\n"
+        (r,) = im.read(write(tmp_path, f"r{i}.md", _CUDA_4090 + head + row))
+        assert (r["model"], r["weights"]) == (model, weights), cols
+    assert im.ftype_of("llama4 17Bx16E (Scout) IQ4_XS - 4.25 bpw") == "IQ4_XS - 4.25 bpw"
+    assert im.ftype_of("qwen3moe 30B.A3B Q4_K - Medium") == "Q4_K - Medium"
+
+
 def test_a_serving_block_s_client_and_the_server_it_measured(tmp_path):
     # vLLM's client on an SGLang server: the tool is vLLM's, the server (serve_backend) SGLang's
     text = ("python -m sglang.launch_server --model-path Qwen/Qwen3-32B --tp 2\n"

@@ -12,6 +12,18 @@ Families (HF `model_type`), with the field names HF uses in each:
   phi3           dense GQA (Phi-3, Phi-3.5, Phi-4): q/k/v and gate/up fused in the checkpoint, split on input;
                  partial rotary (Phi-4-mini), a window on every layer where the config sets one
   seed_oss       dense GQA with q/k/v bias (attention_out_bias for o_proj)
+  glm4           dense GQA (GLM-4-0414): q/k/v bias, half the head dims rotated, four norms per layer
+  llama4_text    GQA + MoE (Llama 4; `llama4` wraps it): one routed expert of 16 or 128 and a shared one,
+                 MoE on every layer or every other (interleave_moe_layer_step), chunked attention
+                 (attention_chunk_size) on the rope layers, every 4th layer global (no rope)
+  minimax_m2     GQA + MoE (MiniMax-M2): sigmoid router with e_score_correction_bias, q/k RMSNorm over
+                 all heads at once, partial rotary (rotary_dim)
+  ernie4_5_moe   GQA + MoE (ERNIE-4.5 MoE): softmax router with e_score_correction_bias, shared
+                 experts, MoE layers from moe_layer_start_index to moe_layer_end_index
+  qwen2_moe      GQA + MoE (Qwen1.5-MoE, Qwen2-MoE): q/k/v bias, one shared expert with a sigmoid gate
+
+The last five are priced (cost model, memory, weight bytes: parameters counted as HF's modeling
+code builds them); glmbench.Model does not run their forward pass (forward_unsupported says why).
 
 Structural sizes (hidden_size, heads, layers, MLA ranks, expert counts...) are required: a
 missing one is a ValueError naming it. Behavioural fields that HF's config classes default
@@ -59,11 +71,25 @@ FAMILIES = {
     "gemma3_text": "gqa",
     "gpt_oss": "gqa",
     "gemma2": "gqa",
+    "glm4": "gqa",
+    "llama4_text": "gqa",
+    "minimax_m2": "gqa",
+    "ernie4_5_moe": "gqa",
+    "qwen2_moe": "gqa",
+}
+# families the cost model prices but glmbench.Model's forward pass does not run (what each lacks)
+PRICED_ONLY = {
+    "glm4": "GLM-4's post-attention and post-MLP norms (4 per layer, plain RMSNorm) and interleaved partial rope",
+    "llama4_text": "Llama 4's chunked attention, weightless q/k L2 norm, NoPE layers' temperature tuning and "
+                   "top-1 sigmoid router",
+    "minimax_m2": "MiniMax-M2's q/k RMSNorm over all heads at once",
+    "ernie4_5_moe": "ERNIE-4.5's router (softmax with a choice bias) and shared experts",
+    "qwen2_moe": "Qwen2-MoE's gated shared expert",
 }
 # Gemma's layer: embeddings x sqrt(hidden), (1 + w) sandwich norms, GeGLU, query_pre_attn_scalar
 GEMMA_FAMILIES = ("gemma2", "gemma3_text")
 # multimodal wrappers whose text model is one of the families (the config's `text_config`)
-_WRAPPERS = {"gemma3": "gemma3_text"}
+_WRAPPERS = {"gemma3": "gemma3_text", "llama4": "llama4_text"}
 # model_types whose (remote) code is one of the families': Kimi-K2's is DeepSeek-V3's
 _ALIASES = {"kimi_k2": "deepseek_v3"}
 
@@ -100,6 +126,19 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
                    query_pre_attn_scalar=256, final_logit_softcapping=30.0, attn_logit_softcapping=50.0),
     "gpt_oss": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=True, head_dim=64,
                     num_key_value_heads=8, sliding_window=128, num_experts_per_tok=4, num_local_experts=128),
+    "glm4": dict(rms_norm_eps=1.5625e-07, tie_word_embeddings=False, attention_bias=True, head_dim=128,
+                 num_key_value_heads=2, partial_rotary_factor=0.5),
+    "llama4_text": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=False, head_dim=128,
+                        num_key_value_heads=8, intermediate_size=8192, intermediate_size_mlp=16384,
+                        num_local_experts=16, num_experts_per_tok=1, interleave_moe_layer_step=1,
+                        no_rope_layer_interval=4, attention_chunk_size=8192, use_qk_norm=True),
+    "minimax_m2": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False, head_dim=128,
+                       num_key_value_heads=8, num_local_experts=256, num_experts_per_tok=8),
+    "ernie4_5_moe": dict(rms_norm_eps=1e-5, tie_word_embeddings=True, use_bias=False, moe_k=6,
+                         moe_num_experts=64, moe_num_shared_experts=2, moe_layer_start_index=1,
+                         moe_layer_end_index=-1, moe_layer_interval=1),
+    "qwen2_moe": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, qkv_bias=True, decoder_sparse_step=1,
+                      mlp_only_layers=[], norm_topk_prob=False, num_experts=60, num_experts_per_tok=4),
 }
 
 # The MLA latent norms (q_a_layernorm, kv_a_layernorm) are built without an eps argument in HF's
@@ -165,6 +204,11 @@ class ModelConfig:
     n_layer_norms: int = 2          # RMSNorms per layer (Gemma 3: 4, around attention and MLP)
     expert_bias: bool = False       # biases on the router and every expert's matrices (GPT-OSS)
     attention_sinks: bool = False   # a learned sink logit per head (GPT-OSS)
+    # the windowed layers attend within fixed chunks of sliding_window tokens instead of a sliding
+    # window (Llama 4's chunked attention: the query at p sees the keys p - p % w .. p)
+    window_chunked: bool = False
+    qk_norm_all_heads: bool = False  # the q / k RMSNorm weights span all heads (MiniMax-M2), not one head
+    shared_expert_gate: bool = False  # a sigmoid gate (1 x hidden) on the shared expert's output (Qwen2-MoE)
     # Gemma 3: the windowed layers' rope base (rope_local_base_freq, plain rope; the global layers
     # take rope_theta and rope_scaling), the softmax scale query_pre_attn_scalar ** -0.5, and the
     # final logits' soft-cap cap * tanh(logits / cap); attention-logit soft-capping (Gemma 2) where
@@ -214,14 +258,17 @@ class ModelConfig:
             out.append(f"hidden_act {self.hidden_act!r} (SwiGLU with silu; Gemma's gelu_pytorch_tanh)")
         if self.rope_type not in ROPE_TYPES:
             out.append(f"rope_type {self.rope_type!r} (supported: {', '.join(ROPE_TYPES)})")
-        if self.n_layer_norms != 2 and not gemma:
+        if self.n_layer_norms != 2 and not gemma and self.model_type not in PRICED_ONLY:
             out.append(f"{self.n_layer_norms} norms per layer (Gemma's sandwich norms)")
         if (self.expert_bias or self.attention_sinks) and self.model_type != "gpt_oss":
             out.append("attention sinks and expert biases outside GPT-OSS")
+        if self.model_type in PRICED_ONLY:
+            out.append(f"{PRICED_ONLY[self.model_type]} (model_type {self.model_type!r} is priced, not run)")
         return out
 
     def layer_window(self, i: int) -> int | None:
-        """The sliding window of layer i in tokens, None for full attention."""
+        """The sliding window of layer i in tokens (the chunk, where window_chunked), None for full
+        attention."""
         return self.sliding_window if i in self.windowed_layers else None
 
     def layer_rope(self, i: int) -> dict:
@@ -314,7 +361,8 @@ class ModelConfig:
         return 3 * self.hidden_size * self.moe_intermediate_size + b
 
     def shared_expert_params(self) -> int:
-        return 3 * self.hidden_size * self.shared_expert_intermediate_size
+        return 3 * self.hidden_size * self.shared_expert_intermediate_size \
+            + (self.hidden_size if self.shared_expert_gate else 0)
 
     def router_params(self) -> int:
         return self.n_routed_experts * self.hidden_size + (self.n_routed_experts if self.router_bias else 0) \
@@ -353,8 +401,10 @@ class ModelConfig:
             t[p + "input_layernorm.weight"] = (D,)
             t[p + "post_attention_layernorm.weight"] = (D,)
             if self.n_layer_norms == 4:
-                t[p + "pre_feedforward_layernorm.weight"] = (D,)
-                t[p + "post_feedforward_layernorm.weight"] = (D,)
+                post = ("post_self_attn_layernorm", "post_mlp_layernorm") if self.model_type == "glm4" else \
+                    ("pre_feedforward_layernorm", "post_feedforward_layernorm")
+                t[p + post[0] + ".weight"] = (D,)
+                t[p + post[1] + ".weight"] = (D,)
             for k, s in att.items():
                 t[p + "self_attn." + k] = s
             if self.is_moe_layer(i):
@@ -374,6 +424,8 @@ class ModelConfig:
                     Fs = self.shared_expert_intermediate_size
                     for n, s in (("gate_proj", (Fs, D)), ("up_proj", (Fs, D)), ("down_proj", (D, Fs))):
                         t[p + f"mlp.shared_experts.{n}.weight"] = s
+                    if self.shared_expert_gate:
+                        t[p + "mlp.shared_expert_gate.weight"] = (1, D)
             else:
                 F = self.intermediate_size
                 for n, s in (("gate_proj", (F, D)), ("up_proj", (F, D)), ("down_proj", (D, F))):
@@ -412,8 +464,8 @@ class ModelConfig:
             if self.attention_out_bias:
                 t["o_proj.bias"] = (D,)
             if self.qk_norm:
-                t["q_norm.weight"] = (Dh,)
-                t["k_norm.weight"] = (Dh,)
+                t["q_norm.weight"] = (H * Dh,) if self.qk_norm_all_heads else (Dh,)
+                t["k_norm.weight"] = (Hk * Dh,) if self.qk_norm_all_heads else (Dh,)
             if self.attention_sinks:
                 t["sinks"] = (H,)
         return t
@@ -700,11 +752,13 @@ def _llama3(rs: dict, plain: np.ndarray) -> np.ndarray:
     low = _scaling_num(rs, "low_freq_factor")
     high = _scaling_num(rs, "high_freq_factor")
     old = _scaling_num(rs, "original_max_position_embeddings")
-    if high <= low:
-        raise ValueError(f"config field `rope_scaling.high_freq_factor`={high} must be > `low_freq_factor`={low}")
+    if high < low:
+        raise ValueError(f"config field `rope_scaling.high_freq_factor`={high} must be >= `low_freq_factor`={low}")
     wavelen = 2 * math.pi / plain
     low_wl, high_wl = old / low, old / high
     inv = np.where(wavelen > low_wl, plain / factor, plain)
+    if high == low:     # Llama 4 Scout (1.0 / 1.0): no band between the two, nothing blended
+        return inv
     smooth = (old / wavelen - low) / (high - low)
     smoothed = (1 - smooth) * inv / factor + smooth * inv
     medium = ~(wavelen < high_wl) & ~(wavelen > low_wl)
@@ -897,6 +951,12 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
                                                           r.defaults.get("partial_rotary_factor", 1.0)))
         if isinstance(prf, bool) or not isinstance(prf, (int, float)) or not 0 < prf <= 1:
             raise ValueError(f"config field `partial_rotary_factor` must be in (0, 1], got {prf!r}")
+        if mt == "minimax_m2" and r.hf.get("rotary_dim") is not None:
+            # released MiniMax-M2 configs state the rotated dims as `rotary_dim` (HF: partial_rotary_factor
+            # = rotary_dim / head_dim)
+            prf = r.int("rotary_dim") / hd
+            if prf > 1:
+                raise ValueError(f"config field `rotary_dim`={r.hf['rotary_dim']} is larger than head_dim={hd}")
         rope_dim = int(hd * prf)
         if rope_dim % 2:
             raise ValueError(f"rotated dims head_dim*partial_rotary_factor = {rope_dim} must be even")
@@ -904,14 +964,18 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
             bias = False
         elif mt == "qwen2":
             bias = True              # Qwen2Attention: q/k/v always carry a bias, o_proj none
+        elif mt == "qwen2_moe":
+            bias = r.bool("qkv_bias")  # Qwen2MoeAttention: q/k/v bias = qkv_bias, o_proj none
+        elif mt == "ernie4_5_moe":
+            bias = r.bool("use_bias")  # Ernie4_5_MoeAttention: every projection, o_proj too
         else:
             bias = r.bool("attention_bias", required=False)
         out_bias = r.bool("attention_out_bias") if mt == "seed_oss" else \
-            False if mt in ("qwen2", "glm4_moe") else bool(bias)
+            False if mt in ("qwen2", "glm4_moe", "glm4", "qwen2_moe") else bool(bias)
         sw, win_layers = None, None
         if mt in ("mistral", "mixtral", "phi3"):   # HF: the window (if any) on every layer
             sw = r.int("sliding_window", allow_none=True)
-        elif mt in ("qwen2", "qwen3", "qwen3_moe"):
+        elif mt in ("qwen2", "qwen3", "qwen3_moe", "qwen2_moe"):
             if r.hf.get("use_sliding_window", False):
                 sw = r.int("sliding_window")
                 # HF Qwen2/Qwen3: layers from max_window_layers on use the window
@@ -930,12 +994,31 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
         elif mt == "gpt_oss":
             sw = r.int("sliding_window")
             win_layers = _layer_types(r, L, lambda i: i % 2 == 0)
-        qk_norm = mt in ("qwen3", "qwen3_moe", "gemma3_text") or (mt == "glm4_moe" and r.bool("use_qk_norm"))
+        elif mt == "llama4_text":
+            # Llama4TextConfig: the layers that rotate (no_rope_layers[i] = 1, by default all but every
+            # no_rope_layer_interval-th) attend within chunks of attention_chunk_size (null: none)
+            sw = r.int("attention_chunk_size", allow_none=True)
+            if sw:
+                nrl = r.hf.get("no_rope_layers")
+                if nrl:
+                    if not isinstance(nrl, list) or len(nrl) != L or any(v not in (0, 1) for v in nrl):
+                        raise ValueError(f"config field `no_rope_layers` must list 0/1 for each of {L} layers, "
+                                         f"got {nrl!r}")
+                    rope_layer = lambda i: bool(nrl[i])
+                else:
+                    every = r.int("no_rope_layer_interval")
+                    rope_layer = lambda i: (i + 1) % every != 0
+                win_layers = _layer_types(r, L, rope_layer)
+                kw["window_chunked"] = True
+        # (Llama 4's q / k norm is a weightless L2 norm: nothing to store, numerics only)
+        qk_norm = mt in ("qwen3", "qwen3_moe", "gemma3_text", "minimax_m2") or \
+            (mt == "glm4_moe" and r.bool("use_qk_norm"))
         kw.update(n_kv_heads=n_kv, head_dim=hd, attention_bias=bool(bias), attention_out_bias=out_bias,
-                  qk_norm=qk_norm, rope_layout="half", rope_dim=rope_dim,
+                  qk_norm=qk_norm, qk_norm_all_heads=mt == "minimax_m2",
+                  rope_layout="interleaved" if mt == "glm4" else "half", rope_dim=rope_dim,
                   q_lora_rank=None, kv_lora_rank=0, qk_nope_head_dim=0, qk_rope_head_dim=0, v_head_dim=hd,
                   sliding_window=sw, window_layers=win_layers,
-                  n_layer_norms=4 if mt in GEMMA_FAMILIES else 2, attention_sinks=mt == "gpt_oss")
+                  n_layer_norms=4 if mt in GEMMA_FAMILIES or mt == "glm4" else 2, attention_sinks=mt == "gpt_oss")
 
     # ---- MLP / MoE
     F = r.int("intermediate_size", required=False) or 0
@@ -1000,7 +1083,67 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
                   shared_expert_intermediate_size=0, first_k_dense_replace=0, router_scoring="softmax",
                   router_bias=False, n_group=1, topk_group=1, norm_topk_prob=True, routed_scaling_factor=1.0,
                   topk_method="", moe_layers=moe_layers, expert_bias=mt == "gpt_oss")
-    elif mt == "qwen3_moe":
+    elif mt == "llama4_text":
+        # Llama4TextMoe: num_local_experts experts of intermediate_size, top-k (1) chosen by the router's
+        # logits and weighted by their sigmoid, plus one shared expert of the same width; the layers
+        # without experts run a dense MLP of intermediate_size_mlp (Llama4TextConfig.moe_layers, else
+        # every interleave_moe_layer_step-th layer from step - 1)
+        E = r.int("num_local_experts")
+        k = r.int("num_experts_per_tok")
+        Fe = r.int("intermediate_size")
+        F = r.int("intermediate_size_mlp")
+        ml = r.hf.get("moe_layers")
+        if ml is not None:
+            if not isinstance(ml, list) or any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < L
+                                               for i in ml):
+                raise ValueError(f"config field `moe_layers` must list layer indices in [0, {L}), got {ml!r}")
+            moe_layers = tuple(sorted(set(ml)))
+        else:
+            step = r.int("interleave_moe_layer_step")
+            moe_layers = tuple(range(step - 1, L, step))
+        n_group, topk_group = 1, 1
+        kw.update(n_routed_experts=E, n_experts_per_tok=k, n_shared_experts=1, moe_intermediate_size=Fe,
+                  shared_expert_intermediate_size=Fe, first_k_dense_replace=moe_layers[0] if moe_layers else L,
+                  router_scoring="sigmoid", router_bias=False, n_group=1, topk_group=1, norm_topk_prob=False,
+                  routed_scaling_factor=1.0, topk_method="", moe_layers=moe_layers)
+    elif mt == "minimax_m2":
+        # MiniMaxM2SparseMoeBlock: every layer, num_local_experts experts of intermediate_size, sigmoid
+        # scores, top-k chosen with e_score_correction_bias, renormalized; no shared expert
+        E = r.int("num_local_experts")
+        k = r.int("num_experts_per_tok")
+        Fe = r.int("intermediate_size")
+        if r.int("shared_intermediate_size", minimum=0, required=False):
+            raise ValueError("config field `shared_intermediate_size` > 0: MiniMax-M2's released models have no "
+                             "shared expert and HF's MiniMaxM2 builds none")
+        moe_layers = tuple(range(L))
+        n_group, topk_group = 1, 1
+        kw.update(n_routed_experts=E, n_experts_per_tok=k, n_shared_experts=0, moe_intermediate_size=Fe,
+                  shared_expert_intermediate_size=0, first_k_dense_replace=0, router_scoring="sigmoid",
+                  router_bias=True, n_group=1, topk_group=1, norm_topk_prob=True, routed_scaling_factor=1.0,
+                  topk_method="", moe_layers=moe_layers)
+    elif mt == "ernie4_5_moe":
+        # Ernie4_5_MoeDecoderLayer: MoE where (i + 1) % moe_layer_interval == 0 and moe_layer_start_index
+        # <= i <= moe_layer_end_index (-1: the last layer); moe_num_experts of moe_intermediate_size, top
+        # moe_k by softmax + e_score_correction_bias, moe_num_shared_experts shared ones of that width
+        if r.bool("use_bias"):
+            raise ValueError("config field `use_bias` = true: biased MLPs and lm_head are not modelled "
+                             "(the released ERNIE-4.5 MoE models have none)")
+        E = r.int("moe_num_experts")
+        k = r.int("moe_k")
+        Fe = r.int("moe_intermediate_size")
+        n_shared = r.int("moe_num_shared_experts", minimum=0)
+        start = r.int("moe_layer_start_index", minimum=0)
+        end = r.int("moe_layer_end_index", minimum=-1)
+        end = L - 1 if end == -1 else end
+        every = r.int("moe_layer_interval")
+        moe_layers = tuple(i for i in range(L) if (i + 1) % every == 0 and start <= i <= end)
+        n_group, topk_group = 1, 1
+        kw.update(n_routed_experts=E, n_experts_per_tok=k, n_shared_experts=n_shared, moe_intermediate_size=Fe,
+                  shared_expert_intermediate_size=n_shared * Fe,
+                  first_k_dense_replace=moe_layers[0] if moe_layers else L, router_scoring="softmax",
+                  router_bias=True, n_group=1, topk_group=1, norm_topk_prob=True, routed_scaling_factor=1.0,
+                  topk_method="", moe_layers=moe_layers)
+    elif mt in ("qwen3_moe", "qwen2_moe"):
         # transformers 5.x writes the expert count as `num_local_experts` (its attribute_map alias)
         E = r.int("num_local_experts" if "num_experts" not in hf and "num_local_experts" in hf else "num_experts")
         k = r.int("num_experts_per_tok")
@@ -1012,11 +1155,14 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
         # Qwen3MoeDecoderLayer: sparse iff not in mlp_only_layers and (i + 1) % decoder_sparse_step == 0
         moe_layers = tuple(i for i in range(L) if i not in only and (i + 1) % step == 0)
         n_group, topk_group = 1, 1
-        kw.update(n_routed_experts=E, n_experts_per_tok=k, n_shared_experts=0, moe_intermediate_size=Fe,
-                  shared_expert_intermediate_size=0, first_k_dense_replace=moe_layers[0] if moe_layers else L,
+        # Qwen2MoeSparseMoeBlock: plus one shared expert of shared_expert_intermediate_size (0: none) whose
+        # output a sigmoid gate (shared_expert_gate, 1 x hidden) scales
+        Fs = r.int("shared_expert_intermediate_size", minimum=0) if mt == "qwen2_moe" else 0
+        kw.update(n_routed_experts=E, n_experts_per_tok=k, n_shared_experts=1 if Fs else 0, moe_intermediate_size=Fe,
+                  shared_expert_intermediate_size=Fs, first_k_dense_replace=moe_layers[0] if moe_layers else L,
                   router_scoring="softmax", router_bias=False, n_group=1, topk_group=1,
                   norm_topk_prob=r.bool("norm_topk_prob"), routed_scaling_factor=1.0, topk_method="",
-                  moe_layers=moe_layers)
+                  moe_layers=moe_layers, shared_expert_gate=bool(Fs))
     else:
         E = k = n_group = topk_group = 0
         moe_layers = ()

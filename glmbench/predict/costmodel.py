@@ -805,11 +805,19 @@ class _Works:
     windowed: _Attn | None = None
 
 
-def _decode_attn(depth, batch, window) -> _Attn:
+def _decode_attn(depth, batch, window, chunked=False) -> _Attn:
+    """One new token per stream at position `depth`: it sees depth + 1 keys, the last `window` of
+    them, or (chunked) those of its own chunk of `window` tokens, depth % window + 1."""
     span = depth + 1
     if window:
-        span = min(span, window)
+        span = depth % window + 1 if chunked else min(span, window)
     return _Attn(batch, batch * span, batch * span, batch * span)
+
+
+def _chunk_keys(P: int, w: int) -> int:
+    """sum of (p % w) + 1 for p = 0 .. P - 1: the keys queries 0 .. P - 1 see under chunked attention."""
+    full, r = divmod(P, w)
+    return full * w * (w + 1) // 2 + r * (r + 1) // 2
 
 
 def _window_keys(a: int, b: int, w: int) -> int:
@@ -821,9 +829,11 @@ def _window_keys(a: int, b: int, w: int) -> int:
     return (a + w) * (w - a + 1) // 2 + w * (b - w)
 
 
-def _prefill_attn(depth, n, window) -> _Attn:
+def _prefill_attn(depth, n, window, chunked=False) -> _Attn:
     """n queries at positions depth .. depth + n - 1; the query at p sees p + 1 keys, or the last
-    `window` of them (itself included: HF's and llama.cpp's sliding window, p - k < window)."""
+    `window` of them (itself included: HF's and llama.cpp's sliding window, p - k < window), or
+    (chunked: Llama 4's chunked attention, llama.cpp's LLAMA_SWA_TYPE_CHUNKED) the keys of its own
+    chunk, p - p % window .. p."""
     tiles = -(-n // Q_TILE)
     if not window:
         keys = n * depth + n * (n + 1) / 2
@@ -831,23 +841,28 @@ def _prefill_attn(depth, n, window) -> _Attn:
         read = sum(depth + min(n, (t + 1) * Q_TILE) for t in range(tiles))
         return _Attn(n, keys, read, depth + n, True)
     w = window
-    keys = _window_keys(depth + 1, depth + n, w)
-    # tile t: queries q0 .. q1 read keys max(0, q0 - w + 1) .. q1 (at most w + Q - 1 rows)
+    if chunked:
+        keys = _chunk_keys(depth + n, w) - _chunk_keys(depth, w)
+    else:
+        keys = _window_keys(depth + 1, depth + n, w)
+    # tile t: queries q0 .. q1 read keys max(0, q0 - w + 1) .. q1 (at most w + Q - 1 rows); chunked,
+    # from the start of q0's chunk
     read = 0
     for t in range(tiles):
         q0, q1 = depth + t * Q_TILE, depth + min(n, (t + 1) * Q_TILE) - 1
-        read += q1 + 1 - max(0, q0 - w + 1)
+        read += q1 + 1 - (q0 - q0 % w if chunked else max(0, q0 - w + 1))
     return _Attn(n, keys, read, depth + n, True)
 
 
 def _decode_work(cfg, depth, batch) -> _Works:
     w = cfg.sliding_window if cfg.windowed_layers else None
-    return _Works(_decode_attn(depth, batch, None), _decode_attn(depth, batch, w) if w else None)
+    return _Works(_decode_attn(depth, batch, None),
+                  _decode_attn(depth, batch, w, cfg.window_chunked) if w else None)
 
 
 def _prefill_work(cfg, depth, n) -> _Works:
     w = cfg.sliding_window if cfg.windowed_layers else None
-    return _Works(_prefill_attn(depth, n, None), _prefill_attn(depth, n, w) if w else None)
+    return _Works(_prefill_attn(depth, n, None), _prefill_attn(depth, n, w, cfg.window_chunked) if w else None)
 
 
 def _attention_ops(setup: Setup, T: int, work: _Attn, share: float) -> list:
@@ -1382,7 +1397,7 @@ def prefill_batch(setup: Setup, n_tokens: int, streams: int, depth: int = 0) -> 
             seg = min(n - p, start + T - pos)
             full.append(_prefill_attn(depth + p, seg, None))
             if w:
-                win.append(_prefill_attn(depth + p, seg, w))
+                win.append(_prefill_attn(depth + p, seg, w, cfg.window_chunked))
             outs += 1 if p + seg == n else 0
             pos += seg
         work = _Works(_sum_attn(full), _sum_attn(win) if w else None)

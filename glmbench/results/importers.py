@@ -295,6 +295,12 @@ def _ftype(text: str) -> str:
     return base  # "IQ4_XS - 4.25 bpw", "TQ1_0 - 1.69 bpw ternary"
 
 
+def ftype_of(model_type) -> str:
+    """The file-type words of llama-bench's `model` column, after the architecture and the size label
+    and any name llama.cpp puts after the size ("llama4 17Bx16E (Scout) Q4_K - Medium" -> "Q4_K - Medium")."""
+    return re.sub(r"^\S+\s+\S+(?:\s+\([^()]*\))?\s*", "", str(model_type or "").strip())
+
+
 def quant_name(name: str | None) -> str | None:
     """One spelling per weight format, whatever the case: a single format glmbench knows keeps
     glmbench's name (`q4_k` -> "q4_K", `IQ4_XS` -> "iq4_xs", `Q8_0` -> "q8_0", `BF16` -> "bf16",
@@ -386,7 +392,8 @@ _HF_TO_ARCH = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2"
                "qwen3": "qwen3", "qwen3_moe": "qwen3moe", "deepseek_v2": "deepseek2", "deepseek_v3": "deepseek2",
                "glm4_moe_lite": "deepseek2", "kimi_k2": "deepseek2", "glm4_moe": "glm4moe", "gemma3": "gemma3",
                "gemma3_text": "gemma3", "gemma2": "gemma2", "gpt_oss": "gpt-oss", "seed_oss": "seed_oss",
-               "phi3": "phi3"}
+               "phi3": "phi3", "glm4": "glm4", "llama4_text": "llama4", "minimax_m2": "minimax-m2",
+               "ernie4_5_moe": "ernie4_5-moe", "qwen2_moe": "qwen2moe"}
 # llama.cpp architectures that are a vision-language model's text layers: the GGUF llama-bench runs holds only
 # those (the vision tower is the separate mmproj file), the same layers as the text model's architecture
 # (Qwen3-VL's text config: Qwen3's / Qwen3-MoE's layers, longer native context; Qwen2-VL / Qwen2.5-VL: Qwen2's).
@@ -809,7 +816,7 @@ def _llama_bench_record(o: dict, ctx, line, meta: dict | None = None) -> dict:
     r.update(_rig(o.get("gpu_info"), o.get("cpu_info"), o.get("devices"), o.get("split_mode")))
     if r.get("device") and "card" not in inferred:
         inferred["card"] = f"{r['device']} x{r['n_cards']} (from gpu_info)"
-    ftype = " ".join(str(o.get("model_type") or "").split()[2:])
+    ftype = ftype_of(o.get("model_type"))
     r["weights"] = quant_name(ftype) or _quant_from_filename(o.get("model_filename"))
     if r["weights"] and "weights" not in inferred:
         inferred["weights"] = (f"from the file type {ftype!r}" if quant_name(ftype) else
@@ -1953,7 +1960,7 @@ def _pasted_llama_bench(b, ctx, meta, inferred, text_before):
                 rm["inferred"]["backend"] = f"{rm['backend']} ({rpc_note})"
         r = _llama_bench_record(o, ctx, line, meta=rm)
         r.update(sizes)
-        ft = " ".join(str(row.get("model") or "").split()[2:])
+        ft = ftype_of(row.get("model"))
         if r.get("weights"):
             r["inferred"]["weights"] = f"{r['weights']} (from the file type {ft!r})" if quant_name(ft) else \
                 r["inferred"].get("weights", r["weights"])
