@@ -175,7 +175,8 @@ def _memory(pred, study: Study, ceils) -> list:
                 limit += f" (beyond the model's {_tok(native)} positions)"
             rows.append([c["model"], c["rig"] if c["n_cards"] == 1 else f"{c['rig']}, {c['split']} split",
                          f"{c['weights_bytes_fullest_card'] / GIB:.1f}", f"{c['kv_bytes_per_token'] / 1024:.1f}" + (
-                             f" ({c['kv_bytes_per_token_past_window'] / 1024:.1f} past the {_tok(c['sliding_window'])} window)"
+                             f" ({c['kv_bytes_per_token_past_window'] / 1024:.1f} past the {_tok(c['sliding_window'])} "
+                             f"{'chunk' if c.get('window_chunked') else 'window'})"
                              if c.get("sliding_window") else ""),
                          f"{c['capacity_bytes'] / GIB:.1f}", limit])
         L += ["Longest context one stream can hold (weights, KV cache, workspace and runtime overhead "

@@ -303,6 +303,7 @@ def ceilings(study: Study) -> list[dict]:
                      "kv_bytes_per_token": cfg.kv_bytes_per_token(s.kv), "capacity_bytes": s.gpu.memory_bytes,
                      # a sliding-window model: past the window only the global layers' cache grows
                      "sliding_window": cfg.sliding_window if cfg.windowed_layers else None,
+                     "window_chunked": bool(cfg.window_chunked and cfg.windowed_layers),
                      "kv_bytes_per_token_past_window": cfg.kv_bytes_per_token(s.kv) * (
                          cfg.n_layers - len(cfg.windowed_layers)) // cfg.n_layers,
                      "max_context": cm.max_context(s), "native_context": cfg.max_position_embeddings})
