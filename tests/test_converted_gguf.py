@@ -44,10 +44,26 @@ EXTRA = {
                               attn_logit_softcapping=5.0, final_logit_softcapping=3.0)),
     "gpt_oss": ("gpt_oss", dict(_DENSE, intermediate_size=32, num_local_experts=8, num_experts_per_tok=2,
                                 sliding_window=8)),
+    # families priced, not run (configs.PRICED_ONLY): their files' configs only. Llama 4's chunk is
+    # llama.cpp's constant 8192 (the file does not store it); MiniMax-M2's converter reads rotary_dim;
+    # llama.cpp's qwen2moe has experts on every layer
+    "glm4": ("glm4", dict(_DENSE, pad_token_id=0, bos_token_id=1, eos_token_id=2)),
+    "llama4_text": ("llama4_text", dict(_DENSE, num_hidden_layers=4, intermediate_size=32, intermediate_size_mlp=96,
+                                        num_local_experts=4, interleave_moe_layer_step=2, attention_chunk_size=8192,
+                                        pad_token_id=0, bos_token_id=1, eos_token_id=2)),
+    "minimax_m2": ("minimax_m2", dict(_DENSE, intermediate_size=32, num_local_experts=4, num_experts_per_tok=2,
+                                      rotary_dim=8, pad_token_id=0, bos_token_id=1, eos_token_id=2)),
+    "ernie4_5_moe": ("ernie4_5_moe", dict({k: v for k, v in _DENSE.items() if k != "head_dim"}, num_hidden_layers=3,
+                                          moe_intermediate_size=32, moe_num_experts=4, moe_k=2,
+                                          moe_num_shared_experts=2, moe_layer_start_index=1,
+                                          pad_token_id=0, bos_token_id=1, eos_token_id=2)),
+    "qwen2_moe": ("qwen2_moe", dict({k: v for k, v in _DENSE.items() if k != "head_dim"}, moe_intermediate_size=32,
+                                    num_experts=4, num_experts_per_tok=2, shared_expert_intermediate_size=48,
+                                    pad_token_id=0, bos_token_id=1, eos_token_id=2)),
 }
 RUN = ["llama", "llama_tied", "mistral", "qwen2", "qwen2_tied", "qwen3", "qwen3_moe", "deepseek_v2", "deepseek_v3",
        "glm4_moe_lite", "glm4_moe", "seed_oss", "gemma2", "gemma3_text", "gpt_oss", "mixtral", "phi3"]
-PREDICT_ONLY = []   # every family glmbench lists runs in Model
+PREDICT_ONLY = ["glm4", "llama4_text", "minimax_m2", "ernie4_5_moe", "qwen2_moe"]   # configs.PRICED_ONLY
 PROMPT, STEPS = [3, 17, 42, 5, 99, 1, 7], [7, 11, 13, 2]
 
 
@@ -193,6 +209,26 @@ def test_converted_file_config_is_the_hf_config(tmp, family):
         assert cfg.total_params() == want.total_params()
         assert cfg.kv_bytes_per_token("f16") == want.kv_bytes_per_token("f16")
         assert cfg.file_weights.total_bytes == sum(t.n_bytes for t in gguf_file.read(files[kind]).tensors.values())
+
+
+def test_priced_family_files_predict_and_are_refused_by_the_forward_pass(tmp):
+    """The families configs.PRICED_ONLY lists, as converted files: the file's own bytes priced (the
+    q8_0 file's matrices), the forward pass refused with what it lacks."""
+    from glmbench.models.model import Model
+    from glmbench.predict import costmodel as cm
+    assert set(PREDICT_ONLY) == set(configs.PRICED_ONLY)
+    for family in PREDICT_ONLY:
+        _, _, files = _converted(family, tmp)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", gguf_file.GGUFNotice)
+            cfg = configs.load(files["q8_0"])
+        assert cfg.file_weights.main_type == "Q8_0" and cfg.file_weights.extra_bytes == 0
+        s = cm.Setup(cfg, "rtx-3090", runtime="llama.cpp")
+        assert cm.decode(s, 4096).seconds > 0 and cm.prefill(s, 512, 0).seconds > 0
+        if family == "llama4_text":   # llama.cpp's 8192-token chunks on three of every four layers
+            assert cfg.window_chunked and cfg.sliding_window == 8192 and cfg.windowed_layers == (0, 1, 2)
+        with pytest.raises(ValueError, match="priced, not run"):
+            checkpoint.load_model(files["f16"])
 
 
 def test_gemma3_file_predicts_and_reads_back_hf_weights(tmp):

@@ -49,7 +49,11 @@ __all__ = ["GGUFError", "GGUFNotice", "GGUFFile", "GGUFTensor", "FileWeights", "
 
 MAGIC = b"GGUF"
 ARCHITECTURES = ("deepseek2", "qwen3", "qwen3moe", "qwen2", "llama", "glm4moe", "gemma2", "gemma3", "seed_oss",
-                 "gpt-oss", "phi3")
+                 "gpt-oss", "phi3", "glm4", "llama4", "minimax-m2", "ernie4_5-moe", "qwen2moe")
+# llama.cpp's Llama 4 (src/llama-model.cpp, LLM_ARCH_LLAMA4): chunked attention of 8192 tokens on three
+# of every four layers, a constant of the loader, not a metadata key ("currently it's the same for
+# Scout and Maverick"); a file with llama4.attention.sliding_window = 0 (all layers global) turns it off
+LLAMA4_CHUNK, LLAMA4_PATTERN = 8192, 4
 # GGUF value types by id (the values of gguf.GGUFValueType; tests/test_gguf.py checks they agree)
 _STRING, _ARRAY = 8, 9
 _U64 = struct.Struct("<Q")
@@ -567,6 +571,52 @@ def hf_config(g: GGUFFile) -> dict:
         hf.update(model_type="mixtral", num_local_experts=m("expert_count", required=True, minimum=1),
                   num_experts_per_tok=m("expert_used_count", required=True, minimum=1), sliding_window=None)
         return hf
+    if arch == "glm4":
+        # GLM-4-0414: q/k/v bias, half of each head rotated (rope.dimension_count), gate and up fused in
+        # one ffn_up of 2 x feed_forward_length rows (read as RowSlices, as phi3's), post-norms
+        hf.update(model_type="glm4", partial_rotary_factor=(rd or hd) / hd)
+        return hf
+    moe_layers = [i for i in range(L) if blk(i, "ffn_gate_inp") in ts]      # the layers with a router
+    if arch == "llama4":
+        # the converter writes HF's intermediate_size_mlp as feed_forward_length and intermediate_size
+        # as expert_feed_forward_length (conversion/llama.py Llama4Model); the MoE layers are those with
+        # experts (interleave_moe_layer_step); chunked attention as llama.cpp's loader sets it
+        chunk = None if m("attention.sliding_window", LLAMA4_CHUNK, minimum=0) == 0 else LLAMA4_CHUNK
+        hf.update(model_type="llama4_text", num_local_experts=m("expert_count", required=True, minimum=1),
+                  num_experts_per_tok=m("expert_used_count", required=True, minimum=1),
+                  intermediate_size=m("expert_feed_forward_length", required=True, minimum=1),
+                  intermediate_size_mlp=F or m("expert_feed_forward_length", required=True, minimum=1),
+                  moe_layers=moe_layers, attention_chunk_size=chunk,
+                  no_rope_layers=[int((i + 1) % LLAMA4_PATTERN != 0) for i in range(L)])
+        return hf
+    if arch == "minimax-m2":
+        hf.update(model_type="minimax_m2", num_local_experts=m("expert_count", required=True, minimum=1),
+                  num_experts_per_tok=m("expert_used_count", required=True, minimum=1),
+                  intermediate_size=m("expert_feed_forward_length", required=True, minimum=1),
+                  rotary_dim=rd or hd)
+        return hf
+    if arch == "ernie4_5-moe":
+        # the MoE layers: from leading_dense_block_count on, every interleave_moe_layer_step-th
+        # (conversion/ernie.py); the shared experts' count, each of the experts' width
+        start = m("leading_dense_block_count", 0, minimum=0)
+        every = m("interleave_moe_layer_step", 1, minimum=1)
+        hf.update(model_type="ernie4_5_moe", moe_num_experts=m("expert_count", required=True, minimum=1),
+                  moe_k=m("expert_used_count", required=True, minimum=1),
+                  moe_intermediate_size=m("expert_feed_forward_length", required=True, minimum=1),
+                  moe_num_shared_experts=m("expert_shared_count", 0, minimum=0), moe_layer_start_index=start,
+                  moe_layer_end_index=max(moe_layers) if moe_layers else -1, moe_layer_interval=every,
+                  use_bias=hf["attention_bias"])
+        return hf
+    if arch == "qwen2moe":
+        # llama.cpp's qwen2moe: experts on every layer, one shared expert behind a sigmoid gate
+        # (ffn_gate_inp_shexp); the top-k weights not renormalised
+        hf.update(model_type="qwen2_moe", num_experts=m("expert_count", required=True, minimum=1),
+                  num_experts_per_tok=m("expert_used_count", required=True, minimum=1),
+                  moe_intermediate_size=m("expert_feed_forward_length", required=True, minimum=1),
+                  shared_expert_intermediate_size=m("expert_shared_feed_forward_length", 0, minimum=0),
+                  qkv_bias=hf["attention_bias"], decoder_sparse_step=1,
+                  mlp_only_layers=[i for i in range(L) if i not in moe_layers], norm_topk_prob=False)
+        return hf
     hf["model_type"] = {"qwen3": "qwen3", "qwen2": "qwen2", "llama": "llama"}[arch]
     return hf
 
@@ -726,7 +776,8 @@ def _per_expert(hf: str, shape, ts: dict) -> PerExpert | None:
 
 
 def _phi3_fused(hf: str, shapes: dict, ts: dict) -> RowSlice | None:
-    """The rows of phi3's fused attn_qkv / ffn_up holding HF tensor `hf`, when the file fuses them."""
+    """The rows of phi3's fused attn_qkv / ffn_up (glm4's ffn_up too) holding HF tensor `hf`, when the
+    file fuses them."""
     pre = hf.split(".self_attn.")[0].split(".mlp.")[0]       # "model.layers.N"
     blk = pre.replace("model.layers.", "blk.")
     if hf.endswith(("self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight")):
@@ -754,7 +805,7 @@ def expected_gguf_tensors(g: GGUFFile, shapes: dict, n_layers: int) -> dict:
     nb = n_layers + int(g.get(f"{arch}.nextn_predict_layers") or 0)
     out = {}
     for hf, shape in shapes.items():
-        fused = _phi3_fused(hf, shapes, ts) if arch == "phi3" else None
+        fused = _phi3_fused(hf, shapes, ts) if arch in ("phi3", "glm4") else None
         if fused is not None:
             if tuple(ts[fused].shape[1:]) != tuple(shape[1:]) or fused.stop > ts[fused].shape[0]:
                 raise GGUFError(f"{g.path}: tensor {str(fused)!r} has shape {tuple(ts[fused].shape)}, the config "
@@ -783,7 +834,9 @@ def expected_gguf_tensors(g: GGUFFile, shapes: dict, n_layers: int) -> dict:
                 raise GGUFError(f"{g.path}: tensor {name!r} (or the split {kb!r} + {vb!r}) is missing "
                                 f"(HF {hf!r})")
             raise GGUFError(f"{g.path}: tensor {name!r} is missing (HF {hf!r}, shape {tuple(shape)} from the config)")
-        if tuple(ts[name].shape) != tuple(shape):
+        # (ERNIE-4.5's score-correction bias is stored [1, E], as HF holds it: the same E values)
+        if tuple(ts[name].shape) != tuple(shape) and not (
+                hf.endswith(".e_score_correction_bias") and tuple(ts[name].shape) == (1, *shape)):
             raise GGUFError(f"{g.path}: tensor {name!r} has shape {tuple(ts[name].shape)}, the config "
                             f"({hf!r}) expects {tuple(shape)}")
         out[hf] = (name,)
