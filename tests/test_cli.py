@@ -374,3 +374,19 @@ def test_sweep_table_shows_the_band_of_a_runtime_model(capsys):
     assert f"±{100 * vk.cv_band('tg', configs.load('llama-3-8b')):.0f}%" in rows["llama-3-8b"]
     rc, out, _ = run(capsys, "sweep", "-q", "--model", "llama-3-8b", "--cards", "1", "--depths", "1K", "--tests", "tg")
     assert rc == 0 and "band" not in out.splitlines()[0]
+
+
+def test_sweep_prices_the_families_the_forward_pass_does_not_run(capsys):
+    """Llama 4 Scout, MiniMax-M2, GLM-4-32B, ERNIE-4.5 and Qwen2-MoE (configs.PRICED_ONLY) sweep as any
+    built-in: decode, prefill and memory from their configs; Scout's chunked layers restart at 8192."""
+    for m in ("llama-4-scout", "minimax-m2", "glm-4-32b", "ernie-4.5-21b-a3b", "qwen2-57b-a14b"):
+        rc, out, _ = run(capsys, "sweep", "-q", "--model", m, "--hardware", "rtx-pro-6000-blackwell", "--cards", "1",
+                         "--depths", "4K,8K", "--tests", "tg,pp,mem", "--json")
+        assert rc == 0
+        recs = json.loads(out)
+        tg = {r["n_depth"]: r["avg_ts"] for r in recs if r["test"] == "tg"}
+        assert len(tg) == 2 and all(v > 0 for v in tg.values()) and any(r["test"] == "mem" for r in recs), m
+        if m == "llama-4-scout":      # at 8192 the 36 chunked layers read one key, at 4096 4097
+            assert tg[8192] > tg[4096]
+        else:
+            assert tg[8192] < tg[4096]
