@@ -13,11 +13,11 @@ ALL = ["deepseek-r1", "deepseek-r1-distill-llama-70b", "deepseek-r1-distill-llam
        "glm-4-32b", "glm-4-9b", "glm-4.5", "glm-4.5-air", "glm-4.6", "glm-4.7-flash", "gpt-oss-120b",
        "gpt-oss-20b", "kimi-k2", "llama-2-13b", "llama-2-70b", "llama-2-7b", "llama-3-70b", "llama-3-8b",
        "llama-3.1-405b", "llama-3.1-70b", "llama-3.1-8b", "llama-3.2-1b", "llama-3.2-3b", "llama-3.3-70b",
-       "llama-4-maverick", "llama-4-scout", "minimax-m2", "mistral-7b", "mistral-large-2", "mistral-nemo",
-       "mistral-small-24b", "mixtral-8x22b", "mixtral-8x7b", "phi-3-mini", "phi-4", "qwen1.5-moe-a2.7b",
-       "qwen2-57b-a14b", "qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-14b", "qwen2.5-32b", "qwen2.5-3b",
-       "qwen2.5-72b", "qwen2.5-7b", "qwen2.5-coder-32b", "qwen2.5-coder-7b", "qwen3-0.6b", "qwen3-1.7b",
-       "qwen3-14b", "qwen3-235b-a22b", "qwen3-30b-a3b", "qwen3-32b", "qwen3-4b", "qwen3-8b",
+       "llama-4-maverick", "llama-4-scout", "minimax-m2", "minimax-m2.1", "mistral-7b", "mistral-large",
+       "mistral-nemo", "mistral-small-24b", "mixtral-8x22b", "mixtral-8x7b", "phi-3-mini", "phi-4",
+       "qwen1.5-moe-a2.7b", "qwen2-57b-a14b", "qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-14b", "qwen2.5-32b",
+       "qwen2.5-3b", "qwen2.5-72b", "qwen2.5-7b", "qwen2.5-coder-32b", "qwen2.5-coder-7b", "qwen3-0.6b",
+       "qwen3-1.7b", "qwen3-14b", "qwen3-235b-a22b", "qwen3-30b-a3b", "qwen3-32b", "qwen3-4b", "qwen3-8b",
        "qwen3-coder-30b-a3b", "qwen3-coder-480b-a35b", "qwq-32b", "seed-oss-36b"]
 
 
@@ -62,7 +62,7 @@ KV_F16 = {
     "llama-3.2-1b": 16 * 8 * (64 + 64) * 2,           # 32,768 (head_dim 64)
     "llama-3.2-3b": 28 * 8 * (128 + 128) * 2,         # 114,688
     "mistral-7b": 32 * 8 * (128 + 128) * 2,           # 131,072
-    "mistral-large-2": 88 * 8 * (128 + 128) * 2,      # 360,448
+    "mistral-large": 88 * 8 * (128 + 128) * 2,      # 360,448
     "mistral-nemo": 40 * 8 * (128 + 128) * 2,         # 163,840
     "mixtral-8x7b": 32 * 8 * (128 + 128) * 2,         # 131,072
     "mixtral-8x22b": 56 * 8 * (128 + 128) * 2,        # 229,376
@@ -100,6 +100,7 @@ KV_F16 = {
     "llama-4-scout": 48 * 8 * (128 + 128) * 2,        # 196,608 (36 chunked layers keep their last 8192 + ubatch)
     "llama-4-maverick": 48 * 8 * (128 + 128) * 2,
     "minimax-m2": 62 * 8 * (128 + 128) * 2,           # 253,952
+    "minimax-m2.1": 62 * 8 * (128 + 128) * 2,
     "ernie-4.5-21b-a3b": 28 * 4 * (128 + 128) * 2,    # 57,344
     "qwen2-57b-a14b": 28 * 4 * (128 + 128) * 2,       # 57,344
     "qwen1.5-moe-a2.7b": 24 * 16 * (128 + 128) * 2,   # 196,608 (MHA)
@@ -370,7 +371,7 @@ PUBLISHED = {
     # ("13.02 B", "68.98 B", "1.24 B", "3.21 B"), else the model card's count
     "llama-2-13b": (13.02, None, None), "llama-2-70b": (68.98, None, None), "llama-3.1-405b": (405, None, None),
     "llama-3.2-1b": (1.24, None, None), "llama-3.2-3b": (3.21, None, None),
-    "mistral-7b": (7.25, None, None), "mistral-nemo": (12.2, None, None), "mistral-large-2": (123, None, None),
+    "mistral-7b": (7.25, None, None), "mistral-nemo": (12.2, None, None), "mistral-large": (123, None, None),
     "mixtral-8x7b": (46.7, 12.9, True), "mixtral-8x22b": (141, 39, True),   # llama-bench's "46.70 B" for 8x7B
     "phi-4": (14.7, None, None), "phi-3-mini": (3.8, None, None),
     "llama-3.1-70b": (70.6, None, None), "deepseek-r1-distill-llama-70b": (70.6, None, None),
@@ -392,7 +393,7 @@ PUBLISHED = {
     # and ERNIE's "3B" active are rounded past 2% and not checked
     "glm-4-32b": (32.57, None, None), "glm-4-9b": (9.4, None, None),
     "llama-4-scout": (107.77, 17, True), "llama-4-maverick": (400, 17, True),
-    "minimax-m2": (228.69, None, None), "ernie-4.5-21b-a3b": (21.83, None, None),
+    "minimax-m2": (228.69, None, None), "minimax-m2.1": (228.69, None, None), "ernie-4.5-21b-a3b": (21.83, None, None),
     "qwen2-57b-a14b": (57.41, 14, True), "qwen1.5-moe-a2.7b": (14.3, 2.7, True),
 }
 
