@@ -798,18 +798,33 @@ def _warn_unstable(recs, protocol) -> None:
 
 def cmd_models(args) -> int:
     names = args.names or None
-    rows = configs.models_table(names)
+    cfgs = [configs.load(n) for n in (configs.builtin_names() if names is None else names)]
+    rows = [c.summary() for c in cfgs]
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
+    from glmbench.predict import costmodel as _cm
     table = []
-    for r in rows:
+    for r, cfg in zip(rows, cfgs):
         kv = r["kv_bytes_per_token"]
+        # at 128K a windowed (chunked) layer holds llama.cpp's SWA cells (window + its default n_ubatch
+        # 512, padded: costmodel.window_cells), the others every token
+        at = 131072
+        if cfg.windowed_layers:
+            n_win = len(cfg.windowed_layers)
+            cells = _cm.window_cells(at, cfg.sliding_window, 512)
+            kv128 = kv["f16"] / cfg.n_layers * ((cfg.n_layers - n_win) * at + n_win * cells)
+        else:
+            kv128 = kv["f16"] * at
         table.append({
             "model": r["name"], "family": r["family"], "layers": r["n_layers"], "hidden": r["hidden_size"],
             "params (B)": f"{r['total_params'] / 1e9:.1f}", "active (B)": f"{r['active_params'] / 1e9:.2f}",
             "KV/token f16 (KiB)": f"{kv['f16'] / 1024:.1f}",
-            "KV @128K f16 (GiB)": f"{kv['f16'] * 131072 / 1024 ** 3:.2f}",
+            "KV @128K f16 (GiB)": f"{kv128 / 1024 ** 3:.2f}",
+            "windowed layers": (f"{len(cfg.windowed_layers)} of {cfg.n_layers}, "
+                                f"{'chunks' if cfg.window_chunked else 'window'} {cfg.sliding_window:,}"
+                                if cfg.windowed_layers else "-"),
+            "runs in Model": "no (priced)" if cfg.forward_unsupported() else "yes",
         })
     if args.csv:
         sys.stdout.write(_plain_csv(table))

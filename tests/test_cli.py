@@ -2,6 +2,8 @@
 report folder, and user errors (one line on stderr, exit status 2, no traceback). Commands run
 in-process through cli.main (fast); two run as real processes (`python -m glmbench`, the
 console script) to check the entry points themselves."""
+import csv
+import io
 import json
 import os
 import shutil
@@ -110,6 +112,15 @@ def test_models(capsys):
     assert "32.00" in lines[2]
     rc, out, _ = run(capsys, "models", "--csv")
     assert rc == 0 and out.splitlines()[0].startswith("model,family,")
+    # at 128K a windowed layer holds llama.cpp's SWA cells only: Gemma 3 27B's 10 global layers 128K
+    # tokens of 8 KiB, its 52 windowed ones 1536 cells (1024 + 512, padded) = 10.61 GiB, not 62;
+    # Llama 4 Scout's 36 chunked layers 8704 cells of 4 KiB, its 12 global ones 128K = 7.20 GiB
+    rows = {r[0]: r for r in csv.reader(io.StringIO(out))}
+    head = rows["model"]
+    col = lambda name, c: rows[name][head.index(c)]
+    assert col("gemma-3-27b", "KV @128K f16 (GiB)") == "10.61" and col("llama-4-scout", "KV @128K f16 (GiB)") == "7.20"
+    assert col("llama-4-scout", "windowed layers") == "36 of 48, chunks 8,192"
+    assert (col("llama-4-scout", "runs in Model"), col("qwen3-32b", "runs in Model")) == ("no (priced)", "yes")
 
 
 def test_hardware(capsys):
