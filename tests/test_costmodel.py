@@ -456,14 +456,20 @@ def test_window_prefill_work_by_brute_force():
         assert (big.keys, big.read) == (full.keys, full.read)
 
 
+def _windowed(name, gpu):
+    """(config, windowed layers, global layers, its setup under `ideal`, f16 KV, and the attention
+    core's bytes of one decode step at depth d)."""
+    cfg = configs.load(name)
+    n_win = len(cfg.windowed_layers)
+    s = cm.Setup(cfg, gpu, weights="q4_K", kv="f16", runtime="ideal")
+    return cfg, n_win, cfg.n_layers - n_win, s, \
+        lambda d: sum(o.bytes for o in cm.decode(s, d).ops if o.name == "attn.core")
+
+
 def test_gemma3_windowed_layers_read_and_hold_the_window_only():
-    cfg = configs.load("gemma-3-27b")
-    n_win, n_glob = len(cfg.windowed_layers), cfg.n_layers - len(cfg.windowed_layers)
+    cfg, n_win, n_glob, s, att = _windowed("gemma-3-27b", "rtx-3090")
     assert (n_win, n_glob) == (52, 10)
     row = 16 * (128 + 128) * 2                   # one token's K and V in one layer, f16
-    s = cm.Setup(cfg, "rtx-3090", weights="q4_K", kv="f16", runtime="ideal")
-    core = lambda d: _op(cm.decode(s, d), "attn.core")
-    att = lambda d: sum(o.bytes for o in cm.decode(s, d).ops if o.name == "attn.core")
     # beyond the window only the 10 global layers read more: d + 1 rows each, the others 1024
     assert att(65535) - att(8191) == pytest.approx((65536 - 8192) * n_glob * row)
     # below the window every layer reads d + 1 rows
@@ -506,12 +512,9 @@ def test_chunked_attention_work_by_brute_force():
 
 
 def test_llama4_chunked_layers_restart_each_chunk_and_hold_the_swa_cells():
-    cfg = configs.load("llama-4-scout")
-    n_win, n_glob = len(cfg.windowed_layers), cfg.n_layers - len(cfg.windowed_layers)
+    cfg, n_win, n_glob, s, att = _windowed("llama-4-scout", "rtx-pro-6000-blackwell")
     assert (n_win, n_glob) == (36, 12)
     row = 8 * (128 + 128) * 2                    # one token's K and V in one layer, f16
-    s = cm.Setup(cfg, "rtx-pro-6000-blackwell", weights="q4_K", kv="f16", runtime="ideal")
-    att = lambda d: sum(o.bytes for o in cm.decode(s, d).ops if o.name == "attn.core")
     # at depth 8192 a new chunk starts: the chunked layers read 1 row, not 8192 (a sawtooth)
     assert att(8191) - att(8192) == pytest.approx((8192 - 1) * n_win * row - n_glob * row)
     assert att(16384 + 100) - att(100) == pytest.approx(16384 * n_glob * row)
