@@ -89,6 +89,10 @@ FORMATS = {
     "llama-timings": "llama.cpp's timing lines (llama-cli, llama-server, ik_llama.cpp: `prompt eval time = ... ms / N "
                      "tokens (...)`, `eval time = ... ms / M runs (...)`)",
     "ollama-verbose": "`ollama run MODEL --verbose`'s statistics (prompt eval count / duration, eval count / duration)",
+    "koboldcpp-benchmark": "KoboldCpp's `--benchmark` result block (Benchmark Completed - vX Results: ... MaxCtx, "
+                           "GenAmount, ProcessingSpeed, GenerationSpeed)",
+    "koboldcpp-csv": "KoboldCpp's `--benchmark FILE.csv` (Timestamp,Backend,Layers,Model,MaxCtx,GenAmount,"
+                     "ProcessingTime,ProcessingSpeed,...,Flags)",
     "llama-server-json": "llama-server's response JSON (/completion, /v1/chat/completions) with its `timings` "
                          "(cache_n, prompt_n, prompt_ms, predicted_n, predicted_ms)",
     "scoreboard-csv": "a copy of llama.cpp's performance scoreboard as CSV (gpu, gpu_device_name, n_gpus, model, "
@@ -181,6 +185,8 @@ def detect(text: str, path: str = "<text>") -> str:
         return "llama-bench-csv"
     if set(SCOREBOARD_COLUMNS) <= set(c.strip() for c in cols):
         return "scoreboard-csv"
+    if set(KOBOLD_CSV_COLUMNS) <= set(c.strip() for c in cols):
+        return "koboldcpp-csv"
     for ln in s.splitlines():
         t = _QUOTE.sub("", ln).strip()
         if re.match(r"Throughput: [\d.]+ requests/s, [\d.]+ (?:total )?tokens/s", t):
@@ -238,6 +244,8 @@ def _detect_pasted(text) -> str | None:
         return "llama-timings"
     if any(_OLLAMA_RE.match(ln) and _OLLAMA_RE.match(ln).group(1).lower() == "eval rate" for ln in _unquote(text)):
         return "ollama-verbose"
+    if any(_KOBOLD_START.match(ln) for ln in _unquote(text)):
+        return "koboldcpp-benchmark"
     return None
 
 
@@ -1094,6 +1102,11 @@ _TIMING_RE = re.compile(r"(?:^\s*|[:|\"]\s*)(prompt eval|(?:generation )?eval) t
 _OLLAMA_RE = re.compile(r"^\s*(total duration|load duration|prompt eval count|prompt eval duration|prompt eval rate|"
                         r"eval count|eval duration|eval rate):\s*(\S.*?)\s*$", re.I)
 _OLLAMA_RUN = re.compile(r"\bollama\s+run\s+([\w.:/-]+)")
+# KoboldCpp's `--benchmark` (koboldcpp.py): a prompt of MaxCtx - GenAmount tokens from an empty cache, then
+# GenAmount tokens generated after it; printed as `Key: value` lines after this header
+_KOBOLD_START = re.compile(r"^\s*Benchmark Completed\s*-\s*v?([\w.+-]+)\s+Results:\s*$")
+_KOBOLD_KV = re.compile(r"^\s*(Flags|Timestamp|Backend|Layers|Model|MaxCtx|GenAmount|ProcessingTime|ProcessingSpeed|"
+                        r"GenerationTime|GenerationSpeed|TotalTime|Output):[ \t]*(.*?)\s*$")
 # llama-server's line for the prompt tokens it keeps from the slot's cache before a prompt (2024: `kv cache rm
 # [N, end)`; 2025: `memory_seq_rm [N, end)`): the first N tokens are reused, the prompt eval that follows is
 # the rest, on top of N cached
@@ -1466,6 +1479,24 @@ def _scan(text) -> tuple[list[_Block], dict]:
             before, label = [], None
             i += 1
             continue
+        km = _KOBOLD_START.match(ln)
+        if km:
+            b = _Block("kobold", no)
+            snap(b)
+            b.serve["version"] = (no, km.group(1))
+            j = i + 1
+            while j < n and (_KOBOLD_KV.match(lines[j]) or re.fullmatch(r"\s*(?:=+|-+)?\s*", lines[j])):
+                m2 = _KOBOLD_KV.match(lines[j])
+                if m2:
+                    b.serve[m2.group(1).lower()] = (j + 1, m2.group(2))
+                    if m2.group(1) == "Output":     # the last key; the generated text may run on
+                        j += 1
+                        break
+                j += 1
+            blocks.append(b)
+            before, label = [], None
+            i = j
+            continue
         om = _OLLAMA_RE.match(ln)
         if om:
             b = _Block("ollama", no)
@@ -1598,6 +1629,8 @@ def _read_pasted(text, ctx):
             recs = _pasted_timings(b, ctx, meta, inferred, text_before, models_seen)
         elif b.kind == "ollama":
             recs = _pasted_ollama(b, ctx, meta, inferred, text, models_seen)
+        elif b.kind == "kobold":
+            recs = _pasted_kobold(b, ctx, meta, inferred, models_seen)
         else:
             model, how = _table_model(b, ctx, text_before, models_seen)
             meta["model"] = model
@@ -1832,7 +1865,9 @@ def _block_meta(b, ctx, text, text_before, fname, weights_seen):
         w, whow = None, None
         if b.loader.get("ftype") and quant_name(b.loader["ftype"][1]):
             w, whow = quant_name(b.loader["ftype"][1]), f"file type {b.loader['ftype'][1]!r} of the load log (line {b.loader['ftype'][0]})"
-        for where, t in (() if w else ((f"command line's model (line {b.cmd[0]})" if b.cmd else "", _stem(opts["model"]) if opts.get("model") else ""),
+        kobold = b.serve.get("model") if b.kind == "kobold" else None     # its `Model:` line: the file's name
+        for where, t in (() if w else ((f"Model: line of the KoboldCpp benchmark (line {kobold[0]})" if kobold else "", kobold[1] if kobold else ""),
+                                       (f"command line's model (line {b.cmd[0]})" if b.cmd else "", _stem(opts["model"]) if opts.get("model") else ""),
                          ("file name", _stem(fname)), ("heading", b.label or ""),
                          ("text before the table", " ".join(x for _, x in b.before)),
                          ("file's other table", weights_seen[0] if len(weights_seen) == 1 else ""))):
@@ -2101,6 +2136,115 @@ def go_duration(text: str) -> float | None:
         return None
     scale = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "µs": 1e-6, "us": 1e-6, "ns": 1e-9}
     return sum(float(a) * scale[u] for a, u in parts)
+
+
+# KoboldCpp's library per backend (its `Backend:` line: koboldcpp_cublas.so / .dll, ...) -> llama.cpp's backend
+_KOBOLD_BACKENDS = (("cublas", "CUDA"), ("vulkan", "Vulkan"), ("hipblas", "ROCm"), ("clblast", "OpenCL"),
+                    ("default", "CPU"), ("noavx2", "CPU"), ("failsafe", "CPU"))
+_KOBOLD_KV_TYPES = {"0": "f16", "1": "q8_0", "2": "q4_0"}   # its --quantkv
+
+
+def _pasted_kobold(b, ctx, meta, inferred, models_seen):
+    """KoboldCpp's `--benchmark` block: it fills the context, a prompt of MaxCtx - GenAmount tokens from an
+    empty cache (ProcessingSpeed: pp N @ 0) and then GenAmount tokens after it (GenerationSpeed: tg M @ d N),
+    as koboldcpp.py computes them (speed = tokens / time). KoboldCpp runs llama.cpp's kernels: the backend
+    from its library name (`Backend: koboldcpp_cublas.so` is CUDA), flash attention, the batch size and the
+    KV cache type from its `Flags:` line, the GPU layers from `Layers:`, the model and its weights from the
+    `Model:` line (the file name without .gguf)."""
+    v = {k: val for k, (_, val) in b.serve.items()}
+    where = {k: ln for k, (ln, _) in b.serve.items()}
+    line = b.start
+
+    names = {k.lower(): k for k in ("MaxCtx", "GenAmount", "ProcessingTime", "ProcessingSpeed", "GenerationSpeed")}
+
+    def num(key, integer=False):
+        if key not in v:
+            _fail(ctx.path, line, f"KoboldCpp's benchmark block has no `{names[key]}:` line")
+        t = re.sub(r"(?<=\d)\s*(?:T/s|s)$", "", v[key])      # "1303.06T/s", "6.210s"
+        return _num(ctx, where[key], names[key], t, integer=integer, minimum=0)
+    maxctx, gen = num("maxctx", True), num("genamount", True)
+    n = maxctx - gen
+    if n <= 0:
+        _fail(ctx.path, where["maxctx"], f"MaxCtx {maxctx} leaves no prompt before GenAmount {gen}")
+    pp_ts, tg_ts = num("processingspeed"), num("generationspeed")
+    if "processingtime" in v:   # koboldcpp.py: ProcessingSpeed = (MaxCtx - GenAmount) / ProcessingTime
+        t = num("processingtime")
+        if t > 0 and abs(t * pp_ts / n - 1) > 0.02:
+            ctx.notice(where["processingtime"], f"ProcessingTime x ProcessingSpeed = {t * pp_ts:.0f} tokens, not "
+                                                f"MaxCtx - GenAmount = {n}: the prompt taken as {n} tokens")
+    mname = v.get("model", "")
+    hints = ([(mname, f"benchmark's Model: line {mname!r}")] if mname else []) + \
+        ([(models_seen[0], "file's other block")] if len(models_seen) == 1 else []) + [ctx.file_hint()]
+    model, how = ctx.model_for(where.get("model", line), hints=hints, what="this KoboldCpp benchmark measured")
+    meta = dict(meta, model=model)
+    inferred = dict(inferred, model=how)
+    lib = v.get("backend", "").lower()
+    be = next((name for key, name in _KOBOLD_BACKENDS if key in lib), None)
+    if be:      # the library it loaded decides (a Vulkan build prints no CUDA device lines, and vice versa)
+        meta["backend"] = meta["backends"] = be
+        inferred["backend"] = f"{be} (KoboldCpp's library {v['backend']!r})"
+    flags = dict(re.findall(r"(\w+)=(\[[^\]]*\]|\S+)", v.get("flags", "")))
+    hdr = {}
+    if flags.get("FlashAttention") in ("True", "False"):
+        hdr["flash_attn"] = flags["FlashAttention"] == "True"
+    if re.fullmatch(r"\d+", flags.get("BlasBatchSize", "")):   # its n_batch and n_ubatch
+        hdr["n_batch"] = hdr["n_ubatch"] = int(flags["BlasBatchSize"])
+    if re.fullmatch(r"-?\d+", flags.get("Threads", "")):
+        hdr["n_threads"] = int(flags["Threads"])
+    kvt = _KOBOLD_KV_TYPES.get(flags.get("KvCache", "0"))
+    if kvt is None:
+        ctx.notice(line, f"KvCache={flags['KvCache']}: not a cache type KoboldCpp names (0 f16, 1 q8_0, 2 q4_0); "
+                         "taken as f16")
+        kvt = "f16"
+    meta.setdefault("type_k", kvt)
+    meta.setdefault("type_v", kvt)
+    if re.fullmatch(r"\d+", v.get("layers", "")):   # --gpulayers (-1: its automatic guess, not known here)
+        hdr["n_gpu_layers"] = int(v["layers"])
+    meta["inferred"] = inferred
+    tool = f"koboldcpp --benchmark (v{v['version']})" if "version" in v and not v["version"].startswith("?") \
+        else "koboldcpp --benchmark"
+    base = _bench_common(ctx, line, hdr, tool, "this KoboldCpp benchmark measured", meta)
+    out = [_clean({**base, "source": ctx.source(where["processingspeed"]), "test": "pp", "n_prompt": n, "n_gen": 0,
+                   "n_depth": 0, "n_streams": 1, "avg_ts": pp_ts}),
+           _clean({**base, "source": ctx.source(where["generationspeed"]), "test": "tg", "n_prompt": 0, "n_gen": gen,
+                   "n_depth": n, "n_streams": 1, "avg_ts": tg_ts})]
+    return [r for r in out if r["avg_ts"] > 0]
+
+
+KOBOLD_CSV_COLUMNS = ("Backend", "Layers", "Model", "MaxCtx", "GenAmount", "ProcessingSpeed", "GenerationSpeed")
+
+
+def _read_kobold_csv(text, ctx):
+    """KoboldCpp's `--benchmark FILE.csv`: one row per run, the fields of its printed block (the Flags last,
+    its values joined by spaces); each row read as that block (_pasted_kobold), the card from the text or the
+    file name as for a pasted block."""
+    rd = csv.reader(io.StringIO(text))
+    rows = [(rd.line_num, cells) for cells in rd]
+    rows = [(i, cells) for i, cells in rows if any(c.strip() for c in cells)]     # blank lines left out
+    head = [c.strip() for c in rows[0][1]]
+    out, models_seen = [], []
+    for i, cells in rows[1:]:
+        if [c.strip() for c in cells] == head:      # the header again (two files pasted one after the other)
+            continue
+        if len(cells) < len(head):
+            _fail(ctx.path, i, f"a row of {len(cells)} fields, the header has {len(head)}")
+        b = _Block("kobold", i)
+        # the Output may hold commas: the Flags are the last field, the others by position
+        vals = dict(zip(head[:-1], cells[:len(head) - 1])) if head[-1] == "Flags" else dict(zip(head, cells))
+        if head[-1] == "Flags":
+            vals["Flags"] = cells[-1]
+            if len(cells) > len(head) and "Output" in head:
+                k = head.index("Output")
+                vals["Output"] = ",".join(cells[k:len(cells) - (len(head) - 1 - k)])
+        b.serve = {k.lower(): (i, str(v).strip()) for k, v in vals.items()}
+        b.serve["version"] = (i, "? (its CSV does not say)")
+        meta, inferred = _block_meta(b, ctx, text, "", os.path.basename(ctx.path), [])
+        recs = _pasted_kobold(b, ctx, meta, inferred, models_seen)
+        for r in recs:
+            if r.get("model") and r["model"] not in models_seen:
+                models_seen.append(r["model"])
+        out += recs
+    return out
 
 
 def _pasted_ollama(b, ctx, meta, inferred, text, models_seen):
@@ -2499,6 +2643,8 @@ _READERS = {
     "vllm-console": lambda text, ctx: _read_pasted(text, ctx),
     "llama-timings": lambda text, ctx: _read_pasted(text, ctx),
     "ollama-verbose": lambda text, ctx: _read_pasted(text, ctx),
+    "koboldcpp-benchmark": lambda text, ctx: _read_pasted(text, ctx),
+    "koboldcpp-csv": lambda text, ctx: _read_kobold_csv(text, ctx),
     "llama-server-json": _read_server_json,
     "batched-bench-jsonl": _read_batched_jsonl,
     "vllm": _read_vllm,
