@@ -563,3 +563,25 @@ def test_vllm_fills_only_its_gpu_memory_utilization():
     for bad in (0, 1.5, True, "0.9"):
         with pytest.raises(ValueError, match="memory_fraction"):
             cm.runtime_from_dict({**p.to_dict(), "memory_fraction": bad})
+
+
+def test_the_report_says_where_a_chunked_model_is_fastest():
+    """The study's depths from the chunk on are multiples of it (chunk starts, where Llama 4's chunked
+    layers read the fewest keys): ceilings() gives the decode half a chunk further, render() says it."""
+    from glmbench.report import Study
+    import importlib
+    rd = importlib.import_module("glmbench.report.render")    # (the package exports its render function)
+    from glmbench.report import study as st
+    s = Study(models=("llama-4-scout", "qwen3-32b"), hardware="rtx-pro-6000-blackwell", cards=(1,),
+              depths=(1024, 8192, 65536))
+    rows = st.ceilings(s)
+    by = {r["model"]: r for r in rows}
+    assert by["qwen3-32b"]["chunk_decode"] is None
+    k = by["llama-4-scout"]["chunk_decode"]
+    assert (k["chunk"], k["chunked_layers"], k["depth"], k["mid_depth"]) == (8192, 36, 65536, 65536 + 4096)
+    setup = next(x for x in s.setups() if x.model.name == "llama-4-scout")
+    assert k["tok_s"] == pytest.approx(1 / cm.decode(setup, 65536).seconds)
+    assert k["mid_tok_s"] < k["tok_s"]
+    text = "\n".join(rd._generation(st.sweep(s, ("tg",), progress=False), s, rows))
+    assert "llama-4-scout attends within chunks of 8K tokens on 36 of its 48 layers" in text
+    assert "@64K" in text and "@68K" in text and "qwen3-32b attends" not in text

@@ -28,7 +28,7 @@ def render(records: Sequence[dict], study: Study, decs: Sequence[dict], charts: 
     L = ["# glmbench report", ""]
     L += _summary(finds)
     L += _header(records, study, charts)
-    L += _generation(pred, study)
+    L += _generation(pred, study, ceils)
     L += _prefill(pred, study)
     L += _prefill_at(pred, study, charts)
     L += _memory(pred, study, ceils)
@@ -84,7 +84,7 @@ def _header(records, study: Study, charts) -> list:
     return L
 
 
-def _generation(pred, study: Study) -> list:
+def _generation(pred, study: Study, ceils=None) -> list:
     """Generation speed vs context: crossovers and the decode table."""
     tg = [r for r in pred if r["test"] == "tg"]
     mem = [r for r in pred if r["test"] == "mem"]
@@ -119,6 +119,18 @@ def _generation(pred, study: Study) -> list:
         L += ["Decode tokens/s, one stream (`tg` at depth; *spills*: the weights and cache do not fit "
               "on the card(s), so the figure is what the speed would be if they did):", "",
               _md_table(rows, ["model", "rig"] + [f"@{_tok(d)}" for d in show]), ""]
+        said = set()
+        for c in ceils or ():
+            k = c.get("chunk_decode")
+            if not k or (c["model"], k["chunk"]) in said:
+                continue
+            said.add((c["model"], k["chunk"]))
+            L += [f"{c['model']} attends within chunks of {_tok(k['chunk'])} tokens on {k['chunked_layers']} of its "
+                  f"{k['n_layers']} layers (Llama 4's chunked attention): a depth that is a multiple of "
+                  f"{_tok(k['chunk'])}, as every depth above from {_tok(k['chunk'])} on is, starts a new chunk, the "
+                  f"fastest point of each. Half a chunk further it decodes slower: on {c['rig']}, "
+                  f"{_num(k['tok_s'])} tok/s @{_tok(k['depth'])}, {_num(k['mid_tok_s'])} tok/s "
+                  f"@{_tok(k['mid_depth'])} ({100 * (k['mid_tok_s'] / k['tok_s'] - 1):+.0f}%).", ""]
     return L
 
 

@@ -293,11 +293,21 @@ def ceilings(study: Study) -> list[dict]:
     """The memory ceiling of every setup of the study, as the cost model predicts it: the weights
     on the fullest card, the KV bytes per token, the card's capacity and the longest context one
     stream can hold (costmodel.max_context). The report's memory table is these rows
-    (ceilings.json beside report.md)."""
+    (ceilings.json beside report.md). A model with chunked attention (Llama 4) also gets `chunk_decode`:
+    its one-stream decode at the deepest study depth that starts a chunk (where its chunked layers read
+    the fewest keys, as every multiple of the chunk does) and half a chunk further."""
     rows = []
     for s in study.setups():
         cfg = s.model
-        rows.append({"evidence": "predicted", "model": cfg.name, "rig": s.rig.name, "n_cards": s.n_cards,
+        chunk = None
+        starts = [d for d in study.depths if cfg.window_chunked and cfg.windowed_layers and d >= cfg.sliding_window
+                  and d % cfg.sliding_window == 0]
+        if starts:
+            d0, w = max(starts), cfg.sliding_window
+            chunk = {"chunk": w, "chunked_layers": len(cfg.windowed_layers), "n_layers": cfg.n_layers,
+                     "depth": d0, "tok_s": 1.0 / cm.decode(s, d0).seconds,
+                     "mid_depth": d0 + w // 2, "mid_tok_s": 1.0 / cm.decode(s, d0 + w // 2).seconds}
+        rows.append({"chunk_decode": chunk, "evidence": "predicted", "model": cfg.name, "rig": s.rig.name, "n_cards": s.n_cards,
                      "split": s.split, "weights": s.weights, "kv": s.kv, "runtime": s.runtime.name,
                      "weights_bytes_fullest_card": max(c.weights for c in cm.memory(s, 0).cards),
                      "kv_bytes_per_token": cfg.kv_bytes_per_token(s.kv), "capacity_bytes": s.gpu.memory_bytes,
