@@ -290,6 +290,18 @@ def _bad(name, **changes):
     ("qwen3-30b-a3b", {"mlp_only_layers": "none"}, r"`mlp_only_layers`"),
     ("deepseek-v2-lite", {"scoring_func": "sigmoid"}, r"`scoring_func` = 'sigmoid'"),
     ("deepseek-v2-lite", {"rope_scaling": "yarn"}, r"`rope_scaling`"),
+    # the priced families
+    ("llama-4-maverick", {"moe_layers": [1, 48]}, r"`moe_layers` must list layer indices in \[0, 48\)"),
+    ("llama-4-scout", {"no_rope_layers": [1, 0]}, r"`no_rope_layers` must list 0/1 for each of 48 layers"),
+    ("llama-4-scout", {"num_experts_per_tok": 17}, r"`num_experts_per_tok`=17 is larger than the 16"),
+    ("llama-4-scout", {"rope_scaling": {"rope_type": "llama3", "factor": 16.0, "low_freq_factor": 4.0,
+                                        "high_freq_factor": 1.0, "original_max_position_embeddings": 8192}},
+     r"`rope_scaling.high_freq_factor`=1.0 must be >= `low_freq_factor`=4.0"),
+    ("minimax-m2", {"rotary_dim": 256}, r"`rotary_dim`=256 is larger than head_dim=128"),
+    ("ernie-4.5-21b-a3b", {"moe_k": 0}, r"`moe_k` must be >= 1"),
+    ("ernie-4.5-21b-a3b", {"moe_layer_end_index": -2}, r"`moe_layer_end_index` must be >= -1"),
+    ("qwen2-57b-a14b", {"shared_expert_intermediate_size": -1}, r"`shared_expert_intermediate_size` must be >= 0"),
+    ("glm-4-32b", {"partial_rotary_factor": 0}, r"`partial_rotary_factor`"),
 ])
 def test_bad_configs(name, changes, match):
     with pytest.raises(ValueError, match=match):
