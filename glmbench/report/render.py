@@ -127,8 +127,8 @@ def _generation(pred, study: Study, ceils=None) -> list:
             said.add((c["model"], k["chunk"]))
             L += [f"{c['model']} attends within chunks of {_tok(k['chunk'])} tokens on {k['chunked_layers']} of its "
                   f"{k['n_layers']} layers (Llama 4's chunked attention): a depth that is a multiple of "
-                  f"{_tok(k['chunk'])}, as every depth above from {_tok(k['chunk'])} on is, starts a new chunk, the "
-                  f"fastest point of each. Half a chunk further it decodes slower: on {c['rig']}, "
+                  f"{_tok(k['chunk'])} starts a new chunk, the fastest point of each. Half a chunk further it "
+                  f"decodes slower: on {c['rig']}, "
                   f"{_num(k['tok_s'])} tok/s @{_tok(k['depth'])}, {_num(k['mid_tok_s'])} tok/s "
                   f"@{_tok(k['mid_depth'])} ({100 * (k['mid_tok_s'] / k['tok_s'] - 1):+.0f}%).", ""]
     return L
