@@ -102,6 +102,17 @@ def test_its_csv(tmp_path):
     assert pp["tool"] == "koboldcpp --benchmark"
 
 
+def test_its_csv_with_commas_in_the_output_and_the_flags(tmp_path):
+    # koboldcpp.py writes the generated text and the flags unquoted: Cublas_Args=['normal', '0', 'mmq']
+    row = ("2024-06-20 16:32:10+00:00,koboldcpp_cublas.so,20,Meta-Llama-3-70B-Instruct-Q4_K_M,4096,100,9.99,400.00,"
+           "3.33,30.00,13.32, 1, 1, 1,NoAVX2=False Threads=7 Cublas_Args=['normal', '0', 'mmq'] Tensor_Split=None "
+           "BlasBatchSize=256 FlashAttention=True KvCache=2\n")
+    pp, tg = im.read(write(tmp_path, "kobold_rtx3090.csv", CSV.splitlines(True)[0] + row))
+    assert (pp["model"], pp["weights"], pp["n_gpu_layers"], pp["backends"]) == ("llama-3-70b", "Q4_K_M", 20, "CUDA")
+    assert (pp["flash_attn"], pp["n_ubatch"], pp["type_k"], pp["n_threads"]) == (1, 256, "q4_0", 7)
+    assert (pp["n_prompt"], pp["avg_ts"], tg["n_depth"], tg["avg_ts"]) == (3996, 400.0, 3996, 30.0)
+
+
 def test_compare_and_calibrate_read_it(tmp_path, capsys):
     p = write(tmp_path, "kobold.txt", BLOCK.format(layers=99, pt="6.210"))
     assert cli.main(["compare", p]) == 0

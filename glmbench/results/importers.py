@@ -2229,13 +2229,14 @@ def _read_kobold_csv(text, ctx):
         if len(cells) < len(head):
             _fail(ctx.path, i, f"a row of {len(cells)} fields, the header has {len(head)}")
         b = _Block("kobold", i)
-        # the Output may hold commas: the Flags are the last field, the others by position
-        vals = dict(zip(head[:-1], cells[:len(head) - 1])) if head[-1] == "Flags" else dict(zip(head, cells))
-        if head[-1] == "Flags":
-            vals["Flags"] = cells[-1]
-            if len(cells) > len(head) and "Output" in head:
-                k = head.index("Output")
-                vals["Output"] = ",".join(cells[k:len(cells) - (len(head) - 1 - k)])
+        vals = dict(zip(head, cells))
+        if head[-2:] == ["Output", "Flags"]:
+            # koboldcpp.py writes both unquoted: the generated text and the flags (Cublas_Args=['normal', '0',
+            # 'mmq']) may hold commas. The columns before them by position; the flags from the first field
+            # after the output's first that reads `Name=value`
+            k = len(head) - 2
+            j = next((x for x in range(k + 1, len(cells)) if re.match(r"\s*\w+=", cells[x])), len(cells) - 1)
+            vals["Output"], vals["Flags"] = ",".join(cells[k:j]), ",".join(cells[j:])
         b.serve = {k.lower(): (i, str(v).strip()) for k, v in vals.items()}
         b.serve["version"] = (i, "? (its CSV does not say)")
         meta, inferred = _block_meta(b, ctx, text, "", os.path.basename(ctx.path), [])
