@@ -231,6 +231,23 @@ def test_priced_family_files_predict_and_are_refused_by_the_forward_pass(tmp):
             checkpoint.load_model(files["f16"])
 
 
+def test_qwen2moe_file_without_its_width_keys(tmp):
+    """A qwen2moe file converted before the converter wrote the experts' widths: they come from the
+    tensors' rows (ffn_up_exps [E, F, D], ffn_up_shexp [Fs, D]), the same config."""
+    hf_cfg, _, files = _converted("qwen2_moe", tmp)
+    g = gguf_file.read(files["f16"])
+    want = gguf_file.hf_config(g)
+    for k in ("qwen2moe.expert_feed_forward_length", "qwen2moe.expert_shared_feed_forward_length"):
+        assert k in g.metadata
+        del g.metadata[k]
+    got = gguf_file.hf_config(g)
+    assert (got["moe_intermediate_size"], got["shared_expert_intermediate_size"]) == \
+        (want["moe_intermediate_size"], want["shared_expert_intermediate_size"]) == (32, 48)
+    del g.tensors["blk.0.ffn_up_exps.weight"]
+    with pytest.raises(gguf_file.GGUFError, match="expert_feed_forward_length"):
+        gguf_file.hf_config(g)
+
+
 def test_gemma3_file_predicts_and_reads_back_hf_weights(tmp):
     """Gemma 3: the windowed layers from llama.cpp's pattern, the cost model, and the state dict
     with the converter's 1 + w norms undone."""

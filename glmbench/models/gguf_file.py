@@ -609,11 +609,19 @@ def hf_config(g: GGUFFile) -> dict:
         return hf
     if arch == "qwen2moe":
         # llama.cpp's qwen2moe: experts on every layer, one shared expert behind a sigmoid gate
-        # (ffn_gate_inp_shexp); the top-k weights not renormalised
+        # (ffn_gate_inp_shexp); the top-k weights not renormalised. A file without the widths' keys (early
+        # 2024 conversions) gives them by its tensors' rows (llama.cpp's loader derives them from
+        # feed_forward_length then; the rows are what the file holds)
+        up, sh = ts.get(blk(0, "ffn_up_exps")), ts.get(blk(0, "ffn_up_shexp"))
+        fe = m("expert_feed_forward_length", minimum=1)
+        fs = m("expert_shared_feed_forward_length", minimum=0)
+        if fe is None and up is None:
+            raise GGUFError(f"{g.path}: neither metadata 'qwen2moe.expert_feed_forward_length' nor tensor "
+                            f"'{blk(0, 'ffn_up_exps')}' gives the experts' width")
         hf.update(model_type="qwen2_moe", num_experts=m("expert_count", required=True, minimum=1),
                   num_experts_per_tok=m("expert_used_count", required=True, minimum=1),
-                  moe_intermediate_size=m("expert_feed_forward_length", required=True, minimum=1),
-                  shared_expert_intermediate_size=m("expert_shared_feed_forward_length", 0, minimum=0),
+                  moe_intermediate_size=fe if fe is not None else int(up.shape[-2]),
+                  shared_expert_intermediate_size=fs if fs is not None else (int(sh.shape[0]) if sh is not None else 0),
                   qkv_bias=hf["attention_bias"], decoder_sparse_step=1,
                   mlp_only_layers=[i for i in range(L) if i not in moe_layers], norm_topk_prob=False)
         return hf
