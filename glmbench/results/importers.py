@@ -1378,6 +1378,21 @@ def _outer_pipes(lines: list[str]) -> list[str]:
     return out
 
 
+def _kv_lines(lines, j, rx, into: dict, *, skip=None, last=None) -> int:
+    """Read the `Key: value` lines `rx` matches from line index j on into `into` ({key lowercased: (line
+    number, value)}), past lines that fullmatch `skip`, through the key `last`; the index after them."""
+    while j < len(lines):
+        m = rx.match(lines[j])
+        if not m and not (skip and re.fullmatch(skip, lines[j])):
+            break
+        j += 1
+        if m:
+            into[m.group(1).lower()] = (j, m.group(2))
+            if m.group(1).lower() == last:
+                break
+    return j
+
+
 def _scan(text) -> tuple[list[_Block], dict]:
     lines = _unquote(text)
     blocks: list[_Block] = []
@@ -1484,15 +1499,8 @@ def _scan(text) -> tuple[list[_Block], dict]:
             b = _Block("kobold", no)
             snap(b)
             b.serve["version"] = (no, km.group(1))
-            j = i + 1
-            while j < n and (_KOBOLD_KV.match(lines[j]) or re.fullmatch(r"\s*(?:=+|-+)?\s*", lines[j])):
-                m2 = _KOBOLD_KV.match(lines[j])
-                if m2:
-                    b.serve[m2.group(1).lower()] = (j + 1, m2.group(2))
-                    if m2.group(1) == "Output":     # the last key; the generated text may run on
-                        j += 1
-                        break
-                j += 1
+            # its `====` / `----` rules between the keys; Output the last key (the generated text may run on)
+            j = _kv_lines(lines, i + 1, _KOBOLD_KV, b.serve, skip=r"\s*(?:=+|-+)?\s*", last="output")
             blocks.append(b)
             before, label = [], None
             i = j
@@ -1501,11 +1509,7 @@ def _scan(text) -> tuple[list[_Block], dict]:
         if om:
             b = _Block("ollama", no)
             snap(b)
-            j = i
-            while j < n and _OLLAMA_RE.match(lines[j]):
-                m2 = _OLLAMA_RE.match(lines[j])
-                b.serve[m2.group(1).lower()] = (j + 1, m2.group(2))
-                j += 1
+            j = _kv_lines(lines, i, _OLLAMA_RE, b.serve)
             blocks.append(b)
             before, label = [], None
             i = j
