@@ -18,7 +18,8 @@ ALL = ["deepseek-r1", "deepseek-r1-distill-llama-70b", "deepseek-r1-distill-llam
        "qwen1.5-moe-a2.7b", "qwen2-57b-a14b", "qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-14b", "qwen2.5-32b",
        "qwen2.5-3b", "qwen2.5-72b", "qwen2.5-7b", "qwen2.5-coder-32b", "qwen2.5-coder-7b", "qwen3-0.6b",
        "qwen3-1.7b", "qwen3-14b", "qwen3-235b-a22b", "qwen3-30b-a3b", "qwen3-32b", "qwen3-4b", "qwen3-8b",
-       "qwen3-coder-30b-a3b", "qwen3-coder-480b-a35b", "qwq-32b", "seed-oss-36b"]
+       "qwen3-coder-30b-a3b", "qwen3-coder-480b-a35b", "qwen3-next-80b-a3b", "qwen3.5-122b-a10b",
+       "qwen3.5-27b", "qwen3.5-35b-a3b", "qwen3.5-397b-a17b", "qwen3.5-9b", "qwq-32b", "seed-oss-36b"]
 
 
 def test_builtin_names():
@@ -104,6 +105,13 @@ KV_F16 = {
     "ernie-4.5-21b-a3b": 28 * 4 * (128 + 128) * 2,    # 57,344
     "qwen2-57b-a14b": 28 * 4 * (128 + 128) * 2,       # 57,344
     "qwen1.5-moe-a2.7b": 24 * 16 * (128 + 128) * 2,   # 196,608 (MHA)
+    # hybrids: only the full-attention layers (one in four) cache; the linear ones hold a fixed state
+    "qwen3-next-80b-a3b": 12 * 2 * (256 + 256) * 2,   # 24,576
+    "qwen3.5-35b-a3b": 10 * 2 * (256 + 256) * 2,      # 20,480
+    "qwen3.5-122b-a10b": 12 * 2 * (256 + 256) * 2,    # 24,576
+    "qwen3.5-397b-a17b": 15 * 2 * (256 + 256) * 2,    # 30,720
+    "qwen3.5-27b": 16 * 4 * (256 + 256) * 2,          # 65,536
+    "qwen3.5-9b": 8 * 4 * (256 + 256) * 2,            # 32,768
 
 }
 
@@ -407,6 +415,11 @@ PUBLISHED = {
     "llama-4-scout": (107.77, 17, True), "llama-4-maverick": (400, 17, True),
     "minimax-m2": (228.69, None, None), "minimax-m2.1": (228.69, None, None), "ernie-4.5-21b-a3b": (21.83, None, None),
     "qwen2-57b-a14b": (57.41, 14, True), "qwen1.5-moe-a2.7b": (14.3, 2.7, True),
+    # hybrids: the names' sizes (the 397B card counts its vision tower too); the active sizes in the
+    # names ("A3B", "A10B", "A17B": 3.25 B without the embeddings for Qwen3-Next, 3.45 B, 9.77 B and
+    # 17.35 B with them for Qwen3.5) are rounded, some past 2%, and not checked
+    "qwen3-next-80b-a3b": (80, None, None), "qwen3.5-35b-a3b": (35, None, None), "qwen3.5-122b-a10b": (122, None, None),
+    "qwen3.5-397b-a17b": (397, None, None), "qwen3.5-27b": (27, None, None), "qwen3.5-9b": (9, None, None),
 }
 
 
@@ -477,6 +490,22 @@ def _hf_tiny(family):
                                              moe_k=2, moe_num_shared_experts=2, moe_layer_start_index=1,
                                              moe_layer_end_index=6)
         M = transformers.Ernie4_5_MoeForCausalLM
+    elif family in ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"):
+        lin = dict(head_dim=8, linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=8,
+                   linear_value_head_dim=8, linear_conv_kernel_dim=4,
+                   layer_types=["linear_attention", "full_attention", "linear_attention", "linear_attention",
+                                "full_attention", "linear_attention", "linear_attention", "full_attention"])
+        if family == "qwen3_next":
+            hc = transformers.Qwen3NextConfig(**small, **lin, intermediate_size=48, moe_intermediate_size=16,
+                                              num_experts=4, num_experts_per_tok=2, shared_expert_intermediate_size=24,
+                                              mlp_only_layers=[2])
+            M = transformers.Qwen3NextForCausalLM
+        elif family == "qwen3_5_text":
+            hc, M = transformers.Qwen3_5TextConfig(**small, **lin, intermediate_size=48), transformers.Qwen3_5ForCausalLM
+        else:
+            hc = transformers.Qwen3_5MoeTextConfig(**small, **lin, moe_intermediate_size=16, num_experts=4,
+                                                   num_experts_per_tok=2, shared_expert_intermediate_size=24)
+            M = transformers.Qwen3_5MoeForCausalLM
     else:
         hc = transformers.Qwen2MoeConfig(**small, intermediate_size=48, moe_intermediate_size=16, num_experts=4,
                                          num_experts_per_tok=2, shared_expert_intermediate_size=24, mlp_only_layers=[2])
@@ -495,8 +524,18 @@ def test_priced_families_match_hf_parameter_counts(family):
     assert sum(configs._numel(s) for s in c.tensor_shapes().values()) == n
     assert c.forward_unsupported() and configs.PRICED_ONLY[c.model_type] in c.forward_unsupported()[-1]
     expect_moe = {"glm4": (), "llama4_text": (1, 3, 5, 7), "minimax_m2": tuple(range(8)),
-                  "ernie4_5_moe": (1, 2, 3, 4, 5, 6), "qwen2_moe": (0, 1, 3, 4, 5, 6, 7)}[family]
+                  "ernie4_5_moe": (1, 2, 3, 4, 5, 6), "qwen2_moe": (0, 1, 3, 4, 5, 6, 7),
+                  "qwen3_next": (0, 1, 3, 4, 5, 6, 7), "qwen3_5_text": (), "qwen3_5_moe_text": tuple(range(8))}[family]
     assert c.moe_layers == expect_moe
+    if family in configs.LINEAR_FAMILIES:   # the layer_types' linear layers; the others cache
+        assert c.linear_layers == (0, 2, 3, 5, 6) and c.attention_layers == (1, 4, 7) and c.attn_output_gate
+        assert c.kv_bytes_per_token("f16") == 3 * 2 * (8 + 8) * 2
+        # per linear layer: 3 steps of 2*2*8 + 4*8 conv channels and 4 heads' 8 x 8 states, f32
+        assert c.recurrent_state_bytes() == 5 * 4 * (3 * 64 + 4 * 8 * 8)
+        # every tensor HF builds, by name (our experts stacked, HF's gate_up fused)
+        names = {k for k, _ in m.named_parameters() if ".experts." not in k and "shared_expert" not in k}
+        ours = {k for k in c.tensor_shapes() if ".experts." not in k and "shared_expert" not in k}
+        assert names == ours
     if family == "llama4_text":   # rope layers chunked (every 4th global), one shared expert, dense MLP 48 wide
         assert c.windowed_layers == (0, 1, 2, 4, 5, 6) and c.window_chunked and c.sliding_window == 16
         assert (c.n_experts_per_tok, c.shared_expert_intermediate_size, c.intermediate_size) == (1, 16, 48)

@@ -21,8 +21,15 @@ Families (HF `model_type`), with the field names HF uses in each:
   ernie4_5_moe   GQA + MoE (ERNIE-4.5 MoE): softmax router with e_score_correction_bias, shared
                  experts, MoE layers from moe_layer_start_index to moe_layer_end_index
   qwen2_moe      GQA + MoE (Qwen1.5-MoE, Qwen2-MoE): q/k/v bias, one shared expert with a sigmoid gate
+  qwen3_next     hybrid (Qwen3-Next): three of every four layers Gated DeltaNet linear attention
+                 (a fixed recurrent state per stream, no KV cache), the fourth gated GQA attention
+                 (q_proj also gives a sigmoid gate on the output, partial rotary, q/k norm); MoE
+                 with a gated shared expert on every layer
+  qwen3_5_text, qwen3_5_moe_text
+                 the same hybrid layers (Qwen3.5, dense MLP or MoE; `qwen3_5` / `qwen3_5_moe` wrap
+                 them), the linear layers' input projections stored as four tensors
 
-The last five are priced (cost model, memory, weight bytes: parameters counted as HF's modeling
+The last eight are priced (cost model, memory, weight bytes: parameters counted as HF's modeling
 code builds them); glmbench.Model does not run their forward pass (forward_unsupported says why).
 
 Structural sizes (hidden_size, heads, layers, MLA ranks, expert counts...) are required: a
@@ -76,6 +83,9 @@ FAMILIES = {
     "minimax_m2": "gqa",
     "ernie4_5_moe": "gqa",
     "qwen2_moe": "gqa",
+    "qwen3_next": "gqa",
+    "qwen3_5_text": "gqa",
+    "qwen3_5_moe_text": "gqa",
 }
 # families the cost model prices but glmbench.Model's forward pass does not run (what each lacks)
 PRICED_ONLY = {
@@ -85,11 +95,18 @@ PRICED_ONLY = {
     "minimax_m2": "MiniMax-M2's q/k RMSNorm over all heads at once",
     "ernie4_5_moe": "ERNIE-4.5's router (softmax with a choice bias) and shared experts",
     "qwen2_moe": "Qwen2-MoE's gated shared expert",
+    "qwen3_next": "Qwen3-Next's Gated DeltaNet layers, gated attention output and (1 + w) norms",
+    "qwen3_5_text": "Qwen3.5's Gated DeltaNet layers, gated attention output and (1 + w) norms",
+    "qwen3_5_moe_text": "Qwen3.5's Gated DeltaNet layers, gated attention output, (1 + w) norms and gated shared "
+                        "expert",
 }
+# hybrid families: some layers are linear attention (Gated DeltaNet) with a recurrent state
+LINEAR_FAMILIES = ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")
 # Gemma's layer: embeddings x sqrt(hidden), (1 + w) sandwich norms, GeGLU, query_pre_attn_scalar
 GEMMA_FAMILIES = ("gemma2", "gemma3_text")
 # multimodal wrappers whose text model is one of the families (the config's `text_config`)
-_WRAPPERS = {"gemma3": "gemma3_text", "llama4": "llama4_text"}
+_WRAPPERS = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_5": "qwen3_5_text",
+             "qwen3_5_moe": "qwen3_5_moe_text"}
 # model_types whose (remote) code is one of the families': Kimi-K2's is DeepSeek-V3's
 _ALIASES = {"kimi_k2": "deepseek_v3"}
 
@@ -139,6 +156,21 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
                          moe_layer_end_index=-1, moe_layer_interval=1),
     "qwen2_moe": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, qkv_bias=True, decoder_sparse_step=1,
                       mlp_only_layers=[], norm_topk_prob=False, num_experts=60, num_experts_per_tok=4),
+    # Qwen3NextConfig / Qwen3_5TextConfig / Qwen3_5MoeTextConfig (transformers 5.25): layer_types from
+    # full_attention_interval (4) when absent; partial_rotary_factor 0.25; the linear layers' sizes
+    "qwen3_next": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False, head_dim=256,
+                       partial_rotary_factor=0.25, decoder_sparse_step=1, mlp_only_layers=[], norm_topk_prob=True,
+                       num_experts=512, num_experts_per_tok=10, full_attention_interval=4,
+                       linear_conv_kernel_dim=4, linear_key_head_dim=128, linear_value_head_dim=128,
+                       linear_num_key_heads=16, linear_num_value_heads=32),
+    "qwen3_5_text": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False, head_dim=256,
+                         partial_rotary_factor=0.25, full_attention_interval=4, linear_conv_kernel_dim=4,
+                         linear_key_head_dim=128, linear_value_head_dim=128, linear_num_key_heads=16,
+                         linear_num_value_heads=32),
+    "qwen3_5_moe_text": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False, head_dim=256,
+                             partial_rotary_factor=0.25, num_experts=256, num_experts_per_tok=8,
+                             full_attention_interval=4, linear_conv_kernel_dim=4, linear_key_head_dim=128,
+                             linear_value_head_dim=128, linear_num_key_heads=16, linear_num_value_heads=32),
 }
 
 # The MLA latent norms (q_a_layernorm, kv_a_layernorm) are built without an eps argument in HF's
@@ -209,6 +241,16 @@ class ModelConfig:
     window_chunked: bool = False
     qk_norm_all_heads: bool = False  # the q / k RMSNorm weights span all heads (MiniMax-M2), not one head
     shared_expert_gate: bool = False  # a sigmoid gate (1 x hidden) on the shared expert's output (Qwen2-MoE)
+    # hybrid models (Qwen3-Next, Qwen3.5): the layers whose token mixer is Gated DeltaNet linear
+    # attention, holding a fixed recurrent state per stream (a (K - 1)-token convolution window and a
+    # k_dim x v_dim matrix per value head) instead of a KV cache; the sizes of those layers
+    linear_layers: tuple = ()
+    linear_k_heads: int = 0
+    linear_v_heads: int = 0
+    linear_k_dim: int = 0
+    linear_v_dim: int = 0
+    linear_conv: int = 0            # the causal depthwise convolution's width (taps)
+    attn_output_gate: bool = False  # q_proj also gives a sigmoid gate on each head's output (Qwen3-Next)
     # Gemma 3: the windowed layers' rope base (rope_local_base_freq, plain rope; the global layers
     # take rope_theta and rope_scaling), the softmax scale query_pre_attn_scalar ** -0.5, and the
     # final logits' soft-cap cap * tanh(logits / cap); attention-logit soft-capping (Gemma 2) where
@@ -248,6 +290,19 @@ class ModelConfig:
         if not self.sliding_window:
             return ()
         return tuple(range(self.n_layers)) if self.window_layers is None else tuple(self.window_layers)
+
+    @property
+    def attention_layers(self) -> tuple:
+        """Indices of the layers with softmax attention (every layer but a hybrid's linear ones):
+        the layers that keep a KV cache."""
+        if not self.linear_layers:
+            return tuple(range(self.n_layers))
+        lin = frozenset(self.linear_layers)
+        return tuple(i for i in range(self.n_layers) if i not in lin)
+
+    @property
+    def n_kv_layers(self) -> int:
+        return self.n_layers - len(self.linear_layers)
 
     def forward_unsupported(self) -> list:
         """What glmbench.Model's forward pass does not implement for this config (empty: it runs).
@@ -348,12 +403,35 @@ class ModelConfig:
             rows = [self.head_dim] * self.n_heads + [self.v_head_dim] * self.n_heads
         else:
             rows = self.kv_rows_per_layer()
-        return self.n_layers * sum(fmt.nbytes(r) for r in rows)
+        return self.n_kv_layers * sum(fmt.nbytes(r) for r in rows)
+
+    @property
+    def linear_conv_dim(self) -> int:
+        """Channels of a linear layer's short convolution: its q, k (linear_k_heads x k_dim each) and
+        v (linear_v_heads x v_dim)."""
+        return 2 * self.linear_k_heads * self.linear_k_dim + self.linear_v_heads * self.linear_v_dim
+
+    def recurrent_state_bytes(self) -> int:
+        """Bytes of one stream's recurrent state over all linear layers (0 without them), as llama.cpp's
+        recurrent memory holds it (src/llama-memory-recurrent.cpp, f32 by default): per layer the
+        convolution's last K - 1 inputs (n_embd_r = (K - 1) x conv channels) and one k_dim x v_dim
+        matrix per value head (n_embd_s = k_dim x value heads x v_dim). It does not grow with the
+        context."""
+        if not self.linear_layers:
+            return 0
+        per = (self.linear_conv - 1) * self.linear_conv_dim + \
+            self.linear_v_heads * self.linear_k_dim * self.linear_v_dim
+        return 4 * per * len(self.linear_layers)
 
     # ---- parameters ---------------------------------------------------------------------------
     def attention_params(self) -> int:
         """Weights (and biases) of one attention sub-layer, excluding the pre-attention norm."""
         return sum(_numel(s) for s in self._attention_tensors().values())
+
+    def linear_attention_params(self) -> int:
+        """Weights of one linear-attention (Gated DeltaNet) sub-layer, excluding the pre-norm; 0 for
+        a model without linear layers."""
+        return sum(_numel(s) for s in self._linear_tensors().values()) if self.linear_layers else 0
 
     def expert_params(self) -> int:
         """One routed expert (gate, up, down; with GPT-OSS's biases)."""
@@ -378,8 +456,10 @@ class ModelConfig:
     def total_params(self) -> int:
         per_layer = self.attention_params() + self.n_layer_norms * self.hidden_size   # + the layer's norms
         moe = self.router_params() + self.n_routed_experts * self.expert_params() + self.shared_expert_params()
+        n_lin = len(self.linear_layers)
         return (self.embedding_params() + self.hidden_size                 # final norm
                 + self.n_layers * per_layer
+                + n_lin * (self.linear_attention_params() - self.attention_params())
                 + self.n_dense_layers * self.dense_mlp_params()
                 + self.n_moe_layers * moe)
 
@@ -396,6 +476,8 @@ class ModelConfig:
         if not self.tie_word_embeddings:
             t["lm_head.weight"] = (V, D)
         att = self._attention_tensors()
+        lin = self._linear_tensors() if self.linear_layers else {}
+        lin_set = frozenset(self.linear_layers)
         for i in range(self.n_layers):
             p = f"model.layers.{i}."
             t[p + "input_layernorm.weight"] = (D,)
@@ -405,8 +487,12 @@ class ModelConfig:
                     ("pre_feedforward_layernorm", "post_feedforward_layernorm")
                 t[p + post[0] + ".weight"] = (D,)
                 t[p + post[1] + ".weight"] = (D,)
-            for k, s in att.items():
-                t[p + "self_attn." + k] = s
+            if i in lin_set:
+                for k, s in lin.items():
+                    t[p + "linear_attn." + k] = s
+            else:
+                for k, s in att.items():
+                    t[p + "self_attn." + k] = s
             if self.is_moe_layer(i):
                 E, F = self.n_routed_experts, self.moe_intermediate_size
                 t[p + "mlp.gate.weight"] = (E, D)
@@ -456,7 +542,9 @@ class ModelConfig:
                 t["o_proj.bias"] = (D,)
         else:
             Hk, Dh, Dv = self.n_kv_heads, self.head_dim, self.v_head_dim
-            for n, rows in (("q_proj", H * Dh), ("k_proj", Hk * Dh), ("v_proj", Hk * Dv)):
+            # a gated output (Qwen3-Next): q_proj gives each head's query and its gate
+            q_rows = H * Dh * (2 if self.attn_output_gate else 1)
+            for n, rows in (("q_proj", q_rows), ("k_proj", Hk * Dh), ("v_proj", Hk * Dv)):
                 t[n + ".weight"] = (rows, D)
                 if self.attention_bias:
                     t[n + ".bias"] = (rows,)
@@ -468,6 +556,26 @@ class ModelConfig:
                 t["k_norm.weight"] = (Hk * Dh,) if self.qk_norm_all_heads else (Dh,)
             if self.attention_sinks:
                 t["sinks"] = (H,)
+        return t
+
+    def _linear_tensors(self) -> dict[str, tuple]:
+        """One Gated DeltaNet layer's tensors (HF Qwen3NextGatedDeltaNet / Qwen3_5GatedDeltaNet,
+        transformers 5.25): the input projections (Qwen3-Next: q, k, v, z in one and b, a in one;
+        Qwen3.5: q, k, v in one, z, b and a apart), the depthwise convolution over q, k, v, the
+        per-head decay (A_log) and time-step bias, the gated RMSNorm over v_dim and out_proj."""
+        D, Hk, Hv = self.hidden_size, self.linear_k_heads, self.linear_v_heads
+        dk, dv = self.linear_k_dim, self.linear_v_dim
+        t: dict[str, tuple] = {"dt_bias": (Hv,), "A_log": (Hv,), "conv1d.weight": (self.linear_conv_dim, 1, self.linear_conv)}
+        if self.model_type == "qwen3_next":
+            t["in_proj_qkvz.weight"] = (2 * Hk * dk + 2 * Hv * dv, D)
+            t["in_proj_ba.weight"] = (2 * Hv, D)
+        else:
+            t["in_proj_qkv.weight"] = (2 * Hk * dk + Hv * dv, D)
+            t["in_proj_z.weight"] = (Hv * dv, D)
+            t["in_proj_b.weight"] = (Hv, D)
+            t["in_proj_a.weight"] = (Hv, D)
+        t["norm.weight"] = (dv,)
+        t["out_proj.weight"] = (D, Hv * dv)
         return t
 
     def tensor_context(self) -> vocab.TensorContext:
@@ -836,6 +944,30 @@ def _layer_types(r: _Reader, L: int, windowed) -> tuple:
     return tuple(i for i, t in enumerate(lt) if t != "full_attention")
 
 
+def _linear_fields(r: _Reader, L: int) -> dict:
+    """A hybrid's linear-attention layers and their sizes: `layer_types` ("linear_attention" /
+    "full_attention" per layer) when the config lists them, else every layer but each
+    full_attention_interval-th (HF's default for Qwen3-Next and Qwen3.5)."""
+    lt = r.hf.get("layer_types")
+    if lt is None:
+        every = r.int("full_attention_interval")
+        lin = tuple(i for i in range(L) if (i + 1) % every)
+    else:
+        if not isinstance(lt, list) or len(lt) != L or any(t not in ("linear_attention", "full_attention") for t in lt):
+            raise ValueError(f"config field `layer_types` must list 'linear_attention'/'full_attention' for each of "
+                             f"{L} layers, got {lt!r}")
+        lin = tuple(i for i, t in enumerate(lt) if t == "linear_attention")
+    if len(lin) == L:
+        raise ValueError(f"config field `layer_types` makes all {L} layers linear attention: a hybrid has at least "
+                         f"one full-attention layer")
+    Hk, Hv = r.int("linear_num_key_heads"), r.int("linear_num_value_heads")
+    if Hv % Hk:
+        raise ValueError(f"config field `linear_num_value_heads`={Hv} is not a multiple of "
+                         f"`linear_num_key_heads`={Hk}")
+    return dict(linear_layers=lin, linear_k_heads=Hk, linear_v_heads=Hv, linear_k_dim=r.int("linear_key_head_dim"),
+                linear_v_dim=r.int("linear_value_head_dim"), linear_conv=r.int("linear_conv_kernel_dim"))
+
+
 def _rope(r: _Reader) -> tuple[float, dict | None]:
     """rope_theta and the scaling dict, from either the v4 layout (rope_theta, rope_scaling) or
     transformers v5's rope_parameters; HF's default theta is 10000."""
@@ -1011,7 +1143,9 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
                 win_layers = _layer_types(r, L, rope_layer)
                 kw["window_chunked"] = True
         # (Llama 4's q / k norm is a weightless L2 norm: nothing to store, numerics only)
-        qk_norm = mt in ("qwen3", "qwen3_moe", "gemma3_text", "minimax_m2") or \
+        if mt in LINEAR_FAMILIES:
+            kw.update(_linear_fields(r, L), attn_output_gate=True)
+        qk_norm = mt in ("qwen3", "qwen3_moe", "gemma3_text", "minimax_m2") or mt in LINEAR_FAMILIES or \
             (mt == "glm4_moe" and r.bool("use_qk_norm"))
         kw.update(n_kv_heads=n_kv, head_dim=hd, attention_bias=bool(bias), attention_out_bias=out_bias,
                   qk_norm=qk_norm, qk_norm_all_heads=mt == "minimax_m2",
@@ -1143,7 +1277,20 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
                   first_k_dense_replace=moe_layers[0] if moe_layers else L, router_scoring="softmax",
                   router_bias=True, n_group=1, topk_group=1, norm_topk_prob=True, routed_scaling_factor=1.0,
                   topk_method="", moe_layers=moe_layers)
-    elif mt in ("qwen3_moe", "qwen2_moe"):
+    elif mt == "qwen3_5_moe_text":
+        # Qwen3_5MoeSparseMoeBlock on every layer: softmax top-k, always renormalized
+        # (Qwen3_5MoeTopKRouter), one shared expert of shared_expert_intermediate_size with a sigmoid gate
+        E = r.int("num_local_experts" if "num_experts" not in hf and "num_local_experts" in hf else "num_experts")
+        k = r.int("num_experts_per_tok")
+        Fe = r.int("moe_intermediate_size")
+        Fs = r.int("shared_expert_intermediate_size", minimum=0)
+        moe_layers = tuple(range(L))
+        n_group, topk_group = 1, 1
+        kw.update(n_routed_experts=E, n_experts_per_tok=k, n_shared_experts=1 if Fs else 0, moe_intermediate_size=Fe,
+                  shared_expert_intermediate_size=Fs, first_k_dense_replace=0, router_scoring="softmax",
+                  router_bias=False, n_group=1, topk_group=1, norm_topk_prob=True, routed_scaling_factor=1.0,
+                  topk_method="", moe_layers=moe_layers, shared_expert_gate=bool(Fs))
+    elif mt in ("qwen3_moe", "qwen2_moe", "qwen3_next"):
         # transformers 5.x writes the expert count as `num_local_experts` (its attribute_map alias)
         E = r.int("num_local_experts" if "num_experts" not in hf and "num_local_experts" in hf else "num_experts")
         k = r.int("num_experts_per_tok")
@@ -1157,7 +1304,8 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
         n_group, topk_group = 1, 1
         # Qwen2MoeSparseMoeBlock: plus one shared expert of shared_expert_intermediate_size (0: none) whose
         # output a sigmoid gate (shared_expert_gate, 1 x hidden) scales
-        Fs = r.int("shared_expert_intermediate_size", minimum=0) if mt == "qwen2_moe" else 0
+        # (Qwen3-Next's Qwen3NextSparseMoeBlock alike)
+        Fs = r.int("shared_expert_intermediate_size", minimum=0) if mt in ("qwen2_moe", "qwen3_next") else 0
         kw.update(n_routed_experts=E, n_experts_per_tok=k, n_shared_experts=1 if Fs else 0, moe_intermediate_size=Fe,
                   shared_expert_intermediate_size=Fs, first_k_dense_replace=moe_layers[0] if moe_layers else L,
                   router_scoring="softmax", router_bias=False, n_group=1, topk_group=1,
