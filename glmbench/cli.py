@@ -808,14 +808,16 @@ def cmd_models(args) -> int:
     for r, cfg in zip(rows, cfgs):
         kv = r["kv_bytes_per_token"]
         # at 128K a windowed (chunked) layer holds llama.cpp's SWA cells (window + its default n_ubatch
-        # 512, padded: costmodel.window_cells), the others every token
+        # 512, padded: costmodel.window_cells), the others every token; a hybrid's linear layers keep
+        # their fixed recurrent state instead (configs.recurrent_state_bytes)
         at = 131072
         if cfg.windowed_layers:
             n_win = len(cfg.windowed_layers)
             cells = _cm.window_cells(at, cfg.sliding_window, 512)
-            kv128 = kv["f16"] / cfg.n_layers * ((cfg.n_layers - n_win) * at + n_win * cells)
+            kv128 = kv["f16"] / cfg.n_kv_layers * ((cfg.n_kv_layers - n_win) * at + n_win * cells)
         else:
             kv128 = kv["f16"] * at
+        kv128 += cfg.recurrent_state_bytes()
         table.append({
             "model": r["name"], "family": r["family"], "layers": r["n_layers"], "hidden": r["hidden_size"],
             "params (B)": f"{r['total_params'] / 1e9:.1f}", "active (B)": f"{r['active_params'] / 1e9:.2f}",
@@ -824,6 +826,8 @@ def cmd_models(args) -> int:
             "windowed layers": (f"{len(cfg.windowed_layers)} of {cfg.n_layers}, "
                                 f"{'chunks' if cfg.window_chunked else 'window'} {cfg.sliding_window:,}"
                                 if cfg.windowed_layers else "-"),
+            "linear layers": (f"{len(cfg.linear_layers)} of {cfg.n_layers}, state "
+                              f"{cfg.recurrent_state_bytes() / 2 ** 20:.1f} MiB" if cfg.linear_layers else "-"),
             "runs in Model": "no (priced)" if cfg.forward_unsupported() else "yes",
         })
     if args.csv:

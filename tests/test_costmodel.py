@@ -585,3 +585,63 @@ def test_the_report_says_where_a_chunked_model_is_fastest():
     text = "\n".join(rd._generation(st.sweep(s, ("tg",), progress=False), s, rows))
     assert "llama-4-scout attends within chunks of 8K tokens on 36 of its 48 layers" in text
     assert "@64K" in text and "@68K" in text and "qwen3-32b attends" not in text
+
+
+def test_hybrid_linear_layers_hold_a_fixed_state_and_do_flat_work():
+    """Qwen3.5 / Qwen3-Next: the Gated DeltaNet layers keep no KV cache but a fixed f32 state per
+    stream ((K - 1) conv inputs + a k x v matrix per value head); their decode work does not grow
+    with the context, only the one-in-four full-attention layers' does."""
+    cfg = configs.load("qwen3.5-35b-a3b")
+    n_lin, n_att = len(cfg.linear_layers), cfg.n_kv_layers
+    assert (n_lin, n_att) == (30, 10)
+    s = cm.Setup(cfg, "rtx-3090", weights="q4_K", kv="f16", runtime="ideal")
+    row = 2 * (256 + 256) * 2                      # 2 KV heads' K and V, f16, one token of one layer
+    state = 4 * (3 * (2 * 16 * 128 + 32 * 128) + 32 * 128 * 128)   # one linear layer, one stream
+    assert cfg.recurrent_state_bytes() == n_lin * state
+    for ctx in (0, 1000, 131072):
+        for batch in (1, 3):
+            assert cm.memory(s, ctx, batch).kv == batch * (n_att * row * ctx + n_lin * state)
+    big = cm.max_context(s)
+    assert cm.memory(s, big).fits and not cm.memory(s, big + 1).fits
+    # the same model with every layer full attention holds a quarter of the context (or less)
+    full = cm.Setup(dataclasses.replace(cfg, linear_layers=()), "rtx-3090", weights="q4_K", kv="f16", runtime="ideal")
+    assert cm.max_context(full) < big / 3
+
+    def by(c, prefix):
+        return sum(o.bytes for o in c.ops if o.name.startswith(prefix)), \
+            sum(o.flops for o in c.ops if o.name.startswith(prefix))
+    a0, a1 = cm.decode(s, 0), cm.decode(s, 65536)
+    assert by(a0, "lin.") == by(a1, "lin.")                   # flat in the depth
+    assert by(a1, "attn.core")[0] - by(a0, "attn.core")[0] == pytest.approx(65536 * n_att * row)
+    # each linear layer reads and writes each stream's state once per step
+    rec = lambda c: next(o for o in c.ops if o.name == "lin.recurrence")
+    b1, b4 = rec(cm.decode(s, 100, 1)), rec(cm.decode(s, 100, 4))
+    assert b4.bytes - 4 * b1.bytes == pytest.approx(0, abs=1)
+    assert b1.bytes >= n_lin * 2 * 4 * 32 * 128 * 128
+    assert rec(cm.decode(s, 100)).flops == pytest.approx(n_lin * cm.GDN_FLOPS_PER_STATE * 32 * 128 * 128)
+    # prompt: the state crosses memory once per stream, not per token
+    p = rec(cm.prefill(s, 512, 0))
+    assert p.bytes < 512 * b1.bytes / 8
+    # the weights of every layer are priced once: the step reads the file's bytes
+    t = cm._weight_table(cfg, "q4_K")
+    assert all(L["linear"] and not L["attn"] for i, L in enumerate(t["layers"]) if i in cfg.linear_layers)
+    assert all(L["attn"] and not L["linear"] for i, L in enumerate(t["layers"]) if i not in cfg.linear_layers)
+    assert sum(cm._layer_total(cfg, "bf16")) + sum(t2 for k, t2 in cm._weight_table(cfg, "bf16").items()
+                                                    if k != "layers") == cfg.weight_bytes("bf16")
+
+
+def test_hybrid_full_attention_layers_price_the_output_gate():
+    """Qwen3-Next's q_proj gives each head's query and an output gate: twice the query rows."""
+    cfg = configs.load("qwen3-next-80b-a3b")
+    s = cm.Setup(cfg, "h100-sxm", weights="bf16", runtime="ideal")
+    qkv = next(o for o in cm.prefill(s, 512, 0).ops if o.name == "attn.qkv")
+    H, Hk, Dh = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
+    assert qkv.flops == pytest.approx(cfg.n_kv_layers * 2 * 512 * (2 * H * Dh + 2 * Hk * Dh) * cfg.hidden_size)
+    assert any(o.name == "attn.gate" for o in cm.decode(s, 0).ops)
+    # two cards by layers: each holds its own layers' states; by tensor: half of every layer's
+    st = cfg.recurrent_state_bytes()
+    for split, per_card in (("layer", None), ("tensor", st / 2)):
+        m = cm.memory(cm.Setup(cfg, hw.study_rig(), split=split, weights="q4_K", kv="f16", runtime="ideal"), 0)
+        assert sum(c.kv for c in m.cards) == pytest.approx(st, abs=2)
+        if per_card:
+            assert all(c.kv == pytest.approx(per_card, abs=1) for c in m.cards)

@@ -627,11 +627,15 @@ class ModelConfig:
             "total_params": self.total_params(),
             "active_params": self.active_params(),
             "kv_bytes_per_token": {f: self.kv_bytes_per_token(f) for f in vocab.KV_FORMATS},
+            "linear_layers": len(self.linear_layers),
+            "recurrent_state_bytes": self.recurrent_state_bytes(),
         }
 
 
 def _family_label(cfg: ModelConfig) -> str:
     attn = "MLA" if cfg.attention == "mla" else "GQA"
+    if cfg.linear_layers:       # a hybrid: linear attention beside the softmax layers
+        attn += " + DeltaNet"
     return f"MoE + {attn}" if cfg.n_routed_experts else f"dense {attn}"
 
 

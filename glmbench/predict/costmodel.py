@@ -444,9 +444,11 @@ def _weight_table(cfg: configs.ModelConfig, weights: str) -> dict:
     """Stored bytes of every layer's tensor groups and of the head, in `weights` (vocab.tensor_format
     per tensor: 1-D tensors and the router stay unquantized; a llama.cpp mix gives each tensor its
     own type; a model file's config, cfg.file_weights: the file's bytes). {"layers": [{"attn": {name: bytes},
-    "norms", "mlp", "experts" (all routed experts), "router", "shared"}, ...], "embed", "lm_head", "final_norm"}."""
+    "linear": {name: bytes} (a hybrid's linear-attention layer), "norms", "mlp", "experts" (all routed
+    experts), "router", "shared"}, ...], "embed", "lm_head", "final_norm"}."""
     fmt, ctx = vocab.weight_format(weights), cfg.tensor_context()
-    layers = [{"attn": {}, "norms": 0, "mlp": 0, "experts": 0, "router": 0, "shared": 0} for _ in range(cfg.n_layers)]
+    layers = [{"attn": {}, "linear": {}, "norms": 0, "mlp": 0, "experts": 0, "router": 0, "shared": 0}
+              for _ in range(cfg.n_layers)]
     head = {"embed": 0, "lm_head": 0, "final_norm": 0}
     # a config read from a model file: every tensor's real bytes (tensors the config does not name,
     # `extra_bytes`, are counted with the head; MTP layers are not counted)
@@ -463,6 +465,8 @@ def _weight_table(cfg: configs.ModelConfig, weights: str) -> dict:
         L = layers[int(i)]
         if rest.startswith("self_attn."):
             L["attn"][rest[len("self_attn."):]] = b
+        elif rest.startswith("linear_attn."):
+            L["linear"][rest[len("linear_attn."):]] = b
         elif rest.endswith("layernorm.weight"):
             L["norms"] += b
         elif rest.startswith("mlp.experts."):
@@ -483,6 +487,7 @@ _CAP_TENSORS = {"attn.qkv": ("self_attn.q_proj.", "self_attn.k_proj.", "self_att
                 "attn.kv_a": ("self_attn.kv_a_proj_with_mqa.",), "attn.absorb_q": ("self_attn.kv_b_proj.",),
                 "attn.absorb_out": ("self_attn.kv_b_proj.",),
                 "mlp": ("mlp.gate_proj.", "mlp.up_proj.", "mlp.down_proj."),
+                "lin.in_proj": ("linear_attn.in_proj_",), "lin.out_proj": ("linear_attn.out_proj.",),
                 "moe.experts": ("mlp.experts.",), "moe.shared": ("mlp.shared_experts.",)}
 
 
@@ -537,8 +542,13 @@ def _layer_weight_bytes(cfg: configs.ModelConfig, weights: str) -> dict:
     layers = t["layers"]
     dense = [layers[i] for i in range(cfg.n_layers) if not cfg.is_moe_layer(i)]
     moe = [layers[i] for i in cfg.moe_layers]
-    att = {k: _mean(L["attn"][k] for L in layers) for k in layers[0]["attn"]}
+    # attention tensors: the mean over the layers that have them (a hybrid's linear layers apart)
+    al = [layers[i] for i in cfg.attention_layers]
+    att = {k: _mean(L["attn"][k] for L in al) for k in al[0]["attn"]}
     out = {"attn": att, "norms": _mean(L["norms"] for L in layers)}
+    if cfg.linear_layers:
+        ll = [layers[i] for i in cfg.linear_layers]
+        out["linear"] = {k: _mean(L["linear"][k] for L in ll) for k in ll[0]["linear"]}
     if cfg.intermediate_size:
         out["mlp"] = _mean(L["mlp"] for L in dense) if dense else \
             _weight_bytes_uniform(cfg, weights, "mlp")
@@ -568,8 +578,10 @@ def _file_layer_weight_bytes(cfg) -> dict:
         return sum(b.get(f"model.layers.{i}.{n}", 0) for i in layers for n in names) / max(1, len(layers))
 
     allL = range(cfg.n_layers)
-    att = {name: mean(allL, ["self_attn." + name]) for name in cfg._attention_tensors()}
+    att = {name: mean(cfg.attention_layers, ["self_attn." + name]) for name in cfg._attention_tensors()}
     out = {"attn": att, "norms": mean(allL, ["input_layernorm.weight", "post_attention_layernorm.weight"])}
+    if cfg.linear_layers:
+        out["linear"] = {name: mean(cfg.linear_layers, ["linear_attn." + name]) for name in cfg._linear_tensors()}
     if cfg.intermediate_size:
         out["mlp"] = mean(dense, [f"mlp.{n}_proj.weight" for n in ("gate", "up", "down")])
     if cfg.n_routed_experts:
@@ -592,8 +604,8 @@ def _weight_bytes_uniform(cfg, weights, what):
 
 def _layer_total(cfg, weights) -> list:
     """Stored bytes of each decoder layer (all its tensors)."""
-    return [sum(L["attn"].values()) + L["norms"] + L["mlp"] + L["experts"] + L["router"] + L["shared"]
-            for L in _weight_table(cfg, weights)["layers"]]
+    return [sum(L["attn"].values()) + sum(L["linear"].values()) + L["norms"] + L["mlp"] + L["experts"] + L["router"]
+            + L["shared"] for L in _weight_table(cfg, weights)["layers"]]
 
 
 @dataclass(frozen=True)
@@ -665,9 +677,10 @@ def _pass_offload(setup: Setup, T: int, work, T_out: int):
     cfg, gpu, rt, host = setup.model, setup.gpu, setup.runtime, setup.host
     pl = _placement(setup)
     upload = T >= OP_OFFLOAD_MIN_BATCH
-    win = frozenset(cfg.windowed_layers)
-    attn = _attention_ops(setup, T, work.full, 1.0) if len(win) < cfg.n_layers else []
+    win, lin = frozenset(cfg.windowed_layers), frozenset(cfg.linear_layers)
+    attn = _attention_ops(setup, T, work.full, 1.0) if len(win) < cfg.n_kv_layers else []
     attn_w = _attention_ops(setup, T, work.windowed, 1.0) if win else []
+    lin_ops = _linear_ops(setup, T, work, 1.0) if lin else []
     dense = _ffn_ops(setup, T, False, 1.0) if cfg.intermediate_size and cfg.n_dense_layers else []
     moe = _ffn_ops(setup, T, True, 1.0) if cfg.n_moe_layers else []
     head = _head_ops(setup, T_out, 1.0) if T_out else []
@@ -697,7 +710,7 @@ def _pass_offload(setup: Setup, T: int, work, T_out: int):
 
     where = "host"                                   # the embeddings are looked up in host memory
     for i in range(cfg.n_layers):
-        a_ops = attn_w if i in win else attn
+        a_ops = lin_ops if i in lin else attn_w if i in win else attn
         f_ops = moe if cfg.is_moe_layer(i) and cfg.n_routed_experts else dense
         if not pl.on_card[i]:
             if where == "card":
@@ -800,9 +813,12 @@ class _Attn:
 
 @dataclass(frozen=True)
 class _Works:
-    """The attention work of a step for the full-attention layers and for the windowed ones."""
+    """The attention work of a step for the full-attention layers and for the windowed ones, and the
+    streams (sequences) its tokens belong to (a hybrid's linear layers read and write one recurrent
+    state per stream)."""
     full: _Attn
     windowed: _Attn | None = None
+    streams: int = 1
 
 
 def _decode_attn(depth, batch, window, chunked=False) -> _Attn:
@@ -857,7 +873,7 @@ def _prefill_attn(depth, n, window, chunked=False) -> _Attn:
 def _decode_work(cfg, depth, batch) -> _Works:
     w = cfg.sliding_window if cfg.windowed_layers else None
     return _Works(_decode_attn(depth, batch, None),
-                  _decode_attn(depth, batch, w, cfg.window_chunked) if w else None)
+                  _decode_attn(depth, batch, w, cfg.window_chunked) if w else None, batch)
 
 
 def _prefill_work(cfg, depth, n) -> _Works:
@@ -878,11 +894,13 @@ def _attention_ops(setup: Setup, T: int, work: _Attn, share: float) -> list:
         ks = _kv_share(setup) if share < 1.0 else share       # KV heads replicated past their count (_kv_share)
         q_w = sum(v for k, v in wb.items() if k.split(".")[0] == "q_proj")
         kv_w = sum(v for k, v in wb.items() if k.split(".")[0] in ("k_proj", "v_proj"))
+        # a gated output (Qwen3-Next, Qwen3.5): q_proj also gives the gate, one value per output channel
+        gq = 2 if cfg.attn_output_gate else 1
         if ks == share:
-            ops.append(_matmul("attn.qkv", T, (Hq + Hk) * Dh + Hk * Dv, D, q_w + kv_w, setup, share, kernels=3))
+            ops.append(_matmul("attn.qkv", T, (gq * Hq + Hk) * Dh + Hk * Dv, D, q_w + kv_w, setup, share, kernels=3))
         else:
             # q's heads split over the cards, each card's KV heads whole (a KV head on several cards)
-            q = _matmul("attn.qkv", T, Hq * Dh, D, q_w, setup, share, kernels=3)
+            q = _matmul("attn.qkv", T, gq * Hq * Dh, D, q_w, setup, share, kernels=3)
             kv = _matmul("attn.qkv", T, Hk * (Dh + Dv), D, kv_w, setup, ks)
             ops.append(_Op("attn.qkv", q.cls, q.dtype, q.tflops + kv.tflops, q.vflops + kv.vflops, q.bytes + kv.bytes,
                            q.kernels, q.path, q.family))
@@ -912,6 +930,9 @@ def _attention_ops(setup: Setup, T: int, work: _Attn, share: float) -> list:
                            SOFTMAX_OPS * H * work.keys + deq * elems * work.read,
                            row * work.read + ACT_BYTES * T * H * (Dh + Dv), 2, path,
                            acc16=kn.fa_acc16_share(path, rt, Dh, Dv)))
+        if cfg.attn_output_gate:
+            # sigmoid of the gate times the attention output, before o_proj
+            ops.append(_Op("attn.gate", "vector", "fp32", 0.0, 6 * T * Hq * share * Dv, 3 * ACT_BYTES * T * Hq * share * Dv, 1))
         ops.append(_matmul("attn.o_proj", T, D, Hq * Dv, wb["o_proj.weight"], setup, share))
         return ops
 
@@ -980,6 +1001,46 @@ def _attention_ops(setup: Setup, T: int, work: _Attn, share: float) -> list:
                        DEQUANT_OPS * H * R * Dv if setup.weight_fmt.dequant else 0.0,
                        kvb_w * Dv / (Dn + Dv) + ACT_BYTES * T * H * (R + Dv), 1), T))
     ops.append(_matmul("attn.o_proj", T, D, Hf * Dv, wb["o_proj.weight"], setup, share))
+    return ops
+
+
+# FLOPs per token, value head and k_dim x v_dim state entry of the gated delta rule's recurrent
+# form: the state decayed (1), read against k (2), the rank-1 update (2) and read against q (2)
+GDN_FLOPS_PER_STATE = 7.0
+
+
+def _linear_ops(setup: Setup, T: int, work: _Works, share: float) -> list:
+    """One Gated DeltaNet layer (a hybrid's linear attention: Qwen3-Next, Qwen3.5) for T tokens of
+    work.streams streams, `share` of its heads on this card. As llama.cpp builds it
+    (src/models/qwen35.cpp, qwen3next.cpp, delta-net-base.cpp): the input projections (q, k, v, the
+    output gate z, and b, a for the per-head step and decay), the causal depthwise convolution over
+    q, k, v with the stream's last K - 1 inputs (ssm_conv; the conv state read and written), the q /
+    k L2 norms, decay and beta, then the fused recurrence (GGML_OP_GATED_DELTA_NET,
+    ggml-cuda/gated_delta_net.cu): token by token for decode and prompt alike, each value head's
+    k_dim x v_dim f32 state read once per stream and written back, GDN_FLOPS_PER_STATE FLOPs per
+    state entry and token on the f32 units; then the gated RMSNorm with z and out_proj. The
+    recurrence does no more work at depth: the linear layers' cost is flat in the context."""
+    cfg = setup.model
+    D, Hk, Hv = cfg.hidden_size, cfg.linear_k_heads, cfg.linear_v_heads
+    dk, dv, K, C = cfg.linear_k_dim, cfg.linear_v_dim, cfg.linear_conv, cfg.linear_conv_dim
+    wb = _layer_weight_bytes(cfg, setup.weights)["linear"]
+    S = work.streams
+    w_in = sum(v for k, v in wb.items() if k.startswith("in_proj_"))
+    n_in = sum(1 for k in wb if k.startswith("in_proj_"))
+    rows_in = 2 * Hk * dk + 2 * Hv * dv + 2 * Hv
+    state = 4 * Hv * dk * dv * share                 # f32 recurrent state of one stream, this card's heads
+    conv_state = 4 * (K - 1) * C * share
+    ops = [_matmul("lin.in_proj", T, rows_in, D, w_in, setup, share, kernels=n_in),
+           _Op("lin.conv", "vector", "fp32", 0.0, (2 * K + 4) * T * C * share,
+               2 * ACT_BYTES * T * C * share + wb.get("conv1d.weight", 0) * share + 2 * S * conv_state, 3),
+           # L2 norms of q and k, softplus decay and sigmoid beta
+           _Op("lin.prep", "vector", "fp32", 0.0, 8 * T * (2 * Hk * dk + 2 * Hv) * share,
+               2 * 4 * T * (2 * Hk * dk + 2 * Hv) * share, 6),
+           _Op("lin.recurrence", "vector", "fp32", 0.0, GDN_FLOPS_PER_STATE * T * Hv * dk * dv * share,
+               2 * S * state + 4 * T * share * (Hv * (2 * dk + 2 * dv + 2)), 1),
+           _Op("lin.norm_gate", "vector", "fp32", 0.0, 10 * T * Hv * dv * share,
+               3 * ACT_BYTES * T * Hv * dv * share + wb.get("norm.weight", 0), 3),
+           _matmul("lin.out_proj", T, D, Hv * dv, wb["out_proj.weight"], setup, share)]
     return ops
 
 
@@ -1182,17 +1243,19 @@ def _card_ops(setup: Setup, T: int, work: _Works, T_out: int) -> list:
     """[(card, [(count, _Op), ...]), ...] for one pass of T tokens through the whole model."""
     share = 1.0 / setup.n_cards if setup.split == "tensor" else 1.0
     cfg = setup.model
-    win = frozenset(cfg.windowed_layers)
-    attn = _attention_ops(setup, T, work.full, share) if len(win) < cfg.n_layers else []
+    win, lin = frozenset(cfg.windowed_layers), frozenset(cfg.linear_layers)
+    attn = _attention_ops(setup, T, work.full, share) if len(win) < cfg.n_kv_layers else []
     attn_w = _attention_ops(setup, T, work.windowed, share) if win else []
+    lin_ops = _linear_ops(setup, T, work, share) if lin else []
     dense = _ffn_ops(setup, T, False, share) if cfg.intermediate_size and cfg.n_dense_layers else []
     moe = _ffn_ops(setup, T, True, share) if cfg.n_moe_layers else []
     head = _head_ops(setup, T_out, share) if T_out else []
     out = []
     for c, ((nd, nm, has_head), rng) in enumerate(zip(_layer_counts(setup), _layer_ranges(setup))):
         n_win = sum(1 for i in rng if i in win)
-        lines = [(nd + nm - n_win, o) for o in attn] + [(n_win, o) for o in attn_w] + \
-            [(nd, o) for o in dense] + [(nm, o) for o in moe]
+        n_lin = sum(1 for i in rng if i in lin)
+        lines = [(nd + nm - n_win - n_lin, o) for o in attn] + [(n_win, o) for o in attn_w] + \
+            [(n_lin, o) for o in lin_ops] + [(nd, o) for o in dense] + [(nm, o) for o in moe]
         if has_head:
             lines += [(1, o) for o in head]
         out.append((c, [(n, o) for n, o in lines if n]))
@@ -1400,7 +1463,7 @@ def prefill_batch(setup: Setup, n_tokens: int, streams: int, depth: int = 0) -> 
                 win.append(_prefill_attn(depth + p, seg, w, cfg.window_chunked))
             outs += 1 if p + seg == n else 0
             pos += seg
-        work = _Works(_sum_attn(full), _sum_attn(win) if w else None)
+        work = _Works(_sum_attn(full), _sum_attn(win) if w else None, len(full))
         card_s, link, costs = _pass(setup, T, work, outs)
         stages.append(card_s)
         links.append(link)
@@ -1483,7 +1546,8 @@ class Memory:
 def _memory_terms(setup: Setup, batch: int):
     """Per card: (weight bytes, workspace bytes, overhead bytes, KV bytes per token of context of
     the full-attention layers, expansion-buffer bytes per token of context, KV bytes per token
-    of the windowed layers, which stop growing at the window)."""
+    of the windowed layers, which stop growing at the window, recurrent-state bytes of a hybrid's
+    linear layers, which do not grow)."""
     cfg = setup.model
     N = setup.n_cards
     wb = _layer_weight_bytes(cfg, setup.weights)
@@ -1512,17 +1576,23 @@ def _memory_terms(setup: Setup, batch: int):
     tp = setup.split == "tensor"
     out = []
     per_layer = _layer_total(cfg, setup.weights)
-    win = frozenset(cfg.windowed_layers)
+    win, lin = frozenset(cfg.windowed_layers), frozenset(cfg.linear_layers)
+    # one stream's recurrent state per linear layer (configs.recurrent_state_bytes, f32)
+    st_layer = cfg.recurrent_state_bytes() / len(lin) if lin else 0.0
     if setup.offload is not None:   # one card: what is not in host memory (_host_memory_terms)
         pl = _placement(setup)
         card = [i for i in range(cfg.n_layers) if pl.on_card[i]]
         w = sum(per_layer[i] - pl.host_experts[i] for i in card) + (head_w if pl.output_on_card else 0)
         n_win = sum(1 for i in card if i in win)
+        n_lin = sum(1 for i in card if i in lin)
         ws = act + (logits if pl.output_on_card else 0)
-        return [(int(w), ws, overhead, batch * kv_layer * (len(card) - n_win), 0.0, batch * kv_layer * n_win)]
+        return [(int(w), ws, overhead, batch * kv_layer * (len(card) - n_win - n_lin), 0.0, batch * kv_layer * n_win,
+                 batch * st_layer * n_lin)]
     for (nd, nm, has_head), rng in zip(_layer_counts(setup), _layer_ranges(setup)):
         n_win = sum(1 for i in rng if i in win)
-        layers = nd + nm - n_win            # layers whose cache grows with the context
+        n_lin = sum(1 for i in rng if i in lin)
+        layers = nd + nm - n_win - n_lin    # layers whose cache grows with the context
+        st = st_layer * n_lin / (N if tp else 1)   # under tensor split each card holds its heads' states
         if tp:
             w = (sum(per_layer) + head_w) / N
             ks = _kv_share(setup)
@@ -1542,13 +1612,13 @@ def _memory_terms(setup: Setup, batch: int):
             # the expanded f16 K and V of one layer at a time, for every stream
             expand_tok = 2 * cfg.n_heads * (cfg.head_dim + cfg.v_head_dim) / (N if tp else 1)
         ws = act + (logits if (has_head or tp) else 0)
-        out.append((int(w), ws, overhead, batch * kv_tok, batch * expand_tok, batch * kv_win))
+        out.append((int(w), ws, overhead, batch * kv_tok, batch * expand_tok, batch * kv_win, batch * st))
     return out
 
 
 def _host_memory_terms(setup: Setup, batch: int) -> tuple:
     """With an offload: (weight bytes in host memory, KV bytes per token of context of the host's
-    full-attention layers, of its windowed layers)."""
+    full-attention layers, of its windowed layers, its linear layers' recurrent-state bytes)."""
     cfg = setup.model
     pl = _placement(setup)
     t = _weight_table(cfg, setup.weights)
@@ -1556,9 +1626,12 @@ def _host_memory_terms(setup: Setup, batch: int) -> tuple:
     card_w = _memory_terms(setup, batch)[0][0]
     kv_layer = sum(setup.kv_fmt.nbytes(r) for r in cfg.kv_rows_per_layer())
     host_layers = [i for i in range(cfg.n_layers) if not pl.on_card[i]]
-    win = frozenset(cfg.windowed_layers)
+    win, lin = frozenset(cfg.windowed_layers), frozenset(cfg.linear_layers)
     n_win = sum(1 for i in host_layers if i in win)
-    return total - card_w, batch * kv_layer * (len(host_layers) - n_win), batch * kv_layer * n_win
+    n_lin = sum(1 for i in host_layers if i in lin)
+    st = cfg.recurrent_state_bytes() / len(lin) * n_lin if lin else 0.0
+    return (total - card_w, batch * kv_layer * (len(host_layers) - n_win - n_lin), batch * kv_layer * n_win,
+            batch * st)
 
 
 @dataclass
@@ -1588,14 +1661,14 @@ def memory(setup: Setup, context: int, batch: int = 1) -> Memory:
     cap = setup.gpu.memory_bytes
     # a windowed layer holds the runtime's SWA cells (window + n_ubatch, padded), not the window alone
     cells = window_cells(context, cfg.sliding_window, setup.n_ubatch) if cfg.windowed_layers else 0
-    cards = [CardMemory(weights=w, kv=math.ceil(kv * context + kvw * cells), workspace=math.ceil(ws + ex * context),
+    cards = [CardMemory(weights=w, kv=math.ceil(kv * context + kvw * cells + st), workspace=math.ceil(ws + ex * context),
                         overhead=ov, capacity=cap)
-             for w, ws, ov, kv, ex, kvw in _memory_terms(setup, batch)]
+             for w, ws, ov, kv, ex, kvw, st in _memory_terms(setup, batch)]
     if setup.offload is None:
         return Memory(cards, context, batch)
-    hw, hkv, hkvw = _host_memory_terms(setup, batch)
+    hw, hkv, hkvw, hst = _host_memory_terms(setup, batch)
     return Memory(cards, context, batch,
-                  HostMemory(hw, math.ceil(hkv * context + hkvw * cells), setup.host.memory_bytes))
+                  HostMemory(hw, math.ceil(hkv * context + hkvw * cells + hst), setup.host.memory_bytes))
 
 
 def max_context(setup: Setup, batch: int = 1) -> int:
@@ -1614,14 +1687,14 @@ def max_context(setup: Setup, batch: int = 1) -> int:
             return max(0, (room - kvw * SWA_PAD) // (grow + kvw)) if grow + kvw else math.inf
         return (room - kvw * full) // grow if grow else math.inf
 
-    for w, ws, ov, kv, ex, kvw in _memory_terms(setup, batch):
-        room = cap - (w + math.ceil(ws) + ov)
+    for w, ws, ov, kv, ex, kvw, st in _memory_terms(setup, batch):
+        room = cap - (w + math.ceil(ws) + ov + math.ceil(st))
         if room < 0:
             return 0
         best = min(best, longest(room, kv + ex, kvw))
     if setup.offload is not None and setup.host.memory_bytes:
-        hw, hkv, hkvw = _host_memory_terms(setup, batch)
-        room = setup.host.memory_bytes - hw
+        hw, hkv, hkvw, hst = _host_memory_terms(setup, batch)
+        room = setup.host.memory_bytes - hw - math.ceil(hst)
         if room < 0:
             return 0
         best = min(best, longest(room, hkv, hkvw))

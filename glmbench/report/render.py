@@ -189,7 +189,9 @@ def _memory(pred, study: Study, ceils) -> list:
                          f"{c['weights_bytes_fullest_card'] / GIB:.1f}", f"{c['kv_bytes_per_token'] / 1024:.1f}" + (
                              f" ({c['kv_bytes_per_token_past_window'] / 1024:.1f} past the {_tok(c['sliding_window'])} "
                              f"{'chunk' if c.get('window_chunked') else 'window'})"
-                             if c.get("sliding_window") else ""),
+                             if c.get("sliding_window") else "") + (
+                             f" (+ {c['recurrent_state_bytes'] / 2 ** 20:.1f} MiB of state in its "
+                             f"{c['linear_layers']} linear layers)" if c.get("recurrent_state_bytes") else ""),
                          f"{c['capacity_bytes'] / GIB:.1f}", limit])
         L += ["Longest context one stream can hold (weights, KV cache, workspace and runtime overhead "
               "on the fullest card, against its capacity):", "",
