@@ -321,6 +321,14 @@ _HF_TO_GGUF = {
     "mlp.experts.down_proj": "ffn_down_exps", "mlp.shared_experts.gate_proj": "ffn_gate_shexp",
     "mlp.shared_experts.up_proj": "ffn_up_shexp", "mlp.shared_experts.down_proj": "ffn_down_shexp",
     "mlp.gate": "ffn_gate_inp", "mlp.gate.e_score_correction_bias": "exp_probs_b",
+    # a hybrid's Gated DeltaNet layer (llama.cpp's qwen35 / qwen3next, conversion/qwen.py): q, k, v as
+    # attn_qkv (quantized as attn_v is: llama-quant.cpp's ATTENTION_QKV category), the output gate as
+    # attn_gate; Qwen3-Next's fused in_proj_qkvz is split by the converter into those two, priced here
+    # as one attn_qkv (its z rows then take attn_qkv's bumps: an approximation of a mix)
+    "linear_attn.in_proj_qkv": "attn_qkv", "linear_attn.in_proj_z": "attn_gate",
+    "linear_attn.in_proj_qkvz": "attn_qkv", "linear_attn.in_proj_b": "ssm_beta",
+    "linear_attn.in_proj_a": "ssm_alpha", "linear_attn.in_proj_ba": "ssm_ba",
+    "linear_attn.conv1d": "ssm_conv1d", "linear_attn.norm": "ssm_norm", "linear_attn.out_proj": "ssm_out",
 }
 
 
@@ -386,7 +394,7 @@ def mix_type(mix: Mix, name: str, shape, ctx: TensorContext) -> Format:
         elif ft in ("TQ1_0", "TQ2_0"):
             t = "q4_K"
     elif iq12:
-        if "attn_v.weight" in gn:
+        if "attn_v.weight" in gn or "attn_qkv.weight" in gn:
             t = "q4_K" if gqa >= 4 or n_exp >= 4 else ("iq3_s" if iq2sm else "q2_K")
         elif n_exp == 8 and "attn_k.weight" in gn:
             t = "q4_K"
@@ -400,7 +408,7 @@ def mix_type(mix: Mix, name: str, shape, ctx: TensorContext) -> Format:
                 t = "iq2_xxs"
             elif iq2sm:
                 t = "iq3_s"
-    elif "attn_v.weight" in gn:
+    elif "attn_v.weight" in gn or "attn_qkv.weight" in gn:
         if ft == "Q2_K":
             t = "q4_K" if gqa >= 4 else "q3_K"
         elif ft == "Q2_K_S" and gqa >= 4:
@@ -482,7 +490,9 @@ def tensor_format(fmt, name: str, shape, ctx: TensorContext | None = None) -> Fo
     fmt = weight_format(fmt)
     shape = tuple(shape)
     unq = GGML_TYPES["bf16" if fmt.kind == "vllm" else "f32"]
-    if len(shape) < 2 or name.endswith(ROUTER_SUFFIX) or name.endswith("ffn_gate_inp.weight"):
+    # (a linear layer's short convolution, ssm_conv1d, is never quantized: llama-quant.cpp)
+    if len(shape) < 2 or name.endswith(ROUTER_SUFFIX) or name.endswith("ffn_gate_inp.weight") \
+            or gguf_tensor_name(name)[0].startswith("ssm_conv1d."):
         return unq
     if isinstance(fmt, Mix):
         if ctx is None:

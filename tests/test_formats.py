@@ -167,3 +167,22 @@ def test_every_family_of_format_predicts(w):
     s = cm.Setup("glm-4.7-flash", "rtx-3090", weights=w)
     assert cm.decode(s, 4096).tok_s > 0 and cm.prefill(s, 512).tok_s > 0
     assert math.isfinite(cm.memory(s, 4096).total)
+
+
+def test_a_hybrids_linear_layers_in_a_mix():
+    """Qwen3.5's Gated DeltaNet layers as llama.cpp's quantizer types them: q, k, v (attn_qkv) in the
+    attn_v-like category (bumped to q6_K on the use_more_bits layers of Q4_K_M, counted with the
+    full layers' attn_v, one per layer), the short convolution never quantized (f32), the rest at
+    the mix's base type."""
+    c = configs.load("qwen3.5-35b-a3b")
+    tf = c.tensor_formats("Q4_K_M")
+    for i in range(c.n_layers):
+        v = (f"model.layers.{i}.linear_attn.in_proj_qkv.weight" if i in c.linear_layers
+             else f"model.layers.{i}.self_attn.v_proj.weight")
+        assert tf[v].name == ("q6_K" if vocab._use_more_bits(i, c.n_layers) else "q4_K"), v
+    lin = c.linear_layers[0]
+    for fmt in ("Q4_K_M", "q8_0", "MXFP4_MOE", "IQ2_XS"):
+        assert c.tensor_formats(fmt)[f"model.layers.{lin}.linear_attn.conv1d.weight"].name == "f32"
+    assert tf[f"model.layers.{lin}.linear_attn.in_proj_z.weight"].name == "q4_K"
+    assert tf[f"model.layers.{lin}.linear_attn.out_proj.weight"].name == "q4_K"
+    assert tf[f"model.layers.{lin}.linear_attn.A_log"].name == "f32"
