@@ -645,3 +645,23 @@ def test_hybrid_full_attention_layers_price_the_output_gate():
         assert sum(c.kv for c in m.cards) == pytest.approx(st, abs=2)
         if per_card:
             assert all(c.kv == pytest.approx(per_card, abs=1) for c in m.cards)
+
+
+def test_hybrid_recurrence_runs_its_tokens_in_order():
+    """The fused recurrence steps one stream's tokens one after another: a prompt's linear layers
+    take at least tokens x GDN_STEP_CYCLES at the card's clock each; streams of a batch run side by
+    side (the chain is the tokens per stream)."""
+    cfg = configs.load("qwen3.5-35b-a3b")
+    g = hw.get_gpu("rtx-4090")
+    s = cm.Setup(cfg, g, weights="q4_K", runtime="ideal")
+    n_lin = len(cfg.linear_layers)
+    step = cm.GDN_STEP_CYCLES / (g.boost_mhz * 1e6)
+    rec = lambda c: next(o for o in c.ops if o.name == "lin.recurrence")
+    one = rec(cm.prefill(s, 2048, 0))
+    assert one.compute_s == pytest.approx(n_lin * 2048 * step, rel=1e-9)
+    four = rec(cm.prefill_batch(s, 512, 4, 0))
+    # four 512-token prompts at n_ubatch 512: one prompt per ubatch, the ubatches one after another
+    assert four.compute_s == pytest.approx(4 * n_lin * 512 * step, rel=1e-9)
+    # decode: one step per stream, in parallel; the throughput bound where it is larger
+    d = rec(cm.decode(s, 1000, 64))
+    assert d.compute_s >= n_lin * step

@@ -372,7 +372,7 @@ class _Op:
     `family`: the kernel path and weight family (glmbench.predict.kernels) whose efficiencies a
     runtime model's kernel table gives; `tpe`: tokens per expert of a MoE prefill op."""
     __slots__ = ("name", "cls", "dtype", "tflops", "vflops", "bytes", "kernels", "path", "family", "tpe", "tile", "acc16",
-                 "capf")
+                 "capf", "chain")
 
     def __init__(self, name, cls, dtype, tflops, vflops, nbytes, kernels, path=None, family=None, tpe=0.0, tile=0.0,
                  acc16=0.0):
@@ -381,6 +381,7 @@ class _Op:
         self.path, self.family, self.tpe, self.tile = path, family, tpe, tile
         self.acc16 = acc16      # share of the tensor FLOPs accumulated in f16 (kernels.tensor_peak)
         self.capf = 1.0         # share of the per-SM GEMV cap its weight types stream (_cap_factor)
+        self.chain = 0          # dependent steps one after another (a recurrence's tokens per stream)
 
 
 def _op_efficiency(op: _Op, rt: RuntimeProfile, attn=None) -> tuple:
@@ -427,6 +428,9 @@ def _time(op: _Op, gpu, rt: RuntimeProfile, attn=None):
                                * kn.arch_factor(rt.kernels, gpu, "compute"))
     if op.vflops:
         tc += op.vflops / (gpu.tflops["fp32"] * 1e12 * ce["vector"])
+    if op.chain:
+        # a recurrence: each step waits for the previous one (GDN_STEP_CYCLES at the card's clock)
+        tc = max(tc, op.chain * GDN_STEP_CYCLES / ((getattr(gpu, "boost_mhz", None) or kn.REF_CLOCK_MHZ) * 1e6))
     tm = op.bytes / (gpu.bandwidth_gbs * 1e9 * e_m)
     if sm_b and smg and op.bytes:
         # the weight GEMV's loads in flight per SM (kernels.SM_BYTES): on a card with more bandwidth
@@ -1007,6 +1011,11 @@ def _attention_ops(setup: Setup, T: int, work: _Attn, share: float) -> list:
 # FLOPs per token, value head and k_dim x v_dim state entry of the gated delta rule's recurrent
 # form: the state decayed (1), read against k (2), the rank-1 update (2) and read against q (2)
 GDN_FLOPS_PER_STATE = 7.0
+# SM cycles one token's step of the fused recurrence takes when it waits on the previous one: two
+# warp-wide reductions of k_dim (5 shuffle rounds each, ~30 cycles a round) and the token's q, k,
+# v, decay and beta loads (L2 latency, ~250 cycles); an estimate from the kernel's structure
+# (ggml-cuda/gated_delta_net.cu), not fitted: no public result of a hybrid model is in the set
+GDN_STEP_CYCLES = 550.0
 
 
 def _linear_ops(setup: Setup, T: int, work: _Works, share: float) -> list:
@@ -1019,7 +1028,9 @@ def _linear_ops(setup: Setup, T: int, work: _Works, share: float) -> list:
     ggml-cuda/gated_delta_net.cu): token by token for decode and prompt alike, each value head's
     k_dim x v_dim f32 state read once per stream and written back, GDN_FLOPS_PER_STATE FLOPs per
     state entry and token on the f32 units; then the gated RMSNorm with z and out_proj. The
-    recurrence does no more work at depth: the linear layers' cost is flat in the context."""
+    recurrence does no more work at depth: the linear layers' cost is flat in the context. Its
+    tokens of one stream run one after another: a prompt takes at least tokens x GDN_STEP_CYCLES
+    at the card's clock per layer, whatever the throughput."""
     cfg = setup.model
     D, Hk, Hv = cfg.hidden_size, cfg.linear_k_heads, cfg.linear_v_heads
     dk, dv, K, C = cfg.linear_k_dim, cfg.linear_v_dim, cfg.linear_conv, cfg.linear_conv_dim
@@ -1041,6 +1052,7 @@ def _linear_ops(setup: Setup, T: int, work: _Works, share: float) -> list:
            _Op("lin.norm_gate", "vector", "fp32", 0.0, 10 * T * Hv * dv * share,
                3 * ACT_BYTES * T * Hv * dv * share + wb.get("norm.weight", 0), 3),
            _matmul("lin.out_proj", T, D, Hv * dv, wb["out_proj.weight"], setup, share)]
+    ops[3].chain = -(-T // S)                     # the recurrence: tokens per stream, in order
     return ops
 
 
