@@ -310,6 +310,17 @@ def _bad(name, **changes):
     ("ernie-4.5-21b-a3b", {"moe_layer_end_index": -2}, r"`moe_layer_end_index` must be >= -1"),
     ("qwen2-57b-a14b", {"shared_expert_intermediate_size": -1}, r"`shared_expert_intermediate_size` must be >= 0"),
     ("glm-4-32b", {"partial_rotary_factor": 0}, r"`partial_rotary_factor`"),
+    # hybrids
+    ("qwen3.5-35b-a3b", {"linear_num_value_heads": 24}, r"`linear_num_value_heads`=24 is not a multiple of "
+                                                       r"`linear_num_key_heads`=16"),
+    ("qwen3.5-35b-a3b", {"layer_types": ["linear_attention"] * 39}, r"`layer_types` must list 'linear_attention'"),
+    ("qwen3.5-35b-a3b", {"layer_types": ["sliding_attention"] * 40}, r"`layer_types` must list 'linear_attention'"),
+    ("qwen3.5-35b-a3b", {"layer_types": ["linear_attention"] * 40}, r"all 40 layers linear attention"),
+    ("qwen3.5-35b-a3b", {"full_attention_interval": 0}, r"`full_attention_interval` must be >= 1"),
+    ("qwen3.5-27b", {"linear_key_head_dim": KeyError, "linear_value_head_dim": "128"},
+     r"`linear_value_head_dim` must be an integer"),
+    ("qwen3-next-80b-a3b", {"linear_conv_kernel_dim": 0}, r"`linear_conv_kernel_dim` must be >= 1"),
+    ("qwen3-next-80b-a3b", {"shared_expert_intermediate_size": -1}, r"`shared_expert_intermediate_size` must be >= 0"),
 ])
 def test_bad_configs(name, changes, match):
     with pytest.raises(ValueError, match=match):
