@@ -665,3 +665,8 @@ def test_hybrid_recurrence_runs_its_tokens_in_order():
     # decode: one step per stream, in parallel; the throughput bound where it is larger
     d = rec(cm.decode(s, 1000, 64))
     assert d.compute_s >= n_lin * step
+    # vLLM's prompt kernels are chunked (FLA): one step per GDN_CHUNK tokens
+    work = cm._Works(cm._prefill_attn(0, 2048, None))
+    chain = lambda rt: next(o for o in cm._linear_ops(cm.Setup(cfg, "h100-sxm", weights="bf16", runtime=rt), 2048,
+                                                      work, 1.0) if o.name == "lin.recurrence").chain
+    assert (chain("vllm"), chain("llama.cpp")) == (2048 // cm.GDN_CHUNK, 2048)

@@ -1016,6 +1016,7 @@ GDN_FLOPS_PER_STATE = 7.0
 # v, decay and beta loads (L2 latency, ~250 cycles); an estimate from the kernel's structure
 # (ggml-cuda/gated_delta_net.cu), not fitted: no public result of a hybrid model is in the set
 GDN_STEP_CYCLES = 550.0
+GDN_CHUNK = 64      # vLLM's prompt kernels (fla chunk_gated_delta_rule): tokens per chunk
 
 
 def _linear_ops(setup: Setup, T: int, work: _Works, share: float) -> list:
@@ -1052,7 +1053,10 @@ def _linear_ops(setup: Setup, T: int, work: _Works, share: float) -> list:
            _Op("lin.norm_gate", "vector", "fp32", 0.0, 10 * T * Hv * dv * share,
                3 * ACT_BYTES * T * Hv * dv * share + wb.get("norm.weight", 0), 3),
            _matmul("lin.out_proj", T, D, Hv * dv, wb["out_proj.weight"], setup, share)]
-    ops[3].chain = -(-T // S)                     # the recurrence: tokens per stream, in order
+    # the recurrence: tokens per stream, in order; vLLM's prompts run FLA's chunked kernels (chunks of
+    # GDN_CHUNK tokens in parallel within, the state carried from chunk to chunk)
+    per = -(-T // S)
+    ops[3].chain = -(-per // GDN_CHUNK) if setup.runtime.attention_kernel == "paged_attn" and per > 1 else per
     return ops
 
 
