@@ -6,7 +6,7 @@ import pytest
 from glmbench.models import configs
 from glmbench import vocab
 
-ALL = ["deepseek-r1", "deepseek-r1-distill-llama-70b", "deepseek-r1-distill-llama-8b",
+ALL = ["command-a", "command-r", "command-r-08-2024", "command-r-plus", "command-r7b", "deepseek-r1", "deepseek-r1-distill-llama-70b", "deepseek-r1-distill-llama-8b",
        "deepseek-r1-distill-qwen-14b", "deepseek-r1-distill-qwen-32b", "deepseek-r1-distill-qwen-7b",
        "deepseek-v2-lite", "deepseek-v3", "deepseek-v3.1", "devstral-small", "ernie-4.5-21b-a3b",
        "gemma-2-27b", "gemma-2-2b", "gemma-2-9b", "gemma-3-12b", "gemma-3-1b", "gemma-3-27b", "gemma-3-4b",
@@ -112,6 +112,13 @@ KV_F16 = {
     "qwen3.5-397b-a17b": 15 * 2 * (256 + 256) * 2,    # 30,720
     "qwen3.5-27b": 16 * 4 * (256 + 256) * 2,          # 65,536
     "qwen3.5-9b": 8 * 4 * (256 + 256) * 2,            # 32,768
+    # Cohere: Command-R (v01) is MHA, 64 KV heads of 128 (1.25 MiB per token); Command-A and R7B window
+    # three of every four layers (every layer caches, the windowed ones their last 4096 + ubatch)
+    "command-r": 40 * 64 * (128 + 128) * 2,           # 1,310,720
+    "command-r-08-2024": 40 * 8 * (128 + 128) * 2,    # 163,840
+    "command-r-plus": 64 * 8 * (128 + 128) * 2,       # 262,144
+    "command-a": 64 * 8 * (128 + 128) * 2,            # 262,144
+    "command-r7b": 32 * 8 * (128 + 128) * 2,          # 131,072
 
 }
 
@@ -321,6 +328,10 @@ def _bad(name, **changes):
      r"`linear_value_head_dim` must be an integer"),
     ("qwen3-next-80b-a3b", {"linear_conv_kernel_dim": 0}, r"`linear_conv_kernel_dim` must be >= 1"),
     ("qwen3-next-80b-a3b", {"shared_expert_intermediate_size": -1}, r"`shared_expert_intermediate_size` must be >= 0"),
+    ("command-r", {"layer_norm_eps": 0}, r"`layer_norm_eps` must be > 0"),
+    ("command-r", {"num_key_value_heads": 7}, r"`num_attention_heads`=64 is not a multiple of `num_key_value_heads`=7"),
+    ("command-a", {"sliding_window_pattern": 0}, r"`sliding_window_pattern` must be >= 1"),
+    ("command-a", {"layer_types": ["sliding_attention"] * 3}, r"`layer_types`"),
 ])
 def test_bad_configs(name, changes, match):
     with pytest.raises(ValueError, match=match):
@@ -431,6 +442,9 @@ PUBLISHED = {
     # 17.35 B with them for Qwen3.5) are rounded, some past 2%, and not checked
     "qwen3-next-80b-a3b": (80, None, None), "qwen3.5-35b-a3b": (35, None, None), "qwen3.5-122b-a10b": (122, None, None),
     "qwen3.5-397b-a17b": (397, None, None), "qwen3.5-27b": (27, None, None), "qwen3.5-9b": (9, None, None),
+    # Cohere: llama-bench's "34.98 B" for command-r 35B, the names' sizes for the others (R7B: 8.03 B)
+    "command-r": (34.98, None, None), "command-r-08-2024": (32, None, None), "command-r-plus": (104, None, None),
+    "command-a": (111, None, None), "command-r7b": (8.03, None, None),
 }
 
 
@@ -517,6 +531,12 @@ def _hf_tiny(family):
             hc = transformers.Qwen3_5MoeTextConfig(**small, **lin, moe_intermediate_size=16, num_experts=4,
                                                    num_experts_per_tok=2, shared_expert_intermediate_size=24)
             M = transformers.Qwen3_5MoeForCausalLM
+    elif family == "cohere":
+        hc = transformers.CohereConfig(**small, intermediate_size=48, use_qk_norm=True)
+        M = transformers.CohereForCausalLM
+    elif family == "cohere2":
+        hc = transformers.Cohere2Config(**small, intermediate_size=48, sliding_window=16)
+        M = transformers.Cohere2ForCausalLM
     else:
         hc = transformers.Qwen2MoeConfig(**small, intermediate_size=48, moe_intermediate_size=16, num_experts=4,
                                          num_experts_per_tok=2, shared_expert_intermediate_size=24, mlp_only_layers=[2])
@@ -536,7 +556,8 @@ def test_priced_families_match_hf_parameter_counts(family):
     assert c.forward_unsupported() and configs.PRICED_ONLY[c.model_type] in c.forward_unsupported()[-1]
     expect_moe = {"glm4": (), "llama4_text": (1, 3, 5, 7), "minimax_m2": tuple(range(8)),
                   "ernie4_5_moe": (1, 2, 3, 4, 5, 6), "qwen2_moe": (0, 1, 3, 4, 5, 6, 7),
-                  "qwen3_next": (0, 1, 3, 4, 5, 6, 7), "qwen3_5_text": (), "qwen3_5_moe_text": tuple(range(8))}[family]
+                  "qwen3_next": (0, 1, 3, 4, 5, 6, 7), "qwen3_5_text": (), "qwen3_5_moe_text": tuple(range(8)),
+                  "cohere": (), "cohere2": ()}[family]
     assert c.moe_layers == expect_moe
     if family in configs.LINEAR_FAMILIES:   # the layer_types' linear layers; the others cache
         assert c.linear_layers == (0, 2, 3, 5, 6) and c.attention_layers == (1, 4, 7) and c.attn_output_gate
@@ -550,6 +571,8 @@ def test_priced_families_match_hf_parameter_counts(family):
     if family == "llama4_text":   # rope layers chunked (every 4th global), one shared expert, dense MLP 48 wide
         assert c.windowed_layers == (0, 1, 2, 4, 5, 6) and c.window_chunked and c.sliding_window == 16
         assert (c.n_experts_per_tok, c.shared_expert_intermediate_size, c.intermediate_size) == (1, 16, 48)
+    elif family == "cohere2":     # every 4th layer global, the others windowed (sliding_window_pattern 4)
+        assert c.windowed_layers == (0, 1, 2, 4, 5, 6) and not c.window_chunked and c.sliding_window == 16
     else:
         assert not c.window_chunked and not c.windowed_layers
 

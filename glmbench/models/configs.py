@@ -28,8 +28,13 @@ Families (HF `model_type`), with the field names HF uses in each:
   qwen3_5_text, qwen3_5_moe_text
                  the same hybrid layers (Qwen3.5, dense MLP or MoE; `qwen3_5` / `qwen3_5_moe` wrap
                  them), the linear layers' input projections stored as four tensors
+  cohere         dense GQA (Command-R, Command-R+): attention and MLP side by side on one
+                 LayerNorm (layer_norm_eps), interleaved rope, logit_scale, per-head q/k LayerNorm
+                 (use_qk_norm, Command-R+)
+  cohere2        the same layers (Command-R7B, Command-A), three of every four attending within
+                 sliding_window tokens, the fourth global without rope
 
-The last eight are priced (cost model, memory, weight bytes: parameters counted as HF's modeling
+The last ten are priced (cost model, memory, weight bytes: parameters counted as HF's modeling
 code builds them); glmbench.Model does not run their forward pass (forward_unsupported says why).
 
 Structural sizes (hidden_size, heads, layers, MLA ranks, expert counts...) are required: a
@@ -86,6 +91,8 @@ FAMILIES = {
     "qwen3_next": "gqa",
     "qwen3_5_text": "gqa",
     "qwen3_5_moe_text": "gqa",
+    "cohere": "gqa",
+    "cohere2": "gqa",
 }
 # families the cost model prices but glmbench.Model's forward pass does not run (what each lacks)
 PRICED_ONLY = {
@@ -99,6 +106,10 @@ PRICED_ONLY = {
     "qwen3_5_text": "Qwen3.5's Gated DeltaNet layers, gated attention output and (1 + w) norms",
     "qwen3_5_moe_text": "Qwen3.5's Gated DeltaNet layers, gated attention output, (1 + w) norms and gated shared "
                         "expert",
+    "cohere": "Cohere's parallel attention and MLP under one LayerNorm (with mean), interleaved rope and logit "
+              "scale",
+    "cohere2": "Cohere's parallel attention and MLP under one LayerNorm (with mean), interleaved rope on the "
+               "windowed layers only and logit scale",
 }
 # hybrid families: some layers are linear attention (Gated DeltaNet) with a recurrent state
 LINEAR_FAMILIES = ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")
@@ -109,6 +120,8 @@ _WRAPPERS = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_5": "qwen3
              "qwen3_5_moe": "qwen3_5_moe_text"}
 # model_types whose (remote) code is one of the families': Kimi-K2's is DeepSeek-V3's
 _ALIASES = {"kimi_k2": "deepseek_v3"}
+# families whose norms are LayerNorms (weight only) with eps `layer_norm_eps`, one per layer
+_LAYERNORM_FAMILIES = ("cohere", "cohere2")
 
 # HF config-class defaults for optional behavioural fields (transformers 5.x).
 _DEFAULTS: dict[str, dict[str, Any]] = {
@@ -171,6 +184,11 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
                              partial_rotary_factor=0.25, num_experts=256, num_experts_per_tok=8,
                              full_attention_interval=4, linear_conv_kernel_dim=4, linear_key_head_dim=128,
                              linear_value_head_dim=128, linear_num_key_heads=16, linear_num_value_heads=32),
+    # CohereConfig / Cohere2Config (transformers 5.25): num_key_value_heads defaults to the heads,
+    # head_dim = hidden / heads; Cohere2's layer_types from sliding_window_pattern (4)
+    "cohere": dict(layer_norm_eps=1e-5, tie_word_embeddings=True, attention_bias=False, use_qk_norm=False),
+    "cohere2": dict(layer_norm_eps=1e-5, tie_word_embeddings=True, attention_bias=False, sliding_window=4096,
+                    sliding_window_pattern=4),
 }
 
 # The MLA latent norms (q_a_layernorm, kv_a_layernorm) are built without an eps argument in HF's
@@ -481,7 +499,8 @@ class ModelConfig:
         for i in range(self.n_layers):
             p = f"model.layers.{i}."
             t[p + "input_layernorm.weight"] = (D,)
-            t[p + "post_attention_layernorm.weight"] = (D,)
+            if self.n_layer_norms > 1:      # (Cohere: one norm before attention and MLP side by side)
+                t[p + "post_attention_layernorm.weight"] = (D,)
             if self.n_layer_norms == 4:
                 post = ("post_self_attn_layernorm", "post_mlp_layernorm") if self.model_type == "glm4" else \
                     ("pre_feedforward_layernorm", "post_feedforward_layernorm")
@@ -1041,7 +1060,7 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
     D = r.int("hidden_size")
     V = r.int("vocab_size")
     H = r.int("num_attention_heads")
-    eps = r.float("rms_norm_eps")
+    eps = r.float("layer_norm_eps" if mt in _LAYERNORM_FAMILIES else "rms_norm_eps")
     tie = r.bool("tie_word_embeddings")
     theta, scaling = _rope(r)
     # the MLP's activation only changes numerics: predictions take any (Model runs silu only)
@@ -1130,6 +1149,10 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
         elif mt == "gpt_oss":
             sw = r.int("sliding_window")
             win_layers = _layer_types(r, L, lambda i: i % 2 == 0)
+        elif mt == "cohere2":   # Cohere2Config: every sliding_window_pattern-th layer global
+            sw = r.int("sliding_window")
+            pat = r.int("sliding_window_pattern")
+            win_layers = _layer_types(r, L, lambda i: (i + 1) % pat != 0)
         elif mt == "llama4_text":
             # Llama4TextConfig: the layers that rotate (no_rope_layers[i] = 1, by default all but every
             # no_rope_layer_interval-th) attend within chunks of attention_chunk_size (null: none)
@@ -1150,13 +1173,15 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
         if mt in LINEAR_FAMILIES:
             kw.update(_linear_fields(r, L), attn_output_gate=True)
         qk_norm = mt in ("qwen3", "qwen3_moe", "gemma3_text", "minimax_m2") or mt in LINEAR_FAMILIES or \
-            (mt == "glm4_moe" and r.bool("use_qk_norm"))
+            (mt in ("glm4_moe", "cohere") and r.bool("use_qk_norm"))
         kw.update(n_kv_heads=n_kv, head_dim=hd, attention_bias=bool(bias), attention_out_bias=out_bias,
-                  qk_norm=qk_norm, qk_norm_all_heads=mt == "minimax_m2",
-                  rope_layout="interleaved" if mt == "glm4" else "half", rope_dim=rope_dim,
+                  # Command-R+'s q / k LayerNorms hold a weight per head (heads x head_dim)
+                  qk_norm=qk_norm, qk_norm_all_heads=mt in ("minimax_m2", "cohere"),
+                  rope_layout="interleaved" if mt in ("glm4", "cohere", "cohere2") else "half", rope_dim=rope_dim,
                   q_lora_rank=None, kv_lora_rank=0, qk_nope_head_dim=0, qk_rope_head_dim=0, v_head_dim=hd,
                   sliding_window=sw, window_layers=win_layers,
-                  n_layer_norms=4 if mt in GEMMA_FAMILIES or mt == "glm4" else 2, attention_sinks=mt == "gpt_oss")
+                  n_layer_norms=4 if mt in GEMMA_FAMILIES or mt == "glm4" else 1 if mt in _LAYERNORM_FAMILIES else 2,
+                  attention_sinks=mt == "gpt_oss")
 
     # ---- MLP / MoE
     F = r.int("intermediate_size", required=False) or 0
