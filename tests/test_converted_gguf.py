@@ -27,6 +27,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(lc.source() is None, reason=l
 RTOL = 1e-4
 _DENSE = dict(vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
               num_key_value_heads=2, head_dim=16, rms_norm_eps=1e-5)
+_HYBRID = dict(vocab_size=160, hidden_size=64, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+               head_dim=16, rms_norm_eps=1e-6, linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=16,
+               linear_value_head_dim=16, linear_conv_kernel_dim=4, pad_token_id=0, bos_token_id=1, eos_token_id=2)
 # families beyond test_model_hf's TINY, and variants: tied embeddings (Qwen2.5-0.5B, Llama-3.2-1B class)
 # with llama3 rope scaling (the converter's rope_freqs tensor)
 EXTRA = {
@@ -60,10 +63,25 @@ EXTRA = {
     "qwen2_moe": ("qwen2_moe", dict({k: v for k, v in _DENSE.items() if k != "head_dim"}, moe_intermediate_size=32,
                                     num_experts=4, num_experts_per_tok=2, shared_expert_intermediate_size=48,
                                     pad_token_id=0, bos_token_id=1, eos_token_id=2)),
+    # the hybrids (Gated DeltaNet linear attention + gated GQA; the converter's qwen3next / qwen35 / qwen35moe):
+    # Qwen3-Next with a non-default partial rope; Qwen3.5 with layer_types that full_attention_interval
+    # cannot state (the file's recurrent-layer flags must be read); Qwen3.5-MoE with value heads narrower
+    # than key heads (ssm.inner_size / time_step_rank, not state_size, gives their width; llama.cpp's
+    # loader assumes them equal, as in every released model). Each folder also gets an MTP block
+    # (_with_mtp_block)
+    "qwen3_next": ("qwen3_next", dict(_HYBRID, intermediate_size=96, moe_intermediate_size=32, num_experts=4,
+                                      num_experts_per_tok=2, shared_expert_intermediate_size=48,
+                                      partial_rotary_factor=0.5)),
+    "qwen3_5_text": ("qwen3_5_text", dict(_HYBRID, intermediate_size=96,
+                                          layer_types=["linear_attention", "full_attention"] * 2)),
+    "qwen3_5_moe_text": ("qwen3_5_moe_text", dict(_HYBRID, linear_value_head_dim=8, moe_intermediate_size=32,
+                                                  num_experts=4, num_experts_per_tok=2,
+                                                  shared_expert_intermediate_size=48)),
 }
+HYBRID = ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")      # configs.LINEAR_FAMILIES
 RUN = ["llama", "llama_tied", "mistral", "qwen2", "qwen2_tied", "qwen3", "qwen3_moe", "deepseek_v2", "deepseek_v3",
        "glm4_moe_lite", "glm4_moe", "seed_oss", "gemma2", "gemma3_text", "gpt_oss", "mixtral", "phi3"]
-PREDICT_ONLY = ["glm4", "llama4_text", "minimax_m2", "ernie4_5_moe", "qwen2_moe"]   # configs.PRICED_ONLY
+PREDICT_ONLY = ["glm4", "llama4_text", "minimax_m2", "ernie4_5_moe", "qwen2_moe", *HYBRID]   # configs.PRICED_ONLY
 PROMPT, STEPS = [3, 17, 42, 5, 99, 1, 7], [7, 11, 13, 2]
 
 
@@ -82,11 +100,43 @@ def _hf(family):
     return tiny_hf_model(family)
 
 
+def _with_mtp_block(folder):
+    """Add a multi-token-prediction block to a saved hybrid (Qwen3-Next / Qwen3.5) folder, as the released
+    checkpoints hold one (mtp.fc, mtp.pre_fc_norm_embedding / _hidden, mtp.norm and mtp.layers.0: a
+    full-attention decoder layer, here a copy of the first one). llama.cpp's converter (conversion/qwen.py
+    _QwenMtpMixin) asserts on a folder without it unless run with --no-mtp, which llama_cpp_convert.convert
+    does not pass; with it the file has block_count = layers + 1 and nextn_predict_layers = 1, whose block
+    glmbench leaves out of the config (skipped bytes). Qwen3.5's config states the block
+    (mtp_num_hidden_layers); Qwen3-Next's does not (the converter counts the mtp.layers tensors)."""
+    from safetensors.torch import load_file, save_file
+    path = os.path.join(folder, "model.safetensors")
+    sd = load_file(path)
+    with open(os.path.join(folder, "config.json")) as f:
+        hc = json.load(f)
+    tc = hc.get("text_config", hc)
+    full = f"model.layers.{tc['layer_types'].index('full_attention')}."
+    D = tc["hidden_size"]
+    g = torch.Generator().manual_seed(1)
+    for k, v in list(sd.items()):
+        if k.startswith(full):
+            sd["mtp.layers.0." + k[len(full):]] = v.clone()
+    sd["mtp.fc.weight"] = torch.randn(D, 2 * D, generator=g) / (2 * D) ** 0.5
+    for n in ("pre_fc_norm_embedding", "pre_fc_norm_hidden", "norm"):
+        sd[f"mtp.{n}.weight"] = torch.ones(D)
+    save_file(sd, path, metadata={"format": "pt"})
+    if hc["model_type"] != "qwen3_next":
+        tc["mtp_num_hidden_layers"] = 1
+        with open(os.path.join(folder, "config.json"), "w") as f:
+            json.dump(hc, f)
+
+
 @functools.lru_cache(maxsize=None)
 def _converted(family, tmp):
     """(HF config, HF model, {"f16": path, "q8_0": path, "split": first part}) for `family`."""
     cfg, model = _hf(family)
     folder = lc.save_hf(model, cfg, os.path.join(tmp, family))
+    if family in HYBRID:
+        _with_mtp_block(folder)
     out = {"f16": lc.convert(folder, os.path.join(tmp, f"{family}-f16.gguf"), "f16"),
            "q8_0": lc.convert(folder, os.path.join(tmp, f"{family}-q8_0.gguf"), "q8_0"),
            "split": lc.convert(folder, os.path.join(tmp, f"{family}-split.gguf"), "q8_0", split_max_tensors=7)}
@@ -246,6 +296,162 @@ def test_qwen2moe_file_without_its_width_keys(tmp):
     del g.tensors["blk.0.ffn_up_exps.weight"]
     with pytest.raises(gguf_file.GGUFError, match="expert_feed_forward_length"):
         gguf_file.hf_config(g)
+
+
+# each HF-named tensor of a Gated DeltaNet layer -> the GGUF tensors holding it, as llama.cpp's converter
+# writes them (conversion/qwen.py; src/llama-arch.cpp's names): Qwen3-Next's in_proj_qkvz split in its q/k/v
+# rows and its z rows, A_log stored as ssm_a (no suffix), dt_bias as ssm_dt.bias
+_LINEAR_NAMES = {"conv1d.weight": ["ssm_conv1d.weight"], "dt_bias": ["ssm_dt.bias"], "A_log": ["ssm_a"],
+                 "norm.weight": ["ssm_norm.weight"], "out_proj.weight": ["ssm_out.weight"]}
+_LINEAR_NAMES_OF = {
+    "qwen3_next": {"in_proj_qkvz.weight": ["attn_qkv.weight", "attn_gate.weight"], "in_proj_ba.weight": ["ssm_ba.weight"]},
+    "qwen3_5_text": {"in_proj_qkv.weight": ["attn_qkv.weight"], "in_proj_z.weight": ["attn_gate.weight"],
+                     "in_proj_b.weight": ["ssm_beta.weight"], "in_proj_a.weight": ["ssm_alpha.weight"]}}
+_LINEAR_NAMES_OF["qwen3_5_moe_text"] = _LINEAR_NAMES_OF["qwen3_5_text"]
+_MOE_NAMES = {"gate.weight": "ffn_gate_inp", "experts.gate_proj": "ffn_gate_exps", "experts.up_proj": "ffn_up_exps",
+              "experts.down_proj": "ffn_down_exps", "shared_experts.gate_proj.weight": "ffn_gate_shexp",
+              "shared_experts.up_proj.weight": "ffn_up_shexp", "shared_experts.down_proj.weight": "ffn_down_shexp",
+              "shared_expert_gate.weight": "ffn_gate_inp_shexp"}
+
+
+@pytest.mark.parametrize("family", HYBRID)
+def test_hybrid_file_config_and_bytes(tmp, family):
+    """Qwen3-Next, Qwen3.5 and Qwen3.5-MoE files (llama.cpp's qwen3next / qwen35 / qwen35moe): the linear
+    layers and their sizes, the gated attention, the experts and the shared expert as HF's config has them;
+    every stored byte on the HF name configs.tensor_shapes() gives it, the MTP block's apart."""
+    hf_cfg, _, files = _converted(family, tmp)
+    want = configs.from_hf(hf_cfg.to_dict(), "hf")
+    assert want.linear_layers and want.attn_output_gate
+    for kind in ("f16", "q8_0", "split"):
+        g = gguf_file.read(files[kind])
+        arch = g.architecture
+        assert arch == {"qwen3_next": "qwen3next", "qwen3_5_text": "qwen35", "qwen3_5_moe_text": "qwen35moe"}[family]
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", gguf_file.GGUFNotice)   # nothing assumed: the file states it all
+            cfg = configs.load(files[kind])
+        assert g.get(f"{arch}.nextn_predict_layers") == 1 and g.get(f"{arch}.block_count") == cfg.n_layers + 1
+        for f in ("model_type", "n_layers", "linear_layers", "linear_k_heads", "linear_v_heads", "linear_k_dim",
+                  "linear_v_dim", "linear_conv", "attn_output_gate", "qk_norm", "n_heads", "n_kv_heads", "head_dim",
+                  "rope_dim", "moe_layers", "n_routed_experts", "n_experts_per_tok", "moe_intermediate_size",
+                  "shared_expert_intermediate_size", "shared_expert_gate", "norm_topk_prob", "intermediate_size"):
+            assert getattr(cfg, f) == getattr(want, f), (kind, f)
+        assert cfg.recurrent_state_bytes() == want.recurrent_state_bytes() > 0
+        assert cfg.kv_bytes_per_token("f16") == want.kv_bytes_per_token("f16")
+        fw, shapes, ts, L = cfg.file_weights, cfg.tensor_shapes(), g.tensors, cfg.n_layers
+        assert [n for n, _, _ in fw.tensors] == list(shapes)
+        # every stored byte once: the HF-named tensors and the MTP block (skipped), nothing else
+        mtp = sum(t.n_bytes for n, t in ts.items() if n.startswith(f"blk.{L}."))
+        assert mtp > 0 and fw.skipped_bytes == mtp and fw.extra_bytes == 0
+        assert sum(b for _, _, b in fw.tensors) + fw.skipped_bytes == fw.total_bytes == g.tensor_bytes
+        by = fw.bytes_of()
+        for i in cfg.linear_layers:
+            for hf, names in {**_LINEAR_NAMES, **_LINEAR_NAMES_OF[family]}.items():
+                assert by[f"model.layers.{i}.linear_attn.{hf}"] == sum(ts[f"blk.{i}.{n}"].n_bytes for n in names), hf
+        for i in cfg.attention_layers:   # q_proj: each head's query and its output gate
+            q = f"model.layers.{i}.self_attn.q_proj.weight"
+            assert shapes[q] == (2 * cfg.n_heads * cfg.head_dim, cfg.hidden_size)
+            assert by[q] == ts[f"blk.{i}.attn_q.weight"].n_bytes
+        for i in cfg.moe_layers:
+            for hf, n in _MOE_NAMES.items():
+                assert by[f"model.layers.{i}.mlp.{hf}"] == ts[f"blk.{i}.{n}.weight"].n_bytes, hf
+        if kind == "q8_0":
+            assert fw.main_type == "Q8_0" and "Q8_0" in {t for _, t, _ in fw.tensors}
+
+
+def test_hybrid_file_layer_flags_and_missing_keys(tmp):
+    """Which layers are linear: the file's attention.recurrent_layers (one flag per block, the MTP block's
+    false), else every layer but each full_attention_interval-th (llama.cpp's default 4); a missing SSM
+    key, or flags that are not one per block, is a GGUFError naming it."""
+    _, _, files = _converted("qwen3_5_text", tmp)
+    g = gguf_file.read(files["f16"])
+    base = dict(g.metadata)
+
+    def hf_with(**meta):
+        g.metadata.clear()
+        g.metadata.update(base)
+        for k, v in meta.items():
+            if v is None:
+                del g.metadata["qwen35." + k]
+            else:
+                g.metadata["qwen35." + k] = v
+        return gguf_file.hf_config(g)
+
+    rec = "attention.recurrent_layers"
+    assert base["qwen35." + rec].tolist() == [True, False, True, False, False]
+    assert base["qwen35.full_attention_interval"] == 4     # the converter writes it whatever the layers
+    assert hf_with()["layer_types"] == ["linear_attention", "full_attention"] * 2
+    assert hf_with(**{rec: None})["layer_types"] == ["linear_attention"] * 3 + ["full_attention"]
+    assert hf_with(**{rec: None, "full_attention_interval": 2})["layer_types"] == \
+        ["linear_attention", "full_attention"] * 2
+    assert hf_with(**{rec: None, "full_attention_interval": None})["layer_types"] == \
+        ["linear_attention"] * 3 + ["full_attention"]
+    with pytest.raises(gguf_file.GGUFError, match="one per block"):
+        hf_with(**{rec: np.array([True, False, True, False])})
+    with pytest.raises(gguf_file.GGUFError, match="at least one full-attention layer"):
+        hf_with(**{rec: np.array([True] * 4 + [False])})
+    for k in ("ssm.conv_kernel", "ssm.state_size", "ssm.group_count", "ssm.time_step_rank", "ssm.inner_size"):
+        with pytest.raises(gguf_file.GGUFError, match=f"'qwen35.{k}' is missing"):
+            hf_with(**{k: None})
+    with pytest.raises(gguf_file.GGUFError, match="ssm.inner_size' = 62 is not a multiple"):
+        hf_with(**{"ssm.inner_size": 62})
+    hf = hf_with()
+    assert (hf["linear_num_key_heads"], hf["linear_num_value_heads"], hf["linear_key_head_dim"],
+            hf["linear_value_head_dim"], hf["linear_conv_kernel_dim"]) == (2, 4, 16, 16, 4)
+    # Qwen3.5-MoE: the value heads' width from inner_size / time_step_rank (8), not state_size (16)
+    _, _, files = _converted("qwen3_5_moe_text", tmp)
+    g = gguf_file.read(files["f16"])
+    assert (g.get("qwen35moe.ssm.state_size"), g.get("qwen35moe.ssm.inner_size")) == (16, 32)
+    assert gguf_file.hf_config(g)["linear_value_head_dim"] == 8
+
+
+def test_qwen3next_file_with_in_proj_qkvz_whole(tmp):
+    """llama.cpp's first qwen3next files keep in_proj_qkvz whole as ssm_in (its loader still takes them:
+    src/models/qwen3next.cpp, "ssm_in is used by legacy GGUF"): the converter's file rewritten so reads as
+    the same config with the same bytes, in_proj_qkvz's on ssm_in."""
+    _, _, files = _converted("qwen3_next", tmp)
+    g = gguf_file.read(files["f16"])
+    path = os.path.join(tmp, "qwen3next-ssm_in-f16.gguf")
+    w = gguf.GGUFWriter(path, "qwen3next")
+    for k, v in g.metadata.items():
+        if not k.startswith("qwen3next."):
+            continue
+        if isinstance(v, np.ndarray):
+            w.add_array(k, v.tolist())
+        elif isinstance(v, bool):
+            w.add_bool(k, v)
+        elif isinstance(v, int):
+            w.add_uint32(k, v)
+        elif isinstance(v, float):
+            w.add_float32(k, v)
+        else:
+            w.add_string(k, str(v))
+    n_fused = 0
+    for name, t in g.tensors.items():
+        typ = gguf.GGMLQuantizationType[t.type_name]
+        if name.endswith(".attn_gate.weight"):
+            continue
+        if name.endswith(".attn_qkv.weight"):   # the linear layers' q/k/v rows, then their z rows
+            z = name.replace("attn_qkv", "attn_gate")
+            data = np.concatenate([np.asarray(g.tensor_data(name)), np.asarray(g.tensor_data(z))])
+            w.add_tensor(name.replace("attn_qkv", "ssm_in"), data, raw_dtype=typ)
+            n_fused += 1
+        else:
+            w.add_tensor(name, np.asarray(g.tensor_data(name)), raw_dtype=typ)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    c1, c2 = configs.load(files["f16"]), configs.load(path)
+    assert n_fused == len(c1.linear_layers) == 3 and "blk.0.ssm_in.weight" in gguf_file.read(path).tensors
+    assert dataclasses.replace(c2, name=c1.name, file_weights=c1.file_weights) == c1
+    assert c2.file_weights.bytes_of() == c1.file_weights.bytes_of()
+    assert (c2.file_weights.total_bytes, c2.file_weights.skipped_bytes, c2.file_weights.extra_bytes) == \
+        (c1.file_weights.total_bytes, c1.file_weights.skipped_bytes, 0)
+    # neither form: the error names both
+    g2 = gguf_file.read(path)
+    del g2.tensors["blk.1.ssm_in.weight"]
+    with pytest.raises(gguf_file.GGUFError, match="'blk.1.ssm_in.weight' \\(or the split 'blk.1.attn_qkv.weight'"):
+        gguf_file.file_weights(g2, c1.tensor_shapes(), c1.n_layers)
 
 
 def test_gemma3_file_predicts_and_reads_back_hf_weights(tmp):

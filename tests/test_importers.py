@@ -1180,6 +1180,38 @@ def test_the_priced_families_read_from_llama_bench_rows(tmp_path):
     assert im.ftype_of("qwen3moe 30B.A3B Q4_K - Medium") == "Q4_K - Medium"
 
 
+def test_the_hybrid_families_read_from_llama_bench_rows(tmp_path):
+    # Qwen3-Next and Qwen3.5 as llama-bench names them: llama.cpp's architectures qwen3next / qwen35 /
+    # qwen35moe with their size labels (src/models/qwen3next.cpp, qwen35.cpp, qwen35moe.cpp load_arch_hparams)
+    head = _LB_HEAD.format(x="fa")
+    rows = {"qwen3next 80B.A3B Q4_K - Medium |  45.08 GiB |    79.67 B": ("qwen3-next-80b-a3b", "Q4_K_M"),
+            "qwen35 9B Q4_K - Medium        |   5.13 GiB |     8.95 B": ("qwen3.5-9b", "Q4_K_M"),
+            "qwen35 27B Q8_0                |  26.62 GiB |    26.90 B": ("qwen3.5-27b", "q8_0"),
+            "qwen35moe 35B.A3B Q4_K - Medium |  19.64 GiB |    34.66 B": ("qwen3.5-35b-a3b", "Q4_K_M"),
+            "qwen35moe 122B.A10B Q4_K - Medium |  68.94 GiB |   122.11 B": ("qwen3.5-122b-a10b", "Q4_K_M"),
+            "qwen35moe 397B.A17B Q3_K - Medium | 180.12 GiB |   396.35 B": ("qwen3.5-397b-a17b", "Q3_K_M")}
+    for i, (cols, (model, weights)) in enumerate(rows.items()):
+        row = f"| {cols} | CUDA       |  99 |         1 |           tg128 |       40.10 ± 0.50 |\n"
+        (r,) = im.read(write(tmp_path, f"h{i}.md", _CUDA_4090 + head + row))
+        assert (r["model"], r["weights"]) == (model, weights), cols
+        assert r["inferred"]["model"].startswith(f"from '{cols.split(' Q')[0]}'"), r["inferred"]["model"]
+    # llama.cpp's loader counts every tensor of the file: one that keeps the checkpoint's MTP block (the
+    # converter does unless --no-mtp) prints 1.6-2.7% more parameters, still within the tolerance
+    with_mtp = {"qwen3next 80B.A3B": (81.32e9, "qwen3-next-80b-a3b"), "qwen35 9B": (9.20e9, "qwen3.5-9b"),
+                "qwen35 27B": (27.32e9, "qwen3.5-27b"), "qwen35moe 35B.A3B": (35.51e9, "qwen3.5-35b-a3b"),
+                "qwen35moe 122B.A10B": (124.64e9, "qwen3.5-122b-a10b"),
+                "qwen35moe 397B.A17B": (402.94e9, "qwen3.5-397b-a17b")}
+    for label, (n, model) in with_mtp.items():
+        assert im.model_candidates(f"{label} Q4_K - Medium", n)[0] == [model], label
+        # without a count (llama-bench's markdown without the params column): the size label decides
+        assert im.identify_model("/m/model.gguf", f"{label} Q4_K - Medium")[0] == model, label
+    # the HF model_types (the wrappers too) map to llama.cpp's names
+    assert [im._arch_of(t) for t in ("qwen3_next", "qwen3_5_text", "qwen3_5", "qwen3_5_moe_text", "qwen3_5_moe")] == \
+        ["qwen3next", "qwen35", "qwen35", "qwen35moe", "qwen35moe"]
+    assert im.model_candidates("qwen35moe 35B.A3B Q4_K - Medium", 26.90e9)[0] == []   # another size of the family
+    assert im.model_candidates("qwen35 35B Q4_K - Medium", 34.66e9)[0] == []          # dense: no 35B built-in
+
+
 def test_a_serving_block_s_client_and_the_server_it_measured(tmp_path):
     # vLLM's client on an SGLang server: the tool is vLLM's, the server (serve_backend) SGLang's
     text = ("python -m sglang.launch_server --model-path Qwen/Qwen3-32B --tp 2\n"

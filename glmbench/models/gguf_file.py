@@ -20,7 +20,17 @@ Conventions of llama.cpp's converter (convert_hf_to_gguf.py) that are undone whe
     [H, R, Dn] (transposed) and attn_v_b [H, Dv, R]; key_length/value_length then describe the
     latent (kv_lora_rank + rope dims, kv_lora_rank) and key_length_mla/value_length_mla the heads;
   * block_count includes the multi-token-prediction layers (nextn_predict_layers), which decoding
-    never runs: they are not part of the config, and their bytes are reported apart.
+    never runs: they are not part of the config, and their bytes are reported apart;
+  * the hybrid Gated DeltaNet families (`qwen3next`, `qwen35`, `qwen35moe`; conversion/qwen.py
+    Qwen3NextModel and its Qwen3.5 subclasses) store the linear layers' sizes as SSM keys
+    (ssm.group_count = key heads, ssm.time_step_rank = value heads, ssm.state_size = key head dim,
+    ssm.inner_size = value heads x value head dim, ssm.conv_kernel) and which layers are linear as
+    attention.recurrent_layers (else full_attention_interval); A_log as ssm_a = -exp(A_log) (a name
+    without `.weight`), dt_bias as ssm_dt.bias, the depthwise conv1d [C, 1, K] squeezed to [C, K],
+    the norms (but the gated one) as 1 + w, Qwen3.5's value heads regrouped, and Qwen3-Next's
+    in_proj_qkvz split into attn_qkv (q, k, v rows) + attn_gate (z rows) (a Joined; llama.cpp's
+    first qwen3next files keep it whole as ssm_in). Their shapes and bytes are read; the values
+    stay as stored (these families are priced, not run).
 
 Every error is a GGUFError (a ValueError) naming the file and the field or tensor.
 """
@@ -44,12 +54,15 @@ def _gg():
     return gguf
 
 __all__ = ["GGUFError", "GGUFNotice", "GGUFFile", "GGUFTensor", "FileWeights", "read", "is_gguf", "hf_config", "file_weights",
-           "folder_weights",
+           "folder_weights", "Joined",
            "gguf_name", "un_permute", "ARCHITECTURES", "MAGIC"]
 
 MAGIC = b"GGUF"
 ARCHITECTURES = ("deepseek2", "qwen3", "qwen3moe", "qwen2", "llama", "glm4moe", "gemma2", "gemma3", "seed_oss",
-                 "gpt-oss", "phi3", "glm4", "llama4", "minimax-m2", "ernie4_5-moe", "qwen2moe")
+                 "gpt-oss", "phi3", "glm4", "llama4", "minimax-m2", "ernie4_5-moe", "qwen2moe", "qwen3next", "qwen35",
+                 "qwen35moe")
+# llama.cpp's hybrid architectures (Gated DeltaNet linear attention + gated GQA) -> HF model_type
+HYBRID_ARCHITECTURES = {"qwen3next": "qwen3_next", "qwen35": "qwen3_5_text", "qwen35moe": "qwen3_5_moe_text"}
 # llama.cpp's Llama 4 (src/llama-model.cpp, LLM_ARCH_LLAMA4): chunked attention of 8192 tokens on three
 # of every four layers, a constant of the loader, not a metadata key ("currently it's the same for
 # Scout and Maverick"); a file with llama4.attention.sliding_window = 0 (all layers global) turns it off
@@ -383,7 +396,8 @@ def hf_config(g: GGUFFile) -> dict:
     glmbench.models.configs.from_hf reads). deepseek2 files become `glm4_moe_lite` when the
     router is sigmoid (expert_gating_func 2: GLM-4.7-Flash, and DeepSeek-V3 routes the same
     way) and `deepseek_v2` when it is softmax; qwen3moe -> qwen3_moe, qwen2 -> qwen2,
-    llama -> llama (mixtral when it has experts), glm4moe -> glm4_moe, phi3 -> phi3."""
+    llama -> llama (mixtral when it has experts), glm4moe -> glm4_moe, phi3 -> phi3; the hybrids
+    qwen3next -> qwen3_next, qwen35 -> qwen3_5_text, qwen35moe -> qwen3_5_moe_text (_hybrid)."""
     arch = g.architecture
     if not arch:
         raise GGUFError(f"{g.path}: metadata 'general.architecture' is missing")
@@ -482,6 +496,8 @@ def hf_config(g: GGUFFile) -> dict:
     rd = m("rope.dimension_count")
     if rd and rd != hd:
         hf["partial_rotary_factor"] = rd / hd
+    if arch in HYBRID_ARCHITECTURES:
+        return _hybrid(g, m, hf, L, blocks, hd, rd)
     if arch in ("qwen3moe", "glm4moe"):
         E = m("expert_count", required=True)
         hf.update(num_experts_per_tok=m("expert_used_count", required=True),
@@ -629,6 +645,85 @@ def hf_config(g: GGUFFile) -> dict:
     return hf
 
 
+def _hybrid(g: GGUFFile, m: _Meta, hf: dict, L: int, blocks: int, hd: int, rd: int | None) -> dict:
+    """hf_config's rest for the hybrid Gated DeltaNet families, as llama.cpp loads them (src/models/qwen3next.cpp,
+    qwen35.cpp, qwen35moe.cpp, load_arch_hparams / load_arch_tensors) from what the converter writes
+    (conversion/qwen.py Qwen3NextModel.set_gguf_parameters, used by Qwen3_5TextModel and
+    Qwen3_5MoeTextModel too):
+      * the linear layers' sizes from the SSM keys: ssm.group_count = linear_num_key_heads,
+        ssm.time_step_rank = linear_num_value_heads, ssm.state_size = linear_key_head_dim,
+        ssm.inner_size = linear_num_value_heads x linear_value_head_dim, ssm.conv_kernel =
+        linear_conv_kernel_dim (all five required, as llama.cpp's get_key requires them);
+      * which layers are linear: attention.recurrent_layers (one flag per block, the MTP blocks
+        included, which are full attention) when the file has it, else every layer but each
+        full_attention_interval-th (llama.cpp's default 4);
+      * the full-attention layers' q_proj holds each head's query and its output gate (2 x heads x
+        head dim rows), partial rope: rope.dimension_count / key_length (HF's default 0.25 is not
+        assumed: a file without the key rotates the whole head, as llama.cpp does);
+      * qwen3next / qwen35moe: experts (expert_count of expert_feed_forward_length) and one shared
+        expert of expert_shared_feed_forward_length behind a sigmoid gate, the top-k weights always
+        renormalised (build_moe_ffn's norm_w); a file without the widths' keys gives them by its
+        tensors' rows (ffn_up_exps, ffn_up_shexp). Qwen3-Next's layers without experts (HF's
+        mlp_only_layers; llama.cpp requires experts on every layer) are those without a router
+        (ffn_gate_inp)."""
+    arch, ts = g.architecture, g.tensors
+    blk = lambda i, n: f"blk.{i}.{n}.weight"
+    if L < blocks and blk(0, "attn_norm") not in ts and blk(L, "attn_norm") in ts:
+        # convert_hf_to_gguf.py --mtp writes the MTP block alone (a draft model for llama.cpp's MTP decoding)
+        raise GGUFError(f"{g.path}: holds only the {blocks - L} multi-token-prediction block(s) of a {L}-layer "
+                        f"{arch} model (a draft file: no tensor {blk(0, 'attn_norm')!r}); give the model's own file")
+    K = m("ssm.conv_kernel", required=True, minimum=1)
+    dk = m("ssm.state_size", required=True, minimum=1)
+    Hk = m("ssm.group_count", required=True, minimum=1)
+    Hv = m("ssm.time_step_rank", required=True, minimum=1)
+    inner = m("ssm.inner_size", required=True, minimum=1)
+    if inner % Hv:
+        raise GGUFError(f"{g.path}: metadata '{arch}.ssm.inner_size' = {inner} is not a multiple of "
+                        f"'{arch}.ssm.time_step_rank' = {Hv} (the value heads)")
+    if Hv % Hk:
+        raise GGUFError(f"{g.path}: metadata '{arch}.ssm.time_step_rank' = {Hv} (value heads) is not a multiple "
+                        f"of '{arch}.ssm.group_count' = {Hk} (key heads)")
+    key = f"{arch}.attention.recurrent_layers"
+    flags = g.get(key)
+    if flags is not None:
+        a = np.asarray(flags).reshape(-1)
+        if a.dtype != np.bool_ and not (a.dtype.kind in "iu" and np.isin(a, (0, 1)).all()):
+            raise GGUFError(f"{g.path}: metadata {key!r} must be an array of bools, got {flags!r}")
+        if a.size != blocks:
+            raise GGUFError(f"{g.path}: metadata {key!r} has {a.size} flags; '{arch}.block_count' = {blocks} "
+                            f"needs one per block (llama.cpp refuses it too)")
+        linear = [bool(x) for x in a[:L]]
+    else:
+        every = m("full_attention_interval", 4, minimum=1)
+        linear = [(i + 1) % every != 0 for i in range(L)]
+    if all(linear):
+        raise GGUFError(f"{g.path}: every one of the {L} layers is linear attention ({key!r} / "
+                        f"'{arch}.full_attention_interval'): a hybrid has at least one full-attention layer")
+    first_attn = linear.index(False)
+    hf.update(model_type=HYBRID_ARCHITECTURES[arch], head_dim=hd, partial_rotary_factor=(rd or hd) / hd,
+              attention_bias=blk(first_attn, "attn_q").replace("weight", "bias") in ts,
+              layer_types=["linear_attention" if x else "full_attention" for x in linear],
+              linear_conv_kernel_dim=K, linear_key_head_dim=dk, linear_value_head_dim=inner // Hv,
+              linear_num_key_heads=Hk, linear_num_value_heads=Hv)
+    if arch == "qwen35":
+        hf["intermediate_size"] = m("feed_forward_length", required=True, minimum=1)
+        return hf
+    up, sh = ts.get(blk(0, "ffn_up_exps")), ts.get(blk(0, "ffn_up_shexp"))
+    fe = m("expert_feed_forward_length", minimum=1)
+    fs = m("expert_shared_feed_forward_length", minimum=0)
+    if fe is None and up is None:
+        raise GGUFError(f"{g.path}: neither metadata '{arch}.expert_feed_forward_length' nor tensor "
+                        f"'{blk(0, 'ffn_up_exps')}' gives the experts' width")
+    hf.update(num_experts=m("expert_count", required=True, minimum=1),
+              num_experts_per_tok=m("expert_used_count", required=True, minimum=1),
+              moe_intermediate_size=fe if fe is not None else int(up.shape[-2]),
+              shared_expert_intermediate_size=fs if fs is not None else (int(sh.shape[0]) if sh is not None else 0),
+              norm_topk_prob=True)
+    if arch == "qwen3next":
+        hf.update(decoder_sparse_step=1, mlp_only_layers=[i for i in range(L) if blk(i, "ffn_gate_inp") not in ts])
+    return hf
+
+
 def _notice(hf: dict, text: str) -> None:
     """A value the file does not state and glmbench assumed: kept in the config (`gguf_assumed`,
     measured records carry it) and shown once as a warning."""
@@ -686,6 +781,11 @@ def gguf_name(hf_name: str, arch: str, n_blocks: int, _maps={}) -> str | None:
     `mlp.experts.gate_proj`), through gguf's TensorNameMap; None when it has none."""
     if hf_name.endswith(".e_score_correction_bias"):   # the converter's rename, then exp_probs_b
         return hf_name.split(".mlp.")[0].replace("model.layers.", "blk.") + ".exp_probs_b.bias"
+    if hf_name.endswith(".linear_attn.dt_bias"):   # the converter renames it dt_proj.bias: ssm_dt.bias
+        return gguf_name(hf_name[: -len("dt_bias")] + "dt_proj.bias", arch, n_blocks)
+    if hf_name.endswith(".linear_attn.A_log"):   # ssm_a (llama.cpp's LLM_TENSOR_SSM_A_NOSCAN): no suffix
+        w = gguf_name(hf_name + ".weight", arch, n_blocks)
+        return None if w is None else w[: -len(".weight")]
     if hf_name.endswith("_proj_bias"):   # GPT-OSS's expert biases (mlp.experts.gate_proj_bias): ffn_*_exps.bias
         w = gguf_name(hf_name[: -len("_bias")], arch, n_blocks)
         return None if w is None else w[: -len(".weight")] + ".bias"
@@ -772,6 +872,33 @@ class PerExpert(tuple):
     since 2024, and llama.cpp still loads both): the HF tensor is their stack, in expert order."""
 
 
+class Joined(str):
+    """GGUF tensors whose rows, one after another, hold one HF tensor: Qwen3-Next's in_proj_qkvz
+    [2 Hk dk + 2 Hv dv, D], which llama.cpp's converter (conversion/qwen.py
+    Qwen3NextModel.modify_tensors) regroups from HF's per-key-head [q, k, v, z] blocks into the q, k
+    and v rows of every head (attn_qkv) and their z rows (attn_gate), as llama.cpp's qwen3next loads
+    them (src/models/qwen3next.cpp: wqkv, wqkv_gate). `names`: all of them, whose bytes together are
+    the HF tensor's (file_weights). As a str it is the first one's name, as a RowSlice is its fused
+    tensor's: checkpoint.state_dict reads that one alone (the family is priced, not run: the rows are
+    not HF's order either)."""
+    names: tuple
+
+    def __new__(cls, names):
+        o = super().__new__(cls, names[0])
+        o.names = tuple(names)
+        return o
+
+
+def _qkvz_split(hf: str, name: str, ts: dict) -> Joined | None:
+    """The attn_qkv + attn_gate pair holding Qwen3-Next's in_proj_qkvz `hf` (GGUF name `name`,
+    ssm_in: the fused tensor files of llama.cpp's first qwen3next support kept), when the file splits it."""
+    if not hf.endswith(".linear_attn.in_proj_qkvz.weight") or not name.endswith(".ssm_in.weight"):
+        return None
+    b = name[: -len(".ssm_in.weight")]
+    qkv, z = b + ".attn_qkv.weight", b + ".attn_gate.weight"
+    return Joined((qkv, z)) if qkv in ts and z in ts else None
+
+
 def _per_expert(hf: str, shape, ts: dict) -> PerExpert | None:
     """The per-expert names of a stacked expert tensor `hf` ([E, ...]), when the file holds them so."""
     parts = {"mlp.experts.gate_proj": "ffn_gate", "mlp.experts.up_proj": "ffn_up", "mlp.experts.down_proj": "ffn_down"}
@@ -807,7 +934,8 @@ def _phi3_fused(hf: str, shapes: dict, ts: dict) -> RowSlice | None:
 def expected_gguf_tensors(g: GGUFFile, shapes: dict, n_layers: int) -> dict:
     """HF name -> the GGUF tensor names that hold it (kv_b_proj: attn_kv_b, or attn_k_b + attn_v_b;
     phi3's q/k/v and gate/up: a RowSlice of the fused attn_qkv / ffn_up; stacked experts stored one
-    expert at a time: a PerExpert of their names), checked against the file: a
+    expert at a time: a PerExpert of their names; Qwen3-Next's in_proj_qkvz: ssm_in, or a Joined of
+    attn_qkv + attn_gate), checked against the file: a
     missing tensor or a shape that disagrees with the config is a GGUFError naming both names."""
     arch, ts = g.architecture, g.tensors
     nb = n_layers + int(g.get(f"{arch}.nextn_predict_layers") or 0)
@@ -834,6 +962,17 @@ def expected_gguf_tensors(g: GGUFFile, shapes: dict, n_layers: int) -> dict:
                                     f"({hf!r}, one expert) expects {tuple(shape[1:])}")
                 out[hf] = each
                 continue
+            split = _qkvz_split(hf, name, ts)
+            if split is not None:
+                # the z rows: the value heads' width (out_proj's input); q, k, v: the rest
+                vz = shapes[hf.replace("in_proj_qkvz", "out_proj")][1]
+                want = ((shape[0] - vz, *shape[1:]), (vz, *shape[1:]))
+                for n, w in zip(split.names, want):
+                    if tuple(ts[n].shape) != w:
+                        raise GGUFError(f"{g.path}: tensor {n!r} has shape {tuple(ts[n].shape)}, the config "
+                                        f"({hf!r}, split in q/k/v and z rows) expects {w}")
+                out[hf] = (split,)
+                continue
             if hf.endswith("self_attn.kv_b_proj.weight"):
                 kb, vb = name.replace("attn_kv_b", "attn_k_b"), name.replace("attn_kv_b", "attn_v_b")
                 if kb in ts and vb in ts:
@@ -841,10 +980,16 @@ def expected_gguf_tensors(g: GGUFFile, shapes: dict, n_layers: int) -> dict:
                     continue
                 raise GGUFError(f"{g.path}: tensor {name!r} (or the split {kb!r} + {vb!r}) is missing "
                                 f"(HF {hf!r})")
+            if hf.endswith(".linear_attn.in_proj_qkvz.weight"):
+                raise GGUFError(f"{g.path}: tensor {name!r} (or the split {name.replace('ssm_in', 'attn_qkv')!r} + "
+                                f"{name.replace('ssm_in', 'attn_gate')!r}) is missing (HF {hf!r})")
             raise GGUFError(f"{g.path}: tensor {name!r} is missing (HF {hf!r}, shape {tuple(shape)} from the config)")
-        # (ERNIE-4.5's score-correction bias is stored [1, E], as HF holds it: the same E values)
+        # (ERNIE-4.5's score-correction bias is stored [1, E], as HF holds it: the same E values; a Gated
+        # DeltaNet's depthwise conv1d [C, 1, K] squeezed to [C, K] by the converter)
         if tuple(ts[name].shape) != tuple(shape) and not (
-                hf.endswith(".e_score_correction_bias") and tuple(ts[name].shape) == (1, *shape)):
+                hf.endswith(".e_score_correction_bias") and tuple(ts[name].shape) == (1, *shape)) and not (
+                hf.endswith(".linear_attn.conv1d.weight") and len(shape) == 3 and shape[1] == 1
+                and tuple(ts[name].shape) == (shape[0], shape[2])):
             raise GGUFError(f"{g.path}: tensor {name!r} has shape {tuple(ts[name].shape)}, the config "
                             f"({hf!r}) expects {tuple(shape)}")
         out[hf] = (name,)
@@ -856,6 +1001,7 @@ def file_weights(g: GGUFFile, shapes: dict, n_layers: int) -> FileWeights:
     where = expected_gguf_tensors(g, shapes, n_layers)
     used, rows = set(), []
     for hf, names in where.items():
+        names = tuple(p for n in names for p in (n.names if isinstance(n, Joined) else (n,)))
         ts = [g.tensors[n] for n in names]
         used.update(str(n) for n in names)
         # a RowSlice holds its rows' share of the fused tensor's bytes (whole rows: exact)
