@@ -419,12 +419,22 @@ def _gguf_params(c) -> int:
     """The parameter count llama-bench prints for a config: its total, plus for GLM-4.5 / 4.6 (glm4_moe) the
     multi-token-prediction layers the HF checkpoint holds and llama.cpp's converter keeps in the GGUF
     (blk.N.nextn.*: a MoE layer with its eh_proj, norms, embed_tokens and shared_head; GLM-4.5-Air 110.47 B
-    where its total without them is 106.85 B, more than PARAMS_TOLERANCE apart)."""
+    where its total without them is 106.85 B, more than PARAMS_TOLERANCE apart), and for the Gated DeltaNet
+    hybrids their MTP block (a file converted with --no-mtp is within PARAMS_TOLERANCE of either count)."""
     total = c.total_params()
-    n_mtp = int((getattr(c, "hf", None) or {}).get("num_nextn_predict_layers") or 0)
+    hf = getattr(c, "hf", None) or {}
+    h = c.hidden_size
+    if c.model_type in configs.LINEAR_FAMILIES:
+        # Qwen3-Next / Qwen3.5: the released checkpoints hold one MTP block (mtp_num_hidden_layers), which the
+        # converter keeps by default (--no-mtp drops it; conversion/qwen.py): one full-attention layer with its
+        # MLP or MoE, eh_proj (2h -> h) and three norms, sharing the embeddings and the head (src/models/qwen35.cpp)
+        n_mtp = int(hf.get("mtp_num_hidden_layers", hf.get("num_nextn_predict_layers", 1)) or 0)
+        mlp = (c.router_params() + c.n_routed_experts * c.expert_params() + c.shared_expert_params()
+               if c.n_routed_experts else c.dense_mlp_params())
+        return total + n_mtp * (c.attention_params() + 2 * h + mlp + 2 * h * h + 3 * h)
+    n_mtp = int(hf.get("num_nextn_predict_layers") or 0)
     if c.model_type != "glm4_moe" or not n_mtp:
         return total
-    h = c.hidden_size
     layer = (c.attention_params() + c.n_layer_norms * h + c.router_params() + c.n_routed_experts * c.expert_params()
              + c.shared_expert_params())
     return total + n_mtp * (layer + 2 * h * h + 3 * h + 2 * c.vocab_size * h)
