@@ -442,9 +442,13 @@ def memory_vs_context(records: Sequence[dict], *, title: str | None = None) -> F
                     xytext=(0, 3), textcoords="offset points", fontsize=8)
     _log2_token_axis(ax, [r["n_depth"] for r in recs], "context (tokens, log scale)")
     ax.set_ylabel("memory on the fullest card (GiB)")
-    ax.set_ylim(bottom=0)
+    # room above the highest of the curves and the ceilings for the ceiling's label
+    top = max([r["mem_gib"] for r in gib] + list(caps))
+    ax.set_ylim(0, top * 1.1)
     ax.set_title(title or "Memory vs context")
-    _finish_legend(ax, loc="upper left")
+    # where the curves leave room (the ceiling's label, at the left, is no curve: a legend in the upper
+    # left covered it when the curves stay just under the ceiling)
+    _finish_legend(ax, loc="best")
     _footer(fig, recs)
     return fig
 
