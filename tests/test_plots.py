@@ -107,6 +107,22 @@ def test_memory_ceiling_and_spill_point():
     assert "spills ≈ 102K" in t and "GiB" in ax.get_ylabel() and "20.0 GiB per card" in t
 
 
+def test_memory_ceiling_label_stays_clear_of_the_legend():
+    # six curves that stay just under the 24 GiB ceiling (a hybrid's cache barely grows): the legend
+    # must not sit on the ceiling's label, nor the label fall off the axes
+    recs = [dict(BASE, test="mem", model=f"m{k}", n_depth=d, mem_bytes=(17 + k) * GIB + 10 * 1024 * d,
+                 capacity_bytes=24 * GIB, fits=True) for k in range(6) for d in DEPTHS]
+    fig = plots.memory_vs_context(recs)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    r = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(r)
+    ax = fig.axes[0]
+    label = next(t for t in ax.texts if "GiB per card" in t.get_text()).get_window_extent(r)
+    legend = ax.get_legend().get_window_extent(r)
+    assert not label.overlaps(legend)
+    assert ax.get_ylim()[1] > 24 * 1.05
+
+
 def test_tg_points_that_do_not_fit_are_crossed():
     recs = tg_records() + mem_records()
     ax = plots.generation_vs_context(recs).axes[0]
