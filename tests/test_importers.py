@@ -880,6 +880,19 @@ def test_ik_llama_bench_columns_old_backend_fields_and_the_older_load_log():
     assert r["tool"] == "llama-bench" and "mla" not in r
     (r,) = im.read_text(json.dumps([lb(mla_attn=3, fused_moe=True)]), "x.json")
     assert r["tool"] == "llama-bench (ik_llama.cpp)" and r["mla"] == "3"
+    # mainline's llama-bench prints `repack` too since its --repack option (2026 builds: json/csv field,
+    # md column "rpk", beside load_mode "lm", no_host "noh", fit_target "fitt"): still mainline's
+    (r,) = im.read_text(json.dumps([lb(repack=True, load_mode="mmap", lazy_mode="none", no_host=False, fit_target=0,
+                                       flash_attn=-1)]), "x.json")
+    assert r["tool"] == "llama-bench" and r["flash_attn"] == -1
+    md = ("| model                          |       size |     params | backend    | ngl |   lm | rpk | fitt |"
+          "            test |                  t/s |\n"
+          "| ------------------------------ | ---------: | ---------: | ---------- | --: | ---: | --: | ---: |"
+          " --------------: | -------------------: |\n"
+          "| llama 8B Q4_0                  |   4.33 GiB |     8.03 B | CUDA       |  99 | mmap |   0 |    0 |"
+          "  tg128 @ d4096 |        150.00 ± 0.40 |\n")
+    (r,) = im.read_text("  Device 0: NVIDIA GeForce RTX 4090, compute capability 8.9, VMM: yes\n" + md, "x.md")
+    assert (r["tool"], r["n_depth"], r["avg_ts"], r["load_mode"]) == ("llama-bench", 4096, 150.0, "mmap")
     # 2024 builds: no `backends`, a 0/1 field per backend
     keys = ("build_commit,build_number,cuda,vulkan,metal,gpu_info,model_filename,model_type,model_n_params,n_prompt,n_gen,"
             "avg_ts,stddev_ts")

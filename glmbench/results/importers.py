@@ -800,8 +800,10 @@ _LB_KEEP = ("build_commit", "build_number", "cpu_info", "gpu_info", "backends", 
 
 # llama-bench's backend fields before `backends` (2024 builds: "cuda": "1", "vulkan": "0", ...)
 _OLD_BACKEND_FIELDS = (("vulkan", "Vulkan"), ("metal", "Metal"), ("sycl", "SYCL"), ("kompute", "Kompute"), ("cuda", "CUDA"))
-# what only ik_llama.cpp's llama-bench prints (md columns; json/csv fields): -mla, -amb, -fmoe, -rtr, -ser, -thp
-_IK_ONLY_FIELDS = {"mla", "amb", "fmoe", "rtr", "ser", "thp", "mla_attn", "attn_max_batch", "fused_moe", "repack", "use_thp"}
+# what only ik_llama.cpp's llama-bench prints (md columns; json/csv fields): -mla, -amb, -fmoe, -rtr, -ser, -thp.
+# Not `repack`: mainline's llama-bench prints it too since its --repack option (2026; md column "rpk"), and
+# ik's json/csv always carry mla_attn, attn_max_batch, ser and fused_moe beside it
+_IK_ONLY_FIELDS = {"mla", "amb", "fmoe", "rtr", "ser", "thp", "mla_attn", "attn_max_batch", "fused_moe", "use_thp"}
 # fields only llama-bench writes: a record with n_prompt/n_gen and one of these is llama-bench's
 # even without its speed (the import then says `avg_ts` is missing, naming the line)
 _LLAMA_BENCH_ONLY = {"build_commit", "build_number", "model_filename", "avg_ns", "samples_ns", "samples_ts"}
@@ -1074,7 +1076,8 @@ _MD_COLS = {"ngl": "n_gpu_layers", "fa": "flash_attn", "sm": "split_mode", "thre
             "backend": "backends", "mg": "main_gpu", "nkvo": "no_kv_offload", "ot": "tensor_buft_overrides",
             "embd": "embeddings", "cpu_mask": "cpu_mask", "cpu_strict": "cpu_strict", "poll": "poll",
             "load_mode": "load_mode", "n_batch": "n_batch", "n_ubatch": "n_ubatch", "type_k": "type_k",
-            "type_v": "type_v", "nopo": "no_op_offload"}
+            "type_v": "type_v", "nopo": "no_op_offload", "lm": "load_mode", "noh": "no_host", "rpk": "repack",
+            "fitt": "fit_target", "fitc": "fit_min_ctx"}
 
 
 _MD_TEST = re.compile(r"^(?:pp\s*(\d+))?\s*(\+)?\s*(?:tg\s*(\d+))?(?:\s*@\s*d\s*(\d+))?$")
