@@ -32,7 +32,7 @@ _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 # name -> module that defines it; resolved on first access (PEP 562), so `import glmbench.predict`
 # works where the C core was not built.
 _CORE_API = {
-    **{n: "glmbench.core.ops" for n in ("rms_norm", "rope", "linear", "swiglu", "moe_route", "moe_experts", "moe",
+    **{n: "glmbench.core.ops" for n in ("rms_norm", "layer_norm", "rope", "linear", "swiglu", "moe_route", "moe_experts", "moe",
                                        "set_num_threads", "get_num_threads", "workspace_bytes",
                                        "reset_workspace_peak", "workspace_blocks")},
     "KVCache": "glmbench.core.kvcache",

@@ -580,3 +580,45 @@ def test_phi3_window_on_every_layer_matches_hf():
     prompt, steps = rng.integers(0, cfg.vocab_size, 7).tolist(), rng.integers(0, cfg.vocab_size, 8).tolist()
     for i, (a, b) in enumerate(zip(glm_logits(m, prompt, steps), hf_logits(hf, prompt, steps))):
         assert rel_err(a, b) < RTOL, (i, rel_err(a, b))
+
+
+# ---- Cohere: one LayerNorm, attention and MLP side by side, logit scale; Cohere2's windows ----------
+COHERE = dict(vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_layers=4, num_attention_heads=4,
+              num_key_value_heads=2, layer_norm_eps=1e-5, logit_scale=0.5,
+              rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+
+
+@pytest.mark.parametrize("model_type,over", [("cohere", {"use_qk_norm": True}), ("cohere", {"num_key_value_heads": 4}),
+                                             ("cohere2", {"sliding_window": 4})],
+                         ids=["command-r-plus-qk-norm", "command-r-mha", "cohere2-window"])
+def test_cohere_logits_match_hf(model_type, over):
+    """Command-R (+ per-head q/k LayerNorms, as Command-R+), and Cohere2 (Command-A / R7B: three of four
+    layers windowed to 4 tokens and rotating, the fourth global without rope) past its window: a
+    20-token prefill then 10 decode steps, and a prefill of the last token's logits only."""
+    TINY[model_type] = COHERE
+    try:
+        hf_cfg, hf = tiny_hf_model(model_type, seed=5, **over)
+    finally:
+        TINY.pop(model_type)
+    cfg = configs.load(hf_cfg.to_dict())
+    assert cfg.forward_unsupported() == [] and cfg.layer_norm and cfg.rope_layout == "interleaved"
+    assert cfg.logit_scale == 0.5 and cfg.tie_word_embeddings
+    if model_type == "cohere2":
+        assert cfg.windowed_layers == (0, 1, 2) and not cfg.layer_rotates(3) and cfg.layer_rotates(0)
+    weights = {k: v.numpy() for k, v in hf.state_dict().items()}
+    before = {k: v.copy() for k, v in weights.items()}
+    m = glmbench.Model(cfg, state_dict=weights, weights="f32", kv="f32", max_context=64)
+    rng = np.random.default_rng(13)
+    prompt = rng.integers(0, cfg.vocab_size, 20).tolist()
+    steps = rng.integers(0, cfg.vocab_size, 10).tolist()
+    want = hf_logits(hf, prompt, steps)
+    got = glm_logits(m, prompt, steps)
+    for i, (a, b) in enumerate(zip(got, want)):
+        assert np.all(np.isfinite(a))
+        err = rel_err(a, b)
+        assert err < RTOL, f"{model_type} {'prefill' if i == 0 else f'decode step {i}'}: relative error {err:.2e}"
+    for k in weights:
+        np.testing.assert_array_equal(weights[k], before[k])
+    m.reset()
+    last = m.prefill(np.array(prompt), logits="last")
+    np.testing.assert_allclose(last, got[0][-1], rtol=0, atol=1e-5 * np.abs(got[0][-1]).max())

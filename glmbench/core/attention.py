@@ -329,12 +329,17 @@ def gqa_block(x: np.ndarray, w: dict, cache, layer: int, positions, cfg, model_l
     q = ops.linear(x, _need(w, "q_proj.weight"), w.get("q_proj.bias")).reshape(T, Hq, Dh)
     k = ops.linear(x, _need(w, "k_proj.weight"), w.get("k_proj.bias")).reshape(T, Hkv, Dh)
     v = ops.linear(x, _need(w, "v_proj.weight"), w.get("v_proj.bias")).reshape(T, Hkv, Dv)
-    if cfg.qk_norm:
+    if cfg.qk_norm and cfg.layer_norm:
+        # Command-R+: a LayerNorm per head (CohereLayerNorm over head_dim, a weight row per head)
+        q = ops.layer_norm(q, _need(w, "q_norm.weight").reshape(Hq, Dh), cfg.rms_norm_eps)
+        k = ops.layer_norm(k, _need(w, "k_norm.weight").reshape(Hkv, Dh), cfg.rms_norm_eps)
+    elif cfg.qk_norm:
         q = ops.rms_norm(q, _need(w, "q_norm.weight"), cfg.rms_norm_eps)
         k = ops.rms_norm(k, _need(w, "k_norm.weight"), cfg.rms_norm_eps)
-    rot = cfg.layer_rope(li)
-    q = ops.rope(q, pos, **rot)
-    k = ops.rope(k, pos, **rot)
+    if cfg.layer_rotates(li):   # (Cohere2's global layers rotate nothing)
+        rot = cfg.layer_rope(li)
+        q = ops.rope(q, pos, **rot)
+        k = ops.rope(k, pos, **rot)
     cache.append(layer, k, v)
     o = gqa_attention(q, cache, layer, scale=cfg.softmax_scale, window=win, softcap=cfg.attn_logit_softcapping)
     return ops.linear(o.reshape(T, Hq * Dv), _need(w, "o_proj.weight"), w.get("o_proj.bias"))

@@ -15,7 +15,7 @@ from glmbench.core import quant as _quant
 from glmbench.core._loader import _core
 
 __all__ = ["set_num_threads", "get_num_threads", "workspace_bytes", "reset_workspace_peak",
-           "workspace_blocks", "rms_norm"]
+           "workspace_blocks", "rms_norm", "layer_norm"]
 
 
 # ---- threads and workspace ----------------------------------------------------------------
@@ -73,6 +73,24 @@ def rms_norm(x: np.ndarray, weight: np.ndarray, eps: float = 1e-6) -> np.ndarray
     if x.ndim < 1:
         raise ValueError(f"`x` must have at least 1 dimension, got shape {shape}")
     y = _core.rms_norm(x.reshape(-1, shape[-1]) if x.ndim != 2 else x, weight, float(eps))
+    return y.reshape(shape)
+
+
+def layer_norm(x: np.ndarray, weight: np.ndarray, eps: float = 1e-5) -> np.ndarray:
+    """LayerNorm over the last axis without a bias (Cohere's CohereLayerNorm): (x - mean) /
+    sqrt(var + eps) * weight. x: [..., D] float32; weight: [D] float32, or [H, D] for x [..., H, D]
+    (Command-R+'s per-head q / k norms: head h takes row h) -> same shape as x."""
+    x = np.asarray(x) if not isinstance(x, np.ndarray) else x
+    w = np.asarray(weight) if not isinstance(weight, np.ndarray) else weight
+    shape = x.shape
+    if x.ndim < 1:
+        raise ValueError(f"`x` must have at least 1 dimension, got shape {shape}")
+    if w.ndim == 2 and (x.ndim < 2 or x.shape[-2] != w.shape[0]):
+        raise ValueError(f"a per-head `weight` of shape {w.shape} needs x [..., {w.shape[0]}, {w.shape[1]}], "
+                         f"got {shape}")
+    if w.ndim not in (1, 2):
+        raise ValueError(f"`weight` must be [D] or [heads, D], got shape {w.shape}")
+    y = _core.layer_norm(x.reshape(-1, shape[-1]) if x.ndim != 2 else x, w.reshape(-1, w.shape[-1]), float(eps))
     return y.reshape(shape)
 
 

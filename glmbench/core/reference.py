@@ -19,6 +19,14 @@ def rms_norm(x, weight, eps=1e-6):
     return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * _f64(weight)
 
 
+def layer_norm(x, weight, eps=1e-5):
+    """LayerNorm without a bias (CohereLayerNorm); weight [D], or [H, D] over x [..., H, D]."""
+    x = _f64(x)
+    mu = np.mean(x, axis=-1, keepdims=True)
+    var = np.mean((x - mu) ** 2, axis=-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + eps) * _f64(weight)
+
+
 def weight_f64(w):
     """A weight array as float64: float32/float16 directly, uint16 as bfloat16 bits."""
     w = np.asarray(w)

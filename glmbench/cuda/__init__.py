@@ -830,11 +830,12 @@ class CudaModel:
             raise ValueError(f"CudaModel: {cfg.name} uses rope_scaling {cfg.rope_scaling!r}, which the CUDA rope "
                              "kernels do not implement (plain theta^(-2i/d) frequencies only)")
         if (cfg.windowed_layers or cfg.model_type in configs.GEMMA_FAMILIES or cfg.forward_unsupported()
-                or cfg.attention_sinks or cfg.expert_bias):   # GPT-OSS: sinks, biased experts (CPU only)
+                or cfg.attention_sinks or cfg.expert_bias or cfg.layer_norm):   # GPT-OSS, Cohere: CPU only
             # the GPU path has full causal attention and the Llama/Qwen layer only: refuse, never run it wrong
-            raise ValueError(f"CudaModel: {cfg.name} ({cfg.model_type}) needs sliding-window attention or Gemma's "
-                             "layer (sandwich norms, GeGLU, soft-capping), which the CUDA path does not implement; "
-                             "glmbench.Model runs it on the CPU")
+            raise ValueError(f"CudaModel: {cfg.name} ({cfg.model_type}) needs sliding-window attention, Gemma's "
+                             "layer (sandwich norms, GeGLU, soft-capping) or Cohere's (LayerNorm, parallel "
+                             "attention and MLP), which the CUDA path does not implement; glmbench.Model runs it "
+                             "on the CPU")
         self.n_layers = cfg.n_layers if layers is None else int(layers)
         free0, _ = mem_info()
         self.w = {}

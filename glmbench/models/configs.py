@@ -34,7 +34,7 @@ Families (HF `model_type`), with the field names HF uses in each:
   cohere2        the same layers (Command-R7B, Command-A), three of every four attending within
                  sliding_window tokens, the fourth global without rope
 
-The last ten are priced (cost model, memory, weight bytes: parameters counted as HF's modeling
+The eight from glm4 to qwen3_5_moe_text are priced (cost model, memory, weight bytes: parameters counted as HF's modeling
 code builds them); glmbench.Model does not run their forward pass (forward_unsupported says why).
 
 Structural sizes (hidden_size, heads, layers, MLA ranks, expert counts...) are required: a
@@ -106,10 +106,6 @@ PRICED_ONLY = {
     "qwen3_5_text": "Qwen3.5's Gated DeltaNet layers, gated attention output and (1 + w) norms",
     "qwen3_5_moe_text": "Qwen3.5's Gated DeltaNet layers, gated attention output, (1 + w) norms and gated shared "
                         "expert",
-    "cohere": "Cohere's parallel attention and MLP under one LayerNorm (with mean), interleaved rope and logit "
-              "scale",
-    "cohere2": "Cohere's parallel attention and MLP under one LayerNorm (with mean), interleaved rope on the "
-               "windowed layers only and logit scale",
 }
 # hybrid families: some layers are linear attention (Gated DeltaNet) with a recurrent state
 LINEAR_FAMILIES = ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")
@@ -120,8 +116,9 @@ _WRAPPERS = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_5": "qwen3
              "qwen3_5_moe": "qwen3_5_moe_text"}
 # model_types whose (remote) code is one of the families': Kimi-K2's is DeepSeek-V3's
 _ALIASES = {"kimi_k2": "deepseek_v3"}
-# families whose norms are LayerNorms (weight only) with eps `layer_norm_eps`, one per layer
-_LAYERNORM_FAMILIES = ("cohere", "cohere2")
+# families whose norms are LayerNorms (weight only) with eps `layer_norm_eps`, one per layer, before
+# attention and MLP side by side (Model runs them: Layer._forward_cohere)
+LAYERNORM_FAMILIES = ("cohere", "cohere2")
 
 # HF config-class defaults for optional behavioural fields (transformers 5.x).
 _DEFAULTS: dict[str, dict[str, Any]] = {
@@ -186,9 +183,10 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
                              linear_value_head_dim=128, linear_num_key_heads=16, linear_num_value_heads=32),
     # CohereConfig / Cohere2Config (transformers 5.25): num_key_value_heads defaults to the heads,
     # head_dim = hidden / heads; Cohere2's layer_types from sliding_window_pattern (4)
-    "cohere": dict(layer_norm_eps=1e-5, tie_word_embeddings=True, attention_bias=False, use_qk_norm=False),
+    "cohere": dict(layer_norm_eps=1e-5, tie_word_embeddings=True, attention_bias=False, use_qk_norm=False,
+                   logit_scale=0.0625),
     "cohere2": dict(layer_norm_eps=1e-5, tie_word_embeddings=True, attention_bias=False, sliding_window=4096,
-                    sliding_window_pattern=4),
+                    sliding_window_pattern=4, logit_scale=0.0625),
 }
 
 # The MLA latent norms (q_a_layernorm, kv_a_layernorm) are built without an eps argument in HF's
@@ -277,6 +275,7 @@ class ModelConfig:
     query_pre_attn_scalar: float | None = None
     attn_logit_softcapping: float | None = None
     final_logit_softcapping: float | None = None
+    logit_scale: float | None = None  # Cohere: the logits times this (HF's logit_scale)
 
     # ---- structure --------------------------------------------------------------------------
     def is_moe_layer(self, i: int) -> bool:
@@ -331,7 +330,8 @@ class ModelConfig:
             out.append(f"hidden_act {self.hidden_act!r} (SwiGLU with silu; Gemma's gelu_pytorch_tanh)")
         if self.rope_type not in ROPE_TYPES:
             out.append(f"rope_type {self.rope_type!r} (supported: {', '.join(ROPE_TYPES)})")
-        if self.n_layer_norms != 2 and not gemma and self.model_type not in PRICED_ONLY:
+        if self.n_layer_norms != 2 and not gemma and self.model_type not in PRICED_ONLY \
+                and self.model_type not in LAYERNORM_FAMILIES:
             out.append(f"{self.n_layer_norms} norms per layer (Gemma's sandwich norms)")
         if (self.expert_bias or self.attention_sinks) and self.model_type != "gpt_oss":
             out.append("attention sinks and expert biases outside GPT-OSS")
@@ -343,6 +343,16 @@ class ModelConfig:
         """The sliding window of layer i in tokens (the chunk, where window_chunked), None for full
         attention."""
         return self.sliding_window if i in self.windowed_layers else None
+
+    @property
+    def layer_norm(self) -> bool:
+        """The model's norms are LayerNorms (weight only, the mean taken off: Cohere), not RMSNorms."""
+        return self.model_type in LAYERNORM_FAMILIES
+
+    def layer_rotates(self, i: int) -> bool:
+        """Whether layer i applies rope: every layer but Cohere2's global ones (HF Cohere2Attention
+        rotates q and k only on its sliding-window layers)."""
+        return not (self.model_type == "cohere2" and i not in self.windowed_layers)
 
     def layer_rope(self, i: int) -> dict:
         """ops.rope's keyword arguments for layer i: Gemma 3's windowed layers turn by the local base
@@ -625,7 +635,7 @@ class ModelConfig:
     # and the name; two configs alike in everything else are priced alike (cost_shape)
     _NO_COST = frozenset({"name", "hf", "rope_theta", "rope_scaling", "max_position_embeddings", "rms_norm_eps",
                           "latent_norm_eps", "file_weights", "routed_scaling_factor", "rope_local_theta",
-                          "query_pre_attn_scalar", "attn_logit_softcapping"})
+                          "query_pre_attn_scalar", "attn_logit_softcapping", "logit_scale"})
 
     def cost_shape(self) -> tuple:
         """The fields the cost model prices (every field but _NO_COST; the dense MLP width only
@@ -1060,7 +1070,7 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
     D = r.int("hidden_size")
     V = r.int("vocab_size")
     H = r.int("num_attention_heads")
-    eps = r.float("layer_norm_eps" if mt in _LAYERNORM_FAMILIES else "rms_norm_eps")
+    eps = r.float("layer_norm_eps" if mt in LAYERNORM_FAMILIES else "rms_norm_eps")
     tie = r.bool("tie_word_embeddings")
     theta, scaling = _rope(r)
     # the MLP's activation only changes numerics: predictions take any (Model runs silu only)
@@ -1153,6 +1163,11 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
             sw = r.int("sliding_window")
             pat = r.int("sliding_window_pattern")
             win_layers = _layer_types(r, L, lambda i: (i + 1) % pat != 0)
+        if mt in LAYERNORM_FAMILIES:
+            ls = r.raw("logit_scale", required=False)
+            if ls is not None and (isinstance(ls, bool) or not isinstance(ls, (int, float)) or not math.isfinite(ls)):
+                raise ValueError(f"config field `logit_scale` must be a finite number or null, got {ls!r}")
+            kw["logit_scale"] = None if ls is None else float(ls)
         elif mt == "llama4_text":
             # Llama4TextConfig: the layers that rotate (no_rope_layers[i] = 1, by default all but every
             # no_rope_layer_interval-th) attend within chunks of attention_chunk_size (null: none)
@@ -1180,7 +1195,7 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
                   rope_layout="interleaved" if mt in ("glm4", "cohere", "cohere2") else "half", rope_dim=rope_dim,
                   q_lora_rank=None, kv_lora_rank=0, qk_nope_head_dim=0, qk_rope_head_dim=0, v_head_dim=hd,
                   sliding_window=sw, window_layers=win_layers,
-                  n_layer_norms=4 if mt in GEMMA_FAMILIES or mt == "glm4" else 1 if mt in _LAYERNORM_FAMILIES else 2,
+                  n_layer_norms=4 if mt in GEMMA_FAMILIES or mt == "glm4" else 1 if mt in LAYERNORM_FAMILIES else 2,
                   attention_sinks=mt == "gpt_oss")
 
     # ---- MLP / MoE

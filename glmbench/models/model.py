@@ -29,6 +29,13 @@ and renamed on input (held as mlp.experts.{gate,up,down}_proj[_bias], mlp.gate.{
 No C layer yet: `Layer._forward_gpt_oss` runs the sink attention (attention.gqa_sink_block) and the
 MoE (ops.moe_gpt_oss) as NumPy float32 around the C matmuls, so its measured speed is not a C kernel's.
 
+Cohere (cohere: Command-R, Command-R+; cohere2: Command-A, Command-R7B; HF modeling_cohere/2): one
+LayerNorm per layer (weight only: ops.layer_norm) with attention and the SwiGLU MLP side by side,
+y = x + Attn(LN(x)) + MLP(LN(x)); interleaved rope; Command-R+'s LayerNorm per q / k head (HF's
+[heads, head_dim] weights held flat); Cohere2's three of four layers windowed (rings) and rotating,
+its global layers without rope; tied head, final LayerNorm, logits times logit_scale. No C layer:
+`Layer._forward_cohere` calls the C ops one by one.
+
 Weights are kept under their HF names relative to `model.layers.{i}.` (plus `model.embed_tokens.weight`,
 `model.norm.weight`, `lm_head.weight`); the set of tensors is ModelConfig.tensor_shapes(). Routed
 experts are held as three stacked tensors `mlp.experts.gate_proj` [E, F, D], `mlp.experts.up_proj`
@@ -270,8 +277,8 @@ class Layer:
     def _c_spec(self) -> dict | None:
         cfg, w, a = self.cfg, self.w, self.attn
         gemma = cfg.model_type in configs.GEMMA_FAMILIES   # sandwich norms and GeGLU (_forward_gemma)
-        if cfg.attention_sinks or (gemma and not all(isinstance(v, np.ndarray) for v in w.values())):
-            return None   # GPT-OSS: no C layer yet (_forward_gpt_oss); Gemma: float matrices only
+        if cfg.attention_sinks or cfg.layer_norm or (gemma and not all(isinstance(v, np.ndarray) for v in w.values())):
+            return None   # GPT-OSS, Cohere: no C layer yet (_forward_gpt_oss, _forward_cohere); Gemma: float matrices only
         mla = cfg.attention == "mla"
         rot = cfg.layer_rope(self.index) if not mla else dict(
             theta=cfg.rope_theta, inv_freq=cfg.rope_inv_freq(), attention_factor=cfg.rope_attention_factor())
@@ -346,6 +353,8 @@ class Layer:
             return self._forward_gemma(x, cache, cache_layer, positions, n_out)
         if cfg.attention_sinks:
             return self._forward_gpt_oss(x, cache, cache_layer, positions, n_out)
+        if cfg.layer_norm:
+            return self._forward_cohere(x, cache, cache_layer, positions, n_out)
         h = _ops.rms_norm(x, w["input_layernorm.weight"], eps)
         if cfg.attention == "mla":
             a = attention.mla_block(h, self.attn, cache, cache_layer, positions, cfg, strategy=mla_strategy)
@@ -373,6 +382,19 @@ class Layer:
         m = _ops.geglu(h, w["mlp.gate_proj.weight"], w["mlp.up_proj.weight"], w["mlp.down_proj.weight"])
         return x + _ops.rms_norm(m, w["post_feedforward_layernorm.weight"], eps)
 
+
+    def _forward_cohere(self, x, cache, cache_layer: int, positions, n_out=None):
+        """Cohere's layer (HF modeling_cohere / modeling_cohere2): one LayerNorm (no bias), then
+        attention and the SwiGLU MLP side by side on it, both added to the residual. The attention on
+        the C core's GQA kernels (interleaved rope; Command-R+'s per-head q/k LayerNorms; Cohere2's
+        windowed layers rotate, its global ones do not: attention.gqa_block), the norm on the C core's
+        LayerNorm; no C layer."""
+        cfg, w = self.cfg, self.w
+        h = _ops.layer_norm(x, w["input_layernorm.weight"], float(cfg.rms_norm_eps))
+        a = attention.gqa_block(h, self.attn, cache, cache_layer, positions, cfg, model_layer=self.index)
+        h = _keep(h, n_out)
+        m = _ops.swiglu(h, w["mlp.gate_proj.weight"], w["mlp.up_proj.weight"], w["mlp.down_proj.weight"])
+        return _keep(x, n_out) + _keep(a, n_out) + m
 
     def _forward_gpt_oss(self, x, cache, cache_layer: int, positions, n_out=None):
         """GPT-OSS's layer (HF modeling_gpt_oss): pre-norm; attention with q/k/v/o biases, YaRN rope,
@@ -492,6 +514,8 @@ def _layer_from_hf(cfg, index: int, kind: str, src: Mapping, fmt: str) -> Layer:
             w[name] = np.zeros(shape, np.float32)  # checkpoints without the bias route on scores alone
             continue
         a = experts[name] if name in experts else get(name)
+        if cfg.layer_norm and name in ("self_attn.q_norm.weight", "self_attn.k_norm.weight") and a.ndim == 2:
+            a = a.reshape(-1)   # HF CohereLayerNorm((heads, head_dim)): a weight row per head, held flat
         _expect(a, shape, p + name)
         a = _gemma_norm(cfg, name, a)
         # GPT-OSS's 2-D expert biases and sinks stay float32 as the other biases do
@@ -679,9 +703,13 @@ class Model:
         return x
 
     def head(self, x: np.ndarray) -> np.ndarray:
-        h = _ops.rms_norm(x, self.final_norm, float(self.config.rms_norm_eps))
+        cfg = self.config
+        norm = _ops.layer_norm if cfg.layer_norm else _ops.rms_norm
+        h = norm(x, self.final_norm, float(cfg.rms_norm_eps))
         logits = _ops.linear(h, self.lm_head)
-        cap = getattr(self.config, "final_logit_softcapping", None)
+        if cfg.logit_scale is not None:   # Cohere: logits x logit_scale
+            logits *= np.float32(cfg.logit_scale)
+        cap = getattr(cfg, "final_logit_softcapping", None)
         return _ops.softcap(logits, cap) if cap else logits
 
     def prefill(self, tokens, *, logits: str = "all") -> np.ndarray:
