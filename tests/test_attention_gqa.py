@@ -300,22 +300,25 @@ def tiny_weights(rng, cfg, bias=False):
          "k_proj.weight": rng.standard_normal((Hkv * Dh, D)) * s,
          "v_proj.weight": rng.standard_normal((Hkv * Dh, D)) * s,
          "o_proj.weight": rng.standard_normal((D, Hq * Dh)) * (Hq * Dh) ** -0.5}
-    if cfg.qk_norm:
-        w["q_norm.weight"] = 1 + 0.1 * rng.standard_normal(Dh)
-        w["k_norm.weight"] = 1 + 0.1 * rng.standard_normal(Dh)
+    if cfg.qk_norm:   # (Command-R+: a LayerNorm weight per head, held flat)
+        w["q_norm.weight"] = 1 + 0.1 * rng.standard_normal(Hq * Dh if cfg.layer_norm else Dh)
+        w["k_norm.weight"] = 1 + 0.1 * rng.standard_normal(Hkv * Dh if cfg.layer_norm else Dh)
     if bias:
         for n, size in (("q_proj", Hq * Dh), ("k_proj", Hkv * Dh), ("v_proj", Hkv * Dh)):
             w[n + ".bias"] = 0.1 * rng.standard_normal(size)
     return {k: np.asarray(a, np.float32) for k, a in w.items()}
 
 
-@pytest.mark.parametrize("name,over,bias", [
-    ("qwen3-32b", {}, False),                                  # q/k norm, half rope
-    ("seed-oss-36b", {}, True),                                # attention bias on q/k/v, rope 1e7
-    ("mistral-small-24b", {"sliding_window": None}, False),
+@pytest.mark.parametrize("name,over,bias,layer", [
+    ("qwen3-32b", {}, False, 1),                               # q/k norm, half rope
+    ("seed-oss-36b", {}, True, 1),                             # attention bias on q/k/v, rope 1e7
+    ("mistral-small-24b", {"sliding_window": None}, False, 1),
+    ("command-r-plus", {"hidden_size": 96}, False, 1),         # per-head q/k LayerNorm, interleaved rope
+    ("command-a", {"hidden_size": 96, "num_hidden_layers": 4, "sliding_window": 64}, False, 3),  # global: no rope
 ])
-def test_block_matches_reference_over_chunks(rng, name, over, bias):
+def test_block_matches_reference_over_chunks(rng, name, over, bias, layer):
     cfg = tiny_cfg(name, **over)
+    assert cfg.layer_rotates(layer) == (name != "command-a")
     w = tiny_weights(rng, cfg, bias)
     w0 = {k: a.copy() for k, a in w.items()}
     x = rng.standard_normal((13, cfg.hidden_size)).astype(np.float32)
@@ -324,8 +327,8 @@ def test_block_matches_reference_over_chunks(rng, name, over, bias):
     ys, kp, vp = [], None, None
     for a, b in [(0, 6), (6, 7), (7, 13)]:
         pos = np.arange(a, b) + 100      # positions need not start at 0
-        y = gqa_block(x[a:b], w, cache, 1, pos, cfg)
-        r, kp, vp = ref.gqa_block(x[a:b], w, pos, cfg, kp, vp)
+        y = gqa_block(x[a:b], w, cache, 1, pos, cfg, model_layer=layer)
+        r, kp, vp = ref.gqa_block(x[a:b], w, pos, cfg, kp, vp, model_layer=layer)
         # the reference's float64 K/V vs our float32 through two linears and rope: ~1e-6
         np.testing.assert_allclose(y, r, rtol=0, atol=5e-5)
         ys.append(y)

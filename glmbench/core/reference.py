@@ -223,12 +223,16 @@ def gqa_block(x, w, positions, cfg, k_past=None, v_past=None, model_layer=0):
     q = linear(x, w["q_proj.weight"], _bias(w, "q_proj.bias")).reshape(T, Hq, Dh)
     k = linear(x, w["k_proj.weight"], _bias(w, "k_proj.bias")).reshape(T, Hkv, Dh)
     v = linear(x, w["v_proj.weight"], _bias(w, "v_proj.bias")).reshape(T, Hkv, Dv)
-    if cfg.qk_norm:
+    if cfg.qk_norm and cfg.layer_norm:   # Command-R+: a LayerNorm per head
+        q = layer_norm(q, np.reshape(w["q_norm.weight"], (Hq, Dh)), cfg.rms_norm_eps)
+        k = layer_norm(k, np.reshape(w["k_norm.weight"], (Hkv, Dh)), cfg.rms_norm_eps)
+    elif cfg.qk_norm:
         q = rms_norm(q, w["q_norm.weight"], cfg.rms_norm_eps)
         k = rms_norm(k, w["k_norm.weight"], cfg.rms_norm_eps)
-    rot = cfg.layer_rope(model_layer)
-    q = rope(q, positions, **rot)
-    k = rope(k, positions, **rot)
+    if cfg.layer_rotates(model_layer):    # (Cohere2's global layers rotate nothing)
+        rot = cfg.layer_rope(model_layer)
+        q = rope(q, positions, **rot)
+        k = rope(k, positions, **rot)
     if k_past is not None:
         k = np.concatenate([_f64(k_past), k])
         v = np.concatenate([_f64(v_past), v])
