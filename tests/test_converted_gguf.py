@@ -30,6 +30,8 @@ _DENSE = dict(vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_l
 _HYBRID = dict(vocab_size=160, hidden_size=64, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
                head_dim=16, rms_norm_eps=1e-6, linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=16,
                linear_value_head_dim=16, linear_conv_kernel_dim=4, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+_COHERE = dict({k: v for k, v in _DENSE.items() if k != "rms_norm_eps"}, layer_norm_eps=1e-5, pad_token_id=0,
+               bos_token_id=1, eos_token_id=2)
 # families beyond test_model_hf's TINY, and variants: tied embeddings (Qwen2.5-0.5B, Llama-3.2-1B class)
 # with llama3 rope scaling (the converter's rope_freqs tensor)
 EXTRA = {
@@ -77,11 +79,22 @@ EXTRA = {
     "qwen3_5_moe_text": ("qwen3_5_moe_text", dict(_HYBRID, linear_value_head_dim=8, moe_intermediate_size=32,
                                                   num_experts=4, num_experts_per_tok=2,
                                                   shared_expert_intermediate_size=48)),
+    # the Cohere families (llama.cpp's command-r / cohere2): Command-R+'s per-head q/k LayerNorms (use_qk_norm),
+    # a logit scale; Cohere2 with a window of 8 tokens on three of every four layers (the converter writes no
+    # pattern: llama.cpp's 4, HF's default). Cohere2's converter reads `rotary_pct` (conversion/command_r.py:
+    # rope.dimension_count = rotary_pct x head_dim), a field transformers' Cohere2Config does not define, so
+    # the tiny config carries it (1.0: the whole head rotated, as HF's Cohere2 does)
+    "cohere": ("cohere", dict(_COHERE, use_qk_norm=True, logit_scale=0.5)),
+    "cohere2": ("cohere2", dict(_COHERE, num_hidden_layers=4, sliding_window=8, logit_scale=0.25, rotary_pct=1.0)),
 }
 HYBRID = ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")      # configs.LINEAR_FAMILIES
+COHERE = ("cohere", "cohere2")
 RUN = ["llama", "llama_tied", "mistral", "qwen2", "qwen2_tied", "qwen3", "qwen3_moe", "deepseek_v2", "deepseek_v3",
        "glm4_moe_lite", "glm4_moe", "seed_oss", "gemma2", "gemma3_text", "gpt_oss", "mixtral", "phi3"]
 PREDICT_ONLY = ["glm4", "llama4_text", "minimax_m2", "ernie4_5_moe", "qwen2_moe", *HYBRID]   # configs.PRICED_ONLY
+# the Cohere families: priced only, or run by glmbench.Model (logits matched) once configs.PRICED_ONLY drops them
+RUN += [f for f in COHERE if f not in configs.PRICED_ONLY]
+PREDICT_ONLY += [f for f in COHERE if f in configs.PRICED_ONLY]
 PROMPT, STEPS = [3, 17, 42, 5, 99, 1, 7], [7, 11, 13, 2]
 
 
@@ -402,6 +415,119 @@ def test_hybrid_file_layer_flags_and_missing_keys(tmp):
     g = gguf_file.read(files["f16"])
     assert (g.get("qwen35moe.ssm.state_size"), g.get("qwen35moe.ssm.inner_size")) == (16, 32)
     assert gguf_file.hf_config(g)["linear_value_head_dim"] == 8
+
+
+@pytest.mark.parametrize("family", COHERE)
+def test_cohere_file_config_and_bytes(tmp, family):
+    """Command-R (llama.cpp's command-r) and Cohere2 (cohere2) files: one LayerNorm per layer (its eps from
+    attention.layer_norm_epsilon), the head tied to token_embd, Command-R+'s per-head q/k norms stored
+    [heads, head_dim], Cohere2's windowed layers; every stored byte on the HF name configs.tensor_shapes()
+    gives it, and the cost model's weights the file's bytes."""
+    from glmbench.predict import costmodel as cm
+    hf_cfg, _, files = _converted(family, tmp)
+    want = configs.from_hf(hf_cfg.to_dict(), "hf")
+    for kind in ("f16", "q8_0", "split"):
+        g = gguf_file.read(files[kind])
+        arch = g.architecture
+        assert arch == {"cohere": "command-r", "cohere2": "cohere2"}[family]
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", gguf_file.GGUFNotice)   # nothing assumed
+            cfg = configs.load(files[kind])
+        assert cfg.model_type == family and cfg.n_layer_norms == want.n_layer_norms == 1
+        assert cfg.tie_word_embeddings and "output.weight" not in g.tensors
+        assert cfg.rms_norm_eps == want.rms_norm_eps == 1e-5 and f"{arch}.attention.layer_norm_rms_epsilon" not in g.metadata
+        assert cfg.hf["logit_scale"] == hf_cfg.logit_scale
+        assert cfg.rope_layout == want.rope_layout == "interleaved" and cfg.rope_dim == want.rope_dim == 16
+        assert (cfg.qk_norm, cfg.qk_norm_all_heads) == (want.qk_norm, want.qk_norm_all_heads)
+        if family == "cohere":
+            assert cfg.qk_norm and cfg.qk_norm_all_heads
+            assert cfg.windowed_layers == want.windowed_layers == () and cfg.sliding_window is None
+        else:
+            assert not cfg.qk_norm and f"{arch}.attention.sliding_window_pattern" not in g.metadata
+            assert cfg.windowed_layers == want.windowed_layers == (0, 1, 2) and cfg.sliding_window == 8
+        assert cfg.kv_bytes_per_token("f16") == want.kv_bytes_per_token("f16")
+        fw, shapes, ts, L = cfg.file_weights, cfg.tensor_shapes(), g.tensors, cfg.n_layers
+        assert [n for n, _, _ in fw.tensors] == list(shapes)
+        assert "lm_head.weight" not in shapes and not any("post_attention_layernorm" in n for n in shapes)
+        # every stored byte once, each on its HF name
+        assert fw.extra_bytes == fw.skipped_bytes == 0
+        assert sum(b for _, _, b in fw.tensors) == fw.total_bytes == g.tensor_bytes
+        by = fw.bytes_of()
+        assert by["model.embed_tokens.weight"] == ts["token_embd.weight"].n_bytes
+        assert by["model.norm.weight"] == ts["output_norm.weight"].n_bytes
+        names = {"input_layernorm.weight": "attn_norm", "self_attn.q_proj.weight": "attn_q",
+                 "self_attn.k_proj.weight": "attn_k", "self_attn.v_proj.weight": "attn_v",
+                 "self_attn.o_proj.weight": "attn_output", "mlp.gate_proj.weight": "ffn_gate",
+                 "mlp.up_proj.weight": "ffn_up", "mlp.down_proj.weight": "ffn_down"}
+        for i in range(L):
+            p = f"model.layers.{i}."
+            for hf, n in names.items():
+                assert by[p + hf] == ts[f"blk.{i}.{n}.weight"].n_bytes, (kind, hf)
+            for x, heads in (("q", cfg.n_heads), ("k", cfg.n_kv_heads)):
+                t = ts.get(f"blk.{i}.attn_{x}_norm.weight")
+                if not cfg.qk_norm:
+                    assert t is None and p + f"self_attn.{x}_norm.weight" not in shapes
+                    continue
+                # HF's CohereLayerNorm((heads, head_dim)) as stored; the config names it flat
+                assert t.shape == (heads, cfg.head_dim) and shapes[p + f"self_attn.{x}_norm.weight"] == (heads * cfg.head_dim,)
+                assert by[p + f"self_attn.{x}_norm.weight"] == t.n_bytes
+        assert len(by) == len(ts)
+        # priced as stored: one card's weights are the file's bytes
+        s = cm.Setup(cfg, "rtx-3090", runtime="llama.cpp")
+        assert cm.memory(s, 1024).cards[0].weights == g.tensor_bytes
+        if kind == "q8_0":
+            assert fw.main_type == "Q8_0" and fw.weight_format == "q8_0"
+
+
+def test_cohere_file_window_pattern_and_missing_keys(tmp):
+    """Cohere2's windowed layers: the file's attention.sliding_window_pattern (one flag per layer, or every
+    n-th layer global, 0: none) else llama.cpp's 4; a missing required key (layer_norm_epsilon, and
+    cohere2's sliding_window and logit_scale, as llama.cpp's loader requires them) is a GGUFError naming it;
+    command-r's logit_scale is optional (llama.cpp then scales no logits)."""
+    _, _, files = _converted("cohere2", tmp)
+    g = gguf_file.read(files["f16"])
+    base = dict(g.metadata)
+
+    def hf_with(g, base, **meta):
+        g.metadata.clear()
+        g.metadata.update(base)
+        for k, v in meta.items():
+            k = f"{g.architecture}.{k}"
+            if v is None:
+                del g.metadata[k]
+            else:
+                g.metadata[k] = v
+        return gguf_file.hf_config(g)
+
+    def windowed(hf):
+        return configs.from_hf(hf, "gguf").windowed_layers
+
+    pat = "attention.sliding_window_pattern"
+    hf = hf_with(g, base)
+    assert hf["layer_types"] == ["sliding_attention"] * 3 + ["full_attention"] and windowed(hf) == (0, 1, 2)
+    assert (hf["sliding_window"], hf["logit_scale"], hf["layer_norm_eps"]) == (8, 0.25, 1e-5)
+    assert windowed(hf_with(g, base, **{pat: 2})) == (0, 2)
+    assert windowed(hf_with(g, base, **{pat: 1})) == ()
+    assert windowed(hf_with(g, base, **{pat: 0})) == (0, 1, 2, 3)
+    assert windowed(hf_with(g, base, **{pat: np.array([True, False, True, True])})) == (0, 2, 3)
+    with pytest.raises(gguf_file.GGUFError, match="one per layer"):
+        hf_with(g, base, **{pat: np.array([True, False, True])})
+    with pytest.raises(gguf_file.GGUFError, match="array of bools"):
+        hf_with(g, base, **{pat: np.array([0.5, 1.0, 1.0, 1.0], np.float32)})
+    for k in ("attention.layer_norm_epsilon", "attention.sliding_window", "logit_scale"):
+        with pytest.raises(gguf_file.GGUFError, match=f"'cohere2.{k}' is missing"):
+            hf_with(g, base, **{k: None})
+    # command-r: the q/k norms come together; logit_scale optional, layer_norm_epsilon not
+    _, _, files = _converted("cohere", tmp)
+    g = gguf_file.read(files["f16"])
+    base = dict(g.metadata)
+    assert hf_with(g, base)["use_qk_norm"] is True
+    assert hf_with(g, base, logit_scale=None)["logit_scale"] == 1.0
+    with pytest.raises(gguf_file.GGUFError, match="'command-r.attention.layer_norm_epsilon' is missing"):
+        hf_with(g, base, **{"attention.layer_norm_epsilon": None})
+    del g.tensors["blk.0.attn_k_norm.weight"]
+    with pytest.raises(gguf_file.GGUFError, match="'blk.0.attn_k_norm.weight' is missing"):
+        hf_with(g, base)
 
 
 def test_qwen3next_file_with_in_proj_qkvz_whole(tmp):

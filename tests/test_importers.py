@@ -1225,6 +1225,36 @@ def test_the_hybrid_families_read_from_llama_bench_rows(tmp_path):
     assert im.model_candidates("qwen35 35B Q4_K - Medium", 34.66e9)[0] == []          # dense: no 35B built-in
 
 
+def test_the_cohere_families_read_from_llama_bench_rows(tmp_path):
+    # Command-R and Command-A as llama-bench names them: llama.cpp's architectures command-r (HF cohere) and
+    # cohere2 with their size labels (src/models/command-r.cpp: 40 layers "35B", Command-R v01 and 08-2024
+    # alike; cohere2.cpp: 32 layers "8B"; any other layer count "?B": Command-R+'s 64, Command-A's 64)
+    head = _LB_HEAD.format(x="fa")
+    rows = {"command-r 35B Q4_K - Medium |  20.04 GiB |    34.98 B": ("command-r", "Q4_K_M"),
+            "command-r 35B Q4_K - Medium |  18.16 GiB |    32.30 B": ("command-r-08-2024", "Q4_K_M"),
+            "command-r ?B Q4_K - Medium  |  58.44 GiB |   103.81 B": ("command-r-plus", "Q4_K_M"),
+            "command-r 104B Q8_0         | 102.74 GiB |   103.81 B": ("command-r-plus", "q8_0"),
+            "cohere2 ?B Q4_K - Medium    |  62.50 GiB |   111.06 B": ("command-a", "Q4_K_M"),
+            "cohere2 111B Q4_K - Medium  |  62.50 GiB |   111.06 B": ("command-a", "Q4_K_M"),
+            "cohere2 8B Q4_K - Medium    |   4.73 GiB |     8.03 B": ("command-r7b", "Q4_K_M")}
+    for i, (cols, (model, weights)) in enumerate(rows.items()):
+        row = f"| {cols} | CUDA       |  99 |         1 |           tg128 |       40.10 ± 0.50 |\n"
+        (r,) = im.read(write(tmp_path, f"c{i}.md", _CUDA_4090 + head + row))
+        assert (r["model"], r["weights"]) == (model, weights), cols
+        assert r["inferred"]["model"].startswith(f"from '{cols.split(' Q')[0]}'"), r["inferred"]["model"]
+    # the HF model_types map to llama.cpp's names
+    assert [im._arch_of(t) for t in ("cohere", "cohere2")] == ["command-r", "cohere2"]
+    # without a count (llama-bench's markdown without the params column) the size label decides, the
+    # nearest built-in: "35B" is Command-R v01's (34.98 B; 08-2024's 32.30 B is 7.7% off, past _TIE), so an
+    # 08-2024 row without its count reads as v01; "?B" fits nothing
+    assert im.model_candidates("command-r 35B Q4_K - Medium")[0] == ["command-r"]
+    assert im.identify_model("/m/model.gguf", "cohere2 8B Q4_K - Medium")[0] == "command-r7b"
+    assert im.model_candidates("command-r ?B Q4_K - Medium")[0] == []
+    # another architecture's size never resolves to them
+    assert im.model_candidates("cohere2 35B Q4_K - Medium", 34.98e9)[0] == []
+    assert im.model_candidates("command-r 8B Q4_K - Medium", 8.03e9)[0] == []
+
+
 def test_a_serving_block_s_client_and_the_server_it_measured(tmp_path):
     # vLLM's client on an SGLang server: the tool is vLLM's, the server (serve_backend) SGLang's
     text = ("python -m sglang.launch_server --model-path Qwen/Qwen3-32B --tp 2\n"

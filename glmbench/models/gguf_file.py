@@ -30,7 +30,11 @@ Conventions of llama.cpp's converter (convert_hf_to_gguf.py) that are undone whe
     the norms (but the gated one) as 1 + w, Qwen3.5's value heads regrouped, and Qwen3-Next's
     in_proj_qkvz split into attn_qkv (q, k, v rows) + attn_gate (z rows) (a Joined; llama.cpp's
     first qwen3next files keep it whole as ssm_in). Their shapes and bytes are read; the values
-    stay as stored (these families are priced, not run).
+    stay as stored (these families are priced, not run);
+  * the Cohere families (`command-r`, `cohere2`; conversion/command_r.py) store their LayerNorm eps as
+    attention.layer_norm_epsilon, tie the head to token_embd, keep Command-R+'s per-head q/k norms as HF's
+    [heads, head_dim] (glmbench's config names them flat: the same bytes) and write no window pattern
+    for cohere2 (llama.cpp's 4: three of every four layers windowed).
 
 Every error is a GGUFError (a ValueError) naming the file and the field or tensor.
 """
@@ -60,9 +64,14 @@ __all__ = ["GGUFError", "GGUFNotice", "GGUFFile", "GGUFTensor", "FileWeights", "
 MAGIC = b"GGUF"
 ARCHITECTURES = ("deepseek2", "qwen3", "qwen3moe", "qwen2", "llama", "glm4moe", "gemma2", "gemma3", "seed_oss",
                  "gpt-oss", "phi3", "glm4", "llama4", "minimax-m2", "ernie4_5-moe", "qwen2moe", "qwen3next", "qwen35",
-                 "qwen35moe")
+                 "qwen35moe", "command-r", "cohere2")
 # llama.cpp's hybrid architectures (Gated DeltaNet linear attention + gated GQA) -> HF model_type
 HYBRID_ARCHITECTURES = {"qwen3next": "qwen3_next", "qwen35": "qwen3_5_text", "qwen35moe": "qwen3_5_moe_text"}
+# llama.cpp's Cohere architectures -> HF model_type (Command-R v01 / 08-2024 / R+; Command-R7B, Command-A)
+COHERE_ARCHITECTURES = {"command-r": "cohere", "cohere2": "cohere2"}
+# llama.cpp's cohere2 (src/models/cohere2.cpp, load_swa_pattern(ml, 4)): three of every four layers windowed
+# when the file states no sliding_window_pattern (the converter writes none)
+COHERE2_PATTERN = 4
 # llama.cpp's Llama 4 (src/llama-model.cpp, LLM_ARCH_LLAMA4): chunked attention of 8192 tokens on three
 # of every four layers, a constant of the loader, not a metadata key ("currently it's the same for
 # Scout and Maverick"); a file with llama4.attention.sliding_window = 0 (all layers global) turns it off
@@ -397,7 +406,8 @@ def hf_config(g: GGUFFile) -> dict:
     router is sigmoid (expert_gating_func 2: GLM-4.7-Flash, and DeepSeek-V3 routes the same
     way) and `deepseek_v2` when it is softmax; qwen3moe -> qwen3_moe, qwen2 -> qwen2,
     llama -> llama (mixtral when it has experts), glm4moe -> glm4_moe, phi3 -> phi3; the hybrids
-    qwen3next -> qwen3_next, qwen35 -> qwen3_5_text, qwen35moe -> qwen3_5_moe_text (_hybrid)."""
+    qwen3next -> qwen3_next, qwen35 -> qwen3_5_text, qwen35moe -> qwen3_5_moe_text (_hybrid); the Cohere
+    architectures command-r -> cohere, cohere2 -> cohere2 (_cohere)."""
     arch = g.architecture
     if not arch:
         raise GGUFError(f"{g.path}: metadata 'general.architecture' is missing")
@@ -498,6 +508,8 @@ def hf_config(g: GGUFFile) -> dict:
         hf["partial_rotary_factor"] = rd / hd
     if arch in HYBRID_ARCHITECTURES:
         return _hybrid(g, m, hf, L, blocks, hd, rd)
+    if arch in COHERE_ARCHITECTURES:
+        return _cohere(g, m, hf, L)
     if arch in ("qwen3moe", "glm4moe"):
         E = m("expert_count", required=True)
         hf.update(num_experts_per_tok=m("expert_used_count", required=True),
@@ -721,6 +733,53 @@ def _hybrid(g: GGUFFile, m: _Meta, hf: dict, L: int, blocks: int, hd: int, rd: i
               norm_topk_prob=True)
     if arch == "qwen3next":
         hf.update(decoder_sparse_step=1, mlp_only_layers=[i for i in range(L) if blk(i, "ffn_gate_inp") not in ts])
+    return hf
+
+
+def _cohere(g: GGUFFile, m: _Meta, hf: dict, L: int) -> dict:
+    """hf_config's rest for llama.cpp's Cohere architectures, as it loads them (src/models/command-r.cpp,
+    cohere2.cpp: load_arch_hparams / load_arch_tensors) from what the converter writes (conversion/command_r.py
+    CommandR2Model, Cohere2Model):
+      * one LayerNorm (weight only) per layer before attention and MLP side by side: eps from
+        attention.layer_norm_epsilon (required, as llama.cpp's get_key requires it), not the RMS key;
+      * the head is the token embedding (llama.cpp duplicates tok_embd; the converter writes no output);
+      * logit_scale: cohere2 requires it, command-r's is optional (llama.cpp scales no logits without it);
+      * command-r: Command-R+'s per-head q/k LayerNorms (use_qk_norm) stored as HF holds them, attn_q_norm
+        [heads, head_dim] and attn_k_norm [kv heads, head_dim] (llama.cpp loads them only for 64 or more
+        layers; a file holds them when its checkpoint does, and so they are read);
+      * cohere2: attention.sliding_window (required) on the layers attention.sliding_window_pattern gives:
+        an array of one flag per layer (true: windowed), or a period n (every n-th layer global; 0: all
+        windowed), else llama.cpp's 4; rope on the windowed layers only (rope.dimension_count: the
+        converter's rotary_pct x head_dim)."""
+    arch, ts = g.architecture, g.tensors
+    del hf["rms_norm_eps"]
+    hf.update(model_type=COHERE_ARCHITECTURES[arch],
+              layer_norm_eps=m("attention.layer_norm_epsilon", required=True, kind=float),
+              logit_scale=m("logit_scale", required=arch == "cohere2", kind=float) or 1.0)
+    if arch == "command-r":
+        q, k = "blk.0.attn_q_norm.weight" in ts, "blk.0.attn_k_norm.weight" in ts
+        if q != k:
+            raise GGUFError(f"{g.path}: tensor {'blk.0.attn_k_norm.weight' if q else 'blk.0.attn_q_norm.weight'!r} is "
+                            f"missing (a command-r file with q/k norms holds both)")
+        hf["use_qk_norm"] = q
+        return hf
+    hf["sliding_window"] = m("attention.sliding_window", required=True, minimum=1)
+    key = f"{arch}.attention.sliding_window_pattern"
+    flags = g.get(key)
+    if isinstance(flags, np.ndarray):
+        a = flags.reshape(-1)
+        if a.dtype != np.bool_ and not (a.dtype.kind in "iu" and np.isin(a, (0, 1)).all()):
+            raise GGUFError(f"{g.path}: metadata {key!r} must be an integer or an array of bools, got {flags!r}")
+        if a.size != L:
+            raise GGUFError(f"{g.path}: metadata {key!r} has {a.size} flags; '{arch}.block_count' = {L} needs one "
+                            f"per layer")
+        windowed = [bool(x) for x in a]
+    else:
+        pat = m("attention.sliding_window_pattern", COHERE2_PATTERN, minimum=0)
+        windowed = [pat == 0 or i % pat < pat - 1 for i in range(L)]
+        if pat:
+            hf["sliding_window_pattern"] = pat
+    hf["layer_types"] = ["sliding_attention" if w else "full_attention" for w in windowed]
     return hf
 
 
@@ -985,11 +1044,15 @@ def expected_gguf_tensors(g: GGUFFile, shapes: dict, n_layers: int) -> dict:
                                 f"{name.replace('ssm_in', 'attn_gate')!r}) is missing (HF {hf!r})")
             raise GGUFError(f"{g.path}: tensor {name!r} is missing (HF {hf!r}, shape {tuple(shape)} from the config)")
         # (ERNIE-4.5's score-correction bias is stored [1, E], as HF holds it: the same E values; a Gated
-        # DeltaNet's depthwise conv1d [C, 1, K] squeezed to [C, K] by the converter)
-        if tuple(ts[name].shape) != tuple(shape) and not (
-                hf.endswith(".e_score_correction_bias") and tuple(ts[name].shape) == (1, *shape)) and not (
+        # DeltaNet's depthwise conv1d [C, 1, K] squeezed to [C, K] by the converter; Command-R+'s per-head q/k
+        # LayerNorm weights [heads, head_dim] as HF holds them, flat in the config)
+        fs = tuple(ts[name].shape)
+        if fs != tuple(shape) and not (
+                hf.endswith(".e_score_correction_bias") and fs == (1, *shape)) and not (
                 hf.endswith(".linear_attn.conv1d.weight") and len(shape) == 3 and shape[1] == 1
-                and tuple(ts[name].shape) == (shape[0], shape[2])):
+                and fs == (shape[0], shape[2])) and not (
+                hf.endswith(("self_attn.q_norm.weight", "self_attn.k_norm.weight")) and len(shape) == 1
+                and len(fs) == 2 and fs[0] * fs[1] == shape[0]):
             raise GGUFError(f"{g.path}: tensor {name!r} has shape {tuple(ts[name].shape)}, the config "
                             f"({hf!r}) expects {tuple(shape)}")
         out[hf] = (name,)

@@ -402,7 +402,8 @@ _HF_TO_ARCH = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2"
                "gemma3_text": "gemma3", "gemma2": "gemma2", "gpt_oss": "gpt-oss", "seed_oss": "seed_oss",
                "phi3": "phi3", "glm4": "glm4", "llama4_text": "llama4", "minimax_m2": "minimax-m2",
                "ernie4_5_moe": "ernie4_5-moe", "qwen2_moe": "qwen2moe", "qwen3_next": "qwen3next",
-               "qwen3_5_text": "qwen35", "qwen3_5": "qwen35", "qwen3_5_moe_text": "qwen35moe", "qwen3_5_moe": "qwen35moe"}
+               "qwen3_5_text": "qwen35", "qwen3_5": "qwen35", "qwen3_5_moe_text": "qwen35moe", "qwen3_5_moe": "qwen35moe",
+               "cohere": "command-r", "cohere2": "cohere2"}
 # llama.cpp architectures that are a vision-language model's text layers: the GGUF llama-bench runs holds only
 # those (the vision tower is the separate mmproj file), the same layers as the text model's architecture
 # (Qwen3-VL's text config: Qwen3's / Qwen3-MoE's layers, longer native context; Qwen2-VL / Qwen2.5-VL: Qwen2's).
