@@ -1057,13 +1057,17 @@ def test_mla_kernel1_index_math_in_python(rng):
 
 
 def test_cuda_model_refuses_what_it_does_not_run():
-    """Sliding windows and Gemma's layer run on the CPU Model only: CudaModel says so before touching
-    a device (so this runs anywhere)."""
+    """Sliding windows, Gemma's layer and Cohere's run on the CPU Model only: CudaModel says so before
+    touching a device (so this runs anywhere)."""
     from glmbench.models import configs
     hf = dict(model_type="gemma3_text", num_hidden_layers=6, hidden_size=64, intermediate_size=96,
               num_attention_heads=4, num_key_value_heads=2, head_dim=16, vocab_size=64, sliding_window=8)
-    with pytest.raises(ValueError, match=r"CudaModel: .*sliding-window attention or Gemma's layer"):
+    with pytest.raises(ValueError, match=r"CudaModel: .*sliding-window attention, Gemma's layer"):
         cuda.CudaModel(configs.load(hf), max_context=16)
+    cohere = dict(model_type="cohere", num_hidden_layers=2, hidden_size=64, intermediate_size=96,
+                  num_attention_heads=4, num_key_value_heads=2, vocab_size=64)
+    with pytest.raises(ValueError, match=r"CudaModel: .*Cohere's \(LayerNorm, parallel attention and MLP\)"):
+        cuda.CudaModel(configs.load(cohere), max_context=16)
 
 
 def test_gpu_sources_hash_is_stable_and_sees_a_source_change(tmp_path):
