@@ -196,6 +196,15 @@ def t_rms_norm(R):
     return "rms_norm", [arr(R, (T, D)), arr(R, (D,)), float(R.choice([1e-6, 1e-5]))], {}
 
 
+def t_layer_norm(R):
+    # one weight row, or a row per head over [T * H, D] (Command-R+'s q / k norms); rows that do not
+    # divide T, and negative eps, are among the mutations
+    T, D = dim(R, 0), dim(R)
+    G = 1 if R.random() < 0.5 else dim(R, 1, 4)
+    rows = T * G if R.random() < 0.9 else T * G + 1
+    return "layer_norm", [arr(R, (rows, D)), arr(R, (G, D)), float(R.choice([1e-6, 1e-5, -1.0]))], {}
+
+
 def t_rope(R):
     T, H = dim(R, 0), dim(R)
     rot = 2 * dim(R, 1, 8)
@@ -555,7 +564,7 @@ def t_controls(R):
     return name, args, {}
 
 
-TARGETS = {f.__name__[2:]: f for f in (t_rms_norm, t_rope, t_linear, t_hgemm, t_swiglu, t_moe_route, t_moe_experts, t_quantize,
+TARGETS = {f.__name__[2:]: f for f in (t_rms_norm, t_layer_norm, t_rope, t_linear, t_hgemm, t_swiglu, t_moe_route, t_moe_experts, t_quantize,
                                         t_dequantize, t_qlinear, t_qrepack, t_qunpack, t_qgemm, t_qmoe,
                                         t_kdequantize, t_quantize_q8_K, t_klinear, t_krepack, t_klinear_packed, t_kmoe, t_geglu_act, t_silu_act,
                                         t_gqa_attention, t_mla_attention, t_mla_attention_kb_vb, t_mla_kv_b_f32, t_layer_plan,
