@@ -253,11 +253,12 @@ extern PyMethodDef gb_quant_methods[];
 extern PyMethodDef gb_quant_k_methods[];
 extern PyMethodDef gb_bench_methods[];
 extern PyMethodDef gb_layer_methods[];
+extern PyMethodDef gb_linear_attn_methods[];
 
 static PyMethodDef *family_tables[] = {
     core_methods, gb_norm_methods, gb_rope_methods, gb_linear_methods, gb_moe_methods,
     gb_attention_gqa_methods, gb_attention_mla_methods, gb_kvcache_methods, gb_quant_methods,
-    gb_quant_k_methods, gb_bench_methods, gb_layer_methods, NULL};
+    gb_quant_k_methods, gb_bench_methods, gb_layer_methods, gb_linear_attn_methods, NULL};
 
 static PyMethodDef *all_methods;
 

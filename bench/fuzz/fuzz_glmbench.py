@@ -367,6 +367,22 @@ def t_kmoe(R):
                     int(R.integers(0, 3))], {}
 
 
+def t_gated_delta_rule(R):
+    T, Hk, rep, dk, dv = dim(R, 0), dim(R, 1, 3), dim(R, 1, 3), dim(R), dim(R)
+    Hv = Hk * rep
+    g = -np.abs(arr(R, (T, Hv)))   # log decays <= 0 and beta in [0, 1): a valid call stays finite
+    beta = R.random((T, Hv)).astype(np.float32)
+    state = None if R.random() < 0.3 else arr(R, (Hv, dk, dv))
+    return "gated_delta_rule", [arr(R, (T, Hk, dk)), arr(R, (T, Hk, dk)), arr(R, (T, Hv, dv)), g, beta, state,
+                                float(dk) ** -0.5, bool(R.random() < 0.9), 1e-6], {}
+
+
+def t_causal_conv1d(R):
+    T, C, K = dim(R, 0), dim(R), dim(R, 1, 5)
+    state = None if R.random() < 0.3 else arr(R, (K - 1, C))
+    return "causal_conv1d", [arr(R, (T, C)), arr(R, (C, K)), state, bool(R.random() < 0.5)], {}
+
+
 def t_geglu_act(R):
     n = dim(R, 0, 40)
     return "geglu_act", [arr(R, (n,)), arr(R, (n,))], {}
@@ -567,6 +583,7 @@ def t_controls(R):
 TARGETS = {f.__name__[2:]: f for f in (t_rms_norm, t_layer_norm, t_rope, t_linear, t_hgemm, t_swiglu, t_moe_route, t_moe_experts, t_quantize,
                                         t_dequantize, t_qlinear, t_qrepack, t_qunpack, t_qgemm, t_qmoe,
                                         t_kdequantize, t_quantize_q8_K, t_klinear, t_krepack, t_klinear_packed, t_kmoe, t_geglu_act, t_silu_act,
+                                        t_gated_delta_rule, t_causal_conv1d,
                                         t_gqa_attention, t_mla_attention, t_mla_attention_kb_vb, t_mla_kv_b_f32, t_layer_plan,
                                         t_layer_forward, t_kvcache, t_bench, t_controls)}
 

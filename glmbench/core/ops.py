@@ -346,3 +346,39 @@ def moe_gpt_oss(x: np.ndarray, router_weight, router_bias, w_gate, w_up, w_down,
         out = linear(np.ascontiguousarray(h, dtype=np.float32), w_down[e], np.asarray(b_down[e], np.float32))
         y[rows] += wts[rows, slots][:, None] * out   # rows are distinct within one expert
     return y, counts
+
+
+# ---- linear attention (Gated DeltaNet: Qwen3-Next / Qwen3.5) --------------------------------
+__all__ += ["gated_delta_rule", "causal_conv1d"]
+
+
+def gated_delta_rule(q: np.ndarray, k: np.ndarray, v: np.ndarray, g: np.ndarray, beta: np.ndarray,
+                     state: np.ndarray | None = None, *, scale: float | None = None, qk_l2norm: bool = True,
+                     l2_eps: float = 1e-6) -> tuple[np.ndarray, np.ndarray]:
+    """The gated delta rule of Qwen3-Next / Qwen3.5's linear attention: HF's torch_recurrent_gated_delta_rule
+    in float32. q, k [T, Hk, dk]; v [T, Hv, dv] (Hv a multiple of Hk: value head h reads q/k head
+    h // (Hv // Hk)); g [T, Hv] (log decay); beta [T, Hv]; state [Hv, dk, dv] or None (zeros); all float32.
+    If qk_l2norm, q_t and k_t are scaled by 1 / sqrt(sum(x^2) + l2_eps); q_t *= scale (default dk ** -0.5);
+    per token: S *= exp(g); delta = (v_t - k_t^T S) * beta; S += k_t delta^T; o_t = q_t^T S.
+    -> (o [T, Hv, dv], the final state [Hv, dk, dv]): new arrays; `state` is not modified."""
+    q = np.asarray(q) if not isinstance(q, np.ndarray) else q
+    if scale is None:
+        if q.ndim != 3:
+            raise ValueError(f"`q` must be 3-D [T, Hk, dk], got shape {q.shape}")
+        scale = q.shape[2] ** -0.5
+    return _core.gated_delta_rule(q, k, v, g, beta, state, float(scale), bool(qk_l2norm), float(l2_eps))
+
+
+def causal_conv1d(x: np.ndarray, weight: np.ndarray, state: np.ndarray | None = None, *,
+                  silu: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """The causal depthwise conv1d of Qwen3-Next / Qwen3.5's linear attention (HF nn.Conv1d(groups=C,
+    padding=K-1), first T outputs; step by step it is causal_conv1d_update). x [T, C]; weight [C, K] or
+    HF's conv1d.weight [C, 1, K]; state [K-1, C] (the previous K-1 inputs, oldest first) or None (zeros);
+    all float32. xx = concat(state, x); y[t, c] = sum_j weight[c, j] * xx[t + j, c], then y * sigmoid(y)
+    if silu. -> (y [T, C], the new state [K-1, C] = the last K-1 rows of xx): new arrays."""
+    w = np.asarray(weight) if not isinstance(weight, np.ndarray) else weight
+    if w.ndim == 3:
+        if w.shape[1] != 1:
+            raise ValueError(f"a 3-D `weight` must be HF's conv1d.weight [C, 1, K], got shape {w.shape}")
+        w = w.reshape(w.shape[0], w.shape[2])
+    return _core.causal_conv1d(x, w, state, bool(silu))

@@ -431,3 +431,46 @@ def moe_gpt_oss(x, router_weight, router_bias, w_gate, w_up, w_down, b_gate, b_u
             h = clamped_swiglu(linear(xt, w_gate[e], _f64(b_gate[e])), linear(xt, w_up[e], _f64(b_up[e])), alpha, limit)
             y[t] += wts[t, j] * linear(h, w_down[e], _f64(b_down[e]))[0]
     return y
+
+
+# ---- linear attention (Gated DeltaNet: Qwen3-Next / Qwen3.5) --------------------------------
+def gated_delta_rule(q, k, v, g, beta, state=None, *, scale=None, qk_l2norm=True, l2_eps=1e-6):
+    """HF's torch_recurrent_gated_delta_rule in float64, token by token. q, k [T, Hk, dk]; v [T, Hv, dv];
+    g (log decay), beta [T, Hv]; state [Hv, dk, dv] or None (zeros). Value head h reads q/k head
+    h // (Hv // Hk). -> (o [T, Hv, dv], final state [Hv, dk, dv])."""
+    q, k, v, g, beta = _f64(q), _f64(k), _f64(v), _f64(g), _f64(beta)
+    T, Hk, dk = q.shape
+    Hv, dv = v.shape[1], v.shape[2]
+    rep = Hv // Hk
+    q, k = np.repeat(q, rep, axis=1), np.repeat(k, rep, axis=1)   # repeat_interleave on the head axis
+    if qk_l2norm:
+        q = q / np.sqrt(np.sum(q * q, axis=-1, keepdims=True) + l2_eps)
+        k = k / np.sqrt(np.sum(k * k, axis=-1, keepdims=True) + l2_eps)
+    q = q * (dk ** -0.5 if scale is None else scale)
+    S = np.zeros((Hv, dk, dv)) if state is None else _f64(state).copy()
+    o = np.zeros((T, Hv, dv))
+    for t in range(T):
+        S = S * np.exp(g[t])[:, None, None]
+        kv_mem = np.einsum("hij,hi->hj", S, k[t])
+        delta = (v[t] - kv_mem) * beta[t][:, None]
+        S = S + k[t][:, :, None] * delta[:, None, :]
+        o[t] = np.einsum("hij,hi->hj", S, q[t])
+    return o, S
+
+
+def causal_conv1d(x, weight, state=None, *, silu=True):
+    """Causal depthwise conv1d over time (the Gated DeltaNet's conv, HF nn.Conv1d(groups=C, padding=K-1)
+    cut to the first T outputs) in float64. x [T, C]; weight [C, K] or [C, 1, K]; state [K-1, C] (the
+    previous inputs, oldest first) or None (zeros). -> (y [T, C], new state [K-1, C])."""
+    x = _f64(x)
+    w = _f64(weight)
+    w = w.reshape(w.shape[0], w.shape[-1])
+    T, C = x.shape
+    K = w.shape[1]
+    xx = np.concatenate([np.zeros((K - 1, C)) if state is None else _f64(state), x])
+    y = np.zeros((T, C))
+    for j in range(K):
+        y += w[:, j] * xx[j:j + T]
+    if silu:
+        y = y / (1.0 + np.exp(-y))
+    return y, xx[T:].copy()

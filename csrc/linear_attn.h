@@ -1,0 +1,23 @@
+/* linear_attn.h: the Gated DeltaNet layer's two ops (Qwen3-Next / Qwen3.5 linear attention): the gated
+ * delta rule recurrence and the causal depthwise conv1d in front of it. */
+#ifndef GLMBENCH_LINEAR_ATTN_H
+#define GLMBENCH_LINEAR_ATTN_H
+#include <stdint.h>
+
+/* HF's torch_recurrent_gated_delta_rule in float32, one value head per OpenMP iteration (tokens in
+ * order within a head). q, k [T, Hk, dk]; v [T, Hv, dv]; g, beta [T, Hv]; state0 [Hv, dk, dv] or NULL
+ * (zeros); Hv a multiple of Hk, value head h reading q/k head h / (Hv / Hk). If l2norm, q_t and k_t are
+ * each scaled by 1 / sqrt(sum(x^2) + l2_eps) (the sum in float64); then q_t *= scale. Per token:
+ *   S *= exp(g[t, h]); kv = k_t^T S; delta = (v_t - kv) * beta[t, h]; S += k_t delta^T; o[t, h] = q_t^T S.
+ * Writes o [T, Hv, dv] and the final state [Hv, dk, dv]; neither may alias an input. */
+int gb_gated_delta_rule(const float *q, const float *k, const float *v, const float *g, const float *beta,
+                        const float *state0, float *o, float *state, int64_t T, int64_t Hk, int64_t Hv, int64_t dk,
+                        int64_t dv, float scale, int l2norm, float l2_eps);
+
+/* Causal depthwise conv1d over time: xx = [state0; x] ([K-1+T, C], state0 [K-1, C] oldest first, or NULL:
+ * zeros); y[t, c] = sum_j w[c, j] * xx[t + j, c] (w [C, K]), then y * sigmoid(y) if silu; state (new,
+ * [K-1, C]) = the last K-1 rows of xx. y and state must not alias the inputs. */
+int gb_causal_conv1d(const float *x, const float *w, const float *state0, float *y, float *state, int64_t T, int64_t C,
+                     int64_t K, int silu);
+
+#endif
