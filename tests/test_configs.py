@@ -544,7 +544,8 @@ def _hf_tiny(family):
     return hc.to_dict(), M(hc)
 
 
-@pytest.mark.parametrize("family", sorted(configs.PRICED_ONLY) + list(configs.LAYERNORM_FAMILIES))
+@pytest.mark.parametrize("family", sorted(configs.PRICED_ONLY) + list(configs.LAYERNORM_FAMILIES)
+                         + list(configs.LINEAR_FAMILIES))
 def test_priced_families_match_hf_parameter_counts(family):
     d, m = _hf_tiny(family)
     c = configs.from_hf(d)
@@ -555,8 +556,10 @@ def test_priced_families_match_hf_parameter_counts(family):
     assert sum(configs._numel(s) for s in c.tensor_shapes().values()) == n
     if family in configs.PRICED_ONLY:
         assert c.forward_unsupported() and configs.PRICED_ONLY[c.model_type] in c.forward_unsupported()[-1]
-    else:   # Cohere's families run in Model (tests/test_model_hf.py)
+    elif family in configs.LAYERNORM_FAMILIES:   # Cohere's families run in Model (tests/test_model_hf.py)
         assert c.forward_unsupported() == [] and c.layer_norm and c.n_layer_norms == 1
+    else:   # so do the hybrids
+        assert c.forward_unsupported() == []
     expect_moe = {"glm4": (), "llama4_text": (1, 3, 5, 7), "minimax_m2": tuple(range(8)),
                   "ernie4_5_moe": (1, 2, 3, 4, 5, 6), "qwen2_moe": (0, 1, 3, 4, 5, 6, 7),
                   "qwen3_next": (0, 1, 3, 4, 5, 6, 7), "qwen3_5_text": (), "qwen3_5_moe_text": tuple(range(8)),

@@ -91,7 +91,9 @@ HYBRID = ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")      # configs.LINEA
 COHERE = ("cohere", "cohere2")
 RUN = ["llama", "llama_tied", "mistral", "qwen2", "qwen2_tied", "qwen3", "qwen3_moe", "deepseek_v2", "deepseek_v3",
        "glm4_moe_lite", "glm4_moe", "seed_oss", "gemma2", "gemma3_text", "gpt_oss", "mixtral", "phi3"]
-PREDICT_ONLY = ["glm4", "llama4_text", "minimax_m2", "ernie4_5_moe", "qwen2_moe", *HYBRID]   # configs.PRICED_ONLY
+PREDICT_ONLY = ["glm4", "llama4_text", "minimax_m2", "ernie4_5_moe", "qwen2_moe"]   # configs.PRICED_ONLY
+# the hybrids run in glmbench.Model from HF checkpoints; their GGUF files are priced and refused as weights
+PREDICT_ONLY += [f for f in HYBRID if f in configs.PRICED_ONLY]
 # the Cohere families: priced only, or run by glmbench.Model (logits matched) once configs.PRICED_ONLY drops them
 RUN += [f for f in COHERE if f not in configs.PRICED_ONLY]
 PREDICT_ONLY += [f for f in COHERE if f in configs.PRICED_ONLY]
@@ -275,12 +277,13 @@ def test_converted_file_config_is_the_hf_config(tmp, family):
 
 
 def test_priced_family_files_predict_and_are_refused_by_the_forward_pass(tmp):
-    """The families configs.PRICED_ONLY lists, as converted files: the file's own bytes priced (the
-    q8_0 file's matrices), the forward pass refused with what it lacks."""
+    """The families configs.PRICED_ONLY lists, and the hybrids' GGUF files (their linear layers stored
+    in llama.cpp's layout, not read back as weights), as converted files: the file's own bytes priced
+    (the q8_0 file's matrices), the forward pass refused with what it lacks."""
     from glmbench.models.model import Model
     from glmbench.predict import costmodel as cm
     assert set(PREDICT_ONLY) == set(configs.PRICED_ONLY)
-    for family in PREDICT_ONLY:
+    for family in PREDICT_ONLY + [f for f in HYBRID if f not in PREDICT_ONLY]:
         _, _, files = _converted(family, tmp)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", gguf_file.GGUFNotice)
@@ -290,7 +293,8 @@ def test_priced_family_files_predict_and_are_refused_by_the_forward_pass(tmp):
         assert cm.decode(s, 4096).seconds > 0 and cm.prefill(s, 512, 0).seconds > 0
         if family == "llama4_text":   # llama.cpp's 8192-token chunks on three of every four layers
             assert cfg.window_chunked and cfg.sliding_window == 8192 and cfg.windowed_layers == (0, 1, 2)
-        with pytest.raises(ValueError, match="priced, not run"):
+        with pytest.raises(ValueError, match="priced, not run" if family in PREDICT_ONLY else
+                           "holds its linear layers in llama.cpp's layout"):
             checkpoint.load_model(files["f16"])
 
 

@@ -185,6 +185,21 @@ def test_sampling_arithmetic():
         M.scaled_seconds(timing, ["moe", "moe", "moe"], {"dense": 1, "moe": 9})
 
 
+def test_a_hybrid_samples_its_linear_and_attention_layers_apart():
+    # Qwen3.5-35B-A3B: 30 Gated DeltaNet layers and 10 attention layers, all MoE: two of each timed
+    cfg = configs.load("qwen3.5-35b-a3b")
+    roles = M.layer_roles(cfg)
+    assert roles.count("moe+linear") == 30 and roles.count("moe") == 10
+    assert M.sample_layers(cfg, 2) == [0, 3, 38, 39]
+    # the decode floor: one row of the embedding, the weights a token reads, the attention layers' cache
+    # and each linear layer's state read and written
+    assert M.decode_bytes_per_token(cfg, "q8_0", "f16", 100) - M.decode_bytes_per_token(cfg, "q8_0", "f16", 0) \
+        == 100 * cfg.kv_bytes_per_token("f16")
+    st = cfg.recurrent_state_bytes()
+    assert st == 30 * 4 * (3 * 8192 + 32 * 128 * 128)
+    assert M.decode_bytes_per_token(cfg, "q8_0", "f16", 0) > 2 * st
+
+
 def test_auto_decides_from_memory():
     glm = configs.load("glm-4.7-flash")
     assert M.choose_layers(glm, "bf16", "bf16", 8192, available=24 * 2**30) == "sampled"

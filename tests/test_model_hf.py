@@ -622,3 +622,63 @@ def test_cohere_logits_match_hf(model_type, over):
     m.reset()
     last = m.prefill(np.array(prompt), logits="last")
     np.testing.assert_allclose(last, got[0][-1], rtol=0, atol=1e-5 * np.abs(got[0][-1]).max())
+
+
+# ---- hybrids: Gated DeltaNet linear layers beside gated attention (Qwen3.5, Qwen3-Next) -------------
+HYBRID = dict(vocab_size=160, hidden_size=64, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+              head_dim=16, rms_norm_eps=1e-6, linear_num_key_heads=2, linear_num_value_heads=4,
+              linear_key_head_dim=8, linear_value_head_dim=12, linear_conv_kernel_dim=4,
+              layer_types=["linear_attention", "full_attention", "linear_attention", "full_attention"],
+              rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25})
+
+
+@pytest.mark.parametrize("model_type,over", [
+    ("qwen3_5_text", {"intermediate_size": 96}),
+    ("qwen3_5_moe_text", {"moe_intermediate_size": 32, "shared_expert_intermediate_size": 48, "num_experts": 8,
+                          "num_experts_per_tok": 2}),
+    ("qwen3_next", {"intermediate_size": 96, "moe_intermediate_size": 32, "shared_expert_intermediate_size": 48,
+                    "num_experts": 8, "num_experts_per_tok": 2, "mlp_only_layers": [2]}),
+])
+def test_hybrid_logits_match_hf(model_type, over):
+    """A 20-token prefill then 10 decode steps through two Gated DeltaNet layers (their conv window and
+    recurrent state carried from the prompt into every step) and two gated-attention layers (partial
+    rope, q/k norms, the sigmoid output gate); (1 + w) norms; Qwen3.5-MoE's and Qwen3-Next's MoE with
+    a gated shared expert (Qwen3-Next: its layer 2 dense, its q/k/v/z interleaved per key head)."""
+    TINY[model_type] = HYBRID
+    try:
+        hf_cfg, hf = tiny_hf_model(model_type, seed=9, **over)
+    finally:
+        TINY.pop(model_type)
+    with torch.no_grad():   # a decay that matters: A_log ~ log U(0.5, 2), dt_bias ~ N(0, 0.5)
+        g = torch.Generator().manual_seed(1)
+        for name, p in hf.named_parameters():
+            if name.endswith("A_log"):
+                p.copy_(torch.log(0.5 + 1.5 * torch.rand(p.shape, generator=g)))
+            elif name.endswith("dt_bias"):
+                p.copy_(0.5 * torch.randn(p.shape, generator=g))
+            elif name.endswith("norm.weight") and "linear_attn" not in name:
+                p.copy_(0.1 * torch.randn(p.shape, generator=g))    # (1 + w) norms: w around 0
+    cfg = configs.load(hf_cfg.to_dict())
+    assert cfg.forward_unsupported() == [] and cfg.linear_layers == (0, 2) and cfg.attn_output_gate
+    weights = {k: v.numpy() for k, v in hf.state_dict().items()}
+    before = {k: v.copy() for k, v in weights.items()}
+    m = glmbench.Model(cfg, state_dict=weights, weights="f32", kv="f32", max_context=64)
+    assert m.cache.n_layers == 2           # the two attention layers; the linear ones hold a state
+    rng = np.random.default_rng(17)
+    prompt = rng.integers(0, cfg.vocab_size, 20).tolist()
+    steps = rng.integers(0, cfg.vocab_size, 10).tolist()
+    want = hf_logits(hf, prompt, steps)
+    got = glm_logits(m, prompt, steps)
+    for i, (a, b) in enumerate(zip(got, want)):
+        assert np.all(np.isfinite(a))
+        err = rel_err(a, b)
+        assert err < RTOL, f"{model_type} {'prefill' if i == 0 else f'decode step {i}'}: relative error {err:.2e}"
+    assert m.n_past == 30
+    for k in weights:
+        np.testing.assert_array_equal(weights[k], before[k])
+    # reset empties the states as well as the cache: the same logits again; the last token's alone too
+    m.reset()
+    np.testing.assert_allclose(m.prefill(np.array(prompt)), got[0], rtol=0, atol=1e-5 * np.abs(got[0]).max())
+    m.reset()
+    np.testing.assert_allclose(m.prefill(np.array(prompt), logits="last"), got[0][-1], rtol=0,
+                               atol=1e-5 * np.abs(got[0][-1]).max())

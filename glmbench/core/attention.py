@@ -326,7 +326,14 @@ def gqa_block(x: np.ndarray, w: dict, cache, layer: int, positions, cfg, model_l
     if (cache.n_kv_heads, cache.head_dim, cache.v_head_dim) != (Hkv, Dh, Dv):
         raise ValueError(f"`cache` holds {cache.n_kv_heads} KV heads of {cache.head_dim}/{cache.v_head_dim} dims; "
                          f"cfg needs {Hkv} of {Dh}/{Dv}")
-    q = ops.linear(x, _need(w, "q_proj.weight"), w.get("q_proj.bias")).reshape(T, Hq, Dh)
+    gate = None
+    if cfg.attn_output_gate:
+        # Qwen3-Next / Qwen3.5: q_proj gives each head's query and then its output gate (HF: chunk of
+        # the [T, H, 2 Dh] view); the attention output is multiplied by sigmoid(gate) before o_proj
+        qg = ops.linear(x, _need(w, "q_proj.weight"), w.get("q_proj.bias")).reshape(T, Hq, 2 * Dh)
+        q, gate = np.ascontiguousarray(qg[:, :, :Dh]), qg[:, :, Dh:]
+    else:
+        q = ops.linear(x, _need(w, "q_proj.weight"), w.get("q_proj.bias")).reshape(T, Hq, Dh)
     k = ops.linear(x, _need(w, "k_proj.weight"), w.get("k_proj.bias")).reshape(T, Hkv, Dh)
     v = ops.linear(x, _need(w, "v_proj.weight"), w.get("v_proj.bias")).reshape(T, Hkv, Dv)
     if cfg.qk_norm and cfg.layer_norm:
@@ -342,7 +349,9 @@ def gqa_block(x: np.ndarray, w: dict, cache, layer: int, positions, cfg, model_l
         k = ops.rope(k, pos, **rot)
     cache.append(layer, k, v)
     o = gqa_attention(q, cache, layer, scale=cfg.softmax_scale, window=win, softcap=cfg.attn_logit_softcapping)
-    return ops.linear(o.reshape(T, Hq * Dv), _need(w, "o_proj.weight"), w.get("o_proj.bias"))
+    if gate is not None:
+        o = o * (np.float32(1.0) / (np.float32(1.0) + np.exp(-gate, dtype=np.float32)))
+    return ops.linear(np.ascontiguousarray(o.reshape(T, Hq * Dv)), _need(w, "o_proj.weight"), w.get("o_proj.bias"))
 
 
 def _hf_deinterleaves(cfg) -> bool:

@@ -220,7 +220,12 @@ def gqa_block(x, w, positions, cfg, k_past=None, v_past=None, model_layer=0):
     x = _f64(x)
     T = x.shape[0]
     Hq, Hkv, Dh, Dv = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.v_head_dim
-    q = linear(x, w["q_proj.weight"], _bias(w, "q_proj.bias")).reshape(T, Hq, Dh)
+    gate = None
+    if cfg.attn_output_gate:   # Qwen3-Next / Qwen3.5: [query | gate] per head
+        qg = linear(x, w["q_proj.weight"], _bias(w, "q_proj.bias")).reshape(T, Hq, 2 * Dh)
+        q, gate = qg[:, :, :Dh], qg[:, :, Dh:]
+    else:
+        q = linear(x, w["q_proj.weight"], _bias(w, "q_proj.bias")).reshape(T, Hq, Dh)
     k = linear(x, w["k_proj.weight"], _bias(w, "k_proj.bias")).reshape(T, Hkv, Dh)
     v = linear(x, w["v_proj.weight"], _bias(w, "v_proj.bias")).reshape(T, Hkv, Dv)
     if cfg.qk_norm and cfg.layer_norm:   # Command-R+: a LayerNorm per head
@@ -238,6 +243,8 @@ def gqa_block(x, w, positions, cfg, k_past=None, v_past=None, model_layer=0):
         v = np.concatenate([_f64(v_past), v])
     o = gqa_attention(q, k, v, cfg.softmax_scale, cfg.layer_window(model_layer), cfg.attn_logit_softcapping,
                       w.get("sinks"))
+    if gate is not None:
+        o = o / (1.0 + np.exp(-gate))
     return linear(o.reshape(T, Hq * Dv), w["o_proj.weight"], _bias(w, "o_proj.bias")), k, v
 
 

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from glmbench.measure import cpu as _cpu
 from glmbench.measure.cpu import (TESTS, attn_arithmetic, choose_layers, cpu_name, decode_bytes_per_token,  # noqa: F401
-                                  gemm_arithmetic, rss_bytes, sample_layers, scaled_seconds)
+                                  gemm_arithmetic, layer_roles, rss_bytes, sample_layers, scaled_seconds)
 
 DEVICES = ("cpu", "cuda")
 
-__all__ = ["measure", "DEVICES", "TESTS", "attn_arithmetic", "gemm_arithmetic", "choose_layers", "sample_layers", "scaled_seconds",
+__all__ = ["measure", "DEVICES", "TESTS", "attn_arithmetic", "gemm_arithmetic", "choose_layers", "layer_roles",
+           "sample_layers", "scaled_seconds",
            "decode_bytes_per_token", "cpu_name", "rss_bytes"]
 
 

@@ -55,7 +55,7 @@ from glmbench.models import checkpoint, configs
 from glmbench.results.records import routing_histogram  # noqa: F401  (measure's API)
 from glmbench.models.model import STORED, Model, layer_kinds, stored_format
 
-__all__ = ["measure", "attn_arithmetic", "gemm_arithmetic", "choose_layers", "sample_layers", "scaled_seconds", "decode_bytes_per_token",
+__all__ = ["measure", "attn_arithmetic", "gemm_arithmetic", "choose_layers", "layer_roles", "sample_layers", "scaled_seconds", "decode_bytes_per_token",
            "cpu_name", "rss_bytes"]
 
 TESTS = vocab.MEASURED_TESTS
@@ -86,11 +86,20 @@ def choose_layers(cfg, weights: str, kv: str, capacity: int, available: int | No
     return "full" if need <= FIT_FRACTION * avail else "sampled"
 
 
+def layer_roles(cfg) -> list[str]:
+    """Each layer's kind for sampling and scaling: layer_kinds' "dense" / "moe", and for a hybrid's
+    Gated DeltaNet layers the same with "+linear" (their token mixer costs differently from the
+    attention layers' and does not grow with the depth)."""
+    lin = frozenset(cfg.linear_layers)
+    return [k + ("+linear" if i in lin else "") for i, k in enumerate(layer_kinds(cfg))]
+
+
 def sample_layers(cfg, k: int) -> list[int]:
-    """k layer indices of each kind, spread evenly over that kind's layers (all of them if <= k)."""
-    kinds = layer_kinds(cfg)
+    """k layer indices of each kind (layer_roles), spread evenly over that kind's layers (all of them
+    if <= k)."""
+    kinds = layer_roles(cfg)
     out = []
-    for kind in ("dense", "moe"):
+    for kind in sorted(set(kinds)):
         idx = [i for i, t in enumerate(kinds) if t == kind]
         if len(idx) <= k:
             out += idx
@@ -131,7 +140,8 @@ def decode_bytes_per_token(cfg, weights: str = vocab.DEFAULTS["measured_weights"
         elif ".mlp.experts." in name:
             b = b * cfg.n_experts_per_tok // cfg.n_routed_experts
         total += b
-    return total + cfg.kv_bytes_per_token(kv) * int(depth)
+    # a hybrid's linear layers read and write each recurrent state once a step
+    return total + cfg.kv_bytes_per_token(kv) * int(depth) + 2 * cfg.recurrent_state_bytes()
 
 
 # ---- measuring ----------------------------------------------------------------------------
@@ -232,8 +242,8 @@ def _measure(cfg, depths, tests, layers, n_prompt, n_gen, weights, kv, mla_strat
     if idx is not None and len(idx) == cfg.n_layers:
         mode, idx = "full", None  # k covers every layer: nothing is scaled
 
-    kinds = layer_kinds(cfg)
-    counts = {kind: kinds.count(kind) for kind in ("dense", "moe")}
+    kinds = layer_roles(cfg)
+    counts = {kind: kinds.count(kind) for kind in sorted(set(kinds))}
     cpu = cpu_name()
     rec_weights = weights
     if weights == STORED:  # the record names the file's main type (the cost model's name for it)
@@ -270,7 +280,7 @@ def _measure(cfg, depths, tests, layers, n_prompt, n_gen, weights, kv, mla_strat
                   mla_strategy=mla_strategy, layers=idx,
                   progress=None if bar is None else
                   (lambda i, n: bar.set_postfix_str(f"built {i}/{n} layers", refresh=True)))
-        built_kinds = [l.kind for l in m.layers]
+        built_kinds = [kinds[l.index] for l in m.layers]
         # Validate before timing: one step must give finite logits, or the numbers mean nothing.
         check = m.decode(0)
         if not np.all(np.isfinite(check)):

@@ -134,6 +134,13 @@ def _safetensors_folder(folder: str) -> dict:
 # ---- GGUF ------------------------------------------------------------------------------------------
 def _gguf_state_dict(path: str):
     cfg = configs.load_gguf(path)
+    if cfg.linear_layers:
+        # llama.cpp's converter stores a Gated DeltaNet layer's tensors in its own form (A as -exp(A_log),
+        # the norms as 1 + w, the value heads reordered, conv1d squeezed; conversion/qwen.py): not undone here
+        raise CheckpointError(f"{path}: a GGUF of the hybrid model {cfg.name} ({cfg.model_type}) holds its linear "
+                              f"layers in llama.cpp's layout, which glmbench does not read back as weights: "
+                              f"glmbench.Model runs hybrids from HF checkpoints (a folder with config.json and "
+                              f"*.safetensors); predictions take the file (--model file.gguf)")
     g = gguf_file.read(path)
     shapes = cfg.tensor_shapes()
     where = gguf_file.expected_gguf_tensors(g, shapes, cfg.n_layers)

@@ -34,8 +34,9 @@ Families (HF `model_type`), with the field names HF uses in each:
   cohere2        the same layers (Command-R7B, Command-A), three of every four attending within
                  sliding_window tokens, the fourth global without rope
 
-The eight from glm4 to qwen3_5_moe_text are priced (cost model, memory, weight bytes: parameters counted as HF's modeling
-code builds them); glmbench.Model does not run their forward pass (forward_unsupported says why).
+The five from glm4 to qwen2_moe are priced (cost model, memory, weight bytes: parameters counted as HF's
+modeling code builds them); glmbench.Model does not run their forward pass (forward_unsupported says
+why). The hybrids and Cohere's families run in glmbench.Model (matched against HF's tiny models).
 
 Structural sizes (hidden_size, heads, layers, MLA ranks, expert counts...) are required: a
 missing one is a ValueError naming it. Behavioural fields that HF's config classes default
@@ -102,12 +103,9 @@ PRICED_ONLY = {
     "minimax_m2": "MiniMax-M2's q/k RMSNorm over all heads at once",
     "ernie4_5_moe": "ERNIE-4.5's router (softmax with a choice bias) and shared experts",
     "qwen2_moe": "Qwen2-MoE's gated shared expert",
-    "qwen3_next": "Qwen3-Next's Gated DeltaNet layers, gated attention output and (1 + w) norms",
-    "qwen3_5_text": "Qwen3.5's Gated DeltaNet layers, gated attention output and (1 + w) norms",
-    "qwen3_5_moe_text": "Qwen3.5's Gated DeltaNet layers, gated attention output, (1 + w) norms and gated shared "
-                        "expert",
 }
-# hybrid families: some layers are linear attention (Gated DeltaNet) with a recurrent state
+# hybrid families: some layers are linear attention (Gated DeltaNet) with a recurrent state (Model runs
+# them: Layer._forward_hybrid, ops.gated_delta_rule and ops.causal_conv1d)
 LINEAR_FAMILIES = ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")
 # Gemma's layer: embeddings x sqrt(hidden), (1 + w) sandwich norms, GeGLU, query_pre_attn_scalar
 GEMMA_FAMILIES = ("gemma2", "gemma3_text")

@@ -36,6 +36,15 @@ y = x + Attn(LN(x)) + MLP(LN(x)); interleaved rope; Command-R+'s LayerNorm per q
 its global layers without rope; tied head, final LayerNorm, logits times logit_scale. No C layer:
 `Layer._forward_cohere` calls the C ops one by one.
 
+Hybrids (qwen3_next: Qwen3-Next; qwen3_5_text / qwen3_5_moe_text: Qwen3.5; HF modeling_qwen3_next /
+modeling_qwen3_5): three of four layers are Gated DeltaNet linear attention (`Layer._linear_attn`:
+in_proj, ops.causal_conv1d with the last K - 1 inputs carried, ops.gated_delta_rule over a recurrent
+state carried in `Layer.rstate`, the gated RMSNorm, out_proj; Qwen3-Next's q/k/v/z interleaved per
+key head), the fourth GQA attention whose q_proj also gives a sigmoid output gate; (1 + w) RMSNorms
+(held as 1 + w); the MoE's shared expert scaled by a sigmoid gate. The KV cache holds the attention
+layers only (`_cache_layer`). A hybrid's GGUF file is priced, not read back as weights
+(models/checkpoint.py says why). No C layer: `Layer._forward_hybrid` calls the C ops one by one.
+
 Weights are kept under their HF names relative to `model.layers.{i}.` (plus `model.embed_tokens.weight`,
 `model.norm.weight`, `lm_head.weight`); the set of tensors is ModelConfig.tensor_shapes(). Routed
 experts are held as three stacked tensors `mlp.experts.gate_proj` [E, F, D], `mlp.experts.up_proj`
@@ -208,6 +217,8 @@ class Layer:
         for a, b in pairs:
             if a in weights and b in weights:
                 fuse_rows(weights[a], weights[b])
+        self.linear = index in frozenset(cfg.linear_layers)   # a hybrid's Gated DeltaNet layer
+        self.rstate = None       # its recurrent state: (conv inputs [K-1, C], S [Hv, dk, dv]); None: empty
         self.last_counts = None  # tokens per expert in the last MoE call (how many experts were read)
         self._plan = None  # _core.layer_forward's capsule (False: forward_py runs)
         self._plan_decode = False  # the plan holds block-format matrices: one token at a time only
@@ -277,8 +288,11 @@ class Layer:
     def _c_spec(self) -> dict | None:
         cfg, w, a = self.cfg, self.w, self.attn
         gemma = cfg.model_type in configs.GEMMA_FAMILIES   # sandwich norms and GeGLU (_forward_gemma)
-        if cfg.attention_sinks or cfg.layer_norm or (gemma and not all(isinstance(v, np.ndarray) for v in w.values())):
-            return None   # GPT-OSS, Cohere: no C layer yet (_forward_gpt_oss, _forward_cohere); Gemma: float matrices only
+        if cfg.attention_sinks or cfg.layer_norm or cfg.linear_layers or cfg.attn_output_gate or \
+                (gemma and not all(isinstance(v, np.ndarray) for v in w.values())):
+            # GPT-OSS, Cohere, the hybrids: no C layer yet (_forward_gpt_oss, _forward_cohere, _forward_hybrid);
+            # Gemma: float matrices only
+            return None
         mla = cfg.attention == "mla"
         rot = cfg.layer_rope(self.index) if not mla else dict(
             theta=cfg.rope_theta, inv_freq=cfg.rope_inv_freq(), attention_factor=cfg.rope_attention_factor())
@@ -355,6 +369,8 @@ class Layer:
             return self._forward_gpt_oss(x, cache, cache_layer, positions, n_out)
         if cfg.layer_norm:
             return self._forward_cohere(x, cache, cache_layer, positions, n_out)
+        if cfg.linear_layers or cfg.attn_output_gate:
+            return self._forward_hybrid(x, cache, cache_layer, positions, n_out)
         h = _ops.rms_norm(x, w["input_layernorm.weight"], eps)
         if cfg.attention == "mla":
             a = attention.mla_block(h, self.attn, cache, cache_layer, positions, cfg, strategy=mla_strategy)
@@ -395,6 +411,74 @@ class Layer:
         h = _keep(h, n_out)
         m = _ops.swiglu(h, w["mlp.gate_proj.weight"], w["mlp.up_proj.weight"], w["mlp.down_proj.weight"])
         return _keep(x, n_out) + _keep(a, n_out) + m
+
+    def _forward_hybrid(self, x, cache, cache_layer: int, positions, n_out=None):
+        """Qwen3.5's / Qwen3-Next's layer (HF modeling_qwen3_5 / modeling_qwen3_next): pre-norm ((1 + w)
+        RMSNorms, held as 1 + w); the token mixer is Gated DeltaNet (`_linear_attn`) on the linear
+        layers, gated GQA attention (attention.gqa_block with cfg.attn_output_gate) on the others; then
+        the dense SwiGLU MLP, or the MoE with a sigmoid-gated shared expert. Python-level calls of the
+        C ops, no C layer."""
+        cfg, w = self.cfg, self.w
+        eps = float(cfg.rms_norm_eps)
+        h = _ops.rms_norm(x, w["input_layernorm.weight"], eps)
+        if self.linear:
+            a = self._linear_attn(h)
+        else:
+            a = attention.gqa_block(h, self.attn, cache, cache_layer, positions, cfg, model_layer=self.index)
+        x = _keep(x + a, n_out)
+        h = _ops.rms_norm(x, w["post_attention_layernorm.weight"], eps)
+        if self.kind == "dense":
+            return x + _ops.swiglu(h, w["mlp.gate_proj.weight"], w["mlp.up_proj.weight"], w["mlp.down_proj.weight"])
+        m, self.last_counts = _ops.moe(h, w["mlp.gate.weight"], *(w[n] for n in _EXPERTS), shared=None, **self._route)
+        if self._shared is not None:
+            s = _ops.swiglu(h, *self._shared)
+            if "mlp.shared_expert_gate.weight" in w:   # sigmoid(h . w_g) on each token's shared output
+                gl = _ops.linear(h, w["mlp.shared_expert_gate.weight"])
+                s = s * (np.float32(1.0) / (np.float32(1.0) + np.exp(-gl, dtype=np.float32)))
+            m = m + s
+        return x + m
+
+    def _linear_attn(self, h):
+        """One Gated DeltaNet token mixer on h[T, hidden] (already normed), carrying self.rstate (HF
+        Qwen3_5GatedDeltaNet.forward): q, k, v by in_proj_qkv through the causal depthwise
+        convolution (ops.causal_conv1d, silu, with the last K - 1 inputs), the output gate z
+        (in_proj_z), beta = sigmoid(in_proj_b h), decay g = -exp(A_log) softplus(in_proj_a h +
+        dt_bias); the gated delta rule over the tokens in order (ops.gated_delta_rule, q and k L2-
+        normed, q scaled by dk^-1/2); the gated RMSNorm (norm(o) x w x silu(z)) and out_proj."""
+        cfg, w = self.cfg, self.w
+        T = h.shape[0]
+        Hk, Hv, dk, dv = cfg.linear_k_heads, cfg.linear_v_heads, cfg.linear_k_dim, cfg.linear_v_dim
+        p = "linear_attn."
+        if p + "in_proj_qkvz.weight" in w:
+            # Qwen3-Next: q, k, v, z and b, a interleaved per key head (HF fix_query_key_value_ordering):
+            # [Hk, dk | dk | r dv | r dv] and [Hk, r | r], r = Hv / Hk value heads per key head
+            r = Hv // Hk
+            m = _ops.linear(h, w[p + "in_proj_qkvz.weight"]).reshape(T, Hk, 2 * dk + 2 * r * dv)
+            ba = _ops.linear(h, w[p + "in_proj_ba.weight"]).reshape(T, Hk, 2 * r)
+            qkv = np.concatenate([m[:, :, :dk].reshape(T, Hk * dk), m[:, :, dk:2 * dk].reshape(T, Hk * dk),
+                                  m[:, :, 2 * dk:2 * dk + r * dv].reshape(T, Hv * dv)], axis=1)
+            z = np.ascontiguousarray(m[:, :, 2 * dk + r * dv:]).reshape(T, Hv, dv)
+            b = np.ascontiguousarray(ba[:, :, :r]).reshape(T, Hv)
+            a = np.ascontiguousarray(ba[:, :, r:]).reshape(T, Hv)
+        else:
+            qkv = _ops.linear(h, w[p + "in_proj_qkv.weight"])
+            z = _ops.linear(h, w[p + "in_proj_z.weight"]).reshape(T, Hv, dv)
+            b = _ops.linear(h, w[p + "in_proj_b.weight"])
+            a = _ops.linear(h, w[p + "in_proj_a.weight"])
+        conv_state, S = self.rstate if self.rstate is not None else (None, None)
+        y, conv_state = _ops.causal_conv1d(qkv, _to_f32(w[p + "conv1d.weight"]), conv_state, silu=True)
+        q = np.ascontiguousarray(y[:, :Hk * dk]).reshape(T, Hk, dk)
+        k = np.ascontiguousarray(y[:, Hk * dk:2 * Hk * dk]).reshape(T, Hk, dk)
+        v = np.ascontiguousarray(y[:, 2 * Hk * dk:]).reshape(T, Hv, dv)
+        beta = (1.0 / (1.0 + np.exp(-b.astype(np.float64)))).astype(np.float32)
+        sp = np.logaddexp(0.0, a.astype(np.float64) + _to_f32(w[p + "dt_bias"]))      # softplus
+        g = (-np.exp(_to_f32(w[p + "A_log"]).astype(np.float64)) * sp).astype(np.float32)
+        o, S = _ops.gated_delta_rule(q, k, v, g, beta, S, qk_l2norm=True)
+        self.rstate = (conv_state, S)
+        o = _ops.rms_norm(o.reshape(T * Hv, dv), _to_f32(w[p + "norm.weight"]), float(cfg.rms_norm_eps)).reshape(T, Hv, dv)
+        zf = z.astype(np.float32)
+        o = o * (zf / (np.float32(1.0) + np.exp(-zf)))
+        return _ops.linear(np.ascontiguousarray(o.reshape(T, Hv * dv)), w[p + "out_proj.weight"])
 
     def _forward_gpt_oss(self, x, cache, cache_layer: int, positions, n_out=None):
         """GPT-OSS's layer (HF modeling_gpt_oss): pre-norm; attention with q/k/v/o biases, YaRN rope,
@@ -450,9 +534,12 @@ def _keep(a, n_out):
 
 
 def _gemma_norm(cfg, name: str, a):
-    """Gemma's RMSNorms multiply by (1 + w) (HF Gemma3RMSNorm, in float32): held as 1 + w so the
-    C core's RMSNorm (times w) runs them."""
-    if cfg.model_type in configs.GEMMA_FAMILIES and name.endswith("norm.weight"):
+    """Gemma's RMSNorms multiply by (1 + w) (HF Gemma3RMSNorm, in float32), and so do Qwen3-Next's and
+    Qwen3.5's (Qwen3_5RMSNorm; not their linear layers' gated norm, Qwen3_5RMSNormGated, times w):
+    held as 1 + w so the C core's RMSNorm (times w) runs them."""
+    plus_one = cfg.model_type in configs.GEMMA_FAMILIES or (
+        cfg.model_type in configs.LINEAR_FAMILIES and not name.startswith("linear_attn."))
+    if plus_one and name.endswith("norm.weight"):
         return np.float32(1.0) + np.asarray(_to_f32(a), dtype=np.float32)
     return a
 
@@ -476,6 +563,9 @@ def _layer_from_hf(cfg, index: int, kind: str, src: Mapping, fmt: str) -> Layer:
 
     def get(name):
         key = p + name
+        if key not in src and "mlp.shared_experts." in key:   # Qwen2-MoE / Qwen3-Next / Qwen3.5's one shared_expert
+            alt = key.replace("mlp.shared_experts.", "mlp.shared_expert.")
+            key = alt if alt in src else key
         if key not in src:
             raise ValueError(f"`state_dict` lacks {key!r} (needed by layer {index}, a {kind} layer of "
                              f"{cfg.model_type})")
@@ -634,13 +724,19 @@ class Model:
             self.final_norm = np.ascontiguousarray(_to_f32(_gemma_norm(cfg, "model.norm.weight", fn)))
             self.layers = [_layer_from_hf(cfg, i, kinds[i], state_dict, weights) for i in idx]
 
-        n = len(idx)
+        # a hybrid's linear layers keep their recurrent state (Layer.rstate), no cache layer: the cache
+        # holds the built attention layers only (`_cache_layer`: built layer -> its cache layer, or -1)
+        lin = frozenset(cfg.linear_layers)
+        att = [i for i in idx if i not in lin]
+        self._cache_layer = [att.index(i) if i not in lin else -1 for i in idx]
+        self._pos = 0                      # tokens ingested (n_past where no attention layer is built)
+        n = max(1, len(att))
         self.window_chunk = vocab.check_int("window_chunk", window_chunk, 1)
         if cfg.attention == "mla":
             self.cache = KVCache.mla(n, self.max_context, cfg.kv_lora_rank, cfg.qk_rope_head_dim, kv=kv)
         else:
             # windowed layers keep only their window (rings; KVCache.gqa's `windows`)
-            windows = [cfg.layer_window(i) or 0 for i in idx]
+            windows = [cfg.layer_window(i) or 0 for i in att]
             self.cache = KVCache.gqa(n, self.max_context, cfg.n_kv_heads, cfg.head_dim, cfg.v_head_dim,
                                      kv=kv, windows=windows if any(windows) else None, chunk=self.window_chunk)
         self.last_timing: dict = {}
@@ -648,16 +744,32 @@ class Model:
     # -- state ---------------------------------------------------------------------------
     @property
     def n_past(self) -> int:
-        """Tokens held in the KV cache (the position of the next token)."""
-        return self.cache.length(0)
+        """Tokens held in the KV cache (the position of the next token); a sampled hybrid with no
+        attention layer built: the tokens its linear layers have taken."""
+        return self.cache.length(0) if any(c >= 0 for c in self._cache_layer) else self._pos
 
     def reset(self) -> None:
         self.cache.reset()
+        self._pos = 0
+        for layer in self.layers:
+            layer.rstate = None
 
     def fill_synthetic(self, n_tokens: int, seed: int = 0) -> None:
-        """Fill the cache to `n_tokens` random finite entries (decode cost at depth does not depend on them)."""
-        self.cache.reset()
+        """Fill the cache to `n_tokens` random finite entries (decode cost at depth does not depend on
+        them; a hybrid's linear layers take random finite states, whose cost does not depend on the
+        depth either)."""
+        self.reset()
         self.cache.fill_synthetic(int(n_tokens), seed=seed)
+        self._pos = int(n_tokens)
+        cfg = self.config
+        if n_tokens and cfg.linear_layers:
+            rng = np.random.default_rng(seed)
+            K, C = cfg.linear_conv, cfg.linear_conv_dim
+            for layer in self.layers:
+                if layer.linear:
+                    layer.rstate = (rng.standard_normal((K - 1, C)).astype(np.float32),
+                                    (0.1 * rng.standard_normal((cfg.linear_v_heads, cfg.linear_k_dim,
+                                                                cfg.linear_v_dim))).astype(np.float32))
 
     # -- bytes ---------------------------------------------------------------------------
     @property
@@ -697,7 +809,8 @@ class Model:
         last = len(self.layers) - 1
         for j, layer in enumerate(self.layers):
             t0 = time.perf_counter()
-            x = layer.forward(x, self.cache, j, positions, self.mla_strategy, n_out=n_out if j == last else None)
+            x = layer.forward(x, self.cache, self._cache_layer[j], positions, self.mla_strategy,
+                              n_out=n_out if j == last else None)
             times.append(time.perf_counter() - t0)
         self.last_timing["layer_s"] = times
         return x
@@ -740,6 +853,7 @@ class Model:
                 per_layer += self.last_timing["layer_s"]
             x = np.concatenate(parts)
             self.last_timing["layer_s"] = per_layer.tolist()
+        self._pos += int(t.size)
         t2 = time.perf_counter()
         out = self.head(np.ascontiguousarray(x[-1:]))[0] if logits == "last" else self.head(x)
         t3 = time.perf_counter()
