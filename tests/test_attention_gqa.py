@@ -296,7 +296,8 @@ def tiny_cfg(name, **over):
 def tiny_weights(rng, cfg, bias=False):
     D, Hq, Hkv, Dh = cfg.hidden_size, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
     s = D ** -0.5
-    w = {"q_proj.weight": rng.standard_normal((Hq * Dh, D)) * s,
+    gq = 2 if cfg.attn_output_gate else 1      # Qwen3.5 / Qwen3-Next: each head's query and its output gate
+    w = {"q_proj.weight": rng.standard_normal((gq * Hq * Dh, D)) * s,
          "k_proj.weight": rng.standard_normal((Hkv * Dh, D)) * s,
          "v_proj.weight": rng.standard_normal((Hkv * Dh, D)) * s,
          "o_proj.weight": rng.standard_normal((D, Hq * Dh)) * (Hq * Dh) ** -0.5}
@@ -315,6 +316,7 @@ def tiny_weights(rng, cfg, bias=False):
     ("mistral-small-24b", {"sliding_window": None}, False, 1),
     ("command-r-plus", {"hidden_size": 96}, False, 1),         # per-head q/k LayerNorm, interleaved rope
     ("command-a", {"hidden_size": 96, "num_hidden_layers": 4, "sliding_window": 64}, False, 3),  # global: no rope
+    ("qwen3.5-9b", {"num_hidden_layers": 4}, False, 3),      # sigmoid output gate, partial rope, q/k norm
 ])
 def test_block_matches_reference_over_chunks(rng, name, over, bias, layer):
     cfg = tiny_cfg(name, **over)
