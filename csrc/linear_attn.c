@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "linear.h" /* gb_silu_mul */
 
 /* dst[0, n) = src * inv(src) * mul, inv = 1 / sqrt(sum(src^2) + eps) (l2norm; the sum in float64) or 1 */
 static void scale_row(const float *src, float *dst, int64_t n, int l2norm, float eps, float mul) {
@@ -113,6 +114,17 @@ int gb_causal_conv1d(const float *x, const float *w, const float *state0, float 
     for (int64_t c = 0; c < C; c++)
         for (int64_t j = 0; j < K; j++) wt[j * C + c] = w[c * K + j];
     const int64_t P = K - 1; /* rows of state in front of x */
+    /* silu through the SwiGLU activation's vectorised kernel (gb_silu_mul against ones): one silu in the
+     * core, and no scalar expf per element (which took ~3x the convolution itself) */
+    float *ones = NULL;
+    if (silu) {
+        ones = (float *)gb_ws_malloc((size_t)C * sizeof(float));
+        if (!ones) {
+            gb_ws_free(wt);
+            return gb_error(GB_ENOMEM, "causal_conv1d: out of memory for %ld floats of workspace", (long)C);
+        }
+        for (int64_t c = 0; c < C; c++) ones[c] = 1.0f;
+    }
 #pragma omp parallel for schedule(static) if (T * K * C > 65536)
     for (int64_t t = 0; t < T; t++) {
         float *yr = y + t * C;
@@ -124,9 +136,9 @@ int gb_causal_conv1d(const float *x, const float *w, const float *state0, float 
             const float *wj = wt + j * C;
             for (int64_t c = 0; c < C; c++) yr[c] += wj[c] * src[c];
         }
-        if (silu)
-            for (int64_t c = 0; c < C; c++) yr[c] = yr[c] / (1.0f + expf(-yr[c]));
+        if (silu) gb_silu_mul(yr, ones, C);
     }
+    if (ones) gb_ws_free(ones);
     /* the new state: rows T .. T+P-1 of xx */
     for (int64_t r = 0; r < P; r++) {
         const int64_t s = T + r;
