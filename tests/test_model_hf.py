@@ -582,6 +582,26 @@ def test_phi3_window_on_every_layer_matches_hf():
         assert rel_err(a, b) < RTOL, (i, rel_err(a, b))
 
 
+def _matches_hf(hf, cfg, label, *, n_prompt=20, n_steps=10, seed=13, **model_kw):
+    """Model of `cfg` on HF model `hf`'s weights: the logits of an n_prompt-token prefill and n_steps
+    decode steps within RTOL of HF's, the weights untouched. Returns (model, its logits)."""
+    weights = {k: v.numpy() for k, v in hf.state_dict().items()}
+    before = {k: v.copy() for k, v in weights.items()}
+    m = glmbench.Model(cfg, state_dict=weights, weights="f32", kv="f32", **{"max_context": 64, **model_kw})
+    rng = np.random.default_rng(seed)
+    prompt = rng.integers(0, cfg.vocab_size, n_prompt).tolist()
+    steps = rng.integers(0, cfg.vocab_size, n_steps).tolist()
+    want = hf_logits(hf, prompt, steps)
+    got = glm_logits(m, prompt, steps)
+    for i, (a, b) in enumerate(zip(got, want)):
+        assert np.all(np.isfinite(a))
+        err = rel_err(a, b)
+        assert err < RTOL, f"{label} {'prefill' if i == 0 else f'decode step {i}'}: relative error {err:.2e}"
+    for k in weights:
+        np.testing.assert_array_equal(weights[k], before[k])
+    return m, prompt, got
+
+
 # ---- Cohere: one LayerNorm, attention and MLP side by side, logit scale; Cohere2's windows ----------
 COHERE = dict(vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_layers=4, num_attention_heads=4,
               num_key_value_heads=2, layer_norm_eps=1e-5, logit_scale=0.5,
@@ -605,20 +625,7 @@ def test_cohere_logits_match_hf(model_type, over):
     assert cfg.logit_scale == 0.5 and cfg.tie_word_embeddings
     if model_type == "cohere2":
         assert cfg.windowed_layers == (0, 1, 2) and not cfg.layer_rotates(3) and cfg.layer_rotates(0)
-    weights = {k: v.numpy() for k, v in hf.state_dict().items()}
-    before = {k: v.copy() for k, v in weights.items()}
-    m = glmbench.Model(cfg, state_dict=weights, weights="f32", kv="f32", max_context=64)
-    rng = np.random.default_rng(13)
-    prompt = rng.integers(0, cfg.vocab_size, 20).tolist()
-    steps = rng.integers(0, cfg.vocab_size, 10).tolist()
-    want = hf_logits(hf, prompt, steps)
-    got = glm_logits(m, prompt, steps)
-    for i, (a, b) in enumerate(zip(got, want)):
-        assert np.all(np.isfinite(a))
-        err = rel_err(a, b)
-        assert err < RTOL, f"{model_type} {'prefill' if i == 0 else f'decode step {i}'}: relative error {err:.2e}"
-    for k in weights:
-        np.testing.assert_array_equal(weights[k], before[k])
+    m, prompt, got = _matches_hf(hf, cfg, model_type)
     m.reset()
     last = m.prefill(np.array(prompt), logits="last")
     np.testing.assert_allclose(last, got[0][-1], rtol=0, atol=1e-5 * np.abs(got[0][-1]).max())
@@ -660,22 +667,9 @@ def test_hybrid_logits_match_hf(model_type, over):
                 p.copy_(0.1 * torch.randn(p.shape, generator=g))    # (1 + w) norms: w around 0
     cfg = configs.load(hf_cfg.to_dict())
     assert cfg.forward_unsupported() == [] and cfg.linear_layers == (0, 2) and cfg.attn_output_gate
-    weights = {k: v.numpy() for k, v in hf.state_dict().items()}
-    before = {k: v.copy() for k, v in weights.items()}
-    m = glmbench.Model(cfg, state_dict=weights, weights="f32", kv="f32", max_context=64)
+    m, prompt, got = _matches_hf(hf, cfg, model_type, seed=17)
     assert m.cache.n_layers == 2           # the two attention layers; the linear ones hold a state
-    rng = np.random.default_rng(17)
-    prompt = rng.integers(0, cfg.vocab_size, 20).tolist()
-    steps = rng.integers(0, cfg.vocab_size, 10).tolist()
-    want = hf_logits(hf, prompt, steps)
-    got = glm_logits(m, prompt, steps)
-    for i, (a, b) in enumerate(zip(got, want)):
-        assert np.all(np.isfinite(a))
-        err = rel_err(a, b)
-        assert err < RTOL, f"{model_type} {'prefill' if i == 0 else f'decode step {i}'}: relative error {err:.2e}"
     assert m.n_past == 30
-    for k in weights:
-        np.testing.assert_array_equal(weights[k], before[k])
     # reset empties the states as well as the cache: the same logits again; the last token's alone too
     m.reset()
     np.testing.assert_allclose(m.prefill(np.array(prompt)), got[0], rtol=0, atol=1e-5 * np.abs(got[0]).max())

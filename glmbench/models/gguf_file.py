@@ -640,21 +640,30 @@ def hf_config(g: GGUFFile) -> dict:
         # (ffn_gate_inp_shexp); the top-k weights not renormalised. A file without the widths' keys (early
         # 2024 conversions) gives them by its tensors' rows (llama.cpp's loader derives them from
         # feed_forward_length then; the rows are what the file holds)
-        up, sh = ts.get(blk(0, "ffn_up_exps")), ts.get(blk(0, "ffn_up_shexp"))
-        fe = m("expert_feed_forward_length", minimum=1)
-        fs = m("expert_shared_feed_forward_length", minimum=0)
-        if fe is None and up is None:
-            raise GGUFError(f"{g.path}: neither metadata 'qwen2moe.expert_feed_forward_length' nor tensor "
-                            f"'{blk(0, 'ffn_up_exps')}' gives the experts' width")
-        hf.update(model_type="qwen2_moe", num_experts=m("expert_count", required=True, minimum=1),
-                  num_experts_per_tok=m("expert_used_count", required=True, minimum=1),
-                  moe_intermediate_size=fe if fe is not None else int(up.shape[-2]),
-                  shared_expert_intermediate_size=fs if fs is not None else (int(sh.shape[0]) if sh is not None else 0),
+        hf.update(model_type="qwen2_moe", **_qwen_moe_sizes(g, m),
                   qkv_bias=hf["attention_bias"], decoder_sparse_step=1,
                   mlp_only_layers=[i for i in range(L) if i not in moe_layers], norm_topk_prob=False)
         return hf
     hf["model_type"] = {"qwen3": "qwen3", "qwen2": "qwen2", "llama": "llama"}[arch]
     return hf
+
+
+def _qwen_moe_sizes(g: GGUFFile, m: _Meta) -> dict:
+    """The experts' count, top-k and widths of a Qwen MoE file with one shared expert (qwen2moe, qwen3next,
+    qwen35moe): the widths from the expert keys, else from the tensors' rows (ffn_up_exps [E, F, D],
+    ffn_up_shexp [Fs, D]: early-2024 qwen2moe conversions wrote no width keys; llama.cpp's loader derives
+    them from feed_forward_length then; the rows are what the file holds)."""
+    ts, arch = g.tensors, g.architecture
+    up, sh = ts.get("blk.0.ffn_up_exps.weight"), ts.get("blk.0.ffn_up_shexp.weight")
+    fe = m("expert_feed_forward_length", minimum=1)
+    fs = m("expert_shared_feed_forward_length", minimum=0)
+    if fe is None and up is None:
+        raise GGUFError(f"{g.path}: neither metadata '{arch}.expert_feed_forward_length' nor tensor "
+                        f"'blk.0.ffn_up_exps.weight' gives the experts' width")
+    return dict(num_experts=m("expert_count", required=True, minimum=1),
+                num_experts_per_tok=m("expert_used_count", required=True, minimum=1),
+                moe_intermediate_size=fe if fe is not None else int(up.shape[-2]),
+                shared_expert_intermediate_size=fs if fs is not None else (int(sh.shape[0]) if sh is not None else 0))
 
 
 def _hybrid(g: GGUFFile, m: _Meta, hf: dict, L: int, blocks: int, hd: int, rd: int | None) -> dict:
@@ -720,17 +729,7 @@ def _hybrid(g: GGUFFile, m: _Meta, hf: dict, L: int, blocks: int, hd: int, rd: i
     if arch == "qwen35":
         hf["intermediate_size"] = m("feed_forward_length", required=True, minimum=1)
         return hf
-    up, sh = ts.get(blk(0, "ffn_up_exps")), ts.get(blk(0, "ffn_up_shexp"))
-    fe = m("expert_feed_forward_length", minimum=1)
-    fs = m("expert_shared_feed_forward_length", minimum=0)
-    if fe is None and up is None:
-        raise GGUFError(f"{g.path}: neither metadata '{arch}.expert_feed_forward_length' nor tensor "
-                        f"'{blk(0, 'ffn_up_exps')}' gives the experts' width")
-    hf.update(num_experts=m("expert_count", required=True, minimum=1),
-              num_experts_per_tok=m("expert_used_count", required=True, minimum=1),
-              moe_intermediate_size=fe if fe is not None else int(up.shape[-2]),
-              shared_expert_intermediate_size=fs if fs is not None else (int(sh.shape[0]) if sh is not None else 0),
-              norm_topk_prob=True)
+    hf.update(**_qwen_moe_sizes(g, m), norm_topk_prob=True)
     if arch == "qwen3next":
         hf.update(decoder_sparse_step=1, mlp_only_layers=[i for i in range(L) if blk(i, "ffn_gate_inp") not in ts])
     return hf
