@@ -534,16 +534,11 @@ def test_cohere_file_window_pattern_and_missing_keys(tmp):
         hf_with(g, base)
 
 
-def test_qwen3next_file_with_in_proj_qkvz_whole(tmp):
-    """llama.cpp's first qwen3next files keep in_proj_qkvz whole as ssm_in (its loader still takes them:
-    src/models/qwen3next.cpp, "ssm_in is used by legacy GGUF"): the converter's file rewritten so reads as
-    the same config with the same bytes, in_proj_qkvz's on ssm_in."""
-    _, _, files = _converted("qwen3_next", tmp)
-    g = gguf_file.read(files["f16"])
-    path = os.path.join(tmp, "qwen3next-ssm_in-f16.gguf")
-    w = gguf.GGUFWriter(path, "qwen3next")
+def _copy_arch_metadata(g, w, prefix: str) -> None:
+    """The keys of read file `g` under `prefix` (its architecture's) written by GGUFWriter `w`, each as
+    its kind: arrays, bools, integers (uint32), floats (float32), strings."""
     for k, v in g.metadata.items():
-        if not k.startswith("qwen3next."):
+        if not k.startswith(prefix):
             continue
         if isinstance(v, np.ndarray):
             w.add_array(k, v.tolist())
@@ -555,6 +550,17 @@ def test_qwen3next_file_with_in_proj_qkvz_whole(tmp):
             w.add_float32(k, v)
         else:
             w.add_string(k, str(v))
+
+
+def test_qwen3next_file_with_in_proj_qkvz_whole(tmp):
+    """llama.cpp's first qwen3next files keep in_proj_qkvz whole as ssm_in (its loader still takes them:
+    src/models/qwen3next.cpp, "ssm_in is used by legacy GGUF"): the converter's file rewritten so reads as
+    the same config with the same bytes, in_proj_qkvz's on ssm_in."""
+    _, _, files = _converted("qwen3_next", tmp)
+    g = gguf_file.read(files["f16"])
+    path = os.path.join(tmp, "qwen3next-ssm_in-f16.gguf")
+    w = gguf.GGUFWriter(path, "qwen3next")
+    _copy_arch_metadata(g, w, "qwen3next.")
     n_fused = 0
     for name, t in g.tensors.items():
         typ = gguf.GGMLQuantizationType[t.type_name]
@@ -675,17 +681,7 @@ def test_mixtral_file_with_one_tensor_per_expert(tmp):
     g = gguf_file.read(files["q8_0"])
     path = os.path.join(tmp, "mixtral-per-expert-q8_0.gguf")
     w = gguf.GGUFWriter(path, "llama")
-    for k, v in g.metadata.items():
-        if not k.startswith("llama."):
-            continue
-        if isinstance(v, bool):
-            w.add_bool(k, v)
-        elif isinstance(v, int):
-            w.add_uint32(k, v)
-        elif isinstance(v, float):
-            w.add_float32(k, v)
-        else:
-            w.add_string(k, str(v))
+    _copy_arch_metadata(g, w, "llama.")
     n_split = 0
     for name, t in g.tensors.items():
         data, typ = np.asarray(g.tensor_data(name)), gguf.GGMLQuantizationType[t.type_name]
