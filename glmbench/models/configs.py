@@ -264,7 +264,7 @@ class ModelConfig:
     linear_k_dim: int = 0
     linear_v_dim: int = 0
     linear_conv: int = 0            # the causal depthwise convolution's width (taps)
-    attn_output_gate: bool = False  # q_proj also gives a sigmoid gate on each head's output (Qwen3-Next)
+    attn_output_gate: bool = False  # q_proj also gives a sigmoid gate on each head's output (Qwen3-Next, Qwen3.5)
     # Gemma 3: the windowed layers' rope base (rope_local_base_freq, plain rope; the global layers
     # take rope_theta and rope_scaling), the softmax scale query_pre_attn_scalar ** -0.5, and the
     # final logits' soft-cap cap * tanh(logits / cap); attention-logit soft-capping (Gemma 2) where
@@ -422,7 +422,8 @@ class ModelConfig:
         return [self.head_dim] * self.n_kv_heads + [self.v_head_dim] * self.n_kv_heads
 
     def kv_bytes_per_token(self, kv: str = vocab.DEFAULTS["kv"], *, expanded: bool = False) -> int:
-        """Exact cache bytes per token over all layers. `expanded=True` gives what an MLA model
+        """Exact cache bytes per token over all the layers that cache (a hybrid's linear layers hold a
+        fixed state instead: recurrent_state_bytes). `expanded=True` gives what an MLA model
         would cache without the latent trick (full per-head K and V), for comparison."""
         fmt = vocab.kv_format(kv)
         if expanded and self.attention == "mla":
@@ -569,7 +570,7 @@ class ModelConfig:
                 t["o_proj.bias"] = (D,)
         else:
             Hk, Dh, Dv = self.n_kv_heads, self.head_dim, self.v_head_dim
-            # a gated output (Qwen3-Next): q_proj gives each head's query and its gate
+            # a gated output (Qwen3-Next, Qwen3.5): q_proj gives each head's query and its gate
             q_rows = H * Dh * (2 if self.attn_output_gate else 1)
             for n, rows in (("q_proj", q_rows), ("k_proj", Hk * Dh), ("v_proj", Hk * Dv)):
                 t[n + ".weight"] = (rows, D)
