@@ -401,3 +401,24 @@ def test_sweep_prices_the_families_the_forward_pass_does_not_run(capsys):
             assert tg[8192] > tg[4096]
         else:
             assert tg[8192] < tg[4096]
+
+
+def test_sweep_and_models_price_a_hybrid_and_cohere(capsys):
+    """Qwen3.5-35B-A3B (Gated DeltaNet hybrid) and Command-R7B (Cohere2) through the CLI: decode slows
+    with depth only by the attention layers' share; the hybrid's memory holds its fixed state beside a
+    cache of one layer in four; `glmbench models` names the linear layers and says both run in Model."""
+    rc, out, _ = run(capsys, "sweep", "-q", "--model", "qwen3.5-35b-a3b", "--model", "qwen3-30b-a3b", "--hardware",
+                     "rtx-3090", "--cards", "1", "--depths", "1K,64K", "--tests", "tg,mem", "--json")
+    assert rc == 0
+    recs = json.loads(out)
+    tg = {(r["model"], r["n_depth"]): r["avg_ts"] for r in recs if r["test"] == "tg"}
+    slide = {m: tg[(m, 65536)] / tg[(m, 1024)] for m in ("qwen3.5-35b-a3b", "qwen3-30b-a3b")}
+    assert 0 < slide["qwen3-30b-a3b"] < slide["qwen3.5-35b-a3b"] < 1
+    kv = {(r["model"], r["n_depth"]): r["kv_bytes"] for r in recs if r["test"] == "mem"}
+    cfg = configs.load("qwen3.5-35b-a3b")
+    assert kv[("qwen3.5-35b-a3b", 65536)] == 65536 * cfg.kv_bytes_per_token("f16") + cfg.recurrent_state_bytes()
+    rc, out, _ = run(capsys, "models", "qwen3.5-35b-a3b", "command-r7b")
+    assert rc == 0
+    rows = {line.split("|")[1].strip(): line for line in out.splitlines()[2:]}
+    assert "30 of 40, state 62.8 MiB" in rows["qwen3.5-35b-a3b"] and rows["qwen3.5-35b-a3b"].rstrip(" |").endswith("yes")
+    assert "24 of 32, window 4,096" in rows["command-r7b"] and rows["command-r7b"].rstrip(" |").endswith("yes")
