@@ -491,8 +491,8 @@ def tensor_format(fmt, name: str, shape, ctx: TensorContext | None = None) -> Fo
     shape = tuple(shape)
     unq = GGML_TYPES["bf16" if fmt.kind == "vllm" else "f32"]
     # (a linear layer's short convolution, ssm_conv1d, is never quantized: llama-quant.cpp)
-    if len(shape) < 2 or name.endswith(ROUTER_SUFFIX) or name.endswith("ffn_gate_inp.weight") \
-            or name.endswith("linear_attn.conv1d.weight") or gguf_tensor_name(name)[0].startswith("ssm_conv1d."):
+    if len(shape) < 2 or name.endswith((ROUTER_SUFFIX, "ffn_gate_inp.weight", "linear_attn.conv1d.weight",
+                                        "ssm_conv1d.weight")):
         return unq
     if isinstance(fmt, Mix):
         if ctx is None:

@@ -475,10 +475,11 @@ class Layer:
         g = (-np.exp(_to_f32(w[p + "A_log"]).astype(np.float64)) * sp).astype(np.float32)
         o, S = _ops.gated_delta_rule(q, k, v, g, beta, S, qk_l2norm=True)
         self.rstate = (conv_state, S)
-        o = _ops.rms_norm(o.reshape(T * Hv, dv), _to_f32(w[p + "norm.weight"]), float(cfg.rms_norm_eps)).reshape(T, Hv, dv)
-        zf = z.astype(np.float32)
-        o = o * (zf / (np.float32(1.0) + np.exp(-zf)))
-        return _ops.linear(np.ascontiguousarray(o.reshape(T, Hv * dv)), w[p + "out_proj.weight"])
+        o = _ops.rms_norm(o.reshape(T * Hv, dv), _to_f32(w[p + "norm.weight"]), float(cfg.rms_norm_eps))
+        # silu(z) x o in place in z (a fresh array here), by the C core's SwiGLU activation (gb_silu_act)
+        zo = np.ascontiguousarray(z, dtype=np.float32).reshape(T, Hv * dv)
+        _core.silu_act(zo, o.reshape(T, Hv * dv))
+        return _ops.linear(zo, w[p + "out_proj.weight"])
 
     def _forward_gpt_oss(self, x, cache, cache_layer: int, positions, n_out=None):
         """GPT-OSS's layer (HF modeling_gpt_oss): pre-norm; attention with q/k/v/o biases, YaRN rope,
