@@ -11,10 +11,11 @@ ALL = ["command-a", "command-r", "command-r-08-2024", "command-r-plus", "command
        "deepseek-v2-lite", "deepseek-v3", "deepseek-v3.1", "devstral-small", "ernie-4.5-21b-a3b",
        "gemma-2-27b", "gemma-2-2b", "gemma-2-9b", "gemma-3-12b", "gemma-3-1b", "gemma-3-27b", "gemma-3-4b",
        "glm-4-32b", "glm-4-9b", "glm-4.5", "glm-4.5-air", "glm-4.6", "glm-4.7-flash", "gpt-oss-120b",
-       "gpt-oss-20b", "kimi-k2", "llama-2-13b", "llama-2-70b", "llama-2-7b", "llama-3-70b", "llama-3-8b",
+       "gpt-oss-20b", "granite-4.0-h-micro", "granite-4.0-h-small", "granite-4.0-h-tiny", "kimi-k2", "llama-2-13b", "llama-2-70b", "llama-2-7b", "llama-3-70b", "llama-3-8b",
        "llama-3.1-405b", "llama-3.1-70b", "llama-3.1-8b", "llama-3.2-1b", "llama-3.2-3b", "llama-3.3-70b",
        "llama-4-maverick", "llama-4-scout", "minimax-m2", "minimax-m2.1", "mistral-7b", "mistral-large",
-       "mistral-nemo", "mistral-small-24b", "mixtral-8x22b", "mixtral-8x7b", "phi-3-mini", "phi-4",
+       "mistral-nemo", "mistral-small-24b", "mixtral-8x22b", "mixtral-8x7b", "nemotron-3-nano-30b-a3b",
+       "nemotron-h-8b", "nemotron-nano-9b-v2", "phi-3-mini", "phi-4",
        "qwen1.5-moe-a2.7b", "qwen2-57b-a14b", "qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-14b", "qwen2.5-32b",
        "qwen2.5-3b", "qwen2.5-72b", "qwen2.5-7b", "qwen2.5-coder-32b", "qwen2.5-coder-7b", "qwen3-0.6b",
        "qwen3-1.7b", "qwen3-14b", "qwen3-235b-a22b", "qwen3-30b-a3b", "qwen3-32b", "qwen3-4b", "qwen3-8b",
@@ -112,6 +113,13 @@ KV_F16 = {
     "qwen3.5-397b-a17b": 15 * 2 * (256 + 256) * 2,    # 30,720
     "qwen3.5-27b": 16 * 4 * (256 + 256) * 2,          # 65,536
     "qwen3.5-9b": 8 * 4 * (256 + 256) * 2,            # 32,768
+    # Mamba-2 hybrids: only the attention blocks cache (Nemotron-H's "*" blocks, Granite's 4 of 40)
+    "nemotron-3-nano-30b-a3b": 6 * 2 * (128 + 128) * 2,  # 6,144
+    "nemotron-h-8b": 4 * 8 * (128 + 128) * 2,         # 16,384
+    "nemotron-nano-9b-v2": 4 * 8 * (128 + 128) * 2,   # 16,384
+    "granite-4.0-h-small": 4 * 8 * (128 + 128) * 2,   # 16,384
+    "granite-4.0-h-tiny": 4 * 4 * (128 + 128) * 2,    # 8,192
+    "granite-4.0-h-micro": 4 * 8 * (64 + 64) * 2,     # 8,192
     # Cohere: Command-R (v01) is MHA, 64 KV heads of 128 (1.25 MiB per token); Command-A and R7B window
     # three of every four layers (every layer caches, the windowed ones their last 4096 + ubatch)
     "command-r": 40 * 64 * (128 + 128) * 2,           # 1,310,720

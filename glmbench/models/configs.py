@@ -94,6 +94,8 @@ FAMILIES = {
     "qwen3_5_moe_text": "gqa",
     "cohere": "gqa",
     "cohere2": "gqa",
+    "nemotron_h": "gqa",
+    "granitemoehybrid": "gqa",
 }
 # families the cost model prices but glmbench.Model's forward pass does not run (what each lacks)
 PRICED_ONLY = {
@@ -107,6 +109,14 @@ PRICED_ONLY = {
 # hybrid families: some layers are linear attention (Gated DeltaNet) with a recurrent state (Model runs
 # them: Layer._forward_hybrid, ops.gated_delta_rule and ops.causal_conv1d)
 LINEAR_FAMILIES = ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")
+# Mamba-2 hybrids: some layers' token mixer is a Mamba-2 selective state space (SSD) holding a fixed
+# state per stream (linear_kind "mamba2"; the linear_* sizes read as: linear_v_heads SSM heads of
+# linear_v_dim channels, linear_k_heads groups whose B / C of linear_k_dim (d_state) the heads share).
+# Nemotron-H's layers are blocks of one kind each (Mamba-2, attention, MLP or MoE: mixer_layers /
+# ffn_layers), its MLPs and experts ungated relu2; Granite 4.0-H's layers hold a mixer and an MLP
+# (a shared one, plus experts where num_local_experts > 0) with Granite's multipliers. Neither
+# rotates: their attention has no position embedding.
+MAMBA_FAMILIES = ("nemotron_h", "granitemoehybrid")
 # Gemma's layer: embeddings x sqrt(hidden), (1 + w) sandwich norms, GeGLU, query_pre_attn_scalar
 GEMMA_FAMILIES = ("gemma2", "gemma3_text")
 # multimodal wrappers whose text model is one of the families (the config's `text_config`)
@@ -185,6 +195,22 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
                    logit_scale=0.0625),
     "cohere2": dict(layer_norm_eps=1e-5, tie_word_embeddings=True, attention_bias=False, sliding_window=4096,
                     sliding_window_pattern=4, logit_scale=0.0625),
+    # NemotronHConfig (transformers 5.25): its defaults are Nemotron-H-8B's sizes; real config.json
+    # files give the layers as hybrid_override_pattern ("M" Mamba-2, "*" attention, "-" MLP, "E" MoE)
+    "nemotron_h": dict(layer_norm_epsilon=1e-5, tie_word_embeddings=False, attention_bias=False, head_dim=128,
+                       num_key_value_heads=8, intermediate_size=21504, mlp_hidden_act="relu2", mlp_bias=False,
+                       ssm_state_size=128, mamba_num_heads=128, mamba_head_dim=64, n_groups=8, conv_kernel=4,
+                       use_conv_bias=True, mamba_proj_bias=False, n_routed_experts=8, n_shared_experts=1,
+                       moe_intermediate_size=7688, moe_shared_expert_intermediate_size=7688, num_experts_per_tok=2,
+                       routed_scaling_factor=1.0, n_group=1, topk_group=1, norm_topk_prob=True,
+                       moe_latent_size=None),
+    # GraniteMoeHybridConfig (transformers 5.25)
+    "granitemoehybrid": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False,
+                             intermediate_size=11008, num_local_experts=8, num_experts_per_tok=2,
+                             shared_intermediate_size=1024, position_embedding_type=None, embedding_multiplier=1.0,
+                             logits_scaling=1.0, residual_multiplier=1.0, attention_multiplier=1.0,
+                             mamba_n_heads=128, mamba_n_groups=1, mamba_d_state=256, mamba_d_head=64,
+                             mamba_d_conv=4, mamba_expand=2, mamba_conv_bias=True, mamba_proj_bias=False),
 }
 
 # The MLA latent norms (q_a_layernorm, kv_a_layernorm) are built without an eps argument in HF's
@@ -273,7 +299,22 @@ class ModelConfig:
     query_pre_attn_scalar: float | None = None
     attn_logit_softcapping: float | None = None
     final_logit_softcapping: float | None = None
-    logit_scale: float | None = None  # Cohere: the logits times this (HF's logit_scale)
+    logit_scale: float | None = None  # Cohere: the logits times this (HF's logit_scale); Granite: 1 / logits_scaling
+    # the linear layers' mixer: "gdn" (Gated DeltaNet: Qwen3-Next, Qwen3.5) or "mamba2" (MAMBA_FAMILIES:
+    # linear_v_heads SSM heads of linear_v_dim, linear_k_heads groups sharing B / C of linear_k_dim = d_state)
+    linear_kind: str = ""
+    # Nemotron-H's layers are blocks of one kind: the layers with a token mixer (attention or Mamba-2)
+    # and the layers with an MLP or MoE (None: every layer has both)
+    mixer_layers: tuple | None = None
+    ffn_layers: tuple | None = None
+    linear_conv_bias: bool = False  # the linear layers' convolution carries a bias (Mamba-2's use_conv_bias)
+    mlp_gated: bool = True          # False: up -> act -> down, two matrices (Nemotron-H's relu2 MLP and experts)
+    nope: bool = False              # no rope on any layer (Nemotron-H, Granite 4.0-H's position_embedding_type nope)
+    # Granite's multipliers: embeddings times embedding_multiplier, each sub-layer's output times
+    # residual_multiplier before the residual add, softmax scale attention_multiplier (attention_scale)
+    embedding_multiplier: float | None = None
+    residual_multiplier: float | None = None
+    attention_scale: float | None = None
 
     # ---- structure --------------------------------------------------------------------------
     def is_moe_layer(self, i: int) -> bool:
@@ -291,7 +332,35 @@ class ModelConfig:
 
     @property
     def n_dense_layers(self) -> int:
-        return self.n_layers - len(self.moe_layers)
+        """Layers with a dense MLP (not MoE; Nemotron-H's mixer blocks have neither)."""
+        return self.n_ffn_layers - len(self.moe_layers)
+
+    @property
+    def n_ffn_layers(self) -> int:
+        return self.n_layers if self.ffn_layers is None else len(self.ffn_layers)
+
+    def has_mixer(self, i: int) -> bool:
+        """Layer i holds a token mixer (attention or linear attention): every layer but Nemotron-H's
+        MLP / MoE blocks."""
+        return self.mixer_layers is None or i in self._mixer_set
+
+    def has_ffn(self, i: int) -> bool:
+        """Layer i holds an MLP or MoE: every layer but Nemotron-H's mixer blocks."""
+        return self.ffn_layers is None or i in self._ffn_set
+
+    @property
+    def _mixer_set(self) -> frozenset:
+        return frozenset(range(self.n_layers) if self.mixer_layers is None else self.mixer_layers)
+
+    @property
+    def _ffn_set(self) -> frozenset:
+        return frozenset(range(self.n_layers) if self.ffn_layers is None else self.ffn_layers)
+
+    @property
+    def dense_layers(self) -> tuple:
+        """Indices of the layers with a dense MLP."""
+        moe = self._moe_set
+        return tuple(i for i in range(self.n_layers) if self.has_ffn(i) and i not in moe)
 
     def __post_init__(self):
         # validate rope_scaling now: a bad one of a supported type fails at load; a type the forward
@@ -310,14 +379,14 @@ class ModelConfig:
     def attention_layers(self) -> tuple:
         """Indices of the layers with softmax attention (every layer but a hybrid's linear ones):
         the layers that keep a KV cache."""
-        if not self.linear_layers:
+        if not self.linear_layers and self.mixer_layers is None:
             return tuple(range(self.n_layers))
         lin = frozenset(self.linear_layers)
-        return tuple(i for i in range(self.n_layers) if i not in lin)
+        return tuple(i for i in range(self.n_layers) if i not in lin and self.has_mixer(i))
 
     @property
     def n_kv_layers(self) -> int:
-        return self.n_layers - len(self.linear_layers)
+        return len(self.attention_layers)
 
     def forward_unsupported(self) -> list:
         """What glmbench.Model's forward pass does not implement for this config (empty: it runs).
@@ -349,8 +418,8 @@ class ModelConfig:
 
     def layer_rotates(self, i: int) -> bool:
         """Whether layer i applies rope: every layer but Cohere2's global ones (HF Cohere2Attention
-        rotates q and k only on its sliding-window layers)."""
-        return not (self.model_type == "cohere2" and i not in self.windowed_layers)
+        rotates q and k only on its sliding-window layers) and none of a NoPE model's (`nope`)."""
+        return not self.nope and not (self.model_type == "cohere2" and i not in self.windowed_layers)
 
     def layer_rope(self, i: int) -> dict:
         """ops.rope's keyword arguments for layer i: Gemma 3's windowed layers turn by the local base
@@ -366,6 +435,8 @@ class ModelConfig:
         """1/sqrt(query-key head dim), times YaRN's mscale^2 when the config uses YaRN with
         mscale_all_dim (DeepSeek-V2; HF modeling_deepseek_v2 / yarn_get_mscale); Gemma 3:
         query_pre_attn_scalar ** -0.5."""
+        if self.attention_scale:
+            return self.attention_scale
         if self.query_pre_attn_scalar:
             return self.query_pre_attn_scalar ** -0.5
         s = self.head_dim ** -0.5
@@ -460,13 +531,18 @@ class ModelConfig:
         a model without linear layers."""
         return sum(_numel(s) for s in self._linear_tensors().values()) if self.linear_layers else 0
 
+    @property
+    def mlp_matrices(self) -> int:
+        """Matrices of an MLP or expert: gate, up and down (3), or up and down where ungated (2)."""
+        return 3 if self.mlp_gated else 2
+
     def expert_params(self) -> int:
         """One routed expert (gate, up, down; with GPT-OSS's biases)."""
         b = 2 * self.moe_intermediate_size + self.hidden_size if self.expert_bias else 0
-        return 3 * self.hidden_size * self.moe_intermediate_size + b
+        return self.mlp_matrices * self.hidden_size * self.moe_intermediate_size + b
 
     def shared_expert_params(self) -> int:
-        return 3 * self.hidden_size * self.shared_expert_intermediate_size \
+        return self.mlp_matrices * self.hidden_size * self.shared_expert_intermediate_size \
             + (self.hidden_size if self.shared_expert_gate else 0)
 
     def router_params(self) -> int:
@@ -474,19 +550,19 @@ class ModelConfig:
             + (self.n_routed_experts if self.expert_bias else 0)
 
     def dense_mlp_params(self) -> int:
-        return 3 * self.hidden_size * self.intermediate_size
+        return self.mlp_matrices * self.hidden_size * self.intermediate_size
 
     def embedding_params(self) -> int:
         """Input embedding plus lm_head (once if tied)."""
         return self.vocab_size * self.hidden_size * (1 if self.tie_word_embeddings else 2)
 
     def total_params(self) -> int:
-        per_layer = self.attention_params() + self.n_layer_norms * self.hidden_size   # + the layer's norms
         moe = self.router_params() + self.n_routed_experts * self.expert_params() + self.shared_expert_params()
         n_lin = len(self.linear_layers)
         return (self.embedding_params() + self.hidden_size                 # final norm
-                + self.n_layers * per_layer
-                + n_lin * (self.linear_attention_params() - self.attention_params())
+                + self.n_layers * self.n_layer_norms * self.hidden_size    # each layer's norms
+                + self.n_kv_layers * self.attention_params()
+                + n_lin * self.linear_attention_params()
                 + self.n_dense_layers * self.dense_mlp_params()
                 + self.n_moe_layers * moe)
 
@@ -518,17 +594,17 @@ class ModelConfig:
             if i in lin_set:
                 for k, s in lin.items():
                     t[p + "linear_attn." + k] = s
-            else:
+            elif self.has_mixer(i):
                 for k, s in att.items():
                     t[p + "self_attn." + k] = s
+            parts = (("gate", "up", "down") if self.mlp_gated else ("up", "down"))
             if self.is_moe_layer(i):
                 E, F = self.n_routed_experts, self.moe_intermediate_size
                 t[p + "mlp.gate.weight"] = (E, D)
                 if self.router_bias:
                     t[p + "mlp.gate.e_score_correction_bias"] = (E,)
-                t[p + "mlp.experts.gate_proj"] = (E, F, D)
-                t[p + "mlp.experts.up_proj"] = (E, F, D)
-                t[p + "mlp.experts.down_proj"] = (E, D, F)
+                for n in parts:
+                    t[p + f"mlp.experts.{n}_proj"] = (E, D, F) if n == "down" else (E, F, D)
                 if self.expert_bias:
                     t[p + "mlp.gate.bias"] = (E,)
                     t[p + "mlp.experts.gate_proj_bias"] = (E, F)
@@ -536,14 +612,14 @@ class ModelConfig:
                     t[p + "mlp.experts.down_proj_bias"] = (E, D)
                 if self.shared_expert_intermediate_size:
                     Fs = self.shared_expert_intermediate_size
-                    for n, s in (("gate_proj", (Fs, D)), ("up_proj", (Fs, D)), ("down_proj", (D, Fs))):
-                        t[p + f"mlp.shared_experts.{n}.weight"] = s
+                    for n in parts:
+                        t[p + f"mlp.shared_experts.{n}_proj.weight"] = (D, Fs) if n == "down" else (Fs, D)
                     if self.shared_expert_gate:
                         t[p + "mlp.shared_expert_gate.weight"] = (1, D)
-            else:
+            elif self.has_ffn(i):
                 F = self.intermediate_size
-                for n, s in (("gate_proj", (F, D)), ("up_proj", (F, D)), ("down_proj", (D, F))):
-                    t[p + f"mlp.{n}.weight"] = s
+                for n in parts:
+                    t[p + f"mlp.{n}_proj.weight"] = (D, F) if n == "down" else (F, D)
         return t
 
     def _attention_tensors(self) -> dict[str, tuple]:
@@ -594,6 +670,17 @@ class ModelConfig:
         D, Hk, Hv = self.hidden_size, self.linear_k_heads, self.linear_v_heads
         dk, dv = self.linear_k_dim, self.linear_v_dim
         t: dict[str, tuple] = {"dt_bias": (Hv,), "A_log": (Hv,), "conv1d.weight": (self.linear_conv_dim, 1, self.linear_conv)}
+        if self.linear_kind == "mamba2":
+            # HF NemotronHMamba2Mixer / GraniteMoeHybridMambaLayer: in_proj gives the gate z (d_inner), x, B,
+            # C (the conv's channels) and dt (one per head); the conv's bias; D, the skip per head; the
+            # gated RMSNorm over d_inner (in groups), out_proj
+            if self.linear_conv_bias:
+                t["conv1d.bias"] = (self.linear_conv_dim,)
+            t["D"] = (Hv,)
+            t["in_proj.weight"] = (Hv * dv + self.linear_conv_dim + Hv, D)
+            t["norm.weight"] = (Hv * dv,)
+            t["out_proj.weight"] = (D, Hv * dv)
+            return t
         if self.model_type == "qwen3_next":
             t["in_proj_qkvz.weight"] = (2 * Hk * dk + 2 * Hv * dv, D)
             t["in_proj_ba.weight"] = (2 * Hv, D)
@@ -663,7 +750,7 @@ class ModelConfig:
 def _family_label(cfg: ModelConfig) -> str:
     attn = "MLA" if cfg.attention == "mla" else "GQA"
     if cfg.linear_layers:       # a hybrid: linear attention beside the softmax layers
-        attn += " + DeltaNet"
+        attn += " + Mamba-2" if cfg.linear_kind == "mamba2" else " + DeltaNet"
     return f"MoE + {attn}" if cfg.n_routed_experts else f"dense {attn}"
 
 
@@ -1000,6 +1087,107 @@ def _linear_fields(r: _Reader, L: int) -> dict:
                 linear_v_dim=r.int("linear_value_head_dim"), linear_conv=r.int("linear_conv_kernel_dim"))
 
 
+_NEMOTRON_BLOCKS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
+_NEMOTRON_TYPES = {"linear_attention": "mamba", "mamba": "mamba", "full_attention": "attention",
+                   "attention": "attention", "mlp": "mlp", "moe": "moe"}
+
+
+def _nemotron_blocks(r: _Reader) -> list:
+    """Nemotron-H's block kinds ("mamba", "attention", "mlp", "moe"), one per layer: from
+    `hybrid_override_pattern` (the released config.json files: M, *, -, E) or transformers 5's
+    `layers_block_type` / `layer_types` lists."""
+    pat = r.hf.get("hybrid_override_pattern")
+    if pat is not None:
+        if not isinstance(pat, str) or not pat or any(c not in _NEMOTRON_BLOCKS for c in pat):
+            raise ValueError(f"config field `hybrid_override_pattern` must be a string of M / * / - / E, got {pat!r}")
+        return [_NEMOTRON_BLOCKS[c] for c in pat]
+    key = "layers_block_type" if "layers_block_type" in r.hf else "layer_types"
+    lt = r.hf.get(key)
+    if not isinstance(lt, list) or not lt or any(t not in _NEMOTRON_TYPES for t in lt):
+        raise ValueError(f"config field `{key}` (or `hybrid_override_pattern`) must list each layer's block, one of "
+                         f"{', '.join(sorted(_NEMOTRON_TYPES))}, got {lt!r}")
+    return [_NEMOTRON_TYPES[t] for t in lt]
+
+
+def _mamba_fields(r: _Reader, L: int, D: int) -> dict:
+    """A Mamba-2 hybrid's layers and sizes (MAMBA_FAMILIES): which layers mix with Mamba-2 and which
+    attend, which hold an MLP or MoE, the SSM's heads / head dim / groups / d_state / conv width, and
+    the MLP / MoE. HF NemotronHMamba2Mixer: d_inner = mamba_num_heads x mamba_head_dim;
+    GraniteMoeHybridMambaLayer: d_inner = mamba_expand x hidden_size, mamba_n_heads of mamba_d_head."""
+    out: dict[str, Any] = dict(linear_kind="mamba2", nope=True)
+    if r.mt == "nemotron_h":
+        blocks = _nemotron_blocks(r)
+        lin = tuple(i for i, b in enumerate(blocks) if b == "mamba")
+        mixers = tuple(i for i, b in enumerate(blocks) if b in ("mamba", "attention"))
+        ffn = tuple(i for i, b in enumerate(blocks) if b in ("mlp", "moe"))
+        moe = tuple(i for i, b in enumerate(blocks) if b == "moe")
+        H, P = r.int("mamba_num_heads"), r.int("mamba_head_dim")
+        G, N, K = r.int("n_groups"), r.int("ssm_state_size"), r.int("conv_kernel")
+        if r.raw("moe_latent_size", required=False) is not None and moe:
+            raise ValueError("config field `moe_latent_size` is set: Nemotron's latent MoE projection "
+                             "(Nemotron 3 Super) is not modelled")
+        if r.bool("mlp_bias") or r.bool("mamba_proj_bias"):
+            raise ValueError("config fields `mlp_bias` / `mamba_proj_bias` = true: biased MLPs and Mamba "
+                             "projections are not modelled (the released Nemotron-H models have none)")
+        out.update(mixer_layers=mixers, ffn_layers=ffn, mlp_gated=False, n_layer_norms=1,
+                   linear_conv_bias=r.bool("use_conv_bias"))
+        if moe:
+            E, k = r.int("n_routed_experts"), r.int("num_experts_per_tok")
+            n_shared = r.int("n_shared_experts", minimum=0)
+            Fs = r.int("moe_shared_expert_intermediate_size", minimum=0) if n_shared else 0
+            out.update(n_routed_experts=E, n_experts_per_tok=k, n_shared_experts=n_shared,
+                       moe_intermediate_size=r.int("moe_intermediate_size"), shared_expert_intermediate_size=Fs,
+                       first_k_dense_replace=moe[0], router_scoring="sigmoid", router_bias=True,
+                       n_group=r.int("n_group"), topk_group=r.int("topk_group"), norm_topk_prob=r.bool("norm_topk_prob"),
+                       routed_scaling_factor=r.float("routed_scaling_factor"), topk_method="noaux_tc", moe_layers=moe)
+        dense_ffn = len(ffn) - len(moe)
+        out["intermediate_size"] = r.int("intermediate_size") if dense_ffn else 0
+    else:
+        lt = r.hf.get("layer_types")
+        if lt is None:
+            lin = tuple(range(L))
+        else:
+            if not isinstance(lt, list) or len(lt) != L or any(t not in ("mamba", "attention") for t in lt):
+                raise ValueError(f"config field `layer_types` must list 'mamba'/'attention' for each of {L} layers, "
+                                 f"got {lt!r}")
+            lin = tuple(i for i, t in enumerate(lt) if t == "mamba")
+        H, P, G = r.int("mamba_n_heads"), r.int("mamba_d_head"), r.int("mamba_n_groups")
+        N, K = r.int("mamba_d_state"), r.int("mamba_d_conv")
+        expand = r.int("mamba_expand")
+        if expand * D != H * P:
+            raise ValueError(f"config fields `mamba_expand` x `hidden_size` = {expand * D} must equal `mamba_n_heads` "
+                             f"x `mamba_d_head` = {H * P} (HF's Mamba layer splits its d_inner into the heads)")
+        if r.bool("mamba_proj_bias"):
+            raise ValueError("config field `mamba_proj_bias` = true: a biased Mamba in_proj / out_proj is not modelled")
+        pe = r.raw("position_embedding_type", required=False)
+        if pe not in (None, "nope", "rope"):
+            raise ValueError(f"config field `position_embedding_type` must be 'rope', 'nope' or null, got {pe!r}")
+        mult = {k: r.float(k) for k in ("embedding_multiplier", "residual_multiplier", "attention_multiplier",
+                                        "logits_scaling")}
+        out.update(nope=pe != "rope", linear_conv_bias=r.bool("mamba_conv_bias"), embedding_multiplier=mult["embedding_multiplier"],
+                   residual_multiplier=mult["residual_multiplier"], attention_scale=mult["attention_multiplier"],
+                   logit_scale=1.0 / mult["logits_scaling"])
+        E = r.int("num_local_experts", minimum=0)
+        Fs = r.int("shared_intermediate_size")
+        if E:
+            k = r.int("num_experts_per_tok")
+            # GraniteMoeHybridMoE: the softmax over the top-k router logits (= a softmax top-k
+            # renormalized), the shared MLP (shared_intermediate_size) beside it on every layer
+            out.update(n_routed_experts=E, n_experts_per_tok=k, n_shared_experts=1,
+                       moe_intermediate_size=r.int("intermediate_size"), shared_expert_intermediate_size=Fs,
+                       first_k_dense_replace=0, router_scoring="softmax", router_bias=False, n_group=1, topk_group=1,
+                       norm_topk_prob=True, routed_scaling_factor=1.0, topk_method="", moe_layers=tuple(range(L)),
+                       intermediate_size=0)
+        else:   # Granite 4.0-H-Micro: the shared MLP alone, a dense SwiGLU MLP
+            out["intermediate_size"] = Fs
+    if len(lin) == L:
+        raise ValueError(f"the config makes all {L} layers Mamba-2: a hybrid has at least one attention layer")
+    if H % G:
+        raise ValueError(f"the Mamba heads ({H}) are not a multiple of its groups ({G})")
+    out.update(linear_layers=lin, linear_k_heads=G, linear_v_heads=H, linear_k_dim=N, linear_v_dim=P, linear_conv=K)
+    return out
+
+
 def _rope(r: _Reader) -> tuple[float, dict | None]:
     """rope_theta and the scaling dict, from either the v4 layout (rope_theta, rope_scaling) or
     transformers v5's rope_parameters; HF's default theta is 10000."""
@@ -1065,15 +1253,18 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
                          f"supported: {', '.join(FAMILIES)}")
     r = _Reader(hf, mt)
     attention = FAMILIES[mt]
-    L = r.int("num_hidden_layers")
+    # Nemotron-H: the layers are its pattern's blocks (transformers 5 ignores num_hidden_layers)
+    L = len(_nemotron_blocks(r)) if mt == "nemotron_h" else r.int("num_hidden_layers")
     D = r.int("hidden_size")
     V = r.int("vocab_size")
     H = r.int("num_attention_heads")
-    eps = r.float("layer_norm_eps" if mt in LAYERNORM_FAMILIES else "rms_norm_eps")
+    eps = r.float("layer_norm_eps" if mt in LAYERNORM_FAMILIES else
+                  "layer_norm_epsilon" if mt == "nemotron_h" else "rms_norm_eps")
     tie = r.bool("tie_word_embeddings")
     theta, scaling = _rope(r)
     # the MLP's activation only changes numerics: predictions take any (Model runs silu only)
-    act = r.raw("hidden_activation" if mt in GEMMA_FAMILIES else "hidden_act", required=False) or "silu"
+    act = r.raw("hidden_activation" if mt in GEMMA_FAMILIES else "mlp_hidden_act" if mt == "nemotron_h" else
+                "hidden_act", required=False) or "silu"
     if not isinstance(act, str):
         raise ValueError(f"config field `hidden_act` must be a string, got {act!r}")
     kw: dict[str, Any] = dict(name=name, model_type=mt, attention=attention, n_layers=L, hidden_size=D,
@@ -1104,7 +1295,9 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
         if H % n_kv:
             raise ValueError(f"config field `num_attention_heads`={H} is not a multiple of "
                              f"`num_key_value_heads`={n_kv}")
-        hd = r.int("head_dim", required=False)
+        # (Nemotron-H's remote-code configs name it attention_head_dim)
+        hd = r.int("attention_head_dim" if mt == "nemotron_h" and "head_dim" not in hf and "attention_head_dim" in hf
+                   else "head_dim", required=False)
         if hd is None:
             if D % H:
                 raise ValueError(f"config field `hidden_size`={D} is not a multiple of `num_attention_heads`={H} "
@@ -1185,7 +1378,7 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
                 kw["window_chunked"] = True
         # (Llama 4's q / k norm is a weightless L2 norm: nothing to store, numerics only)
         if mt in LINEAR_FAMILIES:
-            kw.update(_linear_fields(r, L), attn_output_gate=True)
+            kw.update(_linear_fields(r, L), attn_output_gate=True, linear_kind="gdn")
         qk_norm = mt in ("qwen3", "qwen3_moe", "gemma3_text", "minimax_m2") or mt in LINEAR_FAMILIES or \
             (mt in ("glm4_moe", "cohere") and r.bool("use_qk_norm"))
         kw.update(n_kv_heads=n_kv, head_dim=hd, attention_bias=bool(bias), attention_out_bias=out_bias,
@@ -1196,10 +1389,23 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
                   sliding_window=sw, window_layers=win_layers,
                   n_layer_norms=4 if mt in GEMMA_FAMILIES or mt == "glm4" else 1 if mt in LAYERNORM_FAMILIES else 2,
                   attention_sinks=mt == "gpt_oss")
+        if mt in MAMBA_FAMILIES:
+            kw.update(_mamba_fields(r, L, D))
 
     # ---- MLP / MoE
     F = r.int("intermediate_size", required=False) or 0
-    if mt in ("glm4_moe_lite", "deepseek_v2", "deepseek_v3", "glm4_moe"):
+    if mt in MAMBA_FAMILIES:
+        # (read with the layers: _mamba_fields)
+        F = kw.pop("intermediate_size")
+        E, k, n_group, topk_group = kw.get("n_routed_experts", 0), kw.get("n_experts_per_tok", 0), \
+            kw.get("n_group", 1), kw.get("topk_group", 1)
+        moe_layers = kw.get("moe_layers", ())
+        if not E:
+            kw.update(n_routed_experts=0, n_experts_per_tok=0, n_shared_experts=0, moe_intermediate_size=0,
+                      shared_expert_intermediate_size=0, first_k_dense_replace=L, router_scoring="",
+                      router_bias=False, n_group=1, topk_group=1, norm_topk_prob=False, routed_scaling_factor=1.0,
+                      topk_method="", moe_layers=())
+    elif mt in ("glm4_moe_lite", "deepseek_v2", "deepseek_v3", "glm4_moe"):
         E = r.int("n_routed_experts")
         k = r.int("num_experts_per_tok")
         Fe = r.int("moe_intermediate_size")
@@ -1361,9 +1567,10 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
                   shared_expert_intermediate_size=0, first_k_dense_replace=L, router_scoring="",
                   router_bias=False, n_group=1, topk_group=1, norm_topk_prob=False, routed_scaling_factor=1.0,
                   topk_method="", moe_layers=())
-    if len(moe_layers) < L and F < 1:
+    n_ffn = L if kw.get("ffn_layers") is None else len(kw["ffn_layers"])
+    if len(moe_layers) < n_ffn and F < 1:
         raise ValueError(f"config field `intermediate_size` is missing or < 1 ({F!r}) but "
-                         f"{L - len(moe_layers)} layer(s) have a dense MLP")
+                         f"{n_ffn - len(moe_layers)} layer(s) have a dense MLP")
     kw["intermediate_size"] = F
     if E:
         if k > E:
