@@ -372,7 +372,7 @@ class _Op:
     `family`: the kernel path and weight family (glmbench.predict.kernels) whose efficiencies a
     runtime model's kernel table gives; `tpe`: tokens per expert of a MoE prefill op."""
     __slots__ = ("name", "cls", "dtype", "tflops", "vflops", "bytes", "kernels", "path", "family", "tpe", "tile", "acc16",
-                 "capf", "chain")
+                 "capf", "chain", "step_cycles")
 
     def __init__(self, name, cls, dtype, tflops, vflops, nbytes, kernels, path=None, family=None, tpe=0.0, tile=0.0,
                  acc16=0.0):
@@ -382,6 +382,7 @@ class _Op:
         self.acc16 = acc16      # share of the tensor FLOPs accumulated in f16 (kernels.tensor_peak)
         self.capf = 1.0         # share of the per-SM GEMV cap its weight types stream (_cap_factor)
         self.chain = 0          # dependent steps one after another (a recurrence's tokens per stream)
+        self.step_cycles = 0.0  # clock cycles of one such step (0: GDN_STEP_CYCLES)
 
 
 def _op_efficiency(op: _Op, rt: RuntimeProfile, attn=None) -> tuple:
@@ -430,7 +431,8 @@ def _time(op: _Op, gpu, rt: RuntimeProfile, attn=None):
         tc += op.vflops / (gpu.tflops["fp32"] * 1e12 * ce["vector"])
     if op.chain:
         # a recurrence: each step waits for the previous one (GDN_STEP_CYCLES at the card's clock)
-        tc = max(tc, op.chain * GDN_STEP_CYCLES / ((getattr(gpu, "boost_mhz", None) or kn.REF_CLOCK_MHZ) * 1e6))
+        tc = max(tc, op.chain * (op.step_cycles or GDN_STEP_CYCLES)
+                 / ((getattr(gpu, "boost_mhz", None) or kn.REF_CLOCK_MHZ) * 1e6))
     tm = op.bytes / (gpu.bandwidth_gbs * 1e9 * e_m)
     if sm_b and smg and op.bytes:
         # the weight GEMV's loads in flight per SM (kernels.SM_BYTES): on a card with more bandwidth
@@ -491,7 +493,7 @@ _CAP_TENSORS = {"attn.qkv": ("self_attn.q_proj.", "self_attn.k_proj.", "self_att
                 "attn.kv_a": ("self_attn.kv_a_proj_with_mqa.",), "attn.absorb_q": ("self_attn.kv_b_proj.",),
                 "attn.absorb_out": ("self_attn.kv_b_proj.",),
                 "mlp": ("mlp.gate_proj.", "mlp.up_proj.", "mlp.down_proj."),
-                "lin.in_proj": ("linear_attn.in_proj_",), "lin.out_proj": ("linear_attn.out_proj.",),
+                "lin.in_proj": ("linear_attn.in_proj",), "lin.out_proj": ("linear_attn.out_proj.",),
                 "moe.experts": ("mlp.experts.",), "moe.shared": ("mlp.shared_experts.",)}
 
 
@@ -544,7 +546,7 @@ def _layer_weight_bytes(cfg: configs.ModelConfig, weights: str) -> dict:
         return _file_layer_weight_bytes(cfg)
     t = _weight_table(cfg, weights)
     layers = t["layers"]
-    dense = [layers[i] for i in range(cfg.n_layers) if not cfg.is_moe_layer(i)]
+    dense = [layers[i] for i in cfg.dense_layers]
     moe = [layers[i] for i in cfg.moe_layers]
     # attention tensors: the mean over the layers that have them (a hybrid's linear layers apart)
     al = [layers[i] for i in cfg.attention_layers]
@@ -575,8 +577,9 @@ def _file_layer_weight_bytes(cfg) -> dict:
     config does not name (`extra_bytes`) are counted with the head; MTP layers are not counted."""
     fw = cfg.file_weights
     b = fw.bytes_of()
-    dense = [i for i in range(cfg.n_layers) if i not in set(cfg.moe_layers)]
+    dense = list(cfg.dense_layers)
     moe = list(cfg.moe_layers)
+    parts = ("gate", "up", "down") if cfg.mlp_gated else ("up", "down")
 
     def mean(layers, names):
         return sum(b.get(f"model.layers.{i}.{n}", 0) for i in layers for n in names) / max(1, len(layers))
@@ -587,11 +590,11 @@ def _file_layer_weight_bytes(cfg) -> dict:
     if cfg.linear_layers:
         out["linear"] = {name: mean(cfg.linear_layers, ["linear_attn." + name]) for name in cfg._linear_tensors()}
     if cfg.intermediate_size:
-        out["mlp"] = mean(dense, [f"mlp.{n}_proj.weight" for n in ("gate", "up", "down")])
+        out["mlp"] = mean(dense, [f"mlp.{n}_proj.weight" for n in parts])
     if cfg.n_routed_experts:
-        out["expert"] = mean(moe, [f"mlp.experts.{n}_proj" for n in ("gate", "up", "down")]) / cfg.n_routed_experts
+        out["expert"] = mean(moe, [f"mlp.experts.{n}_proj" for n in parts]) / cfg.n_routed_experts
         out["router"] = mean(moe, ["mlp.gate.weight", "mlp.gate.e_score_correction_bias"])
-        out["shared"] = mean(moe, [f"mlp.shared_experts.{n}_proj.weight" for n in ("gate", "up", "down")])
+        out["shared"] = mean(moe, [f"mlp.shared_experts.{n}_proj.weight" for n in parts])
     out["embed"] = b.get("model.embed_tokens.weight", 0)
     out["lm_head"] = b.get("lm_head.weight", 0)
     out["final_norm"] = b.get("model.norm.weight", 0) + fw.extra_bytes
@@ -603,7 +606,7 @@ def _weight_bytes_uniform(cfg, weights, what):
     F, D = cfg.intermediate_size, cfg.hidden_size
     fmt = vocab.weight_format(weights)
     base = fmt.base if isinstance(fmt, vocab.Mix) else fmt
-    return 2 * vocab.tensor_nbytes(base, "", (F, D)) + vocab.tensor_nbytes(base, "", (D, F))
+    return (cfg.mlp_matrices - 1) * vocab.tensor_nbytes(base, "", (F, D)) + vocab.tensor_nbytes(base, "", (D, F))
 
 
 def _layer_total(cfg, weights) -> list:
@@ -633,7 +636,7 @@ def _placement(setup: Setup) -> _Placement:
     for i in range(L):
         h = a = 0
         if cfg.is_moe_layer(i) and cfg.n_routed_experts:
-            for part in _EXPERT_PARTS:
+            for part in _EXPERT_PARTS if cfg.mlp_gated else _EXPERT_PARTS[1:]:
                 name = f"model.layers.{i}.mlp.experts.{part}_proj"
                 b = vocab.tensor_nbytes(fmt, name, cfg.tensor_shapes()[name], ctx)
                 a += b
@@ -713,9 +716,10 @@ def _pass_offload(setup: Setup, T: int, work, T_out: int):
         costs.append(OpCost(name, 0, 1, 0.0, nbytes, sec, 0.0, 0.0, 0.0))
 
     where = "host"                                   # the embeddings are looked up in host memory
+    block = _block_norm_ops(setup, T)
     for i in range(cfg.n_layers):
-        a_ops = lin_ops if i in lin else attn_w if i in win else attn
-        f_ops = moe if cfg.is_moe_layer(i) and cfg.n_routed_experts else dense
+        a_ops = (lin_ops if i in lin else attn_w if i in win else attn) if cfg.has_mixer(i) else []
+        f_ops = (moe if cfg.is_moe_layer(i) and cfg.n_routed_experts else dense) if cfg.has_ffn(i) else block
         if not pl.on_card[i]:
             if where == "card":
                 cross("link.pcie_activations", hid)
@@ -1033,6 +1037,8 @@ def _linear_ops(setup: Setup, T: int, work: _Works, share: float) -> list:
     tokens of one stream run one after another: a prompt takes at least tokens x GDN_STEP_CYCLES
     at the card's clock per layer, whatever the throughput."""
     cfg = setup.model
+    if cfg.linear_kind == "mamba2":
+        return _mamba2_ops(setup, T, work, share)
     D, Hk, Hv = cfg.hidden_size, cfg.linear_k_heads, cfg.linear_v_heads
     dk, dv, K, C = cfg.linear_k_dim, cfg.linear_v_dim, cfg.linear_conv, cfg.linear_conv_dim
     wb = _layer_weight_bytes(cfg, setup.weights)["linear"]
@@ -1057,6 +1063,48 @@ def _linear_ops(setup: Setup, T: int, work: _Works, share: float) -> list:
     # GDN_CHUNK tokens in parallel within, the state carried from chunk to chunk)
     per = -(-T // S)
     ops[3].chain = -(-per // GDN_CHUNK) if setup.runtime.attention_kernel == "paged_attn" and per > 1 else per
+    return ops
+
+
+# Mamba-2's scan (llama.cpp's GGML_OP_SSM_SCAN, ggml-cuda/ssm-scan.cu; mamba_ssm's selective state
+# update): per state entry and token the decay multiply, the dt x B x x add and the C dot's multiply-add
+SSM_FLOPS_PER_STATE = 5.0
+# a Mamba-2 step waits on one reduction over d_state (y = S C) where the delta rule's waits on two
+# dependent ones (k^T S, then q^T S): estimated at half GDN_STEP_CYCLES, not fitted (no public
+# result of a Mamba-2 hybrid is in the set)
+SSM_STEP_CYCLES = GDN_STEP_CYCLES / 2
+SSM_CHUNK = 256     # vLLM's prompt kernels (mamba_chunk_scan_combined): tokens per chunk (the models' chunk_size 128-256)
+
+
+def _mamba2_ops(setup: Setup, T: int, work: _Works, share: float) -> list:
+    """One Mamba-2 layer (Nemotron-H, Granite 4.0-H) for T tokens of work.streams streams, `share` of
+    its heads on this card. As llama.cpp builds it (src/models/mamba-base.cpp build_mamba2_layer):
+    in_proj (the gate z, x / B / C and dt in one matrix), the causal depthwise convolution over x, B, C
+    with its bias and silu (ssm_conv: the stream's last K - 1 inputs read and written), then the scan
+    (ssm_scan: each head's head_dim x d_state f32 state read once per stream and written back,
+    SSM_FLOPS_PER_STATE per entry and token; dt's softplus and the D skip), the gated group RMSNorm
+    (y silu(z)) and out_proj. Like the delta rule it is flat in the context, and a stream's tokens run
+    one after another (SSM_STEP_CYCLES each; per SSM_CHUNK-token chunk under vLLM)."""
+    cfg = setup.model
+    D, G, H = cfg.hidden_size, cfg.linear_k_heads, cfg.linear_v_heads
+    N, P, K, C = cfg.linear_k_dim, cfg.linear_v_dim, cfg.linear_conv, cfg.linear_conv_dim
+    wb = _layer_weight_bytes(cfg, setup.weights)["linear"]
+    S = work.streams
+    di = H * P
+    state = 4 * H * P * N * share                    # f32 SSM state of one stream, this card's heads
+    conv_state = 4 * (K - 1) * C * share
+    ops = [_matmul("lin.in_proj", T, di + C + H, D, wb["in_proj.weight"], setup, share),
+           _Op("lin.conv", "vector", "fp32", 0.0, (2 * K + 5) * T * C * share,
+               2 * ACT_BYTES * T * C * share + (wb.get("conv1d.weight", 0) + wb.get("conv1d.bias", 0)) * share
+               + 2 * S * conv_state, 3),
+           _Op("lin.recurrence", "vector", "fp32", 0.0, SSM_FLOPS_PER_STATE * T * H * P * N * share + 12 * T * H * share,
+               2 * S * state + 4 * T * share * (2 * di + 2 * G * N + H), 1),
+           _Op("lin.norm_gate", "vector", "fp32", 0.0, 10 * T * di * share,
+               3 * ACT_BYTES * T * di * share + wb.get("norm.weight", 0), 3),
+           _matmul("lin.out_proj", T, D, di, wb["out_proj.weight"], setup, share)]
+    per = -(-T // S)
+    ops[2].chain = -(-per // SSM_CHUNK) if setup.runtime.attention_kernel == "paged_attn" and per > 1 else per
+    ops[2].step_cycles = SSM_STEP_CYCLES
     return ops
 
 
@@ -1172,10 +1220,14 @@ def _ffn_ops(setup: Setup, T: int, moe: bool, share: float) -> list:
     cfg = setup.model
     D = cfg.hidden_size
     wb = _layer_weight_bytes(cfg, setup.weights)
-    ops = [_Op("norms", "vector", "fp32", 0.0, 2 * 4 * T * D, 2 * (2 * ACT_BYTES * T * D) + wb["norms"], 4)]
+    # a layer's two norms (one where each layer is one block: Nemotron-H, whose mixer blocks price
+    # theirs apart, _block_norm_ops)
+    nn = 1 if cfg.mixer_layers is not None else 2
+    ops = [_Op("norms", "vector", "fp32", 0.0, nn * 4 * T * D, nn * (2 * ACT_BYTES * T * D) + wb["norms"], 2 * nn)]
+    m = cfg.mlp_matrices
     if not moe:
         F = cfg.intermediate_size
-        ops.append(_matmul("mlp", T, 3 * F, D, wb["mlp"], setup, share, kernels=4))
+        ops.append(_matmul("mlp", T, m * F, D, wb["mlp"], setup, share, kernels=m + 1))
         return ops
     E, k, Fe = cfg.n_routed_experts, cfg.n_experts_per_tok, cfg.moe_intermediate_size
     # the router runs in f32 on every card (replicated under tensor split)
@@ -1193,15 +1245,26 @@ def _ffn_ops(setup: Setup, T: int, moe: bool, share: float) -> list:
     if path == "mmid" and quant:
         sub = kn.matmul_path(quant, fam, T * k / max(u, 1.0), rt, setup.gpu)
         if sub == "dequant_cublas":
-            dtype, extra = _cublas_dtype(setup), 2 * 2.0 * u * 3 * D * Fe * share
-    ops.append(_Op("moe.experts", "matmul", dtype, 2.0 * T * k * 3 * D * Fe * share,
-                   (DEQUANT_OPS * u * 3 * D * Fe * share if quant else 0.0) + 4 * T * k * Fe * share,
-                   u * wb["expert"] * share + extra + ACT_BYTES * T * k * (2 * D + 3 * Fe * share), 5,
+            dtype, extra = _cublas_dtype(setup), 2 * 2.0 * u * m * D * Fe * share
+    ops.append(_Op("moe.experts", "matmul", dtype, 2.0 * T * k * m * D * Fe * share,
+                   (DEQUANT_OPS * u * m * D * Fe * share if quant else 0.0) + 4 * T * k * Fe * share,
+                   u * wb["expert"] * share + extra + ACT_BYTES * T * k * (2 * D + m * Fe * share), m + 2,
                    path, fam, T * k / max(u, 1.0) if path != "mmid_vec" else 0.0, kn.mmq_tile(T)))
     ops[-1].capf = _cap_factor(cfg, setup.weights, "moe.experts")
     if cfg.shared_expert_intermediate_size:
-        ops.append(_matmul("moe.shared", T, 3 * cfg.shared_expert_intermediate_size, D, wb["shared"], setup, share, kernels=4))
+        ops.append(_matmul("moe.shared", T, m * cfg.shared_expert_intermediate_size, D, wb["shared"], setup, share,
+                           kernels=m + 1))
     return ops
+
+
+def _block_norm_ops(setup: Setup, T: int) -> list:
+    """The one RMSNorm of a block without an MLP (Nemotron-H's Mamba-2 and attention blocks; [] for
+    a model whose layers all hold an MLP, whose norms _ffn_ops prices)."""
+    cfg = setup.model
+    if cfg.ffn_layers is None:
+        return []
+    D = cfg.hidden_size
+    return [_Op("norms", "vector", "fp32", 0.0, 4 * T * D, 2 * ACT_BYTES * T * D + 4 * D, 2)]
 
 
 def _head_ops(setup: Setup, T_out: int, share: float) -> list:
@@ -1266,12 +1329,18 @@ def _card_ops(setup: Setup, T: int, work: _Works, T_out: int) -> list:
     dense = _ffn_ops(setup, T, False, share) if cfg.intermediate_size and cfg.n_dense_layers else []
     moe = _ffn_ops(setup, T, True, share) if cfg.n_moe_layers else []
     head = _head_ops(setup, T_out, share) if T_out else []
+    att_set, dense_set, block = frozenset(cfg.attention_layers), frozenset(cfg.dense_layers), _block_norm_ops(setup, T)
     out = []
     for c, ((nd, nm, has_head), rng) in enumerate(zip(_layer_counts(setup), _layer_ranges(setup))):
         n_win = sum(1 for i in rng if i in win)
         n_lin = sum(1 for i in rng if i in lin)
-        lines = [(nd + nm - n_win - n_lin, o) for o in attn] + [(n_win, o) for o in attn_w] + \
-            [(n_lin, o) for o in lin_ops] + [(nd, o) for o in dense] + [(nm, o) for o in moe]
+        n_att = sum(1 for i in rng if i in att_set) - n_win
+        n_den = sum(1 for i in rng if i in dense_set)
+        # Nemotron-H's mixer blocks: their one norm (an FFN layer's norms are in the FFN ops)
+        n_blk = sum(1 for i in rng if not cfg.has_ffn(i)) if block else 0
+        lines = [(n_att, o) for o in attn] + [(n_win, o) for o in attn_w] + \
+            [(n_lin, o) for o in lin_ops] + [(n_den, o) for o in dense] + [(nm, o) for o in moe] + \
+            [(n_blk, o) for o in block]
         if has_head:
             lines += [(1, o) for o in head]
         out.append((c, [(n, o) for n, o in lines if n]))
@@ -1601,13 +1670,15 @@ def _memory_terms(setup: Setup, batch: int):
         w = sum(per_layer[i] - pl.host_experts[i] for i in card) + (head_w if pl.output_on_card else 0)
         n_win = sum(1 for i in card if i in win)
         n_lin = sum(1 for i in card if i in lin)
+        n_att = sum(1 for i in card if i in frozenset(cfg.attention_layers))
         ws = act + (logits if pl.output_on_card else 0)
-        return [(int(w), ws, overhead, batch * kv_layer * (len(card) - n_win - n_lin), 0.0, batch * kv_layer * n_win,
+        return [(int(w), ws, overhead, batch * kv_layer * (n_att - n_win), 0.0, batch * kv_layer * n_win,
                  batch * st_layer * n_lin)]
+    att_set = frozenset(cfg.attention_layers)
     for (nd, nm, has_head), rng in zip(_layer_counts(setup), _layer_ranges(setup)):
         n_win = sum(1 for i in rng if i in win)
         n_lin = sum(1 for i in rng if i in lin)
-        layers = nd + nm - n_win - n_lin    # layers whose cache grows with the context
+        layers = sum(1 for i in rng if i in att_set) - n_win    # layers whose cache grows with the context
         st = st_layer * n_lin / (N if tp else 1)   # under tensor split each card holds its heads' states
         if tp:
             w = (sum(per_layer) + head_w) / N
@@ -1615,7 +1686,7 @@ def _memory_terms(setup: Setup, batch: int):
             if cfg.attention != "mla" and ks > 1.0 / N:
                 # KV heads replicated past their count: each card holds its heads' whole k / v projections
                 kv_w = sum(v for k, v in wb["attn"].items() if k.split(".")[0] in ("k_proj", "v_proj"))
-                w += cfg.n_layers * kv_w * (ks - 1.0 / N)
+                w += cfg.n_kv_layers * kv_w * (ks - 1.0 / N)
             # an MLA latent is on every card; GQA's KV heads split, at least one per card (_kv_share)
             kv_tok = kv_layer * layers * ks
             kv_win = kv_layer * n_win * ks
@@ -1645,8 +1716,9 @@ def _host_memory_terms(setup: Setup, batch: int) -> tuple:
     win, lin = frozenset(cfg.windowed_layers), frozenset(cfg.linear_layers)
     n_win = sum(1 for i in host_layers if i in win)
     n_lin = sum(1 for i in host_layers if i in lin)
+    n_att = sum(1 for i in host_layers if i in frozenset(cfg.attention_layers))
     st = cfg.recurrent_state_bytes() / len(lin) * n_lin if lin else 0.0
-    return (total - card_w, batch * kv_layer * (len(host_layers) - n_win - n_lin), batch * kv_layer * n_win,
+    return (total - card_w, batch * kv_layer * (n_att - n_win), batch * kv_layer * n_win,
             batch * st)
 
 
