@@ -393,12 +393,14 @@ class ModelConfig:
         Each only changes numerics: predictions take the config as it is."""
         out = []
         gemma = self.model_type in GEMMA_FAMILIES
-        if self.hidden_act != "silu" and not (gemma and self.hidden_act == "gelu_pytorch_tanh"):
-            out.append(f"hidden_act {self.hidden_act!r} (SwiGLU with silu; Gemma's gelu_pytorch_tanh)")
+        if self.hidden_act != "silu" and not (gemma and self.hidden_act == "gelu_pytorch_tanh") and \
+                not (self.model_type == "nemotron_h" and self.hidden_act == "relu2"):
+            out.append(f"hidden_act {self.hidden_act!r} (SwiGLU with silu; Gemma's gelu_pytorch_tanh; "
+                       f"Nemotron-H's ungated relu2)")
         if self.rope_type not in ROPE_TYPES:
             out.append(f"rope_type {self.rope_type!r} (supported: {', '.join(ROPE_TYPES)})")
         if self.n_layer_norms != 2 and not gemma and self.model_type not in PRICED_ONLY \
-                and self.model_type not in LAYERNORM_FAMILIES:
+                and self.model_type not in LAYERNORM_FAMILIES and self.model_type not in MAMBA_FAMILIES:
             out.append(f"{self.n_layer_norms} norms per layer (Gemma's sandwich norms)")
         if (self.expert_bias or self.attention_sinks) and self.model_type != "gpt_oss":
             out.append("attention sinks and expert biases outside GPT-OSS")
@@ -1147,10 +1149,12 @@ def _mamba_fields(r: _Reader, L: int, D: int) -> dict:
         if lt is None:
             lin = tuple(range(L))
         else:
-            if not isinstance(lt, list) or len(lt) != L or any(t not in ("mamba", "attention") for t in lt):
+            # (transformers 5 writes the released files' "mamba" / "attention" as linear / full attention)
+            ok = ("mamba", "attention", "linear_attention", "full_attention")
+            if not isinstance(lt, list) or len(lt) != L or any(t not in ok for t in lt):
                 raise ValueError(f"config field `layer_types` must list 'mamba'/'attention' for each of {L} layers, "
                                  f"got {lt!r}")
-            lin = tuple(i for i, t in enumerate(lt) if t == "mamba")
+            lin = tuple(i for i, t in enumerate(lt) if t in ("mamba", "linear_attention"))
         H, P, G = r.int("mamba_n_heads"), r.int("mamba_d_head"), r.int("mamba_n_groups")
         N, K = r.int("mamba_d_state"), r.int("mamba_d_conv")
         expand = r.int("mamba_expand")

@@ -369,6 +369,8 @@ class Layer:
             return self._forward_gpt_oss(x, cache, cache_layer, positions, n_out)
         if cfg.layer_norm:
             return self._forward_cohere(x, cache, cache_layer, positions, n_out)
+        if cfg.linear_kind == "mamba2":
+            return self._forward_mamba(x, cache, cache_layer, positions, n_out)
         if cfg.linear_layers or cfg.attn_output_gate:
             return self._forward_hybrid(x, cache, cache_layer, positions, n_out)
         h = _ops.rms_norm(x, w["input_layernorm.weight"], eps)
@@ -481,6 +483,93 @@ class Layer:
         _core.silu_act(zo, o.reshape(T, Hv * dv))
         return _ops.linear(zo, w[p + "out_proj.weight"])
 
+    def _forward_mamba(self, x, cache, cache_layer: int, positions, n_out=None):
+        """The Mamba-2 hybrids' layers (configs.MAMBA_FAMILIES). Nemotron-H (HF modeling_nemotron_h
+        NemotronHBlock): one block per layer, x + mixer(RMSNorm(x)) where the mixer is Mamba-2
+        (`_mamba_mixer`), attention without rope, the ungated relu2 MLP or the MoE (`_ffn`). Granite
+        4.0-H (modeling_granitemoehybrid): pre-norm Mamba-2 or attention (NoPE, softmax scale
+        attention_multiplier), then the shared SwiGLU MLP plus the routed experts, each sub-layer's
+        output times residual_multiplier before the residual add. Python-level calls of the C ops (the
+        scan: ops.ssm_scan), no C layer."""
+        cfg, w = self.cfg, self.w
+        eps = float(cfg.rms_norm_eps)
+        rm = np.float32(cfg.residual_multiplier or 1.0)
+        h = _ops.rms_norm(x, w["input_layernorm.weight"], eps)
+        if self.linear:
+            a = self._mamba_mixer(h)
+        elif cfg.has_mixer(self.index):
+            a = attention.gqa_block(h, self.attn, cache, cache_layer, positions, cfg, model_layer=self.index)
+        else:
+            a = None
+        if cfg.mixer_layers is not None:            # Nemotron-H: the block is its mixer or its MLP
+            return _keep(x, n_out) + _keep(a if a is not None else self._ffn(h), n_out)
+        x = _keep(x + a * rm, n_out)
+        h = _ops.rms_norm(x, w["post_attention_layernorm.weight"], eps)
+        return x + self._ffn(h) * rm
+
+    def _ffn(self, h):
+        """The layer's MLP on h (normed): SwiGLU or ungated relu2 (down(relu(up h)^2), Nemotron-H), or
+        the MoE: routed experts (ops.moe_route; SwiGLU experts by ops.moe, ungated ones expert by expert
+        through the C matmuls) plus the shared expert."""
+        cfg, w = self.cfg, self.w
+        if self.kind == "dense":
+            if cfg.mlp_gated:
+                return _ops.swiglu(h, w["mlp.gate_proj.weight"], w["mlp.up_proj.weight"], w["mlp.down_proj.weight"])
+            return _relu2_mlp(h, w["mlp.up_proj.weight"], w["mlp.down_proj.weight"])
+        if cfg.mlp_gated:
+            m, self.last_counts = _ops.moe(h, w["mlp.gate.weight"], *(w[n] for n in _EXPERTS), shared=self._shared,
+                                           **self._route)
+            return m
+        idx, wt = _ops.moe_route(h, w["mlp.gate.weight"], **self._route)
+        up, down = w["mlp.experts.up_proj"], w["mlp.experts.down_proj"]
+        y = np.zeros_like(h)
+        E = int(up.shape[0])
+        counts = np.bincount(idx.ravel(), minlength=E).astype(np.int64)
+        for e in np.nonzero(counts)[0]:
+            rows, slots = np.nonzero(idx == e)
+            out = _relu2_mlp(np.ascontiguousarray(h[rows]), up[e], down[e])
+            y[rows] += wt[rows, slots][:, None] * out   # rows are distinct within one expert
+        self.last_counts = counts
+        sh = "mlp.shared_experts."
+        if sh + "up_proj.weight" in w:
+            y += _relu2_mlp(h, w[sh + "up_proj.weight"], w[sh + "down_proj.weight"])
+        return y
+
+    def _mamba_mixer(self, h):
+        """One Mamba-2 token mixer on h[T, hidden] (already normed), carrying self.rstate (HF
+        NemotronHMamba2Mixer / GraniteMoeHybridMambaLayer torch_forward): in_proj gives the gate z,
+        x | B | C and dt; x | B | C through the causal depthwise convolution with its bias and silu
+        (ops.causal_conv1d, with the last K - 1 inputs); the scan over the tokens in order (ops.ssm_scan:
+        dt through dt_bias and softplus, clamped to time_step_limit; A = -exp(A_log); the D skip);
+        then the gated RMSNorm (y silu(z), normalised in n_groups groups, times the weight) and out_proj."""
+        cfg, w = self.cfg, self.w
+        T = h.shape[0]
+        G, H, N, P = cfg.linear_k_heads, cfg.linear_v_heads, cfg.linear_k_dim, cfg.linear_v_dim
+        di, C = H * P, cfg.linear_conv_dim
+        p = "linear_attn."
+        zxbcdt = _ops.linear(h, w[p + "in_proj.weight"])
+        z = np.ascontiguousarray(zxbcdt[:, :di])
+        xbc = np.ascontiguousarray(zxbcdt[:, di:di + C])
+        dt = np.ascontiguousarray(zxbcdt[:, di + C:])
+        conv_state, S = self.rstate if self.rstate is not None else (None, None)
+        bias = w.get(p + "conv1d.bias")
+        y, conv_state = _ops.causal_conv1d(xbc, _to_f32(w[p + "conv1d.weight"]), conv_state, silu=True,
+                                           bias=None if bias is None else _to_f32(bias))
+        xs = np.ascontiguousarray(y[:, :di]).reshape(T, H, P)
+        B = np.ascontiguousarray(y[:, di:di + G * N]).reshape(T, G, N)
+        Cm = np.ascontiguousarray(y[:, di + G * N:]).reshape(T, G, N)
+        A = (-np.exp(_to_f32(w[p + "A_log"]).astype(np.float64))).astype(np.float32)
+        lo, hi = _time_step_limit(cfg)
+        o, S = _ops.ssm_scan(xs, dt, A, B, Cm, _to_f32(w[p + "D"]), S, dt_bias=_to_f32(w[p + "dt_bias"]),
+                             dt_min=lo, dt_max=hi)
+        self.rstate = (conv_state, S)
+        # silu(z) x y in place in z (a fresh array here), then the RMSNorm over each group's d_inner / G
+        _core.silu_act(z, o.reshape(T, di))
+        gs = di // G
+        n = _ops.rms_norm(z.reshape(T * G, gs), np.ones(gs, np.float32), float(cfg.rms_norm_eps))
+        n = n.reshape(T, di) * _to_f32(w[p + "norm.weight"])
+        return _ops.linear(np.ascontiguousarray(n, dtype=np.float32), w[p + "out_proj.weight"])
+
     def _forward_gpt_oss(self, x, cache, cache_layer: int, positions, n_out=None):
         """GPT-OSS's layer (HF modeling_gpt_oss): pre-norm; attention with q/k/v/o biases, YaRN rope,
         per-head sinks and every other layer windowed (attention.gqa_sink_block); MoE with a biased
@@ -500,6 +589,26 @@ class Layer:
             alpha=float(hf.get("swiglu_alpha", _ops.SWIGLU_ALPHA)),
             limit=float(hf.get("swiglu_limit", _ops.SWIGLU_LIMIT)))
         return x + m
+
+
+def _relu2_mlp(h, up, down):
+    """Nemotron-H's ungated MLP: down(relu(up h)^2) (HF ACT2FN["relu2"])."""
+    u = _ops.linear(h, up)
+    np.maximum(u, 0.0, out=u)
+    u *= u
+    return _ops.linear(u, down)
+
+
+def _time_step_limit(cfg) -> tuple:
+    """Mamba-2's clamp on the time step after softplus (HF time_step_limit / mamba_dt_limit; default
+    (0, inf): none)."""
+    hf = getattr(cfg, "hf", None) or {}
+    lim = hf.get("time_step_limit", hf.get("mamba_dt_limit", (0.0, float("inf"))))
+    try:
+        lo, hi = (float(v) for v in lim)
+    except (TypeError, ValueError):
+        raise ValueError(f"config field `time_step_limit` must be a pair of numbers, got {lim!r}") from None
+    return lo, hi
 
 
 class _NoPlan(Exception):
@@ -593,6 +702,8 @@ def _layer_from_hf(cfg, index: int, kind: str, src: Mapping, fmt: str) -> Layer:
             experts = {_EXPERTS[0]: gu[:, :F], _EXPERTS[1]: gu[:, F:], _EXPERTS[2]: get("mlp.experts.down_proj")}
         elif p + "mlp.experts.gate_proj" in src:   # already stacked (ModelConfig.tensor_shapes names)
             experts = {n: get(n) for n in _EXPERTS}
+        elif not cfg.mlp_gated and p + "mlp.experts.up_proj" in src:   # Nemotron-H's ungated experts
+            experts = {n: get(n) for n in _EXPERTS[1:]}
         elif p + "mlp.experts.0.gate_proj.weight" in src:  # transformers 4.x: one module per expert
             experts = {f"mlp.experts.{part}_proj": np.stack([get(f"mlp.experts.{e}.{part}_proj.weight")
                                                              for e in range(E)]) for part in ("gate", "up", "down")}
@@ -629,6 +740,58 @@ def _unfused(cfg, p: str, src: Mapping, get) -> dict:
         gu, F = get("mlp.gate_up_proj.weight"), cfg.intermediate_size
         _expect(gu, (2 * F, cfg.hidden_size), p + "mlp.gate_up_proj.weight")
         out.update({"mlp.gate_proj.weight": gu[:F], "mlp.up_proj.weight": gu[F:]})
+    return out
+
+
+def mamba_state_dict(cfg, src: Mapping) -> dict:
+    """A Nemotron-H or Granite 4.0-H state dict under the names the layers hold (ModelConfig.tensor_shapes):
+    HF's NemotronH ({model, backbone}.embeddings, layers.N.norm, layers.N.mixer.*, norm_f) and
+    GraniteMoeHybrid (layers.N.mamba.*, shared_mlp.input_linear = gate rows then up rows,
+    output_linear, block_sparse_moe.router / experts) renamed; the arrays themselves (row views where
+    a fused matrix is split), no copies. Names already in glmbench's form pass through."""
+    out = {}
+    nem = cfg.model_type == "nemotron_h"
+    lin, att = frozenset(cfg.linear_layers), frozenset(cfg.attention_layers)
+    Fs = cfg.shared_expert_intermediate_size if cfg.n_routed_experts else cfg.intermediate_size
+    for key, a in src.items():
+        name = key
+        if nem and key.startswith("backbone."):
+            name = "model." + key[len("backbone."):]
+        if name in ("model.embeddings.weight",):
+            out["model.embed_tokens.weight"] = a
+            continue
+        if name == "model.norm_f.weight":
+            out["model.norm.weight"] = a
+            continue
+        parts = name.split(".", 3)
+        if len(parts) < 4 or parts[0] != "model" or parts[1] != "layers" or not parts[2].isdigit():
+            out[name] = a
+            continue
+        i, rest = int(parts[2]), parts[3]
+        p = f"model.layers.{i}."
+        if nem:
+            if rest == "norm.weight":
+                rest = "input_layernorm.weight"
+            elif rest.startswith("mixer."):
+                r = rest[len("mixer."):]
+                rest = ("linear_attn." if i in lin else "self_attn." if i in att else "mlp.") + r
+        else:
+            if rest.startswith("mamba."):
+                rest = "linear_attn." + rest[len("mamba."):]
+            elif rest == "block_sparse_moe.router.weight":
+                rest = "mlp.gate.weight"
+            elif rest.startswith("block_sparse_moe.experts."):
+                rest = "mlp.experts." + rest[len("block_sparse_moe.experts."):]
+            elif rest in ("shared_mlp.input_linear.weight", "shared_mlp.output_linear.weight"):
+                base = "mlp.shared_experts." if cfg.n_routed_experts else "mlp."
+                if rest.endswith("output_linear.weight"):
+                    out[p + base + "down_proj.weight"] = a
+                else:
+                    arr = _np(a, key)
+                    _expect(arr, (2 * Fs, cfg.hidden_size), key)
+                    out[p + base + "gate_proj.weight"], out[p + base + "up_proj.weight"] = arr[:Fs], arr[Fs:]
+                continue
+        out[p + rest] = a
     return out
 
 
@@ -707,6 +870,9 @@ class Model:
                 if progress:
                     progress(n + 1, len(idx))
         else:
+            if cfg.model_type in configs.MAMBA_FAMILIES:
+                state_dict = mamba_state_dict(cfg, state_dict)
+
             def get(key):
                 if key not in state_dict:
                     raise ValueError(f"`state_dict` lacks {key!r}")
@@ -727,9 +893,10 @@ class Model:
 
         # a hybrid's linear layers keep their recurrent state (Layer.rstate), no cache layer: the cache
         # holds the built attention layers only (`_cache_layer`: built layer -> its cache layer, or -1)
-        lin = frozenset(cfg.linear_layers)
-        att = [i for i in idx if i not in lin]
-        self._cache_layer = [att.index(i) if i not in lin else -1 for i in idx]
+        # (Nemotron-H's MLP / MoE blocks hold no mixer: no cache layer either)
+        att_set = frozenset(cfg.attention_layers)
+        att = [i for i in idx if i in att_set]
+        self._cache_layer = [att.index(i) if i in att_set else -1 for i in idx]
         self._pos = 0                      # tokens ingested (n_past where no attention layer is built)
         n = max(1, len(att))
         self.window_chunk = vocab.check_int("window_chunk", window_chunk, 1)
@@ -766,11 +933,13 @@ class Model:
         if n_tokens and cfg.linear_layers:
             rng = np.random.default_rng(seed)
             K, C = cfg.linear_conv, cfg.linear_conv_dim
+            # the state per head: k_dim x v_dim (Gated DeltaNet), head_dim x d_state (Mamba-2)
+            st = (cfg.linear_v_heads, cfg.linear_v_dim, cfg.linear_k_dim) if cfg.linear_kind == "mamba2" else \
+                (cfg.linear_v_heads, cfg.linear_k_dim, cfg.linear_v_dim)
             for layer in self.layers:
                 if layer.linear:
                     layer.rstate = (rng.standard_normal((K - 1, C)).astype(np.float32),
-                                    (0.1 * rng.standard_normal((cfg.linear_v_heads, cfg.linear_k_dim,
-                                                                cfg.linear_v_dim))).astype(np.float32))
+                                    (0.1 * rng.standard_normal(st)).astype(np.float32))
 
     # -- bytes ---------------------------------------------------------------------------
     @property
@@ -802,6 +971,8 @@ class Model:
         x = np.ascontiguousarray(_to_f32(self.embed[tokens]), dtype=np.float32)
         if self.config.model_type in configs.GEMMA_FAMILIES:  # Gemma*ScaledWordEmbedding: times sqrt(hidden)
             x *= np.float32(self.config.hidden_size ** 0.5)
+        if self.config.embedding_multiplier:                   # Granite: times embedding_multiplier
+            x *= np.float32(self.config.embedding_multiplier)
         return x
 
     def forward_layers(self, x: np.ndarray, positions: np.ndarray, n_out: int | None = None) -> np.ndarray:
