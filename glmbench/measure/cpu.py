@@ -88,9 +88,13 @@ def choose_layers(cfg, weights: str, kv: str, capacity: int, available: int | No
 
 def layer_roles(cfg) -> list[str]:
     """Each layer's kind for sampling and scaling: layer_kinds' "dense" / "moe", and for a hybrid's
-    Gated DeltaNet layers the same with "+linear" (their token mixer costs differently from the
-    attention layers' and does not grow with the depth)."""
+    linear layers (Gated DeltaNet, Mamba-2) the same with "+linear" (their token mixer costs
+    differently from the attention layers' and does not grow with the depth); Nemotron-H's one-block
+    layers by their block: "linear", "attention", "dense" (MLP) or "moe"."""
     lin = frozenset(cfg.linear_layers)
+    if cfg.mixer_layers is not None:   # Nemotron-H: each layer one block, "linear", "attention", "dense" or "moe"
+        return ["linear" if i in lin else "attention" if cfg.has_mixer(i) else k
+                for i, k in enumerate(layer_kinds(cfg))]
     return [k + ("+linear" if i in lin else "") for i, k in enumerate(layer_kinds(cfg))]
 
 

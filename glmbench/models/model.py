@@ -522,6 +522,9 @@ class Layer:
             return m
         idx, wt = _ops.moe_route(h, w["mlp.gate.weight"], **self._route)
         up, down = w["mlp.experts.up_proj"], w["mlp.experts.down_proj"]
+        for t in (up, down):   # block formats: the stacked experts packed once, each expert a view of it
+            if isinstance(t, QTensor):
+                t.repack()
         y = np.zeros_like(h)
         E = int(up.shape[0])
         counts = np.bincount(idx.ravel(), minlength=E).astype(np.int64)
