@@ -2,6 +2,7 @@
 counts against HF transformers' models, glmbench.Model's forward pass against HF's tiny models
 (logits over a prefill and decode steps), and what the cost model makes of them (a flat state
 instead of a growing cache on the Mamba-2 layers)."""
+import dataclasses
 import warnings
 
 import numpy as np
@@ -64,6 +65,8 @@ def _config(hfcfg, mt):
 CASES = {
     "nemotron-dense": lambda: _nemotron("M-M*-M"),
     "nemotron-moe": lambda: _nemotron("MEM*EMME"),
+    # Nemotron 3 Super's latent MoE: the experts on a 32-wide projection of the 64-wide hidden state
+    "nemotron-latent": lambda: _nemotron("MEM*E", moe_latent_size=32),
     "granite-moe": lambda: _granite(["mamba", "attention", "mamba", "mamba"], 4),
     "granite-dense": lambda: _granite(["mamba", "mamba", "attention", "mamba"], 0),
     "granite-rope": lambda: _granite(["mamba", "attention", "mamba"], 4, pe="rope"),
@@ -154,8 +157,11 @@ def test_nemotron_blocks_from_pattern_and_lists():
         configs.from_hf({**base, "hybrid_override_pattern": "MX*"})
     with pytest.raises(ValueError, match="all 2 layers Mamba-2"):
         configs.from_hf({**base, "hybrid_override_pattern": "MM"})
+    lat = configs.from_hf({**base, "hybrid_override_pattern": "M*E", "moe_latent_size": 32, "n_routed_experts": 4,
+                           "num_experts_per_tok": 2, "moe_intermediate_size": 16})
+    assert lat.expert_input_size == 32 and lat.tensor_shapes()["model.layers.2.mlp.experts.up_proj"] == (4, 16, 32)
     with pytest.raises(ValueError, match="moe_latent_size"):
-        configs.from_hf({**base, "hybrid_override_pattern": "M*E", "moe_latent_size": 32, "n_routed_experts": 4,
+        configs.from_hf({**base, "hybrid_override_pattern": "M*E", "moe_latent_size": 64, "n_routed_experts": 4,
                          "num_experts_per_tok": 2, "moe_intermediate_size": 16})
 
 
@@ -191,6 +197,21 @@ def test_cost_model_state_flat_and_small():
     grow = m1.cards[0].kv - m0.cards[0].kv
     assert grow == pytest.approx(4096 * configs.load("nemotron-3-nano-30b-a3b").kv_bytes_per_token("f16"), rel=1e-6)
     assert m0.cards[0].kv >= st
+
+
+def test_cost_model_latent_moe():
+    """A latent MoE's experts read latent-wide rows: fewer bytes and FLOPs than the same experts at the
+    hidden width, plus the two projections (moe.latent)."""
+    base = configs.load("nemotron-3-nano-30b-a3b")
+    lat = dataclasses.replace(base, moe_latent_size=1024, name="latent")
+    s0, s1 = (cm.Setup(model=c, rig="h100-sxm", weights="bf16", runtime="typical") for c in (base, lat))
+    e0, e1 = ({o.name: o for o in cm.decode(s, 0).ops} for s in (s0, s1))
+    assert e1["moe.experts"].bytes == pytest.approx(e0["moe.experts"].bytes * 1024 / 2688, rel=0.02)
+    assert "moe.latent" in e1 and "moe.latent" not in e0
+    assert lat.total_params() - base.total_params() == base.n_moe_layers * (
+        base.n_routed_experts * 2 * base.moe_intermediate_size * (1024 - 2688) + 2 * 2688 * 1024)
+    assert sum(cm._layer_total(lat, "bf16")) + sum(v for k, v in cm._weight_table(lat, "bf16").items()
+                                                    if k != "layers") == lat.weight_bytes("bf16")
 
 
 def test_cost_model_ungated_mlp_weights():

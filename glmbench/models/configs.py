@@ -308,6 +308,9 @@ class ModelConfig:
     mixer_layers: tuple | None = None
     ffn_layers: tuple | None = None
     linear_conv_bias: bool = False  # the linear layers' convolution carries a bias (Mamba-2's use_conv_bias)
+    # Nemotron 3 Super's latent MoE: the routed experts work in a moe_latent_size-wide space, the
+    # tokens projected down (fc1_latent_proj) before them and back up (fc2_latent_proj) after; 0: none
+    moe_latent_size: int = 0
     mlp_gated: bool = True          # False: up -> act -> down, two matrices (Nemotron-H's relu2 MLP and experts)
     nope: bool = False              # no rope on any layer (Nemotron-H, Granite 4.0-H's position_embedding_type nope)
     # Granite's multipliers: embeddings times embedding_multiplier, each sub-layer's output times
@@ -538,10 +541,19 @@ class ModelConfig:
         """Matrices of an MLP or expert: gate, up and down (3), or up and down where ungated (2)."""
         return 3 if self.mlp_gated else 2
 
+    @property
+    def expert_input_size(self) -> int:
+        """The width the routed experts read and write: hidden_size, or the latent MoE's moe_latent_size."""
+        return self.moe_latent_size or self.hidden_size
+
     def expert_params(self) -> int:
         """One routed expert (gate, up, down; with GPT-OSS's biases)."""
         b = 2 * self.moe_intermediate_size + self.hidden_size if self.expert_bias else 0
-        return self.mlp_matrices * self.hidden_size * self.moe_intermediate_size + b
+        return self.mlp_matrices * self.expert_input_size * self.moe_intermediate_size + b
+
+    def latent_proj_params(self) -> int:
+        """A latent MoE layer's two projections (hidden -> latent, latent -> hidden); 0 without."""
+        return 2 * self.hidden_size * self.moe_latent_size
 
     def shared_expert_params(self) -> int:
         return self.mlp_matrices * self.hidden_size * self.shared_expert_intermediate_size \
@@ -559,7 +571,8 @@ class ModelConfig:
         return self.vocab_size * self.hidden_size * (1 if self.tie_word_embeddings else 2)
 
     def total_params(self) -> int:
-        moe = self.router_params() + self.n_routed_experts * self.expert_params() + self.shared_expert_params()
+        moe = self.router_params() + self.n_routed_experts * self.expert_params() + self.shared_expert_params() \
+            + self.latent_proj_params()
         n_lin = len(self.linear_layers)
         return (self.embedding_params() + self.hidden_size                 # final norm
                 + self.n_layers * self.n_layer_norms * self.hidden_size    # each layer's norms
@@ -601,12 +614,15 @@ class ModelConfig:
                     t[p + "self_attn." + k] = s
             parts = (("gate", "up", "down") if self.mlp_gated else ("up", "down"))
             if self.is_moe_layer(i):
-                E, F = self.n_routed_experts, self.moe_intermediate_size
+                E, F, Di = self.n_routed_experts, self.moe_intermediate_size, self.expert_input_size
                 t[p + "mlp.gate.weight"] = (E, D)
                 if self.router_bias:
                     t[p + "mlp.gate.e_score_correction_bias"] = (E,)
                 for n in parts:
-                    t[p + f"mlp.experts.{n}_proj"] = (E, D, F) if n == "down" else (E, F, D)
+                    t[p + f"mlp.experts.{n}_proj"] = (E, Di, F) if n == "down" else (E, F, Di)
+                if self.moe_latent_size:
+                    t[p + "mlp.fc1_latent_proj.weight"] = (Di, D)
+                    t[p + "mlp.fc2_latent_proj.weight"] = (D, Di)
                 if self.expert_bias:
                     t[p + "mlp.gate.bias"] = (E,)
                     t[p + "mlp.experts.gate_proj_bias"] = (E, F)
@@ -1125,9 +1141,6 @@ def _mamba_fields(r: _Reader, L: int, D: int) -> dict:
         moe = tuple(i for i, b in enumerate(blocks) if b == "moe")
         H, P = r.int("mamba_num_heads"), r.int("mamba_head_dim")
         G, N, K = r.int("n_groups"), r.int("ssm_state_size"), r.int("conv_kernel")
-        if r.raw("moe_latent_size", required=False) is not None and moe:
-            raise ValueError("config field `moe_latent_size` is set: Nemotron's latent MoE projection "
-                             "(Nemotron 3 Super) is not modelled")
         if r.bool("mlp_bias") or r.bool("mamba_proj_bias"):
             raise ValueError("config fields `mlp_bias` / `mamba_proj_bias` = true: biased MLPs and Mamba "
                              "projections are not modelled (the released Nemotron-H models have none)")
@@ -1137,7 +1150,10 @@ def _mamba_fields(r: _Reader, L: int, D: int) -> dict:
             E, k = r.int("n_routed_experts"), r.int("num_experts_per_tok")
             n_shared = r.int("n_shared_experts", minimum=0)
             Fs = r.int("moe_shared_expert_intermediate_size", minimum=0) if n_shared else 0
-            out.update(n_routed_experts=E, n_experts_per_tok=k, n_shared_experts=n_shared,
+            lat = r.int("moe_latent_size", allow_none=True, required=False)
+            if lat is not None and lat >= D:
+                raise ValueError(f"config field `moe_latent_size` = {lat} must be smaller than hidden_size = {D}")
+            out.update(n_routed_experts=E, n_experts_per_tok=k, n_shared_experts=n_shared, moe_latent_size=lat or 0,
                        moe_intermediate_size=r.int("moe_intermediate_size"), shared_expert_intermediate_size=Fs,
                        first_k_dense_replace=moe[0], router_scoring="sigmoid", router_bias=True,
                        n_group=r.int("n_group"), topk_group=r.int("topk_group"), norm_topk_prob=r.bool("norm_topk_prob"),

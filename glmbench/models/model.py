@@ -522,17 +522,21 @@ class Layer:
             return m
         idx, wt = _ops.moe_route(h, w["mlp.gate.weight"], **self._route)
         up, down = w["mlp.experts.up_proj"], w["mlp.experts.down_proj"]
+        # Nemotron 3 Super's latent MoE: the experts run on h projected down to moe_latent_size
+        hx = _ops.linear(h, w["mlp.fc1_latent_proj.weight"]) if cfg.moe_latent_size else h
         for t in (up, down):   # block formats: the stacked experts packed once, each expert a view of it
             if isinstance(t, QTensor):
                 t.repack()
-        y = np.zeros_like(h)
+        y = np.zeros_like(hx)
         E = int(up.shape[0])
         counts = np.bincount(idx.ravel(), minlength=E).astype(np.int64)
         for e in np.nonzero(counts)[0]:
             rows, slots = np.nonzero(idx == e)
-            out = _relu2_mlp(np.ascontiguousarray(h[rows]), up[e], down[e])
+            out = _relu2_mlp(np.ascontiguousarray(hx[rows]), up[e], down[e])
             y[rows] += wt[rows, slots][:, None] * out   # rows are distinct within one expert
         self.last_counts = counts
+        if cfg.moe_latent_size:
+            y = _ops.linear(y, w["mlp.fc2_latent_proj.weight"])
         sh = "mlp.shared_experts."
         if sh + "up_proj.weight" in w:
             y += _relu2_mlp(h, w[sh + "up_proj.weight"], w[sh + "down_proj.weight"])

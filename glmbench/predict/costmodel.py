@@ -453,7 +453,7 @@ def _weight_table(cfg: configs.ModelConfig, weights: str) -> dict:
     "linear": {name: bytes} (a hybrid's linear-attention layer), "norms", "mlp", "experts" (all routed
     experts), "router", "shared"}, ...], "embed", "lm_head", "final_norm"}."""
     fmt, ctx = vocab.weight_format(weights), cfg.tensor_context()
-    layers = [{"attn": {}, "linear": {}, "norms": 0, "mlp": 0, "experts": 0, "router": 0, "shared": 0}
+    layers = [{"attn": {}, "linear": {}, "norms": 0, "mlp": 0, "experts": 0, "router": 0, "shared": 0, "latent": 0}
               for _ in range(cfg.n_layers)]
     head = {"embed": 0, "lm_head": 0, "final_norm": 0}
     # a config read from a model file: every tensor's real bytes (tensors the config does not name,
@@ -481,6 +481,8 @@ def _weight_table(cfg: configs.ModelConfig, weights: str) -> dict:
             L["shared"] += b
         elif rest.startswith("mlp.gate."):
             L["router"] += b
+        elif rest.startswith(("mlp.fc1_latent_proj.", "mlp.fc2_latent_proj.")):
+            L["latent"] += b
         else:
             L["mlp"] += b
     return {"layers": layers, **head}
@@ -564,6 +566,7 @@ def _layer_weight_bytes(cfg: configs.ModelConfig, weights: str) -> dict:
         out["expert"] = _mean(v // E if v % E == 0 else v / E for v in per)
         out["router"] = _mean(L["router"] for L in moe)
         out["shared"] = _mean(L["shared"] for L in moe)
+        out["latent"] = _mean(L["latent"] for L in moe)
     out["embed"] = t["embed"]
     out["lm_head"] = t["lm_head"]
     out["final_norm"] = t["final_norm"]
@@ -595,6 +598,7 @@ def _file_layer_weight_bytes(cfg) -> dict:
         out["expert"] = mean(moe, [f"mlp.experts.{n}_proj" for n in parts]) / cfg.n_routed_experts
         out["router"] = mean(moe, ["mlp.gate.weight", "mlp.gate.e_score_correction_bias"])
         out["shared"] = mean(moe, [f"mlp.shared_experts.{n}_proj.weight" for n in parts])
+        out["latent"] = mean(moe, ["mlp.fc1_latent_proj.weight", "mlp.fc2_latent_proj.weight"])
     out["embed"] = b.get("model.embed_tokens.weight", 0)
     out["lm_head"] = b.get("lm_head.weight", 0)
     out["final_norm"] = b.get("model.norm.weight", 0) + fw.extra_bytes
@@ -612,7 +616,7 @@ def _weight_bytes_uniform(cfg, weights, what):
 def _layer_total(cfg, weights) -> list:
     """Stored bytes of each decoder layer (all its tensors)."""
     return [sum(L["attn"].values()) + sum(L["linear"].values()) + L["norms"] + L["mlp"] + L["experts"] + L["router"]
-            + L["shared"] for L in _weight_table(cfg, weights)["layers"]]
+            + L["shared"] + L["latent"] for L in _weight_table(cfg, weights)["layers"]]
 
 
 @dataclass(frozen=True)
@@ -1230,6 +1234,7 @@ def _ffn_ops(setup: Setup, T: int, moe: bool, share: float) -> list:
         ops.append(_matmul("mlp", T, m * F, D, wb["mlp"], setup, share, kernels=m + 1))
         return ops
     E, k, Fe = cfg.n_routed_experts, cfg.n_experts_per_tok, cfg.moe_intermediate_size
+    De = cfg.expert_input_size      # the experts' width: hidden, or a latent MoE's latent size
     # the router runs in f32 on every card (replicated under tensor split)
     ops.append(_Op("moe.router", "matmul", "fp32", 2.0 * T * E * D, 8 * T * E,
                    wb["router"] + ACT_BYTES * T * (D + 2 * E), 5))
@@ -1245,15 +1250,18 @@ def _ffn_ops(setup: Setup, T: int, moe: bool, share: float) -> list:
     if path == "mmid" and quant:
         sub = kn.matmul_path(quant, fam, T * k / max(u, 1.0), rt, setup.gpu)
         if sub == "dequant_cublas":
-            dtype, extra = _cublas_dtype(setup), 2 * 2.0 * u * m * D * Fe * share
-    ops.append(_Op("moe.experts", "matmul", dtype, 2.0 * T * k * m * D * Fe * share,
-                   (DEQUANT_OPS * u * m * D * Fe * share if quant else 0.0) + 4 * T * k * Fe * share,
-                   u * wb["expert"] * share + extra + ACT_BYTES * T * k * (2 * D + m * Fe * share), m + 2,
+            dtype, extra = _cublas_dtype(setup), 2 * 2.0 * u * m * De * Fe * share
+    ops.append(_Op("moe.experts", "matmul", dtype, 2.0 * T * k * m * De * Fe * share,
+                   (DEQUANT_OPS * u * m * De * Fe * share if quant else 0.0) + 4 * T * k * Fe * share,
+                   u * wb["expert"] * share + extra + ACT_BYTES * T * k * (2 * De + m * Fe * share), m + 2,
                    path, fam, T * k / max(u, 1.0) if path != "mmid_vec" else 0.0, kn.mmq_tile(T)))
     ops[-1].capf = _cap_factor(cfg, setup.weights, "moe.experts")
     if cfg.shared_expert_intermediate_size:
         ops.append(_matmul("moe.shared", T, m * cfg.shared_expert_intermediate_size, D, wb["shared"], setup, share,
                            kernels=m + 1))
+    if cfg.moe_latent_size:
+        # the latent MoE's projections down to the experts' width and back (two matmuls of D x latent)
+        ops.append(_matmul("moe.latent", T, 2 * De, D, wb["latent"], setup, share, kernels=2))
     return ops
 
 
