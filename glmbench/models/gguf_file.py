@@ -34,7 +34,16 @@ Conventions of llama.cpp's converter (convert_hf_to_gguf.py) that are undone whe
   * the Cohere families (`command-r`, `cohere2`; conversion/command_r.py) store their LayerNorm eps as
     attention.layer_norm_epsilon, tie the head to token_embd, keep Command-R+'s per-head q/k norms as HF's
     [heads, head_dim] (glmbench's config names them flat: the same bytes) and write no window pattern
-    for cohere2 (llama.cpp's 4: three of every four layers windowed).
+    for cohere2 (llama.cpp's 4: three of every four layers windowed);
+  * the Mamba-2 hybrids (`nemotron_h`, `nemotron_h_moe`, `granitehybrid`; conversion/nemotron.py NemotronHModel,
+    conversion/granite.py GraniteHybridModel on conversion/mamba.py Mamba2Model) tell each layer's kind by the
+    per-layer arrays attention.head_count_kv and (Nemotron-H) feed_forward_length, read back as HF's
+    hybrid_override_pattern / layer_types (_mamba), the SSM's sizes as ssm.* keys; A_log as ssm_a =
+    -exp(A_log) [H, 1] and D as ssm_d [H, 1] (names without `.weight`), dt_bias as ssm_dt.bias, the conv1d
+    squeezed to [C, K], the gated norm reshaped [groups, d_inner / groups]; Granite's fused shared MLP
+    (shared_mlp.input_linear) split into ffn_gate_shexp / ffn_up_shexp (ffn_gate / ffn_up without experts),
+    Nemotron-H's experts stacked up / down only. Their shapes and bytes are read; the values stay as stored
+    (priced, not run).
 
 Every error is a GGUFError (a ValueError) naming the file and the field or tensor.
 """
@@ -64,9 +73,12 @@ __all__ = ["GGUFError", "GGUFNotice", "GGUFFile", "GGUFTensor", "FileWeights", "
 MAGIC = b"GGUF"
 ARCHITECTURES = ("deepseek2", "qwen3", "qwen3moe", "qwen2", "llama", "glm4moe", "gemma2", "gemma3", "seed_oss",
                  "gpt-oss", "phi3", "glm4", "llama4", "minimax-m2", "ernie4_5-moe", "qwen2moe", "qwen3next", "qwen35",
-                 "qwen35moe", "command-r", "cohere2")
+                 "qwen35moe", "command-r", "cohere2", "nemotron_h", "nemotron_h_moe", "granitehybrid")
 # llama.cpp's hybrid architectures (Gated DeltaNet linear attention + gated GQA) -> HF model_type
 HYBRID_ARCHITECTURES = {"qwen3next": "qwen3_next", "qwen35": "qwen3_5_text", "qwen35moe": "qwen3_5_moe_text"}
+# llama.cpp's Mamba-2 hybrid architectures -> HF model_type (Nemotron-H 8B / Nano-9B-v2: nemotron_h; Nemotron 3
+# Nano: nemotron_h_moe; Granite 4.0-H Micro / Tiny / Small: granitehybrid)
+MAMBA_ARCHITECTURES = {"nemotron_h": "nemotron_h", "nemotron_h_moe": "nemotron_h", "granitehybrid": "granitemoehybrid"}
 # llama.cpp's Cohere architectures -> HF model_type (Command-R v01 / 08-2024 / R+; Command-R7B, Command-A)
 COHERE_ARCHITECTURES = {"command-r": "cohere", "cohere2": "cohere2"}
 # llama.cpp's cohere2 (src/models/cohere2.cpp, load_swa_pattern(ml, 4)): three of every four layers windowed
@@ -407,7 +419,8 @@ def hf_config(g: GGUFFile) -> dict:
     way) and `deepseek_v2` when it is softmax; qwen3moe -> qwen3_moe, qwen2 -> qwen2,
     llama -> llama (mixtral when it has experts), glm4moe -> glm4_moe, phi3 -> phi3; the hybrids
     qwen3next -> qwen3_next, qwen35 -> qwen3_5_text, qwen35moe -> qwen3_5_moe_text (_hybrid); the Cohere
-    architectures command-r -> cohere, cohere2 -> cohere2 (_cohere)."""
+    architectures command-r -> cohere, cohere2 -> cohere2 (_cohere); the Mamba-2 hybrids nemotron_h /
+    nemotron_h_moe -> nemotron_h, granitehybrid -> granitemoehybrid (_mamba)."""
     arch = g.architecture
     if not arch:
         raise GGUFError(f"{g.path}: metadata 'general.architecture' is missing")
@@ -457,6 +470,8 @@ def hf_config(g: GGUFFile) -> dict:
         # tensor (LlamaModel.generate_extra_tensors) and writes no rope.scaling keys; llama.cpp
         # divides each pair's frequency by its factor. Read them (a few floats) into the config.
         hf["rope_scaling"] = {"rope_type": "freq_factors", "freq_factors": _rope_factors(g)}
+    if arch in MAMBA_ARCHITECTURES:   # (per-layer head_count_kv / feed_forward_length arrays: read there)
+        return _mamba(g, m, hf, L, blocks)
     F = m("feed_forward_length", 0)
     if F:
         hf["intermediate_size"] = F
@@ -782,11 +797,219 @@ def _cohere(g: GGUFFile, m: _Meta, hf: dict, L: int) -> dict:
     return hf
 
 
-def _notice(hf: dict, text: str) -> None:
+def _layer_ints(g: GGUFFile, key: str, blocks: int) -> list:
+    """A required per-layer metadata value (llama.cpp's get_key_or_arr): an array of one non-negative integer
+    per block (`blocks`: block_count, the MTP blocks included, as llama.cpp requires), or one integer for every
+    block."""
+    k = f"{g.architecture}.{key}"
+    v = g.get(k)
+    if v is None:
+        raise GGUFError(f"{g.path}: metadata {k!r} is missing ({g.architecture} needs it: one value per layer)")
+    a = np.asarray(v).reshape(-1)
+    if isinstance(v, (bool, str, np.bool_)) or a.dtype.kind not in "iuf" or \
+            not all(float(x).is_integer() and x >= 0 for x in a.tolist()):
+        raise GGUFError(f"{g.path}: metadata {k!r} must be a non-negative integer or an array of them, got {v!r}")
+    if not isinstance(v, np.ndarray):
+        return [int(v)] * blocks
+    if a.size != blocks:
+        raise GGUFError(f"{g.path}: metadata {k!r} has {a.size} values; '{g.architecture}.block_count' = {blocks} "
+                        f"needs one per block (llama.cpp refuses it too)")
+    return [int(x) for x in a.tolist()]
+
+
+def _mamba(g: GGUFFile, m: _Meta, hf: dict, L: int, blocks: int) -> dict:
+    """hf_config's rest for llama.cpp's Mamba-2 hybrids, as it loads them (src/models/nemotron-h.cpp,
+    granite-hybrid.cpp: load_arch_hparams / load_arch_tensors) from what the converter writes
+    (conversion/nemotron.py NemotronHModel, conversion/granite.py GraniteHybridModel on Mamba2Model and
+    GraniteMoeModel):
+      * the SSM's sizes from ssm.* (all five required, as llama.cpp's get_key requires them):
+        time_step_rank = the Mamba heads, inner_size = heads x head dim, group_count = the groups sharing
+        B / C, state_size = d_state, conv_kernel = the convolution's width;
+      * which layer is which from the per-layer arrays: granitehybrid's layer is Mamba-2 where
+        attention.head_count_kv is 0 (else attention), each with an MLP; nemotron_h's block is Mamba-2
+        where head_count_kv and feed_forward_length are both 0, attention where only
+        feed_forward_length is 0, an MLP / MoE where feed_forward_length is not (MoE where the block has
+        a router, ffn_gate_inp) -> HF's hybrid_override_pattern (M, *, -, E);
+      * Nemotron: relu2 MLPs and experts (up / down only), eps attention.layer_norm_epsilon (the RMS key
+        where a file has one, as llama.cpp prefers it); the experts' count, top-k, width
+        (expert_feed_forward_length, else the tensors' rows), the shared expert's width, expert_weights_norm
+        (llama.cpp's default false) and _scale (routed_scaling_factor), expert_group_count / _used_count;
+        Nemotron 3 Super's latent MoE (moe_latent_size) is refused;
+      * Granite: experts (expert_count of feed_forward_length, the converter's intermediate_size) beside the
+        shared SwiGLU MLP of expert_shared_feed_forward_length; a dense file (expert_count 0: Granite
+        4.0-H-Micro) holds the shared MLP as ffn_gate / ffn_up / ffn_down, its width
+        expert_shared_feed_forward_length, else feed_forward_length (which llama.cpp's loader sizes it by);
+        the multipliers logit_scale (HF logits_scaling), residual_scale, embedding_scale and
+        attention.scale (absent: llama.cpp's 1 / sqrt(head dim), 1 for the others); rope iff
+        rope.scaling.finetuned (llama.cpp's default true when absent; the converter writes false for every
+        Granite 4.0-H: position_embedding_type "nope").
+    The tensors' conventions (ssm_a = -exp(A_log) [H, 1] and ssm_d [H, 1] without `.weight`, ssm_conv1d
+    [C, K], ssm_norm [groups, d_inner / groups], the split shared MLP) are undone by expected_gguf_tensors;
+    the values stay as stored (these families are priced, not run)."""
+    arch, ts, p = g.architecture, g.tensors, g.path
+    blk = lambda i, n: f"blk.{i}.{n}.weight"
+    D, H = hf["hidden_size"], hf["num_attention_heads"]
+    K = m("ssm.conv_kernel", required=True, minimum=1)
+    N = m("ssm.state_size", required=True, minimum=1)
+    G = m("ssm.group_count", required=True, minimum=1)
+    Hs = m("ssm.time_step_rank", required=True, minimum=1)
+    inner = m("ssm.inner_size", required=True, minimum=1)
+    if inner % Hs:
+        raise GGUFError(f"{p}: metadata '{arch}.ssm.inner_size' = {inner} is not a multiple of "
+                        f"'{arch}.ssm.time_step_rank' = {Hs} (the Mamba heads)")
+    if Hs % G:
+        raise GGUFError(f"{p}: metadata '{arch}.ssm.time_step_rank' = {Hs} (the Mamba heads) is not a multiple of "
+                        f"'{arch}.ssm.group_count' = {G}")
+    kv = _layer_ints(g, "attention.head_count_kv", blocks)
+    granite = arch == "granitehybrid"
+    if granite:
+        kinds = ["M" if kv[i] == 0 else "*" for i in range(L)]
+    else:
+        ff = _layer_ints(g, "feed_forward_length", blocks)
+        kinds = []
+        for i in range(L):
+            if kv[i] and ff[i]:
+                raise GGUFError(f"{p}: block {i} has both '{arch}.attention.head_count_kv' = {kv[i]} and "
+                                f"'{arch}.feed_forward_length' = {ff[i]}: a nemotron_h block is one of Mamba-2 (both "
+                                f"0), attention (feed_forward_length 0) or an MLP / MoE (head_count_kv 0)")
+            kinds.append("M" if not kv[i] and not ff[i] else "*" if kv[i] else
+                         "E" if blk(i, "ffn_gate_inp") in ts else "-")
+    for i, k in enumerate(kinds):
+        if k == "M" and blk(i, "ssm_in") not in ts:
+            held = sorted({n.split(".")[2] for n in ts if n.startswith(f"blk.{i}.")} - {"attn_norm", "ffn_norm"})
+            zero = f"'{arch}.attention.head_count_kv'" + ("" if granite else f" and '{arch}.feed_forward_length'")
+            raise GGUFError(f"{p}: block {i} is a Mamba-2 layer by its metadata ({zero} 0 there, as llama.cpp reads "
+                            f"it) but has no tensor {blk(i, 'ssm_in')!r} (it holds {', '.join(held) or 'nothing'}): "
+                            f"the layer metadata contradicts the tensors and llama.cpp cannot load the file either "
+                            f"(one cause: convert_hf_to_gguf.py run with transformers 5 installed, which lists the "
+                            f"layers as 'linear_attention' / 'full_attention' / 'mlp', types the converter's "
+                            f"NemotronH / GraniteHybrid classes do not look for)")
+    mamba = [i for i, k in enumerate(kinds) if k == "M"]
+    attn = [i for i, k in enumerate(kinds) if k == "*"]
+    if not mamba:
+        raise GGUFError(f"{p}: no block is a Mamba-2 layer ('{arch}.attention.head_count_kv'"
+                        f"{'' if granite else ' and feed_forward_length'} 0): not a {arch} hybrid")
+    n_kv = {kv[i] for i in attn}
+    if len(n_kv) > 1:
+        raise GGUFError(f"{p}: metadata '{arch}.attention.head_count_kv' gives the attention layers different KV "
+                        f"head counts ({sorted(n_kv)}); not supported")
+    n_kv = n_kv.pop() if n_kv else H
+    if H % n_kv:
+        raise GGUFError(f"{p}: metadata '{arch}.attention.head_count' = {H} is not a multiple of "
+                        f"'{arch}.attention.head_count_kv' = {n_kv}")
+    hd = m("attention.key_length", minimum=1)
+    if hd is None:
+        if D % H:
+            raise GGUFError(f"{p}: metadata '{arch}.embedding_length' = {D} is not a multiple of "
+                            f"'{arch}.attention.head_count' = {H} and no '{arch}.attention.key_length' is given")
+        hd = D // H
+    bias = lambda i, n: i is not None and f"blk.{i}.{n}.bias" in ts
+    first_attn = attn[0] if attn else None
+    conv_bias, proj_bias = bias(mamba[0], "ssm_conv1d"), bias(mamba[0], "ssm_in") or bias(mamba[0], "ssm_out")
+    hf.update(num_key_value_heads=n_kv, head_dim=hd, attention_bias=bias(first_attn, "attn_q"))
+    for k in ("rope_scaling", "partial_rotary_factor"):
+        hf.pop(k, None)
+
+    def rows(name, axis=0):
+        """The rows of the first tensor `name` among the layers (a width the metadata does not state)."""
+        for i in range(L):
+            t = ts.get(blk(i, name))
+            if t is not None:
+                return int(t.shape[axis])
+        return None
+
+    if not granite:
+        del hf["rms_norm_eps"]
+        eps = m("attention.layer_norm_rms_epsilon", kind=float)
+        if eps is None:
+            eps = m("attention.layer_norm_epsilon", required=True, kind=float)
+        mlp = [i for i, k in enumerate(kinds) if k == "-"]
+        widths = sorted({ff[i] for i in mlp})
+        if len(widths) > 1:
+            raise GGUFError(f"{p}: metadata '{arch}.feed_forward_length' gives the MLP blocks different widths "
+                            f"({widths}); not supported")
+        hf.update(model_type="nemotron_h", num_hidden_layers=L, hybrid_override_pattern="".join(kinds),
+                  layer_norm_epsilon=eps, mamba_num_heads=Hs, mamba_head_dim=inner // Hs, n_groups=G, ssm_state_size=N,
+                  conv_kernel=K, use_conv_bias=conv_bias, mamba_proj_bias=proj_bias, mlp_hidden_act="relu2",
+                  mlp_bias=any(bias(i, "ffn_up") or bias(i, "ffn_down") for i in mlp))
+        if widths:
+            hf["intermediate_size"] = widths[0]
+        if "E" in kinds:
+            latent = m("moe_latent_size", 0, minimum=0)
+            if latent:
+                raise GGUFError(f"{p}: metadata '{arch}.moe_latent_size' = {latent}: Nemotron's latent MoE (the "
+                                f"experts work in a {latent}-wide projection of the hidden state: Nemotron 3 Super) is "
+                                f"not modelled")
+            fe = m("expert_feed_forward_length", minimum=1)
+            if fe is None:
+                fe = rows("ffn_up_exps", 1)
+                if fe is None:
+                    raise GGUFError(f"{p}: neither metadata '{arch}.expert_feed_forward_length' nor a tensor "
+                                    f"'blk.N.ffn_up_exps.weight' gives the experts' width")
+            fs = m("expert_shared_feed_forward_length", minimum=0)
+            if fs is None:
+                fs = rows("ffn_up_shexp") or 0
+            hf.update(n_routed_experts=m("expert_count", required=True, minimum=1),
+                      num_experts_per_tok=m("expert_used_count", required=True, minimum=1),
+                      moe_intermediate_size=fe, moe_shared_expert_intermediate_size=fs,
+                      n_shared_experts=m("expert_shared_count", 1 if fs else 0, minimum=0),
+                      norm_topk_prob=m("expert_weights_norm", False, kind=bool),
+                      routed_scaling_factor=m("expert_weights_scale", 1.0, kind=float),
+                      n_group=m("expert_group_count", 1) or 1, topk_group=m("expert_group_used_count", 1) or 1)
+        return hf
+    # granitehybrid
+    hf["rms_norm_eps"] = m("attention.layer_norm_rms_epsilon", required=True, kind=float)
+    if inner % D:
+        raise GGUFError(f"{p}: metadata '{arch}.ssm.inner_size' = {inner} is not a multiple of "
+                        f"'{arch}.embedding_length' = {D} (Granite's Mamba expands the hidden state by a whole factor)")
+    E = m("expert_count", 0, minimum=0)
+    F = m("feed_forward_length", minimum=1)
+    fs = m("expert_shared_feed_forward_length", minimum=0)
+    if E:
+        fe = F if F is not None else rows("ffn_up_exps", 1)
+        if fe is None:
+            raise GGUFError(f"{p}: neither metadata '{arch}.feed_forward_length' nor a tensor "
+                            f"'blk.N.ffn_up_exps.weight' gives the experts' width")
+        if fs is None:
+            fs = rows("ffn_up_shexp")
+            if fs is None:
+                raise GGUFError(f"{p}: metadata '{arch}.expert_shared_feed_forward_length' is missing and no tensor "
+                                f"'blk.N.ffn_up_shexp.weight' gives the shared MLP's width (Granite 4.0-H holds one "
+                                f"beside the experts on every layer)")
+        hf.update(num_local_experts=E, num_experts_per_tok=m("expert_used_count", required=True, minimum=1),
+                  intermediate_size=fe, shared_intermediate_size=fs)
+    else:
+        width = fs or F
+        if not width:
+            raise GGUFError(f"{p}: metadata '{arch}.feed_forward_length' (or 'expert_shared_feed_forward_length') is "
+                            f"missing: the width of a dense {arch} file's MLP")
+        if fs and F and fs != F:
+            _notice(hf, f"{p}: '{arch}.feed_forward_length' = {F} but the shared MLP is {fs} wide "
+                        f"('{arch}.expert_shared_feed_forward_length'): priced at {fs} (llama.cpp's loader sizes a "
+                        f"dense file's MLP by feed_forward_length and would refuse this file)", stacklevel=4)
+        hf.update(num_local_experts=0, num_experts_per_tok=0, intermediate_size=F or width,
+                  shared_intermediate_size=width)
+    rope = m("rope.scaling.finetuned", True, kind=bool)
+    rd = m("rope.dimension_count")
+    if rope and rd and rd != hd:
+        hf["partial_rotary_factor"] = rd / hd
+    hf.update(model_type="granitemoehybrid", num_hidden_layers=L,
+              layer_types=["mamba" if k == "M" else "attention" for k in kinds],
+              mamba_n_heads=Hs, mamba_d_head=inner // Hs, mamba_n_groups=G, mamba_d_state=N, mamba_d_conv=K,
+              mamba_expand=inner // D, mamba_conv_bias=conv_bias, mamba_proj_bias=proj_bias,
+              position_embedding_type="rope" if rope else "nope",
+              embedding_multiplier=m("embedding_scale", 0.0, kind=float) or 1.0,
+              residual_multiplier=m("residual_scale", 0.0, kind=float) or 1.0,
+              attention_multiplier=m("attention.scale", 0.0, kind=float) or 1.0 / hd ** 0.5,
+              logits_scaling=m("logit_scale", 0.0, kind=float) or 1.0)
+    return hf
+
+
+def _notice(hf: dict, text: str, stacklevel: int = 3) -> None:
     """A value the file does not state and glmbench assumed: kept in the config (`gguf_assumed`,
-    measured records carry it) and shown once as a warning."""
+    measured records carry it) and shown once as a warning (`stacklevel`: hf_config's caller's line)."""
     hf.setdefault("gguf_assumed", []).append(text)
-    warnings.warn(text, GGUFNotice, stacklevel=3)
+    warnings.warn(text, GGUFNotice, stacklevel=stacklevel)
 
 
 class GGUFNotice(UserWarning):
@@ -843,6 +1066,13 @@ def gguf_name(hf_name: str, arch: str, n_blocks: int, _maps={}) -> str | None:
         return gguf_name(hf_name[: -len("dt_bias")] + "dt_proj.bias", arch, n_blocks)
     if hf_name.endswith(".linear_attn.A_log"):   # ssm_a (llama.cpp's LLM_TENSOR_SSM_A_NOSCAN): no suffix
         w = gguf_name(hf_name + ".weight", arch, n_blocks)
+        return None if w is None else w[: -len(".weight")]
+    # Mamba-2's in_proj and D (skip per head; ssm_d, no suffix either), by the name TensorNameMap knows them
+    # under (Granite's `mamba.`; glmbench's canonical `linear_attn.` is Qwen3-Next's, whose in_proj is split)
+    if hf_name.endswith(".linear_attn.in_proj.weight"):
+        return gguf_name(hf_name.replace(".linear_attn.", ".mamba."), arch, n_blocks)
+    if hf_name.endswith(".linear_attn.D"):
+        w = gguf_name(hf_name.replace(".linear_attn.", ".mamba.") + ".weight", arch, n_blocks)
         return None if w is None else w[: -len(".weight")]
     if hf_name.endswith("_proj_bias"):   # GPT-OSS's expert biases (mlp.experts.gate_proj_bias): ffn_*_exps.bias
         w = gguf_name(hf_name[: -len("_bias")], arch, n_blocks)
@@ -1043,14 +1273,19 @@ def expected_gguf_tensors(g: GGUFFile, shapes: dict, n_layers: int) -> dict:
                                 f"{name.replace('ssm_in', 'attn_gate')!r}) is missing (HF {hf!r})")
             raise GGUFError(f"{g.path}: tensor {name!r} is missing (HF {hf!r}, shape {tuple(shape)} from the config)")
         # (ERNIE-4.5's score-correction bias is stored [1, E], as HF holds it: the same E values; a Gated
-        # DeltaNet's depthwise conv1d [C, 1, K] squeezed to [C, K] by the converter; Command-R+'s per-head q/k
-        # LayerNorm weights [heads, head_dim] as HF holds them, flat in the config)
+        # DeltaNet's or Mamba-2's depthwise conv1d [C, 1, K] squeezed to [C, K] by the converter; Command-R+'s
+        # per-head q/k LayerNorm weights [heads, head_dim] as HF holds them, flat in the config; Mamba-2's A and
+        # D [H, 1] (conversion/mamba.py Mamba2Model), its gated norm [groups, d_inner / groups])
         fs = tuple(ts[name].shape)
         if fs != tuple(shape) and not (
                 hf.endswith(".e_score_correction_bias") and fs == (1, *shape)) and not (
                 hf.endswith(".linear_attn.conv1d.weight") and len(shape) == 3 and shape[1] == 1
                 and fs == (shape[0], shape[2])) and not (
                 hf.endswith(("self_attn.q_norm.weight", "self_attn.k_norm.weight")) and len(shape) == 1
+                and len(fs) == 2 and fs[0] * fs[1] == shape[0]) and not (
+                hf.endswith((".linear_attn.A_log", ".linear_attn.D")) and len(shape) == 1
+                and fs == (shape[0], 1)) and not (
+                hf.endswith(".linear_attn.norm.weight") and arch in MAMBA_ARCHITECTURES and len(shape) == 1
                 and len(fs) == 2 and fs[0] * fs[1] == shape[0]):
             raise GGUFError(f"{g.path}: tensor {name!r} has shape {tuple(ts[name].shape)}, the config "
                             f"({hf!r}) expects {tuple(shape)}")

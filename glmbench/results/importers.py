@@ -403,7 +403,19 @@ _HF_TO_ARCH = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2"
                "phi3": "phi3", "glm4": "glm4", "llama4_text": "llama4", "minimax_m2": "minimax-m2",
                "ernie4_5_moe": "ernie4_5-moe", "qwen2_moe": "qwen2moe", "qwen3_next": "qwen3next",
                "qwen3_5_text": "qwen35", "qwen3_5": "qwen35", "qwen3_5_moe_text": "qwen35moe", "qwen3_5_moe": "qwen35moe",
-               "cohere": "command-r", "cohere2": "cohere2"}
+               "cohere": "command-r", "cohere2": "cohere2", "nemotron_h": "nemotron_h",
+               "granitemoehybrid": "granitehybrid"}
+# model_types whose MoE models llama.cpp names apart: the converter writes a Nemotron-H config with experts
+# (num_experts_per_tok: Nemotron 3 Nano) as nemotron_h_moe, the dense ones (Nemotron-H 8B, Nemotron-Nano-9B-v2)
+# as nemotron_h (conversion/nemotron.py NemotronHModel)
+_MOE_ARCH = {"nemotron_h": "nemotron_h_moe"}
+# llama.cpp's size labels for these (src/models/nemotron-h.cpp load_arch_hparams: by the layer count alone,
+# 52 -> "31B.A3.5B", 56 -> "9B"; granite-hybrid.cpp: by the hidden size, 1536 -> "7B.A1B" when
+# feed_forward_length is 512, 2048 / 2560 -> "3B", 4096 -> "32B.A9B"): "nemotron_h_moe 31B.A3.5B" is
+# Nemotron 3 Nano, "nemotron_h 9B" Nemotron-Nano-9B-v2, "granitehybrid 32B.A9B" / "7B.A1B" / "3B" Granite
+# 4.0-H Small / Tiny / Micro. Nemotron-H 8B's 52 layers print as "nemotron_h 31B.A3.5B" too (the label
+# llama.cpp meant for Nemotron 3 Nano): its row is told by the parameter count llama-bench prints beside it
+# (8.10 B); a row without one (the size label alone) matches no built-in rather than a wrong one
 # llama.cpp architectures that are a vision-language model's text layers: the GGUF llama-bench runs holds only
 # those (the vision tower is the separate mmproj file), the same layers as the text model's architecture
 # (Qwen3-VL's text config: Qwen3's / Qwen3-MoE's layers, longer native context; Qwen2-VL / Qwen2.5-VL: Qwen2's).
@@ -412,7 +424,10 @@ PARAMS_TOLERANCE = 0.03   # a built-in matches llama-bench's params count within
 _TIE = 0.005              # built-ins whose counts are within 0.5% of each other are one candidate set
 
 
-def _arch_of(model_type: str) -> str:
+def _arch_of(model_type: str, moe: bool = False) -> str:
+    """llama.cpp's architecture name of HF `model_type` (`moe`: the config has experts, _MOE_ARCH)."""
+    if moe and model_type in _MOE_ARCH:
+        return _MOE_ARCH[model_type]
     return _HF_TO_ARCH.get(model_type, model_type.replace("_", ""))
 
 
@@ -453,7 +468,7 @@ def _builtins() -> dict:
         for n in names:
             try:
                 c = configs.load(n)
-                info[n] = (_arch_of(c.model_type), _gguf_params(c))
+                info[n] = (_arch_of(c.model_type, bool(c.n_routed_experts)), _gguf_params(c))
             except (ValueError, TypeError, KeyError, OSError):
                 continue
         _BUILTIN_CACHE.update(names=names, info=info)
