@@ -57,6 +57,14 @@ TINY = {
                                        norm_topk_prob=True, layer_norm_epsilon=1e-5,
                                        layers_block_type=["linear_attention", "moe", "full_attention",
                                                           "linear_attention", "moe"]), "nemotron_h_moe"),
+    # Nemotron 3 Super's latent MoE: the experts on a 32-wide projection of the hidden state (ffn_latent_down / up)
+    "nemotron_latent": ("NemotronH", dict(_MAMBA, head_dim=16, mamba_num_heads=8, mamba_head_dim=16, ssm_state_size=16,
+                                          n_groups=2, conv_kernel=4, n_routed_experts=4, num_experts_per_tok=2,
+                                          moe_intermediate_size=32, moe_shared_expert_intermediate_size=48,
+                                          n_shared_experts=1, routed_scaling_factor=2.5, moe_latent_size=32,
+                                          norm_topk_prob=True, layer_norm_epsilon=1e-5,
+                                          layers_block_type=["linear_attention", "moe", "full_attention",
+                                                             "linear_attention", "moe"]), "nemotron_h_moe"),
     # Granite 4.0-H Tiny / Small: every layer a mixer and MoE beside a shared SwiGLU MLP; the multipliers
     "granite_moe": ("GraniteMoeHybrid", dict(_MAMBA, num_hidden_layers=4, num_local_experts=4, num_experts_per_tok=2,
                                              intermediate_size=32, shared_intermediate_size=48, mamba_n_heads=8,
@@ -74,7 +82,7 @@ TINY = {
                                                position_embedding_type="nope", rms_norm_eps=1e-5,
                                                layer_types=["mamba", "mamba", "attention", "mamba"]), "granitehybrid"),
 }
-PATTERN = {"nemotron_dense": "M-*M-", "nemotron_moe": "ME*ME"}
+PATTERN = {"nemotron_dense": "M-*M-", "nemotron_moe": "ME*ME", "nemotron_latent": "ME*ME"}
 # converter run as for the released files: its AutoConfig.from_pretrained refused, so it reads config.json
 _PRELUDE = r"""
 import transformers
@@ -253,6 +261,7 @@ _FFN_NAMES = {"mlp.gate_proj.weight": "ffn_gate.weight", "mlp.up_proj.weight": "
               "mlp.shared_experts.gate_proj.weight": "ffn_gate_shexp.weight",
               "mlp.shared_experts.up_proj.weight": "ffn_up_shexp.weight",
               "mlp.shared_experts.down_proj.weight": "ffn_down_shexp.weight",
+              "mlp.fc1_latent_proj.weight": "ffn_latent_down.weight", "mlp.fc2_latent_proj.weight": "ffn_latent_up.weight",
               "input_layernorm.weight": "attn_norm.weight", "post_attention_layernorm.weight": "ffn_norm.weight"}
 
 
@@ -385,9 +394,8 @@ def test_converted_file_keys_missing_or_bad(tmp):
         hf_with(g, base, **{"feed_forward_length": np.array([0, 32, 32, 0, 32, 32], np.uint32)})
     with pytest.raises(gguf_file.GGUFError, match="ssm.inner_size' = 124 is not a multiple"):
         hf_with(g, base, **{"ssm.inner_size": 124})
-    # Nemotron 3 Super's latent MoE: refused by name
-    with pytest.raises(gguf_file.GGUFError, match=f"'{a}.moe_latent_size' = 1024: Nemotron's latent MoE"):
-        hf_with(g, base, moe_latent_size=1024)
+    # Nemotron 3 Super's latent MoE: its width read
+    assert hf_with(g, base, moe_latent_size=1024)["moe_latent_size"] == 1024
     # widths the keys do not state: the tensors' rows; llama.cpp's defaults for the router's keys
     hf = hf_with(g, base, expert_feed_forward_length=None, expert_shared_feed_forward_length=None,
                  expert_weights_norm=None, expert_weights_scale=None, expert_group_count=None,

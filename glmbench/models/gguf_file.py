@@ -834,7 +834,7 @@ def _mamba(g: GGUFFile, m: _Meta, hf: dict, L: int, blocks: int) -> dict:
         where a file has one, as llama.cpp prefers it); the experts' count, top-k, width
         (expert_feed_forward_length, else the tensors' rows), the shared expert's width, expert_weights_norm
         (llama.cpp's default false) and _scale (routed_scaling_factor), expert_group_count / _used_count;
-        Nemotron 3 Super's latent MoE (moe_latent_size) is refused;
+        Nemotron 3 Super's latent MoE: moe_latent_size, its projections ffn_latent_down / ffn_latent_up;
       * Granite: experts (expert_count of feed_forward_length, the converter's intermediate_size) beside the
         shared SwiGLU MLP of expert_shared_feed_forward_length; a dense file (expert_count 0: Granite
         4.0-H-Micro) holds the shared MLP as ffn_gate / ffn_up / ffn_down, its width
@@ -935,11 +935,10 @@ def _mamba(g: GGUFFile, m: _Meta, hf: dict, L: int, blocks: int) -> dict:
         if widths:
             hf["intermediate_size"] = widths[0]
         if "E" in kinds:
+            # Nemotron 3 Super's latent MoE: the experts on a moe_latent_size-wide projection (ffn_latent_down/up)
             latent = m("moe_latent_size", 0, minimum=0)
             if latent:
-                raise GGUFError(f"{p}: metadata '{arch}.moe_latent_size' = {latent}: Nemotron's latent MoE (the "
-                                f"experts work in a {latent}-wide projection of the hidden state: Nemotron 3 Super) is "
-                                f"not modelled")
+                hf["moe_latent_size"] = latent
             fe = m("expert_feed_forward_length", minimum=1)
             if fe is None:
                 fe = rows("ffn_up_exps", 1)
@@ -1074,6 +1073,10 @@ def gguf_name(hf_name: str, arch: str, n_blocks: int, _maps={}) -> str | None:
     if hf_name.endswith(".linear_attn.D"):
         w = gguf_name(hf_name.replace(".linear_attn.", ".mamba.") + ".weight", arch, n_blocks)
         return None if w is None else w[: -len(".weight")]
+    if hf_name.endswith((".mlp.fc1_latent_proj.weight", ".mlp.fc2_latent_proj.weight")):
+        # Nemotron 3 Super's latent projections, by the name TensorNameMap knows (ffn_latent_down / _up)
+        return gguf_name(hf_name.replace("model.layers.", "backbone.layers.").replace(".mlp.", ".mixer."), arch,
+                         n_blocks)
     if hf_name.endswith("_proj_bias"):   # GPT-OSS's expert biases (mlp.experts.gate_proj_bias): ffn_*_exps.bias
         w = gguf_name(hf_name[: -len("_bias")], arch, n_blocks)
         return None if w is None else w[: -len(".weight")] + ".bias"
