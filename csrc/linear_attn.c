@@ -1,7 +1,8 @@
-/* linear_attn.c: the Gated DeltaNet layer's ops (Qwen3-Next / Qwen3.5 linear attention). The recurrence
- * runs one value head per OpenMP iteration, its tokens in order; the state is kept in the API's layout
- * [dk, dv] so every inner loop runs over dv, contiguous, and vectorises. The conv runs one output row
- * (token) per iteration, its inner loops over the channels. */
+/* linear_attn.c: the Gated DeltaNet layer's ops (Qwen3-Next / Qwen3.5 linear attention) and Mamba-2's
+ * selective scan (Nemotron-H / Granite-4.0-H). The recurrences run one (value) head per OpenMP iteration,
+ * its tokens in order; each state is kept in the API's layout ([dk, dv]; [P, N]) so every inner loop runs
+ * over its last axis, contiguous, and vectorises. The conv runs one output row (token) per iteration, its
+ * inner loops over the channels. */
 #include "linear_attn.h"
 
 #include <math.h>
@@ -102,8 +103,8 @@ int gb_gated_delta_rule(const float *q, const float *k, const float *v, const fl
     return GB_OK;
 }
 
-int gb_causal_conv1d(const float *x, const float *w, const float *state0, float *y, float *state, int64_t T, int64_t C,
-                     int64_t K, int silu) {
+int gb_causal_conv1d(const float *x, const float *w, const float *bias, const float *state0, float *y, float *state,
+                     int64_t T, int64_t C, int64_t K, int silu) {
     if (T < 1 || C < 1 || K < 1)
         return gb_error(GB_EVALUE, "causal_conv1d: T, channels and kernel size must be >= 1, got T=%ld C=%ld K=%ld", (long)T,
                         (long)C, (long)K);
@@ -128,7 +129,10 @@ int gb_causal_conv1d(const float *x, const float *w, const float *state0, float 
 #pragma omp parallel for schedule(static) if (T * K * C > 65536)
     for (int64_t t = 0; t < T; t++) {
         float *yr = y + t * C;
-        for (int64_t c = 0; c < C; c++) yr[c] = 0.0f;
+        if (bias)
+            memcpy(yr, bias, (size_t)C * sizeof(float)); /* Mamba-2's conv1d has a bias; the taps add onto it */
+        else
+            for (int64_t c = 0; c < C; c++) yr[c] = 0.0f;
         for (int64_t j = 0; j < K; j++) {
             const int64_t r = t + j; /* row of xx = [state0; x] */
             const float *src = r < P ? (state0 ? state0 + r * C : NULL) : x + (r - P) * C;
@@ -150,5 +154,133 @@ int gb_causal_conv1d(const float *x, const float *w, const float *state0, float 
             memset(state + r * C, 0, (size_t)C * sizeof(float));
     }
     gb_ws_free(wt);
+    return GB_OK;
+}
+
+/* Eight rows p .. p+7 of one head's state [P, N] for one token: S_i = src_i * dA + xd_i * B; out_i = S_i . C.
+ * src may be dst (the state updated in place) or the caller's state0 (the first token: read there, written
+ * here, one pass). The rows share the loads of B and C, and their eight sums are independent chains. */
+static inline void ssm_rows8(const float *src, float *dst, int64_t N, float dA, const float *xd, const float *Bt,
+                             const float *Ct, float *out) {
+    const float *r0 = src, *r1 = src + N, *r2 = src + 2 * N, *r3 = src + 3 * N;
+    const float *r4 = src + 4 * N, *r5 = src + 5 * N, *r6 = src + 6 * N, *r7 = src + 7 * N;
+    float *w0 = dst, *w1 = dst + N, *w2 = dst + 2 * N, *w3 = dst + 3 * N;
+    float *w4 = dst + 4 * N, *w5 = dst + 5 * N, *w6 = dst + 6 * N, *w7 = dst + 7 * N;
+    const float x0 = xd[0], x1 = xd[1], x2 = xd[2], x3 = xd[3], x4 = xd[4], x5 = xd[5], x6 = xd[6], x7 = xd[7];
+    float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f, a4 = 0.0f, a5 = 0.0f, a6 = 0.0f, a7 = 0.0f;
+#pragma omp simd reduction(+ : a0, a1, a2, a3, a4, a5, a6, a7)
+    for (int64_t n = 0; n < N; n++) {
+        const float b = Bt[n], c = Ct[n];
+        const float s0 = r0[n] * dA + x0 * b, s1 = r1[n] * dA + x1 * b;
+        const float s2 = r2[n] * dA + x2 * b, s3 = r3[n] * dA + x3 * b;
+        const float s4 = r4[n] * dA + x4 * b, s5 = r5[n] * dA + x5 * b;
+        const float s6 = r6[n] * dA + x6 * b, s7 = r7[n] * dA + x7 * b;
+        w0[n] = s0, w1[n] = s1, w2[n] = s2, w3[n] = s3;
+        w4[n] = s4, w5[n] = s5, w6[n] = s6, w7[n] = s7;
+        a0 += s0 * c, a1 += s1 * c, a2 += s2 * c, a3 += s3 * c;
+        a4 += s4 * c, a5 += s5 * c, a6 += s6 * c, a7 += s7 * c;
+    }
+    out[0] = a0, out[1] = a1, out[2] = a2, out[3] = a3;
+    out[4] = a4, out[5] = a5, out[6] = a6, out[7] = a7;
+}
+
+/* The same for one row (a head dim not a multiple of 8: its last rows) */
+static inline float ssm_row(const float *src, float *dst, int64_t N, float dA, float xd, const float *Bt, const float *Ct) {
+    float a = 0.0f;
+#pragma omp simd reduction(+ : a)
+    for (int64_t n = 0; n < N; n++) {
+        const float s = src[n] * dA + xd * Bt[n];
+        dst[n] = s;
+        a += s * Ct[n];
+    }
+    return a;
+}
+
+/* Tokens per chunk of the scan: a chunk's B and C rows (2 * tc * N floats) take ~16 KiB of L1, so a block
+ * of eight state rows (8 * N floats) runs through the chunk's tokens with everything it touches in L1,
+ * and the state goes to L2 and back once per chunk instead of once per token. (Blocks of 8 rows, the
+ * chunks and the copied B / C rows took Nemotron-H-8B's layer over 512 tokens from ~26 to ~40 GFLOP/s on
+ * one Zen 4 core, Granite-4.0-H-Small's to ~47: bench/results/ssm_scan_zen_s46_2026-12-06.md.) */
+#define SSM_TC_MAX 64
+static int64_t ssm_chunk_tokens(int64_t N) {
+    const int64_t tc = 2048 / N;
+    return tc < 1 ? 1 : tc > SSM_TC_MAX ? SSM_TC_MAX : tc;
+}
+
+int gb_ssm_scan(const float *x, const float *dt, const float *A, const float *B, const float *C, const float *D,
+                const float *dt_bias, const float *state0, float *y, float *state, int64_t T, int64_t H, int64_t P,
+                int64_t G, int64_t N, int dt_softplus, float dt_min, float dt_max) {
+    if (T < 1 || H < 1 || P < 1 || G < 1 || N < 1)
+        return gb_error(GB_EVALUE,
+                        "ssm_scan: T, heads, head dim, groups and d_state must be >= 1, got T=%ld H=%ld P=%ld G=%ld N=%ld",
+                        (long)T, (long)H, (long)P, (long)G, (long)N);
+    if (H % G)
+        return gb_error(GB_EVALUE, "ssm_scan: the heads (%ld) must be a multiple of the groups (%ld)", (long)H, (long)G);
+    if (isnan(dt_min) || isnan(dt_max) || dt_min > dt_max || dt_min == INFINITY || dt_max == -INFINITY)
+        return gb_error(GB_EVALUE,
+                        "ssm_scan: `dt_min` and `dt_max` must be numbers with dt_min <= dt_max, dt_min < inf and "
+                        "dt_max > -inf, got %g and %g",
+                        (double)dt_min, (double)dt_max);
+    const int64_t nst = gb_size_mul(gb_size_mul(H, P), N);
+    if (nst < 0 || gb_size_mul(gb_size_mul(T, H), P) < 0 || gb_size_mul(gb_size_mul(T, G), N) < 0 || gb_size_mul(T, nst) < 0)
+        return gb_error(GB_EVALUE, "ssm_scan: sizes too large");
+    const int64_t rep = H / G, PN = P * N, TC = ssm_chunk_tokens(N);
+    /* Each row p of a head's state is its own recurrence (x[t, h, p] in, y[t, h, p] out; d, B and C shared),
+     * so the rows may run through the tokens in any order of rows: per chunk of tokens, a block of rows
+     * takes every token of the chunk before the next block. Each state entry still sees the same float32
+     * operations in token order, so the bits do not depend on the chunking (nor on the threads). */
+#pragma omp parallel for schedule(static) if (H > 1 && gb_size_mul(T, nst) > 65536)
+    for (int64_t h = 0; h < H; h++) {
+        float *S = state + h * PN;
+        const float *S0 = S; /* the rows the first token reads: state0's own (one pass), or zeros here */
+        if (state0)
+            S0 = state0 + h * PN;
+        else
+            memset(S, 0, (size_t)PN * sizeof(float));
+        const float a = A[h], dskip = D ? D[h] : 0.0f, bias = dt_bias ? dt_bias[h] : 0.0f;
+        const int64_t g = h / rep;
+        float dd[SSM_TC_MAX], dA[SSM_TC_MAX], xd[8], acc[8];
+        /* with several groups, a chunk's B and C rows lie G * N floats apart (4 KiB for Nemotron-H-8B: all
+         * in the same L1 sets, which then thrash); they are copied here, side by side (TC * N <= 2048) */
+        _Alignas(64) float bc[2 * 2048];
+        const int copy = G > 1 && TC > 1;
+        for (int64_t t0 = 0; t0 < T; t0 += TC) {
+            const int64_t tn = T - t0 < TC ? T - t0 : TC;
+            const float *Bc = B + (t0 * G + g) * N, *Cc = C + (t0 * G + g) * N; /* row i at + i * ldb */
+            int64_t ldb = G * N;
+            if (copy && tn > 1) {
+                for (int64_t i = 0; i < tn; i++) {
+                    memcpy(bc + i * N, Bc + i * ldb, (size_t)N * sizeof(float));
+                    memcpy(bc + (tn + i) * N, Cc + i * ldb, (size_t)N * sizeof(float));
+                }
+                Bc = bc, Cc = bc + tn * N, ldb = N;
+            }
+            for (int64_t i = 0; i < tn; i++) {
+                float d = dt[(t0 + i) * H + h] + bias;
+                if (dt_softplus) d = d > 20.0f ? d : log1pf(expf(d)); /* torch's softplus, threshold 20 */
+                d = fminf(fmaxf(d, dt_min), dt_max);
+                dd[i] = d;
+                dA[i] = expf(d * a);
+            }
+            int64_t p = 0;
+            for (; p + 8 <= P; p += 8) /* blocks of 8 rows (the models' head dims: 64) */
+                for (int64_t i = 0; i < tn; i++) {
+                    const int64_t t = t0 + i;
+                    const float *xt = x + (t * H + h) * P + p, *Bt = Bc + i * ldb, *Ct = Cc + i * ldb;
+                    float *yt = y + (t * H + h) * P + p;
+                    for (int j = 0; j < 8; j++) xd[j] = dd[i] * xt[j];
+                    ssm_rows8((t ? S : S0) + p * N, S + p * N, N, dA[i], xd, Bt, Ct, acc);
+                    for (int j = 0; j < 8; j++) yt[j] = D ? acc[j] + dskip * xt[j] : acc[j];
+                }
+            for (; p < P; p++)
+                for (int64_t i = 0; i < tn; i++) {
+                    const int64_t t = t0 + i;
+                    const float xp = x[(t * H + h) * P + p];
+                    const float o =
+                        ssm_row((t ? S : S0) + p * N, S + p * N, N, dA[i], dd[i] * xp, Bc + i * ldb, Cc + i * ldb);
+                    y[(t * H + h) * P + p] = D ? o + dskip * xp : o;
+                }
+        }
+    }
     return GB_OK;
 }

@@ -33,8 +33,8 @@ _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 # works where the C core was not built.
 _CORE_API = {
     **{n: "glmbench.core.ops" for n in ("rms_norm", "layer_norm", "rope", "linear", "swiglu", "moe_route", "moe_experts", "moe",
-                                       "gated_delta_rule", "causal_conv1d", "set_num_threads", "get_num_threads", "workspace_bytes",
-                                       "reset_workspace_peak", "workspace_blocks")},
+                                       "gated_delta_rule", "causal_conv1d", "ssm_scan", "set_num_threads", "get_num_threads",
+                                       "workspace_bytes", "reset_workspace_peak", "workspace_blocks")},
     "KVCache": "glmbench.core.kvcache",
     **{n: "glmbench.core.attention" for n in ("gqa_attention", "mla_attention", "gqa_block", "mla_block")},
     "Model": "glmbench.models.model",

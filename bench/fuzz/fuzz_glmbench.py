@@ -380,7 +380,21 @@ def t_gated_delta_rule(R):
 def t_causal_conv1d(R):
     T, C, K = dim(R, 0), dim(R), dim(R, 1, 5)
     state = None if R.random() < 0.3 else arr(R, (K - 1, C))
-    return "causal_conv1d", [arr(R, (T, C)), arr(R, (C, K)), state, bool(R.random() < 0.5)], {}
+    args = [arr(R, (T, C)), arr(R, (C, K)), state, bool(R.random() < 0.5)]
+    if R.random() < 0.5:   # Mamba-2's conv has a bias (None: the Gated DeltaNet's, the 4-argument call)
+        args.append(None if R.random() < 0.2 else arr(R, (C,)))
+    return "causal_conv1d", args, {}
+
+
+def t_ssm_scan(R):
+    T, G, rep, P, N = dim(R, 0), dim(R, 1, 3), dim(R, 1, 3), dim(R), dim(R)
+    H = G * rep
+    A = -np.exp(arr(R, (H,), scale=0.5))   # decay rates < 0 and steps >= 0: a valid call stays finite
+    opt = lambda shape: None if R.random() < 0.3 else arr(R, shape)  # noqa: E731
+    lo = float(R.choice([0.0, 0.0, 1e-3]))
+    hi = float(R.choice([np.inf, np.inf, 0.1, 10.0]))
+    return "ssm_scan", [arr(R, (T, H, P)), arr(R, (T, H)), A, arr(R, (T, G, N)), arr(R, (T, G, N)), opt((H,)),
+                        opt((H, P, N)), opt((H,)), bool(R.random() < 0.8), lo, hi], {}
 
 
 def t_geglu_act(R):
@@ -583,7 +597,7 @@ def t_controls(R):
 TARGETS = {f.__name__[2:]: f for f in (t_rms_norm, t_layer_norm, t_rope, t_linear, t_hgemm, t_swiglu, t_moe_route, t_moe_experts, t_quantize,
                                         t_dequantize, t_qlinear, t_qrepack, t_qunpack, t_qgemm, t_qmoe,
                                         t_kdequantize, t_quantize_q8_K, t_klinear, t_krepack, t_klinear_packed, t_kmoe, t_geglu_act, t_silu_act,
-                                        t_gated_delta_rule, t_causal_conv1d,
+                                        t_gated_delta_rule, t_causal_conv1d, t_ssm_scan,
                                         t_gqa_attention, t_mla_attention, t_mla_attention_kb_vb, t_mla_kv_b_f32, t_layer_plan,
                                         t_layer_forward, t_kvcache, t_bench, t_controls)}
 

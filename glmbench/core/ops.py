@@ -370,15 +370,54 @@ def gated_delta_rule(q: np.ndarray, k: np.ndarray, v: np.ndarray, g: np.ndarray,
 
 
 def causal_conv1d(x: np.ndarray, weight: np.ndarray, state: np.ndarray | None = None, *,
-                  silu: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """The causal depthwise conv1d of Qwen3-Next / Qwen3.5's linear attention (HF nn.Conv1d(groups=C,
-    padding=K-1), first T outputs; step by step it is causal_conv1d_update). x [T, C]; weight [C, K] or
-    HF's conv1d.weight [C, 1, K]; state [K-1, C] (the previous K-1 inputs, oldest first) or None (zeros);
-    all float32. xx = concat(state, x); y[t, c] = sum_j weight[c, j] * xx[t + j, c], then y * sigmoid(y)
-    if silu. -> (y [T, C], the new state [K-1, C] = the last K-1 rows of xx): new arrays."""
+                  silu: bool = True, bias: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The causal depthwise conv1d of Qwen3-Next / Qwen3.5's linear attention and of Mamba-2's mixer (HF
+    nn.Conv1d(groups=C, padding=K-1), first T outputs; step by step it is causal_conv1d_update). x [T, C];
+    weight [C, K] or HF's conv1d.weight [C, 1, K]; state [K-1, C] (the previous K-1 inputs, oldest first)
+    or None (zeros); bias [C] or None (none: the Gated DeltaNet's conv; Mamba-2's has one,
+    use_conv_bias=True); all float32. xx = concat(state, x); y[t, c] = sum_j weight[c, j] * xx[t + j, c]
+    + bias[c], then y * sigmoid(y) if silu. -> (y [T, C], the new state [K-1, C] = the last K-1 rows of
+    xx): new arrays."""
     w = np.asarray(weight) if not isinstance(weight, np.ndarray) else weight
     if w.ndim == 3:
         if w.shape[1] != 1:
             raise ValueError(f"a 3-D `weight` must be HF's conv1d.weight [C, 1, K], got shape {w.shape}")
         w = w.reshape(w.shape[0], w.shape[2])
-    return _core.causal_conv1d(x, w, state, bool(silu))
+    if bias is None:
+        return _core.causal_conv1d(x, w, state, bool(silu))
+    return _core.causal_conv1d(x, w, state, bool(silu), bias)
+
+
+# ---- Mamba-2's selective scan (Nemotron-H / Granite-4.0-H hybrids) ---------------------------
+__all__ += ["ssm_scan"]
+
+
+def _real_arg(name: str, v) -> float:
+    """A real-number argument (Python or NumPy int or float, not bool), else TypeError naming it."""
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+        raise TypeError(f"`{name}` must be a number, got {v!r}")
+    return float(v)
+
+
+def ssm_scan(x: np.ndarray, dt: np.ndarray, A: np.ndarray, B: np.ndarray, C: np.ndarray,
+             D: np.ndarray | None = None, state: np.ndarray | None = None, *, dt_bias: np.ndarray | None = None,
+             dt_softplus: bool = True, dt_min: float = 0.0,
+             dt_max: float = float("inf")) -> tuple[np.ndarray, np.ndarray]:
+    """Mamba-2's selective state space scan (SSD), token by token in float32: HF transformers' Mamba-2
+    mixer (GraniteMoeHybridMambaLayer, NemotronH's mixer: its selective_state_update step, and equal in
+    math to its chunked scan) and llama.cpp's ggml_ssm_scan for Mamba-2.
+
+    x [T, H, P] (T tokens, H heads, P head dim); dt [T, H] (the time step before dt_bias and softplus);
+    A [H] (the decay rate, -exp(A_log), normally < 0); B, C [T, G, N] (G groups, N = d_state; H a multiple
+    of G: head h reads group h // (H // G)); D [H] or None (no skip); dt_bias [H] or None; state [H, P, N]
+    or None (zeros); all float32 (strided views are copied). Per token t and head h:
+        d = dt[t, h] + dt_bias[h]; d = softplus(d) if dt_softplus (torch's: d itself above 20);
+        d = min(max(d, dt_min), dt_max)              (HF's time_step_limit, default (0, inf): no clamp)
+        S[h] = S[h] * exp(d * A[h]) + d * outer(x[t, h], B[t, g])
+        y[t, h] = S[h] @ C[t, g] + D[h] * x[t, h]
+    -> (y [T, H, P], the final state [H, P, N]): new arrays; `state` is not modified. Splitting T into
+    pieces with the state carried gives the same bits as one call. One pass over each head's state per
+    token (the first token reads `state`, writes the new one); heads run on the C core's threads.
+    NaN/inf in an input, a bad shape or dtype, or dt_min > dt_max -> ValueError / TypeError naming it."""
+    return _core.ssm_scan(x, dt, A, B, C, D, state, dt_bias, bool(dt_softplus), _real_arg("dt_min", dt_min),
+                          _real_arg("dt_max", dt_max))

@@ -465,19 +465,46 @@ def gated_delta_rule(q, k, v, g, beta, state=None, *, scale=None, qk_l2norm=True
     return o, S
 
 
-def causal_conv1d(x, weight, state=None, *, silu=True):
-    """Causal depthwise conv1d over time (the Gated DeltaNet's conv, HF nn.Conv1d(groups=C, padding=K-1)
-    cut to the first T outputs) in float64. x [T, C]; weight [C, K] or [C, 1, K]; state [K-1, C] (the
-    previous inputs, oldest first) or None (zeros). -> (y [T, C], new state [K-1, C])."""
+def causal_conv1d(x, weight, state=None, *, silu=True, bias=None):
+    """Causal depthwise conv1d over time (the Gated DeltaNet's and Mamba-2's conv, HF nn.Conv1d(groups=C,
+    padding=K-1) cut to the first T outputs) in float64. x [T, C]; weight [C, K] or [C, 1, K]; state
+    [K-1, C] (the previous inputs, oldest first) or None (zeros); bias [C] or None (none), added before
+    the silu. -> (y [T, C], new state [K-1, C])."""
     x = _f64(x)
     w = _f64(weight)
     w = w.reshape(w.shape[0], w.shape[-1])
     T, C = x.shape
     K = w.shape[1]
     xx = np.concatenate([np.zeros((K - 1, C)) if state is None else _f64(state), x])
-    y = np.zeros((T, C))
+    y = np.zeros((T, C)) if bias is None else np.tile(_f64(bias), (T, 1))
     for j in range(K):
         y += w[:, j] * xx[j:j + T]
     if silu:
         y = y / (1.0 + np.exp(-y))
     return y, xx[T:].copy()
+
+
+# ---- Mamba-2's selective scan (Nemotron-H / Granite-4.0-H hybrids) ---------------------------
+def ssm_scan(x, dt, A, B, C, D=None, state=None, *, dt_bias=None, dt_softplus=True, dt_min=0.0,
+             dt_max=float("inf")):
+    """Mamba-2's selective scan in float64, token by token (HF's selective_state_update once per token).
+    x [T, H, P]; dt [T, H]; A [H]; B, C [T, G, N] (head h reads group h // (H // G)); D, dt_bias [H] or
+    None; state [H, P, N] or None (zeros). d = dt + dt_bias, softplus (torch's threshold 20) if
+    dt_softplus, clamped to [dt_min, dt_max]; S = S exp(d A) + d x B^T; y = S C + D x.
+    -> (y [T, H, P], final state [H, P, N])."""
+    x, dt, A, B, C = _f64(x), _f64(dt), _f64(A), _f64(B), _f64(C)
+    T, H, P = x.shape
+    G, N = B.shape[1], B.shape[2]
+    B, C = np.repeat(B, H // G, axis=1), np.repeat(C, H // G, axis=1)   # [T, H, N]
+    S = np.zeros((H, P, N)) if state is None else _f64(state).copy()
+    y = np.zeros((T, H, P))
+    for t in range(T):
+        d = dt[t] + (0.0 if dt_bias is None else _f64(dt_bias))
+        if dt_softplus:
+            d = np.where(d > 20.0, d, np.log1p(np.exp(np.minimum(d, 20.0))))
+        d = np.minimum(np.maximum(d, dt_min), dt_max)
+        S = S * np.exp(d * A)[:, None, None] + (d[:, None] * x[t])[:, :, None] * B[t][:, None, :]
+        y[t] = np.einsum("hpn,hn->hp", S, C[t])
+        if D is not None:
+            y[t] += _f64(D)[:, None] * x[t]
+    return y, S
