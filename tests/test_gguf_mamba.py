@@ -311,8 +311,7 @@ def test_converted_file_bytes_on_the_hf_names(tmp, family):
 @needs_converter
 @pytest.mark.slow
 def test_converted_file_priced_end_to_end(tmp):
-    """`glmbench sweep --model FILE`: records priced from the file's own bytes; glmbench.Model refuses the
-    file's Mamba layers (llama.cpp's layout) with what to give instead."""
+    """`glmbench sweep --model FILE`: records priced from the file's own bytes."""
     from glmbench.models import checkpoint
     from glmbench.predict import costmodel as cm
     for family in TINY:
@@ -326,8 +325,6 @@ def test_converted_file_priced_end_to_end(tmp):
         host = ts["token_embd.weight"].n_bytes if "output.weight" in ts else 0
         assert cm.memory(s, 1024).cards[0].weights == cfg.file_weights.model_bytes - host > 0
         assert cm.decode(s, 4096).seconds > 0 and cm.prefill(s, 512, 0).seconds > 0
-        with pytest.raises(ValueError, match="llama.cpp's layout"):
-            checkpoint.load_model(p)
     out = os.path.join(tmp, "sweep.json")
     r = subprocess.run([sys.executable, "-m", "glmbench", "sweep", "--model", files["q8_0"], "-q", "--cards", "1",
                         "--tests", "tg,pp,mem", "--out", out], capture_output=True, text=True,
@@ -338,6 +335,31 @@ def test_converted_file_priced_end_to_end(tmp):
     recs = recs if isinstance(recs, list) else recs["records"]
     assert {x["model"] for x in recs} == {"granite_dense-q8_0"} and {x["weights"] for x in recs} == {"q8_0"}
     assert {x["test"] for x in recs} == {"tg", "pp", "mem"} and all(x["fits"] for x in recs)
+
+
+@needs_converter
+@pytest.mark.slow
+@pytest.mark.parametrize("family", list(TINY))
+def test_converted_file_runs_as_stored(tmp, family):
+    """glmbench.Model runs the converter's file: the Mamba-2 tensors back in HF's form (A_log from
+    A = -exp(A_log), the reshaped D / norm / conv), q / k un-permuted; the F16 file's logits equal (to
+    float32 rounding) the HF folder's run with its matrices in f16, and the Q8_0 file's, run as stored
+    (q8_0 blocks), the HF folder's quantized to q8_0 by glmbench (the same blocks: gguf's quantizer)."""
+    from glmbench.models import checkpoint
+    from glmbench.core.quant import QTensor
+    folder, files = _converted(family, tmp)
+    ids = np.arange(1, 14) * 7 % 160
+    ref_m = checkpoint.load_model(folder, weights="f16", kv="f32", max_context=64)
+    ref = ref_m.prefill(ids)
+    f16 = checkpoint.load_model(files["f16"], kv="f32", max_context=64)
+    got = f16.prefill(ids)
+    assert np.abs(got - ref).max() <= 1e-4 * np.abs(ref).max()
+    assert np.abs(f16.decode(5) - ref_m.decode(5)).max() <= 1e-4 * np.abs(ref).max()
+    q8 = checkpoint.load_model(files["q8_0"], kv="f32", max_context=64)
+    lin = q8.layers[q8.config.linear_layers[0]].w["linear_attn.in_proj.weight"]
+    assert isinstance(lin, QTensor) and lin.fmt == "q8_0"
+    want = checkpoint.load_model(folder, weights="q8_0", kv="f32", max_context=64).prefill(ids)
+    assert np.abs(q8.prefill(ids) - want).max() <= 1e-4 * np.abs(want).max()
 
 
 @needs_converter

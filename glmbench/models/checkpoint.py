@@ -18,7 +18,10 @@ phi3's fused attn_qkv and ffn_up split into q/k/v and gate/up rows (gguf_file.Ro
 Mixtral files' per-expert ffn_gate.E / ffn_up.E / ffn_down.E stacked (gguf_file.PerExpert);
 deepseek2's split attn_k_b / attn_v_b: kept split as stored (core.attention.KVBSplit) when either is
 quantized in an executable block format (q5_0 as its exact q8_0 twin), else joined back into kv_b_proj
-(bf16/f16 when both are stored so, else f32: q4_1/q5_1 and the other types dequantized); gemma2/gemma3 norm weights stored as 1 + w. A split GGUF is given by its first
+(bf16/f16 when both are stored so, else f32: q4_1/q5_1 and the other types dequantized); gemma2/gemma3 norm weights stored as 1 + w;
+the Mamba-2 hybrids' (nemotron_h, nemotron_h_moe, granitehybrid) ssm_a = -exp(A_log), A / D as [H, 1], the
+gated norm as [groups, d_inner / groups], conv1d squeezed (_mamba_tensor), and their q / k rows permuted as
+llama's (the Gated DeltaNet hybrids' GGUFs are refused as weights: their layout is not undone). A split GGUF is given by its first
 part (gguf_file.read loads every part); llama3 rope scaling stored as rope_freqs.weight is read
 into the config by gguf_file.hf_config (rope_type "freq_factors").
 
@@ -134,7 +137,7 @@ def _safetensors_folder(folder: str) -> dict:
 # ---- GGUF ------------------------------------------------------------------------------------------
 def _gguf_state_dict(path: str):
     cfg = configs.load_gguf(path)
-    if cfg.linear_layers:
+    if cfg.linear_layers and cfg.linear_kind != "mamba2":
         # llama.cpp's converter stores a Gated DeltaNet layer's tensors in its own form (A as -exp(A_log),
         # the norms as 1 + w, the value heads reordered, conv1d squeezed; conversion/qwen.py): not undone here
         raise CheckpointError(f"{path}: a GGUF of the hybrid model {cfg.name} ({cfg.model_type}) holds its linear "
@@ -176,7 +179,9 @@ def _gguf_state_dict(path: str):
         a = _tensor(g, t, converted)
         if isinstance(names[0], gguf_file.RowSlice):   # phi3's fused attn_qkv / ffn_up: this tensor's rows
             a = a[names[0].start:names[0].stop]
-        if arch == "llama" and hf.endswith(("self_attn.q_proj.weight", "self_attn.k_proj.weight")):
+        if hf.split(".", 3)[-1].startswith("linear_attn."):   # a Mamba-2 layer's tensors in the converter's form
+            a = _mamba_tensor(g, hf, names[0], a, shapes[hf], converted)
+        if arch in _PERMUTED and hf.endswith(("self_attn.q_proj.weight", "self_attn.k_proj.weight")):
             n_head = cfg.n_heads if hf.endswith("q_proj.weight") else cfg.n_kv_heads
             a = _unpermute(a, n_head)
         if arch in ("gemma2", "gemma3") and hf.endswith("norm.weight"):
@@ -186,6 +191,27 @@ def _gguf_state_dict(path: str):
         lst = "; ".join(f"{k}: {len(v)} tensor(s), e.g. {v[0]!r}" for k, v in sorted(converted.items()))
         warnings.warn(f"{path}: ggml types run dequantized to f32 (not executed as stored): {lst}", stacklevel=3)
     return cfg, sd
+
+
+# architectures whose q / k rows the converter permuted (LlamaModel.permute; conversion/granite.py's
+# GraniteHybridModel and NemotronHModel keep undo_permute = True, though they apply no rope)
+_PERMUTED = ("llama", "granitehybrid", "nemotron_h", "nemotron_h_moe")
+
+
+def _mamba_tensor(g, hf: str, name: str, a, shape: tuple, converted):
+    """A Mamba-2 tensor back in HF's form (conversion/mamba.py Mamba2Model.modify_tensors undone): ssm_a
+    holds A = -exp(A_log) (A_log = log(-A)); A and D stored [H, 1], the gated norm [groups, d_inner /
+    groups], conv1d squeezed to [C, K]: reshaped to the config's shapes. Matrices pass as stored."""
+    if hf.endswith(".linear_attn.A_log"):
+        A = _dequant(g, name, converted).reshape(shape).astype(np.float64)
+        if not (A < 0).all():
+            raise CheckpointError(f"{g.path}: tensor {name!r} (A = -exp(A_log)) holds a value >= 0; "
+                                  f"A_log cannot be recovered")
+        return np.log(-A).astype(np.float32)
+    if hf.endswith((".linear_attn.D", ".linear_attn.dt_bias", ".linear_attn.norm.weight", ".linear_attn.conv1d.weight",
+                    ".linear_attn.conv1d.bias")):
+        return np.ascontiguousarray(_dequant(g, name, converted).reshape(shape))
+    return a
 
 
 # attn_k_b / attn_v_b types kept split and read as stored (q5_0 as its exact q8_0 twin, _q5_0_as_q8_0)

@@ -611,8 +611,14 @@ def _time_step_limit(cfg) -> tuple:
     (0, inf): none)."""
     hf = getattr(cfg, "hf", None) or {}
     lim = hf.get("time_step_limit", hf.get("mamba_dt_limit", (0.0, float("inf"))))
+
+    def num(v):   # transformers 5 writes infinity in config.json as {"__float__": "Infinity"}
+        v = v.get("__float__") if isinstance(v, dict) else v
+        if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+            raise TypeError
+        return float(v)
     try:
-        lo, hi = (float(v) for v in lim)
+        lo, hi = (num(v) for v in lim)
     except (TypeError, ValueError):
         raise ValueError(f"config field `time_step_limit` must be a pair of numbers, got {lim!r}") from None
     return lo, hi
@@ -711,6 +717,9 @@ def _layer_from_hf(cfg, index: int, kind: str, src: Mapping, fmt: str) -> Layer:
             experts = {n: get(n) for n in _EXPERTS}
         elif not cfg.mlp_gated and p + "mlp.experts.up_proj" in src:   # Nemotron-H's ungated experts
             experts = {n: get(n) for n in _EXPERTS[1:]}
+        elif not cfg.mlp_gated and p + "mlp.experts.0.up_proj.weight" in src:   # ... one module per expert (its files)
+            experts = {f"mlp.experts.{part}_proj": np.stack([get(f"mlp.experts.{e}.{part}_proj.weight")
+                                                             for e in range(E)]) for part in ("up", "down")}
         elif p + "mlp.experts.0.gate_proj.weight" in src:  # transformers 4.x: one module per expert
             experts = {f"mlp.experts.{part}_proj": np.stack([get(f"mlp.experts.{e}.{part}_proj.weight")
                                                              for e in range(E)]) for part in ("gate", "up", "down")}
@@ -754,7 +763,8 @@ def mamba_state_dict(cfg, src: Mapping) -> dict:
     """A Nemotron-H or Granite 4.0-H state dict under the names the layers hold (ModelConfig.tensor_shapes):
     HF's NemotronH ({model, backbone}.embeddings, layers.N.norm, layers.N.mixer.*, norm_f) and
     GraniteMoeHybrid (layers.N.mamba.*, shared_mlp.input_linear = gate rows then up rows,
-    output_linear, block_sparse_moe.router / experts) renamed; the arrays themselves (row views where
+    output_linear, block_sparse_moe.router / experts, or the released files' router.layer and
+    input_linear / output_linear) renamed; the arrays themselves (row views where
     a fused matrix is split), no copies. Names already in glmbench's form pass through."""
     out = {}
     nem = cfg.model_type == "nemotron_h"
@@ -785,10 +795,14 @@ def mamba_state_dict(cfg, src: Mapping) -> dict:
         else:
             if rest.startswith("mamba."):
                 rest = "linear_attn." + rest[len("mamba."):]
-            elif rest == "block_sparse_moe.router.weight":
+            elif rest in ("block_sparse_moe.router.weight", "block_sparse_moe.router.layer.weight"):
                 rest = "mlp.gate.weight"
             elif rest.startswith("block_sparse_moe.experts."):
                 rest = "mlp.experts." + rest[len("block_sparse_moe.experts."):]
+            elif rest == "block_sparse_moe.input_linear.weight":    # the released files: [E, 2F, D], gate rows first
+                rest = "mlp.experts.gate_up_proj"
+            elif rest == "block_sparse_moe.output_linear.weight":
+                rest = "mlp.experts.down_proj"
             elif rest in ("shared_mlp.input_linear.weight", "shared_mlp.output_linear.weight"):
                 base = "mlp.shared_experts." if cfg.n_routed_experts else "mlp."
                 if rest.endswith("output_linear.weight"):
