@@ -120,3 +120,19 @@ def convert(folder, out, outtype="f16", *, split_max_tensors: int | None = None,
             raise RuntimeError(f"the converter wrote no split parts for {out}:\n{r.stderr[-2000:]}")
         return parts[0]
     return os.fspath(out)
+
+
+def hf_config_with(g, base: dict, **meta) -> dict:
+    """glmbench's gguf_file.hf_config of the read file `g` with its metadata reset to `base` and then each
+    `meta` key (without the architecture prefix) set, or deleted where None: one converted file, many
+    variants of its metadata, nothing rewritten."""
+    from glmbench.models import gguf_file
+    g.metadata.clear()
+    g.metadata.update(base)
+    for k, v in meta.items():
+        k = f"{g.architecture}.{k}"
+        if v is None:
+            del g.metadata[k]
+        else:
+            g.metadata[k] = v
+    return gguf_file.hf_config(g)

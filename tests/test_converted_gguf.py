@@ -384,14 +384,7 @@ def test_hybrid_file_layer_flags_and_missing_keys(tmp):
     base = dict(g.metadata)
 
     def hf_with(**meta):
-        g.metadata.clear()
-        g.metadata.update(base)
-        for k, v in meta.items():
-            if v is None:
-                del g.metadata["qwen35." + k]
-            else:
-                g.metadata["qwen35." + k] = v
-        return gguf_file.hf_config(g)
+        return lc.hf_config_with(g, base, **meta)
 
     rec = "attention.recurrent_layers"
     assert base["qwen35." + rec].tolist() == [True, False, True, False, False]
@@ -492,16 +485,7 @@ def test_cohere_file_window_pattern_and_missing_keys(tmp):
     g = gguf_file.read(files["f16"])
     base = dict(g.metadata)
 
-    def hf_with(g, base, **meta):
-        g.metadata.clear()
-        g.metadata.update(base)
-        for k, v in meta.items():
-            k = f"{g.architecture}.{k}"
-            if v is None:
-                del g.metadata[k]
-            else:
-                g.metadata[k] = v
-        return gguf_file.hf_config(g)
+    hf_with = lc.hf_config_with
 
     def windowed(hf):
         return configs.from_hf(hf, "gguf").windowed_layers

@@ -391,16 +391,7 @@ def test_converted_file_keys_missing_or_bad(tmp):
     base = dict(g.metadata)
     a = g.architecture
 
-    def hf_with(g, base, **meta):
-        g.metadata.clear()
-        g.metadata.update(base)
-        for k, v in meta.items():
-            k = f"{g.architecture}.{k}"
-            if v is None:
-                del g.metadata[k]
-            else:
-                g.metadata[k] = v
-        return gguf_file.hf_config(g)
+    hf_with = lc.hf_config_with
 
     assert hf_with(g, base)["hybrid_override_pattern"] == "ME*ME"
     for k in ("ssm.conv_kernel", "ssm.state_size", "ssm.group_count", "ssm.time_step_rank", "ssm.inner_size",

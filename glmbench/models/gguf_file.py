@@ -708,17 +708,7 @@ def _hybrid(g: GGUFFile, m: _Meta, hf: dict, L: int, blocks: int, hd: int, rd: i
         # convert_hf_to_gguf.py --mtp writes the MTP block alone (a draft model for llama.cpp's MTP decoding)
         raise GGUFError(f"{g.path}: holds only the {blocks - L} multi-token-prediction block(s) of a {L}-layer "
                         f"{arch} model (a draft file: no tensor {blk(0, 'attn_norm')!r}); give the model's own file")
-    K = m("ssm.conv_kernel", required=True, minimum=1)
-    dk = m("ssm.state_size", required=True, minimum=1)
-    Hk = m("ssm.group_count", required=True, minimum=1)
-    Hv = m("ssm.time_step_rank", required=True, minimum=1)
-    inner = m("ssm.inner_size", required=True, minimum=1)
-    if inner % Hv:
-        raise GGUFError(f"{g.path}: metadata '{arch}.ssm.inner_size' = {inner} is not a multiple of "
-                        f"'{arch}.ssm.time_step_rank' = {Hv} (the value heads)")
-    if Hv % Hk:
-        raise GGUFError(f"{g.path}: metadata '{arch}.ssm.time_step_rank' = {Hv} (value heads) is not a multiple "
-                        f"of '{arch}.ssm.group_count' = {Hk} (key heads)")
+    K, dk, Hk, Hv, inner = _ssm_sizes(g, m, "value heads", "key heads")
     key = f"{arch}.attention.recurrent_layers"
     flags = g.get(key)
     if flags is not None:
@@ -748,6 +738,25 @@ def _hybrid(g: GGUFFile, m: _Meta, hf: dict, L: int, blocks: int, hd: int, rd: i
     if arch == "qwen3next":
         hf.update(decoder_sparse_step=1, mlp_only_layers=[i for i in range(L) if blk(i, "ffn_gate_inp") not in ts])
     return hf
+
+
+def _ssm_sizes(g: GGUFFile, m: _Meta, heads: str, groups: str) -> tuple:
+    """(conv_kernel, state_size, group_count, time_step_rank, inner_size) of a hybrid's ssm.* keys, all five
+    required as llama.cpp's get_key requires them; inner_size a multiple of the heads (time_step_rank) and
+    they of the groups, else a GGUFError naming the keys (`heads`, `groups`: what the family calls them)."""
+    arch = g.architecture
+    K = m("ssm.conv_kernel", required=True, minimum=1)
+    N = m("ssm.state_size", required=True, minimum=1)
+    G = m("ssm.group_count", required=True, minimum=1)
+    H = m("ssm.time_step_rank", required=True, minimum=1)
+    inner = m("ssm.inner_size", required=True, minimum=1)
+    if inner % H:
+        raise GGUFError(f"{g.path}: metadata '{arch}.ssm.inner_size' = {inner} is not a multiple of "
+                        f"'{arch}.ssm.time_step_rank' = {H} ({heads})")
+    if H % G:
+        raise GGUFError(f"{g.path}: metadata '{arch}.ssm.time_step_rank' = {H} ({heads}) is not a multiple of "
+                        f"'{arch}.ssm.group_count' = {G} ({groups})")
+    return K, N, G, H, inner
 
 
 def _cohere(g: GGUFFile, m: _Meta, hf: dict, L: int) -> dict:
@@ -843,23 +852,13 @@ def _mamba(g: GGUFFile, m: _Meta, hf: dict, L: int, blocks: int) -> dict:
         attention.scale (absent: llama.cpp's 1 / sqrt(head dim), 1 for the others); rope iff
         rope.scaling.finetuned (llama.cpp's default true when absent; the converter writes false for every
         Granite 4.0-H: position_embedding_type "nope").
-    The tensors' conventions (ssm_a = -exp(A_log) [H, 1] and ssm_d [H, 1] without `.weight`, ssm_conv1d
-    [C, K], ssm_norm [groups, d_inner / groups], the split shared MLP) are undone by expected_gguf_tensors;
-    the values stay as stored (these families are priced, not run)."""
+    The tensors' names and shapes (ssm_a = -exp(A_log) [H, 1] and ssm_d [H, 1] without `.weight`,
+    ssm_conv1d [C, K], ssm_norm [groups, d_inner / groups], the split shared MLP) are mapped by
+    expected_gguf_tensors; models/checkpoint.py undoes the values' conventions to run the file."""
     arch, ts, p = g.architecture, g.tensors, g.path
     blk = lambda i, n: f"blk.{i}.{n}.weight"
     D, H = hf["hidden_size"], hf["num_attention_heads"]
-    K = m("ssm.conv_kernel", required=True, minimum=1)
-    N = m("ssm.state_size", required=True, minimum=1)
-    G = m("ssm.group_count", required=True, minimum=1)
-    Hs = m("ssm.time_step_rank", required=True, minimum=1)
-    inner = m("ssm.inner_size", required=True, minimum=1)
-    if inner % Hs:
-        raise GGUFError(f"{p}: metadata '{arch}.ssm.inner_size' = {inner} is not a multiple of "
-                        f"'{arch}.ssm.time_step_rank' = {Hs} (the Mamba heads)")
-    if Hs % G:
-        raise GGUFError(f"{p}: metadata '{arch}.ssm.time_step_rank' = {Hs} (the Mamba heads) is not a multiple of "
-                        f"'{arch}.ssm.group_count' = {G}")
+    K, N, G, Hs, inner = _ssm_sizes(g, m, "the Mamba heads", "the groups")
     kv = _layer_ints(g, "attention.head_count_kv", blocks)
     granite = arch == "granitehybrid"
     if granite:
