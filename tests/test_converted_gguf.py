@@ -277,13 +277,14 @@ def test_converted_file_config_is_the_hf_config(tmp, family):
 
 
 def test_priced_family_files_predict_and_are_refused_by_the_forward_pass(tmp):
-    """The families configs.PRICED_ONLY lists, and the hybrids' GGUF files (their linear layers stored
-    in llama.cpp's layout, not read back as weights), as converted files: the file's own bytes priced
-    (the q8_0 file's matrices), the forward pass refused with what it lacks."""
+    """The families configs.PRICED_ONLY lists, and Qwen3-Next's GGUF files (their linear layers stored
+    in llama.cpp's qwen3next layout, not read back as weights), as converted files: the file's own bytes
+    priced (the q8_0 file's matrices), the forward pass refused with what it lacks. (Qwen3.5's files run:
+    test_qwen35_files_run_as_stored.)"""
     from glmbench.models.model import Model
     from glmbench.predict import costmodel as cm
     assert set(PREDICT_ONLY) == set(configs.PRICED_ONLY)
-    for family in PREDICT_ONLY + [f for f in HYBRID if f not in PREDICT_ONLY]:
+    for family in PREDICT_ONLY + ["qwen3_next"]:
         _, _, files = _converted(family, tmp)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", gguf_file.GGUFNotice)
@@ -294,8 +295,42 @@ def test_priced_family_files_predict_and_are_refused_by_the_forward_pass(tmp):
         if family == "llama4_text":   # llama.cpp's 8192-token chunks on three of every four layers
             assert cfg.window_chunked and cfg.sliding_window == 8192 and cfg.windowed_layers == (0, 1, 2)
         with pytest.raises(ValueError, match="priced, not run" if family in PREDICT_ONLY else
-                           "holds its linear layers in llama.cpp's layout"):
+                           "holds its linear layers in llama.cpp's qwen3next layout"):
             checkpoint.load_model(files["f16"])
+
+
+@pytest.mark.parametrize("family", ["qwen3_5_text", "qwen3_5_moe_text"])
+def test_qwen35_files_run_as_stored(tmp, family):
+    """A Qwen3.5 GGUF runs in glmbench.Model as the converter stored it: A_log from A = -exp(A_log), the
+    norms' 1 + w taken back, conv1d reshaped, and the linear layers' value heads left in the file's tiled
+    order (value head j reads key head j mod Hk: ModelConfig.linear_v_tiled; these tiny models have 4
+    value heads over 2 key heads, so the order matters). The F16 file's logits over a prompt and decode
+    steps equal the HF folder's run with its matrices in f16 (within 1e-3: the converter keeps the MoE's
+    1 x hidden shared-expert gate, ffn_gate_inp_shexp, in f32 where the folder's f16 rounds it; 1e-4 for
+    the dense model); the Q8_0 file runs
+    its matrices as q8_0 blocks, as close to the folder's f32 logits as the folder quantized to q8_0 by
+    glmbench (not equal to it: the converter permuted out_proj's columns by value heads of 16 / 8 before
+    quantizing, so its 32-wide blocks hold other columns; a real model's 128-wide heads keep whole blocks)."""
+    from glmbench.core.quant import QTensor
+    _, _, files = _converted(family, tmp)
+    folder = os.path.join(tmp, family)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", gguf_file.GGUFNotice)
+        f16 = checkpoint.load_model(files["f16"], kv="f32", max_context=64)
+        q8 = checkpoint.load_model(files["q8_0"], kv="f32", max_context=64)
+    assert f16.config.linear_v_tiled and not configs.load(folder).linear_v_tiled
+    ref = checkpoint.load_model(folder, weights="f16", kv="f32", max_context=64)
+    tol = 1e-3 if family == "qwen3_5_moe_text" else 1e-4
+    want, got = ref.prefill(PROMPT), f16.prefill(PROMPT)
+    assert np.abs(got - want).max() <= tol * np.abs(want).max()
+    for t in STEPS:
+        a, b = f16.decode(t), ref.decode(t)
+        assert np.abs(a - b).max() <= tol * np.abs(b).max()
+    lin = q8.layers[q8.config.linear_layers[0]].w
+    assert all(isinstance(v, QTensor) and v.fmt == "q8_0" for k, v in lin.items() if k.endswith("proj_qkv.weight"))
+    f32 = checkpoint.load_model(folder, weights="f32", kv="f32", max_context=64).prefill(PROMPT)
+    own = checkpoint.load_model(folder, weights="q8_0", kv="f32", max_context=64).prefill(PROMPT)
+    assert np.abs(q8.prefill(PROMPT) - f32).max() <= 1.2 * np.abs(own - f32).max()
 
 
 def test_qwen2moe_file_without_its_width_keys(tmp):

@@ -20,8 +20,10 @@ deepseek2's split attn_k_b / attn_v_b: kept split as stored (core.attention.KVBS
 quantized in an executable block format (q5_0 as its exact q8_0 twin), else joined back into kv_b_proj
 (bf16/f16 when both are stored so, else f32: q4_1/q5_1 and the other types dequantized); gemma2/gemma3 norm weights stored as 1 + w;
 the Mamba-2 hybrids' (nemotron_h, nemotron_h_moe, granitehybrid) ssm_a = -exp(A_log), A / D as [H, 1], the
-gated norm as [groups, d_inner / groups], conv1d squeezed (_mamba_tensor), and their q / k rows permuted as
-llama's (the Gated DeltaNet hybrids' GGUFs are refused as weights: their layout is not undone). A split GGUF is given by its first
+gated norm as [groups, d_inner / groups], conv1d squeezed (_linear_tensor), and their q / k rows permuted as
+llama's; Qwen3.5's (qwen35, qwen35moe) A = -exp(A_log), 1 + w norms and squeezed conv1d undone, its linear
+layers' value heads left in the converter's tiled order (ModelConfig.linear_v_tiled: the forward pass maps
+them; qwen3next's GGUFs are refused as weights: their split in_proj_qkvz / ba layout is not undone). A split GGUF is given by its first
 part (gguf_file.read loads every part); llama3 rope scaling stored as rope_freqs.weight is read
 into the config by gguf_file.hf_config (rope_type "freq_factors").
 
@@ -137,14 +139,14 @@ def _safetensors_folder(folder: str) -> dict:
 # ---- GGUF ------------------------------------------------------------------------------------------
 def _gguf_state_dict(path: str):
     cfg = configs.load_gguf(path)
-    if cfg.linear_layers and cfg.linear_kind != "mamba2":
-        # llama.cpp's converter stores a Gated DeltaNet layer's tensors in its own form (A as -exp(A_log),
-        # the norms as 1 + w, the value heads reordered, conv1d squeezed; conversion/qwen.py): not undone here
-        raise CheckpointError(f"{path}: a GGUF of the hybrid model {cfg.name} ({cfg.model_type}) holds its linear "
-                              f"layers in llama.cpp's layout, which glmbench does not read back as weights: "
-                              f"glmbench.Model runs hybrids from HF checkpoints (a folder with config.json and "
-                              f"*.safetensors); predictions take the file (--model file.gguf)")
     g = gguf_file.read(path)
+    if cfg.linear_kind == "gdn" and g.architecture not in _GDN_RUN:
+        # Qwen3-Next's converter also splits in_proj_qkvz / in_proj_ba into its own row order (conversion/qwen.py
+        # Qwen3NextModel): not undone here
+        raise CheckpointError(f"{path}: a GGUF of the hybrid model {cfg.name} ({cfg.model_type}) holds its linear "
+                              f"layers in llama.cpp's qwen3next layout, which glmbench does not read back as weights: "
+                              f"glmbench.Model runs it from its HF checkpoint (a folder with config.json and "
+                              f"*.safetensors); predictions take the file (--model file.gguf)")
     shapes = cfg.tensor_shapes()
     where = gguf_file.expected_gguf_tensors(g, shapes, cfg.n_layers)
     converted: dict = {}
@@ -179,8 +181,10 @@ def _gguf_state_dict(path: str):
         a = _tensor(g, t, converted)
         if isinstance(names[0], gguf_file.RowSlice):   # phi3's fused attn_qkv / ffn_up: this tensor's rows
             a = a[names[0].start:names[0].stop]
-        if hf.split(".", 3)[-1].startswith("linear_attn."):   # a Mamba-2 layer's tensors in the converter's form
-            a = _mamba_tensor(g, hf, names[0], a, shapes[hf], converted)
+        if hf.split(".", 3)[-1].startswith("linear_attn."):   # a linear layer's tensors in the converter's form
+            a = _linear_tensor(g, hf, names[0], a, shapes[hf], converted)
+        elif arch in _GDN_RUN and hf.endswith("norm.weight"):
+            a = _dequant(g, names[0], converted) - np.float32(1)   # the converter stored Qwen3_5RMSNorm's 1 + w
         if arch in _PERMUTED and hf.endswith(("self_attn.q_proj.weight", "self_attn.k_proj.weight")):
             n_head = cfg.n_heads if hf.endswith("q_proj.weight") else cfg.n_kv_heads
             a = _unpermute(a, n_head)
@@ -198,10 +202,18 @@ def _gguf_state_dict(path: str):
 _PERMUTED = ("llama", "granitehybrid", "nemotron_h", "nemotron_h_moe")
 
 
-def _mamba_tensor(g, hf: str, name: str, a, shape: tuple, converted):
-    """A Mamba-2 tensor back in HF's form (conversion/mamba.py Mamba2Model.modify_tensors undone): ssm_a
-    holds A = -exp(A_log) (A_log = log(-A)); A and D stored [H, 1], the gated norm [groups, d_inner /
-    groups], conv1d squeezed to [C, K]: reshaped to the config's shapes. Matrices pass as stored."""
+# the Gated DeltaNet hybrids whose GGUF runs as stored: Qwen3.5 (its linear layers' value heads in the converter's
+# tiled order, which ModelConfig.linear_v_tiled tells the forward pass; conversion/qwen.py
+# _LinearAttentionVReorderBase)
+_GDN_RUN = ("qwen35", "qwen35moe")
+
+
+def _linear_tensor(g, hf: str, name: str, a, shape: tuple, converted):
+    """A linear layer's tensor back in HF's form (conversion/mamba.py Mamba2Model.modify_tensors and
+    conversion/qwen.py Qwen3NextModel's undone): ssm_a holds A = -exp(A_log) (A_log = log(-A)); Mamba-2's
+    A and D stored [H, 1] and its gated norm [groups, d_inner / groups], conv1d squeezed to [C, K]:
+    reshaped to the config's shapes. Matrices pass as stored (a Qwen3.5 file's value heads stay in its
+    tiled order)."""
     if hf.endswith(".linear_attn.A_log"):
         A = _dequant(g, name, converted).reshape(shape).astype(np.float64)
         if not (A < 0).all():

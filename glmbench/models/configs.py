@@ -509,6 +509,14 @@ class ModelConfig:
         return self.n_kv_layers * sum(fmt.nbytes(r) for r in rows)
 
     @property
+    def linear_v_tiled(self) -> bool:
+        """A Gated DeltaNet config read from a Qwen3.5 GGUF (qwen35 / qwen35moe): llama.cpp's converter stores
+        its linear layers' value heads tiled over the key heads (value head j reads key head j mod Hk;
+        conversion/qwen.py _LinearAttentionVReorderBase) where HF groups them (j // (Hv / Hk)): the file's
+        weights run as stored with that mapping (Model's _linear_attn)."""
+        return self.linear_kind == "gdn" and (self.hf or {}).get("gguf_architecture") in ("qwen35", "qwen35moe")
+
+    @property
     def linear_conv_dim(self) -> int:
         """Channels of a linear layer's short convolution: its q, k (linear_k_heads x k_dim each) and
         v (linear_v_heads x v_dim)."""

@@ -475,6 +475,9 @@ class Layer:
         beta = (1.0 / (1.0 + np.exp(-b.astype(np.float64)))).astype(np.float32)
         sp = np.logaddexp(0.0, a.astype(np.float64) + _to_f32(w[p + "dt_bias"]))      # softplus
         g = (-np.exp(_to_f32(w[p + "A_log"]).astype(np.float64)) * sp).astype(np.float32)
+        if cfg.linear_v_tiled and Hv != Hk:
+            # a Qwen3.5 GGUF's value heads in the converter's tiled order: value head j reads key head j mod Hk
+            q, k = np.tile(q, (1, Hv // Hk, 1)), np.tile(k, (1, Hv // Hk, 1))
         o, S = _ops.gated_delta_rule(q, k, v, g, beta, S, qk_l2norm=True)
         self.rstate = (conv_state, S)
         o = _ops.rms_norm(o.reshape(T * Hv, dv), _to_f32(w[p + "norm.weight"]), float(cfg.rms_norm_eps))
