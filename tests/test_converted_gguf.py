@@ -92,7 +92,7 @@ COHERE = ("cohere", "cohere2")
 RUN = ["llama", "llama_tied", "mistral", "qwen2", "qwen2_tied", "qwen3", "qwen3_moe", "deepseek_v2", "deepseek_v3",
        "glm4_moe_lite", "glm4_moe", "seed_oss", "gemma2", "gemma3_text", "gpt_oss", "mixtral", "phi3"]
 PREDICT_ONLY = ["glm4", "llama4_text", "minimax_m2", "ernie4_5_moe", "qwen2_moe"]   # configs.PRICED_ONLY
-# the hybrids run in glmbench.Model from HF checkpoints; their GGUF files are priced and refused as weights
+# the hybrids run in glmbench.Model from HF checkpoints and from their GGUF files (test_hybrid_files_run_as_stored)
 PREDICT_ONLY += [f for f in HYBRID if f in configs.PRICED_ONLY]
 # the Cohere families: priced only, or run by glmbench.Model (logits matched) once configs.PRICED_ONLY drops them
 RUN += [f for f in COHERE if f not in configs.PRICED_ONLY]
@@ -277,14 +277,13 @@ def test_converted_file_config_is_the_hf_config(tmp, family):
 
 
 def test_priced_family_files_predict_and_are_refused_by_the_forward_pass(tmp):
-    """The families configs.PRICED_ONLY lists, and Qwen3-Next's GGUF files (their linear layers stored
-    in llama.cpp's qwen3next layout, not read back as weights), as converted files: the file's own bytes
-    priced (the q8_0 file's matrices), the forward pass refused with what it lacks. (Qwen3.5's files run:
-    test_qwen35_files_run_as_stored.)"""
+    """The families configs.PRICED_ONLY lists, as converted files: the file's own bytes priced (the q8_0
+    file's matrices), the forward pass refused with what it lacks. (The hybrids' files run:
+    test_hybrid_files_run_as_stored.)"""
     from glmbench.models.model import Model
     from glmbench.predict import costmodel as cm
     assert set(PREDICT_ONLY) == set(configs.PRICED_ONLY)
-    for family in PREDICT_ONLY + ["qwen3_next"]:
+    for family in PREDICT_ONLY:
         _, _, files = _converted(family, tmp)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", gguf_file.GGUFNotice)
@@ -294,20 +293,20 @@ def test_priced_family_files_predict_and_are_refused_by_the_forward_pass(tmp):
         assert cm.decode(s, 4096).seconds > 0 and cm.prefill(s, 512, 0).seconds > 0
         if family == "llama4_text":   # llama.cpp's 8192-token chunks on three of every four layers
             assert cfg.window_chunked and cfg.sliding_window == 8192 and cfg.windowed_layers == (0, 1, 2)
-        with pytest.raises(ValueError, match="priced, not run" if family in PREDICT_ONLY else
-                           "holds its linear layers in llama.cpp's qwen3next layout"):
+        with pytest.raises(ValueError, match="priced, not run"):
             checkpoint.load_model(files["f16"])
 
 
-@pytest.mark.parametrize("family", ["qwen3_5_text", "qwen3_5_moe_text"])
-def test_qwen35_files_run_as_stored(tmp, family):
-    """A Qwen3.5 GGUF runs in glmbench.Model as the converter stored it: A_log from A = -exp(A_log), the
-    norms' 1 + w taken back, conv1d reshaped, and the linear layers' value heads left in the file's tiled
-    order (value head j reads key head j mod Hk: ModelConfig.linear_v_tiled; these tiny models have 4
-    value heads over 2 key heads, so the order matters). The F16 file's logits over a prompt and decode
+@pytest.mark.parametrize("family", HYBRID)
+def test_hybrid_files_run_as_stored(tmp, family):
+    """A Gated DeltaNet hybrid's GGUF runs in glmbench.Model as the converter stored it: A_log from A =
+    -exp(A_log), the norms' 1 + w taken back, conv1d reshaped; Qwen3-Next's in_proj_qkvz rows gathered
+    back from attn_qkv + attn_gate into HF's per-key-head order; Qwen3.5's linear layers' value heads left
+    in the file's tiled order (value head j reads key head j mod Hk: ModelConfig.linear_v_tiled; these
+    tiny models have 4 value heads over 2 key heads, so the order matters). The F16 file's logits over a prompt and decode
     steps equal the HF folder's run with its matrices in f16 (within 1e-3: the converter keeps the MoE's
     1 x hidden shared-expert gate, ffn_gate_inp_shexp, in f32 where the folder's f16 rounds it; 1e-4 for
-    the dense model); the Q8_0 file runs
+    the dense model; Qwen3-Next's likewise); the Q8_0 file runs
     its matrices as q8_0 blocks, as close to the folder's f32 logits as the folder quantized to q8_0 by
     glmbench (not equal to it: the converter permuted out_proj's columns by value heads of 16 / 8 before
     quantizing, so its 32-wide blocks hold other columns; a real model's 128-wide heads keep whole blocks)."""
@@ -318,16 +317,17 @@ def test_qwen35_files_run_as_stored(tmp, family):
         warnings.simplefilter("ignore", gguf_file.GGUFNotice)
         f16 = checkpoint.load_model(files["f16"], kv="f32", max_context=64)
         q8 = checkpoint.load_model(files["q8_0"], kv="f32", max_context=64)
-    assert f16.config.linear_v_tiled and not configs.load(folder).linear_v_tiled
+    assert f16.config.linear_v_tiled == (family != "qwen3_next") and not configs.load(folder).linear_v_tiled
     ref = checkpoint.load_model(folder, weights="f16", kv="f32", max_context=64)
-    tol = 1e-3 if family == "qwen3_5_moe_text" else 1e-4
+    tol = 1e-4 if family == "qwen3_5_text" else 1e-3
     want, got = ref.prefill(PROMPT), f16.prefill(PROMPT)
     assert np.abs(got - want).max() <= tol * np.abs(want).max()
     for t in STEPS:
         a, b = f16.decode(t), ref.decode(t)
         assert np.abs(a - b).max() <= tol * np.abs(b).max()
     lin = q8.layers[q8.config.linear_layers[0]].w
-    assert all(isinstance(v, QTensor) and v.fmt == "q8_0" for k, v in lin.items() if k.endswith("proj_qkv.weight"))
+    assert all(isinstance(v, QTensor) and v.fmt == "q8_0" for k, v in lin.items() if k.endswith(("proj_qkv.weight",
+                                                                                                 "proj_qkvz.weight")))
     f32 = checkpoint.load_model(folder, weights="f32", kv="f32", max_context=64).prefill(PROMPT)
     own = checkpoint.load_model(folder, weights="q8_0", kv="f32", max_context=64).prefill(PROMPT)
     assert np.abs(q8.prefill(PROMPT) - f32).max() <= 1.2 * np.abs(own - f32).max()
@@ -602,6 +602,12 @@ def test_qwen3next_file_with_in_proj_qkvz_whole(tmp):
     assert c2.file_weights.bytes_of() == c1.file_weights.bytes_of()
     assert (c2.file_weights.total_bytes, c2.file_weights.skipped_bytes, c2.file_weights.extra_bytes) == \
         (c1.file_weights.total_bytes, c1.file_weights.skipped_bytes, 0)
+    # and runs: the fused rows gathered back as the split file's are, the same logits bit for bit
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", gguf_file.GGUFNotice)
+        a = checkpoint.load_model(files["f16"], kv="f32", max_context=32).prefill(PROMPT)
+        b = checkpoint.load_model(path, kv="f32", max_context=32).prefill(PROMPT)
+    np.testing.assert_array_equal(a, b)
     # neither form: the error names both
     g2 = gguf_file.read(path)
     del g2.tensors["blk.1.ssm_in.weight"]

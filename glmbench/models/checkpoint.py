@@ -21,9 +21,9 @@ quantized in an executable block format (q5_0 as its exact q8_0 twin), else join
 (bf16/f16 when both are stored so, else f32: q4_1/q5_1 and the other types dequantized); gemma2/gemma3 norm weights stored as 1 + w;
 the Mamba-2 hybrids' (nemotron_h, nemotron_h_moe, granitehybrid) ssm_a = -exp(A_log), A / D as [H, 1], the
 gated norm as [groups, d_inner / groups], conv1d squeezed (_linear_tensor), and their q / k rows permuted as
-llama's; Qwen3.5's (qwen35, qwen35moe) A = -exp(A_log), 1 + w norms and squeezed conv1d undone, its linear
-layers' value heads left in the converter's tiled order (ModelConfig.linear_v_tiled: the forward pass maps
-them; qwen3next's GGUFs are refused as weights: their split in_proj_qkvz / ba layout is not undone). A split GGUF is given by its first
+llama's; the Gated DeltaNet hybrids' (qwen3next, qwen35, qwen35moe) A = -exp(A_log), 1 + w norms and squeezed
+conv1d undone, Qwen3-Next's in_proj_qkvz rows gathered back into HF's per-key-head order (_qkvz_rows), Qwen3.5's
+value heads left in the converter's tiled order (ModelConfig.linear_v_tiled: the forward pass maps them). A split GGUF is given by its first
 part (gguf_file.read loads every part); llama3 rope scaling stored as rope_freqs.weight is read
 into the config by gguf_file.hf_config (rope_type "freq_factors").
 
@@ -140,13 +140,6 @@ def _safetensors_folder(folder: str) -> dict:
 def _gguf_state_dict(path: str):
     cfg = configs.load_gguf(path)
     g = gguf_file.read(path)
-    if cfg.linear_kind == "gdn" and g.architecture not in _GDN_RUN:
-        # Qwen3-Next's converter also splits in_proj_qkvz / in_proj_ba into its own row order (conversion/qwen.py
-        # Qwen3NextModel): not undone here
-        raise CheckpointError(f"{path}: a GGUF of the hybrid model {cfg.name} ({cfg.model_type}) holds its linear "
-                              f"layers in llama.cpp's qwen3next layout, which glmbench does not read back as weights: "
-                              f"glmbench.Model runs it from its HF checkpoint (a folder with config.json and "
-                              f"*.safetensors); predictions take the file (--model file.gguf)")
     shapes = cfg.tensor_shapes()
     where = gguf_file.expected_gguf_tensors(g, shapes, cfg.n_layers)
     converted: dict = {}
@@ -177,6 +170,9 @@ def _gguf_state_dict(path: str):
             H = kb.shape[0]
             sd[hf] = np.ascontiguousarray(np.concatenate([kb, vb], axis=1).reshape(H * (kb.shape[1] + vb.shape[1]), -1))
             continue
+        if hf.endswith(".linear_attn.in_proj_qkvz.weight"):   # Qwen3-Next: HF's per-key-head row order back
+            sd[hf] = _qkvz_rows(g, cfg, names[0], converted)
+            continue
         t = g.tensors[names[0]]
         a = _tensor(g, t, converted)
         if isinstance(names[0], gguf_file.RowSlice):   # phi3's fused attn_qkv / ffn_up: this tensor's rows
@@ -202,10 +198,40 @@ def _gguf_state_dict(path: str):
 _PERMUTED = ("llama", "granitehybrid", "nemotron_h", "nemotron_h_moe")
 
 
-# the Gated DeltaNet hybrids whose GGUF runs as stored: Qwen3.5 (its linear layers' value heads in the converter's
-# tiled order, which ModelConfig.linear_v_tiled tells the forward pass; conversion/qwen.py
-# _LinearAttentionVReorderBase)
-_GDN_RUN = ("qwen35", "qwen35moe")
+# the Gated DeltaNet hybrids' GGUFs, whose norms the converter stores as 1 + w (conversion/qwen.py Qwen3NextModel);
+# Qwen3.5's linear layers' value heads in the converter's tiled order (_LinearAttentionVReorderBase), which
+# ModelConfig.linear_v_tiled tells the forward pass
+_GDN_RUN = ("qwen3next", "qwen35", "qwen35moe")
+
+
+def _qkvz_rows(g, cfg, name, converted):
+    """Qwen3-Next's in_proj_qkvz [2 Hk dk + 2 Hv dv, D] in HF's order (per key head: its q, k, then the
+    v and z rows of its Hv / Hk value heads) from the converter's regrouped rows [all q | all k | all v |
+    all z] (attn_qkv + attn_gate, or the first files' fused ssm_in: gguf_file.Joined / _qkvz_split): a
+    row gather. Both parts in one type run as stored (their block rows gathered); parts of different
+    types are dequantized to f32 first."""
+    Hk, Hv, dk, dv = cfg.linear_k_heads, cfg.linear_v_heads, cfg.linear_k_dim, cfg.linear_v_dim
+    r = Hv // Hk
+    names = list(getattr(name, "names", (name,)))
+    parts = [g.tensors[n] for n in names]
+    types = {t.type_name for t in parts}
+    if len(types) == 1 and (types <= {"F32", "F16", "BF16"} or gguf_format(parts[0].type_name)):
+        rows = np.concatenate([np.asarray(g.tensor_data(n)) for n in names])
+        fmt = gguf_format(parts[0].type_name) if types - {"F32", "F16", "BF16"} else None
+    else:
+        rows, fmt = np.concatenate([_dequant(g, n, converted) for n in names]), None
+        converted.setdefault("+".join(sorted(types)) + " (in_proj_qkvz's parts in different types)", []).append(names[0])
+    q0, k0, v0 = 0, Hk * dk, 2 * Hk * dk
+    z0 = v0 + Hv * dv
+    idx = np.concatenate([np.concatenate([np.arange(q0 + h * dk, q0 + (h + 1) * dk),
+                                          np.arange(k0 + h * dk, k0 + (h + 1) * dk),
+                                          np.arange(v0 + h * r * dv, v0 + (h + 1) * r * dv),
+                                          np.arange(z0 + h * r * dv, z0 + (h + 1) * r * dv)]) for h in range(Hk)])
+    if rows.shape[0] != idx.size:
+        raise CheckpointError(f"{g.path}: tensor(s) {names} hold {rows.shape[0]} rows; Qwen3-Next's in_proj_qkvz "
+                              f"needs {idx.size} (2 x {Hk} x {dk} + 2 x {Hv} x {dv})")
+    out = np.ascontiguousarray(rows[idx])
+    return QTensor(out, fmt, (idx.size, cfg.hidden_size)) if fmt else out
 
 
 def _linear_tensor(g, hf: str, name: str, a, shape: tuple, converted):

@@ -1169,8 +1169,8 @@ class Joined(str):
     and v rows of every head (attn_qkv) and their z rows (attn_gate), as llama.cpp's qwen3next loads
     them (src/models/qwen3next.cpp: wqkv, wqkv_gate). `names`: all of them, whose bytes together are
     the HF tensor's (file_weights). As a str it is the first one's name, as a RowSlice is its fused
-    tensor's: checkpoint.state_dict reads that one alone (the family is priced, not run: the rows are
-    not HF's order either)."""
+    tensor's; checkpoint.state_dict reads all of them and gathers their rows back into HF's order
+    (checkpoint._qkvz_rows)."""
     names: tuple
 
     def __new__(cls, names):
