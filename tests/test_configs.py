@@ -11,7 +11,7 @@ ALL = ["command-a", "command-r", "command-r-08-2024", "command-r-plus", "command
        "deepseek-v2-lite", "deepseek-v3", "deepseek-v3.1", "devstral-small", "ernie-4.5-21b-a3b",
        "gemma-2-27b", "gemma-2-2b", "gemma-2-9b", "gemma-3-12b", "gemma-3-1b", "gemma-3-27b", "gemma-3-4b",
        "glm-4-32b", "glm-4-9b", "glm-4.5", "glm-4.5-air", "glm-4.6", "glm-4.7-flash", "gpt-oss-120b",
-       "gpt-oss-20b", "granite-4.0-h-micro", "granite-4.0-h-small", "granite-4.0-h-tiny", "kimi-k2", "llama-2-13b", "llama-2-70b", "llama-2-7b", "llama-3-70b", "llama-3-8b",
+       "gpt-oss-20b", "granite-4.0-h-micro", "granite-4.0-h-small", "granite-4.0-h-tiny", "kimi-k2", "kimi-linear-48b-a3b", "llama-2-13b", "llama-2-70b", "llama-2-7b", "llama-3-70b", "llama-3-8b",
        "llama-3.1-405b", "llama-3.1-70b", "llama-3.1-8b", "llama-3.2-1b", "llama-3.2-3b", "llama-3.3-70b",
        "llama-4-maverick", "llama-4-scout", "minimax-m2", "minimax-m2.1", "mistral-7b", "mistral-large",
        "mistral-nemo", "mistral-small-24b", "mixtral-8x22b", "mixtral-8x7b", "nemotron-3-nano-30b-a3b",
@@ -120,6 +120,7 @@ KV_F16 = {
     "granite-4.0-h-small": 4 * 8 * (128 + 128) * 2,   # 16,384
     "granite-4.0-h-tiny": 4 * 4 * (128 + 128) * 2,    # 8,192
     "granite-4.0-h-micro": 4 * 8 * (64 + 64) * 2,     # 8,192
+    "kimi-linear-48b-a3b": 6 * (512 + 64) * 2,        # 6,912: its 6 MLA layers of 27
     # Cohere: Command-R (v01) is MHA, 64 KV heads of 128 (1.25 MiB per token); Command-A and R7B window
     # three of every four layers (every layer caches, the windowed ones their last 4096 + ubatch)
     "command-r": 40 * 64 * (128 + 128) * 2,           # 1,310,720
@@ -539,6 +540,15 @@ def _hf_tiny(family):
             hc = transformers.Qwen3_5MoeTextConfig(**small, **lin, moe_intermediate_size=16, num_experts=4,
                                                    num_experts_per_tok=2, shared_expert_intermediate_size=24)
             M = transformers.Qwen3_5MoeForCausalLM
+    elif family == "kimi_linear":
+        hc = transformers.KimiLinearConfig(**{**small, "num_key_value_heads": 4}, kv_lora_rank=16, qk_rope_head_dim=4,
+                                           qk_nope_head_dim=8, v_head_dim=8, linear_head_dim=8, linear_num_heads=4,
+                                           num_experts=4, num_experts_per_token=2, moe_intermediate_size=16,
+                                           intermediate_size=48, num_expert_group=1, topk_group=1,
+                                           layer_types=["linear_attention", "linear_attention", "linear_attention",
+                                                        "full_attention"] * 2,
+                                           mlp_layer_types=["dense"] + ["sparse"] * 7)
+        M = transformers.KimiLinearForCausalLM
     elif family == "cohere":
         hc = transformers.CohereConfig(**small, intermediate_size=48, use_qk_norm=True)
         M = transformers.CohereForCausalLM
@@ -571,7 +581,7 @@ def test_priced_families_match_hf_parameter_counts(family):
     expect_moe = {"glm4": (), "llama4_text": (1, 3, 5, 7), "minimax_m2": tuple(range(8)),
                   "ernie4_5_moe": (1, 2, 3, 4, 5, 6), "qwen2_moe": (0, 1, 3, 4, 5, 6, 7),
                   "qwen3_next": (0, 1, 3, 4, 5, 6, 7), "qwen3_5_text": (), "qwen3_5_moe_text": tuple(range(8)),
-                  "cohere": (), "cohere2": ()}[family]
+                  "cohere": (), "cohere2": (), "kimi_linear": tuple(range(1, 8))}[family]
     assert c.moe_layers == expect_moe
     if family in configs.LINEAR_FAMILIES:   # the layer_types' linear layers; the others cache
         assert c.linear_layers == (0, 2, 3, 5, 6) and c.attention_layers == (1, 4, 7) and c.attn_output_gate

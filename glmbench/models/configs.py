@@ -96,6 +96,7 @@ FAMILIES = {
     "cohere2": "gqa",
     "nemotron_h": "gqa",
     "granitemoehybrid": "gqa",
+    "kimi_linear": "mla",
 }
 # families the cost model prices but glmbench.Model's forward pass does not run (what each lacks)
 PRICED_ONLY = {
@@ -105,6 +106,8 @@ PRICED_ONLY = {
     "minimax_m2": "MiniMax-M2's q/k RMSNorm over all heads at once",
     "ernie4_5_moe": "ERNIE-4.5's router (softmax with a choice bias) and shared experts",
     "qwen2_moe": "Qwen2-MoE's gated shared expert",
+    "kimi_linear": "Kimi Delta Attention (the delta rule with a per-channel forget gate and low-rank gates; "
+                   "no C op for it yet)",
 }
 # hybrid families: some layers are linear attention (Gated DeltaNet) with a recurrent state (Model runs
 # them: Layer._forward_hybrid, ops.gated_delta_rule and ops.causal_conv1d)
@@ -117,6 +120,10 @@ LINEAR_FAMILIES = ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")
 # (a shared one, plus experts where num_local_experts > 0) with Granite's multipliers. Neither
 # rotates: their attention has no position embedding.
 MAMBA_FAMILIES = ("nemotron_h", "granitemoehybrid")
+# Kimi-Linear: three of every four layers Kimi Delta Attention (linear_kind "kda": the gated delta rule with
+# a per-channel decay, q / k / v each through a short convolution, low-rank forget and output gates), the
+# fourth MLA; DeepSeek-V3's MoE (priced, not run: PRICED_ONLY)
+KDA_FAMILIES = ("kimi_linear",)
 # Gemma's layer: embeddings x sqrt(hidden), (1 + w) sandwich norms, GeGLU, query_pre_attn_scalar
 GEMMA_FAMILIES = ("gemma2", "gemma3_text")
 # multimodal wrappers whose text model is one of the families (the config's `text_config`)
@@ -204,6 +211,10 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
                        moe_intermediate_size=7688, moe_shared_expert_intermediate_size=7688, num_experts_per_tok=2,
                        routed_scaling_factor=1.0, n_group=1, topk_group=1, norm_topk_prob=True,
                        moe_latent_size=None),
+    # KimiLinearConfig (transformers 5.25): its defaults are Kimi-Linear-48B-A3B's (its docstring names the checkpoint)
+    "kimi_linear": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=False, q_lora_rank=None,
+                        num_shared_experts=1, routed_scaling_factor=2.446, num_expert_group=1, topk_group=1,
+                        moe_renormalize=True, linear_conv_kernel_dim=4),
     # GraniteMoeHybridConfig (transformers 5.25)
     "granitemoehybrid": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False,
                              intermediate_size=11008, num_local_experts=8, num_experts_per_tok=2,
@@ -696,6 +707,17 @@ class ModelConfig:
         D, Hk, Hv = self.hidden_size, self.linear_k_heads, self.linear_v_heads
         dk, dv = self.linear_k_dim, self.linear_v_dim
         t: dict[str, tuple] = {"dt_bias": (Hv,), "A_log": (Hv,), "conv1d.weight": (self.linear_conv_dim, 1, self.linear_conv)}
+        if self.linear_kind == "kda":
+            # HF KimiLinearDeltaAttention (transformers 5.25): q / k / v projections, one short convolution over
+            # all three, the forget gate (low-rank f_a -> f_b, per-channel dt_bias, A_log per head), beta
+            # (b_proj), the output gate (low-rank g_a -> g_b), the gated RMSNorm over the head dim, o_proj
+            H, dk = Hv, dk
+            return {"q_proj.weight": (H * dk, D), "k_proj.weight": (H * dk, D), "v_proj.weight": (H * dv, D),
+                    "conv1d.weight": (self.linear_conv_dim, 1, self.linear_conv), "forget_gate.dt_bias": (H * dk,),
+                    "forget_gate.A_log": (H,), "forget_gate.f_a_proj.weight": (dk, D),
+                    "forget_gate.f_b_proj.weight": (H * dk, dk), "b_proj.weight": (H, D),
+                    "g_a_proj.weight": (dk, D), "g_b_proj.weight": (H * dv, dk), "o_norm.weight": (dv,),
+                    "o_proj.weight": (D, H * dv)}
         if self.linear_kind == "mamba2":
             # HF NemotronHMamba2Mixer / GraniteMoeHybridMambaLayer: in_proj gives the gate z (d_inner), x, B,
             # C (the conv's channels) and dt (one per head); the conv's bias; D, the skip per head; the
@@ -776,7 +798,7 @@ class ModelConfig:
 def _family_label(cfg: ModelConfig) -> str:
     attn = "MLA" if cfg.attention == "mla" else "GQA"
     if cfg.linear_layers:       # a hybrid: linear attention beside the softmax layers
-        attn += " + Mamba-2" if cfg.linear_kind == "mamba2" else " + DeltaNet"
+        attn += {"mamba2": " + Mamba-2", "kda": " + Kimi Delta"}.get(cfg.linear_kind, " + DeltaNet")
     return f"MoE + {attn}" if cfg.n_routed_experts else f"dense {attn}"
 
 
@@ -1315,6 +1337,18 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
         # attention._hf_deinterleaves); false rotates pairs (x[i], x[i + Dr/2]) (rotate_half).
         # deepseek_v2 has no such field and always rotates interleaved pairs.
         interleave = r.bool("rope_interleave") if mt in ("glm4_moe_lite", "deepseek_v3") else True
+        if mt in KDA_FAMILIES:
+            lt = r.hf.get("layer_types")
+            if not isinstance(lt, list) or len(lt) != L or any(t not in ("linear_attention", "full_attention") for t in lt):
+                raise ValueError(f"config field `layer_types` must list 'linear_attention'/'full_attention' for each "
+                                 f"of {L} layers, got {lt!r}")
+            lin = tuple(i for i, t in enumerate(lt) if t == "linear_attention")
+            if len(lin) == L:
+                raise ValueError(f"config field `layer_types` makes all {L} layers linear attention: a hybrid has at "
+                                 f"least one full-attention layer")
+            Hl, dl = r.int("linear_num_heads"), r.int("linear_head_dim")
+            kw.update(linear_kind="kda", linear_layers=lin, linear_k_heads=Hl, linear_v_heads=Hl, linear_k_dim=dl,
+                      linear_v_dim=dl, linear_conv=r.int("linear_conv_kernel_dim"))
         kw.update(n_kv_heads=n_kv, head_dim=Dn + Dr, attention_bias=bias, attention_out_bias=bias, qk_norm=False,
                   rope_layout="interleaved" if interleave else "half", rope_dim=Dr, q_lora_rank=q_lora, kv_lora_rank=R,
                   qk_nope_head_dim=Dn, qk_rope_head_dim=Dr, v_head_dim=Dv, sliding_window=None)
@@ -1422,7 +1456,25 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
 
     # ---- MLP / MoE
     F = r.int("intermediate_size", required=False) or 0
-    if mt in MAMBA_FAMILIES:
+    if mt in KDA_FAMILIES:
+        # Kimi-Linear's MoE (KimiMoEGate): DeepSeek-V3's sigmoid router with e_score_correction_bias, grouped
+        # top-k (num_expert_group / topk_group), renormalised (moe_renormalize), routed_scaling_factor; shared
+        # experts of num_shared_experts x moe_intermediate_size; mlp_layer_types dense / sparse per layer
+        E, k = r.int("num_experts"), r.int("num_experts_per_token")
+        Fe, n_shared = r.int("moe_intermediate_size"), r.int("num_shared_experts", minimum=0)
+        types = r.raw("mlp_layer_types")
+        if not isinstance(types, list) or len(types) != L or any(t not in ("dense", "sparse") for t in types):
+            raise ValueError(f"config field `mlp_layer_types` must list 'dense'/'sparse' for each of {L} layers, "
+                             f"got {types!r}")
+        moe_layers = tuple(i for i, t in enumerate(types) if t == "sparse")
+        n_group, topk_group = r.int("num_expert_group"), r.int("topk_group")
+        kw.update(n_routed_experts=E, n_experts_per_tok=k, n_shared_experts=n_shared, moe_intermediate_size=Fe,
+                  shared_expert_intermediate_size=n_shared * Fe,
+                  first_k_dense_replace=moe_layers[0] if moe_layers else L, router_scoring="sigmoid",
+                  router_bias=True, n_group=n_group, topk_group=topk_group, norm_topk_prob=r.bool("moe_renormalize"),
+                  routed_scaling_factor=r.float("routed_scaling_factor"), topk_method="noaux_tc",
+                  moe_layers=moe_layers)
+    elif mt in MAMBA_FAMILIES:
         # (read with the layers: _mamba_fields)
         F = kw.pop("intermediate_size")
         E, k, n_group, topk_group = kw.get("n_routed_experts", 0), kw.get("n_experts_per_tok", 0), \

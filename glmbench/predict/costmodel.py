@@ -495,7 +495,11 @@ _CAP_TENSORS = {"attn.qkv": ("self_attn.q_proj.", "self_attn.k_proj.", "self_att
                 "attn.kv_a": ("self_attn.kv_a_proj_with_mqa.",), "attn.absorb_q": ("self_attn.kv_b_proj.",),
                 "attn.absorb_out": ("self_attn.kv_b_proj.",),
                 "mlp": ("mlp.gate_proj.", "mlp.up_proj.", "mlp.down_proj."),
-                "lin.in_proj": ("linear_attn.in_proj",), "lin.out_proj": ("linear_attn.out_proj.",),
+                "lin.in_proj": ("linear_attn.in_proj", "linear_attn.q_proj.", "linear_attn.k_proj.",
+                                "linear_attn.v_proj.", "linear_attn.b_proj.", "linear_attn.g_a_proj.",
+                                "linear_attn.forget_gate.f_a_proj."),
+                "lin.gate_up": ("linear_attn.g_b_proj.", "linear_attn.forget_gate.f_b_proj."),
+                "lin.out_proj": ("linear_attn.out_proj.", "linear_attn.o_proj."),
                 "moe.experts": ("mlp.experts.",), "moe.shared": ("mlp.shared_experts.",)}
 
 
@@ -1043,6 +1047,8 @@ def _linear_ops(setup: Setup, T: int, work: _Works, share: float) -> list:
     cfg = setup.model
     if cfg.linear_kind == "mamba2":
         return _mamba2_ops(setup, T, work, share)
+    if cfg.linear_kind == "kda":
+        return _kda_ops(setup, T, work, share)
     D, Hk, Hv = cfg.hidden_size, cfg.linear_k_heads, cfg.linear_v_heads
     dk, dv, K, C = cfg.linear_k_dim, cfg.linear_v_dim, cfg.linear_conv, cfg.linear_conv_dim
     wb = _layer_weight_bytes(cfg, setup.weights)["linear"]
@@ -1067,6 +1073,42 @@ def _linear_ops(setup: Setup, T: int, work: _Works, share: float) -> list:
     # GDN_CHUNK tokens in parallel within, the state carried from chunk to chunk)
     per = -(-T // S)
     ops[3].chain = -(-per // GDN_CHUNK) if setup.runtime.attention_kernel == "paged_attn" and per > 1 else per
+    return ops
+
+
+def _kda_ops(setup: Setup, T: int, work: _Works, share: float) -> list:
+    """One Kimi Delta Attention layer (Kimi-Linear) for T tokens of work.streams streams, `share` of its
+    heads on this card, as HF's KimiLinearDeltaAttention computes it and llama.cpp builds it
+    (src/models/kimi-linear.cpp): the q / k / v, beta and the two low-rank gates' first projections from
+    the hidden state (lin.in_proj), the gates' second projections (lin.gate_up: the forget gate per channel,
+    the output gate), the short convolution over q, k and v, the per-channel decay (softplus, exp),
+    the delta rule's recurrence as the Gated DeltaNet's (its decay a vector per head instead of a scalar:
+    one more multiply per state entry), the gated RMSNorm and o_proj; flat in the depth, a stream's
+    tokens in order (GDN_STEP_CYCLES each; GDN_CHUNK under vLLM)."""
+    cfg = setup.model
+    D, H, dk, dv, K, C = (cfg.hidden_size, cfg.linear_v_heads, cfg.linear_k_dim, cfg.linear_v_dim, cfg.linear_conv,
+                          cfg.linear_conv_dim)
+    wb = _layer_weight_bytes(cfg, setup.weights)["linear"]
+    S = work.streams
+    first = ("q_proj.weight", "k_proj.weight", "v_proj.weight", "b_proj.weight", "g_a_proj.weight",
+             "forget_gate.f_a_proj.weight")
+    second = ("forget_gate.f_b_proj.weight", "g_b_proj.weight")
+    state = 4 * H * dk * dv * share
+    conv_state = 4 * (K - 1) * C * share
+    ops = [_matmul("lin.in_proj", T, 2 * H * dk + H * dv + H + 2 * dk, D, sum(wb[k] for k in first), setup, share,
+                   kernels=len(first)),
+           _matmul("lin.gate_up", T, H * dk + H * dv, dk, sum(wb[k] for k in second), setup, share, kernels=2),
+           _Op("lin.conv", "vector", "fp32", 0.0, (2 * K + 4) * T * C * share,
+               2 * ACT_BYTES * T * C * share + wb.get("conv1d.weight", 0) * share + 2 * S * conv_state, 3),
+           _Op("lin.prep", "vector", "fp32", 0.0, 8 * T * (2 * H * dk + H) * share,
+               2 * 4 * T * (3 * H * dk + H) * share, 6),
+           _Op("lin.recurrence", "vector", "fp32", 0.0, (GDN_FLOPS_PER_STATE + 1) * T * H * dk * dv * share,
+               2 * S * state + 4 * T * share * (H * (3 * dk + 2 * dv + 1)), 1),
+           _Op("lin.norm_gate", "vector", "fp32", 0.0, 10 * T * H * dv * share,
+               3 * ACT_BYTES * T * H * dv * share + wb.get("o_norm.weight", 0), 3),
+           _matmul("lin.out_proj", T, D, H * dv, wb["o_proj.weight"], setup, share)]
+    per = -(-T // S)
+    ops[4].chain = -(-per // GDN_CHUNK) if setup.runtime.attention_kernel == "paged_attn" and per > 1 else per
     return ops
 
 
