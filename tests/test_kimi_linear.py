@@ -81,3 +81,12 @@ def test_bad_fields():
         configs.from_hf({**base, "mlp_layer_types": ["dense", "moe", "sparse", "sparse"]})
     with pytest.raises(ValueError, match="num_experts_per_token"):
         configs.from_hf({k: v for k, v in base.items() if k != "num_experts_per_token"})
+
+
+def test_llama_bench_rows_name_the_builtin():
+    """llama-bench prints Kimi-Linear's architecture as kimi-linear (src/llama-arch.cpp) and its 27 layers as
+    48B.A3B: such a row resolves to the built-in, by its label and by the params count beside it."""
+    from glmbench.results import importers as im
+    assert im._arch_of("kimi_linear") == "kimi-linear"
+    assert im.identify_model("/m/model.gguf", "kimi-linear 48B.A3B Q4_K - Medium")[0] == "kimi-linear-48b-a3b"
+    assert im.model_candidates("kimi-linear 48B.A3B Q4_K - Medium", 49.13e9)[0] == ["kimi-linear-48b-a3b"]
