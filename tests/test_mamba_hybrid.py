@@ -97,8 +97,12 @@ def test_logits_match_hf(case):
     assert g.cache.n_layers == cfg.n_kv_layers == len(cfg.attention_layers)
 
 
-def test_reset_and_piecewise_prefill_equal_one_call():
-    hfcfg, cls, mt = CASES["nemotron-moe"]()
+@pytest.mark.parametrize("case", ["nemotron-moe", "granite-moe"])
+def test_reset_and_piecewise_prefill_equal_one_call(case):
+    """Prefill in two pieces (the conv window and the SSM state carried) equals one call; logits="last"
+    (the last layer's rows after the mixer cut to the last token, as llama.cpp's graphs do) equals the last
+    row of "all"."""
+    hfcfg, cls, mt = CASES[case]()
     m = _hf_model(hfcfg, cls)
     cfg = _config(hfcfg, mt)
     sd = {k: v.detach().numpy().astype(np.float32) for k, v in m.state_dict().items()}
@@ -109,6 +113,8 @@ def test_reset_and_piecewise_prefill_equal_one_call():
     a = g.prefill(ids[:7])
     b = g.prefill(ids[7:])
     np.testing.assert_allclose(np.concatenate([a, b]), whole, rtol=0, atol=2e-5 * np.abs(whole).max())
+    g.reset()
+    np.testing.assert_allclose(g.prefill(ids, logits="last"), whole[-1], rtol=0, atol=2e-5 * np.abs(whole).max())
 
 
 @pytest.mark.parametrize("case", list(CASES))
