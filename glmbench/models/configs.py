@@ -1111,22 +1111,32 @@ def _layer_types(r: _Reader, L: int, windowed) -> tuple:
     return tuple(i for i, t in enumerate(lt) if t != "full_attention")
 
 
+def _linear_layer_types(r: _Reader, L: int) -> tuple:
+    """The linear layers of a hybrid's `layer_types` ("linear_attention" / "full_attention" per layer), at
+    least one layer full attention; else a ValueError naming the field."""
+    lt = r.hf.get("layer_types")
+    if not isinstance(lt, list) or len(lt) != L or any(t not in ("linear_attention", "full_attention") for t in lt):
+        raise ValueError(f"config field `layer_types` must list 'linear_attention'/'full_attention' for each of "
+                         f"{L} layers, got {lt!r}")
+    lin = tuple(i for i, t in enumerate(lt) if t == "linear_attention")
+    if len(lin) == L:
+        raise ValueError(f"config field `layer_types` makes all {L} layers linear attention: a hybrid has at least "
+                         f"one full-attention layer")
+    return lin
+
+
 def _linear_fields(r: _Reader, L: int) -> dict:
     """A hybrid's linear-attention layers and their sizes: `layer_types` ("linear_attention" /
     "full_attention" per layer) when the config lists them, else every layer but each
     full_attention_interval-th (HF's default for Qwen3-Next and Qwen3.5)."""
-    lt = r.hf.get("layer_types")
-    if lt is None:
+    if r.hf.get("layer_types") is None:
         every = r.int("full_attention_interval")
         lin = tuple(i for i in range(L) if (i + 1) % every)
+        if len(lin) == L:
+            raise ValueError(f"config field `full_attention_interval` makes all {L} layers linear attention: a hybrid "
+                             f"has at least one full-attention layer")
     else:
-        if not isinstance(lt, list) or len(lt) != L or any(t not in ("linear_attention", "full_attention") for t in lt):
-            raise ValueError(f"config field `layer_types` must list 'linear_attention'/'full_attention' for each of "
-                             f"{L} layers, got {lt!r}")
-        lin = tuple(i for i, t in enumerate(lt) if t == "linear_attention")
-    if len(lin) == L:
-        raise ValueError(f"config field `layer_types` makes all {L} layers linear attention: a hybrid has at least "
-                         f"one full-attention layer")
+        lin = _linear_layer_types(r, L)
     Hk, Hv = r.int("linear_num_key_heads"), r.int("linear_num_value_heads")
     if Hv % Hk:
         raise ValueError(f"config field `linear_num_value_heads`={Hv} is not a multiple of "
@@ -1338,14 +1348,7 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
         # deepseek_v2 has no such field and always rotates interleaved pairs.
         interleave = r.bool("rope_interleave") if mt in ("glm4_moe_lite", "deepseek_v3") else True
         if mt in KDA_FAMILIES:
-            lt = r.hf.get("layer_types")
-            if not isinstance(lt, list) or len(lt) != L or any(t not in ("linear_attention", "full_attention") for t in lt):
-                raise ValueError(f"config field `layer_types` must list 'linear_attention'/'full_attention' for each "
-                                 f"of {L} layers, got {lt!r}")
-            lin = tuple(i for i, t in enumerate(lt) if t == "linear_attention")
-            if len(lin) == L:
-                raise ValueError(f"config field `layer_types` makes all {L} layers linear attention: a hybrid has at "
-                                 f"least one full-attention layer")
+            lin = _linear_layer_types(r, L)
             Hl, dl = r.int("linear_num_heads"), r.int("linear_head_dim")
             kw.update(linear_kind="kda", linear_layers=lin, linear_k_heads=Hl, linear_v_heads=Hl, linear_k_dim=dl,
                       linear_v_dim=dl, linear_conv=r.int("linear_conv_kernel_dim"))

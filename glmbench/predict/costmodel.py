@@ -1071,9 +1071,15 @@ def _linear_ops(setup: Setup, T: int, work: _Works, share: float) -> list:
            _matmul("lin.out_proj", T, D, Hv * dv, wb["out_proj.weight"], setup, share)]
     # the recurrence: tokens per stream, in order; vLLM's prompts run FLA's chunked kernels (chunks of
     # GDN_CHUNK tokens in parallel within, the state carried from chunk to chunk)
-    per = -(-T // S)
-    ops[3].chain = -(-per // GDN_CHUNK) if setup.runtime.attention_kernel == "paged_attn" and per > 1 else per
+    ops[3].chain = _chain(setup, T, S, GDN_CHUNK)
     return ops
+
+
+def _chain(setup: Setup, T: int, streams: int, chunk: int) -> int:
+    """Dependent steps of a recurrence over T tokens of `streams` streams: each stream's tokens in order,
+    or one step per `chunk` tokens where the runtime's prompt kernels are chunked (vLLM)."""
+    per = -(-T // streams)
+    return -(-per // chunk) if setup.runtime.attention_kernel == "paged_attn" and per > 1 else per
 
 
 def _kda_ops(setup: Setup, T: int, work: _Works, share: float) -> list:
@@ -1107,8 +1113,7 @@ def _kda_ops(setup: Setup, T: int, work: _Works, share: float) -> list:
            _Op("lin.norm_gate", "vector", "fp32", 0.0, 10 * T * H * dv * share,
                3 * ACT_BYTES * T * H * dv * share + wb.get("o_norm.weight", 0), 3),
            _matmul("lin.out_proj", T, D, H * dv, wb["o_proj.weight"], setup, share)]
-    per = -(-T // S)
-    ops[4].chain = -(-per // GDN_CHUNK) if setup.runtime.attention_kernel == "paged_attn" and per > 1 else per
+    ops[4].chain = _chain(setup, T, S, GDN_CHUNK)
     return ops
 
 
@@ -1148,8 +1153,7 @@ def _mamba2_ops(setup: Setup, T: int, work: _Works, share: float) -> list:
            _Op("lin.norm_gate", "vector", "fp32", 0.0, 10 * T * di * share,
                3 * ACT_BYTES * T * di * share + wb.get("norm.weight", 0), 3),
            _matmul("lin.out_proj", T, D, di, wb["out_proj.weight"], setup, share)]
-    per = -(-T // S)
-    ops[2].chain = -(-per // SSM_CHUNK) if setup.runtime.attention_kernel == "paged_attn" and per > 1 else per
+    ops[2].chain = _chain(setup, T, S, SSM_CHUNK)
     ops[2].step_cycles = SSM_STEP_CYCLES
     return ops
 
