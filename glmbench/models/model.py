@@ -505,7 +505,7 @@ class Layer:
         else:
             a = None
         if cfg.mixer_layers is not None:            # Nemotron-H: the block is its mixer or its MLP
-            return _keep(x, n_out) + _keep(a if a is not None else self._ffn(h), n_out)
+            return _keep(x, n_out) + (_keep(a, n_out) if a is not None else self._ffn(_keep(h, n_out)))
         x = _keep(x + a * rm, n_out)
         h = _ops.rms_norm(x, w["post_attention_layernorm.weight"], eps)
         return x + self._ffn(h) * rm
