@@ -29,8 +29,8 @@ Conventions of llama.cpp's converter (convert_hf_to_gguf.py) that are undone whe
     without `.weight`), dt_bias as ssm_dt.bias, the depthwise conv1d [C, 1, K] squeezed to [C, K],
     the norms (but the gated one) as 1 + w, Qwen3.5's value heads regrouped, and Qwen3-Next's
     in_proj_qkvz split into attn_qkv (q, k, v rows) + attn_gate (z rows) (a Joined; llama.cpp's
-    first qwen3next files keep it whole as ssm_in). Their shapes and bytes are read; the values
-    stay as stored (these families are priced, not run);
+    first qwen3next files keep it whole as ssm_in). Their shapes and bytes are read here; the
+    values' conventions are undone where the file runs (models/checkpoint.py);
   * the Cohere families (`command-r`, `cohere2`; conversion/command_r.py) store their LayerNorm eps as
     attention.layer_norm_epsilon, tie the head to token_embd, keep Command-R+'s per-head q/k norms as HF's
     [heads, head_dim] (glmbench's config names them flat: the same bytes) and write no window pattern
@@ -42,8 +42,8 @@ Conventions of llama.cpp's converter (convert_hf_to_gguf.py) that are undone whe
     -exp(A_log) [H, 1] and D as ssm_d [H, 1] (names without `.weight`), dt_bias as ssm_dt.bias, the conv1d
     squeezed to [C, K], the gated norm reshaped [groups, d_inner / groups]; Granite's fused shared MLP
     (shared_mlp.input_linear) split into ffn_gate_shexp / ffn_up_shexp (ffn_gate / ffn_up without experts),
-    Nemotron-H's experts stacked up / down only. Their shapes and bytes are read; the values stay as stored
-    (priced, not run).
+    Nemotron-H's experts stacked up / down only. Their shapes and bytes are read here; the values'
+    conventions are undone where the file runs (models/checkpoint.py).
 
 Every error is a GGUFError (a ValueError) naming the file and the field or tensor.
 """
@@ -507,15 +507,7 @@ def hf_config(g: GGUFFile) -> dict:
         return hf
     # GQA families
     n_kv = m("attention.head_count_kv", H, minimum=1)
-    if H % n_kv:
-        raise GGUFError(f"{g.path}: metadata '{arch}.attention.head_count' = {H} is not a multiple of "
-                        f"'{arch}.attention.head_count_kv' = {n_kv}")
-    hd = m("attention.key_length", minimum=1)
-    if hd is None:
-        if D % H:
-            raise GGUFError(f"{g.path}: metadata '{arch}.embedding_length' = {D} is not a multiple of "
-                            f"'{arch}.attention.head_count' = {H} and no '{arch}.attention.key_length' is given")
-        hd = D // H
+    hd = _gqa_head_dim(g, m, H, D, n_kv)
     hf.update(num_key_value_heads=n_kv, head_dim=hd,
               attention_bias=blk(0, "attn_q").replace("weight", "bias") in ts)
     rd = m("rope.dimension_count")
@@ -740,6 +732,22 @@ def _hybrid(g: GGUFFile, m: _Meta, hf: dict, L: int, blocks: int, hd: int, rd: i
     return hf
 
 
+def _gqa_head_dim(g: GGUFFile, m: _Meta, H: int, D: int, n_kv: int) -> int:
+    """A GQA file's head dim: attention.key_length, else embedding_length / head_count; the query heads a
+    multiple of the KV heads, else a GGUFError naming the keys."""
+    arch = g.architecture
+    if H % n_kv:
+        raise GGUFError(f"{g.path}: metadata '{arch}.attention.head_count' = {H} is not a multiple of "
+                        f"'{arch}.attention.head_count_kv' = {n_kv}")
+    hd = m("attention.key_length", minimum=1)
+    if hd is None:
+        if D % H:
+            raise GGUFError(f"{g.path}: metadata '{arch}.embedding_length' = {D} is not a multiple of "
+                            f"'{arch}.attention.head_count' = {H} and no '{arch}.attention.key_length' is given")
+        hd = D // H
+    return hd
+
+
 def _ssm_sizes(g: GGUFFile, m: _Meta, heads: str, groups: str) -> tuple:
     """(conv_kernel, state_size, group_count, time_step_rank, inner_size) of a hybrid's ssm.* keys, all five
     required as llama.cpp's get_key requires them; inner_size a multiple of the heads (time_step_rank) and
@@ -893,15 +901,7 @@ def _mamba(g: GGUFFile, m: _Meta, hf: dict, L: int, blocks: int) -> dict:
         raise GGUFError(f"{p}: metadata '{arch}.attention.head_count_kv' gives the attention layers different KV "
                         f"head counts ({sorted(n_kv)}); not supported")
     n_kv = n_kv.pop() if n_kv else H
-    if H % n_kv:
-        raise GGUFError(f"{p}: metadata '{arch}.attention.head_count' = {H} is not a multiple of "
-                        f"'{arch}.attention.head_count_kv' = {n_kv}")
-    hd = m("attention.key_length", minimum=1)
-    if hd is None:
-        if D % H:
-            raise GGUFError(f"{p}: metadata '{arch}.embedding_length' = {D} is not a multiple of "
-                            f"'{arch}.attention.head_count' = {H} and no '{arch}.attention.key_length' is given")
-        hd = D // H
+    hd = _gqa_head_dim(g, m, H, D, n_kv)
     bias = lambda i, n: i is not None and f"blk.{i}.{n}.bias" in ts
     first_attn = attn[0] if attn else None
     conv_bias, proj_bias = bias(mamba[0], "ssm_conv1d"), bias(mamba[0], "ssm_in") or bias(mamba[0], "ssm_out")
