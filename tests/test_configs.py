@@ -10,6 +10,7 @@ ALL = ["command-a", "command-r", "command-r-08-2024", "command-r-plus", "command
        "deepseek-r1-distill-qwen-14b", "deepseek-r1-distill-qwen-32b", "deepseek-r1-distill-qwen-7b",
        "deepseek-v2-lite", "deepseek-v3", "deepseek-v3.1", "devstral-small", "ernie-4.5-21b-a3b",
        "gemma-2-27b", "gemma-2-2b", "gemma-2-9b", "gemma-3-12b", "gemma-3-1b", "gemma-3-27b", "gemma-3-4b",
+       "gemma-4-26b-a4b", "gemma-4-31b", "gemma-4-e2b", "gemma-4-e4b",
        "glm-4-32b", "glm-4-9b", "glm-4.5", "glm-4.5-air", "glm-4.6", "glm-4.7-flash", "gpt-oss-120b",
        "gpt-oss-20b", "granite-4.0-h-micro", "granite-4.0-h-small", "granite-4.0-h-tiny", "kimi-k2", "kimi-linear-48b-a3b", "llama-2-13b", "llama-2-70b", "llama-2-7b", "llama-3-70b", "llama-3-8b",
        "llama-3.1-405b", "llama-3.1-70b", "llama-3.1-8b", "llama-3.2-1b", "llama-3.2-3b", "llama-3.3-70b",
@@ -40,6 +41,12 @@ KV_F16 = {
     "qwen3-30b-a3b": 48 * 4 * (128 + 128) * 2,        # 98,304
     # Gemma 3: every layer caches (windowed layers only their last 1024 tokens: see below)
     "gemma-3-27b": 62 * 16 * (128 + 128) * 2,         # 507,904
+    # Gemma 4: the windowed layers' KV heads x 256 and the global layers' x 512; E2B / E4B cache in their
+    # first 15 / 24 layers only (the rest share), 26B-A4B / 31B's global layers hold 2 / 4 KV heads
+    "gemma-4-e2b": (12 * 1 * 256 + 3 * 1 * 512) * 2 * 2,
+    "gemma-4-e4b": (20 * 2 * 256 + 4 * 2 * 512) * 2 * 2,
+    "gemma-4-26b-a4b": (25 * 8 * 256 + 5 * 2 * 512) * 2 * 2,
+    "gemma-4-31b": (50 * 16 * 256 + 10 * 4 * 512) * 2 * 2,
     "gemma-3-12b": 48 * 8 * (256 + 256) * 2,          # 393,216
     "gemma-3-4b": 34 * 4 * (256 + 256) * 2,           # 139,264
     "llama-2-7b": 32 * 32 * (128 + 128) * 2,          # 524,288 = 512 KiB (MHA: 32 KV heads)
@@ -549,6 +556,13 @@ def _hf_tiny(family):
                                                         "full_attention"] * 2,
                                            mlp_layer_types=["dense"] + ["sparse"] * 7)
         M = transformers.KimiLinearForCausalLM
+    elif family == "gemma4_text":
+        hc = transformers.Gemma4TextConfig(**small, head_dim=8, global_head_dim=16, num_global_key_value_heads=1,
+                                           attention_k_eq_v=True, intermediate_size=48, sliding_window=16,
+                                           hidden_size_per_layer_input=4, vocab_size_per_layer_input=64,
+                                           num_kv_shared_layers=2, enable_moe_block=True, num_experts=4,
+                                           top_k_experts=2, moe_intermediate_size=16)
+        M = transformers.Gemma4ForCausalLM
     elif family == "cohere":
         hc = transformers.CohereConfig(**small, intermediate_size=48, use_qk_norm=True)
         M = transformers.CohereForCausalLM
@@ -571,7 +585,9 @@ def test_priced_families_match_hf_parameter_counts(family):
     n += sum(b.numel() for k, b in m.named_buffers() if k.endswith("e_score_correction_bias"))
     assert c.total_params() == n
     # every HF parameter tensor has its count in ours (names differ: fused gate_up, stacked experts)
-    assert sum(configs._numel(s) for s in c.tensor_shapes().values()) == n
+    # (Gemma 4's layer_scalar, a buffer HF's checkpoint stores, is a tensor of ours)
+    scalars = sum(b.numel() for k, b in m.named_buffers() if k.endswith("layer_scalar"))
+    assert sum(configs._numel(s) for s in c.tensor_shapes().values()) == n + scalars
     if family in configs.PRICED_ONLY:
         assert c.forward_unsupported() and configs.PRICED_ONLY[c.model_type] in c.forward_unsupported()[-1]
     elif family in configs.LAYERNORM_FAMILIES:   # Cohere's families run in Model (tests/test_model_hf.py)
@@ -581,7 +597,8 @@ def test_priced_families_match_hf_parameter_counts(family):
     expect_moe = {"glm4": (), "llama4_text": (1, 3, 5, 7), "minimax_m2": tuple(range(8)),
                   "ernie4_5_moe": (1, 2, 3, 4, 5, 6), "qwen2_moe": (0, 1, 3, 4, 5, 6, 7),
                   "qwen3_next": (0, 1, 3, 4, 5, 6, 7), "qwen3_5_text": (), "qwen3_5_moe_text": tuple(range(8)),
-                  "cohere": (), "cohere2": (), "kimi_linear": tuple(range(1, 8))}[family]
+                  "cohere": (), "cohere2": (), "kimi_linear": tuple(range(1, 8)),
+                  "gemma4_text": tuple(range(8))}[family]
     assert c.moe_layers == expect_moe
     if family in configs.LINEAR_FAMILIES:   # the layer_types' linear layers; the others cache
         assert c.linear_layers == (0, 2, 3, 5, 6) and c.attention_layers == (1, 4, 7) and c.attn_output_gate
@@ -597,6 +614,10 @@ def test_priced_families_match_hf_parameter_counts(family):
         assert (c.n_experts_per_tok, c.shared_expert_intermediate_size, c.intermediate_size) == (1, 16, 48)
     elif family == "cohere2":     # every 4th layer global, the others windowed (sliding_window_pattern 4)
         assert c.windowed_layers == (0, 1, 2, 4, 5, 6) and not c.window_chunked and c.sliding_window == 16
+    elif family == "gemma4_text":  # 5 sliding : 1 full, the last layer full; the last 2 share layers 4 and 5's cache
+        assert c.windowed_layers == (0, 1, 2, 3, 4, 6) and c.cache_layers == tuple(range(6))
+        assert (c.kv_source(6), c.kv_source(7)) == (4, 5) and c.shared_expert_intermediate_size == 48
+        assert c.kv_bytes_per_token("f16") == (5 * 2 * 8 + 1 * 16) * 2 * 2
     else:
         assert not c.window_chunked and not c.windowed_layers
 

@@ -97,6 +97,7 @@ FAMILIES = {
     "nemotron_h": "gqa",
     "granitemoehybrid": "gqa",
     "kimi_linear": "mla",
+    "gemma4_text": "gqa",
 }
 # families the cost model prices but glmbench.Model's forward pass does not run (what each lacks)
 PRICED_ONLY = {
@@ -106,6 +107,8 @@ PRICED_ONLY = {
     "minimax_m2": "MiniMax-M2's q/k RMSNorm over all heads at once",
     "ernie4_5_moe": "ERNIE-4.5's router (softmax with a choice bias) and shared experts",
     "qwen2_moe": "Qwen2-MoE's gated shared expert",
+    "gemma4_text": "Gemma 4's per-layer embeddings, kv-shared layers, k = v global layers, proportional rope and "
+                   "MoE beside the dense MLP",
     "kimi_linear": "Kimi Delta Attention (the delta rule with a per-channel forget gate and low-rank gates; "
                    "no C op for it yet)",
 }
@@ -126,9 +129,18 @@ MAMBA_FAMILIES = ("nemotron_h", "granitemoehybrid")
 KDA_FAMILIES = ("kimi_linear",)
 # Gemma's layer: embeddings x sqrt(hidden), (1 + w) sandwich norms, GeGLU, query_pre_attn_scalar
 GEMMA_FAMILIES = ("gemma2", "gemma3_text")
+# Gemma 4 (HF Gemma4TextModel, transformers 5.25): Gemma 3's sandwich norms (plain w, not 1 + w), a softmax
+# scale of 1 with q / k / v RMSNorms (v's weightless); its global (full-attention) layers have their own head
+# dim and KV heads (global_head_dim, num_global_key_value_heads) and proportional rope on a quarter of the
+# head, and where attention_k_eq_v their values are the key projection (no v_proj); the last
+# num_kv_shared_layers layers read the cache of the last earlier layer of their kind (no k / v projection,
+# no cache of their own); per-layer embeddings (PLE: a [vocab, layers x P] table and a projection of the
+# input embedding feed each layer a P-wide signal through a gate and a projection); the MoE models run a
+# dense MLP beside the experts in every layer (the shared expert here)
+GEMMA4_FAMILIES = ("gemma4_text",)
 # multimodal wrappers whose text model is one of the families (the config's `text_config`)
 _WRAPPERS = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_5": "qwen3_5_text",
-             "qwen3_5_moe": "qwen3_5_moe_text"}
+             "qwen3_5_moe": "qwen3_5_moe_text", "gemma4": "gemma4_text"}
 # model_types whose (remote) code is one of the families': Kimi-K2's is DeepSeek-V3's
 _ALIASES = {"kimi_k2": "deepseek_v3"}
 # families whose norms are LayerNorms (weight only) with eps `layer_norm_eps`, one per layer, before
@@ -215,6 +227,15 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     "kimi_linear": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=False, q_lora_rank=None,
                         num_shared_experts=1, routed_scaling_factor=2.446, num_expert_group=1, topk_group=1,
                         moe_renormalize=True, linear_conv_kernel_dim=4),
+    # Gemma4TextConfig (transformers 5.25): layer_types 5 sliding : 1 full when absent (the last layer always
+    # full), global_head_dim 512, the global layers' KV heads = num_key_value_heads unless attention_k_eq_v
+    # (then num_global_key_value_heads)
+    "gemma4_text": dict(rms_norm_eps=1e-6, tie_word_embeddings=True, attention_bias=False, head_dim=256,
+                        num_key_value_heads=4, sliding_window=512, hidden_activation="gelu_pytorch_tanh",
+                        final_logit_softcapping=None, vocab_size_per_layer_input=262144,
+                        hidden_size_per_layer_input=256, attention_k_eq_v=False, num_kv_shared_layers=0,
+                        enable_moe_block=False, use_double_wide_mlp=False, global_head_dim=512,
+                        num_global_key_value_heads=None, max_position_embeddings=131072),
     # GraniteMoeHybridConfig (transformers 5.25)
     "granitemoehybrid": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False,
                              intermediate_size=11008, num_local_experts=8, num_experts_per_tok=2,
@@ -329,6 +350,17 @@ class ModelConfig:
     embedding_multiplier: float | None = None
     residual_multiplier: float | None = None
     attention_scale: float | None = None
+    # Gemma 4 (GEMMA4_FAMILIES): the global (not windowed) layers' head dim and KV heads (0: head_dim,
+    # n_kv_heads), their values the key projection (k_eq_v: no v_proj), the last kv_shared_layers layers
+    # reading an earlier layer's cache, per-layer embeddings of ple_size per layer over a ple_vocab table
+    # (0: none), the kv-shared layers' MLP twice intermediate_size wide (double_wide_mlp)
+    global_head_dim: int = 0
+    global_kv_heads: int = 0
+    k_eq_v: bool = False
+    kv_shared_layers: int = 0
+    ple_size: int = 0
+    ple_vocab: int = 0
+    double_wide_mlp: bool = False
 
     # ---- structure --------------------------------------------------------------------------
     def is_moe_layer(self, i: int) -> bool:
@@ -400,7 +432,62 @@ class ModelConfig:
 
     @property
     def n_kv_layers(self) -> int:
-        return len(self.attention_layers)
+        """Layers that keep a KV cache of their own (cache_layers)."""
+        return len(self.cache_layers)
+
+    # ---- per-layer attention geometry: uniform except Gemma 4's global layers and kv-shared layers ----
+    @property
+    def _window_set(self) -> frozenset:
+        return frozenset(self.windowed_layers)
+
+    def layer_head_dim(self, i: int) -> int:
+        """Layer i's query / key head dim: global_head_dim on Gemma 4's global layers, else head_dim."""
+        return self.global_head_dim if self.global_head_dim and i not in self._window_set else self.head_dim
+
+    def layer_v_dim(self, i: int) -> int:
+        """Layer i's value head dim (Gemma 4's global layers: global_head_dim)."""
+        return self.global_head_dim if self.global_head_dim and i not in self._window_set else self.v_head_dim
+
+    def layer_kv_heads(self, i: int) -> int:
+        """Layer i's KV heads: global_kv_heads on Gemma 4's global layers where set, else n_kv_heads."""
+        return self.global_kv_heads if self.global_kv_heads and i not in self._window_set else self.n_kv_heads
+
+    def layer_v_proj(self, i: int) -> bool:
+        """Layer i projects its own values (no where k_eq_v on a global layer, or where the layer reads an
+        earlier layer's cache)."""
+        return self.owns_kv(i) and not (self.k_eq_v and i not in self._window_set)
+
+    def owns_kv(self, i: int) -> bool:
+        """Layer i projects and caches its own K / V: every layer but the last kv_shared_layers (Gemma 4)."""
+        return i < self.n_layers - self.kv_shared_layers
+
+    def kv_source(self, i: int) -> int:
+        """The layer whose cache layer i attends over: itself, or for a kv-shared layer the last layer before
+        the shared ones of the same kind (windowed or global: HF Gemma4TextConfig.kv_sharing_modes)."""
+        if self.owns_kv(i):
+            return i
+        win = i in self._window_set
+        first = self.n_layers - self.kv_shared_layers
+        for j in range(first - 1, -1, -1):
+            if (j in self._window_set) == win and j in self._attention_set:
+                return j
+        raise ValueError(f"layer {i} shares the cache of an earlier {'windowed' if win else 'global'} layer, "
+                         f"but none of the first {first} layers is one")
+
+    @property
+    def _attention_set(self) -> frozenset:
+        return frozenset(self.attention_layers)
+
+    @property
+    def cache_layers(self) -> tuple:
+        """Indices of the attention layers that keep a KV cache of their own (all of them but Gemma 4's
+        kv-shared layers)."""
+        return tuple(i for i in self.attention_layers if self.owns_kv(i))
+
+    def layer_intermediate(self, i: int) -> int:
+        """Layer i's dense MLP width: intermediate_size, twice it on Gemma 4's kv-shared layers where
+        use_double_wide_mlp."""
+        return self.intermediate_size * (2 if self.double_wide_mlp and not self.owns_kv(i) else 1)
 
     def forward_unsupported(self) -> list:
         """What glmbench.Model's forward pass does not implement for this config (empty: it runs).
@@ -494,30 +581,49 @@ class ModelConfig:
                             self.rope_dim, self.max_position_embeddings, json.dumps(orig, default=repr))
 
     # ---- KV cache ---------------------------------------------------------------------------
-    def kv_elems_per_token_per_layer(self) -> int:
-        """Values cached per token per layer: MLA latent + shared rope key; GQA K and V."""
+    def kv_elems_per_token_per_layer(self, i: int | None = None) -> int:
+        """Values cached per token by layer i (None: the first caching layer): MLA latent + shared rope
+        key; GQA K and V."""
         if self.attention == "mla":
             return self.kv_lora_rank + self.qk_rope_head_dim
-        return self.n_kv_heads * (self.head_dim + self.v_head_dim)
+        i = self._first_cache_layer if i is None else i
+        return self.layer_kv_heads(i) * (self.layer_head_dim(i) + self.layer_v_dim(i))
 
-    def kv_rows_per_layer(self) -> list[int]:
-        """Lengths of the rows one token stores per layer (each row is a whole number of blocks in
-        a quantized cache): MLA stores the latent and the rope key as two rows; GQA one K row and one
-        V row per KV head."""
+    @property
+    def _first_cache_layer(self) -> int:
+        c = self.cache_layers
+        return c[0] if c else 0
+
+    def kv_rows_per_layer(self, i: int | None = None) -> list[int]:
+        """Lengths of the rows one token stores in layer i (None: the first caching layer; each row is a
+        whole number of blocks in a quantized cache): MLA stores the latent and the rope key as two rows;
+        GQA one K row and one V row per KV head."""
         if self.attention == "mla":
             return [self.kv_lora_rank, self.qk_rope_head_dim]
-        return [self.head_dim] * self.n_kv_heads + [self.v_head_dim] * self.n_kv_heads
+        i = self._first_cache_layer if i is None else i
+        return [self.layer_head_dim(i)] * self.layer_kv_heads(i) + [self.layer_v_dim(i)] * self.layer_kv_heads(i)
 
-    def kv_bytes_per_token(self, kv: str = vocab.DEFAULTS["kv"], *, expanded: bool = False) -> int:
+    def kv_layer_bytes(self, i: int, kv: str = vocab.DEFAULTS["kv"]) -> int:
+        """Cache bytes per token of layer i in format `kv` (0 for a layer without a cache of its own)."""
+        if i not in self._attention_set or not self.owns_kv(i):
+            return 0
+        fmt = vocab.kv_format(kv)
+        return sum(fmt.nbytes(r) for r in self.kv_rows_per_layer(i))
+
+    def kv_bytes_per_token(self, kv: str = vocab.DEFAULTS["kv"], *, expanded: bool = False,
+                           windowed: bool | None = None) -> int:
         """Exact cache bytes per token over all the layers that cache (a hybrid's linear layers hold a
         fixed state instead: recurrent_state_bytes). `expanded=True` gives what an MLA model
-        would cache without the latent trick (full per-head K and V), for comparison."""
+        would cache without the latent trick (full per-head K and V), for comparison. `windowed`:
+        only the windowed layers' (True) or only the global layers' (False), whose cache grows with the
+        context."""
         fmt = vocab.kv_format(kv)
+        layers = [i for i in self.cache_layers
+                  if windowed is None or (i in self._window_set) == windowed]
         if expanded and self.attention == "mla":
             rows = [self.head_dim] * self.n_heads + [self.v_head_dim] * self.n_heads
-        else:
-            rows = self.kv_rows_per_layer()
-        return self.n_kv_layers * sum(fmt.nbytes(r) for r in rows)
+            return len(layers) * sum(fmt.nbytes(r) for r in rows)
+        return sum(self.kv_layer_bytes(i, kv) for i in layers)
 
     @property
     def linear_v_tiled(self) -> bool:
@@ -546,9 +652,10 @@ class ModelConfig:
         return 4 * per * len(self.linear_layers)
 
     # ---- parameters ---------------------------------------------------------------------------
-    def attention_params(self) -> int:
-        """Weights (and biases) of one attention sub-layer, excluding the pre-attention norm."""
-        return sum(_numel(s) for s in self._attention_tensors().values())
+    def attention_params(self, i: int | None = None) -> int:
+        """Weights (and biases) of layer i's attention sub-layer (None: the first attention layer's),
+        excluding the pre-attention norm."""
+        return sum(_numel(s) for s in self._attention_tensors(i).values())
 
     def linear_attention_params(self) -> int:
         """Weights of one linear-attention (Gated DeltaNet) sub-layer, excluding the pre-norm; 0 for
@@ -582,23 +689,41 @@ class ModelConfig:
         return self.n_routed_experts * self.hidden_size + (self.n_routed_experts if self.router_bias else 0) \
             + (self.n_routed_experts if self.expert_bias else 0)
 
-    def dense_mlp_params(self) -> int:
-        return self.mlp_matrices * self.hidden_size * self.intermediate_size
+    def dense_mlp_params(self, i: int | None = None) -> int:
+        """One dense MLP (layer i's, None: intermediate_size wide)."""
+        F = self.intermediate_size if i is None else self.layer_intermediate(i)
+        return self.mlp_matrices * self.hidden_size * F
 
     def embedding_params(self) -> int:
-        """Input embedding plus lm_head (once if tied)."""
-        return self.vocab_size * self.hidden_size * (1 if self.tie_word_embeddings else 2)
+        """Input embedding plus lm_head (once if tied), plus Gemma 4's per-layer embedding table."""
+        return self.vocab_size * self.hidden_size * (1 if self.tie_word_embeddings else 2) + \
+            self.ple_vocab * self.n_layers * self.ple_size
+
+    def ple_params(self) -> int:
+        """Gemma 4's per-layer-embedding weights besides the table: the input embedding's projection
+        (hidden -> layers x P) and its norm, and in each layer the gate (hidden -> P), the projection
+        (P -> hidden) and its norm."""
+        if not self.ple_size:
+            return 0
+        D, P, L = self.hidden_size, self.ple_size, self.n_layers
+        return L * P * D + P + L * (2 * D * P + D)
 
     def total_params(self) -> int:
         moe = self.router_params() + self.n_routed_experts * self.expert_params() + self.shared_expert_params() \
             + self.latent_proj_params()
+        if self.model_type in GEMMA4_FAMILIES:
+            # the router's input scale and per-expert output scale; the MoE layer's three extra norms
+            moe += self.hidden_size + self.n_routed_experts + 3 * self.hidden_size
         n_lin = len(self.linear_layers)
+        att = self.attention_layers
+        uniform = not (self.global_head_dim or self.global_kv_heads or self.k_eq_v or self.kv_shared_layers)
         return (self.embedding_params() + self.hidden_size                 # final norm
                 + self.n_layers * self.n_layer_norms * self.hidden_size    # each layer's norms
-                + self.n_kv_layers * self.attention_params()
+                + (len(att) * self.attention_params() if uniform else sum(self.attention_params(i) for i in att))
                 + n_lin * self.linear_attention_params()
-                + self.n_dense_layers * self.dense_mlp_params()
-                + self.n_moe_layers * moe)
+                + (self.n_dense_layers * self.dense_mlp_params() if not self.double_wide_mlp else
+                   sum(self.dense_mlp_params(i) for i in self.dense_layers))
+                + self.n_moe_layers * moe + self.ple_params())
 
     def active_params(self, *, embeddings: bool = True) -> int:
         idle = self.n_moe_layers * (self.n_routed_experts - self.n_experts_per_tok) * self.expert_params()
@@ -613,8 +738,15 @@ class ModelConfig:
         if not self.tie_word_embeddings:
             t["lm_head.weight"] = (V, D)
         att = self._attention_tensors()
+        per_layer_att = bool(self.global_head_dim or self.global_kv_heads or self.k_eq_v or self.kv_shared_layers)
         lin = self._linear_tensors() if self.linear_layers else {}
         lin_set = frozenset(self.linear_layers)
+        gemma4 = self.model_type in GEMMA4_FAMILIES
+        if self.ple_size:
+            P, L = self.ple_size, self.n_layers
+            t["model.embed_tokens_per_layer.weight"] = (self.ple_vocab, L * P)
+            t["model.per_layer_model_projection.weight"] = (L * P, D)
+            t["model.per_layer_projection_norm.weight"] = (P,)
         for i in range(self.n_layers):
             p = f"model.layers.{i}."
             t[p + "input_layernorm.weight"] = (D,)
@@ -629,12 +761,27 @@ class ModelConfig:
                 for k, s in lin.items():
                     t[p + "linear_attn." + k] = s
             elif self.has_mixer(i):
-                for k, s in att.items():
+                for k, s in (self._attention_tensors(i) if per_layer_att else att).items():
                     t[p + "self_attn." + k] = s
+            if gemma4:
+                t[p + "layer_scalar"] = (1,)        # (a buffer in HF's model, stored in the checkpoint)
+                if self.ple_size:
+                    t[p + "per_layer_input_gate.weight"] = (self.ple_size, D)
+                    t[p + "per_layer_projection.weight"] = (D, self.ple_size)
+                    t[p + "post_per_layer_input_norm.weight"] = (D,)
             parts = (("gate", "up", "down") if self.mlp_gated else ("up", "down"))
             if self.is_moe_layer(i):
                 E, F, Di = self.n_routed_experts, self.moe_intermediate_size, self.expert_input_size
                 t[p + "mlp.gate.weight"] = (E, D)
+                if gemma4:
+                    # the router's input scale and per-expert scale; the norms around the experts and the
+                    # dense MLP beside them (HF: router.scale, router.per_expert_scale, pre_feedforward_layernorm_2,
+                    # post_feedforward_layernorm_1 / _2)
+                    t[p + "mlp.gate.scale"] = (D,)
+                    t[p + "mlp.gate.per_expert_scale"] = (E,)
+                    for n in ("pre_feedforward_layernorm_2", "post_feedforward_layernorm_1",
+                              "post_feedforward_layernorm_2"):
+                        t[p + n + ".weight"] = (D,)
                 if self.router_bias:
                     t[p + "mlp.gate.e_score_correction_bias"] = (E,)
                 for n in parts:
@@ -654,14 +801,18 @@ class ModelConfig:
                     if self.shared_expert_gate:
                         t[p + "mlp.shared_expert_gate.weight"] = (1, D)
             elif self.has_ffn(i):
-                F = self.intermediate_size
+                F = self.layer_intermediate(i)
                 for n in parts:
                     t[p + f"mlp.{n}_proj.weight"] = (D, F) if n == "down" else (F, D)
         return t
 
-    def _attention_tensors(self) -> dict[str, tuple]:
+    def _attention_tensors(self, i: int | None = None) -> dict[str, tuple]:
+        """One attention sub-layer's tensors by name -> shape: layer i's (None: the first attention
+        layer's; they differ only on Gemma 4's global and kv-shared layers)."""
         D, H = self.hidden_size, self.n_heads
         t: dict[str, tuple] = {}
+        if i is None:
+            i = self.attention_layers[0] if self.attention_layers else 0
         if self.attention == "mla":
             qk = self.qk_nope_head_dim + self.qk_rope_head_dim
             if self.q_lora_rank:
@@ -682,10 +833,14 @@ class ModelConfig:
             if self.attention_out_bias:
                 t["o_proj.bias"] = (D,)
         else:
-            Hk, Dh, Dv = self.n_kv_heads, self.head_dim, self.v_head_dim
+            Hk, Dh, Dv = self.layer_kv_heads(i), self.layer_head_dim(i), self.layer_v_dim(i)
+            own, v_proj = self.owns_kv(i), self.layer_v_proj(i)
             # a gated output (Qwen3-Next, Qwen3.5): q_proj gives each head's query and its gate
             q_rows = H * Dh * (2 if self.attn_output_gate else 1)
-            for n, rows in (("q_proj", q_rows), ("k_proj", Hk * Dh), ("v_proj", Hk * Dv)):
+            # (Gemma 4: a kv-shared layer has no k / v projection, a k_eq_v global layer no v_proj)
+            for n, rows, has in (("q_proj", q_rows, True), ("k_proj", Hk * Dh, own), ("v_proj", Hk * Dv, v_proj)):
+                if not has:
+                    continue
                 t[n + ".weight"] = (rows, D)
                 if self.attention_bias:
                     t[n + ".bias"] = (rows,)
@@ -694,7 +849,8 @@ class ModelConfig:
                 t["o_proj.bias"] = (D,)
             if self.qk_norm:
                 t["q_norm.weight"] = (H * Dh,) if self.qk_norm_all_heads else (Dh,)
-                t["k_norm.weight"] = (Hk * Dh,) if self.qk_norm_all_heads else (Dh,)
+                if own:
+                    t["k_norm.weight"] = (Hk * Dh,) if self.qk_norm_all_heads else (Dh,)
             if self.attention_sinks:
                 t["sinks"] = (H,)
         return t
@@ -1258,7 +1414,7 @@ def _rope(r: _Reader) -> tuple[float, dict | None]:
     if rp and isinstance(rp.get("full_attention"), dict):   # Gemma 3: per layer type; the global layers'
         rp = rp["full_attention"]
     # HF's default theta: 10000 (Gemma 3's global layers: 1e6, Gemma3TextConfig.default_theta)
-    theta = hf.get("rope_theta", (rp or {}).get("rope_theta", 1e6 if r.mt == "gemma3_text" else 10000.0))
+    theta = hf.get("rope_theta", (rp or {}).get("rope_theta", 1e6 if r.mt in ("gemma3_text", "gemma4_text") else 10000.0))
     if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not theta > 0:
         raise ValueError(f"config field `rope_theta` must be a positive number, got {theta!r}")
     scaling = hf.get("rope_scaling")
@@ -1297,6 +1453,72 @@ def _gemma_fields(r: _Reader) -> dict:
     return out
 
 
+def _gemma4_fields(r: _Reader, L: int, win_layers: tuple, n_kv: int) -> dict:
+    """Gemma 4's fields (Gemma4TextConfig, transformers 5.25): the global layers' head dim and KV heads from
+    global_head_dim / num_global_key_value_heads (a released config.json) or from the per_layer_config HF
+    writes when it saves one (the KV-head override applies only where attention_k_eq_v, as
+    Gemma4TextConfig.__post_init__ sets it); the kv-shared layers, the per-layer embeddings, the double-wide
+    MLP, the final soft-cap and the local rope base. The softmax scale is 1 (q and k are RMSNormed)."""
+    hf = r.hf
+    full = [i for i in range(L) if i not in frozenset(win_layers)]
+    k_eq_v = r.bool("attention_k_eq_v")
+    hd_g = r.int("global_head_dim", required=False) if "global_head_dim" in hf else None
+    kv_g = r.int("num_global_key_value_heads", allow_none=True) if "num_global_key_value_heads" in hf else None
+    plc = hf.get("per_layer_config")
+    if plc is not None:
+        if not isinstance(plc, dict):
+            raise ValueError(f"config field `per_layer_config` must be an object, got {plc!r}")
+        seen = {}
+        for key, lc in plc.items():
+            try:
+                i = int(key)
+            except (TypeError, ValueError):
+                raise ValueError(f"config field `per_layer_config` has a key {key!r} that is not a layer index")
+            if not isinstance(lc, dict) or not 0 <= i < L:
+                raise ValueError(f"config field `per_layer_config`[{key!r}] must be an object for a layer in "
+                                 f"[0, {L}), got {lc!r}")
+            if i in win_layers and lc:
+                raise ValueError(f"config field `per_layer_config`[{key!r}] overrides a sliding-window layer; "
+                                 f"only Gemma 4's global layers differ")
+            for f in ("head_dim", "num_key_value_heads"):
+                if f in lc:
+                    v = lc[f]
+                    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                        raise ValueError(f"config field `per_layer_config`[{key!r}].{f} must be a positive "
+                                         f"integer, got {v!r}")
+                    if seen.setdefault(f, v) != v:
+                        raise ValueError(f"config field `per_layer_config` gives the global layers different "
+                                         f"{f}s ({seen[f]} and {v}); glmbench models one set for all of them")
+        if hd_g is None:
+            hd_g = seen.get("head_dim")
+        if kv_g is None:
+            kv_g = seen.get("num_key_value_heads")
+    elif not k_eq_v:
+        kv_g = None                 # HF: the override applies only where attention_k_eq_v
+    if hd_g is None:
+        hd_g = r.int("global_head_dim")
+    kv_g = kv_g or n_kv
+    if r.int("num_attention_heads") % kv_g:
+        raise ValueError(f"config field `num_attention_heads` is not a multiple of the global layers' "
+                         f"{kv_g} KV heads")
+    shared = r.int("num_kv_shared_layers", minimum=0)
+    if shared >= L:
+        raise ValueError(f"config field `num_kv_shared_layers`={shared} leaves no layer of the {L} to keep a cache")
+    first = L - shared
+    if shared and (not any(i in win_layers for i in range(first)) and any(i in win_layers for i in range(first, L))
+                   or not any(i not in win_layers for i in range(first)) and any(i not in win_layers
+                                                                                   for i in range(first, L))):
+        raise ValueError(f"config field `num_kv_shared_layers`={shared}: a shared layer's kind (sliding or full "
+                         f"attention) has no layer among the first {first} to share the cache of")
+    P = r.int("hidden_size_per_layer_input", minimum=0, required=False) or 0
+    out = dict(global_head_dim=hd_g if full else 0, global_kv_heads=kv_g if full else 0, k_eq_v=k_eq_v,
+               kv_shared_layers=shared, ple_size=P, ple_vocab=r.int("vocab_size_per_layer_input") if P else 0,
+               double_wide_mlp=r.bool("use_double_wide_mlp") and shared > 0, attention_scale=1.0)
+    g = _gemma_fields(_Reader({**hf, "query_pre_attn_scalar": 1.0}, "gemma4_text"))
+    out.update(final_logit_softcapping=g["final_logit_softcapping"], rope_local_theta=g["rope_local_theta"])
+    return out
+
+
 def from_hf(hf: dict, name: str = "config") -> ModelConfig:
     mt = hf.get("model_type")
     if mt in _WRAPPERS:   # a multimodal config: its text model
@@ -1323,7 +1545,7 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
     tie = r.bool("tie_word_embeddings")
     theta, scaling = _rope(r)
     # the MLP's activation only changes numerics: predictions take any (Model runs silu only)
-    act = r.raw("hidden_activation" if mt in GEMMA_FAMILIES else "mlp_hidden_act" if mt == "nemotron_h" else
+    act = r.raw("hidden_activation" if mt in GEMMA_FAMILIES + GEMMA4_FAMILIES else "mlp_hidden_act" if mt == "nemotron_h" else
                 "hidden_act", required=False) or "silu"
     if not isinstance(act, str):
         raise ValueError(f"config field `hidden_act` must be a string, got {act!r}")
@@ -1409,6 +1631,12 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
                         required=False) or r.defaults["sliding_window_pattern"]
             win_layers = _layer_types(r, L, lambda i: (i + 1) % pat != 0)
             kw.update(_gemma_fields(r))
+        elif mt in GEMMA4_FAMILIES:
+            sw = r.int("sliding_window")
+            win_layers = _layer_types(r, L, lambda i: (i + 1) % 6 != 0)
+            if L - 1 in win_layers:     # HF forces the last layer to full attention
+                win_layers = tuple(i for i in win_layers if i != L - 1)
+            kw.update(_gemma4_fields(r, L, win_layers, n_kv))
         elif mt == "gemma2":   # Gemma2Config: even layers windowed
             sw = r.int("sliding_window")
             win_layers = _layer_types(r, L, lambda i: i % 2 == 0)
@@ -1444,7 +1672,7 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
         # (Llama 4's q / k norm is a weightless L2 norm: nothing to store, numerics only)
         if mt in LINEAR_FAMILIES:
             kw.update(_linear_fields(r, L), attn_output_gate=True, linear_kind="gdn")
-        qk_norm = mt in ("qwen3", "qwen3_moe", "gemma3_text", "minimax_m2") or mt in LINEAR_FAMILIES or \
+        qk_norm = mt in ("qwen3", "qwen3_moe", "gemma3_text", "minimax_m2", "gemma4_text") or mt in LINEAR_FAMILIES or \
             (mt in ("glm4_moe", "cohere") and r.bool("use_qk_norm"))
         kw.update(n_kv_heads=n_kv, head_dim=hd, attention_bias=bool(bias), attention_out_bias=out_bias,
                   # Command-R+'s q / k LayerNorms hold a weight per head (heads x head_dim)
@@ -1452,7 +1680,8 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
                   rope_layout="interleaved" if mt in ("glm4", "cohere", "cohere2") else "half", rope_dim=rope_dim,
                   q_lora_rank=None, kv_lora_rank=0, qk_nope_head_dim=0, qk_rope_head_dim=0, v_head_dim=hd,
                   sliding_window=sw, window_layers=win_layers,
-                  n_layer_norms=4 if mt in GEMMA_FAMILIES or mt == "glm4" else 1 if mt in LAYERNORM_FAMILIES else 2,
+                  n_layer_norms=4 if mt in GEMMA_FAMILIES + GEMMA4_FAMILIES or mt == "glm4" else
+                  1 if mt in LAYERNORM_FAMILIES else 2,
                   attention_sinks=mt == "gpt_oss")
         if mt in MAMBA_FAMILIES:
             kw.update(_mamba_fields(r, L, D))
@@ -1477,6 +1706,23 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
                   router_bias=True, n_group=n_group, topk_group=topk_group, norm_topk_prob=r.bool("moe_renormalize"),
                   routed_scaling_factor=r.float("routed_scaling_factor"), topk_method="noaux_tc",
                   moe_layers=moe_layers)
+    elif mt in GEMMA4_FAMILIES:
+        # Gemma4TextDecoderLayer with enable_moe_block: every layer runs its dense MLP (intermediate_size, here
+        # the shared expert) beside num_experts experts of moe_intermediate_size; Gemma4TextRouter: softmax over
+        # all experts, top_k_experts kept and renormalised, then times a learned per-expert scale
+        moe_layers, E, k, n_group, topk_group = (), 0, 0, 1, 1
+        if r.bool("enable_moe_block"):
+            E, k, Fe = r.int("num_experts"), r.int("top_k_experts"), r.int("moe_intermediate_size")
+            moe_layers = tuple(range(L))
+            kw.update(n_routed_experts=E, n_experts_per_tok=k, n_shared_experts=1, moe_intermediate_size=Fe,
+                      shared_expert_intermediate_size=F, first_k_dense_replace=0, router_scoring="softmax",
+                      router_bias=False, n_group=1, topk_group=1, norm_topk_prob=True, routed_scaling_factor=1.0,
+                      topk_method="", moe_layers=moe_layers)
+        else:
+            kw.update(n_routed_experts=0, n_experts_per_tok=0, n_shared_experts=0, moe_intermediate_size=0,
+                      shared_expert_intermediate_size=0, first_k_dense_replace=L, router_scoring="",
+                      router_bias=False, n_group=1, topk_group=1, norm_topk_prob=False, routed_scaling_factor=1.0,
+                      topk_method="", moe_layers=())
     elif mt in MAMBA_FAMILIES:
         # (read with the layers: _mamba_fields)
         F = kw.pop("intermediate_size")

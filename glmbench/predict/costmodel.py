@@ -453,9 +453,10 @@ def _weight_table(cfg: configs.ModelConfig, weights: str) -> dict:
     "linear": {name: bytes} (a hybrid's linear-attention layer), "norms", "mlp", "experts" (all routed
     experts), "router", "shared"}, ...], "embed", "lm_head", "final_norm"}."""
     fmt, ctx = vocab.weight_format(weights), cfg.tensor_context()
-    layers = [{"attn": {}, "linear": {}, "norms": 0, "mlp": 0, "experts": 0, "router": 0, "shared": 0, "latent": 0}
-              for _ in range(cfg.n_layers)]
-    head = {"embed": 0, "lm_head": 0, "final_norm": 0}
+    layers = [{"attn": {}, "linear": {}, "norms": 0, "mlp": 0, "experts": 0, "router": 0, "shared": 0, "latent": 0,
+               "ple": 0} for _ in range(cfg.n_layers)]
+    # (Gemma 4's per-layer embeddings: the table, and the input embedding's projection with its norm)
+    head = {"embed": 0, "lm_head": 0, "final_norm": 0, "ple_table": 0, "ple_proj": 0}
     # a config read from a model file: every tensor's real bytes (tensors the config does not name,
     # `extra_bytes`, are counted with the head; MTP layers are not counted)
     fw = getattr(cfg, "file_weights", None)
@@ -465,7 +466,10 @@ def _weight_table(cfg: configs.ModelConfig, weights: str) -> dict:
     for name, shape in cfg.tensor_shapes().items():
         b = real[name] if name in real else vocab.tensor_nbytes(fmt, name, shape, ctx)
         if not name.startswith("model.layers."):
-            head[{"model.embed_tokens.weight": "embed", "lm_head.weight": "lm_head"}.get(name, "final_norm")] += b
+            head[{"model.embed_tokens.weight": "embed", "lm_head.weight": "lm_head",
+                  "model.embed_tokens_per_layer.weight": "ple_table",
+                  "model.per_layer_model_projection.weight": "ple_proj",
+                  "model.per_layer_projection_norm.weight": "ple_proj"}.get(name, "final_norm")] += b
             continue
         i, rest = name[len("model.layers."):].split(".", 1)
         L = layers[int(i)]
@@ -473,8 +477,10 @@ def _weight_table(cfg: configs.ModelConfig, weights: str) -> dict:
             L["attn"][rest[len("self_attn."):]] = b
         elif rest.startswith("linear_attn."):
             L["linear"][rest[len("linear_attn."):]] = b
-        elif rest.endswith("layernorm.weight"):
+        elif rest.endswith("layernorm.weight") or "_layernorm_" in rest:
             L["norms"] += b
+        elif rest.startswith(("per_layer_", "post_per_layer_input_norm.", "layer_scalar")):
+            L["ple"] += b
         elif rest.startswith("mlp.experts."):
             L["experts"] += b
         elif rest.startswith("mlp.shared_experts."):
@@ -556,7 +562,7 @@ def _layer_weight_bytes(cfg: configs.ModelConfig, weights: str) -> dict:
     moe = [layers[i] for i in cfg.moe_layers]
     # attention tensors: the mean over the layers that have them (a hybrid's linear layers apart)
     al = [layers[i] for i in cfg.attention_layers]
-    att = {k: _mean(L["attn"][k] for L in al) for k in al[0]["attn"]}
+    att = {k: _mean(L["attn"].get(k, 0) for L in al) for k in al[0]["attn"]}
     out = {"attn": att, "norms": _mean(L["norms"] for L in layers)}
     if cfg.linear_layers:
         ll = [layers[i] for i in cfg.linear_layers]
@@ -571,9 +577,9 @@ def _layer_weight_bytes(cfg: configs.ModelConfig, weights: str) -> dict:
         out["router"] = _mean(L["router"] for L in moe)
         out["shared"] = _mean(L["shared"] for L in moe)
         out["latent"] = _mean(L["latent"] for L in moe)
-    out["embed"] = t["embed"]
-    out["lm_head"] = t["lm_head"]
-    out["final_norm"] = t["final_norm"]
+    out["ple"] = _mean(L["ple"] for L in layers)
+    for k in ("embed", "lm_head", "final_norm", "ple_table", "ple_proj"):
+        out[k] = t[k]
     return out
 
 
@@ -606,6 +612,9 @@ def _file_layer_weight_bytes(cfg) -> dict:
     out["embed"] = b.get("model.embed_tokens.weight", 0)
     out["lm_head"] = b.get("lm_head.weight", 0)
     out["final_norm"] = b.get("model.norm.weight", 0) + fw.extra_bytes
+    t = _weight_table(cfg, "f16")       # (a file's config: the file's bytes, whatever format is named)
+    out["ple"] = _mean(L["ple"] for L in t["layers"])
+    out["ple_table"], out["ple_proj"] = t["ple_table"], t["ple_proj"]
     return out
 
 
@@ -620,7 +629,28 @@ def _weight_bytes_uniform(cfg, weights, what):
 def _layer_total(cfg, weights) -> list:
     """Stored bytes of each decoder layer (all its tensors)."""
     return [sum(L["attn"].values()) + sum(L["linear"].values()) + L["norms"] + L["mlp"] + L["experts"] + L["router"]
-            + L["shared"] + L["latent"] for L in _weight_table(cfg, weights)["layers"]]
+            + L["shared"] + L["latent"] + L["ple"] for L in _weight_table(cfg, weights)["layers"]]
+
+
+@functools.lru_cache(maxsize=256)
+def _attn_kind_bytes(cfg: configs.ModelConfig, weights: str, layers: tuple) -> dict:
+    """Stored bytes of each attention tensor, the mean over `layers` (one kind of attention layer:
+    _attn_kinds), in `weights` or a model file's real bytes."""
+    t = _weight_table(cfg, weights)["layers"]
+    keys = t[layers[0]]["attn"]
+    return {k: _mean(t[i]["attn"].get(k, 0) for i in layers) for k in keys}
+
+
+@functools.lru_cache(maxsize=256)
+def _attn_kinds(cfg: configs.ModelConfig) -> tuple:
+    """The attention layers grouped by what a pass prices differently: global or windowed (the work,
+    Gemma 4's head dim and KV heads) and whether the layer projects and caches its own K / V (Gemma
+    4's kv-shared layers do not). ((windowed, owns_kv, layers), ...); a plain model has one or two."""
+    win = frozenset(cfg.windowed_layers)
+    groups: dict = {}
+    for i in cfg.attention_layers:
+        groups.setdefault((i in win, cfg.owns_kv(i)), []).append(i)
+    return tuple((w, o, tuple(ls)) for (w, o), ls in sorted(groups.items()))
 
 
 @dataclass(frozen=True)
@@ -692,9 +722,9 @@ def _pass_offload(setup: Setup, T: int, work, T_out: int):
     cfg, gpu, rt, host = setup.model, setup.gpu, setup.runtime, setup.host
     pl = _placement(setup)
     upload = T >= OP_OFFLOAD_MIN_BATCH
-    win, lin = frozenset(cfg.windowed_layers), frozenset(cfg.linear_layers)
-    attn = _attention_ops(setup, T, work.full, 1.0) if len(win) < cfg.n_kv_layers else []
-    attn_w = _attention_ops(setup, T, work.windowed, 1.0) if win else []
+    lin = frozenset(cfg.linear_layers)
+    kinds = _attn_kind_ops(setup, T, work, 1.0)
+    ple = _ple_ops(setup, T, 1.0)
     lin_ops = _linear_ops(setup, T, work, 1.0) if lin else []
     dense = _ffn_ops(setup, T, False, 1.0) if cfg.intermediate_size and cfg.n_dense_layers else []
     moe = _ffn_ops(setup, T, True, 1.0) if cfg.n_moe_layers else []
@@ -726,8 +756,8 @@ def _pass_offload(setup: Setup, T: int, work, T_out: int):
     where = "host"                                   # the embeddings are looked up in host memory
     block = _block_norm_ops(setup, T)
     for i in range(cfg.n_layers):
-        a_ops = (lin_ops if i in lin else attn_w if i in win else attn) if cfg.has_mixer(i) else []
-        f_ops = (moe if cfg.is_moe_layer(i) and cfg.n_routed_experts else dense) if cfg.has_ffn(i) else block
+        a_ops = (lin_ops if i in lin else next(ops for ls, ops in kinds if i in ls)) if cfg.has_mixer(i) else []
+        f_ops = ((moe if cfg.is_moe_layer(i) and cfg.n_routed_experts else dense) if cfg.has_ffn(i) else block) + ple
         if not pl.on_card[i]:
             if where == "card":
                 cross("link.pcie_activations", hid)
@@ -897,37 +927,48 @@ def _prefill_work(cfg, depth, n) -> _Works:
     return _Works(_prefill_attn(depth, n, None), _prefill_attn(depth, n, w, cfg.window_chunked) if w else None)
 
 
-def _attention_ops(setup: Setup, T: int, work: _Attn, share: float) -> list:
+def _attention_ops(setup: Setup, T: int, work: _Attn, share: float, layers: tuple | None = None) -> list:
+    """One attention layer's ops for a pass of T tokens doing `work`: a layer of `layers` (one kind of
+    _attn_kinds: their geometry and mean weight bytes; None: the model's first attention layer)."""
     cfg = setup.model
     kvf = setup.kv_fmt
     deq = DEQUANT_OPS if kvf.dequant else 0
     H = cfg.n_heads * share
-    wb = _layer_weight_bytes(cfg, setup.weights)["attn"]
+    wb = _attn_kind_bytes(cfg, setup.weights, tuple(layers)) if layers else \
+        _layer_weight_bytes(cfg, setup.weights)["attn"]
     D = cfg.hidden_size
     ops = []
     if cfg.attention == "gqa":
-        Hq, Hk, Dh, Dv = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.v_head_dim
+        i0 = layers[0] if layers else (cfg.attention_layers or (0,))[0]
+        # (Gemma 4: a global layer's own head dim and KV heads; a kv-shared layer projects only q and
+        # attends over an earlier layer's cache of the same geometry)
+        Hq, Hk, Dh, Dv = cfg.n_heads, cfg.layer_kv_heads(i0), cfg.layer_head_dim(i0), cfg.layer_v_dim(i0)
+        own = cfg.owns_kv(i0)
         ks = _kv_share(setup) if share < 1.0 else share       # KV heads replicated past their count (_kv_share)
         q_w = sum(v for k, v in wb.items() if k.split(".")[0] == "q_proj")
         kv_w = sum(v for k, v in wb.items() if k.split(".")[0] in ("k_proj", "v_proj"))
         # a gated output (Qwen3-Next, Qwen3.5): q_proj also gives the gate, one value per output channel
         gq = 2 if cfg.attn_output_gate else 1
-        if ks == share:
-            ops.append(_matmul("attn.qkv", T, (gq * Hq + Hk) * Dh + Hk * Dv, D, q_w + kv_w, setup, share, kernels=3))
+        kv_out = (Hk * Dh + (Hk * Dv if cfg.layer_v_proj(i0) else 0)) if own else 0
+        if ks == share or not own:
+            ops.append(_matmul("attn.qkv", T, gq * Hq * Dh + kv_out, D, q_w + kv_w, setup, share,
+                               kernels=3 if own else 1))
         else:
             # q's heads split over the cards, each card's KV heads whole (a KV head on several cards)
             q = _matmul("attn.qkv", T, gq * Hq * Dh, D, q_w, setup, share, kernels=3)
-            kv = _matmul("attn.qkv", T, Hk * (Dh + Dv), D, kv_w, setup, ks)
+            kv = _matmul("attn.qkv", T, kv_out, D, kv_w, setup, ks)
             ops.append(_Op("attn.qkv", q.cls, q.dtype, q.tflops + kv.tflops, q.vflops + kv.vflops, q.bytes + kv.bytes,
                            q.kernels, q.path, q.family))
             ops[-1].capf = q.capf
-        nk = 2 + (2 if cfg.qk_norm else 0)            # rope q, k (+ q/k norm)
-        ops.append(_Op("attn.rope_norm", "vector", "fp32", 0.0, (6 + (4 if cfg.qk_norm else 0)) * T * (Hq * share + Hk * ks) * Dh,
-                       2 * ACT_BYTES * T * (Hq * share + Hk * ks) * Dh, nk))
-        row = sum(kvf.nbytes(r) for r in cfg.kv_rows_per_layer()) * ks
-        elems = cfg.kv_elems_per_token_per_layer() * ks
-        ops.append(_Op("attn.kv_write", "vector", "fp32", 0.0, deq * elems * work.n_q,
-                       work.n_q * (row + ACT_BYTES * elems), 2))
+        nk = (2 if own else 1) * (2 if cfg.qk_norm else 1)   # rope q, k (+ q/k norm)
+        hk = Hk * ks if own else 0.0
+        ops.append(_Op("attn.rope_norm", "vector", "fp32", 0.0, (6 + (4 if cfg.qk_norm else 0)) * T * (Hq * share + hk) * Dh,
+                       2 * ACT_BYTES * T * (Hq * share + hk) * Dh, nk))
+        row = sum(kvf.nbytes(r) for r in cfg.kv_rows_per_layer(cfg.kv_source(i0))) * ks
+        elems = cfg.kv_elems_per_token_per_layer(cfg.kv_source(i0)) * ks
+        if own:
+            ops.append(_Op("attn.kv_write", "vector", "fp32", 0.0, deq * elems * work.n_q,
+                           work.n_q * (row + ACT_BYTES * elems), 2))
         rt = setup.runtime
         path = kn.attention_path("gqa", setup.mla_strategy, work.prefill, rt.flash_attn, rt)
         if path == "attn_mat":
@@ -1276,7 +1317,8 @@ def _ffn_ops(setup: Setup, T: int, moe: bool, share: float) -> list:
     ops = [_Op("norms", "vector", "fp32", 0.0, nn * 4 * T * D, nn * (2 * ACT_BYTES * T * D) + wb["norms"], 2 * nn)]
     m = cfg.mlp_matrices
     if not moe:
-        F = cfg.intermediate_size
+        # (the mean width over the dense layers: Gemma 4 E2B's kv-shared layers are twice as wide)
+        F = _mean(cfg.layer_intermediate(i) for i in cfg.dense_layers) if cfg.double_wide_mlp else cfg.intermediate_size
         ops.append(_matmul("mlp", T, m * F, D, wb["mlp"], setup, share, kernels=m + 1))
         return ops
     E, k, Fe = cfg.n_routed_experts, cfg.n_experts_per_tok, cfg.moe_intermediate_size
@@ -1372,29 +1414,66 @@ def _kv_share(setup: Setup) -> float:
     return max(1.0 / setup.n_cards, 1.0 / cfg.n_kv_heads)
 
 
+def _attn_kind_ops(setup: Setup, T: int, work: _Works, share: float) -> list:
+    """[(layers of one kind, its ops), ...] for every kind of attention layer (_attn_kinds): the
+    windowed ones doing work.windowed, the global ones work.full."""
+    return [(frozenset(ls), _attention_ops(setup, T, work.windowed if w else work.full, share, ls))
+            for w, _own, ls in _attn_kinds(setup.model)]
+
+
+def _ple_ops(setup: Setup, T: int, share: float) -> list:
+    """Gemma 4's per-layer-embedding step in one layer (llama.cpp's gemma4 graph): the gate (hidden -> P)
+    and the projection back (P -> hidden) as one pair of matmuls, the GELU, the product with the layer's
+    slice of the per-layer input, the norm and the residual add; [] without PLE."""
+    cfg = setup.model
+    if not cfg.ple_size:
+        return []
+    D, P = cfg.hidden_size, cfg.ple_size
+    wb = _layer_weight_bytes(cfg, setup.weights)
+    return [_matmul("ple.layer", T, 2 * P, D, wb["ple"], setup, share, kernels=2),
+            _Op("ple.layer_vec", "vector", "fp32", 0.0, T * (10 * P + 6 * D), ACT_BYTES * T * (3 * P + 4 * D), 4)]
+
+
+def _ple_input_ops(setup: Setup, T: int, share: float) -> list:
+    """Gemma 4's per-layer inputs, once per pass (on the first card): the input embedding projected to
+    layers x P, normed, plus the token's rows of the per-layer table (gathered, scaled), times 1/sqrt(2);
+    [] without PLE."""
+    cfg = setup.model
+    if not cfg.ple_size:
+        return []
+    D, LP = cfg.hidden_size, cfg.ple_size * cfg.n_layers
+    wb = _layer_weight_bytes(cfg, setup.weights)
+    row = wb["ple_table"] / max(cfg.ple_vocab, 1)          # one token's row of the table, as stored
+    return [_matmul("ple.input_proj", T, LP, D, wb["ple_proj"], setup, share),
+            _Op("ple.input_vec", "vector", "fp32", 0.0, 8 * T * LP, T * (row + 4 * ACT_BYTES * LP), 4)]
+
+
 def _card_ops(setup: Setup, T: int, work: _Works, T_out: int) -> list:
     """[(card, [(count, _Op), ...]), ...] for one pass of T tokens through the whole model."""
     share = 1.0 / setup.n_cards if setup.split == "tensor" else 1.0
     cfg = setup.model
-    win, lin = frozenset(cfg.windowed_layers), frozenset(cfg.linear_layers)
-    attn = _attention_ops(setup, T, work.full, share) if len(win) < cfg.n_kv_layers else []
-    attn_w = _attention_ops(setup, T, work.windowed, share) if win else []
+    lin = frozenset(cfg.linear_layers)
+    kinds = _attn_kind_ops(setup, T, work, share)
     lin_ops = _linear_ops(setup, T, work, share) if lin else []
     dense = _ffn_ops(setup, T, False, share) if cfg.intermediate_size and cfg.n_dense_layers else []
     moe = _ffn_ops(setup, T, True, share) if cfg.n_moe_layers else []
     head = _head_ops(setup, T_out, share) if T_out else []
-    att_set, dense_set, block = frozenset(cfg.attention_layers), frozenset(cfg.dense_layers), _block_norm_ops(setup, T)
+    ple, ple_in = _ple_ops(setup, T, share), _ple_input_ops(setup, T, share)
+    dense_set, block = frozenset(cfg.dense_layers), _block_norm_ops(setup, T)
     out = []
     for c, ((nd, nm, has_head), rng) in enumerate(zip(_layer_counts(setup), _layer_ranges(setup))):
-        n_win = sum(1 for i in rng if i in win)
         n_lin = sum(1 for i in rng if i in lin)
-        n_att = sum(1 for i in rng if i in att_set) - n_win
         n_den = sum(1 for i in rng if i in dense_set)
         # Nemotron-H's mixer blocks: their one norm (an FFN layer's norms are in the FFN ops)
         n_blk = sum(1 for i in rng if not cfg.has_ffn(i)) if block else 0
-        lines = [(n_att, o) for o in attn] + [(n_win, o) for o in attn_w] + \
-            [(n_lin, o) for o in lin_ops] + [(n_den, o) for o in dense] + [(nm, o) for o in moe] + \
-            [(n_blk, o) for o in block]
+        lines = []
+        for ls, ops in kinds:
+            n = sum(1 for i in rng if i in ls)
+            lines += [(n, o) for o in ops]
+        lines += [(n_lin, o) for o in lin_ops] + [(n_den, o) for o in dense] + [(nm, o) for o in moe] + \
+            [(n_blk, o) for o in block] + [(len(rng), o) for o in ple]
+        if c == 0 or setup.split == "tensor":
+            lines += [(1, o) for o in ple_in]
         if has_head:
             lines += [(1, o) for o in head]
         out.append((c, [(n, o) for n, o in lines if n]))
@@ -1694,8 +1773,16 @@ def _memory_terms(setup: Setup, batch: int):
         head_w = wb["final_norm"] + wb["embed"]      # the table is the lm_head: it lives on the card
     else:
         head_w = wb["final_norm"] + wb["lm_head"] + (0 if setup.runtime.embeddings_on_host else wb["embed"])
+    # Gemma 4's per-layer inputs: the projection on the card; the table, like the token embeddings, in host
+    # memory where the runtime keeps its input layer there (llama.cpp: per_layer_token_embd is an input tensor)
+    head_w += wb["ple_proj"] + (0 if setup.runtime.embeddings_on_host else wb["ple_table"])
     kvf = setup.kv_fmt
-    kv_layer = sum(kvf.nbytes(r) for r in cfg.kv_rows_per_layer())
+    cache, win = frozenset(cfg.cache_layers), frozenset(cfg.windowed_layers)
+    kv_of = {i: sum(kvf.nbytes(r) for r in cfg.kv_rows_per_layer(i)) for i in cache}
+
+    def kv_sum(layers, windowed):
+        """Cache bytes per token of the caching layers among `layers`, windowed or global."""
+        return sum(kv_of[i] for i in layers if i in cache and (i in win) == windowed)
     D = cfg.hidden_size
     # activations of one ubatch (f32): residual, normed input, q/k/v (or MLA's q, latent query,
     # latent and output), FFN intermediate (gate, up) and router scores; plus the logits buffer
@@ -1715,24 +1802,19 @@ def _memory_terms(setup: Setup, batch: int):
     tp = setup.split == "tensor"
     out = []
     per_layer = _layer_total(cfg, setup.weights)
-    win, lin = frozenset(cfg.windowed_layers), frozenset(cfg.linear_layers)
+    lin = frozenset(cfg.linear_layers)
     # one stream's recurrent state per linear layer (configs.recurrent_state_bytes, f32)
     st_layer = cfg.recurrent_state_bytes() / len(lin) if lin else 0.0
     if setup.offload is not None:   # one card: what is not in host memory (_host_memory_terms)
         pl = _placement(setup)
         card = [i for i in range(cfg.n_layers) if pl.on_card[i]]
         w = sum(per_layer[i] - pl.host_experts[i] for i in card) + (head_w if pl.output_on_card else 0)
-        n_win = sum(1 for i in card if i in win)
         n_lin = sum(1 for i in card if i in lin)
-        n_att = sum(1 for i in card if i in frozenset(cfg.attention_layers))
         ws = act + (logits if pl.output_on_card else 0)
-        return [(int(w), ws, overhead, batch * kv_layer * (n_att - n_win), 0.0, batch * kv_layer * n_win,
+        return [(int(w), ws, overhead, batch * kv_sum(card, False), 0.0, batch * kv_sum(card, True),
                  batch * st_layer * n_lin)]
-    att_set = frozenset(cfg.attention_layers)
     for (nd, nm, has_head), rng in zip(_layer_counts(setup), _layer_ranges(setup)):
-        n_win = sum(1 for i in rng if i in win)
         n_lin = sum(1 for i in rng if i in lin)
-        layers = sum(1 for i in rng if i in att_set) - n_win    # layers whose cache grows with the context
         st = st_layer * n_lin / (N if tp else 1)   # under tensor split each card holds its heads' states
         if tp:
             w = (sum(per_layer) + head_w) / N
@@ -1742,12 +1824,12 @@ def _memory_terms(setup: Setup, batch: int):
                 kv_w = sum(v for k, v in wb["attn"].items() if k.split(".")[0] in ("k_proj", "v_proj"))
                 w += cfg.n_kv_layers * kv_w * (ks - 1.0 / N)
             # an MLA latent is on every card; GQA's KV heads split, at least one per card (_kv_share)
-            kv_tok = kv_layer * layers * ks
-            kv_win = kv_layer * n_win * ks
+            kv_tok = kv_sum(rng, False) * ks
+            kv_win = kv_sum(rng, True) * ks
         else:
             w = sum(per_layer[i] for i in rng) + (head_w if has_head else 0)
-            kv_tok = kv_layer * layers
-            kv_win = kv_layer * n_win
+            kv_tok = kv_sum(rng, False)            # the global layers' cache grows with the context
+            kv_win = kv_sum(rng, True)
         expand_tok = 0.0
         if cfg.attention == "mla" and setup.mla_strategy == "naive":
             # the expanded f16 K and V of one layer at a time, for every stream
@@ -1763,17 +1845,16 @@ def _host_memory_terms(setup: Setup, batch: int) -> tuple:
     cfg = setup.model
     pl = _placement(setup)
     t = _weight_table(cfg, setup.weights)
-    total = sum(_layer_total(cfg, setup.weights)) + t["embed"] + t["lm_head"] + t["final_norm"]
+    total = sum(_layer_total(cfg, setup.weights)) + t["embed"] + t["lm_head"] + t["final_norm"] + t["ple_table"] \
+        + t["ple_proj"]
     card_w = _memory_terms(setup, batch)[0][0]
-    kv_layer = sum(setup.kv_fmt.nbytes(r) for r in cfg.kv_rows_per_layer())
     host_layers = [i for i in range(cfg.n_layers) if not pl.on_card[i]]
     win, lin = frozenset(cfg.windowed_layers), frozenset(cfg.linear_layers)
-    n_win = sum(1 for i in host_layers if i in win)
     n_lin = sum(1 for i in host_layers if i in lin)
-    n_att = sum(1 for i in host_layers if i in frozenset(cfg.attention_layers))
+    kv = lambda windowed: sum(sum(setup.kv_fmt.nbytes(r) for r in cfg.kv_rows_per_layer(i)) for i in host_layers
+                              if i in frozenset(cfg.cache_layers) and (i in win) == windowed)
     st = cfg.recurrent_state_bytes() / len(lin) * n_lin if lin else 0.0
-    return (total - card_w, batch * kv_layer * (n_att - n_win), batch * kv_layer * n_win,
-            batch * st)
+    return (total - card_w, batch * kv(False), batch * kv(True), batch * st)
 
 
 @dataclass
