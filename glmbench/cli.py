@@ -812,9 +812,8 @@ def cmd_models(args) -> int:
         # their fixed recurrent state instead (configs.recurrent_state_bytes)
         at = 131072
         if cfg.windowed_layers:
-            n_win = len(cfg.windowed_layers)
             cells = _cm.window_cells(at, cfg.sliding_window, 512)
-            kv128 = kv["f16"] / cfg.n_kv_layers * ((cfg.n_kv_layers - n_win) * at + n_win * cells)
+            kv128 = cfg.kv_bytes_per_token("f16", windowed=False) * at + cfg.kv_bytes_per_token("f16", windowed=True) * cells
         else:
             kv128 = kv["f16"] * at
         kv128 += cfg.recurrent_state_bytes()

@@ -313,7 +313,7 @@ def _memory(S: Search) -> dict:
 def _memory_why(S: Search, res) -> str:
     kv = S.study.kv
     per = lambda m: configs.load(m).kv_bytes_per_token(kv) / 1024
-    grow = lambda m: (lambda c: c.kv_bytes_per_token(kv) * (c.n_kv_layers - len(c.windowed_layers)) / c.n_kv_layers / 1024)(configs.load(m))
+    grow = lambda m: configs.load(m).kv_bytes_per_token(kv, windowed=False) / 1024
     win = [m for m in S.dense if configs.load(m).windowed_layers]
     never = [m for m in S.dense if not any(r["reproduced"] for r in res if r["dense_model"] == m)]
     return (f"GLM-4.7-Flash caches {per(MLA_MODEL):.0f} KiB per token ({kv}), the dense built-ins "
@@ -541,6 +541,8 @@ def _attn_flops_per_key(dense) -> str:
         if cfg.attention == "mla":
             per = 2 * cfg.n_heads * (cfg.qk_nope_head_dim + cfg.qk_rope_head_dim + cfg.v_head_dim) * cfg.n_layers
         else:
-            per = 2 * cfg.n_heads * (cfg.head_dim + cfg.v_head_dim) * (cfg.n_kv_layers - len(cfg.windowed_layers))
+            win = frozenset(cfg.windowed_layers)
+            per = sum(2 * cfg.n_heads * (cfg.layer_head_dim(i) + cfg.layer_v_dim(i))
+                      for i in cfg.attention_layers if i not in win)
         out.append(f"{m} {per / 1e6:.2f}")
     return ("attention costs, per query and cached key beyond any window, in MFLOP: " + ", ".join(out))

@@ -314,8 +314,7 @@ def ceilings(study: Study) -> list[dict]:
                      # a sliding-window model: past the window only the global layers' cache grows
                      "sliding_window": cfg.sliding_window if cfg.windowed_layers else None,
                      "window_chunked": bool(cfg.window_chunked and cfg.windowed_layers),
-                     "kv_bytes_per_token_past_window": cfg.kv_bytes_per_token(s.kv) * (
-                         cfg.n_kv_layers - len(cfg.windowed_layers)) // cfg.n_kv_layers,
+                     "kv_bytes_per_token_past_window": cfg.kv_bytes_per_token(s.kv, windowed=False),
                      # a hybrid's linear layers: one fixed recurrent state per stream (0 without them)
                      "recurrent_state_bytes": cfg.recurrent_state_bytes(),
                      "linear_layers": len(cfg.linear_layers),
