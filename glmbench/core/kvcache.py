@@ -32,7 +32,7 @@ import numpy as np
 from glmbench import vocab
 from glmbench.core._loader import _core
 
-__all__ = ["KVCache"]
+__all__ = ["KVCache", "KVCacheGroup"]
 
 # the most tokens a windowed layer takes at once by default: llama.cpp's n_ubatch (its SWA cache
 # keeps n_swa + n_ubatch cells per sequence, llama-kv-cache-iswa.cpp)
@@ -116,6 +116,13 @@ class KVCache(_core.KVCacheBase):
     def read(self, layer):
         return super().read(_layer(layer))
 
+    def locate(self, layer) -> tuple:
+        """(the KVCache holding `layer`, its index there): (self, layer) here; KVCacheGroup's parts."""
+        layer = _layer(layer)
+        if not 0 <= layer < self.n_layers:
+            raise ValueError(f"`layer`={layer} is out of range for a cache of {self.n_layers} layers")
+        return self, layer
+
     def fill_synthetic(self, n_tokens, seed=0) -> None:
         return super().fill_synthetic(_int(n_tokens, "n_tokens", 0), int(seed) & 0x7FFFFFFFFFFFFFFF)
 
@@ -147,3 +154,97 @@ def _str(v):
     if not isinstance(v, str):
         raise TypeError(f"`kv` (the cache format) must be a str (f32, f16, bf16, q8_0, q4_0), got {type(v).__name__} {v!r}")
     return v
+
+
+class KVCacheGroup:
+    """GQA cache layers of more than one geometry (KV heads, head dim, value head dim) standing as one
+    cache of n_layers layers: one KVCache per geometry (its `parts`), each holding the layers of that
+    geometry in order. Gemma 4's global layers have their own head dim and KV heads
+    (ModelConfig.layer_head_dim / layer_kv_heads), so its cache is two KVCaches. Layer l is layer
+    `locate(l)[1]` of part `locate(l)[0]`; the attention kernels take that part and index.
+
+    The byte counts (bytes_per_token, bytes_used, bytes_allocated, bytes_in_blocks) are the parts' sums,
+    each exact in the storage format; length / held / ring_tokens / read / append go to the layer's part;
+    reset and fill_synthetic reach every part."""
+
+    kind = "gqa"
+
+    def __init__(self, capacity_tokens: int, dims, kv: str = vocab.DEFAULTS["kv"], block_size: int = 64, *,
+                 windows=None, chunk: int = DEFAULT_CHUNK):
+        """dims: one (n_kv_heads, head_dim, v_head_dim) per layer; windows: None or one window per layer
+        (0 = full attention), as KVCache.gqa's."""
+        if isinstance(dims, (str, bytes)) or not hasattr(dims, "__len__") or not len(dims):
+            raise TypeError(f"`dims` must be a non-empty sequence of (n_kv_heads, head_dim, v_head_dim), one per "
+                            f"layer, got {dims!r}")
+        geo = []
+        for i, d in enumerate(dims):
+            if not (isinstance(d, (tuple, list)) and len(d) == 3):
+                raise TypeError(f"`dims`[{i}] must be (n_kv_heads, head_dim, v_head_dim), got {d!r}")
+            geo.append(tuple(_int(v, f"dims[{i}][{j}]") for j, v in enumerate(d)))
+        if windows is not None and (isinstance(windows, (str, bytes)) or not hasattr(windows, "__len__")
+                                    or len(windows) != len(geo)):
+            raise ValueError(f"`windows` must give one window per layer ({len(geo)}), got {windows!r}")
+        kinds = list(dict.fromkeys(geo))                 # the geometries in order of first use
+        members = [[i for i, g in enumerate(geo) if g == k] for k in kinds]
+        self.parts = []
+        for k, idx in zip(kinds, members):
+            w = None if windows is None else [windows[i] for i in idx]
+            self.parts.append(KVCache.gqa(len(idx), capacity_tokens, *k, kv=kv, block_size=block_size,
+                                          windows=w if w and any(w) else None, chunk=chunk))
+        self._where = [None] * len(geo)
+        for p, idx in enumerate(members):
+            for j, i in enumerate(idx):
+                self._where[i] = (p, j)
+        self.dims = tuple(geo)
+        self.windows = tuple(int(w) for w in windows) if windows is not None else (0,) * len(geo)
+        self.chunk = int(chunk) if any(self.windows) else 0
+
+    def locate(self, layer) -> tuple:
+        """(the part KVCache holding `layer`, its index in that part)."""
+        layer = _layer(layer)
+        if not 0 <= layer < len(self._where):
+            raise ValueError(f"`layer`={layer} is out of range for a cache of {len(self._where)} layers")
+        p, j = self._where[layer]
+        return self.parts[p], j
+
+    # the parts' common settings
+    n_layers = property(lambda self: len(self._where))
+    capacity_tokens = property(lambda self: self.parts[0].capacity_tokens)
+    kv = property(lambda self: self.parts[0].kv)
+    block_size = property(lambda self: self.parts[0].block_size)
+    # bytes: the parts' sums
+    bytes_per_token = property(lambda self: sum(p.bytes_per_token for p in self.parts))
+    bytes_used = property(lambda self: sum(p.bytes_used for p in self.parts))
+    bytes_allocated = property(lambda self: sum(p.bytes_allocated for p in self.parts))
+    bytes_in_blocks = property(lambda self: sum(p.bytes_in_blocks for p in self.parts))
+
+    def append(self, layer, a, b=None):
+        c, j = self.locate(layer)
+        return c.append(j, a, b)
+
+    def length(self, layer) -> int:
+        c, j = self.locate(layer)
+        return c.length(j)
+
+    def held(self, layer) -> int:
+        c, j = self.locate(layer)
+        return c.held(j)
+
+    def ring_tokens(self, layer) -> int:
+        c, j = self.locate(layer)
+        return c.ring_tokens(j)
+
+    def read(self, layer):
+        c, j = self.locate(layer)
+        return c.read(j)
+
+    def reset(self) -> None:
+        for p in self.parts:
+            p.reset()
+
+    def fill_synthetic(self, n_tokens, seed=0) -> None:
+        for k, p in enumerate(self.parts):
+            p.fill_synthetic(n_tokens, seed=int(seed) + k)
+
+    def __repr__(self) -> str:
+        return f"KVCacheGroup({', '.join(repr(p) for p in self.parts)})"

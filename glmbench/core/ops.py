@@ -118,7 +118,8 @@ def rope(x: np.ndarray, positions: np.ndarray, *, theta: float, rot_dim: int, ro
     in float32.
 
     inv_freq: None, or float64 [rot_dim/2], finite and > 0 -- scaled frequencies (YaRN, linear;
-        see ModelConfig.rope_inv_freq). theta is then unused (still validated).
+        see ModelConfig.rope_inv_freq). theta is then unused (still validated). (Frequencies of 0:
+        rope_proportional.)
     attention_factor: cos and sin are multiplied by it (HF's `attention_scaling`, YaRN's mscale
         ratio; ModelConfig.rope_attention_factor), so the rotated slice is scaled by it; finite, > 0.
 
@@ -141,6 +142,54 @@ def rope(x: np.ndarray, positions: np.ndarray, *, theta: float, rot_dim: int, ro
         raise TypeError(f"`attention_factor` must be a number, got {attention_factor!r}")
     return _core.rope(x, positions, float(theta), _int_arg("rot_dim", rot_dim), _int_arg("rot_offset", rot_offset),
                       _ROPE_LAYOUTS[layout], inv_freq=inv_freq, attention_factor=float(attention_factor))
+
+
+__all__ += ["rope_proportional"]
+
+
+def rope_proportional(x: np.ndarray, positions: np.ndarray, *, theta: float, rot_dim: int, rot_offset: int = 0,
+                      layout: str = "half", inv_freq: np.ndarray, attention_factor: float = 1.0) -> np.ndarray:
+    """`rope` where inv_freq [rot_dim/2] (float64, finite) may hold zeros: a pair of frequency 0 is not turned
+    (cos 0 = 1, sin 0 = 0: only scaled by attention_factor). Gemma 4's "proportional" rope (transformers
+    5.25 _compute_proportional_rope_parameters; ModelConfig.layer_rope) turns the first pairs of the head
+    and leaves the rest, in HF's rotate_half pairing over the whole head. The turning pairs are gathered,
+    in the layout's order, into a slice of their own that the C core's rope rotates; the result equals
+    glmbench.core.reference.rope with the same inv_freq. x[T, H, Dh] float32 -> a new [T, H, Dh]."""
+    if not isinstance(x, np.ndarray) or x.ndim != 3 or x.dtype != np.float32:
+        raise TypeError(f"`x` must be a float32 numpy.ndarray [T, H, Dh], got "
+                        f"{getattr(x, 'dtype', type(x).__name__)} of shape {np.shape(x)}")
+    if layout not in _ROPE_LAYOUTS:
+        raise ValueError(f"`layout` must be 'interleaved' or 'half', got {layout!r}")
+    rot_dim, rot_offset = _int_arg("rot_dim", rot_dim), _int_arg("rot_offset", rot_offset)
+    if rot_dim < 2 or rot_dim % 2 or rot_offset < 0 or rot_offset + rot_dim > x.shape[2]:
+        raise ValueError(f"`rot_dim`={rot_dim} (even, >= 2) at `rot_offset`={rot_offset} must fit in the head dim "
+                         f"{x.shape[2]}")
+    if not isinstance(inv_freq, np.ndarray) or inv_freq.dtype != np.float64 or inv_freq.shape != (rot_dim // 2,):
+        raise ValueError(f"`inv_freq` must be a float64 array of rot_dim/2 = {rot_dim // 2} frequencies, got "
+                         f"{getattr(inv_freq, 'dtype', type(inv_freq).__name__)} of shape {np.shape(inv_freq)}")
+    if not (np.isfinite(inv_freq).all() and (inv_freq >= 0).all()):
+        raise ValueError("`inv_freq` must be finite and >= 0")
+    if isinstance(attention_factor, bool) or not isinstance(attention_factor, (int, float, np.integer, np.floating)) \
+            or not (np.isfinite(attention_factor) and attention_factor > 0):
+        raise ValueError(f"`attention_factor` must be a finite number > 0, got {attention_factor!r}")
+    half = rot_dim // 2
+    turn = np.flatnonzero(inv_freq > 0)
+    if layout == "half":    # pair i = (x[i], x[i + half]): the slice [firsts | seconds] keeps that layout
+        idx = np.concatenate([turn, turn + half])
+    else:                   # interleaved: pair i = (x[2i], x[2i + 1])
+        idx = np.stack([2 * turn, 2 * turn + 1], axis=1).reshape(-1)
+    idx = idx + rot_offset
+    y = np.array(x, dtype=np.float32, copy=True)
+    if attention_factor != 1.0:
+        y[..., rot_offset:rot_offset + rot_dim] *= np.float32(attention_factor)
+    # (with no pair turning, the C core still checks x and positions on a one-pair slice)
+    part = np.ascontiguousarray(x[..., idx if turn.size else slice(rot_offset, rot_offset + 2)])
+    r = _core.rope(part, positions, float(theta), int(part.shape[2]), 0, _ROPE_LAYOUTS[layout],
+                   inv_freq=np.ascontiguousarray(inv_freq[turn]) if turn.size else None,
+                   attention_factor=float(attention_factor))
+    if turn.size:
+        y[..., idx] = r
+    return y
 
 
 # ---- linear ------------------------------------------------------------------------------

@@ -107,8 +107,6 @@ PRICED_ONLY = {
     "minimax_m2": "MiniMax-M2's q/k RMSNorm over all heads at once",
     "ernie4_5_moe": "ERNIE-4.5's router (softmax with a choice bias) and shared experts",
     "qwen2_moe": "Qwen2-MoE's gated shared expert",
-    "gemma4_text": "Gemma 4's per-layer embeddings, kv-shared layers, k = v global layers, proportional rope and "
-                   "MoE beside the dense MLP",
     "kimi_linear": "Kimi Delta Attention (the delta rule with a per-channel forget gate and low-rank gates; "
                    "no C op for it yet)",
 }
@@ -250,7 +248,9 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
 LATENT_NORM_EPS = 1e-6
 
 # rope_scaling types the forward pass implements (others only change numerics: predictions take them)
-ROPE_TYPES = ("default", "linear", "yarn", "llama3", "freq_factors")
+# ("proportional": Gemma 4's global layers, plain frequencies on the first partial_rotary_factor of the head's
+# pairs, zero on the rest, over the layer's whole head dim: ModelConfig.layer_rope)
+ROPE_TYPES = ("default", "linear", "yarn", "llama3", "freq_factors", "proportional")
 
 
 @dataclass(frozen=True)
@@ -493,13 +493,15 @@ class ModelConfig:
         """What glmbench.Model's forward pass does not implement for this config (empty: it runs).
         Each only changes numerics: predictions take the config as it is."""
         out = []
-        gemma = self.model_type in GEMMA_FAMILIES
+        gemma = self.model_type in GEMMA_FAMILIES + GEMMA4_FAMILIES
         if self.hidden_act != "silu" and not (gemma and self.hidden_act == "gelu_pytorch_tanh") and \
                 not (self.model_type == "nemotron_h" and self.hidden_act == "relu2"):
             out.append(f"hidden_act {self.hidden_act!r} (SwiGLU with silu; Gemma's gelu_pytorch_tanh; "
                        f"Nemotron-H's ungated relu2)")
         if self.rope_type not in ROPE_TYPES:
             out.append(f"rope_type {self.rope_type!r} (supported: {', '.join(ROPE_TYPES)})")
+        elif self.rope_type == "proportional" and self.model_type not in GEMMA4_FAMILIES:
+            out.append("proportional rope outside Gemma 4 (its zero frequencies run in Gemma 4's layer only)")
         if self.n_layer_norms != 2 and not gemma and self.model_type not in PRICED_ONLY \
                 and self.model_type not in LAYERNORM_FAMILIES and self.model_type not in MAMBA_FAMILIES:
             out.append(f"{self.n_layer_norms} norms per layer (Gemma's sandwich norms)")
@@ -526,10 +528,19 @@ class ModelConfig:
 
     def layer_rope(self, i: int) -> dict:
         """ops.rope's keyword arguments for layer i: Gemma 3's windowed layers turn by the local base
-        (rope_local_base_freq, no scaling), every other layer by rope_theta and rope_scaling."""
+        (rope_local_base_freq, no scaling), every other layer by rope_theta and rope_scaling. Gemma 4: the
+        windowed layers plain rope by the local base over their whole head, the global ones "proportional"
+        rope over their whole head (global_head_dim): the first partial_rotary_factor of its pairs turn, the
+        others have frequency 0 (HF's rotate_half pairs (x[j], x[j + head_dim / 2]) either way)."""
+        gemma4 = self.model_type in GEMMA4_FAMILIES
         if self.rope_local_theta and i in self.windowed_layers:
-            return dict(theta=self.rope_local_theta, rot_dim=self.rope_dim, layout=self.rope_layout, inv_freq=None,
-                        attention_factor=1.0)
+            return dict(theta=self.rope_local_theta, rot_dim=self.layer_head_dim(i) if gemma4 else self.rope_dim,
+                        layout=self.rope_layout, inv_freq=None, attention_factor=1.0)
+        if self.rope_type == "proportional":
+            dim = self.layer_head_dim(i) if self.attention == "gqa" else self.rope_dim
+            inv, af = _rope_params(json.dumps(self.rope_scaling, sort_keys=True, default=repr), self.rope_theta,
+                                   dim, self.max_position_embeddings, "null")
+            return dict(theta=self.rope_theta, rot_dim=dim, layout=self.rope_layout, inv_freq=inv, attention_factor=af)
         return dict(theta=self.rope_theta, rot_dim=self.rope_dim, layout=self.rope_layout,
                     inv_freq=self.rope_inv_freq(), attention_factor=self.rope_attention_factor())
 
@@ -1162,6 +1173,16 @@ def _rope_params(scaling_json: str, theta: float, dim: int, max_pos: int, orig_j
                         {"original_max_position_embeddings": orig})
     elif t == "llama3":
         inv, af = _llama3(rs, plain), 1.0
+    elif t == "proportional":
+        # Gemma 4's global layers (transformers 5.25 _compute_proportional_rope_parameters): over the whole head
+        # (dim), the first int(partial_rotary_factor x dim // 2) pairs at the plain frequencies, the others at
+        # zero (unturned: ops.rope_proportional), all divided by `factor` (default 1)
+        prf = _scaling_num(rs, "partial_rotary_factor", 1.0, positive=False)
+        if not 0.0 <= prf <= 1.0:
+            raise ValueError(f"config field `rope_scaling.partial_rotary_factor` must be in [0, 1], got {prf!r}")
+        n_rot = int(prf * dim // 2)
+        inv = np.concatenate([plain[:n_rot], np.zeros(dim // 2 - n_rot)]) / _scaling_num(rs, "factor", 1.0)
+        af = 1.0
     elif t == "freq_factors":   # a GGUF's rope_freqs tensor (llama3 scaling as stored): divisors per pair
         f = np.asarray(rs.get("freq_factors"), dtype=np.float64)
         if f.shape != plain.shape:

@@ -21,6 +21,19 @@ query_pre_attn_scalar ** -0.5; tied head; final_logit_softcapping when set. A wi
 `window_chunk` tokens (the most a ring layer takes at once). Their layers run as one C call each
 (csrc/layer.c: sandwich norms, GeGLU, window, local rope base and soft-capping), as the others do.
 
+Gemma 4 (gemma4_text, and the gemma4 wrapper's text model; HF modeling_gemma4, transformers 5.25): Gemma 3's
+layer with plain (times w) RMSNorms; q / k RMSNorms per head, a weightless v norm, softmax scale 1; the
+windowed layers plain rope by the local base, the global ones their own head dim and KV heads
+(global_head_dim, global_kv_heads) and "proportional" rope (ModelConfig.layer_rope; a zero frequency leaves
+its pair unturned, ops.rope_proportional), their values the raw key projection where attention_k_eq_v; the last
+kv_shared_layers layers project no k / v and attend over the cache layer of the last earlier layer of their
+kind (cfg.kv_source): the cache holds the owning layers only, the two geometries in two KVCaches standing as
+one (core.kvcache.KVCacheGroup); per-layer embeddings (Model.per_layer_inputs: a [vocab, layers x P] table
+and a projection of the input embedding, one P-wide input per layer, which each layer gates into its
+residual); each layer's output times layer_scalar; the MoE models run the GeGLU experts beside the dense
+MLP (held as the shared expert) with Gemma 4's router (Layer._gemma4_moe). No C layer: `Layer._forward_gemma4`
+calls the C ops one by one.
+
 GPT-OSS (gpt_oss; HF modeling_gpt_oss): q/k/v/o biases, YaRN rope, a learned sink logit per head in
 each softmax's denominator, every other layer windowed (rings, as Gemma's); every layer MoE with a
 biased router (softmax over the top-k logits) and biased experts with the clamped SwiGLU
@@ -74,7 +87,7 @@ from glmbench import vocab
 from glmbench.core import attention
 from glmbench.core import ops as _ops
 from glmbench.core.attention import KVBSplit, _hf_deinterleaves
-from glmbench.core.kvcache import KVCache
+from glmbench.core.kvcache import KVCache, KVCacheGroup
 from glmbench.core.quant import KP_FORMATS, QTensor, _fmt_id, fuse_rows, quantize, quantize_chunks, stacked
 from glmbench.models import configs
 from glmbench.models.configs import layer_kinds, route_groups
@@ -188,7 +201,9 @@ def _init_std(name: str, shape: tuple, cfg) -> float | None:
         # experts are chosen (it is what noaux_tc load balancing learns).
         return 0.1
     if len(shape) == 1:
-        return None if name.endswith("norm.weight") else 0.02
+        # (Gemma 4's layer_scalar and its router's input / per-expert scales: ones, as HF initialises them)
+        return None if name.endswith(("norm.weight", "layer_scalar", "mlp.gate.scale", "mlp.gate.per_expert_scale")) \
+            else 0.02
     return 1.0 / np.sqrt(shape[-1])
 
 
@@ -217,6 +232,10 @@ class Layer:
         for a, b in pairs:
             if a in weights and b in weights:
                 fuse_rows(weights[a], weights[b])
+        self.gemma4 = cfg.model_type in configs.GEMMA4_FAMILIES
+        # Gemma 4's weightless RMSNorms (v_norm over the value head, the router's input norm) as a weight of ones
+        self._ones = {n: np.ones(n, np.float32) for n in (cfg.layer_v_dim(index) or cfg.layer_head_dim(index),
+                                                          cfg.hidden_size)} if self.gemma4 else {}
         self.linear = index in frozenset(cfg.linear_layers)   # a hybrid's Gated DeltaNet layer
         self.rstate = None       # its recurrent state: (conv inputs [K-1, C], S [Hv, dk, dv]); None: empty
         self.last_counts = None  # tokens per expert in the last MoE call (how many experts were read)
@@ -227,7 +246,8 @@ class Layer:
     def nbytes(self) -> int:
         return int(sum(a.nbytes for a in self.w.values()))
 
-    def forward(self, x, cache, cache_layer: int, positions, mla_strategy: str = "flash", n_out: int | None = None):
+    def forward(self, x, cache, cache_layer: int, positions, mla_strategy: str = "flash", n_out: int | None = None,
+                ple=None):
         """The layer on x[T, hidden] at positions[T], appending to `cache` layer `cache_layer`. Runs as
         one C call (csrc/layer.c, `_core.layer_forward`) when every matrix is an ndarray (sliding
         windows, soft-capping, Gemma 2/3's sandwich norms and GeGLU included), and at decode (T = 1,
@@ -238,7 +258,10 @@ class Layer:
         n_out: None (every row out), or k in [1, T]: the attention on all T tokens (the cache gets them
         all), the rest of the layer on the last k rows only, returned as [k, hidden]. Model.prefill
         uses it in the last layer when only the last token's logits are wanted, as llama.cpp's graphs
-        do (the other rows' outputs there feed nothing)."""
+        do (the other rows' outputs there feed nothing).
+
+        ple: Gemma 4's per-layer input of this layer, [T, ple_size] float32 (Model.per_layer_inputs), where
+        the config has per-layer embeddings; None otherwise."""
         vocab.mla_strategy(mla_strategy)
         if n_out is not None:
             T = int(np.shape(x)[0]) if np.ndim(x) == 2 else None
@@ -246,7 +269,7 @@ class Layer:
                 raise ValueError(f"`n_out` must be None or an int in [1, {T}] (the rows of x), got {n_out!r}")
             n_out = int(n_out)
         if not self.runs_in_c(np.shape(x)[0] if np.ndim(x) == 2 else -1, mla_strategy):
-            return self.forward_py(x, cache, cache_layer, positions, mla_strategy, n_out=n_out)
+            return self.forward_py(x, cache, cache_layer, positions, mla_strategy, n_out=n_out, ple=ple)
         plan = self._plan
         if not isinstance(x, np.ndarray):
             raise TypeError(f"`x` must be a numpy.ndarray, got {type(x).__name__}")
@@ -288,10 +311,10 @@ class Layer:
     def _c_spec(self) -> dict | None:
         cfg, w, a = self.cfg, self.w, self.attn
         gemma = cfg.model_type in configs.GEMMA_FAMILIES   # sandwich norms and GeGLU (_forward_gemma)
-        if cfg.attention_sinks or cfg.layer_norm or cfg.linear_layers or cfg.attn_output_gate or \
+        if cfg.attention_sinks or cfg.layer_norm or cfg.linear_layers or cfg.attn_output_gate or self.gemma4 or \
                 (gemma and not all(isinstance(v, np.ndarray) for v in w.values())):
-            # GPT-OSS, Cohere, the hybrids: no C layer yet (_forward_gpt_oss, _forward_cohere, _forward_hybrid);
-            # Gemma: float matrices only
+            # GPT-OSS, Cohere, the hybrids, Gemma 4: no C layer yet (_forward_gpt_oss, _forward_cohere,
+            # _forward_hybrid, _forward_gemma4); Gemma 2 / 3: float matrices only
             return None
         mla = cfg.attention == "mla"
         rot = cfg.layer_rope(self.index) if not mla else dict(
@@ -358,11 +381,14 @@ class Layer:
                 s.update(Fs=int(sg.shape[0]), sg=_wspec(sg), su=_wspec(su), sd=_wspec(sd), sgu=_stacked_spec(sg, su))
         return s
 
-    def forward_py(self, x, cache, cache_layer: int, positions, mla_strategy: str = "flash", n_out: int | None = None):
-        """The layer as a sequence of Python-level op calls (the definition layer.c follows); n_out as
-        in `forward` (the rows kept after the attention)."""
+    def forward_py(self, x, cache, cache_layer: int, positions, mla_strategy: str = "flash", n_out: int | None = None,
+                   ple=None):
+        """The layer as a sequence of Python-level op calls (the definition layer.c follows); n_out and ple
+        as in `forward` (the rows kept after the attention; Gemma 4's per-layer input)."""
         cfg, w = self.cfg, self.w
         eps = float(cfg.rms_norm_eps)
+        if self.gemma4:
+            return self._forward_gemma4(x, cache, cache_layer, positions, n_out, ple)
         if cfg.model_type in configs.GEMMA_FAMILIES:
             return self._forward_gemma(x, cache, cache_layer, positions, n_out)
         if cfg.attention_sinks:
@@ -400,6 +426,105 @@ class Layer:
         m = _ops.geglu(h, w["mlp.gate_proj.weight"], w["mlp.up_proj.weight"], w["mlp.down_proj.weight"])
         return x + _ops.rms_norm(m, w["post_feedforward_layernorm.weight"], eps)
 
+
+    def _forward_gemma4(self, x, cache, cache_layer: int, positions, n_out=None, ple=None):
+        """Gemma 4's layer (HF Gemma4TextDecoderLayer, transformers 5.25): Gemma 3's sandwich norms with plain
+        (times w) RMSNorms; the attention (`_gemma4_attn`); the GeGLU MLP, in an MoE layer beside the experts
+        (`_gemma4_moe`); then, with per-layer embeddings, h + norm(proj(gelu_tanh(gate h) x ple)); the
+        output times layer_scalar. Python-level calls of the C ops, no C layer."""
+        cfg, w = self.cfg, self.w
+        eps = float(cfg.rms_norm_eps)
+        h = _ops.rms_norm(x, w["input_layernorm.weight"], eps)
+        a = self._gemma4_attn(h, cache, cache_layer, positions)
+        x, a = _keep(x, n_out), _keep(a, n_out)
+        x = x + _ops.rms_norm(a, w["post_attention_layernorm.weight"], eps)
+        h = _ops.rms_norm(x, w["pre_feedforward_layernorm.weight"], eps)
+        if self.kind == "moe":
+            m = self._gemma4_moe(x, h)
+        else:
+            m = _ops.geglu(h, w["mlp.gate_proj.weight"], w["mlp.up_proj.weight"], w["mlp.down_proj.weight"])
+        x = x + _ops.rms_norm(m, w["post_feedforward_layernorm.weight"], eps)
+        if cfg.ple_size:
+            if ple is None:
+                raise ValueError(f"layer {self.index}: Gemma 4's per-layer embeddings need this layer's input `ple` "
+                                 f"[T, {cfg.ple_size}] (Model computes it)")
+            p = np.ascontiguousarray(_keep(np.asarray(ple, np.float32), n_out))
+            if p.shape != (x.shape[0], cfg.ple_size):
+                raise ValueError(f"`ple` must have shape ({x.shape[0]}, {cfg.ple_size}), got {np.shape(ple)}")
+            g = np.ascontiguousarray(_ops.linear(x, w["per_layer_input_gate.weight"]), dtype=np.float32)
+            _core.geglu_act(g, p)                                     # gelu_tanh(gate x) * ple, in place
+            x = x + _ops.rms_norm(_ops.linear(g, w["per_layer_projection.weight"]),
+                                  w["post_per_layer_input_norm.weight"], eps)
+        return x * np.float32(_to_f32(np.asarray(w["layer_scalar"])).reshape(-1)[0])
+
+    def _gemma4_attn(self, h, cache, cache_layer: int, positions):
+        """Gemma 4's attention (HF Gemma4TextAttention): q, k RMSNormed per head and rotated (cfg.layer_rope:
+        the windowed layers plain rope by the local base, the global ones proportional rope), v RMSNormed
+        without a weight; where k_eq_v on a global layer the values are the raw key projection (no v_proj);
+        softmax scale 1 (cfg.softmax_scale). The layer's head dim and KV heads are its own (global_head_dim,
+        global_kv_heads on the global layers: its cache layer has that geometry, a KVCacheGroup's part). A
+        kv-shared layer projects no k / v and appends nothing: `cache_layer` is the cache of the layer it
+        shares (cfg.kv_source), which has taken these tokens already."""
+        cfg, a, i = self.cfg, self.attn, self.index
+        T = attention._x2d(h, cfg.hidden_size).shape[0]
+        pos = attention._positions(positions, T)
+        H, Hkv, Dh = cfg.n_heads, cfg.layer_kv_heads(i), cfg.layer_head_dim(i)
+        Dv = cfg.layer_v_dim(i) or Dh
+        c, cl = cache.locate(cache_layer) if hasattr(cache, "locate") else (cache, int(cache_layer))
+        own = cfg.owns_kv(i)
+        cl = attention._check_cache(c, cl, "gqa", T if own else 0)
+        if (c.n_kv_heads, c.head_dim, c.v_head_dim) != (Hkv, Dh, Dv):
+            raise ValueError(f"cache layer {cache_layer} holds {c.n_kv_heads} KV heads of {c.head_dim}/{c.v_head_dim} "
+                             f"dims; model layer {i} needs {Hkv} of {Dh}/{Dv}")
+        win = cfg.layer_window(i)
+        cw = c.windows[cl]
+        if cw and cw != win:
+            raise ValueError(f"cache layer {cache_layer} keeps a window of {cw} tokens but model layer {i} attends to "
+                             f"{'all tokens' if win is None else f'{win} tokens'}")
+        rot = cfg.layer_rope(i)
+        q = _ops.linear(h, attention._need(a, "q_proj.weight"), a.get("q_proj.bias")).reshape(T, H, Dh)
+        rope = _ops.rope_proportional if rot["inv_freq"] is not None else _ops.rope   # (zero frequencies)
+        q = rope(_ops.rms_norm(q, attention._need(a, "q_norm.weight"), cfg.rms_norm_eps), pos, **rot)
+        if own:
+            k = _ops.linear(h, attention._need(a, "k_proj.weight"), a.get("k_proj.bias")).reshape(T, Hkv, Dh)
+            v = (_ops.linear(h, a["v_proj.weight"], a.get("v_proj.bias")).reshape(T, Hkv, Dv)
+                 if cfg.layer_v_proj(i) else k)                       # k_eq_v: the raw key projection
+            v = _ops.rms_norm(v, self._ones[Dv], cfg.rms_norm_eps)
+            k = rope(_ops.rms_norm(k, attention._need(a, "k_norm.weight"), cfg.rms_norm_eps), pos, **rot)
+            c.append(cl, k, v)
+        elif c.length(cl) != int(pos[-1]) + 1:
+            raise ValueError(f"model layer {i} shares the cache of layer {cfg.kv_source(i)}, which holds "
+                             f"{c.length(cl)} tokens; these queries end at position {int(pos[-1])} (that layer "
+                             f"must take them first)")
+        o = attention.gqa_attention(q, c, cl, scale=cfg.softmax_scale, window=win)
+        return _ops.linear(np.ascontiguousarray(o.reshape(T, H * Dv)), attention._need(a, "o_proj.weight"),
+                           a.get("o_proj.bias"))
+
+    def _gemma4_moe(self, x, h):
+        """Gemma 4's MoE block (HF Gemma4TextDecoderLayer with enable_moe_block): the dense GeGLU MLP (held as
+        the shared expert) on h = pre_feedforward_layernorm(x) -> post_feedforward_layernorm_1; the router
+        (Gemma4TextRouter) on x itself: a weightless RMSNorm, times `scale` and hidden^-1/2, softmax over all
+        experts, the top-k renormalised (ops.moe_route), times per_expert_scale of the chosen; the GeGLU experts
+        on pre_feedforward_layernorm_2(x) -> post_feedforward_layernorm_2; the sum of the two."""
+        cfg, w = self.cfg, self.w
+        eps = float(cfg.rms_norm_eps)
+        D = cfg.hidden_size
+        dense = _ops.rms_norm(_ops.geglu(h, *self._shared), w["post_feedforward_layernorm_1.weight"], eps)
+        r = _ops.rms_norm(x, self._ones[D], eps) * _to_f32(w["mlp.gate.scale"]) * np.float32(D ** -0.5)
+        idx, wt = _ops.moe_route(np.ascontiguousarray(r, dtype=np.float32), w["mlp.gate.weight"], **self._route)
+        wt = wt * _to_f32(w["mlp.gate.per_expert_scale"])[idx]
+        he = _ops.rms_norm(x, w["pre_feedforward_layernorm_2.weight"], eps)
+        eg, eu, ed = (w[n] for n in _EXPERTS)
+        for t in (eg, eu, ed):   # block formats: the stacked experts packed once, each expert a view of it
+            if isinstance(t, QTensor):
+                t.repack()
+        y = np.zeros_like(he)
+        counts = np.bincount(idx.ravel(), minlength=int(eg.shape[0])).astype(np.int64)
+        for e in np.nonzero(counts)[0]:
+            rows, slots = np.nonzero(idx == e)
+            y[rows] += wt[rows, slots][:, None] * _ops.geglu(np.ascontiguousarray(he[rows]), eg[e], eu[e], ed[e])
+        self.last_counts = counts
+        return dense + _ops.rms_norm(y, w["post_feedforward_layernorm_2.weight"], eps)
 
     def _forward_cohere(self, x, cache, cache_layer: int, positions, n_out=None):
         """Cohere's layer (HF modeling_cohere / modeling_cohere2): one LayerNorm (no bias), then
@@ -762,6 +887,55 @@ def _unfused(cfg, p: str, src: Mapping, get) -> dict:
     return out
 
 
+_PLE_TABLE = "model.embed_tokens_per_layer.weight"
+
+
+def _ple_shapes(cfg) -> dict:
+    """Gemma 4's model-level per-layer-embedding tensors (ModelConfig.tensor_shapes' names) -> shape."""
+    return {n: s for n, s in cfg.tensor_shapes().items()
+            if n in (_PLE_TABLE, "model.per_layer_model_projection.weight", "model.per_layer_projection_norm.weight")}
+
+
+_GEMMA4_MOE = {"router.proj.weight": "mlp.gate.weight", "router.scale": "mlp.gate.scale",
+               "router.per_expert_scale": "mlp.gate.per_expert_scale",
+               "experts.gate_up_proj": "mlp.experts.gate_up_proj", "experts.down_proj": "mlp.experts.down_proj",
+               "mlp.gate_proj.weight": "mlp.shared_experts.gate_proj.weight",
+               "mlp.up_proj.weight": "mlp.shared_experts.up_proj.weight",
+               "mlp.down_proj.weight": "mlp.shared_experts.down_proj.weight"}
+
+
+def gemma4_state_dict(cfg, src: Mapping) -> dict:
+    """A Gemma 4 state dict (HF Gemma4ForCausalLM; or Gemma4ForConditionalGeneration's, whose text model is
+    under `model.language_model.`: those keys are taken, the vision / audio towers' left out) under the names
+    the model holds (ModelConfig.tensor_shapes): in an MoE layer the router (router.proj / scale /
+    per_expert_scale -> mlp.gate.weight / .scale / .per_expert_scale), the experts (experts.gate_up_proj
+    [E, 2F, D], split by _layer_from_hf, and down_proj -> mlp.experts.*) and the dense MLP beside them
+    (mlp.{gate,up,down}_proj -> mlp.shared_experts.*); a kv-shared layer's k / v projections and norms, which
+    HF ignores when it loads a checkpoint that carries them, dropped. The arrays themselves, no copies; names
+    already in glmbench's form pass through."""
+    lm = "model.language_model."
+    wrapped = any(k.startswith(lm) for k in src)
+    out = {}
+    for key, a in src.items():
+        name = key
+        if wrapped:
+            if key.startswith(lm):
+                name = "model." + key[len(lm):]
+            elif key != "lm_head.weight":
+                continue                 # the multimodal model's vision / audio parts
+        parts = name.split(".", 3)
+        if len(parts) == 4 and parts[0] == "model" and parts[1] == "layers" and parts[2].isdigit():
+            i, rest = int(parts[2]), parts[3]
+            if 0 <= i < cfg.n_layers:
+                if not cfg.owns_kv(i) and rest.startswith(("self_attn.k_proj.", "self_attn.v_proj.",
+                                                           "self_attn.k_norm.", "self_attn.v_norm.")):
+                    continue
+                if cfg.is_moe_layer(i) and rest in _GEMMA4_MOE:
+                    name = f"model.layers.{i}.{_GEMMA4_MOE[rest]}"
+        out[name] = a
+    return out
+
+
 def mamba_state_dict(cfg, src: Mapping) -> dict:
     """A Nemotron-H or Granite 4.0-H state dict under the names the layers hold (ModelConfig.tensor_shapes):
     HF's NemotronH ({model, backbone}.embeddings, layers.N.norm, layers.N.mixer.*, norm_f) and
@@ -888,6 +1062,11 @@ class Model:
             self.lm_head = (self.embed if cfg.tie_word_embeddings else
                             random_weight("lm_head.weight", (V, D), weights, seed, 1.0 / np.sqrt(D)))
             self.final_norm = np.ones(D, np.float32)
+            if cfg.ple_size:   # Gemma 4's per-layer embeddings: the table, the input embedding's projection, its norm
+                self.ple = {n: (np.ones(s, np.float32) if len(s) == 1 else
+                                random_weight(n, s, vocab.tensor_format(weights, n, s).name, seed,
+                                              1.0 if n == _PLE_TABLE else 1.0 / np.sqrt(s[-1])))
+                            for n, s in _ple_shapes(cfg).items()}
             self.layers = []
             for n, i in enumerate(idx):
                 self.layers.append(build_layer(cfg, i, weights, seed))
@@ -896,6 +1075,8 @@ class Model:
         else:
             if cfg.model_type in configs.MAMBA_FAMILIES:
                 state_dict = mamba_state_dict(cfg, state_dict)
+            elif cfg.model_type in configs.GEMMA4_FAMILIES:
+                state_dict = gemma4_state_dict(cfg, state_dict)
 
             def get(key):
                 if key not in state_dict:
@@ -913,24 +1094,44 @@ class Model:
             fn = get("model.norm.weight")
             _expect(fn, (D,), "model.norm.weight")
             self.final_norm = np.ascontiguousarray(_to_f32(_gemma_norm(cfg, "model.norm.weight", fn)))
+            if cfg.ple_size:
+                self.ple = {}
+                for n, s in _ple_shapes(cfg).items():
+                    a = get(n)
+                    _expect(a, s, n)
+                    self.ple[n] = np.ascontiguousarray(_to_f32(a)) if len(s) == 1 else \
+                        to_format(a, _tensor_fmt(weights, n, s, a))
             self.layers = [_layer_from_hf(cfg, i, kinds[i], state_dict, weights) for i in idx]
 
         # a hybrid's linear layers keep their recurrent state (Layer.rstate), no cache layer: the cache
         # holds the built attention layers only (`_cache_layer`: built layer -> its cache layer, or -1)
-        # (Nemotron-H's MLP / MoE blocks hold no mixer: no cache layer either)
+        # (Nemotron-H's MLP / MoE blocks hold no mixer: no cache layer either). Gemma 4's kv-shared layers
+        # read the cache layer of the layer they share (cfg.kv_source) and have none of their own; where
+        # that layer is not built (a sampled model) its cache layer is kept as a stand-in the model fills
+        # with zeros for each new token (`_standin`), as the layer itself would fill it.
         att_set = frozenset(cfg.attention_layers)
         att = [i for i in idx if i in att_set]
-        self._cache_layer = [att.index(i) if i in att_set else -1 for i in idx]
+        cached = sorted({cfg.kv_source(i) for i in att})
+        self._cache_layer = [cached.index(cfg.kv_source(i)) if i in att_set else -1 for i in idx]
+        self._standin = [c for c, j in enumerate(cached) if j not in frozenset(idx)]
         self._pos = 0                      # tokens ingested (n_past where no attention layer is built)
-        n = max(1, len(att))
+        n = max(1, len(cached))
         self.window_chunk = vocab.check_int("window_chunk", window_chunk, 1)
         if cfg.attention == "mla":
             self.cache = KVCache.mla(n, self.max_context, cfg.kv_lora_rank, cfg.qk_rope_head_dim, kv=kv)
         else:
-            # windowed layers keep only their window (rings; KVCache.gqa's `windows`)
-            windows = [cfg.layer_window(i) or 0 for i in att]
-            self.cache = KVCache.gqa(n, self.max_context, cfg.n_kv_heads, cfg.head_dim, cfg.v_head_dim,
-                                     kv=kv, windows=windows if any(windows) else None, chunk=self.window_chunk)
+            # windowed layers keep only their window (rings; KVCache.gqa's `windows`); layers of another KV
+            # geometry (Gemma 4's global layers: their own head dim and KV heads) in a KVCache of their own,
+            # the two standing as one (KVCacheGroup: its byte counts are the two caches' sums)
+            windows = [cfg.layer_window(i) or 0 for i in cached]
+            dims = [(cfg.layer_kv_heads(i), cfg.layer_head_dim(i), cfg.layer_v_dim(i) or cfg.layer_head_dim(i))
+                    for i in cached]
+            win = windows if any(windows) else None
+            if len(set(dims)) > 1:
+                self.cache = KVCacheGroup(self.max_context, dims, kv=kv, windows=win, chunk=self.window_chunk)
+            else:
+                d = dims[0] if dims else (cfg.n_kv_heads, cfg.head_dim, cfg.v_head_dim)
+                self.cache = KVCache.gqa(n, self.max_context, *d, kv=kv, windows=win, chunk=self.window_chunk)
         self.last_timing: dict = {}
 
     # -- state ---------------------------------------------------------------------------
@@ -969,7 +1170,8 @@ class Model:
     @property
     def weight_bytes(self) -> int:
         """Bytes of every weight array this object holds (sampled models: only the built layers)."""
-        b = self.embed.nbytes + self.final_norm.nbytes + sum(l.nbytes for l in self.layers)
+        b = self.embed.nbytes + self.final_norm.nbytes + sum(l.nbytes for l in self.layers) + \
+            sum(a.nbytes for a in getattr(self, "ple", {}).values())
         return int(b + (0 if self.lm_head is self.embed else self.lm_head.nbytes))
 
     # -- forward -------------------------------------------------------------------------
@@ -986,6 +1188,11 @@ class Model:
         if bad.any():
             j = int(np.argmax(bad))
             raise ValueError(f"`tokens`[{j}] = {int(t[j])} is outside the vocabulary [0, {V})")
+        P = self.config.ple_vocab if self.config.ple_size else V
+        if P < V and (t >= P).any():   # Gemma 4: the per-layer table may be shorter than the vocabulary
+            j = int(np.argmax(t >= P))
+            raise ValueError(f"`tokens`[{j}] = {int(t[j])} is outside the per-layer embedding table [0, {P}) "
+                             f"(vocab_size_per_layer_input)")
         if self.n_past + t.size > self.max_context:
             raise ValueError(f"context full: the cache holds {self.n_past} of max_context={self.max_context} "
                              f"tokens, cannot add {t.size}")
@@ -993,20 +1200,50 @@ class Model:
 
     def embed_tokens(self, tokens: np.ndarray) -> np.ndarray:
         x = np.ascontiguousarray(_to_f32(self.embed[tokens]), dtype=np.float32)
-        if self.config.model_type in configs.GEMMA_FAMILIES:  # Gemma*ScaledWordEmbedding: times sqrt(hidden)
+        if self.config.model_type in configs.GEMMA_FAMILIES + configs.GEMMA4_FAMILIES:
+            # Gemma*ScaledWordEmbedding: times sqrt(hidden) (in float32, as HF's float32 model; a bf16 HF model
+            # rounds the factor to bf16 first)
             x *= np.float32(self.config.hidden_size ** 0.5)
         if self.config.embedding_multiplier:                   # Granite: times embedding_multiplier
             x *= np.float32(self.config.embedding_multiplier)
         return x
 
-    def forward_layers(self, x: np.ndarray, positions: np.ndarray, n_out: int | None = None) -> np.ndarray:
-        """x through every built layer; n_out (Layer.forward's) applies to the last one."""
+    def per_layer_inputs(self, tokens: np.ndarray, x: np.ndarray) -> np.ndarray | None:
+        """Gemma 4's per-layer embeddings (HF Gemma4TextModel.get_per_layer_inputs + project_per_layer_inputs)
+        of tokens[T] with their scaled input embeddings x[T, hidden]: (RMSNorm_P(per_layer_model_projection(x)
+        x hidden^-1/2) + embed_tokens_per_layer[tokens] x sqrt(P)) x 2^-1/2 -> [T, n_layers, P] float32 (layer
+        i takes [:, i]); None for a model without them."""
+        cfg = self.config
+        if not cfg.ple_size:
+            return None
+        T, L, P = int(tokens.size), cfg.n_layers, cfg.ple_size
+        proj = _ops.linear(x, self.ple["model.per_layer_model_projection.weight"]) * np.float32(cfg.hidden_size ** -0.5)
+        proj = _ops.rms_norm(np.ascontiguousarray(proj).reshape(T * L, P),
+                             self.ple["model.per_layer_projection_norm.weight"], float(cfg.rms_norm_eps))
+        tok = _to_f32(self.ple[_PLE_TABLE][tokens]) * np.float32(P ** 0.5)
+        return ((proj.reshape(T, L, P) + tok.reshape(T, L, P)) * np.float32(2.0 ** -0.5)).astype(np.float32)
+
+    def forward_layers(self, x: np.ndarray, positions: np.ndarray, n_out: int | None = None,
+                       ple: np.ndarray | None = None) -> np.ndarray:
+        """x through every built layer; n_out (Layer.forward's) applies to the last one; ple: Gemma 4's
+        per-layer inputs [T, n_layers, P] (per_layer_inputs), None without them."""
         times = []
         last = len(self.layers) - 1
+        if self.config.ple_size and (ple is None or np.shape(ple) != (x.shape[0], self.config.n_layers,
+                                                                       self.config.ple_size)):
+            raise ValueError(f"`ple` must be the per-layer inputs [{x.shape[0]}, {self.config.n_layers}, "
+                             f"{self.config.ple_size}] (Model.per_layer_inputs), got "
+                             f"{None if ple is None else np.shape(ple)}")
+        for c in self._standin:   # a sampled model's stand-in cache layers take the new tokens (zeros)
+            part, k = self.cache.locate(c) if hasattr(self.cache, "locate") else (self.cache, c)
+            T = x.shape[0]
+            part.append(k, np.zeros((T, part.n_kv_heads, part.head_dim), np.float32),
+                        np.zeros((T, part.n_kv_heads, part.v_head_dim), np.float32))
         for j, layer in enumerate(self.layers):
             t0 = time.perf_counter()
             x = layer.forward(x, self.cache, self._cache_layer[j], positions, self.mla_strategy,
-                              n_out=n_out if j == last else None)
+                              n_out=n_out if j == last else None,
+                              ple=None if ple is None else np.ascontiguousarray(ple[:, layer.index]))
             times.append(time.perf_counter() - t0)
         self.last_timing["layer_s"] = times
         return x
@@ -1036,16 +1273,18 @@ class Model:
         pos = np.arange(self.n_past, self.n_past + t.size, dtype=np.int64)
         t0 = time.perf_counter()
         x = self.embed_tokens(t)
+        ple = self.per_layer_inputs(t, x)
         t1 = time.perf_counter()
         self.last_timing = {"embed_s": t1 - t0}
         step = self.window_chunk if any(getattr(self.cache, "windows", ())) else t.size
         n_out = 1 if logits == "last" and not self.sampled else None
         if t.size <= step:
-            x = self.forward_layers(x, pos, n_out)
+            x = self.forward_layers(x, pos, n_out, ple)
         else:  # a ring layer takes at most window_chunk tokens at once; layer_s sums the pieces
             parts, per_layer = [], np.zeros(len(self.layers))
             for a in range(0, t.size, step):
-                parts.append(self.forward_layers(np.ascontiguousarray(x[a:a + step]), pos[a:a + step], n_out))
+                parts.append(self.forward_layers(np.ascontiguousarray(x[a:a + step]), pos[a:a + step], n_out,
+                                                 None if ple is None else ple[a:a + step]))
                 per_layer += self.last_timing["layer_s"]
             x = np.concatenate(parts)
             self.last_timing["layer_s"] = per_layer.tolist()
