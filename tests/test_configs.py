@@ -577,7 +577,7 @@ def _hf_tiny(family):
 
 
 @pytest.mark.parametrize("family", sorted(configs.PRICED_ONLY) + list(configs.LAYERNORM_FAMILIES)
-                         + list(configs.LINEAR_FAMILIES))
+                         + list(configs.LINEAR_FAMILIES) + list(configs.GEMMA4_FAMILIES))
 def test_priced_families_match_hf_parameter_counts(family):
     d, m = _hf_tiny(family)
     c = configs.from_hf(d)

@@ -272,3 +272,18 @@ def test_warm_up_runs_until_two_agree(monkeypatch):
     monkeypatch.setattr(C, "_step_seconds", lambda m, kinds, counts: next(times))
     rec = M.measure(tiny_qwen(), tests=("pp",), depths=(0,), n_prompt=4, repeats=2, warmup=1, progress=False)[0]
     assert rec["warmup_runs"] == 2 and rec["samples_ns"] == [1e9, 1e9]
+
+
+def test_gemma4_samples_windowed_global_and_shared_layers_apart():
+    # Gemma-4-E2B: 35 dense layers; 12 windowed + 3 global layers cache, 16 windowed + 4 global share
+    cfg = configs.load("gemma-4-e2b")
+    roles = M.layer_roles(cfg)
+    assert (roles.count("dense+window"), roles.count("dense"), roles.count("dense+window+shared"),
+            roles.count("dense+shared")) == (12, 3, 16, 4)
+    assert len(M.sample_layers(cfg, 2)) == 8
+    # the decode floor reads one row of the per-layer table, the global layers' cache at every depth and the
+    # windowed layers' only up to the window
+    f = lambda d: M.decode_bytes_per_token(cfg, "q8_0", "f16", d)
+    assert f(2048) - f(1024) == 1024 * cfg.kv_bytes_per_token("f16", windowed=False)
+    assert f(512) - f(0) == 512 * cfg.kv_bytes_per_token("f16")
+    assert f(0) < cfg.weight_bytes("q8_0") - 2 * 10 ** 9      # not the 2.35 B-parameter table whole

@@ -95,7 +95,11 @@ def layer_roles(cfg) -> list[str]:
     if cfg.mixer_layers is not None:   # Nemotron-H: each layer one block, "linear", "attention", "dense" or "moe"
         return ["linear" if i in lin else "attention" if cfg.has_mixer(i) else k
                 for i, k in enumerate(layer_kinds(cfg))]
-    return [k + ("+linear" if i in lin else "") for i, k in enumerate(layer_kinds(cfg))]
+    # windowed layers (their attention stops growing at the window) and Gemma 4's kv-shared layers (no k / v
+    # projection, no cache write; a wider MLP in E2B) apart from the global, caching ones
+    win = frozenset(cfg.windowed_layers)
+    return [k + ("+linear" if i in lin else "") + ("+window" if i in win else "")
+            + ("" if cfg.owns_kv(i) else "+shared") for i, k in enumerate(layer_kinds(cfg))]
 
 
 def sample_layers(cfg, k: int) -> list[int]:
@@ -130,22 +134,26 @@ def scaled_seconds(timing: dict, built_kinds: Sequence[str], layer_counts: dict)
 def decode_bytes_per_token(cfg, weights: str = vocab.DEFAULTS["measured_weights"], kv: str = vocab.DEFAULTS["kv"],
                            depth: int = 0) -> int:
     """Bytes one decode step must read at least: every weight it multiplies through (routed experts:
-    only the n_experts_per_tok chosen ones; the embedding: one row), the norms, and the whole
-    KV cache at `depth` tokens. The floor of decode time is this over the memory bandwidth."""
+    only the n_experts_per_tok chosen ones; the embedding and Gemma 4's per-layer table: one row), the
+    norms, and the KV cache at `depth` tokens (a windowed layer's: its last `sliding_window` tokens).
+    The floor of decode time is this over the memory bandwidth."""
     fmt = vocab.weight_format(weights)
     total = 0
     for name, shape in cfg.tensor_shapes().items():
         b = vocab.tensor_nbytes(fmt, name, shape)
-        if name == "model.embed_tokens.weight":
+        if name in ("model.embed_tokens.weight", "model.embed_tokens_per_layer.weight"):
             whole = b
             b //= shape[0]  # one row looked up
-            if cfg.tie_word_embeddings:  # the same table is also the lm_head, read whole
+            if cfg.tie_word_embeddings and name == "model.embed_tokens.weight":  # also the lm_head, read whole
                 b += whole
         elif ".mlp.experts." in name:
             b = b * cfg.n_experts_per_tok // cfg.n_routed_experts
         total += b
+    d = int(depth)
+    kv_read = cfg.kv_bytes_per_token(kv, windowed=False) * d + \
+        cfg.kv_bytes_per_token(kv, windowed=True) * min(d, cfg.sliding_window or d)
     # a hybrid's linear layers read and write each recurrent state once a step
-    return total + cfg.kv_bytes_per_token(kv) * int(depth) + 2 * cfg.recurrent_state_bytes()
+    return total + kv_read + 2 * cfg.recurrent_state_bytes()
 
 
 # ---- measuring ----------------------------------------------------------------------------
