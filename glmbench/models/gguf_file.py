@@ -43,7 +43,17 @@ Conventions of llama.cpp's converter (convert_hf_to_gguf.py) that are undone whe
     squeezed to [C, K], the gated norm reshaped [groups, d_inner / groups]; Granite's fused shared MLP
     (shared_mlp.input_linear) split into ffn_gate_shexp / ffn_up_shexp (ffn_gate / ffn_up without experts),
     Nemotron-H's experts stacked up / down only. Their shapes and bytes are read here; the values'
-    conventions are undone where the file runs (models/checkpoint.py).
+    conventions are undone where the file runs (models/checkpoint.py);
+  * Gemma 4 (`gemma4`; conversion/gemma.py Gemma4Model, src/models/gemma4.cpp) states each layer's kind as
+    the bool array attention.sliding_window_pattern, the global layers' head dim as key_length and the
+    sliding ones' as key_length_swa, KV heads per layer (head_count_kv, an array where they differ), the
+    kv-shared layers as shared_kv_layers, the double-wide MLP as a per-layer feed_forward_length doubled on
+    those layers, PLE as embedding_length_per_layer_input (0: none; the table per_layer_token_embd);
+    k = v where the global layers hold no attn_v; the proportional rope of the global layers as the
+    rope_freqs tensor (1 for each rotated pair, 1e30 for the rest). Its norms are stored as they are (no
+    1 + w), the experts' gate and up fused in one ffn_gate_up_exps [E, 2F, D] (ExpertRows), the router's
+    input scale as ffn_gate_inp.scale and its per-expert scale as ffn_down_exps.scale; the k / v tensors a
+    released checkpoint holds for the kv-shared layers (which never use them) are extra bytes (_gemma4).
 
 Every error is a GGUFError (a ValueError) naming the file and the field or tensor.
 """
@@ -67,13 +77,13 @@ def _gg():
     return gguf
 
 __all__ = ["GGUFError", "GGUFNotice", "GGUFFile", "GGUFTensor", "FileWeights", "read", "is_gguf", "hf_config", "file_weights",
-           "folder_weights", "Joined",
+           "folder_weights", "Joined", "ExpertRows",
            "gguf_name", "un_permute", "ARCHITECTURES", "MAGIC"]
 
 MAGIC = b"GGUF"
 ARCHITECTURES = ("deepseek2", "qwen3", "qwen3moe", "qwen2", "llama", "glm4moe", "gemma2", "gemma3", "seed_oss",
                  "gpt-oss", "phi3", "glm4", "llama4", "minimax-m2", "ernie4_5-moe", "qwen2moe", "qwen3next", "qwen35",
-                 "qwen35moe", "command-r", "cohere2", "nemotron_h", "nemotron_h_moe", "granitehybrid")
+                 "qwen35moe", "command-r", "cohere2", "nemotron_h", "nemotron_h_moe", "granitehybrid", "gemma4")
 # llama.cpp's hybrid architectures (Gated DeltaNet linear attention + gated GQA) -> HF model_type
 HYBRID_ARCHITECTURES = {"qwen3next": "qwen3_next", "qwen35": "qwen3_5_text", "qwen35moe": "qwen3_5_moe_text"}
 # llama.cpp's Mamba-2 hybrid architectures -> HF model_type (Nemotron-H 8B / Nano-9B-v2: nemotron_h; Nemotron 3
@@ -420,7 +430,7 @@ def hf_config(g: GGUFFile) -> dict:
     llama -> llama (mixtral when it has experts), glm4moe -> glm4_moe, phi3 -> phi3; the hybrids
     qwen3next -> qwen3_next, qwen35 -> qwen3_5_text, qwen35moe -> qwen3_5_moe_text (_hybrid); the Cohere
     architectures command-r -> cohere, cohere2 -> cohere2 (_cohere); the Mamba-2 hybrids nemotron_h /
-    nemotron_h_moe -> nemotron_h, granitehybrid -> granitemoehybrid (_mamba)."""
+    nemotron_h_moe -> nemotron_h, granitehybrid -> granitemoehybrid (_mamba); gemma4 -> gemma4_text (_gemma4)."""
     arch = g.architecture
     if not arch:
         raise GGUFError(f"{g.path}: metadata 'general.architecture' is missing")
@@ -465,13 +475,15 @@ def hf_config(g: GGUFFile) -> dict:
             if v:
                 rs[k] = v
         hf["rope_scaling"] = rs
-    if "rope_freqs.weight" in ts:
+    if "rope_freqs.weight" in ts and arch != "gemma4":   # (Gemma 4's: its proportional rope, read by _gemma4)
         # llama3-style rope scaling: the converter stores the per-pair frequency divisors as a
         # tensor (LlamaModel.generate_extra_tensors) and writes no rope.scaling keys; llama.cpp
         # divides each pair's frequency by its factor. Read them (a few floats) into the config.
         hf["rope_scaling"] = {"rope_type": "freq_factors", "freq_factors": _rope_factors(g)}
     if arch in MAMBA_ARCHITECTURES:   # (per-layer head_count_kv / feed_forward_length arrays: read there)
         return _mamba(g, m, hf, L, blocks)
+    if arch == "gemma4":   # (per-layer head_count_kv / feed_forward_length arrays: read there)
+        return _gemma4(g, m, hf, L)
     F = m("feed_forward_length", 0)
     if F:
         hf["intermediate_size"] = F
@@ -1003,6 +1015,167 @@ def _mamba(g: GGUFFile, m: _Meta, hf: dict, L: int, blocks: int) -> dict:
     return hf
 
 
+# Gemma 4's rope_freqs: a pair whose factor is at least this large does not rotate (the converter writes 1e30)
+_UNROTATED = 1e20
+
+
+def _gemma4(g: GGUFFile, m: _Meta, hf: dict, L: int) -> dict:
+    """hf_config's rest for llama.cpp's Gemma 4, as it loads it (src/models/gemma4.cpp, load_arch_hparams /
+    load_arch_tensors) from what the converter writes (conversion/gemma.py Gemma4Model on Gemma3Model), as
+    HF's Gemma4TextConfig (model_type gemma4_text) states it:
+      * which layers are windowed: attention.sliding_window_pattern, one bool per layer (required, as llama.cpp's
+        get_arr requires it) -> layer_types; the window attention.sliding_window (required);
+      * head dims: attention.key_length = the global layers' (global_head_dim), key_length_swa = the sliding
+        ones' (head_dim; required); the value lengths, where stated, equal to them (llama.cpp requires it);
+      * KV heads: attention.head_count_kv, one value or one per layer (the global layers' may differ:
+        num_global_key_value_heads with attention_k_eq_v, else per_layer_config as HF saves it);
+      * attention_k_eq_v: the global layers that keep a cache hold no attn_v (their values are the keys);
+      * kv-shared layers: attention.shared_kv_layers (the last ones; llama.cpp's n_layer_kv_from_start);
+      * the dense MLP: feed_forward_length, one value or one per layer; twice it on every kv-shared layer is
+        use_double_wide_mlp (any other difference is refused);
+      * MoE (enable_moe_block): expert_count experts of expert_feed_forward_length, expert_used_count of them,
+        on every layer (each has a router, ffn_gate_inp) beside the dense MLP;
+      * PLE: embedding_length_per_layer_input (required; 0: none), the table's rows (per_layer_token_embd
+        [vocab, layers x P]) its vocabulary (vocab_size_per_layer_input);
+      * rope: freq_base on the global layers (proportional: the rotated share from the rope_freqs tensor's
+        factors, 1 per rotated pair then 1e30), freq_base_swa on the sliding ones (llama.cpp's default:
+        freq_base); final_logit_softcapping where stated; the vocabulary from token_embd's rows (the
+        converter cuts them to the tokenizer's)."""
+    arch, ts, p = g.architecture, g.tensors, g.path
+    blk = lambda i, n: f"blk.{i}.{n}.weight"
+    D, H = hf["hidden_size"], hf["num_attention_heads"]
+    key = f"{arch}.attention.sliding_window_pattern"
+    flags = g.get(key)
+    if flags is None:
+        raise GGUFError(f"{p}: metadata {key!r} is missing ({arch} needs it: one bool per layer, true where the "
+                        f"layer is windowed)")
+    a = np.asarray(flags).reshape(-1)
+    if not isinstance(flags, np.ndarray) or (a.dtype != np.bool_ and
+                                             not (a.dtype.kind in "iu" and np.isin(a, (0, 1)).all())):
+        raise GGUFError(f"{p}: metadata {key!r} must be an array of bools (one per layer), got {flags!r}")
+    if a.size != L:
+        raise GGUFError(f"{p}: metadata {key!r} has {a.size} flags; '{arch}.block_count' = {L} needs one per layer "
+                        f"(llama.cpp refuses it too)")
+    swa = [bool(x) for x in a]
+    if swa[-1]:
+        _notice(hf, f"{p}: {key!r} windows the last layer; HF's Gemma 4 (and glmbench's config) runs it with full "
+                    f"attention, llama.cpp windowed", stacklevel=4)
+    sw = m("attention.sliding_window", required=True, minimum=1)
+    hd = m("attention.key_length_swa", required=True, minimum=1)
+    kkey = f"{arch}.attention.head_count_kv"
+    if g.get(kkey) is None:      # llama.cpp's default: as many KV heads as query heads
+        kv = [H] * L
+    else:
+        kv = _layer_ints(g, "attention.head_count_kv", L)
+        if 0 in kv:
+            raise GGUFError(f"{p}: metadata {kkey!r} gives layer {kv.index(0)} no KV heads (every Gemma 4 layer "
+                            f"attends)")
+    sets = {kind: sorted({kv[i] for i in range(L) if swa[i] == (kind == "sliding")}) for kind in ("sliding", "global")}
+    for kind, vals in sets.items():
+        if len(vals) > 1:
+            raise GGUFError(f"{p}: metadata {kkey!r} gives the {kind} layers different KV head counts ({vals}); "
+                            f"Gemma 4 has one per kind of layer")
+    full = [i for i in range(L) if not swa[i]]
+    n_kv = sets["sliding"][0] if sets["sliding"] else sets["global"][0]
+    kv_g = sets["global"][0] if sets["global"] else n_kv
+    hd_g = _gqa_head_dim(g, m, H, D, n_kv)
+    if H % kv_g:
+        raise GGUFError(f"{p}: metadata '{arch}.attention.head_count' = {H} is not a multiple of the global layers' "
+                        f"{kv_g} KV heads ({kkey!r})")
+    for k, want, of in (("attention.value_length", hd_g, "attention.key_length"),
+                        ("attention.value_length_swa", hd, "attention.key_length_swa")):
+        v = m(k, minimum=1)
+        if v is not None and v != want:
+            raise GGUFError(f"{p}: metadata '{arch}.{k}' = {v} differs from '{arch}.{of}' = {want} (Gemma 4's "
+                            f"values are as wide as its keys; llama.cpp refuses it too)")
+    shared = m("attention.shared_kv_layers", 0, minimum=0)
+    if shared >= L:
+        raise GGUFError(f"{p}: metadata '{arch}.attention.shared_kv_layers' = {shared} leaves none of the {L} layers "
+                        f"to keep a cache")
+    first = L - shared
+    own_full = [i for i in full if i < first]
+    with_v = [i for i in own_full if blk(i, "attn_v") in ts]
+    if with_v and len(with_v) != len(own_full):
+        no_v = next(i for i in own_full if i not in with_v)
+        raise GGUFError(f"{p}: tensor {blk(no_v, 'attn_v')!r} is missing but {blk(with_v[0], 'attn_v')!r} is "
+                        f"there: Gemma 4's global layers either all project values or all use the keys (k = v)")
+    k_eq_v = bool(own_full) and not with_v
+    fkey = f"{arch}.feed_forward_length"
+    ff = _layer_ints(g, "feed_forward_length", L)
+    F = ff[0]
+    if not F or any(f != F for f in ff[:first]):
+        raise GGUFError(f"{p}: metadata {fkey!r} = {ff} must give the layers before the kv-shared ones one "
+                        f"positive width (Gemma 4's dense MLP)")
+    rest = set(ff[first:])
+    if not rest <= {F} and rest != {2 * F}:
+        raise GGUFError(f"{p}: metadata {fkey!r} = {ff}: the {shared} kv-shared layers must be {F} wide, or all "
+                        f"{2 * F} (use_double_wide_mlp)")
+    double = rest == {2 * F}
+    E = m("expert_count", 0, minimum=0)
+    routed = [i for i in range(L) if blk(i, "ffn_gate_inp") in ts]
+    if E and len(routed) != L:
+        bare = next(i for i in range(L) if i not in routed)
+        raise GGUFError(f"{p}: metadata '{arch}.expert_count' = {E} but tensor {blk(bare, 'ffn_gate_inp')!r} (the "
+                        f"router) is missing: Gemma 4's experts are on every layer")
+    if routed and not E:
+        raise GGUFError(f"{p}: tensor {blk(routed[0], 'ffn_gate_inp')!r} (a router) is there but metadata "
+                        f"'{arch}.expert_count' is {'missing' if m('expert_count') is None else 0}")
+    P = m("embedding_length_per_layer_input", required=True, minimum=0)
+    ple_vocab = 0
+    if P:
+        t = ts.get("per_layer_token_embd.weight")
+        if t is None:
+            raise GGUFError(f"{p}: metadata '{arch}.embedding_length_per_layer_input' = {P} but tensor "
+                            f"'per_layer_token_embd.weight' (the per-layer embeddings) is missing")
+        if len(t.shape) != 2 or t.shape[1] != L * P:
+            raise GGUFError(f"{p}: tensor 'per_layer_token_embd.weight' has shape {tuple(t.shape)}; "
+                            f"'{arch}.embedding_length_per_layer_input' = {P} x {L} layers needs rows of {L * P}")
+        ple_vocab = int(t.shape[0])
+    base = hf.pop("rope_theta")
+    hf.pop("rope_scaling", None)
+    base_swa = m("rope.freq_base_swa", base, kind=float)
+    glob_rope = {"rope_type": "default", "rope_theta": base}
+    if "rope_freqs.weight" in ts:
+        t = ts["rope_freqs.weight"]
+        if t.type_name not in ("F32", "F16"):
+            raise GGUFError(f"{p}: tensor 'rope_freqs.weight' has type {t.type_name}; F32 (or F16) expected")
+        f = np.asarray(g.tensor_data("rope_freqs.weight"), np.float64).reshape(-1)
+        n_rot = int(np.argmax(f != 1.0)) if (f != 1.0).any() else f.size
+        if f.size != hd_g // 2 or not (f[n_rot:] >= _UNROTATED).all():
+            raise GGUFError(f"{p}: tensor 'rope_freqs.weight' holds {f.size} factors {f.tolist()[:8]}...; Gemma 4's "
+                            f"proportional rope needs {hd_g // 2} ('{arch}.attention.key_length' / 2): 1 for each "
+                            f"rotated pair, then 1e30")
+        glob_rope = {"rope_type": "proportional", "partial_rotary_factor": 2 * n_rot / hd_g, "rope_theta": base}
+    else:
+        rd = m("rope.dimension_count", minimum=0)
+        if rd and rd != hd_g:
+            glob_rope["partial_rotary_factor"] = rd / hd_g
+    loc_rope = {"rope_type": "default", "rope_theta": base_swa}
+    rd = m("rope.dimension_count_swa", minimum=0)
+    if rd and rd != hd:
+        loc_rope["partial_rotary_factor"] = rd / hd
+    emb = ts.get("token_embd.weight")
+    if emb is not None:   # the converter drops the embedding rows past the tokenizer's vocabulary
+        hf["vocab_size"] = emb.shape[0]
+    hf.update(model_type="gemma4_text", head_dim=hd, global_head_dim=hd_g, num_key_value_heads=n_kv,
+              attention_k_eq_v=k_eq_v, num_kv_shared_layers=shared, hidden_size_per_layer_input=P,
+              use_double_wide_mlp=double, intermediate_size=F, enable_moe_block=bool(E), sliding_window=sw,
+              layer_types=["sliding_attention" if w else "full_attention" for w in swa],
+              rope_parameters={"full_attention": glob_rope, "sliding_attention": loc_rope},
+              final_logit_softcapping=m("final_logit_softcapping", kind=float) or None,
+              hidden_activation="gelu_pytorch_tanh", attention_bias=False)
+    if P:
+        hf["vocab_size_per_layer_input"] = ple_vocab
+    if k_eq_v:
+        hf["num_global_key_value_heads"] = kv_g
+    elif kv_g != n_kv and full:   # (HF reads num_global_key_value_heads only with k = v: per layer, as it saves it)
+        hf["per_layer_config"] = {str(i): {"head_dim": hd_g, "num_key_value_heads": kv_g} for i in full}
+    if E:
+        hf.update(num_experts=E, top_k_experts=m("expert_used_count", required=True, minimum=1),
+                  moe_intermediate_size=m("expert_feed_forward_length", required=True, minimum=1))
+    return hf
+
+
 def _notice(hf: dict, text: str, stacklevel: int = 3) -> None:
     """A value the file does not state and glmbench assumed: kept in the config (`gguf_assumed`,
     measured records carry it) and shown once as a warning (`stacklevel`: hf_config's caller's line)."""
@@ -1055,9 +1228,49 @@ def _name_map(arch: str, n_blocks: int):
     return gg.get_tensor_name_map(enum, n_blocks)
 
 
+# Gemma 4's GGUF names (llama.cpp's src/llama-arch.cpp, LLM_ARCH_GEMMA4; the converter's conversion/gemma.py
+# Gemma4Model) of glmbench's tensor names (ModelConfig.tensor_shapes: the MoE layers' dense MLP as the shared
+# expert, HF's router.proj / .scale / .per_expert_scale as mlp.gate.weight / .scale / .per_expert_scale, the
+# experts' gate and up apart): the model's tensors, then each layer's
+_GEMMA4_MODEL_NAMES = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
+                       "lm_head.weight": "output.weight",
+                       "model.embed_tokens_per_layer.weight": "per_layer_token_embd.weight",
+                       "model.per_layer_model_projection.weight": "per_layer_model_proj.weight",
+                       "model.per_layer_projection_norm.weight": "per_layer_proj_norm.weight"}
+_GEMMA4_LAYER_NAMES = {
+    "input_layernorm.weight": "attn_norm", "post_attention_layernorm.weight": "post_attention_norm",
+    "pre_feedforward_layernorm.weight": "ffn_norm", "post_feedforward_layernorm.weight": "post_ffw_norm",
+    "pre_feedforward_layernorm_2.weight": "pre_ffw_norm_2", "post_feedforward_layernorm_1.weight": "post_ffw_norm_1",
+    "post_feedforward_layernorm_2.weight": "post_ffw_norm_2",
+    "self_attn.q_proj.weight": "attn_q", "self_attn.k_proj.weight": "attn_k", "self_attn.v_proj.weight": "attn_v",
+    "self_attn.o_proj.weight": "attn_output", "self_attn.q_norm.weight": "attn_q_norm",
+    "self_attn.k_norm.weight": "attn_k_norm", "layer_scalar": "layer_output_scale",
+    "per_layer_input_gate.weight": "inp_gate", "per_layer_projection.weight": "proj",
+    "post_per_layer_input_norm.weight": "post_norm",
+    "mlp.gate_proj.weight": "ffn_gate", "mlp.up_proj.weight": "ffn_up", "mlp.down_proj.weight": "ffn_down",
+    "mlp.shared_experts.gate_proj.weight": "ffn_gate", "mlp.shared_experts.up_proj.weight": "ffn_up",
+    "mlp.shared_experts.down_proj.weight": "ffn_down", "mlp.gate.weight": "ffn_gate_inp",
+    "mlp.gate.scale": "ffn_gate_inp.scale", "mlp.gate.per_expert_scale": "ffn_down_exps.scale",
+    "mlp.experts.gate_proj": "ffn_gate_exps", "mlp.experts.up_proj": "ffn_up_exps",
+    "mlp.experts.down_proj": "ffn_down_exps"}
+
+
+def _gemma4_name(hf_name: str) -> str | None:
+    if hf_name in _GEMMA4_MODEL_NAMES:
+        return _GEMMA4_MODEL_NAMES[hf_name]
+    m = re.match(r"^model\.layers\.(\d+)\.(.+)$", hf_name)
+    g = _GEMMA4_LAYER_NAMES.get(m.group(2)) if m else None
+    if g is None:
+        return None
+    return f"blk.{m.group(1)}.{g}" + ("" if g.endswith(".scale") else ".weight")
+
+
 def gguf_name(hf_name: str, arch: str, n_blocks: int, _maps={}) -> str | None:
     """The GGUF name of an HF-named tensor (glmbench's names: stacked experts as
-    `mlp.experts.gate_proj`), through gguf's TensorNameMap; None when it has none."""
+    `mlp.experts.gate_proj`), through gguf's TensorNameMap (Gemma 4: its own table, _GEMMA4_LAYER_NAMES);
+    None when it has none."""
+    if arch == "gemma4":
+        return _gemma4_name(hf_name)
     if hf_name.endswith(".e_score_correction_bias"):   # the converter's rename, then exp_probs_b
         return hf_name.split(".mlp.")[0].replace("model.layers.", "blk.") + ".exp_probs_b.bias"
     if hf_name.endswith(".linear_attn.dt_bias"):   # the converter renames it dt_proj.bias: ssm_dt.bias
@@ -1189,6 +1402,36 @@ def _qkvz_split(hf: str, name: str, ts: dict) -> Joined | None:
     return Joined((qkv, z)) if qkv in ts and z in ts else None
 
 
+class ExpertRows(str):
+    """A GGUF tensor name standing for rows [start, stop) of every expert's matrix in a stacked tensor
+    [E, rows, D] (axis 1, not axis 0 as a RowSlice): Gemma 4's ffn_gate_up_exps [E, 2F, D], each expert's
+    gate rows then its up rows (HF's experts.gate_up_proj, which llama.cpp's gemma4 loads whole as
+    ffn_gate_up_exps). As a str it is the tensor's name; a reader of the weights takes a[:, start:stop]
+    (models/checkpoint.py does not yet: expected_gguf_tensors gives them only with expert_rows=True, as
+    file_weights asks, and refuses the file otherwise)."""
+    start: int
+    stop: int
+
+    def __new__(cls, name: str, start: int, stop: int):
+        o = super().__new__(cls, name)
+        o.start, o.stop = int(start), int(stop)
+        return o
+
+
+def _gate_up_split(hf: str, name: str, shape, ts: dict) -> ExpertRows | None:
+    """The rows of Gemma 4's fused ffn_gate_up_exps holding the experts' gate or up (`hf`:
+    mlp.experts.gate_proj / up_proj [E, F, D]; GGUF name `name`: ffn_gate_exps / ffn_up_exps, which older
+    files hold apart), when the file fuses them."""
+    for part, first in (("ffn_gate_exps", True), ("ffn_up_exps", False)):
+        if name.endswith(f".{part}.weight") and hf.endswith(("mlp.experts.gate_proj", "mlp.experts.up_proj")):
+            fused = name[: -len(f"{part}.weight")] + "ffn_gate_up_exps.weight"
+            if fused not in ts:
+                return None
+            F = int(shape[1])
+            return ExpertRows(fused, 0, F) if first else ExpertRows(fused, F, 2 * F)
+    return None
+
+
 def _per_expert(hf: str, shape, ts: dict) -> PerExpert | None:
     """The per-expert names of a stacked expert tensor `hf` ([E, ...]), when the file holds them so."""
     parts = {"mlp.experts.gate_proj": "ffn_gate", "mlp.experts.up_proj": "ffn_up", "mlp.experts.down_proj": "ffn_down"}
@@ -1221,12 +1464,15 @@ def _phi3_fused(hf: str, shapes: dict, ts: dict) -> RowSlice | None:
     return None
 
 
-def expected_gguf_tensors(g: GGUFFile, shapes: dict, n_layers: int) -> dict:
+def expected_gguf_tensors(g: GGUFFile, shapes: dict, n_layers: int, *, expert_rows: bool = False) -> dict:
     """HF name -> the GGUF tensor names that hold it (kv_b_proj: attn_kv_b, or attn_k_b + attn_v_b;
     phi3's q/k/v and gate/up: a RowSlice of the fused attn_qkv / ffn_up; stacked experts stored one
     expert at a time: a PerExpert of their names; Qwen3-Next's in_proj_qkvz: ssm_in, or a Joined of
-    attn_qkv + attn_gate), checked against the file: a
-    missing tensor or a shape that disagrees with the config is a GGUFError naming both names."""
+    attn_qkv + attn_gate; Gemma 4's experts' gate / up: an ExpertRows of ffn_gate_up_exps where the file
+    fuses them, given only with `expert_rows`: a reader that does not take each expert's rows, as
+    models/checkpoint.py does not yet, gets a GGUFError saying so rather than the whole fused tensor),
+    checked against the file: a missing tensor or a shape that disagrees with the config is a GGUFError
+    naming both names."""
     arch, ts = g.architecture, g.tensors
     nb = n_layers + int(g.get(f"{arch}.nextn_predict_layers") or 0)
     out = {}
@@ -1244,6 +1490,20 @@ def expected_gguf_tensors(g: GGUFFile, shapes: dict, n_layers: int) -> dict:
         if name not in ts:
             if hf.endswith(".e_score_correction_bias") or (hf == "lm_head.weight" and "output.weight" not in ts):
                 continue  # routed on scores alone / tied embeddings
+            if arch == "gemma4" and hf.endswith(".mlp.gate.per_expert_scale"):
+                continue  # folded into the experts' own scales (the converter's NVFP4 files: _generate_nvfp4_tensors)
+            fused = _gate_up_split(hf, name, shape, ts) if arch == "gemma4" else None
+            if fused is not None:
+                fs = tuple(ts[fused].shape)
+                if fs != (shape[0], 2 * shape[1], *shape[2:]):
+                    raise GGUFError(f"{g.path}: tensor {str(fused)!r} has shape {fs}, the config ({hf!r}, the gate and "
+                                    f"up rows of each expert) expects {(shape[0], 2 * shape[1], *shape[2:])}")
+                if not expert_rows:
+                    raise GGUFError(f"{g.path}: tensor {str(fused)!r} holds the experts' gate and up rows fused "
+                                    f"([E, 2F, D]); reading the file's weights does not split them yet (its bytes "
+                                    f"are read and priced: configs.load, gguf_file.file_weights)")
+                out[hf] = (fused,)
+                continue
             each = _per_expert(hf, shape, ts)
             if each is not None:
                 bad = [n for n in each if tuple(ts[n].shape) != tuple(shape[1:])]
@@ -1270,6 +1530,9 @@ def expected_gguf_tensors(g: GGUFFile, shapes: dict, n_layers: int) -> dict:
                     continue
                 raise GGUFError(f"{g.path}: tensor {name!r} (or the split {kb!r} + {vb!r}) is missing "
                                 f"(HF {hf!r})")
+            if arch == "gemma4" and hf.endswith(("mlp.experts.gate_proj", "mlp.experts.up_proj")):
+                fused = name.rsplit(".", 2)[0] + ".ffn_gate_up_exps.weight"
+                raise GGUFError(f"{g.path}: tensor {name!r} (or the fused {fused!r}) is missing (HF {hf!r})")
             if hf.endswith(".linear_attn.in_proj_qkvz.weight"):
                 raise GGUFError(f"{g.path}: tensor {name!r} (or the split {name.replace('ssm_in', 'attn_qkv')!r} + "
                                 f"{name.replace('ssm_in', 'attn_gate')!r}) is missing (HF {hf!r})")
@@ -1297,15 +1560,17 @@ def expected_gguf_tensors(g: GGUFFile, shapes: dict, n_layers: int) -> dict:
 
 def file_weights(g: GGUFFile, shapes: dict, n_layers: int) -> FileWeights:
     """Each HF-named tensor of `shapes` (ModelConfig.tensor_shapes()) -> its stored type and bytes."""
-    where = expected_gguf_tensors(g, shapes, n_layers)
+    where = expected_gguf_tensors(g, shapes, n_layers, expert_rows=True)
     used, rows = set(), []
     for hf, names in where.items():
         names = tuple(p for n in names for p in (n.names if isinstance(n, Joined) else (n,)))
         ts = [g.tensors[n] for n in names]
         used.update(str(n) for n in names)
         # a RowSlice holds its rows' share of the fused tensor's bytes (whole rows: exact)
+        # (an ExpertRows: its rows of every expert, axis 1)
         rows.append((hf, ts[0].type_name, sum(t.n_bytes * (n.stop - n.start) // t.shape[0] if isinstance(n, RowSlice)
-                                              else t.n_bytes for n, t in zip(names, ts))))
+                                              else t.n_bytes * (n.stop - n.start) // t.shape[1]
+                                              if isinstance(n, ExpertRows) else t.n_bytes for n, t in zip(names, ts))))
     skipped = extra = 0
     for n, t in g.tensors.items():
         if n in used:

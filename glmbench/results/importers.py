@@ -404,7 +404,8 @@ _HF_TO_ARCH = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2"
                "ernie4_5_moe": "ernie4_5-moe", "qwen2_moe": "qwen2moe", "qwen3_next": "qwen3next",
                "qwen3_5_text": "qwen35", "qwen3_5": "qwen35", "qwen3_5_moe_text": "qwen35moe", "qwen3_5_moe": "qwen35moe",
                "cohere": "command-r", "cohere2": "cohere2", "nemotron_h": "nemotron_h",
-               "granitemoehybrid": "granitehybrid", "kimi_linear": "kimi-linear"}
+               "granitemoehybrid": "granitehybrid", "kimi_linear": "kimi-linear", "gemma4_text": "gemma4",
+               "gemma4": "gemma4"}
 # model_types whose MoE models llama.cpp names apart: the converter writes a Nemotron-H config with experts
 # (num_experts_per_tok: Nemotron 3 Nano) as nemotron_h_moe, the dense ones (Nemotron-H 8B, Nemotron-Nano-9B-v2)
 # as nemotron_h (conversion/nemotron.py NemotronHModel)
@@ -416,6 +417,11 @@ _MOE_ARCH = {"nemotron_h": "nemotron_h_moe"}
 # 4.0-H Small / Tiny / Micro. Nemotron-H 8B's 52 layers print as "nemotron_h 31B.A3.5B" too (the label
 # llama.cpp meant for Nemotron 3 Nano): its row is told by the parameter count llama-bench prints beside it
 # (8.10 B); a row without one (the size label alone) matches no built-in rather than a wrong one
+# size labels llama.cpp gives by the layer count alone, which a parameter count cannot stand for (src/models/gemma4.cpp
+# load_arch_hparams: 35 layers -> "E2B", 42 -> "E4B", 30 -> "26B.A4B", 60 -> "31B"; Gemma 4's "E" sizes are its
+# "effective" parameters, without the per-layer embedding table, while the file holds that table too): a row without
+# a params column is matched by the built-ins' layer count
+SIZE_LABEL_LAYERS = {"gemma4": {"E2B": 35, "E4B": 42, "26B.A4B": 30, "31B": 60}}
 # llama.cpp architectures that are a vision-language model's text layers: the GGUF llama-bench runs holds only
 # those (the vision tower is the separate mmproj file), the same layers as the text model's architecture
 # (Qwen3-VL's text config: Qwen3's / Qwen3-MoE's layers, longer native context; Qwen2-VL / Qwen2.5-VL: Qwen2's).
@@ -435,8 +441,9 @@ def _gguf_params(c) -> int:
     """The parameter count llama-bench prints for a config: its total, plus for GLM-4.5 / 4.6 (glm4_moe) the
     multi-token-prediction layers the HF checkpoint holds and llama.cpp's converter keeps in the GGUF
     (blk.N.nextn.*: a MoE layer with its eh_proj, norms, embed_tokens and shared_head; GLM-4.5-Air 110.47 B
-    where its total without them is 106.85 B, more than PARAMS_TOLERANCE apart), and for the Gated DeltaNet
-    hybrids their MTP block (a file converted with --no-mtp is within PARAMS_TOLERANCE of either count)."""
+    where its total without them is 106.85 B, more than PARAMS_TOLERANCE apart), for the Gated DeltaNet
+    hybrids their MTP block (a file converted with --no-mtp is within PARAMS_TOLERANCE of either count), and for
+    Gemma 4 the kv-shared layers' unused k / v, rope_freqs and the layer scalars the file holds."""
     total = c.total_params()
     hf = getattr(c, "hf", None) or {}
     h = c.hidden_size
@@ -448,6 +455,14 @@ def _gguf_params(c) -> int:
         mlp = (c.router_params() + c.n_routed_experts * c.expert_params() + c.shared_expert_params()
                if c.n_routed_experts else c.dense_mlp_params())
         return total + n_mtp * (c.attention_params() + 2 * h + mlp + 2 * h * h + 3 * h)
+    if c.model_type in configs.GEMMA4_FAMILIES:
+        # Gemma 4: the released checkpoints hold k / v projections (and k norms) for the kv-shared layers too, which
+        # the converter keeps and llama.cpp loads unused; the file adds the global layers' rope_freqs (head dim / 2
+        # factors) and holds each layer's scalar (HF's layer_scalar, a buffer HF does not count): E4B's 7.52 B in
+        # llama-bench (docs/build-riscv64-spacemit.md of llama.cpp) where its HF count is 7.46 B
+        kv = sum(2 * c.layer_kv_heads(i) * c.layer_head_dim(i) * h + c.layer_head_dim(i)
+                 for i in c.attention_layers if not c.owns_kv(i))
+        return total + kv + (c.global_head_dim // 2 if c.global_head_dim else 0) + c.n_layers
     n_mtp = int(hf.get("num_nextn_predict_layers") or 0)
     if c.model_type != "glm4_moe" or not n_mtp:
         return total
@@ -526,6 +541,9 @@ def model_candidates(model_type: str | None, n_params: float | None = None) -> t
         ref, tol, what = (_size_params(size) or 0) * 1e9, 0.15, f"'{arch} {size}'".strip()
     if text_arch != arch:
         what += f" (a vision-language model's text layers, as {text_arch})"
+    layers = SIZE_LABEL_LAYERS.get(text_arch, {}).get(size)
+    if layers and not n_params:   # a label llama.cpp gives by the layer count: the built-ins of that many layers
+        return sorted(n for n in same if _n_layers(n) == layers), what + f" ({layers} layers in llama.cpp)"
     if not ref:
         return [], what
     near = {n: abs(p - ref) / ref for n, p in same.items() if abs(p - ref) <= tol * ref}
@@ -533,6 +551,13 @@ def model_candidates(model_type: str | None, n_params: float | None = None) -> t
         return [], what
     best = min(near.values())
     return sorted(n for n, e in near.items() if e <= best + _TIE), what
+
+
+def _n_layers(name: str) -> int | None:
+    try:
+        return configs.load(name).n_layers
+    except (ValueError, TypeError, KeyError, OSError):
+        return None
 
 
 def identify_model(filename: str | None = None, model_type: str | None = None, n_params: float | None = None,
