@@ -547,20 +547,16 @@ def test_converted_file_priced_end_to_end(tmp):
 @needs_converter
 @pytest.mark.slow
 @pytest.mark.parametrize("case", list(_TINY))
-def test_converted_file_runs_or_is_refused_by_name(tmp, case):
+def test_converted_file_runs_as_the_hf_folder(tmp, case):
     """Where glmbench.Model runs Gemma 4 (not in configs.PRICED_ONLY), the F16 file's logits equal the HF folder's run
-    with its matrices in f16 (the names map the weights back; Gemma 4's norms are stored as they are); a file whose
-    experts' gate and up are fused, which the weights' reader does not split yet, is refused naming the tensor."""
+    with its matrices in f16 (the names map the weights back; Gemma 4's norms are stored as they are; the experts'
+    fused gate and up, ffn_gate_up_exps, split by rows as stored: checkpoint._expert_rows)."""
     if "gemma4_text" in configs.PRICED_ONLY:
         pytest.skip("glmbench.Model does not run Gemma 4 (configs.PRICED_ONLY): its files are priced only")
     from glmbench.models import checkpoint
     folder, files = _converted(case, tmp)
     ids = np.arange(1, 14) * 7 % 96
-    try:
-        got = checkpoint.load_model(files["f16"], kv="f32", max_context=64)
-    except gguf_file.GGUFError as e:
-        assert case == "moe" and "'blk.0.ffn_gate_up_exps.weight' holds the experts' gate and up rows fused" in str(e)
-        return
+    got = checkpoint.load_model(files["f16"], kv="f32", max_context=64)
     ref = checkpoint.load_model(folder, weights="f16", kv="f32", max_context=64).prefill(ids)
     assert np.abs(got.prefill(ids) - ref).max() <= 1e-4 * np.abs(ref).max()
 
@@ -601,3 +597,23 @@ def test_llama_bench_markdown_rows_name_the_builtins(tmp_path):
     # a file name alone names the built-in
     assert im.names_in("gemma-4-26B-A4B-it-UD-Q4_K_XL.gguf") == ["gemma-4-26b-a4b"]
     assert im.names_in("google_gemma-4-E4B-it-Q8_0.gguf") == ["gemma-4-e4b"]
+
+
+@needs_converter
+@pytest.mark.slow
+def test_converted_q8_0_moe_file_runs_its_experts_as_stored(tmp):
+    """The Q8_0 file's fused ffn_gate_up_exps splits into the experts' gate and up rows as q8_0 blocks (no
+    dequantization): each [E, F, D] block tensor equals the fused one's rows, and the model runs."""
+    from glmbench.core.quant import QTensor
+    from glmbench.models import checkpoint
+    _folder, files = _converted("moe", tmp)
+    cfg, sd = checkpoint._gguf_state_dict(files["q8_0"])
+    g = gguf_file.read(files["q8_0"])
+    fused = np.asarray(g.tensor_data("blk.0.ffn_gate_up_exps.weight"))
+    gate, up = sd["model.layers.0.mlp.experts.gate_proj"], sd["model.layers.0.mlp.experts.up_proj"]
+    E, F, D = cfg.n_routed_experts, cfg.moe_intermediate_size, cfg.hidden_size
+    for part, rows in ((gate, slice(0, F)), (up, slice(F, 2 * F))):
+        assert isinstance(part, QTensor) and part.fmt == "q8_0" and part.shape == (E, F, D)
+        assert np.array_equal(part.data, fused.reshape(E, 2 * F, -1)[:, rows])
+    logits = checkpoint.load_model(files["q8_0"], kv="f32", max_context=64).prefill(np.arange(1, 14) * 7 % 96)
+    assert np.isfinite(logits).all()

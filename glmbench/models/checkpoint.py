@@ -141,7 +141,7 @@ def _gguf_state_dict(path: str):
     cfg = configs.load_gguf(path)
     g = gguf_file.read(path)
     shapes = cfg.tensor_shapes()
-    where = gguf_file.expected_gguf_tensors(g, shapes, cfg.n_layers)
+    where = gguf_file.expected_gguf_tensors(g, shapes, cfg.n_layers, expert_rows=True)
     converted: dict = {}
     sd = {}
     arch = g.architecture
@@ -177,6 +177,8 @@ def _gguf_state_dict(path: str):
         a = _tensor(g, t, converted)
         if isinstance(names[0], gguf_file.RowSlice):   # phi3's fused attn_qkv / ffn_up: this tensor's rows
             a = a[names[0].start:names[0].stop]
+        elif isinstance(names[0], gguf_file.ExpertRows):   # Gemma 4's ffn_gate_up_exps [E, 2F, D]: every expert's rows
+            a = _expert_rows(a, names[0].start, names[0].stop)
         if hf.split(".", 3)[-1].startswith("linear_attn."):   # a linear layer's tensors in the converter's form
             a = _linear_tensor(g, hf, names[0], a, shapes[hf], converted)
         elif arch in _GDN_RUN and hf.endswith("norm.weight"):
@@ -191,6 +193,14 @@ def _gguf_state_dict(path: str):
         lst = "; ".join(f"{k}: {len(v)} tensor(s), e.g. {v[0]!r}" for k, v in sorted(converted.items()))
         warnings.warn(f"{path}: ggml types run dequantized to f32 (not executed as stored): {lst}", stacklevel=3)
     return cfg, sd
+
+
+def _expert_rows(a, start: int, stop: int):
+    """Rows [start, stop) of every expert of a stacked [E, rows, D] tensor (gguf_file.ExpertRows), as stored:
+    a block-format tensor's block rows (whole rows: exact), a float one's values."""
+    if isinstance(a, QTensor):
+        return QTensor(np.ascontiguousarray(a.data[:, start:stop]), a.fmt, (a.shape[0], stop - start) + a.shape[2:])
+    return np.ascontiguousarray(np.asarray(a)[:, start:stop])
 
 
 # architectures whose q / k rows the converter permuted (LlamaModel.permute; conversion/granite.py's

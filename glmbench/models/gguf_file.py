@@ -1407,8 +1407,8 @@ class ExpertRows(str):
     [E, rows, D] (axis 1, not axis 0 as a RowSlice): Gemma 4's ffn_gate_up_exps [E, 2F, D], each expert's
     gate rows then its up rows (HF's experts.gate_up_proj, which llama.cpp's gemma4 loads whole as
     ffn_gate_up_exps). As a str it is the tensor's name; a reader of the weights takes a[:, start:stop]
-    (models/checkpoint.py does not yet: expected_gguf_tensors gives them only with expert_rows=True, as
-    file_weights asks, and refuses the file otherwise)."""
+    (models/checkpoint.py's _expert_rows). expected_gguf_tensors gives them only to a caller that says it
+    takes them (expert_rows=True: file_weights and checkpoint.py) and refuses the file otherwise."""
     start: int
     stop: int
 
@@ -1469,8 +1469,8 @@ def expected_gguf_tensors(g: GGUFFile, shapes: dict, n_layers: int, *, expert_ro
     phi3's q/k/v and gate/up: a RowSlice of the fused attn_qkv / ffn_up; stacked experts stored one
     expert at a time: a PerExpert of their names; Qwen3-Next's in_proj_qkvz: ssm_in, or a Joined of
     attn_qkv + attn_gate; Gemma 4's experts' gate / up: an ExpertRows of ffn_gate_up_exps where the file
-    fuses them, given only with `expert_rows`: a reader that does not take each expert's rows, as
-    models/checkpoint.py does not yet, gets a GGUFError saying so rather than the whole fused tensor),
+    fuses them, given only with `expert_rows`: a reader that does not take each expert's rows gets a
+    GGUFError saying so rather than the whole fused tensor),
     checked against the file: a missing tensor or a shape that disagrees with the config is a GGUFError
     naming both names."""
     arch, ts = g.architecture, g.tensors
@@ -1500,8 +1500,8 @@ def expected_gguf_tensors(g: GGUFFile, shapes: dict, n_layers: int, *, expert_ro
                                     f"up rows of each expert) expects {(shape[0], 2 * shape[1], *shape[2:])}")
                 if not expert_rows:
                     raise GGUFError(f"{g.path}: tensor {str(fused)!r} holds the experts' gate and up rows fused "
-                                    f"([E, 2F, D]); reading the file's weights does not split them yet (its bytes "
-                                    f"are read and priced: configs.load, gguf_file.file_weights)")
+                                    f"([E, 2F, D]); this reader does not split them (checkpoint.py's does: "
+                                    f"expected_gguf_tensors(expert_rows=True))")
                 out[hf] = (fused,)
                 continue
             each = _per_expert(hf, shape, ts)
