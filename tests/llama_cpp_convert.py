@@ -52,9 +52,12 @@ _get = conv.get_model_class
 
 def get_model_class(*a, **k):   # the model classes load lazily: patch the one chosen
     cls = _get(*a, **k)
-    for c in cls.__mro__:
-        if "set_vocab" in c.__dict__:
-            c.set_vocab = plain_vocab
+    # (and the classes it nests and delegates to: conversion/mistral3.py's Mistral3Model runs a Ministral3Model)
+    nested = [v for v in vars(cls).values() if isinstance(v, type)]
+    for top in [cls] + nested:
+        for c in top.__mro__:
+            if "set_vocab" in c.__dict__:
+                c.set_vocab = plain_vocab
     return cls
 
 

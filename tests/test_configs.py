@@ -556,6 +556,9 @@ def _hf_tiny(family):
                                                         "full_attention"] * 2,
                                            mlp_layer_types=["dense"] + ["sparse"] * 7)
         M = transformers.KimiLinearForCausalLM
+    elif family == "ministral3":
+        hc = transformers.Ministral3Config(**small, head_dim=8, intermediate_size=48)
+        M = transformers.Ministral3ForCausalLM
     elif family == "gemma4_text":
         hc = transformers.Gemma4TextConfig(**small, head_dim=8, global_head_dim=16, num_global_key_value_heads=1,
                                            attention_k_eq_v=True, intermediate_size=48, sliding_window=16,
@@ -598,7 +601,7 @@ def test_priced_families_match_hf_parameter_counts(family):
                   "ernie4_5_moe": (1, 2, 3, 4, 5, 6), "qwen2_moe": (0, 1, 3, 4, 5, 6, 7),
                   "qwen3_next": (0, 1, 3, 4, 5, 6, 7), "qwen3_5_text": (), "qwen3_5_moe_text": tuple(range(8)),
                   "cohere": (), "cohere2": (), "kimi_linear": tuple(range(1, 8)),
-                  "gemma4_text": tuple(range(8))}[family]
+                  "gemma4_text": tuple(range(8)), "ministral3": ()}[family]
     assert c.moe_layers == expect_moe
     if family in configs.LINEAR_FAMILIES:   # the layer_types' linear layers; the others cache
         assert c.linear_layers == (0, 2, 3, 5, 6) and c.attention_layers == (1, 4, 7) and c.attn_output_gate
@@ -666,3 +669,19 @@ def test_minimax_m2_and_glm4_structure():
         configs.from_hf(dict(json.load(open(configs.builtin_path("ernie-4.5-21b-a3b"))), use_bias=True))
     with pytest.raises(ValueError, match="shared_intermediate_size"):
         configs.from_hf(dict(json.load(open(configs.builtin_path("minimax-m2"))), shared_intermediate_size=512))
+
+
+def test_mistral3_wrapper_reads_its_text_model():
+    """Mistral Small 3.1 / 3.2 (model_type mistral3): the text_config's own family, Mistral's by default
+    (Mistral3Config); Ministral 3's text model (ministral3) is Mistral's layers without a window, priced only
+    (its attention temperature past original_max_position_embeddings is not in Model)."""
+    text = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=8, vocab_size=100)
+    m = configs.from_hf({"model_type": "mistral3", "text_config": {**text, "sliding_window": None}})
+    assert m.model_type == "mistral" and m.sliding_window is None and m.forward_unsupported() == []
+    assert m.total_params() == configs.from_hf({**text, "model_type": "mistral", "sliding_window": None}).total_params()
+    yarn = {"type": "yarn", "rope_theta": 1e6, "factor": 16.0, "original_max_position_embeddings": 16384,
+            "beta_fast": 32.0, "beta_slow": 1.0, "mscale_all_dim": 1.0, "mscale": 1.0, "llama_4_scaling_beta": 0.1}
+    mi = configs.from_hf({"model_type": "mistral3", "text_config": {**text, "model_type": "ministral3",
+                                                                    "rope_parameters": yarn}})
+    assert mi.model_type == "ministral3" and mi.sliding_window is None and mi.head_dim == 128 and mi.rope_type == "yarn"
+    assert "llama_4_scaling_beta" in mi.forward_unsupported()[-1]

@@ -62,6 +62,9 @@ EXTRA = {
                                           moe_intermediate_size=32, moe_num_experts=4, moe_k=2,
                                           moe_num_shared_experts=2, moe_layer_start_index=1,
                                           pad_token_id=0, bos_token_id=1, eos_token_id=2)),
+    # Ministral 3 (llama.cpp's mistral3 architecture): Mistral's layers, YaRN with the attention temperature
+    # (Ministral3Config's default rope_parameters)
+    "ministral3": ("ministral3", dict(_DENSE, pad_token_id=0, bos_token_id=1, eos_token_id=2)),
     "qwen2_moe": ("qwen2_moe", dict({k: v for k, v in _DENSE.items() if k != "head_dim"}, moe_intermediate_size=32,
                                     num_experts=4, num_experts_per_tok=2, shared_expert_intermediate_size=48,
                                     pad_token_id=0, bos_token_id=1, eos_token_id=2)),
@@ -91,7 +94,7 @@ HYBRID = ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")      # configs.LINEA
 COHERE = ("cohere", "cohere2")
 RUN = ["llama", "llama_tied", "mistral", "qwen2", "qwen2_tied", "qwen3", "qwen3_moe", "deepseek_v2", "deepseek_v3",
        "glm4_moe_lite", "glm4_moe", "seed_oss", "gemma2", "gemma3_text", "gpt_oss", "mixtral", "phi3"]
-PREDICT_ONLY = ["glm4", "llama4_text", "minimax_m2", "ernie4_5_moe", "qwen2_moe"]   # configs.PRICED_ONLY
+PREDICT_ONLY = ["glm4", "llama4_text", "minimax_m2", "ernie4_5_moe", "qwen2_moe", "ministral3"]   # configs.PRICED_ONLY
 # the hybrids run in glmbench.Model from HF checkpoints and from their GGUF files (test_hybrid_files_run_as_stored)
 PREDICT_ONLY += [f for f in HYBRID if f in configs.PRICED_ONLY]
 # the Cohere families: priced only, or run by glmbench.Model (logits matched) once configs.PRICED_ONLY drops them

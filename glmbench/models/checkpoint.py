@@ -205,7 +205,7 @@ def _expert_rows(a, start: int, stop: int):
 
 # architectures whose q / k rows the converter permuted (LlamaModel.permute; conversion/granite.py's
 # GraniteHybridModel and NemotronHModel keep undo_permute = True, though they apply no rope)
-_PERMUTED = ("llama", "granitehybrid", "nemotron_h", "nemotron_h_moe")
+_PERMUTED = ("llama", "granitehybrid", "nemotron_h", "nemotron_h_moe", "mistral3")
 
 
 # the Gated DeltaNet hybrids' GGUFs, whose norms the converter stores as 1 + w (conversion/qwen.py Qwen3NextModel);

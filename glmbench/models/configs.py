@@ -98,6 +98,7 @@ FAMILIES = {
     "granitemoehybrid": "gqa",
     "kimi_linear": "mla",
     "gemma4_text": "gqa",
+    "ministral3": "gqa",
 }
 # families the cost model prices but glmbench.Model's forward pass does not run (what each lacks)
 PRICED_ONLY = {
@@ -107,6 +108,8 @@ PRICED_ONLY = {
     "minimax_m2": "MiniMax-M2's q/k RMSNorm over all heads at once",
     "ernie4_5_moe": "ERNIE-4.5's router (softmax with a choice bias) and shared experts",
     "qwen2_moe": "Qwen2-MoE's gated shared expert",
+    "ministral3": "Ministral 3's attention temperature (rope_parameters.llama_4_scaling_beta: queries times "
+                  "1 + beta log(1 + floor(position / original_max_position_embeddings)))",
     "kimi_linear": "Kimi Delta Attention (the delta rule with a per-channel forget gate and low-rank gates; "
                    "no C op for it yet)",
 }
@@ -138,7 +141,10 @@ GEMMA_FAMILIES = ("gemma2", "gemma3_text")
 GEMMA4_FAMILIES = ("gemma4_text",)
 # multimodal wrappers whose text model is one of the families (the config's `text_config`)
 _WRAPPERS = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_5": "qwen3_5_text",
-             "qwen3_5_moe": "qwen3_5_moe_text", "gemma4": "gemma4_text"}
+             "qwen3_5_moe": "qwen3_5_moe_text", "gemma4": "gemma4_text",
+             # Mistral Small 3.1 / 3.2 and Devstral Small 2: a Mistral (or Ministral 3) text model, whose
+             # model_type its text_config states (Mistral3Config's default: mistral)
+             "mistral3": None}
 # model_types whose (remote) code is one of the families': Kimi-K2's is DeepSeek-V3's
 _ALIASES = {"kimi_k2": "deepseek_v3"}
 # families whose norms are LayerNorms (weight only) with eps `layer_norm_eps`, one per layer, before
@@ -158,6 +164,9 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
                       norm_topk_prob=False, decoder_sparse_step=1, mlp_only_layers=[]),
     "llama": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False),
     "mistral": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, num_key_value_heads=8, sliding_window=4096),
+    # Ministral3Config (transformers 5.25): Mistral's layers, no window, YaRN with an attention temperature
+    "ministral3": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, num_key_value_heads=8, head_dim=128,
+                       sliding_window=None),
     "mixtral": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, num_key_value_heads=8, sliding_window=None,
                     num_local_experts=8, num_experts_per_tok=2),
     "phi3": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, sliding_window=None),
@@ -1546,7 +1555,7 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
         tc = hf.get("text_config")
         if not isinstance(tc, dict):
             raise ValueError(f"config field `text_config` of a {mt!r} config must be an object, got {tc!r}")
-        hf = {**tc, "model_type": _WRAPPERS[mt]}
+        hf = {**tc, "model_type": _WRAPPERS[mt] or tc.get("model_type") or "mistral"}
         mt = hf["model_type"]
     if mt in _ALIASES:
         hf = {**hf, "model_type": _ALIASES[mt]}
@@ -1625,7 +1634,7 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
         rope_dim = int(hd * prf)
         if rope_dim % 2:
             raise ValueError(f"rotated dims head_dim*partial_rotary_factor = {rope_dim} must be even")
-        if mt in ("mistral", "mixtral", "phi3"):
+        if mt in ("mistral", "mixtral", "phi3", "ministral3"):
             bias = False
         elif mt == "qwen2":
             bias = True              # Qwen2Attention: q/k/v always carry a bias, o_proj none
@@ -1638,7 +1647,7 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
         out_bias = r.bool("attention_out_bias") if mt == "seed_oss" else \
             False if mt in ("qwen2", "glm4_moe", "glm4", "qwen2_moe") else bool(bias)
         sw, win_layers = None, None
-        if mt in ("mistral", "mixtral", "phi3"):   # HF: the window (if any) on every layer
+        if mt in ("mistral", "mixtral", "phi3", "ministral3"):   # HF: the window (if any) on every layer
             sw = r.int("sliding_window", allow_none=True)
         elif mt in ("qwen2", "qwen3", "qwen3_moe", "qwen2_moe"):
             if r.hf.get("use_sliding_window", False):

@@ -83,7 +83,7 @@ __all__ = ["GGUFError", "GGUFNotice", "GGUFFile", "GGUFTensor", "FileWeights", "
 MAGIC = b"GGUF"
 ARCHITECTURES = ("deepseek2", "qwen3", "qwen3moe", "qwen2", "llama", "glm4moe", "gemma2", "gemma3", "seed_oss",
                  "gpt-oss", "phi3", "glm4", "llama4", "minimax-m2", "ernie4_5-moe", "qwen2moe", "qwen3next", "qwen35",
-                 "qwen35moe", "command-r", "cohere2", "nemotron_h", "nemotron_h_moe", "granitehybrid", "gemma4")
+                 "qwen35moe", "command-r", "cohere2", "nemotron_h", "nemotron_h_moe", "granitehybrid", "gemma4", "mistral3")
 # llama.cpp's hybrid architectures (Gated DeltaNet linear attention + gated GQA) -> HF model_type
 HYBRID_ARCHITECTURES = {"qwen3next": "qwen3_next", "qwen35": "qwen3_5_text", "qwen35moe": "qwen3_5_moe_text"}
 # llama.cpp's Mamba-2 hybrid architectures -> HF model_type (Nemotron-H 8B / Nano-9B-v2: nemotron_h; Nemotron 3
@@ -662,6 +662,19 @@ def hf_config(g: GGUFFile) -> dict:
         hf.update(model_type="qwen2_moe", **_qwen_moe_sizes(g, m),
                   qkv_bias=hf["attention_bias"], decoder_sparse_step=1,
                   mlp_only_layers=[i for i in range(L) if i not in moe_layers], norm_topk_prob=False)
+        return hf
+    if arch == "mistral3":
+        # conversion/mistral3.py: Mistral Small 3.1 / 3.2's text layers (HF model_type mistral) as llama's, q / k
+        # permuted; Ministral 3 (ministral3) with YaRN and its attention temperature
+        # (attention.temperature_scale = rope_parameters.llama_4_scaling_beta, applied past the YaRN original
+        # context, src/models/mistral3.cpp), which makes it a ministral3 config (priced, not run)
+        beta = m("attention.temperature_scale", kind=float)
+        if beta:
+            rs = dict(hf.get("rope_scaling") or {})
+            rs["llama_4_scaling_beta"] = float(beta)
+            hf.update(model_type="ministral3", sliding_window=None, rope_scaling=rs)
+        else:
+            hf.update(model_type="mistral", sliding_window=None)
         return hf
     hf["model_type"] = {"qwen3": "qwen3", "qwen2": "qwen2", "llama": "llama"}[arch]
     return hf

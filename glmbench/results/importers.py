@@ -405,7 +405,7 @@ _HF_TO_ARCH = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2"
                "qwen3_5_text": "qwen35", "qwen3_5": "qwen35", "qwen3_5_moe_text": "qwen35moe", "qwen3_5_moe": "qwen35moe",
                "cohere": "command-r", "cohere2": "cohere2", "nemotron_h": "nemotron_h",
                "granitemoehybrid": "granitehybrid", "kimi_linear": "kimi-linear", "gemma4_text": "gemma4",
-               "gemma4": "gemma4"}
+               "gemma4": "gemma4", "ministral3": "mistral3"}
 # model_types whose MoE models llama.cpp names apart: the converter writes a Nemotron-H config with experts
 # (num_experts_per_tok: Nemotron 3 Nano) as nemotron_h_moe, the dense ones (Nemotron-H 8B, Nemotron-Nano-9B-v2)
 # as nemotron_h (conversion/nemotron.py NemotronHModel)
@@ -426,6 +426,11 @@ SIZE_LABEL_LAYERS = {"gemma4": {"E2B": 35, "E4B": 42, "26B.A4B": 30, "31B": 60}}
 # those (the vision tower is the separate mmproj file), the same layers as the text model's architecture
 # (Qwen3-VL's text config: Qwen3's / Qwen3-MoE's layers, longer native context; Qwen2-VL / Qwen2.5-VL: Qwen2's).
 TEXT_ARCH_OF = {"qwen3vlmoe": "qwen3moe", "qwen3vl": "qwen3", "qwen2vl": "qwen2"}
+# llama.cpp's mistral3 (conversion/mistral3.py: Mistral3ForConditionalGeneration, Ministral3ForCausalLM): Mistral
+# Small 3.1 / 3.2, Devstral Small 2 and Ministral 3, Mistral's text layers (the llama architecture's before
+# the converter named them apart); a mistral3 row matches the Mistral family's built-ins only
+# (model_type mistral or ministral3), not every llama-architecture one of its size
+MISTRAL3_TYPES = ("mistral", "ministral3")
 PARAMS_TOLERANCE = 0.03   # a built-in matches llama-bench's params count within 3%
 _TIE = 0.005              # built-ins whose counts are within 0.5% of each other are one candidate set
 
@@ -535,12 +540,18 @@ def model_candidates(model_type: str | None, n_params: float | None = None) -> t
     info = _builtins()
     text_arch = TEXT_ARCH_OF.get(arch, arch)
     same = {n: p for n, (a, p) in info.items() if a == text_arch}
+    if arch == "mistral3":
+        same = {n: p for n, (a, p) in info.items() if a in ("llama", "mistral3") and _model_type(n) in MISTRAL3_TYPES}
     if n_params:
         tol, ref, what = PARAMS_TOLERANCE, float(n_params), f"'{arch} {size}'".replace(" '", "'") + f" + {_fmt_params(n_params)} params"
     else:
         ref, tol, what = (_size_params(size) or 0) * 1e9, 0.15, f"'{arch} {size}'".strip()
     if text_arch != arch:
         what += f" (a vision-language model's text layers, as {text_arch})"
+    if arch == "mistral3" and not n_params:
+        # src/models/mistral3.cpp labels by the layer count alone (26 -> 3B, 34 -> 8B, 40 -> 14B): Mistral Small
+        # 3.x's 40 layers print as 14B, as Ministral 3 14B's do; only a params count tells them apart
+        return [], what + " (llama.cpp's mistral3 size label is its layer count; a params column is needed)"
     layers = SIZE_LABEL_LAYERS.get(text_arch, {}).get(size)
     if layers and not n_params:   # a label llama.cpp gives by the layer count: the built-ins of that many layers
         return sorted(n for n in same if _n_layers(n) == layers), what + f" ({layers} layers in llama.cpp)"
@@ -551,6 +562,13 @@ def model_candidates(model_type: str | None, n_params: float | None = None) -> t
         return [], what
     best = min(near.values())
     return sorted(n for n, e in near.items() if e <= best + _TIE), what
+
+
+def _model_type(name: str) -> str | None:
+    try:
+        return configs.load(name).model_type
+    except (ValueError, TypeError, KeyError, OSError):
+        return None
 
 
 def _n_layers(name: str) -> int | None:
