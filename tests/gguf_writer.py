@@ -152,6 +152,23 @@ def write(path, cfg, state_dict, *, types=None, split_kv_b=True, name="tiny", ex
     return path
 
 
+def add_metadata(w, arch: str, meta: dict, drop=()) -> None:
+    """Each `meta` key (without the architecture prefix; those in `drop` left out) written under `arch.` by
+    GGUFWriter `w` as its kind: a list as an array, a bool, a float as float32, anything else as uint32."""
+    for k, v in meta.items():
+        if k in drop:
+            continue
+        k = f"{arch}.{k}"
+        if isinstance(v, list):
+            w.add_array(k, v)
+        elif isinstance(v, bool):
+            w.add_bool(k, v)
+        elif isinstance(v, float):
+            w.add_float32(k, v)
+        else:
+            w.add_uint32(k, int(v))
+
+
 def llama3_rope_factors(rp, dim):
     """The converter's rope_freqs tensor (conversion/llama.py, generate_extra_tensors): per pair,
     1 (short wavelengths), factor (long), or the smooth blend's divisor between."""

@@ -27,6 +27,7 @@ import pytest
 
 gguf = pytest.importorskip("gguf", reason="GGUF tests need the gguf package")
 
+import gguf_writer  # noqa: E402
 import llama_cpp_convert as lc  # noqa: E402
 
 from glmbench.models import configs, gguf_file  # noqa: E402
@@ -140,18 +141,7 @@ def _write(path, hc, *, drop=(), meta=None, fused=True, shared_kv=True):
         m.update({"expert_count": cfg.n_routed_experts, "expert_used_count": cfg.n_experts_per_tok,
                   "expert_feed_forward_length": cfg.moe_intermediate_size})
     m.update(meta or {})
-    for k, v in m.items():
-        if k in drop:
-            continue
-        k = f"{A}.{k}"
-        if isinstance(v, list):
-            w.add_array(k, v)
-        elif isinstance(v, bool):
-            w.add_bool(k, v)
-        elif isinstance(v, float):
-            w.add_float32(k, v)
-        else:
-            w.add_uint32(k, int(v))
+    gguf_writer.add_metadata(w, A, m, drop)
     n_rot = int(hd_g * 0.25 / 2)   # the converter's proportional rope: 1 per rotated pair, then 1e30
     _add(w, "rope_freqs.weight", np.array([1.0] * n_rot + [1e30] * (hd_g // 2 - n_rot), np.float32))
     shapes = cfg.tensor_shapes()

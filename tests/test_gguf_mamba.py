@@ -32,6 +32,7 @@ import pytest
 
 gguf = pytest.importorskip("gguf", reason="GGUF tests need the gguf package")
 
+import gguf_writer  # noqa: E402
 import llama_cpp_convert as lc  # noqa: E402
 
 from glmbench.models import configs, gguf_file  # noqa: E402
@@ -493,18 +494,7 @@ def _write(path, arch, hc, drop=()):
                          "expert_shared_count": cfg.n_shared_experts, "expert_weights_norm": cfg.norm_topk_prob,
                          "expert_weights_scale": cfg.routed_scaling_factor, "expert_group_count": cfg.n_group,
                          "expert_group_used_count": cfg.topk_group})
-    for k, v in meta.items():
-        if k in drop:
-            continue
-        k = f"{arch}.{k}"
-        if isinstance(v, list):
-            w.add_array(k, v)
-        elif isinstance(v, bool):
-            w.add_bool(k, v)
-        elif isinstance(v, float):
-            w.add_float32(k, v)
-        else:
-            w.add_uint32(k, int(v))
+    gguf_writer.add_metadata(w, arch, meta, drop)
     for hf, shape in cfg.tensor_shapes().items():
         name = gguf_file.gguf_name(hf, arch, L)
         if hf.endswith(("linear_attn.A_log", "linear_attn.D")):

@@ -1369,10 +1369,9 @@ class FileWeights:
         return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 
-class RowSlice(str):
-    """A GGUF tensor name standing for rows [start, stop) of that tensor: phi3's fused attn_qkv (q, k,
-    v one after the other) and ffn_up ([2F, D]: gate rows first, then up, as llama.cpp's fused SwiGLU
-    splits it). As a str it is the tensor's name."""
+class _Rows(str):
+    """A GGUF tensor name with a row range [start, stop) (RowSlice, ExpertRows). As a str it is the
+    tensor's name."""
     start: int
     stop: int
 
@@ -1380,6 +1379,12 @@ class RowSlice(str):
         o = super().__new__(cls, name)
         o.start, o.stop = int(start), int(stop)
         return o
+
+
+class RowSlice(_Rows):
+    """A GGUF tensor name standing for rows [start, stop) of that tensor: phi3's fused attn_qkv (q, k,
+    v one after the other) and ffn_up ([2F, D]: gate rows first, then up, as llama.cpp's fused SwiGLU
+    splits it). As a str it is the tensor's name."""
 
 
 class PerExpert(tuple):
@@ -1415,20 +1420,13 @@ def _qkvz_split(hf: str, name: str, ts: dict) -> Joined | None:
     return Joined((qkv, z)) if qkv in ts and z in ts else None
 
 
-class ExpertRows(str):
+class ExpertRows(_Rows):
     """A GGUF tensor name standing for rows [start, stop) of every expert's matrix in a stacked tensor
     [E, rows, D] (axis 1, not axis 0 as a RowSlice): Gemma 4's ffn_gate_up_exps [E, 2F, D], each expert's
     gate rows then its up rows (HF's experts.gate_up_proj, which llama.cpp's gemma4 loads whole as
     ffn_gate_up_exps). As a str it is the tensor's name; a reader of the weights takes a[:, start:stop]
     (models/checkpoint.py's _expert_rows). expected_gguf_tensors gives them only to a caller that says it
     takes them (expert_rows=True: file_weights and checkpoint.py) and refuses the file otherwise."""
-    start: int
-    stop: int
-
-    def __new__(cls, name: str, start: int, stop: int):
-        o = super().__new__(cls, name)
-        o.start, o.stop = int(start), int(stop)
-        return o
 
 
 def _gate_up_split(hf: str, name: str, shape, ts: dict) -> ExpertRows | None:
