@@ -566,6 +566,10 @@ def _hf_tiny(family):
                                            num_kv_shared_layers=2, enable_moe_block=True, num_experts=4,
                                            top_k_experts=2, moe_intermediate_size=16)
         M = transformers.Gemma4ForCausalLM
+    elif family == "falcon_h1":   # attention and Mamba-2 in every layer (a gated norm weight: mamba_rms_norm)
+        hc = transformers.FalconH1Config(**small, head_dim=8, intermediate_size=48, mamba_d_ssm=32, mamba_n_heads=4,
+                                         mamba_n_groups=2, mamba_d_state=8, mamba_rms_norm=True)
+        M = transformers.FalconH1ForCausalLM
     elif family == "cohere":
         hc = transformers.CohereConfig(**small, intermediate_size=48, use_qk_norm=True)
         M = transformers.CohereForCausalLM
@@ -601,7 +605,7 @@ def test_priced_families_match_hf_parameter_counts(family):
                   "ernie4_5_moe": (1, 2, 3, 4, 5, 6), "qwen2_moe": (0, 1, 3, 4, 5, 6, 7),
                   "qwen3_next": (0, 1, 3, 4, 5, 6, 7), "qwen3_5_text": (), "qwen3_5_moe_text": tuple(range(8)),
                   "cohere": (), "cohere2": (), "kimi_linear": tuple(range(1, 8)),
-                  "gemma4_text": tuple(range(8)), "ministral3": ()}[family]
+                  "gemma4_text": tuple(range(8)), "ministral3": (), "falcon_h1": ()}[family]
     assert c.moe_layers == expect_moe
     if family in configs.LINEAR_FAMILIES:   # the layer_types' linear layers; the others cache
         assert c.linear_layers == (0, 2, 3, 5, 6) and c.attention_layers == (1, 4, 7) and c.attn_output_gate

@@ -703,12 +703,15 @@ def test_a_model_or_card_the_paste_states_but_glmbench_has_none_of(tmp_path):
     # the skip line says what the paste states and that glmbench has no config / profile of it (not "stated neither")
     d = str(tmp_path)
     cuda = "ggml_cuda_init: found 1 CUDA devices:\n  Device 0: NVIDIA GeForce RTX 5090, compute capability 12.0, VMM: yes\n"
-    # (Falcon-H1: attention and Mamba-2 side by side in every layer, a family glmbench does not price)
-    _write(d, "falcon.md", cuda + LBH + _lbr("falcon-h1 7B Q4_K - Medium", "tg128", "98.60 ± 0.40", "4.40 GiB", "7.59 B"),
-           "URL: https://example.org/falcon\nModel: tiiuae/Falcon-H1-7B-Instruct Q4_K_M\n")
-    with pytest.raises(pr.Skip, match=r"^falcon\.md:5: model 'falcon-h1 7B Q4_K - Medium' \(7\.59 B params\) is no "
+    # (LFM2: gated short convolutions beside a few attention layers, a family glmbench does not price; llama.cpp's
+    # lfm2 labels LFM2-1.2B by its 8192-wide MLP as 1.2B, src/models/lfm2.cpp)
+    from glmbench.models import configs
+    assert "lfm2" not in configs.FAMILIES
+    _write(d, "lfm2.md", cuda + LBH + _lbr("lfm2 1.2B Q4_K - Medium", "tg128", "98.60 ± 0.40", "0.68 GiB", "1.17 B"),
+           "URL: https://example.org/lfm2\nModel: LiquidAI/LFM2-1.2B Q4_K_M\n")
+    with pytest.raises(pr.Skip, match=r"^lfm2\.md:5: model 'lfm2 1\.2B Q4_K - Medium' \(1\.17 B params\) is no "
                                       r"built-in model, and no HF config beside the pastes"):
-        pr.generic_records(os.path.join(d, "falcon.md"))
+        pr.generic_records(os.path.join(d, "lfm2.md"))
     vk = ("ggml_vulkan: 0 = AMD Radeon RX 7900 XTX (RADV NAVI31) (radv) | uma: 0 | fp16: 1 | bf16: 0 | warp size: 64 | shared "
           "memory: 65536 | int dot: 1 | matrix cores: KHR_coopmat\n")
     _write(d, "amd.md", vk + LBH + _lbr("llama 8B Q4_K - Medium", "tg128", "98.60 ± 0.40").replace("| CUDA       |", "| Vulkan     |"),

@@ -33,6 +33,9 @@ Families (HF `model_type`), with the field names HF uses in each:
                  (use_qk_norm, Command-R+)
   cohere2        the same layers (Command-R7B, Command-A), three of every four attending within
                  sliding_window tokens, the fourth global without rope
+  falcon_h1      hybrid (Falcon-H1): every layer runs GQA attention and a Mamba-2 mixer side by side on one
+                 normed input, their outputs summed (parallel_mixers: a KV cache and a state in every
+                 layer), then a SwiGLU MLP; muP multipliers that change numerics only
 
 The five from glm4 to qwen2_moe are priced (cost model, memory, weight bytes: parameters counted as HF's
 modeling code builds them); glmbench.Model does not run their forward pass (forward_unsupported says
@@ -99,6 +102,7 @@ FAMILIES = {
     "kimi_linear": "mla",
     "gemma4_text": "gqa",
     "ministral3": "gqa",
+    "falcon_h1": "gqa",
 }
 # families the cost model prices but glmbench.Model's forward pass does not run (what each lacks)
 PRICED_ONLY = {
@@ -112,6 +116,8 @@ PRICED_ONLY = {
                   "1 + beta log(1 + floor(position / original_max_position_embeddings)))",
     "kimi_linear": "Kimi Delta Attention (the delta rule with a per-channel forget gate and low-rank gates; "
                    "no C op for it yet)",
+    "falcon_h1": "Falcon-H1's parallel layer (attention and Mamba-2 side by side on one normed input, summed) "
+                 "and its muP multipliers",
 }
 # hybrid families: some layers are linear attention (Gated DeltaNet) with a recurrent state (Model runs
 # them: Layer._forward_hybrid, ops.gated_delta_rule and ops.causal_conv1d)
@@ -124,6 +130,12 @@ LINEAR_FAMILIES = ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")
 # (a shared one, plus experts where num_local_experts > 0) with Granite's multipliers. Neither
 # rotates: their attention has no position embedding.
 MAMBA_FAMILIES = ("nemotron_h", "granitemoehybrid")
+# parallel hybrids: every layer holds both mixers side by side, softmax attention (a KV cache) and Mamba-2 (a
+# fixed state), on one normed input, their outputs summed (ModelConfig.parallel_mixers: each linear layer is an
+# attention layer too). Falcon-H1 (HF FalconH1DecoderLayer): then a SwiGLU MLP; its muP multipliers (embedding,
+# attention in / out, key, SSM in / out and per in_proj block, MLP gate / down, lm_head) scale values only
+# (llama.cpp's converter folds them into the weights). Priced, not run (PRICED_ONLY)
+PARALLEL_FAMILIES = ("falcon_h1",)
 # Kimi-Linear: three of every four layers Kimi Delta Attention (linear_kind "kda": the gated delta rule with
 # a per-channel decay, q / k / v each through a short convolution, low-rank forget and output gates), the
 # fourth MLA; DeepSeek-V3's MoE (priced, not run: PRICED_ONLY)
@@ -243,6 +255,13 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
                         hidden_size_per_layer_input=256, attention_k_eq_v=False, num_kv_shared_layers=0,
                         enable_moe_block=False, use_double_wide_mlp=False, global_head_dim=512,
                         num_global_key_value_heads=None, max_position_embeddings=131072),
+    # FalconH1Config (transformers 5.25): mamba_d_ssm (the Mamba's inner width; null: mamba_expand x hidden_size),
+    # mamba_d_head "auto" (inner width / heads); its defaults are no released checkpoint's sizes
+    "falcon_h1": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=False, num_key_value_heads=8,
+                      intermediate_size=14336, max_position_embeddings=8192, mamba_d_ssm=1024, mamba_n_heads=128,
+                      mamba_d_head="auto", mamba_n_groups=1, mamba_d_state=256, mamba_d_conv=4, mamba_expand=2,
+                      mamba_conv_bias=True, mamba_proj_bias=False, mamba_rms_norm=False, projectors_bias=False,
+                      mlp_bias=False),
     # GraniteMoeHybridConfig (transformers 5.25)
     "granitemoehybrid": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False,
                              intermediate_size=11008, num_local_experts=8, num_experts_per_tok=2,
@@ -370,6 +389,11 @@ class ModelConfig:
     ple_size: int = 0
     ple_vocab: int = 0
     double_wide_mlp: bool = False
+    # parallel hybrids (PARALLEL_FAMILIES: Falcon-H1): each linear layer also attends, its attention and its
+    # Mamba-2 side by side on one normed input (attention_layers holds it too: a KV cache and a state per layer)
+    parallel_mixers: bool = False
+    # the Mamba-2 mixer's gated RMSNorm carries a weight (Falcon-H1 without mamba_rms_norm: y silu(z), no norm)
+    linear_norm: bool = True
 
     # ---- structure --------------------------------------------------------------------------
     def is_moe_layer(self, i: int) -> bool:
@@ -432,11 +456,11 @@ class ModelConfig:
 
     @property
     def attention_layers(self) -> tuple:
-        """Indices of the layers with softmax attention (every layer but a hybrid's linear ones):
-        the layers that keep a KV cache."""
-        if not self.linear_layers and self.mixer_layers is None:
+        """Indices of the layers with softmax attention (every layer but a hybrid's linear ones; a parallel
+        hybrid's linear layers attend too, parallel_mixers): the layers that keep a KV cache."""
+        lin = frozenset() if self.parallel_mixers else frozenset(self.linear_layers)
+        if not lin and self.mixer_layers is None:
             return tuple(range(self.n_layers))
-        lin = frozenset(self.linear_layers)
         return tuple(i for i in range(self.n_layers) if i not in lin and self.has_mixer(i))
 
     @property
@@ -780,7 +804,8 @@ class ModelConfig:
             if i in lin_set:
                 for k, s in lin.items():
                     t[p + "linear_attn." + k] = s
-            elif self.has_mixer(i):
+            # (a parallel hybrid's linear layer holds the attention beside its Mamba-2: parallel_mixers)
+            if (i not in lin_set or self.parallel_mixers) and self.has_mixer(i):
                 for k, s in (self._attention_tensors(i) if per_layer_att else att).items():
                     t[p + "self_attn." + k] = s
             if gemma4:
@@ -902,7 +927,8 @@ class ModelConfig:
                 t["conv1d.bias"] = (self.linear_conv_dim,)
             t["D"] = (Hv,)
             t["in_proj.weight"] = (Hv * dv + self.linear_conv_dim + Hv, D)
-            t["norm.weight"] = (Hv * dv,)
+            if self.linear_norm:     # (Falcon-H1 without mamba_rms_norm: none)
+                t["norm.weight"] = (Hv * dv,)
             t["out_proj.weight"] = (D, Hv * dv)
             return t
         if self.model_type == "qwen3_next":
@@ -975,6 +1001,8 @@ def _family_label(cfg: ModelConfig) -> str:
     attn = "MLA" if cfg.attention == "mla" else "GQA"
     if cfg.linear_layers:       # a hybrid: linear attention beside the softmax layers
         attn += {"mamba2": " + Mamba-2", "kda": " + Kimi Delta"}.get(cfg.linear_kind, " + DeltaNet")
+        if cfg.parallel_mixers:     # (Falcon-H1: both in every layer, side by side)
+            attn += " in parallel"
     return f"MoE + {attn}" if cfg.n_routed_experts else f"dense {attn}"
 
 
@@ -1434,6 +1462,35 @@ def _mamba_fields(r: _Reader, L: int, D: int) -> dict:
     return out
 
 
+def _falcon_h1_fields(r: _Reader, L: int, D: int) -> dict:
+    """Falcon-H1's Mamba-2 mixer, in every layer beside its attention (HF FalconH1Mixer, transformers 5.25): the
+    inner width mamba_d_ssm (null: mamba_expand x hidden_size) in mamba_n_heads heads of mamba_d_head ("auto":
+    the width / heads), mamba_n_groups groups sharing B / C of mamba_d_state, a mamba_d_conv-wide convolution
+    (with a bias where mamba_conv_bias); the gated RMSNorm's weight only where mamba_rms_norm. Biased in_proj
+    (mamba_proj_bias), out_proj (projectors_bias) or MLP (mlp_bias) are refused: not modelled."""
+    H, G = r.int("mamba_n_heads"), r.int("mamba_n_groups")
+    inner = r.int("mamba_expand") * D if r.raw("mamba_d_ssm", required=False) is None else r.int("mamba_d_ssm")
+    if r.raw("mamba_d_head") == "auto":
+        if inner % H:
+            raise ValueError(f"config field `mamba_n_heads` = {H} does not divide the Mamba's inner width {inner} "
+                             f"(`mamba_d_ssm`, else `mamba_expand` x `hidden_size`)")
+        P = inner // H
+    else:
+        P = r.int("mamba_d_head")
+    if H * P != inner:
+        raise ValueError(f"config fields `mamba_n_heads` x `mamba_d_head` = {H} x {P} must equal the Mamba's inner "
+                         f"width {inner} (`mamba_d_ssm`, else `mamba_expand` x `hidden_size`)")
+    if H % G:
+        raise ValueError(f"the Mamba heads ({H}) are not a multiple of its groups (`mamba_n_groups` = {G})")
+    for k in ("mamba_proj_bias", "projectors_bias", "mlp_bias"):
+        if r.bool(k):
+            raise ValueError(f"config field `{k}` = true: a biased Mamba in_proj / out_proj or MLP is not modelled "
+                             f"(HF's FalconH1Config defaults it to false)")
+    return dict(linear_kind="mamba2", linear_layers=tuple(range(L)), parallel_mixers=True, linear_k_heads=G,
+                linear_v_heads=H, linear_k_dim=r.int("mamba_d_state"), linear_v_dim=P, linear_conv=r.int("mamba_d_conv"),
+                linear_conv_bias=r.bool("mamba_conv_bias"), linear_norm=r.bool("mamba_rms_norm"))
+
+
 def _rope(r: _Reader) -> tuple[float, dict | None]:
     """rope_theta and the scaling dict, from either the v4 layout (rope_theta, rope_scaling) or
     transformers v5's rope_parameters; HF's default theta is 10000."""
@@ -1715,6 +1772,8 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
                   attention_sinks=mt == "gpt_oss")
         if mt in MAMBA_FAMILIES:
             kw.update(_mamba_fields(r, L, D))
+        elif mt in PARALLEL_FAMILIES:
+            kw.update(_falcon_h1_fields(r, L, D))
 
     # ---- MLP / MoE
     F = r.int("intermediate_size", required=False) or 0

@@ -44,6 +44,14 @@ Conventions of llama.cpp's converter (convert_hf_to_gguf.py) that are undone whe
     (shared_mlp.input_linear) split into ffn_gate_shexp / ffn_up_shexp (ffn_gate / ffn_up without experts),
     Nemotron-H's experts stacked up / down only. Their shapes and bytes are read here; the values'
     conventions are undone where the file runs (models/checkpoint.py);
+  * Falcon-H1 (`falcon-h1`; conversion/falcon_h1.py FalconH1Model on Mamba2Model, src/models/falcon-h1.cpp): every
+    layer attention and Mamba-2 side by side (llama.cpp's hybrid memory: a KV cache and a recurrent state in every
+    layer), read back as HF's falcon_h1 fields (_falcon_h1): the SSM's sizes as the other Mamba-2 hybrids' ssm.*
+    keys (inner_size = mamba_d_ssm), the attention's as a GQA file's (head_count_kv, key_length); the conv's bias,
+    the gated norm (mamba_rms_norm) and the biases by the tensors the file holds. The muP multipliers are folded
+    into the weights by the converter (no key); the MLP's norm is stored as `blk.N.ffn_norm` without `.weight`
+    (llama.cpp's loader names it so); the Mamba tensors as the other hybrids' (ssm_a, ssm_d, the conv [C, K], the
+    norm [groups, d_inner / groups]);
   * Gemma 4 (`gemma4`; conversion/gemma.py Gemma4Model, src/models/gemma4.cpp) states each layer's kind as
     the bool array attention.sliding_window_pattern, the global layers' head dim as key_length and the
     sliding ones' as key_length_swa, KV heads per layer (head_count_kv, an array where they differ), the
@@ -83,12 +91,15 @@ __all__ = ["GGUFError", "GGUFNotice", "GGUFFile", "GGUFTensor", "FileWeights", "
 MAGIC = b"GGUF"
 ARCHITECTURES = ("deepseek2", "qwen3", "qwen3moe", "qwen2", "llama", "glm4moe", "gemma2", "gemma3", "seed_oss",
                  "gpt-oss", "phi3", "glm4", "llama4", "minimax-m2", "ernie4_5-moe", "qwen2moe", "qwen3next", "qwen35",
-                 "qwen35moe", "command-r", "cohere2", "nemotron_h", "nemotron_h_moe", "granitehybrid", "gemma4", "mistral3")
+                 "qwen35moe", "command-r", "cohere2", "nemotron_h", "nemotron_h_moe", "granitehybrid", "gemma4", "mistral3",
+                 "falcon-h1")
 # llama.cpp's hybrid architectures (Gated DeltaNet linear attention + gated GQA) -> HF model_type
 HYBRID_ARCHITECTURES = {"qwen3next": "qwen3_next", "qwen35": "qwen3_5_text", "qwen35moe": "qwen3_5_moe_text"}
 # llama.cpp's Mamba-2 hybrid architectures -> HF model_type (Nemotron-H 8B / Nano-9B-v2: nemotron_h; Nemotron 3
 # Nano: nemotron_h_moe; Granite 4.0-H Micro / Tiny / Small: granitehybrid)
 MAMBA_ARCHITECTURES = {"nemotron_h": "nemotron_h", "nemotron_h_moe": "nemotron_h", "granitehybrid": "granitemoehybrid"}
+# llama.cpp's parallel hybrid (attention and Mamba-2 side by side in every layer) -> HF model_type (Falcon-H1)
+PARALLEL_ARCHITECTURES = {"falcon-h1": "falcon_h1"}
 # llama.cpp's Cohere architectures -> HF model_type (Command-R v01 / 08-2024 / R+; Command-R7B, Command-A)
 COHERE_ARCHITECTURES = {"command-r": "cohere", "cohere2": "cohere2"}
 # llama.cpp's cohere2 (src/models/cohere2.cpp, load_swa_pattern(ml, 4)): three of every four layers windowed
@@ -430,7 +441,8 @@ def hf_config(g: GGUFFile) -> dict:
     llama -> llama (mixtral when it has experts), glm4moe -> glm4_moe, phi3 -> phi3; the hybrids
     qwen3next -> qwen3_next, qwen35 -> qwen3_5_text, qwen35moe -> qwen3_5_moe_text (_hybrid); the Cohere
     architectures command-r -> cohere, cohere2 -> cohere2 (_cohere); the Mamba-2 hybrids nemotron_h /
-    nemotron_h_moe -> nemotron_h, granitehybrid -> granitemoehybrid (_mamba); gemma4 -> gemma4_text (_gemma4)."""
+    nemotron_h_moe -> nemotron_h, granitehybrid -> granitemoehybrid (_mamba); gemma4 -> gemma4_text (_gemma4);
+    falcon-h1 -> falcon_h1 (_falcon_h1)."""
     arch = g.architecture
     if not arch:
         raise GGUFError(f"{g.path}: metadata 'general.architecture' is missing")
@@ -527,6 +539,8 @@ def hf_config(g: GGUFFile) -> dict:
         hf["partial_rotary_factor"] = rd / hd
     if arch in HYBRID_ARCHITECTURES:
         return _hybrid(g, m, hf, L, blocks, hd, rd)
+    if arch in PARALLEL_ARCHITECTURES:
+        return _falcon_h1(g, m, hf)
     if arch in COHERE_ARCHITECTURES:
         return _cohere(g, m, hf, L)
     if arch in ("qwen3moe", "glm4moe"):
@@ -790,6 +804,33 @@ def _ssm_sizes(g: GGUFFile, m: _Meta, heads: str, groups: str) -> tuple:
         raise GGUFError(f"{g.path}: metadata '{arch}.ssm.time_step_rank' = {H} ({heads}) is not a multiple of "
                         f"'{arch}.ssm.group_count' = {G} ({groups})")
     return K, N, G, H, inner
+
+
+def _falcon_h1(g: GGUFFile, m: _Meta, hf: dict) -> dict:
+    """hf_config's rest for llama.cpp's falcon-h1, as it loads it (src/models/falcon-h1.cpp load_arch_hparams /
+    load_arch_tensors) from what the converter writes (conversion/falcon_h1.py FalconH1Model on Mamba2Model):
+      * every layer attention (head_count, head_count_kv, key_length: read as any GQA file's) and Mamba-2 side by
+        side; the SSM's sizes from ssm.* (all five required, as llama.cpp's get_key requires them): inner_size =
+        mamba_d_ssm, time_step_rank = the Mamba heads, group_count, state_size, conv_kernel;
+      * feed_forward_length (the SwiGLU MLP's width) and attention.layer_norm_rms_epsilon required: HF's defaults
+        are no model's;
+      * what the tensors tell: the conv's bias (ssm_conv1d.bias: mamba_conv_bias), the gated norm's weight
+        (ssm_norm: mamba_rms_norm), biased in_proj / out_proj / MLP (ssm_in.bias: mamba_proj_bias, ssm_out.bias:
+        projectors_bias, ffn_up.bias: mlp_bias; refused by configs.from_hf, not modelled).
+    The muP multipliers are folded into the weights by the converter: the file states none (they change values,
+    not costs)."""
+    ts, p = g.tensors, g.path
+    K, N, G, Hs, inner = _ssm_sizes(g, m, "the Mamba heads", "the groups")
+    has = lambda n: f"blk.0.{n}" in ts
+    if not has("ssm_in.weight"):
+        raise GGUFError(f"{p}: tensor 'blk.0.ssm_in.weight' is missing: every falcon-h1 layer holds a Mamba-2 mixer")
+    hf.update(model_type="falcon_h1", intermediate_size=m("feed_forward_length", required=True, minimum=1),
+              rms_norm_eps=m("attention.layer_norm_rms_epsilon", required=True, kind=float),
+              mamba_d_ssm=inner, mamba_n_heads=Hs, mamba_d_head=inner // Hs, mamba_n_groups=G, mamba_d_state=N,
+              mamba_d_conv=K, mamba_conv_bias=has("ssm_conv1d.bias"), mamba_rms_norm=has("ssm_norm.weight"),
+              mamba_proj_bias=has("ssm_in.bias"), projectors_bias=has("ssm_out.bias"),
+              mlp_bias=has("ffn_up.bias") or has("ffn_down.bias") or has("ffn_gate.bias"))
+    return hf
 
 
 def _cohere(g: GGUFFile, m: _Meta, hf: dict, L: int) -> dict:
@@ -1284,6 +1325,10 @@ def gguf_name(hf_name: str, arch: str, n_blocks: int, _maps={}) -> str | None:
     None when it has none."""
     if arch == "gemma4":
         return _gemma4_name(hf_name)
+    if arch == "falcon-h1" and hf_name.endswith(".post_attention_layernorm.weight"):
+        # the MLP's norm: llama.cpp's falcon-h1 loader names it without `.weight` (tn(LLM_TENSOR_FFN_NORM, i)), and
+        # the converter writes it so (HF's pre_ff_layernorm.weight, a source name of gguf's TensorNameMap)
+        return hf_name[: -len(".post_attention_layernorm.weight")].replace("model.layers.", "blk.") + ".ffn_norm"
     if hf_name.endswith(".e_score_correction_bias"):   # the converter's rename, then exp_probs_b
         return hf_name.split(".mlp.")[0].replace("model.layers.", "blk.") + ".exp_probs_b.bias"
     if hf_name.endswith(".linear_attn.dt_bias"):   # the converter renames it dt_proj.bias: ssm_dt.bias
@@ -1561,7 +1606,8 @@ def expected_gguf_tensors(g: GGUFFile, shapes: dict, n_layers: int, *, expert_ro
                 and len(fs) == 2 and fs[0] * fs[1] == shape[0]) and not (
                 hf.endswith((".linear_attn.A_log", ".linear_attn.D")) and len(shape) == 1
                 and fs == (shape[0], 1)) and not (
-                hf.endswith(".linear_attn.norm.weight") and arch in MAMBA_ARCHITECTURES and len(shape) == 1
+                hf.endswith(".linear_attn.norm.weight") and (arch in MAMBA_ARCHITECTURES or arch in PARALLEL_ARCHITECTURES)
+                and len(shape) == 1
                 and len(fs) == 2 and fs[0] * fs[1] == shape[0]):
             raise GGUFError(f"{g.path}: tensor {name!r} has shape {tuple(ts[name].shape)}, the config "
                             f"({hf!r}) expects {tuple(shape)}")

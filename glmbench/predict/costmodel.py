@@ -755,8 +755,12 @@ def _pass_offload(setup: Setup, T: int, work, T_out: int):
 
     where = "host"                                   # the embeddings are looked up in host memory
     block = _block_norm_ops(setup, T)
+    att = frozenset(cfg.attention_layers)
     for i in range(cfg.n_layers):
-        a_ops = (lin_ops if i in lin else next(ops for ls, ops in kinds if i in ls)) if cfg.has_mixer(i) else []
+        # a layer's token mixer: Mamba-2 / linear attention, softmax attention, or both side by side (a parallel
+        # hybrid's layer, cfg.parallel_mixers: Falcon-H1)
+        a_ops = ((lin_ops if i in lin else []) + (next(ops for ls, ops in kinds if i in ls) if i in att else [])) \
+            if cfg.has_mixer(i) else []
         f_ops = ((moe if cfg.is_moe_layer(i) and cfg.n_routed_experts else dense) if cfg.has_ffn(i) else block) + ple
         if not pl.on_card[i]:
             if where == "card":
@@ -1467,6 +1471,8 @@ def _card_ops(setup: Setup, T: int, work: _Works, T_out: int) -> list:
         # Nemotron-H's mixer blocks: their one norm (an FFN layer's norms are in the FFN ops)
         n_blk = sum(1 for i in rng if not cfg.has_ffn(i)) if block else 0
         lines = []
+        # (a parallel hybrid's layer, cfg.parallel_mixers, is among the attention layers and the linear ones: both
+        # mixers' ops counted)
         for ls, ops in kinds:
             n = sum(1 for i in rng if i in ls)
             lines += [(n, o) for o in ops]
