@@ -15,6 +15,9 @@ Tensor names come from gguf's TensorNameMap (the converter's map_tensor_name).
 """
 from __future__ import annotations
 
+import dataclasses
+import warnings
+
 import numpy as np
 
 import gguf
@@ -204,3 +207,17 @@ def _add(w, gname, a, types):
     else:
         q = gguf.quants.quantize(a, t)
         w.add_tensor(gname, q, raw_shape=q.shape, raw_dtype=t)
+
+
+def load_stated(path):
+    """configs.load of a GGUF that must state everything: a GGUFNotice (a value assumed) is an error."""
+    from glmbench.models import configs, gguf_file
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", gguf_file.GGUFNotice)   # nothing assumed: the file states it all
+        return configs.load(path)
+
+
+def config_diff(a, b) -> dict:
+    """The compared ModelConfig fields where a and b differ (name and file_weights aside): {field: (a's, b's)}."""
+    return {f.name: (getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a)
+            if f.compare and f.name not in ("name", "file_weights") and getattr(a, f.name) != getattr(b, f.name)}

@@ -283,15 +283,7 @@ def _write(path, hc, drop=(), drop_tensors=()):
     return cfg
 
 
-def _load(path):
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", gguf_file.GGUFNotice)   # nothing assumed: the file states it all
-        return configs.load(path)
-
-
-def _diff(a, b):
-    return {f.name: (getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a)
-            if f.compare and f.name not in ("name", "file_weights") and getattr(a, f.name) != getattr(b, f.name)}
+_load, _diff = gguf_writer.load_stated, gguf_writer.config_diff
 
 
 @pytest.mark.parametrize("kw", [dict(mamba_rms_norm=True, head_dim=32), dict(tie_word_embeddings=True,

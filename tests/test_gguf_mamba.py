@@ -19,13 +19,11 @@ the files it writes then contradict their own tensors: test_transformers5_conver
 Converter-free: a GGUF written here with the gguf package (_write) as the converter lays these families out,
 so the metadata reading and its errors are tested without llama.cpp's sources too.
 """
-import dataclasses
 import functools
 import json
 import os
 import subprocess
 import sys
-import warnings
 
 import numpy as np
 import pytest
@@ -184,15 +182,7 @@ def _converted(family, tmp):
     return folder, {k: _convert(folder, os.path.join(tmp, f"{family}-{k}.gguf"), k) for k in ("f16", "q8_0")}
 
 
-def _load(path):
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", gguf_file.GGUFNotice)   # nothing assumed: the file states it all
-        return configs.load(path)
-
-
-def _diff(a, b):
-    return {f.name: (getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a)
-            if f.compare and f.name not in ("name", "file_weights") and getattr(a, f.name) != getattr(b, f.name)}
+_load, _diff = gguf_writer.load_stated, gguf_writer.config_diff
 
 
 # ---- converted files: the config ---------------------------------------------------------------------
