@@ -931,19 +931,18 @@ def _prefill_work(cfg, depth, n) -> _Works:
     return _Works(_prefill_attn(depth, n, None), _prefill_attn(depth, n, w, cfg.window_chunked) if w else None)
 
 
-def _attention_ops(setup: Setup, T: int, work: _Attn, share: float, layers: tuple | None = None) -> list:
+def _attention_ops(setup: Setup, T: int, work: _Attn, share: float, layers: tuple) -> list:
     """One attention layer's ops for a pass of T tokens doing `work`: a layer of `layers` (one kind of
-    _attn_kinds: their geometry and mean weight bytes; None: the model's first attention layer)."""
+    _attn_kinds: their geometry and mean weight bytes)."""
     cfg = setup.model
     kvf = setup.kv_fmt
     deq = DEQUANT_OPS if kvf.dequant else 0
     H = cfg.n_heads * share
-    wb = _attn_kind_bytes(cfg, setup.weights, tuple(layers)) if layers else \
-        _layer_weight_bytes(cfg, setup.weights)["attn"]
+    wb = _attn_kind_bytes(cfg, setup.weights, tuple(layers))
     D = cfg.hidden_size
     ops = []
     if cfg.attention == "gqa":
-        i0 = layers[0] if layers else (cfg.attention_layers or (0,))[0]
+        i0 = layers[0]
         # (Gemma 4: a global layer's own head dim and KV heads; a kv-shared layer projects only q and
         # attends over an earlier layer's cache of the same geometry)
         Hq, Hk, Dh, Dv = cfg.n_heads, cfg.layer_kv_heads(i0), cfg.layer_head_dim(i0), cfg.layer_v_dim(i0)
