@@ -960,11 +960,37 @@ def test_mla_flash_attention_tiles_follow_ggml_cudas_dispatch():
     def core(runtime, gpu="rtx-3090", depth=8192):
         s = cm.Setup("glm-4.7-flash", gpu, weights="q4_K", runtime=runtime)
         return next(o for o in cm.decode(s, depth).ops if o.name == "attn.core")
-    plain = dataclasses.replace(rt, attention_kernel="default")
+    # (the same kernel efficiencies: under ggml_cuda mla_flash takes fa_mma's, kernels.KERNEL_FALLBACK)
+    plain = dataclasses.replace(rt, attention_kernel="default",
+                                kernels={**rt.kernels, "mla_flash:compute": rt.kernels["fa_mma:compute"]})
     a, b = core(rt), core(plain)
     assert a.bytes == b.bytes
     assert a.flops - b.flops == pytest.approx(0.6 * 2.0 * 20 * (512 + 64 + 512) * 8193 * a.count, rel=1e-9)
     assert core(rt).compute_s == pytest.approx(1.6 * core(plain).compute_s, rel=0.02)
+
+
+def test_mainline_mla_flash_attention_is_the_dense_prefill_kernel():
+    """Mainline ggml-cuda runs MLA's fused attention (head 576) through fattn-mma-f16, the kernel of
+    dense flash-attention prefill: under attention_kernel "ggml_cuda" an mla_flash op without an
+    entry of its own takes fa_mma's efficiencies, and its own entry still wins; other attention
+    kernels (ik_llama.cpp's, Vulkan's, the physics profiles') keep the class value."""
+    t = {"fa_mma:compute": 0.9, "fa_mma:memory": 0.7}
+    assert kn.lookup_keys("mla_flash", None, "compute", "ggml_cuda") == ["mla_flash:compute", "fa_mma:compute"]
+    assert kn.lookup_keys("mla_flash", None, "compute") == ["mla_flash:compute"]
+    assert kn.efficiency(t, "mla_flash", None, "compute", 0.5, "ggml_cuda") == 0.9
+    assert kn.efficiency(t, "mla_flash", None, "memory", 0.45, "ggml_cuda") == 0.7
+    assert kn.efficiency({**t, "mla_flash:compute": 0.3}, "mla_flash", None, "compute", 0.5, "ggml_cuda") == 0.3
+    for other in (None, "default", "paged_attn"):
+        assert kn.efficiency(t, "mla_flash", None, "compute", 0.5, other) == 0.5, other
+    assert kn.efficiency(t, "mla_expand", None, "compute", 0.5, "ggml_cuda") == 0.5   # not the same kernel
+
+    # in the cost model: GLM-4.7-Flash's prefill attention core on llama.cpp runs at the fitted fa_mma rate
+    rt = cm.load_runtime("llama.cpp")
+    s = cm.Setup("glm-4.7-flash", "gb10", weights="q8_0", runtime=rt.with_options(fa=1, ubatch=2048))
+    op = next(o for o in cm._attention_ops(s, 2048, cm._prefill_attn(8192, 2048, 0), 1.0,
+                                          cm._attn_kinds(s.model)[0][2]) if o.name == "attn.core")
+    assert op.path == "mla_flash"
+    assert cm._op_efficiency(op, s.runtime)[0] == rt.kernels["fa_mma:compute"]
 
 
 def test_mla_without_flash_attention_runs_unfused():

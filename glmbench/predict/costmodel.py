@@ -393,8 +393,8 @@ def _op_efficiency(op: _Op, rt: RuntimeProfile, attn=None) -> tuple:
     if attn is not None and op.cls == "attention":
         e_c, e_m = attn
     if rt.kernels and op.path:
-        e_c = kn.efficiency(rt.kernels, op.path, op.family, "compute", e_c)
-        e_m = kn.efficiency(rt.kernels, op.path, op.family, "memory", e_m)
+        e_c = kn.efficiency(rt.kernels, op.path, op.family, "compute", e_c, rt.attention_kernel)
+        e_m = kn.efficiency(rt.kernels, op.path, op.family, "memory", e_m, rt.attention_kernel)
         if op.tpe:
             e_c *= kn.moe_occupancy(rt.kernels, op.tpe, op.tile)
     return e_c, e_m

@@ -269,10 +269,10 @@ class _Compiled:
     stage_moe_kix: np.ndarray | None = None       # per stage: index into moe_keys
 
 
-def _chain(path, fam, which, cls, scopes):
+def _chain(path, fam, which, cls, scopes, attention_kernel=None):
     keys = []
     if path:
-        base = kn.lookup_keys(path, fam, which)
+        base = kn.lookup_keys(path, fam, which, attention_kernel)
         for k in base:
             keys += [f"{k}@{s}" for s in scopes]
         keys += base
@@ -356,8 +356,10 @@ def compile_points(points: Sequence[PublicPoint], base: cm.RuntimeProfile) -> _C
                     cols["tpe"].append(op.tpe or 0.0)
                     tiles.append(getattr(op, "tile", 0.0) or 0.0)
                     osc = [sc for paths, sc in path_scopes if op.path in paths] + scopes
-                    cols["chain_c"].append(cix(_chain(op.path, op.family, "compute", op.cls, osc)))
-                    cols["chain_m"].append(cix(_chain(op.path, op.family, "memory", op.cls, osc)))
+                    cols["chain_c"].append(cix(_chain(op.path, op.family, "compute", op.cls, osc,
+                                                      base.attention_kernel)))
+                    cols["chain_m"].append(cix(_chain(op.path, op.family, "memory", op.cls, osc,
+                                                      base.attention_kernel)))
                     cols["chain_v"].append(cix(_chain(None, None, "compute", "vector", ())))
                     cols["op_stage"].append(sid)
                     ck = (gpu.key or gpu.name, kn.arch_key(gpu))
@@ -680,7 +682,7 @@ def _start(prof, n):
         return prof.kernels[base]
     head, _, which = base.rpartition(":")
     path, _, fam = head.partition(".")
-    for k in kn.lookup_keys(path, fam or None, which)[1:]:
+    for k in kn.lookup_keys(path, fam or None, which, prof.attention_kernel)[1:]:
         # the entries the cost model falls back to (kernels.lookup_keys: FALLBACK, then a batched
         # path's GEMV counterpart for a memory efficiency)
         if k in prof.kernels:

@@ -317,6 +317,13 @@ def check_table(t, where: str) -> dict:
 # MMQ / MMVQ kernels on each expert's rows (ggml-cuda.cu ggml_cuda_mul_mat_id), dequantize + cuBLAS
 # is a cuBLAS GEMM after the conversion.
 FALLBACK = {"mmid": "mmq", "mmid_vec": "mmvq", "dequant_cublas": "cublas"}
+# The same, for one runtime's attention kernel (RuntimeProfile.attention_kernel): mainline ggml-cuda
+# runs MLA's fused attention (K 576 / V 512 over the latent cache) through the flash-attention MMA
+# kernel of dense prefill (fattn.cu: head size 576 goes to ggml_cuda_flash_attn_ext_mma_f16, the
+# fattn-mma-f16.cuh template every dense head size of a prefill ubatch runs; no vec kernel is built
+# for it), so a table without an mla_flash entry of its own takes fa_mma's: what dense flash-attention
+# prefill identifies holds for MLA's. ik_llama.cpp's and Vulkan's MLA kernels are their own.
+KERNEL_FALLBACK = {"ggml_cuda": {"mla_flash": "fa_mma"}}
 
 
 # A batched path streams the same weights as its GEMV counterpart: with a few tokens per expert
@@ -326,29 +333,31 @@ FALLBACK = {"mmid": "mmq", "mmid_vec": "mmvq", "dequant_cublas": "cublas"}
 GEMV_OF = {"mmid": "mmid_vec", "mmq": "mmvq", "dequant_cublas": "mmvq", "cublas": "mmv"}
 
 
-def lookup_keys(path: str, fam: str | None, which: str) -> list:
+def lookup_keys(path: str, fam: str | None, which: str, attention_kernel: str | None = None) -> list:
     """The kernel-table keys that give a path's efficiency, most specific first: the path, the
-    paths it falls back to (FALLBACK), and for a memory efficiency then its GEMV counterpart's
-    (GEMV_OF)."""
+    paths it falls back to (FALLBACK, and KERNEL_FALLBACK under the runtime's `attention_kernel`),
+    and for a memory efficiency then its GEMV counterpart's (GEMV_OF)."""
+    fallback = {**FALLBACK, **KERNEL_FALLBACK.get(attention_kernel, {})}
     keys = []
     p = path
     while p:
         if fam:
             keys.append(f"{p}.{fam}:{which}")
         keys.append(f"{p}:{which}")
-        p = FALLBACK.get(p)
+        p = fallback.get(p)
     if which == "memory" and path in GEMV_OF:
-        keys += [k for k in lookup_keys(GEMV_OF[path], fam, which) if k not in keys]
+        keys += [k for k in lookup_keys(GEMV_OF[path], fam, which, attention_kernel) if k not in keys]
     return keys
 
 
-def efficiency(table: dict, path: str | None, fam: str | None, which: str, default: float) -> float:
+def efficiency(table: dict, path: str | None, fam: str | None, which: str, default: float,
+               attention_kernel: str | None = None) -> float:
     """The efficiency `which` ("compute" | "memory") of a path for a family: the most specific
     entry of the kernel table (lookup_keys: the path and family, the path, then the path it falls
-    back to), else `default` (the profile's per-class value)."""
+    back to, under the runtime's `attention_kernel`), else `default` (the profile's per-class value)."""
     if not table or not path:
         return default
-    for k in lookup_keys(path, fam, which):
+    for k in lookup_keys(path, fam, which, attention_kernel):
         v = table.get(k)
         if v is not None:
             return v
