@@ -1,5 +1,6 @@
 """Held-out check of the runtime models on published results the fit never saw: llama.cpp's
-llama-batched-bench tables for gpt-oss-20b and gpt-oss-120b on a GB10 (DGX Spark), and the time
+llama-batched-bench tables for gpt-oss-20b and gpt-oss-120b on a GB10 (DGX Spark), GLM-4.7-Flash's on
+the same card (llama.cpp's newer page, kept in bench/checks/gb10-glm-4.7-flash/), and the time
 to first token of the one vLLM serving result (Qwen3-30B-A3B BF16 on an H100).
 
     python bench/bench_public_batched.py DIR_WITH_THE_PUBLISHED_FILES   # import, predict, write
@@ -60,6 +61,7 @@ GB10 = "https://github.com/ggml-org/llama.cpp/blob/4c7e9893c4ca8eec35d032726d14b
 GB10_CMD = ("llama-batched-bench (not printed verbatim; its header line: n_kv_max = 270336, n_batch = 2048, n_ubatch = "
             "2048, flash_attn = 1, is_pp_shared = 0, n_gpu_layers = -1, n_threads = 20), -npp 512,4096,8192 -ntg 32 "
             "-npl 1,2,4,8,16,32 (from the table)")
+GB10_NEW = "https://github.com/ggml-org/llama.cpp/blob/master/benches/dgx-spark/dgx-spark.md"
 VLLM_URL = "https://github.com/vllm-project/vllm/pull/23151"
 # source id -> the pasted file and its sidecar's attribution; `runtime`: the runtime model it ran on
 SOURCES = {
@@ -69,6 +71,14 @@ SOURCES = {
     "gpt-oss-120b_gb10_batched": dict(
         file="gpt-oss-120b_GB10-DGX-Spark_llama.cpp-benches.md", runtime="llama.cpp", url=GB10, date="2025-11-02",
         command=GB10_CMD, note="llama.cpp's own DGX Spark benchmark page, build 2f68ce7cf (6918); batched-bench table"),
+    # not in ../shared/public-results: llama.cpp's newer DGX Spark page as vendored by llama-cpp-python 0.3.36,
+    # kept in this repo (bench/checks/, path relative to the repository: found whatever folder is given)
+    "glm-4.7-flash_gb10_batched": dict(
+        file=os.path.join(HERE, "checks", "gb10-glm-4.7-flash", "glm-4.7-flash-q8_0_gb10_batched.md"),
+        runtime="llama.cpp", url=GB10_NEW, date="2026-02-05", command=GB10_CMD,
+        note="llama.cpp's own DGX Spark benchmark page, build 11fb327bf (7941); GLM-4.7-Flash Q8_0 "
+             "(ggml-org/GLM-4.7-Flash-GGUF); batched-bench table; its llama-bench table is checked by "
+             "bench_public_fit.py --check bench/checks/gb10-glm-4.7-flash"),
     "qwen3-30b-a3b-bf16_h100_vllm_ttft": dict(
         file="qwen3-30b-a3b-bf16_h100_vllm-pr23151.log", runtime="vllm", url=VLLM_URL, date="2025-08-19",
         command="VLLM_USE_DEEP_GEMM=1 vllm serve Qwen/Qwen3-30B-A3B; benchmarks/benchmark_serving.py --dataset-name "
@@ -87,7 +97,8 @@ def held_out(src_dir) -> list[dict]:
     TPOT, each with its source's attribution."""
     out = []
     for sid, meta in SOURCES.items():
-        path = os.path.join(src_dir, meta["file"])
+        path = os.path.join(src_dir, meta["file"])      # an absolute file (bench/checks/) stays as it is
+        meta = {**meta, "file": os.path.basename(meta["file"])}
         try:
             recs = importers.read(path)
         except importers.FormatError as e:
