@@ -25,8 +25,10 @@ runtime models as fitted to the shipped public set (glmbench/data/runtime/<runti
 fitted to it; per source and pooled MAPE of decode and prefill beside the leave-one-source-out
 targets, in bench/results/public_check_<date>.md. With --with-fit the fit above runs first, its
 profiles predict the check, and the check is a section of public_fit_<date>.md. Records of
-several streams (batched-bench) are left out with a note (bench/bench_public_batched.py); a vLLM
-serving result is kept as the fit keeps it (the aggregate decode of its B streams, B / mean TPOT).
+several streams (llama-batched-bench) are predicted apart, in a section of their own
+(predict_batched: PP = costmodel.prefill_batch, TG = B / the mean decode step of B streams; no
+issue-22 target is of several streams); a vLLM serving result is kept as the fit keeps it (the
+aggregate decode of its B streams, B / mean TPOT).
 A point the shipped profiles were fitted to (same model, test, depth and value) is flagged.
 """
 from __future__ import annotations
@@ -394,7 +396,7 @@ def _from_published(path) -> tuple[list, list]:
     tmp = tempfile.mkdtemp(prefix="glmbench-check-")
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
-        public_records.main([path, "--out", tmp])
+        public_records.main([path, "--out", tmp, "--keep-batched"])
     said = buf.getvalue().splitlines()
     for ln in said:
         print(f"  {ln}")
@@ -414,11 +416,13 @@ def _read_any(path) -> list[dict]:
     return importers.read(path)
 
 
-def check_points(path) -> tuple[list, list]:
+def check_points(path, batched: list | None = None) -> tuple[list, list]:
     """(points, notes) of the records at `path` (a folder of records files, a folder of published
     results as pasted, each with its sidecar (published_folder: read by bench/public_records.py
     first), or one file): each measured single-stream pp / tg record as a point; every record or
-    file left out is one note line ("file:line: why")."""
+    file left out is one note line ("file:line: why"). `batched`: a list that takes the points of
+    several streams (llama-batched-bench's records, predicted apart: predict_batched); None: they
+    are left out with a note."""
     pts, seen = [], {}
     files, notes = _from_published(path) if published_folder(path) else (_check_files(path), [])
     for f in files:
@@ -444,7 +448,8 @@ def check_points(path) -> tuple[list, list]:
             if rt is None:
                 notes.append(f"{where}: no runtime model for it (tool {r.get('tool')!r}, runtime {r.get('runtime')!r})")
                 continue
-            if r.get("tool") == "llama-batched-bench" or (int(r.get("n_streams") or 1) > 1 and rt != "vllm"):
+            several = r.get("tool") == "llama-batched-bench" or (int(r.get("n_streams") or 1) > 1 and rt != "vllm")
+            if several and batched is None:
                 notes.append(f"{where}: a batched-bench record ({r.get('n_streams')} stream(s)): left out of the "
                              "single-stream check (bench/bench_public_batched.py covers them)")
                 continue
@@ -467,13 +472,56 @@ def check_points(path) -> tuple[list, list]:
             except jf.FitError as e:
                 notes.append(str(e))
                 continue
-            key = (pt.runtime, pt.gpu_key, pt.label, round(pt.measured, 3))
+            key = (pt.runtime, pt.gpu_key, pt.label, pt.batch, several, round(pt.measured, 3))
             if key in seen:     # the same results in another file (llama-bench -o json and -o md of one run)
                 notes.append(f"{where}: the same point as {seen[key]}: counted once")
                 continue
             seen[key] = where
-            pts.append(pt)
+            (batched if several else pts).append(pt)
     return pts, notes
+
+
+def predict_batched(pt, profile=None) -> float:
+    """Aggregate tok/s of a batched-bench point (B streams) under a runtime model (default: its own as
+    shipped) with the point's options, as bench/bench_public_batched.py predicts llama.cpp's own tables:
+    PP = B prompts of n_prompt tokens, each from an empty cache (costmodel.prefill_batch); TG = B / the
+    mean decode step of B streams over depths n_depth .. n_depth + n_gen - 1."""
+    s = pt.setup if profile is None else dataclasses.replace(pt.setup, runtime=jf.apply_options(profile, pt.options))
+    if pt.test == "pp":
+        return cm.prefill_batch(s, pt.n_prompt, pt.batch, pt.n_depth).tok_s
+    return pt.batch / cm._mean_decode(s, pt.n_depth, max(pt.n_gen, 1), pt.batch)[0]
+
+
+def batched_report(path, pts: list, profiles: dict | None = None) -> list[str]:
+    """The check's section for points of several streams: MAPE per runtime and source, then each
+    point (largest |error| first)."""
+    pairs = [(p, predict_batched(p, (profiles or {}).get(p.runtime))) for p in pts]
+    L = ["", "### Several streams (llama-batched-bench; never fitted)", "",
+         f"{len(pairs)} measured points of several streams (B prompts at once, B streams decoding) of {path}, each "
+         f"predicted by its runtime model {'as shipped' if not profiles else 'as fitted by this run'}: PP = `costmodel.prefill_batch` (the B prompts in ubatches, each "
+         "attending to its own cache), TG = B / the mean `costmodel.decode` step of B streams (aggregate tok/s). No "
+         "target of issue 22 is of several streams; the single-stream targets above are for reference.", "",
+         "| runtime | source | card | model | points | tg MAPE | pp MAPE | signed mean tg / pp |", "|---|---|---|---|---|---|---|---|"]
+    for rt in sorted({p.runtime for p, _ in pairs}):
+        for src in sorted({p.source for p, _ in pairs if p.runtime == rt}):
+            sv = [(p, q) for p, q in pairs if p.runtime == rt and p.source == src]
+            sgn = []
+            for t in ("tg", "pp"):
+                e = [q / p.measured - 1 for p, q in sv if p.test == t]
+                sgn.append(f"{np.mean(e):+.1%}" if e else "–")
+            cards = ", ".join(sorted({p.gpu_key + (f" x{p.setup.n_cards}" if p.setup.n_cards > 1 else "") for p, _ in sv}))
+            models = ", ".join(sorted({p.setup.model.name for p, _ in sv}))
+            L.append(f"| {rt} | {src} | {cards} | {models} | {len(sv)} | {_pct(jf.mape(sv, 'tg'))} | "
+                     f"{_pct(jf.mape(sv, 'pp'))} | {sgn[0]} / {sgn[1]} |")
+    L += ["", "| runtime | where | point | B | options | measured tok/s (all streams) | predicted | error |",
+          "|---|---|---|---|---|---|---|---|"]
+    for p, q in sorted(pairs, key=lambda t: -abs(t[1] / t[0].measured - 1))[:POINT_ROWS]:
+        opts = ",".join(f"{k}={v}" for k, v in sorted(p.options.items())) or "–"
+        what = f"pp{p.n_prompt}" if p.test == "pp" else f"tg{p.n_gen} @ d{p.n_depth}"
+        L.append(f"| {p.runtime} | {p.where} | {p.setup.model.name} {what} | {p.batch} | {opts} | {p.measured:.2f} | "
+                 f"{q:.2f} | {q / p.measured - 1:+.1%} |")
+    L.append("")
+    return L
 
 
 def _seen(rt) -> set:
@@ -569,9 +617,10 @@ def run_checks(paths, profiles: dict | None = None) -> list[str]:
     """The check sections of the report for each path (module docstring, --check)."""
     out = []
     for path in paths:
-        pts, notes = check_points(path)
-        if not pts:
-            raise SystemExit(f"{path}: no single-stream measured point to check" + (f" ({notes[0]} ...)" if notes else ""))
+        several: list = []
+        pts, notes = check_points(path, several)
+        if not pts and not several:
+            raise SystemExit(f"{path}: no measured point to check" + (f" ({notes[0]} ...)" if notes else ""))
         rts = sorted({p.runtime for p in pts})
         if profiles is None:
             profs = {rt: cm.load_runtime(rt) for rt in rts}
@@ -579,6 +628,8 @@ def run_checks(paths, profiles: dict | None = None) -> list[str]:
         else:
             profs, frm = profiles, "as fitted by this run to glmbench/data/public/"
         out += check_report(path, check(pts, profs), notes, frm)
+        if several:
+            out[-1:-1] = batched_report(path, several, None if profiles is None else profs)
     return out
 
 

@@ -187,7 +187,7 @@ _STATED = {"fa": ("flash_attn", int), "ubatch": ("n_ubatch", int)}
 # record fields copied from the import as they are
 _KEEP = ("model", "device", "hardware", "n_cards", "split", "weights", "weights_note", "flash_attn", "n_ubatch",
          "type_k", "backend", "tool", "build_commit", "build_number", "test", "n_prompt", "n_gen", "n_depth",
-         "n_streams", "avg_ts", "stddev_ts")
+         "n_streams", "pl", "avg_ts", "stddev_ts")
 
 
 def _runtime_of(r):
@@ -706,12 +706,14 @@ def _config_named(texts, cfgs: dict) -> str | None:
     return None
 
 
-def generic_records(path, cfgs: dict | None = None) -> tuple[str, list]:
+def generic_records(path, cfgs: dict | None = None, keep_batched: bool = False) -> tuple[str, list]:
     """(source id, records) of one pasted file read the generic way (module docstring); Skip
     when it has no sidecar or the card, model or weights are not stated; SystemExit on a
     disagreement (the runtime, an option) naming the file and line. `cfgs` (folder_configs): HF
     configs beside the pastes, for a model the sidecar or file name names that is not built in; its
-    records' `model` is then `configs/<file>` (copied next to the records by main)."""
+    records' `model` is then `configs/<file>` (copied next to the records by main). `keep_batched`:
+    llama-batched-bench's records (several streams) are kept, read the same way (never for the fit:
+    bench_public_fit.py --check predicts them apart); else they are left out."""
     name = os.path.basename(path)
     side_path = os.path.splitext(path)[0] + ".txt"
     if not os.path.isfile(side_path):
@@ -775,7 +777,8 @@ def generic_records(path, cfgs: dict | None = None) -> tuple[str, list]:
         except SystemExit as e:         # a serving result without a mean TPOT or a concurrency: no decode point
             raise Skip(str(e)) from None
     n_all = len(recs)
-    recs = [r for r in recs if r.get("tool") != "llama-batched-bench" and int(r.get("n_streams") or 1) == 1]
+    if not keep_batched:
+        recs = [r for r in recs if r.get("tool") != "llama-batched-bench" and int(r.get("n_streams") or 1) == 1]
     if not recs:
         raise Skip(f"all {n_all} records are llama-batched-bench's (several streams, or -npl 1 rows of its "
                    "own runs): not the single-stream points of llama-bench / sweep-bench (bench/bench_public_batched.py "
@@ -958,6 +961,9 @@ def main(argv):
     ap.add_argument("dir")
     ap.add_argument("--out", default=OUT, help="where the records go (default glmbench/data/public/)")
     ap.add_argument("--generic", action="store_true", help="read every file the generic way, SOURCES' too")
+    ap.add_argument("--keep-batched", action="store_true",
+                    help="keep llama-batched-bench's records (several streams) of the files read the generic way: "
+                         "for bench_public_fit.py --check, never for the fit's glmbench/data/public/")
     a = ap.parse_args(argv)
     if not os.path.isdir(a.dir):
         raise SystemExit(f"{a.dir}: not a folder")
@@ -987,7 +993,7 @@ def main(argv):
             print(f"{os.path.basename(p)}: an HF config, for the pastes that name it")
             continue
         try:
-            sid, recs = generic_records(p, cfgs)
+            sid, recs = generic_records(p, cfgs, keep_batched=a.keep_batched)
         except Skip as e:
             print(f"skipped {os.path.basename(p)}: {e}")
             continue

@@ -220,7 +220,8 @@ def test_check_reports_per_source_mape(tmp_path):
     src.mkdir()
     _unseen(str(src))
     pr.main([str(src), "--out", str(recs)])
-    # a user's records file with a batched-bench record (several streams): left out with a note
+    # a user's records file with a batched-bench record (several streams): checked apart (its own section),
+    # never among the single-stream points; without a list to take it, left out with a note
     batched = {"evidence": "measured", "tool": "llama-batched-bench", "runtime": "llama.cpp", "test": "tg",
                "model": "llama-3-8b", "hardware": "rtx-3090", "weights": "f16", "n_gen": 128, "n_streams": 8,
                "avg_ts": 400.0}
@@ -231,7 +232,16 @@ def test_check_reports_per_source_mape(tmp_path):
     text = open(path).read()
     pts, notes = bpf.check_points(str(recs))
     assert len(pts) == 119 and len(notes) == 1 and "eve.json:1: a batched-bench record (8 stream(s))" in notes[0]
-    assert "eve.json:1: a batched-bench record" in text
+    several = []
+    pts2, notes2 = bpf.check_points(str(recs), several)
+    assert len(pts2) == 119 and not notes2 and len(several) == 1 and several[0].batch == 8
+    q = bpf.predict_batched(several[0])
+    s = several[0].setup
+    assert q == pytest.approx(8 / bpf.cm._mean_decode(s, 0, 128, 8)[0])
+    assert q > bpf.cm.decode(s, 0, 1).tok_s          # 8 streams: more tokens per step than one
+    assert "### Several streams (llama-batched-bench; never fitted)" in text
+    assert f"| llama.cpp | eve.json:1 | llama-3-8b tg128 @ d0 | 8 | " in text and f"| 400.00 | {q:.2f} |" in text
+    assert "eve.json:1: a batched-bench record" not in text
     pairs = bpf.check(pts, {rt: bpf.cm.load_runtime(rt) for rt in bpf.RUNTIMES})
     for rt, v in pairs.items():
         for sid in {p.source for p, _ in v}:
@@ -902,3 +912,35 @@ def test_check_reads_the_studys_records_by_their_runtime_model(tmp_path):
     for p, q in pairs["llama.cpp"]:
         assert any(f"| {p.label} |" in r and f"| {p.measured:.2f} | {q:.2f} | {q / p.measured - 1:+.1%} |" in r
                    for r in rows)
+
+
+def test_check_pasted_batched_bench(tmp_path):
+    """A pasted llama-batched-bench table with its sidecar (llama.cpp's own GB10 page, bench/checks/):
+    --check reads it the generic way and predicts its points of several streams apart, by the shipped
+    llama.cpp model (bench_public_batched.py's predictions of the same table); public_records.py
+    without --keep-batched still leaves it out (the fit's input stays single-stream)."""
+    import shutil
+    src = tmp_path / "src"
+    src.mkdir()
+    here = os.path.join(ROOT, "bench", "checks", "gb10-glm-4.7-flash")
+    for f in ("glm-4.7-flash-q8_0_gb10_batched.md", "glm-4.7-flash-q8_0_gb10_batched.txt"):
+        shutil.copy(os.path.join(here, f), src / f)
+    several = []
+    pts, notes = bpf.check_points(str(src), several)
+    assert not pts and len(several) == 36
+    assert {p.batch for p in several} == {1, 2, 4, 8, 16, 32} and {p.test for p in several} == {"pp", "tg"}
+    assert all(p.options.get("fa") == "1" and p.options.get("ubatch") == "2048" for p in several)
+    one = next(p for p in several if p.test == "tg" and p.batch == 16 and p.n_depth == 4096)
+    assert one.measured == 135.70
+    s = one.setup
+    assert bpf.predict_batched(one) == pytest.approx(16 / bpf.cm._mean_decode(s, 4096, 32, 16)[0])
+    pp = next(p for p in several if p.test == "pp" and p.batch == 4 and p.n_prompt == 512)
+    assert bpf.predict_batched(pp) == pytest.approx(bpf.cm.prefill_batch(pp.setup, 512, 4).tok_s)
+    lines = bpf.run_checks([str(src)])
+    text = "\n".join(lines)
+    assert "### Several streams (llama-batched-bench; never fitted)" in text
+    assert re.search(r"\| llama.cpp \| glm-4.7-flash-q8_0_gb10_batched \| gb10 \| glm-4.7-flash \| 36 \| \d+\.\d% \| \d+\.\d% \|",
+                     text)
+    out = tmp_path / "recs"
+    pr.main([str(src), "--out", str(out)])            # the fit's reading: no single-stream record, skipped
+    assert not glob.glob(str(out / "*.json"))
