@@ -33,7 +33,8 @@ from glmbench.predict.hardware import GIB, Rig
 # the runtime profiles (their schema, loading and options) are glmbench.predict.runtime's; the cost
 # model's callers name them through it too (cm.load_runtime, cm.RuntimeProfile)
 from glmbench.predict.runtime import (BAND_CLASSES, CLASSES, RuntimeProfile, band_class,  # noqa: F401
-                                      list_calibrated, list_runtimes, load_runtime, runtime_from_dict, ubatch_for)
+                                      list_calibrated, list_runtimes, load_runtime, reserve_for, runtime_from_dict,
+                                      ubatch_for)
 
 SPLITS = vocab.SPLITS
 MLA_STRATEGIES = vocab.MLA_STRATEGIES
@@ -1801,8 +1802,9 @@ def _memory_terms(setup: Setup, batch: int):
     act = ACT_BYTES * max(setup.n_ubatch, batch) * (3 * D + qkv + 2 * F_act + cfg.n_routed_experts)
     logits = ACT_BYTES * cfg.vocab_size * batch
     # the runtime's own reserve, and the share of the card it leaves unused (vLLM's
-    # --gpu-memory-utilization: weights, activations and the KV pool within 0.9 of the card by default)
-    overhead = int(setup.runtime.overhead_gib_per_card * GIB
+    # --gpu-memory-utilization: weights, activations and the KV pool within 0.9 of the card by default;
+    # SGLang's reserve by the card's memory, runtime.reserve_for)
+    overhead = int((setup.runtime.overhead_gib_per_card + reserve_for(setup.runtime, setup.gpu)) * GIB
                    + (1.0 - setup.runtime.memory_fraction) * setup.gpu.memory_gib * GIB)
     tp = setup.split == "tensor"
     out = []

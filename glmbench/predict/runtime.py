@@ -98,7 +98,12 @@ class RuntimeProfile:
       ubatch_by_card     a larger default n_ubatch on big cards, {"n_ubatch": N, "min_memory_gib": G,
                          "except": [names]}: a card with at least G GiB whose name or key holds none
                          of `except` runs N unless the ubatch option is set (ubatch_for); vLLM's
-                         server takes 8192 on such cards (70 GiB, not an A100), 2048 elsewhere
+                         server takes 8192 on such cards (70 GiB, not an A100), 2048 elsewhere; or
+                         {"steps": [{"below_gib": G, "n_ubatch": N, "reserve_gib": R}, ..., {"n_ubatch": N,
+                         "reserve_gib": R}]}: the first step whose `below_gib` the card's memory is under
+                         (the last step: every larger card) gives the default n_ubatch and the memory the
+                         runtime keeps back on each card (reserve_for; SGLang's chunked_prefill_size and
+                         mem_fraction_static by the card's memory)
       options            the options a user may set ({name: {"values": {v: {field: value}}} or
                          {"field": f, "min": n}}) and `option_values` those applied (with_options)
 
@@ -414,7 +419,9 @@ def runtime_from_dict(d: dict, where: str = "runtime") -> RuntimeProfile:
         raise ValueError(f"{where}: field `memory_fraction` must be in (0, 1] (the share of each card's memory "
                          f"the runtime may use), got {mf!r}")
     ubc = d.get("ubatch_by_card", {})
-    if not isinstance(ubc, dict) or (ubc and (
+    if isinstance(ubc, dict) and "steps" in ubc:
+        _check_steps(ubc, where)
+    elif not isinstance(ubc, dict) or (ubc and (
             set(ubc) - {"n_ubatch", "min_memory_gib", "except"} or not {"n_ubatch", "min_memory_gib"} <= set(ubc)
             or isinstance(ubc["n_ubatch"], bool) or not isinstance(ubc["n_ubatch"], int) or ubc["n_ubatch"] < 1
             or isinstance(ubc["min_memory_gib"], bool) or not isinstance(ubc["min_memory_gib"], (int, float))
@@ -562,14 +569,51 @@ def from_record(r: dict) -> str | None:
     return None
 
 
+def _check_steps(ubc: dict, where: str) -> None:
+    """A stepped `ubatch_by_card` ({"steps": [...]}) or a ValueError saying what is wrong."""
+    steps = ubc.get("steps")
+    bad = (set(ubc) != {"steps"} or not isinstance(steps, list) or not steps
+           or any(not isinstance(st, dict) or set(st) - {"below_gib", "n_ubatch", "reserve_gib"}
+                  or isinstance(st.get("n_ubatch"), bool) or not isinstance(st.get("n_ubatch"), int) or st["n_ubatch"] < 1
+                  or isinstance(st.get("reserve_gib", 0), bool) or not isinstance(st.get("reserve_gib", 0), (int, float))
+                  or st.get("reserve_gib", 0) < 0 for st in steps))
+    if not bad:
+        lims = [st.get("below_gib") for st in steps]
+        bad = (lims[-1] is not None or any(not isinstance(x, (int, float)) or isinstance(x, bool) for x in lims[:-1])
+               or any(b <= a for a, b in zip(lims[:-1], lims[1:-1])))
+    if bad:
+        raise ValueError(f"{where}: field `ubatch_by_card.steps` must be a list of {{below_gib: GiB (rising; none on "
+                         f"the last step), n_ubatch: integer >= 1, reserve_gib: GiB >= 0}}, got {ubc!r}")
+
+
+def _step_for(rt: RuntimeProfile, gpu) -> dict | None:
+    """The step of a stepped `ubatch_by_card` the card's memory falls in; None for another rule."""
+    steps = (rt.ubatch_by_card or {}).get("steps")
+    if not steps:
+        return None
+    mem = float(getattr(gpu, "memory_gib", 0) or 0)
+    return next(st for st in steps if st.get("below_gib") is None or mem < st["below_gib"])
+
+
+def reserve_for(rt: RuntimeProfile, gpu) -> float:
+    """GiB the runtime keeps back on each card of this kind beyond its overhead (a stepped
+    `ubatch_by_card`'s reserve_gib; 0 otherwise)."""
+    st = _step_for(rt, gpu)
+    return float(st.get("reserve_gib", 0.0)) if st else 0.0
+
+
 def ubatch_for(rt: RuntimeProfile, gpu) -> int:
     """The n_ubatch `rt` runs on `gpu` by default: its `ubatch_by_card` size where the card has the
     memory it asks and is none of its exceptions (vLLM 0.10's EngineArgs._set_default_args_v1: the
     API server's max_num_batched_tokens 8192 on a device of >= 70 GiB whose name has no "a100",
-    2048 elsewhere), else n_ubatch; the ubatch option, where set, always wins."""
+    2048 elsewhere), or the step its memory falls in (SGLang's chunked_prefill_size), else n_ubatch;
+    the ubatch option, where set, always wins."""
     rule = rt.ubatch_by_card
     if not rule or "ubatch" in rt.option_values:
         return rt.n_ubatch
+    st = _step_for(rt, gpu)
+    if st is not None:
+        return int(st["n_ubatch"])
     names = " ".join(str(x or "") for x in (getattr(gpu, "name", ""), getattr(gpu, "key", ""))).lower()
     if float(getattr(gpu, "memory_gib", 0) or 0) >= float(rule["min_memory_gib"]) and \
             not any(x.lower() in names for x in rule.get("except", [])):
