@@ -33,6 +33,11 @@ Families (HF `model_type`), with the field names HF uses in each:
                  (use_qk_norm, Command-R+)
   cohere2        the same layers (Command-R7B, Command-A), three of every four attending within
                  sliding_window tokens, the fourth global without rope
+  glm_moe_dsa, deepseek_v32
+                 MLA + MoE with DeepSeek Sparse Attention (GLM-5, DeepSeek-V3.2): a lightning indexer per layer
+                 (index_n_heads x index_head_dim queries from the q latent, one cached key per token) picks
+                 the index_topk keys each query's MLA attends to; GLM's "shared" layers reuse the previous
+                 full layer's choice (indexer_types)
   falcon_h1      hybrid (Falcon-H1): every layer runs GQA attention and a Mamba-2 mixer side by side on one
                  normed input, their outputs summed (parallel_mixers: a KV cache and a state in every
                  layer), then a SwiGLU MLP; muP multipliers that change numerics only
@@ -103,6 +108,8 @@ FAMILIES = {
     "gemma4_text": "gqa",
     "ministral3": "gqa",
     "falcon_h1": "gqa",
+    "glm_moe_dsa": "mla",
+    "deepseek_v32": "mla",
 }
 # families the cost model prices but glmbench.Model's forward pass does not run (what each lacks)
 PRICED_ONLY = {
@@ -118,6 +125,8 @@ PRICED_ONLY = {
                    "no C op for it yet)",
     "falcon_h1": "Falcon-H1's parallel layer (attention and Mamba-2 side by side on one normed input, summed) "
                  "and its muP multipliers",
+    "glm_moe_dsa": "DeepSeek Sparse Attention's lightning indexer and top-k selection (no C op for them yet)",
+    "deepseek_v32": "DeepSeek Sparse Attention's lightning indexer and top-k selection (no C op for them yet)",
 }
 # hybrid families: some layers are linear attention (Gated DeltaNet) with a recurrent state (Model runs
 # them: Layer._forward_hybrid, ops.gated_delta_rule and ops.causal_conv1d)
@@ -151,6 +160,13 @@ GEMMA_FAMILIES = ("gemma2", "gemma3_text")
 # input embedding feed each layer a P-wide signal through a gate and a projection); the MoE models run a
 # dense MLP beside the experts in every layer (the shared expert here)
 GEMMA4_FAMILIES = ("gemma4_text",)
+# DeepSeek Sparse Attention (HF GlmMoeDsaIndexer / DeepseekV32Indexer, transformers 5.25): DeepSeek-V3's MLA and
+# MoE, plus in each layer with a full indexer (indexer_layers) wq_b (q latent -> index_n_heads x index_head_dim),
+# wk (hidden -> one index_head_dim key, LayerNormed with a bias, roped, cached per token), weights_proj (hidden ->
+# a weight per index head); a query's score of a key is sum_h w_h relu(q_h . k), and its MLA attends to the
+# index_topk best keys only. GLM's "shared" layers (indexer_types) reuse the previous full layer's choice: no
+# indexer weights and no indexer cache of their own. Priced, not run (PRICED_ONLY)
+DSA_FAMILIES = ("glm_moe_dsa", "deepseek_v32")
 # multimodal wrappers whose text model is one of the families (the config's `text_config`)
 _WRAPPERS = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_5": "qwen3_5_text",
              "qwen3_5_moe": "qwen3_5_moe_text", "gemma4": "gemma4_text",
@@ -191,6 +207,14 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     "deepseek_v3": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False, n_group=8,
                         topk_group=4, norm_topk_prob=True, routed_scaling_factor=2.5, n_shared_experts=1,
                         first_k_dense_replace=3, rope_interleave=True, topk_method="noaux_tc", scoring_func="sigmoid"),
+    # GlmMoeDsaConfig / DeepseekV32Config (transformers 5.25): the routing knobs; the indexer's sizes
+    # (index_n_heads, index_head_dim, index_topk) are structural, required like the MLA ranks
+    "glm_moe_dsa": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=False, n_group=1, topk_group=1,
+                        norm_topk_prob=True, routed_scaling_factor=2.5, n_shared_experts=1, first_k_dense_replace=3,
+                        topk_method="noaux_tc", scoring_func="sigmoid"),
+    "deepseek_v32": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False, n_group=8,
+                         topk_group=4, norm_topk_prob=True, routed_scaling_factor=2.5, n_shared_experts=1,
+                         first_k_dense_replace=3, topk_method="noaux_tc", scoring_func="sigmoid"),
     "gemma3_text": dict(rms_norm_eps=1e-6, tie_word_embeddings=True, attention_bias=False, head_dim=256,
                         num_key_value_heads=4, sliding_window=4096, sliding_window_pattern=6,
                         hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=256),
@@ -394,6 +418,13 @@ class ModelConfig:
     parallel_mixers: bool = False
     # the Mamba-2 mixer's gated RMSNorm carries a weight (Falcon-H1 without mamba_rms_norm: y silu(z), no norm)
     linear_norm: bool = True
+    # DeepSeek Sparse Attention (DSA_FAMILIES; 0: none): the lightning indexer's heads and head dim, the keys each
+    # query's MLA attends to (index_topk), and the layers that run an indexer of their own (GLM's "shared" layers
+    # reuse the previous full layer's top-k: no indexer weights, no indexer cache)
+    index_n_heads: int = 0
+    index_head_dim: int = 0
+    index_topk: int = 0
+    indexer_layers: tuple = ()
 
     # ---- structure --------------------------------------------------------------------------
     def is_moe_layer(self, i: int) -> bool:
@@ -446,6 +477,21 @@ class ModelConfig:
         # pass does not implement only changes numerics, so predictions take it (Model refuses it)
         if self.rope_type in ROPE_TYPES:
             self._rope_params
+
+    def has_indexer(self, i: int) -> bool:
+        """Layer i runs a DSA lightning indexer of its own (weights and a cached key per token)."""
+        return i in self._indexer_set
+
+    @property
+    def _indexer_set(self) -> frozenset:
+        return frozenset(self.indexer_layers)
+
+    @property
+    def _attn_uniform(self) -> bool:
+        """Every attention layer holds the same tensors (not Gemma 4's global / kv-shared layers, not GLM's
+        indexer-sharing layers beside full ones)."""
+        return not (self.global_head_dim or self.global_kv_heads or self.k_eq_v or self.kv_shared_layers) and \
+            len(self.indexer_layers) in (0, len(self.attention_layers))
 
     @property
     def windowed_layers(self) -> tuple:
@@ -627,10 +673,10 @@ class ModelConfig:
     # ---- KV cache ---------------------------------------------------------------------------
     def kv_elems_per_token_per_layer(self, i: int | None = None) -> int:
         """Values cached per token by layer i (None: the first caching layer): MLA latent + shared rope
-        key; GQA K and V."""
-        if self.attention == "mla":
-            return self.kv_lora_rank + self.qk_rope_head_dim
+        key (and a DSA layer's indexer key); GQA K and V."""
         i = self._first_cache_layer if i is None else i
+        if self.attention == "mla":
+            return self.kv_lora_rank + self.qk_rope_head_dim + (self.index_head_dim if self.has_indexer(i) else 0)
         return self.layer_kv_heads(i) * (self.layer_head_dim(i) + self.layer_v_dim(i))
 
     @property
@@ -641,10 +687,11 @@ class ModelConfig:
     def kv_rows_per_layer(self, i: int | None = None) -> list[int]:
         """Lengths of the rows one token stores in layer i (None: the first caching layer; each row is a
         whole number of blocks in a quantized cache): MLA stores the latent and the rope key as two rows;
-        GQA one K row and one V row per KV head."""
-        if self.attention == "mla":
-            return [self.kv_lora_rank, self.qk_rope_head_dim]
+        GQA one K row and one V row per KV head. A layer with a DSA indexer also caches its indexer key
+        (index_head_dim, the last row; llama.cpp's llama_kv_cache_dsa keeps it in a second cache of the K type)."""
         i = self._first_cache_layer if i is None else i
+        if self.attention == "mla":
+            return [self.kv_lora_rank, self.qk_rope_head_dim] + ([self.index_head_dim] if self.has_indexer(i) else [])
         return [self.layer_head_dim(i)] * self.layer_kv_heads(i) + [self.layer_v_dim(i)] * self.layer_kv_heads(i)
 
     def kv_layer_bytes(self, i: int, kv: str = vocab.DEFAULTS["kv"]) -> int:
@@ -760,7 +807,7 @@ class ModelConfig:
             moe += self.hidden_size + self.n_routed_experts + 3 * self.hidden_size
         n_lin = len(self.linear_layers)
         att = self.attention_layers
-        uniform = not (self.global_head_dim or self.global_kv_heads or self.k_eq_v or self.kv_shared_layers)
+        uniform = self._attn_uniform
         return (self.embedding_params() + self.hidden_size                 # final norm
                 + self.n_layers * self.n_layer_norms * self.hidden_size    # each layer's norms
                 + (len(att) * self.attention_params() if uniform else sum(self.attention_params(i) for i in att))
@@ -782,7 +829,7 @@ class ModelConfig:
         if not self.tie_word_embeddings:
             t["lm_head.weight"] = (V, D)
         att = self._attention_tensors()
-        per_layer_att = bool(self.global_head_dim or self.global_kv_heads or self.k_eq_v or self.kv_shared_layers)
+        per_layer_att = not self._attn_uniform
         lin = self._linear_tensors() if self.linear_layers else {}
         lin_set = frozenset(self.linear_layers)
         gemma4 = self.model_type in GEMMA4_FAMILIES
@@ -877,6 +924,8 @@ class ModelConfig:
             t["o_proj.weight"] = (D, H * self.v_head_dim)
             if self.attention_out_bias:
                 t["o_proj.bias"] = (D,)
+            if self.has_indexer(i):
+                t.update(self._indexer_tensors())
         else:
             Hk, Dh, Dv = self.layer_kv_heads(i), self.layer_head_dim(i), self.layer_v_dim(i)
             own, v_proj = self.owns_kv(i), self.layer_v_proj(i)
@@ -899,6 +948,14 @@ class ModelConfig:
             if self.attention_sinks:
                 t["sinks"] = (H,)
         return t
+
+    def _indexer_tensors(self) -> dict[str, tuple]:
+        """A DSA layer's lightning indexer (HF GlmMoeDsaIndexer / DeepseekV32Indexer): wq_b (the q latent -> the
+        index heads' queries), wk (hidden -> one key), its LayerNorm (weight and bias), weights_proj (hidden -> a
+        weight per index head)."""
+        H, Dk, D = self.index_n_heads, self.index_head_dim, self.hidden_size
+        return {"indexer.wq_b.weight": (H * Dk, self.q_lora_rank), "indexer.wk.weight": (Dk, D),
+                "indexer.k_norm.weight": (Dk,), "indexer.k_norm.bias": (Dk,), "indexer.weights_proj.weight": (H, D)}
 
     def _linear_tensors(self) -> dict[str, tuple]:
         """One Gated DeltaNet layer's tensors (HF Qwen3NextGatedDeltaNet / Qwen3_5GatedDeltaNet,
@@ -1003,6 +1060,8 @@ def _family_label(cfg: ModelConfig) -> str:
         attn += {"mamba2": " + Mamba-2", "kda": " + Kimi Delta"}.get(cfg.linear_kind, " + DeltaNet")
         if cfg.parallel_mixers:     # (Falcon-H1: both in every layer, side by side)
             attn += " in parallel"
+    if cfg.index_topk:          # DeepSeek Sparse Attention
+        attn += " + DSA"
     return f"MoE + {attn}" if cfg.n_routed_experts else f"dense {attn}"
 
 
@@ -1491,6 +1550,49 @@ def _falcon_h1_fields(r: _Reader, L: int, D: int) -> dict:
                 linear_conv_bias=r.bool("mamba_conv_bias"), linear_norm=r.bool("mamba_rms_norm"))
 
 
+def _indexer_types(r: _Reader, L: int) -> list:
+    """Each layer's DSA indexer ("full" or "shared"): the config's `indexer_types`, else as HF's GlmMoeDsaConfig
+    derives it (index_topk_pattern "FSS..."; else full where max(i - index_skip_topk_offset + 1, 0) is a multiple
+    of index_topk_freq, defaults 1 and 2: every layer full); DeepSeek-V3.2: every layer full."""
+    types = r.hf.get("indexer_types")
+    if types is None and r.mt == "glm_moe_dsa":
+        pat = r.hf.get("index_topk_pattern")
+        if isinstance(pat, str):
+            types = [{"F": "full", "S": "shared"}.get(c, c) for c in pat]
+        elif pat is not None:
+            types = pat
+        else:
+            freq = max(r.int("index_topk_freq", required=False) or 1, 1)
+            off = r.int("index_skip_topk_offset", minimum=0, required=False)
+            off = 2 if off is None else off
+            types = ["full" if max(i - off + 1, 0) % freq == 0 else "shared" for i in range(L)]
+    if types is None:
+        return ["full"] * L
+    if not isinstance(types, list) or len(types) != L or any(t not in ("full", "shared") for t in types):
+        raise ValueError(f"config field `indexer_types` must list 'full'/'shared' for each of {L} layers, got {types!r}")
+    if types[0] != "full":
+        raise ValueError("config field `indexer_types` starts with a 'shared' layer: a shared layer reuses the top-k "
+                         "of a previous full one")
+    return types
+
+
+def _dsa_fields(r: _Reader, L: int, q_lora: int | None, Dr: int) -> dict:
+    """DeepSeek Sparse Attention's fields (DSA_FAMILIES): the indexer's heads, head dim and top-k (required: a
+    missing one is named), which layers run their own indexer (_indexer_types). The indexer's queries come from
+    the q latent (q_lora_rank required) and its rope covers the first qk_rope_head_dim of its head
+    (llama.cpp's glm-dsa asserts n_rot <= the indexer head)."""
+    H, Dk, K = r.int("index_n_heads"), r.int("index_head_dim"), r.int("index_topk")
+    if not q_lora:
+        raise ValueError("config field `q_lora_rank` is null: DeepSeek Sparse Attention's indexer projects its "
+                         "queries from the q latent (wq_b)")
+    if Dk < Dr:
+        raise ValueError(f"config field `index_head_dim` = {Dk} is smaller than `qk_rope_head_dim` = {Dr} "
+                         f"(the indexer ropes the first qk_rope_head_dim of its head)")
+    types = _indexer_types(r, L)
+    return dict(index_n_heads=H, index_head_dim=Dk, index_topk=K,
+                indexer_layers=tuple(i for i, t in enumerate(types) if t == "full"))
+
+
 def _rope(r: _Reader) -> tuple[float, dict | None]:
     """rope_theta and the scaling dict, from either the v4 layout (rope_theta, rope_scaling) or
     transformers v5's rope_parameters; HF's default theta is 10000."""
@@ -1656,6 +1758,8 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
         # attention._hf_deinterleaves); false rotates pairs (x[i], x[i + Dr/2]) (rotate_half).
         # deepseek_v2 has no such field and always rotates interleaved pairs.
         interleave = r.bool("rope_interleave") if mt in ("glm4_moe_lite", "deepseek_v3") else True
+        if mt in DSA_FAMILIES:      # (both HF attentions rotate the MLA rope dims interleaved)
+            kw.update(_dsa_fields(r, L, q_lora, Dr))
         if mt in KDA_FAMILIES:
             lin = _linear_layer_types(r, L)
             Hl, dl = r.int("linear_num_heads"), r.int("linear_head_dim")
@@ -1823,12 +1927,12 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
                       shared_expert_intermediate_size=0, first_k_dense_replace=L, router_scoring="",
                       router_bias=False, n_group=1, topk_group=1, norm_topk_prob=False, routed_scaling_factor=1.0,
                       topk_method="", moe_layers=())
-    elif mt in ("glm4_moe_lite", "deepseek_v2", "deepseek_v3", "glm4_moe"):
+    elif mt in ("glm4_moe_lite", "deepseek_v2", "deepseek_v3", "glm4_moe") + DSA_FAMILIES:
         E = r.int("n_routed_experts")
         k = r.int("num_experts_per_tok")
         Fe = r.int("moe_intermediate_size")
         n_shared = r.int("n_shared_experts", minimum=0)
-        if mt in ("glm4_moe_lite", "deepseek_v3", "glm4_moe"):
+        if mt in ("glm4_moe_lite", "deepseek_v3", "glm4_moe") + DSA_FAMILIES:
             types = hf.get("mlp_layer_types")
             if types is not None:
                 if not isinstance(types, list) or len(types) != L or any(t not in ("dense", "sparse") for t in types):

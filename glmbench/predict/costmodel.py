@@ -870,6 +870,9 @@ class _Works:
     full: _Attn
     windowed: _Attn | None = None
     streams: int = 1
+    # DeepSeek Sparse Attention: the MLA attention's work where each query attends to at most index_topk keys
+    # (a runtime with sparse kernels: _dsa_sparse); None for other models
+    topk: _Attn | None = None
 
 
 def _decode_attn(depth, batch, window, chunked=False) -> _Attn:
@@ -921,15 +924,30 @@ def _prefill_attn(depth, n, window, chunked=False) -> _Attn:
     return _Attn(n, keys, read, depth + n, True)
 
 
+def _topk_attn(cfg, depth, n, prefill) -> _Attn | None:
+    """A DSA model's MLA work when each query attends to its index_topk chosen keys (min(keys, top-k)
+    each: the sum of a window of index_topk); a prefill query gathers its own chosen rows (FlashMLA's
+    sparse kernels: no tile of queries shares them), so the rows read are its keys. None without DSA."""
+    K = cfg.index_topk
+    if not K:
+        return None
+    if not prefill:
+        return _decode_attn(depth, n, K)
+    a = _prefill_attn(depth, n, K)
+    return dataclasses.replace(a, read=a.keys)
+
+
 def _decode_work(cfg, depth, batch) -> _Works:
     w = cfg.sliding_window if cfg.windowed_layers else None
     return _Works(_decode_attn(depth, batch, None),
-                  _decode_attn(depth, batch, w, cfg.window_chunked) if w else None, batch)
+                  _decode_attn(depth, batch, w, cfg.window_chunked) if w else None, batch,
+                  _topk_attn(cfg, depth, batch, False))
 
 
 def _prefill_work(cfg, depth, n) -> _Works:
     w = cfg.sliding_window if cfg.windowed_layers else None
-    return _Works(_prefill_attn(depth, n, None), _prefill_attn(depth, n, w, cfg.window_chunked) if w else None)
+    return _Works(_prefill_attn(depth, n, None), _prefill_attn(depth, n, w, cfg.window_chunked) if w else None,
+                  topk=_topk_attn(cfg, depth, n, True))
 
 
 def _attention_ops(setup: Setup, T: int, work: _Attn, share: float, layers: tuple) -> list:
@@ -1023,7 +1041,8 @@ def _attention_ops(setup: Setup, T: int, work: _Attn, share: float, layers: tupl
         ops.append(_Op("attn.core", "attention", "fp16", kq + pv, SOFTMAX_OPS * H * work.keys,
                        2 * H * (Dn + Dr + Dv) * work.read + 4 * SCORE_BYTES * H * work.keys
                        + ACT_BYTES * T * H * (Dn + Dr + Dv), 4, "mla_naive"))
-    elif work.prefill and _mla_expands(setup, T, work, share):
+    elif work.prefill and not _dsa_sparse(setup) and _mla_expands(setup, T, work, share):
+        # (a sparse DSA runtime runs its prompts absorbed too: FlashMLA's sparse prefill kernel over the latents)
         ops.extend(_mla_expand_once_ops(setup, T, work, share))
     else:
         # absorbed: q_nope (Dn) -> latent query (R) per head through kv_b's K part, MQA over the
@@ -1420,9 +1439,87 @@ def _kv_share(setup: Setup) -> float:
 
 def _attn_kind_ops(setup: Setup, T: int, work: _Works, share: float) -> list:
     """[(layers of one kind, its ops), ...] for every kind of attention layer (_attn_kinds): the
-    windowed ones doing work.windowed, the global ones work.full."""
-    return [(frozenset(ls), _attention_ops(setup, T, work.windowed if w else work.full, share, ls))
-            for w, _own, ls in _attn_kinds(setup.model)]
+    windowed ones doing work.windowed, the global ones work.full (a DSA model's on a sparse runtime:
+    work.topk); a DSA model's layers with an indexer of their own apart, their indexer ops added."""
+    out = []
+    for w, _own, ls in _attn_kinds(setup.model):
+        main = work.topk if work.topk is not None and _dsa_sparse(setup) else work.windowed if w else work.full
+        ops = _attention_ops(setup, T, main, share, ls)
+        out += _with_indexer(setup, T, work.full, ls, ops)
+    return out
+
+
+# ---- DeepSeek Sparse Attention (configs.DSA_FAMILIES) ----------------------------------------------
+def _dsa_sparse(setup: Setup) -> bool:
+    """Whether the runtime runs a DSA model's MLA over the chosen keys only (vLLM / SGLang: FlashMLA's sparse
+    kernels; the physics profiles `ideal` / `typical`), not as a mask over every cached key: llama.cpp's
+    graph (src/llama-graph.cpp build_attn with top_k: the top-k indices unmask a copy of the KQ mask,
+    ggml_set_rows, and the usual MLA flash attention runs over the whole cache; so do ik_llama.cpp and
+    the Vulkan backend, _ggml_graph)."""
+    return bool(setup.model.index_topk) and not _ggml_graph(setup)
+
+
+def _with_indexer(setup: Setup, T: int, work: _Attn, layers, ops: list) -> list:
+    """[(layers, ops)] of one kind of attention layer, those with a DSA indexer of their own (cfg.indexer_layers)
+    apart with the indexer's ops before their attention's (GLM's "shared" layers reuse the previous full
+    layer's top-k: the attention alone)."""
+    cfg = setup.model
+    full = tuple(i for i in layers if cfg.has_indexer(i))
+    if not full:
+        return [(frozenset(layers), ops)]
+    shared = frozenset(layers) - frozenset(full)
+    return [(frozenset(full), _indexer_ops(setup, T, work, full) + ops)] + ([(shared, ops)] if shared else [])
+
+
+# vector ops per score of a top-k selection over a query's scores (a radix / bitonic select: a pass per bit
+# of the key it sorts on, ~log2 of the keys kept)
+def _topk_ops(K: int) -> float:
+    return max(1.0, math.log2(max(K, 2)))
+
+
+def _index_row_bytes(setup: Setup) -> float:
+    """Bytes of one token's cached indexer key: vLLM / SGLang keep it in fp8 with an f32 scale per 128 values
+    (vLLM's DeepseekV32IndexerCache: index_head_dim + index_head_dim / 128 x 4 bytes of uint8); llama.cpp in
+    its cache's K type (src/llama-kv-cache-dsa.cpp: the indexer cache kv_lid is a llama_kv_cache of type_k, one
+    key head of indexer_head_size, K only); the physics profiles in the cache format."""
+    Dk = setup.model.index_head_dim
+    if setup.runtime.attention_kernel == "paged_attn":
+        return Dk + 4 * -(-Dk // 128)
+    return setup.kv_fmt.nbytes(Dk)
+
+
+def _indexer_ops(setup: Setup, T: int, work: _Attn, layers: tuple) -> list:
+    """A DSA layer's lightning indexer for T tokens (HF GlmMoeDsaIndexer; llama.cpp src/models/glm-dsa.cpp,
+    deepseek32.cpp): its projections (wq_b from the q latent; wk and weights_proj from the hidden state), the
+    key's LayerNorm, rope and Hadamard rotation with its cache write, the scores over every cached key
+    (2 x heads x head dim FLOPs per query and key, relu, the heads' weighted sum; each cached indexer key
+    read), and the top-k choice over each query's scores. Replicated on every card under tensor split (as
+    the MLA latent is: every card attends over the whole latent cache)."""
+    cfg, rt = setup.model, setup.runtime
+    H, Dk, D, Q, Dr = cfg.index_n_heads, cfg.index_head_dim, cfg.hidden_size, cfg.q_lora_rank, cfg.qk_rope_head_dim
+    wb = _attn_kind_bytes(cfg, setup.weights, tuple(layers))
+    kv_w = wb["indexer.wk.weight"] + wb["indexer.weights_proj.weight"]
+    row = _index_row_bytes(setup)
+    # (llama.cpp rotates q and k by a Dk x Dk Hadamard matrix, a matmul; vLLM's fp8 path too)
+    vec = T * (5 * Dk + 6 * (H + 1) * Dr + 2 * Dk * Dk * (H + 1))
+    fp8 = rt.attention_kernel == "paged_attn" and "fp8" in setup.gpu.tflops
+    keys = work.keys
+    ops = [_matmul("attn.indexer", T, H * Dk, Q, wb["indexer.wq_b.weight"], setup, 1.0),
+           _matmul("attn.indexer", T, Dk + H, D, kv_w, setup, 1.0, kernels=2),
+           _Op("attn.indexer_norm", "vector", "fp32", 0.0, vec,
+               ACT_BYTES * T * 4 * (H + 1) * Dk + row * work.n_q + wb["indexer.k_norm.weight"] * 2, 5),
+           # q.k on the tensor cores (vLLM: fp8 DeepGEMM logits; llama.cpp: its fused lightning-indexer kernel
+           # over the f16 cache), relu, the heads' weights and sum; f32 scores written, masked
+           _Op("attn.indexer_score", "attention", "fp8" if fp8 else "fp16", 2.0 * H * Dk * keys, 3.0 * H * keys,
+               row * work.read + SCORE_BYTES * keys + ACT_BYTES * T * H * (Dk + 1), 1)]
+    K = min(cfg.index_topk, max(keys / max(work.n_q, 1), 1))
+    sel = _Op("attn.topk", "vector", "fp32", 0.0, _topk_ops(K) * keys, SCORE_BYTES * keys + 4 * work.n_q * K, 1)
+    ops.append(sel)
+    if _ggml_graph(setup):
+        # llama.cpp's mask: a copy of the KQ mask with the chosen keys unmasked (ggml_set_rows), added to the
+        # causal mask (ggml_add): f32 rows over every cached key, written and read
+        ops.append(_Op("attn.topk_mask", "vector", "fp32", 0.0, keys, 3 * SCORE_BYTES * keys, 2))
+    return ops
 
 
 def _ple_ops(setup: Setup, T: int, share: float) -> list:
@@ -1677,7 +1774,7 @@ def prefill_batch(setup: Setup, n_tokens: int, streams: int, depth: int = 0) -> 
     start = 0
     while start < total:
         T = min(ub, total - start)
-        full, win, outs = [], [], 0
+        full, win, top, outs = [], [], [], 0
         pos = start
         while pos < start + T:
             j, p = divmod(pos, n)                 # sequence j, its position p (before `depth`)
@@ -1685,9 +1782,11 @@ def prefill_batch(setup: Setup, n_tokens: int, streams: int, depth: int = 0) -> 
             full.append(_prefill_attn(depth + p, seg, None))
             if w:
                 win.append(_prefill_attn(depth + p, seg, w, cfg.window_chunked))
+            if cfg.index_topk:
+                top.append(_topk_attn(cfg, depth + p, seg, True))
             outs += 1 if p + seg == n else 0
             pos += seg
-        work = _Works(_sum_attn(full), _sum_attn(win) if w else None, len(full))
+        work = _Works(_sum_attn(full), _sum_attn(win) if w else None, len(full), _sum_attn(top) if top else None)
         card_s, link, costs = _pass(setup, T, work, outs)
         stages.append(card_s)
         links.append(link)
@@ -1784,7 +1883,7 @@ def _memory_terms(setup: Setup, batch: int):
     head_w += wb["ple_proj"] + (0 if setup.runtime.embeddings_on_host else wb["ple_table"])
     kvf = setup.kv_fmt
     cache, win = frozenset(cfg.cache_layers), frozenset(cfg.windowed_layers)
-    kv_of = {i: sum(kvf.nbytes(r) for r in cfg.kv_rows_per_layer(i)) for i in cache}
+    kv_of = {i: _cache_row_bytes(setup, i) for i in cache}
 
     def kv_sum(layers, windowed):
         """Cache bytes per token of the caching layers among `layers`, windowed or global."""
@@ -1846,6 +1945,16 @@ def _memory_terms(setup: Setup, batch: int):
     return out
 
 
+def _cache_row_bytes(setup: Setup, i: int) -> float:
+    """Cache bytes one token takes in layer i under this setup: its rows in the cache format, a DSA layer's
+    indexer key (the last row, configs.kv_rows_per_layer) as the runtime stores it (_index_row_bytes)."""
+    cfg, kvf = setup.model, setup.kv_fmt
+    rows = cfg.kv_rows_per_layer(i)
+    if cfg.attention == "mla" and cfg.has_indexer(i):
+        return sum(kvf.nbytes(r) for r in rows[:-1]) + _index_row_bytes(setup)
+    return sum(kvf.nbytes(r) for r in rows)
+
+
 def _host_memory_terms(setup: Setup, batch: int) -> tuple:
     """With an offload: (weight bytes in host memory, KV bytes per token of context of the host's
     full-attention layers, of its windowed layers, its linear layers' recurrent-state bytes)."""
@@ -1858,7 +1967,7 @@ def _host_memory_terms(setup: Setup, batch: int) -> tuple:
     host_layers = [i for i in range(cfg.n_layers) if not pl.on_card[i]]
     win, lin = frozenset(cfg.windowed_layers), frozenset(cfg.linear_layers)
     n_lin = sum(1 for i in host_layers if i in lin)
-    kv = lambda windowed: sum(sum(setup.kv_fmt.nbytes(r) for r in cfg.kv_rows_per_layer(i)) for i in host_layers
+    kv = lambda windowed: sum(_cache_row_bytes(setup, i) for i in host_layers
                               if i in frozenset(cfg.cache_layers) and (i in win) == windowed)
     st = cfg.recurrent_state_bytes() / len(lin) * n_lin if lin else 0.0
     return (total - card_w, batch * kv(False), batch * kv(True), batch * st)
