@@ -437,8 +437,9 @@ def check_points(path, batched: list | None = None) -> tuple[list, list]:
         for i, r in enumerate(recs):
             where = str(r.get("line") or (f"{os.path.basename(f)}:{str(r['source']).rsplit(':', 1)[1]}"
                                           if str(r.get("source", "")).startswith(f) else f"{os.path.basename(f)}:{i + 1}"))
-            if r.get("test") == "serve" and r.get("tpot_s") and r.get("max_concurrency") and rtm.from_record(r) == "vllm":
-                # a vLLM serving result as the fit's decode point (public_records._vllm: B streams / mean TPOT)
+            if (r.get("test") == "serve" and r.get("tpot_s") and r.get("max_concurrency")
+                    and rtm.from_record(r) in public_records.SERVING):
+                # a vLLM / SGLang serving result as the fit's decode point (public_records._vllm: B streams / mean TPOT)
                 meta = dict(file=os.path.basename(f), url=str(r.get("source") or f), date="", command="", note="")
                 r = dict(public_records._vllm(None, meta, stem, [r])[0], line=where)
             if r.get("evidence", "measured") != "measured" or r.get("test") not in ("pp", "tg"):
@@ -448,7 +449,8 @@ def check_points(path, batched: list | None = None) -> tuple[list, list]:
             if rt is None:
                 notes.append(f"{where}: no runtime model for it (tool {r.get('tool')!r}, runtime {r.get('runtime')!r})")
                 continue
-            several = r.get("tool") == "llama-batched-bench" or (int(r.get("n_streams") or 1) > 1 and rt != "vllm")
+            several = r.get("tool") == "llama-batched-bench" or (int(r.get("n_streams") or 1) > 1
+                                                                 and rt not in public_records.SERVING)
             if several and batched is None:
                 notes.append(f"{where}: a batched-bench record ({r.get('n_streams')} stream(s)): left out of the "
                              "single-stream check (bench/bench_public_batched.py covers them)")
@@ -625,8 +627,9 @@ def run_checks(paths, profiles: dict | None = None) -> list[str]:
         if profiles is None:
             profs = {rt: cm.load_runtime(rt) for rt in rts}
             frm = "as shipped (glmbench/data/runtime/<runtime>.json, fitted to glmbench/data/public/)"
-        else:
-            profs, frm = profiles, "as fitted by this run to glmbench/data/public/"
+        else:       # a runtime the run did not fit (sglang: no public point) as shipped
+            profs = {**{rt: cm.load_runtime(rt) for rt in rts}, **profiles}
+            frm = "as fitted by this run to glmbench/data/public/ (a runtime it does not fit: as shipped)"
         out += check_report(path, check(pts, profs), notes, frm)
         if several:
             out[-1:-1] = batched_report(path, several, None if profiles is None else profs)

@@ -342,19 +342,26 @@ def _offloaded(r, layers, side_cmd=None):
     return None
 
 
+# serving engines a runtime model is of: a serving benchmark's result (vLLM's bench serve / benchmark_serving,
+# SGLang's bench_serving) of one of them is a decode point of B streams (_vllm)
+SERVING = ("vllm", "sglang")
+
+
 def _vllm(src_dir, meta=VLLM, sid="qwen3-30b-a3b-bf16_h100_vllm", recs=None):
-    """The vLLM console block as the fit's decode point: the import's serving record gives the
-    concurrency B and the mean TPOT; the aggregate decode of B streams is B / TPOT, each stream at
-    the mean prompt length the block states (depth) generating its mean output length."""
+    """A serving benchmark's block (vLLM's console block, a vLLM or SGLang result file) as the fit's
+    decode point: the import's serving record gives the concurrency B and the mean TPOT; the aggregate
+    decode of B streams is B / TPOT, each stream at the mean prompt length the block states (depth)
+    generating its mean output length. The runtime is the server measured (_runtime_of)."""
     if recs is None:
         _, recs = _imported(meta, src_dir)
     out = []
     for r in recs:
         where = f"{meta['file']}:{str(r['source']).rsplit(':', 1)[1]}"
-        if _runtime_of(r) != "vllm" or not r.get("tpot_s") or not r.get("max_concurrency"):
-            raise SystemExit(f"{where}: not a vLLM serving block with a mean TPOT and a maximum concurrency")
+        engine = _runtime_of(r)
+        if engine not in SERVING or not r.get("tpot_s") or not r.get("max_concurrency"):
+            raise SystemExit(f"{where}: not a vLLM or SGLang serving block with a mean TPOT and a maximum concurrency")
         B, tpot = int(r["max_concurrency"]), float(r["tpot_s"])
-        out.append({"evidence": "measured", "public_source": sid, "runtime": "vllm",
+        out.append({"evidence": "measured", "public_source": sid, "runtime": engine,
                     "runtime_options": {}, "model": r.get("model"), "device": r.get("device"), "hardware": r.get("hardware"),
                     "n_cards": r.get("n_cards"), "split": r.get("split"), "weights": r.get("weights"), "type_k": _vllm_kv(r.get("weights")),
                     "tool": r["tool"], "test": "tg", "n_prompt": 0, "n_gen": r["n_gen"], "n_depth": r["n_prompt"],
@@ -363,7 +370,7 @@ def _vllm(src_dir, meta=VLLM, sid="qwen3-30b-a3b-bf16_h100_vllm", recs=None):
                     "note": meta["note"] + f"; aggregate decode of {B} streams = {B} / mean TPOT {tpot * 1000:g} ms, "
                                            f"each generating {r['n_gen']} tokens (mean) after a {r['n_prompt']}-token "
                                            "prompt (mean); KV cache in the model's dtype " + _vllm_kv(r.get("weights"))
-                                           + " (vLLM's default --kv-cache-dtype auto)",
+                                           + f" (the {engine} server's default --kv-cache-dtype auto)",
                     "line": where, "inferred": r.get("inferred") or {}, "from_sidecar": ["type_k"]})
     return out
 
@@ -419,6 +426,8 @@ def sidecar_runtime(text: str | None) -> str | None:
     t = (text or "").lower()
     if "vllm" in t:
         return "vllm"
+    if "sglang" in t:
+        return "sglang"
     if "vulkan" in t and not _cuda_and_vulkan(t):
         return "llama.cpp-vulkan"
     main = re.search(r"llama\.cpp|mainline|llama-bench", t.replace("ik_llama.cpp", ""))
@@ -769,8 +778,10 @@ def generic_records(path, cfgs: dict | None = None, keep_batched: bool = False) 
                 raise Skip(f"{name}:{str(r['source']).rsplit(':', 1)[1]}: " + _missing(r, missing)
                            + (" (vLLM serves the checkpoint's own dtype: name it on the sidecar's model line, e.g. "
                               "'Model: org/name BF16')" if missing == ["weights"] else ""))
-        if rt_side not in (None, "vllm"):
-            raise SystemExit(f"{name}: the import implies runtime 'vllm', the sidecar's runtime says {rt_side!r} ({rt_text!r})")
+        engines = sorted({_runtime_of(r) for r in recs})
+        if rt_side is not None and rt_side not in engines:      # (a file of both servers: the sidecar names one)
+            raise SystemExit(f"{name}: the import implies runtime {', '.join(map(repr, engines))}, the sidecar's runtime "
+                             f"says {rt_side!r} ({rt_text!r})")
         meta["note"] = note or f"read by bench/public_records.py's generic path from {name} and its sidecar"
         try:
             return sid, _vllm(None, meta, sid, recs)

@@ -411,7 +411,7 @@ def test_setup_errors():
 
 def test_runtime_profiles(tmp_path):
     # the physics profiles and the runtime models fitted to public results (issue 22)
-    assert cm.list_runtimes() == ["ideal", "ik_llama.cpp", "llama.cpp", "llama.cpp-vulkan", "typical", "vllm"]
+    assert cm.list_runtimes() == ["ideal", "ik_llama.cpp", "llama.cpp", "llama.cpp-vulkan", "sglang", "typical", "vllm"]
     t = cm.load_runtime("typical")
     assert t.launch_overhead and 0 < t.memory_efficiency["attention"] < 1 and t.sources
     i = cm.load_runtime("ideal")

@@ -334,7 +334,7 @@ def test_generic_path_reads_what_real_pastes_vary(tmp_path, capsys):
     _write(d, "ik-plain.md", ds, "URL: https://example.org/ik\nRuntime: ik_llama.cpp (CUDA)\n")
     _write(d, "ik-mla.md", ds.replace("| fa |", "| fa | mla |").replace("| -: |", "| -: | --: |").replace("|  1 |", "|  1 |   3 |"),
            "URL: https://example.org/ik2\n")
-    # SGLang's client: a run against an SGLang server (no runtime model: left out), one against a vLLM server
+    # SGLang's client: a run against an SGLang server (the sglang runtime model), one against a vLLM server
     sg = {"max_concurrency": 4, "completed": 16, "total_input_tokens": 32768, "total_output_tokens": 2048, "duration": 17.2,
           "request_rate": "inf", "output_throughput": 119.26, "mean_ttft_ms": 542.1, "mean_tpot_ms": 29.134}
     _write(d, "sg.jsonl", json.dumps(dict(sg, backend="sglang")) + "\n" + json.dumps(dict(sg, backend="vllm")) + "\n",
@@ -347,9 +347,9 @@ def test_generic_path_reads_what_real_pastes_vary(tmp_path, capsys):
            "==================================================\n", "URL: https://example.org/sgc\nGPU: H100 SXM\nModel: Qwen3-32B BF16\n")
     pr.main([d, "--out", str(out)])
     said = capsys.readouterr().out
-    assert sorted(os.listdir(out)) == ["a28_split.json", "ik-mla.json", "ik-plain.json", "lb.json", "sg.json"]
-    assert re.search(r"skipped sg-console\.log: sg-console\.log:2: a sglang bench_serving \(console\) result of a sglang "
-                     r"server \(--backend sglang\): glmbench has no sglang runtime model", said)
+    assert sorted(os.listdir(out)) == ["a28_split.json", "ik-mla.json", "ik-plain.json", "lb.json", "sg-console.json",
+                                       "sg.json"]
+    assert "skipped sg" not in said
 
     a = _load(out, "a28_split")
     assert [(r["test"], r["n_depth"], r["avg_ts"]) for r in a] == [("pp", 0, 4900.0), ("tg", 0, 118.5), ("pp", 4096, 4400.0),
@@ -367,10 +367,13 @@ def test_generic_path_reads_what_real_pastes_vary(tmp_path, capsys):
     (m,) = _load(out, "ik-mla")
     assert (m["runtime"], m["tool"], m["runtime_options"]["mla"]) == ("ik_llama.cpp", "llama-bench (ik_llama.cpp)", "3")
     assert "runtime" not in m.get("from_sidecar", [])
-    (v,) = _load(out, "sg")
-    assert (v["runtime"], v["model"], v["hardware"], v["weights"], v["n_streams"], v["n_depth"], v["avg_ts"]) == (
-        "vllm", "qwen3-32b", "h100-sxm", "bf16", 4, 2048, round(4 / 0.029134, 2))
-    assert v["line"] == "sg.jsonl:2" and "1 result(s) of the file left out (line 1:" in v["note"]
+    g, v = _load(out, "sg")           # each line's server is its runtime: SGLang's, then vLLM's
+    for r, rt, ln in ((g, "sglang", 1), (v, "vllm", 2)):
+        assert (r["runtime"], r["model"], r["hardware"], r["weights"], r["n_streams"], r["n_depth"], r["avg_ts"]) == (
+            rt, "qwen3-32b", "h100-sxm", "bf16", 4, 2048, round(4 / 0.029134, 2))
+        assert r["line"] == f"sg.jsonl:{ln}" and "left out" not in r["note"]
+    (c,) = _load(out, "sg-console")
+    assert (c["runtime"], c["n_streams"], c["avg_ts"]) == ("sglang", 32, round(32 / 0.03461, 2))
 
     # a CUDA table filed under Vulkan by its sidecar is still a disagreement
     _write(d, "vk.md", ds, "URL: https://example.org/vk\nRuntime: llama.cpp Vulkan\n")
@@ -438,7 +441,7 @@ def test_backends_without_a_model_mixed_cards_and_sidecar_spellings(tmp_path):
     _write(d, "rocm.md", rocm + LBH + lbrow("ROCm", "pp512", "3108.40 ± 6.50") + lbrow("ROCm", "tg128", "97.13 ± 0.09"),
            side + "GPU: AMD Radeon RX 7900 XTX\n")
     with pytest.raises(pr.Skip, match=r"^rocm\.md:5: backend ROCm: glmbench has no runtime model of it \(runtime models: "
-                                      r"ik_llama\.cpp \(CUDA\), llama\.cpp \(CUDA\), llama\.cpp-vulkan, vllm\) \(all 2 records\)$"):
+                                      r"ik_llama\.cpp \(CUDA\), llama\.cpp \(CUDA\), llama\.cpp-vulkan, sglang, vllm\) \(all 2 records\)$"):
         pr.generic_records(os.path.join(d, "rocm.md"))
     # a CPU-only build on a box whose sidecar names its (unused) 4090: not a 4090 point
     _write(d, "cpu.md", LBH + lbrow("CPU", "tg128", "14.37 ± 0.05"), side + "GPU: RTX 4090 (not used)\n")

@@ -260,11 +260,11 @@ def test_truth_table_public_section():
 
 def test_runtime_module_names_and_options():
     from glmbench.predict import runtime
-    assert runtime.names() == ["ik_llama.cpp", "llama.cpp", "llama.cpp-vulkan", "vllm"]
+    assert runtime.names() == ["ik_llama.cpp", "llama.cpp", "llama.cpp-vulkan", "sglang", "vllm"]
     p = runtime.load("llama.cpp", fa=0, ubatch=1024)
     assert p.name == "llama.cpp[fa=0,ubatch=1024]" and not p.flash_attn and p.n_ubatch == 1024
-    with pytest.raises(ValueError, match="unknown runtime 'sglang'"):
-        runtime.load("sglang")
+    with pytest.raises(ValueError, match="unknown runtime 'tensorrt-llm'"):
+        runtime.load("tensorrt-llm")
     with pytest.raises(ValueError, match="takes no options"):
         runtime.load("typical", fa=1)
     assert set(runtime.options("ik_llama.cpp")) == {"fa", "ubatch", "mla", "era"}
@@ -1127,3 +1127,42 @@ def test_closed_loop_ttft_counts_from_when_the_client_sends():
     ten = dict(max_concurrency=10, n_prompt=2042, n_gen=64, completed=10)
     s2 = cm.Setup("qwen3-30b-a3b", "h100-sxm", weights="bf16", kv="bf16", runtime=cm.load_runtime("vllm").with_options(ubatch=2048))
     assert mod._closed_loop_ttft(s2, ten) > 4 * cm.prefill(s2, 2042).seconds
+
+
+def test_sglang_runtime_model_is_physics_with_its_own_defaults():
+    """`sglang`: no published point, so typical's efficiencies and no kernel table entry; its prefill budget
+    and reserve by the card's memory (sglang 0.5.23 memory_hook: chunked_prefill_size 2048 / 4096 / 8192 /
+    16384; mem_fraction_static's reserve); its records carry the widest band of the fitted runtime models."""
+    from glmbench.predict import runtime
+    g = hw.get_gpu
+    p = cm.load_runtime("sglang")
+    typ = cm.load_runtime("typical")
+    assert p.kernels == {} and p.compute_efficiency == typ.compute_efficiency
+    assert p.memory_efficiency == typ.memory_efficiency and p.attention_kernel == "paged_attn"
+    assert [runtime.ubatch_for(p, g(k)) for k in ("tesla-t4", "rtx-3090", "a100-pcie-40gb", "h100-sxm", "h200-sxm", "b200")] \
+        == [2048, 4096, 4096, 8192, 8192, 16384]
+    # reserve: 512 MB + 1.5 MB x chunk + 1/8 GiB (tp 1) + 2 MB per decode graph batch size; >= 10 GiB above 60 GiB
+    assert runtime.reserve_for(p, g("rtx-3090")) == pytest.approx((512 + 1.5 * 4096 + 128 + 2 * 48) / 1024, abs=1e-3)
+    assert runtime.reserve_for(p, g("h100-sxm")) == pytest.approx((512 + 1.5 * 8192 + 128 + 2 * 256) / 1024, abs=1e-3)
+    assert runtime.reserve_for(cm.load_runtime("vllm"), g("h100-sxm")) == 0.0
+    assert runtime.ubatch_for(p.with_options(ubatch=1024), g("h100-sxm")) == 1024
+    s = cm.Setup("qwen3-8b", "rtx-3090", weights="bf16", kv="bf16", runtime=p)
+    assert s.n_ubatch == 4096
+    mem = cm.memory(s, 1024).cards[0]
+    flat = cm.memory(dataclasses.replace(s, runtime=dataclasses.replace(p, ubatch_by_card={}, n_ubatch=4096)), 1024).cards[0]
+    assert mem.overhead - flat.overhead == pytest.approx(runtime.reserve_for(p, g("rtx-3090")) * hw.GIB, abs=1)
+    assert p.cv_band("tg") == runtime.unvalidated_band("decode") and p.cv_band("pp") == runtime.unvalidated_band("prefill")
+    assert "fitted to no public point" in runtime.describe("sglang")
+    assert not p.calibrated and p.fitted_to_gpus
+    from glmbench.predict import sweep
+    (rec,) = sweep.predict(None, [cm.Setup("qwen3-8b", "h100-sxm", weights="bf16", kv="bf16", runtime=p)], [4096],
+                           tests=("tg",))
+    assert rec["evidence"] == "predicted" and rec["cv_error"] == pytest.approx(runtime.unvalidated_band("decode"))
+    assert runtime.from_record({"tool": "sglang.bench_serving", "test": "serve"}) == "sglang"
+    # a stepped table that is wrong says what it must be
+    bad = {**p.to_dict(), "ubatch_by_card": {"steps": [{"below_gib": 40, "n_ubatch": 2048}, {"below_gib": 20, "n_ubatch": 4096},
+                                                        {"n_ubatch": 8192}]}}
+    with pytest.raises(ValueError, match="ubatch_by_card.steps"):
+        runtime.runtime_from_dict(bad, "x.json")
+    with pytest.raises(ValueError, match="ubatch_by_card.steps"):
+        runtime.runtime_from_dict({**p.to_dict(), "ubatch_by_card": {"steps": [{"below_gib": 40, "n_ubatch": 2048}]}}, "x.json")

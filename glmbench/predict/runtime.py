@@ -191,12 +191,15 @@ class RuntimeProfile:
 
     @property
     def calibrated(self) -> bool:
-        return bool(self.calibration)
+        """Fitted to measurements: a calibration block that rests on points (sglang's says it rests on
+        none: its numbers are predicted, physics only)."""
+        return bool(self.calibration) and self.calibration.get("n_points", 1) != 0
 
     @property
     def fitted_to_gpus(self) -> bool:
         """A runtime model fitted to the published GPU results (its calibration holds the public fit's
-        bands): its kernel paths and efficiencies are a GPU runtime's, meaningless on a CPU."""
+        bands; sglang's holds none, fitted to no point: its records carry the widest band, cv_band): its
+        kernel paths and efficiencies are a GPU runtime's, meaningless on a CPU."""
         return (self.calibration or {}).get("cv_bands") is not None
 
     @property
@@ -532,7 +535,14 @@ def describe(name: str) -> str:
     for k, o in options(name).items():
         L.append(f"  --{k} {'|'.join(o['values'])}: {o['doc']}")
     c = prof.calibration or {}
-    if c:
+    if c and c.get("n_points", 1) == 0:
+        # a runtime model no published point was fitted to (sglang): physics values, the widest bands
+        L.append("  fitted to no public point (" + (c.get("note") or c.get("base") or "physics values") + ")")
+        for key in ("decode", "prefill"):
+            if unvalidated_band(key) is not None:
+                L.append(f"  {key} band: ±{100 * unvalidated_band(key):.1f}%, the widest {key} band of the fitted "
+                         "runtime models (unvalidated)")
+    elif c:
         L.append(f"  fitted to {c.get('n_points')} public points; in-sample MAPE {100 * (c.get('mape') or 0):.1f}%, "
                  f"leave-one-source-out {100 * (c.get('loo_mape') or 0):.1f}% (decode and prefill pooled)")
         b = c.get("cv_bands")
@@ -566,6 +576,8 @@ def from_record(r: dict) -> str | None:
         return "llama.cpp"
     if "vllm" in tool:
         return "vllm"
+    if "sglang" in tool:
+        return "sglang"
     return None
 
 

@@ -165,8 +165,9 @@ def predict(models, setups, depths: Sequence[int], tests: Sequence[str] = ("tg",
 
 def _point(s, t, d, base, n_prompt, n_gen, n_streams, concurrency, store):
     out = []
-    if s.runtime.calibrated and t in ("tg", "pp", "serve"):
-        # the band of this test and model class (RuntimeProfile.cv_band), not one for every record
+    if (s.runtime.calibrated or s.runtime.fitted_to_gpus) and t in ("tg", "pp", "serve"):
+        # the band of this test and model class (RuntimeProfile.cv_band), not one for every record; a
+        # runtime model fitted to no point (sglang) carries the widest band of the fitted ones
         base = {**base, "cv_error": s.runtime.cv_band(t, s.model)}
     if t == "serve":
         for c in concurrency:

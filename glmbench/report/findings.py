@@ -164,7 +164,8 @@ class Search:
         runtime: the widest of their bands (RuntimeProfile.cv_band: per test and model class), 0
         for a profile that was not fitted."""
         prof = self.rt[runtime]
-        return max((prof.cv_band(test, configs.load(m)) or 0.0) for m in models) if prof.calibrated else 0.0
+        return (max((prof.cv_band(test, configs.load(m)) or 0.0) for m in models)
+                if prof.calibrated or prof.fitted_to_gpus else 0.0)
 
 
 # ---- the findings ---------------------------------------------------------------------------------
