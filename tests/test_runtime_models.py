@@ -86,6 +86,22 @@ def test_runtime_model_never_faster_than_ideal(public, rt):
         assert q <= _ideal_like(p, prof) * (1 + 1e-9), (p.where, p.label)
 
 
+def test_sglang_never_faster_than_ideal(public):
+    """The runtime model fitted to nothing (sglang) is still never faster than `ideal` on the same schedule
+    (SGLang's prefill budget for the card): on the setups of a spread of the public points."""
+    from glmbench.predict import runtime
+    sg = cm.load_runtime("sglang")
+    for p in public[::9]:
+        s = dataclasses.replace(p.setup, runtime=sg)
+        ideal = dataclasses.replace(cm.load_runtime("ideal"), n_ubatch=runtime.ubatch_for(sg, s.gpu))
+        i = dataclasses.replace(p.setup, runtime=ideal, mla_strategy="flash")
+        if p.test == "pp":
+            q, top = cm.prefill(s, p.n_prompt, p.n_depth).tok_s, cm.prefill(i, p.n_prompt, p.n_depth).tok_s
+        else:
+            q, top = cm.decode(s, p.n_depth, p.batch).tok_s, cm.decode(i, p.n_depth, p.batch).tok_s
+        assert q <= top * (1 + 1e-9), (p.where, p.label)
+
+
 def test_runtime_models_record_their_fit():
     for rt in ("llama.cpp", "ik_llama.cpp", "llama.cpp-vulkan", "vllm"):
         p = cm.load_runtime(rt)
