@@ -52,6 +52,11 @@ Conventions of llama.cpp's converter (convert_hf_to_gguf.py) that are undone whe
     into the weights by the converter (no key); the MLP's norm is stored as `blk.N.ffn_norm` without `.weight`
     (llama.cpp's loader names it so); the Mamba tensors as the other hybrids' (ssm_a, ssm_d, the conv [C, K], the
     norm [groups, d_inner / groups]);
+  * the DeepSeek Sparse Attention architectures (`glm-dsa`, `deepseek32`) write DeepseekV2Model's MLA and MoE keys
+    plus attention.indexer.head_count / key_length / top_k and (GLM, where the config lists them) the bool array
+    attention.indexer.types (true: a full indexer; false: a "shared" layer reusing the previous full layer's top-k,
+    without indexer tensors); the indexer's tensors as blk.N.indexer.attn_q_b / attn_k / k_norm (weight and bias)
+    / proj; kv_b_proj split as deepseek2's (_dsa);
   * Gemma 4 (`gemma4`; conversion/gemma.py Gemma4Model, src/models/gemma4.cpp) states each layer's kind as
     the bool array attention.sliding_window_pattern, the global layers' head dim as key_length and the
     sliding ones' as key_length_swa, KV heads per layer (head_count_kv, an array where they differ), the
@@ -92,7 +97,14 @@ MAGIC = b"GGUF"
 ARCHITECTURES = ("deepseek2", "qwen3", "qwen3moe", "qwen2", "llama", "glm4moe", "gemma2", "gemma3", "seed_oss",
                  "gpt-oss", "phi3", "glm4", "llama4", "minimax-m2", "ernie4_5-moe", "qwen2moe", "qwen3next", "qwen35",
                  "qwen35moe", "command-r", "cohere2", "nemotron_h", "nemotron_h_moe", "granitehybrid", "gemma4", "mistral3",
-                 "falcon-h1")
+                 "falcon-h1", "glm-dsa", "deepseek32")
+# llama.cpp's DeepSeek Sparse Attention architectures (GLM-5: glm-dsa, conversion/glm.py GlmMoeDsaModel; DeepSeek-V3.2:
+# deepseek32, conversion/deepseek.py DeepseekV32Model; both on DeepseekV2Model's MLA keys) -> HF model_type
+DSA_ARCHITECTURES = {"glm-dsa": "glm_moe_dsa", "deepseek32": "deepseek_v32"}
+# llama.cpp's glm-dsa loader (src/models/glm-dsa.cpp): a file without attention.indexer.types gets every layer a full
+# indexer below a 1M-token native context (GLM-5, 5.1), else GLM_5_2_DEFAULT_INDEXER_TYPES: layers 0 and 1 full,
+# then every 4th from layer 2 (the rest "shared")
+GLM_5_2_CONTEXT = 1048576
 # llama.cpp's hybrid architectures (Gated DeltaNet linear attention + gated GQA) -> HF model_type
 HYBRID_ARCHITECTURES = {"qwen3next": "qwen3_next", "qwen35": "qwen3_5_text", "qwen35moe": "qwen3_5_moe_text"}
 # llama.cpp's Mamba-2 hybrid architectures -> HF model_type (Nemotron-H 8B / Nano-9B-v2: nemotron_h; Nemotron 3
@@ -500,18 +512,21 @@ def hf_config(g: GGUFFile) -> dict:
     if F:
         hf["intermediate_size"] = F
     blk = lambda i, n: f"blk.{i}.{n}.weight"
-    if arch == "deepseek2":
+    if arch == "deepseek2" or arch in DSA_ARCHITECTURES:
         Dr = m("rope.dimension_count", required=True)
         if m("attention.key_length_mla") is not None:
             qk, Dv = m("attention.key_length_mla"), m("attention.value_length_mla", required=True)
         else:
             qk, Dv = m("attention.key_length", required=True), m("attention.value_length", required=True)
-        gating = m("expert_gating_func")
+        # (deepseek32's loader requires the key; glm-dsa's takes sigmoid where it is unset)
+        gating = m("expert_gating_func", required=arch == "deepseek32")
+        if gating in (None, 0) and arch in DSA_ARCHITECTURES:
+            gating = 2
         if gating in (None, 0):   # 0 is llama.cpp's LLAMA_EXPERT_GATING_FUNC_TYPE_NONE: unset, as missing
             gating, why = _assumed_gating(g, L, ts)
             _notice(hf, f"{g.path}: no metadata 'deepseek2.expert_gating_func'; {why}")
         if gating not in (1, 2):
-            raise GGUFError(f"{g.path}: metadata 'deepseek2.expert_gating_func' = {gating} is not 1 (softmax) "
+            raise GGUFError(f"{g.path}: metadata '{arch}.expert_gating_func' = {gating} is not 1 (softmax) "
                             f"or 2 (sigmoid)")
         n_group = m("expert_group_count", 1) or 1
         hf.update(q_lora_rank=m("attention.q_lora_rank") or None, kv_lora_rank=m("attention.kv_lora_rank", required=True),
@@ -523,6 +538,8 @@ def hf_config(g: GGUFFile) -> dict:
                   norm_topk_prob=m("expert_weights_norm", False, kind=bool), n_group=n_group,
                   topk_group=m("expert_group_used_count", 1) or 1,
                   attention_bias=blk(0, "attn_kv_a_mqa").replace("weight", "bias") in ts)
+        if arch in DSA_ARCHITECTURES:
+            return _dsa(g, m, hf, L, gating)
         if gating == 2:
             hf.update(model_type="glm4_moe_lite", topk_method="noaux_tc", rope_interleave=True)
         else:
@@ -691,6 +708,34 @@ def hf_config(g: GGUFFile) -> dict:
             hf.update(model_type="mistral", sliding_window=None)
         return hf
     hf["model_type"] = {"qwen3": "qwen3", "qwen2": "qwen2", "llama": "llama"}[arch]
+    return hf
+
+
+def _dsa(g: GGUFFile, m: _Meta, hf: dict, L: int, gating: int) -> dict:
+    """hf_config's rest for llama.cpp's DeepSeek Sparse Attention architectures (glm-dsa, deepseek32; their
+    load_arch_hparams): the router sigmoid (HF's DSA routers are), the indexer's heads, key length and top-k
+    (required), and each layer's indexer from attention.indexer.types (a bool per layer; glm-dsa only: absent,
+    every layer full below GLM_5_2_CONTEXT tokens of native context, else GLM-5.2's default pattern)."""
+    arch = g.architecture
+    if gating != 2:
+        raise GGUFError(f"{g.path}: metadata '{arch}.expert_gating_func' = {gating} is not 2 (sigmoid): {arch}'s "
+                        f"router is sigmoid with a score-correction bias")
+    types = g.metadata.get(f"{arch}.attention.indexer.types") if arch == "glm-dsa" else None
+    if types is None:
+        full = [True] * L if arch != "glm-dsa" or hf["max_position_embeddings"] < GLM_5_2_CONTEXT else \
+            [i < 2 or (i - 2) % 4 == 0 for i in range(L)]
+    else:
+        a = np.atleast_1d(np.asarray(types))
+        if a.size == 1:
+            a = np.repeat(a, L)   # (llama.cpp's get_key_or_arr: one value for every layer)
+        if a.size != L:
+            raise GGUFError(f"{g.path}: metadata '{arch}.attention.indexer.types' has {a.size} values for {L} layers")
+        full = [bool(v) for v in a]
+    hf.update(model_type=DSA_ARCHITECTURES[arch], topk_method="noaux_tc", scoring_func="sigmoid",
+              index_n_heads=m("attention.indexer.head_count", required=True, minimum=1),
+              index_head_dim=m("attention.indexer.key_length", required=True, minimum=1),
+              index_topk=m("attention.indexer.top_k", required=True, minimum=1),
+              indexer_types=["full" if f else "shared" for f in full])
     return hf
 
 
@@ -1276,9 +1321,15 @@ def _rope_factors(g: GGUFFile) -> list:
 
 
 # ---- tensor names ---------------------------------------------------------------------------------
+# architectures a gguf package may predate, read through one whose tensor names are theirs (llama.cpp's gguf-py
+# constants: deepseek32's MODEL_TENSORS are glm-dsa's less the unsplit attn_kv_b)
+_NAME_MAP_STANDIN = {"deepseek32": "glm-dsa"}
+
+
 def _name_map(arch: str, n_blocks: int):
     gg = _gg()
-    enum = {v: k for k, v in gg.MODEL_ARCH_NAMES.items()}[arch]
+    enums = {v: k for k, v in gg.MODEL_ARCH_NAMES.items()}
+    enum = enums.get(arch) or enums[_NAME_MAP_STANDIN.get(arch, arch)]
     return gg.get_tensor_name_map(enum, n_blocks)
 
 
