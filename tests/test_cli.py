@@ -146,8 +146,12 @@ def test_runtimes(capsys):
     assert rows["typical"]["kind"] == "physics" and rows["typical"]["points"] == 0
     rc, out, _ = run(capsys, "runtimes", "llama.cpp-vulkan")
     assert rc == 0 and "--fork mainline|ik_llama.cpp" in out and "decode band" in out
-    rc, _, err = run(capsys, "runtimes", "sglang")
-    assert rc != 0 and "unknown runtime 'sglang'" in err and "llama.cpp-vulkan" in err
+    rc, _, err = run(capsys, "runtimes", "tensorrt-llm")
+    assert rc != 0 and "unknown runtime 'tensorrt-llm'" in err and "llama.cpp-vulkan" in err
+    # sglang: a runtime model fitted to no point, said so with its (unvalidated) bands
+    assert rows["sglang"]["kind"] == "runtime model" and rows["sglang"]["points"] == 0
+    rc, out, _ = run(capsys, "runtimes", "sglang")
+    assert rc == 0 and "fitted to no public point" in out and "decode band" in out and "unvalidated" in out
 
 
 # ---- sweep, compare, plot ------------------------------------------------------------------------
