@@ -405,7 +405,9 @@ _HF_TO_ARCH = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2"
                "qwen3_5_text": "qwen35", "qwen3_5": "qwen35", "qwen3_5_moe_text": "qwen35moe", "qwen3_5_moe": "qwen35moe",
                "cohere": "command-r", "cohere2": "cohere2", "nemotron_h": "nemotron_h",
                "granitemoehybrid": "granitehybrid", "kimi_linear": "kimi-linear", "gemma4_text": "gemma4",
-               "gemma4": "gemma4", "ministral3": "mistral3", "falcon_h1": "falcon-h1"}
+               "gemma4": "gemma4", "ministral3": "mistral3", "falcon_h1": "falcon-h1",
+               # DeepSeek Sparse Attention (conversion/glm.py GlmMoeDsaModel, conversion/deepseek.py DeepseekV32Model)
+               "glm_moe_dsa": "glm-dsa", "deepseek_v32": "deepseek32"}
 # model_types whose MoE models llama.cpp names apart: the converter writes a Nemotron-H config with experts
 # (num_experts_per_tok: Nemotron 3 Nano) as nemotron_h_moe, the dense ones (Nemotron-H 8B, Nemotron-Nano-9B-v2)
 # as nemotron_h (conversion/nemotron.py NemotronHModel)
