@@ -8,10 +8,10 @@ from glmbench import vocab
 
 ALL = ["command-a", "command-r", "command-r-08-2024", "command-r-plus", "command-r7b", "deepseek-r1", "deepseek-r1-distill-llama-70b", "deepseek-r1-distill-llama-8b",
        "deepseek-r1-distill-qwen-14b", "deepseek-r1-distill-qwen-32b", "deepseek-r1-distill-qwen-7b",
-       "deepseek-v2-lite", "deepseek-v3", "deepseek-v3.1", "devstral-small", "ernie-4.5-21b-a3b",
+       "deepseek-v2-lite", "deepseek-v3", "deepseek-v3.1", "deepseek-v3.2", "devstral-small", "ernie-4.5-21b-a3b",
        "gemma-2-27b", "gemma-2-2b", "gemma-2-9b", "gemma-3-12b", "gemma-3-1b", "gemma-3-27b", "gemma-3-4b",
        "gemma-4-26b-a4b", "gemma-4-31b", "gemma-4-e2b", "gemma-4-e4b",
-       "glm-4-32b", "glm-4-9b", "glm-4.5", "glm-4.5-air", "glm-4.6", "glm-4.7-flash", "gpt-oss-120b",
+       "glm-4-32b", "glm-4-9b", "glm-4.5", "glm-4.5-air", "glm-4.6", "glm-4.7-flash", "glm-5", "gpt-oss-120b",
        "gpt-oss-20b", "granite-4.0-h-micro", "granite-4.0-h-small", "granite-4.0-h-tiny", "kimi-k2", "kimi-linear-48b-a3b", "llama-2-13b", "llama-2-70b", "llama-2-7b", "llama-3-70b", "llama-3-8b",
        "llama-3.1-405b", "llama-3.1-70b", "llama-3.1-8b", "llama-3.2-1b", "llama-3.2-3b", "llama-3.3-70b",
        "llama-4-maverick", "llama-4-scout", "minimax-m2", "minimax-m2.1", "mistral-7b", "mistral-large",
@@ -87,6 +87,8 @@ KV_F16 = {
     "devstral-small": 40 * 8 * (128 + 128) * 2,
     "deepseek-r1": 61 * (512 + 64) * 2, "deepseek-v3.1": 61 * (512 + 64) * 2, "kimi-k2": 61 * (512 + 64) * 2,
     "glm-4.6": 92 * 8 * (128 + 128) * 2,
+    # DSA: the MLA latent plus each layer's lightning-indexer key (128 wide, every layer a full indexer)
+    "glm-5": 78 * (512 + 64 + 128) * 2, "deepseek-v3.2": 61 * (512 + 64 + 128) * 2,
     "qwen2.5-0.5b": 24 * 2 * (64 + 64) * 2,           # 12,288 (896 / 14 heads = head_dim 64)
     "qwen2.5-1.5b": 28 * 2 * (128 + 128) * 2,         # 28,672
     "qwen2.5-3b": 36 * 2 * (128 + 128) * 2,           # 36,864
@@ -424,6 +426,8 @@ PUBLISHED = {
     "qwen3-8b": (8.2, None, None), "qwen3-14b": (14.8, None, None), "qwen2.5-coder-7b": (7.61, None, None),
     "qwen3-235b-a22b": (235, 22, True), "qwen3-coder-30b-a3b": (30.5, 3.3, True),
     "glm-4.5-air": (106, 12, False), "deepseek-v3": (671, 37, True),         # DeepSeek-V3: without its 14B MTP module
+    # GLM-5's card: 744B total, 40B active (without its MTP layer); DeepSeek-V3.2: V3's 671B plus a 0.85B indexer
+    "glm-5": (744, 40, False), "deepseek-v3.2": (671, None, None),
     "gpt-oss-20b": (20.91, None, None), "gpt-oss-120b": (116.83, None, None),
     # catalog built-ins for published results: llama-bench's params column where it is well known
     # ("13.02 B", "68.98 B", "1.24 B", "3.21 B"), else the model card's count
@@ -570,6 +574,15 @@ def _hf_tiny(family):
         hc = transformers.FalconH1Config(**small, head_dim=8, intermediate_size=48, mamba_d_ssm=32, mamba_n_heads=4,
                                          mamba_n_groups=2, mamba_d_state=8, mamba_rms_norm=True)
         M = transformers.FalconH1ForCausalLM
+    elif family in ("glm_moe_dsa", "deepseek_v32"):   # MLA + MoE + the lightning indexer (DSA)
+        dsa = dict(**{**small, "num_key_value_heads": 4}, q_lora_rank=24, kv_lora_rank=16, qk_rope_head_dim=8,
+                   qk_nope_head_dim=8, v_head_dim=8, intermediate_size=48, moe_intermediate_size=16, n_routed_experts=4,
+                   num_experts_per_tok=2, index_n_heads=2, index_head_dim=8, index_topk=4, first_k_dense_replace=1)
+        if family == "glm_moe_dsa":
+            hc, M = transformers.GlmMoeDsaConfig(**dsa), transformers.GlmMoeDsaForCausalLM
+        else:
+            hc = transformers.DeepseekV32Config(**dsa, n_group=1, topk_group=1)
+            M = transformers.DeepseekV32ForCausalLM
     elif family == "cohere":
         hc = transformers.CohereConfig(**small, intermediate_size=48, use_qk_norm=True)
         M = transformers.CohereForCausalLM
@@ -605,7 +618,8 @@ def test_priced_families_match_hf_parameter_counts(family):
                   "ernie4_5_moe": (1, 2, 3, 4, 5, 6), "qwen2_moe": (0, 1, 3, 4, 5, 6, 7),
                   "qwen3_next": (0, 1, 3, 4, 5, 6, 7), "qwen3_5_text": (), "qwen3_5_moe_text": tuple(range(8)),
                   "cohere": (), "cohere2": (), "kimi_linear": tuple(range(1, 8)),
-                  "gemma4_text": tuple(range(8)), "ministral3": (), "falcon_h1": ()}[family]
+                  "gemma4_text": tuple(range(8)), "ministral3": (), "falcon_h1": (),
+                  "glm_moe_dsa": tuple(range(1, 8)), "deepseek_v32": tuple(range(1, 8))}[family]
     assert c.moe_layers == expect_moe
     if family in configs.LINEAR_FAMILIES:   # the layer_types' linear layers; the others cache
         assert c.linear_layers == (0, 2, 3, 5, 6) and c.attention_layers == (1, 4, 7) and c.attn_output_gate
