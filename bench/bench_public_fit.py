@@ -506,15 +506,7 @@ def batched_report(path, pts: list, profiles: dict | None = None) -> list[str]:
          "| runtime | source | card | model | points | tg MAPE | pp MAPE | signed mean tg / pp |", "|---|---|---|---|---|---|---|---|"]
     for rt in sorted({p.runtime for p, _ in pairs}):
         for src in sorted({p.source for p, _ in pairs if p.runtime == rt}):
-            sv = [(p, q) for p, q in pairs if p.runtime == rt and p.source == src]
-            sgn = []
-            for t in ("tg", "pp"):
-                e = [q / p.measured - 1 for p, q in sv if p.test == t]
-                sgn.append(f"{np.mean(e):+.1%}" if e else "–")
-            cards = ", ".join(sorted({p.gpu_key + (f" x{p.setup.n_cards}" if p.setup.n_cards > 1 else "") for p, _ in sv}))
-            models = ", ".join(sorted({p.setup.model.name for p, _ in sv}))
-            L.append(f"| {rt} | {src} | {cards} | {models} | {len(sv)} | {_pct(jf.mape(sv, 'tg'))} | "
-                     f"{_pct(jf.mape(sv, 'pp'))} | {sgn[0]} / {sgn[1]} |")
+            L.append(_source_row(rt, src, [(p, q) for p, q in pairs if p.runtime == rt and p.source == src]))
     L += ["", "| runtime | where | point | B | options | measured tok/s (all streams) | predicted | error |",
           "|---|---|---|---|---|---|---|---|"]
     for p, q in sorted(pairs, key=lambda t: -abs(t[1] / t[0].measured - 1))[:POINT_ROWS]:
@@ -545,6 +537,18 @@ def check(pts, profiles: dict) -> dict:
     return out
 
 
+def _source_row(rt: str, src: str, sv: list) -> str:
+    """One source's row of a check: its cards, models, points, decode / prefill MAPE and signed mean errors."""
+    sgn = []
+    for t in ("tg", "pp"):
+        e = [q / p.measured - 1 for p, q in sv if p.test == t]
+        sgn.append(f"{np.mean(e):+.1%}" if e else "–")
+    cards = ", ".join(sorted({p.gpu_key + (f" x{p.setup.n_cards}" if p.setup.n_cards > 1 else "") for p, _ in sv}))
+    models = ", ".join(sorted({p.setup.model.name for p, _ in sv}))
+    return (f"| {rt} | {src} | {cards} | {models} | {len(sv)} | {_pct(jf.mape(sv, 'tg'))} | {_pct(jf.mape(sv, 'pp'))} | "
+            f"{sgn[0]} / {sgn[1]} |")
+
+
 def check_report(path, pairs: dict, notes: list, profiles_from: str) -> list[str]:
     lim_tg, lim_pp = TARGETS["loso"]
     n = sum(len(v) for v in pairs.values())
@@ -571,15 +575,7 @@ def check_report(path, pairs: dict, notes: list, profiles_from: str) -> list[str
     L += ["", "| runtime | source | card | model | points | tg MAPE | pp MAPE | signed mean tg / pp |", "|---|---|---|---|---|---|---|---|"]
     for rt, v in pairs.items():
         for src in sorted({p.source for p, _ in v}):
-            sv = [(p, q) for p, q in v if p.source == src]
-            sgn = []
-            for t in ("tg", "pp"):
-                e = [q / p.measured - 1 for p, q in sv if p.test == t]
-                sgn.append(f"{np.mean(e):+.1%}" if e else "–")
-            cards = ", ".join(sorted({p.gpu_key + (f" x{p.setup.n_cards}" if p.setup.n_cards > 1 else "") for p, _ in sv}))
-            models = ", ".join(sorted({p.setup.model.name for p, _ in sv}))
-            L.append(f"| {rt} | {src} | {cards} | {models} | {len(sv)} | {_pct(jf.mape(sv, 'tg'))} | {_pct(jf.mape(sv, 'pp'))} | "
-                     f"{sgn[0]} / {sgn[1]} |")
+            L.append(_source_row(rt, src, [(p, q) for p, q in v if p.source == src]))
     L += point_rows(pairs)
     seen = [p for rt, v in pairs.items() for p, _ in v if (p.label, round(p.measured, 3)) in _seen(rt)]
     if seen:
