@@ -1881,7 +1881,6 @@ def _memory_terms(setup: Setup, batch: int):
     # Gemma 4's per-layer inputs: the projection on the card; the table, like the token embeddings, in host
     # memory where the runtime keeps its input layer there (llama.cpp: per_layer_token_embd is an input tensor)
     head_w += wb["ple_proj"] + (0 if setup.runtime.embeddings_on_host else wb["ple_table"])
-    kvf = setup.kv_fmt
     cache, win = frozenset(cfg.cache_layers), frozenset(cfg.windowed_layers)
     kv_of = {i: _cache_row_bytes(setup, i) for i in cache}
 
