@@ -41,6 +41,13 @@ Families (HF `model_type`), with the field names HF uses in each:
   falcon_h1      hybrid (Falcon-H1): every layer runs GQA attention and a Mamba-2 mixer side by side on one
                  normed input, their outputs summed (parallel_mixers: a KV cache and a state in every
                  layer), then a SwiGLU MLP; muP multipliers that change numerics only
+  lfm2, lfm2_moe hybrid (Liquid AI's LFM2, LFM2-MoE): each layer (layer_types, or the older full_attn_idxs)
+                 either GQA attention with q/k RMSNorm or a gated short convolution (linear_kind
+                 "shortconv": in_proj hidden -> 3 x hidden (B, C, x), a causal depthwise conv1d of
+                 conv_L_cache taps over B x x, times C, out_proj; a (conv_L_cache - 1) x hidden state per
+                 stream, no KV cache), then a SwiGLU MLP (LFM2: its width by block_auto_adjust_ff_dim /
+                 block_ffn_dim_multiplier / block_multiple_of) or, past num_dense_layers, LFM2-MoE's MoE
+                 (sigmoid router with expert_bias, norm_topk_prob, routed_scaling_factor)
 
 The five from glm4 to qwen2_moe are priced (cost model, memory, weight bytes: parameters counted as HF's
 modeling code builds them); glmbench.Model does not run their forward pass (forward_unsupported says
@@ -110,6 +117,8 @@ FAMILIES = {
     "falcon_h1": "gqa",
     "glm_moe_dsa": "mla",
     "deepseek_v32": "mla",
+    "lfm2": "gqa",
+    "lfm2_moe": "gqa",
 }
 # families the cost model prices but glmbench.Model's forward pass does not run (what each lacks)
 PRICED_ONLY = {
@@ -127,6 +136,8 @@ PRICED_ONLY = {
                  "and its muP multipliers",
     "glm_moe_dsa": "DeepSeek Sparse Attention's lightning indexer and top-k selection (no C op for them yet)",
     "deepseek_v32": "DeepSeek Sparse Attention's lightning indexer and top-k selection (no C op for them yet)",
+    "lfm2": "LFM2's gated short convolution (no C op for it yet)",
+    "lfm2_moe": "LFM2's gated short convolution (no C op for it yet) and LFM2-MoE's router",
 }
 # hybrid families: some layers are linear attention (Gated DeltaNet) with a recurrent state (Model runs
 # them: Layer._forward_hybrid, ops.gated_delta_rule and ops.causal_conv1d)
@@ -149,6 +160,12 @@ PARALLEL_FAMILIES = ("falcon_h1",)
 # a per-channel decay, q / k / v each through a short convolution, low-rank forget and output gates), the
 # fourth MLA; DeepSeek-V3's MoE (priced, not run: PRICED_ONLY)
 KDA_FAMILIES = ("kimi_linear",)
+# LFM2 (Liquid AI): some layers' token mixer is a gated short convolution (linear_kind "shortconv", HF
+# Lfm2ShortConv: in_proj hidden -> 3 x hidden as B, C, x; a causal depthwise conv1d of linear_conv =
+# conv_L_cache taps over B * x per channel; times C; out_proj), holding the conv's last linear_conv - 1
+# inputs per stream (no KV cache); the others GQA with q/k RMSNorm; LFM2-MoE's MoE past num_dense_layers.
+# Priced, not run (PRICED_ONLY)
+SHORTCONV_FAMILIES = ("lfm2", "lfm2_moe")
 # Gemma's layer: embeddings x sqrt(hidden), (1 + w) sandwich norms, GeGLU, query_pre_attn_scalar
 GEMMA_FAMILIES = ("gemma2", "gemma3_text")
 # Gemma 4 (HF Gemma4TextModel, transformers 5.25): Gemma 3's sandwich norms (plain w, not 1 + w), a softmax
@@ -286,6 +303,15 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
                       mamba_d_head="auto", mamba_n_groups=1, mamba_d_state=256, mamba_d_conv=4, mamba_expand=2,
                       mamba_conv_bias=True, mamba_proj_bias=False, mamba_rms_norm=False, projectors_bias=False,
                       mlp_bias=False),
+    # Lfm2Config / Lfm2MoeConfig (transformers 5.25): the norms' eps is `norm_eps`; `tie_embedding` and (LFM2)
+    # `block_ff_dim` are the released configs' names for tie_word_embeddings and intermediate_size (from_hf)
+    "lfm2": dict(norm_eps=1e-5, tie_word_embeddings=True, num_key_value_heads=8, max_position_embeddings=128000,
+                 conv_bias=False, conv_L_cache=3, block_multiple_of=256, block_ffn_dim_multiplier=1.0,
+                 block_auto_adjust_ff_dim=True, intermediate_size=12288),
+    "lfm2_moe": dict(norm_eps=1e-5, tie_word_embeddings=True, num_key_value_heads=8, max_position_embeddings=128000,
+                     conv_bias=False, conv_L_cache=3, intermediate_size=7168, moe_intermediate_size=1792,
+                     num_dense_layers=2, num_experts_per_tok=4, num_experts=32, use_expert_bias=True,
+                     routed_scaling_factor=1.0, norm_topk_prob=True),
     # GraniteMoeHybridConfig (transformers 5.25)
     "granitemoehybrid": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False,
                              intermediate_size=11008, num_local_experts=8, num_experts_per_tok=2,
@@ -385,7 +411,10 @@ class ModelConfig:
     final_logit_softcapping: float | None = None
     logit_scale: float | None = None  # Cohere: the logits times this (HF's logit_scale); Granite: 1 / logits_scaling
     # the linear layers' mixer: "gdn" (Gated DeltaNet: Qwen3-Next, Qwen3.5) or "mamba2" (MAMBA_FAMILIES:
-    # linear_v_heads SSM heads of linear_v_dim, linear_k_heads groups sharing B / C of linear_k_dim = d_state)
+    # linear_v_heads SSM heads of linear_v_dim, linear_k_heads groups sharing B / C of linear_k_dim = d_state),
+    # "kda" (KDA_FAMILIES), "shortconv" (SHORTCONV_FAMILIES: LFM2's gated short convolution over hidden_size
+    # channels, linear_conv taps, biased where linear_conv_bias; no heads, no state matrix: the linear_k_* /
+    # linear_v_* sizes are 0)
     linear_kind: str = ""
     # Nemotron-H's layers are blocks of one kind: the layers with a token mixer (attention or Mamba-2)
     # and the layers with an MLP or MoE (None: every layer has both)
@@ -727,7 +756,10 @@ class ModelConfig:
     @property
     def linear_conv_dim(self) -> int:
         """Channels of a linear layer's short convolution: its q, k (linear_k_heads x k_dim each) and
-        v (linear_v_heads x v_dim)."""
+        v (linear_v_heads x v_dim); LFM2's gated short convolution (shortconv): hidden_size, one per channel of
+        B * x."""
+        if self.linear_kind == "shortconv":
+            return self.hidden_size
         return 2 * self.linear_k_heads * self.linear_k_dim + self.linear_v_heads * self.linear_v_dim
 
     def recurrent_state_bytes(self) -> int:
@@ -735,7 +767,8 @@ class ModelConfig:
         recurrent memory holds it (src/llama-memory-recurrent.cpp, f32 by default): per layer the
         convolution's last K - 1 inputs (n_embd_r = (K - 1) x conv channels) and one k_dim x v_dim
         matrix per value head (n_embd_s = k_dim x value heads x v_dim). It does not grow with the
-        context."""
+        context. LFM2's short convolution keeps the conv's window only (src/llama-hparams.cpp n_embd_r:
+        n_embd x (shortconv.l_cache - 1); n_embd_s 0): its linear_v_heads are 0."""
         if not self.linear_layers:
             return 0
         per = (self.linear_conv - 1) * self.linear_conv_dim + \
@@ -964,6 +997,13 @@ class ModelConfig:
         per-head decay (A_log) and time-step bias, the gated RMSNorm over v_dim and out_proj."""
         D, Hk, Hv = self.hidden_size, self.linear_k_heads, self.linear_v_heads
         dk, dv = self.linear_k_dim, self.linear_v_dim
+        if self.linear_kind == "shortconv":
+            # HF Lfm2ShortConv / Lfm2MoeShortConv (transformers 5.25): in_proj (hidden -> B, C, x), the depthwise
+            # conv (Conv1d groups = hidden: [hidden, 1, conv_L_cache]), out_proj; each with a bias where conv_bias
+            t = {"in_proj.weight": (3 * D, D), "conv1d.weight": (D, 1, self.linear_conv), "out_proj.weight": (D, D)}
+            if self.linear_conv_bias:
+                t.update({"in_proj.bias": (3 * D,), "conv1d.bias": (D,), "out_proj.bias": (D,)})
+            return t
         t: dict[str, tuple] = {"dt_bias": (Hv,), "A_log": (Hv,), "conv1d.weight": (self.linear_conv_dim, 1, self.linear_conv)}
         if self.linear_kind == "kda":
             # HF KimiLinearDeltaAttention (transformers 5.25): q / k / v projections, one short convolution over
@@ -1057,7 +1097,8 @@ class ModelConfig:
 def _family_label(cfg: ModelConfig) -> str:
     attn = "MLA" if cfg.attention == "mla" else "GQA"
     if cfg.linear_layers:       # a hybrid: linear attention beside the softmax layers
-        attn += {"mamba2": " + Mamba-2", "kda": " + Kimi Delta"}.get(cfg.linear_kind, " + DeltaNet")
+        attn += {"mamba2": " + Mamba-2", "kda": " + Kimi Delta", "shortconv": " + short conv"}.get(cfg.linear_kind,
+                                                                                             " + DeltaNet")
         if cfg.parallel_mixers:     # (Falcon-H1: both in every layer, side by side)
             attn += " in parallel"
     if cfg.index_topk:          # DeepSeek Sparse Attention
@@ -1550,6 +1591,57 @@ def _falcon_h1_fields(r: _Reader, L: int, D: int) -> dict:
                 linear_conv_bias=r.bool("mamba_conv_bias"), linear_norm=r.bool("mamba_rms_norm"))
 
 
+def _lfm2_aliases(hf: dict, mt: str) -> dict:
+    """An LFM2 config as HF's Lfm2Config / Lfm2MoeConfig read it (their __post_init__): the released configs'
+    `tie_embedding` overrides tie_word_embeddings, and (LFM2 only) `block_ff_dim` overrides intermediate_size."""
+    hf = dict(hf)
+    if "tie_embedding" in hf:
+        hf["tie_word_embeddings"] = hf["tie_embedding"]
+    if mt == "lfm2" and "block_ff_dim" in hf:
+        hf["intermediate_size"] = hf["block_ff_dim"]
+    return hf
+
+
+def _shortconv_fields(r: _Reader, L: int) -> dict:
+    """LFM2's layers (HF Lfm2Config / Lfm2MoeConfig, transformers 5.25): `layer_types` ("conv" / "full_attention"
+    per layer; LFM2 without it: "full_attention" on the layers of `full_attn_idxs`, every layer where that is absent
+    too, as Lfm2Config.__post_init__ builds it; LFM2-MoE requires it), at least one attention layer; the gated
+    short convolution's conv_L_cache taps (at least 2: llama.cpp's lfm2 graph asserts shortconv.l_cache > 1, its
+    state is the last conv_L_cache - 1 inputs) and conv_bias (in_proj, conv and out_proj biased)."""
+    lt = r.hf.get("layer_types")
+    if lt is None and r.mt == "lfm2":
+        idx = r.hf.get("full_attn_idxs")
+        if idx is None:
+            idx = list(range(L))
+        if not isinstance(idx, list) or any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < L
+                                            for i in idx):
+            raise ValueError(f"config field `full_attn_idxs` must list layer indices in [0, {L}), got {idx!r}")
+        lt = ["full_attention" if i in idx else "conv" for i in range(L)]
+    if not isinstance(lt, list) or len(lt) != L or any(t not in ("conv", "full_attention") for t in lt):
+        raise ValueError(f"config field `layer_types` must list 'conv' or 'full_attention' for each of {L} layers, "
+                         f"got {lt!r}")
+    conv = tuple(i for i, t in enumerate(lt) if t == "conv")
+    if len(conv) == L:
+        raise ValueError(f"config field `layer_types` makes all {L} layers short convolutions: glmbench prices a "
+                         f"hybrid with at least one full_attention layer")
+    return dict(linear_kind="shortconv", linear_layers=conv, linear_conv=r.int("conv_L_cache", minimum=2),
+                linear_conv_bias=r.bool("conv_bias"))
+
+
+def _lfm2_ff_dim(r: _Reader, F: int) -> int:
+    """The width of LFM2's SwiGLU MLP (HF Lfm2MLP, conversion/lfm2.py _add_feed_forward_length): with
+    block_auto_adjust_ff_dim, int(2 F / 3), times block_ffn_dim_multiplier (when not null) and rounded up to a
+    multiple of block_multiple_of; else intermediate_size as it is."""
+    if not r.bool("block_auto_adjust_ff_dim"):
+        return F
+    F = int(2 * F / 3)
+    if r.raw("block_ffn_dim_multiplier") is not None:
+        mult, m = r.float("block_ffn_dim_multiplier"), r.int("block_multiple_of")
+        F = int(mult * F)
+        F = m * ((F + m - 1) // m)
+    return F
+
+
 def _indexer_types(r: _Reader, L: int) -> list:
     """Each layer's DSA indexer ("full" or "shared"): the config's `indexer_types`, else as HF's GlmMoeDsaConfig
     derives it (index_topk_pattern "FSS..."; else full where max(i - index_skip_topk_offset + 1, 0) is a multiple
@@ -1722,6 +1814,8 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
     if mt not in FAMILIES:
         raise ValueError(f"config field `model_type` = {mt!r} is not a supported family; "
                          f"supported: {', '.join(FAMILIES)}")
+    if mt in SHORTCONV_FAMILIES:
+        hf = _lfm2_aliases(hf, mt)
     r = _Reader(hf, mt)
     attention = FAMILIES[mt]
     # Nemotron-H: the layers are its pattern's blocks (transformers 5 ignores num_hidden_layers)
@@ -1730,7 +1824,8 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
     V = r.int("vocab_size")
     H = r.int("num_attention_heads")
     eps = r.float("layer_norm_eps" if mt in LAYERNORM_FAMILIES else
-                  "layer_norm_epsilon" if mt == "nemotron_h" else "rms_norm_eps")
+                  "layer_norm_epsilon" if mt == "nemotron_h" else "norm_eps" if mt in SHORTCONV_FAMILIES else
+                  "rms_norm_eps")
     tie = r.bool("tie_word_embeddings")
     theta, scaling = _rope(r)
     # the MLP's activation only changes numerics: predictions take any (Model runs silu only)
@@ -1803,6 +1898,8 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
             bias = r.bool("qkv_bias")  # Qwen2MoeAttention: q/k/v bias = qkv_bias, o_proj none
         elif mt == "ernie4_5_moe":
             bias = r.bool("use_bias")  # Ernie4_5_MoeAttention: every projection, o_proj too
+        elif mt in SHORTCONV_FAMILIES:
+            bias = False             # Lfm2Attention: no bias on any projection
         else:
             bias = r.bool("attention_bias", required=False)
         out_bias = r.bool("attention_out_bias") if mt == "seed_oss" else \
@@ -1863,7 +1960,10 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
         # (Llama 4's q / k norm is a weightless L2 norm: nothing to store, numerics only)
         if mt in LINEAR_FAMILIES:
             kw.update(_linear_fields(r, L), attn_output_gate=True, linear_kind="gdn")
+        elif mt in SHORTCONV_FAMILIES:     # (Lfm2Attention: q_layernorm / k_layernorm per head)
+            kw.update(_shortconv_fields(r, L))
         qk_norm = mt in ("qwen3", "qwen3_moe", "gemma3_text", "minimax_m2", "gemma4_text") or mt in LINEAR_FAMILIES or \
+            mt in SHORTCONV_FAMILIES or \
             (mt in ("glm4_moe", "cohere") and r.bool("use_qk_norm"))
         kw.update(n_kv_heads=n_kv, head_dim=hd, attention_bias=bool(bias), attention_out_bias=out_bias,
                   # Command-R+'s q / k LayerNorms hold a weight per head (heads x head_dim)
@@ -1881,7 +1981,24 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
 
     # ---- MLP / MoE
     F = r.int("intermediate_size", required=False) or 0
-    if mt in KDA_FAMILIES:
+    if mt == "lfm2":
+        F = _lfm2_ff_dim(r, F)
+    if mt == "lfm2_moe":
+        # Lfm2MoeSparseMoeBlock on the layers from num_dense_layers on (the first ones a dense Lfm2MoeMLP of
+        # intermediate_size, not adjusted): num_experts experts of moe_intermediate_size, sigmoid scores, the top-k
+        # chosen with expert_bias (use_expert_bias; a buffer the checkpoint stores), renormalised where
+        # norm_topk_prob, times routed_scaling_factor; no shared expert
+        E, k = r.int("num_experts"), r.int("num_experts_per_tok")
+        nd = r.int("num_dense_layers", minimum=0)
+        moe_layers = tuple(range(min(nd, L), L))
+        n_group, topk_group = 1, 1
+        kw.update(n_routed_experts=E, n_experts_per_tok=k, n_shared_experts=0,
+                  moe_intermediate_size=r.int("moe_intermediate_size"), shared_expert_intermediate_size=0,
+                  first_k_dense_replace=moe_layers[0] if moe_layers else L, router_scoring="sigmoid",
+                  router_bias=r.bool("use_expert_bias"), n_group=1, topk_group=1,
+                  norm_topk_prob=r.bool("norm_topk_prob"), routed_scaling_factor=r.float("routed_scaling_factor"),
+                  topk_method="", moe_layers=moe_layers)
+    elif mt in KDA_FAMILIES:
         # Kimi-Linear's MoE (KimiMoEGate): DeepSeek-V3's sigmoid router with e_score_correction_bias, grouped
         # top-k (num_expert_group / topk_group), renormalised (moe_renormalize), routed_scaling_factor; shared
         # experts of num_shared_experts x moe_intermediate_size; mlp_layer_types dense / sparse per layer

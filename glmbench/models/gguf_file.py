@@ -97,7 +97,7 @@ MAGIC = b"GGUF"
 ARCHITECTURES = ("deepseek2", "qwen3", "qwen3moe", "qwen2", "llama", "glm4moe", "gemma2", "gemma3", "seed_oss",
                  "gpt-oss", "phi3", "glm4", "llama4", "minimax-m2", "ernie4_5-moe", "qwen2moe", "qwen3next", "qwen35",
                  "qwen35moe", "command-r", "cohere2", "nemotron_h", "nemotron_h_moe", "granitehybrid", "gemma4", "mistral3",
-                 "falcon-h1", "glm-dsa", "deepseek32")
+                 "falcon-h1", "glm-dsa", "deepseek32", "lfm2", "lfm2moe")
 # llama.cpp's DeepSeek Sparse Attention architectures (GLM-5: glm-dsa, conversion/glm.py GlmMoeDsaModel; DeepSeek-V3.2:
 # deepseek32, conversion/deepseek.py DeepseekV32Model; both on DeepseekV2Model's MLA keys) -> HF model_type
 DSA_ARCHITECTURES = {"glm-dsa": "glm_moe_dsa", "deepseek32": "deepseek_v32"}
@@ -112,6 +112,8 @@ HYBRID_ARCHITECTURES = {"qwen3next": "qwen3_next", "qwen35": "qwen3_5_text", "qw
 MAMBA_ARCHITECTURES = {"nemotron_h": "nemotron_h", "nemotron_h_moe": "nemotron_h", "granitehybrid": "granitemoehybrid"}
 # llama.cpp's parallel hybrid (attention and Mamba-2 side by side in every layer) -> HF model_type (Falcon-H1)
 PARALLEL_ARCHITECTURES = {"falcon-h1": "falcon_h1"}
+# llama.cpp's LFM2 architectures (gated short convolution + GQA hybrids) -> HF model_type
+SHORTCONV_ARCHITECTURES = {"lfm2": "lfm2", "lfm2moe": "lfm2_moe"}
 # llama.cpp's Cohere architectures -> HF model_type (Command-R v01 / 08-2024 / R+; Command-R7B, Command-A)
 COHERE_ARCHITECTURES = {"command-r": "cohere", "cohere2": "cohere2"}
 # llama.cpp's cohere2 (src/models/cohere2.cpp, load_swa_pattern(ml, 4)): three of every four layers windowed
@@ -454,7 +456,7 @@ def hf_config(g: GGUFFile) -> dict:
     qwen3next -> qwen3_next, qwen35 -> qwen3_5_text, qwen35moe -> qwen3_5_moe_text (_hybrid); the Cohere
     architectures command-r -> cohere, cohere2 -> cohere2 (_cohere); the Mamba-2 hybrids nemotron_h /
     nemotron_h_moe -> nemotron_h, granitehybrid -> granitemoehybrid (_mamba); gemma4 -> gemma4_text (_gemma4);
-    falcon-h1 -> falcon_h1 (_falcon_h1)."""
+    falcon-h1 -> falcon_h1 (_falcon_h1); lfm2 -> lfm2, lfm2moe -> lfm2_moe (_lfm2)."""
     arch = g.architecture
     if not arch:
         raise GGUFError(f"{g.path}: metadata 'general.architecture' is missing")
@@ -508,6 +510,8 @@ def hf_config(g: GGUFFile) -> dict:
         return _mamba(g, m, hf, L, blocks)
     if arch == "gemma4":   # (per-layer head_count_kv / feed_forward_length arrays: read there)
         return _gemma4(g, m, hf, L)
+    if arch in SHORTCONV_ARCHITECTURES:   # (per-layer head_count_kv, 0 on the conv layers: read there)
+        return _lfm2(g, m, hf, L, blocks)
     F = m("feed_forward_length", 0)
     if F:
         hf["intermediate_size"] = F
@@ -922,6 +926,59 @@ def _cohere(g: GGUFFile, m: _Meta, hf: dict, L: int) -> dict:
         if pat:
             hf["sliding_window_pattern"] = pat
     hf["layer_types"] = ["sliding_attention" if w else "full_attention" for w in windowed]
+    return hf
+
+
+def _lfm2(g: GGUFFile, m: _Meta, hf: dict, L: int, blocks: int) -> dict:
+    """hf_config's rest for llama.cpp's LFM2 architectures (lfm2 -> lfm2, lfm2moe -> lfm2_moe), as it loads them
+    (src/models/lfm2.cpp, lfm2moe.cpp: load_arch_hparams / load_arch_tensors) from what the converter writes
+    (conversion/lfm2.py LFM2Model, LFM2MoeModel):
+      * each layer's kind from the per-layer array attention.head_count_kv: 0 on the short-convolution layers
+        (llama.cpp's is_recr), the attention layers' KV heads elsewhere (all alike) -> HF's layer_types;
+      * shortconv.l_cache (conv_L_cache) and attention.layer_norm_rms_epsilon (norm_eps) required, as llama.cpp's
+        get_key requires them; the conv's biases by the tensors the file holds (shortconv.in_proj.bias: conv_bias);
+      * lfm2: feed_forward_length is the MLP's width the converter computed from block_ff_dim and the
+        block_auto_adjust_ff_dim rule: read back as intermediate_size with the adjustment off;
+      * lfm2moe: expert_count, expert_used_count, expert_feed_forward_length, expert_gating_func (2: sigmoid)
+        required; leading_dense_block_count (num_dense_layers; llama.cpp's default 0), feed_forward_length (the
+        dense layers' width, required where there are any), the expert bias by the exp_probs_b tensors
+        (use_expert_bias), the top-k weights always renormalised (llama.cpp's build_moe_ffn, norm_w true), scaled
+        by expert_weights_scale (1 when absent)."""
+    arch, ts, p = g.architecture, g.tensors, g.path
+    kv = _layer_ints(g, "attention.head_count_kv", blocks)[:L]
+    att = sorted({n for n in kv if n})
+    if not att:
+        raise GGUFError(f"{p}: metadata '{arch}.attention.head_count_kv' is 0 on every layer: an {arch} file has at "
+                        f"least one attention layer")
+    if len(att) > 1:
+        raise GGUFError(f"{p}: metadata '{arch}.attention.head_count_kv' gives the attention layers different KV "
+                        f"heads ({kv}); not supported")
+    H, D = hf["num_attention_heads"], hf["hidden_size"]
+    hd = _gqa_head_dim(g, m, H, D, att[0])
+    types = ["conv" if n == 0 else "full_attention" for n in kv]
+    conv = [i for i, t in enumerate(types) if t == "conv"]
+    hf.update(num_key_value_heads=att[0], head_dim=hd, layer_types=types,
+              conv_L_cache=m("shortconv.l_cache", required=True, minimum=1),
+              norm_eps=m("attention.layer_norm_rms_epsilon", required=True, kind=float),
+              conv_bias=bool(conv) and f"blk.{conv[0]}.shortconv.in_proj.bias" in ts)
+    if arch == "lfm2":
+        hf.update(model_type="lfm2", intermediate_size=m("feed_forward_length", required=True, minimum=1),
+                  block_auto_adjust_ff_dim=False)
+        return hf
+    gating = m("expert_gating_func", required=True)
+    if gating != 2:
+        raise GGUFError(f"{p}: metadata '{arch}.expert_gating_func' = {gating} is not 2 (sigmoid): LFM2-MoE routes "
+                        f"with sigmoid scores")
+    nd = m("leading_dense_block_count", 0, minimum=0)
+    moe = [i for i in range(min(nd, L), L)]
+    hf.update(model_type="lfm2_moe", num_dense_layers=nd, num_experts=m("expert_count", required=True, minimum=1),
+              num_experts_per_tok=m("expert_used_count", required=True, minimum=1),
+              moe_intermediate_size=m("expert_feed_forward_length", required=True, minimum=1),
+              use_expert_bias=bool(moe) and f"blk.{moe[0]}.exp_probs_b.bias" in ts, norm_topk_prob=True,
+              routed_scaling_factor=m("expert_weights_scale", 1.0, kind=float) or 1.0)
+    F = m("feed_forward_length", required=bool(nd), minimum=1)   # (the converter writes it, dense layers or not)
+    if F:
+        hf["intermediate_size"] = F
     return hf
 
 
@@ -1360,6 +1417,34 @@ _GEMMA4_LAYER_NAMES = {
     "mlp.experts.down_proj": "ffn_down_exps"}
 
 
+# LFM2's GGUF names (llama.cpp's src/llama-arch.cpp, LLM_ARCH_LFM2 / LFM2MOE; conversion/lfm2.py) of glmbench's tensor
+# names (ModelConfig.tensor_shapes: HF's operator_norm / ffn_norm as input_layernorm / post_attention_layernorm, conv
+# as linear_attn, out_proj as o_proj, q/k_layernorm as q/k_norm, feed_forward as mlp, expert_bias as the router's
+# e_score_correction_bias): the final norm (HF's embedding_norm) is token_embd_norm (LLM_TENSOR_OUTPUT_NORM_LFM2)
+_LFM2_MODEL_NAMES = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "token_embd_norm.weight",
+                     "lm_head.weight": "output.weight"}
+_LFM2_LAYER_NAMES = {
+    "input_layernorm.weight": "attn_norm.weight", "post_attention_layernorm.weight": "ffn_norm.weight",
+    "self_attn.q_proj.weight": "attn_q.weight", "self_attn.k_proj.weight": "attn_k.weight",
+    "self_attn.v_proj.weight": "attn_v.weight", "self_attn.o_proj.weight": "attn_output.weight",
+    "self_attn.q_norm.weight": "attn_q_norm.weight", "self_attn.k_norm.weight": "attn_k_norm.weight",
+    "linear_attn.in_proj.weight": "shortconv.in_proj.weight", "linear_attn.in_proj.bias": "shortconv.in_proj.bias",
+    "linear_attn.conv1d.weight": "shortconv.conv.weight", "linear_attn.conv1d.bias": "shortconv.conv.bias",
+    "linear_attn.out_proj.weight": "shortconv.out_proj.weight", "linear_attn.out_proj.bias": "shortconv.out_proj.bias",
+    "mlp.gate_proj.weight": "ffn_gate.weight", "mlp.up_proj.weight": "ffn_up.weight",
+    "mlp.down_proj.weight": "ffn_down.weight", "mlp.gate.weight": "ffn_gate_inp.weight",
+    "mlp.gate.e_score_correction_bias": "exp_probs_b.bias", "mlp.experts.gate_proj": "ffn_gate_exps.weight",
+    "mlp.experts.up_proj": "ffn_up_exps.weight", "mlp.experts.down_proj": "ffn_down_exps.weight"}
+
+
+def _lfm2_name(hf_name: str) -> str | None:
+    if hf_name in _LFM2_MODEL_NAMES:
+        return _LFM2_MODEL_NAMES[hf_name]
+    m = re.match(r"^model\.layers\.(\d+)\.(.+)$", hf_name)
+    g = _LFM2_LAYER_NAMES.get(m.group(2)) if m else None
+    return None if g is None else f"blk.{m.group(1)}.{g}"
+
+
 def _gemma4_name(hf_name: str) -> str | None:
     if hf_name in _GEMMA4_MODEL_NAMES:
         return _GEMMA4_MODEL_NAMES[hf_name]
@@ -1376,6 +1461,8 @@ def gguf_name(hf_name: str, arch: str, n_blocks: int, _maps={}) -> str | None:
     None when it has none."""
     if arch == "gemma4":
         return _gemma4_name(hf_name)
+    if arch in SHORTCONV_ARCHITECTURES:
+        return _lfm2_name(hf_name)
     if arch == "falcon-h1" and hf_name.endswith(".post_attention_layernorm.weight"):
         # the MLP's norm: llama.cpp's falcon-h1 loader names it without `.weight` (tn(LLM_TENSOR_FFN_NORM, i)), and
         # the converter writes it so (HF's pre_ff_layernorm.weight, a source name of gguf's TensorNameMap)

@@ -1113,6 +1113,8 @@ def _linear_ops(setup: Setup, T: int, work: _Works, share: float) -> list:
         return _mamba2_ops(setup, T, work, share)
     if cfg.linear_kind == "kda":
         return _kda_ops(setup, T, work, share)
+    if cfg.linear_kind == "shortconv":
+        return _shortconv_ops(setup, T, work, share)
     D, Hk, Hv = cfg.hidden_size, cfg.linear_k_heads, cfg.linear_v_heads
     dk, dv, K, C = cfg.linear_k_dim, cfg.linear_v_dim, cfg.linear_conv, cfg.linear_conv_dim
     wb = _layer_weight_bytes(cfg, setup.weights)["linear"]
@@ -1137,6 +1139,31 @@ def _linear_ops(setup: Setup, T: int, work: _Works, share: float) -> list:
     # GDN_CHUNK tokens in parallel within, the state carried from chunk to chunk)
     ops[3].chain = _chain(setup, T, S, GDN_CHUNK)
     return ops
+
+
+def _shortconv_ops(setup: Setup, T: int, work: _Works, share: float) -> list:
+    """One LFM2 gated short-convolution layer (HF Lfm2ShortConv) for T tokens of work.streams streams, `share` of
+    its channels on this card. As llama.cpp builds it (src/models/lfm2.cpp build_shortconv_block): in_proj (hidden
+    -> B, C, x in one matrix), the gate B * x, the stream's last K - 1 inputs (the conv state, f32: n_embd_r =
+    hidden x (K - 1)) read and prepended (concat), the new last K - 1 written back, the depthwise causal conv of K
+    taps (ssm_conv), the gate C * conv, out_proj. No recurrence: every token's output depends only on the K - 1
+    inputs before it, so a prompt's tokens run in parallel (no chain), and the cost is flat in the context (the
+    state is K - 1 rows whatever the depth)."""
+    cfg = setup.model
+    D, K = cfg.hidden_size, cfg.linear_conv
+    wb = _layer_weight_bytes(cfg, setup.weights)["linear"]
+    S = work.streams
+    C = D * share
+    conv_state = 4 * (K - 1) * C                     # f32 conv window of one stream, this card's channels
+    return [_matmul("lin.in_proj", T, 3 * D, D, wb["in_proj.weight"] + wb.get("in_proj.bias", 0), setup, share),
+            # B * x, then C * (the conv's output): two elementwise products, each two reads and a write
+            _Op("lin.gates", "vector", "fp32", 0.0, 2 * T * C, 6 * ACT_BYTES * T * C, 2),
+            # the state prepended (concat: read it and the tokens, write both), the last K - 1 copied back to the
+            # state, the K-tap conv (a multiply-add per tap) with its bias
+            _Op("lin.conv", "vector", "fp32", 0.0, (2 * K + 1) * T * C,
+                4 * ACT_BYTES * T * C + (wb.get("conv1d.weight", 0) + wb.get("conv1d.bias", 0)) * share
+                + 3 * S * conv_state, 3),
+            _matmul("lin.out_proj", T, D, D, wb["out_proj.weight"] + wb.get("out_proj.bias", 0), setup, share)]
 
 
 def _chain(setup: Setup, T: int, streams: int, chunk: int) -> int:

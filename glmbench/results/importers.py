@@ -407,7 +407,9 @@ _HF_TO_ARCH = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2"
                "granitemoehybrid": "granitehybrid", "kimi_linear": "kimi-linear", "gemma4_text": "gemma4",
                "gemma4": "gemma4", "ministral3": "mistral3", "falcon_h1": "falcon-h1",
                # DeepSeek Sparse Attention (conversion/glm.py GlmMoeDsaModel, conversion/deepseek.py DeepseekV32Model)
-               "glm_moe_dsa": "glm-dsa", "deepseek_v32": "deepseek32"}
+               "glm_moe_dsa": "glm-dsa", "deepseek_v32": "deepseek32",
+               # LFM2's gated short-convolution hybrids (conversion/lfm2.py LFM2Model, LFM2MoeModel; src/llama-arch.cpp)
+               "lfm2": "lfm2", "lfm2_moe": "lfm2moe"}
 # model_types whose MoE models llama.cpp names apart: the converter writes a Nemotron-H config with experts
 # (num_experts_per_tok: Nemotron 3 Nano) as nemotron_h_moe, the dense ones (Nemotron-H 8B, Nemotron-Nano-9B-v2)
 # as nemotron_h (conversion/nemotron.py NemotronHModel)
