@@ -52,6 +52,13 @@ Conventions of llama.cpp's converter (convert_hf_to_gguf.py) that are undone whe
     into the weights by the converter (no key); the MLP's norm is stored as `blk.N.ffn_norm` without `.weight`
     (llama.cpp's loader names it so); the Mamba tensors as the other hybrids' (ssm_a, ssm_d, the conv [C, K], the
     norm [groups, d_inner / groups]);
+  * LFM2 (`lfm2`, `lfm2moe`; conversion/lfm2.py LFM2Model, LFM2MoeModel, src/models/lfm2.cpp, lfm2moe.cpp) tells each
+    layer's kind by the per-layer array attention.head_count_kv (0: a gated short convolution, llama.cpp's recurrent
+    layer; else attention), read back as HF's layer_types (_lfm2); the conv's taps as shortconv.l_cache, the MLP's
+    width as feed_forward_length already adjusted (block_auto_adjust_ff_dim read back off), LFM2-MoE's dense layers
+    as leading_dense_block_count; the conv squeezed to [D, K] as blk.N.shortconv.conv, in_proj / out_proj as
+    blk.N.shortconv.in_proj / out_proj, the final norm (HF's embedding_norm) as token_embd_norm, expert_bias as
+    exp_probs_b.bias (_LFM2_LAYER_NAMES);
   * the DeepSeek Sparse Attention architectures (`glm-dsa`, `deepseek32`) write DeepseekV2Model's MLA and MoE keys
     plus attention.indexer.head_count / key_length / top_k and (GLM, where the config lists them) the bool array
     attention.indexer.types (true: a full indexer; false: a "shared" layer reusing the previous full layer's top-k,
