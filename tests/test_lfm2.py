@@ -400,3 +400,20 @@ def test_gguf_config_keeps_the_adjusted_width(tmp_path):
     assert hf["model_type"] == "lfm2" and hf["intermediate_size"] == 240 and not hf["block_auto_adjust_ff_dim"]
     assert hf["layer_types"] == _TYPES and hf["conv_L_cache"] == 3 and not hf["conv_bias"]
     assert dataclasses.replace(configs.from_hf(hf), name="x").intermediate_size == 240
+
+
+def test_sliding_window_from_the_file(tmp_path):
+    """llama.cpp's lfm2 windows every attention layer where the file states attention.sliding_window
+    (src/models/lfm2.cpp): read back as `sliding_window` on the attention layers, the cache per stream bounded by
+    it (the conv state as before)."""
+    p = str(tmp_path / "swa.gguf")
+    full = _write(p, _hf("lfm2").to_dict(), meta_over={"attention.sliding_window": 64})
+    cfg = _load(p)
+    assert (cfg.sliding_window, cfg.windowed_layers) == (64, (1, 4)) and not full.sliding_window
+    assert cfg.recurrent_state_bytes() == full.recurrent_state_bytes()
+    assert cfg.linear_layers == full.linear_layers and cfg.total_params() == full.total_params()
+    s, sf = (cm.Setup(c, "rtx-3090", runtime="llama.cpp") for c in (cfg, full))
+    assert cm.memory(s, 32768).cards[0].kv < cm.memory(sf, 32768).cards[0].kv
+    # a config.json stating one: the same (HF's Lfm2Config has no such field; without it every layer attends in full)
+    hf = configs.from_hf(dict(_hf("lfm2").to_dict(), sliding_window=64))
+    assert (hf.sliding_window, hf.windowed_layers) == (64, (1, 4))

@@ -1962,6 +1962,12 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
             kw.update(_linear_fields(r, L), attn_output_gate=True, linear_kind="gdn")
         elif mt in SHORTCONV_FAMILIES:     # (Lfm2Attention: q_layernorm / k_layernorm per head)
             kw.update(_shortconv_fields(r, L))
+            # llama.cpp's lfm2 windows every attention layer where its file states attention.sliding_window
+            # (src/models/lfm2.cpp load_arch_hparams; read back as `sliding_window` by gguf_file._lfm2); HF's
+            # Lfm2Config (transformers 5.25) has no such field: a config without it attends in full
+            sw = r.int("sliding_window", required=False, allow_none=True)
+            if sw:
+                win_layers = tuple(i for i in range(L) if i not in kw["linear_layers"])
         qk_norm = mt in ("qwen3", "qwen3_moe", "gemma3_text", "minimax_m2", "gemma4_text") or mt in LINEAR_FAMILIES or \
             mt in SHORTCONV_FAMILIES or \
             (mt in ("glm4_moe", "cohere") and r.bool("use_qk_norm"))

@@ -950,7 +950,9 @@ def _lfm2(g: GGUFFile, m: _Meta, hf: dict, L: int, blocks: int) -> dict:
         required; leading_dense_block_count (num_dense_layers; llama.cpp's default 0), feed_forward_length (the
         dense layers' width, required where there are any), the expert bias by the exp_probs_b tensors
         (use_expert_bias), the top-k weights always renormalised (llama.cpp's build_moe_ffn, norm_w true), scaled
-        by expert_weights_scale (1 when absent)."""
+        by expert_weights_scale (1 when absent);
+      * attention.sliding_window (optional; > 0: llama.cpp's lfm2 loader windows every attention layer) as
+        `sliding_window`."""
     arch, ts, p = g.architecture, g.tensors, g.path
     kv = _layer_ints(g, "attention.head_count_kv", blocks)[:L]
     att = sorted({n for n in kv if n})
@@ -968,6 +970,9 @@ def _lfm2(g: GGUFFile, m: _Meta, hf: dict, L: int, blocks: int) -> dict:
               conv_L_cache=m("shortconv.l_cache", required=True, minimum=1),
               norm_eps=m("attention.layer_norm_rms_epsilon", required=True, kind=float),
               conv_bias=bool(conv) and f"blk.{conv[0]}.shortconv.in_proj.bias" in ts)
+    sw = m("attention.sliding_window", 0, minimum=0)
+    if sw:   # (the loader windows every attention layer then: LLAMA_SWA_TYPE_STANDARD)
+        hf["sliding_window"] = sw
     if arch == "lfm2":
         hf.update(model_type="lfm2", intermediate_size=m("feed_forward_length", required=True, minimum=1),
                   block_auto_adjust_ff_dim=False)
