@@ -574,6 +574,15 @@ def _hf_tiny(family):
         hc = transformers.FalconH1Config(**small, head_dim=8, intermediate_size=48, mamba_d_ssm=32, mamba_n_heads=4,
                                          mamba_n_groups=2, mamba_d_state=8, mamba_rms_norm=True)
         M = transformers.FalconH1ForCausalLM
+    elif family in ("lfm2", "lfm2_moe"):   # gated short convolutions beside GQA (layer_types)
+        lt = ["conv", "full_attention", "conv", "conv", "full_attention", "conv", "conv", "full_attention"]
+        if family == "lfm2":
+            hc = transformers.Lfm2Config(**small, intermediate_size=48, layer_types=lt, block_multiple_of=16)
+            M = transformers.Lfm2ForCausalLM
+        else:
+            hc = transformers.Lfm2MoeConfig(**small, intermediate_size=48, moe_intermediate_size=16, num_experts=4,
+                                            num_experts_per_tok=2, num_dense_layers=1, layer_types=lt)
+            M = transformers.Lfm2MoeForCausalLM
     elif family in ("glm_moe_dsa", "deepseek_v32"):   # MLA + MoE + the lightning indexer (DSA)
         dsa = dict(**{**small, "num_key_value_heads": 4}, q_lora_rank=24, kv_lora_rank=16, qk_rope_head_dim=8,
                    qk_nope_head_dim=8, v_head_dim=8, intermediate_size=48, moe_intermediate_size=16, n_routed_experts=4,
@@ -602,7 +611,8 @@ def test_priced_families_match_hf_parameter_counts(family):
     d, m = _hf_tiny(family)
     c = configs.from_hf(d)
     n = sum(p.numel() for p in m.parameters())
-    n += sum(b.numel() for k, b in m.named_buffers() if k.endswith("e_score_correction_bias"))
+    # the routers' correction biases, buffers HF's checkpoints store (DeepSeek's, LFM2-MoE's expert_bias)
+    n += sum(b.numel() for k, b in m.named_buffers() if k.endswith(("e_score_correction_bias", "expert_bias")))
     assert c.total_params() == n
     # every HF parameter tensor has its count in ours (names differ: fused gate_up, stacked experts)
     # (Gemma 4's layer_scalar, a buffer HF's checkpoint stores, is a tensor of ours)
@@ -619,7 +629,8 @@ def test_priced_families_match_hf_parameter_counts(family):
                   "qwen3_next": (0, 1, 3, 4, 5, 6, 7), "qwen3_5_text": (), "qwen3_5_moe_text": tuple(range(8)),
                   "cohere": (), "cohere2": (), "kimi_linear": tuple(range(1, 8)),
                   "gemma4_text": tuple(range(8)), "ministral3": (), "falcon_h1": (),
-                  "glm_moe_dsa": tuple(range(1, 8)), "deepseek_v32": tuple(range(1, 8))}[family]
+                  "glm_moe_dsa": tuple(range(1, 8)), "deepseek_v32": tuple(range(1, 8)),
+                  "lfm2": (), "lfm2_moe": tuple(range(1, 8))}[family]
     assert c.moe_layers == expect_moe
     if family in configs.LINEAR_FAMILIES:   # the layer_types' linear layers; the others cache
         assert c.linear_layers == (0, 2, 3, 5, 6) and c.attention_layers == (1, 4, 7) and c.attn_output_gate

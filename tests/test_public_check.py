@@ -716,10 +716,11 @@ def test_a_model_or_card_the_paste_states_but_glmbench_has_none_of(tmp_path):
     # the skip line says what the paste states and that glmbench has no config / profile of it (not "stated neither")
     d = str(tmp_path)
     cuda = "ggml_cuda_init: found 1 CUDA devices:\n  Device 0: NVIDIA GeForce RTX 5090, compute capability 12.0, VMM: yes\n"
-    # (LFM2: gated short convolutions beside a few attention layers, a family glmbench does not price; llama.cpp's
-    # lfm2 labels LFM2-1.2B by its 8192-wide MLP as 1.2B, src/models/lfm2.cpp)
+    # (LFM2: priced since session 48, but no built-in is one, so a paste without a config beside it names no model;
+    # llama.cpp's lfm2 labels LFM2-1.2B by its 8192-wide MLP as 1.2B, src/models/lfm2.cpp; with a config beside
+    # it: tests/test_gguf_lfm2.py)
     from glmbench.models import configs
-    assert "lfm2" not in configs.FAMILIES
+    assert "lfm2" in configs.FAMILIES and not any(n.startswith("lfm2") for n in configs.builtin_names())
     _write(d, "lfm2.md", cuda + LBH + _lbr("lfm2 1.2B Q4_K - Medium", "tg128", "98.60 ± 0.40", "0.68 GiB", "1.17 B"),
            "URL: https://example.org/lfm2\nModel: LiquidAI/LFM2-1.2B Q4_K_M\n")
     with pytest.raises(pr.Skip, match=r"^lfm2\.md:5: model 'lfm2 1\.2B Q4_K - Medium' \(1\.17 B params\) is no "
