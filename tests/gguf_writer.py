@@ -221,3 +221,21 @@ def config_diff(a, b) -> dict:
     """The compared ModelConfig fields where a and b differ (name and file_weights aside): {field: (a's, b's)}."""
     return {f.name: (getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a)
             if f.compare and f.name not in ("name", "file_weights") and getattr(a, f.name) != getattr(b, f.name)}
+
+
+def sweep_file(path, tmp) -> list:
+    """`glmbench sweep --model FILE --cards 1 --tests tg,pp,mem` run as a user runs it (a subprocess, the
+    checkout on PYTHONPATH): its records, after an assertion that it exited 0."""
+    import json
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = os.path.join(tmp, "sweep.json")
+    r = subprocess.run([sys.executable, "-m", "glmbench", "sweep", "--model", path, "-q", "--cards", "1",
+                        "--tests", "tg,pp,mem", "--out", out], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=root))
+    assert r.returncode == 0, r.stderr
+    with open(out) as f:
+        recs = json.load(f)
+    return recs if isinstance(recs, list) else recs["records"]

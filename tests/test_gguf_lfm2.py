@@ -6,7 +6,6 @@ converter-free, the config and the cost model: tests/test_lfm2.py."""
 import functools
 import json
 import os
-import subprocess
 import sys
 import warnings
 
@@ -106,15 +105,8 @@ def test_converted_file_priced_end_to_end(tmp):
         m = cm.memory(s, 1024).cards[0]
         assert m.kv == 1024 * cfg.kv_bytes_per_token("f16") + cfg.recurrent_state_bytes()
         assert cm.decode(s, 4096).seconds > 0 and cm.prefill(s, 512, 0).seconds > 0
-    out = os.path.join(tmp, "sweep.json")
     path = _converted("lfm2_moe", tmp)[1]["q8_0"]
-    r = subprocess.run([sys.executable, "-m", "glmbench", "sweep", "--model", path, "-q", "--cards", "1",
-                        "--tests", "tg,pp,mem", "--out", out], capture_output=True, text=True,
-                       env=dict(os.environ, PYTHONPATH=ROOT))
-    assert r.returncode == 0, r.stderr
-    with open(out) as f:
-        recs = json.load(f)
-    recs = recs if isinstance(recs, list) else recs["records"]
+    recs = gguf_writer.sweep_file(path, tmp)
     assert {x["model"] for x in recs} == {"lfm2_moe-q8_0"} and {x["weights"] for x in recs} == {"q8_0"}
     assert {x["test"] for x in recs} == {"tg", "pp", "mem"} and all(x["fits"] for x in recs)
 
