@@ -223,9 +223,10 @@ def config_diff(a, b) -> dict:
             if f.compare and f.name not in ("name", "file_weights") and getattr(a, f.name) != getattr(b, f.name)}
 
 
-def sweep_file(path, tmp) -> list:
+def sweep_file(path, tmp, model: str) -> list:
     """`glmbench sweep --model FILE --cards 1 --tests tg,pp,mem` run as a user runs it (a subprocess, the
-    checkout on PYTHONPATH): its records, after an assertion that it exited 0."""
+    checkout on PYTHONPATH): its records, after asserting that it exited 0 and that every record is of the
+    file's model `model` in its q8_0 weights, the three tests there, each fitting the card."""
     import json
     import os
     import subprocess
@@ -238,4 +239,7 @@ def sweep_file(path, tmp) -> list:
     assert r.returncode == 0, r.stderr
     with open(out) as f:
         recs = json.load(f)
-    return recs if isinstance(recs, list) else recs["records"]
+    recs = recs if isinstance(recs, list) else recs["records"]
+    assert {x["model"] for x in recs} == {model} and {x["weights"] for x in recs} == {"q8_0"}
+    assert {x["test"] for x in recs} == {"tg", "pp", "mem"} and all(x["fits"] for x in recs)
+    return recs

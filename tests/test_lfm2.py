@@ -346,24 +346,17 @@ def test_tensor_gguf_names():
     assert gguf_file.gguf_name("model.norm.weight", "lfm2", 5) == "token_embd_norm.weight"
 
 
-@pytest.mark.parametrize("key", ["shortconv.l_cache", "attention.layer_norm_rms_epsilon", "feed_forward_length",
-                                 "attention.head_count_kv"])
-def test_written_file_missing_key_is_named(tmp_path, key):
+@pytest.mark.parametrize("family,arch,key",
+                         [("lfm2", "lfm2", k) for k in ("shortconv.l_cache", "attention.layer_norm_rms_epsilon",
+                                                        "feed_forward_length", "attention.head_count_kv")]
+                         + [("lfm2_moe", "lfm2moe", k) for k in ("expert_count", "expert_used_count",
+                                                                 "expert_feed_forward_length", "expert_gating_func")])
+def test_written_file_missing_key_is_named(tmp_path, family, arch, key):
     p = str(tmp_path / "bad.gguf")
-    _write(p, _hf("lfm2").to_dict(), drop=(key,))
+    _write(p, _hf(family).to_dict(), drop=(key,))
     with pytest.raises(gguf_file.GGUFError) as e:
         configs.load(p)
-    assert p in str(e.value) and f"'lfm2.{key}' is missing" in str(e.value)
-
-
-@pytest.mark.parametrize("key", ["expert_count", "expert_used_count", "expert_feed_forward_length",
-                                 "expert_gating_func"])
-def test_written_moe_file_missing_key_is_named(tmp_path, key):
-    p = str(tmp_path / "bad.gguf")
-    _write(p, _hf("lfm2_moe").to_dict(), drop=(key,))
-    with pytest.raises(gguf_file.GGUFError) as e:
-        configs.load(p)
-    assert p in str(e.value) and f"'lfm2moe.{key}' is missing" in str(e.value)
+    assert p in str(e.value) and f"'{arch}.{key}' is missing" in str(e.value)
 
 
 def test_written_file_bad_values(tmp_path):
