@@ -337,7 +337,8 @@ def lookup_keys(path: str, fam: str | None, which: str, attention_kernel: str | 
     """The kernel-table keys that give a path's efficiency, most specific first: the path, the
     paths it falls back to (FALLBACK, and KERNEL_FALLBACK under the runtime's `attention_kernel`),
     and for a memory efficiency then its GEMV counterpart's (GEMV_OF)."""
-    fallback = {**FALLBACK, **KERNEL_FALLBACK.get(attention_kernel, {})}
+    extra = KERNEL_FALLBACK.get(attention_kernel)
+    fallback = {**FALLBACK, **extra} if extra else FALLBACK     # (no new dict per op for the other kernels)
     keys = []
     p = path
     while p:
