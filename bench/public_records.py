@@ -669,7 +669,8 @@ def _fill_from_sidecar(r: dict, side: dict) -> list:
         if not ws and _runtime_of(r) == "vllm":    # a vLLM checkpoint's name: "Qwen2.5-32B-Instruct-AWQ"
             ws = {importers.checkpoint_quant(mtext)} - {None}
         if len(ws) == 1:
-            r["weights"] = ws.pop()
+            w = ws.pop()
+            r["weights"] = w if _runtime_of(r) in SERVING else importers.gguf_quant(w)
             filled.append("weights")
     return filled
 

@@ -1133,6 +1133,32 @@ def test_the_kv_cache_type_is_not_the_weights(tmp_path):
     assert pp["weights"] == "Q4_K_M"
 
 
+def test_an_mxfp4_gguf_is_llamas_mxfp4_moe_file_type(tmp_path):
+    # llama.cpp has one MXFP4 file type, MXFP4_MOE (MXFP4 experts, Q8_0 elsewhere): a GGUF named "mxfp4" is
+    # that mix, not MXFP4 on every matrix; a vLLM checkpoint's "mxfp4" keeps the format's own name
+    assert [im.gguf_quant(w) for w in ("mxfp4", "MXFP4_MOE", "q4_K", None)] == ["MXFP4_MOE", "MXFP4_MOE", "q4_K", None]
+    sweep = ("main: n_kv_max = 8192, n_batch = 2048, n_ubatch = 512, flash_attn = 1, n_gpu_layers = 99, n_threads = 16, "
+             "n_threads_batch = 16\n\n"
+             "|    PP |     TG |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |\n"
+             "|-------|--------|--------|----------|----------|----------|----------|\n"
+             "|   512 |    128 |      0 |    0.089 |  5752.81 |    0.751 |   170.44 |\n")
+    p = write(tmp_path, "oss.md", "```\n./build/bin/llama-sweep-bench -m gpt-oss-20b-mxfp4.gguf -c 8192 -ngl 99 -fa\n```\n\n"
+              + _CUDA_4090 + "\n" + sweep)
+    pp, tg = im.read(p)
+    assert (pp["model"], pp["weights"], tg["weights"]) == ("gpt-oss-20b", "MXFP4_MOE", "MXFP4_MOE")
+    assert "MXFP4 experts, Q8_0 elsewhere" in pp["inferred"]["weights"]
+    # llama-bench json whose model_type prints no file type: the file name's, as the file type
+    row = {"build_commit": "11fb327bf", "build_number": 7941, "model_filename": "/models/gpt-oss-20b-mxfp4.gguf",
+           "model_type": "gpt-oss 20B", "model_size": 12101672960, "model_n_params": 20914757184, "n_batch": 2048,
+           "n_ubatch": 2048, "n_threads": 8, "n_gpu_layers": 99, "flash_attn": 1, "gpu_info": "NVIDIA GeForce RTX 4090",
+           "n_prompt": 0, "n_gen": 128, "n_depth": 0, "avg_ts": 220.0, "stddev_ts": 1.0}
+    (r,) = im.read(write(tmp_path, "lb.json", json.dumps([row])))
+    assert r["weights"] == "MXFP4_MOE"
+    # the file type llama-bench prints is read as it stands
+    (r,) = im.read(write(tmp_path, "lb2.json", json.dumps([dict(row, model_type="gpt-oss 20B MXFP4 MoE")])))
+    assert r["weights"] == "MXFP4_MOE"
+
+
 def test_the_words_after_a_gpu_name_that_pick_its_variant():
     # memory / form factor / "Ada" after the name pick another card of the catalog: kept with the name
     assert im.gpus_in("1x H100 80GB PCIe") == [("H100 80GB PCIe", 1)]

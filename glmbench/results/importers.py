@@ -351,6 +351,14 @@ def weights_note(name: str | None) -> str | None:
     return None
 
 
+def gguf_quant(w: str | None) -> str | None:
+    """The weights a GGUF file named with quant name `w` holds: llama.cpp has one MXFP4 file type,
+    MXFP4_MOE (include/llama.h; src/llama-quant.cpp: MXFP4 on the expert tensors, Q8_0 on the rest),
+    so a file called "mxfp4" (ggml-org's gpt-oss-20b-mxfp4.gguf) is that mix, not MXFP4 on every
+    matrix; any other name unchanged."""
+    return "MXFP4_MOE" if w == "mxfp4" else w
+
+
 def _quant_from_filename(filename: str | None) -> str | None:
     if not filename:
         return None
@@ -901,7 +909,7 @@ def _llama_bench_record(o: dict, ctx, line, meta: dict | None = None) -> dict:
     if r.get("device") and "card" not in inferred:
         inferred["card"] = f"{r['device']} x{r['n_cards']} (from gpu_info)"
     ftype = ftype_of(o.get("model_type"))
-    r["weights"] = quant_name(ftype) or _quant_from_filename(o.get("model_filename"))
+    r["weights"] = quant_name(ftype) or gguf_quant(_quant_from_filename(o.get("model_filename")))
     if r["weights"] and "weights" not in inferred:
         inferred["weights"] = (f"from the file type {ftype!r}" if quant_name(ftype) else
                                f"from the file name {_stem(o.get('model_filename'))!r}")
@@ -1963,6 +1971,8 @@ def _block_meta(b, ctx, text, text_before, fname, weights_seen):
                 found = {q for q in found if weights_note(q) is None or q in vocab.FORMAT_NOTES}
             if len(found) == 1:
                 w, whow = found.pop(), where
+                if b.kind != "serve" and gguf_quant(w) != w:      # a GGUF runtime's file: its file type
+                    w, whow = gguf_quant(w), f"{where}'s 'mxfp4': llama.cpp's one MXFP4 file type, MXFP4 experts, Q8_0 elsewhere"
                 break
         if w is None and b.kind == "serve":
             pass
@@ -2572,8 +2582,8 @@ def _read_server_json(text, ctx):
             inferred["card"] = f"{r['hardware'] or dev} x{n} (from the file name)"
         else:
             ctx.notice(line, "card: a response does not name it (a sidecar's GPU line or the file name does)")
-        w = next((q for q in map(_quant_from_filename, names) if q), None) \
-            or _quant_from_filename(os.path.basename(ctx.path))
+        w = gguf_quant(next((q for q in map(_quant_from_filename, names) if q), None)
+                       or _quant_from_filename(os.path.basename(ctx.path)))
         if w:
             r["weights"] = w
             inferred["weights"] = f"{w} (from the model name)"
