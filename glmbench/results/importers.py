@@ -32,7 +32,7 @@ a serving benchmark's concurrency); `device` and `n_cards` come from `gpu_info` 
 `split` from `split_mode` (one card: "none"; llama.cpp's row split is a tensor split); `weights`
 from the file type in `model_type` ("Q4_K - Medium") or else the file name, normalised by
 `quant_name` (glmbench's spelling for a single format, `q4_K`, `iq4_xs`, `q8_0`; llama.cpp's mix
-name for a mix, `Q4_K_M`; ik_llama.cpp's `iq4_ks` and Unsloth's `UD-Q4_K_XL` with a `weights_note`);
+name for a mix, `Q4_K_M`; a GGUF runtime's file named "mxfp4" is llama.cpp's one MXFP4 file type, `MXFP4_MOE`; ik_llama.cpp's `iq4_ks` and Unsloth's `UD-Q4_K_XL` with a `weights_note`);
 `model` is a built-in config's name, told from llama.cpp's `model_type` and parameter count
 (`deepseek2 30B.A3B` + 29.94 B params: the one built-in of that architecture and size,
 `model_candidates`), narrowed where several fit by the names the file name, the command line's
