@@ -826,6 +826,22 @@ def generic_records(path, cfgs: dict | None = None, keep_batched: bool = False) 
         note = (note + "; " if note else "") + f"{len(offloaded)} record(s) left out, partly on the CPU ({said})"
     cmd_opts = _command_options(cmd)
     text_opts = _text_options(" ; ".join(x for x in (rt_text, cmd, note) if x))
+    # the card, model and weights the sidecar names where the paste does not; a record still without
+    # one of them is left out with the reason (the file's other records kept)
+    filled_of, gone = {}, []
+    for r in recs:
+        filled_of[id(r)] = _fill_from_sidecar(r, side)
+        missing = [k for k in ("hardware", "model", "weights") if r.get(k) is None]
+        if missing:
+            gone.append((id(r), str(r["source"]).rsplit(":", 1)[1], _missing(r, missing)))
+    if gone:
+        if len(gone) == len(recs):
+            raise Skip(f"{name}:{gone[0][1]}: {gone[0][2]}" + (f" (all {len(recs)} records)" if len(recs) > 1 else ""))
+        ids = {g[0] for g in gone}
+        recs = [r for r in recs if id(r) not in ids]
+        lines = list(dict.fromkeys(ln for _, ln, _ in gone))
+        note = (note + "; " if note else "") + (f"{len(gone)} record(s) left out (line {', '.join(lines[:6])}"
+                                                f"{' ...' if len(lines) > 6 else ''}: {gone[0][2]})")
     side_opts = _sidecar_options(side, side_path)
     tables = _tables_of(recs)
     out = []
@@ -852,10 +868,7 @@ def generic_records(path, cfgs: dict | None = None, keep_batched: bool = False) 
             if len(named) == 1 and r.get("model") not in (None, named[0]):
                 raise SystemExit(f"{where}: the paste's model is {r['model']!r}, the sidecar's model line names "
                                  f"{named[0]!r} ({_side(side, 'model')!r})")
-            filled = _fill_from_sidecar(r, side)
-            missing = [k for k in ("hardware", "model", "weights") if r.get(k) is None]
-            if missing:
-                raise Skip(f"{where}: " + _missing(r, missing))
+            filled = filled_of[id(r)]
             if rt == "ik_llama.cpp" and str((r.get("inferred") or {}).get("flash_attn", "")).startswith("0: no fa column"):
                 # the importer's rule is mainline llama-bench's -fa default; ik_llama.cpp's build numbers
                 # and defaults are its own: fa stays unstated

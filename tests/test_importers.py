@@ -1159,6 +1159,40 @@ def test_an_mxfp4_gguf_is_llamas_mxfp4_moe_file_type(tmp_path):
     assert r["weights"] == "MXFP4_MOE"
 
 
+def test_a_page_of_sections_gives_each_batched_table_its_models_weights(tmp_path):
+    # llama.cpp's benches pages: per model a heading, a batched-bench table, then its llama-bench table; the
+    # batched table takes the file type of the llama-bench rows of its own model, not "not stated"
+    batched = ("main: n_kv_max = 270336, n_batch = 2048, n_ubatch = 2048, flash_attn = 1, is_pp_shared = 0, "
+               "n_gpu_layers = -1, n_threads = 20, n_threads_batch = 20\n\n"
+               "|    PP |     TG |    B |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |      T s |    S t/s |\n"
+               "|-------|--------|------|--------|----------|----------|----------|----------|----------|----------|\n"
+               "|   512 |     32 |    1 |    544 |    0.270 |  1895.57 |    0.399 |    80.13 |    0.669 |   812.60 |\n")
+    bench = ("| model                          |       size |     params | backend    | ngl | n_ubatch | fa |            test |"
+             "                  t/s |\n"
+             "| ------------------------------ | ---------: | ---------: | ---------- | --: | -------: | -: | --------------: |"
+             " -------------------: |\n"
+             "| {mt:<30} | {size} | {params} | CUDA       |  99 |     2048 |  1 |            tg32 |         83.43 ± 0.59 |\n")
+    text = ("NVIDIA GB10\n\n## ggml-org/gpt-oss-20b-GGUF\n\n- `llama-batched-bench`\n\n" + batched
+            + "\n- `llama-bench`\n\n" + bench.format(mt="gpt-oss 20B MXFP4 MoE", size=" 11.27 GiB", params="   20.91 B")
+            + "\n## ggml-org/gemma-3-4b-it-qat-GGUF\n\n- `llama-batched-bench`\n\n" + batched
+            + "\n- `llama-bench`\n\n" + bench.format(mt="gemma3 4B Q4_0", size="  2.35 GiB", params="    3.88 B"))
+    notices = []
+    recs = im.read(write(tmp_path, "page.md", text), notices=notices)
+    got = {(r["model"], r["tool"], r["weights"]) for r in recs}
+    assert got == {("gpt-oss-20b", "llama-batched-bench", "MXFP4_MOE"), ("gpt-oss-20b", "llama-bench", "MXFP4_MOE"),
+                   ("gemma-3-4b", "llama-batched-bench", "q4_0"), ("gemma-3-4b", "llama-bench", "q4_0")}
+    (g,) = {r["inferred"]["weights"] for r in recs if r["model"] == "gemma-3-4b" and r["tool"] == "llama-batched-bench"}
+    assert g.startswith("q4_0 (from the file's llama-bench rows of gemma-3-4b, line ")
+    assert not any("weights: not stated" in n for n in notices)
+    # a model with no llama-bench rows of its own does not take another model's file type
+    text2 = (text.split("## ggml-org/gemma")[0] + "## ggml-org/Qwen2.5-Coder-7B-GGUF\n\n- `llama-batched-bench`\n\n" + batched)
+    notices = []
+    recs = im.read(write(tmp_path, "page2.md", text2), notices=notices)
+    qs = [r for r in recs if r["model"] == "qwen2.5-coder-7b"]
+    assert len(qs) == 2 and all(q.get("weights") is None and "weights" not in q["inferred"] for q in qs)
+    assert any("another model" in n for n in notices)
+
+
 def test_the_words_after_a_gpu_name_that_pick_its_variant():
     # memory / form factor / "Ada" after the name pick another card of the catalog: kept with the name
     assert im.gpus_in("1x H100 80GB PCIe") == [("H100 80GB PCIe", 1)]

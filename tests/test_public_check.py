@@ -412,6 +412,23 @@ def test_partly_cpu_runs_are_left_out_and_vllm_kv_is_the_model_dtype(tmp_path):
     assert (v["model"], v["hardware"], v["weights"], v["type_k"], v["n_streams"]) == ("gpt-oss-20b", "h200-sxm", "mxfp4", "bf16", 32)
 
 
+def test_records_without_a_model_are_left_out_and_the_rest_kept(tmp_path):
+    # a page of several models where one is no built-in: its records are left out with the reason, the others kept
+    d = str(tmp_path)
+    dev = "  Device 0: NVIDIA GeForce RTX 3090, compute capability 8.6, VMM: yes\n"
+    text = (dev + LBH + _lbr("llama 8B Q4_K - Medium", "tg128", "118.50 ± 0.20")
+            + "\n" + LBH + _lbr("nemotron 4B Q8_0", "tg128", "52.85 ± 0.12", "3.94 GiB", "3.97 B"))
+    _write(d, "two.md", text, "URL: https://example.org/two\n")
+    _, (r,) = pr.generic_records(os.path.join(d, "two.md"))
+    assert (r["model"], r["avg_ts"]) == ("llama-3-8b", 118.5)
+    assert "1 record(s) left out (line 8: model 'nemotron 4B Q8_0' (3.97 B params)" in r["note"] and "is no built-in model" in r["note"]
+    # every record without one: the file is skipped, the reason said once
+    _write(d, "one.md", dev + LBH + _lbr("nemotron 4B Q8_0", "tg128", "52.85 ± 0.12", "3.94 GiB", "3.97 B"),
+           "URL: https://example.org/one\n")
+    with pytest.raises(pr.Skip, match=r"^one\.md:4: model 'nemotron 4B Q8_0'.* is no built-in model"):
+        pr.generic_records(os.path.join(d, "one.md"))
+
+
 def test_sidecar_key_spellings_and_a_model_file_name(tmp_path):
     side = tmp_path / "s.txt"
     side.write_text("\ufeffSource URL: https://example.org/a\nGPU(s): 2x 4090\nMODEL : Qwen3-30B-A3B-UD-Q4_K_XL.gguf\n"

@@ -1748,7 +1748,40 @@ def _read_pasted(text, ctx):
             if r.get("weights") and r["weights"] not in weights_seen:
                 weights_seen.append(r["weights"])
         out += recs
+    _weights_by_model(out, ctx)
     return out
+
+
+def _weights_by_model(recs, ctx):
+    """A table that states no weights takes them from the file's llama-bench rows of the same model,
+    where those print one file type (a page with a section per model, each a batched-bench table
+    before its llama-bench table: llama.cpp's benches/dgx-spark); the notice that they were not
+    stated goes where nothing is left without them."""
+    told = {}
+    for r in recs:
+        if str(r.get("tool", "")).startswith("llama-bench") and r.get("model") and r.get("weights"):
+            told.setdefault(r["model"], {}).setdefault(r["weights"], str(r["source"]).rsplit(":", 1)[1])
+    filled = False
+    for r in recs:
+        ws = told.get(r.get("model")) or {}
+        other = "from the file's other table" in str((r.get("inferred") or {}).get("weights", ""))
+        if (r.get("weights") is None or other) and len(ws) == 1:
+            (w, ln), = ws.items()
+            r["weights"] = w
+            r["inferred"] = dict(r.get("inferred") or {}, weights=f"{w} (from the file's llama-bench rows of "
+                                                                   f"{r['model']}, line {ln})")
+            r.pop("weights_note", None)
+            _weights_fields(ctx, None, r)
+            filled = True
+        elif other and r.get("model") and any(r["weights"] in d for m, d in told.items() if m != r["model"]):
+            # the one other table was another model's: its file type says nothing of this one
+            r["weights"] = None
+            r.pop("weights_note", None)
+            r["inferred"] = {k: v for k, v in (r.get("inferred") or {}).items() if k != "weights"}
+            ctx.notice(str(r["source"]).rsplit(":", 1)[1], "weights: not stated (the file's llama-bench rows are of "
+                                                           "another model)")
+    if filled and all(r.get("weights") for r in recs):
+        ctx.notices[:] = [n for n in ctx.notices if "weights: not stated" not in n]
 
 
 def _table_model(b, ctx, text_before, models_seen):
