@@ -1190,7 +1190,19 @@ def test_a_page_of_sections_gives_each_batched_table_its_models_weights(tmp_path
     recs = im.read(write(tmp_path, "page2.md", text2), notices=notices)
     qs = [r for r in recs if r["model"] == "qwen2.5-coder-7b"]
     assert len(qs) == 2 and all(q.get("weights") is None and "weights" not in q["inferred"] for q in qs)
+    assert any("weights: not stated" in n for n in notices)
+    # nor does a table without a heading whose command line names another model than the file's llama-bench rows
+    text4 = (bench.format(mt="gpt-oss 20B MXFP4 MoE", size=" 11.27 GiB", params="   20.91 B")
+             + "\n$ ./llama-batched-bench -m Qwen2.5-Coder-7B-Instruct.gguf -npl 1\n" + batched)
+    notices = []
+    recs = im.read(write(tmp_path, "page4.md", text4), notices=notices)
+    qs = [r for r in recs if r["model"] == "qwen2.5-coder-7b"]
+    assert len(qs) == 2 and all(q.get("weights") is None for q in qs)
     assert any("another model" in n for n in notices)
+    # a section whose heading names no built-in: its table takes no model from the other sections' tables or text
+    text3 = (text.split("## ggml-org/gemma")[0] + "## ggml-org/Nemotron-3-Nano-4B-GGUF\n\n- `llama-batched-bench`\n\n" + batched)
+    recs = im.read(write(tmp_path, "page3.md", text3))
+    assert [r.get("model") for r in recs if r["source"].endswith(":" + str(text3.count("\n")))] == [None, None]
 
 
 def test_the_words_after_a_gpu_name_that_pick_its_variant():

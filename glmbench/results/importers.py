@@ -1705,10 +1705,17 @@ def _read_pasted(text, ctx):
     lines = text.splitlines()
     fname = os.path.basename(ctx.path)
     out = []
-    models_seen: list = []
-    weights_seen: list = []
+    seen: list = []         # (section heading, model, weights) of every record so far
+    section = None
     for bi, b in enumerate(blocks):
         text_before = "\n".join(lines[:b.start - 1])
+        # what "the file's other tables" name: under a heading of its own (a page with a section per model),
+        # only the tables of that section, never another model's
+        if b.label:
+            section = b.label
+        mine = [x for x in seen if x[0] == section] if b.label else seen
+        models_seen = list(dict.fromkeys(m for _, m, _ in mine if m))
+        weights_seen = list(dict.fromkeys(w for _, _, w in mine if w))
         meta, inferred = _block_meta(b, ctx, text, text_before, fname, weights_seen)
         if b.kind == "llama-bench":
             recs = _pasted_llama_bench(b, ctx, meta, inferred, text_before)
@@ -1742,11 +1749,7 @@ def _read_pasted(text, ctx):
                     recs += _batched_records(ctx, line, b.main, row["PP"], row["TG"], row["B"], row["N_KV"],
                                              row.get("T_PP s"), row["S_PP t/s"], row.get("T_TG s"), row["S_TG t/s"],
                                              meta=meta)
-        for r in recs:
-            if r.get("model") and r["model"] not in models_seen:
-                models_seen.append(r["model"])
-            if r.get("weights") and r["weights"] not in weights_seen:
-                weights_seen.append(r["weights"])
+        seen += [(section, r.get("model"), r.get("weights")) for r in recs]
         out += recs
     _weights_by_model(out, ctx)
     return out
@@ -1808,6 +1811,8 @@ def _table_model(b, ctx, text_before, models_seen):
     if len(models_seen) == 1:
         hints.append((models_seen[0], "file's other table"))
     hints.append((os.path.basename(ctx.path), f"file name {os.path.basename(ctx.path)!r}"))
+    if b.label and b.label in text_before:      # a table under a heading of its own: its section's text only
+        text_before = text_before[text_before.rfind(b.label):]
     if text_before.strip():
         hints.append((text_before, "text above the table"))
     return ctx.model_for(b.start, hints=hints, what=f"the {b.kind} table at line {b.start} measured")
