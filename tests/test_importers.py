@@ -912,11 +912,27 @@ def test_ik_llama_bench_columns_old_backend_fields_and_the_older_load_log():
     assert "load log (line 2)" in rs[0]["inferred"]["weights"]
 
 
-def test_a_table_copied_from_a_rendered_page_is_one_clear_error(tmp_path):
-    text = ("model\tsize\tparams\tbackend\tngl\ttest\tt/s\n"
-            "llama 8B Q4_K - Medium\t4.58 GiB\t8.03 B\tCUDA\t99\tpp512\t4321.00 ± 10.00\n")
-    with pytest.raises(im.FormatError, match=r"^x\.md:1: a table copied from a rendered page \(tab-separated, no '\|'\)"):
-        im.read_text(text, "x.md")
+def test_a_table_copied_from_a_rendered_page_is_read(tmp_path):
+    # a browser's copy of a rendered GitHub / forum table: tab-separated cells, no pipes, no separator line
+    text = ("ggml_cuda_init: found 1 CUDA devices:\n  Device 0: NVIDIA GeForce RTX 3090, compute capability 8.6, VMM: yes\n\n"
+            "model\tsize\tparams\tbackend\tngl\ttest\tt/s\n"
+            "llama 8B Q4_K - Medium\t4.58 GiB\t8.03 B\tCUDA\t99\tpp512\t4321.00 ± 10.00\n"
+            "llama 8B Q4_K - Medium\t4.58 GiB\t8.03 B\tCUDA\t99\ttg128\t118.50 ± 0.20\n"
+            "build: 11fb327bf (7941)\n")
+    assert im.detect(text) == "llama-bench-md"
+    pp, tg = im.read_text(text, "x.md")
+    assert (pp["model"], pp["weights"], pp["hardware"], pp["avg_ts"], pp["source"]) == ("llama-3-8b", "Q4_K_M", "rtx-3090",
+                                                                                          4321.0, "x.md:5")
+    assert (tg["test"], tg["avg_ts"], tg["source"]) == ("tg", 118.5, "x.md:6")
+    # sweep-bench's, quoted in a reply; the table ends at the first line of another width
+    sweep = ("> PP\tTG\tN_KV\tT_PP s\tS_PP t/s\tT_TG s\tS_TG t/s\n> 512\t128\t0\t0.129\t3967.12\t0.731\t175.15\n"
+             "> 512\t128\t512\t0.132\t3878.35\t0.766\t167.18\n> that is all\n")
+    rs = im.read_text(sweep, "y.md", model="deepseek-v2-lite")
+    assert [(r["test"], r["n_depth"], r["avg_ts"], r["source"]) for r in rs] == [
+        ("pp", 0, 3967.12, "y.md:2"), ("tg", 0, 175.15, "y.md:2"), ("pp", 512, 3878.35, "y.md:3"), ("tg", 512, 167.18, "y.md:3")]
+    # a row of the header's width that does not parse is the usual clear error, with its line
+    with pytest.raises(im.FormatError, match=r"^z\.md:3: "):
+        im.read_text(sweep.replace("0.132\t3878.35", "0.132\tfast"), "z.md", model="deepseek-v2-lite")
 
 
 # ---- the second audit: multi-GPU rigs, other backends, vLLM's other benchmarks --------------------

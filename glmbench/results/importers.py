@@ -44,7 +44,9 @@ Pasted text (`llama-bench-md`, `sweep-bench-md`, `batched-bench-md`, `vllm-conso
 `ollama-verbose`) is read whole
 (`_read_pasted`): every table and console block, each with the lines printed around it (the
 command line, llama.cpp's load log, `ggml_cuda_init` / `Device N:` lines, a heading, the `build:`
-line). Each record says in `inferred` how its model, card (`device`, `hardware`, `n_cards`),
+line; a table copied from a rendered page, tab-separated without pipes, is read as the markdown it
+was; on a page of sections, one per model, a table borrows a model or weights only within its section).
+Each record says in `inferred` how its model, card (`device`, `hardware`, `n_cards`),
 split, backend, flash attention and weights were told; `read(..., notices=[])` collects one line
 per assumption (a card count assumed, no model named, an approximate format). A table's own
 heading or `<summary>` line that states settings in words ("Main branch, mla = 2, fa", "-ub 4096")
@@ -199,10 +201,6 @@ def detect(text: str, path: str = "<text>") -> str:
                   "vLLM's latency benchmark (`vllm bench latency` / benchmark_latency.py: the time of a whole "
                   "prefill + decode of one batch, not a per-token speed): not a result glmbench reads; "
                   "`vllm bench serve` with --max-concurrency gives one")
-    if "\t" in head and ({"model", "test", "t/s"} <= set(c.strip() for c in head.split("\t"))
-                         or {"PP", "TG", "N_KV"} <= set(c.strip() for c in head.split("\t"))):
-        _fail(path, first_line, "a table copied from a rendered page (tab-separated, no '|'): paste the tool's "
-                                "own markdown output (the raw text of the comment) instead")
     _fail(path, first_line, "not a results format glmbench reads (" + "; ".join(FORMATS.values()) + ")")
 
 
@@ -1440,8 +1438,39 @@ _MD_SEP = re.compile(r"\s*\|?[\s:|-]+\|?\s*")   # a markdown table's separator l
 def _unquote(text: str) -> list[str]:
     """The lines of `text` without e-mail/GitHub quote markers ("> | model | ..." in a reply), a
     markdown table written without its outer pipes ("model | size | ... | t/s" over "---|---|...",
-    as some editors and forums keep it) given them, line for line."""
-    return _outer_pipes([_QUOTE.sub("", ln) for ln in text.splitlines()])
+    as some editors and forums keep it) given them, and a table copied from a rendered page
+    (tab-separated cells, no pipes and no separator line: `_tab_tables`) as a markdown one, line for line."""
+    return _unquote_tabs(text)[0]
+
+
+def _unquote_tabs(text: str) -> tuple[list[str], set]:
+    """_unquote's lines and the indexes of the header lines of tables copied from a rendered page
+    (which have no separator line under them)."""
+    return _tab_tables(_outer_pipes([_QUOTE.sub("", ln) for ln in text.splitlines()]))
+
+
+# the header cells that make a tab-separated line a benchmark table's header (llama-bench; sweep- / batched-bench)
+_TAB_HEADERS = ({"model", "test", "t/s"}, {"PP", "TG", "N_KV", "S_PP t/s", "S_TG t/s"})
+
+
+def _tab_tables(lines: list[str]) -> tuple[list[str], set]:
+    """A benchmark table copied from a rendered page (a browser's copy of a GitHub or forum table:
+    cells separated by tabs, no pipes, no separator line) written as a markdown table, line for line
+    (the header and every following line of as many cells), and the header lines' indexes."""
+    out, heads, i = list(lines), set(), 0
+    while i < len(out):
+        cells = [c.strip() for c in out[i].strip().split("\t")] if "\t" in out[i] and "|" not in out[i] else []
+        if len(cells) >= 3 and any(h <= set(cells) for h in _TAB_HEADERS):
+            n = len(cells)
+            out[i] = "| " + " | ".join(cells) + " |"
+            heads.add(i)
+            i += 1
+            while i < len(out) and "|" not in out[i] and len(out[i].strip().split("\t")) == n:
+                out[i] = "| " + " | ".join(c.strip() for c in out[i].strip().split("\t")) + " |"
+                i += 1
+        else:
+            i += 1
+    return out, heads
 
 
 def _outer_pipes(lines: list[str]) -> list[str]:
@@ -1479,7 +1508,10 @@ def _kv_lines(lines, j, rx, into: dict, *, skip=None, last=None) -> int:
 
 
 def _scan(text) -> tuple[list[_Block], dict]:
-    lines = _unquote(text)
+    lines, tab_heads = _unquote_tabs(text)
+
+    def header_at(k):      # line k is a table's header: a separator line under it, or a rendered copy's header
+        return k in tab_heads or (k + 1 < n and _MD_SEP.fullmatch(lines[k + 1]) and "-" in lines[k + 1])
     blocks: list[_Block] = []
     devices, dev_backend, device_line, cmd, main, label = {}, None, None, None, {}, None
     assigned: dict = {}
@@ -1513,7 +1545,7 @@ def _scan(text) -> tuple[list[_Block], dict]:
         no = i + 1
         st = ln.strip()
         # a markdown table: header, separator, rows
-        if st.startswith("|") and i + 1 < n and _MD_SEP.fullmatch(lines[i + 1]) and "-" in lines[i + 1]:
+        if st.startswith("|") and header_at(i):
             header = _split_md(ln)
             cells = set(header)
             if {"PP", "TG", "N_KV", "S_PP t/s", "S_TG t/s"} <= cells:
@@ -1522,12 +1554,12 @@ def _scan(text) -> tuple[list[_Block], dict]:
                 kind = "llama-bench"
             else:
                 kind = None
-            j = i + 2
+            j = i + 1 if i in tab_heads else i + 2
             rows = []
             while True:
                 # (llama-bench --progress writes its lines to stderr between the rows: a terminal's copy has them)
                 while j < n and (lines[j].strip().startswith("|") or (kind and LB_PROGRESS.match(lines[j]))) and not (
-                        j + 1 < n and _MD_SEP.fullmatch(lines[j + 1]) and "-" in lines[j + 1]):   # a new table's header ends it
+                        header_at(j)):   # a new table's header ends it
                     if lines[j].strip().startswith("|"):
                         rows.append((j + 1, _split_md(lines[j])))
                     j += 1
@@ -1538,7 +1570,7 @@ def _scan(text) -> tuple[list[_Block], dict]:
                     k += 1
                 if (kind and k > j and k < n and lines[k].strip().startswith("|")
                         and len(_split_md(lines[k])) == len(header) and _split_md(lines[k]) != header
-                        and not (k + 1 < n and _MD_SEP.fullmatch(lines[k + 1]) and "-" in lines[k + 1])):
+                        and not header_at(k)):
                     j = k
                     continue
                 break
@@ -2750,9 +2782,10 @@ def _split_md(ln: str) -> list[str]:
 
 def _md_headers(text) -> list[list[str]]:
     """The header rows of every markdown table of `text`, in order."""
-    lines = _unquote(text)
-    return [_split_md(ln) for i, ln in enumerate(lines[:-1])
-            if ln.lstrip().startswith("|") and re.fullmatch(r"\s*\|?[\s:|-]+\|?\s*", lines[i + 1]) and "-" in lines[i + 1]]
+    lines, tab_heads = _unquote_tabs(text)
+    return [_split_md(ln) for i, ln in enumerate(lines) if ln.lstrip().startswith("|") and (
+        i in tab_heads or (i + 1 < len(lines) and re.fullmatch(r"\s*\|?[\s:|-]+\|?\s*", lines[i + 1])
+                           and "-" in lines[i + 1]))]
 
 
 def _md_header(text) -> list[str] | None:
