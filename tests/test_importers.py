@@ -1221,6 +1221,17 @@ def test_a_page_of_sections_gives_each_batched_table_its_models_weights(tmp_path
     assert [r.get("model") for r in recs if r["source"].endswith(":" + str(text3.count("\n")))] == [None, None]
 
 
+def test_cards_named_by_a_count_word_and_a_bare_number():
+    # how people write their rigs: a count word before a bare GeForce number, its Ti / SUPER, a plural
+    got = [im.gpus_in(t) for t in ("dual 3090s", "a pair of 3090s", "Quad 3090", "twin 4090s", "3090 Ti", "4070 super",
+                                   "2x 3090 ti", "2x 4070 super", "4x4090s")]
+    assert got == [[("RTX 3090", 2)], [("RTX 3090", 2)], [("RTX 3090", 4)], [("RTX 4090", 2)], [("RTX 3090 Ti", None)],
+                   [("RTX 4070 Super", None)], [("RTX 3090 Ti", 2)], [("RTX 4070 Super", 2)], [("RTX 4090", 4)]]
+    # a bare number alone is no card
+    assert [im.gpus_in(t) for t in ("port 3090 is open", "version 5.3090", "the 4090 is fast", "2060 tokens")] == [[]] * 4
+    assert [hardware.resolve_gpu_name(n) for n, _ in im.gpus_in("dual 3090s, a 4070 Super")] == ["rtx-3090", "rtx-4070-super"]
+
+
 def test_the_words_after_a_gpu_name_that_pick_its_variant():
     # memory / form factor / "Ada" after the name pick another card of the catalog: kept with the name
     assert im.gpus_in("1x H100 80GB PCIe") == [("H100 80GB PCIe", 1)]

@@ -1229,15 +1229,22 @@ _GPU_TEXT = (
     (re.compile(r"(?<![a-z0-9])(?:(\d+)\s*[x×]\s*)?(?:apple[\s_-]*)?(m[1-5])[\s_-]*(pro|max|ultra)(?![a-z0-9])", re.I),
      lambda m: f"Apple {m.group(2).upper()} {m.group(3).capitalize()}"),
     # "2x3090" in a file name: a count and a bare model number
-    (re.compile(r"(?<![a-z0-9])(\d+)\s*[x×]\s*([2-5]0[5-9]0)(ti)?(?![a-z0-9])", re.I),
-     lambda m: f"RTX {m.group(2)}" + (" Ti" if m.group(3) else "")),
+    (re.compile(r"(?<![a-z0-9])(\d+)\s*[x×]\s*([2-5]0[5-9]0)(?:[\s_-]*(ti|super))?s?(?![a-z0-9])", re.I),
+     lambda m: f"RTX {m.group(2)}" + (f" {m.group(3).capitalize()}" if m.group(3) else "")),
+    # a bare GeForce number that a count word before it ("dual 3090s", "a pair of 4090s") or its Ti / SUPER
+    # ("3090 Ti") makes a card (gpus_in keeps it only then)
+    (re.compile(r"(?<![a-z0-9.])()([2-5]0[5-9]0)(?:[\s_-]*(ti|super))?s?(?![a-z0-9.])", re.I),
+     lambda m: f"RTX {m.group(2)}" + (f" {m.group(3).capitalize()}" if m.group(3) else "")),
 )
+_BARE_GPU = len(_GPU_TEXT) - 1
 
 
 _GPU_QUALIFIERS = re.compile(r"(?:[\s_-]*(?:\d{1,3}\s*GB|sxm\d?|pcie|nvl|hbm\d?e?|sff|ada(?:[\s_-]*generation)?"
                              r"|laptop(?:[\s_-]*gpu)?|mobile|max[\s_-]*q)(?![a-z0-9]))*",
                              re.I)
-_COUNT_WORDS = {"dual": 2, "double": 2, "two": 2, "triple": 3, "three": 3, "quad": 4, "four": 4, "six": 6, "eight": 8}
+_COUNT_WORDS = {"dual": 2, "double": 2, "two": 2, "triple": 3, "three": 3, "quad": 4, "four": 4, "six": 6, "eight": 8,
+                "pair of": 2, "twin": 2}
+_COUNT_BEFORE = re.compile(r"(?<![a-z0-9])(dual|double|two|twin|triple|three|quad|four|six|eight|pair[\s_-]+of)[\s_-]+$", re.I)
 
 
 def gpus_in(text: str | None) -> list[tuple[str, int | None]]:
@@ -1252,6 +1259,8 @@ def gpus_in(text: str | None) -> list[tuple[str, int | None]]:
             g = name(m)
             if i == 2 and _hardware_key(g) is None:
                 continue   # a letter and digits ("a28_run.md", "h12"): only a data-centre card the catalog knows
+            if i == _BARE_GPU and not m.group(3) and not _COUNT_BEFORE.search(text[:m.start()]):
+                continue   # a bare number ("3090") is a card only after a count word or with its Ti / SUPER
             end = m.end()
             # the words after the name that pick another variant of it: "H100 80GB PCIe" (not the SXM card),
             # "A100-SXM4-40GB", "RTX 6000 Ada Generation" (not the Turing Quadro), "RTX 4060 Ti 16GB"
@@ -1265,9 +1274,8 @@ def gpus_in(text: str | None) -> list[tuple[str, int | None]]:
                 n = after.group(1) if after else None
             if not n:      # a count in words before it: "dual RTX 3090", "two RTX 3090s" (a bare digit there,
                            # "Table 2 RTX 4090", is not taken for one)
-                before = re.search(r"(?<![a-z0-9])(dual|double|two|triple|three|quad|four|six|eight)[\s_-]+$",
-                                   text[:m.start()], re.I)
-                n = str(_COUNT_WORDS[before.group(1).lower()]) if before else None
+                before = _COUNT_BEFORE.search(text[:m.start()])
+                n = str(_COUNT_WORDS[re.sub(r"[\s_-]+", " ", before.group(1).lower())]) if before else None
             found.append((m.start(), g, int(n) if n and n.isdigit() else None))
     out, seen = [], {}
     for _, g, n in sorted(found):
