@@ -516,10 +516,16 @@ def names_in(text: str | None) -> list[str]:
     return [c for c in cands if not any(o != c and set(_tokens(c)) < set(_tokens(o)) for o in cands)]
 
 
+# a word right after a model's name that makes it another, smaller or lighter model of the family
+# ("Phi-4-mini" is not phi-4; "GLM-4.5-Air" is not glm-4.5): a name followed by one that it does not hold is no match
+_VARIANT_WORDS = {"mini", "nano", "tiny", "micro", "small", "lite", "flash", "air", "turbo", "medium"}
+
+
 def _in_order(name: list, toks: list, slack: int = 2) -> bool:
     """The words of `name` occur in `toks` in order, within len(name) + slack words
     ("Mistral-Small-3.2-24B" holds mistral-small-24b; prose that says "DeepSeek" in one sentence
-    and "Lite" in another does not hold deepseek-v2-lite)."""
+    and "Lite" in another does not hold deepseek-v2-lite), and the word after them does not make
+    it a smaller variant the name does not say ("Phi-4-mini" does not hold phi-4)."""
     if not name:
         return False
     for i, t in enumerate(toks):
@@ -530,7 +536,9 @@ def _in_order(name: list, toks: list, slack: int = 2) -> bool:
             if toks[j] == name[k]:
                 k += 1
             j += 1
-        if k == len(name):
+        variant = (j < len(toks) and toks[j] in _VARIANT_WORDS and toks[j] not in name
+                   and not (toks[j] == "flash" and j + 1 < len(toks) and toks[j + 1] in ("attention", "attn")))
+        if k == len(name) and not variant:
             return True
     return False
 
