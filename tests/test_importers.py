@@ -1038,6 +1038,18 @@ _SERVE = ("============ Serving Benchmark Result ============\nSuccessful reques
           "==================================================\n")
 
 
+def test_sglang_server_model_path_and_tp(tmp_path):
+    # SGLang's server names its model with --model-path and its cards with --tp / --tp-size
+    for tp in ("--tp 2", "--tp-size 2", "--tp=2"):
+        text = ("$ python -m sglang.launch_server --model-path Qwen/Qwen2.5-32B-Instruct-AWQ " + tp + "\n"
+                "$ python -m sglang.bench_serving --backend sglang --num-prompts 320 --max-concurrency 32\n"
+                "2x H100 SXM\n" + _SERVE.replace("Successful requests:", "Backend:                                 sglang\n"
+                                                                       "Successful requests:"))
+        (r,) = im.read(write(tmp_path, "sgl.log", text))
+        assert (r["model"], r["weights"], r["hardware"], r["n_cards"], r["split"], r["n_streams"]) == (
+            "qwen2.5-32b", "awq", "h100-sxm", 2, "tensor", 32), tp
+
+
 def test_vllm_server_tp_and_quantized_checkpoint_and_its_other_benchmarks(tmp_path):
     # the server's --tensor-parallel-size is on its own line, before the client's
     text = ("Two H100 SXM cards on one box.\n"

@@ -1349,6 +1349,8 @@ def _command_args(line: str, assigned: dict) -> dict:
                "-b": "n_batch", "--batch-size": "n_batch", "-t": "n_threads", "--threads": "n_threads",
                "-ctk": "type_k", "--cache-type-k": "type_k", "-ctv": "type_v", "--cache-type-v": "type_v",
                "-mla": "mla", "--mla-use": "mla", "-tp": "tensor_parallel", "--tensor-parallel-size": "tensor_parallel",
+               # SGLang's server (python -m sglang.launch_server --model-path ... --tp N)
+               "--model-path": "model", "--tp": "tensor_parallel", "--tp-size": "tensor_parallel",
                "--num-prompts": "num_prompts", "--num-prompt": "num_prompts", "--rpc": "rpc", "-rpc": "rpc"}.get(t.split("=")[0])
         if key and "=" in t and t.startswith("--"):
             out[key] = t.split("=", 1)[1]
