@@ -1247,6 +1247,12 @@ def test_cards_named_by_a_count_word_and_a_bare_number():
                                    "2x 3090 ti", "2x 4070 super", "4x4090s")]
     assert got == [[("RTX 3090", 2)], [("RTX 3090", 2)], [("RTX 3090", 4)], [("RTX 4090", 2)], [("RTX 3090 Ti", None)],
                    [("RTX 4070 Super", None)], [("RTX 3090 Ti", 2)], [("RTX 4070 Super", 2)], [("RTX 4090", 4)]]
+    # a rig listed board by board
+    assert [im.gpus_in(t) for t in ("RTX 3090 24GB + RTX 3090 24GB", "RTX 3090 Ti + RTX 3090 Ti", "RTX 3090, RTX 3090, RTX 3090",
+                                    "NVIDIA GeForce RTX 3090 & NVIDIA GeForce RTX 3090", "RTX 3090. Later RTX 3090 again",
+                                    "RTX 4090 + RTX 3090")] == [
+        [("RTX 3090", 2)], [("RTX 3090 Ti", 2)], [("RTX 3090", 3)], [("RTX 3090", 2)], [("RTX 3090", None)],
+        [("RTX 4090", None), ("RTX 3090", None)]]
     # a bare number alone is no card
     assert [im.gpus_in(t) for t in ("port 3090 is open", "version 5.3090", "the 4090 is fast", "2060 tokens")] == [[]] * 4
     assert [hardware.resolve_gpu_name(n) for n, _ in im.gpus_in("dual 3090s, a 4070 Super")] == ["rtx-3090", "rtx-4070-super"]

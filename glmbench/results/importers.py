@@ -1284,16 +1284,27 @@ def gpus_in(text: str | None) -> list[tuple[str, int | None]]:
                            # "Table 2 RTX 4090", is not taken for one)
                 before = _COUNT_BEFORE.search(text[:m.start()])
                 n = str(_COUNT_WORDS[re.sub(r"[\s_-]+", " ", before.group(1).lower())]) if before else None
-            found.append((m.start(), g, int(n) if n and n.isdigit() else None))
-    out, seen = [], {}
-    for _, g, n in sorted(found):
+            found.append((m.start(), g, int(n) if n and n.isdigit() else None, end))
+    out, seen, last = [], {}, None
+    for start, g, n, end in sorted(found):
         key = _hardware_key(g) or g
+        if last and last[0] == key and last[2] is None and n is None and _JOINED_CARD.fullmatch(text[last[1]:start]):
+            # "RTX 3090 + RTX 3090", "RTX 3090 24GB, RTX 3090 24GB": one card listed once per board
+            i = seen[key]
+            out[i] = (out[i][0], (out[i][1] or 1) + 1)
+            last = (key, end, None)
+            continue
         if key not in seen:
             seen[key] = len(out)
             out.append((g, n))
         elif n and out[seen[key]][1] is None:    # "DGX H100 (8x H100 SXM)": the card once, with its count
             out[seen[key]] = (out[seen[key]][0], n)
+        last = (key, end, n)
     return out
+
+
+# what joins the boards of a rig listed one by one: "+", "&", "and", a comma (and the first one's memory)
+_JOINED_CARD = re.compile(r"(?:\s*\d{1,3}\s*GB)?\s*(?:\+|&|,|and)\s*(?:nvidia\s+)?(?:geforce\s+)?", re.I)
 
 
 def _short_gpu(name: str) -> str:
