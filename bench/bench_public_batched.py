@@ -154,7 +154,7 @@ def predict(r, name) -> dict:
     B, P, G = int(r["max_concurrency"]), int(r["n_prompt"]), int(r["n_gen"])
     alone = cm.ttft(s, P)
     loaded = cm.decode(s, P + G // 2, B - 1).seconds + alone if B > 1 else alone
-    tpot = cm._mean_decode(s, P, G, B)[0]
+    tpot = cm.closed_loop_tpot(s, P, G, B)      # the decode steps with the other requests' prefills beside them
     return {"ttft_s": alone, "ttft_loaded_s": loaded, "ttft_replay_s": _closed_loop_ttft(s, r), "tpot_s": tpot}
 
 

@@ -1145,6 +1145,33 @@ def test_closed_loop_ttft_counts_from_when_the_client_sends():
     assert mod._closed_loop_ttft(s2, ten) > 4 * cm.prefill(s2, 2042).seconds
 
 
+def test_a_serving_tpot_carries_the_other_requests_prefills(public):
+    """A closed loop of B streams (P in, G out): each step is a decode step of B streams plus B / G of one
+    P-token prefill (costmodel.closed_loop_tpot); one stream, or no prompt, is the decode alone. The fit
+    prices the public vLLM point so, its compiled evaluation equal to the cost model."""
+    s = cm.Setup("qwen3-30b-a3b", "h100-sxm", weights="bf16", kv="bf16", runtime="vllm")
+    dec = cm._mean_decode(s, 1024, 128, 64)[0]
+    assert cm.closed_loop_tpot(s, 1024, 128, 64) == pytest.approx(dec + 64 / 128 * cm.ttft(s, 1024), rel=1e-12)
+    assert cm.closed_loop_tpot(s, 1024, 128, 64) > 1.5 * dec          # a short output: the prefills dominate
+    assert cm.closed_loop_tpot(s, 1024, 128, 1) == pytest.approx(cm._mean_decode(s, 1024, 128, 1)[0], rel=1e-12)
+    assert cm.closed_loop_tpot(s, 0, 128, 8) == pytest.approx(cm._mean_decode(s, 0, 128, 8)[0], rel=1e-12)
+    for bad in ((-1, 128, 8), (1024, 0, 8), (1024, 128, 0)):
+        with pytest.raises(ValueError):
+            cm.closed_loop_tpot(s, *bad)
+    with pytest.raises(TypeError):
+        cm.closed_loop_tpot(s, 1024.0, 128, 8)
+    pts = [p for p in public if p.runtime == "vllm"]
+    assert pts and all(jf.serving(p) for p in pts)
+    assert not any(jf.serving(p) for p in public if p.runtime != "vllm")
+    prof = cm.load_runtime("vllm")
+    (p,) = pts
+    assert jf.predict(p, prof) == pytest.approx(p.batch / cm.closed_loop_tpot(
+        dataclasses.replace(p.setup, runtime=jf.apply_options(prof, p.options)), p.n_depth, p.n_gen, p.batch), rel=1e-12)
+    assert jf.predict_many(pts, prof)[0] == pytest.approx(jf.predict(p, prof), rel=1e-9)
+    comp = jf.compile_points(pts, prof)
+    assert float(jf._work(pts)[0] / jf.evaluate(comp, prof, {}, 1)[0]) == pytest.approx(jf.predict(p, prof), rel=1e-9)
+
+
 def test_sglang_runtime_model_is_physics_with_its_own_defaults():
     """`sglang`: no published point, so typical's efficiencies and no kernel table entry; its prefill budget
     and reserve by the card's memory (sglang 0.5.23 memory_hook: chunked_prefill_size 2048 / 4096 / 8192 /

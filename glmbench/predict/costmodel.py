@@ -1849,6 +1849,25 @@ def ttft(setup: Setup, prompt_len: int) -> float:
     return prefill(setup, prompt_len, 0).seconds
 
 
+def closed_loop_tpot(setup: Setup, prompt_len: int, gen_len: int, streams: int) -> float:
+    """Mean time per output token (seconds) of a serving benchmark's closed loop: `streams` requests in
+    flight (vLLM's `bench serve` / SGLang's `bench_serving` with --max-concurrency), each a prompt of
+    `prompt_len` then `gen_len` tokens, the next request sent when one finishes. In steady state every
+    slot starts a new request once per `gen_len` steps, and its prompt's prefill runs beside the
+    others' decode steps (vLLM's chunked prefill puts the chunks in the decode steps' token budget;
+    SGLang runs a prefill batch between them): each step costs one decode step of `streams` streams
+    (mean over the depths prompt .. prompt + gen - 1) plus streams / gen_len of one prompt's prefill,
+    priced apart (the replay's upper bound: a runtime fusing both into one pass shares the weight
+    reads). TPOT = (finish - first token) / (output - 1) per request, as both benchmarks count it."""
+    prompt_len = vocab.check_int("prompt_len", prompt_len, 0)
+    gen_len = vocab.check_int("gen_len", gen_len, 1)
+    streams = vocab.check_int("streams", streams, 1)
+    step = _mean_decode(setup, prompt_len, gen_len, streams)[0]
+    if streams > 1 and prompt_len > 0:
+        step += streams / gen_len * ttft(setup, prompt_len)
+    return step
+
+
 # ---- memory ------------------------------------------------------------------------------------------
 @dataclass
 class CardMemory:

@@ -209,12 +209,22 @@ def load_public(paths: Sequence[str] | None = None, skip_unknown_cards=True) -> 
     return out
 
 
+def serving(pt: PublicPoint) -> bool:
+    """The point is a serving benchmark's closed loop (vLLM's bench serve / benchmark_serving, SGLang's
+    bench_serving: B streams / mean TPOT, bench/public_records.py `_vllm`), whose decode steps carry the
+    other requests' prefills (costmodel.closed_loop_tpot): its depth is the mean prompt."""
+    return (pt.test == "tg" and pt.batch > 1 and pt.n_gen > 1 and pt.n_depth > 0
+            and "serv" in str(pt.record.get("tool") or "").lower())
+
+
 def predict(pt: PublicPoint, profile: cm.RuntimeProfile) -> float:
     """tok/s the profile predicts for the point (its options applied), by the full cost model."""
     prof = apply_options(profile, pt.options)
     s = dataclasses.replace(pt.setup, runtime=prof)
     if pt.test == "pp":
         return cm.prefill(s, pt.n_prompt, pt.n_depth).tok_s
+    if serving(pt):
+        return pt.batch / cm.closed_loop_tpot(s, pt.n_depth, pt.n_gen, pt.batch)
     if pt.n_gen <= 1:
         return cm.decode(s, pt.n_depth, pt.batch).tok_s
     return pt.batch / cm._mean_decode(s, pt.n_depth, pt.n_gen, pt.batch)[0]
@@ -325,6 +335,12 @@ def compile_points(points: Sequence[PublicPoint], base: cm.RuntimeProfile) -> _C
                     w[i] += (ds[i + 1] - ds[i]) / 2 / span
                     w[i + 1] += (ds[i + 1] - ds[i]) / 2 / span
                 passes += [(w[i], B, cm._decode_work(cfg, ds[i], B), B) for i in range(P)]
+            if serving(pt):     # the other requests' prompts, B / n_gen of one per step (closed_loop_tpot)
+                ub = s.n_ubatch
+                n_ub = -(-pt.n_depth // ub)
+                for u in range(n_ub):
+                    T = min(ub, pt.n_depth - u * ub)
+                    passes.append((B / pt.n_gen, T, cm._prefill_work(cfg, u * ub, T), 1 if u == n_ub - 1 else 0))
         counts = cm._layer_counts(s)
         link_total = 0.0
         stages_of_point = []
