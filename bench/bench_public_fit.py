@@ -438,7 +438,7 @@ def check_points(path, batched: list | None = None) -> tuple[list, list]:
             where = str(r.get("line") or (f"{os.path.basename(f)}:{str(r['source']).rsplit(':', 1)[1]}"
                                           if str(r.get("source", "")).startswith(f) else f"{os.path.basename(f)}:{i + 1}"))
             if (r.get("test") == "serve" and r.get("tpot_s") and r.get("max_concurrency")
-                    and rtm.from_record(r) in public_records.SERVING):
+                    and public_records._runtime_of(r) in cm.list_runtimes()):
                 # a vLLM / SGLang serving result as the fit's decode point (public_records._vllm: B streams / mean TPOT)
                 meta = dict(file=os.path.basename(f), url=str(r.get("source") or f), date="", command="", note="")
                 r = dict(public_records._vllm(None, meta, stem, [r])[0], line=where)
@@ -450,7 +450,7 @@ def check_points(path, batched: list | None = None) -> tuple[list, list]:
                 notes.append(f"{where}: no runtime model for it (tool {r.get('tool')!r}, runtime {r.get('runtime')!r})")
                 continue
             several = r.get("tool") == "llama-batched-bench" or (int(r.get("n_streams") or 1) > 1
-                                                                 and rt not in public_records.SERVING)
+                                                                 and "serv" not in str(r.get("tool") or "").lower())
             if several and batched is None:
                 notes.append(f"{where}: a batched-bench record ({r.get('n_streams')} stream(s)): left out of the "
                              "single-stream check (bench/bench_public_batched.py covers them)")

@@ -196,6 +196,8 @@ def _runtime_of(r):
     --backend vllm, and vLLM's an SGLang one with --backend sglang)."""
     tool = str(r.get("tool") or "")
     if r.get("test") == "serve":
+        if r.get("server"):     # the server's own command line in the paste (importers.server_of), or the sidecar
+            return r["server"]
         sb = str(r.get("serve_backend") or "").lower()
         for engine in ("sglang", "vllm"):
             if engine in sb:
@@ -358,19 +360,23 @@ def _vllm(src_dir, meta=VLLM, sid="qwen3-30b-a3b-bf16_h100_vllm", recs=None):
     for r in recs:
         where = f"{meta['file']}:{str(r['source']).rsplit(':', 1)[1]}"
         engine = _runtime_of(r)
-        if engine not in SERVING or not r.get("tpot_s") or not r.get("max_concurrency"):
-            raise SystemExit(f"{where}: not a vLLM or SGLang serving block with a mean TPOT and a maximum concurrency")
+        if engine not in cm.list_runtimes() or not r.get("tpot_s") or not r.get("max_concurrency"):
+            raise SystemExit(f"{where}: not a serving benchmark's block with a mean TPOT and a maximum concurrency "
+                             "of a server glmbench has a runtime model of")
         B, tpot = int(r["max_concurrency"]), float(r["tpot_s"])
+        # the KV cache: a vLLM / SGLang server's --kv-cache-dtype auto (the model's dtype); llama-server's -ctk (f16)
+        kv = _vllm_kv(r.get("weights")) if engine in SERVING else (r.get("type_k") or "f16")
+        kv_note = (f"KV cache in the model's dtype {kv} (the {engine} server's default --kv-cache-dtype auto)"
+                   if engine in SERVING else f"KV cache {kv} ({engine}'s llama-server default -ctk f16 where none is stated)")
         out.append({"evidence": "measured", "public_source": sid, "runtime": engine,
                     "runtime_options": {}, "model": r.get("model"), "device": r.get("device"), "hardware": r.get("hardware"),
-                    "n_cards": r.get("n_cards"), "split": r.get("split"), "weights": r.get("weights"), "type_k": _vllm_kv(r.get("weights")),
+                    "n_cards": r.get("n_cards"), "split": r.get("split"), "weights": r.get("weights"), "type_k": kv,
                     "tool": r["tool"], "test": "tg", "n_prompt": 0, "n_gen": r["n_gen"], "n_depth": r["n_prompt"],
                     "n_streams": B, "avg_ts": round(B / tpot, 2),
                     "source": meta["url"], "date": meta["date"], "command": meta["command"],
                     "note": meta["note"] + f"; aggregate decode of {B} streams = {B} / mean TPOT {tpot * 1000:g} ms, "
                                            f"each generating {r['n_gen']} tokens (mean) after a {r['n_prompt']}-token "
-                                           "prompt (mean); KV cache in the model's dtype " + _vllm_kv(r.get("weights"))
-                                           + f" (the {engine} server's default --kv-cache-dtype auto)",
+                                           "prompt (mean); " + kv_note,
                     "line": where, "inferred": r.get("inferred") or {}, "from_sidecar": ["type_k"]})
     return out
 
@@ -758,6 +764,14 @@ def generic_records(path, cfgs: dict | None = None, keep_batched: bool = False) 
         # a serving benchmark: the runtime is the server measured; one glmbench has no model of
         # (SGLang) is left out, said in the records kept or, where none is kept, in the skip line
         serving = [r for r in recs if r.get("test") == "serve"]
+        for r in serving:
+            # no server line in the paste and a client backend that names none (vLLM's --backend openai on a
+            # llama-server): the sidecar's runtime says which server was measured
+            if (not r.get("server") and rt_side in cm.list_runtimes()
+                    and str(r.get("serve_backend") or "").lower() not in ("vllm", "sglang")):
+                r["server"] = rt_side
+                r.setdefault("inferred", {})["server"] = (f"{rt_side} (the sidecar's runtime line; the client's "
+                                                         f"--backend {r.get('serve_backend')} names no server)")
         recs = [r for r in serving if _runtime_of(r) in cm.list_runtimes()]
         other = [r for r in serving if _runtime_of(r) not in cm.list_runtimes()]
         if other:

@@ -429,6 +429,38 @@ def test_records_without_a_model_are_left_out_and_the_rest_kept(tmp_path):
         pr.generic_records(os.path.join(d, "one.md"))
 
 
+_SERVE_BLOCK = ("============ Serving Benchmark Result ============\nSuccessful requests:                     64\n"
+                "Maximum request concurrency:             8\nTotal input tokens:                      65536\n"
+                "Total generated tokens:                  16384\nOutput token throughput (tok/s):         273.07\n"
+                "Mean TTFT (ms):                          900.00\nMean TPOT (ms):                          25.00\n"
+                "==================================================\n")
+
+
+def test_a_serving_benchmark_of_a_llama_server_is_a_llama_cpp_point(tmp_path):
+    # vLLM's client measuring a llama-server: the server's command line says which runtime ran, else the sidecar
+    # (the client's --backend openai names none); llama.cpp's KV default is f16, not the model's dtype
+    from glmbench.results import importers as im
+    assert [im.server_of([(1, t, {})]) and im.server_of([(1, t, {})])[0] for t in (
+        "./build/bin/llama-server -m q.gguf -np 8", "~/ik_llama.cpp/build/bin/llama-server -m q.gguf", "vllm serve Qwen/Qwen3-8B",
+        "python -m vllm.entrypoints.openai.api_server --model x", "python -m sglang.launch_server --model-path x",
+        "vllm bench serve --backend openai")] == ["llama.cpp", "ik_llama.cpp", "vllm", "vllm", "sglang", None]
+    d = str(tmp_path)
+    client = ("$ vllm bench serve --backend openai --base-url http://localhost:8080 --model Qwen3-30B-A3B "
+              "--max-concurrency 8 --num-prompts 64\n")
+    side = "URL: https://example.org/srv\nGPU: RTX 3090\nmodel: Qwen3-30B-A3B-Q4_K_M.gguf\n"
+    _write(d, "srv.log", "$ llama-server -m Qwen3-30B-A3B-Q4_K_M.gguf -ngl 99 -np 8\n" + client + _SERVE_BLOCK, side)
+    _, (r,) = pr.generic_records(os.path.join(d, "srv.log"))
+    assert (r["runtime"], r["type_k"], r["n_streams"], r["test"], r["n_depth"], r["n_gen"]) == ("llama.cpp", "f16", 8, "tg", 1024, 256)
+    assert r["avg_ts"] == 320.0 and "llama-server default -ctk f16" in r["note"]
+    _write(d, "srv2.log", client + _SERVE_BLOCK, side + "runtime: llama.cpp (llama-server -np 8)\n")
+    _, (r2,) = pr.generic_records(os.path.join(d, "srv2.log"))
+    assert r2["runtime"] == "llama.cpp" and "the sidecar's runtime line" in r2["inferred"]["server"]
+    # the client's own --backend vllm names the server: a sidecar that says otherwise is a disagreement
+    _write(d, "srv3.log", client.replace("openai", "vllm") + _SERVE_BLOCK, side + "runtime: llama.cpp\n")
+    with pytest.raises(SystemExit, match="the sidecar's runtime says 'llama.cpp'"):
+        pr.generic_records(os.path.join(d, "srv3.log"))
+
+
 def test_sidecar_key_spellings_and_a_model_file_name(tmp_path):
     side = tmp_path / "s.txt"
     side.write_text("\ufeffSource URL: https://example.org/a\nGPU(s): 2x 4090\nMODEL : Qwen3-30B-A3B-UD-Q4_K_XL.gguf\n"

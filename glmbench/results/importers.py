@@ -12,7 +12,9 @@ The format is detected from the content, never from the file name:
                      (`PP | TG | N_KV | T_PP s | S_PP t/s | T_TG s | S_TG t/s`) and `--output-format jsonl`
   batched-bench      llama.cpp's llama-batched-bench table (`PP | TG | B | N_KV | ...`) and its jsonl
   vllm               `vllm bench serve --save-result` JSON (one object; `--append-result`: one per line),
-                     and the console block vLLM's and SGLang's benchmarks print (`==== Serving Benchmark Result ====`)
+                     and the console block vLLM's and SGLang's benchmarks print (`==== Serving Benchmark Result ====`;
+                     the server measured, `server`, from its command line in the paste: llama-server, vllm serve,
+                     sglang.launch_server, `server_of`)
   sglang             `python -m sglang.bench_serving --output-file` JSONL (one run per line)
   llama-timings      llama-cli's / llama-server's timing lines (`prompt eval time = T ms / N tokens (...)`,
                      `eval time = T ms / M runs (...)`): pp N from an empty cache, tg M at depth N
@@ -2247,6 +2249,12 @@ def _pasted_serve(b, ctx, meta, inferred, text_before, models_seen):
     n_cards = meta.get("n_cards")
     r = _serve_record(ctx, line, o, tool=tool, model_name=None, n_cards=n_cards, resolved=(model, how))
     inferred = dict(inferred, model=how)
+    # the server measured, where the paste holds its command line (a llama-server measured by vLLM's
+    # client with --backend openai: the client's backend does not say which server ran)
+    srv = server_of(b.cmds)
+    if srv:
+        r["server"] = srv[0]
+        inferred["server"] = srv[1]
     if "weights" not in meta:
         w = _quant_from_filename(os.path.basename(ctx.path)) or next(
             (q for q in map(checkpoint_quant, names) if q), None)
@@ -2598,6 +2606,23 @@ def _read_batched_jsonl(text, ctx):
 
 
 # ---- serving benchmarks ----------------------------------------------------------------------------
+# a serving benchmark's server, by its command line: llama.cpp's (or ik_llama.cpp's) llama-server, vLLM's, SGLang's
+_SERVER_CMDS = ((re.compile(r"ik_llama[^\s]*[\\/](?:\S*[\\/])?llama-server(?:\.exe)?(?:\s|$)"), "ik_llama.cpp"),
+                (re.compile(r"(?:^|[\s\\/])llama-server(?:\.exe)?(?:\s|$)"), "llama.cpp"),
+                (re.compile(r"(?:^|\s)vllm\s+serve\s|vllm\.entrypoints\.openai"), "vllm"),
+                (re.compile(r"sglang\.launch_server|(?:^|\s)sglang\s+serve\s"), "sglang"))
+
+
+def server_of(cmds) -> tuple[str, str] | None:
+    """(runtime, how) of the server a paste's command lines start (`_Block.cmds`: (line, text, options)),
+    the last one started before the block; None where none is."""
+    for ln, text, _ in reversed(list(cmds)):
+        for rx, rt in _SERVER_CMDS:
+            if rx.search(text):
+                return rt, f"{rt} (the server's command line, line {ln})"
+    return None
+
+
 def _serve_record(ctx, line, o, *, tool, model_name, n_cards=None, type_k=None, out_tok_s_key="output_throughput",
                   resolved=None):
     completed = _num(ctx, line, "completed", o.get("completed"), integer=True, minimum=0)
