@@ -368,8 +368,14 @@ def _vllm(src_dir, meta=VLLM, sid="qwen3-30b-a3b-bf16_h100_vllm", recs=None):
         kv = _vllm_kv(r.get("weights")) if engine in SERVING else (r.get("type_k") or "f16")
         kv_note = (f"KV cache in the model's dtype {kv} (the {engine} server's default --kv-cache-dtype auto)"
                    if engine in SERVING else f"KV cache {kv} ({engine}'s llama-server default -ctk f16 where none is stated)")
+        ropts = {}      # a llama-server's -fa / -ub from its command line in the paste (importers.server_of)
+        if engine not in SERVING:
+            if r.get("flash_attn") is not None and int(r["flash_attn"]) >= 0:
+                ropts["fa"] = str(int(r["flash_attn"]))
+            if r.get("n_ubatch"):
+                ropts["ubatch"] = str(int(r["n_ubatch"]))
         out.append({"evidence": "measured", "public_source": sid, "runtime": engine,
-                    "runtime_options": {}, "model": r.get("model"), "device": r.get("device"), "hardware": r.get("hardware"),
+                    "runtime_options": ropts, "model": r.get("model"), "device": r.get("device"), "hardware": r.get("hardware"),
                     "n_cards": r.get("n_cards"), "split": r.get("split"), "weights": r.get("weights"), "type_k": kv,
                     "tool": r["tool"], "test": "tg", "n_prompt": 0, "n_gen": r["n_gen"], "n_depth": r["n_prompt"],
                     "n_streams": B, "avg_ts": round(B / tpot, 2),

@@ -451,7 +451,12 @@ def test_a_serving_benchmark_of_a_llama_server_is_a_llama_cpp_point(tmp_path):
     _write(d, "srv.log", "$ llama-server -m Qwen3-30B-A3B-Q4_K_M.gguf -ngl 99 -np 8\n" + client + _SERVE_BLOCK, side)
     _, (r,) = pr.generic_records(os.path.join(d, "srv.log"))
     assert (r["runtime"], r["type_k"], r["n_streams"], r["test"], r["n_depth"], r["n_gen"]) == ("llama.cpp", "f16", 8, "tg", 1024, 256)
-    assert r["avg_ts"] == 320.0 and "llama-server default -ctk f16" in r["note"]
+    assert r["avg_ts"] == 320.0 and "llama-server default -ctk f16" in r["note"] and r["runtime_options"] == {}
+    # the server's -fa / -ub / -ctk are the point's
+    _write(d, "srv4.log", "$ llama-server -m Qwen3-30B-A3B-Q4_K_M.gguf -ngl 99 -np 8 -fa on -ub 2048 -ctk q8_0 -ctv q8_0\n"
+           + client + _SERVE_BLOCK, side)
+    _, (r4,) = pr.generic_records(os.path.join(d, "srv4.log"))
+    assert (r4["runtime_options"], r4["type_k"]) == ({"fa": "1", "ubatch": "2048"}, "q8_0")
     _write(d, "srv2.log", client + _SERVE_BLOCK, side + "runtime: llama.cpp (llama-server -np 8)\n")
     _, (r2,) = pr.generic_records(os.path.join(d, "srv2.log"))
     assert r2["runtime"] == "llama.cpp" and "the sidecar's runtime line" in r2["inferred"]["server"]

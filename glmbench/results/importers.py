@@ -2255,6 +2255,14 @@ def _pasted_serve(b, ctx, meta, inferred, text_before, models_seen):
     if srv:
         r["server"] = srv[0]
         inferred["server"] = srv[1]
+        if srv[0] in ("llama.cpp", "ik_llama.cpp"):     # llama-server's own settings: -fa, -ub, -ctk
+            so = srv[2] or {}
+            if so.get("flash_attn") is not None:
+                r["flash_attn"] = so["flash_attn"]
+            if re.fullmatch(r"\d+", str(so.get("n_ubatch", ""))):
+                r["n_ubatch"] = int(so["n_ubatch"])
+            if so.get("type_k"):
+                r["type_k"] = _kv_name(so["type_k"])
     if "weights" not in meta:
         w = _quant_from_filename(os.path.basename(ctx.path)) or next(
             (q for q in map(checkpoint_quant, names) if q), None)
@@ -2613,13 +2621,13 @@ _SERVER_CMDS = ((re.compile(r"ik_llama[^\s]*[\\/](?:\S*[\\/])?llama-server(?:\.e
                 (re.compile(r"sglang\.launch_server|(?:^|\s)sglang\s+serve\s"), "sglang"))
 
 
-def server_of(cmds) -> tuple[str, str] | None:
-    """(runtime, how) of the server a paste's command lines start (`_Block.cmds`: (line, text, options)),
-    the last one started before the block; None where none is."""
-    for ln, text, _ in reversed(list(cmds)):
+def server_of(cmds) -> tuple[str, str, dict] | None:
+    """(runtime, how, the command line's options) of the server a paste's command lines start
+    (`_Block.cmds`: (line, text, options)), the last one started before the block; None where none is."""
+    for ln, text, opts in reversed(list(cmds)):
         for rx, rt in _SERVER_CMDS:
             if rx.search(text):
-                return rt, f"{rt} (the server's command line, line {ln})"
+                return rt, f"{rt} (the server's command line, line {ln})", opts
     return None
 
 
