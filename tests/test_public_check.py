@@ -429,11 +429,17 @@ def test_records_without_a_model_are_left_out_and_the_rest_kept(tmp_path):
         pr.generic_records(os.path.join(d, "one.md"))
 
 
-_SERVE_BLOCK = ("============ Serving Benchmark Result ============\nSuccessful requests:                     64\n"
-                "Maximum request concurrency:             8\nTotal input tokens:                      65536\n"
-                "Total generated tokens:                  16384\nOutput token throughput (tok/s):         273.07\n"
-                "Mean TTFT (ms):                          900.00\nMean TPOT (ms):                          25.00\n"
-                "==================================================\n")
+def _serve_block(done, conc, tokens_in, tokens_out, tok_s, tpot_ms, ttft_ms=None):
+    """vLLM's console block of a serving benchmark (the lines glmbench reads)."""
+    return ("============ Serving Benchmark Result ============\n"
+            f"Successful requests:                     {done}\nMaximum request concurrency:             {conc}\n"
+            f"Total input tokens:                      {tokens_in}\nTotal generated tokens:                  {tokens_out}\n"
+            f"Output token throughput (tok/s):         {tok_s:.2f}\n"
+            + (f"Mean TTFT (ms):                          {ttft_ms:.2f}\n" if ttft_ms is not None else "")
+            + f"Mean TPOT (ms):                          {tpot_ms:.2f}\n==================================================\n")
+
+
+_SERVE_BLOCK = _serve_block(64, 8, 65536, 16384, 273.07, 25.0, 900.0)
 
 
 def test_a_serving_benchmark_of_a_llama_server_is_a_llama_cpp_point(tmp_path):
@@ -548,11 +554,7 @@ def test_backends_without_a_model_mixed_cards_and_sidecar_spellings(tmp_path):
     with pytest.raises(SystemExit, match=r"^vk2\.md:4: the records say coopmat=khr, the sidecar's options coopmat=nv2"):
         pr.generic_records(os.path.join(d, "vk2.md"))
     # vLLM: the checkpoint's quantization on the sidecar's model line (AWQ, GPTQ-Int4, FP8)
-    serve = ("vllm bench serve --model x --max-concurrency 8\n============ Serving Benchmark Result ============\n"
-             "Successful requests:                     100\nMaximum request concurrency:             8\n"
-             "Total input tokens:                      204800\nTotal generated tokens:                  51200\n"
-             "Output token throughput (tok/s):         640.00\nMean TPOT (ms):                          12.10\n"
-             "==================================================\n")
+    serve = "vllm bench serve --model x --max-concurrency 8\n" + _serve_block(100, 8, 204800, 51200, 640.0, 12.1)
     for name, model, w in (("s1", "Qwen2.5-32B-Instruct-AWQ", "awq"), ("s2", "Qwen/Qwen2.5-32B-Instruct-GPTQ-Int4", "gptq"),
                            ("s3", "RedHatAI/Qwen2.5-32B-Instruct-FP8-dynamic", "fp8_per_channel")):
         _write(d, f"{name}.log", serve, f"URL: https://example.org/{name}\nGPU: H100 NVL\nModel: {model}\n")
