@@ -518,9 +518,10 @@ def names_in(text: str | None) -> list[str]:
     return [c for c in cands if not any(o != c and set(_tokens(c)) < set(_tokens(o)) for o in cands)]
 
 
-# a word right after a model's name that makes it another, smaller or lighter model of the family
-# ("Phi-4-mini" is not phi-4; "GLM-4.5-Air" is not glm-4.5): a name followed by one that it does not hold is no match
-_VARIANT_WORDS = {"mini", "nano", "tiny", "micro", "small", "lite", "flash", "air", "turbo", "medium"}
+# a word right after a model's name that makes it another, smaller model of the family ("Phi-4-mini" is not
+# phi-4): a name followed by one that it does not hold is no match. Words prose puts after a name too ("small
+# batch", "flash attention") are not among them; a variant built in ("GLM-4.5-Air") wins as the more specific name.
+_VARIANT_WORDS = {"mini", "nano", "tiny", "micro", "lite"}
 
 
 def _in_order(name: list, toks: list, slack: int = 2) -> bool:
@@ -538,8 +539,7 @@ def _in_order(name: list, toks: list, slack: int = 2) -> bool:
             if toks[j] == name[k]:
                 k += 1
             j += 1
-        variant = (j < len(toks) and toks[j] in _VARIANT_WORDS and toks[j] not in name
-                   and not (toks[j] == "flash" and j + 1 < len(toks) and toks[j + 1] in ("attention", "attn")))
+        variant = j < len(toks) and toks[j] in _VARIANT_WORDS and toks[j] not in name
         if k == len(name) and not variant:
             return True
     return False
