@@ -148,11 +148,16 @@ def write(path, cfg, state_dict, *, types=None, split_kv_b=True, name="tiny", ex
             w.kv_data[0].pop(k, None)
         else:
             w.kv_data[0][k] = gguf.GGUFValue(v, vt)
+    finish(w)
+    return path
+
+
+def finish(w) -> None:
+    """Write GGUFWriter `w`'s header, metadata and tensors to its file and close it."""
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
-    return path
 
 
 def add_metadata(w, arch: str, meta: dict, drop=()) -> None:

@@ -3,6 +3,7 @@ tests/test_quant_iq.py (iq4_nl / mxfp4, 32-value blocks, q8_0 activations) share
 passes its own block generator (`random_blocks(rng, fmt, rows, k)`) and linear check."""
 import os
 
+import gguf_writer
 import numpy as np
 
 from glmbench.core import quant
@@ -20,10 +21,7 @@ def gguf_tensor_as_stored(tmp_path, fmt, q, ggml_type, k):
     p = str(tmp_path / f"{fmt}.gguf")
     w = gguf.GGUFWriter(p, "llama")
     w.add_tensor("t", q, raw_shape=q.shape, raw_dtype=ggml_type)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    gguf_writer.finish(w)
     g = gguf_file.read(p)
     t = g.tensors["t"]
     assert t.type_name == ggml_type.name and tuple(t.shape) == (rows, k)

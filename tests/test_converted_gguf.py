@@ -17,6 +17,7 @@ torch = pytest.importorskip("torch", reason="HF oracle tests need torch")
 pytest.importorskip("transformers", reason="HF oracle tests need transformers")
 gguf = pytest.importorskip("gguf", reason="GGUF tests need the gguf package")
 
+import gguf_writer  # noqa: E402
 import llama_cpp_convert as lc  # noqa: E402
 from test_model_hf import TINY, hf_logits, rel_err, tiny_hf_model  # noqa: E402
 
@@ -600,10 +601,7 @@ def test_qwen3next_file_with_in_proj_qkvz_whole(tmp):
             n_fused += 1
         else:
             w.add_tensor(name, np.asarray(g.tensor_data(name)), raw_dtype=typ)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    gguf_writer.finish(w)
     c1, c2 = configs.load(files["f16"]), configs.load(path)
     assert n_fused == len(c1.linear_layers) == 3 and "blk.0.ssm_in.weight" in gguf_file.read(path).tensors
     assert dataclasses.replace(c2, name=c1.name, file_weights=c1.file_weights) == c1
@@ -724,10 +722,7 @@ def test_mixtral_file_with_one_tensor_per_expert(tmp):
             n_split += 1
         else:
             w.add_tensor(name, data, raw_dtype=typ)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    gguf_writer.finish(w)
     assert n_split == 3 * 2 and "blk.0.ffn_gate.7.weight" in gguf_file.read(path).tensors
     c1, sd1 = checkpoint.state_dict(files["q8_0"])
     c2, sd2 = checkpoint.state_dict(path)

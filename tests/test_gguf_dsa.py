@@ -55,10 +55,7 @@ def _write(path, hc, drop=(), types=True):
             parts = [(name.replace("attn_kv_b", "attn_k_b"), (H, R, Dn)), (name.replace("attn_kv_b", "attn_v_b"), (H, Dv, R))]
         for n, s in parts:
             w.add_tensor(n, np.zeros(s, np.float16 if len(s) >= 2 and "ffn_gate_inp" not in n else np.float32))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    gguf_writer.finish(w)
     return cfg
 
 

@@ -158,10 +158,7 @@ def _write(path, hc, *, drop=(), meta=None, fused=True, shared_kv=True):
             for part in ("attn_k", "attn_v"):
                 _add(w, f"blk.{i}.{part}.weight", np.zeros((n * d, D), np.float32))
             _add(w, f"blk.{i}.attn_k_norm.weight", np.zeros(d, np.float32))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    gguf_writer.finish(w)
     return cfg
 
 

@@ -486,10 +486,7 @@ def _write(path, arch, hc, drop=()):
             shape = (cfg.linear_k_heads, shape[0] // cfg.linear_k_heads)
         f16 = len(shape) >= 2 and not hf.endswith(("conv1d.weight", "mlp.gate.weight", ".A_log", ".D", "norm.weight"))
         w.add_tensor(name, np.zeros(shape, np.float16 if f16 else np.float32))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    gguf_writer.finish(w)
     return cfg
 
 

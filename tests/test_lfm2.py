@@ -302,10 +302,7 @@ def _write(path, hc, drop=(), drop_tensors=(), meta_over=None):
             shape = (shape[0], shape[2])
         f16 = len(shape) >= 2 and not hf.endswith(("conv1d.weight", "mlp.gate.weight"))
         w.add_tensor(name, np.zeros(shape, np.float16 if f16 else np.float32))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    gguf_writer.finish(w)
     return cfg
 
 
