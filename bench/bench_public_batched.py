@@ -24,9 +24,11 @@ What is predicted (glmbench.predict.costmodel):
   (`ttft`), and under load: one decode pass of the 9 other streams at their mean depth (prompt +
   half the mean output) followed by the prompt's prefill, as glmbench's replay prices a mixed step
   (glmbench/predict/replay.py); and `replayed`: the benchmark's closed loop (100 requests, 10 in
-  flight, the next sent when one finishes) on glmbench's continuous-batching replay, TTFT counted
-  from when the request is sent (the k-th finish sends request B + k), as the client counts it: the
-  server's wait for its prefill budget (vLLM's max_num_batched_tokens, 8192 on the H100) included.
+  flight, the next sent when one finishes) on glmbench's continuous-batching replay with its
+  closed-loop client (replay.closed_loop), TTFT counted from when the request is sent (the k-th
+  finish sends request B + k, which reaches the server replay.CLIENT_GAP_S later, after the engine
+  has scheduled the step that starts at that finish), as the client counts it: the server's wait
+  for its prefill budget (vLLM's max_num_batched_tokens, 8192 on the H100) included.
 
 Each pasted file is read by glmbench's importer (glmbench.results.importers.read, as `glmbench
 compare FILE` reads it: one record per point, `inferred` says how each field was told). The
@@ -46,12 +48,14 @@ import statistics
 import sys
 import time
 
+import numpy as np
+
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from glmbench.measure import machine  # noqa: E402
 from glmbench.predict import costmodel as cm  # noqa: E402
 from glmbench.predict import hardware as hw  # noqa: E402
 from glmbench.predict import kernels as kn  # noqa: E402
-from glmbench.predict import replay, traces  # noqa: E402
+from glmbench.predict import replay  # noqa: E402
 from glmbench.predict import runtime as rtm  # noqa: E402
 from glmbench.results import importers  # noqa: E402
 from glmbench.results import records as rec  # noqa: E402
@@ -163,19 +167,15 @@ def _closed_loop_ttft(s, r) -> float:
     once (--request-rate inf, its default): at most B requests in flight, the next sent when one
     finishes (vllm/benchmarks/serve.py: the request goes out inside an asyncio.Semaphore(B); its
     TTFT clock starts when it is sent, lib/endpoint_request_func.py). Replayed on glmbench's
-    continuous-batching server (glmbench.predict.replay: B seqs, the runtime's prefill budget per
-    step, no prefix cache) with all `completed` requests (the block's mean prompt and output)
-    queued at t = 0 in order; request k > B is sent when the (k - B)-th request finishes, so its
-    TTFT = its first token - that finish. The server's own wait for the prefill budget (the
-    replay's queueing after a request is sent) is part of the TTFT, as the client sees it."""
+    continuous-batching server with its closed-loop client (glmbench.predict.replay.closed_loop: B
+    seqs, the runtime's prefill budget per step, no prefix cache; all `completed` requests of the
+    block's mean prompt and output): request B + k is sent when the k-th request finishes and
+    reaches the server replay.CLIENT_GAP_S later, after the engine has scheduled the step that
+    starts at that finish, so it joins the one after. The server's own wait for the prefill budget
+    (the replay's queueing after a request arrives) is part of the TTFT, as the client sees it."""
     B, P, G, N = int(r["max_concurrency"]), int(r["n_prompt"]), int(r["n_gen"]), int(r.get("completed") or 100)
-    trace = traces.from_requests([(0.0, P, G)] * N, name=f"{N} x {P}+{G}, {B} at a time")
-    cfg = replay.ServerConfig(max_num_seqs=B, max_batched_tokens=s.n_ubatch, prefix_cache=False)
-    lat = replay.replay(trace, s, cfg).latency
-    # from t = 0 (every arrival is at 0); a request the server rejects (nan) frees its slot at once
-    first, done = lat["ttft_s"], sorted(float(x) if x == x else 0.0 for x in lat["e2e_s"])
-    sent = [0.0] * min(B, N) + done[:max(0, N - B)]
-    return float(statistics.fmean(f - t for f, t in zip(first, sent) if f == f))     # rejected: no first token
+    cl = replay.closed_loop(s, P, G, N, B)
+    return float(np.nanmean(cl["ttft_s"]))      # a rejected request has no first token
 
 
 def _measured(r, q):
@@ -272,7 +272,7 @@ def render(recs, profiles, seconds, hashes=None, before=None, before_label="", n
          "d, B)` over d = PP .. PP+TG-1 (weights once per step, KV per stream); TTFT = the prompt's prefill alone, "
          "`loaded`: after one decode pass of the other 9 streams at their mean depth, and `replayed`: the "
          "benchmark's closed loop (all requests sent at once, 10 in flight) on glmbench's continuous-batching replay "
-         "(glmbench/predict/replay.py; the runtime's prefill budget per step on the card, `runtime.ubatch_for`: vLLM's 8192 on an H100), TTFT from when the client sends each request (the k-th finish sends request 10 + k), the server's wait for the budget included. Error = predicted / measured - 1 on the rate (tok/s, or 1 / seconds): + is too fast; "
+         "(glmbench/predict/replay.py; the runtime's prefill budget per step on the card, `runtime.ubatch_for`: vLLM's 8192 on an H100), TTFT from when the client sends each request (`replay.closed_loop`: the k-th finish sends request 10 + k, which reaches the server `replay.CLIENT_GAP_S` later, after the engine has scheduled the step that starts at that finish, so it joins the one after), the server's wait for the budget included. Error = predicted / measured - 1 on the rate (tok/s, or 1 / seconds): + is too fast; "
          "MAPE = mean |error|.", "",
          "`runtime model` is the runtime each source ran on: " + ", ".join(
              f"{sid}: `{next(r['predicted']['runtime model']['profile'] for r in recs if r['public_source'] == sid)}`"

@@ -256,3 +256,65 @@ def test_two_card_throughput_agrees_with_serve():
         assert b["max_running"] == n
         sv = cm.serve(TWO, n, 256 + 32)
         assert b["decode_tok_s"] == pytest.approx(sv["aggregate_tok_s"], rel=0.01)
+
+
+# ---- the closed-loop client (vLLM's bench serve / SGLang's bench_serving with --max-concurrency) ----
+def test_closed_loop_sends_on_finishes_and_misses_the_step_in_flight():
+    """B = 2 slots, 4 requests of 1500 in / 3 out, a 2048-token budget. Request 0 is prefilled in step 1 with
+    548 tokens of request 1, whose prompt ends in step 2; step 3 is the last decode of request 0. Request 2,
+    sent when request 0 finishes, reaches the server after step 4 (request 1's last decode) has been scheduled:
+    it is prefilled alone in step 5. Request 3, sent when request 1 finishes (end of step 4), arrives during
+    step 5 and is prefilled in step 6 beside request 2's decode. With no gap, request 2 would share step 4
+    and request 3 step 5. Times added up here from the cost model's steps."""
+    L, O = 1500, 3
+    cfg = exact(max_num_seqs=2, max_batched_tokens=2048)
+    g = 1e-3
+    cl = rp.closed_loop(SETUP, L, O, 4, 2, cfg, client_gap_s=g)
+    r = cl["result"]
+    # the client's clock: the first two sent at 0 (they reach the idle server at g); request 2 at request
+    # 0's finish, after steps 1-3, and request 3 at request 1's, one step later
+    assert cl["sent_s"][:2].tolist() == [0.0, 0.0]
+    assert cl["ttft_s"][0] == pytest.approx(g + pf(L, 0) + pf(548, 0), rel=1e-12)
+    assert cl["sent_s"][2] == pytest.approx(r.latency["e2e_s"][0] + g, rel=1e-12)
+    assert cl["sent_s"][3] == pytest.approx(r.latency["e2e_s"][1] + g, rel=1e-12)
+    assert cl["sent_s"][3] > cl["sent_s"][2] > cl["ttft_s"][1] > cl["ttft_s"][0]
+    # request 2: it waits out step 4 (request 1's last decode), then its prefill alone
+    step4 = cl["sent_s"][3] - cl["sent_s"][2]
+    assert cl["ttft_s"][2] == pytest.approx(step4 + pf(L, 0), rel=1e-9)
+    # request 3: it waits out step 5 (request 2's prefill), then step 6: request 2's decode and its prefill
+    assert cl["ttft_s"][3] == pytest.approx(pf(L, 0) + dec(L, 1) + pf(L, 0), rel=1e-3)
+    # with no gap each joins the step that starts at the finish it was sent on
+    c0 = rp.closed_loop(SETUP, L, O, 4, 2, cfg, client_gap_s=0.0)
+    assert c0["ttft_s"][3] == pytest.approx(dec(L, 1) + pf(L, 0), rel=1e-3)
+    assert c0["ttft_s"][3] < cl["ttft_s"][3] - 0.9 * pf(L, 0)
+    # any gap below one step gives the same schedule: the first two, sent to an idle server, see the gap
+    # itself; the two sent on finishes arrive inside the step in flight either way
+    c2 = rp.closed_loop(SETUP, L, O, 4, 2, cfg, client_gap_s=2e-3)
+    assert (c2["ttft_s"] - cl["ttft_s"]).tolist() == pytest.approx([1e-3, 1e-3, 0.0, 0.0], abs=1e-9)
+
+
+def test_closed_loop_is_a_fixed_point_and_all_at_once_without_a_loop():
+    cfg = exact(max_num_seqs=3, max_batched_tokens=2048)
+    cl = rp.closed_loop(SETUP, 700, 5, 10, 3, cfg)
+    fin = sorted((cl["sent_s"] + cl["e2e_s"]).tolist())
+    assert cl["sent_s"][3:].tolist() == pytest.approx(fin[:7], rel=1e-12)     # request 3 + k on the k-th finish
+    assert cl["replays"] <= -(-10 // 3) + 2
+    # as many slots as requests: every request sent at 0, the same as a replay of them all arriving together
+    every = rp.closed_loop(SETUP, 700, 5, 4, 8, exact(max_num_seqs=8, max_batched_tokens=2048))
+    direct = run([(rp.CLIENT_GAP_S, 700, 5)] * 4, exact(max_num_seqs=8, max_batched_tokens=2048))
+    assert every["sent_s"].tolist() == [0.0] * 4
+    assert every["ttft_s"].tolist() == pytest.approx((direct.latency["ttft_s"] + rp.CLIENT_GAP_S).tolist(), rel=1e-12)
+    assert every["replays"] == 1
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(prompt=0), "prompt"), (dict(output=1.5), "output"), (dict(requests=True), "requests"),
+    (dict(concurrency=0), "concurrency"), (dict(client_gap_s=-1e-3), "client_gap_s"),
+    (dict(client_gap_s=float("nan")), "client_gap_s")])
+def test_closed_loop_rejects_bad_arguments(kw, match):
+    args = dict(prompt=100, output=4, requests=4, concurrency=2)
+    gap = kw.pop("client_gap_s", rp.CLIENT_GAP_S)
+    args.update(kw)
+    with pytest.raises(ValueError, match=match):
+        rp.closed_loop(SETUP, args["prompt"], args["output"], args["requests"], args["concurrency"],
+                       client_gap_s=gap)

@@ -17,6 +17,7 @@ from glmbench.predict import costmodel as cm
 from glmbench.predict import hardware as hw
 from glmbench.predict import jointfit as jf
 from glmbench.predict import kernels as kn
+from glmbench.predict import replay
 
 
 @pytest.fixture(scope="module")
@@ -1134,11 +1135,12 @@ def test_vllm_prefill_budget_by_card():
 def test_closed_loop_ttft_counts_from_when_the_client_sends():
     """benchmark_serving's TTFT starts when a request is sent (inside its concurrency semaphore):
     request B + k goes out when the k-th request finishes, and its wait on the server for the
-    prefill budget counts. One slot at a time, each request's TTFT is its own prefill step."""
+    prefill budget counts. One slot at a time, each request's TTFT is the trip to the idle server
+    (replay.CLIENT_GAP_S) and its own prefill step (the replay's interpolated step costs)."""
     mod = _bench("bench_public_batched")
     s = cm.Setup("qwen3-30b-a3b", "h100-sxm", weights="bf16", kv="bf16", runtime="vllm")
     one = dict(max_concurrency=1, n_prompt=2042, n_gen=64, completed=5)
-    assert mod._closed_loop_ttft(s, one) == pytest.approx(cm.prefill(s, 2042).seconds, rel=0.05)
+    assert mod._closed_loop_ttft(s, one) == pytest.approx(cm.prefill(s, 2042).seconds + replay.CLIENT_GAP_S, rel=0.05)
     # ten sent at once into a 2048-token budget: the tenth waits for nine prefills first
     ten = dict(max_concurrency=10, n_prompt=2042, n_gen=64, completed=10)
     s2 = cm.Setup("qwen3-30b-a3b", "h100-sxm", weights="bf16", kv="bf16", runtime=cm.load_runtime("vllm").with_options(ubatch=2048))

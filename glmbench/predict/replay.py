@@ -993,6 +993,60 @@ def study(trace, setups: Sequence[cm.Setup], config: ServerConfig | None = None,
             "_results": results}
 
 
+# A closed-loop client (vLLM's `bench serve` / benchmark_serving and SGLang's bench_serving with
+# --max-concurrency B and every request queued at once): the next request is sent when one finishes.
+# It reaches the engine this long after the finish (the response's last chunk reaching the client,
+# the next POST, the server's HTTP handling and tokenization: milliseconds). The engine loop
+# schedules its next step as soon as the last one ends (vLLM's EngineCore: take what is queued,
+# schedule, execute), so a request sent on a finish never joins the step that starts at that
+# finish: it waits for that step to end. Any gap above 0 and below one decode step gives the same
+# schedule (the value only shifts the client's clock by itself).
+CLIENT_GAP_S = 1e-3
+
+
+def closed_loop(setup: cm.Setup, prompt: int, output: int, requests: int, concurrency: int,
+                config: ServerConfig | None = None, *, client_gap_s: float = CLIENT_GAP_S) -> dict:
+    """`requests` requests of `prompt` tokens in and `output` out, sent by a closed-loop client that
+    keeps `concurrency` in flight: the first `concurrency` at t = 0, request concurrency + k when the
+    k-th one finishes, each reaching the server `client_gap_s` after it is sent (CLIENT_GAP_S).
+    Replayed on `config` (default: `concurrency` seqs, the setup's prefill budget per step, no
+    prefix cache) until the send times stop changing (a request's finish depends only on earlier
+    sends, so the k-th round of requests is fixed after k + 1 replays).
+
+    Returns {"sent_s", "ttft_s", "tpot_s", "e2e_s"} (numpy arrays in send order, from when each
+    request was sent: the client's clock, which includes the gap and any wait on the server),
+    "result" (the last ReplayResult, its latencies from each request's arrival at the server)
+    and "replays" (how many were run). A request the server rejects has nan latencies and frees
+    its slot when it reaches the server."""
+    for nm, v, lo in (("prompt", prompt, 1), ("output", output, 1), ("requests", requests, 1),
+                      ("concurrency", concurrency, 1)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+            raise ValueError(f"`{nm}` must be a whole number >= {lo}, got {v!r}")
+    if isinstance(client_gap_s, bool) or not isinstance(client_gap_s, (int, float)) \
+            or not math.isfinite(client_gap_s) or client_gap_s < 0:
+        raise ValueError(f"`client_gap_s` must be a number of seconds >= 0, got {client_gap_s!r}")
+    cm._setup(setup)
+    cfg = config or ServerConfig(max_num_seqs=concurrency, max_batched_tokens=setup.n_ubatch, prefix_cache=False)
+    N, B, gap = requests, min(concurrency, requests), float(client_gap_s)
+    sent = np.zeros(N)
+    limit = -(-N // B) + 2
+    for k in range(1, limit + 1):
+        arr = sent + gap
+        res = replay(traces_mod.from_requests([(float(a), prompt, output) for a in arr],
+                                              name=f"{N} x {prompt}+{output}, {B} at a time"), setup, cfg)
+        e2e = res.latency["e2e_s"]
+        fin = np.sort(arr + np.where(np.isnan(e2e), 0.0, e2e))
+        new = np.concatenate([np.zeros(B), fin[:N - B]])
+        if np.array_equal(new, sent):
+            break
+        sent = new
+    else:
+        raise RuntimeError(f"closed loop of {N} requests did not settle in {limit} replays")  # cannot happen
+    lat = res.latency
+    return {"sent_s": sent, "ttft_s": lat["ttft_s"] + gap, "tpot_s": lat["decode_s"] / max(output - 1, 1),
+            "e2e_s": lat["e2e_s"] + gap, "result": res, "replays": k}
+
+
 def batched_throughput(setup: cm.Setup, streams: int, prompt: int = 4096, output: int = 256,
                        config: ServerConfig | None = None) -> dict:
     """`streams` requests of `prompt` tokens arriving together, each generating `output`: the
