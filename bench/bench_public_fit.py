@@ -39,6 +39,7 @@ import dataclasses
 import datetime
 import io
 import json
+import math
 import os
 import sys
 import tempfile
@@ -55,6 +56,7 @@ from glmbench.measure import machine  # noqa: E402
 from glmbench.predict import costmodel as cm  # noqa: E402
 from glmbench.predict import hardware  # noqa: E402
 from glmbench.predict import jointfit as jf  # noqa: E402
+from glmbench.predict import replay  # noqa: E402
 from glmbench.predict import runtime as rtm  # noqa: E402
 from glmbench.report import truth  # noqa: E402
 from glmbench.results import importers  # noqa: E402
@@ -416,13 +418,15 @@ def _read_any(path) -> list[dict]:
     return importers.read(path)
 
 
-def check_points(path, batched: list | None = None) -> tuple[list, list]:
+def check_points(path, batched: list | None = None, serving: list | None = None) -> tuple[list, list]:
     """(points, notes) of the records at `path` (a folder of records files, a folder of published
     results as pasted, each with its sidecar (published_folder: read by bench/public_records.py
     first), or one file): each measured single-stream pp / tg record as a point; every record or
     file left out is one note line ("file:line: why"). `batched`: a list that takes the points of
     several streams (llama-batched-bench's records, predicted apart: predict_batched); None: they
-    are left out with a note."""
+    are left out with a note. `serving`: a list that takes the serving benchmarks' runs as they ran
+    (public_records' `serving_run` records: mean TTFT and TPOT, replayed apart: predict_serving);
+    None: they are left out with a note."""
     pts, seen = [], {}
     files, notes = _from_published(path) if published_folder(path) else (_check_files(path), [])
     for f in files:
@@ -437,6 +441,18 @@ def check_points(path, batched: list | None = None) -> tuple[list, list]:
         for i, r in enumerate(recs):
             where = str(r.get("line") or (f"{os.path.basename(f)}:{str(r['source']).rsplit(':', 1)[1]}"
                                           if str(r.get("source", "")).startswith(f) else f"{os.path.basename(f)}:{i + 1}"))
+            if r.get("serving_run"):
+                # a serving benchmark's run as it ran: its client replayed (predict_serving), apart from the points
+                if serving is None:
+                    notes.append(f"{where}: a serving benchmark's run (mean TTFT / TPOT): left out of the point check")
+                    continue
+                try:
+                    rt, opts, setup = jf.setup_from_record(r, where)
+                except jf.FitError as e:
+                    notes.append(str(e))
+                    continue
+                serving.append(dict(r, where=where, setup=setup, options=opts))
+                continue
             if (r.get("test") == "serve" and r.get("tpot_s") and r.get("max_concurrency")
                     and public_records._runtime_of(r) in cm.list_runtimes()):
                 # a vLLM / SGLang serving result as the fit's decode point (public_records._vllm: B streams / mean TPOT)
@@ -515,6 +531,67 @@ def batched_report(path, pts: list, profiles: dict | None = None) -> list[str]:
         L.append(f"| {p.runtime} | {p.where} | {p.setup.model.name} {what} | {p.batch} | {opts} | {p.measured:.2f} | "
                  f"{q:.2f} | {q / p.measured - 1:+.1%} |")
     L.append("")
+    return L
+
+
+def predict_serving(run, profile=None) -> dict:
+    """{"ttft_s", "tpot_s"} (means) a serving benchmark's run is predicted to measure: its client
+    replayed on its server (glmbench.predict.replay.bench_serve): `completed` requests of the mean
+    prompt and output, its --max-concurrency (None: unlimited) and --request-rate (inf or absent:
+    all at once, vLLM's default; else a Poisson process, or a gamma one of its burstiness), on the
+    server's own limits where the run does not state them (replay.server_config). The runtime model
+    as shipped (`profile`: another one, with the run's options)."""
+    s = run["setup"] if profile is None else dataclasses.replace(run["setup"], runtime=jf.apply_options(profile, run["options"]))
+    rate = run.get("request_rate")
+    rate = math.inf if rate in (None, "", "inf") else float(rate)
+    conc = run.get("max_concurrency")
+    cfg = replay.server_config(s, run["runtime"], max_num_seqs=run.get("max_num_seqs"),
+                               max_batched_tokens=run.get("max_num_batched_tokens"))
+    n = int(run.get("completed") or 1)
+    cl = replay.bench_serve(s, max(int(run["n_prompt"]), 1), max(int(run["n_gen"]), 1), n,
+                            concurrency=int(conc) if conc else None, rate=rate,
+                            burstiness=float(run.get("burstiness") or 1.0), config=cfg)
+    tpot = cl["tpot_s"][np.isfinite(cl["tpot_s"])]
+    ttft = cl["ttft_s"][np.isfinite(cl["ttft_s"])]
+    return {"ttft_s": float(np.mean(ttft)) if len(ttft) else math.nan,
+            "tpot_s": float(np.mean(tpot)) if len(tpot) else math.nan, "server": cfg}
+
+
+def serving_report(path, runs: list, profiles: dict | None = None) -> list[str]:
+    """The check's section for serving benchmarks' runs: mean TTFT and TPOT, measured and replayed."""
+    L = ["", "### Serving benchmarks (their clients replayed; never fitted)", "",
+         f"{len(runs)} serving benchmark run(s) of {path} (vLLM's bench serve, SGLang's bench_serving), each "
+         "replayed as it ran: its client (`replay.bench_serve`: `completed` requests of the mean prompt and "
+         "output, its --max-concurrency, its --request-rate: all at once when inf, else a Poisson process of "
+         "it, seeded; the next request sent on a finish reaches the server after the step then starting) on "
+         "the server's limits (`replay.server_config`: its command line's, else its defaults) with the "
+         f"runtime model {'as shipped' if not profiles else 'as fitted by this run'}. Error = predicted / "
+         "measured - 1 on the rate (1 / TTFT, 1 / TPOT): + is too fast. A closed loop's TPOT is also a decode "
+         "point of the table above (B / TPOT).", "",
+         "| runtime | where | card | model | in / out | concurrency | rate /s | server seqs / step tokens | "
+         "measured TTFT ms | predicted | error | measured TPOT ms | predicted | error |",
+         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    errs = {"ttft_s": [], "tpot_s": []}
+    for run in runs:
+        q = predict_serving(run, (profiles or {}).get(run["runtime"]))
+        cells = []
+        for k in ("ttft_s", "tpot_s"):
+            m = run.get(k)
+            if m and q[k] == q[k] and q[k] > 0:
+                e = m / q[k] - 1
+                errs[k].append(e)
+                cells += [f"{m * 1e3:.1f}", f"{q[k] * 1e3:.1f}", f"{e:+.1%}"]
+            else:
+                cells += [f"{m * 1e3:.1f}" if m else "–", f"{q[k] * 1e3:.1f}" if q[k] == q[k] else "–", "–"]
+        s = run["setup"]
+        card = s.gpu.key + (f" x{s.n_cards}" if s.n_cards > 1 else "")
+        rate = run.get("request_rate")
+        L.append(f"| {run['runtime']} | {run['where']} | {card} | {s.model.name} | {run['n_prompt']} / {run['n_gen']} | "
+                 f"{run.get('max_concurrency') or 'unlimited'} | {rate if rate not in (None, '') else 'inf'} | "
+                 f"{q['server'].max_num_seqs} / {q['server'].max_batched_tokens} | " + " | ".join(cells) + " |")
+    L += ["", "MAPE over these runs: mean TTFT " + (_pct(float(np.mean(np.abs(errs["ttft_s"])))) if errs["ttft_s"] else "–")
+          + ", mean TPOT " + (_pct(float(np.mean(np.abs(errs["tpot_s"])))) if errs["tpot_s"] else "–")
+          + ". No target of issue 22 is of serving latencies.", ""]
     return L
 
 
@@ -616,8 +693,9 @@ def run_checks(paths, profiles: dict | None = None) -> list[str]:
     out = []
     for path in paths:
         several: list = []
-        pts, notes = check_points(path, several)
-        if not pts and not several:
+        served: list = []
+        pts, notes = check_points(path, several, served)
+        if not pts and not several and not served:
             raise SystemExit(f"{path}: no measured point to check" + (f" ({notes[0]} ...)" if notes else ""))
         rts = sorted({p.runtime for p in pts})
         if profiles is None:
@@ -629,6 +707,8 @@ def run_checks(paths, profiles: dict | None = None) -> list[str]:
         out += check_report(path, check(pts, profs), notes, frm)
         if several:
             out[-1:-1] = batched_report(path, several, None if profiles is None else profs)
+        if served:
+            out[-1:-1] = serving_report(path, served, None if profiles is None else profs)
     return out
 
 

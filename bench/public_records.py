@@ -364,16 +364,7 @@ def _vllm(src_dir, meta=VLLM, sid="qwen3-30b-a3b-bf16_h100_vllm", recs=None):
             raise SystemExit(f"{where}: not a serving benchmark's block with a mean TPOT and a maximum concurrency "
                              "of a server glmbench has a runtime model of")
         B, tpot = int(r["max_concurrency"]), float(r["tpot_s"])
-        # the KV cache: a vLLM / SGLang server's --kv-cache-dtype auto (the model's dtype); llama-server's -ctk (f16)
-        kv = _vllm_kv(r.get("weights")) if engine in SERVING else (r.get("type_k") or "f16")
-        kv_note = (f"KV cache in the model's dtype {kv} (the {engine} server's default --kv-cache-dtype auto)"
-                   if engine in SERVING else f"KV cache {kv} ({engine}'s llama-server default -ctk f16 where none is stated)")
-        ropts = {}      # a llama-server's -fa / -ub from its command line in the paste (importers.server_of)
-        if engine not in SERVING:
-            if r.get("flash_attn") is not None and int(r["flash_attn"]) >= 0:
-                ropts["fa"] = str(int(r["flash_attn"]))
-            if r.get("n_ubatch"):
-                ropts["ubatch"] = str(int(r["n_ubatch"]))
+        kv, kv_note, ropts = _serving_kv_options(r, engine)
         out.append({"evidence": "measured", "public_source": sid, "runtime": engine,
                     "runtime_options": ropts, "model": r.get("model"), "device": r.get("device"), "hardware": r.get("hardware"),
                     "n_cards": r.get("n_cards"), "split": r.get("split"), "weights": r.get("weights"), "type_k": kv,
@@ -384,6 +375,49 @@ def _vllm(src_dir, meta=VLLM, sid="qwen3-30b-a3b-bf16_h100_vllm", recs=None):
                                            f"each generating {r['n_gen']} tokens (mean) after a {r['n_prompt']}-token "
                                            "prompt (mean); " + kv_note,
                     "line": where, "inferred": r.get("inferred") or {}, "from_sidecar": ["type_k"]})
+    return out
+
+
+def _serving_kv_options(r, engine) -> tuple:
+    """(KV type, how it was told, runtime options) of a serving benchmark's record: a vLLM / SGLang
+    server's --kv-cache-dtype auto (the model's dtype); a llama-server's -ctk (f16 where none is
+    stated) and its -fa / -ub from its command line in the paste (importers.server_of)."""
+    kv = _vllm_kv(r.get("weights")) if engine in SERVING else (r.get("type_k") or "f16")
+    kv_note = (f"KV cache in the model's dtype {kv} (the {engine} server's default --kv-cache-dtype auto)"
+               if engine in SERVING else f"KV cache {kv} ({engine}'s llama-server default -ctk f16 where none is stated)")
+    ropts = {}
+    if engine not in SERVING:
+        if r.get("flash_attn") is not None and int(r["flash_attn"]) >= 0:
+            ropts["fa"] = str(int(r["flash_attn"]))
+        if r.get("n_ubatch"):
+            ropts["ubatch"] = str(int(r["n_ubatch"]))
+    return kv, kv_note, ropts
+
+
+# a serving run's fields a replay of its client needs (bench_public_fit.py --check, `serving_report`)
+SERVE_KEEP = ("n_prompt", "n_gen", "completed", "max_concurrency", "request_rate", "burstiness", "max_num_seqs",
+              "max_num_batched_tokens", "ttft_s", "tpot_s", "aggregate_tok_s", "duration_s", "tool", "server",
+              "serve_backend")
+
+
+def _serve_records(recs, meta, sid) -> list:
+    """Each serving benchmark's result as it ran (test `serve`: its mean TTFT and TPOT, the client's
+    concurrency and request rate, the server's limits), for the check's replay of its client; never
+    for the fit, whose serving points are _vllm's decode points."""
+    out = []
+    for r in recs:
+        engine = _runtime_of(r)
+        if engine not in cm.list_runtimes() or not (r.get("tpot_s") or r.get("ttft_s")):
+            continue
+        kv, kv_note, ropts = _serving_kv_options(r, engine)
+        o = {"evidence": "measured", "serving_run": True, "public_source": sid, "runtime": engine, "runtime_options": ropts,
+             "model": r.get("model"), "device": r.get("device"), "hardware": r.get("hardware"),
+             "n_cards": r.get("n_cards"), "split": r.get("split"), "weights": r.get("weights"), "type_k": kv,
+             "test": "serve", "source": meta["url"], "date": meta["date"], "command": meta["command"],
+             "note": meta["note"] + "; " + kv_note, "line": f"{meta['file']}:{str(r['source']).rsplit(':', 1)[1]}",
+             "inferred": r.get("inferred") or {}, "from_sidecar": ["type_k"]}
+        o.update((k, r[k]) for k in SERVE_KEEP if r.get(k) is not None)
+        out.append(o)
     return out
 
 
@@ -734,8 +768,10 @@ def generic_records(path, cfgs: dict | None = None, keep_batched: bool = False) 
     disagreement (the runtime, an option) naming the file and line. `cfgs` (folder_configs): HF
     configs beside the pastes, for a model the sidecar or file name names that is not built in; its
     records' `model` is then `configs/<file>` (copied next to the records by main). `keep_batched`:
-    llama-batched-bench's records (several streams) are kept, read the same way (never for the fit:
-    bench_public_fit.py --check predicts them apart); else they are left out."""
+    llama-batched-bench's records (several streams) are kept, read the same way, and a serving
+    benchmark's results are also kept as they ran (`serving_run`, _serve_records, an open loop
+    included); none of them is ever for the fit (bench_public_fit.py --check predicts them apart);
+    else they are left out."""
     name = os.path.basename(path)
     side_path = os.path.splitext(path)[0] + ".txt"
     if not os.path.isfile(side_path):
@@ -804,10 +840,17 @@ def generic_records(path, cfgs: dict | None = None, keep_batched: bool = False) 
             raise SystemExit(f"{name}: the import implies runtime {', '.join(map(repr, engines))}, the sidecar's runtime "
                              f"says {rt_side!r} ({rt_text!r})")
         meta["note"] = note or f"read by bench/public_records.py's generic path from {name} and its sidecar"
+        # the check (keep_batched) also takes each run as it ran, `serve`, for a replay of its client: an
+        # open loop (a request rate, no maximum concurrency) has no decode point but is still checked
+        extra = _serve_records(recs, meta, sid) if keep_batched else []
+        closed = [r for r in recs if r.get("tpot_s") and r.get("max_concurrency")]
         try:
-            return sid, _vllm(None, meta, sid, recs)
+            points = _vllm(None, meta, sid, closed if extra else recs)
         except SystemExit as e:         # a serving result without a mean TPOT or a concurrency: no decode point
             raise Skip(str(e)) from None
+        if not points and not extra:
+            raise Skip(f"{name}: no serving result with a mean TPOT or TTFT")
+        return sid, points + extra
     n_all = len(recs)
     if not keep_batched:
         recs = [r for r in recs if r.get("tool") != "llama-batched-bench" and int(r.get("n_streams") or 1) == 1]
@@ -1007,8 +1050,9 @@ def main(argv):
     ap.add_argument("--out", default=OUT, help="where the records go (default glmbench/data/public/)")
     ap.add_argument("--generic", action="store_true", help="read every file the generic way, SOURCES' too")
     ap.add_argument("--keep-batched", action="store_true",
-                    help="keep llama-batched-bench's records (several streams) of the files read the generic way: "
-                         "for bench_public_fit.py --check, never for the fit's glmbench/data/public/")
+                    help="keep llama-batched-bench's records (several streams) and serving benchmarks' runs as they ran "
+                         "(`serving_run`) of the files read the generic way: for bench_public_fit.py --check, never for "
+                         "the fit's glmbench/data/public/")
     a = ap.parse_args(argv)
     if not os.path.isdir(a.dir):
         raise SystemExit(f"{a.dir}: not a folder")

@@ -1004,3 +1004,87 @@ def test_check_pasted_batched_bench(tmp_path):
     out = tmp_path / "recs"
     pr.main([str(src), "--out", str(out)])            # the fit's reading: no single-stream record, skipped
     assert not glob.glob(str(out / "*.json"))
+
+
+def test_serving_runs_are_replayed_as_they_ran_and_an_open_loop_is_kept(tmp_path):
+    """--check keeps each serving benchmark's run as it ran (`serving_run`: mean TTFT and TPOT, the client's
+    concurrency and request rate, the server's limits) and replays its client (bench_public_fit.predict_serving,
+    replay.bench_serve): a closed loop (--max-concurrency) is also a decode point; an open loop (--request-rate,
+    no maximum concurrency) has none but is still checked. The fit's reading (no --keep-batched) is unchanged:
+    the open loop is left out with the reason."""
+    src = tmp_path / "src"
+    src.mkdir()
+    d = str(src)
+    side = "URL: https://example.org/serve\nRuntime: vLLM\nGPU: 1x H100 SXM\nModel: Qwen/Qwen3-30B-A3B BF16\n"
+    _write(d, "closed.log", "$ vllm serve Qwen/Qwen3-30B-A3B --max-num-seqs 64\n"
+           "$ vllm bench serve --model Qwen/Qwen3-30B-A3B --max-concurrency 8 --num-prompts 64\n"
+           + _SERVE_BLOCK, side)
+    opened = _SERVE_BLOCK.replace("Maximum request concurrency:             8\n",
+                                  "Request rate configured (RPS):           2.00\n")
+    _write(d, "open.log", "$ vllm bench serve --model Qwen/Qwen3-30B-A3B --request-rate 2 --burstiness 0.5 "
+           "--num-prompts 64\n" + opened, side)
+    served, several = [], []
+    pts, notes = bpf.check_points(d, several, served)
+    assert [p.test for p in pts] == ["tg"] and pts[0].batch == 8           # the closed loop's decode point
+    by = {os.path.basename(r["where"]).split(":")[0]: r for r in served}
+    assert set(by) == {"closed.log", "open.log"}
+    c, o = by["closed.log"], by["open.log"]
+    assert (c["max_concurrency"], c.get("request_rate"), c["max_num_seqs"], c["completed"]) == (8, None, 64, 64)
+    assert (o.get("max_concurrency"), o["request_rate"], o["burstiness"]) == (None, 2.0, 0.5)
+    assert (c["ttft_s"], c["tpot_s"], c["n_prompt"], c["n_gen"]) == (0.9, 0.025, 1024, 256)
+    # the replay is the client as it ran, on the server's limits (its --max-num-seqs, else vLLM's defaults)
+    qc = bpf.predict_serving(c)
+    assert (qc["server"].max_num_seqs, qc["server"].max_batched_tokens) == (64, 8192)
+    cl = bpf.replay.bench_serve(c["setup"], 1024, 256, 64, concurrency=8, config=qc["server"])
+    assert qc["ttft_s"] == pytest.approx(float(cl["ttft_s"].mean()))
+    assert qc["tpot_s"] == pytest.approx(float(cl["tpot_s"].mean()))
+    qo = bpf.predict_serving(o)
+    assert qo["server"].max_num_seqs == 1024
+    op = bpf.replay.bench_serve(o["setup"], 1024, 256, 64, rate=2.0, burstiness=0.5, config=qo["server"])
+    assert qo["ttft_s"] == pytest.approx(float(op["ttft_s"].mean())) and op["replays"] == 1
+    text = "\n".join(bpf.run_checks([d]))
+    assert "### Serving benchmarks (their clients replayed; never fitted)" in text
+    assert re.search(r"\| vllm \| open\.log:\d+ \| h100-sxm \| qwen3-30b-a3b \| 1024 / 256 \| unlimited \| 2\.0 \| "
+                     r"1024 / 8192 \| 900\.0 \| [\d.]+ \| [+-]\d+\.\d% \| 25\.0 \| [\d.]+ \| [+-]\d+\.\d% \|", text)
+    # the fit's reading: the open loop has no decode point, left out with the reason
+    out = tmp_path / "recs"
+    pr.main([d, "--out", str(out)])
+    recs = [r for f in glob.glob(str(out / "*.json")) for r in json.load(open(f))]
+    assert [r["test"] for r in recs] == ["tg"] and not any(r.get("serving_run") for r in recs)
+
+
+def test_a_llama_server_s_slots_and_batch_and_an_sglang_server_s_limits(tmp_path):
+    from glmbench.results import importers as im
+    a = im._command_args("llama-server -m q.gguf -np 8 -b 4096 -ub 512", {})
+    assert (a["n_parallel"], a["n_batch"], a["n_ubatch"]) == ("8", "4096", "512")
+    a = im._command_args("vllm serve x --max-num-seqs 128 --max-num-batched-tokens=4096", {})
+    assert (a["max_num_seqs"], a["max_num_batched_tokens"]) == ("128", "4096")
+    a = im._command_args("python -m sglang.launch_server --model-path x --max-running-requests 32 "
+                         "--chunked-prefill-size 2048", {})
+    assert (a["max_num_seqs"], a["max_num_batched_tokens"]) == ("32", "2048")
+    a = im._command_args("vllm bench serve --request-rate 4 --burstiness 0.5", {})
+    assert (a["request_rate"], a["burstiness"]) == ("4", "0.5")
+    # SGLang's bench_serving result reports its server's limits (server_info)
+    run = {"backend": "sglang", "request_rate": 4.0, "max_concurrency": 8, "completed": 8, "total_input_tokens": 8192,
+           "total_output_tokens": 512, "output_throughput": 118.0, "mean_ttft_ms": 101.5, "mean_tpot_ms": 26.9,
+           "server_info": {"model_path": "Qwen/Qwen3-32B", "tp_size": 1, "chunked_prefill_size": 8192,
+                           "max_running_requests": 48}}
+    f = tmp_path / "sg.jsonl"
+    f.write_text(json.dumps(run) + "\n" + json.dumps(dict(run, server_info=dict(run["server_info"],
+                                                                               max_running_requests=None))) + "\n")
+    a, b = im.read(str(f))
+    assert (a["max_num_seqs"], a["max_num_batched_tokens"], a["request_rate"], a["max_concurrency"]) == (48, 8192, 4.0, 8)
+    assert b.get("max_num_seqs") is None and b["max_num_batched_tokens"] == 8192
+
+
+def test_a_served_llama_server_takes_its_slots_from_its_command_line(tmp_path):
+    d = str(tmp_path)
+    client = ("$ vllm bench serve --backend openai --base-url http://localhost:8080 --model Qwen3-30B-A3B "
+              "--max-concurrency 8 --num-prompts 64\n")
+    _write(d, "srv.log", "$ llama-server -m Qwen3-30B-A3B-Q4_K_M.gguf -ngl 99 -np 8 -b 4096\n" + client + _SERVE_BLOCK,
+           "URL: https://example.org/srv\nGPU: RTX 3090\nmodel: Qwen3-30B-A3B-Q4_K_M.gguf\n")
+    _, recs = pr.generic_records(os.path.join(d, "srv.log"), keep_batched=True)
+    run = next(r for r in recs if r.get("serving_run"))
+    assert (run["runtime"], run["max_num_seqs"], run["max_num_batched_tokens"], run["type_k"]) == ("llama.cpp", 8, 4096, "f16")
+    _, recs = pr.generic_records(os.path.join(d, "srv.log"))
+    assert not any(r.get("serving_run") for r in recs)

@@ -3,6 +3,7 @@ here from the cost model's own step times (costmodel.decode / costmodel.prefill)
 schedule by hand, never by running the simulator."""
 import math
 
+import numpy as np
 import pytest
 
 from glmbench.predict import costmodel as cm
@@ -318,3 +319,56 @@ def test_closed_loop_rejects_bad_arguments(kw, match):
     with pytest.raises(ValueError, match=match):
         rp.closed_loop(SETUP, args["prompt"], args["output"], args["requests"], args["concurrency"],
                        client_gap_s=gap)
+
+
+def test_bench_serve_at_a_request_rate():
+    """An open loop: requests generated at `rate` (gamma gaps of shape `burstiness`, mean 1 / rate, seeded).
+    Far apart, each runs alone: its TTFT is the trip to the idle server and its prefill, its TPOT the decode
+    of one stream. With a concurrency limit, request k >= B is sent at max(generated, (k - B + 1)-th finish)."""
+    cfg = exact(max_num_seqs=8, max_batched_tokens=2048)
+    far = rp.bench_serve(SETUP, 500, 4, 5, rate=0.01, config=cfg)
+    assert far["replays"] == 1
+    assert far["ttft_s"].tolist() == pytest.approx([rp.CLIENT_GAP_S + pf(500, 0)] * 5, rel=1e-12)
+    assert far["tpot_s"].tolist() == pytest.approx([(dec(500, 1) + dec(501, 1) + dec(502, 1)) / 3] * 5, rel=1e-9)
+    gaps = [b - a for a, b in zip(far["sent_s"][:-1], far["sent_s"][1:])]
+    assert min(gaps) > 0 and far["sent_s"][0] == 0.0
+    # the same seed, the same draws; the mean gap is 1 / rate and a burstiness below 1 spreads them
+    a = rp.bench_serve(SETUP, 64, 2, 400, rate=50.0, seed=3)
+    b = rp.bench_serve(SETUP, 64, 2, 400, rate=50.0, seed=3)
+    assert a["sent_s"].tolist() == b["sent_s"].tolist()
+    assert a["sent_s"][-1] / 399 == pytest.approx(1 / 50.0, rel=0.15)
+    burst = rp.bench_serve(SETUP, 64, 2, 400, rate=50.0, burstiness=0.25, seed=3)
+    assert np.std(np.diff(burst["sent_s"])) > 1.5 * np.std(np.diff(a["sent_s"]))
+    # a rate and a concurrency limit: each request waits for its slot and for its own generation time
+    cl = rp.bench_serve(SETUP, 700, 5, 12, concurrency=3, rate=20.0, config=cfg)
+    gen = rp.bench_serve(SETUP, 700, 5, 12, rate=20.0, config=cfg)["sent_s"]     # no limit: sent when generated
+    fin = sorted((cl["sent_s"] + cl["e2e_s"]).tolist())       # the client's e2e counts from the send
+    want = [gen[k] if k < 3 else max(gen[k], fin[k - 3]) for k in range(12)]
+    assert cl["sent_s"].tolist() == pytest.approx(want, rel=1e-12)
+
+
+@pytest.mark.parametrize("kw, match", [(dict(rate=0), "rate"), (dict(rate=float("nan")), "rate"),
+                                       (dict(burstiness=0), "burstiness"), (dict(burstiness=math.inf), "burstiness"),
+                                       (dict(seed=-1), "seed"), (dict(concurrency=0), "concurrency")])
+def test_bench_serve_rejects_bad_arguments(kw, match):
+    with pytest.raises(ValueError, match=match):
+        rp.bench_serve(SETUP, 100, 4, 4, **kw)
+
+
+def test_server_config_takes_each_server_s_defaults():
+    """vLLM 0.10.1's: 1024 sequences on a device of >= 70 GiB other than an A100, else 256, and the runtime
+    model's prefill budget (8192 / 2048 by the same rule); llama-server's 4 slots (auto) and -b 2048; a
+    command line's limits over the defaults."""
+    h100 = cm.Setup("qwen3-30b-a3b", "h100-sxm", weights="bf16", kv="bf16", runtime="vllm")
+    c = rp.server_config(h100, "vllm")
+    assert (c.max_num_seqs, c.max_batched_tokens, c.prefix_cache) == (1024, 8192, False)
+    c = rp.server_config(cm.Setup("qwen3-8b", "a100-sxm-80gb", weights="bf16", kv="bf16", runtime="vllm"), "vllm")
+    assert (c.max_num_seqs, c.max_batched_tokens) == (256, 2048)
+    c = rp.server_config(cm.Setup("qwen3-8b", "rtx-4090", weights="bf16", kv="bf16", runtime="vllm"), "vllm")
+    assert (c.max_num_seqs, c.max_batched_tokens) == (256, 2048)
+    c = rp.server_config(SETUP, "llama.cpp")
+    assert (c.max_num_seqs, c.max_batched_tokens) == (4, 2048)
+    c = rp.server_config(SETUP, "llama.cpp", max_num_seqs=8, max_batched_tokens=4096)
+    assert (c.max_num_seqs, c.max_batched_tokens) == (8, 4096)
+    with pytest.raises(ValueError, match="unknown server"):
+        rp.server_config(SETUP, "tgi")

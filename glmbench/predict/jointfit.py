@@ -136,6 +136,20 @@ def public_files() -> list[str]:
 def point_from_record(r: dict, where: str) -> PublicPoint:
     """A PublicPoint from a record with `runtime`, `runtime_options`, `device`/`hardware`. A
     llama.cpp-family record's weights are read as the GGUF file type they name (calibrate.file_weights)."""
+    rtname, opts, setup = setup_from_record(r, where)
+    test = r.get("test")
+    if test not in ("pp", "tg"):
+        raise FitError(f"{where}: field `test` must be pp or tg, got {test!r}")
+    return PublicPoint(where, r.get("public_source") or os.path.basename(where).rsplit(":", 1)[0], rtname, opts, setup,
+                       test, int(r.get("n_prompt") or 0), int(r.get("n_gen") or 0), int(r.get("n_depth") or 0),
+                       int(r.get("n_streams") or 1), float(r["avg_ts"]), r)
+
+
+def setup_from_record(r: dict, where: str) -> tuple:
+    """(runtime name, its options, the Setup) a measured record ran: its runtime model with the record's
+    `runtime_options`, its card (`hardware` / `device`) and count, model, weights (a llama.cpp-family
+    record's read as the GGUF file type they name, calibrate.file_weights) and KV type. FitError
+    naming `where` when a field is missing or unknown."""
     try:
         rtname = r["runtime"]
         opts = dict(r.get("runtime_options") or {})
@@ -155,12 +169,7 @@ def point_from_record(r: dict, where: str) -> PublicPoint:
     except (KeyError, ValueError, TypeError, OSError) as e:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else e
         raise FitError(f"{where}: {msg}") from None
-    test = r.get("test")
-    if test not in ("pp", "tg"):
-        raise FitError(f"{where}: field `test` must be pp or tg, got {test!r}")
-    return PublicPoint(where, r.get("public_source") or os.path.basename(where).rsplit(":", 1)[0], rtname, opts, setup,
-                       test, int(r.get("n_prompt") or 0), int(r.get("n_gen") or 0), int(r.get("n_depth") or 0),
-                       int(r.get("n_streams") or 1), float(r["avg_ts"]), r)
+    return rtname, opts, setup
 
 
 # The scoreboard's rows from llama.cpp pull requests of January 2024 (before flash attention and

@@ -1009,9 +1009,26 @@ def closed_loop(setup: cm.Setup, prompt: int, output: int, requests: int, concur
     """`requests` requests of `prompt` tokens in and `output` out, sent by a closed-loop client that
     keeps `concurrency` in flight: the first `concurrency` at t = 0, request concurrency + k when the
     k-th one finishes, each reaching the server `client_gap_s` after it is sent (CLIENT_GAP_S).
-    Replayed on `config` (default: `concurrency` seqs, the setup's prefill budget per step, no
-    prefix cache) until the send times stop changing (a request's finish depends only on earlier
-    sends, so the k-th round of requests is fixed after k + 1 replays).
+    `bench_serve` with every request queued at once (`rate` inf); see there."""
+    return bench_serve(setup, prompt, output, requests, concurrency=concurrency, config=config,
+                       client_gap_s=client_gap_s)
+
+
+def bench_serve(setup: cm.Setup, prompt: int, output: int, requests: int, *, concurrency: int | None = None,
+                rate: float = math.inf, burstiness: float = 1.0, seed: int = 0, config: ServerConfig | None = None,
+                client_gap_s: float = CLIENT_GAP_S) -> dict:
+    """A serving benchmark's client as vLLM's `bench serve` (and SGLang's bench_serving) runs it:
+    `requests` requests of `prompt` tokens in and `output` out, generated at `rate` per second
+    (inf: all at t = 0; else gaps drawn from a gamma distribution of shape `burstiness` and mean
+    1 / rate, 1 a Poisson process, from numpy's generator seeded with `seed`: the run's own arrival
+    times are not published, so its mean latencies are matched, not its draws), each sent when it
+    is generated and, with `concurrency` B, once fewer than B are in flight (its semaphore: request
+    k >= B waits for the (k - B + 1)-th finish). Each reaches the server `client_gap_s` after it is
+    sent (CLIENT_GAP_S), so one sent on a finish joins the step after the one that starts then.
+    Replayed on `config` (default: `concurrency` or `requests` seqs, the setup's prefill budget per
+    step, no prefix cache; `server_config` gives a server's own defaults) until the send times stop
+    changing (a request's finish depends only on earlier sends, so the k-th round of B requests is
+    fixed after k + 1 replays; without a concurrency limit one replay).
 
     Returns {"sent_s", "ttft_s", "tpot_s", "e2e_s"} (numpy arrays in send order, from when each
     request was sent: the client's clock, which includes the gap and any wait on the server),
@@ -1019,32 +1036,70 @@ def closed_loop(setup: cm.Setup, prompt: int, output: int, requests: int, concur
     and "replays" (how many were run). A request the server rejects has nan latencies and frees
     its slot when it reaches the server."""
     for nm, v, lo in (("prompt", prompt, 1), ("output", output, 1), ("requests", requests, 1),
-                      ("concurrency", concurrency, 1)):
+                      ("seed", seed, 0)) + ((("concurrency", concurrency, 1),) if concurrency is not None else ()):
         if isinstance(v, bool) or not isinstance(v, int) or v < lo:
             raise ValueError(f"`{nm}` must be a whole number >= {lo}, got {v!r}")
+    for nm, v in (("rate", rate), ("burstiness", burstiness)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or math.isnan(v) or not v > 0 \
+                or (nm == "burstiness" and math.isinf(v)):
+            raise ValueError(f"`{nm}` must be a number > 0{' (inf: all at once)' if nm == 'rate' else ''}, got {v!r}")
     if isinstance(client_gap_s, bool) or not isinstance(client_gap_s, (int, float)) \
             or not math.isfinite(client_gap_s) or client_gap_s < 0:
         raise ValueError(f"`client_gap_s` must be a number of seconds >= 0, got {client_gap_s!r}")
     cm._setup(setup)
-    cfg = config or ServerConfig(max_num_seqs=concurrency, max_batched_tokens=setup.n_ubatch, prefix_cache=False)
-    N, B, gap = requests, min(concurrency, requests), float(client_gap_s)
-    sent = np.zeros(N)
+    N, gap = requests, float(client_gap_s)
+    B = N if concurrency is None else min(concurrency, N)
+    cfg = config or ServerConfig(max_num_seqs=B, max_batched_tokens=setup.n_ubatch, prefix_cache=False)
+    if math.isinf(rate):
+        gen = np.zeros(N)
+    else:
+        gaps = np.random.default_rng(seed).gamma(float(burstiness), 1.0 / (float(rate) * float(burstiness)), N - 1)
+        gen = np.concatenate([[0.0], np.cumsum(gaps)])
+    sent = gen.copy()
     limit = -(-N // B) + 2
     for k in range(1, limit + 1):
         arr = sent + gap
         res = replay(traces_mod.from_requests([(float(a), prompt, output) for a in arr],
-                                              name=f"{N} x {prompt}+{output}, {B} at a time"), setup, cfg)
+                                              name=f"{N} x {prompt}+{output}"
+                                                   + (f", {B} at a time" if B < N else "")
+                                                   + ("" if math.isinf(rate) else f", {rate:g}/s")), setup, cfg)
         e2e = res.latency["e2e_s"]
         fin = np.sort(arr + np.where(np.isnan(e2e), 0.0, e2e))
-        new = np.concatenate([np.zeros(B), fin[:N - B]])
+        new = np.concatenate([gen[:B], np.maximum(gen[B:], fin[:N - B])])
         if np.array_equal(new, sent):
             break
         sent = new
     else:
-        raise RuntimeError(f"closed loop of {N} requests did not settle in {limit} replays")  # cannot happen
+        raise RuntimeError(f"the client's {N} requests did not settle in {limit} replays")  # cannot happen
     lat = res.latency
     return {"sent_s": sent, "ttft_s": lat["ttft_s"] + gap, "tpot_s": lat["decode_s"] / max(output - 1, 1),
             "e2e_s": lat["e2e_s"] + gap, "result": res, "replays": k}
+
+
+# Each server's own limits where its command line sets none (server_config): requests at once and
+# prompt tokens per step. vLLM 0.10.1 (vllm/engine/arg_utils.py, EngineArgs._set_default_args_v1,
+# the OpenAI server): 1024 sequences on a device of >= 70 GiB other than an A100, else 256, and the
+# prefill budget of the runtime model (Setup.n_ubatch: 8192 / 2048 by the same rule). SGLang sizes its
+# request pool from memory (usually 2048-4096): 4096, the replay's KV pool limiting first. llama-server:
+# slots -np (default -1, auto: 4, with a unified KV cache; tools/server/server.cpp as vendored by
+# llama-cpp-python 0.3.36; older builds and ik_llama.cpp's: 1) and -b 2048 tokens per step.
+SERVER_SEQS = {"vllm": None, "sglang": 4096, "llama.cpp": 4, "ik_llama.cpp": 1}
+SERVER_BATCH_TOKENS = {"llama.cpp": 2048, "ik_llama.cpp": 2048}
+
+
+def server_config(setup: cm.Setup, server: str, *, max_num_seqs: int | None = None,
+                  max_batched_tokens: int | None = None) -> ServerConfig:
+    """The ServerConfig of `server` (vllm, sglang, llama.cpp's or ik_llama.cpp's llama-server) on `setup`:
+    its defaults (SERVER_SEQS, SERVER_BATCH_TOKENS, else the setup's prefill budget) where the
+    arguments (its command line's limits) do not set them; no prefix cache (random prompts)."""
+    if server not in SERVER_SEQS:
+        raise ValueError(f"unknown server {server!r}: one of {', '.join(SERVER_SEQS)}")
+    seqs = max_num_seqs if max_num_seqs is not None else SERVER_SEQS[server]
+    if seqs is None:        # vLLM: by the device's memory
+        g = setup.gpu
+        seqs = 1024 if g.memory_gib >= 70 and "a100" not in g.key else 256
+    toks = max_batched_tokens if max_batched_tokens is not None else SERVER_BATCH_TOKENS.get(server, setup.n_ubatch)
+    return ServerConfig(max_num_seqs=seqs, max_batched_tokens=toks, prefix_cache=False)
 
 
 def batched_throughput(setup: cm.Setup, streams: int, prompt: int = 4096, output: int = 256,

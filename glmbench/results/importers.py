@@ -14,8 +14,11 @@ The format is detected from the content, never from the file name:
   vllm               `vllm bench serve --save-result` JSON (one object; `--append-result`: one per line),
                      and the console block vLLM's and SGLang's benchmarks print (`==== Serving Benchmark Result ====`;
                      the server measured, `server`, from its command line in the paste: llama-server, vllm serve,
-                     sglang.launch_server, `server_of`)
-  sglang             `python -m sglang.bench_serving --output-file` JSONL (one run per line)
+                     sglang.launch_server, `server_of`, with its limits where it sets them: `max_num_seqs` from
+                     -np / --max-num-seqs, `max_num_batched_tokens` from -b / --max-num-batched-tokens; the
+                     client's `request_rate` and `burstiness` where the block does not print them)
+  sglang             `python -m sglang.bench_serving --output-file` JSONL (one run per line; the server's
+                     max_running_requests / chunked_prefill_size as `max_num_seqs` / `max_num_batched_tokens`)
   llama-timings      llama-cli's / llama-server's timing lines (`prompt eval time = T ms / N tokens (...)`,
                      `eval time = T ms / M runs (...)`): pp N from an empty cache, tg M at depth N
   llama-server-json  a llama-server response's `timings` (pp prompt_n @ d cache_n, tg predicted_n after it)
@@ -1364,7 +1367,13 @@ def _command_args(line: str, assigned: dict) -> dict:
                "-mla": "mla", "--mla-use": "mla", "-tp": "tensor_parallel", "--tensor-parallel-size": "tensor_parallel",
                # SGLang's server (python -m sglang.launch_server --model-path ... --tp N)
                "--model-path": "model", "--tp": "tensor_parallel", "--tp-size": "tensor_parallel",
-               "--num-prompts": "num_prompts", "--num-prompt": "num_prompts", "--rpc": "rpc", "-rpc": "rpc"}.get(t.split("=")[0])
+               "--num-prompts": "num_prompts", "--num-prompt": "num_prompts", "--rpc": "rpc", "-rpc": "rpc",
+               # a server's scheduling limits (llama-server's slots; vLLM's and SGLang's batch limits) and a
+               # serving client's arrival process (vLLM's bench serve, SGLang's bench_serving)
+               "-np": "n_parallel", "--parallel": "n_parallel", "--max-num-seqs": "max_num_seqs",
+               "--max-running-requests": "max_num_seqs", "--max-num-batched-tokens": "max_num_batched_tokens",
+               "--chunked-prefill-size": "max_num_batched_tokens", "--request-rate": "request_rate",
+               "--burstiness": "burstiness"}.get(t.split("=")[0])
         if key and "=" in t and t.startswith("--"):
             out[key] = t.split("=", 1)[1]
         elif key and val is not None:
@@ -2222,6 +2231,12 @@ def _pasted_serve(b, ctx, meta, inferred, text_before, models_seen):
             o["num_prompts"] = int(opts["num_prompts"])
         except ValueError:
             pass
+    for k in ("request_rate", "burstiness"):        # the client's arrival process, where the block does not print it
+        if k not in o and opts.get(k) is not None:
+            try:
+                o[k] = float(opts[k])
+            except ValueError:
+                pass
     if "completed" not in o:
         _fail(ctx.path, line, "a serving benchmark block without 'Successful requests:'")
     if "output_throughput" not in o:
@@ -2255,6 +2270,14 @@ def _pasted_serve(b, ctx, meta, inferred, text_before, models_seen):
     if srv:
         r["server"] = srv[0]
         inferred["server"] = srv[1]
+        # the server's scheduling limits where its command line sets them (glmbench.predict.replay.server_config
+        # takes each server's defaults for the rest): requests at once, prompt tokens per step
+        so = srv[2] or {}
+        llama = srv[0] in ("llama.cpp", "ik_llama.cpp")
+        for key, field in (("n_parallel" if llama else "max_num_seqs", "max_num_seqs"),
+                           ("n_batch" if llama else "max_num_batched_tokens", "max_num_batched_tokens")):
+            if re.fullmatch(r"[1-9]\d*", str(so.get(key, ""))):
+                r[field] = int(so[key])
         if srv[0] in ("llama.cpp", "ik_llama.cpp"):     # llama-server's own settings: -fa, -ub, -ctk
             so = srv[2] or {}
             if so.get("flash_attn") is not None:
@@ -2657,6 +2680,7 @@ def _serve_record(ctx, line, o, *, tool, model_name, n_cards=None, type_k=None, 
          # the context a stream holds when it starts generating: its mean prompt
          "n_prompt": prompt, "n_gen": round(n_out / completed), "n_depth": prompt,
          "n_streams": streams, "concurrency": streams, "max_concurrency": conc, "request_rate": rate,
+         "burstiness": _num(ctx, line, "burstiness", o.get("burstiness"), required=False, positive=True),
          "avg_ts": agg, "stddev_ts": None, "aggregate_tok_s": agg,
          "per_stream_tok_s": 1000.0 / tpot if tpot else None, "ttft_s": ttft / 1000.0 if ttft is not None else None,
          "tpot_s": tpot / 1000.0 if tpot is not None else None, "completed": completed,
@@ -2750,6 +2774,11 @@ def _read_sglang(text, ctx):
                           type_k=_kv_name(si.get("kv_cache_dtype")))
         if o.get("tag"):
             r["tag"] = o["tag"]
+        # the server's batch limits as it reports them (max_running_requests, chunked_prefill_size)
+        for key, field in (("max_running_requests", "max_num_seqs"), ("chunked_prefill_size", "max_num_batched_tokens")):
+            v = si.get(key)
+            if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+                r[field] = v
         out.append(r)
     return out
 
