@@ -542,6 +542,8 @@ def predict_serving(run, profile=None) -> dict:
     server's own limits where the run does not state them (replay.server_config). The runtime model
     as shipped (`profile`: another one, with the run's options)."""
     s = run["setup"] if profile is None else dataclasses.replace(run["setup"], runtime=jf.apply_options(profile, run["options"]))
+    if run.get("serve_kind"):
+        return _predict_offline(run, s)
     rate = run.get("request_rate")
     rate = math.inf if rate in (None, "", "inf") else float(rate)
     conc = run.get("max_concurrency")
@@ -555,6 +557,19 @@ def predict_serving(run, profile=None) -> dict:
     ttft = cl["ttft_s"][np.isfinite(cl["ttft_s"])]
     return {"ttft_s": float(np.mean(ttft)) if len(ttft) else math.nan,
             "tpot_s": float(np.mean(tpot)) if len(tpot) else math.nan, "server": cfg}
+
+
+def _predict_offline(run, s) -> dict:
+    """vLLM's offline run (bench latency / bench throughput): every request queued at once in the
+    in-process engine (no client, no gap; replay.server_config's offline limits), replayed to the
+    last token: {"latency_s": the whole run, "request_throughput": requests / it}."""
+    cfg = replay.server_config(s, run["runtime"], max_num_seqs=run.get("max_num_seqs"),
+                               max_batched_tokens=run.get("max_num_batched_tokens"), offline=True)
+    n = int(run.get("completed") or run.get("n_streams") or 1)
+    cl = replay.bench_serve(s, max(int(run["n_prompt"]), 1), max(int(run["n_gen"]), 1), n, config=cfg,
+                            client_gap_s=0.0)
+    end = float(np.nanmax(cl["sent_s"] + cl["e2e_s"]))
+    return {"latency_s": end, "request_throughput": n / end, "server": cfg}
 
 
 def serving_report(path, runs: list, profiles: dict | None = None) -> list[str]:
@@ -572,6 +587,10 @@ def serving_report(path, runs: list, profiles: dict | None = None) -> list[str]:
          "measured TTFT ms | predicted | error | measured TPOT ms | predicted | error |",
          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     errs = {"ttft_s": [], "tpot_s": []}
+    offline = [r for r in runs if r.get("serve_kind")]
+    runs = [r for r in runs if not r.get("serve_kind")]
+    if not runs:
+        L = L[:2]
     for run in runs:
         q = predict_serving(run, (profiles or {}).get(run["runtime"]))
         cells = []
@@ -589,9 +608,35 @@ def serving_report(path, runs: list, profiles: dict | None = None) -> list[str]:
         L.append(f"| {run['runtime']} | {run['where']} | {card} | {s.model.name} | {run['n_prompt']} / {run['n_gen']} | "
                  f"{run.get('max_concurrency') or 'unlimited'} | {rate if rate not in (None, '') else 'inf'} | "
                  f"{q['server'].max_num_seqs} / {q['server'].max_batched_tokens} | " + " | ".join(cells) + " |")
-    L += ["", "MAPE over these runs: mean TTFT " + (_pct(float(np.mean(np.abs(errs["ttft_s"])))) if errs["ttft_s"] else "–")
-          + ", mean TPOT " + (_pct(float(np.mean(np.abs(errs["tpot_s"])))) if errs["tpot_s"] else "–")
-          + ". No target of issue 22 is of serving latencies.", ""]
+    if runs:
+        L += ["", "MAPE over these runs: mean TTFT " + (_pct(float(np.mean(np.abs(errs["ttft_s"])))) if errs["ttft_s"] else "–")
+              + ", mean TPOT " + (_pct(float(np.mean(np.abs(errs["tpot_s"])))) if errs["tpot_s"] else "–")
+              + ". No target of issue 22 is of serving latencies.", ""]
+    if offline:
+        L += ["", f"{len(offline)} offline run(s) of {path} (vLLM's `bench latency` / `bench throughput`: every request "
+              "queued at once in the in-process engine), each replayed to its last token (`replay.bench_serve`, no client; "
+              "`replay.server_config(..., offline=True)`: vLLM's LLM-class limits, 16384 prompt tokens per step on a device "
+              "of >= 70 GiB other than an A100, else 8192). Latency: the whole run; throughput: requests / that. Error = "
+              "predicted / measured - 1 on the rate.", "",
+              "| runtime | where | card | model | kind | in / out | requests | seqs / step tokens | measured | predicted | error |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
+        oe = []
+        for run in offline:
+            q = predict_serving(run, (profiles or {}).get(run["runtime"]))
+            s = run["setup"]
+            card = s.gpu.key + (f" x{s.n_cards}" if s.n_cards > 1 else "")
+            if run["serve_kind"] == "latency":
+                m, p_, unit = run["latency_s"], q["latency_s"], "s"
+                e = m / p_ - 1
+            else:
+                m, p_, unit = run["request_throughput"], q["request_throughput"], "req/s"
+                e = p_ / m - 1
+            oe.append(e)
+            L.append(f"| {run['runtime']} | {run['where']} | {card} | {s.model.name} | {run['serve_kind']} | "
+                     f"{run['n_prompt']} / {run['n_gen']} | {run.get('completed') or run.get('n_streams')} | "
+                     f"{q['server'].max_num_seqs} / {q['server'].max_batched_tokens} | {m:.3f} {unit} | {p_:.3f} {unit} | "
+                     f"{e:+.1%} |")
+        L += ["", f"MAPE over these runs: {_pct(float(np.mean(np.abs(oe))))}.", ""]
     return L
 
 

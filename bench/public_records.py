@@ -397,17 +397,18 @@ def _serving_kv_options(r, engine) -> tuple:
 # a serving run's fields a replay of its client needs (bench_public_fit.py --check, `serving_report`)
 SERVE_KEEP = ("n_prompt", "n_gen", "completed", "max_concurrency", "request_rate", "burstiness", "max_num_seqs",
               "max_num_batched_tokens", "ttft_s", "tpot_s", "aggregate_tok_s", "duration_s", "tool", "server",
-              "serve_backend")
+              "serve_backend", "serve_kind", "latency_s", "request_throughput", "n_streams")
 
 
 def _serve_records(recs, meta, sid) -> list:
     """Each serving benchmark's result as it ran (test `serve`: its mean TTFT and TPOT, the client's
-    concurrency and request rate, the server's limits), for the check's replay of its client; never
-    for the fit, whose serving points are _vllm's decode points."""
+    concurrency and request rate, the server's limits; or vLLM's offline latency / throughput run,
+    `serve_kind`), for the check's replay of its client; never for the fit, whose serving points are
+    _vllm's decode points."""
     out = []
     for r in recs:
         engine = _runtime_of(r)
-        if engine not in cm.list_runtimes() or not (r.get("tpot_s") or r.get("ttft_s")):
+        if engine not in cm.list_runtimes() or not (r.get("tpot_s") or r.get("ttft_s") or r.get("serve_kind")):
             continue
         kv, kv_note, ropts = _serving_kv_options(r, engine)
         o = {"evidence": "measured", "serving_run": True, "public_source": sid, "runtime": engine, "runtime_options": ropts,

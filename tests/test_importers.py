@@ -1064,16 +1064,41 @@ def test_vllm_server_tp_and_quantized_checkpoint_and_its_other_benchmarks(tmp_pa
           "mean_tpot_ms": 12.0}
     (r,) = im.read(write(tmp_path, "q.json", json.dumps(js)))
     assert (r["model"], r["weights"]) == ("qwen2.5-14b", "gptq")
-    # vllm bench throughput / latency: one clear error each, with the line
+    # vllm bench throughput / latency (and the older benchmark_*.py): one `serve` record each, its lengths and
+    # counts from the command line (vLLM's defaults where it sets none)
     thr = ("$ vllm bench throughput --model meta-llama/Llama-3.1-8B-Instruct --input-len 1024 --output-len 128\n"
            "INFO 08-03 12:00:00 [__init__.py:241] Automatically detected platform cuda.\n"
            "Throughput: 34.87 requests/s, 40172.31 total tokens/s, 4463.59 output tokens/s\n")
-    with pytest.raises(im.FormatError, match=r"thr\.log:3: vLLM's offline throughput benchmark .*not a result glmbench reads"):
-        im.read(write(tmp_path, "thr.log", thr))
+    assert im.detect(thr) == "vllm-offline"
+    (r,) = im.read(write(tmp_path, "thr.log", thr))
+    assert (r["test"], r["serve_kind"], r["server"], r["model"], r["n_prompt"], r["n_gen"], r["completed"]) == (
+        "serve", "throughput", "vllm", "llama-3.1-8b", 1024, 128, 1000)
+    assert (r["request_throughput"], r["aggregate_tok_s"], r["source"].rsplit(":", 1)[1]) == (34.87, 4463.59, "3")
+    assert "vLLM's default 1000" in r["inferred"]["n_streams"]
+    # the token totals it prints give the mean lengths; the older line (total tokens/s only) reads too
+    old = ("$ python benchmarks/benchmark_throughput.py --model Qwen/Qwen3-8B --dataset sharegpt.json --num-prompts 200\n"
+           "Throughput: 9.50 requests/s, 4750.00 tokens/s\nTotal num prompt tokens:  51200\n"
+           "Total num output tokens:  25600\n")
+    (r,) = im.read(write(tmp_path, "old.log", old))
+    assert (r["n_prompt"], r["n_gen"], r["completed"], r["aggregate_tok_s"]) == (256, 128, 200, 9.5 * 128)
     lat = ("$ vllm bench latency --model m --input-len 32 --output-len 128 --batch-size 1\nWarming up...\n"
-           "Avg latency: 0.7094 seconds\n10% percentile latency: 0.7071 seconds\n")
-    with pytest.raises(im.FormatError, match=r"lat\.log:3: vLLM's latency benchmark .*not a per-token speed"):
-        im.read(write(tmp_path, "lat.log", lat))
+           "Avg latency: 0.7094 seconds\n10% percentile latency: 0.7071 seconds\n50% percentile latency: 0.7090 seconds\n")
+    (r,) = im.read(write(tmp_path, "lat.log", lat), model="llama-3.1-8b")
+    assert (r["serve_kind"], r["n_prompt"], r["n_gen"], r["n_streams"], r["latency_s"], r["p50_latency_s"]) == (
+        "latency", 32, 128, 1, 0.7094, 0.709)
+    assert r["aggregate_tok_s"] == pytest.approx(128 / 0.7094)
+    lat2 = "$ vllm bench latency --model meta-llama/Llama-3.1-8B-Instruct -tp 2\nAvg latency: 1.5 seconds\n"
+    (r,) = im.read(write(tmp_path, "lat2.log", lat2))
+    assert (r["n_prompt"], r["n_gen"], r["n_streams"], r["n_cards"]) == (32, 128, 8, 2)    # vLLM's defaults; -tp 2
+    # without its command line the lengths are not known; a result under the other tool's command is a mismatch
+    with pytest.raises(im.FormatError, match=r"nocmd\.log:1: vLLM's offline latency benchmark without its command line"):
+        im.read(write(tmp_path, "nocmd.log", "Avg latency: 0.7094 seconds\n"), model="llama-3.1-8b")
+    with pytest.raises(im.FormatError, match=r"mix\.log:2: a latency result under a `vllm bench throughput` command"):
+        im.read(write(tmp_path, "mix.log", "$ vllm bench throughput --model m --input-len 8 --output-len 8\n"
+                                           "Avg latency: 0.7 seconds\n"), model="llama-3.1-8b")
+    with pytest.raises(im.FormatError, match=r"nolen\.log:2: vLLM's throughput result without its token totals"):
+        im.read(write(tmp_path, "nolen.log", "$ vllm bench throughput --model m --dataset-name sharegpt\n"
+                                             "Throughput: 9.50 requests/s, 4750.00 tokens/s\n"), model="llama-3.1-8b")
 
 
 def test_gpu_counts_in_words_and_plurals():

@@ -1088,3 +1088,42 @@ def test_a_served_llama_server_takes_its_slots_from_its_command_line(tmp_path):
     assert (run["runtime"], run["max_num_seqs"], run["max_num_batched_tokens"], run["type_k"]) == ("llama.cpp", 8, 4096, "f16")
     _, recs = pr.generic_records(os.path.join(d, "srv.log"))
     assert not any(r.get("serving_run") for r in recs)
+
+
+def test_vllm_offline_runs_are_replayed_to_their_last_token(tmp_path):
+    """vLLM's `bench latency` (one batch's whole run) and `bench throughput` (requests / s of a batch of
+    --num-prompts): --check keeps them as runs (`serve_kind`) and replays every request queued at once on vLLM's
+    in-process limits (16384 prompt tokens per step on an H100); the fit's reading leaves them out (no decode point)."""
+    d = str(tmp_path / "src")
+    os.makedirs(d)
+    side = "URL: https://example.org/off\nRuntime: vLLM\nGPU: 1x H100 SXM\nModel: meta-llama/Llama-3.1-8B-Instruct BF16\n"
+    _write(d, "lat.log", "$ vllm bench latency --model meta-llama/Llama-3.1-8B-Instruct --input-len 1024 --output-len 64 "
+           "--batch-size 4\nAvg latency: 0.9 seconds\n", side)
+    _write(d, "thr.log", "$ vllm bench throughput --model meta-llama/Llama-3.1-8B-Instruct --input-len 512 --output-len 32 "
+           "--num-prompts 40\nThroughput: 20.00 requests/s, 10880.00 total tokens/s, 640.00 output tokens/s\n", side)
+    served = []
+    pts, notes = bpf.check_points(d, [], served)
+    assert not pts and sorted(r["serve_kind"] for r in served) == ["latency", "throughput"]
+    lat = next(r for r in served if r["serve_kind"] == "latency")
+    q = bpf.predict_serving(lat)
+    assert (q["server"].max_num_seqs, q["server"].max_batched_tokens) == (1024, 16384)
+    cl = bpf.replay.bench_serve(lat["setup"], 1024, 64, 4, config=q["server"], client_gap_s=0.0)
+    assert q["latency_s"] == pytest.approx(float((cl["sent_s"] + cl["e2e_s"]).max()))
+    # four 1024-token prompts fit one 16384-token step (each chunk priced on its own), then 63 decode steps of the
+    # four streams: with the cost model's exact step costs, that sum; the check's interpolated ones within 10%
+    s = lat["setup"]
+    by_hand = 4 * bpf.cm.prefill(s, 1024).seconds + sum(bpf.cm.decode(s, 1024 + j, 4).seconds for j in range(63))
+    exact = bpf.replay.bench_serve(s, 1024, 64, 4, client_gap_s=0.0, config=bpf.replay.ServerConfig(
+        max_num_seqs=1024, max_batched_tokens=16384, prefix_cache=False, step_costs="exact"))
+    assert float((exact["sent_s"] + exact["e2e_s"]).max()) == pytest.approx(by_hand, rel=1e-9)
+    assert q["latency_s"] == pytest.approx(by_hand, rel=0.1)
+    thr = next(r for r in served if r["serve_kind"] == "throughput")
+    qt = bpf.predict_serving(thr)
+    assert qt["request_throughput"] == pytest.approx(40 / qt["latency_s"])
+    text = "\n".join(bpf.run_checks([d]))
+    assert re.search(r"\| vllm \| lat\.log:2 \| h100-sxm \| llama-3\.1-8b \| latency \| 1024 / 64 \| 4 \| 1024 / 16384 \| "
+                     r"0\.900 s \| [\d.]+ s \| [+-]\d+\.\d% \|", text)
+    assert re.search(r"\| thr\.log:2 \| .* \| throughput \| 512 / 32 \| 40 \| .* \| 20\.000 req/s \|", text)
+    out = tmp_path / "recs"
+    pr.main([d, "--out", str(out)])
+    assert not glob.glob(str(out / "*.json"))

@@ -1079,7 +1079,8 @@ def bench_serve(setup: cm.Setup, prompt: int, output: int, requests: int, *, con
 # Each server's own limits where its command line sets none (server_config): requests at once and
 # prompt tokens per step. vLLM 0.10.1 (vllm/engine/arg_utils.py, EngineArgs._set_default_args_v1,
 # the OpenAI server): 1024 sequences on a device of >= 70 GiB other than an A100, else 256, and the
-# prefill budget of the runtime model (Setup.n_ubatch: 8192 / 2048 by the same rule). SGLang sizes its
+# prefill budget of the runtime model (Setup.n_ubatch: 8192 / 2048 by the same rule); its in-process
+# engine (the LLM class) the same sequences and 16384 / 8192 tokens. SGLang sizes its
 # request pool from memory (usually 2048-4096): 4096, the replay's KV pool limiting first. llama-server:
 # slots -np (default -1, auto: 4, with a unified KV cache; tools/server/server.cpp as vendored by
 # llama-cpp-python 0.3.36; older builds and ik_llama.cpp's: 1) and -b 2048 tokens per step.
@@ -1088,17 +1089,25 @@ SERVER_BATCH_TOKENS = {"llama.cpp": 2048, "ik_llama.cpp": 2048}
 
 
 def server_config(setup: cm.Setup, server: str, *, max_num_seqs: int | None = None,
-                  max_batched_tokens: int | None = None) -> ServerConfig:
+                  max_batched_tokens: int | None = None, offline: bool = False) -> ServerConfig:
     """The ServerConfig of `server` (vllm, sglang, llama.cpp's or ik_llama.cpp's llama-server) on `setup`:
     its defaults (SERVER_SEQS, SERVER_BATCH_TOKENS, else the setup's prefill budget) where the
-    arguments (its command line's limits) do not set them; no prefix cache (random prompts)."""
+    arguments (its command line's limits) do not set them; no prefix cache (random prompts).
+    `offline`: vLLM's engine run in-process (the `LLM` class: bench latency / bench throughput), whose
+    prefill budget is 16384 tokens on a device of >= 70 GiB other than an A100, else 8192."""
     if server not in SERVER_SEQS:
         raise ValueError(f"unknown server {server!r}: one of {', '.join(SERVER_SEQS)}")
+    g = setup.gpu
+    big = g.memory_gib >= 70 and "a100" not in g.key       # vLLM's rule for its larger defaults
     seqs = max_num_seqs if max_num_seqs is not None else SERVER_SEQS[server]
     if seqs is None:        # vLLM: by the device's memory
-        g = setup.gpu
-        seqs = 1024 if g.memory_gib >= 70 and "a100" not in g.key else 256
-    toks = max_batched_tokens if max_batched_tokens is not None else SERVER_BATCH_TOKENS.get(server, setup.n_ubatch)
+        seqs = 1024 if big else 256
+    if max_batched_tokens is not None:
+        toks = max_batched_tokens
+    elif offline and server == "vllm":
+        toks = 16384 if big else 8192
+    else:
+        toks = SERVER_BATCH_TOKENS.get(server, setup.n_ubatch)
     return ServerConfig(max_num_seqs=seqs, max_batched_tokens=toks, prefix_cache=False)
 
 

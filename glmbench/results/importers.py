@@ -17,6 +17,11 @@ The format is detected from the content, never from the file name:
                      sglang.launch_server, `server_of`, with its limits where it sets them: `max_num_seqs` from
                      -np / --max-num-seqs, `max_num_batched_tokens` from -b / --max-num-batched-tokens; the
                      client's `request_rate` and `burstiness` where the block does not print them)
+  vllm-offline       vLLM's offline benchmarks with their command line: `vllm bench latency` (Avg latency, the
+                     whole run of --batch-size prompts) and `vllm bench throughput` (requests/s of --num-prompts;
+                     the older benchmark_latency.py / benchmark_throughput.py print the same): one `serve`
+                     record each, `serve_kind` latency | throughput, lengths from the command line or the
+                     printed token totals, vLLM's defaults where the command line sets none
   sglang             `python -m sglang.bench_serving --output-file` JSONL (one run per line; the server's
                      max_running_requests / chunked_prefill_size as `max_num_seqs` / `max_num_batched_tokens`)
   llama-timings      llama-cli's / llama-server's timing lines (`prompt eval time = T ms / N tokens (...)`,
@@ -45,8 +50,8 @@ name for a mix, `Q4_K_M`; a GGUF runtime's file named "mxfp4" is llama.cpp's one
 names. Several built-ins that fit is a FormatError naming them (`--model` picks); no model at
 all imports without one, with a notice.
 
-Pasted text (`llama-bench-md`, `sweep-bench-md`, `batched-bench-md`, `vllm-console`, `llama-timings`,
-`ollama-verbose`) is read whole
+Pasted text (`llama-bench-md`, `sweep-bench-md`, `batched-bench-md`, `vllm-console`, `vllm-offline`,
+`llama-timings`, `ollama-verbose`) is read whole
 (`_read_pasted`): every table and console block, each with the lines printed around it (the
 command line, llama.cpp's load log, `ggml_cuda_init` / `Device N:` lines, a heading, the `build:`
 line; a table copied from a rendered page, tab-separated without pipes, is read as the markdown it
@@ -92,6 +97,8 @@ FORMATS = {
     "batched-bench-jsonl": "llama-batched-bench --output-format jsonl",
     "vllm": "vllm bench serve --save-result JSON",
     "vllm-console": "vLLM's (or SGLang's) benchmark console block (====== Serving Benchmark Result ======)",
+    "vllm-offline": "vLLM's offline benchmarks' lines with their command line: `vllm bench latency` (Avg latency: X "
+                    "seconds) and `vllm bench throughput` (Throughput: R requests/s, ...)",
     "sglang": "sglang bench_serving --output-file JSONL",
     "llama-timings": "llama.cpp's timing lines (llama-cli, llama-server, ik_llama.cpp: `prompt eval time = ... ms / N "
                      "tokens (...)`, `eval time = ... ms / M runs (...)`)",
@@ -194,18 +201,6 @@ def detect(text: str, path: str = "<text>") -> str:
         return "scoreboard-csv"
     if set(KOBOLD_CSV_COLUMNS) <= set(c.strip() for c in cols):
         return "koboldcpp-csv"
-    for ln in s.splitlines():
-        t = _QUOTE.sub("", ln).strip()
-        if re.match(r"Throughput: [\d.]+ requests/s, [\d.]+ (?:total )?tokens/s", t):
-            _fail(path, first_line + s[:s.find(ln)].count("\n"),
-                  "vLLM's offline throughput benchmark (`vllm bench throughput` / benchmark_throughput.py: one "
-                  "total rate of a batch run, no per-token decode time, no concurrency): not a result glmbench "
-                  "reads; `vllm bench serve` with --max-concurrency gives one")
-        if re.match(r"Avg latency: [\d.]+ seconds", t):
-            _fail(path, first_line + s[:s.find(ln)].count("\n"),
-                  "vLLM's latency benchmark (`vllm bench latency` / benchmark_latency.py: the time of a whole "
-                  "prefill + decode of one batch, not a per-token speed): not a result glmbench reads; "
-                  "`vllm bench serve` with --max-concurrency gives one")
     _fail(path, first_line, "not a results format glmbench reads (" + "; ".join(FORMATS.values()) + ")")
 
 
@@ -243,6 +238,8 @@ def _detect_pasted(text) -> str | None:
             return "llama-bench-md"
     if any(_SERVE_START.match(ln.strip()) for ln in _unquote(text)):
         return "vllm-console"
+    if any(_VLLM_LATENCY.match(ln) or _VLLM_THROUGHPUT.match(ln) for ln in _unquote(text)):
+        return "vllm-offline"
     if any(_TIMING_RE.search(ln) for ln in _unquote(text)):
         return "llama-timings"
     if any(_OLLAMA_RE.match(ln) and _OLLAMA_RE.match(ln).group(1).lower() == "eval rate" for ln in _unquote(text)):
@@ -1177,6 +1174,7 @@ _MD_TEST = re.compile(r"^(?:pp\s*(\d+))?\s*(\+)?\s*(?:tg\s*(\d+))?(?:\s*@\s*d\s*
 _GPU_BACKENDS = ("CUDA", "Vulkan", "Metal", "ROCm", "SYCL", "HIP", "CANN", "MUSA", "OpenCL")
 _CMD_RE = re.compile(r"(?:^|[\s/\\>!$#;(])(llama-bench|llama-sweep-bench|sweep-bench|llama-batched-bench|batched-bench|"
                      r"benchmark_serving\.py|vllm\s+serve|vllm\.entrypoints\.openai\.api_server|vllm\s+bench\s+serve|sglang\.bench_serving|"
+                     r"vllm\s+bench\s+(?:latency|throughput)|benchmark_(?:latency|throughput)\.py|"
                      r"sglang\.launch_server)(?:\.exe)?(?=\s|$)")
 # llama.cpp's run-a-model tools, whose timing lines the importer reads: a command line only with an option on it
 # (prose naming llama-server is not one)
@@ -1188,6 +1186,17 @@ _VULKAN_RE = re.compile(r"ggml_vulkan: (\d+) = (.+?) \(")
 _METAL_RE = re.compile(r"(?:ggml_metal_init: found device:|GPU name:)\s+(.+?)\s*$")
 _BUILD_RE = re.compile(r"^\s*build: ([0-9a-f]{6,40}) \((\d+)\)\s*$")
 _SERVE_START = re.compile(r"^=+ Serving Benchmark Result =+\s*$")
+# the blocks of a serving engine's benchmarks (vLLM, SGLang): an HF checkpoint's name, tensor parallelism
+_SERVING_KINDS = ("serve", "vllm-offline")
+# vLLM's offline benchmarks (vllm/benchmarks/latency.py and throughput.py, also the older
+# benchmarks/benchmark_latency.py and benchmark_throughput.py): `Avg latency: X seconds` then its
+# percentiles; `Throughput: R requests/s, T total tokens/s, O output tokens/s` (before mid 2025:
+# `Throughput: R requests/s, T tokens/s`, the total) then the prompt and output token totals
+_VLLM_LATENCY = re.compile(r"^\s*Avg latency:\s*([\d.]+(?:e[+-]?\d+)?)\s*seconds\s*$", re.I)
+_VLLM_PCT = re.compile(r"^\s*(\d+)% percentile latency:\s*([\d.]+(?:e[+-]?\d+)?)\s*seconds\s*$", re.I)
+_VLLM_THROUGHPUT = re.compile(r"^\s*Throughput:\s*([\d.]+)\s*requests/s,\s*([\d.]+)\s*(?:total\s+)?tokens/s"
+                              r"(?:,\s*([\d.]+)\s*output tokens/s)?\s*$", re.I)
+_VLLM_TOTALS = re.compile(r"^\s*Total num (prompt|output) tokens:\s*(\d+)\s*$", re.I)
 # llama.cpp's timing lines: llama-cli's `llama_perf_context_print: prompt eval time = ...` (`llama_print_timings:`
 # before late 2024), llama-server's bare `prompt eval time = ...` / `       eval time = ...` (after a
 # `slot print_timing: id 0 | task 0 |` line, or with that prefix on the same line; its 2024 JSON log lines say
@@ -1373,7 +1382,9 @@ def _command_args(line: str, assigned: dict) -> dict:
                "-np": "n_parallel", "--parallel": "n_parallel", "--max-num-seqs": "max_num_seqs",
                "--max-running-requests": "max_num_seqs", "--max-num-batched-tokens": "max_num_batched_tokens",
                "--chunked-prefill-size": "max_num_batched_tokens", "--request-rate": "request_rate",
-               "--burstiness": "burstiness"}.get(t.split("=")[0])
+               "--burstiness": "burstiness",
+               # vLLM's offline benchmarks (bench latency / bench throughput): the lengths of every prompt
+               "--input-len": "input_len", "--output-len": "output_len"}.get(t.split("=")[0])
         if key and "=" in t and t.startswith("--"):
             out[key] = t.split("=", 1)[1]
         elif key and val is not None:
@@ -1633,6 +1644,29 @@ def _scan(text) -> tuple[list[_Block], dict]:
             before, label = [], None
             i = j + 1
             continue
+        vm = _VLLM_LATENCY.match(ln) or _VLLM_THROUGHPUT.match(ln)
+        if vm:
+            b = _Block("vllm-offline", no)
+            snap(b)
+            if vm.re is _VLLM_LATENCY:
+                b.serve["kind"], b.serve["latency_s"] = (no, "latency"), (no, vm.group(1))
+                rx = _VLLM_PCT
+            else:
+                b.serve["kind"], b.serve["request_throughput"] = (no, "throughput"), (no, vm.group(1))
+                b.serve["total_token_throughput"] = (no, vm.group(2))
+                if vm.group(3):
+                    b.serve["output_throughput"] = (no, vm.group(3))
+                rx = _VLLM_TOTALS
+            j = i + 1
+            while j < n and rx.match(lines[j]):
+                m = rx.match(lines[j])
+                key = f"p{m.group(1)}_latency_s" if rx is _VLLM_PCT else f"total_{m.group(1).lower()}_tokens"
+                b.serve[key] = (j + 1, m.group(2))
+                j += 1
+            blocks.append(b)
+            before, label = [], None
+            i = j
+            continue
         tm = _TIMING_RE.search(ln)
         if tm:
             which = "pp" if tm.group(1).lower().startswith("prompt") else "tg"
@@ -1799,6 +1833,8 @@ def _read_pasted(text, ctx):
             recs = _pasted_ollama(b, ctx, meta, inferred, text, models_seen)
         elif b.kind == "kobold":
             recs = _pasted_kobold(b, ctx, meta, inferred, models_seen)
+        elif b.kind == "vllm-offline":
+            recs = _pasted_vllm_offline(b, ctx, meta, inferred, models_seen)
         else:
             model, how = _table_model(b, ctx, text_before, models_seen)
             meta["model"] = model
@@ -1913,7 +1949,7 @@ def _block_meta(b, ctx, text, text_before, fname, weights_seen):
     and how each was told."""
     meta, inferred = {}, {}
     opts = b.cmd[2] if b.cmd else {}
-    if b.kind == "serve" and "tensor_parallel" not in opts:   # the server's -tp, on its line before the client's
+    if b.kind in _SERVING_KINDS and "tensor_parallel" not in opts:   # the server's -tp, on its line before the client's
         tp = [c[2]["tensor_parallel"] for c in b.cmds if c[2].get("tensor_parallel")]
         if tp:
             opts = dict(opts, tensor_parallel=tp[-1])
@@ -1940,7 +1976,7 @@ def _block_meta(b, ctx, text, text_before, fname, weights_seen):
         n_cmd, why_n = cards_from_command(opts, device_lines=bool(b.devices))
         if n_cmd:
             n = n_cmd
-        elif b.kind == "serve" and not count:
+        elif b.kind in _SERVING_KINDS and not count:
             tp = re.search(r"\bTP\s*=\s*(\d+)", text)
             n, why_n = (int(tp.group(1)), f"'TP={tp.group(1)}' in the text") if tp else (1, "no -tp: one card assumed")
         elif not b.devices and not count:
@@ -1957,9 +1993,9 @@ def _block_meta(b, ctx, text, text_before, fname, weights_seen):
             meta["split"] = "none"
         else:
             meta["split"] = {"layer": "layer", "row": "tensor", "tensor": "tensor"}.get(str(sm).lower(), "layer")
-            if not sm and b.kind != "serve":
+            if not sm and b.kind not in _SERVING_KINDS:
                 inferred["split"] = "layer (llama.cpp's default -sm layer)"
-            elif b.kind == "serve":
+            elif b.kind in _SERVING_KINDS:
                 meta["split"] = "tensor"
                 inferred["split"] = "tensor (vLLM's tensor parallelism)"
     else:
@@ -1970,7 +2006,7 @@ def _block_meta(b, ctx, text, text_before, fname, weights_seen):
         if n:
             meta["n_cards"] = n
             inferred["card"] = f"not stated, x{n} (from {why_n})"
-            if n > 1 and b.kind == "serve":
+            if n > 1 and b.kind in _SERVING_KINDS:
                 meta["split"] = "tensor"
                 inferred["split"] = "tensor (vLLM's tensor parallelism)"
     # the backend
@@ -1987,7 +2023,7 @@ def _block_meta(b, ctx, text, text_before, fname, weights_seen):
         for where, t in (("heading", b.label or ""), ("text before the table", " ".join(x for _, x in b.before)),
                          ("text", text), ("file name", fname)):
             found = {bk for bk in _GPU_BACKENDS if re.search(rf"(?<![A-Za-z]){bk}(?![A-Za-z])", t, re.I)}
-            if b.kind == "llama-bench" or b.kind == "serve":
+            if b.kind == "llama-bench" or b.kind in _SERVING_KINDS:
                 break   # llama-bench has its backend column; a serving engine is its own backend
             if len(found) == 1:
                 bk = found.pop()
@@ -1996,7 +2032,7 @@ def _block_meta(b, ctx, text, text_before, fname, weights_seen):
     # settings a table's own heading or <summary> states in words ("Main branch, mla = 2, fa",
     # "PR, -mla 3 -fa -ub 4096"): that table's, so they win over the prose above it (two tables of one
     # paste under two labels, e.g. ik_llama.cpp PR 386's `-mla 2` and `-mla 3` runs)
-    for k, v in (label_settings(b.label or "") if b.kind != "serve" else {}).items():   # llama.cpp's settings
+    for k, v in (label_settings(b.label or "") if b.kind not in _SERVING_KINDS else {}).items():   # llama.cpp's settings
         if k in opts or b.main.get(k) or (k == "flash_attn" and ("flash_attn" in b.main or "flash_attn_type" in b.main)):
             continue
         meta[k] = v
@@ -2075,16 +2111,16 @@ def _block_meta(b, ctx, text, text_before, fname, weights_seen):
             # the KV cache's type is no weight format: "-ctk q8_0", "--cache-type-v=q4_0", "q8_0 KV"
             t = _KV_TEXT.sub(" ", t)
             found = {quant_name(q) for q in _QUANT_RE.findall(t)} - {None}
-            if b.kind == "serve" and not found and where != "file's other table":   # an HF checkpoint's name
+            if b.kind in _SERVING_KINDS and not found and where != "file's other table":   # an HF checkpoint's name
                 found = {checkpoint_quant(t)} - {None}
             if where in ("heading", "text before the table"):   # prose: only names glmbench knows ("Q4" is not one)
                 found = {q for q in found if weights_note(q) is None or q in vocab.FORMAT_NOTES}
             if len(found) == 1:
                 w, whow = found.pop(), where
-                if b.kind != "serve" and gguf_quant(w) != w:      # a GGUF runtime's file: its file type
+                if b.kind not in _SERVING_KINDS and gguf_quant(w) != w:      # a GGUF runtime's file: its file type
                     w, whow = gguf_quant(w), f"{where}'s 'mxfp4': llama.cpp's one MXFP4 file type, MXFP4 experts, Q8_0 elsewhere"
                 break
-        if w is None and b.kind == "serve":
+        if w is None and b.kind in _SERVING_KINDS:
             pass
         elif w is None:
             if b.kind != "ollama":     # an Ollama tag without one: its reader says what it assumes
@@ -2291,6 +2327,91 @@ def _pasted_serve(b, ctx, meta, inferred, text_before, models_seen):
             (q for q in map(checkpoint_quant, names) if q), None)
         if w:
             meta["weights"], inferred["weights"] = w, f"{w} (from the file name)"
+        else:
+            ctx.notice(line, "weights: not stated; vLLM serves the checkpoint's own dtype (bf16 for most): "
+                             "--weights sets it where needed")
+    for k in ("device", "hardware", "n_cards", "split", "weights", "label", "command"):
+        if meta.get(k) is not None:
+            r[k] = meta[k]
+    r["inferred"] = inferred
+    _weights_fields(ctx, line, r)
+    return [_clean(r)]
+
+
+# vLLM's offline benchmarks' defaults where the command line does not set them (vllm/benchmarks/latency.py:
+# --input-len 32, --output-len 128, --batch-size 8; throughput.py: --num-prompts 1000), vLLM 0.10.1
+VLLM_LATENCY_DEFAULTS = {"input_len": 32, "output_len": 128, "n_batch": 8}
+VLLM_THROUGHPUT_PROMPTS = 1000
+_VLLM_OFFLINE_CMD = re.compile(r"vllm\s+bench\s+(latency|throughput)|benchmark_(latency|throughput)\.py")
+
+
+def _pasted_vllm_offline(b, ctx, meta, inferred, models_seen):
+    """vLLM's offline benchmarks, one batch through the engine (the `LLM` class, no server): `bench latency`
+    times B prompts of --input-len tokens, each generating --output-len (ignore_eos), from the first prompt
+    queued to the last token (Avg latency, its percentiles); `bench throughput` the same for --num-prompts
+    requests (Throughput: requests/s; the prompt and output token totals it prints give the mean lengths).
+    The lengths and counts are on its command line (vLLM's defaults where it sets none), which the paste
+    must hold. One `serve` record: `serve_kind` latency | throughput, `n_streams` the requests in the
+    batch, `aggregate_tok_s` the output tokens per second of the run (for latency: B x output / latency)."""
+    v = {k: val for k, (_, val) in b.serve.items()}
+    line, kind = b.start, v["kind"]
+    cmds = [c for c in b.cmds if _VLLM_OFFLINE_CMD.search(c[1])]
+    if not cmds:
+        _fail(ctx.path, line, f"vLLM's offline {kind} benchmark without its command line (`vllm bench {kind} ...`, "
+                              "which states the prompt and output lengths and the batch): paste it above the result")
+    cline, ctext, opts = cmds[-1]
+    said = _VLLM_OFFLINE_CMD.search(ctext)
+    if (said.group(1) or said.group(2)) != kind:
+        _fail(ctx.path, line, f"a {kind} result under a `{said.group(0)}` command line (line {cline})")
+
+    def opt(key, default):
+        raw = opts.get(key)
+        if raw is None:
+            return default, f"vLLM's default {default}"
+        return _num(ctx, cline, key, raw, integer=True, minimum=1), f"the command line's {raw}"
+    names = [opts["model"]] if opts.get("model") else []
+    model, how = ctx.model_for(line, hints=[(n, f"command line's model {n!r}") for n in names] + [ctx.file_hint()],
+                               what="this run served")
+    inferred = dict(inferred, model=how)
+    r = {"evidence": "measured", "test": "serve", "serve_kind": kind, "server": "vllm", "model": model,
+         "tool": f"vllm bench {kind} (console)", "source": ctx.source(line), "stddev_ts": None}
+    if kind == "latency":
+        lat = _num(ctx, line, "Avg latency", v["latency_s"], positive=True)
+        n_in, w_in = opt("input_len", VLLM_LATENCY_DEFAULTS["input_len"])
+        n_out, w_out = opt("output_len", VLLM_LATENCY_DEFAULTS["output_len"])
+        batch, w_b = opt("n_batch", VLLM_LATENCY_DEFAULTS["n_batch"])
+        agg = batch * n_out / lat
+        r.update(n_prompt=n_in, n_gen=n_out, n_depth=n_in, n_streams=batch, completed=batch, latency_s=lat,
+                 p50_latency_s=_num(ctx, line, "50% percentile latency", v.get("p50_latency_s"), required=False))
+        inferred.update(n_prompt=w_in, n_gen=w_out, n_streams=w_b)
+    else:
+        rps = _num(ctx, line, "requests/s", v["request_throughput"], positive=True)
+        n, w_n = opt("num_prompts", VLLM_THROUGHPUT_PROMPTS)
+        tot_in = _num(ctx, line, "Total num prompt tokens", v.get("total_prompt_tokens"), required=False)
+        tot_out = _num(ctx, line, "Total num output tokens", v.get("total_output_tokens"), required=False)
+        if tot_in is not None and tot_out:
+            n_in, n_out = round(tot_in / n), round(tot_out / n)
+            inferred.update(n_prompt=f"the prompt token total / {n} requests", n_gen=f"the output token total / {n}")
+        elif opts.get("input_len") and opts.get("output_len"):
+            n_in, w_in = opt("input_len", None)
+            n_out, w_out = opt("output_len", None)
+            inferred.update(n_prompt=w_in, n_gen=w_out)
+        else:
+            _fail(ctx.path, line, "vLLM's throughput result without its token totals (`Total num prompt tokens:` / "
+                                  "`Total num output tokens:`) or --input-len and --output-len on its command line: "
+                                  "the lengths are not known")
+        agg = _num(ctx, line, "output tokens/s", v.get("output_throughput"), required=False) or rps * n_out
+        r.update(n_prompt=n_in, n_gen=n_out, n_depth=n_in, n_streams=n, completed=n, request_throughput=rps,
+                 duration_s=n / rps)
+        inferred.update(n_streams=w_n)
+    r.update(avg_ts=agg, aggregate_tok_s=agg, concurrency=r["n_streams"])
+    for k in ("max_num_seqs", "max_num_batched_tokens"):
+        if re.fullmatch(r"[1-9]\d*", str(opts.get(k, ""))):
+            r[k] = int(opts[k])
+    if "weights" not in meta:
+        w = next((q for q in map(checkpoint_quant, names) if q), None)
+        if w:
+            meta["weights"], inferred["weights"] = w, f"{w} (from the model name)"
         else:
             ctx.notice(line, "weights: not stated; vLLM serves the checkpoint's own dtype (bf16 for most): "
                              "--weights sets it where needed")
@@ -2895,6 +3016,7 @@ _READERS = {
     "sweep-bench-jsonl": _read_sweep_jsonl,
     "batched-bench-md": lambda text, ctx: _read_pasted(text, ctx),
     "vllm-console": lambda text, ctx: _read_pasted(text, ctx),
+    "vllm-offline": lambda text, ctx: _read_pasted(text, ctx),
     "llama-timings": lambda text, ctx: _read_pasted(text, ctx),
     "ollama-verbose": lambda text, ctx: _read_pasted(text, ctx),
     "koboldcpp-benchmark": lambda text, ctx: _read_pasted(text, ctx),
