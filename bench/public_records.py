@@ -205,6 +205,8 @@ def _runtime_of(r):
         return "sglang" if "sglang" in tool else "vllm"
     if "vllm" in tool:
         return "vllm"
+    if "sglang" in tool:        # SGLang's bench_one_batch: its engine in-process
+        return "sglang"
     if r.get("backend") == "Vulkan":
         return "llama.cpp-vulkan"
     return "ik_llama.cpp" if "ik_llama.cpp" in tool else "llama.cpp"
@@ -954,6 +956,18 @@ def generic_records(path, cfgs: dict | None = None, keep_batched: bool = False) 
                     from_sidecar.append(field)
                 elif pv is not None:
                     rec[field] = pv
+            if rt in SERVING:
+                # a serving engine's in-process benchmark (SGLang's bench_one_batch): its KV cache in the model's
+                # dtype (--kv-cache-dtype auto), none of llama.cpp's options
+                rec["type_k"] = _vllm_kv(rec.get("weights"))
+                from_sidecar.append("type_k")
+                rec["runtime_options"] = {}
+                rec.update(source=url, date=meta["date"], command=meta["command"],
+                           note=(note + "; " if note else "") + f"read by bench/public_records.py's generic path from "
+                                f"{name} and its sidecar; KV cache in the model's dtype (the {rt} engine's default)",
+                           line=where, inferred=r.get("inferred") or {}, from_sidecar=from_sidecar)
+                out.append(rec)
+                continue
             if rec.get("type_k") is None:       # llama.cpp's default KV type (no -ctk anywhere)
                 rec["type_k"] = "f16"
                 from_sidecar.append("type_k")

@@ -1549,3 +1549,52 @@ def test_table_without_outer_pipes_and_the_sm_column(tmp_path):
     row, layer = im.read(write(tmp_path, "two.md", two))
     assert row["split"] == "tensor" and row["inferred"]["split"] == "tensor (the sm column 'row')"
     assert layer["split"] == "layer" and "default" not in layer["inferred"]["split"]
+
+
+_SGL_ONE = """$ python -m sglang.bench_one_batch --model-path Qwen/Qwen3-8B --batch-size 1 16 --input-len 1024 --output-len 64 --tp 2
+max_total_num_tokens=400000
+Warmup ...
+Prefill. latency: 0.05012 s, throughput:  20430.97 token/s
+Decode 0. Batch size: 1, latency: 0.00721 s, throughput:    138.70 token/s
+Decode.  median latency: 0.00719 s, median throughput:    139.08 token/s
+Total. latency:  0.273 s, throughput:   3868.13 token/s
+Benchmark ...
+Prefill. latency: 0.04921 s, throughput:  20808.78 token/s
+Decode 0. Batch size: 1, latency: 0.00722 s, throughput:    138.50 token/s
+Decode 1. Batch size: 1, latency: 0.00720 s, throughput:    138.89 token/s
+Decode.  median latency: 0.00718 s, median throughput:    139.28 token/s
+Total. latency:  0.502 s, throughput:   2167.33 token/s
+Prefill. latency: 0.61234 s, throughput:  26757.03 token/s
+Decode 0. Batch size: 16, latency: 0.00931 s, throughput:   1718.58 token/s
+Decode.  median latency: 0.00925 s, median throughput:   1729.73 token/s
+Total. latency:  1.198 s, throughput:  14530.22 token/s
+"""
+
+
+def test_sglang_bench_one_batch_console_and_jsonl(tmp_path):
+    """SGLang's bench_one_batch: each run of B prompts of input_len is a pp record (B x input_len tokens / the
+    prefill latency) and a tg record at depth input_len (B / the median decode step), as llama-batched-bench's;
+    input_len and output_len from its printed throughputs, B from its `Decode i. Batch size:` lines; the warm-up
+    run left out; the engine is SGLang's (server sglang), the card count its --tp."""
+    assert im.detect(_SGL_ONE) == "sglang-one-batch"
+    recs = im.read(write(tmp_path, "ob.log", _SGL_ONE))
+    got = [(r["test"], r["n_prompt"], r["n_gen"], r["n_depth"], r["n_streams"], round(r["avg_ts"], 2),
+            r["source"].rsplit(":", 1)[1]) for r in recs]
+    assert got == [("pp", 1024, 0, 0, 1, round(1024 / 0.04921, 2), "9"), ("tg", 0, 64, 1024, 1, round(1 / 0.00718, 2), "9"),
+                   ("pp", 1024, 0, 0, 16, round(16 * 1024 / 0.61234, 2), "14"),
+                   ("tg", 0, 64, 1024, 16, round(16 / 0.00925, 2), "14")]
+    assert {(r["model"], r["server"], r["tool"], r["n_cards"], r["split"]) for r in recs} == {
+        ("qwen3-8b", "sglang", "sglang bench_one_batch", 2, "tensor")}
+    rows = [{"run_name": "r", "batch_size": 8, "input_len": 512, "output_len": 32, "prefill_latency": 0.1,
+             "prefill_throughput": 40960.0, "median_decode_latency": 0.01, "median_decode_throughput": 800.0,
+             "total_latency": 0.41, "overall_throughput": 10614.6},
+            {"run_name": "r", "batch_size": 1, "input_len": 512, "output_len": 1, "prefill_latency": 0.02}]
+    f = write(tmp_path, "ob.jsonl", "".join(json.dumps(o) + "\n" for o in rows))
+    assert im.detect(open(f).read()) == "sglang-one-batch-jsonl"
+    recs = im.read(f, model="qwen3-8b")
+    assert [(r["test"], r["n_streams"], r["avg_ts"]) for r in recs] == [("pp", 8, 40960.0), ("tg", 8, 800.0),
+                                                                         ("pp", 1, 25600.0)]
+    # a run without its batch line cannot say its batch
+    bad = "Benchmark ...\nPrefill. latency: 0.05 s, throughput: 20480.00 token/s\nTotal. latency: 0.5 s, throughput: 2000.00 token/s\n"
+    with pytest.raises(im.FormatError, match=r"nob\.log:2: a bench_one_batch run without its `Decode 0\. Batch size"):
+        im.read(write(tmp_path, "nob.log", bad), model="qwen3-8b")

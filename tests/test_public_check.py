@@ -1127,3 +1127,21 @@ def test_vllm_offline_runs_are_replayed_to_their_last_token(tmp_path):
     out = tmp_path / "recs"
     pr.main([d, "--out", str(out)])
     assert not glob.glob(str(out / "*.json"))
+
+
+def test_sglang_bench_one_batch_is_checked_by_the_sglang_model(tmp_path):
+    """A pasted SGLang bench_one_batch run with its sidecar: its B = 1 rows are single-stream points of the
+    `sglang` runtime model (KV cache in the model's dtype, no llama.cpp options), its B = 16 rows points of
+    several streams, predicted as llama-batched-bench's."""
+    import test_importers as ti
+    d = str(tmp_path)
+    _write(d, "ob.log", ti._SGL_ONE, "URL: https://example.org/sg\nRuntime: SGLang 0.5.9\nGPU: 2x H100 SXM\n"
+           "Model: Qwen/Qwen3-8B BF16\n")
+    several = []
+    pts, notes = bpf.check_points(d, several)
+    assert sorted((p.test, p.batch) for p in pts) == [("pp", 1), ("tg", 1)]
+    assert sorted((p.test, p.batch) for p in several) == [("pp", 16), ("tg", 16)]
+    assert {(p.runtime, p.setup.kv_fmt.name, p.setup.n_cards, tuple(p.options)) for p in pts + several} == {
+        ("sglang", "bf16", 2, ())}
+    tg = next(p for p in pts if p.test == "tg")
+    assert tg.n_depth == 1024 and tg.measured == pytest.approx(1 / 0.00718)

@@ -1081,7 +1081,8 @@ def bench_serve(setup: cm.Setup, prompt: int, output: int, requests: int, *, con
 # the OpenAI server): 1024 sequences on a device of >= 70 GiB other than an A100, else 256, and the
 # prefill budget of the runtime model (Setup.n_ubatch: 8192 / 2048 by the same rule); its in-process
 # engine (the LLM class) the same sequences and 16384 / 8192 tokens. SGLang sizes its
-# request pool from memory (usually 2048-4096): 4096, the replay's KV pool limiting first. llama-server:
+# request pool from memory (2048-4096; sglang 0.5.9, model_runner_kv_cache_mixin.py) and its token pool
+# before it: 4096, at most half the pool's tokens (server_config). llama-server:
 # slots -np (default -1, auto: 4, with a unified KV cache; tools/server/server.cpp as vendored by
 # llama-cpp-python 0.3.36; older builds and ik_llama.cpp's: 1) and -b 2048 tokens per step.
 SERVER_SEQS = {"vllm": None, "sglang": 4096, "llama.cpp": 4, "ik_llama.cpp": 1}
@@ -1108,7 +1109,14 @@ def server_config(setup: cm.Setup, server: str, *, max_num_seqs: int | None = No
         toks = 16384 if big else 8192
     else:
         toks = SERVER_BATCH_TOKENS.get(server, setup.n_ubatch)
-    return ServerConfig(max_num_seqs=seqs, max_batched_tokens=toks, prefix_cache=False)
+    pool = None
+    if server == "sglang":
+        # SGLang sizes its token pool from memory first and then runs at most half its tokens' worth of
+        # requests (model_runner.py: min(max_total_num_tokens // 2, the request pool)): the pool is the
+        # memory model's for one stream, the requests capped by it
+        pool = kv_pool_tokens(setup, 1)
+        seqs = max(1, min(seqs, pool // 2))
+    return ServerConfig(max_num_seqs=seqs, max_batched_tokens=toks, prefix_cache=False, kv_tokens=pool)
 
 
 def batched_throughput(setup: cm.Setup, streams: int, prompt: int = 4096, output: int = 256,

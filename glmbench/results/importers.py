@@ -22,6 +22,10 @@ The format is detected from the content, never from the file name:
                      the older benchmark_latency.py / benchmark_throughput.py print the same): one `serve`
                      record each, `serve_kind` latency | throughput, lengths from the command line or the
                      printed token totals, vLLM's defaults where the command line sets none
+  sglang-one-batch   SGLang's `python -m sglang.bench_one_batch` console lines (and its --result-filename JSONL,
+                     `sglang-one-batch-jsonl`): each run of B prompts is a pp record (B x input_len tokens / the
+                     prefill latency) and a tg record at depth input_len (B / the median decode step), as
+                     llama-batched-bench's; the warm-up run left out; the engine is SGLang's
   sglang             `python -m sglang.bench_serving --output-file` JSONL (one run per line; the server's
                      max_running_requests / chunked_prefill_size as `max_num_seqs` / `max_num_batched_tokens`)
   llama-timings      llama-cli's / llama-server's timing lines (`prompt eval time = T ms / N tokens (...)`,
@@ -51,7 +55,7 @@ names. Several built-ins that fit is a FormatError naming them (`--model` picks)
 all imports without one, with a notice.
 
 Pasted text (`llama-bench-md`, `sweep-bench-md`, `batched-bench-md`, `vllm-console`, `vllm-offline`,
-`llama-timings`, `ollama-verbose`) is read whole
+`sglang-one-batch`, `llama-timings`, `ollama-verbose`) is read whole
 (`_read_pasted`): every table and console block, each with the lines printed around it (the
 command line, llama.cpp's load log, `ggml_cuda_init` / `Device N:` lines, a heading, the `build:`
 line; a table copied from a rendered page, tab-separated without pipes, is read as the markdown it
@@ -99,6 +103,10 @@ FORMATS = {
     "vllm-console": "vLLM's (or SGLang's) benchmark console block (====== Serving Benchmark Result ======)",
     "vllm-offline": "vLLM's offline benchmarks' lines with their command line: `vllm bench latency` (Avg latency: X "
                     "seconds) and `vllm bench throughput` (Throughput: R requests/s, ...)",
+    "sglang-one-batch": "SGLang's `python -m sglang.bench_one_batch` console lines (Prefill. latency: ..., Decode.  median "
+                        "latency: ..., Total. latency: ...)",
+    "sglang-one-batch-jsonl": "SGLang's `bench_one_batch --result-filename` JSONL (batch_size, input_len, output_len, "
+                              "prefill_latency, median_decode_latency, ...)",
     "sglang": "sglang bench_serving --output-file JSONL",
     "llama-timings": "llama.cpp's timing lines (llama-cli, llama-server, ik_llama.cpp: `prompt eval time = ... ms / N "
                      "tokens (...)`, `eval time = ... ms / M runs (...)`)",
@@ -240,6 +248,8 @@ def _detect_pasted(text) -> str | None:
         return "vllm-console"
     if any(_VLLM_LATENCY.match(ln) or _VLLM_THROUGHPUT.match(ln) for ln in _unquote(text)):
         return "vllm-offline"
+    if any(_SGL_PREFILL.match(ln) for ln in _unquote(text)):
+        return "sglang-one-batch"
     if any(_TIMING_RE.search(ln) for ln in _unquote(text)):
         return "llama-timings"
     if any(_OLLAMA_RE.match(ln) and _OLLAMA_RE.match(ln).group(1).lower() == "eval rate" for ln in _unquote(text)):
@@ -267,6 +277,8 @@ def _detect_json(s, path, first_line) -> str:
             return "vllm"
         if "output_throughput" in keys and "mean_ttft_ms" in keys:
             return "sglang"
+        if {"batch_size", "input_len", "output_len", "prefill_latency"} <= keys:
+            return "sglang-one-batch-jsonl"
         if {"n_kv_max", "speed_pp", "speed_tg"} <= keys:
             return "batched-bench-jsonl" if "pl" in keys else "sweep-bench-jsonl"
         if "evidence" in keys:
@@ -1174,7 +1186,7 @@ _MD_TEST = re.compile(r"^(?:pp\s*(\d+))?\s*(\+)?\s*(?:tg\s*(\d+))?(?:\s*@\s*d\s*
 _GPU_BACKENDS = ("CUDA", "Vulkan", "Metal", "ROCm", "SYCL", "HIP", "CANN", "MUSA", "OpenCL")
 _CMD_RE = re.compile(r"(?:^|[\s/\\>!$#;(])(llama-bench|llama-sweep-bench|sweep-bench|llama-batched-bench|batched-bench|"
                      r"benchmark_serving\.py|vllm\s+serve|vllm\.entrypoints\.openai\.api_server|vllm\s+bench\s+serve|sglang\.bench_serving|"
-                     r"vllm\s+bench\s+(?:latency|throughput)|benchmark_(?:latency|throughput)\.py|"
+                     r"vllm\s+bench\s+(?:latency|throughput)|benchmark_(?:latency|throughput)\.py|sglang\.bench_one_batch|"
                      r"sglang\.launch_server)(?:\.exe)?(?=\s|$)")
 # llama.cpp's run-a-model tools, whose timing lines the importer reads: a command line only with an option on it
 # (prose naming llama-server is not one)
@@ -1186,8 +1198,17 @@ _VULKAN_RE = re.compile(r"ggml_vulkan: (\d+) = (.+?) \(")
 _METAL_RE = re.compile(r"(?:ggml_metal_init: found device:|GPU name:)\s+(.+?)\s*$")
 _BUILD_RE = re.compile(r"^\s*build: ([0-9a-f]{6,40}) \((\d+)\)\s*$")
 _SERVE_START = re.compile(r"^=+ Serving Benchmark Result =+\s*$")
+# SGLang's bench_one_batch (sglang/bench_one_batch.py, latency_test_run_once): per run of B prompts of
+# input_len tokens generating output_len, `Prefill. latency: X s, throughput: Y token/s` (Y = input_len
+# x B / X), `Decode i. Batch size: B, latency: ...` (the first five steps), `Decode.  median latency: X s,
+# median throughput: Y token/s` (Y = B / X) and `Total. latency: X s, throughput: Y token/s` (Y =
+# (input_len + output_len) x B / X); a warm-up run under `Warmup ...` before `Benchmark ...`
+_SGL_PREFILL = re.compile(r"^\s*Prefill\.\s+latency:\s*([\d.]+)\s*s,\s*throughput:\s*([\d.]+)\s*token/s\s*$")
+_SGL_DECODE_I = re.compile(r"^\s*Decode\s+\d+\.\s+Batch size:\s*(\d+),\s*latency:")
+_SGL_DECODE = re.compile(r"^\s*Decode\.\s+median latency:\s*([\d.]+)\s*s,\s*median throughput:\s*([\d.]+)\s*token/s\s*$")
+_SGL_TOTAL = re.compile(r"^\s*Total\.\s+latency:\s*([\d.]+)\s*s,\s*throughput:\s*([\d.]+)\s*token/s\s*$")
 # the blocks of a serving engine's benchmarks (vLLM, SGLang): an HF checkpoint's name, tensor parallelism
-_SERVING_KINDS = ("serve", "vllm-offline")
+_SERVING_KINDS = ("serve", "vllm-offline", "sglang-one-batch")
 # vLLM's offline benchmarks (vllm/benchmarks/latency.py and throughput.py, also the older
 # benchmarks/benchmark_latency.py and benchmark_throughput.py): `Avg latency: X seconds` then its
 # percentiles; `Throughput: R requests/s, T total tokens/s, O output tokens/s` (before mid 2025:
@@ -1578,6 +1599,7 @@ def _scan(text) -> tuple[list[_Block], dict]:
     run_build = None       # llama-cli / llama-server's startup `build: <number> (<commit>)` line
     cache_rm = None        # llama-server's latest `kv cache rm [N, end)` line since the last timings block
     pending = None         # a timings block whose `prompt eval` line waits for its `eval` line
+    sgl_phase = None       # SGLang bench_one_batch's `Warmup ...` / `Benchmark ...` phase
 
     def take(b):
         snap(b)
@@ -1643,6 +1665,33 @@ def _scan(text) -> tuple[list[_Block], dict]:
             take(b)
             before, label = [], None
             i = j + 1
+            continue
+        if re.match(r"^\s*(Warmup|Benchmark) \.\.\.\s*$", ln):      # SGLang bench_one_batch's phases
+            sgl_phase = ln.strip().split()[0].lower()
+        sm_ = _SGL_PREFILL.match(ln)
+        if sm_:
+            b = _Block("sglang-one-batch", no)
+            snap(b)
+            b.serve["phase"] = (no, sgl_phase)
+            b.serve["prefill_latency"], b.serve["prefill_throughput"] = (no, sm_.group(1)), (no, sm_.group(2))
+            j = i + 1
+            while j < n and (_SGL_DECODE_I.match(lines[j]) or _SGL_DECODE.match(lines[j]) or _SGL_TOTAL.match(lines[j])):
+                m = _SGL_DECODE_I.match(lines[j])
+                if m:
+                    b.serve.setdefault("batch_size", (j + 1, m.group(1)))
+                m = _SGL_DECODE.match(lines[j])
+                if m:
+                    b.serve["median_decode_latency"] = (j + 1, m.group(1))
+                    b.serve["median_decode_throughput"] = (j + 1, m.group(2))
+                m = _SGL_TOTAL.match(lines[j])
+                if m:
+                    b.serve["total_latency"], b.serve["overall_throughput"] = (j + 1, m.group(1)), (j + 1, m.group(2))
+                    j += 1
+                    break
+                j += 1
+            blocks.append(b)
+            before, label = [], None
+            i = j
             continue
         vm = _VLLM_LATENCY.match(ln) or _VLLM_THROUGHPUT.match(ln)
         if vm:
@@ -1835,6 +1884,8 @@ def _read_pasted(text, ctx):
             recs = _pasted_kobold(b, ctx, meta, inferred, models_seen)
         elif b.kind == "vllm-offline":
             recs = _pasted_vllm_offline(b, ctx, meta, inferred, models_seen)
+        elif b.kind == "sglang-one-batch":
+            recs = _pasted_sglang_one_batch(b, ctx, meta, inferred)
         else:
             model, how = _table_model(b, ctx, text_before, models_seen)
             meta["model"] = model
@@ -2421,6 +2472,81 @@ def _pasted_vllm_offline(b, ctx, meta, inferred, models_seen):
     r["inferred"] = inferred
     _weights_fields(ctx, line, r)
     return [_clean(r)]
+
+
+def _sgl_one_batch_records(ctx, line, o, base) -> list:
+    """One bench_one_batch run (`o`: batch_size, input_len, output_len, prefill_latency, median_decode_latency)
+    as two records of B streams, as llama-batched-bench's: pp input_len (the B prompts from an empty cache,
+    all B x input_len tokens per second) and tg output_len at depth input_len (B / the median decode step)."""
+    B = _num(ctx, line, "batch_size", o.get("batch_size"), integer=True, minimum=1)
+    n_in = _num(ctx, line, "input_len", o.get("input_len"), integer=True, minimum=1)
+    n_out = _num(ctx, line, "output_len", o.get("output_len"), integer=True, minimum=1)
+    t_pp = _num(ctx, line, "prefill_latency", o.get("prefill_latency"), positive=True)
+    out = [_clean({**base, "source": ctx.source(line), "test": "pp", "n_prompt": n_in, "n_gen": 0, "n_depth": 0,
+                   "n_streams": B, "pl": B, "avg_ts": B * n_in / t_pp, "seconds": t_pp})]
+    t_tg = _num(ctx, line, "median_decode_latency", o.get("median_decode_latency"), required=False, positive=True)
+    if t_tg is not None and n_out > 1:
+        out.append(_clean({**base, "source": ctx.source(line), "test": "tg", "n_prompt": 0, "n_gen": n_out,
+                           "n_depth": n_in, "n_streams": B, "pl": B, "avg_ts": B / t_tg, "seconds": t_tg}))
+    return out
+
+
+def _sgl_base(model, how, inferred, meta):
+    base = {"evidence": "measured", "tool": "sglang bench_one_batch", "server": "sglang", "model": model,
+            "stddev_ts": None}
+    for k in ("device", "hardware", "n_cards", "split", "weights", "label", "command"):
+        if meta.get(k) is not None:
+            base[k] = meta[k]
+    base["inferred"] = dict(inferred, model=how)
+    return base
+
+
+def _pasted_sglang_one_batch(b, ctx, meta, inferred):
+    """SGLang's bench_one_batch console lines of one run (the warm-up run under `Warmup ...` is left out):
+    B from its `Decode i. Batch size: B` lines, input_len from the prefill line (its throughput is input_len x B
+    / latency), output_len from the total line ((input_len + output_len) x B / latency); the model and the
+    card count (--tp) from its command line."""
+    v = {k: val for k, (_, val) in b.serve.items()}
+    line = b.start
+    if v.get("phase") == "warmup":
+        return []
+    if "batch_size" not in v:
+        _fail(ctx.path, line, "a bench_one_batch run without its `Decode 0. Batch size: B` line: the batch is not known")
+    B = _num(ctx, line, "batch size", v["batch_size"], integer=True, minimum=1)
+    t_pp = _num(ctx, line, "prefill latency", v["prefill_latency"], positive=True)
+    n_in = round(_num(ctx, line, "prefill throughput", v["prefill_throughput"], positive=True) * t_pp / B)
+    o = {"batch_size": B, "input_len": max(n_in, 1), "prefill_latency": t_pp,
+         "median_decode_latency": v.get("median_decode_latency"), "output_len": 1}
+    if v.get("total_latency"):
+        tot = _num(ctx, line, "total throughput", v["overall_throughput"], positive=True) * \
+            _num(ctx, line, "total latency", v["total_latency"], positive=True)
+        o["output_len"] = max(round(tot / B) - o["input_len"], 1)
+    cmd = [c for c in b.cmds if "sglang.bench_one_batch" in c[1]]
+    names = [cmd[-1][2]["model"]] if cmd and cmd[-1][2].get("model") else []
+    model, how = ctx.model_for(line, hints=[(n, f"command line's model {n!r}") for n in names] + [ctx.file_hint()],
+                               what="this run served")
+    if "weights" not in meta:
+        w = next((q for q in map(checkpoint_quant, names) if q), None)
+        if w:
+            meta["weights"], inferred["weights"] = w, f"{w} (from the model name)"
+        else:
+            ctx.notice(line, "weights: not stated; SGLang serves the checkpoint's own dtype (bf16 for most): "
+                             "--weights sets it where needed")
+    inferred = dict(inferred, n_prompt="prefill throughput x latency / B", n_gen="total tokens / B - input_len")
+    recs = _sgl_one_batch_records(ctx, line, o, _sgl_base(model, how, inferred, meta))
+    for r in recs:
+        _weights_fields(ctx, line, r)
+    return recs
+
+
+def _read_sglang_one_batch_jsonl(text, ctx):
+    """SGLang's bench_one_batch --result-filename: one JSON object per run."""
+    out = []
+    for line, o in _jsonl(text, ctx.path):
+        model, how = ctx.model_for(line, hints=[ctx.file_hint()], what="this run served")
+        base = _sgl_base(model, how, {}, {})
+        out += _sgl_one_batch_records(ctx, line, o, base)
+    return out
 
 
 def _pasted_timings(b, ctx, meta, inferred, text_before, models_seen):
@@ -3017,6 +3143,8 @@ _READERS = {
     "batched-bench-md": lambda text, ctx: _read_pasted(text, ctx),
     "vllm-console": lambda text, ctx: _read_pasted(text, ctx),
     "vllm-offline": lambda text, ctx: _read_pasted(text, ctx),
+    "sglang-one-batch": lambda text, ctx: _read_pasted(text, ctx),
+    "sglang-one-batch-jsonl": _read_sglang_one_batch_jsonl,
     "llama-timings": lambda text, ctx: _read_pasted(text, ctx),
     "ollama-verbose": lambda text, ctx: _read_pasted(text, ctx),
     "koboldcpp-benchmark": lambda text, ctx: _read_pasted(text, ctx),
