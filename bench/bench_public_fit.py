@@ -446,6 +446,10 @@ def check_points(path, batched: list | None = None, serving: list | None = None)
                 if serving is None:
                     notes.append(f"{where}: a serving benchmark's run (mean TTFT / TPOT): left out of the point check")
                     continue
+                if str(r.get("request_rate")) == "trace":
+                    notes.append(f"{where}: a serving run at a trace's timestamps (its arrivals are not in the paste): "
+                                 "not replayed")
+                    continue
                 try:
                     rt, opts, setup = jf.setup_from_record(r, where)
                 except jf.FitError as e:

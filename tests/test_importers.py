@@ -1598,3 +1598,25 @@ def test_sglang_bench_one_batch_console_and_jsonl(tmp_path):
     bad = "Benchmark ...\nPrefill. latency: 0.05 s, throughput: 20480.00 token/s\nTotal. latency: 0.5 s, throughput: 2000.00 token/s\n"
     with pytest.raises(im.FormatError, match=r"nob\.log:2: a bench_one_batch run without its `Decode 0\. Batch size"):
         im.read(write(tmp_path, "nob.log", bad), model="qwen3-8b")
+
+
+def test_sglang_console_block_without_a_concurrency_limit(tmp_path):
+    """SGLang's bench_serving prints `Max request concurrency: not set` without --max-concurrency (sglang
+    bench_serving.py) and `Traffic request rate: trace` for a trace's timestamps: an open loop, read as one."""
+    block = ("$ python -m sglang.bench_serving --backend sglang --dataset-name random --num-prompts 100 --request-rate 8\n\n"
+             "============ Serving Benchmark Result ============\n"
+             "Backend:                                 sglang    \nTraffic request rate:                    8.0       \n"
+             "Max request concurrency:                 not set   \nSuccessful requests:                     100       \n"
+             "Benchmark duration (s):                  14.53     \nTotal input tokens:                      51200     \n"
+             "Total generated tokens:                  12800     \nRequest throughput (req/s):              6.88      \n"
+             "Output token throughput (tok/s):         880.93    \nConcurrency:                             10.21     \n"
+             "---------------Time to First Token----------------\nMean TTFT (ms):                          60.52     \n"
+             "-----Time per Output Token (excl. 1st token)------\nMean TPOT (ms):                          11.20     \n"
+             "==================================================\n")
+    (r,) = im.read(write(tmp_path, "sg.log", block), model="qwen3-8b")
+    assert (r.get("max_concurrency"), r["request_rate"], r["n_streams"], r["tpot_s"], r["n_prompt"], r["n_gen"]) == (
+        None, 8.0, 100, 0.0112, 512, 128)
+    (r,) = im.read(write(tmp_path, "tr.log", block.replace("8.0       \n", "trace     \n", 1)), model="qwen3-8b")
+    assert r["request_rate"] == "trace"
+    with pytest.raises(im.FormatError, match=r"field `request_rate` must be a number"):
+        im.read(write(tmp_path, "bad.log", block.replace("8.0       \n", "fast      \n", 1)), model="qwen3-8b")

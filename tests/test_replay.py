@@ -370,5 +370,13 @@ def test_server_config_takes_each_server_s_defaults():
     assert (c.max_num_seqs, c.max_batched_tokens) == (4, 2048)
     c = rp.server_config(SETUP, "llama.cpp", max_num_seqs=8, max_batched_tokens=4096)
     assert (c.max_num_seqs, c.max_batched_tokens) == (8, 4096)
+    # SGLang: its token pool from memory first (the memory model's for one stream), at most half its tokens in requests
+    sg = cm.Setup("qwen3-32b", "h100-sxm", weights="bf16", kv="bf16", runtime="sglang")
+    c = rp.server_config(sg, "sglang")
+    assert c.kv_tokens == rp.kv_pool_tokens(sg, 1) > 0 and c.max_num_seqs == min(4096, c.kv_tokens // 2)
+    # vLLM in-process (bench latency / throughput): 16384 tokens per step on an H100, 8192 on smaller cards
+    assert rp.server_config(h100, "vllm", offline=True).max_batched_tokens == 16384
+    assert rp.server_config(cm.Setup("qwen3-8b", "rtx-4090", weights="bf16", kv="bf16", runtime="vllm"), "vllm",
+                            offline=True).max_batched_tokens == 8192
     with pytest.raises(ValueError, match="unknown server"):
         rp.server_config(SETUP, "tgi")

@@ -2908,6 +2908,8 @@ def _serve_record(ctx, line, o, *, tool, model_name, n_cards=None, type_k=None, 
         _fail(ctx.path, line, "no request completed (`completed` is 0): no speed")
     agg = _speed(ctx, line, out_tok_s_key, o.get(out_tok_s_key))
     conc = o.get("max_concurrency")
+    if isinstance(conc, str) and conc.strip().lower() in ("not set", "none", "null", "unlimited", "inf"):
+        conc = None         # SGLang's console prints "not set" where --max-concurrency is not given
     conc = _num(ctx, line, "max_concurrency", conc, integer=True, minimum=1) if conc not in (None, "") else None
     n_in = _num(ctx, line, "total_input_tokens", o.get("total_input_tokens"), minimum=0)
     n_out = _num(ctx, line, "total_output_tokens", o.get("total_output_tokens"), minimum=0)
@@ -2916,6 +2918,10 @@ def _serve_record(ctx, line, o, *, tool, model_name, n_cards=None, type_k=None, 
     rate = o.get("request_rate")
     if isinstance(rate, float) and not math.isfinite(rate):
         rate = "inf"
+    elif isinstance(rate, str):     # "inf", or SGLang's "trace" (arrivals at a trace's timestamps)
+        rate = rate.strip().lower()
+        if rate not in ("inf", "trace"):
+            rate = _num(ctx, line, "request_rate", rate, positive=True)
     prompt = round(n_in / completed)
     model, how = resolved or ctx.model_for(line, filename=model_name, what="this run served")
     # unlimited concurrency: every request may be in flight at once (the benchmark's num_prompts)
