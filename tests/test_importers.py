@@ -1620,3 +1620,17 @@ def test_sglang_console_block_without_a_concurrency_limit(tmp_path):
     assert r["request_rate"] == "trace"
     with pytest.raises(im.FormatError, match=r"field `request_rate` must be a number"):
         im.read(write(tmp_path, "bad.log", block.replace("8.0       \n", "fast      \n", 1)), model="qwen3-8b")
+
+
+def test_vllm_prints_its_arrival_process_before_its_block(tmp_path):
+    """vLLM's bench serve prints `Traffic request rate:` and `Burstiness factor:` before its result block (which
+    prints the rate only when finite): both are the run's."""
+    text = ("$ vllm bench serve --model Qwen/Qwen3-8B --request-rate 4 --burstiness 0.5 --num-prompts 64\n"
+            "Traffic request rate: 4.0\nBurstiness factor: 0.5 (Gamma distribution)\nMaximum request concurrency: None\n"
+            "============ Serving Benchmark Result ============\n"
+            "Successful requests:                     64\nBenchmark duration (s):                  20.00\n"
+            "Total input tokens:                      65536\nTotal generated tokens:                  8192\n"
+            "Output token throughput (tok/s):         409.60\nMean TTFT (ms):                          80.00\n"
+            "Mean TPOT (ms):                          20.00\n==================================================\n")
+    (r,) = im.read(write(tmp_path, "v.log", text), model="qwen3-8b")
+    assert (r["request_rate"], r["burstiness"], r.get("max_concurrency"), r["n_prompt"], r["n_gen"]) == (4.0, 0.5, None, 1024, 128)

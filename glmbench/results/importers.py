@@ -2318,7 +2318,15 @@ def _pasted_serve(b, ctx, meta, inferred, text_before, models_seen):
             o["num_prompts"] = int(opts["num_prompts"])
         except ValueError:
             pass
-    for k in ("request_rate", "burstiness"):        # the client's arrival process, where the block does not print it
+    # the client's arrival process, where the block does not print it: vLLM's lines before its block
+    # (`Traffic request rate: 4.0`, `Burstiness factor: 0.5 (Gamma distribution)`; vllm/benchmarks/serve.py),
+    # else its command line
+    for ln, t in b.before:
+        m = re.match(r"^\s*(Traffic request rate|Burstiness factor):\s*(inf|[\d.]+)\b", t)
+        if m:
+            k = "request_rate" if m.group(1).startswith("Traffic") else "burstiness"
+            o.setdefault(k, float(m.group(2)))
+    for k in ("request_rate", "burstiness"):
         if k not in o and opts.get(k) is not None:
             try:
                 o[k] = float(opts[k])
