@@ -604,8 +604,8 @@ def serving_report(path, runs: list, profiles: dict | None = None) -> list[str]:
                 e = m / q[k] - 1
                 errs[k].append(e)
                 cells += [f"{m * 1e3:.1f}", f"{q[k] * 1e3:.1f}", f"{e:+.1%}"]
-            else:
-                cells += [f"{m * 1e3:.1f}" if m else "–", f"{q[k] * 1e3:.1f}" if q[k] == q[k] else "–", "–"]
+            else:   # not published, or every request rejected in the replay (its prompt and output do not fit)
+                cells += [f"{m * 1e3:.1f}" if m else "–", f"{q[k] * 1e3:.1f}" if q[k] == q[k] else "rejected", "–"]
         s = run["setup"]
         card = s.gpu.key + (f" x{s.n_cards}" if s.n_cards > 1 else "")
         rate = run.get("request_rate")
