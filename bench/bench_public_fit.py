@@ -418,7 +418,8 @@ def _read_any(path) -> list[dict]:
     return importers.read(path)
 
 
-def check_points(path, batched: list | None = None, serving: list | None = None) -> tuple[list, list]:
+def check_points(path, batched: list | None = None, serving: list | None = None,
+                 offload: list | None = None) -> tuple[list, list]:
     """(points, notes) of the records at `path` (a folder of records files, a folder of published
     results as pasted, each with its sidecar (published_folder: read by bench/public_records.py
     first), or one file): each measured single-stream pp / tg record as a point; every record or
@@ -426,7 +427,9 @@ def check_points(path, batched: list | None = None, serving: list | None = None)
     several streams (llama-batched-bench's records, predicted apart: predict_batched); None: they
     are left out with a note. `serving`: a list that takes the serving benchmarks' runs as they ran
     (public_records' `serving_run` records: mean TTFT and TPOT, replayed apart: predict_serving);
-    None: they are left out with a note."""
+    None: they are left out with a note. `offload`: a list that takes the runs partly on the CPU
+    (`offload_run` records, priced with their placement and a host: offload_point); None: they are
+    left out with a note."""
     pts, seen = [], {}
     files, notes = _from_published(path) if published_folder(path) else (_check_files(path), [])
     for f in files:
@@ -441,6 +444,15 @@ def check_points(path, batched: list | None = None, serving: list | None = None)
         for i, r in enumerate(recs):
             where = str(r.get("line") or (f"{os.path.basename(f)}:{str(r['source']).rsplit(':', 1)[1]}"
                                           if str(r.get("source", "")).startswith(f) else f"{os.path.basename(f)}:{i + 1}"))
+            if r.get("offload_run"):
+                if offload is None:
+                    notes.append(f"{where}: a run partly on the CPU: left out of the all-GPU check")
+                    continue
+                try:
+                    offload.append(offload_point(r, where))
+                except (jf.FitError, ValueError) as e:
+                    notes.append(f"{where}: a run partly on the CPU, not priced: {e}")
+                continue
             if r.get("serving_run"):
                 # a serving benchmark's run as it ran: its client replayed (predict_serving), apart from the points
                 if serving is None:
@@ -535,6 +547,68 @@ def batched_report(path, pts: list, profiles: dict | None = None) -> list[str]:
         L.append(f"| {p.runtime} | {p.where} | {p.setup.model.name} {what} | {p.batch} | {opts} | {p.measured:.2f} | "
                  f"{q:.2f} | {q / p.measured - 1:+.1%} |")
     L.append("")
+    return L
+
+
+# the host a run partly on the CPU is priced with where its sidecar names none (glmbench/data/hosts/)
+OFFLOAD_HOST = "desktop-ddr5"
+
+
+def offload_point(r, where) -> dict:
+    """A run partly on the CPU (public_records' `offload_run`: -ngl below the layer count, --n-cpu-moe,
+    -ot ...=CPU) as the cost model places it (costmodel.Offload): its runtime model's Setup with that
+    placement and a host (the sidecar's `host:` line, else OFFLOAD_HOST). ValueError where glmbench
+    cannot place it: the KV cache on the CPU (-nkvo), tensors sent to another card, several streams."""
+    if r.get("no_kv_offload"):
+        raise ValueError("-nkvo keeps the KV cache on the CPU, which the offload model does not place")
+    if r.get("offload_other"):
+        raise ValueError(f"-ot sends tensors to another buffer than the CPU ({', '.join(r['offload_other'])})")
+    if int(r.get("n_streams") or 1) > 1 or r.get("tool") == "llama-batched-bench":
+        raise ValueError("several streams")
+    if r.get("test") not in ("pp", "tg"):
+        raise ValueError(f"test {r.get('test')!r}")
+    rt, opts, setup = jf.setup_from_record(r, where)
+    if setup.n_cards > 1:
+        raise ValueError("the offload model places one card and its host")
+    off = cm.Offload(n_gpu_layers=r.get("n_gpu_layers"), n_cpu_moe=int(r.get("n_cpu_moe") or 0),
+                     override_tensor=tuple(r.get("override_tensor") or ()))
+    host = r.get("host") or OFFLOAD_HOST
+    setup = dataclasses.replace(setup, offload=off, host=host)
+    return dict(r, where=where, setup=setup, options=opts, host_name=host, placement=off.label)
+
+
+def predict_offload(run) -> float:
+    """tok/s of a run partly on the CPU: pp N @ d (costmodel.prefill), or tg N @ d (one stream's mean
+    decode step over depths d .. d + N - 1)."""
+    s = run["setup"]
+    if run["test"] == "pp":
+        return cm.prefill(s, int(run["n_prompt"]), int(run.get("n_depth") or 0)).tok_s
+    return 1.0 / cm._mean_decode(s, int(run.get("n_depth") or 0), max(int(run.get("n_gen") or 1), 1), 1)[0]
+
+
+def offload_report(path, runs: list) -> list[str]:
+    """The check's section for runs partly on the CPU: each point measured and priced with its placement."""
+    L = ["", "### Partly on the CPU (never fitted; the host assumed)", "",
+         f"{len(runs)} measured point(s) of {path} that ran partly on the CPU (-ngl below the layer count, "
+         "--n-cpu-moe, -ot ...=CPU), each priced by its runtime model as shipped with its placement "
+         "(`costmodel.Offload`: a host-held op runs on the host at its bandwidth and compute below 32 tokens, "
+         "and its weights cross PCIe to the card for each ubatch from 32 tokens on) and a host profile: the "
+         f"sidecar's `host:` line, else `{OFFLOAD_HOST}` (glmbench/data/hosts/: a 2-channel DDR5 desktop, 70 GB/s). "
+         "The runtime models are fitted to all-GPU runs only, and the host is an assumption: these errors are "
+         "not issue 22's.", "",
+         "| runtime | where | card | model | placement | host | point | measured tok/s | predicted | error |",
+         "|---|---|---|---|---|---|---|---|---|---|"]
+    errs = {"tg": [], "pp": []}
+    for run in runs:
+        q = predict_offload(run)
+        e = q / float(run["avg_ts"]) - 1
+        errs[run["test"]].append(abs(e))
+        s = run["setup"]
+        what = (f"pp{run['n_prompt']}" if run["test"] == "pp" else f"tg{run['n_gen']}") + f" @ d{run.get('n_depth') or 0}"
+        L.append(f"| {run['runtime']} | {run['where']} | {s.gpu.key} | {s.model.name} | {run['placement']} | "
+                 f"{run['host_name']} | {what} | {float(run['avg_ts']):.2f} | {q:.2f} | {e:+.1%} |")
+    L += ["", "MAPE over these points: decode " + (_pct(float(np.mean(errs["tg"]))) if errs["tg"] else "–")
+          + ", prefill " + (_pct(float(np.mean(errs["pp"]))) if errs["pp"] else "–") + ".", ""]
     return L
 
 
@@ -743,8 +817,9 @@ def run_checks(paths, profiles: dict | None = None) -> list[str]:
     for path in paths:
         several: list = []
         served: list = []
-        pts, notes = check_points(path, several, served)
-        if not pts and not several and not served:
+        offl: list = []
+        pts, notes = check_points(path, several, served, offl)
+        if not pts and not several and not served and not offl:
             raise SystemExit(f"{path}: no measured point to check" + (f" ({notes[0]} ...)" if notes else ""))
         rts = sorted({p.runtime for p in pts})
         if profiles is None:
@@ -758,6 +833,8 @@ def run_checks(paths, profiles: dict | None = None) -> list[str]:
             out[-1:-1] = batched_report(path, several, None if profiles is None else profs)
         if served:
             out[-1:-1] = serving_report(path, served, None if profiles is None else profs)
+        if offl:
+            out[-1:-1] = offload_report(path, offl)
     return out
 
 

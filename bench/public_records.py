@@ -39,7 +39,8 @@ column reads as fa=0 (importers.FA_AUTO_BUILD). The source id is the file's stem
 model or weights neither the paste nor the sidecar states (or that states a card outside the GPU
 catalog, a model no built-in or config beside the pastes is), is skipped with one line saying why.
 Records of runs partly on the CPU (--n-cpu-moe, -ot, -nkvo, -ngl below the layer count: the paste's
-columns, else its command line or the sidecar's) are left out, and a serving result is filed under
+columns, else its command line or the sidecar's) are left out (--keep-batched, the check's reading, keeps
+them as `offload_run` records with their placement and the sidecar's `host:` line), and a serving result is filed under
 the server it measured (its --backend: SGLang's client on a vLLM server is vLLM's; an SGLang server, of which there is no runtime model, is left out); what
 is left out is said in the records' note, or in the skip line where nothing is kept. So are runs on a
 backend no runtime model is of (ROCm / HIP, Metal, SYCL, the CPU, RPC to another host: the paste's
@@ -302,6 +303,10 @@ def _records(sid, meta, src_dir):
             if rec.get("n_ubatch") is not None:
                 ropts["ubatch"] = str(int(rec["n_ubatch"]))
             rec["runtime_options"] = ropts
+            if id(r) in offload_of:       # partly on the CPU: the check prices its placement (never the fit)
+                rec.update(offload_run=True, **offload_of[id(r)])
+                if side.get("host"):        # the sidecar's `host:` line: a host profile (data/hosts/) or a file
+                    rec["host"] = side["host"].strip()
             if len(tables) > 1:
                 rec["table"] = ti + 1
             rec.update(source=meta["url"], date=meta["date"], command=meta["command"], note=meta["note"],
@@ -316,6 +321,37 @@ def _vllm_kv(weights):
     """vLLM's KV cache with --kv-cache-dtype auto: the model's dtype, the weights' own where they are
     a float type, else (an fp8 / MXFP4 / AWQ checkpoint: quantized weights, bf16 activations) bf16."""
     return weights if weights in ("bf16", "f16", "f32") else "bf16"
+
+
+def _offload_fields(r, side_cmd=None) -> dict:
+    """Where a run partly on the CPU kept its tensors, as costmodel.Offload takes them: `n_gpu_layers`
+    (-ngl), `n_cpu_moe` (--n-cpu-moe), `override_tensor` (the -ot patterns sent to the CPU buffer; --cpu-moe
+    is `exps`), `offload_other` (overrides to another buffer than the CPU, which it cannot say), and
+    `no_kv_offload` (-nkvo): the record's own, else its sidecar command line's."""
+    a = importers._command_args(side_cmd, {}) if side_cmd else {}
+
+    def pick(k):
+        v = r.get(k)
+        return v if v is not None else a.get(k)
+    out = {}
+    for k in ("n_gpu_layers", "n_cpu_moe"):
+        v = pick(k)
+        if v is not None and re.fullmatch(r"\d+", str(v).strip()):
+            out[k] = int(v)
+    pats, other = [], []
+    for part in re.split(r"[;,]", str(pick("tensor_buft_overrides") or "")):
+        part = re.sub(r"\s*\(--cpu-moe\)\s*$", "", part.strip())
+        if not part or part.lower() in ("none", "auto"):
+            continue
+        pat, _, buf = part.rpartition("=")
+        (pats if buf.strip().upper().startswith("CPU") and pat else other).append(pat or part)
+    if pats:
+        out["override_tensor"] = pats
+    if other:
+        out["offload_other"] = other
+    if pick("no_kv_offload") in (True, 1, "1", "true"):
+        out["no_kv_offload"] = True
+    return out
 
 
 def _offloaded(r, layers, side_cmd=None):
@@ -877,13 +913,19 @@ def generic_records(path, cfgs: dict | None = None, keep_batched: bool = False) 
     # runs the runtime models are of; left out with the reason
     offloaded = []
     kept = []
+    offload_of = {}     # id(record) -> its placement, for the check (keep_batched): an offload run
     for r in recs:
         why = _offloaded(r, cm_layers(r.get("model")), cmd)
         if why:
             offloaded.append((str(r["source"]).rsplit(":", 1)[1], why))
+            if keep_batched:
+                offload_of[id(r)] = _offload_fields(r, cmd)
+                kept.append(r)
         else:
             kept.append(r)
-    if offloaded:
+    if offloaded and keep_batched:
+        recs = kept
+    elif offloaded:
         recs = kept
         lines = list(dict.fromkeys(offloaded))     # a sweep-bench row is two records (pp, tg) of one line
         said = "; ".join(f"line {ln}: {why}" for ln, why in lines[:3]) + (" ..." if len(lines) > 3 else "")
@@ -1023,6 +1065,10 @@ def generic_records(path, cfgs: dict | None = None, keep_batched: bool = False) 
                     rec["n_ubatch"] = int(v)
                     rec.pop("defaults", None)
             rec["runtime_options"] = ropts
+            if id(r) in offload_of:       # partly on the CPU: the check prices its placement (never the fit)
+                rec.update(offload_run=True, **offload_of[id(r)])
+                if side.get("host"):        # the sidecar's `host:` line: a host profile (data/hosts/) or a file
+                    rec["host"] = side["host"].strip()
             if len(tables) > 1:
                 rec["table"] = ti + 1
             rec.update(source=url, date=meta["date"], command=meta["command"],

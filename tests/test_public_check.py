@@ -1145,3 +1145,44 @@ def test_sglang_bench_one_batch_is_checked_by_the_sglang_model(tmp_path):
         ("sglang", "bf16", 2, ())}
     tg = next(p for p in pts if p.test == "tg")
     assert tg.n_depth == 1024 and tg.measured == pytest.approx(1 / 0.00718)
+
+
+def test_runs_partly_on_the_cpu_are_checked_with_their_placement(tmp_path):
+    """--check keeps a run partly on the CPU (`offload_run`) with its placement (-ngl, --n-cpu-moe, -ot ...=CPU)
+    and prices it with costmodel.Offload and a host (the sidecar's `host:` line, else desktop-ddr5), in a
+    section of its own; -nkvo and an override to another card are left out with the reason; the fit's reading
+    still leaves every such run out."""
+    d = str(tmp_path / "src")
+    os.makedirs(d)
+    head = LBH.replace("| fa |", "| n_cpu_moe | fa |").replace("| -: |", "| --------: | -: |")
+
+    def row(ncm, test, ts):
+        return _lbr("gpt-oss 120B MXFP4 MoE", test, ts, "59.02 GiB", "116.83 B").replace("|  1 |", f"| {ncm:>9} |  1 |")
+    dev = "  Device 0: NVIDIA GeForce RTX 3090, compute capability 8.6, VMM: yes\n"
+    _write(d, "moe.md", dev + head + row(36, "pp512", "210.00 ± 5.00") + row(36, "tg128", "25.30 ± 0.30"),
+           "URL: https://example.org/moe\nHost: workstation-ddr5\n")
+    off = []
+    pts, notes = bpf.check_points(d, [], [], off)
+    assert not pts and [(o["test"], o["n_cpu_moe"], o["host_name"], o["placement"]) for o in off] == [
+        ("pp", 36, "workstation-ddr5", "ngl 99, n-cpu-moe 36"), ("tg", 36, "workstation-ddr5", "ngl 99, n-cpu-moe 36")]
+    tg = off[1]
+    s = tg["setup"]
+    assert s.offload.n_cpu_moe == 36 and s.host.key == "workstation-ddr5"
+    assert bpf.predict_offload(tg) == pytest.approx(1 / bpf.cm._mean_decode(s, 0, 128, 1)[0])
+    assert bpf.predict_offload(off[0]) == pytest.approx(bpf.cm.prefill(s, 512, 0).tok_s)
+    text = "\n".join(bpf.run_checks([d]))
+    assert re.search(r"\| llama\.cpp \| moe\.md:5 \| rtx-3090 \| gpt-oss-120b \| ngl 99, n-cpu-moe 36 \| workstation-ddr5 \| "
+                     r"tg128 @ d0 \| 25\.30 \| [\d.]+ \| [+-]\d+\.\d% \|", text)
+    # the placement as a paste or a sidecar states it
+    assert pr._offload_fields({"tensor_buft_overrides": "blk\\.(1|2)\\.ffn_.*_exps=CPU;exps=CUDA1"}) == {
+        "override_tensor": ["blk\\.(1|2)\\.ffn_.*_exps"], "offload_other": ["exps"]}
+    assert pr._offload_fields({}, "llama-bench -m x.gguf -ngl 20 --cpu-moe") == {
+        "n_gpu_layers": 20, "override_tensor": ["exps"]}
+    assert pr._offload_fields({"no_kv_offload": True}) == {"no_kv_offload": True}
+    with pytest.raises(ValueError, match="-nkvo"):
+        bpf.offload_point(dict(tg, no_kv_offload=True), "x:1")
+    with pytest.raises(ValueError, match="another buffer"):
+        bpf.offload_point(dict(tg, offload_other=["exps"]), "x:1")
+    # the fit's reading: left out, as before
+    with pytest.raises(pr.Skip, match="every record ran partly on the CPU"):
+        pr.generic_records(os.path.join(d, "moe.md"))
