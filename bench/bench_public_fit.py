@@ -28,7 +28,11 @@ profiles predict the check, and the check is a section of public_fit_<date>.md. 
 several streams (llama-batched-bench) are predicted apart, in a section of their own
 (predict_batched: PP = costmodel.prefill_batch, TG = B / the mean decode step of B streams; no
 issue-22 target is of several streams); a vLLM serving result is kept as the fit keeps it (the
-aggregate decode of its B streams, B / mean TPOT).
+aggregate decode of its B streams, B / mean TPOT). A serving benchmark's run (closed or open
+loop; vLLM's offline bench latency / throughput) is also replayed as it ran, its mean TTFT and
+TPOT (or its latency, or requests/s) against the replay's (predict_serving, serving_report), and a
+run partly on the CPU is priced with its placement and a host (offload_point, offload_report):
+each in a section of its own, none an issue-22 target.
 A point the shipped profiles were fitted to (same model, test, depth and value) is flagged.
 """
 from __future__ import annotations
