@@ -381,13 +381,18 @@ def test_generic_path_reads_what_real_pastes_vary(tmp_path, capsys):
         pr.generic_records(os.path.join(d, "vk.md"))
 
 
-def test_partly_cpu_runs_are_left_out_and_vllm_kv_is_the_model_dtype(tmp_path):
-    d = str(tmp_path)
+def _ncmoe_table():
+    """(device line, llama-bench header with an n_cpu_moe column, row(n_cpu_moe, test, t/s)) of gpt-oss-120b on a 3090."""
     head = LBH.replace("| fa |", "| n_cpu_moe | fa |").replace("| -: |", "| --------: | -: |")
 
     def row(ncm, test, ts):
         return _lbr("gpt-oss 120B MXFP4 MoE", test, ts, "59.02 GiB", "116.83 B").replace("|  1 |", f"| {ncm:>9} |  1 |")
-    dev = "  Device 0: NVIDIA GeForce RTX 3090, compute capability 8.6, VMM: yes\n"
+    return "  Device 0: NVIDIA GeForce RTX 3090, compute capability 8.6, VMM: yes\n", head, row
+
+
+def test_partly_cpu_runs_are_left_out_and_vllm_kv_is_the_model_dtype(tmp_path):
+    d = str(tmp_path)
+    dev, head, row = _ncmoe_table()
     _write(d, "moe.md", dev + head + row(24, "pp512", "310.00 ± 5.00") + row(24, "tg128", "28.30 ± 0.30"),
            "URL: https://example.org/moe\n")
     with pytest.raises(pr.Skip, match=r"^moe\.md: every record ran partly on the CPU \(line 4: n_cpu_moe 24 \(expert "
@@ -1154,11 +1159,7 @@ def test_runs_partly_on_the_cpu_are_checked_with_their_placement(tmp_path):
     still leaves every such run out."""
     d = str(tmp_path / "src")
     os.makedirs(d)
-    head = LBH.replace("| fa |", "| n_cpu_moe | fa |").replace("| -: |", "| --------: | -: |")
-
-    def row(ncm, test, ts):
-        return _lbr("gpt-oss 120B MXFP4 MoE", test, ts, "59.02 GiB", "116.83 B").replace("|  1 |", f"| {ncm:>9} |  1 |")
-    dev = "  Device 0: NVIDIA GeForce RTX 3090, compute capability 8.6, VMM: yes\n"
+    dev, head, row = _ncmoe_table()
     _write(d, "moe.md", dev + head + row(36, "pp512", "210.00 ± 5.00") + row(36, "tg128", "25.30 ± 0.30"),
            "URL: https://example.org/moe\nHost: workstation-ddr5\n")
     off = []

@@ -2381,20 +2381,33 @@ def _pasted_serve(b, ctx, meta, inferred, text_before, models_seen):
                 r["n_ubatch"] = int(so["n_ubatch"])
             if so.get("type_k"):
                 r["type_k"] = _kv_name(so["type_k"])
-    if "weights" not in meta:
-        w = _quant_from_filename(os.path.basename(ctx.path)) or next(
-            (q for q in map(checkpoint_quant, names) if q), None)
-        if w:
-            meta["weights"], inferred["weights"] = w, f"{w} (from the file name)"
-        else:
-            ctx.notice(line, "weights: not stated; vLLM serves the checkpoint's own dtype (bf16 for most): "
-                             "--weights sets it where needed")
+    _engine_weights(ctx, line, meta, inferred, names, "vLLM", from_file=True)
+    return [_engine_record(ctx, line, r, meta, inferred)]
+
+
+def _engine_weights(ctx, line, meta, inferred, names, engine, from_file=False):
+    """A serving engine's weights where the text states none (`meta` has no weights): the file name's
+    quant (`from_file`) or the checkpoint's name (an AWQ / GPTQ / FP8 repository), else a notice that the
+    engine serves the checkpoint's own dtype."""
+    if "weights" in meta:
+        return
+    w = (_quant_from_filename(os.path.basename(ctx.path)) if from_file else None) or next(
+        (q for q in map(checkpoint_quant, names) if q), None)
+    if w:
+        meta["weights"], inferred["weights"] = w, f"{w} (from the {'file name' if from_file else 'model name'})"
+    else:
+        ctx.notice(line, f"weights: not stated; {engine} serves the checkpoint's own dtype (bf16 for most): "
+                         "--weights sets it where needed")
+
+
+def _engine_record(ctx, line, r, meta, inferred):
+    """A serving engine's record with the block's card, count, split, weights and label, and how each was told."""
     for k in ("device", "hardware", "n_cards", "split", "weights", "label", "command"):
         if meta.get(k) is not None:
             r[k] = meta[k]
     r["inferred"] = inferred
     _weights_fields(ctx, line, r)
-    return [_clean(r)]
+    return _clean(r)
 
 
 # vLLM's offline benchmarks' defaults where the command line does not set them (vllm/benchmarks/latency.py:
@@ -2467,19 +2480,8 @@ def _pasted_vllm_offline(b, ctx, meta, inferred, models_seen):
     for k in ("max_num_seqs", "max_num_batched_tokens"):
         if re.fullmatch(r"[1-9]\d*", str(opts.get(k, ""))):
             r[k] = int(opts[k])
-    if "weights" not in meta:
-        w = next((q for q in map(checkpoint_quant, names) if q), None)
-        if w:
-            meta["weights"], inferred["weights"] = w, f"{w} (from the model name)"
-        else:
-            ctx.notice(line, "weights: not stated; vLLM serves the checkpoint's own dtype (bf16 for most): "
-                             "--weights sets it where needed")
-    for k in ("device", "hardware", "n_cards", "split", "weights", "label", "command"):
-        if meta.get(k) is not None:
-            r[k] = meta[k]
-    r["inferred"] = inferred
-    _weights_fields(ctx, line, r)
-    return [_clean(r)]
+    _engine_weights(ctx, line, meta, inferred, names, "vLLM")
+    return [_engine_record(ctx, line, r, meta, inferred)]
 
 
 def _sgl_one_batch_records(ctx, line, o, base) -> list:
@@ -2533,13 +2535,7 @@ def _pasted_sglang_one_batch(b, ctx, meta, inferred):
     names = [cmd[-1][2]["model"]] if cmd and cmd[-1][2].get("model") else []
     model, how = ctx.model_for(line, hints=[(n, f"command line's model {n!r}") for n in names] + [ctx.file_hint()],
                                what="this run served")
-    if "weights" not in meta:
-        w = next((q for q in map(checkpoint_quant, names) if q), None)
-        if w:
-            meta["weights"], inferred["weights"] = w, f"{w} (from the model name)"
-        else:
-            ctx.notice(line, "weights: not stated; SGLang serves the checkpoint's own dtype (bf16 for most): "
-                             "--weights sets it where needed")
+    _engine_weights(ctx, line, meta, inferred, names, "SGLang")
     inferred = dict(inferred, n_prompt="prefill throughput x latency / B", n_gen="total tokens / B - input_len")
     recs = _sgl_one_batch_records(ctx, line, o, _sgl_base(model, how, inferred, meta))
     for r in recs:
