@@ -303,10 +303,6 @@ def _records(sid, meta, src_dir):
             if rec.get("n_ubatch") is not None:
                 ropts["ubatch"] = str(int(rec["n_ubatch"]))
             rec["runtime_options"] = ropts
-            if id(r) in offload_of:       # partly on the CPU: the check prices its placement (never the fit)
-                rec.update(offload_run=True, **offload_of[id(r)])
-                if side.get("host"):        # the sidecar's `host:` line: a host profile (data/hosts/) or a file
-                    rec["host"] = side["host"].strip()
             if len(tables) > 1:
                 rec["table"] = ti + 1
             rec.update(source=meta["url"], date=meta["date"], command=meta["command"], note=meta["note"],

@@ -196,6 +196,30 @@ def test_generic_path_reproduces_the_shipped_records(tmp_path):
     assert diffs == NOT_INFERRED
 
 
+def test_curated_path_reproduces_the_shipped_records(tmp_path):
+    """bench/public_records.py's SOURCES path (what writes glmbench/data/public/) on the verbatim pastes: every
+    shipped record's values (all but the note and the `inferred` explanations) again, and nothing of the
+    check's own reading (no offload or serving run)."""
+    items = [(sid, m) for sid, m in pr.SOURCES.items()]
+    n = 0
+    for sid, m in items:
+        _put(str(tmp_path), m["file"], m["file"])
+        got = pr._records(sid, m, str(tmp_path))
+        with open(os.path.join(ROOT, "glmbench", "data", "public", sid + ".json")) as f:
+            want = json.load(f)
+        strip = [{k: v for k, v in r.items() if k not in ("note", "inferred")} for r in want]
+        assert [{k: v for k, v in r.items() if k not in ("note", "inferred")} for r in got] == strip, sid
+        assert not any(r.get("offload_run") or r.get("serving_run") for r in got)
+        n += len(got)
+    _put(str(tmp_path), pr.VLLM["file"], pr.VLLM["file"])
+    (v,) = pr._vllm(str(tmp_path))
+    with open(os.path.join(ROOT, "glmbench", "data", "public", "qwen3-30b-a3b-bf16_h100_vllm.json")) as f:
+        (w,) = json.load(f)
+    assert {k: x for k, x in v.items() if k not in ("note", "inferred")} == {k: x for k, x in w.items()
+                                                                             if k not in ("note", "inferred")}
+    assert n + 1 == 575
+
+
 def test_generic_path_files_ik_llama_cpps_vulkan_port_under_its_fork(tmp_path):
     """A Vulkan sweep-bench paste of ik_llama.cpp (its tool's header) is llama.cpp-vulkan with
     fork=ik_llama.cpp, whatever its sidecar's runtime line says about the fork; a sidecar naming
