@@ -226,6 +226,67 @@ def ggml_dram_gemv(exe, fmt, reps, threads, copies, n=25600, k=5120):
     raise AssertionError
 
 
+# routed experts at decode from DRAM: the MoE T=1 shape with every call routed to the next 4 of its 64
+# experts (the harness's ROTATE), so that each call reads experts untouched for 15 calls (15 x 3 x
+# 4 matrices, past the last-level cache) as a model's decode does; both sides the same cycle
+MOE_DRAM = (64, 1536, 2048, 4)
+MOE_DRAM_FMTS = ("q4_0", "q8_0", "q4_K", "q6_K", "mxfp4", "iq4_nl")
+
+
+def _moe_dram_bytes(fmt, E=64, F=1536, D=2048, k=4):
+    """The stored bytes one T=1 call reads: k experts' gate, up and down matrices."""
+    return k * (2 * _stored_bytes(fmt, F, D) + _stored_bytes(fmt, D, F))
+
+
+def moe_rotation(E, k, T=1):
+    """The expert ids of each call in one cycle of the rotation (the harness's ROTATE: call r, token i:
+    experts (r T + i) k .. + k - 1, mod E): E / (k T) calls of [T, k] ids."""
+    return [np.array([[((r * T + i) * k + j) % E for j in range(k)] for i in range(T)], np.int64)
+            for r in range(max(1, E // (k * T)))]
+
+
+def dram_moe(fmt, reps):
+    """Seconds of glmbench's routed experts at T=1 (quant.moe_experts on repacked experts) with each
+    call routed to the next 4 of the 64 experts in turn, best of `reps` calls (a multiple of 16: whole
+    cycles), after one cycle of warm-up."""
+    E, F, D, k = MOE_DRAM
+    qs = []
+    for j, (n1, k1) in enumerate(((F, D), (F, D), (D, F))):
+        q1 = _stored_weights(n1, k1, fmt, 10 + j)
+        data = np.empty((E,) + q1.data.shape, np.uint8)
+        data[:] = q1.data
+        qs.append(quant.QTensor(data, fmt, (E,) + q1.shape).repack())
+    x = np.random.default_rng(3).standard_normal((1, D), dtype=np.float32)
+    wts = np.random.default_rng(4).random((1, k)).astype(np.float32)
+    ids = moe_rotation(E, k)
+    for idx in ids:
+        quant.moe_experts(x, idx, wts, *qs)
+    best = float("inf")
+    for r in range(reps):
+        idx = ids[r % len(ids)]
+        t0 = time.perf_counter()
+        quant.moe_experts(x, idx, wts, *qs)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def ggml_dram_moe(exe, fmt, reps, threads):
+    """(best seconds, ggml buffer) of ggml's routed experts at T=1 with the harness's ROTATE (each
+    compute routed to the next 4 of the 64 experts), CPU_REPACK where ggml has a layout for the type."""
+    E, F, D, k = MOE_DRAM
+    for repack in (1, 0):
+        args = [exe, "moe", fmt, str(E), str(F), str(D), str(k), "1", str(repack), str(threads), str(reps), "1"]
+        p = subprocess.run(args, capture_output=True, text=True)
+        if p.returncode == 5 and repack:
+            continue
+        if p.returncode != 0:
+            raise RuntimeError(f"{' '.join(args)}: exit {p.returncode}: {p.stderr.strip()}")
+        f = p.stdout.split()
+        assert int(f[f.index("rotate") + 1]) == 1
+        return float(f[f.index("best_s") + 1]), "CPU_REPACK" if repack else "CPU (no repacked layout)"
+    raise AssertionError
+
+
 def cpu_ceilings(reps=20):
     """(float32 FMA GFLOP/s, bf16 dot-product GFLOP/s or None) of one thread, each timed by the
     process's CPU time (the probes' own loops: csrc/bench.c, csrc/hgemm.c), best of `reps`."""
@@ -302,7 +363,7 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default=None, metavar="FMT,...",
                     help="run only the cases of these weight formats (e.g. bf16,f16), without the DRAM GEMV part")
     ap.add_argument("--dram", action="store_true",
-                    help="with --only: also the DRAM GEMV part for those of its formats that have one")
+                    help="with --only: also the DRAM GEMV and the MoE T=1 from DRAM parts for those of its formats that have one")
     ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                     help="cpu: time by process CPU time on both sides (needs --threads 1; for a shared machine)")
     a = ap.parse_args(argv)
@@ -353,6 +414,22 @@ def main(argv=None) -> int:
         dram.append((fmt, copies, stored, tg, tc, where))
         tqdm.write(f"GEMV from DRAM {fmt}, {copies} copies: glmbench {stored / tg / 1e9:.1f} GB/s, ggml "
                    f"{stored / tc / 1e9:.1f} GB/s ({where}), ratio {tc / tg:.2f}x")
+    moe_dram = []
+    for fmt in tqdm([f for f in MOE_DRAM_FMTS if only is None or (a.dram and f in only)],
+                    desc="MoE T=1 from DRAM", unit="format", file=sys.stderr):
+        reps = 16 * max(1, -(-a.reps // 16))        # whole cycles of the 16 expert groups
+        tg = tc = float("inf")
+        where = "–"
+        for r in range(a.rounds):
+            for side in (("glmbench", "ggml") if r % 2 == 0 else ("ggml", "glmbench")):
+                if side == "glmbench":
+                    tg = min(tg, dram_moe(fmt, reps))
+                else:
+                    t1, where = ggml_dram_moe(exe, fmt, reps, a.threads)
+                    tc = min(tc, t1)
+        moe_dram.append((fmt, _moe_dram_bytes(fmt), tg, tc, where))
+        tqdm.write(f"MoE T=1 from DRAM {fmt}: glmbench {tg * 1e3:.3f} ms, ggml {tc * 1e3:.3f} ms ({where}), "
+                   f"ratio {tc / tg:.2f}x")
     after = measure_ceilings(quick=True)
     bw, fma, rbw = ceil["bandwidth_gbs"], ceil["fma_gflops"], ceil["bandwidth_read_gbs"]
     L = [f"# glmbench vs ggml's own quantized and 16-bit CPU kernels, same shapes ({datetime.date.today().isoformat()})", "",
@@ -399,6 +476,19 @@ def main(argv=None) -> int:
                     f"{flops / tc / 1e9 / vnni[0]:.0%} of {vnni[0]:.0f}")
         L.append(f"| {name} | {where} | {tg * 1e3:.3f} ms | {tc * 1e3:.3f} ms | {tc / tg:.2f}x | "
                  f"{flops / tg / 1e9:.1f} ({pg}) | {flops / tc / 1e9:.1f} ({pc}) | {tile} |")
+    if moe_dram:
+        E, F, D, k = MOE_DRAM
+        L += ["", f"Routed experts at decode from DRAM, both sides: T=1, {k} of {E} experts ({D}->{F}->{D}, gate, up and "
+              f"down), every call routed to the next {k} experts in turn (the harness's ROTATE; glmbench's "
+              "quant.moe_experts the same cycle), so each call reads experts untouched for the 15 calls before it, "
+              "past the last-level cache; best call of whole cycles, alternating rounds; GB/s of the stored bytes "
+              "one call reads, against the read-only bandwidth measured at the start of this run.", "",
+              "| format | MB per call | ggml buffer | glmbench | ggml | ratio | glmbench GB/s (% read-only) | "
+              "ggml GB/s (% read-only) |", "|---|---|---|---|---|---|---|---|"]
+        for fmt, nb, tg, tc, where in moe_dram:
+            gg, gc = nb / tg / 1e9, nb / tc / 1e9
+            L.append(f"| {fmt} | {nb / 1e6:.1f} | {where} | {tg * 1e3:.3f} ms | {tc * 1e3:.3f} ms | {tc / tg:.2f}x | "
+                     f"{gg:.1f} ({gg / rbw:.0%}) | {gc:.1f} ({gc / rbw:.0%}) |")
     if not dram:
         text = "\n".join(L) + "\n"
         print(text)

@@ -49,3 +49,19 @@ def test_harness_copies_stream_each_weight(tmp_path):
     one, _ = b.ggml_dram_gemv(exe, "q4_0", 5, 1, 1, n=4096, k=2048)
     four, _ = b.ggml_dram_gemv(exe, "q4_0", 5, 1, 4, n=4096, k=2048)
     assert 0.4 < four / one < 2.5  # per product: the graph's time divided by the copies
+
+
+def test_moe_rotation_reads_every_expert_once_a_cycle(tmp_path):
+    """The MoE T=1 from DRAM rows: each call routed to the next 4 of 64 experts, 16 calls a cycle, every expert once,
+    no two calls of a cycle sharing one; the bytes of one call are its 4 experts' three matrices. With the llama.cpp
+    build, the harness's ROTATE says so on its line."""
+    cyc = b.moe_rotation(64, 4)
+    assert len(cyc) == 16 and all(c.shape == (1, 4) for c in cyc)
+    assert sorted(int(e) for c in cyc for e in c.ravel()) == list(range(64))
+    assert b._moe_dram_bytes("q4_0") == 4 * 3 * 1536 * 2048 * 18 // 32
+    if not os.path.exists(os.path.join(LLAMA_BUILD, "ggml", "src", "libggml.a")):
+        pytest.skip("no llama.cpp build beside the checkout")
+    exe = b.build_peer(LLAMA_BUILD, str(tmp_path))
+    out = subprocess.run([exe, "moe", "q4_0", "64", "256", "512", "4", "1", "0", "1", "16", "1"], capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert out[out.index("rotate") + 1] == "1" and float(out[out.index("best_s") + 1]) > 0

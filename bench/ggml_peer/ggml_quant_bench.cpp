@@ -11,9 +11,12 @@
 //       same x in one graph, so a compute streams every copy in turn: with their total past the
 //       last-level cache each product reads its weight from DRAM, as a model's decode does; the
 //       times printed are of the whole graph (the caller divides by COPIES).
-//   ggml_quant_bench moe TYPE E F D TOPK T REPACK THREADS REPS
+//   ggml_quant_bench moe TYPE E F D TOPK T REPACK THREADS REPS [ROTATE]
 //       GLM-style routed experts as llama.cpp's graph runs them: gate and up MUL_MAT_ID, SwiGLU,
 //       down MUL_MAT_ID, scaled by the router weights and summed over the TOPK experts.
+//       ROTATE 1: each timed compute routes every token to the next TOPK experts in turn (compute r,
+//       token i: experts (r T + i) TOPK .. + TOPK - 1, mod E), so that with all E experts past the
+//       last-level cache each compute reads its experts from DRAM, as a model's decode does.
 //
 // Prints one line: "<case> best_s <s> median_s <s> gflops <best> cpu_best_s <s>" (linear: then "copies <n>"; cpu_best_s: the
 // process CPU time of the best compute, which with THREADS 1 is the compute's own time even on a
@@ -114,11 +117,11 @@ static ggml_backend_buffer_type_t repack_buft(ggml_backend_t be) {
 
 int main(int argc, char ** argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s linear TYPE N K T REPACK THREADS REPS [COPIES] | moe TYPE E F D TOPK T REPACK THREADS REPS\n", argv[0]);
+        fprintf(stderr, "usage: %s linear TYPE N K T REPACK THREADS REPS [COPIES] | moe TYPE E F D TOPK T REPACK THREADS REPS [ROTATE]\n", argv[0]);
         return 2;
     }
     const bool moe = !strcmp(argv[1], "moe");
-    if ((moe && argc != 11) || (!moe && argc != 9 && argc != 10)) {
+    if ((moe && argc != 11 && argc != 12) || (!moe && argc != 9 && argc != 10)) {
         fprintf(stderr, "wrong number of arguments\n");
         return 2;
     }
@@ -135,6 +138,7 @@ int main(int argc, char ** argv) {
     const int threads = atoi(argv[a++]);
     const int reps = atoi(argv[a++]);
     const int copies = !moe && argc == 10 ? atoi(argv[a++]) : 1;
+    const int rotate = moe && argc == 12 ? atoi(argv[a++]) : 0;
     if (copies < 1) { fprintf(stderr, "COPIES must be >= 1\n"); return 2; }
 
     ggml_backend_t be = ggml_backend_cpu_init();
@@ -251,6 +255,10 @@ int main(int argc, char ** argv) {
         return c.tv_sec + 1e-9 * c.tv_nsec;
     };
     for (int r = 0; r < reps; r++) {
+        if (rotate) {       // the next TOPK experts of the cycle for every token (outside the timed region)
+            for (int64_t i = 0; i < T; i++)
+                for (int64_t j = 0; j < TOPK; j++) iv[i * TOPK + j] = (int32_t) (((r * T + i) * TOPK + j) % E);
+        }
         set_inputs();
         const double c0 = cpu_now();
         auto t0 = std::chrono::steady_clock::now();
@@ -262,9 +270,9 @@ int main(int argc, char ** argv) {
     std::sort(ts.begin(), ts.end());
     const double best = ts.front(), med = ts[ts.size() / 2];
     if (moe) {
-        printf("moe %s E=%lld F=%lld D=%lld top%lld T=%lld repack=%d best_s %.6g median_s %.6g gflops %.2f cpu_best_s %.6g\n",
+        printf("moe %s E=%lld F=%lld D=%lld top%lld T=%lld repack=%d best_s %.6g median_s %.6g gflops %.2f cpu_best_s %.6g rotate %d\n",
                argv[2], (long long) E, (long long) F, (long long) D, (long long) TOPK, (long long) T, repack, best, med,
-               flops / best / 1e9, cpu_best);
+               flops / best / 1e9, cpu_best, rotate);
     } else {
         printf("linear %s N=%lld K=%lld T=%lld repack=%d best_s %.6g median_s %.6g gflops %.2f cpu_best_s %.6g copies %d\n", argv[2],
                (long long) N, (long long) K, (long long) T, repack, best, med, flops / best / 1e9, cpu_best, copies);
