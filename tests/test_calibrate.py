@@ -209,3 +209,29 @@ def test_a_llama_bench_gguf_on_a_gpu_is_read_as_its_file_type():
                         "host_profile.json")
     cpu = dict(base, hardware=None, device="CPU: some cpu")
     assert cal.point_from_record("a:1", cpu, hardware_=host).setup.weights == "q4_0"
+
+
+def test_a_serving_benchmark_s_closed_loop_is_a_calibration_point(tmp_path):
+    """vLLM's bench serve with --max-concurrency B: a decode point of B streams at the mean prompt, B / mean TPOT,
+    priced as the closed loop's steps (costmodel.closed_loop_tpot, as the public fit prices its serving point);
+    an open loop (no maximum concurrency) is skipped with one notice."""
+    block = ("$ vllm bench serve --model Qwen/Qwen3-30B-A3B --max-concurrency {c} --num-prompts 100\n"
+             "============ Serving Benchmark Result ============\n"
+             "Successful requests:                     100\n{conc}"
+             "Total input tokens:                      204800\nTotal generated tokens:                  102400\n"
+             "Output token throughput (tok/s):         700.00\nMean TTFT (ms):                          250.00\n"
+             "Mean TPOT (ms):                          13.00\n==================================================\n")
+    p = tmp_path / "serve.log"
+    p.write_text(block.format(c=10, conc="Maximum request concurrency:             10\n"))
+    pts = cal.load_points([str(p)], hardware_="h100-sxm", weights="bf16")
+    (pt,) = pts
+    assert (pt.test, pt.streams, pt.n_depth, pt.n_gen, round(pt.measured, 6)) == ("tg", 10, 2048, 1024, round(10 / 0.013, 6))
+    prof = cm.load_runtime("typical")
+    s = pt.setup.replace(runtime=prof)
+    assert cal.predict_point(pt, prof) == pytest.approx(10 / cm.closed_loop_tpot(s, 2048, 1024, 10), rel=1e-12)
+    q = tmp_path / "open.log"
+    q.write_text(block.format(c=10, conc="").replace(" --max-concurrency 10", " --request-rate 4"))
+    notes: list = []
+    with pytest.raises(cal.CalibrationError, match="no tg or pp speed records"):
+        cal.load_points([str(q)], notes, hardware_="h100-sxm", weights="bf16")
+    assert any("skipped 1 serving result" in n and "without a mean TPOT and a maximum concurrency" in n for n in notes)

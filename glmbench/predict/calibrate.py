@@ -291,11 +291,14 @@ def load_points(paths: Sequence, notices: list | None = None, *, exclude_unstabl
     for p in paths:
         skipped: dict = {}
         for where, r in read_measured(p, model=overrides.get("model"), notices=notices):
-            if r.get("evidence") == "measured" and r.get("test") in NON_SPEED_TESTS + ("pg",):
-                skipped.setdefault(r["test"], []).append(where)
+            closed = serving_record(r)
+            if closed is not None:      # a serving benchmark's closed loop: a decode point of its B streams
+                r = closed
+            elif r.get("evidence") == "measured" and r.get("test") in NON_SPEED_TESTS + ("pg",):
+                skipped.setdefault(r["test"] if r.get("test") != "serve" else "serve", []).append(where)
                 continue
             pt = point_from_record(where, r, **_link_for(where, r, overrides, notices))
-            if pt.streams > 1 and not multi_stream:
+            if pt.streams > 1 and not multi_stream and not r.get("serving"):
                 skipped.setdefault("streams", []).append(where)
                 continue
             if r.get("stable") is False:
@@ -314,6 +317,12 @@ def load_points(paths: Sequence, notices: list | None = None, *, exclude_unstabl
                     "the streams' aggregate; calibrate fits single-stream tg and pp (bench/bench_public_batched.py "
                     "predicts batched runs)")
                 continue
+            if test == "serve":
+                say(f"notice: {p}: skipped {len(wheres)} serving result{'s' if len(wheres) > 1 else ''} "
+                    f"(line{'s' if len(wheres) > 1 else ''} {lines}) without a mean TPOT and a maximum concurrency "
+                    "(an open loop, an offline run, or glmbench's own `serve` record): no fixed number of streams "
+                    "decoding; calibrate fits tg, pp and closed-loop serving runs")
+                continue
             what = ("pp+tg row (test pg, llama-bench -pg)" if test == "pg" else f"`{test}` record")
             say(f"notice: {p}: skipped {len(wheres)} {what}{'s' if len(wheres) > 1 else ''} "
                 f"(line{'s' if len(wheres) > 1 else ''} {lines}): not a speed; calibrate fits tg and pp")
@@ -321,6 +330,20 @@ def load_points(paths: Sequence, notices: list | None = None, *, exclude_unstabl
         raise CalibrationError(f"no tg or pp speed records in {', '.join(os.fspath(p) for p in paths)}"
                                + (" (every one was unstable and --exclude-unstable left it out)" if exclude_unstable else ""))
     return out
+
+
+def serving_record(r: dict) -> dict | None:
+    """A serving benchmark's closed-loop result (vLLM's bench serve / SGLang's bench_serving with
+    --max-concurrency B and a mean TPOT, read by glmbench.results.importers) as the decode point
+    calibrate fits: tg of its mean output at the depth of its mean prompt, B streams, B / mean TPOT
+    tok/s (`serving`: predict_point prices it as the closed loop's steps, costmodel.closed_loop_tpot,
+    as the public fit does); None for any other record."""
+    if (r.get("evidence") != "measured" or r.get("test") != "serve" or r.get("serve_kind")
+            or not r.get("tpot_s") or not r.get("max_concurrency")):
+        return None
+    B = int(r["max_concurrency"])
+    return {**r, "test": "tg", "n_prompt": 0, "n_gen": max(int(r.get("n_gen") or 1), 2),
+            "n_depth": int(r.get("n_prompt") or 0), "n_streams": B, "avg_ts": B / float(r["tpot_s"]), "serving": True}
 
 
 def predict_point(pt: Point, profile: cm.RuntimeProfile) -> float:
@@ -335,6 +358,9 @@ def predict_point(pt: Point, profile: cm.RuntimeProfile) -> float:
     if pt.test == "pp":
         # B prompts at once (llama-batched-bench's PP): their aggregate rate, weights read once per ubatch
         return (cm.prefill_batch(s, pt.n_prompt, B, pt.n_depth) if B > 1 else cm.prefill(s, pt.n_prompt, pt.n_depth)).tok_s
+    if pt.record.get("serving"):
+        # a serving benchmark's closed loop: each decode step carries B / n_gen of one prompt's prefill
+        return B / cm.closed_loop_tpot(s, pt.n_depth, pt.n_gen, B)
     if pt.n_gen == 1:
         return cm.decode(s, pt.n_depth, B).tok_s
     return B / cm._mean_decode(s, pt.n_depth, pt.n_gen, B)[0]
