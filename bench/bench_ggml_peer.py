@@ -109,6 +109,18 @@ def _weights(n, k, seed):
     return rng.standard_normal((n, k), dtype=np.float32) / np.float32(np.sqrt(k))
 
 
+def _moe_weights(fmt, E, F, D):
+    """The gate, up and down experts of the MoE cases as repacked QTensors: each matrix's seeded random blocks
+    copied to all E experts (every expert the same bytes at its own address)."""
+    qs = []
+    for j, (n1, k1) in enumerate(((F, D), (F, D), (D, F))):
+        q1 = _stored_weights(n1, k1, fmt, 10 + j)
+        data = np.empty((E,) + q1.data.shape, np.uint8)
+        data[:] = q1.data
+        qs.append(quant.QTensor(data, fmt, (E,) + q1.shape).repack())
+    return qs
+
+
 def glmbench_case(kind, fmt, shape, reps, clock=time.perf_counter):
     """Best seconds of glmbench's kernel on the case, and its FLOPs."""
     rng = np.random.default_rng(1)
@@ -134,12 +146,7 @@ def glmbench_case(kind, fmt, shape, reps, clock=time.perf_counter):
         flops = 2.0 * T * n * k
     else:
         E, F, D, k, T = shape
-        qs = []
-        for j, (n1, k1) in enumerate(((F, D), (F, D), (D, F))):
-            q1 = _stored_weights(n1, k1, fmt, 10 + j)
-            data = np.empty((E,) + q1.data.shape, np.uint8)
-            data[:] = q1.data
-            qs.append(quant.QTensor(data, fmt, (E,) + q1.shape).repack())
+        qs = _moe_weights(fmt, E, F, D)
         x = rng.standard_normal((T, D), dtype=np.float32)
         idx = np.stack([rng.permutation(E)[:k] for _ in range(T)]).astype(np.int64)
         wts = rng.random((T, k)).astype(np.float32)
@@ -158,24 +165,30 @@ def glmbench_case(kind, fmt, shape, reps, clock=time.perf_counter):
     return min(ts), flops
 
 
-def ggml_case(exe, kind, fmt, shape, reps, threads, cpu_clock=False):
-    """Best seconds of ggml's kernel (repacked where ggml can, else plain) and which buffer it used."""
+def _ggml_run(args_for) -> tuple[list, str]:
+    """(the harness's printed fields, ggml buffer): `args_for(repack)` run in ggml's CPU_REPACK buffer
+    where ggml has a repacked layout for the type on this CPU (llama.cpp's default), else the plain one."""
     for repack in (1, 0):
-        if kind == "linear":
-            n, k, T = shape
-            args = [exe, "linear", fmt, str(n), str(k), str(T), str(repack), str(threads), str(reps)]
-        else:
-            E, F, D, k, T = shape
-            args = [exe, "moe", fmt, str(E), str(F), str(D), str(k), str(T), str(repack), str(threads), str(reps)]
+        args = args_for(repack)
         p = subprocess.run(args, capture_output=True, text=True)
         if p.returncode == 5 and repack:  # no repacked layout for this type here: ggml's default is the plain buffer
             continue
         if p.returncode != 0:
             raise RuntimeError(f"{' '.join(args)}: exit {p.returncode}: {p.stderr.strip()}")
-        f = p.stdout.split()
-        t = float(f[f.index("cpu_best_s" if cpu_clock else "best_s") + 1])
-        return t, "CPU_REPACK" if repack else "CPU (no repacked layout)"
+        return p.stdout.split(), "CPU_REPACK" if repack else "CPU (no repacked layout)"
     raise AssertionError
+
+
+def ggml_case(exe, kind, fmt, shape, reps, threads, cpu_clock=False):
+    """Best seconds of ggml's kernel (repacked where ggml can, else plain) and which buffer it used."""
+    def args_for(repack):
+        if kind == "linear":
+            n, k, T = shape
+            return [exe, "linear", fmt, str(n), str(k), str(T), str(repack), str(threads), str(reps)]
+        E, F, D, k, T = shape
+        return [exe, "moe", fmt, str(E), str(F), str(D), str(k), str(T), str(repack), str(threads), str(reps)]
+    f, where = _ggml_run(args_for)
+    return float(f[f.index("cpu_best_s" if cpu_clock else "best_s") + 1]), where
 
 
 def _stored_bytes(fmt, n=25600, k=5120):
@@ -213,17 +226,10 @@ def ggml_dram_gemv(exe, fmt, reps, threads, copies, n=25600, k=5120):
     """(seconds per product, ggml buffer): ggml's decode GEMV over `copies` distinct weights in one
     graph (the harness's COPIES: one MUL_MAT per copy on the same x), best compute of `reps` / copies;
     CPU_REPACK where ggml has a layout for the type on this CPU, else the plain buffer."""
-    for repack in (1, 0):
-        args = [exe, "linear", fmt, str(n), str(k), "1", str(repack), str(threads), str(reps), str(copies)]
-        p = subprocess.run(args, capture_output=True, text=True)
-        if p.returncode == 5 and repack:
-            continue
-        if p.returncode != 0:
-            raise RuntimeError(f"{' '.join(args)}: exit {p.returncode}: {p.stderr.strip()}")
-        f = p.stdout.split()
-        assert int(f[f.index("copies") + 1]) == copies
-        return float(f[f.index("best_s") + 1]) / copies, "CPU_REPACK" if repack else "CPU (no repacked layout)"
-    raise AssertionError
+    f, where = _ggml_run(lambda repack: [exe, "linear", fmt, str(n), str(k), "1", str(repack), str(threads), str(reps),
+                                         str(copies)])
+    assert int(f[f.index("copies") + 1]) == copies
+    return float(f[f.index("best_s") + 1]) / copies, where
 
 
 # routed experts at decode from DRAM: the MoE T=1 shape with every call routed to the next 4 of its 64
@@ -250,12 +256,7 @@ def dram_moe(fmt, reps):
     call routed to the next 4 of the 64 experts in turn, best of `reps` calls (a multiple of 16: whole
     cycles), after one cycle of warm-up."""
     E, F, D, k = MOE_DRAM
-    qs = []
-    for j, (n1, k1) in enumerate(((F, D), (F, D), (D, F))):
-        q1 = _stored_weights(n1, k1, fmt, 10 + j)
-        data = np.empty((E,) + q1.data.shape, np.uint8)
-        data[:] = q1.data
-        qs.append(quant.QTensor(data, fmt, (E,) + q1.shape).repack())
+    qs = _moe_weights(fmt, E, F, D)
     x = np.random.default_rng(3).standard_normal((1, D), dtype=np.float32)
     wts = np.random.default_rng(4).random((1, k)).astype(np.float32)
     ids = moe_rotation(E, k)
@@ -274,17 +275,10 @@ def ggml_dram_moe(exe, fmt, reps, threads):
     """(best seconds, ggml buffer) of ggml's routed experts at T=1 with the harness's ROTATE (each
     compute routed to the next 4 of the 64 experts), CPU_REPACK where ggml has a layout for the type."""
     E, F, D, k = MOE_DRAM
-    for repack in (1, 0):
-        args = [exe, "moe", fmt, str(E), str(F), str(D), str(k), "1", str(repack), str(threads), str(reps), "1"]
-        p = subprocess.run(args, capture_output=True, text=True)
-        if p.returncode == 5 and repack:
-            continue
-        if p.returncode != 0:
-            raise RuntimeError(f"{' '.join(args)}: exit {p.returncode}: {p.stderr.strip()}")
-        f = p.stdout.split()
-        assert int(f[f.index("rotate") + 1]) == 1
-        return float(f[f.index("best_s") + 1]), "CPU_REPACK" if repack else "CPU (no repacked layout)"
-    raise AssertionError
+    f, where = _ggml_run(lambda repack: [exe, "moe", fmt, str(E), str(F), str(D), str(k), "1", str(repack), str(threads),
+                                         str(reps), "1"])
+    assert int(f[f.index("rotate") + 1]) == 1
+    return float(f[f.index("best_s") + 1]), where
 
 
 def cpu_ceilings(reps=20):
