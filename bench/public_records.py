@@ -67,6 +67,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from glmbench.models import configs  # noqa: E402
+from glmbench.predict import calibrate as cal  # noqa: E402
 from glmbench.predict import costmodel as cm  # noqa: E402
 from glmbench.predict import hardware  # noqa: E402
 from glmbench.predict import runtime as rtm  # noqa: E402
@@ -394,9 +395,9 @@ def _vllm(src_dir, meta=VLLM, sid="qwen3-30b-a3b-bf16_h100_vllm", recs=None):
     for r in recs:
         where = f"{meta['file']}:{str(r['source']).rsplit(':', 1)[1]}"
         engine = _runtime_of(r)
-        if engine not in cm.list_runtimes() or not r.get("tpot_s") or not r.get("max_concurrency"):
-            raise SystemExit(f"{where}: not a serving benchmark's block with a mean TPOT and a maximum concurrency "
-                             "of a server glmbench has a runtime model of")
+        if engine not in cm.list_runtimes() or not cal.closed_loop(r):
+            raise SystemExit(f"{where}: not a serving benchmark's closed loop (a mean TPOT, a maximum concurrency, no "
+                             "request rate) of a server glmbench has a runtime model of")
         B, tpot = int(r["max_concurrency"]), float(r["tpot_s"])
         kv, kv_note, ropts = _serving_kv_options(r, engine)
         out.append({"evidence": "measured", "public_source": sid, "runtime": engine,
@@ -708,6 +709,31 @@ def _cards_run(cmd: str | None, n: int) -> int:
     return importers.cards_from_command(importers._command_args(cmd or "", {}))[0] or n
 
 
+def _client_from_sidecar(r: dict, cmd: str | None) -> list:
+    """A serving result's client settings that the paste does not print (no concurrency line, no
+    command line of its own: a bare result block) from the sidecar's command line: --max-concurrency,
+    --request-rate, --burstiness. The fields filled (each noted in `inferred`)."""
+    if r.get("test") != "serve" or not cmd:
+        return []
+    a = importers._command_args(cmd, {})
+    filled = []
+    for k in ("max_concurrency", "request_rate", "burstiness"):
+        if r.get(k) is None and k not in (r.get("inferred") or {}) and a.get(k) not in (None, ""):
+            v = str(a[k]).strip().lower()
+            try:
+                val = v if v == "inf" else (int(v) if k == "max_concurrency" else float(v))
+            except ValueError:
+                continue
+            if k == "max_concurrency" and (val < 1 or "n_streams" not in r):
+                continue
+            r[k] = val
+            if k == "max_concurrency":
+                r["n_streams"] = r["concurrency"] = min(int(r["n_streams"]), val)
+            r.setdefault("inferred", {})[k] = f"{val} (the sidecar's command line)"
+            filled.append(k)
+    return filled
+
+
 def _fill_from_sidecar(r: dict, side: dict) -> list:
     """The card, model and weights the sidecar names where the paste does not: the fields filled."""
     filled = []
@@ -865,6 +891,7 @@ def generic_records(path, cfgs: dict | None = None, keep_batched: bool = False) 
                 raise SystemExit(f"{name}:{str(r['source']).rsplit(':', 1)[1]}: the paste's model is {r['model']!r}, "
                                  f"the sidecar's model line names {named[0]!r} ({_side(side, 'model')!r})")
             _fill_from_sidecar(r, side)
+            _client_from_sidecar(r, _side(side, "command"))
             missing = [k for k in ("hardware", "model", "weights") if r.get(k) is None]
             if missing:
                 raise Skip(f"{name}:{str(r['source']).rsplit(':', 1)[1]}: " + _missing(r, missing)
@@ -876,9 +903,10 @@ def generic_records(path, cfgs: dict | None = None, keep_batched: bool = False) 
                              f"says {rt_side!r} ({rt_text!r})")
         meta["note"] = note or f"read by bench/public_records.py's generic path from {name} and its sidecar"
         # the check (keep_batched) also takes each run as it ran, `serve`, for a replay of its client: an
-        # open loop (a request rate, no maximum concurrency) has no decode point but is still checked
+        # open or paced loop (a request rate: the arrivals, not a maximum concurrency, set the streams) has no
+        # decode point but is still checked
         extra = _serve_records(recs, meta, sid) if keep_batched else []
-        closed = [r for r in recs if r.get("tpot_s") and r.get("max_concurrency")]
+        closed = [r for r in recs if cal.closed_loop(r)]
         try:
             points = _vllm(None, meta, sid, closed if extra else recs)
         except SystemExit as e:         # a serving result without a mean TPOT or a concurrency: no decode point

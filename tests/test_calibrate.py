@@ -234,4 +234,22 @@ def test_a_serving_benchmark_s_closed_loop_is_a_calibration_point(tmp_path):
     notes: list = []
     with pytest.raises(cal.CalibrationError, match="no tg or pp speed records"):
         cal.load_points([str(q)], notes, hardware_="h100-sxm", weights="bf16")
-    assert any("skipped 1 serving result" in n and "without a mean TPOT and a maximum concurrency" in n for n in notes)
+    assert any("skipped 1 serving result" in n and "not a closed loop" in n for n in notes)
+    # paced: a request rate beside the maximum concurrency; the arrivals, not B, set the streams
+    paced = tmp_path / "paced.log"
+    paced.write_text(block.format(c=10, conc="Maximum request concurrency:             10\n")
+                     .replace(" --max-concurrency 10", " --max-concurrency 10 --request-rate 4"))
+    notes = []
+    with pytest.raises(cal.CalibrationError, match="no tg or pp speed records"):
+        cal.load_points([str(paced)], notes, hardware_="h100-sxm", weights="bf16")
+    assert any("skipped 1 serving result" in n and "not a closed loop" in n for n in notes)
+    # the concurrency from vLLM's line before its block, or from the command line alone
+    for conc_text in ("pre", "cmd"):
+        r = tmp_path / f"{conc_text}.log"
+        text = block.format(c=10, conc="")
+        if conc_text == "pre":
+            text = text.replace(" --max-concurrency 10", "").replace(
+                "============ Serving", "Traffic request rate: inf\nMaximum request concurrency: 10\n============ Serving", 1)
+        r.write_text(text)
+        (pt,) = cal.load_points([str(r)], hardware_="h100-sxm", weights="bf16")
+        assert (pt.test, pt.streams) == ("tg", 10)

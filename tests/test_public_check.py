@@ -1211,3 +1211,39 @@ def test_runs_partly_on_the_cpu_are_checked_with_their_placement(tmp_path):
     # the fit's reading: left out, as before
     with pytest.raises(pr.Skip, match="every record ran partly on the CPU"):
         pr.generic_records(os.path.join(d, "moe.md"))
+
+
+def test_a_bare_serving_block_takes_its_client_from_vllm_s_lines_or_the_sidecar(tmp_path):
+    """A result block pasted without the client's command line: the concurrency from vLLM's lines before
+    its block (`Maximum request concurrency: 8`; `None`: unlimited, which the sidecar does not override),
+    else from the sidecar's command line, each noted in `inferred`. A paced loop (a request rate beside
+    the maximum concurrency) is checked as it ran but is no decode point: the arrivals, not B, set how
+    many streams decode."""
+    src = tmp_path / "src"
+    src.mkdir()
+    d = str(src)
+    bare = _SERVE_BLOCK.replace("Maximum request concurrency:             8\n", "")
+    side = ("URL: https://example.org/serve\nRuntime: vLLM\nGPU: 1x H100 SXM\nModel: Qwen/Qwen3-30B-A3B BF16\n"
+            "Command: vllm bench serve --model Qwen/Qwen3-30B-A3B --max-concurrency 8 --num-prompts 64{extra}\n")
+    _write(d, "pre.log", "Traffic request rate: inf\nMaximum request concurrency: 8\n" + bare,
+           side.format(extra="").replace("--max-concurrency 8 ", ""))
+    other = _serve_block(64, 8, 65536, 16384, 273.07, 26.0, 900.0)       # (not pre.log's point again)
+    _write(d, "side.log", other.replace("Maximum request concurrency:             8\n", ""), side.format(extra=""))
+    _write(d, "none.log", "Traffic request rate: inf\nMaximum request concurrency: None\n" + bare, side.format(extra=""))
+    _write(d, "paced.log", bare, side.format(extra=" --request-rate 2"))
+    served, several = [], []
+    pts, notes = bpf.check_points(d, several, served)
+    by = {os.path.basename(r["where"]).split(":")[0]: r for r in served}
+    assert set(by) == {"pre.log", "side.log", "none.log", "paced.log"}
+    assert by["pre.log"]["max_concurrency"] == 8 and by["side.log"]["max_concurrency"] == 8
+    assert by["none.log"].get("max_concurrency") is None
+    assert (by["paced.log"]["max_concurrency"], by["paced.log"]["request_rate"]) == (8, 2.0)
+    # decode points: the two closed loops only
+    assert sorted((os.path.basename(p.where).split(":")[0], p.batch) for p in pts) == [("pre.log", 8), ("side.log", 8)]
+    out = tmp_path / "recs"
+    pr.main([d, "--out", str(out), "--keep-batched"])
+    recs = {os.path.basename(f): json.load(open(f)) for f in glob.glob(str(out / "*.json"))}
+    side_run = next(r for r in recs["side.json"] if r.get("serving_run"))
+    assert side_run["inferred"]["max_concurrency"] == "8 (the sidecar's command line)"
+    none_run = next(r for r in recs["none.json"] if r.get("serving_run"))
+    assert "Maximum request concurrency: None" in none_run["inferred"]["max_concurrency"]

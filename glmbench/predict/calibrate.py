@@ -319,8 +319,9 @@ def load_points(paths: Sequence, notices: list | None = None, *, exclude_unstabl
                 continue
             if test == "serve":
                 say(f"notice: {p}: skipped {len(wheres)} serving result{'s' if len(wheres) > 1 else ''} "
-                    f"(line{'s' if len(wheres) > 1 else ''} {lines}) without a mean TPOT and a maximum concurrency "
-                    "(an open loop, an offline run, or glmbench's own `serve` record): no fixed number of streams "
+                    f"(line{'s' if len(wheres) > 1 else ''} {lines}) that are not a closed loop (a mean TPOT, a maximum "
+                    "concurrency and no request rate): an open or paced loop, an offline run, or glmbench's own "
+                    "`serve` record: no fixed number of streams "
                     "decoding; calibrate fits tg, pp and closed-loop serving runs")
                 continue
             what = ("pp+tg row (test pg, llama-bench -pg)" if test == "pg" else f"`{test}` record")
@@ -332,14 +333,23 @@ def load_points(paths: Sequence, notices: list | None = None, *, exclude_unstabl
     return out
 
 
+def closed_loop(r: dict) -> bool:
+    """The serving result ran a closed loop: --max-concurrency B, a mean TPOT, and no request rate
+    (vLLM's default inf: the next request goes out as one finishes, so B stream at once). With a
+    finite rate (or SGLang's `trace`) the arrivals, not B, set how many streams decode."""
+    rate = r.get("request_rate")
+    unpaced = rate is None or (isinstance(rate, str) and rate.strip().lower() == "inf") or (
+        isinstance(rate, (int, float)) and math.isinf(rate))
+    return bool(r.get("tpot_s") and r.get("max_concurrency") and unpaced)
+
+
 def serving_record(r: dict) -> dict | None:
     """A serving benchmark's closed-loop result (vLLM's bench serve / SGLang's bench_serving with
     --max-concurrency B and a mean TPOT, read by glmbench.results.importers) as the decode point
     calibrate fits: tg of its mean output at the depth of its mean prompt, B streams, B / mean TPOT
     tok/s (`serving`: predict_point prices it as the closed loop's steps, costmodel.closed_loop_tpot,
     as the public fit does); None for any other record."""
-    if (r.get("evidence") != "measured" or r.get("test") != "serve" or r.get("serve_kind")
-            or not r.get("tpot_s") or not r.get("max_concurrency")):
+    if r.get("evidence") != "measured" or r.get("test") != "serve" or r.get("serve_kind") or not closed_loop(r):
         return None
     B = int(r["max_concurrency"])
     return {**r, "test": "tg", "n_prompt": 0, "n_gen": max(int(r.get("n_gen") or 1), 2),

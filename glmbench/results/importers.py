@@ -1403,7 +1403,7 @@ def _command_args(line: str, assigned: dict) -> dict:
                "-np": "n_parallel", "--parallel": "n_parallel", "--max-num-seqs": "max_num_seqs",
                "--max-running-requests": "max_num_seqs", "--max-num-batched-tokens": "max_num_batched_tokens",
                "--chunked-prefill-size": "max_num_batched_tokens", "--request-rate": "request_rate",
-               "--burstiness": "burstiness",
+               "--burstiness": "burstiness", "--max-concurrency": "max_concurrency",
                # vLLM's offline benchmarks (bench latency / bench throughput): the lengths of every prompt
                "--input-len": "input_len", "--output-len": "output_len"}.get(t.split("=")[0])
         if key and "=" in t and t.startswith("--"):
@@ -2321,13 +2321,22 @@ def _pasted_serve(b, ctx, meta, inferred, text_before, models_seen):
     # the client's arrival process, where the block does not print it: vLLM's lines before its block
     # (`Traffic request rate: 4.0`, `Burstiness factor: 0.5 (Gamma distribution)`; vllm/benchmarks/serve.py),
     # else its command line
+    # and its concurrency limit, which vLLM prints there too (`Maximum request concurrency: 32`, `None`
+    # without --max-concurrency) and inside its block only when set
+    pre = {}
     for ln, t in b.before:
-        m = re.match(r"^\s*(Traffic request rate|Burstiness factor):\s*(inf|[\d.]+)\b", t)
+        m = re.match(r"^\s*(Traffic request rate|Burstiness factor|Maximum request concurrency):\s*(inf|None|[\d.]+)\b", t)
         if m:
-            k = "request_rate" if m.group(1).startswith("Traffic") else "burstiness"
-            o.setdefault(k, float(m.group(2)))
-    for k in ("request_rate", "burstiness"):
-        if k not in o and opts.get(k) is not None:
+            k = {"T": "request_rate", "B": "burstiness", "M": "max_concurrency"}[m.group(1)[0]]
+            pre[k] = m.group(2)
+    for k, v in pre.items():
+        if k == "max_concurrency":
+            if v != "None" and "max_concurrency" not in o:
+                o[k] = float(v)
+        else:
+            o.setdefault(k, float(v))
+    for k in ("request_rate", "burstiness", "max_concurrency"):
+        if k not in o and k not in pre and opts.get(k) is not None:
             try:
                 o[k] = float(opts[k])
             except ValueError:
@@ -2359,6 +2368,8 @@ def _pasted_serve(b, ctx, meta, inferred, text_before, models_seen):
     n_cards = meta.get("n_cards")
     r = _serve_record(ctx, line, o, tool=tool, model_name=None, n_cards=n_cards, resolved=(model, how))
     inferred = dict(inferred, model=how)
+    if pre.get("max_concurrency") == "None":
+        inferred["max_concurrency"] = "unlimited (the paste's `Maximum request concurrency: None`)"
     # the server measured, where the paste holds its command line (a llama-server measured by vLLM's
     # client with --backend openai: the client's backend does not say which server ran)
     srv = server_of(b.cmds)
