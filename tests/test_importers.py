@@ -1634,3 +1634,33 @@ def test_vllm_prints_its_arrival_process_before_its_block(tmp_path):
             "Mean TPOT (ms):                          20.00\n==================================================\n")
     (r,) = im.read(write(tmp_path, "v.log", text), model="qwen3-8b")
     assert (r["request_rate"], r["burstiness"], r.get("max_concurrency"), r["n_prompt"], r["n_gen"]) == (4.0, 0.5, None, 1024, 128)
+
+
+def test_a_serving_client_s_printed_arguments_and_its_concurrency_line(tmp_path):
+    """vLLM's benchmark_serving.py prints its arguments (`Namespace(...)`) and `Maximum request concurrency: N`
+    before its block, SGLang's bench_serving `args=Namespace(...)`: a paste without a command line takes the
+    model, --max-concurrency and --request-rate from them (`importers.namespace_command`)."""
+    block = ("============ Serving Benchmark Result ============\n"
+             "Successful requests:                     64\nBenchmark duration (s):                  20.00\n"
+             "Total input tokens:                      65536\nTotal generated tokens:                  8192\n"
+             "Output token throughput (tok/s):         409.60\nMean TTFT (ms):                          80.00\n"
+             "Mean TPOT (ms):                          20.00\n==================================================\n")
+    ns = ("Namespace(backend='vllm', base_url=None, host='127.0.0.1', port=8000, endpoint='/v1/completions', "
+          "dataset_name='random', max_concurrency=8, model='Qwen/Qwen3-8B', tokenizer=None, num_prompts=64, "
+          "request_rate=inf, burstiness=1.0, seed=0, random_input_len=1024, random_output_len=128, "
+          "percentile_metrics='ttft,tpot,itl', metric_percentiles='99')\n")
+    (r,) = im.read(write(tmp_path, "ns.log", ns + block))
+    assert (r["model"], r["max_concurrency"], r["request_rate"], r["n_streams"]) == ("qwen3-8b", 8, "inf", 8)
+    assert r["tool"].startswith("vllm")
+    (r,) = im.read(write(tmp_path, "sg.log", ns.replace("Namespace", "args=Namespace", 1)
+                         .replace("'vllm'", "'sglang'").replace("max_concurrency=8", "max_concurrency=None")
+                         .replace("request_rate=inf", "request_rate=2.0") + block))
+    assert (r.get("max_concurrency"), r["request_rate"], r["serve_backend"]) == (None, 2.0, "sglang")
+    assert r["tool"].startswith("sglang")
+    # vLLM's own line before its block, with no arguments printed (a model named by the caller)
+    (r,) = im.read(write(tmp_path, "pre.log", "Traffic request rate: inf\nMaximum request concurrency: 16\n" + block),
+                   model="qwen3-8b")
+    assert (r["max_concurrency"], r["n_streams"]) == (16, 16)
+    assert im.namespace_command("Namespace(backend='vllm', model=None)") is None
+    assert im.namespace_command("Namespace(model='a/b', max_concurrency=None, request_rate=inf)") == \
+        "python benchmark_serving.py --model a/b --request-rate inf"

@@ -16,7 +16,9 @@ The format is detected from the content, never from the file name:
                      the server measured, `server`, from its command line in the paste: llama-server, vllm serve,
                      sglang.launch_server, `server_of`, with its limits where it sets them: `max_num_seqs` from
                      -np / --max-num-seqs, `max_num_batched_tokens` from -b / --max-num-batched-tokens; the
-                     client's `request_rate` and `burstiness` where the block does not print them)
+                     client's `request_rate`, `burstiness` and `max_concurrency` where the block does not print
+                     them: vLLM's lines before its block, the client's command line, or the arguments it printed,
+                     `Namespace(...)`, read as one, `namespace_command`)
   vllm-offline       vLLM's offline benchmarks with their command line: `vllm bench latency` (Avg latency, the
                      whole run of --batch-size prompts) and `vllm bench throughput` (requests/s of --num-prompts;
                      the older benchmark_latency.py / benchmark_throughput.py print the same): one `serve`
@@ -1198,6 +1200,48 @@ _VULKAN_RE = re.compile(r"ggml_vulkan: (\d+) = (.+?) \(")
 _METAL_RE = re.compile(r"(?:ggml_metal_init: found device:|GPU name:)\s+(.+?)\s*$")
 _BUILD_RE = re.compile(r"^\s*build: ([0-9a-f]{6,40}) \((\d+)\)\s*$")
 _SERVE_START = re.compile(r"^=+ Serving Benchmark Result =+\s*$")
+# the arguments a serving client prints before it runs: vLLM's benchmark_serving.py `print(args)`
+# ("Namespace(backend='vllm', ..., max_concurrency=32, ...)"), SGLang's bench_serving `args=Namespace(...)`
+_NAMESPACE_RE = re.compile(r"^\s*(?:args\s*=\s*)?Namespace\((.*)\)\s*$")
+# Namespace field -> the client's option; the values as the command line would give them
+_NAMESPACE_ARGS = {"backend": "--backend", "model": "--model", "num_prompts": "--num-prompts",
+                   "max_concurrency": "--max-concurrency", "request_rate": "--request-rate",
+                   "burstiness": "--burstiness", "dataset_name": "--dataset-name",
+                   "random_input_len": "--random-input-len", "random_output_len": "--random-output-len"}
+
+
+def namespace_command(line: str) -> str | None:
+    """The command line equivalent to a serving client's printed arguments (`Namespace(...)`, as
+    argparse prints them; `args=Namespace(...)`: SGLang's bench_serving), with the options glmbench
+    reads; None where the line does not parse or names no model. Values that are not set (None) are
+    left out; `inf` stays inf."""
+    m = _NAMESPACE_RE.search(line)
+    if not m:
+        return None
+    import ast
+    try:
+        call = ast.parse("f(" + m.group(1) + ")", mode="eval").body
+    except SyntaxError:
+        return None
+    vals = {}
+    for kw in getattr(call, "keywords", []):
+        if kw.arg not in _NAMESPACE_ARGS:
+            continue
+        node = kw.value
+        if isinstance(node, ast.Name) and node.id in ("inf", "nan"):
+            vals[kw.arg] = node.id
+            continue
+        try:
+            v = ast.literal_eval(node)
+        except (ValueError, SyntaxError):
+            continue
+        if v is None or isinstance(v, bool) or not isinstance(v, (str, int, float)) or str(v).strip() == "":
+            continue
+        vals[kw.arg] = v
+    if "model" not in vals:
+        return None
+    tool = "python -m sglang.bench_serving" if line.lstrip().startswith("args") else "python benchmark_serving.py"
+    return " ".join([tool] + [f"{_NAMESPACE_ARGS[k]} {v}" for k, v in vals.items() if " " not in str(v)])
 # SGLang's bench_one_batch (sglang/bench_one_batch.py, latency_test_run_once): per run of B prompts of
 # input_len tokens generating output_len, `Prefill. latency: X s, throughput: Y token/s` (Y = input_len
 # x B / X), `Decode i. Batch size: B, latency: ...` (the first five steps), `Decode.  median latency: X s,
@@ -1816,6 +1860,11 @@ def _scan(text) -> tuple[list[_Block], dict]:
                 full = re.sub(r"\s[\\^`]\s*$", " ", full) + lines[j].strip()
             cmd = (no, " ".join(full.split()), _command_args(full, assigned))
             cmds.append(cmd)
+        elif _NAMESPACE_RE.search(ln):
+            full = namespace_command(ln)
+            if full:
+                cmd = (no, full, _command_args(full, assigned))
+                cmds.append(cmd)
         mm2 = re.search(r"^\s*[\w.:-]+: (n_kv_max = .*)$", ln)
         if mm2:
             main = _main_line(ln)
