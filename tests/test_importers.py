@@ -1638,7 +1638,7 @@ def test_vllm_prints_its_arrival_process_before_its_block(tmp_path):
 
 def test_a_serving_client_s_printed_arguments_and_its_concurrency_line(tmp_path):
     """vLLM's benchmark_serving.py prints its arguments (`Namespace(...)`) and `Maximum request concurrency: N`
-    before its block, SGLang's bench_serving `args=Namespace(...)`: a paste without a command line takes the
+    before its block, SGLang's bench_serving `benchmark_args=Namespace(...)`: a paste without a command line takes the
     model, --max-concurrency and --request-rate from them (`importers.namespace_command`)."""
     block = ("============ Serving Benchmark Result ============\n"
              "Successful requests:                     64\nBenchmark duration (s):                  20.00\n"
@@ -1652,7 +1652,7 @@ def test_a_serving_client_s_printed_arguments_and_its_concurrency_line(tmp_path)
     (r,) = im.read(write(tmp_path, "ns.log", ns + block))
     assert (r["model"], r["max_concurrency"], r["request_rate"], r["n_streams"]) == ("qwen3-8b", 8, "inf", 8)
     assert r["tool"].startswith("vllm")
-    (r,) = im.read(write(tmp_path, "sg.log", ns.replace("Namespace", "args=Namespace", 1)
+    (r,) = im.read(write(tmp_path, "sg.log", ns.replace("Namespace", "benchmark_args=Namespace", 1)
                          .replace("'vllm'", "'sglang'").replace("max_concurrency=8", "max_concurrency=None")
                          .replace("request_rate=inf", "request_rate=2.0") + block))
     assert (r.get("max_concurrency"), r["request_rate"], r["serve_backend"]) == (None, 2.0, "sglang")
@@ -1662,5 +1662,6 @@ def test_a_serving_client_s_printed_arguments_and_its_concurrency_line(tmp_path)
                    model="qwen3-8b")
     assert (r["max_concurrency"], r["n_streams"]) == (16, 16)
     assert im.namespace_command("Namespace(backend='vllm', model=None)") is None
+    assert im.namespace_command("Namespace(model='a/b', warmup_requests=1)").startswith("python -m sglang.bench_serving")
     assert im.namespace_command("Namespace(model='a/b', max_concurrency=None, request_rate=inf)") == \
         "python benchmark_serving.py --model a/b --request-rate inf"

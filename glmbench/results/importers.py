@@ -1200,9 +1200,14 @@ _VULKAN_RE = re.compile(r"ggml_vulkan: (\d+) = (.+?) \(")
 _METAL_RE = re.compile(r"(?:ggml_metal_init: found device:|GPU name:)\s+(.+?)\s*$")
 _BUILD_RE = re.compile(r"^\s*build: ([0-9a-f]{6,40}) \((\d+)\)\s*$")
 _SERVE_START = re.compile(r"^=+ Serving Benchmark Result =+\s*$")
-# the arguments a serving client prints before it runs: vLLM's benchmark_serving.py `print(args)`
-# ("Namespace(backend='vllm', ..., max_concurrency=32, ...)"), SGLang's bench_serving `args=Namespace(...)`
-_NAMESPACE_RE = re.compile(r"^\s*(?:args\s*=\s*)?Namespace\((.*)\)\s*$")
+# the arguments a serving client prints before it runs: vLLM's benchmark_serving.py and `vllm bench serve`
+# `print(args)` ("Namespace(backend='vllm', ..., max_concurrency=32, ...)"; vLLM 0.10.1 benchmarks/
+# benchmark_serving.py main, vllm/benchmarks/serve.py main_async), SGLang's bench_serving
+# `benchmark_args=Namespace(...)` and then `Namespace(...)` (sglang 0.5.23 sglang/benchmark/serving.py)
+_NAMESPACE_RE = re.compile(r"^\s*(?:(\w*args)\s*=\s*)?Namespace\((.*)\)\s*$")
+# fields only SGLang's bench_serving has (its plain `Namespace(...)` line names no tool)
+_SGLANG_ARGS = ("sharegpt_output_len", "extra_request_body", "disable_stream", "warmup_requests", "flush_cache",
+                "gsp_num_groups", "pd_separated")
 # Namespace field -> the client's option; the values as the command line would give them
 _NAMESPACE_ARGS = {"backend": "--backend", "model": "--model", "num_prompts": "--num-prompts",
                    "max_concurrency": "--max-concurrency", "request_rate": "--request-rate",
@@ -1212,7 +1217,8 @@ _NAMESPACE_ARGS = {"backend": "--backend", "model": "--model", "num_prompts": "-
 
 def namespace_command(line: str) -> str | None:
     """The command line equivalent to a serving client's printed arguments (`Namespace(...)`, as
-    argparse prints them; `args=Namespace(...)`: SGLang's bench_serving), with the options glmbench
+    argparse prints them; `benchmark_args=Namespace(...)` or a field only it has: SGLang's bench_serving),
+    with the options glmbench
     reads; None where the line does not parse or names no model. Values that are not set (None) are
     left out; `inf` stays inf."""
     m = _NAMESPACE_RE.search(line)
@@ -1220,10 +1226,11 @@ def namespace_command(line: str) -> str | None:
         return None
     import ast
     try:
-        call = ast.parse("f(" + m.group(1) + ")", mode="eval").body
+        call = ast.parse("f(" + m.group(2) + ")", mode="eval").body
     except SyntaxError:
         return None
     vals = {}
+    names = [kw.arg for kw in getattr(call, "keywords", [])]
     for kw in getattr(call, "keywords", []):
         if kw.arg not in _NAMESPACE_ARGS:
             continue
@@ -1240,7 +1247,8 @@ def namespace_command(line: str) -> str | None:
         vals[kw.arg] = v
     if "model" not in vals:
         return None
-    tool = "python -m sglang.bench_serving" if line.lstrip().startswith("args") else "python benchmark_serving.py"
+    sglang = m.group(1) is not None or any(k in names for k in _SGLANG_ARGS)
+    tool = "python -m sglang.bench_serving" if sglang else "python benchmark_serving.py"
     return " ".join([tool] + [f"{_NAMESPACE_ARGS[k]} {v}" for k, v in vals.items() if " " not in str(v)])
 # SGLang's bench_one_batch (sglang/bench_one_batch.py, latency_test_run_once): per run of B prompts of
 # input_len tokens generating output_len, `Prefill. latency: X s, throughput: Y token/s` (Y = input_len
