@@ -335,7 +335,7 @@ def load_points(paths: Sequence, notices: list | None = None, *, exclude_unstabl
 
 def closed_loop(r: dict) -> bool:
     """The serving result ran a closed loop: --max-concurrency B, a mean TPOT, and no request rate
-    (vLLM's default inf: the next request goes out as one finishes, so B stream at once). With a
+    (vLLM's default inf: the next request goes out as one finishes, so B streams at once). With a
     finite rate (or SGLang's `trace`) the arrivals, not B, set how many streams decode."""
     rate = r.get("request_rate")
     unpaced = rate is None or (isinstance(rate, str) and rate.strip().lower() == "inf") or (

@@ -74,6 +74,7 @@ the file and the line. Inputs are only read.
 """
 from __future__ import annotations
 
+import ast
 import csv
 import io
 import json
@@ -1217,14 +1218,12 @@ _NAMESPACE_ARGS = {"backend": "--backend", "model": "--model", "num_prompts": "-
 
 def namespace_command(line: str) -> str | None:
     """The command line equivalent to a serving client's printed arguments (`Namespace(...)`, as
-    argparse prints them; `benchmark_args=Namespace(...)` or a field only it has: SGLang's bench_serving),
-    with the options glmbench
-    reads; None where the line does not parse or names no model. Values that are not set (None) are
-    left out; `inf` stays inf."""
+    argparse prints them; `benchmark_args=Namespace(...)` or a field only it has: SGLang's
+    bench_serving), with the options glmbench reads; None where the line does not parse or names no
+    model. Values that are not set (None) are left out; `inf` stays inf."""
     m = _NAMESPACE_RE.search(line)
     if not m:
         return None
-    import ast
     try:
         call = ast.parse("f(" + m.group(2) + ")", mode="eval").body
     except SyntaxError:
@@ -1250,6 +1249,8 @@ def namespace_command(line: str) -> str | None:
     sglang = m.group(1) is not None or any(k in names for k in _SGLANG_ARGS)
     tool = "python -m sglang.bench_serving" if sglang else "python benchmark_serving.py"
     return " ".join([tool] + [f"{_NAMESPACE_ARGS[k]} {v}" for k, v in vals.items() if " " not in str(v)])
+
+
 # SGLang's bench_one_batch (sglang/bench_one_batch.py, latency_test_run_once): per run of B prompts of
 # input_len tokens generating output_len, `Prefill. latency: X s, throughput: Y token/s` (Y = input_len
 # x B / X), `Decode i. Batch size: B, latency: ...` (the first five steps), `Decode.  median latency: X s,
@@ -2375,11 +2376,10 @@ def _pasted_serve(b, ctx, meta, inferred, text_before, models_seen):
             o["num_prompts"] = int(opts["num_prompts"])
         except ValueError:
             pass
-    # the client's arrival process, where the block does not print it: vLLM's lines before its block
-    # (`Traffic request rate: 4.0`, `Burstiness factor: 0.5 (Gamma distribution)`; vllm/benchmarks/serve.py),
-    # else its command line
-    # and its concurrency limit, which vLLM prints there too (`Maximum request concurrency: 32`, `None`
-    # without --max-concurrency) and inside its block only when set
+    # the client's arrival process and concurrency limit, where the block does not print them: vLLM's
+    # lines before its block (`Traffic request rate: 4.0`, `Burstiness factor: 0.5 (Gamma distribution)`,
+    # `Maximum request concurrency: 32`, `None` without --max-concurrency; vllm/benchmarks/serve.py), else
+    # its command line (or the arguments it printed, namespace_command)
     pre = {}
     for ln, t in b.before:
         m = re.match(r"^\s*(Traffic request rate|Burstiness factor|Maximum request concurrency):\s*(inf|None|[\d.]+)\b", t)
