@@ -1665,3 +1665,18 @@ def test_a_serving_client_s_printed_arguments_and_its_concurrency_line(tmp_path)
     assert im.namespace_command("Namespace(model='a/b', warmup_requests=1)").startswith("python -m sglang.bench_serving")
     assert im.namespace_command("Namespace(model='a/b', max_concurrency=None, request_rate=inf)") == \
         "python benchmark_serving.py --model a/b --request-rate inf"
+
+
+def test_vllm_s_offline_benchmarks_printed_arguments_stand_for_their_command_line(tmp_path):
+    """benchmark_latency.py and benchmark_throughput.py print their arguments first (vLLM 0.10.1,
+    `print(args)`): a paste without the command line takes the lengths and the batch from them."""
+    ns = ("Namespace(input_len=512, output_len=64, batch_size=4, n=1, use_beam_search=False, num_iters_warmup=10, "
+          "num_iters=30, profile=False, output_json=None, disable_detokenize=False, model='meta-llama/Llama-3.1-8B-Instruct', "
+          "tensor_parallel_size=1, max_num_seqs=None)\n")
+    (r,) = im.read(write(tmp_path, "lat.log", ns + "Avg latency: 1.2 seconds\n"))
+    assert (r["serve_kind"], r["model"], r["n_prompt"], r["n_gen"], r["n_streams"]) == ("latency", "llama-3.1-8b", 512, 64, 4)
+    tp = ("Namespace(backend='vllm', dataset_name='random', dataset=None, dataset_path=None, input_len=1024, "
+          "output_len=128, n=1, num_prompts=200, model='meta-llama/Llama-3.1-8B-Instruct', async_engine=False)\n")
+    (r,) = im.read(write(tmp_path, "tp.log", tp + "Throughput: 10.00 requests/s, 11520.00 total tokens/s, "
+                                                 "1280.00 output tokens/s\n"))
+    assert (r["serve_kind"], r["n_prompt"], r["n_gen"], r["completed"]) == ("throughput", 1024, 128, 200)

@@ -1203,7 +1203,8 @@ _BUILD_RE = re.compile(r"^\s*build: ([0-9a-f]{6,40}) \((\d+)\)\s*$")
 _SERVE_START = re.compile(r"^=+ Serving Benchmark Result =+\s*$")
 # the arguments a serving client prints before it runs: vLLM's benchmark_serving.py and `vllm bench serve`
 # `print(args)` ("Namespace(backend='vllm', ..., max_concurrency=32, ...)"; vLLM 0.10.1 benchmarks/
-# benchmark_serving.py main, vllm/benchmarks/serve.py main_async), SGLang's bench_serving
+# benchmark_serving.py main, vllm/benchmarks/serve.py main_async; benchmark_latency.py and
+# benchmark_throughput.py too), SGLang's bench_serving
 # `benchmark_args=Namespace(...)` and then `Namespace(...)` (sglang 0.5.23 sglang/benchmark/serving.py)
 _NAMESPACE_RE = re.compile(r"^\s*(?:(\w*args)\s*=\s*)?Namespace\((.*)\)\s*$")
 # fields only SGLang's bench_serving has (its plain `Namespace(...)` line names no tool)
@@ -1213,7 +1214,9 @@ _SGLANG_ARGS = ("sharegpt_output_len", "extra_request_body", "disable_stream", "
 _NAMESPACE_ARGS = {"backend": "--backend", "model": "--model", "num_prompts": "--num-prompts",
                    "max_concurrency": "--max-concurrency", "request_rate": "--request-rate",
                    "burstiness": "--burstiness", "dataset_name": "--dataset-name",
-                   "random_input_len": "--random-input-len", "random_output_len": "--random-output-len"}
+                   "random_input_len": "--random-input-len", "random_output_len": "--random-output-len",
+                   # vLLM's offline benchmark_latency.py / benchmark_throughput.py print theirs too
+                   "input_len": "--input-len", "output_len": "--output-len", "batch_size": "--batch-size"}
 
 
 def namespace_command(line: str) -> str | None:
@@ -1247,7 +1250,12 @@ def namespace_command(line: str) -> str | None:
     if "model" not in vals:
         return None
     sglang = m.group(1) is not None or any(k in names for k in _SGLANG_ARGS)
-    tool = "python -m sglang.bench_serving" if sglang else "python benchmark_serving.py"
+    if "request_rate" not in names and "num_iters" in names:          # vLLM 0.10.1 benchmark_latency.py
+        tool = "python benchmark_latency.py"
+    elif "request_rate" not in names and "input_len" in names:        # benchmark_throughput.py
+        tool = "python benchmark_throughput.py"
+    else:
+        tool = "python -m sglang.bench_serving" if sglang else "python benchmark_serving.py"
     return " ".join([tool] + [f"{_NAMESPACE_ARGS[k]} {v}" for k, v in vals.items() if " " not in str(v)])
 
 
