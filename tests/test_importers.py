@@ -1622,6 +1622,27 @@ def test_sglang_console_block_without_a_concurrency_limit(tmp_path):
         im.read(write(tmp_path, "bad.log", block.replace("8.0       \n", "fast      \n", 1)), model="qwen3-8b")
 
 
+def test_sglang_console_block_s_retokenized_count_is_not_its_generated_tokens(tmp_path):
+    """SGLang's bench_serving prints `Total generated tokens (retokenized):` after `Total generated tokens:`
+    (sglang 0.5.23 sglang/benchmark/serving.py, the result block): a count of the text re-tokenized, not the
+    tokens generated; a bracket is read as a unit only where it is one ("(ms)", "(tok/s)")."""
+    block = ("$ python -m sglang.bench_serving --backend sglang --dataset-name random --num-prompts 200 --max-concurrency 16\n\n"
+             "============ Serving Benchmark Result ============\n"
+             "Backend:                                 sglang    \nTraffic request rate:                    inf       \n"
+             "Max request concurrency:                 16        \nSuccessful requests:                     200       \n"
+             "Benchmark duration (s):                  40.12     \nTotal input tokens:                      104400    \n"
+             "Total input text tokens:                 104400    \nTotal generated tokens:                  26000     \n"
+             "Total generated tokens (retokenized):    25811     \nRequest throughput (req/s):              4.99      \n"
+             "Input token throughput (tok/s):          2602.19   \nOutput token throughput (tok/s):         648.06    \n"
+             "Peak output token throughput (tok/s):    944.00    \nPeak concurrent requests:                17        \n"
+             "Total token throughput (tok/s):          3250.25   \nConcurrency:                             15.80     \n"
+             "---------------Time to First Token----------------\nMean TTFT (ms):                          120.50    \n"
+             "-----Time per Output Token (excl. 1st token)------\nMean TPOT (ms):                          23.50     \n"
+             "==================================================\n")
+    (r,) = im.read(write(tmp_path, "sg.log", block), model="qwen3-8b")
+    assert (r["n_prompt"], r["n_gen"], r["avg_ts"], r["n_streams"], r["tpot_s"]) == (522, 130, 648.06, 16, 0.0235)
+
+
 def test_vllm_prints_its_arrival_process_before_its_block(tmp_path):
     """vLLM's bench serve prints `Traffic request rate:` and `Burstiness factor:` before its result block (which
     prints the rate only when finite): both are the run's."""

@@ -1300,6 +1300,7 @@ _KOBOLD_KV = re.compile(r"^\s*(Flags|Timestamp|Backend|Layers|Model|MaxCtx|GenAm
 _CACHE_RM_RE = re.compile(r"\b(?:kv cache rm|memory_seq_rm)\s*\[(\d+),\s*end\)")
 # llama-cli / llama-server's own startup line (llama-bench prints `build: <commit> (<number>)` after its table)
 _BUILD_START_RE = re.compile(r"^\s*(?:[\w.]+:\s*)?build:?\s*=?\s*(\d+) \(([0-9a-f]{6,40})\)")
+_SERVE_UNIT = re.compile(r"s|ms|tok/s|req/s|rps", re.I)   # a console line's unit in brackets
 _SERVE_KEYS = {
     "successful requests": "completed", "failed requests": "failed",
     "maximum request concurrency": "max_concurrency", "max request concurrency": "max_concurrency",
@@ -1718,7 +1719,9 @@ def _scan(text) -> tuple[list[_Block], dict]:
             j = i + 1
             while j < n and lines[j].strip() and not re.fullmatch(r"=+", lines[j].strip()):
                 m = re.match(r"^\s*([A-Za-z][A-Za-z0-9 ./()_-]*?)\s*(?:\(([^)]*)\))?\s*:\s*(\S.*?)\s*$", lines[j])
-                if m:
+                # the bracket is the value's unit ("(ms)", "(tok/s)"); any other is part of the name: SGLang's
+                # `Total generated tokens (retokenized):` after `Total generated tokens:` is another count
+                if m and (m.group(2) is None or _SERVE_UNIT.fullmatch(m.group(2).strip())):
                     key = _SERVE_KEYS.get(m.group(1).strip().lower())
                     if key:
                         b.serve[key] = (j + 1, m.group(3))
