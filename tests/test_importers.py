@@ -1162,6 +1162,12 @@ def test_a_command_over_several_lines_and_what_it_puts_on_the_cpu(tmp_path):
     (r,) = im.read(write(tmp_path, "lb.md", "$ llama-bench -m x.gguf -ot exps=CPU\n" + _CUDA_4090 + _LB_HEAD.format(x="ot")
                          + _lb_row("CUDA", "exps=CPU", "tg128", "20.10 ± 0.10")), model="llama-3.1-8b")
     assert r["tensor_buft_overrides"] == "exps=CPU"
+    # llama-bench prints the -ot pattern as given (tools/llama-bench/llama-bench.cpp, test::get_values: pattern + "=" +
+    # the buffer's name), so a regex's alternation puts pipes inside the ot cell: one cell, the row read
+    ot = r"blk\.(2[0-9]|3[0-9]|4[0-6])\.ffn_.*_exps\.=CPU"
+    (r,) = im.read(write(tmp_path, "lbre.md", f"$ llama-bench -m x.gguf -ot \"{ot}\"\n" + _CUDA_4090 + _LB_HEAD.format(x="ot")
+                         + _lb_row("CUDA", ot, "tg128", "20.10 ± 0.10")), model="llama-3.1-8b")
+    assert (r["tensor_buft_overrides"], r["test"], r["n_gen"], r["avg_ts"], r["stddev_ts"]) == (ot, "tg", 128, 20.10, 0.10)
     # a vLLM server started over several lines: its model and its -tp
     serve = ("vllm serve \\\n  Qwen/Qwen2.5-32B-Instruct-AWQ \\\n  --tensor-parallel-size 2\n"
              "vllm bench serve --model Qwen/Qwen2.5-32B-Instruct-AWQ --max-concurrency 32\nH100 SXM\n" + _SERVE)
