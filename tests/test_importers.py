@@ -965,6 +965,33 @@ def test_dev_selects_cards_by_index_and_vulkan_matrix_cores(tmp_path):
              n_prompt=0, n_gen=128, avg_ts=127.5)
     (r,) = im.read(write(tmp_path, "dev1.jsonl", json.dumps(o) + "\n"), model="llama-3.1-8b")
     assert (r["device"], r["hardware"], r["n_cards"], r["split"]) == ("RTX 3090", "rtx-3090", 1, "none")
+    # -sm none: llama.cpp keeps only the main GPU (-mg, default 0) of the model's devices (src/llama.cpp,
+    # LLAMA_SPLIT_MODE_NONE), so one card ran whatever gpu_info lists; llama-bench's json and its md columns
+    # main_gpu / sm (tools/llama-bench/llama-bench.cpp, markdown_printer) and a command line's -sm none -mg 1 say which
+    for mg, card in ((0, "RTX 4090"), (1, "RTX 3090")):
+        o = dict(LB_KEYS, gpu_info="NVIDIA GeForce RTX 4090, NVIDIA GeForce RTX 3090", split_mode="none", main_gpu=mg,
+                 n_prompt=0, n_gen=128, avg_ts=127.5)
+        (r,) = im.read(write(tmp_path, "none.jsonl", json.dumps(o) + "\n"), model="llama-3.1-8b")
+        assert (r["device"], r["n_cards"], r["split"]) == (card, 1, "none")
+    o = dict(LB_KEYS, gpu_info="NVIDIA GeForce RTX 3090, NVIDIA GeForce RTX 3090", split_mode="none", n_prompt=0, n_gen=128,
+             avg_ts=127.5)
+    (r,) = im.read(write(tmp_path, "none2.jsonl", json.dumps(o) + "\n"), model="llama-3.1-8b")
+    assert (r["device"], r["hardware"], r["n_cards"], r["split"]) == ("RTX 3090", "rtx-3090", 1, "none")
+    head = ("| model                          |       size |     params | backend    | ngl |   main_gpu |     sm |            test |"
+            "                  t/s |\n| ------------------------------ | ---------: | ---------: | ---------- | --: | ---------: | "
+            "-----: | --------------: | -------------------: |\n")
+    row = "| llama 8B Q4_K - Medium         |   4.58 GiB |     8.03 B | CUDA       |  99 |          1 |   none |           tg128 |        131.22 ± 0.30 |\n"
+    (r,) = im.read(write(tmp_path, "none.md", "$ llama-bench -m x.gguf -sm none -mg 1\n" + cuda + head + row), model="llama-3.1-8b")
+    assert (r["device"], r["hardware"], r["n_cards"], r["split"], r["avg_ts"]) == ("RTX 3090", "rtx-3090", 1, "none", 131.22)
+    (r,) = im.read(write(tmp_path, "none0.md", cuda + head + row.replace("|          1 |", "|          0 |")), model="llama-3.1-8b")
+    assert (r["device"], r["hardware"], r["n_cards"]) == ("RTX 4090", "rtx-4090", 1)
+    sweep = ("llama-sweep-bench -m x.gguf -c 4096 -ngl 99 -sm none -mg 1\n" + cuda +
+             "\nmain: n_kv_max = 4096, n_batch = 2048, n_ubatch = 512, flash_attn = 1, n_gpu_layers = 99, n_threads = 16, "
+             "n_threads_batch = 16\n\n|    PP |     TG |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |\n"
+             "|-------|--------|--------|----------|----------|----------|----------|\n"
+             "|   512 |    128 |      0 |    0.199 |  2570.45 |    3.160 |    40.51 |\n")
+    pp, tg = im.read(write(tmp_path, "none_sweep.md", sweep), model="llama-3.1-8b")
+    assert (pp["device"], pp["hardware"], pp["n_cards"], pp["split"]) == ("RTX 3090", "rtx-3090", 1, "none")
     # Vulkan: ggml_vulkan's "matrix cores" is the coopmat path; -dev Vulkan0 leaves out the iGPU
     vk = ("ggml_vulkan: Found 2 Vulkan devices:\n"
           "ggml_vulkan: 0 = NVIDIA GeForce RTX 4070 (NVIDIA) | uma: 0 | fp16: 1 | bf16: 0 | warp size: 32 | shared memory: "

@@ -819,7 +819,7 @@ def _hardware_key(device: str | None) -> str | None:
     return None
 
 
-def _rig(gpu_info, cpu_info, devices, split_mode) -> dict:
+def _rig(gpu_info, cpu_info, devices, split_mode, main_gpu=None) -> dict:
     gpus = _gpus(gpu_info)
     n_dev = None
     if devices and str(devices).strip().lower() not in ("auto", "none", ""):
@@ -827,6 +827,9 @@ def _rig(gpu_info, cpu_info, devices, split_mode) -> dict:
     sel = selected_devices(dict(enumerate(gpus)), devices) if gpus else None
     if sel:   # devices "CUDA1": that card of gpu_info's list
         gpus = sel
+    mg = _main_gpu(gpus, split_mode, main_gpu)
+    if mg is not None:
+        gpus, n_dev = [gpus[mg]], 1
     if gpus:
         n = n_dev or len(gpus)
         device = gpus[0] if len(set(gpus)) == 1 else " + ".join(dict.fromkeys(gpus))
@@ -839,6 +842,16 @@ def _rig(gpu_info, cpu_info, devices, split_mode) -> dict:
     else:
         split = {"layer": "layer", "row": "tensor", "tensor": "tensor", "none": "none"}.get(sm, sm)
     return {"device": device, "hardware": _hardware_key(device) if gpus else None, "n_cards": n, "split": split}
+
+
+def _main_gpu(gpus: list, split_mode, main_gpu) -> int | None:
+    """The index (into `gpus`, the cards -dev left) of the one card a `-sm none` run used: llama.cpp keeps
+    only the main GPU (-mg, default 0) of the model's devices (src/llama.cpp, LLAMA_SPLIT_MODE_NONE); None
+    where the run is not -sm none on several cards, or -mg is not one index of them."""
+    if str(split_mode or "").strip().lower() != "none" or len(gpus) < 2:
+        return None
+    mg = str(main_gpu if main_gpu not in (None, "") else 0).strip()
+    return int(mg) if re.fullmatch(r"\d+", mg) and int(mg) < len(gpus) else None
 
 
 def _test_of(ctx, line, n_prompt, n_gen) -> str:
@@ -928,7 +941,7 @@ def _llama_bench_record(o: dict, ctx, line, meta: dict | None = None) -> dict:
                                    n_params=n_params)
         inferred["model"] = how
     r = {"evidence": "measured", "test": test, "model": model, "tool": "llama-bench", "source": ctx.source(line)}
-    r.update(_rig(o.get("gpu_info"), o.get("cpu_info"), o.get("devices"), o.get("split_mode")))
+    r.update(_rig(o.get("gpu_info"), o.get("cpu_info"), o.get("devices"), o.get("split_mode"), o.get("main_gpu")))
     if r.get("device") and "card" not in inferred:
         inferred["card"] = f"{r['device']} x{r['n_cards']} (from gpu_info)"
     ftype = ftype_of(o.get("model_type"))
@@ -2081,6 +2094,9 @@ def _block_meta(b, ctx, text, text_before, fname, weights_seen):
         sel = selected_devices(b.devices, opts.get("devices"))
         if sel:   # -dev CUDA1 of a two-card box: the second card only
             names, how = sel, how + f" and -dev {opts['devices']}"
+        mg = _main_gpu(names, opts.get("split_mode"), opts.get("main_gpu"))
+        if mg is not None:     # -sm none: the main GPU alone
+            names, how = [names[mg]], how + f" and -sm none (the main GPU, {mg})"
     else:
         for where, t in (("heading", b.label or ""), ("text before the table", " ".join(x for _, x in b.before)),
                          ("text above the table", text_before), ("file name", fname), ("text", text)):
@@ -2329,6 +2345,13 @@ def _pasted_llama_bench(b, ctx, meta, inferred, text_before):
                 rm["split"] = "none"
             rm["inferred"]["card"] = f"{rm['hardware'] or rm['device']} x{rm['n_cards']} (dev column {dev!r})"
         sm = str(o.get("split_mode") or "").strip().lower()
+        pool = (selected_devices(b.devices, dev) or [b.devices[k] for k in sorted(b.devices)]) if b.devices else []
+        mg = _main_gpu(pool, sm, o.get("main_gpu", (b.cmd[2] if b.cmd else {}).get("main_gpu")))
+        if mg is not None and rm.get("device"):    # -sm none: the main GPU alone ran
+            rm["device"] = _short_gpu(pool[mg])
+            rm["hardware"] = _hardware_key(rm["device"])
+            rm["inferred"]["card"] = (f"{rm['hardware'] or rm['device']} x1 (sm none: the main GPU, {mg}, of the "
+                                      f"'{b.device_line[1]}' lines (line {b.device_line[0]}))")
         if sm and rm.get("n_cards"):
             if sm == "none":
                 rm["n_cards"] = 1
