@@ -1245,6 +1245,22 @@ def test_an_mxfp4_gguf_is_llamas_mxfp4_moe_file_type(tmp_path):
     assert r["weights"] == "MXFP4_MOE"
 
 
+def test_batched_bench_shared_prompt_and_separate_generation(tmp_path):
+    """llama-batched-bench (tools/batched-bench/batched-bench.cpp): with -pps one prompt is processed and copied to
+    the B sequences (S_PP = PP / T_PP: one stream); with -tgs (is_tg_separate = 1 on its main: line) the B
+    sequences generate one after another, one token a step (S_TG = B x TG / T_TG of one stream at a time)."""
+    table = ("|    PP |     TG |    B |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |      T s |    S t/s |\n"
+             "|-------|--------|------|--------|----------|----------|----------|----------|----------|----------|\n"
+             "|   512 |    128 |    4 |   1024 |    0.200 |  2560.00 |   14.222 |    36.00 |   14.422 |    71.00 |\n")
+    main = ("main: n_kv_max = 8192, n_batch = 2048, n_ubatch = 512, flash_attn = 1, is_pp_shared = {pps}, "
+            "is_tg_separate = {tgs}, n_gpu_layers = 99, n_threads = 16, n_threads_batch = 16\n\n")
+    got = {}
+    for pps, tgs in ((0, 0), (1, 0), (0, 1)):
+        pp, tg = im.read(write(tmp_path, "b.md", main.format(pps=pps, tgs=tgs) + table), model="qwen3-8b")
+        got[pps, tgs] = (pp["n_streams"], tg["n_streams"], tg["pl"], tg["n_depth"], tg["avg_ts"])
+    assert got == {(0, 0): (4, 4, 4, 512, 36.0), (1, 0): (1, 4, 4, 512, 36.0), (0, 1): (4, 1, 4, 512, 36.0)}
+
+
 def test_a_page_of_sections_gives_each_batched_table_its_models_weights(tmp_path):
     # llama.cpp's benches pages: per model a heading, a batched-bench table, then its llama-bench table; the
     # batched table takes the file type of the llama-bench rows of its own model, not "not stated"

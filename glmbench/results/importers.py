@@ -2970,15 +2970,18 @@ def _batched_records(ctx, line, hdr, pp, tg, b, n_kv, t_pp, s_pp, t_tg, s_tg, me
     b = _num(ctx, line, "B", b, integer=True, minimum=1)
     _num(ctx, line, "N_KV", n_kv, integer=True, minimum=0)
     shared = bool(hdr.get("is_pp_shared"))
+    separate = bool(hdr.get("is_tg_separate"))
     out = []
     # each of the B sequences ingests PP tokens into an empty cache (with -pps: one prompt shared),
-    # then generates TG tokens from depth PP; S_PP and S_TG are over all sequences
+    # then generates TG tokens from depth PP; S_PP and S_TG are over all sequences. With -tgs
+    # (is_tg_separate = 1) the sequences generate one after another, one token a step: one stream
     if pp:
         out.append(_clean({**base, "test": "pp", "n_prompt": pp, "n_gen": 0, "n_depth": 0,
                            "n_streams": 1 if shared else b, "pl": b, "avg_ts": _speed(ctx, line, "S_PP t/s", s_pp),
                            "seconds": _num(ctx, line, "T_PP s", t_pp, required=False, minimum=0)}))
     if tg:
-        out.append(_clean({**base, "test": "tg", "n_prompt": 0, "n_gen": tg, "n_depth": pp, "n_streams": b, "pl": b,
+        out.append(_clean({**base, "test": "tg", "n_prompt": 0, "n_gen": tg, "n_depth": pp, "n_streams": 1 if separate else b,
+                           "pl": b,
                            "avg_ts": _speed(ctx, line, "S_TG t/s", s_tg),
                            "seconds": _num(ctx, line, "T_TG s", t_tg, required=False, minimum=0)}))
     if not out:
