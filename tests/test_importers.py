@@ -1245,6 +1245,27 @@ def test_an_mxfp4_gguf_is_llamas_mxfp4_moe_file_type(tmp_path):
     assert r["weights"] == "MXFP4_MOE"
 
 
+def test_a_table_with_lines_written_between_its_rows(tmp_path):
+    """A line between a table's rows (a user's note in a post; in a terminal's copy, whatever else went to stderr,
+    where sweep-bench prints its table too, LOG_TEE / LOG_INF): the rows after it are the same table's, not
+    dropped without a word; a new header or llama-bench's `build:` line still ends a table."""
+    head = ("main: n_kv_max = 8192, n_batch = 2048, n_ubatch = 512, flash_attn = 1, n_gpu_layers = 99, n_threads = 16, "
+            "n_threads_batch = 16\n\n|    PP |     TG |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |\n"
+            "|-------|--------|--------|----------|----------|----------|----------|\n")
+    rows = ["|   512 |    128 |      0 |    0.199 |  2570.45 |    3.160 |    40.51 |\n",
+            "|   512 |    128 |    512 |    0.201 |  2545.10 |    3.180 |    40.25 |\n",
+            "|   512 |    128 |   1024 |    0.203 |  2522.00 |    3.200 |    40.00 |\n"]
+    text = head + rows[0] + "(GPU at 100% from here, fans at 80%)\n" + rows[1] + rows[2]
+    recs = im.read(write(tmp_path, "s.md", text), model="qwen3-8b")
+    assert [(r["test"], r["n_depth"], r["avg_ts"]) for r in recs] == [
+        ("pp", 0, 2570.45), ("tg", 0, 40.51), ("pp", 512, 2545.10), ("tg", 512, 40.25), ("pp", 1024, 2522.0), ("tg", 1024, 40.0)]
+    # a llama-bench table ends at its build: line
+    lb = (_LB_HEAD.format(x="fa") + _lb_row("CUDA", "1", "pp512", "5000.00 ± 1.00") + "\nbuild: abc1234 (6500)\n"
+          + _lb_row("CUDA", "1", "tg128", "130.00 ± 1.00"))
+    (r,) = im.read(write(tmp_path, "lb.md", _CUDA_4090 + lb), model="llama-3.1-8b")
+    assert (r["test"], r["build_number"]) == ("pp", 6500)
+
+
 def test_batched_bench_shared_prompt_and_separate_generation(tmp_path):
     """llama-batched-bench (tools/batched-bench/batched-bench.cpp): with -pps one prompt is processed and copied to
     the B sequences (S_PP = PP / T_PP: one stream); with -tgs (is_tg_separate = 1 on its main: line) the B

@@ -1711,10 +1711,13 @@ def _scan(text) -> tuple[list[_Block], dict]:
                     if lines[j].strip().startswith("|"):
                         rows.append((j + 1, _split_md(lines[j])))
                     j += 1
-                # a table a blank line splits (a paste cut in two): rows of the header's width after
-                # blank lines, with no separator line under the first (that would be a new table)
-                k = j
-                while k < n and not lines[k].strip():
+                # a table a blank line splits (a paste cut in two), or a few log lines written between its rows
+                # (stderr into a terminal's copy; a `build:` line ends a llama-bench table): rows of the header's
+                # width after them, with no separator line under the first (that would be a new table)
+                k, logged = j, 0
+                while k < n and (not lines[k].strip() or (logged < 3 and not lines[k].strip().startswith("|")
+                                                          and not _BUILD_RE.match(lines[k]))):
+                    logged += bool(lines[k].strip())
                     k += 1
                 if (kind and k > j and k < n and lines[k].strip().startswith("|")
                         and len(_split_md(lines[k])) == len(header) and _split_md(lines[k]) != header
