@@ -558,7 +558,8 @@ def sidecar_backend(text: str | None) -> str | None:
 
 def _no_model_backend(r: dict, side_backend: str | None = None) -> str | None:
     """Why a record ran on a backend no runtime model is of (ROCm, Metal, SYCL, the CPU, RPC to
-    another host), or None: the record's own backend, else the sidecar's runtime text."""
+    another host, a build of several GPU backends whose run -dev did not narrow to one's: CUDA,Vulkan), or None:
+    the record's own backend, else the sidecar's runtime text."""
     parts = [p.strip() for p in str(r.get("backend") or "").split(",") if p.strip()]
     tail = f": glmbench has no runtime model of it (runtime models: {_runtimes_said()})"
     if "RPC" in (p.upper() for p in parts):
@@ -566,6 +567,8 @@ def _no_model_backend(r: dict, side_backend: str | None = None) -> str | None:
     for p in parts:
         if p.lower() in _NO_MODEL_BACKENDS:
             return f"backend {_NO_MODEL_BACKENDS[p.lower()]}" + tail
+    if len(parts) > 1:      # a build of several GPU backends whose devices the run did not narrow to one's
+        return f"backends {r['backend']} (a build of both; no -dev of one backend's devices says which ran it)" + tail
     if not parts and side_backend:
         return f"backend {side_backend} (the sidecar's runtime)" + tail
     if not parts and not r.get("hardware") and r.get("device") and not importers.gpus_in(str(r["device"])) \

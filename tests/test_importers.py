@@ -992,6 +992,22 @@ def test_dev_selects_cards_by_index_and_vulkan_matrix_cores(tmp_path):
              "|   512 |    128 |      0 |    0.199 |  2570.45 |    3.160 |    40.51 |\n")
     pp, tg = im.read(write(tmp_path, "none_sweep.md", sweep), model="llama-3.1-8b")
     assert (pp["device"], pp["hardware"], pp["n_cards"], pp["split"]) == ("RTX 3090", "rtx-3090", 1, "none")
+    # a build of CUDA and Vulkan: llama-bench's backends lists both (test::get_backend: every registered backend but
+    # the CPU), -dev picks by ggml's device names (CUDA0, Vulkan0): a row is the backend of the devices it ran on
+    got = []
+    for dev in ("CUDA0", "Vulkan0", "auto"):
+        o = dict(LB_KEYS, backends="CUDA,Vulkan", devices=dev, n_prompt=0, n_gen=128, avg_ts=127.5)
+        (r,) = im.read(write(tmp_path, "cv.jsonl", json.dumps(o) + "\n"), model="llama-3.1-8b")
+        got.append(r["backend"])
+    assert got == ["CUDA", "Vulkan", "CUDA,Vulkan"]
+    both = cuda.split("  Device 1")[0].replace("found 2", "found 1") + (
+        "ggml_vulkan: Found 1 Vulkan devices:\nggml_vulkan: 0 = NVIDIA GeForce RTX 4090 (NVIDIA) | uma: 0 | fp16: 1 | "
+        "warp size: 32 | shared memory: 49152 | int dot: 1 | matrix cores: NV_coopmat2\n")
+    rows = "".join(_lb_row("CUDA,Vulkan", d, "tg128", ts) for d, ts in (("CUDA0", "150.00 ± 0.10"), ("Vulkan0", "140.00 ± 0.10"),
+                                                                        ("CUDA0/Vulkan0", "80.00 ± 0.10")))
+    recs = im.read(write(tmp_path, "cv.md", both + _LB_HEAD.format(x="dev") + rows), model="llama-3.1-8b")
+    assert [(r["backend"], r.get("coopmat"), r["avg_ts"]) for r in recs] == [
+        ("CUDA", None, 150.0), ("Vulkan", "nv2", 140.0), ("CUDA,Vulkan", "nv2", 80.0)]
     # Vulkan: ggml_vulkan's "matrix cores" is the coopmat path; -dev Vulkan0 leaves out the iGPU
     vk = ("ggml_vulkan: Found 2 Vulkan devices:\n"
           "ggml_vulkan: 0 = NVIDIA GeForce RTX 4070 (NVIDIA) | uma: 0 | fp16: 1 | bf16: 0 | warp size: 32 | shared memory: "

@@ -543,6 +543,19 @@ def test_backends_without_a_model_mixed_cards_and_sidecar_spellings(tmp_path):
     _write(d, "rpc.md", cuda1 + LBH + lbrow("CUDA,RPC", "tg128", "9.87 ± 0.02"), side)
     with pytest.raises(pr.Skip, match=r"^rpc\.md:5: backend RPC \(layers on another host's rpc-server"):
         pr.generic_records(os.path.join(d, "rpc.md"))
+    # a build of CUDA and Vulkan (llama-bench's backend column lists both, tools/llama-bench/llama-bench.cpp
+    # test::get_backend): a row whose dev column picks a CUDA device is CUDA's; one on the devices of both is left out
+    both = cuda1 + ("ggml_vulkan: Found 1 Vulkan devices:\nggml_vulkan: 0 = NVIDIA GeForce RTX 3090 (NVIDIA) | uma: 0 | "
+                    "fp16: 1 | warp size: 32 | shared memory: 49152 | int dot: 1 | matrix cores: KHR_coopmat\n")
+    dev_head = ("| model                          |       size |     params | backend     | ngl | dev           |            test |"
+                "                  t/s |\n| ------------------------------ | ---------: | ---------: | ----------- | --: | "
+                "------------- | --------------: | -------------------: |\n")
+    dev_row = "| llama 8B Q4_K - Medium         |   4.58 GiB |     8.03 B | CUDA,Vulkan |  99 | {:13} |           tg128 | {:>20} |\n"
+    _write(d, "cv.md", both + dev_head + dev_row.format("CUDA0", "150.31 ± 0.20") + dev_row.format("CUDA0/Vulkan0", "80.10 ± 0.30"),
+           side + "GPU: RTX 3090\n")
+    _, (r,) = pr.generic_records(os.path.join(d, "cv.md"))
+    assert (r["runtime"], r["hardware"], r["n_cards"], r["line"], r["avg_ts"]) == ("llama.cpp", "rtx-3090", 1, "cv.md:7", 150.31)
+    assert "line 8: backends CUDA,Vulkan (a build of both; no -dev of one backend's devices says which ran it)" in r["note"]
     # a sweep-bench table states no backend: the sidecar's "HIP/ROCm build" does
     sweep = ("|    PP |     TG |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |\n"
              "|-------|--------|--------|----------|----------|----------|----------|\n"

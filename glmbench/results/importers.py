@@ -950,7 +950,8 @@ def _llama_bench_record(o: dict, ctx, line, meta: dict | None = None) -> dict:
         inferred["weights"] = (f"from the file type {ftype!r}" if quant_name(ftype) else
                                f"from the file name {_stem(o.get('model_filename'))!r}")
     if o.get("backends") and "backend" not in meta:
-        r["backend"] = _backend_name(o.get("backends"))
+        # a build of several GPU backends runs on the one its devices are of (-dev Vulkan0 of a CUDA,Vulkan build)
+        r["backend"] = _dev_backend(o.get("devices"), o["backends"]) or _backend_name(o.get("backends"))
     elif "backends" not in o and "backend" not in meta:   # builds before `backends` (2024): a 0/1 field per backend
         on = [b for k, b in _OLD_BACKEND_FIELDS if _bool(o.get(k))]
         if on:
@@ -996,6 +997,17 @@ def _backend_name(v) -> str | None:
     out = [known.get(p.lower(), p) for p in parts]
     gpu = [p for p in out if p not in ("CPU", "BLAS")]
     return ",".join(gpu or out)
+
+
+def _dev_backend(dev, backends) -> str | None:
+    """The backend the devices llama-bench's -dev picked ("Vulkan0", "CUDA0/CUDA1": ggml's device names, the
+    backend's name and an index) belong to, where the build has several GPU backends (`backends` "CUDA,Vulkan")
+    and every device picked is of one of them; else None."""
+    listed = {p.lower(): p for p in re.split(r"[,+/]", str(_backend_name(backends) or "")) if p.strip()}
+    if len(listed) < 2:
+        return None
+    kinds = {re.sub(r"\d+$", "", d.strip()).lower() for d in re.split(r"[/,]", str(dev or "")) if d.strip()}
+    return listed.get(kinds.pop()) if len(kinds) == 1 else None
 
 
 def _apply_meta(r: dict, meta: dict | None, inferred: dict):
@@ -2381,6 +2393,16 @@ def _pasted_llama_bench(b, ctx, meta, inferred, text_before):
                                         and "RPC" not in base else "")
             if rpc_note:
                 rm["inferred"]["backend"] = f"{rm['backend']} ({rpc_note})"
+            several = [x for x in _backend_name(o["backends"]).split(",") if x != "RPC"]
+            db = _dev_backend(dev, o["backends"])
+            if db:   # the build's backends are several; the row's devices are of one ("CUDA,Vulkan", dev Vulkan0)
+                rm["backend"] = db
+                if db != "Vulkan":
+                    rm.pop("coopmat", None)     # (the Vulkan device lines' matrix cores)
+                rm["inferred"]["backend"] = f"{db} (the dev column {dev!r} of a {o['backends']} build)"
+            elif len(several) > 1:   # no -dev of one backend's devices: not the device lines' last backend
+                rm["backend"] = _backend_name(o["backends"])
+                rm["inferred"]["backend"] = f"{rm['backend']} (the backend column; no dev column picks one's devices)"
         r = _llama_bench_record(o, ctx, line, meta=rm)
         r.update(sizes)
         ft = ftype_of(row.get("model"))
