@@ -609,7 +609,8 @@ def offload_report(path, runs: list) -> list[str]:
         errs[run["test"]].append(abs(e))
         s = run["setup"]
         what = (f"pp{run['n_prompt']}" if run["test"] == "pp" else f"tg{run['n_gen']}") + f" @ d{run.get('n_depth') or 0}"
-        L.append(f"| {run['runtime']} | {run['where']} | {s.gpu.key} | {s.model.name} | {run['placement']} | "
+        placement = run["placement"].replace("|", "\\|")    # an -ot regex's alternation, not a cell's end
+        L.append(f"| {run['runtime']} | {run['where']} | {s.gpu.key} | {s.model.name} | {placement} | "
                  f"{run['host_name']} | {what} | {float(run['avg_ts']):.2f} | {q:.2f} | {e:+.1%} |")
     L += ["", "MAPE over these points: decode " + (_pct(float(np.mean(errs["tg"]))) if errs["tg"] else "–")
           + ", prefill " + (_pct(float(np.mean(errs["pp"]))) if errs["pp"] else "–") + ".", ""]

@@ -1211,6 +1211,15 @@ def test_runs_partly_on_the_cpu_are_checked_with_their_placement(tmp_path):
     text = "\n".join(bpf.run_checks([d]))
     assert re.search(r"\| llama\.cpp \| moe\.md:5 \| rtx-3090 \| gpt-oss-120b \| ngl 99, n-cpu-moe 36 \| workstation-ddr5 \| "
                      r"tg128 @ d0 \| 25\.30 \| [\d.]+ \| [+-]\d+\.\d% \|", text)
+    # an -ot regex's alternation (llama-bench's ot column prints the pattern as given) stays in its cell of the report
+    d2 = str(tmp_path / "src2")
+    os.makedirs(d2)
+    ot = "blk\\.(2[0-9]|3[0-5])\\.ffn_.*_exps\\.=CPU"
+    ot_head = head.replace("| n_cpu_moe |", "| ot                    |").replace("| --------: |", "| --------------------- |")
+    ot_row = row(0, "tg128", "20.10 ± 0.30").replace("|         0 |", f"| {ot} |")
+    _write(d2, "ot.md", dev + ot_head + ot_row, "URL: https://example.org/ot\n")
+    (line,) = [x for x in bpf.run_checks([d2]) if x.startswith("| llama.cpp | ot.md:4 |")]
+    assert len(re.split(r"(?<!\\)\|", line)) == 12 and "-ot blk\\.(2[0-9]\\|3[0-5])\\.ffn_.*_exps\\.=CPU |" in line
     # the placement as a paste or a sidecar states it
     assert pr._offload_fields({"tensor_buft_overrides": "blk\\.(1|2)\\.ffn_.*_exps=CPU;exps=CUDA1"}) == {
         "override_tensor": ["blk\\.(1|2)\\.ffn_.*_exps"], "offload_other": ["exps"]}
