@@ -1008,6 +1008,12 @@ def test_dev_selects_cards_by_index_and_vulkan_matrix_cores(tmp_path):
     recs = im.read(write(tmp_path, "cv.md", both + _LB_HEAD.format(x="dev") + rows), model="llama-3.1-8b")
     assert [(r["backend"], r.get("coopmat"), r["avg_ts"]) for r in recs] == [
         ("CUDA", None, 150.0), ("Vulkan", "nv2", 140.0), ("CUDA,Vulkan", "nv2", 80.0)]
+    # llama-bench's md names use_mmap / use_direct_io "mmap" / "dio" (llama-cpp-python 0.3.22's llama-bench.cpp,
+    # markdown_printer::get_field_display_name; -mmp 0 -dio 1): the record's fields, as json's
+    (r,) = im.read(write(tmp_path, "dio.md", cuda + _LB_HEAD.format(x="mmap").replace("|      mmap |", "| mmap | dio |")
+                         .replace("| --------: |", "| ---: | --: |") + _lb_row("CUDA", "0 |   1", "tg128", "127.55 ± 0.35")),
+                   model="llama-3.1-8b")
+    assert (r["use_mmap"], r["use_direct_io"], r["avg_ts"]) == (False, True, 127.55)
     # Vulkan: ggml_vulkan's "matrix cores" is the coopmat path; -dev Vulkan0 leaves out the iGPU
     vk = ("ggml_vulkan: Found 2 Vulkan devices:\n"
           "ggml_vulkan: 0 = NVIDIA GeForce RTX 4070 (NVIDIA) | uma: 0 | fp16: 1 | bf16: 0 | warp size: 32 | shared memory: "

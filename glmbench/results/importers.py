@@ -901,7 +901,7 @@ _LB_BOOL = ("cpu_strict", "no_kv_offload", "embeddings", "no_host", "use_mmap", 
 _LB_KEEP = ("build_commit", "build_number", "cpu_info", "gpu_info", "backends", "model_filename", "model_type",
             "model_size", "model_n_params", "n_batch", "n_ubatch", "n_threads", "n_gpu_layers", "n_cpu_moe",
             "split_mode", "main_gpu", "no_kv_offload", "devices", "tensor_split", "tensor_buft_overrides",
-            "load_mode", "use_mmap", "embeddings", "no_op_offload", "cpu_mask", "cpu_strict", "poll", "no_host",
+            "load_mode", "use_mmap", "use_direct_io", "embeddings", "no_op_offload", "cpu_mask", "cpu_strict", "poll", "no_host",
             "fit_target", "fit_min_ctx", "test_time", "avg_ns", "stddev_ns", "samples_ns", "samples_ts")
 
 
@@ -1191,7 +1191,7 @@ def _read_llama_bench_sql(text, ctx):
 
 
 _MD_COLS = {"ngl": "n_gpu_layers", "fa": "flash_attn", "sm": "split_mode", "threads": "n_threads",
-            "dev": "devices", "ts": "tensor_split", "n_cpu_moe": "n_cpu_moe", "mmap": "use_mmap",
+            "dev": "devices", "ts": "tensor_split", "n_cpu_moe": "n_cpu_moe", "mmap": "use_mmap", "dio": "use_direct_io",
             "backend": "backends", "mg": "main_gpu", "nkvo": "no_kv_offload", "ot": "tensor_buft_overrides",
             "embd": "embeddings", "cpu_mask": "cpu_mask", "cpu_strict": "cpu_strict", "poll": "poll",
             "load_mode": "load_mode", "n_batch": "n_batch", "n_ubatch": "n_ubatch", "type_k": "type_k",
