@@ -1793,3 +1793,18 @@ def test_vllm_s_offline_benchmarks_printed_arguments_stand_for_their_command_lin
     (r,) = im.read(write(tmp_path, "tp.log", tp + "Throughput: 10.00 requests/s, 11520.00 total tokens/s, "
                                                  "1280.00 output tokens/s\n"))
     assert (r["serve_kind"], r["n_prompt"], r["n_gen"], r["completed"]) == ("throughput", 1024, 128, 200)
+
+
+def test_a_2024_json_of_a_hip_or_musa_build_is_rocm_or_musa_not_cuda(tmp_path):
+    # Before llama-bench's `backends` field (2024) json/csv/sql carried a 0/1 field per backend, and a HIP or
+    # MUSA build of ggml-cuda set GGML_USE_CUDA too, so it printed "cuda": 1; only the md column (GGML_CUDA_NAME,
+    # ggml-cuda.h) said ROCm / MUSA (llama.cpp as vendored by llama-cpp-python 0.2.90, examples/llama-bench)
+    old = {k: v for k, v in LB_KEYS.items() if k != "backends"}
+    flags = dict(cuda=True, vulkan=False, kompute=False, metal=False, sycl=False, rpc=False, gpu_blas=True, blas=True)
+    rows = [dict(old, **flags, gpu_info=g, n_prompt=0, n_gen=128, n_depth=0, avg_ts=30.0, stddev_ts=0.1)
+            for g in ("AMD Radeon RX 7900 XTX", "Radeon RX 7900 XTX/Radeon RX 7900 XTX", "MTT S80",
+                      "NVIDIA GeForce RTX 3090")]
+    recs = im.read(write(tmp_path, "old.json", json.dumps(rows)))
+    assert [r["backend"] for r in recs] == ["ROCm", "ROCm", "MUSA", "CUDA"]
+    assert "GGML_USE_CUDA" in recs[0]["inferred"]["backend"]
+    assert "backend" not in recs[3].get("inferred", {})

@@ -956,6 +956,11 @@ def _llama_bench_record(o: dict, ctx, line, meta: dict | None = None) -> dict:
         on = [b for k, b in _OLD_BACKEND_FIELDS if _bool(o.get(k))]
         if on:
             r["backend"] = on[0]
+            hip = _cuda_port(o.get("gpu_info")) if on[0] == "CUDA" else None
+            if hip:     # a HIP or MUSA build of ggml-cuda also says "cuda": 1 (its md column says ROCm / MUSA)
+                r["backend"] = hip
+                inferred["backend"] = (f"{hip} (the field cuda = 1 of a build before `backends`, on "
+                                       f"{o.get('gpu_info')!r}: ggml-cuda built for {hip} sets GGML_USE_CUDA)")
     ik = sorted(k for k in o if k in _IK_ONLY_FIELDS)
     if ik or r["weights"] in vocab.IK_FORMATS:
         # ik_llama.cpp's llama-bench prints as mainline's but for its own options and types
@@ -997,6 +1002,21 @@ def _backend_name(v) -> str | None:
     out = [known.get(p.lower(), p) for p in parts]
     gpu = [p for p in out if p not in ("CPU", "BLAS")]
     return ",".join(gpu or out)
+
+
+def _cuda_port(gpu_info) -> str | None:
+    """"ROCm" / "MUSA" where every card of a llama-bench gpu_info is AMD's / Moore Threads', else None. Before
+    llama-bench's `backends` field (2024) a HIP or MUSA build printed "cuda": 1 in json/csv/sql, since ggml's
+    CMake set GGML_USE_CUDA for them too (ggml/src/CMakeLists.txt of the llama.cpp llama-cpp-python 0.2.90
+    vendors); only its md backend column (GGML_CUDA_NAME, ggml-cuda.h) said ROCm / MUSA."""
+    cards = [c for c in re.split(r"/", str(gpu_info or "")) if c.strip()]
+    if not cards:
+        return None
+    if all(re.search(r"\b(AMD|Radeon|Instinct)\b|\bgfx\d", c, re.I) for c in cards):
+        return "ROCm"
+    if all(re.search(r"\bMTT\b|Moore Threads", c, re.I) for c in cards):
+        return "MUSA"
+    return None
 
 
 def _dev_backend(dev, backends) -> str | None:
