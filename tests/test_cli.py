@@ -260,6 +260,22 @@ def test_report_folder(capsys, tmp_path):
         assert f"{d['ranking'][0]['model']} on " in md
 
 
+def test_report_command_line_is_copy_pasteable():
+    """report.md's `Generated ... by: glmbench report ...` line runs as a shell command: a GPU named as
+    tools print it, a runtime with options and an -ot pattern are one argument each, and the line
+    parses back to the same study."""
+    import shlex
+    st = report.Study(models=("glm-4.7-flash",), hardware="NVIDIA GeForce RTX 4090", runtime="llama.cpp[fa=1]",
+                      cards=(1,), offload=dict(n_gpu_layers=None, n_cpu_moe=0, override_tensor=(r"blk\.[0-9]\.ffn_.*_exps",)))
+    argv = shlex.split(st.command())
+    assert argv[:2] == ["glmbench", "report"] and "NVIDIA GeForce RTX 4090" in argv and "llama.cpp[fa=1]" in argv
+    assert r"blk\.[0-9]\.ffn_.*_exps=CPU" in argv
+    args = cli.build_parser().parse_args(argv[1:])
+    again = cli._study_from_args(args)
+    assert (again.models, again.hardware, again.runtime, again.cards, again.offload) == \
+        (st.models, st.hardware, st.runtime, st.cards, st.offload)
+
+
 @pytest.mark.slow
 def test_report_with_measured_points(capsys, tmp_path):
     cfg = tiny_config(tmp_path / "tiny.json")
