@@ -227,6 +227,8 @@ def test_report_folder(capsys, tmp_path):
     assert {r["weights"] for r in recs} == {"q4_K"} and {r["type_k"] for r in recs} == {"f16"}
     assert {r["link_gbps"] for r in recs if r["n_cards"] == 2} == {1.4}
     md = (out / "report.md").read_text()
+    files = next(l for l in md.splitlines() if l.startswith("Files: "))
+    assert all(f"`{n}`" in files for n in names if n != "report.md")   # every file written is named
     for section in ("## Generation speed vs context", "## Prefill speed and time to first token",
                     "## Memory ceilings", "## One card vs two", "## Throughput vs concurrency",
                     "## Decision table", "**Evidence:** predicted"):
