@@ -567,7 +567,12 @@ def _measured_vs_predicted(records) -> list[list]:
     def star(m):
         return "\\*" if m.get("stable") is False else ""
 
-    return [[m["model"], test_label(m), m.get("device") or m.get("tool") or "?", _num(m["avg_ts"], 2) + star(m), _rig(p),
+    def where(m):
+        # the measured rig as the predicted one is named: 2 cards are not 1 (the rows pair by point, any rig)
+        n = m.get("n_cards") or 1
+        return (f"{n}× {m['device']}" if int(n) > 1 else m["device"]) if m.get("device") else (m.get("tool") or "?")
+
+    return [[m["model"], test_label(m), where(m), _num(m["avg_ts"], 2) + star(m), _rig(p),
              _num(p["avg_ts"], 2), f"{p['avg_ts'] / m['avg_ts']:.2f}", stable(m)]
             for m, p in measured_predicted_pairs(records)]
 
