@@ -63,6 +63,8 @@ def test_help_for_every_command(capsys, cmd):
     assert e.value.code == 0
     out = capsys.readouterr().out
     assert out.startswith(f"usage: glmbench {cmd}")
+    if cmd == "measure":   # the limit measure() enforces (`--layers 1` is refused) is stated where the flag is
+        assert "k >= 2" in " ".join(out.split())
 
 
 @pytest.mark.parametrize("argv,msg", [
