@@ -1123,7 +1123,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--repeats", type=int, default=3, help="repeats per point (default: 3)")
     sp.add_argument("--layers", default="auto",
                     help="auto (the whole model if it fits in memory, else sampled), full, sampled, or "
-                         "a number k of layers of each kind to build and time (default: auto)")
+                         "a number k >= 2 of layers of each kind to build and time (default: auto)")
     sp.add_argument("--routing-stats", action="store_true",
                     help="real weights only (a .gguf or an HF safetensors folder): record each MoE layer's "
                          "tokens per expert over the timed decode steps (routing_counts)")

@@ -63,6 +63,8 @@ def test_help_for_every_command(capsys, cmd):
     assert e.value.code == 0
     out = capsys.readouterr().out
     assert out.startswith(f"usage: glmbench {cmd}")
+    if cmd == "measure":   # the limit measure() enforces (`--layers 1` is refused) is stated where the flag is
+        assert "k >= 2" in " ".join(out.split())
 
 
 @pytest.mark.parametrize("argv,msg", [
@@ -227,6 +229,8 @@ def test_report_folder(capsys, tmp_path):
     assert {r["weights"] for r in recs} == {"q4_K"} and {r["type_k"] for r in recs} == {"f16"}
     assert {r["link_gbps"] for r in recs if r["n_cards"] == 2} == {1.4}
     md = (out / "report.md").read_text()
+    files = next(l for l in md.splitlines() if l.startswith("Files: "))
+    assert all(f"`{n}`" in files for n in names if n != "report.md")   # every file written is named
     for section in ("## Generation speed vs context", "## Prefill speed and time to first token",
                     "## Memory ceilings", "## One card vs two", "## Throughput vs concurrency",
                     "## Decision table", "**Evidence:** predicted"):
@@ -258,6 +262,22 @@ def test_report_folder(capsys, tmp_path):
     for d in decs:
         assert len(d["ranking"]) == 4 and [r["rank"] for r in d["ranking"]] == [1, 2, 3, 4]
         assert f"{d['ranking'][0]['model']} on " in md
+
+
+def test_report_command_line_is_copy_pasteable():
+    """report.md's `Generated ... by: glmbench report ...` line runs as a shell command: a GPU named as
+    tools print it, a runtime with options and an -ot pattern are one argument each, and the line
+    parses back to the same study."""
+    import shlex
+    st = report.Study(models=("glm-4.7-flash",), hardware="NVIDIA GeForce RTX 4090", runtime="llama.cpp[fa=1]",
+                      cards=(1,), offload=dict(n_gpu_layers=None, n_cpu_moe=0, override_tensor=(r"blk\.[0-9]\.ffn_.*_exps",)))
+    argv = shlex.split(st.command())
+    assert argv[:2] == ["glmbench", "report"] and "NVIDIA GeForce RTX 4090" in argv and "llama.cpp[fa=1]" in argv
+    assert r"blk\.[0-9]\.ffn_.*_exps=CPU" in argv
+    args = cli.build_parser().parse_args(argv[1:])
+    again = cli._study_from_args(args)
+    assert (again.models, again.hardware, again.runtime, again.cards, again.offload) == \
+        (st.models, st.hardware, st.runtime, st.cards, st.offload)
 
 
 @pytest.mark.slow

@@ -65,6 +65,21 @@ def test_compare_llama_bench_files_with_a_prediction(capsys, tmp_path):
 
 
 @needs_samples
+def test_report_measured_on_names_the_card_count(capsys, tmp_path):
+    """llama-bench.json ran on two RTX 4090s: its rows beside the 1-card and 2-card predictions say
+    '2× RTX 4090', not 'RTX 4090' (which read as the one-card rig)."""
+    rep = tmp_path / "rep"
+    rc, _, err = run(capsys, "report", "-q", "--model", "glm-4.7-flash", "--hardware", "rtx-4090", "--weights", "Q4_K_M",
+                     "--depths", "0,8K", "--n-prompt", "512", "--concurrency", "1", "--measured",
+                     sample("llama-bench.json"), "--out", str(rep))
+    assert rc == 0, err
+    rows = [l for l in (rep / "report.md").read_text().splitlines() if l.startswith("| glm-4.7-flash | tg128")]
+    assert len(rows) == 4   # tg128 at two depths, each beside one card and two
+    assert all(l.split(" | ")[2] == "2× RTX 4090" for l in rows)
+    assert {l.split(" | ")[4].split(" (")[0] for l in rows} == {"1× RTX 4090", "2× RTX 4090"}
+
+
+@needs_samples
 def test_plot_and_report_take_sweep_bench(capsys, tmp_path):
     rc, _, err = run(capsys, "plot", sample("sweep-bench.md"), "--out", str(tmp_path / "c"))
     msg = one_line_error(rc, err)

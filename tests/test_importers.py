@@ -157,9 +157,12 @@ def test_vllm_and_sglang_serving_results():
     assert v["aggregate_tok_s"] == v["avg_ts"] == pytest.approx(raw["total_output_tokens"] / raw["duration"])
     assert v["ttft_s"] == pytest.approx(raw["mean_ttft_ms"] / 1000)
     assert v["n_prompt"] == round(raw["total_input_tokens"] / raw["completed"])
+    # the model comes from a field of the result, and the how says which (it said "file name" before)
+    assert v["inferred"]["model"] == "from the model_id 'Qwen/Qwen3-32B'"
     # line 2 ran against a vLLM server: no server_info, so nothing names the model
     a, b = im.read(sample("sglang-bench-serving.jsonl"))
     assert a["model"] == "qwen3-32b" and "model" not in b
+    assert a["inferred"]["model"] == "from the server_info's model_path 'Qwen/Qwen3-32B'"
     s1, s2 = im.read(sample("sglang-bench-serving.jsonl"), default_model="qwen3-32b")
     assert s1["model"] == s2["model"] == "qwen3-32b"
     assert s1["serve_backend"] == "sglang" and s2["serve_backend"] == "vllm"

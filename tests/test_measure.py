@@ -249,6 +249,38 @@ def test_threads_are_restored():
     assert glmbench.get_num_threads() == before
 
 
+def test_progress_bar_total_counts_the_extra_warm_up_runs(monkeypatch):
+    """The bar's total planned `warmup` warm-up runs per point, but a point warms up until two runs
+    agree (up to WARMUP_EXTRA more): `glmbench measure` showed '0/9' going on to 21 runs. The
+    total now grows with each extra warm-up run and ends equal to the runs made."""
+    from glmbench.measure import cpu as C
+    bars = []
+
+    class Bar:
+        def __init__(self, total):
+            self.total, self.n = total, 0
+            bars.append(self)
+
+        def update(self, k):
+            self.n += k
+
+        def set_postfix_str(self, *a, **k):
+            pass
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(C, "_bar", lambda progress, total, name: Bar(total))
+    times = iter([1.0, 2.0] * 4 + [1.0] * 20)     # the first point never steady: every extra run taken
+    monkeypatch.setattr(C, "_step_seconds", lambda m, kinds, counts: next(times))
+    recs = M.measure(tiny_qwen(), tests=("pp", "tg"), depths=(0,), n_prompt=4, n_gen=2, repeats=1, warmup=1,
+                     progress=True)
+    assert recs[0]["warmup_runs"] == 1 + C.WARMUP_EXTRA
+    (bar,) = bars
+    runs = sum(r["warmup_runs"] + len(r["samples_ns"]) for r in recs)
+    assert bar.n == runs and bar.total == runs
+
+
 def test_layers_given_as_text_like_the_cli():
     recs = M.measure(tiny_glm(), layers="3", tests=("tg",), depths=(0,), n_gen=2, repeats=1, warmup=0,
                      progress=False)

@@ -1,6 +1,7 @@
 """llama.cpp's partial offload in the cost model: which bytes sit on the card and in host memory,
 and the host's and the PCIe link's seconds, by hand for a tiny MoE and a tiny dense model."""
 import json
+import os
 
 import pytest
 
@@ -160,6 +161,16 @@ def test_cli_offload_records_and_report(tmp_path, capsys):
     rows = json.loads((rep / "offload.json").read_text())
     assert [r["n_depth"] for r in rows] == [4096, 32768] and all(r["fits"] for r in rows)
     assert rows[0]["n_cpu_moe"] <= rows[1]["n_cpu_moe"]
+    # report.md names every file written beside it, offload.json and ceilings.json included
+    files = next(l for l in text.splitlines() if l.startswith("Files: "))
+    for name in sorted(os.listdir(rep)):
+        if name != "report.md":
+            assert f"`{name}`" in files, name
+    # the same folder without --offload: no offload table, and no stale offload.json either
+    rc = cli.main(["report", "--model", "glm-4.7-flash", "--weights", "Q8_0", "--depths", "4K,32K",
+                   "--concurrency", "1", "--out", str(rep), "-q"])
+    assert rc == 0 and not (rep / "offload.json").exists()
+    assert "offload.json" not in (rep / "report.md").read_text()
     capsys.readouterr()
     rc = cli.main(["report", "--model", "qwen3-32b", "--n-cpu-moe", "2", "--out", str(tmp_path / "x"), "-q"])
     _, err = capsys.readouterr()

@@ -87,6 +87,34 @@ def test_pareto_front_is_the_non_dominated_set():
         assert {r["i"] for r in front} == want
 
 
+def test_pareto_chart_tick_labels_do_not_overlap():
+    """Goodput spanning about 1.5 decades got minor-tick labels (2x10^2, 3x10^2, 4x10^2...) drawn on top
+    of each other on pareto.png's log axes; every axis' visible tick labels now stand apart."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    rows = []
+    for i in range(24):
+        g = 150.0 * 20 ** (i / 23)                      # 150 .. 3000 tok/s
+        rows.append(dict(status="evaluated", setup=f"m, card {i}, q4_K/f16, typical", feasible=i % 3 == 0,
+                         max_goodput_tok_s=g, usd_per_mtok_at_max=0.04 * 200 ** ((i * 7 % 24) / 23),
+                         ttft_p99_s=0.17 * 3000 ** (i / 23), usd_per_mtok=0.05 * 150 ** ((i * 5 % 24) / 23)))
+    obj = sr.Objective(ttft_slo_s=2.0, tpot_slo_s=0.1)
+    res = sr.SearchResult(trace={"trace": "t"}, objective=obj, records=rows, chosen=rows[3],
+                          front_goodput=rows[::6], front_ttft=rows[::8], prices=prices.load(),
+                          n_candidates=len(rows), pruned={}, reused=0)
+    fig = rs.pareto_chart(res)
+    FigureCanvasAgg(fig).draw()
+    r = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            labels = [t for t in axis.get_ticklabels(which="both") if t.get_visible() and t.get_text()]
+            lo, hi = (ax.get_xlim() if axis is ax.xaxis else ax.get_ylim())
+            labels = [t for t in labels if lo <= (t.get_position()[0] if axis is ax.xaxis else t.get_position()[1]) <= hi]
+            assert len(labels) >= 2
+            boxes = [t.get_window_extent(r) for t in labels]
+            for i, a in enumerate(boxes):
+                assert not any(a.overlaps(b) for b in boxes[i + 1:]), [t.get_text() for t in labels]
+
+
 def test_max_rate_is_bracketed_by_replays():
     """The reported highest rate passes; 1 + tol above it fails (the bisection's bracket)."""
     tr = _azure(200)

@@ -125,6 +125,25 @@ def test_charts_have_labelled_axes(ladder):
     assert "(s)" in plots.trace_latency(res).axes[0].get_ylabel()
 
 
+def test_trace_chart_legends_clear_of_the_title(ladder):
+    """Setup labels are long: a legend placed above the panels covered the figure's title (seen on
+    trace_latency.png with two setups); every legend stays clear of the title and of the panels."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from glmbench.report import plots
+    st = Study(models=("glm-4.7-flash", "qwen3-32b"), cards=(1, 2), depths=(1024,), concurrency=(1,))
+    res = workload.trace_study(st, ladder, progress=False)
+    for fig in (plots.trace_winners(res), plots.trace_latency(res)):
+        FigureCanvasAgg(fig).draw()
+        r = fig.canvas.get_renderer()
+        title = fig._suptitle.get_window_extent(r)
+        legends = fig.legends + [ax.get_legend() for ax in fig.axes if ax.get_legend()]
+        assert legends
+        for leg in legends:
+            box = leg.get_window_extent(r)
+            assert not box.overlaps(title)
+            assert not any(box.overlaps(ax.get_window_extent(r)) for ax in fig.axes)
+
+
 def test_trace_no_setup_fits_and_runtime_choice(capsys, ladder):
     rc, text, err = run(capsys, "trace", ladder, "--model", "qwen3-32b", "--weights", "bf16", "--cards", "1", "--json", "-q")
     assert rc == 0, err

@@ -332,6 +332,16 @@ def _bar(progress, total, name):
     return tqdm(total=total, desc=f"measure {name}", unit="run", leave=True)
 
 
+def _advance(bar) -> None:
+    """One run done; a point retimed as unstable (`retries`) runs beyond the planned total, which
+    then grows with it, so the bar never counts past its end."""
+    if bar is None:
+        return
+    if bar.n >= bar.total:
+        bar.total = bar.n + 1
+    bar.update(1)
+
+
 def _step_seconds(m, built_kinds, counts) -> float:
     return m.last_timing["total_s"] if not m.sampled else scaled_seconds(m.last_timing, built_kinds, counts)
 
@@ -430,8 +440,7 @@ def _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar, bandwidth_p
         # after the readings above: these runs grow the cache past d
         r["workspace_bytes_peak"] = _workspace_peak(m, d, p["workspace_n_prompt"], rng)
         m.reset()
-        if bar is not None:
-            bar.update(1)
+        _advance(bar)
         return r
     tok_s, secs, per_layer, ends, bws = [], [], {}, {"embed_s": [], "head_s": []}, []
     cpu_s = wall_s = 0.0
@@ -445,6 +454,8 @@ def _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar, bandwidth_p
     while rep < n_warm + repeats:
         if rep == n_warm and warmup and n_warm < warmup + WARMUP_EXTRA and not _steady(warm_t):
             n_warm += 1   # not steady yet (or one run: nothing to compare with): one more untimed run
+            if bar is not None:
+                bar.total += 1   # the bar counted `warmup` warm-up runs per point
         if rep == n_warm:
             probe_before = _probe_gbs()
         if d:
@@ -489,8 +500,7 @@ def _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar, bandwidth_p
                 bws.append(float(np.mean(probes)))
         else:
             warm_t.append(t)
-        if bar is not None:
-            bar.update(1)
+        _advance(bar)
         rep += 1
     probe_after = _probe_gbs()
     m.reset()

@@ -80,6 +80,9 @@ def run(study: Study | None = None, out: str | os.PathLike = "glmbench-report", 
     if study.offload_table:
         offl = offload_rows(study)
         rec.atomic_write_text(os.path.join(out, "offload.json"), json.dumps(_finite(offl), indent=1) + "\n")
+    elif os.path.exists(os.path.join(out, "offload.json")):
+        # as findings.json: an offload table from an earlier `--offload` report must not survive
+        os.unlink(os.path.join(out, "offload.json"))
     text = render(records, study, decs, [os.path.basename(p) for p in charts], ceils, finds, offl)
     from glmbench.report import workload
     trace_files = []

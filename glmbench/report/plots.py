@@ -761,8 +761,7 @@ def trace_latency(res: dict, *, prefix_cache: bool | None = None, title: str | N
                         xs.append(i)
                         ys.append(v)
                 if xs:
-                    ax.plot(xs, ys, ls, color=_COLOURS[k % len(_COLOURS)], marker="o", ms=3, lw=1.6,
-                            label=f"{s} p{q}" if ax is axes[0] else None)
+                    ax.plot(xs, ys, ls, color=_COLOURS[k % len(_COLOURS)], marker="o", ms=3, lw=1.6)
         ax.set_yscale("log")
         ax.set_xticks(range(len(names)), names)
         ax.set_xlabel("prompt length bucket (tokens)")
@@ -770,7 +769,15 @@ def trace_latency(res: dict, *, prefix_cache: bool | None = None, title: str | N
         tgt = res["slo"]["ttft_s" if metric == "ttft_s" else "tpot_s"]
         ax.axhline(tgt, color="0.4", lw=1, ls="-.")
         ax.annotate(f"target {tgt:g} s", (0, tgt), fontsize=7, color="0.3", va="bottom")
-    fig.legend(fontsize=7, loc="outside upper center", ncols=3)
+    # right of the panels, as trace_winners': above them the setups' long labels ran into the title.
+    # A colour per setup (labels wrapped) and a line style per percentile, not every pair
+    from matplotlib.lines import Line2D
+    import textwrap
+    handles = [Line2D([], [], color=_COLOURS[k % len(_COLOURS)], lw=1.6, marker="o", ms=3,
+                      label=textwrap.fill(s, 36)) for k, s in enumerate(setups)]
+    handles += [Line2D([], [], color="0.3", ls=ls, lw=1.6, label=f"p{q}") for q, ls in styles.items()]
+    fig.legend(handles=handles, fontsize=7.5, title="setup; percentile", title_fontsize=8,
+               loc="outside right center", ncols=1)
     fig.suptitle(title or (f"Latency percentiles on {res['trace']['trace']} "
                            f"({'with' if prefix_cache else 'without'} prefix caching)"))
     _trace_footer(fig, res)

@@ -27,7 +27,7 @@ def render(records: Sequence[dict], study: Study, decs: Sequence[dict], charts: 
     pred = [r for r in records if r["evidence"] in ("predicted", "calibrated")]
     L = ["# glmbench report", ""]
     L += _summary(finds)
-    L += _header(records, study, charts)
+    L += _header(records, study, charts, ceils, finds, offload)
     L += _generation(pred, study, ceils)
     L += _prefill(pred, study)
     L += _prefill_at(pred, study, charts)
@@ -43,7 +43,7 @@ def render(records: Sequence[dict], study: Study, decs: Sequence[dict], charts: 
     return "\n".join(L)
 
 
-def _header(records, study: Study, charts) -> list:
+def _header(records, study: Study, charts, ceils=None, finds=None, offload=None) -> list:
     """What made the report: command, evidence, runtime, setup, files."""
     kinds = sorted({r["evidence"] for r in records})
     when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -78,8 +78,15 @@ def _header(records, study: Study, charts) -> list:
         L.append("")
         L.append(f"Weights `{wf.name}`: {wf.note}.")
     L.append("")
-    L.append("Files: `records.csv` and `records.json` (every number below), `decisions.json` "
-             "(the decision table in full), and the charts: " + ", ".join(f"`{c}`" for c in charts) + ".")
+    # every file report.run writes beside report.md (the same conditions as there)
+    files = ["`records.csv` and `records.json` (every number below)", "`decisions.json` (the decision table in full)"]
+    if ceils is not None:
+        files.append("`ceilings.json` (the memory table's rows)")
+    if offload is not None:
+        files.append("`offload.json` (the offload table's rows)")
+    if finds is not None:
+        files.append("`findings.json` (the study's findings, every combination searched)")
+    L.append("Files: " + ", ".join(files) + ", and the charts: " + ", ".join(f"`{c}`" for c in charts) + ".")
     L.append("")
     return L
 
@@ -560,7 +567,12 @@ def _measured_vs_predicted(records) -> list[list]:
     def star(m):
         return "\\*" if m.get("stable") is False else ""
 
-    return [[m["model"], test_label(m), m.get("device") or m.get("tool") or "?", _num(m["avg_ts"], 2) + star(m), _rig(p),
+    def where(m):
+        # the measured rig as the predicted one is named: 2 cards are not 1 (the rows pair by point, any rig)
+        n = m.get("n_cards") or 1
+        return (f"{n}× {m['device']}" if int(n) > 1 else m["device"]) if m.get("device") else (m.get("tool") or "?")
+
+    return [[m["model"], test_label(m), where(m), _num(m["avg_ts"], 2) + star(m), _rig(p),
              _num(p["avg_ts"], 2), f"{p['avg_ts'] / m['avg_ts']:.2f}", stable(m)]
             for m, p in measured_predicted_pairs(records)]
 

@@ -7,6 +7,7 @@ Rendering lives in report/render.py; report.run joins the two and writes the fil
 from __future__ import annotations
 
 import functools
+import shlex
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -204,12 +205,13 @@ class Study:
         """The `glmbench report` command line that reproduces this study."""
         d = Study()
         parts = ["glmbench report"]
+        q = lambda v: shlex.quote(str(v))   # a GPU as tools print it, a path with spaces: one argument each
         if self.models != d.models:
-            parts += [f"--model {m}" for m in self.models]
+            parts += [f"--model {q(m)}" for m in self.models]
         for flag, name in (("--hardware", "hardware"), ("--link", "link_gbps"), ("--split", "split"),
                            ("--weights", "weights"), ("--kv", "kv"), ("--runtime", "runtime")):
             if getattr(self, name) != getattr(d, name):
-                parts.append(f"{flag} {getattr(self, name)}")
+                parts.append(f"{flag} {q(getattr(self, name))}")
         if self.cards != d.cards:
             parts.append("--cards " + ",".join(map(str, self.cards)))
         if self.depths != d.depths:
@@ -228,13 +230,13 @@ class Study:
                 parts.append(f"--n-gpu-layers {o.n_gpu_layers}")
             if o.n_cpu_moe:
                 parts.append(f"--n-cpu-moe {o.n_cpu_moe}")
-            parts += [f"--override-tensor '{p}=CPU'" for p in o.override_tensor]
+            parts += [f"--override-tensor {q(p + '=CPU')}" for p in o.override_tensor]
         if self.host is not None:
-            parts.append(f"--host {self.host}")
+            parts.append(f"--host {q(self.host)}")
         if self.offload_table:
             parts.append("--offload")
         if self.routing is not None:
-            parts.append(f"--routing {self.routing}")
+            parts.append(f"--routing {q(self.routing)}")
         return " ".join(parts)
 
 

@@ -3060,8 +3060,8 @@ def server_of(cmds) -> tuple[str, str, dict] | None:
     return None
 
 
-def _serve_record(ctx, line, o, *, tool, model_name, n_cards=None, type_k=None, out_tok_s_key="output_throughput",
-                  resolved=None):
+def _serve_record(ctx, line, o, *, tool, model_name, model_field="model_id", n_cards=None, type_k=None,
+                  out_tok_s_key="output_throughput", resolved=None):
     completed = _num(ctx, line, "completed", o.get("completed"), integer=True, minimum=0)
     if not completed:
         _fail(ctx.path, line, "no request completed (`completed` is 0): no speed")
@@ -3082,7 +3082,9 @@ def _serve_record(ctx, line, o, *, tool, model_name, n_cards=None, type_k=None, 
         if rate not in ("inf", "trace"):
             rate = _num(ctx, line, "request_rate", rate, positive=True)
     prompt = round(n_in / completed)
-    model, how = resolved or ctx.model_for(line, filename=model_name, what="this run served")
+    # the model as the result names it (a field of it, not the file's name: the how says which field)
+    model, how = resolved or ctx.model_for(line, hints=[(model_name, f"{model_field} {model_name!r}")] if model_name
+                                           else [], what="this run served")
     # unlimited concurrency: every request may be in flight at once (the benchmark's num_prompts)
     streams = conc if conc is not None else (o.get("num_prompts") or completed)
     r = {"evidence": "measured", "test": "serve",
@@ -3179,9 +3181,11 @@ def _read_sglang(text, ctx):
     out = []
     for line, o in _jsonl(text, ctx.path):
         si = o.get("server_info") if isinstance(o.get("server_info"), dict) else {}
+        field = next((f for f, v in (("server_info's model_path", si.get("model_path")), ("model", o.get("model")),
+                                     ("model_id", o.get("model_id"))) if v), None)
         name = si.get("model_path") or o.get("model") or o.get("model_id")
         tp = si.get("tp_size")
-        r = _serve_record(ctx, line, o, tool="sglang bench_serving", model_name=name,
+        r = _serve_record(ctx, line, o, tool="sglang bench_serving", model_name=name, model_field=field,
                           n_cards=tp if isinstance(tp, int) and tp > 0 else None,
                           type_k=_kv_name(si.get("kv_cache_dtype")))
         if o.get("tag"):
