@@ -503,7 +503,7 @@ def cmd_report(args) -> int:
     # when the study has one
     one = study.models[0] if len(study.models) == 1 else None
     for path in args.measured or []:
-        extra += _read(path, default_model=one, need_model=True)
+        extra += _read(path, default_model=one, need_model=True, option="--measured")
     trace, opts = (None, None)
     if getattr(args, "trace", None):
         trace, opts = args.trace, _trace_options(args)
@@ -972,12 +972,13 @@ def cmd_plot(args) -> int:
     return 0
 
 
-def _read(path, *, model=None, default_model=None, need_model=False) -> list[dict]:
+def _read(path, *, model=None, default_model=None, need_model=False, option=None) -> list[dict]:
     """Records from a result file of any format glmbench reads (results/importers.py: glmbench's
     own records, llama-bench json/jsonl/csv/md/sql and pasted text, sweep-bench, batched-bench,
-    vllm, sglang); what the import assumed goes to stderr, one line each."""
+    vllm, sglang); what the import assumed goes to stderr, one line each. `option`: the flag that
+    named the file (report's --measured), said in the error for a missing one."""
     if not os.path.exists(path):
-        raise UserError(f"no such file: {path}")
+        raise UserError(f"{option} {path}: no such file" if option else f"no such file: {path}")
     notices: list = []
     recs = importers.read(path, model=model, default_model=default_model, notices=notices)
     if need_model and any(not r.get("model") for r in recs):

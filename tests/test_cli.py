@@ -79,6 +79,7 @@ def test_help_for_every_command(capsys, cmd):
     (["models", "nope"], "config 'nope'"),
     (["compare", "missing-a.json", "missing-b.json"], "no such file: missing-a.json"),
     (["plot", "missing.csv"], "no such file: missing.csv"),
+    (["report", "--measured", "missing.json"], "--measured missing.json: no such file"),
     (["bogus"], "invalid choice: 'bogus'"),
     (["measure", "glm-4.7-flash", "--n-gen", "0"], "`n_gen` must be an integer >= 1, got 0"),
     (["measure", "glm-4.7-flash", "--layers", "some"], "--layers must be auto, full, sampled or a whole number"),
