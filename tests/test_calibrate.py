@@ -253,3 +253,14 @@ def test_a_serving_benchmark_s_closed_loop_is_a_calibration_point(tmp_path):
         r.write_text(text)
         (pt,) = cal.load_points([str(r)], hardware_="h100-sxm", weights="bf16")
         assert (pt.test, pt.streams) == ("tg", 10)
+
+
+def test_a_parameter_fitted_to_an_end_of_its_range_is_said_to_be_a_bound():
+    # the fit's bounds (calibrate._fit): efficiencies in [MIN_EFF, 1], overheads in [0, MAX_OVERHEAD_US];
+    # a value there is where the points pushed it, not one they measure, and the table says so
+    assert "lower bound 0" in cal._at_bound("layer_overhead_us", 5.6e-12)
+    assert "upper bound" in cal._at_bound("step_overhead_us", cal.MAX_OVERHEAD_US)
+    assert "lower bound" in cal._at_bound("compute_efficiency.matmul", cal.MIN_EFF)
+    assert "upper bound 1" in cal._at_bound("memory_efficiency.matmul", 1.0)
+    assert cal._at_bound("compute_efficiency.matmul", 0.0451) == ""
+    assert cal._at_bound("layer_overhead_us", 12.5) == ""

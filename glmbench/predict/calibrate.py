@@ -640,9 +640,26 @@ class Calibration:
         bm = "" if self.base_mape is None else (f"; base profile `{self.base_name}` before the fit (its options as "
                                                 f"each record states them): {100 * self.base_mape:.1f}%")
         lines.append(f"MAPE {100 * self.mape:.1f}% over {len(self.points)} points; leave-one-out error {loo}{bm}")
-        lines.append("fitted: " + (", ".join(f"{n} = {_get(self.profile, n):.4g}" for n in self.fitted) or "nothing"))
+        lines.append("fitted: " + (", ".join(f"{n} = {_get(self.profile, n):.4g}{_at_bound(n, _get(self.profile, n))}"
+                                             for n in self.fitted) or "nothing"))
         lines.append("kept (typical value): " + ", ".join(self.kept))
         return "\n".join(lines)
+
+
+def _at_bound(name: str, v: float) -> str:
+    """" (at its bound ...)" where the fit stopped a parameter at an end of its range (_fit's bounds): the
+    points pushed it there, so it is a limit, not a value they measure; else ""."""
+    if _is_eff(name):
+        if v <= MIN_EFF * (1 + 1e-6):
+            return f" (at its lower bound {MIN_EFF:g}: the points ask for less; not a measured value)"
+        if v >= 1 - 1e-9:
+            return " (at its upper bound 1: the points ask for more; not a measured value)"
+        return ""
+    if v <= 1e-6:
+        return " (at its lower bound 0: the points ask for none; not a measured value)"
+    if v >= MAX_OVERHEAD_US * (1 - 1e-9):
+        return f" (at its upper bound {MAX_OVERHEAD_US:g} us; not a measured value)"
+    return ""
 
 
 def loo_predictions(points: Sequence[Point], base="typical") -> list:
