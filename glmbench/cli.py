@@ -1047,7 +1047,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--attainment", type=_argtype(_share, "share"), default=_search.DEFAULT_ATTAINMENT, metavar="P",
                    help=f"share of requests that must meet both targets (default: {_search.DEFAULT_ATTAINMENT:g})")
     g.add_argument("--no-max-rate", action="store_true",
-                   help="skip finding each setup's highest sustained rate (one replay per setup instead of ~6)")
+                   help="skip finding each setup's highest sustained rate (one replay per setup instead of about 7)")
     g.add_argument("--rate-tol", type=_argtype(_share, "share"), default=_search.RATE_TOL, metavar="F",
                    help=f"bisection tolerance of the highest sustained rate (default: {_search.RATE_TOL:g})")
     _server_args(g, _rp.ServerConfig())
