@@ -191,7 +191,10 @@ def _memory(pred, study: Study, ceils) -> list:
             ctx, native = c["max_context"], c["native_context"]
             limit = (f"{plots.approx_tokens(ctx)} tokens" if ctx < 2 ** 40 else "unlimited") if ctx else "does not fit"
             if ctx and native and ctx > native:
-                limit += f" (beyond the model's {_tok(native)} positions)"
+                if plots.approx_tokens(ctx) == _tok(native):   # 41,214 and 40,960 both round to 40K: exact figures
+                    limit = f"{ctx:,.0f} tokens (beyond the model's {native:,.0f} positions)"
+                else:
+                    limit += f" (beyond the model's {_tok(native)} positions)"
             rows.append([c["model"], c["rig"] if c["n_cards"] == 1 else f"{c['rig']}, {c['split']} split",
                          f"{c['weights_bytes_fullest_card'] / GIB:.1f}", f"{c['kv_bytes_per_token'] / 1024:.1f}" + (
                              f" ({c['kv_bytes_per_token_past_window'] / 1024:.1f} past the {_tok(c['sliding_window'])} "
