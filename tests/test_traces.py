@@ -146,3 +146,45 @@ def test_unknown_name_and_bad_paths(tmp_path):
     e.write_text("\n")
     with pytest.raises(ValueError, match="no requests"):
         traces.read(e)
+
+
+def test_plain_jsonl_block_tokens_are_the_traces(tmp_path):
+    """A plain JSONL trace in 16-token blocks (vLLM's) was replayed as 512-token blocks: 8 shared
+    blocks (128 tokens) counted as 2 x 512 cached tokens. The lines' block size is the Trace's; lines
+    that disagree are an error naming the line."""
+    j = tmp_path / "b16.jsonl"
+    j.write_text('{"arrival_s": 0, "prompt_tokens": 64, "output_tokens": 3, "hash_ids": [1, 2, 3, 4], "block_tokens": 16}\n'
+                 '{"arrival_s": 1, "prompt_tokens": 10, "output_tokens": 3}\n'
+                 '{"arrival_s": 2, "prompt_tokens": 40, "output_tokens": 3, "hash_ids": [1, 2, 5], "block_tokens": 16}\n')
+    t = traces.read(j)
+    assert t.block_tokens == 16 and t.hash_ids[2] == (1, 2, 5)
+    j.write_text('{"arrival_s": 0, "prompt_tokens": 64, "output_tokens": 3, "hash_ids": [1, 2, 3, 4], "block_tokens": 16}\n'
+                 '{"arrival_s": 1, "prompt_tokens": 600, "output_tokens": 3, "hash_ids": [7, 8]}\n')
+    with pytest.raises(ValueError, match=r"b16\.jsonl:2: .*blocks of 512 .*line 1.*blocks of 16"):
+        traces.read(j)
+
+
+@pytest.mark.parametrize("text, line, what", [
+    ("arrival_s,prompt_tokens,output_tokens\n0,1\u00b2,10\n", 2, "whole number"),      # '1²': isdigit, not int()
+    ("arrival_s,prompt_tokens,output_tokens\n0,100,10\n0,10,100000000000000000000\n", 3, "more tokens than"),
+])
+def test_odd_token_counts_name_the_line(tmp_path, text, line, what):
+    """'1²' raised int()'s bare 'invalid literal'; a 1e20-token length crashed the replay (int64)."""
+    p = tmp_path / "odd.csv"
+    p.write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError, match=rf"odd\.csv:{line}: .*{what}"):
+        traces.read(p)
+    j = tmp_path / "odd.jsonl"
+    j.write_text('{"timestamp": 0, "input_length": 1e30, "output_length": 5}\n')
+    with pytest.raises(ValueError, match=r"odd\.jsonl:1: .*prompt tokens.*more tokens than"):
+        traces.read(j)
+
+
+def test_non_utf8_byte_is_located_in_the_file_not_the_chunk(tmp_path):
+    """The offset came from the text reader's chunk (8 KB), so a bad byte 35 KB in was said to be at
+    byte ~2K, and no line was named."""
+    head = "arrival_s,prompt_tokens,output_tokens\n" + "".join(f"{i},100,10\n" for i in range(3000))
+    p = tmp_path / "late.csv"
+    p.write_bytes(head.encode() + b"3000,1\xff0,10\n")
+    with pytest.raises(ValueError, match=rf"late\.csv:3002: not a text file \(not UTF-8 at byte {len(head) + 6}\)"):
+        traces.read(p)

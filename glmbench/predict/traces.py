@@ -10,7 +10,8 @@ Readers:
   the trace's start; failed requests logged with 0 response tokens; a row with 0 request tokens has
   nothing to replay and is left out, counted in `meta["zero_prompt_rows"]` with a notice);
 - a plain CSV or JSONL with `arrival_s`, `prompt_tokens`, `output_tokens` (and, in JSONL,
-  optional `hash_ids` of `block_tokens` tokens each, 512 unless a line says otherwise).
+  optional `hash_ids` of `block_tokens` tokens each, 512 unless a line says otherwise; the lines
+  with `hash_ids` must agree on it, and the Trace's `block_tokens` is theirs).
 
 A request with 0 output tokens is one that failed in the traced system (real traces log them so):
 it stays in the Trace, the replay counts it as failed and does not run it. Rows out of time order
@@ -24,6 +25,7 @@ in the returned Trace only.
 """
 from __future__ import annotations
 
+import codecs
 import csv
 import datetime
 import json
@@ -144,10 +146,31 @@ def read(path, name: str | None = None) -> Trace:
             if path.endswith((".jsonl", ".json")):
                 return _read_jsonl(path, f, name)
             return _read_csv(path, f, name)
-    except UnicodeDecodeError as e:
-        raise ValueError(f"{path}: not a text file (not UTF-8 at byte {e.start}); expected a .jsonl or .csv "
+    except UnicodeDecodeError:
+        lineno, pos = _first_bad_utf8(path)
+        raise ValueError(f"{path}:{lineno}: not a text file (not UTF-8 at byte {pos}); expected a .jsonl or .csv "
                          "trace") from None
     raise ValueError(f"{path}: trace files end in .jsonl (Mooncake or plain) or .csv (Azure, BurstGPT or plain)")
+
+
+def _first_bad_utf8(path):
+    """(line, byte offset in the file) of the first byte that is not UTF-8 (the text reader's own
+    error counts its offset from the start of the chunk it was decoding, not of the file)."""
+    dec = codecs.getincrementaldecoder("utf-8")()
+    lineno, offset = 1, 0
+    with open(path, "rb") as f:
+        while True:
+            chunk = f.read(1 << 20)
+            pending = dec.getstate()[0]
+            try:
+                dec.decode(chunk, final=not chunk)
+            except UnicodeDecodeError as e:
+                pos = offset - len(pending) + e.start
+                return lineno + (pending + chunk)[:e.start].count(b"\n"), pos
+            if not chunk:
+                return lineno, offset
+            lineno += chunk.count(b"\n")
+            offset += len(chunk)
 
 
 # ---- parsing ---------------------------------------------------------------------------------------
@@ -155,12 +178,16 @@ def _int(where, field_, v, minimum):
     if isinstance(v, bool) or not isinstance(v, int):
         if isinstance(v, float) and v.is_integer():
             v = int(v)
-        elif isinstance(v, str) and v.strip().lstrip("-").isdigit():
+        # isdecimal, not isdigit: '1²' is digits to isdigit but no number to int()
+        elif isinstance(v, str) and v.strip().lstrip("-").isdecimal():
             v = int(v)
         else:
             raise ValueError(f"{where}: `{field_}` must be a whole number, got {v!r}")
     if v < minimum:
         raise ValueError(f"{where}: `{field_}` must be >= {minimum}, got {v}")
+    if v > vocab.MAX_TOKENS:
+        raise ValueError(f"{where}: `{field_}` is {v:,}, more tokens than any model has positions or memory for "
+                         f"(at most {vocab.MAX_TOKENS:,})")
     return v
 
 
@@ -234,6 +261,7 @@ def _trace(name, source, rows, block_tokens, meta=None):
 def _read_jsonl(path, f, name):
     rows = _Rows()
     kind = None
+    block_tokens = block_line = None
     for lineno, line in enumerate(f, 1):
         if not line.strip():
             continue
@@ -263,10 +291,18 @@ def _read_jsonl(path, f, name):
                 if key not in d:
                     raise ValueError(f"{where}: field `{key}` is missing")
             bt = _int(where, "block_tokens", d.get("block_tokens", MOONCAKE_BLOCK), 1)
+            if d.get("hash_ids") is not None:
+                # the Trace (and the replay's prefix cache) has one block size: every line's ids
+                # must stand for blocks of the same size
+                if block_tokens is None:
+                    block_tokens, block_line = bt, lineno
+                elif bt != block_tokens:
+                    raise ValueError(f"{where}: `hash_ids` in blocks of {bt} tokens, but line {block_line}'s "
+                                     f"are in blocks of {block_tokens}; a trace has one block size")
             rows.append(_row(where, d["arrival_s"], d["prompt_tokens"], d["output_tokens"], d.get("hash_ids"), bt))
     if not rows:
         raise ValueError(f"{path}: the trace holds no requests")
-    return _trace(name, path, rows, MOONCAKE_BLOCK, {"format": kind})
+    return _trace(name, path, rows, block_tokens or MOONCAKE_BLOCK, {"format": kind})
 
 
 def _azure_time(where, s):
