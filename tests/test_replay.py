@@ -380,3 +380,15 @@ def test_server_config_takes_each_server_s_defaults():
                             offline=True).max_batched_tokens == 8192
     with pytest.raises(ValueError, match="unknown server"):
         rp.server_config(SETUP, "tgi")
+
+
+def test_arrivals_past_the_clock_are_a_clear_error():
+    """Arrivals beyond the int64 whole-second clock (a --rate-scale of 1e-30, a timestamp of 1e305 s)
+    crashed with OverflowError deep in the replay."""
+    t = traces.from_requests([(0.0, 100, 5), (3600.0, 100, 5)]).scaled(1e-30)
+    with pytest.raises(ValueError, match="beyond the replay clock"):
+        rp.replay(t, SETUP, exact())
+    # far apart but on the clock: both served, the late one as fast as the first
+    r = rp.replay(traces.from_requests([(0.0, 100, 5), (2.0 ** 60, 100, 5)]), SETUP, exact())
+    assert r.rejected == ["", ""]
+    assert r.latency["e2e_s"][1] == pytest.approx(r.latency["e2e_s"][0], rel=1e-6)

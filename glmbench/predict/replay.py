@@ -63,6 +63,7 @@ BUCKETS = (("<4K", 0, 4096), ("4-8K", 4096, 8192), ("8-16K", 8192, 16384), ("16-
            ("32-64K", 32768, 65536), ("64-128K", 65536, 131072), (">=128K", 131072, math.inf))
 DEPTH_GRID = 2048
 REBASE_S = 1024.0       # the replay clock's float part stays below this many seconds
+MAX_CLOCK_S = float(2 ** 62)    # the whole seconds are kept as int64: arrivals past this are refused
 DEFAULT_TTFT_SLO_S = 10.0
 DEFAULT_TPOT_SLO_S = 0.1
 # A setup "keeps up" with a trace when requests holding at least this share of its tokens meet
@@ -499,6 +500,10 @@ def replay(trace, setup: cm.Setup, config: ServerConfig | None = None, *,
     ta = np.asarray(arrs, np.float64)
     if N > 1 and bool((ta[1:] < ta[:-1]).any()):
         raise ValueError(f"{tr.name}: arrivals must be in time order (traces.load sorts them)")
+    if N and not ta[-1] <= MAX_CLOCK_S:
+        raise ValueError(f"{tr.name}: the last request arrives {ta[-1]:.3g} s into the trace, beyond the "
+                         f"replay clock's {MAX_CLOCK_S:.3g} s (a rate scale too small, or times not in "
+                         "seconds?)")
     epoch = 0
     floor = math.floor
 
