@@ -59,6 +59,11 @@ def test_user_profile_toml_and_json(tmp_path):
     ({"name": ""}, r"`name` must be a non-empty string"),
     ({"bandwith_gbs": 5}, r"unknown field `bandwith_gbs`"),
     ({"memory_gib": True}, r"`memory_gib` must be a number, got True"),
+    # the unit mistakes the ceilings let through (were accepted: a 3090 at 0.936 GB/s predicted 8 t/s pp)
+    ({"bandwidth_gbs": 0.936}, r"`bandwidth_gbs` = 0.936 is not plausible for a GPU .*GB/s, not TB/s"),
+    ({"memory_gib": 0.024}, r"`memory_gib` = 0.024 is not plausible for a GPU .*not TB or MiB"),
+    ({"memory_gib": 24576}, r"`memory_gib` = 24576 is not plausible for a GPU .*not TB or MiB"),
+    ({"boost_mhz": 1.695}, r"`boost_mhz` = 1.695 is not plausible for a GPU .*MHz, not GHz"),
 ])
 def test_bad_profiles(tmp_path, change, match):
     d = dict(GOOD)
@@ -454,3 +459,10 @@ def test_a_rigs_default_link_latency_is_its_links():
          "test": "tg", "n_gen": 128, "n_depth": 0, "avg_ts": 100.0}
     assert cal.point_from_record("x:1", r).setup.rig.link_latency_us == 5.0
     assert cal.point_from_record("x:1", dict(r, link_gbps=64.0)).setup.rig.link_latency_us == 30.0
+
+
+def test_a_measured_cpu_profile_is_not_held_to_gpu_ranges():
+    """The GPU unit-mistake ranges do not apply to a saved host (kind "cpu"): a small VM streams a few
+    GB/s, a big server holds terabytes."""
+    g = hw.profile_from_dict(dict(GOOD, kind="cpu", bandwidth_gbs=6.5, memory_gib=6144))
+    assert (g.kind, g.bandwidth_gbs, g.memory_gib) == ("cpu", 6.5, 6144)

@@ -10,8 +10,8 @@ A profile file holds exactly these fields (unknown ones are rejected so that a t
 silently ignored):
 
     name = "RTX 3090"          # required
-    memory_gib = 24            # required, > 0
-    bandwidth_gbs = 936        # required, > 0
+    memory_gib = 24            # required, > 0 (a GPU's 1 to 4096: else a unit mistake, TB or MiB)
+    bandwidth_gbs = 936        # required, > 0 (a GPU's >= 10: else TB/s)
     launch_us = 3              # required, >= 0: cost of one kernel launch
     link_gbps = 25             # optional: card-to-card bandwidth when several are used
     link_latency_us = 10       # optional: per-transfer latency
@@ -25,7 +25,7 @@ silently ignored):
     memory_type = "GDDR6X"     #   memory technology,
     nvlink_gbps = 56.25        #   NVLink per direction where the card has one (a bridge is not
                                #   assumed: `link_gbps` is what a Rig uses)
-    boost_mhz = 1695           # optional: the GPU's boost clock; a runtime model's fixed time per
+    boost_mhz = 1695           # optional (>= 100: else GHz): the GPU's boost clock; a runtime model's fixed time per
                                # kernel is latency (clock cycles), so it scales as 1 / clock
                                # (kernels.clock_scale; without it: the 2 GHz reference clock)
     [tflops]                   # required table: fp16 and fp32 required; bf16 defaults to fp16,
@@ -71,6 +71,12 @@ GIB = 1 << 30
 # peak < 10 PFLOPS dense.
 _LIMITS = {"memory_gib": 100_000, "bandwidth_gbs": 100_000, "tflops": 100_000, "launch_us": 100_000,
            "link_gbps": 100_000, "link_latency_us": 1_000_000, "boost_mhz": 10_000}
+# Sanity ranges of a GPU profile (kind "gpu"; a measured CPU may be slower, or hold terabytes): a
+# value outside these is a unit mistake the ceilings above let through (TB or MiB for GiB, TB/s for
+# GB/s, GHz for MHz). The catalog's cards hold 4-185 GiB and stream 102-8000 GB/s; boost clocks run
+# 0.6-3 GHz.
+_GPU_RANGES = {"memory_gib": (1, 4096, "GiB, not TB or MiB"), "bandwidth_gbs": (10, None, "GB/s, not TB/s"),
+               "boost_mhz": (100, None, "MHz, not GHz")}
 
 # The study's two RTX 3090s measured only ~1.4 GB/s between them (docs/SOURCES.md §3).
 # docs/SOURCES.md §5 speaks of "tens of microseconds of latency per transfer" for such a link;
@@ -197,6 +203,12 @@ def profile_from_dict(d: dict, where: str = "profile", key: str = "") -> GPU:
         raise ValueError(f"{where}: field `compute_capability` must be 'major.minor' (such as '8.6'), got {cc!r}")
     nvl = d.get("nvlink_gbps")
     clk = d.get("boost_mhz")
+    if kind == "gpu":
+        for k, (lo, hi, unit) in _GPU_RANGES.items():
+            v = d.get(k)
+            if v is not None and not lo <= _num(where, k, v) <= (hi or math.inf):
+                raise ValueError(f"{where}: field `{k}` = {v!r} is not plausible for a GPU "
+                                 f"({f'{lo} to {hi}' if hi else f'at least {lo}'}); check its unit ({unit})")
     return GPU(
         name=name.strip(),
         memory_gib=_num(where, "memory_gib", d["memory_gib"]),
