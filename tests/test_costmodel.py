@@ -219,6 +219,24 @@ def test_layer_split_pipelines_ubatches_only():
     assert short["fits"] and short["schedule"] == "2 pipelined ubatches"
 
 
+def test_a_slow_link_carries_one_ubatch_at_a_time():
+    """The pipeline let every ubatch's transfer overlap the ones still on the link, as if it had
+    bandwidth for all of them: at 1e-6 GB/s a 64K prompt took the same time as a 4K one (6.2 vs
+    0.39 tok/s, faster with more tokens). A boundary's link sends the ubatches one after another,
+    so a link-bound prefill costs every ubatch's transfer."""
+    slow = cm.Setup("qwen3-32b", hw.Rig(hw.get_gpu("rtx-3090"), 2, link_gbps=1e-6), split="layer")
+    a, b = cm.prefill(slow, 4096), cm.prefill(slow, 65536)
+    link = next(o for o in a.ops if o.name == "link.activations").seconds   # all of a's ubatches
+    assert a.seconds >= link and b.seconds > 15 * a.seconds
+    # by hand, two ubatches: the second leaves the link at max(2 c0, c0 + t) + t
+    two = cm.Setup("glm-4.7-flash", hw.study_rig(), split="layer", weights="iq4_xs")
+    one = cm.prefill(two, two.runtime.n_ubatch)
+    c0 = sum(o.seconds for o in one.ops if o.card == 0 and not o.name.startswith("link"))
+    t = next(o.seconds for o in one.ops if o.name == "link.activations")
+    assert cm._pipelined([[c0, 0.0], [c0, 0.0]], [10 * c0, 10 * c0]) == pytest.approx(c0 + 20 * c0)
+    assert cm._pipelined([[c0, 0.0], [c0, 0.0]], [t, t]) == pytest.approx(max(2 * c0, c0 + t) + t)
+
+
 def test_expected_distinct_experts():
     f = cm.expected_distinct_experts
     assert f(64, 4, 1) == pytest.approx(4)

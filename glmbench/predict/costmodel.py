@@ -1708,14 +1708,18 @@ def _pipelined(stages, links, setup=None) -> float:
     """Seconds of ubatches run through the cards of a layer split as llama.cpp's pipeline
     parallelism runs them: card c starts ubatch u when it has finished u-1 and card c-1 has sent
     u (stages[u][c]: card c's busy seconds on ubatch u; links[u]: one boundary's transfer). A
-    runtime that realizes only part of the overlap (`RuntimeProfile.pipeline_overlap` < 1, a
-    fitted runtime model) lands between that schedule and the ubatches one after another."""
+    boundary's link carries one ubatch at a time: card c sends u when it has finished u and the
+    link has sent u-1 (bandwidth is not shared out to ubatches in flight). A runtime that realizes
+    only part of the overlap (`RuntimeProfile.pipeline_overlap` < 1, a fitted runtime model) lands
+    between that schedule and the ubatches one after another."""
     fin = [0.0] * len(stages[0])
+    sent = [0.0] * len(stages[0])       # when boundary c (card c -> c+1) has sent its last ubatch
     for st, link in zip(stages, links):
         ready = 0.0
         for c, busy in enumerate(st):
             fin[c] = max(fin[c], ready) + busy
-            ready = fin[c] + link
+            sent[c] = max(fin[c], sent[c]) + link
+            ready = sent[c]
     seconds = fin[-1]
     po = 1.0 if setup is None else setup.runtime.pipeline_overlap
     if po < 1.0:
