@@ -123,6 +123,11 @@ def test_unknown_runtime_and_options_fail_clearly():
         cm.load_runtime("llama.cpp").with_options(mla=3)
     p = cm.load_runtime("ik_llama.cpp[fa=0,ubatch=1024,mla=2]")
     assert (p.flash_attn, p.n_ubatch, p.mla_strategy) == (False, 1024, "absorbed")
+    # an option given twice was the last one silently; '²' (isdigit, not int()) a bare int() error
+    with pytest.raises(ValueError, match="option 'fa' is given twice"):
+        cm.load_runtime("llama.cpp[fa=1,fa=0]")
+    with pytest.raises(ValueError, match="option 'ubatch' must be a whole number >= 1, got '²'"):
+        cm.load_runtime("llama.cpp[ubatch=²]")
 
 
 def test_a_gpu_runtime_model_on_a_cpu_is_an_error():

@@ -472,7 +472,10 @@ def load_runtime(src) -> RuntimeProfile:
                 k, eq, v = part.partition("=")
                 if not eq:
                     raise ValueError(f"runtime {s!r}: option {part!r} is not name=value")
-                opts[k.strip()] = int(v) if v.strip().isdigit() and k.strip() == "ubatch" else v.strip()
+                if k.strip() in opts:
+                    raise ValueError(f"runtime {s!r}: option {k.strip()!r} is given twice")
+                # isdecimal, not isdigit: '²' is a digit to isdigit but no number to int()
+                opts[k.strip()] = int(v) if v.strip().isdecimal() and k.strip() == "ubatch" else v.strip()
             return _builtin_runtime(m.group(1)).with_options(**opts)
         if s in list_calibrated():
             return _shipped_calibrated(s)
