@@ -138,6 +138,20 @@ def test_unknown_format_and_csv_lines(tmp_path, capsys):
         cal.load_points([str(c)])
 
 
+def test_a_byte_order_mark_before_the_header_is_not_a_field(tmp_path):
+    """A glmbench CSV saved by a spreadsheet (BOM first) was taken for llama-bench CSV and refused
+    ('does not say which model ran'); read_records gave `evidence` None."""
+    c = tmp_path / "m.csv"
+    text = ("evidence,test,model,hardware,n_depth,n_prompt,n_gen,avg_ts\n"
+            "measured,tg,glm-4.7-flash,rtx-3090,0,0,1,100\nmeasured,pp,glm-4.7-flash,rtx-3090,0,512,0,900\n")
+    c.write_text(text, encoding="utf-8-sig")
+    assert c.read_bytes().startswith(b"\xef\xbb\xbf")
+    assert [r["evidence"] for r in rec.read_records(str(c))] == ["measured", "measured"]
+    (tg, pp) = cal.load_points([str(c)])
+    assert (tg.test, pp.test, tg.setup.model.name) == ("tg", "pp", "glm-4.7-flash")
+    assert [w for w, _ in cal.read_measured(str(c))] == [f"{c}:2", f"{c}:3"]
+
+
 def test_records_of_glmbench_cuda_name_their_card(tmp_path):
     """A record as glmbench's CUDA measurement writes it (device "GPU: <CUDA name>", no `hardware`;
     bench/results/2026-12-04_NVIDIA-H200/models.csv) is fitted on that card without --hardware."""

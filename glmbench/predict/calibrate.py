@@ -119,7 +119,7 @@ def read_measured(path, model=None, notices: list | None = None) -> list[tuple[s
     if not os.path.isfile(p):
         raise CalibrationError(f"{p}: no such file")
     try:
-        with open(p, encoding="utf-8", newline="") as f:
+        with open(p, encoding="utf-8-sig", newline="") as f:     # a BOM is not part of the header
             text = f.read()
     except UnicodeDecodeError as e:
         raise CalibrationError(f"{p}: not a text file (not UTF-8 at byte {e.start}); expected measured records "

@@ -263,10 +263,11 @@ def _parse_cell(s: str):
 
 
 def read_records(path: str | os.PathLike) -> list[dict]:
-    """Read a .csv or .json records file written by write_records (or by hand)."""
+    """Read a .csv or .json records file written by write_records (or by hand; a byte-order mark, as
+    spreadsheets write before the header, is not part of the first field)."""
     p = os.fspath(path)
     try:
-        with open(p, newline="") as f:
+        with open(p, encoding="utf-8-sig", newline="") as f:
             text = f.read()
     except UnicodeDecodeError as e:
         raise ValueError(f"{p}: not UTF-8 text (byte {e.start}: {e.reason})") from None
