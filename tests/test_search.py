@@ -236,6 +236,18 @@ def test_a_task_that_always_kills_its_worker_fails_alone():
     assert res.run["deaths"][by[bad]["fingerprint"]] == sr.MAX_RETRIES + 1
 
 
+def test_every_evaluation_failing_says_why():
+    """A rate scale past the replay's clock fails every setup alike: the answer said only 'every
+    evaluation failed', the reason was in setups.csv alone."""
+    tr = _azure(20)
+    obj = sr.Objective(ttft_slo_s=2.0, tpot_slo_s=0.1, max_rate=False, rate_scale=1e-30)
+    res = sr.search(tr, obj, workers=1, models=["qwen3-32b"], gpus=["rtx-3090"], cards=(1,), weights=("q4_K",),
+                    kv=("f16",))
+    assert not res.evaluated and res.records[0]["status"] == "failed"
+    text = rs.answer(res)
+    assert "every evaluation failed" in text and "beyond the replay clock" in text
+
+
 @pytest.mark.slow
 def test_ray_worker_killed_mid_search_is_retried(tmp_path):
     ray = pytest.importorskip("ray", reason='Ray is optional (pip install "glmbench[ray]")')

@@ -66,7 +66,11 @@ def answer(res: sr.SearchResult) -> str:
     if c is None:
         rows = res.evaluated
         if not rows:
-            return f"No setup was evaluated (every evaluation failed) for {at}."
+            # why the evaluations failed (setups.csv has each one's): a trace-wide cause, such as a
+            # --rate-scale past the replay's clock, fails them all alike
+            why = next((r.get("why") for r in res.records if r.get("status") == "failed" and r.get("why")), None)
+            return (f"No setup was evaluated (every evaluation failed) for {at}."
+                    + (f" The first failure: {why}" if why else ""))
         best = max(rows, key=lambda r: (r.get("slo_attainment") or 0.0))
         return (f"**No candidate meets {slo_text(obj)}** on {at}. The closest, {best['setup']}, reaches "
                 f"{_pct(best['slo_attainment'])} (p99 TTFT {_s(best['ttft_p99_s'])}, p99 TPOT {_s(best['tpot_p99_s'])}). "
