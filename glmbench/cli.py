@@ -412,6 +412,14 @@ def _runtime_with_options(args) -> str:
     if not opts:
         return rt
     if rt.endswith("]") and "[" in rt:
+        # an option the bracket already sets: the same value once; another value is a contradiction
+        given = dict(kv.split("=", 1) for kv in rt[rt.index("[") + 1:-1].replace(" ", "").split(",") if "=" in kv)
+        for k in [k for k in opts if k in given]:
+            if given[k] != str(opts[k]):
+                raise UserError(f"--{k} {opts[k]} contradicts --runtime {args.runtime} ({k}={given[k]}): give it once")
+            del opts[k]
+        if not opts:
+            return rt
         rt = rt[:-1] + "," + ",".join(f"{k}={v}" for k, v in opts.items()) + "]"
     else:
         rt = rt + "[" + ",".join(f"{k}={v}" for k, v in opts.items()) + "]"

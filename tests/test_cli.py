@@ -80,6 +80,7 @@ def test_help_for_every_command(capsys, cmd):
     (["compare", "missing-a.json", "missing-b.json"], "no such file: missing-a.json"),
     (["plot", "missing.csv"], "no such file: missing.csv"),
     (["report", "--measured", "missing.json"], "--measured missing.json: no such file"),
+    (["sweep", "--runtime", "llama.cpp[fa=1]", "--fa", "0"], "--fa 0 contradicts --runtime llama.cpp[fa=1]"),
     (["bogus"], "invalid choice: 'bogus'"),
     (["measure", "glm-4.7-flash", "--n-gen", "0"], "`n_gen` must be an integer >= 1, got 0"),
     (["measure", "glm-4.7-flash", "--layers", "some"], "--layers must be auto, full, sampled or a whole number"),
@@ -447,3 +448,9 @@ def test_sweep_and_models_price_a_hybrid_and_cohere(capsys):
     rows = {line.split("|")[1].strip(): line for line in out.splitlines()[2:]}
     assert "30 of 40, state 62.8 MiB" in rows["qwen3.5-35b-a3b"] and rows["qwen3.5-35b-a3b"].rstrip(" |").endswith("yes")
     assert "24 of 32, window 4,096" in rows["command-r7b"] and rows["command-r7b"].rstrip(" |").endswith("yes")
+
+
+def test_fa_and_ubatch_agreeing_with_the_runtime_bracket_are_taken_once():
+    # --fa 1 beside llama.cpp[fa=1] says the same thing: one option, not "given twice"; a new one is added
+    args = cli.build_parser().parse_args(["sweep", "--runtime", "llama.cpp[fa=1]", "--fa", "1", "--ubatch", "1024"])
+    assert cli._runtime_with_options(args) == "llama.cpp[fa=1,ubatch=1024]"
