@@ -113,6 +113,12 @@ def test_offload_errors():
         hardware.get_host("mainframe")
     with pytest.raises(ValueError, match="`tflops`"):
         hardware.get_host({"name": "x", "bandwidth_gbs": 10, "tflops": {}})
+    # a unit mistake: TB/s for GB/s, MiB for GiB (a GPU profile's are refused alike)
+    with pytest.raises(ValueError, match="not TB/s"):
+        hardware.get_host({"name": "x", "bandwidth_gbs": 0.07, "tflops": {"fp32": 1.0}})
+    with pytest.raises(ValueError, match="not MiB"):
+        hardware.get_host({"name": "x", "bandwidth_gbs": 70, "memory_gib": 70000, "tflops": {"fp32": 1.0}})
+    assert hardware.get_host({"name": "pi", "bandwidth_gbs": 4, "tflops": {"fp32": 0.01}}).bandwidth_gbs == 4
 
 
 def test_builtin_and_measured_hosts():

@@ -616,6 +616,16 @@ def host_from_dict(d: dict, where: str = "host", key: str = "") -> Host:
         raise ValueError(f"{where}: field `cores` must be a whole number >= 0, got {cores!r}")
     pg = d.get("pcie_gbps")
     pl = d.get("pcie_latency_us")
+    # a unit mistake as for a GPU (_GPU_RANGES): any host's DRAM streams GB/s (a single DDR4 channel
+    # ~20, a Raspberry Pi 4 ~4), so under 1 is TB/s written as GB/s; over 64 TiB of memory is MiB
+    bw = _num(where, "bandwidth_gbs", d["bandwidth_gbs"])
+    if bw < 1:
+        raise ValueError(f"{where}: field `bandwidth_gbs` = {d['bandwidth_gbs']!r} is not plausible for a host "
+                         f"(at least 1); check its unit (GB/s, not TB/s)")
+    mem = _num(where, "memory_gib", d.get("memory_gib", 0.0), strict=False)
+    if mem > 65536:
+        raise ValueError(f"{where}: field `memory_gib` = {d['memory_gib']!r} is not plausible for a host "
+                         f"(at most 65536); check its unit (GiB, not MiB)")
     return Host(name=str(d["name"]), memory_gib=_num(where, "memory_gib", d.get("memory_gib", 0.0), strict=False),
                 bandwidth_gbs=_num(where, "bandwidth_gbs", d["bandwidth_gbs"]), tflops=t, cores=cores,
                 pcie_gbps=None if pg is None else _num(where, "pcie_gbps", pg),
