@@ -316,6 +316,7 @@ def _bad(name, **changes):
     ("qwen3-32b", {"num_hidden_layers": 0}, r"`num_hidden_layers` must be >= 1, got 0"),
     ("qwen3-32b", {"hidden_size": "big"}, r"`hidden_size` must be an integer, got 'big'"),
     ("qwen3-32b", {"rms_norm_eps": -1}, r"`rms_norm_eps` must be > 0, got -1"),
+    ("qwen3-32b", {"rope_theta": float("inf")}, r"`rope_theta` must be a finite positive number, got inf"),
     ("qwen3-32b", {"partial_rotary_factor": 1.5}, r"`partial_rotary_factor`.*1.5"),
     ("qwen3-32b", {"hidden_act": 3}, r"`hidden_act` must be a string"),
     ("qwen3-32b", {"use_sliding_window": True, "sliding_window": 4096, "layer_types": ["x"]}, r"`layer_types`"),

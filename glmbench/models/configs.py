@@ -1697,8 +1697,8 @@ def _rope(r: _Reader) -> tuple[float, dict | None]:
         rp = rp["full_attention"]
     # HF's default theta: 10000 (Gemma 3's global layers: 1e6, Gemma3TextConfig.default_theta)
     theta = hf.get("rope_theta", (rp or {}).get("rope_theta", 1e6 if r.mt in ("gemma3_text", "gemma4_text") else 10000.0))
-    if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not theta > 0:
-        raise ValueError(f"config field `rope_theta` must be a positive number, got {theta!r}")
+    if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not theta > 0 or not math.isfinite(theta):
+        raise ValueError(f"config field `rope_theta` must be a finite positive number, got {theta!r}")
     scaling = hf.get("rope_scaling")
     if scaling is None and rp and (rp.get("rope_type") or rp.get("type") or "default") != "default":
         scaling = dict(rp)
