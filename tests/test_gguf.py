@@ -330,6 +330,10 @@ U32 = gguf.GGUFValueType.UINT32
     ("qwen3.block_count", 0, "block_count' = 0 must be >= 1"),
     ("qwen3.embedding_length", 0, "embedding_length' = 0 must be >= 1"),
     ("qwen3.attention.key_length", None, None),   # removed: head dim from embedding_length / head_count
+    # llama.cpp's loader requires context_length (it read as max_position_embeddings 0, an error naming that)
+    ("qwen3.context_length", None, "metadata 'qwen3.context_length' is missing"),
+    # block_count below the file's blocks: blk.1 was counted as a skipped (MTP) layer, half the model priced
+    ("qwen3.block_count", 1, "is of block 1, but metadata 'qwen3.block_count' = 1"),
 ])
 def test_inconsistent_metadata_is_one_named_error(tmp_path, key, value, match):
     cfg, model = _hf("qwen3")

@@ -492,7 +492,8 @@ def hf_config(g: GGUFFile) -> dict:
           "rms_norm_eps": m("attention.layer_norm_rms_epsilon", 1e-6, kind=float),
           "rope_theta": m("rope.freq_base", 10000.0, kind=float),
           "tie_word_embeddings": "output.weight" not in ts,
-          "max_position_embeddings": m("context_length", 0), "hidden_act": "silu",
+          # (llama.cpp's loader requires it: a file without it does not load)
+          "max_position_embeddings": m("context_length", required=True, minimum=1), "hidden_act": "silu",
           "gguf_architecture": arch, "num_nextn_predict_layers": nextn}
     st = m("rope.scaling.type", kind=str)
     if st and st != "none":
@@ -1779,11 +1780,16 @@ def file_weights(g: GGUFFile, shapes: dict, n_layers: int) -> FileWeights:
                                               else t.n_bytes * (n.stop - n.start) // t.shape[1]
                                               if isinstance(n, ExpertRows) else t.n_bytes for n, t in zip(names, ts))))
     skipped = extra = 0
+    blocks = g.get(f"{g.architecture}.block_count")
     for n, t in g.tensors.items():
         if n in used:
             continue
         parts = n.split(".")
         if parts[0] == "blk" and len(parts) > 2 and parts[1].isdigit() and int(parts[1]) >= n_layers:
+            if isinstance(blocks, (int, np.integer)) and int(parts[1]) >= blocks:
+                # (llama.cpp refuses such a file: "wrong number of tensors")
+                raise GGUFError(f"{g.path}: tensor {n!r} is of block {parts[1]}, but metadata "
+                                f"'{g.architecture}.block_count' = {int(blocks)}")
             skipped += t.n_bytes
         else:
             extra += t.n_bytes
