@@ -437,10 +437,10 @@ def test_hf_folder_predicts_at_its_stored_dtype(tmp_path, capsys):
     assert main(args) == 0 and "notice" not in capsys.readouterr().err
 
 
-def _header_only_folder(folder, config, tensors):
-    """An HF folder whose model.safetensors holds `tensors` ({name: (dtype, shape)}), data zeros."""
+def _header_only_folder(folder, config, tensors, file="model.safetensors"):
+    """An HF folder whose `file` holds `tensors` ({name: (dtype, shape)}), data zeros."""
     size = {"BF16": 2, "F16": 2, "F32": 4, "I32": 4, "U8": 1, "F8_E4M3": 1}
-    os.makedirs(folder)
+    os.makedirs(folder, exist_ok=True)
     with open(os.path.join(folder, "config.json"), "w") as f:
         json.dump(config, f)
     header, off = {}, 0
@@ -449,7 +449,7 @@ def _header_only_folder(folder, config, tensors):
         header[n] = {"dtype": dt, "shape": list(shape), "data_offsets": [off, off + nb]}
         off += nb
     h = json.dumps(header).encode()
-    with open(os.path.join(folder, "model.safetensors"), "wb") as f:
+    with open(os.path.join(folder, file), "wb") as f:
         f.write(struct.pack("<Q", len(h)) + h + bytes(off))
     return off
 
@@ -505,6 +505,35 @@ def test_quantized_hf_folder_counts_its_stored_bytes(tmp_path, layout):
         # q_proj 256 x 256: qweight [256, 32] int32, qzeros [2, 32] int32, scales [2, 256] f16
         assert fw.bytes_of()[q] == 256 * 32 * 4 + 2 * 32 * 4 + 2 * 256 * 2
         assert costmodel.Setup(str(tmp_path / "hf"), "rtx-3090").weights == "awq"
+
+
+def test_hf_folder_reads_the_files_its_index_names(tmp_path):
+    """A hub download of a Mistral repo holds HF shards (named by model.safetensors.index.json) and the same
+    model again as consolidated.safetensors: only the model's files count (the copy doubled its bytes)."""
+    from glmbench.models import checkpoint
+    config = dict(model_type="mistral", hidden_size=64, intermediate_size=96, num_attention_heads=4,
+                  num_key_value_heads=2, num_hidden_layers=2, vocab_size=100, sliding_window=None)
+    shapes = configs.load(config).tensor_shapes()
+    names = sorted(shapes)
+    half = len(names) // 2
+    folder = tmp_path / "hf"
+    size = sum(_header_only_folder(folder, config, {n: ("BF16", shapes[n]) for n in part}, file=f)
+               for part, f in ((names[:half], "model-00001-of-00002.safetensors"),
+                               (names[half:], "model-00002-of-00002.safetensors")))
+    copy = {n.replace("model.layers.", "layers."): ("BF16", shapes[n]) for n in names}
+    _header_only_folder(folder, config, copy, file="consolidated.safetensors")
+    index = {"metadata": {"total_size": size}, "weight_map": {n: f"model-0000{1 + (i >= half)}-of-00002.safetensors"
+                                                              for i, n in enumerate(names)}}
+    (folder / "model.safetensors.index.json").write_text(json.dumps(index))
+    fw = configs.load(str(folder)).file_weights
+    assert fw.total_bytes == size and fw.extra_bytes == 0
+    assert set(checkpoint._safetensors_folder(str(folder))) == set(names)
+    os.remove(folder / "model.safetensors.index.json")      # no index: the consolidated copy is still left out
+    assert configs.load(str(folder)).file_weights.total_bytes == size
+    index["weight_map"][names[0]] = "model-00003-of-00002.safetensors"
+    (folder / "model.safetensors.index.json").write_text(json.dumps(index))
+    with pytest.raises(ValueError, match="'weight_map' names 'model-00003-of-00002.safetensors'"):
+        configs.load(str(folder))
 
 
 def test_llama3_rope_freqs_tensor_runs_as_hf():

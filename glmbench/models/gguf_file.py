@@ -1866,8 +1866,32 @@ def _stored_owner(name: str, shapes: dict) -> list:
     return []
 
 
+def safetensors_files(folder: str) -> list:
+    """The *.safetensors files of an HF folder that hold its model: those model.safetensors.index.json's
+    weight_map names where the folder has one (a listed file missing is a GGUFError naming it), else every
+    *.safetensors but Mistral's consolidated*.safetensors copy (its own tensor names) beside HF-named ones."""
+    idx = os.path.join(folder, "model.safetensors.index.json")
+    if os.path.isfile(idx):
+        try:
+            with open(idx, encoding="utf-8") as f:
+                wm = json.load(f).get("weight_map")
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError) as e:
+            raise GGUFError(f"{idx}: not a readable safetensors index: {e}") from None
+        if not isinstance(wm, dict) or not wm or not all(isinstance(v, str) for v in wm.values()):
+            raise GGUFError(f"{idx}: field 'weight_map' must map tensor names to file names, got {wm!r}")
+        files = [os.path.join(folder, n) for n in sorted(set(wm.values()))]
+        for f in files:
+            if not os.path.isfile(f):
+                raise GGUFError(f"{idx}: 'weight_map' names {os.path.basename(f)!r}, which is not in {folder}")
+        return files
+    files = sorted(glob.glob(os.path.join(folder, "*.safetensors")))
+    hf = [f for f in files if not os.path.basename(f).startswith("consolidated")]
+    return hf or files
+
+
 def folder_weights(folder: str, shapes: dict, n_layers: int) -> FileWeights | None:
-    """An HF folder's stored bytes from its *.safetensors headers (None without any): each HF-named
+    """An HF folder's stored bytes from its *.safetensors headers (None without any; the files
+    safetensors_files picks): each HF-named
     tensor of `shapes` holds the bytes of the stored tensors that make it (_stored_owner: itself, its
     quantization parts such as AWQ / GPTQ qweight + qzeros + scales, MXFP4 blocks + scales, FP8 scales,
     experts stored one by one, half a fused gate_up_proj each), at the type of its largest part (AWQ /
@@ -1875,7 +1899,7 @@ def folder_weights(folder: str, shapes: dict, n_layers: int) -> FileWeights | No
     counted at the dtype of its layer's other tensors, else the folder's main one, so a prediction for
     the folder is at its stored dtype. Layers past `n_layers` (MTP) are skipped bytes; tensors the config
     does not name extra bytes."""
-    files = sorted(glob.glob(os.path.join(folder, "*.safetensors")))
+    files = safetensors_files(folder) if glob.glob(os.path.join(folder, "*.safetensors")) else []
     if not files:
         return None
     head: dict = {}
