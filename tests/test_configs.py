@@ -288,6 +288,16 @@ def test_qwen3_moe_sparse_layers():
     assert c.n_dense_layers == 48 - 23
 
 
+def test_qwen3_moe_head_dim_defaults_to_hidden_over_heads():
+    # Qwen3MoeConfig has no head_dim default (Qwen3Config's is 128): a config.json without one has
+    # hidden_size / num_attention_heads, as HF's Qwen3MoeAttention builds it
+    raw = {k: v for k, v in json.load(open(configs.builtin_path("qwen3-30b-a3b"))).items() if k != "head_dim"}
+    c = configs.load(raw)
+    assert c.head_dim == 2048 // 32 == 64
+    assert configs.load("qwen3-30b-a3b").head_dim == 128      # the released file states 128
+    assert configs.load({**raw, "model_type": "qwen3", "intermediate_size": 6144}).head_dim == 128
+
+
 def _bad(name, **changes):
     hf = json.load(open(configs.builtin_path(name)))
     for k, v in changes.items():
@@ -306,6 +316,7 @@ def _bad(name, **changes):
     ("qwen3-32b", {"num_hidden_layers": 0}, r"`num_hidden_layers` must be >= 1, got 0"),
     ("qwen3-32b", {"hidden_size": "big"}, r"`hidden_size` must be an integer, got 'big'"),
     ("qwen3-32b", {"rms_norm_eps": -1}, r"`rms_norm_eps` must be > 0, got -1"),
+    ("qwen3-32b", {"rope_theta": float("inf")}, r"`rope_theta` must be a finite positive number, got inf"),
     ("qwen3-32b", {"partial_rotary_factor": 1.5}, r"`partial_rotary_factor`.*1.5"),
     ("qwen3-32b", {"hidden_act": 3}, r"`hidden_act` must be a string"),
     ("qwen3-32b", {"use_sliding_window": True, "sliding_window": 4096, "layer_types": ["x"]}, r"`layer_types`"),

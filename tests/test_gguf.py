@@ -330,6 +330,10 @@ U32 = gguf.GGUFValueType.UINT32
     ("qwen3.block_count", 0, "block_count' = 0 must be >= 1"),
     ("qwen3.embedding_length", 0, "embedding_length' = 0 must be >= 1"),
     ("qwen3.attention.key_length", None, None),   # removed: head dim from embedding_length / head_count
+    # llama.cpp's loader requires context_length (it read as max_position_embeddings 0, an error naming that)
+    ("qwen3.context_length", None, "metadata 'qwen3.context_length' is missing"),
+    # block_count below the file's blocks: blk.1 was counted as a skipped (MTP) layer, half the model priced
+    ("qwen3.block_count", 1, "is of block 1, but metadata 'qwen3.block_count' = 1"),
 ])
 def test_inconsistent_metadata_is_one_named_error(tmp_path, key, value, match):
     cfg, model = _hf("qwen3")
@@ -431,6 +435,105 @@ def test_hf_folder_predicts_at_its_stored_dtype(tmp_path, capsys):
     assert {r["weights"] for r in json.loads(out.out)} == {"q8_0"}
     assert main(args + ["--weights", "q8_0"]) == 0 and "notice" not in capsys.readouterr().err
     assert main(args) == 0 and "notice" not in capsys.readouterr().err
+
+
+def _header_only_folder(folder, config, tensors, file="model.safetensors"):
+    """An HF folder whose `file` holds `tensors` ({name: (dtype, shape)}), data zeros."""
+    size = {"BF16": 2, "F16": 2, "F32": 4, "I32": 4, "U8": 1, "F8_E4M3": 1}
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(config, f)
+    header, off = {}, 0
+    for n, (dt, shape) in tensors.items():
+        nb = size[dt] * int(np.prod(shape))
+        header[n] = {"dtype": dt, "shape": list(shape), "data_offsets": [off, off + nb]}
+        off += nb
+    h = json.dumps(header).encode()
+    with open(os.path.join(folder, file), "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + bytes(off))
+    return off
+
+
+@pytest.mark.parametrize("layout", ["awq", "gptq", "fp8", "mxfp4"])
+def test_quantized_hf_folder_counts_its_stored_bytes(tmp_path, layout):
+    """A quantized checkpoint's matrices are stored as parts (AWQ / GPTQ qweight + qzeros + scales, FP8 weight +
+    weight_scale_inv, gpt-oss's MXFP4 experts as _blocks + _scales of a fused gate_up_proj): each matrix holds its
+    parts' bytes, so the folder is priced at what it stores (it was at 4 bytes a weight for AWQ's int32 qweight,
+    at bf16 for MXFP4 experts)."""
+    E, D, F, L, V = 4, 256, 512, 2, 300
+    if layout == "mxfp4":
+        config = dict(model_type="gpt_oss", hidden_size=D, intermediate_size=F, num_local_experts=E,
+                      num_experts_per_tok=2, num_attention_heads=4, num_key_value_heads=2, head_dim=64,
+                      num_hidden_layers=L, vocab_size=V, quantization_config={"quant_method": "mxfp4"})
+    else:
+        config = dict(model_type="llama", hidden_size=D, intermediate_size=F, num_attention_heads=4,
+                      num_key_value_heads=2, num_hidden_layers=L, vocab_size=V, rms_norm_eps=1e-5,
+                      quantization_config={"quant_method": layout})
+    shapes = configs.load(config).tensor_shapes()
+    tensors = {}
+    for n, sh in shapes.items():
+        base = n[:-len(".weight")]
+        if layout == "mxfp4" and ".mlp.experts." in n:
+            if n.endswith(("gate_proj", "down_proj")):     # (up_proj: the other half of gate_up_proj)
+                fused = n.replace("gate_proj", "gate_up_proj")
+                rows = 2 * sh[1] if "gate_up" in fused else sh[2]
+                cols = sh[2] if "gate_up" in fused else sh[1]
+                tensors[fused + "_blocks"] = ("U8", (E, rows, cols // 32, 16))
+                tensors[fused + "_scales"] = ("U8", (E, rows, cols // 32))
+            elif n.endswith("gate_proj_bias"):
+                tensors[n.replace("gate_proj", "gate_up_proj")] = ("BF16", (E, 2 * sh[1]))
+            elif n.endswith("down_proj_bias"):
+                tensors[n] = ("BF16", sh)
+        elif layout in ("awq", "gptq") and len(sh) == 2 and n.startswith("model.layers."):
+            out, inn = sh
+            tensors[base + ".qweight"] = ("I32", (inn, out // 8) if layout == "awq" else (inn // 8, out))
+            tensors[base + ".qzeros"] = ("I32", (inn // 128, out // 8))
+            tensors[base + ".scales"] = ("F16", (inn // 128, out))
+        elif layout == "fp8" and len(sh) == 2 and n.startswith("model.layers."):
+            tensors[n] = ("F8_E4M3", sh)
+            tensors[base + ".weight_scale_inv"] = ("F32", (-(-sh[0] // 128), -(-sh[1] // 128)))
+        else:
+            tensors[n] = ("BF16", sh)
+    size = _header_only_folder(tmp_path / "hf", config, tensors)
+    c = configs.load(str(tmp_path / "hf"))
+    fw = c.file_weights
+    assert fw.total_bytes == size and fw.extra_bytes == 0
+    assert sum(b for _, _, b in fw.tensors) == size      # every stored byte on one of the config's tensors
+    q = "model.layers.1.mlp.experts.gate_proj" if layout == "mxfp4" else "model.layers.1.self_attn.q_proj.weight"
+    assert fw.types()[q] == {"awq": "AWQ", "gptq": "GPTQ", "fp8": "FP8", "mxfp4": "MXFP4"}[layout]
+    if layout == "awq":
+        # q_proj 256 x 256: qweight [256, 32] int32, qzeros [2, 32] int32, scales [2, 256] f16
+        assert fw.bytes_of()[q] == 256 * 32 * 4 + 2 * 32 * 4 + 2 * 256 * 2
+        assert costmodel.Setup(str(tmp_path / "hf"), "rtx-3090").weights == "awq"
+
+
+def test_hf_folder_reads_the_files_its_index_names(tmp_path):
+    """A hub download of a Mistral repo holds HF shards (named by model.safetensors.index.json) and the same
+    model again as consolidated.safetensors: only the model's files count (the copy doubled its bytes)."""
+    from glmbench.models import checkpoint
+    config = dict(model_type="mistral", hidden_size=64, intermediate_size=96, num_attention_heads=4,
+                  num_key_value_heads=2, num_hidden_layers=2, vocab_size=100, sliding_window=None)
+    shapes = configs.load(config).tensor_shapes()
+    names = sorted(shapes)
+    half = len(names) // 2
+    folder = tmp_path / "hf"
+    size = sum(_header_only_folder(folder, config, {n: ("BF16", shapes[n]) for n in part}, file=f)
+               for part, f in ((names[:half], "model-00001-of-00002.safetensors"),
+                               (names[half:], "model-00002-of-00002.safetensors")))
+    copy = {n.replace("model.layers.", "layers."): ("BF16", shapes[n]) for n in names}
+    _header_only_folder(folder, config, copy, file="consolidated.safetensors")
+    index = {"metadata": {"total_size": size}, "weight_map": {n: f"model-0000{1 + (i >= half)}-of-00002.safetensors"
+                                                              for i, n in enumerate(names)}}
+    (folder / "model.safetensors.index.json").write_text(json.dumps(index))
+    fw = configs.load(str(folder)).file_weights
+    assert fw.total_bytes == size and fw.extra_bytes == 0
+    assert set(checkpoint._safetensors_folder(str(folder))) == set(names)
+    os.remove(folder / "model.safetensors.index.json")      # no index: the consolidated copy is still left out
+    assert configs.load(str(folder)).file_weights.total_bytes == size
+    index["weight_map"][names[0]] = "model-00003-of-00002.safetensors"
+    (folder / "model.safetensors.index.json").write_text(json.dumps(index))
+    with pytest.raises(ValueError, match="'weight_map' names 'model-00003-of-00002.safetensors'"):
+        configs.load(str(folder))
 
 
 def test_llama3_rope_freqs_tensor_runs_as_hf():

@@ -127,6 +127,7 @@ def _safetensors_folder(folder: str) -> dict:
     files = sorted(glob.glob(os.path.join(folder, "*.safetensors")))
     if not files:
         raise CheckpointError(f"{folder}: no *.safetensors files")
+    files = gguf_file.safetensors_files(folder)     # (the index's files; not Mistral's consolidated copy)
     sd: dict = {}
     for f in files:
         for k, v in read_safetensors(f).items():

@@ -205,7 +205,8 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
                         topk_group=1, norm_topk_prob=False, routed_scaling_factor=1.0, n_shared_experts=2,
                         first_k_dense_replace=0, topk_method="greedy", scoring_func="softmax"),
     "qwen3": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False, head_dim=128),
-    "qwen3_moe": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False, head_dim=128,
+    # (Qwen3MoeConfig has no head_dim default: Qwen3MoeAttention takes hidden_size / num_attention_heads)
+    "qwen3_moe": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False,
                       norm_topk_prob=False, decoder_sparse_step=1, mlp_only_layers=[]),
     "llama": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False),
     "mistral": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, num_key_value_heads=8, sliding_window=4096),
@@ -1696,8 +1697,8 @@ def _rope(r: _Reader) -> tuple[float, dict | None]:
         rp = rp["full_attention"]
     # HF's default theta: 10000 (Gemma 3's global layers: 1e6, Gemma3TextConfig.default_theta)
     theta = hf.get("rope_theta", (rp or {}).get("rope_theta", 1e6 if r.mt in ("gemma3_text", "gemma4_text") else 10000.0))
-    if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not theta > 0:
-        raise ValueError(f"config field `rope_theta` must be a positive number, got {theta!r}")
+    if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not theta > 0 or not math.isfinite(theta):
+        raise ValueError(f"config field `rope_theta` must be a finite positive number, got {theta!r}")
     scaling = hf.get("rope_scaling")
     if scaling is None and rp and (rp.get("rope_type") or rp.get("type") or "default") != "default":
         scaling = dict(rp)

@@ -492,7 +492,8 @@ def hf_config(g: GGUFFile) -> dict:
           "rms_norm_eps": m("attention.layer_norm_rms_epsilon", 1e-6, kind=float),
           "rope_theta": m("rope.freq_base", 10000.0, kind=float),
           "tie_word_embeddings": "output.weight" not in ts,
-          "max_position_embeddings": m("context_length", 0), "hidden_act": "silu",
+          # (llama.cpp's loader requires it: a file without it does not load)
+          "max_position_embeddings": m("context_length", required=True, minimum=1), "hidden_act": "silu",
           "gguf_architecture": arch, "num_nextn_predict_layers": nextn}
     st = m("rope.scaling.type", kind=str)
     if st and st != "none":
@@ -1779,11 +1780,16 @@ def file_weights(g: GGUFFile, shapes: dict, n_layers: int) -> FileWeights:
                                               else t.n_bytes * (n.stop - n.start) // t.shape[1]
                                               if isinstance(n, ExpertRows) else t.n_bytes for n, t in zip(names, ts))))
     skipped = extra = 0
+    blocks = g.get(f"{g.architecture}.block_count")
     for n, t in g.tensors.items():
         if n in used:
             continue
         parts = n.split(".")
         if parts[0] == "blk" and len(parts) > 2 and parts[1].isdigit() and int(parts[1]) >= n_layers:
+            if isinstance(blocks, (int, np.integer)) and int(parts[1]) >= blocks:
+                # (llama.cpp refuses such a file: "wrong number of tensors")
+                raise GGUFError(f"{g.path}: tensor {n!r} is of block {parts[1]}, but metadata "
+                                f"'{g.architecture}.block_count' = {int(blocks)}")
             skipped += t.n_bytes
         else:
             extra += t.n_bytes
@@ -1827,41 +1833,120 @@ def _safetensors_header(path: str) -> dict:
     return out
 
 
-def folder_weights(folder: str, shapes: dict, n_layers: int) -> FileWeights | None:
-    """An HF folder's stored bytes from its *.safetensors headers (None without any): each HF-named
-    tensor of `shapes` at the dtype the folder stores it in (the tensor's own entry, else the
-    dtype of its layer's other tensors, e.g. experts stored per expert or fused, else the folder's
-    main one), so a prediction for the folder is at its stored dtype. Layers past `n_layers` (MTP)
-    are skipped bytes; tensors the config does not name (scales, ...) extra bytes."""
+# the parts a quantized checkpoint stores for one matrix, by suffix: AWQ / GPTQ (qweight, qzeros, scales, g_idx),
+# compressed-tensors (weight_packed, weight_scale, ...), FP8 block scales (weight_scale_inv), bitsandbytes (the
+# packed weight's absmax, quant_map, quant_state; int8's SCB), MXFP4 (gpt-oss: X_blocks, X_scales)
+_QUANT_PARTS = (".qweight", ".qzeros", ".scales", ".g_idx", ".weight_packed", ".weight_scale", ".weight_shape",
+                ".weight_zero_point", ".weight_global_scale", ".input_global_scale", ".weight_scale_inv",
+                ".input_scale", ".SCB", ".weight_format")
+_BNB_PARTS = re.compile(r"\.weight\.(absmax|quant_map|nested_absmax|nested_quant_map|quant_state\..*)$")
+
+
+def _stored_owner(name: str, shapes: dict) -> list:
+    """The config's tensors (ModelConfig.tensor_shapes names) a stored tensor's bytes belong to: itself, the
+    matrix a quantization part belongs to (_QUANT_PARTS, _BNB_PARTS, MXFP4's _blocks / _scales), the stacked
+    experts a per-expert tensor is one of (mlp.experts.N.X.weight -> mlp.experts.X), both halves of a fused
+    gate_up_proj; [] for a tensor the config does not name."""
+    n = re.sub(r"\.experts\.\d+\.", ".experts.", _BNB_PARTS.sub(".weight", name))
+    for suffix in _QUANT_PARTS:
+        if n.endswith(suffix):
+            n = n[:-len(suffix)] + ".weight"
+            break
+    else:
+        n = re.sub(r"_(blocks|scales)$", "", n)
+    for c in (n, n[:-len(".weight")] if n.endswith(".weight") else None):
+        if c is None:
+            continue
+        if c in shapes:
+            return [c]
+        if "gate_up_proj" in c:
+            halves = [c.replace("gate_up_proj", "gate_proj"), c.replace("gate_up_proj", "up_proj")]
+            if all(h in shapes for h in halves):
+                return halves
+    return []
+
+
+def safetensors_files(folder: str) -> list:
+    """The *.safetensors files of an HF folder that hold its model: those model.safetensors.index.json's
+    weight_map names where the folder has one (a listed file missing is a GGUFError naming it), else every
+    *.safetensors but Mistral's consolidated*.safetensors copy (its own tensor names) beside HF-named ones."""
+    idx = os.path.join(folder, "model.safetensors.index.json")
+    if os.path.isfile(idx):
+        try:
+            with open(idx, encoding="utf-8") as f:
+                wm = json.load(f).get("weight_map")
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError) as e:
+            raise GGUFError(f"{idx}: not a readable safetensors index: {e}") from None
+        if not isinstance(wm, dict) or not wm or not all(isinstance(v, str) for v in wm.values()):
+            raise GGUFError(f"{idx}: field 'weight_map' must map tensor names to file names, got {wm!r}")
+        files = [os.path.join(folder, n) for n in sorted(set(wm.values()))]
+        for f in files:
+            if not os.path.isfile(f):
+                raise GGUFError(f"{idx}: 'weight_map' names {os.path.basename(f)!r}, which is not in {folder}")
+        return files
     files = sorted(glob.glob(os.path.join(folder, "*.safetensors")))
+    hf = [f for f in files if not os.path.basename(f).startswith("consolidated")]
+    return hf or files
+
+
+def folder_weights(folder: str, shapes: dict, n_layers: int) -> FileWeights | None:
+    """An HF folder's stored bytes from its *.safetensors headers (None without any; the files
+    safetensors_files picks): each HF-named
+    tensor of `shapes` holds the bytes of the stored tensors that make it (_stored_owner: itself, its
+    quantization parts such as AWQ / GPTQ qweight + qzeros + scales, MXFP4 blocks + scales, FP8 scales,
+    experts stored one by one, half a fused gate_up_proj each), at the type of its largest part (AWQ /
+    GPTQ / MXFP4 for those layouts); a tensor the folder does not store under a name of its own is
+    counted at the dtype of its layer's other tensors, else the folder's main one, so a prediction for
+    the folder is at its stored dtype. Layers past `n_layers` (MTP) are skipped bytes; tensors the config
+    does not name extra bytes."""
+    files = safetensors_files(folder) if glob.glob(os.path.join(folder, "*.safetensors")) else []
     if not files:
         return None
     head: dict = {}
     for f in files:
         head.update(_safetensors_header(f))
     total = sum(b for _, _, b in head.values())
+    parts: dict = {}
+    for name, (dt, shape, b) in head.items():
+        owners = _stored_owner(name, shapes)
+        for o in owners:
+            parts.setdefault(o, []).append((name, dt, shape, b / len(owners)))
     by_type: dict = {}
-    for dt, shape, b in head.values():
-        if len(shape) >= 2:
-            by_type[dt] = by_type.get(dt, 0) + b
-    main = max(by_type, key=by_type.get) if by_type else "F32"
     layer_dt: dict = {}
-    for name, (dt, shape, _) in head.items():
-        if name.startswith("model.layers.") and len(shape) >= 2:
-            layer_dt.setdefault(name.split(".")[2], dt)
+    for name, (dt, shape, b) in head.items():
+        if len(shape) >= 2 and dt in _ST_FORMAT:     # (unquantized storage: the fallback's dtype)
+            by_type[dt] = by_type.get(dt, 0) + b
+            if name.startswith("model.layers."):
+                layer_dt.setdefault(name.split(".")[2], dt)
+    fallback = max(by_type, key=by_type.get) if by_type else "F32"
     rows, counted = [], 0
     for hf, shape in shapes.items():
-        if hf in head:
-            dt = head[hf][0]
-        else:
-            dt = layer_dt.get(hf.split(".")[2], main) if hf.startswith("model.layers.") else main
         numel = 1
         for d in shape:
             numel *= int(d)
-        b = numel * _ST_BYTES[dt]
-        rows.append((hf, _ST_FORMAT.get(dt, dt), b))
+        if hf in parts:
+            b = int(sum(p[3] for p in parts[hf]))
+            _, dt, st_shape, _ = max(parts[hf], key=lambda p: p[3])
+            names = [p[0] for p in parts[hf]]
+            if any(n.endswith(".qweight") for n in names):
+                # AWQ packs 32 // bits weights of an output row per int32 ([in, out / 8]), GPTQ of an input column
+                q = next(p for p in parts[hf] if p[0].endswith(".qweight"))[2]
+                t = "AWQ" if len(q) == 2 and len(shape) >= 2 and q[0] == shape[-1] and q[1] < shape[-2] else "GPTQ"
+            elif any(n.endswith("_blocks") for n in names) and dt == "U8":
+                t = "MXFP4"
+            else:
+                t = _ST_FORMAT.get(dt, dt)
+        else:
+            dt = layer_dt.get(hf.split(".")[2], fallback) if hf.startswith("model.layers.") else fallback
+            b, t = numel * _ST_BYTES[dt], _ST_FORMAT.get(dt, dt)
+        rows.append((hf, t, b))
         counted += b
+    main_by: dict = {}
+    for hf, t, b in rows:
+        if len(shapes[hf]) >= 2:
+            main_by[t] = main_by.get(t, 0) + b
+    main = max(main_by, key=main_by.get) if main_by else "F32"
     skipped = sum(b for n, (_, _, b) in head.items()
                   if n.startswith("model.layers.") and n.split(".")[2].isdigit() and int(n.split(".")[2]) >= n_layers)
     extra = max(0, total - counted - skipped)
-    return FileWeights(os.fspath(folder), "safetensors", _ST_FORMAT.get(main, main), total, tuple(rows), extra, skipped)
+    return FileWeights(os.fspath(folder), "safetensors", main, total, tuple(rows), extra, skipped)
