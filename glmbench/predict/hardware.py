@@ -77,6 +77,9 @@ _LIMITS = {"memory_gib": 100_000, "bandwidth_gbs": 100_000, "tflops": 100_000, "
 # 0.6-3 GHz.
 _GPU_RANGES = {"memory_gib": (1, 4096, "GiB, not TB or MiB"), "bandwidth_gbs": (10, None, "GB/s, not TB/s"),
                "boost_mhz": (100, None, "MHz, not GHz")}
+# A host's alike: any host's DRAM streams GB/s (a single DDR4 channel ~20, a Raspberry Pi 4 ~4), so under
+# 1 is TB/s written as GB/s; over 64 TiB of memory is MiB written as GiB
+_HOST_RANGES = {"bandwidth_gbs": (1, None, "GB/s, not TB/s"), "memory_gib": (None, 65536, "GiB, not MiB")}
 
 # The study's two RTX 3090s measured only ~1.4 GB/s between them (docs/SOURCES.md §3).
 # docs/SOURCES.md §5 speaks of "tens of microseconds of latency per transfer" for such a link;
@@ -163,6 +166,22 @@ def _num(where, key, v, *, minimum=0.0, strict=True):
     return float(v)
 
 
+def _check_units(d: dict, where: str, ranges: dict, what: str, lenient=()) -> None:
+    """A field of `ranges` (field -> (low, high, the unit it is in); None: no bound) outside its range is a
+    unit mistake (_GPU_RANGES, _HOST_RANGES), one error naming the unit; each is a number (_num; >= 0 for
+    the `lenient` fields, > 0 for the others) first."""
+    for k, (lo, hi, unit) in ranges.items():
+        v = d.get(k)
+        if v is None:
+            continue
+        x = _num(where, k, v, strict=k not in lenient)
+        if (lo is not None and x < lo) or (hi is not None and x > hi):
+            bound = f"{lo} to {hi}" if lo is not None and hi is not None else \
+                f"at least {lo}" if lo is not None else f"at most {hi}"
+            raise ValueError(f"{where}: field `{k}` = {v!r} is not plausible for a {what} ({bound}); "
+                             f"check its unit ({unit})")
+
+
 def profile_from_dict(d: dict, where: str = "profile", key: str = "") -> GPU:
     """Validate a profile dict (see the module docstring) -> GPU."""
     vocab.check_table(d, where, known={"name", "memory_gib", "bandwidth_gbs", "tflops", "launch_us", "link_gbps",
@@ -204,11 +223,7 @@ def profile_from_dict(d: dict, where: str = "profile", key: str = "") -> GPU:
     nvl = d.get("nvlink_gbps")
     clk = d.get("boost_mhz")
     if kind == "gpu":
-        for k, (lo, hi, unit) in _GPU_RANGES.items():
-            v = d.get(k)
-            if v is not None and not lo <= _num(where, k, v) <= (hi or math.inf):
-                raise ValueError(f"{where}: field `{k}` = {v!r} is not plausible for a GPU "
-                                 f"({f'{lo} to {hi}' if hi else f'at least {lo}'}); check its unit ({unit})")
+        _check_units(d, where, _GPU_RANGES, "GPU")
     return GPU(
         name=name.strip(),
         memory_gib=_num(where, "memory_gib", d["memory_gib"]),
@@ -616,16 +631,7 @@ def host_from_dict(d: dict, where: str = "host", key: str = "") -> Host:
         raise ValueError(f"{where}: field `cores` must be a whole number >= 0, got {cores!r}")
     pg = d.get("pcie_gbps")
     pl = d.get("pcie_latency_us")
-    # a unit mistake as for a GPU (_GPU_RANGES): any host's DRAM streams GB/s (a single DDR4 channel
-    # ~20, a Raspberry Pi 4 ~4), so under 1 is TB/s written as GB/s; over 64 TiB of memory is MiB
-    bw = _num(where, "bandwidth_gbs", d["bandwidth_gbs"])
-    if bw < 1:
-        raise ValueError(f"{where}: field `bandwidth_gbs` = {d['bandwidth_gbs']!r} is not plausible for a host "
-                         f"(at least 1); check its unit (GB/s, not TB/s)")
-    mem = _num(where, "memory_gib", d.get("memory_gib", 0.0), strict=False)
-    if mem > 65536:
-        raise ValueError(f"{where}: field `memory_gib` = {d['memory_gib']!r} is not plausible for a host "
-                         f"(at most 65536); check its unit (GiB, not MiB)")
+    _check_units(d, where, _HOST_RANGES, "host", lenient=("memory_gib",))
     return Host(name=str(d["name"]), memory_gib=_num(where, "memory_gib", d.get("memory_gib", 0.0), strict=False),
                 bandwidth_gbs=_num(where, "bandwidth_gbs", d["bandwidth_gbs"]), tflops=t, cores=cores,
                 pcie_gbps=None if pg is None else _num(where, "pcie_gbps", pg),
