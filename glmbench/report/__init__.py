@@ -33,6 +33,15 @@ from glmbench.results.compare import compare, measured_predicted_pairs, test_lab
 
 
 # ---- the report ---------------------------------------------------------------------------------
+
+def _remove_stale(out, names) -> None:
+    """Each of `names` in `out` that an earlier report wrote and this one does not: removed."""
+    for name in names:
+        path = os.path.join(out, name)
+        if os.path.exists(path):
+            os.unlink(path)
+
+
 def run(study: Study | None = None, out: str | os.PathLike = "glmbench-report", *,
         extra_records: Sequence[dict] = (), progress: bool = True, trace=None,
         trace_options: dict | None = None) -> dict:
@@ -62,9 +71,8 @@ def run(study: Study | None = None, out: str | os.PathLike = "glmbench-report", 
                           json.dumps(_finite(decs), indent=1, default=_jsonable) + "\n")
     finds = findings_mod.findings(study)
     charts = plots.save_charts(records, out)
-    for stale in ("mla_crossover.png", "findings.json"):
-        if finds is None and os.path.exists(os.path.join(out, stale)):
-            os.unlink(os.path.join(out, stale))
+    if finds is None:
+        _remove_stale(out, ("mla_crossover.png", "findings.json"))
     if finds is not None:
         fig = plots.mla_crossover(finds["crossover"], title=(
             f"Crossover depth vs MLA attention efficiency: {findings_mod.MLA_MODEL} vs each dense built-in\n"
@@ -80,9 +88,9 @@ def run(study: Study | None = None, out: str | os.PathLike = "glmbench-report", 
     if study.offload_table:
         offl = offload_rows(study)
         rec.atomic_write_text(os.path.join(out, "offload.json"), json.dumps(_finite(offl), indent=1) + "\n")
-    elif os.path.exists(os.path.join(out, "offload.json")):
+    else:
         # as findings.json: an offload table from an earlier `--offload` report must not survive
-        os.unlink(os.path.join(out, "offload.json"))
+        _remove_stale(out, ("offload.json",))
     text = render(records, study, decs, [os.path.basename(p) for p in charts], ceils, finds, offl)
     from glmbench.report import workload
     trace_files = []
@@ -94,10 +102,7 @@ def run(study: Study | None = None, out: str | os.PathLike = "glmbench-report", 
         text = text.rstrip("\n") + "\n\n" + workload.render(res, tcharts)
     else:
         # a trace section's files must not survive from an earlier `--trace` report in the folder
-        for name in workload.FILES:
-            stale = os.path.join(out, name)
-            if os.path.exists(stale):
-                os.unlink(stale)
+        _remove_stale(out, workload.FILES)
     path = os.path.join(out, "report.md")
     rec.atomic_write_text(path, text)
     return {"out": out, "report": path, "charts": charts, "n_records": len(records)}
