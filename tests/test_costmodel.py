@@ -688,3 +688,32 @@ def test_hybrid_recurrence_runs_its_tokens_in_order():
     chain = lambda rt: next(o for o in cm._linear_ops(cm.Setup(cfg, "h100-sxm", weights="bf16", runtime=rt), 2048,
                                                       work, 1.0) if o.name == "lin.recurrence").chain
     assert (chain("vllm"), chain("llama.cpp")) == (2048 // cm.GDN_CHUNK, 2048)
+
+
+@pytest.mark.parametrize("rt_name", ["typical", "ideal", "vllm"])
+def test_mla_prefill_auto_takes_the_cheaper_whole_form(rt_name):
+    """`mla_prefill` "auto" prices a prefill ubatch as the cheaper of expand-once and the absorbed form,
+    each priced whole (weights, padding, launches): a 512-token ubatch's prefill is the least of the two
+    forced forms. The pick once compared partial costs and took the dearer form on some cards."""
+    rt = runtime_mod.load_runtime(rt_name)
+    for gpu in ("rtx-a6000", "rtx-a5500", "rtx-pro-6000-blackwell", "rtx-5090", "l4", "h100-sxm"):
+        for depth in (0, 4096, 16384):
+            t = {m: cm.prefill(cm.Setup("deepseek-v2-lite", rig=gpu, mla_strategy="flash",
+                                        runtime=dataclasses.replace(rt, mla_prefill=m)), 512, depth).seconds
+                 for m in ("auto", "expand", "strategy")}
+            assert t["auto"] == pytest.approx(min(t["expand"], t["strategy"]), rel=1e-12), (gpu, depth, t)
+
+
+@pytest.mark.parametrize("better,worse,rt_name,model,depth", [
+    ("rtx-pro-6000-blackwell", "rtx-5090", "ideal", "deepseek-v2-lite", 0),
+    ("rtx-4070-super", "rtx-4070", "typical", "glm-4.7-flash", 0),
+    ("l4", "rtx-pro-2000-blackwell", "ideal", "deepseek-v2-lite", 4096),
+])
+def test_mla_prefill_never_slower_on_a_card_better_in_every_figure(better, worse, rt_name, model, depth):
+    """Pairs where the partial-cost pick made the better card's MLA prefill slower (up to 17%; a Q4_K_M
+    GLM-4.7-Flash 6% slower on an RTX 4070 SUPER than on an RTX 4070)."""
+    g, w = hw.get_gpu(better), hw.get_gpu(worse)
+    assert g.bandwidth_gbs >= w.bandwidth_gbs and all(g.tflops[k] >= v for k, v in w.tflops.items())
+    t = {n: cm.prefill(cm.Setup(model, rig=n, runtime=rt_name, mla_strategy="flash", weights="q4_k_m"), 512,
+                       depth).seconds for n in (better, worse)}
+    assert t[better] <= t[worse], t

@@ -1045,41 +1045,7 @@ def _attention_ops(setup: Setup, T: int, work: _Attn, share: float, layers: tupl
         # (a sparse DSA runtime runs its prompts absorbed too: FlashMLA's sparse prefill kernel over the latents)
         ops.extend(_mla_expand_once_ops(setup, T, work, share))
     else:
-        # absorbed: q_nope (Dn) -> latent query (R) per head through kv_b's K part, MQA over the
-        # latent cache (R + Dr wide keys, R wide values), latent output -> Dv through kv_b's V part
-        ops.append(_mm_path(setup, _Op("attn.absorb_q", "matmul", _wdtype(setup), 2.0 * T * H * Dn * R,
-                       DEQUANT_OPS * H * Dn * R if setup.weight_fmt.dequant else 0.0,
-                       kvb_w * Dn / (Dn + Dv) + ACT_BYTES * T * H * (Dn + R), 1), T))
-        flops = 2.0 * H * (R + Dr + R) * work.keys
-        if strat == "flash":
-            # mainline ggml-cuda's MMA tiles compute the columns of heads and tokens they leave
-            # empty (kernels.mla_fa_padding: GLM-4.7-Flash's 20 heads in tiles of 16 or 32); a
-            # decode step's streams each bring one query (llama.cpp's default: a cache per stream)
-            n_q = T if work.prefill else 1
-            flops *= kn.mla_fa_padding(setup.runtime, setup.gpu, R + Dr, round(H), n_q,
-                                       work.keys / max(work.n_q, 1))
-        vec = SOFTMAX_OPS * H * work.keys + deq * (R + Dr) * work.read
-        if strat == "absorbed":
-            # unfused: K.Q and P.V are separate kernels, each reading the latent cache, with f32
-            # scores written, softmaxed in place (read + write) and read back
-            nbytes = 2 * row * work.read + 4 * SCORE_BYTES * H * work.keys
-            kernels = 4
-            if setup.runtime.attention_kernel == "ggml_cuda":
-                # mainline's graph without flash attention: V is a view of the latent cache, not
-                # stored transposed, so P.V first copies it transposed (ggml_cont of
-                # ggml_transpose, build_attn_mha): read and written once more per step
-                nbytes += 2 * kvf.nbytes(R) * work.read
-                kernels += 1
-        else:
-            # flash: one fused pass over the cache, split over it (split-K) and combined
-            nbytes = row * work.read
-            kernels = 2
-        mpath = "mla_absorbed" if strat == "absorbed" else "mla_flash"
-        ops.append(_Op("attn.core", "attention", "fp16", flops, vec, nbytes + ACT_BYTES * T * H * (R + Dr + R), kernels,
-                       mpath, acc16=kn.fa_acc16_share(mpath, setup.runtime, R + Dr, R)))
-        ops.append(_mm_path(setup, _Op("attn.absorb_out", "matmul", _wdtype(setup), 2.0 * T * H * R * Dv,
-                       DEQUANT_OPS * H * R * Dv if setup.weight_fmt.dequant else 0.0,
-                       kvb_w * Dv / (Dn + Dv) + ACT_BYTES * T * H * (R + Dv), 1), T))
+        ops.extend(_mla_absorbed_ops(setup, T, work, share, kvb_w))
     ops.append(_matmul("attn.o_proj", T, D, Hf * Dv, wb["o_proj.weight"], setup, share))
     return ops
 
@@ -1267,6 +1233,54 @@ def _mla_expand_once_ops(setup: Setup, T: int, work: _Attn, share: float) -> lis
     ]
 
 
+def _mla_absorbed_ops(setup: Setup, T: int, work: _Attn, share: float, kvb_w: float) -> list:
+    """MLA attention in the absorbed form for T tokens doing `work` (`share` of the heads and kvb_w
+    bytes of kv_b on this card), under setup.mla_strategy "absorbed" or "flash": q_nope (Dn) -> latent query (R) per head through
+    kv_b's K part, MQA over the latent cache (R + Dr wide keys, R wide values), latent output -> Dv
+    through kv_b's V part."""
+    cfg = setup.model
+    kvf = setup.kv_fmt
+    deq = DEQUANT_OPS if kvf.dequant else 0
+    R, Dr, Dn, Dv = cfg.kv_lora_rank, cfg.qk_rope_head_dim, cfg.qk_nope_head_dim, cfg.v_head_dim
+    H = cfg.n_heads * share
+    row = kvf.nbytes(R) + kvf.nbytes(Dr)
+    strat = setup.mla_strategy
+    ops = [_mm_path(setup, _Op("attn.absorb_q", "matmul", _wdtype(setup), 2.0 * T * H * Dn * R,
+                               DEQUANT_OPS * H * Dn * R if setup.weight_fmt.dequant else 0.0,
+                               kvb_w * Dn / (Dn + Dv) + ACT_BYTES * T * H * (Dn + R), 1), T)]
+    flops = 2.0 * H * (R + Dr + R) * work.keys
+    if strat == "flash":
+        # mainline ggml-cuda's MMA tiles compute the columns of heads and tokens they leave
+        # empty (kernels.mla_fa_padding: GLM-4.7-Flash's 20 heads in tiles of 16 or 32); a
+        # decode step's streams each bring one query (llama.cpp's default: a cache per stream)
+        n_q = T if work.prefill else 1
+        flops *= kn.mla_fa_padding(setup.runtime, setup.gpu, R + Dr, round(H), n_q,
+                                   work.keys / max(work.n_q, 1))
+    vec = SOFTMAX_OPS * H * work.keys + deq * (R + Dr) * work.read
+    if strat == "absorbed":
+        # unfused: K.Q and P.V are separate kernels, each reading the latent cache, with f32
+        # scores written, softmaxed in place (read + write) and read back
+        nbytes = 2 * row * work.read + 4 * SCORE_BYTES * H * work.keys
+        kernels = 4
+        if setup.runtime.attention_kernel == "ggml_cuda":
+            # mainline's graph without flash attention: V is a view of the latent cache, not
+            # stored transposed, so P.V first copies it transposed (ggml_cont of
+            # ggml_transpose, build_attn_mha): read and written once more per step
+            nbytes += 2 * kvf.nbytes(R) * work.read
+            kernels += 1
+    else:
+        # flash: one fused pass over the cache, split over it (split-K) and combined
+        nbytes = row * work.read
+        kernels = 2
+    mpath = "mla_absorbed" if strat == "absorbed" else "mla_flash"
+    ops.append(_Op("attn.core", "attention", "fp16", flops, vec, nbytes + ACT_BYTES * T * H * (R + Dr + R), kernels,
+                   mpath, acc16=kn.fa_acc16_share(mpath, setup.runtime, R + Dr, R)))
+    ops.append(_mm_path(setup, _Op("attn.absorb_out", "matmul", _wdtype(setup), 2.0 * T * H * R * Dv,
+                                   DEQUANT_OPS * H * R * Dv if setup.weight_fmt.dequant else 0.0,
+                                   kvb_w * Dv / (Dn + Dv) + ACT_BYTES * T * H * (R + Dv), 1), T))
+    return ops
+
+
 def _kv_b_expand_ops(setup: Setup, E: float, kvb: float, kvb_w: float, row: float, H: float) -> list:
     """kv_b expanding E cached latents to per-head k_nope | v for attention. Idealized (physics
     profiles, vLLM): written once in f16. A ggml graph (_ggml_graph): mul_mat writes f32, read
@@ -1297,21 +1311,15 @@ def _ggml_graph(setup: Setup) -> bool:
 
 
 def _expand_once_wins(setup: Setup, T: int, work: _Attn, share: float) -> bool:
-    """A runtime picks the cheaper fused prefill form per ubatch; so does the model."""
+    """A runtime picks the cheaper fused prefill form per ubatch; so does the model: the whole of
+    each form's attention ops priced as the layer prices them (the ops both forms share, the q, kv_a
+    and o projections, left out), so that a card better in every figure never picks the dearer one."""
     gpu, rt = setup.gpu, setup.runtime
-    cfg = setup.model
-    R, Dr, Dn, Dv = cfg.kv_lora_rank, cfg.qk_rope_head_dim, cfg.qk_nope_head_dim, cfg.v_head_dim
-    H = cfg.n_heads * share
-    kvf = setup.kv_fmt
-    row = kvf.nbytes(R) + kvf.nbytes(Dr)
-    absorbed = [
-        _Op("", "matmul", _wdtype(setup), 2.0 * T * H * (Dn + Dv) * R, 0.0, 0.0, 2),
-        _Op("", "attention", "fp16", 2.0 * H * (R + Dr + R) * work.keys, SOFTMAX_OPS * H * work.keys,
-            row * work.read, 2),
-    ]
-    once = _mla_expand_once_ops(setup, T, work, share)
     attn = _attn_eff(setup)
-    return sum(_time(o, gpu, rt, attn)[0] for o in once) < sum(_time(o, gpu, rt, attn)[0] for o in absorbed)
+    once = sum(_time(o, gpu, rt, attn)[0] for o in _mla_expand_once_ops(setup, T, work, share))
+    kvb_w = _layer_weight_bytes(setup.model, setup.weights)["attn"]["kv_b_proj.weight"] * share
+    absorbed = sum(_time(o, gpu, rt, attn)[0] for o in _mla_absorbed_ops(setup, T, work, share, kvb_w))
+    return once < absorbed
 
 
 def _mla_expands(setup: Setup, T: int, work: _Attn, share: float) -> bool:
