@@ -48,6 +48,14 @@ Families (HF `model_type`), with the field names HF uses in each:
                  stream, no KV cache), then a SwiGLU MLP (LFM2: its width by block_auto_adjust_ff_dim /
                  block_ffn_dim_multiplier / block_multiple_of) or, past num_dense_layers, LFM2-MoE's MoE
                  (sigmoid router with expert_bias, norm_topk_prob, routed_scaling_factor)
+  olmoe          GQA + MoE (OLMoE): q/k RMSNorm over all heads at once (q_norm hidden_size wide, k_norm
+                 (hidden / heads) x KV heads), clip_qkv, every layer num_experts experts, softmax top-k
+                 renormalized only where norm_topk_prob (released: not), no shared expert
+  granite        dense GQA (Granite 3.x): Llama's layers with Granite's multipliers (embedding_multiplier,
+                 residual_multiplier on each sub-layer's output, attention_multiplier as the softmax scale,
+                 logits / logits_scaling)
+  granitemoe     the same with every layer MoE (num_local_experts, softmax over the top-k logits), no shared
+                 expert (granitemoeshared is not modelled)
 
 The five from glm4 to qwen2_moe are priced (cost model, memory, weight bytes: parameters counted as HF's
 modeling code builds them); glmbench.Model does not run their forward pass (forward_unsupported says
@@ -128,7 +136,8 @@ PRICED_ONLY = {
     "glm4": "GLM-4's post-attention and post-MLP norms (4 per layer, plain RMSNorm) and interleaved partial rope",
     "llama4_text": "Llama 4's chunked attention, weightless q/k L2 norm, NoPE layers' temperature tuning and "
                    "top-1 sigmoid router",
-    "minimax_m2": "MiniMax-M2's q/k RMSNorm over all heads at once",
+    "minimax_m2": "a check against HF's MiniMax-M2 (its q/k RMSNorm over all heads at once runs, as OLMoE's; its "
+                  "sigmoid router with a choice bias and partial rotary are not yet matched against HF's model)",
     "ernie4_5_moe": "ERNIE-4.5's router (softmax with a choice bias) and shared experts",
     "qwen2_moe": "Qwen2-MoE's gated shared expert",
     "ministral3": "Ministral 3's attention temperature (rope_parameters.llama_4_scaling_beta: queries times "

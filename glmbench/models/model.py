@@ -49,6 +49,14 @@ y = x + Attn(LN(x)) + MLP(LN(x)); interleaved rope; Command-R+'s LayerNorm per q
 its global layers without rope; tied head, final LayerNorm, logits times logit_scale. No C layer:
 `Layer._forward_cohere` calls the C ops one by one.
 
+OLMoE (olmoe; HF modeling_olmoe): Llama's pre-norm layer with one RMSNorm over each token's whole q / k projection
+(all heads at once: attention.gqa_block with cfg.qk_norm_all_heads), q / k / v clamped to clip_qkv where set, every
+layer MoE (softmax top-k, not renormalized unless norm_topk_prob). Granite 3.x (granite, granitemoe; HF
+modeling_granite / modeling_granitemoe): Llama's layer (Granite MoE: experts on every layer, HF's block_sparse_moe
+names renamed, granitemoe_state_dict) with the multipliers: embeddings times embedding_multiplier, each sub-layer's
+output times residual_multiplier before the residual add, softmax scale attention_multiplier, logits divided by
+logits_scaling. Neither has a C layer: forward_py runs them op by op.
+
 Hybrids (qwen3_next: Qwen3-Next; qwen3_5_text / qwen3_5_moe_text: Qwen3.5; HF modeling_qwen3_next /
 modeling_qwen3_5): three of four layers are Gated DeltaNet linear attention (`Layer._linear_attn`:
 in_proj, ops.causal_conv1d with the last K - 1 inputs carried, ops.gated_delta_rule over a recurrent
