@@ -157,3 +157,21 @@ def test_builtins_priced():
         # a decode step reads the experts it routes to, not all of them
         read = sum(op.bytes for op in d.ops)
         assert read < 0.3 * c.weight_bytes("Q4_K_M") if c.n_routed_experts else read > 0.95 * c.weight_bytes("Q4_K_M")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", ["olmoe", "granitemoe"])
+def test_hf_folder_as_saved_runs_and_is_counted(tmp_path, family):
+    """A folder transformers 5 saves (the released layouts: OLMoE's one tensor per expert, Granite MoE's
+    block_sparse_moe.input_linear / output_linear / router.layer) read by checkpoint.load_model: every stored byte
+    on a tensor of the config, logits as HF's."""
+    pytest.importorskip("torch")
+    from test_model_hf import glm_logits, hf_logits, rel_err, tiny_hf_model
+    from glmbench.models import checkpoint
+    _, hf = tiny_hf_model(family)
+    hf.save_pretrained(str(tmp_path))
+    fw = configs.load(str(tmp_path)).file_weights
+    assert fw.extra_bytes == fw.skipped_bytes == 0 and fw.main_type == "F32"
+    m = checkpoint.load_model(str(tmp_path), kv="f32", max_context=32)
+    want = hf_logits(hf, [3, 17, 42, 5], [7, 11])
+    assert max(rel_err(a, b) for a, b in zip(glm_logits(m, [3, 17, 42, 5], [7, 11]), want)) < 1e-4
