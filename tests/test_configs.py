@@ -12,11 +12,11 @@ ALL = ["command-a", "command-r", "command-r-08-2024", "command-r-plus", "command
        "gemma-2-27b", "gemma-2-2b", "gemma-2-9b", "gemma-3-12b", "gemma-3-1b", "gemma-3-27b", "gemma-3-4b",
        "gemma-4-26b-a4b", "gemma-4-31b", "gemma-4-e2b", "gemma-4-e4b",
        "glm-4-32b", "glm-4-9b", "glm-4.5", "glm-4.5-air", "glm-4.6", "glm-4.7-flash", "glm-5", "gpt-oss-120b",
-       "gpt-oss-20b", "granite-4.0-h-micro", "granite-4.0-h-small", "granite-4.0-h-tiny", "kimi-k2", "kimi-linear-48b-a3b", "llama-2-13b", "llama-2-70b", "llama-2-7b", "llama-3-70b", "llama-3-8b",
+       "gpt-oss-20b", "granite-3.1-3b-a800m-instruct", "granite-3.3-8b-instruct", "granite-4.0-h-micro", "granite-4.0-h-small", "granite-4.0-h-tiny", "kimi-k2", "kimi-linear-48b-a3b", "llama-2-13b", "llama-2-70b", "llama-2-7b", "llama-3-70b", "llama-3-8b",
        "llama-3.1-405b", "llama-3.1-70b", "llama-3.1-8b", "llama-3.2-1b", "llama-3.2-3b", "llama-3.3-70b",
        "llama-4-maverick", "llama-4-scout", "minimax-m2", "minimax-m2.1", "mistral-7b", "mistral-large",
        "mistral-nemo", "mistral-small-24b", "mixtral-8x22b", "mixtral-8x7b", "nemotron-3-nano-30b-a3b",
-       "nemotron-h-8b", "nemotron-nano-9b-v2", "phi-3-mini", "phi-4",
+       "nemotron-h-8b", "nemotron-nano-9b-v2", "olmoe-1b-7b-0924", "phi-3-mini", "phi-4",
        "qwen1.5-moe-a2.7b", "qwen2-57b-a14b", "qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-14b", "qwen2.5-32b",
        "qwen2.5-3b", "qwen2.5-72b", "qwen2.5-7b", "qwen2.5-coder-32b", "qwen2.5-coder-7b", "qwen3-0.6b",
        "qwen3-1.7b", "qwen3-14b", "qwen3-235b-a22b", "qwen3-30b-a3b", "qwen3-32b", "qwen3-4b", "qwen3-8b",
@@ -129,6 +129,9 @@ KV_F16 = {
     "granite-4.0-h-small": 4 * 8 * (128 + 128) * 2,   # 16,384
     "granite-4.0-h-tiny": 4 * 4 * (128 + 128) * 2,    # 8,192
     "granite-4.0-h-micro": 4 * 8 * (64 + 64) * 2,     # 8,192
+    "olmoe-1b-7b-0924": 16 * 16 * (128 + 128) * 2,    # 131,072: 16 KV heads (no GQA) of 2048 / 16
+    "granite-3.3-8b-instruct": 40 * 8 * (128 + 128) * 2,        # 163,840
+    "granite-3.1-3b-a800m-instruct": 32 * 8 * (64 + 64) * 2,    # 65,536: head dim 1536 / 24
     "kimi-linear-48b-a3b": 6 * (512 + 64) * 2,        # 6,912: its 6 MLA layers of 27
     # Cohere: Command-R (v01) is MHA, 64 KV heads of 128 (1.25 MiB per token); Command-A and R7B window
     # three of every four layers (every layer caches, the windowed ones their last 4096 + ubatch)
@@ -476,6 +479,10 @@ PUBLISHED = {
     # Cohere: llama-bench's "34.98 B" for command-r 35B, the names' sizes for the others (R7B: 8.03 B)
     "command-r": (34.98, None, None), "command-r-08-2024": (32, None, None), "command-r-plus": (104, None, None),
     "command-a": (111, None, None), "command-r7b": (8.03, None, None),
+    # OLMoE-1B-7B: the card's 6.9 B total, 1.3 B active (with the embeddings; llama-bench "6.92 B"); Granite 3.3
+    # 8B's card 8.17 B; Granite 3.1 3B-A800M's name, 800 M active without the embeddings
+    "olmoe-1b-7b-0924": (6.9, 1.3, True), "granite-3.3-8b-instruct": (8.17, None, None),
+    "granite-3.1-3b-a800m-instruct": (3.3, 0.8, False),
 }
 
 

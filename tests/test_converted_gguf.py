@@ -90,11 +90,16 @@ EXTRA = {
     # the tiny config carries it (1.0: the whole head rotated, as HF's Cohere2 does)
     "cohere": ("cohere", dict(_COHERE, use_qk_norm=True, logit_scale=0.5)),
     "cohere2": ("cohere2", dict(_COHERE, num_hidden_layers=4, sliding_window=8, logit_scale=0.25, rotary_pct=1.0)),
+    # OLMoE without clip_qkv: conversion/olmo.py writes no key for it and llama.cpp's olmoe graph clamps nothing
+    "olmoe": ("olmoe", dict(TINY["olmoe"], clip_qkv=None)),
 }
 HYBRID = ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")      # configs.LINEAR_FAMILIES
 COHERE = ("cohere", "cohere2")
 RUN = ["llama", "llama_tied", "mistral", "qwen2", "qwen2_tied", "qwen3", "qwen3_moe", "deepseek_v2", "deepseek_v3",
-       "glm4_moe_lite", "glm4_moe", "seed_oss", "gemma2", "gemma3_text", "gpt_oss", "mixtral", "phi3"]
+       "glm4_moe_lite", "glm4_moe", "seed_oss", "gemma2", "gemma3_text", "gpt_oss", "mixtral", "phi3",
+       # llama.cpp's olmoe (q / k norms over all heads; without clip_qkv, which the converter does not write),
+       # granite and granitemoe (the multipliers as *_scale keys, q / k rows permuted as llama's)
+       "olmoe", "granite", "granitemoe"]
 PREDICT_ONLY = ["glm4", "llama4_text", "minimax_m2", "ernie4_5_moe", "qwen2_moe", "ministral3"]   # configs.PRICED_ONLY
 # the hybrids run in glmbench.Model from HF checkpoints and from their GGUF files (test_hybrid_files_run_as_stored)
 PREDICT_ONLY += [f for f in HYBRID if f in configs.PRICED_ONLY]
@@ -198,6 +203,16 @@ def _hf_with_file_weights(family, sd):
             elif gpt_oss and ".mlp.router." in k:   # glmbench names the router mlp.gate
                 a = f32[k.replace(".mlp.router.", ".mlp.gate.")]
                 done.add(k.replace(".mlp.router.", ".mlp.gate."))
+            elif ".block_sparse_moe.router." in k:   # Granite MoE's router: glmbench's mlp.gate
+                a = f32[k.replace(".block_sparse_moe.router.", ".mlp.gate.")]
+                done.add(k.replace(".block_sparse_moe.router.", ".mlp.gate."))
+            elif k.endswith("block_sparse_moe.experts.gate_up_proj"):
+                p = k[: -len("block_sparse_moe.experts.gate_up_proj")] + "mlp.experts."
+                a = np.concatenate([f32[p + "gate_proj"], f32[p + "up_proj"]], axis=1)
+                done |= {p + "gate_proj", p + "up_proj"}
+            elif k.endswith("block_sparse_moe.experts.down_proj"):
+                a = f32[k.replace(".block_sparse_moe.", ".mlp.")]
+                done.add(k.replace(".block_sparse_moe.", ".mlp."))
             elif k.endswith("mlp.experts.gate_up_proj"):
                 p = k[: -len("gate_up_proj")]
                 a = np.concatenate([f32[p + "gate_proj"], f32[p + "up_proj"]], axis=1)

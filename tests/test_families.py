@@ -27,6 +27,10 @@ FAMILIES = {
     "deepseek_v3": dict(MOE, n_group=2, topk_group=1, kv_lora_rank=32, q_lora_rank=48, qk_rope_head_dim=8,
                         v_head_dim=16, qk_nope_head_dim=12, num_key_value_heads=4),
     "gpt_oss": dict(num_local_experts=8, num_experts_per_tok=2, sliding_window=8, intermediate_size=32),
+    "olmoe": dict(num_experts=8, num_experts_per_tok=2, intermediate_size=32, clip_qkv=8.0),
+    "granite": dict(embedding_multiplier=12.0, residual_multiplier=0.22, attention_multiplier=0.0078125,
+                    logits_scaling=16.0, tie_word_embeddings=True),
+    "granitemoe": dict(num_local_experts=8, num_experts_per_tok=2, intermediate_size=32, tie_word_embeddings=True),
 }
 
 

@@ -81,6 +81,27 @@ TINY = {
         routed_scaling_factor=1.0, n_group=2, topk_group=1, num_experts_per_tok=2, first_k_dense_replace=1,
         norm_topk_prob=True, attention_bias=True, use_qk_norm=False, rms_norm_eps=1e-5,
         rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}),
+    # OLMoE: q / k RMSNorms over the whole projection (all heads at once; k's over the 2 KV heads), every layer
+    # MoE with the softmax top-k not renormalized (norm_topk_prob false, as released), clip_qkv (tight enough to
+    # act on these activations)
+    "olmoe": dict(
+        vocab_size=160, hidden_size=64, intermediate_size=32, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, num_experts=8, num_experts_per_tok=2, norm_topk_prob=False, clip_qkv=1.5,
+        rms_norm_eps=1e-5, pad_token_id=0, eos_token_id=1, rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+    # Granite 3.x: Llama's layers with the multipliers (embeddings x 12, each sub-layer's output x 0.22, softmax
+    # scale 1/64 rather than 1/4, logits / 8), tied head
+    "granite": dict(
+        vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, embedding_multiplier=12.0, residual_multiplier=0.22, attention_multiplier=0.015625,
+        logits_scaling=8.0, tie_word_embeddings=True, rms_norm_eps=1e-5, pad_token_id=0, bos_token_id=1,
+        eos_token_id=2, rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+    # Granite MoE (3.0 / 3.1 A400M / A800M): the same multipliers, every layer MoE (softmax over the top-k logits)
+    "granitemoe": dict(
+        vocab_size=160, hidden_size=64, intermediate_size=32, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, num_local_experts=8, num_experts_per_tok=2, embedding_multiplier=12.0,
+        residual_multiplier=0.22, attention_multiplier=0.015625, logits_scaling=6.0, tie_word_embeddings=True,
+        rms_norm_eps=1e-6, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
 }
 
 
@@ -136,7 +157,8 @@ def glm_logits(m, prompt, steps):
 
 CASES = [("glm4_moe_lite", s) for s in ("naive", "absorbed", "flash")] + \
         [("deepseek_v2", s) for s in ("naive", "absorbed", "flash")] + [("qwen3", ""), ("qwen3_moe", "")] + \
-        [("deepseek_v3", "flash"), ("llama", ""), ("qwen2", ""), ("glm4_moe", ""), ("mixtral", ""), ("mistral", ""), ("phi3", "")]
+        [("deepseek_v3", "flash"), ("llama", ""), ("qwen2", ""), ("glm4_moe", ""), ("mixtral", ""), ("mistral", ""), ("phi3", "")] + \
+        [("olmoe", ""), ("granite", ""), ("granitemoe", "")]
 
 
 @pytest.mark.parametrize("model_type,strategy", CASES)

@@ -340,9 +340,17 @@ def gqa_block(x: np.ndarray, w: dict, cache, layer: int, positions, cfg, model_l
         # Command-R+: a LayerNorm per head (CohereLayerNorm over head_dim, a weight row per head)
         q = ops.layer_norm(q, _need(w, "q_norm.weight").reshape(Hq, Dh), cfg.rms_norm_eps)
         k = ops.layer_norm(k, _need(w, "k_norm.weight").reshape(Hkv, Dh), cfg.rms_norm_eps)
+    elif cfg.qk_norm and cfg.qk_norm_all_heads:
+        # OLMoE (MiniMax-M2 alike): one RMSNorm over each token's whole projection, all heads at once
+        q = ops.rms_norm(q.reshape(T, Hq * Dh), _need(w, "q_norm.weight"), cfg.rms_norm_eps).reshape(T, Hq, Dh)
+        k = ops.rms_norm(k.reshape(T, Hkv * Dh), _need(w, "k_norm.weight"), cfg.rms_norm_eps).reshape(T, Hkv, Dh)
     elif cfg.qk_norm:
         q = ops.rms_norm(q, _need(w, "q_norm.weight"), cfg.rms_norm_eps)
         k = ops.rms_norm(k, _need(w, "k_norm.weight"), cfg.rms_norm_eps)
+    clip = getattr(cfg, "clip_qkv", None)
+    if clip:   # OLMoE's clip_qkv: q, k, v clamped after the projections and the q / k norms
+        c = np.float32(clip)
+        q, k, v = (np.clip(a, -c, c) for a in (q, k, v))
     if cfg.layer_rotates(li):   # (Cohere2's global layers rotate nothing)
         rot = cfg.layer_rope(li)
         q = ops.rope(q, pos, **rot)

@@ -48,6 +48,14 @@ Families (HF `model_type`), with the field names HF uses in each:
                  stream, no KV cache), then a SwiGLU MLP (LFM2: its width by block_auto_adjust_ff_dim /
                  block_ffn_dim_multiplier / block_multiple_of) or, past num_dense_layers, LFM2-MoE's MoE
                  (sigmoid router with expert_bias, norm_topk_prob, routed_scaling_factor)
+  olmoe          GQA + MoE (OLMoE): q/k RMSNorm over all heads at once (q_norm hidden_size wide, k_norm
+                 (hidden / heads) x KV heads), clip_qkv, every layer num_experts experts, softmax top-k
+                 renormalized only where norm_topk_prob (released: not), no shared expert
+  granite        dense GQA (Granite 3.x): Llama's layers with Granite's multipliers (embedding_multiplier,
+                 residual_multiplier on each sub-layer's output, attention_multiplier as the softmax scale,
+                 logits / logits_scaling)
+  granitemoe     the same with every layer MoE (num_local_experts, softmax over the top-k logits), no shared
+                 expert (granitemoeshared is not modelled)
 
 The five from glm4 to qwen2_moe are priced (cost model, memory, weight bytes: parameters counted as HF's
 modeling code builds them); glmbench.Model does not run their forward pass (forward_unsupported says
@@ -119,13 +127,17 @@ FAMILIES = {
     "deepseek_v32": "mla",
     "lfm2": "gqa",
     "lfm2_moe": "gqa",
+    "olmoe": "gqa",
+    "granite": "gqa",
+    "granitemoe": "gqa",
 }
 # families the cost model prices but glmbench.Model's forward pass does not run (what each lacks)
 PRICED_ONLY = {
     "glm4": "GLM-4's post-attention and post-MLP norms (4 per layer, plain RMSNorm) and interleaved partial rope",
     "llama4_text": "Llama 4's chunked attention, weightless q/k L2 norm, NoPE layers' temperature tuning and "
                    "top-1 sigmoid router",
-    "minimax_m2": "MiniMax-M2's q/k RMSNorm over all heads at once",
+    "minimax_m2": "a check against HF's MiniMax-M2 (its q/k RMSNorm over all heads at once runs, as OLMoE's; its "
+                  "sigmoid router with a choice bias and partial rotary are not yet matched against HF's model)",
     "ernie4_5_moe": "ERNIE-4.5's router (softmax with a choice bias) and shared experts",
     "qwen2_moe": "Qwen2-MoE's gated shared expert",
     "ministral3": "Ministral 3's attention temperature (rope_parameters.llama_4_scaling_beta: queries times "
@@ -320,6 +332,16 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
                              logits_scaling=1.0, residual_multiplier=1.0, attention_multiplier=1.0,
                              mamba_n_heads=128, mamba_n_groups=1, mamba_d_state=256, mamba_d_head=64,
                              mamba_d_conv=4, mamba_expand=2, mamba_conv_bias=True, mamba_proj_bias=False),
+    # OlmoeConfig (transformers 5.25): num_key_value_heads defaults to the heads; head_dim = hidden / heads (the
+    # q / k norms are hidden_size and (hidden / heads) x KV heads wide whatever the config says)
+    "olmoe": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=False, clip_qkv=None,
+                  num_experts=64, num_experts_per_tok=8, norm_topk_prob=False),
+    # GraniteConfig / GraniteMoeConfig (transformers 5.25): Llama's layers with Granite's multipliers
+    "granite": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False, mlp_bias=False,
+                    embedding_multiplier=1.0, logits_scaling=1.0, residual_multiplier=1.0, attention_multiplier=1.0),
+    "granitemoe": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False, embedding_multiplier=1.0,
+                       logits_scaling=1.0, residual_multiplier=1.0, attention_multiplier=1.0, num_local_experts=8,
+                       num_experts_per_tok=2),
 }
 
 # The MLA latent norms (q_a_layernorm, kv_a_layernorm) are built without an eps argument in HF's
@@ -390,7 +412,9 @@ class ModelConfig:
     # the windowed layers attend within fixed chunks of sliding_window tokens instead of a sliding
     # window (Llama 4's chunked attention: the query at p sees the keys p - p % w .. p)
     window_chunked: bool = False
-    qk_norm_all_heads: bool = False  # the q / k RMSNorm weights span all heads (MiniMax-M2), not one head
+    qk_norm_all_heads: bool = False  # the q / k RMSNorm weights span all heads (MiniMax-M2, OLMoE), not one head
+    # OLMoE's clip_qkv: q, k and v clamped to [-c, c] after the projections (and q / k norms); None: no clamp
+    clip_qkv: float | None = None
     shared_expert_gate: bool = False  # a sigmoid gate (1 x hidden) on the shared expert's output (Qwen2-MoE)
     # hybrid models (Qwen3-Next, Qwen3.5): the layers whose token mixer is Gated DeltaNet linear
     # attention, holding a fixed recurrent state per stream (a (K - 1)-token convolution window and a
@@ -1069,7 +1093,7 @@ class ModelConfig:
     # and the name; two configs alike in everything else are priced alike (cost_shape)
     _NO_COST = frozenset({"name", "hf", "rope_theta", "rope_scaling", "max_position_embeddings", "rms_norm_eps",
                           "latent_norm_eps", "file_weights", "routed_scaling_factor", "rope_local_theta",
-                          "query_pre_attn_scalar", "attn_logit_softcapping", "logit_scale"})
+                          "query_pre_attn_scalar", "attn_logit_softcapping", "logit_scale", "clip_qkv"})
 
     def cost_shape(self) -> tuple:
         """The fields the cost model prices (every field but _NO_COST; the dense MLP width only
@@ -1877,6 +1901,11 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
                 raise ValueError(f"config field `hidden_size`={D} is not a multiple of `num_attention_heads`={H} "
                                  f"and no `head_dim` is given")
             hd = D // H
+        if mt == "olmoe" and hd * H != D:
+            # OlmoeAttention's q_norm is hidden_size wide and its k_norm (hidden / heads) x KV heads: a head_dim
+            # other than hidden / heads does not build
+            raise ValueError(f"config field `head_dim`={hd} x `num_attention_heads`={H} must equal `hidden_size`={D} "
+                             f"(OLMoE's q / k norms are hidden_size wide)")
         rp = r.hf.get("rope_parameters") if isinstance(r.hf.get("rope_parameters"), dict) else {}
         prf = r.hf.get("partial_rotary_factor", rp.get("partial_rotary_factor",
                                                           r.defaults.get("partial_rotary_factor", 1.0)))
@@ -1958,6 +1987,22 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
                     rope_layer = lambda i: (i + 1) % every != 0
                 win_layers = _layer_types(r, L, rope_layer)
                 kw["window_chunked"] = True
+        if mt in ("granite", "granitemoe"):
+            # GraniteModel / GraniteMoeModel: embeddings times embedding_multiplier, each sub-layer's output times
+            # residual_multiplier before the residual add, softmax scale attention_multiplier, logits / logits_scaling
+            if mt == "granite" and r.bool("mlp_bias"):
+                raise ValueError("config field `mlp_bias` = true: a biased MLP is not modelled (the released "
+                                 "Granite 3.x models have none)")
+            mult = {k: r.float(k) for k in ("embedding_multiplier", "residual_multiplier", "attention_multiplier",
+                                            "logits_scaling")}
+            kw.update(embedding_multiplier=mult["embedding_multiplier"], residual_multiplier=mult["residual_multiplier"],
+                      attention_scale=mult["attention_multiplier"], logit_scale=1.0 / mult["logits_scaling"])
+        elif mt == "olmoe":
+            c = r.raw("clip_qkv", required=False)
+            if c is not None and (isinstance(c, bool) or not isinstance(c, (int, float)) or not math.isfinite(c)
+                                  or c <= 0):
+                raise ValueError(f"config field `clip_qkv` must be null or a positive number, got {c!r}")
+            kw["clip_qkv"] = None if c is None else float(c)
         # (Llama 4's q / k norm is a weightless L2 norm: nothing to store, numerics only)
         if mt in LINEAR_FAMILIES:
             kw.update(_linear_fields(r, L), attn_output_gate=True, linear_kind="gdn")
@@ -1969,12 +2014,13 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
             sw = r.int("sliding_window", required=False, allow_none=True)
             if sw:
                 win_layers = tuple(i for i in range(L) if i not in kw["linear_layers"])
-        qk_norm = mt in ("qwen3", "qwen3_moe", "gemma3_text", "minimax_m2", "gemma4_text") or mt in LINEAR_FAMILIES or \
+        qk_norm = mt in ("qwen3", "qwen3_moe", "gemma3_text", "minimax_m2", "gemma4_text", "olmoe") or \
+            mt in LINEAR_FAMILIES or \
             mt in SHORTCONV_FAMILIES or \
             (mt in ("glm4_moe", "cohere") and r.bool("use_qk_norm"))
         kw.update(n_kv_heads=n_kv, head_dim=hd, attention_bias=bool(bias), attention_out_bias=out_bias,
                   # Command-R+'s q / k LayerNorms hold a weight per head (heads x head_dim)
-                  qk_norm=qk_norm, qk_norm_all_heads=mt in ("minimax_m2", "cohere"),
+                  qk_norm=qk_norm, qk_norm_all_heads=mt in ("minimax_m2", "cohere", "olmoe"),
                   rope_layout="interleaved" if mt in ("glm4", "cohere", "cohere2") else "half", rope_dim=rope_dim,
                   q_lora_rank=None, kv_lora_rank=0, qk_nope_head_dim=0, qk_rope_head_dim=0, v_head_dim=hd,
                   sliding_window=sw, window_layers=win_layers,
@@ -2112,6 +2158,27 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
                   shared_expert_intermediate_size=0, first_k_dense_replace=0, router_scoring="softmax",
                   router_bias=False, n_group=1, topk_group=1, norm_topk_prob=True, routed_scaling_factor=1.0,
                   topk_method="", moe_layers=moe_layers, expert_bias=mt == "gpt_oss")
+    elif mt in ("olmoe", "granitemoe"):
+        # every layer MoE, num_experts (OLMoE; num_local_experts its alias) / num_local_experts (Granite MoE) experts
+        # of intermediate_size, no shared expert. OlmoeTopKRouter: the softmax over all experts, the top-k
+        # renormalized only where norm_topk_prob (the released OLMoE: not); GraniteMoeTopKRouter: the softmax over
+        # the top-k logits (= the top-k of the softmax renormalized)
+        E = r.int("num_local_experts" if mt == "granitemoe" or ("num_experts" not in hf and "num_local_experts" in hf)
+                  else "num_experts")
+        k = r.int("num_experts_per_tok")
+        if k > E:
+            raise ValueError(f"config field `num_experts_per_tok`={k} must be in [1, {E}] (the experts)")
+        if mt == "granitemoe" and r.int("shared_intermediate_size", minimum=0, required=False):
+            raise ValueError("config field `shared_intermediate_size` > 0: Granite MoE with a shared expert is "
+                             "model_type granitemoeshared, not modelled")
+        Fe = r.int("intermediate_size")
+        moe_layers = tuple(range(L))
+        n_group, topk_group = 1, 1
+        kw.update(n_routed_experts=E, n_experts_per_tok=k, n_shared_experts=0, moe_intermediate_size=Fe,
+                  shared_expert_intermediate_size=0, first_k_dense_replace=0, router_scoring="softmax",
+                  router_bias=False, n_group=1, topk_group=1,
+                  norm_topk_prob=r.bool("norm_topk_prob") if mt == "olmoe" else True, routed_scaling_factor=1.0,
+                  topk_method="", moe_layers=moe_layers)
     elif mt == "llama4_text":
         # Llama4TextMoe: num_local_experts experts of intermediate_size, top-k (1) chosen by the router's
         # logits and weighted by their sigmoid, plus one shared expert of the same width; the layers

@@ -104,7 +104,7 @@ MAGIC = b"GGUF"
 ARCHITECTURES = ("deepseek2", "qwen3", "qwen3moe", "qwen2", "llama", "glm4moe", "gemma2", "gemma3", "seed_oss",
                  "gpt-oss", "phi3", "glm4", "llama4", "minimax-m2", "ernie4_5-moe", "qwen2moe", "qwen3next", "qwen35",
                  "qwen35moe", "command-r", "cohere2", "nemotron_h", "nemotron_h_moe", "granitehybrid", "gemma4", "mistral3",
-                 "falcon-h1", "glm-dsa", "deepseek32", "lfm2", "lfm2moe")
+                 "falcon-h1", "glm-dsa", "deepseek32", "lfm2", "lfm2moe", "olmoe", "granite", "granitemoe")
 # llama.cpp's DeepSeek Sparse Attention architectures (GLM-5: glm-dsa, conversion/glm.py GlmMoeDsaModel; DeepSeek-V3.2:
 # deepseek32, conversion/deepseek.py DeepseekV32Model; both on DeepseekV2Model's MLA keys) -> HF model_type
 DSA_ARCHITECTURES = {"glm-dsa": "glm_moe_dsa", "deepseek32": "deepseek_v32"}
@@ -666,6 +666,42 @@ def hf_config(g: GGUFFile) -> dict:
         # one ffn_up of 2 x feed_forward_length rows (read as RowSlices, as phi3's), post-norms
         hf.update(model_type="glm4", partial_rotary_factor=(rd or hd) / hd)
         return hf
+    if arch == "olmoe":
+        # conversion/olmo.py OlmoeModel (a TextModel: q / k rows not permuted, llama.cpp's NEOX rope is HF's
+        # rotate_half; the rms eps written as 1e-5 whatever the config says): every layer MoE of
+        # feed_forward_length, q / k RMSNorms over all heads (attn_q_norm / attn_k_norm); llama.cpp's olmoe graph
+        # never renormalises the top-k weights (src/models/olmoe.cpp); clip_qkv is not written (none released)
+        E = m("expert_count", required=True, minimum=1)
+        fe = m("expert_feed_forward_length", minimum=1) or F or _rows_of(g, ts, "ffn_up_exps")
+        if not fe:
+            raise GGUFError(f"{g.path}: neither metadata '{arch}.feed_forward_length' nor a tensor "
+                            f"'blk.0.ffn_up_exps.weight' gives the experts' width")
+        hf.update(model_type="olmoe", num_experts=E, num_experts_per_tok=m("expert_used_count", required=True, minimum=1),
+                  intermediate_size=fe, norm_topk_prob=m("expert_weights_norm", False, kind=bool), clip_qkv=None)
+        return hf
+    if arch in ("granite", "granitemoe"):
+        # conversion/granite.py GraniteModel / GraniteMoeModel (LlamaModel's permuted q / k rows; head_dim dropped):
+        # the multipliers as attention.scale, embedding_scale, residual_scale and logit_scale (the logits' divisor,
+        # src/models/granite.cpp; attention.scale absent: 1 / sqrt(head dim)); granitemoe's experts of
+        # feed_forward_length (the gate / up rows the converter splits apart), softmax over the top-k
+        if m("expert_shared_feed_forward_length", 0):
+            raise GGUFError(f"{g.path}: metadata '{arch}.expert_shared_feed_forward_length' is set: Granite MoE with "
+                            f"a shared expert (HF granitemoeshared) is not modelled")
+        hf.update(model_type=arch, embedding_multiplier=m("embedding_scale", 0.0, kind=float) or 1.0,
+                  residual_multiplier=m("residual_scale", 0.0, kind=float) or 1.0,
+                  attention_multiplier=m("attention.scale", 0.0, kind=float) or 1.0 / hd ** 0.5,
+                  logits_scaling=m("logit_scale", 0.0, kind=float) or 1.0)
+        if not m("rope.scaling.finetuned", True, kind=bool):
+            raise GGUFError(f"{g.path}: metadata '{arch}.rope.scaling.finetuned' = false turns rope off in llama.cpp's "
+                            f"{arch}; HF's Granite 3.x always rotates (not modelled)")
+        if arch == "granitemoe":
+            fe = m("expert_feed_forward_length", minimum=1) or F or _rows_of(g, ts, "ffn_up_exps")
+            if not fe:
+                raise GGUFError(f"{g.path}: neither metadata '{arch}.feed_forward_length' nor a tensor "
+                                f"'blk.0.ffn_up_exps.weight' gives the experts' width")
+            hf.update(num_local_experts=m("expert_count", required=True, minimum=1),
+                      num_experts_per_tok=m("expert_used_count", required=True, minimum=1), intermediate_size=fe)
+        return hf
     moe_layers = [i for i in range(L) if blk(i, "ffn_gate_inp") in ts]      # the layers with a router
     if arch == "llama4":
         # the converter writes HF's intermediate_size_mlp as feed_forward_length and intermediate_size
@@ -721,6 +757,12 @@ def hf_config(g: GGUFFile) -> dict:
         return hf
     hf["model_type"] = {"qwen3": "qwen3", "qwen2": "qwen2", "llama": "llama"}[arch]
     return hf
+
+
+def _rows_of(g: GGUFFile, ts: dict, name: str) -> int | None:
+    """The rows of layer 0's `name` tensor (experts stacked [E, rows, D]: the experts' width), None without it."""
+    t = ts.get(f"blk.0.{name}.weight")
+    return None if t is None or len(t.shape) < 2 else int(t.shape[-2])
 
 
 def _dsa(g: GGUFFile, m: _Meta, hf: dict, L: int, gating: int) -> dict:

@@ -49,6 +49,14 @@ y = x + Attn(LN(x)) + MLP(LN(x)); interleaved rope; Command-R+'s LayerNorm per q
 its global layers without rope; tied head, final LayerNorm, logits times logit_scale. No C layer:
 `Layer._forward_cohere` calls the C ops one by one.
 
+OLMoE (olmoe; HF modeling_olmoe): Llama's pre-norm layer with one RMSNorm over each token's whole q / k projection
+(all heads at once: attention.gqa_block with cfg.qk_norm_all_heads), q / k / v clamped to clip_qkv where set, every
+layer MoE (softmax top-k, not renormalized unless norm_topk_prob). Granite 3.x (granite, granitemoe; HF
+modeling_granite / modeling_granitemoe): Llama's layer (Granite MoE: experts on every layer, HF's block_sparse_moe
+names renamed, granitemoe_state_dict) with the multipliers: embeddings times embedding_multiplier, each sub-layer's
+output times residual_multiplier before the residual add, softmax scale attention_multiplier, logits divided by
+logits_scaling. Neither has a C layer: forward_py runs them op by op.
+
 Hybrids (qwen3_next: Qwen3-Next; qwen3_5_text / qwen3_5_moe_text: Qwen3.5; HF modeling_qwen3_next /
 modeling_qwen3_5): three of four layers are Gated DeltaNet linear attention (`Layer._linear_attn`:
 in_proj, ops.causal_conv1d with the last K - 1 inputs carried, ops.gated_delta_rule over a recurrent
@@ -312,9 +320,11 @@ class Layer:
         cfg, w, a = self.cfg, self.w, self.attn
         gemma = cfg.model_type in configs.GEMMA_FAMILIES   # sandwich norms and GeGLU (_forward_gemma)
         if cfg.attention_sinks or cfg.layer_norm or cfg.linear_layers or cfg.attn_output_gate or self.gemma4 or \
-                (gemma and not all(isinstance(v, np.ndarray) for v in w.values())):
+                (gemma and not all(isinstance(v, np.ndarray) for v in w.values())) or cfg.qk_norm_all_heads or \
+                cfg.clip_qkv or cfg.residual_multiplier is not None:
             # GPT-OSS, Cohere, the hybrids, Gemma 4: no C layer yet (_forward_gpt_oss, _forward_cohere,
-            # _forward_hybrid, _forward_gemma4); Gemma 2 / 3: float matrices only
+            # _forward_hybrid, _forward_gemma4); Gemma 2 / 3: float matrices only; OLMoE's q / k norms over all
+            # heads and clip_qkv, Granite's residual_multiplier: forward_py (attention.gqa_block)
             return None
         mla = cfg.attention == "mla"
         rot = cfg.layer_rope(self.index) if not mla else dict(
@@ -404,6 +414,9 @@ class Layer:
             a = attention.mla_block(h, self.attn, cache, cache_layer, positions, cfg, strategy=mla_strategy)
         else:
             a = attention.gqa_block(h, self.attn, cache, cache_layer, positions, cfg, model_layer=self.index)
+        rm = cfg.residual_multiplier    # Granite: each sub-layer's output times residual_multiplier
+        if rm is not None:
+            a = a * np.float32(rm)
         x = _keep(x + a, n_out)
         h = _ops.rms_norm(x, w["post_attention_layernorm.weight"], eps)
         if self.kind == "dense":
@@ -411,6 +424,8 @@ class Layer:
         else:
             m, self.last_counts = _ops.moe(h, w["mlp.gate.weight"], *(w[n] for n in _EXPERTS),
                                            shared=self._shared, **self._route)
+        if rm is not None:
+            m = m * np.float32(rm)
         return x + m
 
 
@@ -993,6 +1008,29 @@ def mamba_state_dict(cfg, src: Mapping) -> dict:
     return out
 
 
+# Granite MoE's names (HF GraniteMoeDecoderLayer.block_sparse_moe: transformers 5's router.weight, experts.gate_up_proj
+# / down_proj; the released files' router.layer.weight, input_linear.weight [E, 2F, D] gate rows first,
+# output_linear.weight [E, D, F]) -> the layer's MoE names
+_GRANITEMOE = {"block_sparse_moe.router.weight": "mlp.gate.weight", "block_sparse_moe.router.layer.weight": "mlp.gate.weight",
+               "block_sparse_moe.experts.gate_up_proj": "mlp.experts.gate_up_proj",
+               "block_sparse_moe.experts.down_proj": "mlp.experts.down_proj",
+               "block_sparse_moe.input_linear.weight": "mlp.experts.gate_up_proj",
+               "block_sparse_moe.output_linear.weight": "mlp.experts.down_proj"}
+
+
+def granitemoe_state_dict(src: Mapping) -> dict:
+    """A Granite MoE state dict (granitemoe) under the names the layers hold: HF's block_sparse_moe router and
+    experts renamed (_GRANITEMOE; the fused gate_up rows are split where the layer is built, as transformers 5's
+    other MoEs); the arrays themselves, no copies. Names already in glmbench's form pass through."""
+    out = {}
+    for key, a in src.items():
+        parts = key.split(".", 3)
+        if len(parts) == 4 and parts[:2] == ["model", "layers"] and parts[3] in _GRANITEMOE:
+            key = f"model.layers.{parts[2]}.{_GRANITEMOE[parts[3]]}"
+        out[key] = a
+    return out
+
+
 def _np(a, name: str) -> np.ndarray:
     if isinstance(a, (QTensor, KVBSplit)):
         return a
@@ -1077,6 +1115,8 @@ class Model:
                 state_dict = mamba_state_dict(cfg, state_dict)
             elif cfg.model_type in configs.GEMMA4_FAMILIES:
                 state_dict = gemma4_state_dict(cfg, state_dict)
+            elif cfg.model_type == "granitemoe":
+                state_dict = granitemoe_state_dict(state_dict)
 
             def get(key):
                 if key not in state_dict:

@@ -432,7 +432,10 @@ _HF_TO_ARCH = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2"
                # DeepSeek Sparse Attention (conversion/glm.py GlmMoeDsaModel, conversion/deepseek.py DeepseekV32Model)
                "glm_moe_dsa": "glm-dsa", "deepseek_v32": "deepseek32",
                # LFM2's gated short-convolution hybrids (conversion/lfm2.py LFM2Model, LFM2MoeModel; src/llama-arch.cpp)
-               "lfm2": "lfm2", "lfm2_moe": "lfm2moe"}
+               "lfm2": "lfm2", "lfm2_moe": "lfm2moe",
+               # OLMoE (conversion/olmo.py OlmoeModel), Granite 3.x dense and MoE (conversion/granite.py GraniteModel,
+               # GraniteMoeModel)
+               "olmoe": "olmoe", "granite": "granite", "granitemoe": "granitemoe"}
 # model_types whose MoE models llama.cpp names apart: the converter writes a Nemotron-H config with experts
 # (num_experts_per_tok: Nemotron 3 Nano) as nemotron_h_moe, the dense ones (Nemotron-H 8B, Nemotron-Nano-9B-v2)
 # as nemotron_h (conversion/nemotron.py NemotronHModel)
@@ -448,7 +451,8 @@ _MOE_ARCH = {"nemotron_h": "nemotron_h_moe"}
 # load_arch_hparams: 35 layers -> "E2B", 42 -> "E4B", 30 -> "26B.A4B", 60 -> "31B"; Gemma 4's "E" sizes are its
 # "effective" parameters, without the per-layer embedding table, while the file holds that table too): a row without
 # a params column is matched by the built-ins' layer count
-SIZE_LABEL_LAYERS = {"gemma4": {"E2B": 35, "E4B": 42, "26B.A4B": 30, "31B": 60}}
+# OLMoE's label too (src/models/olmoe.cpp: 16 layers -> "A1.7B", OLMoE-1B-7B's; no size a parameter count could read)
+SIZE_LABEL_LAYERS = {"gemma4": {"E2B": 35, "E4B": 42, "26B.A4B": 30, "31B": 60}, "olmoe": {"A1.7B": 16}}
 # llama.cpp architectures that are a vision-language model's text layers: the GGUF llama-bench runs holds only
 # those (the vision tower is the separate mmproj file), the same layers as the text model's architecture
 # (Qwen3-VL's text config: Qwen3's / Qwen3-MoE's layers, longer native context; Qwen2-VL / Qwen2.5-VL: Qwen2's).
