@@ -28,6 +28,7 @@ import pytest
 gguf = pytest.importorskip("gguf", reason="GGUF tests need the gguf package")
 
 import gguf_writer  # noqa: E402
+import llama_bench_rows as lb  # noqa: E402
 import llama_cpp_convert as lc  # noqa: E402
 
 from glmbench.models import configs, gguf_file  # noqa: E402
@@ -555,13 +556,8 @@ _ROWS = {"gemma4 E4B Q4_K - Medium       |   4.76 GiB |     7.52 B": ("gemma-4-e
 
 
 def test_llama_bench_markdown_rows_name_the_builtins(tmp_path):
-    for i, (cols, (model, weights)) in enumerate(_ROWS.items()):
-        row = f"| {cols} | CPU        |       8 |      128 |  1 |    0 |           tg128 |          5.66 ± 0.00 |\n"
-        p = tmp_path / f"r{i}.md"
-        p.write_text(_LB_HEAD + row)
-        (r,) = im.read(str(p))
-        assert (r["model"], r["weights"]) == (model, weights), cols
-        assert r["inferred"]["model"].startswith(f"from '{cols.split(' Q')[0]}'"), r["inferred"]["model"]
+    lb.check_rows_name_builtins(tmp_path, _ROWS, "CPU        |       8 |      128 |  1 |    0 |           tg128 |          5.66 ± 0.00",
+                                head=_LB_HEAD)
     assert im._arch_of("gemma4_text") == im._arch_of("gemma4") == im._arch_of("gemma4_text", True) == "gemma4"
     # the size label alone (no params column): llama.cpp's label by the layer count (an "E" size is not the file's
     # parameter count, which holds the per-layer table too)

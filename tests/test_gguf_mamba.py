@@ -31,6 +31,7 @@ import pytest
 gguf = pytest.importorskip("gguf", reason="GGUF tests need the gguf package")
 
 import gguf_writer  # noqa: E402
+import llama_bench_rows as lb  # noqa: E402
 import llama_cpp_convert as lc  # noqa: E402
 
 from glmbench.models import configs, gguf_file  # noqa: E402
@@ -538,9 +539,6 @@ def test_written_file_shape_disagreeing_with_the_metadata(tmp_path):
 
 
 # ---- llama-bench's names -------------------------------------------------------------------------------
-_LB_HEAD = ("| model                          |       size |     params | backend    | ngl |        fa |            test |                  t/s |\n"
-            "| ------------------------------ | ---------: | ---------: | ---------- | --: | --------: | --------------: | -------------------: |\n")
-_CUDA_4090 = "ggml_cuda_init: found 1 CUDA devices:\n  Device 0: NVIDIA GeForce RTX 4090, compute capability 8.9, VMM: yes\n"
 # llama-bench's model column, size and params (llama.cpp's architecture and size label: src/models/nemotron-h.cpp,
 # granite-hybrid.cpp load_arch_hparams) -> the built-in and weights
 _ROWS = {"nemotron_h_moe 31B.A3.5B Q4_K - Medium |  22.88 GiB |    31.58 B": ("nemotron-3-nano-30b-a3b", "Q4_K_M"),
@@ -552,13 +550,7 @@ _ROWS = {"nemotron_h_moe 31B.A3.5B Q4_K - Medium |  22.88 GiB |    31.58 B": ("n
 
 
 def test_llama_bench_markdown_rows_name_the_builtins(tmp_path):
-    for i, (cols, (model, weights)) in enumerate(_ROWS.items()):
-        row = f"| {cols} | CUDA       |  99 |         1 |           tg128 |       40.10 ± 0.50 |\n"
-        p = tmp_path / f"r{i}.md"
-        p.write_text(_CUDA_4090 + _LB_HEAD + row)
-        (r,) = im.read(str(p))
-        assert (r["model"], r["weights"]) == (model, weights), cols
-        assert r["inferred"]["model"].startswith(f"from '{cols.split(' Q')[0]}'"), r["inferred"]["model"]
+    lb.check_rows_name_builtins(tmp_path, _ROWS, "CUDA       |  99 |         1 |           tg128 |       40.10 ± 0.50")
     # the HF model_types and a config with experts map to llama.cpp's names
     assert [im._arch_of("nemotron_h"), im._arch_of("nemotron_h", True), im._arch_of("granitemoehybrid"),
             im._arch_of("granitemoehybrid", True)] == ["nemotron_h", "nemotron_h_moe", "granitehybrid", "granitehybrid"]

@@ -9,6 +9,7 @@ import pytest
 gguf = pytest.importorskip("gguf", reason="GGUF tests need the gguf package")
 
 import gguf_writer  # noqa: E402
+import llama_bench_rows as lb  # noqa: E402
 
 from glmbench.models import configs, gguf_file  # noqa: E402
 from glmbench.predict import costmodel as cm  # noqa: E402
@@ -110,9 +111,6 @@ def test_bad_configs_are_named():
 
 # ---- llama-bench's names (llama.cpp's labels: src/models/olmoe.cpp 16 layers -> "A1.7B"; granite.cpp 40 layers of
 # 4096 -> "8B"; granite-moe.cpp 32 layers -> "3B.A800M") --------------------------------------------------------------
-_LB_HEAD = ("| model                          |       size |     params | backend    | ngl |        fa |            test |                  t/s |\n"
-            "| ------------------------------ | ---------: | ---------: | ---------- | --: | --------: | --------------: | -------------------: |\n")
-_CUDA_4090 = "ggml_cuda_init: found 1 CUDA devices:\n  Device 0: NVIDIA GeForce RTX 4090, compute capability 8.9, VMM: yes\n"
 _ROWS = {"olmoe A1.7B Q4_K - Medium      |   3.92 GiB |     6.92 B": ("olmoe-1b-7b-0924", "Q4_K_M"),
          "olmoe 7B Q8_0                  |   6.85 GiB |     6.92 B": ("olmoe-1b-7b-0924", "q8_0"),
          "granite 8B Q4_K - Medium       |   4.60 GiB |     8.17 B": ("granite-3.3-8b-instruct", "Q4_K_M"),
@@ -121,12 +119,7 @@ _ROWS = {"olmoe A1.7B Q4_K - Medium      |   3.92 GiB |     6.92 B": ("olmoe-1b-
 
 
 def test_llama_bench_rows_name_the_builtins(tmp_path):
-    for i, (cols, (model, weights)) in enumerate(_ROWS.items()):
-        row = f"| {cols} | CUDA       |  99 |         1 |           tg128 |       80.10 ± 0.50 |\n"
-        p = tmp_path / f"r{i}.md"
-        p.write_text(_CUDA_4090 + _LB_HEAD + row)
-        (r,) = im.read(str(p))
-        assert (r["model"], r["weights"]) == (model, weights), cols
+    lb.check_rows_name_builtins(tmp_path, _ROWS, "CUDA       |  99 |         1 |           tg128 |       80.10 ± 0.50")
     assert [im._arch_of(t) for t in ("olmoe", "granite", "granitemoe")] == ["olmoe", "granite", "granitemoe"]
     # the size label alone (no params column): OLMoE's "A1.7B" by its 16 layers, the others by their sizes
     for label, model in (("olmoe A1.7B", "olmoe-1b-7b-0924"), ("olmoe 7B", "olmoe-1b-7b-0924"),
