@@ -898,8 +898,9 @@ def generic_records(path, cfgs: dict | None = None, keep_batched: bool = False) 
             missing = [k for k in ("hardware", "model", "weights") if r.get(k) is None]
             if missing:
                 raise Skip(f"{name}:{str(r['source']).rsplit(':', 1)[1]}: " + _missing(r, missing)
-                           + (" (vLLM serves the checkpoint's own dtype: name it on the sidecar's model line, e.g. "
-                              "'Model: org/name BF16')" if missing == ["weights"] else ""))
+                           + (f" ({'SGLang' if _runtime_of(r) == 'sglang' else 'vLLM'} serves the checkpoint's own "
+                              "dtype: name it on the sidecar's model line, e.g. 'Model: org/name BF16')"
+                              if missing == ["weights"] else ""))
         engines = sorted({_runtime_of(r) for r in recs})
         if rt_side is not None and rt_side not in engines:      # (a file of both servers: the sidecar names one)
             raise SystemExit(f"{name}: the import implies runtime {', '.join(map(repr, engines))}, the sidecar's runtime "

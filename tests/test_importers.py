@@ -1695,6 +1695,76 @@ def test_sglang_bench_one_batch_console_and_jsonl(tmp_path):
         im.read(write(tmp_path, "nob.log", bad), model="qwen3-8b")
 
 
+# SGLang's offline throughput benchmark as it prints its result (sglang 0.5.23 sglang/benchmark/offline_throughput.py,
+# throughput_test: a "{s:{c}^{n}}" rule of 50, `{:<40} {:<10}` lines with trailing padding; numbers invented)
+_SGL_OFFLINE = """$ python -m sglang.bench_offline_throughput --model-path Qwen/Qwen3-8B --tp 2 --dataset-name random \\
+    --random-input-len 1024 --random-output-len 256 --random-range-ratio 1 --num-prompts 500 --max-running-requests 128
+[2025-09-02 10:11:12] server_args=ServerArgs(model_path='Qwen/Qwen3-8B', tp_size=2, max_running_requests=128)
+#Input tokens: 512000
+#Output tokens: 128000
+
+Warmup...
+
+Benchmark...
+
+====== Offline Throughput Benchmark Result =======
+Backend:                                 engine    
+Successful requests:                     500       
+Benchmark duration (s):                  64.00     
+Total input tokens:                      512000    
+Total generated tokens:                  128000    
+Last generation throughput (tok/s):      2310.44   
+Request throughput (req/s):              7.81      
+Input token throughput (tok/s):          8000.00   
+Output token throughput (tok/s):         2000.00   
+Total token throughput (tok/s):          10000.00  
+==================================================
+"""
+
+
+def test_sglang_offline_throughput_block_and_jsonl(tmp_path):
+    """SGLang's offline throughput benchmark (every request handed to the in-process engine at once, as vLLM's
+    `bench throughput`): one `serve` record, serve_kind throughput, its requests, the mean lengths from the token
+    totals it prints, the output tokens per second; the model, --tp and --max-running-requests from its command
+    line (a continued one); its --result-filename JSONL the same without a command line."""
+    assert im.detect(_SGL_OFFLINE) == "sglang-offline"
+    notices = []
+    (r,) = im.read(write(tmp_path, "off.log", _SGL_OFFLINE), notices=notices)
+    assert (r["test"], r["serve_kind"], r["server"], r["tool"], r["serve_backend"]) == (
+        "serve", "throughput", "sglang", "sglang bench_offline_throughput (console)", "engine")
+    assert (r["model"], r["n_cards"], r["split"], r["max_num_seqs"]) == ("qwen3-8b", 2, "tensor", 128)
+    assert (r["n_prompt"], r["n_gen"], r["n_depth"], r["completed"], r["n_streams"]) == (1024, 256, 1024, 500, 500)
+    assert (r["request_throughput"], r["duration_s"], r["aggregate_tok_s"], r["avg_ts"], r["last_gen_tok_s"]) == (
+        7.81, 64.0, 2000.0, 2000.0, 2310.44)
+    assert r["source"].endswith("off.log:11") and "input token total / 500" in r["inferred"]["n_prompt"]
+    assert any("SGLang serves the checkpoint's own dtype" in x for x in notices)
+    # sglang 0.5.23's module path; an AWQ checkpoint's name gives the weights
+    new = _SGL_OFFLINE.replace("sglang.bench_offline_throughput --model-path Qwen/Qwen3-8B",
+                               "sglang.benchmark.offline_throughput --model-path Qwen/Qwen3-8B-AWQ")
+    (r,) = im.read(write(tmp_path, "new.log", new))
+    assert (r["model"], r["weights"], r["n_cards"]) == ("qwen3-8b", "awq", 2)
+    # without its command line: the block alone, the model from the file name (or --model)
+    block = _SGL_OFFLINE[_SGL_OFFLINE.index("======"):]
+    (r,) = im.read(write(tmp_path, "qwen3-8b_h100.log", block))
+    assert (r["model"], r["hardware"], r["n_prompt"], r["completed"]) == ("qwen3-8b", "h100-sxm", 1024, 500)
+    # only the request throughput (an older print without the duration): the duration is requests / it
+    (r,) = im.read(write(tmp_path, "nodur.log", block.replace("Benchmark duration (s):                  64.00     \n", "")),
+                   model="qwen3-8b")
+    assert r["duration_s"] == pytest.approx(500 / 7.81)
+    with pytest.raises(im.FormatError, match=r"noreq\.log:1: field `Successful requests` is missing"):
+        im.read(write(tmp_path, "noreq.log", block.replace("Successful requests:", "Requests:")), model="qwen3-8b")
+    # --result-filename: one JSON object per run
+    o = {"backend": "engine", "successful_requests": 200, "total_latency": 20.0, "total_input_tokens": 102400,
+         "total_output_tokens": 25600, "request_throughput": 10.0, "input_throughput": 5120.0,
+         "output_throughput": 1280.0, "total_throughput": 6400.0, "last_gen_throughput": 1500.5}
+    f = write(tmp_path, "off.jsonl", json.dumps(o) + "\n" + json.dumps(dict(o, successful_requests=100)) + "\n")
+    assert im.detect(open(f).read()) == "sglang-offline-jsonl"
+    a, b = im.read(f, model="qwen3-8b")
+    assert (a["serve_kind"], a["server"], a["n_prompt"], a["n_gen"], a["completed"], a["aggregate_tok_s"],
+            a["duration_s"], a["source"].rsplit(":", 1)[1]) == ("throughput", "sglang", 512, 128, 200, 1280.0, 20.0, "1")
+    assert (b["n_prompt"], b["n_gen"], b["source"].rsplit(":", 1)[1]) == (1024, 256, "2")
+
+
 def test_sglang_console_block_without_a_concurrency_limit(tmp_path):
     """SGLang's bench_serving prints `Max request concurrency: not set` without --max-concurrency (sglang
     bench_serving.py) and `Traffic request rate: trace` for a trace's timestamps: an open loop, read as one."""

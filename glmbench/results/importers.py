@@ -28,6 +28,12 @@ The format is detected from the content, never from the file name:
                      `sglang-one-batch-jsonl`): each run of B prompts is a pp record (B x input_len tokens / the
                      prefill latency) and a tg record at depth input_len (B / the median decode step), as
                      llama-batched-bench's; the warm-up run left out; the engine is SGLang's
+  sglang-offline     SGLang's offline throughput benchmark (`python -m sglang.bench_offline_throughput`; 0.5.23:
+                     `sglang.benchmark.offline_throughput`), its printed `Offline Throughput Benchmark Result` block
+                     (and its --result-filename JSONL, `sglang-offline-jsonl`): every request handed to the
+                     in-process engine at once, as vLLM's `bench throughput`: one `serve` record, `serve_kind`
+                     throughput, the mean lengths from its token totals, the model and the engine's limits
+                     (--tp, --max-running-requests, --chunked-prefill-size) from its command line
   sglang             `python -m sglang.bench_serving --output-file` JSONL (one run per line; the server's
                      max_running_requests / chunked_prefill_size as `max_num_seqs` / `max_num_batched_tokens`)
   llama-timings      llama-cli's / llama-server's timing lines (`prompt eval time = T ms / N tokens (...)`,
@@ -57,7 +63,7 @@ names. Several built-ins that fit is a FormatError naming them (`--model` picks)
 all imports without one, with a notice.
 
 Pasted text (`llama-bench-md`, `sweep-bench-md`, `batched-bench-md`, `vllm-console`, `vllm-offline`,
-`sglang-one-batch`, `llama-timings`, `ollama-verbose`) is read whole
+`sglang-one-batch`, `sglang-offline`, `llama-timings`, `ollama-verbose`) is read whole
 (`_read_pasted`): every table and console block, each with the lines printed around it (the
 command line, llama.cpp's load log, `ggml_cuda_init` / `Device N:` lines, a heading, the `build:`
 line; a table copied from a rendered page, tab-separated without pipes, is read as the markdown it
@@ -111,6 +117,10 @@ FORMATS = {
     "sglang-one-batch-jsonl": "SGLang's `bench_one_batch --result-filename` JSONL (batch_size, input_len, output_len, "
                               "prefill_latency, median_decode_latency, ...)",
     "sglang": "sglang bench_serving --output-file JSONL",
+    "sglang-offline": "SGLang's offline throughput benchmark's result block (python -m sglang.bench_offline_throughput, "
+                      "sglang.benchmark.offline_throughput: ====== Offline Throughput Benchmark Result ======)",
+    "sglang-offline-jsonl": "SGLang's offline throughput benchmark's --result-filename JSONL (backend, "
+                            "successful_requests, total_latency, total_input_tokens, total_output_tokens, ...)",
     "llama-timings": "llama.cpp's timing lines (llama-cli, llama-server, ik_llama.cpp: `prompt eval time = ... ms / N "
                      "tokens (...)`, `eval time = ... ms / M runs (...)`)",
     "ollama-verbose": "`ollama run MODEL --verbose`'s statistics (prompt eval count / duration, eval count / duration)",
@@ -215,7 +225,7 @@ def detect(text: str, path: str = "<text>") -> str:
     _fail(path, first_line, "not a results format glmbench reads (" + "; ".join(FORMATS.values()) + ")")
 
 
-_EMBEDDED_FORMATS = ("llama-bench-json", "llama-bench-jsonl", "vllm", "sglang", "sweep-bench-jsonl", "batched-bench-jsonl",
+_EMBEDDED_FORMATS = ("llama-bench-json", "llama-bench-jsonl", "vllm", "sglang", "sglang-offline-jsonl", "sweep-bench-jsonl", "batched-bench-jsonl",
                      "llama-bench-csv", "llama-bench-sql", "llama-server-json")
 
 
@@ -249,6 +259,8 @@ def _detect_pasted(text) -> str | None:
             return "llama-bench-md"
     if any(_SERVE_START.match(ln.strip()) for ln in _unquote(text)):
         return "vllm-console"
+    if any(_SGL_OFFLINE_START.match(ln.strip()) for ln in _unquote(text)):
+        return "sglang-offline"
     if any(_VLLM_LATENCY.match(ln) or _VLLM_THROUGHPUT.match(ln) for ln in _unquote(text)):
         return "vllm-offline"
     if any(_SGL_PREFILL.match(ln) for ln in _unquote(text)):
@@ -282,6 +294,8 @@ def _detect_json(s, path, first_line) -> str:
             return "sglang"
         if {"batch_size", "input_len", "output_len", "prefill_latency"} <= keys:
             return "sglang-one-batch-jsonl"
+        if {"successful_requests", "total_latency", "total_input_tokens", "total_output_tokens"} <= keys:
+            return "sglang-offline-jsonl"
         if {"n_kv_max", "speed_pp", "speed_tg"} <= keys:
             return "batched-bench-jsonl" if "pl" in keys else "sweep-bench-jsonl"
         if "evidence" in keys:
@@ -1235,7 +1249,8 @@ _GPU_BACKENDS = ("CUDA", "Vulkan", "Metal", "ROCm", "SYCL", "HIP", "CANN", "MUSA
 _CMD_RE = re.compile(r"(?:^|[\s/\\>!$#;(])(llama-bench|llama-sweep-bench|sweep-bench|llama-batched-bench|batched-bench|"
                      r"benchmark_serving\.py|vllm\s+serve|vllm\.entrypoints\.openai\.api_server|vllm\s+bench\s+serve|sglang\.bench_serving|"
                      r"vllm\s+bench\s+(?:latency|throughput)|benchmark_(?:latency|throughput)\.py|sglang\.bench_one_batch|"
-                     r"sglang\.launch_server)(?:\.exe)?(?=\s|$)")
+                     r"sglang\.launch_server|sglang\.bench_offline_throughput|sglang\.benchmark\.offline_throughput|"
+                     r"bench_offline_throughput\.py)(?:\.exe)?(?=\s|$)")
 # llama.cpp's run-a-model tools, whose timing lines the importer reads: a command line only with an option on it
 # (prose naming llama-server is not one)
 _RUN_CMD_RE = re.compile(r"(?:^|[\s/\\>!$#;(])(llama-cli|llama-server|llama-simple|llama-completion)(?:\.exe)?\s.*\s-{1,2}[a-z]")
@@ -1246,6 +1261,11 @@ _VULKAN_RE = re.compile(r"ggml_vulkan: (\d+) = (.+?) \(")
 _METAL_RE = re.compile(r"(?:ggml_metal_init: found device:|GPU name:)\s+(.+?)\s*$")
 _BUILD_RE = re.compile(r"^\s*build: ([0-9a-f]{6,40}) \((\d+)\)\s*$")
 _SERVE_START = re.compile(r"^=+ Serving Benchmark Result =+\s*$")
+# SGLang's offline throughput benchmark (sglang 0.5.23 sglang/benchmark/offline_throughput.py, before it
+# sglang/bench_offline_throughput.py; throughput_test): its block, `{:<40} {:<10}` lines under this rule
+_SGL_OFFLINE_START = re.compile(r"^=+ Offline Throughput Benchmark Result =+\s*$")
+_SGL_OFFLINE_CMD = re.compile(r"sglang\.bench_offline_throughput|sglang\.benchmark\.offline_throughput|"
+                              r"bench_offline_throughput\.py")
 # the arguments a serving client prints before it runs: vLLM's benchmark_serving.py and `vllm bench serve`
 # `print(args)` ("Namespace(backend='vllm', ..., max_concurrency=32, ...)"; vLLM 0.10.1 benchmarks/
 # benchmark_serving.py main, vllm/benchmarks/serve.py main_async; benchmark_latency.py and
@@ -1314,7 +1334,7 @@ _SGL_DECODE_I = re.compile(r"^\s*Decode\s+\d+\.\s+Batch size:\s*(\d+),\s*latency
 _SGL_DECODE = re.compile(r"^\s*Decode\.\s+median latency:\s*([\d.]+)\s*s,\s*median throughput:\s*([\d.]+)\s*token/s\s*$")
 _SGL_TOTAL = re.compile(r"^\s*Total\.\s+latency:\s*([\d.]+)\s*s,\s*throughput:\s*([\d.]+)\s*token/s\s*$")
 # the blocks of a serving engine's benchmarks (vLLM, SGLang): an HF checkpoint's name, tensor parallelism
-_SERVING_KINDS = ("serve", "vllm-offline", "sglang-one-batch")
+_SERVING_KINDS = ("serve", "vllm-offline", "sglang-one-batch", "sglang-offline")
 # vLLM's offline benchmarks (vllm/benchmarks/latency.py and throughput.py, also the older
 # benchmarks/benchmark_latency.py and benchmark_throughput.py): `Avg latency: X seconds` then its
 # percentiles; `Throughput: R requests/s, T total tokens/s, O output tokens/s` (before mid 2025:
@@ -1357,6 +1377,14 @@ _SERVE_KEYS = {
     "p99 ttft": "p99_ttft_ms", "mean tpot": "mean_tpot_ms", "median tpot": "median_tpot_ms",
     "p99 tpot": "p99_tpot_ms", "mean itl": "mean_itl_ms", "median itl": "median_itl_ms", "p99 itl": "p99_itl_ms",
     "mean e2e latency": "mean_e2e_latency_ms", "mean e2el": "mean_e2el_ms", "backend": "backend",
+}
+# SGLang's offline block's lines -> its --result-filename JSONL's fields (what throughput_test_once measures)
+_SGL_OFFLINE_KEYS = {
+    "backend": "backend", "successful requests": "successful_requests", "benchmark duration": "total_latency",
+    "total input tokens": "total_input_tokens", "total generated tokens": "total_output_tokens",
+    "last generation throughput": "last_gen_throughput", "request throughput": "request_throughput",
+    "input token throughput": "input_throughput", "output token throughput": "output_throughput",
+    "total token throughput": "total_throughput",
 }
 
 # GPU names in free text (a heading, prose, a file name): what to search when no device line says
@@ -1762,15 +1790,17 @@ def _scan(text) -> tuple[list[_Block], dict]:
                 before, label = [], None
             i = j
             continue
-        if _SERVE_START.match(st):
-            b = _Block("serve", no)
+        if _SERVE_START.match(st) or _SGL_OFFLINE_START.match(st):
+            offline = bool(_SGL_OFFLINE_START.match(st))
+            b = _Block("sglang-offline" if offline else "serve", no)
+            keys = _SGL_OFFLINE_KEYS if offline else _SERVE_KEYS
             j = i + 1
             while j < n and lines[j].strip() and not re.fullmatch(r"=+", lines[j].strip()):
                 m = re.match(r"^\s*([A-Za-z][A-Za-z0-9 ./()_-]*?)\s*(?:\(([^)]*)\))?\s*:\s*(\S.*?)\s*$", lines[j])
                 # the bracket is the value's unit ("(ms)", "(tok/s)"); any other is part of the name: SGLang's
                 # `Total generated tokens (retokenized):` after `Total generated tokens:` is another count
                 if m and (m.group(2) is None or _SERVE_UNIT.fullmatch(m.group(2).strip())):
-                    key = _SERVE_KEYS.get(m.group(1).strip().lower())
+                    key = keys.get(m.group(1).strip().lower())
                     if key:
                         b.serve[key] = (j + 1, m.group(3))
                 j += 1
@@ -2003,6 +2033,8 @@ def _read_pasted(text, ctx):
             recs = _pasted_vllm_offline(b, ctx, meta, inferred, models_seen)
         elif b.kind == "sglang-one-batch":
             recs = _pasted_sglang_one_batch(b, ctx, meta, inferred)
+        elif b.kind == "sglang-offline":
+            recs = _pasted_sglang_offline(b, ctx, meta, inferred)
         else:
             model, how = _table_model(b, ctx, text_before, models_seen)
             meta["model"] = model
@@ -2705,6 +2737,68 @@ def _read_sglang_one_batch_jsonl(text, ctx):
     return out
 
 
+def _sgl_offline_record(ctx, line, o, *, tool, model, how, inferred, meta, opts) -> dict:
+    """One run of SGLang's offline throughput benchmark (`o`: its --result-filename fields): every request
+    handed to the in-process engine at once (Engine.generate of the whole list; --backend runtime: a
+    server it starts), timed from the call to the last token, as vLLM's `bench throughput`: one `serve`
+    record, `serve_kind` throughput, `n_streams` the requests, the mean lengths from the token totals
+    (random prompts are of --random-input-len scaled by --random-range-ratio, ShareGPT's of any length),
+    `aggregate_tok_s` the output tokens per second of the run."""
+    n = _num(ctx, line, "Successful requests", o.get("successful_requests"), integer=True, minimum=1)
+    tot_in = _num(ctx, line, "Total input tokens", o.get("total_input_tokens"), integer=True, minimum=0)
+    tot_out = _num(ctx, line, "Total generated tokens", o.get("total_output_tokens"), integer=True, minimum=1)
+    dur = _num(ctx, line, "Benchmark duration", o.get("total_latency"), required=False, positive=True)
+    rps = _num(ctx, line, "Request throughput", o.get("request_throughput"), required=False, positive=True)
+    if dur is None and rps is None:
+        _fail(ctx.path, line, "SGLang's offline throughput result without its duration or its request throughput")
+    dur = dur if dur is not None else n / rps
+    rps = rps if rps is not None else n / dur
+    agg = _num(ctx, line, "Output token throughput", o.get("output_throughput"), required=False,
+               positive=True) or tot_out / dur
+    n_in, n_out = max(round(tot_in / n), 1), max(round(tot_out / n), 1)
+    inferred = dict(inferred, model=how, n_prompt=f"the input token total / {n} requests",
+                    n_gen=f"the generated token total / {n} requests", n_streams=f"the {n} successful requests")
+    r = {"evidence": "measured", "test": "serve", "serve_kind": "throughput", "server": "sglang", "model": model,
+         "tool": tool, "source": ctx.source(line), "stddev_ts": None, "serve_backend": o.get("backend"),
+         "n_prompt": n_in, "n_gen": n_out, "n_depth": n_in, "n_streams": n, "concurrency": n, "completed": n,
+         "request_throughput": rps, "duration_s": dur, "avg_ts": agg, "aggregate_tok_s": agg,
+         "last_gen_tok_s": _num(ctx, line, "Last generation throughput", o.get("last_gen_throughput"),
+                                required=False, minimum=0)}
+    for key, field in (("max_num_seqs", "max_num_seqs"), ("max_num_batched_tokens", "max_num_batched_tokens")):
+        if re.fullmatch(r"[1-9]\d*", str(opts.get(key, ""))):    # --max-running-requests, --chunked-prefill-size
+            r[field] = int(opts[key])
+    return _engine_record(ctx, line, r, meta, inferred)
+
+
+def _pasted_sglang_offline(b, ctx, meta, inferred):
+    """SGLang's offline throughput block (`python -m sglang.bench_offline_throughput`; sglang 0.5.23:
+    `python -m sglang.benchmark.offline_throughput`): the block states the requests and the token totals
+    itself; its command line (--model-path, --tp, --max-running-requests, --chunked-prefill-size) the model
+    and the engine's limits."""
+    v = {k: val for k, (_, val) in b.serve.items()}
+    line = b.start
+    cmds = [c for c in b.cmds if _SGL_OFFLINE_CMD.search(c[1])]
+    opts = cmds[-1][2] if cmds else {}
+    names = [opts["model"]] if opts.get("model") else []
+    model, how = ctx.model_for(line, hints=[(x, f"command line's model {x!r}") for x in names] + [ctx.file_hint()],
+                               what="this run served")
+    _engine_weights(ctx, line, meta, inferred, names, "SGLang")
+    return [_sgl_offline_record(ctx, line, v, tool="sglang bench_offline_throughput (console)", model=model, how=how,
+                                inferred=inferred, meta=meta, opts=opts)]
+
+
+def _read_sglang_offline_jsonl(text, ctx):
+    """SGLang's offline throughput benchmark's --result-filename: one JSON object per run (appended)."""
+    out = []
+    for line, o in _jsonl(text, ctx.path):
+        model, how = ctx.model_for(line, hints=[ctx.file_hint()], what="this run served")
+        meta, inferred = {}, {}
+        _engine_weights(ctx, line, meta, inferred, [], "SGLang", from_file=True)
+        out.append(_sgl_offline_record(ctx, line, o, tool="sglang bench_offline_throughput", model=model, how=how,
+                                       inferred=inferred, meta=meta, opts={}))
+    return out
+
+
 def _pasted_timings(b, ctx, meta, inferred, text_before, models_seen):
     """One run's timing lines: `prompt eval time = T ms / N tokens` is pp N from an empty cache (llama-cli
     starts from one; a server's prompt may follow a cached prefix it does not print: said in a notice), and
@@ -3314,6 +3408,8 @@ _READERS = {
     "vllm-offline": lambda text, ctx: _read_pasted(text, ctx),
     "sglang-one-batch": lambda text, ctx: _read_pasted(text, ctx),
     "sglang-one-batch-jsonl": _read_sglang_one_batch_jsonl,
+    "sglang-offline": lambda text, ctx: _read_pasted(text, ctx),
+    "sglang-offline-jsonl": _read_sglang_offline_jsonl,
     "llama-timings": lambda text, ctx: _read_pasted(text, ctx),
     "ollama-verbose": lambda text, ctx: _read_pasted(text, ctx),
     "koboldcpp-benchmark": lambda text, ctx: _read_pasted(text, ctx),
