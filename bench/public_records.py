@@ -215,13 +215,15 @@ def _runtime_of(r):
 
 
 def _blank_between(path, a, b, cache={}):
-    """Lines a+1 .. b-1 of `path` are all blank or llama-bench progress lines (a table a blank line splits
-    is one table)."""
+    """Lines a+1 .. b-1 of `path` are all blank or llama.cpp's log lines (llama-bench's progress lines among
+    them: a table a blank line or stderr's lines split is one table)."""
     if path not in cache:
         try:
             with open(path, encoding="utf-8-sig", errors="replace") as f:
-                cache[path] = ["" if importers.LB_PROGRESS.match(x) else re.sub(r"^[ \t]*(?:>[ \t]?)+", "", x).strip()
-                               for x in f.read().splitlines()]      # llama-bench --progress lines between rows: none
+                # llama-bench --progress lines and llama.cpp's other log lines between rows (stderr in a terminal's
+                # copy; importers.is_log_line): none
+                unquoted = [re.sub(r"^[ \t]*(?:>[ \t]?)+", "", x) for x in f.read().splitlines()]
+                cache[path] = ["" if importers.is_log_line(x) else x.strip() for x in unquoted]
         except OSError:
             cache[path] = None
     lines = cache[path]

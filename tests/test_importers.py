@@ -1291,6 +1291,72 @@ def test_a_table_with_lines_written_between_its_rows(tmp_path):
     assert (r["test"], r["build_number"]) == ("pp", 6500)
 
 
+# what `llama-bench -v` writes to stderr before each test's row (its context; a new model's load log too): a terminal's
+# copy of `2>&1` puts it between the rows (llama.cpp src/llama-context.cpp, llama-kv-cache.cpp, llama-model-loader.cpp)
+_VERBOSE_CTX = """llama_context: constructing llama_context
+llama_context: n_seq_max             = 1
+llama_context: n_ctx                 = 4736
+llama_context: n_batch               = 2048
+llama_context: n_ubatch              = 512
+llama_context: flash_attn            = enabled
+llama_context:  CUDA_Host  output buffer size =     0.58 MiB
+llama_kv_cache:      CUDA0 KV buffer size =   666.00 MiB
+llama_kv_cache: size =  666.00 MiB (  4736 cells,  36 layers,  1/1 seqs), K (f16):  333.00 MiB, V (f16):  333.00 MiB
+sched_reserve:      CUDA0 compute buffer size =   304.75 MiB
+graph_reserve: reserving a graph for ubatch with n_tokens =  512, n_seqs =  1, n_outputs =  512
+"""
+_VERBOSE_LOAD = """load_backend: loaded CUDA backend from /opt/llama.cpp/build/bin/libggml-cuda.so
+llama_model_load_from_file_impl: using device CUDA0 (NVIDIA GeForce RTX 4090) - 23582 MiB free
+llama_model_loader: loaded meta data with 32 key-value pairs and 399 tensors from /models/Qwen3-8B-Q4_K_M.gguf (version GGUF V3 (latest))
+llama_model_loader: - type  f32:  145 tensors
+print_info: file format = GGUF V3 (latest)
+print_info: file type   = Q4_K - Medium
+load_tensors: offloading 36 repeating layers to GPU
+load_tensors:        CUDA0 model buffer size =  4455.34 MiB
+.......................................................................................
+"""
+
+
+def test_a_table_whose_rows_a_verbose_log_interleaves(tmp_path):
+    """`llama-bench -v ... 2>&1`: every row comes after a dozen or more of llama.cpp's log lines (a new context per
+    test, a model's whole load log when its parameters change): the rows after any number of them are the same
+    table's; prose, a new header or the `build:` footer still ends it."""
+    head = _LB_HEAD.format(x="fa")
+    rows = [_lb_row("CUDA", "1", t, v, model="qwen3 8B Q4_K - Medium") for t, v in (
+        ("pp512", "9800.00 ± 20.00"), ("tg128", "150.00 ± 0.30"), ("pp512 @ d4096", "8100.00 ± 15.00"),
+        ("tg128 @ d4096", "139.00 ± 0.20"))]
+    text = ("$ ./build/bin/llama-bench -v -m /models/Qwen3-8B-Q4_K_M.gguf -fa 1 -d 0,4096 2>&1 | tee bench.log\n"
+            + _CUDA_4090 + head + _VERBOSE_LOAD + _VERBOSE_CTX + rows[0] + _VERBOSE_CTX + rows[1] + "\n"
+            + _VERBOSE_CTX + "warmup: 1 run\n" + rows[2] + "0.01.234.567 I " + _VERBOSE_CTX.replace("\n", "\n0.01.234.567 I ", 10)
+            + rows[3] + "\nbuild: 6e7fc8a1 (6410)\n")
+    recs = im.read(write(tmp_path, "verbose.log", text))
+    assert [(r["test"], r["n_depth"], r["avg_ts"]) for r in recs] == [
+        ("pp", 0, 9800.0), ("tg", 0, 150.0), ("pp", 4096, 8100.0), ("tg", 4096, 139.0)]
+    assert {(r["model"], r["hardware"], r["build_number"]) for r in recs} == {("qwen3-8b", "rtx-4090", 6410)}
+    # ... and public_records counts it as one table (stderr's lines between its rows split none)
+    import sys
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "bench"))
+    import public_records as pr
+    assert len(pr._tables_of(recs)) == 1
+    # prose after the log lines ends the table: the rows after it (more than three lines of it) are not read
+    prose = "Then I changed the fans.\nAnd the power limit.\nAnd the clocks.\nAnd the cables.\n"
+    end = _CUDA_4090 + head + rows[0] + _VERBOSE_CTX + prose + _VERBOSE_CTX + rows[1]
+    assert [r["test"] for r in im.read(write(tmp_path, "prose.log", end), model="qwen3-8b")] == ["pp"]
+    # a log line is no licence to join another table's rows: the footer still ends it, a new header starts another
+    two = _CUDA_4090 + head + rows[0] + "\nbuild: 6e7fc8a1 (6410)\n" + _VERBOSE_CTX + rows[1]
+    assert [r["test"] for r in im.read(write(tmp_path, "two.log", two), model="qwen3-8b")] == ["pp"]
+    again = _CUDA_4090 + head + rows[0] + _VERBOSE_CTX + head + rows[1]
+    assert [r["source"].rsplit(":", 1)[1] for r in im.read(write(tmp_path, "again.log", again), model="qwen3-8b")] == [
+        "5", "19"]
+    # what prose could look like a log line is not one
+    assert not any(im.is_log_line(x) for x in ("Main: the results", "Note: fans at 80%", "| a | b |",
+                                                "build: 6e7fc8a1 (6410)", "RTX 4090: 150 t/s"))
+    assert all(im.is_log_line(x) for x in ("main: n_kv_max = 8192", "ggml_cuda_init: found 1 CUDA devices:",
+                                            "  Device 0: NVIDIA GeForce RTX 4090, compute capability 8.9, VMM: yes",
+                                            "build: 6410 (6e7fc8a1) with cc (GCC) 13.2 for x86_64-linux-gnu",
+                                            "llama-bench: benchmark 1/4: starting", "Warming up...", "....."))
+
+
 def test_batched_bench_shared_prompt_and_separate_generation(tmp_path):
     """llama-batched-bench (tools/batched-bench/batched-bench.cpp): with -pps one prompt is processed and copied to
     the B sequences (S_PP = PP / T_PP: one stream); with -tgs (is_tg_separate = 1 on its main: line) the B

@@ -1608,6 +1608,26 @@ class _Block:
 _QUOTE = re.compile(r"^[ \t]*(?:>[ \t]?)+")
 # llama-bench --progress (stderr): "llama-bench: benchmark 2/6: prompt run 3/5"
 LB_PROGRESS = re.compile(r"^\s*llama-bench: benchmark \d+/\d+: ")
+# a line of llama.cpp's / ggml's own log (stderr), as a terminal's copy interleaves it with a table's rows
+# (stdout): `load_backend: loaded CUDA backend from ...`, `llama_model_load: ...`, `ggml_cuda_init: ...`
+# and its `  Device 0: ...` lines, `print_info: ...`, `main: ...`, `build: N (commit) with ...` (a program's
+# start; llama-bench's own `build: <commit> (N)` footer ends its table, _BUILD_RE), `system_info: ...`,
+# llama-bench's --progress lines, a warm-up line, the progress dots of a model load; with the log's optional
+# `--log-prefix` / `--log-timestamps` prefix ("0.00.123.456 I "). What no tool's log prints (prose, another
+# table) ends a table all the same.
+LOG_LINE = re.compile(
+    r"^\s*(?:\d+\.\d{2}\.\d{3}\.\d{3}\s+)?(?:[IWEDT]\s+)?(?:"
+    r"(?:[a-z][a-z0-9]*_[a-z0-9_]*|main|build|llama-bench|llama-sweep-bench|llama-batched-bench|warmup|srv|slot|que)"
+    r"\s*:(?:\s|$)"                                             # llama.cpp's `func_name: ...` (LOG_INF("%s: ", __func__))
+    r"|Device \d+: |ggml_vulkan: |[Ww]arm(?:ing)?[ -]?up\b"      # ggml's device lines; a warm-up note
+    r"|\.{3,}\s*$)")                                            # the model load's dots
+
+
+def is_log_line(line: str) -> bool:
+    """`line` is one of llama.cpp's / ggml's log lines (LOG_LINE), not a table's end; llama-bench's `build:`
+    footer is none (it ends the table)."""
+    return bool(LOG_LINE.match(line)) and not _BUILD_RE.match(line)
+
 _LOADER = (  # llama.cpp's model-load log: what a table without a model column was run on
     ("arch", re.compile(r"(?:general\.architecture\s+str\s+=|(?:print_info|llm_load_print_meta): arch\s+=)\s+(\S+)")),
     ("params", re.compile(r"(?:print_info|llm_load_print_meta): model params\s+=\s+([\d.]+ [KMBT])")),
@@ -1771,13 +1791,14 @@ def _scan(text) -> tuple[list[_Block], dict]:
                     if lines[j].strip().startswith("|"):
                         rows.append((j + 1, _split_md(lines[j])))
                     j += 1
-                # a table a blank line splits (a paste cut in two), or a few log lines written between its rows
-                # (stderr into a terminal's copy; a `build:` line ends a llama-bench table): rows of the header's
-                # width after them, with no separator line under the first (that would be a new table)
+                # a table a blank line splits (a paste cut in two), llama.cpp's / ggml's log lines written between
+                # its rows (stderr into a terminal's copy: any number, is_log_line), or up to three other lines (a
+                # note; a `build:` line ends a llama-bench table): rows of the header's width after them, with no
+                # separator line under the first (that would be a new table)
                 k, logged = j, 0
-                while k < n and (not lines[k].strip() or (logged < 3 and not lines[k].strip().startswith("|")
-                                                          and not _BUILD_RE.match(lines[k]))):
-                    logged += bool(lines[k].strip())
+                while k < n and (not lines[k].strip() or is_log_line(lines[k]) or (
+                        logged < 3 and not lines[k].strip().startswith("|") and not _BUILD_RE.match(lines[k]))):
+                    logged += bool(lines[k].strip()) and not is_log_line(lines[k])
                     k += 1
                 if (kind and k > j and k < n and lines[k].strip().startswith("|")
                         and len(_split_md(lines[k])) == len(header) and _split_md(lines[k]) != header
