@@ -1349,7 +1349,7 @@ def test_a_table_whose_rows_a_verbose_log_interleaves(tmp_path):
     assert [r["source"].rsplit(":", 1)[1] for r in im.read(write(tmp_path, "again.log", again), model="qwen3-8b")] == [
         "5", "19"]
     # what prose could look like a log line is not one
-    assert not any(im.is_log_line(x) for x in ("Main: the results", "Note: fans at 80%", "| a | b |",
+    assert not any(im.is_log_line(x) for x in ("Main: the results", "Note: fans at 80%", "| a | b |", "source_url: x",
                                                 "build: 6e7fc8a1 (6410)", "RTX 4090: 150 t/s"))
     assert all(im.is_log_line(x) for x in ("main: n_kv_max = 8192", "ggml_cuda_init: found 1 CUDA devices:",
                                             "  Device 0: NVIDIA GeForce RTX 4090, compute capability 8.9, VMM: yes",
@@ -1592,6 +1592,34 @@ def test_llama_bench_progress_lines_between_the_rows(tmp_path):
     a, b = im.read(write(tmp_path, "progress.log", text), model="llama-3.1-8b")
     assert [(r["n_depth"], r["avg_ts"], r["source"].rsplit(":", 1)[1], r["build_number"]) for r in (a, b)] == [
         (0, 8120.0, "11", 6410), (4096, 6010.0, "17", 6410)]
+
+
+def test_llama_bench_s_structured_outputs_with_its_progress_and_load_lines(tmp_path):
+    """`llama-bench --progress -o json|jsonl|csv|sql 2>&1`: stderr's progress lines (and the backends' load lines
+    before them) between the records of a terminal's copy are left out, each record still at its own line."""
+    o = dict(LB_KEYS, n_prompt=512, n_gen=0, n_depth=0, avg_ts=2100.5, stddev_ts=10.2)
+    objs = [o, dict(o, n_prompt=0, n_gen=128, avg_ts=95.25, stddev_ts=0.3)]
+    prog = lambda i: "".join(f"llama-bench: benchmark {i}/2: {w}\n" for w in ("starting", "warmup prompt run",
+                                                                             "prompt run 1/5", "prompt run 2/5"))
+    load = ("load_backend: loaded CUDA backend from /opt/llama.cpp/build/bin/libggml-cuda.so\n"
+            "ggml_cuda_init: found 1 CUDA devices:\n"
+            "  Device 0: NVIDIA GeForce RTX 3090, compute capability 8.6, VMM: yes\n")
+    jsonl = load + prog(1) + json.dumps(objs[0]) + "\n" + prog(2) + json.dumps(objs[1]) + "\n"
+    pretty = ("[\n" + prog(1) + "  " + json.dumps(objs[0]) + ",\n" + prog(2) + "  " + json.dumps(objs[1]) + "\n]\n")
+    keys = list(objs[0])
+    csv_text = (",".join(keys) + "\n" + prog(1) + ",".join(f'"{objs[0][k]}"' for k in keys) + "\n" + prog(2)
+                + ",".join(f'"{objs[1][k]}"' for k in keys) + "\n")
+    sql = ("CREATE TABLE IF NOT EXISTS llama_bench (\n" + ",\n".join(f"  {k} TEXT" for k in keys) + "\n);\n\n"
+           + prog(1) + f"INSERT INTO llama_bench ({', '.join(keys)}) VALUES ({', '.join(repr(str(objs[0][k])) for k in keys)});\n"
+           + prog(2) + f"INSERT INTO llama_bench ({', '.join(keys)}) VALUES ({', '.join(repr(str(objs[1][k])) for k in keys)});\n")
+    n_sql = len(keys) + 4
+    for name, text, lines in (("p.jsonl", jsonl, ["8", "13"]), ("p.json", pretty, ["6", "11"]),
+                              ("p.csv", csv_text, ["6", "11"]), ("p.sql", sql, [str(n_sql + 4), str(n_sql + 9)]),
+                              ("l.json", load + pretty, ["9", "14"])):
+        recs = im.read(write(tmp_path, name, text))
+        assert [(r["test"], r["avg_ts"], r["source"].rsplit(":", 1)[1]) for r in recs] == [
+            ("pp", 2100.5, lines[0]), ("tg", 95.25, lines[1])], name
+        assert recs[0]["hardware"] == "rtx-3090"
 
 
 def test_gpu_counts_in_parentheses_a_card_named_twice_and_grace_hopper():

@@ -176,6 +176,10 @@ def read(path, *, model: str | None = None, default_model: str | None = None,
 def read_text(text: str, path: str = "<text>", *, model: str | None = None,
               default_model: str | None = None, notices: list | None = None) -> list[dict]:
     """read() on text already in memory; `path` names it in errors and in `source`."""
+    if _detect_pasted(text) is None:
+        # llama-bench -o json / jsonl / csv / sql with --progress (or -v) in a terminal's copy of 2>&1: its
+        # stderr lines among the records (is_log_line), blanked (their line numbers kept)
+        text = _without_log_lines(text)
     try:
         fmt = detect(text, path)
     except FormatError:
@@ -191,6 +195,15 @@ def read_text(text: str, path: str = "<text>", *, model: str | None = None,
     if not recs:
         _fail(path, None, f"holds no records ({FORMATS[fmt]})")
     return recs
+
+
+def _without_log_lines(text: str) -> str:
+    """`text` with llama.cpp's / ggml's log lines (is_log_line: llama-bench's --progress lines, a model's load
+    log) left blank, line for line; `text` itself where it has none."""
+    lines = text.split("\n")
+    if not any(is_log_line(ln) for ln in lines):
+        return text
+    return "\n".join("" if is_log_line(ln) else ln for ln in lines)
 
 
 def detect(text: str, path: str = "<text>") -> str:
@@ -1617,8 +1630,10 @@ LB_PROGRESS = re.compile(r"^\s*llama-bench: benchmark \d+/\d+: ")
 # table) ends a table all the same.
 LOG_LINE = re.compile(
     r"^\s*(?:\d+\.\d{2}\.\d{3}\.\d{3}\s+)?(?:[IWEDT]\s+)?(?:"
-    r"(?:[a-z][a-z0-9]*_[a-z0-9_]*|main|build|llama-bench|llama-sweep-bench|llama-batched-bench|warmup|srv|slot|que)"
-    r"\s*:(?:\s|$)"                                             # llama.cpp's `func_name: ...` (LOG_INF("%s: ", __func__))
+    # llama.cpp's `func_name: ...` (LOG_INF("%s: ", __func__)) of its own prefixes; not any `word_word:` (a
+    # sidecar's `source_url: ...` is none)
+    r"(?:(?:llama|llm|ggml|gguf|load|common|clip|mtmd|sched|graph|register)_\w+|print_info|system_info|main|build"
+    r"|llama-bench|llama-sweep-bench|llama-batched-bench|warmup|srv|slot|que)\s*:(?:\s|$)"
     r"|Device \d+: |ggml_vulkan: |[Ww]arm(?:ing)?[ -]?up\b"      # ggml's device lines; a warm-up note
     r"|\.{3,}\s*$)")                                            # the model load's dots
 
