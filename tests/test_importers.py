@@ -1859,6 +1859,33 @@ def test_sglang_offline_throughput_block_and_jsonl(tmp_path):
     assert (b["n_prompt"], b["n_gen"], b["source"].rsplit(":", 1)[1]) == (1024, 256, "2")
 
 
+def test_sglang_0_5_23_module_paths_and_sglang_serve(tmp_path):
+    """sglang 0.5.23 moved its benchmarks under sglang.benchmark (`python -m sglang.benchmark.serving`,
+    `.one_batch`; sglang/bench_serving.py is a deprecated shim, bench_one_batch.py is gone) and recommends
+    `sglang serve` over `python -m sglang.launch_server`: each is the command line it is (the client's model,
+    the server measured and its --tp)."""
+    block = ("\n============ Serving Benchmark Result ============\n"
+             "Backend:                                 sglang    \nTraffic request rate:                    inf       \n"
+             "Max request concurrency:                 32        \nSuccessful requests:                     320       \n"
+             "Benchmark duration (s):                  60.00     \nTotal input tokens:                      327680    \n"
+             "Total input text tokens:                 327680    \nTotal generated tokens:                  81920     \n"
+             "Total generated tokens (retokenized):    81900     \nRequest throughput (req/s):              5.33      \n"
+             "Input token throughput (tok/s):          5461.33   \nOutput token throughput (tok/s):         1365.33   \n"
+             "Peak output token throughput (tok/s):    1500.00   \nPeak concurrent requests:                32        \n"
+             "Total token throughput (tok/s):          6826.67   \nConcurrency:                             31.50     \n"
+             "---------------Time to First Token----------------\nMean TTFT (ms):                          300.00    \n"
+             "-----Time per Output Token (excl. 1st token)------\nMean TPOT (ms):                          22.00     \n"
+             "==================================================\n")
+    text = ("$ sglang serve --model-path Qwen/Qwen3-32B --tp 2 --max-running-requests 64\n"
+            "$ python -m sglang.benchmark.serving --backend sglang --model Qwen/Qwen3-32B --max-concurrency 32 "
+            "--num-prompts 320\n" + block)
+    (r,) = im.read(write(tmp_path, "h100.log", text))
+    assert (r["tool"], r["server"], r["model"], r["n_cards"], r["n_streams"], r["max_num_seqs"], r["tpot_s"]) == (
+        "sglang bench_serving (console)", "sglang", "qwen3-32b", 2, 32, 64, 0.022)
+    recs = im.read(write(tmp_path, "ob.log", _SGL_ONE.replace("sglang.bench_one_batch", "sglang.benchmark.one_batch")))
+    assert {(r["model"], r["n_cards"]) for r in recs} == {("qwen3-8b", 2)}
+
+
 def test_sglang_console_block_without_a_concurrency_limit(tmp_path):
     """SGLang's bench_serving prints `Max request concurrency: not set` without --max-concurrency (sglang
     bench_serving.py) and `Traffic request rate: trace` for a trace's timestamps: an open loop, read as one."""

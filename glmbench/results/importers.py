@@ -1261,6 +1261,8 @@ _MD_TEST = re.compile(r"^(?:pp\s*(\d+))?\s*(\+)?\s*(?:tg\s*(\d+))?(?:\s*@\s*d\s*
 _GPU_BACKENDS = ("CUDA", "Vulkan", "Metal", "ROCm", "SYCL", "HIP", "CANN", "MUSA", "OpenCL")
 _CMD_RE = re.compile(r"(?:^|[\s/\\>!$#;(])(llama-bench|llama-sweep-bench|sweep-bench|llama-batched-bench|batched-bench|"
                      r"benchmark_serving\.py|vllm\s+serve|vllm\.entrypoints\.openai\.api_server|vllm\s+bench\s+serve|sglang\.bench_serving|"
+                     # sglang 0.5.23's module paths (sglang.benchmark.serving, .one_batch) and its `sglang serve`
+                     r"sglang\.benchmark\.serving|sglang\.benchmark\.one_batch|sglang\s+serve|"
                      r"vllm\s+bench\s+(?:latency|throughput)|benchmark_(?:latency|throughput)\.py|sglang\.bench_one_batch|"
                      r"sglang\.launch_server|sglang\.bench_offline_throughput|sglang\.benchmark\.offline_throughput|"
                      r"bench_offline_throughput\.py)(?:\.exe)?(?=\s|$)")
@@ -2568,7 +2570,8 @@ def _pasted_serve(b, ctx, meta, inferred, text_before, models_seen):
     # the client that printed the block (its command line), not the server it measured: `vllm bench serve
     # --backend sglang` is vLLM's client on an SGLang server
     cmdline = b.cmd[1] if b.cmd else ""
-    client = re.search(r"sglang\.bench_serving|vllm\s+bench\s+serve|benchmark_serving\.py", cmdline)
+    client = re.search(r"sglang\.bench_serving|sglang\.benchmark\.serving|vllm\s+bench\s+serve|benchmark_serving\.py",
+                       cmdline)
     sglang = client.group(0).startswith("sglang") if client else (
         "sglang" in cmdline or str(o.get("backend", "")).lower() == "sglang")
     tool = "sglang bench_serving (console)" if sglang else "vllm benchmark_serving (console)"
@@ -2751,7 +2754,7 @@ def _pasted_sglang_one_batch(b, ctx, meta, inferred):
         tot = _num(ctx, line, "total throughput", v["overall_throughput"], positive=True) * \
             _num(ctx, line, "total latency", v["total_latency"], positive=True)
         o["output_len"] = max(round(tot / B) - o["input_len"], 1)
-    cmd = [c for c in b.cmds if "sglang.bench_one_batch" in c[1]]
+    cmd = [c for c in b.cmds if re.search(r"sglang\.bench_one_batch|sglang\.benchmark\.one_batch(?!_)", c[1])]
     names = [cmd[-1][2]["model"]] if cmd and cmd[-1][2].get("model") else []
     model, how = ctx.model_for(line, hints=[(n, f"command line's model {n!r}") for n in names] + [ctx.file_hint()],
                                what="this run served")
