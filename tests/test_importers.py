@@ -1622,6 +1622,47 @@ def test_llama_bench_s_structured_outputs_with_its_progress_and_load_lines(tmp_p
         assert recs[0]["hardware"] == "rtx-3090"
 
 
+def test_every_column_of_the_current_llama_bench_md_and_its_json(tmp_path):
+    """The current llama-bench (llama.cpp as vendored by llama-cpp-python 0.3.36, tools/llama-bench/llama-bench.cpp
+    markdown_printer) prints a column for every option set off its default: n_cpu_moe, cpu_mask, cpu_strict, poll,
+    main_gpu, nkvo, dev, ts, ot, lm, lazy_mode, embd, nopo, noh, rpk, fitt, fitc, the tests pp / tg / pp+tg at a
+    depth; each reads into the field its -o json names, the same record either way (repack, lazy_mode kept)."""
+    cols = ("| model                          |       size |     params | backend    | ngl |  n_cpu_moe | threads | cpu_mask   "
+            "| cpu_strict |       poll |   main_gpu |     sm |          nkvo |  fa | dev          | ts           | ot          "
+            "          |         lm | lazy_mode  |       embd | nopo |  noh | rpk |       fitt |        fitc |            test "
+            "|                  t/s |\n"
+            "| ------------------------------ | ---------: | ---------: | ---------- | --: | ---------: | ------: | ---------- "
+            "| ---------: | ---------: | ---------: | -----: | ------------: | --: | ------------ | ------------ | ------------"
+            "--------- | ---------: | ---------- | ---------: | ---: | ---: | --: | ---------: | ----------: | --------------: "
+            "| -------------------: |\n")
+    row = ("| qwen3moe 30B.A3B Q4_K - Medium |  17.28 GiB |    30.53 B | CUDA       |  99 |         10 |      16 | 0x0        "
+           "|          0 |         50 |          0 |  layer |             0 |   1 | auto         | 0.00         | none        "
+           "          |       mmap | none       |          0 |    0 |    0 |   1 |       1024 |        4096 | {test:>15} "
+           "| {ts:>20} |\n")
+    tests = (("pp512", "2100.50 ± 10.20"), ("tg128 @ d4096", "80.50 ± 0.20"), ("pp512+tg128", "400.00 ± 1.00"))
+    md = (_CUDA_4090 + cols + "".join(row.format(test=t, ts=v) for t, v in tests) + "\nbuild: 6e7fc8a1 (7310)\n")
+    recs = im.read(write(tmp_path, "all.md", md))
+    assert [(r["test"], r["n_prompt"], r["n_gen"], r["n_depth"], r["avg_ts"]) for r in recs] == [
+        ("pp", 512, 0, 0, 2100.5), ("tg", 0, 128, 4096, 80.5), ("pg", 512, 128, 0, 400.0)]
+    keep = ("model", "weights", "n_cpu_moe", "n_threads", "cpu_mask", "cpu_strict", "poll", "main_gpu", "split_mode",
+            "no_kv_offload", "flash_attn", "devices", "tensor_split", "tensor_buft_overrides", "load_mode", "lazy_mode",
+            "embeddings", "no_op_offload", "no_host", "repack", "fit_target", "fit_min_ctx", "build_number", "hardware")
+    assert {k: recs[0].get(k) for k in keep} == dict(
+        model="qwen3-30b-a3b", weights="Q4_K_M", n_cpu_moe=10, n_threads=16, cpu_mask="0x0", cpu_strict=False, poll=50,
+        main_gpu=0, split_mode="layer", no_kv_offload=False, flash_attn=1, devices="auto", tensor_split="0.00",
+        tensor_buft_overrides="none", load_mode="mmap", lazy_mode="none", embeddings=False, no_op_offload=0,
+        no_host=False, repack=True, fit_target=1024, fit_min_ctx=4096, build_number=7310, hardware="rtx-4090")
+    # the same run's -o jsonl (json_printer's field list of that source; flash_attn an int, the bools true / false)
+    o = dict(LB_KEYS, gpu_info="NVIDIA GeForce RTX 4090", model_type="qwen3moe 30B.A3B Q4_K - Medium",
+             model_filename="/m/Qwen3-30B-A3B-Q4_K_M.gguf", model_size=18556682240, model_n_params=30532122624,
+             n_threads=16, cpu_mask="0x0", cpu_strict=False, poll=50, n_cpu_moe=10, main_gpu=0, no_kv_offload=False,
+             tensor_split="0.00", tensor_buft_overrides="none", load_mode="mmap", lazy_mode="none", embeddings=False,
+             no_op_offload=0, no_host=False, repack=True, fit_target=1024, fit_min_ctx=4096, build_number=7310,
+             n_prompt=512, n_gen=0, n_depth=0, avg_ts=2100.5, stddev_ts=10.2)
+    (j,) = im.read(write(tmp_path, "all.jsonl", json.dumps(o) + "\n"))
+    assert {k: j.get(k) for k in keep} == {k: recs[0].get(k) for k in keep}
+
+
 def test_gpu_counts_in_parentheses_a_card_named_twice_and_grace_hopper():
     assert im.gpus_in("RTX 3090 (x2)") == [("RTX 3090", 2)]
     assert im.gpus_in("DGX H100 (8x H100 SXM)") == [("H100", 8)]          # one card, with the count said of it

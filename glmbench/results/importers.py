@@ -924,11 +924,12 @@ def _read_glmbench(text, ctx):
 _LB_INT = ("build_number", "model_size", "model_n_params", "n_batch", "n_ubatch", "n_threads", "poll",
            "n_gpu_layers", "n_cpu_moe", "main_gpu", "no_op_offload", "fit_target", "fit_min_ctx",
            "avg_ns", "stddev_ns")
-_LB_BOOL = ("cpu_strict", "no_kv_offload", "embeddings", "no_host", "use_mmap", "use_direct_io")
+_LB_BOOL = ("cpu_strict", "no_kv_offload", "embeddings", "no_host", "use_mmap", "use_direct_io", "repack")
 _LB_KEEP = ("build_commit", "build_number", "cpu_info", "gpu_info", "backends", "model_filename", "model_type",
             "model_size", "model_n_params", "n_batch", "n_ubatch", "n_threads", "n_gpu_layers", "n_cpu_moe",
             "split_mode", "main_gpu", "no_kv_offload", "devices", "tensor_split", "tensor_buft_overrides",
-            "load_mode", "use_mmap", "use_direct_io", "embeddings", "no_op_offload", "cpu_mask", "cpu_strict", "poll", "no_host",
+            "load_mode", "lazy_mode", "use_mmap", "use_direct_io", "embeddings", "no_op_offload", "cpu_mask", "cpu_strict",
+            "poll", "no_host", "repack",
             "fit_target", "fit_min_ctx", "test_time", "avg_ns", "stddev_ns", "samples_ns", "samples_ts")
 
 
