@@ -66,8 +66,10 @@ Pasted text (`llama-bench-md`, `sweep-bench-md`, `batched-bench-md`, `vllm-conso
 `sglang-one-batch`, `sglang-offline`, `llama-timings`, `ollama-verbose`) is read whole
 (`_read_pasted`): every table and console block, each with the lines printed around it (the
 command line, llama.cpp's load log, `ggml_cuda_init` / `Device N:` lines, a heading, the `build:`
-line; a table copied from a rendered page, tab-separated without pipes, is read as the markdown it
-was; on a page of sections, one per model, a table borrows a model or weights only within its section).
+line; llama.cpp's own log lines between a table's rows, any number of them, as a terminal's copy of
+`2>&1` interleaves them (`llama-bench -v`, `--progress`; `is_log_line`), and among llama-bench's
+-o json / jsonl / csv / sql records, are skipped; a table copied from a rendered page, tab-separated
+without pipes, is read as the markdown it was; on a page of sections, one per model, a table borrows a model or weights only within its section).
 Each record says in `inferred` how its model, card (`device`, `hardware`, `n_cards`),
 split, backend, flash attention and weights were told; `read(..., notices=[])` collects one line
 per assumption (a card count assumed, no model named, an approximate format). A table's own
