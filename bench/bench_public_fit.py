@@ -462,6 +462,10 @@ def check_points(path, batched: list | None = None, serving: list | None = None,
                 if serving is None:
                     notes.append(f"{where}: a serving benchmark's run (mean TTFT / TPOT): left out of the point check")
                     continue
+                if str(r.get("request_rate")) == "ramp-up":
+                    notes.append(f"{where}: a serving run whose request rate rose over the run (vLLM's --ramp-up-strategy "
+                                 f"{r.get('ramp_up_strategy')}): not replayed")
+                    continue
                 if str(r.get("request_rate")) == "trace":
                     notes.append(f"{where}: a serving run at a trace's timestamps (its arrivals are not in the paste): "
                                  "not replayed")

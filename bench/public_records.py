@@ -434,7 +434,7 @@ def _serving_kv_options(r, engine) -> tuple:
 # a serving run's fields a replay of its client needs (bench_public_fit.py --check, `serving_report`)
 SERVE_KEEP = ("n_prompt", "n_gen", "completed", "max_concurrency", "request_rate", "burstiness", "max_num_seqs",
               "max_num_batched_tokens", "ttft_s", "tpot_s", "aggregate_tok_s", "duration_s", "tool", "server",
-              "serve_backend", "serve_kind", "latency_s", "request_throughput", "n_streams")
+              "serve_backend", "serve_kind", "latency_s", "request_throughput", "n_streams", "ramp_up_strategy")
 
 
 def _serve_records(recs, meta, sid) -> list:

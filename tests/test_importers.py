@@ -1927,6 +1927,29 @@ def test_sglang_0_5_23_module_paths_and_sglang_serve(tmp_path):
     assert {(r["model"], r["n_cards"]) for r in recs} == {("qwen3-8b", 2)}
 
 
+def test_vllm_s_ramp_up_runs_have_no_one_request_rate(tmp_path):
+    """vLLM's `bench serve --ramp-up-strategy linear|exponential --ramp-up-start-rps A --ramp-up-end-rps B` raises
+    the request rate over the run (vllm/benchmarks/serve.py: `Traffic ramp-up strategy: linear.` and `Will increase
+    RPS from A to B RPS ...` instead of `Traffic request rate:`; its --save-result JSON says `request_rate: "inf"` and
+    `ramp_up_strategy`): its request_rate is "ramp-up", never inf (every request at once)."""
+    pre = ("$ vllm bench serve --model Qwen/Qwen3-8B --num-prompts 200 --ramp-up-strategy linear --ramp-up-start-rps 1 "
+           "--ramp-up-end-rps 20\nTraffic ramp-up strategy: linear.\nWill increase RPS from 1 to 20 RPS over the duration "
+           "of the benchmark.\nBurstiness factor: 1.0 (Poisson process)\nMaximum request concurrency: None\n")
+    (r,) = im.read(write(tmp_path, "ramp.log", pre + _SERVE), model="qwen3-8b")
+    assert (r["request_rate"], r["ramp_up_strategy"], r["ramp_up_start_rps"], r["ramp_up_end_rps"]) == (
+        "ramp-up", "linear", 1.0, 20.0)
+    # the command line alone says so too
+    (r,) = im.read(write(tmp_path, "cmd.log", pre.splitlines()[0] + "\n" + _SERVE), model="qwen3-8b")
+    assert (r["request_rate"], r["ramp_up_strategy"]) == ("ramp-up", "linear")
+    js = {"backend": "vllm", "model_id": "Qwen/Qwen3-8B", "num_prompts": 10, "completed": 10, "request_rate": "inf",
+          "ramp_up_strategy": "exponential", "ramp_up_start_rps": 1, "ramp_up_end_rps": 16, "total_input_tokens": 5120,
+          "total_output_tokens": 1280, "output_throughput": 300.0, "mean_tpot_ms": 12.0}
+    (r,) = im.read(write(tmp_path, "ramp.json", json.dumps(js)))
+    assert (r["request_rate"], r["ramp_up_strategy"], r["ramp_up_end_rps"]) == ("ramp-up", "exponential", 16)
+    (r,) = im.read(write(tmp_path, "plain.json", json.dumps({k: v for k, v in js.items() if "ramp" not in k})))
+    assert r["request_rate"] == "inf" and "ramp_up_strategy" not in r
+
+
 def test_sglang_console_block_without_a_concurrency_limit(tmp_path):
     """SGLang's bench_serving prints `Max request concurrency: not set` without --max-concurrency (sglang
     bench_serving.py) and `Traffic request rate: trace` for a trace's timestamps: an open loop, read as one."""

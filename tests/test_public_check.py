@@ -1171,6 +1171,19 @@ def test_vllm_offline_runs_are_replayed_to_their_last_token(tmp_path):
     assert not glob.glob(str(out / "*.json"))
 
 
+def test_a_vllm_ramp_up_run_is_noted_not_replayed(tmp_path):
+    """vLLM's --ramp-up-strategy raises the request rate over the run: no one rate to replay (not every request at
+    once, as its JSON's request_rate "inf" would say): --check notes it and leaves it out."""
+    d = str(tmp_path / "src")
+    os.makedirs(d)
+    _write(d, "ramp.log", "$ vllm serve Qwen/Qwen3-8B\n$ vllm bench serve --model Qwen/Qwen3-8B --num-prompts 64 "
+           "--ramp-up-strategy linear --ramp-up-start-rps 1 --ramp-up-end-rps 8\n" + _SERVE_BLOCK,
+           "URL: https://example.org/ramp\nRuntime: vLLM\nGPU: 1x H100 SXM\nModel: Qwen/Qwen3-8B BF16\n")
+    served = []
+    pts, notes = bpf.check_points(d, [], served)
+    assert not served and any("request rate rose over the run" in x and "linear" in x for x in notes), notes
+
+
 def test_sglang_offline_throughput_is_replayed_as_vllm_s_offline_runs(tmp_path):
     """SGLang's bench_offline_throughput (every request handed to its in-process engine at once) is kept by
     --check as an offline run (`serve_kind` throughput) of the `sglang` runtime model and replayed to its last

@@ -1557,6 +1557,7 @@ def _command_args(line: str, assigned: dict) -> dict:
                "--max-running-requests": "max_num_seqs", "--max-num-batched-tokens": "max_num_batched_tokens",
                "--chunked-prefill-size": "max_num_batched_tokens", "--request-rate": "request_rate",
                "--burstiness": "burstiness", "--max-concurrency": "max_concurrency",
+               "--ramp-up-strategy": "ramp_up_strategy",
                # vLLM's offline benchmarks (bench latency / bench throughput): the lengths of every prompt
                "--input-len": "input_len", "--output-len": "output_len"}.get(t.split("=")[0])
         if key and "=" in t and t.startswith("--"):
@@ -2543,6 +2544,14 @@ def _pasted_serve(b, ctx, meta, inferred, text_before, models_seen):
         if m:
             k = {"T": "request_rate", "B": "burstiness", "M": "max_concurrency"}[m.group(1)[0]]
             pre[k] = m.group(2)
+        # vLLM's --ramp-up-strategy (linear | exponential) from --ramp-up-start-rps to --ramp-up-end-rps over the
+        # run: no one request rate (`Traffic ramp-up strategy: linear.`, `Will increase RPS from A to B RPS ...`)
+        m = re.match(r"^\s*Traffic ramp-up strategy:\s*(\w+)", t)
+        if m:
+            o["ramp_up_strategy"] = m.group(1)
+        m = re.match(r"^\s*Will increase RPS from ([\d.]+) to ([\d.]+) RPS", t)
+        if m:
+            o["ramp_up_start_rps"], o["ramp_up_end_rps"] = float(m.group(1)), float(m.group(2))
     for k, v in pre.items():
         if k == "max_concurrency":
             if v != "None" and "max_concurrency" not in o:
@@ -2555,6 +2564,8 @@ def _pasted_serve(b, ctx, meta, inferred, text_before, models_seen):
                 o[k] = float(opts[k])
             except ValueError:
                 pass
+    if opts.get("ramp_up_strategy") and "ramp_up_strategy" not in o:
+        o["ramp_up_strategy"] = opts["ramp_up_strategy"]
     if "completed" not in o:
         _fail(ctx.path, line, "a serving benchmark block without 'Successful requests:'")
     if "output_throughput" not in o:
@@ -3211,11 +3222,13 @@ def _serve_record(ctx, line, o, *, tool, model_name, model_field="model_id", n_c
     tpot = _num(ctx, line, "mean_tpot_ms", o.get("mean_tpot_ms"), required=False, minimum=0)
     ttft = _num(ctx, line, "mean_ttft_ms", o.get("mean_ttft_ms"), required=False, minimum=0)
     rate = o.get("request_rate")
+    if o.get("ramp_up_strategy"):   # vLLM's --ramp-up-strategy: the rate rises over the run, no one rate
+        rate = "ramp-up"
     if isinstance(rate, float) and not math.isfinite(rate):
         rate = "inf"
-    elif isinstance(rate, str):     # "inf", or SGLang's "trace" (arrivals at a trace's timestamps)
+    elif isinstance(rate, str):     # "inf", SGLang's "trace" (arrivals at a trace's timestamps), "ramp-up"
         rate = rate.strip().lower()
-        if rate not in ("inf", "trace"):
+        if rate not in ("inf", "trace", "ramp-up"):
             rate = _num(ctx, line, "request_rate", rate, positive=True)
     prompt = round(n_in / completed)
     # the model as the result names it (a field of it, not the file's name: the how says which field)
@@ -3234,7 +3247,9 @@ def _serve_record(ctx, line, o, *, tool, model_name, model_field="model_id", n_c
          "avg_ts": agg, "stddev_ts": None, "aggregate_tok_s": agg,
          "per_stream_tok_s": 1000.0 / tpot if tpot else None, "ttft_s": ttft / 1000.0 if ttft is not None else None,
          "tpot_s": tpot / 1000.0 if tpot is not None else None, "completed": completed,
-         "request_throughput": o.get("request_throughput"), "duration_s": o.get("duration")}
+         "request_throughput": o.get("request_throughput"), "duration_s": o.get("duration"),
+         "ramp_up_strategy": o.get("ramp_up_strategy"), "ramp_up_start_rps": o.get("ramp_up_start_rps"),
+         "ramp_up_end_rps": o.get("ramp_up_end_rps")}
     r["model"], r["inferred"] = model, {"model": how}
     return _clean(r)
 
