@@ -1950,6 +1950,34 @@ def test_vllm_s_ramp_up_runs_have_no_one_request_rate(tmp_path):
     assert r["request_rate"] == "inf" and "ramp_up_strategy" not in r
 
 
+def test_sglang_s_logged_server_args_stand_for_its_command_line(tmp_path):
+    """SGLang's engine logs its arguments as it starts (`server_args=ServerArgs(...)`; 0.5.23: `server_args={...}`,
+    its resolved values): a paste of the offline benchmark's or the server's log without the command line takes the
+    model, --tp and the engine's limits from it."""
+    block = _SGL_OFFLINE[_SGL_OFFLINE.index("======"):]
+    new = ("[2026-11-02 10:00:01] server_args={'model_path': 'Qwen/Qwen3-8B', 'tokenizer_path': 'Qwen/Qwen3-8B', "
+           "'tp_size': 2, 'dp_size': 1, 'max_running_requests': 4096, 'chunked_prefill_size': 8192, "
+           "'mem_fraction_static': 0.85, 'enable_dp_attention': False, 'quantization': None}\n")
+    (r,) = im.read(write(tmp_path, "off.log", new + "\nBenchmark...\n" + block))
+    assert (r["model"], r["n_cards"], r["max_num_seqs"], r["max_num_batched_tokens"], r["completed"]) == (
+        "qwen3-8b", 2, 4096, 8192, 500)
+    old = ("[2025-03-01 10:00:01] server_args=ServerArgs(model_path='Qwen/Qwen3-8B', tokenizer_path='Qwen/Qwen3-8B', "
+           "tp_size=2, max_running_requests=None, chunked_prefill_size=8192, device='cuda', enable_mixed_chunk=False)\n")
+    assert im.server_args_command(old) == ("python -m sglang.launch_server --model-path Qwen/Qwen3-8B --tp 2 "
+                                           "--chunked-prefill-size 8192")
+    # the command line's own options win over the logged ones
+    (r,) = im.read(write(tmp_path, "both.log", _SGL_OFFLINE.replace("[2025-09-02 10:11:12] server_args=ServerArgs("
+                                                                    "model_path='Qwen/Qwen3-8B', tp_size=2, "
+                                                                    "max_running_requests=128)\n", new)))
+    assert (r["max_num_seqs"], r["max_num_batched_tokens"]) == (128, 8192)
+    # a bench_serving paste with the server's log: the server measured and its limits
+    serve = (old + "$ python -m sglang.bench_serving --backend sglang --model Qwen/Qwen3-8B --max-concurrency 32\n"
+             + _SERVE)
+    (r,) = im.read(write(tmp_path, "srv.log", serve))
+    assert (r["server"], r["n_cards"], r["max_num_batched_tokens"], r.get("max_num_seqs")) == ("sglang", 2, 8192, None)
+    assert im.server_args_command("server_args=ServerArgs(tp_size=2)") is None
+
+
 def test_sglang_console_block_without_a_concurrency_limit(tmp_path):
     """SGLang's bench_serving prints `Max request concurrency: not set` without --max-concurrency (sglang
     bench_serving.py) and `Traffic request rate: trace` for a trace's timestamps: an open loop, read as one."""

@@ -1302,6 +1302,47 @@ _NAMESPACE_ARGS = {"backend": "--backend", "model": "--model", "num_prompts": "-
                    "input_len": "--input-len", "output_len": "--output-len", "batch_size": "--batch-size"}
 
 
+# SGLang's engine logs its arguments as it starts (the server's and the in-process engine's: bench_one_batch,
+# bench_offline_throughput): `server_args=ServerArgs(model_path='...', tp_size=2, ...)` (the dataclass's repr), in
+# 0.5.23 `server_args={'model_path': '...', 'tp_size': 2, ...}` (srt/entrypoints/engine.py: its resolved values)
+_SERVER_ARGS_RE = re.compile(r"\bserver_args\s*=\s*(?:ServerArgs\((.*)\)|(\{.*\}))\s*$")
+_SERVER_ARGS = {"model_path": "--model-path", "tp_size": "--tp", "max_running_requests": "--max-running-requests",
+                "chunked_prefill_size": "--chunked-prefill-size"}
+
+
+def server_args_command(line: str) -> str | None:
+    """The command line (`python -m sglang.launch_server ...`) SGLang's logged arguments stand for (`server_args=`
+    ServerArgs(...) or a dict: the model path, --tp, --max-running-requests, --chunked-prefill-size where set);
+    None where the line does not parse or names no model."""
+    m = _SERVER_ARGS_RE.search(line)
+    if not m:
+        return None
+    try:
+        node = ast.parse(("f(" + m.group(1) + ")") if m.group(1) is not None else m.group(2), mode="eval").body
+    except SyntaxError:
+        return None
+    if isinstance(node, ast.Call):
+        pairs = [(kw.arg, kw.value) for kw in node.keywords]
+    elif isinstance(node, ast.Dict):
+        pairs = [(k.value, v) for k, v in zip(node.keys, node.values) if isinstance(k, ast.Constant)]
+    else:
+        return None
+    vals = {}
+    for k, v in pairs:
+        if k not in _SERVER_ARGS:
+            continue
+        try:
+            v = ast.literal_eval(v)
+        except (ValueError, SyntaxError):
+            continue
+        if isinstance(v, bool) or v is None or not isinstance(v, (str, int)) or not str(v).strip() or " " in str(v):
+            continue
+        vals[k] = v
+    if "model_path" not in vals:
+        return None
+    return "python -m sglang.launch_server " + " ".join(f"{_SERVER_ARGS[k]} {v}" for k, v in vals.items())
+
+
 def namespace_command(line: str) -> str | None:
     """The command line equivalent to a serving client's printed arguments (`Namespace(...)`, as
     argparse prints them; `benchmark_args=Namespace(...)` or a field only it has: SGLang's
@@ -2000,8 +2041,8 @@ def _scan(text) -> tuple[list[_Block], dict]:
                 full = re.sub(r"\s[\\^`]\s*$", " ", full) + lines[j].strip()
             cmd = (no, " ".join(full.split()), _command_args(full, assigned))
             cmds.append(cmd)
-        elif _NAMESPACE_RE.search(ln):
-            full = namespace_command(ln)
+        elif _NAMESPACE_RE.search(ln) or _SERVER_ARGS_RE.search(ln):
+            full = namespace_command(ln) if _NAMESPACE_RE.search(ln) else server_args_command(ln)
             if full:
                 cmd = (no, full, _command_args(full, assigned))
                 cmds.append(cmd)
@@ -2832,6 +2873,11 @@ def _pasted_sglang_offline(b, ctx, meta, inferred):
     line = b.start
     cmds = [c for c in b.cmds if _SGL_OFFLINE_CMD.search(c[1])]
     opts = cmds[-1][2] if cmds else {}
+    # the engine's logged arguments (server_args_command; after the command line, its values resolved) where the
+    # command line does not set them
+    logged = [c for c in b.cmds if c[1].startswith("python -m sglang.launch_server") and (not cmds or c[0] > cmds[-1][0])]
+    if logged:
+        opts = {**logged[-1][2], **opts}
     names = [opts["model"]] if opts.get("model") else []
     model, how = ctx.model_for(line, hints=[(x, f"command line's model {x!r}") for x in names] + [ctx.file_hint()],
                                what="this run served")
