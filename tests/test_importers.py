@@ -1976,6 +1976,10 @@ def test_sglang_s_logged_server_args_stand_for_its_command_line(tmp_path):
     (r,) = im.read(write(tmp_path, "srv.log", serve))
     assert (r["server"], r["n_cards"], r["max_num_batched_tokens"], r.get("max_num_seqs")) == ("sglang", 2, 8192, None)
     assert im.server_args_command("server_args=ServerArgs(tp_size=2)") is None
+    # a repr with a value that is no literal (an enum) still gives the fields around it
+    assert im.server_args_command("server_args=ServerArgs(model_path='Qwen/Qwen3-8B', load_format=<LoadFormat.AUTO: "
+                                  "'auto'>, tp_size=4, max_running_requests=None)") == (
+        "python -m sglang.launch_server --model-path Qwen/Qwen3-8B --tp 4")
 
 
 def test_sglang_console_block_without_a_concurrency_limit(tmp_path):

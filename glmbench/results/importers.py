@@ -1319,8 +1319,10 @@ def server_args_command(line: str) -> str | None:
         return None
     try:
         node = ast.parse(("f(" + m.group(1) + ")") if m.group(1) is not None else m.group(2), mode="eval").body
-    except SyntaxError:
-        return None
+    except SyntaxError:     # a value the repr does not write as a literal (an enum's <...>): the fields one by one
+        found = {k: re.search(rf"(?:\b{k}=|'{k}':\s*)('[^']*'|\"[^\"]*\"|-?\d+|None)", line) for k in _SERVER_ARGS}
+        node = ast.Dict(keys=[ast.Constant(k) for k, f in found.items() if f],
+                        values=[ast.parse(f.group(1), mode="eval").body for f in found.values() if f])
     if isinstance(node, ast.Call):
         pairs = [(kw.arg, kw.value) for kw in node.keywords]
     elif isinstance(node, ast.Dict):
