@@ -462,6 +462,10 @@ def check_points(path, batched: list | None = None, serving: list | None = None,
                 if serving is None:
                     notes.append(f"{where}: a serving benchmark's run (mean TTFT / TPOT): left out of the point check")
                     continue
+                if str(r.get("request_rate")) == "ramp-up":
+                    notes.append(f"{where}: a serving run whose request rate rose over the run (vLLM's --ramp-up-strategy "
+                                 f"{r.get('ramp_up_strategy')}): not replayed")
+                    continue
                 if str(r.get("request_rate")) == "trace":
                     notes.append(f"{where}: a serving run at a trace's timestamps (its arrivals are not in the paste): "
                                  "not replayed")
@@ -643,9 +647,10 @@ def predict_serving(run, profile=None) -> dict:
 
 
 def _predict_offline(run, s) -> dict:
-    """vLLM's offline run (bench latency / bench throughput): every request queued at once in the
-    in-process engine (no client, no gap; replay.server_config's offline limits), replayed to the
-    last token: {"latency_s": the whole run, "request_throughput": requests / it}."""
+    """vLLM's offline run (bench latency / bench throughput) or SGLang's (bench_offline_throughput):
+    every request queued at once in the in-process engine (no client, no gap; replay.server_config's
+    offline limits: vLLM's LLM class's, SGLang's engine its server's), replayed to the last token:
+    {"latency_s": the whole run, "request_throughput": requests / it}."""
     cfg = replay.server_config(s, run["runtime"], max_num_seqs=run.get("max_num_seqs"),
                                max_batched_tokens=run.get("max_num_batched_tokens"), offline=True)
     n = int(run.get("completed") or run.get("n_streams") or 1)
@@ -696,10 +701,11 @@ def serving_report(path, runs: list, profiles: dict | None = None) -> list[str]:
               + ", mean TPOT " + (_pct(float(np.mean(np.abs(errs["tpot_s"])))) if errs["tpot_s"] else "–")
               + ". No target of issue 22 is of serving latencies.", ""]
     if offline:
-        L += ["", f"{len(offline)} offline run(s) of {path} (vLLM's `bench latency` / `bench throughput`: every request "
-              "queued at once in the in-process engine), each replayed to its last token (`replay.bench_serve`, no client; "
-              "`replay.server_config(..., offline=True)`: vLLM's LLM-class limits, 16384 prompt tokens per step on a device "
-              "of >= 70 GiB other than an A100, else 8192). Latency: the whole run; throughput: requests / that. Error = "
+        L += ["", f"{len(offline)} offline run(s) of {path} (vLLM's `bench latency` / `bench throughput`, SGLang's "
+              "`bench_offline_throughput`: every request queued at once in the in-process engine), each replayed to its "
+              "last token (`replay.bench_serve`, no client; `replay.server_config(..., offline=True)`: vLLM's LLM-class "
+              "limits, 16384 prompt tokens per step on a device of >= 70 GiB other than an A100, else 8192; SGLang's "
+              "engine its server's defaults). Latency: the whole run; throughput: requests / that. Error = "
               "predicted / measured - 1 on the rate.", "",
               "| runtime | where | card | model | kind | in / out | requests | seqs / step tokens | measured | predicted | error |",
               "|---|---|---|---|---|---|---|---|---|---|---|"]

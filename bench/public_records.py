@@ -215,13 +215,15 @@ def _runtime_of(r):
 
 
 def _blank_between(path, a, b, cache={}):
-    """Lines a+1 .. b-1 of `path` are all blank or llama-bench progress lines (a table a blank line splits
-    is one table)."""
+    """Lines a+1 .. b-1 of `path` are all blank or llama.cpp's log lines (llama-bench's progress lines among
+    them: a table a blank line or stderr's lines split is one table)."""
     if path not in cache:
         try:
             with open(path, encoding="utf-8-sig", errors="replace") as f:
-                cache[path] = ["" if importers.LB_PROGRESS.match(x) else re.sub(r"^[ \t]*(?:>[ \t]?)+", "", x).strip()
-                               for x in f.read().splitlines()]      # llama-bench --progress lines between rows: none
+                # llama-bench --progress lines and llama.cpp's other log lines between rows (stderr in a terminal's
+                # copy; importers.is_log_line): none
+                unquoted = [re.sub(r"^[ \t]*(?:>[ \t]?)+", "", x) for x in f.read().splitlines()]
+                cache[path] = ["" if importers.is_log_line(x) else x.strip() for x in unquoted]
         except OSError:
             cache[path] = None
     lines = cache[path]
@@ -432,7 +434,7 @@ def _serving_kv_options(r, engine) -> tuple:
 # a serving run's fields a replay of its client needs (bench_public_fit.py --check, `serving_report`)
 SERVE_KEEP = ("n_prompt", "n_gen", "completed", "max_concurrency", "request_rate", "burstiness", "max_num_seqs",
               "max_num_batched_tokens", "ttft_s", "tpot_s", "aggregate_tok_s", "duration_s", "tool", "server",
-              "serve_backend", "serve_kind", "latency_s", "request_throughput", "n_streams")
+              "serve_backend", "serve_kind", "latency_s", "request_throughput", "n_streams", "ramp_up_strategy")
 
 
 def _serve_records(recs, meta, sid) -> list:
@@ -898,8 +900,9 @@ def generic_records(path, cfgs: dict | None = None, keep_batched: bool = False) 
             missing = [k for k in ("hardware", "model", "weights") if r.get(k) is None]
             if missing:
                 raise Skip(f"{name}:{str(r['source']).rsplit(':', 1)[1]}: " + _missing(r, missing)
-                           + (" (vLLM serves the checkpoint's own dtype: name it on the sidecar's model line, e.g. "
-                              "'Model: org/name BF16')" if missing == ["weights"] else ""))
+                           + (f" ({'SGLang' if _runtime_of(r) == 'sglang' else 'vLLM'} serves the checkpoint's own "
+                              "dtype: name it on the sidecar's model line, e.g. 'Model: org/name BF16')"
+                              if missing == ["weights"] else ""))
         engines = sorted({_runtime_of(r) for r in recs})
         if rt_side is not None and rt_side not in engines:      # (a file of both servers: the sidecar names one)
             raise SystemExit(f"{name}: the import implies runtime {', '.join(map(repr, engines))}, the sidecar's runtime "

@@ -1291,6 +1291,72 @@ def test_a_table_with_lines_written_between_its_rows(tmp_path):
     assert (r["test"], r["build_number"]) == ("pp", 6500)
 
 
+# what `llama-bench -v` writes to stderr before each test's row (its context; a new model's load log too): a terminal's
+# copy of `2>&1` puts it between the rows (llama.cpp src/llama-context.cpp, llama-kv-cache.cpp, llama-model-loader.cpp)
+_VERBOSE_CTX = """llama_context: constructing llama_context
+llama_context: n_seq_max             = 1
+llama_context: n_ctx                 = 4736
+llama_context: n_batch               = 2048
+llama_context: n_ubatch              = 512
+llama_context: flash_attn            = enabled
+llama_context:  CUDA_Host  output buffer size =     0.58 MiB
+llama_kv_cache:      CUDA0 KV buffer size =   666.00 MiB
+llama_kv_cache: size =  666.00 MiB (  4736 cells,  36 layers,  1/1 seqs), K (f16):  333.00 MiB, V (f16):  333.00 MiB
+sched_reserve:      CUDA0 compute buffer size =   304.75 MiB
+graph_reserve: reserving a graph for ubatch with n_tokens =  512, n_seqs =  1, n_outputs =  512
+"""
+_VERBOSE_LOAD = """load_backend: loaded CUDA backend from /opt/llama.cpp/build/bin/libggml-cuda.so
+llama_model_load_from_file_impl: using device CUDA0 (NVIDIA GeForce RTX 4090) - 23582 MiB free
+llama_model_loader: loaded meta data with 32 key-value pairs and 399 tensors from /models/Qwen3-8B-Q4_K_M.gguf (version GGUF V3 (latest))
+llama_model_loader: - type  f32:  145 tensors
+print_info: file format = GGUF V3 (latest)
+print_info: file type   = Q4_K - Medium
+load_tensors: offloading 36 repeating layers to GPU
+load_tensors:        CUDA0 model buffer size =  4455.34 MiB
+.......................................................................................
+"""
+
+
+def test_a_table_whose_rows_a_verbose_log_interleaves(tmp_path):
+    """`llama-bench -v ... 2>&1`: every row comes after a dozen or more of llama.cpp's log lines (a new context per
+    test, a model's whole load log when its parameters change): the rows after any number of them are the same
+    table's; prose, a new header or the `build:` footer still ends it."""
+    head = _LB_HEAD.format(x="fa")
+    rows = [_lb_row("CUDA", "1", t, v, model="qwen3 8B Q4_K - Medium") for t, v in (
+        ("pp512", "9800.00 ± 20.00"), ("tg128", "150.00 ± 0.30"), ("pp512 @ d4096", "8100.00 ± 15.00"),
+        ("tg128 @ d4096", "139.00 ± 0.20"))]
+    text = ("$ ./build/bin/llama-bench -v -m /models/Qwen3-8B-Q4_K_M.gguf -fa 1 -d 0,4096 2>&1 | tee bench.log\n"
+            + _CUDA_4090 + head + _VERBOSE_LOAD + _VERBOSE_CTX + rows[0] + _VERBOSE_CTX + rows[1] + "\n"
+            + _VERBOSE_CTX + "warmup: 1 run\n" + rows[2] + "0.01.234.567 I " + _VERBOSE_CTX.replace("\n", "\n0.01.234.567 I ", 10)
+            + rows[3] + "\nbuild: 6e7fc8a1 (6410)\n")
+    recs = im.read(write(tmp_path, "verbose.log", text))
+    assert [(r["test"], r["n_depth"], r["avg_ts"]) for r in recs] == [
+        ("pp", 0, 9800.0), ("tg", 0, 150.0), ("pp", 4096, 8100.0), ("tg", 4096, 139.0)]
+    assert {(r["model"], r["hardware"], r["build_number"]) for r in recs} == {("qwen3-8b", "rtx-4090", 6410)}
+    # ... and public_records counts it as one table (stderr's lines between its rows split none)
+    import sys
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "bench"))
+    import public_records as pr
+    assert len(pr._tables_of(recs)) == 1
+    # prose after the log lines ends the table: the rows after it (more than three lines of it) are not read
+    prose = "Then I changed the fans.\nAnd the power limit.\nAnd the clocks.\nAnd the cables.\n"
+    end = _CUDA_4090 + head + rows[0] + _VERBOSE_CTX + prose + _VERBOSE_CTX + rows[1]
+    assert [r["test"] for r in im.read(write(tmp_path, "prose.log", end), model="qwen3-8b")] == ["pp"]
+    # a log line is no licence to join another table's rows: the footer still ends it, a new header starts another
+    two = _CUDA_4090 + head + rows[0] + "\nbuild: 6e7fc8a1 (6410)\n" + _VERBOSE_CTX + rows[1]
+    assert [r["test"] for r in im.read(write(tmp_path, "two.log", two), model="qwen3-8b")] == ["pp"]
+    again = _CUDA_4090 + head + rows[0] + _VERBOSE_CTX + head + rows[1]
+    assert [r["source"].rsplit(":", 1)[1] for r in im.read(write(tmp_path, "again.log", again), model="qwen3-8b")] == [
+        "5", "19"]
+    # what prose could look like a log line is not one
+    assert not any(im.is_log_line(x) for x in ("Main: the results", "Note: fans at 80%", "| a | b |", "source_url: x",
+                                                "build: 6e7fc8a1 (6410)", "RTX 4090: 150 t/s"))
+    assert all(im.is_log_line(x) for x in ("main: n_kv_max = 8192", "ggml_cuda_init: found 1 CUDA devices:",
+                                            "  Device 0: NVIDIA GeForce RTX 4090, compute capability 8.9, VMM: yes",
+                                            "build: 6410 (6e7fc8a1) with cc (GCC) 13.2 for x86_64-linux-gnu",
+                                            "llama-bench: benchmark 1/4: starting", "Warming up...", "....."))
+
+
 def test_batched_bench_shared_prompt_and_separate_generation(tmp_path):
     """llama-batched-bench (tools/batched-bench/batched-bench.cpp): with -pps one prompt is processed and copied to
     the B sequences (S_PP = PP / T_PP: one stream); with -tgs (is_tg_separate = 1 on its main: line) the B
@@ -1528,6 +1594,75 @@ def test_llama_bench_progress_lines_between_the_rows(tmp_path):
         (0, 8120.0, "11", 6410), (4096, 6010.0, "17", 6410)]
 
 
+def test_llama_bench_s_structured_outputs_with_its_progress_and_load_lines(tmp_path):
+    """`llama-bench --progress -o json|jsonl|csv|sql 2>&1`: stderr's progress lines (and the backends' load lines
+    before them) between the records of a terminal's copy are left out, each record still at its own line."""
+    o = dict(LB_KEYS, n_prompt=512, n_gen=0, n_depth=0, avg_ts=2100.5, stddev_ts=10.2)
+    objs = [o, dict(o, n_prompt=0, n_gen=128, avg_ts=95.25, stddev_ts=0.3)]
+    prog = lambda i: "".join(f"llama-bench: benchmark {i}/2: {w}\n" for w in ("starting", "warmup prompt run",
+                                                                             "prompt run 1/5", "prompt run 2/5"))
+    load = ("load_backend: loaded CUDA backend from /opt/llama.cpp/build/bin/libggml-cuda.so\n"
+            "ggml_cuda_init: found 1 CUDA devices:\n"
+            "  Device 0: NVIDIA GeForce RTX 3090, compute capability 8.6, VMM: yes\n")
+    jsonl = load + prog(1) + json.dumps(objs[0]) + "\n" + prog(2) + json.dumps(objs[1]) + "\n"
+    pretty = ("[\n" + prog(1) + "  " + json.dumps(objs[0]) + ",\n" + prog(2) + "  " + json.dumps(objs[1]) + "\n]\n")
+    keys = list(objs[0])
+    csv_text = (",".join(keys) + "\n" + prog(1) + ",".join(f'"{objs[0][k]}"' for k in keys) + "\n" + prog(2)
+                + ",".join(f'"{objs[1][k]}"' for k in keys) + "\n")
+    sql = ("CREATE TABLE IF NOT EXISTS llama_bench (\n" + ",\n".join(f"  {k} TEXT" for k in keys) + "\n);\n\n"
+           + prog(1) + f"INSERT INTO llama_bench ({', '.join(keys)}) VALUES ({', '.join(repr(str(objs[0][k])) for k in keys)});\n"
+           + prog(2) + f"INSERT INTO llama_bench ({', '.join(keys)}) VALUES ({', '.join(repr(str(objs[1][k])) for k in keys)});\n")
+    n_sql = len(keys) + 4
+    for name, text, lines in (("p.jsonl", jsonl, ["8", "13"]), ("p.json", pretty, ["6", "11"]),
+                              ("p.csv", csv_text, ["6", "11"]), ("p.sql", sql, [str(n_sql + 4), str(n_sql + 9)]),
+                              ("l.json", load + pretty, ["9", "14"])):
+        recs = im.read(write(tmp_path, name, text))
+        assert [(r["test"], r["avg_ts"], r["source"].rsplit(":", 1)[1]) for r in recs] == [
+            ("pp", 2100.5, lines[0]), ("tg", 95.25, lines[1])], name
+        assert recs[0]["hardware"] == "rtx-3090"
+
+
+def test_every_column_of_the_current_llama_bench_md_and_its_json(tmp_path):
+    """The current llama-bench (llama.cpp as vendored by llama-cpp-python 0.3.36, tools/llama-bench/llama-bench.cpp
+    markdown_printer) prints a column for every option set off its default: n_cpu_moe, cpu_mask, cpu_strict, poll,
+    main_gpu, nkvo, dev, ts, ot, lm, lazy_mode, embd, nopo, noh, rpk, fitt, fitc, the tests pp / tg / pp+tg at a
+    depth; each reads into the field its -o json names, the same record either way (repack, lazy_mode kept)."""
+    cols = ("| model                          |       size |     params | backend    | ngl |  n_cpu_moe | threads | cpu_mask   "
+            "| cpu_strict |       poll |   main_gpu |     sm |          nkvo |  fa | dev          | ts           | ot          "
+            "          |         lm | lazy_mode  |       embd | nopo |  noh | rpk |       fitt |        fitc |            test "
+            "|                  t/s |\n"
+            "| ------------------------------ | ---------: | ---------: | ---------- | --: | ---------: | ------: | ---------- "
+            "| ---------: | ---------: | ---------: | -----: | ------------: | --: | ------------ | ------------ | ------------"
+            "--------- | ---------: | ---------- | ---------: | ---: | ---: | --: | ---------: | ----------: | --------------: "
+            "| -------------------: |\n")
+    row = ("| qwen3moe 30B.A3B Q4_K - Medium |  17.28 GiB |    30.53 B | CUDA       |  99 |         10 |      16 | 0x0        "
+           "|          0 |         50 |          0 |  layer |             0 |   1 | auto         | 0.00         | none        "
+           "          |       mmap | none       |          0 |    0 |    0 |   1 |       1024 |        4096 | {test:>15} "
+           "| {ts:>20} |\n")
+    tests = (("pp512", "2100.50 ± 10.20"), ("tg128 @ d4096", "80.50 ± 0.20"), ("pp512+tg128", "400.00 ± 1.00"))
+    md = (_CUDA_4090 + cols + "".join(row.format(test=t, ts=v) for t, v in tests) + "\nbuild: 6e7fc8a1 (7310)\n")
+    recs = im.read(write(tmp_path, "all.md", md))
+    assert [(r["test"], r["n_prompt"], r["n_gen"], r["n_depth"], r["avg_ts"]) for r in recs] == [
+        ("pp", 512, 0, 0, 2100.5), ("tg", 0, 128, 4096, 80.5), ("pg", 512, 128, 0, 400.0)]
+    keep = ("model", "weights", "n_cpu_moe", "n_threads", "cpu_mask", "cpu_strict", "poll", "main_gpu", "split_mode",
+            "no_kv_offload", "flash_attn", "devices", "tensor_split", "tensor_buft_overrides", "load_mode", "lazy_mode",
+            "embeddings", "no_op_offload", "no_host", "repack", "fit_target", "fit_min_ctx", "build_number", "hardware")
+    assert {k: recs[0].get(k) for k in keep} == dict(
+        model="qwen3-30b-a3b", weights="Q4_K_M", n_cpu_moe=10, n_threads=16, cpu_mask="0x0", cpu_strict=False, poll=50,
+        main_gpu=0, split_mode="layer", no_kv_offload=False, flash_attn=1, devices="auto", tensor_split="0.00",
+        tensor_buft_overrides="none", load_mode="mmap", lazy_mode="none", embeddings=False, no_op_offload=0,
+        no_host=False, repack=True, fit_target=1024, fit_min_ctx=4096, build_number=7310, hardware="rtx-4090")
+    # the same run's -o jsonl (json_printer's field list of that source; flash_attn an int, the bools true / false)
+    o = dict(LB_KEYS, gpu_info="NVIDIA GeForce RTX 4090", model_type="qwen3moe 30B.A3B Q4_K - Medium",
+             model_filename="/m/Qwen3-30B-A3B-Q4_K_M.gguf", model_size=18556682240, model_n_params=30532122624,
+             n_threads=16, cpu_mask="0x0", cpu_strict=False, poll=50, n_cpu_moe=10, main_gpu=0, no_kv_offload=False,
+             tensor_split="0.00", tensor_buft_overrides="none", load_mode="mmap", lazy_mode="none", embeddings=False,
+             no_op_offload=0, no_host=False, repack=True, fit_target=1024, fit_min_ctx=4096, build_number=7310,
+             n_prompt=512, n_gen=0, n_depth=0, avg_ts=2100.5, stddev_ts=10.2)
+    (j,) = im.read(write(tmp_path, "all.jsonl", json.dumps(o) + "\n"))
+    assert {k: j.get(k) for k in keep} == {k: recs[0].get(k) for k in keep}
+
+
 def test_gpu_counts_in_parentheses_a_card_named_twice_and_grace_hopper():
     assert im.gpus_in("RTX 3090 (x2)") == [("RTX 3090", 2)]
     assert im.gpus_in("DGX H100 (8x H100 SXM)") == [("H100", 8)]          # one card, with the count said of it
@@ -1693,6 +1828,158 @@ def test_sglang_bench_one_batch_console_and_jsonl(tmp_path):
     bad = "Benchmark ...\nPrefill. latency: 0.05 s, throughput: 20480.00 token/s\nTotal. latency: 0.5 s, throughput: 2000.00 token/s\n"
     with pytest.raises(im.FormatError, match=r"nob\.log:2: a bench_one_batch run without its `Decode 0\. Batch size"):
         im.read(write(tmp_path, "nob.log", bad), model="qwen3-8b")
+
+
+# SGLang's offline throughput benchmark as it prints its result (sglang 0.5.23 sglang/benchmark/offline_throughput.py,
+# throughput_test: a "{s:{c}^{n}}" rule of 50, `{:<40} {:<10}` lines with trailing padding; numbers invented)
+_SGL_OFFLINE = """$ python -m sglang.bench_offline_throughput --model-path Qwen/Qwen3-8B --tp 2 --dataset-name random \\
+    --random-input-len 1024 --random-output-len 256 --random-range-ratio 1 --num-prompts 500 --max-running-requests 128
+[2025-09-02 10:11:12] server_args=ServerArgs(model_path='Qwen/Qwen3-8B', tp_size=2, max_running_requests=128)
+#Input tokens: 512000
+#Output tokens: 128000
+
+Warmup...
+
+Benchmark...
+
+====== Offline Throughput Benchmark Result =======
+Backend:                                 engine    
+Successful requests:                     500       
+Benchmark duration (s):                  64.00     
+Total input tokens:                      512000    
+Total generated tokens:                  128000    
+Last generation throughput (tok/s):      2310.44   
+Request throughput (req/s):              7.81      
+Input token throughput (tok/s):          8000.00   
+Output token throughput (tok/s):         2000.00   
+Total token throughput (tok/s):          10000.00  
+==================================================
+"""
+
+
+def test_sglang_offline_throughput_block_and_jsonl(tmp_path):
+    """SGLang's offline throughput benchmark (every request handed to the in-process engine at once, as vLLM's
+    `bench throughput`): one `serve` record, serve_kind throughput, its requests, the mean lengths from the token
+    totals it prints, the output tokens per second; the model, --tp and --max-running-requests from its command
+    line (a continued one); its --result-filename JSONL the same without a command line."""
+    assert im.detect(_SGL_OFFLINE) == "sglang-offline"
+    notices = []
+    (r,) = im.read(write(tmp_path, "off.log", _SGL_OFFLINE), notices=notices)
+    assert (r["test"], r["serve_kind"], r["server"], r["tool"], r["serve_backend"]) == (
+        "serve", "throughput", "sglang", "sglang bench_offline_throughput (console)", "engine")
+    assert (r["model"], r["n_cards"], r["split"], r["max_num_seqs"]) == ("qwen3-8b", 2, "tensor", 128)
+    assert (r["n_prompt"], r["n_gen"], r["n_depth"], r["completed"], r["n_streams"]) == (1024, 256, 1024, 500, 500)
+    assert (r["request_throughput"], r["duration_s"], r["aggregate_tok_s"], r["avg_ts"], r["last_gen_tok_s"]) == (
+        7.81, 64.0, 2000.0, 2000.0, 2310.44)
+    assert r["source"].endswith("off.log:11") and "input token total / 500" in r["inferred"]["n_prompt"]
+    assert any("SGLang serves the checkpoint's own dtype" in x for x in notices)
+    # sglang 0.5.23's module path; an AWQ checkpoint's name gives the weights
+    new = _SGL_OFFLINE.replace("sglang.bench_offline_throughput --model-path Qwen/Qwen3-8B",
+                               "sglang.benchmark.offline_throughput --model-path Qwen/Qwen3-8B-AWQ")
+    (r,) = im.read(write(tmp_path, "new.log", new))
+    assert (r["model"], r["weights"], r["n_cards"]) == ("qwen3-8b", "awq", 2)
+    # without its command line: the block alone, the model from the file name (or --model)
+    block = _SGL_OFFLINE[_SGL_OFFLINE.index("======"):]
+    (r,) = im.read(write(tmp_path, "qwen3-8b_h100.log", block))
+    assert (r["model"], r["hardware"], r["n_prompt"], r["completed"]) == ("qwen3-8b", "h100-sxm", 1024, 500)
+    # only the request throughput (an older print without the duration): the duration is requests / it
+    (r,) = im.read(write(tmp_path, "nodur.log", block.replace("Benchmark duration (s):                  64.00     \n", "")),
+                   model="qwen3-8b")
+    assert r["duration_s"] == pytest.approx(500 / 7.81)
+    with pytest.raises(im.FormatError, match=r"noreq\.log:1: field `Successful requests` is missing"):
+        im.read(write(tmp_path, "noreq.log", block.replace("Successful requests:", "Requests:")), model="qwen3-8b")
+    # --result-filename: one JSON object per run
+    o = {"backend": "engine", "successful_requests": 200, "total_latency": 20.0, "total_input_tokens": 102400,
+         "total_output_tokens": 25600, "request_throughput": 10.0, "input_throughput": 5120.0,
+         "output_throughput": 1280.0, "total_throughput": 6400.0, "last_gen_throughput": 1500.5}
+    f = write(tmp_path, "off.jsonl", json.dumps(o) + "\n" + json.dumps(dict(o, successful_requests=100)) + "\n")
+    assert im.detect(open(f).read()) == "sglang-offline-jsonl"
+    a, b = im.read(f, model="qwen3-8b")
+    assert (a["serve_kind"], a["server"], a["n_prompt"], a["n_gen"], a["completed"], a["aggregate_tok_s"],
+            a["duration_s"], a["source"].rsplit(":", 1)[1]) == ("throughput", "sglang", 512, 128, 200, 1280.0, 20.0, "1")
+    assert (b["n_prompt"], b["n_gen"], b["source"].rsplit(":", 1)[1]) == (1024, 256, "2")
+
+
+def test_sglang_0_5_23_module_paths_and_sglang_serve(tmp_path):
+    """sglang 0.5.23 moved its benchmarks under sglang.benchmark (`python -m sglang.benchmark.serving`,
+    `.one_batch`; sglang/bench_serving.py is a deprecated shim, bench_one_batch.py is gone) and recommends
+    `sglang serve` over `python -m sglang.launch_server`: each is the command line it is (the client's model,
+    the server measured and its --tp)."""
+    block = ("\n============ Serving Benchmark Result ============\n"
+             "Backend:                                 sglang    \nTraffic request rate:                    inf       \n"
+             "Max request concurrency:                 32        \nSuccessful requests:                     320       \n"
+             "Benchmark duration (s):                  60.00     \nTotal input tokens:                      327680    \n"
+             "Total input text tokens:                 327680    \nTotal generated tokens:                  81920     \n"
+             "Total generated tokens (retokenized):    81900     \nRequest throughput (req/s):              5.33      \n"
+             "Input token throughput (tok/s):          5461.33   \nOutput token throughput (tok/s):         1365.33   \n"
+             "Peak output token throughput (tok/s):    1500.00   \nPeak concurrent requests:                32        \n"
+             "Total token throughput (tok/s):          6826.67   \nConcurrency:                             31.50     \n"
+             "---------------Time to First Token----------------\nMean TTFT (ms):                          300.00    \n"
+             "-----Time per Output Token (excl. 1st token)------\nMean TPOT (ms):                          22.00     \n"
+             "==================================================\n")
+    text = ("$ sglang serve --model-path Qwen/Qwen3-32B --tp 2 --max-running-requests 64\n"
+            "$ python -m sglang.benchmark.serving --backend sglang --model Qwen/Qwen3-32B --max-concurrency 32 "
+            "--num-prompts 320\n" + block)
+    (r,) = im.read(write(tmp_path, "h100.log", text))
+    assert (r["tool"], r["server"], r["model"], r["n_cards"], r["n_streams"], r["max_num_seqs"], r["tpot_s"]) == (
+        "sglang bench_serving (console)", "sglang", "qwen3-32b", 2, 32, 64, 0.022)
+    recs = im.read(write(tmp_path, "ob.log", _SGL_ONE.replace("sglang.bench_one_batch", "sglang.benchmark.one_batch")))
+    assert {(r["model"], r["n_cards"]) for r in recs} == {("qwen3-8b", 2)}
+
+
+def test_vllm_s_ramp_up_runs_have_no_one_request_rate(tmp_path):
+    """vLLM's `bench serve --ramp-up-strategy linear|exponential --ramp-up-start-rps A --ramp-up-end-rps B` raises
+    the request rate over the run (vllm/benchmarks/serve.py: `Traffic ramp-up strategy: linear.` and `Will increase
+    RPS from A to B RPS ...` instead of `Traffic request rate:`; its --save-result JSON says `request_rate: "inf"` and
+    `ramp_up_strategy`): its request_rate is "ramp-up", never inf (every request at once)."""
+    pre = ("$ vllm bench serve --model Qwen/Qwen3-8B --num-prompts 200 --ramp-up-strategy linear --ramp-up-start-rps 1 "
+           "--ramp-up-end-rps 20\nTraffic ramp-up strategy: linear.\nWill increase RPS from 1 to 20 RPS over the duration "
+           "of the benchmark.\nBurstiness factor: 1.0 (Poisson process)\nMaximum request concurrency: None\n")
+    (r,) = im.read(write(tmp_path, "ramp.log", pre + _SERVE), model="qwen3-8b")
+    assert (r["request_rate"], r["ramp_up_strategy"], r["ramp_up_start_rps"], r["ramp_up_end_rps"]) == (
+        "ramp-up", "linear", 1.0, 20.0)
+    # the command line alone says so too
+    (r,) = im.read(write(tmp_path, "cmd.log", pre.splitlines()[0] + "\n" + _SERVE), model="qwen3-8b")
+    assert (r["request_rate"], r["ramp_up_strategy"]) == ("ramp-up", "linear")
+    js = {"backend": "vllm", "model_id": "Qwen/Qwen3-8B", "num_prompts": 10, "completed": 10, "request_rate": "inf",
+          "ramp_up_strategy": "exponential", "ramp_up_start_rps": 1, "ramp_up_end_rps": 16, "total_input_tokens": 5120,
+          "total_output_tokens": 1280, "output_throughput": 300.0, "mean_tpot_ms": 12.0}
+    (r,) = im.read(write(tmp_path, "ramp.json", json.dumps(js)))
+    assert (r["request_rate"], r["ramp_up_strategy"], r["ramp_up_end_rps"]) == ("ramp-up", "exponential", 16)
+    (r,) = im.read(write(tmp_path, "plain.json", json.dumps({k: v for k, v in js.items() if "ramp" not in k})))
+    assert r["request_rate"] == "inf" and "ramp_up_strategy" not in r
+
+
+def test_sglang_s_logged_server_args_stand_for_its_command_line(tmp_path):
+    """SGLang's engine logs its arguments as it starts (`server_args=ServerArgs(...)`; 0.5.23: `server_args={...}`,
+    its resolved values): a paste of the offline benchmark's or the server's log without the command line takes the
+    model, --tp and the engine's limits from it."""
+    block = _SGL_OFFLINE[_SGL_OFFLINE.index("======"):]
+    new = ("[2026-11-02 10:00:01] server_args={'model_path': 'Qwen/Qwen3-8B', 'tokenizer_path': 'Qwen/Qwen3-8B', "
+           "'tp_size': 2, 'dp_size': 1, 'max_running_requests': 4096, 'chunked_prefill_size': 8192, "
+           "'mem_fraction_static': 0.85, 'enable_dp_attention': False, 'quantization': None}\n")
+    (r,) = im.read(write(tmp_path, "off.log", new + "\nBenchmark...\n" + block))
+    assert (r["model"], r["n_cards"], r["max_num_seqs"], r["max_num_batched_tokens"], r["completed"]) == (
+        "qwen3-8b", 2, 4096, 8192, 500)
+    old = ("[2025-03-01 10:00:01] server_args=ServerArgs(model_path='Qwen/Qwen3-8B', tokenizer_path='Qwen/Qwen3-8B', "
+           "tp_size=2, max_running_requests=None, chunked_prefill_size=8192, device='cuda', enable_mixed_chunk=False)\n")
+    assert im.server_args_command(old) == ("python -m sglang.launch_server --model-path Qwen/Qwen3-8B --tp 2 "
+                                           "--chunked-prefill-size 8192")
+    # the command line's own options win over the logged ones
+    (r,) = im.read(write(tmp_path, "both.log", _SGL_OFFLINE.replace("[2025-09-02 10:11:12] server_args=ServerArgs("
+                                                                    "model_path='Qwen/Qwen3-8B', tp_size=2, "
+                                                                    "max_running_requests=128)\n", new)))
+    assert (r["max_num_seqs"], r["max_num_batched_tokens"]) == (128, 8192)
+    # a bench_serving paste with the server's log: the server measured and its limits
+    serve = (old + "$ python -m sglang.bench_serving --backend sglang --model Qwen/Qwen3-8B --max-concurrency 32\n"
+             + _SERVE)
+    (r,) = im.read(write(tmp_path, "srv.log", serve))
+    assert (r["server"], r["n_cards"], r["max_num_batched_tokens"], r.get("max_num_seqs")) == ("sglang", 2, 8192, None)
+    assert im.server_args_command("server_args=ServerArgs(tp_size=2)") is None
+    # a repr with a value that is no literal (an enum) still gives the fields around it
+    assert im.server_args_command("server_args=ServerArgs(model_path='Qwen/Qwen3-8B', load_format=<LoadFormat.AUTO: "
+                                  "'auto'>, tp_size=4, max_running_requests=None)") == (
+        "python -m sglang.launch_server --model-path Qwen/Qwen3-8B --tp 4")
 
 
 def test_sglang_console_block_without_a_concurrency_limit(tmp_path):

@@ -1171,6 +1171,39 @@ def test_vllm_offline_runs_are_replayed_to_their_last_token(tmp_path):
     assert not glob.glob(str(out / "*.json"))
 
 
+def test_a_vllm_ramp_up_run_is_noted_not_replayed(tmp_path):
+    """vLLM's --ramp-up-strategy raises the request rate over the run: no one rate to replay (not every request at
+    once, as its JSON's request_rate "inf" would say): --check notes it and leaves it out."""
+    d = str(tmp_path / "src")
+    os.makedirs(d)
+    _write(d, "ramp.log", "$ vllm serve Qwen/Qwen3-8B\n$ vllm bench serve --model Qwen/Qwen3-8B --num-prompts 64 "
+           "--ramp-up-strategy linear --ramp-up-start-rps 1 --ramp-up-end-rps 8\n" + _SERVE_BLOCK,
+           "URL: https://example.org/ramp\nRuntime: vLLM\nGPU: 1x H100 SXM\nModel: Qwen/Qwen3-8B BF16\n")
+    served = []
+    pts, notes = bpf.check_points(d, [], served)
+    assert not served and any("request rate rose over the run" in x and "linear" in x for x in notes), notes
+
+
+def test_sglang_offline_throughput_is_replayed_as_vllm_s_offline_runs(tmp_path):
+    """SGLang's bench_offline_throughput (every request handed to its in-process engine at once) is kept by
+    --check as an offline run (`serve_kind` throughput) of the `sglang` runtime model and replayed to its last
+    token on SGLang's own limits (its --max-running-requests), its request throughput compared."""
+    import test_importers as ti
+    d = str(tmp_path / "src")
+    os.makedirs(d)
+    _write(d, "off.log", ti._SGL_OFFLINE, "URL: https://example.org/sgo\nRuntime: SGLang 0.5.2\nGPU: 2x H100 SXM\n"
+           "Model: Qwen/Qwen3-8B BF16\n")
+    served = []
+    pts, notes = bpf.check_points(d, [], served)
+    assert not pts and [(r["runtime"], r["serve_kind"], r["completed"], r["max_num_seqs"]) for r in served] == [
+        ("sglang", "throughput", 500, 128)]
+    q = bpf.predict_serving(served[0])
+    assert q["server"].max_num_seqs <= 128 and q["request_throughput"] == pytest.approx(500 / q["latency_s"])
+    text = "\n".join(bpf.run_checks([d]))
+    assert re.search(r"\| sglang \| off\.log:11 \| h100-sxm x2 \| qwen3-8b \| throughput \| 1024 / 256 \| 500 \| "
+                     r"\d+ / \d+ \| 7\.810 req/s \| [\d.]+ req/s \| [+-]\d+\.\d% \|", text), text
+
+
 def test_sglang_bench_one_batch_is_checked_by_the_sglang_model(tmp_path):
     """A pasted SGLang bench_one_batch run with its sidecar: its B = 1 rows are single-stream points of the
     `sglang` runtime model (KV cache in the model's dtype, no llama.cpp options), its B = 16 rows points of

@@ -28,6 +28,12 @@ The format is detected from the content, never from the file name:
                      `sglang-one-batch-jsonl`): each run of B prompts is a pp record (B x input_len tokens / the
                      prefill latency) and a tg record at depth input_len (B / the median decode step), as
                      llama-batched-bench's; the warm-up run left out; the engine is SGLang's
+  sglang-offline     SGLang's offline throughput benchmark (`python -m sglang.bench_offline_throughput`; 0.5.23:
+                     `sglang.benchmark.offline_throughput`), its printed `Offline Throughput Benchmark Result` block
+                     (and its --result-filename JSONL, `sglang-offline-jsonl`): every request handed to the
+                     in-process engine at once, as vLLM's `bench throughput`: one `serve` record, `serve_kind`
+                     throughput, the mean lengths from its token totals, the model and the engine's limits
+                     (--tp, --max-running-requests, --chunked-prefill-size) from its command line
   sglang             `python -m sglang.bench_serving --output-file` JSONL (one run per line; the server's
                      max_running_requests / chunked_prefill_size as `max_num_seqs` / `max_num_batched_tokens`)
   llama-timings      llama-cli's / llama-server's timing lines (`prompt eval time = T ms / N tokens (...)`,
@@ -57,11 +63,13 @@ names. Several built-ins that fit is a FormatError naming them (`--model` picks)
 all imports without one, with a notice.
 
 Pasted text (`llama-bench-md`, `sweep-bench-md`, `batched-bench-md`, `vllm-console`, `vllm-offline`,
-`sglang-one-batch`, `llama-timings`, `ollama-verbose`) is read whole
+`sglang-one-batch`, `sglang-offline`, `llama-timings`, `ollama-verbose`) is read whole
 (`_read_pasted`): every table and console block, each with the lines printed around it (the
 command line, llama.cpp's load log, `ggml_cuda_init` / `Device N:` lines, a heading, the `build:`
-line; a table copied from a rendered page, tab-separated without pipes, is read as the markdown it
-was; on a page of sections, one per model, a table borrows a model or weights only within its section).
+line; llama.cpp's own log lines between a table's rows, any number of them, as a terminal's copy of
+`2>&1` interleaves them (`llama-bench -v`, `--progress`; `is_log_line`), and among llama-bench's
+-o json / jsonl / csv / sql records, are skipped; a table copied from a rendered page, tab-separated
+without pipes, is read as the markdown it was; on a page of sections, one per model, a table borrows a model or weights only within its section).
 Each record says in `inferred` how its model, card (`device`, `hardware`, `n_cards`),
 split, backend, flash attention and weights were told; `read(..., notices=[])` collects one line
 per assumption (a card count assumed, no model named, an approximate format). A table's own
@@ -111,6 +119,10 @@ FORMATS = {
     "sglang-one-batch-jsonl": "SGLang's `bench_one_batch --result-filename` JSONL (batch_size, input_len, output_len, "
                               "prefill_latency, median_decode_latency, ...)",
     "sglang": "sglang bench_serving --output-file JSONL",
+    "sglang-offline": "SGLang's offline throughput benchmark's result block (python -m sglang.bench_offline_throughput, "
+                      "sglang.benchmark.offline_throughput: ====== Offline Throughput Benchmark Result ======)",
+    "sglang-offline-jsonl": "SGLang's offline throughput benchmark's --result-filename JSONL (backend, "
+                            "successful_requests, total_latency, total_input_tokens, total_output_tokens, ...)",
     "llama-timings": "llama.cpp's timing lines (llama-cli, llama-server, ik_llama.cpp: `prompt eval time = ... ms / N "
                      "tokens (...)`, `eval time = ... ms / M runs (...)`)",
     "ollama-verbose": "`ollama run MODEL --verbose`'s statistics (prompt eval count / duration, eval count / duration)",
@@ -166,6 +178,10 @@ def read(path, *, model: str | None = None, default_model: str | None = None,
 def read_text(text: str, path: str = "<text>", *, model: str | None = None,
               default_model: str | None = None, notices: list | None = None) -> list[dict]:
     """read() on text already in memory; `path` names it in errors and in `source`."""
+    if _detect_pasted(text) is None:
+        # llama-bench -o json / jsonl / csv / sql with --progress (or -v) in a terminal's copy of 2>&1: its
+        # stderr lines among the records (is_log_line), blanked (their line numbers kept)
+        text = _without_log_lines(text)
     try:
         fmt = detect(text, path)
     except FormatError:
@@ -181,6 +197,15 @@ def read_text(text: str, path: str = "<text>", *, model: str | None = None,
     if not recs:
         _fail(path, None, f"holds no records ({FORMATS[fmt]})")
     return recs
+
+
+def _without_log_lines(text: str) -> str:
+    """`text` with llama.cpp's / ggml's log lines (is_log_line: llama-bench's --progress lines, a model's load
+    log) left blank, line for line; `text` itself where it has none."""
+    lines = text.split("\n")
+    if not any(is_log_line(ln) for ln in lines):
+        return text
+    return "\n".join("" if is_log_line(ln) else ln for ln in lines)
 
 
 def detect(text: str, path: str = "<text>") -> str:
@@ -215,7 +240,7 @@ def detect(text: str, path: str = "<text>") -> str:
     _fail(path, first_line, "not a results format glmbench reads (" + "; ".join(FORMATS.values()) + ")")
 
 
-_EMBEDDED_FORMATS = ("llama-bench-json", "llama-bench-jsonl", "vllm", "sglang", "sweep-bench-jsonl", "batched-bench-jsonl",
+_EMBEDDED_FORMATS = ("llama-bench-json", "llama-bench-jsonl", "vllm", "sglang", "sglang-offline-jsonl", "sweep-bench-jsonl", "batched-bench-jsonl",
                      "llama-bench-csv", "llama-bench-sql", "llama-server-json")
 
 
@@ -249,6 +274,8 @@ def _detect_pasted(text) -> str | None:
             return "llama-bench-md"
     if any(_SERVE_START.match(ln.strip()) for ln in _unquote(text)):
         return "vllm-console"
+    if any(_SGL_OFFLINE_START.match(ln.strip()) for ln in _unquote(text)):
+        return "sglang-offline"
     if any(_VLLM_LATENCY.match(ln) or _VLLM_THROUGHPUT.match(ln) for ln in _unquote(text)):
         return "vllm-offline"
     if any(_SGL_PREFILL.match(ln) for ln in _unquote(text)):
@@ -282,6 +309,8 @@ def _detect_json(s, path, first_line) -> str:
             return "sglang"
         if {"batch_size", "input_len", "output_len", "prefill_latency"} <= keys:
             return "sglang-one-batch-jsonl"
+        if {"successful_requests", "total_latency", "total_input_tokens", "total_output_tokens"} <= keys:
+            return "sglang-offline-jsonl"
         if {"n_kv_max", "speed_pp", "speed_tg"} <= keys:
             return "batched-bench-jsonl" if "pl" in keys else "sweep-bench-jsonl"
         if "evidence" in keys:
@@ -901,11 +930,12 @@ def _read_glmbench(text, ctx):
 _LB_INT = ("build_number", "model_size", "model_n_params", "n_batch", "n_ubatch", "n_threads", "poll",
            "n_gpu_layers", "n_cpu_moe", "main_gpu", "no_op_offload", "fit_target", "fit_min_ctx",
            "avg_ns", "stddev_ns")
-_LB_BOOL = ("cpu_strict", "no_kv_offload", "embeddings", "no_host", "use_mmap", "use_direct_io")
+_LB_BOOL = ("cpu_strict", "no_kv_offload", "embeddings", "no_host", "use_mmap", "use_direct_io", "repack")
 _LB_KEEP = ("build_commit", "build_number", "cpu_info", "gpu_info", "backends", "model_filename", "model_type",
             "model_size", "model_n_params", "n_batch", "n_ubatch", "n_threads", "n_gpu_layers", "n_cpu_moe",
             "split_mode", "main_gpu", "no_kv_offload", "devices", "tensor_split", "tensor_buft_overrides",
-            "load_mode", "use_mmap", "use_direct_io", "embeddings", "no_op_offload", "cpu_mask", "cpu_strict", "poll", "no_host",
+            "load_mode", "lazy_mode", "use_mmap", "use_direct_io", "embeddings", "no_op_offload", "cpu_mask", "cpu_strict",
+            "poll", "no_host", "repack",
             "fit_target", "fit_min_ctx", "test_time", "avg_ns", "stddev_ns", "samples_ns", "samples_ts")
 
 
@@ -1238,8 +1268,11 @@ _MD_TEST = re.compile(r"^(?:pp\s*(\d+))?\s*(\+)?\s*(?:tg\s*(\d+))?(?:\s*@\s*d\s*
 _GPU_BACKENDS = ("CUDA", "Vulkan", "Metal", "ROCm", "SYCL", "HIP", "CANN", "MUSA", "OpenCL")
 _CMD_RE = re.compile(r"(?:^|[\s/\\>!$#;(])(llama-bench|llama-sweep-bench|sweep-bench|llama-batched-bench|batched-bench|"
                      r"benchmark_serving\.py|vllm\s+serve|vllm\.entrypoints\.openai\.api_server|vllm\s+bench\s+serve|sglang\.bench_serving|"
+                     # sglang 0.5.23's module paths (sglang.benchmark.serving, .one_batch) and its `sglang serve`
+                     r"sglang\.benchmark\.serving|sglang\.benchmark\.one_batch|sglang\s+serve|"
                      r"vllm\s+bench\s+(?:latency|throughput)|benchmark_(?:latency|throughput)\.py|sglang\.bench_one_batch|"
-                     r"sglang\.launch_server)(?:\.exe)?(?=\s|$)")
+                     r"sglang\.launch_server|sglang\.bench_offline_throughput|sglang\.benchmark\.offline_throughput|"
+                     r"bench_offline_throughput\.py)(?:\.exe)?(?=\s|$)")
 # llama.cpp's run-a-model tools, whose timing lines the importer reads: a command line only with an option on it
 # (prose naming llama-server is not one)
 _RUN_CMD_RE = re.compile(r"(?:^|[\s/\\>!$#;(])(llama-cli|llama-server|llama-simple|llama-completion)(?:\.exe)?\s.*\s-{1,2}[a-z]")
@@ -1250,6 +1283,11 @@ _VULKAN_RE = re.compile(r"ggml_vulkan: (\d+) = (.+?) \(")
 _METAL_RE = re.compile(r"(?:ggml_metal_init: found device:|GPU name:)\s+(.+?)\s*$")
 _BUILD_RE = re.compile(r"^\s*build: ([0-9a-f]{6,40}) \((\d+)\)\s*$")
 _SERVE_START = re.compile(r"^=+ Serving Benchmark Result =+\s*$")
+# SGLang's offline throughput benchmark (sglang 0.5.23 sglang/benchmark/offline_throughput.py, before it
+# sglang/bench_offline_throughput.py; throughput_test): its block, `{:<40} {:<10}` lines under this rule
+_SGL_OFFLINE_START = re.compile(r"^=+ Offline Throughput Benchmark Result =+\s*$")
+_SGL_OFFLINE_CMD = re.compile(r"sglang\.bench_offline_throughput|sglang\.benchmark\.offline_throughput|"
+                              r"bench_offline_throughput\.py")
 # the arguments a serving client prints before it runs: vLLM's benchmark_serving.py and `vllm bench serve`
 # `print(args)` ("Namespace(backend='vllm', ..., max_concurrency=32, ...)"; vLLM 0.10.1 benchmarks/
 # benchmark_serving.py main, vllm/benchmarks/serve.py main_async; benchmark_latency.py and
@@ -1266,6 +1304,49 @@ _NAMESPACE_ARGS = {"backend": "--backend", "model": "--model", "num_prompts": "-
                    "random_input_len": "--random-input-len", "random_output_len": "--random-output-len",
                    # vLLM's offline benchmark_latency.py / benchmark_throughput.py print theirs too
                    "input_len": "--input-len", "output_len": "--output-len", "batch_size": "--batch-size"}
+
+
+# SGLang's engine logs its arguments as it starts (the server's and the in-process engine's: bench_one_batch,
+# bench_offline_throughput): `server_args=ServerArgs(model_path='...', tp_size=2, ...)` (the dataclass's repr), in
+# 0.5.23 `server_args={'model_path': '...', 'tp_size': 2, ...}` (srt/entrypoints/engine.py: its resolved values)
+_SERVER_ARGS_RE = re.compile(r"\bserver_args\s*=\s*(?:ServerArgs\((.*)\)|(\{.*\}))\s*$")
+_SERVER_ARGS = {"model_path": "--model-path", "tp_size": "--tp", "max_running_requests": "--max-running-requests",
+                "chunked_prefill_size": "--chunked-prefill-size"}
+
+
+def server_args_command(line: str) -> str | None:
+    """The command line (`python -m sglang.launch_server ...`) SGLang's logged arguments stand for (`server_args=`
+    ServerArgs(...) or a dict: the model path, --tp, --max-running-requests, --chunked-prefill-size where set);
+    None where the line does not parse or names no model."""
+    m = _SERVER_ARGS_RE.search(line)
+    if not m:
+        return None
+    try:
+        node = ast.parse(("f(" + m.group(1) + ")") if m.group(1) is not None else m.group(2), mode="eval").body
+    except SyntaxError:     # a value the repr does not write as a literal (an enum's <...>): the fields one by one
+        found = {k: re.search(rf"(?:\b{k}=|'{k}':\s*)('[^']*'|\"[^\"]*\"|-?\d+|None)", line) for k in _SERVER_ARGS}
+        node = ast.Dict(keys=[ast.Constant(k) for k, f in found.items() if f],
+                        values=[ast.parse(f.group(1), mode="eval").body for f in found.values() if f])
+    if isinstance(node, ast.Call):
+        pairs = [(kw.arg, kw.value) for kw in node.keywords]
+    elif isinstance(node, ast.Dict):
+        pairs = [(k.value, v) for k, v in zip(node.keys, node.values) if isinstance(k, ast.Constant)]
+    else:
+        return None
+    vals = {}
+    for k, v in pairs:
+        if k not in _SERVER_ARGS:
+            continue
+        try:
+            v = ast.literal_eval(v)
+        except (ValueError, SyntaxError):
+            continue
+        if isinstance(v, bool) or v is None or not isinstance(v, (str, int)) or not str(v).strip() or " " in str(v):
+            continue
+        vals[k] = v
+    if "model_path" not in vals:
+        return None
+    return "python -m sglang.launch_server " + " ".join(f"{_SERVER_ARGS[k]} {v}" for k, v in vals.items())
 
 
 def namespace_command(line: str) -> str | None:
@@ -1318,7 +1399,7 @@ _SGL_DECODE_I = re.compile(r"^\s*Decode\s+\d+\.\s+Batch size:\s*(\d+),\s*latency
 _SGL_DECODE = re.compile(r"^\s*Decode\.\s+median latency:\s*([\d.]+)\s*s,\s*median throughput:\s*([\d.]+)\s*token/s\s*$")
 _SGL_TOTAL = re.compile(r"^\s*Total\.\s+latency:\s*([\d.]+)\s*s,\s*throughput:\s*([\d.]+)\s*token/s\s*$")
 # the blocks of a serving engine's benchmarks (vLLM, SGLang): an HF checkpoint's name, tensor parallelism
-_SERVING_KINDS = ("serve", "vllm-offline", "sglang-one-batch")
+_SERVING_KINDS = ("serve", "vllm-offline", "sglang-one-batch", "sglang-offline")
 # vLLM's offline benchmarks (vllm/benchmarks/latency.py and throughput.py, also the older
 # benchmarks/benchmark_latency.py and benchmark_throughput.py): `Avg latency: X seconds` then its
 # percentiles; `Throughput: R requests/s, T total tokens/s, O output tokens/s` (before mid 2025:
@@ -1361,6 +1442,14 @@ _SERVE_KEYS = {
     "p99 ttft": "p99_ttft_ms", "mean tpot": "mean_tpot_ms", "median tpot": "median_tpot_ms",
     "p99 tpot": "p99_tpot_ms", "mean itl": "mean_itl_ms", "median itl": "median_itl_ms", "p99 itl": "p99_itl_ms",
     "mean e2e latency": "mean_e2e_latency_ms", "mean e2el": "mean_e2el_ms", "backend": "backend",
+}
+# SGLang's offline block's lines -> its --result-filename JSONL's fields (what throughput_test_once measures)
+_SGL_OFFLINE_KEYS = {
+    "backend": "backend", "successful requests": "successful_requests", "benchmark duration": "total_latency",
+    "total input tokens": "total_input_tokens", "total generated tokens": "total_output_tokens",
+    "last generation throughput": "last_gen_throughput", "request throughput": "request_throughput",
+    "input token throughput": "input_throughput", "output token throughput": "output_throughput",
+    "total token throughput": "total_throughput",
 }
 
 # GPU names in free text (a heading, prose, a file name): what to search when no device line says
@@ -1515,6 +1604,7 @@ def _command_args(line: str, assigned: dict) -> dict:
                "--max-running-requests": "max_num_seqs", "--max-num-batched-tokens": "max_num_batched_tokens",
                "--chunked-prefill-size": "max_num_batched_tokens", "--request-rate": "request_rate",
                "--burstiness": "burstiness", "--max-concurrency": "max_concurrency",
+               "--ramp-up-strategy": "ramp_up_strategy",
                # vLLM's offline benchmarks (bench latency / bench throughput): the lengths of every prompt
                "--input-len": "input_len", "--output-len": "output_len"}.get(t.split("=")[0])
         if key and "=" in t and t.startswith("--"):
@@ -1584,6 +1674,28 @@ class _Block:
 _QUOTE = re.compile(r"^[ \t]*(?:>[ \t]?)+")
 # llama-bench --progress (stderr): "llama-bench: benchmark 2/6: prompt run 3/5"
 LB_PROGRESS = re.compile(r"^\s*llama-bench: benchmark \d+/\d+: ")
+# a line of llama.cpp's / ggml's own log (stderr), as a terminal's copy interleaves it with a table's rows
+# (stdout): `load_backend: loaded CUDA backend from ...`, `llama_model_load: ...`, `ggml_cuda_init: ...`
+# and its `  Device 0: ...` lines, `print_info: ...`, `main: ...`, `build: N (commit) with ...` (a program's
+# start; llama-bench's own `build: <commit> (N)` footer ends its table, _BUILD_RE), `system_info: ...`,
+# llama-bench's --progress lines, a warm-up line, the progress dots of a model load; with the log's optional
+# `--log-prefix` / `--log-timestamps` prefix ("0.00.123.456 I "). What no tool's log prints (prose, another
+# table) ends a table all the same.
+LOG_LINE = re.compile(
+    r"^\s*(?:\d+\.\d{2}\.\d{3}\.\d{3}\s+)?(?:[IWEDT]\s+)?(?:"
+    # llama.cpp's `func_name: ...` (LOG_INF("%s: ", __func__)) of its own prefixes; not any `word_word:` (a
+    # sidecar's `source_url: ...` is none)
+    r"(?:(?:llama|llm|ggml|gguf|load|common|clip|mtmd|sched|graph|register)_\w+|print_info|system_info|main|build"
+    r"|llama-bench|llama-sweep-bench|llama-batched-bench|warmup|srv|slot|que)\s*:(?:\s|$)"
+    r"|Device \d+: |ggml_vulkan: |[Ww]arm(?:ing)?[ -]?up\b"      # ggml's device lines; a warm-up note
+    r"|\.{3,}\s*$)")                                            # the model load's dots
+
+
+def is_log_line(line: str) -> bool:
+    """`line` is one of llama.cpp's / ggml's log lines (LOG_LINE), not a table's end; llama-bench's `build:`
+    footer is none (it ends the table)."""
+    return bool(LOG_LINE.match(line)) and not _BUILD_RE.match(line)
+
 _LOADER = (  # llama.cpp's model-load log: what a table without a model column was run on
     ("arch", re.compile(r"(?:general\.architecture\s+str\s+=|(?:print_info|llm_load_print_meta): arch\s+=)\s+(\S+)")),
     ("params", re.compile(r"(?:print_info|llm_load_print_meta): model params\s+=\s+([\d.]+ [KMBT])")),
@@ -1747,13 +1859,14 @@ def _scan(text) -> tuple[list[_Block], dict]:
                     if lines[j].strip().startswith("|"):
                         rows.append((j + 1, _split_md(lines[j])))
                     j += 1
-                # a table a blank line splits (a paste cut in two), or a few log lines written between its rows
-                # (stderr into a terminal's copy; a `build:` line ends a llama-bench table): rows of the header's
-                # width after them, with no separator line under the first (that would be a new table)
+                # a table a blank line splits (a paste cut in two), llama.cpp's / ggml's log lines written between
+                # its rows (stderr into a terminal's copy: any number, is_log_line), or up to three other lines (a
+                # note; a `build:` line ends a llama-bench table): rows of the header's width after them, with no
+                # separator line under the first (that would be a new table)
                 k, logged = j, 0
-                while k < n and (not lines[k].strip() or (logged < 3 and not lines[k].strip().startswith("|")
-                                                          and not _BUILD_RE.match(lines[k]))):
-                    logged += bool(lines[k].strip())
+                while k < n and (not lines[k].strip() or is_log_line(lines[k]) or (
+                        logged < 3 and not lines[k].strip().startswith("|") and not _BUILD_RE.match(lines[k]))):
+                    logged += bool(lines[k].strip()) and not is_log_line(lines[k])
                     k += 1
                 if (kind and k > j and k < n and lines[k].strip().startswith("|")
                         and len(_split_md(lines[k])) == len(header) and _split_md(lines[k]) != header
@@ -1766,15 +1879,17 @@ def _scan(text) -> tuple[list[_Block], dict]:
                 before, label = [], None
             i = j
             continue
-        if _SERVE_START.match(st):
-            b = _Block("serve", no)
+        if _SERVE_START.match(st) or _SGL_OFFLINE_START.match(st):
+            offline = bool(_SGL_OFFLINE_START.match(st))
+            b = _Block("sglang-offline" if offline else "serve", no)
+            keys = _SGL_OFFLINE_KEYS if offline else _SERVE_KEYS
             j = i + 1
             while j < n and lines[j].strip() and not re.fullmatch(r"=+", lines[j].strip()):
                 m = re.match(r"^\s*([A-Za-z][A-Za-z0-9 ./()_-]*?)\s*(?:\(([^)]*)\))?\s*:\s*(\S.*?)\s*$", lines[j])
                 # the bracket is the value's unit ("(ms)", "(tok/s)"); any other is part of the name: SGLang's
                 # `Total generated tokens (retokenized):` after `Total generated tokens:` is another count
                 if m and (m.group(2) is None or _SERVE_UNIT.fullmatch(m.group(2).strip())):
-                    key = _SERVE_KEYS.get(m.group(1).strip().lower())
+                    key = keys.get(m.group(1).strip().lower())
                     if key:
                         b.serve[key] = (j + 1, m.group(3))
                 j += 1
@@ -1932,8 +2047,8 @@ def _scan(text) -> tuple[list[_Block], dict]:
                 full = re.sub(r"\s[\\^`]\s*$", " ", full) + lines[j].strip()
             cmd = (no, " ".join(full.split()), _command_args(full, assigned))
             cmds.append(cmd)
-        elif _NAMESPACE_RE.search(ln):
-            full = namespace_command(ln)
+        elif _NAMESPACE_RE.search(ln) or _SERVER_ARGS_RE.search(ln):
+            full = namespace_command(ln) if _NAMESPACE_RE.search(ln) else server_args_command(ln)
             if full:
                 cmd = (no, full, _command_args(full, assigned))
                 cmds.append(cmd)
@@ -2007,6 +2122,8 @@ def _read_pasted(text, ctx):
             recs = _pasted_vllm_offline(b, ctx, meta, inferred, models_seen)
         elif b.kind == "sglang-one-batch":
             recs = _pasted_sglang_one_batch(b, ctx, meta, inferred)
+        elif b.kind == "sglang-offline":
+            recs = _pasted_sglang_offline(b, ctx, meta, inferred)
         else:
             model, how = _table_model(b, ctx, text_before, models_seen)
             meta["model"] = model
@@ -2474,6 +2591,14 @@ def _pasted_serve(b, ctx, meta, inferred, text_before, models_seen):
         if m:
             k = {"T": "request_rate", "B": "burstiness", "M": "max_concurrency"}[m.group(1)[0]]
             pre[k] = m.group(2)
+        # vLLM's --ramp-up-strategy (linear | exponential) from --ramp-up-start-rps to --ramp-up-end-rps over the
+        # run: no one request rate (`Traffic ramp-up strategy: linear.`, `Will increase RPS from A to B RPS ...`)
+        m = re.match(r"^\s*Traffic ramp-up strategy:\s*(\w+)", t)
+        if m:
+            o["ramp_up_strategy"] = m.group(1)
+        m = re.match(r"^\s*Will increase RPS from ([\d.]+) to ([\d.]+) RPS", t)
+        if m:
+            o["ramp_up_start_rps"], o["ramp_up_end_rps"] = float(m.group(1)), float(m.group(2))
     for k, v in pre.items():
         if k == "max_concurrency":
             if v != "None" and "max_concurrency" not in o:
@@ -2486,6 +2611,8 @@ def _pasted_serve(b, ctx, meta, inferred, text_before, models_seen):
                 o[k] = float(opts[k])
             except ValueError:
                 pass
+    if opts.get("ramp_up_strategy") and "ramp_up_strategy" not in o:
+        o["ramp_up_strategy"] = opts["ramp_up_strategy"]
     if "completed" not in o:
         _fail(ctx.path, line, "a serving benchmark block without 'Successful requests:'")
     if "output_throughput" not in o:
@@ -2504,7 +2631,8 @@ def _pasted_serve(b, ctx, meta, inferred, text_before, models_seen):
     # the client that printed the block (its command line), not the server it measured: `vllm bench serve
     # --backend sglang` is vLLM's client on an SGLang server
     cmdline = b.cmd[1] if b.cmd else ""
-    client = re.search(r"sglang\.bench_serving|vllm\s+bench\s+serve|benchmark_serving\.py", cmdline)
+    client = re.search(r"sglang\.bench_serving|sglang\.benchmark\.serving|vllm\s+bench\s+serve|benchmark_serving\.py",
+                       cmdline)
     sglang = client.group(0).startswith("sglang") if client else (
         "sglang" in cmdline or str(o.get("backend", "")).lower() == "sglang")
     tool = "sglang bench_serving (console)" if sglang else "vllm benchmark_serving (console)"
@@ -2687,7 +2815,7 @@ def _pasted_sglang_one_batch(b, ctx, meta, inferred):
         tot = _num(ctx, line, "total throughput", v["overall_throughput"], positive=True) * \
             _num(ctx, line, "total latency", v["total_latency"], positive=True)
         o["output_len"] = max(round(tot / B) - o["input_len"], 1)
-    cmd = [c for c in b.cmds if "sglang.bench_one_batch" in c[1]]
+    cmd = [c for c in b.cmds if re.search(r"sglang\.bench_one_batch|sglang\.benchmark\.one_batch(?!_)", c[1])]
     names = [cmd[-1][2]["model"]] if cmd and cmd[-1][2].get("model") else []
     model, how = ctx.model_for(line, hints=[(n, f"command line's model {n!r}") for n in names] + [ctx.file_hint()],
                                what="this run served")
@@ -2706,6 +2834,73 @@ def _read_sglang_one_batch_jsonl(text, ctx):
         model, how = ctx.model_for(line, hints=[ctx.file_hint()], what="this run served")
         base = _sgl_base(model, how, {}, {})
         out += _sgl_one_batch_records(ctx, line, o, base)
+    return out
+
+
+def _sgl_offline_record(ctx, line, o, *, tool, model, how, inferred, meta, opts) -> dict:
+    """One run of SGLang's offline throughput benchmark (`o`: its --result-filename fields): every request
+    handed to the in-process engine at once (Engine.generate of the whole list; --backend runtime: a
+    server it starts), timed from the call to the last token, as vLLM's `bench throughput`: one `serve`
+    record, `serve_kind` throughput, `n_streams` the requests, the mean lengths from the token totals
+    (random prompts are of --random-input-len scaled by --random-range-ratio, ShareGPT's of any length),
+    `aggregate_tok_s` the output tokens per second of the run."""
+    n = _num(ctx, line, "Successful requests", o.get("successful_requests"), integer=True, minimum=1)
+    tot_in = _num(ctx, line, "Total input tokens", o.get("total_input_tokens"), integer=True, minimum=0)
+    tot_out = _num(ctx, line, "Total generated tokens", o.get("total_output_tokens"), integer=True, minimum=1)
+    dur = _num(ctx, line, "Benchmark duration", o.get("total_latency"), required=False, positive=True)
+    rps = _num(ctx, line, "Request throughput", o.get("request_throughput"), required=False, positive=True)
+    if dur is None and rps is None:
+        _fail(ctx.path, line, "SGLang's offline throughput result without its duration or its request throughput")
+    dur = dur if dur is not None else n / rps
+    rps = rps if rps is not None else n / dur
+    agg = _num(ctx, line, "Output token throughput", o.get("output_throughput"), required=False,
+               positive=True) or tot_out / dur
+    n_in, n_out = max(round(tot_in / n), 1), max(round(tot_out / n), 1)
+    inferred = dict(inferred, model=how, n_prompt=f"the input token total / {n} requests",
+                    n_gen=f"the generated token total / {n} requests", n_streams=f"the {n} successful requests")
+    r = {"evidence": "measured", "test": "serve", "serve_kind": "throughput", "server": "sglang", "model": model,
+         "tool": tool, "source": ctx.source(line), "stddev_ts": None, "serve_backend": o.get("backend"),
+         "n_prompt": n_in, "n_gen": n_out, "n_depth": n_in, "n_streams": n, "concurrency": n, "completed": n,
+         "request_throughput": rps, "duration_s": dur, "avg_ts": agg, "aggregate_tok_s": agg,
+         "last_gen_tok_s": _num(ctx, line, "Last generation throughput", o.get("last_gen_throughput"),
+                                required=False, minimum=0)}
+    for key, field in (("max_num_seqs", "max_num_seqs"), ("max_num_batched_tokens", "max_num_batched_tokens")):
+        if re.fullmatch(r"[1-9]\d*", str(opts.get(key, ""))):    # --max-running-requests, --chunked-prefill-size
+            r[field] = int(opts[key])
+    return _engine_record(ctx, line, r, meta, inferred)
+
+
+def _pasted_sglang_offline(b, ctx, meta, inferred):
+    """SGLang's offline throughput block (`python -m sglang.bench_offline_throughput`; sglang 0.5.23:
+    `python -m sglang.benchmark.offline_throughput`): the block states the requests and the token totals
+    itself; its command line (--model-path, --tp, --max-running-requests, --chunked-prefill-size) the model
+    and the engine's limits."""
+    v = {k: val for k, (_, val) in b.serve.items()}
+    line = b.start
+    cmds = [c for c in b.cmds if _SGL_OFFLINE_CMD.search(c[1])]
+    opts = cmds[-1][2] if cmds else {}
+    # the engine's logged arguments (server_args_command; after the command line, its values resolved) where the
+    # command line does not set them
+    logged = [c for c in b.cmds if c[1].startswith("python -m sglang.launch_server") and (not cmds or c[0] > cmds[-1][0])]
+    if logged:
+        opts = {**logged[-1][2], **opts}
+    names = [opts["model"]] if opts.get("model") else []
+    model, how = ctx.model_for(line, hints=[(x, f"command line's model {x!r}") for x in names] + [ctx.file_hint()],
+                               what="this run served")
+    _engine_weights(ctx, line, meta, inferred, names, "SGLang")
+    return [_sgl_offline_record(ctx, line, v, tool="sglang bench_offline_throughput (console)", model=model, how=how,
+                                inferred=inferred, meta=meta, opts=opts)]
+
+
+def _read_sglang_offline_jsonl(text, ctx):
+    """SGLang's offline throughput benchmark's --result-filename: one JSON object per run (appended)."""
+    out = []
+    for line, o in _jsonl(text, ctx.path):
+        model, how = ctx.model_for(line, hints=[ctx.file_hint()], what="this run served")
+        meta, inferred = {}, {}
+        _engine_weights(ctx, line, meta, inferred, [], "SGLang", from_file=True)
+        out.append(_sgl_offline_record(ctx, line, o, tool="sglang bench_offline_throughput", model=model, how=how,
+                                       inferred=inferred, meta=meta, opts={}))
     return out
 
 
@@ -3079,11 +3274,13 @@ def _serve_record(ctx, line, o, *, tool, model_name, model_field="model_id", n_c
     tpot = _num(ctx, line, "mean_tpot_ms", o.get("mean_tpot_ms"), required=False, minimum=0)
     ttft = _num(ctx, line, "mean_ttft_ms", o.get("mean_ttft_ms"), required=False, minimum=0)
     rate = o.get("request_rate")
+    if o.get("ramp_up_strategy"):   # vLLM's --ramp-up-strategy: the rate rises over the run, no one rate
+        rate = "ramp-up"
     if isinstance(rate, float) and not math.isfinite(rate):
         rate = "inf"
-    elif isinstance(rate, str):     # "inf", or SGLang's "trace" (arrivals at a trace's timestamps)
+    elif isinstance(rate, str):     # "inf", SGLang's "trace" (arrivals at a trace's timestamps), "ramp-up"
         rate = rate.strip().lower()
-        if rate not in ("inf", "trace"):
+        if rate not in ("inf", "trace", "ramp-up"):
             rate = _num(ctx, line, "request_rate", rate, positive=True)
     prompt = round(n_in / completed)
     # the model as the result names it (a field of it, not the file's name: the how says which field)
@@ -3102,7 +3299,9 @@ def _serve_record(ctx, line, o, *, tool, model_name, model_field="model_id", n_c
          "avg_ts": agg, "stddev_ts": None, "aggregate_tok_s": agg,
          "per_stream_tok_s": 1000.0 / tpot if tpot else None, "ttft_s": ttft / 1000.0 if ttft is not None else None,
          "tpot_s": tpot / 1000.0 if tpot is not None else None, "completed": completed,
-         "request_throughput": o.get("request_throughput"), "duration_s": o.get("duration")}
+         "request_throughput": o.get("request_throughput"), "duration_s": o.get("duration"),
+         "ramp_up_strategy": o.get("ramp_up_strategy"), "ramp_up_start_rps": o.get("ramp_up_start_rps"),
+         "ramp_up_end_rps": o.get("ramp_up_end_rps")}
     r["model"], r["inferred"] = model, {"model": how}
     return _clean(r)
 
@@ -3318,6 +3517,8 @@ _READERS = {
     "vllm-offline": lambda text, ctx: _read_pasted(text, ctx),
     "sglang-one-batch": lambda text, ctx: _read_pasted(text, ctx),
     "sglang-one-batch-jsonl": _read_sglang_one_batch_jsonl,
+    "sglang-offline": lambda text, ctx: _read_pasted(text, ctx),
+    "sglang-offline-jsonl": _read_sglang_offline_jsonl,
     "llama-timings": lambda text, ctx: _read_pasted(text, ctx),
     "ollama-verbose": lambda text, ctx: _read_pasted(text, ctx),
     "koboldcpp-benchmark": lambda text, ctx: _read_pasted(text, ctx),
