@@ -1100,6 +1100,7 @@ def test_sglang_server_model_path_and_tp(tmp_path):
         (r,) = im.read(write(tmp_path, "sgl.log", text))
         assert (r["model"], r["weights"], r["hardware"], r["n_cards"], r["split"], r["n_streams"]) == (
             "qwen2.5-32b", "awq", "h100-sxm", 2, "tensor", 32), tp
+        assert r["inferred"]["split"] == "tensor (SGLang's tensor parallelism)", r["inferred"]["split"]
 
 
 def test_vllm_server_tp_and_quantized_checkpoint_and_its_other_benchmarks(tmp_path):
@@ -1111,6 +1112,7 @@ def test_vllm_server_tp_and_quantized_checkpoint_and_its_other_benchmarks(tmp_pa
     (r,) = im.read(write(tmp_path, "tp.log", text))
     assert (r["model"], r["weights"], r["hardware"], r["n_cards"], r["split"], r["n_streams"]) == (
         "qwen2.5-32b", "awq", "h100-sxm", 2, "tensor", 32)
+    assert r["inferred"]["split"] == "tensor (vLLM's tensor parallelism)"
     js = {"backend": "vllm", "model_id": "Qwen/Qwen2.5-14B-Instruct-GPTQ-Int4", "num_prompts": 10, "completed": 10,
           "max_concurrency": 4, "total_input_tokens": 5120, "total_output_tokens": 1280, "output_throughput": 300.0,
           "mean_tpot_ms": 12.0}

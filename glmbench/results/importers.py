@@ -2289,7 +2289,7 @@ def _block_meta(b, ctx, text, text_before, fname, weights_seen):
                 inferred["split"] = "layer (llama.cpp's default -sm layer)"
             elif b.kind in _SERVING_KINDS:
                 meta["split"] = "tensor"
-                inferred["split"] = "tensor (vLLM's tensor parallelism)"
+                inferred["split"] = _serving_tp(b)
     else:
         ctx.notice(b.start, "card: not stated (no device lines and no GPU named in the text or the file name); "
                             "calibrate needs --hardware")
@@ -2300,7 +2300,7 @@ def _block_meta(b, ctx, text, text_before, fname, weights_seen):
             inferred["card"] = f"not stated, x{n} (from {why_n})"
             if n > 1 and b.kind in _SERVING_KINDS:
                 meta["split"] = "tensor"
-                inferred["split"] = "tensor (vLLM's tensor parallelism)"
+                inferred["split"] = _serving_tp(b)
     # the backend
     if b.devices and b.backend:
         meta["backend"], inferred["backend"] = b.backend, f"{b.backend} (from the device lines)"
@@ -3247,6 +3247,13 @@ _SERVER_CMDS = ((re.compile(r"ik_llama[^\s]*[\\/](?:\S*[\\/])?llama-server(?:\.e
                 (re.compile(r"(?:^|[\s\\/])llama-server(?:\.exe)?(?:\s|$)"), "llama.cpp"),
                 (re.compile(r"(?:^|\s)vllm\s+serve\s|vllm\.entrypoints\.openai"), "vllm"),
                 (re.compile(r"sglang\.launch_server|(?:^|\s)sglang\s+serve\s"), "sglang"))
+
+
+def _serving_tp(b) -> str:
+    """Why a serving run on several cards is a tensor split: the engine's tensor parallelism (--tp), named
+    after the engine whose command lines the paste holds (SGLang's where one is sglang's, else vLLM's)."""
+    sglang = any("sglang" in text for _, text, _ in b.cmds)
+    return f"tensor ({'SGLang' if sglang else 'vLLM'}'s tensor parallelism)"
 
 
 def server_of(cmds) -> tuple[str, str, dict] | None:
