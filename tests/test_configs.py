@@ -725,3 +725,72 @@ def test_mistral3_wrapper_reads_its_text_model():
                                                                     "rope_parameters": yarn}})
     assert mi.model_type == "ministral3" and mi.sliding_window is None and mi.head_dim == 128 and mi.rope_type == "yarn"
     assert "llama_4_scaling_beta" in mi.forward_unsupported()[-1]
+
+
+# the multimodal wrappers (configs._WRAPPERS), tiny: HF builds the wrapper model from these (AutoConfig.for_model)
+_TXT = dict(vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+            head_dim=8, intermediate_size=48)
+_LIN = dict(linear_num_key_heads=2, linear_num_value_heads=2, linear_key_head_dim=8, linear_value_head_dim=8,
+            layer_types=["linear_attention", "full_attention"])
+_QVIS = dict(depth=1, hidden_size=32, num_heads=2, intermediate_size=16, out_hidden_size=32)
+_WRAPPED = {
+    "mistral3": dict(model_type="mistral3", text_config=dict(model_type="mistral", **_TXT)),
+    "gemma3": dict(model_type="gemma3", text_config=dict(model_type="gemma3_text", **_TXT), mm_tokens_per_image=4,
+                   vision_config=dict(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=16,
+                                      image_size=28, patch_size=14)),
+    "llama4": dict(model_type="llama4", text_config=dict(model_type="llama4_text", **_TXT, intermediate_size_mlp=48,
+                                                         num_local_experts=2),
+                   vision_config=dict(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=16,
+                                      image_size=28, patch_size=14, vision_output_dim=32, projector_input_dim=32,
+                                      projector_output_dim=32)),
+    "qwen3_5": dict(model_type="qwen3_5", text_config=dict(model_type="qwen3_5_text", **_TXT, **_LIN),
+                    vision_config=_QVIS),
+    "qwen3_5_moe": dict(model_type="qwen3_5_moe", vision_config=_QVIS,
+                        text_config=dict(model_type="qwen3_5_moe_text", **_TXT, **_LIN, num_experts=2,
+                                         num_experts_per_tok=1, moe_intermediate_size=8,
+                                         shared_expert_intermediate_size=8)),
+    "gemma4": dict(model_type="gemma4", text_config=dict(model_type="gemma4_text", **_TXT, global_head_dim=16,
+                                                         hidden_size_per_layer_input=0,
+                                                         vocab_size_per_layer_input=64)),
+}
+
+
+def _wrapped(mt, top, text):
+    d = json.loads(json.dumps(_WRAPPED[mt]))
+    if top is not KeyError:         # (KeyError: the field absent)
+        d["tie_word_embeddings"] = top
+    if text is not KeyError:
+        d["text_config"]["tie_word_embeddings"] = text
+    return d
+
+
+@pytest.mark.parametrize("mt", sorted(_WRAPPED))
+def test_wrapper_ties_as_hf_does(mt):
+    """A wrapper config's top-level tie_word_embeddings against its text_config's: transformers 5.25 ties by the
+    wrapper's field (all but Llama 4, whose text model ties by its own); glmbench prices the lm_head the same way
+    (oracle: the HF wrapper model built from the config, its output embedding the input's or not)."""
+    transformers = pytest.importorskip("transformers")
+    torch = pytest.importorskip("torch")
+    for top, text in ((True, False), (False, True)):
+        d = _wrapped(mt, top, text)
+        with torch.device("meta"):
+            m = transformers.AutoModelForImageTextToText.from_config(transformers.AutoConfig.for_model(**d))
+        hf_tied = m.get_output_embeddings().weight is m.get_input_embeddings().weight
+        c = configs.from_hf(d)
+        assert c.tie_word_embeddings == hf_tied == (text if mt == "llama4" else top), (mt, top, text)
+        assert ("lm_head.weight" in c.tensor_shapes()) == (not hf_tied)
+
+
+@pytest.mark.parametrize("mt", sorted(_WRAPPED))
+def test_wrapper_tie_absent_at_top_level_takes_the_text_configs(mt):
+    # (a transformers 4 file: Mistral Small 3.1's config.json states neither, its checkpoint holds an lm_head)
+    for text in (True, False):
+        assert configs.from_hf(_wrapped(mt, KeyError, text)).tie_word_embeddings == text
+    assert not configs.from_hf(_wrapped("mistral3", KeyError, KeyError)).tie_word_embeddings  # MistralConfig's default
+    assert configs.from_hf(_wrapped("gemma3", KeyError, KeyError)).tie_word_embeddings        # Gemma3TextConfig's
+
+
+@pytest.mark.parametrize("bad", [None, "false", 0])
+def test_wrapper_top_level_tie_must_be_a_bool(bad):
+    with pytest.raises(ValueError, match=r"`tie_word_embeddings` \(top level of the 'gemma3' config\)"):
+        configs.from_hf(_wrapped("gemma3", bad, True))

@@ -190,6 +190,19 @@ _WRAPPERS = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_5": "qwen3
              # Mistral Small 3.1 / 3.2 and Devstral Small 2: a Mistral (or Ministral 3) text model, whose
              # model_type its text_config states (Mistral3Config's default: mistral)
              "mistral3": None}
+# Which tie_word_embeddings a wrapper's text model gets (transformers 5.25): Gemma3ForConditionalGeneration,
+# Qwen3_5ForConditionalGeneration, Qwen3_5MoeForConditionalGeneration, Gemma4ForConditionalGeneration and
+# Mistral3ForConditionalGeneration declare `_tied_weights_keys` {lm_head: model.language_model.embed_tokens} on the
+# wrapper, and PreTrainedModel.get_expanded_tied_weights_keys (modeling_utils.py) ties by the config of the module
+# that declares them: the wrapper's TOP-LEVEL field, whatever its text_config says. Llama4ForConditionalGeneration
+# declares none; its language_model is a Llama4ForCausalLM(config.text_config), tied by the text_config's field
+# (absent here: the text config's value). A top-level field absent from the file: transformers 5's to_diff_dict
+# always writes it for these classes (PreTrainedConfig has no such field to compare with), so only a file of
+# transformers 4 lacks it, and 4.x tied by the text config (get_text_config(decoder=True)); Mistral Small 3.1 /
+# 3.2's config.json (transformers 4.50) states neither, yet its checkpoint holds an lm_head, which 5.25's
+# from_pretrained keeps untied (tie_weights: "both are present ... we will NOT tie them"). So: absent -> the text
+# config's value (its family's default where it states none)
+_WRAPPER_TIE_TOP = ("gemma3", "qwen3_5", "qwen3_5_moe", "gemma4", "mistral3")
 # model_types whose (remote) code is one of the families': Kimi-K2's is DeepSeek-V3's
 _ALIASES = {"kimi_k2": "deepseek_v3"}
 # families whose norms are LayerNorms (weight only) with eps `layer_norm_eps`, one per layer, before
@@ -1807,7 +1820,13 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
         tc = hf.get("text_config")
         if not isinstance(tc, dict):
             raise ValueError(f"config field `text_config` of a {mt!r} config must be an object, got {tc!r}")
+        has_top, top_tie = "tie_word_embeddings" in hf, hf.get("tie_word_embeddings")
         hf = {**tc, "model_type": _WRAPPERS[mt] or tc.get("model_type") or "mistral"}
+        if mt in _WRAPPER_TIE_TOP and has_top:   # (the wrapper's field wins: _WRAPPER_TIE_TOP)
+            if not isinstance(top_tie, bool):
+                raise ValueError(f"config field `tie_word_embeddings` (top level of the {mt!r} config) must be "
+                                 f"true or false, got {top_tie!r}")
+            hf["tie_word_embeddings"] = top_tie
         mt = hf["model_type"]
     if mt in _ALIASES:
         hf = {**hf, "model_type": _ALIASES[mt]}
