@@ -794,3 +794,40 @@ def test_wrapper_tie_absent_at_top_level_takes_the_text_configs(mt):
 def test_wrapper_top_level_tie_must_be_a_bool(bad):
     with pytest.raises(ValueError, match=r"`tie_word_embeddings` \(top level of the 'gemma3' config\)"):
         configs.from_hf(_wrapped("gemma3", bad, True))
+
+
+_MLP_BIAS_TINY = {
+    "llama": dict(_TXT),
+    "seed_oss": dict(_TXT),
+    "deepseek_v2": dict(_TXT, num_key_value_heads=4, kv_lora_rank=16, q_lora_rank=None, qk_rope_head_dim=4,
+                        qk_nope_head_dim=8, v_head_dim=8, n_routed_experts=4, num_experts_per_tok=2,
+                        moe_intermediate_size=16, n_shared_experts=2, first_k_dense_replace=1),
+}
+
+
+@pytest.mark.parametrize("mt", configs.MLP_BIAS_FAMILIES)
+def test_mlp_bias_is_priced_as_hf_builds_it(mt):
+    """mlp_bias (LlamaMLP / SeedOssMLP / DeepseekV2MLP: gate, up and down biased; DeepSeek-V2's shared experts
+    are such an MLP, its routed experts are not): the biases counted, tensor by tensor, as HF builds them; Model
+    refuses the config (its MLP adds no bias) rather than run it without them."""
+    transformers = pytest.importorskip("transformers")
+    torch = pytest.importorskip("torch")
+    d = dict(_MLP_BIAS_TINY[mt], model_type=mt)
+    assert not configs.from_hf(d).mlp_bias       # (HF's default: false)
+    with torch.device("meta"):
+        m = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**{**d, "mlp_bias": True}))
+    c = configs.from_hf({**d, "mlp_bias": True})
+    assert c.mlp_bias and c.total_params() == sum(p.numel() for p in m.parameters())
+    hf_biases = {k: tuple(p.shape) for k, p in m.named_parameters() if ".mlp." in k and k.endswith(".bias")}
+    ours = {k: s for k, s in c.tensor_shapes().items() if ".mlp." in k and k.endswith(".bias")}
+    assert hf_biases and ours == hf_biases
+    assert c.total_params() > configs.from_hf(d).total_params()
+    assert any("mlp_bias" in x for x in c.forward_unsupported())
+    from glmbench.models.model import Model
+    with pytest.raises(ValueError, match="mlp_bias"):
+        Model(c)
+
+
+def test_mlp_bias_must_be_a_bool():
+    with pytest.raises(ValueError, match=r"`mlp_bias` must be true or false, got 'yes'"):
+        configs.from_hf(dict(_TXT, model_type="llama", mlp_bias="yes"))

@@ -203,6 +203,10 @@ _WRAPPERS = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_5": "qwen3
 # from_pretrained keeps untied (tie_weights: "both are present ... we will NOT tie them"). So: absent -> the text
 # config's value (its family's default where it states none)
 _WRAPPER_TIE_TOP = ("gemma3", "qwen3_5", "qwen3_5_moe", "gemma4", "mistral3")
+# families whose HF config has `mlp_bias` (LlamaMLP, SeedOssMLP, DeepseekV2MLP: gate / up / down built with
+# bias=config.mlp_bias, transformers 5.25); priced with the biases (ModelConfig.mlp_bias), Model does not run them.
+# (Nemotron-H's and Falcon-H1's mlp_bias are refused: _mamba_fields, _falcon_h1_fields)
+MLP_BIAS_FAMILIES = ("llama", "seed_oss", "deepseek_v2")
 # model_types whose (remote) code is one of the families': Kimi-K2's is DeepSeek-V3's
 _ALIASES = {"kimi_k2": "deepseek_v3"}
 # families whose norms are LayerNorms (weight only) with eps `layer_norm_eps`, one per layer, before
@@ -216,12 +220,12 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
                           rope_interleave=True, topk_method="noaux_tc"),
     "deepseek_v2": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False, n_group=1,
                         topk_group=1, norm_topk_prob=False, routed_scaling_factor=1.0, n_shared_experts=2,
-                        first_k_dense_replace=0, topk_method="greedy", scoring_func="softmax"),
+                        first_k_dense_replace=0, topk_method="greedy", scoring_func="softmax", mlp_bias=False),
     "qwen3": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False, head_dim=128),
     # (Qwen3MoeConfig has no head_dim default: Qwen3MoeAttention takes hidden_size / num_attention_heads)
     "qwen3_moe": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False,
                       norm_topk_prob=False, decoder_sparse_step=1, mlp_only_layers=[]),
-    "llama": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False),
+    "llama": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False, mlp_bias=False),
     "mistral": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, num_key_value_heads=8, sliding_window=4096),
     # Ministral3Config (transformers 5.25): Mistral's layers, no window, YaRN with an attention temperature
     "ministral3": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, num_key_value_heads=8, head_dim=128,
@@ -230,7 +234,7 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
                     num_local_experts=8, num_experts_per_tok=2),
     "phi3": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, sliding_window=None),
     "seed_oss": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=True, attention_out_bias=False,
-                     head_dim=128, num_key_value_heads=8),
+                     head_dim=128, num_key_value_heads=8, mlp_bias=False),
     "qwen2": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, max_window_layers=28),
     "glm4_moe": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=False, n_group=1, topk_group=1,
                      norm_topk_prob=True, routed_scaling_factor=1.0, n_shared_experts=1, first_k_dense_replace=1,
@@ -468,6 +472,9 @@ class ModelConfig:
     index_head_dim: int = 0
     index_topk: int = 0
     indexer_layers: tuple = ()
+    # the dense MLPs' gate / up / down carry a bias (and DeepSeek-V2's shared experts', built as its MLP): HF's
+    # mlp_bias (MLP_BIAS_FAMILIES); priced, not run (forward_unsupported)
+    mlp_bias: bool = False
 
     # ---- structure --------------------------------------------------------------------------
     def is_moe_layer(self, i: int) -> bool:
@@ -629,6 +636,8 @@ class ModelConfig:
             out.append(f"{self.n_layer_norms} norms per layer (Gemma's sandwich norms)")
         if (self.expert_bias or self.attention_sinks) and self.model_type != "gpt_oss":
             out.append("attention sinks and expert biases outside GPT-OSS")
+        if self.mlp_bias:
+            out.append("mlp_bias (biases on the MLP's gate / up / down projections)")
         if self.model_type in PRICED_ONLY:
             out.append(f"{PRICED_ONLY[self.model_type]} (model_type {self.model_type!r} is priced, not run)")
         return out
@@ -820,8 +829,9 @@ class ModelConfig:
         return 2 * self.hidden_size * self.moe_latent_size
 
     def shared_expert_params(self) -> int:
-        return self.mlp_matrices * self.hidden_size * self.shared_expert_intermediate_size \
-            + (self.hidden_size if self.shared_expert_gate else 0)
+        Fs = self.shared_expert_intermediate_size
+        return self.mlp_matrices * self.hidden_size * Fs + (self.hidden_size if self.shared_expert_gate else 0) \
+            + (2 * Fs + self.hidden_size if self.mlp_bias and Fs else 0)
 
     def router_params(self) -> int:
         return self.n_routed_experts * self.hidden_size + (self.n_routed_experts if self.router_bias else 0) \
@@ -830,7 +840,8 @@ class ModelConfig:
     def dense_mlp_params(self, i: int | None = None) -> int:
         """One dense MLP (layer i's, None: intermediate_size wide)."""
         F = self.intermediate_size if i is None else self.layer_intermediate(i)
-        return self.mlp_matrices * self.hidden_size * F
+        return self.mlp_matrices * self.hidden_size * F + ((self.mlp_matrices - 1) * F + self.hidden_size
+                                                           if self.mlp_bias else 0)
 
     def embedding_params(self) -> int:
         """Input embedding plus lm_head (once if tied), plus Gemma 4's per-layer embedding table."""
@@ -937,12 +948,16 @@ class ModelConfig:
                     Fs = self.shared_expert_intermediate_size
                     for n in parts:
                         t[p + f"mlp.shared_experts.{n}_proj.weight"] = (D, Fs) if n == "down" else (Fs, D)
+                        if self.mlp_bias:       # (DeepSeek-V2: its shared experts are a DeepseekV2MLP)
+                            t[p + f"mlp.shared_experts.{n}_proj.bias"] = (D,) if n == "down" else (Fs,)
                     if self.shared_expert_gate:
                         t[p + "mlp.shared_expert_gate.weight"] = (1, D)
             elif self.has_ffn(i):
                 F = self.layer_intermediate(i)
                 for n in parts:
                     t[p + f"mlp.{n}_proj.weight"] = (D, F) if n == "down" else (F, D)
+                    if self.mlp_bias:
+                        t[p + f"mlp.{n}_proj.bias"] = (D,) if n == "down" else (F,)
         return t
 
     def _attention_tensors(self, i: int | None = None) -> dict[str, tuple]:
@@ -1856,7 +1871,8 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
     kw: dict[str, Any] = dict(name=name, model_type=mt, attention=attention, n_layers=L, hidden_size=D,
                               vocab_size=V, tie_word_embeddings=tie, rms_norm_eps=eps, n_heads=H,
                               rope_theta=theta, rope_scaling=scaling, hf=hf, hidden_act=act,
-                              max_position_embeddings=r.int("max_position_embeddings", required=False) or 0)
+                              max_position_embeddings=r.int("max_position_embeddings", required=False) or 0,
+                              mlp_bias=mt in MLP_BIAS_FAMILIES and r.bool("mlp_bias"))
 
     if attention == "mla":
         q_lora = r.int("q_lora_rank", allow_none=True)

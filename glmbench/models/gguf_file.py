@@ -720,6 +720,10 @@ def hf_config(g: GGUFFile) -> dict:
             hf.update(model_type="mistral", sliding_window=None)
         return hf
     hf["model_type"] = {"qwen3": "qwen3", "qwen2": "qwen2", "llama": "llama"}[arch]
+    if arch == "llama":
+        # llama.cpp's llama loads optional MLP biases (src/models/llama.cpp: ffn_gate / ffn_down / ffn_up "bias",
+        # TENSOR_NOT_REQUIRED): HF's mlp_bias
+        hf["mlp_bias"] = blk(0, "ffn_up").replace("weight", "bias") in ts
     return hf
 
 
