@@ -831,3 +831,23 @@ def test_mlp_bias_is_priced_as_hf_builds_it(mt):
 def test_mlp_bias_must_be_a_bool():
     with pytest.raises(ValueError, match=r"`mlp_bias` must be true or false, got 'yes'"):
         configs.from_hf(dict(_TXT, model_type="llama", mlp_bias="yes"))
+
+
+@pytest.mark.parametrize("name", ["glm-4.7-flash", "deepseek-v2-lite", "deepseek-v3", "glm-4.5-air", "glm-5"])
+def test_first_k_dense_replace_out_of_range_is_named(name):
+    L = json.load(open(configs.builtin_path(name)))["num_hidden_layers"]
+    for bad in (-1, L + 1, 10 ** 6):
+        with pytest.raises(ValueError, match=rf"`first_k_dense_replace` must be in \[0, {L}\], got {bad}"):
+            configs.load(_bad(name, first_k_dense_replace=bad))
+    # the ends of the range: every layer dense, every layer MoE
+    assert configs.load(_bad(name, first_k_dense_replace=L)).moe_layers == ()
+    assert configs.load(_bad(name, first_k_dense_replace=0)).moe_layers == tuple(range(L))
+
+
+@pytest.mark.parametrize("bad,match", [(-1, r"`num_nextn_predict_layers` must be >= 0, got -1"),
+                                       ("1", r"`num_nextn_predict_layers` must be an integer")])
+def test_num_nextn_predict_layers_is_checked(bad, match):
+    with pytest.raises(ValueError, match=match):
+        configs.load(_bad("glm-4.5-air", num_nextn_predict_layers=bad))
+    assert configs.load(_bad("glm-4.5-air", num_nextn_predict_layers=0)).total_params() == \
+        configs.load("glm-4.5-air").total_params()

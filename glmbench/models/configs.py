@@ -1291,7 +1291,7 @@ class _Reader:
             raise ValueError(f"config field `{key}` is missing (model_type {self.mt!r})")
         return None
 
-    def int(self, key, minimum=1, required=True, allow_none=False):
+    def int(self, key, minimum=1, required=True, allow_none=False, maximum=None):
         v = self.raw(key, required)
         if v is None:
             if allow_none or not required:
@@ -1302,6 +1302,8 @@ class _Reader:
                 v = int(v)
             else:
                 raise ValueError(f"config field `{key}` must be an integer, got {v!r}")
+        if maximum is not None and not minimum <= v <= maximum:
+            raise ValueError(f"config field `{key}` must be in [{minimum}, {maximum}], got {v}")
         if v < minimum:
             raise ValueError(f"config field `{key}` must be >= {minimum}, got {v}")
         hi = vocab.MAX_CONFIG.get(key)
@@ -1855,6 +1857,9 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
     attention = FAMILIES[mt]
     # Nemotron-H: the layers are its pattern's blocks (transformers 5 ignores num_hidden_layers)
     L = len(_nemotron_blocks(r)) if mt == "nemotron_h" else r.int("num_hidden_layers")
+    # the multi-token-prediction layers beyond num_hidden_layers (DeepSeek-V3, GLM-4.5 and their kin): neither
+    # counted nor cached (the module docstring's conventions), but a count below 0 is no config's
+    r.int("num_nextn_predict_layers", minimum=0, required=False, allow_none=True)
     D = r.int("hidden_size")
     V = r.int("vocab_size")
     H = r.int("num_attention_heads")
@@ -2099,7 +2104,8 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
                                      f"{L} layers, got {types!r}")
                 moe_layers = tuple(i for i, t in enumerate(types) if t == "sparse")
             else:
-                fk = r.int("first_k_dense_replace", minimum=0, required=False)
+                # (HF's decoder layer: MoE from layer first_k_dense_replace on; L: every layer dense)
+                fk = r.int("first_k_dense_replace", minimum=0, maximum=L, required=False)
                 moe_layers = tuple(range(1 if fk is None else fk, L))
             if types is None and mt == "deepseek_v3":
                 freq = r.int("moe_layer_freq", required=False) or 1
@@ -2114,7 +2120,7 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
             if method != "noaux_tc":
                 raise ValueError(f"config field `topk_method` = {method!r}: {mt} routes with 'noaux_tc'")
         else:
-            fk = r.int("first_k_dense_replace", minimum=0)
+            fk = r.int("first_k_dense_replace", minimum=0, maximum=L)
             freq = r.int("moe_layer_freq", required=False) or 1
             moe_layers = tuple(i for i in range(fk, L) if i % freq == 0)
             scoring = r.raw("scoring_func")
