@@ -851,3 +851,25 @@ def test_num_nextn_predict_layers_is_checked(bad, match):
         configs.load(_bad("glm-4.5-air", num_nextn_predict_layers=bad))
     assert configs.load(_bad("glm-4.5-air", num_nextn_predict_layers=0)).total_params() == \
         configs.load("glm-4.5-air").total_params()
+
+
+@pytest.mark.parametrize("name", ["minimax-m2", "nemotron-h-8b"])
+def test_attention_bias_ignored_where_hf_ignores_it(name):
+    # MiniMaxM2Attention and NemotronHAttention build q/k/v/o without a bias whatever attention_bias says
+    c = configs.load(_bad(name, attention_bias=True))
+    assert not c.attention_bias and not c.attention_out_bias
+    assert not any(k.endswith("_proj.bias") and ".self_attn." in k for k in c.tensor_shapes())
+    assert c.total_params() == configs.load(name).total_params()
+
+
+@pytest.mark.parametrize("mt", ["llama", "qwen3", "gemma2", "cohere"])
+def test_attention_bias_priced_where_hf_builds_it(mt):
+    transformers = pytest.importorskip("transformers")
+    torch = pytest.importorskip("torch")
+    d = dict(_TXT, model_type=mt, attention_bias=True)
+    with torch.device("meta"):
+        m = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**d))
+    c = configs.from_hf(d)
+    hf_biases = {k: tuple(p.shape) for k, p in m.named_parameters() if k.endswith(".bias")}
+    assert hf_biases and {k: s for k, s in c.tensor_shapes().items() if k.endswith(".bias")} == hf_biases
+    assert c.total_params() == sum(p.numel() for p in m.parameters())

@@ -1941,6 +1941,10 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
             bias = r.bool("use_bias")  # Ernie4_5_MoeAttention: every projection, o_proj too
         elif mt in SHORTCONV_FAMILIES:
             bias = False             # Lfm2Attention: no bias on any projection
+        elif mt in ("minimax_m2", "nemotron_h"):
+            # MiniMaxM2Attention / NemotronHAttention (transformers 5.25): q/k/v/o built with bias=False whatever
+            # the config's attention_bias says (NemotronHConfig has the field, HF's attention never reads it)
+            bias = False
         else:
             bias = r.bool("attention_bias", required=False)
         out_bias = r.bool("attention_out_bias") if mt == "seed_oss" else \
