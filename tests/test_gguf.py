@@ -564,3 +564,15 @@ def test_llama_mlp_biases_read_as_mlp_bias(tmp_path):
     assert _compare_fields(c, configs.from_hf(cfg.to_dict())) == {}
     assert "model.layers.0.mlp.down_proj.bias" in c.file_weights.bytes_of()
     assert not configs.load(_write(tmp_path, "llama")[2]).mlp_bias
+
+
+@pytest.mark.parametrize("ftype", [9999, int(gguf.LlamaFileType.MOSTLY_F16)])
+def test_general_file_type_is_not_the_tensors_type(tmp_path, ftype):
+    """general.file_type names the file only (llama.cpp's loader checks it against nothing): an unknown value or
+    one that contradicts every matrix (F16 over Q4_0 matrices) loads, and the types and bytes are the tensors'."""
+    types = lambda n, s: T.Q4_0
+    _, _, p = _write(tmp_path, "llama", types=types, meta={"general.file_type": (ftype, gguf.GGUFValueType.UINT32)})
+    assert gguf_file.read(p).get("general.file_type") == ftype
+    fw = configs.load(p).file_weights
+    assert fw.main_type == "Q4_0" and fw.weight_format == "q4_0"
+    assert fw.total_bytes == sum(int(t.n_bytes) for t in gguf.GGUFReader(p).tensors)
