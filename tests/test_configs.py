@@ -873,3 +873,34 @@ def test_attention_bias_priced_where_hf_builds_it(mt):
     hf_biases = {k: tuple(p.shape) for k, p in m.named_parameters() if k.endswith(".bias")}
     assert hf_biases and {k: s for k, s in c.tensor_shapes().items() if k.endswith(".bias")} == hf_biases
     assert c.total_params() == sum(p.numel() for p in m.parameters())
+
+
+def test_nemotron_h_use_bias_is_refused():
+    # HF's NemotronHMamba2Mixer biases in_proj / out_proj by use_bias (not modelled: refused, not dropped)
+    with pytest.raises(ValueError, match=r"`use_bias` = true"):
+        configs.load(_bad("nemotron-h-8b", use_bias=True))
+    assert configs.load(_bad("nemotron-h-8b", use_bias=False)).total_params() == \
+        configs.load("nemotron-h-8b").total_params()
+
+
+def test_bidirectional_gemma_is_refused():
+    # Gemma3TextModel with use_bidirectional_attention masks nothing (EmbeddingGemma); Gemma 4's "all" likewise
+    with pytest.raises(ValueError, match=r"`use_bidirectional_attention` = true"):
+        configs.load(_bad("gemma-3-1b", use_bidirectional_attention=True))
+    with pytest.raises(ValueError, match=r"`use_bidirectional_attention` = 'all'"):
+        configs.load(_bad("gemma-4-e2b", use_bidirectional_attention="all"))
+    for ok in (None, "vision"):    # the text still causal
+        assert configs.load(_bad("gemma-4-e2b", use_bidirectional_attention=ok)).total_params() == \
+            configs.load("gemma-4-e2b").total_params()
+    assert configs.load(_bad("gemma-3-1b", use_bidirectional_attention=False)).forward_unsupported() == []
+
+
+def test_gpt_oss_swiglu_constants():
+    from glmbench.core import ops
+    assert configs.GPT_OSS_SWIGLU == (ops.SWIGLU_ALPHA, ops.SWIGLU_LIMIT)
+    assert configs.load("gpt-oss-20b").forward_unsupported() == []
+    c = configs.load(_bad("gpt-oss-20b", swiglu_limit=10.0))
+    assert "swiglu_limit = 1.702, 10.0" in c.forward_unsupported()[-1]
+    assert c.total_params() == configs.load("gpt-oss-20b").total_params()    # (numerics only: priced alike)
+    with pytest.raises(ValueError, match=r"`swiglu_alpha` must be a finite number"):
+        configs.load(_bad("gpt-oss-20b", swiglu_alpha="fast"))

@@ -213,6 +213,10 @@ _ALIASES = {"kimi_k2": "deepseek_v3"}
 # attention and MLP side by side (Model runs them: Layer._forward_cohere)
 LAYERNORM_FAMILIES = ("cohere", "cohere2")
 
+# GPT-OSS's clamped SwiGLU, (swiglu_alpha, swiglu_limit): GptOssConfig's defaults, the constants Model's
+# forward uses (core/ops.py SWIGLU_ALPHA / SWIGLU_LIMIT); a config with others is priced, not run
+GPT_OSS_SWIGLU = (1.702, 7.0)
+
 # HF config-class defaults for optional behavioural fields (transformers 5.x).
 _DEFAULTS: dict[str, dict[str, Any]] = {
     "glm4_moe_lite": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=False, n_group=1,
@@ -257,6 +261,7 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
                    num_key_value_heads=4, sliding_window=4096, hidden_activation="gelu_pytorch_tanh",
                    query_pre_attn_scalar=256, final_logit_softcapping=30.0, attn_logit_softcapping=50.0),
     "gpt_oss": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=True, head_dim=64,
+                    swiglu_alpha=GPT_OSS_SWIGLU[0], swiglu_limit=GPT_OSS_SWIGLU[1],
                     num_key_value_heads=8, sliding_window=128, num_experts_per_tok=4, num_local_experts=128),
     "glm4": dict(rms_norm_eps=1.5625e-07, tie_word_embeddings=False, attention_bias=True, head_dim=128,
                  num_key_value_heads=2, partial_rotary_factor=0.5),
@@ -295,6 +300,7 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     # NemotronHConfig (transformers 5.25): its defaults are Nemotron-H-8B's sizes; real config.json
     # files give the layers as hybrid_override_pattern ("M" Mamba-2, "*" attention, "-" MLP, "E" MoE)
     "nemotron_h": dict(layer_norm_epsilon=1e-5, tie_word_embeddings=False, attention_bias=False, head_dim=128,
+                       use_bias=False,
                        num_key_value_heads=8, intermediate_size=21504, mlp_hidden_act="relu2", mlp_bias=False,
                        ssm_state_size=128, mamba_num_heads=128, mamba_head_dim=64, n_groups=8, conv_kernel=4,
                        use_conv_bias=True, mamba_proj_bias=False, n_routed_experts=8, n_shared_experts=1,
@@ -638,6 +644,11 @@ class ModelConfig:
             out.append("attention sinks and expert biases outside GPT-OSS")
         if self.mlp_bias:
             out.append("mlp_bias (biases on the MLP's gate / up / down projections)")
+        if self.model_type == "gpt_oss":
+            sw = (self.hf.get("swiglu_alpha", GPT_OSS_SWIGLU[0]), self.hf.get("swiglu_limit", GPT_OSS_SWIGLU[1]))
+            if tuple(map(float, sw)) != GPT_OSS_SWIGLU:
+                out.append(f"GPT-OSS's clamped SwiGLU with swiglu_alpha, swiglu_limit = {sw[0]}, {sw[1]} (Model's is "
+                           f"{GPT_OSS_SWIGLU[0]}, {GPT_OSS_SWIGLU[1]})")
         if self.model_type in PRICED_ONLY:
             out.append(f"{PRICED_ONLY[self.model_type]} (model_type {self.model_type!r} is priced, not run)")
         return out
@@ -1526,9 +1537,12 @@ def _mamba_fields(r: _Reader, L: int, D: int) -> dict:
         moe = tuple(i for i, b in enumerate(blocks) if b == "moe")
         H, P = r.int("mamba_num_heads"), r.int("mamba_head_dim")
         G, N, K = r.int("n_groups"), r.int("ssm_state_size"), r.int("conv_kernel")
-        if r.bool("mlp_bias") or r.bool("mamba_proj_bias"):
-            raise ValueError("config fields `mlp_bias` / `mamba_proj_bias` = true: biased MLPs and Mamba "
-                             "projections are not modelled (the released Nemotron-H models have none)")
+        # (HF's NemotronHMamba2Mixer biases in_proj / out_proj by `use_bias`, transformers 5.25; NVIDIA's remote
+        # code names it mamba_proj_bias too: either is refused)
+        for k in ("mlp_bias", "mamba_proj_bias", "use_bias"):
+            if r.bool(k):
+                raise ValueError(f"config field `{k}` = true: biased MLPs and Mamba projections are not modelled "
+                                 f"(the released Nemotron-H models have none)")
         out.update(mixer_layers=mixers, ffn_layers=ffn, mlp_gated=False, n_layer_norms=1,
                    linear_conv_bias=r.bool("use_conv_bias"))
         if moe:
@@ -1959,12 +1973,22 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
                 mwl = r.int("max_window_layers", minimum=0, required=False)
                 win_layers = _layer_types(r, L, lambda i: mwl is not None and i >= mwl)
         elif mt == "gemma3_text":
+            if r.raw("use_bidirectional_attention", required=False):
+                # Gemma3TextModel then masks nothing (EmbeddingGemma: an encoder, no token-by-token decoding)
+                raise ValueError("config field `use_bidirectional_attention` = true: a bidirectional Gemma 3 "
+                                 "(EmbeddingGemma) is an encoder; glmbench prices causal decoding")
             sw = r.int("sliding_window")
             pat = r.int("sliding_window_pattern" if "sliding_window_pattern" in hf else "_sliding_window_pattern",
                         required=False) or r.defaults["sliding_window_pattern"]
             win_layers = _layer_types(r, L, lambda i: (i + 1) % pat != 0)
             kw.update(_gemma_fields(r))
         elif mt in GEMMA4_FAMILIES:
+            bidi = r.raw("use_bidirectional_attention", required=False)
+            if bidi == "all":
+                # Gemma4TextAttention: is_causal = use_bidirectional_attention != "all" (Gemma4TextConfig: "all", every
+                # token bidirectional; "vision", an image's tokens only, the text still causal)
+                raise ValueError("config field `use_bidirectional_attention` = 'all': a bidirectional Gemma 4 is an "
+                                 "encoder; glmbench prices causal decoding (null or 'vision' keep the text causal)")
             sw = r.int("sliding_window")
             win_layers = _layer_types(r, L, lambda i: (i + 1) % 6 != 0)
             if L - 1 in win_layers:     # HF forces the last layer to full attention
@@ -1977,6 +2001,7 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
         elif mt == "gpt_oss":
             sw = r.int("sliding_window")
             win_layers = _layer_types(r, L, lambda i: i % 2 == 0)
+            r.float("swiglu_alpha"), r.float("swiglu_limit")    # (checked; forward_unsupported compares them)
         elif mt == "cohere2":   # Cohere2Config: every sliding_window_pattern-th layer global
             sw = r.int("sliding_window")
             pat = r.int("sliding_window_pattern")
