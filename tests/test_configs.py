@@ -904,3 +904,9 @@ def test_gpt_oss_swiglu_constants():
     assert c.total_params() == configs.load("gpt-oss-20b").total_params()    # (numerics only: priced alike)
     with pytest.raises(ValueError, match=r"`swiglu_alpha` must be a finite number"):
         configs.load(_bad("gpt-oss-20b", swiglu_alpha="fast"))
+
+
+def test_nemotron_h_mamba_activation_other_than_silu_is_not_run():
+    assert configs.load("nemotron-h-8b").forward_unsupported() == []
+    c = configs.load(_bad("nemotron-h-8b", mamba_hidden_act="gelu"))
+    assert "mamba_hidden_act 'gelu'" in c.forward_unsupported()[-1]

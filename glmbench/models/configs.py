@@ -644,6 +644,9 @@ class ModelConfig:
             out.append("attention sinks and expert biases outside GPT-OSS")
         if self.mlp_bias:
             out.append("mlp_bias (biases on the MLP's gate / up / down projections)")
+        if self.model_type == "nemotron_h" and self.hf.get("mamba_hidden_act", "silu") != "silu":
+            # (NemotronHMamba2Mixer: the convolution's activation is mamba_hidden_act; Model's is silu)
+            out.append(f"mamba_hidden_act {self.hf['mamba_hidden_act']!r} (Model's Mamba-2 convolution runs silu)")
         if self.model_type == "gpt_oss":
             sw = (self.hf.get("swiglu_alpha", GPT_OSS_SWIGLU[0]), self.hf.get("swiglu_limit", GPT_OSS_SWIGLU[1]))
             if tuple(map(float, sw)) != GPT_OSS_SWIGLU:
