@@ -213,8 +213,8 @@ _ALIASES = {"kimi_k2": "deepseek_v3"}
 # attention and MLP side by side (Model runs them: Layer._forward_cohere)
 LAYERNORM_FAMILIES = ("cohere", "cohere2")
 
-# GPT-OSS's clamped SwiGLU, (swiglu_alpha, swiglu_limit): GptOssConfig's defaults, the constants Model's
-# forward uses (core/ops.py SWIGLU_ALPHA / SWIGLU_LIMIT); a config with others is priced, not run
+# GPT-OSS's clamped SwiGLU, (swiglu_alpha, swiglu_limit): GptOssConfig's defaults (core/ops.py SWIGLU_ALPHA /
+# SWIGLU_LIMIT); Model's GPT-OSS layer takes the config's own (model.py, ops.moe_gpt_oss)
 GPT_OSS_SWIGLU = (1.702, 7.0)
 
 # HF config-class defaults for optional behavioural fields (transformers 5.x).
@@ -647,11 +647,6 @@ class ModelConfig:
         if self.model_type == "nemotron_h" and self.hf.get("mamba_hidden_act", "silu") != "silu":
             # (NemotronHMamba2Mixer: the convolution's activation is mamba_hidden_act; Model's is silu)
             out.append(f"mamba_hidden_act {self.hf['mamba_hidden_act']!r} (Model's Mamba-2 convolution runs silu)")
-        if self.model_type == "gpt_oss":
-            sw = (self.hf.get("swiglu_alpha", GPT_OSS_SWIGLU[0]), self.hf.get("swiglu_limit", GPT_OSS_SWIGLU[1]))
-            if tuple(map(float, sw)) != GPT_OSS_SWIGLU:
-                out.append(f"GPT-OSS's clamped SwiGLU with swiglu_alpha, swiglu_limit = {sw[0]}, {sw[1]} (Model's is "
-                           f"{GPT_OSS_SWIGLU[0]}, {GPT_OSS_SWIGLU[1]})")
         if self.model_type in PRICED_ONLY:
             out.append(f"{PRICED_ONLY[self.model_type]} (model_type {self.model_type!r} is priced, not run)")
         return out
@@ -2004,7 +1999,8 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
         elif mt == "gpt_oss":
             sw = r.int("sliding_window")
             win_layers = _layer_types(r, L, lambda i: i % 2 == 0)
-            r.float("swiglu_alpha"), r.float("swiglu_limit")    # (checked; forward_unsupported compares them)
+            # (numbers Model's GPT-OSS layer reads from the config: checked here, where a bad one is named)
+            r.float("swiglu_alpha"), r.float("swiglu_limit")
         elif mt == "cohere2":   # Cohere2Config: every sliding_window_pattern-th layer global
             sw = r.int("sliding_window")
             pat = r.int("sliding_window_pattern")
