@@ -732,3 +732,188 @@ def test_mistral3_wrapper_reads_its_text_model():
                                                                     "rope_parameters": yarn}})
     assert mi.model_type == "ministral3" and mi.sliding_window is None and mi.head_dim == 128 and mi.rope_type == "yarn"
     assert "llama_4_scaling_beta" in mi.forward_unsupported()[-1]
+
+
+# the multimodal wrappers (configs._WRAPPERS), tiny: HF builds the wrapper model from these (AutoConfig.for_model)
+_TXT = dict(vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+            head_dim=8, intermediate_size=48)
+_LIN = dict(linear_num_key_heads=2, linear_num_value_heads=2, linear_key_head_dim=8, linear_value_head_dim=8,
+            layer_types=["linear_attention", "full_attention"])
+_QVIS = dict(depth=1, hidden_size=32, num_heads=2, intermediate_size=16, out_hidden_size=32)
+_WRAPPED = {
+    "mistral3": dict(model_type="mistral3", text_config=dict(model_type="mistral", **_TXT)),
+    "gemma3": dict(model_type="gemma3", text_config=dict(model_type="gemma3_text", **_TXT), mm_tokens_per_image=4,
+                   vision_config=dict(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=16,
+                                      image_size=28, patch_size=14)),
+    "llama4": dict(model_type="llama4", text_config=dict(model_type="llama4_text", **_TXT, intermediate_size_mlp=48,
+                                                         num_local_experts=2),
+                   vision_config=dict(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=16,
+                                      image_size=28, patch_size=14, vision_output_dim=32, projector_input_dim=32,
+                                      projector_output_dim=32)),
+    "qwen3_5": dict(model_type="qwen3_5", text_config=dict(model_type="qwen3_5_text", **_TXT, **_LIN),
+                    vision_config=_QVIS),
+    "qwen3_5_moe": dict(model_type="qwen3_5_moe", vision_config=_QVIS,
+                        text_config=dict(model_type="qwen3_5_moe_text", **_TXT, **_LIN, num_experts=2,
+                                         num_experts_per_tok=1, moe_intermediate_size=8,
+                                         shared_expert_intermediate_size=8)),
+    "gemma4": dict(model_type="gemma4", text_config=dict(model_type="gemma4_text", **_TXT, global_head_dim=16,
+                                                         hidden_size_per_layer_input=0,
+                                                         vocab_size_per_layer_input=64)),
+}
+
+
+def _wrapped(mt, top, text):
+    d = json.loads(json.dumps(_WRAPPED[mt]))
+    if top is not KeyError:         # (KeyError: the field absent)
+        d["tie_word_embeddings"] = top
+    if text is not KeyError:
+        d["text_config"]["tie_word_embeddings"] = text
+    return d
+
+
+@pytest.mark.parametrize("mt", sorted(_WRAPPED))
+def test_wrapper_ties_as_hf_does(mt):
+    """A wrapper config's top-level tie_word_embeddings against its text_config's: transformers 5.25 ties by the
+    wrapper's field (all but Llama 4, whose text model ties by its own); glmbench prices the lm_head the same way
+    (oracle: the HF wrapper model built from the config, its output embedding the input's or not)."""
+    transformers = pytest.importorskip("transformers")
+    torch = pytest.importorskip("torch")
+    for top, text in ((True, False), (False, True)):
+        d = _wrapped(mt, top, text)
+        with torch.device("meta"):
+            m = transformers.AutoModelForImageTextToText.from_config(transformers.AutoConfig.for_model(**d))
+        hf_tied = m.get_output_embeddings().weight is m.get_input_embeddings().weight
+        c = configs.from_hf(d)
+        assert c.tie_word_embeddings == hf_tied == (text if mt == "llama4" else top), (mt, top, text)
+        assert ("lm_head.weight" in c.tensor_shapes()) == (not hf_tied)
+
+
+@pytest.mark.parametrize("mt", sorted(_WRAPPED))
+def test_wrapper_tie_absent_at_top_level_takes_the_text_configs(mt):
+    # (a transformers 4 file: Mistral Small 3.1's config.json states neither, its checkpoint holds an lm_head)
+    for text in (True, False):
+        assert configs.from_hf(_wrapped(mt, KeyError, text)).tie_word_embeddings == text
+    assert not configs.from_hf(_wrapped("mistral3", KeyError, KeyError)).tie_word_embeddings  # MistralConfig's default
+    assert configs.from_hf(_wrapped("gemma3", KeyError, KeyError)).tie_word_embeddings        # Gemma3TextConfig's
+
+
+@pytest.mark.parametrize("bad", [None, "false", 0])
+def test_wrapper_top_level_tie_must_be_a_bool(bad):
+    with pytest.raises(ValueError, match=r"`tie_word_embeddings` \(top level of the 'gemma3' config\)"):
+        configs.from_hf(_wrapped("gemma3", bad, True))
+
+
+_MLP_BIAS_TINY = {
+    "llama": dict(_TXT),
+    "seed_oss": dict(_TXT),
+    "deepseek_v2": dict(_TXT, num_key_value_heads=4, kv_lora_rank=16, q_lora_rank=None, qk_rope_head_dim=4,
+                        qk_nope_head_dim=8, v_head_dim=8, n_routed_experts=4, num_experts_per_tok=2,
+                        moe_intermediate_size=16, n_shared_experts=2, first_k_dense_replace=1),
+}
+
+
+@pytest.mark.parametrize("mt", configs.MLP_BIAS_FAMILIES)
+def test_mlp_bias_is_priced_as_hf_builds_it(mt):
+    """mlp_bias (LlamaMLP / SeedOssMLP / DeepseekV2MLP: gate, up and down biased; DeepSeek-V2's shared experts
+    are such an MLP, its routed experts are not): the biases counted, tensor by tensor, as HF builds them; Model
+    refuses the config (its MLP adds no bias) rather than run it without them."""
+    transformers = pytest.importorskip("transformers")
+    torch = pytest.importorskip("torch")
+    d = dict(_MLP_BIAS_TINY[mt], model_type=mt)
+    assert not configs.from_hf(d).mlp_bias       # (HF's default: false)
+    with torch.device("meta"):
+        m = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**{**d, "mlp_bias": True}))
+    c = configs.from_hf({**d, "mlp_bias": True})
+    assert c.mlp_bias and c.total_params() == sum(p.numel() for p in m.parameters())
+    hf_biases = {k: tuple(p.shape) for k, p in m.named_parameters() if ".mlp." in k and k.endswith(".bias")}
+    ours = {k: s for k, s in c.tensor_shapes().items() if ".mlp." in k and k.endswith(".bias")}
+    assert hf_biases and ours == hf_biases
+    assert c.total_params() > configs.from_hf(d).total_params()
+    assert any("mlp_bias" in x for x in c.forward_unsupported())
+    from glmbench.models.model import Model
+    with pytest.raises(ValueError, match="mlp_bias"):
+        Model(c)
+
+
+def test_mlp_bias_must_be_a_bool():
+    with pytest.raises(ValueError, match=r"`mlp_bias` must be true or false, got 'yes'"):
+        configs.from_hf(dict(_TXT, model_type="llama", mlp_bias="yes"))
+
+
+@pytest.mark.parametrize("name", ["glm-4.7-flash", "deepseek-v2-lite", "deepseek-v3", "glm-4.5-air", "glm-5"])
+def test_first_k_dense_replace_out_of_range_is_named(name):
+    L = json.load(open(configs.builtin_path(name)))["num_hidden_layers"]
+    for bad in (-1, L + 1, 10 ** 6):
+        with pytest.raises(ValueError, match=rf"`first_k_dense_replace` must be in \[0, {L}\], got {bad}"):
+            configs.load(_bad(name, first_k_dense_replace=bad))
+    # the ends of the range: every layer dense, every layer MoE
+    assert configs.load(_bad(name, first_k_dense_replace=L)).moe_layers == ()
+    assert configs.load(_bad(name, first_k_dense_replace=0)).moe_layers == tuple(range(L))
+
+
+@pytest.mark.parametrize("bad,match", [(-1, r"`num_nextn_predict_layers` must be >= 0, got -1"),
+                                       ("1", r"`num_nextn_predict_layers` must be an integer")])
+def test_num_nextn_predict_layers_is_checked(bad, match):
+    with pytest.raises(ValueError, match=match):
+        configs.load(_bad("glm-4.5-air", num_nextn_predict_layers=bad))
+    assert configs.load(_bad("glm-4.5-air", num_nextn_predict_layers=0)).total_params() == \
+        configs.load("glm-4.5-air").total_params()
+
+
+@pytest.mark.parametrize("name", ["minimax-m2", "nemotron-h-8b"])
+def test_attention_bias_ignored_where_hf_ignores_it(name):
+    # MiniMaxM2Attention and NemotronHAttention build q/k/v/o without a bias whatever attention_bias says
+    c = configs.load(_bad(name, attention_bias=True))
+    assert not c.attention_bias and not c.attention_out_bias
+    assert not any(k.endswith("_proj.bias") and ".self_attn." in k for k in c.tensor_shapes())
+    assert c.total_params() == configs.load(name).total_params()
+
+
+@pytest.mark.parametrize("mt", ["llama", "qwen3", "gemma2", "cohere"])
+def test_attention_bias_priced_where_hf_builds_it(mt):
+    transformers = pytest.importorskip("transformers")
+    torch = pytest.importorskip("torch")
+    d = dict(_TXT, model_type=mt, attention_bias=True)
+    with torch.device("meta"):
+        m = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**d))
+    c = configs.from_hf(d)
+    hf_biases = {k: tuple(p.shape) for k, p in m.named_parameters() if k.endswith(".bias")}
+    assert hf_biases and {k: s for k, s in c.tensor_shapes().items() if k.endswith(".bias")} == hf_biases
+    assert c.total_params() == sum(p.numel() for p in m.parameters())
+
+
+def test_nemotron_h_use_bias_is_refused():
+    # HF's NemotronHMamba2Mixer biases in_proj / out_proj by use_bias (not modelled: refused, not dropped)
+    with pytest.raises(ValueError, match=r"`use_bias` = true"):
+        configs.load(_bad("nemotron-h-8b", use_bias=True))
+    assert configs.load(_bad("nemotron-h-8b", use_bias=False)).total_params() == \
+        configs.load("nemotron-h-8b").total_params()
+
+
+def test_bidirectional_gemma_is_refused():
+    # Gemma3TextModel with use_bidirectional_attention masks nothing (EmbeddingGemma); Gemma 4's "all" likewise
+    with pytest.raises(ValueError, match=r"`use_bidirectional_attention` = true"):
+        configs.load(_bad("gemma-3-1b", use_bidirectional_attention=True))
+    with pytest.raises(ValueError, match=r"`use_bidirectional_attention` = 'all'"):
+        configs.load(_bad("gemma-4-e2b", use_bidirectional_attention="all"))
+    for ok in (None, "vision"):    # the text still causal
+        assert configs.load(_bad("gemma-4-e2b", use_bidirectional_attention=ok)).total_params() == \
+            configs.load("gemma-4-e2b").total_params()
+    assert configs.load(_bad("gemma-3-1b", use_bidirectional_attention=False)).forward_unsupported() == []
+
+
+def test_gpt_oss_swiglu_constants():
+    from glmbench.core import ops
+    assert configs.GPT_OSS_SWIGLU == (ops.SWIGLU_ALPHA, ops.SWIGLU_LIMIT)
+    # (Model's GPT-OSS layer reads the config's own: tests/test_model_hf.py runs swiglu_limit 0.5 against HF)
+    c = configs.load(_bad("gpt-oss-20b", swiglu_limit=10.0))
+    assert c.forward_unsupported() == [] and c.total_params() == configs.load("gpt-oss-20b").total_params()
+    for k, bad in (("swiglu_alpha", "fast"), ("swiglu_limit", None), ("swiglu_limit", float("nan"))):
+        with pytest.raises(ValueError, match=rf"`{k}` must be a finite number"):
+            configs.load(_bad("gpt-oss-20b", **{k: bad}))
+
+
+def test_nemotron_h_mamba_activation_other_than_silu_is_not_run():
+    assert configs.load("nemotron-h-8b").forward_unsupported() == []
+    c = configs.load(_bad("nemotron-h-8b", mamba_hidden_act="gelu"))
+    assert "mamba_hidden_act 'gelu'" in c.forward_unsupported()[-1]

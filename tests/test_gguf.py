@@ -551,3 +551,28 @@ def test_llama3_rope_freqs_tensor_runs_as_hf():
     with pytest.raises(ValueError, match="freq_factors"):
         configs.from_hf({**cfg.to_dict(), "rope_parameters": None,
                          "rope_scaling": {"rope_type": "freq_factors", "freq_factors": [1.0, 2.0]}}, "gguf").rope_inv_freq()
+
+
+def test_llama_mlp_biases_read_as_mlp_bias(tmp_path):
+    """llama.cpp's llama loads optional ffn_gate / ffn_up / ffn_down biases (src/models/llama.cpp): a file holding
+    them is HF's mlp_bias, priced with them (every tensor of the file matched) and refused by Model."""
+    cfg, model = _hf("llama", mlp_bias=True)
+    p = tmp_path / "b.gguf"
+    gguf_writer.write(p, cfg, model.state_dict())
+    c = configs.load(str(p))
+    assert c.mlp_bias and c.total_params() == sum(v.numel() for v in model.parameters())
+    assert _compare_fields(c, configs.from_hf(cfg.to_dict())) == {}
+    assert "model.layers.0.mlp.down_proj.bias" in c.file_weights.bytes_of()
+    assert not configs.load(_write(tmp_path, "llama")[2]).mlp_bias
+
+
+@pytest.mark.parametrize("ftype", [9999, int(gguf.LlamaFileType.MOSTLY_F16)])
+def test_general_file_type_is_not_the_tensors_type(tmp_path, ftype):
+    """general.file_type names the file only (llama.cpp's loader checks it against nothing): an unknown value or
+    one that contradicts every matrix (F16 over Q4_0 matrices) loads, and the types and bytes are the tensors'."""
+    types = lambda n, s: T.Q4_0
+    _, _, p = _write(tmp_path, "llama", types=types, meta={"general.file_type": (ftype, gguf.GGUFValueType.UINT32)})
+    assert gguf_file.read(p).get("general.file_type") == ftype
+    fw = configs.load(p).file_weights
+    assert fw.main_type == "Q4_0" and fw.weight_format == "q4_0"
+    assert fw.total_bytes == sum(int(t.n_bytes) for t in gguf.GGUFReader(p).tensors)

@@ -202,11 +202,32 @@ _WRAPPERS = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_5": "qwen3
              # Mistral Small 3.1 / 3.2 and Devstral Small 2: a Mistral (or Ministral 3) text model, whose
              # model_type its text_config states (Mistral3Config's default: mistral)
              "mistral3": None}
+# Which tie_word_embeddings a wrapper's text model gets (transformers 5.25): Gemma3ForConditionalGeneration,
+# Qwen3_5ForConditionalGeneration, Qwen3_5MoeForConditionalGeneration, Gemma4ForConditionalGeneration and
+# Mistral3ForConditionalGeneration declare `_tied_weights_keys` {lm_head: model.language_model.embed_tokens} on the
+# wrapper, and PreTrainedModel.get_expanded_tied_weights_keys (modeling_utils.py) ties by the config of the module
+# that declares them: the wrapper's TOP-LEVEL field, whatever its text_config says. Llama4ForConditionalGeneration
+# declares none; its language_model is a Llama4ForCausalLM(config.text_config), tied by the text_config's field
+# (absent here: the text config's value). A top-level field absent from the file: transformers 5's to_diff_dict
+# always writes it for these classes (PreTrainedConfig has no such field to compare with), so only a file of
+# transformers 4 lacks it, and 4.x tied by the text config (get_text_config(decoder=True)); Mistral Small 3.1 /
+# 3.2's config.json (transformers 4.50) states neither, yet its checkpoint holds an lm_head, which 5.25's
+# from_pretrained keeps untied (tie_weights: "both are present ... we will NOT tie them"). So: absent -> the text
+# config's value (its family's default where it states none)
+_WRAPPER_TIE_TOP = ("gemma3", "qwen3_5", "qwen3_5_moe", "gemma4", "mistral3")
+# families whose HF config has `mlp_bias` (LlamaMLP, SeedOssMLP, DeepseekV2MLP: gate / up / down built with
+# bias=config.mlp_bias, transformers 5.25); priced with the biases (ModelConfig.mlp_bias), Model does not run them.
+# (Nemotron-H's and Falcon-H1's mlp_bias are refused: _mamba_fields, _falcon_h1_fields)
+MLP_BIAS_FAMILIES = ("llama", "seed_oss", "deepseek_v2")
 # model_types whose (remote) code is one of the families': Kimi-K2's is DeepSeek-V3's
 _ALIASES = {"kimi_k2": "deepseek_v3"}
 # families whose norms are LayerNorms (weight only) with eps `layer_norm_eps`, one per layer, before
 # attention and MLP side by side (Model runs them: Layer._forward_cohere)
 LAYERNORM_FAMILIES = ("cohere", "cohere2")
+
+# GPT-OSS's clamped SwiGLU, (swiglu_alpha, swiglu_limit): GptOssConfig's defaults (core/ops.py SWIGLU_ALPHA /
+# SWIGLU_LIMIT); Model's GPT-OSS layer takes the config's own (model.py, ops.moe_gpt_oss)
+GPT_OSS_SWIGLU = (1.702, 7.0)
 
 # HF config-class defaults for optional behavioural fields (transformers 5.x).
 _DEFAULTS: dict[str, dict[str, Any]] = {
@@ -215,12 +236,12 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
                           rope_interleave=True, topk_method="noaux_tc"),
     "deepseek_v2": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False, n_group=1,
                         topk_group=1, norm_topk_prob=False, routed_scaling_factor=1.0, n_shared_experts=2,
-                        first_k_dense_replace=0, topk_method="greedy", scoring_func="softmax"),
+                        first_k_dense_replace=0, topk_method="greedy", scoring_func="softmax", mlp_bias=False),
     "qwen3": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False, head_dim=128),
     # (Qwen3MoeConfig has no head_dim default: Qwen3MoeAttention takes hidden_size / num_attention_heads)
     "qwen3_moe": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False,
                       norm_topk_prob=False, decoder_sparse_step=1, mlp_only_layers=[]),
-    "llama": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False),
+    "llama": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False, mlp_bias=False),
     "mistral": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, num_key_value_heads=8, sliding_window=4096),
     # Ministral3Config (transformers 5.25): Mistral's layers, no window, YaRN with an attention temperature
     "ministral3": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, num_key_value_heads=8, head_dim=128,
@@ -229,7 +250,7 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
                     num_local_experts=8, num_experts_per_tok=2),
     "phi3": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, sliding_window=None),
     "seed_oss": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=True, attention_out_bias=False,
-                     head_dim=128, num_key_value_heads=8),
+                     head_dim=128, num_key_value_heads=8, mlp_bias=False),
     "qwen2": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, max_window_layers=28),
     "glm4_moe": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=False, n_group=1, topk_group=1,
                      norm_topk_prob=True, routed_scaling_factor=1.0, n_shared_experts=1, first_k_dense_replace=1,
@@ -252,6 +273,7 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
                    num_key_value_heads=4, sliding_window=4096, hidden_activation="gelu_pytorch_tanh",
                    query_pre_attn_scalar=256, final_logit_softcapping=30.0, attn_logit_softcapping=50.0),
     "gpt_oss": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=True, head_dim=64,
+                    swiglu_alpha=GPT_OSS_SWIGLU[0], swiglu_limit=GPT_OSS_SWIGLU[1],
                     num_key_value_heads=8, sliding_window=128, num_experts_per_tok=4, num_local_experts=128),
     "glm4": dict(rms_norm_eps=1.5625e-07, tie_word_embeddings=False, attention_bias=True, head_dim=128,
                  num_key_value_heads=2, partial_rotary_factor=0.5),
@@ -290,6 +312,7 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     # NemotronHConfig (transformers 5.25): its defaults are Nemotron-H-8B's sizes; real config.json
     # files give the layers as hybrid_override_pattern ("M" Mamba-2, "*" attention, "-" MLP, "E" MoE)
     "nemotron_h": dict(layer_norm_epsilon=1e-5, tie_word_embeddings=False, attention_bias=False, head_dim=128,
+                       use_bias=False,
                        num_key_value_heads=8, intermediate_size=21504, mlp_hidden_act="relu2", mlp_bias=False,
                        ssm_state_size=128, mamba_num_heads=128, mamba_head_dim=64, n_groups=8, conv_kernel=4,
                        use_conv_bias=True, mamba_proj_bias=False, n_routed_experts=8, n_shared_experts=1,
@@ -479,6 +502,9 @@ class ModelConfig:
     index_head_dim: int = 0
     index_topk: int = 0
     indexer_layers: tuple = ()
+    # the dense MLPs' gate / up / down carry a bias (and DeepSeek-V2's shared experts', built as its MLP): HF's
+    # mlp_bias (MLP_BIAS_FAMILIES); priced, not run (forward_unsupported)
+    mlp_bias: bool = False
 
     # ---- structure --------------------------------------------------------------------------
     def is_moe_layer(self, i: int) -> bool:
@@ -640,6 +666,11 @@ class ModelConfig:
             out.append(f"{self.n_layer_norms} norms per layer (Gemma's sandwich norms)")
         if (self.expert_bias or self.attention_sinks) and self.model_type != "gpt_oss":
             out.append("attention sinks and expert biases outside GPT-OSS")
+        if self.mlp_bias:
+            out.append("mlp_bias (biases on the MLP's gate / up / down projections)")
+        if self.model_type == "nemotron_h" and self.hf.get("mamba_hidden_act", "silu") != "silu":
+            # (NemotronHMamba2Mixer: the convolution's activation is mamba_hidden_act; Model's is silu)
+            out.append(f"mamba_hidden_act {self.hf['mamba_hidden_act']!r} (Model's Mamba-2 convolution runs silu)")
         if self.model_type in PRICED_ONLY:
             out.append(f"{PRICED_ONLY[self.model_type]} (model_type {self.model_type!r} is priced, not run)")
         return out
@@ -831,8 +862,9 @@ class ModelConfig:
         return 2 * self.hidden_size * self.moe_latent_size
 
     def shared_expert_params(self) -> int:
-        return self.mlp_matrices * self.hidden_size * self.shared_expert_intermediate_size \
-            + (self.hidden_size if self.shared_expert_gate else 0)
+        Fs = self.shared_expert_intermediate_size
+        return self.mlp_matrices * self.hidden_size * Fs + (self.hidden_size if self.shared_expert_gate else 0) \
+            + (2 * Fs + self.hidden_size if self.mlp_bias and Fs else 0)
 
     def router_params(self) -> int:
         return self.n_routed_experts * self.hidden_size + (self.n_routed_experts if self.router_bias else 0) \
@@ -841,7 +873,8 @@ class ModelConfig:
     def dense_mlp_params(self, i: int | None = None) -> int:
         """One dense MLP (layer i's, None: intermediate_size wide)."""
         F = self.intermediate_size if i is None else self.layer_intermediate(i)
-        return self.mlp_matrices * self.hidden_size * F
+        return self.mlp_matrices * self.hidden_size * F + ((self.mlp_matrices - 1) * F + self.hidden_size
+                                                           if self.mlp_bias else 0)
 
     def embedding_params(self) -> int:
         """Input embedding plus lm_head (once if tied), plus Gemma 4's per-layer embedding table."""
@@ -948,12 +981,16 @@ class ModelConfig:
                     Fs = self.shared_expert_intermediate_size
                     for n in parts:
                         t[p + f"mlp.shared_experts.{n}_proj.weight"] = (D, Fs) if n == "down" else (Fs, D)
+                        if self.mlp_bias:       # (DeepSeek-V2: its shared experts are a DeepseekV2MLP)
+                            t[p + f"mlp.shared_experts.{n}_proj.bias"] = (D,) if n == "down" else (Fs,)
                     if self.shared_expert_gate:
                         t[p + "mlp.shared_expert_gate.weight"] = (1, D)
             elif self.has_ffn(i):
                 F = self.layer_intermediate(i)
                 for n in parts:
                     t[p + f"mlp.{n}_proj.weight"] = (D, F) if n == "down" else (F, D)
+                    if self.mlp_bias:
+                        t[p + f"mlp.{n}_proj.bias"] = (D,) if n == "down" else (F,)
         return t
 
     def _attention_tensors(self, i: int | None = None) -> dict[str, tuple]:
@@ -1287,7 +1324,7 @@ class _Reader:
             raise ValueError(f"config field `{key}` is missing (model_type {self.mt!r})")
         return None
 
-    def int(self, key, minimum=1, required=True, allow_none=False):
+    def int(self, key, minimum=1, required=True, allow_none=False, maximum=None):
         v = self.raw(key, required)
         if v is None:
             if allow_none or not required:
@@ -1298,6 +1335,8 @@ class _Reader:
                 v = int(v)
             else:
                 raise ValueError(f"config field `{key}` must be an integer, got {v!r}")
+        if maximum is not None and not minimum <= v <= maximum:
+            raise ValueError(f"config field `{key}` must be in [{minimum}, {maximum}], got {v}")
         if v < minimum:
             raise ValueError(f"config field `{key}` must be >= {minimum}, got {v}")
         hi = vocab.MAX_CONFIG.get(key)
@@ -1520,9 +1559,12 @@ def _mamba_fields(r: _Reader, L: int, D: int) -> dict:
         moe = tuple(i for i, b in enumerate(blocks) if b == "moe")
         H, P = r.int("mamba_num_heads"), r.int("mamba_head_dim")
         G, N, K = r.int("n_groups"), r.int("ssm_state_size"), r.int("conv_kernel")
-        if r.bool("mlp_bias") or r.bool("mamba_proj_bias"):
-            raise ValueError("config fields `mlp_bias` / `mamba_proj_bias` = true: biased MLPs and Mamba "
-                             "projections are not modelled (the released Nemotron-H models have none)")
+        # (HF's NemotronHMamba2Mixer biases in_proj / out_proj by `use_bias`, transformers 5.25; NVIDIA's remote
+        # code names it mamba_proj_bias too: either is refused)
+        for k in ("mlp_bias", "mamba_proj_bias", "use_bias"):
+            if r.bool(k):
+                raise ValueError(f"config field `{k}` = true: biased MLPs and Mamba projections are not modelled "
+                                 f"(the released Nemotron-H models have none)")
         out.update(mixer_layers=mixers, ffn_layers=ffn, mlp_gated=False, n_layer_norms=1,
                    linear_conv_bias=r.bool("use_conv_bias"))
         if moe:
@@ -1831,7 +1873,13 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
         tc = hf.get("text_config")
         if not isinstance(tc, dict):
             raise ValueError(f"config field `text_config` of a {mt!r} config must be an object, got {tc!r}")
+        has_top, top_tie = "tie_word_embeddings" in hf, hf.get("tie_word_embeddings")
         hf = {**tc, "model_type": _WRAPPERS[mt] or tc.get("model_type") or "mistral"}
+        if mt in _WRAPPER_TIE_TOP and has_top:   # (the wrapper's field wins: _WRAPPER_TIE_TOP)
+            if not isinstance(top_tie, bool):
+                raise ValueError(f"config field `tie_word_embeddings` (top level of the {mt!r} config) must be "
+                                 f"true or false, got {top_tie!r}")
+            hf["tie_word_embeddings"] = top_tie
         mt = hf["model_type"]
     if mt in _ALIASES:
         hf = {**hf, "model_type": _ALIASES[mt]}
@@ -1845,6 +1893,9 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
     attention = FAMILIES[mt]
     # Nemotron-H: the layers are its pattern's blocks (transformers 5 ignores num_hidden_layers)
     L = len(_nemotron_blocks(r)) if mt == "nemotron_h" else r.int("num_hidden_layers")
+    # the multi-token-prediction layers beyond num_hidden_layers (DeepSeek-V3, GLM-4.5 and their kin): neither
+    # counted nor cached (the module docstring's conventions), but a count below 0 is no config's
+    r.int("num_nextn_predict_layers", minimum=0, required=False, allow_none=True)
     D = r.int("hidden_size")
     V = r.int("vocab_size")
     H = r.int("num_attention_heads")
@@ -1861,7 +1912,8 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
     kw: dict[str, Any] = dict(name=name, model_type=mt, attention=attention, n_layers=L, hidden_size=D,
                               vocab_size=V, tie_word_embeddings=tie, rms_norm_eps=eps, n_heads=H,
                               rope_theta=theta, rope_scaling=scaling, hf=hf, hidden_act=act,
-                              max_position_embeddings=r.int("max_position_embeddings", required=False) or 0)
+                              max_position_embeddings=r.int("max_position_embeddings", required=False) or 0,
+                              mlp_bias=mt in MLP_BIAS_FAMILIES and r.bool("mlp_bias"))
 
     if attention == "mla":
         q_lora = r.int("q_lora_rank", allow_none=True)
@@ -1930,6 +1982,10 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
             bias = r.bool("use_bias")  # Ernie4_5_MoeAttention: every projection, o_proj too
         elif mt in SHORTCONV_FAMILIES:
             bias = False             # Lfm2Attention: no bias on any projection
+        elif mt in ("minimax_m2", "nemotron_h"):
+            # MiniMaxM2Attention / NemotronHAttention (transformers 5.25): q/k/v/o built with bias=False whatever
+            # the config's attention_bias says (NemotronHConfig has the field, HF's attention never reads it)
+            bias = False
         else:
             bias = r.bool("attention_bias", required=False)
         out_bias = r.bool("attention_out_bias") if mt == "seed_oss" else \
@@ -1944,12 +2000,22 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
                 mwl = r.int("max_window_layers", minimum=0, required=False)
                 win_layers = _layer_types(r, L, lambda i: mwl is not None and i >= mwl)
         elif mt == "gemma3_text":
+            if r.raw("use_bidirectional_attention", required=False):
+                # Gemma3TextModel then masks nothing (EmbeddingGemma: an encoder, no token-by-token decoding)
+                raise ValueError("config field `use_bidirectional_attention` = true: a bidirectional Gemma 3 "
+                                 "(EmbeddingGemma) is an encoder; glmbench prices causal decoding")
             sw = r.int("sliding_window")
             pat = r.int("sliding_window_pattern" if "sliding_window_pattern" in hf else "_sliding_window_pattern",
                         required=False) or r.defaults["sliding_window_pattern"]
             win_layers = _layer_types(r, L, lambda i: (i + 1) % pat != 0)
             kw.update(_gemma_fields(r))
         elif mt in GEMMA4_FAMILIES:
+            bidi = r.raw("use_bidirectional_attention", required=False)
+            if bidi == "all":
+                # Gemma4TextAttention: is_causal = use_bidirectional_attention != "all" (Gemma4TextConfig: "all", every
+                # token bidirectional; "vision", an image's tokens only, the text still causal)
+                raise ValueError("config field `use_bidirectional_attention` = 'all': a bidirectional Gemma 4 is an "
+                                 "encoder; glmbench prices causal decoding (null or 'vision' keep the text causal)")
             sw = r.int("sliding_window")
             win_layers = _layer_types(r, L, lambda i: (i + 1) % 6 != 0)
             if L - 1 in win_layers:     # HF forces the last layer to full attention
@@ -1962,6 +2028,8 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
         elif mt == "gpt_oss":
             sw = r.int("sliding_window")
             win_layers = _layer_types(r, L, lambda i: i % 2 == 0)
+            # (numbers Model's GPT-OSS layer reads from the config: checked here, where a bad one is named)
+            r.float("swiglu_alpha"), r.float("swiglu_limit")
         elif mt == "cohere2":   # Cohere2Config: every sliding_window_pattern-th layer global
             sw = r.int("sliding_window")
             pat = r.int("sliding_window_pattern")
@@ -2110,7 +2178,8 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
                                      f"{L} layers, got {types!r}")
                 moe_layers = tuple(i for i, t in enumerate(types) if t == "sparse")
             else:
-                fk = r.int("first_k_dense_replace", minimum=0, required=False)
+                # (HF's decoder layer: MoE from layer first_k_dense_replace on; L: every layer dense)
+                fk = r.int("first_k_dense_replace", minimum=0, maximum=L, required=False)
                 moe_layers = tuple(range(1 if fk is None else fk, L))
             if types is None and mt == "deepseek_v3":
                 freq = r.int("moe_layer_freq", required=False) or 1
@@ -2125,7 +2194,7 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
             if method != "noaux_tc":
                 raise ValueError(f"config field `topk_method` = {method!r}: {mt} routes with 'noaux_tc'")
         else:
-            fk = r.int("first_k_dense_replace", minimum=0)
+            fk = r.int("first_k_dense_replace", minimum=0, maximum=L)
             freq = r.int("moe_layer_freq", required=False) or 1
             moe_layers = tuple(i for i in range(fk, L) if i % freq == 0)
             scoring = r.raw("scoring_func")

@@ -756,6 +756,10 @@ def hf_config(g: GGUFFile) -> dict:
             hf.update(model_type="mistral", sliding_window=None)
         return hf
     hf["model_type"] = {"qwen3": "qwen3", "qwen2": "qwen2", "llama": "llama"}[arch]
+    if arch == "llama":
+        # llama.cpp's llama loads optional MLP biases (src/models/llama.cpp: ffn_gate / ffn_down / ffn_up "bias",
+        # TENSOR_NOT_REQUIRED): HF's mlp_bias
+        hf["mlp_bias"] = blk(0, "ffn_up").replace("weight", "bias") in ts
     return hf
 
 
@@ -1839,6 +1843,11 @@ def file_weights(g: GGUFFile, shapes: dict, n_layers: int) -> FileWeights:
     for hf, t, b in rows:
         if len(shapes[hf]) >= 2:
             by_type[t] = by_type.get(t, 0) + b
+    # (the main type is the tensors', never the metadata's general.file_type: llama.cpp reads that key only to name
+    # the file (src/llama-model-loader.cpp: it replaces the type guessed from the tensors, for llama_ftype_name,
+    # "unknown, may not work" for a value it lacks) and checks it against nothing, since a mix's "mostly" type
+    # legitimately sits beside others (Q4_K_M: Q6_K / Q5_K matrices, F32 norms). glmbench reads it nowhere: bytes and
+    # types are the tensors' own, so an unknown or contradicting file_type cannot make a price wrong)
     main = max(by_type, key=by_type.get) if by_type else "F32"
     return FileWeights(g.path, "gguf", main, g.tensor_bytes, tuple(rows), extra, skipped)
 
