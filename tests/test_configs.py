@@ -809,12 +809,13 @@ _MLP_BIAS_TINY = {
     "deepseek_v2": dict(_TXT, num_key_value_heads=4, kv_lora_rank=16, q_lora_rank=None, qk_rope_head_dim=4,
                         qk_nope_head_dim=8, v_head_dim=8, n_routed_experts=4, num_experts_per_tok=2,
                         moe_intermediate_size=16, n_shared_experts=2, first_k_dense_replace=1),
+    "granite": dict(_TXT),
 }
 
 
 @pytest.mark.parametrize("mt", configs.MLP_BIAS_FAMILIES)
 def test_mlp_bias_is_priced_as_hf_builds_it(mt):
-    """mlp_bias (LlamaMLP / SeedOssMLP / DeepseekV2MLP: gate, up and down biased; DeepSeek-V2's shared experts
+    """mlp_bias (LlamaMLP / SeedOssMLP / DeepseekV2MLP / GraniteMLP: gate, up and down biased; DeepSeek-V2's shared experts
     are such an MLP, its routed experts are not): the biases counted, tensor by tensor, as HF builds them; Model
     refuses the config (its MLP adds no bias) rather than run it without them."""
     transformers = pytest.importorskip("transformers")

@@ -215,10 +215,10 @@ _WRAPPERS = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_5": "qwen3
 # from_pretrained keeps untied (tie_weights: "both are present ... we will NOT tie them"). So: absent -> the text
 # config's value (its family's default where it states none)
 _WRAPPER_TIE_TOP = ("gemma3", "qwen3_5", "qwen3_5_moe", "gemma4", "mistral3")
-# families whose HF config has `mlp_bias` (LlamaMLP, SeedOssMLP, DeepseekV2MLP: gate / up / down built with
-# bias=config.mlp_bias, transformers 5.25); priced with the biases (ModelConfig.mlp_bias), Model does not run them.
+# families whose HF config has `mlp_bias` (LlamaMLP, SeedOssMLP, DeepseekV2MLP, GraniteMLP: gate / up / down built
+# with bias=config.mlp_bias, transformers 5.25); priced with the biases (ModelConfig.mlp_bias), Model does not run them.
 # (Nemotron-H's and Falcon-H1's mlp_bias are refused: _mamba_fields, _falcon_h1_fields)
-MLP_BIAS_FAMILIES = ("llama", "seed_oss", "deepseek_v2")
+MLP_BIAS_FAMILIES = ("llama", "seed_oss", "deepseek_v2", "granite")
 # model_types whose (remote) code is one of the families': Kimi-K2's is DeepSeek-V3's
 _ALIASES = {"kimi_k2": "deepseek_v3"}
 # families whose norms are LayerNorms (weight only) with eps `layer_norm_eps`, one per layer, before
@@ -2058,9 +2058,6 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
         if mt in ("granite", "granitemoe"):
             # GraniteModel / GraniteMoeModel: embeddings times embedding_multiplier, each sub-layer's output times
             # residual_multiplier before the residual add, softmax scale attention_multiplier, logits / logits_scaling
-            if mt == "granite" and r.bool("mlp_bias"):
-                raise ValueError("config field `mlp_bias` = true: a biased MLP is not modelled (the released "
-                                 "Granite 3.x models have none)")
             mult = {k: r.float(k) for k in ("embedding_multiplier", "residual_multiplier", "attention_multiplier",
                                             "logits_scaling")}
             kw.update(embedding_multiplier=mult["embedding_multiplier"], residual_multiplier=mult["residual_multiplier"],
