@@ -467,7 +467,8 @@ def hf_config(g: GGUFFile) -> dict:
     qwen3next -> qwen3_next, qwen35 -> qwen3_5_text, qwen35moe -> qwen3_5_moe_text (_hybrid); the Cohere
     architectures command-r -> cohere, cohere2 -> cohere2 (_cohere); the Mamba-2 hybrids nemotron_h /
     nemotron_h_moe -> nemotron_h, granitehybrid -> granitemoehybrid (_mamba); gemma4 -> gemma4_text (_gemma4);
-    falcon-h1 -> falcon_h1 (_falcon_h1); lfm2 -> lfm2, lfm2moe -> lfm2_moe (_lfm2)."""
+    falcon-h1 -> falcon_h1 (_falcon_h1); lfm2 -> lfm2, lfm2moe -> lfm2_moe (_lfm2); olmoe, granite, granitemoe as
+    named; olmo2 -> olmo2 (olmo3 where the file states a window), exaone4 -> exaone4 (_post_norm); smollm3."""
     arch = g.architecture
     if not arch:
         raise GGUFError(f"{g.path}: metadata 'general.architecture' is missing")
