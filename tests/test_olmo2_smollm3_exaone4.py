@@ -223,3 +223,15 @@ def test_hf_folder_as_saved_runs_and_is_counted(tmp_path, family):
     m = checkpoint.load_model(str(tmp_path), kv="f32", max_context=32)
     want = hf_logits(hf, [3, 17, 42, 5, 9, 1], [7, 11])
     assert max(rel_err(a, b) for a, b in zip(glm_logits(m, [3, 17, 42, 5, 9, 1], [7, 11]), want)) < 1e-4
+
+
+def test_cuda_model_refuses_the_layers_it_lacks():
+    """glmbench.cuda.CudaModel runs the Llama / Qwen layer only: the post-norm layers, the NoPE layers, OLMo's q / k
+    norms over all heads (and OLMoE's clip_qkv, Granite's multipliers) are refused before anything reaches a GPU,
+    never run wrong."""
+    from glmbench import cuda
+    for hc in (_SYNTH["olmo2"], _SYNTH["smollm3"], dict(_SYNTH["olmo2"], model_type="olmoe", num_experts=4,
+                                                        num_experts_per_tok=2, intermediate_size=32),
+               dict(_SYNTH["smollm3"], model_type="granite", residual_multiplier=0.5, no_rope_layer_interval=None)):
+        with pytest.raises(ValueError, match=r"post-norms, NoPE layers, q / k norms over all heads, multipliers"):
+            cuda.CudaModel(configs.from_hf(hc))
