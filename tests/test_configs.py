@@ -8,7 +8,7 @@ from glmbench import vocab
 
 ALL = ["command-a", "command-r", "command-r-08-2024", "command-r-plus", "command-r7b", "deepseek-r1", "deepseek-r1-distill-llama-70b", "deepseek-r1-distill-llama-8b",
        "deepseek-r1-distill-qwen-14b", "deepseek-r1-distill-qwen-32b", "deepseek-r1-distill-qwen-7b",
-       "deepseek-v2-lite", "deepseek-v3", "deepseek-v3.1", "deepseek-v3.2", "devstral-small", "ernie-4.5-21b-a3b",
+       "deepseek-v2-lite", "deepseek-v3", "deepseek-v3.1", "deepseek-v3.2", "devstral-small", "ernie-4.5-21b-a3b", "exaone-4.0-32b",
        "gemma-2-27b", "gemma-2-2b", "gemma-2-9b", "gemma-3-12b", "gemma-3-1b", "gemma-3-27b", "gemma-3-4b",
        "gemma-4-26b-a4b", "gemma-4-31b", "gemma-4-e2b", "gemma-4-e4b",
        "glm-4-32b", "glm-4-9b", "glm-4.5", "glm-4.5-air", "glm-4.6", "glm-4.7-flash", "glm-5", "gpt-oss-120b",
@@ -16,12 +16,12 @@ ALL = ["command-a", "command-r", "command-r-08-2024", "command-r-plus", "command
        "llama-3.1-405b", "llama-3.1-70b", "llama-3.1-8b", "llama-3.2-1b", "llama-3.2-3b", "llama-3.3-70b",
        "llama-4-maverick", "llama-4-scout", "minimax-m2", "minimax-m2.1", "mistral-7b", "mistral-large",
        "mistral-nemo", "mistral-small-24b", "mixtral-8x22b", "mixtral-8x7b", "nemotron-3-nano-30b-a3b",
-       "nemotron-h-8b", "nemotron-nano-9b-v2", "olmoe-1b-7b-0924", "phi-3-mini", "phi-4",
+       "nemotron-h-8b", "nemotron-nano-9b-v2", "olmo-2-1124-7b", "olmo-3-7b", "olmoe-1b-7b-0924", "phi-3-mini", "phi-4",
        "qwen1.5-moe-a2.7b", "qwen2-57b-a14b", "qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-14b", "qwen2.5-32b",
        "qwen2.5-3b", "qwen2.5-72b", "qwen2.5-7b", "qwen2.5-coder-32b", "qwen2.5-coder-7b", "qwen3-0.6b",
        "qwen3-1.7b", "qwen3-14b", "qwen3-235b-a22b", "qwen3-30b-a3b", "qwen3-32b", "qwen3-4b", "qwen3-8b",
        "qwen3-coder-30b-a3b", "qwen3-coder-480b-a35b", "qwen3-next-80b-a3b", "qwen3.5-122b-a10b",
-       "qwen3.5-27b", "qwen3.5-35b-a3b", "qwen3.5-397b-a17b", "qwen3.5-9b", "qwq-32b", "seed-oss-36b"]
+       "qwen3.5-27b", "qwen3.5-35b-a3b", "qwen3.5-397b-a17b", "qwen3.5-9b", "qwq-32b", "seed-oss-36b", "smollm3-3b"]
 
 
 def test_builtin_names():
@@ -132,6 +132,11 @@ KV_F16 = {
     "olmoe-1b-7b-0924": 16 * 16 * (128 + 128) * 2,    # 131,072: 16 KV heads (no GQA) of 2048 / 16
     "granite-3.3-8b-instruct": 40 * 8 * (128 + 128) * 2,        # 163,840
     "granite-3.1-3b-a800m-instruct": 32 * 8 * (64 + 64) * 2,    # 65,536: head dim 1536 / 24
+    # OLMo 2 / 3 7B: MHA, 32 KV heads of 128 (OLMo 3's sliding layers cache their last 4096 + ubatch); SmolLM3-3B:
+    # 4 KV heads of 128; EXAONE 4.0 32B: 8 of 128 (three of four layers windowed)
+    "olmo-2-1124-7b": 32 * 32 * (128 + 128) * 2, "olmo-3-7b": 32 * 32 * (128 + 128) * 2,    # 524,288
+    "smollm3-3b": 36 * 4 * (128 + 128) * 2,           # 73,728
+    "exaone-4.0-32b": 64 * 8 * (128 + 128) * 2,       # 262,144
     "kimi-linear-48b-a3b": 6 * (512 + 64) * 2,        # 6,912: its 6 MLA layers of 27
     # Cohere: Command-R (v01) is MHA, 64 KV heads of 128 (1.25 MiB per token); Command-A and R7B window
     # three of every four layers (every layer caches, the windowed ones their last 4096 + ubatch)
@@ -483,6 +488,10 @@ PUBLISHED = {
     # 8B's card 8.17 B; Granite 3.1 3B-A800M's name, 800 M active without the embeddings
     "olmoe-1b-7b-0924": (6.9, 1.3, True), "granite-3.3-8b-instruct": (8.17, None, None),
     "granite-3.1-3b-a800m-instruct": (3.3, 0.8, False),
+    # OLMo 2 7B's card 7.30 B (OLMo 3 7B: the name's 7B); SmolLM3's name, 3B (llama-bench "3.08 B"); EXAONE 4.0
+    # 32B's card 32.0 B, 30.95 B without the embeddings
+    "olmo-2-1124-7b": (7.30, None, None), "olmo-3-7b": (7.3, None, None), "smollm3-3b": (3.08, None, None),
+    "exaone-4.0-32b": (32.0, 30.95, False),
 }
 
 

@@ -92,6 +92,11 @@ EXTRA = {
     "cohere2": ("cohere2", dict(_COHERE, num_hidden_layers=4, sliding_window=8, logit_scale=0.25, rotary_pct=1.0)),
     # OLMoE without clip_qkv: conversion/olmo.py writes no key for it and llama.cpp's olmoe graph clamps nothing
     "olmoe": ("olmoe", dict(TINY["olmoe"], clip_qkv=None)),
+    # OLMo 3 as llama.cpp's olmo2 with a window: the converter writes one rope base (full_attention's; llama.cpp's
+    # sliding layers turn by it, unscaled), so both layer types share it here, as in the released model
+    "olmo3": ("olmo3", dict(TINY["olmo3"], rope_parameters={
+        "full_attention": {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0, "original_max_position_embeddings": 16},
+        "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}})),
 }
 HYBRID = ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")      # configs.LINEAR_FAMILIES
 COHERE = ("cohere", "cohere2")
@@ -99,7 +104,10 @@ RUN = ["llama", "llama_tied", "mistral", "qwen2", "qwen2_tied", "qwen3", "qwen3_
        "glm4_moe_lite", "glm4_moe", "seed_oss", "gemma2", "gemma3_text", "gpt_oss", "mixtral", "phi3",
        # llama.cpp's olmoe (q / k norms over all heads; without clip_qkv, which the converter does not write),
        # granite and granitemoe (the multipliers as *_scale keys, q / k rows permuted as llama's)
-       "olmoe", "granite", "granitemoe"]
+       "olmoe", "granite", "granitemoe",
+       # llama.cpp's olmo2 (OLMo 2; OLMo 3 with its window and the flags of its sliding layers), smollm3 (q / k
+       # permuted as llama's, every 4th layer NoPE), exaone4 (post-norms, windowed layers rotating, global ones not)
+       "olmo2", "olmo3", "smollm3", "exaone4"]
 PREDICT_ONLY = ["glm4", "llama4_text", "minimax_m2", "ernie4_5_moe", "qwen2_moe", "ministral3"]   # configs.PRICED_ONLY
 # the hybrids run in glmbench.Model from HF checkpoints and from their GGUF files (test_hybrid_files_run_as_stored)
 PREDICT_ONLY += [f for f in HYBRID if f in configs.PRICED_ONLY]

@@ -31,6 +31,11 @@ FAMILIES = {
     "granite": dict(embedding_multiplier=12.0, residual_multiplier=0.22, attention_multiplier=0.0078125,
                     logits_scaling=16.0, tie_word_embeddings=True),
     "granitemoe": dict(num_local_experts=8, num_experts_per_tok=2, intermediate_size=32, tie_word_embeddings=True),
+    # post-norm layers (no input_layernorm, post_feedforward_layernorm), q / k norms over all heads or per head
+    "olmo2": {},
+    "olmo3": dict(sliding_window=8),
+    "smollm3": dict(pad_token_id=0, bos_token_id=1, eos_token_id=2),   # (HF's defaults lie past the tiny vocab)
+    "exaone4": dict(sliding_window=8),
 }
 
 

@@ -102,6 +102,33 @@ TINY = {
         residual_multiplier=0.22, attention_multiplier=0.015625, logits_scaling=6.0, tie_word_embeddings=True,
         rms_norm_eps=1e-6, pad_token_id=0, bos_token_id=1, eos_token_id=2,
         rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+    # OLMo 2: post-norm layers (RMSNorm on the attention's and the MLP's outputs, none before them), q / k
+    # RMSNorms over all heads at once
+    "olmo2": dict(
+        vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, rms_norm_eps=1e-5, pad_token_id=0, eos_token_id=1,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+    # OLMo 3: OLMo 2's layers, three of four within a 4-token window (the 15 tokens overrun it) turning by their
+    # own base, plain; the fourth global with YaRN (rope_parameters per layer type)
+    "olmo3": dict(
+        vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_layers=4, num_attention_heads=4,
+        num_key_value_heads=2, rms_norm_eps=1e-5, pad_token_id=0, eos_token_id=1, sliding_window=4,
+        max_position_embeddings=64,
+        rope_parameters={"full_attention": {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
+                                            "original_max_position_embeddings": 16},
+                         "sliding_attention": {"rope_type": "default", "rope_theta": 500.0}}),
+    # SmolLM3: Llama's layers, the fourth without rope (no_rope_layer_interval 4), tied head
+    "smollm3": dict(
+        vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_layers=4, num_attention_heads=4,
+        num_key_value_heads=2, rms_norm_eps=1e-6, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+        tie_word_embeddings=True, rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+    # EXAONE 4: post-norm layers with per-head q / k norms; three of four layers within a 4-token window and
+    # rotating, the fourth global without rope
+    "exaone4": dict(
+        vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_layers=4, num_attention_heads=4,
+        num_key_value_heads=2, rms_norm_eps=1e-5, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+        sliding_window=4, sliding_window_pattern=4,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
 }
 
 
@@ -158,7 +185,8 @@ def glm_logits(m, prompt, steps):
 CASES = [("glm4_moe_lite", s) for s in ("naive", "absorbed", "flash")] + \
         [("deepseek_v2", s) for s in ("naive", "absorbed", "flash")] + [("qwen3", ""), ("qwen3_moe", "")] + \
         [("deepseek_v3", "flash"), ("llama", ""), ("qwen2", ""), ("glm4_moe", ""), ("mixtral", ""), ("mistral", ""), ("phi3", "")] + \
-        [("olmoe", ""), ("granite", ""), ("granitemoe", "")]
+        [("olmoe", ""), ("granite", ""), ("granitemoe", "")] + \
+        [("olmo2", ""), ("smollm3", ""), ("exaone4", ""), ("olmo3", "")]
 
 
 @pytest.mark.parametrize("model_type,strategy", CASES)

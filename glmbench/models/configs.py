@@ -56,6 +56,16 @@ Families (HF `model_type`), with the field names HF uses in each:
                  logits / logits_scaling)
   granitemoe     the same with every layer MoE (num_local_experts, softmax over the top-k logits), no shared
                  expert (granitemoeshared is not modelled)
+  olmo2          dense GQA (OLMo 2): post-norm layers (an RMSNorm on the attention's and on the MLP's output
+                 before each residual add, no norm before them: post_norms), q/k RMSNorm over all heads at once
+  olmo3          OLMo 2's layers with sliding-window attention on the layer_types' sliding layers (default
+                 three of every four, sliding_window 4096); the full layers take rope_parameters.full_attention
+                 (YaRN), the sliding ones plain rope by their own base (rope_local_theta)
+  smollm3        dense GQA (SmolLM3): Llama's layers, every no_rope_layer_interval-th one without rope
+                 (no_rope_layers: 1 rotates, 0 not; nope_layers), optional sliding windows (use_sliding_window)
+  exaone4        dense GQA (EXAONE 4.0): post-norm layers as OLMo 2's with per-head q/k RMSNorm; where
+                 sliding_window is set, the layer_types' sliding layers attend within it and rotate, the full
+                 ones attend globally without rope (nope_layers)
 
 The five from glm4 to qwen2_moe are priced (cost model, memory, weight bytes: parameters counted as HF's
 modeling code builds them); glmbench.Model does not run their forward pass (forward_unsupported says
@@ -130,6 +140,10 @@ FAMILIES = {
     "olmoe": "gqa",
     "granite": "gqa",
     "granitemoe": "gqa",
+    "olmo2": "gqa",
+    "olmo3": "gqa",
+    "smollm3": "gqa",
+    "exaone4": "gqa",
 }
 # families the cost model prices but glmbench.Model's forward pass does not run (what each lacks)
 PRICED_ONLY = {
@@ -365,6 +379,20 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     "granitemoe": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False, embedding_multiplier=1.0,
                        logits_scaling=1.0, residual_multiplier=1.0, attention_multiplier=1.0, num_local_experts=8,
                        num_experts_per_tok=2),
+    # Olmo2Config / Olmo3Config (transformers 5.25): num_key_value_heads defaults to the heads; Olmo 3's
+    # sliding_window 4096 on three of every four layers when layer_types is absent, rope base 5e5 (default_theta)
+    "olmo2": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=False, max_position_embeddings=2048),
+    "olmo3": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=False, max_position_embeddings=2048,
+                  sliding_window=4096),
+    # SmolLM3Config (transformers 5.25): 4 KV heads, tied, rope base 2e6 (default_theta), every 4th layer NoPE,
+    # no sliding window unless use_sliding_window
+    "smollm3": dict(rms_norm_eps=1e-6, tie_word_embeddings=True, attention_bias=False, mlp_bias=False,
+                    num_key_value_heads=4, max_position_embeddings=32768, use_sliding_window=False,
+                    sliding_window=None, no_rope_layer_interval=4),
+    # Exaone4Config (transformers 5.25): 32 KV heads, untied, sliding_window 4096 with every 4th layer global
+    # (sliding_window_pattern 4) when layer_types is absent
+    "exaone4": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, num_key_value_heads=32,
+                    max_position_embeddings=2048, sliding_window=4096, sliding_window_pattern=4),
 }
 
 # The MLA latent norms (q_a_layernorm, kv_a_layernorm) are built without an eps argument in HF's
@@ -435,7 +463,7 @@ class ModelConfig:
     # the windowed layers attend within fixed chunks of sliding_window tokens instead of a sliding
     # window (Llama 4's chunked attention: the query at p sees the keys p - p % w .. p)
     window_chunked: bool = False
-    qk_norm_all_heads: bool = False  # the q / k RMSNorm weights span all heads (MiniMax-M2, OLMoE), not one head
+    qk_norm_all_heads: bool = False  # the q / k RMSNorm weights span all heads (MiniMax-M2, OLMoE, OLMo 2), not one head
     # OLMoE's clip_qkv: q, k and v clamped to [-c, c] after the projections (and q / k norms); None: no clamp
     clip_qkv: float | None = None
     shared_expert_gate: bool = False  # a sigmoid gate (1 x hidden) on the shared expert's output (Qwen2-MoE)
@@ -474,6 +502,11 @@ class ModelConfig:
     moe_latent_size: int = 0
     mlp_gated: bool = True          # False: up -> act -> down, two matrices (Nemotron-H's relu2 MLP and experts)
     nope: bool = False              # no rope on any layer (Nemotron-H, Granite 4.0-H's position_embedding_type nope)
+    # the layers that apply no rope (SmolLM3's no_rope_layers, EXAONE 4's global layers); () : every layer rotates
+    nope_layers: tuple = ()
+    # post-norm layers (OLMo 2 / 3, EXAONE 4): x + norm(attn(x)), then x + norm(mlp(x)); the two norms are
+    # post_attention_layernorm and post_feedforward_layernorm, no input_layernorm
+    post_norms: bool = False
     # Granite's multipliers: embeddings times embedding_multiplier, each sub-layer's output times
     # residual_multiplier before the residual add, softmax scale attention_multiplier (attention_scale)
     embedding_multiplier: float | None = None
@@ -687,8 +720,10 @@ class ModelConfig:
 
     def layer_rotates(self, i: int) -> bool:
         """Whether layer i applies rope: every layer but Cohere2's global ones (HF Cohere2Attention
-        rotates q and k only on its sliding-window layers) and none of a NoPE model's (`nope`)."""
-        return not self.nope and not (self.model_type == "cohere2" and i not in self.windowed_layers)
+        rotates q and k only on its sliding-window layers), none of a NoPE model's (`nope`) and not the
+        `nope_layers` (SmolLM3's NoPE layers, EXAONE 4's global ones)."""
+        return not self.nope and not (self.model_type == "cohere2" and i not in self.windowed_layers) and \
+            i not in self.nope_layers
 
     def layer_rope(self, i: int) -> dict:
         """ops.rope's keyword arguments for layer i: Gemma 3's windowed layers turn by the local base
@@ -931,8 +966,12 @@ class ModelConfig:
             t["model.per_layer_projection_norm.weight"] = (P,)
         for i in range(self.n_layers):
             p = f"model.layers.{i}."
-            t[p + "input_layernorm.weight"] = (D,)
-            if self.n_layer_norms > 1:      # (Cohere: one norm before attention and MLP side by side)
+            if self.post_norms:     # (OLMo 2 / 3, EXAONE 4: the norms after attention and after the MLP)
+                t[p + "post_attention_layernorm.weight"] = (D,)
+                t[p + "post_feedforward_layernorm.weight"] = (D,)
+            else:
+                t[p + "input_layernorm.weight"] = (D,)
+            if self.n_layer_norms > 1 and not self.post_norms:   # (Cohere: one norm before attention and MLP)
                 t[p + "post_attention_layernorm.weight"] = (D,)
             if self.n_layer_norms == 4:
                 post = ("post_self_attn_layernorm", "post_mlp_layernorm") if self.model_type == "glm4" else \
@@ -1752,6 +1791,9 @@ def _dsa_fields(r: _Reader, L: int, q_lora: int | None, Dr: int) -> dict:
                 indexer_layers=tuple(i for i, t in enumerate(types) if t == "full"))
 
 
+_DEFAULT_THETA = {"gemma3_text": 1e6, "gemma4_text": 1e6, "smollm3": 2e6, "olmo3": 5e5}
+
+
 def _rope(r: _Reader) -> tuple[float, dict | None]:
     """rope_theta and the scaling dict, from either the v4 layout (rope_theta, rope_scaling) or
     transformers v5's rope_parameters; HF's default theta is 10000."""
@@ -1761,8 +1803,9 @@ def _rope(r: _Reader) -> tuple[float, dict | None]:
         raise ValueError(f"config field `rope_parameters` must be an object, got {rp!r}")
     if rp and isinstance(rp.get("full_attention"), dict):   # Gemma 3: per layer type; the global layers'
         rp = rp["full_attention"]
-    # HF's default theta: 10000 (Gemma 3's global layers: 1e6, Gemma3TextConfig.default_theta)
-    theta = hf.get("rope_theta", (rp or {}).get("rope_theta", 1e6 if r.mt in ("gemma3_text", "gemma4_text") else 10000.0))
+    # HF's default theta: 10000 (the config classes' default_theta: Gemma 3's global layers 1e6, SmolLM3 2e6,
+    # OLMo 3 5e5)
+    theta = hf.get("rope_theta", (rp or {}).get("rope_theta", _DEFAULT_THETA.get(r.mt, 10000.0)))
     if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not theta > 0 or not math.isfinite(theta):
         raise ValueError(f"config field `rope_theta` must be a finite positive number, got {theta!r}")
     scaling = hf.get("rope_scaling")
@@ -1972,8 +2015,8 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
         rope_dim = int(hd * prf)
         if rope_dim % 2:
             raise ValueError(f"rotated dims head_dim*partial_rotary_factor = {rope_dim} must be even")
-        if mt in ("mistral", "mixtral", "phi3", "ministral3"):
-            bias = False
+        if mt in ("mistral", "mixtral", "phi3", "ministral3", "exaone4"):
+            bias = False             # (Exaone4Attention: no bias whatever the config says)
         elif mt == "qwen2":
             bias = True              # Qwen2Attention: q/k/v always carry a bias, o_proj none
         elif mt == "qwen2_moe":
@@ -2034,6 +2077,60 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
             sw = r.int("sliding_window")
             pat = r.int("sliding_window_pattern")
             win_layers = _layer_types(r, L, lambda i: (i + 1) % pat != 0)
+        elif mt == "olmo3":
+            # Olmo3Config: layer_types (default: every 4th layer full); the sliding layers plain rope by
+            # rope_parameters.sliding_attention's base, the full ones by full_attention's (and its scaling)
+            sw = r.int("sliding_window", allow_none=True)
+            win_layers = _layer_types(r, L, lambda i: (i + 1) % 4 != 0) if sw else ()
+            rp = r.hf.get("rope_parameters") if isinstance(r.hf.get("rope_parameters"), dict) else {}
+            local = rp.get("sliding_attention") if isinstance(rp.get("sliding_attention"), dict) else {}
+            lt = local.get("rope_theta", r.hf.get("rope_theta", rp.get("rope_theta", _DEFAULT_THETA["olmo3"])))
+            if isinstance(lt, bool) or not isinstance(lt, (int, float)) or not lt > 0 or not math.isfinite(lt):
+                raise ValueError(f"config field `rope_parameters.sliding_attention.rope_theta` must be a positive "
+                                 f"number, got {lt!r}")
+            if (local.get("rope_type") or "default") != "default":
+                raise ValueError(f"config field `rope_parameters.sliding_attention.rope_type` = "
+                                 f"{local.get('rope_type')!r}: OLMo 3's sliding layers are modelled with plain rope")
+            kw["rope_local_theta"] = float(lt)
+        elif mt == "smollm3":
+            # SmolLM3Config: no_rope_layers[i] = 1 where layer i rotates (default: all but every
+            # no_rope_layer_interval-th); a window only where use_sliding_window and sliding_window are set, on
+            # the layer_types' sliding layers (default: the NoPE ones)
+            if r.bool("mlp_bias"):
+                raise ValueError("config field `mlp_bias` = true: a biased MLP is not modelled (the released "
+                                 "SmolLM3 has none)")
+            nrl = r.hf.get("no_rope_layers")
+            if nrl is not None:
+                if not isinstance(nrl, list) or len(nrl) != L or any(v not in (0, 1) or isinstance(v, float)
+                                                                     for v in nrl):
+                    raise ValueError(f"config field `no_rope_layers` must list 0/1 for each of {L} layers, got {nrl!r}")
+                kw["nope_layers"] = tuple(i for i in range(L) if not nrl[i])
+            else:
+                every = r.int("no_rope_layer_interval")
+                kw["nope_layers"] = tuple(i for i in range(L) if (i + 1) % every == 0)
+            if r.bool("use_sliding_window"):
+                sw = r.int("sliding_window", allow_none=True)
+                if sw:
+                    nope = frozenset(kw["nope_layers"])
+                    win_layers = _layer_types(r, L, lambda i: i in nope)
+        elif mt == "exaone4":
+            # Exaone4Config: layer_types (default: all but every sliding_window_pattern-th layer sliding; the
+            # released configs' "LLLG" strings read as llama.cpp's converter reads them, L = sliding); with a
+            # sliding_window, only the sliding layers rotate (Exaone4Attention), without one every layer does
+            sw = r.int("sliding_window", allow_none=True)
+            if sw:
+                pat = r.raw("sliding_window_pattern", required=False)
+                if isinstance(pat, str) and pat and set(pat) <= {"L", "G"}:
+                    windowed = lambda i: pat[i % len(pat)] == "L"
+                elif isinstance(pat, int) and not isinstance(pat, bool) and pat > 0:
+                    windowed = lambda i: (i + 1) % pat != 0
+                elif r.hf.get("layer_types") is None:
+                    raise ValueError(f"config field `sliding_window_pattern` must be a positive integer or a string "
+                                     f"of 'L' / 'G' (or `layer_types` given), got {pat!r}")
+                else:
+                    windowed = None
+                win_layers = _layer_types(r, L, windowed)
+                kw["nope_layers"] = tuple(i for i in range(L) if i not in frozenset(win_layers))
         if mt in LAYERNORM_FAMILIES:
             ls = r.raw("logit_scale", required=False)
             if ls is not None and (isinstance(ls, bool) or not isinstance(ls, (int, float)) or not math.isfinite(ls)):
@@ -2079,13 +2176,15 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
             sw = r.int("sliding_window", required=False, allow_none=True)
             if sw:
                 win_layers = tuple(i for i in range(L) if i not in kw["linear_layers"])
-        qk_norm = mt in ("qwen3", "qwen3_moe", "gemma3_text", "minimax_m2", "gemma4_text", "olmoe") or \
+        qk_norm = mt in ("qwen3", "qwen3_moe", "gemma3_text", "minimax_m2", "gemma4_text", "olmoe", "olmo2", "olmo3",
+                         "exaone4") or \
             mt in LINEAR_FAMILIES or \
             mt in SHORTCONV_FAMILIES or \
             (mt in ("glm4_moe", "cohere") and r.bool("use_qk_norm"))
         kw.update(n_kv_heads=n_kv, head_dim=hd, attention_bias=bool(bias), attention_out_bias=out_bias,
                   # Command-R+'s q / k LayerNorms hold a weight per head (heads x head_dim)
-                  qk_norm=qk_norm, qk_norm_all_heads=mt in ("minimax_m2", "cohere", "olmoe"),
+                  qk_norm=qk_norm, qk_norm_all_heads=mt in ("minimax_m2", "cohere", "olmoe", "olmo2", "olmo3"),
+                  post_norms=mt in ("olmo2", "olmo3", "exaone4"),
                   rope_layout="interleaved" if mt in ("glm4", "cohere", "cohere2") else "half", rope_dim=rope_dim,
                   q_lora_rank=None, kv_lora_rank=0, qk_nope_head_dim=0, qk_rope_head_dim=0, v_head_dim=hd,
                   sliding_window=sw, window_layers=win_layers,

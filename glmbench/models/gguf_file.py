@@ -104,7 +104,8 @@ MAGIC = b"GGUF"
 ARCHITECTURES = ("deepseek2", "qwen3", "qwen3moe", "qwen2", "llama", "glm4moe", "gemma2", "gemma3", "seed_oss",
                  "gpt-oss", "phi3", "glm4", "llama4", "minimax-m2", "ernie4_5-moe", "qwen2moe", "qwen3next", "qwen35",
                  "qwen35moe", "command-r", "cohere2", "nemotron_h", "nemotron_h_moe", "granitehybrid", "gemma4", "mistral3",
-                 "falcon-h1", "glm-dsa", "deepseek32", "lfm2", "lfm2moe", "olmoe", "granite", "granitemoe")
+                 "falcon-h1", "glm-dsa", "deepseek32", "lfm2", "lfm2moe", "olmoe", "granite", "granitemoe",
+                 "olmo2", "smollm3", "exaone4")
 # llama.cpp's DeepSeek Sparse Attention architectures (GLM-5: glm-dsa, conversion/glm.py GlmMoeDsaModel; DeepSeek-V3.2:
 # deepseek32, conversion/deepseek.py DeepseekV32Model; both on DeepseekV2Model's MLA keys) -> HF model_type
 DSA_ARCHITECTURES = {"glm-dsa": "glm_moe_dsa", "deepseek32": "deepseek_v32"}
@@ -126,6 +127,9 @@ COHERE_ARCHITECTURES = {"command-r": "cohere", "cohere2": "cohere2"}
 # llama.cpp's cohere2 (src/models/cohere2.cpp, load_swa_pattern(ml, 4)): three of every four layers windowed
 # when the file states no sliding_window_pattern (the converter writes none)
 COHERE2_PATTERN = 4
+# llama.cpp's exaone4 loader (src/models/exaone4.cpp): the 64-layer model (EXAONE 4.0 32B) windows 4096 tokens on all
+# but every 4th layer where the file states no window or pattern
+EXAONE4_WINDOW, EXAONE4_PATTERN = 4096, 4
 # llama.cpp's Llama 4 (src/llama-model.cpp, LLM_ARCH_LLAMA4): chunked attention of 8192 tokens on three
 # of every four layers, a constant of the loader, not a metadata key ("currently it's the same for
 # Scout and Maverick"); a file with llama4.attention.sliding_window = 0 (all layers global) turns it off
@@ -463,7 +467,8 @@ def hf_config(g: GGUFFile) -> dict:
     qwen3next -> qwen3_next, qwen35 -> qwen3_5_text, qwen35moe -> qwen3_5_moe_text (_hybrid); the Cohere
     architectures command-r -> cohere, cohere2 -> cohere2 (_cohere); the Mamba-2 hybrids nemotron_h /
     nemotron_h_moe -> nemotron_h, granitehybrid -> granitemoehybrid (_mamba); gemma4 -> gemma4_text (_gemma4);
-    falcon-h1 -> falcon_h1 (_falcon_h1); lfm2 -> lfm2, lfm2moe -> lfm2_moe (_lfm2)."""
+    falcon-h1 -> falcon_h1 (_falcon_h1); lfm2 -> lfm2, lfm2moe -> lfm2_moe (_lfm2); olmoe, granite, granitemoe as
+    named; olmo2 -> olmo2 (olmo3 where the file states a window), exaone4 -> exaone4 (_post_norm); smollm3."""
     arch = g.architecture
     if not arch:
         raise GGUFError(f"{g.path}: metadata 'general.architecture' is missing")
@@ -702,6 +707,13 @@ def hf_config(g: GGUFFile) -> dict:
             hf.update(num_local_experts=m("expert_count", required=True, minimum=1),
                       num_experts_per_tok=m("expert_used_count", required=True, minimum=1), intermediate_size=fe)
         return hf
+    if arch in ("olmo2", "exaone4"):
+        return _post_norm(g, m, hf, L)
+    if arch == "smollm3":
+        # conversion/llama.py SmolLM3Model (LlamaModel's permuted q / k rows): llama.cpp's smollm3 graph rotates
+        # every layer but each 4th (n_no_rope_layer_step, fixed: the file states no NoPE layers) and windows none
+        hf.update(model_type="smollm3", no_rope_layer_interval=4, use_sliding_window=False, sliding_window=None)
+        return hf
     moe_layers = [i for i in range(L) if blk(i, "ffn_gate_inp") in ts]      # the layers with a router
     if arch == "llama4":
         # the converter writes HF's intermediate_size_mlp as feed_forward_length and intermediate_size
@@ -760,6 +772,41 @@ def hf_config(g: GGUFFile) -> dict:
         # llama.cpp's llama loads optional MLP biases (src/models/llama.cpp: ffn_gate / ffn_down / ffn_up "bias",
         # TENSOR_NOT_REQUIRED): HF's mlp_bias
         hf["mlp_bias"] = blk(0, "ffn_up").replace("weight", "bias") in ts
+    return hf
+
+
+def _post_norm(g: GGUFFile, m: _Meta, hf: dict, L: int) -> dict:
+    """hf_config's rest for llama.cpp's post-norm architectures (src/models/olmo2.cpp, exaone4.cpp), from what the
+    converter writes (conversion/olmo.py Olmo2Model for OLMo 2 and OLMo 3, conversion/exaone.py Exaone4Model;
+    TextModels: q / k rows not permuted, NEOX rope is HF's rotate_half):
+      * olmo2: OLMo 2 without attention.sliding_window; with one (> 0), OLMo 3: the layers
+        attention.sliding_window_pattern flags (the converter's layer_types; else llama.cpp's every 4th global),
+        plain rope on the windowed layers by rope.freq_base_swa (else rope.freq_base) without the scaling, the
+        full layers' YaRN from the rope.scaling keys;
+      * exaone4: per-head q / k norms; attention.sliding_window on the pattern's layers, which alone rotate (the
+        global ones apply no rope); a 64-layer file without the keys takes llama.cpp's 4096 tokens, every 4th
+        layer global. (llama.cpp's loader applies a window only at 64 layers, EXAONE 4.0 32B's count; a file of
+        another depth that states one is read as its HF config states it, windowed; no released model is one.)
+        A llama3-scaled rope is the rope_freqs tensor (hf_config)."""
+    arch = g.architecture
+    sw = m("attention.sliding_window", 0, minimum=0)
+    if arch == "olmo2":
+        if not sw:
+            hf.update(model_type="olmo2")
+            return hf
+        windowed, _ = _swa_pattern(g, m, L, 4)
+        hf.update(model_type="olmo3", sliding_window=sw,
+                  rope_parameters={"sliding_attention": {"rope_type": "default", "rope_theta": m(
+                      "rope.freq_base_swa", hf["rope_theta"], kind=float)}})
+    else:
+        if not sw and L == 64:
+            sw = EXAONE4_WINDOW
+        if not sw:
+            hf.update(model_type="exaone4", sliding_window=None, layer_types=["full_attention"] * L)
+            return hf
+        windowed, _ = _swa_pattern(g, m, L, EXAONE4_PATTERN)
+        hf.update(model_type="exaone4", sliding_window=sw)
+    hf["layer_types"] = ["sliding_attention" if w else "full_attention" for w in windowed]
     return hf
 
 
@@ -964,6 +1011,18 @@ def _cohere(g: GGUFFile, m: _Meta, hf: dict, L: int) -> dict:
         hf["use_qk_norm"] = q
         return hf
     hf["sliding_window"] = m("attention.sliding_window", required=True, minimum=1)
+    windowed, pat = _swa_pattern(g, m, L, COHERE2_PATTERN)
+    if pat:
+        hf["sliding_window_pattern"] = pat
+    hf["layer_types"] = ["sliding_attention" if w else "full_attention" for w in windowed]
+    return hf
+
+
+def _swa_pattern(g: GGUFFile, m: _Meta, L: int, default: int) -> tuple[list, int | None]:
+    """The windowed layers as llama.cpp's load_swa_pattern reads attention.sliding_window_pattern: an array of one
+    flag per layer (true: windowed), or a period n (every n-th layer global; 0: all windowed), else `default`.
+    (flags per layer, the period or None where the file gave flags)."""
+    arch = g.architecture
     key = f"{arch}.attention.sliding_window_pattern"
     flags = g.get(key)
     if isinstance(flags, np.ndarray):
@@ -973,14 +1032,9 @@ def _cohere(g: GGUFFile, m: _Meta, hf: dict, L: int) -> dict:
         if a.size != L:
             raise GGUFError(f"{g.path}: metadata {key!r} has {a.size} flags; '{arch}.block_count' = {L} needs one "
                             f"per layer")
-        windowed = [bool(x) for x in a]
-    else:
-        pat = m("attention.sliding_window_pattern", COHERE2_PATTERN, minimum=0)
-        windowed = [pat == 0 or i % pat < pat - 1 for i in range(L)]
-        if pat:
-            hf["sliding_window_pattern"] = pat
-    hf["layer_types"] = ["sliding_attention" if w else "full_attention" for w in windowed]
-    return hf
+        return [bool(x) for x in a], None
+    pat = m("attention.sliding_window_pattern", default, minimum=0)
+    return [pat == 0 or i % pat < pat - 1 for i in range(L)], pat
 
 
 def _lfm2(g: GGUFFile, m: _Meta, hf: dict, L: int, blocks: int) -> dict:

@@ -57,6 +57,14 @@ names renamed, granitemoe_state_dict) with the multipliers: embeddings times emb
 output times residual_multiplier before the residual add, softmax scale attention_multiplier, logits divided by
 logits_scaling. Neither has a C layer: forward_py runs them op by op.
 
+OLMo 2 / 3 and EXAONE 4 (olmo2, olmo3, exaone4; HF modeling_olmo2 / _olmo3 / _exaone4): post-norm layers,
+h = x + N1(Attn(x)); y = h + N2(MLP(h)) (post_attention_layernorm, post_feedforward_layernorm; no norm before
+either: `Layer._forward_post_norm`, op by op, no C layer); OLMo's q / k RMSNorms over all heads at once, EXAONE's
+per head; OLMo 3's sliding layers windowed (rings) with plain rope by their own base, its full layers by the
+config's scaled rope; EXAONE 4's sliding layers windowed and rotating, its global ones without rope
+(cfg.nope_layers). SmolLM3 (smollm3): Llama's layer, every fourth (no_rope_layers) without rope: those layers
+run forward_py (the C layer always rotates), the others one C call each.
+
 Hybrids (qwen3_next: Qwen3-Next; qwen3_5_text / qwen3_5_moe_text: Qwen3.5; HF modeling_qwen3_next /
 modeling_qwen3_5): three of four layers are Gated DeltaNet linear attention (`Layer._linear_attn`:
 in_proj, ops.causal_conv1d with the last K - 1 inputs carried, ops.gated_delta_rule over a recurrent
@@ -321,10 +329,12 @@ class Layer:
         gemma = cfg.model_type in configs.GEMMA_FAMILIES   # sandwich norms and GeGLU (_forward_gemma)
         if cfg.attention_sinks or cfg.layer_norm or cfg.linear_layers or cfg.attn_output_gate or self.gemma4 or \
                 (gemma and not all(isinstance(v, np.ndarray) for v in w.values())) or cfg.qk_norm_all_heads or \
-                cfg.clip_qkv or cfg.residual_multiplier is not None:
+                cfg.clip_qkv or cfg.residual_multiplier is not None or cfg.post_norms or \
+                not cfg.layer_rotates(self.index):
             # GPT-OSS, Cohere, the hybrids, Gemma 4: no C layer yet (_forward_gpt_oss, _forward_cohere,
             # _forward_hybrid, _forward_gemma4); Gemma 2 / 3: float matrices only; OLMoE's q / k norms over all
-            # heads and clip_qkv, Granite's residual_multiplier: forward_py (attention.gqa_block)
+            # heads and clip_qkv, Granite's residual_multiplier: forward_py (attention.gqa_block); OLMo 2 / 3's and
+            # EXAONE 4's post-norm layers (_forward_post_norm), SmolLM3's NoPE layers (the C layer always rotates)
             return None
         mla = cfg.attention == "mla"
         rot = cfg.layer_rope(self.index) if not mla else dict(
@@ -409,6 +419,8 @@ class Layer:
             return self._forward_mamba(x, cache, cache_layer, positions, n_out)
         if cfg.linear_layers or cfg.attn_output_gate:
             return self._forward_hybrid(x, cache, cache_layer, positions, n_out)
+        if cfg.post_norms:
+            return self._forward_post_norm(x, cache, cache_layer, positions, n_out)
         h = _ops.rms_norm(x, w["input_layernorm.weight"], eps)
         if cfg.attention == "mla":
             a = attention.mla_block(h, self.attn, cache, cache_layer, positions, cfg, strategy=mla_strategy)
@@ -428,6 +440,17 @@ class Layer:
             m = m * np.float32(rm)
         return x + m
 
+
+    def _forward_post_norm(self, x, cache, cache_layer: int, positions, n_out=None):
+        """OLMo 2 / 3's and EXAONE 4's post-norm layer (HF Olmo2DecoderLayer, Exaone4DecoderLayer): the attention
+        and the SwiGLU MLP on the raw residual stream, each output RMSNormed before its residual add."""
+        cfg, w = self.cfg, self.w
+        eps = float(cfg.rms_norm_eps)
+        a = attention.gqa_block(x, self.attn, cache, cache_layer, positions, cfg, model_layer=self.index)
+        x, a = _keep(x, n_out), _keep(a, n_out)
+        x = x + _ops.rms_norm(a, w["post_attention_layernorm.weight"], eps)
+        m = _ops.swiglu(x, w["mlp.gate_proj.weight"], w["mlp.up_proj.weight"], w["mlp.down_proj.weight"])
+        return x + _ops.rms_norm(m, w["post_feedforward_layernorm.weight"], eps)
 
     def _forward_gemma(self, x, cache, cache_layer: int, positions, n_out=None):
         """Gemma 2/3's sandwich-norm layer (norm weights held as 1 + w, see the module docstring)."""

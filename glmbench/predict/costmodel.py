@@ -600,7 +600,10 @@ def _file_layer_weight_bytes(cfg) -> dict:
 
     allL = range(cfg.n_layers)
     att = {name: mean(cfg.attention_layers, ["self_attn." + name]) for name in cfg._attention_tensors()}
-    out = {"attn": att, "norms": mean(allL, ["input_layernorm.weight", "post_attention_layernorm.weight"])}
+    # (the post-norm layers of OLMo 2 / 3 and EXAONE 4: post_attention_ and post_feedforward_layernorm)
+    norms = ["input_layernorm.weight", "post_attention_layernorm.weight"] + \
+        (["post_feedforward_layernorm.weight"] if cfg.post_norms else [])
+    out = {"attn": att, "norms": mean(allL, norms)}
     if cfg.linear_layers:
         out["linear"] = {name: mean(cfg.linear_layers, ["linear_attn." + name]) for name in cfg._linear_tensors()}
     if cfg.intermediate_size:

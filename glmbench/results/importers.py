@@ -464,7 +464,10 @@ _HF_TO_ARCH = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2"
                "lfm2": "lfm2", "lfm2_moe": "lfm2moe",
                # OLMoE (conversion/olmo.py OlmoeModel), Granite 3.x dense and MoE (conversion/granite.py GraniteModel,
                # GraniteMoeModel)
-               "olmoe": "olmoe", "granite": "granite", "granitemoe": "granitemoe"}
+               "olmoe": "olmoe", "granite": "granite", "granitemoe": "granitemoe",
+               # OLMo 2 and OLMo 3 (conversion/olmo.py Olmo2Model: both llama.cpp's olmo2, OLMo 3 with its window),
+               # SmolLM3 (conversion/llama.py SmolLM3Model), EXAONE 4 (conversion/exaone.py Exaone4Model)
+               "olmo2": "olmo2", "olmo3": "olmo2", "smollm3": "smollm3", "exaone4": "exaone4"}
 # model_types whose MoE models llama.cpp names apart: the converter writes a Nemotron-H config with experts
 # (num_experts_per_tok: Nemotron 3 Nano) as nemotron_h_moe, the dense ones (Nemotron-H 8B, Nemotron-Nano-9B-v2)
 # as nemotron_h (conversion/nemotron.py NemotronHModel)
