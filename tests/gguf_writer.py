@@ -177,6 +177,27 @@ def add_metadata(w, arch: str, meta: dict, drop=()) -> None:
             w.add_uint32(k, int(v))
 
 
+def gqa_meta(cfg) -> dict:
+    """The keys llama.cpp's converter writes for a plain GQA decoder of ModelConfig `cfg` (no architecture
+    prefix; add_metadata adds it): sizes, heads, norm epsilon, rope base, vocabulary."""
+    return {"block_count": cfg.n_layers, "context_length": cfg.max_position_embeddings,
+            "embedding_length": cfg.hidden_size, "feed_forward_length": cfg.moe_intermediate_size or cfg.intermediate_size,
+            "attention.head_count": cfg.n_heads, "attention.head_count_kv": cfg.n_kv_heads,
+            "attention.layer_norm_rms_epsilon": cfg.rms_norm_eps, "rope.freq_base": cfg.rope_theta,
+            "vocab_size": cfg.vocab_size}
+
+
+def add_zero_tensors(w, cfg, arch: str) -> None:
+    """Every tensor of ModelConfig `cfg` under its GGUF name for `arch`, zeros: matrices F16, the router and 1-D
+    tensors F32 (as the converter keeps them)."""
+    from glmbench.models import gguf_file
+    for hf, shape in cfg.tensor_shapes().items():
+        name = gguf_file.gguf_name(hf, arch, cfg.n_layers)
+        assert name is not None, hf
+        f16 = len(shape) >= 2 and not hf.endswith("mlp.gate.weight")
+        w.add_tensor(name, np.zeros(shape, np.float16 if f16 else np.float32))
+
+
 def llama3_rope_factors(rp, dim):
     """The converter's rope_freqs tensor (conversion/llama.py, generate_extra_tensors): per pair,
     1 (short wavelengths), factor (long), or the smooth blend's divisor between."""
@@ -226,6 +247,18 @@ def config_diff(a, b) -> dict:
     """The compared ModelConfig fields where a and b differ (name and file_weights aside): {field: (a's, b's)}."""
     return {f.name: (getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a)
             if f.compare and f.name not in ("name", "file_weights") and getattr(a, f.name) != getattr(b, f.name)}
+
+
+def check_reads_as(path, want):
+    """The GGUF at `path`, written from ModelConfig `want` with F16 matrices (add_zero_tensors), read back: the
+    same family, cost shape, parameters and KV bytes, every byte a tensor of the config's. Returns its config."""
+    cfg = load_stated(path)
+    assert cfg.model_type == want.model_type
+    assert cfg.cost_shape() == want.cost_shape(), config_diff(cfg, want)
+    assert cfg.total_params() == want.total_params() and cfg.kv_bytes_per_token() == want.kv_bytes_per_token()
+    fw = cfg.file_weights
+    assert fw.extra_bytes == fw.skipped_bytes == 0 and fw.main_type == "F16"
+    return cfg
 
 
 def sweep_file(path, tmp, model: str) -> list:

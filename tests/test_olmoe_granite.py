@@ -3,7 +3,6 @@ them (conversion/olmo.py OlmoeModel, conversion/granite.py GraniteModel / Granit
 the gguf package so the metadata reading and its errors are tested without llama.cpp's sources (its own
 converter's files: tests/test_converted_gguf.py), llama-bench's names for them, and what the cost model makes
 of the built-ins. The forward pass against HF's tiny models: tests/test_model_hf.py."""
-import numpy as np
 import pytest
 
 gguf = pytest.importorskip("gguf", reason="GGUF tests need the gguf package")
@@ -32,11 +31,7 @@ def _write(path, arch, hc, drop=(), **extra):
     F16 matrices, the router and 1-D tensors F32), less the metadata keys in `drop`, plus `extra` keys."""
     cfg = configs.from_hf(hc, "synth")
     w = gguf.GGUFWriter(path, arch)
-    meta = {"block_count": cfg.n_layers, "context_length": cfg.max_position_embeddings,
-            "embedding_length": cfg.hidden_size, "feed_forward_length": cfg.moe_intermediate_size or cfg.intermediate_size,
-            "attention.head_count": cfg.n_heads, "attention.head_count_kv": cfg.n_kv_heads,
-            "attention.layer_norm_rms_epsilon": cfg.rms_norm_eps, "rope.freq_base": cfg.rope_theta,
-            "vocab_size": cfg.vocab_size}
+    meta = gguf_writer.gqa_meta(cfg)
     if cfg.n_routed_experts:
         meta.update({"expert_count": cfg.n_routed_experts, "expert_used_count": cfg.n_experts_per_tok})
     if arch != "olmoe":
@@ -44,11 +39,7 @@ def _write(path, arch, hc, drop=(), **extra):
                      "residual_scale": cfg.residual_multiplier, "logit_scale": 1 / cfg.logit_scale})
     meta.update(extra)
     gguf_writer.add_metadata(w, arch, meta, drop)
-    for hf, shape in cfg.tensor_shapes().items():
-        name = gguf_file.gguf_name(hf, arch, cfg.n_layers)
-        assert name is not None, hf
-        f16 = len(shape) >= 2 and not hf.endswith("mlp.gate.weight")
-        w.add_tensor(name, np.zeros(shape, np.float16 if f16 else np.float32))
+    gguf_writer.add_zero_tensors(w, cfg, arch)
     gguf_writer.finish(w)
     return cfg
 
@@ -57,12 +48,7 @@ def _write(path, arch, hc, drop=(), **extra):
 def test_written_file_reads_as_its_config(tmp_path, arch):
     p = str(tmp_path / f"{arch}.gguf")
     want = _write(p, arch, _SYNTH[arch])
-    cfg = gguf_writer.load_stated(p)
-    assert cfg.model_type == arch
-    assert cfg.cost_shape() == want.cost_shape(), gguf_writer.config_diff(cfg, want)
-    assert cfg.total_params() == want.total_params() and cfg.kv_bytes_per_token() == want.kv_bytes_per_token()
-    fw = cfg.file_weights
-    assert fw.extra_bytes == fw.skipped_bytes == 0 and fw.main_type == "F16"
+    cfg = gguf_writer.check_reads_as(p, want)
     if arch == "olmoe":   # q / k norms over the whole projection, all heads at once
         assert cfg.qk_norm and cfg.qk_norm_all_heads and not cfg.norm_topk_prob
         assert cfg.tensor_shapes()["model.layers.0.self_attn.k_norm.weight"] == (32,)
