@@ -10,7 +10,8 @@ The format is detected from the content, never from the file name:
                      ik_llama.cpp's prints the same)
   sweep-bench        ik_llama.cpp's and the mainline port's markdown table
                      (`PP | TG | N_KV | T_PP s | S_PP t/s | T_TG s | S_TG t/s`) and `--output-format jsonl`
-  batched-bench      llama.cpp's llama-batched-bench table (`PP | TG | B | N_KV | ...`) and its jsonl
+  batched-bench      llama.cpp's llama-batched-bench table (`PP | TG | B | N_KV | ...`) and its jsonl (which has no
+                     is_tg_separate: -tgs from the paste's command line, else shared decoding, the assumption said)
   vllm               `vllm bench serve --save-result` JSON (one object; `--append-result`: one per line),
                      and the console block vLLM's and SGLang's benchmarks print (`==== Serving Benchmark Result ====`;
                      the server measured, `server`, from its command line in the paste: llama-server, vllm serve,
@@ -178,6 +179,7 @@ def read(path, *, model: str | None = None, default_model: str | None = None,
 def read_text(text: str, path: str = "<text>", *, model: str | None = None,
               default_model: str | None = None, notices: list | None = None) -> list[dict]:
     """read() on text already in memory; `path` names it in errors and in `source`."""
+    whole = text
     if _detect_pasted(text) is None:
         # llama-bench -o json / jsonl / csv / sql with --progress (or -v) in a terminal's copy of 2>&1: its
         # stderr lines among the records (is_log_line), blanked (their line numbers kept)
@@ -193,6 +195,7 @@ def read_text(text: str, path: str = "<text>", *, model: str | None = None,
         text, fmt = found
     ctx = _Context(path, fmt, _canonical_model(model, path, "model"), _canonical_model(default_model, path, "default_model"),
                    notices)
+    ctx.paste = whole   # the whole text, the prose around an embedded JSON result with it (its command line)
     recs = _READERS[fmt](text, ctx)
     if not recs:
         _fail(path, None, f"holds no records ({FORMATS[fmt]})")
@@ -3207,7 +3210,7 @@ def _read_sweep_jsonl(text, ctx):
     return out
 
 
-def _batched_records(ctx, line, hdr, pp, tg, b, n_kv, t_pp, s_pp, t_tg, s_tg, meta=None):
+def _batched_records(ctx, line, hdr, pp, tg, b, n_kv, t_pp, s_pp, t_tg, s_tg, meta=None, tg_how=None):
     base = _bench_common(ctx, line, hdr, "llama-batched-bench", "a batched-bench table measured (it names none)", meta)
     pp = _num(ctx, line, "PP", pp, integer=True, minimum=0)
     tg = _num(ctx, line, "TG", tg, integer=True, minimum=0)
@@ -3228,16 +3231,56 @@ def _batched_records(ctx, line, hdr, pp, tg, b, n_kv, t_pp, s_pp, t_tg, s_tg, me
                            "pl": b,
                            "avg_ts": _speed(ctx, line, "S_TG t/s", s_tg),
                            "seconds": _num(ctx, line, "T_TG s", t_tg, required=False, minimum=0)}))
+        if tg_how and b > 1:
+            out[-1]["inferred"] = dict(out[-1].get("inferred") or {}, n_streams=tg_how)
     if not out:
         _fail(ctx.path, line, "a row with PP = TG = 0")
     return out
 
 
+def paste_commands(text: str | None) -> list[tuple[int, str, dict]]:
+    """(line, the command as one line, its options: _command_args) of every benchmark or server command line of
+    `text` (a paste's prose around a JSON result), a command continued over lines (" \\") joined."""
+    lines = _unquote(text or "")
+    out = []
+    for i, ln in enumerate(lines):
+        if _CMD_RE.search(ln) or _RUN_CMD_RE.search(ln):
+            full, j = ln, i
+            while re.search(r"\s[\\^`]\s*$", full) and j + 1 < len(lines) and lines[j + 1].strip():
+                j += 1
+                full = re.sub(r"\s[\\^`]\s*$", " ", full) + lines[j].strip()
+            out.append((i + 1, " ".join(full.split()), _command_args(full, {})))
+    return out
+
+
+_BATCHED_CMD = re.compile(r"(?:^|[\s/\\])(?:llama-)?batched-bench(?:\.exe)?(?=\s|$)")
+
+
+def _tg_separate(ctx, line) -> tuple[bool, str | None]:
+    """(is_tg_separate, how it was told) for llama-batched-bench's `--output-format jsonl`, whose objects carry
+    is_pp_shared but not is_tg_separate (tools/batched-bench/batched-bench.cpp): the paste's batched-bench command
+    line (-tgs on it or not), else shared decoding (its default) with the assumption said."""
+    cmds = [c for c in paste_commands(getattr(ctx, "paste", None)) if _BATCHED_CMD.search(c[1])]
+    if cmds:
+        cl, ctext, _ = cmds[-1]
+        if re.search(r"(?:^|\s)-tgs(?=\s|$)", ctext):
+            return True, f"one stream at a time (-tgs on the command line, line {cl})"
+        return False, f"B streams decoded together (no -tgs on the command line, line {cl})"
+    ctx.notice(line, "batched-bench jsonl: its objects do not say whether -tgs (decoding one sequence after another) "
+                     "was given and the paste holds no command line: shared decoding (B streams a step) assumed")
+    return False, ("B streams decoded together: assumed (the jsonl carries no is_tg_separate and the paste no command "
+                   "line; -tgs would make it one stream)")
+
+
 def _read_batched_jsonl(text, ctx):
     out = []
     for line, o in _jsonl(text, ctx.path):
-        out += _batched_records(ctx, line, o, o.get("pp"), o.get("tg"), o.get("pl"), o.get("n_kv"), o.get("t_pp"),
-                                o.get("speed_pp"), o.get("t_tg"), o.get("speed_tg"))
+        hdr, tg_how = o, None
+        if "is_tg_separate" not in o:
+            sep, tg_how = _tg_separate(ctx, line)
+            hdr = dict(o, is_tg_separate=int(sep))
+        out += _batched_records(ctx, line, hdr, o.get("pp"), o.get("tg"), o.get("pl"), o.get("n_kv"), o.get("t_pp"),
+                                o.get("speed_pp"), o.get("t_tg"), o.get("speed_tg"), tg_how=tg_how)
     return out
 
 
