@@ -43,3 +43,69 @@ def test_batched_jsonl_without_a_command_line_says_it_assumed_shared_decoding(tm
     one = BATCHED_JSONL.replace('"pl": 4', '"pl": 1')
     _, tg1 = im.read(write(tmp_path, "b1.jsonl", one), model="qwen3-8b")
     assert "n_streams" not in tg1["inferred"]
+
+
+# ---- embedding serving runs ------------------------------------------------------------------------
+def _row(k, v, fmt=""):
+    return ("{:<40} {:<10" + fmt + "}").format(k, v)
+
+
+def sglang_embedding_block():
+    """sglang/benchmark/serving.py's result block for an embedding backend (is_embedding: no generated-token,
+    output-throughput, TTFT, TPOT or ITL lines)."""
+    return "\n".join([
+        "python -m sglang.bench_serving --backend sglang-embedding --model BAAI/bge-large-en-v1.5 --num-prompts 200",
+        "",
+        "{s:{c}^{n}}".format(s=" Serving Benchmark Result ", n=50, c="="),
+        _row("Backend:", "sglang-embedding"), _row("Traffic request rate:", "inf"),
+        _row("Max request concurrency:", "not set"), _row("Successful requests:", 200),
+        _row("Benchmark duration (s):", 4.0, ".2f"), _row("Total input tokens:", 51200),
+        _row("Total input text tokens:", 51200), _row("Request throughput (req/s):", 50.0, ".2f"),
+        _row("Input token throughput (tok/s):", 12800.0, ".2f"), _row("Peak concurrent requests:", 200),
+        _row("Concurrency:", 180.0, ".2f"),
+        "{s:{c}^{n}}".format(s="End-to-End Latency", n=50, c="-"),
+        _row("Mean E2E Latency (ms):", 3600.0, ".2f"), _row("Median E2E Latency (ms):", 3650.0, ".2f"),
+        _row("P90 E2E Latency (ms):", 3900.0, ".2f"), _row("P95 E2E Latency (ms):", 3950.0, ".2f"),
+        _row("P99 E2E Latency (ms):", 3990.0, ".2f"),
+        "=" * 50, ""])
+
+
+def vllm_embedding_block():
+    """vllm/benchmarks/serve.py's block for a pooling backend (EmbedBenchmarkMetrics: no generated tokens)."""
+    return "\n".join([
+        "vllm bench serve --backend openai-embeddings --endpoint /v1/embeddings --model BAAI/bge-m3 --num-prompts 100",
+        "",
+        "{s:{c}^{n}}".format(s=" Serving Benchmark Result ", n=50, c="="),
+        _row("Successful requests:", 100), _row("Failed requests:", 0),
+        _row("Benchmark duration (s):", 2.0, ".2f"), _row("Total input tokens:", 25600),
+        _row("Request throughput (req/s):", 50.0, ".2f"), _row("Input throughput (inputs/s):", 50.0, ".2f"),
+        _row("Total token throughput (tok/s):", 12800.0, ".2f"),
+        "{s:{c}^{n}}".format(s="End-to-end Latency", n=50, c="-"),
+        _row("Mean E2EL (ms):", 1500.0, ".2f"), _row("Median E2EL (ms):", 1510.0, ".2f"),
+        _row("P99 E2EL (ms):", 1900.0, ".2f"),
+        "=" * 50, ""])
+
+
+@pytest.mark.parametrize("text", [sglang_embedding_block(), vllm_embedding_block(),
+                                  # the block without its command line: the missing generation lines tell
+                                  sglang_embedding_block().split("\n", 2)[2].replace("sglang-embedding", "sglang")])
+def test_an_embedding_serving_block_says_it_has_no_decode_speed(tmp_path, text):
+    with pytest.raises(im.FormatError) as e:
+        im.read(write(tmp_path, "embed.txt", text))
+    msg = str(e.value)
+    start = text.splitlines().index(next(ln for ln in text.splitlines() if "Serving Benchmark Result" in ln)) + 1
+    assert "embedding" in msg and "no decode speed" in msg and f"embed.txt:{start}:" in msg
+    assert "without 'Output token throughput" not in msg
+
+
+def test_an_embedding_bench_serving_jsonl_line_says_it_has_no_decode_speed(tmp_path):
+    # sglang's --output-file line of an embedding run: total_output_tokens 0, output_throughput 0.0
+    o = {"tag": None, "backend": "sglang-embedding", "dataset_name": "random", "request_rate": float("inf"),
+         "max_concurrency": None, "server_info": {"model_path": "BAAI/bge-large-en-v1.5", "tp_size": 1},
+         "duration": 4.0, "completed": 200, "total_input_tokens": 51200, "total_output_tokens": 0,
+         "total_output_tokens_retokenized": 0, "request_throughput": 50.0, "input_throughput": 12800.0,
+         "output_throughput": 0.0, "total_throughput": 12800.0, "mean_e2e_latency_ms": 3600.0,
+         "mean_ttft_ms": 0.0, "median_ttft_ms": 0.0, "mean_tpot_ms": 0.0, "mean_itl_ms": 0.0}
+    with pytest.raises(im.FormatError, match=r"embedding \(no-generation\) run \(backend 'sglang-embedding'\).*"
+                                             r"no decode speed"):
+        im.read(write(tmp_path, "embed.jsonl", json.dumps(o) + "\n"))

@@ -2618,6 +2618,9 @@ def _pasted_serve(b, ctx, meta, inferred, text_before, models_seen):
         o["ramp_up_strategy"] = opts["ramp_up_strategy"]
     if "completed" not in o:
         _fail(ctx.path, line, "a serving benchmark block without 'Successful requests:'")
+    if "output_throughput" not in o or "total_output_tokens" not in o:
+        bm = re.search(r"--backend[=\s]+([\w.-]+)", b.cmd[1]) if b.cmd else None
+        _no_generation_check(ctx, line, o, backend=bm.group(1) if bm else None)
     if "output_throughput" not in o:
         _fail(ctx.path, line, "a serving benchmark block without 'Output token throughput (tok/s):'")
     for k in ("total_input_tokens", "total_output_tokens"):
@@ -3309,11 +3312,34 @@ def server_of(cmds) -> tuple[str, str, dict] | None:
     return None
 
 
+# a serving benchmark's backends that send no generation request: SGLang's sglang-embedding / vllm-embedding
+# (sglang/benchmark/serving.py _EMBEDDING_BACKENDS), vLLM's openai-embeddings*, infinity-embeddings*, vllm-pooling,
+# vllm-rerank (vllm/benchmarks/lib/endpoint_request_func.py POOLING_BACKENDS)
+_NO_GENERATION_BACKEND = re.compile(r"embedding|pooling|rerank", re.I)
+
+
+def _no_generation_check(ctx, line, o, backend=None, out_tok_s_key="output_throughput"):
+    """A FormatError for a serving run that generated nothing (an embedding / pooling run: its requests are only
+    read, so the block has no generated tokens, no output throughput, TTFT or TPOT): there is no decode speed in
+    it, which is what a glmbench serving record holds."""
+    backend = str(o.get("backend") or backend or "")
+    gen, thr = o.get("total_output_tokens"), o.get(out_tok_s_key)
+    nothing = all(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool) and v == 0) for v in (gen, thr))
+    if not (_NO_GENERATION_BACKEND.search(backend) or nothing):
+        return
+    what = (f"an embedding (no-generation) run (backend {backend!r})" if _NO_GENERATION_BACKEND.search(backend)
+            else "a run that generated no tokens (an embedding / no-generation run: no generated tokens and no "
+                 "output token throughput)")
+    _fail(ctx.path, line, f"{what}: its requests are only read (prefill), so there is no decode speed to import; "
+                          "glmbench's serving records are generation runs (output tokens/s)")
+
+
 def _serve_record(ctx, line, o, *, tool, model_name, model_field="model_id", n_cards=None, type_k=None,
                   out_tok_s_key="output_throughput", resolved=None):
     completed = _num(ctx, line, "completed", o.get("completed"), integer=True, minimum=0)
     if not completed:
         _fail(ctx.path, line, "no request completed (`completed` is 0): no speed")
+    _no_generation_check(ctx, line, o, out_tok_s_key=out_tok_s_key)
     agg = _speed(ctx, line, out_tok_s_key, o.get(out_tok_s_key))
     conc = o.get("max_concurrency")
     if isinstance(conc, str) and conc.strip().lower() in ("not set", "none", "null", "unlimited", "inf"):
