@@ -109,3 +109,68 @@ def test_an_embedding_bench_serving_jsonl_line_says_it_has_no_decode_speed(tmp_p
     with pytest.raises(im.FormatError, match=r"embedding \(no-generation\) run \(backend 'sglang-embedding'\).*"
                                              r"no decode speed"):
         im.read(write(tmp_path, "embed.jsonl", json.dumps(o) + "\n"))
+
+
+# ---- vLLM's offline benchmarks' --output-json -----------------------------------------------------
+# vllm/benchmarks/latency.py and throughput.py (vLLM 0.34.0): json.dump(results, f, indent=4) of these dicts
+def latency_json():
+    lat = [2.41, 2.45, 2.5, 2.55, 2.59]
+    return json.dumps({"model_id": "Qwen/Qwen3-8B", "avg_latency": sum(lat) / len(lat), "latencies": lat,
+                       "percentiles": dict(zip([10, 25, 50, 75, 90, 99], [2.426, 2.45, 2.5, 2.55, 2.574, 2.5884]))},
+                      indent=4)
+
+
+def throughput_json():
+    return json.dumps({"model_id": "Qwen/Qwen3-8B", "elapsed_time": 50.0, "num_requests": 1000,
+                       "total_num_tokens": 1280000, "requests_per_second": 20.0, "tokens_per_second": 25600.0}, indent=4)
+
+
+def test_vllm_output_json_files_are_detected():
+    assert im.detect(latency_json()) == im.detect(throughput_json()) == "vllm-offline-json"
+
+
+def test_vllm_latency_output_json_with_its_command_line_is_the_consoles_record(tmp_path):
+    cmd = ("$ vllm bench latency --model Qwen/Qwen3-8B --input-len 512 --output-len 128 --batch-size 16 "
+           "--output-json lat.json\n")
+    text = "On one NVIDIA H100:\n\n" + cmd + "```json\n" + latency_json() + "\n```\n"
+    r, = im.read(write(tmp_path, "lat.md", text))
+    console = cmd + f"Avg latency: {json.loads(latency_json())['avg_latency']} seconds\n50% percentile latency: 2.5 seconds\n"
+    c, = im.read(write(tmp_path, "lat-console.md", "On one NVIDIA H100:\n\n" + console))
+    assert r["source"].endswith("lat.md:5") and r["tool"] == "vllm bench latency (--output-json)"
+    same = ("test", "serve_kind", "server", "model", "n_prompt", "n_gen", "n_depth", "n_streams", "completed",
+            "latency_s", "p50_latency_s", "avg_ts", "aggregate_tok_s", "device", "n_cards")
+    assert {k: r.get(k) for k in same} == {k: c.get(k) for k in same}
+    assert (r["serve_kind"], r["n_prompt"], r["n_gen"], r["n_streams"]) == ("latency", 512, 128, 16)
+    assert r["avg_ts"] == pytest.approx(16 * 128 / 2.5)
+    assert r["model"] == "qwen3-8b" and "model_id" in r["inferred"]["model"]
+
+
+def test_vllm_latency_output_json_alone_names_what_is_missing(tmp_path):
+    with pytest.raises(im.FormatError, match=r"lat\.json:1: .*bench latency --output-json.* no batch size, prompt "
+                                             r"length or output length.*command line"):
+        im.read(write(tmp_path, "lat.json", latency_json()))
+
+
+def test_vllm_throughput_output_json_takes_its_lengths_from_the_command_line(tmp_path):
+    cmd = "vllm bench throughput --model Qwen/Qwen3-8B -tp 2 \\\n    --input-len 1024 --output-len 256 --output-json t.json\n"
+    r, = im.read(write(tmp_path, "t.md", "2x NVIDIA H100\n```\n" + cmd + "```\n```json\n" + throughput_json() + "\n```\n"))
+    # the same run as the console prints it (throughput.py's print lines)
+    console = cmd + ("Throughput: 20.00 requests/s, 25600.00 total tokens/s, 5120.00 output tokens/s\n"
+                     "Total num prompt tokens:  1024000\nTotal num output tokens:  256000\n")
+    c, = im.read(write(tmp_path, "t-console.md", "2x NVIDIA H100\n```\n" + console + "```\n"), notices=[])
+    same = ("test", "serve_kind", "server", "model", "n_prompt", "n_gen", "n_depth", "n_streams", "completed",
+            "request_throughput", "duration_s", "avg_ts", "aggregate_tok_s", "device", "n_cards", "split")
+    assert {k: r.get(k) for k in same} == {k: c.get(k) for k in same}
+    assert (r["serve_kind"], r["n_prompt"], r["n_gen"], r["n_streams"], r["n_cards"]) == ("throughput", 1024, 256, 1000, 2)
+    assert r["avg_ts"] == pytest.approx(20.0 * 256) and r["tool"] == "vllm bench throughput (--output-json)"
+    # one length on the command line: the other from the file's total_num_tokens / num_requests
+    one = "vllm bench throughput --model Qwen/Qwen3-8B --dataset-name sharegpt --output-len 256 --output-json t.json\n\n"
+    r1, = im.read(write(tmp_path, "t1.md", one + throughput_json() + "\n"))
+    assert (r1["n_prompt"], r1["n_gen"]) == (1024, 256) and "total_num_tokens" in r1["inferred"]["n_prompt"]
+
+
+@pytest.mark.parametrize("before", ["", "vllm bench throughput --model Qwen/Qwen3-8B --output-json t.json\n\n"])
+def test_vllm_throughput_output_json_without_lengths_names_what_is_missing(tmp_path, before):
+    with pytest.raises(im.FormatError, match=r"t\.txt:\d+: .*one total \(total_num_tokens\).*--input-len.*"
+                                             r"--output-len"):
+        im.read(write(tmp_path, "t.txt", before + throughput_json() + "\n"))

@@ -24,7 +24,11 @@ The format is detected from the content, never from the file name:
                      whole run of --batch-size prompts) and `vllm bench throughput` (requests/s of --num-prompts;
                      the older benchmark_latency.py / benchmark_throughput.py print the same): one `serve`
                      record each, `serve_kind` latency | throughput, lengths from the command line or the
-                     printed token totals, vLLM's defaults where the command line sets none
+                     printed token totals, vLLM's defaults where the command line sets none; their --output-json
+                     files (`vllm-offline-json`: latency's model_id / avg_latency / percentiles, throughput's
+                     num_requests / requests_per_second / total_num_tokens) the same records, with the command
+                     line pasted around them (neither file states the lengths; throughput's --input-len or
+                     --output-len with its total_num_tokens gives both), else an error naming what is missing
   sglang-one-batch   SGLang's `python -m sglang.bench_one_batch` console lines (and its --result-filename JSONL,
                      `sglang-one-batch-jsonl`): each run of B prompts is a pp record (B x input_len tokens / the
                      prefill latency) and a tg record at depth input_len (B / the median decode step), as
@@ -115,6 +119,9 @@ FORMATS = {
     "vllm-console": "vLLM's (or SGLang's) benchmark console block (====== Serving Benchmark Result ======)",
     "vllm-offline": "vLLM's offline benchmarks' lines with their command line: `vllm bench latency` (Avg latency: X "
                     "seconds) and `vllm bench throughput` (Throughput: R requests/s, ...)",
+    "vllm-offline-json": "vLLM's offline benchmarks' --output-json file: `vllm bench latency` (model_id, avg_latency, "
+                         "latencies, percentiles) and `vllm bench throughput` (model_id, elapsed_time, num_requests, "
+                         "total_num_tokens, requests_per_second, tokens_per_second)",
     "sglang-one-batch": "SGLang's `python -m sglang.bench_one_batch` console lines (Prefill. latency: ..., Decode.  median "
                         "latency: ..., Total. latency: ...)",
     "sglang-one-batch-jsonl": "SGLang's `bench_one_batch --result-filename` JSONL (batch_size, input_len, output_len, "
@@ -243,7 +250,7 @@ def detect(text: str, path: str = "<text>") -> str:
     _fail(path, first_line, "not a results format glmbench reads (" + "; ".join(FORMATS.values()) + ")")
 
 
-_EMBEDDED_FORMATS = ("llama-bench-json", "llama-bench-jsonl", "vllm", "sglang", "sglang-offline-jsonl", "sweep-bench-jsonl", "batched-bench-jsonl",
+_EMBEDDED_FORMATS = ("llama-bench-json", "llama-bench-jsonl", "vllm", "vllm-offline-json", "sglang", "sglang-offline-jsonl", "sweep-bench-jsonl", "batched-bench-jsonl",
                      "llama-bench-csv", "llama-bench-sql", "llama-server-json")
 
 
@@ -308,6 +315,8 @@ def _detect_json(s, path, first_line) -> str:
             return "llama-bench-jsonl"
         if "model_id" in keys and ("num_prompts" in keys or "endpoint_type" in keys):
             return "vllm"
+        if {"avg_latency", "latencies"} <= keys or {"elapsed_time", "num_requests", "requests_per_second"} <= keys:
+            return "vllm-offline-json"
         if "output_throughput" in keys and "mean_ttft_ms" in keys:
             return "sglang"
         if {"batch_size", "input_len", "output_len", "prefill_latency"} <= keys:
@@ -320,8 +329,8 @@ def _detect_json(s, path, first_line) -> str:
             return "glmbench"
         if _is_server_timings(obj):
             return "llama-server-json"
-        _fail(path, first_line, "a JSON object of no known format (llama-bench -o jsonl, vllm bench serve, "
-                                "sglang bench_serving, sweep-/batched-bench jsonl)")
+        _fail(path, first_line, "a JSON object of no known format (llama-bench -o jsonl, vllm bench serve, vllm bench "
+                                "latency / throughput --output-json, sglang bench_serving, sweep-/batched-bench jsonl)")
 
 
 # ---- names: weights and models --------------------------------------------------------------------
@@ -1609,7 +1618,8 @@ def _command_args(line: str, assigned: dict) -> dict:
                "--burstiness": "burstiness", "--max-concurrency": "max_concurrency",
                "--ramp-up-strategy": "ramp_up_strategy",
                # vLLM's offline benchmarks (bench latency / bench throughput): the lengths of every prompt
-               "--input-len": "input_len", "--output-len": "output_len"}.get(t.split("=")[0])
+               "--input-len": "input_len", "--output-len": "output_len",
+               "--random-input-len": "input_len", "--random-output-len": "output_len"}.get(t.split("=")[0])
         if key and "=" in t and t.startswith("--"):
             out[key] = t.split("=", 1)[1]
         elif key and val is not None:
@@ -2707,7 +2717,7 @@ VLLM_THROUGHPUT_PROMPTS = 1000
 _VLLM_OFFLINE_CMD = re.compile(r"vllm\s+bench\s+(latency|throughput)|benchmark_(latency|throughput)\.py")
 
 
-def _pasted_vllm_offline(b, ctx, meta, inferred, models_seen):
+def _pasted_vllm_offline(b, ctx, meta, inferred, models_seen, output_json=None):
     """vLLM's offline benchmarks, one batch through the engine (the `LLM` class, no server): `bench latency`
     times B prompts of --input-len tokens, each generating --output-len (ignore_eos), from the first prompt
     queued to the last token (Avg latency, its percentiles); `bench throughput` the same for --num-prompts
@@ -2717,7 +2727,17 @@ def _pasted_vllm_offline(b, ctx, meta, inferred, models_seen):
     batch, `aggregate_tok_s` the output tokens per second of the run (for latency: B x output / latency)."""
     v = {k: val for k, (_, val) in b.serve.items()}
     line, kind = b.start, v["kind"]
+    oj = output_json
     cmds = [c for c in b.cmds if _VLLM_OFFLINE_CMD.search(c[1])]
+    if not cmds and oj is not None and kind == "latency":
+        _fail(ctx.path, line, "vLLM's `bench latency --output-json` file holds no batch size, prompt length or output "
+                              "length (only model_id, avg_latency, latencies, percentiles): paste its command line "
+                              "(`vllm bench latency --batch-size B --input-len N --output-len M ...`) with it")
+    if not cmds and oj is not None:
+        _fail(ctx.path, line, "vLLM's `bench throughput --output-json` file holds the prompt and output tokens only "
+                              "as one total (total_num_tokens) and no lengths: the prompt and output lengths are not "
+                              "known: paste its command line (`vllm bench throughput --input-len N --output-len M "
+                              "...`) with it")
     if not cmds:
         _fail(ctx.path, line, f"vLLM's offline {kind} benchmark without its command line (`vllm bench {kind} ...`, "
                               "which states the prompt and output lengths and the batch): paste it above the result")
@@ -2732,19 +2752,58 @@ def _pasted_vllm_offline(b, ctx, meta, inferred, models_seen):
             return default, f"vLLM's default {default}"
         return _num(ctx, cline, key, raw, integer=True, minimum=1), f"the command line's {raw}"
     names = [opts["model"]] if opts.get("model") else []
-    model, how = ctx.model_for(line, hints=[(n, f"command line's model {n!r}") for n in names] + [ctx.file_hint()],
-                               what="this run served")
+    hints = [(n, f"command line's model {n!r}") for n in names]
+    if oj is not None and isinstance(oj.get("model_id"), str) and oj["model_id"]:
+        hints = [(oj["model_id"], f"model_id {oj['model_id']!r}")] + hints
+        names = [oj["model_id"]] + names
+    model, how = ctx.model_for(line, hints=hints + [ctx.file_hint()], what="this run served")
     inferred = dict(inferred, model=how)
     r = {"evidence": "measured", "test": "serve", "serve_kind": kind, "server": "vllm", "model": model,
-         "tool": f"vllm bench {kind} (console)", "source": ctx.source(line), "stddev_ts": None}
-    if kind == "latency":
+         "tool": f"vllm bench {kind} ({'--output-json' if oj is not None else 'console'})", "source": ctx.source(line),
+         "stddev_ts": None}
+    if oj is not None and kind == "throughput":
+        # the file's own counts: the requests run, their time, all their tokens (prompt and output together)
+        n = _num(ctx, line, "num_requests", oj.get("num_requests"), integer=True, minimum=1)
+        rps = _num(ctx, line, "requests_per_second", oj.get("requests_per_second"), positive=True)
+        total = _num(ctx, line, "total_num_tokens", oj.get("total_num_tokens"), minimum=0)
+        elapsed = _num(ctx, line, "elapsed_time", oj.get("elapsed_time"), required=False, positive=True)
+        got_in = opts.get("input_len") is not None
+        got_out = opts.get("output_len") is not None
+        if got_in and got_out:
+            n_in, w_in = opt("input_len", None)
+            n_out, w_out = opt("output_len", None)
+            if total and abs((n_in + n_out) * n - total) > 0.05 * total:
+                ctx.notice(line, f"the command line's lengths ({n_in} + {n_out} tokens a request) do not add up to "
+                                 f"the file's total_num_tokens / num_requests ({total / n:.0f}): the command line's kept")
+        elif got_in or got_out:
+            given = "input_len" if got_in else "output_len"
+            g, w_g = opt(given, None)
+            other = round(total / n) - g
+            if other < (1 if got_in else 0):
+                _fail(ctx.path, line, f"total_num_tokens / num_requests ({total / n:.0f}) leaves no "
+                                      f"{'output' if got_in else 'prompt'} tokens beside the command line's "
+                                      f"--{given.replace('_', '-')} {g}")
+            w_o = (f"total_num_tokens / num_requests less the command line's --{given.replace('_', '-')} {g}")
+            (n_in, w_in, n_out, w_out) = (g, w_g, other, w_o) if got_in else (other, w_o, g, w_g)
+        else:
+            _fail(ctx.path, line, "vLLM's `bench throughput --output-json` file holds the prompt and output tokens only "
+                                  f"as one total (total_num_tokens) and its command line (line {cline}) sets neither "
+                                  "--input-len nor --output-len: the prompt and output lengths are not known")
+        agg = rps * n_out
+        r.update(n_prompt=n_in, n_gen=n_out, n_depth=n_in, n_streams=n, completed=n, request_throughput=rps,
+                 duration_s=elapsed if elapsed is not None else n / rps)
+        inferred.update(n_prompt=w_in, n_gen=w_out, n_streams=f"the file's num_requests {n}")
+    elif kind == "latency":
         lat = _num(ctx, line, "Avg latency", v["latency_s"], positive=True)
         n_in, w_in = opt("input_len", VLLM_LATENCY_DEFAULTS["input_len"])
         n_out, w_out = opt("output_len", VLLM_LATENCY_DEFAULTS["output_len"])
         batch, w_b = opt("n_batch", VLLM_LATENCY_DEFAULTS["n_batch"])
         agg = batch * n_out / lat
+        p50 = v.get("p50_latency_s")
+        if oj is not None and isinstance(oj.get("percentiles"), dict):
+            p50 = oj["percentiles"].get("50", oj["percentiles"].get(50))
         r.update(n_prompt=n_in, n_gen=n_out, n_depth=n_in, n_streams=batch, completed=batch, latency_s=lat,
-                 p50_latency_s=_num(ctx, line, "50% percentile latency", v.get("p50_latency_s"), required=False))
+                 p50_latency_s=_num(ctx, line, "50% percentile latency", p50, required=False))
         inferred.update(n_prompt=w_in, n_gen=w_out, n_streams=w_b)
     else:
         rps = _num(ctx, line, "requests/s", v["request_throughput"], positive=True)
@@ -2772,6 +2831,37 @@ def _pasted_vllm_offline(b, ctx, meta, inferred, models_seen):
             r[k] = int(opts[k])
     _engine_weights(ctx, line, meta, inferred, names, "vLLM")
     return [_engine_record(ctx, line, r, meta, inferred)]
+
+
+def _read_vllm_offline_json(text, ctx):
+    """`vllm bench latency --output-json` (vllm/benchmarks/latency.py: model_id, avg_latency, latencies,
+    percentiles) and `vllm bench throughput --output-json` (throughput.py: model_id, elapsed_time, num_requests,
+    total_num_tokens, requests_per_second, tokens_per_second): the records the console lines they print become
+    (_pasted_vllm_offline), read with the paste's command line and device lines around the JSON where it has
+    them. Neither file states the lengths: latency's batch, prompt and output lengths come from the command
+    line (vLLM's defaults for the ones it does not set), throughput's from --input-len / --output-len (one of
+    them and the file's total_num_tokens / num_requests give the other); without them, an error that says so."""
+    paste = getattr(ctx, "paste", None) or text
+    plines, jlines = paste.split("\n"), text.split("\n")
+    out = []
+    for line, o in _jsonl(text, ctx.path):
+        latency = "avg_latency" in o
+        if latency:
+            console = f"Avg latency: {_num(ctx, line, 'avg_latency', o.get('avg_latency'), positive=True)!r} seconds"
+        else:
+            rps = _num(ctx, line, "requests_per_second", o.get("requests_per_second"), positive=True)
+            tps = _num(ctx, line, "tokens_per_second", o.get("tokens_per_second"), required=False, minimum=0) or 0
+            console = f"Throughput: {rps:.6f} requests/s, {tps:.6f} total tokens/s"
+        # the paste with the JSON's lines blank and the console line it stands for at its first line: the
+        # block's context (command lines, device lines, the card named around it) read as the console's
+        synth = ["" if i < len(jlines) and jlines[i].strip() else ln for i, ln in enumerate(plines)]
+        synth[line - 1] = console
+        synth_text = "\n".join(synth)
+        blocks, _ = _scan(synth_text)
+        b = next(x for x in blocks if x.kind == "vllm-offline" and x.start == line)
+        meta, inferred = _block_meta(b, ctx, synth_text, "\n".join(synth[:line - 1]), os.path.basename(ctx.path), [])
+        out += _pasted_vllm_offline(b, ctx, meta, inferred, [], output_json=o)
+    return out
 
 
 def _sgl_one_batch_records(ctx, line, o, base) -> list:
@@ -3602,6 +3692,7 @@ _READERS = {
     "llama-server-json": _read_server_json,
     "batched-bench-jsonl": _read_batched_jsonl,
     "vllm": _read_vllm,
+    "vllm-offline-json": lambda text, ctx: _read_vllm_offline_json(text, ctx),
     "sglang": _read_sglang,
     "scoreboard-csv": _read_scoreboard_csv,
 }
