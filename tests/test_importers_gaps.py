@@ -174,3 +174,65 @@ def test_vllm_throughput_output_json_without_lengths_names_what_is_missing(tmp_p
     with pytest.raises(im.FormatError, match=r"t\.txt:\d+: .*one total \(total_num_tokens\).*--input-len.*"
                                              r"--output-len"):
         im.read(write(tmp_path, "t.txt", before + throughput_json() + "\n"))
+
+
+# ---- a result pasted twice -------------------------------------------------------------------------
+# llama-bench's md printer (tools/llama-bench/llama-bench.cpp markdown_printer): header, separator, one row a test,
+# then `build: <commit> (<number>)`
+LB_MD = ("| model                          |       size |     params | backend    | ngl |  fa |            test |"
+         "                  t/s |\n"
+         "| ------------------------------ | ---------: | ---------: | ---------- | --: | --: | --------------: |"
+         " -------------------: |\n"
+         "| qwen3 8B Q4_K - Medium         |   4.68 GiB |     8.19 B | CUDA       |  99 |   1 |           pp512 |"
+         "      4031.68 ± 12.76 |\n"
+         "| qwen3 8B Q4_K - Medium         |   4.68 GiB |     8.19 B | CUDA       |  99 |   1 |           tg128 |"
+         "        151.51 ± 0.46 |\n"
+         "\nbuild: 4be1e7c (9731)\n")
+
+
+def test_the_same_md_table_pasted_twice_is_one_set_of_records(tmp_path):
+    notices = []
+    text = "ggml_cuda_init: found 1 CUDA devices:\n  Device 0: NVIDIA GeForce RTX 4090, compute capability 8.9, VMM: yes\n" \
+           + LB_MD + "\nsame again:\n\n" + LB_MD
+    recs = im.read(write(tmp_path, "twice.md", text), notices=notices)
+    assert [(r["test"], r["avg_ts"]) for r in recs] == [("pp", 4031.68), ("tg", 151.51)]
+    assert [r["source"].rsplit(":", 1)[1] for r in recs] == ["5", "6"]
+    said = [n for n in notices if "pasted twice" in n]
+    assert len(said) == 1 and "line 14 = line 5" in said[0] and "line 15 = line 6" in said[0]
+
+
+def test_another_run_of_the_same_test_stays_a_record(tmp_path):
+    again = LB_MD.replace("151.51 ± 0.46", "149.02 ± 0.51")
+    notices = []
+    recs = im.read(write(tmp_path, "two-runs.md", LB_MD + "\n" + again), model="qwen3-8b", notices=notices)
+    # the pp rows are the same result (pasted with it), the tg rows two runs
+    assert [(r["test"], r["avg_ts"]) for r in recs] == [("pp", 4031.68), ("tg", 151.51), ("tg", 149.02)]
+    assert any("line 10 = line 3" in n for n in notices)
+    # a stddev of its own is another run too
+    other_sd = LB_MD.replace("151.51 ± 0.46", "151.51 ± 0.90")
+    recs = im.read(write(tmp_path, "sd.md", LB_MD + "\n" + other_sd), model="qwen3-8b")
+    assert len(recs) == 3
+
+
+def test_llama_bench_jsonl_lines_pasted_twice_are_read_once(tmp_path):
+    base = dict(build_commit="4be1e7c", build_number=9731, cpu_info="AMD Ryzen 9 7950X", gpu_info="NVIDIA GeForce RTX 4090",
+                backends="CUDA", model_filename="/m/Qwen3-8B-Q4_K_M.gguf", model_type="qwen3 8B Q4_K - Medium",
+                model_size=5027783488, model_n_params=8190735360, n_batch=2048, n_ubatch=512, n_threads=16,
+                type_k="f16", type_v="f16", n_gpu_layers=99, split_mode="layer", devices="auto", flash_attn=1,
+                n_depth=0, test_time="2026-07-27T14:02:51Z")
+    lines = [json.dumps(dict(base, n_prompt=512, n_gen=0, avg_ts=4031.675437, stddev_ts=12.759871)),
+             json.dumps(dict(base, n_prompt=0, n_gen=128, avg_ts=151.513321, stddev_ts=0.461245))]
+    notices = []
+    recs = im.read(write(tmp_path, "lb.jsonl", "\n".join(lines + lines) + "\n"), notices=notices)
+    assert len(recs) == 2 and any("line 3 = line 1" in n and "line 4 = line 2" in n for n in notices)
+
+
+def test_a_result_read_at_two_precisions_is_one_result():
+    # llama-bench's md prints t/s to 2 decimals, its json to 6: one run either way
+    md = {"model": "qwen3-8b", "test": "tg", "n_prompt": 0, "n_gen": 128, "n_depth": 0, "avg_ts": 151.51,
+          "stddev_ts": 0.46, "source": "a.md:4", "tool": "llama-bench"}
+    js = dict(md, avg_ts=151.513321, stddev_ts=0.461245, source="a.md:30")
+    assert im._same_result(md, js)
+    assert not im._same_result(md, dict(js, n_threads=16))     # a field only one states: not known to be one run
+    assert not im._same_result(md, dict(js, avg_ts=151.523321))
+    assert not im._same_result(dict(js, stddev_ts=0.461246), js)

@@ -206,7 +206,66 @@ def read_text(text: str, path: str = "<text>", *, model: str | None = None,
     recs = _READERS[fmt](text, ctx)
     if not recs:
         _fail(path, None, f"holds no records ({FORMATS[fmt]})")
-    return recs
+    return recs if fmt == "glmbench" else _once_each(recs, ctx)
+
+
+# what says where and how a record was read, not what was measured: a result pasted twice differs only in these
+_PROVENANCE = {"source", "inferred", "tool"}
+
+
+def _decimals(x: float) -> int:
+    r = repr(float(x))
+    if "e" in r or "inf" in r or "nan" in r:
+        return 15
+    return len(r.split(".")[1]) if "." in r else 0
+
+
+def _same_value(a, b) -> bool:
+    """a == b, floats as far as the coarser of the two was printed (llama-bench's md prints t/s to 2 decimals,
+    its json to 6)."""
+    if isinstance(a, bool) or isinstance(b, bool) or not (isinstance(a, (int, float)) and isinstance(b, (int, float))):
+        return a == b
+    if a == b:
+        return True
+    if not (isinstance(a, float) or isinstance(b, float)) or not (math.isfinite(a) and math.isfinite(b)):
+        return False
+    d = min(_decimals(a), _decimals(b))
+    return abs(a - b) <= 0.5 * 10 ** -d + 1e-9 * max(abs(a), abs(b))
+
+
+def _same_result(r: dict, q: dict) -> bool:
+    """r and q are one measurement: the same model, weights, card, backend, options, test and depth, and the same
+    measured value and stddev: every field alike, but where and how they were read."""
+    if r.get("avg_ts") is None or q.get("avg_ts") is None or set(r) - _PROVENANCE != set(q) - _PROVENANCE:
+        return False
+    for k in set(r) - _PROVENANCE:
+        if not _same_value(r[k], q[k]):
+            return False
+    return all(r.get(k) == q.get(k) for k in ("test", "n_prompt", "n_gen", "n_depth", "model"))
+
+
+def _once_each(recs: list, ctx) -> list:
+    """`recs` with a result pasted twice (llama-bench's md table pasted again, its jsonl lines twice, `-o json
+    -oe md` output pasted together) kept once, the first, and a notice that says where the repeat was; runs of
+    the same test with other values are other records."""
+    out, repeats, buckets = [], [], {}
+    for r in recs:
+        key = (r.get("test"), r.get("n_prompt"), r.get("n_gen"), r.get("n_depth"), r.get("n_streams"))
+        first = next((q for q in buckets.get(key, ()) if _same_result(q, r)), None)
+        if first is not None:
+            repeats.append((r.get("source"), first.get("source")))
+            continue
+        buckets.setdefault(key, []).append(r)
+        out.append(r)
+    if repeats:
+        def ln(src):
+            return str(src).rsplit(":", 1)[-1] if src else "?"
+        pairs = ", ".join(f"line {ln(a)} = line {ln(b)}" for a, b in repeats[:12]) + (", ..." if len(repeats) > 12 else "")
+        line = ln(repeats[0][0])
+        ctx.notice(int(line) if line.isdigit() else None,
+                   f"{len(repeats)} result{'s' if len(repeats) > 1 else ''} pasted twice (the same model, card, "
+                   f"options, test, depth, t/s and stddev as an earlier one): imported once, the first ({pairs})")
+    return out
 
 
 def _without_log_lines(text: str) -> str:
