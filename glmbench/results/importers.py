@@ -10,7 +10,8 @@ The format is detected from the content, never from the file name:
                      ik_llama.cpp's prints the same)
   sweep-bench        ik_llama.cpp's and the mainline port's markdown table
                      (`PP | TG | N_KV | T_PP s | S_PP t/s | T_TG s | S_TG t/s`) and `--output-format jsonl`
-  batched-bench      llama.cpp's llama-batched-bench table (`PP | TG | B | N_KV | ...`) and its jsonl
+  batched-bench      llama.cpp's llama-batched-bench table (`PP | TG | B | N_KV | ...`) and its jsonl (which has no
+                     is_tg_separate: -tgs from the paste's command line, else shared decoding, the assumption said)
   vllm               `vllm bench serve --save-result` JSON (one object; `--append-result`: one per line),
                      and the console block vLLM's and SGLang's benchmarks print (`==== Serving Benchmark Result ====`;
                      the server measured, `server`, from its command line in the paste: llama-server, vllm serve,
@@ -23,7 +24,11 @@ The format is detected from the content, never from the file name:
                      whole run of --batch-size prompts) and `vllm bench throughput` (requests/s of --num-prompts;
                      the older benchmark_latency.py / benchmark_throughput.py print the same): one `serve`
                      record each, `serve_kind` latency | throughput, lengths from the command line or the
-                     printed token totals, vLLM's defaults where the command line sets none
+                     printed token totals, vLLM's defaults where the command line sets none; their --output-json
+                     files (`vllm-offline-json`: latency's model_id / avg_latency / percentiles, throughput's
+                     num_requests / requests_per_second / total_num_tokens) the same records, with the command
+                     line pasted around them (neither file states the lengths; throughput's --input-len or
+                     --output-len with its total_num_tokens gives both), else an error naming what is missing
   sglang-one-batch   SGLang's `python -m sglang.bench_one_batch` console lines (and its --result-filename JSONL,
                      `sglang-one-batch-jsonl`): each run of B prompts is a pp record (B x input_len tokens / the
                      prefill latency) and a tg record at depth input_len (B / the median decode step), as
@@ -114,6 +119,9 @@ FORMATS = {
     "vllm-console": "vLLM's (or SGLang's) benchmark console block (====== Serving Benchmark Result ======)",
     "vllm-offline": "vLLM's offline benchmarks' lines with their command line: `vllm bench latency` (Avg latency: X "
                     "seconds) and `vllm bench throughput` (Throughput: R requests/s, ...)",
+    "vllm-offline-json": "vLLM's offline benchmarks' --output-json file: `vllm bench latency` (model_id, avg_latency, "
+                         "latencies, percentiles) and `vllm bench throughput` (model_id, elapsed_time, num_requests, "
+                         "total_num_tokens, requests_per_second, tokens_per_second)",
     "sglang-one-batch": "SGLang's `python -m sglang.bench_one_batch` console lines (Prefill. latency: ..., Decode.  median "
                         "latency: ..., Total. latency: ...)",
     "sglang-one-batch-jsonl": "SGLang's `bench_one_batch --result-filename` JSONL (batch_size, input_len, output_len, "
@@ -178,6 +186,7 @@ def read(path, *, model: str | None = None, default_model: str | None = None,
 def read_text(text: str, path: str = "<text>", *, model: str | None = None,
               default_model: str | None = None, notices: list | None = None) -> list[dict]:
     """read() on text already in memory; `path` names it in errors and in `source`."""
+    whole = text
     if _detect_pasted(text) is None:
         # llama-bench -o json / jsonl / csv / sql with --progress (or -v) in a terminal's copy of 2>&1: its
         # stderr lines among the records (is_log_line), blanked (their line numbers kept)
@@ -193,10 +202,70 @@ def read_text(text: str, path: str = "<text>", *, model: str | None = None,
         text, fmt = found
     ctx = _Context(path, fmt, _canonical_model(model, path, "model"), _canonical_model(default_model, path, "default_model"),
                    notices)
+    ctx.paste = whole   # the whole text, the prose around an embedded JSON result with it (its command line)
     recs = _READERS[fmt](text, ctx)
     if not recs:
         _fail(path, None, f"holds no records ({FORMATS[fmt]})")
-    return recs
+    return recs if fmt == "glmbench" else _once_each(recs, ctx)
+
+
+# what says where and how a record was read, not what was measured: a result pasted twice differs only in these
+_PROVENANCE = {"source", "inferred", "tool"}
+
+
+def _decimals(x: float) -> int:
+    r = repr(float(x))
+    if "e" in r or "inf" in r or "nan" in r:
+        return 15
+    return len(r.split(".")[1]) if "." in r else 0
+
+
+def _same_value(a, b) -> bool:
+    """a == b, floats as far as the coarser of the two was printed (llama-bench's md prints t/s to 2 decimals,
+    its json to 6)."""
+    if isinstance(a, bool) or isinstance(b, bool) or not (isinstance(a, (int, float)) and isinstance(b, (int, float))):
+        return a == b
+    if a == b:
+        return True
+    if not (isinstance(a, float) or isinstance(b, float)) or not (math.isfinite(a) and math.isfinite(b)):
+        return False
+    d = min(_decimals(a), _decimals(b))
+    return abs(a - b) <= 0.5 * 10 ** -d + 1e-9 * max(abs(a), abs(b))
+
+
+def _same_result(r: dict, q: dict) -> bool:
+    """r and q are one measurement: the same model, weights, card, backend, options, test and depth, and the same
+    measured value and stddev: every field alike, but where and how they were read."""
+    if r.get("avg_ts") is None or q.get("avg_ts") is None or set(r) - _PROVENANCE != set(q) - _PROVENANCE:
+        return False
+    for k in set(r) - _PROVENANCE:
+        if not _same_value(r[k], q[k]):
+            return False
+    return all(r.get(k) == q.get(k) for k in ("test", "n_prompt", "n_gen", "n_depth", "model"))
+
+
+def _once_each(recs: list, ctx) -> list:
+    """`recs` with a result pasted twice (llama-bench's md table pasted again, its jsonl lines twice, `-o json
+    -oe md` output pasted together) kept once, the first, and a notice that says where the repeat was; runs of
+    the same test with other values are other records."""
+    out, repeats, buckets = [], [], {}
+    for r in recs:
+        key = (r.get("test"), r.get("n_prompt"), r.get("n_gen"), r.get("n_depth"), r.get("n_streams"))
+        first = next((q for q in buckets.get(key, ()) if _same_result(q, r)), None)
+        if first is not None:
+            repeats.append((r.get("source"), first.get("source")))
+            continue
+        buckets.setdefault(key, []).append(r)
+        out.append(r)
+    if repeats:
+        def ln(src):
+            return str(src).rsplit(":", 1)[-1] if src else "?"
+        pairs = ", ".join(f"line {ln(a)} = line {ln(b)}" for a, b in repeats[:12]) + (", ..." if len(repeats) > 12 else "")
+        line = ln(repeats[0][0])
+        ctx.notice(int(line) if line.isdigit() else None,
+                   f"{len(repeats)} result{'s' if len(repeats) > 1 else ''} pasted twice (the same model, card, "
+                   f"options, test, depth, t/s and stddev as an earlier one): imported once, the first ({pairs})")
+    return out
 
 
 def _without_log_lines(text: str) -> str:
@@ -240,7 +309,7 @@ def detect(text: str, path: str = "<text>") -> str:
     _fail(path, first_line, "not a results format glmbench reads (" + "; ".join(FORMATS.values()) + ")")
 
 
-_EMBEDDED_FORMATS = ("llama-bench-json", "llama-bench-jsonl", "vllm", "sglang", "sglang-offline-jsonl", "sweep-bench-jsonl", "batched-bench-jsonl",
+_EMBEDDED_FORMATS = ("llama-bench-json", "llama-bench-jsonl", "vllm", "vllm-offline-json", "sglang", "sglang-offline-jsonl", "sweep-bench-jsonl", "batched-bench-jsonl",
                      "llama-bench-csv", "llama-bench-sql", "llama-server-json")
 
 
@@ -305,6 +374,8 @@ def _detect_json(s, path, first_line) -> str:
             return "llama-bench-jsonl"
         if "model_id" in keys and ("num_prompts" in keys or "endpoint_type" in keys):
             return "vllm"
+        if {"avg_latency", "latencies"} <= keys or {"elapsed_time", "num_requests", "requests_per_second"} <= keys:
+            return "vllm-offline-json"
         if "output_throughput" in keys and "mean_ttft_ms" in keys:
             return "sglang"
         if {"batch_size", "input_len", "output_len", "prefill_latency"} <= keys:
@@ -317,8 +388,8 @@ def _detect_json(s, path, first_line) -> str:
             return "glmbench"
         if _is_server_timings(obj):
             return "llama-server-json"
-        _fail(path, first_line, "a JSON object of no known format (llama-bench -o jsonl, vllm bench serve, "
-                                "sglang bench_serving, sweep-/batched-bench jsonl)")
+        _fail(path, first_line, "a JSON object of no known format (llama-bench -o jsonl, vllm bench serve, vllm bench "
+                                "latency / throughput --output-json, sglang bench_serving, sweep-/batched-bench jsonl)")
 
 
 # ---- names: weights and models --------------------------------------------------------------------
@@ -1609,7 +1680,8 @@ def _command_args(line: str, assigned: dict) -> dict:
                "--burstiness": "burstiness", "--max-concurrency": "max_concurrency",
                "--ramp-up-strategy": "ramp_up_strategy",
                # vLLM's offline benchmarks (bench latency / bench throughput): the lengths of every prompt
-               "--input-len": "input_len", "--output-len": "output_len"}.get(t.split("=")[0])
+               "--input-len": "input_len", "--output-len": "output_len",
+               "--random-input-len": "input_len", "--random-output-len": "output_len"}.get(t.split("=")[0])
         if key and "=" in t and t.startswith("--"):
             out[key] = t.split("=", 1)[1]
         elif key and val is not None:
@@ -2618,6 +2690,9 @@ def _pasted_serve(b, ctx, meta, inferred, text_before, models_seen):
         o["ramp_up_strategy"] = opts["ramp_up_strategy"]
     if "completed" not in o:
         _fail(ctx.path, line, "a serving benchmark block without 'Successful requests:'")
+    if "output_throughput" not in o or "total_output_tokens" not in o:
+        bm = re.search(r"--backend[=\s]+([\w.-]+)", b.cmd[1]) if b.cmd else None
+        _no_generation_check(ctx, line, o, backend=bm.group(1) if bm else None)
     if "output_throughput" not in o:
         _fail(ctx.path, line, "a serving benchmark block without 'Output token throughput (tok/s):'")
     for k in ("total_input_tokens", "total_output_tokens"):
@@ -2704,7 +2779,7 @@ VLLM_THROUGHPUT_PROMPTS = 1000
 _VLLM_OFFLINE_CMD = re.compile(r"vllm\s+bench\s+(latency|throughput)|benchmark_(latency|throughput)\.py")
 
 
-def _pasted_vllm_offline(b, ctx, meta, inferred, models_seen):
+def _pasted_vllm_offline(b, ctx, meta, inferred, models_seen, output_json=None):
     """vLLM's offline benchmarks, one batch through the engine (the `LLM` class, no server): `bench latency`
     times B prompts of --input-len tokens, each generating --output-len (ignore_eos), from the first prompt
     queued to the last token (Avg latency, its percentiles); `bench throughput` the same for --num-prompts
@@ -2714,7 +2789,17 @@ def _pasted_vllm_offline(b, ctx, meta, inferred, models_seen):
     batch, `aggregate_tok_s` the output tokens per second of the run (for latency: B x output / latency)."""
     v = {k: val for k, (_, val) in b.serve.items()}
     line, kind = b.start, v["kind"]
+    oj = output_json
     cmds = [c for c in b.cmds if _VLLM_OFFLINE_CMD.search(c[1])]
+    if not cmds and oj is not None and kind == "latency":
+        _fail(ctx.path, line, "vLLM's `bench latency --output-json` file holds no batch size, prompt length or output "
+                              "length (only model_id, avg_latency, latencies, percentiles): paste its command line "
+                              "(`vllm bench latency --batch-size B --input-len N --output-len M ...`) with it")
+    if not cmds and oj is not None:
+        _fail(ctx.path, line, "vLLM's `bench throughput --output-json` file holds the prompt and output tokens only "
+                              "as one total (total_num_tokens) and no lengths: the prompt and output lengths are not "
+                              "known: paste its command line (`vllm bench throughput --input-len N --output-len M "
+                              "...`) with it")
     if not cmds:
         _fail(ctx.path, line, f"vLLM's offline {kind} benchmark without its command line (`vllm bench {kind} ...`, "
                               "which states the prompt and output lengths and the batch): paste it above the result")
@@ -2729,19 +2814,58 @@ def _pasted_vllm_offline(b, ctx, meta, inferred, models_seen):
             return default, f"vLLM's default {default}"
         return _num(ctx, cline, key, raw, integer=True, minimum=1), f"the command line's {raw}"
     names = [opts["model"]] if opts.get("model") else []
-    model, how = ctx.model_for(line, hints=[(n, f"command line's model {n!r}") for n in names] + [ctx.file_hint()],
-                               what="this run served")
+    hints = [(n, f"command line's model {n!r}") for n in names]
+    if oj is not None and isinstance(oj.get("model_id"), str) and oj["model_id"]:
+        hints = [(oj["model_id"], f"model_id {oj['model_id']!r}")] + hints
+        names = [oj["model_id"]] + names
+    model, how = ctx.model_for(line, hints=hints + [ctx.file_hint()], what="this run served")
     inferred = dict(inferred, model=how)
     r = {"evidence": "measured", "test": "serve", "serve_kind": kind, "server": "vllm", "model": model,
-         "tool": f"vllm bench {kind} (console)", "source": ctx.source(line), "stddev_ts": None}
-    if kind == "latency":
+         "tool": f"vllm bench {kind} ({'--output-json' if oj is not None else 'console'})", "source": ctx.source(line),
+         "stddev_ts": None}
+    if oj is not None and kind == "throughput":
+        # the file's own counts: the requests run, their time, all their tokens (prompt and output together)
+        n = _num(ctx, line, "num_requests", oj.get("num_requests"), integer=True, minimum=1)
+        rps = _num(ctx, line, "requests_per_second", oj.get("requests_per_second"), positive=True)
+        total = _num(ctx, line, "total_num_tokens", oj.get("total_num_tokens"), minimum=0)
+        elapsed = _num(ctx, line, "elapsed_time", oj.get("elapsed_time"), required=False, positive=True)
+        got_in = opts.get("input_len") is not None
+        got_out = opts.get("output_len") is not None
+        if got_in and got_out:
+            n_in, w_in = opt("input_len", None)
+            n_out, w_out = opt("output_len", None)
+            if total and abs((n_in + n_out) * n - total) > 0.05 * total:
+                ctx.notice(line, f"the command line's lengths ({n_in} + {n_out} tokens a request) do not add up to "
+                                 f"the file's total_num_tokens / num_requests ({total / n:.0f}): the command line's kept")
+        elif got_in or got_out:
+            given = "input_len" if got_in else "output_len"
+            g, w_g = opt(given, None)
+            other = round(total / n) - g
+            if other < (1 if got_in else 0):
+                _fail(ctx.path, line, f"total_num_tokens / num_requests ({total / n:.0f}) leaves no "
+                                      f"{'output' if got_in else 'prompt'} tokens beside the command line's "
+                                      f"--{given.replace('_', '-')} {g}")
+            w_o = (f"total_num_tokens / num_requests less the command line's --{given.replace('_', '-')} {g}")
+            (n_in, w_in, n_out, w_out) = (g, w_g, other, w_o) if got_in else (other, w_o, g, w_g)
+        else:
+            _fail(ctx.path, line, "vLLM's `bench throughput --output-json` file holds the prompt and output tokens only "
+                                  f"as one total (total_num_tokens) and its command line (line {cline}) sets neither "
+                                  "--input-len nor --output-len: the prompt and output lengths are not known")
+        agg = rps * n_out
+        r.update(n_prompt=n_in, n_gen=n_out, n_depth=n_in, n_streams=n, completed=n, request_throughput=rps,
+                 duration_s=elapsed if elapsed is not None else n / rps)
+        inferred.update(n_prompt=w_in, n_gen=w_out, n_streams=f"the file's num_requests {n}")
+    elif kind == "latency":
         lat = _num(ctx, line, "Avg latency", v["latency_s"], positive=True)
         n_in, w_in = opt("input_len", VLLM_LATENCY_DEFAULTS["input_len"])
         n_out, w_out = opt("output_len", VLLM_LATENCY_DEFAULTS["output_len"])
         batch, w_b = opt("n_batch", VLLM_LATENCY_DEFAULTS["n_batch"])
         agg = batch * n_out / lat
+        p50 = v.get("p50_latency_s")
+        if oj is not None and isinstance(oj.get("percentiles"), dict):
+            p50 = oj["percentiles"].get("50", oj["percentiles"].get(50))
         r.update(n_prompt=n_in, n_gen=n_out, n_depth=n_in, n_streams=batch, completed=batch, latency_s=lat,
-                 p50_latency_s=_num(ctx, line, "50% percentile latency", v.get("p50_latency_s"), required=False))
+                 p50_latency_s=_num(ctx, line, "50% percentile latency", p50, required=False))
         inferred.update(n_prompt=w_in, n_gen=w_out, n_streams=w_b)
     else:
         rps = _num(ctx, line, "requests/s", v["request_throughput"], positive=True)
@@ -2769,6 +2893,37 @@ def _pasted_vllm_offline(b, ctx, meta, inferred, models_seen):
             r[k] = int(opts[k])
     _engine_weights(ctx, line, meta, inferred, names, "vLLM")
     return [_engine_record(ctx, line, r, meta, inferred)]
+
+
+def _read_vllm_offline_json(text, ctx):
+    """`vllm bench latency --output-json` (vllm/benchmarks/latency.py: model_id, avg_latency, latencies,
+    percentiles) and `vllm bench throughput --output-json` (throughput.py: model_id, elapsed_time, num_requests,
+    total_num_tokens, requests_per_second, tokens_per_second): the records the console lines they print become
+    (_pasted_vllm_offline), read with the paste's command line and device lines around the JSON where it has
+    them. Neither file states the lengths: latency's batch, prompt and output lengths come from the command
+    line (vLLM's defaults for the ones it does not set), throughput's from --input-len / --output-len (one of
+    them and the file's total_num_tokens / num_requests give the other); without them, an error that says so."""
+    paste = getattr(ctx, "paste", None) or text
+    plines, jlines = paste.split("\n"), text.split("\n")
+    out = []
+    for line, o in _jsonl(text, ctx.path):
+        latency = "avg_latency" in o
+        if latency:
+            console = f"Avg latency: {_num(ctx, line, 'avg_latency', o.get('avg_latency'), positive=True)!r} seconds"
+        else:
+            rps = _num(ctx, line, "requests_per_second", o.get("requests_per_second"), positive=True)
+            tps = _num(ctx, line, "tokens_per_second", o.get("tokens_per_second"), required=False, minimum=0) or 0
+            console = f"Throughput: {rps:.6f} requests/s, {tps:.6f} total tokens/s"
+        # the paste with the JSON's lines blank and the console line it stands for at its first line: the
+        # block's context (command lines, device lines, the card named around it) read as the console's
+        synth = ["" if i < len(jlines) and jlines[i].strip() else ln for i, ln in enumerate(plines)]
+        synth[line - 1] = console
+        synth_text = "\n".join(synth)
+        blocks, _ = _scan(synth_text)
+        b = next(x for x in blocks if x.kind == "vllm-offline" and x.start == line)
+        meta, inferred = _block_meta(b, ctx, synth_text, "\n".join(synth[:line - 1]), os.path.basename(ctx.path), [])
+        out += _pasted_vllm_offline(b, ctx, meta, inferred, [], output_json=o)
+    return out
 
 
 def _sgl_one_batch_records(ctx, line, o, base) -> list:
@@ -3210,7 +3365,7 @@ def _read_sweep_jsonl(text, ctx):
     return out
 
 
-def _batched_records(ctx, line, hdr, pp, tg, b, n_kv, t_pp, s_pp, t_tg, s_tg, meta=None):
+def _batched_records(ctx, line, hdr, pp, tg, b, n_kv, t_pp, s_pp, t_tg, s_tg, meta=None, tg_how=None):
     base = _bench_common(ctx, line, hdr, "llama-batched-bench", "a batched-bench table measured (it names none)", meta)
     pp = _num(ctx, line, "PP", pp, integer=True, minimum=0)
     tg = _num(ctx, line, "TG", tg, integer=True, minimum=0)
@@ -3231,16 +3386,56 @@ def _batched_records(ctx, line, hdr, pp, tg, b, n_kv, t_pp, s_pp, t_tg, s_tg, me
                            "pl": b,
                            "avg_ts": _speed(ctx, line, "S_TG t/s", s_tg),
                            "seconds": _num(ctx, line, "T_TG s", t_tg, required=False, minimum=0)}))
+        if tg_how and b > 1:
+            out[-1]["inferred"] = dict(out[-1].get("inferred") or {}, n_streams=tg_how)
     if not out:
         _fail(ctx.path, line, "a row with PP = TG = 0")
     return out
 
 
+def paste_commands(text: str | None) -> list[tuple[int, str, dict]]:
+    """(line, the command as one line, its options: _command_args) of every benchmark or server command line of
+    `text` (a paste's prose around a JSON result), a command continued over lines (" \\") joined."""
+    lines = _unquote(text or "")
+    out = []
+    for i, ln in enumerate(lines):
+        if _CMD_RE.search(ln) or _RUN_CMD_RE.search(ln):
+            full, j = ln, i
+            while re.search(r"\s[\\^`]\s*$", full) and j + 1 < len(lines) and lines[j + 1].strip():
+                j += 1
+                full = re.sub(r"\s[\\^`]\s*$", " ", full) + lines[j].strip()
+            out.append((i + 1, " ".join(full.split()), _command_args(full, {})))
+    return out
+
+
+_BATCHED_CMD = re.compile(r"(?:^|[\s/\\])(?:llama-)?batched-bench(?:\.exe)?(?=\s|$)")
+
+
+def _tg_separate(ctx, line) -> tuple[bool, str | None]:
+    """(is_tg_separate, how it was told) for llama-batched-bench's `--output-format jsonl`, whose objects carry
+    is_pp_shared but not is_tg_separate (tools/batched-bench/batched-bench.cpp): the paste's batched-bench command
+    line (-tgs on it or not), else shared decoding (its default) with the assumption said."""
+    cmds = [c for c in paste_commands(getattr(ctx, "paste", None)) if _BATCHED_CMD.search(c[1])]
+    if cmds:
+        cl, ctext, _ = cmds[-1]
+        if re.search(r"(?:^|\s)-tgs(?=\s|$)", ctext):
+            return True, f"one stream at a time (-tgs on the command line, line {cl})"
+        return False, f"B streams decoded together (no -tgs on the command line, line {cl})"
+    ctx.notice(line, "batched-bench jsonl: its objects do not say whether -tgs (decoding one sequence after another) "
+                     "was given and the paste holds no command line: shared decoding (B streams a step) assumed")
+    return False, ("B streams decoded together: assumed (the jsonl carries no is_tg_separate and the paste no command "
+                   "line; -tgs would make it one stream)")
+
+
 def _read_batched_jsonl(text, ctx):
     out = []
     for line, o in _jsonl(text, ctx.path):
-        out += _batched_records(ctx, line, o, o.get("pp"), o.get("tg"), o.get("pl"), o.get("n_kv"), o.get("t_pp"),
-                                o.get("speed_pp"), o.get("t_tg"), o.get("speed_tg"))
+        hdr, tg_how = o, None
+        if "is_tg_separate" not in o:
+            sep, tg_how = _tg_separate(ctx, line)
+            hdr = dict(o, is_tg_separate=int(sep))
+        out += _batched_records(ctx, line, hdr, o.get("pp"), o.get("tg"), o.get("pl"), o.get("n_kv"), o.get("t_pp"),
+                                o.get("speed_pp"), o.get("t_tg"), o.get("speed_tg"), tg_how=tg_how)
     return out
 
 
@@ -3269,11 +3464,34 @@ def server_of(cmds) -> tuple[str, str, dict] | None:
     return None
 
 
+# a serving benchmark's backends that send no generation request: SGLang's sglang-embedding / vllm-embedding
+# (sglang/benchmark/serving.py _EMBEDDING_BACKENDS), vLLM's openai-embeddings*, infinity-embeddings*, vllm-pooling,
+# vllm-rerank (vllm/benchmarks/lib/endpoint_request_func.py POOLING_BACKENDS)
+_NO_GENERATION_BACKEND = re.compile(r"embedding|pooling|rerank", re.I)
+
+
+def _no_generation_check(ctx, line, o, backend=None, out_tok_s_key="output_throughput"):
+    """A FormatError for a serving run that generated nothing (an embedding / pooling run: its requests are only
+    read, so the block has no generated tokens, no output throughput, TTFT or TPOT): there is no decode speed in
+    it, which is what a glmbench serving record holds."""
+    backend = str(o.get("backend") or backend or "")
+    gen, thr = o.get("total_output_tokens"), o.get(out_tok_s_key)
+    nothing = all(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool) and v == 0) for v in (gen, thr))
+    if not (_NO_GENERATION_BACKEND.search(backend) or nothing):
+        return
+    what = (f"an embedding (no-generation) run (backend {backend!r})" if _NO_GENERATION_BACKEND.search(backend)
+            else "a run that generated no tokens (an embedding / no-generation run: no generated tokens and no "
+                 "output token throughput)")
+    _fail(ctx.path, line, f"{what}: its requests are only read (prefill), so there is no decode speed to import; "
+                          "glmbench's serving records are generation runs (output tokens/s)")
+
+
 def _serve_record(ctx, line, o, *, tool, model_name, model_field="model_id", n_cards=None, type_k=None,
                   out_tok_s_key="output_throughput", resolved=None):
     completed = _num(ctx, line, "completed", o.get("completed"), integer=True, minimum=0)
     if not completed:
         _fail(ctx.path, line, "no request completed (`completed` is 0): no speed")
+    _no_generation_check(ctx, line, o, out_tok_s_key=out_tok_s_key)
     agg = _speed(ctx, line, out_tok_s_key, o.get(out_tok_s_key))
     conc = o.get("max_concurrency")
     if isinstance(conc, str) and conc.strip().lower() in ("not set", "none", "null", "unlimited", "inf"):
@@ -3536,6 +3754,7 @@ _READERS = {
     "llama-server-json": _read_server_json,
     "batched-bench-jsonl": _read_batched_jsonl,
     "vllm": _read_vllm,
+    "vllm-offline-json": lambda text, ctx: _read_vllm_offline_json(text, ctx),
     "sglang": _read_sglang,
     "scoreboard-csv": _read_scoreboard_csv,
 }

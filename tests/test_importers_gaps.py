@@ -1,0 +1,238 @@
+"""Layouts the importer met in pastes: vLLM's offline benchmarks' --output-json files, a llama-bench result pasted
+twice, SGLang's / vLLM's embedding serving runs, llama-batched-bench's jsonl without is_tg_separate. Every layout
+here follows the tool's printing code (named in each test); the numbers are invented."""
+import json
+
+import pytest
+
+from glmbench.results import importers as im
+
+
+def write(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(text)
+    return str(p)
+
+
+# ---- llama-batched-bench --output-format jsonl -----------------------------------------------------
+# tools/batched-bench/batched-bench.cpp: the jsonl object carries is_pp_shared but not is_tg_separate
+BATCHED_JSONL = ('{"n_kv_max": 16384, "n_batch": 2048, "n_ubatch": 512, "flash_attn": 1, "is_pp_shared": 0, '
+                 '"n_gpu_layers": 99, "n_threads": 16, "n_threads_batch": 16, "pp": 512, "tg": 128, "pl": 4, '
+                 '"n_kv": 2560, "t_pp": 0.500000, "speed_pp": 4096.000000, "t_tg": 2.000000, "speed_tg": 256.000000, '
+                 '"t": 2.500000, "speed": 1024.000000}\n')
+
+
+def test_batched_jsonl_takes_tgs_from_the_pastes_command_line(tmp_path):
+    cmd = "$ ./llama-batched-bench -m qwen3-8b-Q4_K_M.gguf -c 16384 -npp 512 -ntg 128 -npl 4 {}--output-format jsonl\n"
+    for tgs, streams in (("-tgs ", 1), ("", 4)):
+        notices = []
+        pp, tg = im.read(write(tmp_path, "b.md", cmd.format(tgs) + "```\n" + BATCHED_JSONL + "```\n"),
+                         model="qwen3-8b", notices=notices)
+        assert (pp["n_streams"], tg["n_streams"], tg["pl"]) == (4, streams, 4)
+        assert "command line, line 1" in tg["inferred"]["n_streams"]
+        assert not any("tgs" in n for n in notices)
+
+
+def test_batched_jsonl_without_a_command_line_says_it_assumed_shared_decoding(tmp_path):
+    notices = []
+    pp, tg = im.read(write(tmp_path, "b.jsonl", BATCHED_JSONL), model="qwen3-8b", notices=notices)
+    assert tg["n_streams"] == 4
+    assert "assumed" in tg["inferred"]["n_streams"] and "is_tg_separate" in tg["inferred"]["n_streams"]
+    assert any("-tgs" in n and "assumed" in n for n in notices)
+    # one stream: nothing to assume
+    one = BATCHED_JSONL.replace('"pl": 4', '"pl": 1')
+    _, tg1 = im.read(write(tmp_path, "b1.jsonl", one), model="qwen3-8b")
+    assert "n_streams" not in tg1["inferred"]
+
+
+# ---- embedding serving runs ------------------------------------------------------------------------
+def _row(k, v, fmt=""):
+    return ("{:<40} {:<10" + fmt + "}").format(k, v)
+
+
+def sglang_embedding_block():
+    """sglang/benchmark/serving.py's result block for an embedding backend (is_embedding: no generated-token,
+    output-throughput, TTFT, TPOT or ITL lines)."""
+    return "\n".join([
+        "python -m sglang.bench_serving --backend sglang-embedding --model BAAI/bge-large-en-v1.5 --num-prompts 200",
+        "",
+        "{s:{c}^{n}}".format(s=" Serving Benchmark Result ", n=50, c="="),
+        _row("Backend:", "sglang-embedding"), _row("Traffic request rate:", "inf"),
+        _row("Max request concurrency:", "not set"), _row("Successful requests:", 200),
+        _row("Benchmark duration (s):", 4.0, ".2f"), _row("Total input tokens:", 51200),
+        _row("Total input text tokens:", 51200), _row("Request throughput (req/s):", 50.0, ".2f"),
+        _row("Input token throughput (tok/s):", 12800.0, ".2f"), _row("Peak concurrent requests:", 200),
+        _row("Concurrency:", 180.0, ".2f"),
+        "{s:{c}^{n}}".format(s="End-to-End Latency", n=50, c="-"),
+        _row("Mean E2E Latency (ms):", 3600.0, ".2f"), _row("Median E2E Latency (ms):", 3650.0, ".2f"),
+        _row("P90 E2E Latency (ms):", 3900.0, ".2f"), _row("P95 E2E Latency (ms):", 3950.0, ".2f"),
+        _row("P99 E2E Latency (ms):", 3990.0, ".2f"),
+        "=" * 50, ""])
+
+
+def vllm_embedding_block():
+    """vllm/benchmarks/serve.py's block for a pooling backend (EmbedBenchmarkMetrics: no generated tokens)."""
+    return "\n".join([
+        "vllm bench serve --backend openai-embeddings --endpoint /v1/embeddings --model BAAI/bge-m3 --num-prompts 100",
+        "",
+        "{s:{c}^{n}}".format(s=" Serving Benchmark Result ", n=50, c="="),
+        _row("Successful requests:", 100), _row("Failed requests:", 0),
+        _row("Benchmark duration (s):", 2.0, ".2f"), _row("Total input tokens:", 25600),
+        _row("Request throughput (req/s):", 50.0, ".2f"), _row("Input throughput (inputs/s):", 50.0, ".2f"),
+        _row("Total token throughput (tok/s):", 12800.0, ".2f"),
+        "{s:{c}^{n}}".format(s="End-to-end Latency", n=50, c="-"),
+        _row("Mean E2EL (ms):", 1500.0, ".2f"), _row("Median E2EL (ms):", 1510.0, ".2f"),
+        _row("P99 E2EL (ms):", 1900.0, ".2f"),
+        "=" * 50, ""])
+
+
+@pytest.mark.parametrize("text", [sglang_embedding_block(), vllm_embedding_block(),
+                                  # the block without its command line: the missing generation lines tell
+                                  sglang_embedding_block().split("\n", 2)[2].replace("sglang-embedding", "sglang")])
+def test_an_embedding_serving_block_says_it_has_no_decode_speed(tmp_path, text):
+    with pytest.raises(im.FormatError) as e:
+        im.read(write(tmp_path, "embed.txt", text))
+    msg = str(e.value)
+    start = text.splitlines().index(next(ln for ln in text.splitlines() if "Serving Benchmark Result" in ln)) + 1
+    assert "embedding" in msg and "no decode speed" in msg and f"embed.txt:{start}:" in msg
+    assert "without 'Output token throughput" not in msg
+
+
+def test_an_embedding_bench_serving_jsonl_line_says_it_has_no_decode_speed(tmp_path):
+    # sglang's --output-file line of an embedding run: total_output_tokens 0, output_throughput 0.0
+    o = {"tag": None, "backend": "sglang-embedding", "dataset_name": "random", "request_rate": float("inf"),
+         "max_concurrency": None, "server_info": {"model_path": "BAAI/bge-large-en-v1.5", "tp_size": 1},
+         "duration": 4.0, "completed": 200, "total_input_tokens": 51200, "total_output_tokens": 0,
+         "total_output_tokens_retokenized": 0, "request_throughput": 50.0, "input_throughput": 12800.0,
+         "output_throughput": 0.0, "total_throughput": 12800.0, "mean_e2e_latency_ms": 3600.0,
+         "mean_ttft_ms": 0.0, "median_ttft_ms": 0.0, "mean_tpot_ms": 0.0, "mean_itl_ms": 0.0}
+    with pytest.raises(im.FormatError, match=r"embedding \(no-generation\) run \(backend 'sglang-embedding'\).*"
+                                             r"no decode speed"):
+        im.read(write(tmp_path, "embed.jsonl", json.dumps(o) + "\n"))
+
+
+# ---- vLLM's offline benchmarks' --output-json -----------------------------------------------------
+# vllm/benchmarks/latency.py and throughput.py (vLLM 0.34.0): json.dump(results, f, indent=4) of these dicts
+def latency_json():
+    lat = [2.41, 2.45, 2.5, 2.55, 2.59]
+    return json.dumps({"model_id": "Qwen/Qwen3-8B", "avg_latency": sum(lat) / len(lat), "latencies": lat,
+                       "percentiles": dict(zip([10, 25, 50, 75, 90, 99], [2.426, 2.45, 2.5, 2.55, 2.574, 2.5884]))},
+                      indent=4)
+
+
+def throughput_json():
+    return json.dumps({"model_id": "Qwen/Qwen3-8B", "elapsed_time": 50.0, "num_requests": 1000,
+                       "total_num_tokens": 1280000, "requests_per_second": 20.0, "tokens_per_second": 25600.0}, indent=4)
+
+
+def test_vllm_output_json_files_are_detected():
+    assert im.detect(latency_json()) == im.detect(throughput_json()) == "vllm-offline-json"
+
+
+def test_vllm_latency_output_json_with_its_command_line_is_the_consoles_record(tmp_path):
+    cmd = ("$ vllm bench latency --model Qwen/Qwen3-8B --input-len 512 --output-len 128 --batch-size 16 "
+           "--output-json lat.json\n")
+    text = "On one NVIDIA H100:\n\n" + cmd + "```json\n" + latency_json() + "\n```\n"
+    r, = im.read(write(tmp_path, "lat.md", text))
+    console = cmd + f"Avg latency: {json.loads(latency_json())['avg_latency']} seconds\n50% percentile latency: 2.5 seconds\n"
+    c, = im.read(write(tmp_path, "lat-console.md", "On one NVIDIA H100:\n\n" + console))
+    assert r["source"].endswith("lat.md:5") and r["tool"] == "vllm bench latency (--output-json)"
+    same = ("test", "serve_kind", "server", "model", "n_prompt", "n_gen", "n_depth", "n_streams", "completed",
+            "latency_s", "p50_latency_s", "avg_ts", "aggregate_tok_s", "device", "n_cards")
+    assert {k: r.get(k) for k in same} == {k: c.get(k) for k in same}
+    assert (r["serve_kind"], r["n_prompt"], r["n_gen"], r["n_streams"]) == ("latency", 512, 128, 16)
+    assert r["avg_ts"] == pytest.approx(16 * 128 / 2.5)
+    assert r["model"] == "qwen3-8b" and "model_id" in r["inferred"]["model"]
+
+
+def test_vllm_latency_output_json_alone_names_what_is_missing(tmp_path):
+    with pytest.raises(im.FormatError, match=r"lat\.json:1: .*bench latency --output-json.* no batch size, prompt "
+                                             r"length or output length.*command line"):
+        im.read(write(tmp_path, "lat.json", latency_json()))
+
+
+def test_vllm_throughput_output_json_takes_its_lengths_from_the_command_line(tmp_path):
+    cmd = "vllm bench throughput --model Qwen/Qwen3-8B -tp 2 \\\n    --input-len 1024 --output-len 256 --output-json t.json\n"
+    r, = im.read(write(tmp_path, "t.md", "2x NVIDIA H100\n```\n" + cmd + "```\n```json\n" + throughput_json() + "\n```\n"))
+    # the same run as the console prints it (throughput.py's print lines)
+    console = cmd + ("Throughput: 20.00 requests/s, 25600.00 total tokens/s, 5120.00 output tokens/s\n"
+                     "Total num prompt tokens:  1024000\nTotal num output tokens:  256000\n")
+    c, = im.read(write(tmp_path, "t-console.md", "2x NVIDIA H100\n```\n" + console + "```\n"), notices=[])
+    same = ("test", "serve_kind", "server", "model", "n_prompt", "n_gen", "n_depth", "n_streams", "completed",
+            "request_throughput", "duration_s", "avg_ts", "aggregate_tok_s", "device", "n_cards", "split")
+    assert {k: r.get(k) for k in same} == {k: c.get(k) for k in same}
+    assert (r["serve_kind"], r["n_prompt"], r["n_gen"], r["n_streams"], r["n_cards"]) == ("throughput", 1024, 256, 1000, 2)
+    assert r["avg_ts"] == pytest.approx(20.0 * 256) and r["tool"] == "vllm bench throughput (--output-json)"
+    # one length on the command line: the other from the file's total_num_tokens / num_requests
+    one = "vllm bench throughput --model Qwen/Qwen3-8B --dataset-name sharegpt --output-len 256 --output-json t.json\n\n"
+    r1, = im.read(write(tmp_path, "t1.md", one + throughput_json() + "\n"))
+    assert (r1["n_prompt"], r1["n_gen"]) == (1024, 256) and "total_num_tokens" in r1["inferred"]["n_prompt"]
+
+
+@pytest.mark.parametrize("before", ["", "vllm bench throughput --model Qwen/Qwen3-8B --output-json t.json\n\n"])
+def test_vllm_throughput_output_json_without_lengths_names_what_is_missing(tmp_path, before):
+    with pytest.raises(im.FormatError, match=r"t\.txt:\d+: .*one total \(total_num_tokens\).*--input-len.*"
+                                             r"--output-len"):
+        im.read(write(tmp_path, "t.txt", before + throughput_json() + "\n"))
+
+
+# ---- a result pasted twice -------------------------------------------------------------------------
+# llama-bench's md printer (tools/llama-bench/llama-bench.cpp markdown_printer): header, separator, one row a test,
+# then `build: <commit> (<number>)`
+LB_MD = ("| model                          |       size |     params | backend    | ngl |  fa |            test |"
+         "                  t/s |\n"
+         "| ------------------------------ | ---------: | ---------: | ---------- | --: | --: | --------------: |"
+         " -------------------: |\n"
+         "| qwen3 8B Q4_K - Medium         |   4.68 GiB |     8.19 B | CUDA       |  99 |   1 |           pp512 |"
+         "      4031.68 ± 12.76 |\n"
+         "| qwen3 8B Q4_K - Medium         |   4.68 GiB |     8.19 B | CUDA       |  99 |   1 |           tg128 |"
+         "        151.51 ± 0.46 |\n"
+         "\nbuild: 4be1e7c (9731)\n")
+
+
+def test_the_same_md_table_pasted_twice_is_one_set_of_records(tmp_path):
+    notices = []
+    text = "ggml_cuda_init: found 1 CUDA devices:\n  Device 0: NVIDIA GeForce RTX 4090, compute capability 8.9, VMM: yes\n" \
+           + LB_MD + "\nsame again:\n\n" + LB_MD
+    recs = im.read(write(tmp_path, "twice.md", text), notices=notices)
+    assert [(r["test"], r["avg_ts"]) for r in recs] == [("pp", 4031.68), ("tg", 151.51)]
+    assert [r["source"].rsplit(":", 1)[1] for r in recs] == ["5", "6"]
+    said = [n for n in notices if "pasted twice" in n]
+    assert len(said) == 1 and "line 14 = line 5" in said[0] and "line 15 = line 6" in said[0]
+
+
+def test_another_run_of_the_same_test_stays_a_record(tmp_path):
+    again = LB_MD.replace("151.51 ± 0.46", "149.02 ± 0.51")
+    notices = []
+    recs = im.read(write(tmp_path, "two-runs.md", LB_MD + "\n" + again), model="qwen3-8b", notices=notices)
+    # the pp rows are the same result (pasted with it), the tg rows two runs
+    assert [(r["test"], r["avg_ts"]) for r in recs] == [("pp", 4031.68), ("tg", 151.51), ("tg", 149.02)]
+    assert any("line 10 = line 3" in n for n in notices)
+    # a stddev of its own is another run too
+    other_sd = LB_MD.replace("151.51 ± 0.46", "151.51 ± 0.90")
+    recs = im.read(write(tmp_path, "sd.md", LB_MD + "\n" + other_sd), model="qwen3-8b")
+    assert len(recs) == 3
+
+
+def test_llama_bench_jsonl_lines_pasted_twice_are_read_once(tmp_path):
+    base = dict(build_commit="4be1e7c", build_number=9731, cpu_info="AMD Ryzen 9 7950X", gpu_info="NVIDIA GeForce RTX 4090",
+                backends="CUDA", model_filename="/m/Qwen3-8B-Q4_K_M.gguf", model_type="qwen3 8B Q4_K - Medium",
+                model_size=5027783488, model_n_params=8190735360, n_batch=2048, n_ubatch=512, n_threads=16,
+                type_k="f16", type_v="f16", n_gpu_layers=99, split_mode="layer", devices="auto", flash_attn=1,
+                n_depth=0, test_time="2026-07-27T14:02:51Z")
+    lines = [json.dumps(dict(base, n_prompt=512, n_gen=0, avg_ts=4031.675437, stddev_ts=12.759871)),
+             json.dumps(dict(base, n_prompt=0, n_gen=128, avg_ts=151.513321, stddev_ts=0.461245))]
+    notices = []
+    recs = im.read(write(tmp_path, "lb.jsonl", "\n".join(lines + lines) + "\n"), notices=notices)
+    assert len(recs) == 2 and any("line 3 = line 1" in n and "line 4 = line 2" in n for n in notices)
+
+
+def test_a_result_read_at_two_precisions_is_one_result():
+    # llama-bench's md prints t/s to 2 decimals, its json to 6: one run either way
+    md = {"model": "qwen3-8b", "test": "tg", "n_prompt": 0, "n_gen": 128, "n_depth": 0, "avg_ts": 151.51,
+          "stddev_ts": 0.46, "source": "a.md:4", "tool": "llama-bench"}
+    js = dict(md, avg_ts=151.513321, stddev_ts=0.461245, source="a.md:30")
+    assert im._same_result(md, js)
+    assert not im._same_result(md, dict(js, n_threads=16))     # a field only one states: not known to be one run
+    assert not im._same_result(md, dict(js, avg_ts=151.523321))
+    assert not im._same_result(dict(js, stddev_ts=0.461246), js)
