@@ -1771,6 +1771,7 @@ def is_log_line(line: str) -> bool:
     footer is none (it ends the table)."""
     return bool(LOG_LINE.match(line)) and not _BUILD_RE.match(line)
 
+
 _LOADER = (  # llama.cpp's model-load log: what a table without a model column was run on
     ("arch", re.compile(r"(?:general\.architecture\s+str\s+=|(?:print_info|llm_load_print_meta): arch\s+=)\s+(\S+)")),
     ("params", re.compile(r"(?:print_info|llm_load_print_meta): model params\s+=\s+([\d.]+ [KMBT])")),
