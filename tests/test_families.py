@@ -36,6 +36,9 @@ FAMILIES = {
     "olmo3": dict(sliding_window=8),
     "smollm3": dict(pad_token_id=0, bos_token_id=1, eos_token_id=2),   # (HF's defaults lie past the tiny vocab)
     "exaone4": dict(sliding_window=8),
+    # AltUp, LAuReL, per-layer embeddings; the last layer shares layer 3's cache
+    "gemma3n_text": dict(sliding_window=8, num_kv_shared_layers=1, vocab_size_per_layer_input=128,
+                         hidden_size_per_layer_input=8, laurel_rank=4),
 }
 
 
