@@ -198,3 +198,161 @@ def test_llama_bench_rows_name_the_builtins(tmp_path):
     assert im.model_candidates("gemma3n E2B Q4_K - Medium")[0] == ["gemma-3n-e2b"]
     # llama-bench's count: the file's unused k / v of the kv-shared layers and its padded per-layer table
     assert round(im._gguf_params(configs.load("gemma-3n-e4b")) / 1e9, 2) == 6.87
+
+
+# ---- Hunyuan and Phi-3.5-MoE ----------------------------------------------------------------------------------
+_B = dict(vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_layers=4, num_attention_heads=4,
+          num_key_value_heads=2, rms_norm_eps=1e-5, max_position_embeddings=4096)
+_SYNTH = {"hunyuan_v1_dense": dict(_B, model_type="hunyuan_v1_dense"),
+          "hunyuan_v1_moe": dict(_B, model_type="hunyuan_v1_moe", num_experts=4, moe_topk=2),
+          "phimoe": dict(_B, model_type="phimoe", num_local_experts=4, num_experts_per_tok=2, attention_bias=True,
+                         lm_head_bias=True)}
+_ARCH = {"hunyuan_v1_dense": "hunyuan-dense", "hunyuan_v1_moe": "hunyuan-moe", "phimoe": "phimoe"}
+_MOE_KEYS = {"hunyuan_v1_moe": {"expert_count": 4, "expert_used_count": 2, "expert_feed_forward_length": 96,
+                                "expert_shared_feed_forward_length": 96},
+             "phimoe": {"expert_count": 4, "expert_used_count": 2}}
+
+
+@pytest.mark.parametrize("mt,kw", [("hunyuan_v1_dense", {}), ("hunyuan_v1_dense", dict(attention_bias=True)),
+                                   ("hunyuan_v1_moe", dict(num_experts=4, moe_topk=2)),
+                                   ("phimoe", dict(num_local_experts=4, num_experts_per_tok=2)),
+                                   ("phimoe", dict(num_local_experts=4, num_experts_per_tok=2, attention_bias=True,
+                                                   lm_head_bias=True, sliding_window=8))])
+def test_hunyuan_phimoe_parameters_equal_the_hf_model(mt, kw):
+    transformers = pytest.importorskip("transformers")
+    hc = transformers.AutoConfig.for_model(mt, **{**{k: v for k, v in _B.items()}, "head_dim": 16, **kw})
+    m, n = _meta_count(hc)
+    cfg = configs.load(hc.to_dict())
+    assert cfg.model_type == mt and cfg.total_params() == n
+    assert sum(configs._numel(s) for s in cfg.tensor_shapes().values()) == n
+    hf = {k: tuple(p.shape) for k, p in m.named_parameters()}
+    ours = cfg.tensor_shapes()
+    # every tensor outside the MoE by HF's own name and shape (the experts stacked apart, HF's gate_up fused)
+    assert {k: v for k, v in hf.items() if ".mlp." not in k} == {k: v for k, v in ours.items() if ".mlp." not in k}
+    assert cfg.forward_unsupported()[-1].endswith(f"(model_type {mt!r} is priced, not run)")
+    if mt.startswith("hunyuan"):   # per-head q / k norms, HF's names
+        assert cfg.qk_norm and ours["model.layers.0.self_attn.query_layernorm.weight"] == (16,)
+    if mt == "hunyuan_v1_moe":     # experts and the shared MLP intermediate_size wide, softmax top-2 renormalised
+        assert (cfg.n_routed_experts, cfg.n_experts_per_tok, cfg.moe_intermediate_size,
+                cfg.shared_expert_intermediate_size, cfg.norm_topk_prob) == (4, 2, 96, 96, True)
+    if mt == "phimoe":
+        assert cfg.norm_bias and cfg.lm_head_bias == bool(kw.get("lm_head_bias"))
+        assert cfg.windowed_layers == ((0, 1, 2, 3) if kw.get("sliding_window") else ())
+
+
+def test_hunyuan_config_variants_and_errors():
+    # the released config.json's per-layer lists, one value each
+    c = configs.from_hf({**_SYNTH["hunyuan_v1_moe"], "moe_topk": [2] * 4, "num_experts": 4,
+                         "moe_intermediate_size": [96] * 4, "num_shared_expert": [1] * 4})
+    assert (c.n_routed_experts, c.n_experts_per_tok) == (4, 2)
+    for bad, match in (({"moe_intermediate_size": [64] * 4}, r"`moe_intermediate_size`.*96 wide"),
+                       ({"num_shared_expert": [2] * 4}, r"`num_shared_expert`"),
+                       ({"moe_topk": [2, 2, 1, 1]}, r"`moe_topk` must be an integer")):
+        with pytest.raises(ValueError, match=match):
+            configs.from_hf({**_SYNTH["hunyuan_v1_moe"], **bad})
+
+
+def _write(path, mt, drop=(), **extra):
+    cfg = configs.from_hf(_SYNTH[mt], "synth")
+    arch = _ARCH[mt]
+    w = gguf.GGUFWriter(path, arch)
+    meta = {**gguf_writer.gqa_meta(cfg), **_MOE_KEYS.get(mt, {})}
+    for k in drop:
+        meta.pop(k)
+    meta.update(extra)
+    gguf_writer.add_metadata(w, arch, meta)
+    gguf_writer.add_zero_tensors(w, cfg, arch)
+    gguf_writer.finish(w)
+    return cfg
+
+
+@pytest.mark.parametrize("mt", list(_SYNTH))
+def test_hunyuan_phimoe_written_file_reads_as_its_config(tmp_path, mt):
+    p = str(tmp_path / f"{mt}.gguf")
+    want = _write(p, mt)
+    cfg = gguf_writer.check_reads_as(p, want)
+    assert gguf_writer.config_diff(cfg, want) == {}
+    names = set(gguf_file.read(p).tensors)
+    if mt.startswith("hunyuan"):
+        assert "blk.0.attn_q_norm.weight" in names
+    if mt == "hunyuan_v1_moe":
+        assert {"blk.0.ffn_gate_inp.weight", "blk.0.ffn_up_exps.weight", "blk.0.ffn_up_shexp.weight"} <= names
+    if mt == "phimoe":
+        assert {"blk.0.attn_norm.bias", "blk.0.attn_output.bias", "output.bias", "output_norm.bias"} <= names
+
+
+def test_hunyuan_phimoe_file_errors_and_window(tmp_path):
+    p = str(tmp_path / "hy.gguf")
+    _write(p, "hunyuan_v1_moe", **{"expert_shared_feed_forward_length": 48})
+    with pytest.raises(gguf_file.GGUFError, match="expert_shared_feed_forward_length' = 48 differs"):
+        configs.load(p)
+    p = str(tmp_path / "hy2.gguf")
+    _write(p, "hunyuan_v1_moe", drop=("expert_count",))
+    with pytest.raises(gguf_file.GGUFError, match="expert_count"):
+        configs.load(p)
+    # Phi-3.5-MoE's window (131072 in the released config) is not applied by llama.cpp's phimoe, nor here
+    p = str(tmp_path / "ph.gguf")
+    _write(p, "phimoe", **{"attention.sliding_window": 8})
+    with pytest.warns(gguf_file.GGUFNotice, match="full attention"):
+        c = configs.load(p)
+    assert c.sliding_window is None and c.windowed_layers == ()
+
+
+def test_hunyuan_phimoe_folder_names_as_transformers_saves_them(tmp_path):
+    """transformers 5's names for the router (Hunyuan's mlp.gate.wg, Phi-3.5-MoE's mlp.router) and Hunyuan's shared
+    MLP (mlp.shared_mlp) count as the config's tensors: no byte of the folder left over."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    for mt in ("hunyuan_v1_moe", "phimoe"):
+        # (transformers 5.25's Hunyuan needs head_dim stated: its attention reads None otherwise)
+        hc = transformers.AutoConfig.for_model(mt, **{k: v for k, v in _SYNTH[mt].items() if k != "model_type"},
+                                               head_dim=16)
+        m = transformers.AutoModelForCausalLM.from_config(hc)
+        d = tmp_path / mt
+        m.save_pretrained(str(d))
+        fw = configs.load(str(d)).file_weights
+        assert fw.extra_bytes == fw.skipped_bytes == 0 and fw.main_type == "F32", mt
+        assert fw.total_bytes == 4 * sum(p.numel() for p in m.parameters())
+    assert torch.float32 == next(m.parameters()).dtype
+
+
+def test_hunyuan_phimoe_builtins_priced():
+    hy, ph = configs.load("hunyuan-a13b"), configs.load("phi-3.5-moe")
+    # the cards' 80B total / 13B active (Hunyuan-A13B, tied embeddings) and 42B / 6.6B (Phi-3.5-MoE); llama-bench's
+    # 80.39 B and 41.87 B
+    assert (hy.total_params(), hy.active_params()) == (80_393_183_232, 12_747_448_320)
+    assert (ph.total_params(), ph.active_params()) == (41_873_153_344, 6_640_999_744)
+    assert hy.kv_bytes_per_token("f16") == ph.kv_bytes_per_token("f16") == 32 * 8 * (128 + 128) * 2
+    assert hy.moe_layers == ph.moe_layers == tuple(range(32)) and hy.shared_expert_intermediate_size == 3072
+    assert ph.norm_bias and ph.lm_head_bias and ph.attention_bias and ph.attention_out_bias
+    for c in (hy, ph):
+        st = cm.Setup(c, "h200-sxm", weights="Q4_K_M")
+        d = cm.decode(st, 100)
+        assert d.tok_s > 0 and cm.prefill(st, 512).tok_s > 0
+        # decode reads the attention, the shared MLP and the experts a token's batch touches, not all of them
+        assert sum(op.bytes for op in d.ops) < 0.3 * c.weight_bytes("Q4_K_M")
+        assert c.forward_unsupported()
+
+
+@pytest.mark.slow
+def test_hunyuan_phimoe_builtins_equal_hf_meta_models():
+    transformers = pytest.importorskip("transformers")
+    for n, cls in (("hunyuan-a13b", "HunYuanMoEV1Config"), ("phi-3.5-moe", "PhimoeConfig")):
+        c = configs.load(n)
+        hc = getattr(transformers, cls)(**{k: v for k, v in c.hf.items()
+                                           if not k.startswith("_") and k not in ("architectures", "model_type")})
+        assert _meta_count(hc)[1] == c.total_params(), n
+
+
+_HY_ROWS = {"hunyuan-moe A13B Q4_K - Medium  |  45.43 GiB |    80.39 B": ("hunyuan-a13b", "Q4_K_M"),
+            "phimoe 16x3.8B Q4_K - Medium    |  23.55 GiB |    41.87 B": ("phi-3.5-moe", "Q4_K_M")}
+
+
+def test_hunyuan_phimoe_llama_bench_rows_name_the_builtins(tmp_path):
+    lb.check_rows_name_builtins(tmp_path, _HY_ROWS, "CUDA       |  99 |         1 |           tg128 |       50.10 ± 0.50")
+    assert [im._arch_of(t) for t in ("hunyuan_v1_dense", "hunyuan_v1_moe", "phimoe")] == \
+        ["hunyuan-dense", "hunyuan-moe", "phimoe"]
+    # the size labels alone by the layer count (llama.cpp's hunyuan-moe / phimoe: 32 layers)
+    assert im.model_candidates("hunyuan-moe A13B Q4_K - Medium")[0] == ["hunyuan-a13b"]
+    assert im.model_candidates("phimoe 16x3.8B Q8_0")[0] == ["phi-3.5-moe"]
+    assert im.model_candidates("hunyuan-dense 7B Q4_K - Medium", 7.5e9)[0] == []

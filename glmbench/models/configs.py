@@ -75,6 +75,16 @@ Families (HF `model_type`), with the field names HF uses in each:
                  layers (num_kv_shared_layers, no cache of their own), a per-layer MLP width (intermediate_size
                  may be a list) and activation sparsity (a Gaussian top-k on the gate) on the first layers
                  (activation_sparsity_pattern); priced, not run
+  hunyuan_v1_dense
+                 dense GQA (Hunyuan dense): Llama's layers with per-head q / k RMSNorm applied after rope
+                 (query_layernorm / key_layernorm); priced, not run
+  hunyuan_v1_moe GQA + MoE (Hunyuan-A13B): the same attention; every layer num_experts experts of
+                 intermediate_size (softmax top moe_topk, renormalised) beside one shared MLP of that width
+                 (shared_mlp); priced, not run
+  phimoe         GQA + MoE (Phi-3.5-MoE): LayerNorms with a bias (weight and bias, eps rms_norm_eps), q/k/v/o
+                 biases (attention_bias), every layer num_local_experts experts of intermediate_size routed by
+                 sparsemixer (top-2), an lm_head bias (lm_head_bias), a window on every layer where the config
+                 sets one, longrope; priced, not run
 
 The five from glm4 to qwen2_moe are priced (cost model, memory, weight bytes: parameters counted as HF's
 modeling code builds them); glmbench.Model does not run their forward pass (forward_unsupported says
@@ -154,6 +164,9 @@ FAMILIES = {
     "smollm3": "gqa",
     "exaone4": "gqa",
     "gemma3n_text": "gqa",
+    "hunyuan_v1_dense": "gqa",
+    "hunyuan_v1_moe": "gqa",
+    "phimoe": "gqa",
 }
 # families the cost model prices but glmbench.Model's forward pass does not run (what each lacks)
 PRICED_ONLY = {
@@ -176,7 +189,15 @@ PRICED_ONLY = {
     "lfm2_moe": "LFM2's gated short convolution (no C op for it yet) and LFM2-MoE's router",
     "gemma3n_text": "Gemma 3n's AltUp (four hidden streams predicted and corrected around every layer), LAuReL's "
                     "low-rank residual and the activation-sparse (Gaussian top-k) gate of its first layers",
+    "hunyuan_v1_dense": "Hunyuan's q / k RMSNorm after rope (Qwen3's comes before it) and its NTK-alpha rope",
+    "hunyuan_v1_moe": "Hunyuan's q / k RMSNorm after rope (Qwen3's comes before it), its NTK-alpha rope and its "
+                      "MoE beside a shared MLP",
+    "phimoe": "Phi-3.5-MoE's biased LayerNorms, lm_head bias, sparsemixer router and longrope",
 }
+# Hunyuan (HF HunYuanDenseV1 / HunYuanMoEV1, transformers 5.25): the q / k norms are named query_layernorm /
+# key_layernorm, the router mlp.gate.wg, the shared MLP mlp.shared_mlp (glmbench's names: q_norm / k_norm,
+# mlp.gate, mlp.shared_experts; a folder's own names are read as these: gguf_file._stored_owner)
+HUNYUAN_FAMILIES = ("hunyuan_v1_dense", "hunyuan_v1_moe")
 # hybrid families: some layers are linear attention (Gated DeltaNet) with a recurrent state (Model runs
 # them: Layer._forward_hybrid, ops.gated_delta_rule and ops.causal_conv1d)
 LINEAR_FAMILIES = ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")
@@ -411,6 +432,16 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     # (sliding_window_pattern 4) when layer_types is absent
     "exaone4": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, num_key_value_heads=32,
                     max_position_embeddings=2048, sliding_window=4096, sliding_window_pattern=4),
+    # HunYuanDenseV1Config / HunYuanMoEV1Config (transformers 5.25): num_key_value_heads defaults to the heads;
+    # one expert, top-1 where the config states none (moe_topk is num_experts_per_tok's name)
+    "hunyuan_v1_dense": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=False,
+                             max_position_embeddings=2048, intermediate_size=11008),
+    "hunyuan_v1_moe": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=False,
+                           max_position_embeddings=2048, intermediate_size=11008, num_experts=1, moe_topk=1),
+    # PhimoeConfig (transformers 5.25): Phi-3.5-MoE's sizes; no window, no biases unless stated
+    "phimoe": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=False, lm_head_bias=False,
+                   num_key_value_heads=8, sliding_window=None, num_local_experts=16, num_experts_per_tok=2,
+                   max_position_embeddings=131072, intermediate_size=6400),
     # Gemma3nTextConfig (transformers 5.25): its defaults are Gemma 3n E4B's sizes; layer_types every 5th
     # layer full when absent; activation_sparsity_pattern 0.95 on the first 10 layers (where there are more than
     # 10) when absent; rope bases 1e6 (global) and 1e4 (local)
@@ -569,6 +600,9 @@ class ModelConfig:
     # the config lists them (() : intermediate_size on every layer), the layers whose gate is activation-sparse
     altup_inputs: int = 0
     laurel_rank: int = 0
+    # Phi-3.5-MoE: its LayerNorms carry a bias (each layer's two and the final one), its lm_head a bias
+    norm_bias: bool = False
+    lm_head_bias: bool = False
     layer_intermediates: tuple = ()
     sparse_layers: tuple = ()
 
@@ -979,8 +1013,10 @@ class ModelConfig:
         n_lin = len(self.linear_layers)
         att = self.attention_layers
         uniform = self._attn_uniform
-        return (self.embedding_params() + self.hidden_size                 # final norm
-                + self.n_layers * self.n_layer_norms * self.hidden_size    # each layer's norms
+        nb = 2 if self.norm_bias else 1       # (Phi-3.5-MoE's LayerNorms: a weight and a bias)
+        return (self.embedding_params() + nb * self.hidden_size            # final norm
+                + (self.vocab_size if self.lm_head_bias else 0)
+                + nb * self.n_layers * self.n_layer_norms * self.hidden_size  # each layer's norms
                 + (len(att) * self.attention_params() if uniform else sum(self.attention_params(i) for i in att))
                 + n_lin * self.linear_attention_params()
                 + (self.n_dense_layers * self.dense_mlp_params() if not (self.double_wide_mlp or
@@ -998,8 +1034,12 @@ class ModelConfig:
         `mlp.experts.{gate,up,down}_proj` [E, F, D] / [E, D, F], the layout glmbench's MoE ops take)."""
         D, V = self.hidden_size, self.vocab_size
         t: dict[str, tuple] = {"model.embed_tokens.weight": (V, D), "model.norm.weight": (D,)}
+        if self.norm_bias:
+            t["model.norm.bias"] = (D,)
         if not self.tie_word_embeddings:
             t["lm_head.weight"] = (V, D)
+        if self.lm_head_bias:
+            t["lm_head.bias"] = (V,)
         att = self._attention_tensors()
         per_layer_att = not self._attn_uniform
         lin = self._linear_tensors() if self.linear_layers else {}
@@ -1023,6 +1063,9 @@ class ModelConfig:
                 t[p + "input_layernorm.weight"] = (D,)
             if self.n_layer_norms > 1 and not self.post_norms:   # (Cohere: one norm before attention and MLP)
                 t[p + "post_attention_layernorm.weight"] = (D,)
+            if self.norm_bias:
+                t[p + "input_layernorm.bias"] = (D,)
+                t[p + "post_attention_layernorm.bias"] = (D,)
             if self.n_layer_norms == 4:
                 post = ("post_self_attn_layernorm", "post_mlp_layernorm") if self.model_type == "glm4" else \
                     ("pre_feedforward_layernorm", "post_feedforward_layernorm")
@@ -1137,9 +1180,11 @@ class ModelConfig:
             if self.attention_out_bias:
                 t["o_proj.bias"] = (D,)
             if self.qk_norm:
-                t["q_norm.weight"] = (H * Dh,) if self.qk_norm_all_heads else (Dh,)
+                qn, kn = ("query_layernorm", "key_layernorm") if self.model_type in HUNYUAN_FAMILIES else \
+                    ("q_norm", "k_norm")
+                t[qn + ".weight"] = (H * Dh,) if self.qk_norm_all_heads else (Dh,)
                 if own:
-                    t["k_norm.weight"] = (Hk * Dh,) if self.qk_norm_all_heads else (Dh,)
+                    t[kn + ".weight"] = (Hk * Dh,) if self.qk_norm_all_heads else (Dh,)
             if self.attention_sinks:
                 t["sinks"] = (H,)
         return t
@@ -2141,7 +2186,7 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
         out_bias = r.bool("attention_out_bias") if mt == "seed_oss" else \
             False if mt in ("qwen2", "glm4_moe", "glm4", "qwen2_moe") else bool(bias)
         sw, win_layers = None, None
-        if mt in ("mistral", "mixtral", "phi3", "ministral3"):   # HF: the window (if any) on every layer
+        if mt in ("mistral", "mixtral", "phi3", "ministral3", "phimoe"):   # HF: the window (if any) on every layer
             sw = r.int("sliding_window", allow_none=True)
         elif mt in ("qwen2", "qwen3", "qwen3_moe", "qwen2_moe"):
             if r.hf.get("use_sliding_window", False):
@@ -2288,7 +2333,7 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
             if sw:
                 win_layers = tuple(i for i in range(L) if i not in kw["linear_layers"])
         qk_norm = mt in ("qwen3", "qwen3_moe", "gemma3_text", "minimax_m2", "gemma4_text", "olmoe", "olmo2", "olmo3",
-                         "exaone4", "gemma3n_text") or \
+                         "exaone4", "gemma3n_text") + HUNYUAN_FAMILIES or \
             mt in LINEAR_FAMILIES or \
             mt in SHORTCONV_FAMILIES or \
             (mt in ("glm4_moe", "cohere") and r.bool("use_qk_norm"))
@@ -2420,7 +2465,35 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
                   router_scoring=scoring, router_bias=rbias, n_group=n_group, topk_group=topk_group,
                   norm_topk_prob=r.bool("norm_topk_prob"),
                   routed_scaling_factor=r.float("routed_scaling_factor"), topk_method=method, moe_layers=moe_layers)
-    elif mt in ("gpt_oss", "mixtral"):
+    elif mt == "hunyuan_v1_moe":
+        # HunYuanMoEV1Moe on every layer: num_experts experts of intermediate_size (HunYuanMoEV1Experts), softmax
+        # top moe_topk renormalised (HunYuanMoEV1Gate), beside one shared MLP of intermediate_size (shared_mlp).
+        # The released config.json lists moe_topk / num_experts / moe_intermediate_size / num_shared_expert per
+        # layer: one value for all layers is read; widths or shared counts HF would not build are refused
+        def one(key, minimum=1):
+            v = hf.get(key, r.defaults.get(key))
+            if isinstance(v, list) and v and all(x == v[0] for x in v) and len(v) == L:
+                v = v[0]
+            if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
+                raise ValueError(f"config field `{key}` must be an integer >= {minimum} (or one per layer, all "
+                                 f"alike), got {v!r}")
+            return v
+        E, k = one("num_experts"), one("moe_topk" if "moe_topk" in hf or "num_experts_per_tok" not in hf
+                                         else "num_experts_per_tok")
+        Fe = r.int("intermediate_size")
+        if hf.get("moe_intermediate_size") is not None and one("moe_intermediate_size") != Fe:
+            raise ValueError(f"config field `moe_intermediate_size` = {hf['moe_intermediate_size']!r}: HF's Hunyuan "
+                             f"builds its experts intermediate_size = {Fe} wide")
+        if hf.get("num_shared_expert") is not None and one("num_shared_expert") != 1:
+            raise ValueError(f"config field `num_shared_expert` = {hf['num_shared_expert']!r}: HF's Hunyuan builds "
+                             f"one shared MLP")
+        moe_layers = tuple(range(L))
+        n_group, topk_group = 1, 1
+        kw.update(n_routed_experts=E, n_experts_per_tok=k, n_shared_experts=1, moe_intermediate_size=Fe,
+                  shared_expert_intermediate_size=Fe, first_k_dense_replace=0, router_scoring="softmax",
+                  router_bias=False, n_group=1, topk_group=1, norm_topk_prob=True, routed_scaling_factor=1.0,
+                  topk_method="", moe_layers=moe_layers)
+    elif mt in ("gpt_oss", "mixtral", "phimoe"):
         # every layer MoE: num_local_experts experts of intermediate_size, no shared expert. GPT-OSS takes
         # the softmax over the top-k router logits (a biased router, biased experts), Mixtral's
         # MixtralSparseMoeBlock the softmax over all of them with the top-k renormalized: the same weights
@@ -2435,6 +2508,8 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
                   shared_expert_intermediate_size=0, first_k_dense_replace=0, router_scoring="softmax",
                   router_bias=False, n_group=1, topk_group=1, norm_topk_prob=True, routed_scaling_factor=1.0,
                   topk_method="", moe_layers=moe_layers, expert_bias=mt == "gpt_oss")
+        if mt == "phimoe":   # PhimoeDecoderLayer: nn.LayerNorm (weight and bias); lm_head biased where lm_head_bias
+            kw.update(norm_bias=True, lm_head_bias=r.bool("lm_head_bias"))
     elif mt in ("olmoe", "granitemoe"):
         # every layer MoE, num_experts (OLMoE; num_local_experts its alias) / num_local_experts (Granite MoE) experts
         # of intermediate_size, no shared expert. OlmoeTopKRouter: the softmax over all experts, the top-k

@@ -110,7 +110,7 @@ ARCHITECTURES = ("deepseek2", "qwen3", "qwen3moe", "qwen2", "llama", "glm4moe", 
                  "gpt-oss", "phi3", "glm4", "llama4", "minimax-m2", "ernie4_5-moe", "qwen2moe", "qwen3next", "qwen35",
                  "qwen35moe", "command-r", "cohere2", "nemotron_h", "nemotron_h_moe", "granitehybrid", "gemma4", "mistral3",
                  "falcon-h1", "glm-dsa", "deepseek32", "lfm2", "lfm2moe", "olmoe", "granite", "granitemoe",
-                 "olmo2", "smollm3", "exaone4", "gemma3n")
+                 "olmo2", "smollm3", "exaone4", "gemma3n", "hunyuan-dense", "hunyuan-moe", "phimoe")
 # llama.cpp's DeepSeek Sparse Attention architectures (GLM-5: glm-dsa, conversion/glm.py GlmMoeDsaModel; DeepSeek-V3.2:
 # deepseek32, conversion/deepseek.py DeepseekV32Model; both on DeepseekV2Model's MLA keys) -> HF model_type
 DSA_ARCHITECTURES = {"glm-dsa": "glm_moe_dsa", "deepseek32": "deepseek_v32"}
@@ -677,6 +677,47 @@ def hf_config(g: GGUFFile) -> dict:
         # GLM-4-0414: q/k/v bias, half of each head rotated (rope.dimension_count), gate and up fused in
         # one ffn_up of 2 x feed_forward_length rows (read as RowSlices, as phi3's), post-norms
         hf.update(model_type="glm4", partial_rotary_factor=(rd or hd) / hd)
+        return hf
+    if arch in ("hunyuan-dense", "hunyuan-moe"):
+        # conversion/hunyuan.py HunYuanModel / HunYuanMoEModel (src/models/hunyuan-dense.cpp, hunyuan-moe.cpp): per-head
+        # q / k norms (attn_q_norm / attn_k_norm, HF's query_layernorm / key_layernorm); the converter folds the
+        # NTK-alpha rope into rope.freq_base (plain rope here). hunyuan-moe: expert_count experts of
+        # expert_feed_forward_length (one value, or one per layer all alike), expert_used_count of them, and a
+        # shared MLP of expert_shared_feed_forward_length (llama.cpp's default: feed_forward_length), which HF
+        # builds as wide as the experts (intermediate_size both)
+        hf.update(model_type="hunyuan_v1_dense", head_dim=hd, attention_bias=blk(0, "attn_q").replace("weight", "bias") in ts)
+        if arch == "hunyuan-moe":
+            E = m("expert_count", required=True, minimum=1)
+            fe = _layer_ints(g, "expert_feed_forward_length", L)
+            if len(set(fe)) != 1 or not fe[0]:
+                raise GGUFError(f"{g.path}: metadata '{arch}.expert_feed_forward_length' = {fe}: Hunyuan's experts "
+                                f"have one width on every layer")
+            fs = m("expert_shared_feed_forward_length", minimum=1) or F
+            if fs != fe[0]:
+                raise GGUFError(f"{g.path}: metadata '{arch}.expert_shared_feed_forward_length' = {fs} differs from the "
+                                f"experts' {fe[0]} ('{arch}.expert_feed_forward_length'): HF's Hunyuan builds its shared "
+                                f"MLP and experts intermediate_size wide both")
+            hf.update(model_type="hunyuan_v1_moe", num_experts=E, intermediate_size=fe[0],
+                      moe_topk=m("expert_used_count", required=True, minimum=1))
+        return hf
+    if arch == "phimoe":
+        # conversion/phi.py PhiMoeModel (Phi3MiniModel's keys, src/models/phimoe.cpp): LayerNorms with biases, q/k/v/o
+        # biases, an output bias (llama.cpp requires them), every layer expert_count experts of feed_forward_length;
+        # llama.cpp's phimoe reads no window (full attention on every layer, as here); longrope where the file holds
+        # rope_factors_long
+        sw = m("attention.sliding_window", 0)
+        if sw:
+            _notice(hf, f"{g.path}: '{arch}.attention.sliding_window' = {sw} is not applied: llama.cpp runs "
+                        f"Phi-3.5-MoE with full attention (its phimoe model reads no window), and so does glmbench")
+        hf.update(model_type="phimoe", head_dim=hd, sliding_window=None,
+                  num_local_experts=m("expert_count", required=True, minimum=1),
+                  num_experts_per_tok=m("expert_used_count", required=True, minimum=1),
+                  attention_bias=blk(0, "attn_q").replace("weight", "bias") in ts or
+                  blk(0, "attn_output").replace("weight", "bias") in ts,
+                  lm_head_bias="output.bias" in ts)
+        if "rope_factors_long.weight" in ts:
+            hf["rope_scaling"] = {"rope_type": "longrope",
+                                  "original_max_position_embeddings": m("rope.scaling.original_context_length", 4096)}
         return hf
     if arch == "olmoe":
         # conversion/olmo.py OlmoeModel (a TextModel: q / k rows not permuted, llama.cpp's NEOX rope is HF's
@@ -2075,7 +2116,10 @@ def _stored_owner(name: str, shapes: dict) -> list:
             halves = [c.replace("gate_up_proj", "gate_proj"), c.replace("gate_up_proj", "up_proj")]
             if all(h in shapes for h in halves):
                 return halves
-    return []
+    # transformers 5's names for tensors glmbench names otherwise: Hunyuan's router (mlp.gate.wg) and shared MLP
+    # (mlp.shared_mlp), Phi-3.5-MoE's router (mlp.router)
+    alias = re.sub(r"\.mlp\.(gate\.wg|router)\.", ".mlp.gate.", n).replace(".mlp.shared_mlp.", ".mlp.shared_experts.")
+    return _stored_owner(alias, shapes) if alias != n else []
 
 
 def safetensors_files(folder: str) -> list:

@@ -481,7 +481,7 @@ def _weight_table(cfg: configs.ModelConfig, weights: str) -> dict:
             L["attn"][rest[len("self_attn."):]] = b
         elif rest.startswith("linear_attn."):
             L["linear"][rest[len("linear_attn."):]] = b
-        elif rest.endswith("layernorm.weight") or "_layernorm_" in rest:
+        elif rest.endswith(("layernorm.weight", "layernorm.bias")) or "_layernorm_" in rest:
             L["norms"] += b
         elif rest.startswith(("per_layer_", "post_per_layer_input_norm.", "layer_scalar", "altup.", "laurel.")):
             # (Gemma 3n's AltUp and LAuReL: the layer's small extras beside the PLE step, priced with it)
@@ -606,7 +606,8 @@ def _file_layer_weight_bytes(cfg) -> dict:
     att = {name: mean(cfg.attention_layers, ["self_attn." + name]) for name in cfg._attention_tensors()}
     # (the post-norm layers of OLMo 2 / 3 and EXAONE 4: post_attention_ and post_feedforward_layernorm)
     norms = ["input_layernorm.weight", "post_attention_layernorm.weight"] + \
-        (["post_feedforward_layernorm.weight"] if cfg.post_norms else [])
+        (["post_feedforward_layernorm.weight"] if cfg.post_norms else []) + \
+        (["input_layernorm.bias", "post_attention_layernorm.bias"] if cfg.norm_bias else [])
     out = {"attn": att, "norms": mean(allL, norms)}
     if cfg.linear_layers:
         out["linear"] = {name: mean(cfg.linear_layers, ["linear_attn." + name]) for name in cfg._linear_tensors()}

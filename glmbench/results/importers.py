@@ -469,7 +469,9 @@ _HF_TO_ARCH = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2"
                # SmolLM3 (conversion/llama.py SmolLM3Model), EXAONE 4 (conversion/exaone.py Exaone4Model)
                "olmo2": "olmo2", "olmo3": "olmo2", "smollm3": "smollm3", "exaone4": "exaone4",
                # Gemma 3n (conversion/gemma.py Gemma3NModel)
-               "gemma3n_text": "gemma3n", "gemma3n": "gemma3n"}
+               "gemma3n_text": "gemma3n", "gemma3n": "gemma3n",
+               # Hunyuan (conversion/hunyuan.py HunYuanModel, HunYuanMoEModel), Phi-3.5-MoE (conversion/phi.py PhiMoeModel)
+               "hunyuan_v1_dense": "hunyuan-dense", "hunyuan_v1_moe": "hunyuan-moe", "phimoe": "phimoe"}
 # model_types whose MoE models llama.cpp names apart: the converter writes a Nemotron-H config with experts
 # (num_experts_per_tok: Nemotron 3 Nano) as nemotron_h_moe, the dense ones (Nemotron-H 8B, Nemotron-Nano-9B-v2)
 # as nemotron_h (conversion/nemotron.py NemotronHModel)
@@ -486,9 +488,10 @@ _MOE_ARCH = {"nemotron_h": "nemotron_h_moe"}
 # "effective" parameters, without the per-layer embedding table, while the file holds that table too): a row without
 # a params column is matched by the built-ins' layer count
 # OLMoE's label too (src/models/olmoe.cpp: 16 layers -> "A1.7B", OLMoE-1B-7B's; no size a parameter count could read)
-# Gemma 3n's alike (src/models/gemma3n.cpp: 30 layers -> "E2B", 35 -> "E4B")
+# Gemma 3n's alike (src/models/gemma3n.cpp: 30 layers -> "E2B", 35 -> "E4B"), Hunyuan-A13B's (hunyuan-moe.cpp: 32 ->
+# "A13B") and Phi-3.5-MoE's (phimoe.cpp: 32 -> "16x3.8B")
 SIZE_LABEL_LAYERS = {"gemma4": {"E2B": 35, "E4B": 42, "26B.A4B": 30, "31B": 60}, "olmoe": {"A1.7B": 16},
-                     "gemma3n": {"E2B": 30, "E4B": 35}}
+                     "gemma3n": {"E2B": 30, "E4B": 35}, "hunyuan-moe": {"A13B": 32}, "phimoe": {"16x3.8B": 32}}
 # llama.cpp architectures that are a vision-language model's text layers: the GGUF llama-bench runs holds only
 # those (the vision tower is the separate mmproj file), the same layers as the text model's architecture
 # (Qwen3-VL's text config: Qwen3's / Qwen3-MoE's layers, longer native context; Qwen2-VL / Qwen2.5-VL: Qwen2's).
