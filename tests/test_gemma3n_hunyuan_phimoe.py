@@ -356,3 +356,38 @@ def test_hunyuan_phimoe_llama_bench_rows_name_the_builtins(tmp_path):
     assert im.model_candidates("hunyuan-moe A13B Q4_K - Medium")[0] == ["hunyuan-a13b"]
     assert im.model_candidates("phimoe 16x3.8B Q8_0")[0] == ["phi-3.5-moe"]
     assert im.model_candidates("hunyuan-dense 7B Q4_K - Medium", 7.5e9)[0] == []
+
+
+@pytest.mark.parametrize("mt", ["hunyuan_v1_dense", "hunyuan_v1_moe"])
+def test_hunyuan_converted_file(tmp_path, mt):
+    """llama.cpp's converter on tiny HF Hunyuans (the MoE with the released config's per-layer lists, which
+    conversion/hunyuan.py reads): the config read back is HF's, every byte a tensor of it. (Phi-3.5-MoE's converter,
+    conversion/phi.py PhiMoeModel, takes the released checkpoint's layout, PhiMoEForCausalLM with
+    block_sparse_moe.experts.N.w1 / w2 / w3, not what transformers 5.25 saves: its files are the written ones above.)"""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    import llama_cpp_convert as lc
+    if lc.source() is None:
+        pytest.skip(lc.skip_reason())
+    kw = dict(num_experts=4, moe_topk=[2] * 4, moe_intermediate_size=[96] * 4, num_shared_expert=[1] * 4) \
+        if mt == "hunyuan_v1_moe" else {}
+    hc = transformers.AutoConfig.for_model(mt, **{k: v for k, v in _B.items()}, head_dim=16, pad_token_id=0,
+                                           bos_token_id=1, eos_token_id=2, **kw)
+    torch.manual_seed(0)
+    m = transformers.AutoModelForCausalLM.from_config(hc)
+    f = lc.convert(lc.save_hf(m, hc, tmp_path / "hf"), tmp_path / f"{mt}.gguf", "q8_0")
+    cfg = configs.load(f)
+    assert gguf_writer.config_diff(cfg, configs.from_hf(hc.to_dict(), "hf")) == {}
+    fw = cfg.file_weights
+    assert fw.main_type == "Q8_0" and fw.extra_bytes == fw.skipped_bytes == 0
+    s = cm.Setup(cfg, "rtx-3090", runtime="llama.cpp")
+    assert cm.decode(s, 4096).seconds > 0 and cm.prefill(s, 512, 0).seconds > 0
+
+
+def test_cuda_model_refuses_the_three_families():
+    """glmbench.cuda.CudaModel runs the Llama / Qwen layer only: Gemma 3n, Hunyuan and Phi-3.5-MoE (priced, not run)
+    are refused before anything reaches a GPU."""
+    from glmbench import cuda
+    for hc in (_G3N, _SYNTH["hunyuan_v1_dense"], _SYNTH["hunyuan_v1_moe"], _SYNTH["phimoe"]):
+        with pytest.raises(ValueError, match=r"CudaModel: .* which the CUDA path does not implement"):
+            cuda.CudaModel(configs.from_hf(hc))
