@@ -10,13 +10,14 @@ ALL = ["command-a", "command-r", "command-r-08-2024", "command-r-plus", "command
        "deepseek-r1-distill-qwen-14b", "deepseek-r1-distill-qwen-32b", "deepseek-r1-distill-qwen-7b",
        "deepseek-v2-lite", "deepseek-v3", "deepseek-v3.1", "deepseek-v3.2", "devstral-small", "ernie-4.5-21b-a3b", "exaone-4.0-32b",
        "gemma-2-27b", "gemma-2-2b", "gemma-2-9b", "gemma-3-12b", "gemma-3-1b", "gemma-3-27b", "gemma-3-4b",
+       "gemma-3n-e2b", "gemma-3n-e4b",
        "gemma-4-26b-a4b", "gemma-4-31b", "gemma-4-e2b", "gemma-4-e4b",
        "glm-4-32b", "glm-4-9b", "glm-4.5", "glm-4.5-air", "glm-4.6", "glm-4.7-flash", "glm-5", "gpt-oss-120b",
-       "gpt-oss-20b", "granite-3.1-3b-a800m-instruct", "granite-3.3-8b-instruct", "granite-4.0-h-micro", "granite-4.0-h-small", "granite-4.0-h-tiny", "kimi-k2", "kimi-linear-48b-a3b", "llama-2-13b", "llama-2-70b", "llama-2-7b", "llama-3-70b", "llama-3-8b",
+       "gpt-oss-20b", "granite-3.1-3b-a800m-instruct", "granite-3.3-8b-instruct", "granite-4.0-h-micro", "granite-4.0-h-small", "granite-4.0-h-tiny", "hunyuan-a13b", "kimi-k2", "kimi-linear-48b-a3b", "llama-2-13b", "llama-2-70b", "llama-2-7b", "llama-3-70b", "llama-3-8b",
        "llama-3.1-405b", "llama-3.1-70b", "llama-3.1-8b", "llama-3.2-1b", "llama-3.2-3b", "llama-3.3-70b",
        "llama-4-maverick", "llama-4-scout", "minimax-m2", "minimax-m2.1", "mistral-7b", "mistral-large",
        "mistral-nemo", "mistral-small-24b", "mixtral-8x22b", "mixtral-8x7b", "nemotron-3-nano-30b-a3b",
-       "nemotron-h-8b", "nemotron-nano-9b-v2", "olmo-2-1124-7b", "olmo-3-7b", "olmoe-1b-7b-0924", "phi-3-mini", "phi-4",
+       "nemotron-h-8b", "nemotron-nano-9b-v2", "olmo-2-1124-7b", "olmo-3-7b", "olmoe-1b-7b-0924", "phi-3-mini", "phi-3.5-moe", "phi-4",
        "qwen1.5-moe-a2.7b", "qwen2-57b-a14b", "qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-14b", "qwen2.5-32b",
        "qwen2.5-3b", "qwen2.5-72b", "qwen2.5-7b", "qwen2.5-coder-32b", "qwen2.5-coder-7b", "qwen3-0.6b",
        "qwen3-1.7b", "qwen3-14b", "qwen3-235b-a22b", "qwen3-30b-a3b", "qwen3-32b", "qwen3-4b", "qwen3-8b",
@@ -47,6 +48,9 @@ KV_F16 = {
     "gemma-4-e4b": (20 * 2 * 256 + 4 * 2 * 512) * 2 * 2,
     "gemma-4-26b-a4b": (25 * 8 * 256 + 5 * 2 * 512) * 2 * 2,
     "gemma-4-31b": (50 * 16 * 256 + 10 * 4 * 512) * 2 * 2,
+    # Gemma 3n: the first 20 layers cache (E4B's last 15, E2B's last 10 share), 2 KV heads x 256
+    "gemma-3n-e4b": 20 * 2 * (256 + 256) * 2,         # 40,960
+    "gemma-3n-e2b": 20 * 2 * (256 + 256) * 2,
     "gemma-3-12b": 48 * 8 * (256 + 256) * 2,          # 393,216
     "gemma-3-4b": 34 * 4 * (256 + 256) * 2,           # 139,264
     "llama-2-7b": 32 * 32 * (128 + 128) * 2,          # 524,288 = 512 KiB (MHA: 32 KV heads)
@@ -115,6 +119,8 @@ KV_F16 = {
     "ernie-4.5-21b-a3b": 28 * 4 * (128 + 128) * 2,    # 57,344
     "qwen2-57b-a14b": 28 * 4 * (128 + 128) * 2,       # 57,344
     "qwen1.5-moe-a2.7b": 24 * 16 * (128 + 128) * 2,   # 196,608 (MHA)
+    "hunyuan-a13b": 32 * 8 * (128 + 128) * 2,         # 131,072
+    "phi-3.5-moe": 32 * 8 * (128 + 128) * 2,          # 131,072
     # hybrids: only the full-attention layers (one in four) cache; the linear ones hold a fixed state
     "qwen3-next-80b-a3b": 12 * 2 * (256 + 256) * 2,   # 24,576
     "qwen3.5-35b-a3b": 10 * 2 * (256 + 256) * 2,      # 20,480
@@ -597,6 +603,22 @@ def _hf_tiny(family):
                                            num_kv_shared_layers=2, enable_moe_block=True, num_experts=4,
                                            top_k_experts=2, moe_intermediate_size=16)
         M = transformers.Gemma4ForCausalLM
+    elif family == "gemma3n_text":   # AltUp, LAuReL, PLE; the last 3 layers share the cache of layer 3
+        hc = transformers.Gemma3nTextConfig(**small, head_dim=8, intermediate_size=48, sliding_window=16,
+                                            hidden_size_per_layer_input=4, vocab_size_per_layer_input=64,
+                                            num_kv_shared_layers=3, laurel_rank=4)
+        M = transformers.Gemma3nForCausalLM
+    elif family in ("hunyuan_v1_dense", "hunyuan_v1_moe"):   # q / k norms after rope; experts beside a shared MLP
+        if family == "hunyuan_v1_dense":
+            hc, M = transformers.HunYuanDenseV1Config(**small, head_dim=8, intermediate_size=48), \
+                transformers.HunYuanDenseV1ForCausalLM
+        else:
+            hc = transformers.HunYuanMoEV1Config(**small, head_dim=8, intermediate_size=16, num_experts=4, moe_topk=2)
+            M = transformers.HunYuanMoEV1ForCausalLM
+    elif family == "phimoe":   # biased LayerNorms, q/k/v/o and lm_head biases, every layer MoE
+        hc = transformers.PhimoeConfig(**small, head_dim=8, intermediate_size=16, num_local_experts=4,
+                                       num_experts_per_tok=2, attention_bias=True, lm_head_bias=True)
+        M = transformers.PhimoeForCausalLM
     elif family == "falcon_h1":   # attention and Mamba-2 in every layer (a gated norm weight: mamba_rms_norm)
         hc = transformers.FalconH1Config(**small, head_dim=8, intermediate_size=48, mamba_d_ssm=32, mamba_n_heads=4,
                                          mamba_n_groups=2, mamba_d_state=8, mamba_rms_norm=True)
@@ -657,7 +679,8 @@ def test_priced_families_match_hf_parameter_counts(family):
                   "cohere": (), "cohere2": (), "kimi_linear": tuple(range(1, 8)),
                   "gemma4_text": tuple(range(8)), "ministral3": (), "falcon_h1": (),
                   "glm_moe_dsa": tuple(range(1, 8)), "deepseek_v32": tuple(range(1, 8)),
-                  "lfm2": (), "lfm2_moe": tuple(range(1, 8))}[family]
+                  "lfm2": (), "lfm2_moe": tuple(range(1, 8)), "gemma3n_text": (),
+                  "hunyuan_v1_dense": (), "hunyuan_v1_moe": tuple(range(8)), "phimoe": tuple(range(8))}[family]
     assert c.moe_layers == expect_moe
     if family in configs.LINEAR_FAMILIES:   # the layer_types' linear layers; the others cache
         assert c.linear_layers == (0, 2, 3, 5, 6) and c.attention_layers == (1, 4, 7) and c.attn_output_gate
@@ -677,6 +700,9 @@ def test_priced_families_match_hf_parameter_counts(family):
         assert c.windowed_layers == (0, 1, 2, 3, 4, 6) and c.cache_layers == tuple(range(6))
         assert (c.kv_source(6), c.kv_source(7)) == (4, 5) and c.shared_expert_intermediate_size == 48
         assert c.kv_bytes_per_token("f16") == (5 * 2 * 8 + 1 * 16) * 2 * 2
+    elif family == "gemma3n_text":  # every 5th layer full; the last 3 (windowed) share layer 3's cache
+        assert c.windowed_layers == (0, 1, 2, 3, 5, 6, 7) and c.cache_layers == tuple(range(5))
+        assert [c.kv_source(i) for i in (5, 6, 7)] == [3, 3, 3] and c.kv_bytes_per_token("f16") == 5 * 2 * 16 * 2
     else:
         assert not c.window_chunked and not c.windowed_layers
 

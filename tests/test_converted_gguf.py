@@ -312,9 +312,11 @@ def test_priced_family_files_predict_and_are_refused_by_the_forward_pass(tmp):
     # (Kimi-Linear: priced from config.json and the built-in; its GGUF, llama.cpp's kimi-linear, is not read;
     # Falcon-H1's converted files: tests/test_falcon_h1.py)
     # (the DSA families' GGUF round trip: tests/test_gguf_dsa.py, written by the gguf package; LFM2's converted
-    # files: tests/test_gguf_lfm2.py)
+    # files: tests/test_gguf_lfm2.py; Gemma 3n's, whose per-layer table the converter pads, and Hunyuan's and
+    # Phi-3.5-MoE's GGUFs, written by the gguf package: tests/test_gemma3n_hunyuan_phimoe.py)
     assert set(PREDICT_ONLY) == set(configs.PRICED_ONLY) - {"kimi_linear", "falcon_h1", "glm_moe_dsa", "deepseek_v32",
-                                                            "lfm2", "lfm2_moe"}
+                                                            "lfm2", "lfm2_moe", "gemma3n_text", "hunyuan_v1_dense",
+                                                            "hunyuan_v1_moe", "phimoe"}
     for family in PREDICT_ONLY:
         _, _, files = _converted(family, tmp)
         with warnings.catch_warnings():

@@ -36,6 +36,14 @@ FAMILIES = {
     "olmo3": dict(sliding_window=8),
     "smollm3": dict(pad_token_id=0, bos_token_id=1, eos_token_id=2),   # (HF's defaults lie past the tiny vocab)
     "exaone4": dict(sliding_window=8),
+    # AltUp, LAuReL, per-layer embeddings; the last layer shares layer 3's cache
+    "gemma3n_text": dict(sliding_window=8, num_kv_shared_layers=1, vocab_size_per_layer_input=128,
+                         hidden_size_per_layer_input=8, laurel_rank=4),
+    # Hunyuan's q / k norms after rope and MoE beside a shared MLP; Phi-3.5-MoE's biased LayerNorms and lm_head
+    "hunyuan_v1_dense": {},
+    "hunyuan_v1_moe": dict(num_experts=4, moe_topk=2, intermediate_size=32),
+    "phimoe": dict(num_local_experts=4, num_experts_per_tok=2, intermediate_size=32, attention_bias=True,
+                   lm_head_bias=True),
 }
 
 

@@ -67,6 +67,25 @@ Families (HF `model_type`), with the field names HF uses in each:
                  sliding_window is set, the layer_types' sliding layers attend within it and rotate, the full
                  ones attend globally without rope (nope_layers)
 
+  gemma3n_text   Gemma 3n's text model (`gemma3n` wraps it): Gemma 3's sandwich-normed GQA layers (q / k / v
+                 RMSNorm, softmax scale 1, every 5th layer global) with AltUp (altup_num_inputs copies of the
+                 hidden state, predicted and corrected around each layer by small per-layer coefficient maps;
+                 altup_projections / altup_unembed_projections into and out of them), LAuReL (a laurel_rank
+                 low-rank residual beside attention), Gemma 4's per-layer embeddings (PLE) and kv-shared last
+                 layers (num_kv_shared_layers, no cache of their own), a per-layer MLP width (intermediate_size
+                 may be a list) and activation sparsity (a Gaussian top-k on the gate) on the first layers
+                 (activation_sparsity_pattern); priced, not run
+  hunyuan_v1_dense
+                 dense GQA (Hunyuan dense): Llama's layers with per-head q / k RMSNorm applied after rope
+                 (query_layernorm / key_layernorm); priced, not run
+  hunyuan_v1_moe GQA + MoE (Hunyuan-A13B): the same attention; every layer num_experts experts of
+                 intermediate_size (softmax top moe_topk, renormalised) beside one shared MLP of that width
+                 (shared_mlp); priced, not run
+  phimoe         GQA + MoE (Phi-3.5-MoE): LayerNorms with a bias (weight and bias, eps rms_norm_eps), q/k/v/o
+                 biases (attention_bias), every layer num_local_experts experts of intermediate_size routed by
+                 sparsemixer (top-2), an lm_head bias (lm_head_bias), a window on every layer where the config
+                 sets one, longrope; priced, not run
+
 The five from glm4 to qwen2_moe are priced (cost model, memory, weight bytes: parameters counted as HF's
 modeling code builds them); glmbench.Model does not run their forward pass (forward_unsupported says
 why). The hybrids and Cohere's families run in glmbench.Model (matched against HF's tiny models).
@@ -144,6 +163,10 @@ FAMILIES = {
     "olmo3": "gqa",
     "smollm3": "gqa",
     "exaone4": "gqa",
+    "gemma3n_text": "gqa",
+    "hunyuan_v1_dense": "gqa",
+    "hunyuan_v1_moe": "gqa",
+    "phimoe": "gqa",
 }
 # families the cost model prices but glmbench.Model's forward pass does not run (what each lacks)
 PRICED_ONLY = {
@@ -164,7 +187,17 @@ PRICED_ONLY = {
     "deepseek_v32": "DeepSeek Sparse Attention's lightning indexer and top-k selection (no C op for them yet)",
     "lfm2": "LFM2's gated short convolution (no C op for it yet)",
     "lfm2_moe": "LFM2's gated short convolution (no C op for it yet) and LFM2-MoE's router",
+    "gemma3n_text": "Gemma 3n's AltUp (four hidden streams predicted and corrected around every layer), LAuReL's "
+                    "low-rank residual and the activation-sparse (Gaussian top-k) gate of its first layers",
+    "hunyuan_v1_dense": "Hunyuan's q / k RMSNorm after rope (Qwen3's comes before it) and its NTK-alpha rope",
+    "hunyuan_v1_moe": "Hunyuan's q / k RMSNorm after rope (Qwen3's comes before it), its NTK-alpha rope and its "
+                      "MoE beside a shared MLP",
+    "phimoe": "Phi-3.5-MoE's biased LayerNorms, lm_head bias, sparsemixer router and longrope",
 }
+# Hunyuan (HF HunYuanDenseV1 / HunYuanMoEV1, transformers 5.25): the q / k norms are named query_layernorm /
+# key_layernorm, the router mlp.gate.wg, the shared MLP mlp.shared_mlp (glmbench's names: q_norm / k_norm,
+# mlp.gate, mlp.shared_experts; a folder's own names are read as these: gguf_file._stored_owner)
+HUNYUAN_FAMILIES = ("hunyuan_v1_dense", "hunyuan_v1_moe")
 # hybrid families: some layers are linear attention (Gated DeltaNet) with a recurrent state (Model runs
 # them: Layer._forward_hybrid, ops.gated_delta_rule and ops.causal_conv1d)
 LINEAR_FAMILIES = ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")
@@ -203,6 +236,12 @@ GEMMA_FAMILIES = ("gemma2", "gemma3_text")
 # input embedding feed each layer a P-wide signal through a gate and a projection); the MoE models run a
 # dense MLP beside the experts in every layer (the shared expert here)
 GEMMA4_FAMILIES = ("gemma4_text",)
+# Gemma 3n (HF Gemma3nTextModel, transformers 5.25): Gemma 4's attention (q / k / v RMSNorm, scale 1, kv-shared last
+# layers reading the last earlier layer of their kind) and per-layer embeddings on Gemma 3's sandwich-normed
+# layers, plus AltUp (altup_inputs streams; per layer a router hidden -> n with its norm, prediction coefficients
+# n -> n^2, correction coefficients n -> n, an output scale; model-wide (n - 1) hidden x hidden projections in and
+# (n - 1) out) and LAuReL (per layer hidden -> laurel_rank -> hidden and a norm). Priced, not run (PRICED_ONLY)
+GEMMA3N_FAMILIES = ("gemma3n_text",)
 # DeepSeek Sparse Attention (HF GlmMoeDsaIndexer / DeepseekV32Indexer, transformers 5.25): DeepSeek-V3's MLA and
 # MoE, plus in each layer with a full indexer (indexer_layers) wq_b (q latent -> index_n_heads x index_head_dim),
 # wk (hidden -> one index_head_dim key, LayerNormed with a bias, roped, cached per token), weights_proj (hidden ->
@@ -212,7 +251,7 @@ GEMMA4_FAMILIES = ("gemma4_text",)
 DSA_FAMILIES = ("glm_moe_dsa", "deepseek_v32")
 # multimodal wrappers whose text model is one of the families (the config's `text_config`)
 _WRAPPERS = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_5": "qwen3_5_text",
-             "qwen3_5_moe": "qwen3_5_moe_text", "gemma4": "gemma4_text",
+             "qwen3_5_moe": "qwen3_5_moe_text", "gemma4": "gemma4_text", "gemma3n": "gemma3n_text",
              # Mistral Small 3.1 / 3.2 and Devstral Small 2: a Mistral (or Ministral 3) text model, whose
              # model_type its text_config states (Mistral3Config's default: mistral)
              "mistral3": None}
@@ -228,7 +267,7 @@ _WRAPPERS = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_5": "qwen3
 # 3.2's config.json (transformers 4.50) states neither, yet its checkpoint holds an lm_head, which 5.25's
 # from_pretrained keeps untied (tie_weights: "both are present ... we will NOT tie them"). So: absent -> the text
 # config's value (its family's default where it states none)
-_WRAPPER_TIE_TOP = ("gemma3", "qwen3_5", "qwen3_5_moe", "gemma4", "mistral3")
+_WRAPPER_TIE_TOP = ("gemma3", "qwen3_5", "qwen3_5_moe", "gemma4", "mistral3", "gemma3n")
 # families whose HF config has `mlp_bias` (LlamaMLP, SeedOssMLP, DeepseekV2MLP, GraniteMLP: gate / up / down built
 # with bias=config.mlp_bias, transformers 5.25); priced with the biases (ModelConfig.mlp_bias), Model does not run them.
 # (Nemotron-H's and Falcon-H1's mlp_bias are refused: _mamba_fields, _falcon_h1_fields)
@@ -393,6 +432,25 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     # (sliding_window_pattern 4) when layer_types is absent
     "exaone4": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, num_key_value_heads=32,
                     max_position_embeddings=2048, sliding_window=4096, sliding_window_pattern=4),
+    # HunYuanDenseV1Config / HunYuanMoEV1Config (transformers 5.25): num_key_value_heads defaults to the heads;
+    # one expert, top-1 where the config states none (moe_topk is num_experts_per_tok's name)
+    "hunyuan_v1_dense": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=False,
+                             max_position_embeddings=2048, intermediate_size=11008),
+    "hunyuan_v1_moe": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=False,
+                           max_position_embeddings=2048, intermediate_size=11008, num_experts=1, moe_topk=1),
+    # PhimoeConfig (transformers 5.25): Phi-3.5-MoE's sizes; no window, no biases unless stated
+    "phimoe": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=False, lm_head_bias=False,
+                   num_key_value_heads=8, sliding_window=None, num_local_experts=16, num_experts_per_tok=2,
+                   max_position_embeddings=131072, intermediate_size=6400),
+    # Gemma3nTextConfig (transformers 5.25): its defaults are Gemma 3n E4B's sizes; layer_types every 5th
+    # layer full when absent; activation_sparsity_pattern 0.95 on the first 10 layers (where there are more than
+    # 10) when absent; rope bases 1e6 (global) and 1e4 (local)
+    "gemma3n_text": dict(rms_norm_eps=1e-6, tie_word_embeddings=True, attention_bias=False, head_dim=256,
+                         num_key_value_heads=2, sliding_window=512, hidden_activation="gelu_pytorch_tanh",
+                         final_logit_softcapping=30.0, vocab_size_per_layer_input=262144,
+                         hidden_size_per_layer_input=256, altup_num_inputs=4, altup_active_idx=0,
+                         altup_correct_scale=True, num_kv_shared_layers=15, laurel_rank=64,
+                         max_position_embeddings=32768, intermediate_size=16384),
 }
 
 # The MLA latent norms (q_a_layernorm, kv_a_layernorm) are built without an eps argument in HF's
@@ -538,6 +596,15 @@ class ModelConfig:
     # the dense MLPs' gate / up / down carry a bias (and DeepSeek-V2's shared experts', built as its MLP): HF's
     # mlp_bias (MLP_BIAS_FAMILIES); priced, not run (forward_unsupported)
     mlp_bias: bool = False
+    # Gemma 3n (GEMMA3N_FAMILIES): AltUp's streams (0: none), LAuReL's rank (0: none), each layer's MLP width where
+    # the config lists them (() : intermediate_size on every layer), the layers whose gate is activation-sparse
+    altup_inputs: int = 0
+    laurel_rank: int = 0
+    # Phi-3.5-MoE: its LayerNorms carry a bias (each layer's two and the final one), its lm_head a bias
+    norm_bias: bool = False
+    lm_head_bias: bool = False
+    layer_intermediates: tuple = ()
+    sparse_layers: tuple = ()
 
     # ---- structure --------------------------------------------------------------------------
     def is_moe_layer(self, i: int) -> bool:
@@ -678,14 +745,16 @@ class ModelConfig:
 
     def layer_intermediate(self, i: int) -> int:
         """Layer i's dense MLP width: intermediate_size, twice it on Gemma 4's kv-shared layers where
-        use_double_wide_mlp."""
+        use_double_wide_mlp; Gemma 3n's own width per layer where its config lists them."""
+        if self.layer_intermediates:
+            return self.layer_intermediates[i]
         return self.intermediate_size * (2 if self.double_wide_mlp and not self.owns_kv(i) else 1)
 
     def forward_unsupported(self) -> list:
         """What glmbench.Model's forward pass does not implement for this config (empty: it runs).
         Each only changes numerics: predictions take the config as it is."""
         out = []
-        gemma = self.model_type in GEMMA_FAMILIES + GEMMA4_FAMILIES
+        gemma = self.model_type in GEMMA_FAMILIES + GEMMA4_FAMILIES + GEMMA3N_FAMILIES
         if self.hidden_act != "silu" and not (gemma and self.hidden_act == "gelu_pytorch_tanh") and \
                 not (self.model_type == "nemotron_h" and self.hidden_act == "relu2"):
             out.append(f"hidden_act {self.hidden_act!r} (SwiGLU with silu; Gemma's gelu_pytorch_tanh; "
@@ -925,6 +994,16 @@ class ModelConfig:
         D, P, L = self.hidden_size, self.ple_size, self.n_layers
         return L * P * D + P + L * (2 * D * P + D)
 
+    def altup_laurel_params(self) -> int:
+        """Gemma 3n's AltUp and LAuReL weights: per layer the router (hidden -> n) and its norm, the prediction
+        (n -> n^2) and correction (n -> n) coefficients, the output scale, LAuReL's two low-rank matrices and its
+        norm; the model's (n - 1) projections into the streams and (n - 1) out of them. 0 without."""
+        if not (self.altup_inputs or self.laurel_rank):
+            return 0
+        D, n, r = self.hidden_size, self.altup_inputs, self.laurel_rank
+        per = (n * D + D + n ** 3 + n * n + D if n else 0) + (2 * D * r + D if r else 0)
+        return self.n_layers * per + (2 * (n - 1) * D * D if n else 0)
+
     def total_params(self) -> int:
         moe = self.router_params() + self.n_routed_experts * self.expert_params() + self.shared_expert_params() \
             + self.latent_proj_params()
@@ -934,13 +1013,16 @@ class ModelConfig:
         n_lin = len(self.linear_layers)
         att = self.attention_layers
         uniform = self._attn_uniform
-        return (self.embedding_params() + self.hidden_size                 # final norm
-                + self.n_layers * self.n_layer_norms * self.hidden_size    # each layer's norms
+        nb = 2 if self.norm_bias else 1       # (Phi-3.5-MoE's LayerNorms: a weight and a bias)
+        return (self.embedding_params() + nb * self.hidden_size            # final norm
+                + (self.vocab_size if self.lm_head_bias else 0)
+                + nb * self.n_layers * self.n_layer_norms * self.hidden_size  # each layer's norms
                 + (len(att) * self.attention_params() if uniform else sum(self.attention_params(i) for i in att))
                 + n_lin * self.linear_attention_params()
-                + (self.n_dense_layers * self.dense_mlp_params() if not self.double_wide_mlp else
+                + (self.n_dense_layers * self.dense_mlp_params() if not (self.double_wide_mlp or
+                                                                         self.layer_intermediates) else
                    sum(self.dense_mlp_params(i) for i in self.dense_layers))
-                + self.n_moe_layers * moe + self.ple_params())
+                + self.n_moe_layers * moe + self.ple_params() + self.altup_laurel_params())
 
     def active_params(self, *, embeddings: bool = True) -> int:
         idle = self.n_moe_layers * (self.n_routed_experts - self.n_experts_per_tok) * self.expert_params()
@@ -952,8 +1034,12 @@ class ModelConfig:
         `mlp.experts.{gate,up,down}_proj` [E, F, D] / [E, D, F], the layout glmbench's MoE ops take)."""
         D, V = self.hidden_size, self.vocab_size
         t: dict[str, tuple] = {"model.embed_tokens.weight": (V, D), "model.norm.weight": (D,)}
+        if self.norm_bias:
+            t["model.norm.bias"] = (D,)
         if not self.tie_word_embeddings:
             t["lm_head.weight"] = (V, D)
+        if self.lm_head_bias:
+            t["lm_head.bias"] = (V,)
         att = self._attention_tensors()
         per_layer_att = not self._attn_uniform
         lin = self._linear_tensors() if self.linear_layers else {}
@@ -964,6 +1050,10 @@ class ModelConfig:
             t["model.embed_tokens_per_layer.weight"] = (self.ple_vocab, L * P)
             t["model.per_layer_model_projection.weight"] = (L * P, D)
             t["model.per_layer_projection_norm.weight"] = (P,)
+        n_alt = self.altup_inputs
+        if n_alt:   # (HF: altup_projections.0..n-2 / altup_unembed_projections.*, stacked here as the converter does)
+            t["model.altup_projections.weight"] = (n_alt - 1, D, D)
+            t["model.altup_unembed_projections.weight"] = (n_alt - 1, D, D)
         for i in range(self.n_layers):
             p = f"model.layers.{i}."
             if self.post_norms:     # (OLMo 2 / 3, EXAONE 4: the norms after attention and after the MLP)
@@ -973,6 +1063,9 @@ class ModelConfig:
                 t[p + "input_layernorm.weight"] = (D,)
             if self.n_layer_norms > 1 and not self.post_norms:   # (Cohere: one norm before attention and MLP)
                 t[p + "post_attention_layernorm.weight"] = (D,)
+            if self.norm_bias:
+                t[p + "input_layernorm.bias"] = (D,)
+                t[p + "post_attention_layernorm.bias"] = (D,)
             if self.n_layer_norms == 4:
                 post = ("post_self_attn_layernorm", "post_mlp_layernorm") if self.model_type == "glm4" else \
                     ("pre_feedforward_layernorm", "post_feedforward_layernorm")
@@ -985,8 +1078,19 @@ class ModelConfig:
             if (i not in lin_set or self.parallel_mixers) and self.has_mixer(i):
                 for k, s in (self._attention_tensors(i) if per_layer_att else att).items():
                     t[p + "self_attn." + k] = s
-            if gemma4:
-                t[p + "layer_scalar"] = (1,)        # (a buffer in HF's model, stored in the checkpoint)
+            if n_alt:   # Gemma 3n's AltUp (Gemma3nTextAltUp)
+                t[p + "altup.correct_output_scale"] = (D,)
+                t[p + "altup.correction_coefs.weight"] = (n_alt, n_alt)
+                t[p + "altup.prediction_coefs.weight"] = (n_alt * n_alt, n_alt)
+                t[p + "altup.modality_router.weight"] = (n_alt, D)
+                t[p + "altup.router_norm.weight"] = (D,)
+            if self.laurel_rank:   # Gemma 3n's LAuReL (Gemma3nTextLaurelBlock)
+                t[p + "laurel.linear_left.weight"] = (self.laurel_rank, D)
+                t[p + "laurel.linear_right.weight"] = (D, self.laurel_rank)
+                t[p + "laurel.post_laurel_norm.weight"] = (D,)
+            if gemma4 or self.model_type in GEMMA3N_FAMILIES:
+                if gemma4:
+                    t[p + "layer_scalar"] = (1,)        # (a buffer in HF's model, stored in the checkpoint)
                 if self.ple_size:
                     t[p + "per_layer_input_gate.weight"] = (self.ple_size, D)
                     t[p + "per_layer_projection.weight"] = (D, self.ple_size)
@@ -1076,9 +1180,11 @@ class ModelConfig:
             if self.attention_out_bias:
                 t["o_proj.bias"] = (D,)
             if self.qk_norm:
-                t["q_norm.weight"] = (H * Dh,) if self.qk_norm_all_heads else (Dh,)
+                qn, kn = ("query_layernorm", "key_layernorm") if self.model_type in HUNYUAN_FAMILIES else \
+                    ("q_norm", "k_norm")
+                t[qn + ".weight"] = (H * Dh,) if self.qk_norm_all_heads else (Dh,)
                 if own:
-                    t["k_norm.weight"] = (Hk * Dh,) if self.qk_norm_all_heads else (Dh,)
+                    t[kn + ".weight"] = (Hk * Dh,) if self.qk_norm_all_heads else (Dh,)
             if self.attention_sinks:
                 t["sinks"] = (H,)
         return t
@@ -1791,7 +1897,7 @@ def _dsa_fields(r: _Reader, L: int, q_lora: int | None, Dr: int) -> dict:
                 indexer_layers=tuple(i for i, t in enumerate(types) if t == "full"))
 
 
-_DEFAULT_THETA = {"gemma3_text": 1e6, "gemma4_text": 1e6, "smollm3": 2e6, "olmo3": 5e5}
+_DEFAULT_THETA = {"gemma3_text": 1e6, "gemma4_text": 1e6, "smollm3": 2e6, "olmo3": 5e5, "gemma3n_text": 1e6}
 
 
 def _rope(r: _Reader) -> tuple[float, dict | None]:
@@ -1910,6 +2016,52 @@ def _gemma4_fields(r: _Reader, L: int, win_layers: tuple, n_kv: int) -> dict:
     return out
 
 
+def _gemma3n_fields(r: _Reader, L: int, win_layers: tuple) -> dict:
+    """Gemma 3n's fields (Gemma3nTextConfig, transformers 5.25): the kv-shared last layers (each reads the last
+    earlier layer of its kind: HF's kv_sharing_modes, which refuses a shared kind no earlier layer has), the
+    per-layer embeddings, AltUp's streams and LAuReL's rank, each layer's MLP width (intermediate_size: one or
+    one per layer), the activation-sparse layers (activation_sparsity_pattern: one target per layer, 0 off;
+    default 0.95 on the first 10 where there are more than 10), the final soft-cap and the local rope base
+    (rope_local_base_freq or rope_parameters.sliding_attention.rope_theta). The softmax scale is 1 (q and k
+    are RMSNormed), whatever query_pre_attn_scalar a released config.json states."""
+    hf = r.hf
+    shared = r.int("num_kv_shared_layers", minimum=0)
+    if shared >= L:
+        raise ValueError(f"config field `num_kv_shared_layers`={shared} leaves no layer of the {L} to keep a cache")
+    first = L - shared
+    win = frozenset(win_layers)
+    if shared and ({i in win for i in range(first, L)} - {i in win for i in range(first)}):
+        raise ValueError(f"config field `num_kv_shared_layers`={shared}: a shared layer's kind (sliding or full "
+                         f"attention) has no layer among the first {first} to share the cache of")
+    F = hf.get("intermediate_size", r.defaults.get("intermediate_size"))
+    if isinstance(F, list):
+        if len(F) != L or any(isinstance(f, bool) or not isinstance(f, int) or f < 1 for f in F):
+            raise ValueError(f"config field `intermediate_size` must be a positive integer or list one for each of "
+                             f"the {L} layers, got {F!r}")
+        widths = tuple(F)
+    else:
+        widths = (r.int("intermediate_size"),) * L
+    asp = hf.get("activation_sparsity_pattern")
+    if asp is None:
+        asp = [0.95] * (10 if L > 10 else 0) + [0.0] * (L - (10 if L > 10 else 0))
+    if not isinstance(asp, list) or len(asp) != L or any(isinstance(v, bool) or not isinstance(v, (int, float))
+                                                          or not 0 <= v < 1 for v in asp):
+        raise ValueError(f"config field `activation_sparsity_pattern` must list a target in [0, 1) for each of the "
+                         f"{L} layers, got {asp!r}")
+    n = r.int("altup_num_inputs")
+    act = r.int("altup_active_idx", minimum=0)
+    if act >= n:
+        raise ValueError(f"config field `altup_active_idx`={act} must be below `altup_num_inputs`={n}")
+    P = r.int("hidden_size_per_layer_input")
+    out = dict(kv_shared_layers=shared, ple_size=P, ple_vocab=r.int("vocab_size_per_layer_input"),
+               altup_inputs=n, laurel_rank=r.int("laurel_rank"),
+               layer_intermediates=widths if len(set(widths)) > 1 else (), sparse_layers=tuple(
+                   i for i, v in enumerate(asp) if v > 0), attention_scale=1.0, intermediate_size=widths[0])
+    g = _gemma_fields(_Reader({**hf, "query_pre_attn_scalar": 1.0}, "gemma3n_text"))
+    out.update(final_logit_softcapping=g["final_logit_softcapping"], rope_local_theta=g["rope_local_theta"])
+    return out
+
+
 def from_hf(hf: dict, name: str = "config") -> ModelConfig:
     mt = hf.get("model_type")
     if mt in _WRAPPERS:   # a multimodal config: its text model
@@ -1948,7 +2100,7 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
     tie = r.bool("tie_word_embeddings")
     theta, scaling = _rope(r)
     # the MLP's activation only changes numerics: predictions take any (Model runs silu only)
-    act = r.raw("hidden_activation" if mt in GEMMA_FAMILIES + GEMMA4_FAMILIES else "mlp_hidden_act" if mt == "nemotron_h" else
+    act = r.raw("hidden_activation" if mt in GEMMA_FAMILIES + GEMMA4_FAMILIES + GEMMA3N_FAMILIES else "mlp_hidden_act" if mt == "nemotron_h" else
                 "hidden_act", required=False) or "silu"
     if not isinstance(act, str):
         raise ValueError(f"config field `hidden_act` must be a string, got {act!r}")
@@ -2034,7 +2186,7 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
         out_bias = r.bool("attention_out_bias") if mt == "seed_oss" else \
             False if mt in ("qwen2", "glm4_moe", "glm4", "qwen2_moe") else bool(bias)
         sw, win_layers = None, None
-        if mt in ("mistral", "mixtral", "phi3", "ministral3"):   # HF: the window (if any) on every layer
+        if mt in ("mistral", "mixtral", "phi3", "ministral3", "phimoe"):   # HF: the window (if any) on every layer
             sw = r.int("sliding_window", allow_none=True)
         elif mt in ("qwen2", "qwen3", "qwen3_moe", "qwen2_moe"):
             if r.hf.get("use_sliding_window", False):
@@ -2064,6 +2216,10 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
             if L - 1 in win_layers:     # HF forces the last layer to full attention
                 win_layers = tuple(i for i in win_layers if i != L - 1)
             kw.update(_gemma4_fields(r, L, win_layers, n_kv))
+        elif mt in GEMMA3N_FAMILIES:
+            sw = r.int("sliding_window")
+            win_layers = _layer_types(r, L, lambda i: (i + 1) % 5 != 0)
+            kw.update(_gemma3n_fields(r, L, win_layers))
         elif mt == "gemma2":   # Gemma2Config: even layers windowed
             sw = r.int("sliding_window")
             win_layers = _layer_types(r, L, lambda i: i % 2 == 0)
@@ -2177,7 +2333,7 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
             if sw:
                 win_layers = tuple(i for i in range(L) if i not in kw["linear_layers"])
         qk_norm = mt in ("qwen3", "qwen3_moe", "gemma3_text", "minimax_m2", "gemma4_text", "olmoe", "olmo2", "olmo3",
-                         "exaone4") or \
+                         "exaone4", "gemma3n_text") + HUNYUAN_FAMILIES or \
             mt in LINEAR_FAMILIES or \
             mt in SHORTCONV_FAMILIES or \
             (mt in ("glm4_moe", "cohere") and r.bool("use_qk_norm"))
@@ -2188,7 +2344,7 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
                   rope_layout="interleaved" if mt in ("glm4", "cohere", "cohere2") else "half", rope_dim=rope_dim,
                   q_lora_rank=None, kv_lora_rank=0, qk_nope_head_dim=0, qk_rope_head_dim=0, v_head_dim=hd,
                   sliding_window=sw, window_layers=win_layers,
-                  n_layer_norms=4 if mt in GEMMA_FAMILIES + GEMMA4_FAMILIES or mt == "glm4" else
+                  n_layer_norms=4 if mt in GEMMA_FAMILIES + GEMMA4_FAMILIES + GEMMA3N_FAMILIES or mt == "glm4" else
                   1 if mt in LAYERNORM_FAMILIES else 2,
                   attention_sinks=mt == "gpt_oss")
         if mt in MAMBA_FAMILIES:
@@ -2197,7 +2353,8 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
             kw.update(_falcon_h1_fields(r, L, D))
 
     # ---- MLP / MoE
-    F = r.int("intermediate_size", required=False) or 0
+    # (Gemma 3n: one width per layer, read by _gemma3n_fields)
+    F = kw.pop("intermediate_size") if mt in GEMMA3N_FAMILIES else r.int("intermediate_size", required=False) or 0
     if mt == "lfm2":
         F = _lfm2_ff_dim(r, F)
     if mt == "lfm2_moe":
@@ -2308,7 +2465,35 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
                   router_scoring=scoring, router_bias=rbias, n_group=n_group, topk_group=topk_group,
                   norm_topk_prob=r.bool("norm_topk_prob"),
                   routed_scaling_factor=r.float("routed_scaling_factor"), topk_method=method, moe_layers=moe_layers)
-    elif mt in ("gpt_oss", "mixtral"):
+    elif mt == "hunyuan_v1_moe":
+        # HunYuanMoEV1Moe on every layer: num_experts experts of intermediate_size (HunYuanMoEV1Experts), softmax
+        # top moe_topk renormalised (HunYuanMoEV1Gate), beside one shared MLP of intermediate_size (shared_mlp).
+        # The released config.json lists moe_topk / num_experts / moe_intermediate_size / num_shared_expert per
+        # layer: one value for all layers is read; widths or shared counts HF would not build are refused
+        def one(key, minimum=1):
+            v = hf.get(key, r.defaults.get(key))
+            if isinstance(v, list) and v and all(x == v[0] for x in v) and len(v) == L:
+                v = v[0]
+            if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
+                raise ValueError(f"config field `{key}` must be an integer >= {minimum} (or one per layer, all "
+                                 f"alike), got {v!r}")
+            return v
+        E, k = one("num_experts"), one("moe_topk" if "moe_topk" in hf or "num_experts_per_tok" not in hf
+                                         else "num_experts_per_tok")
+        Fe = r.int("intermediate_size")
+        if hf.get("moe_intermediate_size") is not None and one("moe_intermediate_size") != Fe:
+            raise ValueError(f"config field `moe_intermediate_size` = {hf['moe_intermediate_size']!r}: HF's Hunyuan "
+                             f"builds its experts intermediate_size = {Fe} wide")
+        if hf.get("num_shared_expert") is not None and one("num_shared_expert") != 1:
+            raise ValueError(f"config field `num_shared_expert` = {hf['num_shared_expert']!r}: HF's Hunyuan builds "
+                             f"one shared MLP")
+        moe_layers = tuple(range(L))
+        n_group, topk_group = 1, 1
+        kw.update(n_routed_experts=E, n_experts_per_tok=k, n_shared_experts=1, moe_intermediate_size=Fe,
+                  shared_expert_intermediate_size=Fe, first_k_dense_replace=0, router_scoring="softmax",
+                  router_bias=False, n_group=1, topk_group=1, norm_topk_prob=True, routed_scaling_factor=1.0,
+                  topk_method="", moe_layers=moe_layers)
+    elif mt in ("gpt_oss", "mixtral", "phimoe"):
         # every layer MoE: num_local_experts experts of intermediate_size, no shared expert. GPT-OSS takes
         # the softmax over the top-k router logits (a biased router, biased experts), Mixtral's
         # MixtralSparseMoeBlock the softmax over all of them with the top-k renormalized: the same weights
@@ -2323,6 +2508,8 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
                   shared_expert_intermediate_size=0, first_k_dense_replace=0, router_scoring="softmax",
                   router_bias=False, n_group=1, topk_group=1, norm_topk_prob=True, routed_scaling_factor=1.0,
                   topk_method="", moe_layers=moe_layers, expert_bias=mt == "gpt_oss")
+        if mt == "phimoe":   # PhimoeDecoderLayer: nn.LayerNorm (weight and bias); lm_head biased where lm_head_bias
+            kw.update(norm_bias=True, lm_head_bias=r.bool("lm_head_bias"))
     elif mt in ("olmoe", "granitemoe"):
         # every layer MoE, num_experts (OLMoE; num_local_experts its alias) / num_local_experts (Granite MoE) experts
         # of intermediate_size, no shared expert. OlmoeTopKRouter: the softmax over all experts, the top-k

@@ -74,6 +74,10 @@ Conventions of llama.cpp's converter (convert_hf_to_gguf.py) that are undone whe
     1 + w), the experts' gate and up fused in one ffn_gate_up_exps [E, 2F, D] (ExpertRows), the router's
     input scale as ffn_gate_inp.scale and its per-expert scale as ffn_down_exps.scale; the k / v tensors a
     released checkpoint holds for the kv-shared layers (which never use them) are extra bytes (_gemma4).
+  * Gemma 3n (`gemma3n`; conversion/gemma.py Gemma3NModel, src/models/gemma3n.cpp): Gemma 4's PLE and kv-shared
+    keys, altup.num_inputs / altup.active_idx, activation_sparsity_scale (the normal quantile of each layer's
+    sparsity target), LAuReL's rank by its tensors; the AltUp projections stacked (altup_proj, altup_unembd_proj
+    [n - 1, D, D]); per_layer_token_embd padded to the whole vocabulary (_gemma3n).
 
 Every error is a GGUFError (a ValueError) naming the file and the field or tensor.
 """
@@ -81,6 +85,7 @@ from __future__ import annotations
 
 import glob
 import json
+import math
 import mmap
 import os
 import re
@@ -105,7 +110,7 @@ ARCHITECTURES = ("deepseek2", "qwen3", "qwen3moe", "qwen2", "llama", "glm4moe", 
                  "gpt-oss", "phi3", "glm4", "llama4", "minimax-m2", "ernie4_5-moe", "qwen2moe", "qwen3next", "qwen35",
                  "qwen35moe", "command-r", "cohere2", "nemotron_h", "nemotron_h_moe", "granitehybrid", "gemma4", "mistral3",
                  "falcon-h1", "glm-dsa", "deepseek32", "lfm2", "lfm2moe", "olmoe", "granite", "granitemoe",
-                 "olmo2", "smollm3", "exaone4")
+                 "olmo2", "smollm3", "exaone4", "gemma3n", "hunyuan-dense", "hunyuan-moe", "phimoe")
 # llama.cpp's DeepSeek Sparse Attention architectures (GLM-5: glm-dsa, conversion/glm.py GlmMoeDsaModel; DeepSeek-V3.2:
 # deepseek32, conversion/deepseek.py DeepseekV32Model; both on DeepseekV2Model's MLA keys) -> HF model_type
 DSA_ARCHITECTURES = {"glm-dsa": "glm_moe_dsa", "deepseek32": "deepseek_v32"}
@@ -467,8 +472,9 @@ def hf_config(g: GGUFFile) -> dict:
     qwen3next -> qwen3_next, qwen35 -> qwen3_5_text, qwen35moe -> qwen3_5_moe_text (_hybrid); the Cohere
     architectures command-r -> cohere, cohere2 -> cohere2 (_cohere); the Mamba-2 hybrids nemotron_h /
     nemotron_h_moe -> nemotron_h, granitehybrid -> granitemoehybrid (_mamba); gemma4 -> gemma4_text (_gemma4);
-    falcon-h1 -> falcon_h1 (_falcon_h1); lfm2 -> lfm2, lfm2moe -> lfm2_moe (_lfm2); olmoe, granite, granitemoe as
-    named; olmo2 -> olmo2 (olmo3 where the file states a window), exaone4 -> exaone4 (_post_norm); smollm3."""
+    gemma3n -> gemma3n_text (_gemma3n); falcon-h1 -> falcon_h1 (_falcon_h1); lfm2 -> lfm2, lfm2moe -> lfm2_moe (_lfm2); olmoe, granite, granitemoe as
+    named; olmo2 -> olmo2 (olmo3 where the file states a window), exaone4 -> exaone4 (_post_norm); smollm3;
+    hunyuan-dense -> hunyuan_v1_dense, hunyuan-moe -> hunyuan_v1_moe, phimoe -> phimoe."""
     arch = g.architecture
     if not arch:
         raise GGUFError(f"{g.path}: metadata 'general.architecture' is missing")
@@ -523,6 +529,8 @@ def hf_config(g: GGUFFile) -> dict:
         return _mamba(g, m, hf, L, blocks)
     if arch == "gemma4":   # (per-layer head_count_kv / feed_forward_length arrays: read there)
         return _gemma4(g, m, hf, L)
+    if arch == "gemma3n":
+        return _gemma3n(g, m, hf, L)
     if arch in SHORTCONV_ARCHITECTURES:   # (per-layer head_count_kv, 0 on the conv layers: read there)
         return _lfm2(g, m, hf, L, blocks)
     F = m("feed_forward_length", 0)
@@ -670,6 +678,47 @@ def hf_config(g: GGUFFile) -> dict:
         # GLM-4-0414: q/k/v bias, half of each head rotated (rope.dimension_count), gate and up fused in
         # one ffn_up of 2 x feed_forward_length rows (read as RowSlices, as phi3's), post-norms
         hf.update(model_type="glm4", partial_rotary_factor=(rd or hd) / hd)
+        return hf
+    if arch in ("hunyuan-dense", "hunyuan-moe"):
+        # conversion/hunyuan.py HunYuanModel / HunYuanMoEModel (src/models/hunyuan-dense.cpp, hunyuan-moe.cpp): per-head
+        # q / k norms (attn_q_norm / attn_k_norm, HF's query_layernorm / key_layernorm); the converter folds the
+        # NTK-alpha rope into rope.freq_base (plain rope here). hunyuan-moe: expert_count experts of
+        # expert_feed_forward_length (one value, or one per layer all alike), expert_used_count of them, and a
+        # shared MLP of expert_shared_feed_forward_length (llama.cpp's default: feed_forward_length), which HF
+        # builds as wide as the experts (intermediate_size both)
+        hf.update(model_type="hunyuan_v1_dense", head_dim=hd, attention_bias=blk(0, "attn_q").replace("weight", "bias") in ts)
+        if arch == "hunyuan-moe":
+            E = m("expert_count", required=True, minimum=1)
+            fe = _layer_ints(g, "expert_feed_forward_length", L)
+            if len(set(fe)) != 1 or not fe[0]:
+                raise GGUFError(f"{g.path}: metadata '{arch}.expert_feed_forward_length' = {fe}: Hunyuan's experts "
+                                f"have one width on every layer")
+            fs = m("expert_shared_feed_forward_length", minimum=1) or F
+            if fs != fe[0]:
+                raise GGUFError(f"{g.path}: metadata '{arch}.expert_shared_feed_forward_length' = {fs} differs from the "
+                                f"experts' {fe[0]} ('{arch}.expert_feed_forward_length'): HF's Hunyuan builds its shared "
+                                f"MLP and experts intermediate_size wide both")
+            hf.update(model_type="hunyuan_v1_moe", num_experts=E, intermediate_size=fe[0],
+                      moe_topk=m("expert_used_count", required=True, minimum=1))
+        return hf
+    if arch == "phimoe":
+        # conversion/phi.py PhiMoeModel (Phi3MiniModel's keys, src/models/phimoe.cpp): LayerNorms with biases, q/k/v/o
+        # biases, an output bias (llama.cpp requires them), every layer expert_count experts of feed_forward_length;
+        # llama.cpp's phimoe reads no window (full attention on every layer, as here); longrope where the file holds
+        # rope_factors_long
+        sw = m("attention.sliding_window", 0)
+        if sw:
+            _notice(hf, f"{g.path}: '{arch}.attention.sliding_window' = {sw} is not applied: llama.cpp runs "
+                        f"Phi-3.5-MoE with full attention (its phimoe model reads no window), and so does glmbench")
+        hf.update(model_type="phimoe", head_dim=hd, sliding_window=None,
+                  num_local_experts=m("expert_count", required=True, minimum=1),
+                  num_experts_per_tok=m("expert_used_count", required=True, minimum=1),
+                  attention_bias=blk(0, "attn_q").replace("weight", "bias") in ts or
+                  blk(0, "attn_output").replace("weight", "bias") in ts,
+                  lm_head_bias="output.bias" in ts)
+        if "rope_factors_long.weight" in ts:
+            hf["rope_scaling"] = {"rope_type": "longrope",
+                                  "original_max_position_embeddings": m("rope.scaling.original_context_length", 4096)}
         return hf
     if arch == "olmoe":
         # conversion/olmo.py OlmoeModel (a TextModel: q / k rows not permuted, llama.cpp's NEOX rope is HF's
@@ -1288,6 +1337,81 @@ def _mamba(g: GGUFFile, m: _Meta, hf: dict, L: int, blocks: int) -> dict:
 _UNROTATED = 1e20
 
 
+def _gemma3n(g: GGUFFile, m: _Meta, hf: dict, L: int) -> dict:
+    """hf_config's rest for llama.cpp's Gemma 3n, as it loads it (src/models/gemma3n.cpp, load_arch_hparams /
+    load_arch_tensors) from what the converter writes (conversion/gemma.py Gemma3NModel on Gemma3Model), as HF's
+    Gemma3nTextConfig (model_type gemma3n_text) states it:
+      * the windowed layers: attention.sliding_window_pattern (flags, or a period; llama.cpp's default every 5th
+        layer global), the window attention.sliding_window (required);
+      * kv-shared layers: attention.shared_kv_layers (llama.cpp itself fixes n_layer_kv_from_start at 20: a file
+        without the key shares the layers from 20 on, with a notice);
+      * the MLP's width per layer: feed_forward_length (one value or one per layer);
+      * activation sparsity: activation_sparsity_scale, the converter's normal quantile of each layer's target
+        (-inf where 0), read back through the normal CDF (absent: none);
+      * AltUp: altup.num_inputs (llama.cpp's default 4) and altup.active_idx (0); LAuReL's rank from the
+        blk.0.laurel_l tensor (llama.cpp's hparams fix it at 64); PLE: embedding_length_per_layer_input (llama.cpp's
+        default 256), its table per_layer_token_embd padded by the converter to the full vocabulary (its rows:
+        vocab_size_per_layer_input as the file holds it);
+      * rope: freq_base on the global layers, freq_base_swa on the windowed ones (default: freq_base);
+        final_logit_softcapping where stated; q / k / v RMSNorm'd, softmax scale 1.
+    The k / v tensors the file stores for the kv-shared layers (llama.cpp loads them, never uses them) are extra
+    bytes, as for Gemma 4; the AltUp projections are stored stacked ([n - 1, D, D]), as glmbench names them."""
+    arch, ts, p = g.architecture, g.tensors, g.path
+    swa, _ = _swa_pattern(g, m, L, 5)
+    sw = m("attention.sliding_window", required=True, minimum=1)
+    hd = m("attention.key_length", minimum=1) or hf["hidden_size"] // hf["num_attention_heads"]
+    n_kv = m("attention.head_count_kv", hf["num_attention_heads"], minimum=1)
+    shared = m("attention.shared_kv_layers", minimum=0)
+    if shared is None:
+        shared = max(L - 20, 0)
+        _notice(hf, f"{p}: no metadata '{arch}.attention.shared_kv_layers'; llama.cpp shares the cache of layers 20 "
+                    f"on ({shared} layers)", stacklevel=4)
+    if shared >= L:
+        raise GGUFError(f"{p}: metadata '{arch}.attention.shared_kv_layers' = {shared} leaves none of the {L} layers "
+                        f"to keep a cache")
+    ff = _layer_ints(g, "feed_forward_length", L)
+    if 0 in ff:
+        raise GGUFError(f"{p}: metadata '{arch}.feed_forward_length' = {ff} gives a layer no MLP (every Gemma 3n "
+                        f"layer has one)")
+    key = f"{arch}.activation_sparsity_scale"
+    sc = g.get(key)
+    if sc is None:
+        asp = [0.0] * L
+    else:
+        a = np.asarray(sc, np.float64).reshape(-1)
+        if a.size != L:
+            raise GGUFError(f"{p}: metadata {key!r} has {a.size} values; '{arch}.block_count' = {L} needs one per "
+                            f"layer")
+        asp = [0.0 if not np.isfinite(x) else 0.5 * (1.0 + math.erf(x / math.sqrt(2.0))) for x in a]
+    n_alt = m("altup.num_inputs", 4, minimum=1)
+    lr = ts.get("blk.0.laurel_l.weight")
+    if lr is None:
+        raise GGUFError(f"{p}: tensor 'blk.0.laurel_l.weight' (LAuReL's left matrix, which gives its rank) is missing")
+    P = m("embedding_length_per_layer_input", 256, minimum=1)
+    t = ts.get("per_layer_token_embd.weight")
+    if t is None:
+        raise GGUFError(f"{p}: tensor 'per_layer_token_embd.weight' (the per-layer embeddings) is missing")
+    if len(t.shape) != 2 or t.shape[1] != L * P:
+        raise GGUFError(f"{p}: tensor 'per_layer_token_embd.weight' has shape {tuple(t.shape)}; "
+                        f"'{arch}.embedding_length_per_layer_input' = {P} x {L} layers needs rows of {L * P}")
+    base = hf.pop("rope_theta")
+    hf.pop("rope_scaling", None)
+    emb = ts.get("token_embd.weight")
+    if emb is not None:
+        hf["vocab_size"] = emb.shape[0]
+    hf.update(model_type="gemma3n_text", head_dim=hd, num_key_value_heads=n_kv, num_kv_shared_layers=shared,
+              intermediate_size=ff if len(set(ff)) > 1 else ff[0], activation_sparsity_pattern=asp,
+              altup_num_inputs=n_alt, altup_active_idx=m("altup.active_idx", 0, minimum=0),
+              laurel_rank=int(lr.shape[0]), hidden_size_per_layer_input=P, vocab_size_per_layer_input=int(t.shape[0]),
+              sliding_window=sw, layer_types=["sliding_attention" if w else "full_attention" for w in swa],
+              rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": base},
+                               "sliding_attention": {"rope_type": "default",
+                                                     "rope_theta": m("rope.freq_base_swa", base, kind=float)}},
+              final_logit_softcapping=m("final_logit_softcapping", kind=float) or None,
+              hidden_activation="gelu_pytorch_tanh", attention_bias=False)
+    return hf
+
+
 def _gemma4(g: GGUFFile, m: _Meta, hf: dict, L: int) -> dict:
     """hf_config's rest for llama.cpp's Gemma 4, as it loads it (src/models/gemma4.cpp, load_arch_hparams /
     load_arch_tensors) from what the converter writes (conversion/gemma.py Gemma4Model on Gemma3Model), as
@@ -1558,6 +1682,27 @@ def _lfm2_name(hf_name: str) -> str | None:
     return None if g is None else f"blk.{m.group(1)}.{g}"
 
 
+# Gemma 3n's GGUF names (llama.cpp's src/llama-arch.cpp, LLM_ARCH_GEMMA3N; the converter's conversion/gemma.py
+# Gemma3NModel): Gemma 4's for the layers it shares, plus AltUp's and LAuReL's
+_GEMMA3N_MODEL_NAMES = {**_GEMMA4_MODEL_NAMES, "model.altup_projections.weight": "altup_proj.weight",
+                        "model.altup_unembed_projections.weight": "altup_unembd_proj.weight"}
+_GEMMA3N_LAYER_NAMES = {
+    "altup.correct_output_scale": "altup_correct_scale", "altup.correction_coefs.weight": "altup_correct_coef",
+    "altup.prediction_coefs.weight": "altup_predict_coef", "altup.modality_router.weight": "altup_router",
+    "altup.router_norm.weight": "altup_router_norm", "laurel.linear_left.weight": "laurel_l",
+    "laurel.linear_right.weight": "laurel_r", "laurel.post_laurel_norm.weight": "laurel_post_norm"}
+
+
+def _gemma3n_name(hf_name: str) -> str | None:
+    if hf_name in _GEMMA3N_MODEL_NAMES:
+        return _GEMMA3N_MODEL_NAMES[hf_name]
+    m = re.match(r"^model\.layers\.(\d+)\.(.+)$", hf_name)
+    g = _GEMMA3N_LAYER_NAMES.get(m.group(2)) if m else None
+    if g is None:
+        return None if not m or m.group(2) == "layer_scalar" else _gemma4_name(hf_name)
+    return f"blk.{m.group(1)}.{g}.weight"
+
+
 def _gemma4_name(hf_name: str) -> str | None:
     if hf_name in _GEMMA4_MODEL_NAMES:
         return _GEMMA4_MODEL_NAMES[hf_name]
@@ -1574,6 +1719,8 @@ def gguf_name(hf_name: str, arch: str, n_blocks: int, _maps={}) -> str | None:
     None when it has none."""
     if arch == "gemma4":
         return _gemma4_name(hf_name)
+    if arch == "gemma3n":
+        return _gemma3n_name(hf_name)
     if arch in SHORTCONV_ARCHITECTURES:
         return _lfm2_name(hf_name)
     if arch == "falcon-h1" and hf_name.endswith(".post_attention_layernorm.weight"):
@@ -1953,6 +2100,8 @@ def _stored_owner(name: str, shapes: dict) -> list:
     experts a per-expert tensor is one of (mlp.experts.N.X.weight -> mlp.experts.X), both halves of a fused
     gate_up_proj; [] for a tensor the config does not name."""
     n = re.sub(r"\.experts\.\d+\.", ".experts.", _BNB_PARTS.sub(".weight", name))
+    # (Gemma 3n's AltUp projections, one tensor each in HF's checkpoint, stacked in the config)
+    n = re.sub(r"^model\.altup_(unembed_)?projections\.\d+\.", r"model.altup_\1projections.", n)
     for suffix in _QUANT_PARTS:
         if n.endswith(suffix):
             n = n[:-len(suffix)] + ".weight"
@@ -1968,7 +2117,10 @@ def _stored_owner(name: str, shapes: dict) -> list:
             halves = [c.replace("gate_up_proj", "gate_proj"), c.replace("gate_up_proj", "up_proj")]
             if all(h in shapes for h in halves):
                 return halves
-    return []
+    # transformers 5's names for tensors glmbench names otherwise: Hunyuan's router (mlp.gate.wg) and shared MLP
+    # (mlp.shared_mlp), Phi-3.5-MoE's router (mlp.router)
+    alias = re.sub(r"\.mlp\.(gate\.wg|router)\.", ".mlp.gate.", n).replace(".mlp.shared_mlp.", ".mlp.shared_experts.")
+    return _stored_owner(alias, shapes) if alias != n else []
 
 
 def safetensors_files(folder: str) -> list:

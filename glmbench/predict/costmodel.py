@@ -470,7 +470,10 @@ def _weight_table(cfg: configs.ModelConfig, weights: str) -> dict:
             head[{"model.embed_tokens.weight": "embed", "lm_head.weight": "lm_head",
                   "model.embed_tokens_per_layer.weight": "ple_table",
                   "model.per_layer_model_projection.weight": "ple_proj",
-                  "model.per_layer_projection_norm.weight": "ple_proj"}.get(name, "final_norm")] += b
+                  "model.per_layer_projection_norm.weight": "ple_proj",
+                  # (Gemma 3n's AltUp projections into and out of its streams: once per pass, as the PLE projection)
+                  "model.altup_projections.weight": "ple_proj",
+                  "model.altup_unembed_projections.weight": "ple_proj"}.get(name, "final_norm")] += b
             continue
         i, rest = name[len("model.layers."):].split(".", 1)
         L = layers[int(i)]
@@ -478,9 +481,10 @@ def _weight_table(cfg: configs.ModelConfig, weights: str) -> dict:
             L["attn"][rest[len("self_attn."):]] = b
         elif rest.startswith("linear_attn."):
             L["linear"][rest[len("linear_attn."):]] = b
-        elif rest.endswith("layernorm.weight") or "_layernorm_" in rest:
+        elif rest.endswith(("layernorm.weight", "layernorm.bias")) or "_layernorm_" in rest:
             L["norms"] += b
-        elif rest.startswith(("per_layer_", "post_per_layer_input_norm.", "layer_scalar")):
+        elif rest.startswith(("per_layer_", "post_per_layer_input_norm.", "layer_scalar", "altup.", "laurel.")):
+            # (Gemma 3n's AltUp and LAuReL: the layer's small extras beside the PLE step, priced with it)
             L["ple"] += b
         elif rest.startswith("mlp.experts."):
             L["experts"] += b
@@ -602,7 +606,8 @@ def _file_layer_weight_bytes(cfg) -> dict:
     att = {name: mean(cfg.attention_layers, ["self_attn." + name]) for name in cfg._attention_tensors()}
     # (the post-norm layers of OLMo 2 / 3 and EXAONE 4: post_attention_ and post_feedforward_layernorm)
     norms = ["input_layernorm.weight", "post_attention_layernorm.weight"] + \
-        (["post_feedforward_layernorm.weight"] if cfg.post_norms else [])
+        (["post_feedforward_layernorm.weight"] if cfg.post_norms else []) + \
+        (["input_layernorm.bias", "post_attention_layernorm.bias"] if cfg.norm_bias else [])
     out = {"attn": att, "norms": mean(allL, norms)}
     if cfg.linear_layers:
         out["linear"] = {name: mean(cfg.linear_layers, ["linear_attn." + name]) for name in cfg._linear_tensors()}
@@ -1563,14 +1568,22 @@ def _indexer_ops(setup: Setup, T: int, work: _Attn, layers: tuple) -> list:
 def _ple_ops(setup: Setup, T: int, share: float) -> list:
     """Gemma 4's per-layer-embedding step in one layer (llama.cpp's gemma4 graph): the gate (hidden -> P)
     and the projection back (P -> hidden) as one pair of matmuls, the GELU, the product with the layer's
-    slice of the per-layer input, the norm and the residual add; [] without PLE."""
+    slice of the per-layer input, the norm and the residual add; [] without PLE. Gemma 3n's AltUp and LAuReL
+    with it (llama.cpp's gemma3n graph): LAuReL's two rank-r matmuls, AltUp's router (hidden -> n, before the
+    layer and after it) as more rows of the same D-wide matmuls, and the streams' prediction (n x n per
+    token) and correction as vector work over the n copies of the hidden state."""
     cfg = setup.model
-    if not cfg.ple_size:
+    if not (cfg.ple_size or cfg.altup_inputs or cfg.laurel_rank):
         return []
-    D, P = cfg.hidden_size, cfg.ple_size
+    D, P, n, r = cfg.hidden_size, cfg.ple_size, cfg.altup_inputs, cfg.laurel_rank
     wb = _layer_weight_bytes(cfg, setup.weights)
-    return [_matmul("ple.layer", T, 2 * P, D, wb["ple"], setup, share, kernels=2),
-            _Op("ple.layer_vec", "vector", "fp32", 0.0, T * (10 * P + 6 * D), ACT_BYTES * T * (3 * P + 4 * D), 4)]
+    ops = [_matmul("ple.layer", T, 2 * P + 2 * r + 2 * n, D, wb["ple"], setup, share,
+                   kernels=2 + (2 if r else 0) + (2 if n else 0)),
+           _Op("ple.layer_vec", "vector", "fp32", 0.0, T * (10 * P + 6 * D), ACT_BYTES * T * (3 * P + 4 * D), 4)]
+    if n:
+        ops.append(_Op("altup.streams", "vector", "fp32", 0.0, T * (2 * n * n * D + 6 * n * D + 12 * D),
+                       ACT_BYTES * T * D * (4 * n + 6), 12))
+    return ops
 
 
 def _ple_input_ops(setup: Setup, T: int, share: float) -> list:
@@ -1578,12 +1591,14 @@ def _ple_input_ops(setup: Setup, T: int, share: float) -> list:
     layers x P, normed, plus the token's rows of the per-layer table (gathered, scaled), times 1/sqrt(2);
     [] without PLE."""
     cfg = setup.model
-    if not cfg.ple_size:
+    if not (cfg.ple_size or cfg.altup_inputs):
         return []
     D, LP = cfg.hidden_size, cfg.ple_size * cfg.n_layers
     wb = _layer_weight_bytes(cfg, setup.weights)
     row = wb["ple_table"] / max(cfg.ple_vocab, 1)          # one token's row of the table, as stored
-    return [_matmul("ple.input_proj", T, LP, D, wb["ple_proj"], setup, share),
+    # (Gemma 3n: its n - 1 AltUp projections into the streams and n - 1 out of them, D x D each, as more rows)
+    alt = 2 * (cfg.altup_inputs - 1) * D if cfg.altup_inputs else 0
+    return [_matmul("ple.input_proj", T, LP + alt, D, wb["ple_proj"], setup, share),
             _Op("ple.input_vec", "vector", "fp32", 0.0, 8 * T * LP, T * (row + 4 * ACT_BYTES * LP), 4)]
 
 

@@ -538,7 +538,11 @@ _HF_TO_ARCH = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2"
                "olmoe": "olmoe", "granite": "granite", "granitemoe": "granitemoe",
                # OLMo 2 and OLMo 3 (conversion/olmo.py Olmo2Model: both llama.cpp's olmo2, OLMo 3 with its window),
                # SmolLM3 (conversion/llama.py SmolLM3Model), EXAONE 4 (conversion/exaone.py Exaone4Model)
-               "olmo2": "olmo2", "olmo3": "olmo2", "smollm3": "smollm3", "exaone4": "exaone4"}
+               "olmo2": "olmo2", "olmo3": "olmo2", "smollm3": "smollm3", "exaone4": "exaone4",
+               # Gemma 3n (conversion/gemma.py Gemma3NModel)
+               "gemma3n_text": "gemma3n", "gemma3n": "gemma3n",
+               # Hunyuan (conversion/hunyuan.py HunYuanModel, HunYuanMoEModel), Phi-3.5-MoE (conversion/phi.py PhiMoeModel)
+               "hunyuan_v1_dense": "hunyuan-dense", "hunyuan_v1_moe": "hunyuan-moe", "phimoe": "phimoe"}
 # model_types whose MoE models llama.cpp names apart: the converter writes a Nemotron-H config with experts
 # (num_experts_per_tok: Nemotron 3 Nano) as nemotron_h_moe, the dense ones (Nemotron-H 8B, Nemotron-Nano-9B-v2)
 # as nemotron_h (conversion/nemotron.py NemotronHModel)
@@ -555,7 +559,10 @@ _MOE_ARCH = {"nemotron_h": "nemotron_h_moe"}
 # "effective" parameters, without the per-layer embedding table, while the file holds that table too): a row without
 # a params column is matched by the built-ins' layer count
 # OLMoE's label too (src/models/olmoe.cpp: 16 layers -> "A1.7B", OLMoE-1B-7B's; no size a parameter count could read)
-SIZE_LABEL_LAYERS = {"gemma4": {"E2B": 35, "E4B": 42, "26B.A4B": 30, "31B": 60}, "olmoe": {"A1.7B": 16}}
+# Gemma 3n's alike (src/models/gemma3n.cpp: 30 layers -> "E2B", 35 -> "E4B"), Hunyuan-A13B's (hunyuan-moe.cpp: 32 ->
+# "A13B") and Phi-3.5-MoE's (phimoe.cpp: 32 -> "16x3.8B")
+SIZE_LABEL_LAYERS = {"gemma4": {"E2B": 35, "E4B": 42, "26B.A4B": 30, "31B": 60}, "olmoe": {"A1.7B": 16},
+                     "gemma3n": {"E2B": 30, "E4B": 35}, "hunyuan-moe": {"A13B": 32}, "phimoe": {"16x3.8B": 32}}
 # llama.cpp architectures that are a vision-language model's text layers: the GGUF llama-bench runs holds only
 # those (the vision tower is the separate mmproj file), the same layers as the text model's architecture
 # (Qwen3-VL's text config: Qwen3's / Qwen3-MoE's layers, longer native context; Qwen2-VL / Qwen2.5-VL: Qwen2's).
@@ -582,7 +589,7 @@ def _gguf_params(c) -> int:
     (blk.N.nextn.*: a MoE layer with its eh_proj, norms, embed_tokens and shared_head; GLM-4.5-Air 110.47 B
     where its total without them is 106.85 B, more than PARAMS_TOLERANCE apart), for the Gated DeltaNet
     hybrids their MTP block (a file converted with --no-mtp is within PARAMS_TOLERANCE of either count), and for
-    Gemma 4 the kv-shared layers' unused k / v, rope_freqs and the layer scalars the file holds."""
+    Gemma 4 the kv-shared layers' unused k / v, rope_freqs and the layer scalars the file holds (Gemma 3n: its unused k / v and the padded per-layer table)."""
     total = c.total_params()
     hf = getattr(c, "hf", None) or {}
     h = c.hidden_size
@@ -602,6 +609,11 @@ def _gguf_params(c) -> int:
         kv = sum(2 * c.layer_kv_heads(i) * c.layer_head_dim(i) * h + c.layer_head_dim(i)
                  for i in c.attention_layers if not c.owns_kv(i))
         return total + kv + (c.global_head_dim // 2 if c.global_head_dim else 0) + c.n_layers
+    if c.model_type in configs.GEMMA3N_FAMILIES:
+        # Gemma 3n: the kv-shared layers' k / v projections and k norms as Gemma 4's, and the per-layer table padded
+        # by the converter from vocab_size_per_layer_input rows to the whole vocabulary (conversion/gemma.py)
+        kv = sum(2 * c.n_kv_heads * c.head_dim * h + c.head_dim for i in c.attention_layers if not c.owns_kv(i))
+        return total + kv + max(c.vocab_size - c.ple_vocab, 0) * c.n_layers * c.ple_size
     n_mtp = int(hf.get("num_nextn_predict_layers") or 0)
     if c.model_type != "glm4_moe" or not n_mtp:
         return total
