@@ -198,6 +198,15 @@ def add_zero_tensors(w, cfg, arch: str) -> None:
         w.add_tensor(name, np.zeros(shape, np.float16 if f16 else np.float32))
 
 
+def write_zero_file(path, cfg, arch: str, meta: dict, drop=(), extra=None) -> None:
+    """A GGUF of ModelConfig `cfg` as llama.cpp's converter lays out `arch`: the metadata `meta` less the keys in
+    `drop`, plus `extra`, and every tensor zero (add_zero_tensors)."""
+    w = gguf.GGUFWriter(path, arch)
+    add_metadata(w, arch, {**meta, **(extra or {})}, drop)
+    add_zero_tensors(w, cfg, arch)
+    finish(w)
+
+
 def llama3_rope_factors(rp, dim):
     """The converter's rope_freqs tensor (conversion/llama.py, generate_extra_tensors): per pair,
     1 (short wavelengths), factor (long), or the smooth blend's divisor between."""

@@ -4,9 +4,7 @@ writes them (conversion/gemma.py Gemma3NModel, conversion/hunyuan.py, conversion
 package and, where the vendored converter is at hand, converted from tiny HF models; llama-bench's names for them
 and what the cost model makes of the built-ins. All three are priced, not run (configs.PRICED_ONLY)."""
 import math
-import warnings
 
-import numpy as np
 import pytest
 
 gguf = pytest.importorskip("gguf", reason="GGUF tests need the gguf package")
@@ -82,7 +80,6 @@ def test_gemma3n_config_fields_and_errors():
 def _write_gemma3n(path, hc=_G3N, drop=(), **extra):
     cfg = configs.from_hf(hc, "synth")
     L = cfg.n_layers
-    w = gguf.GGUFWriter(path, "gemma3n")
     meta = gguf_writer.gqa_meta(cfg)
     meta.update({"feed_forward_length": [cfg.layer_intermediate(i) for i in range(L)],
                  "attention.sliding_window": cfg.sliding_window,
@@ -93,12 +90,7 @@ def _write_gemma3n(path, hc=_G3N, drop=(), **extra):
                  "altup.active_idx": 0, "rope.freq_base_swa": cfg.rope_local_theta, "final_logit_softcapping": 30.0,
                  # (the converter's normal quantile of each layer's target: -inf where 0)
                  "activation_sparsity_scale": [1.6448536 if i in cfg.sparse_layers else -math.inf for i in range(L)]})
-    for k in drop:
-        meta.pop(k)
-    meta.update(extra)
-    gguf_writer.add_metadata(w, "gemma3n", meta)
-    gguf_writer.add_zero_tensors(w, cfg, "gemma3n")
-    gguf_writer.finish(w)
+    gguf_writer.write_zero_file(path, cfg, "gemma3n", meta, drop, extra)
     return cfg
 
 
@@ -255,14 +247,7 @@ def test_hunyuan_config_variants_and_errors():
 def _write(path, mt, drop=(), **extra):
     cfg = configs.from_hf(_SYNTH[mt], "synth")
     arch = _ARCH[mt]
-    w = gguf.GGUFWriter(path, arch)
-    meta = {**gguf_writer.gqa_meta(cfg), **_MOE_KEYS.get(mt, {})}
-    for k in drop:
-        meta.pop(k)
-    meta.update(extra)
-    gguf_writer.add_metadata(w, arch, meta)
-    gguf_writer.add_zero_tensors(w, cfg, arch)
-    gguf_writer.finish(w)
+    gguf_writer.write_zero_file(path, cfg, arch, {**gguf_writer.gqa_meta(cfg), **_MOE_KEYS.get(mt, {})}, drop, extra)
     return cfg
 
 

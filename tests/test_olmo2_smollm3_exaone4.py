@@ -36,17 +36,11 @@ def _write(path, mt, hc, drop=(), **extra):
     window, as Olmo2Model / Exaone4Model write them), less the metadata keys in `drop`, plus `extra` keys."""
     cfg = configs.from_hf(hc, "synth")
     arch = _ARCH[mt]
-    w = gguf.GGUFWriter(path, arch)
     meta = gguf_writer.gqa_meta(cfg)
     if cfg.sliding_window:
         meta.update({"attention.sliding_window": cfg.sliding_window,
                      "attention.sliding_window_pattern": [i in cfg.windowed_layers for i in range(cfg.n_layers)]})
-    for k in drop:
-        meta.pop(k, None)
-    meta.update(extra)
-    gguf_writer.add_metadata(w, arch, meta)
-    gguf_writer.add_zero_tensors(w, cfg, arch)
-    gguf_writer.finish(w)
+    gguf_writer.write_zero_file(path, cfg, arch, meta, drop, extra)
     return cfg
 
 

@@ -30,17 +30,13 @@ def _write(path, arch, hc, drop=(), **extra):
     """A GGUF of HF config `hc` with the keys and tensors llama.cpp's converter writes for `arch` (zeros for data,
     F16 matrices, the router and 1-D tensors F32), less the metadata keys in `drop`, plus `extra` keys."""
     cfg = configs.from_hf(hc, "synth")
-    w = gguf.GGUFWriter(path, arch)
     meta = gguf_writer.gqa_meta(cfg)
     if cfg.n_routed_experts:
         meta.update({"expert_count": cfg.n_routed_experts, "expert_used_count": cfg.n_experts_per_tok})
     if arch != "olmoe":
         meta.update({"attention.scale": cfg.attention_scale, "embedding_scale": cfg.embedding_multiplier,
                      "residual_scale": cfg.residual_multiplier, "logit_scale": 1 / cfg.logit_scale})
-    meta.update(extra)
-    gguf_writer.add_metadata(w, arch, meta, drop)
-    gguf_writer.add_zero_tensors(w, cfg, arch)
-    gguf_writer.finish(w)
+    gguf_writer.write_zero_file(path, cfg, arch, meta, drop, extra)
     return cfg
 
 

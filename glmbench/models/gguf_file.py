@@ -659,10 +659,7 @@ def hf_config(g: GGUFFile) -> dict:
         # llama.cpp's phi3 model (src/models/phi3.cpp) ignores the window the converter writes ("Phi SWA
         # is currently disabled"): full attention on every layer, as here. Phi-3.5 / Phi-4-mini's 128K
         # rope (rope_factors_long / _short tensors) is HF's longrope: predicted, not run by Model
-        sw = m("attention.sliding_window", 0)
-        if sw:
-            _notice(hf, f"{g.path}: '{arch}.attention.sliding_window' = {sw} is not applied: llama.cpp runs "
-                        f"Phi-3 with full attention (its phi3 model disables the window), and so does glmbench")
+        _window_not_applied(hf, g, arch, m, "Phi-3", "its phi3 model disables the window")
         hf.update(model_type="phi3", sliding_window=None)
         if "rope_factors_long.weight" in ts:
             hf["rope_scaling"] = {"rope_type": "longrope",
@@ -706,10 +703,7 @@ def hf_config(g: GGUFFile) -> dict:
         # biases, an output bias (llama.cpp requires them), every layer expert_count experts of feed_forward_length;
         # llama.cpp's phimoe reads no window (full attention on every layer, as here); longrope where the file holds
         # rope_factors_long
-        sw = m("attention.sliding_window", 0)
-        if sw:
-            _notice(hf, f"{g.path}: '{arch}.attention.sliding_window' = {sw} is not applied: llama.cpp runs "
-                        f"Phi-3.5-MoE with full attention (its phimoe model reads no window), and so does glmbench")
+        _window_not_applied(hf, g, arch, m, "Phi-3.5-MoE", "its phimoe model reads no window")
         hf.update(model_type="phimoe", head_dim=hd, sliding_window=None,
                   num_local_experts=m("expert_count", required=True, minimum=1),
                   num_experts_per_tok=m("expert_used_count", required=True, minimum=1),
@@ -1576,6 +1570,15 @@ def _notice(hf: dict, text: str, stacklevel: int = 3) -> None:
     warnings.warn(text, GGUFNotice, stacklevel=stacklevel)
 
 
+def _window_not_applied(hf: dict, g: GGUFFile, arch: str, m, model: str, why: str) -> None:
+    """A notice where the file states a sliding window that llama.cpp's model for `arch` does not apply (`why`):
+    full attention on every layer, as glmbench runs it too. `m`: hf_config's metadata reader."""
+    sw = m("attention.sliding_window", 0)
+    if sw:
+        _notice(hf, f"{g.path}: '{arch}.attention.sliding_window' = {sw} is not applied: llama.cpp runs "
+                    f"{model} with full attention ({why}), and so does glmbench", stacklevel=4)
+
+
 class GGUFNotice(UserWarning):
     """What glmbench assumed for a value a GGUF file does not state (the message says which)."""
 
@@ -1674,12 +1677,18 @@ _LFM2_LAYER_NAMES = {
     "mlp.experts.up_proj": "ffn_up_exps.weight", "mlp.experts.down_proj": "ffn_down_exps.weight"}
 
 
-def _lfm2_name(hf_name: str) -> str | None:
-    if hf_name in _LFM2_MODEL_NAMES:
-        return _LFM2_MODEL_NAMES[hf_name]
+def _table_name(hf_name: str, model_names: dict, layer_names: dict) -> tuple[str | None, re.Match | None]:
+    """An HF tensor's GGUF name by a family's tables: (the model-level name, or the layer's table entry
+    without its blk.N prefix; None where neither table has it, the layer-name match or None)."""
+    if hf_name in model_names:
+        return model_names[hf_name], None
     m = re.match(r"^model\.layers\.(\d+)\.(.+)$", hf_name)
-    g = _LFM2_LAYER_NAMES.get(m.group(2)) if m else None
-    return None if g is None else f"blk.{m.group(1)}.{g}"
+    return (layer_names.get(m.group(2)) if m else None), m
+
+
+def _lfm2_name(hf_name: str) -> str | None:
+    g, m = _table_name(hf_name, _LFM2_MODEL_NAMES, _LFM2_LAYER_NAMES)
+    return g if m is None or g is None else f"blk.{m.group(1)}.{g}"
 
 
 # Gemma 3n's GGUF names (llama.cpp's src/llama-arch.cpp, LLM_ARCH_GEMMA3N; the converter's conversion/gemma.py
@@ -1694,22 +1703,16 @@ _GEMMA3N_LAYER_NAMES = {
 
 
 def _gemma3n_name(hf_name: str) -> str | None:
-    if hf_name in _GEMMA3N_MODEL_NAMES:
-        return _GEMMA3N_MODEL_NAMES[hf_name]
-    m = re.match(r"^model\.layers\.(\d+)\.(.+)$", hf_name)
-    g = _GEMMA3N_LAYER_NAMES.get(m.group(2)) if m else None
-    if g is None:
-        return None if not m or m.group(2) == "layer_scalar" else _gemma4_name(hf_name)
-    return f"blk.{m.group(1)}.{g}.weight"
+    g, m = _table_name(hf_name, _GEMMA3N_MODEL_NAMES, _GEMMA3N_LAYER_NAMES)
+    if m is None or g is not None:
+        return g if m is None or g is None else f"blk.{m.group(1)}.{g}.weight"
+    return None if m.group(2) == "layer_scalar" else _gemma4_name(hf_name)
 
 
 def _gemma4_name(hf_name: str) -> str | None:
-    if hf_name in _GEMMA4_MODEL_NAMES:
-        return _GEMMA4_MODEL_NAMES[hf_name]
-    m = re.match(r"^model\.layers\.(\d+)\.(.+)$", hf_name)
-    g = _GEMMA4_LAYER_NAMES.get(m.group(2)) if m else None
-    if g is None:
-        return None
+    g, m = _table_name(hf_name, _GEMMA4_MODEL_NAMES, _GEMMA4_LAYER_NAMES)
+    if m is None or g is None:
+        return g
     return f"blk.{m.group(1)}.{g}" + ("" if g.endswith(".scale") else ".weight")
 
 
