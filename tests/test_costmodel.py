@@ -717,3 +717,29 @@ def test_mla_prefill_never_slower_on_a_card_better_in_every_figure(better, worse
     t = {n: cm.prefill(cm.Setup(model, rig=n, runtime=rt_name, mla_strategy="flash", weights="q4_k_m"), 512,
                        depth).seconds for n in (better, worse)}
     assert t[better] <= t[worse], t
+
+
+def _better_in_every_figure(a, b) -> bool:
+    """Card a has at least b's bandwidth, every tensor / vector rate b has, its clock, and no longer launch."""
+    if set(a.tflops) != set(b.tflops) or (a.boost_mhz is None) != (b.boost_mhz is None):
+        return False
+    return (a.bandwidth_gbs >= b.bandwidth_gbs and a.launch_us <= b.launch_us
+            and all(a.tflops[k] >= v for k, v in b.tflops.items())
+            and (a.boost_mhz is None or a.boost_mhz >= b.boost_mhz))
+
+
+@pytest.mark.parametrize("rt_name", ["typical", "ideal"])
+def test_a_card_better_in_every_figure_is_never_predicted_slower(rt_name):
+    """Over the whole catalog, under the physics profiles: decode and prefill of an MLA MoE, a GQA MoE and a dense
+    model at two depths are never slower on a card at least as good in every datasheet figure."""
+    gpus = {n: hw.get_gpu(n) for n in hw.list_gpus() if n != "ideal"}
+    pairs = [(a, b) for a in gpus for b in gpus if a != b and _better_in_every_figure(gpus[a], gpus[b])]
+    assert len(pairs) > 500
+    for model in ("glm-4.7-flash", "qwen3-30b-a3b", "llama-3.1-8b"):
+        for depth in (0, 16384):
+            t = {}
+            for n in gpus:
+                s = cm.Setup(model, rig=n, runtime=rt_name, weights="q4_k_m")
+                t[n] = (cm.decode(s, depth).seconds, cm.prefill(s, 512, depth).seconds)
+            slower = [(a, b, k) for a, b in pairs for k in (0, 1) if t[a][k] > t[b][k] * (1 + 1e-9)]
+            assert not slower, (model, depth, slower[:5])
