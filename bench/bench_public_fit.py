@@ -514,11 +514,12 @@ def check_points(path, batched: list | None = None, serving: list | None = None,
             except jf.FitError as e:
                 notes.append(str(e))
                 continue
-            key = (pt.runtime, pt.gpu_key, pt.label, pt.batch, several, round(pt.measured, 3))
-            if key in seen:     # the same results in another file (llama-bench -o json and -o md of one run)
-                notes.append(f"{where}: the same point as {seen[key]}: counted once")
+            key = (pt.runtime, pt.gpu_key, pt.label, pt.batch, several)
+            first = next((w for v, w in seen.get(key, ()) if same_measured(v, pt.measured)), None)
+            if first:     # the same results in another file (llama-bench -o json and -o md of one run)
+                notes.append(f"{where}: the same point as {first}: counted once")
                 continue
-            seen[key] = where
+            seen.setdefault(key, []).append((pt.measured, where))
             (batched if several else pts).append(pt)
     return pts, notes
 
@@ -729,14 +730,29 @@ def serving_report(path, runs: list, profiles: dict | None = None) -> list[str]:
     return L
 
 
-def _seen(rt) -> set:
-    """(label, measured) of the points a shipped profile was fitted to (its calibration): a point
-    of the same model, test, depth and measured value is one of them, whatever its file is named."""
+def same_measured(a: float, b: float) -> bool:
+    """Two tok/s figures of one run as different files print them: llama-bench's md, sweep-bench's and
+    batched-bench's tables round to 2 decimals, its json / csv keep 6 (4031.675437 is the md's 4031.68), so
+    figures within half a unit of the 2nd decimal are one."""
+    return abs(float(a) - float(b)) <= 0.005 + 1e-9 * max(abs(float(a)), abs(float(b)))
+
+
+def _seen(rt) -> dict:
+    """{label: [measured, ...]} of the points a shipped profile was fitted to (its calibration): a point
+    of the same model, test, depth and measured value (same_measured) is one of them, whatever its file
+    is named or however many decimals it prints."""
     try:
         cal = cm.load_runtime(rt).calibration or {}
     except (ValueError, OSError, AttributeError):
-        return set()
-    return {(row[2], round(float(row[4]), 3)) for row in cal.get("points", [])}
+        return {}
+    out = {}
+    for row in cal.get("points", []):
+        out.setdefault(row[2], []).append(float(row[4]))
+    return out
+
+
+def _was_fitted(p, seen: dict) -> bool:
+    return any(same_measured(v, p.measured) for v in seen.get(p.label, ()))
 
 
 def check(pts, profiles: dict) -> dict:
@@ -788,7 +804,8 @@ def check_report(path, pairs: dict, notes: list, profiles_from: str) -> list[str
         for src in sorted({p.source for p, _ in v}):
             L.append(_source_row(rt, src, [(p, q) for p, q in v if p.source == src]))
     L += point_rows(pairs)
-    seen = [p for rt, v in pairs.items() for p, _ in v if (p.label, round(p.measured, 3)) in _seen(rt)]
+    fitted = {rt: _seen(rt) for rt in pairs}
+    seen = [p for rt, v in pairs.items() for p, _ in v if _was_fitted(p, fitted[rt])]
     if seen:
         srcs = sorted({p.source for p in seen})
         L[2:2] = [f"**Not an unseen set:** {len(seen)} of these {n} points (same model, test, depth and measured value) are points the "

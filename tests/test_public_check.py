@@ -1302,3 +1302,24 @@ def test_a_bare_serving_block_takes_its_client_from_vllm_s_lines_or_the_sidecar(
     assert side_run["inferred"]["max_concurrency"] == "8 (the sidecar's command line)"
     none_run = next(r for r in recs["none.json"] if r.get("serving_run"))
     assert "Maximum request concurrency: None" in none_run["inferred"]["max_concurrency"]
+
+
+def test_one_run_as_json_and_as_md_is_counted_once(tmp_path):
+    """llama-bench's json keeps 6 decimals, its md table 2 (4031.675437 is 4031.68): the same run in both
+    files is one point each, noted, while a point the md alone holds, or another value, stays."""
+    forms = os.path.join(ROOT, "tests", "data", "formats")
+    d = tmp_path / "run"
+    d.mkdir()
+    shutil.copy(os.path.join(forms, "llama-bench.json"), d / "a.json")
+    dev = ("ggml_cuda_init: found 2 CUDA devices:\n"
+           "  Device 0: NVIDIA GeForce RTX 4090, compute capability 8.9, VMM: yes\n"
+           "  Device 1: NVIDIA GeForce RTX 4090, compute capability 8.9, VMM: yes\n")
+    md = open(os.path.join(forms, "llama-bench.md")).read()
+    md = md.replace("151.51 ± 0.46", "153.20 ± 0.46")           # another run's tg128: its own point
+    (d / "b.md").write_text(dev + md)
+    pts, notes = bpf.check_points(str(d))
+    same = [n for n in notes if "the same point as" in n]
+    assert len(same) == 5 and all(n.startswith("b.md:") for n in same), notes
+    assert len(pts) == 7
+    assert sorted(p.measured for p in pts if p.label.endswith(" tg128 @ d0")) == [151.508254, 153.2]
+    assert bpf.same_measured(4031.675437, 4031.68) and not bpf.same_measured(4031.675437, 4031.69)
