@@ -927,6 +927,14 @@ class ModelConfig:
         fmt = vocab.kv_format(kv)
         return sum(fmt.nbytes(r) for r in self.kv_rows_per_layer(i))
 
+    def _kv_fits(self, kv: str) -> bool:
+        """Every cached row is a whole number of `kv`'s blocks (kv_rows_per_layer)."""
+        try:
+            self.kv_bytes_per_token(kv)
+        except ValueError:
+            return False
+        return True
+
     def kv_bytes_per_token(self, kv: str = vocab.DEFAULTS["kv"], *, expanded: bool = False,
                            windowed: bool | None = None) -> int:
         """Exact cache bytes per token over all the layers that cache (a hybrid's linear layers hold a
@@ -1360,7 +1368,8 @@ class ModelConfig:
             "moe": self.n_routed_experts > 0,
             "total_params": self.total_params(),
             "active_params": self.active_params(),
-            "kv_bytes_per_token": {f: self.kv_bytes_per_token(f) for f in vocab.KV_FORMATS},
+            # (a quantized format only where each head's row is whole blocks: EXAONE 3.5 2.4B's 80-wide heads are not)
+            "kv_bytes_per_token": {f: self.kv_bytes_per_token(f) for f in vocab.KV_FORMATS if self._kv_fits(f)},
             "linear_layers": len(self.linear_layers),
             "recurrent_state_bytes": self.recurrent_state_bytes(),
         }

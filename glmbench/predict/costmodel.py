@@ -1423,7 +1423,10 @@ def _ffn_ops(setup: Setup, T: int, moe: bool, share: float, layers: tuple | None
     wb = _layer_weight_bytes(cfg, setup.weights)
     if layers:   # (dense layers of one width, _dense_kinds: their own bytes)
         t = _weight_table(cfg, setup.weights)["layers"]
-        wb = {**wb, "mlp": _mean(t[i]["mlp"] for i in layers), "norms": _mean(t[i]["norms"] for i in layers)}
+        # (a DeciLM layer's norm before its MLP: its layer's norms shared out, the attention's priced apart)
+        deci = cfg.model_type == "nemotron-nas"
+        wb = {**wb, "mlp": _mean(t[i]["mlp"] for i in layers),
+              "norms": _mean(t[i]["norms"] / (cfg.has_attn_block(i) + 1) if deci else t[i]["norms"] for i in layers)}
     # a layer's two norms (one where each layer is one block: Nemotron-H, whose mixer blocks price
     # theirs apart, _block_norm_ops)
     nn = 1 if cfg.mixer_layers is not None else 2
