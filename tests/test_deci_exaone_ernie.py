@@ -325,6 +325,13 @@ def test_ernie_converted_file(tmp_path):
     g = gguf_file.read(f)
     np.testing.assert_array_equal(np.asarray(g.tensor_data("blk.1.attn_k.weight")).reshape(32, 64),
                                   m.state_dict()["model.layers.1.self_attn.k_proj.weight"].numpy())
+    # and Model runs the file: HF's logits
+    from glmbench.models import checkpoint
+    gm = checkpoint.load_model(f, kv="f32", max_context=16)
+    prompt = [3, 17, 5, 99, 42]
+    with torch.no_grad():
+        want = m.eval()(torch.tensor([prompt])).logits[0].numpy()
+    assert np.max(np.abs(gm.prefill(np.array(prompt)) - want)) < 1e-4 * np.max(np.abs(want))
 
 
 def test_exaone_ernie_builtins_priced():
@@ -340,6 +347,9 @@ def test_exaone_ernie_builtins_priced():
         assert c.forward_unsupported() == [], n
         s = cm.Setup(c, "rtx-3090", weights="Q4_K_M")
         assert cm.decode(s, 100).tok_s > 0 and cm.prefill(s, 512).tok_s > 0
+    # EXAONE 3.5 2.4B's 80-wide heads: no q8_0 cache (llama.cpp views each head, ggml_row_size asserts)
+    with pytest.raises(ValueError, match="no whole number of its blocks; use f16"):
+        cm.Setup("exaone-3.5-2.4b", "rtx-3090", kv="q8_0")
     assert configs.load("ernie-4.5-0.3b").rope_layout == "interleaved"
     assert configs.load("exaone-3.5-32b").rope_type == "llama3"
 

@@ -191,6 +191,11 @@ class Setup:
         s(self, "weight_fmt", vocab.weight_format(self.weights))
         s(self, "weights", self.weight_fmt.name)      # the canonical spelling ("Q8_0" -> "q8_0")
         s(self, "kv_fmt", vocab.kv_format(self.kv))
+        if not cfg._kv_fits(self.kv_fmt.name):
+            # (llama.cpp views its cache a head at a time, ggml_row_size of head_dim: a head that is no whole number
+            # of the format's blocks does not run; EXAONE 3.5 2.4B's 80-wide heads in q8_0 / q4_0)
+            raise ValueError(f"`kv`={self.kv_fmt.name!r}: {cfg.name}'s cached rows per head ({cfg.head_dim} values) are "
+                             f"no whole number of its blocks; use f16, bf16 or f32")
         vocab.mla_strategy(self.mla_strategy)
         s(self, "runtime", load_runtime(self.runtime))
         if rig.gpu.kind == "cpu" and self.runtime.fitted_to_gpus:
