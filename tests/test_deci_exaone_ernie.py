@@ -126,6 +126,14 @@ def test_deci_priced_per_layer():
     wb = c.weight_bytes("f16")
     assert wb <= sum(op.bytes for op in dec.ops) < 1.1 * wb
     assert cm.prefill(st, 64).tok_s > 0 and cm.memory(st, 100).fits
+    # tensor split: every layer's KV heads (4, 2, 1 here) divide or are divided by the cards
+    from glmbench.predict import hardware as hw
+    assert cm.decode(cm.Setup(c, hw.Rig("rtx-3090", 2), split="tensor", weights="f16"), 100).tok_s > 0
+    with pytest.raises(ValueError, match=r"each layer's KV heads .* layers of 3"):
+        cm.Setup(configs.from_hf({**_DECI, "hidden_size": 384, "num_attention_heads": 12, "num_hidden_layers": 2,
+                                  "block_configs": [dict(attention=_att(2), ffn=_ffn(1.0)),
+                                                    dict(attention=_att(4), ffn=_ffn(1.0))]}),
+                 hw.Rig("rtx-3090", 2), split="tensor")
     off = cm.Setup(c, "rtx-3090", weights="f16", offload=cm.Offload(n_gpu_layers=3))
     # (three layers in host memory: every layer's own ops still run once, on the host or the card)
     n: dict = {}

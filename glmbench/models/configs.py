@@ -85,8 +85,8 @@ Families (HF `model_type`), with the field names HF uses in each:
                  Nemotron-51B / Ultra-253B; remote code DeciLMForCausalLM): each layer's block_configs entry gives its
                  attention (n_heads_in_group -> num_attention_heads / n_heads_in_group KV heads; no_op: no attention and
                  no input norm; replace_with_linear: one hidden x hidden linear, no cache) and its MLP (ffn_mult ->
-                 a SwiGLU MLP int(2 ffn_mult hidden / 3) rounded up to a multiple of 256 wide; no_op; replace_with_linear);
-                 priced per layer, not run
+                 a SwiGLU MLP int(2 ffn_mult hidden / 3) rounded up to a multiple of 256 wide; no_op;
+                 replace_with_linear); priced per layer, not run
   exaone         dense GQA (EXAONE 3.0 / 3.5): Llama's layers (transformers runs it as LlamaForCausalLM, the released
                  checkpoint's transformer.h.N names renamed to Llama's); run
   ernie4_5       dense GQA (ERNIE-4.5 0.3B): Llama's layers with interleaved rope (pairs 2i, 2i + 1), biases on

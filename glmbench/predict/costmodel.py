@@ -179,6 +179,12 @@ class Setup:
             n = rig.n_cards
             if cfg.n_heads % n:
                 raise ValueError(f"`split`='tensor' over {n} cards needs num_attention_heads={cfg.n_heads} to divide evenly")
+            # (DeciLM: every attention layer's own KV heads)
+            kvs = sorted({cfg.layer_kv_heads(i) for i in cfg.attention_layers}) if cfg.layer_kv_list else []
+            bad = next((k for k in kvs if k % n and n % k), None)
+            if bad is not None:
+                raise ValueError(f"`split`='tensor' over {n} cards needs each layer's KV heads to divide evenly or to "
+                                 f"divide {n}; {cfg.name} has layers of {bad} (KV heads per layer: {kvs})")
             if cfg.attention != "mla" and cfg.n_kv_heads % n and n % cfg.n_kv_heads:
                 # more cards than KV heads: each KV head replicated on n / n_kv cards (vLLM's
                 # QKVParallelLinear, num_kv_head_replicas), which needs n a multiple of the heads
