@@ -313,10 +313,11 @@ def test_priced_family_files_predict_and_are_refused_by_the_forward_pass(tmp):
     # Falcon-H1's converted files: tests/test_falcon_h1.py)
     # (the DSA families' GGUF round trip: tests/test_gguf_dsa.py, written by the gguf package; LFM2's converted
     # files: tests/test_gguf_lfm2.py; Gemma 3n's, whose per-layer table the converter pads, and Hunyuan's and
-    # Phi-3.5-MoE's GGUFs, written by the gguf package: tests/test_gemma3n_hunyuan_phimoe.py)
+    # Phi-3.5-MoE's GGUFs, written by the gguf package: tests/test_gemma3n_hunyuan_phimoe.py; DeciLM's, written and
+    # converted: tests/test_deci_exaone_ernie.py)
     assert set(PREDICT_ONLY) == set(configs.PRICED_ONLY) - {"kimi_linear", "falcon_h1", "glm_moe_dsa", "deepseek_v32",
                                                             "lfm2", "lfm2_moe", "gemma3n_text", "hunyuan_v1_dense",
-                                                            "hunyuan_v1_moe", "phimoe"}
+                                                            "hunyuan_v1_moe", "phimoe", "nemotron-nas"}
     for family in PREDICT_ONLY:
         _, _, files = _converted(family, tmp)
         with warnings.catch_warnings():

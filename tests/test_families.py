@@ -44,6 +44,9 @@ FAMILIES = {
     "hunyuan_v1_moe": dict(num_experts=4, moe_topk=2, intermediate_size=32),
     "phimoe": dict(num_local_experts=4, num_experts_per_tok=2, intermediate_size=32, attention_bias=True,
                    lm_head_bias=True),
+    # EXAONE 3.x (HF's LlamaForCausalLM), ERNIE 4.5 dense with its biases
+    "exaone": dict(pad_token_id=0, bos_token_id=1, eos_token_id=2),
+    "ernie4_5": dict(use_bias=True),
 }
 
 

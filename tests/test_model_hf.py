@@ -129,6 +129,18 @@ TINY = {
         num_key_value_heads=2, rms_norm_eps=1e-5, pad_token_id=0, bos_token_id=1, eos_token_id=2,
         sliding_window=4, sliding_window_pattern=4,
         rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+    # EXAONE 3.x: Llama's layers (transformers 5.25 builds LlamaForCausalLM for it), llama3 rope scaling
+    "exaone": dict(
+        vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, rms_norm_eps=1e-5, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+        max_position_embeddings=128,
+        rope_parameters={"rope_type": "llama3", "rope_theta": 500.0, "factor": 8.0, "low_freq_factor": 1.0,
+                         "high_freq_factor": 4.0, "original_max_position_embeddings": 64}),
+    # ERNIE 4.5 dense: Llama's layers with interleaved rope (pairs 2i, 2i + 1), a tied head
+    "ernie4_5": dict(
+        vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=16, rms_norm_eps=1e-5, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
 }
 
 
@@ -186,7 +198,7 @@ CASES = [("glm4_moe_lite", s) for s in ("naive", "absorbed", "flash")] + \
         [("deepseek_v2", s) for s in ("naive", "absorbed", "flash")] + [("qwen3", ""), ("qwen3_moe", "")] + \
         [("deepseek_v3", "flash"), ("llama", ""), ("qwen2", ""), ("glm4_moe", ""), ("mixtral", ""), ("mistral", ""), ("phi3", "")] + \
         [("olmoe", ""), ("granite", ""), ("granitemoe", "")] + \
-        [("olmo2", ""), ("smollm3", ""), ("exaone4", ""), ("olmo3", "")]
+        [("olmo2", ""), ("smollm3", ""), ("exaone4", ""), ("olmo3", "")] + [("exaone", ""), ("ernie4_5", "")]
 
 
 @pytest.mark.parametrize("model_type,strategy", CASES)

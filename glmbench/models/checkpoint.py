@@ -77,7 +77,11 @@ def state_dict(path):
     if os.path.isfile(p) and gguf_file.is_gguf(p):
         return _gguf_state_dict(p)
     if os.path.isdir(p):
-        return configs.load(p), _safetensors_folder(p)
+        cfg = configs.load(p)
+        sd = _safetensors_folder(p)
+        if cfg.model_type == "exaone":   # (the released checkpoint's own names, as transformers renames them)
+            sd = {gguf_file.exaone_name(k): v for k, v in sd.items()}
+        return cfg, sd
     if os.path.isfile(p) and p.endswith(".safetensors"):
         raise CheckpointError(f"{p}: give the folder holding config.json and the .safetensors files, not one file")
     raise CheckpointError(f"{p}: neither a GGUF file nor a folder with config.json and *.safetensors")
@@ -207,7 +211,8 @@ def _expert_rows(a, start: int, stop: int):
 
 # architectures whose q / k rows the converter permuted (LlamaModel.permute; conversion/granite.py's
 # GraniteHybridModel and NemotronHModel keep undo_permute = True, though they apply no rope)
-_PERMUTED = ("llama", "granitehybrid", "nemotron_h", "nemotron_h_moe", "mistral3", "granite", "granitemoe", "smollm3")
+_PERMUTED = ("llama", "granitehybrid", "nemotron_h", "nemotron_h_moe", "mistral3", "granite", "granitemoe", "smollm3",
+             "deci")
 
 
 # the Gated DeltaNet hybrids' GGUFs, whose norms the converter stores as 1 + w (conversion/qwen.py Qwen3NextModel);

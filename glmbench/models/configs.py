@@ -81,6 +81,16 @@ Families (HF `model_type`), with the field names HF uses in each:
   hunyuan_v1_moe GQA + MoE (Hunyuan-A13B): the same attention; every layer num_experts experts of
                  intermediate_size (softmax top moe_topk, renormalised) beside one shared MLP of that width
                  (shared_mlp); priced, not run
+  nemotron-nas   GQA, per-layer shapes (NVIDIA's Llama-Nemotron "DeciLM": Llama-3.3-Nemotron-Super-49B, Llama-3.1-
+                 Nemotron-51B / Ultra-253B; remote code DeciLMForCausalLM): each layer's block_configs entry gives its
+                 attention (n_heads_in_group -> num_attention_heads / n_heads_in_group KV heads; no_op: no attention and
+                 no input norm; replace_with_linear: one hidden x hidden linear, no cache) and its MLP (ffn_mult ->
+                 a SwiGLU MLP int(2 ffn_mult hidden / 3) rounded up to a multiple of 256 wide; no_op;
+                 replace_with_linear); priced per layer, not run
+  exaone         dense GQA (EXAONE 3.0 / 3.5): Llama's layers (transformers runs it as LlamaForCausalLM, the released
+                 checkpoint's transformer.h.N names renamed to Llama's); run
+  ernie4_5       dense GQA (ERNIE-4.5 0.3B): Llama's layers with interleaved rope (pairs 2i, 2i + 1), biases on
+                 every projection where use_bias; run
   phimoe         GQA + MoE (Phi-3.5-MoE): LayerNorms with a bias (weight and bias, eps rms_norm_eps), q/k/v/o
                  biases (attention_bias), every layer num_local_experts experts of intermediate_size routed by
                  sparsemixer (top-2), an lm_head bias (lm_head_bias), a window on every layer where the config
@@ -167,6 +177,9 @@ FAMILIES = {
     "hunyuan_v1_dense": "gqa",
     "hunyuan_v1_moe": "gqa",
     "phimoe": "gqa",
+    "nemotron-nas": "gqa",
+    "exaone": "gqa",
+    "ernie4_5": "gqa",
 }
 # families the cost model prices but glmbench.Model's forward pass does not run (what each lacks)
 PRICED_ONLY = {
@@ -193,6 +206,8 @@ PRICED_ONLY = {
     "hunyuan_v1_moe": "Hunyuan's q / k RMSNorm after rope (Qwen3's comes before it), its NTK-alpha rope and its "
                       "MoE beside a shared MLP",
     "phimoe": "Phi-3.5-MoE's biased LayerNorms, lm_head bias, sparsemixer router and longrope",
+    "nemotron-nas": "DeciLM's per-layer shapes (KV heads and MLP widths per layer, attention-free and "
+                    "linear-replaced layers)",
 }
 # Hunyuan (HF HunYuanDenseV1 / HunYuanMoEV1, transformers 5.25): the q / k norms are named query_layernorm /
 # key_layernorm, the router mlp.gate.wg, the shared MLP mlp.shared_mlp (glmbench's names: q_norm / k_norm,
@@ -271,7 +286,7 @@ _WRAPPER_TIE_TOP = ("gemma3", "qwen3_5", "qwen3_5_moe", "gemma4", "mistral3", "g
 # families whose HF config has `mlp_bias` (LlamaMLP, SeedOssMLP, DeepseekV2MLP, GraniteMLP: gate / up / down built
 # with bias=config.mlp_bias, transformers 5.25); priced with the biases (ModelConfig.mlp_bias), Model does not run them.
 # (Nemotron-H's and Falcon-H1's mlp_bias are refused: _mamba_fields, _falcon_h1_fields)
-MLP_BIAS_FAMILIES = ("llama", "seed_oss", "deepseek_v2", "granite")
+MLP_BIAS_FAMILIES = ("llama", "seed_oss", "deepseek_v2", "granite", "nemotron-nas", "exaone")
 # model_types whose (remote) code is one of the families': Kimi-K2's is DeepSeek-V3's
 _ALIASES = {"kimi_k2": "deepseek_v3"}
 # families whose norms are LayerNorms (weight only) with eps `layer_norm_eps`, one per layer, before
@@ -438,6 +453,17 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
                              max_position_embeddings=2048, intermediate_size=11008),
     "hunyuan_v1_moe": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=False,
                            max_position_embeddings=2048, intermediate_size=11008, num_experts=1, moe_topk=1),
+    # DeciLMConfig (remote code, nvidia/Llama-3_3-Nemotron-Super-49B-v1's configuration_decilm.py, a LlamaConfig
+    # without num_key_value_heads / intermediate_size: block_configs gives them per layer; transformers 5.25 does
+    # not ship it): LlamaConfig's defaults
+    "nemotron-nas": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False, mlp_bias=False,
+                         max_position_embeddings=2048),
+    # ExaoneConfig (transformers 5.25, a LlamaConfig: EXAONE-3.0-7.8B's sizes, theta 5e5)
+    "exaone": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=False, mlp_bias=False,
+                   num_key_value_heads=8, max_position_embeddings=4096, intermediate_size=14336),
+    # Ernie4_5Config (transformers 5.25): ERNIE-4.5-0.3B's sizes, tied, no biases
+    "ernie4_5": dict(rms_norm_eps=1e-5, tie_word_embeddings=True, use_bias=False, num_key_value_heads=2,
+                     head_dim=128, max_position_embeddings=131072, intermediate_size=3072),
     # PhimoeConfig (transformers 5.25): Phi-3.5-MoE's sizes; no window, no biases unless stated
     "phimoe": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=False, lm_head_bias=False,
                    num_key_value_heads=8, sliding_window=None, num_local_experts=16, num_experts_per_tok=2,
@@ -605,6 +631,13 @@ class ModelConfig:
     lm_head_bias: bool = False
     layer_intermediates: tuple = ()
     sparse_layers: tuple = ()
+    # DeciLM (nemotron-nas): each layer's KV heads where they differ ((): n_kv_heads on every attention layer), the
+    # layers whose attention is one hidden x hidden linear (self_attn.linear_attn; no cache) and those whose MLP
+    # is (mlp.linear_mlp); a layer outside mixer_layers and these has no attention, outside ffn_layers and these
+    # no MLP (and then no norm before it)
+    layer_kv_list: tuple = ()
+    linear_attn_layers: tuple = ()
+    linear_mlp_layers: tuple = ()
 
     # ---- structure --------------------------------------------------------------------------
     def is_moe_layer(self, i: int) -> bool:
@@ -670,7 +703,8 @@ class ModelConfig:
     def _attn_uniform(self) -> bool:
         """Every attention layer holds the same tensors (not Gemma 4's global / kv-shared layers, not GLM's
         indexer-sharing layers beside full ones)."""
-        return not (self.global_head_dim or self.global_kv_heads or self.k_eq_v or self.kv_shared_layers) and \
+        return not (self.global_head_dim or self.global_kv_heads or self.k_eq_v or self.kv_shared_layers or
+                    self.layer_kv_list) and \
             len(self.indexer_layers) in (0, len(self.attention_layers))
 
     @property
@@ -708,7 +742,10 @@ class ModelConfig:
         return self.global_head_dim if self.global_head_dim and i not in self._window_set else self.v_head_dim
 
     def layer_kv_heads(self, i: int) -> int:
-        """Layer i's KV heads: global_kv_heads on Gemma 4's global layers where set, else n_kv_heads."""
+        """Layer i's KV heads: global_kv_heads on Gemma 4's global layers where set, DeciLM's own per layer,
+        else n_kv_heads."""
+        if self.layer_kv_list:
+            return self.layer_kv_list[i]
         return self.global_kv_heads if self.global_kv_heads and i not in self._window_set else self.n_kv_heads
 
     def layer_v_proj(self, i: int) -> bool:
@@ -890,6 +927,14 @@ class ModelConfig:
         fmt = vocab.kv_format(kv)
         return sum(fmt.nbytes(r) for r in self.kv_rows_per_layer(i))
 
+    def _kv_fits(self, kv: str) -> bool:
+        """Every cached row is a whole number of `kv`'s blocks (kv_rows_per_layer)."""
+        try:
+            self.kv_bytes_per_token(kv)
+        except ValueError:
+            return False
+        return True
+
     def kv_bytes_per_token(self, kv: str = vocab.DEFAULTS["kv"], *, expanded: bool = False,
                            windowed: bool | None = None) -> int:
         """Exact cache bytes per token over all the layers that cache (a hybrid's linear layers hold a
@@ -1014,15 +1059,32 @@ class ModelConfig:
         att = self.attention_layers
         uniform = self._attn_uniform
         nb = 2 if self.norm_bias else 1       # (Phi-3.5-MoE's LayerNorms: a weight and a bias)
+        n_lin_blocks = len(self.linear_attn_layers) + len(self.linear_mlp_layers)   # (DeciLM's linear blocks)
         return (self.embedding_params() + nb * self.hidden_size            # final norm
                 + (self.vocab_size if self.lm_head_bias else 0)
-                + nb * self.n_layers * self.n_layer_norms * self.hidden_size  # each layer's norms
+                + nb * self.n_norms() * self.hidden_size                    # each layer's norms
+                + n_lin_blocks * self.hidden_size * self.hidden_size
                 + (len(att) * self.attention_params() if uniform else sum(self.attention_params(i) for i in att))
                 + n_lin * self.linear_attention_params()
                 + (self.n_dense_layers * self.dense_mlp_params() if not (self.double_wide_mlp or
                                                                          self.layer_intermediates) else
                    sum(self.dense_mlp_params(i) for i in self.dense_layers))
                 + self.n_moe_layers * moe + self.ple_params() + self.altup_laurel_params())
+
+    def n_norms(self) -> int:
+        """The decoder layers' norms, all together: n_layer_norms each, but DeciLM's (nemotron-nas) one before
+        each attention (or its linear stand-in) and one before each MLP (or its), none where the block is a no-op."""
+        if self.model_type != "nemotron-nas":
+            return self.n_layers * self.n_layer_norms
+        return sum(self.has_attn_block(i) + self.has_mlp_block(i) for i in range(self.n_layers))
+
+    def has_attn_block(self, i: int) -> bool:
+        """Layer i holds an attention or (DeciLM) the linear that replaces it."""
+        return self.has_mixer(i) or i in self.linear_attn_layers
+
+    def has_mlp_block(self, i: int) -> bool:
+        """Layer i holds an MLP / MoE or (DeciLM) the linear that replaces it."""
+        return self.has_ffn(i) or i in self.linear_mlp_layers
 
     def active_params(self, *, embeddings: bool = True) -> int:
         idle = self.n_moe_layers * (self.n_routed_experts - self.n_experts_per_tok) * self.expert_params()
@@ -1059,9 +1121,20 @@ class ModelConfig:
             if self.post_norms:     # (OLMo 2 / 3, EXAONE 4: the norms after attention and after the MLP)
                 t[p + "post_attention_layernorm.weight"] = (D,)
                 t[p + "post_feedforward_layernorm.weight"] = (D,)
+            elif self.model_type == "nemotron-nas":
+                # DeciLMDecoderLayer: a norm before each block that is not a no-op; a linear block's one matrix
+                if self.has_attn_block(i):
+                    t[p + "input_layernorm.weight"] = (D,)
+                if self.has_mlp_block(i):
+                    t[p + "post_attention_layernorm.weight"] = (D,)
+                if i in self.linear_attn_layers:
+                    t[p + "self_attn.linear_attn.weight"] = (D, D)
+                if i in self.linear_mlp_layers:
+                    t[p + "mlp.linear_mlp.weight"] = (D, D)
             else:
                 t[p + "input_layernorm.weight"] = (D,)
-            if self.n_layer_norms > 1 and not self.post_norms:   # (Cohere: one norm before attention and MLP)
+            if self.n_layer_norms > 1 and not self.post_norms and self.model_type != "nemotron-nas":
+                # (Cohere: one norm before attention and MLP)
                 t[p + "post_attention_layernorm.weight"] = (D,)
             if self.norm_bias:
                 t[p + "input_layernorm.bias"] = (D,)
@@ -1295,7 +1368,8 @@ class ModelConfig:
             "moe": self.n_routed_experts > 0,
             "total_params": self.total_params(),
             "active_params": self.active_params(),
-            "kv_bytes_per_token": {f: self.kv_bytes_per_token(f) for f in vocab.KV_FORMATS},
+            # (a quantized format only where each head's row is whole blocks: EXAONE 3.5 2.4B's 80-wide heads are not)
+            "kv_bytes_per_token": {f: self.kv_bytes_per_token(f) for f in vocab.KV_FORMATS if self._kv_fits(f)},
             "linear_layers": len(self.linear_layers),
             "recurrent_state_bytes": self.recurrent_state_bytes(),
         }
@@ -1897,7 +1971,8 @@ def _dsa_fields(r: _Reader, L: int, q_lora: int | None, Dr: int) -> dict:
                 indexer_layers=tuple(i for i, t in enumerate(types) if t == "full"))
 
 
-_DEFAULT_THETA = {"gemma3_text": 1e6, "gemma4_text": 1e6, "smollm3": 2e6, "olmo3": 5e5, "gemma3n_text": 1e6}
+_DEFAULT_THETA = {"gemma3_text": 1e6, "gemma4_text": 1e6, "smollm3": 2e6, "olmo3": 5e5, "gemma3n_text": 1e6,
+                  "exaone": 5e5, "ernie4_5": 5e5}
 
 
 def _rope(r: _Reader) -> tuple[float, dict | None]:
@@ -2016,6 +2091,60 @@ def _gemma4_fields(r: _Reader, L: int, win_layers: tuple, n_kv: int) -> dict:
     return out
 
 
+def _deci_ffn_width(mult: float, hidden: int) -> int:
+    """DeciLM's MLP width for ffn_mult (configuration_decilm.py _ffn_mult_to_intermediate_size, llama.cpp's
+    DeciModel._ffn_mult_to_intermediate_size): int(2 x ffn_mult x hidden / 3) rounded up to a multiple of 256."""
+    f = int(2 * mult * hidden / 3)
+    return f if f % 256 == 0 else f + 256 - f % 256
+
+
+def _deci_fields(r: _Reader, L: int, H: int, D: int) -> dict:
+    """DeciLM's (nemotron-nas) per-layer shapes from block_configs, one entry per layer as DeciLMDecoderLayer
+    builds it: attention no_op (nothing, no input_layernorm), replace_with_linear (a hidden x hidden linear,
+    self_attn.linear_attn), else GQA with num_attention_heads / n_heads_in_group KV heads; the MLP alike (no_op,
+    mlp.linear_mlp, else SwiGLU _deci_ffn_width(ffn_mult) wide). The KV heads and MLP widths per layer
+    (layer_kv_list, layer_intermediates: 0 where the layer has none); `_n_kv` the first attention layer's."""
+    bc = r.hf.get("block_configs")
+    if not isinstance(bc, list) or len(bc) != L:
+        raise ValueError(f"config field `block_configs` must list one block config for each of the {L} layers, got "
+                         f"{bc if not isinstance(bc, list) else f'{len(bc)} entries'!r}")
+    kv, widths, mix, ffn, lin_a, lin_m = [], [], [], [], [], []
+    for i, b in enumerate(bc):
+        a = b.get("attention") if isinstance(b, dict) else None
+        f = b.get("ffn") if isinstance(b, dict) else None
+        if not isinstance(a, dict) or not isinstance(f, dict):
+            raise ValueError(f"config field `block_configs[{i}]` must hold an `attention` and an `ffn` object, "
+                             f"got {b!r}")
+        if a.get("no_op"):
+            kv.append(0)
+        elif a.get("replace_with_linear"):
+            kv.append(0)
+            lin_a.append(i)
+        else:
+            g = a.get("n_heads_in_group")
+            if isinstance(g, bool) or not isinstance(g, int) or g < 1 or H % g:
+                raise ValueError(f"config field `block_configs[{i}].attention.n_heads_in_group` must be a positive "
+                                 f"divisor of `num_attention_heads`={H} (or the block no_op / replace_with_linear), "
+                                 f"got {g!r}")
+            kv.append(H // g)
+            mix.append(i)
+        if f.get("no_op"):
+            widths.append(0)
+        elif f.get("replace_with_linear"):
+            widths.append(0)
+            lin_m.append(i)
+        else:
+            mult = f.get("ffn_mult")
+            if isinstance(mult, bool) or not isinstance(mult, (int, float)) or not 0 < mult < 1e4:
+                raise ValueError(f"config field `block_configs[{i}].ffn.ffn_mult` must be a positive number (or the "
+                                 f"block no_op / replace_with_linear), got {mult!r}")
+            widths.append(_deci_ffn_width(mult, D))
+            ffn.append(i)
+    return dict(_n_kv=kv[mix[0]] if mix else H, layer_kv_list=tuple(kv), layer_intermediates=tuple(widths),
+                intermediate_size=widths[ffn[0]] if ffn else 0, mixer_layers=tuple(mix), ffn_layers=tuple(ffn),
+                linear_attn_layers=tuple(lin_a), linear_mlp_layers=tuple(lin_m))
+
+
 def _gemma3n_fields(r: _Reader, L: int, win_layers: tuple) -> dict:
     """Gemma 3n's fields (Gemma3nTextConfig, transformers 5.25): the kv-shared last layers (each reads the last
     earlier layer of its kind: HF's kv_sharing_modes, which refuses a shared kind no earlier layer has), the
@@ -2084,6 +2213,11 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
                          f"supported: {', '.join(FAMILIES)}")
     if mt in SHORTCONV_FAMILIES:
         hf = _lfm2_aliases(hf, mt)
+    if mt == "exaone":
+        # the released config.json's own names (ExaoneConfig.attribute_map): num_layers, layer_norm_epsilon,
+        # activation_function
+        hf = {**{k: hf[a] for k, a in (("num_hidden_layers", "num_layers"), ("rms_norm_eps", "layer_norm_epsilon"),
+                                       ("hidden_act", "activation_function")) if a in hf}, **hf}
     r = _Reader(hf, mt)
     attention = FAMILIES[mt]
     # Nemotron-H: the layers are its pattern's blocks (transformers 5 ignores num_hidden_layers)
@@ -2136,7 +2270,12 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
                   rope_layout="interleaved" if interleave else "half", rope_dim=Dr, q_lora_rank=q_lora, kv_lora_rank=R,
                   qk_nope_head_dim=Dn, qk_rope_head_dim=Dr, v_head_dim=Dv, sliding_window=None)
     else:
-        n_kv = r.int("num_key_value_heads", required=False) or H
+        if mt == "nemotron-nas":    # (per-layer KV heads and MLP widths: block_configs)
+            deci = _deci_fields(r, L, H, D)
+            n_kv = deci.pop("_n_kv")
+            kw.update(deci)
+        else:
+            n_kv = r.int("num_key_value_heads", required=False) or H
         if H % n_kv:
             raise ValueError(f"config field `num_attention_heads`={H} is not a multiple of "
                              f"`num_key_value_heads`={n_kv}")
@@ -2173,8 +2312,8 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
             bias = True              # Qwen2Attention: q/k/v always carry a bias, o_proj none
         elif mt == "qwen2_moe":
             bias = r.bool("qkv_bias")  # Qwen2MoeAttention: q/k/v bias = qkv_bias, o_proj none
-        elif mt == "ernie4_5_moe":
-            bias = r.bool("use_bias")  # Ernie4_5_MoeAttention: every projection, o_proj too
+        elif mt in ("ernie4_5_moe", "ernie4_5"):
+            bias = r.bool("use_bias")  # Ernie4_5_MoeAttention / Ernie4_5Attention: every projection, o_proj too
         elif mt in SHORTCONV_FAMILIES:
             bias = False             # Lfm2Attention: no bias on any projection
         elif mt in ("minimax_m2", "nemotron_h"):
@@ -2341,7 +2480,9 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
                   # Command-R+'s q / k LayerNorms hold a weight per head (heads x head_dim)
                   qk_norm=qk_norm, qk_norm_all_heads=mt in ("minimax_m2", "cohere", "olmoe", "olmo2", "olmo3"),
                   post_norms=mt in ("olmo2", "olmo3", "exaone4"),
-                  rope_layout="interleaved" if mt in ("glm4", "cohere", "cohere2") else "half", rope_dim=rope_dim,
+                  # (ERNIE 4.5's apply_rotary_pos_emb: cos / sin repeat_interleave'd, pairs (2i, 2i + 1))
+                  rope_layout="interleaved" if mt in ("glm4", "cohere", "cohere2", "ernie4_5") else "half",
+                  rope_dim=rope_dim,
                   q_lora_rank=None, kv_lora_rank=0, qk_nope_head_dim=0, qk_rope_head_dim=0, v_head_dim=hd,
                   sliding_window=sw, window_layers=win_layers,
                   n_layer_norms=4 if mt in GEMMA_FAMILIES + GEMMA4_FAMILIES + GEMMA3N_FAMILIES or mt == "glm4" else
@@ -2354,7 +2495,10 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
 
     # ---- MLP / MoE
     # (Gemma 3n: one width per layer, read by _gemma3n_fields)
-    F = kw.pop("intermediate_size") if mt in GEMMA3N_FAMILIES else r.int("intermediate_size", required=False) or 0
+    F = kw.pop("intermediate_size") if mt in GEMMA3N_FAMILIES + ("nemotron-nas",) else \
+        r.int("intermediate_size", required=False) or 0
+    if mt == "ernie4_5":    # (Ernie4_5MLP: gate / up / down biased where use_bias, as the attention)
+        kw["mlp_bias"] = r.bool("use_bias")
     if mt == "lfm2":
         F = _lfm2_ff_dim(r, F)
     if mt == "lfm2_moe":

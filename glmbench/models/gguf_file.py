@@ -110,7 +110,8 @@ ARCHITECTURES = ("deepseek2", "qwen3", "qwen3moe", "qwen2", "llama", "glm4moe", 
                  "gpt-oss", "phi3", "glm4", "llama4", "minimax-m2", "ernie4_5-moe", "qwen2moe", "qwen3next", "qwen35",
                  "qwen35moe", "command-r", "cohere2", "nemotron_h", "nemotron_h_moe", "granitehybrid", "gemma4", "mistral3",
                  "falcon-h1", "glm-dsa", "deepseek32", "lfm2", "lfm2moe", "olmoe", "granite", "granitemoe",
-                 "olmo2", "smollm3", "exaone4", "gemma3n", "hunyuan-dense", "hunyuan-moe", "phimoe")
+                 "olmo2", "smollm3", "exaone4", "gemma3n", "hunyuan-dense", "hunyuan-moe", "phimoe", "deci", "exaone",
+                 "ernie4_5")
 # llama.cpp's DeepSeek Sparse Attention architectures (GLM-5: glm-dsa, conversion/glm.py GlmMoeDsaModel; DeepSeek-V3.2:
 # deepseek32, conversion/deepseek.py DeepseekV32Model; both on DeepseekV2Model's MLA keys) -> HF model_type
 DSA_ARCHITECTURES = {"glm-dsa": "glm_moe_dsa", "deepseek32": "deepseek_v32"}
@@ -474,7 +475,9 @@ def hf_config(g: GGUFFile) -> dict:
     nemotron_h_moe -> nemotron_h, granitehybrid -> granitemoehybrid (_mamba); gemma4 -> gemma4_text (_gemma4);
     gemma3n -> gemma3n_text (_gemma3n); falcon-h1 -> falcon_h1 (_falcon_h1); lfm2 -> lfm2, lfm2moe -> lfm2_moe (_lfm2); olmoe, granite, granitemoe as
     named; olmo2 -> olmo2 (olmo3 where the file states a window), exaone4 -> exaone4 (_post_norm); smollm3;
-    hunyuan-dense -> hunyuan_v1_dense, hunyuan-moe -> hunyuan_v1_moe, phimoe -> phimoe."""
+    hunyuan-dense -> hunyuan_v1_dense, hunyuan-moe -> hunyuan_v1_moe, phimoe -> phimoe; deci -> nemotron-nas
+    (_deci: per-layer head_count / head_count_kv / feed_forward_length as block_configs), exaone -> exaone,
+    ernie4_5 -> ernie4_5."""
     arch = g.architecture
     if not arch:
         raise GGUFError(f"{g.path}: metadata 'general.architecture' is missing")
@@ -490,7 +493,11 @@ def hf_config(g: GGUFFile) -> dict:
         raise GGUFError(f"{g.path}: metadata '{arch}.block_count' = {blocks} leaves no decoder layer after the "
                         f"'{arch}.nextn_predict_layers' = {nextn} multi-token-prediction layers")
     D = m("embedding_length", required=True, minimum=1)
-    H = m("attention.head_count", required=True, minimum=1)
+    # (deci: head_count per layer, 0 on the attention-free layers: the query heads are the largest)
+    H = m("attention.head_count", required=True, minimum=1) if arch != "deci" else \
+        max(_layer_ints(g, "attention.head_count", blocks))
+    if H < 1:
+        raise GGUFError(f"{g.path}: metadata '{arch}.attention.head_count' is 0 on every layer")
     emb = ts.get("token_embd.weight")
     V = m("vocab_size", minimum=1)
     if V is None:
@@ -533,6 +540,8 @@ def hf_config(g: GGUFFile) -> dict:
         return _gemma3n(g, m, hf, L)
     if arch in SHORTCONV_ARCHITECTURES:   # (per-layer head_count_kv, 0 on the conv layers: read there)
         return _lfm2(g, m, hf, L, blocks)
+    if arch == "deci":   # (per-layer head_count / head_count_kv / feed_forward_length arrays: read there)
+        return _deci(g, m, hf, L, blocks)
     F = m("feed_forward_length", 0)
     if F:
         hf["intermediate_size"] = F
@@ -810,7 +819,15 @@ def hf_config(g: GGUFFile) -> dict:
         else:
             hf.update(model_type="mistral", sliding_window=None)
         return hf
-    hf["model_type"] = {"qwen3": "qwen3", "qwen2": "qwen2", "llama": "llama"}[arch]
+    # (exaone: conversion/exaone.py ExaoneModel, a TextModel: q / k not permuted, llama.cpp's NEOX rope is HF's
+    # rotate_half; ernie4_5: conversion/ernie.py Ernie4_5Model, not permuted, llama.cpp's NORM rope on HF's
+    # interleaved pairs; its biases, use_bias, on every projection)
+    hf["model_type"] = {"qwen3": "qwen3", "qwen2": "qwen2", "llama": "llama", "exaone": "exaone",
+                        "ernie4_5": "ernie4_5"}[arch]
+    if arch == "ernie4_5":
+        hf["use_bias"] = hf.pop("attention_bias")
+    if arch == "exaone":
+        hf["mlp_bias"] = blk(0, "ffn_up").replace("weight", "bias") in ts
     if arch == "llama":
         # llama.cpp's llama loads optional MLP biases (src/models/llama.cpp: ffn_gate / ffn_down / ffn_up "bias",
         # TENSOR_NOT_REQUIRED): HF's mlp_bias
@@ -1135,6 +1152,51 @@ def _lfm2(g: GGUFFile, m: _Meta, hf: dict, L: int, blocks: int) -> dict:
     F = m("feed_forward_length", required=bool(nd), minimum=1)   # (the converter writes it, dense layers or not)
     if F:
         hf["intermediate_size"] = F
+    return hf
+
+
+def _deci(g: GGUFFile, m: _Meta, hf: dict, L: int, blocks: int) -> dict:
+    """hf_config's rest for llama.cpp's deci (NVIDIA's Llama-Nemotron "DeciLM", HF nemotron-nas), as
+    src/models/deci.cpp loads it from what conversion/deci.py DeciModel writes: per-layer arrays
+    attention.head_count (0: an attention-free layer), attention.head_count_kv (0 where head_count is not: the
+    "linear attention", one hidden x hidden matrix stored as attn_output) and feed_forward_length (0: no MLP, no
+    ffn_norm), read back as block_configs (n_heads_in_group = head_count / head_count_kv; ffn_mult = 3 F / (2
+    hidden), which DeciLM's rounding maps back to F, a multiple of 256 as the converter writes every width). The
+    q / k rows are permuted (DeciModel.permute), llama3 rope the rope_freqs tensor (hf_config)."""
+    p, arch = g.path, g.architecture
+    D, H = hf["hidden_size"], hf["num_attention_heads"]
+    heads = _layer_ints(g, "attention.head_count", blocks)[:L]
+    kv = _layer_ints(g, "attention.head_count_kv", blocks)[:L]
+    ff = _layer_ints(g, "feed_forward_length", blocks)[:L]
+    from glmbench.models.configs import _deci_ffn_width
+    bc = []
+    for i in range(L):
+        if heads[i] and heads[i] != H:
+            raise GGUFError(f"{p}: metadata '{arch}.attention.head_count' = {heads[i]} on layer {i}: a deci layer "
+                            f"attends with all {H} heads or none (0)")
+        if heads[i] and kv[i] and H % kv[i]:
+            raise GGUFError(f"{p}: metadata '{arch}.attention.head_count_kv' = {kv[i]} on layer {i} does not divide "
+                            f"the {H} heads")
+        att = {"n_heads_in_group": H // kv[i], "no_op": False, "replace_with_linear": False} if heads[i] and kv[i] \
+            else {"n_heads_in_group": None, "no_op": not heads[i], "replace_with_linear": bool(heads[i])}
+        if ff[i]:
+            mult = 3 * ff[i] / (2 * D)
+            if _deci_ffn_width(mult, D) != ff[i]:
+                raise GGUFError(f"{p}: metadata '{arch}.feed_forward_length' = {ff[i]} on layer {i} is no DeciLM width "
+                                f"(int(2 ffn_mult hidden / 3) rounded up to a multiple of 256)")
+            ffn = {"ffn_mult": mult, "no_op": False, "replace_with_linear": False}
+        else:
+            ffn = {"ffn_mult": None, "no_op": True, "replace_with_linear": False}
+        bc.append({"attention": att, "ffn": ffn})
+    hd = m("attention.key_length", minimum=1) or D // H
+    if hd * H != D:
+        raise GGUFError(f"{p}: metadata '{arch}.attention.key_length' = {hd} x {H} heads is not "
+                        f"'{arch}.embedding_length' = {D}: DeciLM's heads are hidden / heads wide")
+    blk = lambda i, n: f"blk.{i}.{n}.bias"
+    first = next((i for i in range(L) if kv[i]), None)
+    hf.update(model_type="nemotron-nas", block_configs=bc,
+              attention_bias=first is not None and blk(first, "attn_q") in g.tensors,
+              mlp_bias=any(blk(i, "ffn_up") in g.tensors for i in range(L) if ff[i]))
     return hf
 
 
@@ -2097,6 +2159,25 @@ _QUANT_PARTS = (".qweight", ".qzeros", ".scales", ".g_idx", ".weight_packed", ".
 _BNB_PARTS = re.compile(r"\.weight\.(absmax|quant_map|nested_absmax|nested_quant_map|quant_state\..*)$")
 
 
+# EXAONE 3.x's released checkpoint names (ExaoneForCausalLM, remote code) -> Llama's, as transformers 5.25 renames
+# them on load (conversion_mapping.py "exaone")
+_EXAONE_NAMES = ((r"^transformer\.wte\.", "model.embed_tokens."), (r"^transformer\.h\.", "model.layers."),
+                 (r"^transformer\.ln_f\.", "model.norm."), (r"\.attn\.attention\.", ".self_attn."),
+                 (r"\.self_attn\.out_proj\.", ".self_attn.o_proj."), (r"\.ln_1\.", ".input_layernorm."),
+                 (r"\.ln_2\.", ".post_attention_layernorm."), (r"\.mlp\.c_fc_0\.", ".mlp.gate_proj."),
+                 (r"\.mlp\.c_fc_1\.", ".mlp.up_proj."), (r"\.mlp\.c_proj\.", ".mlp.down_proj."))
+
+
+def exaone_name(name: str) -> str:
+    """An EXAONE 3.x checkpoint tensor's Llama name (transformer.h.N.attn.attention.q_proj.weight ->
+    model.layers.N.self_attn.q_proj.weight); any other name as it is."""
+    if not name.startswith("transformer."):
+        return name
+    for a, b in _EXAONE_NAMES:
+        name = re.sub(a, b, name)
+    return name
+
+
 def _stored_owner(name: str, shapes: dict) -> list:
     """The config's tensors (ModelConfig.tensor_shapes names) a stored tensor's bytes belong to: itself, the
     matrix a quantization part belongs to (_QUANT_PARTS, _BNB_PARTS, MXFP4's _blocks / _scales), the stacked
@@ -2122,7 +2203,9 @@ def _stored_owner(name: str, shapes: dict) -> list:
                 return halves
     # transformers 5's names for tensors glmbench names otherwise: Hunyuan's router (mlp.gate.wg) and shared MLP
     # (mlp.shared_mlp), Phi-3.5-MoE's router (mlp.router)
-    alias = re.sub(r"\.mlp\.(gate\.wg|router)\.", ".mlp.gate.", n).replace(".mlp.shared_mlp.", ".mlp.shared_experts.")
+    # (EXAONE 3.x's released names: exaone_name)
+    alias = re.sub(r"\.mlp\.(gate\.wg|router)\.", ".mlp.gate.", exaone_name(n)).replace(".mlp.shared_mlp.",
+                                                                                        ".mlp.shared_experts.")
     return _stored_owner(alias, shapes) if alias != n else []
 
 

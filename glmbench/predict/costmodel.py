@@ -179,6 +179,12 @@ class Setup:
             n = rig.n_cards
             if cfg.n_heads % n:
                 raise ValueError(f"`split`='tensor' over {n} cards needs num_attention_heads={cfg.n_heads} to divide evenly")
+            # (DeciLM: every attention layer's own KV heads)
+            kvs = sorted({cfg.layer_kv_heads(i) for i in cfg.attention_layers}) if cfg.layer_kv_list else []
+            bad = next((k for k in kvs if k % n and n % k), None)
+            if bad is not None:
+                raise ValueError(f"`split`='tensor' over {n} cards needs each layer's KV heads to divide evenly or to "
+                                 f"divide {n}; {cfg.name} has layers of {bad} (KV heads per layer: {kvs})")
             if cfg.attention != "mla" and cfg.n_kv_heads % n and n % cfg.n_kv_heads:
                 # more cards than KV heads: each KV head replicated on n / n_kv cards (vLLM's
                 # QKVParallelLinear, num_kv_head_replicas), which needs n a multiple of the heads
@@ -191,6 +197,11 @@ class Setup:
         s(self, "weight_fmt", vocab.weight_format(self.weights))
         s(self, "weights", self.weight_fmt.name)      # the canonical spelling ("Q8_0" -> "q8_0")
         s(self, "kv_fmt", vocab.kv_format(self.kv))
+        if not cfg._kv_fits(self.kv_fmt.name):
+            # (llama.cpp views its cache a head at a time, ggml_row_size of head_dim: a head that is no whole number
+            # of the format's blocks does not run; EXAONE 3.5 2.4B's 80-wide heads in q8_0 / q4_0)
+            raise ValueError(f"`kv`={self.kv_fmt.name!r}: {cfg.name}'s cached rows per head ({cfg.head_dim} values) are "
+                             f"no whole number of its blocks; use f16, bf16 or f32")
         vocab.mla_strategy(self.mla_strategy)
         s(self, "runtime", load_runtime(self.runtime))
         if rig.gpu.kind == "cpu" and self.runtime.fitted_to_gpus:
@@ -654,12 +665,14 @@ def _attn_kind_bytes(cfg: configs.ModelConfig, weights: str, layers: tuple) -> d
 def _attn_kinds(cfg: configs.ModelConfig) -> tuple:
     """The attention layers grouped by what a pass prices differently: global or windowed (the work,
     Gemma 4's head dim and KV heads) and whether the layer projects and caches its own K / V (Gemma
-    4's kv-shared layers do not). ((windowed, owns_kv, layers), ...); a plain model has one or two."""
+    4's kv-shared layers do not), and by KV heads (DeciLM's per-layer counts). ((windowed, owns_kv, layers), ...); a
+    plain model has one or two."""
     win = frozenset(cfg.windowed_layers)
     groups: dict = {}
+    # (DeciLM's layers: each its own KV heads, cfg.layer_kv_list; a kind per count)
     for i in cfg.attention_layers:
-        groups.setdefault((i in win, cfg.owns_kv(i)), []).append(i)
-    return tuple((w, o, tuple(ls)) for (w, o), ls in sorted(groups.items()))
+        groups.setdefault((i in win, cfg.owns_kv(i), cfg.layer_kv_heads(i)), []).append(i)
+    return tuple((w, o, tuple(ls)) for (w, o, _k), ls in sorted(groups.items()))
 
 
 @dataclass(frozen=True)
@@ -735,7 +748,8 @@ def _pass_offload(setup: Setup, T: int, work, T_out: int):
     kinds = _attn_kind_ops(setup, T, work, 1.0)
     ple = _ple_ops(setup, T, 1.0)
     lin_ops = _linear_ops(setup, T, work, 1.0) if lin else []
-    dense = _ffn_ops(setup, T, False, 1.0) if cfg.intermediate_size and cfg.n_dense_layers else []
+    dense_kinds = _dense_kinds(setup, T, 1.0)
+    lin_blocks = _linear_block_kinds(setup, T, 1.0)
     moe = _ffn_ops(setup, T, True, 1.0) if cfg.n_moe_layers else []
     head = _head_ops(setup, T_out, 1.0) if T_out else []
     bw, lat = _pcie(setup)
@@ -770,7 +784,9 @@ def _pass_offload(setup: Setup, T: int, work, T_out: int):
         # hybrid's layer, cfg.parallel_mixers: Falcon-H1)
         a_ops = ((lin_ops if i in lin else []) + (next(ops for ls, ops in kinds if i in ls) if i in att else [])) \
             if cfg.has_mixer(i) else []
-        f_ops = ((moe if cfg.is_moe_layer(i) and cfg.n_routed_experts else dense) if cfg.has_ffn(i) else block) + ple
+        dense = next((ops for ls, ops in dense_kinds if i in ls), [])
+        f_ops = ((moe if cfg.is_moe_layer(i) and cfg.n_routed_experts else dense) if cfg.has_ffn(i) else []) + \
+            block * _n_block_norms(cfg, i) + [o for ls, ops in lin_blocks if i in ls for o in ops] + ple
         if not pl.on_card[i]:
             if where == "card":
                 cross("link.pcie_activations", hid)
@@ -1373,10 +1389,55 @@ def _attn_eff(setup: Setup) -> tuple:
     return setup.runtime.attention_efficiency(setup.model, setup.mla_strategy, setup.kv_fmt.name)
 
 
-def _ffn_ops(setup: Setup, T: int, moe: bool, share: float) -> list:
+def _dense_kinds(setup: Setup, T: int, share: float) -> list:
+    """[(dense layers of one MLP width, their ops), ...]: one group (the mean width's ops) unless the config lists a
+    width per layer (cfg.layer_intermediates: DeciLM's, Gemma 3n's), then a group per width, each priced at it."""
+    cfg = setup.model
+    if not (cfg.intermediate_size and cfg.n_dense_layers):
+        return []
+    if not cfg.layer_intermediates:
+        return [(frozenset(cfg.dense_layers), _ffn_ops(setup, T, False, share))]
+    groups: dict = {}
+    for i in cfg.dense_layers:
+        groups.setdefault(cfg.layer_intermediate(i), []).append(i)
+    return [(frozenset(ls), _ffn_ops(setup, T, False, share, tuple(ls))) for _, ls in sorted(groups.items())]
+
+
+def _linear_block_kinds(setup: Setup, T: int, share: float) -> list:
+    """[(layers, ops), ...] of DeciLM's linear stand-ins (cfg.linear_attn_layers, cfg.linear_mlp_layers): each
+    block its norm and one hidden x hidden matmul; [] for every other family."""
+    cfg = setup.model
+    D = cfg.hidden_size
+    t = _weight_table(cfg, setup.weights)["layers"]
+    out = []
+    for name, ls, key in (("attn.linear", cfg.linear_attn_layers, "attn"), ("mlp.linear", cfg.linear_mlp_layers, "mlp")):
+        if not ls:
+            continue
+        wb = _mean((t[i][key]["linear_attn.weight"] if key == "attn" else t[i]["mlp"]) for i in ls)
+        out.append((frozenset(ls), _block_norm_ops(setup, T) + [_matmul(name, T, D, D, wb, setup, share)]))
+    return out
+
+
+def _n_block_norms(cfg, i: int) -> int:
+    """Layer i's norms priced apart from its FFN ops (_block_norm_ops): Nemotron-H's mixer block's one; DeciLM's
+    one before its attention (its linear stand-in's is in that block's ops); 0 elsewhere."""
+    if cfg.ffn_layers is None:
+        return 0
+    if cfg.model_type == "nemotron-nas":
+        return int(cfg.has_mixer(i))
+    return int(not cfg.has_ffn(i))
+
+
+def _ffn_ops(setup: Setup, T: int, moe: bool, share: float, layers: tuple | None = None) -> list:
     cfg = setup.model
     D = cfg.hidden_size
     wb = _layer_weight_bytes(cfg, setup.weights)
+    if layers:   # (dense layers of one width, _dense_kinds: their own bytes)
+        t = _weight_table(cfg, setup.weights)["layers"]
+        # (a DeciLM layer's norm before its MLP: its layer's norms shared out, the attention's priced apart)
+        deci = cfg.model_type == "nemotron-nas"
+        wb = {**wb, "mlp": _mean(t[i]["mlp"] for i in layers),
+              "norms": _mean(t[i]["norms"] / (cfg.has_attn_block(i) + 1) if deci else t[i]["norms"] for i in layers)}
     # a layer's two norms (one where each layer is one block: Nemotron-H, whose mixer blocks price
     # theirs apart, _block_norm_ops)
     nn = 1 if cfg.mixer_layers is not None else 2
@@ -1384,7 +1445,8 @@ def _ffn_ops(setup: Setup, T: int, moe: bool, share: float) -> list:
     m = cfg.mlp_matrices
     if not moe:
         # (the mean width over the dense layers: Gemma 4 E2B's kv-shared layers are twice as wide)
-        F = _mean(cfg.layer_intermediate(i) for i in cfg.dense_layers) if cfg.double_wide_mlp else cfg.intermediate_size
+        F = cfg.layer_intermediate(layers[0]) if layers else \
+            _mean(cfg.layer_intermediate(i) for i in cfg.dense_layers) if cfg.double_wide_mlp else cfg.intermediate_size
         ops.append(_matmul("mlp", T, m * F, D, wb["mlp"], setup, share, kernels=m + 1))
         return ops
     E, k, Fe = cfg.n_routed_experts, cfg.n_experts_per_tok, cfg.moe_intermediate_size
@@ -1609,24 +1671,26 @@ def _card_ops(setup: Setup, T: int, work: _Works, T_out: int) -> list:
     lin = frozenset(cfg.linear_layers)
     kinds = _attn_kind_ops(setup, T, work, share)
     lin_ops = _linear_ops(setup, T, work, share) if lin else []
-    dense = _ffn_ops(setup, T, False, share) if cfg.intermediate_size and cfg.n_dense_layers else []
+    dense_kinds = _dense_kinds(setup, T, share) + _linear_block_kinds(setup, T, share)
     moe = _ffn_ops(setup, T, True, share) if cfg.n_moe_layers else []
     head = _head_ops(setup, T_out, share) if T_out else []
     ple, ple_in = _ple_ops(setup, T, share), _ple_input_ops(setup, T, share)
-    dense_set, block = frozenset(cfg.dense_layers), _block_norm_ops(setup, T)
+    block = _block_norm_ops(setup, T)
     out = []
     for c, ((nd, nm, has_head), rng) in enumerate(zip(_layer_counts(setup), _layer_ranges(setup))):
         n_lin = sum(1 for i in rng if i in lin)
-        n_den = sum(1 for i in rng if i in dense_set)
-        # Nemotron-H's mixer blocks: their one norm (an FFN layer's norms are in the FFN ops)
-        n_blk = sum(1 for i in rng if not cfg.has_ffn(i)) if block else 0
+        # Nemotron-H's mixer blocks: their one norm (an FFN layer's norms are in the FFN ops); DeciLM's attention's
+        n_blk = sum(_n_block_norms(cfg, i) for i in rng) if block else 0
         lines = []
         # (a parallel hybrid's layer, cfg.parallel_mixers, is among the attention layers and the linear ones: both
         # mixers' ops counted)
         for ls, ops in kinds:
             n = sum(1 for i in rng if i in ls)
             lines += [(n, o) for o in ops]
-        lines += [(n_lin, o) for o in lin_ops] + [(n_den, o) for o in dense] + [(nm, o) for o in moe] + \
+        for ls, ops in dense_kinds:      # (the dense MLPs by width; DeciLM's linear blocks)
+            n = sum(1 for i in rng if i in ls)
+            lines += [(n, o) for o in ops]
+        lines += [(n_lin, o) for o in lin_ops] + [(nm, o) for o in moe] + \
             [(n_blk, o) for o in block] + [(len(rng), o) for o in ple]
         if c == 0 or setup.split == "tensor":
             lines += [(1, o) for o in ple_in]
@@ -1967,7 +2031,9 @@ def _memory_terms(setup: Setup, batch: int):
     # activations of one ubatch (f32): residual, normed input, q/k/v (or MLA's q, latent query,
     # latent and output), FFN intermediate (gate, up) and router scores; plus the logits buffer
     # (llama.cpp: vocab x outputs, one output per stream)
-    F_act = max(cfg.intermediate_size if cfg.n_dense_layers else 0,
+    # (the widest dense MLP where widths differ per layer: DeciLM, Gemma 3n)
+    F_act = max(max((cfg.layer_intermediate(i) for i in cfg.dense_layers), default=0) if cfg.layer_intermediates
+                else cfg.intermediate_size if cfg.n_dense_layers else 0,
                 cfg.n_experts_per_tok * cfg.moe_intermediate_size + cfg.shared_expert_intermediate_size)
     if cfg.attention == "mla":
         qkv = cfg.n_heads * (cfg.head_dim + cfg.kv_lora_rank + cfg.v_head_dim) + cfg.kv_lora_rank + cfg.qk_rope_head_dim
