@@ -13,6 +13,7 @@ import pytest
 gguf = pytest.importorskip("gguf", reason="GGUF tests need the gguf package")
 
 import gguf_writer  # noqa: E402
+import hf_meta  # noqa: E402
 import llama_bench_rows as lb  # noqa: E402
 
 from glmbench.models import configs, gguf_file  # noqa: E402
@@ -232,12 +233,7 @@ _B = dict(vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_layer
           eos_token_id=2)
 
 
-def _meta_count(hc):
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-    with torch.device("meta"):
-        m = transformers.AutoModelForCausalLM.from_config(hc)
-    return m, sum(p.numel() for p in m.parameters())
+_meta_count = hf_meta.meta_model
 
 
 @pytest.mark.parametrize("mt,kw", [("exaone", {}), ("exaone", dict(attention_bias=True, tie_word_embeddings=True)),

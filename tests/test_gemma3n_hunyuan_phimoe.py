@@ -10,6 +10,7 @@ import pytest
 gguf = pytest.importorskip("gguf", reason="GGUF tests need the gguf package")
 
 import gguf_writer  # noqa: E402
+import hf_meta  # noqa: E402
 import llama_bench_rows as lb  # noqa: E402
 
 from glmbench.models import configs, gguf_file  # noqa: E402
@@ -23,12 +24,7 @@ _G3N = dict(model_type="gemma3n_text", vocab_size=160, hidden_size=64, intermedi
             max_position_embeddings=4096, activation_sparsity_pattern=[0.95] * 3 + [0.0] * 7)
 
 
-def _meta_count(hc):
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-    with torch.device("meta"):
-        m = transformers.AutoModelForCausalLM.from_config(hc)
-    return m, sum(p.numel() for p in m.parameters())
+_meta_count = hf_meta.meta_model
 
 
 # ---- Gemma 3n --------------------------------------------------------------------------------------------------

@@ -2098,6 +2098,17 @@ def _deci_ffn_width(mult: float, hidden: int) -> int:
     return f if f % 256 == 0 else f + 256 - f % 256
 
 
+def _deci_replaced(part: dict, i: int, sizes: list, linear: list) -> bool:
+    """Whether block i's attention or ffn `part` is no_op or replace_with_linear: then its size (KV heads, MLP
+    width) is 0, appended to `sizes`, and a linear replacement's layer to `linear`."""
+    if not (part.get("no_op") or part.get("replace_with_linear")):
+        return False
+    sizes.append(0)
+    if not part.get("no_op"):
+        linear.append(i)
+    return True
+
+
 def _deci_fields(r: _Reader, L: int, H: int, D: int) -> dict:
     """DeciLM's (nemotron-nas) per-layer shapes from block_configs, one entry per layer as DeciLMDecoderLayer
     builds it: attention no_op (nothing, no input_layernorm), replace_with_linear (a hidden x hidden linear,
@@ -2115,12 +2126,7 @@ def _deci_fields(r: _Reader, L: int, H: int, D: int) -> dict:
         if not isinstance(a, dict) or not isinstance(f, dict):
             raise ValueError(f"config field `block_configs[{i}]` must hold an `attention` and an `ffn` object, "
                              f"got {b!r}")
-        if a.get("no_op"):
-            kv.append(0)
-        elif a.get("replace_with_linear"):
-            kv.append(0)
-            lin_a.append(i)
-        else:
+        if not _deci_replaced(a, i, kv, lin_a):
             g = a.get("n_heads_in_group")
             if isinstance(g, bool) or not isinstance(g, int) or g < 1 or H % g:
                 raise ValueError(f"config field `block_configs[{i}].attention.n_heads_in_group` must be a positive "
@@ -2128,12 +2134,7 @@ def _deci_fields(r: _Reader, L: int, H: int, D: int) -> dict:
                                  f"got {g!r}")
             kv.append(H // g)
             mix.append(i)
-        if f.get("no_op"):
-            widths.append(0)
-        elif f.get("replace_with_linear"):
-            widths.append(0)
-            lin_m.append(i)
-        else:
+        if not _deci_replaced(f, i, widths, lin_m):
             mult = f.get("ffn_mult")
             if isinstance(mult, bool) or not isinstance(mult, (int, float)) or not 0 < mult < 1e4:
                 raise ValueError(f"config field `block_configs[{i}].ffn.ffn_mult` must be a positive number (or the "
