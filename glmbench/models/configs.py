@@ -2091,13 +2091,6 @@ def _gemma4_fields(r: _Reader, L: int, win_layers: tuple, n_kv: int) -> dict:
     return out
 
 
-def _deci_ffn_width(mult: float, hidden: int) -> int:
-    """DeciLM's MLP width for ffn_mult (configuration_decilm.py _ffn_mult_to_intermediate_size, llama.cpp's
-    DeciModel._ffn_mult_to_intermediate_size): int(2 x ffn_mult x hidden / 3) rounded up to a multiple of 256."""
-    f = int(2 * mult * hidden / 3)
-    return f if f % 256 == 0 else f + 256 - f % 256
-
-
 def _deci_replaced(part: dict, i: int, sizes: list, linear: list) -> bool:
     """Whether block i's attention or ffn `part` is no_op or replace_with_linear: then its size (KV heads, MLP
     width) is 0, appended to `sizes`, and a linear replacement's layer to `linear`."""
@@ -2113,7 +2106,7 @@ def _deci_fields(r: _Reader, L: int, H: int, D: int) -> dict:
     """DeciLM's (nemotron-nas) per-layer shapes from block_configs, one entry per layer as DeciLMDecoderLayer
     builds it: attention no_op (nothing, no input_layernorm), replace_with_linear (a hidden x hidden linear,
     self_attn.linear_attn), else GQA with num_attention_heads / n_heads_in_group KV heads; the MLP alike (no_op,
-    mlp.linear_mlp, else SwiGLU _deci_ffn_width(ffn_mult) wide). The KV heads and MLP widths per layer
+    mlp.linear_mlp, else SwiGLU gguf_file.deci_ffn_width(ffn_mult) wide). The KV heads and MLP widths per layer
     (layer_kv_list, layer_intermediates: 0 where the layer has none); `_n_kv` the first attention layer's."""
     bc = r.hf.get("block_configs")
     if not isinstance(bc, list) or len(bc) != L:
@@ -2139,7 +2132,7 @@ def _deci_fields(r: _Reader, L: int, H: int, D: int) -> dict:
             if isinstance(mult, bool) or not isinstance(mult, (int, float)) or not 0 < mult < 1e4:
                 raise ValueError(f"config field `block_configs[{i}].ffn.ffn_mult` must be a positive number (or the "
                                  f"block no_op / replace_with_linear), got {mult!r}")
-            widths.append(_deci_ffn_width(mult, D))
+            widths.append(gguf_file.deci_ffn_width(mult, D))
             ffn.append(i)
     return dict(_n_kv=kv[mix[0]] if mix else H, layer_kv_list=tuple(kv), layer_intermediates=tuple(widths),
                 intermediate_size=widths[ffn[0]] if ffn else 0, mixer_layers=tuple(mix), ffn_layers=tuple(ffn),

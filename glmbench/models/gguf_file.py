@@ -1155,6 +1155,14 @@ def _lfm2(g: GGUFFile, m: _Meta, hf: dict, L: int, blocks: int) -> dict:
     return hf
 
 
+def deci_ffn_width(mult: float, hidden: int) -> int:
+    """DeciLM's MLP width for ffn_mult (configuration_decilm.py _ffn_mult_to_intermediate_size, llama.cpp's
+    DeciModel._ffn_mult_to_intermediate_size): int(2 x ffn_mult x hidden / 3) rounded up to a multiple of 256.
+    Here, not in configs (which prices DeciLM's block_configs with it), because configs imports this module."""
+    f = int(2 * mult * hidden / 3)
+    return f if f % 256 == 0 else f + 256 - f % 256
+
+
 def _deci(g: GGUFFile, m: _Meta, hf: dict, L: int, blocks: int) -> dict:
     """hf_config's rest for llama.cpp's deci (NVIDIA's Llama-Nemotron "DeciLM", HF nemotron-nas), as
     src/models/deci.cpp loads it from what conversion/deci.py DeciModel writes: per-layer arrays
@@ -1168,7 +1176,6 @@ def _deci(g: GGUFFile, m: _Meta, hf: dict, L: int, blocks: int) -> dict:
     heads = _layer_ints(g, "attention.head_count", blocks)[:L]
     kv = _layer_ints(g, "attention.head_count_kv", blocks)[:L]
     ff = _layer_ints(g, "feed_forward_length", blocks)[:L]
-    from glmbench.models.configs import _deci_ffn_width
     bc = []
     for i in range(L):
         if heads[i] and heads[i] != H:
@@ -1181,7 +1188,7 @@ def _deci(g: GGUFFile, m: _Meta, hf: dict, L: int, blocks: int) -> dict:
             else {"n_heads_in_group": None, "no_op": not heads[i], "replace_with_linear": bool(heads[i])}
         if ff[i]:
             mult = 3 * ff[i] / (2 * D)
-            if _deci_ffn_width(mult, D) != ff[i]:
+            if deci_ffn_width(mult, D) != ff[i]:
                 raise GGUFError(f"{p}: metadata '{arch}.feed_forward_length' = {ff[i]} on layer {i} is no DeciLM width "
                                 f"(int(2 ffn_mult hidden / 3) rounded up to a multiple of 256)")
             ffn = {"ffn_mult": mult, "no_op": False, "replace_with_linear": False}
