@@ -1259,9 +1259,9 @@ def _mla_expand_once_ops(setup: Setup, T: int, work: _Attn, share: float) -> lis
 
 def _mla_absorbed_ops(setup: Setup, T: int, work: _Attn, share: float, kvb_w: float) -> list:
     """MLA attention in the absorbed form for T tokens doing `work` (`share` of the heads and kvb_w
-    bytes of kv_b on this card), under setup.mla_strategy "absorbed" or "flash": q_nope (Dn) -> latent query (R) per head through
-    kv_b's K part, MQA over the latent cache (R + Dr wide keys, R wide values), latent output -> Dv
-    through kv_b's V part."""
+    bytes of kv_b on this card), under setup.mla_strategy "absorbed" or "flash": q_nope (Dn) ->
+    latent query (R) per head through kv_b's K part, MQA over the latent cache (R + Dr wide keys, R
+    wide values), latent output -> Dv through kv_b's V part."""
     cfg = setup.model
     kvf = setup.kv_fmt
     deq = DEQUANT_OPS if kvf.dequant else 0
