@@ -828,7 +828,8 @@ def _config_named(texts, cfgs: dict) -> str | None:
     return None
 
 
-def generic_records(path, cfgs: dict | None = None, keep_batched: bool = False) -> tuple[str, list]:
+def generic_records(path, cfgs: dict | None = None, keep_batched: bool = False,
+                    notices: list | None = None) -> tuple[str, list]:
     """(source id, records) of one pasted file read the generic way (module docstring); Skip
     when it has no sidecar or the card, model or weights are not stated; SystemExit on a
     disagreement (the runtime, an option) naming the file and line. `cfgs` (folder_configs): HF
@@ -837,7 +838,8 @@ def generic_records(path, cfgs: dict | None = None, keep_batched: bool = False) 
     llama-batched-bench's records (several streams) are kept, read the same way, and a serving
     benchmark's results are also kept as they ran (`serving_run`, _serve_records, an open loop
     included); none of them is ever for the fit (bench_public_fit.py --check predicts them apart);
-    else they are left out."""
+    else they are left out. `notices`: a list that gets the importer's notices (what it assumed: a card count,
+    shared decoding for a batched-bench jsonl; a result pasted twice, kept once)."""
     name = os.path.basename(path)
     side_path = os.path.splitext(path)[0] + ".txt"
     if not os.path.isfile(side_path):
@@ -849,7 +851,7 @@ def generic_records(path, cfgs: dict | None = None, keep_batched: bool = False) 
         cfg_file = _config_named((_side(side, "model"), os.path.splitext(name)[0]), cfgs)
     default = cfgs[cfg_file] if cfg_file else (named[0] if len(named) == 1 else None)
     try:        # the sidecar's model where the paste does not tell (or tells only the architecture)
-        recs = importers.read(path, default_model=default)
+        recs = importers.read(path, default_model=default, notices=notices)
     except importers.FormatError as e:
         raise Skip(str(e)) from None
     if cfg_file:
@@ -1172,8 +1174,9 @@ def main(argv):
         if os.path.basename(p) in cfgs:
             print(f"{os.path.basename(p)}: an HF config, for the pastes that name it")
             continue
+        notes = []
         try:
-            sid, recs = generic_records(p, cfgs, keep_batched=a.keep_batched)
+            sid, recs = generic_records(p, cfgs, keep_batched=a.keep_batched, notices=notes)
         except Skip as e:
             print(f"skipped {os.path.basename(p)}: {e}")
             continue
@@ -1193,6 +1196,8 @@ def main(argv):
                   f"{seen.get(sid, 'a SOURCES entry')}'s; rename one file")
             continue
         seen[sid] = os.path.basename(p)
+        for note in notes:     # what the importer assumed or merged, said with the file's records
+            print(f"note {note.replace(p, os.path.basename(p), 1)}")
         for m in {str(r.get("model")) for r in recs if str(r.get("model", "")).startswith("configs/")}:
             # a config the records name: copied beside them (bench_public_fit --check reads it there)
             os.makedirs(os.path.join(out_dir, "configs"), exist_ok=True)

@@ -1323,3 +1323,18 @@ def test_one_run_as_json_and_as_md_is_counted_once(tmp_path):
     assert len(pts) == 7
     assert sorted(p.measured for p in pts if p.label.endswith(" tg128 @ d0")) == [151.508254, 153.2]
     assert bpf.same_measured(4031.675437, 4031.68) and not bpf.same_measured(4031.675437, 4031.69)
+
+
+def test_public_records_says_what_the_importer_assumed_or_merged(tmp_path, capsys):
+    """A paste holding its table twice: public_records writes each point once and says so (the importer's
+    notice, 'note FILE:LINE: ... pasted twice'), as it says a skip or an error."""
+    src, out = tmp_path / "src", tmp_path / "out"
+    src.mkdir()
+    _put(str(src), XD, "twice.md", "URL: https://example.org/ok\nGPU: rtx3090\nModel: Llama 3 8B\n")
+    once = open(src / "twice.md").read()
+    (src / "twice.md").write_text(once + "\n" + once)
+    pr.main([str(src), "--out", str(out)])
+    said = capsys.readouterr().out.splitlines()
+    notes = [ln for ln in said if ln.startswith("note ") and "pasted twice" in ln]
+    assert len(notes) == 1 and "twice.md" in notes[0], said
+    assert len(_load(out, "twice")) == len(pr.generic_records(str(tmp_path / "src" / "twice.md"))[1])
