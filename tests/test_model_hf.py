@@ -141,6 +141,26 @@ TINY = {
         vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
         num_key_value_heads=2, head_dim=16, rms_norm_eps=1e-5, pad_token_id=0, bos_token_id=1, eos_token_id=2,
         rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+    # Hunyuan dense: Llama's layers with per-head q / k RMSNorms on the rotated q / k (after rope), the released
+    # configs' NTK-alpha rope ("dynamic" with an alpha: plain rope by the base theta x alpha^(d / (d - 2)))
+    "hunyuan_v1_dense": dict(
+        vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=16, rms_norm_eps=1e-5, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+        rope_parameters={"rope_type": "dynamic", "alpha": 8.0, "factor": 1.0, "rope_theta": 10000.0}),
+    # Hunyuan MoE (Hunyuan-A13B): the same attention; every layer 8 experts (softmax top-2 renormalised) beside a
+    # shared MLP, both intermediate_size wide
+    "hunyuan_v1_moe": dict(
+        vocab_size=160, hidden_size=64, intermediate_size=32, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=16, num_experts=8, moe_topk=2, rms_norm_eps=1e-5, pad_token_id=0,
+        bos_token_id=1, eos_token_id=2,
+        rope_parameters={"rope_type": "dynamic", "alpha": 8.0, "factor": 1.0, "rope_theta": 10000.0}),
+    # Phi-3.5-MoE: LayerNorms with biases, q / k / v / o biases, an lm_head bias, every layer 8 experts routed by the
+    # sparsemixer (its jitter band wide enough that the softmaxes weigh several logits), a 4-token window
+    "phimoe": dict(
+        vocab_size=160, hidden_size=64, intermediate_size=32, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, num_local_experts=8, num_experts_per_tok=2, attention_bias=True, lm_head_bias=True,
+        router_jitter_noise=0.2, sliding_window=4, rms_norm_eps=1e-5, pad_token_id=0, bos_token_id=1,
+        eos_token_id=2, rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
 }
 
 
@@ -198,7 +218,8 @@ CASES = [("glm4_moe_lite", s) for s in ("naive", "absorbed", "flash")] + \
         [("deepseek_v2", s) for s in ("naive", "absorbed", "flash")] + [("qwen3", ""), ("qwen3_moe", "")] + \
         [("deepseek_v3", "flash"), ("llama", ""), ("qwen2", ""), ("glm4_moe", ""), ("mixtral", ""), ("mistral", ""), ("phi3", "")] + \
         [("olmoe", ""), ("granite", ""), ("granitemoe", "")] + \
-        [("olmo2", ""), ("smollm3", ""), ("exaone4", ""), ("olmo3", "")] + [("exaone", ""), ("ernie4_5", "")]
+        [("olmo2", ""), ("smollm3", ""), ("exaone4", ""), ("olmo3", "")] + [("exaone", ""), ("ernie4_5", "")] + \
+        [("hunyuan_v1_dense", ""), ("hunyuan_v1_moe", ""), ("phimoe", "")]
 
 
 @pytest.mark.parametrize("model_type,strategy", CASES)
@@ -738,3 +759,39 @@ def test_hybrid_logits_match_hf(model_type, over):
     m.reset()
     np.testing.assert_allclose(m.prefill(np.array(prompt), logits="last"), got[0][-1], rtol=0,
                                atol=1e-5 * np.abs(got[0][-1]).max())
+
+
+@pytest.mark.parametrize("jitter", [0.01, 0.2, 1.0])
+def test_sparsemixer_route_matches_hf(jitter):
+    """ops.sparsemixer_route is HF's sparsemixer in eval mode (modeling_phimoe.sparsemixer, training=False): the same
+    two experts and weights; with a band wide enough the weights are not the plain softmax's top two."""
+    from transformers.models.phimoe.modeling_phimoe import sparsemixer
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((200, 32)).astype(np.float32)
+    wr = (rng.standard_normal((8, 32)) / 32 ** 0.5).astype(np.float32)
+    idx, wt = glmbench.core.ops.sparsemixer_route(x, wr, jitter)
+    with torch.no_grad():
+        mult, sel = sparsemixer(torch.from_numpy(x) @ torch.from_numpy(wr).T, jitter_eps=jitter, training=False)
+    np.testing.assert_array_equal(idx, sel.numpy())
+    np.testing.assert_allclose(wt, mult.numpy(), rtol=1e-6, atol=1e-7)
+    z = x @ wr.T
+    p = np.exp(z - z.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    plain = np.take_along_axis(p, idx.astype(np.int64), 1)
+    assert np.max(np.abs(plain - wt)) > 0.05
+
+
+def test_hunyuan_ntk_alpha_rope_is_hfs():
+    """Hunyuan's rope_scaling "dynamic" with an alpha is HF's ntk_alpha (fixed frequencies by the base theta x
+    alpha^(d / (d - 2))); "dynamic" without one (context-dependent dynamic NTK) is not run; another family's
+    "dynamic" stays "dynamic"."""
+    hf_cfg, hf = tiny_hf_model("hunyuan_v1_dense")
+    cfg = configs.load(hf_cfg.to_dict())
+    assert cfg.rope_type == "ntk_alpha" and cfg.forward_unsupported() == []
+    np.testing.assert_allclose(cfg.rope_inv_freq(), hf.model.rotary_emb.inv_freq.double().numpy(), rtol=1e-6)
+    d = {**TINY["hunyuan_v1_dense"], "model_type": "hunyuan_v1_dense",
+         "rope_parameters": {"rope_type": "dynamic", "factor": 2.0, "rope_theta": 10000.0}}
+    assert "rope_type 'dynamic'" in configs.load(d).forward_unsupported()[0]
+    q = {**TINY["qwen3"], "model_type": "qwen3",
+         "rope_parameters": {"rope_type": "dynamic", "alpha": 8.0, "factor": 2.0, "rope_theta": 10000.0}}
+    assert configs.load(q).rope_type == "dynamic"

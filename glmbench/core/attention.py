@@ -305,7 +305,8 @@ def _check_cache(cache, layer, kind, T):
 
 def gqa_block(x: np.ndarray, w: dict, cache, layer: int, positions, cfg, model_layer: int | None = None) -> np.ndarray:
     """Dense GQA attention sub-layer (Llama/Qwen3/Mistral/Seed-OSS/Gemma 3): q, k, v projections (+
-    biases when present in `w`), optional per-head q_norm/k_norm (cfg.qk_norm, Qwen3: before rope),
+    biases when present in `w`), optional per-head q_norm/k_norm (cfg.qk_norm, Qwen3: before rope; Hunyuan,
+    cfg.qk_norm_after_rope: after it),
     rope on the first cfg.rope_dim dims in cfg.rope_layout (cfg.layer_rope: Gemma 3's windowed layers
     by their local base), append K/V, attention with cfg.softmax_scale, the layer's sliding window
     (cfg.layer_window) and cfg.attn_logit_softcapping, o_proj. model_layer: the model's index of this
@@ -336,6 +337,7 @@ def gqa_block(x: np.ndarray, w: dict, cache, layer: int, positions, cfg, model_l
         q = ops.linear(x, _need(w, "q_proj.weight"), w.get("q_proj.bias")).reshape(T, Hq, Dh)
     k = ops.linear(x, _need(w, "k_proj.weight"), w.get("k_proj.bias")).reshape(T, Hkv, Dh)
     v = ops.linear(x, _need(w, "v_proj.weight"), w.get("v_proj.bias")).reshape(T, Hkv, Dv)
+    after = bool(getattr(cfg, "qk_norm_after_rope", False))   # Hunyuan: the per-head norms on the rotated q / k
     if cfg.qk_norm and cfg.layer_norm:
         # Command-R+: a LayerNorm per head (CohereLayerNorm over head_dim, a weight row per head)
         q = ops.layer_norm(q, _need(w, "q_norm.weight").reshape(Hq, Dh), cfg.rms_norm_eps)
@@ -344,7 +346,7 @@ def gqa_block(x: np.ndarray, w: dict, cache, layer: int, positions, cfg, model_l
         # OLMoE (MiniMax-M2 alike): one RMSNorm over each token's whole projection, all heads at once
         q = ops.rms_norm(q.reshape(T, Hq * Dh), _need(w, "q_norm.weight"), cfg.rms_norm_eps).reshape(T, Hq, Dh)
         k = ops.rms_norm(k.reshape(T, Hkv * Dh), _need(w, "k_norm.weight"), cfg.rms_norm_eps).reshape(T, Hkv, Dh)
-    elif cfg.qk_norm:
+    elif cfg.qk_norm and not after:
         q = ops.rms_norm(q, _need(w, "q_norm.weight"), cfg.rms_norm_eps)
         k = ops.rms_norm(k, _need(w, "k_norm.weight"), cfg.rms_norm_eps)
     clip = getattr(cfg, "clip_qkv", None)
@@ -355,6 +357,9 @@ def gqa_block(x: np.ndarray, w: dict, cache, layer: int, positions, cfg, model_l
         rot = cfg.layer_rope(li)
         q = ops.rope(q, pos, **rot)
         k = ops.rope(k, pos, **rot)
+    if after:
+        q = ops.rms_norm(q, _need(w, "q_norm.weight"), cfg.rms_norm_eps)
+        k = ops.rms_norm(k, _need(w, "k_norm.weight"), cfg.rms_norm_eps)
     cache.append(layer, k, v)
     o = gqa_attention(q, cache, layer, scale=cfg.softmax_scale, window=win, softcap=cfg.attn_logit_softcapping)
     if gate is not None:

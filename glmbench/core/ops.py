@@ -353,6 +353,36 @@ def moe(x: np.ndarray, router_weight: np.ndarray, w_gate: np.ndarray, w_up: np.n
     return y, counts
 
 
+__all__ += ["sparsemixer_route"]
+
+
+def sparsemixer_route(x: np.ndarray, router_weight, jitter_eps: float = 0.01):
+    """Phi-3.5-MoE's router at inference (HF PhimoeTopKRouter / sparsemixer in eval mode, transformers 5.25):
+    the logits s = router_weight x; the first expert the best logit m1, weighted by the softmax over the
+    logits within its band (those with (m1 - s) / max(|s|, m1) <= 2 jitter_eps; the others -inf) taken at it;
+    the second the best of the rest m2, weighted by the softmax, over the rest, of the logits within m2's band.
+    Two experts whatever top_k says, the weights not renormalised. NumPy float32 (HF's) around the C matmul.
+    x[T, D] f32, router_weight[E, D] (E >= 2) -> (topk_idx[T, 2] int32, topk_weight[T, 2] float32)."""
+    s = np.asarray(linear(x, router_weight), dtype=np.float32)
+    if s.ndim != 2 or s.shape[1] < 2:
+        raise ValueError(f"sparsemixer routes to two experts: it needs at least 2, got logits of shape {s.shape}")
+    r = np.arange(s.shape[0])
+    band = np.float32(2.0 * float(jitter_eps))
+    idx, wt = [], []
+    rest = s.copy()
+    for _ in range(2):
+        e = np.argmax(rest, axis=1)
+        m = rest[r, e][:, None]
+        with np.errstate(invalid="ignore", divide="ignore"):   # (0 / 0 where every logit is 0: NaN, not masked, as HF)
+            far = (m - s) / np.maximum(np.abs(s), m) > band
+        gates = np.where(far, np.float32(-np.inf), rest)
+        # softmax(gates) at e, whose gate is the row's max m
+        wt.append(np.float32(1.0) / np.exp(gates - m, dtype=np.float32).sum(axis=1, dtype=np.float32))
+        idx.append(e)
+        rest[r, e] = -np.inf     # the second expert: the best of the others
+    return np.stack(idx, axis=1).astype(np.int32), np.stack(wt, axis=1).astype(np.float32)
+
+
 # ---- GPT-OSS's MoE (NumPy float32 for now; float64 twin: reference.moe_gpt_oss) ---------------
 __all__ += ["clamped_swiglu", "moe_gpt_oss"]
 

@@ -202,10 +202,6 @@ PRICED_ONLY = {
     "lfm2_moe": "LFM2's gated short convolution (no C op for it yet) and LFM2-MoE's router",
     "gemma3n_text": "Gemma 3n's AltUp (four hidden streams predicted and corrected around every layer), LAuReL's "
                     "low-rank residual and the activation-sparse (Gaussian top-k) gate of its first layers",
-    "hunyuan_v1_dense": "Hunyuan's q / k RMSNorm after rope (Qwen3's comes before it) and its NTK-alpha rope",
-    "hunyuan_v1_moe": "Hunyuan's q / k RMSNorm after rope (Qwen3's comes before it), its NTK-alpha rope and its "
-                      "MoE beside a shared MLP",
-    "phimoe": "Phi-3.5-MoE's biased LayerNorms, lm_head bias, sparsemixer router and longrope",
     "nemotron-nas": "DeciLM's per-layer shapes (KV heads and MLP widths per layer, attention-free and "
                     "linear-replaced layers)",
 }
@@ -486,7 +482,9 @@ LATENT_NORM_EPS = 1e-6
 # rope_scaling types the forward pass implements (others only change numerics: predictions take them)
 # ("proportional": Gemma 4's global layers, plain frequencies on the first partial_rotary_factor of the head's
 # pairs, zero on the rest, over the layer's whole head dim: ModelConfig.layer_rope)
-ROPE_TYPES = ("default", "linear", "yarn", "llama3", "freq_factors", "proportional")
+# ("ntk_alpha": Hunyuan's rope_scaling {"type": "dynamic", "alpha": a}, which HF's HunYuan*RotaryEmbedding runs as
+# plain rope by the base rope_theta x a^(d / (d - 2)), whatever the context: ModelConfig.rope_type)
+ROPE_TYPES = ("default", "linear", "yarn", "llama3", "freq_factors", "proportional", "ntk_alpha")
 
 
 @dataclass(frozen=True)
@@ -810,6 +808,9 @@ class ModelConfig:
         if self.model_type == "nemotron_h" and self.hf.get("mamba_hidden_act", "silu") != "silu":
             # (NemotronHMamba2Mixer: the convolution's activation is mamba_hidden_act; Model's is silu)
             out.append(f"mamba_hidden_act {self.hf['mamba_hidden_act']!r} (Model's Mamba-2 convolution runs silu)")
+        if self.sparsemixer and (self.n_experts_per_tok != 2 or self.n_routed_experts < 2):
+            out.append(f"num_experts_per_tok {self.n_experts_per_tok} with {self.n_routed_experts} experts (Phi-3.5-"
+                       f"MoE's sparsemixer routes to two experts, whatever num_experts_per_tok says)")
         if self.model_type in PRICED_ONLY:
             out.append(f"{PRICED_ONLY[self.model_type]} (model_type {self.model_type!r} is priced, not run)")
         return out
@@ -823,6 +824,18 @@ class ModelConfig:
     def layer_norm(self) -> bool:
         """The model's norms are LayerNorms (weight only, the mean taken off: Cohere), not RMSNorms."""
         return self.model_type in LAYERNORM_FAMILIES
+
+    @property
+    def qk_norm_after_rope(self) -> bool:
+        """The per-head q / k RMSNorms come after rope (Hunyuan: HF HunYuan*Attention norms the rotated q / k,
+        query_layernorm / key_layernorm), not before it (Qwen3's)."""
+        return self.qk_norm and self.model_type in HUNYUAN_FAMILIES
+
+    @property
+    def sparsemixer(self) -> bool:
+        """The router is Phi-3.5-MoE's sparsemixer (HF PhimoeTopKRouter in eval mode: two experts, each weighted
+        by a softmax over the logits within its jitter band; ops.sparsemixer_route)."""
+        return self.model_type == "phimoe"
 
     def layer_rotates(self, i: int) -> bool:
         """Whether layer i applies rope: every layer but Cohere2's global ones (HF Cohere2Attention
@@ -869,9 +882,14 @@ class ModelConfig:
     # ---- rope scaling -----------------------------------------------------------------------
     @property
     def rope_type(self) -> str:
-        """"default" (plain rope), "linear" or "yarn": rope_scaling's `rope_type` (or v4 `type`)."""
+        """"default" (plain rope), "linear" or "yarn": rope_scaling's `rope_type` (or v4 `type`). Hunyuan's
+        "dynamic" with an `alpha` is "ntk_alpha" (HF HunYuan*RotaryEmbedding: fixed frequencies by the base
+        rope_theta x alpha^(d / (d - 2)), not the context-dependent dynamic NTK of other families)."""
         rs = self.rope_scaling or {}
-        return rs.get("rope_type") or rs.get("type") or "default"
+        t = rs.get("rope_type") or rs.get("type") or "default"
+        if t == "dynamic" and rs.get("alpha") and self.model_type in HUNYUAN_FAMILIES:
+            return "ntk_alpha"
+        return t
 
     def rope_inv_freq(self) -> np.ndarray | None:
         """Per-pair inverse frequencies float64 [rope_dim/2] for ops.rope's `inv_freq` (read-only), or
@@ -893,7 +911,8 @@ class ModelConfig:
         if self.rope_type == "default":
             return None, 1.0
         orig = (self.hf or {}).get("original_max_position_embeddings")
-        return _rope_params(json.dumps(self.rope_scaling, sort_keys=True, default=repr), self.rope_theta,
+        rs = dict(self.rope_scaling, rope_type="ntk_alpha") if self.rope_type == "ntk_alpha" else self.rope_scaling
+        return _rope_params(json.dumps(rs, sort_keys=True, default=repr), self.rope_theta,
                             self.rope_dim, self.max_position_embeddings, json.dumps(orig, default=repr))
 
     # ---- KV cache ---------------------------------------------------------------------------
@@ -1603,6 +1622,13 @@ def _rope_params(scaling_json: str, theta: float, dim: int, max_pos: int, orig_j
         n_rot = int(prf * dim // 2)
         inv = np.concatenate([plain[:n_rot], np.zeros(dim // 2 - n_rot)]) / _scaling_num(rs, "factor", 1.0)
         af = 1.0
+    elif t == "ntk_alpha":
+        # Hunyuan (HF HunYuan*RotaryEmbedding.compute_ntk_alpha_rope_parameters, transformers 5.25): plain rope by the
+        # base theta x alpha^(dim / (dim - 2)) (llama.cpp's converter writes that base as rope.freq_base)
+        alpha = _scaling_num(rs, "alpha")
+        if dim <= 2:
+            raise ValueError(f"NTK-alpha rope needs a head of more than 2 dims, got {dim}")
+        inv, af = (theta * alpha ** (dim / (dim - 2))) ** (-2.0 * np.arange(dim // 2) / dim), 1.0
     elif t == "freq_factors":   # a GGUF's rope_freqs tensor (llama3 scaling as stored): divisors per pair
         f = np.asarray(rs.get("freq_factors"), dtype=np.float64)
         if f.shape != plain.shape:

@@ -224,6 +224,9 @@ def _init_std(name: str, shape: tuple, cfg) -> float | None:
 
 
 _EXPERTS = ("mlp.experts.gate_proj", "mlp.experts.up_proj", "mlp.experts.down_proj")
+# Hunyuan's per-head q / k norms (HF query_layernorm / key_layernorm, ModelConfig.tensor_shapes' names) as the
+# attention reads them (attention.gqa_block: q_norm / k_norm)
+_ATTN_ALIAS = {"query_layernorm.weight": "q_norm.weight", "key_layernorm.weight": "k_norm.weight"}
 
 
 class Layer:
@@ -232,7 +235,8 @@ class Layer:
     def __init__(self, cfg, index: int, kind: str, weights: dict):
         self.cfg, self.index, self.kind = cfg, int(index), kind
         self.w = weights
-        self.attn = {k[len("self_attn."):]: v for k, v in weights.items() if k.startswith("self_attn.")}
+        self.attn = {_ATTN_ALIAS.get(k[len("self_attn."):], k[len("self_attn."):]): v for k, v in weights.items()
+                     if k.startswith("self_attn.")}
         if kind == "moe":
             self._route = dict(top_k=int(cfg.n_experts_per_tok), scoring=cfg.router_scoring,
                                bias=weights.get("mlp.gate.e_score_correction_bias"), **route_groups(cfg),
@@ -330,11 +334,12 @@ class Layer:
         if cfg.attention_sinks or cfg.layer_norm or cfg.linear_layers or cfg.attn_output_gate or self.gemma4 or \
                 (gemma and not all(isinstance(v, np.ndarray) for v in w.values())) or cfg.qk_norm_all_heads or \
                 cfg.clip_qkv or cfg.residual_multiplier is not None or cfg.post_norms or \
-                not cfg.layer_rotates(self.index):
+                not cfg.layer_rotates(self.index) or cfg.qk_norm_after_rope or cfg.norm_bias:
             # GPT-OSS, Cohere, the hybrids, Gemma 4: no C layer yet (_forward_gpt_oss, _forward_cohere,
             # _forward_hybrid, _forward_gemma4); Gemma 2 / 3: float matrices only; OLMoE's q / k norms over all
             # heads and clip_qkv, Granite's residual_multiplier: forward_py (attention.gqa_block); OLMo 2 / 3's and
-            # EXAONE 4's post-norm layers (_forward_post_norm), SmolLM3's NoPE layers (the C layer always rotates)
+            # EXAONE 4's post-norm layers (_forward_post_norm), SmolLM3's NoPE layers (the C layer always rotates);
+            # Hunyuan's q / k norms after rope (attention.gqa_block), Phi-3.5-MoE's layer (_forward_phimoe)
             return None
         mla = cfg.attention == "mla"
         rot = cfg.layer_rope(self.index) if not mla else dict(
@@ -421,6 +426,8 @@ class Layer:
             return self._forward_hybrid(x, cache, cache_layer, positions, n_out)
         if cfg.post_norms:
             return self._forward_post_norm(x, cache, cache_layer, positions, n_out)
+        if cfg.norm_bias:
+            return self._forward_phimoe(x, cache, cache_layer, positions, n_out)
         h = _ops.rms_norm(x, w["input_layernorm.weight"], eps)
         if cfg.attention == "mla":
             a = attention.mla_block(h, self.attn, cache, cache_layer, positions, cfg, strategy=mla_strategy)
@@ -440,6 +447,20 @@ class Layer:
             m = m * np.float32(rm)
         return x + m
 
+
+    def _forward_phimoe(self, x, cache, cache_layer: int, positions, n_out=None):
+        """Phi-3.5-MoE's layer (HF PhimoeDecoderLayer, transformers 5.25): pre-norm with LayerNorms that carry a
+        bias (eps rms_norm_eps); the attention with its q / k / v / o biases (attention.gqa_block, the window on
+        every layer where set); every layer MoE, routed by the sparsemixer (ops.sparsemixer_route: two experts,
+        jitter band router_jitter_noise) to the SwiGLU experts (ops.moe_experts). Op by op, no C layer."""
+        cfg, w = self.cfg, self.w
+        h = _biased_layer_norm(x, w, "input_layernorm", cfg)
+        a = attention.gqa_block(h, self.attn, cache, cache_layer, positions, cfg, model_layer=self.index)
+        x = _keep(x + a, n_out)
+        h = _biased_layer_norm(x, w, "post_attention_layernorm", cfg)
+        idx, wt = _ops.sparsemixer_route(h, w["mlp.gate.weight"], _router_jitter(cfg))
+        m, self.last_counts = _ops.moe_experts(h, idx, wt, *(w[n] for n in _EXPERTS))
+        return x + m
 
     def _forward_post_norm(self, x, cache, cache_layer: int, positions, n_out=None):
         """OLMo 2 / 3's and EXAONE 4's post-norm layer (HF Olmo2DecoderLayer, Exaone4DecoderLayer): the attention
@@ -764,6 +785,20 @@ class Layer:
         return x + m
 
 
+def _biased_layer_norm(x, w: dict, name: str, cfg):
+    """Phi-3.5-MoE's nn.LayerNorm: (x - mean) / sqrt(var + eps) x weight + bias (eps rms_norm_eps)."""
+    y = _ops.layer_norm(x, _to_f32(w[name + ".weight"]), float(cfg.rms_norm_eps))
+    return y + _to_f32(w[name + ".bias"])
+
+
+def _router_jitter(cfg) -> float:
+    """Phi-3.5-MoE's sparsemixer band: router_jitter_noise (PhimoeConfig's default 0.01)."""
+    v = (getattr(cfg, "hf", None) or {}).get("router_jitter_noise", 0.01)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0:
+        raise ValueError(f"config field `router_jitter_noise` must be a number >= 0, got {v!r}")
+    return float(v)
+
+
 def _relu2_mlp(h, up, down):
     """Nemotron-H's ungated MLP: down(relu(up h)^2) (HF ACT2FN["relu2"])."""
     u = _ops.linear(h, up)
@@ -1045,11 +1080,23 @@ def granitemoe_state_dict(src: Mapping) -> dict:
     """A Granite MoE state dict (granitemoe) under the names the layers hold: HF's block_sparse_moe router and
     experts renamed (_GRANITEMOE; the fused gate_up rows are split where the layer is built, as transformers 5's
     other MoEs); the arrays themselves, no copies. Names already in glmbench's form pass through."""
+    return _renamed(src, _GRANITEMOE)
+
+
+# transformers 5's names of Hunyuan's router (mlp.gate.wg) and shared MLP (mlp.shared_mlp) and of Phi-3.5-MoE's
+# router (mlp.router) -> the layer's MoE names
+_MOE_RENAMES = {"mlp.gate.wg.weight": "mlp.gate.weight", "mlp.router.weight": "mlp.gate.weight",
+                **{f"mlp.shared_mlp.{n}_proj.weight": f"mlp.shared_experts.{n}_proj.weight" for n in ("gate", "up", "down")}}
+
+
+def _renamed(src: Mapping, table: dict) -> dict:
+    """src with each layer tensor model.layers.N.REST named model.layers.N.table[REST] where the table has REST;
+    the arrays themselves, no copies."""
     out = {}
     for key, a in src.items():
         parts = key.split(".", 3)
-        if len(parts) == 4 and parts[:2] == ["model", "layers"] and parts[3] in _GRANITEMOE:
-            key = f"model.layers.{parts[2]}.{_GRANITEMOE[parts[3]]}"
+        if len(parts) == 4 and parts[:2] == ["model", "layers"] and parts[3] in table:
+            key = f"model.layers.{parts[2]}.{table[parts[3]]}"
         out[key] = a
     return out
 
@@ -1123,6 +1170,9 @@ class Model:
             self.lm_head = (self.embed if cfg.tie_word_embeddings else
                             random_weight("lm_head.weight", (V, D), weights, seed, 1.0 / np.sqrt(D)))
             self.final_norm = np.ones(D, np.float32)
+            # Phi-3.5-MoE: the final LayerNorm's bias and the lm_head's (zeros)
+            self.final_norm_bias = np.zeros(D, np.float32) if cfg.norm_bias else None
+            self.lm_head_bias = np.zeros(V, np.float32) if cfg.lm_head_bias else None
             if cfg.ple_size:   # Gemma 4's per-layer embeddings: the table, the input embedding's projection, its norm
                 self.ple = {n: (np.ones(s, np.float32) if len(s) == 1 else
                                 random_weight(n, s, vocab.tensor_format(weights, n, s).name, seed,
@@ -1140,6 +1190,8 @@ class Model:
                 state_dict = gemma4_state_dict(cfg, state_dict)
             elif cfg.model_type == "granitemoe":
                 state_dict = granitemoe_state_dict(state_dict)
+            elif cfg.model_type in configs.HUNYUAN_FAMILIES + ("phimoe",):
+                state_dict = _renamed(state_dict, _MOE_RENAMES)
 
             def get(key):
                 if key not in state_dict:
@@ -1157,6 +1209,13 @@ class Model:
             fn = get("model.norm.weight")
             _expect(fn, (D,), "model.norm.weight")
             self.final_norm = np.ascontiguousarray(_to_f32(_gemma_norm(cfg, "model.norm.weight", fn)))
+            self.final_norm_bias = self.lm_head_bias = None
+            for attr, n, size, on in (("final_norm_bias", "model.norm.bias", D, cfg.norm_bias),
+                                      ("lm_head_bias", "lm_head.bias", V, cfg.lm_head_bias)):
+                if on:   # Phi-3.5-MoE
+                    b = get(n)
+                    _expect(b, (size,), n)
+                    setattr(self, attr, np.ascontiguousarray(_to_f32(b), dtype=np.float32))
             if cfg.ple_size:
                 self.ple = {}
                 for n, s in _ple_shapes(cfg).items():
@@ -1234,7 +1293,9 @@ class Model:
     def weight_bytes(self) -> int:
         """Bytes of every weight array this object holds (sampled models: only the built layers)."""
         b = self.embed.nbytes + self.final_norm.nbytes + sum(l.nbytes for l in self.layers) + \
-            sum(a.nbytes for a in getattr(self, "ple", {}).values())
+            sum(a.nbytes for a in getattr(self, "ple", {}).values()) + \
+            sum(a.nbytes for a in (getattr(self, "final_norm_bias", None), getattr(self, "lm_head_bias", None))
+                if a is not None)
         return int(b + (0 if self.lm_head is self.embed else self.lm_head.nbytes))
 
     # -- forward -------------------------------------------------------------------------
@@ -1313,9 +1374,12 @@ class Model:
 
     def head(self, x: np.ndarray) -> np.ndarray:
         cfg = self.config
-        norm = _ops.layer_norm if cfg.layer_norm else _ops.rms_norm
+        norm = _ops.layer_norm if cfg.layer_norm or cfg.norm_bias else _ops.rms_norm
         h = norm(x, self.final_norm, float(cfg.rms_norm_eps))
-        logits = _ops.linear(h, self.lm_head)
+        nb = getattr(self, "final_norm_bias", None)
+        if nb is not None:   # Phi-3.5-MoE: a biased LayerNorm, a biased lm_head
+            h = h + nb
+        logits = _ops.linear(h, self.lm_head, getattr(self, "lm_head_bias", None))
         if cfg.logit_scale is not None:   # Cohere: logits x logit_scale
             logits *= np.float32(cfg.logit_scale)
         cap = getattr(cfg, "final_logit_softcapping", None)
