@@ -666,7 +666,8 @@ def _hf_tiny(family):
 
 # (DeciLM, nemotron-nas: transformers 5.25 ships none; counted by DeciLM's own formula in tests/test_deci_exaone_ernie.py)
 @pytest.mark.parametrize("family", sorted(set(configs.PRICED_ONLY) - {"nemotron-nas"}) + list(configs.LAYERNORM_FAMILIES)
-                         + list(configs.LINEAR_FAMILIES) + list(configs.GEMMA4_FAMILIES))
+                         + list(configs.LINEAR_FAMILIES) + list(configs.GEMMA4_FAMILIES)
+                         + ["hunyuan_v1_dense", "hunyuan_v1_moe", "phimoe"])
 def test_priced_families_match_hf_parameter_counts(family):
     d, m = _hf_tiny(family)
     c = configs.from_hf(d)
@@ -682,7 +683,7 @@ def test_priced_families_match_hf_parameter_counts(family):
         assert c.forward_unsupported() and configs.PRICED_ONLY[c.model_type] in c.forward_unsupported()[-1]
     elif family in configs.LAYERNORM_FAMILIES:   # Cohere's families run in Model (tests/test_model_hf.py)
         assert c.forward_unsupported() == [] and c.layer_norm and c.n_layer_norms == 1
-    else:   # so do the hybrids
+    else:   # so do the hybrids, Hunyuan and Phi-3.5-MoE
         assert c.forward_unsupported() == []
     expect_moe = {"glm4": (), "llama4_text": (1, 3, 5, 7), "minimax_m2": tuple(range(8)),
                   "ernie4_5_moe": (1, 2, 3, 4, 5, 6), "qwen2_moe": (0, 1, 3, 4, 5, 6, 7),

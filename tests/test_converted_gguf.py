@@ -316,8 +316,7 @@ def test_priced_family_files_predict_and_are_refused_by_the_forward_pass(tmp):
     # Phi-3.5-MoE's GGUFs, written by the gguf package: tests/test_gemma3n_hunyuan_phimoe.py; DeciLM's, written and
     # converted: tests/test_deci_exaone_ernie.py)
     assert set(PREDICT_ONLY) == set(configs.PRICED_ONLY) - {"kimi_linear", "falcon_h1", "glm_moe_dsa", "deepseek_v32",
-                                                            "lfm2", "lfm2_moe", "gemma3n_text", "hunyuan_v1_dense",
-                                                            "hunyuan_v1_moe", "phimoe", "nemotron-nas"}
+                                                            "lfm2", "lfm2_moe", "gemma3n_text", "nemotron-nas"}
     for family in PREDICT_ONLY:
         _, _, files = _converted(family, tmp)
         with warnings.catch_warnings():

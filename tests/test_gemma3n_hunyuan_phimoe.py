@@ -2,8 +2,12 @@
 Phi-3.5-MoE (phimoe): parameter counts against HF's meta-device models, GGUF files laid out as llama.cpp's converter
 writes them (conversion/gemma.py Gemma3NModel, conversion/hunyuan.py, conversion/phi.py), written here with the gguf
 package and, where the vendored converter is at hand, converted from tiny HF models; llama-bench's names for them
-and what the cost model makes of the built-ins. All three are priced, not run (configs.PRICED_ONLY)."""
+and what the cost model makes of the built-ins. Gemma 3n is priced, not run (configs.PRICED_ONLY); Hunyuan and
+Phi-3.5-MoE run in glmbench.Model (their logits against HF's tiny models: tests/test_model_hf.py; the converted
+Hunyuan files' and a Phi-3.5-MoE file holding HF's weights here)."""
 import math
+
+import numpy as np
 
 import pytest
 
@@ -217,7 +221,7 @@ def test_hunyuan_phimoe_parameters_equal_the_hf_model(mt, kw):
     ours = cfg.tensor_shapes()
     # every tensor outside the MoE by HF's own name and shape (the experts stacked apart, HF's gate_up fused)
     assert {k: v for k, v in hf.items() if ".mlp." not in k} == {k: v for k, v in ours.items() if ".mlp." not in k}
-    assert cfg.forward_unsupported()[-1].endswith(f"(model_type {mt!r} is priced, not run)")
+    assert cfg.forward_unsupported() == []
     if mt.startswith("hunyuan"):   # per-head q / k norms, HF's names
         assert cfg.qk_norm and ours["model.layers.0.self_attn.query_layernorm.weight"] == (16,)
     if mt == "hunyuan_v1_moe":     # experts and the shared MLP intermediate_size wide, softmax top-2 renormalised
@@ -312,7 +316,8 @@ def test_hunyuan_phimoe_builtins_priced():
         assert d.tok_s > 0 and cm.prefill(st, 512).tok_s > 0
         # decode reads the attention, the shared MLP and the experts a token's batch touches, not all of them
         assert sum(op.bytes for op in d.ops) < 0.3 * c.weight_bytes("Q4_K_M")
-        assert c.forward_unsupported()
+        assert c.forward_unsupported() == []     # (Hunyuan-A13B's NTK-alpha rope: ntk_alpha, run)
+    assert hy.rope_type == "ntk_alpha"
 
 
 @pytest.mark.slow
@@ -366,9 +371,94 @@ def test_hunyuan_converted_file(tmp_path, mt):
 
 
 def test_cuda_model_refuses_the_three_families():
-    """glmbench.cuda.CudaModel runs the Llama / Qwen layer only: Gemma 3n, Hunyuan and Phi-3.5-MoE (priced, not run)
-    are refused before anything reaches a GPU."""
+    """glmbench.cuda.CudaModel runs the Llama / Qwen layer only: Gemma 3n (priced, not run), Hunyuan (q / k norms after
+    rope) and Phi-3.5-MoE (biased LayerNorms, sparsemixer), which glmbench.Model runs on the CPU, are refused before
+    anything reaches a GPU."""
     from glmbench import cuda
     for hc in (_G3N, _SYNTH["hunyuan_v1_dense"], _SYNTH["hunyuan_v1_moe"], _SYNTH["phimoe"]):
         with pytest.raises(ValueError, match=r"CudaModel: .* which the CUDA path does not implement"):
             cuda.CudaModel(configs.from_hf(hc))
+
+
+def _unit_scale(m, seed=0):
+    """The tiny HF model's weights re-drawn at unit scale (matrices N(0, 1/fan_in), 1-D tensors around 1), so its
+    logits are O(1) and a skipped norm weight or bias shows."""
+    import torch
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in m.parameters():
+            p.copy_(1.0 + 0.1 * torch.randn(p.shape, generator=g) if p.ndim == 1 else
+                    torch.randn(p.shape, generator=g) / p.shape[-1] ** 0.5)
+    return m.eval()
+
+
+def _hf_and_model_logits(m, gm, prompt, steps):
+    import torch
+    want, got = [], [gm.prefill(np.array(prompt))] + [gm.decode(t) for t in steps]
+    with torch.no_grad():
+        r = m(torch.tensor([prompt]), use_cache=True)
+        want.append(r.logits[0].numpy())
+        for t in steps:
+            r = m(torch.tensor([[t]]), use_cache=True, cache=r.cache)
+            want.append(r.logits[0, -1].numpy())
+    return [float(np.max(np.abs(a - b)) / np.max(np.abs(b))) for a, b in zip(got, want)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mt", ["hunyuan_v1_dense", "hunyuan_v1_moe"])
+def test_hunyuan_converted_file_runs_with_hf_logits(tmp_path, mt):
+    """llama.cpp's converter on tiny HF Hunyuans (F32): glmbench.Model runs the file (checkpoint.load_model) with HF's
+    logits, a prefill and decode steps. The dense one with the released configs' NTK-alpha rope ("dynamic" with an
+    alpha, which conversion/hunyuan.py HunYuanModel folds into rope.freq_base; its MoE converter takes only the
+    released alpha 1000 over 128-dim heads, so the MoE file turns by plain rope)."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    import llama_cpp_convert as lc
+    if lc.source() is None:
+        pytest.skip(lc.skip_reason())
+    from glmbench.models import checkpoint
+    kw = dict(num_experts=4, moe_topk=[2] * 4, moe_intermediate_size=[96] * 4, num_shared_expert=[1] * 4) \
+        if mt == "hunyuan_v1_moe" else \
+        dict(max_position_embeddings=32768, rope_parameters={"rope_type": "dynamic", "alpha": 8.0, "factor": 1.0,
+                                                             "rope_theta": 10000.0})
+    hc = transformers.AutoConfig.for_model(mt, **{**_B, "head_dim": 16, "pad_token_id": 0, "bos_token_id": 1,
+                                                  "eos_token_id": 2, **kw})
+    hc._attn_implementation = "eager"
+    torch.manual_seed(0)
+    m = _unit_scale(transformers.AutoModelForCausalLM.from_config(hc))
+    f = lc.convert(lc.save_hf(m, hc, tmp_path / "hf"), tmp_path / f"{mt}.gguf", "f32")
+    gm = checkpoint.load_model(f, kv="f32", max_context=16)
+    if mt == "hunyuan_v1_dense":   # the alpha's base, as plain rope: HF's ntk_alpha frequencies
+        np.testing.assert_allclose(gm.config.rope_theta ** (-np.arange(0, 16, 2) / 16),
+                                   m.model.rotary_emb.inv_freq.double().numpy(), rtol=1e-6)
+    errs = _hf_and_model_logits(m, gm, [3, 17, 5, 99, 42, 7], [11, 64, 2])
+    assert max(errs) < 1e-4, errs
+
+
+@pytest.mark.slow
+def test_phimoe_file_with_hf_weights_runs_with_hf_logits(tmp_path):
+    """A Phi-3.5-MoE GGUF laid out as llama.cpp's converter writes one (conversion/phi.py PhiMoeModel: phimoe's tensor
+    names, the experts stacked, the LayerNorm, attention and output biases), holding a tiny HF model's weights (the
+    converter itself takes only the released checkpoint's layout): glmbench.Model runs it with HF's logits, the
+    sparsemixer routing by HF's default band (router_jitter_noise 0.01, which no GGUF key states)."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from glmbench.models import checkpoint
+    hc = transformers.AutoConfig.for_model("phimoe", **{k: v for k, v in _SYNTH["phimoe"].items() if k != "model_type"},
+                                           head_dim=16, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    hc._attn_implementation = "eager"
+    torch.manual_seed(0)
+    m = _unit_scale(transformers.AutoModelForCausalLM.from_config(hc))
+    cfg = configs.from_hf(hc.to_dict(), "hf")
+    sd = gguf_writer.hf_tensors(hc, m.state_dict())
+    sd = {k.replace(".mlp.router.", ".mlp.gate."): v for k, v in sd.items()}
+    p = str(tmp_path / "phimoe.gguf")
+    w = gguf.GGUFWriter(p, "phimoe")
+    gguf_writer.add_metadata(w, "phimoe", {**gguf_writer.gqa_meta(cfg), **_MOE_KEYS["phimoe"]})
+    for name in cfg.tensor_shapes():
+        w.add_tensor(gguf_file.gguf_name(name, "phimoe", cfg.n_layers), np.ascontiguousarray(sd[name], np.float32))
+    gguf_writer.finish(w)
+    gm = checkpoint.load_model(p, kv="f32", max_context=16)
+    assert gguf_writer.config_diff(gm.config, cfg) == {}
+    errs = _hf_and_model_logits(m, gm, [3, 17, 5, 99, 42, 7], [11, 64, 2])
+    assert max(errs) < 1e-4, errs
