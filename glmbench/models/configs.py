@@ -77,10 +77,11 @@ Families (HF `model_type`), with the field names HF uses in each:
                  (activation_sparsity_pattern); priced, not run
   hunyuan_v1_dense
                  dense GQA (Hunyuan dense): Llama's layers with per-head q / k RMSNorm applied after rope
-                 (query_layernorm / key_layernorm); priced, not run
+                 (query_layernorm / key_layernorm); rope_scaling "dynamic" with an alpha is HF's NTK-alpha rope
+                 (rope_type ntk_alpha: plain rope by the base rope_theta x alpha^(d / (d - 2))); run
   hunyuan_v1_moe GQA + MoE (Hunyuan-A13B): the same attention; every layer num_experts experts of
                  intermediate_size (softmax top moe_topk, renormalised) beside one shared MLP of that width
-                 (shared_mlp); priced, not run
+                 (shared_mlp); run
   nemotron-nas   GQA, per-layer shapes (NVIDIA's Llama-Nemotron "DeciLM": Llama-3.3-Nemotron-Super-49B, Llama-3.1-
                  Nemotron-51B / Ultra-253B; remote code DeciLMForCausalLM): each layer's block_configs entry gives its
                  attention (n_heads_in_group -> num_attention_heads / n_heads_in_group KV heads; no_op: no attention and
@@ -93,8 +94,9 @@ Families (HF `model_type`), with the field names HF uses in each:
                  every projection where use_bias; run
   phimoe         GQA + MoE (Phi-3.5-MoE): LayerNorms with a bias (weight and bias, eps rms_norm_eps), q/k/v/o
                  biases (attention_bias), every layer num_local_experts experts of intermediate_size routed by
-                 sparsemixer (top-2), an lm_head bias (lm_head_bias), a window on every layer where the config
-                 sets one, longrope; priced, not run
+                 sparsemixer (two experts per token, HF's eval-mode routing: ops.sparsemixer_route), an lm_head
+                 bias (lm_head_bias), a window on every layer where the config sets one; run (a longrope config,
+                 as the released one, priced and refused by Model: forward_unsupported)
 
 The five from glm4 to qwen2_moe are priced (cost model, memory, weight bytes: parameters counted as HF's
 modeling code builds them); glmbench.Model does not run their forward pass (forward_unsupported says

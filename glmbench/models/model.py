@@ -57,6 +57,15 @@ names renamed, granitemoe_state_dict) with the multipliers: embeddings times emb
 output times residual_multiplier before the residual add, softmax scale attention_multiplier, logits divided by
 logits_scaling. Neither has a C layer: forward_py runs them op by op.
 
+Hunyuan (hunyuan_v1_dense, hunyuan_v1_moe; HF modeling_hunyuan_v1_dense / _moe): Llama's pre-norm layer with the
+per-head q / k RMSNorms (query_layernorm / key_layernorm) applied to the rotated q / k (attention.gqa_block with
+cfg.qk_norm_after_rope); the released configs' NTK-alpha rope as plain rope by the base theta x alpha^(d / (d - 2))
+(rope_type "ntk_alpha"); the MoE (softmax top-k renormalised) beside the shared MLP, HF's mlp.gate.wg and
+mlp.shared_mlp renamed. Phi-3.5-MoE (phimoe; HF modeling_phimoe): pre-norm LayerNorms with biases (the final one
+too), q / k / v / o biases, every layer MoE routed by the sparsemixer as HF runs it in eval mode (two experts, each
+weighted by a softmax over the logits within its jitter band: ops.sparsemixer_route; `Layer._forward_phimoe`), an
+lm_head bias. Neither has a C layer: forward_py runs them op by op.
+
 OLMo 2 / 3 and EXAONE 4 (olmo2, olmo3, exaone4; HF modeling_olmo2 / _olmo3 / _exaone4): post-norm layers,
 h = x + N1(Attn(x)); y = h + N2(MLP(h)) (post_attention_layernorm, post_feedforward_layernorm; no norm before
 either: `Layer._forward_post_norm`, op by op, no C layer); OLMo's q / k RMSNorms over all heads at once, EXAONE's
