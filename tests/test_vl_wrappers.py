@@ -4,6 +4,8 @@ to_dict()) prices the parameters of HF's language model (model.language_model, a
 device, ties as HF's wrapper model does, and leaves the vision tower unpriced (ModelConfig.unpriced)."""
 import json
 
+import numpy as np
+
 import pytest
 
 from glmbench.models import configs
@@ -146,3 +148,67 @@ def test_a_wrapper_without_its_text_config_is_an_error():
 def test_llama_3_2_vision_is_refused_naming_its_cross_attention_layers():
     with pytest.raises(ValueError, match="'mllama' is not supported: .*cross_attention_layers"):
         configs.from_hf({"model_type": "mllama", "text_config": dict(_TXT, cross_attention_layers=[1])})
+
+
+def _folder(tmp_path, d, names):
+    """An HF folder: config.json `d` and one safetensors file of zeros (F16) named `names` {name: shape}."""
+    from safetensors.numpy import save_file
+    tmp_path.mkdir(exist_ok=True)
+    (tmp_path / "config.json").write_text(json.dumps(d))
+    save_file({n: np.zeros(s, np.float16) for n, s in names.items()}, str(tmp_path / "model.safetensors"))
+    return str(tmp_path)
+
+
+@pytest.mark.parametrize("mt, text, lm_head", [("qwen3_vl", "model.language_model.", "lm_head."),
+                                               ("llava", "language_model.model.", "language_model.lm_head."),
+                                               ("qwen2_vl", "model.", "lm_head.")])
+def test_a_wrapper_s_folder_prices_its_text_weights_and_names_the_vision_bytes_unpriced(tmp_path, mt, text, lm_head):
+    """A multimodal checkpoint (transformers 5.25: model.language_model.*; LLaVA's older layout: language_model.model.*;
+    Qwen2-VL's first files: model.* beside visual.*): the text model's tensors are its weights, the vision tower's and
+    projector's bytes unpriced (FileWeights.unpriced_bytes), the state dict the text model's."""
+    from glmbench.models import checkpoint
+    d = _saved(mt, tie_word_embeddings=False)
+    c = configs.from_hf(d)
+    shapes = c.tensor_shapes()
+    names = {(lm_head + k[len("lm_head."):] if k.startswith("lm_head.") else text + k[len("model."):]): s
+             for k, s in shapes.items()}
+    vision = {"visual.blocks.0.attn.qkv.weight": (96, 32), "model.visual.merger.mlp.0.weight": (32, 64),
+              "vision_tower.vision_model.embeddings.patch_embedding.weight": (32, 3, 14, 14),
+              "multi_modal_projector.linear_1.weight": (32, 32)}
+    p = _folder(tmp_path / mt, d, {**names, **vision})
+    fw = configs.load(p).file_weights
+    text_bytes = 2 * sum(int(np.prod(s)) for s in shapes.values())
+    assert fw.unpriced_bytes == 2 * sum(int(np.prod(s)) for s in vision.values())
+    assert (fw.extra_bytes, fw.model_bytes, sum(b for _, _, b in fw.tensors)) == (0, text_bytes, text_bytes)
+    assert fw.main_type == "f16" or fw.main_type.upper() == "F16"
+    cfg, sd = checkpoint.state_dict(p)
+    assert set(sd) == set(shapes) and cfg.wrapper == mt
+
+
+def test_a_vision_language_gguf_reads_as_its_text_architecture(tmp_path):
+    """llama.cpp's qwen2vl / qwen3vl / qwen3vlmoe GGUFs hold the text model only (the vision tower is the mmproj
+    file): read as qwen2 / qwen3 / qwen3moe, their `{arch}.` keys as the text architecture's."""
+    gguf = pytest.importorskip("gguf")
+    import gguf_writer
+    from glmbench.models import gguf_file
+    for vl, mt, extra in (("qwen2vl", "qwen2", {"rope.dimension_sections": [1, 1, 2, 0]}),
+                          ("qwen3vl", "qwen3", {"n_deepstack_layers": 1, "attention.key_length": 8,
+                                                "attention.value_length": 8}),
+                          ("qwen3vlmoe", "qwen3_moe", {"n_deepstack_layers": 1, "attention.key_length": 8,
+                                                       "attention.value_length": 8, "expert_count": 4, "expert_feed_forward_length": 16,
+                                                       "expert_used_count": 2})):
+        tc = dict(_TXT, model_type=mt, **({"head_dim": 8} if mt != "qwen2" else {}),
+                  **({"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 16} if "moe" in mt else {}))
+        want = configs.from_hf(tc)
+        text = gguf_file.VL_TEXT_ARCHITECTURES[vl]
+        p = str(tmp_path / f"{vl}.gguf")
+        w = gguf.GGUFWriter(p, vl)
+        gguf_writer.add_metadata(w, vl, {**gguf_writer.gqa_meta(want), **extra})
+        gguf_writer.add_zero_tensors(w, want, text)
+        gguf_writer.finish(w)
+        g = gguf_file.read(p)
+        assert (g.architecture, g.vision_architecture) == (text, vl)
+        c = configs.load(p)
+        assert (c.model_type, c.total_params(), c.n_layers, c.head_dim) == \
+            (mt, want.total_params(), want.n_layers, want.head_dim)
+        assert c.file_weights.model_bytes == c.file_weights.total_bytes
