@@ -79,6 +79,13 @@ def state_dict(path):
     if os.path.isdir(p):
         cfg = configs.load(p)
         sd = _safetensors_folder(p)
+        if cfg.wrapper:     # a multimodal checkpoint: its text model's tensors by their text names, not its towers
+            names = {k: gguf_file.text_model_name(k) for k in sd}
+            # (its text model under a prefix of its own: only those and lm_head; else, Qwen2-VL's first files with
+            # the text model's own names beside `visual`, all but the towers)
+            wrapped = any(t != k and t is not None for k, t in names.items())
+            sd = {t: sd[k] for k, t in names.items()
+                  if t is not None and (not wrapped or t != k or k.startswith("lm_head."))}
         if cfg.model_type == "exaone":   # (the released checkpoint's own names, as transformers renames them)
             sd = {gguf_file.exaone_name(k): v for k, v in sd.items()}
         return cfg, sd

@@ -262,12 +262,43 @@ GEMMA3N_FAMILIES = ("gemma3n_text",)
 # index_topk best keys only. GLM's "shared" layers (indexer_types) reuse the previous full layer's choice: no
 # indexer weights and no indexer cache of their own. Priced, not run (PRICED_ONLY)
 DSA_FAMILIES = ("glm_moe_dsa", "deepseek_v32")
-# multimodal wrappers whose text model is one of the families (the config's `text_config`)
+# multimodal wrappers whose text model is one of the families (the config's `text_config`); the wrapper's vision
+# tower (and audio tower, projector) is not priced: ModelConfig.wrapper names the wrapper, unpriced() says so
 _WRAPPERS = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_5": "qwen3_5_text",
              "qwen3_5_moe": "qwen3_5_moe_text", "gemma4": "gemma4_text", "gemma3n": "gemma3n_text",
              # Mistral Small 3.1 / 3.2 and Devstral Small 2: a Mistral (or Ministral 3) text model, whose
              # model_type its text_config states (Mistral3Config's default: mistral)
-             "mistral3": None}
+             "mistral3": None,
+             # Qwen2-VL, Qwen2.5-VL (transformers 5.25 Qwen2VLTextModel / Qwen2_5_VLTextModel): Qwen2's layers (q / k / v
+             # bias) with multimodal rope (mrope: rope_scaling type "mrope" and mrope_section, or rope_parameters'
+             # mrope_section), which on text, its three position ids equal, is plain rope of the same dim: priced and run
+             # as plain rope. Their older config.json files hold the text fields at the top level (_WRAPPER_FLAT)
+             "qwen2_vl": "qwen2", "qwen2_5_vl": "qwen2",
+             # Qwen3-VL (Qwen3VLTextModel: Qwen3's layers, interleaved mrope; its deepstack merges vision features into
+             # the first layers' hidden states, no weights of the text model's) and Qwen3-VL-MoE (Qwen3-MoE's layers)
+             "qwen3_vl": "qwen3", "qwen3_vl_moe": "qwen3_moe",
+             # GLM-4.1V / GLM-4.5V (Glm4vTextModel: GLM-4-0414's four-norm layers; Glm4vMoeTextModel: GLM-4.5's MoE)
+             "glm4v": "glm4", "glm4v_moe": "glm4_moe",
+             # LLaVA, LLaVA-NeXT (any text model: their text_config's model_type, llama by default) and InternVL
+             # (transformers' InternVLConfig: Qwen2 by default, or Llama)
+             "llava": None, "llava_next": None, "internvl": None}
+# a wrapper whose text_config states no model_type: the config class's default text model
+_WRAPPER_TEXT_DEFAULT = {"mistral3": "mistral", "llava": "llama", "llava_next": "llama", "internvl": "qwen2"}
+# wrappers whose older config.json holds the text model's fields at the top level, no text_config (Qwen2VLConfig's
+# __post_init__ takes them from there)
+_WRAPPER_FLAT = ("qwen2_vl", "qwen2_5_vl")
+# text config fields whose class default differs from the family's (transformers 5.25): GLM-4.5V's Glm4vMoeTextConfig
+# defaults attention_bias true and has no head_dim (hidden / heads, Glm4vMoeTextAttention); GLM-4.1V's Glm4vTextAttention
+# builds q / k / v with a bias and hidden / heads wide heads whatever the config says (Glm4vTextConfig has neither
+# field): "=" forces the value
+_WRAPPER_TEXT_FIELDS = {"glm4v_moe": {"attention_bias": True, "head_dim": "hidden / heads"},
+                        "glm4v": {"=attention_bias": True, "=head_dim": "hidden / heads"}}
+# wrappers glmbench does not price, and what they lack
+_WRAPPERS_REFUSED = {
+    "mllama": "Llama 3.2 Vision's text model (MllamaTextModel) interleaves cross-attention layers "
+              "(cross_attention_layers: their own q / k / v / o projections, q / k norms, tanh gates, attending to "
+              "the image's features instead of a KV cache of the text) with Llama's, and its embedding table holds "
+              "8 rows beyond vocab_size; glmbench has no family for such layers"}
 # Which tie_word_embeddings a wrapper's text model gets (transformers 5.25): Gemma3ForConditionalGeneration,
 # Qwen3_5ForConditionalGeneration, Qwen3_5MoeForConditionalGeneration, Gemma4ForConditionalGeneration and
 # Mistral3ForConditionalGeneration declare `_tied_weights_keys` {lm_head: model.language_model.embed_tokens} on the
@@ -281,6 +312,16 @@ _WRAPPERS = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_5": "qwen3
 # from_pretrained keeps untied (tie_weights: "both are present ... we will NOT tie them"). So: absent -> the text
 # config's value (its family's default where it states none)
 _WRAPPER_TIE_TOP = ("gemma3", "qwen3_5", "qwen3_5_moe", "gemma4", "mistral3", "gemma3n")
+# The other wrappers' rules (transformers 5.25, configuration_*.py and each ForConditionalGeneration's
+# `_tied_weights_keys` {lm_head: model.language_model.embed_tokens}, so the wrapper's config decides; Mllama declares
+# none): "top", the top-level field where the file states it (Qwen3-VL, Qwen3-VL-MoE, LLaVA-NeXT, InternVL);
+# "either", the top-level field or the text_config's when true (Qwen2-VL, Qwen2.5-VL, GLM-4.1V, GLM-4.5V, LLaVA:
+# their __post_init__ forwards a pre-v5 text_config's true to the top). Absent at the top level: the text_config's
+# value where it states one (as _WRAPPER_TIE_TOP's), else the wrapper class's default (the second item; "either":
+# the text config class's default, its family's: Qwen2VLTextConfig and its kin have none, so false)
+_WRAPPER_TIE = {"qwen3_vl": ("top", False), "qwen3_vl_moe": ("top", False), "llava_next": ("top", False),
+                "internvl": ("top", True), "qwen2_vl": ("either", False), "qwen2_5_vl": ("either", False),
+                "glm4v": ("either", False), "glm4v_moe": ("either", False), "llava": ("either", False)}
 # families whose HF config has `mlp_bias` (LlamaMLP, SeedOssMLP, DeepseekV2MLP, GraniteMLP: gate / up / down built
 # with bias=config.mlp_bias, transformers 5.25); priced with the biases (ModelConfig.mlp_bias), Model does not run them.
 # (Nemotron-H's and Falcon-H1's mlp_bias are refused: _mamba_fields, _falcon_h1_fields)
@@ -535,6 +576,9 @@ class ModelConfig:
     max_position_embeddings: int = 0
     latent_norm_eps: float = LATENT_NORM_EPS
     hidden_act: str = "silu"
+    # the multimodal wrapper (_WRAPPERS: "qwen2_vl", "gemma3"...) whose text model this is; "" for a text model's
+    # own config. Its vision tower / projector (audio tower) are not priced: unpriced() says so
+    wrapper: str = field(default="", compare=False)
     # a model file's real bytes (models/gguf_file.FileWeights): every tensor's stored type; the
     # cost model's weight bytes come from it when present, whatever format `weights` names
     file_weights: Any = None
@@ -786,6 +830,14 @@ class ModelConfig:
         if self.layer_intermediates:
             return self.layer_intermediates[i]
         return self.intermediate_size * (2 if self.double_wide_mlp and not self.owns_kv(i) else 1)
+
+    def unpriced(self) -> list:
+        """What the model holds that glmbench does not price (empty: all of it is): a multimodal wrapper's
+        vision tower and projector (Gemma 3n's audio tower too), which encode images before the text model runs."""
+        if not self.wrapper:
+            return []
+        return [f"the vision tower and projector of the {self.wrapper!r} model{' (and its audio tower)' if self.wrapper in ('gemma3n', 'gemma4') else ''} "
+                f"(priced: its {self.model_type!r} text model only; images are not encoded)"]
 
     def forward_unsupported(self) -> list:
         """What glmbench.Model's forward pass does not implement for this config (empty: it runs).
@@ -1393,6 +1445,8 @@ class ModelConfig:
             "kv_bytes_per_token": {f: self.kv_bytes_per_token(f) for f in vocab.KV_FORMATS if self._kv_fits(f)},
             "linear_layers": len(self.linear_layers),
             "recurrent_state_bytes": self.recurrent_state_bytes(),
+            # (a multimodal wrapper's config: what is not priced, its vision tower)
+            **({"wrapper": self.wrapper, "unpriced": self.unpriced()} if self.wrapper else {}),
         }
 
 
@@ -1405,7 +1459,9 @@ def _family_label(cfg: ModelConfig) -> str:
             attn += " in parallel"
     if cfg.index_topk:          # DeepSeek Sparse Attention
         attn += " + DSA"
-    return f"MoE + {attn}" if cfg.n_routed_experts else f"dense {attn}"
+    label = f"MoE + {attn}" if cfg.n_routed_experts else f"dense {attn}"
+    # (a multimodal wrapper's text model: its vision tower is not priced)
+    return f"{label}, text of {cfg.wrapper} (vision not priced)" if cfg.wrapper else label
 
 
 def _numel(shape) -> int:
@@ -2213,19 +2269,64 @@ def _gemma3n_fields(r: _Reader, L: int, win_layers: tuple) -> dict:
     return out
 
 
+def _unwrap(hf: dict, mt: str) -> dict:
+    """A multimodal wrapper's (_WRAPPERS) text model config: its text_config (or, for _WRAPPER_FLAT's older files,
+    the top-level fields) as the text family's, tie_word_embeddings as transformers 5.25 ties the wrapper
+    (_WRAPPER_TIE_TOP, _WRAPPER_TIE), multimodal rope (type "mrope") as plain rope."""
+    tc = hf.get("text_config")
+    if tc is None and mt in _WRAPPER_FLAT:
+        # (the vision tower's fields stay behind in vision_config; the text ones are the top level's)
+        tc = {k: v for k, v in hf.items() if k not in ("vision_config", "model_type", "tie_word_embeddings")}
+    if not isinstance(tc, dict):
+        raise ValueError(f"config field `text_config` of a {mt!r} config must be an object, got {tc!r}")
+    has_top, top_tie = "tie_word_embeddings" in hf, hf.get("tie_word_embeddings")
+    text_mt = _WRAPPERS[mt] or tc.get("model_type") or _WRAPPER_TEXT_DEFAULT[mt]
+    if text_mt in _WRAPPERS or text_mt in _WRAPPERS_REFUSED:
+        raise ValueError(f"config field `text_config.model_type` of a {mt!r} config is {text_mt!r}, a multimodal "
+                         f"wrapper itself, not a text model")
+    out = {**tc, "model_type": text_mt}
+    for k, v in _WRAPPER_TEXT_FIELDS.get(mt, {}).items():
+        if v == "hidden / heads":
+            D, H = out.get("hidden_size"), out.get("num_attention_heads")
+            if not (isinstance(D, int) and isinstance(H, int) and H > 0 and D % H == 0):
+                continue      # (from_hf names the bad field)
+            v = D // H
+        if k.startswith("="):
+            out[k[1:]] = v
+        else:
+            out.setdefault(k, v)
+    if has_top and not isinstance(top_tie, bool) and (mt in _WRAPPER_TIE_TOP or mt in _WRAPPER_TIE):
+        raise ValueError(f"config field `tie_word_embeddings` (top level of the {mt!r} config) must be "
+                         f"true or false, got {top_tie!r}")
+    if mt in _WRAPPER_TIE_TOP and has_top:   # (the wrapper's field wins: _WRAPPER_TIE_TOP)
+        out["tie_word_embeddings"] = top_tie
+    elif mt in _WRAPPER_TIE:
+        rule, default = _WRAPPER_TIE[mt]
+        text_tie = tc.get("tie_word_embeddings")
+        if text_tie is not None and not isinstance(text_tie, bool):
+            raise ValueError(f"config field `text_config.tie_word_embeddings` of a {mt!r} config must be true or "
+                             f"false, got {text_tie!r}")
+        if rule == "top":
+            tie = top_tie if has_top else default if text_tie is None else text_tie
+        else:    # "either": the top's or the text config's (its class's default: its family's, where it states none)
+            fam = _DEFAULTS.get(_ALIASES.get(text_mt, text_mt), {}).get("tie_word_embeddings", False)
+            tie = (has_top and top_tie) or (fam if text_tie is None else text_tie)
+        out["tie_word_embeddings"] = bool(tie)
+    rs = out.get("rope_scaling")
+    if isinstance(rs, dict) and (rs.get("rope_type") or rs.get("type")) == "mrope":
+        # (transformers 5.25 reads a pre-v5 "mrope" as rope_type "default" with its mrope_section: on text tokens
+        # every section turns by the same position, plain rope)
+        out["rope_scaling"] = {k: v for k, v in rs.items() if k not in ("type", "rope_type")} | {"rope_type": "default"}
+    return out
+
+
 def from_hf(hf: dict, name: str = "config") -> ModelConfig:
     mt = hf.get("model_type")
+    wrapper = ""
+    if mt in _WRAPPERS_REFUSED:
+        raise ValueError(f"config field `model_type` = {mt!r} is not supported: {_WRAPPERS_REFUSED[mt]}")
     if mt in _WRAPPERS:   # a multimodal config: its text model
-        tc = hf.get("text_config")
-        if not isinstance(tc, dict):
-            raise ValueError(f"config field `text_config` of a {mt!r} config must be an object, got {tc!r}")
-        has_top, top_tie = "tie_word_embeddings" in hf, hf.get("tie_word_embeddings")
-        hf = {**tc, "model_type": _WRAPPERS[mt] or tc.get("model_type") or "mistral"}
-        if mt in _WRAPPER_TIE_TOP and has_top:   # (the wrapper's field wins: _WRAPPER_TIE_TOP)
-            if not isinstance(top_tie, bool):
-                raise ValueError(f"config field `tie_word_embeddings` (top level of the {mt!r} config) must be "
-                                 f"true or false, got {top_tie!r}")
-            hf["tie_word_embeddings"] = top_tie
+        hf, wrapper = _unwrap(hf, mt), mt
         mt = hf["model_type"]
     if mt in _ALIASES:
         hf = {**hf, "model_type": _ALIASES[mt]}
@@ -2264,7 +2365,7 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
                               vocab_size=V, tie_word_embeddings=tie, rms_norm_eps=eps, n_heads=H,
                               rope_theta=theta, rope_scaling=scaling, hf=hf, hidden_act=act,
                               max_position_embeddings=r.int("max_position_embeddings", required=False) or 0,
-                              mlp_bias=mt in MLP_BIAS_FAMILIES and r.bool("mlp_bias"))
+                              mlp_bias=mt in MLP_BIAS_FAMILIES and r.bool("mlp_bias"), wrapper=wrapper)
 
     if attention == "mla":
         q_lora = r.int("q_lora_rank", allow_none=True)

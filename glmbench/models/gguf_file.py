@@ -102,7 +102,7 @@ def _gg():
     return gguf
 
 __all__ = ["GGUFError", "GGUFNotice", "GGUFFile", "GGUFTensor", "FileWeights", "read", "is_gguf", "hf_config", "file_weights",
-           "folder_weights", "Joined", "ExpertRows",
+           "folder_weights", "text_model_name", "Joined", "ExpertRows",
            "gguf_name", "un_permute", "ARCHITECTURES", "MAGIC"]
 
 MAGIC = b"GGUF"
@@ -172,6 +172,9 @@ class GGUFFile:
         self.tensors: dict[str, GGUFTensor] = tensors
         self.data_offset, self.file_size = data_offset, size
         self.parts: tuple = tuple(parts) or (path,)   # a split model's files, first to last
+        # a vision-language model's text GGUF (read: VL_TEXT_ARCHITECTURES): the file's own architecture, read as
+        # its text one; "" for any other
+        self.vision_architecture = ""
 
     @property
     def architecture(self) -> str:
@@ -305,7 +308,30 @@ def split_part_path(prefix: str, no: int, count: int) -> str:
     return f"{prefix}-{no + 1:05d}-of-{count:05d}.gguf"
 
 
+# llama.cpp's vision-language architectures whose GGUF holds the text model only (the vision tower and projector are
+# the separate mmproj file): conversion/qwen.py Qwen2VLModel (qwen2vl: Qwen2-VL, Qwen2.5-VL), conversion/qwen3vl.py
+# Qwen3VLTextModel / Qwen3VLMoeTextModel (qwen3vl, qwen3vlmoe) write the text model's tensors under their text
+# architecture's names, with the rope's mrope dimension_sections (on text tokens plain rope) and Qwen3-VL's
+# n_deepstack_layers (the vision features added to the first layers' inputs, no text weights): read as the text
+# architecture, each `{vl}.` metadata key also as `{text}.`. (GLM-4.1V / GLM-4.5V convert to glm4 / glm4moe: as those.)
+VL_TEXT_ARCHITECTURES = {"qwen2vl": "qwen2", "qwen3vl": "qwen3", "qwen3vlmoe": "qwen3moe"}
+
+
 def read(path) -> GGUFFile:
+    """GGUFFile of `path` (_read: a split model's parts together); a vision-language architecture's text GGUF
+    (VL_TEXT_ARCHITECTURES) as its text architecture's, `vision_architecture` naming the file's own."""
+    g = _read(path)
+    vl = g.architecture
+    if vl in VL_TEXT_ARCHITECTURES:
+        text = VL_TEXT_ARCHITECTURES[vl]
+        for k in [k for k in g.metadata if k.startswith(vl + ".")]:
+            g.metadata.setdefault(text + k[len(vl):], g.metadata[k])
+        g.metadata["general.architecture"] = text
+        g.vision_architecture = vl
+    return g
+
+
+def _read(path) -> GGUFFile:
     """Parse the header of GGUF file `path` (memory-mapped; no tensor data is read). Checks the
     magic, the version, every metadata value, every tensor's type and that its data lies inside
     the file; a GGUFError names the file and the field or tensor otherwise.
@@ -1852,11 +1878,14 @@ class FileWeights:
     tensors: tuple = field(compare=False, repr=False)  # ((hf_name, type_name, n_bytes), ...)
     extra_bytes: int = 0
     skipped_bytes: int = 0
+    # a multimodal checkpoint's vision tower and projector (audio tower) beside its text model (text_model_name:
+    # None): not priced, as the config prices the text model only (ModelConfig.unpriced)
+    unpriced_bytes: int = 0
 
     @property
     def model_bytes(self) -> int:
-        """Bytes a runtime loads: everything but the skipped MTP layers."""
-        return self.total_bytes - self.skipped_bytes
+        """Bytes of the model priced: everything but the skipped MTP layers and the unpriced vision tower."""
+        return self.total_bytes - self.skipped_bytes - self.unpriced_bytes
 
     @property
     def weight_format(self) -> str:
@@ -2185,6 +2214,26 @@ def exaone_name(name: str) -> str:
     return name
 
 
+# a multimodal checkpoint's text model (transformers 5.25's ForConditionalGeneration: model.language_model.*, lm_head;
+# the older layouts of LLaVA / Mllama / InternVL: language_model.model.*, language_model.lm_head) and the parts beside
+# it: Qwen-VL's and GLM-4V's visual, LLaVA's / InternVL's vision_tower and multi_modal_projector (InternVL's remote
+# code: vision_model, mlp1), LLaVA-NeXT's image_newline, Gemma's embed_vision / embed_audio / audio_tower
+_TEXT_PREFIXES = (("model.language_model.", "model."), ("language_model.model.", "model."),
+                  ("language_model.lm_head.", "lm_head."))
+_VISION_PARTS = re.compile(r"^(model\.)?(visual|vision_tower|vision_model|vision_encoder|multi_modal_projector|mm_projector|"
+                           r"image_newline|audio_tower|embed_vision|embed_audio|mlp1)(\.|$)")
+
+
+def text_model_name(name: str) -> str | None:
+    """A checkpoint tensor's name in its text model (model.language_model.layers.0... -> model.layers.0...,
+    _TEXT_PREFIXES); None for a multimodal model's vision / audio tower or projector (_VISION_PARTS), which
+    glmbench does not price; any other name as it is."""
+    for a, b in _TEXT_PREFIXES:
+        if name.startswith(a):
+            return b + name[len(a):]
+    return None if _VISION_PARTS.match(name) else name
+
+
 def _stored_owner(name: str, shapes: dict) -> list:
     """The config's tensors (ModelConfig.tensor_shapes names) a stored tensor's bytes belong to: itself, the
     matrix a quantization part belongs to (_QUANT_PARTS, _BNB_PARTS, MXFP4's _blocks / _scales), the stacked
@@ -2248,7 +2297,8 @@ def folder_weights(folder: str, shapes: dict, n_layers: int) -> FileWeights | No
     GPTQ / MXFP4 for those layouts); a tensor the folder does not store under a name of its own is
     counted at the dtype of its layer's other tensors, else the folder's main one, so a prediction for
     the folder is at its stored dtype. Layers past `n_layers` (MTP) are skipped bytes; tensors the config
-    does not name extra bytes."""
+    does not name extra bytes; a multimodal checkpoint's text model is read by its text names and its vision tower
+    and projector are unpriced bytes (text_model_name)."""
     files = safetensors_files(folder) if glob.glob(os.path.join(folder, "*.safetensors")) else []
     if not files:
         return None
@@ -2256,6 +2306,10 @@ def folder_weights(folder: str, shapes: dict, n_layers: int) -> FileWeights | No
     for f in files:
         head.update(_safetensors_header(f))
     total = sum(b for _, _, b in head.values())
+    # (a multimodal checkpoint: the text model's tensors by their text names, the vision tower's bytes unpriced)
+    texts = {n: text_model_name(n) for n in head}
+    unpriced = sum(b for n, (_, _, b) in head.items() if texts[n] is None)
+    head = {texts[n]: v for n, v in head.items() if texts[n] is not None}
     parts: dict = {}
     for name, (dt, shape, b) in head.items():
         owners = _stored_owner(name, shapes)
@@ -2298,5 +2352,5 @@ def folder_weights(folder: str, shapes: dict, n_layers: int) -> FileWeights | No
     main = max(main_by, key=main_by.get) if main_by else "F32"
     skipped = sum(b for n, (_, _, b) in head.items()
                   if n.startswith("model.layers.") and n.split(".")[2].isdigit() and int(n.split(".")[2]) >= n_layers)
-    extra = max(0, total - counted - skipped)
-    return FileWeights(os.fspath(folder), "safetensors", main, total, tuple(rows), extra, skipped)
+    extra = max(0, total - unpriced - counted - skipped)
+    return FileWeights(os.fspath(folder), "safetensors", main, total, tuple(rows), extra, skipped, unpriced)
