@@ -98,7 +98,7 @@ import sqlite3
 from typing import Iterable
 
 from glmbench import vocab
-from glmbench.models import configs
+from glmbench.models import configs, gguf_file
 from glmbench.predict import hardware
 from glmbench.results import records as rec
 
@@ -571,8 +571,9 @@ SIZE_LABEL_LAYERS = {"gemma4": {"E2B": 35, "E4B": 42, "26B.A4B": 30, "31B": 60},
                      "ernie4_5": {"0.3B": 18}}
 # llama.cpp architectures that are a vision-language model's text layers: the GGUF llama-bench runs holds only
 # those (the vision tower is the separate mmproj file), the same layers as the text model's architecture
-# (Qwen3-VL's text config: Qwen3's / Qwen3-MoE's layers, longer native context; Qwen2-VL / Qwen2.5-VL: Qwen2's).
-TEXT_ARCH_OF = {"qwen3vlmoe": "qwen3moe", "qwen3vl": "qwen3", "qwen2vl": "qwen2"}
+# (Qwen3-VL's text config: Qwen3's / Qwen3-MoE's layers, longer native context; Qwen2-VL / Qwen2.5-VL: Qwen2's):
+# gguf_file.VL_TEXT_ARCHITECTURES, which reads their files the same way
+TEXT_ARCH_OF = gguf_file.VL_TEXT_ARCHITECTURES
 # llama.cpp's mistral3 (conversion/mistral3.py: Mistral3ForConditionalGeneration, Ministral3ForCausalLM): Mistral
 # Small 3.1 / 3.2, Devstral Small 2 and Ministral 3, Mistral's text layers (the llama architecture's before
 # the converter named them apart); a mistral3 row matches the Mistral family's built-ins only
