@@ -1421,7 +1421,9 @@ class ModelConfig:
     # and the name; two configs alike in everything else are priced alike (cost_shape)
     _NO_COST = frozenset({"name", "hf", "rope_theta", "rope_scaling", "max_position_embeddings", "rms_norm_eps",
                           "latent_norm_eps", "file_weights", "routed_scaling_factor", "rope_local_theta",
-                          "query_pre_attn_scalar", "attn_logit_softcapping", "logit_scale", "clip_qkv"})
+                          "query_pre_attn_scalar", "attn_logit_softcapping", "logit_scale", "clip_qkv",
+                          # (a wrapper's text model costs what the text model alone does: its vision is not priced)
+                          "wrapper"})
 
     def cost_shape(self) -> tuple:
         """The fields the cost model prices (every field but _NO_COST; the dense MLP width only
