@@ -506,7 +506,7 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     # PhimoeConfig (transformers 5.25): Phi-3.5-MoE's sizes; no window, no biases unless stated
     "phimoe": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=False, lm_head_bias=False,
                    num_key_value_heads=8, sliding_window=None, num_local_experts=16, num_experts_per_tok=2,
-                   max_position_embeddings=131072, intermediate_size=6400),
+                   max_position_embeddings=131072, intermediate_size=6400, router_jitter_noise=0.01),
     # Gemma3nTextConfig (transformers 5.25): its defaults are Gemma 3n E4B's sizes; layer_types every 5th
     # layer full when absent; activation_sparsity_pattern 0.95 on the first 10 layers (where there are more than
     # 10) when absent; rope bases 1e6 (global) and 1e4 (local)
@@ -2779,6 +2779,9 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
                   topk_method="", moe_layers=moe_layers, expert_bias=mt == "gpt_oss")
         if mt == "phimoe":   # PhimoeDecoderLayer: nn.LayerNorm (weight and bias); lm_head biased where lm_head_bias
             kw.update(norm_bias=True, lm_head_bias=r.bool("lm_head_bias"))
+            # the sparsemixer's band (model._router_jitter reads it), checked here with the rest of the config
+            if r.float("router_jitter_noise", positive=False) < 0:
+                raise ValueError(f"config field `router_jitter_noise` must be a number >= 0, got {hf['router_jitter_noise']}")
     elif mt in ("olmoe", "granitemoe"):
         # every layer MoE, num_experts (OLMoE; num_local_experts its alias) / num_local_experts (Granite MoE) experts
         # of intermediate_size, no shared expert. OlmoeTopKRouter: the softmax over all experts, the top-k
