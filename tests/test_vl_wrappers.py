@@ -212,3 +212,25 @@ def test_a_vision_language_gguf_reads_as_its_text_architecture(tmp_path):
         assert (c.model_type, c.total_params(), c.n_layers, c.head_dim) == \
             (mt, want.total_params(), want.n_layers, want.head_dim)
         assert c.file_weights.model_bytes == c.file_weights.total_bytes
+
+
+def test_a_vision_language_gguf_error_names_the_files_own_key(tmp_path):
+    """An error reading a qwen3vl file names the key the file holds ('qwen3vl.embedding_length'), not the text
+    architecture's it is read under ('qwen3.embedding_length', a key no such file has)."""
+    gguf = pytest.importorskip("gguf")
+    import gguf_writer
+    from glmbench.models import gguf_file
+    want = configs.from_hf(dict(_TXT, model_type="qwen3", head_dim=8))
+    meta = {**gguf_writer.gqa_meta(want), "n_deepstack_layers": 1, "attention.key_length": 8,
+            "attention.value_length": 8}
+    del meta["embedding_length"]
+    p = str(tmp_path / "qwen3vl-broken.gguf")
+    w = gguf.GGUFWriter(p, "qwen3vl")
+    gguf_writer.add_metadata(w, "qwen3vl", meta)
+    gguf_writer.add_zero_tensors(w, want, "qwen3")
+    gguf_writer.finish(w)
+    with pytest.raises(gguf_file.GGUFError) as e:
+        configs.load(p)
+    msg = str(e.value)
+    assert "'qwen3vl.embedding_length' is missing" in msg and "'qwen3." not in msg
+    assert "read as 'qwen3'" in msg

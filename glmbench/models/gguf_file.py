@@ -83,6 +83,7 @@ Every error is a GGUFError (a ValueError) naming the file and the field or tenso
 """
 from __future__ import annotations
 
+import functools
 import glob
 import json
 import math
@@ -490,6 +491,24 @@ class _Meta:
         return v
 
 
+def _vl_keys(fn):
+    """A vision-language text GGUF's errors name the keys the file holds (`'qwen3vl.block_count'`), not the
+    text architecture's it is read under (read: VL_TEXT_ARCHITECTURES)."""
+    @functools.wraps(fn)
+    def wrapped(g: GGUFFile):
+        try:
+            return fn(g)
+        except GGUFError as e:
+            vl = g.vision_architecture
+            if not vl:
+                raise
+            text = VL_TEXT_ARCHITECTURES[vl]
+            msg = re.sub(r"'" + re.escape(text) + r"\.", "'" + vl + ".", str(e))
+            raise GGUFError(f"{msg} (the file's architecture {vl!r}, read as {text!r})") from None
+    return wrapped
+
+
+@_vl_keys
 def hf_config(g: GGUFFile) -> dict:
     """The GGUF metadata as an HF config.json-like dict (`model_type` and the fields
     glmbench.models.configs.from_hf reads). deepseek2 files become `glm4_moe_lite` when the
