@@ -381,3 +381,28 @@ def test_exaone_ernie_llama_bench_rows_name_the_builtins(tmp_path):
     assert im.model_candidates("exaone 8B Q4_K - Medium")[0] == ["exaone-3.5-7.8b"]
     assert im.model_candidates("ernie4_5 0.3B Q8_0")[0] == ["ernie-4.5-0.3b"]
     assert im.model_candidates("ernie4_5-moe 21B.A3B Q4_K - Medium")[0] == ["ernie-4.5-21b-a3b"]
+
+
+@pytest.mark.parametrize("mt", ["ernie4_5", "ernie4_5_moe"])
+def test_ernie_rope_layout_is_hfs(mt):
+    """Both ERNIE 4.5 families rotate pairs (2i, 2i + 1) (their apply_rotary_pos_emb repeat_interleaves cos / sin):
+    the config's rope, applied by the float64 reference, equals HF's own function on the same vectors."""
+    transformers = pytest.importorskip("transformers")
+    torch = pytest.importorskip("torch")
+    import importlib
+    from glmbench.core import reference
+    hf = importlib.import_module(f"transformers.models.{mt}.modeling_{mt}")
+    kw = dict(moe_num_experts=4, moe_k=2, moe_intermediate_size=32) if mt == "ernie4_5_moe" else {}
+    hc = transformers.AutoConfig.for_model(mt, **{**_B, **kw})
+    cfg = configs.load(hc.to_dict())
+    T, H, D = 5, hc.num_attention_heads, cfg.head_dim
+    x = np.random.default_rng(0).standard_normal((T, H, D))
+    pos = np.arange(T) * 7
+    want = reference.rope(x, pos, **cfg.layer_rope(0))
+    rot = hf.__dict__[[n for n in hf.__dict__ if n.endswith("RotaryEmbedding")][0]](hc)
+    xt = torch.tensor(x, dtype=torch.float64).transpose(0, 1)[None]          # [1, H, T, D]
+    cos, sin = rot(xt.float(), torch.tensor(pos)[None])
+    got, _ = hf.apply_rotary_pos_emb(xt, xt, cos.double(), sin.double())
+    got = got[0].transpose(0, 1).numpy()
+    assert cfg.rope_layout == "interleaved"
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-5)

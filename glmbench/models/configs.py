@@ -2606,7 +2606,7 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
                   qk_norm=qk_norm, qk_norm_all_heads=mt in ("minimax_m2", "cohere", "olmoe", "olmo2", "olmo3"),
                   post_norms=mt in ("olmo2", "olmo3", "exaone4"),
                   # (ERNIE 4.5's apply_rotary_pos_emb: cos / sin repeat_interleave'd, pairs (2i, 2i + 1))
-                  rope_layout="interleaved" if mt in ("glm4", "cohere", "cohere2", "ernie4_5") else "half",
+                  rope_layout="interleaved" if mt in ("glm4", "cohere", "cohere2", "ernie4_5", "ernie4_5_moe") else "half",
                   rope_dim=rope_dim,
                   q_lora_rank=None, kv_lora_rank=0, qk_nope_head_dim=0, qk_rope_head_dim=0, v_head_dim=hd,
                   sliding_window=sw, window_layers=win_layers,
