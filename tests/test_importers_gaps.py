@@ -2,6 +2,7 @@
 twice, SGLang's / vLLM's embedding serving runs, llama-batched-bench's jsonl without is_tg_separate. Every layout
 here follows the tool's printing code (named in each test); the numbers are invented."""
 import json
+import os
 
 import pytest
 
@@ -236,3 +237,88 @@ def test_a_result_read_at_two_precisions_is_one_result():
     assert not im._same_result(md, dict(js, n_threads=16))     # a field only one states: not known to be one run
     assert not im._same_result(md, dict(js, avg_ts=151.523321))
     assert not im._same_result(dict(js, stddev_ts=0.461246), js)
+
+
+# ---- llama-bench's machine output and its md table in one paste -----------------------------------------------------
+# tests/data/terminal/: the vendored llama.cpp's llama-bench on a tiny GGUF (`-t 2 -p 16 -n 4 -r 2`), run under a pty
+# (`script -q -c "llama-bench ... -o X -oe Y" /dev/null`, *.pty.txt) and through `2>&1 | cat` (*.pipe.txt): stdout and
+# stderr interleave, the JSON printer's "  }" (no newline) with the md row after it on one line; json.txt, jsonl.txt
+# and md.txt are separate runs (md.txt's with -t 1). These numbers are measured (a CPU), the model is none of ours.
+TERMINAL = os.path.join(os.path.dirname(__file__), "data", "terminal")
+OE_FILES = ["json-oe-md.pty.txt", "json-oe-md.pipe.txt", "jsonl-oe-md.pty.txt", "jsonl-oe-md.pipe.txt",
+            "csv-oe-md.pty.txt", "csv-oe-md.pipe.txt", "sql-oe-md.pty.txt", "sql-oe-md.pipe.txt",
+            "md-oe-json.pty.txt", "md-oe-json.pipe.txt"]
+
+
+def terminal(name):
+    with open(os.path.join(TERMINAL, name)) as f:
+        return f.read()
+
+
+def md_rows(text):
+    """{test cell: (t/s, stddev)} of the llama-bench md rows in `text` (a row glued after a JSON "}" too)."""
+    out = {}
+    for ln in text.splitlines():
+        cells = [c.strip() for c in ln[ln.find("|"):].strip().strip("|").split("|")] if "|" in ln else []
+        if len(cells) == 7 and "±" in cells[6]:
+            ts, sd = cells[6].split("±")
+            out[cells[5]] = (float(ts), float(sd))
+    return out
+
+
+@pytest.mark.parametrize("name", OE_FILES)
+def test_llama_bench_output_with_its_md_table_on_stderr_is_each_run_once_from_the_record(tmp_path, name):
+    text = terminal(name)
+    rows = md_rows(text)
+    assert set(rows) == {"pp16", "tg4"}
+    for crlf in (False, True):   # `script`'s own typescript keeps the terminal's \r\n
+        notices = []
+        recs = im.read(write(tmp_path, name, text.replace("\n", "\r\n") if crlf else text), model="llama-3.1-8b",
+                       notices=notices)
+        assert [(r["test"], r["n_prompt"], r["n_gen"]) for r in recs] == [("pp", 16, 0), ("tg", 0, 4)], name
+        for r in recs:
+            ts, sd = rows[f"pp{r['n_prompt']}" if r["test"] == "pp" else f"tg{r['n_gen']}"]
+            # the record's own figures (6 decimals), which the md row rounds; its fields the md has not
+            assert abs(r["avg_ts"] - ts) <= 0.005 and abs(r["stddev_ts"] - sd) <= 0.005 and r["avg_ts"] != ts
+            assert r["n_threads"] == 2 and r["n_batch"] == 2048 and r["build_commit"] == "0c1e570"
+            line = text.splitlines()[int(r["source"].rsplit(":", 1)[1]) - 1]
+            assert "|" not in line and "0c1e570" in line or line.strip() == "{", (name, line)
+        said = [n for n in notices if "read once, from the record" in n]
+        assert len(said) == 1 and "2 table rows" in said[0], notices
+
+
+def test_a_json_objects_end_and_the_md_header_on_one_line(tmp_path):
+    # stderr's header written after an object's "  }" (as its rows are): "  }| model | size | ..."
+    lines = terminal("json-oe-md.pty.txt").splitlines()
+    head, sep = lines[1], lines[2]
+    assert head.startswith("| model") and sep.startswith("| ---")
+    rest = lines[:1] + lines[3:]
+    i = next(k for k, ln in enumerate(rest) if ln.startswith("  }|"))
+    rest[i:i + 1] = ["  }" + head, sep, rest[i][3:]]
+    notices = []
+    recs = im.read(write(tmp_path, "glued.txt", "\n".join(rest) + "\n"), model="llama-3.1-8b", notices=notices)
+    assert [(r["test"], r["n_threads"]) for r in recs] == [("pp", 2), ("tg", 2)]
+    assert any("read once, from the record" in n for n in notices)
+
+
+@pytest.mark.parametrize("first,second", [("jsonl.txt", "md.txt"), ("json.txt", "md.txt"), ("md.txt", "json.txt"),
+                                          ("md.txt", "jsonl.txt")])
+def test_two_runs_pasted_one_after_the_other_are_both_read(tmp_path, first, second):
+    # two runs (the md table's with -t 1): every record of each, none taken for the other's
+    notices = []
+    recs = im.read(write(tmp_path, "two.txt", terminal(first) + "\n" + terminal(second)), model="llama-3.1-8b",
+                   notices=notices)
+    assert sorted((r["test"], r["n_threads"]) for r in recs) == [("pp", 1), ("pp", 2), ("tg", 1), ("tg", 2)]
+    md = {(r["test"], r["avg_ts"]) for r in recs if r["n_threads"] == 1}
+    assert md == {("pp", 53683.18), ("tg", 35704.83)}
+    lines = [int(r["source"].rsplit(":", 1)[1]) for r in recs]
+    assert lines == sorted(lines) and not any("read once" in n or "pasted twice" in n for n in notices)
+
+
+@pytest.mark.parametrize("machine", ["csv", "sql"])
+def test_csv_or_sql_then_another_runs_md_table(tmp_path, machine):
+    # the csv / sql of one run (its own md rows taken out: stdout alone) and another run's table
+    own = "\n".join(ln for ln in terminal(f"{machine}-oe-md.pipe.txt").splitlines()
+                    if not ln.startswith("|") and not ln.startswith("build:"))
+    recs = im.read(write(tmp_path, "two.txt", own + "\n\n" + terminal("md.txt")), model="llama-3.1-8b")
+    assert sorted((r["test"], r["n_threads"]) for r in recs) == [("pp", 1), ("pp", 2), ("tg", 1), ("tg", 2)]

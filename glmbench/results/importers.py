@@ -80,6 +80,10 @@ split, backend, flash attention and weights were told; `read(..., notices=[])` c
 per assumption (a card count assumed, no model named, an approximate format). A table's own
 heading or `<summary>` line that states settings in words ("Main branch, mla = 2, fa", "-ub 4096")
 gives them to that table where its rows and command line do not (`label_settings`).
+llama-bench's -o json / jsonl / csv / sql records and an md table in one paste (`-o json -oe md` copied from a
+terminal, stdout and stderr interleaved even within a line, "  }| llama 8B Q4_0 | ... |"; two runs pasted one after
+the other) are read apart (`_bench_output_and_tables`): the records, then every table row that is not one of their
+runs (a row that is, at the table's 2 decimals, is read once, from the record, with a notice).
 
 Malformed input (no known format, a row that does not parse, a speed that is not a positive
 number, a record without a depth, an empty file) is one `FormatError` (a ValueError) that names
@@ -187,6 +191,14 @@ def read_text(text: str, path: str = "<text>", *, model: str | None = None,
               default_model: str | None = None, notices: list | None = None) -> list[dict]:
     """read() on text already in memory; `path` names it in errors and in `source`."""
     whole = text
+    split = _bench_output_and_tables(text, path)
+    if split is not None:
+        # llama-bench's records and its md table in one paste (-o json -oe md in a terminal, two runs pasted)
+        fmt = "llama-bench-json" if split[2] else "llama-bench-csv" if split[3] else "llama-bench-sql"
+        ctx = _Context(path, fmt, _canonical_model(model, path, "model"),
+                       _canonical_model(default_model, path, "default_model"), notices)
+        ctx.paste = whole
+        return _once_each(_read_bench_output_and_tables(split, ctx), ctx)
     if _detect_pasted(text) is None:
         # llama-bench -o json / jsonl / csv / sql with --progress (or -v) in a terminal's copy of 2>&1: its
         # stderr lines among the records (is_log_line), blanked (their line numbers kept)
@@ -266,6 +278,210 @@ def _once_each(recs: list, ctx) -> list:
                    f"{len(repeats)} result{'s' if len(repeats) > 1 else ''} pasted twice (the same model, card, "
                    f"options, test, depth, t/s and stddev as an earlier one): imported once, the first ({pairs})")
     return out
+
+
+# ---- llama-bench's machine-readable output and its markdown table in one paste ----------------------------------
+# `llama-bench -o json -oe md` (or -o jsonl / csv / sql -oe md, -o md -oe json) writes one to stdout and the other to
+# stderr; a terminal's copy interleaves them line by line, even within a line: the JSON printer ends an object
+# with "  }" and no newline, so the md row written meanwhile follows it ("  }| llama 8B Q4_0 | ... |", or "}| model
+# | size | ..." where the header comes after an object), and the ",\n" between objects comes after the row. Two runs
+# pasted one after the other (a jsonl run then an md table) hold both as well.
+_GLUED_ROW = re.compile(r"^(\s*[\[\]{},]*[}\]])\s*(\|.*)$")   # "  }| llama ... |": an object's end, then a row
+_SQL_START = re.compile(r"(?:CREATE TABLE IF NOT EXISTS|INSERT INTO) llama_bench\b")
+_LB_CSV_HEAD = {"n_prompt", "n_gen", "avg_ts"}
+
+
+def _bench_json_objects(text, path):
+    """[(line, first line, last line, object)] of every JSON object llama-bench wrote in `text` (its -o json
+    array's elements, -o jsonl's lines, an array pasted twice), whatever is around them (a table's lines
+    blanked, the array's brackets and commas, prose); a `{` that starts no valid JSON is a FormatError at its line."""
+    dec = json.JSONDecoder()
+    out = []
+    lines = text.split("\n")
+    offsets, at = [], 0
+    for ln in lines:
+        offsets.append(at)
+        at += len(ln) + 1
+    i = 0
+    while i < len(lines):
+        p, end_of_line = offsets[i], offsets[i] + len(lines[i])
+        while p < end_of_line:
+            c = text[p]
+            if c in " \t\r[],":
+                p += 1
+                continue
+            if c != "{":
+                break   # not JSON (prose, a `build:` line): the next line
+            try:
+                obj, q = dec.raw_decode(text, p)
+            except json.JSONDecodeError as e:
+                if lines[i].strip().startswith("{") and re.search(r'"(?:n_prompt|n_gen|avg_ts|build_commit)"', text[p:p + 4000]):
+                    _fail(path, e.lineno, f"not valid JSON ({e.msg}) in llama-bench's output")
+                break
+            first, last = text.count("\n", 0, p) + 1, text.count("\n", 0, q) + 1
+            if _is_llama_bench(obj):
+                out.append((first, first, last, obj))
+            if last - 1 != i:
+                i = last - 1
+                end_of_line = offsets[i] + len(lines[i])
+            p = q
+        i += 1
+    return out
+
+
+def _bench_csv_and_sql(lines):
+    """(csv line numbers, sql line numbers) of llama-bench's -o csv (its header and the rows of its width after
+    it, blank lines between them allowed) and -o sql (its CREATE TABLE and INSERT statements) in `lines`."""
+    csv_at, sql_at = [], []
+    i, n = 0, len(lines)
+    while i < n:
+        st = lines[i].strip()
+        if _SQL_START.match(st):
+            buf, j = "", i
+            while j < n:
+                buf += lines[j] + "\n"
+                j += 1
+                if sqlite3.complete_statement(buf):
+                    break
+            sql_at += range(i + 1, j + 1)
+            i = j
+            continue
+        if st.count(",") >= 2:
+            head = next(csv.reader([st]), [])
+            if _LB_CSV_HEAD <= set(head):
+                csv_at.append(i + 1)
+                j = i + 1
+                while j < n:
+                    s = lines[j].strip()
+                    if s and not is_log_line(s) and len(next(csv.reader([s]), [])) != len(head):
+                        break
+                    if s and not is_log_line(s):   # (llama-bench --progress between the rows, on stderr)
+                        csv_at.append(j + 1)
+                    j += 1
+                i = j
+                continue
+        i += 1
+    return csv_at, sql_at
+
+
+def _bench_output_and_tables(text, path):
+    """(machine part, md part, JSON objects, csv lines, sql lines) of a paste that holds llama-bench's -o json /
+    jsonl / csv / sql records and a llama-bench md table: two copies of `text`, line for line, the first with the
+    tables' lines blanked, the second with the records' lines blanked (a line holding both split between them);
+    None where the text does not hold both."""
+    if "n_prompt" not in text or "|" not in text:
+        return None
+    lines = text.split("\n")
+    mach, md, is_md = list(lines), list(lines), [False] * len(lines)
+    for i, ln in enumerate(lines):
+        m = _GLUED_ROW.match(ln)
+        if m:
+            mach[i], md[i], is_md[i] = m.group(1), " " * len(m.group(1)) + m.group(2), True
+        elif ln.lstrip().startswith("|"):
+            mach[i], is_md[i] = "", True
+    if not any({"model", "test", "t/s"} <= {c.strip() for c in h} for h in _md_headers("\n".join(md))):
+        return None
+    mach_text = "\n".join(mach)
+    objs = _bench_json_objects(mach_text, path) if "{" in mach_text else []
+    csv_at, sql_at = _bench_csv_and_sql(mach)
+    if not (objs or csv_at or sql_at):
+        return None
+    taken = set(csv_at) | set(sql_at)
+    for _, first, last, _ in objs:
+        taken |= set(range(first, last + 1))
+    for i, ln in enumerate(mach):   # the JSON array's own brackets and commas
+        if ln.strip() and not ln.strip().strip("[],"):
+            taken.add(i + 1)
+    keep = [i + 1 in taken for i in range(len(lines))]
+    return ("\n".join(ln if k else "" for ln, k in zip(mach, keep)),
+            "\n".join(ln if t or not k else "" for ln, k, t in zip(md, keep, is_md)),
+            [(line, o) for line, _, _, o in objs], csv_at, sql_at)
+
+
+def _bench_row_key(header, cells):
+    """(n_prompt, n_gen, n_depth, t/s, stddev text, {field: int}) of a llama-bench md row, or None."""
+    if len(cells) != len(header):
+        return None
+    row = dict(zip(header, cells))
+    m = _MD_TEST.match(row.get("test", "").strip())
+    ts = re.fullmatch(r"\s*([^\s±]+)\s*(?:±\s*(\S+))?\s*", _plus_minus(row.get("t/s", "")))
+    if not (m and (m.group(1) or m.group(3)) and ts):
+        return None
+    ints = {}
+    for col in ("threads", "ngl", "n_batch", "n_ubatch"):
+        if re.fullmatch(r"\s*-?\d+\s*", row.get(col) or ""):
+            ints[_MD_COLS[col]] = int(row[col])
+    return int(m.group(1) or 0), int(m.group(3) or 0), int(m.group(4) or 0), ts.group(1), ts.group(2), ints
+
+
+def _row_is_record(key, r) -> bool:
+    """md row `key` (_bench_row_key) is record `r`'s run: its test, depth, t/s and stddev as the table rounds them,
+    and its threads / ngl / batch sizes where both state them."""
+    n_prompt, n_gen, n_depth, ts, sd, ints = key
+    if (r.get("n_prompt"), r.get("n_gen"), r.get("n_depth")) != (n_prompt, n_gen, n_depth):
+        return False
+    try:
+        if not _same_value(float(ts), float(r.get("avg_ts"))):
+            return False
+        if sd is not None and r.get("stddev_ts") is not None and not _same_value(float(sd), float(r["stddev_ts"])):
+            return False
+    except (TypeError, ValueError):
+        return False
+    return all(r.get(k) is None or r.get(k) == v for k, v in ints.items())
+
+
+def _read_bench_output_and_tables(split, ctx):
+    """The records of a paste _bench_output_and_tables split: llama-bench's own records (-o json / jsonl / csv /
+    sql), then the md tables' rows that are not one of them (another run's table): a row that is a record's run
+    (`-o json -oe md` prints each run to both) is read once, from the record, which states more (the threads,
+    batch sizes, build, samples), with a notice."""
+    mach, md, objs, csv_at, sql_at = split
+    lines = mach.split("\n")
+    recs = [_llama_bench_record(o, ctx, line) for line, o in objs]
+    if csv_at:
+        on = set(csv_at)
+        recs += _read_llama_bench_csv("\n".join(ln if i in on else "" for i, ln in enumerate(lines, 1)), ctx)
+    if sql_at:
+        on = set(sql_at)
+        recs += _read_llama_bench_sql("\n".join(ln if i in on else "" for i, ln in enumerate(lines, 1)), ctx)
+    # the md rows that are those records' runs, blanked (each record matched once); a table left without rows
+    # goes with them
+    md_lines = md.split("\n")
+    used, pairs, tables = set(), [], []   # tables: [header line index, separator index, [row indexes], [kept]]
+    header = None
+    for i, ln in enumerate(md_lines):
+        if not ln.strip().startswith("|"):
+            continue
+        nxt = next((j for j in range(i + 1, len(md_lines)) if md_lines[j].strip()), None)
+        if nxt is not None and _MD_SEP.fullmatch(md_lines[nxt]) and "-" in md_lines[nxt]:
+            header = _split_md(ln)
+            tables.append([i, nxt, [], []])
+            continue
+        if header is None or (tables and i == tables[-1][1]):
+            continue
+        key = _bench_row_key(header, _split_md(ln)) if {"test", "t/s"} <= set(header) else None
+        k = next((k for k, r in enumerate(recs) if k not in used and key and _row_is_record(key, r)), None)
+        if k is None:
+            tables[-1][3].append(i)
+            continue
+        used.add(k)
+        tables[-1][2].append(i)
+        pairs.append((i + 1, recs[k]["source"].rsplit(":", 1)[-1]))
+    for head, sep, dropped, kept in tables:
+        for i in dropped + ([head, sep] if dropped and not kept else []):
+            md_lines[i] = ""
+    if pairs:
+        shown = ", ".join(f"line {a} = line {b}" for a, b in pairs[:12]) + (", ..." if len(pairs) > 12 else "")
+        ctx.notice(pairs[0][0], f"{len(pairs)} table row{'s are' if len(pairs) > 1 else ' is'} the run{'s' if len(pairs) > 1 else ''} "
+                                f"of llama-bench records pasted with {'them' if len(pairs) > 1 else 'it'} (-o json / jsonl / csv / sql "
+                                f"-oe md prints each run twice): read once, from the record, which says more ({shown})")
+    if any(ln.strip().startswith("|") for ln in md_lines):
+        recs += _read_pasted("\n".join(md_lines), ctx)
+
+    def line_of(r):
+        n = str(r.get("source", "")).rsplit(":", 1)[-1]
+        return int(n) if n.isdigit() else 0
+    return sorted(recs, key=line_of)
 
 
 def _without_log_lines(text: str) -> str:
