@@ -1,6 +1,7 @@
 """Layouts the importer met in pastes: vLLM's offline benchmarks' --output-json files, a llama-bench result pasted
-twice, SGLang's / vLLM's embedding serving runs, llama-batched-bench's jsonl without is_tg_separate. Every layout
-here follows the tool's printing code (named in each test); the numbers are invented."""
+twice, SGLang's / vLLM's embedding serving runs, llama-batched-bench's jsonl without is_tg_separate, llama-bench's
+records and its md table in one paste. Every layout here follows the tool's printing code (named in each test); the
+numbers are invented, but for tests/data/terminal's (llama-bench's own output, captured)."""
 import json
 import os
 
@@ -322,3 +323,31 @@ def test_csv_or_sql_then_another_runs_md_table(tmp_path, machine):
                     if not ln.startswith("|") and not ln.startswith("build:"))
     recs = im.read(write(tmp_path, "two.txt", own + "\n\n" + terminal("md.txt")), model="llama-3.1-8b")
     assert sorted((r["test"], r["n_threads"]) for r in recs) == [("pp", 1), ("pp", 2), ("tg", 1), ("tg", 2)]
+
+
+def test_a_json_array_pasted_twice_is_read_once(tmp_path):
+    text = terminal("json.txt")
+    n = text.count("\n")
+    notices = []
+    recs = im.read(write(tmp_path, "twice.json", text + text), notices=notices, model="llama-3.1-8b")
+    assert [(r["test"], r["source"].rsplit(":", 1)[1]) for r in recs] == [("pp", "2"), ("tg", "48")]
+    said = [x for x in notices if "pasted twice" in x]
+    assert len(said) == 1 and f"line {n + 2} = line 2" in said[0] and f"line {n + 48} = line 48" in said[0]
+    # with md tables around them the same
+    recs = im.read(write(tmp_path, "twice.md", text + text + "\n" + terminal("md.txt")), model="llama-3.1-8b")
+    assert sorted((r["test"], r["n_threads"]) for r in recs) == [("pp", 1), ("pp", 2), ("tg", 1), ("tg", 2)]
+
+
+def test_what_is_not_llama_bench_output_among_it_says_its_line(tmp_path):
+    text = terminal("json.txt")
+    n = text.count("\n")
+    with pytest.raises(im.FormatError, match=rf"bad\.json:{n + 1}: not valid JSON"):
+        im.read(write(tmp_path, "bad.json", text + "trailing words\n"))
+    with pytest.raises(im.FormatError, match=rf"cut\.json:{n + 4}: not valid JSON"):
+        im.read(write(tmp_path, "cut.json", text + "[\n  {\n    \"n_prompt\": 16,\n"))
+    # an object cut short among a table's rows: its line, not "holds no records"
+    lines = terminal("json-oe-md.pipe.txt").splitlines()
+    cut = next(k for k, ln in enumerate(lines) if '"avg_ts"' in ln)
+    lines[cut] = '    "avg_ts": 70909.29'    # the comma lost
+    with pytest.raises(im.FormatError, match=rf"cut\.txt:{cut + 2}: not valid JSON"):
+        im.read(write(tmp_path, "cut.txt", "\n".join(lines) + "\n"), model="llama-3.1-8b")

@@ -83,7 +83,8 @@ gives them to that table where its rows and command line do not (`label_settings
 llama-bench's -o json / jsonl / csv / sql records and an md table in one paste (`-o json -oe md` copied from a
 terminal, stdout and stderr interleaved even within a line, "  }| llama 8B Q4_0 | ... |"; two runs pasted one after
 the other) are read apart (`_bench_output_and_tables`): the records, then every table row that is not one of their
-runs (a row that is, at the table's 2 decimals, is read once, from the record, with a notice).
+runs (a row that is, at the table's 2 decimals, is read once, from the record, with a notice). A result pasted
+twice (a table, jsonl lines, a json array) is imported once, with a notice (`_once_each`).
 
 Malformed input (no known format, a row that does not parse, a speed that is not a positive
 number, a record without a depth, an empty file) is one `FormatError` (a ValueError) that names
@@ -576,6 +577,8 @@ def _detect_pasted(text) -> str | None:
 
 def _detect_json(s, path, first_line) -> str:
     if s[0] == "[":
+        if _another_list_follows(s):   # llama-bench's -o json array pasted twice (or two runs' arrays): _json_items
+            return "llama-bench-json"
         data = _json_or_fail(s, path, first_line)
         if not isinstance(data, list):
             _fail(path, first_line, "a JSON value that is not a list of records")
@@ -3884,13 +3887,24 @@ def _first_object(s, path, line0):
     return obj
 
 
+def _another_list_follows(s: str) -> bool:
+    """`s` starts with a JSON list of llama-bench's records and another list starts after it (its -o json array
+    pasted twice, or two runs' arrays)."""
+    try:
+        first, end = json.JSONDecoder().raw_decode(s)
+    except json.JSONDecodeError:
+        return False
+    objs = [o for o in first if isinstance(o, dict)] if isinstance(first, list) else []
+    return bool(objs) and _is_llama_bench(objs[0]) and s[end:].lstrip().startswith("[")
+
+
 def _json_items(text, path) -> list[tuple[int, object]]:
-    """The elements of a top-level JSON list, each with the line it starts on."""
+    """The elements of a top-level JSON list, each with the line it starts on; of each list where several
+    follow one another (an array pasted twice: _once_each keeps one of each result)."""
     dec = json.JSONDecoder()
     i = len(text) - len(text.lstrip())
     if text[i:i + 1] != "[":
         return _jsonl(text, path)
-    i += 1
     items = []
     n = len(text)
 
@@ -3899,25 +3913,28 @@ def _json_items(text, path) -> list[tuple[int, object]]:
             j += 1
         return j
 
-    i = skip(i)
-    if i < n and text[i] == "]":
-        return []
-    while True:
-        line = text.count("\n", 0, i) + 1
-        try:
-            obj, i = dec.raw_decode(text, i)
-        except json.JSONDecodeError as e:
-            _fail(path, e.lineno, f"not valid JSON ({e.msg})")
-        items.append((line, obj))
-        i = skip(i)
-        if i < n and text[i] == ",":
+    while True:     # each list
+        i = skip(i + 1)
+        while not (i < n and text[i] == "]"):   # (none in an empty list)
+            line = text.count("\n", 0, i) + 1
+            try:
+                obj, i = dec.raw_decode(text, i)
+            except json.JSONDecodeError as e:
+                _fail(path, e.lineno, f"not valid JSON ({e.msg})")
+            items.append((line, obj))
+            i = skip(i)
+            if i < n and text[i] == "]":
+                break
+            if not (i < n and text[i] == ","):
+                _fail(path, text.count("\n", 0, i) + 1, "not valid JSON (expected ',' or ']')")
             i = skip(i + 1)
-            continue
-        if i < n and text[i] == "]":
-            if text[i + 1:].strip():
-                _fail(path, text.count("\n", 0, i) + 1, "text after the end of the JSON list")
+            if i < n and text[i] == "]":
+                _fail(path, text.count("\n", 0, i) + 1, "not valid JSON (a ',' before the list's ']')")
+        i = skip(i + 1)
+        if i == n:
             return items
-        _fail(path, text.count("\n", 0, i) + 1, "not valid JSON (expected ',' or ']')")
+        if text[i] != "[":
+            _fail(path, text.count("\n", 0, i) + 1, "text after the end of the JSON list")
 
 
 def _jsonl(text, path) -> list[tuple[int, dict]]:
