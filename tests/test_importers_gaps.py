@@ -345,6 +345,8 @@ def test_what_is_not_llama_bench_output_among_it_says_its_line(tmp_path):
         im.read(write(tmp_path, "bad.json", text + "trailing words\n"))
     with pytest.raises(im.FormatError, match=rf"cut\.json:{n + 4}: not valid JSON"):
         im.read(write(tmp_path, "cut.json", text + "[\n  {\n    \"n_prompt\": 16,\n"))
+    with pytest.raises(im.FormatError, match=rf"comma\.json:{2 * n}: not valid JSON \(a ',' before"):
+        im.read(write(tmp_path, "comma.json", text + text.replace("  }\n]", "  },\n]")))
     # an object cut short among a table's rows: its line, not "holds no records"
     lines = terminal("json-oe-md.pipe.txt").splitlines()
     cut = next(k for k, ln in enumerate(lines) if '"avg_ts"' in ln)
