@@ -353,3 +353,25 @@ def test_what_is_not_llama_bench_output_among_it_says_its_line(tmp_path):
     lines[cut] = '    "avg_ts": 70909.29'    # the comma lost
     with pytest.raises(im.FormatError, match=rf"cut\.txt:{cut + 2}: not valid JSON"):
         im.read(write(tmp_path, "cut.txt", "\n".join(lines) + "\n"), model="llama-3.1-8b")
+
+
+# llama-sweep-bench's / llama-batched-bench's --output-format jsonl prints no table (tools/batched-bench/batched-bench.cpp:
+# the jsonl line or the md row): a jsonl run and a table in one paste are two runs, both read
+SWEEP_JSONL = ('{"n_kv_max": 16896, "n_batch": 2048, "n_ubatch": 512, "flash_attn": 1, "n_gpu_layers": 99, "n_threads": 16, '
+               '"n_threads_batch": 16, "pp": 512, "tg": 128, "n_kv": 4096, "t_pp": 0.233000, "speed_pp": 2197.42, '
+               '"t_tg": 3.611000, "speed_tg": 35.45}\n')
+
+
+@pytest.mark.parametrize("jsonl,table", [(SWEEP_JSONL, "formats/sweep-bench-mainline.md"),
+                                         (BATCHED_JSONL, "formats/llama-batched-bench.md"),
+                                         (SWEEP_JSONL, "terminal/md.txt"), (BATCHED_JSONL, "terminal/md.txt")])
+def test_sweep_or_batched_jsonl_and_a_table_of_another_run(tmp_path, jsonl, table):
+    with open(os.path.join(os.path.dirname(__file__), "data", table)) as f:
+        md = f.read()
+    tab = [(r["test"], r["n_depth"], r["avg_ts"]) for r in im.read(write(tmp_path, "t.md", md), model="qwen3-8b")]
+    own = [(r["test"], r["n_depth"], r["avg_ts"]) for r in im.read(write(tmp_path, "j.jsonl", jsonl), model="qwen3-8b")]
+    n = md.count("\n")
+    for text, at in ((jsonl + "\n" + md, "1"), (md + "\n" + jsonl, str(n + 2))):
+        recs = im.read(write(tmp_path, "both.md", text), model="qwen3-8b")
+        assert sorted((r["test"], r["n_depth"], r["avg_ts"]) for r in recs) == sorted(tab + own)
+        assert [(r["test"], r["n_depth"], r["avg_ts"]) for r in recs if r["source"].endswith(":" + at)] == own

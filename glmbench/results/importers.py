@@ -82,8 +82,9 @@ heading or `<summary>` line that states settings in words ("Main branch, mla = 2
 gives them to that table where its rows and command line do not (`label_settings`).
 llama-bench's -o json / jsonl / csv / sql records and an md table in one paste (`-o json -oe md` copied from a
 terminal, stdout and stderr interleaved even within a line, "  }| llama 8B Q4_0 | ... |"; two runs pasted one after
-the other) are read apart (`_bench_output_and_tables`): the records, then every table row that is not one of their
-runs (a row that is, at the table's 2 decimals, is read once, from the record, with a notice). A result pasted
+the other; sweep- / batched-bench's jsonl and a table) are read apart (`_bench_output_and_tables`): the records, then
+every table row that is not one of their runs (a row that is, at the table's 2 decimals, is read once, from the
+record, with a notice). A result pasted
 twice (a table, jsonl lines, a json array) is imported once, with a notice (`_once_each`).
 
 Malformed input (no known format, a row that does not parse, a speed that is not a positive
@@ -290,11 +291,18 @@ def _once_each(recs: list, ctx) -> list:
 _GLUED_ROW = re.compile(r"^(\s*[\[\]{},]*[}\]])\s*(\|.*)$")   # "  }| llama ... |": an object's end, then a row
 _SQL_START = re.compile(r"(?:CREATE TABLE IF NOT EXISTS|INSERT INTO) llama_bench\b")
 _LB_CSV_HEAD = {"n_prompt", "n_gen", "avg_ts"}
+_SWEEP_COLS = {"PP", "TG", "N_KV", "S_PP t/s", "S_TG t/s"}    # sweep- and batched-bench's table (batched: B too)
+
+
+def _is_sweep_or_batched(o) -> bool:
+    """`o` is a line of llama-sweep-bench's or llama-batched-bench's --output-format jsonl."""
+    return isinstance(o, dict) and {"n_kv_max", "speed_pp", "speed_tg"} <= set(o) and "evidence" not in o
 
 
 def _bench_json_objects(text, path):
     """[(line, first line, last line, object)] of every JSON object llama-bench wrote in `text` (its -o json
-    array's elements, -o jsonl's lines, an array pasted twice), whatever is around them (a table's lines
+    array's elements, -o jsonl's lines, an array pasted twice; llama-sweep-bench's and llama-batched-bench's jsonl
+    lines, _is_sweep_or_batched), whatever is around them (a table's lines
     blanked, the array's brackets and commas, prose); a `{` that starts no valid JSON is a FormatError at its line."""
     dec = json.JSONDecoder()
     out = []
@@ -320,7 +328,7 @@ def _bench_json_objects(text, path):
                     _fail(path, e.lineno, f"not valid JSON ({e.msg}) in llama-bench's output")
                 break
             first, last = text.count("\n", 0, p) + 1, text.count("\n", 0, q) + 1
-            if _is_llama_bench(obj):
+            if _is_llama_bench(obj) or _is_sweep_or_batched(obj):
                 out.append((first, first, last, obj))
             if last - 1 != i:
                 i = last - 1
@@ -367,10 +375,10 @@ def _bench_csv_and_sql(lines):
 
 def _bench_output_and_tables(text, path):
     """(machine part, md part, JSON objects, csv lines, sql lines) of a paste that holds llama-bench's -o json /
-    jsonl / csv / sql records and a llama-bench md table: two copies of `text`, line for line, the first with the
+    jsonl / csv / sql records (or sweep- / batched-bench's jsonl) and a llama-bench (sweep-, batched-bench) md table: two copies of `text`, line for line, the first with the
     tables' lines blanked, the second with the records' lines blanked (a line holding both split between them);
     None where the text does not hold both."""
-    if "n_prompt" not in text or "|" not in text:
+    if not ("n_prompt" in text or "speed_pp" in text) or "|" not in text:
         return None
     lines = text.split("\n")
     mach, md, is_md = list(lines), list(lines), [False] * len(lines)
@@ -380,7 +388,8 @@ def _bench_output_and_tables(text, path):
             mach[i], md[i], is_md[i] = m.group(1), " " * len(m.group(1)) + m.group(2), True
         elif ln.lstrip().startswith("|"):
             mach[i], is_md[i] = "", True
-    if not any({"model", "test", "t/s"} <= {c.strip() for c in h} for h in _md_headers("\n".join(md))):
+    if not any({"model", "test", "t/s"} <= {c.strip() for c in h} or _SWEEP_COLS <= {c.strip() for c in h}
+               for h in _md_headers("\n".join(md))):
         return None
     mach_text = "\n".join(mach)
     objs = _bench_json_objects(mach_text, path) if "{" in mach_text else []
@@ -438,7 +447,13 @@ def _read_bench_output_and_tables(split, ctx):
     batch sizes, build, samples), with a notice."""
     mach, md, objs, csv_at, sql_at = split
     lines = mach.split("\n")
-    recs = [_llama_bench_record(o, ctx, line) for line, o in objs]
+    recs = [_llama_bench_record(o, ctx, line) for line, o in objs if _is_llama_bench(o)]
+    for reader, batched in ((_read_sweep_jsonl, False), (_read_batched_jsonl, True)):
+        # sweep- / batched-bench's jsonl (a run that printed no table: its table is another run's), each object on
+        # its own first line for their reader
+        mine = {line: o for line, o in objs if _is_sweep_or_batched(o) and ("pl" in o) == batched}
+        if mine:
+            recs += reader("\n".join(json.dumps(mine[i]) if i in mine else "" for i in range(1, len(lines) + 1)), ctx)
     if csv_at:
         on = set(csv_at)
         recs += _read_llama_bench_csv("\n".join(ln if i in on else "" for i, ln in enumerate(lines, 1)), ctx)
