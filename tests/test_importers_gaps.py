@@ -302,6 +302,16 @@ def test_a_json_objects_end_and_the_md_header_on_one_line(tmp_path):
     assert any("read once, from the record" in n for n in notices)
 
 
+
+@pytest.mark.parametrize("name", ["csv-oe-md.pipe.txt", "jsonl-oe-md.pty.txt", "sql-oe-md.pipe.txt", "json-oe-md.pty.txt"])
+def test_llama_bench_output_with_its_md_table_pasted_twice(tmp_path, name):
+    # the second csv's header is a new csv, not a row of the first
+    notices = []
+    recs = im.read(write(tmp_path, "twice.txt", terminal(name) + "\n" + terminal(name)), model="llama-3.1-8b",
+                   notices=notices)
+    assert [(r["test"], r["n_threads"], r["build_commit"]) for r in recs] == [("pp", 2, "0c1e570"), ("tg", 2, "0c1e570")]
+    assert any("4 table rows" in n for n in notices) and any("2 results pasted twice" in n for n in notices)
+
 @pytest.mark.parametrize("first,second", [("jsonl.txt", "md.txt"), ("json.txt", "md.txt"), ("md.txt", "json.txt"),
                                           ("md.txt", "jsonl.txt")])
 def test_two_runs_pasted_one_after_the_other_are_both_read(tmp_path, first, second):

@@ -339,8 +339,9 @@ def _bench_json_objects(text, path):
 
 
 def _bench_csv_and_sql(lines):
-    """(csv line numbers, sql line numbers) of llama-bench's -o csv (its header and the rows of its width after
-    it, blank lines between them allowed) and -o sql (its CREATE TABLE and INSERT statements) in `lines`."""
+    """([csv line numbers of each csv], sql line numbers) of llama-bench's -o csv (its header and the rows of its
+    width after it, blank and log lines between them allowed, up to the next header: a csv pasted twice is two) and
+    -o sql (its CREATE TABLE and INSERT statements) in `lines`."""
     csv_at, sql_at = [], []
     i, n = 0, len(lines)
     while i < n:
@@ -358,14 +359,15 @@ def _bench_csv_and_sql(lines):
         if st.count(",") >= 2:
             head = next(csv.reader([st]), [])
             if _LB_CSV_HEAD <= set(head) and "evidence" not in head:    # (glmbench's own csv has them too)
-                csv_at.append(i + 1)
+                csv_at.append([i + 1])
                 j = i + 1
                 while j < n:
                     s = lines[j].strip()
-                    if s and not is_log_line(s) and len(next(csv.reader([s]), [])) != len(head):
+                    row = next(csv.reader([s]), []) if s and not is_log_line(s) else None
+                    if row is not None and (len(row) != len(head) or row == head):
                         break
-                    if s and not is_log_line(s):   # (llama-bench --progress between the rows, on stderr)
-                        csv_at.append(j + 1)
+                    if row is not None:   # (llama-bench --progress between the rows, on stderr: skipped)
+                        csv_at[-1].append(j + 1)
                     j += 1
                 i = j
                 continue
@@ -396,7 +398,7 @@ def _bench_output_and_tables(text, path):
     csv_at, sql_at = _bench_csv_and_sql(mach)
     if not (objs or csv_at or sql_at):
         return None
-    taken = set(csv_at) | set(sql_at)
+    taken = {k for b in csv_at for k in b} | set(sql_at)
     for _, first, last, _ in objs:
         taken |= set(range(first, last + 1))
     for i, ln in enumerate(mach):   # the JSON array's own brackets and commas
@@ -454,8 +456,8 @@ def _read_bench_output_and_tables(split, ctx):
         mine = {line: o for line, o in objs if _is_sweep_or_batched(o) and ("pl" in o) == batched}
         if mine:
             recs += reader("\n".join(json.dumps(mine[i]) if i in mine else "" for i in range(1, len(lines) + 1)), ctx)
-    if csv_at:
-        on = set(csv_at)
+    for block in csv_at:
+        on = set(block)
         recs += _read_llama_bench_csv("\n".join(ln if i in on else "" for i, ln in enumerate(lines, 1)), ctx)
     if sql_at:
         on = set(sql_at)
