@@ -351,8 +351,6 @@ def test_a_json_array_pasted_twice_is_read_once(tmp_path):
 def test_what_is_not_llama_bench_output_among_it_says_its_line(tmp_path):
     text = terminal("json.txt")
     n = text.count("\n")
-    with pytest.raises(im.FormatError, match=rf"bad\.json:{n + 1}: not valid JSON"):
-        im.read(write(tmp_path, "bad.json", text + "trailing words\n"))
     with pytest.raises(im.FormatError, match=rf"cut\.json:{n + 4}: not valid JSON"):
         im.read(write(tmp_path, "cut.json", text + "[\n  {\n    \"n_prompt\": 16,\n"))
     with pytest.raises(im.FormatError, match=rf"comma\.json:{2 * n}: not valid JSON \(a ',' before"):
@@ -363,6 +361,27 @@ def test_what_is_not_llama_bench_output_among_it_says_its_line(tmp_path):
     lines[cut] = '    "avg_ts": 70909.29'    # the comma lost
     with pytest.raises(im.FormatError, match=rf"cut\.txt:{cut + 2}: not valid JSON"):
         im.read(write(tmp_path, "cut.txt", "\n".join(lines) + "\n"), model="llama-3.1-8b")
+
+
+@pytest.mark.parametrize("between", ["", "and with -t 1:\n", "$ ./llama-bench -m tiny.gguf -t 2 -p 16 -n 4 -r 2 -o jsonl\n"])
+@pytest.mark.parametrize("first,second", [("json.txt", "json.txt"), ("json.txt", "jsonl.txt"), ("jsonl.txt", "json.txt"),
+                                          ("jsonl.txt", "jsonl.txt")])
+def test_llama_bench_json_runs_with_other_text_between(tmp_path, first, second, between):
+    # a terminal's session (each run's command line before it) or a comment's prose between two runs' JSON: the
+    # records of both, the other lines named in a notice
+    a, b = terminal(first), terminal(second)
+    notices = []
+    recs = im.read(write(tmp_path, "runs.txt", a + between + b), model="llama-3.1-8b", notices=notices)
+    want = len({json.dumps(o, sort_keys=True) for t in (a, b) for o in (
+        json.loads(t) if t.startswith("[") else [json.loads(ln) for ln in t.splitlines()])})
+    assert len(recs) == want and all(r["n_threads"] == 2 and r["build_commit"] == "0c1e570" for r in recs)
+    if between:
+        at = a.count("\n") + 1
+        assert any(f"runs.txt:{at}: line {at} between llama-bench's JSON records" in n for n in notices), notices
+    # prose after the JSON alone the same
+    notices = []
+    assert len(im.read(write(tmp_path, "after.json", a + "trailing words\n"), notices=notices, model="llama-3.1-8b")) == 2
+    assert any("is not read" in n for n in notices)
 
 
 # llama-sweep-bench's / llama-batched-bench's --output-format jsonl prints no table (tools/batched-bench/batched-bench.cpp:

@@ -84,8 +84,10 @@ llama-bench's -o json / jsonl / csv / sql records and an md table in one paste (
 terminal, stdout and stderr interleaved even within a line, "  }| llama 8B Q4_0 | ... |"; two runs pasted one after
 the other; sweep- / batched-bench's jsonl and a table) are read apart (`_bench_output_and_tables`): the records, then
 every table row that is not one of their runs (a row that is, at the table's 2 decimals, is read once, from the
-record, with a notice). A result pasted
-twice (a table, jsonl lines, a json array) is imported once, with a notice (`_once_each`).
+record, with a notice). llama-bench's JSON with other text between its records (a terminal's session of runs, each
+after its command line; prose between two runs' arrays) is its records, the other lines named in a notice
+(`_bench_json_among_text`). A result pasted twice (a table, jsonl lines, a json array) is imported once, with a
+notice (`_once_each`).
 
 Malformed input (no known format, a row that does not parse, a speed that is not a positive
 number, a record without a depth, an empty file) is one `FormatError` (a ValueError) that names
@@ -192,15 +194,33 @@ def read(path, *, model: str | None = None, default_model: str | None = None,
 def read_text(text: str, path: str = "<text>", *, model: str | None = None,
               default_model: str | None = None, notices: list | None = None) -> list[dict]:
     """read() on text already in memory; `path` names it in errors and in `source`."""
-    whole = text
     split = _bench_output_and_tables(text, path)
     if split is not None:
         # llama-bench's records and its md table in one paste (-o json -oe md in a terminal, two runs pasted)
         fmt = "llama-bench-json" if split[2] else "llama-bench-csv" if split[3] else "llama-bench-sql"
         ctx = _Context(path, fmt, _canonical_model(model, path, "model"),
                        _canonical_model(default_model, path, "default_model"), notices)
-        ctx.paste = whole
+        ctx.paste = text
         return _once_each(_read_bench_output_and_tables(split, ctx), ctx)
+    said: list = []
+    try:
+        recs = _read_one_format(text, path, model, default_model, said)
+    except FormatError as e:
+        # llama-bench's JSON with other text between its records (two runs' arrays with a line of prose between,
+        # a terminal's session of jsonl runs with their command lines): its records, the rest skipped (a notice)
+        recs = _bench_json_among_text(text, path, str(e), model, default_model, notices)
+        if recs is None:
+            if notices is not None:
+                notices.extend(said)    # what the failed read noticed, with its error
+            raise
+        return recs
+    if notices is not None:
+        notices.extend(said)
+    return recs
+
+
+def _read_one_format(text, path, model, default_model, notices) -> list[dict]:
+    whole = text
     if _detect_pasted(text) is None:
         # llama-bench -o json / jsonl / csv / sql with --progress (or -v) in a terminal's copy of 2>&1: its
         # stderr lines among the records (is_log_line), blanked (their line numbers kept)
@@ -221,6 +241,38 @@ def read_text(text: str, path: str = "<text>", *, model: str | None = None,
     if not recs:
         _fail(path, None, f"holds no records ({FORMATS[fmt]})")
     return recs if fmt == "glmbench" else _once_each(recs, ctx)
+
+
+def _bench_json_among_text(text, path, error, model, default_model, notices) -> list[dict] | None:
+    """The records of llama-bench's (sweep-, batched-bench's) JSON objects in `text` where the text read as one
+    format failed with `error`, a JSON syntax error at a line of other text or at the first line of one of them (text
+    between them, another document after one: not one of them cut short, not a list's brackets or commas amiss); the other lines skipped, with
+    a notice that names them. None where that is not so."""
+    m = re.match(re.escape(path) + r":(\d+): (?:not valid JSON|text after the end of the JSON list)", error)
+    if not m:
+        return None
+    mach = _without_log_lines(text)
+    objs = _bench_json_objects(mach, path)
+    taken = set()
+    for _, first, last, _ in objs:
+        taken |= set(range(first, last + 1))
+    lines = mach.split("\n")
+    other = [i for i, ln in enumerate(lines, 1) if i not in taken and ln.strip() and ln.strip().strip("[],")]
+    err = int(m.group(1))
+    if not objs or not (err in other or err in {first for _, first, _, _ in objs}
+                        or 0 < err <= len(lines) and lines[err - 1].strip().startswith("[")):
+        return None     # (a ',' before a ']', a list without its ']': the JSON's own error)
+    ctx = _Context(path, "llama-bench-json", _canonical_model(model, path, "model"),
+                   _canonical_model(default_model, path, "default_model"), notices)
+    ctx.paste = text
+    recs = _read_bench_output_and_tables(
+        ("\n".join(ln if i in taken else "" for i, ln in enumerate(lines, 1)), "\n" * (len(lines) - 1),
+         [(line, o) for line, _, _, o in objs], [], []), ctx)
+    shown = ", ".join(str(i) for i in other[:8]) + (", ..." if len(other) > 8 else "")
+    ctx.notice(other[0] if other else None,
+               f"line{'s' if len(other) > 1 else ''} {shown} between llama-bench's JSON records (a command line, "
+               f"prose, another run's output) {'are' if len(other) > 1 else 'is'} not read: only the records are")
+    return _once_each(recs, ctx)
 
 
 # what says where and how a record was read, not what was measured: a result pasted twice differs only in these
