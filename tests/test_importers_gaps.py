@@ -272,10 +272,10 @@ def test_llama_bench_output_with_its_md_table_on_stderr_is_each_run_once_from_th
     text = terminal(name)
     rows = md_rows(text)
     assert set(rows) == {"pp16", "tg4"}
-    for crlf in (False, True):   # `script`'s own typescript keeps the terminal's \r\n
+    # `script`'s own typescript keeps the terminal's \r\n; a reply quotes the paste ("> ")
+    for pasted in (text, text.replace("\n", "\r\n"), "".join("> " + ln + "\n" for ln in text.splitlines())):
         notices = []
-        recs = im.read(write(tmp_path, name, text.replace("\n", "\r\n") if crlf else text), model="llama-3.1-8b",
-                       notices=notices)
+        recs = im.read(write(tmp_path, name, pasted), model="llama-3.1-8b", notices=notices)
         assert [(r["test"], r["n_prompt"], r["n_gen"]) for r in recs] == [("pp", 16, 0), ("tg", 0, 4)], name
         for r in recs:
             ts, sd = rows[f"pp{r['n_prompt']}" if r["test"] == "pp" else f"tg{r['n_gen']}"]

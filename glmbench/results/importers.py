@@ -434,7 +434,7 @@ def _bench_output_and_tables(text, path):
     None where the text does not hold both."""
     if not ("n_prompt" in text or "speed_pp" in text) or "|" not in text:
         return None
-    lines = text.split("\n")
+    lines = [_QUOTE.sub("", ln) for ln in text.split("\n")]    # ("> " of a reply that quotes a paste)
     mach, md, is_md = list(lines), list(lines), [False] * len(lines)
     for i, ln in enumerate(lines):
         m = _GLUED_ROW.match(ln)
