@@ -288,6 +288,14 @@ def test_llama_bench_output_with_its_md_table_on_stderr_is_each_run_once_from_th
         assert len(said) == 1 and "2 table rows" in said[0], notices
 
 
+def test_an_ot_regex_with_pipes_in_its_md_cell_is_still_the_records_run(tmp_path):
+    # -ot 'blk\.(0|1)\.ffn_up=CPU': llama-bench prints the pattern as given, its alternation's pipe splitting the row
+    notices = []
+    recs = im.read(os.path.join(TERMINAL, "json-oe-md-ot.pty.txt"), model="llama-3.1-8b", notices=notices)
+    ot = r"blk\.(0|1)\.ffn_up=CPU"
+    assert [(r["test"], r["tensor_buft_overrides"]) for r in recs] == [("pp", ot), ("tg", ot)]
+    assert any("2 table rows are the runs" in n for n in notices)
+
 def test_a_json_objects_end_and_the_md_header_on_one_line(tmp_path):
     # stderr's header written after an object's "  }" (as its rows are): "  }| model | size | ..."
     lines = terminal("json-oe-md.pty.txt").splitlines()

@@ -464,6 +464,9 @@ def _bench_output_and_tables(text, path):
 
 def _bench_row_key(header, cells):
     """(n_prompt, n_gen, n_depth, t/s, stddev text, {field: int}) of a llama-bench md row, or None."""
+    if len(cells) > len(header) and "ot" in header:     # -ot's regex alternation: its pipes in the ot cell
+        i, extra = header.index("ot"), len(cells) - len(header)
+        cells = cells[:i] + ["|".join(cells[i:i + extra + 1])] + cells[i + extra + 1:]
     if len(cells) != len(header):
         return None
     row = dict(zip(header, cells))
