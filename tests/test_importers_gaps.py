@@ -296,6 +296,14 @@ def test_an_ot_regex_with_pipes_in_its_md_cell_is_still_the_records_run(tmp_path
     assert [(r["test"], r["tensor_buft_overrides"]) for r in recs] == [("pp", ot), ("tg", ot)]
     assert any("2 table rows are the runs" in n for n in notices)
 
+def test_an_md_tables_ot_row_after_a_blank_line_is_read(tmp_path):
+    # a table a blank (or log) line splits: its rows after the gap are of the header's width, or wider by -ot's pipes
+    lines = terminal("json-oe-md-ot.pty.txt").splitlines()
+    rows = [ln[ln.index("|"):] for ln in lines if ln.startswith("  }|")]
+    text = "\n".join(lines[1:3]) + "\n" + rows[0] + "\n\n" + rows[1] + "\n\nbuild: 0c1e570 (1)\n"
+    recs = im.read(write(tmp_path, "gap.md", text), model="llama-3.1-8b")
+    assert [(r["test"], r["source"].rsplit(":", 1)[1]) for r in recs] == [("pp", "3"), ("tg", "5")]
+
 def test_a_json_objects_end_and_the_md_header_on_one_line(tmp_path):
     # stderr's header written after an object's "  }" (as its rows are): "  }| model | size | ..."
     lines = terminal("json-oe-md.pty.txt").splitlines()

@@ -2255,7 +2255,9 @@ def _scan(text) -> tuple[list[_Block], dict]:
                     logged += bool(lines[k].strip()) and not is_log_line(lines[k])
                     k += 1
                 if (kind and k > j and k < n and lines[k].strip().startswith("|")
-                        and len(_split_md(lines[k])) == len(header) and _split_md(lines[k]) != header
+                        and (len(_split_md(lines[k])) == len(header)
+                             or "ot" in header and len(_split_md(lines[k])) > len(header))  # -ot's own pipes
+                        and _split_md(lines[k]) != header
                         and not header_at(k)):
                     j = k
                     continue
