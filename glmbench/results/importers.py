@@ -245,9 +245,9 @@ def _read_one_format(text, path, model, default_model, notices) -> list[dict]:
 
 def _bench_json_among_text(text, path, error, model, default_model, notices) -> list[dict] | None:
     """The records of llama-bench's (sweep-, batched-bench's) JSON objects in `text` where the text read as one
-    format failed with `error`, a JSON syntax error at a line of other text or at the first line of one of them (text
-    between them, another document after one: not one of them cut short, not a list's brackets or commas amiss); the other lines skipped, with
-    a notice that names them. None where that is not so."""
+    format failed with `error`, a JSON syntax error at a line of other text or at the first line of one of them
+    (text between them, another document after one: not one of them cut short, not a list's brackets or commas
+    amiss); the other lines skipped, with a notice that names them. None where that is not so."""
     m = re.match(re.escape(path) + r":(\d+): (?:not valid JSON|text after the end of the JSON list)", error)
     if not m:
         return None
@@ -311,9 +311,10 @@ def _same_result(r: dict, q: dict) -> bool:
 
 
 def _once_each(recs: list, ctx) -> list:
-    """`recs` with a result pasted twice (llama-bench's md table pasted again, its jsonl lines twice, `-o json
-    -oe md` output pasted together) kept once, the first, and a notice that says where the repeat was; runs of
-    the same test with other values are other records."""
+    """`recs` with a result pasted twice (llama-bench's md table pasted again, its jsonl lines or json array
+    twice) kept once, the first, and a notice that says where the repeat was; runs of the same test with other
+    values are other records. (A table row and a JSON record of one run, `-o json -oe md`, differ in the fields
+    they state: _read_bench_output_and_tables keeps the record.)"""
     out, repeats, buckets = [], [], {}
     for r in recs:
         key = (r.get("test"), r.get("n_prompt"), r.get("n_gen"), r.get("n_depth"), r.get("n_streams"))
@@ -354,8 +355,8 @@ def _is_sweep_or_batched(o) -> bool:
 def _bench_json_objects(text, path):
     """[(line, first line, last line, object)] of every JSON object llama-bench wrote in `text` (its -o json
     array's elements, -o jsonl's lines, an array pasted twice; llama-sweep-bench's and llama-batched-bench's jsonl
-    lines, _is_sweep_or_batched), whatever is around them (a table's lines
-    blanked, the array's brackets and commas, prose); a `{` that starts no valid JSON is a FormatError at its line."""
+    lines, _is_sweep_or_batched), whatever is around them (a table's lines blanked, the array's brackets and
+    commas, prose); a `{` that starts no valid JSON but names llama-bench's fields is a FormatError at its line."""
     dec = json.JSONDecoder()
     out = []
     lines = text.split("\n")
@@ -376,7 +377,8 @@ def _bench_json_objects(text, path):
             try:
                 obj, q = dec.raw_decode(text, p)
             except json.JSONDecodeError as e:
-                if lines[i].strip().startswith("{") and re.search(r'"(?:n_prompt|n_gen|avg_ts|build_commit)"', text[p:p + 4000]):
+                if lines[i].strip().startswith("{") and re.search(r'"(?:n_prompt|n_gen|avg_ts|build_commit)"',
+                                                                  text[p:p + 4000]):
                     _fail(path, e.lineno, f"not valid JSON ({e.msg}) in llama-bench's output")
                 break
             first, last = text.count("\n", 0, p) + 1, text.count("\n", 0, q) + 1
@@ -428,10 +430,11 @@ def _bench_csv_and_sql(lines):
 
 
 def _bench_output_and_tables(text, path):
-    """(machine part, md part, JSON objects, csv lines, sql lines) of a paste that holds llama-bench's -o json /
-    jsonl / csv / sql records (or sweep- / batched-bench's jsonl) and a llama-bench (sweep-, batched-bench) md table: two copies of `text`, line for line, the first with the
-    tables' lines blanked, the second with the records' lines blanked (a line holding both split between them);
-    None where the text does not hold both."""
+    """(machine part, md part, JSON objects, csv line blocks, sql lines) of a paste that holds llama-bench's
+    -o json / jsonl / csv / sql records (or sweep- / batched-bench's jsonl) and a llama-bench (sweep-,
+    batched-bench) md table: two copies of `text`, line for line, the first with the tables' lines blanked, the
+    second with the records' lines blanked (a line holding both split between them); None where the text does
+    not hold both."""
     if not ("n_prompt" in text or "speed_pp" in text) or "|" not in text:
         return None
     lines = [_QUOTE.sub("", ln) for ln in text.split("\n")]    # ("> " of a reply that quotes a paste)
@@ -545,9 +548,11 @@ def _read_bench_output_and_tables(split, ctx):
             md_lines[i] = ""
     if pairs:
         shown = ", ".join(f"line {a} = line {b}" for a, b in pairs[:12]) + (", ..." if len(pairs) > 12 else "")
-        ctx.notice(pairs[0][0], f"{len(pairs)} table row{'s are' if len(pairs) > 1 else ' is'} the run{'s' if len(pairs) > 1 else ''} "
-                                f"of llama-bench records pasted with {'them' if len(pairs) > 1 else 'it'} (-o json / jsonl / csv / sql "
-                                f"-oe md prints each run twice): read once, from the record, which says more ({shown})")
+        many = len(pairs) > 1
+        ctx.notice(pairs[0][0], f"{len(pairs)} table row{'s are' if many else ' is'} the run{'s' if many else ''} of "
+                                f"llama-bench records pasted with {'them' if many else 'it'} (-o json / jsonl / csv / "
+                                f"sql -oe md prints each run twice): read once, from the record, which says more "
+                                f"({shown})")
     if any(ln.strip().startswith("|") for ln in md_lines):
         recs += _read_pasted("\n".join(md_lines), ctx)
 
