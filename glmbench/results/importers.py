@@ -252,7 +252,10 @@ def _bench_json_among_text(text, path, error, model, default_model, notices) -> 
     if not m:
         return None
     mach = _without_log_lines(text)
-    objs = _bench_json_objects(mach, path)
+    try:
+        objs = _bench_json_objects(mach, path)
+    except FormatError:
+        return None     # (an object cut short: the read's own error says where)
     taken = set()
     for _, first, last, _ in objs:
         taken |= set(range(first, last + 1))
@@ -379,7 +382,7 @@ def _bench_json_objects(text, path):
             except json.JSONDecodeError as e:
                 if lines[i].strip().startswith("{") and re.search(r'"(?:n_prompt|n_gen|avg_ts|build_commit)"',
                                                                   text[p:p + 4000]):
-                    _fail(path, e.lineno, f"not valid JSON ({e.msg}) in llama-bench's output")
+                    _fail(path, e.lineno, f"not valid JSON ({e.msg})")
                 break
             first, last = text.count("\n", 0, p) + 1, text.count("\n", 0, q) + 1
             if _is_llama_bench(obj) or _is_sweep_or_batched(obj):
