@@ -304,6 +304,17 @@ def test_an_md_tables_ot_row_after_a_blank_line_is_read(tmp_path):
     recs = im.read(write(tmp_path, "gap.md", text), model="llama-3.1-8b")
     assert [(r["test"], r["source"].rsplit(":", 1)[1]) for r in recs] == [("pp", "3"), ("tg", "5")]
 
+def test_another_tools_lines_after_llama_bench_output_with_its_table(tmp_path):
+    # every row of the table is a record's run: the rest of the paste (llama-cli's timing lines) is still read
+    timing = ("\n$ ./llama-cli -m Llama-3.1-8B-Q4_0.gguf -p hi -n 128\n"
+              "llama_perf_context_print: prompt eval time =     100.00 ms /    10 tokens (   10.00 ms per token,   "
+              "100.00 tokens per second)\n"
+              "llama_perf_context_print:        eval time =    1270.00 ms /   127 runs   (   10.00 ms per token,   "
+              "100.00 tokens per second)\n")
+    recs = im.read(write(tmp_path, "both.txt", terminal("json-oe-md.pty.txt") + timing), model="llama-3.1-8b")
+    assert [(r["test"], r["tool"]) for r in recs] == [("pp", "llama-bench"), ("tg", "llama-bench"),
+                                                      ("pp", "llama-cli (timings)"), ("tg", "llama-cli (timings)")]
+
 def test_a_json_objects_end_and_the_md_header_on_one_line(tmp_path):
     # stderr's header written after an object's "  }" (as its rows are): "  }| model | size | ..."
     lines = terminal("json-oe-md.pty.txt").splitlines()

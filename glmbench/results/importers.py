@@ -556,8 +556,9 @@ def _read_bench_output_and_tables(split, ctx):
                                 f"llama-bench records pasted with {'them' if many else 'it'} (-o json / jsonl / csv / "
                                 f"sql -oe md prints each run twice): read once, from the record, which says more "
                                 f"({shown})")
-    if any(ln.strip().startswith("|") for ln in md_lines):
-        recs += _read_pasted("\n".join(md_lines), ctx)
+    rest = "\n".join(md_lines)
+    if _scan(rest)[0]:     # another run's table, or another tool's block (llama-cli's timings, a vLLM console block)
+        recs += _read_pasted(rest, ctx)
 
     def line_of(r):
         n = str(r.get("source", "")).rsplit(":", 1)[-1]
