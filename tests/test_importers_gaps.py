@@ -315,6 +315,20 @@ def test_another_tools_lines_after_llama_bench_output_with_its_table(tmp_path):
     assert [(r["test"], r["tool"]) for r in recs] == [("pp", "llama-bench"), ("tg", "llama-bench"),
                                                       ("pp", "llama-cli (timings)"), ("tg", "llama-cli (timings)")]
 
+@pytest.mark.parametrize("name", ["jsonl-oe-md.pty.txt", "json-oe-md.pipe.txt", "csv-oe-md.pty.txt"])
+def test_a_records_model_is_told_as_its_tables_row_would_be(tmp_path, name):
+    # 'llama 8B Q4_0' + 8.03 B fits several built-ins: the heading above the table names one, for the row and the
+    # record alike (the record's model_filename names none)
+    text = terminal(name)
+    for a, b in (("llama ?B F16  ", "llama 8B Q4_0 "), ("  0.22 MiB", "  4.33 GiB"), ("    0.12 M", "    8.03 B"),
+                 ('"model_n_params": 115008', '"model_n_params": 8030261248'), (',"115008",', ',"8030261248",'),
+                 ("tiny.gguf", "/models/model.gguf")):
+        text = text.replace(a, b)
+    text = text.replace('"llama ?B F16"', '"llama 8B Q4_0"')
+    recs = im.read(write(tmp_path, "h.md", "## Llama-3.1-8B-Instruct on a CPU\n\n" + text))
+    assert [r["model"] for r in recs] == ["llama-3.1-8b", "llama-3.1-8b"], [r["inferred"]["model"] for r in recs]
+    assert all("heading 'Llama-3.1-8B-Instruct on a CPU'" in r["inferred"]["model"] for r in recs)
+
 def test_a_json_objects_end_and_the_md_header_on_one_line(tmp_path):
     # stderr's header written after an object's "  }" (as its rows are): "  }| model | size | ..."
     lines = terminal("json-oe-md.pty.txt").splitlines()

@@ -510,6 +510,18 @@ def _read_bench_output_and_tables(split, ctx):
     batch sizes, build, samples), with a notice."""
     mach, md, objs, csv_at, sql_at = split
     lines = mach.split("\n")
+    # a record's model told as its table's row would tell it where its file type fits several built-ins: from
+    # the table's command line, heading and the text above it (the last llama-bench table before the record),
+    # else from the text above the record
+    blocks = [b for b in (_scan(md)[0] if md.strip() else []) if b.kind == "llama-bench"]
+    above = md.split("\n")
+
+    def hints_at(line):
+        b = next((b for b in reversed(blocks) if b.start <= line), None)
+        if b is not None:
+            return _table_hints(b, ctx.path, "\n".join(above[:b.start - 1]))
+        return [("\n".join(above[:line - 1]), "text above"), ctx.file_hint()]
+    ctx.hints_at = hints_at
     recs = [_llama_bench_record(o, ctx, line) for line, o in objs if _is_llama_bench(o)]
     for reader, batched in ((_read_sweep_jsonl, False), (_read_batched_jsonl, True)):
         # sweep- / batched-bench's jsonl (a run that printed no table: its table is another run's), each object on
@@ -1364,8 +1376,10 @@ def _llama_bench_record(o: dict, ctx, line, meta: dict | None = None) -> dict:
         model = meta["model"]
     else:
         n_params = _num(ctx, line, "model_n_params", o.get("model_n_params"), required=False)
+        # (a paste of records and tables: what the table of the run says around it, _read_bench_output_and_tables)
+        hints = ctx.hints_at(line) if getattr(ctx, "hints_at", None) else ()
         model, how = ctx.model_for(line, filename=o.get("model_filename"), model_type=o.get("model_type"),
-                                   n_params=n_params)
+                                   n_params=n_params, hints=hints)
         inferred["model"] = how
     r = {"evidence": "measured", "test": test, "model": model, "tool": "llama-bench", "source": ctx.source(line)}
     r.update(_rig(o.get("gpu_info"), o.get("cpu_info"), o.get("devices"), o.get("split_mode"), o.get("main_gpu")))
