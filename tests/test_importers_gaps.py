@@ -296,6 +296,7 @@ def test_an_ot_regex_with_pipes_in_its_md_cell_is_still_the_records_run(tmp_path
     assert [(r["test"], r["tensor_buft_overrides"]) for r in recs] == [("pp", ot), ("tg", ot)]
     assert any("2 table rows are the runs" in n for n in notices)
 
+
 def test_an_md_tables_ot_row_after_a_blank_line_is_read(tmp_path):
     # a table a blank (or log) line splits: its rows after the gap are of the header's width, or wider by -ot's pipes
     lines = terminal("json-oe-md-ot.pty.txt").splitlines()
@@ -303,6 +304,7 @@ def test_an_md_tables_ot_row_after_a_blank_line_is_read(tmp_path):
     text = "\n".join(lines[1:3]) + "\n" + rows[0] + "\n\n" + rows[1] + "\n\nbuild: 0c1e570 (1)\n"
     recs = im.read(write(tmp_path, "gap.md", text), model="llama-3.1-8b")
     assert [(r["test"], r["source"].rsplit(":", 1)[1]) for r in recs] == [("pp", "3"), ("tg", "5")]
+
 
 def test_another_tools_lines_after_llama_bench_output_with_its_table(tmp_path):
     # every row of the table is a record's run: the rest of the paste (llama-cli's timing lines) is still read
@@ -314,6 +316,7 @@ def test_another_tools_lines_after_llama_bench_output_with_its_table(tmp_path):
     recs = im.read(write(tmp_path, "both.txt", terminal("json-oe-md.pty.txt") + timing), model="llama-3.1-8b")
     assert [(r["test"], r["tool"]) for r in recs] == [("pp", "llama-bench"), ("tg", "llama-bench"),
                                                       ("pp", "llama-cli (timings)"), ("tg", "llama-cli (timings)")]
+
 
 @pytest.mark.parametrize("name", ["jsonl-oe-md.pty.txt", "json-oe-md.pipe.txt", "csv-oe-md.pty.txt"])
 def test_a_records_model_is_told_as_its_tables_row_would_be(tmp_path, name):
@@ -329,6 +332,7 @@ def test_a_records_model_is_told_as_its_tables_row_would_be(tmp_path, name):
     assert [r["model"] for r in recs] == ["llama-3.1-8b", "llama-3.1-8b"], [r["inferred"]["model"] for r in recs]
     assert all("heading 'Llama-3.1-8B-Instruct on a CPU'" in r["inferred"]["model"] for r in recs)
 
+
 def test_a_json_objects_end_and_the_md_header_on_one_line(tmp_path):
     # stderr's header written after an object's "  }" (as its rows are): "  }| model | size | ..."
     lines = terminal("json-oe-md.pty.txt").splitlines()
@@ -343,7 +347,6 @@ def test_a_json_objects_end_and_the_md_header_on_one_line(tmp_path):
     assert any("read once, from the record" in n for n in notices)
 
 
-
 @pytest.mark.parametrize("name", ["csv-oe-md.pipe.txt", "jsonl-oe-md.pty.txt", "sql-oe-md.pipe.txt", "json-oe-md.pty.txt"])
 def test_llama_bench_output_with_its_md_table_pasted_twice(tmp_path, name):
     # the second csv's header is a new csv, not a row of the first
@@ -352,6 +355,7 @@ def test_llama_bench_output_with_its_md_table_pasted_twice(tmp_path, name):
                    notices=notices)
     assert [(r["test"], r["n_threads"], r["build_commit"]) for r in recs] == [("pp", 2, "0c1e570"), ("tg", 2, "0c1e570")]
     assert any("4 table rows" in n for n in notices) and any("2 results pasted twice" in n for n in notices)
+
 
 @pytest.mark.parametrize("first,second", [("jsonl.txt", "md.txt"), ("json.txt", "md.txt"), ("md.txt", "json.txt"),
                                           ("md.txt", "jsonl.txt")])
