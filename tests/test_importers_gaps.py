@@ -1,7 +1,9 @@
 """Layouts the importer met in pastes: vLLM's offline benchmarks' --output-json files, a llama-bench result pasted
-twice, SGLang's / vLLM's embedding serving runs, llama-batched-bench's jsonl without is_tg_separate. Every layout
-here follows the tool's printing code (named in each test); the numbers are invented."""
+twice, SGLang's / vLLM's embedding serving runs, llama-batched-bench's jsonl without is_tg_separate, llama-bench's
+records and its md table in one paste. Every layout here follows the tool's printing code (named in each test); the
+numbers are invented, but for tests/data/terminal's (llama-bench's own output, captured)."""
 import json
+import os
 
 import pytest
 
@@ -236,3 +238,214 @@ def test_a_result_read_at_two_precisions_is_one_result():
     assert not im._same_result(md, dict(js, n_threads=16))     # a field only one states: not known to be one run
     assert not im._same_result(md, dict(js, avg_ts=151.523321))
     assert not im._same_result(dict(js, stddev_ts=0.461246), js)
+
+
+# ---- llama-bench's machine output and its md table in one paste -----------------------------------------------------
+# tests/data/terminal/: the vendored llama.cpp's llama-bench on a tiny GGUF (`-t 2 -p 16 -n 4 -r 2`), run under a pty
+# (`script -q -c "llama-bench ... -o X -oe Y" /dev/null`, *.pty.txt) and through `2>&1 | cat` (*.pipe.txt): stdout and
+# stderr interleave, the JSON printer's "  }" (no newline) with the md row after it on one line; json.txt, jsonl.txt
+# and md.txt are separate runs (md.txt's with -t 1). These numbers are measured (a CPU), the model is none of ours.
+TERMINAL = os.path.join(os.path.dirname(__file__), "data", "terminal")
+OE_FILES = ["json-oe-md.pty.txt", "json-oe-md.pipe.txt", "jsonl-oe-md.pty.txt", "jsonl-oe-md.pipe.txt",
+            "csv-oe-md.pty.txt", "csv-oe-md.pipe.txt", "sql-oe-md.pty.txt", "sql-oe-md.pipe.txt",
+            "md-oe-json.pty.txt", "md-oe-json.pipe.txt"]
+
+
+def terminal(name):
+    with open(os.path.join(TERMINAL, name)) as f:
+        return f.read()
+
+
+def md_rows(text):
+    """{test cell: (t/s, stddev)} of the llama-bench md rows in `text` (a row glued after a JSON "}" too)."""
+    out = {}
+    for ln in text.splitlines():
+        cells = [c.strip() for c in ln[ln.find("|"):].strip().strip("|").split("|")] if "|" in ln else []
+        if len(cells) == 7 and "±" in cells[6]:
+            ts, sd = cells[6].split("±")
+            out[cells[5]] = (float(ts), float(sd))
+    return out
+
+
+@pytest.mark.parametrize("name", OE_FILES)
+def test_llama_bench_output_with_its_md_table_on_stderr_is_each_run_once_from_the_record(tmp_path, name):
+    text = terminal(name)
+    rows = md_rows(text)
+    assert set(rows) == {"pp16", "tg4"}
+    # `script`'s own typescript keeps the terminal's \r\n; a reply quotes the paste ("> ")
+    for pasted in (text, text.replace("\n", "\r\n"), "".join("> " + ln + "\n" for ln in text.splitlines())):
+        notices = []
+        recs = im.read(write(tmp_path, name, pasted), model="llama-3.1-8b", notices=notices)
+        assert [(r["test"], r["n_prompt"], r["n_gen"]) for r in recs] == [("pp", 16, 0), ("tg", 0, 4)], name
+        for r in recs:
+            ts, sd = rows[f"pp{r['n_prompt']}" if r["test"] == "pp" else f"tg{r['n_gen']}"]
+            # the record's own figures (6 decimals), which the md row rounds; its fields the md has not
+            assert abs(r["avg_ts"] - ts) <= 0.005 and abs(r["stddev_ts"] - sd) <= 0.005 and r["avg_ts"] != ts
+            assert r["n_threads"] == 2 and r["n_batch"] == 2048 and r["build_commit"] == "0c1e570"
+            line = text.splitlines()[int(r["source"].rsplit(":", 1)[1]) - 1]
+            assert "|" not in line and "0c1e570" in line or line.strip() == "{", (name, line)
+        said = [n for n in notices if "read once, from the record" in n]
+        assert len(said) == 1 and "2 table rows" in said[0], notices
+
+
+def test_an_ot_regex_with_pipes_in_its_md_cell_is_still_the_records_run(tmp_path):
+    # -ot 'blk\.(0|1)\.ffn_up=CPU': llama-bench prints the pattern as given, its alternation's pipe splitting the row
+    notices = []
+    recs = im.read(os.path.join(TERMINAL, "json-oe-md-ot.pty.txt"), model="llama-3.1-8b", notices=notices)
+    ot = r"blk\.(0|1)\.ffn_up=CPU"
+    assert [(r["test"], r["tensor_buft_overrides"]) for r in recs] == [("pp", ot), ("tg", ot)]
+    assert any("2 table rows are the runs" in n for n in notices)
+
+
+def test_an_md_tables_ot_row_after_a_blank_line_is_read(tmp_path):
+    # a table a blank (or log) line splits: its rows after the gap are of the header's width, or wider by -ot's pipes
+    lines = terminal("json-oe-md-ot.pty.txt").splitlines()
+    rows = [ln[ln.index("|"):] for ln in lines if ln.startswith("  }|")]
+    text = "\n".join(lines[1:3]) + "\n" + rows[0] + "\n\n" + rows[1] + "\n\nbuild: 0c1e570 (1)\n"
+    recs = im.read(write(tmp_path, "gap.md", text), model="llama-3.1-8b")
+    assert [(r["test"], r["source"].rsplit(":", 1)[1]) for r in recs] == [("pp", "3"), ("tg", "5")]
+
+
+def test_another_tools_lines_after_llama_bench_output_with_its_table(tmp_path):
+    # every row of the table is a record's run: the rest of the paste (llama-cli's timing lines) is still read
+    timing = ("\n$ ./llama-cli -m Llama-3.1-8B-Q4_0.gguf -p hi -n 128\n"
+              "llama_perf_context_print: prompt eval time =     100.00 ms /    10 tokens (   10.00 ms per token,   "
+              "100.00 tokens per second)\n"
+              "llama_perf_context_print:        eval time =    1270.00 ms /   127 runs   (   10.00 ms per token,   "
+              "100.00 tokens per second)\n")
+    recs = im.read(write(tmp_path, "both.txt", terminal("json-oe-md.pty.txt") + timing), model="llama-3.1-8b")
+    assert [(r["test"], r["tool"]) for r in recs] == [("pp", "llama-bench"), ("tg", "llama-bench"),
+                                                      ("pp", "llama-cli (timings)"), ("tg", "llama-cli (timings)")]
+
+
+@pytest.mark.parametrize("name", ["jsonl-oe-md.pty.txt", "json-oe-md.pipe.txt", "csv-oe-md.pty.txt"])
+def test_a_records_model_is_told_as_its_tables_row_would_be(tmp_path, name):
+    # 'llama 8B Q4_0' + 8.03 B fits several built-ins: the heading above the table names one, for the row and the
+    # record alike (the record's model_filename names none)
+    text = terminal(name)
+    for a, b in (("llama ?B F16  ", "llama 8B Q4_0 "), ("  0.22 MiB", "  4.33 GiB"), ("    0.12 M", "    8.03 B"),
+                 ('"model_n_params": 115008', '"model_n_params": 8030261248'), (',"115008",', ',"8030261248",'),
+                 ("tiny.gguf", "/models/model.gguf")):
+        text = text.replace(a, b)
+    text = text.replace('"llama ?B F16"', '"llama 8B Q4_0"')
+    recs = im.read(write(tmp_path, "h.md", "## Llama-3.1-8B-Instruct on a CPU\n\n" + text))
+    assert [r["model"] for r in recs] == ["llama-3.1-8b", "llama-3.1-8b"], [r["inferred"]["model"] for r in recs]
+    assert all("heading 'Llama-3.1-8B-Instruct on a CPU'" in r["inferred"]["model"] for r in recs)
+
+
+def test_a_json_objects_end_and_the_md_header_on_one_line(tmp_path):
+    # stderr's header written after an object's "  }" (as its rows are): "  }| model | size | ..."
+    lines = terminal("json-oe-md.pty.txt").splitlines()
+    head, sep = lines[1], lines[2]
+    assert head.startswith("| model") and sep.startswith("| ---")
+    rest = lines[:1] + lines[3:]
+    i = next(k for k, ln in enumerate(rest) if ln.startswith("  }|"))
+    rest[i:i + 1] = ["  }" + head, sep, rest[i][3:]]
+    notices = []
+    recs = im.read(write(tmp_path, "glued.txt", "\n".join(rest) + "\n"), model="llama-3.1-8b", notices=notices)
+    assert [(r["test"], r["n_threads"]) for r in recs] == [("pp", 2), ("tg", 2)]
+    assert any("read once, from the record" in n for n in notices)
+
+
+@pytest.mark.parametrize("name", ["csv-oe-md.pipe.txt", "jsonl-oe-md.pty.txt", "sql-oe-md.pipe.txt", "json-oe-md.pty.txt"])
+def test_llama_bench_output_with_its_md_table_pasted_twice(tmp_path, name):
+    # the second csv's header is a new csv, not a row of the first
+    notices = []
+    recs = im.read(write(tmp_path, "twice.txt", terminal(name) + "\n" + terminal(name)), model="llama-3.1-8b",
+                   notices=notices)
+    assert [(r["test"], r["n_threads"], r["build_commit"]) for r in recs] == [("pp", 2, "0c1e570"), ("tg", 2, "0c1e570")]
+    assert any("4 table rows" in n for n in notices) and any("2 results pasted twice" in n for n in notices)
+
+
+@pytest.mark.parametrize("first,second", [("jsonl.txt", "md.txt"), ("json.txt", "md.txt"), ("md.txt", "json.txt"),
+                                          ("md.txt", "jsonl.txt")])
+def test_two_runs_pasted_one_after_the_other_are_both_read(tmp_path, first, second):
+    # two runs (the md table's with -t 1): every record of each, none taken for the other's
+    notices = []
+    recs = im.read(write(tmp_path, "two.txt", terminal(first) + "\n" + terminal(second)), model="llama-3.1-8b",
+                   notices=notices)
+    assert sorted((r["test"], r["n_threads"]) for r in recs) == [("pp", 1), ("pp", 2), ("tg", 1), ("tg", 2)]
+    md = {(r["test"], r["avg_ts"]) for r in recs if r["n_threads"] == 1}
+    assert md == {("pp", 53683.18), ("tg", 35704.83)}
+    lines = [int(r["source"].rsplit(":", 1)[1]) for r in recs]
+    assert lines == sorted(lines) and not any("read once" in n or "pasted twice" in n for n in notices)
+
+
+@pytest.mark.parametrize("machine", ["csv", "sql"])
+def test_csv_or_sql_then_another_runs_md_table(tmp_path, machine):
+    # the csv / sql of one run (its own md rows taken out: stdout alone) and another run's table
+    own = "\n".join(ln for ln in terminal(f"{machine}-oe-md.pipe.txt").splitlines()
+                    if not ln.startswith("|") and not ln.startswith("build:"))
+    recs = im.read(write(tmp_path, "two.txt", own + "\n\n" + terminal("md.txt")), model="llama-3.1-8b")
+    assert sorted((r["test"], r["n_threads"]) for r in recs) == [("pp", 1), ("pp", 2), ("tg", 1), ("tg", 2)]
+
+
+def test_a_json_array_pasted_twice_is_read_once(tmp_path):
+    text = terminal("json.txt")
+    n = text.count("\n")
+    notices = []
+    recs = im.read(write(tmp_path, "twice.json", text + text), notices=notices, model="llama-3.1-8b")
+    assert [(r["test"], r["source"].rsplit(":", 1)[1]) for r in recs] == [("pp", "2"), ("tg", "48")]
+    said = [x for x in notices if "pasted twice" in x]
+    assert len(said) == 1 and f"line {n + 2} = line 2" in said[0] and f"line {n + 48} = line 48" in said[0]
+    # with md tables around them the same
+    recs = im.read(write(tmp_path, "twice.md", text + text + "\n" + terminal("md.txt")), model="llama-3.1-8b")
+    assert sorted((r["test"], r["n_threads"]) for r in recs) == [("pp", 1), ("pp", 2), ("tg", 1), ("tg", 2)]
+
+
+def test_what_is_not_llama_bench_output_among_it_says_its_line(tmp_path):
+    text = terminal("json.txt")
+    n = text.count("\n")
+    with pytest.raises(im.FormatError, match=rf"cut\.json:{n + 4}: not valid JSON"):
+        im.read(write(tmp_path, "cut.json", text + "[\n  {\n    \"n_prompt\": 16,\n"))
+    with pytest.raises(im.FormatError, match=rf"comma\.json:{2 * n}: not valid JSON \(a ',' before"):
+        im.read(write(tmp_path, "comma.json", text + text.replace("  }\n]", "  },\n]")))
+    # an object cut short among a table's rows: its line, not "holds no records"
+    lines = terminal("json-oe-md.pipe.txt").splitlines()
+    cut = next(k for k, ln in enumerate(lines) if '"avg_ts"' in ln)
+    lines[cut] = '    "avg_ts": 70909.29'    # the comma lost
+    with pytest.raises(im.FormatError, match=rf"cut\.txt:{cut + 2}: not valid JSON"):
+        im.read(write(tmp_path, "cut.txt", "\n".join(lines) + "\n"), model="llama-3.1-8b")
+
+
+@pytest.mark.parametrize("between", ["", "and with -t 1:\n", "$ ./llama-bench -m tiny.gguf -t 2 -p 16 -n 4 -r 2 -o jsonl\n"])
+@pytest.mark.parametrize("first,second", [("json.txt", "json.txt"), ("json.txt", "jsonl.txt"), ("jsonl.txt", "json.txt"),
+                                          ("jsonl.txt", "jsonl.txt")])
+def test_llama_bench_json_runs_with_other_text_between(tmp_path, first, second, between):
+    # a terminal's session (each run's command line before it) or a comment's prose between two runs' JSON: the
+    # records of both, the other lines named in a notice
+    a, b = terminal(first), terminal(second)
+    notices = []
+    recs = im.read(write(tmp_path, "runs.txt", a + between + b), model="llama-3.1-8b", notices=notices)
+    want = len({json.dumps(o, sort_keys=True) for t in (a, b) for o in (
+        json.loads(t) if t.startswith("[") else [json.loads(ln) for ln in t.splitlines()])})
+    assert len(recs) == want and all(r["n_threads"] == 2 and r["build_commit"] == "0c1e570" for r in recs)
+    if between:
+        at = a.count("\n") + 1
+        assert any(f"runs.txt:{at}: line {at} between llama-bench's JSON records" in n for n in notices), notices
+    # prose after the JSON alone the same
+    notices = []
+    assert len(im.read(write(tmp_path, "after.json", a + "trailing words\n"), notices=notices, model="llama-3.1-8b")) == 2
+    assert any("is not read" in n for n in notices)
+
+
+# llama-sweep-bench's / llama-batched-bench's --output-format jsonl prints no table (tools/batched-bench/batched-bench.cpp:
+# the jsonl line or the md row): a jsonl run and a table in one paste are two runs, both read
+SWEEP_JSONL = ('{"n_kv_max": 16896, "n_batch": 2048, "n_ubatch": 512, "flash_attn": 1, "n_gpu_layers": 99, "n_threads": 16, '
+               '"n_threads_batch": 16, "pp": 512, "tg": 128, "n_kv": 4096, "t_pp": 0.233000, "speed_pp": 2197.42, '
+               '"t_tg": 3.611000, "speed_tg": 35.45}\n')
+
+
+@pytest.mark.parametrize("jsonl,table", [(SWEEP_JSONL, "formats/sweep-bench-mainline.md"),
+                                         (BATCHED_JSONL, "formats/llama-batched-bench.md"),
+                                         (SWEEP_JSONL, "terminal/md.txt"), (BATCHED_JSONL, "terminal/md.txt")])
+def test_sweep_or_batched_jsonl_and_a_table_of_another_run(tmp_path, jsonl, table):
+    with open(os.path.join(os.path.dirname(__file__), "data", table)) as f:
+        md = f.read()
+    tab = [(r["test"], r["n_depth"], r["avg_ts"]) for r in im.read(write(tmp_path, "t.md", md), model="qwen3-8b")]
+    own = [(r["test"], r["n_depth"], r["avg_ts"]) for r in im.read(write(tmp_path, "j.jsonl", jsonl), model="qwen3-8b")]
+    n = md.count("\n")
+    for text, at in ((jsonl + "\n" + md, "1"), (md + "\n" + jsonl, str(n + 2))):
+        recs = im.read(write(tmp_path, "both.md", text), model="qwen3-8b")
+        assert sorted((r["test"], r["n_depth"], r["avg_ts"]) for r in recs) == sorted(tab + own)
+        assert [(r["test"], r["n_depth"], r["avg_ts"]) for r in recs if r["source"].endswith(":" + at)] == own

@@ -80,6 +80,14 @@ split, backend, flash attention and weights were told; `read(..., notices=[])` c
 per assumption (a card count assumed, no model named, an approximate format). A table's own
 heading or `<summary>` line that states settings in words ("Main branch, mla = 2, fa", "-ub 4096")
 gives them to that table where its rows and command line do not (`label_settings`).
+llama-bench's -o json / jsonl / csv / sql records and an md table in one paste (`-o json -oe md` copied from a
+terminal, stdout and stderr interleaved even within a line, "  }| llama 8B Q4_0 | ... |"; two runs pasted one after
+the other; sweep- / batched-bench's jsonl and a table) are read apart (`_bench_output_and_tables`): the records, then
+every table row that is not one of their runs (a row that is, at the table's 2 decimals, is read once, from the
+record, with a notice). llama-bench's JSON with other text between its records (a terminal's session of runs, each
+after its command line; prose between two runs' arrays) is its records, the other lines named in a notice
+(`_bench_json_among_text`). A result pasted twice (a table, jsonl lines, a json array) is imported once, with a
+notice (`_once_each`).
 
 Malformed input (no known format, a row that does not parse, a speed that is not a positive
 number, a record without a depth, an empty file) is one `FormatError` (a ValueError) that names
@@ -186,6 +194,32 @@ def read(path, *, model: str | None = None, default_model: str | None = None,
 def read_text(text: str, path: str = "<text>", *, model: str | None = None,
               default_model: str | None = None, notices: list | None = None) -> list[dict]:
     """read() on text already in memory; `path` names it in errors and in `source`."""
+    split = _bench_output_and_tables(text, path)
+    if split is not None:
+        # llama-bench's records and its md table in one paste (-o json -oe md in a terminal, two runs pasted)
+        fmt = "llama-bench-json" if split[2] else "llama-bench-csv" if split[3] else "llama-bench-sql"
+        ctx = _Context(path, fmt, _canonical_model(model, path, "model"),
+                       _canonical_model(default_model, path, "default_model"), notices)
+        ctx.paste = text
+        return _once_each(_read_bench_output_and_tables(split, ctx), ctx)
+    said: list = []
+    try:
+        recs = _read_one_format(text, path, model, default_model, said)
+    except FormatError as e:
+        # llama-bench's JSON with other text between its records (two runs' arrays with a line of prose between,
+        # a terminal's session of jsonl runs with their command lines): its records, the rest skipped (a notice)
+        recs = _bench_json_among_text(text, path, str(e), model, default_model, notices)
+        if recs is None:
+            if notices is not None:
+                notices.extend(said)    # what the failed read noticed, with its error
+            raise
+        return recs
+    if notices is not None:
+        notices.extend(said)
+    return recs
+
+
+def _read_one_format(text, path, model, default_model, notices) -> list[dict]:
     whole = text
     if _detect_pasted(text) is None:
         # llama-bench -o json / jsonl / csv / sql with --progress (or -v) in a terminal's copy of 2>&1: its
@@ -207,6 +241,41 @@ def read_text(text: str, path: str = "<text>", *, model: str | None = None,
     if not recs:
         _fail(path, None, f"holds no records ({FORMATS[fmt]})")
     return recs if fmt == "glmbench" else _once_each(recs, ctx)
+
+
+def _bench_json_among_text(text, path, error, model, default_model, notices) -> list[dict] | None:
+    """The records of llama-bench's (sweep-, batched-bench's) JSON objects in `text` where the text read as one
+    format failed with `error`, a JSON syntax error at a line of other text or at the first line of one of them
+    (text between them, another document after one: not one of them cut short, not a list's brackets or commas
+    amiss); the other lines skipped, with a notice that names them. None where that is not so."""
+    m = re.match(re.escape(path) + r":(\d+): (?:not valid JSON|text after the end of the JSON list)", error)
+    if not m:
+        return None
+    mach = _without_log_lines(text)
+    try:
+        objs = _bench_json_objects(mach, path)
+    except FormatError:
+        return None     # (an object cut short: the read's own error says where)
+    taken = set()
+    for _, first, last, _ in objs:
+        taken |= set(range(first, last + 1))
+    lines = mach.split("\n")
+    other = [i for i, ln in enumerate(lines, 1) if i not in taken and ln.strip() and ln.strip().strip("[],")]
+    err = int(m.group(1))
+    if not objs or not (err in other or err in {first for _, first, _, _ in objs}
+                        or 0 < err <= len(lines) and lines[err - 1].strip().startswith("[")):
+        return None     # (a ',' before a ']', a list without its ']': the JSON's own error)
+    ctx = _Context(path, "llama-bench-json", _canonical_model(model, path, "model"),
+                   _canonical_model(default_model, path, "default_model"), notices)
+    ctx.paste = text
+    recs = _read_bench_output_and_tables(
+        ("\n".join(ln if i in taken else "" for i, ln in enumerate(lines, 1)), "\n" * (len(lines) - 1),
+         [(line, o) for line, _, _, o in objs], [], []), ctx)
+    shown = ", ".join(str(i) for i in other[:8]) + (", ..." if len(other) > 8 else "")
+    ctx.notice(other[0] if other else None,
+               f"line{'s' if len(other) > 1 else ''} {shown} between llama-bench's JSON records (a command line, "
+               f"prose, another run's output) {'are' if len(other) > 1 else 'is'} not read: only the records are")
+    return _once_each(recs, ctx)
 
 
 # what says where and how a record was read, not what was measured: a result pasted twice differs only in these
@@ -245,9 +314,10 @@ def _same_result(r: dict, q: dict) -> bool:
 
 
 def _once_each(recs: list, ctx) -> list:
-    """`recs` with a result pasted twice (llama-bench's md table pasted again, its jsonl lines twice, `-o json
-    -oe md` output pasted together) kept once, the first, and a notice that says where the repeat was; runs of
-    the same test with other values are other records."""
+    """`recs` with a result pasted twice (llama-bench's md table pasted again, its jsonl lines or json array
+    twice) kept once, the first, and a notice that says where the repeat was; runs of the same test with other
+    values are other records. (A table row and a JSON record of one run, `-o json -oe md`, differ in the fields
+    they state: _read_bench_output_and_tables keeps the record.)"""
     out, repeats, buckets = [], [], {}
     for r in recs:
         key = (r.get("test"), r.get("n_prompt"), r.get("n_gen"), r.get("n_depth"), r.get("n_streams"))
@@ -266,6 +336,246 @@ def _once_each(recs: list, ctx) -> list:
                    f"{len(repeats)} result{'s' if len(repeats) > 1 else ''} pasted twice (the same model, card, "
                    f"options, test, depth, t/s and stddev as an earlier one): imported once, the first ({pairs})")
     return out
+
+
+# ---- llama-bench's machine-readable output and its markdown table in one paste ----------------------------------
+# `llama-bench -o json -oe md` (or -o jsonl / csv / sql -oe md, -o md -oe json) writes one to stdout and the other to
+# stderr; a terminal's copy interleaves them line by line, even within a line: the JSON printer ends an object
+# with "  }" and no newline, so the md row written meanwhile follows it ("  }| llama 8B Q4_0 | ... |", or "}| model
+# | size | ..." where the header comes after an object), and the ",\n" between objects comes after the row. Two runs
+# pasted one after the other (a jsonl run then an md table) hold both as well.
+_GLUED_ROW = re.compile(r"^(\s*[\[\]{},]*[}\]])\s*(\|.*)$")   # "  }| llama ... |": an object's end, then a row
+_SQL_START = re.compile(r"(?:CREATE TABLE IF NOT EXISTS|INSERT INTO) llama_bench\b")
+_LB_CSV_HEAD = {"n_prompt", "n_gen", "avg_ts"}
+_SWEEP_COLS = {"PP", "TG", "N_KV", "S_PP t/s", "S_TG t/s"}    # sweep- and batched-bench's table (batched: B too)
+
+
+def _is_sweep_or_batched(o) -> bool:
+    """`o` is a line of llama-sweep-bench's or llama-batched-bench's --output-format jsonl."""
+    return isinstance(o, dict) and {"n_kv_max", "speed_pp", "speed_tg"} <= set(o) and "evidence" not in o
+
+
+def _bench_json_objects(text, path):
+    """[(line, first line, last line, object)] of every JSON object llama-bench wrote in `text` (its -o json
+    array's elements, -o jsonl's lines, an array pasted twice; llama-sweep-bench's and llama-batched-bench's jsonl
+    lines, _is_sweep_or_batched), whatever is around them (a table's lines blanked, the array's brackets and
+    commas, prose); a `{` that starts no valid JSON but names llama-bench's fields is a FormatError at its line."""
+    dec = json.JSONDecoder()
+    out = []
+    lines = text.split("\n")
+    offsets, at = [], 0
+    for ln in lines:
+        offsets.append(at)
+        at += len(ln) + 1
+    i = 0
+    while i < len(lines):
+        p, end_of_line = offsets[i], offsets[i] + len(lines[i])
+        while p < end_of_line:
+            c = text[p]
+            if c in " \t\r[],":
+                p += 1
+                continue
+            if c != "{":
+                break   # not JSON (prose, a `build:` line): the next line
+            try:
+                obj, q = dec.raw_decode(text, p)
+            except json.JSONDecodeError as e:
+                if lines[i].strip().startswith("{") and re.search(r'"(?:n_prompt|n_gen|avg_ts|build_commit)"',
+                                                                  text[p:p + 4000]):
+                    _fail(path, e.lineno, f"not valid JSON ({e.msg})")
+                break
+            first, last = text.count("\n", 0, p) + 1, text.count("\n", 0, q) + 1
+            if _is_llama_bench(obj) or _is_sweep_or_batched(obj):
+                out.append((first, first, last, obj))
+            if last - 1 != i:
+                i = last - 1
+                end_of_line = offsets[i] + len(lines[i])
+            p = q
+        i += 1
+    return out
+
+
+def _bench_csv_and_sql(lines):
+    """([csv line numbers of each csv], sql line numbers) of llama-bench's -o csv (its header and the rows of its
+    width after it, blank and log lines between them allowed, up to the next header: a csv pasted twice is two) and
+    -o sql (its CREATE TABLE and INSERT statements) in `lines`."""
+    csv_at, sql_at = [], []
+    i, n = 0, len(lines)
+    while i < n:
+        st = lines[i].strip()
+        if _SQL_START.match(st):
+            buf, j = "", i
+            while j < n:
+                buf += lines[j] + "\n"
+                j += 1
+                if sqlite3.complete_statement(buf):
+                    break
+            sql_at += range(i + 1, j + 1)
+            i = j
+            continue
+        if st.count(",") >= 2:
+            head = next(csv.reader([st]), [])
+            if _LB_CSV_HEAD <= set(head) and "evidence" not in head:    # (glmbench's own csv has them too)
+                csv_at.append([i + 1])
+                j = i + 1
+                while j < n:
+                    s = lines[j].strip()
+                    row = next(csv.reader([s]), []) if s and not is_log_line(s) else None
+                    if row is not None and (len(row) != len(head) or row == head):
+                        break
+                    if row is not None:   # (llama-bench --progress between the rows, on stderr: skipped)
+                        csv_at[-1].append(j + 1)
+                    j += 1
+                i = j
+                continue
+        i += 1
+    return csv_at, sql_at
+
+
+def _bench_output_and_tables(text, path):
+    """(machine part, md part, JSON objects, csv line blocks, sql lines) of a paste that holds llama-bench's
+    -o json / jsonl / csv / sql records (or sweep- / batched-bench's jsonl) and a llama-bench (sweep-,
+    batched-bench) md table: two copies of `text`, line for line, the first with the tables' lines blanked, the
+    second with the records' lines blanked (a line holding both split between them); None where the text does
+    not hold both."""
+    if not ("n_prompt" in text or "speed_pp" in text) or "|" not in text:
+        return None
+    lines = [_QUOTE.sub("", ln) for ln in text.split("\n")]    # ("> " of a reply that quotes a paste)
+    mach, md, is_md = list(lines), list(lines), [False] * len(lines)
+    for i, ln in enumerate(lines):
+        m = _GLUED_ROW.match(ln)
+        if m:
+            mach[i], md[i], is_md[i] = m.group(1), " " * len(m.group(1)) + m.group(2), True
+        elif ln.lstrip().startswith("|"):
+            mach[i], is_md[i] = "", True
+    if not any({"model", "test", "t/s"} <= {c.strip() for c in h} or _SWEEP_COLS <= {c.strip() for c in h}
+               for h in _md_headers("\n".join(md))):
+        return None
+    mach_text = "\n".join(mach)
+    objs = _bench_json_objects(mach_text, path) if "{" in mach_text else []
+    csv_at, sql_at = _bench_csv_and_sql(mach)
+    if not (objs or csv_at or sql_at):
+        return None
+    taken = {k for b in csv_at for k in b} | set(sql_at)
+    for _, first, last, _ in objs:
+        taken |= set(range(first, last + 1))
+    for i, ln in enumerate(mach):   # the JSON array's own brackets and commas
+        if ln.strip() and not ln.strip().strip("[],"):
+            taken.add(i + 1)
+    keep = [i + 1 in taken for i in range(len(lines))]
+    return ("\n".join(ln if k else "" for ln, k in zip(mach, keep)),
+            "\n".join(ln if t or not k else "" for ln, k, t in zip(md, keep, is_md)),
+            [(line, o) for line, _, _, o in objs], csv_at, sql_at)
+
+
+def _bench_row_key(header, cells):
+    """(n_prompt, n_gen, n_depth, t/s, stddev text, {field: int}) of a llama-bench md row, or None."""
+    if len(cells) > len(header) and "ot" in header:     # -ot's regex alternation: its pipes in the ot cell
+        i, extra = header.index("ot"), len(cells) - len(header)
+        cells = cells[:i] + ["|".join(cells[i:i + extra + 1])] + cells[i + extra + 1:]
+    if len(cells) != len(header):
+        return None
+    row = dict(zip(header, cells))
+    m = _MD_TEST.match(row.get("test", "").strip())
+    ts = re.fullmatch(r"\s*([^\s±]+)\s*(?:±\s*(\S+))?\s*", _plus_minus(row.get("t/s", "")))
+    if not (m and (m.group(1) or m.group(3)) and ts):
+        return None
+    ints = {}
+    for col in ("threads", "ngl", "n_batch", "n_ubatch"):
+        if re.fullmatch(r"\s*-?\d+\s*", row.get(col) or ""):
+            ints[_MD_COLS[col]] = int(row[col])
+    return int(m.group(1) or 0), int(m.group(3) or 0), int(m.group(4) or 0), ts.group(1), ts.group(2), ints
+
+
+def _row_is_record(key, r) -> bool:
+    """md row `key` (_bench_row_key) is record `r`'s run: its test, depth, t/s and stddev as the table rounds them,
+    and its threads / ngl / batch sizes where both state them."""
+    n_prompt, n_gen, n_depth, ts, sd, ints = key
+    if (r.get("n_prompt"), r.get("n_gen"), r.get("n_depth")) != (n_prompt, n_gen, n_depth):
+        return False
+    try:
+        if not _same_value(float(ts), float(r.get("avg_ts"))):
+            return False
+        if sd is not None and r.get("stddev_ts") is not None and not _same_value(float(sd), float(r["stddev_ts"])):
+            return False
+    except (TypeError, ValueError):
+        return False
+    return all(r.get(k) is None or r.get(k) == v for k, v in ints.items())
+
+
+def _read_bench_output_and_tables(split, ctx):
+    """The records of a paste _bench_output_and_tables split: llama-bench's own records (-o json / jsonl / csv /
+    sql), then the md tables' rows that are not one of them (another run's table): a row that is a record's run
+    (`-o json -oe md` prints each run to both) is read once, from the record, which states more (the threads,
+    batch sizes, build, samples), with a notice."""
+    mach, md, objs, csv_at, sql_at = split
+    lines = mach.split("\n")
+    # a record's model told as its table's row would tell it where its file type fits several built-ins: from
+    # the table's command line, heading and the text above it (the last llama-bench table before the record),
+    # else from the text above the record
+    blocks = [b for b in (_scan(md)[0] if md.strip() else []) if b.kind == "llama-bench"]
+    above = md.split("\n")
+
+    def hints_at(line):
+        b = next((b for b in reversed(blocks) if b.start <= line), None)
+        if b is not None:
+            return _table_hints(b, ctx.path, "\n".join(above[:b.start - 1]))
+        return [("\n".join(above[:line - 1]), "text above"), ctx.file_hint()]
+    ctx.hints_at = hints_at
+    recs = [_llama_bench_record(o, ctx, line) for line, o in objs if _is_llama_bench(o)]
+    for reader, batched in ((_read_sweep_jsonl, False), (_read_batched_jsonl, True)):
+        # sweep- / batched-bench's jsonl (a run that printed no table: its table is another run's), each object on
+        # its own first line for their reader
+        mine = {line: o for line, o in objs if _is_sweep_or_batched(o) and ("pl" in o) == batched}
+        if mine:
+            recs += reader("\n".join(json.dumps(mine[i]) if i in mine else "" for i in range(1, len(lines) + 1)), ctx)
+    for block in csv_at:
+        on = set(block)
+        recs += _read_llama_bench_csv("\n".join(ln if i in on else "" for i, ln in enumerate(lines, 1)), ctx)
+    if sql_at:
+        on = set(sql_at)
+        recs += _read_llama_bench_sql("\n".join(ln if i in on else "" for i, ln in enumerate(lines, 1)), ctx)
+    # the md rows that are those records' runs, blanked (each record matched once); a table left without rows
+    # goes with them
+    md_lines = md.split("\n")
+    used, pairs, tables = set(), [], []   # tables: [header line index, separator index, [row indexes], [kept]]
+    header = None
+    for i, ln in enumerate(md_lines):
+        if not ln.strip().startswith("|"):
+            continue
+        nxt = next((j for j in range(i + 1, len(md_lines)) if md_lines[j].strip()), None)
+        if nxt is not None and _MD_SEP.fullmatch(md_lines[nxt]) and "-" in md_lines[nxt]:
+            header = _split_md(ln)
+            tables.append([i, nxt, [], []])
+            continue
+        if header is None or (tables and i == tables[-1][1]):
+            continue
+        key = _bench_row_key(header, _split_md(ln)) if {"test", "t/s"} <= set(header) else None
+        k = next((k for k, r in enumerate(recs) if k not in used and key and _row_is_record(key, r)), None)
+        if k is None:
+            tables[-1][3].append(i)
+            continue
+        used.add(k)
+        tables[-1][2].append(i)
+        pairs.append((i + 1, recs[k]["source"].rsplit(":", 1)[-1]))
+    for head, sep, dropped, kept in tables:
+        for i in dropped + ([head, sep] if dropped and not kept else []):
+            md_lines[i] = ""
+    if pairs:
+        shown = ", ".join(f"line {a} = line {b}" for a, b in pairs[:12]) + (", ..." if len(pairs) > 12 else "")
+        many = len(pairs) > 1
+        ctx.notice(pairs[0][0], f"{len(pairs)} table row{'s are' if many else ' is'} the run{'s' if many else ''} of "
+                                f"llama-bench records pasted with {'them' if many else 'it'} (-o json / jsonl / csv / "
+                                f"sql -oe md prints each run twice): read once, from the record, which says more "
+                                f"({shown})")
+    rest = "\n".join(md_lines)
+    if _scan(rest)[0]:     # another run's table, or another tool's block (llama-cli's timings, a vLLM console block)
+        recs += _read_pasted(rest, ctx)
+
+    def line_of(r):
+        n = str(r.get("source", "")).rsplit(":", 1)[-1]
+        return int(n) if n.isdigit() else 0
+    return sorted(recs, key=line_of)
 
 
 def _without_log_lines(text: str) -> str:
@@ -360,6 +670,8 @@ def _detect_pasted(text) -> str | None:
 
 def _detect_json(s, path, first_line) -> str:
     if s[0] == "[":
+        if _another_list_follows(s):   # llama-bench's -o json array pasted twice (or two runs' arrays): _json_items
+            return "llama-bench-json"
         data = _json_or_fail(s, path, first_line)
         if not isinstance(data, list):
             _fail(path, first_line, "a JSON value that is not a list of records")
@@ -1064,8 +1376,10 @@ def _llama_bench_record(o: dict, ctx, line, meta: dict | None = None) -> dict:
         model = meta["model"]
     else:
         n_params = _num(ctx, line, "model_n_params", o.get("model_n_params"), required=False)
+        # (a paste of records and tables: what the table of the run says around it, _read_bench_output_and_tables)
+        hints = ctx.hints_at(line) if getattr(ctx, "hints_at", None) else ()
         model, how = ctx.model_for(line, filename=o.get("model_filename"), model_type=o.get("model_type"),
-                                   n_params=n_params)
+                                   n_params=n_params, hints=hints)
         inferred["model"] = how
     r = {"evidence": "measured", "test": test, "model": model, "tool": "llama-bench", "source": ctx.source(line)}
     r.update(_rig(o.get("gpu_info"), o.get("cpu_info"), o.get("devices"), o.get("split_mode"), o.get("main_gpu")))
@@ -1964,7 +2278,9 @@ def _scan(text) -> tuple[list[_Block], dict]:
                     logged += bool(lines[k].strip()) and not is_log_line(lines[k])
                     k += 1
                 if (kind and k > j and k < n and lines[k].strip().startswith("|")
-                        and len(_split_md(lines[k])) == len(header) and _split_md(lines[k]) != header
+                        and (len(_split_md(lines[k])) == len(header)
+                             or "ot" in header and len(_split_md(lines[k])) > len(header))  # -ot's own pipes
+                        and _split_md(lines[k]) != header
                         and not header_at(k)):
                     j = k
                     continue
@@ -3668,13 +3984,24 @@ def _first_object(s, path, line0):
     return obj
 
 
+def _another_list_follows(s: str) -> bool:
+    """`s` starts with a JSON list of llama-bench's records and another list starts after it (its -o json array
+    pasted twice, or two runs' arrays)."""
+    try:
+        first, end = json.JSONDecoder().raw_decode(s)
+    except json.JSONDecodeError:
+        return False
+    objs = [o for o in first if isinstance(o, dict)] if isinstance(first, list) else []
+    return bool(objs) and _is_llama_bench(objs[0]) and s[end:].lstrip().startswith("[")
+
+
 def _json_items(text, path) -> list[tuple[int, object]]:
-    """The elements of a top-level JSON list, each with the line it starts on."""
+    """The elements of a top-level JSON list, each with the line it starts on; of each list where several
+    follow one another (an array pasted twice: _once_each keeps one of each result)."""
     dec = json.JSONDecoder()
     i = len(text) - len(text.lstrip())
     if text[i:i + 1] != "[":
         return _jsonl(text, path)
-    i += 1
     items = []
     n = len(text)
 
@@ -3683,25 +4010,28 @@ def _json_items(text, path) -> list[tuple[int, object]]:
             j += 1
         return j
 
-    i = skip(i)
-    if i < n and text[i] == "]":
-        return []
-    while True:
-        line = text.count("\n", 0, i) + 1
-        try:
-            obj, i = dec.raw_decode(text, i)
-        except json.JSONDecodeError as e:
-            _fail(path, e.lineno, f"not valid JSON ({e.msg})")
-        items.append((line, obj))
-        i = skip(i)
-        if i < n and text[i] == ",":
+    while True:     # each list
+        i = skip(i + 1)
+        while not (i < n and text[i] == "]"):   # (none in an empty list)
+            line = text.count("\n", 0, i) + 1
+            try:
+                obj, i = dec.raw_decode(text, i)
+            except json.JSONDecodeError as e:
+                _fail(path, e.lineno, f"not valid JSON ({e.msg})")
+            items.append((line, obj))
+            i = skip(i)
+            if i < n and text[i] == "]":
+                break
+            if not (i < n and text[i] == ","):
+                _fail(path, text.count("\n", 0, i) + 1, "not valid JSON (expected ',' or ']')")
             i = skip(i + 1)
-            continue
-        if i < n and text[i] == "]":
-            if text[i + 1:].strip():
-                _fail(path, text.count("\n", 0, i) + 1, "text after the end of the JSON list")
+            if i < n and text[i] == "]":
+                _fail(path, text.count("\n", 0, i) + 1, "not valid JSON (a ',' before the list's ']')")
+        i = skip(i + 1)
+        if i == n:
             return items
-        _fail(path, text.count("\n", 0, i) + 1, "not valid JSON (expected ',' or ']')")
+        if text[i] != "[":
+            _fail(path, text.count("\n", 0, i) + 1, "text after the end of the JSON list")
 
 
 def _jsonl(text, path) -> list[tuple[int, dict]]:
