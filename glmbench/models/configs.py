@@ -2573,6 +2573,7 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
             sw = r.int("sliding_window", allow_none=True)
             mwl = r.int("max_window_layers", minimum=0)
             win_layers = _layer_types(r, L, lambda i: i >= mwl) if sw else ()
+            sw = sw if win_layers else None    # (the class default 4096 with no sliding layer: no window at all)
             if prf != 1:
                 # (Dots1RotaryEmbedding's default rope turns the whole head whatever partial_rotary_factor says)
                 raise ValueError(f"config field `partial_rotary_factor` = {prf!r}: HF's Dots1 rotates the whole head")
