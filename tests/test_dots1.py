@@ -264,6 +264,10 @@ def test_llama_bench_rows_name_the_builtin(tmp_path):
     assert im._gguf_params(configs.load("dots.llm1.inst")) == 142_774_381_696
     # the size label alone (no params column): llama.cpp's 142B within the label's tolerance
     assert im.model_candidates("dots1 142B Q4_K - Medium")[0] == ["dots.llm1.inst"]
+    # the HF id and the file names people give it
+    assert im.names_in("rednote-hilab/dots.llm1.inst") == ["dots.llm1.inst"]
+    assert im.names_in("dots.llm1.inst-UD-Q4_K_XL-00001-of-00002.gguf") == ["dots.llm1.inst"]
+    assert im.identify_model("/m/dots.llm1.inst-Q4_K_M.gguf", "dots1 142B Q4_K - Medium")[0] == "dots.llm1.inst"
     # another architecture's row of that size is not it
     assert "dots.llm1.inst" not in im.model_candidates("qwen3moe 142B Q4_K - Medium", 142.77e9)[0]
 
