@@ -8,7 +8,7 @@ from glmbench import vocab
 
 ALL = ["command-a", "command-r", "command-r-08-2024", "command-r-plus", "command-r7b", "deepseek-r1", "deepseek-r1-distill-llama-70b", "deepseek-r1-distill-llama-8b",
        "deepseek-r1-distill-qwen-14b", "deepseek-r1-distill-qwen-32b", "deepseek-r1-distill-qwen-7b",
-       "deepseek-v2-lite", "deepseek-v3", "deepseek-v3.1", "deepseek-v3.2", "devstral-small", "ernie-4.5-0.3b", "ernie-4.5-21b-a3b", "exaone-3.5-2.4b", "exaone-3.5-32b", "exaone-3.5-7.8b", "exaone-4.0-32b",
+       "deepseek-v2-lite", "deepseek-v3", "deepseek-v3.1", "deepseek-v3.2", "devstral-small", "dots.llm1.inst", "ernie-4.5-0.3b", "ernie-4.5-21b-a3b", "exaone-3.5-2.4b", "exaone-3.5-32b", "exaone-3.5-7.8b", "exaone-4.0-32b",
        "gemma-2-27b", "gemma-2-2b", "gemma-2-9b", "gemma-3-12b", "gemma-3-1b", "gemma-3-27b", "gemma-3-4b",
        "gemma-3n-e2b", "gemma-3n-e4b",
        "gemma-4-26b-a4b", "gemma-4-31b", "gemma-4-e2b", "gemma-4-e4b",
@@ -121,6 +121,7 @@ KV_F16 = {
     "qwen1.5-moe-a2.7b": 24 * 16 * (128 + 128) * 2,   # 196,608 (MHA)
     "hunyuan-a13b": 32 * 8 * (128 + 128) * 2,         # 131,072
     "phi-3.5-moe": 32 * 8 * (128 + 128) * 2,          # 131,072
+    "dots.llm1.inst": 62 * 32 * (128 + 128) * 2,     # 1,015,808: MHA, 32 KV heads of 4096 / 32
     # hybrids: only the full-attention layers (one in four) cache; the linear ones hold a fixed state
     "qwen3-next-80b-a3b": 12 * 2 * (256 + 256) * 2,   # 24,576
     "qwen3.5-35b-a3b": 10 * 2 * (256 + 256) * 2,      # 20,480
@@ -508,6 +509,8 @@ PUBLISHED = {
     # 0.36 B
     "exaone-3.5-32b": (32.0, 30.95, False), "exaone-3.5-7.8b": (7.82, 6.98, False),
     "exaone-3.5-2.4b": (2.41, 2.14, False), "ernie-4.5-0.3b": (0.36, None, None),
+    # dots.llm1's card: 142B total, 14B activated (with the embeddings; llama.cpp: 62 layers -> 142B)
+    "dots.llm1.inst": (142, 14, True),
 }
 
 

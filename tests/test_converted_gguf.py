@@ -97,6 +97,9 @@ EXTRA = {
     "olmo3": ("olmo3", dict(TINY["olmo3"], rope_parameters={
         "full_attention": {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0, "original_max_position_embeddings": 16},
         "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}})),
+    # dots.llm1 stating scoring_func "sigmoid", which conversion/base.py writes as expert_gating_func 2 (llama.cpp's
+    # dots1 graph needs it; the released config's "noaux_tc" the vendored converter refuses: tests/test_dots1.py)
+    "dots1": ("dots1", dict(TINY["dots1"], scoring_func="sigmoid")),
 }
 HYBRID = ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")      # configs.LINEAR_FAMILIES
 COHERE = ("cohere", "cohere2")
@@ -107,7 +110,10 @@ RUN = ["llama", "llama_tied", "mistral", "qwen2", "qwen2_tied", "qwen3", "qwen3_
        "olmoe", "granite", "granitemoe",
        # llama.cpp's olmo2 (OLMo 2; OLMo 3 with its window and the flags of its sliding layers), smollm3 (q / k
        # permuted as llama's, every 4th layer NoPE), exaone4 (post-norms, windowed layers rotating, global ones not)
-       "olmo2", "olmo3", "smollm3", "exaone4"]
+       "olmo2", "olmo3", "smollm3", "exaone4",
+       # llama.cpp's dots1 (q / k norms per head before rope, grouped sigmoid MoE after leading dense layers, shared
+       # experts)
+       "dots1"]
 PREDICT_ONLY = ["glm4", "llama4_text", "minimax_m2", "ernie4_5_moe", "qwen2_moe", "ministral3"]   # configs.PRICED_ONLY
 # the hybrids run in glmbench.Model from HF checkpoints and from their GGUF files (test_hybrid_files_run_as_stored)
 PREDICT_ONLY += [f for f in HYBRID if f in configs.PRICED_ONLY]

@@ -47,6 +47,10 @@ FAMILIES = {
     # EXAONE 3.x (HF's LlamaForCausalLM), ERNIE 4.5 dense with its biases
     "exaone": dict(pad_token_id=0, bos_token_id=1, eos_token_id=2),
     "ernie4_5": dict(use_bias=True),
+    # dots.llm1: Qwen3's q / k norms, DeepSeek-V3's grouped sigmoid MoE after a dense layer, two shared experts; a
+    # window on the layers from max_window_layers on, biases on q / k / v / o
+    "dots1": dict(MOE, n_shared_experts=2, n_group=2, topk_group=1, sliding_window=8, max_window_layers=4,
+                  attention_bias=True),
 }
 
 

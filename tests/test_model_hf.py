@@ -161,6 +161,14 @@ TINY = {
         num_key_value_heads=2, num_local_experts=8, num_experts_per_tok=2, attention_bias=True, lm_head_bias=True,
         router_jitter_noise=0.2, sliding_window=4, rms_norm_eps=1e-5, pad_token_id=0, bos_token_id=1,
         eos_token_id=2, rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+    # dots.llm1: Qwen3's per-head q / k norms (before rope) with DeepSeek-V3's MoE after a dense first layer: sigmoid
+    # router with a randomised e_score_correction_bias, 2 groups of which 1 kept, top-2 renormalised and scaled by
+    # 2.5, two shared experts' width beside them
+    "dots1": dict(
+        vocab_size=160, hidden_size=64, intermediate_size=96, moe_intermediate_size=32, num_hidden_layers=3,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=16, n_shared_experts=2, n_routed_experts=8,
+        num_experts_per_tok=2, first_k_dense_replace=1, n_group=2, topk_group=1, norm_topk_prob=True,
+        routed_scaling_factor=2.5, rms_norm_eps=1e-5, rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
 }
 
 
@@ -219,7 +227,7 @@ CASES = [("glm4_moe_lite", s) for s in ("naive", "absorbed", "flash")] + \
         [("deepseek_v3", "flash"), ("llama", ""), ("qwen2", ""), ("glm4_moe", ""), ("mixtral", ""), ("mistral", ""), ("phi3", "")] + \
         [("olmoe", ""), ("granite", ""), ("granitemoe", "")] + \
         [("olmo2", ""), ("smollm3", ""), ("exaone4", ""), ("olmo3", "")] + [("exaone", ""), ("ernie4_5", "")] + \
-        [("hunyuan_v1_dense", ""), ("hunyuan_v1_moe", ""), ("phimoe", "")]
+        [("hunyuan_v1_dense", ""), ("hunyuan_v1_moe", ""), ("phimoe", "")] + [("dots1", "")]
 
 
 @pytest.mark.parametrize("model_type,strategy", CASES)

@@ -97,6 +97,12 @@ Families (HF `model_type`), with the field names HF uses in each:
                  sparsemixer (two experts per token, HF's eval-mode routing: ops.sparsemixer_route), an lm_head
                  bias (lm_head_bias), a window on every layer where the config sets one; run (a longrope config,
                  as the released one, priced and refused by Model: forward_unsupported)
+  dots1          GQA + MoE (rednote-hilab's dots.llm1): Qwen3's attention (per-head q/k RMSNorm before rope, q/k/v/o
+                 biased where attention_bias) with DeepSeek-V3's MoE (sigmoid router with e_score_correction_bias,
+                 n_group / topk_group, norm_topk_prob, routed_scaling_factor, n_shared_experts shared experts of
+                 moe_intermediate_size each) from layer first_k_dense_replace on, dense MLPs of intermediate_size
+                 before it; windows (sliding_window) on the layers from max_window_layers on (HF's layer_types;
+                 the released config has none); run
 
 The five from glm4 to qwen2_moe are priced (cost model, memory, weight bytes: parameters counted as HF's
 modeling code builds them); glmbench.Model does not run their forward pass (forward_unsupported says
@@ -182,6 +188,7 @@ FAMILIES = {
     "nemotron-nas": "gqa",
     "exaone": "gqa",
     "ernie4_5": "gqa",
+    "dots1": "gqa",
 }
 # families the cost model prices but glmbench.Model's forward pass does not run (what each lacks)
 PRICED_ONLY = {
@@ -507,6 +514,15 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     "phimoe": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=False, lm_head_bias=False,
                    num_key_value_heads=8, sliding_window=None, num_local_experts=16, num_experts_per_tok=2,
                    max_position_embeddings=131072, intermediate_size=6400, router_jitter_noise=0.01),
+    # Dots1Config (transformers 5.25): 32 KV heads, untied; n_routed_experts, num_experts_per_tok and n_shared_experts
+    # default to None, which HF's Dots1MoE does not build (required here); no dense layer first, top-k not
+    # renormalised, unscaled; sliding_window 4096 only on the layers from max_window_layers (62) on; the router is
+    # sigmoid noaux_tc whatever the config says (topk_method / scoring_func: no fields of HF's, the released
+    # config's "noaux_tc")
+    "dots1": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False, num_key_value_heads=32,
+                  intermediate_size=10944, moe_intermediate_size=1408, n_group=1, topk_group=1,
+                  first_k_dense_replace=0, norm_topk_prob=False, routed_scaling_factor=1.0,
+                  max_position_embeddings=2048, sliding_window=4096, max_window_layers=62, topk_method="noaux_tc"),
     # Gemma3nTextConfig (transformers 5.25): its defaults are Gemma 3n E4B's sizes; layer_types every 5th
     # layer full when absent; activation_sparsity_pattern 0.95 on the first 10 layers (where there are more than
     # 10) when absent; rope bases 1e6 (global) and 1e4 (local)
@@ -2551,6 +2567,16 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
                     windowed = None
                 win_layers = _layer_types(r, L, windowed)
                 kw["nope_layers"] = tuple(i for i in range(L) if i not in frozenset(win_layers))
+        elif mt == "dots1":
+            # Dots1Config: layer_types (default: sliding from max_window_layers on, where sliding_window is set);
+            # Dots1Attention windows a sliding layer by sliding_window (null: none; no use_sliding_window field)
+            sw = r.int("sliding_window", allow_none=True)
+            mwl = r.int("max_window_layers", minimum=0)
+            win_layers = _layer_types(r, L, lambda i: i >= mwl) if sw else ()
+            sw = sw if win_layers else None    # (the class default 4096 with no sliding layer: no window at all)
+            if prf != 1:
+                # (Dots1RotaryEmbedding's default rope turns the whole head whatever partial_rotary_factor says)
+                raise ValueError(f"config field `partial_rotary_factor` = {prf!r}: HF's Dots1 rotates the whole head")
         if mt in LAYERNORM_FAMILIES:
             ls = r.raw("logit_scale", required=False)
             if ls is not None and (isinstance(ls, bool) or not isinstance(ls, (int, float)) or not math.isfinite(ls)):
@@ -2597,7 +2623,7 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
             if sw:
                 win_layers = tuple(i for i in range(L) if i not in kw["linear_layers"])
         qk_norm = mt in ("qwen3", "qwen3_moe", "gemma3_text", "minimax_m2", "gemma4_text", "olmoe", "olmo2", "olmo3",
-                         "exaone4", "gemma3n_text") + HUNYUAN_FAMILIES or \
+                         "exaone4", "gemma3n_text", "dots1") + HUNYUAN_FAMILIES or \
             mt in LINEAR_FAMILIES or \
             mt in SHORTCONV_FAMILIES or \
             (mt in ("glm4_moe", "cohere") and r.bool("use_qk_norm"))
@@ -2687,6 +2713,40 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
                       shared_expert_intermediate_size=0, first_k_dense_replace=L, router_scoring="",
                       router_bias=False, n_group=1, topk_group=1, norm_topk_prob=False, routed_scaling_factor=1.0,
                       topk_method="", moe_layers=())
+    elif mt == "dots1":
+        # Dots1MoE from layer first_k_dense_replace on (the layers before it a Dots1MLP of intermediate_size):
+        # n_routed_experts experts of moe_intermediate_size, Dots1TopkRouter (sigmoid scores, the top-k chosen with
+        # e_score_correction_bias within the topk_group best of n_group groups by their top-2 sums, renormalised
+        # where norm_topk_prob, times routed_scaling_factor), beside one shared MLP of n_shared_experts x
+        # moe_intermediate_size. (HF names the experts' count num_local_experts too: attribute_map)
+        E = r.int("n_routed_experts" if "n_routed_experts" in hf or "num_local_experts" not in hf
+                  else "num_local_experts")
+        k = r.int("num_experts_per_tok")
+        Fe = r.int("moe_intermediate_size")
+        n_shared = r.int("n_shared_experts", minimum=0)
+        fk = r.int("first_k_dense_replace", minimum=0, maximum=L)
+        moe_layers = tuple(range(fk, L))
+        # (fields HF's Dots1 does not read, stated by the released config.json: a value other than the one its code
+        # runs is refused, not ignored)
+        sf = hf.get("scoring_func")
+        if sf not in (None, "sigmoid", "noaux_tc"):
+            raise ValueError(f"config field `scoring_func` = {sf!r}: dots1 routes with sigmoid scores ('sigmoid', "
+                             f"or the released config's 'noaux_tc')")
+        method = r.raw("topk_method")
+        if method != "noaux_tc":
+            raise ValueError(f"config field `topk_method` = {method!r}: dots1 routes with 'noaux_tc'")
+        freq = r.raw("moe_layer_freq", required=False)
+        if freq is not None and (isinstance(freq, bool) or freq != 1):
+            raise ValueError(f"config field `moe_layer_freq` = {freq!r}: HF's Dots1 puts the MoE on every layer from "
+                             f"first_k_dense_replace on (1)")
+        n_group = r.int("n_group")
+        topk_group = r.int("topk_group")
+        kw.update(n_routed_experts=E, n_experts_per_tok=k, n_shared_experts=n_shared, moe_intermediate_size=Fe,
+                  shared_expert_intermediate_size=n_shared * Fe,
+                  first_k_dense_replace=moe_layers[0] if moe_layers else L,
+                  router_scoring="sigmoid", router_bias=True, n_group=n_group, topk_group=topk_group,
+                  norm_topk_prob=r.bool("norm_topk_prob"), routed_scaling_factor=r.float("routed_scaling_factor"),
+                  topk_method="noaux_tc", moe_layers=moe_layers)
     elif mt in ("glm4_moe_lite", "deepseek_v2", "deepseek_v3", "glm4_moe") + DSA_FAMILIES:
         E = r.int("n_routed_experts")
         k = r.int("num_experts_per_tok")

@@ -112,7 +112,7 @@ ARCHITECTURES = ("deepseek2", "qwen3", "qwen3moe", "qwen2", "llama", "glm4moe", 
                  "qwen35moe", "command-r", "cohere2", "nemotron_h", "nemotron_h_moe", "granitehybrid", "gemma4", "mistral3",
                  "falcon-h1", "glm-dsa", "deepseek32", "lfm2", "lfm2moe", "olmoe", "granite", "granitemoe",
                  "olmo2", "smollm3", "exaone4", "gemma3n", "hunyuan-dense", "hunyuan-moe", "phimoe", "deci", "exaone",
-                 "ernie4_5")
+                 "ernie4_5", "dots1")
 # llama.cpp's DeepSeek Sparse Attention architectures (GLM-5: glm-dsa, conversion/glm.py GlmMoeDsaModel; DeepSeek-V3.2:
 # deepseek32, conversion/deepseek.py DeepseekV32Model; both on DeepseekV2Model's MLA keys) -> HF model_type
 DSA_ARCHITECTURES = {"glm-dsa": "glm_moe_dsa", "deepseek32": "deepseek_v32"}
@@ -522,7 +522,8 @@ def hf_config(g: GGUFFile) -> dict:
     named; olmo2 -> olmo2 (olmo3 where the file states a window), exaone4 -> exaone4 (_post_norm); smollm3;
     hunyuan-dense -> hunyuan_v1_dense, hunyuan-moe -> hunyuan_v1_moe, phimoe -> phimoe; deci -> nemotron-nas
     (_deci: per-layer head_count / head_count_kv / feed_forward_length as block_configs), exaone -> exaone,
-    ernie4_5 -> ernie4_5."""
+    ernie4_5 -> ernie4_5, dots1 -> dots1 (dots.llm1: sigmoid routing, expert_gating_func 2, assumed with a notice
+    where the file does not state it)."""
     arch = g.architecture
     if not arch:
         raise GGUFError(f"{g.path}: metadata 'general.architecture' is missing")
@@ -655,6 +656,34 @@ def hf_config(g: GGUFFile) -> dict:
                       norm_topk_prob=m("expert_weights_norm", True, kind=bool),
                       n_group=m("expert_group_count", 1) or 1, topk_group=m("expert_group_used_count", 1) or 1,
                       use_qk_norm=blk(0, "attn_q_norm") in ts)
+        return hf
+    if arch == "dots1":
+        # conversion/dots1.py Dots1Model (Qwen2MoeModel's keys, a TextModel: q / k rows not permuted, NEOX rope is HF's
+        # rotate_half; src/models/dots1.cpp): per-head q / k norms before rope, leading_dense_block_count dense layers,
+        # then expert_count experts of expert_feed_forward_length (the selection biased by exp_probs_b, groups by
+        # expert_group_count / _used_count as llama.cpp's build_moe_ffn takes them) beside expert_shared_count shared
+        # ones of that width; expert_weights_norm / _scale (llama.cpp's 0: unscaled). llama.cpp's dots1 reads no window.
+        # The converter writes expert_gating_func only where config.json's scoring_func is "sigmoid" or "softmax"
+        # (conversion/base.py): without it llama.cpp's dots1 leaves the gating unset (LLAMA_EXPERT_GATING_FUNC_TYPE_NONE,
+        # which its build_moe_ffn aborts on); HF's Dots1TopkRouter is sigmoid whatever the config says
+        gating = m("expert_gating_func", 0)
+        if gating == 0:
+            _notice(hf, f"{g.path}: no metadata 'dots1.expert_gating_func'; assumed sigmoid routing, as HF's Dots1 "
+                        f"routes (llama.cpp's dots1 graph needs the key: the converter writes it only where config.json "
+                        f"states scoring_func 'sigmoid')")
+        elif gating != 2:
+            raise GGUFError(f"{g.path}: metadata 'dots1.expert_gating_func' = {gating} is not 2 (sigmoid): dots.llm1's "
+                            f"router is sigmoid (HF Dots1TopkRouter)")
+        _window_not_applied(hf, g, arch, m, "dots.llm1", "its dots1 model reads no window")
+        hf.update(model_type="dots1", head_dim=hd, n_routed_experts=m("expert_count", required=True, minimum=1),
+                  num_experts_per_tok=m("expert_used_count", required=True, minimum=1),
+                  moe_intermediate_size=m("expert_feed_forward_length", required=True, minimum=1),
+                  n_shared_experts=m("expert_shared_count", required=True, minimum=0),
+                  first_k_dense_replace=m("leading_dense_block_count", 0, minimum=0),
+                  routed_scaling_factor=m("expert_weights_scale", 0.0, kind=float) or 1.0,
+                  norm_topk_prob=m("expert_weights_norm", False, kind=bool),
+                  n_group=m("expert_group_count", 1) or 1, topk_group=m("expert_group_used_count", 1) or 1,
+                  scoring_func="sigmoid", topk_method="noaux_tc", sliding_window=None)
         return hf
     if arch == "gemma3":
         # llama.cpp's gemma3 (src/models/gemma3.cpp): sliding_window present -> every layer but each

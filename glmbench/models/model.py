@@ -66,6 +66,10 @@ too), q / k / v / o biases, every layer MoE routed by the sparsemixer as HF runs
 weighted by a softmax over the logits within its jitter band: ops.sparsemixer_route; `Layer._forward_phimoe`), an
 lm_head bias. Neither has a C layer: forward_py runs them op by op.
 
+dots.llm1 (dots1; HF modeling_dots1): the common pre-norm layer, nothing of its own: Qwen3's per-head q / k RMSNorms
+before rope (q / k / v / o biased where attention_bias), DeepSeek-V3's grouped sigmoid router with the correction
+bias and the shared experts (`ops.moe`), windows on the layer_types' sliding layers; one C call per layer.
+
 OLMo 2 / 3 and EXAONE 4 (olmo2, olmo3, exaone4; HF modeling_olmo2 / _olmo3 / _exaone4): post-norm layers,
 h = x + N1(Attn(x)); y = h + N2(MLP(h)) (post_attention_layernorm, post_feedforward_layernorm; no norm before
 either: `Layer._forward_post_norm`, op by op, no C layer); OLMo's q / k RMSNorms over all heads at once, EXAONE's

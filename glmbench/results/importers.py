@@ -857,7 +857,10 @@ _HF_TO_ARCH = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2"
                "hunyuan_v1_dense": "hunyuan-dense", "hunyuan_v1_moe": "hunyuan-moe", "phimoe": "phimoe",
                # Llama-Nemotron's DeciLM (conversion/deci.py DeciModel), EXAONE 3.x (conversion/exaone.py ExaoneModel),
                # ERNIE 4.5 dense (conversion/ernie.py Ernie4_5Model)
-               "nemotron-nas": "deci", "exaone": "exaone", "ernie4_5": "ernie4_5"}
+               "nemotron-nas": "deci", "exaone": "exaone", "ernie4_5": "ernie4_5",
+               # dots.llm1 (conversion/dots1.py Dots1Model; src/models/dots1.cpp labels its 62 layers 142B, a size the
+               # params column or the label's 142 billion tells)
+               "dots1": "dots1"}
 # model_types whose MoE models llama.cpp names apart: the converter writes a Nemotron-H config with experts
 # (num_experts_per_tok: Nemotron 3 Nano) as nemotron_h_moe, the dense ones (Nemotron-H 8B, Nemotron-Nano-9B-v2)
 # as nemotron_h (conversion/nemotron.py NemotronHModel)
