@@ -47,6 +47,8 @@ FAMILIES = {
     # EXAONE 3.x (HF's LlamaForCausalLM), ERNIE 4.5 dense with its biases
     "exaone": dict(pad_token_id=0, bos_token_id=1, eos_token_id=2),
     "ernie4_5": dict(use_bias=True),
+    # Arcee's ungated relu2 MLP (up / down only), with its biases
+    "arcee": dict(pad_token_id=0, bos_token_id=1, eos_token_id=2, mlp_bias=True),
 }
 
 

@@ -161,6 +161,14 @@ TINY = {
         num_key_value_heads=2, num_local_experts=8, num_experts_per_tok=2, attention_bias=True, lm_head_bias=True,
         router_jitter_noise=0.2, sliding_window=4, rms_norm_eps=1e-5, pad_token_id=0, bos_token_id=1,
         eos_token_id=2, rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+    # Arcee (AFM-4.5B): Llama's layers with an ungated relu2 MLP (up -> relu^2 -> down), YaRN rope (the 15 tokens
+    # run past its original 8-token context)
+    "arcee": dict(
+        vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, rms_norm_eps=1e-5, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+        max_position_embeddings=64,
+        rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
+                         "original_max_position_embeddings": 8}),
 }
 
 
@@ -219,7 +227,7 @@ CASES = [("glm4_moe_lite", s) for s in ("naive", "absorbed", "flash")] + \
         [("deepseek_v3", "flash"), ("llama", ""), ("qwen2", ""), ("glm4_moe", ""), ("mixtral", ""), ("mistral", ""), ("phi3", "")] + \
         [("olmoe", ""), ("granite", ""), ("granitemoe", "")] + \
         [("olmo2", ""), ("smollm3", ""), ("exaone4", ""), ("olmo3", "")] + [("exaone", ""), ("ernie4_5", "")] + \
-        [("hunyuan_v1_dense", ""), ("hunyuan_v1_moe", ""), ("phimoe", "")]
+        [("hunyuan_v1_dense", ""), ("hunyuan_v1_moe", ""), ("phimoe", "")] + [("arcee", "")]
 
 
 @pytest.mark.parametrize("model_type,strategy", CASES)

@@ -92,6 +92,8 @@ Families (HF `model_type`), with the field names HF uses in each:
                  checkpoint's transformer.h.N names renamed to Llama's); run
   ernie4_5       dense GQA (ERNIE-4.5 0.3B): Llama's layers with interleaved rope (pairs 2i, 2i + 1), biases on
                  every projection where use_bias; run
+  arcee          dense GQA (Arcee AFM-4.5B): Llama's layers with an ungated MLP, down(act(up x)) (hidden_act,
+                 default relu2: relu(x)^2; mlp_gated False), YaRN rope where rope_scaling says so; run
   phimoe         GQA + MoE (Phi-3.5-MoE): LayerNorms with a bias (weight and bias, eps rms_norm_eps), q/k/v/o
                  biases (attention_bias), every layer num_local_experts experts of intermediate_size routed by
                  sparsemixer (two experts per token, HF's eval-mode routing: ops.sparsemixer_route), an lm_head
@@ -182,6 +184,7 @@ FAMILIES = {
     "nemotron-nas": "gqa",
     "exaone": "gqa",
     "ernie4_5": "gqa",
+    "arcee": "gqa",
 }
 # families the cost model prices but glmbench.Model's forward pass does not run (what each lacks)
 PRICED_ONLY = {
@@ -325,7 +328,9 @@ _WRAPPER_TIE = {"qwen3_vl": ("top", False), "qwen3_vl_moe": ("top", False), "lla
 # families whose HF config has `mlp_bias` (LlamaMLP, SeedOssMLP, DeepseekV2MLP, GraniteMLP: gate / up / down built
 # with bias=config.mlp_bias, transformers 5.25); priced with the biases (ModelConfig.mlp_bias), Model does not run them.
 # (Nemotron-H's and Falcon-H1's mlp_bias are refused: _mamba_fields, _falcon_h1_fields)
-MLP_BIAS_FAMILIES = ("llama", "seed_oss", "deepseek_v2", "granite", "nemotron-nas", "exaone")
+MLP_BIAS_FAMILIES = ("llama", "seed_oss", "deepseek_v2", "granite", "nemotron-nas", "exaone", "arcee")
+# families whose dense MLP is ungated, down(act(up x)) (ModelConfig.mlp_gated False; HF ArceeMLP): Arcee's relu2
+UNGATED_MLP_FAMILIES = ("arcee",)
 # model_types whose (remote) code is one of the families': Kimi-K2's is DeepSeek-V3's
 _ALIASES = {"kimi_k2": "deepseek_v3"}
 # families whose norms are LayerNorms (weight only) with eps `layer_norm_eps`, one per layer, before
@@ -503,6 +508,10 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     # Ernie4_5Config (transformers 5.25): ERNIE-4.5-0.3B's sizes, tied, no biases
     "ernie4_5": dict(rms_norm_eps=1e-5, tie_word_embeddings=True, use_bias=False, num_key_value_heads=2,
                      head_dim=128, max_position_embeddings=131072, intermediate_size=3072),
+    # ArceeConfig (transformers 5.25): relu2, untied, no biases; num_key_value_heads and head_dim default to the
+    # heads and hidden / heads (AFM-4.5B's sizes are its other defaults, structural here: required)
+    "arcee": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=False, mlp_bias=False,
+                  max_position_embeddings=4096, hidden_act="relu2"),
     # PhimoeConfig (transformers 5.25): Phi-3.5-MoE's sizes; no window, no biases unless stated
     "phimoe": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=False, lm_head_bias=False,
                    num_key_value_heads=8, sliding_window=None, num_local_experts=16, num_experts_per_tok=2,
@@ -628,7 +637,8 @@ class ModelConfig:
     # Nemotron 3 Super's latent MoE: the routed experts work in a moe_latent_size-wide space, the
     # tokens projected down (fc1_latent_proj) before them and back up (fc2_latent_proj) after; 0: none
     moe_latent_size: int = 0
-    mlp_gated: bool = True          # False: up -> act -> down, two matrices (Nemotron-H's relu2 MLP and experts)
+    # False: up -> act -> down, two matrices (Nemotron-H's relu2 MLP and experts, Arcee's relu2 MLP)
+    mlp_gated: bool = True
     nope: bool = False              # no rope on any layer (Nemotron-H, Granite 4.0-H's position_embedding_type nope)
     # the layers that apply no rope (SmolLM3's no_rope_layers, EXAONE 4's global layers); () : every layer rotates
     nope_layers: tuple = ()
@@ -845,9 +855,12 @@ class ModelConfig:
         out = []
         gemma = self.model_type in GEMMA_FAMILIES + GEMMA4_FAMILIES + GEMMA3N_FAMILIES
         if self.hidden_act != "silu" and not (gemma and self.hidden_act == "gelu_pytorch_tanh") and \
-                not (self.model_type == "nemotron_h" and self.hidden_act == "relu2"):
+                not (self.model_type in ("nemotron_h", "arcee") and self.hidden_act == "relu2"):
             out.append(f"hidden_act {self.hidden_act!r} (SwiGLU with silu; Gemma's gelu_pytorch_tanh; "
-                       f"Nemotron-H's ungated relu2)")
+                       f"Nemotron-H's and Arcee's ungated relu2)")
+        elif self.model_type == "arcee" and self.hidden_act == "silu":
+            # (ArceeMLP: down(silu(up x)), ungated; Model's silu is SwiGLU's, gated)
+            out.append("hidden_act 'silu' in Arcee's ungated MLP (Model runs it with relu2)")
         if self.rope_type not in ROPE_TYPES:
             out.append(f"rope_type {self.rope_type!r} (supported: {', '.join(ROPE_TYPES)})")
         elif self.rope_type == "proportional" and self.model_type not in GEMMA4_FAMILIES:
@@ -2604,7 +2617,7 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
         kw.update(n_kv_heads=n_kv, head_dim=hd, attention_bias=bool(bias), attention_out_bias=out_bias,
                   # Command-R+'s q / k LayerNorms hold a weight per head (heads x head_dim)
                   qk_norm=qk_norm, qk_norm_all_heads=mt in ("minimax_m2", "cohere", "olmoe", "olmo2", "olmo3"),
-                  post_norms=mt in ("olmo2", "olmo3", "exaone4"),
+                  post_norms=mt in ("olmo2", "olmo3", "exaone4"), mlp_gated=mt not in UNGATED_MLP_FAMILIES,
                   # (ERNIE 4.5's apply_rotary_pos_emb: cos / sin repeat_interleave'd, pairs (2i, 2i + 1))
                   rope_layout="interleaved" if mt in ("glm4", "cohere", "cohere2", "ernie4_5") else "half",
                   rope_dim=rope_dim,

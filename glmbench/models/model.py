@@ -66,6 +66,10 @@ too), q / k / v / o biases, every layer MoE routed by the sparsemixer as HF runs
 weighted by a softmax over the logits within its jitter band: ops.sparsemixer_route; `Layer._forward_phimoe`), an
 lm_head bias. Neither has a C layer: forward_py runs them op by op.
 
+Arcee (arcee: AFM-4.5B; HF modeling_arcee): Llama's pre-norm layer with an ungated MLP, down(relu(up h)^2)
+(`Layer._dense_mlp`, `_relu2_mlp`: hidden_act relu2), YaRN rope where the config scales it; no C layer (the C
+layer's MLP is SwiGLU): forward_py runs it op by op.
+
 OLMo 2 / 3 and EXAONE 4 (olmo2, olmo3, exaone4; HF modeling_olmo2 / _olmo3 / _exaone4): post-norm layers,
 h = x + N1(Attn(x)); y = h + N2(MLP(h)) (post_attention_layernorm, post_feedforward_layernorm; no norm before
 either: `Layer._forward_post_norm`, op by op, no C layer); OLMo's q / k RMSNorms over all heads at once, EXAONE's
@@ -343,12 +347,14 @@ class Layer:
         if cfg.attention_sinks or cfg.layer_norm or cfg.linear_layers or cfg.attn_output_gate or self.gemma4 or \
                 (gemma and not all(isinstance(v, np.ndarray) for v in w.values())) or cfg.qk_norm_all_heads or \
                 cfg.clip_qkv or cfg.residual_multiplier is not None or cfg.post_norms or \
-                not cfg.layer_rotates(self.index) or cfg.qk_norm_after_rope or cfg.norm_bias:
+                not cfg.layer_rotates(self.index) or cfg.qk_norm_after_rope or cfg.norm_bias or \
+                (self.kind == "dense" and not cfg.mlp_gated):
             # GPT-OSS, Cohere, the hybrids, Gemma 4: no C layer yet (_forward_gpt_oss, _forward_cohere,
             # _forward_hybrid, _forward_gemma4); Gemma 2 / 3: float matrices only; OLMoE's q / k norms over all
             # heads and clip_qkv, Granite's residual_multiplier: forward_py (attention.gqa_block); OLMo 2 / 3's and
             # EXAONE 4's post-norm layers (_forward_post_norm), SmolLM3's NoPE layers (the C layer always rotates);
-            # Hunyuan's q / k norms after rope (attention.gqa_block), Phi-3.5-MoE's layer (_forward_phimoe)
+            # Hunyuan's q / k norms after rope (attention.gqa_block), Phi-3.5-MoE's layer (_forward_phimoe); Arcee's
+            # ungated MLP (the C layer's is SwiGLU: _dense_mlp)
             return None
         mla = cfg.attention == "mla"
         rot = cfg.layer_rope(self.index) if not mla else dict(
@@ -448,7 +454,7 @@ class Layer:
         x = _keep(x + a, n_out)
         h = _ops.rms_norm(x, w["post_attention_layernorm.weight"], eps)
         if self.kind == "dense":
-            m = _ops.swiglu(h, w["mlp.gate_proj.weight"], w["mlp.up_proj.weight"], w["mlp.down_proj.weight"])
+            m = self._dense_mlp(h)
         else:
             m, self.last_counts = _ops.moe(h, w["mlp.gate.weight"], *(w[n] for n in _EXPERTS),
                                            shared=self._shared, **self._route)
@@ -456,6 +462,13 @@ class Layer:
             m = m * np.float32(rm)
         return x + m
 
+
+    def _dense_mlp(self, h):
+        """The layer's dense MLP on h (normed): SwiGLU, or the ungated down(act(up h)) of Arcee (relu2)."""
+        w = self.w
+        if self.cfg.mlp_gated:
+            return _ops.swiglu(h, w["mlp.gate_proj.weight"], w["mlp.up_proj.weight"], w["mlp.down_proj.weight"])
+        return _relu2_mlp(h, w["mlp.up_proj.weight"], w["mlp.down_proj.weight"])
 
     def _forward_phimoe(self, x, cache, cache_layer: int, positions, n_out=None):
         """Phi-3.5-MoE's layer (HF PhimoeDecoderLayer, transformers 5.25): pre-norm with LayerNorms that carry a
@@ -807,7 +820,7 @@ def _router_jitter(cfg) -> float:
 
 
 def _relu2_mlp(h, up, down):
-    """Nemotron-H's ungated MLP: down(relu(up h)^2) (HF ACT2FN["relu2"])."""
+    """Nemotron-H's and Arcee's ungated MLP: down(relu(up h)^2) (HF ACT2FN["relu2"])."""
     u = _ops.linear(h, up)
     np.maximum(u, 0.0, out=u)
     u *= u
