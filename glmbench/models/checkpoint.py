@@ -14,7 +14,8 @@ gguf.quants.dequantize, and a warning names the types and tensors. `weights=` a 
 every matrix to it instead.
 
 GGUF layout undone here (see models/gguf_file.py): the llama architecture's permuted q/k rows (and granite's,
-granitemoe's: conversion/granite.py on LlamaModel; smollm3's: conversion/llama.py SmolLM3Model);
+granitemoe's: conversion/granite.py on LlamaModel; smollm3's and arcee's: conversion/llama.py SmolLM3Model,
+ArceeModel);
 phi3's fused attn_qkv and ffn_up split into q/k/v and gate/up rows (gguf_file.RowSlice); the first
 Mixtral files' per-expert ffn_gate.E / ffn_up.E / ffn_down.E stacked (gguf_file.PerExpert);
 deepseek2's split attn_k_b / attn_v_b: kept split as stored (core.attention.KVBSplit) when either is
@@ -219,7 +220,7 @@ def _expert_rows(a, start: int, stop: int):
 # architectures whose q / k rows the converter permuted (LlamaModel.permute; conversion/granite.py's
 # GraniteHybridModel and NemotronHModel keep undo_permute = True, though they apply no rope)
 _PERMUTED = ("llama", "granitehybrid", "nemotron_h", "nemotron_h_moe", "mistral3", "granite", "granitemoe", "smollm3",
-             "deci")
+             "deci", "arcee")
 
 
 # the Gated DeltaNet hybrids' GGUFs, whose norms the converter stores as 1 + w (conversion/qwen.py Qwen3NextModel);

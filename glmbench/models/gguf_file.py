@@ -110,7 +110,7 @@ ARCHITECTURES = ("deepseek2", "qwen3", "qwen3moe", "qwen2", "llama", "glm4moe", 
                  "gpt-oss", "phi3", "glm4", "llama4", "minimax-m2", "ernie4_5-moe", "qwen2moe", "qwen3next", "qwen35",
                  "qwen35moe", "command-r", "cohere2", "nemotron_h", "nemotron_h_moe", "granitehybrid", "gemma4", "mistral3",
                  "falcon-h1", "glm-dsa", "deepseek32", "lfm2", "lfm2moe", "olmoe", "granite", "granitemoe",
-                 "olmo2", "smollm3", "exaone4", "gemma3n", "hunyuan-dense", "hunyuan-moe", "phimoe", "deci", "exaone",
+                 "olmo2", "smollm3", "exaone4", "arcee", "gemma3n", "hunyuan-dense", "hunyuan-moe", "phimoe", "deci", "exaone",
                  "ernie4_5")
 # llama.cpp's DeepSeek Sparse Attention architectures (GLM-5: glm-dsa, conversion/glm.py GlmMoeDsaModel; DeepSeek-V3.2:
 # deepseek32, conversion/deepseek.py DeepseekV32Model; both on DeepseekV2Model's MLA keys) -> HF model_type
@@ -500,7 +500,7 @@ def hf_config(g: GGUFFile) -> dict:
     architectures command-r -> cohere, cohere2 -> cohere2 (_cohere); the Mamba-2 hybrids nemotron_h /
     nemotron_h_moe -> nemotron_h, granitehybrid -> granitemoehybrid (_mamba); gemma4 -> gemma4_text (_gemma4);
     gemma3n -> gemma3n_text (_gemma3n); falcon-h1 -> falcon_h1 (_falcon_h1); lfm2 -> lfm2, lfm2moe -> lfm2_moe (_lfm2); olmoe, granite, granitemoe as
-    named; olmo2 -> olmo2 (olmo3 where the file states a window), exaone4 -> exaone4 (_post_norm); smollm3;
+    named; olmo2 -> olmo2 (olmo3 where the file states a window), exaone4 -> exaone4 (_post_norm); smollm3; arcee;
     hunyuan-dense -> hunyuan_v1_dense, hunyuan-moe -> hunyuan_v1_moe, phimoe -> phimoe; deci -> nemotron-nas
     (_deci: per-layer head_count / head_count_kv / feed_forward_length as block_configs), exaone -> exaone,
     ernie4_5 -> ernie4_5."""
@@ -791,6 +791,12 @@ def hf_config(g: GGUFFile) -> dict:
         # conversion/llama.py SmolLM3Model (LlamaModel's permuted q / k rows): llama.cpp's smollm3 graph rotates
         # every layer but each 4th (n_no_rope_layer_step, fixed: the file states no NoPE layers) and windows none
         hf.update(model_type="smollm3", no_rope_layer_interval=4, use_sliding_window=False, sliding_window=None)
+        return hf
+    if arch == "arcee":
+        # conversion/llama.py ArceeModel (LlamaModel's permuted q / k rows, its rope.scaling keys for YaRN): llama.cpp's
+        # arcee graph (src/models/arcee.cpp) runs the ungated MLP as relu(up x)^2 whatever the config said; its
+        # optional MLP biases are HF's mlp_bias
+        hf.update(model_type="arcee", hidden_act="relu2", mlp_bias=blk(0, "ffn_up").replace("weight", "bias") in ts)
         return hf
     moe_layers = [i for i in range(L) if blk(i, "ffn_gate_inp") in ts]      # the layers with a router
     if arch == "llama4":
