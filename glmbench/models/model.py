@@ -67,8 +67,11 @@ weighted by a softmax over the logits within its jitter band: ops.sparsemixer_ro
 lm_head bias. Neither has a C layer: forward_py runs them op by op.
 
 Arcee (arcee: AFM-4.5B; HF modeling_arcee): Llama's pre-norm layer with an ungated MLP, down(relu(up h)^2)
-(`Layer._dense_mlp`, `_relu2_mlp`: hidden_act relu2), YaRN rope where the config scales it; no C layer (the C
-layer's MLP is SwiGLU): forward_py runs it op by op.
+(`Layer._dense_mlp`, `_relu2_mlp`: hidden_act relu2), YaRN rope where the config scales it. Apertus (apertus; HF
+modeling_apertus): Llama's pre-norm layer (its attention_layernorm / feedforward_layernorm read as input_layernorm /
+post_attention_layernorm, _NORM_ALIAS) with per-head q / k RMSNorms before rope and the ungated MLP
+down(xielu(up h)), the xIELU from the layer's own mlp.act_fn.alpha_p / alpha_n / beta / eps (ops.xielu, NumPy
+float32); llama3 rope. Neither has a C layer (the C layer's MLP is SwiGLU): forward_py runs them op by op.
 
 OLMo 2 / 3 and EXAONE 4 (olmo2, olmo3, exaone4; HF modeling_olmo2 / _olmo3 / _exaone4): post-norm layers,
 h = x + N1(Attn(x)); y = h + N2(MLP(h)) (post_attention_layernorm, post_feedforward_layernorm; no norm before
@@ -240,6 +243,14 @@ _EXPERTS = ("mlp.experts.gate_proj", "mlp.experts.up_proj", "mlp.experts.down_pr
 # Hunyuan's per-head q / k norms (HF query_layernorm / key_layernorm, ModelConfig.tensor_shapes' names) as the
 # attention reads them (attention.gqa_block: q_norm / k_norm)
 _ATTN_ALIAS = {"query_layernorm.weight": "q_norm.weight", "key_layernorm.weight": "k_norm.weight"}
+# Apertus's two norms (HF ApertusDecoderLayer's attention_layernorm / feedforward_layernorm, ModelConfig.tensor_shapes'
+# names) as Llama's layer reads them
+_NORM_ALIAS = {"attention_layernorm.weight": "input_layernorm.weight",
+               "feedforward_layernorm.weight": "post_attention_layernorm.weight"}
+# HF XIELUActivation's initial values (transformers 5.25: alpha_p_init 0.8, alpha_n_init 0.8, beta 0.5, eps -1e-6;
+# the parameters held before their softplus: log(expm1(0.8)), log(expm1(0.8 - 0.5))), a random model's xIELU
+_XIELU_INIT = {"mlp.act_fn.alpha_p": (np.log(np.expm1(0.8)),), "mlp.act_fn.alpha_n": (np.log(np.expm1(0.3)),),
+               "mlp.act_fn.beta": 0.5, "mlp.act_fn.eps": -1e-6}
 
 
 class Layer:
@@ -247,6 +258,8 @@ class Layer:
 
     def __init__(self, cfg, index: int, kind: str, weights: dict):
         self.cfg, self.index, self.kind = cfg, int(index), kind
+        if cfg.model_type == "apertus":
+            weights = {_NORM_ALIAS.get(k, k): v for k, v in weights.items()}
         self.w = weights
         self.attn = {_ATTN_ALIAS.get(k[len("self_attn."):], k[len("self_attn."):]): v for k, v in weights.items()
                      if k.startswith("self_attn.")}
@@ -464,10 +477,15 @@ class Layer:
 
 
     def _dense_mlp(self, h):
-        """The layer's dense MLP on h (normed): SwiGLU, or the ungated down(act(up h)) of Arcee (relu2)."""
+        """The layer's dense MLP on h (normed): SwiGLU, or the ungated down(act(up h)) of Arcee (relu2) and Apertus
+        (xIELU from the layer's own mlp.act_fn parameters: ops.xielu)."""
         w = self.w
         if self.cfg.mlp_gated:
             return _ops.swiglu(h, w["mlp.gate_proj.weight"], w["mlp.up_proj.weight"], w["mlp.down_proj.weight"])
+        if self.cfg.xielu:
+            u = _ops.xielu(_ops.linear(h, w["mlp.up_proj.weight"]), *(w[f"mlp.act_fn.{n}"] for n in
+                                                                      configs.XIELU_PARAMS + configs.XIELU_BUFFERS))
+            return _ops.linear(u, w["mlp.down_proj.weight"])
         return _relu2_mlp(h, w["mlp.up_proj.weight"], w["mlp.down_proj.weight"])
 
     def _forward_phimoe(self, x, cache, cache_layer: int, positions, n_out=None):
@@ -893,6 +911,9 @@ def build_layer(cfg, index: int, weights: str = vocab.DEFAULTS["measured_weights
     kind = layer_kinds(cfg)[index]
     w = {}
     for name, shape in _layer_tensors(cfg, index).items():
+        if name in _XIELU_INIT:
+            w[name] = np.full(shape, _XIELU_INIT[name], np.float32)
+            continue
         std = _init_std(name, shape, cfg)
         if std is None:
             w[name] = np.ones(shape, np.float32)
