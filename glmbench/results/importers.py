@@ -546,8 +546,8 @@ _HF_TO_ARCH = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2"
                # Llama-Nemotron's DeciLM (conversion/deci.py DeciModel), EXAONE 3.x (conversion/exaone.py ExaoneModel),
                # ERNIE 4.5 dense (conversion/ernie.py Ernie4_5Model)
                "nemotron-nas": "deci", "exaone": "exaone", "ernie4_5": "ernie4_5",
-               # Arcee AFM (conversion/llama.py ArceeModel)
-               "arcee": "arcee"}
+               # Arcee AFM and Apertus (conversion/llama.py ArceeModel, ApertusModel)
+               "arcee": "arcee", "apertus": "apertus"}
 # model_types whose MoE models llama.cpp names apart: the converter writes a Nemotron-H config with experts
 # (num_experts_per_tok: Nemotron 3 Nano) as nemotron_h_moe, the dense ones (Nemotron-H 8B, Nemotron-Nano-9B-v2)
 # as nemotron_h (conversion/nemotron.py NemotronHModel)
@@ -568,7 +568,8 @@ _MOE_ARCH = {"nemotron_h": "nemotron_h_moe"}
 # "A13B") and Phi-3.5-MoE's (phimoe.cpp: 32 -> "16x3.8B"); ERNIE 4.5 0.3B's (ernie4-5.cpp: 18 -> "0.3B", 0.36 B)
 # (deci.cpp labels by depth alone: 80 layers -> "70B", Llama-3.3-Nemotron-Super-49B's and Nemotron-51B's; exaone.cpp:
 # 32 -> "8B", the other depths "?B": such rows are told by their params column); AFM-4.5B's (arcee.cpp: 36 -> "4B", its
-# 4.62 B a 15% size tolerance does not reach)
+# 4.62 B a 15% size tolerance does not reach); Apertus's (apertus.cpp: 32 -> "8B", the other depths "?B": Apertus 70B's
+# rows are told by their params column)
 SIZE_LABEL_LAYERS = {"gemma4": {"E2B": 35, "E4B": 42, "26B.A4B": 30, "31B": 60}, "olmoe": {"A1.7B": 16},
                      "gemma3n": {"E2B": 30, "E4B": 35}, "hunyuan-moe": {"A13B": 32}, "phimoe": {"16x3.8B": 32},
                      "ernie4_5": {"0.3B": 18}, "arcee": {"4B": 36}}
