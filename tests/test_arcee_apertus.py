@@ -69,6 +69,10 @@ def test_arcee_config_is_llamas_with_an_ungated_relu2_mlp():
     # another activation in the ungated MLP: priced, and Model says it does not run it
     for act in ("silu", "gelu"):
         assert any(act in s for s in configs.from_hf(dict(_ARCEE, hidden_act=act)).forward_unsupported())
+    # xielu there builds Apertus's activation (ArceeMLP's ACT2FN["xielu"]): its two learned scalars per layer, run
+    x = configs.from_hf(dict(_ARCEE, hidden_act="xielu"))
+    assert x.xielu and x.forward_unsupported() == [] and x.total_params() == c.total_params() + 4 * 2
+    assert "model.layers.3.mlp.act_fn.eps" in x.tensor_shapes()
 
 
 def test_arcee_bad_configs_are_named():

@@ -919,8 +919,9 @@ class ModelConfig:
     @property
     def xielu(self) -> bool:
         """The MLP's activation is Apertus's xIELU (HF XIELUActivation: per layer the learned alpha_p / alpha_n and
-        the buffers beta / eps, mlp.act_fn.*; ops.xielu)."""
-        return self.model_type == "apertus" and self.hidden_act == "xielu"
+        the buffers beta / eps, mlp.act_fn.*; ops.xielu); an Arcee config naming it builds the same (ArceeMLP's
+        ACT2FN["xielu"])."""
+        return self.model_type in UNGATED_MLP_FAMILIES and self.hidden_act == "xielu"
 
     @property
     def sparsemixer(self) -> bool:
