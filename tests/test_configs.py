@@ -6,7 +6,7 @@ import pytest
 from glmbench.models import configs
 from glmbench import vocab
 
-ALL = ["command-a", "command-r", "command-r-08-2024", "command-r-plus", "command-r7b", "deepseek-r1", "deepseek-r1-distill-llama-70b", "deepseek-r1-distill-llama-8b",
+ALL = ["afm-4.5b", "apertus-70b", "apertus-8b", "command-a", "command-r", "command-r-08-2024", "command-r-plus", "command-r7b", "deepseek-r1", "deepseek-r1-distill-llama-70b", "deepseek-r1-distill-llama-8b",
        "deepseek-r1-distill-qwen-14b", "deepseek-r1-distill-qwen-32b", "deepseek-r1-distill-qwen-7b",
        "deepseek-v2-lite", "deepseek-v3", "deepseek-v3.1", "deepseek-v3.2", "devstral-small", "dots.llm1.inst", "ernie-4.5-0.3b", "ernie-4.5-21b-a3b", "exaone-3.5-2.4b", "exaone-3.5-32b", "exaone-3.5-7.8b", "exaone-4.0-32b",
        "gemma-2-27b", "gemma-2-2b", "gemma-2-9b", "gemma-3-12b", "gemma-3-1b", "gemma-3-27b", "gemma-3-4b",
@@ -148,6 +148,9 @@ KV_F16 = {
     "exaone-3.5-7.8b": 32 * 8 * (128 + 128) * 2,      # 131,072
     "exaone-3.5-2.4b": 30 * 8 * (80 + 80) * 2,        # 76,800
     "ernie-4.5-0.3b": 18 * 2 * (128 + 128) * 2,       # 18,432
+    "afm-4.5b": 36 * 4 * (128 + 128) * 2,             # 73,728: AFM-4.5B's 4 KV heads of 128
+    "apertus-8b": 32 * 8 * (128 + 128) * 2,           # 131,072: 8 KV heads of 128
+    "apertus-70b": 80 * 8 * (128 + 128) * 2,          # 327,680
     "kimi-linear-48b-a3b": 6 * (512 + 64) * 2,        # 6,912: its 6 MLA layers of 27
     # Cohere: Command-R (v01) is MHA, 64 KV heads of 128 (1.25 MiB per token); Command-A and R7B window
     # three of every four layers (every layer caches, the windowed ones their last 4096 + ubatch)
@@ -511,6 +514,10 @@ PUBLISHED = {
     "exaone-3.5-2.4b": (2.41, 2.14, False), "ernie-4.5-0.3b": (0.36, None, None),
     # dots.llm1's card: 142B total, 14B activated (with the embeddings; llama.cpp: 62 layers -> 142B)
     "dots.llm1.inst": (142, 14, True),
+    # AFM-4.5B: the name's 4.5B is its size class; the repository's count, 4.62 B (as recalled), is the one checked
+    "afm-4.5b": (4.62, None, None),
+    # Apertus 8B / 70B: the names' 8B and 70B (8.05 B and 70.60 B here)
+    "apertus-8b": (8.05, None, None), "apertus-70b": (70.6, None, None),
 }
 
 
@@ -861,6 +868,7 @@ _MLP_BIAS_TINY = {
                         moe_intermediate_size=16, n_shared_experts=2, first_k_dense_replace=1),
     "granite": dict(_TXT),
     "exaone": dict(_TXT),       # (HF's LlamaForCausalLM)
+    "arcee": dict(_TXT),        # (ArceeMLP: up and down biased, no gate)
 }
 
 

@@ -113,7 +113,12 @@ RUN = ["llama", "llama_tied", "mistral", "qwen2", "qwen2_tied", "qwen3", "qwen3_
        "olmo2", "olmo3", "smollm3", "exaone4",
        # llama.cpp's dots1 (q / k norms per head before rope, grouped sigmoid MoE after leading dense layers, shared
        # experts)
-       "dots1"]
+       "dots1",
+       # llama.cpp's arcee (Llama's layers, q / k permuted, the ungated relu2 MLP, YaRN from the rope.scaling keys)
+       "arcee",
+       # llama.cpp's apertus (q / k not permuted, per-head q / k norms, llama3 rope as rope_freqs, the xIELU's
+       # per-layer parameters as the xielu.* metadata arrays)
+       "apertus"]
 PREDICT_ONLY = ["glm4", "llama4_text", "minimax_m2", "ernie4_5_moe", "qwen2_moe", "ministral3"]   # configs.PRICED_ONLY
 # the hybrids run in glmbench.Model from HF checkpoints and from their GGUF files (test_hybrid_files_run_as_stored)
 PREDICT_ONLY += [f for f in HYBRID if f in configs.PRICED_ONLY]

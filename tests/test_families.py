@@ -51,6 +51,11 @@ FAMILIES = {
     # window on the layers from max_window_layers on, biases on q / k / v / o
     "dots1": dict(MOE, n_shared_experts=2, n_group=2, topk_group=1, sliding_window=8, max_window_layers=4,
                   attention_bias=True),
+    # Arcee's ungated relu2 MLP (up / down only), with its biases
+    "arcee": dict(pad_token_id=0, bos_token_id=1, eos_token_id=2, mlp_bias=True),
+    # Apertus's per-head q / k norms, HF's own norm names and the xIELU's two learned scalars per layer (its two
+    # buffers, beta and eps, stored but not parameters)
+    "apertus": dict(attention_bias=True),
 }
 
 
@@ -72,7 +77,9 @@ def test_parameters_equal_the_hf_model(model_type):
     cfg = configs.load(hc.to_dict())
     assert cfg.model_type == model_type
     assert cfg.total_params() == n
-    assert sum(configs._numel(s) for s in cfg.tensor_shapes().values()) == n
+    # (buffers HF's checkpoint stores: Apertus's xIELU beta / eps, tensors of ours, not parameters)
+    stored = sum(b.numel() for k, b in m.named_buffers() if k.endswith(("act_fn.beta", "act_fn.eps")))
+    assert sum(configs._numel(s) for s in cfg.tensor_shapes().values()) == n + stored
     s = cm.Setup(cfg, "rtx-3090", weights="Q4_K_M")
     assert cm.decode(s, 100).tok_s > 0 and cm.prefill(s, 64, 10).tok_s > 0 and cm.memory(s, 100).fits
 

@@ -169,6 +169,23 @@ TINY = {
         num_attention_heads=4, num_key_value_heads=2, head_dim=16, n_shared_experts=2, n_routed_experts=8,
         num_experts_per_tok=2, first_k_dense_replace=1, n_group=2, topk_group=1, norm_topk_prob=True,
         routed_scaling_factor=2.5, rms_norm_eps=1e-5, rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+    # Arcee (AFM-4.5B): Llama's layers with an ungated relu2 MLP (up -> relu^2 -> down), YaRN rope (the 15 tokens
+    # run past its original 8-token context)
+    "arcee": dict(
+        vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, rms_norm_eps=1e-5, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+        max_position_embeddings=64,
+        rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
+                         "original_max_position_embeddings": 8}),
+    # Apertus: per-head q / k RMSNorms before rope, the ungated MLP with xIELU (its per-layer alpha_p / alpha_n
+    # re-drawn below), q / k / v / o biases, ApertusConfig's llama3 rope with a base and original context small
+    # enough that its scaling bites
+    "apertus": dict(
+        vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, rms_norm_eps=1e-5, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+        attention_bias=True, max_position_embeddings=64,
+        rope_parameters={"rope_type": "llama3", "rope_theta": 10000.0, "factor": 8.0, "low_freq_factor": 1.0,
+                         "high_freq_factor": 4.0, "original_max_position_embeddings": 8}),
 }
 
 
@@ -186,7 +203,9 @@ def tiny_hf_model(model_type, seed=0, **overrides):
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, p in model.named_parameters():
-            if p.ndim == 1:  # RMSNorm weights: around 1, not exactly, so a skipped norm weight shows
+            if name.endswith(("act_fn.alpha_p", "act_fn.alpha_n")):   # Apertus's xIELU: each layer its own
+                p.copy_(torch.randn(p.shape, generator=g))
+            elif p.ndim == 1:  # RMSNorm weights: around 1, not exactly, so a skipped norm weight shows
                 p.copy_(1.0 + 0.1 * torch.randn(p.shape, generator=g))
             else:  # N(0, 1/fan_in): activations stay at unit scale, routers see O(1) logits
                 p.copy_(torch.randn(p.shape, generator=g) / p.shape[-1] ** 0.5)
@@ -227,7 +246,7 @@ CASES = [("glm4_moe_lite", s) for s in ("naive", "absorbed", "flash")] + \
         [("deepseek_v3", "flash"), ("llama", ""), ("qwen2", ""), ("glm4_moe", ""), ("mixtral", ""), ("mistral", ""), ("phi3", "")] + \
         [("olmoe", ""), ("granite", ""), ("granitemoe", "")] + \
         [("olmo2", ""), ("smollm3", ""), ("exaone4", ""), ("olmo3", "")] + [("exaone", ""), ("ernie4_5", "")] + \
-        [("hunyuan_v1_dense", ""), ("hunyuan_v1_moe", ""), ("phimoe", "")] + [("dots1", "")]
+        [("hunyuan_v1_dense", ""), ("hunyuan_v1_moe", ""), ("phimoe", "")] + [("dots1", ""), ("arcee", ""), ("apertus", "")]
 
 
 @pytest.mark.parametrize("model_type,strategy", CASES)

@@ -278,6 +278,44 @@ def softcap(x: np.ndarray, cap: float) -> np.ndarray:
     return y
 
 
+__all__ += ["xielu"]
+
+
+def _scalar_param(name: str, v) -> float:
+    """One learned scalar of an activation (a 0-d or 1-element array, or a number; float32 / float16 / bfloat16
+    bits as uint16), finite, as a float; else ValueError naming it."""
+    a = v if isinstance(v, np.ndarray) else np.asarray(v)
+    if a.size != 1:
+        raise ValueError(f"`{name}` must be one number (HF stores it as a 1-element or 0-d tensor), got shape {a.shape}")
+    if a.dtype == np.uint16:        # bfloat16 bits
+        a = (a.astype(np.uint32) << 16).view(np.float32)
+    if a.dtype.kind not in "fiu" or a.dtype == np.bool_:
+        raise TypeError(f"`{name}` must be a number, got dtype {a.dtype}")
+    f = float(a.reshape(()))
+    if not np.isfinite(f):
+        raise ValueError(f"`{name}` must be finite, got {f}")
+    return f
+
+
+def xielu(x: np.ndarray, alpha_p, alpha_n, beta, eps) -> np.ndarray:
+    """Apertus's xIELU activation (HF XIELUActivation, transformers 5.25; arXiv 2411.13010), from the parameters as
+    HF stores them per layer (mlp.act_fn.alpha_p / alpha_n, learned, before their softplus; the buffers beta and
+    eps): a_p = softplus(alpha_p), a_n = beta + softplus(alpha_n); x > 0 -> a_p x^2 + beta x, else
+    (expm1(min(x, eps)) - x) a_n + beta x. NumPy float32, elementwise, a new array (float64 twin:
+    reference.xielu). x: any shape, float32."""
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"`x` must be a numpy.ndarray, got {type(x).__name__}")
+    ap, an, b, e = (_scalar_param(n, v) for n, v in (("alpha_p", alpha_p), ("alpha_n", alpha_n), ("beta", beta),
+                                                      ("eps", eps)))
+    f32 = np.float32
+    ap, b, e = f32(np.logaddexp(0.0, ap)), f32(b), f32(e)
+    an = f32(b + f32(np.logaddexp(0.0, an)))
+    x = np.asarray(x, dtype=np.float32)
+    pos = ap * x * x + b * x
+    neg = (np.expm1(np.minimum(x, e)) - x) * an + b * x
+    return np.where(x > 0, pos, neg).astype(np.float32, copy=False)
+
+
 # ---- moe ---------------------------------------------------------------------------------
 __all__ += ["moe_route", "moe_experts", "moe"]
 

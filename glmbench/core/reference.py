@@ -100,6 +100,29 @@ def softcap(x, cap):
     return cap * np.tanh(_f64(x) / cap)
 
 
+def softplus(x):
+    """log(1 + exp(x)), overflow-free."""
+    x = _f64(x)
+    return np.logaddexp(0.0, x)
+
+
+def xielu(x, alpha_p, alpha_n, beta, eps):
+    """Apertus's xIELU (HF XIELUActivation._xielu_python, arXiv 2411.13010) from its stored parameters: with
+    a_p = softplus(alpha_p) and a_n = beta + softplus(alpha_n), x > 0 -> a_p x^2 + beta x, else
+    (expm1(min(x, eps)) - x) a_n + beta x."""
+    x = _f64(x)
+    ap = softplus(np.asarray(alpha_p, np.float64).reshape(()))
+    b = float(np.asarray(beta, np.float64).reshape(()))
+    an = b + softplus(np.asarray(alpha_n, np.float64).reshape(()))
+    e = float(np.asarray(eps, np.float64).reshape(()))
+    return np.where(x > 0, ap * x * x + b * x, (np.expm1(np.minimum(x, e)) - x) * an + b * x)
+
+
+def xielu_mlp(x, w_up, w_down, alpha_p, alpha_n, beta, eps):
+    """Apertus's ungated MLP: down(xielu(up x))."""
+    return linear(xielu(linear(x, w_up), alpha_p, alpha_n, beta, eps), w_down)
+
+
 # ---- moe ----------------------------------------------------------------------------------
 def _top_lower(v, k):
     """Indices of the k largest v, descending; equal values in ascending index order."""

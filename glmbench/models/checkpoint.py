@@ -14,9 +14,11 @@ gguf.quants.dequantize, and a warning names the types and tensors. `weights=` a 
 every matrix to it instead.
 
 GGUF layout undone here (see models/gguf_file.py): the llama architecture's permuted q/k rows (and granite's,
-granitemoe's: conversion/granite.py on LlamaModel; smollm3's: conversion/llama.py SmolLM3Model);
+granitemoe's: conversion/granite.py on LlamaModel; smollm3's and arcee's: conversion/llama.py SmolLM3Model,
+ArceeModel);
 phi3's fused attn_qkv and ffn_up split into q/k/v and gate/up rows (gguf_file.RowSlice); the first
 Mixtral files' per-expert ffn_gate.E / ffn_up.E / ffn_down.E stacked (gguf_file.PerExpert);
+apertus's xIELU parameters, metadata arrays (xielu.alpha_p / alpha_n / beta / eps), as HF's mlp.act_fn tensors;
 deepseek2's split attn_k_b / attn_v_b: kept split as stored (core.attention.KVBSplit) when either is
 quantized in an executable block format (q5_0 as its exact q8_0 twin), else joined back into kv_b_proj
 (bf16/f16 when both are stored so, else f32: q4_1/q5_1 and the other types dequantized); gemma2/gemma3 norm weights stored as 1 + w;
@@ -202,6 +204,11 @@ def _gguf_state_dict(path: str):
         if arch in ("gemma2", "gemma3") and hf.endswith("norm.weight"):
             a = _dequant(g, names[0], converted) - np.float32(1)   # the converter stored Gemma3RMSNorm's 1 + w
         sd[hf] = a
+    if arch == "apertus":   # the xIELU parameters, metadata in the file, as HF's tensors (1-element; 0-d buffers)
+        for name, values in gguf_file.xielu_params(g, cfg.n_layers).items():
+            for i, v in enumerate(values):
+                hf = f"model.layers.{i}.mlp.act_fn.{name}"
+                sd[hf] = np.full(shapes[hf], v, np.float32)
     if converted:
         lst = "; ".join(f"{k}: {len(v)} tensor(s), e.g. {v[0]!r}" for k, v in sorted(converted.items()))
         warnings.warn(f"{path}: ggml types run dequantized to f32 (not executed as stored): {lst}", stacklevel=3)
@@ -219,7 +226,7 @@ def _expert_rows(a, start: int, stop: int):
 # architectures whose q / k rows the converter permuted (LlamaModel.permute; conversion/granite.py's
 # GraniteHybridModel and NemotronHModel keep undo_permute = True, though they apply no rope)
 _PERMUTED = ("llama", "granitehybrid", "nemotron_h", "nemotron_h_moe", "mistral3", "granite", "granitemoe", "smollm3",
-             "deci")
+             "deci", "arcee")
 
 
 # the Gated DeltaNet hybrids' GGUFs, whose norms the converter stores as 1 + w (conversion/qwen.py Qwen3NextModel);

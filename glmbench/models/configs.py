@@ -92,6 +92,12 @@ Families (HF `model_type`), with the field names HF uses in each:
                  checkpoint's transformer.h.N names renamed to Llama's); run
   ernie4_5       dense GQA (ERNIE-4.5 0.3B): Llama's layers with interleaved rope (pairs 2i, 2i + 1), biases on
                  every projection where use_bias; run
+  arcee          dense GQA (Arcee AFM-4.5B): Llama's layers with an ungated MLP, down(act(up x)) (hidden_act,
+                 default relu2: relu(x)^2; mlp_gated False), YaRN rope where rope_scaling says so; run
+  apertus        dense GQA (Swiss AI Apertus): Llama's layers (HF's attention_layernorm / feedforward_layernorm) with
+                 per-head q/k RMSNorm before rope and an ungated MLP down(xielu(up x)) whose xIELU holds per layer
+                 the learned alpha_p / alpha_n and the buffers beta / eps (mlp.act_fn.*; ops.xielu); llama3 rope
+                 (base 12e6) where the config states none; run
   phimoe         GQA + MoE (Phi-3.5-MoE): LayerNorms with a bias (weight and bias, eps rms_norm_eps), q/k/v/o
                  biases (attention_bias), every layer num_local_experts experts of intermediate_size routed by
                  sparsemixer (two experts per token, HF's eval-mode routing: ops.sparsemixer_route), an lm_head
@@ -189,6 +195,8 @@ FAMILIES = {
     "exaone": "gqa",
     "ernie4_5": "gqa",
     "dots1": "gqa",
+    "arcee": "gqa",
+    "apertus": "gqa",
 }
 # families the cost model prices but glmbench.Model's forward pass does not run (what each lacks)
 PRICED_ONLY = {
@@ -332,7 +340,17 @@ _WRAPPER_TIE = {"qwen3_vl": ("top", False), "qwen3_vl_moe": ("top", False), "lla
 # families whose HF config has `mlp_bias` (LlamaMLP, SeedOssMLP, DeepseekV2MLP, GraniteMLP: gate / up / down built
 # with bias=config.mlp_bias, transformers 5.25); priced with the biases (ModelConfig.mlp_bias), Model does not run them.
 # (Nemotron-H's and Falcon-H1's mlp_bias are refused: _mamba_fields, _falcon_h1_fields)
-MLP_BIAS_FAMILIES = ("llama", "seed_oss", "deepseek_v2", "granite", "nemotron-nas", "exaone")
+MLP_BIAS_FAMILIES = ("llama", "seed_oss", "deepseek_v2", "granite", "nemotron-nas", "exaone", "arcee")
+# families whose dense MLP is ungated, down(act(up x)) (ModelConfig.mlp_gated False; HF ArceeMLP, ApertusMLP):
+# Arcee's relu2, Apertus's xIELU
+UNGATED_MLP_FAMILIES = ("arcee", "apertus")
+# Apertus's xIELU (HF XIELUActivation, transformers 5.25): per layer the learned parameters (counted, as HF's
+# model.parameters()) and the buffers (stored in the checkpoint, not counted: as Gemma 4's layer_scalar)
+XIELU_PARAMS, XIELU_BUFFERS = ("alpha_p", "alpha_n"), ("beta", "eps")
+# ApertusConfig.__post_init__ (transformers 5.25): without rope_parameters (and no v4 rope_scaling), llama3 scaling
+# with base 12e6 (a bare rope_theta does not change it)
+APERTUS_ROPE = {"rope_type": "llama3", "rope_theta": 12000000.0, "factor": 8.0, "original_max_position_embeddings": 8192,
+                "low_freq_factor": 1.0, "high_freq_factor": 4.0}
 # model_types whose (remote) code is one of the families': Kimi-K2's is DeepSeek-V3's
 _ALIASES = {"kimi_k2": "deepseek_v3"}
 # families whose norms are LayerNorms (weight only) with eps `layer_norm_eps`, one per layer, before
@@ -510,6 +528,14 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     # Ernie4_5Config (transformers 5.25): ERNIE-4.5-0.3B's sizes, tied, no biases
     "ernie4_5": dict(rms_norm_eps=1e-5, tie_word_embeddings=True, use_bias=False, num_key_value_heads=2,
                      head_dim=128, max_position_embeddings=131072, intermediate_size=3072),
+    # ArceeConfig (transformers 5.25): relu2, untied, no biases; num_key_value_heads and head_dim default to the
+    # heads and hidden / heads (AFM-4.5B's sizes are its other defaults, structural here: required)
+    "arcee": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=False, mlp_bias=False,
+                  max_position_embeddings=4096, hidden_act="relu2"),
+    # ApertusConfig (transformers 5.25): xielu, untied; num_key_value_heads defaults to the heads; the rope
+    # (llama3, base 12e6) where none is stated: APERTUS_ROPE
+    "apertus": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=False, max_position_embeddings=65536,
+                    hidden_act="xielu"),
     # PhimoeConfig (transformers 5.25): Phi-3.5-MoE's sizes; no window, no biases unless stated
     "phimoe": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=False, lm_head_bias=False,
                    num_key_value_heads=8, sliding_window=None, num_local_experts=16, num_experts_per_tok=2,
@@ -644,7 +670,8 @@ class ModelConfig:
     # Nemotron 3 Super's latent MoE: the routed experts work in a moe_latent_size-wide space, the
     # tokens projected down (fc1_latent_proj) before them and back up (fc2_latent_proj) after; 0: none
     moe_latent_size: int = 0
-    mlp_gated: bool = True          # False: up -> act -> down, two matrices (Nemotron-H's relu2 MLP and experts)
+    # False: up -> act -> down, two matrices (Nemotron-H's relu2 MLP and experts, Arcee's relu2 MLP)
+    mlp_gated: bool = True
     nope: bool = False              # no rope on any layer (Nemotron-H, Granite 4.0-H's position_embedding_type nope)
     # the layers that apply no rope (SmolLM3's no_rope_layers, EXAONE 4's global layers); () : every layer rotates
     nope_layers: tuple = ()
@@ -861,9 +888,13 @@ class ModelConfig:
         out = []
         gemma = self.model_type in GEMMA_FAMILIES + GEMMA4_FAMILIES + GEMMA3N_FAMILIES
         if self.hidden_act != "silu" and not (gemma and self.hidden_act == "gelu_pytorch_tanh") and \
-                not (self.model_type == "nemotron_h" and self.hidden_act == "relu2"):
+                not (self.model_type in ("nemotron_h",) + UNGATED_MLP_FAMILIES and self.hidden_act == "relu2") and \
+                not self.xielu:
             out.append(f"hidden_act {self.hidden_act!r} (SwiGLU with silu; Gemma's gelu_pytorch_tanh; "
-                       f"Nemotron-H's ungated relu2)")
+                       f"Nemotron-H's, Arcee's and Apertus's ungated relu2; Apertus's xielu)")
+        elif self.model_type in UNGATED_MLP_FAMILIES and self.hidden_act == "silu":
+            # (ArceeMLP / ApertusMLP: down(silu(up x)), ungated; Model's silu is SwiGLU's, gated)
+            out.append(f"hidden_act 'silu' in {self.model_type}'s ungated MLP (Model runs relu2 or xielu there)")
         if self.rope_type not in ROPE_TYPES:
             out.append(f"rope_type {self.rope_type!r} (supported: {', '.join(ROPE_TYPES)})")
         elif self.rope_type == "proportional" and self.model_type not in GEMMA4_FAMILIES:
@@ -900,6 +931,13 @@ class ModelConfig:
         """The per-head q / k RMSNorms come after rope (Hunyuan: HF HunYuan*Attention norms the rotated q / k,
         query_layernorm / key_layernorm), not before it (Qwen3's)."""
         return self.qk_norm and self.model_type in HUNYUAN_FAMILIES
+
+    @property
+    def xielu(self) -> bool:
+        """The MLP's activation is Apertus's xIELU (HF XIELUActivation: per layer the learned alpha_p / alpha_n and
+        the buffers beta / eps, mlp.act_fn.*; ops.xielu); an Arcee config naming it builds the same (ArceeMLP's
+        ACT2FN["xielu"])."""
+        return self.model_type in UNGATED_MLP_FAMILIES and self.hidden_act == "xielu"
 
     @property
     def sparsemixer(self) -> bool:
@@ -1109,10 +1147,11 @@ class ModelConfig:
             + (self.n_routed_experts if self.expert_bias else 0)
 
     def dense_mlp_params(self, i: int | None = None) -> int:
-        """One dense MLP (layer i's, None: intermediate_size wide)."""
+        """One dense MLP (layer i's, None: intermediate_size wide), with Apertus's two learned xIELU scalars."""
         F = self.intermediate_size if i is None else self.layer_intermediate(i)
         return self.mlp_matrices * self.hidden_size * F + ((self.mlp_matrices - 1) * F + self.hidden_size
-                                                           if self.mlp_bias else 0)
+                                                           if self.mlp_bias else 0) + \
+            (len(XIELU_PARAMS) if self.xielu else 0)
 
     def embedding_params(self) -> int:
         """Input embedding plus lm_head (once if tied), plus Gemma 4's per-layer embedding table."""
@@ -1220,9 +1259,12 @@ class ModelConfig:
                     t[p + "self_attn.linear_attn.weight"] = (D, D)
                 if i in self.linear_mlp_layers:
                     t[p + "mlp.linear_mlp.weight"] = (D, D)
+            elif self.model_type == "apertus":   # (ApertusDecoderLayer's names for Llama's two norms)
+                t[p + "attention_layernorm.weight"] = (D,)
+                t[p + "feedforward_layernorm.weight"] = (D,)
             else:
                 t[p + "input_layernorm.weight"] = (D,)
-            if self.n_layer_norms > 1 and not self.post_norms and self.model_type != "nemotron-nas":
+            if self.n_layer_norms > 1 and not self.post_norms and self.model_type not in ("nemotron-nas", "apertus"):
                 # (Cohere: one norm before attention and MLP)
                 t[p + "post_attention_layernorm.weight"] = (D,)
             if self.norm_bias:
@@ -1296,6 +1338,11 @@ class ModelConfig:
                     t[p + f"mlp.{n}_proj.weight"] = (D, F) if n == "down" else (F, D)
                     if self.mlp_bias:
                         t[p + f"mlp.{n}_proj.bias"] = (D,) if n == "down" else (F,)
+                if self.xielu:   # (XIELUActivation: two learned 1-element parameters, two 0-d buffers it saves)
+                    for n in XIELU_PARAMS:
+                        t[p + f"mlp.act_fn.{n}"] = (1,)
+                    for n in XIELU_BUFFERS:
+                        t[p + f"mlp.act_fn.{n}"] = ()
         return t
 
     def _attention_tensors(self, i: int | None = None) -> dict[str, tuple]:
@@ -2074,7 +2121,7 @@ def _dsa_fields(r: _Reader, L: int, q_lora: int | None, Dr: int) -> dict:
 
 
 _DEFAULT_THETA = {"gemma3_text": 1e6, "gemma4_text": 1e6, "smollm3": 2e6, "olmo3": 5e5, "gemma3n_text": 1e6,
-                  "exaone": 5e5, "ernie4_5": 5e5}
+                  "exaone": 5e5, "ernie4_5": 5e5, "apertus": 12e6}
 
 
 def _rope(r: _Reader) -> tuple[float, dict | None]:
@@ -2354,6 +2401,8 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
                          f"supported: {', '.join(FAMILIES)}")
     if mt in SHORTCONV_FAMILIES:
         hf = _lfm2_aliases(hf, mt)
+    if mt == "apertus" and hf.get("rope_parameters") is None and hf.get("rope_scaling") is None:
+        hf = {**{k: v for k, v in hf.items() if k != "rope_theta"}, "rope_parameters": dict(APERTUS_ROPE)}
     if mt == "exaone":
         # the released config.json's own names (ExaoneConfig.attribute_map): num_layers, layer_norm_epsilon,
         # activation_function
@@ -2623,14 +2672,14 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
             if sw:
                 win_layers = tuple(i for i in range(L) if i not in kw["linear_layers"])
         qk_norm = mt in ("qwen3", "qwen3_moe", "gemma3_text", "minimax_m2", "gemma4_text", "olmoe", "olmo2", "olmo3",
-                         "exaone4", "gemma3n_text", "dots1") + HUNYUAN_FAMILIES or \
+                         "exaone4", "gemma3n_text", "dots1", "apertus") + HUNYUAN_FAMILIES or \
             mt in LINEAR_FAMILIES or \
             mt in SHORTCONV_FAMILIES or \
             (mt in ("glm4_moe", "cohere") and r.bool("use_qk_norm"))
         kw.update(n_kv_heads=n_kv, head_dim=hd, attention_bias=bool(bias), attention_out_bias=out_bias,
                   # Command-R+'s q / k LayerNorms hold a weight per head (heads x head_dim)
                   qk_norm=qk_norm, qk_norm_all_heads=mt in ("minimax_m2", "cohere", "olmoe", "olmo2", "olmo3"),
-                  post_norms=mt in ("olmo2", "olmo3", "exaone4"),
+                  post_norms=mt in ("olmo2", "olmo3", "exaone4"), mlp_gated=mt not in UNGATED_MLP_FAMILIES,
                   # (ERNIE 4.5's apply_rotary_pos_emb: cos / sin repeat_interleave'd, pairs (2i, 2i + 1))
                   rope_layout="interleaved" if mt in ("glm4", "cohere", "cohere2", "ernie4_5", "ernie4_5_moe") else "half",
                   rope_dim=rope_dim,

@@ -111,7 +111,7 @@ ARCHITECTURES = ("deepseek2", "qwen3", "qwen3moe", "qwen2", "llama", "glm4moe", 
                  "gpt-oss", "phi3", "glm4", "llama4", "minimax-m2", "ernie4_5-moe", "qwen2moe", "qwen3next", "qwen35",
                  "qwen35moe", "command-r", "cohere2", "nemotron_h", "nemotron_h_moe", "granitehybrid", "gemma4", "mistral3",
                  "falcon-h1", "glm-dsa", "deepseek32", "lfm2", "lfm2moe", "olmoe", "granite", "granitemoe",
-                 "olmo2", "smollm3", "exaone4", "gemma3n", "hunyuan-dense", "hunyuan-moe", "phimoe", "deci", "exaone",
+                 "olmo2", "smollm3", "exaone4", "arcee", "apertus", "gemma3n", "hunyuan-dense", "hunyuan-moe", "phimoe", "deci", "exaone",
                  "ernie4_5", "dots1")
 # llama.cpp's DeepSeek Sparse Attention architectures (GLM-5: glm-dsa, conversion/glm.py GlmMoeDsaModel; DeepSeek-V3.2:
 # deepseek32, conversion/deepseek.py DeepseekV32Model; both on DeepseekV2Model's MLA keys) -> HF model_type
@@ -519,7 +519,8 @@ def hf_config(g: GGUFFile) -> dict:
     architectures command-r -> cohere, cohere2 -> cohere2 (_cohere); the Mamba-2 hybrids nemotron_h /
     nemotron_h_moe -> nemotron_h, granitehybrid -> granitemoehybrid (_mamba); gemma4 -> gemma4_text (_gemma4);
     gemma3n -> gemma3n_text (_gemma3n); falcon-h1 -> falcon_h1 (_falcon_h1); lfm2 -> lfm2, lfm2moe -> lfm2_moe (_lfm2); olmoe, granite, granitemoe as
-    named; olmo2 -> olmo2 (olmo3 where the file states a window), exaone4 -> exaone4 (_post_norm); smollm3;
+    named; olmo2 -> olmo2 (olmo3 where the file states a window), exaone4 -> exaone4 (_post_norm); smollm3; arcee;
+    apertus (its xIELU parameters from the xielu.* keys: xielu_params);
     hunyuan-dense -> hunyuan_v1_dense, hunyuan-moe -> hunyuan_v1_moe, phimoe -> phimoe; deci -> nemotron-nas
     (_deci: per-layer head_count / head_count_kv / feed_forward_length as block_configs), exaone -> exaone,
     ernie4_5 -> ernie4_5, dots1 -> dots1 (dots.llm1: sigmoid routing, expert_gating_func 2, assumed with a notice
@@ -840,6 +841,22 @@ def hf_config(g: GGUFFile) -> dict:
         # every layer but each 4th (n_no_rope_layer_step, fixed: the file states no NoPE layers) and windows none
         hf.update(model_type="smollm3", no_rope_layer_interval=4, use_sliding_window=False, sliding_window=None)
         return hf
+    if arch == "arcee":
+        # conversion/llama.py ArceeModel (LlamaModel's permuted q / k rows, its rope.scaling keys for YaRN): llama.cpp's
+        # arcee graph (src/models/arcee.cpp) runs the ungated MLP as relu(up x)^2 whatever the config said; its
+        # optional MLP biases are HF's mlp_bias
+        hf.update(model_type="arcee", hidden_act="relu2", mlp_bias=blk(0, "ffn_up").replace("weight", "bias") in ts)
+        return hf
+    if arch == "apertus":
+        # conversion/llama.py ApertusModel (undo_permute False: q / k rows as HF's; per-head attn_q_norm / attn_k_norm;
+        # llama3 rope as LlamaModel's rope_freqs tensor): the ungated MLP's xIELU parameters are metadata, not tensors
+        # (xielu_params), checked here; a file without rope scaling turns plain rope by its base (llama.cpp), not
+        # ApertusConfig's default llama3
+        xielu_params(g, L)
+        hf.update(model_type="apertus", hidden_act="xielu", head_dim=hd)
+        if "rope_scaling" not in hf:
+            hf["rope_parameters"] = {"rope_type": "default", "rope_theta": hf["rope_theta"]}
+        return hf
     moe_layers = [i for i in range(L) if blk(i, "ffn_gate_inp") in ts]      # the layers with a router
     if arch == "llama4":
         # the converter writes HF's intermediate_size_mlp as feed_forward_length and intermediate_size
@@ -907,6 +924,37 @@ def hf_config(g: GGUFFile) -> dict:
         # TENSOR_NOT_REQUIRED): HF's mlp_bias
         hf["mlp_bias"] = blk(0, "ffn_up").replace("weight", "bias") in ts
     return hf
+
+
+# llama.cpp's xIELU keys (src/llama-arch.cpp LLM_KV_XIELU_*: no architecture prefix), in HF XIELUActivation's order
+XIELU_KEYS = {"alpha_p": "xielu.alpha_p", "alpha_n": "xielu.alpha_n", "beta": "xielu.beta", "eps": "xielu.eps"}
+
+
+def xielu_params(g: GGUFFile, L: int) -> dict:
+    """Apertus's xIELU parameters of each of the L layers, {alpha_p / alpha_n / beta / eps: [L floats]}, from the
+    metadata conversion/llama.py ApertusModel writes: one array per key (the learned alpha_p / alpha_n as HF holds
+    them, before their softplus, which ggml_xielu applies), or one number for every layer (llama.cpp's
+    get_key_or_arr). A key missing, an array of another length or a value that is not a finite number: a
+    GGUFError naming the key (llama.cpp refuses such a file)."""
+    out = {}
+    for name, key in XIELU_KEYS.items():
+        v = g.get(key)
+        if v is None:
+            raise GGUFError(f"{g.path}: metadata {key!r} is missing (llama.cpp's apertus needs the xIELU parameters "
+                            f"of every layer)")
+        a = np.asarray(v).reshape(-1) if isinstance(v, np.ndarray) or isinstance(v, (list, tuple)) else np.asarray([v])
+        if isinstance(v, (bool, np.bool_)) or a.dtype.kind not in "fiu" or a.dtype == np.bool_:
+            raise GGUFError(f"{g.path}: metadata {key!r} must hold numbers, got {v!r}")
+        if a.size == 1 and not isinstance(v, (np.ndarray, list, tuple)):
+            a = np.repeat(a, L)
+        if a.size != L:
+            raise GGUFError(f"{g.path}: metadata {key!r} has {a.size} values; '{g.architecture}.block_count' = {L} "
+                            f"needs one per layer")
+        a = a.astype(np.float64)
+        if not np.all(np.isfinite(a)):
+            raise GGUFError(f"{g.path}: metadata {key!r} must hold finite numbers, got {a.tolist()}")
+        out[name] = a.tolist()
+    return out
 
 
 def _post_norm(g: GGUFFile, m: _Meta, hf: dict, L: int) -> dict:
@@ -2080,6 +2128,8 @@ def expected_gguf_tensors(g: GGUFFile, shapes: dict, n_layers: int, *, expert_ro
     nb = n_layers + int(g.get(f"{arch}.nextn_predict_layers") or 0)
     out = {}
     for hf, shape in shapes.items():
+        if arch == "apertus" and ".mlp.act_fn." in hf:
+            continue   # Apertus's xIELU parameters: metadata (xielu_params), no tensors
         fused = _phi3_fused(hf, shapes, ts) if arch in ("phi3", "glm4") else None
         if fused is not None:
             if tuple(ts[fused].shape[1:]) != tuple(shape[1:]) or fused.stop > ts[fused].shape[0]:

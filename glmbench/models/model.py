@@ -69,6 +69,12 @@ lm_head bias. Neither has a C layer: forward_py runs them op by op.
 dots.llm1 (dots1; HF modeling_dots1): the common pre-norm layer, nothing of its own: Qwen3's per-head q / k RMSNorms
 before rope (q / k / v / o biased where attention_bias), DeepSeek-V3's grouped sigmoid router with the correction
 bias and the shared experts (`ops.moe`), windows on the layer_types' sliding layers; one C call per layer.
+Arcee (arcee: AFM-4.5B; HF modeling_arcee): Llama's pre-norm layer with an ungated MLP, down(relu(up h)^2)
+(`Layer._dense_mlp`, `_relu2_mlp`: hidden_act relu2), YaRN rope where the config scales it. Apertus (apertus; HF
+modeling_apertus): Llama's pre-norm layer (its attention_layernorm / feedforward_layernorm read as input_layernorm /
+post_attention_layernorm, _NORM_ALIAS) with per-head q / k RMSNorms before rope and the ungated MLP
+down(xielu(up h)), the xIELU from the layer's own mlp.act_fn.alpha_p / alpha_n / beta / eps (ops.xielu, NumPy
+float32); llama3 rope. Neither has a C layer (the C layer's MLP is SwiGLU): forward_py runs them op by op.
 
 OLMo 2 / 3 and EXAONE 4 (olmo2, olmo3, exaone4; HF modeling_olmo2 / _olmo3 / _exaone4): post-norm layers,
 h = x + N1(Attn(x)); y = h + N2(MLP(h)) (post_attention_layernorm, post_feedforward_layernorm; no norm before
@@ -240,6 +246,14 @@ _EXPERTS = ("mlp.experts.gate_proj", "mlp.experts.up_proj", "mlp.experts.down_pr
 # Hunyuan's per-head q / k norms (HF query_layernorm / key_layernorm, ModelConfig.tensor_shapes' names) as the
 # attention reads them (attention.gqa_block: q_norm / k_norm)
 _ATTN_ALIAS = {"query_layernorm.weight": "q_norm.weight", "key_layernorm.weight": "k_norm.weight"}
+# Apertus's two norms (HF ApertusDecoderLayer's attention_layernorm / feedforward_layernorm, ModelConfig.tensor_shapes'
+# names) as Llama's layer reads them
+_NORM_ALIAS = {"attention_layernorm.weight": "input_layernorm.weight",
+               "feedforward_layernorm.weight": "post_attention_layernorm.weight"}
+# HF XIELUActivation's initial values (transformers 5.25: alpha_p_init 0.8, alpha_n_init 0.8, beta 0.5, eps -1e-6;
+# the parameters held before their softplus: log(expm1(0.8)), log(expm1(0.8 - 0.5))), a random model's xIELU
+_XIELU_INIT = {"mlp.act_fn.alpha_p": (np.log(np.expm1(0.8)),), "mlp.act_fn.alpha_n": (np.log(np.expm1(0.3)),),
+               "mlp.act_fn.beta": 0.5, "mlp.act_fn.eps": -1e-6}
 
 
 class Layer:
@@ -247,6 +261,8 @@ class Layer:
 
     def __init__(self, cfg, index: int, kind: str, weights: dict):
         self.cfg, self.index, self.kind = cfg, int(index), kind
+        if cfg.model_type == "apertus":
+            weights = {_NORM_ALIAS.get(k, k): v for k, v in weights.items()}
         self.w = weights
         self.attn = {_ATTN_ALIAS.get(k[len("self_attn."):], k[len("self_attn."):]): v for k, v in weights.items()
                      if k.startswith("self_attn.")}
@@ -347,12 +363,14 @@ class Layer:
         if cfg.attention_sinks or cfg.layer_norm or cfg.linear_layers or cfg.attn_output_gate or self.gemma4 or \
                 (gemma and not all(isinstance(v, np.ndarray) for v in w.values())) or cfg.qk_norm_all_heads or \
                 cfg.clip_qkv or cfg.residual_multiplier is not None or cfg.post_norms or \
-                not cfg.layer_rotates(self.index) or cfg.qk_norm_after_rope or cfg.norm_bias:
+                not cfg.layer_rotates(self.index) or cfg.qk_norm_after_rope or cfg.norm_bias or \
+                (self.kind == "dense" and not cfg.mlp_gated):
             # GPT-OSS, Cohere, the hybrids, Gemma 4: no C layer yet (_forward_gpt_oss, _forward_cohere,
             # _forward_hybrid, _forward_gemma4); Gemma 2 / 3: float matrices only; OLMoE's q / k norms over all
             # heads and clip_qkv, Granite's residual_multiplier: forward_py (attention.gqa_block); OLMo 2 / 3's and
             # EXAONE 4's post-norm layers (_forward_post_norm), SmolLM3's NoPE layers (the C layer always rotates);
-            # Hunyuan's q / k norms after rope (attention.gqa_block), Phi-3.5-MoE's layer (_forward_phimoe)
+            # Hunyuan's q / k norms after rope (attention.gqa_block), Phi-3.5-MoE's layer (_forward_phimoe); Arcee's
+            # ungated MLP (the C layer's is SwiGLU: _dense_mlp)
             return None
         mla = cfg.attention == "mla"
         rot = cfg.layer_rope(self.index) if not mla else dict(
@@ -452,7 +470,7 @@ class Layer:
         x = _keep(x + a, n_out)
         h = _ops.rms_norm(x, w["post_attention_layernorm.weight"], eps)
         if self.kind == "dense":
-            m = _ops.swiglu(h, w["mlp.gate_proj.weight"], w["mlp.up_proj.weight"], w["mlp.down_proj.weight"])
+            m = self._dense_mlp(h)
         else:
             m, self.last_counts = _ops.moe(h, w["mlp.gate.weight"], *(w[n] for n in _EXPERTS),
                                            shared=self._shared, **self._route)
@@ -460,6 +478,18 @@ class Layer:
             m = m * np.float32(rm)
         return x + m
 
+
+    def _dense_mlp(self, h):
+        """The layer's dense MLP on h (normed): SwiGLU, or the ungated down(act(up h)) of Arcee (relu2) and Apertus
+        (xIELU from the layer's own mlp.act_fn parameters: ops.xielu)."""
+        w = self.w
+        if self.cfg.mlp_gated:
+            return _ops.swiglu(h, w["mlp.gate_proj.weight"], w["mlp.up_proj.weight"], w["mlp.down_proj.weight"])
+        if self.cfg.xielu:
+            u = _ops.xielu(_ops.linear(h, w["mlp.up_proj.weight"]), *(w[f"mlp.act_fn.{n}"] for n in
+                                                                      configs.XIELU_PARAMS + configs.XIELU_BUFFERS))
+            return _ops.linear(u, w["mlp.down_proj.weight"])
+        return _relu2_mlp(h, w["mlp.up_proj.weight"], w["mlp.down_proj.weight"])
 
     def _forward_phimoe(self, x, cache, cache_layer: int, positions, n_out=None):
         """Phi-3.5-MoE's layer (HF PhimoeDecoderLayer, transformers 5.25): pre-norm with LayerNorms that carry a
@@ -811,7 +841,7 @@ def _router_jitter(cfg) -> float:
 
 
 def _relu2_mlp(h, up, down):
-    """Nemotron-H's ungated MLP: down(relu(up h)^2) (HF ACT2FN["relu2"])."""
+    """Nemotron-H's and Arcee's ungated MLP: down(relu(up h)^2) (HF ACT2FN["relu2"])."""
     u = _ops.linear(h, up)
     np.maximum(u, 0.0, out=u)
     u *= u
@@ -884,6 +914,9 @@ def build_layer(cfg, index: int, weights: str = vocab.DEFAULTS["measured_weights
     kind = layer_kinds(cfg)[index]
     w = {}
     for name, shape in _layer_tensors(cfg, index).items():
+        if name in _XIELU_INIT:
+            w[name] = np.full(shape, _XIELU_INIT[name], np.float32)
+            continue
         std = _init_std(name, shape, cfg)
         if std is None:
             w[name] = np.ones(shape, np.float32)

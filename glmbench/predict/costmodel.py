@@ -616,8 +616,10 @@ def _file_layer_weight_bytes(cfg) -> dict:
     allL = range(cfg.n_layers)
     att = {name: mean(cfg.attention_layers, ["self_attn." + name]) for name in cfg._attention_tensors()}
     # (the post-norm layers of OLMo 2 / 3 and EXAONE 4: post_attention_ and post_feedforward_layernorm)
+    # (Apertus's two: attention_layernorm and feedforward_layernorm, HF's names)
     norms = ["input_layernorm.weight", "post_attention_layernorm.weight"] + \
         (["post_feedforward_layernorm.weight"] if cfg.post_norms else []) + \
+        (["attention_layernorm.weight", "feedforward_layernorm.weight"] if cfg.model_type == "apertus" else []) + \
         (["input_layernorm.bias", "post_attention_layernorm.bias"] if cfg.norm_bias else [])
     out = {"attn": att, "norms": mean(allL, norms)}
     if cfg.linear_layers:

@@ -860,7 +860,9 @@ _HF_TO_ARCH = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2"
                "nemotron-nas": "deci", "exaone": "exaone", "ernie4_5": "ernie4_5",
                # dots.llm1 (conversion/dots1.py Dots1Model; src/models/dots1.cpp labels its 62 layers 142B, a size the
                # params column or the label's 142 billion tells)
-               "dots1": "dots1"}
+               "dots1": "dots1",
+               # Arcee AFM and Apertus (conversion/llama.py ArceeModel, ApertusModel)
+               "arcee": "arcee", "apertus": "apertus"}
 # model_types whose MoE models llama.cpp names apart: the converter writes a Nemotron-H config with experts
 # (num_experts_per_tok: Nemotron 3 Nano) as nemotron_h_moe, the dense ones (Nemotron-H 8B, Nemotron-Nano-9B-v2)
 # as nemotron_h (conversion/nemotron.py NemotronHModel)
@@ -880,10 +882,12 @@ _MOE_ARCH = {"nemotron_h": "nemotron_h_moe"}
 # Gemma 3n's alike (src/models/gemma3n.cpp: 30 layers -> "E2B", 35 -> "E4B"), Hunyuan-A13B's (hunyuan-moe.cpp: 32 ->
 # "A13B") and Phi-3.5-MoE's (phimoe.cpp: 32 -> "16x3.8B"); ERNIE 4.5 0.3B's (ernie4-5.cpp: 18 -> "0.3B", 0.36 B)
 # (deci.cpp labels by depth alone: 80 layers -> "70B", Llama-3.3-Nemotron-Super-49B's and Nemotron-51B's; exaone.cpp:
-# 32 -> "8B", the other depths "?B": such rows are told by their params column)
+# 32 -> "8B", the other depths "?B": such rows are told by their params column); AFM-4.5B's (arcee.cpp: 36 -> "4B", its
+# 4.62 B a 15% size tolerance does not reach); Apertus's (apertus.cpp: 32 -> "8B", the other depths "?B": Apertus 70B's
+# rows are told by their params column)
 SIZE_LABEL_LAYERS = {"gemma4": {"E2B": 35, "E4B": 42, "26B.A4B": 30, "31B": 60}, "olmoe": {"A1.7B": 16},
                      "gemma3n": {"E2B": 30, "E4B": 35}, "hunyuan-moe": {"A13B": 32}, "phimoe": {"16x3.8B": 32},
-                     "ernie4_5": {"0.3B": 18}}
+                     "ernie4_5": {"0.3B": 18}, "arcee": {"4B": 36}}
 # llama.cpp architectures that are a vision-language model's text layers: the GGUF llama-bench runs holds only
 # those (the vision tower is the separate mmproj file), the same layers as the text model's architecture
 # (Qwen3-VL's text config: Qwen3's / Qwen3-MoE's layers, longer native context; Qwen2-VL / Qwen2.5-VL: Qwen2's):
