@@ -1422,12 +1422,12 @@ def test_a_page_of_sections_gives_each_batched_table_its_models_weights(tmp_path
 
 
 def test_a_smaller_variant_is_not_its_familys_built_in():
-    # "Phi-4-mini" (3.8 B) is not phi-4 (14.7 B); a variant the built-in's name holds still matches, and words prose
-    # puts after a name ("flash attention", "small batch") are no variant
+    # "Phi-4-mini" (3.8 B) is not phi-4 (14.7 B): it is the built-in phi-4-mini; a variant the built-in's name holds
+    # still matches, and words prose puts after a name ("flash attention", "small batch") are no variant
     assert [im.names_in(t) for t in ("Phi-4-mini", "phi-4-mini-instruct-Q4_K_M.gguf", "phi-4-Q4_K_M.gguf", "GLM-4.5-Air",
                                      "DeepSeek-V2-Lite-Chat", "Qwen3-30B-A3B flash attention on", "qwen3-32b, flash-attn",
                                      "Qwen3-8B, small batch")] == [
-        [], [], ["phi-4"], ["glm-4.5-air"], ["deepseek-v2-lite"], ["qwen3-30b-a3b"], ["qwen3-32b"], ["qwen3-8b"]]
+        ["phi-4-mini"], ["phi-4-mini"], ["phi-4"], ["glm-4.5-air"], ["deepseek-v2-lite"], ["qwen3-30b-a3b"], ["qwen3-32b"], ["qwen3-8b"]]
 
 
 def test_cards_named_by_a_count_word_and_a_bare_number():

@@ -356,3 +356,27 @@ def test_gguf_longrope_errors(tmp_path):
     p = str(tmp_path / "noaf.gguf")
     _phimoe_gguf(p, hc, m)
     assert configs.load(p).longrope.long_attention_factor == 1.0
+
+
+# ---- built-ins ---------------------------------------------------------------------------------------------------
+def test_phi4_mini_builtin_and_its_factor_count():
+    """phi-4-mini: Phi-4-mini-instruct's published shape (3.84 B: tied, 24 heads of 128, 8 KV heads, 96 of each head's
+    128 dims rotated), its longrope left out (the factor lists are not recalled: the built-in states so); a config
+    with the released layout's 48 factors per list loads and prices the same, 47 do not. Phi-3.5-mini is not built in
+    (phi-3-mini's layers: llama-bench rows would find two built-ins), and the existing Phi built-ins hold no longrope."""
+    c = configs.load("phi-4-mini")
+    assert (c.model_type, c.head_dim, c.n_heads, c.n_kv_heads, c.rope_dim, c.tie_word_embeddings, c.vocab_size) == \
+        ("phi3", 128, 24, 8, 96, True, 200064)
+    assert round(c.total_params() / 1e9, 2) == 3.84 and c.rope_type == "default" and c.forward_unsupported() == []
+    raw = json.load(open(configs.builtin_path("phi-4-mini")))
+    assert "not recalled" in raw["_source"] and raw["rope_scaling"] is None
+    d = {k: v for k, v in raw.items() if not k.startswith("_")}
+    lr = configs.from_hf({**d, "rope_scaling": {"type": "longrope", "short_factor": [1.0] * 48,
+                                                "long_factor": [2.0] * 48}})
+    assert lr.rope_type == "longrope" and lr.total_params() == c.total_params() and lr.longrope.original == 4096
+    assert lr.longrope.short_attention_factor == pytest.approx(math.sqrt(1 + math.log(32) / math.log(4096)))
+    with pytest.raises(ValueError, match=r"`rope_scaling.long_factor` has 47 factors; the 96 rotated dims"):
+        configs.from_hf({**d, "rope_scaling": {"type": "longrope", "short_factor": [1.0] * 48, "long_factor": [2.0] * 47}})
+    assert "phi-3.5-mini" not in configs.builtin_names()
+    for n in ("phi-3-mini", "phi-3.5-moe", "phi-4"):
+        assert configs.load(n).rope_type == "default"
