@@ -10,7 +10,9 @@ Families (HF `model_type`), with the field names HF uses in each:
   llama, mistral dense GQA
   mixtral        GQA + MoE (Mistral's attention; softmax router, top-k renormalized, no shared expert)
   phi3           dense GQA (Phi-3, Phi-3.5, Phi-4): q/k/v and gate/up fused in the checkpoint, split on input;
-                 partial rotary (Phi-4-mini), a window on every layer where the config sets one
+                 partial rotary (Phi-4-mini), a window on every layer where the config sets one; LongRoPE
+                 (rope_scaling "longrope", Phi-3-mini-128k / Phi-3.5-mini / Phi-4-mini: short_factor / long_factor
+                 by the sequence length, ModelConfig.longrope) run
   seed_oss       dense GQA with q/k/v bias (attention_out_bias for o_proj)
   glm4           dense GQA (GLM-4-0414): q/k/v bias, half the head dims rotated, four norms per layer
   llama4_text    GQA + MoE (Llama 4; `llama4` wraps it): one routed expert of 16 or 128 and a shared one,
@@ -95,8 +97,10 @@ Families (HF `model_type`), with the field names HF uses in each:
   phimoe         GQA + MoE (Phi-3.5-MoE): LayerNorms with a bias (weight and bias, eps rms_norm_eps), q/k/v/o
                  biases (attention_bias), every layer num_local_experts experts of intermediate_size routed by
                  sparsemixer (two experts per token, HF's eval-mode routing: ops.sparsemixer_route), an lm_head
-                 bias (lm_head_bias), a window on every layer where the config sets one; run (a longrope config,
-                 as the released one, priced and refused by Model: forward_unsupported)
+                 bias (lm_head_bias), a window on every layer where the config sets one; run, the released
+                 config's longrope too (short_mscale / long_mscale as its attention factors; past
+                 original_max_position_embeddings the long factors, as the released model's code and llama.cpp,
+                 where transformers 5.25 keeps the short ones: ModelConfig.longrope)
 
 The five from glm4 to qwen2_moe are priced (cost model, memory, weight bytes: parameters counted as HF's
 modeling code builds them); glmbench.Model does not run their forward pass (forward_unsupported says

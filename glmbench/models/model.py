@@ -66,6 +66,13 @@ too), q / k / v / o biases, every layer MoE routed by the sparsemixer as HF runs
 weighted by a softmax over the logits within its jitter band: ops.sparsemixer_route; `Layer._forward_phimoe`), an
 lm_head bias. Neither has a C layer: forward_py runs them op by op.
 
+LongRoPE (phi3, phimoe; rope_type "longrope", ModelConfig.longrope): each prefill / decode call turns its tokens by
+the short or the long factors by the sequence length after it (n_past + its tokens; HF: max(position_ids) + 1), the
+same for every piece of a prompt prefilled in window_chunk pieces; the C layer keeps a second plan with the long
+factors (Layer._long_plan). A cache that grows past original_max_position_embeddings keeps its keys as turned
+(by the short factors) and warns (LongRopeCrossing): HF's forward with a cache does the same, HF's generate()
+re-runs the whole sequence, which reset() + prefill reproduces.
+
 OLMo 2 / 3 and EXAONE 4 (olmo2, olmo3, exaone4; HF modeling_olmo2 / _olmo3 / _exaone4): post-norm layers,
 h = x + N1(Attn(x)); y = h + N2(MLP(h)) (post_attention_layernorm, post_feedforward_layernorm; no norm before
 either: `Layer._forward_post_norm`, op by op, no C layer); OLMo's q / k RMSNorms over all heads at once, EXAONE's
