@@ -11,7 +11,6 @@ import warnings
 import numpy as np
 import pytest
 
-import gguf_writer
 from glmbench.models import configs, gguf_file
 
 N6 = 6   # tiny Phi-3: head_dim 16 x partial_rotary_factor 0.75 = 12 rotated dims, 6 pairs
@@ -284,6 +283,7 @@ def test_phimoe_longrope_logits(regime):
 # ---- GGUF: the factor tensors feed the config ------------------------------------------------------------------
 def _phimoe_gguf(path, hc, m, attn_factor=None, drop=()):
     gguf = pytest.importorskip("gguf")
+    import gguf_writer   # (imports gguf)
     cfg = configs.from_hf(hc.to_dict(), "hf")
     sd = gguf_writer.hf_tensors(hc, m.state_dict())
     sd = {k.replace(".mlp.router.", ".mlp.gate."): v for k, v in sd.items()}

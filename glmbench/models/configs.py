@@ -1768,7 +1768,7 @@ def _rope_params(scaling_json: str, theta: float, dim: int, max_pos: int, orig_j
     return inv, float(af)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class LongRope:
     """ModelConfig.longrope: the two sets of inverse frequencies (float64 [rope_dim / 2], read-only), the
     sequence length past which the long set applies, and the attention factor of each."""
