@@ -18,6 +18,7 @@ ALL = ["afm-4.5b", "apertus-70b", "apertus-8b", "command-a", "command-r", "comma
        "llama-4-maverick", "llama-4-scout", "minimax-m2", "minimax-m2.1", "mistral-7b", "mistral-large",
        "mistral-nemo", "mistral-small-24b", "mixtral-8x22b", "mixtral-8x7b", "nemotron-3-nano-30b-a3b",
        "nemotron-h-8b", "nemotron-nano-9b-v2", "olmo-2-1124-7b", "olmo-3-7b", "olmoe-1b-7b-0924", "phi-3-mini", "phi-3.5-moe", "phi-4",
+       "phi-4-mini",
        "qwen1.5-moe-a2.7b", "qwen2-57b-a14b", "qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-14b", "qwen2.5-32b",
        "qwen2.5-3b", "qwen2.5-72b", "qwen2.5-7b", "qwen2.5-coder-32b", "qwen2.5-coder-7b", "qwen3-0.6b",
        "qwen3-1.7b", "qwen3-14b", "qwen3-235b-a22b", "qwen3-30b-a3b", "qwen3-32b", "qwen3-4b", "qwen3-8b",
@@ -81,6 +82,7 @@ KV_F16 = {
     "mixtral-8x22b": 56 * 8 * (128 + 128) * 2,        # 229,376
     "phi-4": 40 * 10 * (128 + 128) * 2,               # 204,800
     "phi-3-mini": 32 * 32 * (96 + 96) * 2,            # 393,216 (MHA, head_dim 96)
+    "phi-4-mini": 32 * 8 * (128 + 128) * 2,           # 131,072 (24 heads of 128, 8 KV heads)
     # fine-tunes named as people name them, on the layers of a built-in above
     "llama-3.1-70b": 80 * 8 * (128 + 128) * 2, "deepseek-r1-distill-llama-70b": 80 * 8 * (128 + 128) * 2,
     "deepseek-r1-distill-llama-8b": 32 * 8 * (128 + 128) * 2,
@@ -471,6 +473,7 @@ PUBLISHED = {
     "mistral-7b": (7.25, None, None), "mistral-nemo": (12.2, None, None), "mistral-large": (123, None, None),
     "mixtral-8x7b": (46.7, 12.9, True), "mixtral-8x22b": (141, 39, True),   # llama-bench's "46.70 B" for 8x7B
     "phi-4": (14.7, None, None), "phi-3-mini": (3.8, None, None),
+    "phi-4-mini": (3.84, None, None),   # the hub's 3.84 B (the card's 3.8B): tied, 200064 tokens
     "llama-3.1-70b": (70.6, None, None), "deepseek-r1-distill-llama-70b": (70.6, None, None),
     "deepseek-r1-distill-llama-8b": (8.03, None, None), "qwen2.5-7b": (7.61, None, None),
     "deepseek-r1-distill-qwen-7b": (7.62, None, None), "deepseek-r1-distill-qwen-14b": (14.8, None, None),

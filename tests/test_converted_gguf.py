@@ -94,6 +94,13 @@ EXTRA = {
     "olmoe": ("olmoe", dict(TINY["olmoe"], clip_qkv=None)),
     # OLMo 3 as llama.cpp's olmo2 with a window: the converter writes one rope base (full_attention's; llama.cpp's
     # sliding layers turn by it, unscaled), so both layer types share it here, as in the released model
+    # Phi-4-mini's shape with its longrope (the converter's rope_factors_long / _short tensors, attn_factor): an
+    # original context of 8 tokens, so the 7-token prompt runs on the short factors and the decode steps cross it
+    "phi3_longrope": ("phi3", dict(TINY["phi3"], max_position_embeddings=64, original_max_position_embeddings=8,
+                                   rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0,
+                                                    "partial_rotary_factor": 0.75,
+                                                    "short_factor": [1.0, 1.25, 1.5, 1.125, 1.75, 1.0625],
+                                                    "long_factor": [2.0, 3.5, 5.25, 6.0, 7.5, 4.75]})),
     "olmo3": ("olmo3", dict(TINY["olmo3"], rope_parameters={
         "full_attention": {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0, "original_max_position_embeddings": 16},
         "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}})),
@@ -118,7 +125,7 @@ RUN = ["llama", "llama_tied", "mistral", "qwen2", "qwen2_tied", "qwen3", "qwen3_
        "arcee",
        # llama.cpp's apertus (q / k not permuted, per-head q / k norms, llama3 rope as rope_freqs, the xIELU's
        # per-layer parameters as the xielu.* metadata arrays)
-       "apertus"]
+       "apertus", "phi3_longrope"]
 PREDICT_ONLY = ["glm4", "llama4_text", "minimax_m2", "ernie4_5_moe", "qwen2_moe", "ministral3"]   # configs.PRICED_ONLY
 # the hybrids run in glmbench.Model from HF checkpoints and from their GGUF files (test_hybrid_files_run_as_stored)
 PREDICT_ONLY += [f for f in HYBRID if f in configs.PRICED_ONLY]
@@ -308,6 +315,15 @@ def test_converted_file_config_is_the_hf_config(tmp, family):
             assert diff.pop("model_type") == ("llama", "mistral")
         if family == "deepseek_v3":   # deepseek2 with a sigmoid router: the same config as GLM-4.7-Flash's family
             assert diff.pop("model_type") == ("glm4_moe_lite", "deepseek_v3")
+        if family == "phi3_longrope":   # the file's factors (float32 tensors) and attn_factor, in its own dict's keys
+            diff.pop("rope_scaling", None)
+            assert cfg.rope_type == want.rope_type == "longrope"
+            a, b = cfg.longrope, want.longrope
+            assert a.original == b.original == 8
+            for f in ("short_inv_freq", "long_inv_freq"):
+                np.testing.assert_allclose(getattr(a, f), getattr(b, f), rtol=1e-7)
+            assert a.short_attention_factor == pytest.approx(b.short_attention_factor, rel=1e-7)
+            assert cfg.file_weights.extra_bytes == 2 * 6 * 4     # the two factor tensors: not weights
         assert diff == {}
         assert cfg.total_params() == want.total_params()
         assert cfg.kv_bytes_per_token("f16") == want.kv_bytes_per_token("f16")

@@ -1421,13 +1421,22 @@ def test_a_page_of_sections_gives_each_batched_table_its_models_weights(tmp_path
     assert [r.get("model") for r in recs if r["source"].endswith(":" + str(text3.count("\n")))] == [None, None]
 
 
+def test_phi3_rows_tell_phi_3_mini_from_phi_4_mini_by_params():
+    # llama.cpp labels both 32-layer phi3 models "3B"; llama-bench's params column (2 decimals, or the exact count)
+    # tells Phi-3-mini (3.82 B) from Phi-4-mini (3.84 B), 0.39% apart
+    for params, want in ((3.82e9, "phi-3-mini"), (3_821_079_552, "phi-3-mini"), (3.84e9, "phi-4-mini"),
+                         (3_836_021_760, "phi-4-mini")):
+        assert im.model_candidates("phi3 3B Q4_K - Medium", params)[0] == [want]
+    assert im.model_candidates("phi3 3B Q4_K - Medium")[0] == []   # the label alone: 3B is 27% off both, as before
+
+
 def test_a_smaller_variant_is_not_its_familys_built_in():
-    # "Phi-4-mini" (3.8 B) is not phi-4 (14.7 B); a variant the built-in's name holds still matches, and words prose
-    # puts after a name ("flash attention", "small batch") are no variant
+    # "Phi-4-mini" (3.8 B) is not phi-4 (14.7 B): it is the built-in phi-4-mini; a variant the built-in's name holds
+    # still matches, and words prose puts after a name ("flash attention", "small batch") are no variant
     assert [im.names_in(t) for t in ("Phi-4-mini", "phi-4-mini-instruct-Q4_K_M.gguf", "phi-4-Q4_K_M.gguf", "GLM-4.5-Air",
                                      "DeepSeek-V2-Lite-Chat", "Qwen3-30B-A3B flash attention on", "qwen3-32b, flash-attn",
                                      "Qwen3-8B, small batch")] == [
-        [], [], ["phi-4"], ["glm-4.5-air"], ["deepseek-v2-lite"], ["qwen3-30b-a3b"], ["qwen3-32b"], ["qwen3-8b"]]
+        ["phi-4-mini"], ["phi-4-mini"], ["phi-4"], ["glm-4.5-air"], ["deepseek-v2-lite"], ["qwen3-30b-a3b"], ["qwen3-32b"], ["qwen3-8b"]]
 
 
 def test_cards_named_by_a_count_word_and_a_bare_number():

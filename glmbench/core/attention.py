@@ -303,14 +303,17 @@ def _check_cache(cache, layer, kind, T):
     return layer
 
 
-def gqa_block(x: np.ndarray, w: dict, cache, layer: int, positions, cfg, model_layer: int | None = None) -> np.ndarray:
+def gqa_block(x: np.ndarray, w: dict, cache, layer: int, positions, cfg, model_layer: int | None = None,
+              rope_seq_len: int | None = None) -> np.ndarray:
     """Dense GQA attention sub-layer (Llama/Qwen3/Mistral/Seed-OSS/Gemma 3): q, k, v projections (+
     biases when present in `w`), optional per-head q_norm/k_norm (cfg.qk_norm, Qwen3: before rope; Hunyuan,
     cfg.qk_norm_after_rope: after it),
     rope on the first cfg.rope_dim dims in cfg.rope_layout (cfg.layer_rope: Gemma 3's windowed layers
     by their local base), append K/V, attention with cfg.softmax_scale, the layer's sliding window
     (cfg.layer_window) and cfg.attn_logit_softcapping, o_proj. model_layer: the model's index of this
-    layer (its window and rope), default `layer` (the cache layer).
+    layer (its window and rope), default `layer` (the cache layer). rope_seq_len: the sequence length that
+    picks longrope's short or long factors (cfg.layer_rope; None: the last position + 1, HF's
+    max(position_ids) + 1).
     x[T, hidden] float32 (already input_layernorm-ed) -> [T, hidden]."""
     T = _x2d(x, cfg.hidden_size).shape[0]
     pos = _positions(positions, T)
@@ -354,7 +357,10 @@ def gqa_block(x: np.ndarray, w: dict, cache, layer: int, positions, cfg, model_l
         c = np.float32(clip)
         q, k, v = (np.clip(a, -c, c) for a in (q, k, v))
     if cfg.layer_rotates(li):   # (Cohere2's global layers rotate nothing)
-        rot = cfg.layer_rope(li)
+        if getattr(cfg, "rope_type", None) == "longrope":
+            rot = cfg.layer_rope(li, int(rope_seq_len) if rope_seq_len is not None else int(pos.max()) + 1)
+        else:
+            rot = cfg.layer_rope(li)
         q = ops.rope(q, pos, **rot)
         k = ops.rope(k, pos, **rot)
     if after:

@@ -10,7 +10,9 @@ Families (HF `model_type`), with the field names HF uses in each:
   llama, mistral dense GQA
   mixtral        GQA + MoE (Mistral's attention; softmax router, top-k renormalized, no shared expert)
   phi3           dense GQA (Phi-3, Phi-3.5, Phi-4): q/k/v and gate/up fused in the checkpoint, split on input;
-                 partial rotary (Phi-4-mini), a window on every layer where the config sets one
+                 partial rotary (Phi-4-mini), a window on every layer where the config sets one; LongRoPE
+                 (rope_scaling "longrope", Phi-3-mini-128k / Phi-3.5-mini / Phi-4-mini: short_factor / long_factor
+                 by the sequence length, ModelConfig.longrope) run
   seed_oss       dense GQA with q/k/v bias (attention_out_bias for o_proj)
   glm4           dense GQA (GLM-4-0414): q/k/v bias, half the head dims rotated, four norms per layer
   llama4_text    GQA + MoE (Llama 4; `llama4` wraps it): one routed expert of 16 or 128 and a shared one,
@@ -101,8 +103,10 @@ Families (HF `model_type`), with the field names HF uses in each:
   phimoe         GQA + MoE (Phi-3.5-MoE): LayerNorms with a bias (weight and bias, eps rms_norm_eps), q/k/v/o
                  biases (attention_bias), every layer num_local_experts experts of intermediate_size routed by
                  sparsemixer (two experts per token, HF's eval-mode routing: ops.sparsemixer_route), an lm_head
-                 bias (lm_head_bias), a window on every layer where the config sets one; run (a longrope config,
-                 as the released one, priced and refused by Model: forward_unsupported)
+                 bias (lm_head_bias), a window on every layer where the config sets one; run, the released
+                 config's longrope too (short_mscale / long_mscale as its attention factors; past
+                 original_max_position_embeddings the long factors, as the released model's code and llama.cpp,
+                 where transformers 5.25 keeps the short ones: ModelConfig.longrope)
   dots1          GQA + MoE (rednote-hilab's dots.llm1): Qwen3's attention (per-head q/k RMSNorm before rope, q/k/v/o
                  biased where attention_bias) with DeepSeek-V3's MoE (sigmoid router with e_score_correction_bias,
                  n_group / topk_group, norm_topk_prob, routed_scaling_factor, n_shared_experts shared experts of
@@ -569,7 +573,11 @@ LATENT_NORM_EPS = 1e-6
 # pairs, zero on the rest, over the layer's whole head dim: ModelConfig.layer_rope)
 # ("ntk_alpha": Hunyuan's rope_scaling {"type": "dynamic", "alpha": a}, which HF's HunYuan*RotaryEmbedding runs as
 # plain rope by the base rope_theta x a^(d / (d - 2)), whatever the context: ModelConfig.rope_type)
-ROPE_TYPES = ("default", "linear", "yarn", "llama3", "freq_factors", "proportional", "ntk_alpha")
+# ("longrope": Phi-3 / Phi-3.5 / Phi-4-mini / Phi-3.5-MoE's LongRoPE, per-pair divisors short_factor or long_factor by
+# the sequence length: ModelConfig.longrope, rope_long, layer_rope(i, seq_len); run in phi3 and phimoe only)
+ROPE_TYPES = ("default", "linear", "yarn", "llama3", "freq_factors", "proportional", "ntk_alpha", "longrope")
+# the families whose forward runs a longrope config (forward_unsupported refuses it in the others)
+LONGROPE_FAMILIES = ("phi3", "phimoe")
 
 
 @dataclass(frozen=True)
@@ -775,7 +783,8 @@ class ModelConfig:
     def __post_init__(self):
         # validate rope_scaling now: a bad one of a supported type fails at load; a type the forward
         # pass does not implement only changes numerics, so predictions take it (Model refuses it)
-        if self.rope_type in ROPE_TYPES:
+        if self.rope_type in ROPE_TYPES and not (self.rope_type == "longrope" and
+                                                 self.model_type not in LONGROPE_FAMILIES):
             self._rope_params
 
     def has_indexer(self, i: int) -> bool:
@@ -899,6 +908,9 @@ class ModelConfig:
             out.append(f"rope_type {self.rope_type!r} (supported: {', '.join(ROPE_TYPES)})")
         elif self.rope_type == "proportional" and self.model_type not in GEMMA4_FAMILIES:
             out.append("proportional rope outside Gemma 4 (its zero frequencies run in Gemma 4's layer only)")
+        elif self.rope_type == "longrope" and self.model_type not in LONGROPE_FAMILIES:
+            out.append(f"rope_type 'longrope' outside {' / '.join(LONGROPE_FAMILIES)} (its short / long factors switch "
+                       f"by sequence length in those families' layers only)")
         if self.n_layer_norms != 2 and not gemma and self.model_type not in PRICED_ONLY \
                 and self.model_type not in LAYERNORM_FAMILIES and self.model_type not in MAMBA_FAMILIES:
             out.append(f"{self.n_layer_norms} norms per layer (Gemma's sandwich norms)")
@@ -952,12 +964,20 @@ class ModelConfig:
         return not self.nope and not (self.model_type == "cohere2" and i not in self.windowed_layers) and \
             i not in self.nope_layers
 
-    def layer_rope(self, i: int) -> dict:
+    def layer_rope(self, i: int, seq_len: int | None = None) -> dict:
         """ops.rope's keyword arguments for layer i: Gemma 3's windowed layers turn by the local base
         (rope_local_base_freq, no scaling), every other layer by rope_theta and rope_scaling. Gemma 4: the
         windowed layers plain rope by the local base over their whole head, the global ones "proportional"
         rope over their whole head (global_head_dim): the first partial_rotary_factor of its pairs turn, the
-        others have frequency 0 (HF's rotate_half pairs (x[j], x[j + head_dim / 2]) either way)."""
+        others have frequency 0 (HF's rotate_half pairs (x[j], x[j + head_dim / 2]) either way).
+
+        seq_len: the length of the sequence the call runs (its last position + 1); read by longrope only, which
+        turns by the long factors where seq_len > original_max_position_embeddings (rope_long), else (None
+        too) by the short ones (see `longrope`)."""
+        if self.rope_type == "longrope" and self.rope_long(seq_len):
+            lr = self.longrope
+            return dict(theta=self.rope_theta, rot_dim=self.rope_dim, layout=self.rope_layout,
+                        inv_freq=lr.long_inv_freq, attention_factor=lr.long_attention_factor)
         gemma4 = self.model_type in GEMMA4_FAMILIES
         if self.rope_local_theta and i in self.windowed_layers:
             return dict(theta=self.rope_local_theta, rot_dim=self.layer_head_dim(i) if gemma4 else self.rope_dim,
@@ -997,7 +1017,50 @@ class ModelConfig:
         t = rs.get("rope_type") or rs.get("type") or "default"
         if t == "dynamic" and rs.get("alpha") and self.model_type in HUNYUAN_FAMILIES:
             return "ntk_alpha"
+        if t in ("su", "yarn") and self.model_type == "phi3":
+            return "longrope"    # (HF Phi3Config.convert_rope_params_to_dict: the older names of its longrope)
         return t
+
+    @property
+    def longrope(self) -> "LongRope":
+        """LongRoPE (rope_type "longrope"; Phi-3-mini-128k, Phi-3.5-mini, Phi-4-mini, Phi-3.5-MoE), as transformers
+        5.25 `_compute_longrope_parameters` defines it, in float64: pair i turns by
+        theta^(-2i/rope_dim) / short_factor[i] while the sequence holds at most original_max_position_embeddings
+        tokens, by / long_factor[i] past it (rope_long); cos and sin times an attention factor: rope_scaling's
+        `attention_factor`, else sqrt(1 + ln(s) / ln(original)) with s = rope_scaling's `factor`, else
+        max_position_embeddings / original (1 where s <= 1), the same in both regimes. Phi-3.5-MoE (phimoe):
+        short_mscale / long_mscale instead where its config states them (HF PhimoeRotaryEmbedding).
+        original_max_position_embeddings: the top-level field (HF standardize_rope_params puts it first), else
+        rope_scaling's; neither is an error (HF would assume Phi3Config's 4096 or max_position_embeddings).
+
+        Which factors (HF: longrope_frequency_update, by max(position_ids) + 1 of each forward call): glmbench
+        picks them per call, by the sequence length after it (Model.prefill / decode: n_past + new tokens),
+        for every token of the call: a prompt of at most `original` tokens runs short, a longer one long, as
+        in HF. llama.cpp picks once, by the context size (n_ctx_seq > n_ctx_orig_yarn: long, whatever the
+        sequence; src/llama-model.cpp get_rope_factors), so its logits of a short prompt in a long context
+        differ from HF's and glmbench's. A cache that grows across the boundary (decode past `original`
+        after a short prefill) keeps the keys it already holds turned by the short factors, the new tokens
+        turn by the long ones: HF's forward with a cache passed in does the same; HF's generate() instead drops
+        the cache there and runs the whole sequence again (Phi3ForCausalLM.prepare_inputs_for_generation).
+        Model does not re-run it (it keeps no tokens): it warns (LongRopeCrossing) and reset() + prefill of the
+        whole sequence gives generate()'s logits.
+
+        Phi-3.5-MoE: transformers 5.25's PhimoeRotaryEmbedding recomputes its frequencies with no sequence
+        length, so HF turns by the short factors in both regimes (with long_mscale past `original`); the
+        released model's own code (modeling_phimoe.py of microsoft/Phi-3.5-MoE-instruct) and llama.cpp turn by
+        the long ones there, and so does glmbench (tests/test_longrope.py checks both)."""
+        if self.rope_type != "longrope":
+            raise ValueError(f"{self.name}: rope_type {self.rope_type!r}, not longrope")
+        orig = (self.hf or {}).get("original_max_position_embeddings")
+        return _longrope(json.dumps(self.rope_scaling, sort_keys=True, default=repr), self.rope_theta,
+                         self.rope_dim, self.max_position_embeddings, json.dumps(orig, default=repr),
+                         self.model_type == "phimoe")
+
+    def rope_long(self, seq_len: int | None) -> bool:
+        """Whether a call running a sequence of seq_len tokens (its last position + 1) turns by longrope's long
+        factors: seq_len > original_max_position_embeddings (HF longrope_frequency_update); False for None and
+        for every other rope type."""
+        return self.rope_type == "longrope" and seq_len is not None and int(seq_len) > self.longrope.original
 
     def rope_inv_freq(self) -> np.ndarray | None:
         """Per-pair inverse frequencies float64 [rope_dim/2] for ops.rope's `inv_freq` (read-only), or
@@ -1018,6 +1081,9 @@ class ModelConfig:
         """(inv_freq or None, attention_factor), memoised on the inputs (every attention layer asks)."""
         if self.rope_type == "default":
             return None, 1.0
+        if self.rope_type == "longrope":   # the short factors (layer_rope picks the long ones by the sequence)
+            lr = self.longrope
+            return lr.short_inv_freq, lr.short_attention_factor
         orig = (self.hf or {}).get("original_max_position_embeddings")
         rs = dict(self.rope_scaling, rope_type="ntk_alpha") if self.rope_type == "ntk_alpha" else self.rope_scaling
         return _rope_params(json.dumps(rs, sort_keys=True, default=repr), self.rope_theta,
@@ -1763,6 +1829,59 @@ def _rope_params(scaling_json: str, theta: float, dim: int, max_pos: int, orig_j
                          f"(supported: {', '.join(ROPE_TYPES)}); predictions do not depend on it")
     inv.setflags(write=False)
     return inv, float(af)
+
+
+@dataclass(frozen=True, eq=False)
+class LongRope:
+    """ModelConfig.longrope: the two sets of inverse frequencies (float64 [rope_dim / 2], read-only), the
+    sequence length past which the long set applies, and the attention factor of each."""
+    short_inv_freq: np.ndarray = field(repr=False)
+    long_inv_freq: np.ndarray = field(repr=False)
+    original: int
+    short_attention_factor: float
+    long_attention_factor: float
+
+
+@functools.lru_cache(maxsize=64)
+def _longrope(scaling_json: str, theta: float, dim: int, max_pos: int, orig_json: str, mscales: bool) -> LongRope:
+    """ModelConfig.longrope from hashable inputs; every malformed field a ValueError naming it."""
+    rs = json.loads(scaling_json)
+    top = json.loads(orig_json)
+    orig = top if top is not None else rs.get("original_max_position_embeddings")
+    if orig is None:
+        raise ValueError("config field `original_max_position_embeddings` is missing: longrope switches from its "
+                         "short_factor to its long_factor past it (state it at the top level or in rope_scaling)")
+    if isinstance(orig, float) and orig.is_integer():
+        orig = int(orig)
+    if isinstance(orig, bool) or not isinstance(orig, int) or orig < 1:
+        raise ValueError(f"config field `original_max_position_embeddings` must be a positive integer, got {orig!r}")
+    plain = theta ** (-2.0 * np.arange(dim // 2) / dim)
+    inv = {}
+    for key in ("short_factor", "long_factor"):
+        f = rs.get(key)
+        if not isinstance(f, (list, tuple)) or not all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                                                       for x in f):
+            raise ValueError(f"config field `rope_scaling.{key}` must be a list of numbers, got "
+                             f"{f if not isinstance(f, (list, tuple)) else f[:8]!r}")
+        if len(f) != dim // 2:
+            raise ValueError(f"config field `rope_scaling.{key}` has {len(f)} factors; the {dim} rotated dims "
+                             f"(head_dim x partial_rotary_factor) need {dim // 2}")
+        a = np.asarray(f, np.float64)
+        if not (np.isfinite(a).all() and (a > 0).all()):
+            raise ValueError(f"config field `rope_scaling.{key}` must hold finite factors > 0, got "
+                             f"{[x for x in f if not (math.isfinite(x) and x > 0)][:4]!r}")
+        inv[key] = plain / a
+        inv[key].setflags(write=False)
+    if rs.get("attention_factor") is not None:
+        af = _scaling_num(rs, "attention_factor")
+    else:
+        s = _scaling_num(rs, "factor") if rs.get("factor") is not None else max_pos / orig
+        af = math.sqrt(1 + math.log(s) / math.log(orig)) if s > 1.0 and orig > 1 else 1.0
+    short_af = long_af = float(af)
+    if mscales and (rs.get("short_mscale") is not None or rs.get("long_mscale") is not None):
+        # Phi-3.5-MoE (HF PhimoeRotaryEmbedding.forward): cos / sin times short_mscale or long_mscale by the regime
+        short_af, long_af = _scaling_num(rs, "short_mscale"), _scaling_num(rs, "long_mscale")
+    return LongRope(inv["short_factor"], inv["long_factor"], orig, short_af, long_af)
 
 
 def _llama3(rs: dict, plain: np.ndarray) -> np.ndarray:

@@ -742,12 +742,11 @@ def hf_config(g: GGUFFile) -> dict:
     if arch == "phi3":
         # llama.cpp's phi3 model (src/models/phi3.cpp) ignores the window the converter writes ("Phi SWA
         # is currently disabled"): full attention on every layer, as here. Phi-3.5 / Phi-4-mini's 128K
-        # rope (rope_factors_long / _short tensors) is HF's longrope: predicted, not run by Model
+        # rope (rope_factors_long / _short tensors) is HF's longrope (_longrope_scaling)
         _window_not_applied(hf, g, arch, m, "Phi-3", "its phi3 model disables the window")
         hf.update(model_type="phi3", sliding_window=None)
-        if "rope_factors_long.weight" in ts:
-            hf["rope_scaling"] = {"rope_type": "longrope",
-                                  "original_max_position_embeddings": m("rope.scaling.original_context_length", 4096)}
+        if "rope_factors_long.weight" in ts or "rope_factors_short.weight" in ts:
+            hf.update(_longrope_scaling(g, m, hf))
         return hf
     if arch == "llama" and m("expert_count", 0):
         # Mixtral: llama.cpp's `llama` architecture with experts in every layer (llm_build_llama's
@@ -794,9 +793,8 @@ def hf_config(g: GGUFFile) -> dict:
                   attention_bias=blk(0, "attn_q").replace("weight", "bias") in ts or
                   blk(0, "attn_output").replace("weight", "bias") in ts,
                   lm_head_bias="output.bias" in ts)
-        if "rope_factors_long.weight" in ts:
-            hf["rope_scaling"] = {"rope_type": "longrope",
-                                  "original_max_position_embeddings": m("rope.scaling.original_context_length", 4096)}
+        if "rope_factors_long.weight" in ts or "rope_factors_short.weight" in ts:
+            hf.update(_longrope_scaling(g, m, hf))
         return hf
     if arch == "olmoe":
         # conversion/olmo.py OlmoeModel (a TextModel: q / k rows not permuted, llama.cpp's NEOX rope is HF's
@@ -1797,15 +1795,35 @@ def _assumed_gating(g: GGUFFile, n_layer: int, ts) -> tuple:
     return 1, "assumed softmax routing as llama.cpp does (DeepSeek-V2/V2.5 files without the key)"
 
 
-def _rope_factors(g: GGUFFile) -> list:
-    """The per-pair divisors of tensor rope_freqs.weight (float32 [rope_dim / 2])."""
-    t = g.tensors["rope_freqs.weight"]
+def _rope_factors(g: GGUFFile, name: str = "rope_freqs.weight") -> list:
+    """The per-pair divisors of tensor `name` (rope_freqs.weight; phi3's rope_factors_long / _short.weight): float32
+    [rope_dim / 2]."""
+    t = g.tensors[name]
     if t.type_name not in ("F32", "F16"):
-        raise GGUFError(f"{g.path}: tensor 'rope_freqs.weight' has type {t.type_name}; F32 (or F16) expected")
-    f = np.asarray(g.tensor_data("rope_freqs.weight"), np.float64).reshape(-1)
+        raise GGUFError(f"{g.path}: tensor '{name}' has type {t.type_name}; F32 (or F16) expected")
+    f = np.asarray(g.tensor_data(name), np.float64).reshape(-1)
     if f.size == 0 or not np.all(np.isfinite(f)) or (f <= 0).any():
-        raise GGUFError(f"{g.path}: tensor 'rope_freqs.weight' must hold positive finite factors, got {f.tolist()[:8]}")
+        raise GGUFError(f"{g.path}: tensor '{name}' must hold positive finite factors, got {f.tolist()[:8]}")
     return f.tolist()
+
+
+def _longrope_scaling(g: GGUFFile, m, hf: dict) -> dict:
+    """LongRoPE as llama.cpp's converter stores it (conversion/phi.py Phi3MiniModel.generate_extra_tensors, PhiMoeModel
+    too): the factor lists as tensors rope_factors_long / rope_factors_short (float32 [rope_dim / 2], read into the
+    config: not weights), rope.scaling.original_context_length, and the attention factor the converter computes,
+    sqrt(1 + ln(s) / ln(original)), s = context_length / original, as rope.scaling.attn_factor (llama.cpp: 1 where
+    the key is absent). -> the HF fields {rope_scaling, original_max_position_embeddings}. llama.cpp picks the
+    long factors by its context size (n_ctx > original); glmbench.Model by the sequence run, as HF
+    (ModelConfig.longrope)."""
+    for n in ("rope_factors_long.weight", "rope_factors_short.weight"):
+        if n not in g.tensors:
+            raise GGUFError(f"{g.path}: tensor '{n}' is missing beside its longrope pair: both factor lists are "
+                            f"needed (llama.cpp reads one by the context size)")
+    orig = m("rope.scaling.original_context_length", hf.get("max_position_embeddings"), minimum=1)
+    rs = {"rope_type": "longrope", "long_factor": _rope_factors(g, "rope_factors_long.weight"),
+          "short_factor": _rope_factors(g, "rope_factors_short.weight"), "original_max_position_embeddings": orig,
+          "attention_factor": m("rope.scaling.attn_factor", 1.0, kind=float)}
+    return {"rope_scaling": rs, "original_max_position_embeddings": orig}
 
 
 # ---- tensor names ---------------------------------------------------------------------------------

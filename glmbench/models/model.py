@@ -75,6 +75,12 @@ modeling_apertus): Llama's pre-norm layer (its attention_layernorm / feedforward
 post_attention_layernorm, _NORM_ALIAS) with per-head q / k RMSNorms before rope and the ungated MLP
 down(xielu(up h)), the xIELU from the layer's own mlp.act_fn.alpha_p / alpha_n / beta / eps (ops.xielu, NumPy
 float32); llama3 rope. Neither has a C layer (the C layer's MLP is SwiGLU): forward_py runs them op by op.
+LongRoPE (phi3, phimoe; rope_type "longrope", ModelConfig.longrope): each prefill / decode call turns its tokens by
+the short or the long factors by the sequence length after it (n_past + its tokens; HF: max(position_ids) + 1), the
+same for every piece of a prompt prefilled in window_chunk pieces; the C layer keeps a second plan with the long
+factors (Layer._long_plan). A cache that grows past original_max_position_embeddings keeps its keys as turned
+(by the short factors) and warns (LongRopeCrossing): HF's forward with a cache does the same, HF's generate()
+re-runs the whole sequence, which reset() + prefill reproduces.
 
 OLMo 2 / 3 and EXAONE 4 (olmo2, olmo3, exaone4; HF modeling_olmo2 / _olmo3 / _exaone4): post-norm layers,
 h = x + N1(Attn(x)); y = h + N2(MLP(h)) (post_attention_layernorm, post_feedforward_layernorm; no norm before
@@ -113,6 +119,7 @@ Matrices are N(0, 1/fan_in) so every projection keeps activations at unit scale 
 from __future__ import annotations
 
 import time
+import warnings
 import zlib
 from typing import Callable, Iterable, Mapping
 
@@ -289,6 +296,7 @@ class Layer:
         self.rstate = None       # its recurrent state: (conv inputs [K-1, C], S [Hv, dk, dv]); None: empty
         self.last_counts = None  # tokens per expert in the last MoE call (how many experts were read)
         self._plan = None  # _core.layer_forward's capsule (False: forward_py runs)
+        self._plan_long = None  # longrope: the same layer's capsule with the long factors (built on first use)
         self._plan_decode = False  # the plan holds block-format matrices: one token at a time only
 
     @property
@@ -296,7 +304,7 @@ class Layer:
         return int(sum(a.nbytes for a in self.w.values()))
 
     def forward(self, x, cache, cache_layer: int, positions, mla_strategy: str = "flash", n_out: int | None = None,
-                ple=None):
+                ple=None, rope_seq_len: int | None = None):
         """The layer on x[T, hidden] at positions[T], appending to `cache` layer `cache_layer`. Runs as
         one C call (csrc/layer.c, `_core.layer_forward`) when every matrix is an ndarray (sliding
         windows, soft-capping, Gemma 2/3's sandwich norms and GeGLU included), and at decode (T = 1,
@@ -310,7 +318,11 @@ class Layer:
         do (the other rows' outputs there feed nothing).
 
         ple: Gemma 4's per-layer input of this layer, [T, ple_size] float32 (Model.per_layer_inputs), where
-        the config has per-layer embeddings; None otherwise."""
+        the config has per-layer embeddings; None otherwise.
+
+        rope_seq_len: the length of the sequence this call belongs to, which picks longrope's short or long
+        factors (ModelConfig.rope_long; Model.prefill passes n_past + its tokens, so every piece of a prompt
+        turns alike); None: the last of `positions` + 1 (HF's max(position_ids) + 1). Other ropes ignore it."""
         vocab.mla_strategy(mla_strategy)
         if n_out is not None:
             T = int(np.shape(x)[0]) if np.ndim(x) == 2 else None
@@ -318,13 +330,16 @@ class Layer:
                 raise ValueError(f"`n_out` must be None or an int in [1, {T}] (the rows of x), got {n_out!r}")
             n_out = int(n_out)
         if not self.runs_in_c(np.shape(x)[0] if np.ndim(x) == 2 else -1, mla_strategy):
-            return self.forward_py(x, cache, cache_layer, positions, mla_strategy, n_out=n_out, ple=ple)
+            return self.forward_py(x, cache, cache_layer, positions, mla_strategy, n_out=n_out, ple=ple,
+                                   rope_seq_len=rope_seq_len)
         plan = self._plan
         if not isinstance(x, np.ndarray):
             raise TypeError(f"`x` must be a numpy.ndarray, got {type(x).__name__}")
         p = np.asarray(positions)
         if p.dtype.kind not in "iu":
             raise TypeError(f"`positions` must be integers, got {p.dtype}")
+        if self.cfg.rope_type == "longrope" and self.cfg.rope_long(_rope_seq_len(p, rope_seq_len)):
+            plan = self._long_plan()
         if getattr(cache, "kind", None) != self.cfg.attention:
             raise ValueError(f"`cache` must be a {self.cfg.attention.upper()} KVCache, got {cache!r}")
         if self.cfg.attention != "mla":   # the check attention.gqa_block makes
@@ -357,7 +372,15 @@ class Layer:
                 self._plan_decode = any(isinstance(v, tuple) for v in spec.values()) or "k_b" in spec
         return self._plan or None
 
-    def _c_spec(self) -> dict | None:
+    def _long_plan(self):
+        """longrope's long-factor capsule (the short one is _c_plan's): the same spec, the long inv_freq and
+        attention factor (ModelConfig.layer_rope past original_max_position_embeddings)."""
+        if self._plan_long is None:
+            self._plan_long = _core.layer_plan(self._c_spec(seq_len=self.cfg.longrope.original + 1))
+        return self._plan_long
+
+    def _c_spec(self, seq_len: int | None = None) -> dict | None:
+        """The layer as _core.layer_plan takes it; seq_len picks longrope's factors (layer_rope), None the short."""
         cfg, w, a = self.cfg, self.w, self.attn
         gemma = cfg.model_type in configs.GEMMA_FAMILIES   # sandwich norms and GeGLU (_forward_gemma)
         if cfg.attention_sinks or cfg.layer_norm or cfg.linear_layers or cfg.attn_output_gate or self.gemma4 or \
@@ -373,7 +396,7 @@ class Layer:
             # ungated MLP (the C layer's is SwiGLU: _dense_mlp)
             return None
         mla = cfg.attention == "mla"
-        rot = cfg.layer_rope(self.index) if not mla else dict(
+        rot = cfg.layer_rope(self.index, seq_len) if not mla else dict(
             theta=cfg.rope_theta, inv_freq=cfg.rope_inv_freq(), attention_factor=cfg.rope_attention_factor())
         s = dict(attention=int(mla), D=int(cfg.hidden_size), eps=float(cfg.rms_norm_eps),
                  ln_in=w["input_layernorm.weight"], ln_post=w["post_attention_layernorm.weight"],
@@ -438,9 +461,10 @@ class Layer:
         return s
 
     def forward_py(self, x, cache, cache_layer: int, positions, mla_strategy: str = "flash", n_out: int | None = None,
-                   ple=None):
-        """The layer as a sequence of Python-level op calls (the definition layer.c follows); n_out and ple
-        as in `forward` (the rows kept after the attention; Gemma 4's per-layer input)."""
+                   ple=None, rope_seq_len: int | None = None):
+        """The layer as a sequence of Python-level op calls (the definition layer.c follows); n_out, ple and
+        rope_seq_len as in `forward` (the rows kept after the attention; Gemma 4's per-layer input; the
+        sequence length that picks longrope's factors, read by the phi3 / phimoe paths, LONGROPE_FAMILIES)."""
         cfg, w = self.cfg, self.w
         eps = float(cfg.rms_norm_eps)
         if self.gemma4:
@@ -458,12 +482,13 @@ class Layer:
         if cfg.post_norms:
             return self._forward_post_norm(x, cache, cache_layer, positions, n_out)
         if cfg.norm_bias:
-            return self._forward_phimoe(x, cache, cache_layer, positions, n_out)
+            return self._forward_phimoe(x, cache, cache_layer, positions, n_out, rope_seq_len)
         h = _ops.rms_norm(x, w["input_layernorm.weight"], eps)
         if cfg.attention == "mla":
             a = attention.mla_block(h, self.attn, cache, cache_layer, positions, cfg, strategy=mla_strategy)
         else:
-            a = attention.gqa_block(h, self.attn, cache, cache_layer, positions, cfg, model_layer=self.index)
+            a = attention.gqa_block(h, self.attn, cache, cache_layer, positions, cfg, model_layer=self.index,
+                                    rope_seq_len=rope_seq_len)
         rm = cfg.residual_multiplier    # Granite: each sub-layer's output times residual_multiplier
         if rm is not None:
             a = a * np.float32(rm)
@@ -491,14 +516,15 @@ class Layer:
             return _ops.linear(u, w["mlp.down_proj.weight"])
         return _relu2_mlp(h, w["mlp.up_proj.weight"], w["mlp.down_proj.weight"])
 
-    def _forward_phimoe(self, x, cache, cache_layer: int, positions, n_out=None):
+    def _forward_phimoe(self, x, cache, cache_layer: int, positions, n_out=None, rope_seq_len=None):
         """Phi-3.5-MoE's layer (HF PhimoeDecoderLayer, transformers 5.25): pre-norm with LayerNorms that carry a
         bias (eps rms_norm_eps); the attention with its q / k / v / o biases (attention.gqa_block, the window on
         every layer where set); every layer MoE, routed by the sparsemixer (ops.sparsemixer_route: two experts,
         jitter band router_jitter_noise) to the SwiGLU experts (ops.moe_experts). Op by op, no C layer."""
         cfg, w = self.cfg, self.w
         h = _biased_layer_norm(x, w, "input_layernorm", cfg)
-        a = attention.gqa_block(h, self.attn, cache, cache_layer, positions, cfg, model_layer=self.index)
+        a = attention.gqa_block(h, self.attn, cache, cache_layer, positions, cfg, model_layer=self.index,
+                                rope_seq_len=rope_seq_len)
         x = _keep(x + a, n_out)
         h = _biased_layer_norm(x, w, "post_attention_layernorm", cfg)
         idx, wt = _ops.sparsemixer_route(h, w["mlp.gate.weight"], _router_jitter(cfg))
@@ -1161,6 +1187,18 @@ def _expect(a: np.ndarray, shape: tuple, name: str) -> None:
         raise ValueError(f"weight {name!r} has shape {tuple(a.shape)}, expected {tuple(shape)} from the config")
 
 
+def _rope_seq_len(positions: np.ndarray, given: int | None) -> int | None:
+    """The sequence length that picks longrope's factors: `given`, else the last position + 1."""
+    if given is not None:
+        return int(given)
+    return int(positions.max()) + 1 if positions.size else None
+
+
+class LongRopeCrossing(UserWarning):
+    """A longrope model's cache grew past original_max_position_embeddings: its cached keys were turned by the
+    short factors, the new tokens by the long ones (Model._longrope_regime)."""
+
+
 # ---- the model ----------------------------------------------------------------------------
 class Model:
     """A whole decoder-only model on the C core, with its KV cache (see the module docstring).
@@ -1392,9 +1430,10 @@ class Model:
         return ((proj.reshape(T, L, P) + tok.reshape(T, L, P)) * np.float32(2.0 ** -0.5)).astype(np.float32)
 
     def forward_layers(self, x: np.ndarray, positions: np.ndarray, n_out: int | None = None,
-                       ple: np.ndarray | None = None) -> np.ndarray:
+                       ple: np.ndarray | None = None, rope_seq_len: int | None = None) -> np.ndarray:
         """x through every built layer; n_out (Layer.forward's) applies to the last one; ple: Gemma 4's
-        per-layer inputs [T, n_layers, P] (per_layer_inputs), None without them."""
+        per-layer inputs [T, n_layers, P] (per_layer_inputs), None without them; rope_seq_len: Layer.forward's
+        (longrope's regime: the whole call's sequence length)."""
         times = []
         last = len(self.layers) - 1
         if self.config.ple_size and (ple is None or np.shape(ple) != (x.shape[0], self.config.n_layers,
@@ -1411,7 +1450,8 @@ class Model:
             t0 = time.perf_counter()
             x = layer.forward(x, self.cache, self._cache_layer[j], positions, self.mla_strategy,
                               n_out=n_out if j == last else None,
-                              ple=None if ple is None else np.ascontiguousarray(ple[:, layer.index]))
+                              ple=None if ple is None else np.ascontiguousarray(ple[:, layer.index]),
+                              rope_seq_len=rope_seq_len)
             times.append(time.perf_counter() - t0)
         self.last_timing["layer_s"] = times
         return x
@@ -1449,13 +1489,14 @@ class Model:
         self.last_timing = {"embed_s": t1 - t0}
         step = self.window_chunk if any(getattr(self.cache, "windows", ())) else t.size
         n_out = 1 if logits == "last" and not self.sampled else None
+        seq = self._longrope_regime(t.size)
         if t.size <= step:
-            x = self.forward_layers(x, pos, n_out, ple)
+            x = self.forward_layers(x, pos, n_out, ple, rope_seq_len=seq)
         else:  # a ring layer takes at most window_chunk tokens at once; layer_s sums the pieces
             parts, per_layer = [], np.zeros(len(self.layers))
             for a in range(0, t.size, step):
                 parts.append(self.forward_layers(np.ascontiguousarray(x[a:a + step]), pos[a:a + step], n_out,
-                                                 None if ple is None else ple[a:a + step]))
+                                                 None if ple is None else ple[a:a + step], rope_seq_len=seq))
                 per_layer += self.last_timing["layer_s"]
             x = np.concatenate(parts)
             self.last_timing["layer_s"] = per_layer.tolist()
@@ -1465,6 +1506,25 @@ class Model:
         t3 = time.perf_counter()
         self.last_timing.update(head_s=t3 - t2, total_s=t3 - t0)
         return out
+
+    def _longrope_regime(self, n_new: int) -> int | None:
+        """longrope (ModelConfig.longrope): the sequence length n_past + n_new that picks the factors of this
+        call's tokens (None for other ropes). Where it crosses original_max_position_embeddings with keys
+        already cached (turned by the short factors), a LongRopeCrossing warning: the cache is kept as it is
+        (HF's forward with a cache does the same; HF's generate() re-runs the whole sequence by the long
+        factors, which reset() + prefill of every token reproduces)."""
+        cfg = self.config
+        if cfg.rope_type != "longrope":
+            return None
+        seq = self.n_past + int(n_new)
+        orig = cfg.longrope.original
+        if self.n_past and self.n_past <= orig < seq:
+            warnings.warn(LongRopeCrossing(
+                f"{cfg.name}: the sequence grows from {self.n_past} to {seq} tokens, past original_max_position_"
+                f"embeddings = {orig}: these tokens turn by longrope's long factors, the {self.n_past} cached keys "
+                f"stay turned by the short ones (as HF's forward with that cache; HF's generate() re-runs the "
+                f"whole sequence instead: reset() and prefill every token for its logits)"), stacklevel=3)
+        return seq
 
     def decode(self, token) -> np.ndarray:
         """One token -> logits [vocab]."""
