@@ -47,6 +47,8 @@ FAMILIES = {
     # EXAONE 3.x (HF's LlamaForCausalLM), ERNIE 4.5 dense with its biases
     "exaone": dict(pad_token_id=0, bos_token_id=1, eos_token_id=2),
     "ernie4_5": dict(use_bias=True),
+    # Gemma 1: MQA, the head dim unlike hidden / heads, q / k / v / o biases where attention_bias
+    "gemma": dict(num_key_value_heads=1, head_dim=32, attention_bias=True),
 }
 
 

@@ -161,6 +161,12 @@ TINY = {
         num_key_value_heads=2, num_local_experts=8, num_experts_per_tok=2, attention_bias=True, lm_head_bias=True,
         router_jitter_noise=0.2, sliding_window=4, rms_norm_eps=1e-5, pad_token_id=0, bos_token_id=1,
         eos_token_id=2, rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+    # Gemma 1: Llama's pre-norm layer with embeddings x sqrt(hidden), (1 + w) RMSNorms, GeGLU, MQA (one KV head),
+    # head_dim 32 beside hidden / heads 16 (as gemma-7b's 256 beside 192), tied head
+    "gemma": dict(
+        vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=1, head_dim=32, rms_norm_eps=1e-6, pad_token_id=0, bos_token_id=2, eos_token_id=1,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
 }
 
 
@@ -219,7 +225,7 @@ CASES = [("glm4_moe_lite", s) for s in ("naive", "absorbed", "flash")] + \
         [("deepseek_v3", "flash"), ("llama", ""), ("qwen2", ""), ("glm4_moe", ""), ("mixtral", ""), ("mistral", ""), ("phi3", "")] + \
         [("olmoe", ""), ("granite", ""), ("granitemoe", "")] + \
         [("olmo2", ""), ("smollm3", ""), ("exaone4", ""), ("olmo3", "")] + [("exaone", ""), ("ernie4_5", "")] + \
-        [("hunyuan_v1_dense", ""), ("hunyuan_v1_moe", ""), ("phimoe", "")]
+        [("hunyuan_v1_dense", ""), ("hunyuan_v1_moe", ""), ("phimoe", "")] + [("gemma", "")]
 
 
 @pytest.mark.parametrize("model_type,strategy", CASES)

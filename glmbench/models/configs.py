@@ -92,6 +92,10 @@ Families (HF `model_type`), with the field names HF uses in each:
                  checkpoint's transformer.h.N names renamed to Llama's); run
   ernie4_5       dense GQA (ERNIE-4.5 0.3B): Llama's layers with interleaved rope (pairs 2i, 2i + 1), biases on
                  every projection where use_bias; run
+  gemma          dense GQA (Gemma 1: gemma-2b / gemma-7b): Llama's pre-norm layer with Gemma's pieces, embeddings
+                 times sqrt(hidden), (1 + w) RMSNorms, a GeGLU MLP (hidden_act gelu_pytorch_tanh; the released "gelu"
+                 read as it, as GemmaConfig does), head_dim 256 whatever hidden / heads (MQA on the 2B), tied head; no
+                 soft-capping, no post norms, no windows; run (op by op, no C layer)
   phimoe         GQA + MoE (Phi-3.5-MoE): LayerNorms with a bias (weight and bias, eps rms_norm_eps), q/k/v/o
                  biases (attention_bias), every layer num_local_experts experts of intermediate_size routed by
                  sparsemixer (two experts per token, HF's eval-mode routing: ops.sparsemixer_route), an lm_head
@@ -182,6 +186,7 @@ FAMILIES = {
     "nemotron-nas": "gqa",
     "exaone": "gqa",
     "ernie4_5": "gqa",
+    "gemma": "gqa",
 }
 # families the cost model prices but glmbench.Model's forward pass does not run (what each lacks)
 PRICED_ONLY = {
@@ -240,6 +245,10 @@ KDA_FAMILIES = ("kimi_linear",)
 SHORTCONV_FAMILIES = ("lfm2", "lfm2_moe")
 # Gemma's layer: embeddings x sqrt(hidden), (1 + w) sandwich norms, GeGLU, query_pre_attn_scalar
 GEMMA_FAMILIES = ("gemma2", "gemma3_text")
+# Gemma 1 (HF GemmaModel, transformers 5.25): Gemma's embeddings x sqrt(hidden), (1 + w) RMSNorms and GeGLU on Llama's
+# pre-norm layer (two norms per layer; no sandwich norms, soft-capping, windows or q / k norms): Model runs it op by
+# op (Layer.forward_py: the C layer's MLP is SwiGLU, its Gemma layer the sandwich one)
+GEMMA1_FAMILIES = ("gemma",)
 # Gemma 4 (HF Gemma4TextModel, transformers 5.25): Gemma 3's sandwich norms (plain w, not 1 + w), a softmax
 # scale of 1 with q / k / v RMSNorms (v's weightless); its global (full-attention) layers have their own head
 # dim and KV heads (global_head_dim, num_global_key_value_heads) and proportional rope on a quarter of the
@@ -503,6 +512,10 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     # Ernie4_5Config (transformers 5.25): ERNIE-4.5-0.3B's sizes, tied, no biases
     "ernie4_5": dict(rms_norm_eps=1e-5, tie_word_embeddings=True, use_bias=False, num_key_value_heads=2,
                      head_dim=128, max_position_embeddings=131072, intermediate_size=3072),
+    # GemmaConfig (transformers 5.25): gemma-7b's sizes, 16 KV heads (not the heads' count), head_dim 256, tied
+    "gemma": dict(rms_norm_eps=1e-6, tie_word_embeddings=True, attention_bias=False, head_dim=256,
+                  num_key_value_heads=16, max_position_embeddings=8192, hidden_act="gelu_pytorch_tanh",
+                  intermediate_size=24576, use_bidirectional_attention=None),
     # PhimoeConfig (transformers 5.25): Phi-3.5-MoE's sizes; no window, no biases unless stated
     "phimoe": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=False, lm_head_bias=False,
                    num_key_value_heads=8, sliding_window=None, num_local_experts=16, num_experts_per_tok=2,
@@ -843,7 +856,8 @@ class ModelConfig:
         """What glmbench.Model's forward pass does not implement for this config (empty: it runs).
         Each only changes numerics: predictions take the config as it is."""
         out = []
-        gemma = self.model_type in GEMMA_FAMILIES + GEMMA4_FAMILIES + GEMMA3N_FAMILIES
+        # (Gemma 1's layer runs either activation: GeGLU for gelu_pytorch_tanh, SwiGLU for silu)
+        gemma = self.model_type in GEMMA_FAMILIES + GEMMA4_FAMILIES + GEMMA3N_FAMILIES + GEMMA1_FAMILIES
         if self.hidden_act != "silu" and not (gemma and self.hidden_act == "gelu_pytorch_tanh") and \
                 not (self.model_type == "nemotron_h" and self.hidden_act == "relu2"):
             out.append(f"hidden_act {self.hidden_act!r} (SwiGLU with silu; Gemma's gelu_pytorch_tanh; "
@@ -2359,6 +2373,14 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
     tie = r.bool("tie_word_embeddings")
     theta, scaling = _rope(r)
     # the MLP's activation only changes numerics: predictions take any (Model runs silu only)
+    if mt in GEMMA1_FAMILIES:
+        # GemmaConfig.__post_init__: the released configs' legacy "gelu" is the tanh approximation; GemmaMLP runs
+        # hidden_act (a transformers 4.38-era `hidden_activation` key is no field of 5.25's GemmaConfig: not read)
+        if r.raw("use_bidirectional_attention", required=False):
+            raise ValueError("config field `use_bidirectional_attention` = true: a bidirectional Gemma is an encoder; "
+                             "glmbench prices causal decoding")
+        if r.raw("hidden_act") == "gelu":
+            hf = r.hf = {**hf, "hidden_act": "gelu_pytorch_tanh"}
     act = r.raw("hidden_activation" if mt in GEMMA_FAMILIES + GEMMA4_FAMILIES + GEMMA3N_FAMILIES else "mlp_hidden_act" if mt == "nemotron_h" else
                 "hidden_act", required=False) or "silu"
     if not isinstance(act, str):
