@@ -107,7 +107,9 @@ RUN = ["llama", "llama_tied", "mistral", "qwen2", "qwen2_tied", "qwen3", "qwen3_
        "olmoe", "granite", "granitemoe",
        # llama.cpp's olmo2 (OLMo 2; OLMo 3 with its window and the flags of its sliding layers), smollm3 (q / k
        # permuted as llama's, every 4th layer NoPE), exaone4 (post-norms, windowed layers rotating, global ones not)
-       "olmo2", "olmo3", "smollm3", "exaone4"]
+       "olmo2", "olmo3", "smollm3", "exaone4",
+       # llama.cpp's gemma (Gemma 1: norms stored as 1 + w, lm_head dropped, GeGLU, MQA with head_dim 32 beside 16)
+       "gemma"]
 PREDICT_ONLY = ["glm4", "llama4_text", "minimax_m2", "ernie4_5_moe", "qwen2_moe", "ministral3"]   # configs.PRICED_ONLY
 # the hybrids run in glmbench.Model from HF checkpoints and from their GGUF files (test_hybrid_files_run_as_stored)
 PREDICT_ONLY += [f for f in HYBRID if f in configs.PRICED_ONLY]

@@ -112,7 +112,7 @@ ARCHITECTURES = ("deepseek2", "qwen3", "qwen3moe", "qwen2", "llama", "glm4moe", 
                  "qwen35moe", "command-r", "cohere2", "nemotron_h", "nemotron_h_moe", "granitehybrid", "gemma4", "mistral3",
                  "falcon-h1", "glm-dsa", "deepseek32", "lfm2", "lfm2moe", "olmoe", "granite", "granitemoe",
                  "olmo2", "smollm3", "exaone4", "gemma3n", "hunyuan-dense", "hunyuan-moe", "phimoe", "deci", "exaone",
-                 "ernie4_5")
+                 "ernie4_5", "gemma")
 # llama.cpp's DeepSeek Sparse Attention architectures (GLM-5: glm-dsa, conversion/glm.py GlmMoeDsaModel; DeepSeek-V3.2:
 # deepseek32, conversion/deepseek.py DeepseekV32Model; both on DeepseekV2Model's MLA keys) -> HF model_type
 DSA_ARCHITECTURES = {"glm-dsa": "glm_moe_dsa", "deepseek32": "deepseek_v32"}
@@ -522,7 +522,7 @@ def hf_config(g: GGUFFile) -> dict:
     named; olmo2 -> olmo2 (olmo3 where the file states a window), exaone4 -> exaone4 (_post_norm); smollm3;
     hunyuan-dense -> hunyuan_v1_dense, hunyuan-moe -> hunyuan_v1_moe, phimoe -> phimoe; deci -> nemotron-nas
     (_deci: per-layer head_count / head_count_kv / feed_forward_length as block_configs), exaone -> exaone,
-    ernie4_5 -> ernie4_5."""
+    ernie4_5 -> ernie4_5, gemma -> gemma."""
     arch = g.architecture
     if not arch:
         raise GGUFError(f"{g.path}: metadata 'general.architecture' is missing")
@@ -677,6 +677,13 @@ def hf_config(g: GGUFFile) -> dict:
         cap = m("final_logit_softcapping", kind=float)
         if cap:
             hf["final_logit_softcapping"] = cap
+        return hf
+    if arch == "gemma":
+        # llama.cpp's gemma (src/models/gemma.cpp; conversion/gemma.py GemmaModel): Llama's layer with the
+        # embeddings times sqrt(embedding_length), norms stored as 1 + w (models/checkpoint.py takes the 1 off), a
+        # GeGLU MLP, queries scaled by 1/sqrt(attention.key_length), NEOX rope (HF's rotate_half: q / k rows as
+        # HF's); the converter drops lm_head (llama.cpp reads token_embd as the output: tied)
+        hf.update(model_type="gemma", head_dim=hd, hidden_act="gelu_pytorch_tanh", tie_word_embeddings=True)
         return hf
     if arch == "gemma2":
         # llama.cpp's gemma2 (src/models/gemma2.cpp): windows on layers 0, 2, 4... (pattern 2, default
