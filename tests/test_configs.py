@@ -9,9 +9,9 @@ from glmbench import vocab
 ALL = ["command-a", "command-r", "command-r-08-2024", "command-r-plus", "command-r7b", "deepseek-r1", "deepseek-r1-distill-llama-70b", "deepseek-r1-distill-llama-8b",
        "deepseek-r1-distill-qwen-14b", "deepseek-r1-distill-qwen-32b", "deepseek-r1-distill-qwen-7b",
        "deepseek-v2-lite", "deepseek-v3", "deepseek-v3.1", "deepseek-v3.2", "devstral-small", "ernie-4.5-0.3b", "ernie-4.5-21b-a3b", "exaone-3.5-2.4b", "exaone-3.5-32b", "exaone-3.5-7.8b", "exaone-4.0-32b",
-       "gemma-2-27b", "gemma-2-2b", "gemma-2-9b", "gemma-3-12b", "gemma-3-1b", "gemma-3-27b", "gemma-3-4b",
+       "gemma-2-27b", "gemma-2-2b", "gemma-2-9b", "gemma-2b", "gemma-3-12b", "gemma-3-1b", "gemma-3-27b", "gemma-3-4b",
        "gemma-3n-e2b", "gemma-3n-e4b",
-       "gemma-4-26b-a4b", "gemma-4-31b", "gemma-4-e2b", "gemma-4-e4b",
+       "gemma-4-26b-a4b", "gemma-4-31b", "gemma-4-e2b", "gemma-4-e4b", "gemma-7b",
        "glm-4-32b", "glm-4-9b", "glm-4.5", "glm-4.5-air", "glm-4.6", "glm-4.7-flash", "glm-5", "gpt-oss-120b",
        "gpt-oss-20b", "granite-3.1-3b-a800m-instruct", "granite-3.3-8b-instruct", "granite-4.0-h-micro", "granite-4.0-h-small", "granite-4.0-h-tiny", "hunyuan-a13b", "kimi-k2", "kimi-linear-48b-a3b", "llama-2-13b", "llama-2-70b", "llama-2-7b", "llama-3-70b", "llama-3-8b",
        "llama-3.1-405b", "llama-3.1-70b", "llama-3.1-8b", "llama-3.2-1b", "llama-3.2-3b", "llama-3.3-70b",
@@ -147,6 +147,9 @@ KV_F16 = {
     "exaone-3.5-7.8b": 32 * 8 * (128 + 128) * 2,      # 131,072
     "exaone-3.5-2.4b": 30 * 8 * (80 + 80) * 2,        # 76,800
     "ernie-4.5-0.3b": 18 * 2 * (128 + 128) * 2,       # 18,432
+    # Gemma 1: the 2B's MQA, one KV head of 256; the 7B's MHA, 16 KV heads of 256 (hidden 3072 / 16 = 192 is not it)
+    "gemma-2b": 18 * 1 * (256 + 256) * 2,             # 18,432
+    "gemma-7b": 28 * 16 * (256 + 256) * 2,            # 458,752
     "kimi-linear-48b-a3b": 6 * (512 + 64) * 2,        # 6,912: its 6 MLA layers of 27
     # Cohere: Command-R (v01) is MHA, 64 KV heads of 128 (1.25 MiB per token); Command-A and R7B window
     # three of every four layers (every layer caches, the windowed ones their last 4096 + ubatch)
@@ -508,6 +511,8 @@ PUBLISHED = {
     # 0.36 B
     "exaone-3.5-32b": (32.0, 30.95, False), "exaone-3.5-7.8b": (7.82, 6.98, False),
     "exaone-3.5-2.4b": (2.41, 2.14, False), "ernie-4.5-0.3b": (0.36, None, None),
+    # Gemma 1's published counts (tied embeddings counted once): 2.51 B, 8.54 B
+    "gemma-2b": (2.51, None, None), "gemma-7b": (8.54, None, None),
 }
 
 
