@@ -857,7 +857,9 @@ _HF_TO_ARCH = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2"
                "hunyuan_v1_dense": "hunyuan-dense", "hunyuan_v1_moe": "hunyuan-moe", "phimoe": "phimoe",
                # Llama-Nemotron's DeciLM (conversion/deci.py DeciModel), EXAONE 3.x (conversion/exaone.py ExaoneModel),
                # ERNIE 4.5 dense (conversion/ernie.py Ernie4_5Model)
-               "nemotron-nas": "deci", "exaone": "exaone", "ernie4_5": "ernie4_5"}
+               "nemotron-nas": "deci", "exaone": "exaone", "ernie4_5": "ernie4_5",
+               # Gemma 1 (conversion/gemma.py GemmaModel)
+               "gemma": "gemma"}
 # model_types whose MoE models llama.cpp names apart: the converter writes a Nemotron-H config with experts
 # (num_experts_per_tok: Nemotron 3 Nano) as nemotron_h_moe, the dense ones (Nemotron-H 8B, Nemotron-Nano-9B-v2)
 # as nemotron_h (conversion/nemotron.py NemotronHModel)
@@ -877,10 +879,11 @@ _MOE_ARCH = {"nemotron_h": "nemotron_h_moe"}
 # Gemma 3n's alike (src/models/gemma3n.cpp: 30 layers -> "E2B", 35 -> "E4B"), Hunyuan-A13B's (hunyuan-moe.cpp: 32 ->
 # "A13B") and Phi-3.5-MoE's (phimoe.cpp: 32 -> "16x3.8B"); ERNIE 4.5 0.3B's (ernie4-5.cpp: 18 -> "0.3B", 0.36 B)
 # (deci.cpp labels by depth alone: 80 layers -> "70B", Llama-3.3-Nemotron-Super-49B's and Nemotron-51B's; exaone.cpp:
-# 32 -> "8B", the other depths "?B": such rows are told by their params column)
+# 32 -> "8B", the other depths "?B": such rows are told by their params column); Gemma 1's (gemma.cpp: 18 layers -> "2B",
+# 28 -> "7B", the 8.54 B gemma-7b past a size label's 15%)
 SIZE_LABEL_LAYERS = {"gemma4": {"E2B": 35, "E4B": 42, "26B.A4B": 30, "31B": 60}, "olmoe": {"A1.7B": 16},
                      "gemma3n": {"E2B": 30, "E4B": 35}, "hunyuan-moe": {"A13B": 32}, "phimoe": {"16x3.8B": 32},
-                     "ernie4_5": {"0.3B": 18}}
+                     "ernie4_5": {"0.3B": 18}, "gemma": {"2B": 18, "7B": 28}}
 # llama.cpp architectures that are a vision-language model's text layers: the GGUF llama-bench runs holds only
 # those (the vision tower is the separate mmproj file), the same layers as the text model's architecture
 # (Qwen3-VL's text config: Qwen3's / Qwen3-MoE's layers, longer native context; Qwen2-VL / Qwen2.5-VL: Qwen2's):
