@@ -49,6 +49,8 @@ FAMILIES = {
     "ernie4_5": dict(use_bias=True),
     # Gemma 1: MQA, the head dim unlike hidden / heads, q / k / v / o biases where attention_bias
     "gemma": dict(num_key_value_heads=1, head_dim=32, attention_bias=True),
+    # GLM-4-9B-Chat (transformers' glm): q/k/v biases, gate and up fused in one gate_up_proj
+    "glm": dict(head_dim=32, pad_token_id=0, eos_token_id=1),   # (HF's defaults lie past the tiny vocab)
 }
 
 

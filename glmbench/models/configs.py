@@ -96,6 +96,10 @@ Families (HF `model_type`), with the field names HF uses in each:
                  times sqrt(hidden), (1 + w) RMSNorms, a GeGLU MLP (hidden_act gelu_pytorch_tanh; the released "gelu"
                  read as it, as GemmaConfig does), head_dim 256 whatever hidden / heads (MQA on the 2B), tied head; no
                  soft-capping, no post norms, no windows; run (op by op, no C layer)
+  glm            dense GQA (GLM-4-9B-Chat as transformers ports it, GlmForCausalLM; not glm4, GLM-4-0414): Llama's two
+                 norms per layer with q/k/v biases (attention_bias, o_proj none), half the head dims rotated
+                 (partial_rotary_factor 0.5) in interleaved pairs (2i, 2i + 1), gate and up fused in the checkpoint
+                 (mlp.gate_up_proj, gate rows first: split on input); run
   phimoe         GQA + MoE (Phi-3.5-MoE): LayerNorms with a bias (weight and bias, eps rms_norm_eps), q/k/v/o
                  biases (attention_bias), every layer num_local_experts experts of intermediate_size routed by
                  sparsemixer (two experts per token, HF's eval-mode routing: ops.sparsemixer_route), an lm_head
@@ -187,6 +191,7 @@ FAMILIES = {
     "exaone": "gqa",
     "ernie4_5": "gqa",
     "gemma": "gqa",
+    "glm": "gqa",
 }
 # families the cost model prices but glmbench.Model's forward pass does not run (what each lacks)
 PRICED_ONLY = {
@@ -516,6 +521,11 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     "gemma": dict(rms_norm_eps=1e-6, tie_word_embeddings=True, attention_bias=False, head_dim=256,
                   num_key_value_heads=16, max_position_embeddings=8192, hidden_act="gelu_pytorch_tanh",
                   intermediate_size=24576, use_bidirectional_attention=None),
+    # GlmConfig (transformers 5.25): glm-4-9b-chat's sizes; q/k/v biased, 2 KV heads of 128, half of each head rotated
+    # (__post_init__ sets partial_rotary_factor 0.5 where the config states none)
+    "glm": dict(rms_norm_eps=1.5625e-07, tie_word_embeddings=False, attention_bias=True, head_dim=128,
+                num_key_value_heads=2, partial_rotary_factor=0.5, max_position_embeddings=131072,
+                intermediate_size=13696, hidden_act="silu"),
     # PhimoeConfig (transformers 5.25): Phi-3.5-MoE's sizes; no window, no biases unless stated
     "phimoe": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=False, lm_head_bias=False,
                    num_key_value_heads=8, sliding_window=None, num_local_experts=16, num_experts_per_tok=2,
@@ -2470,7 +2480,7 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
         else:
             bias = r.bool("attention_bias", required=False)
         out_bias = r.bool("attention_out_bias") if mt == "seed_oss" else \
-            False if mt in ("qwen2", "glm4_moe", "glm4", "qwen2_moe") else bool(bias)
+            False if mt in ("qwen2", "glm4_moe", "glm4", "qwen2_moe", "glm") else bool(bias)   # (GlmAttention: o_proj none)
         sw, win_layers = None, None
         if mt in ("mistral", "mixtral", "phi3", "ministral3", "phimoe"):   # HF: the window (if any) on every layer
             sw = r.int("sliding_window", allow_none=True)
@@ -2628,7 +2638,9 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
                   qk_norm=qk_norm, qk_norm_all_heads=mt in ("minimax_m2", "cohere", "olmoe", "olmo2", "olmo3"),
                   post_norms=mt in ("olmo2", "olmo3", "exaone4"),
                   # (ERNIE 4.5's apply_rotary_pos_emb: cos / sin repeat_interleave'd, pairs (2i, 2i + 1))
-                  rope_layout="interleaved" if mt in ("glm4", "cohere", "cohere2", "ernie4_5", "ernie4_5_moe") else "half",
+                  # (GLM's apply_rotary_pos_emb: cos / sin repeat_interleave'd over the rotated half, pairs (2i, 2i + 1))
+                  rope_layout="interleaved" if mt in ("glm4", "cohere", "cohere2", "ernie4_5", "ernie4_5_moe", "glm")
+                  else "half",
                   rope_dim=rope_dim,
                   q_lora_rank=None, kv_lora_rank=0, qk_nope_head_dim=0, qk_rope_head_dim=0, v_head_dim=hd,
                   sliding_window=sw, window_layers=win_layers,
