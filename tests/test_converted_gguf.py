@@ -97,6 +97,10 @@ EXTRA = {
     "olmo3": ("olmo3", dict(TINY["olmo3"], rope_parameters={
         "full_attention": {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0, "original_max_position_embeddings": 16},
         "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}})),
+    # GLM-4-9B-Chat (transformers' glm) as llama.cpp's chatglm: the converter writes no key_length (the head is
+    # hidden / heads: llama.cpp's o_proj is n_embd x n_embd), context_length = hidden_size (GlmConfig has no
+    # seq_length) and rms eps 1e-5 (no layernorm_epsilon), so the tiny config states those as the file will
+    "glm": ("glm", dict(TINY["glm"], head_dim=16, max_position_embeddings=64, rms_norm_eps=1e-5)),
 }
 HYBRID = ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")      # configs.LINEAR_FAMILIES
 COHERE = ("cohere", "cohere2")
@@ -109,7 +113,9 @@ RUN = ["llama", "llama_tied", "mistral", "qwen2", "qwen2_tied", "qwen3", "qwen3_
        # permuted as llama's, every 4th layer NoPE), exaone4 (post-norms, windowed layers rotating, global ones not)
        "olmo2", "olmo3", "smollm3", "exaone4",
        # llama.cpp's gemma (Gemma 1: norms stored as 1 + w, lm_head dropped, GeGLU, MQA with head_dim 32 beside 16)
-       "gemma"]
+       "gemma",
+       # llama.cpp's chatglm (GLM-4-9B-Chat: q/k/v biases, half of each head rotated in NORM pairs, fused ffn_up)
+       "glm"]
 PREDICT_ONLY = ["glm4", "llama4_text", "minimax_m2", "ernie4_5_moe", "qwen2_moe", "ministral3"]   # configs.PRICED_ONLY
 # the hybrids run in glmbench.Model from HF checkpoints and from their GGUF files (test_hybrid_files_run_as_stored)
 PREDICT_ONLY += [f for f in HYBRID if f in configs.PRICED_ONLY]
