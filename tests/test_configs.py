@@ -12,7 +12,7 @@ ALL = ["command-a", "command-r", "command-r-08-2024", "command-r-plus", "command
        "gemma-2-27b", "gemma-2-2b", "gemma-2-9b", "gemma-2b", "gemma-3-12b", "gemma-3-1b", "gemma-3-27b", "gemma-3-4b",
        "gemma-3n-e2b", "gemma-3n-e4b",
        "gemma-4-26b-a4b", "gemma-4-31b", "gemma-4-e2b", "gemma-4-e4b", "gemma-7b",
-       "glm-4-32b", "glm-4-9b", "glm-4.5", "glm-4.5-air", "glm-4.6", "glm-4.7-flash", "glm-5", "gpt-oss-120b",
+       "glm-4-32b", "glm-4-9b", "glm-4-9b-chat", "glm-4.5", "glm-4.5-air", "glm-4.6", "glm-4.7-flash", "glm-5", "gpt-oss-120b",
        "gpt-oss-20b", "granite-3.1-3b-a800m-instruct", "granite-3.3-8b-instruct", "granite-4.0-h-micro", "granite-4.0-h-small", "granite-4.0-h-tiny", "hunyuan-a13b", "kimi-k2", "kimi-linear-48b-a3b", "llama-2-13b", "llama-2-70b", "llama-2-7b", "llama-3-70b", "llama-3-8b",
        "llama-3.1-405b", "llama-3.1-70b", "llama-3.1-8b", "llama-3.2-1b", "llama-3.2-3b", "llama-3.3-70b",
        "llama-4-maverick", "llama-4-scout", "minimax-m2", "minimax-m2.1", "mistral-7b", "mistral-large",
@@ -150,6 +150,7 @@ KV_F16 = {
     # Gemma 1: the 2B's MQA, one KV head of 256; the 7B's MHA, 16 KV heads of 256 (hidden 3072 / 16 = 192 is not it)
     "gemma-2b": 18 * 1 * (256 + 256) * 2,             # 18,432
     "gemma-7b": 28 * 16 * (256 + 256) * 2,            # 458,752
+    "glm-4-9b-chat": 40 * 2 * (128 + 128) * 2,        # 40,960: 2 KV heads of 128
     "kimi-linear-48b-a3b": 6 * (512 + 64) * 2,        # 6,912: its 6 MLA layers of 27
     # Cohere: Command-R (v01) is MHA, 64 KV heads of 128 (1.25 MiB per token); Command-A and R7B window
     # three of every four layers (every layer caches, the windowed ones their last 4096 + ubatch)
@@ -513,6 +514,8 @@ PUBLISHED = {
     "exaone-3.5-2.4b": (2.41, 2.14, False), "ernie-4.5-0.3b": (0.36, None, None),
     # Gemma 1's published counts (tied embeddings counted once): 2.51 B, 8.54 B
     "gemma-2b": (2.51, None, None), "gemma-7b": (8.54, None, None),
+    # GLM-4-9B-Chat's card 9.4B (llama-bench "9.40 B")
+    "glm-4-9b-chat": (9.4, None, None),
 }
 
 
