@@ -1,7 +1,8 @@
-"""Gemma 1 (gemma): configs against HF's meta-device models, errors, GGUF files as llama.cpp's converter lays them
-out (conversion/gemma.py GemmaModel: norms stored as 1 + w, lm_head dropped), written here with the gguf package and
-converted from tiny folders where the vendored converter is at hand, HF folders as transformers saves them, llama-bench's
-names and the built-ins. The forward pass against HF's tiny models: tests/test_model_hf.py (and here, the variants)."""
+"""Gemma 1 (gemma) and GLM-4-9B-Chat as transformers ports it (glm): configs against HF's meta-device models, errors,
+GGUF files as llama.cpp's converter lays them out (conversion/gemma.py GemmaModel: norms stored as 1 + w, lm_head
+dropped; conversion/chatglm.py ChatGLMModel: llama.cpp's chatglm, gate and up fused in ffn_up, no key_length),
+written here with the gguf package (the converted tiny files: tests/test_converted_gguf.py), HF folders as
+transformers saves them, llama-bench's names and the built-ins. The forward pass against HF's tiny models: tests/test_model_hf.py (and here, the variants)."""
 import json
 
 import numpy as np
@@ -30,8 +31,12 @@ def _hf_counts_equal(mt, hf):
     m, n = hf_meta.meta_model(hc)
     cfg = configs.load(hc.to_dict())
     assert cfg.model_type == mt and cfg.total_params() == n
-    assert {k: tuple(p.shape) for k, p in m.named_parameters()} == \
-        {k: v for k, v in cfg.tensor_shapes().items() if not (cfg.tie_word_embeddings and k == "lm_head.weight")}
+    want = {k: v for k, v in cfg.tensor_shapes().items() if not (cfg.tie_word_embeddings and k == "lm_head.weight")}
+    if mt == "glm":   # GlmMLP's gate_up_proj: glmbench's gate and up rows, gate first (split on input)
+        for k in [k for k in want if k.endswith("mlp.gate_proj.weight")]:
+            g, u = want.pop(k), want.pop(k.replace("gate_proj", "up_proj"))
+            want[k.replace("gate_proj", "gate_up_proj")] = (g[0] + u[0], g[1])
+    assert {k: tuple(p.shape) for k, p in m.named_parameters()} == want
     return cfg
 
 
@@ -128,8 +133,8 @@ def test_gemma_written_file_reads_as_its_config(tmp_path):
 def test_gemma_gguf_norms_lose_the_one_the_converter_added(tmp_path):
     """A gemma GGUF holds GemmaRMSNorm's 1 + w (conversion/gemma.py GemmaModel.modify_tensors): checkpoint.load_model
     takes the 1 off and Model holds 1 + w again, so a file of norms 1 + w runs as HF with norms w."""
-    torch = pytest.importorskip("torch")
-    from test_model_hf import TINY, glm_logits, hf_logits, rel_err, tiny_hf_model
+    pytest.importorskip("torch")
+    from test_model_hf import glm_logits, hf_logits, rel_err, tiny_hf_model
     from glmbench.models import checkpoint
     hc, hf = tiny_hf_model("gemma")
     cfg = configs.load(hc.to_dict())
@@ -146,7 +151,7 @@ def test_gemma_gguf_norms_lose_the_one_the_converter_added(tmp_path):
     m = checkpoint.load_model(p, kv="f32", max_context=32)
     prompt, steps = [3, 17, 42, 5], [7, 11]
     assert max(rel_err(a, b) for a, b in zip(glm_logits(m, prompt, steps), hf_logits(hf, prompt, steps))) < 1e-4
-    assert TINY["gemma"]["num_key_value_heads"] == 1 and torch is not None
+    assert cfg.n_kv_heads == 1 and m.config.model_type == "gemma"
 
 
 @pytest.mark.slow
@@ -209,3 +214,215 @@ def test_cuda_model_refuses_gemma():
     from glmbench import cuda
     with pytest.raises(ValueError, match=r"CudaModel: .*GeGLU, scaled embeddings.* which the CUDA path does not"):
         cuda.CudaModel(configs.from_hf(_GEMMA))
+
+
+# ---- GLM-4-9B-Chat (transformers' glm) -------------------------------------------------------------------------
+_GLM = dict(_B, model_type="glm", head_dim=16, rms_norm_eps=1e-5)
+
+
+@pytest.mark.parametrize("kw", [{}, dict(attention_bias=False), dict(head_dim=32, num_key_value_heads=4),
+                                dict(partial_rotary_factor=1.0, tie_word_embeddings=True)])
+def test_glm_parameters_equal_the_hf_model(kw):
+    cfg = _hf_counts_equal("glm", {**_GLM, **kw})
+    # q/k/v biased (attention_bias, the default), o_proj never; half of each head rotated, in interleaved pairs
+    assert cfg.attention_bias == kw.get("attention_bias", True) and not cfg.attention_out_bias
+    assert cfg.rope_layout == "interleaved" and cfg.rope_dim == int(cfg.head_dim * kw.get("partial_rotary_factor", 0.5))
+    assert cfg.n_layer_norms == 2 and cfg.forward_unsupported() == [] and cfg.model_type not in configs.PRICED_ONLY
+
+
+def test_glm_config_defaults_and_errors():
+    # GlmConfig's defaults: 2 KV heads of 128, q/k/v biased, half rotated, eps 1.5625e-7 (GLM-4-9B-Chat's)
+    c = configs.from_hf(dict(vocab_size=128, hidden_size=256, intermediate_size=96, num_hidden_layers=2,
+                             num_attention_heads=4, model_type="glm"))
+    assert (c.n_kv_heads, c.head_dim, c.rope_dim, c.attention_bias, c.rms_norm_eps, c.tie_word_embeddings) == \
+        (2, 128, 64, True, 1.5625e-07, False)
+    # the released (transformers 4.x) layout states partial_rotary_factor at the top level; 5.x in rope_parameters
+    top = configs.from_hf({**_GLM, "partial_rotary_factor": 0.25})
+    v5 = configs.from_hf({**_GLM, "rope_parameters": {"rope_type": "default", "rope_theta": 1e4,
+                                                      "partial_rotary_factor": 0.25}})
+    assert top.rope_dim == v5.rope_dim == 4
+    for bad, match in (({"partial_rotary_factor": 0.0}, r"`partial_rotary_factor` must be in \(0, 1\]"),
+                       ({"partial_rotary_factor": 0.4375}, r"rotated dims .* = 7 must be even"),
+                       ({"attention_bias": "yes"}, r"`attention_bias` must be true or false"),
+                       ({"num_key_value_heads": 3}, r"not a multiple of `num_key_value_heads`=3")):
+        with pytest.raises(ValueError, match=match):
+            configs.from_hf({**_GLM, **bad})
+    # another activation is priced, not run
+    assert configs.from_hf({**_GLM, "hidden_act": "gelu"}).forward_unsupported()
+
+
+@pytest.mark.slow
+def test_glm_rope_is_hfs_interleaved_half():
+    """GLM rotates the first half of each head in pairs (2i, 2i + 1) (apply_rotary_pos_emb's repeat_interleave'd cos /
+    sin): the config's rope, applied by the float64 reference, equals HF's own function; the other half passes."""
+    transformers = pytest.importorskip("transformers")
+    torch = pytest.importorskip("torch")
+    from transformers.models.glm import modeling_glm as hfm
+    from glmbench.core import reference
+    hc = transformers.AutoConfig.for_model("glm", **{k: v for k, v in _GLM.items() if k != "model_type"})
+    cfg = configs.load(hc.to_dict())
+    T, H, D = 5, hc.num_attention_heads, cfg.head_dim
+    x = np.random.default_rng(0).standard_normal((T, H, D))
+    pos = np.arange(T) * 7
+    want = reference.rope(x, pos, **cfg.layer_rope(0))
+    cos, sin = hfm.GlmRotaryEmbedding(hc)(torch.zeros(1), torch.tensor(pos)[None])
+    xt = torch.tensor(x, dtype=torch.float64).transpose(0, 1)[None]
+    got, _ = hfm.apply_rotary_pos_emb(xt, xt, cos.double(), sin.double())
+    got = got[0].transpose(0, 1).numpy()
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-5)
+    np.testing.assert_array_equal(got[..., D // 2:], x[..., D // 2:])
+
+
+def _glm_file(path, want, fused_qkv=False, drop=(), **extra):
+    """A chatglm GGUF of config `want` as conversion/chatglm.py lays it out: gate and up in one ffn_up (gate rows
+    first), no key_length; with `fused_qkv`, q / k / v (and their biases) in one attn_qkv as THUDM's remote-code
+    checkpoints convert."""
+    w = gguf.GGUFWriter(path, "chatglm")
+    meta = {**gguf_writer.gqa_meta(want), "rope.dimension_count": want.rope_dim, **extra}
+    gguf_writer.add_metadata(w, "chatglm", meta, drop)
+    shapes = want.tensor_shapes()
+    for k, shape in shapes.items():
+        if k.endswith(("mlp.gate_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight",
+                       "self_attn.k_proj.bias", "self_attn.v_proj.bias")) and \
+                (fused_qkv or "mlp." in k):
+            continue
+        if k.endswith("mlp.up_proj.weight"):
+            w.add_tensor(k.replace("model.layers.", "blk.").replace(".mlp.up_proj.weight", ".ffn_up.weight"),
+                         np.zeros((2 * shape[0], shape[1]), np.float16))
+        elif fused_qkv and ".self_attn.q_proj." in k:
+            rows = sum(shapes[k.replace("q_proj", x)][0] for x in ("q_proj", "k_proj", "v_proj"))
+            suffix = k.rsplit(".", 1)[1]
+            name = k.split(".self_attn.")[0].replace("model.layers.", "blk.") + ".attn_qkv." + suffix
+            w.add_tensor(name, np.zeros((rows,) + shape[1:], np.float16 if len(shape) >= 2 else np.float32))
+        else:
+            w.add_tensor(gguf_file.gguf_name(k, "chatglm", want.n_layers),
+                         np.zeros(shape, np.float16 if len(shape) >= 2 else np.float32))
+    gguf_writer.finish(w)
+
+
+@pytest.mark.parametrize("fused_qkv", [False, True])
+def test_glm_written_file_reads_as_its_config(tmp_path, fused_qkv):
+    p = str(tmp_path / "glm.gguf")
+    want = configs.from_hf(_GLM, "synth")
+    _glm_file(p, want, fused_qkv)
+    cfg = gguf_writer.check_reads_as(p, want)
+    assert gguf_writer.config_diff(cfg, want) == {} and cfg.model_type == "glm"
+    assert cfg.rope_dim == 8 and cfg.rope_layout == "interleaved" and cfg.attention_bias
+    names = {n for n, _, _ in cfg.file_weights.tensors}
+    assert "model.layers.1.mlp.gate_proj.weight" in names and "model.layers.1.self_attn.v_proj.bias" in names
+    # llama.cpp's default where rope.dimension_count is absent: the whole head rotates
+    q = str(tmp_path / "norot.gguf")
+    _glm_file(q, want, drop=("rope.dimension_count",))
+    assert configs.load(q).rope_dim == 16
+    # an ffn_up that is not twice the MLP's width (feed_forward_length) names both
+    r = str(tmp_path / "bad.gguf")
+    _glm_file(r, want, **{"feed_forward_length": 64})
+    with pytest.raises(gguf_file.GGUFError, match=r"ffn_up.weight. has shape \(192, 64\).*2 x 64 rows"):
+        configs.load(r)
+
+
+@pytest.mark.slow
+def test_glm_fused_qkv_file_runs_as_hf(tmp_path):
+    """A chatglm GGUF with one attn_qkv (weights and bias, THUDM's remote-code layout) holding a tiny HF glm's
+    q / k / v: checkpoint.load_model takes each one's rows, and the logits are HF's."""
+    pytest.importorskip("torch")
+    from test_model_hf import glm_logits, hf_logits, rel_err, tiny_hf_model
+    from glmbench.models import checkpoint
+    hc, hf = tiny_hf_model("glm", head_dim=16)
+    cfg = configs.load(hc.to_dict())
+    sd = {k: v.numpy() for k, v in hf.state_dict().items()}
+    p = str(tmp_path / "g.gguf")
+    w = gguf.GGUFWriter(p, "chatglm")
+    gguf_writer.add_metadata(w, "chatglm", {**gguf_writer.gqa_meta(cfg), "rope.dimension_count": cfg.rope_dim,
+                                            "context_length": 64})
+    for k, a in sd.items():
+        if ".self_attn.k_proj." in k or ".self_attn.v_proj." in k:
+            continue
+        if ".self_attn.q_proj." in k:
+            a = np.concatenate([sd[k.replace("q_proj", x)] for x in ("q_proj", "k_proj", "v_proj")])
+            name = k.split(".self_attn.")[0].replace("model.layers.", "blk.") + ".attn_qkv." + k.rsplit(".", 1)[1]
+        elif k.endswith("mlp.gate_up_proj.weight"):
+            name = k.replace("model.layers.", "blk.").replace(".mlp.gate_up_proj.weight", ".ffn_up.weight")
+        else:
+            name = gguf_file.gguf_name(k, "chatglm", cfg.n_layers)
+        w.add_tensor(name, np.ascontiguousarray(a, np.float32))
+    gguf_writer.finish(w)
+    m = checkpoint.load_model(p, kv="f32", max_context=32)
+    prompt, steps = [3, 17, 42, 5], [7, 11]
+    assert max(rel_err(a, b) for a, b in zip(glm_logits(m, prompt, steps), hf_logits(hf, prompt, steps))) < 1e-4
+    assert cfg.attention_bias and cfg.rope_dim == 8
+
+
+@pytest.mark.slow
+def test_glm_hf_folder_as_saved_runs_and_is_counted(tmp_path):
+    """A folder transformers 5 saves (mlp.gate_up_proj fused) read by checkpoint.load_model: every stored byte on a
+    tensor of the config (the fused rows counted as gate and up), logits as HF's, the layers one C call each."""
+    pytest.importorskip("torch")
+    from test_model_hf import glm_logits, hf_logits, rel_err, tiny_hf_model
+    from glmbench.models import checkpoint
+    _, hf = tiny_hf_model("glm")
+    hf.save_pretrained(str(tmp_path))
+    assert any(k.endswith("gate_up_proj.weight") for k in hf.state_dict())
+    fw = configs.load(str(tmp_path)).file_weights
+    assert fw.extra_bytes == fw.skipped_bytes == 0 and fw.main_type == "F32"
+    m = checkpoint.load_model(str(tmp_path), kv="f32", max_context=32)
+    assert all(layer.runs_in_c(1) for layer in m.layers)
+    prompt, steps = [3, 17, 42, 5, 9, 1], [7, 11]
+    assert max(rel_err(a, b) for a, b in zip(glm_logits(m, prompt, steps), hf_logits(hf, prompt, steps))) < 1e-4
+
+
+def test_glm_builtin_priced():
+    c = configs.load("glm-4-9b-chat")
+    # the card's 9.4B; 2 KV heads of 128 on 40 layers; half of each head rotated, interleaved
+    assert (c.model_type, c.total_params(), c.kv_bytes_per_token("f16")) == ("glm", 9_399_951_360, 40 * 2 * 256 * 2)
+    assert (c.rope_dim, c.rope_layout, c.attention_bias, c.attention_out_bias) == (64, "interleaved", True, False)
+    assert c.forward_unsupported() == [] and c.max_position_embeddings == 131072
+    s = cm.Setup(c, "rtx-3090", weights="Q4_K_M")
+    d = cm.decode(s, 100)
+    assert d.tok_s > 0 and cm.prefill(s, 512).tok_s > 0 and cm.memory(s, 8192).fits
+    # a decode step reads every matrix but the (untied) embedding table, of which one row
+    assert 0.9 * c.weight_bytes("Q4_K_M") < sum(op.bytes for op in d.ops) < c.weight_bytes("Q4_K_M")
+    # GLM-4-9B-0414 (glm4, four norms per layer) stays its own built-in
+    assert configs.load("glm-4-9b").model_type == "glm4"
+
+
+@pytest.mark.slow
+def test_glm_builtin_equals_the_hf_meta_model():
+    transformers = pytest.importorskip("transformers")
+    c = configs.load("glm-4-9b-chat")
+    hf = {k: v for k, v in c.hf.items() if not k.startswith("_") and k not in ("architectures", "model_type")}
+    assert hf_meta.meta_model(transformers.AutoConfig.for_model("glm", **hf))[1] == c.total_params()
+
+
+_GLM_ROWS = {"chatglm 9B Q4_K - Medium       |   5.79 GiB |     9.40 B": ("glm-4-9b-chat", "Q4_K_M"),
+             "chatglm 9B Q8_0                |   9.30 GiB |     9.40 B": ("glm-4-9b-chat", "q8_0")}
+
+
+def test_glm_llama_bench_rows_name_the_builtin(tmp_path):
+    lb.check_rows_name_builtins(tmp_path, _GLM_ROWS, "CUDA       |  99 |         1 |           tg128 |       70.10 ± 0.50")
+    assert im._arch_of("glm") == "chatglm" and im._arch_of("glm4") == "glm4"
+    assert im.model_candidates("chatglm 9B Q4_K - Medium")[0] == ["glm-4-9b-chat"]
+    # ChatGLM3-6B's row ("chatglm 6B", 28 layers) is no built-in; a glm4 9B row stays GLM-4-9B-0414
+    assert im.model_candidates("chatglm 6B Q4_K - Medium", 6.24e9)[0] == []
+    assert im.model_candidates("glm4 9B Q4_K - Medium", 9.4e9)[0] == ["glm-4-9b"]
+
+
+def test_emulated_cuda_model_runs_glm():
+    """CudaModel's wiring for GLM (q/k/v biases, interleaved rope on half the head) on tests/cuda_emulator.py against
+    glmbench.Model on the same weights (bf16 accuracy). The CUDA kernels themselves are not checked here (no GPU):
+    rope.cu takes rot_dim and the interleaved layout as Cohere's / ERNIE's do."""
+    import cuda_emulator
+    from glmbench import cuda
+    restore = cuda_emulator.install()
+    try:
+        cfg = configs.from_hf({**_GLM, "vocab_size": 97, "max_position_embeddings": 256})
+        m = cuda.CudaModel(cfg, max_context=64, seed=3)
+        cpu = glmbench.Model(cfg, state_dict=m.host_weights(), weights="bf16", kv="f32", max_context=64)
+        toks = [5, 17, 3, 88, 41]
+        got, want = m.prefill(toks).to_numpy(), cpu.prefill(np.array(toks))
+        assert np.abs(got - want).max() < 5e-2 * np.abs(want).max()
+        got, want = m.decode(7).to_numpy()[0], cpu.decode(7)
+        assert np.abs(got - want).max() < 5e-2 * np.abs(want).max()
+    finally:
+        cuda.set_poison(False)
+        restore()

@@ -858,8 +858,10 @@ _HF_TO_ARCH = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2"
                # Llama-Nemotron's DeciLM (conversion/deci.py DeciModel), EXAONE 3.x (conversion/exaone.py ExaoneModel),
                # ERNIE 4.5 dense (conversion/ernie.py Ernie4_5Model)
                "nemotron-nas": "deci", "exaone": "exaone", "ernie4_5": "ernie4_5",
-               # Gemma 1 (conversion/gemma.py GemmaModel)
-               "gemma": "gemma"}
+               # Gemma 1 (conversion/gemma.py GemmaModel); GLM-4-9B-Chat as transformers ports it (conversion/chatglm.py
+               # ChatGLMModel, registered for GlmForCausalLM: llama.cpp's chatglm, src/models/chatglm.cpp labels 40 layers
+               # of 32 heads "9B")
+               "gemma": "gemma", "glm": "chatglm"}
 # model_types whose MoE models llama.cpp names apart: the converter writes a Nemotron-H config with experts
 # (num_experts_per_tok: Nemotron 3 Nano) as nemotron_h_moe, the dense ones (Nemotron-H 8B, Nemotron-Nano-9B-v2)
 # as nemotron_h (conversion/nemotron.py NemotronHModel)
