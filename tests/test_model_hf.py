@@ -173,6 +173,11 @@ TINY = {
         vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
         num_key_value_heads=2, head_dim=32, rms_norm_eps=1e-5, pad_token_id=0, bos_token_id=1, eos_token_id=2,
         rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}),
+    # InternLM3 (HF's LlamaForCausalLM of an InternLM3Config): head_dim 32 beside hidden / heads 16
+    "internlm3": dict(
+        vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=32, rms_norm_eps=1e-5, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+        rope_parameters={"rope_type": "default", "rope_theta": 50000.0}),
 }
 
 
@@ -231,7 +236,7 @@ CASES = [("glm4_moe_lite", s) for s in ("naive", "absorbed", "flash")] + \
         [("deepseek_v3", "flash"), ("llama", ""), ("qwen2", ""), ("glm4_moe", ""), ("mixtral", ""), ("mistral", ""), ("phi3", "")] + \
         [("olmoe", ""), ("granite", ""), ("granitemoe", "")] + \
         [("olmo2", ""), ("smollm3", ""), ("exaone4", ""), ("olmo3", "")] + [("exaone", ""), ("ernie4_5", "")] + \
-        [("hunyuan_v1_dense", ""), ("hunyuan_v1_moe", ""), ("phimoe", "")] + [("gemma", ""), ("glm", "")]
+        [("hunyuan_v1_dense", ""), ("hunyuan_v1_moe", ""), ("phimoe", "")] + [("gemma", ""), ("glm", ""), ("internlm3", "")]
 
 
 @pytest.mark.parametrize("model_type,strategy", CASES)

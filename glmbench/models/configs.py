@@ -100,6 +100,9 @@ Families (HF `model_type`), with the field names HF uses in each:
                  norms per layer with q/k/v biases (attention_bias, o_proj none), half the head dims rotated
                  (partial_rotary_factor 0.5) in interleaved pairs (2i, 2i + 1), gate and up fused in the checkpoint
                  (mlp.gate_up_proj, gate rows first: split on input); run
+  internlm3      dense GQA (InternLM3-8B; transformers 5.25 runs it as LlamaForCausalLM): Llama's layers, head_dim 128,
+                 the released config's own bias names qkv_bias (q/k/v/o) and bias (MLP), which must agree
+                 (InternLM3Config refuses them apart); run (an MLP bias priced, not run)
   phimoe         GQA + MoE (Phi-3.5-MoE): LayerNorms with a bias (weight and bias, eps rms_norm_eps), q/k/v/o
                  biases (attention_bias), every layer num_local_experts experts of intermediate_size routed by
                  sparsemixer (two experts per token, HF's eval-mode routing: ops.sparsemixer_route), an lm_head
@@ -192,6 +195,7 @@ FAMILIES = {
     "ernie4_5": "gqa",
     "gemma": "gqa",
     "glm": "gqa",
+    "internlm3": "gqa",
 }
 # families the cost model prices but glmbench.Model's forward pass does not run (what each lacks)
 PRICED_ONLY = {
@@ -339,7 +343,7 @@ _WRAPPER_TIE = {"qwen3_vl": ("top", False), "qwen3_vl_moe": ("top", False), "lla
 # families whose HF config has `mlp_bias` (LlamaMLP, SeedOssMLP, DeepseekV2MLP, GraniteMLP: gate / up / down built
 # with bias=config.mlp_bias, transformers 5.25); priced with the biases (ModelConfig.mlp_bias), Model does not run them.
 # (Nemotron-H's and Falcon-H1's mlp_bias are refused: _mamba_fields, _falcon_h1_fields)
-MLP_BIAS_FAMILIES = ("llama", "seed_oss", "deepseek_v2", "granite", "nemotron-nas", "exaone")
+MLP_BIAS_FAMILIES = ("llama", "seed_oss", "deepseek_v2", "granite", "nemotron-nas", "exaone", "internlm3")
 # model_types whose (remote) code is one of the families': Kimi-K2's is DeepSeek-V3's
 _ALIASES = {"kimi_k2": "deepseek_v3"}
 # families whose norms are LayerNorms (weight only) with eps `layer_norm_eps`, one per layer, before
@@ -526,6 +530,10 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     "glm": dict(rms_norm_eps=1.5625e-07, tie_word_embeddings=False, attention_bias=True, head_dim=128,
                 num_key_value_heads=2, partial_rotary_factor=0.5, max_position_embeddings=131072,
                 intermediate_size=13696, hidden_act="silu"),
+    # InternLM3Config (transformers 5.25, a LlamaConfig: InternLM3-8B's sizes; attribute_map qkv_bias -> attention_bias,
+    # bias -> mlp_bias)
+    "internlm3": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=False, mlp_bias=False, head_dim=128,
+                      num_key_value_heads=2, max_position_embeddings=32768, intermediate_size=10240, hidden_act="silu"),
     # PhimoeConfig (transformers 5.25): Phi-3.5-MoE's sizes; no window, no biases unless stated
     "phimoe": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=False, lm_head_bias=False,
                    num_key_value_heads=8, sliding_window=None, num_local_experts=16, num_experts_per_tok=2,
@@ -2346,6 +2354,30 @@ def _unwrap(hf: dict, mt: str) -> dict:
     return out
 
 
+def _internlm3_aliases(hf: dict) -> dict:
+    """InternLM3's released config.json names its biases qkv_bias and bias (InternLM3Config.attribute_map: attention_bias,
+    mlp_bias); both names of one field must agree, and the two biases must too (InternLM3Config.validate_architecture:
+    HF's Llama layers take one setting for q / k / v / o and the MLP), as must hidden_size and the heads (LlamaConfig's
+    check)."""
+    out = dict(hf)
+    for alias, key in (("qkv_bias", "attention_bias"), ("bias", "mlp_bias")):
+        if alias in hf:
+            if key in hf and hf[key] != hf[alias]:
+                raise ValueError(f"config field `{alias}` = {hf[alias]!r} and `{key}` = {hf[key]!r} disagree (InternLM3Config "
+                                 f"reads `{alias}` as `{key}`)")
+            out[key] = hf[alias]
+    r = _Reader(out, "internlm3")
+    a, m = r.bool("attention_bias"), r.bool("mlp_bias")
+    if a != m:
+        raise ValueError(f"config fields `qkv_bias` / `attention_bias` = {a} and `bias` / `mlp_bias` = {m} differ: "
+                         f"InternLM3Config refuses them apart (HF runs InternLM3 as Llama, one setting for both)")
+    D, H = r.int("hidden_size"), r.int("num_attention_heads")
+    if D % H:
+        raise ValueError(f"config field `hidden_size`={D} is not a multiple of `num_attention_heads`={H} "
+                         f"(InternLM3Config refuses it)")
+    return out
+
+
 def from_hf(hf: dict, name: str = "config") -> ModelConfig:
     mt = hf.get("model_type")
     wrapper = ""
@@ -2367,6 +2399,8 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
         # activation_function
         hf = {**{k: hf[a] for k, a in (("num_hidden_layers", "num_layers"), ("rms_norm_eps", "layer_norm_epsilon"),
                                        ("hidden_act", "activation_function")) if a in hf}, **hf}
+    if mt == "internlm3":
+        hf = _internlm3_aliases(hf)
     r = _Reader(hf, mt)
     attention = FAMILIES[mt]
     # Nemotron-H: the layers are its pattern's blocks (transformers 5 ignores num_hidden_layers)
