@@ -115,7 +115,9 @@ RUN = ["llama", "llama_tied", "mistral", "qwen2", "qwen2_tied", "qwen3", "qwen3_
        # llama.cpp's gemma (Gemma 1: norms stored as 1 + w, lm_head dropped, GeGLU, MQA with head_dim 32 beside 16)
        "gemma",
        # llama.cpp's chatglm (GLM-4-9B-Chat: q/k/v biases, half of each head rotated in NORM pairs, fused ffn_up)
-       "glm"]
+       "glm",
+       # InternLM3 (conversion/internlm.py InternLM3Model: llama.cpp's llama, q / k rows permuted)
+       "internlm3"]
 PREDICT_ONLY = ["glm4", "llama4_text", "minimax_m2", "ernie4_5_moe", "qwen2_moe", "ministral3"]   # configs.PRICED_ONLY
 # the hybrids run in glmbench.Model from HF checkpoints and from their GGUF files (test_hybrid_files_run_as_stored)
 PREDICT_ONLY += [f for f in HYBRID if f in configs.PRICED_ONLY]
@@ -303,6 +305,8 @@ def test_converted_file_config_is_the_hf_config(tmp, family):
                 if f.compare and f.name not in ("name", "file_weights") and getattr(cfg, f.name) != getattr(want, f.name)}
         if family == "mistral":   # the converter writes Mistral as the llama architecture
             assert diff.pop("model_type") == ("llama", "mistral")
+        if family == "internlm3":   # ... and InternLM3 (InternLM3Model's model_arch is LLAMA)
+            assert diff.pop("model_type") == ("llama", "internlm3")
         if family == "deepseek_v3":   # deepseek2 with a sigmoid router: the same config as GLM-4.7-Flash's family
             assert diff.pop("model_type") == ("glm4_moe_lite", "deepseek_v3")
         assert diff == {}
