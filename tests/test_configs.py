@@ -13,7 +13,7 @@ ALL = ["command-a", "command-r", "command-r-08-2024", "command-r-plus", "command
        "gemma-3n-e2b", "gemma-3n-e4b",
        "gemma-4-26b-a4b", "gemma-4-31b", "gemma-4-e2b", "gemma-4-e4b", "gemma-7b",
        "glm-4-32b", "glm-4-9b", "glm-4-9b-chat", "glm-4.5", "glm-4.5-air", "glm-4.6", "glm-4.7-flash", "glm-5", "gpt-oss-120b",
-       "gpt-oss-20b", "granite-3.1-3b-a800m-instruct", "granite-3.3-8b-instruct", "granite-4.0-h-micro", "granite-4.0-h-small", "granite-4.0-h-tiny", "hunyuan-a13b", "kimi-k2", "kimi-linear-48b-a3b", "llama-2-13b", "llama-2-70b", "llama-2-7b", "llama-3-70b", "llama-3-8b",
+       "gpt-oss-20b", "granite-3.1-3b-a800m-instruct", "granite-3.3-8b-instruct", "granite-4.0-h-micro", "granite-4.0-h-small", "granite-4.0-h-tiny", "hunyuan-a13b", "internlm3-8b", "kimi-k2", "kimi-linear-48b-a3b", "llama-2-13b", "llama-2-70b", "llama-2-7b", "llama-3-70b", "llama-3-8b",
        "llama-3.1-405b", "llama-3.1-70b", "llama-3.1-8b", "llama-3.2-1b", "llama-3.2-3b", "llama-3.3-70b",
        "llama-4-maverick", "llama-4-scout", "minimax-m2", "minimax-m2.1", "mistral-7b", "mistral-large",
        "mistral-nemo", "mistral-small-24b", "mixtral-8x22b", "mixtral-8x7b", "nemotron-3-nano-30b-a3b",
@@ -151,6 +151,7 @@ KV_F16 = {
     "gemma-2b": 18 * 1 * (256 + 256) * 2,             # 18,432
     "gemma-7b": 28 * 16 * (256 + 256) * 2,            # 458,752
     "glm-4-9b-chat": 40 * 2 * (128 + 128) * 2,        # 40,960: 2 KV heads of 128
+    "internlm3-8b": 48 * 2 * (128 + 128) * 2,         # 49,152: 2 KV heads of 128
     "kimi-linear-48b-a3b": 6 * (512 + 64) * 2,        # 6,912: its 6 MLA layers of 27
     # Cohere: Command-R (v01) is MHA, 64 KV heads of 128 (1.25 MiB per token); Command-A and R7B window
     # three of every four layers (every layer caches, the windowed ones their last 4096 + ubatch)
@@ -516,6 +517,8 @@ PUBLISHED = {
     "gemma-2b": (2.51, None, None), "gemma-7b": (8.54, None, None),
     # GLM-4-9B-Chat's card 9.4B (llama-bench "9.40 B")
     "glm-4-9b-chat": (9.4, None, None),
+    # InternLM3-8B: 8.80 B (llama-bench's params column for its file; the card's "8B" is rounded past 2%)
+    "internlm3-8b": (8.80, None, None),
 }
 
 
@@ -869,8 +872,9 @@ _MLP_BIAS_TINY = {
 }
 
 
-# (DeciLM, nemotron-nas: transformers 5.25 ships none; its MLP biases: tests/test_deci_exaone_ernie.py)
-@pytest.mark.parametrize("mt", [m for m in configs.MLP_BIAS_FAMILIES if m != "nemotron-nas"])
+# (DeciLM, nemotron-nas: transformers 5.25 ships none; its MLP biases: tests/test_deci_exaone_ernie.py. InternLM3, whose
+# config refuses an MLP bias without the attention's: tests/test_gemma1_glm_internlm3.py)
+@pytest.mark.parametrize("mt", [m for m in configs.MLP_BIAS_FAMILIES if m not in ("nemotron-nas", "internlm3")])
 def test_mlp_bias_is_priced_as_hf_builds_it(mt):
     """mlp_bias (LlamaMLP / SeedOssMLP / DeepseekV2MLP / GraniteMLP: gate, up and down biased; DeepSeek-V2's shared experts
     are such an MLP, its routed experts are not): the biases counted, tensor by tensor, as HF builds them; Model
