@@ -1,8 +1,10 @@
-"""Gemma 1 (gemma) and GLM-4-9B-Chat as transformers ports it (glm): configs against HF's meta-device models, errors,
-GGUF files as llama.cpp's converter lays them out (conversion/gemma.py GemmaModel: norms stored as 1 + w, lm_head
-dropped; conversion/chatglm.py ChatGLMModel: llama.cpp's chatglm, gate and up fused in ffn_up, no key_length),
+"""Gemma 1 (gemma), GLM-4-9B-Chat as transformers ports it (glm) and InternLM3 (internlm3): configs against HF's
+meta-device models, errors, GGUF files as llama.cpp's converter lays them out (conversion/gemma.py GemmaModel: norms
+stored as 1 + w, lm_head dropped; conversion/chatglm.py ChatGLMModel: llama.cpp's chatglm, gate and up fused in
+ffn_up, no key_length; conversion/internlm.py InternLM3Model: llama.cpp's llama, q / k rows permuted),
 written here with the gguf package (the converted tiny files: tests/test_converted_gguf.py), HF folders as
 transformers saves them, llama-bench's names and the built-ins. The forward pass against HF's tiny models: tests/test_model_hf.py (and here, the variants)."""
+import dataclasses
 import json
 
 import numpy as np
@@ -426,3 +428,121 @@ def test_emulated_cuda_model_runs_glm():
     finally:
         cuda.set_poison(False)
         restore()
+
+
+# ---- InternLM3 -------------------------------------------------------------------------------------------------
+_ILM = dict(_B, model_type="internlm3", head_dim=32, rms_norm_eps=1e-5)
+
+
+@pytest.mark.parametrize("kw", [{}, dict(qkv_bias=True, bias=True), dict(attention_bias=True, mlp_bias=True),
+                                dict(head_dim=16, tie_word_embeddings=True)])
+def test_internlm3_parameters_equal_the_hf_model(kw):
+    cfg = _hf_counts_equal("internlm3", {**_ILM, **kw})
+    biased = bool(kw.get("qkv_bias") or kw.get("attention_bias"))
+    # HF's Llama layers: attention_bias on q / k / v and o, mlp_bias on gate / up / down (priced; Model runs none)
+    assert (cfg.attention_bias, cfg.attention_out_bias, cfg.mlp_bias) == (biased,) * 3
+    assert cfg.forward_unsupported() == (["mlp_bias (biases on the MLP's gate / up / down projections)"] if biased else [])
+    assert cfg.rope_layout == "half" and cfg.rope_dim == cfg.head_dim and cfg.n_layer_norms == 2
+
+
+def test_internlm3_config_defaults_and_errors():
+    c = configs.from_hf({k: v for k, v in _ILM.items() if k not in ("head_dim", "num_key_value_heads")})
+    assert (c.head_dim, c.n_kv_heads, c.attention_bias, c.mlp_bias, c.tie_word_embeddings) == (128, 2, False, False, False)
+    for bad, match in (({"qkv_bias": True}, r"`qkv_bias` / `attention_bias` = True and `bias` / `mlp_bias` = False differ"),
+                       ({"qkv_bias": True, "attention_bias": False, "bias": True},
+                        r"`qkv_bias` = True and `attention_bias` = False disagree"),
+                       ({"bias": "no"}, r"`mlp_bias` must be true or false, got 'no'"),
+                       ({"hidden_size": 66}, r"`hidden_size`=66 is not a multiple of `num_attention_heads`=4"),
+                       ({"num_key_value_heads": 3}, r"not a multiple of `num_key_value_heads`=3")):
+        with pytest.raises(ValueError, match=match):
+            configs.from_hf({**_ILM, **bad})
+    # biases on both (as InternLM3Config allows): priced with them, refused by Model (its MLP has none)
+    b = configs.from_hf({**_ILM, "qkv_bias": True, "bias": True})
+    with pytest.raises(ValueError, match="mlp_bias"):
+        glmbench.Model(b, weights="f32", max_context=8)
+
+
+def test_internlm3_written_file_reads_as_llama(tmp_path):
+    """conversion/internlm.py InternLM3Model writes llama.cpp's llama (key_length = head_dim, rope.dimension_count,
+    q / k rows permuted): the file reads back as a llama config of InternLM3's shape, priced the same."""
+    p = str(tmp_path / "ilm.gguf")
+    want = configs.from_hf(_ILM, "synth")
+    gguf_writer.write_zero_file(p, want, "llama", {**gguf_writer.gqa_meta(want), "attention.key_length": 32,
+                                                   "attention.value_length": 32, "rope.dimension_count": 32})
+    cfg = gguf_writer.load_stated(p)
+    assert gguf_writer.config_diff(cfg, want) == {"model_type": ("llama", "internlm3")}
+    assert cfg.total_params() == want.total_params() and cfg.kv_bytes_per_token() == want.kv_bytes_per_token()
+    assert cfg.file_weights.extra_bytes == cfg.file_weights.skipped_bytes == 0
+    # the same config but for the name of its family: priced alike (the file's own bytes aside)
+    same = dataclasses.replace(cfg, model_type="internlm3", name="synth", file_weights=None)
+    assert same == want
+    a, b = cm.Setup(same, "rtx-3090", weights="Q4_K_M"), cm.Setup(want, "rtx-3090", weights="Q4_K_M")
+    assert cm.decode(a, 100).seconds == cm.decode(b, 100).seconds
+
+
+@pytest.mark.slow
+def test_internlm3_hf_folder_as_saved_runs_and_is_counted(tmp_path):
+    """A folder transformers 5 saves (config.json model_type internlm3, LlamaForCausalLM's names) read by
+    checkpoint.load_model: every stored byte counted, logits as HF's, the layers one C call each."""
+    pytest.importorskip("torch")
+    from test_model_hf import glm_logits, hf_logits, rel_err, tiny_hf_model
+    from glmbench.models import checkpoint
+    _, hf = tiny_hf_model("internlm3")
+    hf.save_pretrained(str(tmp_path))
+    assert json.load(open(tmp_path / "config.json"))["model_type"] == "internlm3"
+    c = configs.load(str(tmp_path))
+    assert c.model_type == "internlm3"
+    fw = c.file_weights
+    assert fw.extra_bytes == fw.skipped_bytes == 0 and fw.main_type == "F32"
+    m = checkpoint.load_model(str(tmp_path), kv="f32", max_context=32)
+    assert all(layer.runs_in_c(1) for layer in m.layers)
+    prompt, steps = [3, 17, 42, 5, 9, 1], [7, 11]
+    assert max(rel_err(a, b) for a, b in zip(glm_logits(m, prompt, steps), hf_logits(hf, prompt, steps))) < 1e-4
+
+
+def test_internlm3_builtin_priced():
+    c = configs.load("internlm3-8b")
+    # 8.80 B (the card's 8B class); 2 KV heads of 128 on 48 layers
+    assert (c.model_type, c.total_params(), c.kv_bytes_per_token("f16"), c.n_layers) == \
+        ("internlm3", 8_804_241_408, 48 * 2 * 256 * 2, 48)
+    assert not (c.attention_bias or c.mlp_bias) and c.head_dim == 128 and c.rope_theta == 5e7
+    # its dynamic rope (as recalled) changes numerics only: priced; Model and CudaModel refuse it
+    assert c.rope_type == "dynamic" and c.forward_unsupported() == [
+        "rope_type 'dynamic' (supported: " + ", ".join(configs.ROPE_TYPES) + ")"]
+    s = cm.Setup(c, "rtx-3090", weights="Q4_K_M")
+    d = cm.decode(s, 100)
+    assert d.tok_s > 0 and cm.prefill(s, 512).tok_s > 0 and cm.memory(s, 8192).fits
+    assert 0.9 * c.weight_bytes("Q4_K_M") < sum(op.bytes for op in d.ops) < c.weight_bytes("Q4_K_M")
+    from glmbench import cuda
+    with pytest.raises(ValueError, match="CudaModel: .*rope_scaling"):
+        cuda.CudaModel(c)
+    # the same layers without the scaling run in Model
+    plain = configs.from_hf({**{k: v for k, v in c.hf.items() if k != "rope_scaling"}, "num_hidden_layers": 1,
+                             "vocab_size": 64, "hidden_size": 128, "num_attention_heads": 4, "head_dim": 32,
+                             "intermediate_size": 64})
+    assert plain.forward_unsupported() == []
+    m = glmbench.Model(plain, weights="f32", max_context=8)
+    assert np.isfinite(m.prefill(np.arange(4))).all()
+
+
+@pytest.mark.slow
+def test_internlm3_builtin_equals_the_hf_meta_model():
+    transformers = pytest.importorskip("transformers")
+    c = configs.load("internlm3-8b")
+    hf = {k: v for k, v in c.hf.items() if not k.startswith("_") and k not in ("architectures", "model_type")}
+    assert hf_meta.meta_model(transformers.AutoConfig.for_model("internlm3", **hf))[1] == c.total_params()
+
+
+_ILM_ROWS = {"llama 34B Q4_K - Medium        |   4.97 GiB |     8.80 B": ("internlm3-8b", "Q4_K_M"),
+             "llama 34B Q8_0                 |   8.72 GiB |     8.80 B": ("internlm3-8b", "q8_0")}
+
+
+def test_internlm3_llama_bench_rows_name_the_builtin(tmp_path):
+    """An InternLM3 file is llama.cpp's llama of 48 layers, which src/models/llama.cpp labels "34B": its row is told
+    by the params column; without one, a 'llama 34B' row names no built-in (CodeLlama-34B and Yi-34B are 48-layer
+    llamas too), and the Llama 3 8B rows stay theirs."""
+    lb.check_rows_name_builtins(tmp_path, _ILM_ROWS, "CUDA       |  99 |         1 |           tg128 |       80.10 ± 0.50")
+    assert im._arch_of("internlm3") == "llama"
+    assert im.model_candidates("llama 34B Q4_K - Medium")[0] == []
+    assert "internlm3-8b" not in im.model_candidates("llama 8B Q4_K - Medium")[0]
+    assert "internlm3-8b" not in im.model_candidates("llama 8B Q4_K - Medium", 8.03e9)[0]
