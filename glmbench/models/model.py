@@ -26,6 +26,11 @@ RMSNorms (held as 1 + w, as Gemma 2 / 3's) and the GeGLU MLP (ops.geglu; SwiGLU 
 no soft-capping, no windows, softmax scale head_dim ** -0.5, tied head. No C layer (its dense MLP is SwiGLU):
 forward_py runs it op by op.
 
+GLM-4-9B-Chat as transformers ports it (glm; HF modeling_glm) and InternLM3 (internlm3; HF's LlamaForCausalLM): Llama's
+pre-norm layer, one C call each. GLM's q/k/v biases and its rope on the first half of each head in interleaved pairs
+(rope_dim, rope_layout "interleaved") are the C layer's own arguments; its checkpoint's mlp.gate_up_proj is split into
+gate and up rows on input (`_unfused`, as Phi-3's).
+
 Gemma 4 (gemma4_text, and the gemma4 wrapper's text model; HF modeling_gemma4, transformers 5.25): Gemma 3's
 layer with plain (times w) RMSNorms; q / k RMSNorms per head, a weightless v norm, softmax scale 1; the
 windowed layers plain rope by the local base, the global ones their own head dim and KV heads
