@@ -19,7 +19,8 @@ phi3's fused attn_qkv and ffn_up split into q/k/v and gate/up rows (gguf_file.Ro
 Mixtral files' per-expert ffn_gate.E / ffn_up.E / ffn_down.E stacked (gguf_file.PerExpert);
 deepseek2's split attn_k_b / attn_v_b: kept split as stored (core.attention.KVBSplit) when either is
 quantized in an executable block format (q5_0 as its exact q8_0 twin), else joined back into kv_b_proj
-(bf16/f16 when both are stored so, else f32: q4_1/q5_1 and the other types dequantized); gemma/gemma2/gemma3 norm weights stored as 1 + w;
+(bf16/f16 when both are stored so, else f32: q4_1/q5_1 and the other types dequantized); gemma/gemma2/gemma3 norm
+weights stored as 1 + w; chatglm's fused attn_qkv (and its bias) and ffn_up split as phi3's;
 the Mamba-2 hybrids' (nemotron_h, nemotron_h_moe, granitehybrid) ssm_a = -exp(A_log), A / D as [H, 1], the
 gated norm as [groups, d_inner / groups], conv1d squeezed (_linear_tensor), and their q / k rows permuted as
 llama's; the Gated DeltaNet hybrids' (qwen3next, qwen35, qwen35moe) A = -exp(A_log), 1 + w norms and squeezed

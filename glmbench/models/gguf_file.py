@@ -2036,8 +2036,8 @@ def _per_expert(hf: str, shape, ts: dict) -> PerExpert | None:
 
 
 def _phi3_fused(hf: str, shapes: dict, ts: dict) -> RowSlice | None:
-    """The rows of phi3's fused attn_qkv / ffn_up (glm4's ffn_up too, chatglm's attn_qkv and ffn_up) holding HF tensor `hf`, when the
-    file fuses them."""
+    """The rows of phi3's fused attn_qkv / ffn_up (glm4's ffn_up too; chatglm's attn_qkv with its bias, and ffn_up)
+    holding HF tensor `hf`, when the file fuses them."""
     pre = hf.split(".self_attn.")[0].split(".mlp.")[0]       # "model.layers.N"
     blk = pre.replace("model.layers.", "blk.")
     if hf.endswith(("self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight")):
