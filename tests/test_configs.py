@@ -6,24 +6,27 @@ import pytest
 from glmbench.models import configs
 from glmbench import vocab
 
-ALL = ["afm-4.5b", "apertus-70b", "apertus-8b", "command-a", "command-r", "command-r-08-2024", "command-r-plus", "command-r7b", "deepseek-r1", "deepseek-r1-distill-llama-70b", "deepseek-r1-distill-llama-8b",
+ALL = ["afm-4.5b", "apertus-70b", "apertus-8b", "command-a", "command-r", "command-r-08-2024", "command-r-plus",
+       "command-r7b", "deepseek-r1", "deepseek-r1-distill-llama-70b", "deepseek-r1-distill-llama-8b",
        "deepseek-r1-distill-qwen-14b", "deepseek-r1-distill-qwen-32b", "deepseek-r1-distill-qwen-7b",
-       "deepseek-v2-lite", "deepseek-v3", "deepseek-v3.1", "deepseek-v3.2", "devstral-small", "dots.llm1.inst", "ernie-4.5-0.3b", "ernie-4.5-21b-a3b", "exaone-3.5-2.4b", "exaone-3.5-32b", "exaone-3.5-7.8b", "exaone-4.0-32b",
-       "gemma-2-27b", "gemma-2-2b", "gemma-2-9b", "gemma-3-12b", "gemma-3-1b", "gemma-3-27b", "gemma-3-4b",
-       "gemma-3n-e2b", "gemma-3n-e4b",
-       "gemma-4-26b-a4b", "gemma-4-31b", "gemma-4-e2b", "gemma-4-e4b",
-       "glm-4-32b", "glm-4-9b", "glm-4.5", "glm-4.5-air", "glm-4.6", "glm-4.7-flash", "glm-5", "gpt-oss-120b",
-       "gpt-oss-20b", "granite-3.1-3b-a800m-instruct", "granite-3.3-8b-instruct", "granite-4.0-h-micro", "granite-4.0-h-small", "granite-4.0-h-tiny", "hunyuan-a13b", "kimi-k2", "kimi-linear-48b-a3b", "llama-2-13b", "llama-2-70b", "llama-2-7b", "llama-3-70b", "llama-3-8b",
-       "llama-3.1-405b", "llama-3.1-70b", "llama-3.1-8b", "llama-3.2-1b", "llama-3.2-3b", "llama-3.3-70b",
-       "llama-4-maverick", "llama-4-scout", "minimax-m2", "minimax-m2.1", "mistral-7b", "mistral-large",
-       "mistral-nemo", "mistral-small-24b", "mixtral-8x22b", "mixtral-8x7b", "nemotron-3-nano-30b-a3b",
-       "nemotron-h-8b", "nemotron-nano-9b-v2", "olmo-2-1124-7b", "olmo-3-7b", "olmoe-1b-7b-0924", "phi-3-mini", "phi-3.5-moe", "phi-4",
-       "phi-4-mini",
-       "qwen1.5-moe-a2.7b", "qwen2-57b-a14b", "qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-14b", "qwen2.5-32b",
-       "qwen2.5-3b", "qwen2.5-72b", "qwen2.5-7b", "qwen2.5-coder-32b", "qwen2.5-coder-7b", "qwen3-0.6b",
-       "qwen3-1.7b", "qwen3-14b", "qwen3-235b-a22b", "qwen3-30b-a3b", "qwen3-32b", "qwen3-4b", "qwen3-8b",
-       "qwen3-coder-30b-a3b", "qwen3-coder-480b-a35b", "qwen3-next-80b-a3b", "qwen3.5-122b-a10b",
-       "qwen3.5-27b", "qwen3.5-35b-a3b", "qwen3.5-397b-a17b", "qwen3.5-9b", "qwq-32b", "seed-oss-36b", "smollm3-3b"]
+       "deepseek-v2-lite", "deepseek-v3", "deepseek-v3.1", "deepseek-v3.2", "devstral-small", "dots.llm1.inst",
+       "ernie-4.5-0.3b", "ernie-4.5-21b-a3b", "exaone-3.5-2.4b", "exaone-3.5-32b", "exaone-3.5-7.8b",
+       "exaone-4.0-32b", "gemma-2-27b", "gemma-2-2b", "gemma-2-9b", "gemma-2b", "gemma-3-12b", "gemma-3-1b",
+       "gemma-3-27b", "gemma-3-4b", "gemma-3n-e2b", "gemma-3n-e4b", "gemma-4-26b-a4b", "gemma-4-31b", "gemma-4-e2b",
+       "gemma-4-e4b", "gemma-7b", "glm-4-32b", "glm-4-9b", "glm-4-9b-chat", "glm-4.5", "glm-4.5-air", "glm-4.6",
+       "glm-4.7-flash", "glm-5", "gpt-oss-120b", "gpt-oss-20b", "granite-3.1-3b-a800m-instruct",
+       "granite-3.3-8b-instruct", "granite-4.0-h-micro", "granite-4.0-h-small", "granite-4.0-h-tiny", "hunyuan-a13b",
+       "internlm3-8b", "kimi-k2", "kimi-linear-48b-a3b", "llama-2-13b", "llama-2-70b", "llama-2-7b", "llama-3-70b",
+       "llama-3-8b", "llama-3.1-405b", "llama-3.1-70b", "llama-3.1-8b", "llama-3.2-1b", "llama-3.2-3b",
+       "llama-3.3-70b", "llama-4-maverick", "llama-4-scout", "minimax-m2", "minimax-m2.1", "mistral-7b",
+       "mistral-large", "mistral-nemo", "mistral-small-24b", "mixtral-8x22b", "mixtral-8x7b",
+       "nemotron-3-nano-30b-a3b", "nemotron-h-8b", "nemotron-nano-9b-v2", "olmo-2-1124-7b", "olmo-3-7b",
+       "olmoe-1b-7b-0924", "phi-3-mini", "phi-3.5-moe", "phi-4", "phi-4-mini", "qwen1.5-moe-a2.7b", "qwen2-57b-a14b",
+       "qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-14b", "qwen2.5-32b", "qwen2.5-3b", "qwen2.5-72b", "qwen2.5-7b",
+       "qwen2.5-coder-32b", "qwen2.5-coder-7b", "qwen3-0.6b", "qwen3-1.7b", "qwen3-14b", "qwen3-235b-a22b",
+       "qwen3-30b-a3b", "qwen3-32b", "qwen3-4b", "qwen3-8b", "qwen3-coder-30b-a3b", "qwen3-coder-480b-a35b",
+       "qwen3-next-80b-a3b", "qwen3.5-122b-a10b", "qwen3.5-27b", "qwen3.5-35b-a3b", "qwen3.5-397b-a17b", "qwen3.5-9b",
+       "qwq-32b", "seed-oss-36b", "smollm3-3b"]
 
 
 def test_builtin_names():
@@ -153,6 +156,11 @@ KV_F16 = {
     "afm-4.5b": 36 * 4 * (128 + 128) * 2,             # 73,728: AFM-4.5B's 4 KV heads of 128
     "apertus-8b": 32 * 8 * (128 + 128) * 2,           # 131,072: 8 KV heads of 128
     "apertus-70b": 80 * 8 * (128 + 128) * 2,          # 327,680
+    # Gemma 1: the 2B's MQA, one KV head of 256; the 7B's MHA, 16 KV heads of 256 (hidden 3072 / 16 = 192 is not it)
+    "gemma-2b": 18 * 1 * (256 + 256) * 2,             # 18,432
+    "gemma-7b": 28 * 16 * (256 + 256) * 2,            # 458,752
+    "glm-4-9b-chat": 40 * 2 * (128 + 128) * 2,        # 40,960: 2 KV heads of 128
+    "internlm3-8b": 48 * 2 * (128 + 128) * 2,         # 49,152: 2 KV heads of 128
     "kimi-linear-48b-a3b": 6 * (512 + 64) * 2,        # 6,912: its 6 MLA layers of 27
     # Cohere: Command-R (v01) is MHA, 64 KV heads of 128 (1.25 MiB per token); Command-A and R7B window
     # three of every four layers (every layer caches, the windowed ones their last 4096 + ubatch)
@@ -521,6 +529,12 @@ PUBLISHED = {
     "afm-4.5b": (4.62, None, None),
     # Apertus 8B / 70B: the names' 8B and 70B (8.05 B and 70.60 B here)
     "apertus-8b": (8.05, None, None), "apertus-70b": (70.6, None, None),
+    # Gemma 1's published counts (tied embeddings counted once): 2.51 B, 8.54 B
+    "gemma-2b": (2.51, None, None), "gemma-7b": (8.54, None, None),
+    # GLM-4-9B-Chat's card 9.4B (llama-bench "9.40 B")
+    "glm-4-9b-chat": (9.4, None, None),
+    # InternLM3-8B: 8.80 B (llama-bench's params column for its file; the card's "8B" is rounded past 2%)
+    "internlm3-8b": (8.80, None, None),
 }
 
 
@@ -875,8 +889,9 @@ _MLP_BIAS_TINY = {
 }
 
 
-# (DeciLM, nemotron-nas: transformers 5.25 ships none; its MLP biases: tests/test_deci_exaone_ernie.py)
-@pytest.mark.parametrize("mt", [m for m in configs.MLP_BIAS_FAMILIES if m != "nemotron-nas"])
+# (DeciLM, nemotron-nas: transformers 5.25 ships none; its MLP biases: tests/test_deci_exaone_ernie.py. InternLM3, whose
+# config refuses an MLP bias without the attention's: tests/test_gemma1_glm_internlm3.py)
+@pytest.mark.parametrize("mt", [m for m in configs.MLP_BIAS_FAMILIES if m not in ("nemotron-nas", "internlm3")])
 def test_mlp_bias_is_priced_as_hf_builds_it(mt):
     """mlp_bias (LlamaMLP / SeedOssMLP / DeepseekV2MLP / GraniteMLP: gate, up and down biased; DeepSeek-V2's shared experts
     are such an MLP, its routed experts are not): the biases counted, tensor by tensor, as HF builds them; Model

@@ -107,6 +107,10 @@ EXTRA = {
     # dots.llm1 stating scoring_func "sigmoid", which conversion/base.py writes as expert_gating_func 2 (llama.cpp's
     # dots1 graph needs it; the released config's "noaux_tc" the vendored converter refuses: tests/test_dots1.py)
     "dots1": ("dots1", dict(TINY["dots1"], scoring_func="sigmoid")),
+    # GLM-4-9B-Chat (transformers' glm) as llama.cpp's chatglm: the converter writes no key_length (the head is
+    # hidden / heads: llama.cpp's o_proj is n_embd x n_embd), context_length = hidden_size (GlmConfig has no
+    # seq_length) and rms eps 1e-5 (no layernorm_epsilon), so the tiny config states those as the file will
+    "glm": ("glm", dict(TINY["glm"], head_dim=16, max_position_embeddings=64, rms_norm_eps=1e-5)),
 }
 HYBRID = ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")      # configs.LINEAR_FAMILIES
 COHERE = ("cohere", "cohere2")
@@ -125,7 +129,14 @@ RUN = ["llama", "llama_tied", "mistral", "qwen2", "qwen2_tied", "qwen3", "qwen3_
        "arcee",
        # llama.cpp's apertus (q / k not permuted, per-head q / k norms, llama3 rope as rope_freqs, the xIELU's
        # per-layer parameters as the xielu.* metadata arrays)
-       "apertus", "phi3_longrope"]
+       "apertus", "phi3_longrope",
+
+       # llama.cpp's gemma (Gemma 1: norms stored as 1 + w, lm_head dropped, GeGLU, MQA with head_dim 32 beside 16)
+       "gemma",
+       # llama.cpp's chatglm (GLM-4-9B-Chat: q/k/v biases, half of each head rotated in NORM pairs, fused ffn_up)
+       "glm",
+       # InternLM3 (conversion/internlm.py InternLM3Model: llama.cpp's llama, q / k rows permuted)
+       "internlm3"]
 PREDICT_ONLY = ["glm4", "llama4_text", "minimax_m2", "ernie4_5_moe", "qwen2_moe", "ministral3"]   # configs.PRICED_ONLY
 # the hybrids run in glmbench.Model from HF checkpoints and from their GGUF files (test_hybrid_files_run_as_stored)
 PREDICT_ONLY += [f for f in HYBRID if f in configs.PRICED_ONLY]
@@ -313,6 +324,8 @@ def test_converted_file_config_is_the_hf_config(tmp, family):
                 if f.compare and f.name not in ("name", "file_weights") and getattr(cfg, f.name) != getattr(want, f.name)}
         if family == "mistral":   # the converter writes Mistral as the llama architecture
             assert diff.pop("model_type") == ("llama", "mistral")
+        if family == "internlm3":   # ... and InternLM3 (InternLM3Model's model_arch is LLAMA)
+            assert diff.pop("model_type") == ("llama", "internlm3")
         if family == "deepseek_v3":   # deepseek2 with a sigmoid router: the same config as GLM-4.7-Flash's family
             assert diff.pop("model_type") == ("glm4_moe_lite", "deepseek_v3")
         if family == "phi3_longrope":   # the file's factors (float32 tensors) and attn_factor, in its own dict's keys

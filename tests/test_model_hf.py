@@ -186,6 +186,23 @@ TINY = {
         attention_bias=True, max_position_embeddings=64,
         rope_parameters={"rope_type": "llama3", "rope_theta": 10000.0, "factor": 8.0, "low_freq_factor": 1.0,
                          "high_freq_factor": 4.0, "original_max_position_embeddings": 8}),
+    # Gemma 1: Llama's pre-norm layer with embeddings x sqrt(hidden), (1 + w) RMSNorms, GeGLU, MQA (one KV head),
+    # head_dim 32 beside hidden / heads 16 (as gemma-7b's 256 beside 192), tied head
+    "gemma": dict(
+        vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=1, head_dim=32, rms_norm_eps=1e-6, pad_token_id=0, bos_token_id=2, eos_token_id=1,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+    # GLM-4-9B-Chat (transformers' glm): q/k/v biases, half of each 32-wide head rotated in interleaved pairs, gate
+    # and up fused (mlp.gate_up_proj)
+    "glm": dict(
+        vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=32, rms_norm_eps=1e-5, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}),
+    # InternLM3 (HF's LlamaForCausalLM of an InternLM3Config): head_dim 32 beside hidden / heads 16
+    "internlm3": dict(
+        vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=32, rms_norm_eps=1e-5, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+        rope_parameters={"rope_type": "default", "rope_theta": 50000.0}),
 }
 
 
@@ -246,7 +263,7 @@ CASES = [("glm4_moe_lite", s) for s in ("naive", "absorbed", "flash")] + \
         [("deepseek_v3", "flash"), ("llama", ""), ("qwen2", ""), ("glm4_moe", ""), ("mixtral", ""), ("mistral", ""), ("phi3", "")] + \
         [("olmoe", ""), ("granite", ""), ("granitemoe", "")] + \
         [("olmo2", ""), ("smollm3", ""), ("exaone4", ""), ("olmo3", "")] + [("exaone", ""), ("ernie4_5", "")] + \
-        [("hunyuan_v1_dense", ""), ("hunyuan_v1_moe", ""), ("phimoe", "")] + [("dots1", ""), ("arcee", ""), ("apertus", "")]
+        [("hunyuan_v1_dense", ""), ("hunyuan_v1_moe", ""), ("phimoe", "")] + [("dots1", ""), ("arcee", ""), ("apertus", ""), ("gemma", ""), ("glm", ""), ("internlm3", "")]
 
 
 @pytest.mark.parametrize("model_type,strategy", CASES)

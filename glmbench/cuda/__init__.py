@@ -829,7 +829,8 @@ class CudaModel:
         if getattr(cfg, "rope_scaling", None):
             raise ValueError(f"CudaModel: {cfg.name} uses rope_scaling {cfg.rope_scaling!r}, which the CUDA rope "
                              "kernels do not implement (plain theta^(-2i/d) frequencies only)")
-        if (cfg.windowed_layers or cfg.model_type in configs.GEMMA_FAMILIES or cfg.forward_unsupported()
+        if (cfg.windowed_layers or cfg.model_type in configs.GEMMA_FAMILIES + configs.GEMMA1_FAMILIES
+                or cfg.forward_unsupported()
                 or cfg.attention_sinks or cfg.expert_bias or cfg.layer_norm   # GPT-OSS, Cohere: CPU only
                 or cfg.post_norms or cfg.nope_layers or cfg.qk_norm_all_heads or cfg.clip_qkv
                 or cfg.residual_multiplier is not None   # OLMo 2 / 3, EXAONE 4, SmolLM3, OLMoE, Granite
@@ -838,8 +839,9 @@ class CudaModel:
             # (post-norm layers, NoPE layers, q / k norms over all heads, clip_qkv, Granite's multipliers; Hunyuan's
             # q / k norms after rope; Phi-3.5-MoE's biased LayerNorms and sparsemixer router; an ungated MLP)
             # the GPU path has full causal attention and the Llama/Qwen layer only: refuse, never run it wrong
+            # (Gemma 1: GeGLU, embeddings x sqrt(hidden), (1 + w) norms)
             raise ValueError(f"CudaModel: {cfg.name} ({cfg.model_type}) needs sliding-window attention, Gemma's "
-                             "layer (sandwich norms, GeGLU, soft-capping) or Cohere's (LayerNorm, parallel "
+                             "layer (sandwich norms, GeGLU, scaled embeddings, soft-capping) or Cohere's (LayerNorm, parallel "
                              "attention and MLP) or another family's layer (post-norms, NoPE layers, q / k norms over "
                              "all heads, multipliers, q / k norms after rope, biased LayerNorms, an ungated MLP), which the CUDA path does not implement; glmbench.Model runs it "
                              "on the CPU")

@@ -100,6 +100,17 @@ Families (HF `model_type`), with the field names HF uses in each:
                  per-head q/k RMSNorm before rope and an ungated MLP down(xielu(up x)) whose xIELU holds per layer
                  the learned alpha_p / alpha_n and the buffers beta / eps (mlp.act_fn.*; ops.xielu); llama3 rope
                  (base 12e6) where the config states none; run
+  gemma          dense GQA (Gemma 1: gemma-2b / gemma-7b): Llama's pre-norm layer with Gemma's pieces, embeddings
+                 times sqrt(hidden), (1 + w) RMSNorms, a GeGLU MLP (hidden_act gelu_pytorch_tanh; the released "gelu"
+                 read as it, as GemmaConfig does), head_dim 256 whatever hidden / heads (MQA on the 2B), tied head; no
+                 soft-capping, no post norms, no windows; run (op by op, no C layer)
+  glm            dense GQA (GLM-4-9B-Chat as transformers ports it, GlmForCausalLM; not glm4, GLM-4-0414): Llama's two
+                 norms per layer with q/k/v biases (attention_bias, o_proj none), half the head dims rotated
+                 (partial_rotary_factor 0.5) in interleaved pairs (2i, 2i + 1), gate and up fused in the checkpoint
+                 (mlp.gate_up_proj, gate rows first: split on input); run
+  internlm3      dense GQA (InternLM3-8B; transformers 5.25 runs it as LlamaForCausalLM): Llama's layers, head_dim 128,
+                 the released config's own bias names qkv_bias (q/k/v/o) and bias (MLP), which must agree
+                 (InternLM3Config refuses them apart); run (an MLP bias priced, not run)
   phimoe         GQA + MoE (Phi-3.5-MoE): LayerNorms with a bias (weight and bias, eps rms_norm_eps), q/k/v/o
                  biases (attention_bias), every layer num_local_experts experts of intermediate_size routed by
                  sparsemixer (two experts per token, HF's eval-mode routing: ops.sparsemixer_route), an lm_head
@@ -201,6 +212,9 @@ FAMILIES = {
     "dots1": "gqa",
     "arcee": "gqa",
     "apertus": "gqa",
+    "gemma": "gqa",
+    "glm": "gqa",
+    "internlm3": "gqa",
 }
 # families the cost model prices but glmbench.Model's forward pass does not run (what each lacks)
 PRICED_ONLY = {
@@ -259,6 +273,10 @@ KDA_FAMILIES = ("kimi_linear",)
 SHORTCONV_FAMILIES = ("lfm2", "lfm2_moe")
 # Gemma's layer: embeddings x sqrt(hidden), (1 + w) sandwich norms, GeGLU, query_pre_attn_scalar
 GEMMA_FAMILIES = ("gemma2", "gemma3_text")
+# Gemma 1 (HF GemmaModel, transformers 5.25): Gemma's embeddings x sqrt(hidden), (1 + w) RMSNorms and GeGLU on Llama's
+# pre-norm layer (two norms per layer; no sandwich norms, soft-capping, windows or q / k norms): Model runs it op by
+# op (Layer.forward_py: the C layer's MLP is SwiGLU, its Gemma layer the sandwich one)
+GEMMA1_FAMILIES = ("gemma",)
 # Gemma 4 (HF Gemma4TextModel, transformers 5.25): Gemma 3's sandwich norms (plain w, not 1 + w), a softmax
 # scale of 1 with q / k / v RMSNorms (v's weightless); its global (full-attention) layers have their own head
 # dim and KV heads (global_head_dim, num_global_key_value_heads) and proportional rope on a quarter of the
@@ -344,7 +362,7 @@ _WRAPPER_TIE = {"qwen3_vl": ("top", False), "qwen3_vl_moe": ("top", False), "lla
 # families whose HF config has `mlp_bias` (LlamaMLP, SeedOssMLP, DeepseekV2MLP, GraniteMLP: gate / up / down built
 # with bias=config.mlp_bias, transformers 5.25); priced with the biases (ModelConfig.mlp_bias), Model does not run them.
 # (Nemotron-H's and Falcon-H1's mlp_bias are refused: _mamba_fields, _falcon_h1_fields)
-MLP_BIAS_FAMILIES = ("llama", "seed_oss", "deepseek_v2", "granite", "nemotron-nas", "exaone", "arcee")
+MLP_BIAS_FAMILIES = ("llama", "seed_oss", "deepseek_v2", "granite", "nemotron-nas", "exaone", "arcee", "internlm3")
 # families whose dense MLP is ungated, down(act(up x)) (ModelConfig.mlp_gated False; HF ArceeMLP, ApertusMLP):
 # Arcee's relu2, Apertus's xIELU
 UNGATED_MLP_FAMILIES = ("arcee", "apertus")
@@ -540,6 +558,19 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     # (llama3, base 12e6) where none is stated: APERTUS_ROPE
     "apertus": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=False, max_position_embeddings=65536,
                     hidden_act="xielu"),
+    # GemmaConfig (transformers 5.25): gemma-7b's sizes, 16 KV heads (not the heads' count), head_dim 256, tied
+    "gemma": dict(rms_norm_eps=1e-6, tie_word_embeddings=True, attention_bias=False, head_dim=256,
+                  num_key_value_heads=16, max_position_embeddings=8192, hidden_act="gelu_pytorch_tanh",
+                  intermediate_size=24576, use_bidirectional_attention=None),
+    # GlmConfig (transformers 5.25): glm-4-9b-chat's sizes; q/k/v biased, 2 KV heads of 128, half of each head rotated
+    # (__post_init__ sets partial_rotary_factor 0.5 where the config states none)
+    "glm": dict(rms_norm_eps=1.5625e-07, tie_word_embeddings=False, attention_bias=True, head_dim=128,
+                num_key_value_heads=2, partial_rotary_factor=0.5, max_position_embeddings=131072,
+                intermediate_size=13696, hidden_act="silu"),
+    # InternLM3Config (transformers 5.25, a LlamaConfig: InternLM3-8B's sizes; attribute_map qkv_bias -> attention_bias,
+    # bias -> mlp_bias)
+    "internlm3": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=False, mlp_bias=False, head_dim=128,
+                      num_key_value_heads=2, max_position_embeddings=32768, intermediate_size=10240, hidden_act="silu"),
     # PhimoeConfig (transformers 5.25): Phi-3.5-MoE's sizes; no window, no biases unless stated
     "phimoe": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=False, lm_head_bias=False,
                    num_key_value_heads=8, sliding_window=None, num_local_experts=16, num_experts_per_tok=2,
@@ -895,7 +926,8 @@ class ModelConfig:
         """What glmbench.Model's forward pass does not implement for this config (empty: it runs).
         Each only changes numerics: predictions take the config as it is."""
         out = []
-        gemma = self.model_type in GEMMA_FAMILIES + GEMMA4_FAMILIES + GEMMA3N_FAMILIES
+        # (Gemma 1's layer runs either activation: GeGLU for gelu_pytorch_tanh, SwiGLU for silu)
+        gemma = self.model_type in GEMMA_FAMILIES + GEMMA4_FAMILIES + GEMMA3N_FAMILIES + GEMMA1_FAMILIES
         if self.hidden_act != "silu" and not (gemma and self.hidden_act == "gelu_pytorch_tanh") and \
                 not (self.model_type in ("nemotron_h",) + UNGATED_MLP_FAMILIES and self.hidden_act == "relu2") and \
                 not self.xielu:
@@ -2504,6 +2536,30 @@ def _unwrap(hf: dict, mt: str) -> dict:
     return out
 
 
+def _internlm3_aliases(hf: dict) -> dict:
+    """InternLM3's released config.json names its biases qkv_bias and bias (InternLM3Config.attribute_map: attention_bias,
+    mlp_bias); both names of one field must agree, and the two biases must too (InternLM3Config.validate_architecture:
+    HF's Llama layers take one setting for q / k / v / o and the MLP), as must hidden_size and the heads (LlamaConfig's
+    check)."""
+    out = dict(hf)
+    for alias, key in (("qkv_bias", "attention_bias"), ("bias", "mlp_bias")):
+        if alias in hf:
+            if key in hf and hf[key] != hf[alias]:
+                raise ValueError(f"config field `{alias}` = {hf[alias]!r} and `{key}` = {hf[key]!r} disagree (InternLM3Config "
+                                 f"reads `{alias}` as `{key}`)")
+            out[key] = hf[alias]
+    r = _Reader(out, "internlm3")
+    a, m = r.bool("attention_bias"), r.bool("mlp_bias")
+    if a != m:
+        raise ValueError(f"config fields `qkv_bias` / `attention_bias` = {a} and `bias` / `mlp_bias` = {m} differ: "
+                         f"InternLM3Config refuses them apart (HF runs InternLM3 as Llama, one setting for both)")
+    D, H = r.int("hidden_size"), r.int("num_attention_heads")
+    if D % H:
+        raise ValueError(f"config field `hidden_size`={D} is not a multiple of `num_attention_heads`={H} "
+                         f"(InternLM3Config refuses it)")
+    return out
+
+
 def from_hf(hf: dict, name: str = "config") -> ModelConfig:
     mt = hf.get("model_type")
     wrapper = ""
@@ -2527,6 +2583,8 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
         # activation_function
         hf = {**{k: hf[a] for k, a in (("num_hidden_layers", "num_layers"), ("rms_norm_eps", "layer_norm_epsilon"),
                                        ("hidden_act", "activation_function")) if a in hf}, **hf}
+    if mt == "internlm3":
+        hf = _internlm3_aliases(hf)
     r = _Reader(hf, mt)
     attention = FAMILIES[mt]
     # Nemotron-H: the layers are its pattern's blocks (transformers 5 ignores num_hidden_layers)
@@ -2543,6 +2601,14 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
     tie = r.bool("tie_word_embeddings")
     theta, scaling = _rope(r)
     # the MLP's activation only changes numerics: predictions take any (Model runs silu only)
+    if mt in GEMMA1_FAMILIES:
+        # GemmaConfig.__post_init__: the released configs' legacy "gelu" is the tanh approximation; GemmaMLP runs
+        # hidden_act (a transformers 4.38-era `hidden_activation` key is no field of 5.25's GemmaConfig: not read)
+        if r.raw("use_bidirectional_attention", required=False):
+            raise ValueError("config field `use_bidirectional_attention` = true: a bidirectional Gemma is an encoder; "
+                             "glmbench prices causal decoding")
+        if r.raw("hidden_act") == "gelu":
+            hf = r.hf = {**hf, "hidden_act": "gelu_pytorch_tanh"}
     act = r.raw("hidden_activation" if mt in GEMMA_FAMILIES + GEMMA4_FAMILIES + GEMMA3N_FAMILIES else "mlp_hidden_act" if mt == "nemotron_h" else
                 "hidden_act", required=False) or "silu"
     if not isinstance(act, str):
@@ -2632,7 +2698,7 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
         else:
             bias = r.bool("attention_bias", required=False)
         out_bias = r.bool("attention_out_bias") if mt == "seed_oss" else \
-            False if mt in ("qwen2", "glm4_moe", "glm4", "qwen2_moe") else bool(bias)
+            False if mt in ("qwen2", "glm4_moe", "glm4", "qwen2_moe", "glm") else bool(bias)   # (GlmAttention: o_proj none)
         sw, win_layers = None, None
         if mt in ("mistral", "mixtral", "phi3", "ministral3", "phimoe"):   # HF: the window (if any) on every layer
             sw = r.int("sliding_window", allow_none=True)
@@ -2800,7 +2866,9 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
                   qk_norm=qk_norm, qk_norm_all_heads=mt in ("minimax_m2", "cohere", "olmoe", "olmo2", "olmo3"),
                   post_norms=mt in ("olmo2", "olmo3", "exaone4"), mlp_gated=mt not in UNGATED_MLP_FAMILIES,
                   # (ERNIE 4.5's apply_rotary_pos_emb: cos / sin repeat_interleave'd, pairs (2i, 2i + 1))
-                  rope_layout="interleaved" if mt in ("glm4", "cohere", "cohere2", "ernie4_5", "ernie4_5_moe") else "half",
+                  # (GLM's apply_rotary_pos_emb: cos / sin repeat_interleave'd over the rotated half, pairs (2i, 2i + 1))
+                  rope_layout="interleaved" if mt in ("glm4", "cohere", "cohere2", "ernie4_5", "ernie4_5_moe", "glm")
+                  else "half",
                   rope_dim=rope_dim,
                   q_lora_rank=None, kv_lora_rank=0, qk_nope_head_dim=0, qk_rope_head_dim=0, v_head_dim=hd,
                   sliding_window=sw, window_layers=win_layers,

@@ -112,7 +112,7 @@ ARCHITECTURES = ("deepseek2", "qwen3", "qwen3moe", "qwen2", "llama", "glm4moe", 
                  "qwen35moe", "command-r", "cohere2", "nemotron_h", "nemotron_h_moe", "granitehybrid", "gemma4", "mistral3",
                  "falcon-h1", "glm-dsa", "deepseek32", "lfm2", "lfm2moe", "olmoe", "granite", "granitemoe",
                  "olmo2", "smollm3", "exaone4", "arcee", "apertus", "gemma3n", "hunyuan-dense", "hunyuan-moe", "phimoe", "deci", "exaone",
-                 "ernie4_5", "dots1")
+                 "ernie4_5", "dots1", "gemma", "chatglm")
 # llama.cpp's DeepSeek Sparse Attention architectures (GLM-5: glm-dsa, conversion/glm.py GlmMoeDsaModel; DeepSeek-V3.2:
 # deepseek32, conversion/deepseek.py DeepseekV32Model; both on DeepseekV2Model's MLA keys) -> HF model_type
 DSA_ARCHITECTURES = {"glm-dsa": "glm_moe_dsa", "deepseek32": "deepseek_v32"}
@@ -524,7 +524,8 @@ def hf_config(g: GGUFFile) -> dict:
     hunyuan-dense -> hunyuan_v1_dense, hunyuan-moe -> hunyuan_v1_moe, phimoe -> phimoe; deci -> nemotron-nas
     (_deci: per-layer head_count / head_count_kv / feed_forward_length as block_configs), exaone -> exaone,
     ernie4_5 -> ernie4_5, dots1 -> dots1 (dots.llm1: sigmoid routing, expert_gating_func 2, assumed with a notice
-    where the file does not state it)."""
+    where the file does not state it), gemma -> gemma,
+    chatglm -> glm."""
     arch = g.architecture
     if not arch:
         raise GGUFError(f"{g.path}: metadata 'general.architecture' is missing")
@@ -708,6 +709,13 @@ def hf_config(g: GGUFFile) -> dict:
         if cap:
             hf["final_logit_softcapping"] = cap
         return hf
+    if arch == "gemma":
+        # llama.cpp's gemma (src/models/gemma.cpp; conversion/gemma.py GemmaModel): Llama's layer with the
+        # embeddings times sqrt(embedding_length), norms stored as 1 + w (models/checkpoint.py takes the 1 off), a
+        # GeGLU MLP, queries scaled by 1/sqrt(attention.key_length), NEOX rope (HF's rotate_half: q / k rows as
+        # HF's); the converter drops lm_head (llama.cpp reads token_embd as the output: tied)
+        hf.update(model_type="gemma", head_dim=hd, hidden_act="gelu_pytorch_tanh", tie_word_embeddings=True)
+        return hf
     if arch == "gemma2":
         # llama.cpp's gemma2 (src/models/gemma2.cpp): windows on layers 0, 2, 4... (pattern 2, default
         # window 4096), attention and final logit softcapping (its defaults 50 and 30 when absent), the
@@ -753,6 +761,17 @@ def hf_config(g: GGUFFile) -> dict:
         # MoE branch: softmax gating, the top-k weights renormalised); no window (the converter keeps none)
         hf.update(model_type="mixtral", num_local_experts=m("expert_count", required=True, minimum=1),
                   num_experts_per_tok=m("expert_used_count", required=True, minimum=1), sliding_window=None)
+        return hf
+    if arch == "chatglm":
+        # conversion/chatglm.py ChatGLMModel (GlmForCausalLM; THUDM's remote-code ChatGLMModel; src/models/chatglm.cpp):
+        # q/k/v (or one fused attn_qkv) with biases, o none; rope.dimension_count of each head rotated in llama.cpp's
+        # NORM pairs (2i, 2i + 1: HF glm's interleaved rope, rows as HF's), gate and up fused in one ffn_up of
+        # 2 x feed_forward_length rows, gate first (RowSlices); no key_length (llama.cpp's o_proj is n_embd x n_embd:
+        # the head is embedding_length / head_count). The converter writes what GlmConfig lacks as its own defaults:
+        # context_length = embedding_length (no seq_length), rms eps 1e-5 (no layernorm_epsilon), rope base
+        # 10000 x rope_ratio (rope_theta not read): read as the file states them, as llama.cpp runs it
+        hf.update(model_type="glm", partial_rotary_factor=(rd or hd) / hd,
+                  attention_bias=any(blk(0, n).replace("weight", "bias") in ts for n in ("attn_q", "attn_qkv")))
         return hf
     if arch == "glm4":
         # GLM-4-0414: q/k/v bias, half of each head rotated (rope.dimension_count), gate and up fused in
@@ -2113,8 +2132,8 @@ def _per_expert(hf: str, shape, ts: dict) -> PerExpert | None:
 
 
 def _phi3_fused(hf: str, shapes: dict, ts: dict) -> RowSlice | None:
-    """The rows of phi3's fused attn_qkv / ffn_up (glm4's ffn_up too) holding HF tensor `hf`, when the
-    file fuses them."""
+    """The rows of phi3's fused attn_qkv / ffn_up (glm4's ffn_up too; chatglm's attn_qkv with its bias, and ffn_up)
+    holding HF tensor `hf`, when the file fuses them."""
     pre = hf.split(".self_attn.")[0].split(".mlp.")[0]       # "model.layers.N"
     blk = pre.replace("model.layers.", "blk.")
     if hf.endswith(("self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight")):
@@ -2122,6 +2141,14 @@ def _phi3_fused(hf: str, shapes: dict, ts: dict) -> RowSlice | None:
         if name not in ts:
             return None
         q, k = (shapes[f"{pre}.self_attn.{x}_proj.weight"][0] for x in ("q", "k"))
+        a = {"q": 0, "k": q, "v": q + k}[hf.split(".self_attn.")[1][0]]
+        return RowSlice(name, a, a + shapes[hf][0])
+    if hf.endswith(("self_attn.q_proj.bias", "self_attn.k_proj.bias", "self_attn.v_proj.bias")):
+        # (chatglm's fused attn_qkv carries one bias of q, k, v rows: THUDM's remote-code query_key_value)
+        name = blk + ".attn_qkv.bias"
+        if name not in ts:
+            return None
+        q, k = (shapes[f"{pre}.self_attn.{x}_proj.bias"][0] for x in ("q", "k"))
         a = {"q": 0, "k": q, "v": q + k}[hf.split(".self_attn.")[1][0]]
         return RowSlice(name, a, a + shapes[hf][0])
     if hf.endswith(("mlp.gate_proj.weight", "mlp.up_proj.weight")):
@@ -2148,7 +2175,7 @@ def expected_gguf_tensors(g: GGUFFile, shapes: dict, n_layers: int, *, expert_ro
     for hf, shape in shapes.items():
         if arch == "apertus" and ".mlp.act_fn." in hf:
             continue   # Apertus's xIELU parameters: metadata (xielu_params), no tensors
-        fused = _phi3_fused(hf, shapes, ts) if arch in ("phi3", "glm4") else None
+        fused = _phi3_fused(hf, shapes, ts) if arch in ("phi3", "glm4", "chatglm") else None
         if fused is not None:
             if tuple(ts[fused].shape[1:]) != tuple(shape[1:]) or fused.stop > ts[fused].shape[0]:
                 raise GGUFError(f"{g.path}: tensor {str(fused)!r} has shape {tuple(ts[fused].shape)}, the config "
@@ -2156,6 +2183,13 @@ def expected_gguf_tensors(g: GGUFFile, shapes: dict, n_layers: int, *, expert_ro
             out[hf] = (fused,)
             continue
         name = gguf_name(hf, arch, nb)
+        up = hf.split(".mlp.")[0].replace("model.layers.", "blk.") + ".ffn_up.weight"
+        if arch in ("phi3", "glm4", "chatglm") and hf.endswith(("mlp.gate_proj.weight", "mlp.up_proj.weight")) and \
+                up in ts and (name is None or name not in ts):
+            # a fused ffn_up whose rows are not the config's gate and up (2 x feed_forward_length)
+            raise GGUFError(f"{g.path}: tensor {up!r} has shape {tuple(ts[up].shape)}; the config ({hf!r}) expects gate "
+                            f"and up fused in it, 2 x {shape[0]} rows of width {tuple(shape[1:])} "
+                            f"('{arch}.feed_forward_length' = {shape[0]})")
         if name is None:
             raise GGUFError(f"{g.path}: no GGUF name for tensor {hf!r} (architecture {arch})")
         if name not in ts:

@@ -21,6 +21,16 @@ query_pre_attn_scalar ** -0.5; tied head; final_logit_softcapping when set. A wi
 `window_chunk` tokens (the most a ring layer takes at once). Their layers run as one C call each
 (csrc/layer.c: sandwich norms, GeGLU, window, local rope base and soft-capping), as the others do.
 
+Gemma 1 (gemma; HF modeling_gemma): Llama's pre-norm layer with Gemma's embeddings times sqrt(hidden), (1 + w)
+RMSNorms (held as 1 + w, as Gemma 2 / 3's) and the GeGLU MLP (ops.geglu; SwiGLU where a config says hidden_act silu);
+no soft-capping, no windows, softmax scale head_dim ** -0.5, tied head. No C layer (its dense MLP is SwiGLU):
+forward_py runs it op by op.
+
+GLM-4-9B-Chat as transformers ports it (glm; HF modeling_glm) and InternLM3 (internlm3; HF's LlamaForCausalLM): Llama's
+pre-norm layer, one C call each. GLM's q/k/v biases and its rope on the first half of each head in interleaved pairs
+(rope_dim, rope_layout "interleaved") are the C layer's own arguments; its checkpoint's mlp.gate_up_proj is split into
+gate and up rows on input (`_unfused`, as Phi-3's).
+
 Gemma 4 (gemma4_text, and the gemma4 wrapper's text model; HF modeling_gemma4, transformers 5.25): Gemma 3's
 layer with plain (times w) RMSNorms; q / k RMSNorms per head, a weightless v norm, softmax scale 1; the
 windowed layers plain rope by the local base, the global ones their own head dim and KV heads
@@ -387,13 +397,13 @@ class Layer:
                 (gemma and not all(isinstance(v, np.ndarray) for v in w.values())) or cfg.qk_norm_all_heads or \
                 cfg.clip_qkv or cfg.residual_multiplier is not None or cfg.post_norms or \
                 not cfg.layer_rotates(self.index) or cfg.qk_norm_after_rope or cfg.norm_bias or \
-                (self.kind == "dense" and not cfg.mlp_gated):
+                (self.kind == "dense" and not cfg.mlp_gated) or cfg.model_type in configs.GEMMA1_FAMILIES:
             # GPT-OSS, Cohere, the hybrids, Gemma 4: no C layer yet (_forward_gpt_oss, _forward_cohere,
             # _forward_hybrid, _forward_gemma4); Gemma 2 / 3: float matrices only; OLMoE's q / k norms over all
             # heads and clip_qkv, Granite's residual_multiplier: forward_py (attention.gqa_block); OLMo 2 / 3's and
             # EXAONE 4's post-norm layers (_forward_post_norm), SmolLM3's NoPE layers (the C layer always rotates);
             # Hunyuan's q / k norms after rope (attention.gqa_block), Phi-3.5-MoE's layer (_forward_phimoe); Arcee's
-            # ungated MLP (the C layer's is SwiGLU: _dense_mlp)
+            # ungated MLP and Gemma 1's GeGLU (the C layer's is SwiGLU: _dense_mlp)
             return None
         mla = cfg.attention == "mla"
         rot = cfg.layer_rope(self.index, seq_len) if not mla else dict(
@@ -505,11 +515,14 @@ class Layer:
 
 
     def _dense_mlp(self, h):
-        """The layer's dense MLP on h (normed): SwiGLU, or the ungated down(act(up h)) of Arcee (relu2) and Apertus
-        (xIELU from the layer's own mlp.act_fn parameters: ops.xielu)."""
-        w = self.w
-        if self.cfg.mlp_gated:
-            return _ops.swiglu(h, w["mlp.gate_proj.weight"], w["mlp.up_proj.weight"], w["mlp.down_proj.weight"])
+        """The layer's dense MLP on h (normed): SwiGLU (Gemma 1's GeGLU), or the ungated down(act(up h)) of Arcee
+        (relu2) and Apertus (xIELU from the layer's own mlp.act_fn parameters: ops.xielu)."""
+        w, cfg = self.w, self.cfg
+        if cfg.mlp_gated:
+            # (Gemma 1: GeGLU where hidden_act is gelu_pytorch_tanh, as GemmaMLP runs ACT2FN[hidden_act])
+            mlp = _ops.geglu if cfg.model_type in configs.GEMMA1_FAMILIES and cfg.hidden_act == "gelu_pytorch_tanh" \
+                else _ops.swiglu
+            return mlp(h, w["mlp.gate_proj.weight"], w["mlp.up_proj.weight"], w["mlp.down_proj.weight"])
         if self.cfg.xielu:
             u = _ops.xielu(_ops.linear(h, w["mlp.up_proj.weight"]), *(w[f"mlp.act_fn.{n}"] for n in
                                                                       configs.XIELU_PARAMS + configs.XIELU_BUFFERS))
@@ -928,7 +941,7 @@ def _gemma_norm(cfg, name: str, a):
     """Gemma's RMSNorms multiply by (1 + w) (HF Gemma3RMSNorm, in float32), and so do Qwen3-Next's and
     Qwen3.5's (Qwen3_5RMSNorm; not their linear layers' gated norm, Qwen3_5RMSNormGated, times w):
     held as 1 + w so the C core's RMSNorm (times w) runs them."""
-    plus_one = cfg.model_type in configs.GEMMA_FAMILIES or (
+    plus_one = cfg.model_type in configs.GEMMA_FAMILIES + configs.GEMMA1_FAMILIES or (
         cfg.model_type in configs.LINEAR_FAMILIES and not name.startswith("linear_attn."))
     if plus_one and name.endswith("norm.weight"):
         return np.float32(1.0) + np.asarray(_to_f32(a), dtype=np.float32)
@@ -1406,7 +1419,7 @@ class Model:
 
     def embed_tokens(self, tokens: np.ndarray) -> np.ndarray:
         x = np.ascontiguousarray(_to_f32(self.embed[tokens]), dtype=np.float32)
-        if self.config.model_type in configs.GEMMA_FAMILIES + configs.GEMMA4_FAMILIES:
+        if self.config.model_type in configs.GEMMA_FAMILIES + configs.GEMMA4_FAMILIES + configs.GEMMA1_FAMILIES:
             # Gemma*ScaledWordEmbedding: times sqrt(hidden) (in float32, as HF's float32 model; a bf16 HF model
             # rounds the factor to bf16 first)
             x *= np.float32(self.config.hidden_size ** 0.5)

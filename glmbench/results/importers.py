@@ -862,7 +862,15 @@ _HF_TO_ARCH = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2"
                # params column or the label's 142 billion tells)
                "dots1": "dots1",
                # Arcee AFM and Apertus (conversion/llama.py ArceeModel, ApertusModel)
-               "arcee": "arcee", "apertus": "apertus"}
+               "arcee": "arcee", "apertus": "apertus",
+
+               # Gemma 1 (conversion/gemma.py GemmaModel); GLM-4-9B-Chat as transformers ports it (conversion/chatglm.py
+               # ChatGLMModel, registered for GlmForCausalLM: llama.cpp's chatglm, src/models/chatglm.cpp labels 40 layers
+               # of 32 heads "9B")
+               "gemma": "gemma", "glm": "chatglm",
+               # InternLM3 (conversion/internlm.py InternLM3Model: model_arch LLAMA; src/models/llama.cpp labels its 48
+               # layers "34B", so its row is told by the params column: 'llama 34B ... 8.80 B')
+               "internlm3": "llama"}
 # model_types whose MoE models llama.cpp names apart: the converter writes a Nemotron-H config with experts
 # (num_experts_per_tok: Nemotron 3 Nano) as nemotron_h_moe, the dense ones (Nemotron-H 8B, Nemotron-Nano-9B-v2)
 # as nemotron_h (conversion/nemotron.py NemotronHModel)
@@ -884,10 +892,12 @@ _MOE_ARCH = {"nemotron_h": "nemotron_h_moe"}
 # (deci.cpp labels by depth alone: 80 layers -> "70B", Llama-3.3-Nemotron-Super-49B's and Nemotron-51B's; exaone.cpp:
 # 32 -> "8B", the other depths "?B": such rows are told by their params column); AFM-4.5B's (arcee.cpp: 36 -> "4B", its
 # 4.62 B a 15% size tolerance does not reach); Apertus's (apertus.cpp: 32 -> "8B", the other depths "?B": Apertus 70B's
-# rows are told by their params column)
+# rows are told by their params column); Gemma 1's (gemma.cpp: 18 layers -> "2B", 28 -> "7B", the 8.54 B gemma-7b
+# past a size label's 15%)
 SIZE_LABEL_LAYERS = {"gemma4": {"E2B": 35, "E4B": 42, "26B.A4B": 30, "31B": 60}, "olmoe": {"A1.7B": 16},
                      "gemma3n": {"E2B": 30, "E4B": 35}, "hunyuan-moe": {"A13B": 32}, "phimoe": {"16x3.8B": 32},
-                     "ernie4_5": {"0.3B": 18}, "arcee": {"4B": 36}}
+                     "ernie4_5": {"0.3B": 18}, "arcee": {"4B": 36},
+                     "gemma": {"2B": 18, "7B": 28}}
 # llama.cpp architectures that are a vision-language model's text layers: the GGUF llama-bench runs holds only
 # those (the vision tower is the separate mmproj file), the same layers as the text model's architecture
 # (Qwen3-VL's text config: Qwen3's / Qwen3-MoE's layers, longer native context; Qwen2-VL / Qwen2.5-VL: Qwen2's):
