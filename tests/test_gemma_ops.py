@@ -44,3 +44,19 @@ def test_softcap(rng):
             ops.softcap(x, bad)
     with pytest.raises(TypeError, match=r"`x` must be a numpy.ndarray"):
         ops.geglu([1.0], x, x, x)
+
+
+@pytest.mark.parametrize("mt", ["gemma2", "gemma3_text"])
+def test_a_gemma_config_with_another_activation_is_refused_not_run_as_geglu(mt):
+    """Gemma 2 / 3's layers run GeGLU (gelu_pytorch_tanh) only: a config whose hidden_activation is silu is named by
+    forward_unsupported and refused by Model (it ran as GeGLU, its logits ~8% off HF's, with nothing said)."""
+    from glmbench.models import configs
+    from glmbench.models.model import Model
+    base = dict(model_type=mt, vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                num_attention_heads=4, num_key_value_heads=2, head_dim=16, sliding_window=8, query_pre_attn_scalar=16,
+                rms_norm_eps=1e-6, max_position_embeddings=64, rope_theta=10000.0)
+    assert configs.from_hf(dict(base, hidden_activation="gelu_pytorch_tanh")).forward_unsupported() == []
+    cfg = configs.from_hf(dict(base, hidden_activation="silu"))
+    assert any("hidden_activation 'silu'" in x for x in cfg.forward_unsupported())
+    with pytest.raises(Exception, match="hidden_activation 'silu'"):
+        Model(cfg, max_context=16)

@@ -928,7 +928,13 @@ class ModelConfig:
         out = []
         # (Gemma 1's layer runs either activation: GeGLU for gelu_pytorch_tanh, SwiGLU for silu)
         gemma = self.model_type in GEMMA_FAMILIES + GEMMA4_FAMILIES + GEMMA3N_FAMILIES + GEMMA1_FAMILIES
-        if self.hidden_act != "silu" and not (gemma and self.hidden_act == "gelu_pytorch_tanh") and \
+        if self.model_type in GEMMA_FAMILIES + GEMMA4_FAMILIES + GEMMA3N_FAMILIES and \
+                self.hidden_act != "gelu_pytorch_tanh":
+            # (Gemma 2 / 3 / 3n / 4's layers run their GeGLU whatever hidden_activation says: another one would run
+            # silently as GeGLU, so it is named here)
+            out.append(f"hidden_activation {self.hidden_act!r} in {self.model_type}'s layer (Model runs its GeGLU, "
+                       f"gelu_pytorch_tanh, only)")
+        elif self.hidden_act != "silu" and not (gemma and self.hidden_act == "gelu_pytorch_tanh") and \
                 not (self.model_type in ("nemotron_h",) + UNGATED_MLP_FAMILIES and self.hidden_act == "relu2") and \
                 not self.xielu:
             out.append(f"hidden_act {self.hidden_act!r} (SwiGLU with silu; Gemma's gelu_pytorch_tanh; "
