@@ -75,6 +75,11 @@ def test_help_for_every_command(capsys, cmd):
     (["report", "--kv", "q9"], "unknown KV-cache format 'q9'"),
     (["report", "--hardware", "gtx-480"], "unknown GPU 'gtx-480'"),
     (["sweep", "--model", "nope"], "config 'nope' is neither a built-in model"),
+    # a typo in a model name: the nearest built-ins, not the whole catalog
+    (["sweep", "--model", "glm-4.7-flsh"], "(nearest: glm-4.7-flash, "),
+    # a missing file: said as such, whatever its suffix
+    (["sweep", "--model", "missing/model.gguf"], "no such file or folder: missing/model.gguf"),
+    (["measure", "missing.gguf"], "no such file or folder: missing.gguf"),
     (["sweep", "--tests", "tg,xx"], "`tests` must be a non-empty subset"),
     (["models", "nope"], "config 'nope'"),
     (["compare", "missing-a.json", "missing-b.json"], "no such file: missing-a.json"),
@@ -454,3 +459,16 @@ def test_fa_and_ubatch_agreeing_with_the_runtime_bracket_are_taken_once():
     # --fa 1 beside llama.cpp[fa=1] says the same thing: one option, not "given twice"; a new one is added
     args = cli.build_parser().parse_args(["sweep", "--runtime", "llama.cpp[fa=1]", "--fa", "1", "--ubatch", "1024"])
     assert cli._runtime_with_options(args) == "llama.cpp[fa=1,ubatch=1024]"
+
+
+def test_unknown_model_names_nearest_not_catalog(capsys, tmp_path, monkeypatch):
+    """A mistyped --model gets a short line with the nearest built-ins (the catalog is `glmbench models`);
+    a folder without config.json says so."""
+    monkeypatch.chdir(tmp_path)
+    rc, out, err = run(capsys, "sweep", "--model", "qwen3-32", "-q")
+    line = one_line_error(rc, err)
+    assert "nearest: qwen3-32b" in line and "`glmbench models`" in line
+    assert "smollm3-3b" not in line and len(line) < 400
+    (tmp_path / "empty").mkdir()
+    rc, out, err = run(capsys, "sweep", "--model", str(tmp_path / "empty"), "-q")
+    assert "holds no config.json" in one_line_error(rc, err)

@@ -1541,6 +1541,24 @@ def builtin_names() -> list[str]:
     return sorted(f[:-5] for f in os.listdir(_DATA) if f.endswith(".json"))
 
 
+def _not_found(s: str, path: str) -> str:
+    """The error for a --model that is no built-in and no file: a name gets the nearest built-ins,
+    a path says what is missing (a typo in either is the usual cause)."""
+    import difflib
+    names = builtin_names()
+    head = f"config {s!r} is neither a built-in model"
+    tail = "nor an existing config.json, .gguf file or HF folder"
+    if os.path.isdir(s):
+        return f"{head} {tail}: folder {s!r} holds no config.json"
+    looks_like_path = os.sep in s or (os.altsep or os.sep) in s or \
+        s.lower().endswith((".json", ".gguf", ".toml", ".safetensors"))
+    if looks_like_path:
+        return f"{head} {tail}: no such file or folder: {s}"
+    near = difflib.get_close_matches(s.lower(), names, n=5, cutoff=0.6)
+    hint = f"nearest: {', '.join(near)}; " if near else ""
+    return f"{head} ({hint}all: `glmbench models`) {tail}"
+
+
 def builtin_path(name: str) -> str:
     return os.path.join(_DATA, name.lower() + ".json")
 
@@ -1566,8 +1584,7 @@ def load(src) -> ModelConfig:
         if os.path.isfile(path) and gguf_file.is_gguf(path):
             return load_gguf(path)
         if not os.path.isfile(path):
-            raise ValueError(f"config {s!r} is neither a built-in model ({', '.join(builtin_names())}) "
-                             f"nor an existing config.json path")
+            raise ValueError(_not_found(s, path))
         hf = _read_json(path)
         try:
             cfg = from_hf(hf, _name_from_path(path, hf))
