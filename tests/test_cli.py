@@ -72,6 +72,7 @@ def test_help_for_every_command(capsys, cmd):
     (["report", "--cards", "0"], "expected positive whole numbers"),
     (["report", "--link", "-1"], "must be > 0"),
     (["report", "--weights", "q3_X"], "unknown weight format 'q3_X'"),
+    (["sweep", "--weights", "q4k"], "unknown weight format 'q4k' (nearest: q4_K, "),   # a typo: the nearest first
     (["report", "--kv", "q9"], "unknown KV-cache format 'q9'"),
     (["report", "--hardware", "gtx-480"], "unknown GPU 'gtx-480'"),
     (["sweep", "--model", "nope"], "config 'nope' is neither a built-in model"),
