@@ -444,16 +444,21 @@ def _default_link(args) -> float:
         return args.link
     d = _STUDY
     link, why = d.link_gbps, f"the study's {d.link_gbps:g} GB/s (measured between its two {d.hardware} cards)"
-    if not hardware.is_host(args.hardware) and hardware._norm(str(args.hardware)) != d.hardware:
+    study_card = hardware._norm(str(args.hardware)) == d.hardware
+    if not hardware.is_host(args.hardware) and not study_card:
         try:
             gpu = hardware.get_gpu(args.hardware)
         except (ValueError, TypeError, OSError):
             return link   # the study reports a bad --hardware itself
+        # the study's card by another of its names ("NVIDIA GeForce RTX 3090", as tools print it): the
+        # study's measured link, as by its key
+        study_card = gpu is not None and gpu.key == d.hardware
+    if not hardware.is_host(args.hardware) and not study_card:
         if gpu is not None and gpu.link_gbps:
             link, why = gpu.link_gbps, f"{gpu.name}'s stated link, {gpu.link_gbps:g} GB/s (its profile)"
         elif gpu is not None:
             why = f"the study's {d.link_gbps:g} GB/s ({gpu.name}'s profile states no link)"
-    if any(n > 1 for n in args.cards) and (str(args.hardware) != d.hardware or tuple(args.cards) != tuple(d.cards)):
+    if any(n > 1 for n in args.cards) and (not study_card or tuple(args.cards) != tuple(d.cards)):
         args._link_note = f"note: card-to-card link: {why}; --link GB/s sets another"
     return link
 

@@ -473,3 +473,17 @@ def test_unknown_model_names_nearest_not_catalog(capsys, tmp_path, monkeypatch):
     (tmp_path / "empty").mkdir()
     rc, out, err = run(capsys, "sweep", "--model", str(tmp_path / "empty"), "-q")
     assert "holds no config.json" in one_line_error(rc, err)
+
+
+@pytest.mark.parametrize("name", ["rtx-3090", "NVIDIA GeForce RTX 3090", "RTX 3090"])
+def test_the_study_card_by_any_name_keeps_the_study_link(capsys, name):
+    """--hardware names a card by key or as tools print it; the study's RTX 3090 pair keeps the study's measured
+    1.4 GB/s link whichever name it is given by (it took the profile's stated 25 GB/s by its printed name)."""
+    rc, out, err = run(capsys, "sweep", "-q", "--hardware", name, "--cards", "2", "--depths", "1K", "--tests", "tg",
+                       "--model", "qwen3-32b", "--json")
+    recs = json.loads(out)
+    assert rc == 0 and {r["link_gbps"] for r in recs} == {1.4}
+    assert "the study's 1.4 GB/s" in err
+    rc, out, err = run(capsys, "sweep", "-q", "--hardware", "NVIDIA GeForce RTX 4090", "--cards", "2", "--depths", "1K",
+                       "--tests", "tg", "--model", "qwen3-32b", "--json")
+    assert rc == 0 and {r["link_gbps"] for r in json.loads(out)} == {25.0} and "stated link" in err
