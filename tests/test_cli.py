@@ -487,3 +487,16 @@ def test_the_study_card_by_any_name_keeps_the_study_link(capsys, name):
     rc, out, err = run(capsys, "sweep", "-q", "--hardware", "NVIDIA GeForce RTX 4090", "--cards", "2", "--depths", "1K",
                        "--tests", "tg", "--model", "qwen3-32b", "--json")
     assert rc == 0 and {r["link_gbps"] for r in json.loads(out)} == {25.0} and "stated link" in err
+
+
+@pytest.mark.parametrize("hub_id,builtin", [("Qwen/Qwen3-32B", "qwen3-32b"), ("zai-org/GLM-4.7-Flash", "glm-4.7-flash"),
+                                            ("meta-llama/Llama-3.1-8B-Instruct", "llama-3.1-8b")])
+def test_an_hf_hub_id_names_the_built_in_it_may_mean(capsys, tmp_path, monkeypatch, hub_id, builtin):
+    """--model with an HF hub id (no network: not a file here) says it is no file and names the built-in
+    of that name; a missing .gguf names none."""
+    monkeypatch.chdir(tmp_path)
+    rc, out, err = run(capsys, "sweep", "--model", hub_id, "-q")
+    line = one_line_error(rc, err)
+    assert f"no such file or folder: {hub_id} (the built-in {builtin}?)" in line
+    rc, out, err = run(capsys, "sweep", "--model", "models/qwen3-32b.gguf", "-q")
+    assert one_line_error(rc, err).endswith("no such file or folder: models/qwen3-32b.gguf")

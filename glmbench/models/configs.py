@@ -1553,7 +1553,14 @@ def _not_found(s: str, path: str) -> str:
     looks_like_path = os.sep in s or (os.altsep or os.sep) in s or \
         s.lower().endswith((".json", ".gguf", ".toml", ".safetensors"))
     if looks_like_path:
-        return f"{head} {tail}: no such file or folder: {s}"
+        # an HF hub id ("Qwen/Qwen3-32B") is no file here: name the built-in it may mean
+        base = os.path.basename(s.rstrip("/\\")).lower()
+        for tail_ in ("-instruct", "-chat", "-it", "-base"):   # a tuned release on the built-in's layers
+            base = base[:-len(tail_)] if base.endswith(tail_) and base[:-len(tail_)] in names else base
+        near = [] if base.endswith((".json", ".gguf", ".toml", ".safetensors")) else \
+            [base] if base in names else difflib.get_close_matches(base, names, n=2, cutoff=0.85)
+        hint = f" (the built-in {' or '.join(near)}?)" if near else ""
+        return f"{head} {tail}: no such file or folder: {s}{hint}"
     near = difflib.get_close_matches(s.lower(), names, n=5, cutoff=0.6)
     hint = f"nearest: {', '.join(near)}; " if near else ""
     return f"{head} ({hint}all: `glmbench models`) {tail}"
