@@ -444,16 +444,21 @@ def _default_link(args) -> float:
         return args.link
     d = _STUDY
     link, why = d.link_gbps, f"the study's {d.link_gbps:g} GB/s (measured between its two {d.hardware} cards)"
-    if not hardware.is_host(args.hardware) and hardware._norm(str(args.hardware)) != d.hardware:
+    study_card = hardware._norm(str(args.hardware)) == d.hardware
+    if not hardware.is_host(args.hardware) and not study_card:
         try:
             gpu = hardware.get_gpu(args.hardware)
         except (ValueError, TypeError, OSError):
             return link   # the study reports a bad --hardware itself
+        # the study's card by another of its names ("NVIDIA GeForce RTX 3090", as tools print it): the
+        # study's measured link, as by its key
+        study_card = gpu is not None and gpu.key == d.hardware
+    if not hardware.is_host(args.hardware) and not study_card:
         if gpu is not None and gpu.link_gbps:
             link, why = gpu.link_gbps, f"{gpu.name}'s stated link, {gpu.link_gbps:g} GB/s (its profile)"
         elif gpu is not None:
             why = f"the study's {d.link_gbps:g} GB/s ({gpu.name}'s profile states no link)"
-    if any(n > 1 for n in args.cards) and (str(args.hardware) != d.hardware or tuple(args.cards) != tuple(d.cards)):
+    if any(n > 1 for n in args.cards) and (not study_card or tuple(args.cards) != tuple(d.cards)):
         args._link_note = f"note: card-to-card link: {why}; --link GB/s sets another"
     return link
 
@@ -486,6 +491,16 @@ def _study_from_args(args):
             raise UserError(f"--override-tensor {spec!r}: only CPU (host memory) is modelled, got {buf!r}")
         ot.append(pat)
     if args.n_gpu_layers is not None or args.n_cpu_moe or args.cpu_moe or ot:
+        flags = ", ".join(f for f, on in (("--n-gpu-layers", args.n_gpu_layers is not None),
+                                          ("--n-cpu-moe", bool(args.n_cpu_moe)), ("--cpu-moe", args.cpu_moe),
+                                          ("--override-tensor", bool(ot))) if on)
+        many = sorted({n for n in args.cards if n > 1})
+        if 1 not in args.cards:
+            raise UserError(f"{flags}: partial offload is priced on one-card setups only, and --cards "
+                            f"{','.join(map(str, args.cards))} has none; use --cards 1")
+        if many:
+            args._offload_note = (f"note: {flags} applies to the one-card setups; the "
+                                  f"{'/'.join(map(str, many))}-card ones hold every layer on their cards")
         n_cpu_moe = args.n_cpu_moe
         if args.cpu_moe:
             n_cpu_moe = max(configs.load(m).n_layers for m in kw.get("models", Study().models))
@@ -497,6 +512,8 @@ def _study_from_args(args):
     study = Study(**kw)
     if getattr(args, "_link_note", None):  # once the study is valid: a bad option stays a one-line error
         print(args._link_note, file=sys.stderr)
+    if getattr(args, "_offload_note", None):
+        print(args._offload_note, file=sys.stderr)
     return study
 
 

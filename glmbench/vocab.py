@@ -288,7 +288,13 @@ def weight_format(name) -> Format | Mix:
         return name
     f = _BY_LOWER.get(str(name).strip().lower()) if isinstance(name, str) else None
     if f is None:
-        raise ValueError(f"unknown weight format {name!r}; known: ggml types {', '.join(WEIGHT_FORMATS)}; "
+        import difflib
+        canon = {**{n.lower(): n for n in WEIGHT_FORMATS}, **{n.lower(): n for n in MIXES},
+                 **{n.lower(): n for n in UD_MIXES}}
+        key = str(name).strip().lower()
+        near = difflib.get_close_matches(key, list(canon), n=4, cutoff=0.6)
+        hint = f" (nearest: {', '.join(canon[k] for k in near)})" if near else ""
+        raise ValueError(f"unknown weight format {name!r}{hint}; known: ggml types {', '.join(WEIGHT_FORMATS)}; "
                          f"llama.cpp mixes {', '.join(MIXES)}; Unsloth's {', '.join(UD_MIXES)} (case-insensitive)")
     return f
 

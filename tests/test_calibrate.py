@@ -225,6 +225,29 @@ def test_a_llama_bench_gguf_on_a_gpu_is_read_as_its_file_type():
     assert cal.point_from_record("a:1", cpu, hardware_=host).setup.weights == "q4_0"
 
 
+def test_cpu_records_against_a_gpu_profile_are_refused(tmp_path, capsys):
+    """Records measured on a CPU (`glmbench measure`, llama-bench's CPU backend) with `--hardware` a GPU:
+    a fit would push the CPU's speed into the efficiencies (a matmul at a fraction of a percent of the
+    card's bandwidth), so it is one error that says to use this machine's profile; a host profile fits."""
+    base = {"evidence": "measured", "test": "tg", "avg_ts": 5.0, "n_depth": 0, "n_gen": 16, "model": "qwen3-0.6b",
+            "weights": "bf16"}
+    for cpu in (dict(base, device="CPU: AMD EPYC (2 threads)"), dict(base, backends="CPU", device="some cpu")):
+        with pytest.raises(cal.CalibrationError, match=r"a:1: measured on a CPU .* but --hardware 'rtx-3090' is a GPU; "
+                                                       r"pass --hardware host"):
+            cal.point_from_record("a:1", cpu, hardware_="rtx-3090")
+    host = os.path.join(os.path.dirname(__file__), "..", "bench", "results", "llama-bench_q4_0_L47_2026-12-01",
+                        "host_profile.json")
+    assert cal.point_from_record("a:1", dict(base, device="CPU: x"), hardware_=host).setup.rig.gpu.kind == "cpu"
+    # a GPU record keeps working with --hardware naming a GPU
+    assert cal.point_from_record("a:1", dict(base, hardware="rtx-3090"), hardware_="rtx-4090").measured == 5.0
+    f = tmp_path / "m.json"
+    rec.write_records(str(f), [dict(base, device="CPU: AMD EPYC (2 threads)", n_depth=d) for d in (0, 4096)])
+    assert cli.main(["calibrate", str(f), "--hardware", "rtx-3090", "--out", str(tmp_path / "p.json")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{f}:" in err[0] and "is a GPU" in err[0]
+    assert not (tmp_path / "p.json").exists()
+
+
 def test_a_serving_benchmark_s_closed_loop_is_a_calibration_point(tmp_path):
     """vLLM's bench serve with --max-concurrency B: a decode point of B streams at the mean prompt, B / mean TPOT,
     priced as the closed loop's steps (costmodel.closed_loop_tpot, as the public fit prices its serving point);

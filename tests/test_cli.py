@@ -72,9 +72,15 @@ def test_help_for_every_command(capsys, cmd):
     (["report", "--cards", "0"], "expected positive whole numbers"),
     (["report", "--link", "-1"], "must be > 0"),
     (["report", "--weights", "q3_X"], "unknown weight format 'q3_X'"),
+    (["sweep", "--weights", "q4k"], "unknown weight format 'q4k' (nearest: q4_K, "),   # a typo: the nearest first
     (["report", "--kv", "q9"], "unknown KV-cache format 'q9'"),
     (["report", "--hardware", "gtx-480"], "unknown GPU 'gtx-480'"),
     (["sweep", "--model", "nope"], "config 'nope' is neither a built-in model"),
+    # a typo in a model name: the nearest built-ins, not the whole catalog
+    (["sweep", "--model", "glm-4.7-flsh"], "(nearest: glm-4.7-flash, "),
+    # a missing file: said as such, whatever its suffix
+    (["sweep", "--model", "missing/model.gguf"], "no such file or folder: missing/model.gguf"),
+    (["measure", "missing.gguf"], "no such file or folder: missing.gguf"),
     (["sweep", "--tests", "tg,xx"], "`tests` must be a non-empty subset"),
     (["models", "nope"], "config 'nope'"),
     (["compare", "missing-a.json", "missing-b.json"], "no such file: missing-a.json"),
@@ -454,3 +460,43 @@ def test_fa_and_ubatch_agreeing_with_the_runtime_bracket_are_taken_once():
     # --fa 1 beside llama.cpp[fa=1] says the same thing: one option, not "given twice"; a new one is added
     args = cli.build_parser().parse_args(["sweep", "--runtime", "llama.cpp[fa=1]", "--fa", "1", "--ubatch", "1024"])
     assert cli._runtime_with_options(args) == "llama.cpp[fa=1,ubatch=1024]"
+
+
+def test_unknown_model_names_nearest_not_catalog(capsys, tmp_path, monkeypatch):
+    """A mistyped --model gets a short line with the nearest built-ins (the catalog is `glmbench models`);
+    a folder without config.json says so."""
+    monkeypatch.chdir(tmp_path)
+    rc, out, err = run(capsys, "sweep", "--model", "qwen3-32", "-q")
+    line = one_line_error(rc, err)
+    assert "nearest: qwen3-32b" in line and "`glmbench models`" in line
+    assert "smollm3-3b" not in line and len(line) < 400
+    (tmp_path / "empty").mkdir()
+    rc, out, err = run(capsys, "sweep", "--model", str(tmp_path / "empty"), "-q")
+    assert "holds no config.json" in one_line_error(rc, err)
+
+
+@pytest.mark.parametrize("name", ["rtx-3090", "NVIDIA GeForce RTX 3090", "RTX 3090"])
+def test_the_study_card_by_any_name_keeps_the_study_link(capsys, name):
+    """--hardware names a card by key or as tools print it; the study's RTX 3090 pair keeps the study's measured
+    1.4 GB/s link whichever name it is given by (it took the profile's stated 25 GB/s by its printed name)."""
+    rc, out, err = run(capsys, "sweep", "-q", "--hardware", name, "--cards", "2", "--depths", "1K", "--tests", "tg",
+                       "--model", "qwen3-32b", "--json")
+    recs = json.loads(out)
+    assert rc == 0 and {r["link_gbps"] for r in recs} == {1.4}
+    assert "the study's 1.4 GB/s" in err
+    rc, out, err = run(capsys, "sweep", "-q", "--hardware", "NVIDIA GeForce RTX 4090", "--cards", "2", "--depths", "1K",
+                       "--tests", "tg", "--model", "qwen3-32b", "--json")
+    assert rc == 0 and {r["link_gbps"] for r in json.loads(out)} == {25.0} and "stated link" in err
+
+
+@pytest.mark.parametrize("hub_id,builtin", [("Qwen/Qwen3-32B", "qwen3-32b"), ("zai-org/GLM-4.7-Flash", "glm-4.7-flash"),
+                                            ("meta-llama/Llama-3.1-8B-Instruct", "llama-3.1-8b")])
+def test_an_hf_hub_id_names_the_built_in_it_may_mean(capsys, tmp_path, monkeypatch, hub_id, builtin):
+    """--model with an HF hub id (no network: not a file here) says it is no file and names the built-in
+    of that name; a missing .gguf names none."""
+    monkeypatch.chdir(tmp_path)
+    rc, out, err = run(capsys, "sweep", "--model", hub_id, "-q")
+    line = one_line_error(rc, err)
+    assert f"no such file or folder: {hub_id} (the built-in {builtin}?)" in line
+    rc, out, err = run(capsys, "sweep", "--model", "models/qwen3-32b.gguf", "-q")
+    assert one_line_error(rc, err).endswith("no such file or folder: models/qwen3-32b.gguf")

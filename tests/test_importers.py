@@ -176,6 +176,9 @@ def test_vllm_and_sglang_serving_results():
     ("hello, world\nthis is not a benchmark\n", "not a results format"),
     ("[1, 2", ":1: not valid JSON"),
     ('{"foo": 1}\n', ":1: a JSON object of no known format"),
+    # a model's config.json given where results go (compare, --measured): said as such, with where it goes
+    ('{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "num_hidden_layers": 80}\n',
+     ":1: a model's config.json (model_type 'llama'), not results: give it as --model"),
     ("[]", "holds no records"),
 ])
 def test_bad_files_are_one_clear_error(tmp_path, text, msg):

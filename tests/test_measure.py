@@ -319,3 +319,16 @@ def test_gemma4_samples_windowed_global_and_shared_layers_apart():
     assert f(2048) - f(1024) == 1024 * cfg.kv_bytes_per_token("f16", windowed=False)
     assert f(512) - f(0) == 512 * cfg.kv_bytes_per_token("f16")
     assert f(0) < cfg.weight_bytes("q8_0") - 2 * 10 ** 9      # not the 2.35 B-parameter table whole
+
+
+def test_layers_full_refuses_a_model_larger_than_memory(monkeypatch):
+    """layers='full' forces the whole model; one that cannot fit in this machine's available memory is one
+    error with the sizes, before any layer is built (it would swap or be killed), pointing at sampling."""
+    from glmbench.measure import cpu
+    built = []
+    monkeypatch.setattr(cpu, "available_bytes", lambda: 1 << 30)
+    monkeypatch.setattr(cpu, "Model", lambda *a, **k: built.append(1))
+    with pytest.raises(ValueError, match=r"layers='full': glm-4\.7-flash at bf16 weights .* needs \d+\.\d GiB, "
+                                         r"more than the 1\.0 GiB this machine has available; use layers='auto'"):
+        cpu.measure("glm-4.7-flash", layers="full", depths=(0,), n_prompt=4, n_gen=2, repeats=1, progress=False)
+    assert built == []

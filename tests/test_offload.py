@@ -146,6 +146,23 @@ def test_the_question_glm_flash_q8_on_one_24gb_card():
     assert all(a > b for a, b in zip(tg, tg[1:]))
 
 
+def test_cli_offload_flags_are_for_one_card(capsys):
+    """Partial offload is priced on one-card setups: with no one-card setup in --cards the flags would do
+    nothing, so that is one error; beside multi-card setups a note says those hold every layer on the cards."""
+    base = ["sweep", "--model", "glm-4.7-flash", "--weights", "Q8_0", "--depths", "4K", "--tests", "tg", "--json", "-q"]
+    rc = cli.main(base + ["--cards", "2", "--n-gpu-layers", "10"])
+    out, err = capsys.readouterr()
+    assert rc == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "--n-gpu-layers: partial offload is priced on one-card setups only" in err and "--cards 1" in err
+    rc = cli.main(base + ["--cards", "1,2", "--n-cpu-moe", "20"])
+    out, err = capsys.readouterr()
+    recs = json.loads(out)
+    assert rc == 0 and "note: --n-cpu-moe applies to the one-card setups; the 2-card ones" in err
+    assert {r["n_cards"]: r.get("n_cpu_moe") for r in recs} == {1: 20, 2: None}
+    rc = cli.main(base + ["--cards", "1", "--n-cpu-moe", "20"])
+    assert rc == 0 and "applies to the one-card" not in capsys.readouterr().err
+
+
 @pytest.mark.slow
 def test_cli_offload_records_and_report(tmp_path, capsys):
     out = tmp_path / "recs.json"

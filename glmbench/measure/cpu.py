@@ -248,6 +248,14 @@ def _measure(cfg, depths, tests, layers, n_prompt, n_gen, weights, kv, mla_strat
         k = 2
     elif layers == "full":
         mode, k = "full", 0
+        if state is None:   # random weights built in memory: refuse what cannot fit before building any
+            need = cfg.weight_bytes(weights) + cfg.kv_bytes_per_token(kv) * int(capacity)
+            avail = available_bytes()
+            if need > avail:
+                raise ValueError(f"layers='full': {cfg.name} at {weights} weights with a {kv} cache of {capacity:,} "
+                                 f"tokens needs {need / 2**30:.1f} GiB, more than the {avail / 2**30:.1f} GiB this "
+                                 "machine has available; use layers='auto' or 'sampled' (timed on a sample of its "
+                                 "layers, docs/MEASURE.md)")
     else:
         mode, k = "sampled", (2 if layers == "sampled" else layers)
     idx = None if mode == "full" else sample_layers(cfg, k)

@@ -1645,6 +1645,31 @@ def builtin_names() -> list[str]:
     return sorted(f[:-5] for f in os.listdir(_DATA) if f.endswith(".json"))
 
 
+def _not_found(s: str, path: str) -> str:
+    """The error for a --model that is no built-in and no file: a name gets the nearest built-ins,
+    a path says what is missing (a typo in either is the usual cause)."""
+    import difflib
+    names = builtin_names()
+    head = f"config {s!r} is neither a built-in model"
+    tail = "nor an existing config.json, .gguf file or HF folder"
+    if os.path.isdir(s):
+        return f"{head} {tail}: folder {s!r} holds no config.json"
+    looks_like_path = os.sep in s or (os.altsep or os.sep) in s or \
+        s.lower().endswith((".json", ".gguf", ".toml", ".safetensors"))
+    if looks_like_path:
+        # an HF hub id ("Qwen/Qwen3-32B") is no file here: name the built-in it may mean
+        base = os.path.basename(s.rstrip("/\\")).lower()
+        for tail_ in ("-instruct", "-chat", "-it", "-base"):   # a tuned release on the built-in's layers
+            base = base[:-len(tail_)] if base.endswith(tail_) and base[:-len(tail_)] in names else base
+        near = [] if base.endswith((".json", ".gguf", ".toml", ".safetensors")) else \
+            [base] if base in names else difflib.get_close_matches(base, names, n=2, cutoff=0.85)
+        hint = f" (the built-in {' or '.join(near)}?)" if near else ""
+        return f"{head} {tail}: no such file or folder: {s}{hint}"
+    near = difflib.get_close_matches(s.lower(), names, n=5, cutoff=0.6)
+    hint = f"nearest: {', '.join(near)}; " if near else ""
+    return f"{head} ({hint}all: `glmbench models`) {tail}"
+
+
 def builtin_path(name: str) -> str:
     return os.path.join(_DATA, name.lower() + ".json")
 
@@ -1670,8 +1695,7 @@ def load(src) -> ModelConfig:
         if os.path.isfile(path) and gguf_file.is_gguf(path):
             return load_gguf(path)
         if not os.path.isfile(path):
-            raise ValueError(f"config {s!r} is neither a built-in model ({', '.join(builtin_names())}) "
-                             f"nor an existing config.json path")
+            raise ValueError(_not_found(s, path))
         hf = _read_json(path)
         try:
             cfg = from_hf(hf, _name_from_path(path, hf))

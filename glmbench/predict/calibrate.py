@@ -221,6 +221,14 @@ def point_from_record(where: str, r: dict, *, model=None, hardware_=None, cards=
     n = cards if cards is not None else r.get("n_cards", 1) or 1
     try:
         gpu = hardware.get_gpu(hw)
+        rec_dev = r.get("hardware") or r.get("device")
+        if gpu.kind != "cpu" and (r.get("backends") == "CPU"
+                                  or (isinstance(rec_dev, str) and rec_dev.startswith("CPU:"))):
+            # a CPU's speeds against a GPU's ceilings: the fit would put the gap into the efficiencies
+            # (a matmul at 0.2% of the card's bandwidth), a profile that describes neither machine
+            raise ValueError(f"measured on a CPU ({rec_dev!r}) but --hardware "
+                             f"{hardware_ or hw!r} is a GPU; pass --hardware host (this machine, measured now) "
+                             "or a saved host profile (glmbench hardware --save-host FILE.json)")
         lg = link if link is not None else r.get("link_gbps")
         lat = r.get("link_latency_us") if link is None else None
         if n > 1 and lat is None:

@@ -700,6 +700,9 @@ def _detect_json(s, path, first_line) -> str:
             return "glmbench"
         if _is_server_timings(obj):
             return "llama-server-json"
+        if "model_type" in keys and ("architectures" in keys or "num_hidden_layers" in keys or "text_config" in keys):
+            _fail(path, first_line, f"a model's config.json (model_type {obj['model_type']!r}), not results: "
+                                    "give it as --model (it names the model a results file does not)")
         _fail(path, first_line, "a JSON object of no known format (llama-bench -o jsonl, vllm bench serve, vllm bench "
                                 "latency / throughput --output-json, sglang bench_serving, sweep-/batched-bench jsonl)")
 
