@@ -188,3 +188,21 @@ def test_non_utf8_byte_is_located_in_the_file_not_the_chunk(tmp_path):
     p.write_bytes(head.encode() + b"3000,1\xff0,10\n")
     with pytest.raises(ValueError, match=rf"late\.csv:3002: not a text file \(not UTF-8 at byte {len(head) + 6}\)"):
         traces.read(p)
+
+
+@pytest.mark.parametrize("name,text,column", [     # (the csv's bad value on its line 3, after its header; the jsonl's on 2)
+    ("t.csv", "arrival_s,prompt_tokens,output_tokens\n0,10,5\nx,1,1\n", "arrival_s"),
+    ("t.csv", "arrival_s,prompt_tokens,output_tokens\n0,10,5\n1,ten,1\n", "prompt_tokens"),
+    ("t.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,10,5\n"
+              "2023-11-16 18:15:47.6805900,10,-1\n", "GeneratedTokens"),
+    ("t.jsonl", '{"arrival_s": 0, "prompt_tokens": 10, "output_tokens": 5}\n'
+                '{"arrival_s": 1, "prompt_tokens": 10, "output_tokens": 2.5}\n', "output_tokens"),
+    ("t.jsonl", '{"timestamp": 0, "input_length": 10, "output_length": 5}\n'
+                '{"timestamp": 1000, "input_length": 0, "output_length": 5}\n', "input_length")])
+def test_a_bad_value_is_named_by_the_files_own_column(tmp_path, name, text, column):
+    """A malformed value names the line and the column as the file names it (`arrival_s`, not `arrival`)."""
+    p = tmp_path / name
+    p.write_text(text)
+    line = 3 if name.endswith(".csv") else 2
+    with pytest.raises(ValueError, match=rf"{name}:{line}: `{column}` \([a-z ]+\) must be"):
+        traces.load(str(p))

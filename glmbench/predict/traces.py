@@ -174,6 +174,11 @@ def _first_bad_utf8(path):
 
 
 # ---- parsing ---------------------------------------------------------------------------------------
+def _label(field_) -> str:
+    """A column as an error names it: `name`, or `name` (what it holds) where the file's name says less."""
+    return f"`{field_[0]}` ({field_[1]})" if isinstance(field_, tuple) else f"`{field_}`"
+
+
 def _int(where, field_, v, minimum):
     if isinstance(v, bool) or not isinstance(v, int):
         if isinstance(v, float) and v.is_integer():
@@ -182,11 +187,11 @@ def _int(where, field_, v, minimum):
         elif isinstance(v, str) and v.strip().lstrip("-").isdecimal():
             v = int(v)
         else:
-            raise ValueError(f"{where}: `{field_}` must be a whole number, got {v!r}")
+            raise ValueError(f"{where}: {_label(field_)} must be a whole number, got {v!r}")
     if v < minimum:
-        raise ValueError(f"{where}: `{field_}` must be >= {minimum}, got {v}")
+        raise ValueError(f"{where}: {_label(field_)} must be >= {minimum}, got {v}")
     if v > vocab.MAX_TOKENS:
-        raise ValueError(f"{where}: `{field_}` is {v:,}, more tokens than any model has positions or memory for "
+        raise ValueError(f"{where}: {_label(field_)} is {v:,}, more tokens than any model has positions or memory for "
                          f"(at most {vocab.MAX_TOKENS:,})")
     return v
 
@@ -196,17 +201,18 @@ def _num(where, field_, v):
         try:
             v = float(v)
         except ValueError:
-            raise ValueError(f"{where}: `{field_}` must be a number, got {v!r}") from None
+            raise ValueError(f"{where}: {_label(field_)} must be a number, got {v!r}") from None
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-        raise ValueError(f"{where}: `{field_}` must be a finite number >= 0, got {v!r}")
+        raise ValueError(f"{where}: {_label(field_)} must be a finite number >= 0, got {v!r}")
     return float(v)
 
 
-def _row(where, arrival, prompt, output, hash_ids, block_tokens):
-    a = _num(where, "arrival", arrival)
-    p = _int(where, "prompt tokens", prompt, 1)
+def _row(where, arrival, prompt, output, hash_ids, block_tokens, names=("arrival", "prompt tokens", "output tokens")):
+    """One request; `names`: its three columns as the file names them (an error names the file's own column)."""
+    a = _num(where, (names[0], "arrival") if names[0] != "arrival" else names[0], arrival)
+    p = _int(where, (names[1], "prompt tokens") if names[1] != "prompt tokens" else names[1], prompt, 1)
     # a request that generated nothing still ran its prefill, which yields the first token
-    o = _int(where, "output tokens", output, 0)
+    o = _int(where, (names[2], "output tokens") if names[2] != "output tokens" else names[2], output, 0)
     h = None
     if hash_ids is not None:
         if not isinstance(hash_ids, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in hash_ids):
@@ -285,7 +291,8 @@ def _read_jsonl(path, f, name):
                 if key not in d:
                     raise ValueError(f"{where}: field `{key}` is missing")
             rows.append(_row(where, _num(where, "timestamp", d["timestamp"]) / 1000.0, d["input_length"],
-                             d["output_length"], d.get("hash_ids"), MOONCAKE_BLOCK))
+                             d["output_length"], d.get("hash_ids"), MOONCAKE_BLOCK,
+                             ("timestamp", "input_length", "output_length")))
         else:
             for key in ("prompt_tokens", "output_tokens"):
                 if key not in d:
@@ -299,7 +306,8 @@ def _read_jsonl(path, f, name):
                 elif bt != block_tokens:
                     raise ValueError(f"{where}: `hash_ids` in blocks of {bt} tokens, but line {block_line}'s "
                                      f"are in blocks of {block_tokens}; a trace has one block size")
-            rows.append(_row(where, d["arrival_s"], d["prompt_tokens"], d["output_tokens"], d.get("hash_ids"), bt))
+            rows.append(_row(where, d["arrival_s"], d["prompt_tokens"], d["output_tokens"], d.get("hash_ids"), bt,
+                             ("arrival_s", "prompt_tokens", "output_tokens")))
     if not rows:
         raise ValueError(f"{path}: the trace holds no requests")
     return _trace(name, path, rows, block_tokens or MOONCAKE_BLOCK, {"format": kind})
@@ -349,7 +357,7 @@ def _read_csv(path, f, name):
             no_prompt += 1      # BurstGPT logs some requests with no request tokens: nothing to replay
             continue
         arrival = _azure_time(where, a) if kind == "azure" else a
-        rows.append(_row(where, arrival, p, o, None, MOONCAKE_BLOCK))
+        rows.append(_row(where, arrival, p, o, None, MOONCAKE_BLOCK, tuple(header[i] for i in cols)))
     if not rows:
         raise ValueError(f"{path}: the trace holds no requests")
     t = _trace(name, path, rows, MOONCAKE_BLOCK, {"format": kind})
