@@ -2136,20 +2136,15 @@ def _phi3_fused(hf: str, shapes: dict, ts: dict) -> RowSlice | None:
     holding HF tensor `hf`, when the file fuses them."""
     pre = hf.split(".self_attn.")[0].split(".mlp.")[0]       # "model.layers.N"
     blk = pre.replace("model.layers.", "blk.")
-    if hf.endswith(("self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight")):
-        name = blk + ".attn_qkv.weight"
+    m = re.search(r"\.self_attn\.([qkv])_proj\.(weight|bias)$", hf)
+    if m:
+        # (chatglm's fused attn_qkv carries one bias of the q, k, v rows too: THUDM's remote-code query_key_value)
+        part = m.group(2)
+        name = f"{blk}.attn_qkv.{part}"
         if name not in ts:
             return None
-        q, k = (shapes[f"{pre}.self_attn.{x}_proj.weight"][0] for x in ("q", "k"))
-        a = {"q": 0, "k": q, "v": q + k}[hf.split(".self_attn.")[1][0]]
-        return RowSlice(name, a, a + shapes[hf][0])
-    if hf.endswith(("self_attn.q_proj.bias", "self_attn.k_proj.bias", "self_attn.v_proj.bias")):
-        # (chatglm's fused attn_qkv carries one bias of q, k, v rows: THUDM's remote-code query_key_value)
-        name = blk + ".attn_qkv.bias"
-        if name not in ts:
-            return None
-        q, k = (shapes[f"{pre}.self_attn.{x}_proj.bias"][0] for x in ("q", "k"))
-        a = {"q": 0, "k": q, "v": q + k}[hf.split(".self_attn.")[1][0]]
+        q, k = (shapes[f"{pre}.self_attn.{x}_proj.{part}"][0] for x in ("q", "k"))
+        a = {"q": 0, "k": q, "v": q + k}[m.group(1)]
         return RowSlice(name, a, a + shapes[hf][0])
     if hf.endswith(("mlp.gate_proj.weight", "mlp.up_proj.weight")):
         name = blk + ".ffn_up.weight"
