@@ -186,6 +186,15 @@ TINY = {
         attention_bias=True, max_position_embeddings=64,
         rope_parameters={"rope_type": "llama3", "rope_theta": 10000.0, "factor": 8.0, "low_freq_factor": 1.0,
                          "high_freq_factor": 4.0, "original_max_position_embeddings": 8}),
+    # AFMoE (Arcee Trinity): per-head q / k norms, a sigmoid gate from gate_proj on each head's output, a 4-token
+    # window with rope on the sliding layers and none on the full ones (every 2nd), Gemma's four norms (plain
+    # weights), a dense first layer then 8 experts (sigmoid, expert_bias choosing, renormalised, times 2.5) beside
+    # two shared experts' width; the embeddings times sqrt(hidden) (mup_enabled)
+    "afmoe": dict(
+        vocab_size=160, hidden_size=64, intermediate_size=96, moe_intermediate_size=32, num_hidden_layers=4,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=16, num_experts=8, num_experts_per_tok=2,
+        num_shared_experts=2, num_dense_layers=1, route_scale=2.5, global_attn_every_n_layers=2, sliding_window=4,
+        mup_enabled=True, rms_norm_eps=1e-5, rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
 }
 
 
@@ -246,7 +255,8 @@ CASES = [("glm4_moe_lite", s) for s in ("naive", "absorbed", "flash")] + \
         [("deepseek_v3", "flash"), ("llama", ""), ("qwen2", ""), ("glm4_moe", ""), ("mixtral", ""), ("mistral", ""), ("phi3", "")] + \
         [("olmoe", ""), ("granite", ""), ("granitemoe", "")] + \
         [("olmo2", ""), ("smollm3", ""), ("exaone4", ""), ("olmo3", "")] + [("exaone", ""), ("ernie4_5", "")] + \
-        [("hunyuan_v1_dense", ""), ("hunyuan_v1_moe", ""), ("phimoe", "")] + [("dots1", ""), ("arcee", ""), ("apertus", "")]
+        [("hunyuan_v1_dense", ""), ("hunyuan_v1_moe", ""), ("phimoe", "")] + [("dots1", ""), ("arcee", ""), ("apertus", "")] + \
+        [("afmoe", "")]
 
 
 @pytest.mark.parametrize("model_type,strategy", CASES)

@@ -477,6 +477,8 @@ class Layer:
             return self._forward_cohere(x, cache, cache_layer, positions, n_out)
         if cfg.linear_kind == "mamba2":
             return self._forward_mamba(x, cache, cache_layer, positions, n_out)
+        if cfg.model_type == "afmoe":
+            return self._forward_afmoe(x, cache, cache_layer, positions, n_out)
         if cfg.linear_layers or cfg.attn_output_gate:
             return self._forward_hybrid(x, cache, cache_layer, positions, n_out)
         if cfg.post_norms:
@@ -554,6 +556,26 @@ class Layer:
         m = _ops.geglu(h, w["mlp.gate_proj.weight"], w["mlp.up_proj.weight"], w["mlp.down_proj.weight"])
         return x + _ops.rms_norm(m, w["post_feedforward_layernorm.weight"], eps)
 
+
+    def _forward_afmoe(self, x, cache, cache_layer: int, positions, n_out=None):
+        """AFMoE's layer (HF AfmoeDecoderLayer, transformers 5.25): Gemma's sandwich of four plain (times w)
+        RMSNorms (input, post_attention, pre_mlp, post_mlp: held as pre_ / post_feedforward_layernorm) around the
+        gated attention (attention.gqa_block: per-head q / k norms, rope on the sliding layers only, the output
+        times sigmoid(gate_proj h)) and the SwiGLU MLP, or the MoE (sigmoid router choosing with expert_bias,
+        renormalised, times route_scale; ops.moe) beside the shared MLP. Op by op, no C layer."""
+        cfg, w = self.cfg, self.w
+        eps = float(cfg.rms_norm_eps)
+        h = _ops.rms_norm(x, w["input_layernorm.weight"], eps)
+        a = attention.gqa_block(h, self.attn, cache, cache_layer, positions, cfg, model_layer=self.index)
+        x, a = _keep(x, n_out), _keep(a, n_out)
+        x = x + _ops.rms_norm(a, w["post_attention_layernorm.weight"], eps)
+        h = _ops.rms_norm(x, w["pre_feedforward_layernorm.weight"], eps)
+        if self.kind == "dense":
+            m = _ops.swiglu(h, w["mlp.gate_proj.weight"], w["mlp.up_proj.weight"], w["mlp.down_proj.weight"])
+        else:
+            m, self.last_counts = _ops.moe(h, w["mlp.gate.weight"], *(w[n] for n in _EXPERTS),
+                                           shared=self._shared, **self._route)
+        return x + _ops.rms_norm(m, w["post_feedforward_layernorm.weight"], eps)
 
     def _forward_gemma4(self, x, cache, cache_layer: int, positions, n_out=None, ple=None):
         """Gemma 4's layer (HF Gemma4TextDecoderLayer, transformers 5.25): Gemma 3's sandwich norms with plain
@@ -1153,6 +1175,13 @@ def granitemoe_state_dict(src: Mapping) -> dict:
     return _renamed(src, _GRANITEMOE)
 
 
+# AFMoE's names (HF AfmoeDecoderLayer / AfmoeSparseMoeBlock: pre_mlp_layernorm, post_mlp_layernorm, router.gate,
+# expert_bias) -> the layer's (Gemma's sandwich-norm names, the MoE router's and its choosing bias)
+_AFMOE = {"pre_mlp_layernorm.weight": "pre_feedforward_layernorm.weight",
+          "post_mlp_layernorm.weight": "post_feedforward_layernorm.weight",
+          "mlp.router.gate.weight": "mlp.gate.weight", "mlp.expert_bias": "mlp.gate.e_score_correction_bias"}
+
+
 # transformers 5's names of Hunyuan's router (mlp.gate.wg) and shared MLP (mlp.shared_mlp) and of Phi-3.5-MoE's
 # router (mlp.router) -> the layer's MoE names
 _MOE_RENAMES = {"mlp.gate.wg.weight": "mlp.gate.weight", "mlp.router.weight": "mlp.gate.weight",
@@ -1274,6 +1303,8 @@ class Model:
                 state_dict = granitemoe_state_dict(state_dict)
             elif cfg.model_type in configs.HUNYUAN_FAMILIES + ("phimoe",):
                 state_dict = _renamed(state_dict, _MOE_RENAMES)
+            elif cfg.model_type == "afmoe":
+                state_dict = _renamed(state_dict, _AFMOE)
 
             def get(key):
                 if key not in state_dict:
