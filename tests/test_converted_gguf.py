@@ -22,6 +22,7 @@ import llama_cpp_convert as lc  # noqa: E402
 from test_model_hf import TINY, hf_logits, rel_err, tiny_hf_model  # noqa: E402
 
 from glmbench.models import checkpoint, configs, gguf_file  # noqa: E402
+from glmbench.models.model import _AFMOE  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(lc.source() is None, reason=lc.skip_reason())]
 
@@ -107,6 +108,9 @@ EXTRA = {
     # dots.llm1 stating scoring_func "sigmoid", which conversion/base.py writes as expert_gating_func 2 (llama.cpp's
     # dots1 graph needs it; the released config's "noaux_tc" the vendored converter refuses: tests/test_dots1.py)
     "dots1": ("dots1", dict(TINY["dots1"], scoring_func="sigmoid")),
+    # AFMoE as llama.cpp's afmoe runs it: every 4th layer global and NoPE (its fixed step; the converter writes no
+    # pattern), the embeddings scaled (mup_enabled), route_norm stated (the converter's expert_weights_norm)
+    "afmoe": ("afmoe", dict(TINY["afmoe"], global_attn_every_n_layers=4, route_norm=True)),
 }
 HYBRID = ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")      # configs.LINEAR_FAMILIES
 COHERE = ("cohere", "cohere2")
@@ -125,7 +129,10 @@ RUN = ["llama", "llama_tied", "mistral", "qwen2", "qwen2_tied", "qwen3", "qwen3_
        "arcee",
        # llama.cpp's apertus (q / k not permuted, per-head q / k norms, llama3 rope as rope_freqs, the xIELU's
        # per-layer parameters as the xielu.* metadata arrays)
-       "apertus", "phi3_longrope"]
+       "apertus", "phi3_longrope",
+       # llama.cpp's afmoe (q / k not permuted, per-head q / k norms, the attn_gate, a window on the sliding layers
+       # and rope there only, four norms, a dense layer then sigmoid MoE with exp_probs_b beside shared experts)
+       "afmoe"]
 PREDICT_ONLY = ["glm4", "llama4_text", "minimax_m2", "ernie4_5_moe", "qwen2_moe", "ministral3"]   # configs.PRICED_ONLY
 # the hybrids run in glmbench.Model from HF checkpoints and from their GGUF files (test_hybrid_files_run_as_stored)
 PREDICT_ONLY += [f for f in HYBRID if f in configs.PRICED_ONLY]
@@ -229,6 +236,10 @@ def _hf_with_file_weights(family, sd):
             elif gpt_oss and ".mlp.router." in k:   # glmbench names the router mlp.gate
                 a = f32[k.replace(".mlp.router.", ".mlp.gate.")]
                 done.add(k.replace(".mlp.router.", ".mlp.gate."))
+            elif cfg.model_type == "afmoe" and k.split(".", 3)[-1] in _AFMOE:   # (AFMoE: HF's names of ours)
+                n = k.rsplit(".", len(k.split(".", 3)[-1].split(".")))[0] + "." + _AFMOE[k.split(".", 3)[-1]]
+                a = f32[n]
+                done.add(n)
             elif ".block_sparse_moe.router." in k:   # Granite MoE's router: glmbench's mlp.gate
                 a = f32[k.replace(".block_sparse_moe.router.", ".mlp.gate.")]
                 done.add(k.replace(".block_sparse_moe.router.", ".mlp.gate."))

@@ -2865,6 +2865,12 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
         n_group, topk_group = 1, 1
         Fe, n_shared = r.int("moe_intermediate_size"), r.int("num_shared_experts", minimum=0)
         nd = r.int("num_dense_layers", minimum=0)
+        rn = r.raw("route_norm", required=False)
+        if rn is not None and rn is not True:
+            # (the released config.json's field, which llama.cpp's converter writes as expert_weights_norm; HF's
+            # AfmoeTokenChoiceRouter renormalises whatever it says)
+            raise ValueError(f"config field `route_norm` = {rn!r}: HF's AFMoE always renormalises the top-k weights "
+                             f"(true)")
         moe_layers = tuple(range(min(nd, L), L))
         kw.update(n_routed_experts=E, n_experts_per_tok=k, n_shared_experts=n_shared, moe_intermediate_size=Fe,
                   shared_expert_intermediate_size=n_shared * Fe,
