@@ -23,7 +23,8 @@ ALL = ["afm-4.5b", "apertus-70b", "apertus-8b", "command-a", "command-r", "comma
        "qwen2.5-3b", "qwen2.5-72b", "qwen2.5-7b", "qwen2.5-coder-32b", "qwen2.5-coder-7b", "qwen3-0.6b",
        "qwen3-1.7b", "qwen3-14b", "qwen3-235b-a22b", "qwen3-30b-a3b", "qwen3-32b", "qwen3-4b", "qwen3-8b",
        "qwen3-coder-30b-a3b", "qwen3-coder-480b-a35b", "qwen3-next-80b-a3b", "qwen3.5-122b-a10b",
-       "qwen3.5-27b", "qwen3.5-35b-a3b", "qwen3.5-397b-a17b", "qwen3.5-9b", "qwq-32b", "seed-oss-36b", "smollm3-3b"]
+       "qwen3.5-27b", "qwen3.5-35b-a3b", "qwen3.5-397b-a17b", "qwen3.5-9b", "qwq-32b", "seed-oss-36b", "smollm3-3b",
+       "trinity-mini"]
 
 
 def test_builtin_names():
@@ -153,6 +154,7 @@ KV_F16 = {
     "afm-4.5b": 36 * 4 * (128 + 128) * 2,             # 73,728: AFM-4.5B's 4 KV heads of 128
     "apertus-8b": 32 * 8 * (128 + 128) * 2,           # 131,072: 8 KV heads of 128
     "apertus-70b": 80 * 8 * (128 + 128) * 2,          # 327,680
+    "trinity-mini": 32 * 4 * (128 + 128) * 2,         # 65,536: 4 KV heads of 128 on every layer (windowed or not)
     "kimi-linear-48b-a3b": 6 * (512 + 64) * 2,        # 6,912: its 6 MLA layers of 27
     # Cohere: Command-R (v01) is MHA, 64 KV heads of 128 (1.25 MiB per token); Command-A and R7B window
     # three of every four layers (every layer caches, the windowed ones their last 4096 + ubatch)
@@ -521,6 +523,9 @@ PUBLISHED = {
     "afm-4.5b": (4.62, None, None),
     # Apertus 8B / 70B: the names' 8B and 70B (8.05 B and 70.60 B here)
     "apertus-8b": (8.05, None, None), "apertus-70b": (70.6, None, None),
+    # Trinity Mini: the card's 26B total (26.12 B here); its "3B active" lies between the counts with and without the
+    # embeddings (3.47 B / 2.65 B: tests/test_afmoe_nemotron.py checks that)
+    "trinity-mini": (26.0, None, None),
 }
 
 

@@ -2865,6 +2865,9 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
         n_group, topk_group = 1, 1
         Fe, n_shared = r.int("moe_intermediate_size"), r.int("num_shared_experts", minimum=0)
         nd = r.int("num_dense_layers", minimum=0)
+        sf = hf.get("score_func", hf.get("scoring_func"))
+        if sf not in (None, "sigmoid"):
+            raise ValueError(f"config field `score_func` = {sf!r}: HF's AFMoE routes with sigmoid scores")
         rn = r.raw("route_norm", required=False)
         if rn is not None and rn is not True:
             # (the released config.json's field, which llama.cpp's converter writes as expert_weights_norm; HF's
