@@ -862,7 +862,10 @@ _HF_TO_ARCH = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2"
                # params column or the label's 142 billion tells)
                "dots1": "dots1",
                # Arcee AFM and Apertus (conversion/llama.py ArceeModel, ApertusModel)
-               "arcee": "arcee", "apertus": "apertus"}
+               "arcee": "arcee", "apertus": "apertus",
+               # Arcee Trinity (conversion/afmoe.py AfmoeModel; src/models/afmoe.cpp labels 32 layers 26B, Trinity
+               # Mini's 26.12 B)
+               "afmoe": "afmoe"}
 # model_types whose MoE models llama.cpp names apart: the converter writes a Nemotron-H config with experts
 # (num_experts_per_tok: Nemotron 3 Nano) as nemotron_h_moe, the dense ones (Nemotron-H 8B, Nemotron-Nano-9B-v2)
 # as nemotron_h (conversion/nemotron.py NemotronHModel)
