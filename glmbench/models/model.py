@@ -82,6 +82,13 @@ factors (Layer._long_plan). A cache that grows past original_max_position_embedd
 (by the short factors) and warns (LongRopeCrossing): HF's forward with a cache does the same, HF's generate()
 re-runs the whole sequence, which reset() + prefill reproduces.
 
+AFMoE (afmoe: Arcee's Trinity; HF modeling_afmoe): Gemma's sandwich of four RMSNorms with plain weights (HF's
+pre_mlp_layernorm / post_mlp_layernorm held as pre_ / post_feedforward_layernorm, the router mlp.router.gate and
+mlp.expert_bias as mlp.gate.weight / .e_score_correction_bias: _AFMOE) around the attention (per-head q / k RMSNorm,
+rope on the sliding layers only, the output times sigmoid(gate_proj h) before o_proj: attention.gqa_block) and the
+SwiGLU MLP or the sigmoid MoE beside the shared MLP (`Layer._forward_afmoe`); mup_enabled's embeddings times
+sqrt(hidden) as an embedding_multiplier. No C layer: forward_py runs it op by op.
+
 OLMo 2 / 3 and EXAONE 4 (olmo2, olmo3, exaone4; HF modeling_olmo2 / _olmo3 / _exaone4): post-norm layers,
 h = x + N1(Attn(x)); y = h + N2(MLP(h)) (post_attention_layernorm, post_feedforward_layernorm; no norm before
 either: `Layer._forward_post_norm`, op by op, no C layer); OLMo's q / k RMSNorms over all heads at once, EXAONE's
