@@ -56,6 +56,8 @@ FAMILIES = {
     # Apertus's per-head q / k norms, HF's own norm names and the xIELU's two learned scalars per layer (its two
     # buffers, beta and eps, stored but not parameters)
     "apertus": dict(attention_bias=True),
+    # Nemotron: LayerNorm1P's weight and bias per norm, partial rotary, biases on every projection and the MLP
+    "nemotron": dict(attention_bias=True, mlp_bias=True),
     # AFMoE: the attention's own gate_proj, four norms per layer, expert_bias (a parameter), shared experts
     "afmoe": dict(num_experts=8, num_experts_per_tok=2, num_shared_experts=2, num_dense_layers=2,
                   moe_intermediate_size=32, sliding_window=8),

@@ -186,6 +186,12 @@ TINY = {
         attention_bias=True, max_position_embeddings=64,
         rope_parameters={"rope_type": "llama3", "rope_theta": 10000.0, "factor": 8.0, "low_freq_factor": 1.0,
                          "high_freq_factor": 4.0, "original_max_position_embeddings": 8}),
+    # Nemotron (Nemotron-4 / Minitron): LayerNorm1P norms (1 + w, with a bias), partial rotary (the first quarter of
+    # each head here), q / k / v / o and MLP biases, the ungated relu2 MLP
+    "nemotron": dict(
+        vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=16, norm_eps=1e-5, attention_bias=True, mlp_bias=True,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25}),
     # AFMoE (Arcee Trinity): per-head q / k norms, a sigmoid gate from gate_proj on each head's output, a 4-token
     # window with rope on the sliding layers and none on the full ones (every 2nd), Gemma's four norms (plain
     # weights), a dense first layer then 8 experts (sigmoid, expert_bias choosing, renormalised, times 2.5) beside
@@ -256,7 +262,7 @@ CASES = [("glm4_moe_lite", s) for s in ("naive", "absorbed", "flash")] + \
         [("olmoe", ""), ("granite", ""), ("granitemoe", "")] + \
         [("olmo2", ""), ("smollm3", ""), ("exaone4", ""), ("olmo3", "")] + [("exaone", ""), ("ernie4_5", "")] + \
         [("hunyuan_v1_dense", ""), ("hunyuan_v1_moe", ""), ("phimoe", "")] + [("dots1", ""), ("arcee", ""), ("apertus", "")] + \
-        [("afmoe", "")]
+        [("afmoe", ""), ("nemotron", "")]
 
 
 @pytest.mark.parametrize("model_type,strategy", CASES)

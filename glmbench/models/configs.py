@@ -113,6 +113,10 @@ Families (HF `model_type`), with the field names HF uses in each:
                  moe_intermediate_size each) from layer first_k_dense_replace on, dense MLPs of intermediate_size
                  before it; windows (sliding_window) on the layers from max_window_layers on (HF's layer_types;
                  the released config has none); run
+  nemotron       dense GQA (NVIDIA Nemotron-4 / Minitron / Nemotron-Mini): Llama's attention with partial rotary
+                 (partial_rotary_factor, HF's default 0.5; q/k/v/o biased where attention_bias), LayerNorm1P norms
+                 (a weight held as w and applied as 1 + w, and a bias; eps norm_eps) before attention and MLP and at
+                 the end, the ungated relu2 MLP (up / down, biased where mlp_bias); run
   afmoe          GQA + MoE (Arcee's Trinity: AFMoE): per-head q/k RMSNorm before rope, a sigmoid output gate per
                  head channel from its own gate_proj (attn_output_gate: priced as Qwen3-Next's), windows
                  (sliding_window) on the sliding layers of layer_types (default all but every
@@ -208,6 +212,7 @@ FAMILIES = {
     "ernie4_5": "gqa",
     "dots1": "gqa",
     "afmoe": "gqa",
+    "nemotron": "gqa",
     "arcee": "gqa",
     "apertus": "gqa",
 }
@@ -353,10 +358,10 @@ _WRAPPER_TIE = {"qwen3_vl": ("top", False), "qwen3_vl_moe": ("top", False), "lla
 # families whose HF config has `mlp_bias` (LlamaMLP, SeedOssMLP, DeepseekV2MLP, GraniteMLP: gate / up / down built
 # with bias=config.mlp_bias, transformers 5.25); priced with the biases (ModelConfig.mlp_bias), Model does not run them.
 # (Nemotron-H's and Falcon-H1's mlp_bias are refused: _mamba_fields, _falcon_h1_fields)
-MLP_BIAS_FAMILIES = ("llama", "seed_oss", "deepseek_v2", "granite", "nemotron-nas", "exaone", "arcee")
+MLP_BIAS_FAMILIES = ("llama", "seed_oss", "deepseek_v2", "granite", "nemotron-nas", "exaone", "arcee", "nemotron")
 # families whose dense MLP is ungated, down(act(up x)) (ModelConfig.mlp_gated False; HF ArceeMLP, ApertusMLP):
 # Arcee's relu2, Apertus's xIELU
-UNGATED_MLP_FAMILIES = ("arcee", "apertus")
+UNGATED_MLP_FAMILIES = ("arcee", "apertus", "nemotron")
 # Apertus's xIELU (HF XIELUActivation, transformers 5.25): per layer the learned parameters (counted, as HF's
 # model.parameters()) and the buffers (stored in the checkpoint, not counted: as Gemma 4's layer_scalar)
 XIELU_PARAMS, XIELU_BUFFERS = ("alpha_p", "alpha_n"), ("beta", "eps")
@@ -562,6 +567,11 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
                   intermediate_size=10944, moe_intermediate_size=1408, n_group=1, topk_group=1,
                   first_k_dense_replace=0, norm_topk_prob=False, routed_scaling_factor=1.0,
                   max_position_embeddings=2048, sliding_window=4096, max_window_layers=62, topk_method="noaux_tc"),
+    # NemotronConfig (transformers 5.25): Nemotron-4 15B's sizes; KV heads default to the heads, head_dim to hidden /
+    # heads; partial_rotary_factor 0.5 (set in rope_parameters where the config states none); norms' eps `norm_eps`
+    "nemotron": dict(norm_eps=1e-5, tie_word_embeddings=False, attention_bias=False, mlp_bias=False,
+                     hidden_act="relu2", partial_rotary_factor=0.5, max_position_embeddings=4096, vocab_size=256000,
+                     hidden_size=6144, intermediate_size=24576, num_hidden_layers=32, num_attention_heads=48),
     # AfmoeConfig (transformers 5.25): untied; KV heads default to the heads (num_key_value_heads None); head_dim
     # 128; every 4th layer full attention, the others windowed by 1024 (layer_types when absent); one dense layer
     "afmoe": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=False, head_dim=128,
@@ -932,7 +942,7 @@ class ModelConfig:
             out.append(f"{self.n_layer_norms} norms per layer (Gemma's sandwich norms)")
         if (self.expert_bias or self.attention_sinks) and self.model_type != "gpt_oss":
             out.append("attention sinks and expert biases outside GPT-OSS")
-        if self.mlp_bias:
+        if self.mlp_bias and self.model_type != "nemotron":   # (Nemotron's ungated MLP runs with its biases)
             out.append("mlp_bias (biases on the MLP's gate / up / down projections)")
         if self.model_type == "nemotron_h" and self.hf.get("mamba_hidden_act", "silu") != "silu":
             # (NemotronHMamba2Mixer: the convolution's activation is mamba_hidden_act; Model's is silu)
@@ -2558,7 +2568,8 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
     V = r.int("vocab_size")
     H = r.int("num_attention_heads")
     eps = r.float("layer_norm_eps" if mt in LAYERNORM_FAMILIES else
-                  "layer_norm_epsilon" if mt == "nemotron_h" else "norm_eps" if mt in SHORTCONV_FAMILIES else
+                  "layer_norm_epsilon" if mt == "nemotron_h" else
+                  "norm_eps" if mt in SHORTCONV_FAMILIES + ("nemotron",) else
                   "rms_norm_eps")
     tie = r.bool("tie_word_embeddings")
     theta, scaling = _rope(r)
@@ -2818,6 +2829,12 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
             kw.update(_linear_fields(r, L), attn_output_gate=True, linear_kind="gdn")
         elif mt == "afmoe":     # (AfmoeAttention.gate_proj: hidden -> heads x head_dim, sigmoid on the output)
             kw["attn_output_gate"] = True
+        elif mt == "nemotron":  # NemotronLayerNorm1P: nn.LayerNorm's weight (applied as 1 + w) and bias, every norm
+            kw["norm_bias"] = True
+            if r.hf.get("num_key_value_heads", 0) is None:
+                # (NemotronConfig leaves it None, which NemotronAttention divides by: HF 5.25 builds no such model)
+                raise ValueError("config field `num_key_value_heads` is null: HF's Nemotron needs the KV heads stated "
+                                 "(transformers 5.25's NemotronAttention does not build without them)")
         elif mt in SHORTCONV_FAMILIES:     # (Lfm2Attention: q_layernorm / k_layernorm per head)
             kw.update(_shortconv_fields(r, L))
             # llama.cpp's lfm2 windows every attention layer where its file states attention.sliding_window

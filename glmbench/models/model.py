@@ -486,6 +486,8 @@ class Layer:
             return self._forward_mamba(x, cache, cache_layer, positions, n_out)
         if cfg.model_type == "afmoe":
             return self._forward_afmoe(x, cache, cache_layer, positions, n_out)
+        if cfg.model_type == "nemotron":
+            return self._forward_nemotron(x, cache, cache_layer, positions, n_out)
         if cfg.linear_layers or cfg.attn_output_gate:
             return self._forward_hybrid(x, cache, cache_layer, positions, n_out)
         if cfg.post_norms:
@@ -563,6 +565,21 @@ class Layer:
         m = _ops.geglu(h, w["mlp.gate_proj.weight"], w["mlp.up_proj.weight"], w["mlp.down_proj.weight"])
         return x + _ops.rms_norm(m, w["post_feedforward_layernorm.weight"], eps)
 
+
+    def _forward_nemotron(self, x, cache, cache_layer: int, positions, n_out=None):
+        """Nemotron's layer (HF NemotronDecoderLayer, transformers 5.25): pre-norm with LayerNorm1P (the weight held as
+        1 + w, a bias; eps norm_eps); Llama's attention with partial rotary (attention.gqa_block: the first rope_dim
+        dims of each head turn, rotate_half pairs; q / k / v / o biased where attention_bias); the ungated MLP
+        down(relu(up h)^2), biased where mlp_bias. Op by op, no C layer."""
+        cfg, w = self.cfg, self.w
+        h = _biased_layer_norm(x, w, "input_layernorm", cfg)
+        a = attention.gqa_block(h, self.attn, cache, cache_layer, positions, cfg, model_layer=self.index)
+        x = _keep(x + a, n_out)
+        h = _biased_layer_norm(x, w, "post_attention_layernorm", cfg)
+        u = _ops.linear(h, w["mlp.up_proj.weight"], w.get("mlp.up_proj.bias"))
+        np.maximum(u, 0.0, out=u)
+        u *= u
+        return x + _ops.linear(u, w["mlp.down_proj.weight"], w.get("mlp.down_proj.bias"))
 
     def _forward_afmoe(self, x, cache, cache_layer: int, positions, n_out=None):
         """AFMoE's layer (HF AfmoeDecoderLayer, transformers 5.25): Gemma's sandwich of four plain (times w)
@@ -955,9 +972,9 @@ def _keep(a, n_out):
 
 def _gemma_norm(cfg, name: str, a):
     """Gemma's RMSNorms multiply by (1 + w) (HF Gemma3RMSNorm, in float32), and so do Qwen3-Next's and
-    Qwen3.5's (Qwen3_5RMSNorm; not their linear layers' gated norm, Qwen3_5RMSNormGated, times w):
-    held as 1 + w so the C core's RMSNorm (times w) runs them."""
-    plus_one = cfg.model_type in configs.GEMMA_FAMILIES or (
+    Qwen3.5's (Qwen3_5RMSNorm; not their linear layers' gated norm, Qwen3_5RMSNormGated, times w), and Nemotron's
+    LayerNorm1P (its weight + 1, beside its bias): held as 1 + w so the C core's norms (times w) run them."""
+    plus_one = cfg.model_type in configs.GEMMA_FAMILIES + ("nemotron",) or (
         cfg.model_type in configs.LINEAR_FAMILIES and not name.startswith("linear_attn."))
     if plus_one and name.endswith("norm.weight"):
         return np.float32(1.0) + np.asarray(_to_f32(a), dtype=np.float32)
