@@ -132,7 +132,10 @@ RUN = ["llama", "llama_tied", "mistral", "qwen2", "qwen2_tied", "qwen3", "qwen3_
        "apertus", "phi3_longrope",
        # llama.cpp's afmoe (q / k not permuted, per-head q / k norms, the attn_gate, a window on the sliding layers
        # and rope there only, four norms, a dense layer then sigmoid MoE with exp_probs_b beside shared experts)
-       "afmoe"]
+       "afmoe",
+       # llama.cpp's nemotron (LayerNorm1P's weights stored + 1 with their biases, partial rotary as
+       # rope.dimension_count, q / k not permuted, the relu2 MLP and every projection biased)
+       "nemotron"]
 PREDICT_ONLY = ["glm4", "llama4_text", "minimax_m2", "ernie4_5_moe", "qwen2_moe", "ministral3"]   # configs.PRICED_ONLY
 # the hybrids run in glmbench.Model from HF checkpoints and from their GGUF files (test_hybrid_files_run_as_stored)
 PREDICT_ONLY += [f for f in HYBRID if f in configs.PRICED_ONLY]

@@ -112,7 +112,7 @@ ARCHITECTURES = ("deepseek2", "qwen3", "qwen3moe", "qwen2", "llama", "glm4moe", 
                  "qwen35moe", "command-r", "cohere2", "nemotron_h", "nemotron_h_moe", "granitehybrid", "gemma4", "mistral3",
                  "falcon-h1", "glm-dsa", "deepseek32", "lfm2", "lfm2moe", "olmoe", "granite", "granitemoe",
                  "olmo2", "smollm3", "exaone4", "arcee", "apertus", "gemma3n", "hunyuan-dense", "hunyuan-moe", "phimoe", "deci", "exaone",
-                 "ernie4_5", "dots1", "afmoe")
+                 "ernie4_5", "dots1", "afmoe", "nemotron")
 # llama.cpp's DeepSeek Sparse Attention architectures (GLM-5: glm-dsa, conversion/glm.py GlmMoeDsaModel; DeepSeek-V3.2:
 # deepseek32, conversion/deepseek.py DeepseekV32Model; both on DeepseekV2Model's MLA keys) -> HF model_type
 DSA_ARCHITECTURES = {"glm-dsa": "glm_moe_dsa", "deepseek32": "deepseek_v32"}
@@ -847,6 +847,20 @@ def hf_config(g: GGUFFile) -> dict:
         return hf
     if arch == "afmoe":
         return _afmoe(g, m, hf, L, hd)
+    if arch == "nemotron":
+        # conversion/nemotron.py NemotronModel (a TextModel: q / k rows as HF's, llama.cpp's NEOX rope is HF's
+        # rotate_half; src/models/nemotron.cpp): LayerNorm1P as LayerNorms with a bias, their weights stored + 1
+        # (checkpoint undoes it), the rotated dims as rope.dimension_count (HF's partial_rotary_factor, stated here
+        # whatever it is: NemotronConfig's default is 0.5), eps attention.layer_norm_epsilon, linear rope scaling
+        # from the rope.scaling keys, the ungated relu2 MLP with its optional biases
+        eps = m("attention.layer_norm_epsilon", kind=float)
+        if eps is None:
+            raise GGUFError(f"{g.path}: metadata 'nemotron.attention.layer_norm_epsilon' is missing (llama.cpp's "
+                            f"nemotron loader requires it)")
+        hf.update(model_type="nemotron", hidden_act="relu2", norm_eps=eps, head_dim=hd,
+                  partial_rotary_factor=(rd or hd) / hd, mlp_bias=blk(0, "ffn_up").replace("weight", "bias") in ts)
+        hf.pop("rms_norm_eps", None)
+        return hf
     if arch == "apertus":
         # conversion/llama.py ApertusModel (undo_permute False: q / k rows as HF's; per-head attn_q_norm / attn_k_norm;
         # llama3 rope as LlamaModel's rope_freqs tensor): the ungated MLP's xIELU parameters are metadata, not tensors
