@@ -14,10 +14,10 @@ ALL = ["afm-4.5b", "apertus-70b", "apertus-8b", "command-a", "command-r", "comma
        "gemma-4-26b-a4b", "gemma-4-31b", "gemma-4-e2b", "gemma-4-e4b",
        "glm-4-32b", "glm-4-9b", "glm-4.5", "glm-4.5-air", "glm-4.6", "glm-4.7-flash", "glm-5", "gpt-oss-120b",
        "gpt-oss-20b", "granite-3.1-3b-a800m-instruct", "granite-3.3-8b-instruct", "granite-4.0-h-micro", "granite-4.0-h-small", "granite-4.0-h-tiny", "hunyuan-a13b", "kimi-k2", "kimi-linear-48b-a3b", "llama-2-13b", "llama-2-70b", "llama-2-7b", "llama-3-70b", "llama-3-8b",
-       "llama-3.1-405b", "llama-3.1-70b", "llama-3.1-8b", "llama-3.2-1b", "llama-3.2-3b", "llama-3.3-70b",
+       "llama-3.1-405b", "llama-3.1-70b", "llama-3.1-8b", "llama-3.1-minitron-4b", "llama-3.2-1b", "llama-3.2-3b", "llama-3.3-70b",
        "llama-4-maverick", "llama-4-scout", "minimax-m2", "minimax-m2.1", "mistral-7b", "mistral-large",
        "mistral-nemo", "mistral-small-24b", "mixtral-8x22b", "mixtral-8x7b", "nemotron-3-nano-30b-a3b",
-       "nemotron-h-8b", "nemotron-nano-9b-v2", "olmo-2-1124-7b", "olmo-3-7b", "olmoe-1b-7b-0924", "phi-3-mini", "phi-3.5-moe", "phi-4",
+       "nemotron-h-8b", "nemotron-mini-4b", "nemotron-nano-9b-v2", "olmo-2-1124-7b", "olmo-3-7b", "olmoe-1b-7b-0924", "phi-3-mini", "phi-3.5-moe", "phi-4",
        "phi-4-mini",
        "qwen1.5-moe-a2.7b", "qwen2-57b-a14b", "qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-14b", "qwen2.5-32b",
        "qwen2.5-3b", "qwen2.5-72b", "qwen2.5-7b", "qwen2.5-coder-32b", "qwen2.5-coder-7b", "qwen3-0.6b",
@@ -154,6 +154,8 @@ KV_F16 = {
     "afm-4.5b": 36 * 4 * (128 + 128) * 2,             # 73,728: AFM-4.5B's 4 KV heads of 128
     "apertus-8b": 32 * 8 * (128 + 128) * 2,           # 131,072: 8 KV heads of 128
     "apertus-70b": 80 * 8 * (128 + 128) * 2,          # 327,680
+    "nemotron-mini-4b": 32 * 8 * (128 + 128) * 2,     # 131,072: 8 KV heads of 128
+    "llama-3.1-minitron-4b": 32 * 8 * (128 + 128) * 2,  # 131,072
     "trinity-mini": 32 * 4 * (128 + 128) * 2,         # 65,536: 4 KV heads of 128 on every layer (windowed or not)
     "kimi-linear-48b-a3b": 6 * (512 + 64) * 2,        # 6,912: its 6 MLA layers of 27
     # Cohere: Command-R (v01) is MHA, 64 KV heads of 128 (1.25 MiB per token); Command-A and R7B window
@@ -526,6 +528,8 @@ PUBLISHED = {
     # Trinity Mini: the card's 26B total (26.12 B here); its "3B active" lies between the counts with and without the
     # embeddings (3.47 B / 2.65 B: tests/test_afmoe_nemotron.py checks that)
     "trinity-mini": (26.0, None, None),
+    # Nemotron-Mini-4B-Instruct and Llama-3.1-Minitron-4B-Width: the repositories' 4.19B and 4.51B
+    "nemotron-mini-4b": (4.19, None, None), "llama-3.1-minitron-4b": (4.51, None, None),
 }
 
 
@@ -880,8 +884,9 @@ _MLP_BIAS_TINY = {
 }
 
 
-# (DeciLM, nemotron-nas: transformers 5.25 ships none; its MLP biases: tests/test_deci_exaone_ernie.py)
-@pytest.mark.parametrize("mt", [m for m in configs.MLP_BIAS_FAMILIES if m != "nemotron-nas"])
+# (DeciLM, nemotron-nas: transformers 5.25 ships none; its MLP biases: tests/test_deci_exaone_ernie.py; Nemotron's
+# biased MLP Model runs: tests/test_model_hf.py, tests/test_afmoe_nemotron.py)
+@pytest.mark.parametrize("mt", [m for m in configs.MLP_BIAS_FAMILIES if m not in ("nemotron-nas", "nemotron")])
 def test_mlp_bias_is_priced_as_hf_builds_it(mt):
     """mlp_bias (LlamaMLP / SeedOssMLP / DeepseekV2MLP / GraniteMLP: gate, up and down biased; DeepSeek-V2's shared experts
     are such an MLP, its routed experts are not): the biases counted, tensor by tensor, as HF builds them; Model
