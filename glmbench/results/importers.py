@@ -865,7 +865,10 @@ _HF_TO_ARCH = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2"
                "arcee": "arcee", "apertus": "apertus",
                # Arcee Trinity (conversion/afmoe.py AfmoeModel; src/models/afmoe.cpp labels 32 layers 26B, Trinity
                # Mini's 26.12 B)
-               "afmoe": "afmoe"}
+               "afmoe": "afmoe",
+               # Nemotron-4 / Minitron / Nemotron-Mini (conversion/nemotron.py NemotronModel; src/models/nemotron.cpp
+               # labels 32 layers 4B, Nemotron-Mini-4B's 4.19 B)
+               "nemotron": "nemotron"}
 # model_types whose MoE models llama.cpp names apart: the converter writes a Nemotron-H config with experts
 # (num_experts_per_tok: Nemotron 3 Nano) as nemotron_h_moe, the dense ones (Nemotron-H 8B, Nemotron-Nano-9B-v2)
 # as nemotron_h (conversion/nemotron.py NemotronHModel)
