@@ -5,7 +5,11 @@ choosing, renormalised, times route_scale) beside shared experts, mup_enabled's 
 against HF's meta-device models, HF's config-class defaults, the fields refused, GGUF files laid out as llama.cpp's
 converter writes them (conversion/afmoe.py; written here with the gguf package), HF folders as transformers saves
 them, the built-in trinity-mini, llama-bench's rows for it and CudaModel's refusal. (Logits against HF's tiny model:
-tests/test_model_hf.py; the files llama.cpp's converter makes: tests/test_converted_gguf.py.)"""
+tests/test_model_hf.py; the files llama.cpp's converter makes: tests/test_converted_gguf.py.)
+
+Nemotron (nemotron: NVIDIA Nemotron-4 / Minitron / Nemotron-Mini, transformers 5.25's modeling_nemotron): Llama's
+attention with partial rotary, LayerNorm1P (weight + 1, with a bias) and the ungated relu2 MLP; the same checks, and
+the built-ins nemotron-mini-4b and llama-3.1-minitron-4b (a Llama)."""
 import os
 
 import numpy as np
@@ -251,3 +255,173 @@ def test_cuda_model_refuses_afmoe_before_touching_a_gpu():
     for d in (_A, {**_A, "sliding_window": None, "layer_types": ["sliding_attention"] * 8}):
         with pytest.raises(ValueError, match=r"CudaModel: .*afmoe.* which the CUDA path does not implement"):
             cuda.CudaModel(configs.from_hf(d))
+
+
+# ==== Nemotron ======================================================================================================
+_N = dict(model_type="nemotron", vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+          num_attention_heads=4, num_key_value_heads=2, head_dim=16, norm_eps=1e-5, max_position_embeddings=4096,
+          rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5})
+
+
+def _nhc(**kw):
+    transformers = pytest.importorskip("transformers")
+    return transformers.AutoConfig.for_model("nemotron", **{k: v for k, v in {**_N, **kw}.items() if k != "model_type"})
+
+
+@pytest.mark.parametrize("kw", [{}, dict(attention_bias=True), dict(mlp_bias=True), dict(head_dim=32),
+                                dict(tie_word_embeddings=True), dict(num_key_value_heads=4)])
+def test_nemotron_parameters_equal_the_hf_model(kw):
+    hc = _nhc(**kw)
+    m, n = hf_meta.meta_model(hc)
+    cfg = configs.load(hc.to_dict())
+    assert cfg.model_type == "nemotron" and cfg.total_params() == n
+    assert {k: tuple(p.shape) for k, p in m.named_parameters()} == cfg.tensor_shapes() or kw.get("tie_word_embeddings")
+    assert cfg.norm_bias and not cfg.mlp_gated and cfg.hidden_act == "relu2" and not cfg.qk_norm
+    assert cfg.rope_dim == cfg.head_dim // 2 and cfg.forward_unsupported() == []
+    assert cfg.mlp_bias == bool(kw.get("mlp_bias")) and cfg.attention_out_bias == bool(kw.get("attention_bias"))
+
+
+def test_nemotron_hf_config_class_defaults():
+    transformers = pytest.importorskip("transformers")
+    # NemotronConfig(): Nemotron-4 15B's sizes, partial_rotary_factor 0.5, relu2; its KV heads None, which HF's own
+    # model does not build: refused by name; stated, the count is HF's
+    with pytest.raises(ValueError, match=r"`num_key_value_heads` is null"):
+        configs.load(transformers.NemotronConfig().to_dict())
+    hc = transformers.NemotronConfig(num_key_value_heads=8)
+    c = configs.load(hc.to_dict())
+    assert (c.n_layers, c.hidden_size, c.n_heads, c.n_kv_heads, c.head_dim, c.rope_dim, c.vocab_size) == \
+        (32, 6144, 48, 8, 128, 64, 256000)
+    assert c.intermediate_size == 24576 and c.rms_norm_eps == 1e-5 and not c.tie_word_embeddings
+    assert c.total_params() == hf_meta.meta_model(hc)[1]
+    # a config without the factor anywhere takes HF's default 0.5
+    d = {k: v for k, v in hc.to_dict().items() if k not in ("rope_parameters", "partial_rotary_factor")}
+    assert configs.load(d).rope_dim == 64
+
+
+@pytest.mark.parametrize("change,match", [
+    (dict(rope_parameters={"rope_type": "default", "rope_theta": 1e4, "partial_rotary_factor": 1.5}),
+     r"`partial_rotary_factor` must be in \(0, 1\]"),
+    (dict(norm_eps="x"), r"`norm_eps` must be a finite number"),
+    (dict(num_attention_heads=3), r"not a multiple of"),
+    (dict(mlp_bias="yes"), r"`mlp_bias` must be true or false"),
+])
+def test_nemotron_bad_fields_are_named(change, match):
+    with pytest.raises(ValueError, match=match):
+        configs.from_hf({**_N, **change})
+
+
+def test_nemotron_hidden_act_other_than_relu2_is_priced_not_run():
+    c = configs.from_hf({**_N, "hidden_act": "silu"})
+    assert any("ungated MLP" in x for x in c.forward_unsupported())
+    import glmbench
+    with pytest.raises(ValueError, match=r"glmbench.Model cannot run"):
+        glmbench.Model(c, weights="f32")
+    assert cm.decode(cm.Setup(c, "rtx-3090"), 10).tok_s > 0
+
+
+def test_nemotron_priced_norm_biases_and_partial_rope():
+    c = configs.from_hf({**_N, "mlp_bias": True, "attention_bias": True}, "nemotron-tiny")
+    s = cm.Setup(c, "rtx-3090", weights="f16")
+    assert cm.decode(s, 100).tok_s > 0 and cm.prefill(s, 64, 10).tok_s > 0
+    # the projections' biases (q 64, k 32, v 32, o 64, up 96, down 64) on 2 layers
+    assert c.total_params() - configs.from_hf(_N).total_params() == 2 * (64 + 32 + 32 + 64 + 96 + 64)
+    # LayerNorm1P's bias beside each weight: two per layer (2 layers) and the final one
+    assert sum(configs._numel(v) for k, v in c.tensor_shapes().items() if "layernorm.bias" in k or k == "model.norm.bias") \
+        == 5 * 64
+    # Model runs it with random weights: finite logits, its norms held as 1 + w (ones here)
+    import glmbench
+    m = glmbench.Model(c, weights="f32", max_context=16)
+    assert np.all(np.isfinite(m.prefill(np.arange(9))))
+
+
+_NKEYS = {"feed_forward_length": 96, "attention.layer_norm_epsilon": 1e-5, "rope.dimension_count": 8}
+
+
+def _nwrite(path, drop=(), hc=None, **extra):
+    cfg = configs.from_hf(hc or _N, "synth")
+    meta = {k: v for k, v in gguf_writer.gqa_meta(cfg).items() if k != "attention.layer_norm_rms_epsilon"}
+    gguf_writer.write_zero_file(path, cfg, "nemotron", {**meta, **_NKEYS}, drop, extra)
+    return cfg
+
+
+def test_nemotron_written_file_reads_as_its_config(tmp_path):
+    p = str(tmp_path / "nemotron.gguf")
+    want = _nwrite(p)
+    cfg = gguf_writer.check_reads_as(p, want)
+    assert gguf_writer.config_diff(cfg, want) == {} and cfg.rope_dim == 8
+    names = set(gguf_file.read(p).tensors)
+    assert {"blk.0.attn_norm.bias", "blk.0.ffn_norm.bias", "output_norm.bias", "blk.1.ffn_up.weight"} <= names
+    # the whole head rotated: stated as 1.0, not NemotronConfig's default 0.5
+    p2 = str(tmp_path / "full.gguf")
+    _nwrite(p2, hc={**_N, "rope_parameters": {"rope_type": "default", "rope_theta": 1e4, "partial_rotary_factor": 1.0}},
+            **{"rope.dimension_count": 16})
+    assert configs.load(p2).rope_dim == 16
+    p3 = str(tmp_path / "noeps.gguf")
+    _nwrite(p3, drop=("attention.layer_norm_epsilon",))
+    with pytest.raises(gguf_file.GGUFError, match=r"'nemotron.attention.layer_norm_epsilon' is missing"):
+        configs.load(p3)
+
+
+@pytest.mark.slow
+def test_nemotron_hf_folder_as_saved_runs_with_hf_logits(tmp_path):
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from glmbench.models import checkpoint
+    hc = _nhc(attention_bias=True, mlp_bias=True)
+    hc._attn_implementation = "eager"
+    torch.manual_seed(0)
+    m = transformers.AutoModelForCausalLM.from_config(hc)
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for p in m.parameters():
+            p.copy_(0.1 * torch.randn(p.shape, generator=g) if p.ndim == 1 else
+                    torch.randn(p.shape, generator=g) / p.shape[-1] ** 0.5)
+    m.eval()
+    d = str(tmp_path / "hf")
+    m.save_pretrained(d)
+    cfg = configs.load(d)
+    assert cfg.file_weights.total_bytes == 4 * cfg.total_params()
+    gm = checkpoint.load_model(d, kv="f32", max_context=16)
+    prompt, steps = [3, 17, 5, 99, 42, 7], [11, 64, 2]
+    got = [gm.prefill(np.array(prompt))] + [gm.decode(t) for t in steps]
+    want = []
+    with torch.no_grad():
+        r = m(torch.tensor([prompt]), use_cache=True)
+        want.append(r.logits[0].numpy())
+        for t in steps:
+            r = m(torch.tensor([[t]]), use_cache=True, cache=r.cache)
+            want.append(r.logits[0, -1].numpy())
+    errs = [float(np.max(np.abs(a - b)) / np.max(np.abs(b))) for a, b in zip(got, want)]
+    assert max(errs) < 1e-4, errs
+
+
+def test_nemotron_builtins():
+    import json
+    transformers = pytest.importorskip("transformers")
+    c = configs.load("nemotron-mini-4b")
+    assert (c.model_type, c.n_layers, c.hidden_size, c.n_heads, c.n_kv_heads, c.head_dim, c.rope_dim) == \
+        ("nemotron", 32, 3072, 24, 8, 128, 64)
+    assert c.total_params() == 4_190_509_056 and c.forward_unsupported() == []
+    l = configs.load("llama-3.1-minitron-4b")
+    assert (l.model_type, l.n_layers, l.hidden_size, l.n_heads, l.n_kv_heads, l.rope_type) == ("llama", 32, 3072, 32, 8, "llama3")
+    assert l.total_params() == 4_512_746_496
+    for name, cls in (("nemotron-mini-4b", transformers.NemotronConfig), ("llama-3.1-minitron-4b", transformers.LlamaConfig)):
+        raw = json.load(open(configs.builtin_path(name)))
+        assert "written from memory" in raw["_source"]
+        assert hf_meta.meta_model(cls(**{k: v for k, v in raw.items() if not k.startswith("_")}))[1] == \
+            configs.load(name).total_params()
+        s = cm.Setup(configs.load(name), "rtx-4090", weights="Q4_K_M")
+        assert cm.decode(s, 1024).tok_s > 0 and cm.memory(s, 4096).fits
+
+
+def test_nemotron_llama_bench_rows_name_the_builtins(tmp_path):
+    rows = {"nemotron 4B Q4_K - Medium      |   2.51 GiB |     4.19 B": ("nemotron-mini-4b", "Q4_K_M"),
+            "nemotron 4B Q8_0               |   4.14 GiB |            ": ("nemotron-mini-4b", "q8_0"),
+            "llama 8B Q4_K - Medium         |   2.58 GiB |     4.51 B": ("llama-3.1-minitron-4b", "Q4_K_M")}
+    lb.check_rows_name_builtins(tmp_path, rows, "CUDA       |  99 |         1 |           tg128 |      150.10 ± 0.50")
+
+
+def test_cuda_model_refuses_nemotron_before_touching_a_gpu():
+    from glmbench import cuda
+    with pytest.raises(ValueError, match=r"CudaModel: .*nemotron.* which the CUDA path does not implement"):
+        cuda.CudaModel(configs.from_hf(_N))
