@@ -82,6 +82,10 @@ factors (Layer._long_plan). A cache that grows past original_max_position_embedd
 (by the short factors) and warns (LongRopeCrossing): HF's forward with a cache does the same, HF's generate()
 re-runs the whole sequence, which reset() + prefill reproduces.
 
+Nemotron (nemotron: Nemotron-4 / Minitron / Nemotron-Mini; HF modeling_nemotron): pre-norm LayerNorm1P (weight + 1,
+held as 1 + w by _gemma_norm, and a bias: _biased_layer_norm), Llama's attention with partial rotary, the ungated relu2
+MLP with its optional biases (`Layer._forward_nemotron`); no C layer.
+
 AFMoE (afmoe: Arcee's Trinity; HF modeling_afmoe): Gemma's sandwich of four RMSNorms with plain weights (HF's
 pre_mlp_layernorm / post_mlp_layernorm held as pre_ / post_feedforward_layernorm, the router mlp.router.gate and
 mlp.expert_bias as mlp.gate.weight / .e_score_correction_bias: _AFMOE) around the attention (per-head q / k RMSNorm,
