@@ -425,3 +425,33 @@ def test_cuda_model_refuses_nemotron_before_touching_a_gpu():
     from glmbench import cuda
     with pytest.raises(ValueError, match=r"CudaModel: .*nemotron.* which the CUDA path does not implement"):
         cuda.CudaModel(configs.from_hf(_N))
+
+
+@pytest.mark.parametrize("layer", [1, 3])     # a windowed rotating layer, a full NoPE one
+def test_afmoe_gated_block_matches_the_float64_reference(layer):
+    """attention.gqa_block's AFMoE branch (q from q_proj alone, the gate from gate_proj) against reference.gqa_block,
+    over chunks, past the 8-token window."""
+    from glmbench.core import reference as ref
+    from glmbench.core.attention import gqa_block
+    from glmbench.core.kvcache import KVCache
+    cfg = configs.from_hf(_A)
+    rng = np.random.default_rng(5)
+    D, H, Hk, Dh = 64, 4, 2, 16
+    w = {n: (rng.standard_normal(s) / np.sqrt(s[-1])).astype(np.float32) for n, s in (
+        ("q_proj.weight", (H * Dh, D)), ("k_proj.weight", (Hk * Dh, D)), ("v_proj.weight", (Hk * Dh, D)),
+        ("gate_proj.weight", (H * Dh, D)), ("o_proj.weight", (D, H * Dh)))}
+    w["q_norm.weight"] = (1 + 0.1 * rng.standard_normal(Dh)).astype(np.float32)
+    w["k_norm.weight"] = (1 + 0.1 * rng.standard_normal(Dh)).astype(np.float32)
+    x = rng.standard_normal((13, D)).astype(np.float32)
+    cache = KVCache.gqa(2, 32, Hk, Dh, kv="f32", block_size=4)
+    kp = vp = None
+    for a, b in [(0, 6), (6, 7), (7, 13)]:
+        pos = np.arange(a, b)
+        y = gqa_block(x[a:b], w, cache, 1, pos, cfg, model_layer=layer)
+        r, kp, vp = ref.gqa_block(x[a:b], w, pos, cfg, kp, vp, model_layer=layer)
+        np.testing.assert_allclose(y, r, rtol=0, atol=5e-5)
+    # the gate acts: a zero gate_proj (every gate sigmoid(0) = 0.5) gives another output
+    w2 = dict(w, **{"gate_proj.weight": np.zeros_like(w["gate_proj.weight"])})
+    r2, _, _ = ref.gqa_block(x, w2, np.arange(13), cfg, model_layer=layer)
+    r1, _, _ = ref.gqa_block(x, w, np.arange(13), cfg, model_layer=layer)
+    assert np.max(np.abs(r1 - r2)) > 1e-2
