@@ -567,8 +567,8 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
                   intermediate_size=10944, moe_intermediate_size=1408, n_group=1, topk_group=1,
                   first_k_dense_replace=0, norm_topk_prob=False, routed_scaling_factor=1.0,
                   max_position_embeddings=2048, sliding_window=4096, max_window_layers=62, topk_method="noaux_tc"),
-    # NemotronConfig (transformers 5.25): Nemotron-4 15B's sizes; KV heads default to the heads, head_dim to hidden /
-    # heads; partial_rotary_factor 0.5 (set in rope_parameters where the config states none); norms' eps `norm_eps`
+    # NemotronConfig (transformers 5.25): Nemotron-4 15B's sizes; num_key_value_heads None (refused in from_hf: HF's
+    # model does not build without it), head_dim hidden / heads; partial_rotary_factor 0.5 (set in rope_parameters where the config states none); norms' eps `norm_eps`
     "nemotron": dict(norm_eps=1e-5, tie_word_embeddings=False, attention_bias=False, mlp_bias=False,
                      hidden_act="relu2", partial_rotary_factor=0.5, max_position_embeddings=4096, vocab_size=256000,
                      hidden_size=6144, intermediate_size=24576, num_hidden_layers=32, num_attention_heads=48),
