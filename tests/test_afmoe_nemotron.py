@@ -417,6 +417,8 @@ def test_nemotron_builtins():
 def test_nemotron_llama_bench_rows_name_the_builtins(tmp_path):
     rows = {"nemotron 4B Q4_K - Medium      |   2.51 GiB |     4.19 B": ("nemotron-mini-4b", "Q4_K_M"),
             "nemotron 4B Q8_0               |   4.14 GiB |            ": ("nemotron-mini-4b", "q8_0"),
+            # (llama.cpp labels any 32-layer llama with a large vocabulary 8B, src/models/llama.cpp: the params column
+            # tells Minitron from Llama 3 / 3.1 8B)
             "llama 8B Q4_K - Medium         |   2.58 GiB |     4.51 B": ("llama-3.1-minitron-4b", "Q4_K_M")}
     lb.check_rows_name_builtins(tmp_path, rows, "CUDA       |  99 |         1 |           tg128 |      150.10 ± 0.50")
 
