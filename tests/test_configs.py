@@ -17,16 +17,16 @@ ALL = ["afm-4.5b", "apertus-70b", "apertus-8b", "command-a", "command-r", "comma
        "glm-4.7-flash", "glm-5", "gpt-oss-120b", "gpt-oss-20b", "granite-3.1-3b-a800m-instruct",
        "granite-3.3-8b-instruct", "granite-4.0-h-micro", "granite-4.0-h-small", "granite-4.0-h-tiny", "hunyuan-a13b",
        "internlm3-8b", "kimi-k2", "kimi-linear-48b-a3b", "llama-2-13b", "llama-2-70b", "llama-2-7b", "llama-3-70b",
-       "llama-3-8b", "llama-3.1-405b", "llama-3.1-70b", "llama-3.1-8b", "llama-3.2-1b", "llama-3.2-3b",
-       "llama-3.3-70b", "llama-4-maverick", "llama-4-scout", "minimax-m2", "minimax-m2.1", "mistral-7b",
-       "mistral-large", "mistral-nemo", "mistral-small-24b", "mixtral-8x22b", "mixtral-8x7b",
-       "nemotron-3-nano-30b-a3b", "nemotron-h-8b", "nemotron-nano-9b-v2", "olmo-2-1124-7b", "olmo-3-7b",
-       "olmoe-1b-7b-0924", "phi-3-mini", "phi-3.5-moe", "phi-4", "phi-4-mini", "qwen1.5-moe-a2.7b", "qwen2-57b-a14b",
-       "qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-14b", "qwen2.5-32b", "qwen2.5-3b", "qwen2.5-72b", "qwen2.5-7b",
-       "qwen2.5-coder-32b", "qwen2.5-coder-7b", "qwen3-0.6b", "qwen3-1.7b", "qwen3-14b", "qwen3-235b-a22b",
-       "qwen3-30b-a3b", "qwen3-32b", "qwen3-4b", "qwen3-8b", "qwen3-coder-30b-a3b", "qwen3-coder-480b-a35b",
-       "qwen3-next-80b-a3b", "qwen3.5-122b-a10b", "qwen3.5-27b", "qwen3.5-35b-a3b", "qwen3.5-397b-a17b", "qwen3.5-9b",
-       "qwq-32b", "seed-oss-36b", "smollm3-3b"]
+       "llama-3-8b", "llama-3.1-405b", "llama-3.1-70b", "llama-3.1-8b", "llama-3.1-minitron-4b", "llama-3.2-1b",
+       "llama-3.2-3b", "llama-3.3-70b", "llama-4-maverick", "llama-4-scout", "minimax-m2", "minimax-m2.1",
+       "mistral-7b", "mistral-large", "mistral-nemo", "mistral-small-24b", "mixtral-8x22b", "mixtral-8x7b",
+       "nemotron-3-nano-30b-a3b", "nemotron-h-8b", "nemotron-mini-4b", "nemotron-nano-9b-v2", "olmo-2-1124-7b",
+       "olmo-3-7b", "olmoe-1b-7b-0924", "phi-3-mini", "phi-3.5-moe", "phi-4", "phi-4-mini", "qwen1.5-moe-a2.7b",
+       "qwen2-57b-a14b", "qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-14b", "qwen2.5-32b", "qwen2.5-3b", "qwen2.5-72b",
+       "qwen2.5-7b", "qwen2.5-coder-32b", "qwen2.5-coder-7b", "qwen3-0.6b", "qwen3-1.7b", "qwen3-14b",
+       "qwen3-235b-a22b", "qwen3-30b-a3b", "qwen3-32b", "qwen3-4b", "qwen3-8b", "qwen3-coder-30b-a3b",
+       "qwen3-coder-480b-a35b", "qwen3-next-80b-a3b", "qwen3.5-122b-a10b", "qwen3.5-27b", "qwen3.5-35b-a3b",
+       "qwen3.5-397b-a17b", "qwen3.5-9b", "qwq-32b", "seed-oss-36b", "smollm3-3b", "trinity-mini"]
 
 
 def test_builtin_names():
@@ -161,6 +161,9 @@ KV_F16 = {
     "gemma-7b": 28 * 16 * (256 + 256) * 2,            # 458,752
     "glm-4-9b-chat": 40 * 2 * (128 + 128) * 2,        # 40,960: 2 KV heads of 128
     "internlm3-8b": 48 * 2 * (128 + 128) * 2,         # 49,152: 2 KV heads of 128
+    "nemotron-mini-4b": 32 * 8 * (128 + 128) * 2,     # 131,072: 8 KV heads of 128
+    "llama-3.1-minitron-4b": 32 * 8 * (128 + 128) * 2,  # 131,072
+    "trinity-mini": 32 * 4 * (128 + 128) * 2,         # 65,536: 4 KV heads of 128 on every layer (windowed or not)
     "kimi-linear-48b-a3b": 6 * (512 + 64) * 2,        # 6,912: its 6 MLA layers of 27
     # Cohere: Command-R (v01) is MHA, 64 KV heads of 128 (1.25 MiB per token); Command-A and R7B window
     # three of every four layers (every layer caches, the windowed ones their last 4096 + ubatch)
@@ -535,6 +538,11 @@ PUBLISHED = {
     "glm-4-9b-chat": (9.4, None, None),
     # InternLM3-8B: 8.80 B (llama-bench's params column for its file; the card's "8B" is rounded past 2%)
     "internlm3-8b": (8.80, None, None),
+    # Trinity Mini: the card's 26B total (26.12 B here); its "3B active" lies between the counts with and without the
+    # embeddings (3.47 B / 2.65 B: tests/test_afmoe_nemotron.py checks that)
+    "trinity-mini": (26.0, None, None),
+    # Nemotron-Mini-4B-Instruct and Llama-3.1-Minitron-4B-Width: the repositories' 4.19B and 4.51B
+    "nemotron-mini-4b": (4.19, None, None), "llama-3.1-minitron-4b": (4.51, None, None),
 }
 
 
@@ -890,8 +898,9 @@ _MLP_BIAS_TINY = {
 
 
 # (DeciLM, nemotron-nas: transformers 5.25 ships none; its MLP biases: tests/test_deci_exaone_ernie.py. InternLM3, whose
-# config refuses an MLP bias without the attention's: tests/test_gemma1_glm_internlm3.py)
-@pytest.mark.parametrize("mt", [m for m in configs.MLP_BIAS_FAMILIES if m not in ("nemotron-nas", "internlm3")])
+# config refuses an MLP bias without the attention's: tests/test_gemma1_glm_internlm3.py; Nemotron's biased MLP Model
+# runs: tests/test_model_hf.py, tests/test_afmoe_nemotron.py)
+@pytest.mark.parametrize("mt", [m for m in configs.MLP_BIAS_FAMILIES if m not in ("nemotron-nas", "internlm3", "nemotron")])
 def test_mlp_bias_is_priced_as_hf_builds_it(mt):
     """mlp_bias (LlamaMLP / SeedOssMLP / DeepseekV2MLP / GraniteMLP: gate, up and down biased; DeepSeek-V2's shared experts
     are such an MLP, its routed experts are not): the biases counted, tensor by tensor, as HF builds them; Model

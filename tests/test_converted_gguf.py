@@ -22,6 +22,7 @@ import llama_cpp_convert as lc  # noqa: E402
 from test_model_hf import TINY, hf_logits, rel_err, tiny_hf_model  # noqa: E402
 
 from glmbench.models import checkpoint, configs, gguf_file  # noqa: E402
+from glmbench.models.model import _AFMOE  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(lc.source() is None, reason=lc.skip_reason())]
 
@@ -111,6 +112,9 @@ EXTRA = {
     # hidden / heads: llama.cpp's o_proj is n_embd x n_embd), context_length = hidden_size (GlmConfig has no
     # seq_length) and rms eps 1e-5 (no layernorm_epsilon), so the tiny config states those as the file will
     "glm": ("glm", dict(TINY["glm"], head_dim=16, max_position_embeddings=64, rms_norm_eps=1e-5)),
+    # AFMoE as llama.cpp's afmoe runs it: every 4th layer global and NoPE (its fixed step; the converter writes no
+    # pattern), the embeddings scaled (mup_enabled), route_norm stated (the converter's expert_weights_norm)
+    "afmoe": ("afmoe", dict(TINY["afmoe"], global_attn_every_n_layers=4, route_norm=True)),
 }
 HYBRID = ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")      # configs.LINEAR_FAMILIES
 COHERE = ("cohere", "cohere2")
@@ -130,13 +134,18 @@ RUN = ["llama", "llama_tied", "mistral", "qwen2", "qwen2_tied", "qwen3", "qwen3_
        # llama.cpp's apertus (q / k not permuted, per-head q / k norms, llama3 rope as rope_freqs, the xIELU's
        # per-layer parameters as the xielu.* metadata arrays)
        "apertus", "phi3_longrope",
-
        # llama.cpp's gemma (Gemma 1: norms stored as 1 + w, lm_head dropped, GeGLU, MQA with head_dim 32 beside 16)
        "gemma",
        # llama.cpp's chatglm (GLM-4-9B-Chat: q/k/v biases, half of each head rotated in NORM pairs, fused ffn_up)
        "glm",
        # InternLM3 (conversion/internlm.py InternLM3Model: llama.cpp's llama, q / k rows permuted)
-       "internlm3"]
+       "internlm3",
+       # llama.cpp's afmoe (q / k not permuted, per-head q / k norms, the attn_gate, a window on the sliding layers
+       # and rope there only, four norms, a dense layer then sigmoid MoE with exp_probs_b beside shared experts)
+       "afmoe",
+       # llama.cpp's nemotron (LayerNorm1P's weights stored + 1 with their biases, partial rotary as
+       # rope.dimension_count, q / k not permuted, the relu2 MLP and every projection biased)
+       "nemotron"]
 PREDICT_ONLY = ["glm4", "llama4_text", "minimax_m2", "ernie4_5_moe", "qwen2_moe", "ministral3"]   # configs.PRICED_ONLY
 # the hybrids run in glmbench.Model from HF checkpoints and from their GGUF files (test_hybrid_files_run_as_stored)
 PREDICT_ONLY += [f for f in HYBRID if f in configs.PRICED_ONLY]
@@ -240,6 +249,10 @@ def _hf_with_file_weights(family, sd):
             elif gpt_oss and ".mlp.router." in k:   # glmbench names the router mlp.gate
                 a = f32[k.replace(".mlp.router.", ".mlp.gate.")]
                 done.add(k.replace(".mlp.router.", ".mlp.gate."))
+            elif cfg.model_type == "afmoe" and k.split(".", 3)[-1] in _AFMOE:   # (AFMoE: HF's names of ours)
+                n = k.rsplit(".", len(k.split(".", 3)[-1].split(".")))[0] + "." + _AFMOE[k.split(".", 3)[-1]]
+                a = f32[n]
+                done.add(n)
             elif ".block_sparse_moe.router." in k:   # Granite MoE's router: glmbench's mlp.gate
                 a = f32[k.replace(".block_sparse_moe.router.", ".mlp.gate.")]
                 done.add(k.replace(".block_sparse_moe.router.", ".mlp.gate."))

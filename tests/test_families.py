@@ -62,6 +62,11 @@ FAMILIES = {
     "glm": dict(head_dim=32, pad_token_id=0, eos_token_id=1),   # (HF's defaults lie past the tiny vocab)
     # InternLM3 (HF's LlamaForCausalLM) with its biases by the released names (q/k/v/o and the MLP)
     "internlm3": dict(head_dim=32, qkv_bias=True, bias=True),
+    # Nemotron: LayerNorm1P's weight and bias per norm, partial rotary, biases on every projection and the MLP
+    "nemotron": dict(attention_bias=True, mlp_bias=True),
+    # AFMoE: the attention's own gate_proj, four norms per layer, expert_bias (a parameter), shared experts
+    "afmoe": dict(num_experts=8, num_experts_per_tok=2, num_shared_experts=2, num_dense_layers=2,
+                  moe_intermediate_size=32, sliding_window=8),
 }
 
 

@@ -203,6 +203,21 @@ TINY = {
         vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
         num_key_value_heads=2, head_dim=32, rms_norm_eps=1e-5, pad_token_id=0, bos_token_id=1, eos_token_id=2,
         rope_parameters={"rope_type": "default", "rope_theta": 50000.0}),
+    # Nemotron (Nemotron-4 / Minitron): LayerNorm1P norms (1 + w, with a bias), partial rotary (the first quarter of
+    # each head here), q / k / v / o and MLP biases, the ungated relu2 MLP
+    "nemotron": dict(
+        vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=16, norm_eps=1e-5, attention_bias=True, mlp_bias=True,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25}),
+    # AFMoE (Arcee Trinity): per-head q / k norms, a sigmoid gate from gate_proj on each head's output, a 4-token
+    # window with rope on the sliding layers and none on the full ones (every 2nd), Gemma's four norms (plain
+    # weights), a dense first layer then 8 experts (sigmoid, expert_bias choosing, renormalised, times 2.5) beside
+    # two shared experts' width; the embeddings times sqrt(hidden) (mup_enabled)
+    "afmoe": dict(
+        vocab_size=160, hidden_size=64, intermediate_size=96, moe_intermediate_size=32, num_hidden_layers=4,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=16, num_experts=8, num_experts_per_tok=2,
+        num_shared_experts=2, num_dense_layers=1, route_scale=2.5, global_attn_every_n_layers=2, sliding_window=4,
+        mup_enabled=True, rms_norm_eps=1e-5, rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
 }
 
 
@@ -263,7 +278,8 @@ CASES = [("glm4_moe_lite", s) for s in ("naive", "absorbed", "flash")] + \
         [("deepseek_v3", "flash"), ("llama", ""), ("qwen2", ""), ("glm4_moe", ""), ("mixtral", ""), ("mistral", ""), ("phi3", "")] + \
         [("olmoe", ""), ("granite", ""), ("granitemoe", "")] + \
         [("olmo2", ""), ("smollm3", ""), ("exaone4", ""), ("olmo3", "")] + [("exaone", ""), ("ernie4_5", "")] + \
-        [("hunyuan_v1_dense", ""), ("hunyuan_v1_moe", ""), ("phimoe", "")] + [("dots1", ""), ("arcee", ""), ("apertus", ""), ("gemma", ""), ("glm", ""), ("internlm3", "")]
+        [("hunyuan_v1_dense", ""), ("hunyuan_v1_moe", ""), ("phimoe", "")] + [("dots1", ""), ("arcee", ""), ("apertus", ""), ("gemma", ""), ("glm", ""), ("internlm3", "")] + \
+        [("afmoe", ""), ("nemotron", "")]
 
 
 @pytest.mark.parametrize("model_type,strategy", CASES)

@@ -331,7 +331,11 @@ def gqa_block(x: np.ndarray, w: dict, cache, layer: int, positions, cfg, model_l
         raise ValueError(f"`cache` holds {cache.n_kv_heads} KV heads of {cache.head_dim}/{cache.v_head_dim} dims; "
                          f"cfg needs {Hkv} of {Dh}/{Dv}")
     gate = None
-    if cfg.attn_output_gate:
+    if cfg.attn_output_gate and "gate_proj.weight" in w:
+        # AFMoE: its own gate_proj gives each head channel's gate (HF AfmoeAttention); q_proj the queries alone
+        q = ops.linear(x, _need(w, "q_proj.weight"), w.get("q_proj.bias")).reshape(T, Hq, Dh)
+        gate = ops.linear(x, w["gate_proj.weight"]).reshape(T, Hq, Dv)
+    elif cfg.attn_output_gate:
         # Qwen3-Next / Qwen3.5: q_proj gives each head's query and then its output gate (HF: chunk of
         # the [T, H, 2 Dh] view); the attention output is multiplied by sigmoid(gate) before o_proj
         qg = ops.linear(x, _need(w, "q_proj.weight"), w.get("q_proj.bias")).reshape(T, Hq, 2 * Dh)

@@ -244,7 +244,10 @@ def gqa_block(x, w, positions, cfg, k_past=None, v_past=None, model_layer=0):
     T = x.shape[0]
     Hq, Hkv, Dh, Dv = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.v_head_dim
     gate = None
-    if cfg.attn_output_gate:   # Qwen3-Next / Qwen3.5: [query | gate] per head
+    if cfg.attn_output_gate and "gate_proj.weight" in w:   # AFMoE: its own gate_proj
+        q = linear(x, w["q_proj.weight"], _bias(w, "q_proj.bias")).reshape(T, Hq, Dh)
+        gate = linear(x, w["gate_proj.weight"]).reshape(T, Hq, Dv)
+    elif cfg.attn_output_gate:   # Qwen3-Next / Qwen3.5: [query | gate] per head
         qg = linear(x, w["q_proj.weight"], _bias(w, "q_proj.bias")).reshape(T, Hq, 2 * Dh)
         q, gate = qg[:, :, :Dh], qg[:, :, Dh:]
     else:

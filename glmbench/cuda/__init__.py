@@ -835,7 +835,8 @@ class CudaModel:
                 or cfg.post_norms or cfg.nope_layers or cfg.qk_norm_all_heads or cfg.clip_qkv
                 or cfg.residual_multiplier is not None   # OLMo 2 / 3, EXAONE 4, SmolLM3, OLMoE, Granite
                 or cfg.qk_norm_after_rope or cfg.norm_bias   # Hunyuan, Phi-3.5-MoE
-                or not cfg.mlp_gated):   # Arcee's ungated relu2 MLP
+                or not cfg.mlp_gated   # Arcee's ungated relu2 MLP
+                or cfg.model_type == "afmoe"):   # AFMoE's gated attention and four norms (whatever its windows)
             # (post-norm layers, NoPE layers, q / k norms over all heads, clip_qkv, Granite's multipliers; Hunyuan's
             # q / k norms after rope; Phi-3.5-MoE's biased LayerNorms and sparsemixer router; an ungated MLP)
             # the GPU path has full causal attention and the Llama/Qwen layer only: refuse, never run it wrong
@@ -843,7 +844,7 @@ class CudaModel:
             raise ValueError(f"CudaModel: {cfg.name} ({cfg.model_type}) needs sliding-window attention, Gemma's "
                              "layer (sandwich norms, GeGLU, scaled embeddings, soft-capping) or Cohere's (LayerNorm, parallel "
                              "attention and MLP) or another family's layer (post-norms, NoPE layers, q / k norms over "
-                             "all heads, multipliers, q / k norms after rope, biased LayerNorms, an ungated MLP), which the CUDA path does not implement; glmbench.Model runs it "
+                             "all heads, multipliers, q / k norms after rope, biased LayerNorms, an ungated MLP, AFMoE's gated attention), which the CUDA path does not implement; glmbench.Model runs it "
                              "on the CPU")
         self.n_layers = cfg.n_layers if layers is None else int(layers)
         free0, _ = mem_info()

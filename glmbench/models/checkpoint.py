@@ -22,7 +22,7 @@ apertus's xIELU parameters, metadata arrays (xielu.alpha_p / alpha_n / beta / ep
 deepseek2's split attn_k_b / attn_v_b: kept split as stored (core.attention.KVBSplit) when either is
 quantized in an executable block format (q5_0 as its exact q8_0 twin), else joined back into kv_b_proj
 (bf16/f16 when both are stored so, else f32: q4_1/q5_1 and the other types dequantized); gemma/gemma2/gemma3 norm
-weights stored as 1 + w; chatglm's fused attn_qkv (and its bias) and ffn_up split as phi3's;
+weights stored as 1 + w (nemotron's LayerNorm1P weights too); chatglm's fused attn_qkv (and its bias) and ffn_up split as phi3's;
 the Mamba-2 hybrids' (nemotron_h, nemotron_h_moe, granitehybrid) ssm_a = -exp(A_log), A / D as [H, 1], the
 gated norm as [groups, d_inner / groups], conv1d squeezed (_linear_tensor), and their q / k rows permuted as
 llama's; the Gated DeltaNet hybrids' (qwen3next, qwen35, qwen35moe) A = -exp(A_log), 1 + w norms and squeezed
@@ -202,8 +202,9 @@ def _gguf_state_dict(path: str):
         if arch in _PERMUTED and hf.endswith(("self_attn.q_proj.weight", "self_attn.k_proj.weight")):
             n_head = cfg.n_heads if hf.endswith("q_proj.weight") else cfg.n_kv_heads
             a = _unpermute(a, n_head)
-        if arch in ("gemma", "gemma2", "gemma3") and hf.endswith("norm.weight"):
-            # the converter stored GemmaRMSNorm's / Gemma3RMSNorm's 1 + w (conversion/gemma.py GemmaModel, Gemma2Model)
+        if arch in ("gemma", "gemma2", "gemma3", "nemotron") and hf.endswith("norm.weight"):
+            # the converter stored GemmaRMSNorm's / Gemma3RMSNorm's 1 + w (conversion/gemma.py GemmaModel, Gemma2Model;
+            # Nemotron's LayerNorm1P weight + 1: conversion/nemotron.py)
             a = _dequant(g, names[0], converted) - np.float32(1)
         sd[hf] = a
     if arch == "apertus":   # the xIELU parameters, metadata in the file, as HF's tensors (1-element; 0-d buffers)

@@ -124,6 +124,18 @@ Families (HF `model_type`), with the field names HF uses in each:
                  moe_intermediate_size each) from layer first_k_dense_replace on, dense MLPs of intermediate_size
                  before it; windows (sliding_window) on the layers from max_window_layers on (HF's layer_types;
                  the released config has none); run
+  nemotron       dense GQA (NVIDIA Nemotron-4 / Minitron / Nemotron-Mini): Llama's attention with partial rotary
+                 (partial_rotary_factor, HF's default 0.5; q/k/v/o biased where attention_bias), LayerNorm1P norms
+                 (a weight held as w and applied as 1 + w, and a bias; eps norm_eps) before attention and MLP and at
+                 the end, the ungated relu2 MLP (up / down, biased where mlp_bias); run
+  afmoe          GQA + MoE (Arcee's Trinity: AFMoE): per-head q/k RMSNorm before rope, a sigmoid output gate per
+                 head channel from its own gate_proj (attn_output_gate: priced as Qwen3-Next's), windows
+                 (sliding_window) on the sliding layers of layer_types (default all but every
+                 global_attn_every_n_layers-th), rope on those only (the full layers are NoPE: nope_layers), four
+                 RMSNorms per layer (Gemma's sandwich, plain weights); dense MLPs on the first num_dense_layers,
+                 then num_experts experts of moe_intermediate_size routed by sigmoid scores with expert_bias,
+                 renormalised, times route_scale, beside num_shared_experts x moe_intermediate_size shared MLP;
+                 embeddings times sqrt(hidden_size) where mup_enabled; run
 
 The five from glm4 to qwen2_moe are priced (cost model, memory, weight bytes: parameters counted as HF's
 modeling code builds them); glmbench.Model does not run their forward pass (forward_unsupported says
@@ -210,6 +222,8 @@ FAMILIES = {
     "exaone": "gqa",
     "ernie4_5": "gqa",
     "dots1": "gqa",
+    "afmoe": "gqa",
+    "nemotron": "gqa",
     "arcee": "gqa",
     "apertus": "gqa",
     "gemma": "gqa",
@@ -362,10 +376,10 @@ _WRAPPER_TIE = {"qwen3_vl": ("top", False), "qwen3_vl_moe": ("top", False), "lla
 # families whose HF config has `mlp_bias` (LlamaMLP, SeedOssMLP, DeepseekV2MLP, GraniteMLP: gate / up / down built
 # with bias=config.mlp_bias, transformers 5.25); priced with the biases (ModelConfig.mlp_bias), Model does not run them.
 # (Nemotron-H's and Falcon-H1's mlp_bias are refused: _mamba_fields, _falcon_h1_fields)
-MLP_BIAS_FAMILIES = ("llama", "seed_oss", "deepseek_v2", "granite", "nemotron-nas", "exaone", "arcee", "internlm3")
+MLP_BIAS_FAMILIES = ("llama", "seed_oss", "deepseek_v2", "granite", "nemotron-nas", "exaone", "arcee", "internlm3", "nemotron")
 # families whose dense MLP is ungated, down(act(up x)) (ModelConfig.mlp_gated False; HF ArceeMLP, ApertusMLP):
 # Arcee's relu2, Apertus's xIELU
-UNGATED_MLP_FAMILIES = ("arcee", "apertus")
+UNGATED_MLP_FAMILIES = ("arcee", "apertus", "nemotron")
 # Apertus's xIELU (HF XIELUActivation, transformers 5.25): per layer the learned parameters (counted, as HF's
 # model.parameters()) and the buffers (stored in the checkpoint, not counted: as Gemma 4's layer_scalar)
 XIELU_PARAMS, XIELU_BUFFERS = ("alpha_p", "alpha_n"), ("beta", "eps")
@@ -584,6 +598,18 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
                   intermediate_size=10944, moe_intermediate_size=1408, n_group=1, topk_group=1,
                   first_k_dense_replace=0, norm_topk_prob=False, routed_scaling_factor=1.0,
                   max_position_embeddings=2048, sliding_window=4096, max_window_layers=62, topk_method="noaux_tc"),
+    # NemotronConfig (transformers 5.25): Nemotron-4 15B's sizes; num_key_value_heads None (refused in from_hf: HF's
+    # model does not build without it), head_dim hidden / heads; partial_rotary_factor 0.5 (set in rope_parameters where the config states none); norms' eps `norm_eps`
+    "nemotron": dict(norm_eps=1e-5, tie_word_embeddings=False, attention_bias=False, mlp_bias=False,
+                     hidden_act="relu2", partial_rotary_factor=0.5, max_position_embeddings=4096, vocab_size=256000,
+                     hidden_size=6144, intermediate_size=24576, num_hidden_layers=32, num_attention_heads=48),
+    # AfmoeConfig (transformers 5.25): untied; KV heads default to the heads (num_key_value_heads None); head_dim
+    # 128; every 4th layer full attention, the others windowed by 1024 (layer_types when absent); one dense layer
+    "afmoe": dict(rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=False, head_dim=128,
+                  intermediate_size=6144, moe_intermediate_size=1408, num_dense_layers=1, num_experts=64,
+                  num_experts_per_tok=6, num_shared_experts=2, route_scale=1.0, global_attn_every_n_layers=4,
+                  sliding_window=1024, mup_enabled=False, max_position_embeddings=16384, vocab_size=200192,
+                  hidden_size=2048, num_hidden_layers=32, num_attention_heads=16),
     # Gemma3nTextConfig (transformers 5.25): its defaults are Gemma 3n E4B's sizes; layer_types every 5th
     # layer full when absent; activation_sparsity_pattern 0.95 on the first 10 layers (where there are more than
     # 10) when absent; rope bases 1e6 (global) and 1e4 (local)
@@ -949,12 +975,12 @@ class ModelConfig:
         elif self.rope_type == "longrope" and self.model_type not in LONGROPE_FAMILIES:
             out.append(f"rope_type 'longrope' outside {' / '.join(LONGROPE_FAMILIES)} (its short / long factors switch "
                        f"by sequence length in those families' layers only)")
-        if self.n_layer_norms != 2 and not gemma and self.model_type not in PRICED_ONLY \
+        if self.n_layer_norms != 2 and not gemma and self.model_type not in PRICED_ONLY and self.model_type != "afmoe" \
                 and self.model_type not in LAYERNORM_FAMILIES and self.model_type not in MAMBA_FAMILIES:
             out.append(f"{self.n_layer_norms} norms per layer (Gemma's sandwich norms)")
         if (self.expert_bias or self.attention_sinks) and self.model_type != "gpt_oss":
             out.append("attention sinks and expert biases outside GPT-OSS")
-        if self.mlp_bias:
+        if self.mlp_bias and self.model_type != "nemotron":   # (Nemotron's ungated MLP runs with its biases)
             out.append("mlp_bias (biases on the MLP's gate / up / down projections)")
         if self.model_type == "nemotron_h" and self.hf.get("mamba_hidden_act", "silu") != "silu":
             # (NemotronHMamba2Mixer: the convolution's activation is mamba_hidden_act; Model's is silu)
@@ -1481,7 +1507,9 @@ class ModelConfig:
             Hk, Dh, Dv = self.layer_kv_heads(i), self.layer_head_dim(i), self.layer_v_dim(i)
             own, v_proj = self.owns_kv(i), self.layer_v_proj(i)
             # a gated output (Qwen3-Next, Qwen3.5): q_proj gives each head's query and its gate
-            q_rows = H * Dh * (2 if self.attn_output_gate else 1)
+            # (AFMoE: its own gate_proj, as many rows as q_proj)
+            afmoe = self.model_type == "afmoe"
+            q_rows = H * Dh * (2 if self.attn_output_gate and not afmoe else 1)
             # (Gemma 4: a kv-shared layer has no k / v projection, a k_eq_v global layer no v_proj)
             for n, rows, has in (("q_proj", q_rows, True), ("k_proj", Hk * Dh, own), ("v_proj", Hk * Dv, v_proj)):
                 if not has:
@@ -1489,6 +1517,8 @@ class ModelConfig:
                 t[n + ".weight"] = (rows, D)
                 if self.attention_bias:
                     t[n + ".bias"] = (rows,)
+            if afmoe and self.attn_output_gate:
+                t["gate_proj.weight"] = (H * Dh, D)
             t["o_proj.weight"] = (D, H * Dv)
             if self.attention_out_bias:
                 t["o_proj.bias"] = (D,)
@@ -2626,7 +2656,8 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
     V = r.int("vocab_size")
     H = r.int("num_attention_heads")
     eps = r.float("layer_norm_eps" if mt in LAYERNORM_FAMILIES else
-                  "layer_norm_epsilon" if mt == "nemotron_h" else "norm_eps" if mt in SHORTCONV_FAMILIES else
+                  "layer_norm_epsilon" if mt == "nemotron_h" else
+                  "norm_eps" if mt in SHORTCONV_FAMILIES + ("nemotron",) else
                   "rms_norm_eps")
     tie = r.bool("tie_word_embeddings")
     theta, scaling = _rope(r)
@@ -2831,6 +2862,20 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
                     windowed = None
                 win_layers = _layer_types(r, L, windowed)
                 kw["nope_layers"] = tuple(i for i in range(L) if i not in frozenset(win_layers))
+        elif mt == "afmoe":
+            # AfmoeConfig: layer_types (default: every global_attn_every_n_layers-th layer full, the others
+            # sliding); AfmoeAttention rotates q / k on the sliding layers only and windows them by sliding_window
+            # (null: rotated, not windowed)
+            sw = r.int("sliding_window", allow_none=True)
+            every = r.int("global_attn_every_n_layers", required="layer_types" not in hf)
+            sliding = _layer_types(r, L, lambda i: (i + 1) % every != 0)
+            kw["nope_layers"] = tuple(i for i in range(L) if i not in frozenset(sliding))
+            win_layers = sliding if sw else ()
+            if prf != 1:
+                # (AfmoeRotaryEmbedding's default rope turns the whole head whatever partial_rotary_factor says)
+                raise ValueError(f"config field `partial_rotary_factor` = {prf!r}: HF's AFMoE rotates the whole head")
+            if r.bool("mup_enabled"):    # AfmoeModel: the embeddings times sqrt(hidden_size)
+                kw["embedding_multiplier"] = math.sqrt(D)
         elif mt == "dots1":
             # Dots1Config: layer_types (default: sliding from max_window_layers on, where sliding_window is set);
             # Dots1Attention windows a sliding layer by sliding_window (null: none; no use_sliding_window field)
@@ -2878,6 +2923,14 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
         # (Llama 4's q / k norm is a weightless L2 norm: nothing to store, numerics only)
         if mt in LINEAR_FAMILIES:
             kw.update(_linear_fields(r, L), attn_output_gate=True, linear_kind="gdn")
+        elif mt == "afmoe":     # (AfmoeAttention.gate_proj: hidden -> heads x head_dim, sigmoid on the output)
+            kw["attn_output_gate"] = True
+        elif mt == "nemotron":  # NemotronLayerNorm1P: nn.LayerNorm's weight (applied as 1 + w) and bias, every norm
+            kw["norm_bias"] = True
+            if r.hf.get("num_key_value_heads", 0) is None:
+                # (NemotronConfig leaves it None, which NemotronAttention divides by: HF 5.25 builds no such model)
+                raise ValueError("config field `num_key_value_heads` is null: HF's Nemotron needs the KV heads stated "
+                                 "(transformers 5.25's NemotronAttention does not build without them)")
         elif mt in SHORTCONV_FAMILIES:     # (Lfm2Attention: q_layernorm / k_layernorm per head)
             kw.update(_shortconv_fields(r, L))
             # llama.cpp's lfm2 windows every attention layer where its file states attention.sliding_window
@@ -2887,7 +2940,7 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
             if sw:
                 win_layers = tuple(i for i in range(L) if i not in kw["linear_layers"])
         qk_norm = mt in ("qwen3", "qwen3_moe", "gemma3_text", "minimax_m2", "gemma4_text", "olmoe", "olmo2", "olmo3",
-                         "exaone4", "gemma3n_text", "dots1", "apertus") + HUNYUAN_FAMILIES or \
+                         "exaone4", "gemma3n_text", "dots1", "apertus", "afmoe") + HUNYUAN_FAMILIES or \
             mt in LINEAR_FAMILIES or \
             mt in SHORTCONV_FAMILIES or \
             (mt in ("glm4_moe", "cohere") and r.bool("use_qk_norm"))
@@ -2902,7 +2955,7 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
                   rope_dim=rope_dim,
                   q_lora_rank=None, kv_lora_rank=0, qk_nope_head_dim=0, qk_rope_head_dim=0, v_head_dim=hd,
                   sliding_window=sw, window_layers=win_layers,
-                  n_layer_norms=4 if mt in GEMMA_FAMILIES + GEMMA4_FAMILIES + GEMMA3N_FAMILIES or mt == "glm4" else
+                  n_layer_norms=4 if mt in GEMMA_FAMILIES + GEMMA4_FAMILIES + GEMMA3N_FAMILIES + ("glm4", "afmoe") else
                   1 if mt in LAYERNORM_FAMILIES else 2,
                   attention_sinks=mt == "gpt_oss")
         if mt in MAMBA_FAMILIES:
@@ -2918,7 +2971,31 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
         kw["mlp_bias"] = r.bool("use_bias")
     if mt == "lfm2":
         F = _lfm2_ff_dim(r, F)
-    if mt == "lfm2_moe":
+    if mt == "afmoe":
+        # AfmoeSparseMoeBlock from layer num_dense_layers on (the first ones an AfmoeMLP of intermediate_size):
+        # num_experts SwiGLU experts of moe_intermediate_size, AfmoeTokenChoiceRouter (sigmoid scores, the top-k
+        # chosen with expert_bias, always renormalised, times route_scale), beside the shared AfmoeMLP of
+        # num_shared_experts x moe_intermediate_size; no expert groups
+        E, k = r.int("num_experts"), r.int("num_experts_per_tok")
+        n_group, topk_group = 1, 1
+        Fe, n_shared = r.int("moe_intermediate_size"), r.int("num_shared_experts", minimum=0)
+        nd = r.int("num_dense_layers", minimum=0)
+        sf = hf.get("score_func", hf.get("scoring_func"))
+        if sf not in (None, "sigmoid"):
+            raise ValueError(f"config field `score_func` = {sf!r}: HF's AFMoE routes with sigmoid scores")
+        rn = r.raw("route_norm", required=False)
+        if rn is not None and rn is not True:
+            # (the released config.json's field, which llama.cpp's converter writes as expert_weights_norm; HF's
+            # AfmoeTokenChoiceRouter renormalises whatever it says)
+            raise ValueError(f"config field `route_norm` = {rn!r}: HF's AFMoE always renormalises the top-k weights "
+                             f"(true)")
+        moe_layers = tuple(range(min(nd, L), L))
+        kw.update(n_routed_experts=E, n_experts_per_tok=k, n_shared_experts=n_shared, moe_intermediate_size=Fe,
+                  shared_expert_intermediate_size=n_shared * Fe,
+                  first_k_dense_replace=moe_layers[0] if moe_layers else L, router_scoring="sigmoid",
+                  router_bias=True, n_group=1, topk_group=1, norm_topk_prob=True,
+                  routed_scaling_factor=r.float("route_scale"), topk_method="", moe_layers=moe_layers)
+    elif mt == "lfm2_moe":
         # Lfm2MoeSparseMoeBlock on the layers from num_dense_layers on (the first ones a dense Lfm2MoeMLP of
         # intermediate_size, not adjusted): num_experts experts of moe_intermediate_size, sigmoid scores, the top-k
         # chosen with expert_bias (use_expert_bias; a buffer the checkpoint stores), renormalised where

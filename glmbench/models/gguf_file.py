@@ -112,7 +112,7 @@ ARCHITECTURES = ("deepseek2", "qwen3", "qwen3moe", "qwen2", "llama", "glm4moe", 
                  "qwen35moe", "command-r", "cohere2", "nemotron_h", "nemotron_h_moe", "granitehybrid", "gemma4", "mistral3",
                  "falcon-h1", "glm-dsa", "deepseek32", "lfm2", "lfm2moe", "olmoe", "granite", "granitemoe",
                  "olmo2", "smollm3", "exaone4", "arcee", "apertus", "gemma3n", "hunyuan-dense", "hunyuan-moe", "phimoe", "deci", "exaone",
-                 "ernie4_5", "dots1", "gemma", "chatglm")
+                 "ernie4_5", "dots1", "gemma", "chatglm", "afmoe", "nemotron")
 # llama.cpp's DeepSeek Sparse Attention architectures (GLM-5: glm-dsa, conversion/glm.py GlmMoeDsaModel; DeepSeek-V3.2:
 # deepseek32, conversion/deepseek.py DeepseekV32Model; both on DeepseekV2Model's MLA keys) -> HF model_type
 DSA_ARCHITECTURES = {"glm-dsa": "glm_moe_dsa", "deepseek32": "deepseek_v32"}
@@ -864,6 +864,22 @@ def hf_config(g: GGUFFile) -> dict:
         # optional MLP biases are HF's mlp_bias
         hf.update(model_type="arcee", hidden_act="relu2", mlp_bias=blk(0, "ffn_up").replace("weight", "bias") in ts)
         return hf
+    if arch == "afmoe":
+        return _afmoe(g, m, hf, L, hd)
+    if arch == "nemotron":
+        # conversion/nemotron.py NemotronModel (a TextModel: q / k rows as HF's, llama.cpp's NEOX rope is HF's
+        # rotate_half; src/models/nemotron.cpp): LayerNorm1P as LayerNorms with a bias, their weights stored + 1
+        # (checkpoint undoes it), the rotated dims as rope.dimension_count (HF's partial_rotary_factor, stated here
+        # whatever it is: NemotronConfig's default is 0.5), eps attention.layer_norm_epsilon, linear rope scaling
+        # from the rope.scaling keys, the ungated relu2 MLP with its optional biases
+        eps = m("attention.layer_norm_epsilon", kind=float)
+        if eps is None:
+            raise GGUFError(f"{g.path}: metadata 'nemotron.attention.layer_norm_epsilon' is missing (llama.cpp's "
+                            f"nemotron loader requires it)")
+        hf.update(model_type="nemotron", hidden_act="relu2", norm_eps=eps, head_dim=hd,
+                  partial_rotary_factor=(rd or hd) / hd, mlp_bias=blk(0, "ffn_up").replace("weight", "bias") in ts)
+        hf.pop("rms_norm_eps", None)
+        return hf
     if arch == "apertus":
         # conversion/llama.py ApertusModel (undo_permute False: q / k rows as HF's; per-head attn_q_norm / attn_k_norm;
         # llama3 rope as LlamaModel's rope_freqs tensor): the ungated MLP's xIELU parameters are metadata, not tensors
@@ -1006,6 +1022,49 @@ def _post_norm(g: GGUFFile, m: _Meta, hf: dict, L: int) -> dict:
         windowed, _ = _swa_pattern(g, m, L, EXAONE4_PATTERN)
         hf.update(model_type="exaone4", sliding_window=sw)
     hf["layer_types"] = ["sliding_attention" if w else "full_attention" for w in windowed]
+    return hf
+
+
+def _afmoe(g: GGUFFile, m: _Meta, hf: dict, L: int, hd: int) -> dict:
+    """hf_config's rest for llama.cpp's afmoe (Arcee Trinity; src/models/afmoe.cpp) from what the converter writes
+    (conversion/afmoe.py AfmoeModel: LlamaModel's keys, but its tensors through ModelBase.modify_tensors, so q / k
+    rows as HF's; NEOX rope is HF's rotate_half). llama.cpp's graph: the embeddings always times sqrt(hidden)
+    (HF's mup_enabled: read as true), rope on every layer but each 4th (n_no_rope_layer_step, fixed), a window
+    (attention.sliding_window; 0 or absent: none) on the layers attention.sliding_window_pattern gives (default
+    every 4th global); per-head q / k norms, the attn_gate sigmoid gate, four norms per layer; leading_dense_block_count
+    dense layers, then expert_count experts routed by expert_gating_func (absent: sigmoid) with exp_probs_b, the
+    weights renormalised where expert_weights_norm, times expert_weights_scale, beside expert_shared_count shared ones.
+    HF's AFMoE rotates exactly its sliding layers and always renormalises: a file whose windows and NoPE layers
+    differ is an error; one that does not renormalise (no expert_weights_norm: config.json without route_norm) is
+    read as HF runs it, with a notice."""
+    arch = g.architecture
+    gating = m("expert_gating_func", 0)
+    if gating not in (0, 2):
+        raise GGUFError(f"{g.path}: metadata '{arch}.expert_gating_func' = {gating} is not 2 (sigmoid): AFMoE's router "
+                        f"is sigmoid (HF AfmoeTokenChoiceRouter)")
+    if not m("expert_weights_norm", False, kind=bool):
+        _notice(hf, f"{g.path}: metadata '{arch}.expert_weights_norm' is absent or false: llama.cpp's afmoe then does "
+                    f"not renormalise the top-k weights; HF's AFMoE always does, and so does glmbench")
+    rope = [(i + 1) % 4 != 0 for i in range(L)]
+    sw = m("attention.sliding_window", 0, minimum=0)
+    if sw:
+        windowed, _ = _swa_pattern(g, m, L, 4)
+        if windowed != rope:
+            raise GGUFError(f"{g.path}: the windowed layers (attention.sliding_window_pattern) "
+                            f"{[i for i in range(L) if windowed[i]]} are not the layers llama.cpp's afmoe rotates "
+                            f"(all but every 4th): HF's AFMoE rotates exactly its sliding layers")
+        base_swa = m("rope.freq_base_swa", hf["rope_theta"], kind=float)
+        if base_swa != hf["rope_theta"]:
+            raise GGUFError(f"{g.path}: metadata '{arch}.rope.freq_base_swa' = {base_swa} differs from "
+                            f"'{arch}.rope.freq_base' = {hf['rope_theta']}: HF's AFMoE turns one rope")
+    hf.update(model_type="afmoe", head_dim=hd, mup_enabled=True, sliding_window=sw or None,
+              layer_types=["sliding_attention" if r else "full_attention" for r in rope],
+              num_experts=m("expert_count", required=True, minimum=1),
+              num_experts_per_tok=m("expert_used_count", required=True, minimum=1),
+              moe_intermediate_size=m("expert_feed_forward_length", required=True, minimum=1),
+              num_shared_experts=m("expert_shared_count", required=True, minimum=0),
+              num_dense_layers=m("leading_dense_block_count", 0, minimum=0),
+              route_scale=m("expert_weights_scale", 0.0, kind=float) or 1.0)
     return hf
 
 

@@ -92,6 +92,17 @@ factors (Layer._long_plan). A cache that grows past original_max_position_embedd
 (by the short factors) and warns (LongRopeCrossing): HF's forward with a cache does the same, HF's generate()
 re-runs the whole sequence, which reset() + prefill reproduces.
 
+Nemotron (nemotron: Nemotron-4 / Minitron / Nemotron-Mini; HF modeling_nemotron): pre-norm LayerNorm1P (weight + 1,
+held as 1 + w by _gemma_norm, and a bias: _biased_layer_norm), Llama's attention with partial rotary, the ungated relu2
+MLP with its optional biases (`Layer._forward_nemotron`); no C layer.
+
+AFMoE (afmoe: Arcee's Trinity; HF modeling_afmoe): Gemma's sandwich of four RMSNorms with plain weights (HF's
+pre_mlp_layernorm / post_mlp_layernorm held as pre_ / post_feedforward_layernorm, the router mlp.router.gate and
+mlp.expert_bias as mlp.gate.weight / .e_score_correction_bias: _AFMOE) around the attention (per-head q / k RMSNorm,
+rope on the sliding layers only, the output times sigmoid(gate_proj h) before o_proj: attention.gqa_block) and the
+SwiGLU MLP or the sigmoid MoE beside the shared MLP (`Layer._forward_afmoe`); mup_enabled's embeddings times
+sqrt(hidden) as an embedding_multiplier. No C layer: forward_py runs it op by op.
+
 OLMo 2 / 3 and EXAONE 4 (olmo2, olmo3, exaone4; HF modeling_olmo2 / _olmo3 / _exaone4): post-norm layers,
 h = x + N1(Attn(x)); y = h + N2(MLP(h)) (post_attention_layernorm, post_feedforward_layernorm; no norm before
 either: `Layer._forward_post_norm`, op by op, no C layer); OLMo's q / k RMSNorms over all heads at once, EXAONE's
@@ -487,6 +498,10 @@ class Layer:
             return self._forward_cohere(x, cache, cache_layer, positions, n_out)
         if cfg.linear_kind == "mamba2":
             return self._forward_mamba(x, cache, cache_layer, positions, n_out)
+        if cfg.model_type == "afmoe":
+            return self._forward_afmoe(x, cache, cache_layer, positions, n_out)
+        if cfg.model_type == "nemotron":
+            return self._forward_nemotron(x, cache, cache_layer, positions, n_out)
         if cfg.linear_layers or cfg.attn_output_gate:
             return self._forward_hybrid(x, cache, cache_layer, positions, n_out)
         if cfg.post_norms:
@@ -567,6 +582,41 @@ class Layer:
         m = _ops.geglu(h, w["mlp.gate_proj.weight"], w["mlp.up_proj.weight"], w["mlp.down_proj.weight"])
         return x + _ops.rms_norm(m, w["post_feedforward_layernorm.weight"], eps)
 
+
+    def _forward_nemotron(self, x, cache, cache_layer: int, positions, n_out=None):
+        """Nemotron's layer (HF NemotronDecoderLayer, transformers 5.25): pre-norm with LayerNorm1P (the weight held as
+        1 + w, a bias; eps norm_eps); Llama's attention with partial rotary (attention.gqa_block: the first rope_dim
+        dims of each head turn, rotate_half pairs; q / k / v / o biased where attention_bias); the ungated MLP
+        down(relu(up h)^2), biased where mlp_bias. Op by op, no C layer."""
+        cfg, w = self.cfg, self.w
+        h = _biased_layer_norm(x, w, "input_layernorm", cfg)
+        a = attention.gqa_block(h, self.attn, cache, cache_layer, positions, cfg, model_layer=self.index)
+        x = _keep(x + a, n_out)
+        h = _biased_layer_norm(x, w, "post_attention_layernorm", cfg)
+        u = _ops.linear(h, w["mlp.up_proj.weight"], w.get("mlp.up_proj.bias"))
+        np.maximum(u, 0.0, out=u)
+        u *= u
+        return x + _ops.linear(u, w["mlp.down_proj.weight"], w.get("mlp.down_proj.bias"))
+
+    def _forward_afmoe(self, x, cache, cache_layer: int, positions, n_out=None):
+        """AFMoE's layer (HF AfmoeDecoderLayer, transformers 5.25): Gemma's sandwich of four plain (times w)
+        RMSNorms (input, post_attention, pre_mlp, post_mlp: held as pre_ / post_feedforward_layernorm) around the
+        gated attention (attention.gqa_block: per-head q / k norms, rope on the sliding layers only, the output
+        times sigmoid(gate_proj h)) and the SwiGLU MLP, or the MoE (sigmoid router choosing with expert_bias,
+        renormalised, times route_scale; ops.moe) beside the shared MLP. Op by op, no C layer."""
+        cfg, w = self.cfg, self.w
+        eps = float(cfg.rms_norm_eps)
+        h = _ops.rms_norm(x, w["input_layernorm.weight"], eps)
+        a = attention.gqa_block(h, self.attn, cache, cache_layer, positions, cfg, model_layer=self.index)
+        x, a = _keep(x, n_out), _keep(a, n_out)
+        x = x + _ops.rms_norm(a, w["post_attention_layernorm.weight"], eps)
+        h = _ops.rms_norm(x, w["pre_feedforward_layernorm.weight"], eps)
+        if self.kind == "dense":
+            m = _ops.swiglu(h, w["mlp.gate_proj.weight"], w["mlp.up_proj.weight"], w["mlp.down_proj.weight"])
+        else:
+            m, self.last_counts = _ops.moe(h, w["mlp.gate.weight"], *(w[n] for n in _EXPERTS),
+                                           shared=self._shared, **self._route)
+        return x + _ops.rms_norm(m, w["post_feedforward_layernorm.weight"], eps)
 
     def _forward_gemma4(self, x, cache, cache_layer: int, positions, n_out=None, ple=None):
         """Gemma 4's layer (HF Gemma4TextDecoderLayer, transformers 5.25): Gemma 3's sandwich norms with plain
@@ -939,9 +989,9 @@ def _keep(a, n_out):
 
 def _gemma_norm(cfg, name: str, a):
     """Gemma's RMSNorms multiply by (1 + w) (HF Gemma3RMSNorm, in float32), and so do Qwen3-Next's and
-    Qwen3.5's (Qwen3_5RMSNorm; not their linear layers' gated norm, Qwen3_5RMSNormGated, times w):
-    held as 1 + w so the C core's RMSNorm (times w) runs them."""
-    plus_one = cfg.model_type in configs.GEMMA_FAMILIES + configs.GEMMA1_FAMILIES or (
+    Qwen3.5's (Qwen3_5RMSNorm; not their linear layers' gated norm, Qwen3_5RMSNormGated, times w), and Nemotron's
+    LayerNorm1P (its weight + 1, beside its bias): held as 1 + w so the C core's norms (times w) run them."""
+    plus_one = cfg.model_type in configs.GEMMA_FAMILIES + configs.GEMMA1_FAMILIES + ("nemotron",) or (
         cfg.model_type in configs.LINEAR_FAMILIES and not name.startswith("linear_attn."))
     if plus_one and name.endswith("norm.weight"):
         return np.float32(1.0) + np.asarray(_to_f32(a), dtype=np.float32)
@@ -1166,6 +1216,13 @@ def granitemoe_state_dict(src: Mapping) -> dict:
     return _renamed(src, _GRANITEMOE)
 
 
+# AFMoE's names (HF AfmoeDecoderLayer / AfmoeSparseMoeBlock: pre_mlp_layernorm, post_mlp_layernorm, router.gate,
+# expert_bias) -> the layer's (Gemma's sandwich-norm names, the MoE router's and its choosing bias)
+_AFMOE = {"pre_mlp_layernorm.weight": "pre_feedforward_layernorm.weight",
+          "post_mlp_layernorm.weight": "post_feedforward_layernorm.weight",
+          "mlp.router.gate.weight": "mlp.gate.weight", "mlp.expert_bias": "mlp.gate.e_score_correction_bias"}
+
+
 # transformers 5's names of Hunyuan's router (mlp.gate.wg) and shared MLP (mlp.shared_mlp) and of Phi-3.5-MoE's
 # router (mlp.router) -> the layer's MoE names
 _MOE_RENAMES = {"mlp.gate.wg.weight": "mlp.gate.weight", "mlp.router.weight": "mlp.gate.weight",
@@ -1287,6 +1344,8 @@ class Model:
                 state_dict = granitemoe_state_dict(state_dict)
             elif cfg.model_type in configs.HUNYUAN_FAMILIES + ("phimoe",):
                 state_dict = _renamed(state_dict, _MOE_RENAMES)
+            elif cfg.model_type == "afmoe":
+                state_dict = _renamed(state_dict, _AFMOE)
 
             def get(key):
                 if key not in state_dict:

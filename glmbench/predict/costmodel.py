@@ -993,7 +993,8 @@ def _attention_ops(setup: Setup, T: int, work: _Attn, share: float, layers: tupl
         Hq, Hk, Dh, Dv = cfg.n_heads, cfg.layer_kv_heads(i0), cfg.layer_head_dim(i0), cfg.layer_v_dim(i0)
         own = cfg.owns_kv(i0)
         ks = _kv_share(setup) if share < 1.0 else share       # KV heads replicated past their count (_kv_share)
-        q_w = sum(v for k, v in wb.items() if k.split(".")[0] == "q_proj")
+        # (AFMoE: the gate is its own gate_proj, read beside q_proj as Qwen3-Next's doubled q_proj is)
+        q_w = sum(v for k, v in wb.items() if k.split(".")[0] in ("q_proj", "gate_proj"))
         kv_w = sum(v for k, v in wb.items() if k.split(".")[0] in ("k_proj", "v_proj"))
         # a gated output (Qwen3-Next, Qwen3.5): q_proj also gives the gate, one value per output channel
         gq = 2 if cfg.attn_output_gate else 1

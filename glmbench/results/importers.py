@@ -866,14 +866,19 @@ _HF_TO_ARCH = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2"
                "dots1": "dots1",
                # Arcee AFM and Apertus (conversion/llama.py ArceeModel, ApertusModel)
                "arcee": "arcee", "apertus": "apertus",
-
                # Gemma 1 (conversion/gemma.py GemmaModel); GLM-4-9B-Chat as transformers ports it (conversion/chatglm.py
                # ChatGLMModel, registered for GlmForCausalLM: llama.cpp's chatglm, src/models/chatglm.cpp labels 40 layers
                # of 32 heads "9B")
                "gemma": "gemma", "glm": "chatglm",
                # InternLM3 (conversion/internlm.py InternLM3Model: model_arch LLAMA; src/models/llama.cpp labels its 48
                # layers "34B", so its row is told by the params column: 'llama 34B ... 8.80 B')
-               "internlm3": "llama"}
+               "internlm3": "llama",
+               # Arcee Trinity (conversion/afmoe.py AfmoeModel; src/models/afmoe.cpp labels 32 layers 26B, Trinity
+               # Mini's 26.12 B)
+               "afmoe": "afmoe",
+               # Nemotron-4 / Minitron / Nemotron-Mini (conversion/nemotron.py NemotronModel; src/models/nemotron.cpp
+               # labels 32 layers 4B, Nemotron-Mini-4B's 4.19 B)
+               "nemotron": "nemotron"}
 # model_types whose MoE models llama.cpp names apart: the converter writes a Nemotron-H config with experts
 # (num_experts_per_tok: Nemotron 3 Nano) as nemotron_h_moe, the dense ones (Nemotron-H 8B, Nemotron-Nano-9B-v2)
 # as nemotron_h (conversion/nemotron.py NemotronHModel)
