@@ -572,16 +572,21 @@ class Layer:
 
     def _forward_gemma(self, x, cache, cache_layer: int, positions, n_out=None):
         """Gemma 2/3's sandwich-norm layer (norm weights held as 1 + w, see the module docstring)."""
+        w = self.w
+        return self._sandwich(x, cache, cache_layer, positions, n_out, lambda h: _ops.geglu(
+            h, w["mlp.gate_proj.weight"], w["mlp.up_proj.weight"], w["mlp.down_proj.weight"]))
+
+    def _sandwich(self, x, cache, cache_layer: int, positions, n_out, ffn):
+        """Gemma's four-norm layer (Gemma 2 / 3, AFMoE): input norm, attention (attention.gqa_block), its output
+        normed (post_attention_layernorm) and added; the MLP `ffn` between pre_ / post_feedforward_layernorm."""
         cfg, w = self.cfg, self.w
         eps = float(cfg.rms_norm_eps)
         h = _ops.rms_norm(x, w["input_layernorm.weight"], eps)
         a = attention.gqa_block(h, self.attn, cache, cache_layer, positions, cfg, model_layer=self.index)
         x, a = _keep(x, n_out), _keep(a, n_out)
         x = x + _ops.rms_norm(a, w["post_attention_layernorm.weight"], eps)
-        h = _ops.rms_norm(x, w["pre_feedforward_layernorm.weight"], eps)
-        m = _ops.geglu(h, w["mlp.gate_proj.weight"], w["mlp.up_proj.weight"], w["mlp.down_proj.weight"])
+        m = ffn(_ops.rms_norm(x, w["pre_feedforward_layernorm.weight"], eps))
         return x + _ops.rms_norm(m, w["post_feedforward_layernorm.weight"], eps)
-
 
     def _forward_nemotron(self, x, cache, cache_layer: int, positions, n_out=None):
         """Nemotron's layer (HF NemotronDecoderLayer, transformers 5.25): pre-norm with LayerNorm1P (the weight held as
@@ -604,19 +609,15 @@ class Layer:
         gated attention (attention.gqa_block: per-head q / k norms, rope on the sliding layers only, the output
         times sigmoid(gate_proj h)) and the SwiGLU MLP, or the MoE (sigmoid router choosing with expert_bias,
         renormalised, times route_scale; ops.moe) beside the shared MLP. Op by op, no C layer."""
-        cfg, w = self.cfg, self.w
-        eps = float(cfg.rms_norm_eps)
-        h = _ops.rms_norm(x, w["input_layernorm.weight"], eps)
-        a = attention.gqa_block(h, self.attn, cache, cache_layer, positions, cfg, model_layer=self.index)
-        x, a = _keep(x, n_out), _keep(a, n_out)
-        x = x + _ops.rms_norm(a, w["post_attention_layernorm.weight"], eps)
-        h = _ops.rms_norm(x, w["pre_feedforward_layernorm.weight"], eps)
+        return self._sandwich(x, cache, cache_layer, positions, n_out, self._afmoe_ffn)
+
+    def _afmoe_ffn(self, h):
+        w = self.w
         if self.kind == "dense":
-            m = _ops.swiglu(h, w["mlp.gate_proj.weight"], w["mlp.up_proj.weight"], w["mlp.down_proj.weight"])
-        else:
-            m, self.last_counts = _ops.moe(h, w["mlp.gate.weight"], *(w[n] for n in _EXPERTS),
-                                           shared=self._shared, **self._route)
-        return x + _ops.rms_norm(m, w["post_feedforward_layernorm.weight"], eps)
+            return _ops.swiglu(h, w["mlp.gate_proj.weight"], w["mlp.up_proj.weight"], w["mlp.down_proj.weight"])
+        m, self.last_counts = _ops.moe(h, w["mlp.gate.weight"], *(w[n] for n in _EXPERTS),
+                                       shared=self._shared, **self._route)
+        return m
 
     def _forward_gemma4(self, x, cache, cache_layer: int, positions, n_out=None, ple=None):
         """Gemma 4's layer (HF Gemma4TextDecoderLayer, transformers 5.25): Gemma 3's sandwich norms with plain
