@@ -327,6 +327,12 @@ _HF_TO_GGUF = {
     "mlp.experts.down_proj": "ffn_down_exps", "mlp.shared_experts.gate_proj": "ffn_gate_shexp",
     "mlp.shared_experts.up_proj": "ffn_up_shexp", "mlp.shared_experts.down_proj": "ffn_down_shexp",
     "mlp.gate": "ffn_gate_inp", "mlp.gate.e_score_correction_bias": "exp_probs_b",
+    # AFMoE's sigmoid output gate on the attention (gguf-py tensor_mapping: ATTN_GATE; quantized at the base
+    # type: no llama-quant.cpp rule names attn_gate)
+    "self_attn.gate_proj": "attn_gate",
+    # Qwen2/3.5-MoE's and Qwen3-Next's sigmoid gate on the shared expert; GLM-5's DSA indexer
+    "mlp.shared_expert_gate": "ffn_gate_inp_shexp", "self_attn.indexer.wq_b": "indexer.attn_q_b",
+    "self_attn.indexer.wk": "indexer.attn_k", "self_attn.indexer.weights_proj": "indexer.proj",
     # a hybrid's Gated DeltaNet layer (llama.cpp's qwen35 / qwen3next, conversion/qwen.py): q, k, v as
     # attn_qkv (quantized as attn_v is: llama-quant.cpp's ATTENTION_QKV category), the output gate as
     # attn_gate; Qwen3-Next's fused in_proj_qkvz is split by the converter into those two, priced here
@@ -485,13 +491,20 @@ def mix_type(mix: Mix, name: str, shape, ctx: TensorContext) -> Format:
     return row_format(g[t], nx)
 
 
+# Matrices llama.cpp's quantizer never quantizes whatever the file type (src/llama-quant.cpp,
+# llama_tensor_get_type's caller: `quantize &= name.find("altup") == npos` and the like): Gemma 3n / 4's
+# AltUp and LAuReL blocks and the per-layer-input model projection, matched in HF and GGUF names. They keep
+# the converted file's type: f16 here (bf16, the other usual one, has the same bytes).
+NEVER_QUANTIZED = ("altup", "laurel", "per_layer_model_proj")
+
+
 def tensor_format(fmt, name: str, shape, ctx: TensorContext | None = None) -> Format:
     """The format tensor `name` of `shape` is held in, in a model stored as `fmt` (a Format, a Mix
     or a name): 1-D tensors (norm weights, biases, the router's score bias) and the MoE router stay
     unquantized (f32 in a GGUF, as llama.cpp's quantizer keeps them, src/llama-quant.cpp; bf16 in
     a vLLM checkpoint, which also keeps the embeddings and lm_head unquantized); a matrix uses
     row_format (rows that are not whole blocks fall back), or, in a llama.cpp mix, mix_type (which
-    needs `ctx`). The one statement of this rule, for the configs' byte counts, the cost model,
+    needs `ctx`), but f16 for the matrices the quantizer never quantizes (NEVER_QUANTIZED). The one statement of this rule, for the configs' byte counts, the cost model,
     the measured models and their floors."""
     fmt = weight_format(fmt)
     shape = tuple(shape)
@@ -501,6 +514,8 @@ def tensor_format(fmt, name: str, shape, ctx: TensorContext | None = None) -> Fo
                                         "ssm_conv1d.weight")):
         return unq
     if isinstance(fmt, Mix):
+        if any(w in name for w in NEVER_QUANTIZED):
+            return GGML_TYPES["f16"]
         if ctx is None:
             raise ValueError(f"weight format {fmt.name} is a llama.cpp mix: its per-tensor types need the model "
                              f"(a TensorContext: layers, GQA ratio, experts)")

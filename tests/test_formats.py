@@ -186,3 +186,57 @@ def test_a_hybrids_linear_layers_in_a_mix():
     assert tf[f"model.layers.{lin}.linear_attn.in_proj_z.weight"].name == "q4_K"
     assert tf[f"model.layers.{lin}.linear_attn.out_proj.weight"].name == "q4_K"
     assert tf[f"model.layers.{lin}.linear_attn.A_log"].name == "f32"
+
+
+# HF names that vocab.gguf_tensor_name leaves as they are where gguf-py maps them, on purpose: Qwen3-Next's fused
+# in_proj_qkvz, which the converter splits into attn_qkv + attn_gate (conversion/qwen.py), priced as one attn_qkv
+# (vocab._HF_TO_GGUF); Gemma 3n / 4's AltUp, LAuReL and per-layer-input matrices, which no rule of
+# llama-quant.cpp names but "altup" / "laurel" / "per_layer_model_proj" (vocab.NEVER_QUANTIZED) and, by build,
+# per_layer_token_embd (as token_embd from mid-2025; as the tied output in 2026 builds: not modelled).
+_NAME_EXCEPTIONS = {"linear_attn.in_proj_qkvz.weight", "per_layer_input_gate.weight", "per_layer_projection.weight",
+                    "model.embed_tokens_per_layer.weight"}
+
+
+def test_tensor_names_agree_with_gguf_py_for_every_builtin():
+    """Each matrix of every built-in model takes, in vocab.gguf_tensor_name, the llama.cpp tensor name that
+    gguf-py's own TensorNameMap gives it (the names llama-quant.cpp's per-tensor rules match), where gguf-py
+    maps it: the AFMoE attention gate as attn_gate, not an unmapped HF name."""
+    gguf = pytest.importorskip("gguf")
+    from glmbench.results import importers as im
+    arch = {v: k for k, v in gguf.MODEL_ARCH_NAMES.items()}
+    checked, wrong = 0, []
+    for n in configs.builtin_names():
+        c = configs.load(n)
+        a = im._arch_of(c.model_type, bool(c.n_routed_experts))
+        if a not in arch:
+            continue
+        tmap = gguf.get_tensor_name_map(arch[a], c.n_layers)
+        for t, shape in c.tensor_shapes().items():
+            g = tmap.get_name(t, try_suffixes=(".weight", ".bias"))
+            if (len(shape) < 2 or g is None or t.split(".", 3)[-1] in _NAME_EXCEPTIONS or t in _NAME_EXCEPTIONS
+                    or any(w in t for w in vocab.NEVER_QUANTIZED)):
+                continue
+            ours, layer = vocab.gguf_tensor_name(t)
+            full = ours if layer is None else f"blk.{layer}.{ours}"
+            checked += 1
+            if full not in (g, g + ".weight"):      # (gguf-py names stacked experts without the suffix)
+                wrong.append((n, t, full, g))
+    assert checked > 5000 and not wrong, wrong[:5]
+    assert vocab.gguf_tensor_name("model.layers.3.self_attn.gate_proj.weight") == ("attn_gate.weight", 3)
+    assert vocab.gguf_tensor_name("model.layers.0.mlp.shared_expert_gate.weight") == ("ffn_gate_inp_shexp.weight", 0)
+
+
+def test_a_mix_keeps_what_the_quantizer_never_quantizes():
+    """llama-quant.cpp never quantizes Gemma 3n's AltUp and LAuReL matrices or its per-layer model
+    projection (`name.find("altup")` and the like): they keep the converted file's 16-bit type in every mix,
+    while the layers' own projections take the mix's types."""
+    c = configs.load("gemma-3n-e4b")
+    for mix in ("Q4_K_M", "Q5_K_S", "mix:IQ2_XS"):
+        tf = c.tensor_formats(mix)
+        kept = [k for k in tf if any(w in k for w in ("altup", "laurel", "per_layer_model_proj")) and
+                len(c.tensor_shapes()[k]) >= 2]
+        assert len(kept) > 3 * c.n_layers, kept[:3]
+        assert {tf[k].name for k in kept} == {"f16"}, mix
+        assert tf["model.layers.5.mlp.up_proj.weight"].name not in ("f16", "f32")
+    # a plain type (not a mix) quantizes them as any other matrix whose rows are whole blocks
+    assert c.tensor_formats("q8_0")["model.layers.5.laurel.linear_left.weight"].name == "q8_0"

@@ -3,7 +3,7 @@ checkout's, and says which prices differ: decode at depth 0 and 8K, prefill of 5
 8K, and the parameter count, on one card under each runtime profile asked for.
 
     python tools/prices_before_after.py main                          # rtx-3090; typical, llama.cpp, ik_llama.cpp
-    python tools/prices_before_after.py HEAD~3 --gpu rtx-4090 --runtimes typical vllm
+    python tools/prices_before_after.py HEAD~3 --gpu rtx-4090 --weights Q4_K_M --runtimes typical vllm
 
 REF is any git revision of this repository. Its tree is taken out with `git archive` into a temporary
 folder (the prediction side loads no compiled code: tests/test_layout.py). Models that exist in only one version are listed as new or gone. Exit status 0
@@ -23,7 +23,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 POINTS = (("decode", 0), ("decode", 8192), ("prefill", 0), ("prefill", 8192))
 
 
-def dump(out: str, gpu: str, runtimes: list[str]) -> None:
+def dump(out: str, gpu: str, weights: str, runtimes: list[str]) -> None:
     """{model: {"<runtime> <kind>@<depth>": tok/s or "error ...", "params": n}} with the glmbench that
     `import glmbench` finds, as JSON into `out`."""
     from glmbench.models import configs
@@ -38,7 +38,7 @@ def dump(out: str, gpu: str, runtimes: list[str]) -> None:
             row["params"] = f"error {type(e).__name__}: {e}"
         for rt in runtimes:
             try:
-                setup = cm.Setup(name, gpu, runtime=rt)
+                setup = cm.Setup(name, gpu, runtime=rt, **({"weights": weights} if weights != "default" else {}))
             except Exception as e:  # noqa: BLE001
                 row[f"{rt} setup"] = f"error {type(e).__name__}: {e}"
                 continue
@@ -64,11 +64,12 @@ def main(argv=None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["--dump"]:
         sys.path.insert(0, os.environ.get("PYTHONPATH", ROOT))
-        dump(args[1], args[2], args[3:])
+        dump(args[1], args[2], args[3], args[4:])
         return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("ref", help="the earlier git revision")
     ap.add_argument("--gpu", default="rtx-3090")
+    ap.add_argument("--weights", default="default", help="a weight format or llama.cpp mix (Q4_K_M); default: Setup's")
     ap.add_argument("--runtimes", nargs="+", default=["typical", "llama.cpp", "ik_llama.cpp"])
     a = ap.parse_args(args)
     with tempfile.TemporaryDirectory() as tmp:
@@ -81,7 +82,7 @@ def main(argv=None) -> int:
         outs = {}
         for label, pkg in (("before", old), ("after", ROOT)):
             outs[label] = os.path.join(tmp, f"{label}.json")
-            subprocess.run([sys.executable, os.path.abspath(__file__), "--dump", outs[label], a.gpu, *a.runtimes],
+            subprocess.run([sys.executable, os.path.abspath(__file__), "--dump", outs[label], a.gpu, a.weights, *a.runtimes],
                            env=dict(os.environ, PYTHONPATH=pkg), check=True, cwd=tmp)
         before, after = (json.load(open(outs[k])) for k in ("before", "after"))
     diffs = 0
@@ -98,7 +99,7 @@ def main(argv=None) -> int:
                 diffs += 1
                 print(f"diff  {name} {key}: {b} -> {n}")
     both = len(set(before) & set(after))
-    print(f"{both} models in both on {a.gpu} ({', '.join(a.runtimes)}): {diffs} differences")
+    print(f"{both} models in both on {a.gpu}, weights {a.weights} ({', '.join(a.runtimes)}): {diffs} differences")
     return 1 if diffs else 0
 
 
