@@ -167,6 +167,28 @@ def test_cards_without_link_says_which_link(capsys):
     assert rc == 0 and {r["link_gbps"] for r in json.loads(out) if r["n_cards"] == 2} == {1.4}
 
 
+def test_notes_only_once_the_command_passed_its_checks(capsys, tmp_path):
+    """A card-to-card link or offload note is said once the command has checked its options, files
+    and setups: an error found after the study is built (--out a file, a bad trace, --measured missing,
+    --n-cpu-moe on a dense model) is one line, never notes and then an error."""
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    multi = ["--model", "qwen3-32b", "--hardware", "h100-sxm", "--cards", "1,2", "--depths", "1K"]
+    for argv in (["report", "-q", "--out", str(a_file)],
+                 ["report", "-q", "--out", str(tmp_path / "r"), "--measured", str(tmp_path / "none.csv")],
+                 ["report", "-q", "--out", str(tmp_path / "r"), "--n-cpu-moe", "3"],
+                 ["sweep", "-q", "--tests", "tg", "--out", str(a_file)],
+                 ["trace", "-q", str(tmp_path / "none.jsonl")]):
+        rc, out, err = run(capsys, *argv, *multi)
+        assert "note:" not in err, argv
+        one_line_error(rc, err)
+    assert not (tmp_path / "r").exists()
+    # the same notes still said when the command goes on (test_cards_without_link_says_which_link)
+    rc, out, err = run(capsys, "sweep", "-q", "--tests", "tg", "--json", "--n-cpu-moe", "3", "--model", "glm-4.7-flash",
+                       "--hardware", "h100-sxm", "--cards", "1,2", "--depths", "1K")
+    assert rc == 0 and err.count("note: card-to-card link") == 1 and err.count("applies to the one-card setups") == 1
+
+
 @needs_samples
 def test_calibrate_with_hardware_drops_the_card_notice(capsys, tmp_path):
     """A llama-bench -o md table names no card: calibrate says it needs --hardware; given
