@@ -31,7 +31,7 @@ from glmbench.models import configs
 from glmbench.predict import hardware
 from glmbench.report import plots
 from glmbench.results import importers
-from glmbench.results.compare import compare, file_letters, repeated_points, summarize
+from glmbench.results.compare import compare, file_letters, paired_tg_lengths, repeated_points, summarize, tg_lengths_sentence
 from glmbench.report import Study
 from glmbench.results import records as rec
 
@@ -973,6 +973,9 @@ def cmd_compare(args) -> int:
         raise UserError(f"no points in common between {args.files[0]} and "
                         f"{' or '.join(args.files[1:])} (same test, model, depth, prompt and streams)")
     letters = file_letters(len(args.files))
+    paired = tg_lengths_sentence(paired_tg_lengths(rows))   # tg1 with tg128: said where the rows are
+    if paired and (args.json or args.csv):
+        print(f"note: {paired}", file=sys.stderr)
     if args.json:
         print(json.dumps({"a": args.files[0], "b": args.files[1], "files": dict(zip(letters, args.files)),
                           "differences": header, "rows": rows}, indent=1, default=str))
@@ -986,6 +989,8 @@ def cmd_compare(args) -> int:
         ratios = [f"{L}/A" for L in letters[1:]]
         shown = [dict(r, **{q: ("–" if r[q] is None else f"{r[q]:.3f}") for q in ratios}) for r in rows]
         print(format_table(shown, list(rows[0])))
+        if paired:
+            print(paired)
     return 0
 
 
