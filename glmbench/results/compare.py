@@ -42,7 +42,7 @@ def tg_lengths_sentence(pairs, roles: Sequence[str] = ()) -> str:
     shown = ", ".join(" with ".join(f"{(roles[i] + ' ') if roles[i] else ''}tg{n}" for i, n in enumerate(p))
                       for p in seen[:4]) + (", ..." if len(seen) > 4 else "")
     return (f"Decode rows of different lengths are paired as one point ({shown}): the tokens generated are not part "
-            "of a point (vocab.join_key), so each stands for the decode rate at its depth.")
+            "of a point (its model, test, depth, prompt and streams), so each stands for the decode rate at its depth.")
 
 
 def paired_tg_lengths(rows: Sequence[dict]) -> list[tuple[int, ...]]:
