@@ -1,7 +1,7 @@
 """Fit the built-in runtime models to the shipped public results and cross-validate them.
 
     python bench/bench_public_fit.py [--write-profiles] [--out bench/results]
-    python bench/bench_public_fit.py --check DIR_OR_FILE [--check ...] [--with-fit]
+    python bench/bench_public_fit.py --check DIR_OR_FILE [--check ...] [--with-fit] [--out DIR]
 
 For each runtime (llama.cpp, ik_llama.cpp, llama.cpp-vulkan, vllm) it fits the model to every
 public point of that runtime (glmbench.predict.jointfit) and measures, per source:
@@ -23,8 +23,9 @@ cross-validated errors; RuntimeProfile.cv_error reads the LOSO MAPE from it).
 file / pasted benchmark output a user has): every single-stream point there predicted by the
 runtime models as fitted to the shipped public set (glmbench/data/runtime/<runtime>.json), never
 fitted to it; per source and pooled MAPE of decode and prefill beside the leave-one-source-out
-targets, in bench/results/public_check_<date>.md. With --with-fit the fit above runs first, its
-profiles predict the check, and the check is a section of public_fit_<date>.md. Records of
+targets, printed (stdout); it writes nothing unless --out DIR is given, then also
+DIR/public_check_<date>.md. With --with-fit the fit above runs first, its profiles predict the
+check, and the check is a section of public_fit_<date>.md (in --out, bench/results by default). Records of
 several streams (llama-batched-bench) are predicted apart, in a section of their own
 (predict_batched: PP = costmodel.prefill_batch, TG = B / the mean decode step of B streams; no
 issue-22 target is of several streams); a vLLM serving result is kept as the fit keeps it (the
@@ -869,7 +870,9 @@ def run_checks(paths, profiles: dict | None = None) -> list[str]:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--write-profiles", action="store_true")
-    ap.add_argument("--out", default=os.path.join(HERE, "results"))
+    ap.add_argument("--out", default=None, metavar="DIR",
+                    help="folder of the result files (default bench/results; a --check without --with-fit "
+                         "writes public_check_<date>.md only when --out is given, else only prints it)")
     ap.add_argument("--baseline", help="an earlier results file: its pooled MAPEs as a `before` column of the targets")
     ap.add_argument("--baseline-label", default="", help="what --baseline is (e.g. the commit it came from)")
     ap.add_argument("--check", action="append", default=[], metavar="DIR_OR_FILE",
@@ -888,18 +891,20 @@ def main(argv=None):
                           f"bench/bench_public_fit.py --check; predicted in {time.time() - t0:.0f} s on {machine.cpu_name()} "
                           f"(load {load[0]:.2f}). MAPE = mean |predicted / measured - 1|; every point is measured "
                           "(published), every prediction is the runtime model's.", ""] + body)
-        path = os.path.join(a.out, f"public_check_{today}.md")
-        rec.atomic_write_text(path, text)
         print(text)
-        print(f"-> {path}")
+        if a.out is not None:   # a check writes into a folder only when asked (never into the checkout by default)
+            path = os.path.join(a.out, f"public_check_{today}.md")
+            rec.atomic_write_text(path, text)
+            print(f"-> {path}")
         return
     for c in a.check:
         _check_files(c)
-    pts, res, sec = run(a.write_profiles, a.out)
+    out = a.out if a.out is not None else os.path.join(HERE, "results")
+    pts, res, sec = run(a.write_profiles, out)
     text = report(pts, res, sec, a.baseline, a.baseline_label)
     if a.check:
         text += "\n".join(run_checks(a.check, {rt: r["fit"].profile for rt, r in res.items()}))
-    path = os.path.join(a.out, f"public_fit_{today}.md")
+    path = os.path.join(out, f"public_fit_{today}.md")
     rec.atomic_write_text(path, text)
     print(text)
     print(f"-> {path}")

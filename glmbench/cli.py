@@ -31,7 +31,7 @@ from glmbench.models import configs
 from glmbench.predict import hardware
 from glmbench.report import plots
 from glmbench.results import importers
-from glmbench.results.compare import compare, file_letters, repeated_points, summarize
+from glmbench.results.compare import compare, file_letters, paired_tg_lengths, repeated_points, summarize, tg_lengths_sentence
 from glmbench.report import Study
 from glmbench.results import records as rec
 
@@ -459,11 +459,27 @@ def _default_link(args) -> float:
         elif gpu is not None:
             why = f"the study's {d.link_gbps:g} GB/s ({gpu.name}'s profile states no link)"
     if any(n > 1 for n in args.cards) and (not study_card or tuple(args.cards) != tuple(d.cards)):
-        args._link_note = f"note: card-to-card link: {why}; --link GB/s sets another"
+        _note(args, f"note: card-to-card link: {why}; --link GB/s sets another")
     return link
 
 
+def _note(args, line: str) -> None:
+    """Keep a note (a card-to-card link assumed, offload flags that apply to some setups, a model
+    file's stored types) for _say_notes: said once the command has passed its checks, so that a
+    bad option or file stays a one-line error, never notes and then an error."""
+    args._notes = getattr(args, "_notes", []) + [line]
+
+
+def _say_notes(args) -> None:
+    """The notes _note kept, on stderr, once (each command calls it after its last check, before
+    its work; main() says any left once the command has succeeded, and none after an error)."""
+    for line in getattr(args, "_notes", ()):
+        print(line, file=sys.stderr)
+    args._notes = []
+
+
 def _study_from_args(args):
+    """The Study the options describe (checked); its notes kept for _say_notes."""
     args.runtime = _runtime_with_options(args)
     kw = dict(hardware=args.hardware, cards=tuple(args.cards), link_gbps=_default_link(args), split=args.split,
               weights=args.weights or _STUDY.weights, kv=args.kv, depths=tuple(args.depths), runtime=args.runtime,
@@ -473,7 +489,7 @@ def _study_from_args(args):
     for m in kw.get("models", ()):   # a model file predicts at its stored types: say so when --weights differs
         note = configs.weights_notice(m, args.weights)
         if note:
-            print(f"notice: {note}", file=sys.stderr)
+            _note(args, f"notice: {note}")
     if getattr(args, "concurrency", None):
         kw["concurrency"] = tuple(args.concurrency)
     if getattr(args, "serve_context", None) is not None:
@@ -499,8 +515,8 @@ def _study_from_args(args):
             raise UserError(f"{flags}: partial offload is priced on one-card setups only, and --cards "
                             f"{','.join(map(str, args.cards))} has none; use --cards 1")
         if many:
-            args._offload_note = (f"note: {flags} applies to the one-card setups; the "
-                                  f"{'/'.join(map(str, many))}-card ones hold every layer on their cards")
+            _note(args, f"note: {flags} applies to the one-card setups; the "
+                        f"{'/'.join(map(str, many))}-card ones hold every layer on their cards")
         n_cpu_moe = args.n_cpu_moe
         if args.cpu_moe:
             n_cpu_moe = max(configs.load(m).n_layers for m in kw.get("models", Study().models))
@@ -510,10 +526,7 @@ def _study_from_args(args):
     if getattr(args, "offload", False):
         kw["offload_table"] = True
     study = Study(**kw)
-    if getattr(args, "_link_note", None):  # once the study is valid: a bad option stays a one-line error
-        print(args._link_note, file=sys.stderr)
-    if getattr(args, "_offload_note", None):
-        print(args._offload_note, file=sys.stderr)
+    study.setups()  # every model, format and GPU checked here, before a command's notes or work
     return study
 
 
@@ -531,7 +544,8 @@ def cmd_report(args) -> int:
         extra += _read(path, default_model=one, need_model=True, option="--measured")
     trace, opts = (None, None)
     if getattr(args, "trace", None):
-        trace, opts = args.trace, _trace_options(args)
+        trace, opts = _load_trace(args.trace), _trace_options(args)
+    _say_notes(args)   # every option and file checked: the notes, then the work
     result = report.run(study, out, extra_records=extra, progress=not args.quiet, trace=trace, trace_options=opts)
     print(f"report written to {os.path.join(out, 'report.md')} "
           f"({len(result['charts'])} charts, {result['n_records']} records)")
@@ -568,6 +582,12 @@ def _positive_int(text: str) -> int:
     return v
 
 
+def _load_trace(trace):
+    """The trace (a built-in name or a file) read once, before any work: a bad one is the error."""
+    from glmbench.predict import traces
+    return traces.load(trace)
+
+
 def _trace_options(args) -> dict:
     from glmbench.predict import replay as rp
     cfg = rp.ServerConfig(max_num_seqs=args.max_num_seqs, max_batched_tokens=args.max_batched_tokens)
@@ -580,9 +600,11 @@ def cmd_trace(args) -> int:
     study = _study_from_args(args)
     if args.out:
         _check_out_folder(args.out, "--out", False)
+    trace, opts = _load_trace(args.trace), _trace_options(args)
+    _say_notes(args)
     # per-request results only for --out's trace_requests.csv (a million requests x 4 setups)
-    res = workload.trace_study(study, args.trace, progress=not args.quiet, keep_results=bool(args.out),
-                               **_trace_options(args))
+    res = workload.trace_study(study, trace, progress=not args.quiet, keep_results=bool(args.out),
+                               **opts)
     if args.out:
         workload.write(res, args.out)
     if args.json:
@@ -671,6 +693,7 @@ def cmd_sweep(args) -> int:
     resumable = out if out and out.endswith(".json") else None
     study.setups()  # every model, format and GPU checked before reading the file or any work
     before = _read_before(resumable)
+    _say_notes(args)
     recs = report.sweep(study, tests=tests, progress=not args.quiet, out=resumable)
     if resumable:
         from glmbench.predict import sweep as sw
@@ -950,6 +973,9 @@ def cmd_compare(args) -> int:
         raise UserError(f"no points in common between {args.files[0]} and "
                         f"{' or '.join(args.files[1:])} (same test, model, depth, prompt and streams)")
     letters = file_letters(len(args.files))
+    paired = tg_lengths_sentence(paired_tg_lengths(rows))   # tg1 with tg128: said where the rows are
+    if paired and (args.json or args.csv):
+        print(f"note: {paired}", file=sys.stderr)
     if args.json:
         print(json.dumps({"a": args.files[0], "b": args.files[1], "files": dict(zip(letters, args.files)),
                           "differences": header, "rows": rows}, indent=1, default=str))
@@ -963,6 +989,8 @@ def cmd_compare(args) -> int:
         ratios = [f"{L}/A" for L in letters[1:]]
         shown = [dict(r, **{q: ("–" if r[q] is None else f"{r[q]:.3f}") for q in ratios}) for r in rows]
         print(format_table(shown, list(rows[0])))
+        if paired:
+            print(paired)
     return 0
 
 
@@ -1286,6 +1314,8 @@ def main(argv: list[str] | None = None) -> int:
             except ValueError:
                 raise UserError(f"--layers must be auto, full, sampled or a whole number, got {args.layers!r}") from None
         rc = args.func(args)
+        if rc == 0:
+            _say_notes(args)    # (a command says its notes after its checks; none is left by then)
         sys.stdout.flush()  # a closed pipe shows here, not at exit
         return rc
     except BrokenPipeError:

@@ -64,6 +64,25 @@ def test_compare_llama_bench_files_with_a_prediction(capsys, tmp_path):
     assert rc == 0 and "C/A" not in out and "B/A" in out and "tool: A=  B=llama-bench" in out
 
 
+def test_compare_says_when_it_pairs_tg_lengths(capsys, tmp_path):
+    """compare pairs a tg1 prediction with a tg128 measurement of the same point: its output says so
+    (the table's text below the rows; --json / --csv on stderr, their stdout unchanged)."""
+    def tg(ev, n_gen, ts):
+        return {"evidence": ev, "test": "tg", "model": "qwen3-32b", "n_depth": 4096, "n_prompt": 0, "n_gen": n_gen,
+                "avg_ts": ts}
+    a, b, c = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "c.json"
+    a.write_text(json.dumps([tg("predicted", 1, 40.0)]))
+    b.write_text(json.dumps([tg("measured", 128, 36.0)]))
+    c.write_text(json.dumps([tg("measured", 1, 38.0)]))
+    said = "Decode rows of different lengths are paired as one point (tg1 with tg128)"
+    rc, out, err = run(capsys, "compare", str(a), str(b))
+    assert rc == 0 and "tg1@d4096 / tg128@d4096" in out and out.count(said) == 1 and said not in err
+    rc, out, err = run(capsys, "compare", str(a), str(b), "--json")
+    assert rc == 0 and json.loads(out)["rows"][0]["B"] == 36.0 and f"note: {said}" in err
+    rc, out, err = run(capsys, "compare", str(a), str(c))
+    assert rc == 0 and "different lengths" not in out + err
+
+
 @needs_samples
 def test_report_measured_on_names_the_card_count(capsys, tmp_path):
     """llama-bench.json ran on two RTX 4090s: its rows beside the 1-card and 2-card predictions say
@@ -165,6 +184,28 @@ def test_cards_without_link_says_which_link(capsys):
     assert rc == 0 and "card-to-card link" not in err and {r["link_gbps"] for r in json.loads(out) if r["n_cards"] == 2} == {64}
     rc, out, err = run(capsys, "sweep", "-q", "--model", "qwen3-32b", "--depths", "1K", "--tests", "tg", "--json")
     assert rc == 0 and {r["link_gbps"] for r in json.loads(out) if r["n_cards"] == 2} == {1.4}
+
+
+def test_notes_only_once_the_command_passed_its_checks(capsys, tmp_path):
+    """A card-to-card link or offload note is said once the command has checked its options, files
+    and setups: an error found after the study is built (--out a file, a bad trace, --measured missing,
+    --n-cpu-moe on a dense model) is one line, never notes and then an error."""
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    multi = ["--model", "qwen3-32b", "--hardware", "h100-sxm", "--cards", "1,2", "--depths", "1K"]
+    for argv in (["report", "-q", "--out", str(a_file)],
+                 ["report", "-q", "--out", str(tmp_path / "r"), "--measured", str(tmp_path / "none.csv")],
+                 ["report", "-q", "--out", str(tmp_path / "r"), "--n-cpu-moe", "3"],
+                 ["sweep", "-q", "--tests", "tg", "--out", str(a_file)],
+                 ["trace", "-q", str(tmp_path / "none.jsonl")]):
+        rc, out, err = run(capsys, *argv, *multi)
+        assert "note:" not in err, argv
+        one_line_error(rc, err)
+    assert not (tmp_path / "r").exists()
+    # the same notes still said when the command goes on (test_cards_without_link_says_which_link)
+    rc, out, err = run(capsys, "sweep", "-q", "--tests", "tg", "--json", "--n-cpu-moe", "3", "--model", "glm-4.7-flash",
+                       "--hardware", "h100-sxm", "--cards", "1,2", "--depths", "1K")
+    assert rc == 0 and err.count("note: card-to-card link") == 1 and err.count("applies to the one-card setups") == 1
 
 
 @needs_samples

@@ -397,6 +397,27 @@ def test_compare_pairs_tg1_prediction_with_tg128_measurement_as_the_report_does(
         vocab.join_key(dict(test="serve", model="m", n_depth=4096, concurrency=8, n_streams=8))
 
 
+def test_pairing_of_other_tg_lengths_is_said_where_it_is_shown():
+    """A measured tg2 (or tg128) pairs with the tg1 prediction of its point (vocab.join_key leaves the
+    tokens generated out): the report's measured-vs-predicted section says so in one sentence, as
+    compare's output does; pairs of one length say nothing."""
+    import importlib
+    render = importlib.import_module("glmbench.report.render")   # (glmbench.report.render is also a function's name)
+    pred = [_tg("predicted", 0, 140.0, device="RTX 4090"), _tg("predicted", 8192, 120.0, device="RTX 4090")]
+    meas = [_tg("measured", 0, 150.0, n_gen=2, device="RTX 4090"), _tg("measured", 8192, 110.0, n_gen=2, device="RTX 4090")]
+    md = "\n".join(render._measured(pred + meas))
+    said = "Decode rows of different lengths are paired as one point (measured tg2 with predicted tg1)"
+    assert "## Measured vs predicted" in md and md.count(said) == 1
+    assert "| glm-4.7-flash | tg2 | RTX 4090 |" in md
+    md = "\n".join(render._measured(pred + [_tg("measured", 0, 150.0, device="RTX 4090")]))
+    assert "## Measured vs predicted" in md and "different lengths" not in md
+    rows, _ = cmp.compare(pred, meas)
+    assert cmp.paired_tg_lengths(rows) == [(1, 2), (1, 2)]
+    assert "(tg1 with tg2)" in cmp.tg_lengths_sentence(cmp.paired_tg_lengths(rows))
+    rows, _ = cmp.compare(pred, [_tg("measured", 0, 150.0, device="RTX 4090")])
+    assert cmp.paired_tg_lengths(rows) == [] and cmp.tg_lengths_sentence(cmp.paired_tg_lengths(rows)) == ""
+
+
 def test_compare_more_than_two_files():
     a = [_tg("predicted", 0, 100.0), _tg("predicted", 4096, 80.0)]
     b = [_tg("measured", 0, 90.0, n_gen=128)]

@@ -429,6 +429,44 @@ def test_llama_bench_json_runs_with_other_text_between(tmp_path, first, second, 
     assert any("is not read" in n for n in notices)
 
 
+def test_llama_bench_json_among_text_takes_its_model_from_that_text(tmp_path):
+    """Records among other text and no table (_bench_json_among_text): the text around them (a run's
+    command line, prose) is a hint for their model, as a table's command line or heading is, where it
+    names exactly one built-in and the records' model_type does not decide; sweep-bench's jsonl too."""
+    def rec(**kw):
+        o = {"build_commit": "0c1e570", "model_filename": "model.gguf", "n_prompt": 0, "n_gen": 128, "n_depth": 0,
+             "avg_ts": 30.5, "stddev_ts": 0.1}
+        o.update(kw)
+        return json.dumps(o) + "\n"
+    pp = rec(n_prompt=512, n_gen=0, avg_ts=900.5)
+    cmd = "$ ./llama-bench -m /models/Qwen3-32B-Q4_K_M.gguf -p 512 -n 128 -o jsonl\n"
+
+    def read(text, name="runs.txt"):
+        notices = []
+        return im.read(write(tmp_path, name, text), notices=notices), notices
+    recs, notices = read(cmd + pp + rec() + "and the sweep of the same model:\n" + SWEEP_JSONL)
+    assert [(r["test"], r["tool"].split()[0]) for r in recs] == [("pp", "llama-bench"), ("tg", "llama-bench"),
+                                                                  ("pp", "llama-sweep-bench"), ("tg", "llama-sweep-bench")]
+    assert all(r["model"] == "qwen3-32b" and r["inferred"]["model"] == "from the text around the records" for r in recs)
+    assert not any("model: not known" in n for n in notices)
+    # prose after the records, with no command line, the same
+    recs, _ = read(pp + rec() + "(those were Qwen3-32B at Q4_K_M)\n")
+    assert {r["model"] for r in recs} == {"qwen3-32b"}
+    # text naming two built-ins names none: no model, as before
+    recs, notices = read(cmd + pp + "then Llama-3.1-8B:\n" + rec())
+    assert all(r.get("model") is None for r in recs) and any("model: not known" in n for n in notices)
+    # a model_type that decides wins over the text; one that fits several is narrowed by it
+    recs, _ = read(cmd.replace("Qwen3-32B", "Llama-3.1-8B") + rec(model_type="qwen3 32B Q4_K - Medium",
+                                                                   model_n_params=32762123264) + "done\n")
+    assert [r["model"] for r in recs] == ["qwen3-32b"]
+    moe = dict(model_type="qwen3moe 30B.A3B Q4_K - Medium", model_n_params=30532122624)
+    recs, _ = read("$ ./llama-bench -m Qwen3-Coder-30B-A3B-Instruct-Q4_K_M.gguf\n" + rec(**moe) + "done\n")
+    assert [r["model"] for r in recs] == ["qwen3-coder-30b-a3b"] and "text around the records" in recs[0]["inferred"]["model"]
+    # a model_type that fits no built-in is not made one by a name in the text
+    recs, _ = read(cmd + rec(model_type="llama ?B F16", model_n_params=115008) + "done\n")
+    assert [r.get("model") for r in recs] == [None]
+
+
 # llama-sweep-bench's / llama-batched-bench's --output-format jsonl prints no table (tools/batched-bench/batched-bench.cpp:
 # the jsonl line or the md row): a jsonl run and a table in one paste are two runs, both read
 SWEEP_JSONL = ('{"n_kv_max": 16896, "n_batch": 2048, "n_ubatch": 512, "flash_attn": 1, "n_gpu_layers": 99, "n_threads": 16, '

@@ -1338,3 +1338,24 @@ def test_public_records_says_what_the_importer_assumed_or_merged(tmp_path, capsy
     notes = [ln for ln in said if ln.startswith("note ") and "pasted twice" in ln]
     assert len(notes) == 1 and "twice.md" in notes[0], said
     assert len(_load(out, "twice")) == len(pr.generic_records(str(tmp_path / "src" / "twice.md"))[1])
+
+
+def test_check_writes_no_file_unless_out_is_given(tmp_path, monkeypatch, capsys):
+    """--check prints its report; it writes public_check_<date>.md only into an --out DIR it is
+    given, never into the checkout's bench/results as a side effect (bench/ here: tmp_path)."""
+    recs = tmp_path / "mine.json"
+    recs.write_text(json.dumps([{"evidence": "measured", "tool": "llama-bench", "runtime": "llama.cpp", "test": "tg",
+                                 "model": "llama-3-8b", "hardware": "rtx-3090", "weights": "f16", "n_prompt": 0,
+                                 "n_gen": 128, "n_depth": 0, "avg_ts": 50.0}]))
+    monkeypatch.setattr(bpf, "HERE", str(tmp_path / "bench"))   # where the default results folder would be
+    monkeypatch.chdir(tmp_path)
+    bpf.main(["--check", str(recs)])
+    out = capsys.readouterr().out
+    assert "# Runtime models checked on published results they were not fitted to" in out and "mine" in out
+    assert "-> " not in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.json"]   # nothing written anywhere here
+    res = tmp_path / "res"
+    bpf.main(["--check", str(recs), "--out", str(res)])
+    (path,) = glob.glob(str(res / "public_check_*.md"))
+    out = capsys.readouterr().out
+    assert f"-> {path}" in out and open(path).read() in out

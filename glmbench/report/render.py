@@ -15,7 +15,7 @@ from glmbench.predict import runtime as rtm
 from glmbench.report import plots
 from glmbench.report.plots import rig_label, tokens_label
 from glmbench.report.study import GIB, OFFLOAD_PROMPT, Study
-from glmbench.results.compare import measured_predicted_pairs, test_label
+from glmbench.results.compare import measured_predicted_pairs, test_label, tg_lengths_sentence
 
 
 def render(records: Sequence[dict], study: Study, decs: Sequence[dict], charts: Sequence[str],
@@ -451,10 +451,14 @@ def _measured(records) -> list:
     L = []
     rows = _measured_vs_predicted(records)
     if rows:
+        # a measured tg2 (tg128) beside the tg1 prediction of its point: said, as the test column shows the measured one only
+        lengths = tg_lengths_sentence([(m.get("n_gen") or 1, p.get("n_gen") or 1) for m, p in
+                                       measured_predicted_pairs(records) if m.get("test") == "tg"], ("measured", "predicted"))
         L += ["## Measured vs predicted", "",
               "Every measured point that has a prediction for the same model, test, prompt and depth "
               "(predicted / measured > 1: the cost model is optimistic). The devices are shown: a "
-              "prediction for a GPU next to a CPU measurement is not a check of the model.", "",
+              "prediction for a GPU next to a CPU measurement is not a check of the model." + (" " + lengths if lengths else ""),
+              "",
               _md_table(rows, ["model", "test", "measured on", "measured (tok/s)", "predicted for",
                                "predicted (tok/s)", "predicted / measured", "stable"]), ""]
         shaky = list({id(m): m for m, _ in measured_predicted_pairs(records) if m.get("stable") is False}.values())

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Sequence
 
 from glmbench import vocab
 from glmbench.results import records as rec
 
 __all__ = ["compare", "summarize", "repeated_points", "measured_predicted_pairs", "test_label", "file_letters", "POINT_FIELDS", "SETUP_FIELDS",
-           "VALUE_FIELDS"]
+           "VALUE_FIELDS", "tg_lengths_sentence", "paired_tg_lengths"]
 
 
 def measured_predicted_pairs(records: Sequence[dict]) -> list[tuple[dict, dict]]:
@@ -28,6 +29,32 @@ def measured_predicted_pairs(records: Sequence[dict]) -> list[tuple[dict, dict]]
     return [(m, p) for m in records
             if m["evidence"] == "measured" and m.get("test") in ("tg", "pp") and m.get("avg_ts")
             for p in pred.get(vocab.join_key(m), [])]
+
+
+def tg_lengths_sentence(pairs, roles: Sequence[str] = ()) -> str:
+    """The one sentence saying that tg records of different lengths were paired as one point, '' where
+    none were. `pairs`: the n_gen of each pairing's records, in order (measured, predicted) for the
+    report's table, the files' order for compare; `roles` names them ("measured", "predicted")."""
+    seen = list(dict.fromkeys(tuple(p) for p in pairs if len(set(p)) > 1))
+    if not seen:
+        return ""
+    roles = tuple(roles) + ("",) * max(len(p) for p in seen)
+    shown = ", ".join(" with ".join(f"{(roles[i] + ' ') if roles[i] else ''}tg{n}" for i, n in enumerate(p))
+                      for p in seen[:4]) + (", ..." if len(seen) > 4 else "")
+    return (f"Decode rows of different lengths are paired as one point ({shown}): the tokens generated are not part "
+            "of a point (its model, test, depth, prompt and streams), so each stands for the decode rate at its depth.")
+
+
+def paired_tg_lengths(rows: Sequence[dict]) -> list[tuple[int, ...]]:
+    """The n_gen of the tg records each row of compare() paired (its `test` label, "tg1@d8192 /
+    tg128@d8192"), the files' order, for the rows that paired several lengths."""
+    out = []
+    for r in rows:
+        labels = str(r.get("test", "")).split(" / ")
+        gens = [re.fullmatch(r"tg(\d*)(?:@d\d+)?", x) for x in labels]
+        if len(labels) > 1 and all(gens):
+            out.append(tuple(int(g.group(1) or 1) for g in gens))
+    return out
 
 
 # ---- compare ------------------------------------------------------------------------------------

@@ -86,7 +86,8 @@ the other; sweep- / batched-bench's jsonl and a table) are read apart (`_bench_o
 every table row that is not one of their runs (a row that is, at the table's 2 decimals, is read once, from the
 record, with a notice). llama-bench's JSON with other text between its records (a terminal's session of runs, each
 after its command line; prose between two runs' arrays) is its records, the other lines named in a notice
-(`_bench_json_among_text`). A result pasted twice (a table, jsonl lines, a json array) is imported once, with a
+(`_bench_json_among_text`); those lines are a hint for the records' model, as a table's command line or heading is,
+where they name exactly one built-in and no model_type decides (sweep- / batched-bench's jsonl among them too). A result pasted twice (a table, jsonl lines, a json array) is imported once, with a
 notice (`_once_each`).
 
 Malformed input (no known format, a row that does not parse, a speed that is not a positive
@@ -268,6 +269,9 @@ def _bench_json_among_text(text, path, error, model, default_model, notices) -> 
     ctx = _Context(path, "llama-bench-json", _canonical_model(model, path, "model"),
                    _canonical_model(default_model, path, "default_model"), notices)
     ctx.paste = text
+    # the other lines (each run's command line, prose) name the records' model as a table's heading or command line
+    # would: a hint before the file name's, taken where they name exactly one built-in and no model_type decides
+    ctx.prose_hint = ("\n".join(lines[i - 1] for i in other), "text around the records")
     recs = _read_bench_output_and_tables(
         ("\n".join(ln if i in taken else "" for i, ln in enumerate(lines, 1)), "\n" * (len(lines) - 1),
          [(line, o) for line, _, _, o in objs], [], []), ctx)
@@ -520,7 +524,8 @@ def _read_bench_output_and_tables(split, ctx):
         b = next((b for b in reversed(blocks) if b.start <= line), None)
         if b is not None:
             return _table_hints(b, ctx.path, "\n".join(above[:b.start - 1]))
-        return [("\n".join(above[:line - 1]), "text above"), ctx.file_hint()]
+        prose = [ctx.prose_hint] if getattr(ctx, "prose_hint", None) else []   # (_bench_json_among_text)
+        return [("\n".join(above[:line - 1]), "text above")] + prose + [ctx.file_hint()]
     ctx.hints_at = hints_at
     recs = [_llama_bench_record(o, ctx, line) for line, o in objs if _is_llama_bench(o)]
     for reader, batched in ((_read_sweep_jsonl, False), (_read_batched_jsonl, True)):
@@ -3687,7 +3692,9 @@ def _bench_common(ctx, line, hdr, tool, what, meta=None):
     if meta is not None and "model" in meta:
         model, inferred = meta["model"], dict(meta.get("inferred") or {})
     else:
-        model, how = ctx.model_for(line, what=what)
+        # sweep- / batched-bench's jsonl among other text (_bench_json_among_text): that text's one model name
+        hints = [ctx.prose_hint] if getattr(ctx, "prose_hint", None) else ()
+        model, how = ctx.model_for(line, hints=hints, what=what)
         inferred = {"model": how}
     r = {"evidence": "measured", "model": model, "tool": tool, "source": ctx.source(line),
          "n_batch": hdr.get("n_batch"), "n_ubatch": hdr.get("n_ubatch"), "flash_attn": _flag(fa),
