@@ -196,3 +196,28 @@ def test_row_with_exact_params_names_the_builtin(name):
 @pytest.mark.parametrize("name", NAMES)
 def test_row_with_size_label_only_never_names_another_shape(name):
     _check(name, None)
+
+
+@pytest.mark.parametrize("row,names", [
+    # what the battery found: each of these label-only rows used to read as the nearest count's built-in, a wrong
+    # shape for the others llama.cpp labels alike
+    ("llama 13B Q4_K - Medium", {"llama-2-13b", "mistral-nemo", "mistral-small-24b", "devstral-small"}),
+    ("llama 8B Q4_K - Medium", {"llama-3-8b", "llama-3.1-minitron-4b"}),
+    ("llama 70B Q4_K - Medium", {"llama-3-70b", "llama-2-70b"}),
+    ("deepseek2 671B Q4_K - Medium", {"deepseek-v3", "kimi-k2"}),
+    ("command-r 35B Q4_K - Medium", {"command-r", "command-r-08-2024"}),
+    ("phi3 3B Q4_K - Medium", {"phi-3-mini", "phi-4-mini"}),
+])
+def test_a_label_several_shapes_share_names_them_all(row, names):
+    with pytest.raises(im.AmbiguousModel) as e:
+        im.identify_model(None, row)
+    assert all(n in str(e.value) for n in names), str(e.value)
+
+
+def test_a_label_llama_cpp_gives_another_model_names_no_builtin():
+    # Qwen1.5-0.5B's "qwen2 0.5B" (24 layers of 1024) is not Qwen2.5-0.5B, which llama.cpp labels "qwen2 1B"
+    assert im.identify_model(None, "qwen2 0.5B Q4_K - Medium")[0] is None
+    assert im.identify_model(None, "qwen2 1B Q4_K - Medium")[0] is None        # 0.49 B: a label astray
+    assert im.identify_model("qwen2.5-0.5b-instruct-q4_k_m.gguf", "qwen2 1B Q4_K - Medium")[0] == "qwen2.5-0.5b"
+    # another build's label (an older llama.cpp's): read as a size
+    assert im.identify_model(None, "command-r 104B Q8_0")[0] == "command-r-plus"
