@@ -6,8 +6,8 @@ import pytest
 from glmbench.models import configs
 from glmbench import vocab
 
-ALL = ["afm-4.5b", "apertus-70b", "apertus-8b", "command-a", "command-r", "command-r-08-2024", "command-r-plus",
-       "command-r7b", "deepseek-r1", "deepseek-r1-distill-llama-70b", "deepseek-r1-distill-llama-8b",
+ALL = ["afm-4.5b", "apertus-70b", "apertus-8b", "codellama-34b", "command-a", "command-r", "command-r-08-2024",
+       "command-r-plus", "command-r7b", "deepseek-r1", "deepseek-r1-distill-llama-70b", "deepseek-r1-distill-llama-8b",
        "deepseek-r1-distill-qwen-14b", "deepseek-r1-distill-qwen-32b", "deepseek-r1-distill-qwen-7b",
        "deepseek-v2-lite", "deepseek-v3", "deepseek-v3.1", "deepseek-v3.2", "devstral-small", "dots.llm1.inst",
        "ernie-4.5-0.3b", "ernie-4.5-21b-a3b", "exaone-3.5-2.4b", "exaone-3.5-32b", "exaone-3.5-7.8b",
@@ -26,7 +26,7 @@ ALL = ["afm-4.5b", "apertus-70b", "apertus-8b", "command-a", "command-r", "comma
        "qwen2.5-7b", "qwen2.5-coder-32b", "qwen2.5-coder-7b", "qwen3-0.6b", "qwen3-1.7b", "qwen3-14b",
        "qwen3-235b-a22b", "qwen3-30b-a3b", "qwen3-32b", "qwen3-4b", "qwen3-8b", "qwen3-coder-30b-a3b",
        "qwen3-coder-480b-a35b", "qwen3-next-80b-a3b", "qwen3.5-122b-a10b", "qwen3.5-27b", "qwen3.5-35b-a3b",
-       "qwen3.5-397b-a17b", "qwen3.5-9b", "qwq-32b", "seed-oss-36b", "smollm3-3b", "trinity-mini"]
+       "qwen3.5-397b-a17b", "qwen3.5-9b", "qwq-32b", "seed-oss-36b", "smollm3-3b", "trinity-mini", "yi-34b"]
 
 
 def test_builtin_names():
@@ -163,6 +163,8 @@ KV_F16 = {
     "internlm3-8b": 48 * 2 * (128 + 128) * 2,         # 49,152: 2 KV heads of 128
     "nemotron-mini-4b": 32 * 8 * (128 + 128) * 2,     # 131,072: 8 KV heads of 128
     "llama-3.1-minitron-4b": 32 * 8 * (128 + 128) * 2,  # 131,072
+    "codellama-34b": 48 * 8 * (128 + 128) * 2,        # 196,608: 8 KV heads of 128
+    "yi-34b": 60 * 8 * (128 + 128) * 2,               # 245,760: 8 KV heads of 128
     "trinity-mini": 32 * 4 * (128 + 128) * 2,         # 65,536: 4 KV heads of 128 on every layer (windowed or not)
     "kimi-linear-48b-a3b": 6 * (512 + 64) * 2,        # 6,912: its 6 MLA layers of 27
     # Cohere: Command-R (v01) is MHA, 64 KV heads of 128 (1.25 MiB per token); Command-A and R7B window
@@ -543,6 +545,8 @@ PUBLISHED = {
     "trinity-mini": (26.0, None, None),
     # Nemotron-Mini-4B-Instruct and Llama-3.1-Minitron-4B-Width: the repositories' 4.19B and 4.51B
     "nemotron-mini-4b": (4.19, None, None), "llama-3.1-minitron-4b": (4.51, None, None),
+    # CodeLlama-34B and Yi-34B (written from memory): the published 33.7B and 34.4B
+    "codellama-34b": (33.7, None, None), "yi-34b": (34.4, None, None),
 }
 
 

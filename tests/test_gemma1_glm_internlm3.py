@@ -539,10 +539,13 @@ _ILM_ROWS = {"llama 34B Q4_K - Medium        |   4.97 GiB |     8.80 B": ("inter
 
 def test_internlm3_llama_bench_rows_name_the_builtin(tmp_path):
     """An InternLM3 file is llama.cpp's llama of 48 layers, which src/models/llama.cpp labels "34B": its row is told
-    by the params column; without one, a 'llama 34B' row names no built-in (CodeLlama-34B and Yi-34B are 48-layer
-    llamas too), and the Llama 3 8B rows stay theirs."""
+    by the params column; without one, a 'llama 34B' row fits CodeLlama-34B's 48 layers too (another shape: both
+    named, a file name picks), and the Llama 3 8B rows stay theirs."""
     lb.check_rows_name_builtins(tmp_path, _ILM_ROWS, "CUDA       |  99 |         1 |           tg128 |       80.10 ± 0.50")
     assert im._arch_of("internlm3") == "llama"
-    assert im.model_candidates("llama 34B Q4_K - Medium")[0] == []
+    assert im.model_candidates("llama 34B Q4_K - Medium")[0] == ["codellama-34b", "internlm3-8b"]
+    with pytest.raises(im.AmbiguousModel, match="codellama-34b, internlm3-8b"):
+        im.identify_model(None, "llama 34B Q4_K - Medium")
+    assert im.identify_model("internlm3-8b-instruct-q4_k_m.gguf", "llama 34B Q4_K - Medium")[0] == "internlm3-8b"
     assert "internlm3-8b" not in im.model_candidates("llama 8B Q4_K - Medium")[0]
     assert "internlm3-8b" not in im.model_candidates("llama 8B Q4_K - Medium", 8.03e9)[0]

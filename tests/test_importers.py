@@ -1451,7 +1451,11 @@ def test_phi3_rows_tell_phi_3_mini_from_phi_4_mini_by_params():
     for params, want in ((3.82e9, "phi-3-mini"), (3_821_079_552, "phi-3-mini"), (3.84e9, "phi-4-mini"),
                          (3_836_021_760, "phi-4-mini")):
         assert im.model_candidates("phi3 3B Q4_K - Medium", params)[0] == [want]
-    assert im.model_candidates("phi3 3B Q4_K - Medium")[0] == []   # the label alone: 3B is 27% off both, as before
+    # the label alone: llama.cpp's for both (src/models/phi3.cpp: 32 layers -> 3B), two shapes: named both, not one
+    assert im.model_candidates("phi3 3B Q4_K - Medium")[0] == ["phi-3-mini", "phi-4-mini"]
+    with pytest.raises(im.AmbiguousModel, match="phi-3-mini, phi-4-mini"):
+        im.identify_model(None, "phi3 3B Q4_K - Medium")
+    assert im.identify_model("Phi-4-mini-instruct-Q4_K_M.gguf", "phi3 3B Q4_K - Medium")[0] == "phi-4-mini"
 
 
 def test_a_smaller_variant_is_not_its_familys_built_in():
@@ -1591,10 +1595,12 @@ def test_the_cohere_families_read_from_llama_bench_rows(tmp_path):
         assert r["inferred"]["model"].startswith(f"from '{cols.split(' Q')[0]}'"), r["inferred"]["model"]
     # the HF model_types map to llama.cpp's names
     assert [im._arch_of(t) for t in ("cohere", "cohere2")] == ["command-r", "cohere2"]
-    # without a count (llama-bench's markdown without the params column) the size label decides, the
-    # nearest built-in: "35B" is Command-R v01's (34.98 B; 08-2024's 32.30 B is 7.7% off, past _TIE), so an
-    # 08-2024 row without its count reads as v01; "?B" fits nothing
-    assert im.model_candidates("command-r 35B Q4_K - Medium")[0] == ["command-r"]
+    # without a count (llama-bench's markdown without the params column) the size label decides: llama.cpp's
+    # for the depth (src/models/command-r.cpp: 40 layers -> 35B), v01's and 08-2024's alike, two shapes: both
+    # named (an 08-2024 row is not read as v01), the file name picks; "?B" fits nothing
+    assert im.model_candidates("command-r 35B Q4_K - Medium")[0] == ["command-r", "command-r-08-2024"]
+    assert im.identify_model("c4ai-command-r-08-2024-Q4_K_M.gguf", "command-r 35B Q4_K - Medium")[0] == \
+        "command-r-08-2024"
     assert im.identify_model("/m/model.gguf", "cohere2 8B Q4_K - Medium")[0] == "command-r7b"
     assert im.model_candidates("command-r ?B Q4_K - Medium")[0] == []
     # another architecture's size never resolves to them

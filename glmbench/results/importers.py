@@ -895,22 +895,89 @@ _MOE_ARCH = {"nemotron_h": "nemotron_h_moe"}
 # 4.0-H Small / Tiny / Micro. Nemotron-H 8B's 52 layers print as "nemotron_h 31B.A3.5B" too (the label
 # llama.cpp meant for Nemotron 3 Nano): its row is told by the parameter count llama-bench prints beside it
 # (8.10 B); a row without one (the size label alone) matches no built-in rather than a wrong one
-# size labels llama.cpp gives by the layer count alone, which a parameter count cannot stand for (src/models/gemma4.cpp
-# load_arch_hparams: 35 layers -> "E2B", 42 -> "E4B", 30 -> "26B.A4B", 60 -> "31B"; Gemma 4's "E" sizes are its
-# "effective" parameters, without the per-layer embedding table, while the file holds that table too): a row without
-# a params column is matched by the built-ins' layer count
-# OLMoE's label too (src/models/olmoe.cpp: 16 layers -> "A1.7B", OLMoE-1B-7B's; no size a parameter count could read)
-# Gemma 3n's alike (src/models/gemma3n.cpp: 30 layers -> "E2B", 35 -> "E4B"), Hunyuan-A13B's (hunyuan-moe.cpp: 32 ->
-# "A13B") and Phi-3.5-MoE's (phimoe.cpp: 32 -> "16x3.8B"); ERNIE 4.5 0.3B's (ernie4-5.cpp: 18 -> "0.3B", 0.36 B)
-# (deci.cpp labels by depth alone: 80 layers -> "70B", Llama-3.3-Nemotron-Super-49B's and Nemotron-51B's; exaone.cpp:
-# 32 -> "8B", the other depths "?B": such rows are told by their params column); AFM-4.5B's (arcee.cpp: 36 -> "4B", its
-# 4.62 B a 15% size tolerance does not reach); Apertus's (apertus.cpp: 32 -> "8B", the other depths "?B": Apertus 70B's
-# rows are told by their params column); Gemma 1's (gemma.cpp: 18 layers -> "2B", 28 -> "7B", the 8.54 B gemma-7b
-# past a size label's 15%)
-SIZE_LABEL_LAYERS = {"gemma4": {"E2B": 35, "E4B": 42, "26B.A4B": 30, "31B": 60}, "olmoe": {"A1.7B": 16},
-                     "gemma3n": {"E2B": 30, "E4B": 35}, "hunyuan-moe": {"A13B": 32}, "phimoe": {"16x3.8B": 32},
-                     "ernie4_5": {"0.3B": 18}, "arcee": {"4B": 36},
-                     "gemma": {"2B": 18, "7B": 28}}
+# llama.cpp's size label (the second word of llama-bench's model column) of each architecture the built-ins use, as
+# load_arch_hparams gives it (src/models/<arch>.cpp of the llama.cpp llama-cpp-python 0.3.36 vendors; n_layer without
+# the MTP / nextn blocks, llama_hparams::n_layer()), by the layer count; "?B" for a depth not listed. A row without a
+# params column is matched by it (model_candidates): the built-ins llama.cpp labels so, not those whose count is
+# near the label's number, since the label is the depth's, not the model's (src/models/llama.cpp labels every 40-layer
+# llama "13B": Llama 2 13B, Mistral NeMo 12B and Mistral Small 24B alike; every 32-layer one with a 128k vocabulary
+# "8B": Llama 3.1 8B and Llama-3.1-Minitron 4B; deepseek2.cpp 61 layers "671B": DeepSeek-V3 / R1 and Kimi K2)
+# Gemma 4 (gemma4.cpp: 35 layers -> "E2B", 42 -> "E4B", 30 -> "26B.A4B", 60 -> "31B"; the "E" sizes its "effective"
+# parameters, without the per-layer embedding table the file holds), OLMoE (olmoe.cpp: 16 -> "A1.7B"), Gemma 3n
+# (gemma3n.cpp: 30 -> "E2B", 35 -> "E4B"), Hunyuan-A13B (hunyuan-moe.cpp: 32 -> "A13B") and Phi-3.5-MoE (phimoe.cpp:
+# 32 -> "16x3.8B"): labels no parameter count could read; ERNIE 4.5 0.3B's (ernie4-5.cpp: 18 -> "0.3B", 0.36 B),
+# AFM-4.5B's (arcee.cpp: 36 -> "4B", 4.62 B), Gemma 1's (gemma.cpp: 18 -> "2B", 28 -> "7B", the 8.54 B gemma-7b):
+# counts past a size label's 15%; deci.cpp labels 80 layers "70B" (Llama-3.3-Nemotron-Super-49B's and Nemotron-51B's),
+# exaone.cpp 32 -> "8B", apertus.cpp 32 -> "8B", the other depths "?B": such rows are told by their params column
+SIZE_LABEL_LAYERS = {
+    "qwen3moe": {48: "30B.A3B", 94: "235B.A22B"}, "qwen2moe": {24: "A2.7B", 28: "57B.A14B"},
+    "qwen3next": {48: "80B.A3B"}, "qwen35moe": {40: "35B.A3B", 48: "122B.A10B", 60: "397B.A17B"},
+    "deepseek2": {27: "16B", 47: "30B.A3B", 60: "236B", 61: "671B"}, "deepseek32": {61: "685B.A37B"},
+    "glm-dsa": {78: "744B.A40B"}, "glm4moe": {46: "106B.A12B", 48: "102B.A12B", 92: "355B.A32B"},
+    "glm4": {17: "1B", 40: "9B", 61: "32B"}, "phi3": {24: "1B", 32: "3B", 40: "14B"}, "phimoe": {32: "16x3.8B"},
+    "gemma": {18: "2B", 28: "7B"}, "gemma2": {26: "2B", 42: "9B", 46: "27B"},
+    "gemma3": {18: "270M", 26: "1B", 32: "8B", 34: "4B", 48: "12B", 62: "27B"}, "gemma3n": {30: "E2B", 35: "E4B"},
+    "gemma4": {30: "26B.A4B", 35: "E2B", 42: "E4B", 60: "31B"}, "command-r": {40: "35B"}, "cohere2": {32: "8B"},
+    "arcee": {36: "4B"}, "apertus": {32: "8B"}, "afmoe": {56: "6B", 32: "26B"}, "dots1": {62: "142B"},
+    "ernie4_5": {18: "0.3B", 28: "21B.A3B", 54: "300B.A47B"}, "ernie4_5-moe": {18: "0.3B", 28: "21B.A3B", 54: "300B.A47B"},
+    "exaone": {32: "8B"}, "exaone4": {30: "1.2B", 64: "32B"}, "gpt-oss": {24: "20B", 36: "120B"},
+    "granitemoe": {24: "1B.A400M", 32: "3B.A800M"}, "hunyuan-moe": {32: "A13B"}, "kimi-linear": {27: "48B.A3B"},
+    "minimax-m2": {62: "230B.A10B"}, "nemotron_h": {52: "31B.A3.5B", 56: "9B"},
+    "nemotron_h_moe": {52: "31B.A3.5B", 56: "9B"}, "nemotron": {32: "4B"},
+    "olmo2": {16: "1B", 32: "7B", 40: "13B", 64: "32B"}, "olmoe": {16: "A1.7B"}, "seed_oss": {64: "36B"},
+    "smollm3": {36: "3B"}, "mistral3": {26: "3B", 34: "8B", 40: "14B"}, "deci": {80: "70B"},
+    "chatglm": {28: "6B", 40: "9B"}, "granite": {32: "3B", 64: "30B"},
+    "llama": {16: "1B", 22: "1B", 26: "3B", 28: "3B", 30: "256M", 36: "8B", 40: "13B", 48: "34B", 60: "30B", 80: "70B"},
+    "qwen2": {24: "1B", 28: "7B", 32: "7B", 36: "3B", 40: "13B", 48: "14B", 64: "32B", 80: "70B"},
+    "qwen3": {28: "1.7B", 36: "8B", 40: "14B", 64: "32B"}, "qwen35": {24: "2B", 32: "9B", 64: "27B"}}
+# the labels that depend on more than the depth (the same files): (the rule, where it gives none the depth's label
+# in SIZE_LABEL_LAYERS; the labels it gives)
+_SIZE_LABEL_BY = {
+    # llama.cpp: Mixtral is the llama architecture with 8 experts; 32 layers by the vocabulary (49152: SmolLM's
+    # "3B", under 40000: Llama 2's / Mistral's "7B", else Llama 3's "8B"); 80 layers "65B" without GQA (LLaMA 1)
+    "llama": (lambda c: ({32: "8x7B", 56: "8x22B"}.get(c.n_layers, "?B") if c.n_routed_experts == 8 else
+                         ("3B" if c.vocab_size == 49152 else "7B" if c.vocab_size < 40000 else "8B") if c.n_layers == 32
+                         else "65B" if c.n_layers == 80 and c.n_heads == c.n_kv_heads else None),
+              "8x7B 8x22B 3B 7B 8B 65B"),
+    "qwen2": (lambda c: ("0.5B" if c.n_layers == 24 and c.hidden_size == 1024 else
+                         "1.5B" if c.n_layers == 28 and c.hidden_size == 1536 else
+                         "4B" if c.n_layers == 40 and c.n_heads == 20 else None), "0.5B 1.5B 4B"),
+    "qwen3": (lambda c: ("0.6B" if c.n_layers == 28 and c.hidden_size == 1024 else
+                         "4B" if c.n_layers == 36 and c.hidden_size == 2560 else None), "0.6B 4B"),
+    "qwen35": (lambda c: ("0.8B" if c.n_layers == 24 and c.hidden_size == 1024 else
+                          "4B" if c.n_layers == 32 and c.hidden_size == 2560 else None), "0.8B 4B"),
+    "chatglm": (lambda c: ("1.5B" if c.n_layers == 28 and c.n_heads == 16 else
+                           "4B" if c.n_layers == 40 and c.n_heads == 24 else None), "1.5B 4B"),
+    "granite": (lambda c: {2048: "2B", 2560: "3B", 4096: "8B"}.get(c.hidden_size, "?B") if c.n_layers == 40 else None,
+                "2B 3B 8B"),
+    # granite-hybrid.cpp: by the hidden size; 1536 -> "7B.A1B" where feed_forward_length is 512 (the MoE Tiny's)
+    "granitehybrid": (lambda c: ("7B.A1B" if c.n_routed_experts else "1B") if c.hidden_size == 1536 else
+                      {768: "350M", 2048: "3B", 2560: "3B", 4096: "32B.A9B"}.get(c.hidden_size, "?B"),
+                      "350M 7B.A1B 1B 3B 32B.A9B"),
+    # llama4.cpp: by the expert count, "17Bx16E (Scout)" / "17Bx128E (Maverick)" (the row's second word, the first)
+    "llama4": (lambda c: {16: "17Bx16E", 128: "17Bx128E"}.get(c.n_routed_experts, "?B"), "17Bx16E 17Bx128E")}
+
+
+def arch_labels(arch: str) -> set:
+    """Every size label llama.cpp gives architecture `arch` (a vision-language one's text architecture's)."""
+    arch = TEXT_ARCH_OF.get(arch, arch)
+    return set(SIZE_LABEL_LAYERS.get(arch, {}).values()) | set(_SIZE_LABEL_BY.get(arch, (None, ""))[1].split())
+
+
+def size_label(c, arch: str | None = None) -> str:
+    """The size label llama.cpp gives config `c` of llama.cpp architecture `arch` (_arch_of its model_type by
+    default; a vision-language architecture's text one, TEXT_ARCH_OF): SIZE_LABEL_LAYERS, _SIZE_LABEL_BY; "?B" where
+    llama.cpp gives none (or glmbench does not know its rule)."""
+    arch = arch or _arch_of(c.model_type, bool(c.n_routed_experts))
+    arch = TEXT_ARCH_OF.get(arch, arch)
+    by = _SIZE_LABEL_BY.get(arch)
+    label = by[0](c) if by else None
+    return label or SIZE_LABEL_LAYERS.get(arch, {}).get(c.n_layers, "?B")
+
+
+# a size label (Llama-3.1-Minitron 4B's "8B", InternLM3 8B's "34B") that is the label of its depth, more than this
+# far from the built-in's count: a row of it alone is likelier another model of that size (CodeLlama 34B's "llama 34B")
+_LABEL_ASTRAY = 1.5
 # llama.cpp architectures that are a vision-language model's text layers: the GGUF llama-bench runs holds only
 # those (the vision tower is the separate mmproj file), the same layers as the text model's architecture
 # (Qwen3-VL's text config: Qwen3's / Qwen3-MoE's layers, longer native context; Qwen2-VL / Qwen2.5-VL: Qwen2's):
@@ -1037,8 +1104,19 @@ def _fmt_params(p):
 def model_candidates(model_type: str | None, n_params: float | None = None) -> tuple[list[str], str]:
     """Built-ins llama.cpp's `model_type` ("deepseek2 30B.A3B Q4_K - Medium") and parameter count
     can be: same architecture, parameters within PARAMS_TOLERANCE, the nearest (and any within
-    _TIE of it). Without a count, the size label ("30B") with a 15% tolerance. (candidates, what
-    was matched)."""
+    _TIE of it; of those, one whose count is exactly `n_params`, a JSON row's). Without a count,
+    those llama.cpp gives the size label ("30B.A3B", size_label), every one of them, whatever its
+    count (the label is the depth's), none where each is _LABEL_ASTRAY from the label's size (a name
+    in the file still picks one, identify_model); a label llama.cpp gives the architecture but no
+    built-in, the label's size within 15% among those it labels "?B"; another build's label, the
+    label's size within 15%. (candidates, what was matched)."""
+    cands, what, sure = _candidates(model_type, n_params)
+    return (cands if sure else []), what
+
+
+def _candidates(model_type, n_params):
+    """model_candidates' (candidates, what, sure): not sure where the candidates are the built-ins a size label
+    alone names and it is only the label of their depth (a name in the file has to say which)."""
     parts = str(model_type or "").split()
     arch = parts[0].lower() if parts else ""
     size = parts[1] if len(parts) > 1 else ""
@@ -1056,17 +1134,54 @@ def model_candidates(model_type: str | None, n_params: float | None = None) -> t
     if arch == "mistral3" and not n_params:
         # src/models/mistral3.cpp labels by the layer count alone (26 -> 3B, 34 -> 8B, 40 -> 14B): Mistral Small
         # 3.x's 40 layers print as 14B, as Ministral 3 14B's do; only a params count tells them apart
-        return [], what + " (llama.cpp's mistral3 size label is its layer count; a params column is needed)"
-    layers = SIZE_LABEL_LAYERS.get(text_arch, {}).get(size)
-    if layers and not n_params:   # a label llama.cpp gives by the layer count: the built-ins of that many layers
-        return sorted(n for n in same if _n_layers(n) == layers), what + f" ({layers} layers in llama.cpp)"
+        return [], what + " (llama.cpp's mistral3 size label is its layer count; a params column is needed)", True
+    if not n_params and size and size != "?B":
+        labels = _builtin_labels()
+        fit = sorted(n for n in same if labels.get(n) == size)
+        if fit:
+            # the label is the depth's: every built-in llama.cpp labels so fits, however far its count is from it
+            what += f" (llama.cpp's label of {_depths(fit)})"
+            # (a size, or a total and its active part: not "A13B", "E4B", "16x3.8B", "17Bx16E")
+            plain = re.fullmatch(r"\d+(?:\.\d+)?[BM](?:\.A\d+(?:\.\d+)?[BM])?", size)
+            near = [n for n in fit if not (ref and plain) or max(same[n], ref) / min(same[n], ref) <= _LABEL_ASTRAY]
+            if not near:
+                return fit, what + (f"; {_fmt_params(max(same[n] for n in fit))} at most, another model's size: "
+                                    "a params column or the file name tells"), False
+            return fit, what, True
+        if size in arch_labels(text_arch):
+            # a label llama.cpp gives this architecture, none of the built-ins: another model's (Qwen1.5-0.5B's
+            # "qwen2 0.5B", not Qwen2.5-0.5B's "qwen2 1B"); of the built-ins, those it labels "?B" may be read by size
+            same = {n: p for n, p in same.items() if labels.get(n, "?B") == "?B"}
+        # else another build's label (an older llama.cpp's "command-r 104B"): read as a size
     if not ref:
-        return [], what
+        return [], what, True
     near = {n: abs(p - ref) / ref for n, p in same.items() if abs(p - ref) <= tol * ref}
     if not near:
-        return [], what
+        return [], what, True
     best = min(near.values())
-    return sorted(n for n, e in near.items() if e <= best + _TIE), what
+    tied = sorted(n for n, e in near.items() if e <= best + _TIE)
+    # a count not rounded as the markdown table prints it (to 0.01 B / 0.01 M): JSON / CSV's exact one
+    exact = [n for n in tied if n_params and n_params == int(n_params) and int(n_params) % 10_000 and same[n] == n_params]
+    return (exact if len(exact) == 1 else tied), what, True
+
+
+def _depths(names):
+    layers = sorted({_n_layers(n) for n in names})
+    return " / ".join(map(str, layers)) + " layers"
+
+
+def _builtin_labels() -> dict:
+    """name -> size_label of every built-in (read once per set of built-ins, as _builtins)."""
+    info = _builtins()
+    if _BUILTIN_CACHE.get("labels_of") != tuple(info):
+        labels = {}
+        for n, (arch, _) in info.items():
+            try:
+                labels[n] = size_label(configs.load(n), arch)
+            except (ValueError, TypeError, KeyError, OSError):
+                continue
+        _BUILTIN_CACHE.update(labels=labels, labels_of=tuple(info))
+    return _BUILTIN_CACHE["labels"]
 
 
 def _model_type(name: str) -> str | None:
@@ -1091,17 +1206,20 @@ def identify_model(filename: str | None = None, model_type: str | None = None, n
     name); without a model_type, from the first of those that names exactly one built-in.
     Where several fit and nothing tells them apart: with `alike`, one to stand for them when they
     share a cost shape (alike_pick: fine-tunes of one set of layers, priced alike; the how says
-    so); else (or when their shapes differ) raises AmbiguousModel."""
+    so); else (or when their shapes differ) raises AmbiguousModel. Built-ins a size label alone
+    names whose counts are far from it (_LABEL_ASTRAY) only where a name says which: else none."""
     sources = ([(filename, f"file name {_stem(filename)!r}")] if filename else []) + list(hints)
     if model_type:
-        cands, what = model_candidates(model_type, n_params)
-        if len(cands) == 1:
+        cands, what, sure = _candidates(model_type, n_params)
+        if len(cands) == 1 and sure:
             return cands[0], f"from {what}"
         if cands:
             for text, where in sources:
                 pick = [n for n in names_in(text) if n in cands]
                 if len(pick) == 1:
                     return pick[0], f"from {what} (fits {', '.join(cands)}) and the {where}"
+            if not sure:
+                return None, f"{what}: {', '.join(cands)} by the label, nothing in the file names one"
             pick = alike_pick(cands) if alike else None
             if pick:
                 return pick, (f"from {what}: fits {', '.join(cands)}, fine-tunes of one shape the cost model prices "
