@@ -6,7 +6,7 @@ import pytest
 from glmbench.models import configs
 from glmbench import vocab
 
-ALL = ["afm-4.5b", "apertus-70b", "apertus-8b", "command-a", "command-r", "command-r-08-2024", "command-r-plus",
+ALL = ["afm-4.5b", "apertus-70b", "apertus-8b", "codestral-22b", "command-a", "command-r", "command-r-08-2024", "command-r-plus",
        "command-r7b", "deepseek-r1", "deepseek-r1-distill-llama-70b", "deepseek-r1-distill-llama-8b",
        "deepseek-r1-distill-qwen-14b", "deepseek-r1-distill-qwen-32b", "deepseek-r1-distill-qwen-7b",
        "deepseek-v2-lite", "deepseek-v3", "deepseek-v3.1", "deepseek-v3.2", "devstral-small", "dots.llm1.inst",
@@ -172,7 +172,8 @@ KV_F16 = {
     "command-r-plus": 64 * 8 * (128 + 128) * 2,       # 262,144
     "command-a": 64 * 8 * (128 + 128) * 2,            # 262,144
     "command-r7b": 32 * 8 * (128 + 128) * 2,          # 131,072
-
+    # built in from memory (docs/SOURCES.md, "Built-in Codestral-22B, Gemma-3-270M and LFM2")
+    "codestral-22b": 56 * 8 * (128 + 128) * 2,        # 229,376: 8 KV heads of 128
 }
 
 
@@ -543,6 +544,8 @@ PUBLISHED = {
     "trinity-mini": (26.0, None, None),
     # Nemotron-Mini-4B-Instruct and Llama-3.1-Minitron-4B-Width: the repositories' 4.19B and 4.51B
     "nemotron-mini-4b": (4.19, None, None), "llama-3.1-minitron-4b": (4.51, None, None),
+    # Codestral-22B-v0.1: the card's 22.2B (22.25 B here)
+    "codestral-22b": (22.2, None, None),
 }
 
 

@@ -1,0 +1,69 @@
+"""Built-ins written from memory (no network) for families glmbench already prices and, where `Model` runs the
+family, runs: Codestral-22B-v0.1 (mistral), Gemma-3-270M (gemma3_text) and Liquid's LFM2 (lfm2, lfm2_moe; priced
+only). Each lands on its published parameter count, agrees with HF's meta-device model of its fields, prices, runs
+as a tiny model of its own layer pattern where the family runs, and its llama-bench row (llama.cpp's architecture,
+size label and params column) names it. docs/SOURCES.md, "Built-in Codestral-22B, Gemma-3-270M and LFM2"."""
+import json
+
+import numpy as np
+import pytest
+
+import hf_meta
+import llama_bench_rows as lb
+from glmbench.models import configs
+from glmbench.predict import costmodel as cm
+from glmbench.results import importers as im
+
+
+def _raw(name):
+    raw = json.load(open(configs.builtin_path(name)))
+    assert "written from memory" in raw["_source"] and "huggingface.co/" in raw["_source"]
+    return raw
+
+
+def _hf_count(name, cls_name):
+    transformers = pytest.importorskip("transformers")
+    raw = _raw(name)
+    hc = getattr(transformers, cls_name)(**{k: v for k, v in raw.items() if not k.startswith("_")})
+    return hf_meta.meta_model(hc)[1]
+
+
+def _priced(c):
+    s = cm.Setup(c, "rtx-3090", weights="Q4_K_M", runtime="llama.cpp")
+    assert cm.decode(s, 4096).tok_s > 0 and cm.prefill(s, 512, 0).tok_s > 0
+    return s
+
+
+def _tiny(name, **small):
+    """The built-in's own fields with small sizes (its layer pattern kept): glmbench.Model runs it with random
+    weights, finite logits."""
+    import glmbench
+    raw = {k: v for k, v in _raw(name).items() if not k.startswith("_")}
+    c = configs.from_hf({**raw, **small}, f"{name}-tiny")
+    m = glmbench.Model(c, weights="f32", max_context=32)
+    assert np.all(np.isfinite(m.prefill(np.arange(9))))
+    return c
+
+
+# ---- Codestral-22B-v0.1 --------------------------------------------------------------------------------------------
+def test_codestral_22b():
+    c = configs.load("codestral-22b")
+    assert (c.model_type, c.n_layers, c.hidden_size, c.n_heads, c.n_kv_heads, c.head_dim, c.intermediate_size,
+            c.vocab_size, c.tie_word_embeddings) == ("mistral", 56, 6144, 48, 8, 128, 16384, 32768, False)
+    # the card's 22.2B
+    assert c.total_params() == 22_247_282_688 == _hf_count("codestral-22b", "MistralConfig")
+    assert c.forward_unsupported() == [] and c.sliding_window is None
+    _priced(c)
+    t = _tiny("codestral-22b", vocab_size=256, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+              num_attention_heads=6, num_key_value_heads=1, head_dim=16)
+    assert t.n_heads // t.n_kv_heads == 6
+
+
+def test_codestral_llama_bench_rows(tmp_path):
+    # llama.cpp converts MistralForCausalLM as `llama` and has no size label for 56 dense llama layers ("?B",
+    # src/models/llama.cpp): the params column tells it (Mistral-Small-24B's 23.57 B is 6% away)
+    assert im._gguf_params(configs.load("codestral-22b")) == 22_247_282_688
+    rows = {"llama ?B Q4_K - Medium         |  12.42 GiB |    22.25 B": ("codestral-22b", "Q4_K_M"),
+            "llama ?B Q8_0                  |  21.99 GiB |    22.25 B": ("codestral-22b", "q8_0")}
+    lb.check_rows_name_builtins(tmp_path, rows, "CUDA       |  99 |         1 |           tg128 |       40.10 ± 0.50")
+    assert im.model_candidates("llama ?B Q4_K - Medium", 23.57e9)[0] == ["devstral-small", "mistral-small-24b"]
