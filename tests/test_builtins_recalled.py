@@ -67,3 +67,30 @@ def test_codestral_llama_bench_rows(tmp_path):
             "llama ?B Q8_0                  |  21.99 GiB |    22.25 B": ("codestral-22b", "q8_0")}
     lb.check_rows_name_builtins(tmp_path, rows, "CUDA       |  99 |         1 |           tg128 |       40.10 ± 0.50")
     assert im.model_candidates("llama ?B Q4_K - Medium", 23.57e9)[0] == ["devstral-small", "mistral-small-24b"]
+
+
+# ---- Gemma-3-270M --------------------------------------------------------------------------------------------------
+def test_gemma_3_270m():
+    c = configs.load("gemma-3-270m")
+    assert (c.model_type, c.n_layers, c.hidden_size, c.n_heads, c.n_kv_heads, c.head_dim, c.intermediate_size,
+            c.vocab_size, c.tie_word_embeddings, c.sliding_window) == \
+        ("gemma3_text", 18, 640, 4, 1, 256, 2048, 262144, True, 512)
+    # the other Gemma 3 built-ins' pattern: five windowed layers, then a global one
+    g1 = configs.load("gemma-3-1b")
+    assert [c.layer_window(i) for i in range(18)] == [g1.layer_window(i) for i in range(18)]
+    assert [c.layer_window(i) is None for i in range(18)] == [i % 6 == 5 for i in range(18)]
+    # the card's 270M: 170 M of embeddings (262144 x 640 = 167.77 M), 100 M in the layers
+    assert c.total_params() == 268_098_176 == _hf_count("gemma-3-270m", "Gemma3TextConfig")
+    assert c.total_params() - 262144 * 640 == 100_326_016
+    assert c.forward_unsupported() == []
+    _priced(c)
+    _tiny("gemma-3-270m", vocab_size=256, hidden_size=64, intermediate_size=96, num_attention_heads=4,
+          num_key_value_heads=1, head_dim=16, query_pre_attn_scalar=16, sliding_window=4)
+
+
+def test_gemma_3_270m_llama_bench_rows(tmp_path):
+    # llama.cpp labels 18 gemma3 layers 270M (src/models/gemma3.cpp); llama-bench prints a count under 1e9 in M
+    rows = {"gemma3 270M Q8_0               | 271.81 MiB |   268.10 M": ("gemma-3-270m", "q8_0"),
+            "gemma3 270M Q4_K - Medium      | 241.41 MiB |   268.10 M": ("gemma-3-270m", "Q4_K_M")}
+    lb.check_rows_name_builtins(tmp_path, rows, "CUDA       |  99 |         1 |           tg128 |      400.10 ± 0.50")
+    assert im.model_candidates("gemma3 270M Q8_0")[0] == ["gemma-3-270m"]

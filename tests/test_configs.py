@@ -12,7 +12,7 @@ ALL = ["afm-4.5b", "apertus-70b", "apertus-8b", "codestral-22b", "command-a", "c
        "deepseek-v2-lite", "deepseek-v3", "deepseek-v3.1", "deepseek-v3.2", "devstral-small", "dots.llm1.inst",
        "ernie-4.5-0.3b", "ernie-4.5-21b-a3b", "exaone-3.5-2.4b", "exaone-3.5-32b", "exaone-3.5-7.8b",
        "exaone-4.0-32b", "gemma-2-27b", "gemma-2-2b", "gemma-2-9b", "gemma-2b", "gemma-3-12b", "gemma-3-1b",
-       "gemma-3-27b", "gemma-3-4b", "gemma-3n-e2b", "gemma-3n-e4b", "gemma-4-26b-a4b", "gemma-4-31b", "gemma-4-e2b",
+       "gemma-3-270m", "gemma-3-27b", "gemma-3-4b", "gemma-3n-e2b", "gemma-3n-e4b", "gemma-4-26b-a4b", "gemma-4-31b", "gemma-4-e2b",
        "gemma-4-e4b", "gemma-7b", "glm-4-32b", "glm-4-9b", "glm-4-9b-chat", "glm-4.5", "glm-4.5-air", "glm-4.6",
        "glm-4.7-flash", "glm-5", "gpt-oss-120b", "gpt-oss-20b", "granite-3.1-3b-a800m-instruct",
        "granite-3.3-8b-instruct", "granite-4.0-h-micro", "granite-4.0-h-small", "granite-4.0-h-tiny", "hunyuan-a13b",
@@ -174,6 +174,7 @@ KV_F16 = {
     "command-r7b": 32 * 8 * (128 + 128) * 2,          # 131,072
     # built in from memory (docs/SOURCES.md, "Built-in Codestral-22B, Gemma-3-270M and LFM2")
     "codestral-22b": 56 * 8 * (128 + 128) * 2,        # 229,376: 8 KV heads of 128
+    "gemma-3-270m": 18 * 1 * (256 + 256) * 2,         # 18,432: Gemma 3 1B's one KV head of 256 (windowed or not)
 }
 
 
@@ -546,6 +547,8 @@ PUBLISHED = {
     "nemotron-mini-4b": (4.19, None, None), "llama-3.1-minitron-4b": (4.51, None, None),
     # Codestral-22B-v0.1: the card's 22.2B (22.25 B here)
     "codestral-22b": (22.2, None, None),
+    # Gemma-3-270M: the card's 270M (268.10 M here: 170 M of embeddings, 100 M in the layers)
+    "gemma-3-270m": (0.27, None, None),
 }
 
 
