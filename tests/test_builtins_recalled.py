@@ -94,3 +94,56 @@ def test_gemma_3_270m_llama_bench_rows(tmp_path):
             "gemma3 270M Q4_K - Medium      | 241.41 MiB |   268.10 M": ("gemma-3-270m", "Q4_K_M")}
     lb.check_rows_name_builtins(tmp_path, rows, "CUDA       |  99 |         1 |           tg128 |      400.10 ± 0.50")
     assert im.model_candidates("gemma3 270M Q8_0")[0] == ["gemma-3-270m"]
+
+
+# ---- LFM2 (priced, not run) ----------------------------------------------------------------------------------------
+# (built-in, layers, hidden, heads, MLP width after HF's rule, attention layers, the card's count)
+_LFM2 = [("lfm2-350m", 16, 1024, 16, 4608, (2, 5, 8, 10, 12, 14), 354_483_968),
+         ("lfm2-700m", 16, 1536, 24, 6912, (2, 5, 8, 10, 12, 14), 742_489_344),
+         ("lfm2-1.2b", 16, 2048, 32, 8192, (2, 5, 8, 10, 12, 14), 1_170_340_608),
+         ("lfm2-2.6b", 30, 2048, 32, 10752, (2, 6, 10, 14, 18, 22, 26, 29), 2_569_272_320)]
+
+
+@pytest.mark.parametrize("name, L, D, H, F, attn, count", _LFM2)
+def test_lfm2_dense(name, L, D, H, F, attn, count):
+    c = configs.load(name)
+    assert (c.model_type, c.n_layers, c.hidden_size, c.n_heads, c.n_kv_heads, c.head_dim, c.intermediate_size,
+            c.vocab_size, c.tie_word_embeddings) == ("lfm2", L, D, H, 8, D // H, F, 65536, True)
+    assert c.attention_layers == attn and c.linear_layers == tuple(i for i in range(L) if i not in attn)
+    # the card's count, to the parameter, and HF's model of the released field names (block_ff_dim, tie_embedding)
+    assert c.total_params() == count == _hf_count(name, "Lfm2Config")
+    assert c.kv_bytes_per_token("f16") == len(attn) * 8 * 2 * (D // H) * 2
+    assert c.recurrent_state_bytes() == len(c.linear_layers) * 2 * D * 4     # (conv_L_cache - 1) x hidden, f32
+    assert c.forward_unsupported()     # priced, not run: no C op for the short convolution yet
+    s = _priced(c)
+    m = cm.memory(s, 1024).cards[0]
+    assert m.kv == 1024 * c.kv_bytes_per_token("f16") + c.recurrent_state_bytes()
+
+
+def test_lfm2_8b_a1b():
+    c = configs.load("lfm2-8b-a1b")
+    assert (c.model_type, c.n_layers, c.hidden_size, c.n_heads, c.n_kv_heads, c.intermediate_size,
+            c.moe_intermediate_size, c.n_routed_experts, c.n_experts_per_tok, c.vocab_size, c.tie_word_embeddings) == \
+        ("lfm2_moe", 24, 2048, 32, 8, 7168, 1792, 32, 4, 65536, True)
+    assert c.attention_layers == (2, 6, 10, 14, 18, 21) and c.moe_layers == tuple(range(2, 24))
+    # the card's 8.3B total / 1.5B active; HF counts the 22 routers' expert_bias (a buffer the checkpoint and the
+    # GGUF store, exp_probs_b) apart
+    assert c.total_params() == 8_339_930_560 == _hf_count("lfm2-8b-a1b", "Lfm2MoeConfig") + 22 * 32
+    assert round(c.active_params() / 1e9, 2) == 1.56
+    assert c.forward_unsupported()
+    _priced(c)
+
+
+def test_lfm2_llama_bench_rows(tmp_path):
+    # llama.cpp's lfm2 labels by the MLP's width (4608 -> 350M, 6912 -> 700M, 8192 -> 1.2B, 10752 -> 2.6B), lfm2moe by
+    # the layer count (24 -> 8B.A1B): src/models/lfm2.cpp, lfm2moe.cpp; the params column is each built-in's count
+    rows = {"lfm2 350M Q4_K - Medium        | 217.73 MiB |   354.48 M": ("lfm2-350m", "Q4_K_M"),
+            "lfm2 700M Q4_K - Medium        | 447.89 MiB |   742.49 M": ("lfm2-700m", "Q4_K_M"),
+            "lfm2 1.2B Q4_K - Medium        | 694.99 MiB |     1.17 B": ("lfm2-1.2b", "Q4_K_M"),
+            "lfm2 1.2B Q8_0                 |   1.16 GiB |     1.17 B": ("lfm2-1.2b", "q8_0"),
+            "lfm2 2.6B Q4_K - Medium        |   1.45 GiB |     2.57 B": ("lfm2-2.6b", "Q4_K_M"),
+            "lfm2moe 8B.A1B Q4_K - Medium   |   4.70 GiB |     8.34 B": ("lfm2-8b-a1b", "Q4_K_M")}
+    lb.check_rows_name_builtins(tmp_path, rows, "CUDA       |  99 |         1 |           tg128 |      200.10 ± 0.50")
+    for name, *_ in _LFM2:
+        assert im._gguf_params(configs.load(name)) == configs.load(name).total_params()
+        assert im.model_candidates(f"lfm2 {name.split('-')[1].upper()} Q4_K - Medium")[0] == [name]
