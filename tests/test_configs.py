@@ -6,27 +6,29 @@ import pytest
 from glmbench.models import configs
 from glmbench import vocab
 
-ALL = ["afm-4.5b", "apertus-70b", "apertus-8b", "codellama-34b", "command-a", "command-r", "command-r-08-2024",
-       "command-r-plus", "command-r7b", "deepseek-r1", "deepseek-r1-distill-llama-70b", "deepseek-r1-distill-llama-8b",
-       "deepseek-r1-distill-qwen-14b", "deepseek-r1-distill-qwen-32b", "deepseek-r1-distill-qwen-7b",
-       "deepseek-v2-lite", "deepseek-v3", "deepseek-v3.1", "deepseek-v3.2", "devstral-small", "dots.llm1.inst",
-       "ernie-4.5-0.3b", "ernie-4.5-21b-a3b", "exaone-3.5-2.4b", "exaone-3.5-32b", "exaone-3.5-7.8b",
-       "exaone-4.0-32b", "gemma-2-27b", "gemma-2-2b", "gemma-2-9b", "gemma-2b", "gemma-3-12b", "gemma-3-1b",
-       "gemma-3-27b", "gemma-3-4b", "gemma-3n-e2b", "gemma-3n-e4b", "gemma-4-26b-a4b", "gemma-4-31b", "gemma-4-e2b",
-       "gemma-4-e4b", "gemma-7b", "glm-4-32b", "glm-4-9b", "glm-4-9b-chat", "glm-4.5", "glm-4.5-air", "glm-4.6",
-       "glm-4.7-flash", "glm-5", "gpt-oss-120b", "gpt-oss-20b", "granite-3.1-3b-a800m-instruct",
-       "granite-3.3-8b-instruct", "granite-4.0-h-micro", "granite-4.0-h-small", "granite-4.0-h-tiny", "hunyuan-a13b",
-       "internlm3-8b", "kimi-k2", "kimi-linear-48b-a3b", "llama-2-13b", "llama-2-70b", "llama-2-7b", "llama-3-70b",
-       "llama-3-8b", "llama-3.1-405b", "llama-3.1-70b", "llama-3.1-8b", "llama-3.1-minitron-4b", "llama-3.2-1b",
-       "llama-3.2-3b", "llama-3.3-70b", "llama-4-maverick", "llama-4-scout", "minimax-m2", "minimax-m2.1",
-       "mistral-7b", "mistral-large", "mistral-nemo", "mistral-small-24b", "mixtral-8x22b", "mixtral-8x7b",
-       "nemotron-3-nano-30b-a3b", "nemotron-h-8b", "nemotron-mini-4b", "nemotron-nano-9b-v2", "olmo-2-1124-7b",
-       "olmo-3-7b", "olmoe-1b-7b-0924", "phi-3-mini", "phi-3.5-moe", "phi-4", "phi-4-mini", "qwen1.5-moe-a2.7b",
-       "qwen2-57b-a14b", "qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-14b", "qwen2.5-32b", "qwen2.5-3b", "qwen2.5-72b",
-       "qwen2.5-7b", "qwen2.5-coder-32b", "qwen2.5-coder-7b", "qwen3-0.6b", "qwen3-1.7b", "qwen3-14b",
-       "qwen3-235b-a22b", "qwen3-30b-a3b", "qwen3-32b", "qwen3-4b", "qwen3-8b", "qwen3-coder-30b-a3b",
-       "qwen3-coder-480b-a35b", "qwen3-next-80b-a3b", "qwen3.5-122b-a10b", "qwen3.5-27b", "qwen3.5-35b-a3b",
-       "qwen3.5-397b-a17b", "qwen3.5-9b", "qwq-32b", "seed-oss-36b", "smollm3-3b", "trinity-mini", "yi-34b"]
+ALL = ["afm-4.5b", "apertus-70b", "apertus-8b", "codellama-34b", "codestral-22b", "command-a", "command-r",
+       "command-r-08-2024", "command-r-plus", "command-r7b", "deepseek-r1", "deepseek-r1-distill-llama-70b",
+       "deepseek-r1-distill-llama-8b", "deepseek-r1-distill-qwen-14b", "deepseek-r1-distill-qwen-32b",
+       "deepseek-r1-distill-qwen-7b", "deepseek-v2-lite", "deepseek-v3", "deepseek-v3.1", "deepseek-v3.2",
+       "devstral-small", "dots.llm1.inst", "ernie-4.5-0.3b", "ernie-4.5-21b-a3b", "exaone-3.5-2.4b",
+       "exaone-3.5-32b", "exaone-3.5-7.8b", "exaone-4.0-32b", "gemma-2-27b", "gemma-2-2b", "gemma-2-9b", "gemma-2b",
+       "gemma-3-12b", "gemma-3-1b", "gemma-3-270m", "gemma-3-27b", "gemma-3-4b", "gemma-3n-e2b", "gemma-3n-e4b",
+       "gemma-4-26b-a4b", "gemma-4-31b", "gemma-4-e2b", "gemma-4-e4b", "gemma-7b", "glm-4-32b", "glm-4-9b",
+       "glm-4-9b-chat", "glm-4.5", "glm-4.5-air", "glm-4.6", "glm-4.7-flash", "glm-5", "gpt-oss-120b", "gpt-oss-20b",
+       "granite-3.1-3b-a800m-instruct", "granite-3.3-8b-instruct", "granite-4.0-h-micro", "granite-4.0-h-small",
+       "granite-4.0-h-tiny", "hunyuan-a13b", "internlm3-8b", "kimi-k2", "kimi-linear-48b-a3b", "lfm2-1.2b",
+       "lfm2-2.6b", "lfm2-350m", "lfm2-700m", "lfm2-8b-a1b", "llama-2-13b", "llama-2-70b", "llama-2-7b",
+       "llama-3-70b", "llama-3-8b", "llama-3.1-405b", "llama-3.1-70b", "llama-3.1-8b", "llama-3.1-minitron-4b",
+       "llama-3.2-1b", "llama-3.2-3b", "llama-3.3-70b", "llama-4-maverick", "llama-4-scout", "minimax-m2",
+       "minimax-m2.1", "mistral-7b", "mistral-large", "mistral-nemo", "mistral-small-24b", "mixtral-8x22b",
+       "mixtral-8x7b", "nemotron-3-nano-30b-a3b", "nemotron-h-8b", "nemotron-mini-4b", "nemotron-nano-9b-v2",
+       "olmo-2-1124-7b", "olmo-3-7b", "olmoe-1b-7b-0924", "phi-3-mini", "phi-3.5-moe", "phi-4", "phi-4-mini",
+       "qwen1.5-moe-a2.7b", "qwen2-57b-a14b", "qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-14b", "qwen2.5-32b",
+       "qwen2.5-3b", "qwen2.5-72b", "qwen2.5-7b", "qwen2.5-coder-32b", "qwen2.5-coder-7b", "qwen3-0.6b",
+       "qwen3-1.7b", "qwen3-14b", "qwen3-235b-a22b", "qwen3-30b-a3b", "qwen3-32b", "qwen3-4b", "qwen3-8b",
+       "qwen3-coder-30b-a3b", "qwen3-coder-480b-a35b", "qwen3-next-80b-a3b", "qwen3.5-122b-a10b", "qwen3.5-27b",
+       "qwen3.5-35b-a3b", "qwen3.5-397b-a17b", "qwen3.5-9b", "qwq-32b", "seed-oss-36b", "smollm3-3b", "trinity-mini",
+       "yi-34b"]
 
 
 def test_builtin_names():
@@ -174,7 +176,16 @@ KV_F16 = {
     "command-r-plus": 64 * 8 * (128 + 128) * 2,       # 262,144
     "command-a": 64 * 8 * (128 + 128) * 2,            # 262,144
     "command-r7b": 32 * 8 * (128 + 128) * 2,          # 131,072
-
+    # built in from memory (docs/SOURCES.md, "Built-in Codestral-22B, Gemma-3-270M and LFM2")
+    "codestral-22b": 56 * 8 * (128 + 128) * 2,        # 229,376: 8 KV heads of 128
+    "gemma-3-270m": 18 * 1 * (256 + 256) * 2,         # 18,432: Gemma 3 1B's one KV head of 256 (windowed or not)
+    # LFM2: only the attention layers cache (6 of 16, 8 of 30, 6 of 24), 8 KV heads of hidden / heads; the conv
+    # layers hold a fixed state
+    "lfm2-350m": 6 * 8 * (64 + 64) * 2,               # 12,288: 1024 / 16 heads = 64
+    "lfm2-700m": 6 * 8 * (64 + 64) * 2,               # 1536 / 24 = 64
+    "lfm2-1.2b": 6 * 8 * (64 + 64) * 2,               # 2048 / 32 = 64
+    "lfm2-2.6b": 8 * 8 * (64 + 64) * 2,               # 16,384
+    "lfm2-8b-a1b": 6 * 8 * (64 + 64) * 2,             # 12,288
 }
 
 
@@ -437,8 +448,8 @@ def test_total_params_match_hf_transformers(name):
     with torch.device("meta"):
         m = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**d))
     n = sum(p.numel() for p in m.parameters())
-    # GLM's e_score_correction_bias is a buffer in HF, a checkpoint tensor for us
-    n += sum(b.numel() for k, b in m.named_buffers() if k.endswith("e_score_correction_bias"))
+    # GLM's e_score_correction_bias (LFM2-MoE's expert_bias) is a buffer in HF, a checkpoint tensor for us
+    n += sum(b.numel() for k, b in m.named_buffers() if k.endswith(("e_score_correction_bias", "expert_bias")))
     assert configs.load(name).total_params() == n
 
 
@@ -547,6 +558,15 @@ PUBLISHED = {
     "nemotron-mini-4b": (4.19, None, None), "llama-3.1-minitron-4b": (4.51, None, None),
     # CodeLlama-34B and Yi-34B (written from memory): the published 33.7B and 34.4B
     "codellama-34b": (33.7, None, None), "yi-34b": (34.4, None, None),
+    # Codestral-22B-v0.1: the card's 22.2B (22.25 B here)
+    "codestral-22b": (22.2, None, None),
+    # Gemma-3-270M: the card's 270M (268.10 M here: 170 M of embeddings, 100 M in the layers)
+    "gemma-3-270m": (0.27, None, None),
+    # LFM2: the cards' counts (354,483,968, 742,489,344, 1,170,340,608 and 2,569,272,320, each matched to the parameter
+    # by tests/test_builtins_recalled.py); LFM2-8B-A1B's 8.3B total (8.34 B here); its "1.5B active" is rounded
+    # past 2% (1.56 B with the embeddings) and not checked here
+    "lfm2-350m": (0.354, None, None), "lfm2-700m": (0.742, None, None), "lfm2-1.2b": (1.17, None, None),
+    "lfm2-2.6b": (2.57, None, None), "lfm2-8b-a1b": (8.34, None, None),
 }
 
 

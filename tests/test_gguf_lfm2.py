@@ -115,18 +115,20 @@ _LB = ("ggml_cuda_init: found 1 CUDA devices:\n"
        "                  t/s |\n"
        "| ------------------------------ | ---------: | ---------: | ---------- | --: | --------: | --------------: |"
        " -------------------: |\n"
-       "| lfm2 1.2B Q4_K - Medium        |   0.68 GiB |     1.17 B | CUDA       |  99 |         1 |           tg128 |"
+       "| lfm2 1.2B Q4_K - Medium        |   0.82 GiB |     1.43 B | CUDA       |  99 |         1 |           tg128 |"
        "       98.60 ± 0.40 |\n")
 
 
 def test_public_paste_with_a_config_beside_it(tmp_path):
     """bench/public_records.py's generic path: an lfm2 paste whose sidecar names an LFM2 config beside the pastes is
-    read with it (the records name configs/<file>), where it was skipped as a family glmbench did not price."""
+    read with it (the records name configs/<file>), where it was skipped as a family glmbench did not price. (LFM2-1.2B's
+    own shape is a built-in now and its rows name it: the config here is 20 layers deep, 1.43 B, which no built-in is.)"""
     sys.path.insert(0, os.path.join(ROOT, "bench"))
     import public_records as pr
     d = str(tmp_path)
-    mid = dict(model_type="lfm2", vocab_size=65536, hidden_size=2048, num_hidden_layers=16, num_attention_heads=32,
-               num_key_value_heads=8, intermediate_size=12288, full_attn_idxs=[2, 5, 8, 10, 12, 14])
+    mid = dict(model_type="lfm2", vocab_size=65536, hidden_size=2048, num_hidden_layers=20, num_attention_heads=32,
+               num_key_value_heads=8, intermediate_size=12288, full_attn_idxs=[2, 5, 8, 10, 12, 14, 17, 19])
+    assert configs.from_hf(mid).total_params() == 1_426_222_080
     with open(os.path.join(d, "lfm2-mid.json"), "w") as f:
         json.dump({**mid, "architectures": ["Lfm2ForCausalLM"], "_name_or_path": "test/LFM2-Mid"}, f)
     with open(os.path.join(d, "lfm2.md"), "w") as f:

@@ -79,6 +79,9 @@ def _llama4(c):
 LLAMA_CPP_LABEL = {
     "llama": _llama, "qwen2": _qwen2, "qwen3": _qwen3, "qwen35": _qwen35, "chatglm": _chatglm, "granite": _granite,
     "granitehybrid": _granitehybrid, "llama4": _llama4,
+    # lfm2.cpp: by n_ff (the MLP's width after LFM2's auto-adjust); lfm2moe.cpp by the depth
+    "lfm2": lambda c: {2560: "230M", 4608: "350M", 6912: "700M", 8192: "1.2B", 10752: "2.6B"}.get(c.intermediate_size, "?B"),
+    "lfm2moe": _by_layers({24: "8B.A1B", 40: "24B.A2B"}),
     "qwen3moe": _by_layers({48: "30B.A3B", 94: "235B.A22B"}),
     "qwen2moe": _by_layers({24: "A2.7B", 28: "57B.A14B"}),
     "qwen3next": _by_layers({48: "80B.A3B"}),

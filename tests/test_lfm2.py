@@ -246,25 +246,29 @@ _LB = ("ggml_cuda_init: found 1 CUDA devices:\n"
        "       98.60 ± 0.40 |\n")
 
 
-@pytest.mark.parametrize("arch, mt, hf, label, params", [("lfm2", "lfm2", MID, "1.2B", "1.17"),
-                                                         ("lfm2moe", "lfm2_moe", MID_MOE, "8B.A1B", "8.34")])
-def test_llama_bench_rows(tmp_path, arch, mt, hf, label, params):
-    """llama.cpp names the architectures lfm2 and lfm2moe (src/llama-arch.cpp). No built-in is an LFM2 (none whose
-    sizes a source here states), so a row matches none by itself and takes the model it is given (--model, a
-    sidecar's config beside the pastes)."""
+@pytest.mark.parametrize("arch, mt, hf, label, params, builtin", [("lfm2", "lfm2", MID, "1.2B", "1.17", "lfm2-1.2b"),
+                                                                  ("lfm2moe", "lfm2_moe", MID_MOE, "8B.A1B", "8.34",
+                                                                   "lfm2-8b-a1b")])
+def test_llama_bench_rows(tmp_path, arch, mt, hf, label, params, builtin):
+    """llama.cpp names the architectures lfm2 and lfm2moe (src/llama-arch.cpp). A row of LFM2-1.2B's / LFM2-8B-A1B's
+    label and params names the built-in (tests/test_builtins_recalled.py: every LFM2 built-in's row); the model it
+    is given (--model) takes its place, a default model (for rows naming none) does not."""
     assert im._arch_of(mt) == arch
-    assert not [n for n in configs.builtin_names() if configs.load(n).model_type == mt]
     p = tmp_path / "r.md"
     p.write_text(_LB.format(arch=arch, label=label, params=params))
     (r,) = im.read(str(p))
-    assert r.get("model") is None and r["weights"] == "Q4_K_M"
-    assert "matches no built-in model" in r["inferred"]["model"]
+    assert (r["model"], r["weights"]) == (builtin, "Q4_K_M")
+    assert r["inferred"]["model"].startswith(f"from '{arch} {label}'")
+    # the built-in is the shape these tests price as MID / MID_MOE
+    assert configs.load(builtin).total_params() == configs.from_hf(hf).total_params()
     d = tmp_path / "lfm2-mid"
     d.mkdir()
     (d / "config.json").write_text(json.dumps(hf))
-    for kw in (dict(model=str(d / "config.json")), dict(default_model=str(d))):
-        (r,) = im.read(str(p), **kw)
-        assert (r["model"], r["weights"], r["test"], r["avg_ts"]) == ("lfm2-mid", "Q4_K_M", "tg", 98.6), kw
+    (r,) = im.read(str(p), model=str(d / "config.json"))
+    assert (r["model"], r["weights"], r["test"], r["avg_ts"]) == ("lfm2-mid", "Q4_K_M", "tg", 98.6)
+    # a default model stands only for rows that name none: this one names the built-in
+    (r,) = im.read(str(p), default_model=str(d))
+    assert r["model"] == builtin
 
 
 # ---- GGUF: a file laid out as llama.cpp's converter writes lfm2 / lfm2moe ------------------------------------

@@ -814,16 +814,17 @@ def test_a_model_or_card_the_paste_states_but_glmbench_has_none_of(tmp_path):
     # the skip line says what the paste states and that glmbench has no config / profile of it (not "stated neither")
     d = str(tmp_path)
     cuda = "ggml_cuda_init: found 1 CUDA devices:\n  Device 0: NVIDIA GeForce RTX 5090, compute capability 12.0, VMM: yes\n"
-    # (LFM2: priced since session 48, but no built-in is one, so a paste without a config beside it names no model;
-    # llama.cpp's lfm2 labels LFM2-1.2B by its 8192-wide MLP as 1.2B, src/models/lfm2.cpp; with a config beside
-    # it: tests/test_gguf_lfm2.py)
+    # (Falcon-H1: priced, but no built-in is one, so a paste without a config beside it names no model; llama.cpp's
+    # falcon-h1 labels 24 layers 1.5B, src/models/falcon-h1.cpp. LFM2's rows name its
+    # built-ins since they were added: tests/test_builtins_recalled.py)
     from glmbench.models import configs
-    assert "lfm2" in configs.FAMILIES and not any(n.startswith("lfm2") for n in configs.builtin_names())
-    _write(d, "lfm2.md", cuda + LBH + _lbr("lfm2 1.2B Q4_K - Medium", "tg128", "98.60 ± 0.40", "0.68 GiB", "1.17 B"),
-           "URL: https://example.org/lfm2\nModel: LiquidAI/LFM2-1.2B Q4_K_M\n")
-    with pytest.raises(pr.Skip, match=r"^lfm2\.md:5: model 'lfm2 1\.2B Q4_K - Medium' \(1\.17 B params\) is no "
-                                      r"built-in model, and no HF config beside the pastes"):
-        pr.generic_records(os.path.join(d, "lfm2.md"))
+    assert "falcon_h1" in configs.FAMILIES and not any(n.startswith("falcon") for n in configs.builtin_names())
+    _write(d, "falconh1.md", cuda + LBH + _lbr("falcon-h1 1.5B Q4_K - Medium", "tg128", "98.60 ± 0.40", "0.98 GiB",
+                                              "1.55 B"),
+           "URL: https://example.org/falconh1\nModel: tiiuae/Falcon-H1-1.5B-Instruct Q4_K_M\n")
+    with pytest.raises(pr.Skip, match=r"^falconh1\.md:5: model 'falcon-h1 1\.5B Q4_K - Medium' \(1\.55 B params\) is "
+                                      r"no built-in model, and no HF config beside the pastes"):
+        pr.generic_records(os.path.join(d, "falconh1.md"))
     vk = ("ggml_vulkan: 0 = AMD Radeon RX 7900 XTX (RADV NAVI31) (radv) | uma: 0 | fp16: 1 | bf16: 0 | warp size: 64 | shared "
           "memory: 65536 | int dot: 1 | matrix cores: KHR_coopmat\n")
     _write(d, "amd.md", vk + LBH + _lbr("llama 8B Q4_K - Medium", "tg128", "98.60 ± 0.40").replace("| CUDA       |", "| Vulkan     |"),

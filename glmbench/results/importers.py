@@ -926,7 +926,7 @@ SIZE_LABEL_LAYERS = {
     "nemotron_h_moe": {52: "31B.A3.5B", 56: "9B"}, "nemotron": {32: "4B"},
     "olmo2": {16: "1B", 32: "7B", 40: "13B", 64: "32B"}, "olmoe": {16: "A1.7B"}, "seed_oss": {64: "36B"},
     "smollm3": {36: "3B"}, "mistral3": {26: "3B", 34: "8B", 40: "14B"}, "deci": {80: "70B"},
-    "chatglm": {28: "6B", 40: "9B"}, "granite": {32: "3B", 64: "30B"},
+    "chatglm": {28: "6B", 40: "9B"}, "granite": {32: "3B", 64: "30B"}, "lfm2moe": {24: "8B.A1B", 40: "24B.A2B"},
     "llama": {16: "1B", 22: "1B", 26: "3B", 28: "3B", 30: "256M", 36: "8B", 40: "13B", 48: "34B", 60: "30B", 80: "70B"},
     "qwen2": {24: "1B", 28: "7B", 32: "7B", 36: "3B", 40: "13B", 48: "14B", 64: "32B", 80: "70B"},
     "qwen3": {28: "1.7B", 36: "8B", 40: "14B", 64: "32B"}, "qwen35": {24: "2B", 32: "9B", 64: "27B"}}
@@ -955,7 +955,11 @@ _SIZE_LABEL_BY = {
                       {768: "350M", 2048: "3B", 2560: "3B", 4096: "32B.A9B"}.get(c.hidden_size, "?B"),
                       "350M 7B.A1B 1B 3B 32B.A9B"),
     # llama4.cpp: by the expert count, "17Bx16E (Scout)" / "17Bx128E (Maverick)" (the row's second word, the first)
-    "llama4": (lambda c: {16: "17Bx16E", 128: "17Bx128E"}.get(c.n_routed_experts, "?B"), "17Bx16E 17Bx128E")}
+    "llama4": (lambda c: {16: "17Bx16E", 128: "17Bx128E"}.get(c.n_routed_experts, "?B"), "17Bx16E 17Bx128E"),
+    # lfm2.cpp: by the MLP's width (n_ff, after LFM2's auto-adjust)
+    "lfm2": (lambda c: {2560: "230M", 4608: "350M", 6912: "700M", 8192: "1.2B", 10752: "2.6B"}.get(c.intermediate_size,
+                                                                                                  "?B"),
+             "230M 350M 700M 1.2B 2.6B")}
 
 
 def arch_labels(arch: str) -> set:
